@@ -1,0 +1,110 @@
+package configs
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Flush disk types, as RocketMQ spells them in broker.conf.
+const (
+	AsyncFlush = "ASYNC_FLUSH"
+	SyncFlush  = "SYNC_FLUSH"
+)
+
+// ConsumeQueue layouts selectable with storeType.
+const (
+	// StoreTypeKV keeps the ConsumeQueue in Pebble (the default).
+	StoreTypeKV = "kv"
+	// StoreTypeFile keeps RocketMQ's file ConsumeQueue layout.
+	StoreTypeFile = "file"
+)
+
+// Broker is the whole configuration of one broker process. Field names
+// follow RocketMQ's BrokerConfig and MessageStoreConfig; the key each field
+// is read from is listed in the field table (fields.go) and documented with
+// its default in configs/broker.yaml.
+type Broker struct {
+	// Identity and cluster membership.
+	BrokerClusterName string
+	BrokerName        string
+	BrokerID          int64
+	BrokerIP1         string
+	ListenPort        int
+	NamesrvAddr       string
+	BrokerRole        string
+	BrokerPermission  int
+	RegionID          string
+	TraceOn           bool
+
+	// Topics and groups.
+	AutoCreateTopicEnable       bool
+	AutoCreateSubscriptionGroup bool
+	DefaultTopicQueueNums       int
+
+	// Name server registration.
+	RegisterNameServerPeriod time.Duration
+	RegisterBrokerTimeout    time.Duration
+	CompressedRegister       bool
+	ForceRegister            bool
+
+	// Consumption.
+	LongPollingEnable     bool
+	ShortPollingTime      time.Duration
+	ChannelExpiredTimeout time.Duration
+
+	// Store.
+	StorePathRootDir           string
+	StorePathCommitLog         string
+	StoreType                  string
+	MappedFileSizeCommitLog    int64
+	MappedFileSizeConsumeQueue int64
+	FlushDiskType              string
+	FlushIntervalCommitLog     time.Duration
+	FlushCommitLogLeastPages   int
+	FlushCommitLogThorough     time.Duration
+	SyncFlushTimeout           time.Duration
+	MaxMessageSize             int
+	FileReservedTime           time.Duration
+	DeleteWhen                 []int
+	DiskMaxUsedSpaceRatio      int
+	CleanResourceInterval      time.Duration
+	CheckCRCOnRecover          bool
+
+	// Logging.
+	LogLevel  string
+	LogFormat string
+}
+
+// DefaultStoreRoot is RocketMQ's default store root, ~/store.
+func DefaultStoreRoot() string {
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return "store"
+	}
+	return filepath.Join(home, "store")
+}
+
+// DefaultBroker returns the configuration a broker runs with when no key is
+// set. The values are RocketMQ's defaults unless the field table says
+// otherwise.
+func DefaultBroker() Broker {
+	var b Broker
+	for _, f := range brokerFields {
+		if err := f.set(&b, f.def); err != nil {
+			// The defaults are constants checked by TestDefaultsParse; a
+			// failure here is a programming error in the field table.
+			panic("configs: default of " + f.key + ": " + err.Error())
+		}
+	}
+	return b
+}
+
+// CommitLogDir returns where the CommitLog segments live: storePathCommitLog
+// when set, otherwise <storePathRootDir>/commitlog.
+func (b *Broker) CommitLogDir() string {
+	if b.StorePathCommitLog != "" {
+		return b.StorePathCommitLog
+	}
+	return filepath.Join(b.StorePathRootDir, "commitlog")
+}

@@ -1,0 +1,188 @@
+package configs
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// field binds one configuration key (and its historical aliases) to a field
+// of Broker. Values are parsed from their text form, whether they came from
+// a properties file, YAML or a command-line flag, so every source accepts
+// the same spellings.
+type field struct {
+	key     string
+	aliases []string
+	def     string
+	set     func(b *Broker, raw string) error
+}
+
+// brokerFields is the single list of keys rocketkv understands. Adding a
+// key means adding a line here and documenting it in broker.yaml (a test
+// checks both agree).
+var brokerFields = []field{
+	str("brokerClusterName", "DefaultCluster", func(b *Broker) *string { return &b.BrokerClusterName }),
+	str("brokerName", "broker-a", func(b *Broker) *string { return &b.BrokerName }),
+	i64("brokerId", "0", func(b *Broker) *int64 { return &b.BrokerID }),
+	str("brokerIP1", "", func(b *Broker) *string { return &b.BrokerIP1 }),
+	intRange("listenPort", "10911", 0, 65535, func(b *Broker) *int { return &b.ListenPort }),
+	str("namesrvAddr", "", func(b *Broker) *string { return &b.NamesrvAddr }),
+	oneOf("brokerRole", "ASYNC_MASTER", []string{"ASYNC_MASTER", "SYNC_MASTER", "SLAVE"}, func(b *Broker) *string { return &b.BrokerRole }),
+	intRange("brokerPermission", "6", 0, 15, func(b *Broker) *int { return &b.BrokerPermission }),
+	str("regionId", "DefaultRegion", func(b *Broker) *string { return &b.RegionID }),
+	boolean("traceOn", "true", func(b *Broker) *bool { return &b.TraceOn }),
+
+	boolean("autoCreateTopicEnable", "true", func(b *Broker) *bool { return &b.AutoCreateTopicEnable }),
+	boolean("autoCreateSubscriptionGroup", "true", func(b *Broker) *bool { return &b.AutoCreateSubscriptionGroup }),
+	intRange("defaultTopicQueueNums", "8", 1, 65535, func(b *Broker) *int { return &b.DefaultTopicQueueNums }),
+
+	millis("registerNameServerPeriod", "30000", func(b *Broker) *time.Duration { return &b.RegisterNameServerPeriod }),
+	millis("registerBrokerTimeoutMills", "24000", func(b *Broker) *time.Duration { return &b.RegisterBrokerTimeout }),
+	boolean("compressedRegister", "false", func(b *Broker) *bool { return &b.CompressedRegister }),
+	boolean("forceRegister", "true", func(b *Broker) *bool { return &b.ForceRegister }),
+
+	boolean("longPollingEnable", "true", func(b *Broker) *bool { return &b.LongPollingEnable }),
+	millis("shortPollingTimeMills", "1000", func(b *Broker) *time.Duration { return &b.ShortPollingTime }),
+	millis("channelExpiredTimeout", "120000", func(b *Broker) *time.Duration { return &b.ChannelExpiredTimeout }),
+
+	str("storePathRootDir", DefaultStoreRoot(), func(b *Broker) *string { return &b.StorePathRootDir }),
+	str("storePathCommitLog", "", func(b *Broker) *string { return &b.StorePathCommitLog }),
+	oneOf("storeType", StoreTypeKV, []string{StoreTypeKV, StoreTypeFile}, func(b *Broker) *string { return &b.StoreType }),
+	withAliases(i64Range("mappedFileSizeCommitLog", "1073741824", 4096, 1<<40, func(b *Broker) *int64 { return &b.MappedFileSizeCommitLog }), "mapedFileSizeCommitLog"),
+	withAliases(i64Range("mappedFileSizeConsumeQueue", "6000000", 20, 1<<32, func(b *Broker) *int64 { return &b.MappedFileSizeConsumeQueue }), "mapedFileSizeConsumeQueue"),
+	oneOf("flushDiskType", AsyncFlush, []string{AsyncFlush, SyncFlush}, func(b *Broker) *string { return &b.FlushDiskType }),
+	millis("flushIntervalCommitLog", "500", func(b *Broker) *time.Duration { return &b.FlushIntervalCommitLog }),
+	intRange("flushCommitLogLeastPages", "4", 0, 1<<20, func(b *Broker) *int { return &b.FlushCommitLogLeastPages }),
+	millis("flushCommitLogThoroughInterval", "10000", func(b *Broker) *time.Duration { return &b.FlushCommitLogThorough }),
+	millis("syncFlushTimeout", "5000", func(b *Broker) *time.Duration { return &b.SyncFlushTimeout }),
+	intRange("maxMessageSize", "4194304", 1, 1<<30, func(b *Broker) *int { return &b.MaxMessageSize }),
+	hours("fileReservedTime", "72", func(b *Broker) *time.Duration { return &b.FileReservedTime }),
+	hourList("deleteWhen", "04", func(b *Broker) *[]int { return &b.DeleteWhen }),
+	intRange("diskMaxUsedSpaceRatio", "75", 10, 95, func(b *Broker) *int { return &b.DiskMaxUsedSpaceRatio }),
+	millis("cleanResourceInterval", "10000", func(b *Broker) *time.Duration { return &b.CleanResourceInterval }),
+	boolean("checkCRCOnRecover", "true", func(b *Broker) *bool { return &b.CheckCRCOnRecover }),
+
+	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(b *Broker) *string { return &b.LogLevel }),
+	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(b *Broker) *string { return &b.LogFormat }),
+}
+
+func withAliases(f field, aliases ...string) field {
+	f.aliases = aliases
+	return f
+}
+
+func str(key, def string, ptr func(*Broker) *string) field {
+	return field{key: key, def: def, set: func(b *Broker, raw string) error {
+		*ptr(b) = raw
+		return nil
+	}}
+}
+
+func oneOf(key, def string, allowed []string, ptr func(*Broker) *string) field {
+	return field{key: key, def: def, set: func(b *Broker, raw string) error {
+		for _, a := range allowed {
+			if strings.EqualFold(raw, a) {
+				*ptr(b) = a
+				return nil
+			}
+		}
+		return fmt.Errorf("%q is not one of %s", raw, strings.Join(allowed, ", "))
+	}}
+}
+
+func boolean(key, def string, ptr func(*Broker) *bool) field {
+	return field{key: key, def: def, set: func(b *Broker, raw string) error {
+		v, err := strconv.ParseBool(raw)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", raw)
+		}
+		*ptr(b) = v
+		return nil
+	}}
+}
+
+func parseInt(raw string, lo, hi int64) (int64, error) {
+	v, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not an integer", raw)
+	}
+	if v < lo || v > hi {
+		return 0, fmt.Errorf("%d is outside [%d, %d]", v, lo, hi)
+	}
+	return v, nil
+}
+
+func intRange(key, def string, lo, hi int64, ptr func(*Broker) *int) field {
+	return field{key: key, def: def, set: func(b *Broker, raw string) error {
+		v, err := parseInt(raw, lo, hi)
+		if err != nil {
+			return err
+		}
+		*ptr(b) = int(v)
+		return nil
+	}}
+}
+
+func i64(key, def string, ptr func(*Broker) *int64) field {
+	return i64Range(key, def, -1<<63, 1<<63-1, ptr)
+}
+
+func i64Range(key, def string, lo, hi int64, ptr func(*Broker) *int64) field {
+	return field{key: key, def: def, set: func(b *Broker, raw string) error {
+		v, err := parseInt(raw, lo, hi)
+		if err != nil {
+			return err
+		}
+		*ptr(b) = v
+		return nil
+	}}
+}
+
+// millis reads a duration written in milliseconds, RocketMQ's unit for
+// intervals and timeouts.
+func millis(key, def string, ptr func(*Broker) *time.Duration) field {
+	return field{key: key, def: def, set: func(b *Broker, raw string) error {
+		v, err := parseInt(raw, 0, 1<<40)
+		if err != nil {
+			return fmt.Errorf("milliseconds: %w", err)
+		}
+		*ptr(b) = time.Duration(v) * time.Millisecond
+		return nil
+	}}
+}
+
+// hours reads a duration written in hours (fileReservedTime).
+func hours(key, def string, ptr func(*Broker) *time.Duration) field {
+	return field{key: key, def: def, set: func(b *Broker, raw string) error {
+		v, err := parseInt(raw, 0, 1<<20)
+		if err != nil {
+			return fmt.Errorf("hours: %w", err)
+		}
+		*ptr(b) = time.Duration(v) * time.Hour
+		return nil
+	}}
+}
+
+// hourList reads RocketMQ's deleteWhen: hours of the day separated by ';'.
+func hourList(key, def string, ptr func(*Broker) *[]int) field {
+	return field{key: key, def: def, set: func(b *Broker, raw string) error {
+		var out []int
+		for _, part := range strings.Split(raw, ";") {
+			part = strings.TrimSpace(part)
+			if part == "" {
+				continue
+			}
+			v, err := parseInt(part, 0, 23)
+			if err != nil {
+				return fmt.Errorf("hour %q: %w", part, err)
+			}
+			out = append(out, int(v))
+		}
+		if len(out) == 0 {
+			return fmt.Errorf("%q names no hour of the day", raw)
+		}
+		*ptr(b) = out
+		return nil
+	}}
+}

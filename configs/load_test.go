@@ -1,0 +1,172 @@
+package configs
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaultsParse(t *testing.T) {
+	for _, f := range brokerFields {
+		var b Broker
+		if err := f.set(&b, f.def); err != nil {
+			t.Errorf("default of %s (%q) does not parse: %v", f.key, f.def, err)
+		}
+	}
+}
+
+func TestDefaultsAreRocketMQs(t *testing.T) {
+	b := DefaultBroker()
+	if b.MappedFileSizeCommitLog != 1<<30 || b.FlushDiskType != AsyncFlush ||
+		b.FlushIntervalCommitLog != 500*time.Millisecond || b.FlushCommitLogLeastPages != 4 ||
+		b.SyncFlushTimeout != 5*time.Second || b.MaxMessageSize != 4<<20 ||
+		b.FileReservedTime != 72*time.Hour || !reflect.DeepEqual(b.DeleteWhen, []int{4}) ||
+		b.DiskMaxUsedSpaceRatio != 75 || b.ListenPort != 10911 || b.StoreType != StoreTypeKV {
+		t.Fatalf("defaults differ from RocketMQ's: %+v", b)
+	}
+}
+
+// The documented YAML must name every key and load to the defaults.
+func TestBrokerYAMLDocumentsEveryKey(t *testing.T) {
+	raw, err := os.ReadFile("broker.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range Keys() {
+		re := regexp.MustCompile(`(?m)^(# )?` + regexp.QuoteMeta(k) + `:`)
+		if !re.Match(raw) {
+			t.Errorf("broker.yaml does not document %s", k)
+		}
+	}
+	got, err := LoadBroker("broker.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.UnknownKeys) != 0 {
+		t.Errorf("broker.yaml has unknown keys %v", got.UnknownKeys)
+	}
+	if want := DefaultBroker(); !reflect.DeepEqual(got.Broker, want) {
+		t.Errorf("broker.yaml loads to\n%+v\nwant defaults\n%+v", got.Broker, want)
+	}
+}
+
+func TestBrokerConfProperties(t *testing.T) {
+	p := writeFile(t, "broker.conf", `# a RocketMQ broker.conf
+brokerClusterName = ClusterX
+brokerName=broker-b
+brokerId=0
+deleteWhen=04;16
+fileReservedTime=48
+brokerRole=ASYNC_MASTER
+flushDiskType=SYNC_FLUSH
+mapedFileSizeCommitLog=65536
+storePathRootDir=/tmp/rmq-store
+namesrvAddr=127.0.0.1:9876;127.0.0.2:9876
+haListenPort=10912
+sendMessageThreadPoolNums=16
+`)
+	got, err := LoadBroker(p, map[string]string{"listenPort": "20911"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := got.Broker
+	if b.BrokerClusterName != "ClusterX" || b.BrokerName != "broker-b" || b.FlushDiskType != SyncFlush ||
+		b.MappedFileSizeCommitLog != 65536 || b.FileReservedTime != 48*time.Hour ||
+		!reflect.DeepEqual(b.DeleteWhen, []int{4, 16}) || b.StorePathRootDir != "/tmp/rmq-store" ||
+		b.NamesrvAddr != "127.0.0.1:9876;127.0.0.2:9876" || b.ListenPort != 20911 {
+		t.Fatalf("unexpected config %+v", b)
+	}
+	if b.CommitLogDir() != "/tmp/rmq-store/commitlog" {
+		t.Errorf("commitlog dir %s", b.CommitLogDir())
+	}
+	if want := []string{"haListenPort", "sendMessageThreadPoolNums"}; !reflect.DeepEqual(lower(got.UnknownKeys), lower(want)) {
+		t.Errorf("unknown keys %v, want %v", got.UnknownKeys, want)
+	}
+}
+
+func lower(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = strings.ToLower(v)
+	}
+	return out
+}
+
+func TestBothSpellingsOfMappedFileSize(t *testing.T) {
+	for _, key := range []string{"mapedFileSizeCommitLog", "mappedFileSizeCommitLog"} {
+		got, err := LoadBroker(writeFile(t, "b.conf", key+"=1048576\n"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Broker.MappedFileSizeCommitLog != 1<<20 {
+			t.Errorf("%s not applied: %d", key, got.Broker.MappedFileSizeCommitLog)
+		}
+	}
+}
+
+func TestBadValuesNameTheKey(t *testing.T) {
+	cases := []struct{ name, content, key string }{
+		{"b.conf", "listenPort=abc\n", "listenPort"},
+		{"b.conf", "flushDiskType=SOMETIMES\n", "flushDiskType"},
+		{"b.conf", "diskMaxUsedSpaceRatio=99\n", "diskMaxUsedSpaceRatio"},
+		{"b.conf", "deleteWhen=25\n", "deleteWhen"},
+		{"b.conf", "autoCreateTopicEnable=perhaps\n", "autoCreateTopicEnable"},
+		{"b.yaml", "syncFlushTimeout: soon\n", "syncFlushTimeout"},
+		{"b.yaml", "storeType: rocksdb\n", "storeType"},
+	}
+	for _, c := range cases {
+		_, err := LoadBroker(writeFile(t, c.name, c.content), nil)
+		if err == nil || !strings.Contains(err.Error(), c.key) {
+			t.Errorf("%q: error %v does not name %s", c.content, err, c.key)
+		}
+	}
+	if _, err := LoadBroker("", map[string]string{"noSuchKey": "1"}); err == nil {
+		t.Error("override of an unknown key accepted")
+	}
+	if _, err := LoadBroker(filepath.Join(t.TempDir(), "missing.conf"), nil); err == nil {
+		t.Error("missing file accepted")
+	}
+}
+
+func TestYAMLTypedValues(t *testing.T) {
+	got, err := LoadBroker(writeFile(t, "b.yaml", "listenPort: 30911\nautoCreateTopicEnable: false\ndeleteWhen: \"02;03\"\nstoreType: FILE\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := got.Broker
+	if b.ListenPort != 30911 || b.AutoCreateTopicEnable || !reflect.DeepEqual(b.DeleteWhen, []int{2, 3}) || b.StoreType != StoreTypeFile {
+		t.Fatalf("unexpected %+v", b)
+	}
+}
+
+// FuzzLoadBroker feeds arbitrary file contents through both formats: the
+// loader returns a config or an error, never panics.
+func FuzzLoadBroker(f *testing.F) {
+	f.Add([]byte("brokerName=a\nlistenPort=1\n"), false)
+	f.Add([]byte("listenPort: 1\ndeleteWhen: \"04\"\n"), true)
+	f.Add([]byte("a=\\\n b\n!c\n#d"), false)
+	f.Fuzz(func(t *testing.T, content []byte, yaml bool) {
+		name := "b.conf"
+		if yaml {
+			name = "b.yaml"
+		}
+		p := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(p, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = LoadBroker(p, nil)
+	})
+}

@@ -1,0 +1,52 @@
+// Package logging builds the zerolog loggers of rocketkv's binaries:
+// human-readable console output on a terminal, one JSON object per line
+// otherwise (for log shippers), at a configurable level.
+package logging
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+)
+
+// Format selects the output encoding.
+type Format string
+
+// Output formats.
+const (
+	// Auto picks Console when the writer is a terminal, JSON otherwise.
+	Auto Format = "auto"
+	// Console writes coloured, aligned lines for people.
+	Console Format = "console"
+	// JSON writes one object per line.
+	JSON Format = "json"
+)
+
+// New returns a logger writing to w at the given level ("trace", "debug",
+// "info", "warn", "error") in the given format. Every line carries a
+// timestamp; component loggers add their own "component" field with With.
+func New(w io.Writer, level string, format Format) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || level == "" {
+		return zerolog.Nop(), fmt.Errorf("log level %q: want trace, debug, info, warn or error", level)
+	}
+	switch format {
+	case Auto:
+		if f, ok := w.(*os.File); ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
+			format = Console
+		} else {
+			format = JSON
+		}
+	case Console, JSON:
+	default:
+		return zerolog.Nop(), fmt.Errorf("log format %q: want auto, console or json", format)
+	}
+	if format == Console {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.DateTime + ".000"}
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
