@@ -1,0 +1,147 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/edsrzf/mmap-go"
+)
+
+// ErrInjected is wrapped by the errors a Faulty FS makes up (other than the
+// ENOSPC of a failed allocation, which wraps syscall.ENOSPC like the real one).
+var ErrInjected = errors.New("vfs: injected fault")
+
+// Faulty wraps an FS and injects faults. It is safe for concurrent use; set
+// faults with its methods at any time.
+type Faulty struct {
+	inner FS
+
+	mu         sync.Mutex
+	allocs     int   // Allocate calls so far
+	failAllocN []int // 1-based Allocate calls that fail with ENOSPC
+	allocFull  bool  // every Allocate fails with ENOSPC
+	failMap    int   // number of following Map calls that fail
+	usage      *DiskUsage
+}
+
+// NewFaulty returns a Faulty FS passing everything through to inner until a
+// fault is set.
+func NewFaulty(inner FS) *Faulty { return &Faulty{inner: inner} }
+
+var _ FS = (*Faulty)(nil)
+
+// FailAllocation makes the n-th Allocate call (1-based, counted over the
+// life of f, see Allocations) fail with ENOSPC.
+func (f *Faulty) FailAllocation(n int) {
+	f.mu.Lock()
+	f.failAllocN = append(f.failAllocN, n)
+	f.mu.Unlock()
+}
+
+// SetDiskFull makes every Allocate fail with ENOSPC while full is true.
+func (f *Faulty) SetDiskFull(full bool) {
+	f.mu.Lock()
+	f.allocFull = full
+	f.mu.Unlock()
+}
+
+// Allocations returns the number of Allocate calls so far.
+func (f *Faulty) Allocations() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.allocs
+}
+
+// FailMaps makes the next n Map calls fail.
+func (f *Faulty) FailMaps(n int) {
+	f.mu.Lock()
+	f.failMap = n
+	f.mu.Unlock()
+}
+
+// SetUsage makes Statfs report u; nil restores the real value.
+func (f *Faulty) SetUsage(u *DiskUsage) {
+	f.mu.Lock()
+	if u != nil {
+		c := *u
+		u = &c
+	}
+	f.usage = u
+	f.mu.Unlock()
+}
+
+// OpenFile implements FS.
+func (f *Faulty) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	return f.inner.OpenFile(name, flag, perm)
+}
+
+// Remove implements FS.
+func (f *Faulty) Remove(name string) error { return f.inner.Remove(name) }
+
+// Rename implements FS.
+func (f *Faulty) Rename(oldpath, newpath string) error { return f.inner.Rename(oldpath, newpath) }
+
+// ReadDir implements FS.
+func (f *Faulty) ReadDir(name string) ([]os.DirEntry, error) { return f.inner.ReadDir(name) }
+
+// MkdirAll implements FS.
+func (f *Faulty) MkdirAll(path string, perm os.FileMode) error { return f.inner.MkdirAll(path, perm) }
+
+// Stat implements FS.
+func (f *Faulty) Stat(name string) (os.FileInfo, error) { return f.inner.Stat(name) }
+
+// Allocate implements FS, failing with ENOSPC as configured.
+func (f *Faulty) Allocate(file File, off, length int64) error {
+	f.mu.Lock()
+	f.allocs++
+	fail := f.allocFull
+	for i, n := range f.failAllocN {
+		if n == f.allocs {
+			fail = true
+			f.failAllocN = append(f.failAllocN[:i], f.failAllocN[i+1:]...)
+			break
+		}
+	}
+	f.mu.Unlock()
+	if fail {
+		return &os.PathError{Op: "fallocate", Path: file.Name(), Err: syscall.ENOSPC}
+	}
+	return f.inner.Allocate(file, off, length)
+}
+
+// ZeroRange implements FS.
+func (f *Faulty) ZeroRange(file File, off, length int64) error {
+	return f.inner.ZeroRange(file, off, length)
+}
+
+// Map implements FS, failing as configured.
+func (f *Faulty) Map(file File, length int) (mmap.MMap, error) {
+	f.mu.Lock()
+	fail := f.failMap > 0
+	if fail {
+		f.failMap--
+	}
+	f.mu.Unlock()
+	if fail {
+		return nil, fmt.Errorf("mmap %s: %w", file.Name(), ErrInjected)
+	}
+	return f.inner.Map(file, length)
+}
+
+// Statfs implements FS, reporting the configured usage if one is set.
+func (f *Faulty) Statfs(path string) (DiskUsage, error) {
+	f.mu.Lock()
+	u := f.usage
+	f.mu.Unlock()
+	if u != nil {
+		return *u, nil
+	}
+	return f.inner.Statfs(path)
+}
+
+// Lock implements FS.
+func (f *Faulty) Lock(name string) (io.Closer, error) { return f.inner.Lock(name) }
