@@ -184,7 +184,9 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
-func putUint32(b []byte, v uint32) { b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v) }
+func putUint32(b []byte, v uint32) {
+	b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
+}
 
 func TestEncodeRejects(t *testing.T) {
 	for _, cmd := range []*Command{
