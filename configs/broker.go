@@ -55,7 +55,6 @@ type Broker struct {
 
 	// Store.
 	StorePathRootDir           string
-	StorePathCommitLog         string
 	StoreType                  string
 	MappedFileSizeCommitLog    int64
 	MappedFileSizeConsumeQueue int64
@@ -98,13 +97,4 @@ func DefaultBroker() Broker {
 		}
 	}
 	return b
-}
-
-// CommitLogDir returns where the CommitLog segments live: storePathCommitLog
-// when set, otherwise <storePathRootDir>/commitlog.
-func (b *Broker) CommitLogDir() string {
-	if b.StorePathCommitLog != "" {
-		return b.StorePathCommitLog
-	}
-	return filepath.Join(b.StorePathRootDir, "commitlog")
 }

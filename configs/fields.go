@@ -47,7 +47,6 @@ var brokerFields = []field{
 	millis("channelExpiredTimeout", "120000", func(b *Broker) *time.Duration { return &b.ChannelExpiredTimeout }),
 
 	str("storePathRootDir", DefaultStoreRoot(), func(b *Broker) *string { return &b.StorePathRootDir }),
-	str("storePathCommitLog", "", func(b *Broker) *string { return &b.StorePathCommitLog }),
 	oneOf("storeType", StoreTypeKV, []string{StoreTypeKV, StoreTypeFile}, func(b *Broker) *string { return &b.StoreType }),
 	withAliases(i64Range("mappedFileSizeCommitLog", "1073741824", 4096, 1<<40, func(b *Broker) *int64 { return &b.MappedFileSizeCommitLog }), "mapedFileSizeCommitLog"),
 	withAliases(i64Range("mappedFileSizeConsumeQueue", "6000000", 20, 1<<32, func(b *Broker) *int64 { return &b.MappedFileSizeConsumeQueue }), "mapedFileSizeConsumeQueue"),

@@ -89,9 +89,6 @@ sendMessageThreadPoolNums=16
 		b.NamesrvAddr != "127.0.0.1:9876;127.0.0.2:9876" || b.ListenPort != 20911 {
 		t.Fatalf("unexpected config %+v", b)
 	}
-	if b.CommitLogDir() != "/tmp/rmq-store/commitlog" {
-		t.Errorf("commitlog dir %s", b.CommitLogDir())
-	}
 	if want := []string{"haListenPort", "sendMessageThreadPoolNums"}; !reflect.DeepEqual(lower(got.UnknownKeys), lower(want)) {
 		t.Errorf("unknown keys %v, want %v", got.UnknownKeys, want)
 	}

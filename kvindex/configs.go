@@ -1,0 +1,188 @@
+package kvindex
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// ConfigTable is a durable table of named JSON configs (topic configs in
+// keyspace 0x40, subscription group configs in 0x41) with a bounded cache
+// in front and a DataVersion bumped on every change, persisted in the same
+// synced batch.
+type ConfigTable[T any] struct {
+	db      *DB
+	prefix  byte
+	what    string
+	verKey  []byte
+	nameOf  func(T) string
+	cache   *lru.Cache[string, T]
+	mu      sync.Mutex // serialises writers so versions and values agree
+	version *meta.VersionCounter
+}
+
+// Topics is the table of topic configs.
+type Topics = ConfigTable[meta.TopicConfig]
+
+// Groups is the table of subscription group configs.
+type Groups = ConfigTable[meta.SubscriptionGroupConfig]
+
+// DefaultConfigCache is the number of configs a table keeps in memory.
+const DefaultConfigCache = 1 << 16
+
+// Topics opens the topic config table, caching up to cacheSize configs
+// (DefaultConfigCache when <= 0).
+func (d *DB) Topics(cacheSize int) (*Topics, error) {
+	return openConfigTable(d, prefixTopic, "topic", metaTopicsVer, cacheSize,
+		func(t meta.TopicConfig) string { return t.TopicName })
+}
+
+// Groups opens the subscription group table.
+func (d *DB) Groups(cacheSize int) (*Groups, error) {
+	return openConfigTable(d, prefixGroup, "group", metaGroupsVer, cacheSize,
+		func(g meta.SubscriptionGroupConfig) string { return g.GroupName })
+}
+
+func openConfigTable[T any](d *DB, prefix byte, what, verName string, cacheSize int, nameOf func(T) string) (*ConfigTable[T], error) {
+	if cacheSize <= 0 {
+		cacheSize = DefaultConfigCache
+	}
+	cache, err := lru.New[string, T](cacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("%s cache: %w", what, err)
+	}
+	t := &ConfigTable[T]{db: d, prefix: prefix, what: what, verKey: metaKey(verName), nameOf: nameOf, cache: cache}
+	v, err := d.get(t.verKey)
+	if err != nil {
+		return nil, fmt.Errorf("read %s data version: %w", what, err)
+	}
+	var start meta.DataVersion
+	if len(v) == 16 {
+		start.Counter = int64(binary.BigEndian.Uint64(v))
+		start.Timestamp = int64(binary.BigEndian.Uint64(v[8:]))
+	} else if v != nil {
+		return nil, fmt.Errorf("read %s data version %x: %w", what, v, ErrBadKey)
+	}
+	t.version = meta.NewVersionCounter(start)
+	return t, nil
+}
+
+// Get returns the config of name; ok is false when there is none.
+func (t *ConfigTable[T]) Get(name string) (cfg T, ok bool, err error) {
+	if c, hit := t.cache.Get(name); hit {
+		return c, true, nil
+	}
+	v, err := t.db.get(nameKey(t.prefix, name))
+	if err != nil {
+		return cfg, false, fmt.Errorf("read %s %s: %w", t.what, name, err)
+	}
+	if v == nil {
+		return cfg, false, nil
+	}
+	if err := json.Unmarshal(v, &cfg); err != nil {
+		return cfg, false, fmt.Errorf("decode %s %s: %w", t.what, name, err)
+	}
+	t.cache.Add(name, cfg)
+	return cfg, true, nil
+}
+
+// Put stores configs (created or replaced) in one synced batch and bumps
+// the data version once.
+func (t *ConfigTable[T]) Put(cfgs ...T) error {
+	if len(cfgs) == 0 {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.db.pdb.NewBatch()
+	defer b.Close()
+	for _, c := range cfgs {
+		name := t.nameOf(c)
+		if name == "" {
+			return fmt.Errorf("put %s: empty name", t.what)
+		}
+		raw, err := json.Marshal(c)
+		if err != nil {
+			return fmt.Errorf("encode %s %s: %w", t.what, name, err)
+		}
+		if err := b.Set(nameKey(t.prefix, name), raw, nil); err != nil {
+			return fmt.Errorf("put %s %s: %w", t.what, name, err)
+		}
+	}
+	if err := t.commitWithVersion(b); err != nil {
+		return fmt.Errorf("put %d %s configs: %w", len(cfgs), t.what, err)
+	}
+	for _, c := range cfgs {
+		t.cache.Add(t.nameOf(c), c)
+	}
+	return nil
+}
+
+// Delete removes the configs of names (absent ones are ignored).
+func (t *ConfigTable[T]) Delete(names ...string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.db.pdb.NewBatch()
+	defer b.Close()
+	for _, n := range names {
+		if err := b.Delete(nameKey(t.prefix, n), nil); err != nil {
+			return fmt.Errorf("delete %s %s: %w", t.what, n, err)
+		}
+	}
+	if err := t.commitWithVersion(b); err != nil {
+		return fmt.Errorf("delete %s configs: %w", t.what, err)
+	}
+	for _, n := range names {
+		t.cache.Remove(n)
+	}
+	return nil
+}
+
+func (t *ConfigTable[T]) commitWithVersion(b *pebble.Batch) error {
+	next := t.version.Current()
+	next.Counter++
+	v := binary.BigEndian.AppendUint64(nil, uint64(next.Counter))
+	v = binary.BigEndian.AppendUint64(v, uint64(nowMillis()))
+	if err := b.Set(t.verKey, v, nil); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return err
+	}
+	t.version.Bump()
+	return nil
+}
+
+// Each calls fn for every config in name order until fn returns false. It
+// reads the database, not the cache, and does not fill the cache.
+func (t *ConfigTable[T]) Each(fn func(T) bool) error {
+	var derr error
+	err := t.db.Scan([]byte{t.prefix}, func(k, v []byte) bool {
+		var c T
+		if err := json.Unmarshal(v, &c); err != nil {
+			derr = fmt.Errorf("decode %s %q: %w", t.what, k[1:], err)
+			return false
+		}
+		return fn(c)
+	})
+	if err != nil {
+		return err
+	}
+	return derr
+}
+
+// Count returns the number of configs (a scan of the keyspace).
+func (t *ConfigTable[T]) Count() (int, error) {
+	n := 0
+	err := t.db.Scan([]byte{t.prefix}, func(_, _ []byte) bool { n++; return true })
+	return n, err
+}
+
+// Version returns the table's data version.
+func (t *ConfigTable[T]) Version() meta.DataVersion { return t.version.Current() }

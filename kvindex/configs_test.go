@@ -1,0 +1,108 @@
+package kvindex
+
+import (
+	"testing"
+
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+func TestTopicsPersistAndVersion(t *testing.T) {
+	dir := t.TempDir()
+	db := openDBAt(t, dir)
+	topics, err := db.Topics(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v0 := topics.Version()
+	a, b, c := meta.NewTopicConfig("A", 4), meta.NewTopicConfig("B", 8), meta.NewTopicConfig("C", 1)
+	if err := topics.Put(a, b, c); err != nil {
+		t.Fatal(err)
+	}
+	if v := topics.Version(); v.Counter != v0.Counter+1 {
+		t.Fatalf("version %d after one put, want %d", v.Counter, v0.Counter+1)
+	}
+	got, ok, err := topics.Get("B")
+	if err != nil || !ok || got.WriteQueueNums != 8 || got.Perm != 6 {
+		t.Fatalf("get B: %+v %v %v", got, ok, err)
+	}
+	if _, ok, _ := topics.Get("Z"); ok {
+		t.Fatal("unknown topic found")
+	}
+	if err := topics.Delete("A"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := topics.Count(); n != 2 {
+		t.Fatalf("count %d, want 2", n)
+	}
+	ver := topics.Version()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db2 := openDBAt(t, dir)
+	topics2, err := db2.Topics(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := topics2.Version(); v.Counter != ver.Counter {
+		t.Fatalf("version after reopen %d, want %d", v.Counter, ver.Counter)
+	}
+	var names []string
+	if err := topics2.Each(func(tc meta.TopicConfig) bool { names = append(names, tc.TopicName); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 2 || names[0] != "B" || names[1] != "C" {
+		t.Fatalf("topics after reopen %v", names)
+	}
+	groups, err := db2.Groups(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := meta.NewSubscriptionGroupConfig("G")
+	if err := groups.Put(g); err != nil {
+		t.Fatal(err)
+	}
+	gg, ok, err := groups.Get("G")
+	if err != nil || !ok || gg.RetryMaxTimes != 16 || gg.GroupRetryPolicy == nil {
+		t.Fatalf("group %+v %v %v", gg, ok, err)
+	}
+}
+
+func TestConsumerOffsets(t *testing.T) {
+	db := openTestDB(t)
+	o := db.ConsumerOffsets()
+	if _, ok, err := o.Get("G", "T", 0); ok || err != nil {
+		t.Fatalf("offset of a new group: %v %v", ok, err)
+	}
+	if err := o.SetMany([]OffsetUpdate{{"G", "T", 0, 10}, {"G", "T", 1, 20}, {"G", "U", 0, 5}, {"H", "T", 0, 7}}); err != nil {
+		t.Fatal(err)
+	}
+	if off, ok, _ := o.Get("G", "T", 1); !ok || off != 20 {
+		t.Fatalf("G/T/1 = %d %v", off, ok)
+	}
+	var all []OffsetUpdate
+	_ = o.Each("G", func(u OffsetUpdate) bool { all = append(all, u); return true })
+	if len(all) != 3 {
+		t.Fatalf("G has %d offsets, want 3: %v", len(all), all)
+	}
+	if err := o.DeleteGroupTopic("G", "T"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := o.Get("G", "T", 0); ok {
+		t.Fatal("deleted offset still there")
+	}
+	if off, ok, _ := o.Get("G", "U", 0); !ok || off != 5 {
+		t.Fatal("offset of another topic deleted")
+	}
+	if err := o.DeleteGroup("G"); err != nil {
+		t.Fatal(err)
+	}
+	if off, ok, _ := o.Get("H", "T", 0); !ok || off != 7 {
+		t.Fatal("offset of another group deleted")
+	}
+	all = nil
+	_ = o.Each("", func(u OffsetUpdate) bool { all = append(all, u); return true })
+	if len(all) != 1 {
+		t.Fatalf("%d offsets left, want 1", len(all))
+	}
+}

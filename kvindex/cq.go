@@ -1,0 +1,745 @@
+package kvindex
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/cq"
+)
+
+// CQ is the KV ConsumeQueue: cq.Store on the 0x10-0x12 keyspaces of the
+// database (see doc.go). It does not own the database; Close flushes but
+// leaves the database open for its other users.
+//
+// A bounded cache keeps the bounds of recently used queues, so that Put
+// (which must know each queue's max offset to skip repeats and close gaps)
+// and MaxOffset cost a map lookup for hot queues and one reverse seek for
+// cold ones.
+//
+// Lock order: mu (writers) before the cache's internal lock.
+type CQ struct {
+	db     *DB
+	log    zerolog.Logger
+	mu     sync.Mutex // serialises writers: Put, Truncate, CorrectMin, Delete*
+	bounds *lru.Cache[queueID, queueBounds]
+	closed atomic.Bool
+}
+
+// queueID names one queue.
+type queueID struct {
+	topic string
+	qid   int32
+}
+
+// queueBounds are a queue's [min, max) and whether it exists at all.
+type queueBounds struct {
+	min, max int64
+	exists   bool
+}
+
+var _ cq.Store = (*CQ)(nil)
+
+// DefaultCQBoundsCache is the number of queues whose bounds CQ keeps in
+// memory.
+const DefaultCQBoundsCache = 1 << 20
+
+// ConsumeQueue returns the KV ConsumeQueue of the database, caching the
+// bounds of up to cacheQueues queues (DefaultCQBoundsCache when <= 0).
+func (d *DB) ConsumeQueue(cacheQueues int) *CQ {
+	if cacheQueues <= 0 {
+		cacheQueues = DefaultCQBoundsCache
+	}
+	cache, err := lru.New[queueID, queueBounds](cacheQueues)
+	if err != nil {
+		// lru.New fails only for a non-positive size, excluded above.
+		panic(fmt.Sprintf("kvindex: bounds cache: %v", err))
+	}
+	return &CQ{db: d, log: d.log.With().Str("component", "cq").Logger(), bounds: cache}
+}
+
+func (c *CQ) check() error {
+	if c.closed.Load() {
+		return cq.ErrClosed
+	}
+	return nil
+}
+
+// Put implements cq.Store: it writes the entries and one journal record in
+// one unsynced batch.
+func (c *CQ) Put(entries []cq.Dispatch) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.db.pdb.NewBatch()
+	defer b.Close()
+	updates, err := c.putBatch(b, entries)
+	if err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("put %d cq entries: %w", len(entries), err)
+	}
+	c.applyBounds(updates)
+	return nil
+}
+
+// boundsUpdate is a queue's bounds after a batch, applied to the cache once
+// the batch commits.
+type boundsUpdate struct {
+	q queueID
+	b queueBounds
+}
+
+func (c *CQ) applyBounds(updates []boundsUpdate) {
+	for _, u := range updates {
+		c.bounds.Add(u.q, u.b)
+	}
+}
+
+// putBatch adds entries and their journal record to b, following the Put
+// rules of cq.Store, and returns the new bounds of the queues it touched.
+// The caller holds mu, commits b, then calls applyBounds. The dispatcher
+// uses it to commit entries together with the dispatched offset.
+//
+// Allocations: a key and value buffer reused across entries, the journal
+// value, and one map entry per touched queue.
+func (c *CQ) putBatch(b *pebble.Batch, entries []cq.Dispatch) ([]boundsUpdate, error) {
+	for i := range entries {
+		e := &entries[i]
+		if e.QueueOffset < 0 || e.PhyOffset < 0 || e.Size <= 0 {
+			return nil, fmt.Errorf("put cq entry %s/%d@%d (phy %d, size %d): negative offset or non-positive size",
+				e.Topic, e.QueueID, e.QueueOffset, e.PhyOffset, e.Size)
+		}
+		if err := checkName("topic", e.Topic); err != nil {
+			return nil, fmt.Errorf("put cq entry: %w", err)
+		}
+	}
+	type touched struct {
+		b     queueBounds
+		first int64
+	}
+	state := make(map[queueID]*touched, 16)
+	order := make([]queueID, 0, 16)
+	minPhy, maxEnd := entries[0].PhyOffset, entries[0].End()
+	var key, val []byte
+	for i := range entries {
+		e := &entries[i]
+		q := queueID{e.Topic, e.QueueID}
+		t := state[q]
+		if t == nil {
+			qb, err := c.queueBounds(q)
+			if err != nil {
+				return nil, err
+			}
+			if !qb.exists {
+				qb = queueBounds{min: e.QueueOffset, max: e.QueueOffset, exists: true}
+			}
+			t = &touched{b: qb, first: -1}
+			state[q] = t
+			order = append(order, q)
+		}
+		off := e.QueueOffset
+		if off < t.b.max {
+			continue // already there: keep the existing entry
+		}
+		if off > t.b.max {
+			c.log.Warn().Str("topic", e.Topic).Int32("queue", e.QueueID).Int64("offset", off).Int64("max", t.b.max).
+				Msg("cq entry above the queue's max offset; stored at the max offset")
+			off = t.b.max
+		}
+		key = appendCQKey(key[:0], e.Topic, e.QueueID, off)
+		val = appendCQValue(val[:0], e.PhyOffset, e.Size, e.TagsCode, e.StoreTimestamp)
+		if err := b.Set(key, val, nil); err != nil {
+			return nil, fmt.Errorf("put cq entry %s/%d@%d: %w", e.Topic, e.QueueID, off, err)
+		}
+		if t.first < 0 {
+			t.first = off
+		}
+		t.b.max = off + 1
+		minPhy = min(minPhy, e.PhyOffset)
+		maxEnd = max(maxEnd, e.End())
+	}
+	updates := make([]boundsUpdate, 0, len(order))
+	j := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(order)*24), uint64(maxEnd))
+	wrote := false
+	for _, q := range order {
+		t := state[q]
+		updates = append(updates, boundsUpdate{q, t.b})
+		if t.first < 0 {
+			continue
+		}
+		wrote = true
+		j = appendString16(j, q.topic)
+		j = binary.BigEndian.AppendUint32(j, uint32(q.qid))
+		j = binary.BigEndian.AppendUint64(j, uint64(t.first))
+	}
+	if wrote {
+		if err := b.Set(journalKey(minPhy), j, nil); err != nil {
+			return nil, fmt.Errorf("put cq journal: %w", err)
+		}
+	}
+	return updates, nil
+}
+
+// queueBounds returns a queue's bounds from the cache or the database.
+func (c *CQ) queueBounds(q queueID) (queueBounds, error) {
+	if b, ok := c.bounds.Get(q); ok {
+		return b, nil
+	}
+	b, err := c.readBounds(q)
+	if err != nil {
+		return queueBounds{}, err
+	}
+	c.bounds.Add(q, b)
+	return b, nil
+}
+
+// readBounds derives a queue's bounds from its entries and its min key.
+func (c *CQ) readBounds(q queueID) (queueBounds, error) {
+	prefix := queuePrefix(prefixCQ, q.topic, q.qid)
+	it, err := c.db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return queueBounds{}, fmt.Errorf("bounds of cq %s/%d: %w", q.topic, q.qid, err)
+	}
+	defer it.Close()
+	var b queueBounds
+	if it.First() {
+		_, _, first, err := decodeCQKey(it.Key())
+		if err != nil {
+			return queueBounds{}, fmt.Errorf("bounds of cq %s/%d: key %x: %w", q.topic, q.qid, it.Key(), err)
+		}
+		it.Last()
+		_, _, last, err := decodeCQKey(it.Key())
+		if err != nil {
+			return queueBounds{}, fmt.Errorf("bounds of cq %s/%d: key %x: %w", q.topic, q.qid, it.Key(), err)
+		}
+		b = queueBounds{min: first, max: last + 1, exists: true}
+	}
+	if err := it.Error(); err != nil {
+		return queueBounds{}, fmt.Errorf("bounds of cq %s/%d: %w", q.topic, q.qid, err)
+	}
+	v, err := c.db.get(cqMinKey(q.topic, q.qid))
+	if err != nil {
+		return queueBounds{}, fmt.Errorf("min of cq %s/%d: %w", q.topic, q.qid, err)
+	}
+	if v != nil {
+		m, err := getInt64(v)
+		if err != nil {
+			return queueBounds{}, fmt.Errorf("min of cq %s/%d: %w", q.topic, q.qid, err)
+		}
+		if !b.exists {
+			b = queueBounds{min: m, max: m, exists: true}
+		} else {
+			b.min = min(max(b.min, m), b.max)
+		}
+	}
+	return b, nil
+}
+
+// Get implements cq.Store.
+func (c *CQ) Get(topic string, queueID int32, from int64, max int) ([]cq.Entry, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if max <= 0 {
+		return nil, nil
+	}
+	qb, err := c.queueBounds(queueIDOf(topic, queueID))
+	if err != nil {
+		return nil, err
+	}
+	if from < qb.min || from >= qb.max {
+		return nil, nil
+	}
+	prefix := queuePrefix(prefixCQ, topic, queueID)
+	it, err := c.db.pdb.NewIter(&pebble.IterOptions{LowerBound: cqKey(topic, queueID, from), UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, fmt.Errorf("read cq %s/%d: %w", topic, queueID, err)
+	}
+	defer it.Close()
+	out := make([]cq.Entry, 0, min(int64(max), qb.max-from))
+	want := from
+	for ok := it.First(); ok && len(out) < max; ok = it.Next() {
+		e, err := decodeEntry(it)
+		if err != nil {
+			return nil, fmt.Errorf("read cq %s/%d: %w", topic, queueID, err)
+		}
+		if e.QueueOffset != want {
+			break // a gap: nothing is readable past it
+		}
+		out = append(out, e)
+		want++
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("read cq %s/%d: %w", topic, queueID, err)
+	}
+	return out, nil
+}
+
+func queueIDOf(topic string, qid int32) queueID { return queueID{topic, qid} }
+
+func decodeEntry(it *pebble.Iterator) (cq.Entry, error) {
+	_, _, off, err := decodeCQKey(it.Key())
+	if err != nil {
+		return cq.Entry{}, fmt.Errorf("key %x: %w", it.Key(), err)
+	}
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return cq.Entry{}, fmt.Errorf("value of offset %d: %w", off, err)
+	}
+	phy, size, tags, ts, err := decodeCQValue(v)
+	if err != nil {
+		return cq.Entry{}, fmt.Errorf("value of offset %d: %w", off, err)
+	}
+	return cq.Entry{QueueOffset: off, PhyOffset: phy, Size: size, TagsCode: tags, StoreTimestamp: ts}, nil
+}
+
+// entryAt reads one entry; ok is false when absent.
+func (c *CQ) entryAt(topic string, queueID int32, off int64) (cq.Entry, bool, error) {
+	v, err := c.db.get(cqKey(topic, queueID, off))
+	if err != nil || v == nil {
+		return cq.Entry{}, false, err
+	}
+	phy, size, tags, ts, err := decodeCQValue(v)
+	if err != nil {
+		return cq.Entry{}, false, fmt.Errorf("read cq %s/%d@%d: %w", topic, queueID, off, err)
+	}
+	return cq.Entry{QueueOffset: off, PhyOffset: phy, Size: size, TagsCode: tags, StoreTimestamp: ts}, true, nil
+}
+
+// mustEntryAt reads an entry that the queue's bounds say exists.
+func (c *CQ) mustEntryAt(topic string, queueID int32, off int64) (cq.Entry, error) {
+	e, ok, err := c.entryAt(topic, queueID, off)
+	if err != nil {
+		return cq.Entry{}, err
+	}
+	if !ok {
+		return cq.Entry{}, fmt.Errorf("cq %s/%d: entry %d missing inside the queue's bounds: %w", topic, queueID, off, ErrBadKey)
+	}
+	return e, nil
+}
+
+// MaxOffset implements cq.Store: the offset after the last entry.
+func (c *CQ) MaxOffset(topic string, queueID int32) (int64, error) {
+	if err := c.check(); err != nil {
+		return 0, err
+	}
+	qb, err := c.queueBounds(queueIDOf(topic, queueID))
+	return qb.max, err
+}
+
+// MinOffset implements cq.Store.
+func (c *CQ) MinOffset(topic string, queueID int32) (int64, error) {
+	if err := c.check(); err != nil {
+		return 0, err
+	}
+	qb, err := c.queueBounds(queueIDOf(topic, queueID))
+	return qb.min, err
+}
+
+// OffsetByTime implements cq.Store with a binary search over the stored
+// timestamps (no CommitLog reads).
+func (c *CQ) OffsetByTime(topic string, queueID int32, ts int64, b cq.Boundary) (int64, error) {
+	if err := c.check(); err != nil {
+		return 0, err
+	}
+	qb, err := c.queueBounds(queueIDOf(topic, queueID))
+	if err != nil || qb.min >= qb.max {
+		return qb.min, err
+	}
+	var searchErr error
+	n := int(qb.max - qb.min)
+	after := func(i int, strict bool) bool {
+		e, err := c.mustEntryAt(topic, queueID, qb.min+int64(i))
+		if err != nil {
+			searchErr = err
+			return true
+		}
+		if strict {
+			return e.StoreTimestamp > ts
+		}
+		return e.StoreTimestamp >= ts
+	}
+	if b == cq.Upper {
+		i := sort.Search(n, func(i int) bool { return after(i, true) })
+		if searchErr != nil {
+			return 0, fmt.Errorf("time search in cq %s/%d: %w", topic, queueID, searchErr)
+		}
+		if i == 0 {
+			return qb.min, nil
+		}
+		return qb.min + int64(i) - 1, nil
+	}
+	i := sort.Search(n, func(i int) bool { return after(i, false) })
+	if searchErr != nil {
+		return 0, fmt.Errorf("time search in cq %s/%d: %w", topic, queueID, searchErr)
+	}
+	return qb.min + int64(i), nil
+}
+
+// DeleteQueue implements cq.Store. The deletion is synced: it is an admin
+// operation the caller acknowledges.
+func (c *CQ) DeleteQueue(topic string, queueID int32) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.db.pdb.NewBatch()
+	defer b.Close()
+	p := queuePrefix(prefixCQ, topic, queueID)
+	if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
+		return fmt.Errorf("delete cq %s/%d: %w", topic, queueID, err)
+	}
+	if err := b.Delete(cqMinKey(topic, queueID), nil); err != nil {
+		return fmt.Errorf("delete cq %s/%d: %w", topic, queueID, err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("delete cq %s/%d: %w", topic, queueID, err)
+	}
+	c.bounds.Remove(queueIDOf(topic, queueID))
+	return nil
+}
+
+// DeleteTopic implements cq.Store.
+func (c *CQ) DeleteTopic(topic string) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.db.pdb.NewBatch()
+	defer b.Close()
+	for _, prefix := range []byte{prefixCQ, prefixCQMin} {
+		p := topicPrefix(prefix, topic)
+		if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
+			return fmt.Errorf("delete cq topic %s: %w", topic, err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("delete cq topic %s: %w", topic, err)
+	}
+	for _, q := range c.bounds.Keys() {
+		if q.topic == topic {
+			c.bounds.Remove(q)
+		}
+	}
+	return nil
+}
+
+// correctMinChunk is how many queues CorrectMin fixes per writer-lock hold,
+// so that dispatch is not stalled behind a sweep of a million queues.
+const correctMinChunk = 1024
+
+// CorrectMin implements cq.Store. It visits every queue; for each whose
+// first readable entry lies below minPhyOffset it binary-searches the
+// first entry at or above it, deletes the entries before that with one
+// range deletion and records the new minimum in the queue's min key. The
+// writer lock is taken per chunk of queues.
+func (c *CQ) CorrectMin(minPhyOffset int64) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	var queues []queueID
+	if err := c.Queues(func(topic string, qid int32) bool {
+		queues = append(queues, queueID{topic, qid})
+		return true
+	}); err != nil {
+		return fmt.Errorf("correct cq minimum to %d: %w", minPhyOffset, err)
+	}
+	for start := 0; start < len(queues); start += correctMinChunk {
+		if err := c.correctMinChunk(queues[start:min(start+correctMinChunk, len(queues))], minPhyOffset); err != nil {
+			return fmt.Errorf("correct cq minimum to %d: %w", minPhyOffset, err)
+		}
+	}
+	return nil
+}
+
+func (c *CQ) correctMinChunk(queues []queueID, minPhy int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.db.pdb.NewBatch()
+	defer b.Close()
+	var updates []boundsUpdate
+	for _, q := range queues {
+		qb, err := c.readBounds(q)
+		if err != nil {
+			return err
+		}
+		if !qb.exists || qb.min >= qb.max {
+			continue
+		}
+		first, err := c.mustEntryAt(q.topic, q.qid, qb.min)
+		if err != nil {
+			return err
+		}
+		if first.PhyOffset >= minPhy {
+			continue
+		}
+		var serr error
+		i := sort.Search(int(qb.max-qb.min), func(i int) bool {
+			e, err := c.mustEntryAt(q.topic, q.qid, qb.min+int64(i))
+			if err != nil {
+				serr = err
+				return true
+			}
+			return e.PhyOffset >= minPhy
+		})
+		if serr != nil {
+			return serr
+		}
+		newMin := qb.min + int64(i)
+		p := queuePrefix(prefixCQ, q.topic, q.qid)
+		if err := b.DeleteRange(p, cqKey(q.topic, q.qid, newMin), nil); err != nil {
+			return fmt.Errorf("cq %s/%d: %w", q.topic, q.qid, err)
+		}
+		if err := b.Set(cqMinKey(q.topic, q.qid), putInt64(newMin), nil); err != nil {
+			return fmt.Errorf("cq %s/%d: %w", q.topic, q.qid, err)
+		}
+		updates = append(updates, boundsUpdate{q, queueBounds{min: newMin, max: qb.max, exists: true}})
+	}
+	if len(updates) == 0 {
+		return nil
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return err
+	}
+	c.applyBounds(updates)
+	return nil
+}
+
+// Truncate implements cq.Store using the journal: only queues named by
+// journal records whose range ends past phyOffset are visited.
+func (c *CQ) Truncate(phyOffset int64) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	type rec struct {
+		first, end int64
+		queues     []journalQueue
+	}
+	var recs []rec
+	// The journal is short (PruneJournal keeps only what the CommitLog has
+	// not made durable), so read all of it: records of arbitrary Puts may
+	// overlap.
+	err := c.db.Scan([]byte{prefixCQJournal}, func(k, v []byte) bool {
+		end, queues, derr := decodeJournalValue(v)
+		if derr != nil || len(k) != 9 {
+			recs = nil
+			phyOffset = -1
+			return false
+		}
+		if end > phyOffset {
+			recs = append(recs, rec{int64(binary.BigEndian.Uint64(k[1:])), end, queues})
+		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("truncate cq at %d: %w", phyOffset, err)
+	}
+	if phyOffset < 0 {
+		return fmt.Errorf("truncate cq: journal record: %w", ErrBadKey)
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	b := c.db.pdb.NewBatch()
+	defer b.Close()
+	done := map[queueID]bool{}
+	var updates []boundsUpdate
+	for _, r := range recs {
+		for _, jq := range r.queues {
+			q := queueID{jq.topic, jq.queueID}
+			if done[q] {
+				continue
+			}
+			done[q] = true
+			u, changed, err := c.truncateQueue(b, q, jq.firstQueueOffset, phyOffset)
+			if err != nil {
+				return fmt.Errorf("truncate cq at %d: %w", phyOffset, err)
+			}
+			if changed {
+				updates = append(updates, u)
+			}
+		}
+		if r.first >= phyOffset {
+			if err := b.Delete(journalKey(r.first), nil); err != nil {
+				return fmt.Errorf("truncate cq journal: %w", err)
+			}
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("truncate cq at %d: %w", phyOffset, err)
+	}
+	c.applyBounds(updates)
+	return nil
+}
+
+// truncateQueue deletes the entries of one queue, from the journal's first
+// offset on, whose record starts at or after phyOffset. A queue left with
+// no readable entry keeps its minimum in its min key.
+func (c *CQ) truncateQueue(b *pebble.Batch, q queueID, from, phyOffset int64) (boundsUpdate, bool, error) {
+	qb, err := c.readBounds(q)
+	if err != nil || !qb.exists {
+		return boundsUpdate{}, false, err
+	}
+	prefix := queuePrefix(prefixCQ, q.topic, q.qid)
+	it, err := c.db.pdb.NewIter(&pebble.IterOptions{LowerBound: cqKey(q.topic, q.qid, max(from, qb.min)), UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return boundsUpdate{}, false, fmt.Errorf("cq %s/%d: %w", q.topic, q.qid, err)
+	}
+	defer it.Close()
+	cut := int64(-1)
+	for ok := it.First(); ok; ok = it.Next() {
+		e, err := decodeEntry(it)
+		if err != nil {
+			return boundsUpdate{}, false, fmt.Errorf("cq %s/%d: %w", q.topic, q.qid, err)
+		}
+		if e.PhyOffset >= phyOffset {
+			cut = e.QueueOffset
+			break
+		}
+	}
+	if err := it.Error(); err != nil {
+		return boundsUpdate{}, false, fmt.Errorf("cq %s/%d: %w", q.topic, q.qid, err)
+	}
+	if cut < 0 {
+		return boundsUpdate{}, false, nil
+	}
+	if err := b.DeleteRange(cqKey(q.topic, q.qid, cut), prefixEnd(prefix), nil); err != nil {
+		return boundsUpdate{}, false, fmt.Errorf("cq %s/%d: %w", q.topic, q.qid, err)
+	}
+	if cut <= qb.min {
+		// Nothing readable is left: remember where the queue stands.
+		if err := b.Set(cqMinKey(q.topic, q.qid), putInt64(qb.min), nil); err != nil {
+			return boundsUpdate{}, false, fmt.Errorf("cq %s/%d: %w", q.topic, q.qid, err)
+		}
+		return boundsUpdate{q, queueBounds{min: qb.min, max: qb.min, exists: true}}, true, nil
+	}
+	return boundsUpdate{q, queueBounds{min: qb.min, max: cut, exists: true}}, true, nil
+}
+
+// PruneJournal drops the journal records that end at or below offset: the
+// CommitLog is durable up to there, so no recovery will ever cut below it.
+func (c *CQ) PruneJournal(offset int64) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	var cut []byte
+	err := c.db.Scan([]byte{prefixCQJournal}, func(k, v []byte) bool {
+		if len(v) < 8 || int64(binary.BigEndian.Uint64(v)) > offset {
+			return false
+		}
+		cut = append(cut[:0], k...)
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("prune cq journal: %w", err)
+	}
+	if cut == nil {
+		return nil
+	}
+	if err := c.db.pdb.DeleteRange([]byte{prefixCQJournal}, append(cut, 0), pebble.NoSync); err != nil {
+		return fmt.Errorf("prune cq journal: %w", err)
+	}
+	return nil
+}
+
+// Queues implements cq.Store: every queue with entries or a min key (queues
+// emptied by retention or truncation have only the latter). The two
+// keyspaces sort queues the same way, so they are merged in step, skipping
+// from queue to queue with one seek each.
+func (c *CQ) Queues(fn func(topic string, queueID int32) bool) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	entries, err := c.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixCQ}, UpperBound: []byte{prefixCQ + 1}})
+	if err != nil {
+		return fmt.Errorf("list cq queues: %w", err)
+	}
+	defer entries.Close()
+	mins, err := c.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixCQMin}, UpperBound: []byte{prefixCQMin + 1}})
+	if err != nil {
+		return fmt.Errorf("list cq queues: %w", err)
+	}
+	defer mins.Close()
+	eok, mok := entries.First(), mins.First()
+	for eok || mok {
+		var eq, mq []byte // queue part of the key: topicLen | topic | queueId
+		if eok {
+			k := entries.Key()
+			if len(k) < 1+2+4+8 {
+				return fmt.Errorf("list cq queues: key %x: %w", k, ErrBadKey)
+			}
+			eq = k[1 : len(k)-8]
+		}
+		if mok {
+			mq = mins.Key()[1:]
+		}
+		var q []byte
+		switch {
+		case !mok:
+			q = eq
+		case !eok:
+			q = mq
+		default:
+			if cmp := bytes.Compare(eq, mq); cmp <= 0 {
+				q = eq
+			} else {
+				q = mq
+			}
+		}
+		topic, qid, err := decodeQueueKey(append([]byte{0}, q...))
+		if err != nil {
+			return fmt.Errorf("list cq queues: queue %x: %w", q, err)
+		}
+		if !fn(topic, qid) {
+			return nil
+		}
+		next := prefixEnd(queuePrefix(prefixCQ, topic, qid))
+		if eok {
+			eok = entries.SeekGE(next)
+		}
+		if mok {
+			mok = mins.SeekGE(prefixEnd(queuePrefix(prefixCQMin, topic, qid)))
+		}
+	}
+	if err := entries.Error(); err != nil {
+		return fmt.Errorf("list cq queues: %w", err)
+	}
+	if err := mins.Error(); err != nil {
+		return fmt.Errorf("list cq queues: %w", err)
+	}
+	return nil
+}
+
+// Flush implements cq.Store.
+func (c *CQ) Flush() error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	return c.db.Flush()
+}
+
+// Close implements cq.Store: it flushes; the database stays open.
+func (c *CQ) Close() error {
+	if c.closed.Swap(true) {
+		return cq.ErrClosed
+	}
+	return c.db.Flush()
+}

@@ -1,0 +1,267 @@
+package kvindex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/rs/zerolog"
+)
+
+// DirName is the directory of the database under the store root.
+const DirName = "kvindex"
+
+// Errors returned by Open.
+var (
+	// ErrLocked is returned when another process (a running broker) holds
+	// the database. Inspect a live broker through a checkpoint instead.
+	ErrLocked = errors.New("kvindex: database is locked by another process (is a broker running on this store?)")
+	// ErrNotFound is returned by read-only opens of a directory that holds
+	// no database.
+	ErrNotFound = errors.New("kvindex: no database in directory")
+	// ErrSchema is returned when the database was written with a layout
+	// version this code does not know.
+	ErrSchema = errors.New("kvindex: unsupported schema version")
+)
+
+// Options configure Open.
+type Options struct {
+	// Dir is the database directory (usually <storePathRootDir>/kvindex).
+	Dir string
+	// CacheSize is Pebble's block cache in bytes (default 128 MiB).
+	CacheSize int64
+	// MemTableSize is the size of one memtable in bytes (default 64 MiB).
+	MemTableSize uint64
+	// ReadOnly opens without writing anything (inspection tools). The
+	// directory must hold a database.
+	ReadOnly bool
+	// Logger receives Pebble's log lines and ours.
+	Logger zerolog.Logger
+}
+
+// DB is the open index database. It is safe for concurrent use.
+type DB struct {
+	pdb      *pebble.DB
+	cache    interface{ Unref() }
+	log      zerolog.Logger
+	readOnly bool
+	dir      string
+	closed   atomic.Bool
+}
+
+// Open opens (creating when allowed) the database in opts.Dir.
+func Open(opts Options) (*DB, error) {
+	if opts.CacheSize == 0 {
+		opts.CacheSize = 128 << 20
+	}
+	if opts.MemTableSize == 0 {
+		opts.MemTableSize = 64 << 20
+	}
+	if opts.ReadOnly {
+		if _, err := os.Stat(opts.Dir); err != nil {
+			return nil, fmt.Errorf("open index %s: %w", opts.Dir, ErrNotFound)
+		}
+	}
+	cache := pebble.NewCache(opts.CacheSize)
+	po := &pebble.Options{
+		Cache:                       cache,
+		MemTableSize:                opts.MemTableSize,
+		MemTableStopWritesThreshold: 4,
+		L0CompactionThreshold:       4,
+		L0StopWritesThreshold:       24,
+		LBaseMaxBytes:               256 << 20,
+		FormatMajorVersion:          pebble.FormatNewest,
+		ReadOnly:                    opts.ReadOnly,
+		ErrorIfNotExists:            opts.ReadOnly,
+		Logger:                      pebbleLogger{opts.Logger.With().Str("component", "pebble").Logger()},
+	}
+	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionBalanced })
+	po.EnsureDefaults()
+	pdb, err := pebble.Open(opts.Dir, po)
+	cache.Unref()
+	if err != nil {
+		if isLockError(err) {
+			return nil, fmt.Errorf("open index %s: %w", opts.Dir, ErrLocked)
+		}
+		if opts.ReadOnly && isNotExist(err) {
+			return nil, fmt.Errorf("open index %s: %w", opts.Dir, ErrNotFound)
+		}
+		return nil, fmt.Errorf("open index %s: %w", opts.Dir, err)
+	}
+	d := &DB{pdb: pdb, log: opts.Logger, readOnly: opts.ReadOnly, dir: opts.Dir}
+	if err := d.checkSchema(); err != nil {
+		_ = pdb.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func isLockError(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "lock") && (strings.Contains(s, "resource temporarily unavailable") ||
+		strings.Contains(s, "held") || strings.Contains(s, "locked"))
+}
+
+func isNotExist(err error) bool {
+	return errors.Is(err, os.ErrNotExist) || strings.Contains(err.Error(), "does not exist")
+}
+
+func (d *DB) checkSchema() error {
+	v, err := d.get(metaKey(metaSchema))
+	if err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if v == nil {
+		if d.readOnly {
+			return nil
+		}
+		b := []byte{0, 0, 0, schemaVersion}
+		if err := d.pdb.Set(metaKey(metaSchema), b, pebble.Sync); err != nil {
+			return fmt.Errorf("write schema version: %w", err)
+		}
+		return nil
+	}
+	if len(v) != 4 || v[3] != schemaVersion || v[0]|v[1]|v[2] != 0 {
+		return fmt.Errorf("%w: %x (this build reads %d)", ErrSchema, v, schemaVersion)
+	}
+	return nil
+}
+
+// get returns a copy of the value of k, or nil when absent.
+func (d *DB) get(k []byte) ([]byte, error) {
+	v, closer, err := d.pdb.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(nil), v...)
+	_ = closer.Close()
+	return out, nil
+}
+
+// Dir returns the database directory.
+func (d *DB) Dir() string { return d.dir }
+
+// Dispatched returns the persisted dispatched offset: every CommitLog record
+// before it is indexed. 0 for a new database.
+func (d *DB) Dispatched() (int64, error) {
+	v, err := d.get(metaKey(metaDispatched))
+	if err != nil {
+		return 0, fmt.Errorf("read dispatched offset: %w", err)
+	}
+	if v == nil {
+		return 0, nil
+	}
+	off, err := getInt64(v)
+	if err != nil {
+		return 0, fmt.Errorf("read dispatched offset: %w", err)
+	}
+	return off, nil
+}
+
+// SetDispatched records the dispatched offset (durably). Used when recovery
+// moves it back to a truncated CommitLog end.
+func (d *DB) SetDispatched(off int64) error {
+	if err := d.pdb.Set(metaKey(metaDispatched), putInt64(off), pebble.Sync); err != nil {
+		return fmt.Errorf("write dispatched offset: %w", err)
+	}
+	return nil
+}
+
+// Checkpoint writes a consistent, openable copy of the database to dir
+// (which must not exist). Files are hard-linked where possible, so it is
+// cheap; kvdump reads a live broker's index this way.
+func (d *DB) Checkpoint(dir string) error {
+	if err := d.pdb.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
+		return fmt.Errorf("checkpoint index to %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Flush makes every write so far durable, including unsynced ones.
+func (d *DB) Flush() error {
+	if d.readOnly {
+		return nil
+	}
+	if err := d.pdb.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("sync index WAL: %w", err)
+	}
+	return nil
+}
+
+// Compact compacts the whole database (tests and benchmarks measuring
+// bytes per entry).
+func (d *DB) Compact(ctx context.Context) error {
+	if err := d.pdb.Compact(ctx, []byte{0}, []byte{0xff}, true); err != nil {
+		return fmt.Errorf("compact index: %w", err)
+	}
+	return nil
+}
+
+// DiskUsage returns the bytes the database occupies on disk.
+func (d *DB) DiskUsage() uint64 {
+	return d.pdb.Metrics().DiskSpaceUsage()
+}
+
+// Metrics returns Pebble's metrics in their text form.
+func (d *DB) Metrics() string { return d.pdb.Metrics().String() }
+
+// ErrDBClosed is returned by Close after the first call.
+var ErrDBClosed = errors.New("kvindex: database is closed")
+
+// Close closes the database. Calling it again returns ErrDBClosed.
+func (d *DB) Close() error {
+	if d.closed.Swap(true) {
+		return ErrDBClosed
+	}
+	if err := d.pdb.Close(); err != nil {
+		return fmt.Errorf("close index: %w", err)
+	}
+	return nil
+}
+
+// Scan calls fn for every key starting with prefix, in key order, until fn
+// returns false. Key and value are only valid during the call.
+func (d *DB) Scan(prefix []byte, fn func(key, value []byte) bool) error {
+	it, err := d.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return fmt.Errorf("scan %x: %w", prefix, err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("scan %x: %w", prefix, err)
+		}
+		if !fn(it.Key(), v) {
+			break
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("scan %x: %w", prefix, err)
+	}
+	return nil
+}
+
+// pebbleLogger forwards Pebble's log lines to zerolog.
+type pebbleLogger struct{ log zerolog.Logger }
+
+func (l pebbleLogger) Infof(format string, args ...any) { l.log.Debug().Msgf(format, args...) }
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.log.Error().Msgf(format, args...)
+}
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	// Pebble calls Fatalf for unrecoverable internal errors and expects the
+	// process to stop; log loudly and exit rather than continue on a
+	// corrupt database.
+	l.log.WithLevel(zerolog.FatalLevel).Msgf(format, args...)
+	_, _ = io.WriteString(os.Stderr, "pebble fatal: "+fmt.Sprintf(format, args...)+"\n")
+	os.Exit(2)
+}

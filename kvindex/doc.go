@@ -1,0 +1,105 @@
+// Package kvindex is rocketkv's index and state database: one Pebble
+// database, under <storePathRootDir>/kvindex, holding everything that is
+// not a message body.
+//
+// This comment is the single description of every key and value. The
+// kvdump tool decodes the database from it, and keys.go implements it; a
+// change to one is a change to all three.
+//
+// # Conventions
+//
+// Every key starts with a one-byte keyspace prefix. Integers are
+// fixed-width big-endian, so byte order is numeric order for non-negative
+// values. Strings inside keys are preceded by their byte length as a uint16
+// (topic, group, key), which keeps keys of different strings from
+// interleaving. Values are fixed-width big-endian too, except configs,
+// which are RocketMQ's JSON.
+//
+// "Derivable" keyspaces can be rebuilt by re-dispatching the CommitLog and
+// are written without sync; they are always at or behind the dispatched
+// offset, which is written in the same batch. The other keyspaces are
+// written with sync: an acknowledged update survives a crash.
+//
+// # Keyspaces
+//
+//	prefix  name            derivable  written by
+//	0x01    meta            -          dispatcher, Open
+//	0x10    cq entry        yes        dispatcher (KV ConsumeQueue)
+//	0x11    cq min          yes        retention, DeleteQueue
+//	0x12    cq journal      yes        dispatcher; pruned once the CommitLog is flushed past it
+//	0x20    key index       yes        dispatcher; range-deleted by retention
+//	0x21    key bucket      yes        dispatcher
+//	0x30    consumer offset no         broker (offset commits)
+//	0x40    topic config    no         broker (create/update/delete topic)
+//	0x41    group config    no         broker (create/update/delete group)
+//
+// # 0x01 meta
+//
+//	key:   0x01 | name (ASCII)
+//
+//	"schema"      value: version uint32        (currently 1)
+//	"dispatched"  value: offset int64          next CommitLog offset to dispatch:
+//	                                           every record before it is indexed
+//	"topicsVer"   value: counter int64 | timestamp int64   topic table DataVersion
+//	"groupsVer"   value: counter int64 | timestamp int64   group table DataVersion
+//
+// # 0x10 cq entry: one ConsumeQueue unit
+//
+//	key:   0x10 | topicLen uint16 | topic | queueId int32 | queueOffset int64
+//	value: phyOffset int64 | size int32 | tagsCode int64 | storeTimestamp int64   (28 bytes)
+//
+// The value is RocketMQ's RocksDB ConsumeQueue value. A queue's entries
+// are contiguous keys, so a read of N entries is one seek and N steps. The
+// queue's max offset is derived from its last key (one reverse seek), not
+// stored: a dispatch writes one key per message and nothing else per queue.
+//
+// # 0x11 cq min
+//
+//	key:   0x11 | topicLen uint16 | topic | queueId int32
+//	value: minOffset int64
+//
+// Present only when the minimum is not the first entry's offset: after
+// retention (CorrectMin) deleted the entries below it. When retention
+// empties a queue, its last entry is kept so the max offset survives, and
+// this key holds max offset = min offset.
+//
+// # 0x12 cq journal: which queues a dispatch batch touched
+//
+//	key:   0x12 | firstPhyOffset int64
+//	value: endPhyOffset int64 | repeated (topicLen uint16 | topic | queueId int32 | firstQueueOffset int64)
+//
+// One record per Put (dispatch batch): the CommitLog range it covered and,
+// per queue, the first queue offset it wrote. Truncate(p), run when a
+// recovered CommitLog ends before what was dispatched (power loss before a
+// flush), reads the records whose range ends past p to find every entry to
+// delete without scanning all queues. Records wholly below the CommitLog's
+// flushed offset can never be needed and are range-deleted (PruneJournal).
+//
+// # 0x20 key index: message keys and unique ids
+//
+//	key:   0x20 | bucket int64 | topicLen uint16 | topic | kind uint8 | keyLen uint16 | key | phyOffset int64
+//	value: storeTimestamp int64
+//
+// bucket is phyOffset >> 26 (64 MiB of CommitLog). kind is 0 for a word of
+// the KEYS property and 1 for UNIQ_KEY. Grouping by bucket lets retention
+// drop whole buckets below the CommitLog's new minimum with one range
+// deletion, like RocketMQ drops whole IndexFiles; a lookup seeks once per
+// bucket whose time range (0x21) overlaps the query. Lookups also check the
+// record itself, so an entry left pointing at a truncated record is never
+// returned.
+//
+// # 0x21 key bucket: time range of a key-index bucket
+//
+//	key:   0x21 | bucket int64
+//	value: minStoreTimestamp int64 | maxStoreTimestamp int64
+//
+// # 0x30 consumer offset
+//
+//	key:   0x30 | groupLen uint16 | group | topicLen uint16 | topic | queueId int32
+//	value: offset int64   (the next offset to consume, as RocketMQ's offsetTable)
+//
+// # 0x40 topic config, 0x41 group config
+//
+//	key:   0x40 | topic         value: TopicConfig JSON (meta.TopicConfig)
+//	key:   0x41 | group         value: SubscriptionGroupConfig JSON (meta.SubscriptionGroupConfig)
+package kvindex

@@ -1,0 +1,24 @@
+package kvindex
+
+import (
+	"testing"
+
+	"github.com/rs/zerolog"
+)
+
+// openTestDB opens a fresh database in a temporary directory, closed when
+// the test ends.
+func openTestDB(t testing.TB) *DB {
+	t.Helper()
+	return openDBAt(t, t.TempDir())
+}
+
+func openDBAt(t testing.TB, dir string) *DB {
+	t.Helper()
+	db, err := Open(Options{Dir: dir, CacheSize: 8 << 20, MemTableSize: 4 << 20, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatalf("open index: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}

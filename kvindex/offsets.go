@@ -1,0 +1,118 @@
+package kvindex
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// ConsumerOffsets is the committed-offset table (keyspace 0x30): per group,
+// topic and queue, the next offset the group will consume. Every write is
+// synced, so an acknowledged commit survives a crash.
+type ConsumerOffsets struct {
+	db *DB
+}
+
+// ConsumerOffsets returns the committed-offset table.
+func (d *DB) ConsumerOffsets() *ConsumerOffsets { return &ConsumerOffsets{db: d} }
+
+// OffsetUpdate is one committed offset.
+type OffsetUpdate struct {
+	Group, Topic string
+	QueueID      int32
+	Offset       int64
+}
+
+// Get returns the committed offset; ok is false when the group never
+// committed one for the queue.
+func (o *ConsumerOffsets) Get(group, topic string, queueID int32) (offset int64, ok bool, err error) {
+	v, err := o.db.get(consumerOffsetKey(group, topic, queueID))
+	if err != nil {
+		return 0, false, fmt.Errorf("read offset of %s on %s/%d: %w", group, topic, queueID, err)
+	}
+	if v == nil {
+		return 0, false, nil
+	}
+	off, err := getInt64(v)
+	if err != nil {
+		return 0, false, fmt.Errorf("read offset of %s on %s/%d: %w", group, topic, queueID, err)
+	}
+	return off, true, nil
+}
+
+// Set commits one offset durably.
+func (o *ConsumerOffsets) Set(group, topic string, queueID int32, offset int64) error {
+	return o.SetMany([]OffsetUpdate{{group, topic, queueID, offset}})
+}
+
+// SetMany commits several offsets in one synced batch.
+func (o *ConsumerOffsets) SetMany(updates []OffsetUpdate) error {
+	if len(updates) == 0 {
+		return nil
+	}
+	b := o.db.pdb.NewBatch()
+	defer b.Close()
+	for _, u := range updates {
+		if err := checkName("group", u.Group); err != nil {
+			return fmt.Errorf("commit offset: %w", err)
+		}
+		if err := checkName("topic", u.Topic); err != nil {
+			return fmt.Errorf("commit offset: %w", err)
+		}
+		if err := b.Set(consumerOffsetKey(u.Group, u.Topic, u.QueueID), putInt64(u.Offset), nil); err != nil {
+			return fmt.Errorf("commit offset of %s on %s/%d: %w", u.Group, u.Topic, u.QueueID, err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("commit %d offsets: %w", len(updates), err)
+	}
+	return nil
+}
+
+// DeleteGroupTopic removes a group's offsets on one topic.
+func (o *ConsumerOffsets) DeleteGroupTopic(group, topic string) error {
+	p := make([]byte, 0, 5+len(group)+len(topic))
+	p = append(p, prefixConsumerOf)
+	p = appendString16(p, group)
+	p = appendString16(p, topic)
+	return o.deleteRange(p, "delete offsets of "+group+" on "+topic)
+}
+
+// DeleteGroup removes every offset of a group.
+func (o *ConsumerOffsets) DeleteGroup(group string) error {
+	return o.deleteRange(topicPrefix(prefixConsumerOf, group), "delete offsets of "+group)
+}
+
+func (o *ConsumerOffsets) deleteRange(p []byte, what string) error {
+	if err := o.db.pdb.DeleteRange(p, prefixEnd(p), pebble.Sync); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// Each calls fn for every committed offset, of one group when group is not
+// empty, in key order, until fn returns false.
+func (o *ConsumerOffsets) Each(group string, fn func(u OffsetUpdate) bool) error {
+	p := []byte{prefixConsumerOf}
+	if group != "" {
+		p = topicPrefix(prefixConsumerOf, group)
+	}
+	var derr error
+	err := o.db.Scan(p, func(k, v []byte) bool {
+		g, t, q, err := decodeConsumerOffsetKey(k)
+		if err != nil {
+			derr = fmt.Errorf("offset key %x: %w", k, err)
+			return false
+		}
+		off, err := getInt64(v)
+		if err != nil {
+			derr = fmt.Errorf("offset value of %x: %w", k, err)
+			return false
+		}
+		return fn(OffsetUpdate{g, t, q, off})
+	})
+	if err != nil {
+		return err
+	}
+	return derr
+}

@@ -1,0 +1,213 @@
+// Package meta holds RocketMQ's broker metadata types — topic configs,
+// subscription group configs, data versions, permission bits — with the
+// JSON field names RocketMQ's Java code writes, so the same values travel
+// to name servers, admin tools, config files and the Pebble index without
+// translation.
+package meta
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Permission bits (RocketMQ's PermName).
+const (
+	PermPriority = 8
+	PermRead     = 4
+	PermWrite    = 2
+	PermInherit  = 1
+)
+
+// Readable reports whether perm allows reads.
+func Readable(perm int) bool { return perm&PermRead != 0 }
+
+// Writable reports whether perm allows writes.
+func Writable(perm int) bool { return perm&PermWrite != 0 }
+
+// Inheritable reports whether a topic with perm may serve as an auto-create
+// template.
+func Inheritable(perm int) bool { return perm&PermInherit != 0 }
+
+// Topic filter types.
+const (
+	SingleTag = "SINGLE_TAG"
+	MultiTag  = "MULTI_TAG"
+)
+
+// TopicConfig is RocketMQ's TopicConfig as JSON.
+type TopicConfig struct {
+	TopicName       string            `json:"topicName"`
+	ReadQueueNums   int               `json:"readQueueNums"`
+	WriteQueueNums  int               `json:"writeQueueNums"`
+	Perm            int               `json:"perm"`
+	TopicFilterType string            `json:"topicFilterType"`
+	TopicSysFlag    int               `json:"topicSysFlag"`
+	Order           bool              `json:"order"`
+	Attributes      map[string]string `json:"attributes"`
+}
+
+// NewTopicConfig returns a config with RocketMQ's defaults for the given
+// queue count: read-write, single tag.
+func NewTopicConfig(name string, queues int) TopicConfig {
+	return TopicConfig{
+		TopicName:       name,
+		ReadQueueNums:   queues,
+		WriteQueueNums:  queues,
+		Perm:            PermRead | PermWrite,
+		TopicFilterType: SingleTag,
+		Attributes:      map[string]string{},
+	}
+}
+
+// QueueCount returns the number of queues that hold data: the larger of the
+// read and write counts.
+func (t TopicConfig) QueueCount() int {
+	return max(t.ReadQueueNums, t.WriteQueueNums)
+}
+
+// RetryGroupTopicPrefix and DLQGroupTopicPrefix name the per-group system
+// topics.
+const (
+	RetryGroupTopicPrefix = "%RETRY%"
+	DLQGroupTopicPrefix   = "%DLQ%"
+)
+
+// RetryTopic returns the retry topic of a consumer group.
+func RetryTopic(group string) string { return RetryGroupTopicPrefix + group }
+
+// DLQTopic returns the dead-letter topic of a consumer group.
+func DLQTopic(group string) string { return DLQGroupTopicPrefix + group }
+
+// IsRetryTopic reports whether topic is a %RETRY% topic.
+func IsRetryTopic(topic string) bool { return strings.HasPrefix(topic, RetryGroupTopicPrefix) }
+
+// IsDLQTopic reports whether topic is a %DLQ% topic.
+func IsDLQTopic(topic string) bool { return strings.HasPrefix(topic, DLQGroupTopicPrefix) }
+
+// GroupRetryPolicy is RocketMQ's retry policy of a group.
+type GroupRetryPolicy struct {
+	Type string `json:"type"`
+}
+
+// SubscriptionGroupConfig is RocketMQ's SubscriptionGroupConfig as JSON.
+type SubscriptionGroupConfig struct {
+	GroupName                      string            `json:"groupName"`
+	ConsumeEnable                  bool              `json:"consumeEnable"`
+	ConsumeFromMinEnable           bool              `json:"consumeFromMinEnable"`
+	ConsumeBroadcastEnable         bool              `json:"consumeBroadcastEnable"`
+	ConsumeMessageOrderly          bool              `json:"consumeMessageOrderly"`
+	RetryQueueNums                 int               `json:"retryQueueNums"`
+	RetryMaxTimes                  int               `json:"retryMaxTimes"`
+	GroupRetryPolicy               *GroupRetryPolicy `json:"groupRetryPolicy,omitempty"`
+	BrokerID                       int64             `json:"brokerId"`
+	WhichBrokerWhenConsumeSlowly   int64             `json:"whichBrokerWhenConsumeSlowly"`
+	NotifyConsumerIdsChangedEnable bool              `json:"notifyConsumerIdsChangedEnable"`
+	GroupSysFlag                   int               `json:"groupSysFlag"`
+	ConsumeTimeoutMinute           int               `json:"consumeTimeoutMinute"`
+	Attributes                     map[string]string `json:"attributes"`
+}
+
+// NewSubscriptionGroupConfig returns a group config with RocketMQ's
+// defaults.
+func NewSubscriptionGroupConfig(group string) SubscriptionGroupConfig {
+	return SubscriptionGroupConfig{
+		GroupName:                      group,
+		ConsumeEnable:                  true,
+		ConsumeFromMinEnable:           true,
+		ConsumeBroadcastEnable:         true,
+		RetryQueueNums:                 1,
+		RetryMaxTimes:                  16,
+		GroupRetryPolicy:               &GroupRetryPolicy{Type: "CUSTOMIZED"},
+		WhichBrokerWhenConsumeSlowly:   1,
+		NotifyConsumerIdsChangedEnable: true,
+		ConsumeTimeoutMinute:           15,
+		Attributes:                     map[string]string{},
+	}
+}
+
+// DataVersion is RocketMQ's DataVersion: a timestamp and a counter bumped on
+// every change, compared by name servers to skip unchanged registrations.
+type DataVersion struct {
+	StateVersion int64 `json:"stateVersion"`
+	Timestamp    int64 `json:"timestamp"`
+	Counter      int64 `json:"counter"`
+}
+
+// VersionCounter produces DataVersions safely from many goroutines.
+type VersionCounter struct {
+	counter   atomic.Int64
+	timestamp atomic.Int64
+}
+
+// NewVersionCounter starts a counter at the given version (for example one
+// loaded from disk).
+func NewVersionCounter(start DataVersion) *VersionCounter {
+	v := &VersionCounter{}
+	v.counter.Store(start.Counter)
+	ts := start.Timestamp
+	if ts == 0 {
+		ts = time.Now().UnixMilli()
+	}
+	v.timestamp.Store(ts)
+	return v
+}
+
+// Bump records a change and returns the new version.
+func (v *VersionCounter) Bump() DataVersion {
+	c := v.counter.Add(1)
+	ts := time.Now().UnixMilli()
+	v.timestamp.Store(ts)
+	return DataVersion{Timestamp: ts, Counter: c}
+}
+
+// Current returns the current version.
+func (v *VersionCounter) Current() DataVersion {
+	return DataVersion{Timestamp: v.timestamp.Load(), Counter: v.counter.Load()}
+}
+
+// ScheduleTopic is where RocketMQ parks messages sent with a delay level:
+// queue level-1, tagsCode = delivery time.
+const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
+
+// DefaultMessageDelayLevel is RocketMQ's messageDelayLevel.
+const DefaultMessageDelayLevel = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+// ParseDelayLevels parses a messageDelayLevel string: space-separated
+// durations with unit s, m, h or d; level i (1-based) is element i-1.
+func ParseDelayLevels(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, f := range strings.Fields(s) {
+		if len(f) < 2 {
+			return nil, fmt.Errorf("delay level %q: want a number and a unit (s, m, h, d)", f)
+		}
+		n, err := strconv.ParseInt(f[:len(f)-1], 10, 64)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("delay level %q: want a number and a unit (s, m, h, d)", f)
+		}
+		unit := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}[f[len(f)-1]]
+		if unit == 0 {
+			return nil, fmt.Errorf("delay level %q: unknown unit %q", f, f[len(f)-1:])
+		}
+		out = append(out, time.Duration(n)*unit)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("messageDelayLevel %q names no level", s)
+	}
+	return out, nil
+}
+
+// DelayMillis returns the delay of a level as RocketMQ computes the
+// delivery time of a SCHEDULE_TOPIC_XXXX message: levels above the last are
+// clamped to it, unknown (< 1) levels mean 1000 ms.
+func DelayMillis(levels []time.Duration, level int) int64 {
+	if level < 1 || len(levels) == 0 {
+		return 1000
+	}
+	if level > len(levels) {
+		level = len(levels)
+	}
+	return levels[level-1].Milliseconds()
+}
