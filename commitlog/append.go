@@ -1,0 +1,350 @@
+package commitlog
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+)
+
+// QueueOffsetAssigner hands out ConsumeQueue offsets. The Log calls Assign
+// exactly once per successful append that holds at least one record that
+// gets a queue offset, under the append lock, after space for the records
+// is secured (so the copy that follows cannot fail), with n the number of
+// such records. It returns the base offset; the records get base, base+1,
+// ... in order. Records whose transaction type is Prepared or Rollback get
+// queue offset 0 and are not counted. Assign must not call back into the
+// Log.
+type QueueOffsetAssigner interface {
+	Assign(topic string, queueID int32, n int) int64
+}
+
+// AppendRequest is one append: a single message or a batch.
+type AppendRequest struct {
+	// Message is the message to append, when Batch is empty.
+	Message *Message
+	// Batch is a batch of messages sharing one topic and queue; they are
+	// written contiguously, in one segment, with consecutive queue offsets.
+	Batch []*Message
+	// Assigner assigns queue offsets. When nil, each message's own
+	// QueueOffset is stored as is.
+	Assigner QueueOffsetAssigner
+	// WaitFlush makes the append wait for its bytes to be flushed under
+	// SyncFlush (RocketMQ's WAIT property). It has no effect under
+	// AsyncFlush.
+	WaitFlush bool
+}
+
+// AppendStatus is the outcome of a successful Append.
+type AppendStatus int
+
+const (
+	// PutOK: the records are in the log (and flushed if that was asked).
+	PutOK AppendStatus = iota
+	// FlushDiskTimeout: the records are in the log, but the group commit
+	// did not confirm them within SyncFlushTimeout (or the context ended
+	// first). They stay in the log.
+	FlushDiskTimeout
+)
+
+// String returns RocketMQ's name of the status.
+func (s AppendStatus) String() string {
+	switch s {
+	case PutOK:
+		return "PUT_OK"
+	case FlushDiskTimeout:
+		return "FLUSH_DISK_TIMEOUT"
+	}
+	return fmt.Sprintf("AppendStatus(%d)", int(s))
+}
+
+// Pos locates one record.
+type Pos struct {
+	Offset int64
+	Size   int32
+}
+
+// AppendResult describes a successful append.
+type AppendResult struct {
+	Status AppendStatus
+	// PhyOffset is the offset of the first record.
+	PhyOffset int64
+	// WroteBytes is the total size of the records.
+	WroteBytes int64
+	// QueueOffset is the base queue offset (of the first record that got
+	// one; 0 if none did).
+	QueueOffset int64
+	// MsgIDs are the offset message ids, one per record.
+	MsgIDs []string
+	// StoreTimestamp is the one store timestamp of all the records.
+	StoreTimestamp int64
+	// Records locates each record.
+	Records []Pos
+}
+
+// appendScratch is the per-append encoding buffer, pooled.
+type appendScratch struct {
+	buf  []byte
+	offs []int // start of each record in buf
+	one  [1]*Message
+}
+
+// Append appends one message or a batch.
+//
+// The records are encoded outside the append lock. Under it, Append picks
+// the position, rolls to a new segment if the records plus the 8-byte
+// filler reserve do not fit in the active one (writing the filler; a batch
+// moves whole), calls the Assigner, sets the physical offsets and one store
+// timestamp, copies the bytes into the mapping and publishes the new end
+// atomically, so readers never see a partial record.
+//
+// Allocations: the result's MsgIDs (slice and strings) and Records; the
+// encoding buffer is pooled, and a sync-flush wait uses a pooled timer.
+//
+// Errors (nothing was appended): ErrInvalidAppend, ErrMessageTooLarge,
+// ErrPropertiesTooLarge, ErrTopicTooLong, ErrDiskFull, ErrMapFailed,
+// ErrClosed, or ctx's error if ctx is done on entry. When the records are
+// in the log the error is nil; Status then says whether a requested flush
+// was confirmed.
+func (l *Log) Append(ctx context.Context, req AppendRequest) (AppendResult, error) {
+	if err := ctx.Err(); err != nil {
+		return AppendResult{}, err
+	}
+	sc := l.scratch.Get().(*appendScratch)
+	defer l.scratch.Put(sc)
+	msgs := req.Batch
+	if len(msgs) == 0 {
+		if req.Message == nil {
+			return AppendResult{}, fmt.Errorf("append: %w: no message", ErrInvalidAppend)
+		}
+		sc.one[0] = req.Message
+		msgs = sc.one[:]
+		defer func() { sc.one[0] = nil }()
+	}
+	if err := l.encode(sc, msgs); err != nil {
+		return AppendResult{}, err
+	}
+	total := int64(len(sc.buf))
+	if total+blankFillerLength > l.segSize {
+		return AppendResult{}, fmt.Errorf("append: %w: %d bytes of records, segments hold %d", ErrMessageTooLarge, total, l.segSize-blankFillerLength)
+	}
+	first := msgs[0]
+	n := 0
+	for _, m := range msgs {
+		if hasQueueOffset(m.SysFlag) {
+			n++
+		}
+	}
+
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return AppendResult{}, ErrClosed
+	}
+	seg := l.activeSegment()
+	pos := l.writePos.Load()
+	if seg == nil || total+blankFillerLength > seg.end()-pos {
+		var err error
+		seg, err = l.rollLocked(seg, pos)
+		if err != nil {
+			l.mu.Unlock()
+			return AppendResult{}, err
+		}
+		pos = seg.start
+	}
+	var base int64
+	if n > 0 && req.Assigner != nil {
+		base = req.Assigner.Assign(first.Topic, first.QueueID, n)
+	}
+	ts := l.cfg.Now().UnixMilli()
+	qo := base
+	for i, off := range sc.offs {
+		rec := sc.buf[off:]
+		if req.Assigner != nil {
+			if hasQueueOffset(msgs[i].SysFlag) {
+				PatchQueueOffset(rec, qo)
+				qo++
+			} else {
+				PatchQueueOffset(rec, 0)
+			}
+		}
+		PatchPhyOffset(rec, pos+int64(off))
+		PatchStoreTimestamp(rec, ts)
+	}
+	copy(seg.data[pos-seg.start:], sc.buf)
+	end := pos + total
+	l.writePos.Store(end)
+	l.lastStoreTS.Store(ts)
+	l.mu.Unlock()
+
+	l.wakeTailers()
+	res := AppendResult{
+		Status:         PutOK,
+		PhyOffset:      pos,
+		WroteBytes:     total,
+		StoreTimestamp: ts,
+		MsgIDs:         make([]string, len(sc.offs)),
+		Records:        make([]Pos, len(sc.offs)),
+	}
+	if req.Assigner != nil {
+		if n > 0 {
+			res.QueueOffset = base
+		}
+	} else {
+		res.QueueOffset = first.QueueOffset
+	}
+	for i, off := range sc.offs {
+		rec := sc.buf[off:]
+		res.Records[i] = Pos{Offset: pos + int64(off), Size: int32(binary.BigEndian.Uint32(rec))}
+		res.MsgIDs[i] = MessageID(l.storeHostOf(msgs[i]), pos+int64(off))
+	}
+	if l.cfg.FlushType == SyncFlush {
+		l.kickFlusher()
+		if req.WaitFlush && !l.waitFlushed(ctx, end) {
+			res.Status = FlushDiskTimeout
+		}
+	}
+	return res, nil
+}
+
+// hasQueueOffset reports whether a record of this sysFlag gets a queue
+// offset (not a prepared or rolled-back transaction record).
+func hasQueueOffset(sysFlag int32) bool {
+	t := TransactionType(sysFlag)
+	return t != TransactionPrepared && t != TransactionRollback
+}
+
+// storeHostOf returns the store host written for m.
+func (l *Log) storeHostOf(m *Message) netip.AddrPort {
+	if l.cfg.StoreHost.IsValid() {
+		return l.cfg.StoreHost
+	}
+	return m.StoreHost
+}
+
+// encode encodes msgs into sc after validating the request.
+func (l *Log) encode(sc *appendScratch, msgs []*Message) error {
+	sc.buf = sc.buf[:0]
+	sc.offs = sc.offs[:0]
+	first := msgs[0]
+	bodies := 0
+	for _, m := range msgs {
+		if m == nil {
+			return fmt.Errorf("append: %w: nil message", ErrInvalidAppend)
+		}
+		if m.Topic != first.Topic || m.QueueID != first.QueueID {
+			return fmt.Errorf("append: %w: batch mixes %s/%d and %s/%d", ErrInvalidAppend, first.Topic, first.QueueID, m.Topic, m.QueueID)
+		}
+		bodies += len(m.Body)
+		if bodies > l.cfg.MaxMessageSize {
+			return fmt.Errorf("append: %w: body bytes %d exceed %d", ErrMessageTooLarge, bodies, l.cfg.MaxMessageSize)
+		}
+	}
+	for _, m := range msgs {
+		mc := *m
+		mc.StoreHost = l.storeHostOf(m)
+		off := len(sc.buf)
+		b, err := AppendRecord(sc.buf, &mc)
+		if err != nil {
+			return fmt.Errorf("append: encode: %w", err)
+		}
+		sc.buf = b
+		sc.offs = append(sc.offs, off)
+	}
+	return nil
+}
+
+// rollLocked makes a new active segment starting where cur ends (or at pos
+// when there is no segment) and writes the blank filler into cur. The new
+// segment is secured before anything is written, so on failure the log is
+// unchanged. Caller holds mu.
+func (l *Log) rollLocked(cur *segment, pos int64) (*segment, error) {
+	next := pos
+	if cur != nil {
+		next = cur.end()
+	}
+	var seg *segment
+	if p := l.pending; p != nil {
+		<-p.done
+		l.pending = nil
+		if p.start == next && p.err == nil {
+			seg = p.seg
+		} else if p.seg != nil {
+			p.seg.deleted.Store(true)
+			p.seg.release()
+		}
+	}
+	if seg == nil {
+		var err error
+		seg, err = createSegment(l.fs, &l.log, l.segDir, next, l.segSize)
+		if err != nil {
+			l.log.Error().Err(err).Int64("offset", next).Msg("cannot create a new segment; append refused")
+			return nil, fmt.Errorf("append: %w", err)
+		}
+	}
+	if cur != nil {
+		if rem := cur.end() - pos; rem >= blankFillerLength {
+			b := cur.data[pos-cur.start:]
+			binary.BigEndian.PutUint32(b, uint32(rem))
+			binary.BigEndian.PutUint32(b[4:], BlankMagic)
+		}
+	}
+	l.segsMu.Lock()
+	l.segs = append(l.segs, seg)
+	if len(l.segs) == 1 {
+		l.minOffset.Store(seg.start)
+	}
+	l.segsMu.Unlock()
+	l.writePos.Store(seg.start)
+	l.log.Debug().Int64("offset", seg.start).Msg("rolled to a new segment")
+	l.startPreallocLocked()
+	return seg, nil
+}
+
+// prealloc is a segment being created in the background.
+type prealloc struct {
+	start int64
+	done  chan struct{}
+	seg   *segment
+	err   error
+}
+
+// startPreallocLocked starts creating the segment after the active one in
+// the background (like RocketMQ's AllocateMappedFileService), unless that
+// is already under way. Caller holds mu.
+func (l *Log) startPreallocLocked() {
+	if l.closed || l.pending != nil {
+		return
+	}
+	l.segsMu.RLock()
+	n := len(l.segs)
+	var next int64
+	if n > 0 {
+		next = l.segs[n-1].end()
+	}
+	l.segsMu.RUnlock()
+	if n == 0 {
+		return
+	}
+	p := &prealloc{start: next, done: make(chan struct{})}
+	l.pending = p
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		defer close(p.done)
+		p.seg, p.err = createSegment(l.fs, &l.log, l.segDir, p.start, l.segSize)
+		if p.err != nil {
+			l.log.Warn().Err(p.err).Int64("offset", p.start).Msg("preallocating the next segment failed; will retry at roll time")
+		}
+	}()
+}
+
+// waitPrealloc waits for the background preallocation, if any (tests).
+func (l *Log) waitPrealloc() {
+	l.mu.Lock()
+	p := l.pending
+	l.mu.Unlock()
+	if p != nil {
+		<-p.done
+	}
+}

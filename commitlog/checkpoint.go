@@ -1,0 +1,102 @@
+package commitlog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/rocketkv/rocketkv/internal/vfs"
+)
+
+// checkpointFileSize is the size of RocketMQ's checkpoint file.
+const checkpointFileSize = 4096
+
+// Checkpoint is the content of the store's 4 KiB checkpoint file: five
+// big-endian int64 at offsets 0, 8, 16, 24 and 32 (the rest is zero).
+type Checkpoint struct {
+	// PhysicMsgTimestamp is the store time of the last flushed record.
+	PhysicMsgTimestamp int64
+	// LogicsMsgTimestamp is the store time of the last record put into a
+	// ConsumeQueue (written by RocketMQ; kept as found by this package).
+	LogicsMsgTimestamp int64
+	// IndexMsgTimestamp is the end time of the last flushed IndexFile
+	// (kept as found).
+	IndexMsgTimestamp int64
+	// MasterFlushedOffset is HA bookkeeping (kept as found).
+	MasterFlushedOffset int64
+	// ConfirmPhyOffset is the confirmed (replicated) offset (kept as found).
+	ConfirmPhyOffset int64
+}
+
+// MinTimestamp returns the timestamp abnormal recovery compares segments'
+// first store timestamps with: the smaller of PhysicMsgTimestamp and
+// LogicsMsgTimestamp minus 3 s, floored at 0, like RocketMQ's
+// getMinTimestamp, except that a zero (never written) field is ignored:
+// rocketkv keeps its index progress in Pebble and never writes the logics
+// field, which would otherwise force a full scan on every abnormal start.
+func (c Checkpoint) MinTimestamp() int64 {
+	m := int64(0)
+	for _, v := range []int64{c.PhysicMsgTimestamp, c.LogicsMsgTimestamp} {
+		if v > 0 && (m == 0 || v < m) {
+			m = v
+		}
+	}
+	return max(m-3000, 0)
+}
+
+func (c Checkpoint) marshal() []byte {
+	b := make([]byte, checkpointFileSize)
+	be := binary.BigEndian
+	be.PutUint64(b[0:], uint64(c.PhysicMsgTimestamp))
+	be.PutUint64(b[8:], uint64(c.LogicsMsgTimestamp))
+	be.PutUint64(b[16:], uint64(c.IndexMsgTimestamp))
+	be.PutUint64(b[24:], uint64(c.MasterFlushedOffset))
+	be.PutUint64(b[32:], uint64(c.ConfirmPhyOffset))
+	return b
+}
+
+func unmarshalCheckpoint(b []byte) Checkpoint {
+	be := binary.BigEndian
+	return Checkpoint{
+		PhysicMsgTimestamp:  int64(be.Uint64(b[0:])),
+		LogicsMsgTimestamp:  int64(be.Uint64(b[8:])),
+		IndexMsgTimestamp:   int64(be.Uint64(b[16:])),
+		MasterFlushedOffset: int64(be.Uint64(b[24:])),
+		ConfirmPhyOffset:    int64(be.Uint64(b[32:])),
+	}
+}
+
+// checkpointFile is the open checkpoint file.
+type checkpointFile struct {
+	f vfs.File
+}
+
+// openCheckpoint opens (creating if needed) the checkpoint file and reads
+// it. A missing or short file reads as zeros.
+func openCheckpoint(fs vfs.FS, path string) (*checkpointFile, Checkpoint, error) {
+	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, Checkpoint{}, fmt.Errorf("open checkpoint %s: %w", path, err)
+	}
+	b := make([]byte, 40)
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		f.Close()
+		return nil, Checkpoint{}, fmt.Errorf("read checkpoint %s: %w", path, err)
+	}
+	clear(b[n:])
+	return &checkpointFile{f: f}, unmarshalCheckpoint(b), nil
+}
+
+// write stores c and syncs it.
+func (cf *checkpointFile) write(c Checkpoint) error {
+	if _, err := cf.f.WriteAt(c.marshal(), 0); err != nil {
+		return fmt.Errorf("write checkpoint %s: %w", cf.f.Name(), err)
+	}
+	if err := cf.f.Sync(); err != nil {
+		return fmt.Errorf("sync checkpoint %s: %w", cf.f.Name(), err)
+	}
+	return nil
+}

@@ -1,0 +1,191 @@
+package commitlog
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/internal/vfs"
+)
+
+// FlushType selects when appended bytes are made durable.
+type FlushType int
+
+const (
+	// AsyncFlush flushes in the background every FlushInterval
+	// (RocketMQ's ASYNC_FLUSH, the default).
+	AsyncFlush FlushType = iota
+	// SyncFlush group-commits: an Append with WaitFlush returns only once
+	// its bytes are on stable storage (RocketMQ's SYNC_FLUSH).
+	SyncFlush
+)
+
+// String returns RocketMQ's name of the flush type.
+func (t FlushType) String() string {
+	if t == SyncFlush {
+		return "SYNC_FLUSH"
+	}
+	return "ASYNC_FLUSH"
+}
+
+// Config configures a Log. Zero fields take the defaults of DefaultConfig
+// (RocketMQ's MessageStoreConfig defaults), except RecoverFrom, StoreHost,
+// FS and Logger, whose zero values are meaningful.
+type Config struct {
+	// Dir is the store root: segments live in Dir/commitlog, and the
+	// lock, abort and checkpoint files in Dir (RocketMQ's storePathRootDir).
+	Dir string
+	// SegmentSize is the size of new segment files (default 1 GiB). An
+	// existing store keeps the size of its files whatever this says.
+	SegmentSize int64
+	// FlushType is AsyncFlush (default) or SyncFlush.
+	FlushType FlushType
+	// FlushInterval is the period of the async flusher (500 ms).
+	FlushInterval time.Duration
+	// FlushLeastPages is the number of dirty 4 KiB pages the async flusher
+	// waits for (4)...
+	FlushLeastPages int
+	// FlushThoroughInterval ...unless this long has passed since the last
+	// flush of everything (10 s).
+	FlushThoroughInterval time.Duration
+	// SyncFlushTimeout bounds how long an Append waits for its group commit
+	// before it returns FlushDiskTimeout (5 s).
+	SyncFlushTimeout time.Duration
+	// MaxMessageSize is the largest body (or sum of bodies of a batch)
+	// accepted (4 MiB).
+	MaxMessageSize int
+	// CheckCRCOnRecover makes recovery verify body CRCs (true). Only
+	// DefaultConfig sets it; a zero Config leaves it off.
+	CheckCRCOnRecover bool
+	// FileReservedTime is how long a segment is kept after its last
+	// modification (72 h).
+	FileReservedTime time.Duration
+	// DeleteWhen lists the local hours of day at which expired segments are
+	// deleted ({4}).
+	DeleteWhen []int
+	// DiskMaxUsedSpaceRatio is the disk usage, in percent, above which
+	// expired segments are deleted at any hour (75).
+	DiskMaxUsedSpaceRatio float64
+	// DiskForceCleanRatio is the disk usage, in percent, above which the
+	// oldest segments are deleted even if not expired (85, RocketMQ's
+	// diskSpaceCleanForciblyRatio).
+	DiskForceCleanRatio float64
+	// CleanInterval is the period of the retention cleaner (10 s).
+	CleanInterval time.Duration
+	// RecoverFrom hints where recovery must start at the latest: the
+	// offset up to which the index has dispatched records. Values <= 0
+	// mean no hint. Recovery is correct without it.
+	RecoverFrom int64
+	// StoreHost is written into every appended record and its message id.
+	// When invalid (zero), each message's own StoreHost is kept.
+	StoreHost netip.AddrPort
+	// FS is the file system (nil: the operating system's).
+	FS vfs.FS
+	// Logger receives the log's events (the zero Logger discards them).
+	Logger zerolog.Logger
+	// Now is the clock for store timestamps and retention (nil: time.Now).
+	Now func() time.Time
+}
+
+// Default values of Config.
+const (
+	DefaultSegmentSize           = 1 << 30
+	DefaultFlushInterval         = 500 * time.Millisecond
+	DefaultFlushLeastPages       = 4
+	DefaultFlushThoroughInterval = 10 * time.Second
+	DefaultSyncFlushTimeout      = 5 * time.Second
+	DefaultMaxMessageSize        = 4 << 20
+	DefaultFileReservedTime      = 72 * time.Hour
+	DefaultDiskMaxUsedSpaceRatio = 75
+	DefaultDiskForceCleanRatio   = 85
+	DefaultCleanInterval         = 10 * time.Second
+)
+
+// DefaultConfig returns the default configuration for the store rooted at
+// dir.
+func DefaultConfig(dir string) Config {
+	return Config{
+		Dir:                   dir,
+		SegmentSize:           DefaultSegmentSize,
+		FlushType:             AsyncFlush,
+		FlushInterval:         DefaultFlushInterval,
+		FlushLeastPages:       DefaultFlushLeastPages,
+		FlushThoroughInterval: DefaultFlushThoroughInterval,
+		SyncFlushTimeout:      DefaultSyncFlushTimeout,
+		MaxMessageSize:        DefaultMaxMessageSize,
+		CheckCRCOnRecover:     true,
+		FileReservedTime:      DefaultFileReservedTime,
+		DeleteWhen:            []int{4},
+		DiskMaxUsedSpaceRatio: DefaultDiskMaxUsedSpaceRatio,
+		DiskForceCleanRatio:   DefaultDiskForceCleanRatio,
+		CleanInterval:         DefaultCleanInterval,
+	}
+}
+
+// withDefaults fills zero fields and validates the rest.
+func (c Config) withDefaults() (Config, error) {
+	d := DefaultConfig(c.Dir)
+	if c.Dir == "" {
+		return c, fmt.Errorf("commitlog config: Dir is empty")
+	}
+	if c.SegmentSize == 0 {
+		c.SegmentSize = d.SegmentSize
+	}
+	if c.SegmentSize < minSegmentSize || c.SegmentSize > maxSegmentSize {
+		return c, fmt.Errorf("commitlog config: SegmentSize %d outside [%d, %d]", c.SegmentSize, minSegmentSize, maxSegmentSize)
+	}
+	if c.FlushType != AsyncFlush && c.FlushType != SyncFlush {
+		return c, fmt.Errorf("commitlog config: unknown FlushType %d", c.FlushType)
+	}
+	if c.FlushInterval <= 0 {
+		c.FlushInterval = d.FlushInterval
+	}
+	if c.FlushLeastPages <= 0 {
+		c.FlushLeastPages = d.FlushLeastPages
+	}
+	if c.FlushThoroughInterval <= 0 {
+		c.FlushThoroughInterval = d.FlushThoroughInterval
+	}
+	if c.SyncFlushTimeout <= 0 {
+		c.SyncFlushTimeout = d.SyncFlushTimeout
+	}
+	if c.MaxMessageSize <= 0 {
+		c.MaxMessageSize = d.MaxMessageSize
+	}
+	if c.FileReservedTime <= 0 {
+		c.FileReservedTime = d.FileReservedTime
+	}
+	if c.DeleteWhen == nil {
+		c.DeleteWhen = d.DeleteWhen
+	}
+	for _, h := range c.DeleteWhen {
+		if h < 0 || h > 23 {
+			return c, fmt.Errorf("commitlog config: DeleteWhen hour %d outside 0..23", h)
+		}
+	}
+	if c.DiskMaxUsedSpaceRatio <= 0 {
+		c.DiskMaxUsedSpaceRatio = d.DiskMaxUsedSpaceRatio
+	}
+	if c.DiskForceCleanRatio <= 0 {
+		c.DiskForceCleanRatio = d.DiskForceCleanRatio
+	}
+	if c.CleanInterval <= 0 {
+		c.CleanInterval = d.CleanInterval
+	}
+	if c.FS == nil {
+		c.FS = vfs.OS{}
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c, nil
+}
+
+// Segment size bounds: a segment must hold at least a small record plus the
+// filler, and be mappable.
+const (
+	minSegmentSize = 4096
+	maxSegmentSize = 1 << 40
+)

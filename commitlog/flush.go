@@ -1,0 +1,197 @@
+package commitlog
+
+import (
+	"context"
+	"time"
+)
+
+// syncFlushTick is how often the group-commit flusher looks for work
+// without being kicked (RocketMQ's GroupCommitService waits 10 ms).
+const syncFlushTick = 10 * time.Millisecond
+
+// forceFlusher wakes the flusher for a flush that ignores
+// FlushLeastPages, without blocking.
+func (l *Log) forceFlusher() {
+	select {
+	case l.forceKick <- struct{}{}:
+	default:
+	}
+}
+
+// kickFlusher wakes the flusher without blocking.
+func (l *Log) kickFlusher() {
+	select {
+	case l.flushKick <- struct{}{}:
+	default:
+	}
+}
+
+// flusher is the flush goroutine.
+//
+// SyncFlush (group commit): woken by every append (and every 10 ms), it
+// flushes everything written so far in one msync per touched segment, then
+// wakes all waiters; appends that arrive during a flush are covered by the
+// next one, so concurrent appenders share syncs.
+//
+// AsyncFlush: every FlushInterval it flushes if at least FlushLeastPages
+// dirty pages accumulated or FlushThoroughInterval passed since the last
+// complete flush.
+//
+// After a flush the checkpoint's PhysicMsgTimestamp becomes the store time
+// of the last flushed append; the checkpoint file is written at most once a
+// second from here, and on Close.
+func (l *Log) flusher() {
+	defer l.wg.Done()
+	interval := l.cfg.FlushInterval
+	if l.cfg.FlushType == SyncFlush {
+		interval = syncFlushTick
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	lastThorough := time.Now()
+	lastPersist := time.Now()
+	for {
+		forced := false
+		select {
+		case <-l.stop:
+			return
+		case <-l.flushKick:
+		case <-t.C:
+		case <-l.forceKick:
+			forced = true
+		}
+		target := l.writePos.Load()
+		if l.cfg.FlushType == AsyncFlush && !forced {
+			dirty := target/pageSize - l.flushedPos.Load()/pageSize
+			if dirty < int64(l.cfg.FlushLeastPages) && time.Since(lastThorough) < l.cfg.FlushThoroughInterval {
+				continue
+			}
+			lastThorough = time.Now()
+		}
+		if err := l.flushTo(target); err != nil {
+			l.log.Error().Err(err).Msg("flush failed")
+		}
+		if time.Since(lastPersist) >= checkpointPersist {
+			lastPersist = time.Now()
+			if err := l.persistCheckpoint(); err != nil {
+				l.log.Error().Err(err).Msg("write checkpoint")
+			}
+		}
+	}
+}
+
+// flushTo flushes everything up to at least target (everything written when
+// it starts), then wakes sync-flush waiters. Only the flusher goroutine and
+// Close (after stopping the flusher) call it.
+func (l *Log) flushTo(target int64) error {
+	ts := l.lastStoreTS.Load() // loaded before the end: its record is below the end
+	if end := l.writePos.Load(); end > target {
+		target = end
+	}
+	from := l.flushedPos.Load()
+	if target <= from {
+		return nil
+	}
+	var err error
+	for off := from; off < target && err == nil; {
+		s := l.acquireSegment(off)
+		if s == nil {
+			// Deleted by retention, or a gap: nothing to flush there.
+			l.segsMu.RLock()
+			next := target
+			for _, x := range l.segs {
+				if x.start > off {
+					next = min(next, x.start)
+					break
+				}
+			}
+			l.segsMu.RUnlock()
+			off = next
+			continue
+		}
+		to := min(target, s.end())
+		err = s.flushRange(off-s.start, to-s.start)
+		s.release()
+		off = to
+	}
+	l.flushMu.Lock()
+	if err == nil {
+		l.flushedPos.Store(target)
+	}
+	l.flushErr = err
+	close(l.flushCh)
+	l.flushCh = make(chan struct{})
+	l.flushMu.Unlock()
+	if err == nil && ts > 0 {
+		l.ckMu.Lock()
+		l.ck.PhysicMsgTimestamp = ts
+		l.ckMu.Unlock()
+	}
+	return err
+}
+
+// waitFlushed waits until the log is flushed to at least end. It returns
+// false when SyncFlushTimeout passes, ctx ends or the log closes first.
+func (l *Log) waitFlushed(ctx context.Context, end int64) bool {
+	if l.flushedPos.Load() >= end {
+		return true
+	}
+	t, _ := l.timers.Get().(*time.Timer)
+	if t == nil {
+		t = time.NewTimer(l.cfg.SyncFlushTimeout)
+	} else {
+		t.Reset(l.cfg.SyncFlushTimeout)
+	}
+	defer func() {
+		t.Stop()
+		l.timers.Put(t)
+	}()
+	for {
+		l.flushMu.Lock()
+		ch := l.flushCh
+		l.flushMu.Unlock()
+		if l.flushedPos.Load() >= end {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return l.flushedPos.Load() >= end
+		case <-ctx.Done():
+			return l.flushedPos.Load() >= end
+		case <-l.stop:
+			// Close flushes everything before it returns; but the caller
+			// cannot rely on that having happened yet.
+			return l.flushedPos.Load() >= end
+		}
+	}
+}
+
+// Flush flushes everything appended so far and waits for it. It is for
+// admin tools and tests; appends use the flusher.
+func (l *Log) Flush() error {
+	if l.closedFlag.Load() {
+		return ErrClosed
+	}
+	end := l.writePos.Load()
+	l.forceFlusher()
+	for l.flushedPos.Load() < end {
+		l.flushMu.Lock()
+		ch := l.flushCh
+		err := l.flushErr
+		l.flushMu.Unlock()
+		if l.flushedPos.Load() >= end {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		l.forceFlusher()
+		select {
+		case <-ch:
+		case <-l.stop:
+			return ErrClosed
+		}
+	}
+	return nil
+}

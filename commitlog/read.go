@@ -1,0 +1,234 @@
+package commitlog
+
+import (
+	"context"
+	"fmt"
+)
+
+// View is a read-only window on mapped log bytes. Its Data stays valid
+// until Release, even if retention deletes the segment meanwhile (the
+// segment is unmapped and its file removed after the last release). Do not
+// write to Data, and do not use it after Release.
+type View struct {
+	// Offset is the log offset of Data[0].
+	Offset int64
+	// Data aliases the segment mapping.
+	Data []byte
+	seg  *segment
+}
+
+// Release gives the view's segment reference back. It is idempotent.
+func (v *View) Release() {
+	if v.seg != nil {
+		v.seg.release()
+		v.seg = nil
+		v.Data = nil
+	}
+}
+
+// Read returns a view of [offset, offset+size). The range must lie within
+// [MinOffset, MaxOffset) and inside one segment, else ErrOffsetOutOfRange.
+// It allocates the View.
+func (l *Log) Read(offset int64, size int32) (*View, error) {
+	if l.closedFlag.Load() {
+		return nil, ErrClosed
+	}
+	if size <= 0 {
+		return nil, fmt.Errorf("read %d bytes at %d: %w", size, offset, ErrOffsetOutOfRange)
+	}
+	if offset+int64(size) > l.writePos.Load() {
+		return nil, fmt.Errorf("read [%d, %d) past the end %d: %w", offset, offset+int64(size), l.writePos.Load(), ErrOffsetOutOfRange)
+	}
+	s := l.acquireSegment(offset)
+	if s == nil {
+		return nil, fmt.Errorf("read at %d below the first offset %d: %w", offset, l.MinOffset(), ErrOffsetOutOfRange)
+	}
+	rel := offset - s.start
+	if rel+int64(size) > s.size {
+		s.release()
+		return nil, fmt.Errorf("read [%d, %d) crosses the end of segment %s: %w", offset, offset+int64(size), s.path, ErrOffsetOutOfRange)
+	}
+	return &View{Offset: offset, Data: s.data[rel : rel+int64(size) : rel+int64(size)], seg: s}, nil
+}
+
+// ReadRecord returns a view of the record at offset, taking its size from
+// the record header. A blank filler gives an error wrapping ErrBlank, a
+// position that is not a record start may give ErrBadMagic or ErrCorrupt.
+func (l *Log) ReadRecord(offset int64) (*View, error) {
+	if l.closedFlag.Load() {
+		return nil, ErrClosed
+	}
+	end := l.writePos.Load()
+	if offset+blankFillerLength > end {
+		return nil, fmt.Errorf("read record at %d past the end %d: %w", offset, end, ErrOffsetOutOfRange)
+	}
+	s := l.acquireSegment(offset)
+	if s == nil {
+		return nil, fmt.Errorf("read record at %d below the first offset %d: %w", offset, l.MinOffset(), ErrOffsetOutOfRange)
+	}
+	rel := offset - s.start
+	size, err := RecordSize(s.data[rel:])
+	if err != nil {
+		s.release()
+		return nil, fmt.Errorf("read record at %d: %w", offset, err)
+	}
+	if size < minRecordV1V4V4 || rel+int64(size) > s.size || offset+int64(size) > end {
+		s.release()
+		return nil, fmt.Errorf("read record at %d: %w: size %d", offset, ErrCorrupt, size)
+	}
+	return &View{Offset: offset, Data: s.data[rel : rel+int64(size) : rel+int64(size)], seg: s}, nil
+}
+
+// Entry is one record yielded by a Reader.
+type Entry struct {
+	// Offset is the record's log offset.
+	Offset int64
+	// Size is its length.
+	Size int32
+	// Data is the record (Decode it for the fields). It aliases the
+	// mapping and is valid until the next call to Next or Close.
+	Data []byte
+}
+
+// Reader tails the log in order, for the dispatcher. It skips blank
+// fillers into the next segment. A Reader is not safe for concurrent use;
+// several Readers may run at once.
+type Reader struct {
+	l   *Log
+	off int64
+	seg *segment // held reference, or nil
+}
+
+// NewReader returns a Reader positioned at from, which must be a record
+// start (for example an offset a previous Reader returned, or MinOffset).
+func (l *Log) NewReader(from int64) *Reader { return &Reader{l: l, off: from} }
+
+// Offset returns the offset of the next record the Reader will yield.
+func (r *Reader) Offset() int64 { return r.off }
+
+// Next returns the next record. At the write position it returns
+// ErrNoMoreData (call Wait, then Next again). Below MinOffset it returns
+// ErrOffsetOutOfRange; on a damaged position ErrCorrupt or ErrBadMagic.
+// Next does not allocate.
+func (r *Reader) Next() (Entry, error) {
+	l := r.l
+	for {
+		if l.closedFlag.Load() {
+			return Entry{}, ErrClosed
+		}
+		end := l.writePos.Load()
+		if r.off >= end {
+			return Entry{}, ErrNoMoreData
+		}
+		if r.seg == nil || r.off < r.seg.start || r.off >= r.seg.end() {
+			if r.seg != nil {
+				r.seg.release()
+				r.seg = nil
+			}
+			r.seg = l.acquireSegment(r.off)
+			if r.seg == nil {
+				if r.off < l.MinOffset() {
+					return Entry{}, fmt.Errorf("reader at %d below the first offset %d: %w", r.off, l.MinOffset(), ErrOffsetOutOfRange)
+				}
+				return Entry{}, fmt.Errorf("reader at %d: no segment holds it: %w", r.off, ErrOffsetOutOfRange)
+			}
+		}
+		s := r.seg
+		rel := r.off - s.start
+		if rel+blankFillerLength > s.size {
+			r.off = s.end()
+			continue
+		}
+		size, err := RecordSize(s.data[rel:])
+		if err == ErrBlank {
+			r.off = s.end()
+			continue
+		}
+		if err != nil {
+			return Entry{}, fmt.Errorf("reader at %d: %w", r.off, err)
+		}
+		if size < minRecordV1V4V4 || rel+int64(size) > s.size || r.off+int64(size) > end {
+			return Entry{}, fmt.Errorf("reader at %d: %w: size %d", r.off, ErrCorrupt, size)
+		}
+		e := Entry{Offset: r.off, Size: size, Data: s.data[rel : rel+int64(size) : rel+int64(size)]}
+		r.off += int64(size)
+		return e, nil
+	}
+}
+
+// Wait blocks until there is data past the Reader's offset, ctx ends or
+// the log closes (ErrClosed).
+func (r *Reader) Wait(ctx context.Context) error { return r.l.WaitBeyond(ctx, r.off) }
+
+// Close releases the Reader's segment reference. The last Entry's Data is
+// invalid afterwards.
+func (r *Reader) Close() {
+	if r.seg != nil {
+		r.seg.release()
+		r.seg = nil
+	}
+}
+
+// WaitBeyond blocks until MaxOffset() > offset, ctx ends (its error) or the
+// log closes (ErrClosed). It does not poll: appends wake it.
+func (l *Log) WaitBeyond(ctx context.Context, offset int64) error {
+	for {
+		if l.writePos.Load() > offset {
+			return nil
+		}
+		if l.closedFlag.Load() {
+			return ErrClosed
+		}
+		p := l.appendCh.Load()
+		if p == nil {
+			ch := make(chan struct{})
+			if !l.appendCh.CompareAndSwap(nil, &ch) {
+				continue
+			}
+			p = &ch
+		}
+		if l.writePos.Load() > offset {
+			return nil
+		}
+		select {
+		case <-*p:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.stop:
+			return ErrClosed
+		}
+	}
+}
+
+// Notify returns a channel that receives a value (without blocking the
+// appender; at most one is buffered) after appends. Several appends may
+// collapse into one notification. The channel is never closed; it stays
+// registered for the life of the Log.
+func (l *Log) Notify() <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	l.notifyMu.Lock()
+	defer l.notifyMu.Unlock()
+	var subs []chan struct{}
+	if p := l.notify.Load(); p != nil {
+		subs = append(subs, *p...)
+	}
+	subs = append(subs, ch)
+	l.notify.Store(&subs)
+	return ch
+}
+
+// wakeTailers wakes WaitBeyond callers and Notify subscribers after an
+// append. It does not allocate.
+func (l *Log) wakeTailers() {
+	if p := l.appendCh.Load(); p != nil && l.appendCh.CompareAndSwap(p, nil) {
+		close(*p)
+	}
+	if p := l.notify.Load(); p != nil {
+		for _, ch := range *p {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}

@@ -1,0 +1,317 @@
+package commitlog
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fixtureStore copies a fixture store root into a temporary directory.
+func fixtureStore(t *testing.T, name string) string {
+	t.Helper()
+	switch name {
+	case store498:
+		return copyTree(t, fixturePath(t, store498, "clean"))
+	default:
+		return copyTree(t, fixturePath(t, store440, "store"))
+	}
+}
+
+func openStore(t *testing.T, dir string) *Log {
+	t.Helper()
+	cfg := DefaultConfig(dir) // 1 GiB configured: the files' size must win
+	cfg.StoreHost = testStoreHost
+	cfg.Logger = testLogger(t)
+	return mustOpen(t, cfg)
+}
+
+func markAbort(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "abort"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// patchFile applies f to the bytes of a store file.
+func patchFile(t *testing.T, path string, f func(b []byte)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f(b)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func segPath(dir string, start int64) string {
+	return filepath.Join(dir, "commitlog", SegmentName(start))
+}
+
+func TestOpenFixture498(t *testing.T) {
+	for _, abnormal := range []bool{false, true} {
+		name := "normal"
+		if abnormal {
+			name = "abnormal"
+		}
+		t.Run(name, func(t *testing.T) {
+			dir := fixtureStore(t, store498)
+			if abnormal {
+				markAbort(t, dir)
+			}
+			l := openStore(t, dir)
+			info := l.RecoveryInfo()
+			if info.Abnormal != abnormal || info.EndOffset != 53272 || info.CutBytes != 0 || info.CutReason != nil {
+				t.Fatalf("recovery %+v, want end 53272, abnormal %v, nothing cut", info, abnormal)
+			}
+			// Normal recovery scans the last three segments; abnormal recovery
+			// starts where the checkpoint test of spec 2.7 says: no segment's
+			// first record is older than physicMsgTimestamp-3s, so segment 0.
+			wantFirst := map[bool]int64{false: 16384, true: 0}[abnormal]
+			if info.FirstScanned != wantFirst {
+				t.Errorf("first scanned %d, want %d", info.FirstScanned, wantFirst)
+			}
+			if l.SegmentSize() != 16384 || l.MaxOffset() != 53272 || l.MinOffset() != 0 {
+				t.Fatalf("segment size %d, min %d, max %d", l.SegmentSize(), l.MinOffset(), l.MaxOffset())
+			}
+			if ck := l.Checkpoint(); ck.PhysicMsgTimestamp != 1795976099056 || ck.LogicsMsgTimestamp != 1795976100430 || ck.IndexMsgTimestamp != 1795976100391 {
+				t.Errorf("checkpoint %+v", ck)
+			}
+			if got := scanAll(t, l); len(got) != 104 {
+				t.Fatalf("scanned %d records, want 104", len(got))
+			}
+			c := newCounter()
+			r := mustAppend(t, l, AppendRequest{Message: testMessage("TopicA", 0, 1, 100), Assigner: c})
+			if r.PhyOffset != 53272 {
+				t.Fatalf("first append at %d, want 53272", r.PhyOffset)
+			}
+			// Fill the last segment: the next one must be 00000000000000065536.
+			for l.MaxOffset() < 65536 {
+				mustAppend(t, l, AppendRequest{Message: testMessage("TopicA", 0, 2, 1000), Assigner: c})
+			}
+			if st, err := os.Stat(segPath(dir, 65536)); err != nil || st.Size() != 16384 {
+				t.Fatalf("new segment: %v, %v", st, err)
+			}
+			want := l.MaxOffset()
+			n := len(scanAll(t, l))
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			l = openStore(t, dir)
+			defer l.Close()
+			if l.RecoveryInfo().Abnormal || l.MaxOffset() != want || len(scanAll(t, l)) != n {
+				t.Fatalf("reopen: %+v, %d records", l.RecoveryInfo(), n)
+			}
+		})
+	}
+}
+
+func TestOpenFixture440(t *testing.T) {
+	for _, abnormal := range []bool{false, true} {
+		dir := fixtureStore(t, store440)
+		if abnormal {
+			markAbort(t, dir)
+		}
+		l := openStore(t, dir)
+		info := l.RecoveryInfo()
+		// The only file ends with a 108-byte blank: the log ends at its end.
+		if info.EndOffset != 8192 || l.SegmentSize() != 8192 || info.CutBytes != 0 || info.Records != 47 {
+			t.Fatalf("abnormal=%v: recovery %+v, segment size %d", abnormal, info, l.SegmentSize())
+		}
+		if got := scanAll(t, l); len(got) != 47 {
+			t.Fatalf("scanned %d records", len(got))
+		}
+		r := mustAppend(t, l, AppendRequest{Message: testMessage("abc", 0, 1, 32)})
+		if r.PhyOffset != 8192 {
+			t.Fatalf("append at %d, want 8192", r.PhyOffset)
+		}
+		if st, err := os.Stat(segPath(dir, 8192)); err != nil || st.Size() != 8192 {
+			t.Fatalf("new segment 00000000000000008192: %v", err)
+		}
+		l.Close()
+	}
+}
+
+// The records of the last 4.9.8 segment, from expected.json.
+const (
+	rec50094 = 50094 // 295 bytes
+	rec51138 = 51138 // 454 bytes
+	rec52659 = 52659 // 613 bytes, the last one
+	end498   = 53272
+)
+
+func TestTornTailAndCorruption(t *testing.T) {
+	type tc struct {
+		name     string
+		abnormal bool
+		damage   func(t *testing.T, dir string)
+		wantEnd  int64
+		wantCut  func(n int64) bool
+		wantErr  error // in CutReason
+		gone     []int64
+	}
+	inSeg := func(off int64, f func(b []byte, rel int64)) func(t *testing.T, dir string) {
+		return func(t *testing.T, d string) {
+			start := off / 16384 * 16384
+			patchFile(t, segPath(d, start), func(b []byte) { f(b, off-start) })
+		}
+	}
+	cases := []tc{
+		{
+			name: "truncated mid-record (crash)", abnormal: true,
+			damage: inSeg(rec52659, func(b []byte, rel int64) { clear(b[rel+300:]) }),
+			// The 300 surviving bytes of the record are cut.
+			wantEnd: rec52659, wantCut: func(n int64) bool { return n > 0 && n <= 300 }, wantErr: ErrCorrupt,
+		},
+		{
+			name: "truncated mid-record (no abort file)", abnormal: false,
+			damage:  inSeg(rec52659, func(b []byte, rel int64) { clear(b[rel+300:]) }),
+			wantEnd: rec52659, wantCut: func(n int64) bool { return n > 0 && n <= 300 }, wantErr: ErrCorrupt,
+		},
+		{
+			name: "flipped body byte", abnormal: true,
+			damage:  inSeg(rec50094, func(b []byte, rel int64) { b[rel+90] ^= 0x40 }),
+			wantEnd: rec50094, wantCut: func(n int64) bool { return n == end498-rec50094 }, wantErr: ErrCRC,
+		},
+		{
+			name: "flipped body byte (no abort file)", abnormal: false,
+			damage:  inSeg(rec50094, func(b []byte, rel int64) { b[rel+90] ^= 0x40 }),
+			wantEnd: rec50094, wantCut: func(n int64) bool { return n == end498-rec50094 }, wantErr: ErrCRC,
+		},
+		{
+			name: "zeroed header", abnormal: true,
+			damage:  inSeg(rec51138, func(b []byte, rel int64) { clear(b[rel : rel+8]) }),
+			wantEnd: rec51138, wantCut: func(n int64) bool { return n == end498-rec51138 },
+		},
+		{
+			name: "zeroed header (no abort file)", abnormal: false,
+			damage:  inSeg(rec51138, func(b []byte, rel int64) { clear(b[rel : rel+8]) }),
+			wantEnd: rec51138, wantCut: func(n int64) bool { return n == end498-rec51138 }, wantErr: ErrCorrupt,
+		},
+		{
+			name: "corrupt record in an earlier segment", abnormal: true,
+			damage:  inSeg(16384, func(b []byte, rel int64) { b[rel+95] ^= 0x01 }),
+			wantEnd: 16384, wantCut: func(n int64) bool { return n > 16384*2 }, wantErr: ErrCRC,
+			gone: []int64{32768, 49152},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := fixtureStore(t, store498)
+			c.damage(t, dir)
+			if c.abnormal {
+				markAbort(t, dir)
+			}
+			l := openStore(t, dir)
+			info := l.RecoveryInfo()
+			if info.EndOffset != c.wantEnd || l.MaxOffset() != c.wantEnd {
+				t.Fatalf("recovered end %d (max %d), want %d; %+v", info.EndOffset, l.MaxOffset(), c.wantEnd, info)
+			}
+			if !c.wantCut(info.CutBytes) {
+				t.Errorf("cut bytes %d", info.CutBytes)
+			}
+			if c.wantErr != nil && !errors.Is(info.CutReason, c.wantErr) {
+				t.Errorf("cut reason %v, want %v", info.CutReason, c.wantErr)
+			}
+			for _, g := range c.gone {
+				if _, err := os.Stat(segPath(dir, g)); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("segment %d should be deleted: %v", g, err)
+				}
+			}
+			// Bytes after the cut are zero in that segment.
+			s := l.activeSegment()
+			if rel := c.wantEnd - s.start; !allZero(s.data[rel:]) {
+				t.Errorf("bytes after the cut are not zeroed")
+			}
+			recs := scanAll(t, l)
+			r := mustAppend(t, l, AppendRequest{Message: testMessage("TopicA", 1, 7, 200)})
+			if r.PhyOffset != c.wantEnd {
+				t.Fatalf("append at %d, want the cut %d", r.PhyOffset, c.wantEnd)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			markAbort(t, dir)
+			l = openStore(t, dir)
+			defer l.Close()
+			if got := scanAll(t, l); len(got) != len(recs)+1 || l.RecoveryInfo().CutBytes != 0 {
+				t.Fatalf("after reopen: %d records (want %d), %+v", len(got), len(recs)+1, l.RecoveryInfo())
+			}
+		})
+	}
+}
+
+func TestRecoverFromHint(t *testing.T) {
+	dir := fixtureStore(t, store498)
+	cfg := DefaultConfig(dir)
+	cfg.RecoverFrom = 100 // in segment 0: earlier than the last three segments
+	cfg.Logger = testLogger(t)
+	l := mustOpen(t, cfg)
+	defer l.Close()
+	if info := l.RecoveryInfo(); info.FirstScanned != 0 || info.EndOffset != end498 || info.Records != 104 {
+		t.Fatalf("recovery %+v", info)
+	}
+}
+
+func TestLoadSegmentsRules(t *testing.T) {
+	t.Run("zero-length last file removed", func(t *testing.T) {
+		dir := fixtureStore(t, store498)
+		os.WriteFile(segPath(dir, 65536), nil, 0o644)
+		l := openStore(t, dir)
+		defer l.Close()
+		if _, err := os.Stat(segPath(dir, 65536)); !errors.Is(err, os.ErrNotExist) || l.MaxOffset() != end498 {
+			t.Fatalf("zero-length last file: %v, max %d", err, l.MaxOffset())
+		}
+	})
+	t.Run("all-zero preallocated last file of the wrong size removed", func(t *testing.T) {
+		dir := fixtureStore(t, store498)
+		os.WriteFile(segPath(dir, 65536), make([]byte, 5000), 0o644)
+		markAbort(t, dir)
+		l := openStore(t, dir)
+		defer l.Close()
+		if _, err := os.Stat(segPath(dir, 65536)); !errors.Is(err, os.ErrNotExist) || l.MaxOffset() != end498 {
+			t.Fatalf("partial preallocated file: %v, max %d", err, l.MaxOffset())
+		}
+	})
+	t.Run("all-zero full-size next file (crash after preallocation)", func(t *testing.T) {
+		dir := fixtureStore(t, store498)
+		os.WriteFile(segPath(dir, 65536), make([]byte, 16384), 0o644)
+		markAbort(t, dir)
+		l := openStore(t, dir)
+		defer l.Close()
+		if l.MaxOffset() != end498 {
+			t.Fatalf("max %d", l.MaxOffset())
+		}
+		if _, err := os.Stat(segPath(dir, 65536)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the empty file after the end must be removed: %v", err)
+		}
+	})
+	t.Run("wrong-size last file with data is an error naming it", func(t *testing.T) {
+		dir := fixtureStore(t, store498)
+		b, _ := os.ReadFile(segPath(dir, 49152))
+		os.WriteFile(segPath(dir, 49152), b[:8000], 0o644)
+		cfg := DefaultConfig(dir)
+		_, err := Open(cfg)
+		if !errors.Is(err, ErrBadSegment) || !strings.Contains(err.Error(), "00000000000000049152") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("wrong-size middle file is an error", func(t *testing.T) {
+		dir := fixtureStore(t, store498)
+		os.WriteFile(segPath(dir, 16384), make([]byte, 100), 0o644)
+		_, err := Open(DefaultConfig(dir))
+		if !errors.Is(err, ErrBadSegment) || !strings.Contains(err.Error(), "00000000000000016384") {
+			t.Fatalf("err = %v", err)
+		}
+		// A failed Open releases the lock.
+		os.WriteFile(segPath(dir, 16384), make([]byte, 16384), 0o644)
+		l, err := Open(DefaultConfig(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+	})
+}

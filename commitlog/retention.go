@@ -1,0 +1,119 @@
+package commitlog
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// maxDeletePerPass bounds the segments one retention pass deletes
+// (RocketMQ's deleteFileBatchMax).
+const maxDeletePerPass = 10
+
+// OnMinOffsetChange registers fn to be called with the new MinOffset after
+// retention deleted segments. fn runs on the goroutine that deleted them
+// (the cleaner, or the caller of DeleteExpired) and must not block long.
+func (l *Log) OnMinOffsetChange(fn func(newMin int64)) {
+	l.minSubsMu.Lock()
+	l.minSubs = append(l.minSubs, fn)
+	l.minSubsMu.Unlock()
+}
+
+// cleaner is the retention goroutine: every CleanInterval it deletes
+// expired segments if the local hour is in DeleteWhen or the disk usage is
+// above DiskMaxUsedSpaceRatio, and the oldest segments whatever their age
+// if usage is above DiskForceCleanRatio.
+func (l *Log) cleaner() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.cfg.CleanInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		if _, err := l.cleanOnce(); err != nil {
+			l.log.Error().Err(err).Msg("retention pass failed")
+		}
+	}
+}
+
+// cleanOnce runs one retention pass with the configured clock and rules.
+func (l *Log) cleanOnce() (int, error) {
+	now := l.cfg.Now()
+	hourOK := slices.Contains(l.cfg.DeleteWhen, now.Hour())
+	usage, err := l.fs.Statfs(l.segDir)
+	if err != nil {
+		return 0, fmt.Errorf("retention: %w", err)
+	}
+	ratio := usage.UsedRatio()
+	over := ratio > l.cfg.DiskMaxUsedSpaceRatio
+	force := ratio > l.cfg.DiskForceCleanRatio
+	if !hourOK && !over && !force {
+		return 0, nil
+	}
+	if over || force {
+		l.log.Warn().Float64("usedPercent", ratio).Bool("force", force).Msg("disk usage above the cleaning threshold")
+	}
+	return l.DeleteExpired(now, force)
+}
+
+// DeleteExpired deletes, oldest first, segments whose file was last
+// modified at least FileReservedTime before now, stopping at the first one
+// it keeps; with force it deletes the oldest segments whatever their age.
+// It never deletes the active (last) segment, and deletes at most 10 per
+// call. A deleted segment disappears from reads at once; its file is
+// removed when its last View or Reader releases it. Subscribers of
+// OnMinOffsetChange are told the new MinOffset. It returns the number of
+// segments deleted.
+//
+// Age is the file's modification time (as RocketMQ does), which the kernel
+// moves forward when mapped pages are written.
+func (l *Log) DeleteExpired(now time.Time, force bool) (int, error) {
+	if l.closedFlag.Load() {
+		return 0, ErrClosed
+	}
+	var victims []*segment
+	var firstErr error
+	l.segsMu.Lock()
+	for len(victims) < maxDeletePerPass && len(victims) < len(l.segs)-1 {
+		s := l.segs[len(victims)]
+		if !force {
+			info, err := l.fs.Stat(s.path)
+			if err != nil {
+				firstErr = fmt.Errorf("retention: stat segment %s: %w", s.path, err)
+				break
+			}
+			if info.ModTime().Add(l.cfg.FileReservedTime).After(now) {
+				break
+			}
+		}
+		victims = append(victims, s)
+	}
+	newMin := l.minOffset.Load()
+	if len(victims) > 0 {
+		l.segs = slices.Delete(l.segs, 0, len(victims))
+		newMin = l.segs[0].start
+		l.minOffset.Store(newMin)
+	}
+	l.segsMu.Unlock()
+	if len(victims) == 0 {
+		return 0, firstErr
+	}
+	for _, s := range victims {
+		l.log.Info().Str("segment", s.path).Bool("force", force).Msg("deleting segment")
+		s.deleted.Store(true)
+		s.release()
+	}
+	if err := syncDir(l.fs, l.segDir); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	l.minSubsMu.Lock()
+	subs := slices.Clone(l.minSubs)
+	l.minSubsMu.Unlock()
+	for _, fn := range subs {
+		fn(newMin)
+	}
+	return len(victims), firstErr
+}
