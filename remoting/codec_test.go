@@ -128,7 +128,7 @@ func TestEncodeWritesExtValuesAsStrings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"code":0,"language":"GO","version":0,"opaque":7,"flag":1,"remark":"é \"q\" \u0001\n\ufffd",` +
+	want := `{"code":0,"language":"GO","version":0,"opaque":7,"flag":1,"remark":"é \"q\" \u0001\n�",` +
 		`"extFields":{"TRACE_ON":"true","queueId":"1","queueOffset":"42"}}`
 	if got := string(frame[8:]); got != want {
 		t.Fatalf("header\n got %s\nwant %s", got, want)

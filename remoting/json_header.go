@@ -95,7 +95,7 @@ func appendJSONString(dst []byte, s string) []byte {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
+			dst = utf8.AppendRune(dst, utf8.RuneError)
 			i++
 			start = i
 			continue
@@ -143,7 +143,8 @@ func (s *jsonScanner) skipSpace() {
 }
 
 // peek returns the next non-space byte without consuming it, or 0 at the
-// end of the input.
+// end of the input (a NUL byte in the input also reads as 0; no valid token
+// starts with one).
 func (s *jsonScanner) peek() byte {
 	s.skipSpace()
 	if s.pos >= len(s.data) {
@@ -226,7 +227,7 @@ func (s *jsonScanner) header(c *Command) error {
 	if err != nil {
 		return err
 	}
-	if s.peek() != 0 {
+	if s.skipSpace(); s.pos != len(s.data) {
 		return s.errorf("trailing data after the header object")
 	}
 	return nil

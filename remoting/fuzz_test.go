@@ -1,0 +1,192 @@
+package remoting
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"testing"
+	"unicode/utf8"
+)
+
+func seedFrames(f *testing.F) {
+	f.Helper()
+	f.Add(append(unhex(f, "00000068 00000064"), goRouteHeader...))
+	f.Add(unhex(f, binaryVector))
+	for _, cmd := range []*Command{
+		{Code: 310, Language: "JAVA", Version: 121, ExtFields: map[string]string{"a": "PG", "e": "0"}, Body: []byte("hello")},
+		{Code: 0, Flag: 1, Remark: "é\n", SerializeType: SerializeRocketMQ, ExtFields: map[string]string{"": ""}},
+	} {
+		frame, err := Encode(cmd)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(frame)
+	}
+}
+
+// FuzzDecode: any frame either fails to decode or decodes to a command
+// whose encoding is stable: encode(decode(x)) decodes to a command that
+// encodes to the same bytes again.
+func FuzzDecode(f *testing.F) {
+	seedFrames(f)
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		cmd, err := Decode(frame)
+		if err != nil {
+			return
+		}
+		f1, err := Encode(cmd)
+		if err != nil {
+			return // e.g. a JSON code that does not fit a binary header cannot be re-encoded as binary
+		}
+		cmd2, err := Decode(f1)
+		if err != nil {
+			t.Fatalf("re-decoding our own frame: %v\n%q", err, f1)
+		}
+		f2, err := Encode(cmd2)
+		if err != nil {
+			t.Fatalf("re-encoding: %v", err)
+		}
+		if !bytes.Equal(f1, f2) {
+			t.Fatalf("encoding not stable\n%q\n%q", f1, f2)
+		}
+		cmd3, err := Decode(f2)
+		if err != nil || !sameCommand(cmd2, cmd3) {
+			t.Fatalf("round trip changed the command: %v / %v (%v)", cmd2, cmd3, err)
+		}
+	})
+}
+
+// FuzzJSONHeader: the hand-written JSON reader never panics, accepts only
+// valid JSON, and agrees with encoding/json on string fields.
+func FuzzJSONHeader(f *testing.F) {
+	f.Add([]byte(goRouteHeader))
+	f.Add([]byte(`{"code":310,"language":"JAVA","opaque":3,"flag":0,"version":121,"extFields":{"a":"PG","e":0,"k":false}}`))
+	f.Add([]byte(`{"code":"1","remark":"\ud83d\ude00\u00e9\\","extFields":{"o":{"p":[1,2.5e-3,null]},"n":null}}`))
+	f.Add([]byte(`{"code":0,"extFields":{"msgId":"0A"},"flag":1,"serializeTypeCurrentRPC":"JSON"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var cmd Command
+		if err := decodeJSONHeader(data, &cmd); err != nil {
+			if !errors.Is(err, ErrBadJSONHeader) {
+				t.Fatalf("error not wrapping ErrBadJSONHeader: %v", err)
+			}
+			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("accepted invalid JSON %q", data)
+		}
+		if !utf8.Valid(data) {
+			return // encoding/json replaces invalid bytes; we keep them
+		}
+		// encoding/json matches field names case-insensitively; Java and
+		// this reader do not, so compare member by exact name.
+		var ref map[string]json.RawMessage
+		if err := json.Unmarshal(data, &ref); err != nil {
+			t.Fatalf("encoding/json rejects what we accepted: %v", err)
+		}
+		var s string
+		if raw, ok := ref["remark"]; ok && json.Unmarshal(raw, &s) == nil && s != cmd.Remark {
+			t.Fatalf("remark %q, encoding/json says %q", cmd.Remark, s)
+		}
+		if raw, ok := ref["language"]; ok && json.Unmarshal(raw, &s) == nil && s != cmd.Language {
+			t.Fatalf("language %q, encoding/json says %q", cmd.Language, s)
+		}
+		var ext map[string]json.RawMessage
+		if raw, ok := ref["extFields"]; ok && json.Unmarshal(raw, &ext) == nil {
+			for k, v := range ext {
+				if json.Unmarshal(v, &s) == nil && v[0] == '"' && cmd.ExtFields[k] != s {
+					t.Fatalf("ext %q = %q, encoding/json says %q", k, cmd.ExtFields[k], s)
+				}
+			}
+		}
+	})
+}
+
+// FuzzBinaryHeader: the ROCKETMQ header reader never panics and what it
+// accepts survives a round trip.
+func FuzzBinaryHeader(f *testing.F) {
+	f.Add(unhex(f, binaryVector)[8:])
+	f.Add(make([]byte, 21))
+	f.Add(unhex(f, "0000 00 0000 00000000 00000000 00000000 00000003 0005 61"))
+	f.Fuzz(func(t *testing.T, h []byte) {
+		var cmd Command
+		if err := decodeBinaryHeader(h, &cmd); err != nil {
+			if !errors.Is(err, ErrBadBinaryHeader) {
+				t.Fatalf("error not wrapping ErrBadBinaryHeader: %v", err)
+			}
+			return
+		}
+		cmd.SerializeType = SerializeRocketMQ
+		out, err := appendBinaryHeader(nil, &cmd)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		var back Command
+		if err := decodeBinaryHeader(out, &back); err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+		back.SerializeType = SerializeRocketMQ
+		if !sameCommand(&cmd, &back) {
+			t.Fatalf("round trip %v -> %v", &cmd, &back)
+		}
+	})
+}
+
+// chunkReader returns the stream in pieces whose sizes come from sizes.
+type chunkReader struct {
+	data  []byte
+	sizes []byte
+	i     int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := 1
+	if len(r.sizes) > 0 {
+		n = int(r.sizes[r.i%len(r.sizes)]) + 1
+		r.i++
+	}
+	n = min(n, len(p), len(r.data))
+	copy(p, r.data[:n])
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// FuzzFrameSplitter: whatever the bytes and however they are chunked, the
+// frame reader returns frames that are consecutive pieces of the stream,
+// each as long as its length word says, and stops with an error.
+func FuzzFrameSplitter(f *testing.F) {
+	var stream []byte
+	stream = append(stream, append(unhex(f, "00000068 00000064"), goRouteHeader...)...)
+	stream = append(stream, unhex(f, binaryVector)...)
+	f.Add(stream, []byte{0, 3, 200})
+	f.Add(unhex(f, "00000004 00000000 00000003"), []byte{})
+	f.Add(unhex(f, "7fffffff 00"), []byte{7})
+	f.Fuzz(func(t *testing.T, data, sizes []byte) {
+		const limit = 1 << 16
+		fr := NewFrameReader(&chunkReader{data: data, sizes: sizes}, limit)
+		pos := 0
+		for {
+			frame, err := fr.ReadFrame()
+			if err != nil {
+				if err == io.EOF && pos != len(data) {
+					t.Fatalf("clean EOF at %d of %d", pos, len(data))
+				}
+				return
+			}
+			if len(frame) > limit {
+				t.Fatalf("frame of %d bytes over the limit", len(frame))
+			}
+			if !bytes.Equal(frame, data[pos:pos+len(frame)]) {
+				t.Fatalf("frame at %d is not the stream's bytes", pos)
+			}
+			if n, err := FrameLength(frame, limit); err != nil || n != len(frame) {
+				t.Fatalf("frame length %d, FrameLength says %d, %v", len(frame), n, err)
+			}
+			pos += len(frame)
+			_, _ = Decode(frame)
+		}
+	})
+}
