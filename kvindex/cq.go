@@ -133,7 +133,7 @@ func (c *CQ) putBatch(b *pebble.Batch, entries []cq.Dispatch) ([]boundsUpdate, e
 	}
 	state := make(map[queueID]*touched, 16)
 	order := make([]queueID, 0, 16)
-	minPhy, maxEnd := entries[0].PhyOffset, entries[0].End()
+	minPhy, maxEnd := int64(1<<63-1), int64(0)
 	var key, val []byte
 	for i := range entries {
 		e := &entries[i]
@@ -173,25 +173,49 @@ func (c *CQ) putBatch(b *pebble.Batch, entries []cq.Dispatch) ([]boundsUpdate, e
 		maxEnd = max(maxEnd, e.End())
 	}
 	updates := make([]boundsUpdate, 0, len(order))
-	j := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(order)*24), uint64(maxEnd))
-	wrote := false
+	var named []journalQueue
 	for _, q := range order {
 		t := state[q]
 		updates = append(updates, boundsUpdate{q, t.b})
-		if t.first < 0 {
-			continue
+		if t.first >= 0 {
+			named = append(named, journalQueue{q.topic, q.qid, t.first})
 		}
-		wrote = true
-		j = appendString16(j, q.topic)
-		j = binary.BigEndian.AppendUint32(j, uint32(q.qid))
-		j = binary.BigEndian.AppendUint64(j, uint64(t.first))
 	}
-	if wrote {
-		if err := b.Set(journalKey(minPhy), j, nil); err != nil {
-			return nil, fmt.Errorf("put cq journal: %w", err)
+	if len(named) > 0 {
+		if err := c.addJournal(b, minPhy, maxEnd, named); err != nil {
+			return nil, err
 		}
 	}
 	return updates, nil
+}
+
+// addJournal writes the journal record of a batch covering [first, end)
+// that wrote the named queues. A record already keyed at first (a range
+// dispatched again, or any Put starting at the same offset) is merged, not
+// overwritten, so no queue it named is forgotten.
+func (c *CQ) addJournal(b *pebble.Batch, first, end int64, named []journalQueue) error {
+	old, err := c.db.get(journalKey(first))
+	if err != nil {
+		return fmt.Errorf("read cq journal at %d: %w", first, err)
+	}
+	if old != nil {
+		oldEnd, oldQueues, err := decodeJournalValue(old)
+		if err != nil {
+			return fmt.Errorf("read cq journal at %d: %w", first, err)
+		}
+		end = max(end, oldEnd)
+		named = append(named, oldQueues...)
+	}
+	j := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(named)*24), uint64(end))
+	for _, q := range named {
+		j = appendString16(j, q.topic)
+		j = binary.BigEndian.AppendUint32(j, uint32(q.queueID))
+		j = binary.BigEndian.AppendUint64(j, uint64(q.firstQueueOffset))
+	}
+	if err := b.Set(journalKey(first), j, nil); err != nil {
+		return fmt.Errorf("put cq journal: %w", err)
+	}
+	return nil
 }
 
 // queueBounds returns a queue's bounds from the cache or the database.
@@ -560,27 +584,35 @@ func (c *CQ) Truncate(phyOffset int64) error {
 	}
 	b := c.db.pdb.NewBatch()
 	defer b.Close()
-	done := map[queueID]bool{}
-	var updates []boundsUpdate
+	// Per queue, scan from the smallest first offset any record names: a
+	// queue deleted and recreated meanwhile is named with both its old and
+	// its new offsets.
+	from := map[queueID]int64{}
+	var order []queueID
 	for _, r := range recs {
 		for _, jq := range r.queues {
 			q := queueID{jq.topic, jq.queueID}
-			if done[q] {
-				continue
-			}
-			done[q] = true
-			u, changed, err := c.truncateQueue(b, q, jq.firstQueueOffset, phyOffset)
-			if err != nil {
-				return fmt.Errorf("truncate cq at %d: %w", phyOffset, err)
-			}
-			if changed {
-				updates = append(updates, u)
+			if f, ok := from[q]; !ok {
+				from[q] = jq.firstQueueOffset
+				order = append(order, q)
+			} else if jq.firstQueueOffset < f {
+				from[q] = jq.firstQueueOffset
 			}
 		}
 		if r.first >= phyOffset {
 			if err := b.Delete(journalKey(r.first), nil); err != nil {
 				return fmt.Errorf("truncate cq journal: %w", err)
 			}
+		}
+	}
+	var updates []boundsUpdate
+	for _, q := range order {
+		u, changed, err := c.truncateQueue(b, q, from[q], phyOffset)
+		if err != nil {
+			return fmt.Errorf("truncate cq at %d: %w", phyOffset, err)
+		}
+		if changed {
+			updates = append(updates, u)
 		}
 	}
 	if err := b.Commit(pebble.Sync); err != nil {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
 )
 
@@ -42,6 +43,9 @@ type Options struct {
 	ReadOnly bool
 	// Logger receives Pebble's log lines and ours.
 	Logger zerolog.Logger
+	// FS is the file system (nil: the operating system's). Tests pass
+	// Pebble's in-memory or error-injecting file systems.
+	FS vfs.FS
 }
 
 // DB is the open index database. It is safe for concurrent use.
@@ -62,7 +66,7 @@ func Open(opts Options) (*DB, error) {
 	if opts.MemTableSize == 0 {
 		opts.MemTableSize = 64 << 20
 	}
-	if opts.ReadOnly {
+	if opts.ReadOnly && opts.FS == nil {
 		if _, err := os.Stat(opts.Dir); err != nil {
 			return nil, fmt.Errorf("open index %s: %w", opts.Dir, ErrNotFound)
 		}
@@ -79,6 +83,7 @@ func Open(opts Options) (*DB, error) {
 		ReadOnly:                    opts.ReadOnly,
 		ErrorIfNotExists:            opts.ReadOnly,
 		Logger:                      pebbleLogger{opts.Logger.With().Str("component", "pebble").Logger()},
+		FS:                          opts.FS,
 	}
 	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionBalanced })
 	po.EnsureDefaults()

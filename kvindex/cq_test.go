@@ -1,0 +1,44 @@
+package kvindex
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/cq/cqtest"
+)
+
+// ownedCQ is a KV ConsumeQueue that owns its database, as the suite needs:
+// closing the store releases the directory for the next open.
+type ownedCQ struct {
+	*CQ
+}
+
+func (o ownedCQ) Close() error {
+	if err := o.CQ.Close(); err != nil {
+		return err
+	}
+	return o.CQ.db.Close()
+}
+
+// memFS keeps one in-memory file system per test so that the suite's
+// reopens find their data: the suite checks logic, and syncs to a real disk
+// would make it slow. Durability is tested on disk by the crash tests.
+var memFS sync.Map // test name -> vfs.FS
+
+func openKVStore(t *testing.T, dir string, _ *cqtest.CommitLog) cq.Store {
+	fs, _ := memFS.LoadOrStore(t.Name(), vfs.NewMem())
+	db, err := Open(Options{Dir: dir, CacheSize: 8 << 20, MemTableSize: 4 << 20, Logger: zerolog.Nop(), FS: fs.(vfs.FS)})
+	if err != nil {
+		t.Fatalf("open index: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return ownedCQ{db.ConsumeQueue(64)} // a small cache exercises evictions
+}
+
+func TestKVConsumeQueueSuite(t *testing.T) {
+	cqtest.Run(t, openKVStore)
+}
