@@ -311,7 +311,8 @@ type prealloc struct {
 
 // startPreallocLocked starts creating the segment after the active one in
 // the background (like RocketMQ's AllocateMappedFileService), unless that
-// is already under way. Caller holds mu.
+// is already under way. It runs after every roll (not at Open, so that
+// Open leaves the directory as recovery made it). Caller holds mu.
 func (l *Log) startPreallocLocked() {
 	if l.closed || l.pending != nil {
 		return

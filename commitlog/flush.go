@@ -92,6 +92,9 @@ func (l *Log) flushTo(target int64) error {
 	if target <= from {
 		return nil
 	}
+	if h := l.flushHook.Load(); h != nil {
+		(*h)()
+	}
 	var err error
 	for off := from; off < target && err == nil; {
 		s := l.acquireSegment(off)

@@ -66,7 +66,8 @@ type Log struct {
 	flushCh   chan struct{} // closed after every flush
 	flushErr  error         // last flush error, guarded by flushMu
 	ckMu      sync.Mutex
-	ck        Checkpoint // guarded by ckMu
+	ck        Checkpoint             // guarded by ckMu
+	flushHook atomic.Pointer[func()] // tests: called by flushTo before syncing
 
 	// tailing
 	appendCh atomic.Pointer[chan struct{}] // closed on the next append
@@ -173,9 +174,6 @@ func Open(cfg Config) (*Log, error) {
 	l.wg.Add(2)
 	go l.flusher()
 	go l.cleaner()
-	l.mu.Lock()
-	l.startPreallocLocked()
-	l.mu.Unlock()
 	ok = true
 	l.log.Info().Bool("abnormal", abnormal).Int64("min", l.MinOffset()).Int64("max", l.MaxOffset()).
 		Int64("segmentSize", l.segSize).Int("segments", len(l.segs)).Msg("commitlog opened")
