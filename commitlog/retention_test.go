@@ -1,0 +1,157 @@
+package commitlog
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/internal/vfs"
+)
+
+// retentionLog returns a log of 4 KiB segments holding five full segments
+// and an active one, with a fake clock and disk usage.
+func retentionLog(t *testing.T) (*Log, *fixedClock, *vfs.Faulty, *[]int64) {
+	t.Helper()
+	cfg := testConfig(t, 4096)
+	clock := &fixedClock{t: time.Date(2030, 1, 2, 4, 30, 0, 0, time.Local)}
+	cfg.Now = clock.Now
+	ffs := vfs.NewFaulty(vfs.OS{})
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 90, Avail: 90})
+	cfg.FS = ffs
+	cfg.CleanInterval = time.Hour // the tests drive passes themselves
+	l := mustOpen(t, cfg)
+	t.Cleanup(func() { l.Close() })
+	for l.MaxOffset() < 5*4096+100 {
+		mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, 0, 880)})
+	}
+	var mins []int64
+	var mu sync.Mutex
+	l.OnMinOffsetChange(func(m int64) { mu.Lock(); mins = append(mins, m); mu.Unlock() })
+	// Segments 0..2 expired (100 h old), 3 and 4 recent, 5 active.
+	for i := int64(0); i < 6; i++ {
+		age := time.Hour
+		if i < 3 {
+			age = 100 * time.Hour
+		}
+		mt := clock.Now().Add(-age)
+		if err := os.Chtimes(segPath(cfg.Dir, i*4096), mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l, clock, ffs, &mins
+}
+
+func TestRetentionAtDeleteHour(t *testing.T) {
+	l, clock, _, mins := retentionLog(t)
+	// 05:30 is not a deletion hour and the disk is 10% used: nothing goes.
+	clock.Set(time.Date(2030, 1, 2, 5, 30, 0, 0, time.Local))
+	if n, err := l.cleanOnce(); err != nil || n != 0 {
+		t.Fatalf("off-hour pass deleted %d, %v", n, err)
+	}
+	// A view into segment 0 taken before the deletion keeps it readable.
+	v, err := l.ReadRecord(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := append([]byte(nil), v.Data...)
+	clock.Set(time.Date(2030, 1, 2, 4, 30, 0, 0, time.Local))
+	n, err := l.cleanOnce()
+	if err != nil || n != 3 {
+		t.Fatalf("04:30 pass deleted %d, %v; want the 3 expired segments", n, err)
+	}
+	if l.MinOffset() != 3*4096 || len(*mins) != 1 || (*mins)[0] != 3*4096 {
+		t.Fatalf("min offset %d, subscribers told %v", l.MinOffset(), *mins)
+	}
+	if _, err := l.ReadRecord(0); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("read below the new min: %v", err)
+	}
+	r := l.NewReader(0)
+	if _, err := r.Next(); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("reader below the new min: %v", err)
+	}
+	r.Close()
+	// The view still reads the old bytes, and the file is still there.
+	if string(v.Data) != string(before) {
+		t.Fatal("view changed after deletion")
+	}
+	if _, err := os.Stat(segPath(l.cfg.Dir, 0)); err != nil {
+		t.Fatalf("segment 0 removed while a view is live: %v", err)
+	}
+	for i := int64(1); i < 3; i++ {
+		if _, err := os.Stat(segPath(l.cfg.Dir, i*4096)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("segment %d not removed: %v", i, err)
+		}
+	}
+	v.Release()
+	if _, err := os.Stat(segPath(l.cfg.Dir, 0)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("segment 0 not removed after the last release: %v", err)
+	}
+	// The pass stopped at the first recent segment; nothing more goes.
+	if n, _ := l.cleanOnce(); n != 0 {
+		t.Fatalf("second pass deleted %d", n)
+	}
+	if got := scanAll(t, l); len(got) == 0 || got[0].PhyOffset != 3*4096 {
+		t.Fatalf("records after retention start at %d", got[0].PhyOffset)
+	}
+}
+
+func TestRetentionDiskRatio(t *testing.T) {
+	l, clock, ffs, mins := retentionLog(t)
+	clock.Set(time.Date(2030, 1, 2, 13, 0, 0, 0, time.Local)) // not a deletion hour
+	// Above DiskMaxUsedSpaceRatio (75%): expired segments go at any hour.
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 20})
+	if n, err := l.cleanOnce(); err != nil || n != 3 {
+		t.Fatalf("80%% used: deleted %d, %v", n, err)
+	}
+	// Above DiskForceCleanRatio (85%): the oldest go whatever their age,
+	// but never the active segment.
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 5})
+	if n, err := l.cleanOnce(); err != nil || n != 2 {
+		t.Fatalf("95%% used: deleted %d, %v", n, err)
+	}
+	if n, _ := l.cleanOnce(); n != 0 {
+		t.Fatalf("the active segment was deleted")
+	}
+	if l.MinOffset() != 5*4096 || len(*mins) != 2 || (*mins)[1] != 5*4096 {
+		t.Fatalf("min %d, told %v", l.MinOffset(), *mins)
+	}
+	r := mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, 1, 10)})
+	if r.PhyOffset < 5*4096 {
+		t.Fatalf("append at %d", r.PhyOffset)
+	}
+}
+
+func TestDeleteExpiredManual(t *testing.T) {
+	l, clock, _, _ := retentionLog(t)
+	if n, err := l.DeleteExpired(clock.Now(), false); err != nil || n != 3 {
+		t.Fatalf("DeleteExpired = %d, %v", n, err)
+	}
+	if n, err := l.DeleteExpired(clock.Now(), true); err != nil || n != 2 {
+		t.Fatalf("forced DeleteExpired = %d, %v", n, err)
+	}
+}
+
+func TestCleanerGoroutine(t *testing.T) {
+	cfg := testConfig(t, 4096)
+	cfg.CleanInterval = 5 * time.Millisecond
+	ffs := vfs.NewFaulty(vfs.OS{})
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 1}) // forces deletion
+	cfg.FS = ffs
+	l := mustOpen(t, cfg)
+	defer l.Close()
+	got := make(chan int64, 16)
+	l.OnMinOffsetChange(func(m int64) { got <- m })
+	for l.MaxOffset() < 2*4096+10 {
+		mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, 0, 880)})
+	}
+	select {
+	case m := <-got:
+		if m <= 0 {
+			t.Fatalf("new min %d", m)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the cleaner never deleted anything")
+	}
+}
