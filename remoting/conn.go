@@ -1,0 +1,288 @@
+package remoting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+)
+
+// ErrConnClosed is returned by Conn methods once the connection is closed
+// (by the peer, by Close, by the idle timeout or by server shutdown), and by
+// Conn.Request when the connection closes before the answer arrives.
+var ErrConnClosed = errors.New("connection closed")
+
+// ClientInfo is what the broker knows about the client on a connection.
+// Language and Version are filled from the first request; ClientID is set
+// by the broker (from heartbeats).
+type ClientInfo struct {
+	// ClientID is the client's id, e.g. "10.0.0.1@1234".
+	ClientID string
+	// Language is the client's language name, e.g. "GO".
+	Language string
+	// Version is the client's MQVersion ordinal.
+	Version int32
+}
+
+// Conn is one client connection of a Server. Its methods are safe for
+// concurrent use. Lock order: Conn.mu may be taken while holding nothing
+// else of this package; Server.mu is never taken while holding Conn.mu.
+type Conn struct {
+	id     uint64
+	srv    *Server
+	gc     gnet.Conn
+	remote net.Addr
+	local  net.Addr
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// lastActive is the server clock (nanoseconds since the server started)
+	// of the last read or write, for the idle timeout.
+	lastActive atomic.Int64
+	infoSeen   atomic.Bool
+
+	mu      sync.Mutex
+	closed  bool
+	hooks   []func()
+	pending map[int32]chan *Command
+	info    ClientInfo
+	values  map[any]any
+}
+
+// ID returns the connection's id, unique within its server.
+func (c *Conn) ID() uint64 { return c.id }
+
+// RemoteAddr returns the peer's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.remote }
+
+// LocalAddr returns the server-side address of the connection.
+func (c *Conn) LocalAddr() net.Addr { return c.local }
+
+// Context returns a context that is done when the connection closes or the
+// server shuts down.
+func (c *Conn) Context() context.Context { return c.ctx }
+
+// Done returns a channel closed when the connection closes or the server
+// shuts down.
+func (c *Conn) Done() <-chan struct{} { return c.ctx.Done() }
+
+// Closed reports whether the connection is closed.
+func (c *Conn) Closed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// String describes the connection for logs.
+func (c *Conn) String() string { return fmt.Sprintf("conn#%d(%s)", c.id, c.remote) }
+
+// ClientInfo returns what is known about the client.
+func (c *Conn) ClientInfo() ClientInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.info
+}
+
+// SetClientInfo replaces what is known about the client.
+func (c *Conn) SetClientInfo(info ClientInfo) {
+	c.mu.Lock()
+	c.info = info
+	c.mu.Unlock()
+	c.infoSeen.Store(true)
+}
+
+// Value returns the attribute stored under key, or nil.
+func (c *Conn) Value(key any) any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.values[key]
+}
+
+// SetValue stores an attribute of the connection for its owner (the
+// broker keeps per-connection state here).
+func (c *Conn) SetValue(key, value any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.values == nil {
+		c.values = make(map[any]any)
+	}
+	c.values[key] = value
+}
+
+// OnClose registers fn to run once the connection has closed, on a
+// goroutine the server owns (never on an event loop). If the connection is
+// already closed fn runs at once, on the caller's goroutine.
+func (c *Conn) OnClose(fn func()) {
+	c.mu.Lock()
+	if !c.closed {
+		c.hooks = append(c.hooks, fn)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	fn()
+}
+
+// Close closes the connection. It returns at once; the close happens on
+// the connection's event loop, after which OnClose hooks run.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	if err := c.gc.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", c, err)
+	}
+	return nil
+}
+
+// Reply sends resp as the answer to req: it copies req's opaque and sets
+// the response flag. Nothing is sent when req is oneway. Reply may be
+// called from any goroutine, during ServeCommand or long after it.
+func (c *Conn) Reply(req, resp *Command) error {
+	if req.IsOneway() {
+		return nil
+	}
+	resp.Opaque = req.Opaque
+	resp.Flag |= FlagResponse
+	return c.Send(resp)
+}
+
+// Send writes cmd to the connection as it is (opaque and flags included).
+// It returns once the frame is queued on the event loop; cmd.Body must
+// not be modified afterwards (large bodies are written without a copy).
+func (c *Conn) Send(cmd *Command) error {
+	bp := c.srv.getBuffer()
+	b, err := appendFramePrefix((*bp)[:0], cmd)
+	if err != nil {
+		c.srv.putBuffer(bp)
+		return fmt.Errorf("send to %s: %w", c, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		c.srv.putBuffer(bp)
+		return ErrConnClosed
+	}
+	release := func(gnet.Conn, error) error {
+		*bp = b[:0]
+		c.srv.putBuffer(bp)
+		return nil
+	}
+	if len(cmd.Body) <= inlineBodyMax {
+		b = append(b, cmd.Body...)
+		err = c.gc.AsyncWrite(b, release)
+	} else {
+		err = c.gc.AsyncWritev([][]byte{b, cmd.Body}, release)
+	}
+	if err != nil {
+		return fmt.Errorf("send to %s: %w", c, err)
+	}
+	c.touch()
+	return nil
+}
+
+// Oneway sends cmd as a oneway request: the opaque is assigned and the
+// oneway flag set; no answer is expected.
+func (c *Conn) Oneway(cmd *Command) error {
+	cmd.Opaque = c.srv.nextOpaque()
+	cmd.Flag = (cmd.Flag | FlagOneway) &^ FlagResponse
+	return c.Send(cmd)
+}
+
+// Request sends cmd as a request to the client and waits for the answer,
+// matched by opaque (the broker asks producers about transactions this
+// way). It sets cmd.Opaque and clears the response and oneway flags. It
+// fails with ctx's error when ctx ends first and with ErrConnClosed when
+// the connection closes first.
+func (c *Conn) Request(ctx context.Context, cmd *Command) (*Command, error) {
+	cmd.Opaque = c.srv.nextOpaque()
+	cmd.Flag &^= FlagResponse | FlagOneway
+	ch := make(chan *Command, 1)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, ErrConnClosed
+	}
+	if c.pending == nil {
+		c.pending = make(map[int32]chan *Command)
+	}
+	c.pending[cmd.Opaque] = ch
+	c.mu.Unlock()
+	if err := c.Send(cmd); err != nil {
+		c.forget(cmd.Opaque)
+		return nil, err
+	}
+	select {
+	case resp, ok := <-ch:
+		if !ok {
+			return nil, ErrConnClosed
+		}
+		return resp, nil
+	case <-ctx.Done():
+		c.forget(cmd.Opaque)
+		return nil, fmt.Errorf("request code %d to %s: %w", cmd.Code, c, ctx.Err())
+	}
+}
+
+func (c *Conn) forget(opaque int32) {
+	c.mu.Lock()
+	delete(c.pending, opaque)
+	c.mu.Unlock()
+}
+
+// deliver hands a response from the client to the Request waiting for it
+// and reports whether one was waiting.
+func (c *Conn) deliver(resp *Command) bool {
+	c.mu.Lock()
+	ch, ok := c.pending[resp.Opaque]
+	delete(c.pending, resp.Opaque)
+	c.mu.Unlock()
+	if ok {
+		ch <- resp // buffered, and each channel gets at most one value
+	}
+	return ok
+}
+
+// noteClient records the language and version of the first request.
+func (c *Conn) noteClient(req *Command) {
+	if c.infoSeen.Load() {
+		return
+	}
+	c.mu.Lock()
+	if c.info.Language == "" && c.info.Version == 0 {
+		c.info.Language = req.Language
+		c.info.Version = req.Version
+	}
+	c.mu.Unlock()
+	c.infoSeen.Store(true)
+}
+
+func (c *Conn) touch() { c.lastActive.Store(c.srv.clock()) }
+
+// idleFor returns how long the connection has had no traffic.
+func (c *Conn) idleFor(now int64) time.Duration {
+	return time.Duration(now - c.lastActive.Load())
+}
+
+// markClosed records the close (called once, on the event loop) and
+// returns the hooks to run and the pending requests to fail.
+func (c *Conn) markClosed() ([]func(), map[int32]chan *Command) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	hooks, pending := c.hooks, c.pending
+	c.hooks, c.pending = nil, nil
+	c.cancel()
+	return hooks, pending
+}
+
+// inlineBodyMax is the largest body copied into the header's buffer; larger
+// bodies go out with writev, without a copy.
+const inlineBodyMax = 4 << 10

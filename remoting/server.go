@@ -1,0 +1,512 @@
+package remoting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/rs/zerolog"
+)
+
+// Errors of the server lifecycle.
+var (
+	// ErrServerStarted is returned by Start on a server already started.
+	ErrServerStarted = errors.New("server already started")
+	// ErrServerNotStarted is returned by Shutdown before Start succeeded.
+	ErrServerNotStarted = errors.New("server not started")
+)
+
+// Server defaults.
+const (
+	// DefaultIdleTimeout is Java's serverChannelMaxIdleTimeSeconds: a
+	// connection without reads or writes for this long is closed.
+	DefaultIdleTimeout = 120 * time.Second
+	// DefaultQueueSize is the default number of received frames waiting for
+	// a worker (Java's send pool queue holds 10,000).
+	DefaultQueueSize = 10000
+)
+
+// ServerConfig configures a Server. Zero values select the defaults.
+type ServerConfig struct {
+	// Addr is the listen address, e.g. ":10911" or "127.0.0.1:0"; a
+	// "tcp://" prefix is optional.
+	Addr string
+	// MaxFrameSize is the largest frame accepted, length word included
+	// (DefaultMaxFrameSize). A larger frame closes the connection.
+	MaxFrameSize int
+	// Workers is the number of goroutines running the Handler (default
+	// 4 x GOMAXPROCS, at least 16).
+	Workers int
+	// QueueSize is how many received frames may wait for a worker
+	// (DefaultQueueSize). When full, requests are answered SYSTEM_BUSY at
+	// once, as Java's "[OVERLOAD]" answer, and oneway requests are dropped.
+	QueueSize int
+	// IdleTimeout closes connections without traffic for this long
+	// (DefaultIdleTimeout); negative disables it.
+	IdleTimeout time.Duration
+	// EventLoops is the number of gnet event loops (default GOMAXPROCS).
+	EventLoops int
+	// TCPKeepAlive sets the TCP keep-alive period of accepted connections;
+	// zero leaves the system default.
+	TCPKeepAlive time.Duration
+}
+
+func (c *ServerConfig) withDefaults() ServerConfig {
+	out := *c
+	if out.MaxFrameSize <= 0 {
+		out.MaxFrameSize = DefaultMaxFrameSize
+	}
+	if out.Workers <= 0 {
+		out.Workers = max(16, 4*runtime.GOMAXPROCS(0))
+	}
+	if out.QueueSize <= 0 {
+		out.QueueSize = DefaultQueueSize
+	}
+	if out.IdleTimeout == 0 {
+		out.IdleTimeout = DefaultIdleTimeout
+	}
+	return out
+}
+
+// job is one received frame waiting for a worker.
+type job struct {
+	conn  *Conn
+	frame []byte
+}
+
+// Server accepts Remoting connections on gnet event loops and runs the
+// Handler on a bounded pool of workers.
+//
+// Goroutines: gnet's event loops and ticker (owned by the engine, started by
+// Start, stopped by Shutdown), the workers (stop when the job queue is
+// closed after the engine has stopped) and one goroutine per closed
+// connection running its OnClose hooks. Shutdown waits for all of them.
+type Server struct {
+	cfg   ServerConfig
+	h     Handler
+	log   zerolog.Logger
+	epoch time.Time
+
+	ctx    context.Context // done at Shutdown; parent of every Conn's context
+	cancel context.CancelFunc
+
+	engMu   sync.Mutex // guards eng and booted against a concurrent stop
+	eng     gnet.Engine
+	booted  bool
+	addr    net.Addr
+	started atomic.Bool
+	runDone chan struct{} // closed when gnet.Run returns
+	stopped chan struct{} // closed when stop has finished
+
+	jobs    chan job
+	workers sync.WaitGroup
+	hooks   sync.WaitGroup
+
+	nextID  atomic.Uint64
+	opaque  atomic.Int32
+	buffers sync.Pool
+
+	mu    sync.Mutex // guards conns
+	conns map[uint64]*Conn
+
+	stopOnce sync.Once
+}
+
+// NewServer returns a server that will serve h on cfg.Addr once started.
+func NewServer(cfg ServerConfig, h Handler, log zerolog.Logger) *Server {
+	s := &Server{
+		cfg:     cfg.withDefaults(),
+		h:       h,
+		log:     log,
+		epoch:   time.Now(),
+		runDone: make(chan struct{}),
+		stopped: make(chan struct{}),
+		conns:   make(map[uint64]*Conn),
+	}
+	s.buffers.New = func() any {
+		b := make([]byte, 0, 512)
+		return &b
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s
+}
+
+// Start binds the listen address, starts the workers and the event loops,
+// and returns once the server is listening. ctx bounds the wait for the
+// listener only; the server runs until Shutdown. If Start fails, everything
+// it started has been stopped again.
+func (s *Server) Start(ctx context.Context) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return ErrServerStarted
+	}
+	s.jobs = make(chan job, s.cfg.QueueSize)
+	for range s.cfg.Workers {
+		s.workers.Add(1)
+		go s.work()
+	}
+	proto := s.cfg.Addr
+	if !strings.Contains(proto, "://") {
+		proto = "tcp://" + proto
+	}
+	opts := []gnet.Option{
+		gnet.WithLogger(gnetLogger{s.log}),
+		gnet.WithTicker(s.cfg.IdleTimeout > 0),
+		gnet.WithReuseAddr(true),
+	}
+	if s.cfg.EventLoops > 0 {
+		opts = append(opts, gnet.WithNumEventLoop(s.cfg.EventLoops))
+	} else {
+		opts = append(opts, gnet.WithMulticore(true))
+	}
+	if s.cfg.TCPKeepAlive > 0 {
+		opts = append(opts, gnet.WithTCPKeepAlive(s.cfg.TCPKeepAlive))
+	}
+	// booted gets OnBoot's verdict and then Run's result; two slots so the
+	// Run goroutine never blocks on it.
+	booted := make(chan error, 2)
+	go func() {
+		defer close(s.runDone)
+		err := gnet.Run(&eventHandler{s: s, booted: booted}, proto, opts...)
+		if err == nil {
+			err = errors.New("engine stopped before it was started")
+		}
+		booted <- err
+	}()
+	var err error
+	select {
+	case err = <-booted:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		s.stopOnce.Do(s.stop)
+		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+	}
+	s.log.Info().Str("addr", s.addr.String()).Int("workers", s.cfg.Workers).Msg("remoting server listening")
+	return nil
+}
+
+// Addr returns the bound listen address (with the real port when the
+// configured one was 0). It is nil before Start returns.
+func (s *Server) Addr() net.Addr { return s.addr }
+
+// Shutdown stops accepting, closes every connection, cancels the contexts
+// given to handlers and waits for the event loops, the workers and the
+// OnClose hooks. Replies sent after Shutdown began fail with ErrConnClosed.
+// If ctx ends first Shutdown returns ctx's error while the shutdown goes on
+// in the background; a later Shutdown call waits for it again.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if !s.started.Load() {
+		return ErrServerNotStarted
+	}
+	go s.stopOnce.Do(s.stop)
+	select {
+	case <-s.stopped:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("shutdown remoting server: %w", ctx.Err())
+	}
+}
+
+// stop runs once: it cancels the handlers' contexts, stops the engine,
+// waits for the event loops to exit, then drains the workers and waits for
+// the OnClose hooks.
+func (s *Server) stop() {
+	defer close(s.stopped)
+	s.cancel()
+	s.engMu.Lock()
+	eng, booted := s.eng, s.booted
+	s.engMu.Unlock()
+	if booted {
+		// gnet's Engine.Stop polls for completion every 500 ms; a context
+		// that is already done makes it only trigger the stop. The return
+		// of gnet.Run (runDone) is the signal that every event loop has
+		// exited and every connection is closed.
+		triggered, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = eng.Stop(triggered)
+	}
+	// Without a booted engine, OnBoot sees s.ctx done and refuses to
+	// start, so Run returns either way.
+	<-s.runDone
+	close(s.jobs)
+	s.workers.Wait()
+	s.hooks.Wait()
+	s.log.Info().Msg("remoting server stopped")
+}
+
+// Conns returns the open connections.
+func (s *Server) Conns() []*Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Conn, 0, len(s.conns))
+	for _, c := range s.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Conn returns the open connection with the given id, or nil.
+func (s *Server) Conn(id uint64) *Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns[id]
+}
+
+// ConnCount returns the number of open connections.
+func (s *Server) ConnCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+func (s *Server) nextOpaque() int32 { return s.opaque.Add(1) }
+
+// clock returns nanoseconds since the server was created (monotonic).
+func (s *Server) clock() int64 { return int64(time.Since(s.epoch)) }
+
+func (s *Server) getBuffer() *[]byte { return s.buffers.Get().(*[]byte) }
+
+func (s *Server) putBuffer(bp *[]byte) {
+	if cap(*bp) > 64<<10 {
+		return
+	}
+	*bp = (*bp)[:0]
+	s.buffers.Put(bp)
+}
+
+// work runs jobs until the queue is closed.
+func (s *Server) work() {
+	defer s.workers.Done()
+	for j := range s.jobs {
+		s.process(j.conn, j.frame)
+	}
+}
+
+// process decodes one frame and serves it.
+func (s *Server) process(conn *Conn, frame []byte) {
+	cmd, err := Decode(frame)
+	if err != nil {
+		s.log.Warn().Err(err).Stringer("conn", conn).Msg("closing connection: undecodable frame")
+		_ = conn.Close()
+		return
+	}
+	if cmd.IsResponse() {
+		if !conn.deliver(cmd) {
+			s.log.Debug().Stringer("conn", conn).Int32("opaque", cmd.Opaque).Msg("response matches no pending request")
+		}
+		return
+	}
+	conn.noteClient(cmd)
+	s.serve(conn, cmd)
+}
+
+// serve runs the handler, turning a panic into a SYSTEM_ERROR answer.
+func (s *Server) serve(conn *Conn, req *Command) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error().Stringer("conn", conn).Int32("code", req.Code).Int32("opaque", req.Opaque).
+				Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).Msg("handler panicked")
+			_ = conn.Reply(req, NewResponse(req, SystemError, fmt.Sprintf("internal error: %v", r)))
+		}
+	}()
+	s.h.ServeCommand(conn.ctx, conn, req)
+}
+
+// overloaded answers a frame that found the job queue full. It runs on the
+// event loop, so it only decodes the header and queues one write.
+func (s *Server) overloaded(conn *Conn, frame []byte) {
+	cmd, err := Decode(frame)
+	switch {
+	case err != nil:
+		s.log.Warn().Err(err).Stringer("conn", conn).Msg("closing connection: undecodable frame")
+		_ = conn.Close()
+	case cmd.IsResponse():
+		conn.deliver(cmd)
+	case cmd.IsOneway():
+		s.log.Warn().Stringer("conn", conn).Int32("code", cmd.Code).Msg("worker queue full: oneway request dropped")
+	default:
+		s.log.Warn().Stringer("conn", conn).Int32("code", cmd.Code).Msg("worker queue full: answering SYSTEM_BUSY")
+		_ = conn.Reply(cmd, NewResponse(cmd, SystemBusy,
+			"[OVERLOAD]system busy, start flow control for a while"))
+	}
+}
+
+// eventHandler receives gnet's callbacks. Everything here runs on an event
+// loop (OnTick on the engine's ticker goroutine) and must not block.
+type eventHandler struct {
+	gnet.BuiltinEventEngine
+	s      *Server
+	booted chan<- error
+}
+
+// OnBoot records the engine and the bound address; it refuses to start
+// when Shutdown came first.
+func (e *eventHandler) OnBoot(eng gnet.Engine) gnet.Action {
+	s := e.s
+	addr, err := listenerAddr(eng)
+	if err != nil {
+		e.booted <- fmt.Errorf("read bound address: %w", err)
+		return gnet.Shutdown
+	}
+	s.engMu.Lock()
+	defer s.engMu.Unlock()
+	if s.ctx.Err() != nil {
+		e.booted <- errors.New("shut down while starting")
+		return gnet.Shutdown
+	}
+	s.eng, s.booted, s.addr = eng, true, addr
+	e.booted <- nil
+	return gnet.None
+}
+
+// listenerAddr reads the address the engine's listener is bound to, from a
+// duplicate of its descriptor.
+func listenerAddr(eng gnet.Engine) (net.Addr, error) {
+	fd, err := eng.Dup()
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "listener")
+	defer f.Close()
+	ln, err := net.FileListener(f)
+	if err != nil {
+		return nil, err
+	}
+	defer ln.Close()
+	return ln.Addr(), nil
+}
+
+// OnOpen registers the new connection.
+func (e *eventHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
+	s := e.s
+	c := &Conn{
+		id:     s.nextID.Add(1),
+		srv:    s,
+		gc:     gc,
+		remote: gc.RemoteAddr(),
+		local:  gc.LocalAddr(),
+	}
+	c.ctx, c.cancel = context.WithCancel(s.ctx)
+	c.touch()
+	gc.SetContext(c)
+	s.mu.Lock()
+	s.conns[c.id] = c
+	s.mu.Unlock()
+	s.log.Debug().Stringer("conn", c).Msg("connection opened")
+	return nil, gnet.None
+}
+
+// OnClose unregisters the connection, fails its pending requests and runs
+// its OnClose hooks on a goroutine.
+func (e *eventHandler) OnClose(gc gnet.Conn, err error) gnet.Action {
+	s := e.s
+	c, ok := gc.Context().(*Conn)
+	if !ok {
+		return gnet.None
+	}
+	s.mu.Lock()
+	delete(s.conns, c.id)
+	s.mu.Unlock()
+	hooks, pending := c.markClosed()
+	ev := s.log.Debug()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		ev = ev.Err(err)
+	}
+	ev.Stringer("conn", c).Msg("connection closed")
+	for _, ch := range pending {
+		close(ch)
+	}
+	if len(hooks) > 0 {
+		s.hooks.Add(1)
+		go func() {
+			defer s.hooks.Done()
+			for _, fn := range hooks {
+				s.runHook(c, fn)
+			}
+		}()
+	}
+	return gnet.None
+}
+
+func (s *Server) runHook(c *Conn, fn func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error().Stringer("conn", c).Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).
+				Msg("OnClose hook panicked")
+		}
+	}()
+	fn()
+}
+
+// OnTraffic cuts the inbound bytes into frames and queues them for the
+// workers. A frame larger than MaxFrameSize or with a bad length word
+// closes the connection.
+func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
+	s := e.s
+	c, ok := gc.Context().(*Conn)
+	if !ok {
+		return gnet.Close
+	}
+	c.touch()
+	for {
+		buffered := gc.InboundBuffered()
+		if buffered < 4 {
+			return gnet.None
+		}
+		head, err := gc.Peek(4)
+		if err != nil {
+			return gnet.None
+		}
+		n, err := FrameLength(head, s.cfg.MaxFrameSize)
+		if err != nil {
+			s.log.Warn().Err(err).Stringer("conn", c).Msg("closing connection: bad frame length")
+			return gnet.Close
+		}
+		if buffered < n {
+			return gnet.None
+		}
+		frame := make([]byte, n)
+		if got, _ := gc.Read(frame); got != n {
+			s.log.Error().Stringer("conn", c).Int("want", n).Int("got", got).Msg("closing connection: short read of a buffered frame")
+			return gnet.Close
+		}
+		select {
+		case s.jobs <- job{conn: c, frame: frame}:
+		default:
+			s.overloaded(c, frame)
+		}
+	}
+}
+
+// OnTick closes idle connections.
+func (e *eventHandler) OnTick() (time.Duration, gnet.Action) {
+	s := e.s
+	now := s.clock()
+	for _, c := range s.Conns() {
+		if idle := c.idleFor(now); idle > s.cfg.IdleTimeout {
+			s.log.Info().Stringer("conn", c).Dur("idle", idle).Msg("closing idle connection")
+			_ = c.Close()
+		}
+	}
+	return min(max(s.cfg.IdleTimeout/4, 10*time.Millisecond), 5*time.Second), gnet.None
+}
+
+// gnetLogger sends gnet's own log lines to zerolog. gnet's Fatalf is logged
+// at error level: a library must not end the process.
+type gnetLogger struct{ log zerolog.Logger }
+
+func (l gnetLogger) Debugf(format string, args ...any) { l.log.Debug().Msgf(format, args...) }
+func (l gnetLogger) Infof(format string, args ...any)  { l.log.Debug().Msgf(format, args...) }
+func (l gnetLogger) Warnf(format string, args ...any)  { l.log.Warn().Msgf(format, args...) }
+func (l gnetLogger) Errorf(format string, args ...any) { l.log.Error().Msgf(format, args...) }
+func (l gnetLogger) Fatalf(format string, args ...any) { l.log.Error().Msgf(format, args...) }

@@ -1,0 +1,658 @@
+package remoting
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// syncBuffer collects log output from many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s. The
+// deadline only guards against hangs; no assertion depends on timing.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func startServer(t *testing.T, cfg ServerConfig, h Handler) (*Server, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	cfg.Addr = "127.0.0.1:0"
+	if cfg.EventLoops == 0 {
+		cfg.EventLoops = 2
+	}
+	s := NewServer(cfg, h, zerolog.New(logs).Level(zerolog.DebugLevel))
+	if err := s.Start(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return s, logs
+}
+
+func dialServer(t *testing.T, s *Server, opts ClientOptions) *Client {
+	t.Helper()
+	c, err := Dial(testCtx(t), s.Addr().String(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// rawConn is a plain TCP connection for sending hand-made bytes.
+func rawConn(t *testing.T, s *Server) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func writeCommand(t *testing.T, c net.Conn, cmd *Command) {
+	t.Helper()
+	frame, err := Encode(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expectClosed reads until the server closes the connection.
+func expectClosed(t *testing.T, c net.Conn) {
+	t.Helper()
+	_, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("connection still open")
+	}
+}
+
+// echo answers with the request's code as remark, ext fields and body.
+func echo(_ context.Context, conn *Conn, req *Command) {
+	resp := NewResponse(req, Success, strconv.Itoa(int(req.Code)))
+	resp.ExtFields = req.ExtFields
+	resp.Body = req.Body
+	_ = conn.Reply(req, resp)
+}
+
+func TestRequestResponse(t *testing.T) {
+	mux := NewMux()
+	mux.HandleFunc(GetRouteInfoByTopic, echo)
+	s, _ := startServer(t, ServerConfig{}, mux)
+	c := dialServer(t, s, ClientOptions{})
+
+	req := NewRequest(GetRouteInfoByTopic, map[string]string{"topic": "T"}, []byte("body"))
+	resp, err := c.Invoke(testCtx(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Code != Success || resp.Remark != "105" || resp.ExtFields["topic"] != "T" || string(resp.Body) != "body" ||
+		!resp.IsResponse() || resp.Opaque == 0 || resp.Version != CurrentVersion {
+		t.Fatalf("response %v", resp)
+	}
+	if req.Opaque != 0 || req.Flag != 0 {
+		t.Fatalf("Invoke changed the caller's command: %v", req)
+	}
+
+	// A large body goes out through writev without a copy.
+	big := bytes.Repeat([]byte("0123456789"), 100_000)
+	resp, err = c.Invoke(testCtx(t), NewRequest(GetRouteInfoByTopic, nil, big))
+	if err != nil || !bytes.Equal(resp.Body, big) {
+		t.Fatalf("large body: %v", err)
+	}
+	if n := s.ConnCount(); n != 1 {
+		t.Fatalf("ConnCount = %d", n)
+	}
+	info := s.Conns()[0].ClientInfo()
+	if info.Language != "GO" || info.Version != CurrentVersion {
+		t.Fatalf("client info %+v", info)
+	}
+}
+
+func TestPipelining(t *testing.T) {
+	mux := NewMux()
+	mux.HandleFunc(SendMessage, echo)
+	s, _ := startServer(t, ServerConfig{Workers: 8}, mux)
+	c := dialServer(t, s, ClientOptions{})
+
+	const goroutines, each = 32, 64
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines*each)
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				n := strconv.Itoa(g*each + i)
+				resp, err := c.Invoke(testCtx(t), NewRequest(SendMessage, map[string]string{"n": n}, nil))
+				if err == nil && resp.ExtFields["n"] != n {
+					err = fmt.Errorf("request %s answered with %s", n, resp.ExtFields["n"])
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+
+	const async = 2000
+	var asyncWG sync.WaitGroup
+	asyncWG.Add(async)
+	var asyncBad atomic.Int32
+	for i := range async {
+		n := "a" + strconv.Itoa(i)
+		err := c.InvokeAsync(NewRequest(SendMessage, map[string]string{"n": n}, nil), func(resp *Command, err error) {
+			defer asyncWG.Done()
+			if err != nil || resp.ExtFields["n"] != n {
+				asyncBad.Add(1)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	asyncWG.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := asyncBad.Load(); n > 0 {
+		t.Errorf("%d async requests failed or were mismatched", n)
+	}
+}
+
+func TestOnewayIsNotAnswered(t *testing.T) {
+	served := make(chan int32, 4)
+	mux := NewMux()
+	mux.HandleFunc(UpdateConsumerOffset, func(ctx context.Context, conn *Conn, req *Command) {
+		echo(ctx, conn, req) // Reply must ignore oneway requests
+		served <- req.Opaque
+	})
+	s, _ := startServer(t, ServerConfig{}, mux)
+	raw := rawConn(t, s)
+	fr := NewFrameReader(raw, 0)
+
+	writeCommand(t, raw, &Command{Code: UpdateConsumerOffset, Opaque: 1, Flag: FlagOneway})
+	if op := <-served; op != 1 {
+		t.Fatalf("served opaque %d", op)
+	}
+	writeCommand(t, raw, &Command{Code: UpdateConsumerOffset, Opaque: 2})
+	frame, err := fr.ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := Decode(frame)
+	if err != nil || resp.Opaque != 2 {
+		t.Fatalf("first frame from the server: %v %v; the oneway request must not be answered", resp, err)
+	}
+
+	// The client's InvokeOneway reaches the handler and gets no answer.
+	c := dialServer(t, s, ClientOptions{})
+	if err := c.InvokeOneway(testCtx(t), NewRequest(UpdateConsumerOffset, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	<-served
+	<-served
+}
+
+func TestServerToClientRequest(t *testing.T) {
+	mux := NewMux()
+	mux.HandleFunc(HeartBeat, func(ctx context.Context, conn *Conn, req *Command) {
+		check := NewRequest(CheckTransactionState, map[string]string{"msgId": "M1"}, nil)
+		answer, err := conn.Request(ctx, check)
+		if err != nil {
+			_ = conn.Reply(req, NewResponse(req, SystemError, err.Error()))
+			return
+		}
+		resp := NewResponse(req, Success, "")
+		resp.ExtFields = map[string]string{"state": answer.ExtFields["state"], "code": strconv.Itoa(int(answer.Code))}
+		_ = conn.Reply(req, resp)
+	})
+	s, _ := startServer(t, ServerConfig{}, mux)
+	c := dialServer(t, s, ClientOptions{Handler: func(_ context.Context, req *Command) *Command {
+		if req.Code != CheckTransactionState || req.ExtFields["msgId"] != "M1" {
+			return NewResponse(req, SystemError, "unexpected")
+		}
+		resp := NewResponse(req, Success, "")
+		resp.ExtFields = map[string]string{"state": "COMMIT"}
+		return resp
+	}})
+	resp, err := c.Invoke(testCtx(t), NewRequest(HeartBeat, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Code != Success || resp.ExtFields["state"] != "COMMIT" || resp.ExtFields["code"] != "0" {
+		t.Fatalf("response %v", resp)
+	}
+
+	// Without a Handler the client answers REQUEST_CODE_NOT_SUPPORTED.
+	c2 := dialServer(t, s, ClientOptions{})
+	resp, err = c2.Invoke(testCtx(t), NewRequest(HeartBeat, nil, nil))
+	if err != nil || resp.ExtFields["code"] != strconv.Itoa(int(RequestCodeNotSupported)) {
+		t.Fatalf("response %v %v", resp, err)
+	}
+}
+
+// held is a request a handler keeps to answer later.
+type held struct {
+	conn *Conn
+	req  *Command
+}
+
+func TestHeldResponse(t *testing.T) {
+	holds := make(chan held, 1)
+	mux := NewMux()
+	mux.Handle(PullMessage, RespondFunc(func(_ context.Context, conn *Conn, req *Command) *Command {
+		holds <- held{conn, req}
+		return nil // answered later
+	}))
+	mux.Handle(QueryConsumerOffset, RespondFunc(func(_ context.Context, _ *Conn, req *Command) *Command {
+		return NewResponse(req, QueryNotFound, "")
+	}))
+	s, _ := startServer(t, ServerConfig{Workers: 1}, mux)
+	c := dialServer(t, s, ClientOptions{})
+
+	pulled := make(chan *Command, 1)
+	go func() {
+		resp, err := c.Invoke(testCtx(t), NewRequest(PullMessage, nil, nil))
+		if err != nil {
+			t.Error(err)
+		}
+		pulled <- resp
+	}()
+	h := <-holds
+	// The only worker is free again while the pull is held.
+	resp, err := c.Invoke(testCtx(t), NewRequest(QueryConsumerOffset, nil, nil))
+	if err != nil || resp.Code != QueryNotFound {
+		t.Fatalf("query while pull held: %v %v", resp, err)
+	}
+	select {
+	case r := <-pulled:
+		t.Fatalf("held pull answered early: %v", r)
+	default:
+	}
+	if err := h.conn.Reply(h.req, NewResponse(h.req, PullNotFound, "")); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-pulled; r == nil || r.Code != PullNotFound {
+		t.Fatalf("held pull: %v", r)
+	}
+}
+
+func TestUnknownCodeAndPanic(t *testing.T) {
+	mux := NewMux()
+	mux.HandleFunc(SendMessage, func(context.Context, *Conn, *Command) { panic("boom") })
+	s, logs := startServer(t, ServerConfig{}, mux)
+	c := dialServer(t, s, ClientOptions{})
+
+	resp, err := c.Invoke(testCtx(t), NewRequest(9999, nil, nil))
+	if err != nil || resp.Code != RequestCodeNotSupported || resp.Remark != " request type 9999 not supported" {
+		t.Fatalf("unknown code: %v %v", resp, err)
+	}
+	resp, err = c.Invoke(testCtx(t), NewRequest(SendMessage, nil, nil))
+	if err != nil || resp.Code != SystemError || !strings.Contains(resp.Remark, "boom") {
+		t.Fatalf("panic: %v %v", resp, err)
+	}
+	if !strings.Contains(logs.String(), "handler panicked") {
+		t.Fatalf("no log line for the panic: %s", logs)
+	}
+	// The connection still works.
+	resp, err = c.Invoke(testCtx(t), NewRequest(9998, nil, nil))
+	if err != nil || resp.Code != RequestCodeNotSupported {
+		t.Fatalf("after panic: %v %v", resp, err)
+	}
+}
+
+func TestBinaryRequestAnsweredInBinary(t *testing.T) {
+	mux := NewMux()
+	mux.HandleFunc(SendMessageV2, echo)
+	s, _ := startServer(t, ServerConfig{}, mux)
+	raw := rawConn(t, s)
+	writeCommand(t, raw, &Command{Code: SendMessageV2, Language: "JAVA", Opaque: 5,
+		ExtFields: map[string]string{"a": "PG"}, SerializeType: SerializeRocketMQ})
+	frame, err := NewFrameReader(raw, 0).ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if frame[4] != SerializeRocketMQ {
+		t.Fatalf("answered with serialize type %d", frame[4])
+	}
+	resp, err := Decode(frame)
+	if err != nil || resp.Opaque != 5 || resp.ExtFields["a"] != "PG" || !resp.IsResponse() {
+		t.Fatalf("%v %v", resp, err)
+	}
+}
+
+func TestBadInputClosesConnection(t *testing.T) {
+	s, logs := startServer(t, ServerConfig{MaxFrameSize: 1024, IdleTimeout: 200 * time.Millisecond}, NewMux())
+
+	t.Run("truncated frame then EOF", func(t *testing.T) {
+		raw := rawConn(t, s)
+		_, _ = raw.Write(unhex(t, "00000064 00000010 7b22"))
+		_ = raw.(*net.TCPConn).CloseWrite()
+		expectClosed(t, raw)
+	})
+	t.Run("truncated frame then silence", func(t *testing.T) {
+		raw := rawConn(t, s)
+		_, _ = raw.Write(unhex(t, "00000064 00000010 7b22"))
+		expectClosed(t, raw) // idle timeout
+		waitFor(t, "idle log line", func() bool { return strings.Contains(logs.String(), "closing idle connection") })
+	})
+	t.Run("oversized frame", func(t *testing.T) {
+		raw := rawConn(t, s)
+		_, _ = raw.Write(unhex(t, "00000800 00000010"))
+		expectClosed(t, raw)
+		waitFor(t, "oversize log line", func() bool { return strings.Contains(logs.String(), "frame too large") })
+	})
+	t.Run("negative length", func(t *testing.T) {
+		raw := rawConn(t, s)
+		_, _ = raw.Write(unhex(t, "ffffffff 00000010"))
+		expectClosed(t, raw)
+	})
+	t.Run("malformed JSON header", func(t *testing.T) {
+		raw := rawConn(t, s)
+		_, _ = raw.Write(append(unhex(t, "0000000b 00000007"), `{"code"`...))
+		expectClosed(t, raw)
+		waitFor(t, "decode log line", func() bool { return strings.Contains(logs.String(), "undecodable frame") })
+	})
+	t.Run("unknown serialize type", func(t *testing.T) {
+		raw := rawConn(t, s)
+		_, _ = raw.Write(unhex(t, "00000006 05000002 7b7d"))
+		expectClosed(t, raw)
+	})
+	waitFor(t, "all connections gone", func() bool { return s.ConnCount() == 0 })
+}
+
+func TestOverloadAnswersSystemBusy(t *testing.T) {
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	mux := NewMux()
+	mux.HandleFunc(SendMessage, func(ctx context.Context, conn *Conn, req *Command) {
+		started <- struct{}{}
+		<-release
+		echo(ctx, conn, req)
+	})
+	s, _ := startServer(t, ServerConfig{Workers: 1, QueueSize: 1}, mux)
+	c := dialServer(t, s, ClientOptions{})
+
+	results := make(chan *Command, 2)
+	invoke := func() {
+		resp, err := c.Invoke(testCtx(t), NewRequest(SendMessage, nil, nil))
+		if err != nil {
+			t.Error(err)
+		}
+		results <- resp
+	}
+	go invoke()
+	<-started // the only worker is busy
+	go invoke()
+	waitFor(t, "queued request", func() bool { return len(s.jobs) == 1 })
+	resp, err := c.Invoke(testCtx(t), NewRequest(SendMessage, nil, nil))
+	if err != nil || resp.Code != SystemBusy || !strings.HasPrefix(resp.Remark, "[OVERLOAD]") {
+		t.Fatalf("third request: %v %v", resp, err)
+	}
+	close(release)
+	for range 2 {
+		if r := <-results; r == nil || r.Code != Success {
+			t.Fatalf("queued request: %v", r)
+		}
+	}
+}
+
+func TestConnTrackingAndClose(t *testing.T) {
+	closed := make(chan uint64, 4)
+	mux := NewMux()
+	mux.HandleFunc(HeartBeat, func(_ context.Context, conn *Conn, req *Command) {
+		conn.SetClientInfo(ClientInfo{ClientID: req.ExtFields["id"], Language: req.Language, Version: req.Version})
+		conn.SetValue("k", "v")
+		conn.OnClose(func() { closed <- conn.ID() })
+		_ = conn.Reply(req, NewResponse(req, Success, ""))
+	})
+	s, _ := startServer(t, ServerConfig{}, mux)
+	c1 := dialServer(t, s, ClientOptions{})
+	c2 := dialServer(t, s, ClientOptions{})
+	for i, c := range []*Client{c1, c2} {
+		if _, err := c.Invoke(testCtx(t), NewRequest(HeartBeat, map[string]string{"id": strconv.Itoa(i)}, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conns := s.Conns()
+	if len(conns) != 2 {
+		t.Fatalf("%d conns", len(conns))
+	}
+	ids := map[string]bool{}
+	for _, conn := range conns {
+		ids[conn.ClientInfo().ClientID] = true
+		if conn.Value("k") != "v" || s.Conn(conn.ID()) != conn || conn.RemoteAddr() == nil || conn.LocalAddr() == nil {
+			t.Fatalf("conn %v", conn)
+		}
+	}
+	if !ids["0"] || !ids["1"] {
+		t.Fatalf("client ids %v", ids)
+	}
+
+	// Client-side close runs the hook.
+	_ = c1.Close()
+	id := <-closed
+	waitFor(t, "conn removed", func() bool { return s.Conn(id) == nil && s.ConnCount() == 1 })
+
+	// Server-side close fails the client's pending calls.
+	remaining := s.Conns()[0]
+	if err := remaining.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-closed
+	<-remaining.Done()
+	if !remaining.Closed() {
+		t.Fatal("not closed")
+	}
+	if err := remaining.Send(NewRequest(HeartBeat, nil, nil)); !errors.Is(err, ErrConnClosed) {
+		t.Fatalf("send after close: %v", err)
+	}
+	ran := false
+	remaining.OnClose(func() { ran = true })
+	if !ran {
+		t.Fatal("OnClose after close must run at once")
+	}
+	<-c2.Done()
+	if _, err := c2.Invoke(testCtx(t), NewRequest(HeartBeat, nil, nil)); err == nil {
+		t.Fatal("invoke on a closed client succeeded")
+	}
+}
+
+func TestShutdownWithHeldRequest(t *testing.T) {
+	holds := make(chan held, 1)
+	mux := NewMux()
+	mux.HandleFunc(PullMessage, func(_ context.Context, conn *Conn, req *Command) { holds <- held{conn, req} })
+	logs := &syncBuffer{}
+	s := NewServer(ServerConfig{Addr: "127.0.0.1:0", EventLoops: 1}, mux, zerolog.New(logs))
+	if err := s.Start(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	c := dialServer(t, s, ClientOptions{})
+	failed := make(chan error, 1)
+	go func() {
+		_, err := c.Invoke(testCtx(t), NewRequest(PullMessage, nil, nil))
+		failed <- err
+	}()
+	h := <-holds
+	if err := s.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-failed; err == nil {
+		t.Fatal("held request succeeded after shutdown")
+	}
+	if err := h.conn.Reply(h.req, NewResponse(h.req, Success, "")); !errors.Is(err, ErrConnClosed) {
+		t.Fatalf("reply after shutdown: %v", err)
+	}
+	select {
+	case <-h.conn.Context().Done():
+	default:
+		t.Fatal("handler context not done after shutdown")
+	}
+	if err := s.Shutdown(testCtx(t)); err != nil {
+		t.Fatalf("second shutdown: %v", err)
+	}
+	if err := s.Start(testCtx(t)); !errors.Is(err, ErrServerStarted) {
+		t.Fatalf("restart: %v", err)
+	}
+}
+
+func TestStartFailsOnBusyAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	s := NewServer(ServerConfig{Addr: ln.Addr().String()}, NewMux(), zerolog.Nop())
+	if err := s.Start(testCtx(t)); err == nil {
+		t.Fatal("Start on a busy address succeeded")
+	}
+	if err := s.Shutdown(testCtx(t)); err != nil {
+		t.Fatalf("shutdown after failed start: %v", err)
+	}
+	if err := NewServer(ServerConfig{}, NewMux(), zerolog.Nop()).Shutdown(testCtx(t)); !errors.Is(err, ErrServerNotStarted) {
+		t.Fatalf("shutdown before start: %v", err)
+	}
+}
+
+func TestClientAsyncTimeoutAndClose(t *testing.T) {
+	holds := make(chan held, 8)
+	mux := NewMux()
+	mux.HandleFunc(PullMessage, func(_ context.Context, conn *Conn, req *Command) { holds <- held{conn, req} })
+	s, _ := startServer(t, ServerConfig{}, mux)
+	c := dialServer(t, s, ClientOptions{AsyncTimeout: 50 * time.Millisecond})
+
+	got := make(chan error, 1)
+	if err := c.InvokeAsync(NewRequest(PullMessage, nil, nil), func(_ *Command, err error) { got <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; !errors.Is(err, ErrTimeout) {
+		t.Fatalf("async: %v, want ErrTimeout", err)
+	}
+	<-holds
+
+	// Invoke honours ctx.
+	ctx, cancel := context.WithCancel(testCtx(t))
+	go func() { <-holds; cancel() }()
+	if _, err := c.Invoke(ctx, NewRequest(PullMessage, nil, nil)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("invoke: %v, want context.Canceled", err)
+	}
+
+	// Close fails waiting calls.
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := c.Invoke(testCtx(t), NewRequest(PullMessage, nil, nil))
+		waiting <- err
+	}()
+	<-holds
+	_ = c.Close()
+	if err := <-waiting; !errors.Is(err, ErrClientClosed) {
+		t.Fatalf("waiting call: %v, want ErrClientClosed", err)
+	}
+	if err := c.InvokeAsync(NewRequest(PullMessage, nil, nil), func(*Command, error) {}); !errors.Is(err, ErrClientClosed) {
+		t.Fatalf("async after close: %v", err)
+	}
+	if err := c.InvokeOneway(testCtx(t), NewRequest(PullMessage, nil, nil)); !errors.Is(err, ErrClientClosed) {
+		t.Fatalf("oneway after close: %v", err)
+	}
+	if !c.Closed() || !errors.Is(c.Err(), ErrClientClosed) {
+		t.Fatal("client state after close")
+	}
+}
+
+func TestClientPool(t *testing.T) {
+	mux := NewMux()
+	mux.HandleFunc(GetRouteInfoByTopic, echo)
+	s, _ := startServer(t, ServerConfig{}, mux)
+	pool := NewClientPool(ClientOptions{})
+	defer pool.Close()
+	addr := s.Addr().String()
+
+	var wg sync.WaitGroup
+	clients := make([]*Client, 8)
+	for i := range clients {
+		wg.Go(func() {
+			c, err := pool.Get(testCtx(t), addr)
+			if err != nil {
+				t.Error(err)
+			}
+			clients[i] = c
+		})
+	}
+	wg.Wait()
+	for _, c := range clients[1:] {
+		if c != clients[0] {
+			t.Fatal("concurrent Gets dialed more than one client")
+		}
+	}
+	waitFor(t, "one server connection", func() bool { return s.ConnCount() == 1 })
+
+	// A connection the server closed is replaced.
+	s.Conns()[0].Close()
+	<-clients[0].Done()
+	resp, err := pool.Invoke(testCtx(t), addr, NewRequest(GetRouteInfoByTopic, map[string]string{"topic": "T"}, nil))
+	if err != nil || resp.ExtFields["topic"] != "T" {
+		t.Fatalf("after reconnect: %v %v", resp, err)
+	}
+	if c, _ := pool.Get(testCtx(t), addr); c == clients[0] {
+		t.Fatal("pool kept the failed client")
+	}
+	if _, err := pool.Get(testCtx(t), "127.0.0.1:1"); err == nil {
+		t.Fatal("dial to a closed port succeeded")
+	}
+	pool.Close()
+	if _, err := pool.Get(testCtx(t), addr); !errors.Is(err, ErrPoolClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+}
