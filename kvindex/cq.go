@@ -29,12 +29,19 @@ type CQ struct {
 	db     *DB
 	log    zerolog.Logger
 	mu     sync.Mutex // serialises writers: Put, Truncate, CorrectMin, Delete*
-	bounds *lru.Cache[queueID, queueBounds]
+	bounds *lru.Cache[qkey, queueBounds]
 	closed atomic.Bool
+
+	// cacheMu orders cache fills by readers against writers' updates: a
+	// reader that read the database before a writer committed must not
+	// put its stale bounds into the cache after the writer's fresh ones.
+	// gen counts writer updates.
+	cacheMu sync.Mutex
+	gen     uint64
 }
 
-// queueID names one queue.
-type queueID struct {
+// qkey names one queue.
+type qkey struct {
 	topic string
 	qid   int32
 }
@@ -57,7 +64,7 @@ func (d *DB) ConsumeQueue(cacheQueues int) *CQ {
 	if cacheQueues <= 0 {
 		cacheQueues = DefaultCQBoundsCache
 	}
-	cache, err := lru.New[queueID, queueBounds](cacheQueues)
+	cache, err := lru.New[qkey, queueBounds](cacheQueues)
 	if err != nil {
 		// lru.New fails only for a non-positive size, excluded above.
 		panic(fmt.Sprintf("kvindex: bounds cache: %v", err))
@@ -99,13 +106,30 @@ func (c *CQ) Put(entries []cq.Dispatch) error {
 // boundsUpdate is a queue's bounds after a batch, applied to the cache once
 // the batch commits.
 type boundsUpdate struct {
-	q queueID
+	q qkey
 	b queueBounds
 }
 
+// applyBounds puts writers' new bounds into the cache; the caller has
+// committed them to the database.
 func (c *CQ) applyBounds(updates []boundsUpdate) {
+	c.cacheMu.Lock()
+	defer c.cacheMu.Unlock()
+	c.gen++
 	for _, u := range updates {
 		c.bounds.Add(u.q, u.b)
+	}
+}
+
+// forgetBounds drops cached bounds after a writer deleted queues.
+func (c *CQ) forgetBounds(match func(qkey) bool) {
+	c.cacheMu.Lock()
+	defer c.cacheMu.Unlock()
+	c.gen++
+	for _, q := range c.bounds.Keys() {
+		if match(q) {
+			c.bounds.Remove(q)
+		}
 	}
 }
 
@@ -131,13 +155,13 @@ func (c *CQ) putBatch(b *pebble.Batch, entries []cq.Dispatch) ([]boundsUpdate, e
 		b     queueBounds
 		first int64
 	}
-	state := make(map[queueID]*touched, 16)
-	order := make([]queueID, 0, 16)
+	state := make(map[qkey]*touched, 16)
+	order := make([]qkey, 0, 16)
 	minPhy, maxEnd := int64(1<<63-1), int64(0)
 	var key, val []byte
 	for i := range entries {
 		e := &entries[i]
-		q := queueID{e.Topic, e.QueueID}
+		q := qkey{e.Topic, e.QueueID}
 		t := state[q]
 		if t == nil {
 			qb, err := c.queueBounds(q)
@@ -219,20 +243,27 @@ func (c *CQ) addJournal(b *pebble.Batch, first, end int64, named []journalQueue)
 }
 
 // queueBounds returns a queue's bounds from the cache or the database.
-func (c *CQ) queueBounds(q queueID) (queueBounds, error) {
+func (c *CQ) queueBounds(q qkey) (queueBounds, error) {
 	if b, ok := c.bounds.Get(q); ok {
 		return b, nil
 	}
+	c.cacheMu.Lock()
+	gen := c.gen
+	c.cacheMu.Unlock()
 	b, err := c.readBounds(q)
 	if err != nil {
 		return queueBounds{}, err
 	}
-	c.bounds.Add(q, b)
+	c.cacheMu.Lock()
+	if c.gen == gen {
+		c.bounds.Add(q, b)
+	}
+	c.cacheMu.Unlock()
 	return b, nil
 }
 
 // readBounds derives a queue's bounds from its entries and its min key.
-func (c *CQ) readBounds(q queueID) (queueBounds, error) {
+func (c *CQ) readBounds(q qkey) (queueBounds, error) {
 	prefix := queuePrefix(prefixCQ, q.topic, q.qid)
 	it, err := c.db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
@@ -313,7 +344,7 @@ func (c *CQ) Get(topic string, queueID int32, from int64, max int) ([]cq.Entry, 
 	return out, nil
 }
 
-func queueIDOf(topic string, qid int32) queueID { return queueID{topic, qid} }
+func queueIDOf(topic string, qid int32) qkey { return qkey{topic, qid} }
 
 func decodeEntry(it *pebble.Iterator) (cq.Entry, error) {
 	_, _, off, err := decodeCQKey(it.Key())
@@ -434,7 +465,8 @@ func (c *CQ) DeleteQueue(topic string, queueID int32) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("delete cq %s/%d: %w", topic, queueID, err)
 	}
-	c.bounds.Remove(queueIDOf(topic, queueID))
+	deleted := queueIDOf(topic, queueID)
+	c.forgetBounds(func(q qkey) bool { return q == deleted })
 	return nil
 }
 
@@ -456,11 +488,7 @@ func (c *CQ) DeleteTopic(topic string) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("delete cq topic %s: %w", topic, err)
 	}
-	for _, q := range c.bounds.Keys() {
-		if q.topic == topic {
-			c.bounds.Remove(q)
-		}
-	}
+	c.forgetBounds(func(q qkey) bool { return q.topic == topic })
 	return nil
 }
 
@@ -477,9 +505,9 @@ func (c *CQ) CorrectMin(minPhyOffset int64) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	var queues []queueID
+	var queues []qkey
 	if err := c.Queues(func(topic string, qid int32) bool {
-		queues = append(queues, queueID{topic, qid})
+		queues = append(queues, qkey{topic, qid})
 		return true
 	}); err != nil {
 		return fmt.Errorf("correct cq minimum to %d: %w", minPhyOffset, err)
@@ -492,7 +520,7 @@ func (c *CQ) CorrectMin(minPhyOffset int64) error {
 	return nil
 }
 
-func (c *CQ) correctMinChunk(queues []queueID, minPhy int64) error {
+func (c *CQ) correctMinChunk(queues []qkey, minPhy int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.db.pdb.NewBatch()
@@ -587,11 +615,11 @@ func (c *CQ) Truncate(phyOffset int64) error {
 	// Per queue, scan from the smallest first offset any record names: a
 	// queue deleted and recreated meanwhile is named with both its old and
 	// its new offsets.
-	from := map[queueID]int64{}
-	var order []queueID
+	from := map[qkey]int64{}
+	var order []qkey
 	for _, r := range recs {
 		for _, jq := range r.queues {
-			q := queueID{jq.topic, jq.queueID}
+			q := qkey{jq.topic, jq.queueID}
 			if f, ok := from[q]; !ok {
 				from[q] = jq.firstQueueOffset
 				order = append(order, q)
@@ -625,7 +653,7 @@ func (c *CQ) Truncate(phyOffset int64) error {
 // truncateQueue deletes the entries of one queue, from the journal's first
 // offset on, whose record starts at or after phyOffset. A queue left with
 // no readable entry keeps its minimum in its min key.
-func (c *CQ) truncateQueue(b *pebble.Batch, q queueID, from, phyOffset int64) (boundsUpdate, bool, error) {
+func (c *CQ) truncateQueue(b *pebble.Batch, q qkey, from, phyOffset int64) (boundsUpdate, bool, error) {
 	qb, err := c.readBounds(q)
 	if err != nil || !qb.exists {
 		return boundsUpdate{}, false, err

@@ -11,7 +11,7 @@ import "sync"
 // re-check closes the race with a dispatch in between.
 type Notifier struct {
 	mu      sync.Mutex
-	byQueue map[queueID]map[*Waiter]struct{}
+	byQueue map[qkey]map[*Waiter]struct{}
 	byTopic map[string]map[*Waiter]struct{}
 	count   int
 }
@@ -19,7 +19,7 @@ type Notifier struct {
 // Waiter is one registration with a Notifier.
 type Waiter struct {
 	n     *Notifier
-	q     queueID
+	q     qkey
 	any   bool
 	ch    chan struct{}
 	fired bool
@@ -30,7 +30,7 @@ const AnyQueue int32 = -1
 
 // NewNotifier returns an empty notifier.
 func NewNotifier() *Notifier {
-	return &Notifier{byQueue: map[queueID]map[*Waiter]struct{}{}, byTopic: map[string]map[*Waiter]struct{}{}}
+	return &Notifier{byQueue: map[qkey]map[*Waiter]struct{}{}, byTopic: map[string]map[*Waiter]struct{}{}}
 }
 
 // Wait registers interest in topic/queueID (AnyQueue for all queues of the

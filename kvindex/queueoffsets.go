@@ -26,12 +26,12 @@ type QueueOffsets struct {
 	log      zerolog.Logger
 
 	mu      sync.Mutex
-	entries map[queueID]*list.Element // of *offsetEntry
-	lru     *list.List                // front = most recently used
+	entries map[qkey]*list.Element // of *offsetEntry
+	lru     *list.List             // front = most recently used
 }
 
 type offsetEntry struct {
-	q          queueID
+	q          qkey
 	next       int64 // next offset to assign
 	dispatched int64 // next offset the dispatcher has not indexed yet
 	pending    int   // Acquires not yet Released
@@ -48,7 +48,7 @@ func NewQueueOffsets(store cq.Store, capacity int, log zerolog.Logger) *QueueOff
 		capacity = DefaultQueueOffsetsCapacity
 	}
 	return &QueueOffsets{store: store, capacity: capacity, log: log,
-		entries: map[queueID]*list.Element{}, lru: list.New()}
+		entries: map[qkey]*list.Element{}, lru: list.New()}
 }
 
 // Acquire makes sure the queue's next offset is in memory and pins it until
@@ -82,7 +82,7 @@ func (t *QueueOffsets) Acquire(topic string, queueID int32) error {
 
 // insert adds a loaded queue and evicts idle ones beyond capacity. t.mu is
 // held.
-func (t *QueueOffsets) insert(q queueID, next int64) *list.Element {
+func (t *QueueOffsets) insert(q qkey, next int64) *list.Element {
 	el := t.lru.PushFront(&offsetEntry{q: q, next: next, dispatched: next})
 	t.entries[q] = el
 	if len(t.entries) > t.capacity {

@@ -1,0 +1,67 @@
+// Package testutil holds helpers shared by tests of several packages:
+// locating the RocketMQ fixtures and copying a store so a test never
+// writes into them.
+package testutil
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// FixturesDir returns the absolute path of ../shared/fixtures seen from the
+// repository root, skipping the test when it is absent (the fixtures live
+// beside the repository, not in it).
+func FixturesDir(t testing.TB) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Skip("cannot locate the source tree")
+	}
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "fixtures")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("RocketMQ fixtures not found at %s: %v", dir, err)
+	}
+	return dir
+}
+
+// CopyStore copies the directory tree src into a fresh temporary directory
+// and returns it, so that opening the store (which writes lock, abort and
+// checkpoint files and may truncate) never touches the fixture.
+func CopyStore(t testing.TB, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "store")
+	err := filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if info.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		in, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			_ = out.Close()
+			return err
+		}
+		return out.Close()
+	})
+	if err != nil {
+		t.Fatalf("copy store %s: %v", src, err)
+	}
+	return dst
+}

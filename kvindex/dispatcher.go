@@ -1,0 +1,411 @@
+package kvindex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// Hook sees every dispatched record of one topic (the timer and
+// transaction services register theirs for their system topics). It may
+// add keys of its own keyspaces to w; they commit atomically with the
+// batch's ConsumeQueue entries and the dispatched offset, so a hook's index
+// is exactly as durable and as replayable as the ConsumeQueue. Records of
+// hooked topics are still indexed as normal messages.
+type Hook interface {
+	Dispatch(w *pebble.Batch, m *commitlog.Message) error
+}
+
+// HookFunc adapts a function to Hook.
+type HookFunc func(w *pebble.Batch, m *commitlog.Message) error
+
+// Dispatch calls f.
+func (f HookFunc) Dispatch(w *pebble.Batch, m *commitlog.Message) error { return f(w, m) }
+
+// DispatcherOptions configure a Dispatcher.
+type DispatcherOptions struct {
+	Log   *commitlog.Log
+	DB    *DB
+	Store cq.Store
+	// Offsets, when set, learns how far each queue is dispatched (so idle
+	// queues can be evicted).
+	Offsets *QueueOffsets
+	// Notifier, when set, is told about every queue that got entries.
+	Notifier *Notifier
+	// Hooks by topic.
+	Hooks map[string]Hook
+	// DelayLevels computes the tagsCode (delivery time) of
+	// SCHEDULE_TOPIC_XXXX records; RocketMQ's default levels when nil.
+	DelayLevels []time.Duration
+	// MaxBatchRecords caps the records per Pebble batch (default 4096).
+	MaxBatchRecords int
+	// PruneInterval is how often the cq journal is pruned below the
+	// CommitLog's flushed offset (default 1 s).
+	PruneInterval time.Duration
+	Logger        zerolog.Logger
+}
+
+// Dispatcher tails the CommitLog and indexes every record: ConsumeQueue
+// entries, key-index entries, hook keys and the new dispatched offset go
+// into one Pebble batch per run of records (no per-record sync: the log is
+// the source of truth), then waiting readers are woken.
+//
+// One goroutine, started by Start and stopped by Close, owns the tail.
+type Dispatcher struct {
+	opts DispatcherOptions
+	log  zerolog.Logger
+	kv   *CQ // Store when it is the KV ConsumeQueue, for atomic batches
+	keys *KeyIndex
+
+	next atomic.Int64 // next CommitLog offset to dispatch
+
+	mu      sync.Mutex
+	waiters []dispatchWaiter
+	err     error // set when the loop stopped on an error
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type dispatchWaiter struct {
+	offset int64
+	ch     chan struct{}
+}
+
+// NewDispatcher returns a dispatcher; call Recover, then Start.
+func NewDispatcher(opts DispatcherOptions) (*Dispatcher, error) {
+	if opts.Log == nil || opts.DB == nil || opts.Store == nil {
+		return nil, errors.New("dispatcher: Log, DB and Store are required")
+	}
+	if opts.MaxBatchRecords <= 0 {
+		opts.MaxBatchRecords = 4096
+	}
+	if opts.PruneInterval <= 0 {
+		opts.PruneInterval = time.Second
+	}
+	if opts.DelayLevels == nil {
+		lv, err := meta.ParseDelayLevels(meta.DefaultMessageDelayLevel)
+		if err != nil {
+			return nil, err
+		}
+		opts.DelayLevels = lv
+	}
+	d := &Dispatcher{opts: opts, log: opts.Logger.With().Str("component", "dispatcher").Logger(), keys: opts.DB.KeyIndex()}
+	if kv, ok := opts.Store.(*CQ); ok && kv.db == opts.DB {
+		d.kv = kv
+	}
+	return d, nil
+}
+
+// Recover brings the index in line with the recovered CommitLog before
+// dispatch starts: entries pointing past the log's end are removed, the
+// dispatched offset is moved into the log's range, and ConsumeQueue minima
+// are corrected to the log's minimum. It returns the offset dispatch will
+// start from.
+func (d *Dispatcher) Recover() (int64, error) {
+	l := d.opts.Log
+	end, minOff := l.MaxOffset(), l.MinOffset()
+	from, err := d.opts.DB.Dispatched()
+	if err != nil {
+		return 0, err
+	}
+	if from > end || d.kv == nil {
+		// The index may hold entries of records the log lost (a power
+		// failure before the log was flushed), and a file ConsumeQueue is
+		// written before the dispatched offset: cut both at the log's end.
+		if err := d.opts.Store.Truncate(end); err != nil {
+			return 0, fmt.Errorf("recover index: %w", err)
+		}
+		if err := d.keys.Truncate(end); err != nil {
+			return 0, fmt.Errorf("recover index: %w", err)
+		}
+		if from > end {
+			d.log.Warn().Int64("dispatched", from).Int64("logEnd", end).Msg("index was ahead of the recovered CommitLog; truncated it")
+			from = end
+		}
+	}
+	if d.kv == nil && l.RecoveryInfo().Abnormal {
+		// A file ConsumeQueue is not written atomically with the
+		// dispatched offset: after a crash replay what recovery scanned
+		// (repeats are skipped).
+		if s := l.RecoveryInfo().FirstScanned; s < from {
+			from = s
+		}
+	}
+	if from < minOff {
+		from = minOff
+	}
+	if err := d.opts.Store.CorrectMin(minOff); err != nil {
+		return 0, fmt.Errorf("recover index: %w", err)
+	}
+	if minOff > 0 {
+		if err := d.keys.DropBelow(minOff); err != nil {
+			return 0, fmt.Errorf("recover index: %w", err)
+		}
+	}
+	if err := d.opts.DB.SetDispatched(from); err != nil {
+		return 0, err
+	}
+	d.next.Store(from)
+	d.log.Info().Int64("from", from).Int64("logEnd", end).Int64("logMin", minOff).Msg("dispatch recovered")
+	return from, nil
+}
+
+// Start runs the dispatch loop until Close.
+func (d *Dispatcher) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	d.cancel = cancel
+	d.done = make(chan struct{})
+	go d.run(ctx)
+}
+
+// Close stops the loop and waits for it.
+func (d *Dispatcher) Close() error {
+	if d.cancel == nil {
+		return nil
+	}
+	d.cancel()
+	<-d.done
+	d.cancel = nil
+	return nil
+}
+
+// Dispatched returns the offset up to which every record is indexed.
+func (d *Dispatcher) Dispatched() int64 { return d.next.Load() }
+
+// Lag returns how many CommitLog bytes are appended but not yet indexed.
+func (d *Dispatcher) Lag() int64 { return max(0, d.opts.Log.MaxOffset()-d.next.Load()) }
+
+// WaitFor blocks until every record before offset is indexed, ctx ends or
+// the loop stopped on an error.
+func (d *Dispatcher) WaitFor(ctx context.Context, offset int64) error {
+	d.mu.Lock()
+	if d.err != nil {
+		err := d.err
+		d.mu.Unlock()
+		return err
+	}
+	if d.next.Load() >= offset {
+		d.mu.Unlock()
+		return nil
+	}
+	w := dispatchWaiter{offset: offset, ch: make(chan struct{})}
+	d.waiters = append(d.waiters, w)
+	d.mu.Unlock()
+	select {
+	case <-w.ch:
+		d.mu.Lock()
+		err := d.err
+		d.mu.Unlock()
+		if d.next.Load() >= offset {
+			return nil
+		}
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// CatchUp waits until everything appended so far is indexed.
+func (d *Dispatcher) CatchUp(ctx context.Context) error {
+	return d.WaitFor(ctx, d.opts.Log.MaxOffset())
+}
+
+func (d *Dispatcher) wake(stopErr error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if stopErr != nil {
+		d.err = stopErr
+	}
+	next := d.next.Load()
+	kept := d.waiters[:0]
+	for _, w := range d.waiters {
+		if w.offset <= next || stopErr != nil {
+			close(w.ch)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	d.waiters = kept
+}
+
+func (d *Dispatcher) run(ctx context.Context) {
+	defer close(d.done)
+	r := d.opts.Log.NewReader(d.next.Load())
+	defer r.Close()
+	lastPrune := time.Now()
+	backoff := 10 * time.Millisecond
+	for {
+		n, err := d.dispatchBatch(r)
+		if err != nil {
+			if errors.Is(err, commitlog.ErrClosed) || ctx.Err() != nil {
+				d.wake(commitlog.ErrClosed)
+				return
+			}
+			// A damaged record in the live log or an index write failure:
+			// stop advancing (the index stays consistent) and retry.
+			d.log.Error().Err(err).Int64("at", d.next.Load()).Msg("dispatch failed; retrying")
+			select {
+			case <-ctx.Done():
+				d.wake(ctx.Err())
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			r.Close()
+			r = d.opts.Log.NewReader(d.next.Load())
+			continue
+		}
+		backoff = 10 * time.Millisecond
+		if d.kv != nil && time.Since(lastPrune) >= d.opts.PruneInterval {
+			lastPrune = time.Now()
+			if err := d.kv.PruneJournal(min(d.opts.Log.FlushedOffset(), d.next.Load())); err != nil {
+				d.log.Warn().Err(err).Msg("prune cq journal")
+			}
+		}
+		if n > 0 {
+			continue
+		}
+		if err := r.Wait(ctx); err != nil {
+			if ctx.Err() == nil && !errors.Is(err, commitlog.ErrClosed) {
+				d.log.Error().Err(err).Msg("wait for CommitLog appends")
+			}
+			d.wake(err)
+			return
+		}
+	}
+}
+
+// pendingQueue collects per-queue facts of a batch for after its commit.
+type pendingQueue struct {
+	topic string
+	qid   int32
+	next  int64
+}
+
+// dispatchBatch indexes the records available at the reader, up to
+// MaxBatchRecords, in one Pebble batch. It returns how many records it
+// consumed.
+func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
+	var entries []cq.Dispatch
+	touched := map[qkey]int{} // index into queues
+	var queues []pendingQueue
+	b := d.opts.DB.pdb.NewBatch()
+	defer b.Close()
+	var kb keyBatch
+	n := 0
+	for n < d.opts.MaxBatchRecords {
+		e, err := r.Next()
+		if errors.Is(err, commitlog.ErrNoMoreData) {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+		n++
+		m, err := commitlog.Decode(e.Data)
+		if err != nil {
+			return 0, fmt.Errorf("decode record at %d: %w", e.Offset, err)
+		}
+		if h := d.opts.Hooks[m.Topic]; h != nil {
+			if err := h.Dispatch(b, &m); err != nil {
+				return 0, fmt.Errorf("dispatch hook of %s at %d: %w", m.Topic, e.Offset, err)
+			}
+		}
+		tx := commitlog.TransactionType(m.SysFlag)
+		if tx == commitlog.TransactionNotType || tx == commitlog.TransactionCommit {
+			entries = append(entries, cq.Dispatch{Topic: m.Topic, QueueID: m.QueueID, Entry: cq.Entry{
+				QueueOffset:    m.QueueOffset,
+				PhyOffset:      e.Offset,
+				Size:           e.Size,
+				TagsCode:       d.tagsCode(&m),
+				StoreTimestamp: m.StoreTimestamp,
+			}})
+			q := queueIDOf(m.Topic, m.QueueID)
+			if i, ok := touched[q]; ok {
+				queues[i].next = max(queues[i].next, m.QueueOffset+1)
+			} else {
+				touched[q] = len(queues)
+				queues = append(queues, pendingQueue{m.Topic, m.QueueID, m.QueueOffset + 1})
+			}
+		}
+		if tx != commitlog.TransactionRollback {
+			keys, _ := commitlog.LookupProperty(m.Properties, "KEYS")
+			uniq, _ := commitlog.LookupProperty(m.Properties, "UNIQ_KEY")
+			if err := kb.add(b, m.Topic, keys, uniq, e.Offset, m.StoreTimestamp); err != nil {
+				return 0, err
+			}
+		}
+	}
+	end := r.Offset()
+	if end == d.next.Load() {
+		return n, nil // only blank fillers or nothing
+	}
+	if err := kb.flush(d.opts.DB, b); err != nil {
+		return 0, err
+	}
+	var updates []boundsUpdate
+	if d.kv != nil {
+		d.kv.mu.Lock()
+		defer d.kv.mu.Unlock()
+		if len(entries) > 0 {
+			u, err := d.kv.putBatch(b, entries)
+			if err != nil {
+				return 0, err
+			}
+			updates = u
+		}
+	} else if len(entries) > 0 {
+		if err := d.opts.Store.Put(entries); err != nil {
+			return 0, fmt.Errorf("write %d cq entries: %w", len(entries), err)
+		}
+	}
+	if err := b.Set(metaKey(metaDispatched), putInt64(end), nil); err != nil {
+		return 0, fmt.Errorf("record dispatched offset: %w", err)
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return 0, fmt.Errorf("commit dispatch batch up to %d: %w", end, err)
+	}
+	if d.kv != nil {
+		d.kv.applyBounds(updates)
+	}
+	d.next.Store(end)
+	for _, q := range queues {
+		if d.opts.Offsets != nil {
+			d.opts.Offsets.Dispatched(q.topic, q.qid, q.next)
+		}
+		if d.opts.Notifier != nil {
+			d.opts.Notifier.Notify(q.topic, q.qid)
+		}
+	}
+	d.wake(nil)
+	return n, nil
+}
+
+// tagsCode is the ConsumeQueue tag code of a record: the delivery time for
+// delay-level messages parked in SCHEDULE_TOPIC_XXXX, otherwise the Java
+// hash of TAGS.
+func (d *Dispatcher) tagsCode(m *commitlog.Message) int64 {
+	if m.Topic == meta.ScheduleTopic {
+		if lv, ok := commitlog.LookupProperty(m.Properties, "DELAY"); ok {
+			level, err := strconv.Atoi(lv)
+			if err != nil {
+				level = 0
+			}
+			return m.StoreTimestamp + meta.DelayMillis(d.opts.DelayLevels, level)
+		}
+	}
+	tags, _ := commitlog.LookupProperty(m.Properties, "TAGS")
+	return commitlog.TagsCode(tags)
+}
