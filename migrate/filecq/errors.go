@@ -1,0 +1,36 @@
+package filecq
+
+import "errors"
+
+// Errors returned when opening a store.
+var (
+	// ErrCorrupt is returned by Open and OpenReadOnly when a queue directory
+	// is not a RocketMQ ConsumeQueue of the configured file size: a file
+	// whose length is not UnitsPerFile x 20 bytes, a file name that is not
+	// a multiple of that size, or files that do not follow each other.
+	// Units are not judged: recovery ends a queue at its first unit that is
+	// not valid, as RocketMQ does.
+	ErrCorrupt = errors.New("filecq: consume queue directory is corrupt")
+)
+
+// Errors returned by the methods of an open store.
+var (
+	// ErrReadOnly is returned by Put, DeleteQueue and DeleteTopic of a
+	// store opened with OpenReadOnly.
+	ErrReadOnly = errors.New("filecq: store is read-only")
+
+	// ErrInvalidName is returned by Put for a topic that cannot be a single
+	// directory name (empty, ".", "..", or holding '/' or NUL) or a
+	// negative queue id. Nothing of the call is written.
+	ErrInvalidName = errors.New("filecq: topic or queue id cannot name a directory")
+
+	// ErrInvalidEntry is returned by Put for an entry that cannot be stored
+	// in a unit: a negative queue or CommitLog offset, a size that is not
+	// positive, or a queue offset whose byte position overflows. Nothing of
+	// the call is written.
+	ErrInvalidEntry = errors.New("filecq: entry cannot be stored")
+
+	// ErrNoStoreTime is returned by OffsetByTime on a non-empty queue when
+	// Options.StoreTime is nil: the file layout keeps no store timestamps.
+	ErrNoStoreTime = errors.New("filecq: no store-time lookup configured")
+)

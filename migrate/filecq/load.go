@@ -1,0 +1,258 @@
+package filecq
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/rocketkv/rocketkv/internal/vfs"
+)
+
+// load finds every queue under the root and recovers it.
+func (s *Store) load() error {
+	topics, err := s.fs.ReadDir(s.root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list %s: %w", s.root, err)
+	}
+	for _, te := range topics {
+		topicDir := filepath.Join(s.root, te.Name())
+		if !s.isDir(topicDir, te) {
+			continue // RocksDB ConsumeQueue files share the directory
+		}
+		ids, err := s.fs.ReadDir(topicDir)
+		if err != nil {
+			return fmt.Errorf("list %s: %w", topicDir, err)
+		}
+		for _, qe := range ids {
+			dir := filepath.Join(topicDir, qe.Name())
+			if !s.isDir(dir, qe) {
+				continue
+			}
+			id, ok := parseQueueID(qe.Name())
+			if !ok {
+				s.log.Debug().Str("dir", dir).Msg("skipping a directory that is not a queue id")
+				continue
+			}
+			q := newQueue(queueKey{te.Name(), id}, dir)
+			if err := s.recoverQueue(q); err != nil {
+				return fmt.Errorf("recover queue %s: %w", q, err)
+			}
+			s.queues[q.key] = q
+		}
+	}
+	return nil
+}
+
+func (s *Store) isDir(path string, e fs.DirEntry) bool {
+	if e.Type()&fs.ModeSymlink != 0 {
+		fi, err := s.fs.Stat(path)
+		return err == nil && fi.IsDir()
+	}
+	return e.IsDir()
+}
+
+// parseQueueID accepts the canonical decimal form of a non-negative int32,
+// the only one Put would create.
+func parseQueueID(name string) (int32, bool) {
+	v, err := strconv.ParseInt(name, 10, 32)
+	if err != nil || v < 0 || strconv.FormatInt(v, 10) != name {
+		return 0, false
+	}
+	return int32(v), true
+}
+
+// recoverQueue lists q's files, checks them, and finds q's bounds.
+func (s *Store) recoverQueue(q *queue) error {
+	ents, err := s.fs.ReadDir(q.dir)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", q.dir, err)
+	}
+	var starts []int64
+	for _, e := range ents {
+		path := filepath.Join(q.dir, e.Name())
+		start, ok := parseFileName(e.Name())
+		if !ok || s.isDir(path, e) {
+			s.log.Warn().Str("path", path).Msg("skipping an entry of a queue directory that is not a consume queue file")
+			continue
+		}
+		fi, err := s.fs.Stat(path)
+		if err != nil {
+			return fmt.Errorf("stat %s: %w", path, err)
+		}
+		if fi.Size() != s.fileSize {
+			return fmt.Errorf("%s has %d bytes, want %d (UnitsPerFile %d): %w", path, fi.Size(), s.fileSize, s.units, ErrCorrupt)
+		}
+		if start%s.fileSize != 0 || start/UnitSize > maxQueueOffset-s.units {
+			return fmt.Errorf("%s: name is not a multiple of the file size %d: %w", path, s.fileSize, ErrCorrupt)
+		}
+		starts = append(starts, start)
+	}
+	slices.Sort(starts)
+	for i := 1; i < len(starts); i++ {
+		if starts[i] != starts[i-1]+s.fileSize {
+			return fmt.Errorf("%s: file %s does not follow %s: %w", q.dir, FileName(starts[i]), FileName(starts[i-1]), ErrCorrupt)
+		}
+	}
+	if len(starts) == 0 {
+		return nil
+	}
+
+	files := &fileCache{s: s, dir: q.dir}
+	defer files.close()
+
+	// RocketMQ's recover: from the third-last file, read units while they
+	// are valid; the first invalid one (normally the zero tail) ends the
+	// queue. Earlier files are taken as full.
+	from := max(0, len(starts)-3)
+	end := starts[from]
+	for i := from; i < len(starts); i++ {
+		n, err := s.validPrefix(files, starts[i])
+		if err != nil {
+			return err
+		}
+		end = starts[i] + n
+		if n < s.fileSize {
+			break
+		}
+	}
+	keep := 0
+	for keep < len(starts) && starts[keep] <= end {
+		keep++
+	}
+	for _, start := range starts[keep:] {
+		path := filepath.Join(q.dir, FileName(start))
+		if s.readOnly {
+			s.log.Warn().Str("path", path).Msg("ignoring a consume queue file past the queue's recovered end")
+			continue
+		}
+		s.log.Warn().Str("path", path).Msg("deleting a consume queue file past the queue's recovered end")
+		if err := s.fs.Remove(path); err != nil {
+			return fmt.Errorf("delete dirty file %s: %w", path, err)
+		}
+		s.dirtyDirs[q.dir] = struct{}{}
+	}
+	q.files = starts[:keep]
+	q.max = end / UnitSize
+
+	// The minimum: the first unit that is not a blank pre-fill unit.
+	q.min = q.max
+	if err := s.scanFiles(files, q, q.firstOffset(), q.max, func(off int64, u unit) bool {
+		if u.blank() {
+			return true
+		}
+		q.min = off
+		return false
+	}); err != nil {
+		return err
+	}
+	if q.max > q.firstOffset() {
+		if err := s.scanFiles(files, q, q.max-1, q.max, func(_ int64, u unit) bool {
+			q.lastPhy, q.lastEnd = u.phy, u.end()
+			return false
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fileCache keeps the files recovery opened, so that each is opened once.
+type fileCache struct {
+	s     *Store
+	dir   string
+	files map[int64]vfs.File
+}
+
+func (c *fileCache) get(start int64) (vfs.File, string, error) {
+	path := filepath.Join(c.dir, FileName(start))
+	if f, ok := c.files[start]; ok {
+		return f, path, nil
+	}
+	f, err := c.s.fs.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, path, fmt.Errorf("open %s: %w", path, err)
+	}
+	if c.files == nil {
+		c.files = make(map[int64]vfs.File)
+	}
+	c.files[start] = f
+	return f, path, nil
+}
+
+func (c *fileCache) close() {
+	for _, f := range c.files {
+		f.Close()
+	}
+}
+
+// readFull reads len(p) bytes at off or fails.
+func readFull(f vfs.File, path string, p []byte, off int64) error {
+	n, err := f.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("read %s at %d: %w", path, off, err)
+}
+
+// validPrefix returns the length of the run of valid units at the start of
+// the file starting at byte offset start.
+func (s *Store) validPrefix(files *fileCache, start int64) (int64, error) {
+	f, path, err := files.get(start)
+	if err != nil {
+		return 0, err
+	}
+	buf := make([]byte, min(s.fileSize, 3276*UnitSize))
+	for pos := int64(0); pos < s.fileSize; {
+		chunk := buf[:min(int64(len(buf)), s.fileSize-pos)]
+		if err := readFull(f, path, chunk, pos); err != nil {
+			return 0, err
+		}
+		for i := 0; i < len(chunk); i += UnitSize {
+			if !decodeUnit(chunk[i:]).valid() {
+				return pos + int64(i), nil
+			}
+		}
+		pos += int64(len(chunk))
+	}
+	return s.fileSize, nil
+}
+
+// scanFiles reads units [from, to) of q straight from its files (no open
+// segments: recovery runs before the store is shared) until fn returns
+// false.
+func (s *Store) scanFiles(files *fileCache, q *queue, from, to int64, fn func(off int64, u unit) bool) error {
+	buf := make([]byte, min(s.fileSize, 3276*UnitSize))
+	for from < to {
+		start := q.files[(from*UnitSize-q.files[0])/s.fileSize]
+		f, path, err := files.get(start)
+		if err != nil {
+			return err
+		}
+		fileEnd := start/UnitSize + s.units
+		for from < to && from < fileEnd {
+			n := min(to, fileEnd, from+int64(len(buf))/UnitSize) - from
+			chunk := buf[:n*UnitSize]
+			if err := readFull(f, path, chunk, from*UnitSize-start); err != nil {
+				return err
+			}
+			for i := range n {
+				if !fn(from+i, decodeUnit(chunk[i*UnitSize:])) {
+					return nil
+				}
+			}
+			from += n
+		}
+	}
+	return nil
+}
