@@ -56,6 +56,7 @@ type DB struct {
 	readOnly bool
 	dir      string
 	closed   atomic.Bool
+	keys     *KeyIndex
 }
 
 // Open opens (creating when allowed) the database in opts.Dir.
@@ -99,6 +100,7 @@ func Open(opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open index %s: %w", opts.Dir, err)
 	}
 	d := &DB{pdb: pdb, log: opts.Logger, readOnly: opts.ReadOnly, dir: opts.Dir}
+	d.keys = &KeyIndex{db: d}
 	if err := d.checkSchema(); err != nil {
 		_ = pdb.Close()
 		return nil, err

@@ -162,6 +162,19 @@ func (d *Dispatcher) Recover() (int64, error) {
 	return from, nil
 }
 
+// LogMinOffsetChanged applies a new CommitLog minimum (retention deleted
+// segments): ConsumeQueue minima move past the deleted records and the key
+// index drops the buckets below it. Register it with the CommitLog's
+// OnMinOffsetChange.
+func (d *Dispatcher) LogMinOffsetChanged(newMin int64) {
+	if err := d.opts.Store.CorrectMin(newMin); err != nil {
+		d.log.Error().Err(err).Int64("min", newMin).Msg("correct ConsumeQueue minima after retention")
+	}
+	if err := d.keys.DropBelow(newMin); err != nil {
+		d.log.Error().Err(err).Int64("min", newMin).Msg("drop key index below the CommitLog minimum")
+	}
+}
+
 // Start runs the dispatch loop until Close.
 func (d *Dispatcher) Start() {
 	ctx, cancel := context.WithCancel(context.Background())

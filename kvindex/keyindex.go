@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -17,10 +18,13 @@ const maxIndexedKeyLen = 1024
 // 0x20 and 0x21.
 type KeyIndex struct {
 	db *DB
+	// minPhy is the CommitLog minimum last given to DropBelow: entries
+	// below it that share a bucket with kept ones are filtered out.
+	minPhy atomic.Int64
 }
 
 // KeyIndex returns the message-key index.
-func (d *DB) KeyIndex() *KeyIndex { return &KeyIndex{db: d} }
+func (d *DB) KeyIndex() *KeyIndex { return d.keys }
 
 // keyBatch accumulates the key-index writes of one dispatch batch.
 type keyBatch struct {
@@ -118,6 +122,7 @@ func (k *KeyIndex) Lookup(q KeyQuery) ([]KeyIndexEntry, error) {
 	if q.Max <= 0 {
 		q.Max = 64
 	}
+	q.MinPhyOffset = max(q.MinPhyOffset, k.minPhy.Load())
 	end := q.End
 	if end <= 0 {
 		end = 1<<63 - 1
@@ -171,6 +176,12 @@ func (k *KeyIndex) Lookup(q KeyQuery) ([]KeyIndexEntry, error) {
 // DropBelow removes every bucket that lies wholly below minPhyOffset, the
 // CommitLog's new minimum after retention, with two range deletions.
 func (k *KeyIndex) DropBelow(minPhyOffset int64) error {
+	for {
+		cur := k.minPhy.Load()
+		if cur >= minPhyOffset || k.minPhy.CompareAndSwap(cur, minPhyOffset) {
+			break
+		}
+	}
 	bk := keyBucket(minPhyOffset)
 	if bk == 0 {
 		return nil
