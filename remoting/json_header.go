@@ -29,7 +29,7 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 	if lang == "" {
 		lang = DefaultLanguage
 	}
-	dst = appendJSONString(dst, lang)
+	dst = AppendJSONString(dst, lang)
 	dst = append(dst, `,"version":`...)
 	dst = strconv.AppendInt(dst, int64(c.Version), 10)
 	dst = append(dst, `,"opaque":`...)
@@ -37,7 +37,7 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 	dst = append(dst, `,"flag":`...)
 	dst = strconv.AppendInt(dst, int64(c.Flag), 10)
 	dst = append(dst, `,"remark":`...)
-	dst = appendJSONString(dst, c.Remark)
+	dst = AppendJSONString(dst, c.Remark)
 	dst = append(dst, `,"extFields":{`...)
 	var stack [16]string
 	keys := sortedKeys(stack[:0], c.ExtFields)
@@ -45,9 +45,9 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, k)
+		dst = AppendJSONString(dst, k)
 		dst = append(dst, ':')
-		dst = appendJSONString(dst, c.ExtFields[k])
+		dst = AppendJSONString(dst, c.ExtFields[k])
 	}
 	return append(dst, "}}"...)
 }
@@ -63,9 +63,12 @@ func sortedKeys(buf []string, m map[string]string) []string {
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a JSON string literal. Control characters
-// are escaped, invalid UTF-8 becomes U+FFFD, everything else is kept as is.
-func appendJSONString(dst []byte, s string) []byte {
+// AppendJSONString appends s to dst as a JSON string literal, the way this
+// package writes headers: quotes, backslashes and control characters are
+// escaped, invalid UTF-8 becomes U+FFFD, everything else (including '<',
+// '>', '&' and non-ASCII text) is kept as is. It is meant for hand-written
+// JSON bodies whose shape clients depend on.
+func AppendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {

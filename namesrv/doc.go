@@ -1,0 +1,47 @@
+// Package namesrv is a RocketMQ name server: the route registry brokers
+// register with and clients ask for topic routes, plus the helpers a broker
+// needs to register itself.
+//
+// # Tables
+//
+//	topics        topic      -> []QueueData (one per broker name, sorted)
+//	brokerTopics  brokerName -> set of topics it has queue data in
+//	groups        brokerName -> cluster, zone, {brokerId -> "ip:port"}
+//	clusters      cluster    -> set of broker names
+//	live          (cluster, brokerAddr) -> last renewal, timeout,
+//	              data version, HA address, connection
+//
+// A route lookup reads one topics entry and the groups it names: O(brokers
+// of the topic). Removing a broker group walks its brokerTopics entry:
+// O(its topics). A registration rebuilds queue data only for a master (or
+// the "prime slave" in acting-master mode), and only when the broker's data
+// version changed, on its first registration, or for topics it has no
+// queue data in yet, as Java's RouteInfoManager does; so the periodic
+// re-registration of 10,000 unchanged topics costs one map lookup each.
+//
+// # Lifecycle of a broker
+//
+//	REGISTER_BROKER (103) every 30 s ----> live entry renewed, queue data
+//	BROKER_HEARTBEAT (904), QUERY_DATA_VERSION (322) -> live entry renewed
+//	no renewal for 120 s (scan every 5 s) -> removed, its connection closed
+//	UNREGISTER_BROKER (104) or its connection closes -> removed
+//
+// Removing a group's last address removes the group, its cluster membership
+// and its queue data; a topic without queue data disappears.
+//
+// # Bodies
+//
+// Routes (GET_ROUTEINFO_BY_TOPIC, 105) are written by hand in the
+// "standard" JSON a Java name server sends to clients of version 4.9.4 and
+// later: alphabetical fields, quoted broker-id keys, no whitespace, and
+// brokerDatas and queueDatas always present, because the Go client cuts the
+// brokerAddrs text itself and panics without it:
+//
+//	{"brokerDatas":[{"brokerAddrs":{"0":"10.0.0.1:10911"},"brokerName":"broker-a",
+//	"cluster":"DefaultCluster","enableActingMaster":false}],"filterServerTable":{},
+//	"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,
+//	"topicSysFlag":0,"writeQueueNums":4}]}
+//
+// REGISTER_BROKER bodies come plain (JSON) or compressed (zlib); see
+// RegisterBrokerBody for both layouts.
+package namesrv

@@ -1,0 +1,521 @@
+package namesrv
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+)
+
+// DefaultBrokerTimeout is how long a broker stays registered without a new
+// registration or heartbeat (Java DEFAULT_BROKER_CHANNEL_EXPIRED_TIME).
+const DefaultBrokerTimeout = 120 * time.Second
+
+// ErrRegisterRefused is returned by Registry.Register when a broker id not
+// yet known under its broker name registers with exactly one topic: Java
+// treats that as a single-topic update arriving before the broker's first
+// full registration and refuses it ("register broker failed").
+var ErrRegisterRefused = errors.New("register broker failed")
+
+// RegisterRequest is one REGISTER_BROKER call.
+type RegisterRequest struct {
+	// ClusterName, BrokerName, BrokerAddr and BrokerID identify the broker;
+	// BrokerID 0 is the master.
+	ClusterName string
+	BrokerName  string
+	BrokerAddr  string
+	BrokerID    int64
+	// HAServerAddr is where slaves replicate from.
+	HAServerAddr string
+	// ZoneName is the broker's zone (ext field __ZONE_NAME), may be empty.
+	ZoneName string
+	// Timeout is how long the registration lives without renewal
+	// (DefaultBrokerTimeout when zero).
+	Timeout time.Duration
+	// EnableActingMaster is nil for brokers that do not send the field
+	// (before 5.0), which also disables the "prime slave" rules.
+	EnableActingMaster *bool
+	// Body is the broker's topic configuration.
+	Body *RegisterBrokerBody
+	// ConnID identifies the connection the registration came on, so that
+	// closing it unregisters the broker; 0 means none.
+	ConnID uint64
+}
+
+// RegisterResult is what the name server tells a registering broker.
+type RegisterResult struct {
+	// HAServerAddr is the master's HA address, for slaves whose master is
+	// registered and alive.
+	HAServerAddr string
+	// MasterAddr is the master's address, likewise.
+	MasterAddr string
+}
+
+// BrokerKey identifies one registered broker process.
+type BrokerKey struct {
+	// ClusterName is the broker's cluster.
+	ClusterName string
+	// BrokerAddr is the broker's "ip:port".
+	BrokerAddr string
+}
+
+// liveBroker is the registration state of one broker process.
+type liveBroker struct {
+	brokerName    string
+	brokerID      int64
+	lastUpdate    time.Time
+	timeout       time.Duration
+	dataVersion   DataVersion
+	haServerAddr  string
+	filterServers []string
+	connID        uint64
+}
+
+// brokerGroup is a broker name's members (Java BrokerData).
+type brokerGroup struct {
+	cluster            string
+	name               string
+	zone               string
+	enableActingMaster bool
+	addrs              map[int64]string
+}
+
+// ExpiredBroker describes a broker removed for not renewing in time.
+type ExpiredBroker struct {
+	BrokerKey
+	// BrokerName names its group.
+	BrokerName string
+	// BrokerID is its id in the group.
+	BrokerID int64
+	// ConnID is the connection it last registered on (0 if none), which the
+	// name server closes as Java does.
+	ConnID uint64
+	// Idle is how long it had been silent.
+	Idle time.Duration
+}
+
+// RegistryOptions tune the registry's Java-compatible behaviour.
+type RegistryOptions struct {
+	// DeleteTopicWithBrokerRegistration removes a broker's queue data for
+	// topics missing from its registration (Java's
+	// deleteTopicWithBrokerRegistration, default false: topics leave only
+	// through DELETE_TOPIC_IN_NAMESRV or when the broker goes away). Leave
+	// it off for brokers that split their registration into chunks.
+	DeleteTopicWithBrokerRegistration bool
+	// Now is the clock; time.Now when nil. Tests inject their own.
+	Now func() time.Time
+}
+
+// Registry is the name server's route table. It is safe for concurrent
+// use; reads (routes) take a shared lock and never copy whole tables.
+//
+// Indexes: topics maps a topic to its queue data, one entry per broker
+// name, kept sorted; brokerTopics maps a broker name to the topics it has
+// queue data in, so removing a broker costs O(its topics), and a route
+// lookup costs O(brokers of the topic).
+type Registry struct {
+	opts RegistryOptions
+	now  func() time.Time
+
+	mu           sync.RWMutex
+	topics       map[string][]QueueData
+	brokerTopics map[string]map[string]struct{}
+	groups       map[string]*brokerGroup
+	clusters     map[string]map[string]struct{}
+	live         map[BrokerKey]*liveBroker
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry(opts RegistryOptions) *Registry {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Registry{
+		opts:         opts,
+		now:          now,
+		topics:       make(map[string][]QueueData),
+		brokerTopics: make(map[string]map[string]struct{}),
+		groups:       make(map[string]*brokerGroup),
+		clusters:     make(map[string]map[string]struct{}),
+		live:         make(map[BrokerKey]*liveBroker),
+	}
+}
+
+// Register records a broker registration, following Java's
+// RouteInfoManager.registerBroker: the broker joins its cluster and group
+// (an address registered under another id is dropped first), and a master
+// (or, in acting-master mode, the slave with the smallest id) turns each
+// topic config into queue data when this is its first registration, its
+// data version changed, or the topic has no queue data of its group yet.
+func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
+	var res RegisterResult
+	body := req.Body
+	if body == nil {
+		body = &RegisterBrokerBody{}
+	}
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = DefaultBrokerTimeout
+	}
+	key := BrokerKey{ClusterName: req.ClusterName, BrokerAddr: req.BrokerAddr}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+
+	// Checked before anything changes (Java checks later and leaves an
+	// empty group behind when it refuses).
+	if g := r.groups[req.BrokerName]; (g == nil || g.addrs[req.BrokerID] == "") && len(body.TopicConfigTable) == 1 {
+		return res, ErrRegisterRefused
+	}
+
+	names := r.clusters[req.ClusterName]
+	if names == nil {
+		names = make(map[string]struct{})
+		r.clusters[req.ClusterName] = names
+	}
+	names[req.BrokerName] = struct{}{}
+
+	registerFirst := false
+	g := r.groups[req.BrokerName]
+	if g == nil {
+		registerFirst = true
+		g = &brokerGroup{cluster: req.ClusterName, name: req.BrokerName, addrs: make(map[int64]string)}
+		r.groups[req.BrokerName] = g
+	}
+	oldBroker := req.EnableActingMaster == nil
+	g.enableActingMaster = !oldBroker && *req.EnableActingMaster
+	g.zone = req.ZoneName
+
+	// One address has one id: a slave promoted to master re-registers
+	// with id 0 and its old entry goes.
+	for id, addr := range g.addrs {
+		if addr == req.BrokerAddr && id != req.BrokerID {
+			delete(g.addrs, id)
+		}
+	}
+	if oldAddr, ok := g.addrs[req.BrokerID]; ok && oldAddr != req.BrokerAddr {
+		if old := r.live[BrokerKey{req.ClusterName, oldAddr}]; old != nil &&
+			old.dataVersion.StateVersion > body.DataVersion.StateVersion {
+			// A newer incarnation holds this id: ignore the registration.
+			delete(r.live, key)
+			return res, nil
+		}
+	}
+	oldAddr := g.addrs[req.BrokerID]
+	g.addrs[req.BrokerID] = req.BrokerAddr
+	registerFirst = registerFirst || oldAddr == ""
+
+	isMaster := req.BrokerID == MasterID
+	isPrimeSlave := !oldBroker && !isMaster && req.BrokerID == slices.Min(slices.Collect(maps.Keys(g.addrs)))
+	if isMaster || isPrimeSlave {
+		if r.opts.DeleteTopicWithBrokerRegistration && len(body.TopicQueueMappingInfo) == 0 {
+			for topic := range r.brokerTopics[req.BrokerName] {
+				if _, keep := body.TopicConfigTable[topic]; !keep {
+					r.removeQueueData(topic, req.BrokerName)
+				}
+			}
+		}
+		prev := r.live[key]
+		versionChanged := prev == nil || prev.dataVersion != body.DataVersion
+		for name, tc := range body.TopicConfigTable {
+			if tc.TopicName != "" {
+				name = tc.TopicName
+			}
+			if registerFirst || versionChanged || !r.hasQueueData(name, req.BrokerName) {
+				perm := tc.Perm
+				if isPrimeSlave && g.enableActingMaster {
+					perm &^= PermWrite
+				}
+				r.putQueueData(name, QueueData{
+					BrokerName:     req.BrokerName,
+					Perm:           perm,
+					ReadQueueNums:  tc.ReadQueueNums,
+					WriteQueueNums: tc.WriteQueueNums,
+					TopicSysFlag:   tc.TopicSysFlag,
+				})
+			}
+		}
+	}
+
+	r.live[key] = &liveBroker{
+		brokerName:    req.BrokerName,
+		brokerID:      req.BrokerID,
+		lastUpdate:    r.now(),
+		timeout:       timeout,
+		dataVersion:   body.DataVersion,
+		haServerAddr:  req.HAServerAddr,
+		filterServers: slices.Clone(body.FilterServerList),
+		connID:        req.ConnID,
+	}
+
+	if req.BrokerID != MasterID {
+		if masterAddr, ok := g.addrs[MasterID]; ok {
+			if m := r.live[BrokerKey{req.ClusterName, masterAddr}]; m != nil {
+				res.HAServerAddr = m.haServerAddr
+				res.MasterAddr = masterAddr
+			}
+		}
+	}
+	return res, nil
+}
+
+// hasQueueData reports whether topic has queue data from brokerName.
+func (r *Registry) hasQueueData(topic, brokerName string) bool {
+	_, ok := r.brokerTopics[brokerName][topic]
+	return ok
+}
+
+// putQueueData inserts or replaces brokerName's queue data of topic,
+// keeping the topic's list sorted by broker name.
+func (r *Registry) putQueueData(topic string, qd QueueData) {
+	list := r.topics[topic]
+	i, found := slices.BinarySearchFunc(list, qd.BrokerName, func(q QueueData, name string) int {
+		return compareStrings(q.BrokerName, name)
+	})
+	if found {
+		list[i] = qd
+	} else {
+		list = slices.Insert(list, i, qd)
+	}
+	r.topics[topic] = list
+	set := r.brokerTopics[qd.BrokerName]
+	if set == nil {
+		set = make(map[string]struct{})
+		r.brokerTopics[qd.BrokerName] = set
+	}
+	set[topic] = struct{}{}
+}
+
+// removeQueueData drops brokerName's queue data of topic and the topic
+// itself when no queue data is left.
+func (r *Registry) removeQueueData(topic, brokerName string) {
+	list := r.topics[topic]
+	i, found := slices.BinarySearchFunc(list, brokerName, func(q QueueData, name string) int {
+		return compareStrings(q.BrokerName, name)
+	})
+	if found {
+		list = slices.Delete(list, i, i+1)
+		if len(list) == 0 {
+			delete(r.topics, topic)
+		} else {
+			r.topics[topic] = list
+		}
+	}
+	if set := r.brokerTopics[brokerName]; set != nil {
+		delete(set, topic)
+		if len(set) == 0 {
+			delete(r.brokerTopics, brokerName)
+		}
+	}
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Unregister removes one broker process (UNREGISTER_BROKER): its
+// registration, its address in the group, and, when that was the group's
+// last address, the group, its cluster membership and all its queue data.
+func (r *Registry) Unregister(clusterName, brokerAddr, brokerName string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unregisterLocked(clusterName, brokerAddr, brokerName)
+}
+
+func (r *Registry) unregisterLocked(clusterName, brokerAddr, brokerName string) {
+	delete(r.live, BrokerKey{clusterName, brokerAddr})
+	g := r.groups[brokerName]
+	if g == nil {
+		return
+	}
+	for id, addr := range g.addrs {
+		if addr == brokerAddr {
+			delete(g.addrs, id)
+		}
+	}
+	if len(g.addrs) > 0 {
+		return
+	}
+	delete(r.groups, brokerName)
+	if names := r.clusters[clusterName]; names != nil {
+		delete(names, brokerName)
+		if len(names) == 0 {
+			delete(r.clusters, clusterName)
+		}
+	}
+	for topic := range r.brokerTopics[brokerName] {
+		r.removeQueueData(topic, brokerName)
+	}
+}
+
+// Heartbeat renews a broker's registration (BROKER_HEARTBEAT, and
+// QUERY_DATA_VERSION as a side effect) and reports whether it is known.
+func (r *Registry) Heartbeat(clusterName, brokerAddr string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lb := r.live[BrokerKey{clusterName, brokerAddr}]
+	if lb == nil {
+		return false
+	}
+	lb.lastUpdate = r.now()
+	return true
+}
+
+// DataVersionOf returns the data version a broker last registered with.
+func (r *Registry) DataVersionOf(clusterName, brokerAddr string) (DataVersion, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	lb := r.live[BrokerKey{clusterName, brokerAddr}]
+	if lb == nil {
+		return DataVersion{}, false
+	}
+	return lb.dataVersion, true
+}
+
+// Expire removes every broker whose last renewal is older than its timeout
+// and returns them. The name server calls it every ScanInterval.
+func (r *Registry) Expire() []ExpiredBroker {
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []ExpiredBroker
+	for key, lb := range r.live {
+		if idle := now.Sub(lb.lastUpdate); idle > lb.timeout {
+			out = append(out, ExpiredBroker{BrokerKey: key, BrokerName: lb.brokerName, BrokerID: lb.brokerID,
+				ConnID: lb.connID, Idle: idle})
+		}
+	}
+	for _, e := range out {
+		r.unregisterLocked(e.ClusterName, e.BrokerAddr, e.BrokerName)
+	}
+	return out
+}
+
+// ConnClosed unregisters every broker whose last registration came on the
+// connection connID (Java's onChannelDestroy) and returns their keys.
+func (r *Registry) ConnClosed(connID uint64) []BrokerKey {
+	if connID == 0 {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var gone []BrokerKey
+	for key, lb := range r.live {
+		if lb.connID == connID {
+			gone = append(gone, key)
+			r.unregisterLocked(key.ClusterName, key.BrokerAddr, lb.brokerName)
+		}
+	}
+	return gone
+}
+
+// Route returns the route of topic, or false when the topic is unknown or
+// none of its broker groups is registered. The result is a copy.
+func (r *Registry) Route(topic string) (*TopicRouteData, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	queues := r.topics[topic]
+	if len(queues) == 0 {
+		return nil, false
+	}
+	route := &TopicRouteData{
+		QueueDatas:        slices.Clone(queues),
+		BrokerDatas:       make([]BrokerData, 0, len(queues)),
+		FilterServerTable: map[string][]string{},
+	}
+	for _, qd := range queues {
+		g := r.groups[qd.BrokerName]
+		if g == nil {
+			continue
+		}
+		route.BrokerDatas = append(route.BrokerDatas, g.data())
+		for _, addr := range g.addrs {
+			if lb := r.live[BrokerKey{g.cluster, addr}]; lb != nil && len(lb.filterServers) > 0 {
+				route.FilterServerTable[addr] = slices.Clone(lb.filterServers)
+			}
+		}
+	}
+	if len(route.BrokerDatas) == 0 {
+		return nil, false
+	}
+	return route, true
+}
+
+func (g *brokerGroup) data() BrokerData {
+	return BrokerData{
+		BrokerAddrs:        maps.Clone(g.addrs),
+		BrokerName:         g.name,
+		Cluster:            g.cluster,
+		EnableActingMaster: g.enableActingMaster,
+		ZoneName:           g.zone,
+	}
+}
+
+// ClusterInfo returns every broker group and cluster.
+func (r *Registry) ClusterInfo() *ClusterInfo {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	ci := &ClusterInfo{
+		BrokerAddrTable:  make(map[string]BrokerData, len(r.groups)),
+		ClusterAddrTable: make(map[string][]string, len(r.clusters)),
+	}
+	for name, g := range r.groups {
+		ci.BrokerAddrTable[name] = g.data()
+	}
+	for cluster, names := range r.clusters {
+		ci.ClusterAddrTable[cluster] = slices.Sorted(maps.Keys(names))
+	}
+	return ci
+}
+
+// Topics returns every topic with queue data, sorted.
+func (r *Registry) Topics() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Sorted(maps.Keys(r.topics))
+}
+
+// TopicsByCluster returns the topics with queue data on any broker group
+// of cluster, sorted.
+func (r *Registry) TopicsByCluster(cluster string) []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	set := make(map[string]struct{})
+	for name := range r.clusters[cluster] {
+		for topic := range r.brokerTopics[name] {
+			set[topic] = struct{}{}
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// DeleteTopic removes topic's queue data: all of it when cluster is empty,
+// else only that of the cluster's broker groups (DELETE_TOPIC_IN_NAMESRV).
+func (r *Registry) DeleteTopic(topic, cluster string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cluster == "" {
+		for _, qd := range slices.Clone(r.topics[topic]) {
+			r.removeQueueData(topic, qd.BrokerName)
+		}
+		return
+	}
+	for name := range r.clusters[cluster] {
+		r.removeQueueData(topic, name)
+	}
+}
+
+// BrokerCount returns the number of registered broker processes.
+func (r *Registry) BrokerCount() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.live)
+}

@@ -1,0 +1,362 @@
+package namesrv
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is a settable clock for expiry tests.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// topics builds a body with the given topics, each "name:read:write:perm".
+func topicsBody(counter int64, specs ...string) *RegisterBrokerBody {
+	b := &RegisterBrokerBody{DataVersion: DataVersion{Counter: counter, Timestamp: counter}, TopicConfigTable: map[string]TopicConfig{}}
+	for _, s := range specs {
+		p := strings.Split(s, ":")
+		n := func(i int) int32 { v, _ := strconv.Atoi(p[i]); return int32(v) }
+		b.TopicConfigTable[p[0]] = TopicConfig{TopicName: p[0], ReadQueueNums: n(1), WriteQueueNums: n(2), Perm: n(3), TopicFilterType: SingleTag}
+	}
+	return b
+}
+
+func register(t *testing.T, r *Registry, cluster, name, addr string, id int64, body *RegisterBrokerBody) RegisterResult {
+	t.Helper()
+	res, err := r.Register(RegisterRequest{ClusterName: cluster, BrokerName: name, BrokerAddr: addr, BrokerID: id,
+		HAServerAddr: addr + "-ha", Body: body})
+	if err != nil {
+		t.Fatalf("register %s/%d: %v", name, id, err)
+	}
+	return res
+}
+
+func routeJSON(t *testing.T, r *Registry, topic string) string {
+	t.Helper()
+	route, ok := r.Route(topic)
+	if !ok {
+		t.Fatalf("no route for %s", topic)
+	}
+	return string(route.AppendJSON(nil))
+}
+
+func TestRouteGolden(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	register(t, r, "DefaultCluster", "broker-a", "10.0.0.1:10911", 0, topicsBody(1, "T:4:4:6", "TBW102:8:8:7"))
+	// Spec 7.3's example, in the standard form (quoted broker-id key).
+	want := `{"brokerDatas":[{"brokerAddrs":{"0":"10.0.0.1:10911"},"brokerName":"broker-a","cluster":"DefaultCluster","enableActingMaster":false}],` +
+		`"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}`
+	if got := routeJSON(t, r, "T"); got != want {
+		t.Fatalf("route\n got %s\nwant %s", got, want)
+	}
+
+	// Two groups, a slave, a zone, an order conf: sorted and complete.
+	register(t, r, "DefaultCluster", "broker-b", "10.0.0.2:10911", 0, topicsBody(1, "T:2:2:6", "Y:1:1:6"))
+	register(t, r, "DefaultCluster", "broker-b", "10.0.0.3:10911", 1, topicsBody(1, "T:2:2:6", "X:1:1:6"))
+	route, _ := r.Route("T")
+	route.OrderTopicConf = "broker-a:4;broker-b:2"
+	route.BrokerDatas[0].ZoneName = "z1"
+	want = `{"brokerDatas":[{"brokerAddrs":{"0":"10.0.0.1:10911"},"brokerName":"broker-a","cluster":"DefaultCluster","enableActingMaster":false,"zoneName":"z1"},` +
+		`{"brokerAddrs":{"0":"10.0.0.2:10911","1":"10.0.0.3:10911"},"brokerName":"broker-b","cluster":"DefaultCluster","enableActingMaster":false}],` +
+		`"filterServerTable":{},"orderTopicConf":"broker-a:4;broker-b:2","queueDatas":[` +
+		`{"brokerName":"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4},` +
+		`{"brokerName":"broker-b","perm":6,"readQueueNums":2,"topicSysFlag":0,"writeQueueNums":2}]}`
+	if got := string(route.AppendJSON(nil)); got != want {
+		t.Fatalf("route\n got %s\nwant %s", got, want)
+	}
+	if _, ok := r.Route("X"); ok {
+		t.Fatal("a slave's topics must not create queue data")
+	}
+	if !json.Valid([]byte(want)) {
+		t.Fatal("not JSON")
+	}
+}
+
+// goClientBrokerAddrs parses brokerAddrs the way the Go client does (spec
+// 7.4): cut the braces, split on ',', split at the first ':', drop quotes.
+func goClientBrokerAddrs(t *testing.T, routeJSON string) map[int64]string {
+	t.Helper()
+	i := strings.Index(routeJSON, `"brokerAddrs":`)
+	rest := routeJSON[i+len(`"brokerAddrs":`):]
+	raw := rest[:strings.Index(rest, "}")+1]
+	out := map[int64]string{}
+	for _, piece := range strings.Split(raw[1:len(raw)-1], ",") {
+		k, v, _ := strings.Cut(piece, ":")
+		id, err := strconv.ParseInt(strings.ReplaceAll(k, `"`, ""), 10, 64)
+		if err != nil {
+			t.Fatalf("Go client would fail on key %q", k)
+		}
+		out[id] = strings.ReplaceAll(v, `"`, "")
+	}
+	return out
+}
+
+func TestRouteParsesLikeGoClient(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	register(t, r, "C", "b", "10.0.0.1:10911", 0, topicsBody(1, "T:1:1:6", "U:1:1:6"))
+	register(t, r, "C", "b", "10.0.0.2:10911", 1, topicsBody(1, "T:1:1:6", "U:1:1:6"))
+	addrs := goClientBrokerAddrs(t, routeJSON(t, r, "T"))
+	if addrs[0] != "10.0.0.1:10911" || addrs[1] != "10.0.0.2:10911" || len(addrs) != 2 {
+		t.Fatalf("Go client would read %v", addrs)
+	}
+}
+
+func TestReRegisterUpdates(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	register(t, r, "C", "a", "1.1.1.1:1", 0, topicsBody(1, "T:4:4:6", "U:4:4:6"))
+
+	// Same data version: queue data is kept even if the configs differ,
+	// as Java does; a topic new to this broker is added.
+	register(t, r, "C", "a", "1.1.1.1:1", 0, topicsBody(1, "T:8:8:6", "U:4:4:6", "V:1:1:6"))
+	if q := mustRoute(t, r, "T").QueueDatas[0]; q.ReadQueueNums != 4 {
+		t.Fatalf("unchanged version rewrote queue data: %+v", q)
+	}
+	if _, ok := r.Route("V"); !ok {
+		t.Fatal("new topic under an unchanged version not added")
+	}
+
+	// New data version: queue data rebuilt.
+	register(t, r, "C", "a", "1.1.1.1:1", 0, topicsBody(2, "T:8:8:4", "U:4:4:6", "V:1:1:6"))
+	if q := mustRoute(t, r, "T").QueueDatas[0]; q.ReadQueueNums != 8 || q.Perm != 4 {
+		t.Fatalf("new version not applied: %+v", q)
+	}
+	// Topics absent from a registration stay (deleteTopicWithBrokerRegistration off).
+	register(t, r, "C", "a", "1.1.1.1:1", 0, topicsBody(3, "T:8:8:4", "V:1:1:6"))
+	if _, ok := r.Route("U"); !ok {
+		t.Fatal("topic dropped without deleteTopicWithBrokerRegistration")
+	}
+
+	r2 := NewRegistry(RegistryOptions{DeleteTopicWithBrokerRegistration: true})
+	register(t, r2, "C", "a", "1.1.1.1:1", 0, topicsBody(1, "T:4:4:6", "U:4:4:6"))
+	register(t, r2, "C", "a", "1.1.1.1:1", 0, topicsBody(2, "T:4:4:6", "V:4:4:6"))
+	if _, ok := r2.Route("U"); ok {
+		t.Fatal("topic kept with deleteTopicWithBrokerRegistration")
+	}
+}
+
+func mustRoute(t *testing.T, r *Registry, topic string) *TopicRouteData {
+	t.Helper()
+	route, ok := r.Route(topic)
+	if !ok {
+		t.Fatalf("no route for %s", topic)
+	}
+	return route
+}
+
+func TestSlaveResultAndPromotion(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	res := register(t, r, "C", "a", "1.1.1.2:1", 1, topicsBody(1, "T:1:1:6", "U:1:1:6"))
+	if res != (RegisterResult{}) {
+		t.Fatalf("slave without master got %+v", res)
+	}
+	register(t, r, "C", "a", "1.1.1.1:1", 0, topicsBody(1, "T:1:1:6", "U:1:1:6"))
+	res = register(t, r, "C", "a", "1.1.1.2:1", 1, topicsBody(1, "T:1:1:6", "U:1:1:6"))
+	if res.MasterAddr != "1.1.1.1:1" || res.HAServerAddr != "1.1.1.1:1-ha" {
+		t.Fatalf("slave result %+v", res)
+	}
+	// The master goes; the slave comes back as master on the same address.
+	r.Unregister("C", "1.1.1.1:1", "a")
+	register(t, r, "C", "a", "1.1.1.2:1", 0, topicsBody(2, "T:1:1:6", "U:1:1:6"))
+	addrs := mustRoute(t, r, "T").BrokerDatas[0].BrokerAddrs
+	if len(addrs) != 1 || addrs[0] != "1.1.1.2:1" {
+		t.Fatalf("after promotion %v", addrs)
+	}
+}
+
+func TestActingMasterPrimeSlave(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	on := true
+	_, err := r.Register(RegisterRequest{ClusterName: "C", BrokerName: "a", BrokerAddr: "1.1.1.2:1", BrokerID: 1,
+		EnableActingMaster: &on, Body: topicsBody(1, "T:2:2:6", "U:2:2:6")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := mustRoute(t, r, "T")
+	if q := route.QueueDatas[0]; q.Perm != 4 {
+		t.Fatalf("prime slave keeps write perm: %+v", q)
+	}
+	if !route.BrokerDatas[0].EnableActingMaster {
+		t.Fatal("enableActingMaster not recorded")
+	}
+}
+
+func TestRegisterRefusesFirstSingleTopic(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	_, err := r.Register(RegisterRequest{ClusterName: "C", BrokerName: "a", BrokerAddr: "1.1.1.1:1", Body: topicsBody(1, "T:1:1:6")})
+	if !errors.Is(err, ErrRegisterRefused) {
+		t.Fatalf("err = %v", err)
+	}
+	if ci := r.ClusterInfo(); len(ci.BrokerAddrTable) != 0 || len(ci.ClusterAddrTable) != 0 {
+		t.Fatalf("refused registration left state: %+v", ci)
+	}
+	register(t, r, "C", "a", "1.1.1.1:1", 0, topicsBody(1, "T:1:1:6", "U:1:1:6"))
+	register(t, r, "C", "a", "1.1.1.1:1", 0, topicsBody(2, "W:1:1:6")) // known broker: single-topic update accepted
+	if _, ok := r.Route("W"); !ok {
+		t.Fatal("single-topic update of a known broker lost")
+	}
+}
+
+func TestUnregisterAndTopicCleanup(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	register(t, r, "C1", "a", "1.1.1.1:1", 0, topicsBody(1, "T:1:1:6", "A:1:1:6"))
+	register(t, r, "C1", "a", "1.1.1.2:1", 1, topicsBody(1, "T:1:1:6", "A:1:1:6"))
+	register(t, r, "C2", "b", "2.2.2.2:1", 0, topicsBody(1, "T:1:1:6", "B:1:1:6"))
+
+	r.Unregister("C1", "1.1.1.1:1", "a") // slave remains: group and topics stay
+	if route := mustRoute(t, r, "A"); route.BrokerDatas[0].BrokerAddrs[1] != "1.1.1.2:1" || len(route.BrokerDatas[0].BrokerAddrs) != 1 {
+		t.Fatalf("route after master left: %+v", route.BrokerDatas)
+	}
+	r.Unregister("C1", "1.1.1.2:1", "a")
+	if _, ok := r.Route("A"); ok {
+		t.Fatal("topic of a removed group survives")
+	}
+	if route := mustRoute(t, r, "T"); len(route.QueueDatas) != 1 || route.QueueDatas[0].BrokerName != "b" {
+		t.Fatalf("shared topic: %+v", route.QueueDatas)
+	}
+	ci := r.ClusterInfo()
+	if _, ok := ci.ClusterAddrTable["C1"]; ok || len(ci.BrokerAddrTable) != 1 {
+		t.Fatalf("cluster info %+v", ci)
+	}
+	if r.BrokerCount() != 1 {
+		t.Fatalf("%d brokers", r.BrokerCount())
+	}
+}
+
+func TestExpiryWithInjectedClock(t *testing.T) {
+	clock := newFakeClock()
+	r := NewRegistry(RegistryOptions{Now: clock.Now})
+	register(t, r, "C", "a", "1.1.1.1:1", 0, topicsBody(1, "T:1:1:6", "U:1:1:6"))
+	_, err := r.Register(RegisterRequest{ClusterName: "C", BrokerName: "b", BrokerAddr: "2.2.2.2:1",
+		Timeout: 10 * time.Second, Body: topicsBody(1, "T:1:1:6", "V:1:1:6"), ConnID: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	clock.Advance(10 * time.Second)
+	if gone := r.Expire(); len(gone) != 0 {
+		t.Fatalf("expired at exactly the timeout: %+v", gone)
+	}
+	clock.Advance(time.Millisecond)
+	gone := r.Expire()
+	if len(gone) != 1 || gone[0].BrokerAddr != "2.2.2.2:1" || gone[0].ConnID != 7 || gone[0].BrokerName != "b" {
+		t.Fatalf("expired %+v", gone)
+	}
+	if _, ok := r.Route("V"); ok {
+		t.Fatal("expired broker's topic survives")
+	}
+
+	// A heartbeat renews; 120 s of silence expires.
+	clock.Advance(100 * time.Second)
+	if !r.Heartbeat("C", "1.1.1.1:1") || r.Heartbeat("C", "9.9.9.9:1") {
+		t.Fatal("heartbeat result")
+	}
+	clock.Advance(DefaultBrokerTimeout)
+	if gone := r.Expire(); len(gone) != 0 {
+		t.Fatalf("renewed broker expired: %+v", gone)
+	}
+	clock.Advance(time.Millisecond)
+	if gone := r.Expire(); len(gone) != 1 {
+		t.Fatalf("silent broker not expired: %+v", gone)
+	}
+	if topics := r.Topics(); len(topics) != 0 {
+		t.Fatalf("topics left: %v", topics)
+	}
+}
+
+func TestConnClosedUnregisters(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	for i, addr := range []string{"1.1.1.1:1", "1.1.1.2:1"} {
+		_, err := r.Register(RegisterRequest{ClusterName: "C", BrokerName: "a" + strconv.Itoa(i), BrokerAddr: addr,
+			Body: topicsBody(1, "T:1:1:6", "U:1:1:6"), ConnID: uint64(10 + i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if gone := r.ConnClosed(10); len(gone) != 1 || gone[0].BrokerAddr != "1.1.1.1:1" {
+		t.Fatalf("gone %v", gone)
+	}
+	if gone := r.ConnClosed(0); gone != nil {
+		t.Fatal("conn 0 unregistered brokers")
+	}
+	if route := mustRoute(t, r, "T"); len(route.QueueDatas) != 1 {
+		t.Fatalf("route %+v", route)
+	}
+}
+
+func TestListsAndDelete(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	register(t, r, "C1", "a", "1.1.1.1:1", 0, topicsBody(1, "T:1:1:6", "A:1:1:6"))
+	register(t, r, "C2", "b", "2.2.2.2:1", 0, topicsBody(1, "T:1:1:6", "B:1:1:6"))
+	if got := r.Topics(); !slices.Equal(got, []string{"A", "B", "T"}) {
+		t.Fatalf("topics %v", got)
+	}
+	if got := r.TopicsByCluster("C1"); !slices.Equal(got, []string{"A", "T"}) {
+		t.Fatalf("C1 topics %v", got)
+	}
+	if got := r.TopicsByCluster("nope"); len(got) != 0 {
+		t.Fatalf("unknown cluster %v", got)
+	}
+	ci := string(r.ClusterInfo().AppendJSON(nil))
+	want := `{"brokerAddrTable":{"a":{"brokerAddrs":{"0":"1.1.1.1:1"},"brokerName":"a","cluster":"C1","enableActingMaster":false},` +
+		`"b":{"brokerAddrs":{"0":"2.2.2.2:1"},"brokerName":"b","cluster":"C2","enableActingMaster":false}},` +
+		`"clusterAddrTable":{"C1":["a"],"C2":["b"]}}`
+	if ci != want {
+		t.Fatalf("cluster info\n got %s\nwant %s", ci, want)
+	}
+	if got := string(appendTopicListJSON(nil, r.Topics())); got != `{"topicList":["A","B","T"]}` {
+		t.Fatalf("topic list %s", got)
+	}
+
+	r.DeleteTopic("T", "C1")
+	if route := mustRoute(t, r, "T"); len(route.QueueDatas) != 1 || route.QueueDatas[0].BrokerName != "b" {
+		t.Fatalf("after cluster delete %+v", route.QueueDatas)
+	}
+	r.DeleteTopic("T", "")
+	if _, ok := r.Route("T"); ok {
+		t.Fatal("topic survives delete")
+	}
+	if got := r.TopicsByCluster("C2"); !slices.Equal(got, []string{"B"}) {
+		t.Fatalf("index not updated: %v", got)
+	}
+}
+
+func TestRegistry10kTopicsSeveralBrokers(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	table := manyTopics(10_000)
+	for i := range 4 {
+		body := &RegisterBrokerBody{DataVersion: DataVersion{Counter: 1}, TopicConfigTable: table}
+		register(t, r, "C", "broker-"+strconv.Itoa(i), "10.0.0."+strconv.Itoa(i)+":10911", 0, body)
+	}
+	route := mustRoute(t, r, "topic-01234")
+	if len(route.QueueDatas) != 4 || len(route.BrokerDatas) != 4 {
+		t.Fatalf("route %+v", route)
+	}
+	if n := len(r.Topics()); n != 10_000 {
+		t.Fatalf("%d topics", n)
+	}
+	r.Unregister("C", "10.0.0.0:10911", "broker-0")
+	if route := mustRoute(t, r, "topic-09999"); len(route.QueueDatas) != 3 {
+		t.Fatalf("after unregister %+v", route.QueueDatas)
+	}
+}

@@ -1,0 +1,308 @@
+package namesrv
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// Permission bits of topics and queue data (Java PermName).
+const (
+	PermPriority int32 = 8 // PRIORITY
+	PermRead     int32 = 4 // READ
+	PermWrite    int32 = 2 // WRITE
+	PermInherit  int32 = 1 // INHERIT: a template topic auto-create may copy
+)
+
+// Topic filter types (Java TopicFilterType).
+const (
+	SingleTag = "SINGLE_TAG"
+	MultiTag  = "MULTI_TAG"
+)
+
+// MasterID is the broker id of a master; slaves have ids above it.
+const MasterID int64 = 0
+
+// DataVersion versions a broker's topic configuration; the name server
+// rebuilds a broker's queue data only when it changes (Java DataVersion).
+// JSON: {"counter":N,"stateVersion":0,"timestamp":ms}.
+type DataVersion struct {
+	// Counter grows by one on every change.
+	Counter int64 `json:"counter"`
+	// StateVersion is the controller epoch in controller mode, else 0.
+	StateVersion int64 `json:"stateVersion"`
+	// Timestamp is the time of the last change, ms since the epoch.
+	Timestamp int64 `json:"timestamp"`
+}
+
+// appendJSON appends the DataVersion as fastjson writes it.
+func (v DataVersion) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"counter":`...)
+	dst = strconv.AppendInt(dst, v.Counter, 10)
+	dst = append(dst, `,"stateVersion":`...)
+	dst = strconv.AppendInt(dst, v.StateVersion, 10)
+	dst = append(dst, `,"timestamp":`...)
+	dst = strconv.AppendInt(dst, v.Timestamp, 10)
+	return append(dst, '}')
+}
+
+// TopicConfig is a broker's configuration of one topic, as brokers send it
+// in REGISTER_BROKER (Java TopicConfig; JSON names as the fields' tags).
+type TopicConfig struct {
+	// Attributes are extra settings such as "message.type"; nil reads as
+	// empty.
+	Attributes map[string]string `json:"attributes"`
+	// Order marks an ordered topic.
+	Order bool `json:"order"`
+	// Perm holds PermRead, PermWrite, PermInherit (default 6).
+	Perm int32 `json:"perm"`
+	// ReadQueueNums is the number of readable queues (default 16).
+	ReadQueueNums int32 `json:"readQueueNums"`
+	// TopicFilterType is SingleTag or MultiTag.
+	TopicFilterType string `json:"topicFilterType"`
+	// TopicName is the topic.
+	TopicName string `json:"topicName"`
+	// TopicSysFlag holds the unit (1) and unit-sub (2) bits.
+	TopicSysFlag int32 `json:"topicSysFlag"`
+	// WriteQueueNums is the number of writable queues (default 16).
+	WriteQueueNums int32 `json:"writeQueueNums"`
+}
+
+// appendJSON appends the TopicConfig with fastjson's alphabetical order.
+func (tc *TopicConfig) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"attributes":`...)
+	dst = appendStringMap(dst, tc.Attributes)
+	dst = append(dst, `,"order":`...)
+	dst = strconv.AppendBool(dst, tc.Order)
+	dst = append(dst, `,"perm":`...)
+	dst = strconv.AppendInt(dst, int64(tc.Perm), 10)
+	dst = append(dst, `,"readQueueNums":`...)
+	dst = strconv.AppendInt(dst, int64(tc.ReadQueueNums), 10)
+	dst = append(dst, `,"topicFilterType":`...)
+	dst = remoting.AppendJSONString(dst, filterTypeOrDefault(tc.TopicFilterType))
+	dst = append(dst, `,"topicName":`...)
+	dst = remoting.AppendJSONString(dst, tc.TopicName)
+	dst = append(dst, `,"topicSysFlag":`...)
+	dst = strconv.AppendInt(dst, int64(tc.TopicSysFlag), 10)
+	dst = append(dst, `,"writeQueueNums":`...)
+	dst = strconv.AppendInt(dst, int64(tc.WriteQueueNums), 10)
+	return append(dst, '}')
+}
+
+func filterTypeOrDefault(t string) string {
+	if t == "" {
+		return SingleTag
+	}
+	return t
+}
+
+// QueueData is one broker's queues of a topic, as routes carry it.
+type QueueData struct {
+	// BrokerName names the broker group (master and slaves).
+	BrokerName string `json:"brokerName"`
+	// Perm is the topic's permission on that broker.
+	Perm int32 `json:"perm"`
+	// ReadQueueNums is the number of readable queues.
+	ReadQueueNums int32 `json:"readQueueNums"`
+	// TopicSysFlag is the topic's system flag.
+	TopicSysFlag int32 `json:"topicSysFlag"`
+	// WriteQueueNums is the number of writable queues.
+	WriteQueueNums int32 `json:"writeQueueNums"`
+}
+
+func (q *QueueData) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"brokerName":`...)
+	dst = remoting.AppendJSONString(dst, q.BrokerName)
+	dst = append(dst, `,"perm":`...)
+	dst = strconv.AppendInt(dst, int64(q.Perm), 10)
+	dst = append(dst, `,"readQueueNums":`...)
+	dst = strconv.AppendInt(dst, int64(q.ReadQueueNums), 10)
+	dst = append(dst, `,"topicSysFlag":`...)
+	dst = strconv.AppendInt(dst, int64(q.TopicSysFlag), 10)
+	dst = append(dst, `,"writeQueueNums":`...)
+	dst = strconv.AppendInt(dst, int64(q.WriteQueueNums), 10)
+	return append(dst, '}')
+}
+
+// BrokerData is a broker group: its cluster, name and the address of each
+// member by broker id (0 = master).
+type BrokerData struct {
+	// BrokerAddrs maps broker id to "ip:port".
+	BrokerAddrs map[int64]string `json:"brokerAddrs"`
+	// BrokerName names the group.
+	BrokerName string `json:"brokerName"`
+	// Cluster is the cluster the group belongs to.
+	Cluster string `json:"cluster"`
+	// EnableActingMaster is set by 5.x brokers running in slave-acting-master mode.
+	EnableActingMaster bool `json:"enableActingMaster"`
+	// ZoneName is the zone the broker registered with (ext field __ZONE_NAME); empty is omitted.
+	ZoneName string `json:"zoneName,omitempty"`
+}
+
+// appendJSON writes the BrokerData with quoted, numerically sorted
+// brokerAddrs keys and no spaces: the Go client cuts the brokerAddrs text
+// at ',' and the first ':' itself, so a space would end up in an address.
+func (b *BrokerData) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"brokerAddrs":{`...)
+	ids := make([]int64, 0, len(b.BrokerAddrs))
+	for id := range b.BrokerAddrs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for i, id := range ids {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '"')
+		dst = strconv.AppendInt(dst, id, 10)
+		dst = append(dst, `":`...)
+		dst = remoting.AppendJSONString(dst, b.BrokerAddrs[id])
+	}
+	dst = append(dst, `},"brokerName":`...)
+	dst = remoting.AppendJSONString(dst, b.BrokerName)
+	dst = append(dst, `,"cluster":`...)
+	dst = remoting.AppendJSONString(dst, b.Cluster)
+	dst = append(dst, `,"enableActingMaster":`...)
+	dst = strconv.AppendBool(dst, b.EnableActingMaster)
+	if b.ZoneName != "" {
+		dst = append(dst, `,"zoneName":`...)
+		dst = remoting.AppendJSONString(dst, b.ZoneName)
+	}
+	return append(dst, '}')
+}
+
+// TopicRouteData is the answer to GET_ROUTEINFO_BY_TOPIC.
+type TopicRouteData struct {
+	// BrokerDatas are the broker groups holding the topic, by name.
+	BrokerDatas []BrokerData `json:"brokerDatas"`
+	// FilterServerTable maps broker address to its filter servers (legacy).
+	FilterServerTable map[string][]string `json:"filterServerTable"`
+	// OrderTopicConf is "brokerName:queueNum;..." from the ORDER_TOPIC_CONFIG
+	// KV namespace when order messages are enabled; empty is omitted.
+	OrderTopicConf string `json:"orderTopicConf,omitempty"`
+	// QueueDatas are the topic's queues on each broker group, by name.
+	QueueDatas []QueueData `json:"queueDatas"`
+}
+
+// AppendJSON appends the route as a Java name server writes it for clients
+// of version 4.9.4 and later ("standard" JSON): fields in alphabetical
+// order, quoted numeric map keys, no whitespace; brokerDatas and queueDatas
+// are always present. Every client parses this form (spec 7.3, 7.4).
+func (r *TopicRouteData) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"brokerDatas":[`...)
+	for i := range r.BrokerDatas {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = r.BrokerDatas[i].appendJSON(dst)
+	}
+	dst = append(dst, `],"filterServerTable":{`...)
+	addrs := make([]string, 0, len(r.FilterServerTable))
+	for a := range r.FilterServerTable {
+		addrs = append(addrs, a)
+	}
+	slices.Sort(addrs)
+	for i, a := range addrs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = remoting.AppendJSONString(dst, a)
+		dst = append(dst, ':')
+		dst = appendStringList(dst, r.FilterServerTable[a])
+	}
+	dst = append(dst, '}')
+	if r.OrderTopicConf != "" {
+		dst = append(dst, `,"orderTopicConf":`...)
+		dst = remoting.AppendJSONString(dst, r.OrderTopicConf)
+	}
+	dst = append(dst, `,"queueDatas":[`...)
+	for i := range r.QueueDatas {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = r.QueueDatas[i].appendJSON(dst)
+	}
+	return append(dst, "]}"...)
+}
+
+// ClusterInfo is the answer to GET_BROKER_CLUSTER_INFO.
+type ClusterInfo struct {
+	// BrokerAddrTable maps broker name to its group.
+	BrokerAddrTable map[string]BrokerData `json:"brokerAddrTable"`
+	// ClusterAddrTable maps cluster name to its broker names.
+	ClusterAddrTable map[string][]string `json:"clusterAddrTable"`
+}
+
+// AppendJSON appends the cluster info with sorted keys and quoted broker ids.
+func (ci *ClusterInfo) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"brokerAddrTable":{`...)
+	for i, name := range sortedKeys(ci.BrokerAddrTable) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = remoting.AppendJSONString(dst, name)
+		dst = append(dst, ':')
+		bd := ci.BrokerAddrTable[name]
+		dst = bd.appendJSON(dst)
+	}
+	dst = append(dst, `},"clusterAddrTable":{`...)
+	for i, name := range sortedKeys(ci.ClusterAddrTable) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = remoting.AppendJSONString(dst, name)
+		dst = append(dst, ':')
+		dst = appendStringList(dst, ci.ClusterAddrTable[name])
+	}
+	return append(dst, "}}"...)
+}
+
+// appendTopicListJSON appends Java's TopicList body: {"topicList":[...]}.
+func appendTopicListJSON(dst []byte, topics []string) []byte {
+	dst = append(dst, `{"topicList":`...)
+	dst = appendStringList(dst, topics)
+	return append(dst, '}')
+}
+
+// appendKVTableJSON appends Java's KVTable body: {"table":{...}}.
+func appendKVTableJSON(dst []byte, table map[string]string) []byte {
+	dst = append(dst, `{"table":`...)
+	dst = appendStringMap(dst, table)
+	return append(dst, '}')
+}
+
+func appendStringList(dst []byte, list []string) []byte {
+	dst = append(dst, '[')
+	for i, s := range list {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = remoting.AppendJSONString(dst, s)
+	}
+	return append(dst, ']')
+}
+
+// appendStringMap appends a string map as a JSON object with sorted keys;
+// nil is written as {}.
+func appendStringMap(dst []byte, m map[string]string) []byte {
+	dst = append(dst, '{')
+	for i, k := range sortedKeys(m) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = remoting.AppendJSONString(dst, k)
+		dst = append(dst, ':')
+		dst = remoting.AppendJSONString(dst, m[k])
+	}
+	return append(dst, '}')
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
