@@ -178,6 +178,7 @@ func (l *Log) Append(ctx context.Context, req AppendRequest) (AppendResult, erro
 	l.mu.Unlock()
 
 	l.wakeTailers()
+	l.kickPrefaulter(end)
 	res := AppendResult{
 		Status:         PutOK,
 		PhyOffset:      pos,

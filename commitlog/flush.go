@@ -120,6 +120,7 @@ func (l *Log) flushTo(target int64) error {
 	l.flushMu.Lock()
 	if err == nil {
 		l.flushedPos.Store(target)
+		l.flushes.Add(1)
 	}
 	l.flushErr = err
 	close(l.flushCh)

@@ -34,8 +34,8 @@ const (
 // Lock order: mu (append lock) before segsMu (segment list); ckMu and
 // flushMu are leaves. The flusher and the retention cleaner never take mu.
 //
-// Goroutines owned by a Log: the flusher, the retention cleaner and at most
-// one segment preallocator. Close stops and waits for all of them.
+// Goroutines owned by a Log: the flusher, the retention cleaner, the
+// prefaulter and at most one segment preallocator. Close stops and waits for all of them.
 type Log struct {
 	cfg    Config
 	fs     vfs.FS
@@ -68,6 +68,11 @@ type Log struct {
 	ckMu      sync.Mutex
 	ck        Checkpoint             // guarded by ckMu
 	flushHook atomic.Pointer[func()] // tests: called by flushTo before syncing
+	flushes   atomic.Int64           // completed flushes (benchmarks report the grouping)
+
+	// prefaulting
+	prefaultKick chan struct{}
+	prefaulted   atomic.Int64 // pages before this offset are faulted in
 
 	// tailing
 	appendCh atomic.Pointer[chan struct{}] // closed on the next append
@@ -126,8 +131,10 @@ func Open(cfg Config) (*Log, error) {
 		segSize:   cfg.SegmentSize,
 		flushKick: make(chan struct{}, 1),
 		forceKick: make(chan struct{}, 1),
-		flushCh:   make(chan struct{}),
-		stop:      make(chan struct{}),
+
+		prefaultKick: make(chan struct{}, 1),
+		flushCh:      make(chan struct{}),
+		stop:         make(chan struct{}),
 	}
 	l.scratch.New = func() any { return new(appendScratch) }
 	if err := l.fs.MkdirAll(l.segDir, 0o755); err != nil {
@@ -171,9 +178,11 @@ func Open(cfg Config) (*Log, error) {
 	if err := writeSmallFile(l.fs, abortPath, []byte(strconv.Itoa(os.Getpid()))); err != nil {
 		return nil, err
 	}
-	l.wg.Add(2)
+	l.wg.Add(3)
 	go l.flusher()
 	go l.cleaner()
+	go l.prefaulter()
+	l.kickPrefaulter(l.writePos.Load())
 	ok = true
 	l.log.Info().Bool("abnormal", abnormal).Int64("min", l.MinOffset()).Int64("max", l.MaxOffset()).
 		Int64("segmentSize", l.segSize).Int("segments", len(l.segs)).Msg("commitlog opened")
