@@ -264,7 +264,7 @@ func DecodeRegisterBrokerBody(data []byte, compressed bool, brokerVersion int32)
 // bodyReader reads the length-prefixed items of a compressed body.
 type bodyReader struct {
 	r   *bufio.Reader
-	buf []byte
+	buf bytes.Buffer
 }
 
 func (br *bodyReader) int32(what string) (int, error) {
@@ -280,7 +280,8 @@ func (br *bodyReader) int32(what string) (int, error) {
 }
 
 // item reads one length-prefixed item; the result is valid until the next
-// call.
+// call. Memory grows with the bytes actually present, not with the length
+// announced, so a lying length word costs nothing.
 func (br *bodyReader) item(what string) ([]byte, error) {
 	n, err := br.int32(what + " length")
 	if err != nil {
@@ -289,14 +290,14 @@ func (br *bodyReader) item(what string) ([]byte, error) {
 	if n > maxBodyItem {
 		return nil, fmt.Errorf("%s of %d bytes exceeds %d", what, n, maxBodyItem)
 	}
-	if cap(br.buf) < n {
-		br.buf = make([]byte, n)
-	}
-	br.buf = br.buf[:n]
-	if _, err := io.ReadFull(br.r, br.buf); err != nil {
+	br.buf.Reset()
+	if _, err := io.CopyN(&br.buf, br.r, int64(n)); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
 		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
-	return br.buf, nil
+	return br.buf.Bytes(), nil
 }
 
 func decodeCompressed(data []byte, brokerVersion int32, body *RegisterBrokerBody) error {

@@ -1,0 +1,272 @@
+package namesrv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// ErrNoNameServer is returned by Registrar calls when no name server
+// address is configured.
+var ErrNoNameServer = errors.New("no name server address")
+
+// BrokerInfo identifies the broker a Registrar speaks for.
+type BrokerInfo struct {
+	// ClusterName is brokerClusterName.
+	ClusterName string
+	// BrokerName is brokerName (the group).
+	BrokerName string
+	// BrokerAddr is "ip:port" clients connect to.
+	BrokerAddr string
+	// BrokerID is 0 for a master.
+	BrokerID int64
+	// HAServerAddr is "ip:haPort" slaves replicate from.
+	HAServerAddr string
+	// ZoneName is sent as ext field __ZONE_NAME when not empty.
+	ZoneName string
+	// EnableActingMaster is sent as enableActingMaster (a 5.x broker
+	// always sends it).
+	EnableActingMaster bool
+	// HeartbeatTimeout is sent as heartbeatTimeoutMillis when positive;
+	// the name server's default is 120 s.
+	HeartbeatTimeout time.Duration
+	// Compressed sends the compressed body form (Java's compressedRegister;
+	// unlike Java, the header's "compressed" field then says true, which
+	// both Java's and this name server need to decode it).
+	Compressed bool
+}
+
+// Registration is one name server's answer to a registration.
+type Registration struct {
+	// NameServer is the address asked.
+	NameServer string
+	// Result carries the master's addresses for a slave.
+	Result RegisterResult
+	// OrderTopicConfig is the ORDER_TOPIC_CONFIG table the name server
+	// returned, if any.
+	OrderTopicConfig map[string]string
+	// Err is why this name server did not accept the registration.
+	Err error
+}
+
+// Registrar registers one broker with every name server. Brokers call
+// Register every 30 s (registerNameServerPeriod) with a 24 s timeout and
+// Unregister at shutdown. Safe for concurrent use.
+type Registrar struct {
+	pool *remoting.ClientPool
+	log  zerolog.Logger
+
+	mu    sync.RWMutex // guards addrs
+	addrs []string
+}
+
+// ParseNameServers splits a namesrvAddr value ("host:port;host:port") into
+// addresses, dropping blanks.
+func ParseNameServers(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ";") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// NewRegistrar returns a registrar that reaches the name servers in
+// namesrvAddrs ("host:port;host:port") through pool.
+func NewRegistrar(pool *remoting.ClientPool, namesrvAddrs string, log zerolog.Logger) *Registrar {
+	return &Registrar{pool: pool, log: log, addrs: ParseNameServers(namesrvAddrs)}
+}
+
+// SetNameServers replaces the name server addresses.
+func (r *Registrar) SetNameServers(namesrvAddrs string) {
+	addrs := ParseNameServers(namesrvAddrs)
+	r.mu.Lock()
+	r.addrs = addrs
+	r.mu.Unlock()
+}
+
+// NameServers returns the current name server addresses.
+func (r *Registrar) NameServers() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return append([]string(nil), r.addrs...)
+}
+
+// header builds the ext fields shared by the broker's requests.
+func (info *BrokerInfo) header() remoting.Header {
+	h := remoting.Header{
+		"brokerName":  info.BrokerName,
+		"brokerAddr":  info.BrokerAddr,
+		"clusterName": info.ClusterName,
+	}
+	h.SetInt64("brokerId", info.BrokerID)
+	return h
+}
+
+// Register sends REGISTER_BROKER with body to every name server at once
+// and waits for all answers (or ctx). It returns one Registration per name
+// server, and an error only when none accepted the registration.
+func (r *Registrar) Register(ctx context.Context, info BrokerInfo, body *RegisterBrokerBody) ([]Registration, error) {
+	addrs := r.NameServers()
+	if len(addrs) == 0 {
+		return nil, ErrNoNameServer
+	}
+	data, err := body.Encode(info.Compressed)
+	if err != nil {
+		return nil, fmt.Errorf("register broker %s: %w", info.BrokerName, err)
+	}
+	h := info.header()
+	h.Set("haServerAddr", info.HAServerAddr)
+	h.SetBool("enableActingMaster", info.EnableActingMaster)
+	h.SetBool("compressed", info.Compressed)
+	h.SetInt32("bodyCrc32", int32(crc32.ChecksumIEEE(data)&0x7FFFFFFF))
+	if info.HeartbeatTimeout > 0 {
+		h.SetInt64("heartbeatTimeoutMillis", info.HeartbeatTimeout.Milliseconds())
+	}
+	if info.ZoneName != "" {
+		h.Set("__ZONE_NAME", info.ZoneName)
+	}
+	results := r.each(ctx, addrs, func(ctx context.Context, addr string) Registration {
+		reg := Registration{NameServer: addr}
+		resp, err := r.pool.Invoke(ctx, addr, remoting.NewRequest(remoting.RegisterBroker, h, data))
+		if err == nil && resp.Code != remoting.Success {
+			err = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
+		}
+		if err != nil {
+			reg.Err = fmt.Errorf("register broker %s with %s: %w", info.BrokerName, addr, err)
+			return reg
+		}
+		reg.Result = RegisterResult{HAServerAddr: resp.ExtFields["haServerAddr"], MasterAddr: resp.ExtFields["masterAddr"]}
+		if len(resp.Body) > 0 {
+			var kv struct {
+				Table map[string]string `json:"table"`
+			}
+			if json.Unmarshal(resp.Body, &kv) == nil {
+				reg.OrderTopicConfig = kv.Table
+			}
+		}
+		return reg
+	})
+	return results, allFailed(results)
+}
+
+// Unregister sends UNREGISTER_BROKER to every name server; the error joins
+// the failures.
+func (r *Registrar) Unregister(ctx context.Context, info BrokerInfo) error {
+	return r.simple(ctx, remoting.UnregisterBroker, info.header(), nil, "unregister broker "+info.BrokerName)
+}
+
+// Heartbeat sends BROKER_HEARTBEAT to every name server, renewing the
+// registration without resending topics; the error joins the failures.
+func (r *Registrar) Heartbeat(ctx context.Context, info BrokerInfo) error {
+	h := info.header()
+	if info.HeartbeatTimeout > 0 {
+		h.SetInt64("heartbeatTimeoutMills", info.HeartbeatTimeout.Milliseconds()) // sic, Java's field name
+	}
+	return r.simple(ctx, remoting.BrokerHeartbeat, h, nil, "heartbeat broker "+info.BrokerName)
+}
+
+// NeedRegister asks every name server with QUERY_DATA_VERSION whether it
+// holds an older data version than dv (Java's needRegister, used when
+// forceRegister is off); an unreachable name server counts as changed.
+func (r *Registrar) NeedRegister(ctx context.Context, info BrokerInfo, dv DataVersion) (bool, error) {
+	addrs := r.NameServers()
+	if len(addrs) == 0 {
+		return false, ErrNoNameServer
+	}
+	h := info.header()
+	body := dv.appendJSON(nil)
+	changed := make([]bool, len(addrs))
+	results := r.each(ctx, addrs, func(ctx context.Context, addr string) Registration {
+		resp, err := r.pool.Invoke(ctx, addr, remoting.NewRequest(remoting.QueryDataVersion, h, body))
+		if err == nil && resp.Code != remoting.Success {
+			err = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
+		}
+		if err != nil {
+			return Registration{NameServer: addr, Err: fmt.Errorf("query data version at %s: %w", addr, err)}
+		}
+		for i, a := range addrs {
+			if a == addr {
+				changed[i] = remoting.Header(resp.ExtFields).OptBool("changed", true)
+			}
+		}
+		return Registration{NameServer: addr}
+	})
+	need := false
+	var errs []error
+	for i, res := range results {
+		if res.Err != nil || changed[i] {
+			need = true
+		}
+		if res.Err != nil {
+			errs = append(errs, res.Err)
+		}
+	}
+	return need, errors.Join(errs...)
+}
+
+// simple sends one request to every name server and joins the failures.
+func (r *Registrar) simple(ctx context.Context, code int32, h remoting.Header, body []byte, what string) error {
+	addrs := r.NameServers()
+	if len(addrs) == 0 {
+		return ErrNoNameServer
+	}
+	results := r.each(ctx, addrs, func(ctx context.Context, addr string) Registration {
+		resp, err := r.pool.Invoke(ctx, addr, remoting.NewRequest(code, h, body))
+		if err == nil && resp.Code != remoting.Success {
+			err = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
+		}
+		if err != nil {
+			err = fmt.Errorf("%s at %s: %w", what, addr, err)
+		}
+		return Registration{NameServer: addr, Err: err}
+	})
+	var errs []error
+	for _, res := range results {
+		if res.Err != nil {
+			errs = append(errs, res.Err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// each runs fn for every address on its own goroutine and waits for all;
+// results are in address order. The ext map is shared read-only.
+func (r *Registrar) each(ctx context.Context, addrs []string, fn func(context.Context, string) Registration) []Registration {
+	results := make([]Registration, len(addrs))
+	var wg sync.WaitGroup
+	for i, addr := range addrs {
+		wg.Go(func() {
+			results[i] = fn(ctx, addr)
+			if results[i].Err != nil {
+				r.log.Warn().Err(results[i].Err).Msg("name server request failed")
+			}
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// allFailed returns the joined errors when every registration failed.
+func allFailed(results []Registration) error {
+	errs := make([]error, 0, len(results))
+	for _, res := range results {
+		if res.Err == nil {
+			return nil
+		}
+		errs = append(errs, res.Err)
+	}
+	return fmt.Errorf("no name server accepted the registration (%s): %w",
+		strconv.Itoa(len(results))+" tried", errors.Join(errs...))
+}

@@ -1,0 +1,393 @@
+package namesrv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// Config configures a name server. DefaultConfig returns Java's defaults;
+// the zero Config turns every optional feature off.
+type Config struct {
+	// Remoting configures the listener; Remoting.Addr is the listen address
+	// (":9876" by default).
+	Remoting remoting.ServerConfig
+	// ScanInterval is how often expired brokers are removed (5 s).
+	ScanInterval time.Duration
+	// OrderMessageEnable makes routes carry orderTopicConf from the
+	// ORDER_TOPIC_CONFIG namespace (Java default false).
+	OrderMessageEnable bool
+	// ReturnOrderTopicConfigToBroker answers REGISTER_BROKER with the
+	// ORDER_TOPIC_CONFIG table (Java default true).
+	ReturnOrderTopicConfigToBroker bool
+	// EnableAllTopicList allows GET_ALL_TOPIC_LIST_FROM_NAMESERVER (true).
+	EnableAllTopicList bool
+	// EnableTopicList allows GET_TOPICS_BY_CLUSTER (true).
+	EnableTopicList bool
+	// DeleteTopicWithBrokerRegistration: see RegistryOptions (false).
+	DeleteTopicWithBrokerRegistration bool
+	// KVConfigPath persists the KV configuration; empty keeps it in memory.
+	KVConfigPath string
+	// Now is the registry's clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// DefaultConfig returns Java's name server defaults listening on :9876.
+func DefaultConfig() Config {
+	return Config{
+		Remoting:                       remoting.ServerConfig{Addr: ":9876"},
+		ScanInterval:                   5 * time.Second,
+		ReturnOrderTopicConfigToBroker: true,
+		EnableAllTopicList:             true,
+		EnableTopicList:                true,
+	}
+}
+
+// connHook marks a connection whose close unregisters the brokers that
+// registered on it.
+type connHook struct{}
+
+// Server is a RocketMQ name server: the route Registry and KVStore behind
+// a remoting.Server, plus the expiry scanner.
+//
+// Goroutines: the remoting server's (see remoting.Server) and the expiry
+// scanner, started by Start and stopped and awaited by Shutdown.
+type Server struct {
+	cfg Config
+	log zerolog.Logger
+	reg *Registry
+	kv  *KVStore
+	rs  *remoting.Server
+	mux *remoting.Mux
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	scanner  sync.WaitGroup
+}
+
+// NewServer builds a name server; it loads the KV configuration but does
+// not listen until Start.
+func NewServer(cfg Config, log zerolog.Logger) (*Server, error) {
+	if cfg.ScanInterval <= 0 {
+		cfg.ScanInterval = 5 * time.Second
+	}
+	kv, err := OpenKVStore(cfg.KVConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg: cfg,
+		log: log,
+		reg: NewRegistry(RegistryOptions{
+			DeleteTopicWithBrokerRegistration: cfg.DeleteTopicWithBrokerRegistration,
+			Now:                               cfg.Now,
+		}),
+		kv:   kv,
+		mux:  remoting.NewMux(),
+		stop: make(chan struct{}),
+	}
+	s.routes()
+	s.rs = remoting.NewServer(cfg.Remoting, s.mux, log)
+	return s, nil
+}
+
+// Registry returns the route table.
+func (s *Server) Registry() *Registry { return s.reg }
+
+// KV returns the KV configuration store.
+func (s *Server) KV() *KVStore { return s.kv }
+
+// Addr returns the bound address once started.
+func (s *Server) Addr() net.Addr { return s.rs.Addr() }
+
+// Start listens and starts the expiry scanner.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.rs.Start(ctx); err != nil {
+		return fmt.Errorf("start name server: %w", err)
+	}
+	s.scanner.Add(1)
+	go s.scan()
+	s.log.Info().Str("addr", s.Addr().String()).Msg("name server started")
+	return nil
+}
+
+// Shutdown stops the scanner and the remoting server and waits for them.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() { close(s.stop) })
+	s.scanner.Wait()
+	if err := s.rs.Shutdown(ctx); err != nil {
+		return fmt.Errorf("shut down name server: %w", err)
+	}
+	return nil
+}
+
+// scan removes expired brokers every ScanInterval and closes their
+// connections, as Java's scanNotActiveBroker does.
+func (s *Server) scan() {
+	defer s.scanner.Done()
+	t := time.NewTicker(s.cfg.ScanInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			for _, e := range s.reg.Expire() {
+				s.log.Warn().Str("cluster", e.ClusterName).Str("broker", e.BrokerName).Int64("id", e.BrokerID).
+					Str("addr", e.BrokerAddr).Dur("idle", e.Idle).Msg("broker expired")
+				if c := s.rs.Conn(e.ConnID); c != nil {
+					_ = c.Close()
+				}
+			}
+		}
+	}
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.Handle(remoting.RegisterBroker, remoting.RespondFunc(s.registerBroker))
+	m.Handle(remoting.UnregisterBroker, remoting.RespondFunc(s.unregisterBroker))
+	m.Handle(remoting.QueryDataVersion, remoting.RespondFunc(s.queryDataVersion))
+	m.Handle(remoting.BrokerHeartbeat, remoting.RespondFunc(s.brokerHeartbeat))
+	m.Handle(remoting.GetRouteInfoByTopic, remoting.RespondFunc(s.getRouteInfo))
+	m.Handle(remoting.GetBrokerClusterInfo, remoting.RespondFunc(s.getClusterInfo))
+	m.Handle(remoting.GetAllTopicListFromNameServer, remoting.RespondFunc(s.getAllTopicList))
+	m.Handle(remoting.DeleteTopicInNamesrv, remoting.RespondFunc(s.deleteTopic))
+	m.Handle(remoting.GetTopicsByCluster, remoting.RespondFunc(s.getTopicsByCluster))
+	m.Handle(remoting.PutKVConfig, remoting.RespondFunc(s.putKVConfig))
+	m.Handle(remoting.GetKVConfig, remoting.RespondFunc(s.getKVConfig))
+	m.Handle(remoting.DeleteKVConfig, remoting.RespondFunc(s.deleteKVConfig))
+	m.Handle(remoting.GetKVListByNamespace, remoting.RespondFunc(s.getKVList))
+}
+
+func success(req *remoting.Command) *remoting.Command {
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+func failure(req *remoting.Command, code int32, err error) *remoting.Command {
+	return remoting.NewResponse(req, code, err.Error())
+}
+
+func (s *Server) registerBroker(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	h := remoting.Header(req.ExtFields)
+	r := h.Reader()
+	rr := RegisterRequest{
+		BrokerName:   r.String("brokerName"),
+		BrokerAddr:   r.String("brokerAddr"),
+		ClusterName:  r.String("clusterName"),
+		HAServerAddr: r.String("haServerAddr"),
+		BrokerID:     r.Int64("brokerId"),
+		Timeout:      time.Duration(r.OptInt64("heartbeatTimeoutMillis", 0)) * time.Millisecond,
+		ZoneName:     h.OptString("__ZONE_NAME", ""),
+		ConnID:       conn.ID(),
+	}
+	compressed := r.OptBool("compressed", false)
+	crc := r.OptInt32("bodyCrc32", 0)
+	if err := r.Err(); err != nil {
+		return failure(req, remoting.SystemError, err)
+	}
+	if h.Has("enableActingMaster") {
+		v := h.OptBool("enableActingMaster", false)
+		rr.EnableActingMaster = &v
+	}
+	if crc != 0 && int32(crc32.ChecksumIEEE(req.Body)&0x7FFFFFFF) != crc {
+		s.log.Warn().Stringer("conn", conn).Str("broker", rr.BrokerName).Msg("register broker: crc32 not match")
+		return remoting.NewResponse(req, remoting.SystemError, "crc32 not match")
+	}
+	body, err := DecodeRegisterBrokerBody(req.Body, compressed, req.Version)
+	if err != nil {
+		s.log.Warn().Err(err).Stringer("conn", conn).Str("broker", rr.BrokerName).Msg("register broker: bad body")
+		return failure(req, remoting.SystemError, fmt.Errorf("Failed to decode RegisterBrokerBody: %w", err))
+	}
+	rr.Body = body
+	res, err := s.reg.Register(rr)
+	if err != nil {
+		return failure(req, remoting.SystemError, err)
+	}
+	if conn.Value(connHook{}) == nil {
+		conn.SetValue(connHook{}, true)
+		conn.OnClose(func() {
+			for _, k := range s.reg.ConnClosed(conn.ID()) {
+				s.log.Info().Str("cluster", k.ClusterName).Str("addr", k.BrokerAddr).
+					Msg("broker connection closed: unregistered")
+			}
+		})
+	}
+	s.log.Debug().Str("cluster", rr.ClusterName).Str("broker", rr.BrokerName).Int64("id", rr.BrokerID).
+		Str("addr", rr.BrokerAddr).Int("topics", len(body.TopicConfigTable)).Msg("broker registered")
+	resp := success(req)
+	resp.ExtFields = map[string]string{}
+	if res.HAServerAddr != "" {
+		resp.ExtFields["haServerAddr"] = res.HAServerAddr
+	}
+	if res.MasterAddr != "" {
+		resp.ExtFields["masterAddr"] = res.MasterAddr
+	}
+	if s.cfg.ReturnOrderTopicConfigToBroker {
+		if table, ok := s.kv.List(OrderTopicConfigNamespace); ok {
+			resp.Body = appendKVTableJSON(nil, table)
+		}
+	}
+	return resp
+}
+
+func (s *Server) unregisterBroker(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	r := remoting.Header(req.ExtFields).Reader()
+	name, addr, cluster := r.String("brokerName"), r.String("brokerAddr"), r.String("clusterName")
+	if err := r.Err(); err != nil {
+		return failure(req, remoting.SystemError, err)
+	}
+	s.reg.Unregister(cluster, addr, name)
+	s.log.Info().Str("cluster", cluster).Str("broker", name).Str("addr", addr).Msg("broker unregistered")
+	return success(req)
+}
+
+func (s *Server) queryDataVersion(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	r := remoting.Header(req.ExtFields).Reader()
+	cluster, addr := r.String("clusterName"), r.String("brokerAddr")
+	if err := r.Err(); err != nil {
+		return failure(req, remoting.SystemError, err)
+	}
+	var dv DataVersion
+	if err := json.Unmarshal(req.Body, &dv); err != nil {
+		return failure(req, remoting.SystemError, fmt.Errorf("decode data version: %w", err))
+	}
+	known, ok := s.reg.DataVersionOf(cluster, addr)
+	s.reg.Heartbeat(cluster, addr)
+	resp := success(req)
+	resp.ExtFields = map[string]string{}
+	remoting.Header(resp.ExtFields).SetBool("changed", !ok || known != dv)
+	if ok {
+		resp.Body = known.appendJSON(nil)
+	}
+	return resp
+}
+
+func (s *Server) brokerHeartbeat(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	r := remoting.Header(req.ExtFields).Reader()
+	cluster, addr := r.String("clusterName"), r.String("brokerAddr")
+	if err := r.Err(); err != nil {
+		return failure(req, remoting.SystemError, err)
+	}
+	s.reg.Heartbeat(cluster, addr)
+	return success(req)
+}
+
+func (s *Server) getRouteInfo(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic, err := remoting.Header(req.ExtFields).String("topic")
+	if err != nil {
+		return failure(req, remoting.SystemError, err)
+	}
+	route, ok := s.reg.Route(topic)
+	if !ok {
+		return remoting.NewResponse(req, remoting.TopicNotExist,
+			"No topic route info in name server for the topic: "+topic)
+	}
+	if s.cfg.OrderMessageEnable {
+		route.OrderTopicConf, _ = s.kv.Get(OrderTopicConfigNamespace, topic)
+	}
+	resp := success(req)
+	resp.Body = route.AppendJSON(make([]byte, 0, 256))
+	return resp
+}
+
+func (s *Server) getClusterInfo(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	resp := success(req)
+	resp.Body = s.reg.ClusterInfo().AppendJSON(nil)
+	return resp
+}
+
+func (s *Server) getAllTopicList(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if !s.cfg.EnableAllTopicList {
+		return remoting.NewResponse(req, remoting.SystemError, "disable")
+	}
+	resp := success(req)
+	resp.Body = appendTopicListJSON(nil, s.reg.Topics())
+	return resp
+}
+
+func (s *Server) deleteTopic(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	h := remoting.Header(req.ExtFields)
+	topic, err := h.String("topic")
+	if err != nil {
+		return failure(req, remoting.SystemError, err)
+	}
+	s.reg.DeleteTopic(topic, h.OptString("clusterName", ""))
+	return success(req)
+}
+
+func (s *Server) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if !s.cfg.EnableTopicList {
+		return remoting.NewResponse(req, remoting.SystemError, "disable")
+	}
+	cluster, err := remoting.Header(req.ExtFields).String("cluster")
+	if err != nil {
+		return failure(req, remoting.SystemError, err)
+	}
+	resp := success(req)
+	resp.Body = appendTopicListJSON(nil, s.reg.TopicsByCluster(cluster))
+	return resp
+}
+
+func (s *Server) putKVConfig(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	r := remoting.Header(req.ExtFields).Reader()
+	ns, key, value := r.String("namespace"), r.String("key"), r.String("value")
+	if err := r.Err(); err != nil {
+		return failure(req, remoting.SystemError, err)
+	}
+	if err := s.kv.Put(ns, key, value); err != nil {
+		s.log.Error().Err(err).Msg("put kv config")
+		return failure(req, remoting.SystemError, err)
+	}
+	return success(req)
+}
+
+func (s *Server) getKVConfig(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	r := remoting.Header(req.ExtFields).Reader()
+	ns, key := r.String("namespace"), r.String("key")
+	if err := r.Err(); err != nil {
+		return failure(req, remoting.SystemError, err)
+	}
+	v, ok := s.kv.Get(ns, key)
+	if !ok {
+		return remoting.NewResponse(req, remoting.QueryNotFound, "No config item, Namespace: "+ns+" Key: "+key)
+	}
+	resp := success(req)
+	resp.ExtFields = map[string]string{"value": v}
+	return resp
+}
+
+func (s *Server) deleteKVConfig(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	r := remoting.Header(req.ExtFields).Reader()
+	ns, key := r.String("namespace"), r.String("key")
+	if err := r.Err(); err != nil {
+		return failure(req, remoting.SystemError, err)
+	}
+	if err := s.kv.Delete(ns, key); err != nil {
+		s.log.Error().Err(err).Msg("delete kv config")
+		return failure(req, remoting.SystemError, err)
+	}
+	return success(req)
+}
+
+func (s *Server) getKVList(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	ns, err := remoting.Header(req.ExtFields).String("namespace")
+	if err != nil {
+		return failure(req, remoting.SystemError, err)
+	}
+	table, ok := s.kv.List(ns)
+	if !ok {
+		return remoting.NewResponse(req, remoting.QueryNotFound, "No config item, Namespace: "+ns)
+	}
+	resp := success(req)
+	resp.Body = appendKVTableJSON(nil, table)
+	return resp
+}

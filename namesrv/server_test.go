@@ -1,0 +1,425 @@
+package namesrv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor polls cond; the 10 s deadline only guards against hangs.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func startNameServer(t *testing.T, mutate func(*Config)) (*Server, *syncBuffer) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Remoting.Addr = "127.0.0.1:0"
+	cfg.Remoting.EventLoops = 1
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	logs := &syncBuffer{}
+	s, err := NewServer(cfg, zerolog.New(logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return s, logs
+}
+
+func dial(t *testing.T, s *Server) *remoting.Client {
+	t.Helper()
+	c, err := remoting.Dial(testCtx(t), s.Addr().String(), remoting.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func invoke(t *testing.T, c *remoting.Client, code int32, ext map[string]string, body []byte) *remoting.Command {
+	t.Helper()
+	resp, err := c.Invoke(testCtx(t), remoting.NewRequest(code, ext, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func brokerInfo(name, addr string, id int64) BrokerInfo {
+	return BrokerInfo{ClusterName: "DefaultCluster", BrokerName: name, BrokerAddr: addr, BrokerID: id,
+		HAServerAddr: addr + "-ha", EnableActingMaster: false}
+}
+
+func TestEndToEndWithRegistrar(t *testing.T) {
+	ns1, _ := startNameServer(t, nil)
+	ns2, _ := startNameServer(t, nil)
+	pool := remoting.NewClientPool(remoting.ClientOptions{})
+	defer pool.Close()
+	reg := NewRegistrar(pool, " "+ns1.Addr().String()+";"+ns2.Addr().String()+"; ", zerolog.Nop())
+	if got := reg.NameServers(); len(got) != 2 {
+		t.Fatalf("name servers %v", got)
+	}
+
+	master := brokerInfo("broker-a", "10.0.0.1:10911", 0)
+	master.Compressed = true
+	body := &RegisterBrokerBody{DataVersion: DataVersion{Counter: 1, Timestamp: 1}, TopicConfigTable: manyTopics(10_000)}
+	body.TopicConfigTable["T"] = TopicConfig{TopicName: "T", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6, TopicFilterType: SingleTag}
+	results, err := reg.Register(testCtx(t), master, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if r.Err != nil || r.Result != (RegisterResult{}) {
+			t.Fatalf("master registration %+v", r)
+		}
+	}
+	slave := brokerInfo("broker-a", "10.0.0.2:10911", 1)
+	results, err = reg.Register(testCtx(t), slave, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if results[0].Result.MasterAddr != "10.0.0.1:10911" || results[1].Result.HAServerAddr != "10.0.0.1:10911-ha" {
+		t.Fatalf("slave registration %+v", results)
+	}
+
+	for _, ns := range []*Server{ns1, ns2} {
+		c := dial(t, ns)
+		resp := invoke(t, c, remoting.GetRouteInfoByTopic, map[string]string{"topic": "T"}, nil)
+		want := `{"brokerDatas":[{"brokerAddrs":{"0":"10.0.0.1:10911","1":"10.0.0.2:10911"},"brokerName":"broker-a","cluster":"DefaultCluster","enableActingMaster":false}],` +
+			`"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}`
+		if resp.Code != remoting.Success || string(resp.Body) != want {
+			t.Fatalf("route: %v %s", resp, resp.Body)
+		}
+		if n := len(ns.Registry().Topics()); n != 10_001 {
+			t.Fatalf("%d topics registered", n)
+		}
+	}
+
+	if need, err := reg.NeedRegister(testCtx(t), master, body.DataVersion); err != nil || need {
+		t.Fatalf("NeedRegister with the registered version: %v %v", need, err)
+	}
+	if need, err := reg.NeedRegister(testCtx(t), master, DataVersion{Counter: 2}); err != nil || !need {
+		t.Fatalf("NeedRegister with a new version: %v %v", need, err)
+	}
+	if err := reg.Heartbeat(testCtx(t), master); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := reg.Unregister(testCtx(t), slave); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Unregister(testCtx(t), master); err != nil {
+		t.Fatal(err)
+	}
+	resp := invoke(t, dial(t, ns1), remoting.GetRouteInfoByTopic, map[string]string{"topic": "T"}, nil)
+	if resp.Code != remoting.TopicNotExist {
+		t.Fatalf("route after unregister: %v", resp)
+	}
+
+	// One name server down: registration still succeeds, with its error reported.
+	if err := ns2.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	results, err = reg.Register(testCtx(t), master, body)
+	if err != nil || results[0].Err != nil || results[1].Err == nil {
+		t.Fatalf("with one name server down: %v %+v", err, results)
+	}
+	reg.SetNameServers(ns2.Addr().String())
+	if _, err := reg.Register(testCtx(t), master, body); err == nil {
+		t.Fatal("registration with every name server down succeeded")
+	}
+	reg.SetNameServers("")
+	if _, err := reg.Register(testCtx(t), master, body); err != ErrNoNameServer {
+		t.Fatalf("no name servers: %v", err)
+	}
+}
+
+func TestRequests(t *testing.T) {
+	ns, _ := startNameServer(t, func(c *Config) { c.OrderMessageEnable = true })
+	c := dial(t, ns)
+	pool := remoting.NewClientPool(remoting.ClientOptions{})
+	defer pool.Close()
+	reg := NewRegistrar(pool, ns.Addr().String(), zerolog.Nop())
+	if _, err := reg.Register(testCtx(t), brokerInfo("broker-a", "10.0.0.1:10911", 0), topicsBody(1, "T:4:4:6", "TBW102:8:8:7")); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("unknown topic", func(t *testing.T) {
+		resp := invoke(t, c, remoting.GetRouteInfoByTopic, map[string]string{"topic": "nope"}, nil)
+		if resp.Code != remoting.TopicNotExist || !strings.Contains(resp.Remark, "nope") || resp.Body != nil {
+			t.Fatalf("%v", resp)
+		}
+	})
+	t.Run("missing topic field", func(t *testing.T) {
+		resp := invoke(t, c, remoting.GetRouteInfoByTopic, nil, nil)
+		if resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, `"topic"`) {
+			t.Fatalf("%v", resp)
+		}
+	})
+	t.Run("cluster info", func(t *testing.T) {
+		resp := invoke(t, c, remoting.GetBrokerClusterInfo, nil, nil)
+		var ci ClusterInfo
+		if resp.Code != remoting.Success || json.Unmarshal(resp.Body, &ci) != nil ||
+			ci.BrokerAddrTable["broker-a"].BrokerAddrs[0] != "10.0.0.1:10911" || ci.ClusterAddrTable["DefaultCluster"][0] != "broker-a" {
+			t.Fatalf("%v %s", resp, resp.Body)
+		}
+	})
+	t.Run("topic lists", func(t *testing.T) {
+		resp := invoke(t, c, remoting.GetAllTopicListFromNameServer, nil, nil)
+		if string(resp.Body) != `{"topicList":["T","TBW102"]}` {
+			t.Fatalf("all topics %s", resp.Body)
+		}
+		resp = invoke(t, c, remoting.GetTopicsByCluster, map[string]string{"cluster": "DefaultCluster"}, nil)
+		if string(resp.Body) != `{"topicList":["T","TBW102"]}` {
+			t.Fatalf("cluster topics %s", resp.Body)
+		}
+	})
+	t.Run("order topic config", func(t *testing.T) {
+		resp := invoke(t, c, remoting.PutKVConfig, map[string]string{"namespace": OrderTopicConfigNamespace, "key": "T", "value": "broker-a:4"}, nil)
+		if resp.Code != remoting.Success {
+			t.Fatalf("put: %v", resp)
+		}
+		resp = invoke(t, c, remoting.GetRouteInfoByTopic, map[string]string{"topic": "T"}, nil)
+		if !strings.Contains(string(resp.Body), `"orderTopicConf":"broker-a:4"`) {
+			t.Fatalf("route %s", resp.Body)
+		}
+		resp = invoke(t, c, remoting.GetKVConfig, map[string]string{"namespace": OrderTopicConfigNamespace, "key": "T"}, nil)
+		if resp.Code != remoting.Success || resp.ExtFields["value"] != "broker-a:4" {
+			t.Fatalf("get: %v", resp)
+		}
+		resp = invoke(t, c, remoting.GetKVListByNamespace, map[string]string{"namespace": OrderTopicConfigNamespace}, nil)
+		if string(resp.Body) != `{"table":{"T":"broker-a:4"}}` {
+			t.Fatalf("list %s", resp.Body)
+		}
+		// A registering broker gets the table back.
+		results, err := reg.Register(testCtx(t), brokerInfo("broker-a", "10.0.0.1:10911", 0), topicsBody(2, "T:4:4:6", "TBW102:8:8:7"))
+		if err != nil || results[0].OrderTopicConfig["T"] != "broker-a:4" {
+			t.Fatalf("register: %+v %v", results, err)
+		}
+		resp = invoke(t, c, remoting.DeleteKVConfig, map[string]string{"namespace": OrderTopicConfigNamespace, "key": "T"}, nil)
+		if resp.Code != remoting.Success {
+			t.Fatalf("delete: %v", resp)
+		}
+		resp = invoke(t, c, remoting.GetKVConfig, map[string]string{"namespace": OrderTopicConfigNamespace, "key": "T"}, nil)
+		if resp.Code != remoting.QueryNotFound {
+			t.Fatalf("get after delete: %v", resp)
+		}
+		resp = invoke(t, c, remoting.GetKVListByNamespace, map[string]string{"namespace": "never"}, nil)
+		if resp.Code != remoting.QueryNotFound {
+			t.Fatalf("list unknown namespace: %v", resp)
+		}
+		resp = invoke(t, c, remoting.PutKVConfig, map[string]string{"namespace": "n"}, nil)
+		if resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, `"key"`) {
+			t.Fatalf("put without key: %v", resp)
+		}
+	})
+	t.Run("query data version and heartbeat", func(t *testing.T) {
+		ext := map[string]string{"clusterName": "DefaultCluster", "brokerAddr": "10.0.0.1:10911", "brokerName": "broker-a", "brokerId": "0"}
+		resp := invoke(t, c, remoting.QueryDataVersion, ext, []byte(`{"counter":2,"stateVersion":0,"timestamp":2}`))
+		if resp.Code != remoting.Success || resp.ExtFields["changed"] != "false" || string(resp.Body) != `{"counter":2,"stateVersion":0,"timestamp":2}` {
+			t.Fatalf("same version: %v %s", resp, resp.Body)
+		}
+		resp = invoke(t, c, remoting.QueryDataVersion, ext, []byte(`{"counter":3,"timestamp":3}`))
+		if resp.ExtFields["changed"] != "true" {
+			t.Fatalf("new version: %v", resp)
+		}
+		resp = invoke(t, c, remoting.QueryDataVersion, ext, []byte(`x`))
+		if resp.Code != remoting.SystemError {
+			t.Fatalf("bad body: %v", resp)
+		}
+		resp = invoke(t, c, remoting.BrokerHeartbeat, ext, nil)
+		if resp.Code != remoting.Success {
+			t.Fatalf("heartbeat: %v", resp)
+		}
+	})
+	t.Run("register errors", func(t *testing.T) {
+		ext := map[string]string{"brokerName": "b", "brokerAddr": "1.1.1.1:1", "clusterName": "C", "haServerAddr": "", "brokerId": "0"}
+		body, _ := topicsBody(1, "A:1:1:6", "B:1:1:6").Encode(false)
+		bad := map[string]string{}
+		for k, v := range ext {
+			bad[k] = v
+		}
+		bad["bodyCrc32"] = "12345"
+		if resp := invoke(t, c, remoting.RegisterBroker, bad, body); resp.Code != remoting.SystemError || resp.Remark != "crc32 not match" {
+			t.Fatalf("crc: %v", resp)
+		}
+		bad["bodyCrc32"] = "x"
+		if resp := invoke(t, c, remoting.RegisterBroker, bad, body); resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, `"bodyCrc32"`) {
+			t.Fatalf("bad crc field: %v", resp)
+		}
+		delete(bad, "bodyCrc32")
+		delete(bad, "brokerId")
+		if resp := invoke(t, c, remoting.RegisterBroker, bad, body); resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, `"brokerId"`) {
+			t.Fatalf("missing brokerId: %v", resp)
+		}
+		if resp := invoke(t, c, remoting.RegisterBroker, ext, []byte(`{"topicConfigSerializeWrapper":`)); resp.Code != remoting.SystemError {
+			t.Fatalf("bad body: %v", resp)
+		}
+		single, _ := topicsBody(1, "A:1:1:6").Encode(false)
+		if resp := invoke(t, c, remoting.RegisterBroker, ext, single); resp.Code != remoting.SystemError || resp.Remark != "register broker failed" {
+			t.Fatalf("single topic: %v", resp)
+		}
+		good := map[string]string{}
+		for k, v := range ext {
+			good[k] = v
+		}
+		good["bodyCrc32"] = strconv.FormatInt(int64(crc32.ChecksumIEEE(body)&0x7FFFFFFF), 10)
+		if resp := invoke(t, c, remoting.RegisterBroker, good, body); resp.Code != remoting.Success {
+			t.Fatalf("good crc: %v", resp)
+		}
+	})
+	t.Run("delete topic and unsupported code", func(t *testing.T) {
+		if resp := invoke(t, c, remoting.DeleteTopicInNamesrv, map[string]string{"topic": "T"}, nil); resp.Code != remoting.Success {
+			t.Fatalf("delete: %v", resp)
+		}
+		if resp := invoke(t, c, remoting.GetRouteInfoByTopic, map[string]string{"topic": "T"}, nil); resp.Code != remoting.TopicNotExist {
+			t.Fatalf("route after delete: %v", resp)
+		}
+		if resp := invoke(t, c, remoting.WipeWritePermOfBroker, map[string]string{"brokerName": "broker-a"}, nil); resp.Code != remoting.RequestCodeNotSupported {
+			t.Fatalf("unsupported: %v", resp)
+		}
+	})
+}
+
+func TestDisabledTopicLists(t *testing.T) {
+	ns, _ := startNameServer(t, func(c *Config) { c.EnableAllTopicList, c.EnableTopicList = false, false })
+	c := dial(t, ns)
+	for _, code := range []int32{remoting.GetAllTopicListFromNameServer, remoting.GetTopicsByCluster} {
+		if resp := invoke(t, c, code, map[string]string{"cluster": "C"}, nil); resp.Code != remoting.SystemError || resp.Remark != "disable" {
+			t.Fatalf("code %d: %v", code, resp)
+		}
+	}
+}
+
+func TestExpiryClosesConnection(t *testing.T) {
+	clock := newFakeClock()
+	ns, logs := startNameServer(t, func(c *Config) {
+		c.Now = clock.Now
+		c.ScanInterval = 5 * time.Millisecond
+	})
+	pool := remoting.NewClientPool(remoting.ClientOptions{})
+	defer pool.Close()
+	reg := NewRegistrar(pool, ns.Addr().String(), zerolog.Nop())
+	info := brokerInfo("broker-a", "10.0.0.1:10911", 0)
+	if _, err := reg.Register(testCtx(t), info, topicsBody(1, "T:1:1:6", "U:1:1:6")); err != nil {
+		t.Fatal(err)
+	}
+	client, err := pool.Get(testCtx(t), ns.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(DefaultBrokerTimeout + time.Second)
+	waitFor(t, "broker expiry", func() bool { return ns.Registry().BrokerCount() == 0 })
+	<-client.Done() // the name server closed the expired broker's connection
+	if !strings.Contains(logs.String(), "broker expired") {
+		t.Fatalf("no log line: %s", logs)
+	}
+	// The broker's next registration comes back on a new connection.
+	if _, err := reg.Register(testCtx(t), info, topicsBody(2, "T:1:1:6", "U:1:1:6")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConnectionCloseUnregisters(t *testing.T) {
+	ns, _ := startNameServer(t, nil)
+	c := dial(t, ns)
+	body, _ := topicsBody(1, "T:1:1:6", "U:1:1:6").Encode(true)
+	ext := map[string]string{"brokerName": "b", "brokerAddr": "1.1.1.1:1", "clusterName": "C", "haServerAddr": "",
+		"brokerId": "0", "compressed": "true"}
+	if resp := invoke(t, c, remoting.RegisterBroker, ext, body); resp.Code != remoting.Success {
+		t.Fatalf("register: %v", resp)
+	}
+	if ns.Registry().BrokerCount() != 1 {
+		t.Fatal("not registered")
+	}
+	_ = c.Close()
+	waitFor(t, "unregister on close", func() bool { return ns.Registry().BrokerCount() == 0 })
+}
+
+func TestKVStorePersists(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "namesrv", "kvConfig.json")
+	kv, err := OpenKVStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Put(OrderTopicConfigNamespace, "T", "a:4"); err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Put("ns", "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete("ns", "k"); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || string(data) != `{"configTable":{"ORDER_TOPIC_CONFIG":{"T":"a:4"},"ns":{}}}` {
+		t.Fatalf("file %s %v", data, err)
+	}
+	again, err := OpenKVStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := again.Get(OrderTopicConfigNamespace, "T"); !ok || v != "a:4" {
+		t.Fatalf("reloaded %q %v", v, ok)
+	}
+	if table, ok := again.List("ns"); !ok || len(table) != 0 {
+		t.Fatalf("empty namespace %v %v", table, ok)
+	}
+	if err := os.WriteFile(path, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenKVStore(path); err == nil {
+		t.Fatal("corrupt file accepted")
+	}
+}
