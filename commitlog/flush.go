@@ -50,6 +50,7 @@ func (l *Log) flusher() {
 	defer t.Stop()
 	lastThorough := time.Now()
 	lastPersist := time.Now()
+	persisted := l.Checkpoint() // what the file holds
 	for {
 		forced := false
 		select {
@@ -71,10 +72,13 @@ func (l *Log) flusher() {
 		if err := l.flushTo(target); err != nil {
 			l.log.Error().Err(err).Msg("flush failed")
 		}
-		if time.Since(lastPersist) >= checkpointPersist {
+		if time.Since(lastPersist) >= checkpointPersist && l.Checkpoint() != persisted {
 			lastPersist = time.Now()
+			ck := l.Checkpoint()
 			if err := l.persistCheckpoint(); err != nil {
 				l.log.Error().Err(err).Msg("write checkpoint")
+			} else {
+				persisted = ck
 			}
 		}
 	}
