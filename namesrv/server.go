@@ -212,8 +212,7 @@ func (s *Server) registerBroker(_ context.Context, conn *remoting.Conn, req *rem
 	if err != nil {
 		return failure(req, remoting.SystemError, err)
 	}
-	if conn.Value(connHook{}) == nil {
-		conn.SetValue(connHook{}, true)
+	if _, loaded := conn.LoadOrStoreValue(connHook{}, true); !loaded {
 		conn.OnClose(func() {
 			for _, k := range s.reg.ConnClosed(conn.ID()) {
 				s.log.Info().Str("cluster", k.ClusterName).Str("addr", k.BrokerAddr).

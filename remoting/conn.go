@@ -52,6 +52,16 @@ type Conn struct {
 	pending map[int32]chan *Command
 	info    ClientInfo
 	values  map[any]any
+
+	// Outgoing frames waiting for the event loop, and the pooled buffers
+	// among them; flushing is set while a flush is queued. The spare
+	// slices are the previous batch's, reused to avoid allocations.
+	outq      [][]byte
+	outBufs   []*[]byte
+	spareQ    [][]byte
+	spareBufs []*[]byte
+	flushing  bool
+	flushFn   gnet.AsyncCallback
 }
 
 // ID returns the connection's id, unique within its server.
@@ -114,6 +124,22 @@ func (c *Conn) SetValue(key, value any) {
 	c.values[key] = value
 }
 
+// LoadOrStoreValue returns the attribute stored under key if there is one
+// (loaded true); otherwise it stores value and returns it. Use it to do
+// something once per connection, such as registering an OnClose hook.
+func (c *Conn) LoadOrStoreValue(key, value any) (actual any, loaded bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.values[key]; ok {
+		return v, true
+	}
+	if c.values == nil {
+		c.values = make(map[any]any)
+	}
+	c.values[key] = value
+	return value, false
+}
+
 // OnClose registers fn to run once the connection has closed, on a
 // goroutine the server owns (never on an event loop). If the connection is
 // already closed fn runs at once, on the caller's goroutine.
@@ -155,8 +181,12 @@ func (c *Conn) Reply(req, resp *Command) error {
 }
 
 // Send writes cmd to the connection as it is (opaque and flags included).
-// It returns once the frame is queued on the event loop; cmd.Body must
+// It returns once the frame is queued for the event loop; cmd.Body must
 // not be modified afterwards (large bodies are written without a copy).
+//
+// Frames queued by many goroutines while the loop is busy go out together
+// in one writev: the first Send of a batch wakes the loop, later ones only
+// append.
 func (c *Conn) Send(cmd *Command) error {
 	bp := c.srv.getBuffer()
 	b, err := appendFramePrefix((*bp)[:0], cmd)
@@ -164,27 +194,69 @@ func (c *Conn) Send(cmd *Command) error {
 		c.srv.putBuffer(bp)
 		return fmt.Errorf("send to %s: %w", c, err)
 	}
+	inline := len(cmd.Body) <= inlineBodyMax
+	if inline {
+		b = append(b, cmd.Body...)
+	}
+	*bp = b
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		c.srv.putBuffer(bp)
 		return ErrConnClosed
 	}
-	release := func(gnet.Conn, error) error {
-		*bp = b[:0]
-		c.srv.putBuffer(bp)
-		return nil
+	if !c.flushing {
+		// Wake is only called while the connection is open, so the event
+		// loop (and its poller) is still running.
+		if err := c.gc.Wake(c.flushFn); err != nil {
+			c.srv.putBuffer(bp)
+			return fmt.Errorf("send to %s: %w", c, err)
+		}
+		c.flushing = true
 	}
-	if len(cmd.Body) <= inlineBodyMax {
-		b = append(b, cmd.Body...)
-		err = c.gc.AsyncWrite(b, release)
-	} else {
-		err = c.gc.AsyncWritev([][]byte{b, cmd.Body}, release)
+	c.outq = append(c.outq, b)
+	if !inline {
+		c.outq = append(c.outq, cmd.Body)
 	}
-	if err != nil {
-		return fmt.Errorf("send to %s: %w", c, err)
-	}
+	c.outBufs = append(c.outBufs, bp)
 	c.touch()
+	return nil
+}
+
+// maxIovecs bounds one writev call (Linux allows 1024 vectors).
+const maxIovecs = 512
+
+// flush runs on the event loop (as the callback of Wake) and writes every
+// queued frame. gnet writes what the socket takes and copies the rest into
+// its outbound buffer, so the frame buffers can be reused right after.
+func (c *Conn) flush(gc gnet.Conn, _ error) error {
+	c.mu.Lock()
+	q, bufs := c.outq, c.outBufs
+	c.outq, c.outBufs = c.spareQ, c.spareBufs
+	c.spareQ, c.spareBufs = nil, nil
+	c.flushing = false
+	closed := c.closed
+	c.mu.Unlock()
+
+	if !closed {
+		for rest := q; len(rest) > 0; {
+			n := min(len(rest), maxIovecs)
+			if _, err := gc.Writev(rest[:n]); err != nil {
+				break // gnet has closed the connection
+			}
+			rest = rest[n:]
+		}
+	}
+	for _, bp := range bufs {
+		c.srv.putBuffer(bp)
+	}
+	clear(q)
+	clear(bufs)
+	c.mu.Lock()
+	if c.spareQ == nil {
+		c.spareQ, c.spareBufs = q[:0], bufs[:0]
+	}
+	c.mu.Unlock()
 	return nil
 }
 

@@ -168,8 +168,9 @@ func (s *jsonScanner) expect(b byte) error {
 }
 
 // object calls field for every member of the object at the current
-// position; field must consume the member's value.
-func (s *jsonScanner) object(field func(key string) error) error {
+// position; field must consume the member's value. The key slice is only
+// valid during the call.
+func (s *jsonScanner) object(field func(key []byte) error) error {
 	if err := s.expect('{'); err != nil {
 		return err
 	}
@@ -181,7 +182,7 @@ func (s *jsonScanner) object(field func(key string) error) error {
 		if s.peek() != '"' {
 			return s.errorf("want a member name")
 		}
-		key, err := s.str()
+		key, err := s.rawStr()
 		if err != nil {
 			return err
 		}
@@ -204,10 +205,100 @@ func (s *jsonScanner) object(field func(key string) error) error {
 	}
 }
 
+// rawStr consumes a string literal and returns its decoded bytes; without
+// escapes they alias the input and nothing is allocated.
+func (s *jsonScanner) rawStr() ([]byte, error) {
+	d := s.data
+	start := s.pos + 1
+	for i := start; i < len(d); i++ {
+		switch b := d[i]; {
+		case b == '"':
+			s.pos = i + 1
+			return d[start:i], nil
+		case b == '\\':
+			v, err := s.strEscaped(start, i)
+			return []byte(v), err
+		case b < 0x20:
+			s.pos = i
+			return nil, s.errorf("control character in string")
+		}
+	}
+	s.pos = len(d)
+	return nil, s.errorf("unterminated string")
+}
+
+// internKey returns the ext field names clients send most as constants, so
+// decoding them allocates nothing; other names are copied.
+func internKey(k []byte) string {
+	switch string(k) {
+	case "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n":
+		i := k[0] - 'a'
+		return letterKeys[i : i+1]
+	case "topic":
+		return "topic"
+	case "queueId":
+		return "queueId"
+	case "producerGroup":
+		return "producerGroup"
+	case "consumerGroup":
+		return "consumerGroup"
+	case "defaultTopic":
+		return "defaultTopic"
+	case "defaultTopicQueueNums":
+		return "defaultTopicQueueNums"
+	case "sysFlag":
+		return "sysFlag"
+	case "bornTimestamp":
+		return "bornTimestamp"
+	case "flag":
+		return "flag"
+	case "properties":
+		return "properties"
+	case "reconsumeTimes":
+		return "reconsumeTimes"
+	case "unitMode":
+		return "unitMode"
+	case "maxReconsumeTimes":
+		return "maxReconsumeTimes"
+	case "batch":
+		return "batch"
+	case "bname":
+		return "bname"
+	case "queueOffset":
+		return "queueOffset"
+	case "maxMsgNums":
+		return "maxMsgNums"
+	case "commitOffset":
+		return "commitOffset"
+	case "suspendTimeoutMillis":
+		return "suspendTimeoutMillis"
+	case "subscription":
+		return "subscription"
+	case "subVersion":
+		return "subVersion"
+	case "expressionType":
+		return "expressionType"
+	case "msgId":
+		return "msgId"
+	case "transactionId":
+		return "transactionId"
+	case "offset":
+		return "offset"
+	case "MSG_REGION":
+		return "MSG_REGION"
+	case "TRACE_ON":
+		return "TRACE_ON"
+	}
+	return string(k)
+}
+
+// letterKeys are the single-letter ext names of SEND_MESSAGE_V2 headers.
+const letterKeys = "abcdefghijklmn"
+
 func (s *jsonScanner) header(c *Command) error {
-	err := s.object(func(key string) error {
+	err := s.object(func(key []byte) error {
 		var err error
-		switch key {
+		switch string(key) {
 		case "code":
 			c.Code, err = s.int32Value(key)
 		case "version":
@@ -244,18 +335,18 @@ func (s *jsonScanner) extFields(c *Command) error {
 	if c.ExtFields == nil {
 		c.ExtFields = make(map[string]string, 16)
 	}
-	return s.object(func(key string) error {
+	return s.object(func(k []byte) error {
 		switch s.peek() {
 		case '"':
 			v, err := s.str()
 			if err != nil {
 				return err
 			}
-			c.ExtFields[key] = v
+			c.ExtFields[internKey(k)] = v
 			return nil
 		case 'n':
 			if s.literal("null") {
-				delete(c.ExtFields, key)
+				delete(c.ExtFields, string(k))
 				return nil
 			}
 		}
@@ -263,7 +354,7 @@ func (s *jsonScanner) extFields(c *Command) error {
 		if err := s.skipValue(0); err != nil {
 			return err
 		}
-		c.ExtFields[key] = string(s.data[start:s.pos])
+		c.ExtFields[internKey(k)] = string(s.data[start:s.pos])
 		return nil
 	})
 }
@@ -279,7 +370,7 @@ func (s *jsonScanner) literal(word string) bool {
 }
 
 // stringValue reads a string or null (empty string).
-func (s *jsonScanner) stringValue(field string) (string, error) {
+func (s *jsonScanner) stringValue(field []byte) (string, error) {
 	switch s.peek() {
 	case '"':
 		return s.str()
@@ -292,7 +383,7 @@ func (s *jsonScanner) stringValue(field string) (string, error) {
 }
 
 // int32Value reads an integer, a string holding an integer, or null (0).
-func (s *jsonScanner) int32Value(field string) (int32, error) {
+func (s *jsonScanner) int32Value(field []byte) (int32, error) {
 	var text string
 	switch b := s.peek(); {
 	case b == '"':
@@ -329,7 +420,7 @@ func (s *jsonScanner) skipValue(depth int) error {
 		_, err := s.str()
 		return err
 	case b == '{':
-		return s.object(func(string) error { return s.skipValue(depth + 1) })
+		return s.object(func([]byte) error { return s.skipValue(depth + 1) })
 	case b == '[':
 		s.pos++
 		if s.peek() == ']' {

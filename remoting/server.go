@@ -397,6 +397,7 @@ func (e *eventHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		local:  gc.LocalAddr(),
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
+	c.flushFn = c.flush
 	c.touch()
 	gc.SetContext(c)
 	s.mu.Lock()

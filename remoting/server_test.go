@@ -455,6 +455,12 @@ func TestConnTrackingAndClose(t *testing.T) {
 	mux.HandleFunc(HeartBeat, func(_ context.Context, conn *Conn, req *Command) {
 		conn.SetClientInfo(ClientInfo{ClientID: req.ExtFields["id"], Language: req.Language, Version: req.Version})
 		conn.SetValue("k", "v")
+		if v, loaded := conn.LoadOrStoreValue("once", req.ExtFields["id"]); loaded || v != req.ExtFields["id"] {
+			t.Errorf("LoadOrStoreValue on a new conn: %v %v", v, loaded)
+		}
+		if v, loaded := conn.LoadOrStoreValue("once", "other"); !loaded || v != req.ExtFields["id"] {
+			t.Errorf("LoadOrStoreValue again: %v %v", v, loaded)
+		}
 		conn.OnClose(func() { closed <- conn.ID() })
 		_ = conn.Reply(req, NewResponse(req, Success, ""))
 	})
