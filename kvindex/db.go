@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -39,7 +40,9 @@ type Options struct {
 	// MemTableSize is the size of one memtable in bytes (default 64 MiB).
 	MemTableSize uint64
 	// ReadOnly opens without writing anything (inspection tools). The
-	// directory must hold a database.
+	// directory must hold a database. Without FS, the open creates and
+	// changes no file and fails with ErrLocked while a writer (a running
+	// broker) holds the database; see readOnlyFS.
 	ReadOnly bool
 	// Logger receives Pebble's log lines and ours.
 	Logger zerolog.Logger
@@ -72,6 +75,10 @@ func Open(opts Options) (*DB, error) {
 			return nil, fmt.Errorf("open index %s: %w", opts.Dir, ErrNotFound)
 		}
 	}
+	fs := opts.FS
+	if opts.ReadOnly && fs == nil {
+		fs = readOnlyFS{vfs.Default}
+	}
 	cache := pebble.NewCache(opts.CacheSize)
 	po := &pebble.Options{
 		Cache:                       cache,
@@ -84,7 +91,7 @@ func Open(opts Options) (*DB, error) {
 		ReadOnly:                    opts.ReadOnly,
 		ErrorIfNotExists:            opts.ReadOnly,
 		Logger:                      pebbleLogger{opts.Logger.With().Str("component", "pebble").Logger()},
-		FS:                          opts.FS,
+		FS:                          fs,
 	}
 	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionBalanced })
 	po.EnsureDefaults()
@@ -109,6 +116,11 @@ func Open(opts Options) (*DB, error) {
 }
 
 func isLockError(err error) bool {
+	// EAGAIN: Pebble's fcntl lock is refused while a reader holds its
+	// shared lock (readOnlyFS).
+	if errors.Is(err, ErrLocked) || errors.Is(err, syscall.EAGAIN) {
+		return true
+	}
 	s := err.Error()
 	return strings.Contains(s, "lock") && (strings.Contains(s, "resource temporarily unavailable") ||
 		strings.Contains(s, "held") || strings.Contains(s, "locked"))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -410,15 +409,5 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 // delay-level messages parked in SCHEDULE_TOPIC_XXXX, otherwise the Java
 // hash of TAGS.
 func (d *Dispatcher) tagsCode(m *commitlog.Message) int64 {
-	if m.Topic == meta.ScheduleTopic {
-		if lv, ok := commitlog.LookupProperty(m.Properties, "DELAY"); ok {
-			level, err := strconv.Atoi(lv)
-			if err != nil {
-				level = 0
-			}
-			return m.StoreTimestamp + meta.DelayMillis(d.opts.DelayLevels, level)
-		}
-	}
-	tags, _ := commitlog.LookupProperty(m.Properties, "TAGS")
-	return commitlog.TagsCode(tags)
+	return TagsCodeOf(m, d.opts.DelayLevels)
 }

@@ -2,9 +2,10 @@
 // database, under <storePathRootDir>/kvindex, holding everything that is
 // not a message body.
 //
-// This comment is the single description of every key and value. The
-// kvdump tool decodes the database from it, and keys.go implements it; a
-// change to one is a change to all three.
+// This comment is the single description of every key and value. keys.go
+// implements it, and inspect.go decodes every keyspace into typed records
+// (DecodeKey, Keyspaces) for the kvdump tool; a change to one is a change
+// to all three.
 //
 // # Conventions
 //
