@@ -74,7 +74,7 @@ func TestConsumerOffsets(t *testing.T) {
 	if _, ok, err := o.Get("G", "T", 0); ok || err != nil {
 		t.Fatalf("offset of a new group: %v %v", ok, err)
 	}
-	if err := o.SetMany([]OffsetUpdate{{"G", "T", 0, 10}, {"G", "T", 1, 20}, {"G", "U", 0, 5}, {"H", "T", 0, 7}}); err != nil {
+	if err := o.SetMany([]OffsetUpdate{{"G", "T", 0, 10}, {"G", "T", 1, 20}, {"G", "U", 0, 5}, {"H", "T", 0, 7}}, true); err != nil {
 		t.Fatal(err)
 	}
 	if off, ok, _ := o.Get("G", "T", 1); !ok || off != 20 {

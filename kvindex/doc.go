@@ -19,7 +19,9 @@
 // "Derivable" keyspaces can be rebuilt by re-dispatching the CommitLog and
 // are written without sync; they are always at or behind the dispatched
 // offset, which is written in the same batch. The other keyspaces are
-// written with sync: an acknowledged update survives a crash.
+// written with sync before the update is acknowledged, so it survives a
+// crash (consumer offsets piggybacked on pulls excepted: see
+// ConsumerOffsets.SetLazy).
 //
 // # Keyspaces
 //

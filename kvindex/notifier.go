@@ -22,6 +22,7 @@ type Waiter struct {
 	q     qkey
 	any   bool
 	ch    chan struct{}
+	fn    func()
 	fired bool
 }
 
@@ -37,7 +38,20 @@ func NewNotifier() *Notifier {
 // topic). The returned waiter's channel is closed on the next dispatch of
 // an entry there.
 func (n *Notifier) Wait(topic string, queueID int32) *Waiter {
-	w := &Waiter{n: n, q: queueIDOf(topic, queueID), any: queueID == AnyQueue, ch: make(chan struct{})}
+	return n.register(&Waiter{n: n, q: queueIDOf(topic, queueID), any: queueID == AnyQueue, ch: make(chan struct{})})
+}
+
+// WaitFunc registers fn to be called on the next dispatch to topic/queueID
+// (AnyQueue for all queues). fn runs on the dispatcher's goroutine with the
+// notifier locked: it must return at once and must not call the
+// notifier (hand the work to another goroutine). A held request costs no
+// goroutine this way. C must not be used on such a waiter.
+func (n *Notifier) WaitFunc(topic string, queueID int32, fn func()) *Waiter {
+	return n.register(&Waiter{n: n, q: queueIDOf(topic, queueID), any: queueID == AnyQueue, fn: fn})
+}
+
+func (n *Notifier) register(w *Waiter) *Waiter {
+	topic := w.q.topic
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if w.any {
@@ -112,8 +126,12 @@ func (n *Notifier) Notify(topic string, queueID int32) {
 
 func (n *Notifier) fire(w *Waiter) {
 	w.fired = true
-	close(w.ch)
 	n.count--
+	if w.fn != nil {
+		w.fn()
+		return
+	}
+	close(w.ch)
 }
 
 // Waiting returns the number of registered waiters.

@@ -48,3 +48,25 @@ func TestNotifierWakesQueueAndTopicWaiters(t *testing.T) {
 		t.Fatal("empty sets kept in the maps")
 	}
 }
+
+func TestNotifierCallbacks(t *testing.T) {
+	n := NewNotifier()
+	calls := 0
+	w := n.WaitFunc("T", 2, func() { calls++ })
+	n.Notify("T", 1)
+	if calls != 0 {
+		t.Fatal("callback of another queue ran")
+	}
+	n.Notify("T", 2)
+	n.Notify("T", 2)
+	if calls != 1 {
+		t.Fatalf("callback ran %d times, want once", calls)
+	}
+	w.Cancel()
+	w2 := n.WaitFunc("T", AnyQueue, func() { calls++ })
+	w2.Cancel()
+	n.Notify("T", 5)
+	if calls != 1 || n.Waiting() != 0 {
+		t.Fatalf("cancelled callback ran or leaked: calls %d waiting %d", calls, n.Waiting())
+	}
+}

@@ -7,8 +7,14 @@ import (
 )
 
 // ConsumerOffsets is the committed-offset table (keyspace 0x30): per group,
-// topic and queue, the next offset the group will consume. Every write is
-// synced, so an acknowledged commit survives a crash.
+// topic and queue, the next offset the group will consume.
+//
+// Set is durable: it returns after the write is synced (concurrent commits
+// share one sync through Pebble's commit pipeline), so an acknowledged
+// commit survives a crash. SetLazy is for offsets piggybacked on pulls,
+// which RocketMQ itself only persists every 5 s: it returns once the write
+// is in Pebble's WAL buffer, and the next Set or the broker's periodic WAL
+// sync makes it durable.
 type ConsumerOffsets struct {
 	db *DB
 }
@@ -42,11 +48,16 @@ func (o *ConsumerOffsets) Get(group, topic string, queueID int32) (offset int64,
 
 // Set commits one offset durably.
 func (o *ConsumerOffsets) Set(group, topic string, queueID int32, offset int64) error {
-	return o.SetMany([]OffsetUpdate{{group, topic, queueID, offset}})
+	return o.SetMany([]OffsetUpdate{{group, topic, queueID, offset}}, true)
 }
 
-// SetMany commits several offsets in one synced batch.
-func (o *ConsumerOffsets) SetMany(updates []OffsetUpdate) error {
+// SetLazy commits one offset without waiting for a sync.
+func (o *ConsumerOffsets) SetLazy(group, topic string, queueID int32, offset int64) error {
+	return o.SetMany([]OffsetUpdate{{group, topic, queueID, offset}}, false)
+}
+
+// SetMany commits several offsets in one batch, synced when durable.
+func (o *ConsumerOffsets) SetMany(updates []OffsetUpdate, durable bool) error {
 	if len(updates) == 0 {
 		return nil
 	}
@@ -63,7 +74,11 @@ func (o *ConsumerOffsets) SetMany(updates []OffsetUpdate) error {
 			return fmt.Errorf("commit offset of %s on %s/%d: %w", u.Group, u.Topic, u.QueueID, err)
 		}
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	opts := pebble.NoSync
+	if durable {
+		opts = pebble.Sync
+	}
+	if err := b.Commit(opts); err != nil {
 		return fmt.Errorf("commit %d offsets: %w", len(updates), err)
 	}
 	return nil

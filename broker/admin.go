@@ -1,0 +1,275 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// jsonResponse answers req with v as a JSON body.
+func jsonResponse(req *remoting.Command, v any) *remoting.Command {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	resp.Body = body
+	return resp
+}
+
+// parseAttributes reads CreateTopicRequestHeader's attributes
+// ("+key=value,+key2=value2"; "-key" removes, which a new topic ignores).
+func parseAttributes(s string) map[string]string {
+	out := map[string]string{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if !strings.HasPrefix(part, "+") {
+			continue
+		}
+		k, v, ok := strings.Cut(part[1:], "=")
+		if ok && k != "" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// processCreateTopic answers UPDATE_AND_CREATE_TOPIC.
+func (b *Broker) processCreateTopic(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	h := remoting.Header(req.ExtFields)
+	topic, err := h.String("topic")
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if remark := validateTopicName(topic); remark != "" {
+		return remoting.NewResponse(req, remoting.InvalidParameter, remark)
+	}
+	if notSendable[topic] || topic == autoCreateTopic {
+		return remoting.NewResponse(req, remoting.InvalidParameter, "The topic["+topic+"] is conflict with system topic.")
+	}
+	tc := meta.NewTopicConfig(topic, 8)
+	r, err1 := h.OptInt32("readQueueNums", 8)
+	w, err2 := h.OptInt32("writeQueueNums", 8)
+	perm, err3 := h.OptInt32("perm", meta.PermRead|meta.PermWrite)
+	sys, err4 := h.OptInt32("topicSysFlag", 0)
+	for _, e := range []error{err1, err2, err3, err4} {
+		if e != nil {
+			return remoting.NewResponse(req, remoting.SystemError, e.Error())
+		}
+	}
+	if r <= 0 || w <= 0 || r > 65535 || w > 65535 {
+		return remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf("queue numbers %d/%d out of range", r, w))
+	}
+	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm, tc.TopicSysFlag = int(r), int(w), int(perm), int(sys)
+	tc.TopicFilterType = h.OptString("topicFilterType", meta.SingleTag)
+	tc.Order = h.OptBool("order", false)
+	tc.Attributes = parseAttributes(h.OptString("attributes", ""))
+	if err := b.topics.put(tc); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	b.log.Info().Str("topic", topic).Int("read", tc.ReadQueueNums).Int("write", tc.WriteQueueNums).Msg("topic created or updated")
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// processCreateTopicList answers UPDATE_AND_CREATE_TOPIC_LIST: many topics
+// in one synced batch and one registration (bulk creation).
+func (b *Broker) processCreateTopicList(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var body struct {
+		TopicConfigList []meta.TopicConfig `json:"topicConfigList"`
+	}
+	if err := json.Unmarshal(req.Body, &body); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, "malformed topic list body: "+err.Error())
+	}
+	for i, tc := range body.TopicConfigList {
+		if remark := validateTopicName(tc.TopicName); remark != "" {
+			return remoting.NewResponse(req, remoting.InvalidParameter, remark)
+		}
+		if tc.ReadQueueNums <= 0 || tc.WriteQueueNums <= 0 {
+			return remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf("topic %s: queue numbers must be positive", tc.TopicName))
+		}
+		if tc.TopicFilterType == "" {
+			body.TopicConfigList[i].TopicFilterType = meta.SingleTag
+		}
+		if tc.Attributes == nil {
+			body.TopicConfigList[i].Attributes = map[string]string{}
+		}
+	}
+	const chunk = 10000
+	for i := 0; i < len(body.TopicConfigList); i += chunk {
+		if err := b.topics.put(body.TopicConfigList[i:min(i+chunk, len(body.TopicConfigList))]...); err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+	}
+	b.log.Info().Int("topics", len(body.TopicConfigList)).Msg("topics created in bulk")
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// processDeleteTopic answers DELETE_TOPIC_IN_BROKER: the config, the
+// ConsumeQueue and the consumer offsets of the topic go.
+func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic, err := remoting.Header(req.ExtFields).String("topic")
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if err := b.topics.table.Delete(topic); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if err := b.cqs.DeleteTopic(topic); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	b.qoffsets.Forget(topic, kvindex.AnyQueue)
+	var groups []string
+	seen := map[string]bool{}
+	_ = b.offsets.Each("", func(u kvindex.OffsetUpdate) bool {
+		if u.Topic == topic && !seen[u.Group] {
+			seen[u.Group] = true
+			groups = append(groups, u.Group)
+		}
+		return true
+	})
+	for _, g := range groups {
+		if err := b.offsets.DeleteGroupTopic(g, topic); err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+	}
+	b.register.trigger()
+	b.log.Info().Str("topic", topic).Msg("topic deleted")
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// processGetTopicConfig answers GET_TOPIC_CONFIG.
+func (b *Broker) processGetTopicConfig(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic, err := remoting.Header(req.ExtFields).String("topic")
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	tc, ok, err := b.topicConfig(topic)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if !ok {
+		return remoting.NewResponse(req, remoting.TopicNotExist, "No topic in this broker. topic: "+topic)
+	}
+	// RocketMQ answers TopicConfigAndQueueMapping: the TopicConfig fields
+	// plus a mappingDetail for static topics, which rocketkv has none of.
+	return jsonResponse(req, tc)
+}
+
+// processGetAllTopicConfig answers GET_ALL_TOPIC_CONFIG with RocketMQ's
+// TopicConfigSerializeWrapper.
+func (b *Broker) processGetAllTopicConfig(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	table := map[string]meta.TopicConfig{}
+	if err := b.topics.table.Each(func(tc meta.TopicConfig) bool { table[tc.TopicName] = tc; return true }); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	return jsonResponse(req, struct {
+		TopicConfigTable map[string]meta.TopicConfig `json:"topicConfigTable"`
+		DataVersion      meta.DataVersion            `json:"dataVersion"`
+	}{table, b.topics.table.Version()})
+}
+
+// processCreateGroup answers UPDATE_AND_CREATE_SUBSCRIPTIONGROUP.
+func (b *Broker) processCreateGroup(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	gc := meta.NewSubscriptionGroupConfig("")
+	if err := json.Unmarshal(req.Body, &gc); err != nil || gc.GroupName == "" {
+		return remoting.NewResponse(req, remoting.SystemError, "malformed subscription group body")
+	}
+	if err := b.groups.Put(gc); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// processGetAllGroups answers GET_ALL_SUBSCRIPTIONGROUP_CONFIG.
+func (b *Broker) processGetAllGroups(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	table := map[string]meta.SubscriptionGroupConfig{}
+	if err := b.groups.Each(func(g meta.SubscriptionGroupConfig) bool { table[g.GroupName] = g; return true }); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	return jsonResponse(req, struct {
+		SubscriptionGroupTable map[string]meta.SubscriptionGroupConfig `json:"subscriptionGroupTable"`
+		ForbiddenTable         map[string]map[string]int               `json:"forbiddenTable"`
+		DataVersion            meta.DataVersion                        `json:"dataVersion"`
+	}{table, map[string]map[string]int{}, b.groups.Version()})
+}
+
+// processGetGroup answers GET_SUBSCRIPTIONGROUP_CONFIG.
+func (b *Broker) processGetGroup(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	group, err := remoting.Header(req.ExtFields).String("group")
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	gc, ok, err := b.groups.Get(group)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if !ok {
+		return remoting.NewResponse(req, remoting.SubscriptionGroupNotExist, "The consumer group "+group+" does not exist")
+	}
+	return jsonResponse(req, gc)
+}
+
+// processDeleteGroup answers DELETE_SUBSCRIPTIONGROUP (and removes the
+// group's offsets when cleanOffset is set).
+func (b *Broker) processDeleteGroup(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	h := remoting.Header(req.ExtFields)
+	group, err := h.String("groupName")
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if err := b.groups.Delete(group); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if h.OptBool("cleanOffset", false) {
+		if err := b.offsets.DeleteGroup(group); err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+	}
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// processRuntimeInfo answers GET_BROKER_RUNTIME_INFO with a KVTable.
+func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	producers, consumers := b.clients.counts()
+	topics, _ := b.topics.table.Count()
+	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	table := map[string]string{
+		"brokerVersionDesc":      "V5_3_4 (rocketkv)",
+		"brokerVersion":          itoa(int64(remoting.CurrentVersion)),
+		"bootTimestamp":          itoa(b.started.UnixMilli()),
+		"runtime":                time.Since(b.started).Round(time.Second).String(),
+		"msgPutTotalTodayNow":    itoa(b.stats.putMessages.Load()),
+		"msgGetTotalTodayNow":    itoa(b.stats.getMessages.Load()),
+		"putMessageBytesTotal":   itoa(b.stats.putBytes.Load()),
+		"commitLogMinOffset":     itoa(b.clog.MinOffset()),
+		"commitLogMaxOffset":     itoa(b.clog.MaxOffset()),
+		"commitLogFlushedOffset": itoa(b.clog.FlushedOffset()),
+		"dispatchBehindBytes":    itoa(b.disp.Lag()),
+		"storeType":              b.cfg.StoreType,
+		"topicCount":             itoa(int64(topics)),
+		"producerGroupCount":     itoa(int64(producers)),
+		"consumerGroupCount":     itoa(int64(consumers)),
+		"heldPullRequests":       itoa(b.holds.held.Load()),
+		"queueOffsetsInMemory":   itoa(int64(b.qoffsets.Len())),
+		"indexDiskUsage":         itoa(int64(b.db.DiskUsage())),
+		"goHeapInuse":            itoa(int64(ms.HeapInuse)),
+		"connections":            itoa(int64(b.server.ConnCount())),
+	}
+	if b.fileCQ != nil {
+		table["consumeQueueOpenFiles"] = itoa(int64(b.fileCQ.OpenFiles()))
+		table["consumeQueueMappings"] = itoa(int64(b.fileCQ.OpenMappings()))
+	}
+	return jsonResponse(req, struct {
+		Table map[string]string `json:"table"`
+	}{table})
+}

@@ -1,0 +1,357 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/migrate/filecq"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// Broker is one running broker. Create it with New, then Start; stop it
+// with Shutdown.
+type Broker struct {
+	cfg       configs.Broker
+	log       zerolog.Logger
+	storeHost netip.AddrPort
+	started   time.Time
+
+	clog     *commitlog.Log
+	db       *kvindex.DB
+	cqs      cq.Store
+	fileCQ   *filecq.Store // set in file mode, for metrics
+	qoffsets *kvindex.QueueOffsets
+	notifier *kvindex.Notifier
+	disp     *kvindex.Dispatcher
+	topics   *topicManager
+	groups   *kvindex.Groups
+	offsets  *kvindex.ConsumerOffsets
+	clients  *clientManager
+	locks    *lockManager
+	holds    *pullHolds
+	stats    *stats
+	register *registrar
+	uniq     *uniqIDGen
+	// delayLevels are the delays of RocketMQ's messageDelayLevel.
+	delayLevels []time.Duration
+
+	mux    *remoting.Mux
+	server *remoting.Server
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New validates cfg and returns a broker that is not started.
+func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
+	if cfg.StorePathRootDir == "" {
+		return nil, errors.New("broker: storePathRootDir is empty")
+	}
+	ip, err := brokerIP(cfg.BrokerIP1)
+	if err != nil {
+		return nil, err
+	}
+	levels, err := meta.ParseDelayLevels(meta.DefaultMessageDelayLevel)
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{
+		cfg:         cfg,
+		log:         log.With().Str("component", "broker").Logger(),
+		storeHost:   netip.AddrPortFrom(ip, uint16(cfg.ListenPort)),
+		delayLevels: levels,
+	}
+	var ip4 [4]byte
+	if ip.Is4() {
+		ip4 = ip.As4()
+	}
+	b.uniq = newUniqIDGen(ip4)
+	return b, nil
+}
+
+// brokerIP returns brokerIP1, or the first non-loopback IPv4 address of the
+// host, or 127.0.0.1.
+func brokerIP(configured string) (netip.Addr, error) {
+	if configured != "" {
+		ip, err := netip.ParseAddr(configured)
+		if err != nil {
+			return netip.Addr{}, fmt.Errorf("brokerIP1 %q: %w", configured, err)
+		}
+		return ip.Unmap(), nil
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				if ip, ok := netip.AddrFromSlice(n.IP); ok {
+					ip = ip.Unmap()
+					if ip.Is4() && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() {
+						return ip, nil
+					}
+				}
+			}
+		}
+	}
+	return netip.MustParseAddr("127.0.0.1"), nil
+}
+
+// Addr returns the address clients use: brokerIP1:listenPort (the bound
+// port when listenPort was 0).
+func (b *Broker) Addr() string {
+	if b.server != nil {
+		if a, ok := b.server.Addr().(*net.TCPAddr); ok {
+			return netip.AddrPortFrom(b.storeHost.Addr(), uint16(a.Port)).String()
+		}
+	}
+	return b.storeHost.String()
+}
+
+// Start opens and recovers the store, catches the index up with the
+// CommitLog, starts serving and registers with the name servers. It
+// returns once the broker accepts requests.
+func (b *Broker) Start(ctx context.Context) (err error) {
+	b.started = time.Now()
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	defer func() {
+		if err != nil {
+			b.closeStores()
+			b.cancel()
+		}
+	}()
+	root := b.cfg.StorePathRootDir
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("create store root %s: %w", root, err)
+	}
+	if err := b.openStores(ctx); err != nil {
+		return err
+	}
+	b.stats = newStats()
+	b.clients = newClientManager(b)
+	b.locks = newLockManager(time.Minute)
+	b.holds = newPullHolds(b)
+	b.register = newRegistrar(b)
+	if err := b.topics.ensureSystemTopics(); err != nil {
+		return err
+	}
+
+	b.mux = remoting.NewMux()
+	b.routes()
+	// The server is created last: when it is listening the broker must be
+	// able to answer everything.
+	b.server = remoting.NewServer(remoting.ServerConfig{
+		Addr:        net.JoinHostPort("", strconv.Itoa(b.cfg.ListenPort)),
+		IdleTimeout: b.cfg.ChannelExpiredTimeout,
+	}, b.mux, b.log.With().Str("component", "remoting").Logger())
+	if err := b.server.Start(ctx); err != nil {
+		return fmt.Errorf("listen on port %d: %w", b.cfg.ListenPort, err)
+	}
+	if b.cfg.ListenPort == 0 {
+		if a, ok := b.server.Addr().(*net.TCPAddr); ok {
+			b.storeHost = netip.AddrPortFrom(b.storeHost.Addr(), uint16(a.Port))
+		}
+	}
+	b.goBackground("client-expiry", b.clients.expireLoop)
+	b.goBackground("lock-expiry", b.locks.expireLoop)
+	b.goBackground("index-sync", b.syncLoop)
+	b.goBackground("register", b.register.loop)
+	b.goBackground("schedule", b.scheduleLoop)
+	b.holds.start()
+	b.log.Info().Str("addr", b.Addr()).Str("store", root).Str("storeType", b.cfg.StoreType).
+		Dur("startup", time.Since(b.started)).Msg("broker started")
+	return nil
+}
+
+// openStores opens the index, the CommitLog and the ConsumeQueue, recovers
+// and catches the dispatcher up.
+func (b *Broker) openStores(ctx context.Context) error {
+	root := b.cfg.StorePathRootDir
+	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(root, kvindex.DirName), Logger: b.log})
+	if err != nil {
+		return fmt.Errorf("open index: %w", err)
+	}
+	b.db = db
+	from, err := db.Dispatched()
+	if err != nil {
+		return err
+	}
+	lcfg := commitlog.DefaultConfig(root)
+	lcfg.SegmentSize = b.cfg.MappedFileSizeCommitLog
+	if b.cfg.FlushDiskType == configs.SyncFlush {
+		lcfg.FlushType = commitlog.SyncFlush
+	}
+	lcfg.FlushInterval = b.cfg.FlushIntervalCommitLog
+	lcfg.FlushLeastPages = b.cfg.FlushCommitLogLeastPages
+	lcfg.FlushThoroughInterval = b.cfg.FlushCommitLogThorough
+	lcfg.SyncFlushTimeout = b.cfg.SyncFlushTimeout
+	lcfg.MaxMessageSize = b.cfg.MaxMessageSize
+	lcfg.CheckCRCOnRecover = b.cfg.CheckCRCOnRecover
+	lcfg.FileReservedTime = b.cfg.FileReservedTime
+	lcfg.DeleteWhen = b.cfg.DeleteWhen
+	lcfg.DiskMaxUsedSpaceRatio = float64(b.cfg.DiskMaxUsedSpaceRatio)
+	lcfg.CleanInterval = b.cfg.CleanResourceInterval
+	lcfg.RecoverFrom = from
+	lcfg.StoreHost = b.storeHost
+	lcfg.Logger = b.log.With().Str("component", "commitlog").Logger()
+	clog, err := commitlog.Open(lcfg)
+	if err != nil {
+		return fmt.Errorf("open commitlog: %w", err)
+	}
+	b.clog = clog
+
+	switch b.cfg.StoreType {
+	case configs.StoreTypeFile:
+		fs, err := filecq.Open(filecq.Options{
+			Dir:          root,
+			UnitsPerFile: int(b.cfg.MappedFileSizeConsumeQueue / filecq.UnitSize),
+			StoreTime:    b.storeTimeOf,
+			Logger:       b.log.With().Str("component", "filecq").Logger(),
+		})
+		if err != nil {
+			return fmt.Errorf("open file consumequeue: %w", err)
+		}
+		b.cqs, b.fileCQ = fs, fs
+	default:
+		b.cqs = db.ConsumeQueue(0)
+	}
+	b.qoffsets = kvindex.NewQueueOffsets(b.cqs, 0, b.log)
+	b.notifier = kvindex.NewNotifier()
+	b.disp, err = kvindex.NewDispatcher(kvindex.DispatcherOptions{
+		Log: clog, DB: db, Store: b.cqs, Offsets: b.qoffsets, Notifier: b.notifier,
+		Logger: b.log,
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := b.disp.Recover(); err != nil {
+		return err
+	}
+	clog.OnMinOffsetChange(b.disp.LogMinOffsetChanged)
+	b.disp.Start()
+	if err := b.disp.CatchUp(ctx); err != nil {
+		return fmt.Errorf("dispatch the CommitLog tail: %w", err)
+	}
+	if b.topics, err = newTopicManager(b); err != nil {
+		return err
+	}
+	if b.groups, err = db.Groups(0); err != nil {
+		return err
+	}
+	b.offsets = db.ConsumerOffsets()
+	return nil
+}
+
+// storeTimeOf reads a record's store timestamp from the CommitLog (the
+// file ConsumeQueue keeps none).
+func (b *Broker) storeTimeOf(phy int64, size int32) (int64, error) {
+	v, err := b.clog.Read(phy, size)
+	if err != nil {
+		return 0, err
+	}
+	defer v.Release()
+	m, err := commitlog.Decode(v.Data)
+	if err != nil {
+		return 0, err
+	}
+	return m.StoreTimestamp, nil
+}
+
+// goBackground runs fn on a goroutine owned by the broker; Shutdown cancels
+// its context and waits for it.
+func (b *Broker) goBackground(name string, fn func(ctx context.Context)) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		fn(b.ctx)
+		b.log.Debug().Str("task", name).Msg("background task stopped")
+	}()
+}
+
+// syncLoop syncs the index's WAL every second: consumer offsets and other
+// unsynced writes survive a process crash at once (they are in the WAL in
+// the page cache) and a power failure after at most this long.
+func (b *Broker) syncLoop(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := b.db.Flush(); err != nil {
+				b.log.Error().Err(err).Msg("sync index WAL")
+			}
+		}
+	}
+}
+
+// Shutdown unregisters from the name servers, stops serving, and closes the
+// stores cleanly (the next start is a normal recovery).
+func (b *Broker) Shutdown(ctx context.Context) error {
+	if b.cancel == nil {
+		return nil
+	}
+	b.register.unregisterAll(ctx)
+	var errs []error
+	if b.server != nil {
+		if err := b.server.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	b.holds.stop()
+	b.cancel()
+	b.wg.Wait()
+	errs = append(errs, b.closeStores()...)
+	b.log.Info().Msg("broker stopped")
+	return errors.Join(errs...)
+}
+
+// closeStores closes whatever openStores opened, in reverse order.
+func (b *Broker) closeStores() []error {
+	var errs []error
+	if b.disp != nil {
+		if err := b.disp.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		b.disp = nil
+	}
+	if b.fileCQ != nil {
+		if err := b.fileCQ.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		b.fileCQ = nil
+	}
+	if b.clog != nil {
+		if err := b.clog.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		b.clog = nil
+	}
+	if b.db != nil {
+		if err := b.db.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		b.db = nil
+	}
+	return errs
+}
+
+// topicConfig is a shorthand for the topic manager's lookup.
+func (b *Broker) topicConfig(topic string) (meta.TopicConfig, bool, error) {
+	return b.topics.get(topic)
+}

@@ -1,0 +1,91 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// processHeartbeat answers HEART_BEAT: it registers the client's producer
+// and consumer groups. The response carries the broker's version, which
+// clients record.
+func (b *Broker) processHeartbeat(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var hb heartbeatData
+	if err := json.Unmarshal(req.Body, &hb); err != nil {
+		b.log.Warn().Err(err).Stringer("conn", conn).Msg("malformed heartbeat")
+		return remoting.NewResponse(req, remoting.SystemError, "malformed heartbeat body: "+err.Error())
+	}
+	if err := b.clients.heartbeat(conn, &hb, req.Language, req.Version); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// processUnregisterClient answers UNREGISTER_CLIENT.
+func (b *Broker) processUnregisterClient(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	h := remoting.Header(req.ExtFields)
+	id, err := h.String("clientID")
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	b.clients.unregister(id, h.OptString("producerGroup", ""), h.OptString("consumerGroup", ""))
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// processConsumerList answers GET_CONSUMER_LIST_BY_GROUP.
+func (b *Broker) processConsumerList(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	group, err := remoting.Header(req.ExtFields).String("consumerGroup")
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	ids := b.clients.consumerIDs(group)
+	if len(ids) == 0 {
+		return remoting.NewResponse(req, remoting.SystemError, "no consumer for this group, "+group)
+	}
+	body, err := json.Marshal(struct {
+		ConsumerIDList []string `json:"consumerIdList"`
+	}{ids})
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	resp.Body = body
+	return resp
+}
+
+// lockBatchBody is LockBatchRequestBody / UnlockBatchRequestBody.
+type lockBatchBody struct {
+	ConsumerGroup string         `json:"consumerGroup"`
+	ClientID      string         `json:"clientId"`
+	OnlyThisBrkr  bool           `json:"onlyThisBroker"`
+	MQSet         []messageQueue `json:"mqSet"`
+}
+
+// processLockBatch answers LOCK_BATCH_MQ with the queues the client holds.
+func (b *Broker) processLockBatch(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var body lockBatchBody
+	if err := json.Unmarshal(req.Body, &body); err != nil || body.ConsumerGroup == "" || body.ClientID == "" {
+		return remoting.NewResponse(req, remoting.SystemError, "malformed lock batch body")
+	}
+	locked := b.locks.tryLock(body.ConsumerGroup, body.ClientID, body.MQSet)
+	out, err := json.Marshal(struct {
+		LockOKMQSet []messageQueue `json:"lockOKMQSet"`
+	}{locked})
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	resp.Body = out
+	return resp
+}
+
+// processUnlockBatch answers UNLOCK_BATCH_MQ.
+func (b *Broker) processUnlockBatch(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var body lockBatchBody
+	if err := json.Unmarshal(req.Body, &body); err != nil || body.ConsumerGroup == "" {
+		return remoting.NewResponse(req, remoting.SystemError, "malformed unlock batch body")
+	}
+	b.locks.unlock(body.ConsumerGroup, body.ClientID, body.MQSet)
+	return remoting.NewResponse(req, remoting.Success, "")
+}

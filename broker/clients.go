@@ -1,0 +1,354 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// Message models and consume types as clients name them.
+const (
+	modelBroadcasting = "BROADCASTING"
+	modelClustering   = "CLUSTERING"
+)
+
+// heartbeatData is the body of HEART_BEAT. codeSet is ignored (tag codes
+// are recomputed), so its element type (string from Go, number from Java)
+// does not matter; subVersion is a long in ms (Java) or ns (Go).
+type heartbeatData struct {
+	ClientID        string `json:"clientID"`
+	ProducerDataSet []struct {
+		GroupName string `json:"groupName"`
+	} `json:"producerDataSet"`
+	ConsumerDataSet []consumerData `json:"consumerDataSet"`
+	WithoutSub      bool           `json:"withoutSub"`
+}
+
+type consumerData struct {
+	GroupName           string             `json:"groupName"`
+	ConsumeType         string             `json:"consumeType"`
+	MessageModel        string             `json:"messageModel"`
+	ConsumeFromWhere    string             `json:"consumeFromWhere"`
+	SubscriptionDataSet []subscriptionData `json:"subscriptionDataSet"`
+	UnitMode            bool               `json:"unitMode"`
+}
+
+type subscriptionData struct {
+	Topic          string            `json:"topic"`
+	SubString      string            `json:"subString"`
+	TagsSet        []string          `json:"tagsSet"`
+	CodeSet        []json.RawMessage `json:"codeSet"`
+	SubVersion     json.Number       `json:"subVersion"`
+	ExpressionType string            `json:"expressionType"`
+}
+
+// clientChannel is one client connection known from its heartbeats.
+type clientChannel struct {
+	clientID   string
+	conn       *remoting.Conn
+	language   string
+	version    int32
+	lastUpdate time.Time
+}
+
+// consumerGroup is what the broker knows about one consumer group: its live
+// clients and their subscriptions.
+type consumerGroup struct {
+	name             string
+	channels         map[string]*clientChannel // by client id
+	subs             map[string]*subscription  // by topic
+	consumeType      string
+	messageModel     string
+	consumeFromWhere string
+}
+
+// clientManager holds the producer and consumer tables fed by heartbeats.
+// Groups without live clients are dropped, so its size follows the live
+// clients, not history.
+type clientManager struct {
+	b         *Broker
+	mu        sync.Mutex
+	consumers map[string]*consumerGroup
+	producers map[string]map[string]*clientChannel // group -> client id -> channel
+}
+
+func newClientManager(b *Broker) *clientManager {
+	return &clientManager{b: b, consumers: map[string]*consumerGroup{}, producers: map[string]map[string]*clientChannel{}}
+}
+
+type closeHookKey struct{}
+
+// watch arranges for a connection's clients to be removed when it closes.
+func (m *clientManager) watch(conn *remoting.Conn) {
+	if conn.Value(closeHookKey{}) != nil {
+		return
+	}
+	conn.SetValue(closeHookKey{}, true)
+	conn.OnClose(func() { m.removeConn(conn) })
+}
+
+// heartbeat applies one HEART_BEAT body.
+func (m *clientManager) heartbeat(conn *remoting.Conn, hb *heartbeatData, language string, version int32) error {
+	if hb.ClientID == "" {
+		return fmt.Errorf("heartbeat without clientID")
+	}
+	m.watch(conn)
+	info := conn.ClientInfo()
+	info.ClientID = hb.ClientID
+	conn.SetClientInfo(info)
+	now := time.Now()
+	ch := func() *clientChannel {
+		return &clientChannel{clientID: hb.ClientID, conn: conn, language: language, version: version, lastUpdate: now}
+	}
+	var notify []string
+	m.mu.Lock()
+	for _, p := range hb.ProducerDataSet {
+		g := m.producers[p.GroupName]
+		if g == nil {
+			g = map[string]*clientChannel{}
+			m.producers[p.GroupName] = g
+		}
+		g[hb.ClientID] = ch()
+	}
+	m.mu.Unlock()
+	for _, cd := range hb.ConsumerDataSet {
+		if cd.GroupName == "" {
+			continue
+		}
+		gc, err := m.b.groupConfig(cd.GroupName, true)
+		if err != nil {
+			return err
+		}
+		retryQueues := gc.RetryQueueNums
+		if retryQueues <= 0 {
+			retryQueues = 1
+		}
+		if _, err := m.b.topics.ensureSystemTopic(meta.RetryTopic(cd.GroupName), retryQueues, meta.PermRead|meta.PermWrite); err != nil {
+			return fmt.Errorf("create retry topic of %s: %w", cd.GroupName, err)
+		}
+		subs := make(map[string]*subscription, len(cd.SubscriptionDataSet))
+		for _, sd := range cd.SubscriptionDataSet {
+			ver, _ := strconv.ParseInt(string(sd.SubVersion), 10, 64)
+			s, err := newSubscription(sd.Topic, sd.SubString, sd.ExpressionType, ver)
+			if err != nil {
+				// An unsupported filter (SQL92): remember nothing, pulls
+				// without their own expression will fail with
+				// SUBSCRIPTION_NOT_EXIST and say why in the log.
+				m.b.log.Warn().Err(err).Str("group", cd.GroupName).Str("topic", sd.Topic).Msg("subscription refused")
+				continue
+			}
+			subs[sd.Topic] = s
+		}
+		m.mu.Lock()
+		changed := m.registerConsumer(cd, subs, ch(), hb.WithoutSub)
+		if changed && cd.MessageModel != modelBroadcasting && gc.NotifyConsumerIdsChangedEnable {
+			notify = append(notify, cd.GroupName)
+		}
+		m.mu.Unlock()
+	}
+	for _, g := range notify {
+		m.notifyChanged(g)
+	}
+	return nil
+}
+
+// registerConsumer updates a group with one client's heartbeat and reports
+// whether the group's clients or topics changed. m.mu is held.
+func (m *clientManager) registerConsumer(cd consumerData, subs map[string]*subscription, ch *clientChannel, withoutSub bool) bool {
+	g := m.consumers[cd.GroupName]
+	if g == nil {
+		g = &consumerGroup{name: cd.GroupName, channels: map[string]*clientChannel{}, subs: map[string]*subscription{}}
+		m.consumers[cd.GroupName] = g
+	}
+	g.consumeType, g.messageModel, g.consumeFromWhere = cd.ConsumeType, cd.MessageModel, cd.ConsumeFromWhere
+	changed := false
+	if old, ok := g.channels[ch.clientID]; !ok || old.conn != ch.conn {
+		changed = true
+	}
+	g.channels[ch.clientID] = ch
+	if withoutSub {
+		return changed
+	}
+	for topic, s := range subs {
+		old, ok := g.subs[topic]
+		if !ok {
+			changed = true
+			g.subs[topic] = s
+		} else if s.SubVersion > old.SubVersion || s.SubString != old.SubString {
+			g.subs[topic] = s
+		}
+	}
+	for topic := range g.subs {
+		if _, ok := subs[topic]; !ok {
+			delete(g.subs, topic)
+			changed = true
+		}
+	}
+	return changed
+}
+
+// notifyChanged sends NOTIFY_CONSUMER_IDS_CHANGED to every client of a
+// group (oneway), so they rebalance at once.
+func (m *clientManager) notifyChanged(group string) {
+	m.mu.Lock()
+	g := m.consumers[group]
+	var conns []*remoting.Conn
+	if g != nil {
+		for _, c := range g.channels {
+			conns = append(conns, c.conn)
+		}
+	}
+	m.mu.Unlock()
+	for _, c := range conns {
+		req := remoting.NewRequest(remoting.NotifyConsumerIDsChanged, map[string]string{"consumerGroup": group}, nil)
+		if err := c.Oneway(req); err != nil {
+			m.b.log.Debug().Err(err).Str("group", group).Msg("notify consumer ids changed")
+		}
+	}
+}
+
+// unregister removes a client from the groups it names (UNREGISTER_CLIENT).
+func (m *clientManager) unregister(clientID, producerGroup, consumerGroup string) {
+	var notify []string
+	m.mu.Lock()
+	if producerGroup != "" {
+		if g := m.producers[producerGroup]; g != nil {
+			delete(g, clientID)
+			if len(g) == 0 {
+				delete(m.producers, producerGroup)
+			}
+		}
+	}
+	if consumerGroup != "" {
+		if g := m.consumers[consumerGroup]; g != nil {
+			if _, ok := g.channels[clientID]; ok {
+				delete(g.channels, clientID)
+				notify = append(notify, m.afterRemoval(g)...)
+			}
+		}
+	}
+	m.mu.Unlock()
+	for _, g := range notify {
+		m.notifyChanged(g)
+	}
+}
+
+// afterRemoval drops an empty group or returns it for notification. m.mu
+// is held.
+func (m *clientManager) afterRemoval(g *consumerGroup) []string {
+	if len(g.channels) == 0 {
+		delete(m.consumers, g.name)
+		return nil
+	}
+	if g.messageModel == modelBroadcasting {
+		return nil
+	}
+	return []string{g.name}
+}
+
+// removeConn drops every client of a closed connection.
+func (m *clientManager) removeConn(conn *remoting.Conn) {
+	m.removeWhere(func(c *clientChannel) bool { return c.conn == conn })
+}
+
+func (m *clientManager) removeWhere(drop func(*clientChannel) bool) {
+	var notify []string
+	m.mu.Lock()
+	for name, g := range m.producers {
+		for id, c := range g {
+			if drop(c) {
+				delete(g, id)
+			}
+		}
+		if len(g) == 0 {
+			delete(m.producers, name)
+		}
+	}
+	for _, g := range m.consumers {
+		removed := false
+		for id, c := range g.channels {
+			if drop(c) {
+				delete(g.channels, id)
+				removed = true
+			}
+		}
+		if removed {
+			notify = append(notify, m.afterRemoval(g)...)
+		}
+	}
+	m.mu.Unlock()
+	for _, g := range notify {
+		m.notifyChanged(g)
+	}
+}
+
+// expireLoop removes clients whose heartbeats stopped for longer than
+// channelExpiredTimeout, scanning every 10 s.
+func (m *clientManager) expireLoop(ctx context.Context) {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			deadline := time.Now().Add(-m.b.cfg.ChannelExpiredTimeout)
+			m.removeWhere(func(c *clientChannel) bool { return c.lastUpdate.Before(deadline) || c.conn.Closed() })
+		}
+	}
+}
+
+// consumerIDs returns the client ids of a group, sorted.
+func (m *clientManager) consumerIDs(group string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.consumers[group]
+	if g == nil {
+		return nil
+	}
+	ids := make([]string, 0, len(g.channels))
+	for id := range g.channels {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// groupSubscription returns a group's subscription to a topic and whether
+// the group is known at all.
+func (m *clientManager) groupSubscription(group, topic string) (s *subscription, model string, known bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.consumers[group]
+	if g == nil {
+		return nil, "", false
+	}
+	return g.subs[topic], g.messageModel, true
+}
+
+// producerConn returns a live connection of a producer group (for
+// transaction checks), or nil.
+func (m *clientManager) producerConn(group string) *remoting.Conn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.producers[group] {
+		if !c.conn.Closed() {
+			return c.conn
+		}
+	}
+	return nil
+}
+
+// counts returns the number of producer and consumer groups (runtime info).
+func (m *clientManager) counts() (producers, consumers int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.producers), len(m.consumers)
+}

@@ -1,0 +1,36 @@
+package broker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// appendErrorCode maps a failed CommitLog append to RocketMQ's response
+// code: the one place where storage errors become wire codes.
+func appendErrorCode(err error) int32 {
+	switch {
+	case errors.Is(err, commitlog.ErrMessageTooLarge),
+		errors.Is(err, commitlog.ErrPropertiesTooLarge),
+		errors.Is(err, commitlog.ErrTopicTooLong),
+		errors.Is(err, commitlog.ErrInvalidAppend):
+		return remoting.MessageIllegal
+	case errors.Is(err, commitlog.ErrDiskFull),
+		errors.Is(err, commitlog.ErrMapFailed),
+		errors.Is(err, commitlog.ErrClosed),
+		errors.Is(err, context.Canceled):
+		return remoting.ServiceNotAvailable
+	default:
+		return remoting.SystemError
+	}
+}
+
+// appendStatusCode maps the status of a successful append.
+func appendStatusCode(s commitlog.AppendStatus) int32 {
+	if s == commitlog.FlushDiskTimeout {
+		return remoting.FlushDiskTimeout
+	}
+	return remoting.Success
+}

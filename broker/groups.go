@@ -1,0 +1,25 @@
+package broker
+
+import (
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// groupConfig returns a subscription group's config. A missing group is
+// created with RocketMQ's defaults when create is set and
+// autoCreateSubscriptionGroup is on; otherwise the zero config (empty
+// GroupName) says it does not exist.
+func (b *Broker) groupConfig(group string, create bool) (meta.SubscriptionGroupConfig, error) {
+	gc, ok, err := b.groups.Get(group)
+	if err != nil || ok {
+		return gc, err
+	}
+	if !create || !b.cfg.AutoCreateSubscriptionGroup {
+		return meta.SubscriptionGroupConfig{}, nil
+	}
+	gc = meta.NewSubscriptionGroupConfig(group)
+	if err := b.groups.Put(gc); err != nil {
+		return meta.SubscriptionGroupConfig{}, err
+	}
+	b.log.Info().Str("group", group).Msg("subscription group auto-created")
+	return gc, nil
+}

@@ -1,0 +1,119 @@
+package broker
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rocketkv/rocketkv/kvindex"
+)
+
+// pullHolds keeps long-polling requests (pull, and later pop) that found
+// nothing, without a goroutine each: a held request is a notifier callback
+// plus a timer. Whichever fires first hands the re-run to a small worker
+// pool; the re-run answers the client. RocketMQ's PullRequestHoldService.
+type pullHolds struct {
+	b       *Broker
+	jobs    chan func()
+	held    atomic.Int64
+	wg      sync.WaitGroup
+	stopped atomic.Bool
+}
+
+// holdWorkers re-run woken requests; holdQueue buffers wake-ups in bursts.
+const (
+	holdWorkers = 8
+	holdQueue   = 1 << 16
+)
+
+func newPullHolds(b *Broker) *pullHolds {
+	return &pullHolds{b: b, jobs: make(chan func(), holdQueue)}
+}
+
+func (h *pullHolds) start() {
+	for i := 0; i < holdWorkers; i++ {
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			for job := range h.jobs {
+				job()
+			}
+		}()
+	}
+}
+
+// stop stops accepting holds, runs what is queued and waits for the
+// workers. Requests still held are answered by their timers with the
+// server gone (their replies are dropped): the connections are closed by
+// then.
+func (h *pullHolds) stop() {
+	if h.stopped.Swap(true) {
+		return
+	}
+	close(h.jobs)
+	h.wg.Wait()
+}
+
+// submit queues a re-run without blocking the caller (the dispatcher's
+// goroutine or a timer); in a burst beyond the queue it runs on its own
+// goroutine.
+func (h *pullHolds) submit(job func()) {
+	if h.stopped.Load() {
+		return
+	}
+	defer func() {
+		// The channel closes at shutdown; a late wake-up is dropped.
+		_ = recover()
+	}()
+	select {
+	case h.jobs <- job:
+	default:
+		go job()
+	}
+}
+
+// heldRequest is one suspended request.
+type heldRequest struct {
+	h      *pullHolds
+	state  atomic.Bool // fired
+	waiter atomic.Pointer[kvindex.Waiter]
+	timer  atomic.Pointer[time.Timer]
+	rerun  func()
+}
+
+// hold suspends a request on topic/queueID (kvindex.AnyQueue for any queue
+// of the topic) for at most timeout. rerun is called once, on the pool,
+// when a message is dispatched there or the time is up. ready reports
+// whether there is already something to read; it is checked after the
+// registration, closing the race with a dispatch in between.
+func (h *pullHolds) hold(topic string, queueID int32, timeout time.Duration, ready func() bool, rerun func()) {
+	r := &heldRequest{h: h, rerun: rerun}
+	h.held.Add(1)
+	r.waiter.Store(h.b.notifier.WaitFunc(topic, queueID, func() { r.fire(false) }))
+	r.timer.Store(time.AfterFunc(timeout, func() { r.fire(true) }))
+	if ready() {
+		r.fire(true)
+	}
+	if r.state.Load() {
+		// Fired while being set up: make sure nothing stays registered.
+		r.waiter.Load().Cancel()
+		r.timer.Load().Stop()
+	}
+}
+
+// fire runs the request once. cancel is false when the notifier fired
+// (the waiter is already removed, and its lock is held: Cancel would
+// deadlock).
+func (r *heldRequest) fire(cancel bool) {
+	if r.state.Swap(true) {
+		return
+	}
+	r.h.held.Add(-1)
+	if w := r.waiter.Load(); cancel && w != nil {
+		w.Cancel()
+	}
+	if t := r.timer.Load(); t != nil {
+		t.Stop()
+	}
+	r.h.submit(r.rerun)
+}

@@ -1,0 +1,172 @@
+package broker
+
+import (
+	"context"
+	"strings"
+	"syscall"
+
+	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// topicQueue reads the topic and queueId fields most offset requests carry.
+func topicQueue(req *remoting.Command) (string, int32, *remoting.Command) {
+	h := remoting.Header(req.ExtFields)
+	topic, err := h.String("topic")
+	if err != nil {
+		return "", 0, remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	qid, err := h.Int32("queueId")
+	if err != nil {
+		return "", 0, remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	return topic, qid, nil
+}
+
+func offsetResponse(req *remoting.Command, offset int64) *remoting.Command {
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	h := remoting.Header{}
+	h.SetInt64("offset", offset)
+	resp.ExtFields = h
+	return resp
+}
+
+// processQueryConsumerOffset answers QUERY_CONSUMER_OFFSET. A group with no
+// committed offset on a queue gets QUERY_NOT_FOUND, except (as RocketMQ)
+// when the queue still starts at 0 and its first message is recent enough
+// to be in memory: then 0, so a new group starts at the beginning of a
+// young queue even with CONSUME_FROM_LAST_OFFSET.
+func (b *Broker) processQueryConsumerOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	h := remoting.Header(req.ExtFields)
+	group, err := h.String("consumerGroup")
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	topic, qid, bad := topicQueue(req)
+	if bad != nil {
+		return bad
+	}
+	off, ok, err := b.offsets.Get(group, topic, qid)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if ok && off >= 0 {
+		return offsetResponse(req, off)
+	}
+	if h.OptBool("setZeroIfNotFound", true) {
+		minOff, err1 := b.cqs.MinOffset(topic, qid)
+		first, err2 := b.cqs.Get(topic, qid, 0, 1)
+		if err1 == nil && err2 == nil && minOff <= 0 && (len(first) == 0 || b.inMemory(first[0].PhyOffset)) {
+			return offsetResponse(req, 0)
+		}
+	}
+	return remoting.NewResponse(req, remoting.QueryNotFound, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
+}
+
+// inMemory reports whether a CommitLog offset is recent enough to be in the
+// page cache, RocketMQ's checkInMemByCommitOffset: within 40% of the
+// machine's memory from the end of the log.
+func (b *Broker) inMemory(phy int64) bool {
+	var si syscall.Sysinfo_t
+	mem := int64(8 << 30)
+	if syscall.Sysinfo(&si) == nil {
+		mem = int64(si.Totalram) * int64(si.Unit)
+	}
+	return b.clog.MaxOffset()-phy <= mem*40/100
+}
+
+// processUpdateConsumerOffset answers UPDATE_CONSUMER_OFFSET: the commit is
+// durable before the answer (clients mostly send it oneway).
+func (b *Broker) processUpdateConsumerOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	h := remoting.Header(req.ExtFields)
+	group, err := h.String("consumerGroup")
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	topic, qid, bad := topicQueue(req)
+	if bad != nil {
+		return bad
+	}
+	off, err := h.Int64("commitOffset")
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if _, ok, err := b.topicConfig(topic); err != nil || !ok {
+		return remoting.NewResponse(req, remoting.TopicNotExist, "topic "+topic+" not exist")
+	}
+	if err := b.offsets.Set(group, topic, qid, off); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+func (b *Broker) processGetMaxOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic, qid, bad := topicQueue(req)
+	if bad != nil {
+		return bad
+	}
+	off, err := b.cqs.MaxOffset(topic, qid)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	return offsetResponse(req, off)
+}
+
+func (b *Broker) processGetMinOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic, qid, bad := topicQueue(req)
+	if bad != nil {
+		return bad
+	}
+	off, err := b.cqs.MinOffset(topic, qid)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	return offsetResponse(req, off)
+}
+
+// processSearchOffset answers SEARCH_OFFSET_BY_TIMESTAMP.
+func (b *Broker) processSearchOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic, qid, bad := topicQueue(req)
+	if bad != nil {
+		return bad
+	}
+	h := remoting.Header(req.ExtFields)
+	ts, err := h.Int64("timestamp")
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	boundary := cq.Lower
+	if strings.EqualFold(h.OptString("boundaryType", "lower"), "upper") {
+		boundary = cq.Upper
+	}
+	off, err := b.cqs.OffsetByTime(topic, qid, ts, boundary)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	return offsetResponse(req, off)
+}
+
+// processEarliestMsgStoreTime answers GET_EARLIEST_MSG_STORETIME: the store
+// time of the queue's first readable message.
+func (b *Broker) processEarliestMsgStoreTime(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic, qid, bad := topicQueue(req)
+	if bad != nil {
+		return bad
+	}
+	minOff, err := b.cqs.MinOffset(topic, qid)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	entries, err := b.cqs.Get(topic, qid, minOff, 1)
+	var ts int64 = -1
+	if err == nil && len(entries) == 1 {
+		if t, err := b.storeTimeOf(entries[0].PhyOffset, entries[0].Size); err == nil {
+			ts = t
+		}
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	rh := remoting.Header{}
+	rh.SetInt64("timestamp", ts)
+	resp.ExtFields = rh
+	return resp
+}

@@ -1,0 +1,180 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// Pull request sysFlag bits (RocketMQ's PullSysFlag).
+const (
+	pullCommitOffset = 1
+	pullSuspend      = 2
+	pullSubscription = 4
+)
+
+// pullHeader is PullMessageRequestHeader.
+type pullHeader struct {
+	group          string
+	topic          string
+	queueID        int32
+	queueOffset    int64
+	maxMsgNums     int32
+	sysFlag        int32
+	commitOffset   int64
+	suspendTimeout time.Duration
+	subscription   string
+	subVersion     int64
+	expressionType string
+	maxMsgBytes    int32
+}
+
+func parsePullHeader(req *remoting.Command) (pullHeader, error) {
+	h := remoting.Header(req.ExtFields)
+	var p pullHeader
+	var err error
+	if p.group, err = h.String("consumerGroup"); err != nil {
+		return p, err
+	}
+	if p.topic, err = h.String("topic"); err != nil {
+		return p, err
+	}
+	if p.queueID, err = h.Int32("queueId"); err != nil {
+		return p, err
+	}
+	if p.queueOffset, err = h.Int64("queueOffset"); err != nil {
+		return p, err
+	}
+	if p.maxMsgNums, err = h.Int32("maxMsgNums"); err != nil {
+		return p, err
+	}
+	if p.sysFlag, err = h.Int32("sysFlag"); err != nil {
+		return p, err
+	}
+	if p.commitOffset, err = h.OptInt64("commitOffset", 0); err != nil {
+		return p, err
+	}
+	ms, err := h.OptInt64("suspendTimeoutMillis", 15000)
+	if err != nil {
+		return p, err
+	}
+	p.suspendTimeout = time.Duration(ms) * time.Millisecond
+	p.subscription = h.OptString("subscription", "")
+	if p.subVersion, err = h.OptInt64("subVersion", 0); err != nil {
+		return p, err
+	}
+	p.expressionType = h.OptString("expressionType", exprTag)
+	if p.maxMsgBytes, err = h.OptInt32("maxMsgBytes", 0); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// processPull answers PULL_MESSAGE and LITE_PULL_MESSAGE; a pull that finds
+// nothing and may be suspended is held until a message arrives or its
+// suspend timeout passes.
+func (b *Broker) processPull(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	p, err := parsePullHeader(req)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, "bad pull request header: "+err.Error())
+	}
+	return b.pull(conn, req, p, true)
+}
+
+// pull runs one pass of a pull. allowSuspend is true on the first pass
+// only: it may hold the request and it commits the consumer's offset.
+func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, allowSuspend bool) *remoting.Command {
+	fail := func(code int32, format string, args ...any) *remoting.Command {
+		return remoting.NewResponse(req, code, fmt.Sprintf(format, args...))
+	}
+	if !meta.Readable(b.cfg.BrokerPermission) {
+		return fail(remoting.NoPermission, "the broker[%s] pulling message is forbidden", b.cfg.BrokerName)
+	}
+	gc, err := b.groupConfig(p.group, true)
+	if err != nil {
+		return fail(remoting.SystemError, "%v", err)
+	}
+	if gc.GroupName == "" {
+		return fail(remoting.SubscriptionGroupNotExist, "subscription group [%s] does not exist", p.group)
+	}
+	if !gc.ConsumeEnable {
+		return fail(remoting.NoPermission, "subscription group no permission, %s", p.group)
+	}
+	tc, ok, err := b.topicConfig(p.topic)
+	if err != nil {
+		return fail(remoting.SystemError, "%v", err)
+	}
+	if !ok {
+		return fail(remoting.TopicNotExist, "topic[%s] not exist, apply first please!", p.topic)
+	}
+	if !meta.Readable(tc.Perm) {
+		return fail(remoting.NoPermission, "the topic[%s] pulling message is forbidden", p.topic)
+	}
+	if p.queueID < 0 || int(p.queueID) >= tc.ReadQueueNums {
+		return fail(remoting.InvalidParameter, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
+			p.queueID, p.topic, tc.ReadQueueNums, conn.RemoteAddr())
+	}
+	var sub *subscription
+	if p.sysFlag&pullSubscription != 0 {
+		sub, err = newSubscription(p.topic, p.subscription, p.expressionType, p.subVersion)
+		if err != nil {
+			return fail(remoting.SubscriptionParseFailed, "parse the consumer's subscription[%s] failed, group: %s: %v", p.subscription, p.group, err)
+		}
+	} else {
+		s, model, known := b.clients.groupSubscription(p.group, p.topic)
+		switch {
+		case !known:
+			return fail(remoting.SubscriptionNotExist, "the consumer's group info not exist, group: %s", p.group)
+		case model == modelBroadcasting && !gc.ConsumeBroadcastEnable:
+			return fail(remoting.NoPermission, "the consumer group[%s] can not consume by broadcast way", p.group)
+		case s == nil:
+			return fail(remoting.SubscriptionNotExist, "the consumer's subscription not exist, group: %s topic: %s", p.group, p.topic)
+		case s.SubVersion < p.subVersion:
+			return fail(remoting.SubscriptionNotLatest, "the consumer's subscription not latest")
+		}
+		sub = s
+	}
+
+	r, err := b.getMessages(p.topic, p.queueID, p.queueOffset, int(p.maxMsgNums), int(p.maxMsgBytes), sub)
+	if err != nil {
+		b.log.Error().Err(err).Str("topic", p.topic).Int32("queue", p.queueID).Msg("pull read failed")
+		return fail(remoting.SystemError, "read failed: %v", err)
+	}
+	if allowSuspend && p.sysFlag&pullCommitOffset != 0 && p.commitOffset >= 0 {
+		if err := b.offsets.SetLazy(p.group, p.topic, p.queueID, p.commitOffset); err != nil {
+			b.log.Warn().Err(err).Str("group", p.group).Msg("commit offset on pull")
+		}
+	}
+	code := r.status.pullCode(p.queueOffset)
+	if code == remoting.PullNotFound && allowSuspend && p.sysFlag&pullSuspend != 0 {
+		timeout := p.suspendTimeout
+		if !b.cfg.LongPollingEnable {
+			timeout = b.cfg.ShortPollingTime
+		}
+		offset := p.queueOffset
+		b.holds.hold(p.topic, p.queueID, timeout,
+			func() bool {
+				maxOff, err := b.cqs.MaxOffset(p.topic, p.queueID)
+				return err == nil && maxOff > offset
+			},
+			func() { _ = conn.Reply(req, b.pull(conn, req, p, false)) })
+		return nil
+	}
+	resp := remoting.NewResponse(req, code, r.status.String())
+	rh := remoting.Header{}
+	rh.SetInt64("nextBeginOffset", r.nextBegin)
+	rh.SetInt64("minOffset", r.minOffset)
+	rh.SetInt64("maxOffset", r.maxOffset)
+	rh.SetInt64("suggestWhichBrokerId", 0)
+	rh.SetInt32("topicSysFlag", int32(tc.TopicSysFlag))
+	rh.SetInt32("groupSysFlag", int32(gc.GroupSysFlag))
+	resp.ExtFields = rh
+	if code == remoting.Success {
+		resp.Body = r.body
+		b.stats.recordGet(r.count)
+	}
+	return resp
+}

@@ -1,0 +1,103 @@
+package broker
+
+import (
+	"context"
+	"strings"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// maxQueryResults caps QUERY_MESSAGE answers (RocketMQ's
+// defaultQueryMaxNum).
+const maxQueryResults = 32
+
+// processQueryMessage answers QUERY_MESSAGE: messages of a topic by key (a
+// word of KEYS) or, with _UNIQUE_KEY_QUERY, by UNIQ_KEY, within a store
+// time range.
+func (b *Broker) processQueryMessage(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	h := remoting.Header(req.ExtFields)
+	topic, err := h.String("topic")
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	key, err := h.String("key")
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	maxNum, _ := h.OptInt32("maxNum", maxQueryResults)
+	begin, _ := h.OptInt64("beginTimestamp", 0)
+	end, _ := h.OptInt64("endTimestamp", 0)
+	kind := kvindex.KindKey
+	if h.OptBool("_UNIQUE_KEY_QUERY", false) {
+		kind = kvindex.KindUniqKey
+		maxNum = maxQueryResults
+	}
+	if maxNum <= 0 || maxNum > maxQueryResults {
+		maxNum = maxQueryResults
+	}
+	var body []byte
+	var lastTS, lastPhy int64
+	found, err := b.db.KeyIndex().Lookup(kvindex.KeyQuery{
+		Topic: topic, Key: key, Kind: kind, Begin: begin, End: end, Max: int(maxNum),
+		MinPhyOffset: b.clog.MinOffset(),
+		Verify: func(e kvindex.KeyIndexEntry) bool {
+			rec, m, ok, err := b.readRecord(e.PhyOffset)
+			if err != nil || !ok || m.Topic != topic || !carriesKey(m, kind, key) {
+				return false
+			}
+			body = append(body, rec...)
+			lastTS, lastPhy = max(lastTS, m.StoreTimestamp), max(lastPhy, e.PhyOffset)
+			return true
+		},
+	})
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if len(found) == 0 {
+		return remoting.NewResponse(req, remoting.QueryNotFound, "can not find message, maybe time range not correct")
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	rh := remoting.Header{}
+	rh.SetInt64("indexLastUpdateTimestamp", lastTS)
+	rh.SetInt64("indexLastUpdatePhyoffset", lastPhy)
+	resp.ExtFields = rh
+	resp.Body = body
+	return resp
+}
+
+// carriesKey checks that a record still has the key the index points at it
+// for (an entry may outlive a truncated and rewritten record).
+func carriesKey(m commitlog.Message, kind byte, key string) bool {
+	if kind == kvindex.KindUniqKey {
+		v, _ := commitlog.LookupProperty(m.Properties, propUniqKey)
+		return v == key
+	}
+	keys, _ := commitlog.LookupProperty(m.Properties, propKeys)
+	for _, k := range strings.Fields(keys) {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// processViewMessage answers VIEW_MESSAGE_BY_ID: the record at a CommitLog
+// offset (decoded by clients from an offset message id).
+func (b *Broker) processViewMessage(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	off, err := remoting.Header(req.ExtFields).Int64("offset")
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	rec, _, ok, err := b.readRecord(off)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if !ok {
+		return remoting.NewResponse(req, remoting.SystemError, "can not find message by the offset, "+remoting.Header(req.ExtFields).OptString("offset", ""))
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	resp.Body = rec
+	return resp
+}

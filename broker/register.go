@@ -1,0 +1,149 @@
+package broker
+
+import (
+	"context"
+	"time"
+
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/namesrv"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// compressAboveTopics turns compressed registration on by itself for large
+// topic tables, whatever compressedRegister says: a plain JSON body of
+// 10,000 topics is megabytes every 30 s per name server.
+const compressAboveTopics = 1000
+
+// registrar registers the broker with every name server every
+// registerNameServerPeriod, and soon after a topic change.
+type registrar struct {
+	b       *Broker
+	ns      *namesrv.Registrar
+	pool    *remoting.ClientPool
+	trigger func()
+	kick    chan struct{}
+	// registered is set after the first successful registration (owned by
+	// the loop goroutine).
+	registered bool
+}
+
+func newRegistrar(b *Broker) *registrar {
+	pool := remoting.NewClientPool(remoting.ClientOptions{Log: b.log.With().Str("component", "namesrv-client").Logger()})
+	r := &registrar{
+		b:    b,
+		pool: pool,
+		ns:   namesrv.NewRegistrar(pool, b.cfg.NamesrvAddr, b.log.With().Str("component", "registrar").Logger()),
+		kick: make(chan struct{}, 1),
+	}
+	r.trigger = func() {
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+	}
+	return r
+}
+
+func (r *registrar) info() namesrv.BrokerInfo {
+	return namesrv.BrokerInfo{
+		ClusterName: r.b.cfg.BrokerClusterName,
+		BrokerName:  r.b.cfg.BrokerName,
+		BrokerAddr:  r.b.Addr(),
+		BrokerID:    r.b.cfg.BrokerID,
+		// No HA: the address is the broker's own, as RocketMQ's default
+		// haListenPort = listenPort + 1 would be meaningless here.
+		HAServerAddr: r.b.Addr(),
+	}
+}
+
+// loop registers at start, then periodically and on triggers (coalesced
+// for a short while so a burst of topic creations makes one registration).
+func (r *registrar) loop(ctx context.Context) {
+	defer r.pool.Close()
+	if len(r.ns.NameServers()) == 0 {
+		<-ctx.Done()
+		return
+	}
+	period := r.b.cfg.RegisterNameServerPeriod
+	if period <= 0 {
+		period = 30 * time.Second
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	r.registerOnce(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-r.kick:
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			// Drain a trigger that arrived meanwhile: this registration
+			// covers it.
+			select {
+			case <-r.kick:
+			default:
+			}
+		}
+		r.registerOnce(ctx)
+	}
+}
+
+// registerOnce sends the whole topic table to every name server.
+func (r *registrar) registerOnce(ctx context.Context) {
+	body := &namesrv.RegisterBrokerBody{TopicConfigTable: map[string]namesrv.TopicConfig{}}
+	ver := r.b.topics.table.Version()
+	body.DataVersion = namesrv.DataVersion{Counter: ver.Counter, Timestamp: ver.Timestamp}
+	err := r.b.topics.table.Each(func(tc meta.TopicConfig) bool {
+		body.TopicConfigTable[tc.TopicName] = namesrv.TopicConfig{
+			Attributes: tc.Attributes, Order: tc.Order, Perm: int32(tc.Perm),
+			ReadQueueNums: int32(tc.ReadQueueNums), WriteQueueNums: int32(tc.WriteQueueNums),
+			TopicFilterType: tc.TopicFilterType, TopicName: tc.TopicName, TopicSysFlag: int32(tc.TopicSysFlag),
+		}
+		return true
+	})
+	if err != nil {
+		r.b.log.Error().Err(err).Msg("read topics for registration")
+		return
+	}
+	info := r.info()
+	info.Compressed = r.b.cfg.CompressedRegister || len(body.TopicConfigTable) > compressAboveTopics
+	timeout := r.b.cfg.RegisterBrokerTimeout
+	if timeout <= 0 {
+		timeout = 24 * time.Second
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	results, err := r.ns.Register(rctx, info, body)
+	for _, res := range results {
+		if res.Err != nil {
+			r.b.log.Warn().Err(res.Err).Str("namesrv", res.NameServer).Msg("register broker")
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		r.b.log.Warn().Err(err).Msg("broker not registered with any name server")
+		return
+	}
+	ev := r.b.log.Debug()
+	if !r.registered {
+		r.registered = true
+		ev = r.b.log.Info()
+	}
+	ev.Int("topics", len(body.TopicConfigTable)).Bool("compressed", info.Compressed).Msg("registered with name servers")
+}
+
+// unregisterAll tells every name server the broker is going away.
+func (r *registrar) unregisterAll(ctx context.Context) {
+	if r == nil || len(r.ns.NameServers()) == 0 {
+		return
+	}
+	uctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := r.ns.Unregister(uctx, r.info()); err != nil {
+		r.b.log.Warn().Err(err).Msg("unregister broker")
+	}
+}

@@ -1,0 +1,41 @@
+package broker
+
+import (
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// routes registers every request code the broker answers. Codes without a
+// processor get REQUEST_CODE_NOT_SUPPORTED from the mux; the connection
+// stays open.
+func (b *Broker) routes() {
+	handle := func(code int32, f remoting.RespondFunc) { b.mux.Handle(code, f) }
+	handle(remoting.SendMessage, b.processSend)
+	handle(remoting.SendMessageV2, b.processSend)
+	handle(remoting.SendBatchMessage, b.processSend)
+	handle(remoting.PullMessage, b.processPull)
+	handle(remoting.LitePullMessage, b.processPull)
+	handle(remoting.QueryConsumerOffset, b.processQueryConsumerOffset)
+	handle(remoting.UpdateConsumerOffset, b.processUpdateConsumerOffset)
+	handle(remoting.GetMaxOffset, b.processGetMaxOffset)
+	handle(remoting.GetMinOffset, b.processGetMinOffset)
+	handle(remoting.SearchOffsetByTimestamp, b.processSearchOffset)
+	handle(remoting.GetEarliestMsgStoretime, b.processEarliestMsgStoreTime)
+	handle(remoting.HeartBeat, b.processHeartbeat)
+	handle(remoting.UnregisterClient, b.processUnregisterClient)
+	handle(remoting.GetConsumerListByGroup, b.processConsumerList)
+	handle(remoting.LockBatchMQ, b.processLockBatch)
+	handle(remoting.UnlockBatchMQ, b.processUnlockBatch)
+	handle(remoting.ConsumerSendMsgBack, b.processSendBack)
+	handle(remoting.QueryMessage, b.processQueryMessage)
+	handle(remoting.ViewMessageByID, b.processViewMessage)
+	handle(remoting.UpdateAndCreateTopic, b.processCreateTopic)
+	handle(remoting.UpdateAndCreateTopicList, b.processCreateTopicList)
+	handle(remoting.DeleteTopicInBroker, b.processDeleteTopic)
+	handle(remoting.GetTopicConfig, b.processGetTopicConfig)
+	handle(remoting.GetAllTopicConfig, b.processGetAllTopicConfig)
+	handle(remoting.UpdateAndCreateSubscriptionGroup, b.processCreateGroup)
+	handle(remoting.GetAllSubscriptionGroupConfig, b.processGetAllGroups)
+	handle(remoting.GetSubscriptionGroupConfig, b.processGetGroup)
+	handle(remoting.DeleteSubscriptionGroup, b.processDeleteGroup)
+	handle(remoting.GetBrokerRuntimeInfo, b.processRuntimeInfo)
+}

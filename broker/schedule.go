@@ -1,0 +1,121 @@
+package broker
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// scheduleOffsetGroup is the consumer-offset group under which the
+// scheduler keeps, per delay level, the next SCHEDULE_TOPIC_XXXX offset to
+// deliver (RocketMQ's delayOffset.json).
+const scheduleOffsetGroup = "rmq_sys_SCHEDULE_OFFSET"
+
+// toSchedule parks a message with a delay level in SCHEDULE_TOPIC_XXXX,
+// queue level-1, remembering its real topic and queue, as RocketMQ's
+// CommitLog does at put. The dispatcher gives it the delivery time as tag
+// code.
+func (b *Broker) toSchedule(m *commitlog.Message, level int) {
+	level = min(level, len(b.delayLevels))
+	m.Properties = rewriteProperties(m.Properties, nil,
+		[2]string{propDelay, strconv.Itoa(level)},
+		[2]string{propRealTopic, m.Topic},
+		[2]string{propRealQueueID, strconv.Itoa(int(m.QueueID))})
+	m.Topic = meta.ScheduleTopic
+	m.QueueID = int32(level - 1)
+}
+
+// scheduleLoop delivers due delay-level messages to their real topic: for
+// each level it reads SCHEDULE_TOPIC_XXXX from the level's offset and
+// re-puts every message whose delivery time (the entry's tag code) has
+// come. Delivery is at least once: a crash between the re-put and the
+// offset commit delivers again.
+func (b *Broker) scheduleLoop(ctx context.Context) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for level := 1; level <= len(b.delayLevels); level++ {
+			if err := b.deliverLevel(ctx, level); err != nil && ctx.Err() == nil {
+				b.log.Warn().Err(err).Int("level", level).Msg("deliver delayed messages")
+			}
+		}
+	}
+}
+
+func (b *Broker) deliverLevel(ctx context.Context, level int) error {
+	qid := int32(level - 1)
+	off, ok, err := b.offsets.Get(scheduleOffsetGroup, meta.ScheduleTopic, qid)
+	if err != nil {
+		return err
+	}
+	if minOff, err := b.cqs.MinOffset(meta.ScheduleTopic, qid); err != nil {
+		return err
+	} else if !ok || off < minOff {
+		off = minOff
+	}
+	start := off
+	delay := b.delayLevels[level-1].Milliseconds()
+	for ctx.Err() == nil {
+		entries, err := b.cqs.Get(meta.ScheduleTopic, qid, off, 64)
+		if err != nil {
+			return err
+		}
+		if len(entries) == 0 {
+			break
+		}
+		now := time.Now().UnixMilli()
+		due := false
+		for _, e := range entries {
+			deliverAt := e.TagsCode
+			if deliverAt > now+delay {
+				deliverAt = now // a clock step back: RocketMQ treats it as due
+			}
+			if deliverAt > now {
+				due = true
+				break
+			}
+			if err := b.deliverScheduled(ctx, e.PhyOffset); err != nil {
+				return err
+			}
+			off = e.QueueOffset + 1
+		}
+		if due || len(entries) < 64 {
+			break
+		}
+	}
+	if off != start {
+		return b.offsets.Set(scheduleOffsetGroup, meta.ScheduleTopic, qid, off)
+	}
+	return nil
+}
+
+// deliverScheduled re-puts one parked message to its real topic and queue.
+func (b *Broker) deliverScheduled(ctx context.Context, phy int64) error {
+	_, m, ok, err := b.readRecord(phy)
+	if err != nil || !ok {
+		return err // a record gone with retention is skipped
+	}
+	topic, _ := commitlog.LookupProperty(m.Properties, propRealTopic)
+	qs, _ := commitlog.LookupProperty(m.Properties, propRealQueueID)
+	qid, err := strconv.Atoi(qs)
+	if topic == "" || err != nil {
+		b.log.Warn().Int64("phy", phy).Msg("delayed message without REAL_TOPIC/REAL_QID dropped")
+		return nil
+	}
+	out := &commitlog.Message{
+		Topic: topic, QueueID: int32(qid), Flag: m.Flag, SysFlag: m.SysFlag,
+		BornTimestamp: m.BornTimestamp, BornHost: m.BornHost, ReconsumeTimes: m.ReconsumeTimes,
+		Body:       m.Body,
+		Properties: rewriteProperties(m.Properties, []string{propDelay, propTimerDeliverMs, propTimerDelaySec, propTimerDelayMs}),
+	}
+	_, err = b.putMessages(ctx, []*commitlog.Message{out}, false)
+	return err
+}

@@ -1,0 +1,304 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// maxPropertiesLen is the longest properties string (a signed int16 length).
+const maxPropertiesLen = 32767
+
+// sendV2Names maps SEND_MESSAGE_V2's one-letter header keys to the long
+// names of SEND_MESSAGE.
+var sendV2Names = map[string]string{
+	"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums",
+	"e": "queueId", "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties",
+	"j": "reconsumeTimes", "k": "unitMode", "l": "maxReconsumeTimes", "m": "batch", "n": "bname",
+}
+
+// sendHeader is SendMessageRequestHeader.
+type sendHeader struct {
+	producerGroup         string
+	topic                 string
+	defaultTopic          string
+	defaultTopicQueueNums int32
+	queueID               int32
+	sysFlag               int32
+	bornTimestamp         int64
+	flag                  int32
+	properties            string
+	reconsumeTimes        int32
+	maxReconsumeTimes     int32
+	hasMaxReconsumeTimes  bool
+	batch                 bool
+}
+
+// parseSendHeader reads the header of codes 10 (long names), 310 and 320
+// (letters). A missing or malformed required field is an error naming it.
+func parseSendHeader(req *remoting.Command) (sendHeader, error) {
+	ext := req.ExtFields
+	if req.Code != remoting.SendMessage {
+		long := make(map[string]string, len(ext))
+		for k, v := range ext {
+			if n, ok := sendV2Names[k]; ok {
+				long[n] = v
+			} else {
+				long[k] = v
+			}
+		}
+		ext = long
+	}
+	h := remoting.Header(ext)
+	var s sendHeader
+	var err error
+	if s.producerGroup, err = h.String("producerGroup"); err != nil {
+		return s, err
+	}
+	if s.topic, err = h.String("topic"); err != nil {
+		return s, err
+	}
+	s.defaultTopic = h.OptString("defaultTopic", autoCreateTopic)
+	if s.defaultTopicQueueNums, err = h.OptInt32("defaultTopicQueueNums", 4); err != nil {
+		return s, err
+	}
+	if s.queueID, err = h.Int32("queueId"); err != nil {
+		return s, err
+	}
+	if s.sysFlag, err = h.Int32("sysFlag"); err != nil {
+		return s, err
+	}
+	if s.bornTimestamp, err = h.Int64("bornTimestamp"); err != nil {
+		return s, err
+	}
+	if s.flag, err = h.Int32("flag"); err != nil {
+		return s, err
+	}
+	s.properties = h.OptString("properties", "")
+	if s.reconsumeTimes, err = h.OptInt32("reconsumeTimes", 0); err != nil {
+		return s, err
+	}
+	if h.Has("maxReconsumeTimes") {
+		if s.maxReconsumeTimes, err = h.Int32("maxReconsumeTimes"); err != nil {
+			return s, err
+		}
+		s.hasMaxReconsumeTimes = true
+	}
+	s.batch = h.OptBool("batch", false) || req.Code == remoting.SendBatchMessage
+	return s, nil
+}
+
+// addrPort converts a connection address for the born host field.
+func addrPort(a net.Addr) netip.AddrPort {
+	if a == nil {
+		return netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
+	}
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.AddrPort()
+	}
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
+	}
+	return ap
+}
+
+// processSend answers SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE.
+func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	h, err := parseSendHeader(req)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, "bad send request header: "+err.Error())
+	}
+	fail := func(code int32, format string, args ...any) *remoting.Command {
+		return remoting.NewResponse(req, code, fmt.Sprintf(format, args...))
+	}
+	if !meta.Writable(b.cfg.BrokerPermission) {
+		return fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", b.cfg.BrokerName)
+	}
+	if remark := validateTopicName(h.topic); remark != "" {
+		return fail(remoting.SystemError, "%s", remark)
+	}
+	if notSendable[h.topic] {
+		return fail(remoting.NoPermission, "Sending message to topic[%s] is forbidden.", h.topic)
+	}
+	if len(h.properties) > maxPropertiesLen {
+		return fail(remoting.MessageIllegal, "the message properties length %d is longer than %d", len(h.properties), maxPropertiesLen)
+	}
+	if len(req.Body) > b.cfg.MaxMessageSize {
+		return fail(remoting.MessageIllegal, "the message body size %d is larger than maxMessageSize %d", len(req.Body), b.cfg.MaxMessageSize)
+	}
+	tc, code, remark := b.topics.createOnSend(h.topic, h.defaultTopic, int(h.defaultTopicQueueNums))
+	if code != remoting.Success {
+		return fail(code, "%s", remark)
+	}
+	if !meta.Writable(tc.Perm) {
+		return fail(remoting.NoPermission, "the topic[%s] sending message is forbidden", h.topic)
+	}
+	qid := h.queueID
+	if qid < 0 {
+		qid = int32(rand.IntN(max(tc.WriteQueueNums, 1)))
+	}
+	if int(qid) >= tc.QueueCount() {
+		return fail(remoting.InvalidParameter, "request queueId[%d] is illegal, %s Producer: %s", qid, h.topic, conn.RemoteAddr())
+	}
+	if h.batch {
+		return b.sendBatch(ctx, conn, req, h, qid)
+	}
+
+	props := h.properties
+	if v, _ := commitlog.LookupProperty(props, propTranMsg); v == "true" || commitlog.TransactionType(h.sysFlag) == commitlog.TransactionPrepared {
+		return fail(remoting.NoPermission, "the broker[%s] does not support transactional messages", b.cfg.BrokerName)
+	}
+	topic := h.topic
+	reconsume := h.reconsumeTimes
+	if meta.IsRetryTopic(topic) {
+		var resp *remoting.Command
+		if topic, qid, resp = b.retryOrDLQ(req, conn, h, qid); resp != nil {
+			return resp
+		}
+	}
+	waitFlush := true
+	if v, ok := commitlog.LookupProperty(props, propWait); ok && v == "false" {
+		waitFlush = false
+	}
+	uniq, hasUniq := commitlog.LookupProperty(props, propUniqKey)
+	set := [][2]string{{propCluster, b.cfg.BrokerClusterName}}
+	if !hasUniq || uniq == "" {
+		uniq = b.uniq.next()
+		set = append(set, [2]string{propUniqKey, uniq})
+	}
+	if topic != h.topic { // moved to the DLQ
+		set = append(set, [2]string{propDLQOriginTopic, h.topic})
+	}
+	props = rewriteProperties(props, []string{propWait, propPopCK}, set...)
+	msg := &commitlog.Message{
+		Topic:          topic,
+		QueueID:        qid,
+		Flag:           h.flag,
+		SysFlag:        h.sysFlag,
+		BornTimestamp:  h.bornTimestamp,
+		BornHost:       addrPort(conn.RemoteAddr()),
+		ReconsumeTimes: reconsume,
+		Body:           req.Body,
+		Properties:     props,
+	}
+	if level := delayLevelOf(props); level > 0 && !meta.IsDLQTopic(topic) {
+		b.toSchedule(msg, level)
+	}
+	res, err := b.putMessages(ctx, []*commitlog.Message{msg}, waitFlush)
+	if err != nil {
+		return fail(appendErrorCode(err), "put message failed: %v", err)
+	}
+	resp := remoting.NewResponse(req, appendStatusCode(res.Status), "")
+	rh := remoting.Header{}
+	rh.Set("msgId", res.MsgIDs[0])
+	rh.SetInt32("queueId", h.queueIDResponse(qid, msg))
+	rh.SetInt64("queueOffset", res.QueueOffset)
+	rh.Set("transactionId", uniq)
+	rh.Set("MSG_REGION", b.cfg.RegionID)
+	rh.SetBool("TRACE_ON", b.cfg.TraceOn)
+	resp.ExtFields = rh
+	return resp
+}
+
+// queueIDResponse is the queue reported to the producer: the queue it
+// asked for when the broker parked the message elsewhere (delay levels),
+// else the queue used.
+func (h sendHeader) queueIDResponse(qid int32, msg *commitlog.Message) int32 {
+	if msg.Topic == meta.ScheduleTopic {
+		return qid
+	}
+	return msg.QueueID
+}
+
+// retryOrDLQ applies RocketMQ's handleRetryAndDLQ to a send to a %RETRY%
+// topic: past the group's maximum of reconsume times the message goes to
+// the group's %DLQ% topic. It returns the target topic and queue, or a
+// response when the send must be refused.
+func (b *Broker) retryOrDLQ(req *remoting.Command, conn *remoting.Conn, h sendHeader, qid int32) (string, int32, *remoting.Command) {
+	group := strings.TrimPrefix(h.topic, meta.RetryGroupTopicPrefix)
+	gc, err := b.groupConfig(group, true)
+	if err != nil {
+		return "", 0, remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if gc.GroupName == "" {
+		return "", 0, remoting.NewResponse(req, remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group)
+	}
+	maxTimes := int32(gc.RetryMaxTimes)
+	if h.hasMaxReconsumeTimes && conn.ClientInfo().Version >= 121 {
+		maxTimes = h.maxReconsumeTimes
+	}
+	if h.reconsumeTimes <= maxTimes {
+		return h.topic, qid, nil
+	}
+	dlq := meta.DLQTopic(group)
+	if _, err := b.topics.ensureSystemTopic(dlq, 1, meta.PermWrite|meta.PermRead); err != nil {
+		return "", 0, remoting.NewResponse(req, remoting.SystemError, "create DLQ topic: "+err.Error())
+	}
+	return dlq, 0, nil
+}
+
+// sendBatch stores a batch-send body: each item becomes a record of the
+// same topic and queue with consecutive queue offsets.
+func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoting.Command, h sendHeader, qid int32) *remoting.Command {
+	if meta.IsRetryTopic(h.topic) {
+		return remoting.NewResponse(req, remoting.MessageIllegal, "batch request does not support retry group "+h.topic)
+	}
+	items, err := commitlog.DecodeBatch(req.Body)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.MessageIllegal, "malformed batch body: "+err.Error())
+	}
+	if len(items) == 0 {
+		return remoting.NewResponse(req, remoting.MessageIllegal, "empty batch")
+	}
+	born := addrPort(conn.RemoteAddr())
+	msgs := make([]*commitlog.Message, len(items))
+	for i, it := range items {
+		if len(it.Properties) > maxPropertiesLen {
+			return remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf("batch message %d: properties longer than %d", i, maxPropertiesLen))
+		}
+		msgs[i] = &commitlog.Message{
+			Topic: h.topic, QueueID: qid, Flag: it.Flag, SysFlag: h.sysFlag,
+			BornTimestamp: h.bornTimestamp, BornHost: born, Body: it.Body, Properties: it.Properties,
+		}
+	}
+	waitFlush := true
+	if v, ok := commitlog.LookupProperty(h.properties, propWait); ok && v == "false" {
+		waitFlush = false
+	}
+	res, err := b.putMessages(ctx, msgs, waitFlush)
+	if err != nil {
+		return remoting.NewResponse(req, appendErrorCode(err), "put batch failed: "+err.Error())
+	}
+	resp := remoting.NewResponse(req, appendStatusCode(res.Status), "")
+	rh := remoting.Header{}
+	rh.Set("msgId", strings.Join(res.MsgIDs, ","))
+	rh.SetInt32("queueId", qid)
+	rh.SetInt64("queueOffset", res.QueueOffset)
+	rh.Set("MSG_REGION", b.cfg.RegionID)
+	rh.SetBool("TRACE_ON", b.cfg.TraceOn)
+	resp.ExtFields = rh
+	return resp
+}
+
+// delayLevelOf returns the DELAY property as a level (0 when absent or not
+// a positive number).
+func delayLevelOf(props string) int {
+	v, ok := commitlog.LookupProperty(props, propDelay)
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}

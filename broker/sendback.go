@@ -1,0 +1,97 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// processSendBack answers CONSUMER_SEND_MSG_BACK, RocketMQ's
+// consumerSendMsgBack: a message the consumer failed is stored again in the
+// group's %RETRY% topic with its reconsume count raised, delayed by delay
+// level 3 + reconsumeTimes unless the client chose one, or, past the
+// group's maximum (or with a negative level), in the group's %DLQ% topic.
+func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	h := remoting.Header(req.ExtFields)
+	offset, err := h.Int64("offset")
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	group, err := h.String("group")
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	delayLevel, err := h.OptInt32("delayLevel", 0)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	gc, err := b.groupConfig(group, true)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if gc.GroupName == "" {
+		return remoting.NewResponse(req, remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group)
+	}
+	if !meta.Writable(b.cfg.BrokerPermission) {
+		return remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", b.cfg.BrokerName))
+	}
+	if gc.RetryQueueNums <= 0 {
+		return remoting.NewResponse(req, remoting.Success, "")
+	}
+	_, m, ok, err := b.readRecord(offset)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if !ok {
+		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("look message by offset failed, %d", offset))
+	}
+	maxTimes := int32(gc.RetryMaxTimes)
+	if h.Has("maxReconsumeTimes") && conn.ClientInfo().Version >= 121 {
+		if v, err := h.Int32("maxReconsumeTimes"); err == nil {
+			maxTimes = v
+		}
+	}
+	set := [][2]string{}
+	if _, has := commitlog.LookupProperty(m.Properties, propRetryTopic); !has {
+		set = append(set, [2]string{propRetryTopic, m.Topic})
+	}
+	origin, hasOrigin := commitlog.LookupProperty(m.Properties, propOriginMessageID)
+	if !hasOrigin || origin == "" {
+		origin = commitlog.MessageID(m.StoreHost, m.PhyOffset)
+		set = append(set, [2]string{propOriginMessageID, origin})
+	}
+	topic := meta.RetryTopic(group)
+	tc, err := b.topics.ensureSystemTopic(topic, gc.RetryQueueNums, meta.PermRead|meta.PermWrite)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	qid := int32(rand.IntN(max(tc.WriteQueueNums, 1)))
+	toDLQ := m.ReconsumeTimes >= maxTimes || delayLevel < 0
+	if toDLQ {
+		topic = meta.DLQTopic(group)
+		if _, err := b.topics.ensureSystemTopic(topic, 1, meta.PermRead|meta.PermWrite); err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+		qid = 0
+		set = append(set, [2]string{propDLQOriginTopic, m.Topic}, [2]string{propDLQOriginMsgID, origin})
+	} else if delayLevel == 0 {
+		delayLevel = 3 + m.ReconsumeTimes
+	}
+	out := &commitlog.Message{
+		Topic: topic, QueueID: qid, Flag: m.Flag, SysFlag: m.SysFlag,
+		BornTimestamp: m.BornTimestamp, BornHost: m.BornHost, ReconsumeTimes: m.ReconsumeTimes + 1,
+		Body:       m.Body,
+		Properties: rewriteProperties(m.Properties, []string{propDelay, propPopCK}, set...),
+	}
+	if !toDLQ {
+		b.toSchedule(out, int(delayLevel))
+	}
+	if _, err := b.putMessages(ctx, []*commitlog.Message{out}, false); err != nil {
+		return remoting.NewResponse(req, appendErrorCode(err), "send back failed: "+err.Error())
+	}
+	return remoting.NewResponse(req, remoting.Success, "")
+}

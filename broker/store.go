@@ -1,0 +1,193 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// putMessages appends one message or a batch (same topic and queue) with
+// queue offsets assigned at append time.
+func (b *Broker) putMessages(ctx context.Context, msgs []*commitlog.Message, waitFlush bool) (commitlog.AppendResult, error) {
+	first := msgs[0]
+	if err := b.qoffsets.Acquire(first.Topic, first.QueueID); err != nil {
+		return commitlog.AppendResult{}, fmt.Errorf("put to %s/%d: %w", first.Topic, first.QueueID, err)
+	}
+	defer b.qoffsets.Release(first.Topic, first.QueueID)
+	req := commitlog.AppendRequest{Assigner: b.qoffsets, WaitFlush: waitFlush}
+	if len(msgs) == 1 {
+		req.Message = first
+	} else {
+		req.Batch = msgs
+	}
+	res, err := b.clog.Append(ctx, req)
+	if err != nil {
+		b.log.Warn().Err(err).Str("topic", first.Topic).Int32("queue", first.QueueID).Msg("append failed")
+		return res, err
+	}
+	b.stats.recordPut(first.Topic, len(msgs), res.WroteBytes)
+	return res, nil
+}
+
+// Pull read limits, RocketMQ's maxTransferCountOnMessageInMemory and
+// maxTransferBytesOnMessageInMemory (generously).
+const (
+	maxPullMessages = 1024
+	maxPullBytes    = 4 << 20
+	// maxScanEntries bounds the entries one pull examines when a filter
+	// skips most of them; the client pulls again from nextBeginOffset.
+	maxScanEntries = 4096
+)
+
+// getStatus is RocketMQ's GetMessageStatus, the outcome of a read.
+type getStatus int
+
+const (
+	getFound getStatus = iota
+	getNoMatched
+	getNoMessageInQueue
+	getOffsetTooSmall
+	getOffsetOverflowOne
+	getOffsetOverflowBadly
+	getOffsetFoundNull
+)
+
+var getStatusNames = [...]string{"FOUND", "NO_MATCHED_MESSAGE", "NO_MESSAGE_IN_QUEUE", "OFFSET_TOO_SMALL",
+	"OFFSET_OVERFLOW_ONE", "OFFSET_OVERFLOW_BADLY", "OFFSET_FOUND_NULL"}
+
+func (s getStatus) String() string { return getStatusNames[s] }
+
+// pullCode maps a read status to the pull response code (RocketMQ's
+// PullMessageProcessor). requested is the offset the client asked for.
+func (s getStatus) pullCode(requested int64) int32 {
+	switch s {
+	case getFound:
+		return remoting.Success
+	case getNoMatched:
+		return remoting.PullRetryImmediately
+	case getNoMessageInQueue:
+		if requested != 0 {
+			return remoting.PullOffsetMoved
+		}
+		return remoting.PullNotFound
+	case getOffsetTooSmall, getOffsetOverflowBadly:
+		return remoting.PullOffsetMoved
+	default:
+		return remoting.PullNotFound
+	}
+}
+
+// getResult is what a read returns: the records back to back (the pull
+// response body) and the queue's state.
+type getResult struct {
+	status    getStatus
+	body      []byte
+	count     int
+	nextBegin int64
+	minOffset int64
+	maxOffset int64
+}
+
+// getMessages reads up to maxNums messages of a queue from offset that pass
+// filter, following RocketMQ's DefaultMessageStore.getMessage rules.
+func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums, maxBytes int, filter *subscription) (getResult, error) {
+	var r getResult
+	var err error
+	if r.minOffset, err = b.cqs.MinOffset(topic, queueID); err != nil {
+		return r, err
+	}
+	if r.maxOffset, err = b.cqs.MaxOffset(topic, queueID); err != nil {
+		return r, err
+	}
+	switch {
+	case r.maxOffset == 0:
+		r.status, r.nextBegin = getNoMessageInQueue, 0
+		return r, nil
+	case offset < r.minOffset:
+		r.status, r.nextBegin = getOffsetTooSmall, r.minOffset
+		return r, nil
+	case offset == r.maxOffset:
+		r.status, r.nextBegin = getOffsetOverflowOne, offset
+		return r, nil
+	case offset > r.maxOffset:
+		r.status, r.nextBegin = getOffsetOverflowBadly, r.maxOffset
+		return r, nil
+	}
+	maxNums = min(max(maxNums, 1), maxPullMessages)
+	if maxBytes <= 0 || maxBytes > maxPullBytes {
+		maxBytes = maxPullBytes
+	}
+	next := offset
+	scanned := 0
+	for r.count < maxNums && next < r.maxOffset && scanned < maxScanEntries {
+		want := min(max(2*(maxNums-r.count), 32), maxScanEntries-scanned)
+		entries, err := b.cqs.Get(topic, queueID, next, want)
+		if err != nil {
+			return r, err
+		}
+		if len(entries) == 0 {
+			break // a hole: nothing readable at next
+		}
+		for _, e := range entries {
+			if r.count >= maxNums || (r.count > 0 && len(r.body)+int(e.Size) > maxBytes) {
+				break
+			}
+			scanned++
+			next = e.QueueOffset + 1
+			if !filter.matchesCode(e.TagsCode) {
+				continue
+			}
+			v, err := b.clog.Read(e.PhyOffset, e.Size)
+			if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
+				continue // deleted by retention meanwhile
+			}
+			if err != nil {
+				return r, fmt.Errorf("read %s/%d@%d at %d: %w", topic, queueID, e.QueueOffset, e.PhyOffset, err)
+			}
+			rec := v.Data
+			if filter.matchesRecord(rec) {
+				if r.body == nil {
+					r.body = make([]byte, 0, min(maxBytes, int(e.Size)*maxNums))
+				}
+				r.body = append(r.body, rec...)
+				r.count++
+			}
+			v.Release()
+		}
+		if len(entries) < want {
+			break
+		}
+	}
+	r.nextBegin = next
+	switch {
+	case r.count > 0:
+		r.status = getFound
+	case next == offset:
+		r.status = getOffsetFoundNull
+	default:
+		r.status = getNoMatched
+	}
+	return r, nil
+}
+
+// readRecord returns a copy of the record at a CommitLog offset, or ok
+// false when there is none there.
+func (b *Broker) readRecord(phy int64) ([]byte, commitlog.Message, bool, error) {
+	v, err := b.clog.ReadRecord(phy)
+	if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
+		return nil, commitlog.Message{}, false, nil
+	}
+	if err != nil {
+		return nil, commitlog.Message{}, false, err
+	}
+	defer v.Release()
+	rec := append([]byte(nil), v.Data...)
+	m, err := commitlog.Decode(rec)
+	if err != nil {
+		return nil, commitlog.Message{}, false, nil
+	}
+	return rec, m, true, nil
+}

@@ -1,0 +1,105 @@
+package broker
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+)
+
+// Expression types of a subscription.
+const (
+	exprTag   = "TAG"
+	exprSQL92 = "SQL92"
+	subAll    = "*"
+)
+
+// subscription is one consumer group's filter on one topic, from a
+// heartbeat or from a pull request's own expression.
+type subscription struct {
+	Topic      string
+	SubString  string
+	ExprType   string
+	SubVersion int64
+	all        bool
+	codes      map[int64]struct{}
+	tags       map[string]struct{}
+}
+
+// newSubscription builds a filter from an expression the way RocketMQ's
+// FilterAPI does: empty or "*" matches everything; otherwise tags separated
+// by "||". Tag codes are recomputed with Java's String.hashCode (clients'
+// codeSet is ignored: the Go client hashes UTF-8 bytes instead).
+func newSubscription(topic, expr, exprType string, subVersion int64) (*subscription, error) {
+	if exprType == "" {
+		exprType = exprTag
+	}
+	s := &subscription{Topic: topic, SubString: expr, ExprType: exprType, SubVersion: subVersion}
+	if !strings.EqualFold(exprType, exprTag) {
+		return nil, fmt.Errorf("expression type %s is not supported by this broker (only TAG)", exprType)
+	}
+	expr = strings.TrimSpace(expr)
+	if expr == "" || expr == subAll {
+		s.all, s.SubString = true, subAll
+		return s, nil
+	}
+	s.codes = map[int64]struct{}{}
+	s.tags = map[string]struct{}{}
+	for _, t := range strings.Split(expr, "||") {
+		t = strings.TrimSpace(t)
+		if t == "" {
+			continue
+		}
+		s.tags[t] = struct{}{}
+		s.codes[commitlog.TagsCode(t)] = struct{}{}
+	}
+	if len(s.tags) == 0 {
+		s.all, s.SubString = true, subAll
+	}
+	return s, nil
+}
+
+// matchesCode is the index-level filter: a nil or "*" subscription takes
+// everything; otherwise the entry's tag code must be one of the
+// subscription's (messages without a tag, code 0, do not match a tag
+// list).
+func (s *subscription) matchesCode(code int64) bool {
+	if s == nil || s.all {
+		return true
+	}
+	_, ok := s.codes[code]
+	return ok
+}
+
+// matchesRecord checks the exact tag of a record whose code matched, so
+// that two tags with the same hash do not leak into each other.
+func (s *subscription) matchesRecord(rec []byte) bool {
+	if s == nil || s.all {
+		return true
+	}
+	m, err := commitlog.Decode(rec)
+	if err != nil {
+		return false
+	}
+	tag, _ := commitlog.LookupProperty(m.Properties, "TAGS")
+	_, ok := s.tags[tag]
+	return ok
+}
+
+// tagList returns the subscription's tags (for consumer connection info).
+func (s *subscription) tagList() []string {
+	out := make([]string, 0, len(s.tags))
+	for t := range s.tags {
+		out = append(out, t)
+	}
+	return out
+}
+
+// codeList returns the tag codes.
+func (s *subscription) codeList() []int64 {
+	out := make([]int64, 0, len(s.codes))
+	for c := range s.codes {
+		out = append(out, c)
+	}
+	return out
+}

@@ -1,0 +1,310 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+)
+
+// binDir holds the namesrv and broker binaries the tests start: $ROCKETKV_BIN
+// (make test-e2e sets it) or binaries built by TestMain.
+var binDir string
+
+func TestMain(m *testing.M) {
+	rlog.SetLogLevel("error")
+	binDir = os.Getenv("ROCKETKV_BIN")
+	if binDir == "" {
+		dir, err := os.MkdirTemp("", "rocketkv-e2e-bin")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		for _, c := range []string{"broker", "namesrv"} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, c), "./cmd/"+c)
+			cmd.Dir = ".."
+			cmd.Stderr = os.Stderr
+			if err := cmd.Run(); err != nil {
+				fmt.Fprintln(os.Stderr, "build", c, err)
+				os.Exit(2)
+			}
+		}
+		binDir = dir
+		code := m.Run()
+		_ = os.RemoveAll(dir)
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// freePort returns a TCP port nothing listens on right now.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// proc is a started binary whose output goes to a log file kept in the
+// test's directory (printed when the test fails).
+type proc struct {
+	name string
+	args []string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+}
+
+func startProc(t testing.TB, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, args: args, log: filepath.Join(t.TempDir(), name+".log")}
+	p.start(t)
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			if b, err := os.ReadFile(p.log); err == nil {
+				lines := strings.Split(string(b), "\n")
+				if len(lines) > 60 {
+					lines = lines[len(lines)-60:]
+				}
+				t.Logf("--- last lines of %s log:\n%s", p.name, strings.Join(lines, "\n"))
+			}
+		}
+	})
+	return p
+}
+
+func (p *proc) start(t testing.TB) {
+	t.Helper()
+	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(filepath.Join(binDir, p.name), p.args...)
+	p.cmd.Stdout, p.cmd.Stderr = f, f
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", p.name, err)
+	}
+	p.done = make(chan struct{})
+	go func() {
+		_ = p.cmd.Wait()
+		_ = f.Close()
+		close(p.done)
+	}()
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *proc) stop(t testing.TB) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not stop within 30 s", p.name)
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("%s exited with %d after SIGTERM", p.name, code)
+	}
+}
+
+// kill sends SIGKILL and waits.
+func (p *proc) kill() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// waitLog waits until the process log contains s.
+func (p *proc) waitLog(t testing.TB, s string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(p.log); err == nil && strings.Contains(string(b), s) {
+			return
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited while waiting for %q", p.name, s)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("%s did not log %q within %v", p.name, s, timeout)
+}
+
+// countLog counts the lines of the process log containing s.
+func (p *proc) countLog(s string) int {
+	f, err := os.Open(p.log)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), s) {
+			n++
+		}
+	}
+	return n
+}
+
+// namesrv is a started name server.
+type namesrv struct {
+	*proc
+	addr string
+}
+
+func startNamesrv(t testing.TB) *namesrv {
+	t.Helper()
+	port := freePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	p := startProc(t, "namesrv", "--listen", addr, "--log-format", "json", "--log-level", "debug")
+	waitListening(t, addr)
+	return &namesrv{proc: p, addr: addr}
+}
+
+// brokerProc is a started broker.
+type brokerProc struct {
+	*proc
+	addr  string
+	store string
+	name  string
+}
+
+// brokerOpts tune startBroker.
+type brokerOpts struct {
+	name    string
+	cluster string
+	store   string
+	sets    []string
+}
+
+func startBroker(t testing.TB, ns *namesrv, o brokerOpts) *brokerProc {
+	t.Helper()
+	if o.name == "" {
+		o.name = "broker-a"
+	}
+	if o.cluster == "" {
+		o.cluster = "DefaultCluster"
+	}
+	if o.store == "" {
+		o.store = filepath.Join(t.TempDir(), "store-"+o.name)
+	}
+	port := freePort(t)
+	args := []string{"-n", ns.addr, "--store", o.store,
+		"--set", "brokerName=" + o.name, "--set", "brokerClusterName=" + o.cluster,
+		"--set", fmt.Sprintf("listenPort=%d", port), "--set", "brokerIP1=127.0.0.1",
+		"--set", "mappedFileSizeCommitLog=67108864", "--set", "logFormat=json",
+		"--set", "registerNameServerPeriod=2000", "--set", "logLevel=debug"}
+	for _, s := range o.sets {
+		args = append(args, "--set", s)
+	}
+	p := startProc(t, "broker", args...)
+	b := &brokerProc{proc: p, addr: fmt.Sprintf("127.0.0.1:%d", port), store: o.store, name: o.name}
+	b.waitStarted(t)
+	return b
+}
+
+// waitStarted waits until the broker serves and has registered with the
+// name server (clients find its routes).
+func (b *brokerProc) waitStarted(t testing.TB) {
+	t.Helper()
+	b.waitLog(t, "registered with name servers", 30*time.Second)
+}
+
+// restart starts the broker again on the same store and port, after it was
+// stopped or killed, and waits until it registered again.
+func (b *brokerProc) restart(t testing.TB) {
+	t.Helper()
+	before := b.countLog("registered with name servers")
+	b.start(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for b.countLog("registered with name servers") == before {
+		if time.Now().After(deadline) {
+			t.Fatal("restarted broker did not register within 30 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitListening waits until addr accepts TCP connections.
+func waitListening(t testing.TB, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			_ = c.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("nothing listens on %s after 20 s", addr)
+}
+
+// collector gathers consumed messages from callbacks.
+type collector struct {
+	mu   sync.Mutex
+	msgs map[string]int // body -> deliveries
+	n    int
+	ch   chan struct{}
+}
+
+func newCollector() *collector {
+	return &collector{msgs: map[string]int{}, ch: make(chan struct{}, 1)}
+}
+
+func (c *collector) add(body string) {
+	c.mu.Lock()
+	c.msgs[body]++
+	c.n++
+	c.mu.Unlock()
+	select {
+	case c.ch <- struct{}{}:
+	default:
+	}
+}
+
+// waitDistinct waits until n distinct bodies arrived.
+func (c *collector) waitDistinct(t testing.TB, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		c.mu.Lock()
+		got := len(c.msgs)
+		c.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-c.ch:
+		case <-deadline:
+			t.Fatalf("received %d distinct messages, want %d", got, n)
+		}
+	}
+}
+
+func (c *collector) snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.msgs))
+	for k, v := range c.msgs {
+		out[k] = v
+	}
+	return out
+}
