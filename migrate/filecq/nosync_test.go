@@ -8,8 +8,8 @@ import (
 
 // noSyncFS is the OS file system with fsync turned into a no-op: the suite
 // reopens stores hundreds of times, and what it checks does not depend on
-// the data reaching the disk (the process never dies). One configuration of
-// the suite keeps the real fsync.
+// the data reaching the disk (the process never dies). The byte-level and
+// resource tests keep the real fsync.
 type noSyncFS struct{ vfs.OS }
 
 type noSyncFile struct{ vfs.File }

@@ -35,7 +35,7 @@ func (s *Store) Put(entries []cq.Dispatch) error {
 		return fmt.Errorf("put: %w", ErrReadOnly)
 	}
 	for _, d := range entries {
-		if err := validateDispatch(d); err != nil {
+		if err := validateDispatch(d, maxQueueOffset-s.units); err != nil {
 			return fmt.Errorf("put: %w", err)
 		}
 	}
@@ -53,12 +53,14 @@ func (s *Store) Put(entries []cq.Dispatch) error {
 	return nil
 }
 
-func validateDispatch(d cq.Dispatch) error {
+// validateDispatch checks that d names a directory and fits a unit; maxOff
+// keeps the byte offsets of its file inside int64.
+func validateDispatch(d cq.Dispatch, maxOff int64) error {
 	t := d.Topic
 	if t == "" || t == "." || t == ".." || strings.ContainsAny(t, "/\x00") || d.QueueID < 0 {
 		return fmt.Errorf("topic %q queue %d: %w", t, d.QueueID, ErrInvalidName)
 	}
-	if d.QueueOffset < 0 || d.QueueOffset > maxQueueOffset-DefaultUnitsPerFile || d.PhyOffset < 0 || d.Size <= 0 {
+	if d.QueueOffset < 0 || d.QueueOffset > maxOff || d.PhyOffset < 0 || d.Size <= 0 {
 		return fmt.Errorf("%s/%d offset %d (phy %d, size %d): %w", t, d.QueueID, d.QueueOffset, d.PhyOffset, d.Size, ErrInvalidEntry)
 	}
 	return nil

@@ -224,7 +224,7 @@ func (s *Store) createFile(q *queue, start int64) (*segment, error) {
 		s.fs.Remove(path)
 		return nil, fmt.Errorf("size %s to %d bytes: %w", path, s.fileSize, err)
 	}
-	s.markDirty(q.dir, filepath.Dir(q.dir), s.root)
+	s.markDirty(q.dir, filepath.Dir(q.dir), s.root, s.opts.Dir)
 	return &segment{start: start, path: path, f: f, dirty: true}, nil
 }
 

@@ -3,6 +3,7 @@ package filecq_test
 import (
 	"bytes"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -223,8 +224,15 @@ func TestPutRejectsBadNames(t *testing.T) {
 			t.Errorf("put %q/%d: %v, want ErrInvalidName", d.Topic, d.QueueID, err)
 		}
 	}
-	if err := s.Put([]cq.Dispatch{{Topic: "T", Entry: cq.Entry{Size: 0}}}); !errors.Is(err, filecq.ErrInvalidEntry) {
-		t.Errorf("put size 0: %v, want ErrInvalidEntry", err)
+	for _, e := range []cq.Entry{{Size: 0}, {Size: 1, PhyOffset: -1}, {Size: 1, QueueOffset: -1}, {Size: 1, QueueOffset: math.MaxInt64 / 20}} {
+		if err := s.Put([]cq.Dispatch{{Topic: "T", Entry: e}}); !errors.Is(err, filecq.ErrInvalidEntry) {
+			t.Errorf("put %+v: %v, want ErrInvalidEntry", e, err)
+		}
+	}
+	var qs int
+	s.Queues(func(string, int32) bool { qs++; return true })
+	if qs != 0 {
+		t.Errorf("%d queues after rejected puts, want 0", qs)
 	}
 }
 
