@@ -13,7 +13,7 @@
 // 10 units (the fixtures) the second file is 00000000000000000200:
 //
 //	<Dir>/consumequeue/<topic>/<queueId>/00000000000000000000   units 0 .. n-1
-//	                                     00000000006000000000   units n .. 2n-1   (n = 300,000)
+//	                                     00000000000006000000   units n .. 2n-1   (n = 300,000)
 //	                                     ...
 //
 // A unit is 20 bytes, big-endian:
@@ -46,14 +46,17 @@
 // # Use
 //
 //	s, err := filecq.Open(filecq.Options{
-//		Dir:       "/data/store",                 // the store root
-//		StoreTime: commitLog.StoreTimeOf,          // for OffsetByTime
+//		Dir:       "/data/store", // the store root, holding consumequeue/
+//		StoreTime: storeTime,     // func(phy int64, size int32) (int64, error), a CommitLog lookup
 //		Logger:    logger,
 //	})
-//	...
-//	err = s.Truncate(commitLogEnd)   // at startup, as RocketMQ does
+//	if err != nil { ... }
+//	defer s.Close()
+//	// At startup, as RocketMQ does after loading its ConsumeQueues:
+//	err = s.Truncate(commitLogEnd)
 //	err = s.CorrectMin(commitLogMin)
-//	err = s.Put(dispatches)          // from the dispatcher
+//	// Then the dispatcher puts, consumers read:
+//	err = s.Put(dispatches)
 //	entries, err := s.Get("TopicA", 0, 120, 32)
 //
 // OpenReadOnly gives a store for inspection and migration tools that never

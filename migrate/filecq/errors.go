@@ -9,7 +9,8 @@ var (
 	// whose length is not UnitsPerFile x 20 bytes, a file name that is not
 	// a multiple of that size, or files that do not follow each other.
 	// Units are not judged: recovery ends a queue at its first unit that is
-	// not valid, as RocketMQ does.
+	// not valid, as RocketMQ does. Reads wrap it too if a mapped file turns
+	// out shorter than the file size (changed behind the store's back).
 	ErrCorrupt = errors.New("filecq: consume queue directory is corrupt")
 )
 
