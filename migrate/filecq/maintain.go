@@ -145,8 +145,14 @@ func (s *Store) correctMin(q *queue, minPhy int64) error {
 		if q.lastPhy < minPhy {
 			q.min = q.max
 		} else {
-			// First unit with phy >= minPhy; the one at max-1 has it.
+			// First unit with phy >= minPhy; the one at max-1 has it, and
+			// usually the current minimum already does.
 			lo, hi := max(q.min, q.firstOffset()), q.max-1
+			if u, err := s.unitAt(q, lo, false); err != nil {
+				return err
+			} else if u.phy >= minPhy {
+				hi = lo
+			}
 			for lo < hi {
 				mid := lo + (hi-lo)/2
 				u, err := s.unitAt(q, mid, false)
