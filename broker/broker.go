@@ -27,6 +27,7 @@ import (
 // with Shutdown.
 type Broker struct {
 	cfg       configs.Broker
+	root      zerolog.Logger // the process logger, for components
 	log       zerolog.Logger
 	storeHost netip.AddrPort
 	started   time.Time
@@ -73,6 +74,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 	}
 	b := &Broker{
 		cfg:         cfg,
+		root:        log,
 		log:         log.With().Str("component", "broker").Logger(),
 		storeHost:   netip.AddrPortFrom(ip, uint16(cfg.ListenPort)),
 		delayLevels: levels,
@@ -157,7 +159,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.server = remoting.NewServer(remoting.ServerConfig{
 		Addr:        net.JoinHostPort("", strconv.Itoa(b.cfg.ListenPort)),
 		IdleTimeout: b.cfg.ChannelExpiredTimeout,
-	}, b.mux, b.log.With().Str("component", "remoting").Logger())
+	}, b.mux, b.component("remoting"))
 	if err := b.server.Start(ctx); err != nil {
 		return fmt.Errorf("listen on port %d: %w", b.cfg.ListenPort, err)
 	}
@@ -181,7 +183,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 // and catches the dispatcher up.
 func (b *Broker) openStores(ctx context.Context) error {
 	root := b.cfg.StorePathRootDir
-	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(root, kvindex.DirName), Logger: b.log})
+	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(root, kvindex.DirName), Logger: b.component("kvindex")})
 	if err != nil {
 		return fmt.Errorf("open index: %w", err)
 	}
@@ -207,7 +209,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 	lcfg.CleanInterval = b.cfg.CleanResourceInterval
 	lcfg.RecoverFrom = from
 	lcfg.StoreHost = b.storeHost
-	lcfg.Logger = b.log.With().Str("component", "commitlog").Logger()
+	lcfg.Logger = b.component("commitlog")
 	clog, err := commitlog.Open(lcfg)
 	if err != nil {
 		return fmt.Errorf("open commitlog: %w", err)
@@ -220,7 +222,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 			Dir:          root,
 			UnitsPerFile: int(b.cfg.MappedFileSizeConsumeQueue / filecq.UnitSize),
 			StoreTime:    b.storeTimeOf,
-			Logger:       b.log.With().Str("component", "filecq").Logger(),
+			Logger:       b.component("filecq"),
 		})
 		if err != nil {
 			return fmt.Errorf("open file consumequeue: %w", err)
@@ -229,11 +231,11 @@ func (b *Broker) openStores(ctx context.Context) error {
 	default:
 		b.cqs = db.ConsumeQueue(0)
 	}
-	b.qoffsets = kvindex.NewQueueOffsets(b.cqs, 0, b.log)
+	b.qoffsets = kvindex.NewQueueOffsets(b.cqs, 0, b.component("queue-offsets"))
 	b.notifier = kvindex.NewNotifier()
 	b.disp, err = kvindex.NewDispatcher(kvindex.DispatcherOptions{
 		Log: clog, DB: db, Store: b.cqs, Offsets: b.qoffsets, Notifier: b.notifier,
-		Logger: b.log,
+		Logger: b.root,
 	})
 	if err != nil {
 		return err
@@ -254,6 +256,11 @@ func (b *Broker) openStores(ctx context.Context) error {
 	}
 	b.offsets = db.ConsumerOffsets()
 	return nil
+}
+
+// component returns the process logger tagged with a component name.
+func (b *Broker) component(name string) zerolog.Logger {
+	return b.root.With().Str("component", name).Logger()
 }
 
 // storeTimeOf reads a record's store timestamp from the CommitLog (the

@@ -28,11 +28,11 @@ type registrar struct {
 }
 
 func newRegistrar(b *Broker) *registrar {
-	pool := remoting.NewClientPool(remoting.ClientOptions{Log: b.log.With().Str("component", "namesrv-client").Logger()})
+	pool := remoting.NewClientPool(remoting.ClientOptions{Log: b.component("namesrv-client")})
 	r := &registrar{
 		b:    b,
 		pool: pool,
-		ns:   namesrv.NewRegistrar(pool, b.cfg.NamesrvAddr, b.log.With().Str("component", "registrar").Logger()),
+		ns:   namesrv.NewRegistrar(pool, b.cfg.NamesrvAddr, b.component("registrar")),
 		kick: make(chan struct{}, 1),
 	}
 	r.trigger = func() {

@@ -6,7 +6,13 @@ cd "$(dirname "$0")/.."
 mkdir -p data
 bin/namesrv --listen :9876 &
 ns=$!
-trap 'kill -TERM $ns $br 2>/dev/null; wait $ns $br 2>/dev/null' INT TERM EXIT
+br=
+stop() {
+	# The broker first, so it can unregister from the name server.
+	[ -n "$br" ] && kill -TERM "$br" 2>/dev/null && wait "$br" 2>/dev/null
+	kill -TERM "$ns" 2>/dev/null && wait "$ns" 2>/dev/null
+}
+trap stop INT TERM EXIT
 sleep 0.3
 bin/broker -c configs/run.conf &
 br=$!
