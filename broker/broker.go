@@ -183,7 +183,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 // and catches the dispatcher up.
 func (b *Broker) openStores(ctx context.Context) error {
 	root := b.cfg.StorePathRootDir
-	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(root, kvindex.DirName), Logger: b.component("kvindex")})
+	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(root, kvindex.DirName), Logger: b.root})
 	if err != nil {
 		return fmt.Errorf("open index: %w", err)
 	}
@@ -209,7 +209,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 	lcfg.CleanInterval = b.cfg.CleanResourceInterval
 	lcfg.RecoverFrom = from
 	lcfg.StoreHost = b.storeHost
-	lcfg.Logger = b.component("commitlog")
+	lcfg.Logger = b.root
 	clog, err := commitlog.Open(lcfg)
 	if err != nil {
 		return fmt.Errorf("open commitlog: %w", err)
@@ -222,7 +222,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 			Dir:          root,
 			UnitsPerFile: int(b.cfg.MappedFileSizeConsumeQueue / filecq.UnitSize),
 			StoreTime:    b.storeTimeOf,
-			Logger:       b.component("filecq"),
+			Logger:       b.root,
 		})
 		if err != nil {
 			return fmt.Errorf("open file consumequeue: %w", err)
