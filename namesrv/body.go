@@ -191,7 +191,7 @@ func parseTopicConfigText(s string) (TopicConfig, error) {
 	default:
 		return TopicConfig{}, fmt.Errorf("topic config %q: unknown filter type %q", s, parts[4])
 	}
-	if len(parts) >= 6 {
+	if len(parts) >= 6 && parts[5] != "{}" {
 		var attrs map[string]string
 		if json.Unmarshal([]byte(parts[5]), &attrs) == nil {
 			tc.Attributes = attrs
