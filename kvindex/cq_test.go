@@ -1,6 +1,7 @@
 package kvindex
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/cq/cqtest"
+	"github.com/rocketkv/rocketkv/migrate/filecq"
 )
 
 // ownedCQ is a KV ConsumeQueue that owns its database, as the suite needs:
@@ -41,4 +43,21 @@ func openKVStore(t *testing.T, dir string, _ *cqtest.CommitLog) cq.Store {
 
 func TestKVConsumeQueueSuite(t *testing.T) {
 	cqtest.Run(t, openKVStore)
+}
+
+// The two layouts answer every query the same way on the same random
+// workload (the metamorphic comparison of STYLE.md).
+func TestKVAgreesWithFileLayout(t *testing.T) {
+	openFile := func(t *testing.T, dir string, log *cqtest.CommitLog) cq.Store {
+		s, err := filecq.Open(filecq.Options{Dir: dir, UnitsPerFile: 10, StoreTime: log.StoreTime, Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatalf("open file cq: %v", err)
+		}
+		return s
+	}
+	for seed := int64(1); seed <= 3; seed++ {
+		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+			cqtest.Metamorphic(t, cqtest.MetamorphicConfig{Seed: seed, Ops: 800}, openKVStore, openFile)
+		})
+	}
 }

@@ -1,0 +1,330 @@
+package broker
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+func TestSendThenPull(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	var ids []string
+	for i := 0; i < 3; i++ {
+		resp := mustSend(t, c, "T1", 1, "body-"+string(rune('a'+i)), "TAGS\x01tagA\x02KEYS\x01k1 k2\x02WAIT\x01true\x02")
+		if got := header(resp, "queueOffset"); got != int64(i) {
+			t.Fatalf("send %d: queueOffset %d", i, got)
+		}
+		if header(resp, "queueId") != 1 || len(resp.ExtFields["msgId"]) != 32 || resp.ExtFields["MSG_REGION"] != "DefaultRegion" {
+			t.Fatalf("send response %v", resp.ExtFields)
+		}
+		ids = append(ids, resp.ExtFields["msgId"])
+	}
+	b.caughtUp()
+	resp := call(t, c, remoting.PullMessage, pullReq("g1", "T1", 1, 0, 0, 0, "*"), nil)
+	if resp.Code != remoting.Success {
+		t.Fatalf("pull: %d %s", resp.Code, resp.Remark)
+	}
+	if header(resp, "nextBeginOffset") != 3 || header(resp, "maxOffset") != 3 || header(resp, "minOffset") != 0 {
+		t.Fatalf("pull header %v", resp.ExtFields)
+	}
+	msgs := decodeRecords(t, resp.Body)
+	if len(msgs) != 3 {
+		t.Fatalf("pulled %d messages", len(msgs))
+	}
+	for i, m := range msgs {
+		if string(m.Body) != "body-"+string(rune('a'+i)) || m.QueueOffset != int64(i) || m.Topic != "T1" || m.QueueID != 1 {
+			t.Errorf("message %d: %+v", i, m)
+		}
+		if commitlog.MessageID(m.StoreHost, m.PhyOffset) != ids[i] {
+			t.Errorf("message %d: msgId %s does not name its record", i, ids[i])
+		}
+		props := commitlog.ParseProperties(m.Properties)
+		if props["CLUSTER"] != "DefaultCluster" || len(props["UNIQ_KEY"]) != 32 || props["TAGS"] != "tagA" || props["KEYS"] != "k1 k2" {
+			t.Errorf("message %d properties %v", i, props)
+		}
+		if _, ok := props["WAIT"]; ok {
+			t.Errorf("WAIT stored: RocketMQ drops it from single messages")
+		}
+	}
+}
+
+func TestPullResultCodes(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	pull := func(offset int64, sub string) *remoting.Command {
+		return call(t, c, remoting.PullMessage, pullReq("g", "Codes", 0, offset, 0, 0, sub), nil)
+	}
+	mustSend(t, c, "Codes", 1, "x", "") // creates the topic; queue 0 stays empty
+	b.caughtUp()
+	if r := pull(0, "*"); r.Code != remoting.PullNotFound || header(r, "nextBeginOffset") != 0 {
+		t.Fatalf("empty queue at 0: %d next %s", r.Code, r.ExtFields["nextBeginOffset"])
+	}
+	if r := pull(5, "*"); r.Code != remoting.PullOffsetMoved || header(r, "nextBeginOffset") != 0 {
+		t.Fatalf("empty queue at 5: %d next %s", r.Code, r.ExtFields["nextBeginOffset"])
+	}
+	for i := 0; i < 3; i++ {
+		mustSend(t, c, "Codes", 0, "m", "TAGS\x01blue\x02")
+	}
+	b.caughtUp()
+	if r := pull(3, "*"); r.Code != remoting.PullNotFound || header(r, "nextBeginOffset") != 3 {
+		t.Fatalf("at max: %d next %s", r.Code, r.ExtFields["nextBeginOffset"])
+	}
+	if r := pull(10, "*"); r.Code != remoting.PullOffsetMoved || header(r, "nextBeginOffset") != 3 {
+		t.Fatalf("past max: %d next %s", r.Code, r.ExtFields["nextBeginOffset"])
+	}
+	if r := pull(0, "red || green"); r.Code != remoting.PullRetryImmediately || header(r, "nextBeginOffset") != 3 {
+		t.Fatalf("no tag matched: %d next %s", r.Code, r.ExtFields["nextBeginOffset"])
+	}
+	if r := pull(1, "blue"); r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != 2 {
+		t.Fatalf("tag matched: %d", r.Code)
+	}
+}
+
+func TestTagFilterChecksTheExactTag(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	// "Aa" and "BB" have the same Java hash code.
+	if commitlog.TagsCode("Aa") != commitlog.TagsCode("BB") {
+		t.Fatal("test premise: Aa and BB collide")
+	}
+	mustSend(t, c, "Collide", 0, "aa", "TAGS\x01Aa\x02")
+	mustSend(t, c, "Collide", 0, "bb", "TAGS\x01BB\x02")
+	mustSend(t, c, "Collide", 0, "none", "")
+	b.caughtUp()
+	r := call(t, c, remoting.PullMessage, pullReq("g", "Collide", 0, 0, 0, 0, "BB"), nil)
+	msgs := decodeRecords(t, r.Body)
+	if r.Code != remoting.Success || len(msgs) != 1 || string(msgs[0].Body) != "bb" || header(r, "nextBeginOffset") != 3 {
+		t.Fatalf("pull BB: code %d, %d messages, next %s", r.Code, len(msgs), r.ExtFields["nextBeginOffset"])
+	}
+}
+
+func TestLongPolling(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	mustSend(t, c, "LP", 0, "first", "")
+	// Held, then woken by a dispatch.
+	type result struct {
+		resp *remoting.Command
+		at   time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.PullMessage, pullReq("g", "LP", 0, 1, pullSuspend, 15*time.Second, "*"), nil))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- result{resp, time.Now()}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for b.holds.held.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("pull was not held")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	sent := time.Now()
+	mustSend(t, c, "LP", 0, "second", "")
+	r := <-done
+	if r.resp == nil || r.resp.Code != remoting.Success {
+		t.Fatalf("woken pull: %+v", r.resp)
+	}
+	if msgs := decodeRecords(t, r.resp.Body); len(msgs) != 1 || string(msgs[0].Body) != "second" {
+		t.Fatalf("woken pull returned %v", msgs)
+	}
+	if r.at.Sub(sent) > 10*time.Second {
+		t.Fatal("pull answered by its timeout, not by the dispatch")
+	}
+	// Held, then answered by its timeout.
+	resp := call(t, c, remoting.PullMessage, pullReq("g", "LP", 0, 2, pullSuspend, 200*time.Millisecond, "*"), nil)
+	if resp.Code != remoting.PullNotFound || header(resp, "nextBeginOffset") != 2 {
+		t.Fatalf("timed-out pull: %d %v", resp.Code, resp.ExtFields)
+	}
+	if b.holds.held.Load() != 0 {
+		t.Fatalf("%d pulls still held", b.holds.held.Load())
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	// A missing required field is named in the remark.
+	r := call(t, c, remoting.SendMessageV2, map[string]string{"a": "pg", "e": "0", "f": "0", "g": "1", "h": "0"}, []byte("x"))
+	if r.Code != remoting.SystemError || !strings.Contains(r.Remark, "topic") {
+		t.Fatalf("missing topic: %d %q", r.Code, r.Remark)
+	}
+	// A field of the wrong type is named too.
+	r = call(t, c, remoting.PullMessage, map[string]string{"consumerGroup": "g", "topic": "T", "queueId": "zero",
+		"queueOffset": "0", "maxMsgNums": "1", "sysFlag": "0"}, nil)
+	if r.Code != remoting.SystemError || !strings.Contains(r.Remark, "queueId") {
+		t.Fatalf("bad queueId: %d %q", r.Code, r.Remark)
+	}
+	// An unknown code is answered, and the connection keeps working.
+	r = call(t, c, 987654, nil, nil)
+	if r.Code != remoting.RequestCodeNotSupported {
+		t.Fatalf("unknown code: %d", r.Code)
+	}
+	r = call(t, c, remoting.HeartBeat, nil, []byte("{not json"))
+	if r.Code != remoting.SystemError {
+		t.Fatalf("bad heartbeat: %d", r.Code)
+	}
+	r = call(t, c, remoting.SendBatchMessage, map[string]string{"a": "pg", "b": "B", "e": "0", "f": "0", "g": "1", "h": "0", "m": "true"}, []byte{0, 0, 0, 99, 1, 2})
+	if r.Code != remoting.MessageIllegal {
+		t.Fatalf("bad batch body: %d %q", r.Code, r.Remark)
+	}
+	mustSend(t, c, "StillWorks", 0, "ok", "")
+}
+
+func TestSendValidation(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"maxMessageSize": "1024"})
+	c := b.client(nil)
+	cases := []struct {
+		name  string
+		topic string
+		qid   int32
+		body  string
+		want  int32
+	}{
+		{"illegal name", "bad topic!", 0, "x", remoting.SystemError},
+		{"system topic", "SCHEDULE_TOPIC_XXXX", 0, "x", remoting.NoPermission},
+		{"too large", "Big", 0, strings.Repeat("x", 2000), remoting.MessageIllegal},
+		{"bad queue", "Q4", 99, "x", remoting.InvalidParameter},
+	}
+	for _, tc := range cases {
+		if r := sendV2(t, c, tc.topic, tc.qid, tc.body, ""); r.Code != tc.want {
+			t.Errorf("%s: code %d (%s), want %d", tc.name, r.Code, r.Remark, tc.want)
+		}
+	}
+	nb := startTestBroker(t, map[string]string{"autoCreateTopicEnable": "false"})
+	if r := sendV2(t, nb.client(nil), "Unknown", 0, "x", ""); r.Code != remoting.TopicNotExist {
+		t.Errorf("auto-create off: code %d", r.Code)
+	}
+}
+
+func TestHeartbeatsConsumerListAndNotify(t *testing.T) {
+	b := startTestBroker(t, nil)
+	var mu sync.Mutex
+	notified := map[string]int{}
+	handler := func(name string) func(context.Context, *remoting.Command) *remoting.Command {
+		return func(_ context.Context, req *remoting.Command) *remoting.Command {
+			if req.Code == remoting.NotifyConsumerIDsChanged && req.ExtFields["consumerGroup"] == "cg" {
+				mu.Lock()
+				notified[name]++
+				mu.Unlock()
+			}
+			return nil
+		}
+	}
+	hb := func(id string) []byte {
+		return []byte(`{"clientID":"` + id + `","producerDataSet":[],"consumerDataSet":[{"groupName":"cg","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_LAST_OFFSET","subscriptionDataSet":[{"classFilterMode":false,"topic":"HB","subString":"a || b","tagsSet":["a","b"],"codeSet":["97","98"],"subVersion":1700000000000000000,"expressionType":"TAG"}],"unitMode":false}]}`)
+	}
+	c1 := b.client(handler("c1"))
+	if r := call(t, c1, remoting.HeartBeat, nil, hb("10.0.0.1@1")); r.Code != remoting.Success || r.Version < 413 {
+		t.Fatalf("heartbeat: %d version %d", r.Code, r.Version)
+	}
+	c2 := b.client(handler("c2"))
+	call(t, c2, remoting.HeartBeat, nil, hb("10.0.0.2@2"))
+	r := call(t, c1, remoting.GetConsumerListByGroup, map[string]string{"consumerGroup": "cg"}, nil)
+	if r.Code != remoting.Success || string(r.Body) != `{"consumerIdList":["10.0.0.1@1","10.0.0.2@2"]}` {
+		t.Fatalf("consumer list: %d %s", r.Code, r.Body)
+	}
+	waitFor(t, "c1 notified of c2 joining", func() bool { mu.Lock(); defer mu.Unlock(); return notified["c1"] > 0 })
+	// The group's retry topic exists and its subscription filters pulls
+	// that carry no expression of their own.
+	if _, ok, _ := b.topicConfig("%RETRY%cg"); !ok {
+		t.Fatal("retry topic of the group not created")
+	}
+	c := b.client(nil)
+	mustSend(t, c, "HB", 0, "tag-a", "TAGS\x01a\x02")
+	mustSend(t, c, "HB", 0, "tag-c", "TAGS\x01c\x02")
+	b.caughtUp()
+	req := pullReq("cg", "HB", 0, 0, 0, 0, "")
+	req["sysFlag"] = "0"
+	pr := call(t, c1, remoting.PullMessage, req, nil)
+	if msgs := decodeRecords(t, pr.Body); pr.Code != remoting.Success || len(msgs) != 1 || string(msgs[0].Body) != "tag-a" {
+		t.Fatalf("pull with the heartbeat's subscription: %d %d", pr.Code, len(msgs))
+	}
+	// A closed connection leaves the group, and the others hear of it.
+	mu.Lock()
+	before := notified["c1"]
+	mu.Unlock()
+	_ = c2.Close()
+	waitFor(t, "c2 removed", func() bool { return len(b.clients.consumerIDs("cg")) == 1 })
+	waitFor(t, "c1 notified of c2 leaving", func() bool { mu.Lock(); defer mu.Unlock(); return notified["c1"] > before })
+	// A pull of a group nobody heartbeats for, without its own expression.
+	req = pullReq("nobody", "HB", 0, 0, 0, 0, "")
+	req["sysFlag"] = "0"
+	if r := call(t, c1, remoting.PullMessage, req, nil); r.Code != remoting.SubscriptionNotExist {
+		t.Fatalf("pull of an unknown group: %d", r.Code)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestLockManagerExpiry(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := newLockManager(time.Minute)
+	l.now = func() time.Time { return now }
+	mq := messageQueue{Topic: "T", BrokerName: "b", QueueID: 1}
+	if got := l.tryLock("g", "A", []messageQueue{mq}); len(got) != 1 {
+		t.Fatal("A could not lock a free queue")
+	}
+	if got := l.tryLock("g", "B", []messageQueue{mq}); len(got) != 0 {
+		t.Fatal("B locked a queue A holds")
+	}
+	if got := l.tryLock("other", "B", []messageQueue{mq}); len(got) != 1 {
+		t.Fatal("locks of another group interfere")
+	}
+	now = now.Add(59 * time.Second)
+	if l.lockedBy("g", mq) != "A" {
+		t.Fatal("lock lapsed early")
+	}
+	now = now.Add(2 * time.Second)
+	if got := l.tryLock("g", "B", []messageQueue{mq}); len(got) != 1 {
+		t.Fatal("B could not take a lapsed lock")
+	}
+	l.unlock("g", "A", []messageQueue{mq})
+	if l.lockedBy("g", mq) != "B" {
+		t.Fatal("A unlocked B's lock")
+	}
+	now = now.Add(2 * time.Minute)
+	l.sweep()
+	if len(l.groups) != 0 {
+		t.Fatalf("sweep kept %d groups", len(l.groups))
+	}
+}
+
+func TestLockBatchOverTheWire(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	body := `{"consumerGroup":"og","clientId":"A","mqSet":[{"topic":"T","brokerName":"broker-a","queueId":0},{"topic":"T","brokerName":"broker-a","queueId":1}]}`
+	r := call(t, c, remoting.LockBatchMQ, nil, []byte(body))
+	if r.Code != remoting.Success || !strings.Contains(string(r.Body), `"queueId":1`) {
+		t.Fatalf("lock: %d %s", r.Code, r.Body)
+	}
+	r = call(t, c, remoting.LockBatchMQ, nil, []byte(strings.Replace(body, `"A"`, `"B"`, 1)))
+	if string(r.Body) != `{"lockOKMQSet":[]}` {
+		t.Fatalf("B locked A's queues: %s", r.Body)
+	}
+	call(t, c, remoting.UnlockBatchMQ, nil, []byte(body))
+	r = call(t, c, remoting.LockBatchMQ, nil, []byte(strings.Replace(body, `"A"`, `"B"`, 1)))
+	if !strings.Contains(string(r.Body), `"queueId":0`) {
+		t.Fatalf("B could not lock after A unlocked: %s", r.Body)
+	}
+}

@@ -1,0 +1,155 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// testBroker is an in-process broker on a free port with a fresh store.
+type testBroker struct {
+	*Broker
+	t     *testing.T
+	store string
+}
+
+func startTestBroker(t *testing.T, overrides map[string]string) *testBroker {
+	t.Helper()
+	store := t.TempDir()
+	return startTestBrokerAt(t, store, overrides)
+}
+
+func startTestBrokerAt(t *testing.T, store string, overrides map[string]string) *testBroker {
+	t.Helper()
+	o := map[string]string{
+		"storePathRootDir":        store,
+		"listenPort":              "0",
+		"brokerIP1":               "127.0.0.1",
+		"mappedFileSizeCommitLog": strconv.Itoa(4 << 20),
+	}
+	for k, v := range overrides {
+		o[k] = v
+	}
+	loaded, err := configs.LoadBroker("", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(loaded.Broker, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.Start(ctx); err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	tb := &testBroker{Broker: b, t: t, store: store}
+	t.Cleanup(func() { tb.stop() })
+	return tb
+}
+
+func (tb *testBroker) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tb.Shutdown(ctx); err != nil {
+		tb.t.Errorf("shutdown: %v", err)
+	}
+}
+
+// client dials the broker; handler answers broker-to-client requests.
+func (tb *testBroker) client(handler func(context.Context, *remoting.Command) *remoting.Command) *remoting.Client {
+	tb.t.Helper()
+	c, err := remoting.Dial(context.Background(), tb.Addr(), remoting.ClientOptions{Handler: handler})
+	if err != nil {
+		tb.t.Fatal(err)
+	}
+	tb.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// call invokes one request with a timeout.
+func call(t *testing.T, c *remoting.Client, code int32, ext map[string]string, body []byte) *remoting.Command {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := c.Invoke(ctx, remoting.NewRequest(code, ext, body))
+	if err != nil {
+		t.Fatalf("invoke %d: %v", code, err)
+	}
+	return resp
+}
+
+var bornCounter atomic.Int64
+
+// sendV2 sends one message with SEND_MESSAGE_V2's letter header.
+func sendV2(t *testing.T, c *remoting.Client, topic string, qid int32, body string, props string) *remoting.Command {
+	t.Helper()
+	return call(t, c, remoting.SendMessageV2, map[string]string{
+		"a": "pg", "b": topic, "c": "TBW102", "d": "4", "e": strconv.Itoa(int(qid)),
+		"f": "0", "g": strconv.FormatInt(time.Now().UnixMilli()+bornCounter.Add(1), 10), "h": "0", "i": props,
+	}, []byte(body))
+}
+
+// mustSend sends and fails the test unless the broker answered SUCCESS.
+func mustSend(t *testing.T, c *remoting.Client, topic string, qid int32, body string, props string) *remoting.Command {
+	t.Helper()
+	resp := sendV2(t, c, topic, qid, body, props)
+	if resp.Code != remoting.Success {
+		t.Fatalf("send to %s/%d: code %d %s", topic, qid, resp.Code, resp.Remark)
+	}
+	return resp
+}
+
+// pullReq builds a PULL_MESSAGE header with its own subscription.
+func pullReq(group, topic string, qid int32, offset int64, sysFlag int, suspend time.Duration, sub string) map[string]string {
+	return map[string]string{
+		"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(int(qid)),
+		"queueOffset": strconv.FormatInt(offset, 10), "maxMsgNums": "32",
+		"sysFlag": strconv.Itoa(sysFlag | pullSubscription), "commitOffset": "0",
+		"suspendTimeoutMillis": strconv.FormatInt(suspend.Milliseconds(), 10),
+		"subscription": sub, "subVersion": "0", "expressionType": "TAG",
+	}
+}
+
+// decodeRecords splits a pull body into messages.
+func decodeRecords(t *testing.T, body []byte) []commitlog.Message {
+	t.Helper()
+	var out []commitlog.Message
+	for len(body) > 0 {
+		m, err := commitlog.Decode(body)
+		if err != nil {
+			t.Fatalf("decode pulled record: %v", err)
+		}
+		out = append(out, m)
+		body = body[m.StoreSize:]
+	}
+	return out
+}
+
+func header(resp *remoting.Command, key string) int64 {
+	v, err := strconv.ParseInt(resp.ExtFields[key], 10, 64)
+	if err != nil {
+		panic(fmt.Sprintf("response field %s=%q: %v", key, resp.ExtFields[key], err))
+	}
+	return v
+}
+
+// caughtUp waits until everything appended is dispatched (a send returns
+// before its message is indexed, as in RocketMQ).
+func (tb *testBroker) caughtUp() {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tb.disp.CatchUp(ctx); err != nil {
+		tb.t.Fatal(err)
+	}
+}
