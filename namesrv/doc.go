@@ -13,11 +13,11 @@
 //
 // A route lookup reads one topics entry and the groups it names: O(brokers
 // of the topic). Removing a broker group walks its brokerTopics entry:
-// O(its topics). A registration rebuilds queue data only for a master (or
-// the "prime slave" in acting-master mode), and only when the broker's data
-// version changed, on its first registration, or for topics it has no
-// queue data in yet, as Java's RouteInfoManager does; so the periodic
-// re-registration of 10,000 unchanged topics costs one map lookup each.
+// O(its topics). Only a master (or the "prime slave" in acting-master mode)
+// writes queue data, and only where it differs from what is stored, so the
+// periodic re-registration of 10,000 unchanged topics costs one lookup and
+// one comparison each, and the chunks of a split registration (which share
+// one data version) all take effect.
 //
 // # Lifecycle of a broker
 //

@@ -20,12 +20,14 @@ var ErrRegisterRefused = errors.New("register broker failed")
 
 // RegisterRequest is one REGISTER_BROKER call.
 type RegisterRequest struct {
-	// ClusterName, BrokerName, BrokerAddr and BrokerID identify the broker;
-	// BrokerID 0 is the master.
+	// ClusterName is the broker's cluster.
 	ClusterName string
-	BrokerName  string
-	BrokerAddr  string
-	BrokerID    int64
+	// BrokerName names the broker's group (master and slaves).
+	BrokerName string
+	// BrokerAddr is the "ip:port" clients connect to.
+	BrokerAddr string
+	// BrokerID is the broker's id in its group; 0 is the master.
+	BrokerID int64
 	// HAServerAddr is where slaves replicate from.
 	HAServerAddr string
 	// ZoneName is the broker's zone (ext field __ZONE_NAME), may be empty.
@@ -147,8 +149,10 @@ func NewRegistry(opts RegistryOptions) *Registry {
 // RouteInfoManager.registerBroker: the broker joins its cluster and group
 // (an address registered under another id is dropped first), and a master
 // (or, in acting-master mode, the slave with the smallest id) turns each
-// topic config into queue data when this is its first registration, its
-// data version changed, or the topic has no queue data of its group yet.
+// topic config into queue data. Where Java rewrites queue data only when
+// the data version changed, Register rewrites it whenever it differs, so
+// the chunks of a split registration (enableSplitRegistration: several
+// REGISTER_BROKER calls with one data version) all take effect.
 func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 	var res RegisterResult
 	body := req.Body
@@ -217,24 +221,27 @@ func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 				}
 			}
 		}
-		prev := r.live[key]
-		versionChanged := prev == nil || prev.dataVersion != body.DataVersion
 		for name, tc := range body.TopicConfigTable {
 			if tc.TopicName != "" {
 				name = tc.TopicName
 			}
-			if registerFirst || versionChanged || !r.hasQueueData(name, req.BrokerName) {
-				perm := tc.Perm
-				if isPrimeSlave && g.enableActingMaster {
-					perm &^= PermWrite
-				}
-				r.putQueueData(name, QueueData{
-					BrokerName:     req.BrokerName,
-					Perm:           perm,
-					ReadQueueNums:  tc.ReadQueueNums,
-					WriteQueueNums: tc.WriteQueueNums,
-					TopicSysFlag:   tc.TopicSysFlag,
-				})
+			qd := QueueData{
+				BrokerName:     req.BrokerName,
+				Perm:           tc.Perm,
+				ReadQueueNums:  tc.ReadQueueNums,
+				WriteQueueNums: tc.WriteQueueNums,
+				TopicSysFlag:   tc.TopicSysFlag,
+			}
+			if isPrimeSlave && g.enableActingMaster {
+				qd.Perm &^= PermWrite
+			}
+			// Java rebuilds queue data only when the data version changed
+			// or the topic is new to the broker; comparing the queue data
+			// itself gives the same answer for whole registrations and also
+			// applies changes carried by the later chunks of a split
+			// registration, which all share one data version.
+			if old, ok := r.queueData(name, req.BrokerName); !ok || old != qd {
+				r.putQueueData(name, qd)
 			}
 		}
 	}
@@ -261,10 +268,16 @@ func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 	return res, nil
 }
 
-// hasQueueData reports whether topic has queue data from brokerName.
-func (r *Registry) hasQueueData(topic, brokerName string) bool {
-	_, ok := r.brokerTopics[brokerName][topic]
-	return ok
+// queueData returns brokerName's queue data of topic.
+func (r *Registry) queueData(topic, brokerName string) (QueueData, bool) {
+	list := r.topics[topic]
+	i, found := slices.BinarySearchFunc(list, brokerName, func(q QueueData, name string) int {
+		return compareStrings(q.BrokerName, name)
+	})
+	if !found {
+		return QueueData{}, false
+	}
+	return list[i], true
 }
 
 // putQueueData inserts or replaces brokerName's queue data of topic,

@@ -126,11 +126,11 @@ func TestReRegisterUpdates(t *testing.T) {
 	r := NewRegistry(RegistryOptions{})
 	register(t, r, "C", "a", "1.1.1.1:1", 0, topicsBody(1, "T:4:4:6", "U:4:4:6"))
 
-	// Same data version: queue data is kept even if the configs differ,
-	// as Java does; a topic new to this broker is added.
+	// Same data version (a later chunk of a split registration): changed
+	// configs and new topics still take effect.
 	register(t, r, "C", "a", "1.1.1.1:1", 0, topicsBody(1, "T:8:8:6", "U:4:4:6", "V:1:1:6"))
-	if q := mustRoute(t, r, "T").QueueDatas[0]; q.ReadQueueNums != 4 {
-		t.Fatalf("unchanged version rewrote queue data: %+v", q)
+	if q := mustRoute(t, r, "T").QueueDatas[0]; q.ReadQueueNums != 8 {
+		t.Fatalf("changed config under an unchanged version ignored: %+v", q)
 	}
 	if _, ok := r.Route("V"); !ok {
 		t.Fatal("new topic under an unchanged version not added")
@@ -152,6 +152,20 @@ func TestReRegisterUpdates(t *testing.T) {
 	register(t, r2, "C", "a", "1.1.1.1:1", 0, topicsBody(2, "T:4:4:6", "V:4:4:6"))
 	if _, ok := r2.Route("U"); ok {
 		t.Fatal("topic kept with deleteTopicWithBrokerRegistration")
+	}
+}
+
+func TestSplitRegistration(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	register(t, r, "C", "a", "1.1.1.1:1", 0, topicsBody(1, "A:1:1:6", "B:1:1:6", "C:1:1:6", "D:1:1:6"))
+	// Version 2 arrives in two chunks: A and B first, then C and D, with
+	// C's queue count changed.
+	register(t, r, "C", "a", "1.1.1.1:1", 0, topicsBody(2, "A:2:2:6", "B:1:1:6"))
+	register(t, r, "C", "a", "1.1.1.1:1", 0, topicsBody(2, "C:3:3:6", "D:1:1:6"))
+	for topic, want := range map[string]int32{"A": 2, "B": 1, "C": 3, "D": 1} {
+		if q := mustRoute(t, r, topic).QueueDatas[0]; q.ReadQueueNums != want {
+			t.Errorf("%s: %d queues, want %d", topic, q.ReadQueueNums, want)
+		}
 	}
 }
 
