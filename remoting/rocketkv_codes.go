@@ -1,0 +1,42 @@
+package remoting
+
+// Request codes of rocketkv's own. RocketMQ does not define them; they sit
+// above 10000, away from Java's RequestCode values, and a RocketMQ broker
+// answers them REQUEST_CODE_NOT_SUPPORTED.
+const (
+	// CheckpointIndex asks a rocketkv broker for a consistent copy of its
+	// index, so that kvdump can inspect a running broker (an admin tool
+	// sends it; clients never do).
+	//
+	// Request ext fields:
+	//
+	//	dir   optional: the directory to write the checkpoint to, which
+	//	      must not exist. Default: a new directory under
+	//	      <storePathRootDir>/checkpoints/.
+	//
+	// The broker writes a Pebble checkpoint of its index database there
+	// (kvindex.DB.Checkpoint: hard links where possible, so it is cheap,
+	// and consistent: the dispatched offset it holds matches its entries)
+	// and answers SUCCESS with the ext fields:
+	//
+	//	path              the checkpoint directory (absolute); it holds a
+	//	                  Pebble database openable with kvindex.Open
+	//	                  (ReadOnly)
+	//	storePathRootDir  the broker's store root, where the CommitLog lives
+	//	                  (<storePathRootDir>/commitlog)
+	//
+	// or SYSTEM_ERROR with the failure in the remark. Both paths are on
+	// the broker's machine: the caller must run there to read them. The
+	// checkpoint is the caller's to delete once read.
+	CheckpointIndex int32 = 10001
+)
+
+// Ext field names of CheckpointIndex.
+const (
+	// CheckpointFieldDir is the request's optional target directory.
+	CheckpointFieldDir = "dir"
+	// CheckpointFieldPath is the response's checkpoint directory.
+	CheckpointFieldPath = "path"
+	// CheckpointFieldStoreRoot is the response's store root.
+	CheckpointFieldStoreRoot = "storePathRootDir"
+)
