@@ -189,7 +189,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	if err != nil {
 		s.stopOnce.Do(s.stop)
-		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+		return fmt.Errorf("listen on %q: %w", s.cfg.Addr, err)
 	}
 	s.log.Info().Str("addr", s.addr.String()).Int("workers", s.cfg.Workers).Msg("remoting server listening")
 	return nil
