@@ -145,13 +145,8 @@ func (d *Dispatcher) Recover() (int64, error) {
 	if from < minOff {
 		from = minOff
 	}
-	if err := d.opts.Store.CorrectMin(minOff); err != nil {
+	if err := d.correctMin(minOff, d.kv == nil); err != nil {
 		return 0, fmt.Errorf("recover index: %w", err)
-	}
-	if minOff > 0 {
-		if err := d.keys.DropBelow(minOff); err != nil {
-			return 0, fmt.Errorf("recover index: %w", err)
-		}
 	}
 	if err := d.opts.DB.SetDispatched(from); err != nil {
 		return 0, err
@@ -166,12 +161,43 @@ func (d *Dispatcher) Recover() (int64, error) {
 // index drops the buckets below it. Register it with the CommitLog's
 // OnMinOffsetChange.
 func (d *Dispatcher) LogMinOffsetChanged(newMin int64) {
-	if err := d.opts.Store.CorrectMin(newMin); err != nil {
-		d.log.Error().Err(err).Int64("min", newMin).Msg("correct ConsumeQueue minima after retention")
+	if err := d.correctMin(newMin, false); err != nil {
+		d.log.Error().Err(err).Int64("min", newMin).Msg("correct the index to the CommitLog minimum")
 	}
-	if err := d.keys.DropBelow(newMin); err != nil {
-		d.log.Error().Err(err).Int64("min", newMin).Msg("drop key index below the CommitLog minimum")
+}
+
+// correctMin applies the CommitLog minimum to the ConsumeQueue and the key
+// index. The KV ConsumeQueue persists its minima, so the sweep over every
+// queue runs only when the minimum moved past the one last applied
+// (recorded in meta "cqMinApplied"); always forces it (the file layout
+// recomputes minima at every start).
+func (d *Dispatcher) correctMin(minOff int64, always bool) error {
+	applied, err := d.opts.DB.get(metaKey(metaMinApplied))
+	if err != nil {
+		return fmt.Errorf("read applied minimum: %w", err)
 	}
+	var last int64
+	if applied != nil {
+		if last, err = getInt64(applied); err != nil {
+			return fmt.Errorf("read applied minimum: %w", err)
+		}
+	}
+	d.keys.noteMin(minOff)
+	if !always && minOff <= last {
+		return nil
+	}
+	if err := d.opts.Store.CorrectMin(minOff); err != nil {
+		return fmt.Errorf("correct ConsumeQueue minima to %d: %w", minOff, err)
+	}
+	if minOff > 0 {
+		if err := d.keys.DropBelow(minOff); err != nil {
+			return err
+		}
+	}
+	if err := d.opts.DB.pdb.Set(metaKey(metaMinApplied), putInt64(minOff), pebble.Sync); err != nil {
+		return fmt.Errorf("record applied minimum: %w", err)
+	}
+	return nil
 }
 
 // Start runs the dispatch loop until Close.

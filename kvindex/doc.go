@@ -45,6 +45,9 @@
 //	                                           every record before it is indexed
 //	"topicsVer"   value: counter int64 | timestamp int64   topic table DataVersion
 //	"groupsVer"   value: counter int64 | timestamp int64   group table DataVersion
+//	"cqMinApplied" value: offset int64         the CommitLog minimum the KV ConsumeQueue
+//	                                           minima were last corrected to (so a restart
+//	                                           does not visit every queue again)
 //
 // # 0x10 cq entry: one ConsumeQueue unit
 //

@@ -176,12 +176,7 @@ func (k *KeyIndex) Lookup(q KeyQuery) ([]KeyIndexEntry, error) {
 // DropBelow removes every bucket that lies wholly below minPhyOffset, the
 // CommitLog's new minimum after retention, with two range deletions.
 func (k *KeyIndex) DropBelow(minPhyOffset int64) error {
-	for {
-		cur := k.minPhy.Load()
-		if cur >= minPhyOffset || k.minPhy.CompareAndSwap(cur, minPhyOffset) {
-			break
-		}
-	}
+	k.noteMin(minPhyOffset)
 	bk := keyBucket(minPhyOffset)
 	if bk == 0 {
 		return nil
@@ -198,6 +193,16 @@ func (k *KeyIndex) DropBelow(minPhyOffset int64) error {
 		return fmt.Errorf("drop key index below %d: %w", minPhyOffset, err)
 	}
 	return nil
+}
+
+// noteMin raises the minimum below which lookups return nothing.
+func (k *KeyIndex) noteMin(minPhyOffset int64) {
+	for {
+		cur := k.minPhy.Load()
+		if cur >= minPhyOffset || k.minPhy.CompareAndSwap(cur, minPhyOffset) {
+			return
+		}
+	}
 }
 
 // Truncate removes the entries of records at or after phyOffset: whole

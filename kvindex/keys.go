@@ -26,6 +26,7 @@ const (
 	metaDispatched = "dispatched"
 	metaTopicsVer  = "topicsVer"
 	metaGroupsVer  = "groupsVer"
+	metaMinApplied = "cqMinApplied"
 )
 
 // schemaVersion is the layout version this code reads and writes.
