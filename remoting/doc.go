@@ -55,8 +55,10 @@
 // hand them to a bounded pool of worker goroutines, which decode them and
 // call the Handler. A Handler answers with Conn.Reply, at once or later from
 // any goroutine (a long-polling pull holds its request and answers when a
-// message arrives); oneway requests are never answered. Mux routes request
-// codes to handlers and answers REQUEST_CODE_NOT_SUPPORTED for the rest.
+// message arrives); oneway requests are never answered. Replies queued for
+// one connection while its event loop is busy leave in a single writev.
+// Mux routes request codes to handlers and answers
+// REQUEST_CODE_NOT_SUPPORTED for the rest.
 //
 // # Client
 //
