@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/broker"
+	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/namesrv"
+)
+
+// startCluster runs a name server and a broker in process.
+func startCluster(t *testing.T) (nsAddr, brokerAddr string) {
+	t.Helper()
+	ctx := context.Background()
+	nc := namesrv.DefaultConfig()
+	nc.Remoting.Addr = "127.0.0.1:0"
+	ns, err := namesrv.NewServer(nc, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
+	loaded, err := configs.LoadBroker("", map[string]string{
+		"storePathRootDir": t.TempDir(), "listenPort": "0", "brokerIP1": "127.0.0.1",
+		"namesrvAddr": ns.Addr().String(), "mappedFileSizeCommitLog": "4194304",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := broker.New(loaded.Broker, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+	return ns.Addr().String(), b.Addr()
+}
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	root := newRoot(&out)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+func TestBulkCreateAndInspect(t *testing.T) {
+	ns, br := startCluster(t)
+	out, err := run(t, "createTopics", "-b", br, "--prefix", "Bulk", "--count", "2500", "--queues", "100", "--batch", "1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "created 2500 topics x 100 queues (250000 queues)") {
+		t.Fatalf("output %q", out)
+	}
+	out, err = run(t, "brokerStatus", "-b", br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2500 created plus the broker's system topics.
+	if !strings.Contains(out, "topicCount") || !strings.Contains(out, "250") {
+		t.Fatalf("status %q", out)
+	}
+	// The bulk creation reaches the name server: every topic routes.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err = run(t, "topicRoute", "-n", ns, "-t", "Bulk2499")
+		if err == nil && strings.Contains(out, `"writeQueueNums":100`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("route of Bulk2499: %q %v", out, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out, err = run(t, "topicList", "-n", ns)
+	if err != nil || strings.Count(out, "Bulk") != 2500 {
+		t.Fatalf("topic list has %d Bulk topics (%v)", strings.Count(out, "Bulk"), err)
+	}
+	if _, err := run(t, "updateTopic", "-b", br, "-t", "Single", "-r", "3", "-w", "3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "deleteTopic", "-b", br, "-n", ns, "-t", "Bulk7"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "topicRoute", "-n", ns, "-t", "Bulk7"); err == nil || !strings.Contains(err.Error(), "code 17") {
+		t.Fatalf("deleted topic still routes: %v", err)
+	}
+	if _, err := run(t, "createTopics", "-b", br, "--prefix", "bad name", "--count", "1"); err == nil {
+		t.Fatal("illegal topic name accepted")
+	}
+}
