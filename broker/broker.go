@@ -229,9 +229,9 @@ func (b *Broker) openStores(ctx context.Context) error {
 		}
 		b.cqs, b.fileCQ = fs, fs
 	default:
-		b.cqs = db.ConsumeQueue(0)
+		b.cqs = db.ConsumeQueue(b.cfg.ConsumeQueueCacheSize)
 	}
-	b.qoffsets = kvindex.NewQueueOffsets(b.cqs, 0, b.component("queue-offsets"))
+	b.qoffsets = kvindex.NewQueueOffsets(b.cqs, b.cfg.QueueOffsetCacheSize, b.component("queue-offsets"))
 	b.notifier = kvindex.NewNotifier()
 	b.disp, err = kvindex.NewDispatcher(kvindex.DispatcherOptions{
 		Log: clog, DB: db, Store: b.cqs, Offsets: b.qoffsets, Notifier: b.notifier,

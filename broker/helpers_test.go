@@ -116,7 +116,7 @@ func pullReq(group, topic string, qid int32, offset int64, sysFlag int, suspend 
 		"queueOffset": strconv.FormatInt(offset, 10), "maxMsgNums": "32",
 		"sysFlag": strconv.Itoa(sysFlag | pullSubscription), "commitOffset": "0",
 		"suspendTimeoutMillis": strconv.FormatInt(suspend.Milliseconds(), 10),
-		"subscription": sub, "subVersion": "0", "expressionType": "TAG",
+		"subscription":         sub, "subVersion": "0", "expressionType": "TAG",
 	}
 }
 

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"fmt"
-	"regexp"
 	"sync"
 
 	"github.com/rocketkv/rocketkv/kvindex"
@@ -28,7 +27,17 @@ var notSendable = map[string]bool{
 	transCheckMaxTopic: true, selfTestTopic: true, offsetMovedTopic: true,
 }
 
-var topicNamePattern = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
+// validTopicChars reports whether topic matches RocketMQ's
+// ^[%|a-zA-Z0-9_-]+$ (a loop: this runs on every send).
+func validTopicChars(topic string) bool {
+	for i := 0; i < len(topic); i++ {
+		c := topic[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '%' || c == '|' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return topic != ""
+}
 
 // validateTopicName applies RocketMQ's topic rules: the allowed characters,
 // at most 127 bytes (255 for %RETRY% and %DLQ% topics). It returns the
@@ -44,7 +53,7 @@ func validateTopicName(topic string) string {
 	if len(topic) > limit {
 		return fmt.Sprintf("The specified topic is longer than topic max length %d.", limit)
 	}
-	if !topicNamePattern.MatchString(topic) {
+	if !validTopicChars(topic) {
 		return fmt.Sprintf("The specified topic[%s] contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", topic)
 	}
 	return ""
@@ -60,7 +69,7 @@ type topicManager struct {
 }
 
 func newTopicManager(b *Broker) (*topicManager, error) {
-	t, err := b.db.Topics(0)
+	t, err := b.db.Topics(b.cfg.TopicConfigCacheSize)
 	if err != nil {
 		return nil, err
 	}

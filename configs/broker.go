@@ -70,6 +70,11 @@ type Broker struct {
 	CleanResourceInterval      time.Duration
 	CheckCRCOnRecover          bool
 
+	// Memory bounds of per-queue and per-topic state.
+	TopicConfigCacheSize  int
+	QueueOffsetCacheSize  int
+	ConsumeQueueCacheSize int
+
 	// Logging.
 	LogLevel  string
 	LogFormat string
