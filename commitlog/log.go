@@ -208,9 +208,11 @@ func writeSmallFile(fs vfs.FS, path string, content []byte) error {
 	return nil
 }
 
-// Close flushes everything, writes the checkpoint, removes the abort file,
-// drops the Log's references to its segments (a segment with live Views or
-// Readers stays mapped until they are released) and releases the lock.
+// Close flushes everything, writes the checkpoint, removes the abort file
+// (kept if the flush or the checkpoint failed, so that the next Open runs
+// abnormal recovery), drops the Log's references to its segments (a
+// segment with live Views or Readers stays mapped until they are released)
+// and releases the lock.
 // Background goroutines are stopped first. Close is idempotent; after it,
 // methods return ErrClosed.
 func (l *Log) Close() error {
@@ -241,8 +243,12 @@ func (l *Log) Close() error {
 		}
 	}
 	l.mu.Unlock()
-	if err := l.fs.Remove(filepath.Join(l.cfg.Dir, abortFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, fmt.Errorf("remove abort file: %w", err))
+	// The abort file goes only when everything is flushed: otherwise the
+	// next Open must run abnormal recovery.
+	if len(errs) == 0 {
+		if err := l.fs.Remove(filepath.Join(l.cfg.Dir, abortFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove abort file: %w", err))
+		}
 	}
 	if err := l.releaseAll(); err != nil {
 		errs = append(errs, err)

@@ -262,16 +262,26 @@ scan:
 			}
 		}
 	}
-	for _, later := range l.segs[cutSeg+1:] {
-		info.CutBytes += int64(lastNonZero(later.data))
-		later.deleted.Store(true)
-		l.log.Warn().Str("segment", later.path).Int64("end", end).Msg("deleting segment after the recovered end")
-		later.release()
+	later := l.segs[cutSeg+1:]
+	for _, ls := range later {
+		info.CutBytes += int64(lastNonZero(ls.data))
+		ls.deleted.Store(true)
+		l.log.Warn().Str("segment", ls.path).Int64("end", end).Msg("deleting segment after the recovered end")
+		ls.release()
 	}
 	l.segs = l.segs[:cutSeg+1]
-	if len(l.segs) > 1 || cutSeg > 0 {
+	if len(later) > 0 {
 		if err := syncDir(l.fs, l.segDir); err != nil {
 			return err
+		}
+	}
+	if abnormal {
+		// The crashed run may have left scanned records in the page cache
+		// only: make them durable before calling them flushed.
+		for _, fs := range l.segs[idx:] {
+			if err := fs.flushRange(0, min(fs.size, end-fs.start)); err != nil {
+				return err
+			}
 		}
 	}
 	info.EndOffset = end
