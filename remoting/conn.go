@@ -260,20 +260,26 @@ func (c *Conn) flush(gc gnet.Conn, _ error) error {
 	return nil
 }
 
-// Oneway sends cmd as a oneway request: the opaque is assigned and the
-// oneway flag set; no answer is expected.
+// Oneway sends a copy of cmd as a oneway request, with a fresh opaque and
+// the oneway flag; no answer is expected. cmd itself is not modified, so
+// one command may be sent to many connections at once (consumer
+// notifications).
 func (c *Conn) Oneway(cmd *Command) error {
-	cmd.Opaque = c.srv.nextOpaque()
-	cmd.Flag = (cmd.Flag | FlagOneway) &^ FlagResponse
-	return c.Send(cmd)
+	req := *cmd
+	req.Opaque = c.srv.nextOpaque()
+	req.Flag = (req.Flag | FlagOneway) &^ FlagResponse
+	return c.Send(&req)
 }
 
-// Request sends cmd as a request to the client and waits for the answer,
-// matched by opaque (the broker asks producers about transactions this
-// way). It sets cmd.Opaque and clears the response and oneway flags. It
-// fails with ctx's error when ctx ends first and with ErrConnClosed when
-// the connection closes first.
+// Request sends a copy of cmd as a request to the client, with a fresh
+// opaque and the response and oneway flags cleared, and waits for the
+// answer matched by opaque (GET_CONSUMER_RUNNING_INFO and other synchronous
+// broker-to-client calls). cmd itself is not modified. It fails with ctx's
+// error when ctx ends first and with ErrConnClosed when the connection
+// closes first.
 func (c *Conn) Request(ctx context.Context, cmd *Command) (*Command, error) {
+	req := *cmd
+	cmd = &req
 	cmd.Opaque = c.srv.nextOpaque()
 	cmd.Flag &^= FlagResponse | FlagOneway
 	ch := make(chan *Command, 1)

@@ -250,6 +250,9 @@ func TestServerToClientRequest(t *testing.T) {
 	mux.HandleFunc(HeartBeat, func(ctx context.Context, conn *Conn, req *Command) {
 		check := NewRequest(CheckTransactionState, map[string]string{"msgId": "M1"}, nil)
 		answer, err := conn.Request(ctx, check)
+		if check.Opaque != 0 || check.Flag != 0 {
+			t.Errorf("Request changed the caller's command: %v", check)
+		}
 		if err != nil {
 			_ = conn.Reply(req, NewResponse(req, SystemError, err.Error()))
 			return
