@@ -1,0 +1,58 @@
+package meta
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+func TestParseDelayLevels(t *testing.T) {
+	lv, err := ParseDelayLevels(DefaultMessageDelayLevel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lv) != 18 || lv[0] != time.Second || lv[2] != 10*time.Second || lv[4] != time.Minute || lv[17] != 2*time.Hour {
+		t.Fatalf("levels %v", lv)
+	}
+	if d, _ := ParseDelayLevels("1d 30s"); d[0] != 24*time.Hour || d[1] != 30*time.Second {
+		t.Fatalf("day unit: %v", d)
+	}
+	for _, bad := range []string{"", "5", "5x", "-1s", "s"} {
+		if _, err := ParseDelayLevels(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if DelayMillis(lv, 3) != 10000 || DelayMillis(lv, 99) != 7200000 || DelayMillis(lv, 0) != 1000 {
+		t.Fatal("DelayMillis: RocketMQ clamps high levels to the last and treats unknown ones as 1 s")
+	}
+}
+
+// Configs marshal with RocketMQ's JSON names, so clients and tools read
+// them.
+func TestConfigJSONNames(t *testing.T) {
+	raw, err := json.Marshal(NewTopicConfig("T", 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"topicName":"T","readQueueNums":4,"writeQueueNums":4,"perm":6,"topicFilterType":"SINGLE_TAG","topicSysFlag":0,"order":false,"attributes":{}}`
+	if string(raw) != want {
+		t.Fatalf("topic config JSON\n%s\nwant\n%s", raw, want)
+	}
+	var g SubscriptionGroupConfig
+	if err := json.Unmarshal([]byte(`{"groupName":"G","retryMaxTimes":3,"consumeEnable":true,"groupRetryPolicy":{"type":"EXPONENTIAL"}}`), &g); err != nil {
+		t.Fatal(err)
+	}
+	if g.GroupName != "G" || g.RetryMaxTimes != 3 || g.GroupRetryPolicy.Type != "EXPONENTIAL" {
+		t.Fatalf("group %+v", g)
+	}
+	if !Readable(6) || !Writable(6) || Inheritable(6) || !Inheritable(7) || Writable(4) {
+		t.Fatal("permission bits")
+	}
+	if RetryTopic("g") != "%RETRY%g" || !IsRetryTopic("%RETRY%g") || DLQTopic("g") != "%DLQ%g" || !IsDLQTopic("%DLQ%g") {
+		t.Fatal("system topic names")
+	}
+	v := NewVersionCounter(DataVersion{Counter: 41, Timestamp: 5})
+	if v.Current().Counter != 41 || v.Bump().Counter != 42 || v.Current().Counter != 42 {
+		t.Fatal("version counter")
+	}
+}
