@@ -278,6 +278,30 @@ func TestServerToClientRequest(t *testing.T) {
 		t.Fatalf("response %v", resp)
 	}
 
+	// A oneway notification reaches the client's handler with the oneway
+	// flag; whatever the handler returns is not sent back.
+	notified := make(chan *Command, 1)
+	c3 := dialServer(t, s, ClientOptions{Handler: func(_ context.Context, req *Command) *Command {
+		notified <- req
+		return NewResponse(req, Success, "must not be sent")
+	}})
+	if _, err := c3.Invoke(testCtx(t), NewRequest(HeartBeat, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	<-notified // the transaction check of the heartbeat above
+	note := NewRequest(NotifyConsumerIDsChanged, map[string]string{"consumerGroup": "G"}, nil)
+	for _, conn := range s.Conns() {
+		if err := conn.Oneway(note); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := <-notified; got.Code != NotifyConsumerIDsChanged || !got.IsOneway() || got.ExtFields["consumerGroup"] != "G" {
+		t.Fatalf("notification %v", got)
+	}
+	if note.Opaque != 0 || note.Flag != 0 {
+		t.Fatalf("Oneway changed the caller's command: %v", note)
+	}
+
 	// Without a Handler the client answers REQUEST_CODE_NOT_SUPPORTED.
 	c2 := dialServer(t, s, ClientOptions{})
 	resp, err = c2.Invoke(testCtx(t), NewRequest(HeartBeat, nil, nil))
