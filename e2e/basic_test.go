@@ -12,14 +12,20 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 )
 
-func newProducer(t testing.TB, ns string, group string) rocketmq.Producer {
+// newProducer starts a producer. Each gets its own client instance: the Go
+// client shares one instance per client id (ip@instance name) in a process
+// and refuses a second name server for it, and tests run in parallel
+// against different name servers.
+func newProducer(t testing.TB, ns string, group string, opts ...producer.Option) rocketmq.Producer {
 	t.Helper()
-	p, err := rocketmq.NewProducer(
+	opts = append([]producer.Option{
 		producer.WithNameServer([]string{ns}),
 		producer.WithGroupName(group),
+		producer.WithInstanceName(uniqueInstance(t)),
 		producer.WithRetry(2),
-		producer.WithSendMsgTimeout(5*time.Second),
-	)
+		producer.WithSendMsgTimeout(5 * time.Second),
+	}, opts...)
+	p, err := rocketmq.NewProducer(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,6 +39,7 @@ func newProducer(t testing.TB, ns string, group string) rocketmq.Producer {
 // TestSyncSendAndPushConsume: the Go client sends with SendSync and a push
 // consumer (clustering, concurrently) receives every message.
 func TestSyncSendAndPushConsume(t *testing.T) {
+	t.Parallel()
 	ns := startNamesrv(t)
 	startBroker(t, ns, brokerOpts{})
 	const topic, n = "E2ESync", 50
@@ -59,22 +66,34 @@ func TestSyncSendAndPushConsume(t *testing.T) {
 
 // startPushConsumer starts a push consumer collecting bodies into got. The
 // Go client refuses to subscribe before the name server has a route for the
-// topic, so it retries while the broker's registration propagates.
+// topic, so it retries while the broker's registration propagates. Options
+// given come after the defaults (a unique instance name among them), so
+// they override them.
 func startPushConsumer(t testing.TB, ns, group, topic string, sel consumer.MessageSelector, got *collector, opts ...consumer.Option) rocketmq.PushConsumer {
 	t.Helper()
-	opts = append([]consumer.Option{consumer.WithNameServer([]string{ns}), consumer.WithGroupName(group)}, opts...)
+	return startPushConsumerFunc(t, ns, group, topic, sel, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		for _, m := range msgs {
+			got.add(string(m.Body))
+		}
+		return consumer.ConsumeSuccess, nil
+	}, opts...)
+}
+
+// startPushConsumerFunc starts a push consumer calling f.
+func startPushConsumerFunc(t testing.TB, ns, group, topic string, sel consumer.MessageSelector,
+	f func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error), opts ...consumer.Option) rocketmq.PushConsumer {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		c, err := rocketmq.NewPushConsumer(opts...)
+		// A fresh instance name each try: a client id the failed try
+		// registered is not reused.
+		all := append([]consumer.Option{consumer.WithNameServer([]string{ns}), consumer.WithGroupName(group),
+			consumer.WithInstance(uniqueInstance(t))}, opts...)
+		c, err := rocketmq.NewPushConsumer(all...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = c.Subscribe(topic, sel, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-			for _, m := range msgs {
-				got.add(string(m.Body))
-			}
-			return consumer.ConsumeSuccess, nil
-		})
+		err = c.Subscribe(topic, sel, f)
 		if err == nil {
 			err = c.Start()
 		}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -307,4 +308,23 @@ func (c *collector) snapshot() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+var instanceSeq atomic.Int64
+
+// uniqueInstance returns a client instance name no other client of this
+// process (nor of an earlier run) uses. Broadcasting consumers keep their
+// offsets in files under $HOME/.rocketmq_client_go/<ip>@<instance>; they
+// are removed when the test ends.
+func uniqueInstance(t testing.TB) string {
+	name := fmt.Sprintf("e2e-%d-%d-%d", os.Getpid(), time.Now().UnixNano(), instanceSeq.Add(1))
+	t.Cleanup(func() {
+		if home := os.Getenv("HOME"); home != "" {
+			dirs, _ := filepath.Glob(filepath.Join(home, ".rocketmq_client_go", "*@"+name))
+			for _, d := range dirs {
+				_ = os.RemoveAll(d)
+			}
+		}
+	})
+	return name
 }

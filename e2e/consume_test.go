@@ -1,0 +1,400 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+)
+
+// TestOrderlyConsume: a producer with a hash queue selector sends the
+// messages of each key to one queue; an orderly push consumer (queue locks,
+// one message at a time per queue) receives the bodies of every key exactly
+// in send order while the producer is still sending.
+func TestOrderlyConsume(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{})
+	const topic, keys, perKey = "E2EOrderly", 8, 25
+	createTopic(t, b.addr, topic, 4)
+	waitRoute(t, ns.addr, topic, b.name)
+
+	var mu sync.Mutex
+	seqs := map[string][]int{} // key -> sequence numbers in arrival order
+	lastOff := map[int]int64{} // queue -> last consumed offset
+	var orderErrs []string     // offsets going backwards within a queue
+	got := newCollector()
+	startPushConsumerFunc(t, ns.addr, "cg-orderly", topic, consumer.MessageSelector{},
+		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			mu.Lock()
+			for _, m := range msgs {
+				key, seq, err := parseKeyed(string(m.Body))
+				if err != nil {
+					orderErrs = append(orderErrs, err.Error())
+					continue
+				}
+				seqs[key] = append(seqs[key], seq)
+				if last, ok := lastOff[m.Queue.QueueId]; ok && m.QueueOffset <= last {
+					orderErrs = append(orderErrs, fmt.Sprintf("queue %d: offset %d consumed after %d", m.Queue.QueueId, m.QueueOffset, last))
+				}
+				lastOff[m.Queue.QueueId] = m.QueueOffset
+			}
+			mu.Unlock()
+			for _, m := range msgs {
+				got.add(string(m.Body))
+			}
+			return consumer.ConsumeSuccess, nil
+		},
+		consumer.WithConsumerOrder(true),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+
+	p := newProducer(t, ns.addr, "pg-orderly", producer.WithQueueSelector(producer.NewHashQueueSelector()))
+	queueOf := map[string]int{}
+	for i := 0; i < perKey; i++ {
+		for k := 0; k < keys; k++ {
+			key := fmt.Sprintf("key%d", k)
+			m := primitive.NewMessage(topic, []byte(fmt.Sprintf("%s:%d", key, i)))
+			m.WithShardingKey(key)
+			res, err := p.SendSync(context.Background(), m)
+			if err != nil {
+				t.Fatalf("send %s:%d: %v", key, i, err)
+			}
+			if q, ok := queueOf[key]; ok && q != res.MessageQueue.QueueId {
+				t.Fatalf("%s went to queue %d and %d: the selector must keep a key on one queue", key, q, res.MessageQueue.QueueId)
+			}
+			queueOf[key] = res.MessageQueue.QueueId
+		}
+	}
+	got.waitDistinct(t, keys*perKey, 60*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, e := range orderErrs {
+		t.Error(e)
+	}
+	for k := 0; k < keys; k++ {
+		key := fmt.Sprintf("key%d", k)
+		s := seqs[key]
+		ok := len(s) == perKey
+		for i := 0; ok && i < perKey; i++ {
+			ok = s[i] == i
+		}
+		if !ok {
+			t.Errorf("%s arrived as %v, want 0..%d in order, each once", key, s, perKey-1)
+		}
+	}
+}
+
+// parseKeyed splits "key:seq".
+func parseKeyed(body string) (string, int, error) {
+	key, s, ok := strings.Cut(body, ":")
+	if !ok {
+		return "", 0, fmt.Errorf("unexpected body %q", body)
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return "", 0, fmt.Errorf("unexpected body %q", body)
+	}
+	return key, n, nil
+}
+
+// TestBroadcasting: two push consumers of one group in broadcasting mode
+// each receive every message (clustering would split the queues).
+func TestBroadcasting(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{})
+	const topic, n = "E2EBroadcast", 40
+	createTopic(t, b.addr, topic, 4)
+	waitRoute(t, ns.addr, topic, b.name)
+	got1, got2 := newCollector(), newCollector()
+	for _, got := range []*collector{got1, got2} {
+		startPushConsumer(t, ns.addr, "cg-broadcast", topic, consumer.MessageSelector{}, got,
+			consumer.WithConsumerModel(consumer.BroadCasting),
+			consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	}
+	p := newProducer(t, ns.addr, "pg-broadcast")
+	for i := 0; i < n; i++ {
+		if _, err := p.SendSync(context.Background(), primitive.NewMessage(topic, []byte(fmt.Sprintf("bc-%d", i)))); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	for i, got := range []*collector{got1, got2} {
+		got.waitDistinct(t, n, 60*time.Second)
+		checkBodies(t, got, "bc-", n)
+		if s := got.snapshot(); len(s) != n {
+			t.Errorf("consumer %d received %d distinct messages, want %d", i+1, len(s), n)
+		}
+	}
+}
+
+// TestTagFilter: with the subscription "TagA || TagC" a push consumer gets
+// every TagA and TagC message and nothing else (TagB, no tag); a pull with
+// the same expression shows that the broker itself returns only those (the
+// Go client filters again by tag, which would hide a broker that does
+// not).
+func TestTagFilter(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{})
+	const topic, rounds, queues = "E2ETags", 15, 2
+	createTopic(t, b.addr, topic, queues)
+	waitRoute(t, ns.addr, topic, b.name)
+	p := newProducer(t, ns.addr, "pg-tags")
+	wanted := map[string]bool{}
+	for i := 0; i < rounds; i++ {
+		for _, tag := range []string{"TagA", "TagB", "TagC", ""} {
+			body := fmt.Sprintf("%s-%d", tag, i)
+			if tag == "" {
+				body = fmt.Sprintf("untagged-%d", i)
+			}
+			m := primitive.NewMessage(topic, []byte(body))
+			if tag != "" {
+				m.WithTag(tag)
+			}
+			if _, err := p.SendSync(context.Background(), m); err != nil {
+				t.Fatalf("send %s: %v", body, err)
+			}
+			if tag == "TagA" || tag == "TagC" {
+				wanted[body] = true
+			}
+		}
+	}
+	sel := consumer.MessageSelector{Type: consumer.TAG, Expression: "TagA || TagC"}
+
+	// The broker's answer to pulls with the expression, read raw.
+	pc := startPullConsumer(t, ns.addr, "cg-tags-pull", topic, sel)
+	fromBroker := map[string]bool{}
+	for q := 0; q < queues; q++ {
+		mq := &primitive.MessageQueue{Topic: topic, BrokerName: b.name, QueueId: q}
+		max := maxOffset(t, b.addr, topic, q)
+		for off := int64(0); off < max; {
+			res, err := pc.PullFrom(context.Background(), mq, off, 8)
+			if err != nil {
+				t.Fatalf("pull %s/%d@%d: %v", topic, q, off, err)
+			}
+			for _, m := range primitive.DecodeMessage(res.GetBody()) {
+				if tag := m.GetTags(); tag != "TagA" && tag != "TagC" {
+					t.Errorf("broker returned %q (tag %q) to a pull for TagA || TagC", m.Body, tag)
+				}
+				fromBroker[string(m.Body)] = true
+			}
+			if res.NextBeginOffset <= off {
+				t.Fatalf("pull %s/%d@%d: next begin offset %d does not advance (status %d)", topic, q, off, res.NextBeginOffset, res.Status)
+			}
+			off = res.NextBeginOffset
+		}
+	}
+	for body := range wanted {
+		if !fromBroker[body] {
+			t.Errorf("broker did not return %s to the pulls for TagA || TagC", body)
+		}
+	}
+
+	got := newCollector()
+	startPushConsumer(t, ns.addr, "cg-tags", topic, sel, got,
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	got.waitDistinct(t, len(wanted), 60*time.Second)
+	for body := range got.snapshot() {
+		if !wanted[body] {
+			t.Errorf("push consumer of TagA || TagC received %s", body)
+		}
+	}
+	for body := range wanted {
+		if got.snapshot()[body] == 0 {
+			t.Errorf("push consumer of TagA || TagC did not receive %s", body)
+		}
+	}
+}
+
+// startPullConsumer starts a pull consumer subscribed to topic, retrying
+// while the route propagates.
+func startPullConsumer(t testing.TB, ns, group, topic string, sel consumer.MessageSelector, opts ...consumer.Option) rocketmq.PullConsumer {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		all := append([]consumer.Option{consumer.WithNameServer([]string{ns}), consumer.WithGroupName(group),
+			consumer.WithInstance(uniqueInstance(t))}, opts...)
+		c, err := rocketmq.NewPullConsumer(all...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err = c.Subscribe(topic, sel); err == nil {
+			err = c.Start()
+		}
+		if err == nil {
+			t.Cleanup(func() { _ = c.Shutdown() })
+			return c
+		}
+		_ = c.Shutdown()
+		if time.Now().After(deadline) {
+			t.Fatalf("start pull consumer %s on %s: %v", group, topic, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestPullConsumer exercises the Go client's pull consumer three ways:
+// Poll/ACK (rebalanced queues, offsets committed to the broker), PullFrom
+// over every queue (contiguous queue offsets from 0 to the max offset,
+// every message once), and a PullFrom at the end of a queue that the
+// broker holds and answers when a message arrives.
+func TestPullConsumer(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{})
+	const topic, n, queues = "E2EPull", 48, 4
+	createTopic(t, b.addr, topic, queues)
+	waitRoute(t, ns.addr, topic, b.name)
+	p := newProducer(t, ns.addr, "pg-pull")
+	for i := 0; i < n; i++ {
+		if _, err := p.SendSync(context.Background(), primitive.NewMessage(topic, []byte(fmt.Sprintf("pull-%d", i)))); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+
+	t.Run("poll", func(t *testing.T) {
+		const group = "cg-pull-poll"
+		pc := startPullConsumer(t, ns.addr, group, topic, consumer.MessageSelector{},
+			consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+		got := map[string]int{}
+		deadline := time.Now().Add(60 * time.Second)
+		for len(got) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("polled %d distinct messages in 60 s, want %d", len(got), n)
+			}
+			cr, err := pc.Poll(context.Background(), time.Second)
+			if consumer.IsNoNewMsgError(err) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("poll: %v", err)
+			}
+			for _, m := range cr.GetMsgList() {
+				got[string(m.Body)]++
+			}
+			pc.ACK(context.Background(), cr, consumer.ConsumeSuccess)
+		}
+		for i := 0; i < n; i++ {
+			if got[fmt.Sprintf("pull-%d", i)] == 0 {
+				t.Errorf("pull-%d not polled", i)
+			}
+		}
+		// Acknowledged offsets reach the broker (the client persists every
+		// 5 s and at shutdown).
+		if err := pc.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+		waitCommitted(t, b.addr, group, topic, queues, 20*time.Second)
+	})
+
+	t.Run("pull-from", func(t *testing.T) {
+		pc := startPullConsumer(t, ns.addr, "cg-pull-from", topic, consumer.MessageSelector{})
+		seen := map[string]int{}
+		for q := 0; q < queues; q++ {
+			mq := &primitive.MessageQueue{Topic: topic, BrokerName: b.name, QueueId: q}
+			max := maxOffset(t, b.addr, topic, q)
+			next := int64(0)
+			for next < max {
+				res, err := pc.PullFrom(context.Background(), mq, next, 5)
+				if err != nil {
+					t.Fatalf("pull %s/%d@%d: %v", topic, q, next, err)
+				}
+				if res.Status != primitive.PullFound {
+					t.Fatalf("pull %s/%d@%d below max offset %d: status %d", topic, q, next, max, res.Status)
+				}
+				if res.MaxOffset != max || res.MinOffset != 0 {
+					t.Errorf("pull %s/%d: min/max offsets %d/%d, want 0/%d", topic, q, res.MinOffset, res.MaxOffset, max)
+				}
+				msgs := res.GetMessageExts()
+				if len(msgs) == 0 || len(msgs) > 5 {
+					t.Fatalf("pull %s/%d@%d of 5: %d messages", topic, q, next, len(msgs))
+				}
+				for _, m := range msgs {
+					if m.QueueOffset != next {
+						t.Fatalf("pull %s/%d: message at offset %d where %d was due", topic, q, m.QueueOffset, next)
+					}
+					seen[string(m.Body)]++
+					next++
+				}
+				if res.NextBeginOffset != next {
+					t.Fatalf("pull %s/%d: next begin offset %d after the message at %d", topic, q, res.NextBeginOffset, next-1)
+				}
+			}
+		}
+		if len(seen) != n {
+			t.Errorf("pulled %d distinct messages, want %d", len(seen), n)
+		}
+		for body, k := range seen {
+			if k != 1 {
+				t.Errorf("%s pulled %d times", body, k)
+			}
+		}
+	})
+
+	t.Run("long-poll", func(t *testing.T) {
+		pc := startPullConsumer(t, ns.addr, "cg-pull-wake", topic, consumer.MessageSelector{})
+		mq := &primitive.MessageQueue{Topic: topic, BrokerName: b.name, QueueId: 1}
+		end := maxOffset(t, b.addr, topic, 1)
+		type result struct {
+			res *primitive.PullResult
+			err error
+		}
+		ch := make(chan result, 1)
+		go func() {
+			res, err := pc.PullFrom(context.Background(), mq, end, 32)
+			ch <- result{res, err}
+		}()
+		mp := newProducer(t, ns.addr, "pg-pull-wake", producer.WithQueueSelector(producer.NewManualQueueSelector()))
+		m := primitive.NewMessage(topic, []byte("wake-up"))
+		m.Queue = mq
+		if _, err := mp.SendSync(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+		// The Go client asks the broker to hold the pull for 20 s; the
+		// answer must come with the message, not after the hold.
+		select {
+		case r := <-ch:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			msgs := r.res.GetMessageExts()
+			if r.res.Status != primitive.PullFound || len(msgs) != 1 || string(msgs[0].Body) != "wake-up" || msgs[0].QueueOffset != end {
+				t.Fatalf("held pull answered status %d with %d messages, want the new message at offset %d", r.res.Status, len(msgs), end)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("held pull not answered within 15 s of the message's arrival")
+		}
+	})
+}
+
+// waitCommitted waits until a group's committed offset of every queue of a
+// topic equals the queue's max offset.
+func waitCommitted(t testing.TB, broker, group, topic string, queues int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var behind []string
+		for q := 0; q < queues; q++ {
+			if c, m := committedOffset(t, broker, group, topic, q), maxOffset(t, broker, topic, q); c != m {
+				behind = append(behind, fmt.Sprintf("queue %d: committed %d, max %d", q, c, m))
+			}
+		}
+		if len(behind) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			sort.Strings(behind)
+			t.Fatalf("%s has not committed %s within %v: %s", group, topic, timeout, strings.Join(behind, "; "))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,118 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestNodeAliOns runs node/test.js: the Node client ali-ons produces
+// nodeCount messages to a topic of a started broker and consumes them with
+// a push consumer. The script exits 0 only when every send answered
+// SEND_OK and every body arrived with its tag.
+//
+// ali-ons (3.12) answers a name server's TOPIC_NOT_EXIST with an error
+// instead of falling back to TBW102 as the Java and Go clients do (so it
+// cannot auto-create a topic on Apache RocketMQ either): the test creates
+// the topic first, as an operator would with mqadmin.
+func TestNodeAliOns(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the ali-ons test needs Node.js")
+	}
+	dir, err := filepath.Abs("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ali-ons")); err != nil {
+		t.Skip("e2e/node/node_modules/ali-ons is missing: run `npm ci` in e2e/node")
+	}
+	t.Parallel()
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{})
+	const topic, nodeCount = "NodeAliOns", 40
+	createTopic(t, b.addr, topic, 4)
+	waitRoute(t, ns.addr, topic, b.name)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "test.js")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"NAMESRV_ADDR="+ns.addr,
+		"TOPIC="+topic,
+		"GROUP_PREFIX=node-e2e",
+		"COUNT="+strconv.Itoa(nodeCount),
+		"TIMEOUT_MS=90000",
+	)
+	out, err := cmd.CombinedOutput()
+	t.Logf("node test.js output:\n%s", out)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		t.Fatalf("node test.js exited with %d", exit.ExitCode())
+	}
+	if err != nil {
+		t.Fatalf("run node test.js: %v", err)
+	}
+	var result struct {
+		Sent        int `json:"sent"`
+		Queues      int `json:"queues"`
+		Consumed    int `json:"consumed"`
+		Redelivered int `json:"redelivered"`
+	}
+	found := false
+	for _, line := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
+			if err := json.Unmarshal([]byte(rest), &result); err != nil {
+				t.Fatalf("bad RESULT line %q: %v", line, err)
+			}
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("node test.js printed no RESULT line")
+	}
+	if result.Sent != nodeCount || result.Consumed != nodeCount {
+		t.Fatalf("ali-ons sent %d and consumed %d distinct messages, want %d each", result.Sent, result.Consumed, nodeCount)
+	}
+	if result.Redelivered != 0 {
+		t.Errorf("ali-ons received %d messages twice; a single consumer of a fresh group should get each once", result.Redelivered)
+	}
+	if result.Queues < 2 {
+		t.Errorf("ali-ons used %d queue(s) of 4, want its round robin over several", result.Queues)
+	}
+	// What ali-ons sent is really in the broker: the queues' max offsets add
+	// up to the number of messages.
+	var total int64
+	for q := 0; q < 4; q++ {
+		total += maxOffset(t, b.addr, topic, q)
+	}
+	if total != nodeCount {
+		t.Errorf("broker holds %d messages of %s, want %d", total, topic, nodeCount)
+	}
+	// ali-ons commits its offsets (UPDATE_CONSUMER_OFFSET with numbers in
+	// extFields) when the consumer closes: the broker has them.
+	// They are oneway requests: the broker may still be working on them when
+	// node has exited.
+	for q := 0; q < 4; q++ {
+		want := maxOffset(t, b.addr, topic, q)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got := committedOffset(t, b.addr, "node-e2e-cg", topic, q)
+			if got == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("committed offset of node-e2e-cg on %s/%d is %d, want %d", topic, q, got, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}

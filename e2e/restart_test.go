@@ -1,0 +1,204 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+)
+
+// sendN sends prefix-0 … prefix-(n-1) synchronously and fails on any error.
+func sendN(t testing.TB, p interface {
+	SendSync(context.Context, ...*primitive.Message) (*primitive.SendResult, error)
+}, topic, prefix string, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		res, err := p.SendSync(context.Background(), primitive.NewMessage(topic, []byte(fmt.Sprintf("%s%d", prefix, i))))
+		if err != nil {
+			t.Fatalf("send %s%d: %v", prefix, i, err)
+		}
+		if res.Status != primitive.SendOK {
+			t.Fatalf("send %s%d: %v", prefix, i, res)
+		}
+	}
+}
+
+// TestRestartKeepsCommittedOffsets: a group consumes and commits the first
+// part of a topic; more messages are sent and acknowledged; the broker is
+// shut down cleanly (SIGTERM) and restarted on the same store and port. The
+// committed offsets and the queues' contents are the same after the
+// restart, and a new consumer of the group receives every acknowledged
+// message it had not consumed (the part sent before the shutdown and a
+// part sent after) and none of those committed before the shutdown.
+func TestRestartKeepsCommittedOffsets(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{})
+	const topic, group, queues = "E2ERestart", "cg-restart", 4
+	const n1, n2, n3 = 60, 60, 20
+	createTopic(t, b.addr, topic, queues)
+	waitRoute(t, ns.addr, topic, b.name)
+	p := newProducer(t, ns.addr, "pg-restart")
+
+	sendN(t, p, topic, "first-", n1)
+	got1 := newCollector()
+	c1 := startPushConsumer(t, ns.addr, group, topic, consumer.MessageSelector{}, got1,
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	got1.waitDistinct(t, n1, 60*time.Second)
+	checkBodies(t, got1, "first-", n1)
+	// The Go client commits every 5 s (and at shutdown, oneway): wait until
+	// the broker has the offsets, then stop the consumer.
+	waitCommitted(t, b.addr, group, topic, queues, 20*time.Second)
+	if err := c1.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+
+	sendN(t, p, topic, "second-", n2)
+	before := make([][2]int64, queues) // committed, max per queue
+	for q := range before {
+		before[q] = [2]int64{committedOffset(t, b.addr, group, topic, q), maxOffset(t, b.addr, topic, q)}
+	}
+
+	b.stop(t)
+	b.restart(t)
+
+	for q := range before {
+		after := [2]int64{committedOffset(t, b.addr, group, topic, q), maxOffset(t, b.addr, topic, q)}
+		if after != before[q] {
+			t.Errorf("queue %d: committed/max offsets %v before the restart, %v after", q, before[q], after)
+		}
+	}
+	sendN(t, p, topic, "third-", n3)
+
+	got2 := newCollector()
+	startPushConsumer(t, ns.addr, group, topic, consumer.MessageSelector{}, got2,
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	got2.waitDistinct(t, n2+n3, 60*time.Second)
+	checkBodies(t, got2, "second-", n2)
+	checkBodies(t, got2, "third-", n3)
+	// Each queue is consumed in order and the first part sits before the
+	// second in every queue: had the committed offsets been lost, the first
+	// part would have come before the rest did.
+	var again []string
+	for body := range got2.snapshot() {
+		if strings.HasPrefix(body, "first-") {
+			again = append(again, body)
+		}
+	}
+	if len(again) > 0 {
+		sort.Strings(again)
+		t.Errorf("%d messages committed before the shutdown were delivered again: %v", len(again), again)
+	}
+}
+
+// TestKillKeepsAcknowledged: the broker is killed with SIGKILL while a
+// producer sends, then restarted on the same store and port; the producer
+// carries on. Every message whose send was acknowledged, before the kill or
+// after the restart, is consumed (at least once).
+func TestKillKeepsAcknowledged(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{})
+	const topic, queues = "E2EKill", 4
+	createTopic(t, b.addr, topic, queues)
+	waitRoute(t, ns.addr, topic, b.name)
+	p := newProducer(t, ns.addr, "pg-kill", producer.WithSendMsgTimeout(2*time.Second), producer.WithRetry(0))
+
+	var (
+		mu    sync.Mutex
+		acked []string
+		fails int
+	)
+	ackedCount := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			body := fmt.Sprintf("kill-%d", i)
+			res, err := p.SendSync(context.Background(), primitive.NewMessage(topic, []byte(body)))
+			mu.Lock()
+			if err == nil && res.Status == primitive.SendOK {
+				acked = append(acked, body)
+			} else {
+				fails++
+			}
+			mu.Unlock()
+			if err != nil {
+				// The broker is down: do not spin on refused connections.
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		wg.Wait()
+	})
+
+	waitUntil(t, 30*time.Second, "300 acknowledged sends before the kill", func() bool { return ackedCount() >= 300 })
+	b.kill()
+	killedAt := ackedCount()
+	b.restart(t)
+	waitUntil(t, 60*time.Second, "200 acknowledged sends after the restart", func() bool { return ackedCount() >= killedAt+200 })
+	close(stop)
+	wg.Wait()
+	mu.Lock()
+	want := append([]string(nil), acked...)
+	t.Logf("%d sends acknowledged (%d before the kill), %d failed", len(want), killedAt, fails)
+	mu.Unlock()
+
+	got := newCollector()
+	startPushConsumer(t, ns.addr, "cg-kill", topic, consumer.MessageSelector{}, got,
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	waitUntil(t, 60*time.Second, "every acknowledged message consumed", func() bool {
+		snap := got.snapshot()
+		for _, body := range want {
+			if snap[body] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	// The queues hold at least the acknowledged messages (a send cut by the
+	// kill may be stored without its acknowledgement).
+	var total int64
+	for q := 0; q < queues; q++ {
+		total += maxOffset(t, b.addr, topic, q)
+	}
+	if total < int64(len(want)) {
+		t.Errorf("broker holds %d messages of %s, %d were acknowledged", total, topic, len(want))
+	}
+}
+
+// waitUntil polls cond every 20 ms until it holds or timeout passes.
+func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached within %v", what, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

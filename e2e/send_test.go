@@ -1,0 +1,197 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+)
+
+// TestAsyncSend: SendAsync calls back once per message with SEND_OK and a
+// distinct offset message id, and a push consumer receives every message.
+func TestAsyncSend(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	startBroker(t, ns, brokerOpts{})
+	const topic, n = "E2EAsync", 60
+	p := newProducer(t, ns.addr, "pg-async")
+	// The first send creates the topic; the async ones then go to its
+	// queues.
+	if _, err := p.SendSync(context.Background(), primitive.NewMessage(topic, []byte("async-first"))); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu      sync.Mutex
+		results = map[int]*primitive.SendResult{}
+		errs    []error
+		wg      sync.WaitGroup
+	)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		i := i
+		err := p.SendAsync(context.Background(), func(_ context.Context, res *primitive.SendResult, err error) {
+			defer wg.Done()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("async send %d: %w", i, err))
+				return
+			}
+			results[i] = res
+		}, primitive.NewMessage(topic, []byte(fmt.Sprintf("async-%d", i))))
+		if err != nil {
+			wg.Done()
+			t.Fatalf("SendAsync %d: %v", i, err)
+		}
+	}
+	waitGroup(t, &wg, 30*time.Second, "async send callbacks")
+	for _, err := range errs {
+		t.Error(err)
+	}
+	ids := map[string]int{}
+	for i, res := range results {
+		if res.Status != primitive.SendOK || len(res.OffsetMsgID) != 32 {
+			t.Errorf("async send %d: %v", i, res)
+		}
+		if j, dup := ids[res.OffsetMsgID]; dup {
+			t.Errorf("async sends %d and %d got the same offset message id %s", i, j, res.OffsetMsgID)
+		}
+		ids[res.OffsetMsgID] = i
+	}
+	if len(results) != n {
+		t.Fatalf("%d async sends succeeded, want %d", len(results), n)
+	}
+
+	got := newCollector()
+	startPushConsumer(t, ns.addr, "cg-async", topic, consumer.MessageSelector{}, got,
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	got.waitDistinct(t, n+1, 60*time.Second)
+	checkBodies(t, got, "async-", n)
+}
+
+// TestOnewaySend: SendOneWay returns without a result; a push consumer
+// receives every message all the same.
+func TestOnewaySend(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{})
+	const topic, n = "E2EOneway", 60
+	createTopic(t, b.addr, topic, 4)
+	waitRoute(t, ns.addr, topic, b.name)
+	p := newProducer(t, ns.addr, "pg-oneway")
+	for i := 0; i < n; i++ {
+		if err := p.SendOneWay(context.Background(), primitive.NewMessage(topic, []byte(fmt.Sprintf("oneway-%d", i)))); err != nil {
+			t.Fatalf("oneway send %d: %v", i, err)
+		}
+	}
+	got := newCollector()
+	startPushConsumer(t, ns.addr, "cg-oneway", topic, consumer.MessageSelector{}, got,
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	got.waitDistinct(t, n, 60*time.Second)
+	checkBodies(t, got, "oneway-", n)
+	var total int64
+	for q := 0; q < 4; q++ {
+		total += maxOffset(t, b.addr, topic, q)
+	}
+	if total != n {
+		t.Errorf("broker holds %d messages, want %d", total, n)
+	}
+}
+
+// TestBatchSend: a batch (SEND_BATCH_MESSAGE) lands in one queue with
+// consecutive queue offsets starting at the offset the response reports,
+// the response carries one offset message id per message, and every
+// message is consumed with the offset its position in the batch gives.
+func TestBatchSend(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	startBroker(t, ns, brokerOpts{})
+	const topic, batches, size = "E2EBatch", 5, 10
+	p := newProducer(t, ns.addr, "pg-batch")
+	type sent struct {
+		queue  int
+		offset int64
+	}
+	want := map[string]sent{} // body -> where it must be
+	for bi := 0; bi < batches; bi++ {
+		msgs := make([]*primitive.Message, size)
+		for i := range msgs {
+			msgs[i] = primitive.NewMessage(topic, []byte(fmt.Sprintf("batch-%d-%d", bi, i)))
+		}
+		res, err := p.SendSync(context.Background(), msgs...)
+		if err != nil {
+			t.Fatalf("batch %d: %v", bi, err)
+		}
+		if res.Status != primitive.SendOK {
+			t.Fatalf("batch %d: %v", bi, res)
+		}
+		ids := strings.Split(res.OffsetMsgID, ",")
+		if len(ids) != size {
+			t.Fatalf("batch %d: %d offset message ids in %q, want %d", bi, len(ids), res.OffsetMsgID, size)
+		}
+		for i, id := range ids {
+			if len(id) != 32 {
+				t.Errorf("batch %d: offset message id %d is %q", bi, i, id)
+			}
+		}
+		for i := range msgs {
+			want[string(msgs[i].Body)] = sent{res.MessageQueue.QueueId, res.QueueOffset + int64(i)}
+		}
+	}
+
+	var mu sync.Mutex
+	gotAt := map[string]sent{}
+	got := newCollector()
+	startPushConsumerFunc(t, ns.addr, "cg-batch", topic, consumer.MessageSelector{},
+		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			for _, m := range msgs {
+				mu.Lock()
+				gotAt[string(m.Body)] = sent{m.Queue.QueueId, m.QueueOffset}
+				mu.Unlock()
+				got.add(string(m.Body))
+			}
+			return consumer.ConsumeSuccess, nil
+		}, consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	got.waitDistinct(t, batches*size, 60*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	for body, w := range want {
+		if g, ok := gotAt[body]; !ok {
+			t.Errorf("%s not consumed", body)
+		} else if g != w {
+			t.Errorf("%s consumed from queue %d offset %d, the batch response puts it at queue %d offset %d",
+				body, g.queue, g.offset, w.queue, w.offset)
+		}
+	}
+	if len(gotAt) != len(want) {
+		t.Errorf("consumed %d distinct messages, sent %d", len(gotAt), len(want))
+	}
+}
+
+// checkBodies fails for each prefix-0 … prefix-(n-1) not collected.
+func checkBodies(t testing.TB, got *collector, prefix string, n int) {
+	t.Helper()
+	snap := got.snapshot()
+	for i := 0; i < n; i++ {
+		if snap[fmt.Sprintf("%s%d", prefix, i)] == 0 {
+			t.Errorf("message %s%d not consumed", prefix, i)
+		}
+	}
+}
+
+// waitGroup waits for wg with a deadline.
+func waitGroup(t testing.TB, wg *sync.WaitGroup, timeout time.Duration, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		t.Fatalf("%s did not finish within %v", what, timeout)
+	}
+}
