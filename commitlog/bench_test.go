@@ -21,8 +21,9 @@ import (
 //	raw-MB/s   the baseline: one goroutine write()-ing the same records
 //	log/raw    the ratio of the two
 //
-// Async: the baseline never syncs; the log's background flusher msyncs
-// every 500 ms as configured by default. The baseline runs before and after
+// Async: the log's background flusher msyncs every 500 ms (the default
+// FlushInterval), and so does a goroutine beside the baseline's write loop
+// with fdatasync. The baseline runs before and after
 // the log and the faster run counts; every phase starts after sync(2) so
 // that one phase's dirty pages do not slow the next. Sync (every append waits for its
 // group commit): the baseline calls fdatasync after every g records, where
@@ -147,8 +148,10 @@ func benchAppend(b *testing.B, flush FlushType, body, writers int) {
 }
 
 // rawSequentialWrite writes rec n times with write() to a new plain file in
-// dir and, when group > 0, calls fdatasync after every group records and at
-// the end. It returns the elapsed time.
+// dir. When group > 0 it calls fdatasync after every group records and at
+// the end (the sync policy); otherwise a background goroutine calls
+// fdatasync every DefaultFlushInterval, like the log's async flusher (the
+// async policy). It returns the elapsed time of the write loop.
 func rawSequentialWrite(b *testing.B, dir string, rec []byte, n, group int) time.Duration {
 	p := filepath.Join(dir, "raw")
 	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
@@ -158,6 +161,24 @@ func rawSequentialWrite(b *testing.B, dir string, rec []byte, n, group int) time
 	defer os.Remove(p)
 	defer f.Close()
 	fd := int(f.Fd())
+	stop := make(chan struct{})
+	var bg sync.WaitGroup
+	if group == 0 {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			t := time.NewTicker(DefaultFlushInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					unix.Fdatasync(fd)
+				}
+			}
+		}()
+	}
 	start := time.Now()
 	in := 0
 	for i := 0; i < n; i++ {
@@ -173,7 +194,10 @@ func rawSequentialWrite(b *testing.B, dir string, rec []byte, n, group int) time
 			}
 		}
 	}
-	return time.Since(start)
+	elapsed := time.Since(start)
+	close(stop)
+	bg.Wait()
+	return elapsed
 }
 
 // fdatasyncLatency returns the median and the 99th percentile time of
