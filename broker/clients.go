@@ -87,10 +87,9 @@ type closeHookKey struct{}
 
 // watch arranges for a connection's clients to be removed when it closes.
 func (m *clientManager) watch(conn *remoting.Conn) {
-	if conn.Value(closeHookKey{}) != nil {
+	if _, loaded := conn.LoadOrStoreValue(closeHookKey{}, true); loaded {
 		return
 	}
-	conn.SetValue(closeHookKey{}, true)
 	conn.OnClose(func() { m.removeConn(conn) })
 }
 

@@ -1,0 +1,220 @@
+package broker
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// pullAll pulls a queue from offset 0 with a catch-all subscription.
+func pullAll(t *testing.T, b *testBroker, c *remoting.Client, topic string, qid int32) []commitlog.Message {
+	t.Helper()
+	b.caughtUp()
+	r := call(t, c, remoting.PullMessage, pullReq("inspect", topic, qid, 0, 0, 0, "*"), nil)
+	if r.Code != remoting.Success {
+		return nil
+	}
+	return decodeRecords(t, r.Body)
+}
+
+func TestSendBackRetriesWithDelayThenDLQ(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	mustSend(t, c, "Orders", 0, "order-1", "TAGS\x01t\x02")
+	b.caughtUp()
+	orig := pullAll(t, b, c, "Orders", 0)
+	if len(orig) != 1 {
+		t.Fatal("original message not readable")
+	}
+	// Delay level 1 (1 s): parked in SCHEDULE_TOPIC_XXXX, then delivered
+	// to %RETRY%g1 with the reconsume count raised.
+	r := call(t, c, remoting.ConsumerSendMsgBack, map[string]string{
+		"offset": strconv.FormatInt(orig[0].PhyOffset, 10), "group": "g1", "delayLevel": "1",
+		"originMsgId": commitlog.MessageID(orig[0].StoreHost, orig[0].PhyOffset), "originTopic": "Orders",
+	}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("send back: %d %s", r.Code, r.Remark)
+	}
+	if got := pullAll(t, b, c, "SCHEDULE_TOPIC_XXXX", 0); len(got) != 1 {
+		t.Fatalf("retry not parked at delay level 1: %d", len(got))
+	}
+	var retry []commitlog.Message
+	deadline := time.Now().Add(10 * time.Second)
+	for len(retry) == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		retry = pullAll(t, b, c, "%RETRY%g1", 0)
+	}
+	if len(retry) != 1 {
+		t.Fatal("retry message not delivered to the retry topic of g1")
+	}
+	m := retry[0]
+	props := commitlog.ParseProperties(m.Properties)
+	if string(m.Body) != "order-1" || m.ReconsumeTimes != 1 || props["RETRY_TOPIC"] != "Orders" ||
+		props["ORIGIN_MESSAGE_ID"] != commitlog.MessageID(orig[0].StoreHost, orig[0].PhyOffset) || props["TAGS"] != "t" {
+		t.Fatalf("retry message %+v props %v", m, props)
+	}
+	if _, ok := props["DELAY"]; ok {
+		t.Fatal("delivered retry still carries DELAY")
+	}
+	if m.StoreTimestamp-orig[0].StoreTimestamp < 900 {
+		t.Fatalf("retry delivered after %d ms, before its 1 s delay", m.StoreTimestamp-orig[0].StoreTimestamp)
+	}
+	// A negative delay level sends the message straight to the DLQ.
+	r = call(t, c, remoting.ConsumerSendMsgBack, map[string]string{
+		"offset": strconv.FormatInt(m.PhyOffset, 10), "group": "g1", "delayLevel": "-1"}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("send back to DLQ: %d %s", r.Code, r.Remark)
+	}
+	dlq := pullAll(t, b, c, "%DLQ%g1", 0)
+	if len(dlq) != 1 || dlq[0].ReconsumeTimes != 2 || commitlog.ParseProperties(dlq[0].Properties)["DLQ_ORIGIN_TOPIC"] != "%RETRY%g1" {
+		t.Fatalf("DLQ message: %+v", dlq)
+	}
+	// Unknown offsets are refused, not crashed on.
+	r = call(t, c, remoting.ConsumerSendMsgBack, map[string]string{"offset": "999999999", "group": "g1", "delayLevel": "0"}, nil)
+	if r.Code != remoting.SystemError {
+		t.Fatalf("send back of an unknown offset: %d", r.Code)
+	}
+}
+
+func TestRetryTopicSendOverMaxGoesToDLQ(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	h := map[string]string{"a": "pg", "b": "%RETRY%g2", "c": "TBW102", "d": "4", "e": "0", "f": "0",
+		"g": "1", "h": "0", "i": "", "j": "17"}
+	r := call(t, c, remoting.SendMessageV2, h, []byte("too many"))
+	if r.Code != remoting.Success {
+		t.Fatalf("send: %d %s", r.Code, r.Remark)
+	}
+	if got := pullAll(t, b, c, "%DLQ%g2", 0); len(got) != 1 || string(got[0].Body) != "too many" {
+		t.Fatalf("a retry past retryMaxTimes (16) not in the DLQ: %v", got)
+	}
+	h["j"] = "2"
+	if r := call(t, c, remoting.SendMessageV2, h, []byte("retry")); r.Code != remoting.Success {
+		t.Fatal(r.Remark)
+	}
+	if got := pullAll(t, b, c, "%RETRY%g2", 0); len(got) != 1 {
+		t.Fatalf("a retry under the limit not in the retry topic: %v", got)
+	}
+}
+
+func TestDelayLevelMessage(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	resp := mustSend(t, c, "Delayed", 2, "later", "DELAY\x012\x02") // 5 s
+	if header(resp, "queueId") != 2 {
+		t.Fatalf("the producer sees its own queue: %v", resp.ExtFields)
+	}
+	if got := pullAll(t, b, c, "Delayed", 2); len(got) != 0 {
+		t.Fatal("delayed message visible at once")
+	}
+	sched := pullAll(t, b, c, "SCHEDULE_TOPIC_XXXX", 1)
+	if len(sched) != 1 {
+		t.Fatal("not parked in SCHEDULE_TOPIC_XXXX queue 1")
+	}
+	props := commitlog.ParseProperties(sched[0].Properties)
+	if props["REAL_TOPIC"] != "Delayed" || props["REAL_QID"] != "2" {
+		t.Fatalf("parked properties %v", props)
+	}
+	// The dispatcher gives it the delivery time as tag code.
+	entries, _ := b.cqs.Get("SCHEDULE_TOPIC_XXXX", 1, 0, 1)
+	if len(entries) != 1 || entries[0].TagsCode != sched[0].StoreTimestamp+5000 {
+		t.Fatalf("schedule entry tag code %v, want store time + 5000", entries)
+	}
+	var got []commitlog.Message
+	deadline := time.Now().Add(15 * time.Second)
+	for len(got) == 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		got = pullAll(t, b, c, "Delayed", 2)
+	}
+	if len(got) != 1 || string(got[0].Body) != "later" {
+		t.Fatal("delayed message never delivered")
+	}
+	if d := got[0].StoreTimestamp - sched[0].StoreTimestamp; d < 4900 {
+		t.Fatalf("delivered after %d ms, before its 5 s delay", d)
+	}
+}
+
+func TestQueryAndViewMessage(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	resp := mustSend(t, c, "Q", 0, "with keys", "KEYS\x01order-7 customer-3\x02UNIQ_KEY\x01AB12\x02")
+	mustSend(t, c, "Q", 0, "other", "KEYS\x01order-8\x02")
+	b.caughtUp()
+	query := func(key string, uniq bool) *remoting.Command {
+		h := map[string]string{"topic": "Q", "key": key, "maxNum": "10", "beginTimestamp": "0", "endTimestamp": strconv.FormatInt(time.Now().UnixMilli()+1000, 10)}
+		if uniq {
+			h["_UNIQUE_KEY_QUERY"] = "true"
+		}
+		return call(t, c, remoting.QueryMessage, h, nil)
+	}
+	r := query("customer-3", false)
+	if msgs := decodeRecords(t, r.Body); r.Code != remoting.Success || len(msgs) != 1 || string(msgs[0].Body) != "with keys" {
+		t.Fatalf("query by key: %d", r.Code)
+	}
+	if r := query("AB12", true); r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != 1 {
+		t.Fatalf("query by unique key: %d", r.Code)
+	}
+	if r := query("nothing", false); r.Code != remoting.QueryNotFound {
+		t.Fatalf("query of an unknown key: %d", r.Code)
+	}
+	_, phy, err := commitlog.ParseMessageID(resp.ExtFields["msgId"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := call(t, c, remoting.ViewMessageByID, map[string]string{"offset": strconv.FormatInt(phy, 10)}, nil)
+	if msgs := decodeRecords(t, v.Body); v.Code != remoting.Success || len(msgs) != 1 || string(msgs[0].Body) != "with keys" {
+		t.Fatalf("view by id: %d", v.Code)
+	}
+	if v := call(t, c, remoting.ViewMessageByID, map[string]string{"offset": "123456789"}, nil); v.Code != remoting.SystemError {
+		t.Fatalf("view of an unknown offset: %d", v.Code)
+	}
+}
+
+func TestConsumerOffsetsAndRestart(t *testing.T) {
+	store := t.TempDir()
+	b := startTestBrokerAt(t, store, nil)
+	c := b.client(nil)
+	for i := 0; i < 5; i++ {
+		mustSend(t, c, "Off", 0, "m", "")
+	}
+	b.caughtUp()
+	q := map[string]string{"consumerGroup": "og", "topic": "Off", "queueId": "0"}
+	// A young queue starting at 0 answers 0 to a new group (RocketMQ's
+	// "message at 0 still in memory" rule); an empty queue answers not found.
+	if r := call(t, c, remoting.QueryConsumerOffset, q, nil); r.Code != remoting.Success || header(r, "offset") != 0 {
+		t.Fatalf("new group on a young queue: %d %v", r.Code, r.ExtFields)
+	}
+	upd := map[string]string{"consumerGroup": "og", "topic": "Off", "queueId": "0", "commitOffset": "3"}
+	if r := call(t, c, remoting.UpdateConsumerOffset, upd, nil); r.Code != remoting.Success {
+		t.Fatal(r.Remark)
+	}
+	if r := call(t, c, remoting.QueryConsumerOffset, q, nil); header(r, "offset") != 3 {
+		t.Fatalf("committed offset %v", r.ExtFields)
+	}
+	if r := call(t, c, remoting.GetMaxOffset, map[string]string{"topic": "Off", "queueId": "0"}, nil); header(r, "offset") != 5 {
+		t.Fatalf("max offset %v", r.ExtFields)
+	}
+	if r := call(t, c, remoting.SearchOffsetByTimestamp, map[string]string{"topic": "Off", "queueId": "0", "timestamp": "0"}, nil); header(r, "offset") != 0 {
+		t.Fatalf("search by time before the start %v", r.ExtFields)
+	}
+	if r := call(t, c, remoting.GetEarliestMsgStoretime, map[string]string{"topic": "Off", "queueId": "0"}, nil); header(r, "timestamp") <= 0 {
+		t.Fatalf("earliest store time %v", r.ExtFields)
+	}
+	b.stop()
+
+	b2 := startTestBrokerAt(t, store, nil)
+	c2 := b2.client(nil)
+	if r := call(t, c2, remoting.QueryConsumerOffset, q, nil); header(r, "offset") != 3 {
+		t.Fatalf("committed offset after restart %v", r.ExtFields)
+	}
+	if got := pullAll(t, b2, c2, "Off", 0); len(got) != 5 {
+		t.Fatalf("%d messages after restart, want 5", len(got))
+	}
+	resp := mustSend(t, c2, "Off", 0, "after", "")
+	if header(resp, "queueOffset") != 5 {
+		t.Fatalf("queue offset after restart %d, want 5", header(resp, "queueOffset"))
+	}
+}
