@@ -152,8 +152,13 @@ type CQJournalRecord struct {
 
 // KeyIndexRecord is one message-key index entry (keyspace 0x20).
 type KeyIndexRecord struct {
-	Bucket int64 `json:"bucket"`
-	KeyIndexEntry
+	Bucket int64  `json:"bucket"`
+	Topic  string `json:"topic"`
+	// Kind is KindKey or KindUniqKey.
+	Kind           byte   `json:"kind"`
+	Key            string `json:"key"`
+	PhyOffset      int64  `json:"phyOffset"`
+	StoreTimestamp int64  `json:"storeTimestamp"`
 }
 
 // KeyBucketRecord is the store-time range of a key-index bucket (keyspace
@@ -359,7 +364,8 @@ func DecodeKey(key, value []byte) (Record, error) {
 		if err != nil {
 			return nil, bad()
 		}
-		return KeyIndexRecord{Bucket: int64(binary.BigEndian.Uint64(key[1:])), KeyIndexEntry: e}, nil
+		return KeyIndexRecord{Bucket: int64(binary.BigEndian.Uint64(key[1:])), Topic: e.Topic, Kind: e.Kind, Key: e.Key,
+			PhyOffset: e.PhyOffset, StoreTimestamp: e.StoreTimestamp}, nil
 	case PrefixKeyBucket:
 		if len(key) != 9 || len(value) != 16 {
 			return nil, bad()
@@ -503,6 +509,11 @@ type QueueRange struct {
 	QueueID   int32  `json:"queueId"`
 	MinOffset int64  `json:"minOffset"`
 	MaxOffset int64  `json:"maxOffset"`
+	// MinKey is the value of the queue's cq min key (keyspace 0x11), -1
+	// when it has none. MinOffset is the larger of it and the first
+	// entry's offset, so a MinKey below MinOffset means entries are
+	// missing at the start of the queue.
+	MinKey int64 `json:"minKey"`
 }
 
 // QueueRanges calls fn with the range of every queue of topic (of every
@@ -518,7 +529,16 @@ func (d *DB) QueueRanges(topic string, fn func(QueueRange) bool) error {
 			ferr = err
 			return false
 		}
-		return fn(QueueRange{Topic: t, QueueID: qid, MinOffset: b.min, MaxOffset: b.max})
+		r := QueueRange{Topic: t, QueueID: qid, MinOffset: b.min, MaxOffset: b.max, MinKey: -1}
+		v, err := d.get(cqMinKey(t, qid))
+		if err == nil && v != nil {
+			r.MinKey, err = getInt64(v)
+		}
+		if err != nil {
+			ferr = fmt.Errorf("min key of cq %s/%d: %w", t, qid, err)
+			return false
+		}
+		return fn(r)
 	}
 	var err error
 	if topic == "" {

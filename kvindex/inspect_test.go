@@ -135,10 +135,10 @@ func TestDecodeKeyDispatchedStore(t *testing.T) {
 			TagsCode: commitlog.TagsCode([]string{"TagA", "TagB", "", "TagA"}[i]), StoreTimestamp: ts})
 		queueNext[q]++
 		if w.uniq != "" {
-			wantKeys = append(wantKeys, KeyIndexRecord{Bucket: 0, KeyIndexEntry: KeyIndexEntry{Topic: w.topic, Kind: KindUniqKey, Key: w.uniq, PhyOffset: w.res.PhyOffset, StoreTimestamp: ts}})
+			wantKeys = append(wantKeys, KeyIndexRecord{Bucket: 0, Topic: w.topic, Kind: KindUniqKey, Key: w.uniq, PhyOffset: w.res.PhyOffset, StoreTimestamp: ts})
 		}
 		for _, k := range strings.Fields(w.keys) {
-			wantKeys = append(wantKeys, KeyIndexRecord{Bucket: 0, KeyIndexEntry: KeyIndexEntry{Topic: w.topic, Kind: KindKey, Key: k, PhyOffset: w.res.PhyOffset, StoreTimestamp: ts}})
+			wantKeys = append(wantKeys, KeyIndexRecord{Bucket: 0, Topic: w.topic, Kind: KindKey, Key: k, PhyOffset: w.res.PhyOffset, StoreTimestamp: ts})
 		}
 	}
 	// Keys sort by (topic, queue, offset) and (bucket, topic, kind, key, phy).
@@ -249,7 +249,7 @@ func TestDecodeJournalMinAndQueueRanges(t *testing.T) {
 	if err := db.QueueRanges("", collect); err != nil {
 		t.Fatal(err)
 	}
-	want := []QueueRange{{"A", 0, 3, 5}, {"B", 1, 2, 2}, {"B", -1, 0, 1}}
+	want := []QueueRange{{"A", 0, 3, 5, 3}, {"B", 1, 2, 2, 2}, {"B", -1, 0, 1, -1}}
 	if !reflect.DeepEqual(ranges, want) {
 		t.Errorf("all ranges %v, want %v", ranges, want)
 	}
@@ -316,7 +316,7 @@ func TestDecodeKeyRejectsMalformed(t *testing.T) {
 		want       error
 	}{
 		{"empty key", nil, nil, ErrBadKey},
-		{"unknown prefix", []byte{0x50, 1}, nil, ErrUnknownKeyspace},
+		{"unknown prefix", []byte{0xf0, 1}, nil, ErrUnknownKeyspace},
 		{"cq short value", cqk, make([]byte, 27), ErrBadKey},
 		{"cq key truncated", cqk[:len(cqk)-1], make([]byte, 28), ErrBadKey},
 		{"cq topic length past key", []byte{PrefixCQ, 0xff, 0xff, 'a'}, make([]byte, 28), ErrBadKey},
@@ -343,8 +343,8 @@ func TestDecodeKeyRejectsMalformed(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(r, MetaRecord{Name: "future", Value: []byte{7}}) {
 		t.Errorf("unknown meta name: %v %v", r, err)
 	}
-	if ks, ok := KeyspaceOf(0x50); ok || ks.Name != "unknown-50" {
-		t.Errorf("KeyspaceOf(0x50) = %v %v", ks, ok)
+	if ks, ok := KeyspaceOf(0xf0); ok || ks.Name != "unknown-f0" {
+		t.Errorf("KeyspaceOf(0xf0) = %v %v", ks, ok)
 	}
 }
 
