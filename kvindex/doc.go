@@ -35,6 +35,13 @@
 //	0x30    consumer offset no         broker (offset commits)
 //	0x40    topic config    no         broker (create/update/delete topic)
 //	0x41    group config    no         broker (create/update/delete group)
+//	0x50    pop in-flight   no         pop service (pop, ack, change invisible time, revive)
+//	0x51    pop ack index   no         pop service, in the same batches as 0x50
+//	0x52    pop position    no         pop service (pop)
+//	0x53    pop order       no         pop service (orderly pop, ack, change invisible time)
+//	0x54    request mode    no         broker (SET_MESSAGE_REQUEST_MODE)
+//
+// Prefixes 0x50-0x5F are reserved for POP.
 //
 // # 0x01 meta
 //
@@ -108,4 +115,67 @@
 //
 //	key:   0x40 | topic         value: TopicConfig JSON (meta.TopicConfig)
 //	key:   0x41 | group         value: SubscriptionGroupConfig JSON (meta.SubscriptionGroupConfig)
+//
+// # 0x50 pop in-flight: one record per popped, unacknowledged message
+//
+//	key:   0x50 | visibleAt int64 | groupLen uint16 | group | topicLen uint16 | topic | queueId int32 | queueOffset int64
+//	value: popTime int64 | invisibleTime int64 | ckOffset int64 | retryFlag uint8 | attempts uint32   (29 bytes)
+//
+// The deadline comes first, so the records due for revive are one range
+// scan from the start of the keyspace up to now. topic is the topic the
+// message was read from (the pop-retry topic for retried messages, whose
+// retryFlag is 1 for V1 %RETRY%<group>_<topic> names and 2 for V2
+// %RETRY%<group>+<topic>). visibleAt is popTime + invisibleTime, except
+// after a failed revive, which rewrites the record with a later deadline
+// and attempts + 1. ckOffset is the first offset the pop read on the queue
+// (the handle's ckQueueOffset). Written with sync before the pop is
+// answered; deleted by ack (synced before the answer) and by revive after
+// the message was re-put to the pop-retry topic or the DLQ. Orderly pops
+// write none (see 0x53). The layout is RocketMQ's popState column family
+// with length-prefixed names and a binary value.
+//
+// # 0x51 pop ack index: finds an in-flight record from an ack
+//
+//	key:   0x51 | groupLen uint16 | group | topicLen uint16 | topic | queueId int32 | queueOffset int64
+//	value: visibleAt int64 | popTime int64
+//
+// Exactly one per 0x50 record, written and deleted in the same batches. An
+// ack or change of invisible time looks its message up here: a handle
+// whose popTime differs (stale after a change of invisible time) or whose
+// key is absent (acknowledged, revived, unknown) changes nothing. The
+// first key of a queue's prefix is the smallest offset still in flight, to
+// which the group's committed consumer offset (0x30) is moved in the same
+// batch as every ack and revive: it advances over the contiguous prefix of
+// handled messages.
+//
+// # 0x52 pop position: where a group's next pop of a queue starts
+//
+//	key:   0x52 | groupLen uint16 | group | topicLen uint16 | topic | queueId int32
+//	value: nextOffset int64
+//
+// Separate from the committed consumer offset (0x30): messages between the
+// two are in flight. Written with the 0x50 records of the pop that moved
+// it; absent for a group that never popped the queue (the pop then starts
+// from the committed offset, or from the queue's min or max by initMode).
+//
+// # 0x53 pop order: the in-flight batch of an orderly pop
+//
+//	key:   0x53 | groupLen uint16 | group | topicLen uint16 | topic | queueId int32
+//	value: popTime int64 | invisibleTime int64 | ackedBits uint64 | attemptIdLen uint16 | attemptId
+//	       | n uint16 | n x (queueOffset int64 | consumedCount int32 | nextVisibleAt int64)
+//
+// RocketMQ's ConsumerOrderInfoManager entry. While a message of the batch
+// is neither acknowledged (bit i of ackedBits) nor past its deadline
+// (nextVisibleAt, or popTime + invisibleTime when 0), the queue is locked
+// for the group: orderly pops of it return nothing (unless they repeat the
+// batch's attemptId). An expired batch is popped again from the committed
+// offset, and messages delivered before count one more consumption
+// (consumedCount, reported in orderCountInfo). Synced before the pop, ack
+// or change of invisible time is answered; deleted when every message is
+// acknowledged.
+//
+// # 0x54 request mode: SET_MESSAGE_REQUEST_MODE
+//
+//	key:   0x54 | topicLen uint16 | topic | groupLen uint16 | group
+//	value: SetMessageRequestModeRequestBody JSON ({"topic","consumerGroup","mode","popShareQueueNum"})
 package kvindex

@@ -52,7 +52,7 @@ type Keyspace struct {
 
 // Keyspaces returns every keyspace of doc.go in prefix order.
 func Keyspaces() []Keyspace {
-	return []Keyspace{
+	return append([]Keyspace{
 		{PrefixMeta, "meta", false},
 		{PrefixCQ, "cq", true},
 		{PrefixCQMin, "cq-min", true},
@@ -62,7 +62,7 @@ func Keyspaces() []Keyspace {
 		{PrefixConsumerOffset, "consumer-offset", false},
 		{PrefixTopicConfig, "topic-config", false},
 		{PrefixGroupConfig, "group-config", false},
-	}
+	}, popKeyspaces()...)
 }
 
 // KeyspaceOf returns the keyspace of a prefix byte; ok is false when doc.go
@@ -397,6 +397,9 @@ func DecodeKey(key, value []byte) (Record, error) {
 			return nil, fmt.Errorf("group config %q: %w: %w", key[1:], ErrBadKey, err)
 		}
 		return GroupConfigRecord{Name: string(key[1:]), Config: c}, nil
+	}
+	if r, ok, err := decodePopKey(key, value); ok {
+		return r, err
 	}
 	return nil, fmt.Errorf("key %x: prefix %#02x: %w", key, key[0], ErrUnknownKeyspace)
 }

@@ -1,0 +1,150 @@
+package kvindex
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Prefixes of the POP keyspaces, for inspection tools.
+const (
+	PrefixPopInFlight = prefixPopInFlight
+	PrefixPopAckIndex = prefixPopAckIndex
+	PrefixPopPosition = prefixPopPosition
+	PrefixPopOrder    = prefixPopOrder
+	PrefixRequestMode = prefixPopRequestMd
+)
+
+// popKeyspaces are the POP keyspaces of doc.go, in prefix order.
+func popKeyspaces() []Keyspace {
+	return []Keyspace{
+		{PrefixPopInFlight, "pop-inflight", false},
+		{PrefixPopAckIndex, "pop-ack-index", false},
+		{PrefixPopPosition, "pop-position", false},
+		{PrefixPopOrder, "pop-order", false},
+		{PrefixRequestMode, "request-mode", false},
+	}
+}
+
+// PopInFlightRecord is one in-flight POP delivery (keyspace 0x50).
+type PopInFlightRecord struct{ InFlight }
+
+// PopAckIndexRecord is the ack index entry of an in-flight delivery
+// (keyspace 0x51); CKOffset, RetryFlag and Attempts are zero.
+type PopAckIndexRecord struct{ InFlight }
+
+// PopPositionRecord is a group's next pop offset on a queue (keyspace
+// 0x52).
+type PopPositionRecord struct{ PopPosition }
+
+// PopOrderRecord is the in-flight orderly batch of a queue (keyspace 0x53).
+type PopOrderRecord struct{ OrderState }
+
+// RequestModeRecord is a topic and group's message request mode (keyspace
+// 0x54).
+type RequestModeRecord struct {
+	Topic string `json:"topic"`
+	Group string `json:"group"`
+	// Body is the SetMessageRequestModeRequestBody JSON as stored.
+	Body string `json:"body"`
+}
+
+// Keyspace implements Record.
+func (PopInFlightRecord) Keyspace() Keyspace { return mustKeyspace(PrefixPopInFlight) }
+
+// Keyspace implements Record.
+func (PopAckIndexRecord) Keyspace() Keyspace { return mustKeyspace(PrefixPopAckIndex) }
+
+// Keyspace implements Record.
+func (PopPositionRecord) Keyspace() Keyspace { return mustKeyspace(PrefixPopPosition) }
+
+// Keyspace implements Record.
+func (PopOrderRecord) Keyspace() Keyspace { return mustKeyspace(PrefixPopOrder) }
+
+// Keyspace implements Record.
+func (RequestModeRecord) Keyspace() Keyspace { return mustKeyspace(PrefixRequestMode) }
+
+// String implements Record.
+func (r PopInFlightRecord) String() string {
+	return fmt.Sprintf("visibleAt=%s group=%q topic=%q queue=%d offset=%d popTime=%s invisibleTime=%d ckOffset=%d retry=%d attempts=%d",
+		FormatMillis(r.VisibleAt), r.Group, r.Topic, r.QueueID, r.QueueOffset, FormatMillis(r.PopTime), r.InvisibleTime,
+		r.CKOffset, r.RetryFlag, r.Attempts)
+}
+
+// String implements Record.
+func (r PopAckIndexRecord) String() string {
+	return fmt.Sprintf("group=%q topic=%q queue=%d offset=%d visibleAt=%s popTime=%s",
+		r.Group, r.Topic, r.QueueID, r.QueueOffset, FormatMillis(r.VisibleAt), FormatMillis(r.PopTime))
+}
+
+// String implements Record.
+func (r PopPositionRecord) String() string {
+	return fmt.Sprintf("group=%q topic=%q queue=%d next=%d", r.Group, r.Topic, r.QueueID, r.Offset)
+}
+
+// String implements Record.
+func (r PopOrderRecord) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "group=%q topic=%q queue=%d popTime=%s invisibleTime=%d acked=%#x attemptId=%q messages=[",
+		r.Group, r.Topic, r.QueueID, FormatMillis(r.PopTime), r.InvisibleTime, r.Acked, r.AttemptID)
+	for i, m := range r.Messages {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%d/%d", m.QueueOffset, m.Consumed)
+		if m.NextVisibleAt != 0 {
+			fmt.Fprintf(&b, "@%s", FormatMillis(m.NextVisibleAt))
+		}
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// String implements Record.
+func (r RequestModeRecord) String() string {
+	return fmt.Sprintf("topic=%q group=%q body=%s", r.Topic, r.Group, r.Body)
+}
+
+// decodePopKey decodes a key of a POP keyspace; ok is false when the
+// prefix is not one.
+func decodePopKey(key, value []byte) (rec Record, ok bool, err error) {
+	bad := func() error {
+		return fmt.Errorf("%s key %x (value %d bytes): %w", mustKeyspace(key[0]).Name, key, len(value), ErrBadKey)
+	}
+	switch key[0] {
+	case PrefixPopInFlight:
+		r, err := decodePopInFlight(key, value)
+		if err != nil {
+			return nil, true, bad()
+		}
+		return PopInFlightRecord{r}, true, nil
+	case PrefixPopAckIndex:
+		r, err := decodePopAck(key, value)
+		if err != nil {
+			return nil, true, bad()
+		}
+		return PopAckIndexRecord{r}, true, nil
+	case PrefixPopPosition:
+		g, t, q, rest, err := decodeGroupTopicQueue(key, prefixPopPosition)
+		if err != nil || len(rest) != 0 {
+			return nil, true, bad()
+		}
+		off, err := getInt64(value)
+		if err != nil {
+			return nil, true, bad()
+		}
+		return PopPositionRecord{PopPosition{Group: g, Topic: t, QueueID: q, Offset: off}}, true, nil
+	case PrefixPopOrder:
+		s, err := decodeOrderState(key, value)
+		if err != nil {
+			return nil, true, bad()
+		}
+		return PopOrderRecord{s}, true, nil
+	case PrefixRequestMode:
+		m, err := decodeRequestMode(key, value)
+		if err != nil {
+			return nil, true, bad()
+		}
+		return RequestModeRecord{Topic: m.Topic, Group: m.Group, Body: string(m.JSON)}, true, nil
+	}
+	return nil, false, nil
+}

@@ -1,0 +1,577 @@
+package kvindex
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// POP keyspaces (0x50-0x5F are reserved for POP); see doc.go.
+const (
+	prefixPopInFlight  byte = 0x50
+	prefixPopAckIndex  byte = 0x51
+	prefixPopPosition  byte = 0x52
+	prefixPopOrder     byte = 0x53
+	prefixPopRequestMd byte = 0x54
+)
+
+// popInFlightValueLen is the size of an in-flight record's value.
+const popInFlightValueLen = 8 + 8 + 8 + 1 + 4
+
+// popAckValueLen is the size of an ack-index value.
+const popAckValueLen = 16
+
+// InFlight is one popped, not yet acknowledged message (keyspaces 0x50 and
+// 0x51): the POP service's record of a delivery that becomes visible again
+// at VisibleAt unless it is acknowledged.
+type InFlight struct {
+	// Group is the consumer group that popped the message.
+	Group string `json:"group"`
+	// Topic is the topic the message was read from: the pop-retry topic
+	// for retried messages.
+	Topic string `json:"topic"`
+	// QueueID and QueueOffset locate the message in Topic.
+	QueueID     int32 `json:"queueId"`
+	QueueOffset int64 `json:"queueOffset"`
+	// VisibleAt is the visibility deadline in ms since the epoch:
+	// PopTime + InvisibleTime, or the revive retry time after a failed
+	// revive.
+	VisibleAt int64 `json:"visibleAt"`
+	// PopTime and InvisibleTime are the handle's fields (ms).
+	PopTime       int64 `json:"popTime"`
+	InvisibleTime int64 `json:"invisibleTime"`
+	// CKOffset is the first offset the pop read on this queue (the
+	// handle's ckQueueOffset).
+	CKOffset int64 `json:"ckOffset"`
+	// RetryFlag is 0 for a normal topic, 1 for a V1 pop-retry topic and 2
+	// for a V2 one.
+	RetryFlag uint8 `json:"retryFlag"`
+	// Attempts counts failed revives of this record.
+	Attempts int32 `json:"attempts"`
+}
+
+// PopPosition is a group's next pop offset on one queue (keyspace 0x52).
+type PopPosition struct {
+	Group   string `json:"group"`
+	Topic   string `json:"topic"`
+	QueueID int32  `json:"queueId"`
+	Offset  int64  `json:"offset"`
+}
+
+// OrderMessage is one message of an orderly pop batch.
+type OrderMessage struct {
+	// QueueOffset is the message's offset in the queue.
+	QueueOffset int64 `json:"queueOffset"`
+	// Consumed is how many earlier pops delivered it (the orderly
+	// reconsume count).
+	Consumed int32 `json:"consumed"`
+	// NextVisibleAt is the deadline set by a change of invisible time, 0
+	// for PopTime + InvisibleTime.
+	NextVisibleAt int64 `json:"nextVisibleAt"`
+}
+
+// OrderState is the in-flight batch of an orderly pop on one queue
+// (keyspace 0x53): while a message of it is neither acknowledged nor past
+// its deadline, the queue is locked for the group.
+type OrderState struct {
+	Group   string `json:"group"`
+	Topic   string `json:"topic"`
+	QueueID int32  `json:"queueId"`
+	// PopTime and InvisibleTime of the batch.
+	PopTime       int64 `json:"popTime"`
+	InvisibleTime int64 `json:"invisibleTime"`
+	// Acked has bit i set when Messages[i] is acknowledged.
+	Acked uint64 `json:"acked"`
+	// AttemptID is the client's attempt id of the pop ("" when none).
+	AttemptID string `json:"attemptId"`
+	// Messages are the batch in queue-offset order (at most 64).
+	Messages []OrderMessage `json:"messages"`
+}
+
+// MaxOrderBatch is the largest orderly batch OrderState can hold.
+const MaxOrderBatch = 64
+
+// RequestMode is a topic and group's message request mode (keyspace
+// 0x54): the body of SET_MESSAGE_REQUEST_MODE, kept as JSON.
+type RequestMode struct {
+	Topic string `json:"topic"`
+	Group string `json:"group"`
+	// JSON is RocketMQ's SetMessageRequestModeRequestBody.
+	JSON []byte `json:"json"`
+}
+
+// PopStore is the POP state of the database: in-flight records, their ack
+// index, pop positions, orderly batches and request modes. Reads see every
+// committed batch; writes go through PopBatch. It is safe for concurrent
+// use; callers order conflicting writes themselves (the POP service locks
+// per queue).
+type PopStore struct {
+	db *DB
+}
+
+// Pop returns the POP state store.
+func (d *DB) Pop() *PopStore { return &PopStore{db: d} }
+
+// groupTopicQueue is prefix | groupLen | group | topicLen | topic | queueId.
+func groupTopicQueue(dst []byte, prefix byte, group, topic string, queueID int32) []byte {
+	dst = append(dst, prefix)
+	dst = appendString16(dst, group)
+	dst = appendString16(dst, topic)
+	return binary.BigEndian.AppendUint32(dst, uint32(queueID))
+}
+
+func popInFlightKey(dst []byte, r *InFlight) []byte {
+	dst = append(dst, prefixPopInFlight)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(r.VisibleAt))
+	dst = appendString16(dst, r.Group)
+	dst = appendString16(dst, r.Topic)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(r.QueueID))
+	return binary.BigEndian.AppendUint64(dst, uint64(r.QueueOffset))
+}
+
+func popInFlightValue(dst []byte, r *InFlight) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(r.PopTime))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(r.InvisibleTime))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(r.CKOffset))
+	dst = append(dst, r.RetryFlag)
+	return binary.BigEndian.AppendUint32(dst, uint32(r.Attempts))
+}
+
+func decodePopInFlight(k, v []byte) (InFlight, error) {
+	var r InFlight
+	if len(k) < 9 || k[0] != prefixPopInFlight || len(v) != popInFlightValueLen {
+		return r, ErrBadKey
+	}
+	r.VisibleAt = int64(binary.BigEndian.Uint64(k[1:]))
+	var err error
+	rest := k[9:]
+	if r.Group, rest, err = readString16(rest); err != nil {
+		return r, err
+	}
+	if r.Topic, rest, err = readString16(rest); err != nil || len(rest) != 12 {
+		return r, ErrBadKey
+	}
+	r.QueueID = int32(binary.BigEndian.Uint32(rest))
+	r.QueueOffset = int64(binary.BigEndian.Uint64(rest[4:]))
+	r.PopTime = int64(binary.BigEndian.Uint64(v))
+	r.InvisibleTime = int64(binary.BigEndian.Uint64(v[8:]))
+	r.CKOffset = int64(binary.BigEndian.Uint64(v[16:]))
+	r.RetryFlag = v[24]
+	r.Attempts = int32(binary.BigEndian.Uint32(v[25:]))
+	return r, nil
+}
+
+func popAckKey(dst []byte, group, topic string, queueID int32, offset int64) []byte {
+	dst = groupTopicQueue(dst, prefixPopAckIndex, group, topic, queueID)
+	return binary.BigEndian.AppendUint64(dst, uint64(offset))
+}
+
+// decodeGroupTopicQueue splits prefix | group | topic | queueId and returns
+// what follows.
+func decodeGroupTopicQueue(k []byte, prefix byte) (group, topic string, queueID int32, rest []byte, err error) {
+	if len(k) < 1 || k[0] != prefix {
+		return "", "", 0, nil, ErrBadKey
+	}
+	if group, rest, err = readString16(k[1:]); err != nil {
+		return "", "", 0, nil, err
+	}
+	if topic, rest, err = readString16(rest); err != nil || len(rest) < 4 {
+		return "", "", 0, nil, ErrBadKey
+	}
+	return group, topic, int32(binary.BigEndian.Uint32(rest)), rest[4:], nil
+}
+
+// decodePopAck decodes an ack-index key and value into the fields they
+// hold (InvisibleTime is VisibleAt - PopTime; CKOffset, RetryFlag and
+// Attempts live only in the in-flight record).
+func decodePopAck(k, v []byte) (InFlight, error) {
+	var r InFlight
+	g, t, q, rest, err := decodeGroupTopicQueue(k, prefixPopAckIndex)
+	if err != nil || len(rest) != 8 || len(v) != popAckValueLen {
+		return r, ErrBadKey
+	}
+	r.Group, r.Topic, r.QueueID = g, t, q
+	r.QueueOffset = int64(binary.BigEndian.Uint64(rest))
+	r.VisibleAt = int64(binary.BigEndian.Uint64(v))
+	r.PopTime = int64(binary.BigEndian.Uint64(v[8:]))
+	r.InvisibleTime = r.VisibleAt - r.PopTime
+	return r, nil
+}
+
+func encodeOrderState(s *OrderState) []byte {
+	b := make([]byte, 0, 8+8+8+2+len(s.AttemptID)+2+20*len(s.Messages))
+	b = binary.BigEndian.AppendUint64(b, uint64(s.PopTime))
+	b = binary.BigEndian.AppendUint64(b, uint64(s.InvisibleTime))
+	b = binary.BigEndian.AppendUint64(b, s.Acked)
+	b = appendString16(b, s.AttemptID)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(s.Messages)))
+	for _, m := range s.Messages {
+		b = binary.BigEndian.AppendUint64(b, uint64(m.QueueOffset))
+		b = binary.BigEndian.AppendUint32(b, uint32(m.Consumed))
+		b = binary.BigEndian.AppendUint64(b, uint64(m.NextVisibleAt))
+	}
+	return b
+}
+
+func decodeOrderState(k, v []byte) (OrderState, error) {
+	var s OrderState
+	g, t, q, rest, err := decodeGroupTopicQueue(k, prefixPopOrder)
+	if err != nil || len(rest) != 0 || len(v) < 24 {
+		return s, ErrBadKey
+	}
+	s.Group, s.Topic, s.QueueID = g, t, q
+	s.PopTime = int64(binary.BigEndian.Uint64(v))
+	s.InvisibleTime = int64(binary.BigEndian.Uint64(v[8:]))
+	s.Acked = binary.BigEndian.Uint64(v[16:])
+	if s.AttemptID, rest, err = readString16(v[24:]); err != nil || len(rest) < 2 {
+		return s, ErrBadKey
+	}
+	n := int(binary.BigEndian.Uint16(rest))
+	rest = rest[2:]
+	if n > MaxOrderBatch || len(rest) != 20*n {
+		return s, ErrBadKey
+	}
+	s.Messages = make([]OrderMessage, n)
+	for i := range s.Messages {
+		s.Messages[i] = OrderMessage{
+			QueueOffset:   int64(binary.BigEndian.Uint64(rest)),
+			Consumed:      int32(binary.BigEndian.Uint32(rest[8:])),
+			NextVisibleAt: int64(binary.BigEndian.Uint64(rest[12:])),
+		}
+		rest = rest[20:]
+	}
+	return s, nil
+}
+
+func requestModeKey(topic, group string) []byte {
+	b := make([]byte, 0, 5+len(topic)+len(group))
+	b = append(b, prefixPopRequestMd)
+	b = appendString16(b, topic)
+	return appendString16(b, group)
+}
+
+func decodeRequestMode(k, v []byte) (RequestMode, error) {
+	if len(k) < 1 || k[0] != prefixPopRequestMd {
+		return RequestMode{}, ErrBadKey
+	}
+	topic, rest, err := readString16(k[1:])
+	if err != nil {
+		return RequestMode{}, err
+	}
+	group, rest, err := readString16(rest)
+	if err != nil || len(rest) != 0 {
+		return RequestMode{}, ErrBadKey
+	}
+	return RequestMode{Topic: topic, Group: group, JSON: append([]byte(nil), v...)}, nil
+}
+
+// PopBatch collects POP state changes that commit atomically.
+type PopBatch struct {
+	b   *pebble.Batch
+	key []byte
+	val []byte
+}
+
+// NewBatch returns an empty batch; Close releases it.
+func (s *PopStore) NewBatch() *PopBatch { return &PopBatch{b: s.db.pdb.NewBatch()} }
+
+func checkGroupTopic(group, topic string) error {
+	if err := checkName("group", group); err != nil {
+		return err
+	}
+	return checkName("topic", topic)
+}
+
+// AddInFlight records a delivery: its in-flight record (0x50) and its ack
+// index entry (0x51).
+func (p *PopBatch) AddInFlight(r *InFlight) error {
+	if err := checkGroupTopic(r.Group, r.Topic); err != nil {
+		return fmt.Errorf("add in-flight record: %w", err)
+	}
+	p.key = popInFlightKey(p.key[:0], r)
+	p.val = popInFlightValue(p.val[:0], r)
+	if err := p.b.Set(p.key, p.val, nil); err != nil {
+		return fmt.Errorf("add in-flight record %s/%s/%d@%d: %w", r.Group, r.Topic, r.QueueID, r.QueueOffset, err)
+	}
+	p.key = popAckKey(p.key[:0], r.Group, r.Topic, r.QueueID, r.QueueOffset)
+	p.val = binary.BigEndian.AppendUint64(p.val[:0], uint64(r.VisibleAt))
+	p.val = binary.BigEndian.AppendUint64(p.val, uint64(r.PopTime))
+	if err := p.b.Set(p.key, p.val, nil); err != nil {
+		return fmt.Errorf("add ack index %s/%s/%d@%d: %w", r.Group, r.Topic, r.QueueID, r.QueueOffset, err)
+	}
+	return nil
+}
+
+// DeleteInFlight removes a delivery's record and ack index entry. Only
+// Group, Topic, QueueID, QueueOffset and VisibleAt are used.
+func (p *PopBatch) DeleteInFlight(r *InFlight) error {
+	p.key = popInFlightKey(p.key[:0], r)
+	if err := p.b.Delete(p.key, nil); err != nil {
+		return fmt.Errorf("delete in-flight record: %w", err)
+	}
+	p.key = popAckKey(p.key[:0], r.Group, r.Topic, r.QueueID, r.QueueOffset)
+	if err := p.b.Delete(p.key, nil); err != nil {
+		return fmt.Errorf("delete ack index: %w", err)
+	}
+	return nil
+}
+
+// SetPosition records a group's next pop offset on a queue.
+func (p *PopBatch) SetPosition(group, topic string, queueID int32, next int64) error {
+	if err := checkGroupTopic(group, topic); err != nil {
+		return fmt.Errorf("set pop position: %w", err)
+	}
+	p.key = groupTopicQueue(p.key[:0], prefixPopPosition, group, topic, queueID)
+	if err := p.b.Set(p.key, putInt64(next), nil); err != nil {
+		return fmt.Errorf("set pop position of %s on %s/%d: %w", group, topic, queueID, err)
+	}
+	return nil
+}
+
+// SetCommitted records a committed consumer offset (keyspace 0x30, the
+// table of ConsumerOffsets) in the batch.
+func (p *PopBatch) SetCommitted(group, topic string, queueID int32, offset int64) error {
+	if err := checkGroupTopic(group, topic); err != nil {
+		return fmt.Errorf("commit offset: %w", err)
+	}
+	if err := p.b.Set(consumerOffsetKey(group, topic, queueID), putInt64(offset), nil); err != nil {
+		return fmt.Errorf("commit offset of %s on %s/%d: %w", group, topic, queueID, err)
+	}
+	return nil
+}
+
+// SetOrder records (or replaces) the orderly batch of a queue.
+func (p *PopBatch) SetOrder(s *OrderState) error {
+	if err := checkGroupTopic(s.Group, s.Topic); err != nil {
+		return fmt.Errorf("set order state: %w", err)
+	}
+	if len(s.Messages) > MaxOrderBatch || len(s.AttemptID) > maxKeyLen {
+		return fmt.Errorf("set order state of %s on %s/%d: %d messages (max %d)", s.Group, s.Topic, s.QueueID, len(s.Messages), MaxOrderBatch)
+	}
+	p.key = groupTopicQueue(p.key[:0], prefixPopOrder, s.Group, s.Topic, s.QueueID)
+	if err := p.b.Set(p.key, encodeOrderState(s), nil); err != nil {
+		return fmt.Errorf("set order state of %s on %s/%d: %w", s.Group, s.Topic, s.QueueID, err)
+	}
+	return nil
+}
+
+// DeleteOrder removes the orderly batch of a queue.
+func (p *PopBatch) DeleteOrder(group, topic string, queueID int32) error {
+	p.key = groupTopicQueue(p.key[:0], prefixPopOrder, group, topic, queueID)
+	if err := p.b.Delete(p.key, nil); err != nil {
+		return fmt.Errorf("delete order state of %s on %s/%d: %w", group, topic, queueID, err)
+	}
+	return nil
+}
+
+// Empty reports whether the batch holds no change.
+func (p *PopBatch) Empty() bool { return p.b.Empty() }
+
+// Commit applies the batch. With sync it returns once the batch is durable
+// (concurrent synced commits share one WAL sync); without, once it is
+// visible to readers: a later synced commit or Sync makes it durable, and
+// since the WAL is replayed in order, a crash keeps a prefix of the
+// commits.
+func (p *PopBatch) Commit(sync bool) error {
+	opts := pebble.NoSync
+	if sync {
+		opts = pebble.Sync
+	}
+	if err := p.b.Commit(opts); err != nil {
+		return fmt.Errorf("commit pop state: %w", err)
+	}
+	return nil
+}
+
+// Close releases the batch.
+func (p *PopBatch) Close() { _ = p.b.Close() }
+
+// Sync makes every commit so far durable.
+func (s *PopStore) Sync() error { return s.db.Flush() }
+
+// Lookup returns the in-flight delivery of a message from its ack index:
+// ok is false when the message is not in flight (never popped, acked,
+// revived). CKOffset, RetryFlag and Attempts are not filled.
+func (s *PopStore) Lookup(group, topic string, queueID int32, offset int64) (r InFlight, ok bool, err error) {
+	k := popAckKey(nil, group, topic, queueID, offset)
+	v, err := s.db.get(k)
+	if err != nil {
+		return r, false, fmt.Errorf("look up in-flight %s/%s/%d@%d: %w", group, topic, queueID, offset, err)
+	}
+	if v == nil {
+		return r, false, nil
+	}
+	r, err = decodePopAck(k, v)
+	if err != nil {
+		return r, false, fmt.Errorf("ack index %s/%s/%d@%d: %w", group, topic, queueID, offset, err)
+	}
+	return r, true, nil
+}
+
+// Record reads the in-flight record behind an ack-index entry returned by
+// Lookup (for its CKOffset, RetryFlag and Attempts).
+func (s *PopStore) Record(r InFlight) (InFlight, bool, error) {
+	k := popInFlightKey(nil, &r)
+	v, err := s.db.get(k)
+	if err != nil || v == nil {
+		return r, false, err
+	}
+	full, err := decodePopInFlight(k, v)
+	if err != nil {
+		return r, false, fmt.Errorf("in-flight record %x: %w", k, err)
+	}
+	return full, true, nil
+}
+
+// MinInFlight returns the smallest offset of a queue still in flight for a
+// group; ok is false when none is.
+func (s *PopStore) MinInFlight(group, topic string, queueID int32) (offset int64, ok bool, err error) {
+	p := groupTopicQueue(nil, prefixPopAckIndex, group, topic, queueID)
+	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return 0, false, fmt.Errorf("min in-flight of %s on %s/%d: %w", group, topic, queueID, err)
+	}
+	defer it.Close()
+	if !it.First() {
+		return 0, false, it.Error()
+	}
+	k := it.Key()
+	if len(k) != len(p)+8 {
+		return 0, false, fmt.Errorf("ack index key %x: %w", k, ErrBadKey)
+	}
+	return int64(binary.BigEndian.Uint64(k[len(p):])), true, nil
+}
+
+// Position returns a group's next pop offset on a queue; ok is false when
+// the group never popped there.
+func (s *PopStore) Position(group, topic string, queueID int32) (int64, bool, error) {
+	v, err := s.db.get(groupTopicQueue(nil, prefixPopPosition, group, topic, queueID))
+	if err != nil {
+		return 0, false, fmt.Errorf("read pop position of %s on %s/%d: %w", group, topic, queueID, err)
+	}
+	if v == nil {
+		return 0, false, nil
+	}
+	off, err := getInt64(v)
+	if err != nil {
+		return 0, false, fmt.Errorf("read pop position of %s on %s/%d: %w", group, topic, queueID, err)
+	}
+	return off, true, nil
+}
+
+// Order returns the orderly batch of a queue; ok is false when there is
+// none.
+func (s *PopStore) Order(group, topic string, queueID int32) (OrderState, bool, error) {
+	k := groupTopicQueue(nil, prefixPopOrder, group, topic, queueID)
+	v, err := s.db.get(k)
+	if err != nil {
+		return OrderState{}, false, fmt.Errorf("read order state of %s on %s/%d: %w", group, topic, queueID, err)
+	}
+	if v == nil {
+		return OrderState{}, false, nil
+	}
+	st, err := decodeOrderState(k, v)
+	if err != nil {
+		return OrderState{}, false, fmt.Errorf("order state of %s on %s/%d: %w", group, topic, queueID, err)
+	}
+	return st, true, nil
+}
+
+// Due calls fn for in-flight records whose VisibleAt is at most before, in
+// deadline order, until fn returns false or max records were passed
+// (max <= 0: no limit).
+func (s *PopStore) Due(before int64, max int, fn func(InFlight) bool) error {
+	return s.scanInFlight(before, max, fn)
+}
+
+// EachInFlight calls fn for every in-flight record in deadline order until
+// fn returns false.
+func (s *PopStore) EachInFlight(fn func(InFlight) bool) error {
+	return s.scanInFlight(math.MaxInt64, 0, fn)
+}
+
+func (s *PopStore) scanInFlight(before int64, max int, fn func(InFlight) bool) error {
+	lower := []byte{prefixPopInFlight}
+	upper := []byte{prefixPopInFlight + 1}
+	if before < math.MaxInt64 && before >= 0 {
+		upper = binary.BigEndian.AppendUint64([]byte{prefixPopInFlight}, uint64(before+1))
+	}
+	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("scan in-flight records: %w", err)
+	}
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("scan in-flight records: %w", err)
+		}
+		r, err := decodePopInFlight(it.Key(), v)
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("in-flight record %x: %w", it.Key(), err)
+		}
+		n++
+		if !fn(r) || (max > 0 && n >= max) {
+			break
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("scan in-flight records: %w", err)
+	}
+	return nil
+}
+
+// NextDue returns the earliest VisibleAt of all in-flight records; ok is
+// false when none is in flight.
+func (s *PopStore) NextDue() (int64, bool, error) {
+	var at int64
+	found := false
+	err := s.scanInFlight(math.MaxInt64, 1, func(r InFlight) bool {
+		at, found = r.VisibleAt, true
+		return false
+	})
+	return at, found, err
+}
+
+// SetRequestMode stores a topic and group's request mode JSON durably.
+func (s *PopStore) SetRequestMode(topic, group string, body []byte) error {
+	if err := checkGroupTopic(group, topic); err != nil {
+		return fmt.Errorf("set request mode: %w", err)
+	}
+	if err := s.db.pdb.Set(requestModeKey(topic, group), body, pebble.Sync); err != nil {
+		return fmt.Errorf("set request mode of %s on %s: %w", group, topic, err)
+	}
+	return nil
+}
+
+// RequestMode returns the request mode JSON of a topic and group, nil when
+// none was set.
+func (s *PopStore) RequestMode(topic, group string) ([]byte, error) {
+	v, err := s.db.get(requestModeKey(topic, group))
+	if err != nil {
+		return nil, fmt.Errorf("read request mode of %s on %s: %w", group, topic, err)
+	}
+	return v, nil
+}
+
+// EachRequestMode calls fn for every stored request mode in key order
+// until fn returns false.
+func (s *PopStore) EachRequestMode(fn func(RequestMode) bool) error {
+	var derr error
+	err := s.db.Scan([]byte{prefixPopRequestMd}, func(k, v []byte) bool {
+		m, err := decodeRequestMode(k, v)
+		if err != nil {
+			derr = fmt.Errorf("request mode key %x: %w", k, err)
+			return false
+		}
+		return fn(m)
+	})
+	if err != nil {
+		return err
+	}
+	return derr
+}
