@@ -18,17 +18,17 @@ import (
 // testBroker is an in-process broker on a free port with a fresh store.
 type testBroker struct {
 	*Broker
-	t     *testing.T
+	t     testing.TB
 	store string
 }
 
-func startTestBroker(t *testing.T, overrides map[string]string) *testBroker {
+func startTestBroker(t testing.TB, overrides map[string]string) *testBroker {
 	t.Helper()
 	store := t.TempDir()
 	return startTestBrokerAt(t, store, overrides)
 }
 
-func startTestBrokerAt(t *testing.T, store string, overrides map[string]string) *testBroker {
+func startTestBrokerAt(t testing.TB, store string, overrides map[string]string) *testBroker {
 	t.Helper()
 	o := map[string]string{
 		"storePathRootDir":        store,
