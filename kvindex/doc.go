@@ -137,12 +137,14 @@
 // # 0x51 pop ack index: finds an in-flight record from an ack
 //
 //	key:   0x51 | groupLen uint16 | group | topicLen uint16 | topic | queueId int32 | queueOffset int64
-//	value: visibleAt int64 | popTime int64
+//	value: visibleAt int64 | popTime int64 | invisibleTime int64
 //
 // Exactly one per 0x50 record, written and deleted in the same batches. An
 // ack or change of invisible time looks its message up here: a handle
-// whose popTime differs (stale after a change of invisible time) or whose
-// key is absent (acknowledged, revived, unknown) changes nothing. The
+// whose popTime or invisibleTime differs (stale after a change of
+// invisible time) or whose key is absent (acknowledged, revived, unknown)
+// changes nothing. A failed revive moves only visibleAt, so the handle
+// stays valid. The
 // first key of a queue's prefix is the smallest offset still in flight, to
 // which the group's committed consumer offset (0x30) is moved in the same
 // batch as every ack and revive: it advances over the contiguous prefix of

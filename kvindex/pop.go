@@ -21,7 +21,7 @@ const (
 const popInFlightValueLen = 8 + 8 + 8 + 1 + 4
 
 // popAckValueLen is the size of an ack-index value.
-const popAckValueLen = 16
+const popAckValueLen = 24
 
 // InFlight is one popped, not yet acknowledged message (keyspaces 0x50 and
 // 0x51): the POP service's record of a delivery that becomes visible again
@@ -184,8 +184,8 @@ func decodeGroupTopicQueue(k []byte, prefix byte) (group, topic string, queueID 
 }
 
 // decodePopAck decodes an ack-index key and value into the fields they
-// hold (InvisibleTime is VisibleAt - PopTime; CKOffset, RetryFlag and
-// Attempts live only in the in-flight record).
+// hold (CKOffset, RetryFlag and Attempts live only in the in-flight
+// record).
 func decodePopAck(k, v []byte) (InFlight, error) {
 	var r InFlight
 	g, t, q, rest, err := decodeGroupTopicQueue(k, prefixPopAckIndex)
@@ -196,7 +196,7 @@ func decodePopAck(k, v []byte) (InFlight, error) {
 	r.QueueOffset = int64(binary.BigEndian.Uint64(rest))
 	r.VisibleAt = int64(binary.BigEndian.Uint64(v))
 	r.PopTime = int64(binary.BigEndian.Uint64(v[8:]))
-	r.InvisibleTime = r.VisibleAt - r.PopTime
+	r.InvisibleTime = int64(binary.BigEndian.Uint64(v[16:]))
 	return r, nil
 }
 
@@ -298,6 +298,7 @@ func (p *PopBatch) AddInFlight(r *InFlight) error {
 	p.key = popAckKey(p.key[:0], r.Group, r.Topic, r.QueueID, r.QueueOffset)
 	p.val = binary.BigEndian.AppendUint64(p.val[:0], uint64(r.VisibleAt))
 	p.val = binary.BigEndian.AppendUint64(p.val, uint64(r.PopTime))
+	p.val = binary.BigEndian.AppendUint64(p.val, uint64(r.InvisibleTime))
 	if err := p.b.Set(p.key, p.val, nil); err != nil {
 		return fmt.Errorf("add ack index %s/%s/%d@%d: %w", r.Group, r.Topic, r.QueueID, r.QueueOffset, err)
 	}

@@ -182,7 +182,7 @@ func TestDecodePopKeyspaces(t *testing.T) {
 func FuzzDecodePopKey(f *testing.F) {
 	r := InFlight{Group: "g", Topic: "T", QueueID: 1, QueueOffset: 4, VisibleAt: 20, PopTime: 10, InvisibleTime: 10}
 	f.Add(popInFlightKey(nil, &r), popInFlightValue(nil, &r))
-	f.Add(popAckKey(nil, "g", "T", 1, 4), make([]byte, 16))
+	f.Add(popAckKey(nil, "g", "T", 1, 4), make([]byte, 24))
 	f.Add(groupTopicQueue(nil, prefixPopPosition, "g", "T", 1), make([]byte, 8))
 	st := OrderState{Group: "g", Topic: "T", Messages: []OrderMessage{{QueueOffset: 1}}}
 	f.Add(groupTopicQueue(nil, prefixPopOrder, "g", "T", 0), encodeOrderState(&st))
