@@ -1,0 +1,70 @@
+// Command bench is rocketkv's load generator and storage benchmark.
+//
+//	bench produce       pipelined producers against a broker, vs the CommitLog's own append rate
+//	bench consume       pre-fill, then pull or long-polling consumers over every queue
+//	bench e2e-latency   producers at a fixed rate, long-polling consumers, produce-to-consume latency
+//	bench cq            the ConsumeQueue layouts (kv, file) at 1k/100k/1M queues, one child process per configuration
+//	bench dispatch-lag  the dispatcher behind CommitLog appends at full rate
+//
+// Every subcommand prints the exact configuration, the machine, each run
+// and the medians; docs/BENCHMARKS.md records the figures. A subcommand is
+// one file with one constructor, added to the root command below.
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	if err := newRootCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// newRootCommand builds the bench command from the subcommands'
+// constructors.
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "bench",
+		Short:         "rocketkv load generator and storage benchmarks",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newProduceCommand(),
+		newConsumeCommand(),
+		newE2ELatencyCommand(),
+		newCQCommand(),
+		newCQRunCommand(),
+		newDispatchLagCommand(),
+	)
+	return root
+}
+
+// machineLine describes the machine a figure was measured on: CPU model,
+// logical CPUs, GOMAXPROCS and the load average at the time.
+func machineLine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	load := "?"
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			load = strings.Join(f[:3], " ")
+		}
+	}
+	return fmt.Sprintf("%s, %d CPUs, GOMAXPROCS %d, %s, load average %s",
+		model, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), load)
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// procStatus reads the kB fields named in keys (e.g. "VmRSS", "VmHWM")
+// from a /proc/<pid>/status file and returns them in bytes.
+func procStatus(path string, keys ...string) (map[string]int64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return parseProcStatus(data, keys...)
+}
+
+// parseProcStatus extracts "Key:   1234 kB" lines; a missing key is an
+// error.
+func parseProcStatus(data []byte, keys ...string) (map[string]int64, error) {
+	out := make(map[string]int64, len(keys))
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		name, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		for _, k := range keys {
+			if name != k {
+				continue
+			}
+			f := strings.Fields(rest)
+			if len(f) != 2 || f[1] != "kB" {
+				return nil, fmt.Errorf("status field %s: unexpected value %q", k, rest)
+			}
+			v, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("status field %s: %w", k, err)
+			}
+			out[k] = v * 1024
+		}
+	}
+	for _, k := range keys {
+		if _, ok := out[k]; !ok {
+			return nil, fmt.Errorf("status field %s: missing", k)
+		}
+	}
+	return out, nil
+}
+
+// Resources is what a process holds, from /proc/self.
+type Resources struct {
+	// RSS is the resident set (VmRSS) and PeakRSS its high-water mark
+	// (VmHWM), in bytes.
+	RSS     int64 `json:"rss"`
+	PeakRSS int64 `json:"peak_rss"`
+	// FDs counts open file descriptors (/proc/self/fd entries).
+	FDs int `json:"fds"`
+	// Maps counts memory mappings (/proc/self/maps lines).
+	Maps int `json:"maps"`
+}
+
+// selfResources measures the calling process.
+func selfResources() (Resources, error) {
+	st, err := procStatus("/proc/self/status", "VmRSS", "VmHWM")
+	if err != nil {
+		return Resources{}, err
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return Resources{}, fmt.Errorf("count open files: %w", err)
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return Resources{}, fmt.Errorf("count mappings: %w", err)
+	}
+	return Resources{RSS: st["VmRSS"], PeakRSS: st["VmHWM"], FDs: len(fds), Maps: countLines(maps)}, nil
+}
+
+// countLines counts newline-terminated lines (and a last unterminated one).
+func countLines(b []byte) int {
+	n := bytes.Count(b, []byte{'\n'})
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		n++
+	}
+	return n
+}
+
+// DiskUsage is what a directory tree occupies, with du's two views.
+type DiskUsage struct {
+	// Apparent is the sum of file and directory sizes (du --apparent-size):
+	// for sparse files it counts the holes.
+	Apparent int64 `json:"apparent"`
+	// Allocated is the sum of allocated blocks (du's default, st_blocks x
+	// 512).
+	Allocated int64 `json:"allocated"`
+	// Files and Dirs count the entries.
+	Files int64 `json:"files"`
+	Dirs  int64 `json:"dirs"`
+}
+
+// diskUsage walks root like du. Entries that vanish during the walk are
+// skipped; a missing root gives zero usage.
+func diskUsage(root string) (DiskUsage, error) {
+	var u DiskUsage
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() {
+			u.Dirs++
+		} else {
+			u.Files++
+		}
+		u.Apparent += info.Size()
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			u.Allocated += st.Blocks * 512
+		}
+		return nil
+	})
+	if err != nil {
+		return u, fmt.Errorf("disk usage of %s: %w", root, err)
+	}
+	return u, nil
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// produceOptions are the flags of `bench produce`.
+type produceOptions struct {
+	target     targetOptions
+	mode       string
+	producers  int
+	inflight   int
+	queues     int
+	body       int
+	duration   time.Duration
+	warmup     time.Duration
+	runs       int
+	topic      string
+	baseline   bool
+	baseDur    time.Duration
+	clogWriter int
+}
+
+// inflightFor returns the in-flight bound of a mode: 1 for sync, the flag
+// for async.
+func (o produceOptions) inflightFor() (int, error) {
+	switch o.mode {
+	case "sync":
+		return 1, nil
+	case "async":
+		if o.inflight < 1 {
+			return 0, fmt.Errorf("--inflight %d: want at least 1", o.inflight)
+		}
+		return o.inflight, nil
+	}
+	return 0, fmt.Errorf("--mode %q: want sync or async", o.mode)
+}
+
+func newProduceCommand() *cobra.Command {
+	var o produceOptions
+	cmd := &cobra.Command{
+		Use:   "produce",
+		Short: "Send messages with N pipelining producers over M queues; report msg/s, MB/s and latency percentiles against the CommitLog's own append rate",
+		Long: `produce starts a broker on a temporary store (the broker binary unless
+--inprocess; or drives --broker), creates a topic with M queues and runs N
+producer connections, each keeping up to K SEND_MESSAGE_V2 requests in flight
+(--mode sync is K=1). Queues are used round robin. After --warmup it counts
+acknowledged sends for --duration and reports msg/s, MB/s of bodies and the
+send-to-answer latency percentiles.
+
+In the same run it measures the CommitLog's own append rate (commitlog.Open
+and Append from --clog-writers goroutines, same body size, async flush, a
+temporary directory on the same disk) before and after the broker run; the
+faster of the two is the baseline of the ratio.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runProduce(cmd.Context(), cmd.OutOrStdout(), o)
+		},
+	}
+	f := cmd.Flags()
+	o.target.register(f)
+	f.StringVar(&o.mode, "mode", "async", "sync (one request in flight per producer) or async (--inflight per producer)")
+	f.IntVarP(&o.producers, "producers", "n", 4, "producer connections")
+	f.IntVarP(&o.inflight, "inflight", "k", 32, "requests in flight per producer in async mode")
+	f.IntVarP(&o.queues, "queues", "m", 8, "queues of the topic, used round robin")
+	f.IntVar(&o.body, "body", 1024, "message body size in bytes")
+	f.DurationVar(&o.duration, "duration", 10*time.Second, "measured time per run")
+	f.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured time before each run")
+	f.IntVar(&o.runs, "runs", 3, "runs (each on a fresh broker); the summary gives medians")
+	f.StringVar(&o.topic, "topic", "", "topic name (default: a fresh name per run)")
+	f.BoolVar(&o.baseline, "baseline", true, "measure the CommitLog append baseline in each run")
+	f.DurationVar(&o.baseDur, "baseline-duration", 5*time.Second, "time of each CommitLog baseline measurement")
+	f.IntVar(&o.clogWriter, "clog-writers", 0, "goroutines of the CommitLog baseline (default: --producers)")
+	return cmd
+}
+
+// produceRun is one run of `bench produce`.
+type produceRun struct {
+	load     loadResult
+	clogRate float64 // the faster baseline, appends/s (0 when off)
+}
+
+func runProduce(ctx context.Context, w io.Writer, o produceOptions) error {
+	inflight, err := o.inflightFor()
+	if err != nil {
+		return err
+	}
+	if o.runs < 1 {
+		return fmt.Errorf("--runs %d: want at least 1", o.runs)
+	}
+	writers := o.clogWriter
+	if writers <= 0 {
+		writers = o.producers
+	}
+	fmt.Fprintf(w, "produce: mode %s, %d producers x %d in flight, %d queues, %d B bodies, %s measured after %s warmup, %d runs\n",
+		o.mode, o.producers, inflight, o.queues, o.body, o.duration, o.warmup, o.runs)
+	fmt.Fprintf(w, "machine: %s\n", machineLine())
+	var runs []produceRun
+	for i := range o.runs {
+		var r produceRun
+		var before, after clogResult
+		if o.baseline {
+			if before, err = clogAppendRate(ctx, o.target.dir, writers, o.body, o.queues, o.baseDur); err != nil {
+				return err
+			}
+		}
+		t, err := startTarget(ctx, o.target)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			fmt.Fprintf(w, "broker: %s at %s\n", t.Kind, t.Addr)
+		}
+		r.load, err = produceOnce(ctx, t.Addr, o, inflight, i)
+		if cerr := t.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		if o.baseline {
+			if after, err = clogAppendRate(ctx, o.target.dir, writers, o.body, o.queues, o.baseDur); err != nil {
+				return err
+			}
+			r.clogRate = max(before.Rate, after.Rate)
+		}
+		fmt.Fprintf(w, "run %d: %s msg/s, %s MB/s, failed %d; latency %s", i+1, fmtNum(r.load.Rate), sig3(r.load.MBps), r.load.Failed, r.load.Latency)
+		if o.baseline {
+			fmt.Fprintf(w, "; CommitLog %s appends/s (before %s, after %s, %d writers), ratio %.2f",
+				fmtNum(r.clogRate), fmtNum(before.Rate), fmtNum(after.Rate), writers, ratio(r.load.Rate, r.clogRate))
+		}
+		fmt.Fprintln(w)
+		if r.load.FirstError != "" {
+			fmt.Fprintf(w, "  first error: %s\n", r.load.FirstError)
+		}
+		runs = append(runs, r)
+	}
+	var t table
+	t.add("median of", "msg/s", "MB/s", "p50", "p90", "p99", "p99.9", "CommitLog appends/s", "ratio")
+	rate := medianOf(runs, func(r produceRun) float64 { return r.load.Rate })
+	clog := medianOf(runs, func(r produceRun) float64 { return r.clogRate })
+	lat := func(f func(Latency) time.Duration) time.Duration {
+		return time.Duration(medianOf(runs, func(r produceRun) float64 { return float64(f(r.load.Latency)) }))
+	}
+	ratioCell := "-"
+	clogCell := "-"
+	if o.baseline {
+		ratioCell = fmt.Sprintf("%.2f", medianOf(runs, func(r produceRun) float64 { return ratio(r.load.Rate, r.clogRate) }))
+		clogCell = fmtNum(clog)
+	}
+	t.add(fmt.Sprintf("%d runs", len(runs)), rate, medianOf(runs, func(r produceRun) float64 { return r.load.MBps }),
+		lat(func(l Latency) time.Duration { return l.P50 }), lat(func(l Latency) time.Duration { return l.P90 }),
+		lat(func(l Latency) time.Duration { return l.P99 }), lat(func(l Latency) time.Duration { return l.P999 }),
+		clogCell, ratioCell)
+	return t.write(w)
+}
+
+// produceOnce creates a fresh topic and runs the load once.
+func produceOnce(ctx context.Context, addr string, o produceOptions, inflight, run int) (loadResult, error) {
+	topic := o.topic
+	if topic == "" {
+		topic = fmt.Sprintf("BenchProduce_%d_%d", time.Now().Unix(), run)
+	}
+	if err := setupTopic(ctx, addr, topic, o.queues); err != nil {
+		return loadResult{}, err
+	}
+	return runLoad(ctx, addr, loadConfig{
+		topic: topic, queues: o.queues, producers: o.producers, inflight: inflight,
+		bodySize: o.body, warmup: o.warmup, duration: o.duration,
+	})
+}
+
+// setupTopic creates topic with queues queues on the broker at addr.
+func setupTopic(ctx context.Context, addr, topic string, queues int) error {
+	c, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return createTopic(cctx, c, topic, queues)
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// loadConfig describes a produce load.
+type loadConfig struct {
+	topic     string
+	queues    int
+	producers int
+	// inflight bounds the requests one producer has in flight (1 is a
+	// synchronous producer).
+	inflight int
+	bodySize int
+	// rate is the total send rate in messages per second; 0 sends as fast
+	// as the in-flight bound allows.
+	rate float64
+	// warmup runs before measuring; duration is the measured window. Both
+	// are ignored when count is set.
+	warmup, duration time.Duration
+	// count, when > 0, sends exactly this many messages and measures all.
+	count int64
+	// stampBody writes the send time (UnixNano, big-endian) into the first
+	// 8 bytes of every body, for end-to-end latency.
+	stampBody bool
+}
+
+func (c loadConfig) validate() error {
+	switch {
+	case c.topic == "":
+		return errors.New("empty topic")
+	case c.queues < 1:
+		return fmt.Errorf("queues %d: want at least 1", c.queues)
+	case c.producers < 1:
+		return fmt.Errorf("producers %d: want at least 1", c.producers)
+	case c.inflight < 1:
+		return fmt.Errorf("inflight %d: want at least 1", c.inflight)
+	case c.bodySize < 8 && c.stampBody:
+		return fmt.Errorf("body size %d: the send time needs 8 bytes", c.bodySize)
+	case c.bodySize < 1:
+		return fmt.Errorf("body size %d: want at least 1", c.bodySize)
+	case c.rate < 0:
+		return fmt.Errorf("rate %g: want >= 0", c.rate)
+	case c.count == 0 && c.duration <= 0:
+		return errors.New("want a duration or a count")
+	}
+	return nil
+}
+
+// loadResult is what a produce load measured.
+type loadResult struct {
+	// Acked counts successful sends completed in the measured window.
+	Acked int64 `json:"acked"`
+	// TotalAcked counts every successful send, warm-up and drain included.
+	TotalAcked int64 `json:"total_acked"`
+	// Failed counts sends answered with an error code or not answered.
+	Failed int64 `json:"failed"`
+	// FirstError describes the first failure.
+	FirstError string `json:"first_error,omitempty"`
+	// Window is the measured time.
+	Window time.Duration `json:"window_ns"`
+	// Rate is Acked per second of Window; MBps the body bytes.
+	Rate float64 `json:"msgs_per_s"`
+	MBps float64 `json:"mb_per_s"`
+	// Latency is send to answer.
+	Latency Latency `json:"latency"`
+}
+
+// phases of a load.
+const (
+	phaseWarmup int32 = iota
+	phaseMeasure
+	phaseDone
+)
+
+// loadRun is the shared state of one produce load.
+type loadRun struct {
+	cfg     loadConfig
+	phase   atomic.Int32
+	acked   atomic.Int64
+	all     atomic.Int64 // successful sends in any phase
+	failed  atomic.Int64
+	sent    atomic.Int64 // messages handed out (count mode)
+	errOnce sync.Once
+	firstEr string
+	lat     *Recorder
+}
+
+func (r *loadRun) fail(msg string) {
+	r.failed.Add(1)
+	r.errOnce.Do(func() { r.firstEr = msg })
+}
+
+// runLoad drives producers against the broker at addr and returns what
+// they measured. It stops early when ctx ends.
+func runLoad(ctx context.Context, addr string, cfg loadConfig) (loadResult, error) {
+	if err := cfg.validate(); err != nil {
+		return loadResult{}, fmt.Errorf("produce load: %w", err)
+	}
+	run := &loadRun{cfg: cfg, lat: NewRecorder()}
+	clients := make([]*remoting.Client, cfg.producers)
+	defer func() {
+		for _, c := range clients {
+			if c != nil {
+				_ = c.Close()
+			}
+		}
+	}()
+	for i := range clients {
+		c, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
+		if err != nil {
+			return loadResult{}, fmt.Errorf("producer %d: %w", i, err)
+		}
+		clients[i] = c
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	if cfg.count > 0 {
+		run.phase.Store(phaseMeasure)
+	}
+	start := time.Now()
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run.produce(i, c, stop, start)
+		}()
+	}
+	var window time.Duration
+	if cfg.count > 0 {
+		wg.Wait()
+		window = time.Since(start)
+	} else {
+		timer := time.NewTimer(cfg.warmup)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		run.acked.Store(0)
+		run.failed.Store(0)
+		run.lat.Reset()
+		mStart := time.Now()
+		run.phase.Store(phaseMeasure)
+		timer.Reset(cfg.duration)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		run.phase.Store(phaseDone)
+		window = time.Since(mStart)
+		close(stop)
+		wg.Wait()
+	}
+	res := loadResult{
+		Acked:      run.acked.Load(),
+		TotalAcked: run.all.Load(),
+		Failed:     run.failed.Load(),
+		FirstError: run.firstEr,
+		Window:     window,
+		Latency:    run.lat.Summary(),
+	}
+	res.Rate = float64(res.Acked) / window.Seconds()
+	res.MBps = res.Rate * float64(cfg.bodySize) / 1e6
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// produce is one producer: it keeps up to inflight requests in flight on
+// its connection until stop closes (or its share of count is sent), then
+// waits for the answers still due.
+func (r *loadRun) produce(idx int, c *remoting.Client, stop <-chan struct{}, start time.Time) {
+	cfg := r.cfg
+	slots := make(chan struct{}, cfg.inflight)
+	var shared []byte
+	if !cfg.stampBody {
+		shared = make([]byte, cfg.bodySize)
+		for i := range shared {
+			shared[i] = byte('a' + i%26)
+		}
+	}
+	var interval time.Duration
+	if cfg.rate > 0 {
+		interval = time.Duration(float64(time.Second) * float64(cfg.producers) / cfg.rate)
+	}
+	// Producers start staggered within one interval so paced sends spread.
+	next := start.Add(interval * time.Duration(idx) / time.Duration(cfg.producers))
+	uniqPrefix := fmt.Sprintf("BENCH%02X%08X", idx, start.UnixNano()&0xffffffff)
+loop:
+	for n := 0; ; n++ {
+		if cfg.count > 0 {
+			if r.sent.Add(1) > cfg.count {
+				break loop
+			}
+		}
+		select {
+		case <-stop:
+			break loop
+		default:
+		}
+		if interval > 0 {
+			if d := time.Until(next); d > 0 {
+				select {
+				case <-stop:
+					break loop
+				case <-time.After(d):
+				}
+			}
+			next = next.Add(interval)
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-stop:
+			break loop
+		}
+		body := shared
+		now := time.Now()
+		if cfg.stampBody {
+			body = make([]byte, cfg.bodySize)
+			binary.BigEndian.PutUint64(body, uint64(now.UnixNano()))
+		}
+		q := (idx + n*cfg.producers) % cfg.queues
+		req := sendRequest(cfg.topic, q, body, uniqPrefix+strconv.FormatInt(int64(n), 16), now)
+		err := c.InvokeAsync(req, func(resp *remoting.Command, err error) {
+			lat := time.Since(now)
+			<-slots
+			if err == nil && resp.Code == remoting.Success {
+				r.all.Add(1)
+			}
+			if r.phase.Load() != phaseMeasure {
+				return
+			}
+			switch {
+			case err != nil:
+				r.fail(err.Error())
+			case resp.Code != remoting.Success:
+				r.fail(fmt.Sprintf("send: code %d %s", resp.Code, resp.Remark))
+			default:
+				r.acked.Add(1)
+				r.lat.Record(lat)
+			}
+		})
+		if err != nil {
+			<-slots
+			r.fail(err.Error())
+			if c.Closed() {
+				break loop
+			}
+		}
+	}
+	// Wait for every answer still due (they time out after the client's
+	// AsyncTimeout at the latest).
+	for range cfg.inflight {
+		slots <- struct{}{}
+	}
+}
