@@ -443,6 +443,11 @@ func TestReadOnlyOpenLockingAndNoWrites(t *testing.T) {
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("read-only open of a held database: %v, want ErrLocked", err)
 	}
+	// The refused open must not have released the writer's lock (POSIX
+	// locks belong to the process): a second reader is refused too.
+	if _, err = Open(Options{Dir: dir, ReadOnly: true, Logger: zerolog.Nop()}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second read-only open of a held database: %v, want ErrLocked", err)
+	}
 	if after := dirState(t, dir); !reflect.DeepEqual(before, after) {
 		t.Fatalf("refused open changed the directory:\n%v\n%v", before, after)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"golang.org/x/sys/unix"
@@ -75,6 +77,17 @@ func (readOnlyFS) MkdirAll(dir string, _ os.FileMode) error {
 // Lock implements vfs.FS with a shared OFD lock on an existing LOCK file;
 // see readOnlyFS.
 func (readOnlyFS) Lock(name string) (io.Closer, error) {
+	// POSIX locks belong to the process: closing any descriptor of LOCK
+	// would release a write lock this very process holds (a writer open
+	// in the same process), so such a lock is detected without opening
+	// the file.
+	held, err := heldByThisProcess(name)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", name, err)
+	}
+	if held {
+		return nil, fmt.Errorf("lock %s: held by a writer in this process: %w", name, ErrLocked)
+	}
 	f, err := os.Open(name)
 	if errors.Is(err, os.ErrNotExist) {
 		return nopCloser{}, nil
@@ -99,6 +112,35 @@ func (readOnlyFS) Lock(name string) (io.Closer, error) {
 	// Closing the only descriptor of the open file description releases
 	// the OFD lock.
 	return f, nil
+}
+
+// heldByThisProcess reports whether this process holds a POSIX (fcntl)
+// lock on the file name, as Pebble's writer holds on LOCK, by looking for
+// it in /proc/locks. It reports false when the file or /proc/locks does
+// not exist.
+func heldByThisProcess(name string) (bool, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(name, &st); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return false, nil
+		}
+		return false, err
+	}
+	locks, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return false, nil
+	}
+	// Lines read "1: POSIX  ADVISORY  WRITE <pid> <major>:<minor>:<inode> 0 EOF";
+	// waiters have "->" after the number and are skipped.
+	file := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
+	pid := strconv.Itoa(os.Getpid())
+	for _, line := range strings.Split(string(locks), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 6 && f[1] == "POSIX" && f[4] == pid && f[5] == file {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Unwrap implements vfs.FS.
