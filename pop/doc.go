@@ -1,0 +1,33 @@
+// Package pop is rocketkv's POP consumption: RocketMQ 5's pop, ack, batch
+// ack, change of invisible time, revive and orderly pop, with all state in
+// the kvindex database (keyspaces 0x50-0x54, laid out in kvindex/doc.go).
+//
+// A pop reads messages of a queue from the group's pop position (keyspace
+// 0x52), records one in-flight record per message keyed by its visibility
+// deadline (0x50, with an ack index 0x51), moves the position, and returns
+// only once all of it is synced. An ack deletes the record (a stale or
+// unknown handle changes nothing) and moves the group's committed consumer
+// offset to the smallest offset still in flight. A change of invisible
+// time replaces the record under a new deadline. Revive, a goroutine of
+// the Service, scans the records whose deadline passed, in deadline
+// order, and re-puts their messages to the group's pop-retry topic
+// (reconsumeTimes + 1) or, past the group's retryMaxTimes, its DLQ, before
+// deleting the records: at least once, never lost.
+//
+// Orderly pops keep one batch per group and queue (0x53) and lock the
+// queue until the batch is acknowledged or expired; see order.go.
+//
+// The wire forms live here too: the receipt handle (Handle, the POP_CK
+// property and ack extraInfo), the pop response header strings
+// (InfoBuilder and its parsers) and the BATCH_ACK_MESSAGE body
+// (DecodeBatchAck). The broker's request processors translate requests to
+// Service calls and results to responses.
+//
+// Typical use by a broker:
+//
+//	svc, err := pop.New(pop.Config{DB: db, CQ: cqs, Log: clog, Offsets: db.ConsumerOffsets(), Broker: adapter, ...})
+//	svc.Start()              // revive
+//	res, err := svc.Pop(pop.PopRequest{Group: "g", Topic: "T", QueueID: -1, MaxMsgNums: 32, InvisibleTime: 60000})
+//	_, err = svc.Ack("g", "T", 0, 17, handle)
+//	svc.Close()
+package pop

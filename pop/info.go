@@ -1,0 +1,161 @@
+package pop
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The pop response header describes its messages with three strings of
+// entries joined by ';', each entry three parts joined by ' '
+// (RocketMQ's ExtraInfoUtil):
+//
+//	startOffsetInfo  "<retryFlag> <queueId> <ckStartOffset>"         one per queue popped
+//	msgOffsetInfo    "<retryFlag> <queueId> <off1>,<off2>,..."        one per queue, offsets in pop order
+//	orderCountInfo   "<retryFlag> qo<queueId>%<queueOffset> <count>"  per message of an orderly pop,
+//	                 then "<retryFlag> <queueId> <minCount>"          per queue
+//
+// For example a pop of two messages from the V1 retry topic's queue 0 at
+// offset 4 and three from queue 2 at offset 10 reports
+// startOffsetInfo "1 0 4;0 2 10" and msgOffsetInfo "1 0 4,5;0 2 10,11,12".
+
+// InfoBuilder accumulates the header strings of one pop response.
+type InfoBuilder struct {
+	start, msg, order strings.Builder
+}
+
+func sep(b *strings.Builder) {
+	if b.Len() > 0 {
+		b.WriteByte(';')
+	}
+}
+
+// AddQueue appends the startOffsetInfo and msgOffsetInfo entries of one
+// queue (offsets non-empty).
+func (ib *InfoBuilder) AddQueue(flag string, queueID int32, ckOffset int64, offsets []int64) {
+	sep(&ib.start)
+	ib.start.WriteString(flag)
+	ib.start.WriteByte(' ')
+	ib.start.WriteString(strconv.Itoa(int(queueID)))
+	ib.start.WriteByte(' ')
+	ib.start.WriteString(strconv.FormatInt(ckOffset, 10))
+	sep(&ib.msg)
+	ib.msg.WriteString(flag)
+	ib.msg.WriteByte(' ')
+	ib.msg.WriteString(strconv.Itoa(int(queueID)))
+	ib.msg.WriteByte(' ')
+	for i, o := range offsets {
+		if i > 0 {
+			ib.msg.WriteByte(',')
+		}
+		ib.msg.WriteString(strconv.FormatInt(o, 10))
+	}
+}
+
+// AddOrderOffset appends the orderCountInfo entry of one message.
+func (ib *InfoBuilder) AddOrderOffset(flag string, queueID int32, offset int64, count int32) {
+	sep(&ib.order)
+	fmt.Fprintf(&ib.order, "%s qo%d%%%d %d", flag, queueID, offset, count)
+}
+
+// AddOrderQueue appends the per-queue orderCountInfo entry (the smallest
+// count of the queue's messages, for older clients).
+func (ib *InfoBuilder) AddOrderQueue(flag string, queueID int32, count int32) {
+	sep(&ib.order)
+	fmt.Fprintf(&ib.order, "%s %d %d", flag, queueID, count)
+}
+
+// StartOffsetInfo returns the startOffsetInfo string.
+func (ib *InfoBuilder) StartOffsetInfo() string { return ib.start.String() }
+
+// MsgOffsetInfo returns the msgOffsetInfo string.
+func (ib *InfoBuilder) MsgOffsetInfo() string { return ib.msg.String() }
+
+// OrderCountInfo returns the orderCountInfo string.
+func (ib *InfoBuilder) OrderCountInfo() string { return ib.order.String() }
+
+// ErrBadInfo is returned by the header parsers for malformed strings.
+var ErrBadInfo = errors.New("pop: malformed pop response header info")
+
+// InfoKey is the key the parsed header maps use: "<retryFlag>@<queueId>",
+// or "<retryFlag>@qo<queueId>%<offset>" for per-message order counts.
+func InfoKey(flag string, queueID int32) string { return flag + "@" + strconv.Itoa(int(queueID)) }
+
+// OrderOffsetKey is the orderCountInfo key of one message.
+func OrderOffsetKey(flag string, queueID int32, offset int64) string {
+	return flag + "@qo" + strconv.Itoa(int(queueID)) + "%" + strconv.FormatInt(offset, 10)
+}
+
+func splitInfo(s string, fn func(key, value string) error) error {
+	if s == "" {
+		return nil
+	}
+	for _, one := range strings.Split(s, ";") {
+		p := strings.Split(one, " ")
+		if len(p) != 3 {
+			return fmt.Errorf("%w: entry %q", ErrBadInfo, one)
+		}
+		if err := fn(p[0]+"@"+p[1], p[2]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ParseStartOffsetInfo parses startOffsetInfo into ckStartOffset by
+// InfoKey. Duplicate keys are an error, as in RocketMQ.
+func ParseStartOffsetInfo(s string) (map[string]int64, error) {
+	out := map[string]int64{}
+	err := splitInfo(s, func(k, v string) error {
+		if _, dup := out[k]; dup {
+			return fmt.Errorf("%w: duplicate %s", ErrBadInfo, k)
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: offset %q", ErrBadInfo, v)
+		}
+		out[k] = n
+		return nil
+	})
+	return out, err
+}
+
+// ParseMsgOffsetInfo parses msgOffsetInfo into offset lists by InfoKey.
+func ParseMsgOffsetInfo(s string) (map[string][]int64, error) {
+	out := map[string][]int64{}
+	err := splitInfo(s, func(k, v string) error {
+		if _, dup := out[k]; dup {
+			return fmt.Errorf("%w: duplicate %s", ErrBadInfo, k)
+		}
+		var offs []int64
+		for _, o := range strings.Split(v, ",") {
+			n, err := strconv.ParseInt(o, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%w: offset %q", ErrBadInfo, o)
+			}
+			offs = append(offs, n)
+		}
+		out[k] = offs
+		return nil
+	})
+	return out, err
+}
+
+// ParseOrderCountInfo parses orderCountInfo into counts by InfoKey (queue
+// entries) and OrderOffsetKey (message entries).
+func ParseOrderCountInfo(s string) (map[string]int32, error) {
+	out := map[string]int32{}
+	err := splitInfo(s, func(k, v string) error {
+		if _, dup := out[k]; dup {
+			return fmt.Errorf("%w: duplicate %s", ErrBadInfo, k)
+		}
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return fmt.Errorf("%w: count %q", ErrBadInfo, v)
+		}
+		out[k] = int32(n)
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,262 @@
+package pop
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/rocketkv/rocketkv/kvindex"
+)
+
+// Orderly pops (RocketMQ's ConsumerOrderInfoManager on the KV path): a
+// queue delivers one batch at a time per group. The batch is kept in the
+// 0x53 keyspace; until each of its messages is acknowledged or past its
+// deadline the queue is locked (pops of it return nothing, unless they
+// repeat the batch's attemptId). An expired batch is read again from the
+// committed offset, and messages delivered before count one more
+// consumption. No in-flight records are written and nothing is revived:
+// an orderly consumer handles its own retries.
+
+// blocked reports whether st locks its queue at now for a pop with
+// attemptID.
+func blocked(st *kvindex.OrderState, attemptID string, now int64) bool {
+	if len(st.Messages) == 0 || (st.AttemptID != "" && st.AttemptID == attemptID) {
+		return false
+	}
+	for i, m := range st.Messages {
+		if st.Acked&(1<<i) != 0 {
+			continue
+		}
+		deadline := st.PopTime + st.InvisibleTime
+		if m.NextVisibleAt != 0 {
+			deadline = m.NextVisibleAt
+		}
+		if now < deadline {
+			return true
+		}
+	}
+	return false
+}
+
+// orderBlocked reports whether a group's orderly batch locks a queue now.
+func (s *Service) orderBlocked(group, topic string, queueID int32, attemptID string) (bool, error) {
+	st, ok, err := s.store.Order(group, topic, queueID)
+	if err != nil || !ok {
+		return false, err
+	}
+	return blocked(&st, attemptID, s.now()), nil
+}
+
+// popOrderQueue pops the next batch of one queue for an orderly consumer.
+func (s *Service) popOrderQueue(req PopRequest, src source, remain int, res *PopResult, info *InfoBuilder) (bool, error) {
+	unlock := s.lock(req.Group, src.topic, src.queueID)
+	defer unlock()
+	prev, hasPrev, err := s.store.Order(req.Group, src.topic, src.queueID)
+	if err != nil {
+		return false, err
+	}
+	if hasPrev && blocked(&prev, req.AttemptID, res.PopTime) {
+		return false, nil
+	}
+	pos, known, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, false)
+	if err != nil {
+		return false, err
+	}
+	if remain <= 0 {
+		maxOff, err := s.cfg.CQ.MaxOffset(src.topic, src.queueID)
+		if err != nil {
+			return false, err
+		}
+		res.RestNum += max(maxOff-pos, 0)
+		return false, nil
+	}
+	r, err := s.readQueue(src.topic, src.queueID, pos, min(remain, kvindex.MaxOrderBatch), src.filter)
+	if err != nil {
+		return false, err
+	}
+	res.RestNum += max(r.max-r.next, 0)
+	b := s.store.NewBatch()
+	defer b.Close()
+	if len(r.offsets) == 0 {
+		if known && r.next == pos {
+			return false, nil
+		}
+		// Nothing matched: the consumer is done up to next.
+		if err := b.SetCommitted(req.Group, src.topic, src.queueID, r.next); err != nil {
+			return false, err
+		}
+		return true, b.Commit(false)
+	}
+	st := kvindex.OrderState{
+		Group: req.Group, Topic: src.topic, QueueID: src.queueID,
+		PopTime: res.PopTime, InvisibleTime: req.InvisibleTime, AttemptID: req.AttemptID,
+	}
+	prevCount := map[int64]int32{}
+	if hasPrev {
+		for _, m := range prev.Messages {
+			prevCount[m.QueueOffset] = m.Consumed
+		}
+	}
+	sameAttempt := hasPrev && prev.AttemptID != "" && prev.AttemptID == req.AttemptID
+	minCount := int32(math.MaxInt32)
+	counted := 0
+	for _, off := range r.offsets {
+		m := kvindex.OrderMessage{QueueOffset: off}
+		if c, seen := prevCount[off]; seen {
+			m.Consumed = c
+			if !sameAttempt {
+				m.Consumed = c + 1
+			}
+		}
+		if m.Consumed > 0 {
+			info.AddOrderOffset(src.flag, src.queueID, off, m.Consumed)
+			minCount = min(minCount, m.Consumed)
+			counted++
+		}
+		st.Messages = append(st.Messages, m)
+	}
+	if counted != len(st.Messages) {
+		minCount = 0
+	}
+	info.AddOrderQueue(src.flag, src.queueID, minCount)
+	if err := b.SetOrder(&st); err != nil {
+		return false, err
+	}
+	if err := b.SetCommitted(req.Group, src.topic, src.queueID, r.from); err != nil {
+		return false, err
+	}
+	if err := b.Commit(false); err != nil {
+		return false, err
+	}
+	info.AddQueue(src.flag, src.queueID, r.from, r.offsets)
+	res.Records = append(res.Records, r.records...)
+	return true, nil
+}
+
+// ackOrder acknowledges messages of a queue's orderly batch and moves the
+// committed offset to the first unacknowledged one (RocketMQ's
+// commitAndNext). An offset below the committed offset or a popTime of an
+// earlier batch changes nothing; an offset that is not in the batch is
+// ErrIllegalOffset.
+func (s *Service) ackOrder(group, topic string, queueID int32, offsets []int64, popTime int64) (AckResult, error) {
+	var res AckResult
+	unlock := s.lock(group, topic, queueID)
+	err := func() error {
+		defer unlock()
+		committed, _, err := s.cfg.Offsets.Get(group, topic, queueID)
+		if err != nil {
+			return err
+		}
+		st, ok, err := s.store.Order(group, topic, queueID)
+		if err != nil {
+			return err
+		}
+		b := s.store.NewBatch()
+		defer b.Close()
+		next := int64(-1)
+		for _, off := range offsets {
+			if off < committed {
+				continue
+			}
+			if !ok {
+				// No batch known: RocketMQ commits the offset after it.
+				next = max(next, off+1)
+				continue
+			}
+			if popTime != st.PopTime {
+				continue
+			}
+			i := -1
+			for j, m := range st.Messages {
+				if m.QueueOffset == off {
+					i = j
+				}
+			}
+			if i < 0 {
+				return fmt.Errorf("%w: %d (batch %v)", ErrIllegalOffset, off, st.Messages)
+			}
+			st.Acked |= 1 << i
+			res.Deleted++
+			next = nextOrderOffset(&st)
+		}
+		if next < 0 {
+			return nil
+		}
+		if ok && res.Deleted > 0 {
+			var err error
+			if st.Acked == 1<<len(st.Messages)-1 {
+				err = b.DeleteOrder(group, topic, queueID)
+			} else {
+				err = b.SetOrder(&st)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err := b.SetCommitted(group, topic, queueID, next); err != nil {
+			return err
+		}
+		return b.Commit(false)
+	}()
+	if err != nil {
+		return res, fmt.Errorf("orderly ack %s on %s/%d: %w", group, topic, queueID, err)
+	}
+	if err := s.sync(); err != nil {
+		return res, err
+	}
+	s.cfg.OnQueueReady(topic, queueID)
+	return res, nil
+}
+
+// nextOrderOffset is the first unacknowledged offset of a batch, or the
+// offset after its last message when all are acknowledged.
+func nextOrderOffset(st *kvindex.OrderState) int64 {
+	for i, m := range st.Messages {
+		if st.Acked&(1<<i) == 0 {
+			return m.QueueOffset
+		}
+	}
+	return st.Messages[len(st.Messages)-1].QueueOffset + 1
+}
+
+// changeOrder moves one message's deadline within an orderly batch; the
+// handle keeps its popTime and gets invisibleTime = new deadline -
+// popTime, as RocketMQ answers.
+func (s *Service) changeOrder(group, topic string, queueID int32, offset int64, h Handle, invisibleTime int64) (ChangeResult, error) {
+	res := ChangeResult{PopTime: h.PopTime, InvisibleTime: h.InvisibleTime, ReviveQID: h.ReviveQID}
+	unlock := s.lock(group, topic, queueID)
+	err := func() error {
+		defer unlock()
+		committed, _, err := s.cfg.Offsets.Get(group, topic, queueID)
+		if err != nil || offset < committed {
+			return err
+		}
+		st, ok, err := s.store.Order(group, topic, queueID)
+		if err != nil || !ok || st.PopTime != h.PopTime {
+			return err
+		}
+		deadline := s.now() + invisibleTime
+		for i := range st.Messages {
+			if st.Messages[i].QueueOffset == offset {
+				st.Messages[i].NextVisibleAt = deadline
+				res.Changed = true
+			}
+		}
+		if !res.Changed {
+			return nil
+		}
+		res.InvisibleTime = deadline - h.PopTime
+		b := s.store.NewBatch()
+		defer b.Close()
+		if err := b.SetOrder(&st); err != nil {
+			return err
+		}
+		return b.Commit(false)
+	}()
+	if err != nil {
+		return res, fmt.Errorf("change invisible time of orderly %s on %s/%d@%d: %w", group, topic, queueID, offset, err)
+	}
+	if res.Changed {
+		return res, s.sync()
+	}
+	return res, nil
+}

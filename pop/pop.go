@@ -1,0 +1,347 @@
+package pop
+
+import (
+	"fmt"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
+)
+
+// PopRequest is one POP_MESSAGE.
+type PopRequest struct {
+	Group string
+	Topic string
+	// QueueID is the queue to pop, or -1 for every readable queue.
+	QueueID int32
+	// MaxMsgNums is the most messages to return (1..MaxPopMessages).
+	MaxMsgNums int
+	// InvisibleTime is how long the messages stay invisible (ms).
+	InvisibleTime int64
+	// InitMode places a group that has no position on a queue yet.
+	InitMode int32
+	// Order asks for an orderly pop.
+	Order bool
+	// AttemptID identifies a client's retries of one orderly pop.
+	AttemptID string
+	// Filter selects messages of Topic (pop-retry topics take all).
+	Filter Filter
+}
+
+// PopResult is what a pop returns: the response body records and the
+// response header fields.
+type PopResult struct {
+	// Records are the stored records to send back to back: raw for the
+	// requested topic, re-encoded under the requested topic with POP_CK
+	// for pop-retry messages.
+	Records [][]byte
+	// Queues lists the queues that delivered messages (topic read, queue),
+	// for wake-ups.
+	PopTime       int64
+	InvisibleTime int64
+	ReviveQID     int32
+	// RestNum counts messages left behind in the queues read.
+	RestNum         int64
+	StartOffsetInfo string
+	MsgOffsetInfo   string
+	OrderCountInfo  string
+}
+
+// source is one queue a pop reads.
+type source struct {
+	topic   string
+	queueID int32
+	flag    string
+	filter  Filter
+}
+
+// Pop pops messages: pop-retry topics first on every fifth request of a
+// group and topic (otherwise after the requested queues while the batch is
+// not full), each queue from the group's pop position, recording every
+// delivered message in flight before returning. Orderly pops read from
+// the committed offset and lock the queue instead (order.go).
+func (s *Service) Pop(req PopRequest) (PopResult, error) {
+	res := PopResult{PopTime: s.now(), InvisibleTime: req.InvisibleTime}
+	if req.Order {
+		res.ReviveQID = OrderReviveQueue
+	}
+	n, ok, err := s.cfg.Broker.ReadQueueNums(req.Topic)
+	if err != nil {
+		return res, err
+	}
+	if !ok {
+		return res, nil
+	}
+	count := s.nextRequest(req.Group, req.Topic)
+	var normal []source
+	if req.QueueID >= 0 {
+		normal = append(normal, source{req.Topic, req.QueueID, FlagNormal, req.Filter})
+	} else {
+		for i := 0; i < n; i++ {
+			normal = append(normal, source{req.Topic, int32((count + uint64(i)) % uint64(n)), FlagNormal, req.Filter})
+		}
+	}
+	var retry []source
+	if !req.Order {
+		for _, rt := range s.retryTopics(req.Topic, req.Group) {
+			rn, ok, err := s.cfg.Broker.ReadQueueNums(rt[0])
+			if err != nil {
+				return res, err
+			}
+			for q := 0; ok && q < rn; q++ {
+				retry = append(retry, source{rt[0], int32(q), rt[1], nil})
+			}
+		}
+	}
+	var sources []source
+	if count%5 == 0 {
+		sources = append(append(sources, retry...), normal...)
+	} else {
+		sources = append(append(sources, normal...), retry...)
+	}
+	var info InfoBuilder
+	wrote := false
+	for _, src := range sources {
+		remain := req.MaxMsgNums - countRecords(res.Records)
+		var got bool
+		var err error
+		if req.Order {
+			got, err = s.popOrderQueue(req, src, remain, &res, &info)
+		} else {
+			got, err = s.popQueue(req, src, remain, &res, &info)
+		}
+		if err != nil {
+			return res, err
+		}
+		wrote = wrote || got
+	}
+	res.StartOffsetInfo = info.StartOffsetInfo()
+	res.MsgOffsetInfo = info.MsgOffsetInfo()
+	res.OrderCountInfo = info.OrderCountInfo()
+	if wrote {
+		if err := s.sync(); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func countRecords(r [][]byte) int { return len(r) }
+
+// startOffset returns where a group's pop of a queue starts: its pop
+// position, else its committed offset, else the queue's minimum (InitMin
+// and pop-retry topics) or last message (InitMax).
+func (s *Service) startOffset(group, topic string, queueID int32, initMode int32, usePosition bool) (int64, bool, error) {
+	if usePosition {
+		if pos, ok, err := s.store.Position(group, topic, queueID); err != nil || ok {
+			return pos, true, err
+		}
+	}
+	if off, ok, err := s.cfg.Offsets.Get(group, topic, queueID); err != nil || ok {
+		return off, true, err
+	}
+	if initMode == InitMin || RetryFlagOf(topic) != FlagNormal {
+		off, err := s.cfg.CQ.MinOffset(topic, queueID)
+		return off, false, err
+	}
+	maxOff, err := s.cfg.CQ.MaxOffset(topic, queueID)
+	return max(maxOff-1, 0), false, err
+}
+
+// popQueue pops up to remain messages of one queue into res. It returns
+// whether it committed state that needs a sync.
+func (s *Service) popQueue(req PopRequest, src source, remain int, res *PopResult, info *InfoBuilder) (bool, error) {
+	unlock := s.lock(req.Group, src.topic, src.queueID)
+	defer unlock()
+	pos, known, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, true)
+	if err != nil {
+		return false, err
+	}
+	if remain <= 0 {
+		maxOff, err := s.cfg.CQ.MaxOffset(src.topic, src.queueID)
+		if err != nil {
+			return false, err
+		}
+		res.RestNum += max(maxOff-pos, 0)
+		return false, nil
+	}
+	r, err := s.readQueue(src.topic, src.queueID, pos, remain, src.filter)
+	if err != nil {
+		return false, err
+	}
+	res.RestNum += max(r.max-r.next, 0)
+	if r.next == pos && known {
+		return false, nil // nothing new, nothing to record
+	}
+	b := s.store.NewBatch()
+	defer b.Close()
+	for _, off := range r.offsets {
+		rec := kvindex.InFlight{
+			Group: req.Group, Topic: src.topic, QueueID: src.queueID, QueueOffset: off,
+			VisibleAt: res.PopTime + req.InvisibleTime, PopTime: res.PopTime, InvisibleTime: req.InvisibleTime,
+			CKOffset: r.from, RetryFlag: src.flag[0] - '0',
+		}
+		if err := b.AddInFlight(&rec); err != nil {
+			return false, err
+		}
+	}
+	if err := b.SetPosition(req.Group, src.topic, src.queueID, r.next); err != nil {
+		return false, err
+	}
+	if err := b.Commit(false); err != nil {
+		return false, err
+	}
+	// The committed offset follows the smallest in-flight offset, which
+	// the records just committed may now be.
+	b2 := s.store.NewBatch()
+	defer b2.Close()
+	if err := s.committed(b2, req.Group, src.topic, src.queueID, r.next); err != nil {
+		return false, err
+	}
+	if !b2.Empty() {
+		if err := b2.Commit(false); err != nil {
+			return false, err
+		}
+	}
+	if len(r.offsets) == 0 {
+		return true, nil
+	}
+	info.AddQueue(src.flag, src.queueID, r.from, r.offsets)
+	for i, rec := range r.records {
+		if src.flag != FlagNormal {
+			h := Handle{CKOffset: r.from, PopTime: res.PopTime, InvisibleTime: req.InvisibleTime, ReviveQID: res.ReviveQID,
+				RetryFlag: src.flag, BrokerName: s.cfg.BrokerName, QueueID: src.queueID, QueueOffset: r.offsets[i]}
+			if rec, err = reencodeRetry(rec, req.Topic, h); err != nil {
+				return true, err
+			}
+		}
+		res.Records = append(res.Records, rec)
+	}
+	return true, nil
+}
+
+// reencodeRetry rewrites a pop-retry record under the requested topic with
+// a POP_CK property holding its handle (kept when already present), as
+// RocketMQ does unless popResponseReturnActualRetryTopic is set.
+func reencodeRetry(rec []byte, topic string, h Handle) ([]byte, error) {
+	m, err := commitlog.Decode(rec)
+	if err != nil {
+		return nil, fmt.Errorf("decode retry record: %w", err)
+	}
+	m.Topic = topic
+	if _, ok := commitlog.LookupProperty(m.Properties, PropertyPopCK); !ok {
+		m.Properties = appendProperty(m.Properties, PropertyPopCK, h.String())
+	}
+	out, err := commitlog.AppendRecord(nil, &m)
+	if err != nil {
+		return nil, fmt.Errorf("re-encode retry record: %w", err)
+	}
+	return out, nil
+}
+
+// Property names the POP service reads or writes (RocketMQ's
+// MessageConst).
+const (
+	PropertyPopCK         = "POP_CK"
+	PropertyFirstPopTime  = "1ST_POP_TIME"
+	propDLQOriginTopic    = "DLQ_ORIGIN_TOPIC"
+	propDLQOriginMsgID    = "DLQ_ORIGIN_MESSAGE_ID"
+	propUniqKey           = "UNIQ_KEY"
+	propertySeparatorByte = commitlog.PropertySeparator
+)
+
+// appendProperty adds name=value to a properties string.
+func appendProperty(props, name, value string) string {
+	if props != "" && props[len(props)-1] != propertySeparatorByte {
+		props += string(rune(propertySeparatorByte))
+	}
+	return props + name + string(rune(commitlog.NameValueSeparator)) + value + string(rune(propertySeparatorByte))
+}
+
+// Peek reads what a pop of one queue (or of every queue with -1) would
+// return, from the group's pop positions, without changing anything.
+func (s *Service) Peek(group, topic string, queueID int32, maxNums int, initMode int32) ([][]byte, int64, error) {
+	n, ok, err := s.cfg.Broker.ReadQueueNums(topic)
+	if err != nil || !ok {
+		return nil, 0, err
+	}
+	queues := []int32{queueID}
+	if queueID < 0 {
+		queues = queues[:0]
+		for i := 0; i < n; i++ {
+			queues = append(queues, int32(i))
+		}
+	}
+	var out [][]byte
+	var rest int64
+	for _, q := range queues {
+		pos, _, err := s.startOffset(group, topic, q, initMode, true)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(out) >= maxNums {
+			maxOff, err := s.cfg.CQ.MaxOffset(topic, q)
+			if err != nil {
+				return nil, 0, err
+			}
+			rest += max(maxOff-pos, 0)
+			continue
+		}
+		r, err := s.readQueue(topic, q, pos, maxNums-len(out), nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, r.records...)
+		rest += max(r.max-r.next, 0)
+	}
+	return out, rest, nil
+}
+
+// HasMessage answers NOTIFICATION: whether a pop of the queue (or of any
+// queue with -1, or of the group's pop-retry topics) would find a message
+// now. An orderly queue locked by an in-flight batch has none.
+func (s *Service) HasMessage(group, topic string, queueID int32, order bool, attemptID string) (bool, error) {
+	n, ok, err := s.cfg.Broker.ReadQueueNums(topic)
+	if err != nil || !ok {
+		return false, err
+	}
+	check := func(t string, q int32) (bool, error) {
+		if order {
+			blocked, err := s.orderBlocked(group, t, q, attemptID)
+			if err != nil || blocked {
+				return false, err
+			}
+		}
+		pos, _, err := s.startOffset(group, t, q, InitMin, !order)
+		if err != nil {
+			return false, err
+		}
+		maxOff, err := s.cfg.CQ.MaxOffset(t, q)
+		return maxOff > pos, err
+	}
+	var srcs []source
+	if queueID >= 0 {
+		srcs = append(srcs, source{topic: topic, queueID: queueID})
+	} else {
+		for i := 0; i < n; i++ {
+			srcs = append(srcs, source{topic: topic, queueID: int32(i)})
+		}
+	}
+	if !order {
+		for _, rt := range s.retryTopics(topic, group) {
+			rn, ok, err := s.cfg.Broker.ReadQueueNums(rt[0])
+			if err != nil {
+				return false, err
+			}
+			for q := 0; ok && q < rn; q++ {
+				srcs = append(srcs, source{topic: rt[0], queueID: int32(q)})
+			}
+		}
+	}
+	for _, src := range srcs {
+		has, err := check(src.topic, src.queueID)
+		if err != nil || has {
+			return has, err
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,102 @@
+package pop
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+)
+
+// maxReadScan bounds the entries one queue read examines when a filter
+// skips most of them.
+const maxReadScan = 4096
+
+// readResult is what one queue read found.
+type readResult struct {
+	// from is the offset the read started at after clamping to the
+	// queue's range.
+	from    int64
+	offsets []int64
+	records [][]byte
+	// next is the offset after the last examined entry.
+	next     int64
+	min, max int64
+}
+
+// readQueue reads up to n messages of a queue from offset that pass f.
+// An offset outside the queue's range is moved into it (RocketMQ commits
+// the corrected offset). Records are copies.
+func (s *Service) readQueue(topic string, queueID int32, offset int64, n int, f Filter) (readResult, error) {
+	var r readResult
+	var err error
+	if r.min, err = s.cfg.CQ.MinOffset(topic, queueID); err != nil {
+		return r, fmt.Errorf("min offset of %s/%d: %w", topic, queueID, err)
+	}
+	if r.max, err = s.cfg.CQ.MaxOffset(topic, queueID); err != nil {
+		return r, fmt.Errorf("max offset of %s/%d: %w", topic, queueID, err)
+	}
+	offset = min(max(offset, r.min), r.max)
+	r.from, r.next = offset, offset
+	scanned := 0
+	for len(r.offsets) < n && r.next < r.max && scanned < maxReadScan {
+		want := min(max(2*(n-len(r.offsets)), 32), maxReadScan-scanned)
+		entries, err := s.cfg.CQ.Get(topic, queueID, r.next, want)
+		if err != nil {
+			return r, fmt.Errorf("read %s/%d@%d: %w", topic, queueID, r.next, err)
+		}
+		if len(entries) == 0 {
+			break
+		}
+		for _, e := range entries {
+			if len(r.offsets) >= n {
+				break
+			}
+			scanned++
+			r.next = e.QueueOffset + 1
+			if f != nil && !f.MatchesCode(e.TagsCode) {
+				continue
+			}
+			v, err := s.cfg.Log.Read(e.PhyOffset, e.Size)
+			if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
+				continue // deleted by retention meanwhile
+			}
+			if err != nil {
+				return r, fmt.Errorf("read %s/%d@%d at %d: %w", topic, queueID, e.QueueOffset, e.PhyOffset, err)
+			}
+			if f == nil || f.MatchesRecord(v.Data) {
+				r.offsets = append(r.offsets, e.QueueOffset)
+				r.records = append(r.records, append([]byte(nil), v.Data...))
+			}
+			v.Release()
+		}
+		if len(entries) < want {
+			break
+		}
+	}
+	return r, nil
+}
+
+// readMessage returns the message at a queue offset; ok is false when it
+// is gone (retention) or was never there.
+func (s *Service) readMessage(topic string, queueID int32, offset int64) (commitlog.Message, bool, error) {
+	entries, err := s.cfg.CQ.Get(topic, queueID, offset, 1)
+	if err != nil {
+		return commitlog.Message{}, false, fmt.Errorf("read %s/%d@%d: %w", topic, queueID, offset, err)
+	}
+	if len(entries) == 0 || entries[0].QueueOffset != offset {
+		return commitlog.Message{}, false, nil
+	}
+	v, err := s.cfg.Log.Read(entries[0].PhyOffset, entries[0].Size)
+	if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
+		return commitlog.Message{}, false, nil
+	}
+	if err != nil {
+		return commitlog.Message{}, false, fmt.Errorf("read %s/%d@%d: %w", topic, queueID, offset, err)
+	}
+	defer v.Release()
+	m, err := commitlog.Decode(append([]byte(nil), v.Data...))
+	if err != nil {
+		return commitlog.Message{}, false, fmt.Errorf("decode %s/%d@%d: %w", topic, queueID, offset, err)
+	}
+	return m, true, nil
+}

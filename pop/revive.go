@@ -1,0 +1,288 @@
+package pop
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// reviveBackoff is how far a failed revive pushes a record's deadline, by
+// attempt (RocketMQ's REWRITE_INTERVALS_IN_SECONDS); past the last entry
+// the last one repeats: a record is never dropped.
+var reviveBackoff = []time.Duration{10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute,
+	3 * time.Minute, 4 * time.Minute, 5 * time.Minute, 6 * time.Minute, 7 * time.Minute, 8 * time.Minute,
+	9 * time.Minute, 10 * time.Minute, 20 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour}
+
+// reviveLoop revives due records until ctx ends: a round handles up to
+// ReviveBatch records in deadline order; when fewer were due it sleeps
+// until the next deadline, ReviveIdle, or a kick, whichever comes first.
+func (s *Service) reviveLoop(ctx context.Context) {
+	defer close(s.done)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-s.wake:
+		}
+		n, err := s.ReviveOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Error().Err(err).Msg("revive round failed")
+		}
+		wait := s.cfg.ReviveIdle
+		if n >= s.cfg.ReviveBatch && err == nil {
+			wait = 0
+		} else if at, ok, err := s.store.NextDue(); err == nil && ok {
+			wait = min(wait, max(time.Duration(at-s.now()+1)*time.Millisecond, 0))
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(wait)
+	}
+}
+
+// queueKey names one group's queue.
+type queueKey struct {
+	group, topic string
+	queueID      int32
+}
+
+// ReviveOnce re-delivers the records due now (at most ReviveBatch) and
+// returns how many it handled. For each queue, under its lock: records
+// still current (not acknowledged meanwhile) have their message re-put to
+// the group's pop-retry topic with reconsumeTimes + 1 and 1ST_POP_TIME, or
+// to %DLQ%<group> once the message was consumed retryMaxTimes times; then
+// the records are deleted and the committed offset moves. The re-put comes
+// first: a crash in between re-delivers a message twice, never loses it.
+// A failed re-put pushes the record's deadline back (reviveBackoff).
+func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
+	now := s.now()
+	byQueue := map[queueKey][]kvindex.InFlight{}
+	var order []queueKey
+	n := 0
+	err := s.store.Due(now, s.cfg.ReviveBatch, func(r kvindex.InFlight) bool {
+		k := queueKey{r.Group, r.Topic, r.QueueID}
+		if _, ok := byQueue[k]; !ok {
+			order = append(order, k)
+		}
+		byQueue[k] = append(byQueue[k], r)
+		n++
+		return true
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range order {
+		if ctx.Err() != nil {
+			return n, ctx.Err()
+		}
+		if err := s.reviveQueue(ctx, k, byQueue[k], now); err != nil {
+			return n, err
+		}
+		s.cfg.OnQueueReady(k.topic, k.queueID)
+	}
+	if n > 0 {
+		if err := s.sync(); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func (s *Service) reviveQueue(ctx context.Context, k queueKey, recs []kvindex.InFlight, now int64) error {
+	unlock := s.lock(k.group, k.topic, k.queueID)
+	defer unlock()
+	sort.Slice(recs, func(i, j int) bool { return recs[i].QueueOffset < recs[j].QueueOffset })
+	var retry, dlq []*commitlog.Message
+	var done, failed []kvindex.InFlight
+	var maxTimes int32
+	var maxLoaded bool
+	for _, r := range recs {
+		cur, ok, err := s.store.Lookup(r.Group, r.Topic, r.QueueID, r.QueueOffset)
+		if err != nil {
+			return err
+		}
+		if !ok || cur.VisibleAt != r.VisibleAt || cur.PopTime != r.PopTime || cur.InvisibleTime != r.InvisibleTime {
+			continue // acknowledged or changed since the scan
+		}
+		m, ok, err := s.readMessage(r.Topic, r.QueueID, r.QueueOffset)
+		if err != nil {
+			s.log.Warn().Err(err).Str("group", r.Group).Str("topic", r.Topic).Int32("queue", r.QueueID).
+				Int64("offset", r.QueueOffset).Msg("revive: read failed; retrying later")
+			failed = append(failed, r)
+			continue
+		}
+		if !ok {
+			done = append(done, r) // deleted by retention: nothing to re-deliver
+			continue
+		}
+		if !maxLoaded {
+			if maxTimes, err = s.cfg.Broker.RetryMaxTimes(r.Group); err != nil {
+				return err
+			}
+			maxLoaded = true
+		}
+		out := s.reviveMessage(&m, r, maxTimes)
+		if out.Topic == meta.DLQTopic(r.Group) {
+			dlq = append(dlq, out)
+		} else {
+			retry = append(retry, out)
+		}
+		done = append(done, r)
+	}
+	putFailed := false
+	for _, batch := range [][]*commitlog.Message{retry, dlq} {
+		if len(batch) == 0 {
+			continue
+		}
+		if err := s.cfg.Broker.EnsureTopic(batch[0].Topic); err != nil {
+			s.log.Warn().Err(err).Str("topic", batch[0].Topic).Msg("revive: create topic failed; retrying later")
+			putFailed = true
+			break
+		}
+		if err := s.cfg.Broker.Put(ctx, batch); err != nil {
+			s.log.Warn().Err(err).Str("topic", batch[0].Topic).Int("messages", len(batch)).Msg("revive: put failed; retrying later")
+			putFailed = true
+			break
+		}
+	}
+	if putFailed {
+		// Some may have been put: they are re-delivered again later, which
+		// at-least-once allows; none is lost.
+		failed = append(failed, done...)
+		done = nil
+	}
+	b := s.store.NewBatch()
+	defer b.Close()
+	for i := range done {
+		if err := b.DeleteInFlight(&done[i]); err != nil {
+			return err
+		}
+		s.lateness.add(now - done[i].VisibleAt)
+	}
+	for i := range failed {
+		r := failed[i]
+		if err := b.DeleteInFlight(&r); err != nil {
+			return err
+		}
+		r.VisibleAt = now + reviveBackoff[min(int(r.Attempts), len(reviveBackoff)-1)].Milliseconds()
+		r.Attempts++
+		if err := b.AddInFlight(&r); err != nil {
+			return err
+		}
+	}
+	if b.Empty() {
+		return nil
+	}
+	if err := b.Commit(false); err != nil {
+		return err
+	}
+	s.revived.Add(int64(len(retry)))
+	s.dlq.Add(int64(len(dlq)))
+	if len(done) > 0 {
+		return s.moveCommitted(k.group, k.topic, k.queueID)
+	}
+	return nil
+}
+
+// reviveMessage builds the message a revive puts for record r: to the
+// group's pop-retry topic of the original topic with reconsumeTimes + 1,
+// or to the group's DLQ once the message was already consumed maxTimes
+// times.
+func (s *Service) reviveMessage(m *commitlog.Message, r kvindex.InFlight, maxTimes int32) *commitlog.Message {
+	origin := originalTopic(r.Topic, r.Group)
+	props := dropProperty(m.Properties, PropertyPopCK)
+	out := &commitlog.Message{
+		QueueID: 0, Flag: m.Flag, SysFlag: m.SysFlag &^ (commitlog.FlagBornHostV6 | commitlog.FlagStoreHostV6),
+		BornTimestamp: m.BornTimestamp, BornHost: s.cfg.StoreHost, StoreHost: s.cfg.StoreHost,
+		ReconsumeTimes: m.ReconsumeTimes + 1, Body: m.Body,
+	}
+	if m.ReconsumeTimes >= maxTimes {
+		out.Topic = meta.DLQTopic(r.Group)
+		id, ok := commitlog.LookupProperty(props, propUniqKey)
+		if !ok || id == "" {
+			id = commitlog.MessageID(m.StoreHost, m.PhyOffset)
+		}
+		props = dropProperty(dropProperty(props, propDLQOriginTopic), propDLQOriginMsgID)
+		props = appendProperty(appendProperty(props, propDLQOriginTopic, origin), propDLQOriginMsgID, id)
+	} else {
+		out.Topic = s.reviveTopic(origin, r.Group)
+		if _, ok := commitlog.LookupProperty(props, PropertyFirstPopTime); !ok || m.ReconsumeTimes == 0 {
+			props = appendProperty(dropProperty(props, PropertyFirstPopTime), PropertyFirstPopTime, strconv.FormatInt(r.PopTime, 10))
+		}
+	}
+	out.Properties = props
+	return out
+}
+
+// originalTopic returns the topic a pop-retry topic of group retries, or
+// topic itself.
+func originalTopic(topic, group string) string {
+	p := meta.RetryGroupTopicPrefix + group
+	if len(topic) > len(p)+1 && topic[:len(p)] == p && (topic[len(p)] == '_' || topic[len(p)] == '+') {
+		return topic[len(p)+1:]
+	}
+	return topic
+}
+
+// dropProperty removes every pair named name from a properties string.
+func dropProperty(props, name string) string {
+	if _, ok := commitlog.LookupProperty(props, name); !ok {
+		return props
+	}
+	m := commitlog.ParseProperties(props)
+	delete(m, name)
+	return commitlog.FormatProperties(m)
+}
+
+// ReviveStats are counters of the revive loop.
+type ReviveStats struct {
+	// Retried and DLQ count messages re-put to pop-retry topics and DLQs.
+	Retried, DLQ int64
+	// LatenessMillis are samples of how late after their deadline records
+	// were revived (the most recent ones, at most 65536).
+	LatenessMillis []int64
+}
+
+// ReviveStats returns the revive counters.
+func (s *Service) ReviveStats() ReviveStats {
+	return ReviveStats{Retried: s.revived.Load(), DLQ: s.dlq.Load(), LatenessMillis: s.lateness.samples()}
+}
+
+// lateness keeps the most recent revive lateness samples.
+type lateness struct {
+	mu   sync.Mutex
+	buf  []int64
+	next int
+}
+
+const latenessSamples = 1 << 16
+
+func (l *lateness) add(ms int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.buf) < latenessSamples {
+		l.buf = append(l.buf, ms)
+		return
+	}
+	l.buf[l.next] = ms
+	l.next = (l.next + 1) % latenessSamples
+}
+
+func (l *lateness) samples() []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]int64(nil), l.buf...)
+}

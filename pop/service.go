@@ -1,0 +1,257 @@
+package pop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/kvindex"
+)
+
+// Init modes of a pop for a group that has no position on a queue yet
+// (RocketMQ's ConsumeInitMode).
+const (
+	// InitMin starts at the queue's minimum offset.
+	InitMin int32 = 0
+	// InitMax starts at the queue's last message (max offset - 1).
+	InitMax int32 = 1
+)
+
+// MaxPopMessages is the largest maxMsgNums a pop may ask for.
+const MaxPopMessages = 32
+
+// Filter selects messages of the requested topic, first by the tag code
+// kept in the ConsumeQueue, then by the record itself (so two tags with
+// the same hash do not leak into each other). A nil Filter takes
+// everything.
+type Filter interface {
+	MatchesCode(tagsCode int64) bool
+	MatchesRecord(rec []byte) bool
+}
+
+// Broker is what the service needs from the broker that owns it.
+type Broker interface {
+	// ReadQueueNums returns a topic's read queue count; ok is false when
+	// the topic does not exist.
+	ReadQueueNums(topic string) (n int, ok bool, err error)
+	// EnsureTopic creates a system topic (pop-retry or DLQ topic) with one
+	// queue and read/write permission when it does not exist.
+	EnsureTopic(topic string) error
+	// RetryMaxTimes returns the group's retryMaxTimes.
+	RetryMaxTimes(group string) (int32, error)
+	// Put appends messages of one topic and queue (revive), assigning
+	// queue offsets; it returns once they are in the CommitLog.
+	Put(ctx context.Context, msgs []*commitlog.Message) error
+}
+
+// Config configures a Service.
+type Config struct {
+	DB  *kvindex.DB
+	CQ  cq.Store
+	Log *commitlog.Log
+	// Offsets is the committed consumer offset table (0x30).
+	Offsets *kvindex.ConsumerOffsets
+	Broker  Broker
+	// BrokerName goes into handles.
+	BrokerName string
+	// StoreHost is the born and store host of revived messages.
+	StoreHost netip.AddrPort
+	// RetryTopicV2 makes revive write V2 pop-retry topics
+	// (%RETRY%<group>+<topic>), RocketMQ's enableRetryTopicV2; pops then
+	// read them too.
+	RetryTopicV2 bool
+	// ReadRetryV1 makes pops read V1 pop-retry topics
+	// (retrieveMessageFromPopRetryTopicV1, default true in RocketMQ).
+	ReadRetryV1 bool
+	// ReviveBatch bounds the records one revive round handles (default
+	// 4096).
+	ReviveBatch int
+	// ReviveIdle is the longest the revive loop sleeps when nothing is due
+	// (default 100 ms); it also wakes at the next deadline.
+	ReviveIdle time.Duration
+	// OnQueueReady is called when an orderly ack or a revive may have made
+	// messages of a queue poppable (to wake held pops); it must not block.
+	OnQueueReady func(topic string, queueID int32)
+	// Now is the clock (time.Now when nil).
+	Now    func() time.Time
+	Logger zerolog.Logger
+}
+
+// Service is the POP service: pops messages and records them in flight,
+// acknowledges them, changes their invisible time, and revives the expired
+// ones through the pop-retry topic. All of its state is in the database
+// (kvindex POP keyspaces); answers that acknowledge a client are written
+// durably before they are returned.
+//
+// Concurrency: every state change of a group's queue happens under a lock
+// striped by (group, topic, queue), and is committed to Pebble before the
+// lock is released (unsynced, so that conflicting changes commit in lock
+// order); the caller's answer waits for one WAL sync after the lock is
+// released, which concurrent requests share. A crash therefore keeps a
+// prefix of the committed changes and every answered one.
+//
+// One goroutine, started by Start and stopped by Close, runs revive.
+type Service struct {
+	cfg   Config
+	store *kvindex.PopStore
+	log   zerolog.Logger
+	seed  maphash.Seed
+	locks [lockStripes]sync.Mutex
+
+	reqMu    sync.Mutex
+	reqCount map[string]uint64
+
+	wake   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	lateness lateness
+	revived  atomic.Int64
+	dlq      atomic.Int64
+}
+
+const lockStripes = 1024
+
+// New returns a service; Start runs revive.
+func New(cfg Config) (*Service, error) {
+	if cfg.DB == nil || cfg.CQ == nil || cfg.Log == nil || cfg.Offsets == nil || cfg.Broker == nil {
+		return nil, errors.New("pop: DB, CQ, Log, Offsets and Broker are required")
+	}
+	if cfg.ReviveBatch <= 0 {
+		cfg.ReviveBatch = 4096
+	}
+	if cfg.ReviveIdle <= 0 {
+		cfg.ReviveIdle = 100 * time.Millisecond
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.OnQueueReady == nil {
+		cfg.OnQueueReady = func(string, int32) {}
+	}
+	return &Service{
+		cfg:      cfg,
+		store:    cfg.DB.Pop(),
+		log:      cfg.Logger.With().Str("component", "pop").Logger(),
+		seed:     maphash.MakeSeed(),
+		reqCount: map[string]uint64{},
+		wake:     make(chan struct{}, 1),
+	}, nil
+}
+
+// Store returns the service's POP state store.
+func (s *Service) Store() *kvindex.PopStore { return s.store }
+
+func (s *Service) now() int64 { return s.cfg.Now().UnixMilli() }
+
+// lock locks the stripe of a group's queue and returns its unlock.
+func (s *Service) lock(group, topic string, queueID int32) func() {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	h.WriteString(group)
+	h.WriteByte(0)
+	h.WriteString(topic)
+	h.WriteByte(byte(queueID))
+	h.WriteByte(byte(queueID >> 8))
+	m := &s.locks[h.Sum64()%lockStripes]
+	m.Lock()
+	return m.Unlock
+}
+
+// nextRequest counts pops per group and topic; every fifth starts with the
+// pop-retry topics (RocketMQ's KV POP rule).
+func (s *Service) nextRequest(group, topic string) uint64 {
+	k := group + "@" + topic
+	s.reqMu.Lock()
+	defer s.reqMu.Unlock()
+	n := s.reqCount[k]
+	s.reqCount[k] = n + 1
+	return n
+}
+
+// retryTopics returns the pop-retry topics a pop of topic reads, with their
+// flags.
+func (s *Service) retryTopics(topic, group string) [][2]string {
+	var out [][2]string
+	if s.cfg.ReadRetryV1 || !s.cfg.RetryTopicV2 {
+		out = append(out, [2]string{RetryTopicV1(topic, group), FlagRetryV1})
+	}
+	if s.cfg.RetryTopicV2 {
+		out = append(out, [2]string{RetryTopicV2(topic, group), FlagRetryV2})
+	}
+	return out
+}
+
+// reviveTopic is the pop-retry topic revive writes a message of topic to.
+func (s *Service) reviveTopic(topic, group string) string {
+	if s.cfg.RetryTopicV2 {
+		return RetryTopicV2(topic, group)
+	}
+	return RetryTopicV1(topic, group)
+}
+
+// committed moves the group's committed offset of a queue to the smallest
+// offset still in flight, or to fallback when none is. The caller holds
+// the queue's lock and commits b.
+func (s *Service) committed(b *kvindex.PopBatch, group, topic string, queueID int32, fallback int64) error {
+	off, ok, err := s.store.MinInFlight(group, topic, queueID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		off = fallback
+	}
+	cur, has, err := s.cfg.Offsets.Get(group, topic, queueID)
+	if err != nil {
+		return err
+	}
+	if has && cur == off {
+		return nil
+	}
+	return b.SetCommitted(group, topic, queueID, off)
+}
+
+// sync makes the commits so far durable.
+func (s *Service) sync() error {
+	if err := s.store.Sync(); err != nil {
+		return fmt.Errorf("sync pop state: %w", err)
+	}
+	return nil
+}
+
+// Start runs the revive loop until Close.
+func (s *Service) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.done = make(chan struct{})
+	go s.reviveLoop(ctx)
+}
+
+// Close stops revive and waits for it.
+func (s *Service) Close() error {
+	if s.cancel == nil {
+		return nil
+	}
+	s.cancel()
+	<-s.done
+	s.cancel = nil
+	return nil
+}
+
+// kick wakes the revive loop (a deadline earlier than it planned for may
+// have been written).
+func (s *Service) kick() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,170 @@
+package pop
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// Worked examples of the spec's formats (remoting-protocol.md 4.5,
+// storage-formats.md 7.2).
+func TestHandleWorkedExample(t *testing.T) {
+	h := Handle{CKOffset: 5, PopTime: 1700000000000, InvisibleTime: 60000, ReviveQID: 0, RetryFlag: FlagNormal,
+		BrokerName: "broker-a", QueueID: 3, QueueOffset: 7}
+	const want = "5 1700000000000 60000 0 0 broker-a 3 7"
+	if got := h.String(); got != want {
+		t.Fatalf("handle %q, want %q", got, want)
+	}
+	back, err := ParseHandle(want)
+	if err != nil || back != h {
+		t.Fatalf("parse: %+v %v", back, err)
+	}
+	seven, err := ParseHandle("5 1700000000000 60000 999 1 broker-a 3")
+	if err != nil || seven.QueueOffset != -1 || !seven.Orderly() || seven.RetryFlag != FlagRetryV1 {
+		t.Fatalf("7-field handle: %+v %v", seven, err)
+	}
+	for _, bad := range []string{"", "1 2 3", "x 2 3 4", "1 2 3 4 0 b q", "1 2 3 99999999999"} {
+		if _, err := ParseHandle(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+func TestRetryTopicNames(t *testing.T) {
+	if got := RetryTopicV1("T", "g"); got != "%RETRY%g_T" {
+		t.Fatal(got)
+	}
+	if got := RetryTopicV2("T", "g"); got != "%RETRY%g+T" {
+		t.Fatal(got)
+	}
+	for topic, flag := range map[string]string{"T": "0", "%RETRY%g_T": "1", "%RETRY%g+T": "2", "%RETRY%g": "1"} {
+		if got := RetryFlagOf(topic); got != flag {
+			t.Errorf("flag of %s = %s, want %s", topic, got, flag)
+		}
+	}
+	if got, _ := RealTopic("T", "g", "2"); got != "%RETRY%g+T" {
+		t.Fatal(got)
+	}
+	if _, err := RealTopic("T", "g", "3"); err == nil {
+		t.Fatal("flag 3 accepted")
+	}
+	if originalTopic("%RETRY%g_T_x", "g") != "T_x" || originalTopic("%RETRY%g+T", "g") != "T" || originalTopic("T", "g") != "T" {
+		t.Fatal("originalTopic")
+	}
+}
+
+func TestInfoStringsWorkedExample(t *testing.T) {
+	var ib InfoBuilder
+	ib.AddQueue(FlagRetryV1, 0, 4, []int64{4, 5})
+	ib.AddQueue(FlagNormal, 2, 10, []int64{10, 11, 12})
+	if got := ib.StartOffsetInfo(); got != "1 0 4;0 2 10" {
+		t.Fatalf("startOffsetInfo %q", got)
+	}
+	if got := ib.MsgOffsetInfo(); got != "1 0 4,5;0 2 10,11,12" {
+		t.Fatalf("msgOffsetInfo %q", got)
+	}
+	ib.AddOrderOffset(FlagNormal, 2, 10, 1)
+	ib.AddOrderQueue(FlagNormal, 2, 0)
+	if got := ib.OrderCountInfo(); got != "0 qo2%10 1;0 2 0" {
+		t.Fatalf("orderCountInfo %q", got)
+	}
+	so, err := ParseStartOffsetInfo(ib.StartOffsetInfo())
+	if err != nil || !reflect.DeepEqual(so, map[string]int64{"1@0": 4, "0@2": 10}) {
+		t.Fatalf("parse start %v %v", so, err)
+	}
+	mo, err := ParseMsgOffsetInfo(ib.MsgOffsetInfo())
+	if err != nil || !reflect.DeepEqual(mo, map[string][]int64{"1@0": {4, 5}, "0@2": {10, 11, 12}}) {
+		t.Fatalf("parse msg %v %v", mo, err)
+	}
+	oc, err := ParseOrderCountInfo(ib.OrderCountInfo())
+	if err != nil || oc[OrderOffsetKey("0", 2, 10)] != 1 || oc[InfoKey("0", 2)] != 0 || len(oc) != 2 {
+		t.Fatalf("parse order %v %v", oc, err)
+	}
+	if _, err := ParseStartOffsetInfo("0 1 2;0 1 3"); err == nil {
+		t.Fatal("duplicate accepted")
+	}
+}
+
+func TestBatchAckBody(t *testing.T) {
+	// Bits 0, 1 and 9 set: Java's BitSet.toByteArray gives {0x03, 0x02}.
+	body := `{"acks":[{"b":"AwI=","c":"g","it":60000,"pt":1700000000000,"q":3,"r":"1","rq":0,"so":5,"t":"T"},` +
+		`{"consumerGroup":"g","topic":"T","retry":"0","startOffset":"7","queueId":1,"popTime":1,"invisibleTime":2,"bitSet":[1]}],"brokerName":"broker-a"}`
+	b, err := DecodeBatchAck([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.BrokerName != "broker-a" || len(b.Acks) != 2 {
+		t.Fatalf("%+v", b)
+	}
+	a := b.Acks[0]
+	if a.ConsumerGroup != "g" || a.Topic != "T" || a.Retry != "1" || a.QueueID != 3 || a.PopTime != 1700000000000 || a.InvisibleTime != 60000 {
+		t.Fatalf("ack %+v", a)
+	}
+	if got := a.Offsets(); !reflect.DeepEqual(got, []int64{5, 6, 14}) {
+		t.Fatalf("offsets %v", got)
+	}
+	if got := b.Acks[1].Offsets(); !reflect.DeepEqual(got, []int64{7}) || b.Acks[1].Retry != "0" {
+		t.Fatalf("long names: %+v", b.Acks[1])
+	}
+	var c BatchAck
+	c.StartOffset = 5
+	c.SetBit(0)
+	c.SetBit(1)
+	c.SetBit(9)
+	out, err := json.Marshal(c)
+	if err != nil || !json.Valid(out) {
+		t.Fatal(err)
+	}
+	var round BatchAck
+	if err := json.Unmarshal(out, &round); err != nil || !reflect.DeepEqual(round.Offsets(), []int64{5, 6, 14}) {
+		t.Fatalf("round trip %s: %v", out, err)
+	}
+	for _, bad := range []string{`{`, `{"acks":[{"so":"x"}]}`, `{"acks":[{"b":"!!"}]}`, `{"acks":[{"q":99999999999}]}`} {
+		if _, err := DecodeBatchAck([]byte(bad)); err == nil {
+			t.Errorf("%s decoded", bad)
+		}
+	}
+}
+
+func FuzzParseHandle(f *testing.F) {
+	f.Add("5 1700000000000 60000 0 0 broker-a 3 7")
+	f.Add("5 1 2 999 1 b 0")
+	f.Fuzz(func(t *testing.T, s string) {
+		h, err := ParseHandle(s)
+		if err != nil {
+			return
+		}
+		if h.QueueOffset >= 0 && h.QueueID >= 0 {
+			back, err := ParseHandle(h.String())
+			if err != nil || back != h {
+				t.Fatalf("%q -> %+v -> %q -> %+v %v", s, h, h.String(), back, err)
+			}
+		}
+	})
+}
+
+func FuzzDecodeBatchAck(f *testing.F) {
+	f.Add([]byte(`{"acks":[{"b":"AwI=","c":"g","it":60000,"pt":1,"q":3,"r":"1","rq":0,"so":5,"t":"T"}]}`))
+	f.Add([]byte(`{"acks":[{"bitSet":[1,-1]}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		b, err := DecodeBatchAck(body)
+		if err != nil {
+			return
+		}
+		for i := range b.Acks {
+			if len(b.Acks[i].Bits) < 1<<12 {
+				_ = b.Acks[i].Offsets()
+			}
+		}
+	})
+}
+
+func FuzzParseInfo(f *testing.F) {
+	f.Add("1 0 4,5;0 2 10,11,12")
+	f.Add("0 qo2%10 1;0 2 0")
+	f.Fuzz(func(t *testing.T, s string) {
+		_, _ = ParseStartOffsetInfo(s)
+		_, _ = ParseMsgOffsetInfo(s)
+		_, _ = ParseOrderCountInfo(s)
+	})
+}
