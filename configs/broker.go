@@ -53,6 +53,12 @@ type Broker struct {
 	ShortPollingTime      time.Duration
 	ChannelExpiredTimeout time.Duration
 
+	// POP consumption.
+	EnableRetryTopicV2                 bool
+	RetrieveMessageFromPopRetryTopicV1 bool
+	PopPollingSize                     int
+	MaxPopPollingSize                  int
+
 	// Store.
 	StorePathRootDir           string
 	StoreType                  string

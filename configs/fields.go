@@ -45,6 +45,10 @@ var brokerFields = []field{
 	boolean("longPollingEnable", "true", func(b *Broker) *bool { return &b.LongPollingEnable }),
 	millis("shortPollingTimeMills", "1000", func(b *Broker) *time.Duration { return &b.ShortPollingTime }),
 	millis("channelExpiredTimeout", "120000", func(b *Broker) *time.Duration { return &b.ChannelExpiredTimeout }),
+	boolean("enableRetryTopicV2", "false", func(b *Broker) *bool { return &b.EnableRetryTopicV2 }),
+	boolean("retrieveMessageFromPopRetryTopicV1", "true", func(b *Broker) *bool { return &b.RetrieveMessageFromPopRetryTopicV1 }),
+	intRange("popPollingSize", "1024", 0, 1<<30, func(b *Broker) *int { return &b.PopPollingSize }),
+	intRange("maxPopPollingSize", "100000", 0, 1<<30, func(b *Broker) *int { return &b.MaxPopPollingSize }),
 
 	str("storePathRootDir", DefaultStoreRoot(), func(b *Broker) *string { return &b.StorePathRootDir }),
 	oneOf("storeType", StoreTypeKV, []string{StoreTypeKV, StoreTypeFile}, func(b *Broker) *string { return &b.StoreType }),
