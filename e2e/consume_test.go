@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -396,5 +397,128 @@ func waitCommitted(t testing.TB, broker, group, topic string, queues int, timeou
 			t.Fatalf("%s has not committed %s within %v: %s", group, topic, timeout, strings.Join(behind, "; "))
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestClusteringSplitsQueues: two push consumers of one group in
+// clustering mode share the queues (the broker lists both to each and tells
+// them to rebalance when the second joins): together they receive every
+// message, and each receives part of them.
+func TestClusteringSplitsQueues(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{})
+	const topic, group, batch = "E2EClustering", "cg-clustering", 40
+	createTopic(t, b.addr, topic, 4)
+	waitRoute(t, ns.addr, topic, b.name)
+	got1, got2, all := newCollector(), newCollector(), newCollector()
+	for _, got := range []*collector{got1, got2} {
+		got := got
+		startPushConsumerFunc(t, ns.addr, group, topic, consumer.MessageSelector{},
+			func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+				for _, m := range msgs {
+					got.add(string(m.Body))
+					all.add(string(m.Body))
+				}
+				return consumer.ConsumeSuccess, nil
+			}, consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	}
+	waitUntil(t, 20*time.Second, "the broker lists both consumers of the group", func() bool {
+		return len(consumerIDs(t, b.addr, group)) == 2
+	})
+	p := newProducer(t, ns.addr, "pg-clustering")
+	// The consumers rebalance when the broker notifies them; send batches
+	// until both have received messages (at most 30 s: the Go client also
+	// rebalances every 20 s by itself).
+	sent := 0
+	deadline := time.Now().Add(30 * time.Second)
+	for len(got1.snapshot()) == 0 || len(got2.snapshot()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d messages the consumers received %d and %d: the queues are not shared",
+				sent, len(got1.snapshot()), len(got2.snapshot()))
+		}
+		sendN(t, p, topic, fmt.Sprintf("cl-%d-", sent/batch), batch)
+		sent += batch
+		all.waitDistinct(t, sent, 60*time.Second)
+	}
+	for r := 0; r < sent/batch; r++ {
+		checkBodies(t, all, fmt.Sprintf("cl-%d-", r), batch)
+	}
+}
+
+// consumerIDs asks a broker for the client ids of a consumer group.
+func consumerIDs(t testing.TB, broker, group string) []string {
+	t.Helper()
+	r, err := rawInvoke(broker, codeGetConsumerList, map[string]string{"consumerGroup": group}, nil)
+	if err != nil {
+		t.Fatalf("get consumer list: %v", err)
+	}
+	if r.Code != respSuccess {
+		return nil
+	}
+	var body struct {
+		ConsumerIDList []string `json:"consumerIdList"`
+	}
+	if err := json.Unmarshal(r.Body, &body); err != nil {
+		t.Fatalf("decode consumer list %q: %v", r.Body, err)
+	}
+	return body.ConsumerIDList
+}
+
+// TestConsumeRetry: a concurrently consuming push consumer that answers
+// "retry later" for the first delivery of each message gets each message
+// again, from the group's retry topic after the broker's delay (level 3,
+// 10 s), with its body, its original topic and a reconsume count of 1.
+func TestConsumeRetry(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{})
+	const topic, n = "E2ERetry", 10
+	createTopic(t, b.addr, topic, 2)
+	waitRoute(t, ns.addr, topic, b.name)
+	// The broker creates a group's retry topic at the group's first
+	// heartbeat, after the Go client looked up its route at start; the
+	// client would find it only at its next route refresh (30 s) and
+	// rebalance (20 s). Create it first, as for a group that existed.
+	createTopic(t, b.addr, "%RETRY%cg-retry", 1)
+	waitRoute(t, ns.addr, "%RETRY%cg-retry", b.name)
+	p := newProducer(t, ns.addr, "pg-retry")
+	sendN(t, p, topic, "retry-", n)
+
+	var mu sync.Mutex
+	deliveries := map[string][]int32{} // body -> reconsume times of each delivery
+	var bad []string
+	retried := newCollector()
+	startPushConsumerFunc(t, ns.addr, "cg-retry", topic, consumer.MessageSelector{},
+		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			result := consumer.ConsumeSuccess
+			for _, m := range msgs {
+				body := string(m.Body)
+				deliveries[body] = append(deliveries[body], m.ReconsumeTimes)
+				if m.Topic != topic {
+					bad = append(bad, fmt.Sprintf("%s delivered with topic %q", body, m.Topic))
+				}
+				if m.ReconsumeTimes == 0 {
+					result = consumer.ConsumeRetryLater
+				} else {
+					retried.add(body)
+				}
+			}
+			return result, nil
+		}, consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	retried.waitDistinct(t, n, 60*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, e := range bad {
+		t.Error(e)
+	}
+	for i := 0; i < n; i++ {
+		body := fmt.Sprintf("retry-%d", i)
+		d := deliveries[body]
+		if len(d) < 2 || d[0] != 0 || d[1] != 1 {
+			t.Errorf("%s delivered with reconsume times %v, want [0 1]", body, d)
+		}
 	}
 }

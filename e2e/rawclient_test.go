@@ -32,6 +32,7 @@ const (
 	codeQueryConsumerOffset  = 14
 	codeGetMaxOffset         = 30
 	codeGetRouteInfo         = 105
+	codeGetConsumerList      = 38
 	respSuccess              = 0
 	respTopicNotExist        = 17
 	respQueryNotFound        = 22

@@ -195,3 +195,45 @@ func waitGroup(t testing.TB, wg *sync.WaitGroup, timeout time.Duration, what str
 		t.Fatalf("%s did not finish within %v", what, timeout)
 	}
 }
+
+// TestDelayLevel: messages sent with delay level 2 (5 s) are parked by the
+// broker and delivered to their topic by its scheduler: every one is
+// consumed, stored in the topic no earlier than 5 s after it was born.
+func TestDelayLevel(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{})
+	const topic, n = "E2EDelay", 10
+	createTopic(t, b.addr, topic, 2)
+	waitRoute(t, ns.addr, topic, b.name)
+	p := newProducer(t, ns.addr, "pg-delay")
+	for i := 0; i < n; i++ {
+		m := primitive.NewMessage(topic, []byte(fmt.Sprintf("delay-%d", i)))
+		m.WithDelayTimeLevel(2)
+		if _, err := p.SendSync(context.Background(), m); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	var mu sync.Mutex
+	var early []string
+	got := newCollector()
+	startPushConsumerFunc(t, ns.addr, "cg-delay", topic, consumer.MessageSelector{},
+		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			for _, m := range msgs {
+				if d := m.StoreTimestamp - m.BornTimestamp; d < 5000 {
+					mu.Lock()
+					early = append(early, fmt.Sprintf("%s stored %d ms after it was born", m.Body, d))
+					mu.Unlock()
+				}
+				got.add(string(m.Body))
+			}
+			return consumer.ConsumeSuccess, nil
+		}, consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	got.waitDistinct(t, n, 60*time.Second)
+	checkBodies(t, got, "delay-", n)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, e := range early {
+		t.Error(e)
+	}
+}
