@@ -20,6 +20,7 @@ import (
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/migrate/filecq"
+	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -45,6 +46,8 @@ type Broker struct {
 	clients  *clientManager
 	locks    *lockManager
 	holds    *pullHolds
+	popSvc   *pop.Service
+	popHolds *popHolds
 	stats    *stats
 	register *registrar
 	uniq     *uniqIDGen
@@ -149,6 +152,9 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.holds = newPullHolds(b)
 	b.register = newRegistrar(b)
 	if err := b.topics.ensureSystemTopics(); err != nil {
+		return err
+	}
+	if err := b.startPop(); err != nil {
 		return err
 	}
 
@@ -331,6 +337,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 // closeStores closes whatever openStores opened, in reverse order.
 func (b *Broker) closeStores() []error {
 	var errs []error
+	if err := b.stopPop(); err != nil {
+		errs = append(errs, err)
+	}
 	if b.disp != nil {
 		if err := b.disp.Close(); err != nil {
 			errs = append(errs, err)

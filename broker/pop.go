@@ -1,0 +1,500 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/pop"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// popBroker lends the POP service what it needs of the broker.
+type popBroker struct{ b *Broker }
+
+func (a popBroker) ReadQueueNums(topic string) (int, bool, error) {
+	tc, ok, err := a.b.topics.get(topic)
+	return tc.ReadQueueNums, ok, err
+}
+
+func (a popBroker) EnsureTopic(topic string) error {
+	_, err := a.b.topics.ensureSystemTopic(topic, 1, meta.PermRead|meta.PermWrite)
+	return err
+}
+
+func (a popBroker) RetryMaxTimes(group string) (int32, error) {
+	gc, err := a.b.groupConfig(group, true)
+	if err != nil {
+		return 0, err
+	}
+	if gc.GroupName == "" {
+		return int32(meta.NewSubscriptionGroupConfig(group).RetryMaxTimes), nil
+	}
+	return int32(gc.RetryMaxTimes), nil
+}
+
+func (a popBroker) Put(ctx context.Context, msgs []*commitlog.Message) error {
+	_, err := a.b.putMessages(ctx, msgs, true)
+	return err
+}
+
+// popFilter adapts a subscription to pop.Filter.
+type popFilter struct{ s *subscription }
+
+func (f popFilter) MatchesCode(code int64) bool   { return f.s.matchesCode(code) }
+func (f popFilter) MatchesRecord(rec []byte) bool { return f.s.matchesRecord(rec) }
+
+// startPop creates the POP service and its long-polling holds.
+func (b *Broker) startPop() error {
+	svc, err := pop.New(pop.Config{
+		DB: b.db, CQ: b.cqs, Log: b.clog, Offsets: b.offsets, Broker: popBroker{b},
+		BrokerName: b.cfg.BrokerName, StoreHost: b.storeHost,
+		RetryTopicV2: b.cfg.EnableRetryTopicV2, ReadRetryV1: b.cfg.RetrieveMessageFromPopRetryTopicV1,
+		OnQueueReady: func(topic string, queueID int32) { b.popHolds.notify(topic, queueID) },
+		Logger:       b.root,
+	})
+	if err != nil {
+		return err
+	}
+	b.popSvc = svc
+	b.popHolds = newPopHolds(b)
+	svc.Start()
+	return nil
+}
+
+// stopPop stops revive.
+func (b *Broker) stopPop() error {
+	if b.popSvc == nil {
+		return nil
+	}
+	err := b.popSvc.Close()
+	b.popSvc = nil
+	return err
+}
+
+// popHeader is PopMessageRequestHeader.
+type popHeader struct {
+	group, topic  string
+	queueID       int32
+	maxMsgNums    int32
+	invisibleTime int64
+	pollTime      int64
+	bornTime      int64
+	initMode      int32
+	expType, exp  string
+	order         bool
+	attemptID     string
+}
+
+func parsePopHeader(req *remoting.Command) (popHeader, error) {
+	r := remoting.Header(req.ExtFields).Reader()
+	p := popHeader{
+		group:         r.String("consumerGroup"),
+		topic:         r.String("topic"),
+		queueID:       r.Int32("queueId"),
+		maxMsgNums:    r.Int32("maxMsgNums"),
+		invisibleTime: r.Int64("invisibleTime"),
+		pollTime:      r.Int64("pollTime"),
+		bornTime:      r.OptInt64("bornTime", 0),
+		initMode:      r.OptInt32("initMode", pop.InitMin),
+		expType:       r.OptString("expType", exprTag),
+		exp:           r.OptString("exp", ""),
+		order:         r.OptBool("order", false),
+		attemptID:     r.OptString("attemptId", ""),
+	}
+	return p, r.Err()
+}
+
+// popTimeoutTooMuch is how far past bornTime + pollTime a pop may arrive
+// before it is refused at once (RocketMQ's isTimeoutTooMuch).
+const popTimeoutTooMuch = 500
+
+// processPop answers POP_MESSAGE; a pop that finds nothing and may poll is
+// held until a message arrives for its topic or pop-retry topic, or its
+// poll time is up.
+func (b *Broker) processPop(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	p, err := parsePopHeader(req)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, "bad pop request header: "+err.Error())
+	}
+	if p.bornTime <= 0 {
+		p.bornTime = time.Now().UnixMilli()
+	}
+	return b.pop(conn, req, p)
+}
+
+// popCheck validates a POP or NOTIFICATION request the way RocketMQ's
+// processors do; it returns the request's filter or an error response.
+func (b *Broker) popCheck(req *remoting.Command, group, topic string, queueID int32, expType, exp string) (pop.Filter, *remoting.Command) {
+	fail := func(code int32, format string, args ...any) (pop.Filter, *remoting.Command) {
+		return nil, remoting.NewResponse(req, code, fmt.Sprintf(format, args...))
+	}
+	if !meta.Readable(b.cfg.BrokerPermission) {
+		return fail(remoting.NoPermission, "the broker[%s] pop message is forbidden", b.cfg.BrokerName)
+	}
+	tc, ok, err := b.topicConfig(topic)
+	if err != nil {
+		return fail(remoting.SystemError, "%v", err)
+	}
+	if !ok {
+		return fail(remoting.TopicNotExist, "topic[%s] not exist, apply first please!", topic)
+	}
+	if !meta.Readable(tc.Perm) {
+		return fail(remoting.NoPermission, "the topic[%s] peeking message is forbidden", topic)
+	}
+	if int(queueID) >= tc.ReadQueueNums {
+		return fail(remoting.InvalidParameter, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d]", queueID, topic, tc.ReadQueueNums)
+	}
+	gc, err := b.groupConfig(group, true)
+	if err != nil {
+		return fail(remoting.SystemError, "%v", err)
+	}
+	if gc.GroupName == "" {
+		return fail(remoting.SubscriptionGroupNotExist, "subscription group [%s] does not exist", group)
+	}
+	if !gc.ConsumeEnable {
+		return fail(remoting.NoPermission, "subscription group no permission, %s", group)
+	}
+	if exp == "" {
+		return nil, nil
+	}
+	sub, err := newSubscription(topic, exp, expType, 0)
+	if err != nil {
+		return fail(remoting.SubscriptionParseFailed, "parse the consumer's subscription failed")
+	}
+	if sub.all {
+		return nil, nil
+	}
+	return popFilter{sub}, nil
+}
+
+// pop runs one pass of a pop.
+func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *remoting.Command {
+	now := time.Now().UnixMilli()
+	if now-p.bornTime-p.pollTime > popTimeoutTooMuch {
+		return remoting.NewResponse(req, remoting.PollingTimeout, fmt.Sprintf("the broker[%s] pop message is timeout too much", b.cfg.BrokerName))
+	}
+	if p.maxMsgNums > pop.MaxPopMessages {
+		return remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf("the broker[%s] pop message's num is greater than 32", b.cfg.BrokerName))
+	}
+	filter, resp := b.popCheck(req, p.group, p.topic, p.queueID, p.expType, p.exp)
+	if resp != nil {
+		return resp
+	}
+	res, err := b.popSvc.Pop(pop.PopRequest{
+		Group: p.group, Topic: p.topic, QueueID: p.queueID, MaxMsgNums: int(max(p.maxMsgNums, 1)),
+		InvisibleTime: p.invisibleTime, InitMode: p.initMode, Order: p.order, AttemptID: p.attemptID, Filter: filter,
+	})
+	if err != nil {
+		b.log.Error().Err(err).Str("group", p.group).Str("topic", p.topic).Msg("pop failed")
+		return remoting.NewResponse(req, remoting.SystemError, "pop failed: "+err.Error())
+	}
+	code, remark := remoting.Success, "FOUND"
+	if len(res.Records) == 0 {
+		ready := func() bool {
+			has, err := b.popSvc.HasMessage(p.group, p.topic, p.queueID, p.order, p.attemptID)
+			return err != nil || has
+		}
+		switch b.popHolds.hold(popHoldKey{p.topic, p.group, p.queueID}, p.bornTime+p.pollTime, b.popWaitTopics(p.topic, p.group, p.order),
+			ready, func() { _ = conn.Reply(req, b.pop(conn, req, p)) }) {
+		case holdOK:
+			if res.RestNum > 0 {
+				b.popHolds.notify(p.topic, p.queueID)
+			}
+			return nil
+		case holdFull:
+			code = remoting.PollingFull
+		default:
+			code = remoting.PollingTimeout
+		}
+		remark = "NO_MESSAGE_IN_QUEUE"
+	} else if res.RestNum > 0 {
+		b.popHolds.notify(p.topic, p.queueID)
+	}
+	resp = remoting.NewResponse(req, code, remark)
+	h := remoting.Header{}
+	h.SetInt64("popTime", res.PopTime)
+	h.SetInt64("invisibleTime", res.InvisibleTime)
+	h.SetInt32("reviveQid", res.ReviveQID)
+	h.SetInt64("restNum", res.RestNum)
+	h.Set("startOffsetInfo", res.StartOffsetInfo)
+	h.Set("msgOffsetInfo", res.MsgOffsetInfo)
+	if p.order && res.OrderCountInfo != "" {
+		h.Set("orderCountInfo", res.OrderCountInfo)
+	}
+	resp.ExtFields = h
+	if code == remoting.Success {
+		size := 0
+		for _, r := range res.Records {
+			size += len(r)
+		}
+		body := make([]byte, 0, size)
+		for _, r := range res.Records {
+			body = append(body, r...)
+		}
+		resp.Body = body
+		b.stats.recordGet(len(res.Records))
+	}
+	return resp
+}
+
+// popWaitTopics are the topics whose dispatches wake a held pop: the topic
+// and, for non-orderly pops, the group's pop-retry topics.
+func (b *Broker) popWaitTopics(topic, group string, order bool) []string {
+	out := []string{topic}
+	if !order {
+		if b.cfg.RetrieveMessageFromPopRetryTopicV1 || !b.cfg.EnableRetryTopicV2 {
+			out = append(out, pop.RetryTopicV1(topic, group))
+		}
+		if b.cfg.EnableRetryTopicV2 {
+			out = append(out, pop.RetryTopicV2(topic, group))
+		}
+	}
+	return out
+}
+
+// ackTarget validates an ack or change of invisible time of one message:
+// the topic must exist, the queue be readable and the offset inside the
+// queue (up to maxOffset inclusive for acks, exclusive for changes, as
+// RocketMQ checks).
+func (b *Broker) ackTarget(req *remoting.Command, topic string, queueID int32, offset int64, inclusive bool) *remoting.Command {
+	tc, ok, err := b.topicConfig(topic)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if !ok {
+		return remoting.NewResponse(req, remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", topic))
+	}
+	if queueID < 0 || int(queueID) >= tc.ReadQueueNums {
+		return remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf("queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d]", queueID, topic, tc.ReadQueueNums))
+	}
+	minOff, maxOff, err := b.queueRange(topic, queueID)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if offset < minOff || offset > maxOff || (!inclusive && offset == maxOff) {
+		return remoting.NewResponse(req, remoting.NoMessage, fmt.Sprintf("offset is illegal, key:%s@%d, commit:%d, store:%d~%d", topic, queueID, offset, minOff, maxOff))
+	}
+	return nil
+}
+
+func (b *Broker) queueRange(topic string, queueID int32) (int64, int64, error) {
+	minOff, err := b.cqs.MinOffset(topic, queueID)
+	if err != nil {
+		return 0, 0, err
+	}
+	maxOff, err := b.cqs.MaxOffset(topic, queueID)
+	return minOff, maxOff, err
+}
+
+// processAck answers ACK_MESSAGE. RocketMQ answers SUCCESS for a handle
+// that matches nothing in flight (acknowledged, expired and revived,
+// stale); so does this.
+func (b *Broker) processAck(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	r := remoting.Header(req.ExtFields).Reader()
+	group, topic, queueID := r.String("consumerGroup"), r.String("topic"), r.Int32("queueId")
+	extra, offset := r.String("extraInfo"), r.Int64("offset")
+	if err := r.Err(); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, "bad ack request header: "+err.Error())
+	}
+	if resp := b.ackTarget(req, topic, queueID, offset, true); resp != nil {
+		return resp
+	}
+	h, err := pop.ParseHandle(extra)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if _, err := b.popSvc.Ack(group, topic, queueID, offset, h); err != nil {
+		return b.popError(req, err)
+	}
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// popError maps a POP service error to a response.
+func (b *Broker) popError(req *remoting.Command, err error) *remoting.Command {
+	if errors.Is(err, pop.ErrIllegalOffset) {
+		return remoting.NewResponse(req, remoting.MessageIllegal, err.Error())
+	}
+	b.log.Error().Err(err).Int32("code", req.Code).Msg("pop state change failed")
+	return remoting.NewResponse(req, remoting.SystemError, err.Error())
+}
+
+// processBatchAck answers BATCH_ACK_MESSAGE: every entry's offsets inside
+// its queue are acknowledged; entries of unknown topics and offsets out of
+// range are skipped, as RocketMQ does.
+func (b *Broker) processBatchAck(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if len(req.Body) == 0 {
+		return remoting.NewResponse(req, remoting.NoMessage, "")
+	}
+	body, err := pop.DecodeBatchAck(req.Body)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if len(body.Acks) == 0 {
+		return remoting.NewResponse(req, remoting.NoMessage, "")
+	}
+	for i := range body.Acks {
+		a := &body.Acks[i]
+		topic, err := pop.RealTopic(a.Topic, a.ConsumerGroup, a.Retry)
+		if err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+		if _, ok, err := b.topicConfig(topic); err != nil || !ok {
+			continue
+		}
+		minOff, maxOff, err := b.queueRange(topic, a.QueueID)
+		if err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+		offsets := a.OffsetsIn(minOff, maxOff)
+		if len(offsets) == 0 {
+			continue
+		}
+		if _, err := b.popSvc.AckMany(a.ConsumerGroup, topic, a.QueueID, offsets, a.PopTime, a.InvisibleTime,
+			a.ReviveQueueID == pop.OrderReviveQueue); err != nil {
+			return b.popError(req, err)
+		}
+	}
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// processChangeInvisibleTime answers CHANGE_MESSAGE_INVISIBLETIME with the
+// new handle's popTime, invisibleTime and reviveQid.
+func (b *Broker) processChangeInvisibleTime(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	r := remoting.Header(req.ExtFields).Reader()
+	group, topic, queueID := r.String("consumerGroup"), r.String("topic"), r.Int32("queueId")
+	extra, offset, invisible := r.String("extraInfo"), r.Int64("offset"), r.Int64("invisibleTime")
+	if err := r.Err(); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, "bad change invisible time request header: "+err.Error())
+	}
+	if resp := b.ackTarget(req, topic, queueID, offset, false); resp != nil {
+		return resp
+	}
+	h, err := pop.ParseHandle(extra)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	res, err := b.popSvc.ChangeInvisibleTime(group, topic, queueID, offset, h, invisible)
+	if err != nil {
+		return b.popError(req, err)
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	rh := remoting.Header{}
+	rh.SetInt64("popTime", res.PopTime)
+	rh.SetInt64("invisibleTime", res.InvisibleTime)
+	rh.SetInt32("reviveQid", res.ReviveQID)
+	resp.ExtFields = rh
+	return resp
+}
+
+// processPeek answers PEEK_MESSAGE: what a pop would return, changing
+// nothing; 19 when there is nothing.
+func (b *Broker) processPeek(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	r := remoting.Header(req.ExtFields).Reader()
+	topic, queueID, maxNums, group := r.String("topic"), r.Int32("queueId"), r.Int32("maxMsgNums"), r.String("consumerGroup")
+	if err := r.Err(); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, "bad peek request header: "+err.Error())
+	}
+	if _, resp := b.popCheck(req, group, topic, queueID, "", ""); resp != nil {
+		return resp
+	}
+	recs, rest, err := b.popSvc.Peek(group, topic, queueID, int(min(max(maxNums, 1), pop.MaxPopMessages)), pop.InitMin)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, "peek failed: "+err.Error())
+	}
+	code, remark := remoting.Success, "FOUND"
+	if len(recs) == 0 {
+		code, remark = remoting.PullNotFound, "NO_MESSAGE_IN_QUEUE"
+	}
+	resp := remoting.NewResponse(req, code, remark)
+	h := remoting.Header{}
+	h.SetInt64("popTime", time.Now().UnixMilli())
+	h.SetInt64("invisibleTime", 0)
+	h.SetInt32("reviveQid", 0)
+	h.SetInt64("restNum", rest)
+	resp.ExtFields = h
+	for _, rec := range recs {
+		resp.Body = append(resp.Body, rec...)
+	}
+	return resp
+}
+
+// notificationHeader is NotificationRequestHeader.
+type notificationHeader struct {
+	group, topic       string
+	queueID            int32
+	pollTime, bornTime int64
+	order              bool
+	attemptID          string
+}
+
+// processNotification answers NOTIFICATION: whether a pop would find a
+// message, long-polled like a pop; always code 0 with hasMsg.
+func (b *Broker) processNotification(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	r := remoting.Header(req.ExtFields).Reader()
+	n := notificationHeader{
+		group: r.String("consumerGroup"), topic: r.String("topic"), queueID: r.Int32("queueId"),
+		pollTime: r.Int64("pollTime"), bornTime: r.OptInt64("bornTime", 0),
+		order: r.OptBool("order", false), attemptID: r.OptString("attemptId", ""),
+	}
+	if err := r.Err(); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, "bad notification request header: "+err.Error())
+	}
+	if n.bornTime <= 0 {
+		n.bornTime = time.Now().UnixMilli()
+	}
+	return b.notification(conn, req, n)
+}
+
+func (b *Broker) notification(conn *remoting.Conn, req *remoting.Command, n notificationHeader) *remoting.Command {
+	if _, resp := b.popCheck(req, n.group, n.topic, n.queueID, "", ""); resp != nil {
+		return resp
+	}
+	has, err := b.popSvc.HasMessage(n.group, n.topic, n.queueID, n.order, n.attemptID)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, "notification failed: "+err.Error())
+	}
+	full := false
+	if !has {
+		ready := func() bool {
+			has, err := b.popSvc.HasMessage(n.group, n.topic, n.queueID, n.order, n.attemptID)
+			return err != nil || has
+		}
+		switch b.popHolds.hold(popHoldKey{n.topic, n.group, n.queueID}, n.bornTime+n.pollTime, b.popWaitTopics(n.topic, n.group, n.order),
+			ready, func() { _ = conn.Reply(req, b.notification(conn, req, n)) }) {
+		case holdOK:
+			return nil
+		case holdFull:
+			full = true
+		}
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	h := remoting.Header{}
+	h.SetBool("hasMsg", has)
+	if full {
+		h.SetBool("pollingFull", true)
+	}
+	resp.ExtFields = h
+	return resp
+}
+
+// processPollingInfo answers POLLING_INFO with the number of requests held
+// for a topic, group and queue.
+func (b *Broker) processPollingInfo(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	r := remoting.Header(req.ExtFields).Reader()
+	group, topic, queueID := r.String("consumerGroup"), r.String("topic"), r.Int32("queueId")
+	if err := r.Err(); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, "bad polling info request header: "+err.Error())
+	}
+	if _, resp := b.popCheck(req, group, topic, queueID, "", ""); resp != nil {
+		return resp
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	h := remoting.Header{}
+	h.SetInt32("pollingNum", int32(b.popHolds.count(popHoldKey{topic, group, queueID})))
+	resp.ExtFields = h
+	return resp
+}

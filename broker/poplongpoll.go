@@ -1,0 +1,172 @@
+package broker
+
+import (
+	"sync"
+	"time"
+
+	"github.com/rocketkv/rocketkv/kvindex"
+)
+
+// popHoldKey names a queue of held pops: RocketMQ's polling key
+// topic@group@queueId (queueId -1 for pops of every queue).
+type popHoldKey struct {
+	topic, group string
+	queueID      int32
+}
+
+// Outcomes of popHolds.hold.
+const (
+	holdOK      = iota // held: the rerun answers later
+	holdFull           // POLLING_FULL
+	holdTimeout        // POLLING_TIMEOUT (or not polling)
+)
+
+// popTimeoutSlack: a request due within this long is not held
+// (RocketMQ's PopRequest.isTimeout).
+const popTimeoutSlack = 50 * time.Millisecond
+
+// popHolds keeps long-polling POP and NOTIFICATION requests without a
+// goroutine each (RocketMQ's PopLongPollingService): a held request is a
+// notifier callback per topic it waits on plus a timer; whichever fires
+// first hands the rerun to the pull holds' worker pool. The rerun
+// processes the request again from scratch, and may hold it again until
+// its deadline.
+type popHolds struct {
+	b       *Broker
+	mu      sync.Mutex
+	byKey   map[popHoldKey]map[*popHeld]struct{}
+	byTopic map[string]map[*popHeld]struct{}
+	total   int
+}
+
+// popHeld is one held request.
+type popHeld struct {
+	h       *popHolds
+	key     popHoldKey
+	waiters []*kvindex.Waiter
+	timer   *time.Timer
+	rerun   func()
+	fired   bool // guarded by h.mu
+}
+
+func newPopHolds(b *Broker) *popHolds {
+	return &popHolds{b: b, byKey: map[popHoldKey]map[*popHeld]struct{}{}, byTopic: map[string]map[*popHeld]struct{}{}}
+}
+
+// hold suspends a request until deadline (ms since the epoch) or a
+// dispatch to one of topics (the key's queue of the first, any queue of
+// the others). It returns holdFull when maxPopPollingSize requests are
+// held or the key already holds more than popPollingSize, holdTimeout
+// when the deadline is (nearly) past. ready reports whether there is
+// something to read already; it is checked after the registration,
+// closing the race with a dispatch in between.
+func (h *popHolds) hold(key popHoldKey, deadline int64, topics []string, ready func() bool, rerun func()) int {
+	wait := time.Until(time.UnixMilli(deadline)) - popTimeoutSlack
+	cfg := h.b.cfg
+	h.mu.Lock()
+	if h.total >= cfg.MaxPopPollingSize {
+		h.mu.Unlock()
+		return holdFull
+	}
+	if wait <= 0 {
+		h.mu.Unlock()
+		return holdTimeout
+	}
+	set := h.byKey[key]
+	if len(set) > cfg.PopPollingSize {
+		h.mu.Unlock()
+		return holdFull
+	}
+	r := &popHeld{h: h, key: key, rerun: rerun}
+	if set == nil {
+		set = map[*popHeld]struct{}{}
+		h.byKey[key] = set
+	}
+	set[r] = struct{}{}
+	tset := h.byTopic[key.topic]
+	if tset == nil {
+		tset = map[*popHeld]struct{}{}
+		h.byTopic[key.topic] = tset
+	}
+	tset[r] = struct{}{}
+	h.total++
+	h.mu.Unlock()
+
+	for i, t := range topics {
+		q := key.queueID
+		if i > 0 || q < 0 {
+			q = kvindex.AnyQueue
+		}
+		r.waiters = append(r.waiters, h.b.notifier.WaitFunc(t, q, r.fire))
+	}
+	r.timer = time.AfterFunc(wait, r.fire)
+	if ready() {
+		r.fire()
+	}
+	return holdOK
+}
+
+// fire hands the rerun to the worker pool once. It may run on the
+// dispatcher's goroutine inside the notifier's lock, so the other waiters
+// are cancelled by the job, not here.
+func (r *popHeld) fire() {
+	h := r.h
+	h.mu.Lock()
+	if r.fired {
+		h.mu.Unlock()
+		return
+	}
+	r.fired = true
+	h.remove(r)
+	h.mu.Unlock()
+	h.b.holds.submit(func() {
+		for _, w := range r.waiters {
+			w.Cancel()
+		}
+		if r.timer != nil {
+			r.timer.Stop()
+		}
+		r.rerun()
+	})
+}
+
+// remove drops r from the tables; h.mu is held.
+func (h *popHolds) remove(r *popHeld) {
+	if set := h.byKey[r.key]; set != nil {
+		delete(set, r)
+		if len(set) == 0 {
+			delete(h.byKey, r.key)
+		}
+	}
+	if set := h.byTopic[r.key.topic]; set != nil {
+		delete(set, r)
+		if len(set) == 0 {
+			delete(h.byTopic, r.key.topic)
+		}
+	}
+	h.total--
+}
+
+// notify wakes the requests held on topic for queueID or for every queue
+// (RocketMQ's notifyMessageArriving by the broker itself: after a pop that
+// left messages behind, an orderly ack, a revive).
+func (h *popHolds) notify(topic string, queueID int32) {
+	h.mu.Lock()
+	var wake []*popHeld
+	for r := range h.byTopic[topic] {
+		if r.key.queueID == queueID || r.key.queueID < 0 || queueID < 0 {
+			wake = append(wake, r)
+		}
+	}
+	h.mu.Unlock()
+	for _, r := range wake {
+		r.fire()
+	}
+}
+
+// count returns the requests held under key.
+func (h *popHolds) count(key popHoldKey) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.byKey[key])
+}
