@@ -40,10 +40,10 @@ type clogResult struct {
 
 // clogAppendRate measures the CommitLog's own append rate: a fresh Log in
 // a temporary directory under dir (the same disk as the broker's store),
-// async flush, writers goroutines appending messages of bodySize bytes
+// async flush, segments of segSize bytes (0: the default 1 GiB), writers goroutines appending messages of bodySize bytes
 // with the properties a broker stores, over queues queues, for d. The page
 // cache is synced first so earlier phases' dirty pages do not slow it.
-func clogAppendRate(ctx context.Context, dir string, writers, bodySize, queues int, d time.Duration) (clogResult, error) {
+func clogAppendRate(ctx context.Context, dir string, segSize int64, writers, bodySize, queues int, d time.Duration) (clogResult, error) {
 	root, err := os.MkdirTemp(dir, "rocketkv-bench-clog-")
 	if err != nil {
 		return clogResult{}, fmt.Errorf("commitlog baseline: %w", err)
@@ -51,6 +51,9 @@ func clogAppendRate(ctx context.Context, dir string, writers, bodySize, queues i
 	defer os.RemoveAll(root)
 	cfg := commitlog.DefaultConfig(root)
 	cfg.FlushType = commitlog.AsyncFlush
+	if segSize > 0 {
+		cfg.SegmentSize = segSize
+	}
 	cfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
 	l, err := commitlog.Open(cfg)
 	if err != nil {

@@ -165,7 +165,7 @@ func runCQ(ctx context.Context, w, errw io.Writer, o cqOptions) error {
 	}
 	var t table
 	t.add("store", "queues", "written", "entries/s", "vs kv "+fmtCount(slices.Min(o.queues)), "read p50", "read p99",
-		"RSS", "peak RSS", "disk B/entry", "apparent B/entry", "files", "peak fds", "peak maps", "reopen")
+		"RSS", "peak RSS", "disk B/entry", "sst B/entry", "apparent B/entry", "files", "peak fds", "peak maps", "reopen")
 	for _, c := range configs {
 		med := func(f func(cqRunResult) float64) float64 { return medianOf(c.runs, f) }
 		written := med(func(r cqRunResult) float64 { return float64(r.Written) })
@@ -187,10 +187,11 @@ func runCQ(ctx context.Context, w, errw io.Writer, o cqOptions) error {
 			fmtBytes(int64(med(func(r cqRunResult) float64 { return float64(r.After.RSS) }))),
 			fmtBytes(int64(med(func(r cqRunResult) float64 { return float64(r.After.PeakRSS) }))),
 			perEntry(func(d DiskUsage) int64 { return d.Allocated }),
+			sstCell(c.store, perEntry(func(d DiskUsage) int64 { return d.Tables })),
 			perEntry(func(d DiskUsage) int64 { return d.Apparent }),
-			fmtNum(med(func(r cqRunResult) float64 { return float64(r.Disk.Files) })),
-			fmtNum(med(func(r cqRunResult) float64 { return float64(r.PeakFDs) })),
-			fmtNum(med(func(r cqRunResult) float64 { return float64(r.PeakMaps) })),
+			groupThousands(int64(med(func(r cqRunResult) float64 { return float64(r.Disk.Files) }))),
+			groupThousands(int64(med(func(r cqRunResult) float64 { return float64(r.PeakFDs) }))),
+			groupThousands(int64(med(func(r cqRunResult) float64 { return float64(r.PeakMaps) }))),
 			reopen)
 	}
 	if err := t.write(w); err != nil {
@@ -202,6 +203,14 @@ func runCQ(ctx context.Context, w, errw io.Writer, o cqOptions) error {
 			r.MaxMapCount, r.NoFileLimit, r.Start.FDs, r.Start.Maps)
 	}
 	return nil
+}
+
+// sstCell shows the table bytes per entry for the kv layout only.
+func sstCell(store, v string) string {
+	if store != storeKV {
+		return "-"
+	}
+	return v
 }
 
 func allComplete(rs []cqRunResult) bool {
@@ -238,6 +247,9 @@ func cqRunLine(r cqRunResult) string {
 	}
 	fmt.Fprintf(&b, "; disk %s allocated, %s apparent, %d files, %d dirs",
 		fmtBytes(r.Disk.Allocated), fmtBytes(r.Disk.Apparent), r.Disk.Files, r.Disk.Dirs)
+	if r.Disk.Tables > 0 {
+		fmt.Fprintf(&b, ", %s in tables", fmtBytes(r.Disk.Tables))
+	}
 	if r.ReopenOK {
 		fmt.Fprintf(&b, "; reopen %s", fmtDur(r.Reopen))
 	} else {

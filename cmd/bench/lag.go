@@ -34,6 +34,7 @@ type lagOptions struct {
 	dir      string
 	baseline bool
 	sample   int
+	segSize  int64
 }
 
 func newDispatchLagCommand() *cobra.Command {
@@ -66,6 +67,7 @@ CommitLog alone (no index, no dispatcher) measured in the same run.`,
 	f.StringVar(&o.dir, "dir", "", "parent directory of the temporary stores (default: the system temp directory)")
 	f.BoolVar(&o.baseline, "baseline", true, "measure the append rate without the index in each run")
 	f.IntVar(&o.sample, "sample", 64, "track the dispatch time of every n-th append")
+	f.Int64Var(&o.segSize, "segment", 0, "CommitLog segment size in bytes (0: the default 1 GiB)")
 	return cmd
 }
 
@@ -92,7 +94,7 @@ func runDispatchLag(ctx context.Context, w io.Writer, o lagOptions) error {
 	for i := range o.runs {
 		var r lagRun
 		if o.baseline {
-			base, err := clogAppendRate(ctx, o.dir, o.writers, o.body, o.queues, o.duration)
+			base, err := clogAppendRate(ctx, o.dir, o.segSize, o.writers, o.body, o.queues, o.duration)
 			if err != nil {
 				return err
 			}
@@ -133,13 +135,16 @@ type lagStack struct {
 	disp    *kvindex.Dispatcher
 }
 
-func openLagStack(root string) (*lagStack, error) {
+func openLagStack(root string, segSize int64) (*lagStack, error) {
 	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(root, kvindex.DirName), Logger: zerolog.Nop()})
 	if err != nil {
 		return nil, err
 	}
 	cfg := commitlog.DefaultConfig(root)
 	cfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
+	if segSize > 0 {
+		cfg.SegmentSize = segSize
+	}
 	l, err := commitlog.Open(cfg)
 	if err != nil {
 		_ = db.Close()
@@ -179,7 +184,7 @@ func lagOnce(ctx context.Context, o lagOptions, r *lagRun) error {
 		return fmt.Errorf("dispatch-lag: %w", err)
 	}
 	defer os.RemoveAll(root)
-	s, err := openLagStack(root)
+	s, err := openLagStack(root, o.segSize)
 	if err != nil {
 		return fmt.Errorf("dispatch-lag: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -30,12 +31,40 @@ func main() {
 // newRootCommand builds the bench command from the subcommands'
 // constructors.
 func newRootCommand() *cobra.Command {
+	var cpuProfile string
+	var profFile *os.File
 	root := &cobra.Command{
 		Use:           "bench",
 		Short:         "rocketkv load generator and storage benchmarks",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if cpuProfile == "" {
+				return nil
+			}
+			f, err := os.Create(cpuProfile)
+			if err != nil {
+				return fmt.Errorf("cpu profile: %w", err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				_ = f.Close()
+				return fmt.Errorf("cpu profile: %w", err)
+			}
+			profFile = f
+			return nil
+		},
+		PersistentPostRunE: func(*cobra.Command, []string) error {
+			if profFile == nil {
+				return nil
+			}
+			pprof.StopCPUProfile()
+			if err := profFile.Close(); err != nil {
+				return fmt.Errorf("cpu profile: %w", err)
+			}
+			return nil
+		},
 	}
+	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this process (with --inprocess: load generator and broker) to the file")
 	root.AddCommand(
 		newProduceCommand(),
 		newConsumeCommand(),

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // procStatus reads the kB fields named in keys (e.g. "VmRSS", "VmHWM")
@@ -105,6 +106,9 @@ type DiskUsage struct {
 	// Files and Dirs count the entries.
 	Files int64 `json:"files"`
 	Dirs  int64 `json:"dirs"`
+	// Tables is the allocated size of Pebble's table files (*.sst): the
+	// index itself, without the write-ahead log Pebble preallocates.
+	Tables int64 `json:"tables"`
 }
 
 // diskUsage walks root like du. Entries that vanish during the walk are
@@ -133,6 +137,9 @@ func diskUsage(root string) (DiskUsage, error) {
 		u.Apparent += info.Size()
 		if st, ok := info.Sys().(*syscall.Stat_t); ok {
 			u.Allocated += st.Blocks * 512
+			if !d.IsDir() && strings.HasSuffix(d.Name(), ".sst") {
+				u.Tables += st.Blocks * 512
+			}
 		}
 		return nil
 	})
@@ -140,4 +147,42 @@ func diskUsage(root string) (DiskUsage, error) {
 		return u, fmt.Errorf("disk usage of %s: %w", root, err)
 	}
 	return u, nil
+}
+
+// clockTicks is USER_HZ, the unit of the CPU times in /proc/<pid>/stat
+// (100 on every Linux architecture Go supports).
+const clockTicks = 100
+
+// procCPU returns the user+system CPU time a process has used so far, from
+// /proc/<pid>/stat ("self" for the calling process).
+func procCPU(pid string) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, fmt.Errorf("read cpu time of %s: %w", pid, err)
+	}
+	return parseProcStatCPU(b)
+}
+
+// parseProcStatCPU reads utime and stime (fields 14 and 15) of a
+// /proc/<pid>/stat line. The command name (field 2) may hold spaces and
+// parentheses, so fields are counted after its last ')'.
+func parseProcStatCPU(b []byte) (time.Duration, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, errors.New("stat line: no command name")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state): utime is field 14, stime field 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("stat line: %d fields after the command name", len(f))
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("stat line: cpu time %q: %w", s, err)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
 }

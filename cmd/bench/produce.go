@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,6 +28,7 @@ type produceOptions struct {
 	baseline   bool
 	baseDur    time.Duration
 	clogWriter int
+	segSize    int64
 }
 
 // inflightFor returns the in-flight bound of a mode: 1 for sync, the flag
@@ -78,6 +81,7 @@ faster of the two is the baseline of the ratio.`,
 	f.BoolVar(&o.baseline, "baseline", true, "measure the CommitLog append baseline in each run")
 	f.DurationVar(&o.baseDur, "baseline-duration", 5*time.Second, "time of each CommitLog baseline measurement")
 	f.IntVar(&o.clogWriter, "clog-writers", 0, "goroutines of the CommitLog baseline (default: --producers)")
+	f.Int64Var(&o.segSize, "clog-segment", 0, "CommitLog segment size of the baseline in bytes (0: the default 1 GiB, as the broker)")
 	return cmd
 }
 
@@ -85,6 +89,52 @@ faster of the two is the baseline of the ratio.`,
 type produceRun struct {
 	load     loadResult
 	clogRate float64 // the faster baseline, appends/s (0 when off)
+	cpu      cpuUse
+}
+
+// cpuUse is the CPU time used in a measured window: by this process (the
+// load generator, and the broker too when it runs in-process) and by a
+// broker process.
+type cpuUse struct {
+	self, broker time.Duration
+	brokerKnown  bool
+}
+
+// perMessage returns the CPU time per acknowledged message of each side
+// (broker 0 when unknown).
+func (c cpuUse) perMessage(msgs int64) (self, broker time.Duration) {
+	if msgs <= 0 {
+		return 0, 0
+	}
+	return c.self / time.Duration(msgs), c.broker / time.Duration(msgs)
+}
+
+// cpuMeter reads the CPU counters at the start and end of a window.
+type cpuMeter struct {
+	pid    int
+	s0, b0 time.Duration
+	use    cpuUse
+	err    error
+}
+
+func (m *cpuMeter) mark(start bool) {
+	self, err := procCPU("self")
+	if err != nil {
+		m.err = err
+		return
+	}
+	var broker time.Duration
+	if m.pid > 0 {
+		if broker, err = procCPU(strconv.Itoa(m.pid)); err != nil {
+			m.err = err
+			return
+		}
+	}
+	if start {
+		m.s0, m.b0 = self, broker
+		return
+	}
+	m.use = cpuUse{self: self - m.s0, broker: broker - m.b0, brokerKnown: m.pid > 0}
 }
 
 func runProduce(ctx context.Context, w io.Writer, o produceOptions) error {
@@ -107,7 +157,7 @@ func runProduce(ctx context.Context, w io.Writer, o produceOptions) error {
 		var r produceRun
 		var before, after clogResult
 		if o.baseline {
-			if before, err = clogAppendRate(ctx, o.target.dir, writers, o.body, o.queues, o.baseDur); err != nil {
+			if before, err = clogAppendRate(ctx, o.target.dir, o.segSize, writers, o.body, o.queues, o.baseDur); err != nil {
 				return err
 			}
 		}
@@ -118,7 +168,12 @@ func runProduce(ctx context.Context, w io.Writer, o produceOptions) error {
 		if i == 0 {
 			fmt.Fprintf(w, "broker: %s at %s\n", t.Kind, t.Addr)
 		}
-		r.load, err = produceOnce(ctx, t.Addr, o, inflight, i)
+		meter := &cpuMeter{pid: t.PID}
+		r.load, err = produceOnce(ctx, t.Addr, o, inflight, i, meter.mark)
+		if err == nil {
+			err = meter.err
+		}
+		r.cpu = meter.use
 		if cerr := t.Close(); err == nil {
 			err = cerr
 		}
@@ -126,7 +181,7 @@ func runProduce(ctx context.Context, w io.Writer, o produceOptions) error {
 			return err
 		}
 		if o.baseline {
-			if after, err = clogAppendRate(ctx, o.target.dir, writers, o.body, o.queues, o.baseDur); err != nil {
+			if after, err = clogAppendRate(ctx, o.target.dir, o.segSize, writers, o.body, o.queues, o.baseDur); err != nil {
 				return err
 			}
 			r.clogRate = max(before.Rate, after.Rate)
@@ -136,6 +191,12 @@ func runProduce(ctx context.Context, w io.Writer, o produceOptions) error {
 			fmt.Fprintf(w, "; CommitLog %s appends/s (before %s, after %s, %d writers), ratio %.2f",
 				fmtNum(r.clogRate), fmtNum(before.Rate), fmtNum(after.Rate), writers, ratio(r.load.Rate, r.clogRate))
 		}
+		self, brk := r.cpu.perMessage(r.load.Acked)
+		if r.cpu.brokerKnown {
+			fmt.Fprintf(w, "; CPU per message: load generator %s, broker %s", fmtDur(self), fmtDur(brk))
+		} else {
+			fmt.Fprintf(w, "; CPU per message (load generator and broker): %s", fmtDur(self))
+		}
 		fmt.Fprintln(w)
 		if r.load.FirstError != "" {
 			fmt.Fprintf(w, "  first error: %s\n", r.load.FirstError)
@@ -143,7 +204,7 @@ func runProduce(ctx context.Context, w io.Writer, o produceOptions) error {
 		runs = append(runs, r)
 	}
 	var t table
-	t.add("median of", "msg/s", "MB/s", "p50", "p90", "p99", "p99.9", "CommitLog appends/s", "ratio")
+	t.add("median of", "msg/s", "MB/s", "p50", "p90", "p99", "p99.9", "CommitLog appends/s", "ratio", "CPU/msg gen", "CPU/msg broker")
 	rate := medianOf(runs, func(r produceRun) float64 { return r.load.Rate })
 	clog := medianOf(runs, func(r produceRun) float64 { return r.clogRate })
 	lat := func(f func(Latency) time.Duration) time.Duration {
@@ -155,15 +216,34 @@ func runProduce(ctx context.Context, w io.Writer, o produceOptions) error {
 		ratioCell = fmt.Sprintf("%.2f", medianOf(runs, func(r produceRun) float64 { return ratio(r.load.Rate, r.clogRate) }))
 		clogCell = fmtNum(clog)
 	}
+	cpuSelf := time.Duration(medianOf(runs, func(r produceRun) float64 {
+		s, _ := r.cpu.perMessage(r.load.Acked)
+		return float64(s)
+	}))
+	cpuBroker := time.Duration(medianOf(runs, func(r produceRun) float64 {
+		_, b := r.cpu.perMessage(r.load.Acked)
+		return float64(b)
+	}))
+	brokerCell := "(in gen)"
+	if len(runs) > 0 && runs[0].cpu.brokerKnown {
+		brokerCell = fmtDur(cpuBroker)
+	}
 	t.add(fmt.Sprintf("%d runs", len(runs)), rate, medianOf(runs, func(r produceRun) float64 { return r.load.MBps }),
 		lat(func(l Latency) time.Duration { return l.P50 }), lat(func(l Latency) time.Duration { return l.P90 }),
 		lat(func(l Latency) time.Duration { return l.P99 }), lat(func(l Latency) time.Duration { return l.P999 }),
-		clogCell, ratioCell)
-	return t.write(w)
+		clogCell, ratioCell, fmtDur(cpuSelf), brokerCell)
+	if err := t.write(w); err != nil {
+		return err
+	}
+	if per := cpuSelf + cpuBroker; per > 0 {
+		fmt.Fprintf(w, "CPU-bound ceiling: %s msg/s per busy core (load generator and broker together), %s msg/s on %d idle cores\n",
+			fmtNum(float64(time.Second)/float64(per)), fmtNum(float64(runtime.NumCPU())*float64(time.Second)/float64(per)), runtime.NumCPU())
+	}
+	return nil
 }
 
 // produceOnce creates a fresh topic and runs the load once.
-func produceOnce(ctx context.Context, addr string, o produceOptions, inflight, run int) (loadResult, error) {
+func produceOnce(ctx context.Context, addr string, o produceOptions, inflight, run int, onWindow func(bool)) (loadResult, error) {
 	topic := o.topic
 	if topic == "" {
 		topic = fmt.Sprintf("BenchProduce_%d_%d", time.Now().Unix(), run)
@@ -173,7 +253,7 @@ func produceOnce(ctx context.Context, addr string, o produceOptions, inflight, r
 	}
 	return runLoad(ctx, addr, loadConfig{
 		topic: topic, queues: o.queues, producers: o.producers, inflight: inflight,
-		bodySize: o.body, warmup: o.warmup, duration: o.duration,
+		bodySize: o.body, warmup: o.warmup, duration: o.duration, onWindow: onWindow,
 	})
 }
 

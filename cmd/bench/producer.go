@@ -30,6 +30,9 @@ type loadConfig struct {
 	warmup, duration time.Duration
 	// count, when > 0, sends exactly this many messages and measures all.
 	count int64
+	// onWindow, when set, is called as the measured window starts (true)
+	// and ends (false), e.g. to read CPU counters.
+	onWindow func(start bool)
 	// stampBody writes the send time (UnixNano, big-endian) into the first
 	// 8 bytes of every body, for end-to-end latency.
 	stampBody bool
@@ -149,6 +152,9 @@ func runLoad(ctx context.Context, addr string, cfg loadConfig) (loadResult, erro
 		run.acked.Store(0)
 		run.failed.Store(0)
 		run.lat.Reset()
+		if cfg.onWindow != nil {
+			cfg.onWindow(true)
+		}
 		mStart := time.Now()
 		run.phase.Store(phaseMeasure)
 		timer.Reset(cfg.duration)
@@ -158,6 +164,9 @@ func runLoad(ctx context.Context, addr string, cfg loadConfig) (loadResult, erro
 		}
 		run.phase.Store(phaseDone)
 		window = time.Since(mStart)
+		if cfg.onWindow != nil {
+			cfg.onWindow(false)
+		}
 		close(stop)
 		wg.Wait()
 	}

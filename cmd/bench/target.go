@@ -66,7 +66,10 @@ type target struct {
 	// Addr is the broker's client address.
 	Addr string
 	// Kind says how it runs: "external", "process" or "in-process".
-	Kind  string
+	Kind string
+	// PID is the broker's process when the benchmark started the binary
+	// (0 otherwise), for CPU accounting.
+	PID   int
 	stop  func() error
 	once  sync.Once
 	err   error
@@ -244,7 +247,7 @@ func startProcess(ctx context.Context, bin, store string, conf map[string]string
 			return errors.New("broker did not stop within 60 s of SIGTERM; killed")
 		}
 	}
-	return &target{Addr: addr, Kind: fmt.Sprintf("process %s (pid %d)", path, cmd.Process.Pid), stop: stop}, nil
+	return &target{Addr: addr, Kind: fmt.Sprintf("process %s (pid %d)", path, cmd.Process.Pid), PID: cmd.Process.Pid, stop: stop}, nil
 }
 
 // waitListening dials addr until it accepts, the process exits or 60 s
