@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocketkv/rocketkv/configs"
+)
+
+// newRootCommand builds the kvdump command tree writing to stdout and
+// stderr.
+func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	o := &globalOptions{}
+	root := &cobra.Command{
+		Use:   "kvdump",
+		Short: "Inspect a rocketkv store: index keyspaces, queues, offsets, configs, key index; verify the index against the CommitLog",
+		Long: `kvdump prints what a rocketkv store's index holds and checks it against the CommitLog.
+
+It never modifies a store. It reads a stopped store read-only (refusing a
+store a running broker holds), or, with --broker, a consistent checkpoint of
+a running broker's index; run it on the broker's machine then.
+
+Exit status: 0 on success, 1 when verify finds differences, 2 on errors.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			o.storeSet = cmd.Flags().Changed("store")
+		},
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&o.store, "store", configs.DefaultStoreRoot(), "store root (storePathRootDir) of a stopped broker")
+	pf.StringVar(&o.broker, "broker", "", "read a checkpoint of the running broker at host:port (kvdump must run on its machine)")
+	pf.StringVar(&o.checkpointDir, "checkpoint-dir", "", "with --broker: directory the broker writes the checkpoint to (default: under its store root)")
+	pf.BoolVar(&o.keepCheckpoint, "keep-checkpoint", false, "with --broker: keep the checkpoint instead of deleting it afterwards")
+	pf.BoolVar(&o.json, "json", false, "print one JSON object per line instead of tables")
+	pf.DurationVar(&o.timeout, "timeout", 30*time.Second, "with --broker: how long the checkpoint request may take")
+	root.AddCommand(
+		summaryCommand(o),
+		cqCommand(o),
+		offsetsCommand(o),
+		topicsCommand(o),
+		groupsCommand(o),
+		keysCommand(o),
+		rawCommand(o),
+		verifyCommand(o),
+	)
+	return root
+}
+
+// storeFunc is the body of a command that reads a store.
+type storeFunc func(ctx context.Context, s *store, out *output) error
+
+// withStore opens the store for a command body and closes it after.
+func withStore(o *globalOptions, fn storeFunc) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) (err error) {
+		s, err := openStore(cmd.Context(), o, cmd.ErrOrStderr())
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := s.close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
+		return fn(cmd.Context(), s, newOutput(cmd.OutOrStdout(), o.json))
+	}
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocketkv/rocketkv/kvindex"
+)
+
+func summaryCommand(o *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "summary",
+		Short: "Keys and bytes per keyspace, dispatched offset against the CommitLog end, topic and queue counts",
+		Args:  cobra.NoArgs,
+		RunE:  withStore(o, runSummary),
+	}
+}
+
+// keyspaceLine is one keyspace in JSON output.
+type keyspaceLine struct {
+	Kind       string `json:"kind"` // "keyspace"
+	Name       string `json:"name"`
+	Prefix     string `json:"prefix"`
+	Known      bool   `json:"known"`
+	Derivable  bool   `json:"derivable"`
+	Keys       int64  `json:"keys"`
+	KeyBytes   int64  `json:"keyBytes"`
+	ValueBytes int64  `json:"valueBytes"`
+}
+
+// summaryLine is the store summary in JSON output. The CommitLog fields
+// are null when the store has no CommitLog.
+type summaryLine struct {
+	Kind           string `json:"kind"` // "summary"
+	Store          string `json:"store"`
+	Index          string `json:"index"`
+	Broker         string `json:"broker,omitempty"`
+	Dispatched     int64  `json:"dispatched"`
+	LogMin         *int64 `json:"logMinOffset"`
+	LogMax         *int64 `json:"logMaxOffset"`
+	Lag            *int64 `json:"lag"`
+	LogError       string `json:"logError,omitempty"`
+	Topics         int64  `json:"topics"`
+	Queues         int64  `json:"queues"`
+	IndexDiskBytes uint64 `json:"indexDiskBytes"`
+}
+
+func runSummary(ctx context.Context, s *store, out *output) error {
+	stats, err := s.db.KeyspaceStats()
+	if err != nil {
+		return err
+	}
+	sum := summaryLine{Kind: "summary", Store: s.root, Index: s.indexDir, Broker: s.broker,
+		Dispatched: s.dispatched, IndexDiskBytes: s.db.DiskUsage()}
+	if s.log != nil {
+		lo, hi := s.log.MinOffset(), s.logEnd
+		lag := max(0, hi-s.dispatched)
+		sum.LogMin, sum.LogMax, sum.Lag = &lo, &hi, &lag
+	} else {
+		sum.LogError = s.logErr.Error()
+	}
+	lastTopic := ""
+	err = s.db.ConsumeQueue(1).Queues(func(topic string, _ int32) bool {
+		sum.Queues++
+		if sum.Queues == 1 || topic != lastTopic {
+			sum.Topics++
+			lastTopic = topic
+		}
+		return ctx.Err() == nil
+	})
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("count queues: %w", err)
+	}
+
+	if out.json {
+		for _, st := range stats {
+			if err := out.object(keyspaceLine{Kind: "keyspace", Name: st.Name, Prefix: fmt.Sprintf("0x%02x", st.Prefix),
+				Known: st.Known, Derivable: st.Derivable, Keys: st.Keys, KeyBytes: st.KeyBytes, ValueBytes: st.ValueBytes}); err != nil {
+				return err
+			}
+		}
+		return out.object(sum)
+	}
+	t := newTable(out.w, "KEYSPACE", "PREFIX", "KEYS", "KEY BYTES", "VALUE BYTES")
+	for _, st := range stats {
+		t.row(st.Name, fmt.Sprintf("0x%02x", st.Prefix), num(st.Keys), num(st.KeyBytes), num(st.ValueBytes))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if err := out.line(""); err != nil {
+		return err
+	}
+	t = newTable(out.w)
+	t.row("store", s.root)
+	t.row("index", s.indexDir)
+	if s.broker != "" {
+		t.row("broker", s.broker+" (checkpoint)")
+	}
+	t.row("dispatched offset", num(s.dispatched))
+	if s.log != nil {
+		t.row("commitlog", fmt.Sprintf("[%d, %d)", *sum.LogMin, *sum.LogMax))
+		t.row("lag (bytes)", num(*sum.Lag))
+	} else {
+		t.row("commitlog", sum.LogError)
+		t.row("lag (bytes)", "-")
+	}
+	t.row("topics", num(sum.Topics))
+	t.row("queues", num(sum.Queues))
+	t.row("index disk usage", strconv.FormatUint(sum.IndexDiskBytes, 10)+" bytes")
+	return t.flush()
+}
+
+// formatTime formats a store timestamp for a table cell.
+func formatTime(ms int64) string { return kvindex.FormatMillis(ms) }
