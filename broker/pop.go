@@ -199,7 +199,11 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 			return err != nil || has
 		}
 		switch b.popHolds.hold(popHoldKey{p.topic, p.group, p.queueID}, p.bornTime+p.pollTime, b.popWaitTopics(p.topic, p.group, p.order),
-			ready, func() { _ = conn.Reply(req, b.pop(conn, req, p)) }) {
+			ready, func() {
+				if resp := b.pop(conn, req, p); resp != nil {
+					_ = conn.Reply(req, resp)
+				}
+			}) {
 		case holdOK:
 			if res.RestNum > 0 {
 				b.popHolds.notify(p.topic, p.queueID)
@@ -464,7 +468,11 @@ func (b *Broker) notification(conn *remoting.Conn, req *remoting.Command, n noti
 			return err != nil || has
 		}
 		switch b.popHolds.hold(popHoldKey{n.topic, n.group, n.queueID}, n.bornTime+n.pollTime, b.popWaitTopics(n.topic, n.group, n.order),
-			ready, func() { _ = conn.Reply(req, b.notification(conn, req, n)) }) {
+			ready, func() {
+				if resp := b.notification(conn, req, n); resp != nil {
+					_ = conn.Reply(req, resp)
+				}
+			}) {
 		case holdOK:
 			return nil
 		case holdFull:

@@ -41,12 +41,13 @@ type popHolds struct {
 
 // popHeld is one held request.
 type popHeld struct {
-	h       *popHolds
-	key     popHoldKey
+	h     *popHolds
+	key   popHoldKey
+	rerun func()
+	// Guarded by h.mu.
 	waiters []*kvindex.Waiter
 	timer   *time.Timer
-	rerun   func()
-	fired   bool // guarded by h.mu
+	fired   bool
 }
 
 func newPopHolds(b *Broker) *popHolds {
@@ -92,15 +93,25 @@ func (h *popHolds) hold(key popHoldKey, deadline int64, topics []string, ready f
 	h.total++
 	h.mu.Unlock()
 
+	waiters := make([]*kvindex.Waiter, 0, len(topics))
 	for i, t := range topics {
 		q := key.queueID
 		if i > 0 || q < 0 {
 			q = kvindex.AnyQueue
 		}
-		r.waiters = append(r.waiters, h.b.notifier.WaitFunc(t, q, r.fire))
+		waiters = append(waiters, h.b.notifier.WaitFunc(t, q, r.fire))
 	}
-	r.timer = time.AfterFunc(wait, r.fire)
-	if ready() {
+	timer := time.AfterFunc(wait, r.fire)
+	h.mu.Lock()
+	r.waiters, r.timer = waiters, timer
+	fired := r.fired
+	h.mu.Unlock()
+	if fired {
+		// Fired while being set up, before the job could see the
+		// registrations: release them here (Cancel and Stop are
+		// idempotent).
+		r.release(waiters, timer)
+	} else if ready() {
 		r.fire()
 	}
 	return holdOK
@@ -120,14 +131,22 @@ func (r *popHeld) fire() {
 	h.remove(r)
 	h.mu.Unlock()
 	h.b.holds.submit(func() {
-		for _, w := range r.waiters {
-			w.Cancel()
-		}
-		if r.timer != nil {
-			r.timer.Stop()
-		}
+		h.mu.Lock()
+		waiters, timer := r.waiters, r.timer
+		h.mu.Unlock()
+		r.release(waiters, timer)
 		r.rerun()
 	})
+}
+
+// release cancels a request's registrations.
+func (r *popHeld) release(waiters []*kvindex.Waiter, timer *time.Timer) {
+	for _, w := range waiters {
+		w.Cancel()
+	}
+	if timer != nil {
+		timer.Stop()
+	}
 }
 
 // remove drops r from the tables; h.mu is held.

@@ -1,0 +1,533 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/popclient"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/pop"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+func popClient(tb *testBroker) (*popclient.Client, *remoting.Client) {
+	rc := tb.client(nil)
+	return popclient.New(rc, tb.cfg.BrokerName), rc
+}
+
+func ctx20(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustPop(t *testing.T, c *popclient.Client, r popclient.PopRequest) popclient.PopResult {
+	t.Helper()
+	res, err := c.Pop(ctx20(t), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func bodies(ms []popclient.Message) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, string(m.Body))
+	}
+	return out
+}
+
+func TestPopAckAndCommittedOffset(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	for i := 0; i < 5; i++ {
+		mustSend(t, rc, "PT", 0, fmt.Sprintf("m%d", i), "")
+	}
+	b.caughtUp()
+	res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "PT", QueueID: 0, MaxMsgNums: 3, InvisibleTime: time.Minute})
+	if res.Code != remoting.Success || len(res.Messages) != 3 || res.RestNum != 2 || res.ReviveQID != 0 {
+		t.Fatalf("pop: code %d %s, %d messages, rest %d", res.Code, res.Remark, len(res.Messages), res.RestNum)
+	}
+	if got := res.Header["startOffsetInfo"]; got != "0 0 0" {
+		t.Fatalf("startOffsetInfo %q", got)
+	}
+	if got := res.Header["msgOffsetInfo"]; got != "0 0 0,1,2" {
+		t.Fatalf("msgOffsetInfo %q", got)
+	}
+	if _, ok := res.Header["orderCountInfo"]; ok {
+		t.Fatal("orderCountInfo on a non-orderly pop")
+	}
+	h := res.Messages[1].Handle
+	want := fmt.Sprintf("0 %d 60000 0 0 %s 0 1", res.PopTime, b.cfg.BrokerName)
+	if h.String() != want {
+		t.Fatalf("handle %q, want %q", h.String(), want)
+	}
+	// The next pop continues after the in-flight messages.
+	res2 := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "PT", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute})
+	if got := bodies(res2.Messages); len(got) != 2 || got[0] != "m3" {
+		t.Fatalf("second pop %v", got)
+	}
+	offset := func() int64 {
+		off, ok, err := b.offsets.Get("g", "PT", 0)
+		if err != nil || !ok {
+			t.Fatalf("committed offset: %v %v", ok, err)
+		}
+		return off
+	}
+	if got := offset(); got != 0 {
+		t.Fatalf("committed before acks %d", got)
+	}
+	// Acking offset 1 leaves 0 in flight: no advance.
+	if code, err := c.Ack(ctx20(t), "g", res.Messages[1]); err != nil || code != remoting.Success {
+		t.Fatalf("ack: %d %v", code, err)
+	}
+	if got := offset(); got != 0 {
+		t.Fatalf("committed after acking 1: %d", got)
+	}
+	if code, _ := c.Ack(ctx20(t), "g", res.Messages[0]); code != remoting.Success {
+		t.Fatal(code)
+	}
+	if got := offset(); got != 2 {
+		t.Fatalf("committed after acking 0,1: %d", got)
+	}
+	// A second ack of the same handle is RocketMQ's SUCCESS, and a no-op.
+	if code, _ := c.Ack(ctx20(t), "g", res.Messages[0]); code != remoting.Success {
+		t.Fatalf("repeated ack %d", code)
+	}
+	// Batch ack of the rest (offsets 2, 3, 4 from two pops: two entries).
+	if code, err := c.BatchAck(ctx20(t), "g", "PT", append(res.Messages[2:], res2.Messages...)); err != nil || code != remoting.Success {
+		t.Fatalf("batch ack %d %v", code, err)
+	}
+	if got := offset(); got != 5 {
+		t.Fatalf("committed after batch ack %d", got)
+	}
+	n := 0
+	_ = b.db.Pop().EachInFlight(func(r kvindex.InFlight) bool { n++; return true })
+	if n != 0 {
+		t.Fatalf("%d records left in flight", n)
+	}
+}
+
+func TestPopErrorCodes(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	mustSend(t, rc, "EC", 0, "x", "")
+	b.caughtUp()
+	pop1 := func(ext map[string]string) *remoting.Command {
+		base := map[string]string{"consumerGroup": "g", "topic": "EC", "queueId": "0", "maxMsgNums": "1",
+			"invisibleTime": "60000", "pollTime": "0", "bornTime": strconv.FormatInt(time.Now().UnixMilli(), 10), "initMode": "0"}
+		for k, v := range ext {
+			if v == "" {
+				delete(base, k)
+			} else {
+				base[k] = v
+			}
+		}
+		return call(t, rc, remoting.PopMessage, base, nil)
+	}
+	cases := []struct {
+		name string
+		ext  map[string]string
+		code int32
+	}{
+		{"unknown topic", map[string]string{"topic": "Nope"}, remoting.TopicNotExist},
+		{"too many", map[string]string{"maxMsgNums": "33"}, remoting.InvalidParameter},
+		{"bad queue", map[string]string{"queueId": "99"}, remoting.InvalidParameter},
+		{"missing field", map[string]string{"invisibleTime": ""}, remoting.SystemError},
+		{"born long ago", map[string]string{"bornTime": "1000"}, remoting.PollingTimeout},
+		{"bad filter type", map[string]string{"exp": "a", "expType": "SQL92"}, remoting.SubscriptionParseFailed},
+	}
+	for _, tc := range cases {
+		if r := pop1(tc.ext); r.Code != tc.code {
+			t.Errorf("%s: code %d (%s), want %d", tc.name, r.Code, r.Remark, tc.code)
+		}
+	}
+	res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "EC", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Minute})
+	if len(res.Messages) != 1 {
+		t.Fatal("pop")
+	}
+	// Nothing left and no polling: 210.
+	if r := pop1(nil); r.Code != remoting.PollingTimeout {
+		t.Fatalf("empty pop without polling: %d", r.Code)
+	}
+	m := res.Messages[0]
+	ack := func(ext map[string]string) int32 {
+		base := map[string]string{"consumerGroup": "g", "topic": "EC", "queueId": "0", "extraInfo": m.Handle.String(), "offset": "0"}
+		for k, v := range ext {
+			base[k] = v
+		}
+		return call(t, rc, remoting.AckMessage, base, nil).Code
+	}
+	ackCases := []struct {
+		name string
+		ext  map[string]string
+		code int32
+	}{
+		{"unknown topic", map[string]string{"topic": "Nope"}, remoting.TopicNotExist},
+		{"bad queue", map[string]string{"queueId": "77"}, remoting.MessageIllegal},
+		{"offset past max", map[string]string{"offset": "5"}, remoting.NoMessage},
+		{"bad handle", map[string]string{"extraInfo": "garbage"}, remoting.SystemError},
+		{"unknown handle", map[string]string{"extraInfo": "0 1 2 0 0 b 0 0"}, remoting.Success},
+	}
+	for _, tc := range ackCases {
+		if code := ack(tc.ext); code != tc.code {
+			t.Errorf("ack %s: code %d, want %d", tc.name, code, tc.code)
+		}
+	}
+	if _, ok, _ := b.popSvc.InFlight("g", "EC", 0, 0); !ok {
+		t.Fatal("an unknown handle deleted the record")
+	}
+	cit := func(off string) int32 {
+		return call(t, rc, remoting.ChangeMessageInvisibleTime, map[string]string{"consumerGroup": "g", "topic": "EC", "queueId": "0",
+			"extraInfo": m.Handle.String(), "offset": off, "invisibleTime": "1000"}, nil).Code
+	}
+	if code := cit("1"); code != remoting.NoMessage {
+		t.Fatalf("change invisible time at max: %d", code)
+	}
+	if r := call(t, rc, remoting.BatchAckMessage, nil, []byte(`{"acks":[]}`)); r.Code != remoting.NoMessage {
+		t.Fatalf("empty batch ack %d", r.Code)
+	}
+	if r := call(t, rc, remoting.BatchAckMessage, nil, nil); r.Code != remoting.NoMessage {
+		t.Fatalf("batch ack without body %d", r.Code)
+	}
+	if r := call(t, rc, remoting.BatchAckMessage, nil, []byte(`{"acks":[{`)); r.Code != remoting.SystemError {
+		t.Fatalf("malformed batch ack %d", r.Code)
+	}
+}
+
+func TestChangeInvisibleTimeMakesOldHandleStale(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	mustSend(t, rc, "CIT", 0, "x", "")
+	b.caughtUp()
+	res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "CIT", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Minute})
+	m := res.Messages[0]
+	code, nh, err := c.ChangeInvisibleTime(ctx20(t), "g", m, 2*time.Minute)
+	if err != nil || code != remoting.Success {
+		t.Fatalf("change: %d %v", code, err)
+	}
+	if nh.InvisibleTime != 120000 || nh.CKOffset != 0 || nh.PopTime < res.PopTime {
+		t.Fatalf("new handle %+v", nh)
+	}
+	r, ok, _ := b.popSvc.InFlight("g", "CIT", 0, 0)
+	if !ok || r.VisibleAt != nh.PopTime+120000 {
+		t.Fatalf("record after change %+v %v", r, ok)
+	}
+	// The old handle is stale: acking it answers SUCCESS and changes nothing.
+	if code, _ := c.Ack(ctx20(t), "g", m); code != remoting.Success {
+		t.Fatal(code)
+	}
+	if _, ok, _ := b.popSvc.InFlight("g", "CIT", 0, 0); !ok {
+		t.Fatal("a stale handle acked the message")
+	}
+	m.Handle = nh
+	if code, _ := c.Ack(ctx20(t), "g", m); code != remoting.Success {
+		t.Fatal(code)
+	}
+	if _, ok, _ := b.popSvc.InFlight("g", "CIT", 0, 0); ok {
+		t.Fatal("the new handle did not ack")
+	}
+}
+
+func TestPopReviveRetryAndDLQ(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	// A group that gives up after one retry.
+	gc, _ := b.groupConfig("gr", true)
+	gc.RetryMaxTimes = 1
+	if err := b.groups.Put(gc); err != nil {
+		t.Fatal(err)
+	}
+	mustSend(t, rc, "RV", 0, "payload", "TAGS\x01t1\x02")
+	b.caughtUp()
+	first := mustPop(t, c, popclient.PopRequest{Group: "gr", Topic: "RV", QueueID: -1, MaxMsgNums: 1, InvisibleTime: 100 * time.Millisecond})
+	if len(first.Messages) != 1 {
+		t.Fatalf("first pop %d", first.Code)
+	}
+	// Wait for revive: the retry message arrives under the requested
+	// topic with POP_CK, reconsume 1 and 1ST_POP_TIME.
+	var retry popclient.PopResult
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		retry = mustPop(t, c, popclient.PopRequest{Group: "gr", Topic: "RV", QueueID: -1, MaxMsgNums: 1,
+			InvisibleTime: 100 * time.Millisecond, PollTime: 2 * time.Second})
+		if len(retry.Messages) == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(retry.Messages) != 1 {
+		t.Fatal("message not revived")
+	}
+	m := retry.Messages[0]
+	props := commitlog.ParseProperties(m.Properties)
+	if m.Topic != "RV" || string(m.Body) != "payload" || m.ReconsumeTimes != 1 || props["TAGS"] != "t1" {
+		t.Fatalf("retry message %+v %v", m.Message, props)
+	}
+	if props["1ST_POP_TIME"] != strconv.FormatInt(first.PopTime, 10) {
+		t.Fatalf("1ST_POP_TIME %q, first pop %d", props["1ST_POP_TIME"], first.PopTime)
+	}
+	ck := props["POP_CK"]
+	want := fmt.Sprintf("%d %d 100 0 1 %s 0 %d", m.Handle.CKOffset, retry.PopTime, b.cfg.BrokerName, m.QueueOffset)
+	if ck != want || m.RealTopic != "%RETRY%gr_RV" {
+		t.Fatalf("POP_CK %q want %q, real topic %s", ck, want, m.RealTopic)
+	}
+	if got := retry.Header["startOffsetInfo"]; got != fmt.Sprintf("1 0 %d", m.Handle.CKOffset) {
+		t.Fatalf("retry startOffsetInfo %q", got)
+	}
+	// Not acked again: past retryMaxTimes it goes to the DLQ.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if maxOff, _ := b.cqs.MaxOffset("%DLQ%gr", 0); maxOff == 1 {
+			break
+		}
+	}
+	b.caughtUp()
+	resp := call(t, rc, remoting.PullMessage, pullReq("x", "%DLQ%gr", 0, 0, 0, 0, "*"), nil)
+	if resp.Code != remoting.Success {
+		t.Fatalf("DLQ pull %d %s", resp.Code, resp.Remark)
+	}
+	dl := decodeRecords(t, resp.Body)
+	if len(dl) != 1 || string(dl[0].Body) != "payload" || dl[0].ReconsumeTimes != 2 ||
+		commitlog.ParseProperties(dl[0].Properties)["DLQ_ORIGIN_TOPIC"] != "RV" {
+		t.Fatalf("DLQ message %+v", dl)
+	}
+	if st := b.popSvc.ReviveStats(); st.Retried < 1 || st.DLQ != 1 {
+		t.Fatalf("revive stats %+v", st)
+	}
+}
+
+func TestPopLongPollingAndNotification(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"popPollingSize": "0"})
+	c, rc := popClient(b)
+	mustSend(t, rc, "LPP", 0, "first", "")
+	b.caughtUp()
+	_ = mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "LPP", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Minute})
+	// A held pop is woken by a send.
+	done := make(chan popclient.PopResult, 1)
+	go func() {
+		res, _ := c.Pop(context.Background(), popclient.PopRequest{Group: "g", Topic: "LPP", QueueID: 0, MaxMsgNums: 1,
+			InvisibleTime: time.Minute, PollTime: 15 * time.Second})
+		done <- res
+	}()
+	waitHeld := func(n int) {
+		for deadline := time.Now().Add(10 * time.Second); b.popHolds.count(popHoldKey{"LPP", "g", 0}) != n; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("held requests never reached %d", n)
+			}
+		}
+	}
+	waitHeld(1)
+	if r := call(t, rc, remoting.PollingInfo, map[string]string{"consumerGroup": "g", "topic": "LPP", "queueId": "0"}, nil); r.ExtFields["pollingNum"] != "1" {
+		t.Fatalf("polling info %v", r.ExtFields)
+	}
+	// popPollingSize 0: a second hold on the key is POLLING_FULL.
+	full := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "LPP", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Minute, PollTime: 5 * time.Second})
+	if full.Code != remoting.PollingFull {
+		t.Fatalf("second held pop: %d", full.Code)
+	}
+	code, has, pfull, err := c.Notification(ctx20(t), "g", "LPP", 0, 5*time.Second, false)
+	if err != nil || code != remoting.Success || has || !pfull {
+		t.Fatalf("notification while full: %d %v %v %v", code, has, pfull, err)
+	}
+	mustSend(t, rc, "LPP", 0, "second", "")
+	res := <-done
+	if res.Code != remoting.Success || len(res.Messages) != 1 || string(res.Messages[0].Body) != "second" {
+		t.Fatalf("woken pop: %d %v", res.Code, bodies(res.Messages))
+	}
+	// Timed out: 210 after the poll time.
+	start := time.Now()
+	to := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "LPP", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Minute, PollTime: 300 * time.Millisecond})
+	if to.Code != remoting.PollingTimeout || time.Since(start) < 200*time.Millisecond {
+		t.Fatalf("timed out pop: %d after %v", to.Code, time.Since(start))
+	}
+	// Notification: hasMsg false after its poll time, true once a message waits.
+	code, has, _, _ = c.Notification(ctx20(t), "g", "LPP", 0, 200*time.Millisecond, false)
+	if code != remoting.Success || has {
+		t.Fatalf("notification on empty queue: %d %v", code, has)
+	}
+	nd := make(chan bool, 1)
+	go func() {
+		_, has, _, _ := c.Notification(context.Background(), "g", "LPP", -1, 15*time.Second, false)
+		nd <- has
+	}()
+	for deadline := time.Now().Add(10 * time.Second); b.popHolds.count(popHoldKey{"LPP", "g", -1}) != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("notification not held")
+		}
+	}
+	mustSend(t, rc, "LPP", 0, "third", "")
+	if !<-nd {
+		t.Fatal("notification woke without a message")
+	}
+	pcode, peeked, err := c.Peek(ctx20(t), "g", "LPP", 0, 4)
+	if err != nil || pcode != remoting.Success || len(peeked) != 1 || string(peeked[0].Body) != "third" {
+		t.Fatalf("peek %d %d %v", pcode, len(peeked), err)
+	}
+	// Peeking changed nothing.
+	if res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "LPP", QueueID: 0, MaxMsgNums: 4, InvisibleTime: time.Minute}); len(res.Messages) != 1 {
+		t.Fatalf("pop after peek %d", len(res.Messages))
+	}
+	if pcode, _, _ := c.Peek(ctx20(t), "g", "LPP", 0, 4); pcode != remoting.PullNotFound {
+		t.Fatalf("peek of nothing %d", pcode)
+	}
+}
+
+func TestPopTagFilterAndInitMode(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	for i := 0; i < 6; i++ {
+		tag := "a"
+		if i%2 == 1 {
+			tag = "b"
+		}
+		mustSend(t, rc, "TF", 0, fmt.Sprintf("m%d", i), "TAGS\x01"+tag+"\x02")
+	}
+	b.caughtUp()
+	res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "TF", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute, Exp: "b"})
+	if got := bodies(res.Messages); fmt.Sprint(got) != "[m1 m3 m5]" || res.Header["msgOffsetInfo"] != "0 0 1,3,5" {
+		t.Fatalf("filtered pop %v %q", got, res.Header["msgOffsetInfo"])
+	}
+	maxPop := mustPop(t, c, popclient.PopRequest{Group: "gmax", Topic: "TF", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute, InitMode: pop.InitMax})
+	if got := bodies(maxPop.Messages); fmt.Sprint(got) != "[m5]" {
+		t.Fatalf("init max pop %v", got)
+	}
+}
+
+func TestOrderlyPop(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	for i := 0; i < 4; i++ {
+		mustSend(t, rc, "OP", 0, fmt.Sprintf("m%d", i), "")
+	}
+	b.caughtUp()
+	req := popclient.PopRequest{Group: "g", Topic: "OP", QueueID: 0, MaxMsgNums: 2, InvisibleTime: 300 * time.Millisecond, Order: true}
+	withAttempt := req
+	withAttempt.AttemptID = "attempt-1"
+	first := mustPop(t, c, withAttempt)
+	if first.Code != remoting.Success || first.ReviveQID != pop.OrderReviveQueue || fmt.Sprint(bodies(first.Messages)) != "[m0 m1]" {
+		t.Fatalf("orderly pop %d %v", first.Code, bodies(first.Messages))
+	}
+	if got := first.Header["orderCountInfo"]; got != "0 0 0" {
+		t.Fatalf("orderCountInfo %q", got)
+	}
+	// The queue is locked while the batch is in flight.
+	if res := mustPop(t, c, req); res.Code != remoting.PollingTimeout {
+		t.Fatalf("pop of a locked queue: %d %v", res.Code, bodies(res.Messages))
+	}
+	// The same attempt id (a client's retry of the pop): the batch again,
+	// counts unchanged.
+	again := mustPop(t, c, withAttempt)
+	if fmt.Sprint(bodies(again.Messages)) != "[m0 m1]" || again.Header["orderCountInfo"] != "0 0 0" {
+		t.Fatalf("repeated attempt %v %q", bodies(again.Messages), again.Header["orderCountInfo"])
+	}
+	// After the deadline the batch comes back, each message counted once more.
+	time.Sleep(350 * time.Millisecond)
+	second := mustPop(t, c, req)
+	if fmt.Sprint(bodies(second.Messages)) != "[m0 m1]" || second.Messages[0].OrderCount != 1 {
+		t.Fatalf("expired batch: %v counts %q", bodies(second.Messages), second.Header["orderCountInfo"])
+	}
+	if got := second.Header["orderCountInfo"]; got != "0 qo0%0 1;0 qo0%1 1;0 0 1" {
+		t.Fatalf("orderCountInfo %q", got)
+	}
+	// An offset outside the batch is MESSAGE_ILLEGAL.
+	bad := second.Messages[0]
+	bad.Handle.QueueOffset = 3
+	if code, _ := c.Ack(ctx20(t), "g", bad); code != remoting.MessageIllegal {
+		t.Fatalf("orderly ack outside the batch: %d", code)
+	}
+	for _, m := range second.Messages {
+		if code, _ := c.Ack(ctx20(t), "g", m); code != remoting.Success {
+			t.Fatal(code)
+		}
+	}
+	if off, _, _ := b.offsets.Get("g", "OP", 0); off != 2 {
+		t.Fatalf("committed after orderly acks %d", off)
+	}
+	third := mustPop(t, c, req)
+	if fmt.Sprint(bodies(third.Messages)) != "[m2 m3]" || third.Header["orderCountInfo"] != "0 0 0" {
+		t.Fatalf("next batch %v %q", bodies(third.Messages), third.Header["orderCountInfo"])
+	}
+}
+
+func TestConcurrentPopsNeverShareAMessage(t *testing.T) {
+	b := startTestBroker(t, nil)
+	_, rc := popClient(b)
+	const n = 400
+	for i := 0; i < n; i++ {
+		mustSend(t, rc, "CC", 0, strconv.Itoa(i), "")
+	}
+	b.caughtUp()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		c, _ := popClient(b)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				res, err := c.Pop(context.Background(), popclient.PopRequest{Group: "g", Topic: "CC", QueueID: 0, MaxMsgNums: 7, InvisibleTime: time.Minute})
+				if err != nil || len(res.Messages) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, m := range res.Messages {
+					seen[string(m.Body)]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Fatalf("%d distinct messages popped, want %d", len(seen), n)
+	}
+	for k, v := range seen {
+		if v != 1 {
+			t.Fatalf("message %s popped %d times inside its invisibility window", k, v)
+		}
+	}
+}
+
+func TestQueryAssignmentAndRequestMode(t *testing.T) {
+	b := startTestBroker(t, nil)
+	_, rc := popClient(b)
+	mustSend(t, rc, "QA", 0, "x", "")
+	query := func() []queueAssignment {
+		body, _ := json.Marshal(queryAssignmentBody{Topic: "QA", ConsumerGroup: "g", ClientID: "c1", StrategyName: "AVG", MessageModel: modelClustering})
+		r := call(t, rc, remoting.QueryAssignment, nil, body)
+		var out struct {
+			MessageQueueAssignments []queueAssignment `json:"messageQueueAssignments"`
+		}
+		if r.Code != remoting.Success || json.Unmarshal(r.Body, &out) != nil {
+			t.Fatalf("query assignment %d %s", r.Code, r.Body)
+		}
+		return out.MessageQueueAssignments
+	}
+	if a := query(); len(a) != 4 || a[0].Mode != modePull {
+		t.Fatalf("pull assignment %+v", a)
+	}
+	set, _ := json.Marshal(requestModeBody{Topic: "QA", ConsumerGroup: "g", Mode: "POP"})
+	if r := call(t, rc, remoting.SetMessageRequestMode, nil, set); r.Code != remoting.Success {
+		t.Fatalf("set mode %d", r.Code)
+	}
+	if a := query(); len(a) != 1 || a[0].Mode != modePop || a[0].MessageQueue.QueueID != -1 {
+		t.Fatalf("pop assignment %+v", a)
+	}
+	retry, _ := json.Marshal(requestModeBody{Topic: "%RETRY%g", ConsumerGroup: "g", Mode: "POP"})
+	if r := call(t, rc, remoting.SetMessageRequestMode, nil, retry); r.Code != remoting.SystemError {
+		t.Fatalf("set mode on a retry topic %d", r.Code)
+	}
+	r := call(t, rc, remoting.GetAllMessageRequestMode, nil, nil)
+	var all struct {
+		Map map[string]map[string]requestModeBody `json:"messageRequestModeMap"`
+	}
+	if err := json.Unmarshal(r.Body, &all); err != nil || all.Map["QA"]["g"].Mode != "POP" {
+		t.Fatalf("all modes %s %v", r.Body, err)
+	}
+}
