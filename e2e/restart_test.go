@@ -202,3 +202,49 @@ func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() boo
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestRestartWithLiveClients: a producer and a push consumer keep running
+// while the broker is shut down cleanly and restarted. They reconnect: the
+// messages sent after the restart are consumed, and the messages consumed
+// and committed before it are not delivered again.
+func TestRestartWithLiveClients(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{})
+	const topic, group, queues, n = "E2ELive", "cg-live", 4, 40
+	createTopic(t, b.addr, topic, queues)
+	waitRoute(t, ns.addr, topic, b.name)
+	p := newProducer(t, ns.addr, "pg-live")
+	got := newCollector()
+	startPushConsumer(t, ns.addr, group, topic, consumer.MessageSelector{}, got,
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	sendN(t, p, topic, "before-", n)
+	got.waitDistinct(t, n, 60*time.Second)
+	waitCommitted(t, b.addr, group, topic, queues, 20*time.Second)
+
+	b.stop(t)
+	b.restart(t)
+
+	// The producer's connection died with the broker: a send may fail
+	// until it reconnects.
+	for i := 0; i < n; i++ {
+		body := fmt.Sprintf("after-%d", i)
+		var err error
+		for try := 0; try < 50; try++ {
+			if _, err = p.SendSync(context.Background(), primitive.NewMessage(topic, []byte(body))); err == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatalf("send %s after the restart: %v", body, err)
+		}
+	}
+	got.waitDistinct(t, 2*n, 60*time.Second)
+	checkBodies(t, got, "after-", n)
+	for body, k := range got.snapshot() {
+		if k != 1 {
+			t.Errorf("%s delivered %d times", body, k)
+		}
+	}
+}
