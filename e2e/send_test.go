@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
 )
 
 // TestAsyncSend: SendAsync calls back once per message with SEND_OK and a
@@ -235,5 +238,96 @@ func TestDelayLevel(t *testing.T) {
 	defer mu.Unlock()
 	for _, e := range early {
 		t.Error(e)
+	}
+}
+
+// TestMessageFidelity: what a consumer receives is what the producer sent
+// and what the send result said: bodies of 1 B to 3 MiB (the client
+// compresses those over 4 KiB), tags and keys, user properties with
+// non-ASCII text, the message id, the offset message id, the queue and the
+// queue offset; the store host is the broker's address. The subscription
+// names a non-ASCII tag, which the broker matches by Java's String.hashCode
+// (the Go client hashes UTF-8 bytes differently).
+func TestMessageFidelity(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{})
+	const topic, tag = "E2EFidelity", "标签-Ω"
+	createTopic(t, b.addr, topic, 2)
+	waitRoute(t, ns.addr, topic, b.name)
+	p := newProducer(t, ns.addr, "pg-fidelity", producer.WithSendMsgTimeout(20*time.Second))
+	sizes := []int{1, 4096, 4097, 300 << 10, 3 << 20}
+	sent := map[string]*primitive.SendResult{}
+	bodies := map[string][]byte{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i, size := range sizes {
+		body := make([]byte, size)
+		for j := range body {
+			body[j] = byte(rng.UintN(256))
+		}
+		id := fmt.Sprintf("m%d", i)
+		copy(body, id) // a readable prefix; the rest is incompressible
+		m := primitive.NewMessage(topic, body)
+		m.WithTag(tag)
+		m.WithKeys([]string{"key-" + id, "second"})
+		m.WithProperty("id", id)
+		m.WithProperty("ключ", "значение ✓")
+		res, err := p.SendSync(context.Background(), m)
+		if err != nil {
+			t.Fatalf("send %s (%d bytes): %v", id, size, err)
+		}
+		sent[id], bodies[id] = res, body
+	}
+
+	type received struct {
+		msg  *primitive.MessageExt
+		body []byte
+	}
+	var mu sync.Mutex
+	gotMsgs := map[string]received{}
+	got := newCollector()
+	startPushConsumerFunc(t, ns.addr, "cg-fidelity", topic, consumer.MessageSelector{Type: consumer.TAG, Expression: tag},
+		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			for _, m := range msgs {
+				id := m.GetProperty("id")
+				mu.Lock()
+				gotMsgs[id] = received{m, append([]byte(nil), m.Body...)}
+				mu.Unlock()
+				got.add(id)
+			}
+			return consumer.ConsumeSuccess, nil
+		}, consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	got.waitDistinct(t, len(sizes), 60*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	for id, res := range sent {
+		r, ok := gotMsgs[id]
+		if !ok {
+			t.Errorf("%s not consumed", id)
+			continue
+		}
+		m := r.msg
+		if !bytes.Equal(r.body, bodies[id]) {
+			t.Errorf("%s: body of %d bytes received as %d bytes, different", id, len(bodies[id]), len(r.body))
+		}
+		checks := []struct{ what, got, want string }{
+			{"topic", m.Topic, topic},
+			{"tag", m.GetTags(), tag},
+			{"keys", m.GetKeys(), "key-" + id + " second"},
+			{"property ключ", m.GetProperty("ключ"), "значение ✓"},
+			{"message id", m.MsgId, res.MsgID},
+			{"offset message id", m.OffsetMsgId, res.OffsetMsgID},
+			{"store host", m.StoreHost, b.addr},
+			{"queue", fmt.Sprint(m.Queue.QueueId), fmt.Sprint(res.MessageQueue.QueueId)},
+			{"queue offset", fmt.Sprint(m.QueueOffset), fmt.Sprint(res.QueueOffset)},
+		}
+		for _, c := range checks {
+			if c.got != c.want {
+				t.Errorf("%s: %s is %q, sent or reported %q", id, c.what, c.got, c.want)
+			}
+		}
+		if m.BornHost == "" || m.BornTimestamp <= 0 || m.StoreTimestamp < m.BornTimestamp {
+			t.Errorf("%s: born %s at %d, stored at %d", id, m.BornHost, m.BornTimestamp, m.StoreTimestamp)
+		}
 	}
 }
