@@ -38,6 +38,7 @@ func (b *Broker) routes() {
 	handle(remoting.GetSubscriptionGroupConfig, b.processGetGroup)
 	handle(remoting.DeleteSubscriptionGroup, b.processDeleteGroup)
 	handle(remoting.GetBrokerRuntimeInfo, b.processRuntimeInfo)
+	handle(remoting.CheckpointIndex, b.processCheckpoint)
 	handle(remoting.PopMessage, b.processPop)
 	handle(remoting.AckMessage, b.processAck)
 	handle(remoting.BatchAckMessage, b.processBatchAck)
