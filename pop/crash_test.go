@@ -1,0 +1,326 @@
+package pop_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/broker"
+	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/popclient"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// The crash test re-runs this test binary as a child broker.
+const childEnvBroker = "POP_CRASH_BROKER_DIR"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(childEnvBroker); dir != "" {
+		os.Exit(runBrokerChild(dir))
+	}
+	os.Exit(m.Run())
+}
+
+// runBrokerChild runs a broker on store dir until SIGKILL or SIGTERM. It
+// prints "ready <addr>" once it serves.
+func runBrokerChild(dir string) int {
+	loaded, err := configs.LoadBroker("", map[string]string{
+		"storePathRootDir": dir, "listenPort": "0", "brokerIP1": "127.0.0.1",
+		"mappedFileSizeCommitLog": strconv.Itoa(16 << 20),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	b, err := broker.New(loaded.Broker, zerolog.New(os.Stderr).Level(zerolog.ErrorLevel))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if err := b.Start(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 4
+	}
+	fmt.Println("ready " + b.Addr())
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Shutdown(sctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 5
+	}
+	return 0
+}
+
+// child is a running child broker.
+type child struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+func startBrokerChild(t *testing.T, dir string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnvBroker+"="+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "ready ") {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("child broker did not start: %q %v", sc.Text(), sc.Err())
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	return &child{cmd: cmd, addr: strings.TrimPrefix(sc.Text(), "ready ")}
+}
+
+func (c *child) kill() {
+	_ = c.cmd.Process.Kill()
+	_ = c.cmd.Wait()
+}
+
+// delivery is one answered pop of a message, as the test saw it.
+type delivery struct {
+	id       string
+	popTime  int64
+	deadline int64
+	msg      popclient.Message
+	// ackedAt is when a SUCCESS answer to an ack of this delivery
+	// arrived (0: never).
+	ackedAt int64
+}
+
+// ledger is the test's record of deliveries and acks.
+type ledger struct {
+	mu         sync.Mutex
+	deliveries map[string][]*delivery
+}
+
+func (l *ledger) add(d *delivery) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.deliveries[d.id] = append(l.deliveries[d.id], d)
+}
+
+func (l *ledger) acked(ds []*delivery, at int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, d := range ds {
+		d.ackedAt = at
+	}
+}
+
+const (
+	crashGroup     = "crash-g"
+	crashTopic     = "CrashT"
+	crashMessages  = 1500
+	crashInvisible = 1500 * time.Millisecond
+)
+
+// consume pops and acks (most messages, leaving some to expire) until ctx
+// ends or the connection fails.
+func consume(ctx context.Context, addr, brokerName string, l *ledger, rng *rand.Rand, ackAll bool) {
+	rc, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
+	if err != nil {
+		return
+	}
+	defer rc.Close()
+	c := popclient.New(rc, brokerName)
+	for ctx.Err() == nil {
+		inv := crashInvisible
+		if ackAll {
+			inv = 30 * time.Second
+		}
+		res, err := c.Pop(ctx, popclient.PopRequest{Group: crashGroup, Topic: crashTopic, QueueID: -1, MaxMsgNums: 16,
+			InvisibleTime: inv, PollTime: 300 * time.Millisecond})
+		if err != nil {
+			return
+		}
+		var toAck []*delivery
+		for _, m := range res.Messages {
+			d := &delivery{id: string(m.Body), popTime: res.PopTime, deadline: res.PopTime + res.InvisibleTime, msg: m}
+			l.add(d)
+			if ackAll || rng.IntN(10) < 8 {
+				toAck = append(toAck, d)
+			}
+		}
+		if len(toAck) == 0 {
+			continue
+		}
+		if rng.IntN(2) == 0 {
+			msgs := make([]popclient.Message, len(toAck))
+			for i, d := range toAck {
+				msgs[i] = d.msg
+			}
+			code, err := c.BatchAck(ctx, crashGroup, crashTopic, msgs)
+			if err != nil {
+				return
+			}
+			if code == remoting.Success {
+				l.acked(toAck, time.Now().UnixMilli())
+			}
+			continue
+		}
+		for _, d := range toAck {
+			code, err := c.Ack(ctx, crashGroup, d.msg)
+			if err != nil {
+				return
+			}
+			if code == remoting.Success {
+				l.acked([]*delivery{d}, time.Now().UnixMilli())
+			}
+		}
+	}
+}
+
+// A child broker under a pop/ack load is SIGKILLed repeatedly. Afterwards
+// every message was acked by the test, every delivery not acked before its
+// deadline was followed by a re-delivery after that deadline, and no
+// message acked before its deadline was delivered again.
+func TestPopSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test")
+	}
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
+	l := &ledger{deliveries: map[string][]*delivery{}}
+	const brokerName = "broker-a"
+
+	c := startBrokerChild(t, dir)
+	func() {
+		rc, err := remoting.Dial(context.Background(), c.addr, remoting.ClientOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		for i := 0; i < crashMessages; i++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			resp, err := rc.Invoke(ctx, remoting.NewRequest(remoting.SendMessageV2, map[string]string{
+				"a": "pg", "b": crashTopic, "c": "TBW102", "d": "4", "e": strconv.Itoa(i % 4), "f": "0",
+				"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": "",
+			}, []byte(fmt.Sprintf("id-%d", i))))
+			cancel()
+			if err != nil || resp.Code != remoting.Success {
+				t.Fatalf("send %d: %v %v", i, err, resp)
+			}
+		}
+	}()
+	const kills = 6
+	for k := 0; k < kills; k++ {
+		if k > 0 {
+			c = startBrokerChild(t, dir)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for w := 0; w < 3; w++ {
+			wg.Add(1)
+			seed := rng.Uint64()
+			go func() {
+				defer wg.Done()
+				consume(ctx, c.addr, brokerName, l, rand.New(rand.NewPCG(seed, 1)), false)
+			}()
+		}
+		time.Sleep(time.Duration(300+rng.IntN(500)) * time.Millisecond)
+		c.kill()
+		cancel()
+		wg.Wait()
+	}
+	// Drain: ack everything, including what expired while the broker was
+	// down (revive re-delivers it once its deadline passed).
+	c = startBrokerChild(t, dir)
+	defer c.kill()
+	deadline := time.Now().Add(40 * time.Second)
+	for !allAcked(l) && time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		consume(ctx, c.addr, brokerName, l, rng, true)
+		cancel()
+	}
+	verifyLedger(t, l)
+}
+
+func allAcked(l *ledger) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.deliveries) < crashMessages {
+		return false
+	}
+	for _, ds := range l.deliveries {
+		if !ackedSomeDelivery(ds) {
+			return false
+		}
+	}
+	return true
+}
+
+func ackedSomeDelivery(ds []*delivery) bool {
+	for _, d := range ds {
+		if d.ackedAt != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func verifyLedger(t *testing.T, l *ledger) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	redelivered, expiredUnacked := 0, 0
+	for i := 0; i < crashMessages; i++ {
+		id := fmt.Sprintf("id-%d", i)
+		ds := l.deliveries[id]
+		if !ackedSomeDelivery(ds) {
+			t.Errorf("%s lost: %d deliveries, none acked", id, len(ds))
+			continue
+		}
+		for j, d := range ds {
+			if j > 0 {
+				redelivered++
+			}
+			if j+1 == len(ds) {
+				continue
+			}
+			next := ds[j+1]
+			if d.ackedAt != 0 && d.ackedAt < d.deadline {
+				t.Errorf("%s acked at %d (deadline %d) but delivered again at %d", id, d.ackedAt, d.deadline, next.popTime)
+			}
+			if next.popTime < d.deadline {
+				t.Errorf("%s delivered at %d inside the invisibility window of its delivery at %d (deadline %d)",
+					id, next.popTime, d.popTime, d.deadline)
+			}
+			if d.ackedAt == 0 {
+				expiredUnacked++
+			}
+			if next.msg.ReconsumeTimes <= d.msg.ReconsumeTimes {
+				t.Errorf("%s re-delivered with reconsumeTimes %d after %d", id, next.msg.ReconsumeTimes, d.msg.ReconsumeTimes)
+			}
+		}
+	}
+	if expiredUnacked == 0 {
+		t.Error("no delivery expired unacked: the test did not exercise revive")
+	}
+	t.Logf("%d messages, %d re-deliveries, %d expired unacked deliveries", crashMessages, redelivered, expiredUnacked)
+}
