@@ -314,16 +314,22 @@ var instanceSeq atomic.Int64
 
 // uniqueInstance returns a client instance name no other client of this
 // process (nor of an earlier run) uses. Broadcasting consumers keep their
-// offsets in files under $HOME/.rocketmq_client_go/<ip>@<instance>; they
-// are removed when the test ends.
+// offsets in files under $HOME/.rocketmq_client_go/<group>/<ip>@<instance>;
+// they are removed when the test ends (after the consumer's shutdown,
+// registered later, wrote them), with the folders above when they are left
+// empty.
 func uniqueInstance(t testing.TB) string {
 	name := fmt.Sprintf("e2e-%d-%d-%d", os.Getpid(), time.Now().UnixNano(), instanceSeq.Add(1))
 	t.Cleanup(func() {
-		if home := os.Getenv("HOME"); home != "" {
-			dirs, _ := filepath.Glob(filepath.Join(home, ".rocketmq_client_go", "*@"+name))
-			for _, d := range dirs {
-				_ = os.RemoveAll(d)
-			}
+		home := os.Getenv("HOME")
+		if home == "" {
+			return
+		}
+		dirs, _ := filepath.Glob(filepath.Join(home, ".rocketmq_client_go", "*", "*@"+name))
+		for _, d := range dirs {
+			_ = os.RemoveAll(d)
+			_ = os.Remove(filepath.Dir(d)) // only if empty
+			_ = os.Remove(filepath.Dir(filepath.Dir(d)))
 		}
 	})
 	return name
