@@ -99,7 +99,8 @@ type appendScratch struct {
 // atomically, so readers never see a partial record.
 //
 // Allocations: the result's MsgIDs (slice and strings) and Records; the
-// encoding buffer is pooled, and a sync-flush wait uses a pooled timer.
+// encoding buffer is pooled, a sync-flush wait uses a pooled timer, and
+// each group commit allocates one channel shared by all its waiters.
 //
 // Errors (nothing was appended): ErrInvalidAppend, ErrMessageTooLarge,
 // ErrPropertiesTooLarge, ErrTopicTooLong, ErrDiskFull, ErrMapFailed,

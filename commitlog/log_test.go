@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/rocketkv/rocketkv/internal/vfs"
 )
 
 func TestAppendReadBasic(t *testing.T) {
@@ -134,4 +136,47 @@ func TestOpenLocked(t *testing.T) {
 		t.Fatal("recovery after Close must be normal")
 	}
 	l2.Close()
+}
+
+func TestConfigValidation(t *testing.T) {
+	for name, mut := range map[string]func(*Config){
+		"no dir":            func(c *Config) { c.Dir = "" },
+		"tiny segment":      func(c *Config) { c.SegmentSize = 100 },
+		"bad flush type":    func(c *Config) { c.FlushType = 7 },
+		"bad deleteWhen":    func(c *Config) { c.DeleteWhen = []int{24} },
+		"negative segments": func(c *Config) { c.SegmentSize = -1 },
+	} {
+		cfg := testConfig(t, 8192)
+		mut(&cfg)
+		if l, err := Open(cfg); err == nil {
+			l.Close()
+			t.Errorf("%s: Open succeeded", name)
+		}
+	}
+	// Zero fields take the defaults.
+	c, err := Config{Dir: "x"}.withDefaults()
+	if err != nil || c.SegmentSize != DefaultSegmentSize || c.FlushInterval != DefaultFlushInterval ||
+		c.MaxMessageSize != DefaultMaxMessageSize || len(c.DeleteWhen) != 1 || c.DeleteWhen[0] != 4 || c.FS == nil || c.Now == nil {
+		t.Fatalf("defaults: %+v, %v", c, err)
+	}
+}
+
+func TestOpenMapFailure(t *testing.T) {
+	cfg := testConfig(t, 8192)
+	l := mustOpen(t, cfg)
+	mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, 0, 10)})
+	l.Close()
+	ffs := vfs.NewFaulty(vfs.OS{})
+	ffs.FailMaps(1)
+	cfg.FS = ffs
+	if _, err := Open(cfg); !errors.Is(err, ErrMapFailed) {
+		t.Fatalf("Open with a failing mmap: %v", err)
+	}
+	// The failed Open released the lock: a normal Open works.
+	cfg.FS = nil
+	l = mustOpen(t, cfg)
+	defer l.Close()
+	if l.MaxOffset() == 0 {
+		t.Fatal("records lost")
+	}
 }
