@@ -72,6 +72,11 @@ const common = {
 async function produce() {
   const producer = new Producer(Object.assign({}, common, {
     producerGroup: `${groupPrefix}-pg`,
+    // ali-ons shares one client (connections, routes) between the producers
+    // and consumers of a client id (ip@instanceName, the pid by default):
+    // with distinct names, closing the producer cannot close a connection
+    // the consumer is about to use.
+    instanceName: `${groupPrefix}-producer-${process.pid}`,
   }));
   producer.on('error', err => console.error('[producer error]', err));
   await producer.ready();
@@ -106,6 +111,7 @@ function shouldRetry(body) {
 async function consume() {
   const consumer = new Consumer(Object.assign({}, common, {
     consumerGroup: `${groupPrefix}-cg`,
+    instanceName: `${groupPrefix}-consumer-${process.pid}`,
     consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET',
     // The defaults re-balance every 10 s and refresh routes every 30 s: the
     // group's retry topic, created by the broker at the first heartbeat,
@@ -120,6 +126,7 @@ async function consume() {
     if (err && err.code === 17 && /%RETRY%/.test(err.message)) {
       return;
     }
+    console.error('[consumer error]', err);
     errors.push(String(err && err.message || err));
   });
   const deliveries = new Map(); // body -> reconsumeTimes of each delivery
