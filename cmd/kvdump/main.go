@@ -13,6 +13,8 @@
 //	groups    subscription group configs
 //	keys      message-key index lookups
 //	raw       any key range, decoded where the schema knows the keyspace
+//	pop       POP in-flight records by deadline (--group, --topic,
+//	          --due-before), or orderly pop batches (--orderly)
 //	verify    checks every ConsumeQueue entry against the CommitLog; exit
 //	          status 1 when it finds differences
 //

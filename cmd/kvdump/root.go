@@ -49,6 +49,7 @@ Exit status: 0 on success, 1 when verify finds differences, 2 on errors.`,
 		keysCommand(o),
 		rawCommand(o),
 		verifyCommand(o),
+		popCommand(o),
 	)
 	return root
 }

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocketkv/rocketkv/kvindex"
+)
+
+func popCommand(o *globalOptions) *cobra.Command {
+	var group, topic, dueBefore string
+	var orderly bool
+	cmd := &cobra.Command{
+		Use:   "pop [--group G] [--topic T] [--due-before TIME] [--orderly]",
+		Short: "POP in-flight records in deadline order (keyspace 0x50), or orderly batches (0x53)",
+		Long: `pop lists the messages popped and not yet acknowledged, earliest visibility
+deadline first: the records revive re-delivers once their deadline passes.
+--due-before takes RFC 3339 (2026-05-06T07:08:09Z) or milliseconds since the
+epoch. --topic matches the topic a message was read from or, for pop-retry
+topics, the topic they retry. --orderly lists the orderly pop batches instead.`,
+		Args: cobra.NoArgs,
+		RunE: withStore(o, func(ctx context.Context, s *store, out *output) error {
+			before := int64(math.MaxInt64)
+			if dueBefore != "" {
+				var err error
+				if before, err = parseTime(dueBefore); err != nil {
+					return err
+				}
+			}
+			if orderly {
+				return runPopOrder(ctx, s, out, group, topic)
+			}
+			return runPop(ctx, s, out, group, topic, before)
+		}),
+	}
+	cmd.Flags().StringVar(&group, "group", "", "only this consumer group")
+	cmd.Flags().StringVar(&topic, "topic", "", "only this topic (and its pop-retry topics)")
+	cmd.Flags().StringVar(&dueBefore, "due-before", "", "only records visible again at or before this time")
+	cmd.Flags().BoolVar(&orderly, "orderly", false, "list orderly pop batches instead of in-flight records")
+	return cmd
+}
+
+// parseTime reads RFC 3339 or milliseconds since the epoch.
+func parseTime(s string) (int64, error) {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return ms, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, fmt.Errorf("--due-before %q: neither RFC 3339 nor milliseconds since the epoch", s)
+	}
+	return t.UnixMilli(), nil
+}
+
+// topicMatches reports whether a record's topic is topic or one of its
+// pop-retry topics for group.
+func topicMatches(recTopic, group, topic string) bool {
+	if topic == "" || recTopic == topic {
+		return true
+	}
+	p := "%RETRY%" + group
+	return strings.HasPrefix(recTopic, p) && len(recTopic) == len(p)+1+len(topic) &&
+		(recTopic[len(p)] == '_' || recTopic[len(p)] == '+') && strings.HasSuffix(recTopic, topic)
+}
+
+// popLine is one in-flight record in JSON output.
+type popLine struct {
+	kvindex.InFlight
+}
+
+func runPop(ctx context.Context, s *store, out *output, group, topic string, before int64) error {
+	var t *table
+	if !out.json {
+		t = newTable(out.w, "VISIBLE AT", "GROUP", "TOPIC", "QUEUE", "OFFSET", "POP TIME", "INVISIBLE MS", "CK OFFSET", "RETRY", "ATTEMPTS")
+	}
+	var werr error
+	err := s.db.Pop().Due(before, 0, func(r kvindex.InFlight) bool {
+		if (group != "" && r.Group != group) || !topicMatches(r.Topic, r.Group, topic) {
+			return ctx.Err() == nil
+		}
+		if out.json {
+			werr = out.object(popLine{r})
+		} else {
+			t.row(formatTime(r.VisibleAt), cell(r.Group), cell(r.Topic), num(r.QueueID), num(r.QueueOffset),
+				formatTime(r.PopTime), num(r.InvisibleTime), num(r.CKOffset), num(int32(r.RetryFlag)), num(r.Attempts))
+		}
+		return werr == nil && ctx.Err() == nil
+	})
+	if err == nil {
+		err = werr
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("list in-flight records: %w", err)
+	}
+	if t != nil {
+		return t.flush()
+	}
+	return nil
+}
+
+func runPopOrder(ctx context.Context, s *store, out *output, group, topic string) error {
+	var t *table
+	if !out.json {
+		t = newTable(out.w, "GROUP", "TOPIC", "QUEUE", "POP TIME", "INVISIBLE MS", "ATTEMPT", "MESSAGES (offset/consumed, * acked)")
+	}
+	var werr error
+	err := s.db.Scan([]byte{kvindex.PrefixPopOrder}, func(k, v []byte) bool {
+		rec, err := kvindex.DecodeKey(k, v)
+		if err != nil {
+			werr = err
+			return false
+		}
+		o := rec.(kvindex.PopOrderRecord)
+		if (group != "" && o.Group != group) || !topicMatches(o.Topic, o.Group, topic) {
+			return ctx.Err() == nil
+		}
+		if out.json {
+			werr = out.object(o.OrderState)
+		} else {
+			var b strings.Builder
+			for i, m := range o.Messages {
+				if i > 0 {
+					b.WriteByte(' ')
+				}
+				fmt.Fprintf(&b, "%d/%d", m.QueueOffset, m.Consumed)
+				if o.Acked&(1<<i) != 0 {
+					b.WriteByte('*')
+				}
+			}
+			t.row(cell(o.Group), cell(o.Topic), num(o.QueueID), formatTime(o.PopTime), num(o.InvisibleTime), cell(o.AttemptID), b.String())
+		}
+		return werr == nil && ctx.Err() == nil
+	})
+	if err == nil {
+		err = werr
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("list orderly batches: %w", err)
+	}
+	if t != nil {
+		return t.flush()
+	}
+	return nil
+}
