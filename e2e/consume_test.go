@@ -522,3 +522,116 @@ func TestConsumeRetry(t *testing.T) {
 		}
 	}
 }
+
+// TestOrderlyTwoConsumers: a second orderly consumer joins a group whose
+// first consumer holds the locks of all four queues. The Go client v2 does
+// not unlock the queues a rebalance takes from it (its push consumer's
+// removeUnnecessaryMessageQueue leaves orderly mode as a TODO) and stops
+// renewing them, so the second consumer can lock them (LOCK_BATCH_MQ) only
+// when the broker lets the first consumer's locks lapse, 60 s after their
+// last renewal. Then both consume, every message arrives, and in each
+// consumer the bodies of each key arrive in send order.
+func TestOrderlyTwoConsumers(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{})
+	const topic, group, keys = "E2EOrderly2", "cg-orderly2", 8
+	createTopic(t, b.addr, topic, 4)
+	waitRoute(t, ns.addr, topic, b.name)
+
+	type consumed struct {
+		mu   sync.Mutex
+		seqs map[string][]int
+		errs []string
+	}
+	cs := []*consumed{{seqs: map[string][]int{}}, {seqs: map[string][]int{}}}
+	all := newCollector()
+	start := func(c *consumed) {
+		startPushConsumerFunc(t, ns.addr, group, topic, consumer.MessageSelector{},
+			func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+				c.mu.Lock()
+				for _, m := range msgs {
+					key, seq, err := parseKeyed(string(m.Body))
+					if err != nil {
+						c.errs = append(c.errs, err.Error())
+						continue
+					}
+					c.seqs[key] = append(c.seqs[key], seq)
+				}
+				c.mu.Unlock()
+				for _, m := range msgs {
+					all.add(string(m.Body))
+				}
+				return consumer.ConsumeSuccess, nil
+			},
+			consumer.WithConsumerOrder(true),
+			// Lock (and renew) every second instead of every 20 s, so the
+			// second consumer locks its queues as soon as they lapse.
+			consumer.WithRebalanceLockInterval(time.Second),
+			consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	}
+	start(cs[0])
+	p := newProducer(t, ns.addr, "pg-orderly2", producer.WithQueueSelector(producer.NewHashQueueSelector()))
+	rounds := 0
+	send := func(n int) {
+		for i := 0; i < n; i++ {
+			for k := 0; k < keys; k++ {
+				m := primitive.NewMessage(topic, []byte(fmt.Sprintf("key%d:%d", k, rounds)))
+				m.WithShardingKey(fmt.Sprintf("key%d", k))
+				if _, err := p.SendSync(context.Background(), m); err != nil {
+					t.Fatalf("send: %v", err)
+				}
+			}
+			rounds++
+		}
+	}
+	send(5)
+	all.waitDistinct(t, rounds*keys, 60*time.Second)
+
+	start(cs[1])
+	waitUntil(t, 20*time.Second, "the broker lists both consumers of the group", func() bool {
+		return len(consumerIDs(t, b.addr, group)) == 2
+	})
+	received := func(c *consumed) int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		n := 0
+		for _, s := range c.seqs {
+			n += len(s)
+		}
+		return n
+	}
+	send(5)
+	waitUntil(t, 100*time.Second, "the second consumer locks its queues and everything is consumed", func() bool {
+		return received(cs[1]) > 0 && len(all.snapshot()) == rounds*keys
+	})
+	send(5)
+	all.waitDistinct(t, rounds*keys, 60*time.Second)
+
+	for i, c := range cs {
+		c.mu.Lock()
+		for _, e := range c.errs {
+			t.Error(e)
+		}
+		for key, s := range c.seqs {
+			for j := 1; j < len(s); j++ {
+				if s[j] <= s[j-1] {
+					t.Errorf("consumer %d received %s out of order: %v", i+1, key, s)
+					break
+				}
+			}
+		}
+		c.mu.Unlock()
+	}
+	snap := all.snapshot()
+	for r := 0; r < rounds; r++ {
+		for k := 0; k < keys; k++ {
+			if snap[fmt.Sprintf("key%d:%d", k, r)] == 0 {
+				t.Errorf("key%d:%d not consumed", k, r)
+			}
+		}
+	}
+	if received(cs[0]) == 0 {
+		t.Error("the first orderly consumer received nothing")
+	}
+}

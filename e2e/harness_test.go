@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -21,7 +22,18 @@ import (
 // (make test-e2e sets it) or binaries built by TestMain.
 var binDir string
 
+// defaultParallel is how many tests run at once unless -parallel says
+// otherwise: they spend most of their time waiting (long polls, delay
+// levels, lock expiry), so more than the 2 cores' worth overlap well.
+const defaultParallel = "6"
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		_ = flag.Set("test.parallel", defaultParallel)
+	}
 	rlog.SetLogLevel("error")
 	binDir = os.Getenv("ROCKETKV_BIN")
 	if binDir == "" {
