@@ -142,6 +142,13 @@ func (l *Log) Append(ctx context.Context, req AppendRequest) (AppendResult, erro
 		l.mu.Unlock()
 		return AppendResult{}, ErrClosed
 	}
+	if !l.activeAllocated {
+		if err := l.allocateActive(); err != nil {
+			l.mu.Unlock()
+			return AppendResult{}, fmt.Errorf("append: %w", err)
+		}
+		l.activeAllocated = true
+	}
 	seg := l.activeSegment()
 	pos := l.writePos.Load()
 	if seg == nil || total+blankFillerLength > seg.end()-pos {
@@ -174,8 +181,8 @@ func (l *Log) Append(ctx context.Context, req AppendRequest) (AppendResult, erro
 	}
 	copy(seg.data[pos-seg.start:], sc.buf)
 	end := pos + total
+	l.lastStoreTS.Store(ts) // before the end: see flushTo
 	l.writePos.Store(end)
-	l.lastStoreTS.Store(ts)
 	l.mu.Unlock()
 
 	l.wakeTailers()

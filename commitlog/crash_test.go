@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -59,6 +58,9 @@ func TestCrashChildProcess(t *testing.T) {
 					for j := 0; j < 3; j++ {
 						req.Batch = append(req.Batch, testMessage("crash", int32(w), i*10+j, rng.Intn(2000)))
 					}
+				} else if rng.Intn(4) == 0 {
+					// Large records make a kill in the middle of a copy likelier.
+					req.Message = testMessage("crash", int32(w), i, 30000+rng.Intn(70000))
 				} else {
 					req.Message = testMessage("crash", int32(w), i, rng.Intn(6000))
 				}
@@ -116,40 +118,50 @@ func TestCrashRecovery(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		lines := make(chan string, 1024)
+		// One goroutine reads the child's output: the first line on ready,
+		// the rest into got, until the pipe closes after the kill.
+		ready := make(chan string, 1)
 		readDone := make(chan struct{})
+		var got []string
 		go func() {
 			defer close(readDone)
 			br := bufio.NewReader(out)
-			for {
+			for first := true; ; first = false {
 				s, err := br.ReadString('\n')
 				if err != nil {
 					return // a line cut by the kill has no newline: not acknowledged
 				}
-				lines <- strings.TrimSuffix(s, "\n")
+				s = strings.TrimSuffix(s, "\n")
+				if first {
+					ready <- s
+					continue
+				}
+				got = append(got, s)
 			}
 		}()
-		var ready string
+		var readyLine string
 		select {
-		case ready = <-lines:
+		case readyLine = <-ready:
+		case <-readDone:
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("child exited before it was ready")
 		case <-time.After(30 * time.Second):
 			cmd.Process.Kill()
 			t.Fatal("child never became ready")
 		}
-		if ready != fmt.Sprintf("READY %d", expectEnd) {
+		if readyLine != fmt.Sprintf("READY %d", expectEnd) {
 			cmd.Process.Kill()
-			t.Fatalf("run %d: child says %q, want READY %d (the end recovered after the previous kill)", run, ready, expectEnd)
+			t.Fatalf("run %d: child says %q, want READY %d (the end recovered after the previous kill)", run, readyLine, expectEnd)
 		}
 		time.Sleep(time.Duration(20+rng.Intn(130)) * time.Millisecond)
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		go io.Copy(io.Discard, out)
+		<-readDone // the pipe closes when the child dies
 		cmd.Wait()
-		<-readDone
-		close(lines)
 		runAcks := 0
-		for s := range lines {
+		for _, s := range got {
 			f := strings.Fields(s)
 			if len(f) == 0 {
 				continue

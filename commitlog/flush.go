@@ -88,10 +88,14 @@ func (l *Log) flusher() {
 // it starts), then wakes sync-flush waiters. Only the flusher goroutine and
 // Close (after stopping the flusher) call it.
 func (l *Log) flushTo(target int64) error {
-	ts := l.lastStoreTS.Load() // loaded before the end: its record is below the end
 	if end := l.writePos.Load(); end > target {
 		target = end
 	}
+	// Loaded after the end (appends store their timestamp before their
+	// end): at least the store time of the last record below target, or
+	// that of an append that raced in right after it, which recovery's 3 s
+	// margin covers.
+	ts := l.lastStoreTS.Load()
 	from := l.flushedPos.Load()
 	if target <= from {
 		return nil
@@ -121,6 +125,13 @@ func (l *Log) flushTo(target int64) error {
 		s.release()
 		off = to
 	}
+	if err == nil && ts > 0 {
+		// Before publishing the flushed offset: whoever sees the offset
+		// sees the checkpoint that goes with it.
+		l.ckMu.Lock()
+		l.ck.PhysicMsgTimestamp = ts
+		l.ckMu.Unlock()
+	}
 	l.flushMu.Lock()
 	if err == nil {
 		l.flushedPos.Store(target)
@@ -130,11 +141,6 @@ func (l *Log) flushTo(target int64) error {
 	close(l.flushCh)
 	l.flushCh = make(chan struct{})
 	l.flushMu.Unlock()
-	if err == nil && ts > 0 {
-		l.ckMu.Lock()
-		l.ck.PhysicMsgTimestamp = ts
-		l.ckMu.Unlock()
-	}
 	return err
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -49,6 +50,10 @@ type Log struct {
 	mu      sync.Mutex // append lock
 	pending *prealloc  // next segment being preallocated; guarded by mu
 	closed  bool       // guarded by mu; mirrored in closedFlag
+	// activeAllocated is false while the active segment may have holes
+	// (an existing store's file that could not be fallocated at Open);
+	// appends then retry the allocation first. Guarded by mu.
+	activeAllocated bool
 
 	segsMu sync.RWMutex
 	segs   []*segment // sorted by start; the last one is the active segment
@@ -56,7 +61,7 @@ type Log struct {
 	writePos    atomic.Int64 // readable end (MaxOffset)
 	flushedPos  atomic.Int64
 	minOffset   atomic.Int64
-	lastStoreTS atomic.Int64 // store timestamp of the last append; stored after writePos
+	lastStoreTS atomic.Int64 // store timestamp of the last append; stored before writePos
 	closedFlag  atomic.Bool
 
 	// flush
@@ -175,6 +180,7 @@ func Open(cfg Config) (*Log, error) {
 	if err := l.recover(abnormal); err != nil {
 		return nil, err
 	}
+	l.activeAllocated = l.allocateActive() == nil
 	if err := writeSmallFile(l.fs, abortPath, []byte(strconv.Itoa(os.Getpid()))); err != nil {
 		return nil, err
 	}
@@ -187,6 +193,32 @@ func Open(cfg Config) (*Log, error) {
 	l.log.Info().Bool("abnormal", abnormal).Int64("min", l.MinOffset()).Int64("max", l.MaxOffset()).
 		Int64("segmentSize", l.segSize).Int("segments", len(l.segs)).Msg("commitlog opened")
 	return l, nil
+}
+
+// allocateActive reserves every block of the active segment. Files this
+// package creates are allocated already (it is then quick), but RocketMQ
+// creates sparse files, and writing into a hole of a mapping on a full disk
+// raises SIGBUS. Caller holds mu or has not started appending.
+func (l *Log) allocateActive() error {
+	l.segsMu.RLock()
+	var s *segment
+	if n := len(l.segs); n > 0 {
+		s = l.segs[n-1]
+	}
+	l.segsMu.RUnlock()
+	if s == nil {
+		return nil
+	}
+	if err := l.fs.Allocate(s.f, 0, s.size); err != nil {
+		if errors.Is(err, syscall.ENOSPC) {
+			err = fmt.Errorf("allocate active segment %s: %w: %w", s.path, ErrDiskFull, err)
+		} else {
+			err = fmt.Errorf("allocate active segment %s: %w", s.path, err)
+		}
+		l.log.Error().Err(err).Msg("cannot allocate the active segment; appends are refused until it can be")
+		return err
+	}
+	return nil
 }
 
 // writeSmallFile replaces the content of a small file and syncs it.

@@ -1,11 +1,14 @@
 package commitlog
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rocketkv/rocketkv/internal/vfs"
 )
 
 // fixtureStore copies a fixture store root into a temporary directory.
@@ -314,4 +317,31 @@ func TestLoadSegmentsRules(t *testing.T) {
 		}
 		l.Close()
 	})
+}
+
+// An existing store's last segment may be sparse (RocketMQ does not
+// preallocate): Open reserves its blocks, and while that fails appends are
+// refused with ErrDiskFull instead of risking SIGBUS.
+func TestOpenAllocatesActiveSegment(t *testing.T) {
+	dir := fixtureStore(t, store498)
+	cfg := DefaultConfig(dir)
+	cfg.Logger = testLogger(t)
+	ffs := vfs.NewFaulty(vfs.OS{})
+	ffs.SetDiskFull(true)
+	cfg.FS = ffs
+	l := mustOpen(t, cfg)
+	defer l.Close()
+	if n := ffs.Allocations(); n != 1 {
+		t.Fatalf("Open made %d allocations, want 1 (the active segment)", n)
+	}
+	if _, err := l.Append(context.Background(), AppendRequest{Message: testMessage("TopicA", 0, 1, 10)}); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("append on a full disk: %v", err)
+	}
+	if l.MaxOffset() != end498 {
+		t.Fatalf("max %d", l.MaxOffset())
+	}
+	ffs.SetDiskFull(false)
+	if r := mustAppend(t, l, AppendRequest{Message: testMessage("TopicA", 0, 1, 10)}); r.PhyOffset != end498 {
+		t.Fatalf("append at %d", r.PhyOffset)
+	}
 }
