@@ -66,8 +66,11 @@
 // A new file has all its blocks allocated (fallocate) before it is mapped,
 // because writing to a sparse mapping on a full disk kills the process with
 // SIGBUS instead of returning an error; a failed allocation returns
-// ErrDiskFull and leaves the log as it was. The next file is preallocated
-// in the background after every roll.
+// ErrDiskFull and leaves the log as it was (an existing store's sparse last
+// file is allocated at Open for the same reason). The next file is
+// preallocated in the background after every roll, and a background
+// goroutine keeps the pages just ahead of the writer faulted in
+// (MADV_POPULATE_WRITE), so appends copy into memory without page faults.
 //
 // # Store root files
 //
