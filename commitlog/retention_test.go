@@ -10,12 +10,20 @@ import (
 	"github.com/rocketkv/rocketkv/internal/vfs"
 )
 
+// next0430 returns 04:30 local time tomorrow. The fake clock stays within
+// a day or two of the real one, so a segment whose mtime the kernel moves
+// to the real "now" (the prefaulter writing to it) still counts as recent.
+func next0430() time.Time {
+	n := time.Now().AddDate(0, 0, 1)
+	return time.Date(n.Year(), n.Month(), n.Day(), 4, 30, 0, 0, time.Local)
+}
+
 // retentionLog returns a log of 4 KiB segments holding five full segments
 // and an active one, with a fake clock and disk usage.
 func retentionLog(t *testing.T) (*Log, *fixedClock, *vfs.Faulty, *[]int64) {
 	t.Helper()
 	cfg := testConfig(t, 4096)
-	clock := &fixedClock{t: time.Date(2030, 1, 2, 4, 30, 0, 0, time.Local)}
+	clock := &fixedClock{t: next0430()}
 	cfg.Now = clock.Now
 	ffs := vfs.NewFaulty(vfs.OS{})
 	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 90, Avail: 90})
@@ -46,7 +54,7 @@ func retentionLog(t *testing.T) (*Log, *fixedClock, *vfs.Faulty, *[]int64) {
 func TestRetentionAtDeleteHour(t *testing.T) {
 	l, clock, _, mins := retentionLog(t)
 	// 05:30 is not a deletion hour and the disk is 10% used: nothing goes.
-	clock.Set(time.Date(2030, 1, 2, 5, 30, 0, 0, time.Local))
+	clock.Set(next0430().Add(time.Hour)) // 05:30
 	if n, err := l.cleanOnce(); err != nil || n != 0 {
 		t.Fatalf("off-hour pass deleted %d, %v", n, err)
 	}
@@ -56,7 +64,7 @@ func TestRetentionAtDeleteHour(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := append([]byte(nil), v.Data...)
-	clock.Set(time.Date(2030, 1, 2, 4, 30, 0, 0, time.Local))
+	clock.Set(next0430())
 	n, err := l.cleanOnce()
 	if err != nil || n != 3 {
 		t.Fatalf("04:30 pass deleted %d, %v; want the 3 expired segments", n, err)
@@ -99,7 +107,7 @@ func TestRetentionAtDeleteHour(t *testing.T) {
 
 func TestRetentionDiskRatio(t *testing.T) {
 	l, clock, ffs, mins := retentionLog(t)
-	clock.Set(time.Date(2030, 1, 2, 13, 0, 0, 0, time.Local)) // not a deletion hour
+	clock.Set(next0430().Add(9 * time.Hour)) // 13:30, not a deletion hour
 	// Above DiskMaxUsedSpaceRatio (75%): expired segments go at any hour.
 	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 20})
 	if n, err := l.cleanOnce(); err != nil || n != 3 {
