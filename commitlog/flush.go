@@ -108,16 +108,11 @@ func (l *Log) flushTo(target int64) error {
 		s := l.acquireSegment(off)
 		if s == nil {
 			// Deleted by retention, or a gap: nothing to flush there.
-			l.segsMu.RLock()
-			next := target
-			for _, x := range l.segs {
-				if x.start > off {
-					next = min(next, x.start)
-					break
-				}
+			next, ok := l.nextSegmentStart(off)
+			if !ok {
+				next = target
 			}
-			l.segsMu.RUnlock()
-			off = next
+			off = min(next, target)
 			continue
 		}
 		to := min(target, s.end())

@@ -373,6 +373,18 @@ func (l *Log) findSegmentLocked(offset int64) *segment {
 	return nil
 }
 
+// nextSegmentStart returns the start of the first segment after offset.
+func (l *Log) nextSegmentStart(offset int64) (int64, bool) {
+	l.segsMu.RLock()
+	defer l.segsMu.RUnlock()
+	for _, s := range l.segs {
+		if s.start > offset {
+			return s.start, true
+		}
+	}
+	return 0, false
+}
+
 // acquireSegment returns the segment holding offset with a reference the
 // caller must release, or nil.
 func (l *Log) acquireSegment(offset int64) *segment {

@@ -130,7 +130,14 @@ func (r *Reader) Next() (Entry, error) {
 				if r.off < l.MinOffset() {
 					return Entry{}, fmt.Errorf("reader at %d below the first offset %d: %w", r.off, l.MinOffset(), ErrOffsetOutOfRange)
 				}
-				return Entry{}, fmt.Errorf("reader at %d: no segment holds it: %w", r.off, ErrOffsetOutOfRange)
+				// A gap between segments (tolerated in existing stores):
+				// continue at the next segment.
+				next, ok := l.nextSegmentStart(r.off)
+				if !ok {
+					return Entry{}, fmt.Errorf("reader at %d: no segment holds it: %w", r.off, ErrOffsetOutOfRange)
+				}
+				r.off = next
+				continue
 			}
 		}
 		s := r.seg
