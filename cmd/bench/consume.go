@@ -24,7 +24,7 @@ type consumeOptions struct {
 	timeout   time.Duration
 }
 
-// suspend reports whether a consume mode long-polls.
+// consumeModeSuspends reports whether a consume mode long-polls.
 func consumeModeSuspends(mode string) (bool, error) {
 	switch mode {
 	case "push":

@@ -248,7 +248,7 @@ func cqRunLine(r cqRunResult) string {
 	fmt.Fprintf(&b, "; disk %s allocated, %s apparent, %d files, %d dirs",
 		fmtBytes(r.Disk.Allocated), fmtBytes(r.Disk.Apparent), r.Disk.Files, r.Disk.Dirs)
 	if r.Disk.Tables > 0 {
-		fmt.Fprintf(&b, ", %s in tables", fmtBytes(r.Disk.Tables))
+		fmt.Fprintf(&b, ", %s in tables, %s in WAL", fmtBytes(r.Disk.Tables), fmtBytes(r.Disk.WAL))
 	}
 	if r.ReopenOK {
 		fmt.Fprintf(&b, "; reopen %s", fmtDur(r.Reopen))

@@ -35,6 +35,7 @@ type lagOptions struct {
 	baseline bool
 	sample   int
 	segSize  int64
+	rate     float64
 }
 
 func newDispatchLagCommand() *cobra.Command {
@@ -68,6 +69,7 @@ CommitLog alone (no index, no dispatcher) measured in the same run.`,
 	f.BoolVar(&o.baseline, "baseline", true, "measure the append rate without the index in each run")
 	f.IntVar(&o.sample, "sample", 64, "track the dispatch time of every n-th append")
 	f.Int64Var(&o.segSize, "segment", 0, "CommitLog segment size in bytes (0: the default 1 GiB)")
+	f.Float64Var(&o.rate, "rate", 0, "total appends per second (0: as fast as the writers can)")
 	return cmd
 }
 
@@ -81,14 +83,19 @@ type lagRun struct {
 	lagBytesP99  int64
 	lagBytesMax  int64
 	drain        time.Duration // after the appends stopped, until lag 0
+	catchUp      float64       // records indexed per second while draining (0 when nothing was left)
 }
 
 func runDispatchLag(ctx context.Context, w io.Writer, o lagOptions) error {
-	if o.writers < 1 || o.queues < 1 || o.perTopic < 1 || o.body < 1 || o.runs < 1 || o.sample < 1 || o.duration <= 0 {
-		return errors.New("dispatch-lag: --writers, --queues, --queues-per-topic, --body, --runs, --sample and --duration must be positive")
+	if o.writers < 1 || o.queues < 1 || o.perTopic < 1 || o.body < 1 || o.runs < 1 || o.sample < 1 || o.duration <= 0 || o.rate < 0 {
+		return errors.New("dispatch-lag: --writers, --queues, --queues-per-topic, --body, --runs, --sample and --duration must be positive, --rate not negative")
 	}
-	fmt.Fprintf(w, "dispatch-lag: %d writers, %d queues (%d per topic), %d B bodies, %s measured after %s warmup, %d runs\n",
-		o.writers, o.queues, o.perTopic, o.body, o.duration, o.warmup, o.runs)
+	pace := "full rate"
+	if o.rate > 0 {
+		pace = fmtNum(o.rate) + " appends/s"
+	}
+	fmt.Fprintf(w, "dispatch-lag: %d writers at %s, %d queues (%d per topic), %d B bodies, %s measured after %s warmup, %d runs\n",
+		o.writers, pace, o.queues, o.perTopic, o.body, o.duration, o.warmup, o.runs)
 	fmt.Fprintf(w, "machine: %s\n", machineLine())
 	var runs []lagRun
 	for i := range o.runs {
@@ -107,12 +114,16 @@ func runDispatchLag(ctx context.Context, w io.Writer, o lagOptions) error {
 		if o.baseline {
 			fmt.Fprintf(w, " (%s/s CommitLog alone, ratio %.2f)", fmtNum(r.baseRate), ratio(r.appendRate, r.baseRate))
 		}
-		fmt.Fprintf(w, ", dispatched %s records/s; lag %s; lag bytes p50 %s p99 %s max %s; drained %s after the appends stopped\n",
+		fmt.Fprintf(w, ", dispatched %s records/s; lag %s; lag bytes p50 %s p99 %s max %s; drained %s after the appends stopped",
 			fmtNum(r.dispatchRate), r.lag, fmtBytes(r.lagBytesP50), fmtBytes(r.lagBytesP99), fmtBytes(r.lagBytesMax), fmtDur(r.drain))
+		if r.catchUp > 0 {
+			fmt.Fprintf(w, " (%s records/s with no appends)", fmtNum(r.catchUp))
+		}
+		fmt.Fprintln(w)
 		runs = append(runs, r)
 	}
 	var t table
-	t.add("median of", "appends/s", "alone/s", "ratio", "lag p50", "lag p99", "lag p99.9", "lag max", "lag bytes p99")
+	t.add("median of", "appends/s", "alone/s", "ratio", "dispatched/s", "lag p50", "lag p99", "lag p99.9", "lag max", "lag bytes p99")
 	med := func(f func(lagRun) float64) float64 { return medianOf(runs, f) }
 	dur := func(f func(lagRun) time.Duration) time.Duration {
 		return time.Duration(med(func(r lagRun) float64 { return float64(f(r)) }))
@@ -120,6 +131,7 @@ func runDispatchLag(ctx context.Context, w io.Writer, o lagOptions) error {
 	t.add(fmt.Sprintf("%d runs", len(runs)), med(func(r lagRun) float64 { return r.appendRate }),
 		med(func(r lagRun) float64 { return r.baseRate }),
 		fmt.Sprintf("%.2f", med(func(r lagRun) float64 { return ratio(r.appendRate, r.baseRate) })),
+		med(func(r lagRun) float64 { return r.dispatchRate }),
 		dur(func(r lagRun) time.Duration { return r.lag.P50 }), dur(func(r lagRun) time.Duration { return r.lag.P99 }),
 		dur(func(r lagRun) time.Duration { return r.lag.P999 }), dur(func(r lagRun) time.Duration { return r.lag.Max }),
 		fmtBytes(int64(med(func(r lagRun) float64 { return float64(r.lagBytesP99) }))))
@@ -213,15 +225,33 @@ func lagOnce(ctx context.Context, o lagOptions, r *lagRun) error {
 		}
 		errMu.Unlock()
 	}
+	var interval time.Duration
+	if o.rate > 0 {
+		interval = time.Duration(float64(time.Second) * float64(o.writers) / o.rate)
+	}
+	start := time.Now()
 	for wi := range o.writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			next := start.Add(interval * time.Duration(wi) / time.Duration(o.writers))
 			for n := 0; ; n++ {
 				select {
 				case <-stop:
 					return
 				default:
+				}
+				if interval > 0 {
+					if d := time.Until(next); d > 0 {
+						t := time.NewTimer(d)
+						select {
+						case <-stop:
+							t.Stop()
+							return
+						case <-t.C:
+						}
+					}
+					next = next.Add(interval)
 				}
 				q := (wi + n*o.writers) % o.queues
 				topic, qid := g.queue(q)
@@ -298,6 +328,7 @@ func lagOnce(ctx context.Context, o lagOptions, r *lagRun) error {
 	close(stop)
 	wg.Wait()
 	stopped := time.Now()
+	left := s.disp.Lag()
 	close(samples)
 	<-tracked
 	close(samplerStop)
@@ -308,6 +339,9 @@ func lagOnce(ctx context.Context, o lagOptions, r *lagRun) error {
 		return fmt.Errorf("dispatch-lag: catch up: %w", err)
 	}
 	r.drain = time.Since(stopped)
+	if left > 0 && recBytes.Load() > 0 {
+		r.catchUp = float64(left) / float64(recBytes.Load()) / r.drain.Seconds()
+	}
 	if firstErr != nil {
 		return fmt.Errorf("dispatch-lag: %w", firstErr)
 	}

@@ -109,6 +109,9 @@ type DiskUsage struct {
 	// Tables is the allocated size of Pebble's table files (*.sst): the
 	// index itself, without the write-ahead log Pebble preallocates.
 	Tables int64 `json:"tables"`
+	// WAL is the allocated size of Pebble's write-ahead logs (*.log),
+	// preallocated and recycled.
+	WAL int64 `json:"wal"`
 }
 
 // diskUsage walks root like du. Entries that vanish during the walk are
@@ -137,8 +140,12 @@ func diskUsage(root string) (DiskUsage, error) {
 		u.Apparent += info.Size()
 		if st, ok := info.Sys().(*syscall.Stat_t); ok {
 			u.Allocated += st.Blocks * 512
-			if !d.IsDir() && strings.HasSuffix(d.Name(), ".sst") {
+			switch {
+			case d.IsDir():
+			case strings.HasSuffix(d.Name(), ".sst"):
 				u.Tables += st.Blocks * 512
+			case strings.HasSuffix(d.Name(), ".log"):
+				u.WAL += st.Blocks * 512
 			}
 		}
 		return nil
