@@ -170,6 +170,7 @@ func TestTagFilter(t *testing.T) {
 		}
 	}
 	sel := consumer.MessageSelector{Type: consumer.TAG, Expression: "TagA || TagC"}
+	waitDispatched(t, b.addr, topic, queues, rounds*4)
 
 	// The broker's answer to pulls with the expression, read raw.
 	pc := startPullConsumer(t, ns.addr, "cg-tags-pull", topic, sel)
@@ -261,6 +262,7 @@ func TestPullConsumer(t *testing.T) {
 			t.Fatalf("send %d: %v", i, err)
 		}
 	}
+	waitDispatched(t, b.addr, topic, queues, n)
 
 	t.Run("poll", func(t *testing.T) {
 		const group = "cg-pull-poll"

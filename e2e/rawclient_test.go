@@ -214,3 +214,30 @@ func createTopic(t testing.TB, broker, topic string, queues int) {
 		t.Fatalf("create topic %s: code %d %s", topic, r.Code, r.Remark)
 	}
 }
+
+// waitDispatched waits until the queues 0 … queues-1 of a topic hold want
+// messages in all, by GET_MAX_OFFSET. A send is acknowledged once its
+// record is in the CommitLog; the ConsumeQueue entry that makes it visible
+// to pulls and to GET_MAX_OFFSET follows asynchronously, as in RocketMQ, so
+// a test reading offsets right after sending waits for it. More than want
+// fails at once.
+func waitDispatched(t testing.TB, broker, topic string, queues int, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var total int64
+		for q := 0; q < queues; q++ {
+			total += maxOffset(t, broker, topic, q)
+		}
+		if total == want {
+			return
+		}
+		if total > want {
+			t.Fatalf("%s holds %d messages on %s, want %d", topic, total, broker, want)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s holds %d messages on %s after 30 s, want %d", topic, total, broker, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

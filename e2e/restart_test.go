@@ -61,6 +61,7 @@ func TestRestartKeepsCommittedOffsets(t *testing.T) {
 	}
 
 	sendN(t, p, topic, "second-", n2)
+	waitDispatched(t, b.addr, topic, queues, n1+n2)
 	before := make([][2]int64, queues) // committed, max per queue
 	for q := range before {
 		before[q] = [2]int64{committedOffset(t, b.addr, group, topic, q), maxOffset(t, b.addr, topic, q)}

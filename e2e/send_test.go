@@ -386,6 +386,7 @@ func TestConcurrentProducers(t *testing.T) {
 	if len(slots) != n {
 		t.Fatalf("%d distinct queue offsets for %d sends", len(slots), n)
 	}
+	waitDispatched(t, b.addr, topic, queues, n)
 	for q := 0; q < queues; q++ {
 		max := maxOffset(t, b.addr, topic, q)
 		for off := int64(0); off < max; off++ {
