@@ -3,6 +3,7 @@
 //
 //	broker -c broker.conf [-n 'host:port;host:port']
 //	broker -c broker.yaml --set listenPort=10921
+//	broker -c broker.conf --pprof 127.0.0.1:6060   # profiles at http://127.0.0.1:6060/debug/pprof/
 //
 // The configuration file is RocketMQ's broker.conf (key=value) or YAML with
 // the same keys (see configs/broker.yaml). It stops cleanly on SIGINT or
@@ -11,7 +12,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -31,6 +36,7 @@ type options struct {
 	store        string
 	sets         []string
 	shutdownWait time.Duration
+	pprofAddr    string
 }
 
 func main() {
@@ -60,6 +66,7 @@ func newCommand() *cobra.Command {
 	f.StringVar(&o.store, "store", "", "store root directory (overrides storePathRootDir)")
 	f.StringArrayVar(&o.sets, "set", nil, "override one configuration key: --set key=value (repeatable)")
 	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 30*time.Second, "how long a clean shutdown may take")
+	f.StringVar(&o.pprofAddr, "pprof", "", "serve Go's profiling endpoints (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; off when empty")
 	return cmd
 }
 
@@ -90,6 +97,14 @@ func run(ctx context.Context, o options) error {
 	for _, k := range loaded.UnknownKeys {
 		log.Warn().Str("key", k).Str("file", o.config).Msg("unknown configuration key ignored")
 	}
+	if o.pprofAddr != "" {
+		stopPprof, err := servePprof(o.pprofAddr)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+		log.Info().Str("addr", o.pprofAddr).Msg("serving /debug/pprof/")
+	}
 	b, err := broker.New(cfg, log)
 	if err != nil {
 		return err
@@ -101,4 +116,31 @@ func run(ctx context.Context, o options) error {
 	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownWait)
 	defer cancel()
 	return b.Shutdown(sctx)
+}
+
+// servePprof serves net/http/pprof's handlers on addr from a goroutine; the
+// returned function closes the listener and waits for that goroutine.
+func servePprof(addr string) (func(), error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("pprof listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(os.Stderr, "broker: pprof server:", err)
+		}
+	}()
+	return func() {
+		_ = srv.Close()
+		<-done
+	}, nil
 }
