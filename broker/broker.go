@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -57,9 +58,10 @@ type Broker struct {
 	mux    *remoting.Mux
 	server *remoting.Server
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	shutdown atomic.Bool
 }
 
 // New validates cfg and returns a broker that is not started.
@@ -316,10 +318,11 @@ func (b *Broker) syncLoop(ctx context.Context) {
 // Shutdown unregisters from the name servers, stops serving, and closes the
 // stores cleanly (the next start is a normal recovery).
 func (b *Broker) Shutdown(ctx context.Context) error {
-	if b.cancel == nil {
+	if b.cancel == nil || b.shutdown.Swap(true) {
 		return nil
 	}
 	b.register.unregisterAll(ctx)
+	b.holds.releaseAll()
 	var errs []error
 	if b.server != nil {
 		if err := b.server.Shutdown(ctx); err != nil {

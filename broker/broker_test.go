@@ -328,3 +328,33 @@ func TestLockBatchOverTheWire(t *testing.T) {
 		t.Fatalf("B could not lock after A unlocked: %s", r.Body)
 	}
 }
+
+// A clean shutdown answers held pulls first, so clients pull again at once
+// instead of waiting for their request timeout.
+func TestShutdownAnswersHeldPulls(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	mustSend(t, c, "Held", 0, "m", "")
+	b.caughtUp()
+	done := make(chan *remoting.Command, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		resp, _ := c.Invoke(ctx, remoting.NewRequest(remoting.PullMessage, pullReq("g", "Held", 0, 1, pullSuspend, 20*time.Second, "*"), nil))
+		done <- resp
+	}()
+	waitFor(t, "pull held", func() bool { return b.holds.held.Load() == 1 })
+	start := time.Now()
+	b.stop()
+	select {
+	case resp := <-done:
+		if resp == nil || resp.Code != remoting.PullNotFound {
+			t.Fatalf("held pull answered %+v, want PULL_NOT_FOUND", resp)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("held pull not answered at shutdown")
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatal("shutdown waited for the pull's own timeout")
+	}
+}

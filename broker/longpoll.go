@@ -18,6 +18,9 @@ type pullHolds struct {
 	held    atomic.Int64
 	wg      sync.WaitGroup
 	stopped atomic.Bool
+
+	mu  sync.Mutex
+	all map[*heldRequest]struct{} // every request still held
 }
 
 // holdWorkers re-run woken requests; holdQueue buffers wake-ups in bursts.
@@ -27,7 +30,7 @@ const (
 )
 
 func newPullHolds(b *Broker) *pullHolds {
-	return &pullHolds{b: b, jobs: make(chan func(), holdQueue)}
+	return &pullHolds{b: b, jobs: make(chan func(), holdQueue), all: map[*heldRequest]struct{}{}}
 }
 
 func (h *pullHolds) start() {
@@ -42,10 +45,30 @@ func (h *pullHolds) start() {
 	}
 }
 
+// releaseAll answers every held request now (each re-runs and, finding
+// nothing, answers PULL_NOT_FOUND), and waits until the answers are queued
+// for sending. The broker calls it before it stops serving, so clients
+// pull again at once instead of waiting for their request timeout (the Go
+// client does not fail requests of a closed connection).
+func (h *pullHolds) releaseAll() {
+	h.mu.Lock()
+	held := make([]*heldRequest, 0, len(h.all))
+	for r := range h.all {
+		held = append(held, r)
+	}
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, r := range held {
+		wg.Add(1)
+		if !r.fireIf(true, wg.Done) {
+			wg.Done() // its timer or a dispatch got there first
+		}
+	}
+	wg.Wait()
+}
+
 // stop stops accepting holds, runs what is queued and waits for the
-// workers. Requests still held are answered by their timers with the
-// server gone (their replies are dropped): the connections are closed by
-// then.
+// workers.
 func (h *pullHolds) stop() {
 	if h.stopped.Swap(true) {
 		return
@@ -89,6 +112,9 @@ type heldRequest struct {
 func (h *pullHolds) hold(topic string, queueID int32, timeout time.Duration, ready func() bool, rerun func()) {
 	r := &heldRequest{h: h, rerun: rerun}
 	h.held.Add(1)
+	h.mu.Lock()
+	h.all[r] = struct{}{}
+	h.mu.Unlock()
 	r.waiter.Store(h.b.notifier.WaitFunc(topic, queueID, func() { r.fire(false) }))
 	r.timer.Store(time.AfterFunc(timeout, func() { r.fire(true) }))
 	if ready() {
@@ -105,15 +131,29 @@ func (h *pullHolds) hold(topic string, queueID int32, timeout time.Duration, rea
 // (the waiter is already removed, and its lock is held: Cancel would
 // deadlock).
 func (r *heldRequest) fire(cancel bool) {
+	r.fireIf(cancel, nil)
+}
+
+// fireIf fires the request unless it already fired, reporting whether this
+// call fired it; done, when set, runs after the re-run.
+func (r *heldRequest) fireIf(cancel bool, done func()) bool {
 	if r.state.Swap(true) {
-		return
+		return false
 	}
 	r.h.held.Add(-1)
+	r.h.mu.Lock()
+	delete(r.h.all, r)
+	r.h.mu.Unlock()
 	if w := r.waiter.Load(); cancel && w != nil {
 		w.Cancel()
 	}
 	if t := r.timer.Load(); t != nil {
 		t.Stop()
 	}
-	r.h.submit(r.rerun)
+	if done == nil {
+		r.h.submit(r.rerun)
+	} else {
+		r.h.submit(func() { defer done(); r.rerun() })
+	}
+	return true
 }
