@@ -100,28 +100,20 @@ func (b *Broker) processUpdateConsumerOffset(_ context.Context, _ *remoting.Conn
 	return remoting.NewResponse(req, remoting.Success, "")
 }
 
-func (b *Broker) processGetMaxOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	topic, qid, bad := topicQueue(req)
-	if bad != nil {
-		return bad
+// queueOffsetHandler answers a request naming a topic and queue with the
+// offset read reports (GET_MAX_OFFSET, GET_MIN_OFFSET).
+func queueOffsetHandler(read func(topic string, queueID int32) (int64, error)) remoting.RespondFunc {
+	return func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		topic, qid, bad := topicQueue(req)
+		if bad != nil {
+			return bad
+		}
+		off, err := read(topic, qid)
+		if err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+		return offsetResponse(req, off)
 	}
-	off, err := b.cqs.MaxOffset(topic, qid)
-	if err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
-	}
-	return offsetResponse(req, off)
-}
-
-func (b *Broker) processGetMinOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	topic, qid, bad := topicQueue(req)
-	if bad != nil {
-		return bad
-	}
-	off, err := b.cqs.MinOffset(topic, qid)
-	if err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
-	}
-	return offsetResponse(req, off)
 }
 
 // processSearchOffset answers SEARCH_OFFSET_BY_TIMESTAMP.
