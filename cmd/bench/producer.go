@@ -36,6 +36,14 @@ type loadConfig struct {
 	// stampBody writes the send time (UnixNano, big-endian) into the first
 	// 8 bytes of every body, for end-to-end latency.
 	stampBody bool
+	// pick, when set, chooses the topic and queue of producer idx's n-th
+	// message instead of round robin over topic's queues. It is called
+	// only from that producer's goroutine.
+	pick func(idx, n int) (topic string, queue int)
+	// onAck, when set, sees every successful send (any phase) with the
+	// topic and queue it went to. It runs on a connection's reader
+	// goroutine.
+	onAck func(topic string, queue int, resp *remoting.Command)
 }
 
 func (c loadConfig) validate() error {
@@ -141,7 +149,17 @@ func runLoad(ctx context.Context, addr string, cfg loadConfig) (loadResult, erro
 	}
 	var window time.Duration
 	if cfg.count > 0 {
-		wg.Wait()
+		finished := make(chan struct{})
+		go func() {
+			wg.Wait()
+			close(finished)
+		}()
+		select {
+		case <-finished:
+		case <-ctx.Done():
+			close(stop)
+			<-finished
+		}
 		window = time.Since(start)
 	} else {
 		timer := time.NewTimer(cfg.warmup)
@@ -239,13 +257,19 @@ loop:
 			body = make([]byte, cfg.bodySize)
 			binary.BigEndian.PutUint64(body, uint64(now.UnixNano()))
 		}
-		q := (idx + n*cfg.producers) % cfg.queues
-		req := sendRequest(cfg.topic, q, body, uniqPrefix+strconv.FormatInt(int64(n), 16), now)
+		topic, q := cfg.topic, (idx+n*cfg.producers)%cfg.queues
+		if cfg.pick != nil {
+			topic, q = cfg.pick(idx, n)
+		}
+		req := sendRequest(topic, q, body, uniqPrefix+strconv.FormatInt(int64(n), 16), now)
 		err := c.InvokeAsync(req, func(resp *remoting.Command, err error) {
 			lat := time.Since(now)
 			<-slots
 			if err == nil && resp.Code == remoting.Success {
 				r.all.Add(1)
+				if cfg.onAck != nil {
+					cfg.onAck(topic, q, resp)
+				}
 			}
 			if r.phase.Load() != phaseMeasure {
 				return

@@ -184,7 +184,10 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func startProcess(ctx context.Context, bin, store string, conf map[string]string) (*target, error) {
+// startProcess runs the broker binary on store with conf as --set
+// overrides (listenPort is chosen here), followed by extraArgs (e.g.
+// --pprof), and returns once it listens.
+func startProcess(ctx context.Context, bin, store string, conf map[string]string, extraArgs ...string) (*target, error) {
 	path, err := brokerBinary(bin)
 	if err != nil {
 		return nil, err
@@ -201,6 +204,7 @@ func startProcess(ctx context.Context, bin, store string, conf map[string]string
 		}
 		args = append(args, "--set", k+"="+v)
 	}
+	args = append(args, extraArgs...)
 	logPath := filepath.Join(filepath.Dir(store), filepath.Base(store)+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
