@@ -323,6 +323,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	}
 	b.register.unregisterAll(ctx)
 	b.holds.releaseAll()
+	b.popHolds.releaseAll()
 	var errs []error
 	if b.server != nil {
 		if err := b.server.Shutdown(ctx); err != nil {

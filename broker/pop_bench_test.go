@@ -2,12 +2,18 @@ package broker
 
 import (
 	"context"
+	"os"
+	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/popclient"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -16,30 +22,66 @@ import (
 // concurrent consumers popping every queue; it reports the mean pop and
 // ack latencies.
 func BenchmarkPopAck(b *testing.B) {
-	tb := startTestBroker(&testing.T{}, nil)
-	defer tb.stop()
-	t := &testing.T{}
-	rc := tb.client(nil)
-	body := strings.Repeat("x", 1024)
-	for i := 0; i < b.N; i++ {
-		sendV2(t, rc, "BP", int32(i%8), body, "WAIT\x01false\x02")
+	loaded, err := configs.LoadBroker("", map[string]string{"storePathRootDir": b.TempDir(), "listenPort": "0", "brokerIP1": "127.0.0.1"})
+	if err != nil {
+		b.Fatal(err)
 	}
-	tb.caughtUp()
+	br, err := New(loaded.Broker, zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := br.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = br.Shutdown(ctx) }()
+	dial := func() *remoting.Client {
+		c, err := remoting.Dial(ctx, br.Addr(), remoting.ClientOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	rc := dial()
+	body := []byte(strings.Repeat("x", 1024))
+	for i := 0; i < b.N; i++ {
+		resp, err := rc.Invoke(ctx, remoting.NewRequest(remoting.SendMessageV2, map[string]string{
+			"a": "pg", "b": "BP", "c": "TBW102", "d": "8", "e": strconv.Itoa(i % 8), "f": "0",
+			"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": "WAIT\x01false\x02"}, body))
+		if err != nil || resp.Code != remoting.Success {
+			b.Fatalf("send: %v %v", err, resp)
+		}
+	}
+	if err := br.disp.CatchUp(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if f := os.Getenv("POP_BENCH_PROFILE"); f != "" {
+		out, err := os.Create(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer out.Close()
+		if err := pprof.StartCPUProfile(out); err != nil {
+			b.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	b.ResetTimer()
-	var got, popNs, ackNs, pops atomic.Int64
+	var got, popNs, ackNs, pops, empty atomic.Int64
 	var wg sync.WaitGroup
-	for w := 0; w < 8; w++ {
-		c := popclient.New(tb.client(nil), tb.cfg.BrokerName)
+	for w := 0; w < popBenchConsumers(); w++ {
+		c := popclient.New(dial(), br.cfg.BrokerName)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx := context.Background()
 			for got.Load() < int64(b.N) {
 				t0 := time.Now()
 				res, err := c.Pop(ctx, popclient.PopRequest{Group: "g", Topic: "BP", QueueID: -1, MaxMsgNums: 32, InvisibleTime: time.Minute})
 				popNs.Add(int64(time.Since(t0)))
 				pops.Add(1)
 				if err != nil || res.Code != remoting.Success {
+					empty.Add(1)
 					continue
 				}
 				t1 := time.Now()
@@ -54,5 +96,15 @@ func BenchmarkPopAck(b *testing.B) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(popNs.Load())/float64(pops.Load())/1e6, "ms/pop")
-	b.ReportMetric(float64(ackNs.Load())/float64(pops.Load())/1e6, "ms/ack")
+	b.ReportMetric(float64(ackNs.Load())/float64(pops.Load()-empty.Load())/1e6, "ms/ack")
+	b.ReportMetric(float64(empty.Load())/float64(pops.Load()), "empty/pop")
+}
+
+// popBenchConsumers is the consumer count of BenchmarkPopAck
+// (POP_BENCH_CONSUMERS, default 8).
+func popBenchConsumers() int {
+	if n, err := strconv.Atoi(os.Getenv("POP_BENCH_CONSUMERS")); err == nil && n > 0 {
+		return n
+	}
+	return 8
 }

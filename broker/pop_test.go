@@ -531,3 +531,31 @@ func TestQueryAssignmentAndRequestMode(t *testing.T) {
 		t.Fatalf("all modes %s %v", r.Body, err)
 	}
 }
+
+func TestShutdownAnswersHeldPops(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	mustSend(t, rc, "SD", 0, "x", "")
+	b.caughtUp()
+	_ = mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "SD", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Minute})
+	done := make(chan int32, 1)
+	go func() {
+		res, err := c.Pop(context.Background(), popclient.PopRequest{Group: "g", Topic: "SD", QueueID: 0, MaxMsgNums: 1,
+			InvisibleTime: time.Minute, PollTime: 15 * time.Second})
+		if err != nil {
+			done <- -1
+			return
+		}
+		done <- res.Code
+	}()
+	for deadline := time.Now().Add(10 * time.Second); b.popHolds.count(popHoldKey{"SD", "g", 0}) != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("pop not held")
+		}
+	}
+	start := time.Now()
+	b.stop()
+	if code := <-done; code != remoting.PollingTimeout || time.Since(start) > 5*time.Second {
+		t.Fatalf("held pop at shutdown: code %d after %v", code, time.Since(start))
+	}
+}

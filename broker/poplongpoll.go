@@ -37,6 +37,7 @@ type popHolds struct {
 	byKey   map[popHoldKey]map[*popHeld]struct{}
 	byTopic map[string]map[*popHeld]struct{}
 	total   int
+	closing bool // set by releaseAll: nothing is held any more
 }
 
 // popHeld is one held request.
@@ -69,7 +70,7 @@ func (h *popHolds) hold(key popHoldKey, deadline int64, topics []string, ready f
 		h.mu.Unlock()
 		return holdFull
 	}
-	if wait <= 0 {
+	if wait <= 0 || h.closing {
 		h.mu.Unlock()
 		return holdTimeout
 	}
@@ -120,23 +121,55 @@ func (h *popHolds) hold(key popHoldKey, deadline int64, topics []string, ready f
 // fire hands the rerun to the worker pool once. It may run on the
 // dispatcher's goroutine inside the notifier's lock, so the other waiters
 // are cancelled by the job, not here.
-func (r *popHeld) fire() {
+func (r *popHeld) fire() { r.fireIf(nil) }
+
+// fireIf fires the request unless it already fired, reporting whether this
+// call fired it; done, when set, runs after the re-run.
+func (r *popHeld) fireIf(done func()) bool {
 	h := r.h
 	h.mu.Lock()
 	if r.fired {
 		h.mu.Unlock()
-		return
+		return false
 	}
 	r.fired = true
 	h.remove(r)
 	h.mu.Unlock()
 	h.b.holds.submit(func() {
+		if done != nil {
+			defer done()
+		}
 		h.mu.Lock()
 		waiters, timer := r.waiters, r.timer
 		h.mu.Unlock()
 		r.release(waiters, timer)
 		r.rerun()
 	})
+	return true
+}
+
+// releaseAll answers every held request now and holds no more (each
+// re-runs once and answers what it finds: 210 or hasMsg=false when
+// nothing), then waits until the answers are queued. The broker calls it
+// before it stops serving, so POP clients do not wait for their timeouts.
+func (h *popHolds) releaseAll() {
+	h.mu.Lock()
+	h.closing = true
+	var held []*popHeld
+	for _, set := range h.byKey {
+		for r := range set {
+			held = append(held, r)
+		}
+	}
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, r := range held {
+		wg.Add(1)
+		if !r.fireIf(wg.Done) {
+			wg.Done()
+		}
+	}
+	wg.Wait()
 }
 
 // release cancels a request's registrations.

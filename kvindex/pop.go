@@ -427,10 +427,16 @@ func (s *PopStore) Record(r InFlight) (InFlight, bool, error) {
 }
 
 // MinInFlight returns the smallest offset of a queue still in flight for a
-// group; ok is false when none is.
-func (s *PopStore) MinInFlight(group, topic string, queueID int32) (offset int64, ok bool, err error) {
+// group, at or above from; ok is false when none is. Callers pass a bound
+// known to be at or below every in-flight offset (the committed offset),
+// so the seek does not walk the tombstones of long acknowledged messages.
+func (s *PopStore) MinInFlight(group, topic string, queueID int32, from int64) (offset int64, ok bool, err error) {
 	p := groupTopicQueue(nil, prefixPopAckIndex, group, topic, queueID)
-	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	lower := p
+	if from > 0 {
+		lower = binary.BigEndian.AppendUint64(append([]byte(nil), p...), uint64(from))
+	}
+	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(p)})
 	if err != nil {
 		return 0, false, fmt.Errorf("min in-flight of %s on %s/%d: %w", group, topic, queueID, err)
 	}
@@ -484,17 +490,27 @@ func (s *PopStore) Order(group, topic string, queueID int32) (OrderState, bool, 
 // deadline order, until fn returns false or max records were passed
 // (max <= 0: no limit).
 func (s *PopStore) Due(before int64, max int, fn func(InFlight) bool) error {
-	return s.scanInFlight(before, max, fn)
+	return s.scanInFlight(0, before, max, fn)
+}
+
+// DueFrom is Due for records whose VisibleAt is at least from: a revive
+// loop that knows no record is due before from skips the tombstones of the
+// records deleted there.
+func (s *PopStore) DueFrom(from, before int64, max int, fn func(InFlight) bool) error {
+	return s.scanInFlight(from, before, max, fn)
 }
 
 // EachInFlight calls fn for every in-flight record in deadline order until
 // fn returns false.
 func (s *PopStore) EachInFlight(fn func(InFlight) bool) error {
-	return s.scanInFlight(math.MaxInt64, 0, fn)
+	return s.scanInFlight(0, math.MaxInt64, 0, fn)
 }
 
-func (s *PopStore) scanInFlight(before int64, max int, fn func(InFlight) bool) error {
+func (s *PopStore) scanInFlight(from, before int64, max int, fn func(InFlight) bool) error {
 	lower := []byte{prefixPopInFlight}
+	if from > 0 {
+		lower = binary.BigEndian.AppendUint64(lower, uint64(from))
+	}
 	upper := []byte{prefixPopInFlight + 1}
 	if before < math.MaxInt64 && before >= 0 {
 		upper = binary.BigEndian.AppendUint64([]byte{prefixPopInFlight}, uint64(before+1))
@@ -526,12 +542,12 @@ func (s *PopStore) scanInFlight(before int64, max int, fn func(InFlight) bool) e
 	return nil
 }
 
-// NextDue returns the earliest VisibleAt of all in-flight records; ok is
-// false when none is in flight.
-func (s *PopStore) NextDue() (int64, bool, error) {
+// NextDue returns the earliest VisibleAt at or after from of the in-flight
+// records; ok is false when none is in flight.
+func (s *PopStore) NextDue(from int64) (int64, bool, error) {
 	var at int64
 	found := false
-	err := s.scanInFlight(math.MaxInt64, 1, func(r InFlight) bool {
+	err := s.scanInFlight(from, math.MaxInt64, 1, func(r InFlight) bool {
 		at, found = r.VisibleAt, true
 		return false
 	})

@@ -42,7 +42,7 @@ func TestPopStoreInFlightLifecycle(t *testing.T) {
 	if len(due) != 2 || due[1].QueueOffset != 7 {
 		t.Fatalf("due at 3000, max 2: %+v", due)
 	}
-	if at, ok, err := s.NextDue(); err != nil || !ok || at != 1500 {
+	if at, ok, err := s.NextDue(0); err != nil || !ok || at != 1500 {
 		t.Fatalf("next due %d %v %v", at, ok, err)
 	}
 	got, ok, err := s.Lookup("g", "T", 1, 8)
@@ -53,7 +53,7 @@ func TestPopStoreInFlightLifecycle(t *testing.T) {
 	if err != nil || !ok || !reflect.DeepEqual(full, recs[1]) {
 		t.Fatalf("record: %+v %v %v", full, ok, err)
 	}
-	if off, ok, err := s.MinInFlight("g", "T", 1); err != nil || !ok || off != 7 {
+	if off, ok, err := s.MinInFlight("g", "T", 1, 0); err != nil || !ok || off != 7 {
 		t.Fatalf("min in flight %d %v %v", off, ok, err)
 	}
 	if pos, ok, err := s.Position("g", "T", 1); err != nil || !ok || pos != 9 {
@@ -77,7 +77,7 @@ func TestPopStoreInFlightLifecycle(t *testing.T) {
 	if _, ok, _ := s.Lookup("g", "T", 1, 7); ok {
 		t.Fatal("acked record still indexed")
 	}
-	if off, ok, _ := s.MinInFlight("g", "T", 1); !ok || off != 8 {
+	if off, ok, _ := s.MinInFlight("g", "T", 1, 8); !ok || off != 8 {
 		t.Fatalf("min in flight after ack: %d %v", off, ok)
 	}
 	if off, ok, _ := db.ConsumerOffsets().Get("g", "T", 1); !ok || off != 8 {

@@ -48,7 +48,13 @@ func (s *Service) orderBlocked(group, topic string, queueID int32, attemptID str
 
 // popOrderQueue pops the next batch of one queue for an orderly consumer.
 func (s *Service) popOrderQueue(req PopRequest, src source, remain int, res *PopResult, info *InfoBuilder) (bool, error) {
-	unlock := s.lock(req.Group, src.topic, src.queueID)
+	if remain <= 0 {
+		return false, nil
+	}
+	unlock, ok := s.tryLock(req.Group, src.topic, src.queueID)
+	if !ok {
+		return false, nil
+	}
 	defer unlock()
 	prev, hasPrev, err := s.store.Order(req.Group, src.topic, src.queueID)
 	if err != nil {
@@ -60,14 +66,6 @@ func (s *Service) popOrderQueue(req PopRequest, src source, remain int, res *Pop
 	pos, known, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, false)
 	if err != nil {
 		return false, err
-	}
-	if remain <= 0 {
-		maxOff, err := s.cfg.CQ.MaxOffset(src.topic, src.queueID)
-		if err != nil {
-			return false, err
-		}
-		res.RestNum += max(maxOff-pos, 0)
-		return false, nil
 	}
 	r, err := s.readQueue(src.topic, src.queueID, pos, min(remain, kvindex.MaxOrderBatch), src.filter)
 	if err != nil {

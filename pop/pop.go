@@ -150,19 +150,17 @@ func (s *Service) startOffset(group, topic string, queueID int32, initMode int32
 // popQueue pops up to remain messages of one queue into res. It returns
 // whether it committed state that needs a sync.
 func (s *Service) popQueue(req PopRequest, src source, remain int, res *PopResult, info *InfoBuilder) (bool, error) {
-	unlock := s.lock(req.Group, src.topic, src.queueID)
+	if remain <= 0 {
+		return false, s.addRest(req, src, res)
+	}
+	unlock, ok := s.tryLock(req.Group, src.topic, src.queueID)
+	if !ok {
+		return false, s.addRest(req, src, res)
+	}
 	defer unlock()
 	pos, known, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, true)
 	if err != nil {
 		return false, err
-	}
-	if remain <= 0 {
-		maxOff, err := s.cfg.CQ.MaxOffset(src.topic, src.queueID)
-		if err != nil {
-			return false, err
-		}
-		res.RestNum += max(maxOff-pos, 0)
-		return false, nil
 	}
 	r, err := s.readQueue(src.topic, src.queueID, pos, remain, src.filter)
 	if err != nil {
@@ -217,6 +215,22 @@ func (s *Service) popQueue(req PopRequest, src source, remain int, res *PopResul
 		res.Records = append(res.Records, rec)
 	}
 	return true, nil
+}
+
+// addRest counts the messages of a queue the pop did not read (full, or
+// the queue busy with another pop of the group) into res.RestNum, without
+// the queue's lock.
+func (s *Service) addRest(req PopRequest, src source, res *PopResult) error {
+	pos, _, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, !req.Order)
+	if err != nil {
+		return err
+	}
+	maxOff, err := s.cfg.CQ.MaxOffset(src.topic, src.queueID)
+	if err != nil {
+		return err
+	}
+	res.RestNum += max(maxOff-pos, 0)
+	return nil
 }
 
 // reencodeRetry rewrites a pop-retry record under the requested topic with

@@ -40,7 +40,7 @@ func (s *Service) reviveLoop(ctx context.Context) {
 		wait := s.cfg.ReviveIdle
 		if n >= s.cfg.ReviveBatch && err == nil {
 			wait = 0
-		} else if at, ok, err := s.store.NextDue(); err == nil && ok {
+		} else if at, ok, err := s.store.NextDue(s.cursor); err == nil && ok {
 			wait = min(wait, max(time.Duration(at-s.now()+1)*time.Millisecond, 0))
 		}
 		if !timer.Stop() {
@@ -60,7 +60,8 @@ type queueKey struct {
 }
 
 // ReviveOnce re-delivers the records due now (at most ReviveBatch) and
-// returns how many it handled. For each queue, under its lock: records
+// returns how many it handled. It runs on the revive goroutine only (or in
+// tests, instead of it). For each queue, under its lock: records
 // still current (not acknowledged meanwhile) have their message re-put to
 // the group's pop-retry topic with reconsumeTimes + 1 and 1ST_POP_TIME, or
 // to %DLQ%<group> once the message was consumed retryMaxTimes times; then
@@ -72,7 +73,7 @@ func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 	byQueue := map[queueKey][]kvindex.InFlight{}
 	var order []queueKey
 	n := 0
-	err := s.store.Due(now, s.cfg.ReviveBatch, func(r kvindex.InFlight) bool {
+	err := s.store.DueFrom(s.cursor, now, s.cfg.ReviveBatch, func(r kvindex.InFlight) bool {
 		k := queueKey{r.Group, r.Topic, r.QueueID}
 		if _, ok := byQueue[k]; !ok {
 			order = append(order, k)
@@ -98,8 +99,19 @@ func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 			return n, err
 		}
 	}
+	if n < s.cfg.ReviveBatch {
+		// Everything due before now is handled; a deadline written from
+		// now on is at least now (minus a clock step back, hence the
+		// margin).
+		s.cursor = max(s.cursor, now-reviveCursorMargin)
+	}
 	return n, nil
 }
+
+// reviveCursorMargin keeps the revive cursor behind the clock, so a
+// deadline of now (invisibleTime 0) or a small clock step back is still
+// scanned.
+const reviveCursorMargin = 3000
 
 func (s *Service) reviveQueue(ctx context.Context, k queueKey, recs []kvindex.InFlight, now int64) error {
 	unlock := s.lock(k.group, k.topic, k.queueID)

@@ -115,8 +115,12 @@ type Service struct {
 	done   chan struct{}
 
 	lateness lateness
-	revived  atomic.Int64
-	dlq      atomic.Int64
+	// cursor is the revive loop's lower bound: no record is due before
+	// it (every new deadline is at least the time of its write), so scans
+	// skip the tombstones below it.
+	cursor  int64
+	revived atomic.Int64
+	dlq     atomic.Int64
 }
 
 const lockStripes = 1024
@@ -155,6 +159,23 @@ func (s *Service) now() int64 { return s.cfg.Now().UnixMilli() }
 
 // lock locks the stripe of a group's queue and returns its unlock.
 func (s *Service) lock(group, topic string, queueID int32) func() {
+	m := s.stripe(group, topic, queueID)
+	m.Lock()
+	return m.Unlock
+}
+
+// tryLock locks the stripe of a group's queue unless it is busy (a pop
+// skips a queue another pop of the group is reading, as RocketMQ's
+// QueueLockManager.tryLock does).
+func (s *Service) tryLock(group, topic string, queueID int32) (func(), bool) {
+	m := s.stripe(group, topic, queueID)
+	if !m.TryLock() {
+		return nil, false
+	}
+	return m.Unlock, true
+}
+
+func (s *Service) stripe(group, topic string, queueID int32) *sync.Mutex {
 	var h maphash.Hash
 	h.SetSeed(s.seed)
 	h.WriteString(group)
@@ -162,9 +183,7 @@ func (s *Service) lock(group, topic string, queueID int32) func() {
 	h.WriteString(topic)
 	h.WriteByte(byte(queueID))
 	h.WriteByte(byte(queueID >> 8))
-	m := &s.locks[h.Sum64()%lockStripes]
-	m.Lock()
-	return m.Unlock
+	return &s.locks[h.Sum64()%lockStripes]
 }
 
 // nextRequest counts pops per group and topic; every fifth starts with the
@@ -203,16 +222,21 @@ func (s *Service) reviveTopic(topic, group string) string {
 // offset still in flight, or to fallback when none is. The caller holds
 // the queue's lock and commits b.
 func (s *Service) committed(b *kvindex.PopBatch, group, topic string, queueID int32, fallback int64) error {
-	off, ok, err := s.store.MinInFlight(group, topic, queueID)
+	cur, has, err := s.cfg.Offsets.Get(group, topic, queueID)
+	if err != nil {
+		return err
+	}
+	// Every in-flight offset is at or above the committed one.
+	from := int64(0)
+	if has {
+		from = max(cur, 0)
+	}
+	off, ok, err := s.store.MinInFlight(group, topic, queueID, from)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		off = fallback
-	}
-	cur, has, err := s.cfg.Offsets.Get(group, topic, queueID)
-	if err != nil {
-		return err
 	}
 	if has && cur == off {
 		return nil

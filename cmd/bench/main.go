@@ -5,6 +5,7 @@
 //	bench e2e-latency   producers at a fixed rate, long-polling consumers, produce-to-consume latency
 //	bench cq            the ConsumeQueue layouts (kv, file) at 1k/100k/1M queues, one child process per configuration
 //	bench dispatch-lag  the dispatcher behind CommitLog appends at full rate
+//	bench pop           pop+ack against pull in the same run, RSS with many messages in flight, revive lateness
 //	bench scale         up to a million queues end to end on the broker binary, KV and file ConsumeQueue side by side
 //
 // Every subcommand prints the exact configuration, the machine, each run
@@ -73,6 +74,7 @@ func newRootCommand() *cobra.Command {
 		newCQCommand(),
 		newCQRunCommand(),
 		newDispatchLagCommand(),
+		newPopCommand(),
 		newScaleCommand(),
 	)
 	return root

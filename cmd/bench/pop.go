@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/popclient"
+	"github.com/rocketkv/rocketkv/pop"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// popOptions are the flags of `bench pop`.
+type popOptions struct {
+	target    targetOptions
+	messages  int64
+	queues    int
+	producers int
+	inflight  int
+	consumers int
+	batch     int
+	body      int
+	runs      int
+	hold      int64
+	invisible time.Duration
+	timeout   time.Duration
+}
+
+func newPopCommand() *cobra.Command {
+	var o popOptions
+	cmd := &cobra.Command{
+		Use:   "pop",
+		Short: "POP consumption: pop+ack rate against the same broker's pull rate, RSS with many messages in flight, revive lateness",
+		Long: `pop starts a broker on a temporary store (or drives --broker) and, per run:
+
+ 1. pre-fills a topic of M queues with --messages messages, drains it with C
+    long-polling pull consumers (the baseline), then drains the same messages
+    again with C POP consumers of another group that pop --batch messages
+    (queueId -1) and batch-ack every response; the ratio is pop+ack msg/s
+    over pull msg/s;
+ 2. with --hold N > 0: pre-fills N more messages, pops all of them without
+    acking (invisible for --invisible), reports the broker's RSS before and
+    after (when the benchmark started the broker binary), waits for revive to
+    re-deliver them and reports revive lateness: the store time of each
+    re-delivered message minus its deadline (1ST_POP_TIME + invisible time).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPopBench(cmd.Context(), cmd.OutOrStdout(), o)
+		},
+	}
+	f := cmd.Flags()
+	o.target.register(f)
+	f.Int64Var(&o.messages, "messages", 200_000, "messages pre-filled and consumed by each mode per run")
+	f.IntVarP(&o.queues, "queues", "m", 8, "queues of the topic")
+	f.IntVarP(&o.producers, "producers", "n", 4, "pre-fill producer connections")
+	f.IntVarP(&o.inflight, "inflight", "k", 32, "pre-fill requests in flight per producer")
+	f.IntVarP(&o.consumers, "consumers", "c", 8, "consumer connections (pull and pop)")
+	f.IntVar(&o.batch, "batch", 32, "messages per pull or pop (at most 32 for pop)")
+	f.IntVar(&o.body, "body", 1024, "message body size in bytes")
+	f.IntVar(&o.runs, "runs", 3, "runs (each on a fresh broker); the summary gives medians")
+	f.Int64Var(&o.hold, "hold", 0, "messages added, then popped with the --messages ones and left in flight to measure RSS and revive lateness (0: skip)")
+	f.DurationVar(&o.invisible, "invisible", 20*time.Second, "invisible time of the held messages")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "longest time one drain may take")
+	return cmd
+}
+
+// popRun is one run of `bench pop`.
+type popRun struct {
+	pullRate, popRate float64
+	rssBefore         int64
+	rssAfter          int64
+	lateP50, lateP99  int64
+	lateMax           int64
+	revived           int64
+	inFlight          int64
+}
+
+func runPopBench(ctx context.Context, w io.Writer, o popOptions) error {
+	if o.runs < 1 || o.messages < 1 || o.batch < 1 || o.batch > pop.MaxPopMessages {
+		return fmt.Errorf("--runs %d, --messages %d, --batch %d: want runs, messages >= 1 and batch in 1..32", o.runs, o.messages, o.batch)
+	}
+	fmt.Fprintf(w, "pop: %d messages of %d B over %d queues, %d consumers, %d per pull/pop, hold %d, %d runs\n",
+		o.messages, o.body, o.queues, o.consumers, o.batch, o.hold, o.runs)
+	fmt.Fprintf(w, "machine: %s\n", machineLine())
+	var runs []popRun
+	for i := range o.runs {
+		t, err := startTarget(ctx, o.target)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			fmt.Fprintf(w, "broker: %s at %s\n", t.Kind, t.Addr)
+		}
+		r, err := popOnce(ctx, t, o, i)
+		if cerr := t.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "run %d: pull %s msg/s; pop+ack %s msg/s; ratio %.2f", i+1, fmtNum(r.pullRate), fmtNum(r.popRate), ratio(r.popRate, r.pullRate))
+		if o.hold > 0 {
+			fmt.Fprintf(w, "; %d in flight: RSS %s -> %s (+%s); revived %d, lateness p50 %d ms p99 %d ms max %d ms",
+				r.inFlight, fmtBytes(r.rssBefore), fmtBytes(r.rssAfter), fmtBytes(r.rssAfter-r.rssBefore), r.revived, r.lateP50, r.lateP99, r.lateMax)
+		}
+		fmt.Fprintln(w)
+		runs = append(runs, r)
+	}
+	var t table
+	t.add("median of", "pull msg/s", "pop+ack msg/s", "pop/pull", "RSS growth", "revive p99 ms")
+	t.add(fmt.Sprintf("%d runs", len(runs)),
+		medianOf(runs, func(r popRun) float64 { return r.pullRate }),
+		medianOf(runs, func(r popRun) float64 { return r.popRate }),
+		fmt.Sprintf("%.2f", medianOf(runs, func(r popRun) float64 { return ratio(r.popRate, r.pullRate) })),
+		fmtBytes(int64(medianOf(runs, func(r popRun) float64 { return float64(r.rssAfter - r.rssBefore) }))),
+		medianOf(runs, func(r popRun) float64 { return float64(r.lateP99) }))
+	return t.write(w)
+}
+
+func popOnce(ctx context.Context, t *target, o popOptions, run int) (popRun, error) {
+	var r popRun
+	addr := t.Addr
+	topic := fmt.Sprintf("BenchPop_%d_%d", time.Now().Unix(), run)
+	if err := setupTopic(ctx, addr, topic, o.queues); err != nil {
+		return r, err
+	}
+	fill, err := runLoad(ctx, addr, loadConfig{topic: topic, queues: o.queues, producers: o.producers, inflight: o.inflight,
+		bodySize: o.body, count: o.messages})
+	if err != nil {
+		return r, err
+	}
+	if fill.Failed > 0 {
+		return r, fmt.Errorf("pre-fill: %d sends failed, first: %s", fill.Failed, fill.FirstError)
+	}
+	total := fill.TotalAcked
+	// Baseline: long-polling pulls of the same messages.
+	start := time.Now()
+	cs, err := startConsumers(ctx, addr, consumerConfig{topic: topic, queues: o.queues, consumers: o.consumers, batch: o.batch,
+		suspend: true, suspendFor: 15 * time.Second, idleBackoff: 5 * time.Millisecond})
+	if err != nil {
+		return r, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, o.timeout)
+	err = cs.WaitFor(wctx, total)
+	cancel()
+	r.pullRate = float64(cs.Consumed()) / time.Since(start).Seconds()
+	if cerr := cs.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return r, fmt.Errorf("pull drain: %w", err)
+	}
+	// POP consumers of a new group: pop, then batch-ack each response.
+	start = time.Now()
+	n, err := popDrain(ctx, addr, topic, "BenchPopGroup", o, total, true, nil)
+	if err != nil {
+		return r, err
+	}
+	r.popRate = float64(n) / time.Since(start).Seconds()
+	if o.hold <= 0 {
+		return r, nil
+	}
+	return holdAndRevive(ctx, t, o, topic, r)
+}
+
+// popDrain pops until want messages arrived, acking them when ack is set;
+// seen, when set, sees every popped message.
+func popDrain(ctx context.Context, addr, topic, group string, o popOptions, want int64, ack bool, seen func(popclient.Message, int64)) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	var got atomic.Int64
+	var wg sync.WaitGroup
+	var errOnce sync.Once
+	var firstErr error
+	fail := func(err error) {
+		errOnce.Do(func() { firstErr = err })
+		cancel()
+	}
+	inv := time.Minute
+	if !ack {
+		inv = o.invisible
+	}
+	for c := 0; c < o.consumers; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rc, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
+			if err != nil {
+				fail(err)
+				return
+			}
+			defer rc.Close()
+			pc := popclient.New(rc, "")
+			for got.Load() < want && ctx.Err() == nil {
+				res, err := pc.Pop(ctx, popclient.PopRequest{Group: group, Topic: topic, QueueID: -1, MaxMsgNums: o.batch,
+					InvisibleTime: inv, PollTime: time.Second})
+				if err != nil {
+					if ctx.Err() == nil {
+						fail(err)
+					}
+					return
+				}
+				if res.Code != remoting.Success {
+					continue
+				}
+				if seen != nil {
+					for _, m := range res.Messages {
+						seen(m, res.PopTime)
+					}
+				}
+				if ack {
+					code, err := pc.BatchAck(ctx, group, topic, res.Messages)
+					if err != nil || code != remoting.Success {
+						fail(fmt.Errorf("batch ack: code %d, %v", code, err))
+						return
+					}
+				}
+				got.Add(int64(len(res.Messages)))
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return got.Load(), firstErr
+	}
+	if got.Load() < want {
+		return got.Load(), fmt.Errorf("pop drain: %d of %d messages before the timeout", got.Load(), want)
+	}
+	return got.Load(), nil
+}
+
+// holdAndRevive pops o.hold fresh messages without acking them, measures
+// the broker's RSS, then waits for their re-delivery through the pop-retry
+// topic and measures revive lateness.
+func holdAndRevive(ctx context.Context, t *target, o popOptions, topic string, r popRun) (popRun, error) {
+	rss := func() int64 {
+		if t.PID == 0 {
+			return 0
+		}
+		st, err := procStatus(fmt.Sprintf("/proc/%d/status", t.PID), "VmRSS")
+		if err != nil {
+			return 0
+		}
+		return st["VmRSS"]
+	}
+	fill, err := runLoad(ctx, t.Addr, loadConfig{topic: topic, queues: o.queues, producers: o.producers, inflight: o.inflight,
+		bodySize: o.body, count: o.hold})
+	if err != nil {
+		return r, err
+	}
+	// A new group pops everything in the topic (the drained messages and
+	// the new ones) and acks nothing.
+	group := "BenchPopHold"
+	r.inFlight = fill.TotalAcked + o.messages
+	r.rssBefore = rss()
+	if _, err := popDrain(ctx, t.Addr, topic, group, o, r.inFlight, false, nil); err != nil {
+		return r, err
+	}
+	r.rssAfter = rss()
+	// Re-deliveries: their records carry the store time of the revive's
+	// re-put and 1ST_POP_TIME, the original pop time.
+	var mu sync.Mutex
+	var late []int64
+	seen := func(m popclient.Message, _ int64) {
+		first, ok := commitlog.LookupProperty(m.Properties, "1ST_POP_TIME")
+		if !ok || m.ReconsumeTimes != 1 {
+			return
+		}
+		pt, err := strconv.ParseInt(first, 10, 64)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		late = append(late, m.StoreTimestamp-(pt+o.invisible.Milliseconds()))
+		mu.Unlock()
+	}
+	ackOpts := o
+	ackOpts.timeout = o.timeout + o.invisible
+	if _, err := popDrain(ctx, t.Addr, topic, group, ackOpts, r.inFlight, true, seen); err != nil {
+		return r, err
+	}
+	sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
+	r.revived = int64(len(late))
+	if len(late) > 0 {
+		r.lateP50, r.lateP99, r.lateMax = percentile(late, 50), percentile(late, 99), late[len(late)-1]
+	}
+	return r, nil
+}
