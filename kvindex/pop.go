@@ -592,3 +592,37 @@ func (s *PopStore) EachRequestMode(fn func(RequestMode) bool) error {
 	}
 	return derr
 }
+
+// EachInQueue calls fn, in offset order, with the ack-index entry of every
+// message of a group's queue in flight at or above from, until fn returns
+// false. The entries carry what Lookup returns.
+func (s *PopStore) EachInQueue(group, topic string, queueID int32, from int64, fn func(InFlight) bool) error {
+	p := groupTopicQueue(nil, prefixPopAckIndex, group, topic, queueID)
+	lower := p
+	if from > 0 {
+		lower = binary.BigEndian.AppendUint64(append([]byte(nil), p...), uint64(from))
+	}
+	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return fmt.Errorf("scan in-flight of %s on %s/%d: %w", group, topic, queueID, err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("scan in-flight of %s on %s/%d: %w", group, topic, queueID, err)
+		}
+		r, err := decodePopAck(it.Key(), v)
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("ack index key %x: %w", it.Key(), err)
+		}
+		if !fn(r) {
+			break
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("scan in-flight of %s on %s/%d: %w", group, topic, queueID, err)
+	}
+	return nil
+}

@@ -3,6 +3,7 @@ package pop
 import (
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/rocketkv/rocketkv/kvindex"
 )
@@ -43,31 +44,72 @@ func (s *Service) AckMany(group, topic string, queueID int32, offsets []int64, p
 
 func (s *Service) ackQueue(group, topic string, queueID int32, offsets []int64, popTime, invisibleTime int64) (AckResult, error) {
 	var res AckResult
+	if len(offsets) == 0 {
+		return res, nil
+	}
+	sorted := offsets
+	if !sort.SliceIsSorted(sorted, func(i, j int) bool { return sorted[i] < sorted[j] }) {
+		sorted = append([]int64(nil), offsets...)
+		sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	}
 	unlock := s.lock(group, topic, queueID)
 	b := s.store.NewBatch()
 	err := func() error {
 		defer unlock()
 		defer b.Close()
-		for _, off := range offsets {
-			r, ok, err := s.store.Lookup(group, topic, queueID, off)
+		cur, has, err := s.cfg.Offsets.Get(group, topic, queueID)
+		if err != nil {
+			return err
+		}
+		// One pass over the queue's in-flight messages from the committed
+		// offset: delete the matching ones and find the smallest offset
+		// left, the new committed offset.
+		from := int64(0)
+		if has {
+			from = max(cur, 0)
+		}
+		from = min(from, sorted[0])
+		last := sorted[len(sorted)-1]
+		i := 0
+		newMin, found := int64(0), false
+		var ferr error
+		err = s.store.EachInQueue(group, topic, queueID, from, func(r kvindex.InFlight) bool {
+			for i < len(sorted) && sorted[i] < r.QueueOffset {
+				i++
+			}
+			if i < len(sorted) && sorted[i] == r.QueueOffset && r.PopTime == popTime && r.InvisibleTime == invisibleTime {
+				if ferr = b.DeleteInFlight(&r); ferr != nil {
+					return false
+				}
+				res.Deleted++
+				// Past the last acked offset only the new minimum is
+				// still wanted.
+				return !found || r.QueueOffset < last
+			}
+			if !found {
+				newMin, found = r.QueueOffset, true
+			}
+			return r.QueueOffset < last
+		})
+		if err == nil {
+			err = ferr
+		}
+		if err != nil || res.Deleted == 0 {
+			return err
+		}
+		if !found {
+			pos, _, err := s.store.Position(group, topic, queueID)
 			if err != nil {
 				return err
 			}
-			if !ok || r.PopTime != popTime || r.InvisibleTime != invisibleTime {
-				continue
-			}
-			if err := b.DeleteInFlight(&r); err != nil {
+			newMin = pos
+		}
+		if !has || cur != newMin {
+			if err := b.SetCommitted(group, topic, queueID, newMin); err != nil {
 				return err
 			}
-			res.Deleted++
 		}
-		if res.Deleted == 0 {
-			return nil
-		}
-		if err := b.Commit(false); err != nil {
-			return err
-		}
-		return s.moveCommitted(group, topic, queueID)
+		return b.Commit(false)
 	}()
 	if err != nil {
 		return res, fmt.Errorf("ack %s on %s/%d: %w", group, topic, queueID, err)

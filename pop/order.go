@@ -47,15 +47,22 @@ func (s *Service) orderBlocked(group, topic string, queueID int32, attemptID str
 }
 
 // popOrderQueue pops the next batch of one queue for an orderly consumer.
-func (s *Service) popOrderQueue(req PopRequest, src source, remain int, res *PopResult, info *InfoBuilder) (bool, error) {
+func (s *Service) popOrderQueue(req PopRequest, src source, remain int, wait bool, res *PopResult, info *InfoBuilder) (wrote, skipped bool, err error) {
 	if remain <= 0 {
-		return false, nil
+		return false, false, nil
 	}
-	unlock, ok := s.tryLock(req.Group, src.topic, src.queueID)
+	unlock, ok := s.queueLock(req.Group, src, wait)
 	if !ok {
-		return false, nil
+		return false, true, nil
 	}
 	defer unlock()
+	wrote, err = s.popOrderLocked(req, src, remain, res, info)
+	return wrote, false, err
+}
+
+// popOrderLocked pops one queue for an orderly consumer; the caller holds
+// the queue's lock.
+func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *PopResult, info *InfoBuilder) (bool, error) {
 	prev, hasPrev, err := s.store.Order(req.Group, src.topic, src.queueID)
 	if err != nil {
 		return false, err

@@ -100,19 +100,32 @@ func (s *Service) Pop(req PopRequest) (PopResult, error) {
 	}
 	var info InfoBuilder
 	wrote := false
-	for _, src := range sources {
-		remain := req.MaxMsgNums - countRecords(res.Records)
-		var got bool
-		var err error
-		if req.Order {
-			got, err = s.popOrderQueue(req, src, remain, &res, &info)
-		} else {
-			got, err = s.popQueue(req, src, remain, &res, &info)
+	var busy []source
+	// First pass: skip queues another pop of the group is reading. When
+	// that leaves the pop empty, wait for them in a second pass rather
+	// than answer nothing while messages wait.
+	for pass := 0; pass < 2; pass++ {
+		for _, src := range sources {
+			remain := req.MaxMsgNums - countRecords(res.Records)
+			var got, skipped bool
+			var err error
+			if req.Order {
+				got, skipped, err = s.popOrderQueue(req, src, remain, pass == 1, &res, &info)
+			} else {
+				got, skipped, err = s.popQueue(req, src, remain, pass == 1, &res, &info)
+			}
+			if err != nil {
+				return res, err
+			}
+			wrote = wrote || got
+			if skipped {
+				busy = append(busy, src)
+			}
 		}
-		if err != nil {
-			return res, err
+		if len(res.Records) > 0 || len(busy) == 0 {
+			break
 		}
-		wrote = wrote || got
+		sources, busy = busy, nil
 	}
 	res.StartOffsetInfo = info.StartOffsetInfo()
 	res.MsgOffsetInfo = info.MsgOffsetInfo()
@@ -149,15 +162,30 @@ func (s *Service) startOffset(group, topic string, queueID int32, initMode int32
 
 // popQueue pops up to remain messages of one queue into res. It returns
 // whether it committed state that needs a sync.
-func (s *Service) popQueue(req PopRequest, src source, remain int, res *PopResult, info *InfoBuilder) (bool, error) {
+func (s *Service) popQueue(req PopRequest, src source, remain int, wait bool, res *PopResult, info *InfoBuilder) (wrote, skipped bool, err error) {
 	if remain <= 0 {
-		return false, s.addRest(req, src, res)
+		return false, false, s.addRest(req, src, res)
 	}
-	unlock, ok := s.tryLock(req.Group, src.topic, src.queueID)
+	unlock, ok := s.queueLock(req.Group, src, wait)
 	if !ok {
-		return false, s.addRest(req, src, res)
+		return false, true, nil
 	}
 	defer unlock()
+	wrote, err = s.popLocked(req, src, remain, res, info)
+	return wrote, false, err
+}
+
+// queueLock locks a group's queue for a pop: waiting when wait is set,
+// else only when it is free.
+func (s *Service) queueLock(group string, src source, wait bool) (func(), bool) {
+	if wait {
+		return s.lock(group, src.topic, src.queueID), true
+	}
+	return s.tryLock(group, src.topic, src.queueID)
+}
+
+// popLocked pops one queue whose lock the caller holds.
+func (s *Service) popLocked(req PopRequest, src source, remain int, res *PopResult, info *InfoBuilder) (bool, error) {
 	pos, known, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, true)
 	if err != nil {
 		return false, err
@@ -172,6 +200,27 @@ func (s *Service) popQueue(req PopRequest, src source, remain int, res *PopResul
 	}
 	b := s.store.NewBatch()
 	defer b.Close()
+	// The committed offset follows the smallest offset in flight: an
+	// earlier pop's, else this pop's first, else the new position.
+	cur, has, err := s.cfg.Offsets.Get(req.Group, src.topic, src.queueID)
+	if err != nil {
+		return false, err
+	}
+	minOff, inFlight, err := s.store.MinInFlight(req.Group, src.topic, src.queueID, max(cur, 0))
+	if err != nil {
+		return false, err
+	}
+	if !inFlight {
+		minOff = r.next
+		if len(r.offsets) > 0 {
+			minOff = r.offsets[0]
+		}
+	}
+	if !has || cur != minOff {
+		if err := b.SetCommitted(req.Group, src.topic, src.queueID, minOff); err != nil {
+			return false, err
+		}
+	}
 	for _, off := range r.offsets {
 		rec := kvindex.InFlight{
 			Group: req.Group, Topic: src.topic, QueueID: src.queueID, QueueOffset: off,
@@ -187,18 +236,6 @@ func (s *Service) popQueue(req PopRequest, src source, remain int, res *PopResul
 	}
 	if err := b.Commit(false); err != nil {
 		return false, err
-	}
-	// The committed offset follows the smallest in-flight offset, which
-	// the records just committed may now be.
-	b2 := s.store.NewBatch()
-	defer b2.Close()
-	if err := s.committed(b2, req.Group, src.topic, src.queueID, r.next); err != nil {
-		return false, err
-	}
-	if !b2.Empty() {
-		if err := b2.Commit(false); err != nil {
-			return false, err
-		}
 	}
 	if len(r.offsets) == 0 {
 		return true, nil
