@@ -39,7 +39,12 @@ func (s *Service) readQueue(topic string, queueID int32, offset int64, n int, f 
 	r.from, r.next = offset, offset
 	scanned := 0
 	for len(r.offsets) < n && r.next < r.max && scanned < maxReadScan {
-		want := min(max(2*(n-len(r.offsets)), 32), maxReadScan-scanned)
+		want := n - len(r.offsets)
+		if f != nil {
+			// A filter skips entries: read ahead.
+			want = max(2*want, 32)
+		}
+		want = min(want, maxReadScan-scanned)
 		entries, err := s.cfg.CQ.Get(topic, queueID, r.next, want)
 		if err != nil {
 			return r, fmt.Errorf("read %s/%d@%d: %w", topic, queueID, r.next, err)

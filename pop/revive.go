@@ -2,12 +2,15 @@ package pop
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 )
@@ -121,15 +124,34 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, recs []kvindex.In
 	var done, failed []kvindex.InFlight
 	var maxTimes int32
 	var maxLoaded bool
-	for _, r := range recs {
-		cur, ok, err := s.store.Lookup(r.Group, r.Topic, r.QueueID, r.QueueOffset)
+	// Which records are still current (not acknowledged or changed since
+	// the scan): one pass over the queue's ack index.
+	first, last := recs[0].QueueOffset, recs[len(recs)-1].QueueOffset
+	current := make(map[int64]kvindex.InFlight, len(recs))
+	if err := s.store.EachInQueue(k.group, k.topic, k.queueID, first, func(r kvindex.InFlight) bool {
+		current[r.QueueOffset] = r
+		return r.QueueOffset < last
+	}); err != nil {
+		return err
+	}
+	// The messages' ConsumeQueue entries: one range read when the span is
+	// small enough.
+	entries := map[int64]cq.Entry{}
+	if span := last - first + 1; span <= maxReviveSpan {
+		es, err := s.cfg.CQ.Get(k.topic, k.queueID, first, int(span))
 		if err != nil {
-			return err
+			return fmt.Errorf("revive: read %s/%d@%d: %w", k.topic, k.queueID, first, err)
 		}
+		for _, e := range es {
+			entries[e.QueueOffset] = e
+		}
+	}
+	for _, r := range recs {
+		cur, ok := current[r.QueueOffset]
 		if !ok || cur.VisibleAt != r.VisibleAt || cur.PopTime != r.PopTime || cur.InvisibleTime != r.InvisibleTime {
 			continue // acknowledged or changed since the scan
 		}
-		m, ok, err := s.readMessage(r.Topic, r.QueueID, r.QueueOffset)
+		m, ok, err := s.readEntry(r.Topic, r.QueueID, r.QueueOffset, entries)
 		if err != nil {
 			s.log.Warn().Err(err).Str("group", r.Group).Str("topic", r.Topic).Int32("queue", r.QueueID).
 				Int64("offset", r.QueueOffset).Msg("revive: read failed; retrying later")
@@ -155,18 +177,23 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, recs []kvindex.In
 		done = append(done, r)
 	}
 	putFailed := false
-	for _, batch := range [][]*commitlog.Message{retry, dlq} {
-		if len(batch) == 0 {
+	for _, msgs := range [][]*commitlog.Message{retry, dlq} {
+		if len(msgs) == 0 {
 			continue
 		}
-		if err := s.cfg.Broker.EnsureTopic(batch[0].Topic); err != nil {
-			s.log.Warn().Err(err).Str("topic", batch[0].Topic).Msg("revive: create topic failed; retrying later")
+		if err := s.cfg.Broker.EnsureTopic(msgs[0].Topic); err != nil {
+			s.log.Warn().Err(err).Str("topic", msgs[0].Topic).Msg("revive: create topic failed; retrying later")
 			putFailed = true
 			break
 		}
-		if err := s.cfg.Broker.Put(ctx, batch); err != nil {
-			s.log.Warn().Err(err).Str("topic", batch[0].Topic).Int("messages", len(batch)).Msg("revive: put failed; retrying later")
-			putFailed = true
+		for _, batch := range putBatches(msgs) {
+			if err := s.cfg.Broker.Put(ctx, batch); err != nil {
+				s.log.Warn().Err(err).Str("topic", batch[0].Topic).Int("messages", len(batch)).Msg("revive: put failed; retrying later")
+				putFailed = true
+				break
+			}
+		}
+		if putFailed {
 			break
 		}
 	}
@@ -207,6 +234,54 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, recs []kvindex.In
 		return s.moveCommitted(k.group, k.topic, k.queueID)
 	}
 	return nil
+}
+
+// Revive puts messages of one topic in batches of at most
+// revivePutMessages messages and revivePutBytes body bytes (a CommitLog
+// batch is bounded by maxMessageSize).
+const (
+	revivePutMessages = 256
+	revivePutBytes    = 1 << 20
+)
+
+// putBatches splits msgs into batches within the put bounds.
+func putBatches(msgs []*commitlog.Message) [][]*commitlog.Message {
+	var out [][]*commitlog.Message
+	start, bytes := 0, 0
+	for i, m := range msgs {
+		if i > start && (i-start >= revivePutMessages || bytes+len(m.Body) > revivePutBytes) {
+			out = append(out, msgs[start:i])
+			start, bytes = i, 0
+		}
+		bytes += len(m.Body)
+	}
+	return append(out, msgs[start:])
+}
+
+// maxReviveSpan bounds the offsets one ConsumeQueue read of a revive
+// covers.
+const maxReviveSpan = 8192
+
+// readEntry reads the message at offset through its entry in entries, or
+// through the ConsumeQueue when entries lacks it.
+func (s *Service) readEntry(topic string, queueID int32, offset int64, entries map[int64]cq.Entry) (commitlog.Message, bool, error) {
+	e, ok := entries[offset]
+	if !ok {
+		return s.readMessage(topic, queueID, offset)
+	}
+	v, err := s.cfg.Log.Read(e.PhyOffset, e.Size)
+	if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
+		return commitlog.Message{}, false, nil
+	}
+	if err != nil {
+		return commitlog.Message{}, false, fmt.Errorf("read %s/%d@%d: %w", topic, queueID, offset, err)
+	}
+	defer v.Release()
+	m, err := commitlog.Decode(append([]byte(nil), v.Data...))
+	if err != nil {
+		return commitlog.Message{}, false, fmt.Errorf("decode %s/%d@%d: %w", topic, queueID, offset, err)
+	}
+	return m, true, nil
 }
 
 // reviveMessage builds the message a revive puts for record r: to the

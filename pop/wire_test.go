@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/rocketkv/rocketkv/commitlog"
 )
 
 // Worked examples of the spec's formats (remoting-protocol.md 4.5,
@@ -167,4 +169,29 @@ func FuzzParseInfo(f *testing.F) {
 		_, _ = ParseMsgOffsetInfo(s)
 		_, _ = ParseOrderCountInfo(s)
 	})
+}
+
+func TestPutBatchesBoundBytesAndCount(t *testing.T) {
+	big := make([]byte, 300<<10)
+	var msgs []*commitlog.Message
+	for i := 0; i < 10; i++ {
+		msgs = append(msgs, &commitlog.Message{Body: big})
+	}
+	for i := 0; i < 600; i++ {
+		msgs = append(msgs, &commitlog.Message{Body: []byte("x")})
+	}
+	n := 0
+	for _, b := range putBatches(msgs) {
+		size := 0
+		for _, m := range b {
+			size += len(m.Body)
+		}
+		if len(b) == 0 || len(b) > revivePutMessages || (len(b) > 1 && size > revivePutBytes) {
+			t.Fatalf("batch of %d messages, %d bytes", len(b), size)
+		}
+		n += len(b)
+	}
+	if n != len(msgs) {
+		t.Fatalf("%d of %d messages in batches", n, len(msgs))
+	}
 }
