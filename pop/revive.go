@@ -56,6 +56,9 @@ func (s *Service) reviveLoop(ctx context.Context) {
 	}
 }
 
+// reviveWorkers is how many queues a revive round handles at once.
+const reviveWorkers = 4
+
 // queueKey names one group's queue.
 type queueKey struct {
 	group, topic string
@@ -88,14 +91,42 @@ func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Queues are revived in parallel: each holds its own lock, and the
+	// waits (a pop holding the lock, the CommitLog append) overlap.
+	work := make(chan queueKey)
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var firstErr error
+	for w := 0; w < min(reviveWorkers, len(order)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range work {
+				if err := s.reviveQueue(ctx, k, byQueue[k], now); err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+					continue
+				}
+				s.cfg.OnQueueReady(k.topic, k.queueID)
+			}
+		}()
+	}
 	for _, k := range order {
 		if ctx.Err() != nil {
-			return n, ctx.Err()
+			break
 		}
-		if err := s.reviveQueue(ctx, k, byQueue[k], now); err != nil {
-			return n, err
-		}
-		s.cfg.OnQueueReady(k.topic, k.queueID)
+		work <- k
+	}
+	close(work)
+	wg.Wait()
+	if firstErr != nil {
+		return n, firstErr
+	}
+	if ctx.Err() != nil {
+		return n, ctx.Err()
 	}
 	if n > 0 {
 		if err := s.sync(); err != nil {
