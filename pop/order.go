@@ -74,7 +74,7 @@ func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *Po
 	if err != nil {
 		return false, err
 	}
-	r, err := s.readQueue(src.topic, src.queueID, pos, min(remain, kvindex.MaxOrderBatch), src.filter)
+	r, err := s.readQueue(src.topic, src.queueID, pos, min(remain, kvindex.MaxOrderBatch), src.filter, false)
 	if err != nil {
 		return false, err
 	}

@@ -170,9 +170,14 @@ func (s *Service) popQueue(req PopRequest, src source, remain int, wait bool, re
 	if !ok {
 		return false, true, nil
 	}
-	defer unlock()
-	wrote, err = s.popLocked(req, src, remain, res, info)
-	return wrote, false, err
+	wrote, r, err := s.popLocked(req, src, remain, res)
+	unlock()
+	if err != nil || len(r.offsets) == 0 {
+		return wrote, false, err
+	}
+	// The offsets are taken and recorded: the bodies are read outside
+	// the lock, so the next pop of the queue need not wait for them.
+	return wrote, false, s.finishPop(req, src, r, res, info)
 }
 
 // queueLock locks a group's queue for a pop: waiting when wait is set,
@@ -184,20 +189,29 @@ func (s *Service) queueLock(group string, src source, wait bool) (func(), bool) 
 	return s.tryLock(group, src.topic, src.queueID)
 }
 
-// popLocked pops one queue whose lock the caller holds.
-func (s *Service) popLocked(req PopRequest, src source, remain int, res *PopResult, info *InfoBuilder) (bool, error) {
+// popLocked takes up to remain messages of one queue whose lock the
+// caller holds and records them in flight. Records are read only when the
+// filter needs them; finishPop reads the others.
+func (s *Service) popLocked(req PopRequest, src source, remain int, res *PopResult) (bool, readResult, error) {
 	pos, known, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, true)
 	if err != nil {
-		return false, err
+		return false, readResult{}, err
 	}
-	r, err := s.readQueue(src.topic, src.queueID, pos, remain, src.filter)
+	r, err := s.readQueue(src.topic, src.queueID, pos, remain, src.filter, true)
 	if err != nil {
-		return false, err
+		return false, readResult{}, err
 	}
 	res.RestNum += max(r.max-r.next, 0)
 	if r.next == pos && known {
-		return false, nil // nothing new, nothing to record
+		return false, readResult{}, nil // nothing new, nothing to record
 	}
+	wrote, err := s.recordPop(req, src, r, res)
+	return wrote, r, err
+}
+
+// recordPop commits a pop of one queue: in-flight records, position and
+// committed offset in one batch. The caller holds the queue's lock.
+func (s *Service) recordPop(req PopRequest, src source, r readResult, res *PopResult) (bool, error) {
 	b := s.store.NewBatch()
 	defer b.Close()
 	// The committed offset follows the smallest offset in flight: an
@@ -237,21 +251,36 @@ func (s *Service) popLocked(req PopRequest, src source, remain int, res *PopResu
 	if err := b.Commit(false); err != nil {
 		return false, err
 	}
-	if len(r.offsets) == 0 {
-		return true, nil
+	return true, nil
+}
+
+// finishPop reads the bodies of a queue's popped messages that readQueue
+// left unread and adds the queue's messages and header entries to res.
+func (s *Service) finishPop(req PopRequest, src source, r readResult, res *PopResult, info *InfoBuilder) error {
+	for i, e := range r.entries {
+		if r.records[i] != nil {
+			continue
+		}
+		v, err := s.cfg.Log.Read(e.PhyOffset, e.Size)
+		if err != nil {
+			return fmt.Errorf("read popped %s/%d@%d: %w", src.topic, src.queueID, e.QueueOffset, err)
+		}
+		r.records[i] = append([]byte(nil), v.Data...)
+		v.Release()
 	}
 	info.AddQueue(src.flag, src.queueID, r.from, r.offsets)
+	var err error
 	for i, rec := range r.records {
 		if src.flag != FlagNormal {
 			h := Handle{CKOffset: r.from, PopTime: res.PopTime, InvisibleTime: req.InvisibleTime, ReviveQID: res.ReviveQID,
 				RetryFlag: src.flag, BrokerName: s.cfg.BrokerName, QueueID: src.queueID, QueueOffset: r.offsets[i]}
 			if rec, err = reencodeRetry(rec, req.Topic, h); err != nil {
-				return true, err
+				return err
 			}
 		}
 		res.Records = append(res.Records, rec)
 	}
-	return true, nil
+	return nil
 }
 
 // addRest counts the messages of a queue the pop did not read (full, or
@@ -337,7 +366,7 @@ func (s *Service) Peek(group, topic string, queueID int32, maxNums int, initMode
 			rest += max(maxOff-pos, 0)
 			continue
 		}
-		r, err := s.readQueue(topic, q, pos, maxNums-len(out), nil)
+		r, err := s.readQueue(topic, q, pos, maxNums-len(out), nil, false)
 		if err != nil {
 			return nil, 0, err
 		}

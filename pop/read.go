@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/cq"
 )
 
 // maxReadScan bounds the entries one queue read examines when a filter
@@ -17,7 +18,10 @@ type readResult struct {
 	// queue's range.
 	from    int64
 	offsets []int64
+	// records are the messages' records, nil where a record was not read
+	// (no filter needs it: the caller reads it through entries later).
 	records [][]byte
+	entries []cq.Entry
 	// next is the offset after the last examined entry.
 	next     int64
 	min, max int64
@@ -25,8 +29,9 @@ type readResult struct {
 
 // readQueue reads up to n messages of a queue from offset that pass f.
 // An offset outside the queue's range is moved into it (RocketMQ commits
-// the corrected offset). Records are copies.
-func (s *Service) readQueue(topic string, queueID int32, offset int64, n int, f Filter) (readResult, error) {
+// the corrected offset). Records are copies. With lazy and no filter the
+// records are not read (only their entries).
+func (s *Service) readQueue(topic string, queueID int32, offset int64, n int, f Filter, lazy bool) (readResult, error) {
 	var r readResult
 	var err error
 	if r.min, err = s.cfg.CQ.MinOffset(topic, queueID); err != nil {
@@ -58,6 +63,12 @@ func (s *Service) readQueue(topic string, queueID int32, offset int64, n int, f 
 			}
 			scanned++
 			r.next = e.QueueOffset + 1
+			if f == nil && lazy {
+				r.offsets = append(r.offsets, e.QueueOffset)
+				r.records = append(r.records, nil)
+				r.entries = append(r.entries, e)
+				continue
+			}
 			if f != nil && !f.MatchesCode(e.TagsCode) {
 				continue
 			}
@@ -71,6 +82,7 @@ func (s *Service) readQueue(topic string, queueID int32, offset int64, n int, f 
 			if f == nil || f.MatchesRecord(v.Data) {
 				r.offsets = append(r.offsets, e.QueueOffset)
 				r.records = append(r.records, append([]byte(nil), v.Data...))
+				r.entries = append(r.entries, e)
 			}
 			v.Release()
 		}

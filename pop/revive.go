@@ -36,7 +36,11 @@ func (s *Service) reviveLoop(ctx context.Context) {
 		case <-timer.C:
 		case <-s.wake:
 		}
+		t0 := time.Now()
 		n, err := s.ReviveOnce(ctx)
+		if n > 0 {
+			s.log.Debug().Int("records", n).Dur("took", time.Since(t0)).Msg("revive round")
+		}
 		if err != nil && ctx.Err() == nil {
 			s.log.Error().Err(err).Msg("revive round failed")
 		}
@@ -79,7 +83,9 @@ func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 	byQueue := map[queueKey][]kvindex.InFlight{}
 	var order []queueKey
 	n := 0
+	lastDue := int64(0)
 	err := s.store.DueFrom(s.cursor, now, s.cfg.ReviveBatch, func(r kvindex.InFlight) bool {
+		lastDue = r.VisibleAt
 		k := queueKey{r.Group, r.Topic, r.QueueID}
 		if _, ok := byQueue[k]; !ok {
 			order = append(order, k)
@@ -138,6 +144,10 @@ func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 		// now on is at least now (minus a clock step back, hence the
 		// margin).
 		s.cursor = max(s.cursor, now-reviveCursorMargin)
+	} else {
+		// A full round: everything due before the last deadline it saw
+		// is handled (RocketMQ's KV revive moves its cursor the same way).
+		s.cursor = max(s.cursor, min(lastDue, now-reviveCursorMargin))
 	}
 	return n, nil
 }
