@@ -1,0 +1,21 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestPopSmoke runs `bench pop` for a moment, revive included, so it does
+// not rot; it checks the summary is printed, never a figure.
+func TestPopSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("smoke runs start brokers")
+	}
+	out := runBench(t, "pop", "--inprocess", "--dir", t.TempDir(), "--broker-set", "mappedFileSizeCommitLog=8388608",
+		"--runs", "1", "--queues", "2", "--messages", "300", "--consumers", "2", "--hold", "200", "--invisible", "3s", "--timeout", "1m")
+	for _, want := range []string{"pop/pull", "revive p99 ms", "in flight", "revived "} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
