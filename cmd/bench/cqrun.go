@@ -76,7 +76,7 @@ type cqRunResult struct {
 	Read        Latency `json:"read"`
 	ReadEntries float64 `json:"read_entries"`
 	// Start is the process before opening the store, Peak the most
-	// descriptors and mappings seen during the write phase, After the
+	// descriptors and mappings seen while writing and reading, After the
 	// process after writing and reading (PeakRSS is the high-water mark).
 	Start     Resources `json:"start"`
 	PeakFDs   int       `json:"peak_fds"`
@@ -341,6 +341,8 @@ func runCQOne(ctx context.Context, o cqRunOptions) (cqRunResult, error) {
 	if res.After, err = selfResources(); err != nil {
 		return res, err
 	}
+	// The file layout maps files for reads only: the peak includes them.
+	res.PeakFDs, res.PeakMaps = max(res.PeakFDs, res.After.FDs), max(res.PeakMaps, res.After.Maps)
 	if l.file != nil {
 		res.StoreFDs, res.StoreMaps = l.file.OpenFiles(), l.file.OpenMappings()
 	}
