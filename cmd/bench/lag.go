@@ -36,6 +36,7 @@ type lagOptions struct {
 	sample   int
 	segSize  int64
 	rate     float64
+	metrics  bool
 }
 
 func newDispatchLagCommand() *cobra.Command {
@@ -70,6 +71,7 @@ CommitLog alone (no index, no dispatcher) measured in the same run.`,
 	f.IntVar(&o.sample, "sample", 64, "track the dispatch time of every n-th append")
 	f.Int64Var(&o.segSize, "segment", 0, "CommitLog segment size in bytes (0: the default 1 GiB)")
 	f.Float64Var(&o.rate, "rate", 0, "total appends per second (0: as fast as the writers can)")
+	f.BoolVar(&o.metrics, "pebble-metrics", false, "print Pebble's metrics (write stalls, compactions, levels) after each run")
 	return cmd
 }
 
@@ -107,7 +109,7 @@ func runDispatchLag(ctx context.Context, w io.Writer, o lagOptions) error {
 			}
 			r.baseRate = base.Rate
 		}
-		if err := lagOnce(ctx, o, &r); err != nil {
+		if err := lagOnce(ctx, w, o, &r); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "run %d: appends %s/s with dispatch", i+1, fmtNum(r.appendRate))
@@ -190,7 +192,7 @@ type lagSample struct {
 	at  time.Time
 }
 
-func lagOnce(ctx context.Context, o lagOptions, r *lagRun) error {
+func lagOnce(ctx context.Context, w io.Writer, o lagOptions, r *lagRun) error {
 	root, err := os.MkdirTemp(o.dir, "rocketkv-bench-lag-")
 	if err != nil {
 		return fmt.Errorf("dispatch-lag: %w", err)
@@ -339,6 +341,9 @@ func lagOnce(ctx context.Context, o lagOptions, r *lagRun) error {
 		return fmt.Errorf("dispatch-lag: catch up: %w", err)
 	}
 	r.drain = time.Since(stopped)
+	if o.metrics {
+		fmt.Fprintf(w, "pebble metrics after the run:\n%s\n", s.db.Metrics())
+	}
 	if left > 0 && recBytes.Load() > 0 {
 		r.catchUp = float64(left) / float64(recBytes.Load()) / r.drain.Seconds()
 	}
