@@ -8,7 +8,7 @@ FUZZTIME  ?= 15s
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 5
 
-.PHONY: all build run test test-unit test-e2e test-node bench fuzz lint clean
+.PHONY: all build run test test-unit test-e2e test-node bench bench-broker bench-cq fuzz lint clean
 
 all: build
 
@@ -39,6 +39,25 @@ test-node: build
 ## bench: go test benchmarks (BENCHCOUNT runs each, for medians)
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./...
+
+## bench-broker: build, then the broker figures of docs/BENCHMARKS.md (about 15 minutes); BENCHDIR holds the temporary stores
+BENCHDIR ?= /var/tmp
+bench-broker: build
+	$(BIN)/bench produce --mode async --dir $(BENCHDIR)
+	$(BIN)/bench produce --mode sync --baseline=false --dir $(BENCHDIR)
+	$(BIN)/bench consume --mode push --dir $(BENCHDIR)
+	$(BIN)/bench e2e-latency --dir $(BENCHDIR)
+	$(BIN)/bench e2e-latency --rate 2000 --dir $(BENCHDIR)
+	$(BIN)/bench dispatch-lag --dir $(BENCHDIR)
+	$(BIN)/bench dispatch-lag --rate 25000 --baseline=false --dir $(BENCHDIR)
+	$(BIN)/bench dispatch-lag --rate 60000 --baseline=false --dir $(BENCHDIR)
+
+## bench-cq: build, then the ConsumeQueue layout figures of docs/BENCHMARKS.md (about 90 minutes)
+bench-cq: build
+	$(BIN)/bench cq --stores kv --queues 1k,100k,1M --runs 3 --dir $(BENCHDIR)
+	$(BIN)/bench cq --stores file --queues 1k --runs 3 --budget 4m --dir $(BENCHDIR)
+	$(BIN)/bench cq --stores file --queues 100k --runs 1 --budget 4m --dir $(BENCHDIR)
+	$(BIN)/bench cq --stores file --queues 1M --runs 1 --budget 6m --dir $(BENCHDIR)
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:
