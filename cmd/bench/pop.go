@@ -67,7 +67,7 @@ func newPopCommand() *cobra.Command {
 	f.IntVar(&o.body, "body", 1024, "message body size in bytes")
 	f.IntVar(&o.runs, "runs", 3, "runs (each on a fresh broker); the summary gives medians")
 	f.Int64Var(&o.hold, "hold", 0, "messages added, then popped with the --messages ones and left in flight to measure RSS and revive lateness (0: skip)")
-	f.DurationVar(&o.invisible, "invisible", 20*time.Second, "invisible time of the held messages")
+	f.DurationVar(&o.invisible, "invisible", 20*time.Second, "invisible time of the held messages (longer than popping them all takes, or revived ones are popped with them)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "longest time one drain may take")
 	return cmd
 }
