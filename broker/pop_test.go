@@ -559,3 +559,86 @@ func TestShutdownAnswersHeldPops(t *testing.T) {
 		t.Fatalf("held pop at shutdown: code %d after %v", code, time.Since(start))
 	}
 }
+
+func TestPopRetryTopicV2AndOrderlyChangeInvisibleTime(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enableRetryTopicV2": "true"})
+	c, rc := popClient(b)
+	mustSend(t, rc, "V2", 0, "v2", "")
+	mustSend(t, rc, "OC", 0, "o0", "")
+	mustSend(t, rc, "OC", 0, "o1", "")
+	b.caughtUp()
+	_ = mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "V2", QueueID: 0, MaxMsgNums: 1, InvisibleTime: 50 * time.Millisecond})
+	var retry popclient.PopResult
+	for deadline := time.Now().Add(10 * time.Second); len(retry.Messages) == 0 && time.Now().Before(deadline); {
+		retry = mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "V2", QueueID: -1, MaxMsgNums: 1, InvisibleTime: time.Minute, PollTime: time.Second})
+	}
+	if len(retry.Messages) != 1 {
+		t.Fatal("not revived")
+	}
+	m := retry.Messages[0]
+	if m.RealTopic != "%RETRY%g+V2" || m.Handle.RetryFlag != pop.FlagRetryV2 || m.Topic != "V2" {
+		t.Fatalf("V2 retry: real topic %s, flag %s, topic %s", m.RealTopic, m.Handle.RetryFlag, m.Topic)
+	}
+	if code, _ := c.Ack(ctx20(t), "g", m); code != remoting.Success {
+		t.Fatal(code)
+	}
+	if _, ok, _ := b.popSvc.InFlight("g", "%RETRY%g+V2", 0, m.QueueOffset); ok {
+		t.Fatal("V2 retry message not acked")
+	}
+
+	// Orderly: a change of invisible time keeps the handle's popTime and
+	// moves the lock of the queue.
+	req := popclient.PopRequest{Group: "g", Topic: "OC", QueueID: 0, MaxMsgNums: 2, InvisibleTime: time.Minute, Order: true}
+	first := mustPop(t, c, req)
+	if len(first.Messages) != 2 {
+		t.Fatalf("orderly pop %d", len(first.Messages))
+	}
+	code, nh, err := c.ChangeInvisibleTime(ctx20(t), "g", first.Messages[0], 50*time.Millisecond)
+	if err != nil || code != remoting.Success || nh.PopTime != first.PopTime || nh.ReviveQID != pop.OrderReviveQueue {
+		t.Fatalf("orderly change: %d %+v %v", code, nh, err)
+	}
+	if code, _ := c.Ack(ctx20(t), "g", first.Messages[1]); code != remoting.Success {
+		t.Fatal(code)
+	}
+	// Message 0 is visible again after 50 ms: the batch comes back with
+	// o0 counted once more (o1 was acked, but the batch restarts at the
+	// committed offset).
+	var again popclient.PopResult
+	for deadline := time.Now().Add(10 * time.Second); len(again.Messages) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		again = mustPop(t, c, req)
+	}
+	if len(again.Messages) == 0 || string(again.Messages[0].Body) != "o0" || again.Messages[0].OrderCount != 1 {
+		t.Fatalf("after the orderly change: %v %q", bodies(again.Messages), again.Header["orderCountInfo"])
+	}
+}
+
+func TestPopSideRequestCodes(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	mustSend(t, rc, "SR", 0, "x", "")
+	b.caughtUp()
+	for _, code := range []int32{remoting.PeekMessage, remoting.Notification, remoting.PollingInfo} {
+		ext := map[string]string{"consumerGroup": "g", "topic": "Nope", "queueId": "0", "maxMsgNums": "1", "pollTime": "0"}
+		if r := call(t, rc, code, ext, nil); r.Code != remoting.TopicNotExist {
+			t.Errorf("request %d on an unknown topic: %d", code, r.Code)
+		}
+		ext["topic"], ext["queueId"] = "SR", "99"
+		if r := call(t, rc, code, ext, nil); r.Code != remoting.InvalidParameter {
+			t.Errorf("request %d on a bad queue: %d", code, r.Code)
+		}
+		if r := call(t, rc, code, map[string]string{"topic": "SR"}, nil); r.Code != remoting.SystemError {
+			t.Errorf("request %d without its header: %d", code, r.Code)
+		}
+	}
+	// No polling: NOTIFICATION answers at once, hasMsg true here.
+	code, has, full, err := c.Notification(ctx20(t), "g", "SR", 0, 0, false)
+	if err != nil || code != remoting.Success || !has || full {
+		t.Fatalf("notification %d %v %v %v", code, has, full, err)
+	}
+	if r := call(t, rc, remoting.QueryAssignment, nil, []byte("{")); r.Code != remoting.SystemError {
+		t.Errorf("malformed query assignment %d", r.Code)
+	}
+	if r := call(t, rc, remoting.SetMessageRequestMode, nil, []byte("{}")); r.Code != remoting.SystemError {
+		t.Errorf("empty set request mode %d", r.Code)
+	}
+}
