@@ -15,16 +15,21 @@ import (
 // popBroker lends the POP service what it needs of the broker.
 type popBroker struct{ b *Broker }
 
+// ReadQueueNums implements pop.Broker.
 func (a popBroker) ReadQueueNums(topic string) (int, bool, error) {
 	tc, ok, err := a.b.topics.get(topic)
 	return tc.ReadQueueNums, ok, err
 }
 
+// EnsureTopic implements pop.Broker: a pop-retry or DLQ topic with one
+// queue, readable and writable.
 func (a popBroker) EnsureTopic(topic string) error {
 	_, err := a.b.topics.ensureSystemTopic(topic, 1, meta.PermRead|meta.PermWrite)
 	return err
 }
 
+// RetryMaxTimes implements pop.Broker with the group's config (created with
+// the defaults when auto-creation is on).
 func (a popBroker) RetryMaxTimes(group string) (int32, error) {
 	gc, err := a.b.groupConfig(group, true)
 	if err != nil {
@@ -36,6 +41,7 @@ func (a popBroker) RetryMaxTimes(group string) (int32, error) {
 	return int32(gc.RetryMaxTimes), nil
 }
 
+// Put implements pop.Broker.
 func (a popBroker) Put(ctx context.Context, msgs []*commitlog.Message) error {
 	_, err := a.b.putMessages(ctx, msgs, true)
 	return err
