@@ -349,6 +349,22 @@ func TestSmoke(t *testing.T) {
 			t.Fatalf("a tiny configuration did not finish:\n%s", out)
 		}
 	})
+	t.Run("cq-child-fails", func(t *testing.T) {
+		// A child that fails (here: rejected options) is reported and the
+		// command fails after printing what it has.
+		cmd := newRootCommand()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs([]string{"cq", "--stores", "kv", "--queues", "10", "--entries", "0", "--runs", "1", "--dir", dir})
+		err := cmd.Execute()
+		if err == nil || !strings.Contains(err.Error(), "1 runs failed") {
+			t.Fatalf("err %v\n%s", err, out.String())
+		}
+		if !strings.Contains(out.String(), "FAILED") || !strings.Contains(out.String(), "all 1 runs failed") {
+			t.Fatalf("output:\n%s", out.String())
+		}
+	})
 	t.Run("dispatch-lag", func(t *testing.T) {
 		out := runBench(t, "dispatch-lag", "--duration", "300ms", "--warmup", "100ms", "--writers", "2", "--queues", "16",
 			"--runs", "1", "--segment", "8388608", "--dir", dir)

@@ -132,6 +132,7 @@ func runCQ(ctx context.Context, w, errw io.Writer, o cqOptions) error {
 		store  string
 		queues int
 		runs   []cqRunResult
+		failed []string // runs whose child process failed, and why
 	}
 	var configs []*config
 	for _, q := range o.queues {
@@ -149,7 +150,14 @@ func runCQ(ctx context.Context, w, errw io.Writer, o cqOptions) error {
 			}
 			res, err := runChild(ctx, exe, args, errw)
 			if err != nil {
-				return fmt.Errorf("%s at %s queues, run %d: %w", c.store, fmtCount(c.queues), run+1, err)
+				if ctx.Err() != nil {
+					return err
+				}
+				// A child that dies (an index failure, the OOM killer) is a
+				// result: reported, not hidden, and the other runs go on.
+				c.failed = append(c.failed, err.Error())
+				fmt.Fprintf(w, "run %d %s %s queues: FAILED: %v (its stderr is above)\n", run+1, c.store, fmtCount(c.queues), err)
+				continue
 			}
 			c.runs = append(c.runs, res)
 			fmt.Fprintf(w, "run %d %s %s queues: %s\n", run+1, c.store, fmtCount(c.queues), cqRunLine(res))
@@ -167,12 +175,19 @@ func runCQ(ctx context.Context, w, errw io.Writer, o cqOptions) error {
 	t.add("store", "queues", "written", "entries/s", "vs kv "+fmtCount(slices.Min(o.queues)), "read p50", "read p99",
 		"RSS", "peak RSS", "disk B/entry", "sst B/entry", "apparent B/entry", "files", "peak fds", "peak maps", "reopen")
 	for _, c := range configs {
+		if len(c.runs) == 0 {
+			t.add(c.store, fmtCount(c.queues), fmt.Sprintf("all %d runs failed", len(c.failed)))
+			continue
+		}
 		med := func(f func(cqRunResult) float64) float64 { return medianOf(c.runs, f) }
 		written := med(func(r cqRunResult) float64 { return float64(r.Written) })
 		rate := med(func(r cqRunResult) float64 { return r.WriteRate })
 		writtenCell := fmtNum(written)
 		if !allComplete(c.runs) {
 			writtenCell += " (incomplete)"
+		}
+		if len(c.failed) > 0 {
+			writtenCell += fmt.Sprintf(" (%d of %d runs failed)", len(c.failed), len(c.failed)+len(c.runs))
 		}
 		reopen := fmtDur(time.Duration(med(func(r cqRunResult) float64 { return float64(r.Reopen) })))
 		if !allReopened(c.runs) {
@@ -197,10 +212,18 @@ func runCQ(ctx context.Context, w, errw io.Writer, o cqOptions) error {
 	if err := t.write(w); err != nil {
 		return err
 	}
-	if len(configs) > 0 && len(configs[0].runs) > 0 {
-		r := configs[0].runs[0]
-		fmt.Fprintf(w, "limits: vm.max_map_count %d, open files %d; the process starts with %d descriptors and %d mappings\n",
-			r.MaxMapCount, r.NoFileLimit, r.Start.FDs, r.Start.Maps)
+	failures := 0
+	for _, c := range configs {
+		failures += len(c.failed)
+		if len(c.runs) > 0 {
+			r := c.runs[0]
+			fmt.Fprintf(w, "limits: vm.max_map_count %d, open files %d; the process starts with %d descriptors and %d mappings\n",
+				r.MaxMapCount, r.NoFileLimit, r.Start.FDs, r.Start.Maps)
+			break
+		}
+	}
+	if failures > 0 {
+		return fmt.Errorf("%d runs failed; the table covers the others", failures)
 	}
 	return nil
 }
