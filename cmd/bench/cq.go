@@ -25,6 +25,7 @@ type cqOptions struct {
 	reads    int
 	runs     int
 	budget   time.Duration
+	compact  bool
 	dir      string
 }
 
@@ -70,6 +71,7 @@ reported with what it measured up to there.`,
 	f.IntVar(&o.reads, "reads", 10_000, "32-entry range reads per configuration")
 	f.IntVar(&o.runs, "runs", 3, "runs per configuration; the table gives medians")
 	f.DurationVar(&o.budget, "budget", 10*time.Minute, "time budget of one configuration's write phase, and of its reopen")
+	f.BoolVar(&o.compact, "compact", true, "fully compact the KV layout before measuring its disk (false: as the write phase left it)")
 	f.StringVar(&o.dir, "dir", "", "parent directory of the temporary stores (default: the system temp directory)")
 	return cmd
 }
@@ -147,6 +149,9 @@ func runCQ(ctx context.Context, w, errw io.Writer, o cqOptions) error {
 				"--batch", strconv.Itoa(o.batch), "--reads", strconv.Itoa(o.reads), "--budget", o.budget.String()}
 			if o.dir != "" {
 				args = append(args, "--dir", o.dir)
+			}
+			if !o.compact {
+				args = append(args, "--no-compact")
 			}
 			res, err := runChild(ctx, exe, args, errw)
 			if err != nil {

@@ -35,7 +35,10 @@ type cqRunOptions struct {
 	Batch          int           `json:"batch"`
 	Reads          int           `json:"reads"`
 	Budget         time.Duration `json:"budget_ns"`
-	Dir            string        `json:"-"`
+	// NoCompact skips the full compaction of the KV layout (the on-disk
+	// figures are then as the write phase left them).
+	NoCompact bool   `json:"no_compact,omitempty"`
+	Dir       string `json:"-"`
 }
 
 func (o cqRunOptions) validate() error {
@@ -124,6 +127,7 @@ func newCQRunCommand() *cobra.Command {
 	f.IntVar(&o.Batch, "batch", 4096, "entries per Put")
 	f.IntVar(&o.Reads, "reads", 10_000, "32-entry range reads")
 	f.DurationVar(&o.Budget, "budget", 10*time.Minute, "time budget of the write phase and of the reopen")
+	f.BoolVar(&o.NoCompact, "no-compact", false, "skip the KV layout's full compaction before measuring the disk")
 	f.StringVar(&o.Dir, "dir", "", "parent of the temporary store")
 	return cmd
 }
@@ -353,11 +357,13 @@ func runCQOne(ctx context.Context, o cqRunOptions) (cqRunResult, error) {
 		if err := l.kv.PruneJournal(written * recordSize); err != nil {
 			return res, fmt.Errorf("cq-run: prune journal: %w", err)
 		}
-		t := time.Now()
-		if err := l.db.Compact(ctx); err != nil {
-			return res, fmt.Errorf("cq-run: %w", err)
+		if !o.NoCompact {
+			t := time.Now()
+			if err := l.db.Compact(ctx); err != nil {
+				return res, fmt.Errorf("cq-run: %w", err)
+			}
+			res.CompactTime = time.Since(t)
 		}
-		res.CompactTime = time.Since(t)
 		res.PebbleDisk = l.db.DiskUsage()
 	}
 	if res.Disk, err = diskUsage(root); err != nil {
