@@ -380,8 +380,8 @@ func runCQOne(ctx context.Context, o cqRunOptions) (cqRunResult, error) {
 }
 
 // reopen times opening the store again up to its first read, giving up
-// after the budget (the open goes on in the background and is abandoned
-// with the process).
+// after the budget (the open then goes on in the background and is
+// abandoned with the process; its directory may not be fully removed).
 func reopen(o cqRunOptions, root string, g *entryGen, written int64) (time.Duration, bool, string) {
 	type outcome struct {
 		d   time.Duration
@@ -395,17 +395,21 @@ func reopen(o cqRunOptions, root string, g *entryGen, written int64) (time.Durat
 			done <- outcome{err: err}
 			return
 		}
-		defer l.close()
-		if err := l.startup(written * recordSize); err != nil {
-			done <- outcome{err: err}
-			return
+		var d time.Duration
+		err = l.startup(written * recordSize)
+		if err == nil {
+			topic, qid := g.queue(0)
+			var es []cq.Entry
+			es, err = l.store.Get(topic, qid, 0, 32)
+			if err == nil && written > 0 && len(es) == 0 {
+				err = errors.New("first read after reopen found no entries")
+			}
+			d = time.Since(start)
 		}
-		topic, qid := g.queue(0)
-		es, err := l.store.Get(topic, qid, 0, 32)
-		if err == nil && written > 0 && len(es) == 0 {
-			err = errors.New("first read after reopen found no entries")
-		}
-		done <- outcome{d: time.Since(start), err: err}
+		// Closed before reporting, so that the store is not being written
+		// while the caller removes it.
+		err = errors.Join(err, l.close())
+		done <- outcome{d: d, err: err}
 	}()
 	select {
 	case r := <-done:
