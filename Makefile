@@ -58,6 +58,7 @@ bench-cq: build
 	$(BIN)/bench cq --stores file --queues 1k --runs 3 --budget 4m --dir $(BENCHDIR)
 	$(BIN)/bench cq --stores file --queues 100k --runs 1 --budget 4m --dir $(BENCHDIR)
 	$(BIN)/bench cq --stores file --queues 1M --runs 1 --budget 6m --dir $(BENCHDIR)
+	$(BIN)/bench cq --stores kv --queues 1k --runs 3 --compact=false --dir $(BENCHDIR)
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:
