@@ -208,11 +208,19 @@ type scaleResult struct {
 	Touched     int           // queues that got a message
 	Indexed     time.Duration // first send until dispatchBehindBytes 0
 	IndexedRate float64
-	Consumed    int64
-	ConsumeTime time.Duration
-	ConsumeRate float64
-	Pulls       int64
-	PullLat     Latency
+	// ProduceCPU is the broker's CPU time from the first send until
+	// everything was indexed, ConsumeCPU while draining: per message they
+	// are robust against other load on the machine, unlike the rates.
+	ProduceCPU time.Duration
+	ConsumeCPU time.Duration
+	// ProduceWrites is what the broker wrote to storage over the same
+	// window as ProduceCPU (CommitLog, index, ConsumeQueue files).
+	ProduceWrites int64
+	Consumed      int64
+	ConsumeTime   time.Duration
+	ConsumeRate   float64
+	Pulls         int64
+	PullLat       Latency
 
 	AfterProduce procSample
 	AfterConsume procSample
@@ -267,6 +275,27 @@ func readProc(pid int) (procSample, error) {
 		return procSample{}, fmt.Errorf("count mappings of %d: %w", pid, err)
 	}
 	return procSample{RSS: st["VmRSS"], HWM: st["VmHWM"], Anon: st["RssAnon"], File: st["RssFile"], FDs: len(fds), Maps: countLines(maps)}, nil
+}
+
+// procWriteBytes reads write_bytes of /proc/<pid>/io: the bytes the process
+// caused to be written to storage, counted when it dirties page-cache
+// pages (so writes still in the cache count, and a page dirtied again
+// before writeback counts again).
+func procWriteBytes(pid int) (int64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
+	if err != nil {
+		return 0, fmt.Errorf("read io of %d: %w", pid, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "write_bytes:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("io of %d: write_bytes %q: %w", pid, v, err)
+			}
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("io of %d: no write_bytes", pid)
 }
 
 // storeUsage is a store's disk usage by part.
@@ -886,10 +915,12 @@ func runScale(ctx context.Context, w io.Writer, o scaleOptions) error {
 		}
 		return fmt.Sprintf("%.2f", a/b)
 	}
-	fmt.Fprintln(w, "\nthroughput (medians; kv/file compares the layouts at the same size):")
+	fmt.Fprintln(w, "\nthroughput (medians; CPU/msg is the broker's CPU time per message from the first send until indexed (in) and while")
+	fmt.Fprintln(w, "draining (out); written B/msg is the broker's write_bytes (/proc/<pid>/io) over the same window per message;")
+	fmt.Fprintln(w, "kv/file compares the layouts at the same size):")
 	var t table
-	t.add("store", "queues", "touched", "create", "produce msg/s", "p99 send", baseName, "indexed msg/s", "consume msg/s", "p99 pull",
-		"kv/file produce", "kv/file indexed", "kv/file consume", "complete")
+	t.add("store", "queues", "touched", "create", "produce msg/s", "p99 send", baseName, "indexed msg/s", "CPU/msg in", "written B/msg", "consume msg/s", "p99 pull",
+		"CPU/msg out", "kv/file produce", "kv/file indexed", "kv/file consume", "complete")
 	for _, c := range configs {
 		kvc, filec := find(storeKV, c.size), find(storeFile, c.size)
 		vsBase, kvFile := "-", [3]string{"-", "-", "-"}
@@ -903,7 +934,11 @@ func runScale(ctx context.Context, w io.Writer, o scaleOptions) error {
 		t.add(c.store, fmtCount(c.size.queues()), groupThousands(int64(med(c, func(r scaleResult) float64 { return float64(r.Touched) }))),
 			time.Duration(med(c, func(r scaleResult) float64 { return float64(r.Create) })),
 			med(c, rateOf), time.Duration(med(c, func(r scaleResult) float64 { return float64(r.Produce.Latency.P99) })), vsBase,
-			med(c, indexedOf), med(c, consumeOf), time.Duration(med(c, func(r scaleResult) float64 { return float64(r.PullLat.P99) })),
+			med(c, indexedOf),
+			time.Duration(med(c, func(r scaleResult) float64 { return float64(perMsg(r.ProduceCPU, r.Produce.TotalAcked)) })),
+			sig3(med(c, func(r scaleResult) float64 { return ratio(float64(r.ProduceWrites), float64(r.Produce.TotalAcked)) })),
+			med(c, consumeOf), time.Duration(med(c, func(r scaleResult) float64 { return float64(r.PullLat.P99) })),
+			time.Duration(med(c, func(r scaleResult) float64 { return float64(perMsg(r.ConsumeCPU, r.Consumed)) })),
 			kvFile[0], kvFile[1], kvFile[2], completeCell(c.runs))
 	}
 	if err := t.write(w); err != nil {
@@ -976,6 +1011,14 @@ func runScale(ctx context.Context, w io.Writer, o scaleOptions) error {
 	return nil
 }
 
+// perMsg divides a CPU time by a message count (0 for none).
+func perMsg(d time.Duration, n int64) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	return d / time.Duration(n)
+}
+
 // completeCell says how many runs completed every phase.
 func completeCell(runs []scaleResult) string {
 	n := 0
@@ -1024,11 +1067,12 @@ func scaleLine(r scaleResult) string {
 		fmtDur(r.FirstStart), fmtDur(r.Create), groupThousands(r.Produce.TotalAcked), fmtNum(r.Produce.Rate),
 		r.Produce.Latency, r.Produce.Failed, groupThousands(int64(r.Touched)))
 	if r.Indexed > 0 {
-		fmt.Fprintf(&b, "; indexed after %s (%s msg/s)", fmtDur(r.Indexed), fmtNum(r.IndexedRate))
+		fmt.Fprintf(&b, "; indexed after %s (%s msg/s, broker CPU %s/msg, wrote %s = %s B/msg)", fmtDur(r.Indexed), fmtNum(r.IndexedRate),
+			fmtDur(perMsg(r.ProduceCPU, r.Produce.TotalAcked)), fmtBytes(r.ProduceWrites), sig3(ratio(float64(r.ProduceWrites), float64(r.Produce.TotalAcked))))
 	}
 	if r.Consumed > 0 {
-		fmt.Fprintf(&b, "; consumed %s in %s (%s msg/s, %s pulls, pull %s)", groupThousands(r.Consumed), fmtDur(r.ConsumeTime),
-			fmtNum(r.ConsumeRate), groupThousands(r.Pulls), r.PullLat)
+		fmt.Fprintf(&b, "; consumed %s in %s (%s msg/s, broker CPU %s/msg, %s pulls, pull %s)", groupThousands(r.Consumed), fmtDur(r.ConsumeTime),
+			fmtNum(r.ConsumeRate), fmtDur(perMsg(r.ConsumeCPU, r.Consumed)), groupThousands(r.Pulls), r.PullLat)
 	}
 	fmt.Fprintf(&b, "; RSS anon/file %s/%s after producing, %s/%s after consuming, peak anon %s, peak RSS %s; peak fds %d, maps %d",
 		fmtBytes(r.AfterProduce.Anon), fmtBytes(r.AfterProduce.File), fmtBytes(r.AfterConsume.Anon), fmtBytes(r.AfterConsume.File),
@@ -1156,8 +1200,19 @@ func scaleOnce(ctx context.Context, w io.Writer, o scaleOptions, store string, s
 		})
 	}
 	var produceStart time.Time
+	var cpu0 time.Duration
+	brokerCPU := func() time.Duration {
+		d, err := procCPU(strconv.Itoa(b.pid()))
+		if err != nil {
+			return 0
+		}
+		return d
+	}
+	var io0 int64
 	phase("produce", func(ctx context.Context) error {
 		produceStart = time.Now()
+		cpu0 = brokerCPU()
+		io0, _ = procWriteBytes(b.pid())
 		lr, err := runLoad(ctx, b.t.Addr, loadConfig{
 			topic: qs.topics[0], queues: size.queues(), producers: o.producers, inflight: o.inflight,
 			bodySize: o.body, count: o.messages, pick: picker(o, qs), onAck: qs.acked,
@@ -1180,12 +1235,18 @@ func scaleOnce(ctx context.Context, w io.Writer, o scaleOptions, store string, s
 		}
 		res.Indexed = time.Since(produceStart)
 		res.IndexedRate = float64(res.Produce.TotalAcked) / res.Indexed.Seconds()
+		res.ProduceCPU = brokerCPU() - cpu0
+		if io1, err := procWriteBytes(b.pid()); err == nil {
+			res.ProduceWrites = io1 - io0
+		}
 		info, err := brokerInfo(ctx, b.t.Addr)
 		res.Runtime = info
 		return err
 	})
 	phase("consume", func(ctx context.Context) error {
+		c0 := brokerCPU()
 		dr, err := drainQueues(ctx, b.t.Addr, qs, o.consumers, o.window, o.batch)
+		res.ConsumeCPU = brokerCPU() - c0
 		res.Consumed, res.Pulls, res.ConsumeTime, res.PullLat = dr.consumed, dr.pulls, dr.elapsed, dr.lat
 		res.ConsumeRate = float64(dr.consumed) / dr.elapsed.Seconds()
 		if err == nil && dr.consumed < res.Produce.TotalAcked {
