@@ -52,6 +52,8 @@ type scaleOptions struct {
 	pprof       bool
 	compact     bool
 	seed        uint64
+	// fileMaxQueues skips the file layout at larger sizes (0: none).
+	fileMaxQueues int
 }
 
 // scaleSize is one configuration: topics x queues per topic.
@@ -170,6 +172,7 @@ at each size and kv against kv at the smallest size.`,
 	f.BoolVar(&o.pprof, "broker-pprof", false, "start the broker with --pprof on a free port (printed) to profile it while the benchmark runs")
 	f.BoolVar(&o.compact, "compact", true, "after the run, also measure the index after a full compaction")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the queue choice")
+	f.IntVar(&o.fileMaxQueues, "file-max-queues", 0, "run the file layout only at sizes of at most this many queues (0: at every size); measure larger ones separately with --runs 1")
 	return cmd
 }
 
@@ -874,6 +877,9 @@ func runScale(ctx context.Context, w io.Writer, o scaleOptions) error {
 	var configs []*config
 	for _, s := range o.sizes {
 		for _, st := range o.stores {
+			if st == storeFile && o.fileMaxQueues > 0 && s.queues() > o.fileMaxQueues {
+				continue
+			}
 			configs = append(configs, &config{store: st, size: s})
 		}
 	}
