@@ -8,7 +8,7 @@ FUZZTIME  ?= 15s
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 5
 
-.PHONY: all build run test test-unit test-e2e test-node bench bench-broker bench-cq fuzz lint clean
+.PHONY: all build run test test-unit test-e2e test-node bench bench-broker bench-cq bench-scale fuzz lint clean
 
 all: build
 
@@ -59,6 +59,10 @@ bench-cq: build
 	$(BIN)/bench cq --stores file --queues 100k --runs 1 --budget 4m --dir $(BENCHDIR)
 	$(BIN)/bench cq --stores file --queues 1M --runs 1 --budget 6m --dir $(BENCHDIR)
 	$(BIN)/bench cq --stores kv --queues 1k --runs 3 --compact=false --dir $(BENCHDIR)
+
+## bench-scale: build, then a small `bench scale` (1k and 10k queues, KV and file ConsumeQueue side by side, a few minutes); docs/BENCHMARKS.md ("Scale: a million queues") has the full-size commands
+bench-scale: build
+	$(BIN)/bench scale --sizes 10x100,100x100 --messages 300000 --runs 3 --namesrv --dir $(BENCHDIR)
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:
