@@ -218,9 +218,15 @@ func (c *CQ) putBatch(b *pebble.Batch, entries []cq.Dispatch) ([]boundsUpdate, e
 // dispatched again, or any Put starting at the same offset) is merged, not
 // overwritten, so no queue it named is forgotten.
 func (c *CQ) addJournal(b *pebble.Batch, first, end int64, named []journalQueue) error {
-	old, err := c.db.get(journalKey(first))
+	mayExist, err := c.db.journalMayExist(first)
 	if err != nil {
-		return fmt.Errorf("read cq journal at %d: %w", first, err)
+		return err
+	}
+	var old []byte
+	if mayExist {
+		if old, err = c.db.get(journalKey(first)); err != nil {
+			return fmt.Errorf("read cq journal at %d: %w", first, err)
+		}
 	}
 	if old != nil {
 		oldEnd, oldQueues, err := decodeJournalValue(old)
@@ -240,6 +246,45 @@ func (c *CQ) addJournal(b *pebble.Batch, first, end int64, named []journalQueue)
 		return fmt.Errorf("put cq journal: %w", err)
 	}
 	return nil
+}
+
+// journalMayExist reports whether a journal record may already start at
+// first, and notes that one is about to. Batches are written in CommitLog
+// order, so nearly every batch starts above every record written before
+// and needs no read of one to merge with.
+func (d *DB) journalMayExist(first int64) (bool, error) {
+	d.journalMu.Lock()
+	defer d.journalMu.Unlock()
+	if !d.journalTopKnown {
+		top, err := d.lastJournalFirst()
+		if err != nil {
+			return false, fmt.Errorf("read cq journal: %w", err)
+		}
+		d.journalTop, d.journalTopKnown = top, true
+	}
+	if first <= d.journalTop {
+		return true, nil
+	}
+	d.journalTop = first
+	return false, nil
+}
+
+// lastJournalFirst returns the first offset of the last journal record, or
+// 0 when there is none.
+func (d *DB) lastJournalFirst() (int64, error) {
+	it, err := d.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixCQJournal}, UpperBound: []byte{prefixCQJournal + 1}})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	if !it.Last() {
+		return 0, it.Error()
+	}
+	k := it.Key()
+	if len(k) != 9 {
+		return 0, fmt.Errorf("journal key %x: %w", k, ErrBadKey)
+	}
+	return int64(binary.BigEndian.Uint64(k[1:])), nil
 }
 
 // queueBounds returns a queue's bounds from the cache or the database.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -61,6 +62,12 @@ type DB struct {
 	dir      string
 	closed   atomic.Bool
 	keys     *KeyIndex
+
+	// journalTop is the largest first offset a CQ journal record may
+	// have, once journalTopKnown (see journalMayExist).
+	journalMu       sync.Mutex
+	journalTop      int64
+	journalTopKnown bool
 }
 
 // Open opens (creating when allowed) the database in opts.Dir.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -21,6 +22,16 @@ type KeyIndex struct {
 	// minPhy is the CommitLog minimum last given to DropBelow: entries
 	// below it that share a bucket with kept ones are filtered out.
 	minPhy atomic.Int64
+
+	// last is the time range last written for one bucket (the one the
+	// dispatcher is filling), so that a batch widens it without reading
+	// it back. Truncate and DropBelow forget it.
+	lastMu sync.Mutex
+	last   struct {
+		valid  bool
+		bucket int64
+		r      [2]int64
+	}
 }
 
 // KeyIndex returns the message-key index.
@@ -78,14 +89,27 @@ func (kb *keyBatch) add(b *pebble.Batch, topic, keys, uniq string, phy, storeTs 
 // flush writes the bucket time ranges, widened by what the database
 // already has for them.
 func (kb *keyBatch) flush(d *DB, b *pebble.Batch) error {
+	k := d.keys
+	k.lastMu.Lock()
+	defer k.lastMu.Unlock()
 	for bk, r := range kb.buckets {
-		old, err := d.get(keyBucketKey(bk))
-		if err != nil {
-			return fmt.Errorf("read key bucket %d: %w", bk, err)
+		if k.last.valid && k.last.bucket == bk {
+			r[0] = min(r[0], k.last.r[0])
+			r[1] = max(r[1], k.last.r[1])
+		} else {
+			old, err := d.get(keyBucketKey(bk))
+			if err != nil {
+				return fmt.Errorf("read key bucket %d: %w", bk, err)
+			}
+			if len(old) == 16 {
+				r[0] = min(r[0], int64(binary.BigEndian.Uint64(old)))
+				r[1] = max(r[1], int64(binary.BigEndian.Uint64(old[8:])))
+			}
 		}
-		if len(old) == 16 {
-			r[0] = min(r[0], int64(binary.BigEndian.Uint64(old)))
-			r[1] = max(r[1], int64(binary.BigEndian.Uint64(old[8:])))
+		// A range wider than what commits is harmless (a lookup scans a
+		// bucket it need not), so the cache is updated before the commit.
+		if !k.last.valid || bk >= k.last.bucket {
+			k.last.valid, k.last.bucket, k.last.r = true, bk, r
 		}
 		v := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(r[0]))
 		v = binary.BigEndian.AppendUint64(v, uint64(r[1]))
@@ -177,6 +201,7 @@ func (k *KeyIndex) Lookup(q KeyQuery) ([]KeyIndexEntry, error) {
 // CommitLog's new minimum after retention, with two range deletions.
 func (k *KeyIndex) DropBelow(minPhyOffset int64) error {
 	k.noteMin(minPhyOffset)
+	k.forgetLast()
 	bk := keyBucket(minPhyOffset)
 	if bk == 0 {
 		return nil
@@ -195,6 +220,13 @@ func (k *KeyIndex) DropBelow(minPhyOffset int64) error {
 	return nil
 }
 
+// forgetLast drops the cached range of the bucket being filled.
+func (k *KeyIndex) forgetLast() {
+	k.lastMu.Lock()
+	k.last.valid = false
+	k.lastMu.Unlock()
+}
+
 // noteMin raises the minimum below which lookups return nothing.
 func (k *KeyIndex) noteMin(minPhyOffset int64) {
 	for {
@@ -209,6 +241,7 @@ func (k *KeyIndex) noteMin(minPhyOffset int64) {
 // buckets past it with a range deletion, and a scan of the bucket holding
 // it.
 func (k *KeyIndex) Truncate(phyOffset int64) error {
+	k.forgetLast()
 	bk := keyBucket(phyOffset)
 	b := k.db.pdb.NewBatch()
 	defer b.Close()

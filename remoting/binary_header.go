@@ -88,7 +88,7 @@ func decodeBinaryHeader(h []byte, c *Command) error {
 		return nil
 	}
 	area := h[p : p+int(extLen)]
-	c.ExtFields = make(map[string]string, 16)
+	c.ExtFields = make(map[string]string, extFieldsHint)
 	for q := 0; q < len(area); {
 		if len(area)-q < 2 {
 			return fmt.Errorf("%w: truncated ext key length at ext offset %d", ErrBadBinaryHeader, q)
