@@ -7,6 +7,8 @@ import (
 	"io"
 	"path/filepath"
 	"sort"
+
+	"github.com/rocketkv/rocketkv/internal/vfs"
 )
 
 // loadSegments lists, checks and maps the segment files (spec 2.2):
@@ -154,6 +156,37 @@ func lastNonZero(b []byte) int {
 	return 0
 }
 
+// tailScanChunk is the read size of lastNonZeroAt.
+const tailScanChunk = 1 << 20
+
+// lastNonZeroAt returns how many bytes of f from from up to to run up to
+// and including the last non-zero one (0 when all are zero). It reads
+// with pread rather than through the segment's mapping: a crashed
+// segment's tail is mostly unwritten blocks, and faulting up to a whole
+// segment of them into the mapping took seconds and left the broker's
+// resident set a segment larger.
+func lastNonZeroAt(f vfs.File, from, to int64) (int64, error) {
+	buf := make([]byte, tailScanChunk)
+	last := int64(0)
+	for off := from; off < to; {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), to-off)], off)
+		if nz := lastNonZero(buf[:n]); nz > 0 {
+			last = off + int64(nz) - from
+		}
+		off += int64(n)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return 0, err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return last, nil
+}
+
 // recoveryStart picks the segment index recovery scans from.
 //
 // Normal exit: the last three segments (the tail of a cleanly closed log is
@@ -251,7 +284,11 @@ scan:
 	info.CutReason = cutReason
 	if abnormal || cutReason != nil {
 		if cutPos < s.size {
-			if nz := lastNonZero(s.data[cutPos:]); nz > 0 {
+			nz, err := lastNonZeroAt(s.f, cutPos, s.size)
+			if err != nil {
+				return fmt.Errorf("scan tail of segment %s after %d: %w", s.path, cutPos, err)
+			}
+			if nz > 0 {
 				info.CutBytes += int64(nz)
 				if err := l.fs.ZeroRange(s.f, cutPos, int64(nz)); err != nil {
 					return fmt.Errorf("zero tail of segment %s after %d: %w", s.path, cutPos, err)
@@ -264,7 +301,11 @@ scan:
 	}
 	later := l.segs[cutSeg+1:]
 	for _, ls := range later {
-		info.CutBytes += int64(lastNonZero(ls.data))
+		nz, err := lastNonZeroAt(ls.f, 0, ls.size)
+		if err != nil {
+			return fmt.Errorf("scan segment %s after the recovered end: %w", ls.path, err)
+		}
+		info.CutBytes += nz
 		ls.deleted.Store(true)
 		l.log.Warn().Str("segment", ls.path).Int64("end", end).Msg("deleting segment after the recovered end")
 		ls.release()

@@ -371,3 +371,50 @@ func TestSegmentGap(t *testing.T) {
 		t.Fatalf("scanned %d records, want 97", len(got))
 	}
 }
+
+// TestLastNonZeroAt checks the tail scan of crash recovery across its read
+// chunks: it must find the last non-zero byte wherever it is, relative to
+// the start of the scan.
+func TestLastNonZeroAt(t *testing.T) {
+	const size = 3*tailScanChunk + 100
+	cases := []struct {
+		name     string
+		nonZero  []int64 // positions set to 1
+		from, to int64
+		want     int64
+	}{
+		{"all zero", nil, 0, size, 0},
+		{"first byte", []int64{0}, 0, size, 1},
+		{"last byte", []int64{size - 1}, 0, size, size},
+		{"end of first chunk", []int64{tailScanChunk - 1}, 0, size, tailScanChunk},
+		{"start of second chunk", []int64{tailScanChunk}, 0, size, tailScanChunk + 1},
+		{"last of several", []int64{10, 2*tailScanChunk + 7}, 0, size, 2*tailScanChunk + 8},
+		{"relative to from", []int64{5000}, 4096, size, 5000 - 4096 + 1},
+		{"before from is ignored", []int64{100}, 4096, size, 0},
+		{"past to is ignored", []int64{size - 1}, 0, size - 1, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "seg")
+			b := make([]byte, size)
+			for _, p := range c.nonZero {
+				b[p] = 1
+			}
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, err := vfs.OS{}.OpenFile(path, os.O_RDONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			got, err := lastNonZeroAt(f, c.from, c.to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Fatalf("lastNonZeroAt(%d, %d) = %d, want %d", c.from, c.to, got, c.want)
+			}
+		})
+	}
+}
