@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rocketkv/rocketkv/internal/vfs"
 )
 
@@ -160,31 +162,65 @@ func lastNonZero(b []byte) int {
 const tailScanChunk = 1 << 20
 
 // lastNonZeroAt returns how many bytes of f from from up to to run up to
-// and including the last non-zero one (0 when all are zero). It reads
-// with pread rather than through the segment's mapping: a crashed
-// segment's tail is mostly unwritten blocks, and faulting up to a whole
-// segment of them into the mapping took seconds and left the broker's
-// resident set a segment larger.
+// and including the last non-zero one (0 when all are zero).
+//
+// A crashed segment's tail is mostly blocks allocated but never written.
+// Faulting them in through the mapping, or even reading them, took
+// seconds per segment (and through the mapping left the broker's resident
+// set a segment larger), so where the file system tells them apart
+// (lseek SEEK_DATA/SEEK_HOLE: ext4 and XFS report unwritten extents
+// without dirty pages as holes) only the data regions are read; elsewhere
+// the whole range is.
 func lastNonZeroAt(f vfs.File, from, to int64) (int64, error) {
 	buf := make([]byte, tailScanChunk)
 	last := int64(0)
 	for off := from; off < to; {
-		n, err := f.ReadAt(buf[:min(int64(len(buf)), to-off)], off)
-		if nz := lastNonZero(buf[:n]); nz > 0 {
-			last = off + int64(nz) - from
-		}
-		off += int64(n)
+		start, end, ok, err := nextDataRegion(f, off, to)
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
 			return 0, err
 		}
-		if n == 0 {
+		if !ok {
 			break
+		}
+		for off = start; off < end; {
+			n, err := f.ReadAt(buf[:min(int64(len(buf)), end-off)], off)
+			if nz := lastNonZero(buf[:n]); nz > 0 {
+				last = off + int64(nz) - from
+			}
+			off += int64(n)
+			if errors.Is(err, io.EOF) || (err == nil && n == 0) {
+				return last, nil
+			}
+			if err != nil {
+				return 0, err
+			}
 		}
 	}
 	return last, nil
+}
+
+// nextDataRegion returns the next region of f at or after off (and before
+// to) that may hold data; ok is false when there is none. Files without a
+// descriptor, and file systems that cannot tell, give [off, to).
+func nextDataRegion(f vfs.File, off, to int64) (start, end int64, ok bool, err error) {
+	fd, hasFd := f.(interface{ Fd() uintptr })
+	if !hasFd {
+		return off, to, true, nil
+	}
+	start, err = unix.Seek(int(fd.Fd()), off, unix.SEEK_DATA)
+	switch {
+	case errors.Is(err, unix.ENXIO):
+		return 0, 0, false, nil // nothing but holes from off to the end of the file
+	case err != nil:
+		return off, to, true, nil // not supported here: read it all
+	case start >= to:
+		return 0, 0, false, nil
+	}
+	end, err = unix.Seek(int(fd.Fd()), start, unix.SEEK_HOLE)
+	if err != nil || end > to {
+		end = to
+	}
+	return start, end, true, nil
 }
 
 // recoveryStart picks the segment index recovery scans from.

@@ -418,3 +418,44 @@ func TestLastNonZeroAt(t *testing.T) {
 		})
 	}
 }
+
+// TestLastNonZeroAtAllocated checks the scan over a file like a crashed
+// segment: allocated but unwritten blocks (which SEEK_DATA may skip) with
+// written bytes between them, and a hole.
+func TestLastNonZeroAtAllocated(t *testing.T) {
+	const size = 8 << 20
+	path := filepath.Join(t.TempDir(), "seg")
+	fs := vfs.OS{}
+	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := fs.Allocate(f, 0, size/2); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil { // the second half is a hole
+		t.Fatal(err)
+	}
+	check := func(from, want int64) {
+		t.Helper()
+		got, err := lastNonZeroAt(f, from, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("lastNonZeroAt(%d) = %d, want %d", from, got, want)
+		}
+	}
+	check(0, 0)
+	if _, err := f.WriteAt([]byte{7}, 3<<20+5); err != nil {
+		t.Fatal(err)
+	}
+	check(0, 3<<20+6)
+	check(1<<20, 2<<20+6)
+	if _, err := f.WriteAt([]byte{9, 0, 0}, 7<<20); err != nil { // inside the hole
+		t.Fatal(err)
+	}
+	check(0, 7<<20+1)
+	check(3<<20+6, 4<<20-5)
+}
