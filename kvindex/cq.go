@@ -38,7 +38,23 @@ type CQ struct {
 	// gen counts writer updates.
 	cacheMu sync.Mutex
 	gen     uint64
+
+	// topics remembers, for recently asked topics, whether the database
+	// held no entry and no min key of any of their queues (true) or some
+	// (false). A miss on a queue of a topic known to be empty is answered
+	// without reading the queue: at a million queues most queues a
+	// producer or consumer first touches belong to topics that hold
+	// nothing yet, and a queue read (three seeks through every level) was
+	// the largest cost of sending to them. Correct because every write to
+	// a queue puts its bounds in the bounds cache under cacheMu before
+	// anyone can miss on it, and evicting or forgetting a queue's bounds
+	// forgets its topic's state (the bounds cache's eviction callback).
+	// Guarded by cacheMu; filled under mu (see checkTopic).
+	topics *lru.Cache[string, bool]
 }
+
+// DefaultCQTopicStates is how many topics' emptiness CQ remembers.
+const DefaultCQTopicStates = 1 << 16
 
 // qkey names one queue.
 type qkey struct {
@@ -64,12 +80,23 @@ func (d *DB) ConsumeQueue(cacheQueues int) *CQ {
 	if cacheQueues <= 0 {
 		cacheQueues = DefaultCQBoundsCache
 	}
-	cache, err := lru.New[qkey, queueBounds](cacheQueues)
+	c := &CQ{db: d, log: d.log.With().Str("component", "cq").Logger()}
+	topics, err := lru.New[string, bool](DefaultCQTopicStates)
+	if err != nil {
+		// lru.New fails only for a non-positive size.
+		panic(fmt.Sprintf("kvindex: topic cache: %v", err))
+	}
+	c.topics = topics
+	// Called with cacheMu held: every Add and Remove of the bounds cache
+	// happens under it.
+	forgetTopic := func(q qkey, _ queueBounds) { c.topics.Remove(q.topic) }
+	cache, err := lru.NewWithEvict[qkey, queueBounds](cacheQueues, forgetTopic)
 	if err != nil {
 		// lru.New fails only for a non-positive size, excluded above.
 		panic(fmt.Sprintf("kvindex: bounds cache: %v", err))
 	}
-	return &CQ{db: d, log: d.log.With().Str("component", "cq").Logger(), bounds: cache}
+	c.bounds = cache
+	return c
 }
 
 func (c *CQ) check() error {
@@ -131,6 +158,7 @@ func (c *CQ) forgetBounds(match func(qkey) bool) {
 			c.bounds.Remove(q)
 		}
 	}
+	c.topics.Purge() // deletions are rare: forget every topic's state
 }
 
 // putBatch adds entries and their journal record to b, following the Put
@@ -164,7 +192,7 @@ func (c *CQ) putBatch(b *pebble.Batch, entries []cq.Dispatch) ([]boundsUpdate, e
 		q := qkey{e.Topic, e.QueueID}
 		t := state[q]
 		if t == nil {
-			qb, err := c.queueBounds(q)
+			qb, err := c.queueBoundsLocked(q)
 			if err != nil {
 				return nil, err
 			}
@@ -288,13 +316,37 @@ func (d *DB) lastJournalFirst() (int64, error) {
 }
 
 // queueBounds returns a queue's bounds from the cache or the database.
+// The caller must not hold mu (see queueBoundsLocked).
 func (c *CQ) queueBounds(q qkey) (queueBounds, error) {
+	return c.lookupBounds(q, false)
+}
+
+// queueBoundsLocked is queueBounds for a caller holding mu.
+func (c *CQ) queueBoundsLocked(q qkey) (queueBounds, error) {
+	return c.lookupBounds(q, true)
+}
+
+func (c *CQ) lookupBounds(q qkey, writerHeld bool) (queueBounds, error) {
 	if b, ok := c.bounds.Get(q); ok {
 		return b, nil
 	}
 	c.cacheMu.Lock()
+	if b, ok := c.bounds.Peek(q); ok {
+		c.cacheMu.Unlock()
+		return b, nil
+	}
+	empty, known := c.topics.Get(q.topic)
 	gen := c.gen
 	c.cacheMu.Unlock()
+	if !known {
+		var err error
+		if empty, err = c.checkTopic(q.topic, writerHeld); err != nil {
+			return queueBounds{}, err
+		}
+	}
+	if empty {
+		return queueBounds{}, nil
+	}
 	b, err := c.readBounds(q)
 	if err != nil {
 		return queueBounds{}, err
@@ -305,6 +357,47 @@ func (c *CQ) queueBounds(q qkey) (queueBounds, error) {
 	}
 	c.cacheMu.Unlock()
 	return b, nil
+}
+
+// checkTopic reads whether the database holds any entry or min key of
+// topic and remembers the answer. It holds mu meanwhile (unless the caller
+// does), so that no writer commits to the topic between the read and the
+// record; a write after it puts the queue's bounds in the cache.
+func (c *CQ) checkTopic(topic string, writerHeld bool) (bool, error) {
+	if !writerHeld {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+	}
+	c.cacheMu.Lock()
+	empty, known := c.topics.Peek(topic)
+	c.cacheMu.Unlock()
+	if known {
+		return empty, nil // checked by another caller meanwhile
+	}
+	empty = true
+	for _, prefix := range []byte{prefixCQ, prefixCQMin} {
+		p := topicPrefix(prefix, topic)
+		it, err := c.db.pdb.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+		if err != nil {
+			return false, fmt.Errorf("cq topic %s: %w", topic, err)
+		}
+		found := it.First()
+		err = it.Error()
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return false, fmt.Errorf("cq topic %s: %w", topic, err)
+		}
+		if found {
+			empty = false
+			break
+		}
+	}
+	c.cacheMu.Lock()
+	c.topics.Add(topic, empty)
+	c.cacheMu.Unlock()
+	return empty, nil
 }
 
 // readBounds derives a queue's bounds from its entries and its min key.
