@@ -109,7 +109,8 @@ type RecoveryInfo struct {
 	Records int
 	// CutBytes counts the bytes of data discarded after the end: from the
 	// cut to the last non-zero byte of its segment, plus the non-zero
-	// extent of every later segment deleted.
+	// extent of every later segment deleted, each looked for within the
+	// first 8 MiB (the whole tail is zeroed or deleted regardless).
 	CutBytes int64
 	// CutReason is the error that ended the scan early (nil when the scan
 	// ended on zeros, a clean end).

@@ -158,6 +158,10 @@ func lastNonZero(b []byte) int {
 	return 0
 }
 
+// tailReportWindow is how far past the recovered end (and into each
+// segment deleted after it) recovery reads to report the bytes it cut.
+const tailReportWindow = 8 << 20
+
 // tailScanChunk is the read size of lastNonZeroAt.
 const tailScanChunk = 1 << 20
 
@@ -320,24 +324,27 @@ scan:
 	info.CutReason = cutReason
 	if abnormal || cutReason != nil {
 		if cutPos < s.size {
-			nz, err := lastNonZeroAt(s.f, cutPos, s.size)
+			// Zero the whole tail without reading it (reading a segment's
+			// unwritten blocks costs seconds): whatever a crashed run left
+			// past the end must never be taken for records by a later
+			// recovery. Only the first tailReportWindow bytes are read,
+			// for the report.
+			nz, err := lastNonZeroAt(s.f, cutPos, min(s.size, cutPos+tailReportWindow))
 			if err != nil {
 				return fmt.Errorf("scan tail of segment %s after %d: %w", s.path, cutPos, err)
 			}
-			if nz > 0 {
-				info.CutBytes += int64(nz)
-				if err := l.fs.ZeroRange(s.f, cutPos, int64(nz)); err != nil {
-					return fmt.Errorf("zero tail of segment %s after %d: %w", s.path, cutPos, err)
-				}
-				if err := s.flushRange(cutPos, cutPos+int64(nz)); err != nil {
-					return err
-				}
+			info.CutBytes += nz
+			if err := l.fs.ZeroRange(s.f, cutPos, s.size-cutPos); err != nil {
+				return fmt.Errorf("zero tail of segment %s after %d: %w", s.path, cutPos, err)
+			}
+			if err := s.flushRange(cutPos, s.size); err != nil {
+				return err
 			}
 		}
 	}
 	later := l.segs[cutSeg+1:]
 	for _, ls := range later {
-		nz, err := lastNonZeroAt(ls.f, 0, ls.size)
+		nz, err := lastNonZeroAt(ls.f, 0, min(ls.size, tailReportWindow))
 		if err != nil {
 			return fmt.Errorf("scan segment %s after the recovered end: %w", ls.path, err)
 		}

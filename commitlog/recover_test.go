@@ -459,3 +459,43 @@ func TestLastNonZeroAtAllocated(t *testing.T) {
 	check(0, 7<<20+1)
 	check(3<<20+6, 4<<20-5)
 }
+
+// TestAbnormalRecoveryZeroesWholeTail checks that crash recovery clears
+// stray bytes anywhere after the end of the log, also far beyond the
+// window it reads for its report, and in a later segment it deletes.
+func TestAbnormalRecoveryZeroesWholeTail(t *testing.T) {
+	const segSize = 3 * tailReportWindow
+	cfg := testConfig(t, segSize)
+	l := mustOpen(t, cfg)
+	var end int64
+	for i := 0; i < 10; i++ {
+		r := mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, i, 100)})
+		end = r.PhyOffset + r.WroteBytes
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	far := end + tailReportWindow + 12345
+	patchFile(t, segPath(cfg.Dir, 0), func(b []byte) { b[end+10] = 0x5a; b[far] = 0xa5 })
+	markAbort(t, cfg.Dir)
+
+	l = mustOpen(t, cfg)
+	defer l.Close()
+	info := l.RecoveryInfo()
+	if info.EndOffset != end {
+		t.Fatalf("recovered end %d, want %d", info.EndOffset, end)
+	}
+	if info.CutBytes != 11 {
+		t.Errorf("cut bytes %d, want 11 (the stray byte inside the report window)", info.CutBytes)
+	}
+	b, err := os.ReadFile(segPath(cfg.Dir, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !allZero(b[end:]) {
+		t.Fatalf("bytes after the end are not all zero (last non-zero at %d)", int64(lastNonZero(b[end:]))+end-1)
+	}
+	if got := scanAll(t, l); len(got) != 10 {
+		t.Fatalf("scanned %d records, want 10", len(got))
+	}
+}
