@@ -268,10 +268,18 @@ func (d *DB) Metrics() string { return d.pdb.Metrics().String() }
 // ErrDBClosed is returned by Close after the first call.
 var ErrDBClosed = errors.New("kvindex: database is closed")
 
-// Close closes the database. Calling it again returns ErrDBClosed.
+// Close flushes the memtables (so that the next open need not replay the
+// WAL) and closes the database. Calling it again returns ErrDBClosed.
 func (d *DB) Close() error {
 	if d.closed.Swap(true) {
 		return ErrDBClosed
+	}
+	if !d.readOnly {
+		// Flushing the memtables now makes the next open fast: Pebble
+		// would otherwise replay their WAL, seconds for a full memtable.
+		if err := d.pdb.Flush(); err != nil {
+			d.log.Warn().Err(err).Msg("flush index before close; the next open replays its WAL")
+		}
 	}
 	if err := d.pdb.Close(); err != nil {
 		return fmt.Errorf("close index: %w", err)
