@@ -80,6 +80,9 @@ type Broker struct {
 	TopicConfigCacheSize  int
 	QueueOffsetCacheSize  int
 	ConsumeQueueCacheSize int
+	// GCPercent is the Go garbage collector's target (GOGC) the broker
+	// binary sets unless the GOGC environment variable is set.
+	GCPercent int
 
 	// Logging.
 	LogLevel  string

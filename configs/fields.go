@@ -69,6 +69,7 @@ var brokerFields = []field{
 	intRange("topicConfigCacheSize", "65536", 16, 1<<26, func(b *Broker) *int { return &b.TopicConfigCacheSize }),
 	intRange("queueOffsetCacheSize", "1048576", 16, 1<<28, func(b *Broker) *int { return &b.QueueOffsetCacheSize }),
 	intRange("consumeQueueCacheSize", "1048576", 16, 1<<28, func(b *Broker) *int { return &b.ConsumeQueueCacheSize }),
+	intRange("gcPercent", "100", 25, 10000, func(b *Broker) *int { return &b.GCPercent }),
 
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(b *Broker) *string { return &b.LogLevel }),
 	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(b *Broker) *string { return &b.LogFormat }),

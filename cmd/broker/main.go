@@ -19,6 +19,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -96,6 +97,9 @@ func run(ctx context.Context, o options) error {
 	}
 	for _, k := range loaded.UnknownKeys {
 		log.Warn().Str("key", k).Str("file", o.config).Msg("unknown configuration key ignored")
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(cfg.GCPercent)
 	}
 	if o.pprofAddr != "" {
 		stopPprof, err := servePprof(o.pprofAddr)
