@@ -290,6 +290,11 @@ func (d *DB) Close() error {
 // Scan calls fn for every key starting with prefix, in key order, until fn
 // returns false. Key and value are only valid during the call.
 func (d *DB) Scan(prefix []byte, fn func(key, value []byte) bool) error {
+	if len(prefix) == 0 {
+		// No lower bound rather than an empty one: Pebble's invariant
+		// checks (race builds) index the first byte of a non-nil bound.
+		prefix = nil
+	}
 	it, err := d.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return fmt.Errorf("scan %x: %w", prefix, err)
