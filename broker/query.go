@@ -47,6 +47,9 @@ func (b *Broker) processQueryMessage(_ context.Context, _ *remoting.Conn, req *r
 			if err != nil || !ok || m.Topic != topic || !carriesKey(m, kind, key) {
 				return false
 			}
+			if m.StoreTimestamp < begin || (end > 0 && m.StoreTimestamp > end) {
+				return false // the index keeps no store time per entry
+			}
 			body = append(body, rec...)
 			lastTS, lastPhy = max(lastTS, m.StoreTimestamp), max(lastPhy, e.PhyOffset)
 			return true

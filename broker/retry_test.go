@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -159,6 +160,49 @@ func TestQueryAndViewMessage(t *testing.T) {
 	}
 	if r := query("nothing", false); r.Code != remoting.QueryNotFound {
 		t.Fatalf("query of an unknown key: %d", r.Code)
+	}
+
+	// The index keeps no store time per entry, so the time range is
+	// applied to the records: of two messages with one key in the same
+	// index bucket, a range covering one returns only that one.
+	mustSend(t, c, "Q", 0, "early", "KEYS\x01shared\x02")
+	time.Sleep(20 * time.Millisecond)
+	mustSend(t, c, "Q", 0, "late", "KEYS\x01shared\x02")
+	b.caughtUp()
+	inRange := func(begin, end int64) []string {
+		t.Helper()
+		r := call(t, c, remoting.QueryMessage, map[string]string{"topic": "Q", "key": "shared", "maxNum": "10",
+			"beginTimestamp": strconv.FormatInt(begin, 10), "endTimestamp": strconv.FormatInt(end, 10)}, nil)
+		if r.Code == remoting.QueryNotFound {
+			return nil
+		}
+		var bodies []string
+		for _, m := range decodeRecords(t, r.Body) {
+			bodies = append(bodies, string(m.Body))
+		}
+		slices.Sort(bodies)
+		return bodies
+	}
+	now := time.Now().UnixMilli()
+	all := call(t, c, remoting.QueryMessage, map[string]string{"topic": "Q", "key": "shared", "maxNum": "10",
+		"beginTimestamp": "0", "endTimestamp": strconv.FormatInt(now+1000, 10)}, nil)
+	var lateTS int64
+	for _, m := range decodeRecords(t, all.Body) {
+		if string(m.Body) == "late" {
+			lateTS = m.StoreTimestamp
+		}
+	}
+	if got := inRange(0, now+1000); !slices.Equal(got, []string{"early", "late"}) {
+		t.Fatalf("whole range: %v", got)
+	}
+	if got := inRange(lateTS, now+1000); !slices.Equal(got, []string{"late"}) {
+		t.Fatalf("range from the later store time %d: %v", lateTS, got)
+	}
+	if got := inRange(0, lateTS-1); !slices.Equal(got, []string{"early"}) {
+		t.Fatalf("range up to before the later store time: %v", got)
+	}
+	if got := inRange(now+60_000, now+120_000); got != nil {
+		t.Fatalf("future range: %v", got)
 	}
 	_, phy, err := commitlog.ParseMessageID(resp.ExtFields["msgId"])
 	if err != nil {

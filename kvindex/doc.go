@@ -91,7 +91,7 @@
 // # 0x20 key index: message keys and unique ids
 //
 //	key:   0x20 | bucket int64 | topicLen uint16 | topic | kind uint8 | keyLen uint16 | key | phyOffset int64
-//	value: storeTimestamp int64
+//	value: empty; or storeTimestamp int64 in entries written by earlier builds
 //
 // bucket is phyOffset >> 26 (64 MiB of CommitLog). kind is 0 for a word of
 // the KEYS property and 1 for UNIQ_KEY. Grouping by bucket lets retention
@@ -99,7 +99,8 @@
 // deletion, like RocketMQ drops whole IndexFiles; a lookup seeks once per
 // bucket whose time range (0x21) overlaps the query. Lookups also check the
 // record itself, so an entry left pointing at a truncated record is never
-// returned.
+// returned; that check also applies a query's time range to the record's
+// store time, which the entry does not repeat (8 bytes a message).
 //
 // # 0x21 key bucket: time range of a key-index bucket
 //

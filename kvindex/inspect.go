@@ -155,10 +155,12 @@ type KeyIndexRecord struct {
 	Bucket int64  `json:"bucket"`
 	Topic  string `json:"topic"`
 	// Kind is KindKey or KindUniqKey.
-	Kind           byte   `json:"kind"`
-	Key            string `json:"key"`
-	PhyOffset      int64  `json:"phyOffset"`
-	StoreTimestamp int64  `json:"storeTimestamp"`
+	Kind      byte   `json:"kind"`
+	Key       string `json:"key"`
+	PhyOffset int64  `json:"phyOffset"`
+	// StoreTimestamp is present only in entries written before the index
+	// stopped repeating the record's store time.
+	StoreTimestamp int64 `json:"storeTimestamp,omitempty"`
 }
 
 // KeyBucketRecord is the store-time range of a key-index bucket (keyspace
@@ -284,8 +286,12 @@ func KindName(kind byte) string {
 
 // String implements Record.
 func (r KeyIndexRecord) String() string {
-	return fmt.Sprintf("bucket=%d topic=%q kind=%s key=%q phy=%d storeTime=%s",
-		r.Bucket, r.Topic, KindName(r.Kind), r.Key, r.PhyOffset, FormatMillis(r.StoreTimestamp))
+	s := fmt.Sprintf("bucket=%d topic=%q kind=%s key=%q phy=%d",
+		r.Bucket, r.Topic, KindName(r.Kind), r.Key, r.PhyOffset)
+	if r.StoreTimestamp != 0 {
+		s += " storeTime=" + FormatMillis(r.StoreTimestamp)
+	}
+	return s
 }
 
 // String implements Record.

@@ -135,10 +135,10 @@ func TestDecodeKeyDispatchedStore(t *testing.T) {
 			TagsCode: commitlog.TagsCode([]string{"TagA", "TagB", "", "TagA"}[i]), StoreTimestamp: ts})
 		queueNext[q]++
 		if w.uniq != "" {
-			wantKeys = append(wantKeys, KeyIndexRecord{Bucket: 0, Topic: w.topic, Kind: KindUniqKey, Key: w.uniq, PhyOffset: w.res.PhyOffset, StoreTimestamp: ts})
+			wantKeys = append(wantKeys, KeyIndexRecord{Bucket: 0, Topic: w.topic, Kind: KindUniqKey, Key: w.uniq, PhyOffset: w.res.PhyOffset})
 		}
 		for _, k := range strings.Fields(w.keys) {
-			wantKeys = append(wantKeys, KeyIndexRecord{Bucket: 0, Topic: w.topic, Kind: KindKey, Key: k, PhyOffset: w.res.PhyOffset, StoreTimestamp: ts})
+			wantKeys = append(wantKeys, KeyIndexRecord{Bucket: 0, Topic: w.topic, Kind: KindKey, Key: k, PhyOffset: w.res.PhyOffset})
 		}
 	}
 	// Keys sort by (topic, queue, offset) and (bucket, topic, kind, key, phy).

@@ -201,16 +201,18 @@ func appendKeyIndexKey(dst []byte, topic string, kind byte, key string, phy int6
 
 // KeyIndexEntry is one decoded key-index key.
 type KeyIndexEntry struct {
-	Topic          string
-	Kind           byte
-	Key            string
-	PhyOffset      int64
+	Topic     string
+	Kind      byte
+	Key       string
+	PhyOffset int64
+	// StoreTimestamp is the record's store time when the entry carries
+	// it (entries written before store times were left out), else 0.
 	StoreTimestamp int64
 }
 
 func decodeKeyIndex(k, v []byte) (KeyIndexEntry, error) {
 	var e KeyIndexEntry
-	if len(k) < 9 || k[0] != prefixKeyIndex || len(v) != 8 {
+	if len(k) < 9 || k[0] != prefixKeyIndex || (len(v) != 0 && len(v) != 8) {
 		return e, ErrBadKey
 	}
 	topic, rest, err := readString16(k[9:])
@@ -224,7 +226,9 @@ func decodeKeyIndex(k, v []byte) (KeyIndexEntry, error) {
 	}
 	e.Key = key
 	e.PhyOffset = int64(binary.BigEndian.Uint64(rest))
-	e.StoreTimestamp = int64(binary.BigEndian.Uint64(v))
+	if len(v) == 8 {
+		e.StoreTimestamp = int64(binary.BigEndian.Uint64(v))
+	}
 	return e, nil
 }
 

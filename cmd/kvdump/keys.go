@@ -86,6 +86,14 @@ func runKeys(_ context.Context, s *store, out *output, ko keysOptions) error {
 	}
 	sort.SliceStable(res, func(i, j int) bool { return res[i].PhyOffset > res[j].PhyOffset })
 	res = res[:min(len(res), limit)]
+	// The index keeps no store time per entry: take it from the record.
+	for i := range res {
+		if res[i].StoreTimestamp == 0 && s.log != nil {
+			if ts, err := recordStoreTime(s.log, res[i].PhyOffset); err == nil {
+				res[i].StoreTimestamp = ts
+			}
+		}
+	}
 
 	var t *table
 	if !out.json {
@@ -129,4 +137,17 @@ func runKeys(_ context.Context, s *store, out *output, ko keysOptions) error {
 		return t.flush()
 	}
 	return nil
+}
+
+// recordStoreTime returns the store time of the record at phy.
+func recordStoreTime(log *commitlog.ReadOnlyLog, phy int64) (int64, error) {
+	e, err := log.ReadRecord(phy)
+	if err != nil {
+		return 0, err
+	}
+	m, err := commitlog.Decode(e.Data)
+	if err != nil {
+		return 0, fmt.Errorf("decode record at %d: %w", phy, err)
+	}
+	return m.StoreTimestamp, nil
 }
