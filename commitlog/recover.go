@@ -68,7 +68,7 @@ func (l *Log) loadSegments() error {
 		return fmt.Errorf("segment %s: %w: size %d below %d", files[0].name, ErrBadSegment, l.segSize, minSegmentSize)
 	}
 	if n := len(files); n > 1 && files[n-1].size != l.segSize {
-		zero, err := l.fileIsZero(files[n-1].name)
+		zero, err := l.fileIsZero(files[n-1].name, files[n-1].size)
 		if err != nil {
 			return err
 		}
@@ -100,27 +100,19 @@ func (l *Log) loadSegments() error {
 	return nil
 }
 
-// fileIsZero reports whether a segment file holds only zero bytes.
-func (l *Log) fileIsZero(name string) (bool, error) {
+// fileIsZero reports whether a segment file of size bytes holds only zero
+// bytes.
+func (l *Log) fileIsZero(name string, size int64) (bool, error) {
 	f, err := l.fs.OpenFile(filepath.Join(l.segDir, name), 0, 0)
 	if err != nil {
 		return false, fmt.Errorf("open segment %s: %w", name, err)
 	}
 	defer f.Close()
-	buf := make([]byte, 1<<16)
-	for off := int64(0); ; {
-		n, err := f.ReadAt(buf, off)
-		if !allZero(buf[:n]) {
-			return false, nil
-		}
-		off += int64(n)
-		if errors.Is(err, io.EOF) {
-			return true, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("read segment %s: %w", name, err)
-		}
+	nz, err := lastNonZeroAt(f, 0, size)
+	if err != nil {
+		return false, fmt.Errorf("read segment %s: %w", name, err)
 	}
+	return nz == 0, nil
 }
 
 var zeroPage [pageSize]byte
