@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rocketkv/rocketkv/internal/vfs"
 )
 
@@ -158,65 +156,25 @@ const tailReportWindow = 8 << 20
 const tailScanChunk = 1 << 20
 
 // lastNonZeroAt returns how many bytes of f from from up to to run up to
-// and including the last non-zero one (0 when all are zero).
-//
-// A crashed segment's tail is mostly blocks allocated but never written.
-// Faulting them in through the mapping, or even reading them, took
-// seconds per segment (and through the mapping left the broker's resident
-// set a segment larger), so where the file system tells them apart
-// (lseek SEEK_DATA/SEEK_HOLE: ext4 and XFS report unwritten extents
-// without dirty pages as holes) only the data regions are read; elsewhere
-// the whole range is.
+// and including the last non-zero one (0 when all are zero), reading with
+// pread: for a segment file that is not mapped.
 func lastNonZeroAt(f vfs.File, from, to int64) (int64, error) {
 	buf := make([]byte, tailScanChunk)
 	last := int64(0)
 	for off := from; off < to; {
-		start, end, ok, err := nextDataRegion(f, off, to)
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), to-off)], off)
+		if nz := lastNonZero(buf[:n]); nz > 0 {
+			last = off + int64(nz) - from
+		}
+		off += int64(n)
+		if errors.Is(err, io.EOF) || (err == nil && n == 0) {
+			return last, nil
+		}
 		if err != nil {
 			return 0, err
 		}
-		if !ok {
-			break
-		}
-		for off = start; off < end; {
-			n, err := f.ReadAt(buf[:min(int64(len(buf)), end-off)], off)
-			if nz := lastNonZero(buf[:n]); nz > 0 {
-				last = off + int64(nz) - from
-			}
-			off += int64(n)
-			if errors.Is(err, io.EOF) || (err == nil && n == 0) {
-				return last, nil
-			}
-			if err != nil {
-				return 0, err
-			}
-		}
 	}
 	return last, nil
-}
-
-// nextDataRegion returns the next region of f at or after off (and before
-// to) that may hold data; ok is false when there is none. Files without a
-// descriptor, and file systems that cannot tell, give [off, to).
-func nextDataRegion(f vfs.File, off, to int64) (start, end int64, ok bool, err error) {
-	fd, hasFd := f.(interface{ Fd() uintptr })
-	if !hasFd {
-		return off, to, true, nil
-	}
-	start, err = unix.Seek(int(fd.Fd()), off, unix.SEEK_DATA)
-	switch {
-	case errors.Is(err, unix.ENXIO):
-		return 0, 0, false, nil // nothing but holes from off to the end of the file
-	case err != nil:
-		return off, to, true, nil // not supported here: read it all
-	case start >= to:
-		return 0, 0, false, nil
-	}
-	end, err = unix.Seek(int(fd.Fd()), start, unix.SEEK_HOLE)
-	if err != nil || end > to {
-		end = to
-	}
-	return start, end, true, nil
 }
 
 // recoveryStart picks the segment index recovery scans from.
@@ -321,11 +279,7 @@ scan:
 			// past the end must never be taken for records by a later
 			// recovery. Only the first tailReportWindow bytes are read,
 			// for the report.
-			nz, err := lastNonZeroAt(s.f, cutPos, min(s.size, cutPos+tailReportWindow))
-			if err != nil {
-				return fmt.Errorf("scan tail of segment %s after %d: %w", s.path, cutPos, err)
-			}
-			info.CutBytes += nz
+			info.CutBytes += int64(lastNonZero(s.data[cutPos:min(s.size, cutPos+tailReportWindow)]))
 			if err := l.fs.ZeroRange(s.f, cutPos, s.size-cutPos); err != nil {
 				return fmt.Errorf("zero tail of segment %s after %d: %w", s.path, cutPos, err)
 			}
@@ -336,11 +290,7 @@ scan:
 	}
 	later := l.segs[cutSeg+1:]
 	for _, ls := range later {
-		nz, err := lastNonZeroAt(ls.f, 0, min(ls.size, tailReportWindow))
-		if err != nil {
-			return fmt.Errorf("scan segment %s after the recovered end: %w", ls.path, err)
-		}
-		info.CutBytes += nz
+		info.CutBytes += int64(lastNonZero(ls.data[:min(ls.size, tailReportWindow)]))
 		ls.deleted.Store(true)
 		l.log.Warn().Str("segment", ls.path).Int64("end", end).Msg("deleting segment after the recovered end")
 		ls.release()
