@@ -37,22 +37,17 @@ func (b *Broker) processQueryMessage(_ context.Context, _ *remoting.Conn, req *r
 	if maxNum <= 0 || maxNum > maxQueryResults {
 		maxNum = maxQueryResults
 	}
-	var body []byte
-	var lastTS, lastPhy int64
+	records := map[int64][]byte{} // verified records by offset
 	found, err := b.db.KeyIndex().Lookup(kvindex.KeyQuery{
 		Topic: topic, Key: key, Kind: kind, Begin: begin, End: end, Max: int(maxNum),
 		MinPhyOffset: b.clog.MinOffset(),
-		Verify: func(e kvindex.KeyIndexEntry) bool {
+		Verify: func(e kvindex.KeyIndexEntry) (int64, bool) {
 			rec, m, ok, err := b.readRecord(e.PhyOffset)
 			if err != nil || !ok || m.Topic != topic || !carriesKey(m, kind, key) {
-				return false
+				return 0, false
 			}
-			if m.StoreTimestamp < begin || (end > 0 && m.StoreTimestamp > end) {
-				return false // the index keeps no store time per entry
-			}
-			body = append(body, rec...)
-			lastTS, lastPhy = max(lastTS, m.StoreTimestamp), max(lastPhy, e.PhyOffset)
-			return true
+			records[e.PhyOffset] = rec
+			return m.StoreTimestamp, true
 		},
 	})
 	if err != nil {
@@ -60,6 +55,12 @@ func (b *Broker) processQueryMessage(_ context.Context, _ *remoting.Conn, req *r
 	}
 	if len(found) == 0 {
 		return remoting.NewResponse(req, remoting.QueryNotFound, "can not find message, maybe time range not correct")
+	}
+	var body []byte
+	var lastTS, lastPhy int64
+	for _, e := range found {
+		body = append(body, records[e.PhyOffset]...)
+		lastTS, lastPhy = max(lastTS, e.StoreTimestamp), max(lastPhy, e.PhyOffset)
 	}
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	rh := remoting.Header{}

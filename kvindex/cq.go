@@ -376,21 +376,10 @@ func (c *CQ) checkTopic(topic string, writerHeld bool) (bool, error) {
 	}
 	empty = true
 	for _, prefix := range []byte{prefixCQ, prefixCQMin} {
-		p := topicPrefix(prefix, topic)
-		it, err := c.db.pdb.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
-		if err != nil {
+		if err := c.db.Scan(topicPrefix(prefix, topic), func(_, _ []byte) bool { empty = false; return false }); err != nil {
 			return false, fmt.Errorf("cq topic %s: %w", topic, err)
 		}
-		found := it.First()
-		err = it.Error()
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return false, fmt.Errorf("cq topic %s: %w", topic, err)
-		}
-		if found {
-			empty = false
+		if !empty {
 			break
 		}
 	}

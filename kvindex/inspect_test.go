@@ -511,6 +511,7 @@ func FuzzDecodeKey(f *testing.F) {
 	f.Add(cqMinKey("T", 0), putInt64(4))
 	f.Add(journalKey(0), append(binary.BigEndian.AppendUint64(nil, 99), 0, 1, 'T', 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2))
 	f.Add(appendKeyIndexKey(nil, "T", KindUniqKey, "U", 77), putInt64(5))
+	f.Add(appendKeyIndexKey(nil, "T", KindKey, "k", 77), []byte{})
 	f.Add(keyBucketKey(2), make([]byte, 16))
 	f.Add(consumerOffsetKey("G", "T", 2), putInt64(6))
 	f.Add(nameKey(PrefixTopicConfig, "T"), []byte(`{"topicName":"T","readQueueNums":4}`))

@@ -130,10 +130,9 @@ type KeyQuery struct {
 	// Kind is KindKey or KindUniqKey.
 	Kind byte
 	// Begin and End bound the store time (ms, inclusive); End 0 means no
-	// upper bound. Entries are kept or dropped by their bucket's time
-	// range (0x21) and, for entries written with one (before store times
-	// were left out), their own store time; Verify must check the
-	// record's store time for the others (StoreTimestamp 0).
+	// upper bound. Buckets outside the range are skipped (0x21); within
+	// one, an entry's store time is its own when it has one (entries of
+	// earlier builds) or the one Verify reads from the record.
 	Begin, End int64
 	// Max caps the number of results (0 = 64).
 	Max int
@@ -142,8 +141,10 @@ type KeyQuery struct {
 	// Verify, when set, is asked about each candidate before it is
 	// returned; the broker checks that the record still exists and
 	// carries the key, so entries left pointing at a truncated or
-	// rewritten record are never returned.
-	Verify func(KeyIndexEntry) bool
+	// rewritten record are never returned. It returns the record's store
+	// time, which the time range is applied to. Without Verify, entries
+	// that carry no store time are returned whatever the range.
+	Verify func(KeyIndexEntry) (storeTimestamp int64, ok bool)
 }
 
 // Lookup returns the matching entries, newest CommitLog position first.
@@ -156,6 +157,7 @@ func (k *KeyIndex) Lookup(q KeyQuery) ([]KeyIndexEntry, error) {
 	if end <= 0 {
 		end = 1<<63 - 1
 	}
+	inRange := func(ts int64) bool { return ts >= q.Begin && ts <= end }
 	var buckets []int64
 	err := k.db.Scan([]byte{prefixKeyBucket}, func(key, v []byte) bool {
 		if len(key) != 9 || len(v) != 16 {
@@ -182,8 +184,7 @@ func (k *KeyIndex) Lookup(q KeyQuery) ([]KeyIndexEntry, error) {
 				derr = fmt.Errorf("key index entry %x: %w", key, err)
 				return false
 			}
-			inRange := e.StoreTimestamp == 0 || (e.StoreTimestamp >= q.Begin && e.StoreTimestamp <= end)
-			if e.PhyOffset >= q.MinPhyOffset && inRange {
+			if e.PhyOffset >= q.MinPhyOffset && (e.StoreTimestamp == 0 || inRange(e.StoreTimestamp)) {
 				entries = append(entries, e)
 			}
 			return true
@@ -195,9 +196,15 @@ func (k *KeyIndex) Lookup(q KeyQuery) ([]KeyIndexEntry, error) {
 			return nil, fmt.Errorf("key lookup %s/%q: %w", q.Topic, q.Key, err)
 		}
 		for j := len(entries) - 1; j >= 0 && len(out) < q.Max; j-- {
-			if q.Verify == nil || q.Verify(entries[j]) {
-				out = append(out, entries[j])
+			e := entries[j]
+			if q.Verify != nil {
+				ts, ok := q.Verify(e)
+				if !ok || !inRange(ts) {
+					continue
+				}
+				e.StoreTimestamp = ts
 			}
+			out = append(out, e)
 		}
 	}
 	return out, nil

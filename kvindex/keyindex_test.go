@@ -58,4 +58,26 @@ func TestKeyIndexStoreTimes(t *testing.T) {
 	if got := lookup(8000, 9000); len(got) != 0 {
 		t.Fatalf("range 8000-9000: %+v", got)
 	}
+	// With Verify, the range applies to the store time it reads from the
+	// record (here 6200 for the new entry).
+	verified := func(begin, end int64) []KeyIndexEntry {
+		t.Helper()
+		got, err := db.KeyIndex().Lookup(KeyQuery{Topic: "T", Key: "k", Kind: KindKey, Begin: begin, End: end,
+			Verify: func(e KeyIndexEntry) (int64, bool) {
+				if e.PhyOffset == 100 {
+					return 6200, true
+				}
+				return e.StoreTimestamp, true
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := verified(6000, 6500); len(got) != 1 || got[0].PhyOffset != 100 || got[0].StoreTimestamp != 6200 {
+		t.Fatalf("verified range 6000-6500: %+v", got)
+	}
+	if got := verified(6600, 6900); len(got) != 0 {
+		t.Fatalf("verified range 6600-6900: %+v", got)
+	}
 }

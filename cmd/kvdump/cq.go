@@ -203,14 +203,28 @@ func messageCells(m messageInfo, err error) []string {
 
 // readMessage reads and decodes the record at phy.
 func readMessage(log *commitlog.ReadOnlyLog, phy int64) (messageInfo, error) {
-	e, err := log.ReadRecord(phy)
+	m, err := readRecord(log, phy)
 	if err != nil {
 		return messageInfo{}, err
 	}
+	return messageInfoOf(m), nil
+}
+
+// readRecord decodes the record at phy.
+func readRecord(log *commitlog.ReadOnlyLog, phy int64) (commitlog.Message, error) {
+	e, err := log.ReadRecord(phy)
+	if err != nil {
+		return commitlog.Message{}, err
+	}
 	m, err := commitlog.Decode(e.Data)
 	if err != nil {
-		return messageInfo{}, fmt.Errorf("decode record at %d: %w", phy, err)
+		return commitlog.Message{}, fmt.Errorf("decode record at %d: %w", phy, err)
 	}
+	return m, nil
+}
+
+// messageInfoOf is the summary of a decoded record.
+func messageInfoOf(m commitlog.Message) messageInfo {
 	uniq, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyUniqID)
 	keys, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyKeys)
 	tags, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyTags)
@@ -224,5 +238,5 @@ func readMessage(log *commitlog.ReadOnlyLog, phy int64) (messageInfo, error) {
 		Tags:        tags,
 		BornHost:    m.BornHost.String(),
 		BodySize:    len(m.Body),
-	}, nil
+	}
 }

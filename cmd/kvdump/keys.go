@@ -86,15 +86,6 @@ func runKeys(_ context.Context, s *store, out *output, ko keysOptions) error {
 	}
 	sort.SliceStable(res, func(i, j int) bool { return res[i].PhyOffset > res[j].PhyOffset })
 	res = res[:min(len(res), limit)]
-	// The index keeps no store time per entry: take it from the record.
-	for i := range res {
-		if res[i].StoreTimestamp == 0 && s.log != nil {
-			if ts, err := recordStoreTime(s.log, res[i].PhyOffset); err == nil {
-				res[i].StoreTimestamp = ts
-			}
-		}
-	}
-
 	var t *table
 	if !out.json {
 		headers := []string{"TOPIC", "KIND", "KEY", "PHY", "STORETIME"}
@@ -105,10 +96,15 @@ func runKeys(_ context.Context, s *store, out *output, ko keysOptions) error {
 		t = newTable(out.w, headers...)
 	}
 	for _, e := range res {
+		// One read of the record gives the store time (the index keeps
+		// none per entry) and, with --with-message, the message.
 		var m messageInfo
 		var merr error
-		if log != nil {
-			m, merr = readMessage(log, e.PhyOffset)
+		if s.log != nil {
+			var rec commitlog.Message
+			if rec, merr = readRecord(s.log, e.PhyOffset); merr == nil {
+				e.StoreTimestamp, m = rec.StoreTimestamp, messageInfoOf(rec)
+			}
 		}
 		if out.json {
 			l := keyLine{Topic: e.Topic, KeyKind: kvindex.KindName(e.Kind), Key: e.Key, PhyOffset: e.PhyOffset, StoreTimestamp: e.StoreTimestamp}
@@ -137,17 +133,4 @@ func runKeys(_ context.Context, s *store, out *output, ko keysOptions) error {
 		return t.flush()
 	}
 	return nil
-}
-
-// recordStoreTime returns the store time of the record at phy.
-func recordStoreTime(log *commitlog.ReadOnlyLog, phy int64) (int64, error) {
-	e, err := log.ReadRecord(phy)
-	if err != nil {
-		return 0, err
-	}
-	m, err := commitlog.Decode(e.Data)
-	if err != nil {
-		return 0, fmt.Errorf("decode record at %d: %w", phy, err)
-	}
-	return m.StoreTimestamp, nil
 }
