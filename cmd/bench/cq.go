@@ -220,6 +220,8 @@ func runCQ(ctx context.Context, w, errw io.Writer, o cqOptions) error {
 	failures := 0
 	for _, c := range configs {
 		failures += len(c.failed)
+	}
+	for _, c := range configs {
 		if len(c.runs) > 0 {
 			r := c.runs[0]
 			fmt.Fprintf(w, "limits: vm.max_map_count %d, open files %d; the process starts with %d descriptors and %d mappings\n",
