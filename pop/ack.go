@@ -179,6 +179,7 @@ func (s *Service) ChangeInvisibleTime(group, topic string, queueID int32, offset
 		next := full
 		next.PopTime, next.InvisibleTime, next.VisibleAt = now, invisibleTime, now+invisibleTime
 		next.CKOffset, next.Attempts = offset, 0
+		s.noteDeadline(next.VisibleAt)
 		if err := b.AddInFlight(&next); err != nil {
 			return err
 		}

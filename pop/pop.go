@@ -235,6 +235,7 @@ func (s *Service) recordPop(req PopRequest, src source, r readResult, res *PopRe
 			return false, err
 		}
 	}
+	s.noteDeadline(res.PopTime + req.InvisibleTime)
 	for _, off := range r.offsets {
 		rec := kvindex.InFlight{
 			Group: req.Group, Topic: src.topic, QueueID: src.queueID, QueueOffset: off,

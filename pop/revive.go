@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -80,6 +81,7 @@ type queueKey struct {
 // A failed re-put pushes the record's deadline back (reviveBackoff).
 func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 	now := s.now()
+	s.lowerCursor()
 	byQueue := map[queueKey][]kvindex.InFlight{}
 	var order []queueKey
 	n := 0
@@ -140,9 +142,8 @@ func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 		}
 	}
 	if n < s.cfg.ReviveBatch {
-		// Everything due before now is handled; a deadline written from
-		// now on is at least now (minus a clock step back, hence the
-		// margin).
+		// Everything due before now is handled; a deadline written
+		// behind the cursor from now on is reported by noteDeadline.
 		s.cursor = max(s.cursor, now-reviveCursorMargin)
 	} else {
 		// A full round: everything due before the last deadline it saw
@@ -150,6 +151,14 @@ func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 		s.cursor = max(s.cursor, min(lastDue, now-reviveCursorMargin))
 	}
 	return n, nil
+}
+
+// lowerCursor moves the revive cursor down to the lowest deadline written
+// since the last round, if that is below it.
+func (s *Service) lowerCursor() {
+	if low := s.lowDeadline.Swap(math.MaxInt64); low < s.cursor {
+		s.cursor = low
+	}
 }
 
 // reviveCursorMargin keeps the revive cursor behind the clock, so a

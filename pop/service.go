@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -116,11 +117,16 @@ type Service struct {
 
 	lateness lateness
 	// cursor is the revive loop's lower bound: no record is due before
-	// it (every new deadline is at least the time of its write), so scans
-	// skip the tombstones below it.
-	cursor  int64
-	revived atomic.Int64
-	dlq     atomic.Int64
+	// it, so scans skip the tombstones below it. Writers of a deadline
+	// report it to lowDeadline before they commit (noteDeadline), and
+	// each revive round first lowers the cursor to the lowest deadline
+	// reported since the last round, so a deadline written behind the
+	// cursor (an invisible time of 0 after a slow lock wait, a clock step
+	// back) is revived by the next round.
+	cursor      int64
+	lowDeadline atomic.Int64
+	revived     atomic.Int64
+	dlq         atomic.Int64
 }
 
 const lockStripes = 1024
@@ -142,14 +148,27 @@ func New(cfg Config) (*Service, error) {
 	if cfg.OnQueueReady == nil {
 		cfg.OnQueueReady = func(string, int32) {}
 	}
-	return &Service{
+	s := &Service{
 		cfg:      cfg,
 		store:    cfg.DB.Pop(),
 		log:      cfg.Logger.With().Str("component", "pop").Logger(),
 		seed:     maphash.MakeSeed(),
 		reqCount: map[string]uint64{},
 		wake:     make(chan struct{}, 1),
-	}, nil
+	}
+	s.lowDeadline.Store(math.MaxInt64)
+	return s, nil
+}
+
+// noteDeadline reports a visibility deadline about to be written, so the
+// revive cursor never stays above it.
+func (s *Service) noteDeadline(at int64) {
+	for {
+		cur := s.lowDeadline.Load()
+		if at >= cur || s.lowDeadline.CompareAndSwap(cur, at) {
+			return
+		}
+	}
 }
 
 // Store returns the service's POP state store.

@@ -1,0 +1,60 @@
+package pop
+
+import (
+	"hash/maphash"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/kvindex"
+)
+
+// TestReviveCursorFollowsLateDeadlines checks that a deadline written
+// behind the revive cursor (here a change of invisible time to a negative
+// value, which the protocol does not forbid) lowers the cursor for the
+// next round, so the record is scanned and revived rather than skipped
+// until a restart.
+func TestReviveCursorFollowsLateDeadlines(t *testing.T) {
+	db, err := kvindex.Open(kvindex.Options{Dir: t.TempDir(), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.UnixMilli(1_000_000)
+	s := &Service{cfg: Config{Now: func() time.Time { return now }}, store: db.Pop(), seed: maphash.MakeSeed(), wake: make(chan struct{}, 1)}
+	s.lowDeadline.Store(math.MaxInt64)
+
+	rec := kvindex.InFlight{Group: "G", Topic: "T", QueueID: 0, QueueOffset: 7,
+		VisibleAt: 1_060_000, PopTime: 1_000_000, InvisibleTime: 60_000}
+	b := s.store.NewBatch()
+	if err := b.AddInFlight(&rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	// A revive round with nothing due moves the cursor up to now - margin.
+	s.lowerCursor()
+	s.cursor = max(s.cursor, s.now()-reviveCursorMargin)
+	if s.cursor != 1_000_000-reviveCursorMargin {
+		t.Fatalf("cursor %d", s.cursor)
+	}
+
+	res, err := s.ChangeInvisibleTime("G", "T", 0, 7, Handle{PopTime: rec.PopTime, InvisibleTime: rec.InvisibleTime}, -10_000)
+	if err != nil || !res.Changed {
+		t.Fatalf("change invisible time: %+v, %v", res, err)
+	}
+	s.lowerCursor()
+	if s.cursor > 990_000 {
+		t.Fatalf("cursor %d stays above the new deadline 990000", s.cursor)
+	}
+	var due []kvindex.InFlight
+	if err := s.store.DueFrom(s.cursor, s.now(), 0, func(r kvindex.InFlight) bool { due = append(due, r); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if len(due) != 1 || due[0].QueueOffset != 7 || due[0].VisibleAt != 990_000 {
+		t.Fatalf("due from the cursor: %+v", due)
+	}
+}
