@@ -1,6 +1,7 @@
 package pop
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -258,17 +259,26 @@ func (s *Service) recordPop(req PopRequest, src source, r readResult, res *PopRe
 // finishPop reads the bodies of a queue's popped messages that readQueue
 // left unread and adds the queue's messages and header entries to res.
 func (s *Service) finishPop(req PopRequest, src source, r readResult, res *PopResult, info *InfoBuilder) error {
+	kept := 0
 	for i, e := range r.entries {
-		if r.records[i] != nil {
-			continue
+		if r.records[i] == nil {
+			v, err := s.cfg.Log.Read(e.PhyOffset, e.Size)
+			if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
+				// Deleted by retention since it was recorded: left out of
+				// the answer, as the eager read does; revive drops its
+				// in-flight record when it finds the message gone.
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("read popped %s/%d@%d: %w", src.topic, src.queueID, e.QueueOffset, err)
+			}
+			r.records[i] = append([]byte(nil), v.Data...)
+			v.Release()
 		}
-		v, err := s.cfg.Log.Read(e.PhyOffset, e.Size)
-		if err != nil {
-			return fmt.Errorf("read popped %s/%d@%d: %w", src.topic, src.queueID, e.QueueOffset, err)
-		}
-		r.records[i] = append([]byte(nil), v.Data...)
-		v.Release()
+		r.entries[kept], r.records[kept], r.offsets[kept] = e, r.records[i], r.offsets[i]
+		kept++
 	}
+	r.entries, r.records, r.offsets = r.entries[:kept], r.records[:kept], r.offsets[:kept]
 	info.AddQueue(src.flag, src.queueID, r.from, r.offsets)
 	var err error
 	for i, rec := range r.records {

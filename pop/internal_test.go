@@ -8,6 +8,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/kvindex"
 )
 
@@ -56,5 +58,32 @@ func TestReviveCursorFollowsLateDeadlines(t *testing.T) {
 	}
 	if len(due) != 1 || due[0].QueueOffset != 7 || due[0].VisibleAt != 990_000 {
 		t.Fatalf("due from the cursor: %+v", due)
+	}
+}
+
+// TestFinishPopSkipsDeletedMessages checks the lazy pop path: a message
+// recorded in flight whose record retention deleted before the pop read
+// its body is left out of the answer, as the eager read leaves it out,
+// instead of failing a pop whose records are already committed.
+func TestFinishPopSkipsDeletedMessages(t *testing.T) {
+	cfg := commitlog.DefaultConfig(t.TempDir())
+	cfg.SegmentSize = 1 << 20
+	cfg.Logger = zerolog.Nop()
+	l, err := commitlog.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	s := &Service{cfg: Config{Log: l}}
+	gone := cq.Entry{QueueOffset: 5, PhyOffset: 1 << 40, Size: 100} // past the log: ErrOffsetOutOfRange
+	r := readResult{from: 5, offsets: []int64{5, 6}, records: [][]byte{nil, []byte("kept")},
+		entries: []cq.Entry{gone, {QueueOffset: 6}}, next: 7}
+	var res PopResult
+	var info InfoBuilder
+	if err := s.finishPop(PopRequest{Topic: "T"}, source{topic: "T", flag: FlagNormal}, r, &res, &info); err != nil {
+		t.Fatalf("finishPop: %v", err)
+	}
+	if len(res.Records) != 1 || string(res.Records[0]) != "kept" {
+		t.Fatalf("records %q, want only the one still in the log", res.Records)
 	}
 }
