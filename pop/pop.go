@@ -217,24 +217,12 @@ func (s *Service) recordPop(req PopRequest, src source, r readResult, res *PopRe
 	defer b.Close()
 	// The committed offset follows the smallest offset in flight: an
 	// earlier pop's, else this pop's first, else the new position.
-	cur, has, err := s.cfg.Offsets.Get(req.Group, src.topic, src.queueID)
-	if err != nil {
+	fallback := r.next
+	if len(r.offsets) > 0 {
+		fallback = r.offsets[0]
+	}
+	if err := s.committed(b, req.Group, src.topic, src.queueID, fallback); err != nil {
 		return false, err
-	}
-	minOff, inFlight, err := s.store.MinInFlight(req.Group, src.topic, src.queueID, max(cur, 0))
-	if err != nil {
-		return false, err
-	}
-	if !inFlight {
-		minOff = r.next
-		if len(r.offsets) > 0 {
-			minOff = r.offsets[0]
-		}
-	}
-	if !has || cur != minOff {
-		if err := b.SetCommitted(req.Group, src.topic, src.queueID, minOff); err != nil {
-			return false, err
-		}
 	}
 	s.noteDeadline(res.PopTime + req.InvisibleTime)
 	for _, off := range r.offsets {

@@ -49,7 +49,7 @@ func runTopics(ctx context.Context, s *store, out *output) error {
 		}
 		return werr == nil && ctx.Err() == nil
 	})
-	return finishConfigs(ctx, t, err, werr)
+	return finishListing(ctx, t, err, werr)
 }
 
 func runGroups(ctx context.Context, s *store, out *output) error {
@@ -73,10 +73,12 @@ func runGroups(ctx context.Context, s *store, out *output) error {
 		}
 		return werr == nil && ctx.Err() == nil
 	})
-	return finishConfigs(ctx, t, err, werr)
+	return finishListing(ctx, t, err, werr)
 }
 
-func finishConfigs(ctx context.Context, t *table, err, werr error) error {
+// finishListing ends a listing: the scan's error, else the writer's, else
+// the context's; then the table's flush.
+func finishListing(ctx context.Context, t *table, err, werr error) error {
 	if err == nil {
 		err = werr
 	}

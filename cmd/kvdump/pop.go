@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/pop"
 )
 
 func popCommand(o *globalOptions) *cobra.Command {
@@ -61,17 +62,8 @@ func parseTime(s string) (int64, error) {
 // topicMatches reports whether a record's topic is topic or one of its
 // pop-retry topics for group.
 func topicMatches(recTopic, group, topic string) bool {
-	if topic == "" || recTopic == topic {
-		return true
-	}
-	p := "%RETRY%" + group
-	return strings.HasPrefix(recTopic, p) && len(recTopic) == len(p)+1+len(topic) &&
-		(recTopic[len(p)] == '_' || recTopic[len(p)] == '+') && strings.HasSuffix(recTopic, topic)
-}
-
-// popLine is one in-flight record in JSON output.
-type popLine struct {
-	kvindex.InFlight
+	return topic == "" || recTopic == topic ||
+		recTopic == pop.RetryTopicV1(topic, group) || recTopic == pop.RetryTopicV2(topic, group)
 }
 
 func runPop(ctx context.Context, s *store, out *output, group, topic string, before int64) error {
@@ -85,24 +77,15 @@ func runPop(ctx context.Context, s *store, out *output, group, topic string, bef
 			return ctx.Err() == nil
 		}
 		if out.json {
-			werr = out.object(popLine{r})
+			werr = out.object(r)
 		} else {
 			t.row(formatTime(r.VisibleAt), cell(r.Group), cell(r.Topic), num(r.QueueID), num(r.QueueOffset),
 				formatTime(r.PopTime), num(r.InvisibleTime), num(r.CKOffset), num(int32(r.RetryFlag)), num(r.Attempts))
 		}
 		return werr == nil && ctx.Err() == nil
 	})
-	if err == nil {
-		err = werr
-	}
-	if err == nil {
-		err = ctx.Err()
-	}
-	if err != nil {
+	if err := finishListing(ctx, t, err, werr); err != nil {
 		return fmt.Errorf("list in-flight records: %w", err)
-	}
-	if t != nil {
-		return t.flush()
 	}
 	return nil
 }
@@ -140,17 +123,8 @@ func runPopOrder(ctx context.Context, s *store, out *output, group, topic string
 		}
 		return werr == nil && ctx.Err() == nil
 	})
-	if err == nil {
-		err = werr
-	}
-	if err == nil {
-		err = ctx.Err()
-	}
-	if err != nil {
+	if err := finishListing(ctx, t, err, werr); err != nil {
 		return fmt.Errorf("list orderly batches: %w", err)
-	}
-	if t != nil {
-		return t.flush()
 	}
 	return nil
 }
