@@ -259,7 +259,7 @@ func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *re
 		"topicCount":             itoa(int64(topics)),
 		"producerGroupCount":     itoa(int64(producers)),
 		"consumerGroupCount":     itoa(int64(consumers)),
-		"heldPullRequests":       itoa(b.holds.held.Load()),
+		"heldPullRequests":       itoa(int64(b.holds.count())),
 		"queueOffsetsInMemory":   itoa(int64(b.qoffsets.Len())),
 		"indexDiskUsage":         itoa(int64(b.db.DiskUsage())),
 		"goHeapInuse":            itoa(int64(ms.HeapInuse)),

@@ -124,7 +124,7 @@ func TestLongPolling(t *testing.T) {
 		done <- result{resp, time.Now()}
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for b.holds.held.Load() == 0 {
+	for b.holds.count() == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("pull was not held")
 		}
@@ -147,8 +147,8 @@ func TestLongPolling(t *testing.T) {
 	if resp.Code != remoting.PullNotFound || header(resp, "nextBeginOffset") != 2 {
 		t.Fatalf("timed-out pull: %d %v", resp.Code, resp.ExtFields)
 	}
-	if b.holds.held.Load() != 0 {
-		t.Fatalf("%d pulls still held", b.holds.held.Load())
+	if b.holds.count() != 0 {
+		t.Fatalf("%d pulls still held", b.holds.count())
 	}
 }
 
@@ -343,7 +343,7 @@ func TestShutdownAnswersHeldPulls(t *testing.T) {
 		resp, _ := c.Invoke(ctx, remoting.NewRequest(remoting.PullMessage, pullReq("g", "Held", 0, 1, pullSuspend, 20*time.Second, "*"), nil))
 		done <- resp
 	}()
-	waitFor(t, "pull held", func() bool { return b.holds.held.Load() == 1 })
+	waitFor(t, "pull held", func() bool { return b.holds.count() == 1 })
 	start := time.Now()
 	b.stop()
 	select {
@@ -356,5 +356,23 @@ func TestShutdownAnswersHeldPulls(t *testing.T) {
 	}
 	if time.Since(start) > 10*time.Second {
 		t.Fatal("shutdown waited for the pull's own timeout")
+	}
+}
+
+// TestHoldAfterReleaseAnswersAtOnce checks the shutdown path of long
+// polling: once releaseAll ran, a pull that arrives before the server stops
+// is re-run at once instead of held until its timeout.
+func TestHoldAfterReleaseAnswersAtOnce(t *testing.T) {
+	b := startTestBroker(t, nil)
+	b.holds.releaseAll()
+	ran := make(chan struct{})
+	b.holds.hold("T", 0, time.Minute, func() bool { return false }, func() { close(ran) })
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a pull held after releaseAll was not answered")
+	}
+	if n := b.holds.count(); n != 0 {
+		t.Fatalf("%d pulls held after releaseAll", n)
 	}
 }

@@ -15,12 +15,19 @@ import (
 type pullHolds struct {
 	b       *Broker
 	jobs    chan func()
-	held    atomic.Int64
 	wg      sync.WaitGroup
 	stopped atomic.Bool
 
-	mu  sync.Mutex
-	all map[*heldRequest]struct{} // every request still held
+	mu      sync.Mutex
+	all     map[*heldRequest]struct{} // every request still held
+	closing bool                      // set by releaseAll: nothing is held any more
+}
+
+// count returns how many requests are held.
+func (h *pullHolds) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.all)
 }
 
 // holdWorkers re-run woken requests; holdQueue buffers wake-ups in bursts.
@@ -45,13 +52,14 @@ func (h *pullHolds) start() {
 	}
 }
 
-// releaseAll answers every held request now (each re-runs and, finding
+// releaseAll answers every held request now and holds no more (each re-runs and, finding
 // nothing, answers PULL_NOT_FOUND), and waits until the answers are queued
 // for sending. The broker calls it before it stops serving, so clients
 // pull again at once instead of waiting for their request timeout (the Go
 // client does not fail requests of a closed connection).
 func (h *pullHolds) releaseAll() {
 	h.mu.Lock()
+	h.closing = true
 	held := make([]*heldRequest, 0, len(h.all))
 	for r := range h.all {
 		held = append(held, r)
@@ -111,8 +119,15 @@ type heldRequest struct {
 // registration, closing the race with a dispatch in between.
 func (h *pullHolds) hold(topic string, queueID int32, timeout time.Duration, ready func() bool, rerun func()) {
 	r := &heldRequest{h: h, rerun: rerun}
-	h.held.Add(1)
 	h.mu.Lock()
+	if h.closing {
+		// Released already: answer now rather than hold until the
+		// timeout past the broker's shutdown.
+		h.mu.Unlock()
+		r.state.Store(true)
+		h.submit(rerun)
+		return
+	}
 	h.all[r] = struct{}{}
 	h.mu.Unlock()
 	r.waiter.Store(h.b.notifier.WaitFunc(topic, queueID, func() { r.fire(false) }))
@@ -140,7 +155,6 @@ func (r *heldRequest) fireIf(cancel bool, done func()) bool {
 	if r.state.Swap(true) {
 		return false
 	}
-	r.h.held.Add(-1)
 	r.h.mu.Lock()
 	delete(r.h.all, r)
 	r.h.mu.Unlock()
