@@ -13,7 +13,9 @@ func TestPopSmoke(t *testing.T) {
 	}
 	out := runBench(t, "pop", "--inprocess", "--dir", t.TempDir(), "--broker-set", "mappedFileSizeCommitLog=8388608",
 		"--runs", "1", "--queues", "2", "--messages", "300", "--consumers", "2", "--hold", "200", "--invisible", "3s", "--timeout", "1m")
-	for _, want := range []string{"pop/pull", "revive p99 ms", "in flight", "revived "} {
+	// 300 messages popped and acked, then 200 more plus those 300 popped
+	// again and left to expire: all 500 must come back through revive.
+	for _, want := range []string{"pop/pull", "revive p99 ms", "in flight", "revived 500,"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -421,7 +420,6 @@ type scaleBroker struct {
 	o       scaleOptions
 	store   string
 	conf    map[string]string
-	extra   []string
 	t       *target
 	mon     *monitor
 	peak    procSample
@@ -433,7 +431,7 @@ type scaleBroker struct {
 // nothing left to dispatch. It returns the time that took.
 func (b *scaleBroker) start(ctx context.Context) (time.Duration, error) {
 	began := time.Now()
-	extra := slices.Clone(b.extra)
+	var extra []string
 	if b.o.pprof {
 		port, err := freePort()
 		if err != nil {
@@ -765,7 +763,6 @@ type namesrvResult struct {
 	RSS      int64
 	HWM      int64
 	CPU      time.Duration
-	Err      string
 }
 
 // namesrvProc is a name server process.
@@ -1013,7 +1010,7 @@ func runScale(ctx context.Context, w io.Writer, o scaleOptions) error {
 			return err
 		}
 	}
-	fmt.Fprintf(w, "limits: vm.max_map_count %s, open files %d\n", readSysctl("/proc/sys/vm/max_map_count"), noFileLimit())
+	fmt.Fprintf(w, "limits: vm.max_map_count %d, open files %d\n", readIntFile("/proc/sys/vm/max_map_count"), noFileLimit())
 	return nil
 }
 
@@ -1056,14 +1053,6 @@ func restartCell(runs []scaleResult, f func(scaleResult) time.Duration) string {
 		cell += fmt.Sprintf(" (%d of %d)", len(ok), len(runs))
 	}
 	return cell
-}
-
-func readSysctl(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "?"
-	}
-	return strings.TrimSpace(string(b))
 }
 
 // scaleLine summarises one run.
@@ -1111,9 +1100,6 @@ func scaleLine(r scaleResult) string {
 	if r.Namesrv.On {
 		fmt.Fprintf(&b, "; namesrv: route after %s, lookups %s, RSS %s peak %s, CPU %s", fmtDur(r.Namesrv.Register), r.Namesrv.Route,
 			fmtBytes(r.Namesrv.RSS), fmtBytes(r.Namesrv.HWM), fmtDur(r.Namesrv.CPU))
-		if r.Namesrv.Err != "" {
-			fmt.Fprintf(&b, " (%s)", r.Namesrv.Err)
-		}
 	}
 	if r.Stopped != "" {
 		fmt.Fprintf(&b, "; STOPPED: %s", r.Stopped)
