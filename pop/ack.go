@@ -61,19 +61,31 @@ func (s *Service) ackQueue(group, topic string, queueID int32, offsets []int64, 
 		if err != nil {
 			return err
 		}
-		// One pass over the queue's in-flight messages from the committed
-		// offset: delete the matching ones and find the smallest offset
-		// left, the new committed offset.
-		from := int64(0)
+		// The new committed offset is the smallest offset left in flight.
+		// Below the first acked offset nothing changes: one seek from the
+		// committed offset finds whether something is in flight there (a
+		// message left unacked keeps the committed offset; walking from it
+		// would cross the deletions of everything acked since). Then one
+		// pass from the first acked offset deletes the matching records
+		// and, when nothing was below, finds the smallest one left.
+		committedFrom := int64(0)
 		if has {
-			from = max(cur, 0)
+			committedFrom = max(cur, 0)
 		}
-		from = min(from, sorted[0])
+		newMin, found := int64(0), false
+		if committedFrom < sorted[0] {
+			m, ok, err := s.store.MinInFlight(group, topic, queueID, committedFrom)
+			if err != nil {
+				return err
+			}
+			if ok && m < sorted[0] {
+				newMin, found = m, true
+			}
+		}
 		last := sorted[len(sorted)-1]
 		i := 0
-		newMin, found := int64(0), false
 		var ferr error
-		err = s.store.EachInQueue(group, topic, queueID, from, func(r kvindex.InFlight) bool {
+		err = s.store.EachInQueue(group, topic, queueID, sorted[0], func(r kvindex.InFlight) bool {
 			for i < len(sorted) && sorted[i] < r.QueueOffset {
 				i++
 			}
