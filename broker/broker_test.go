@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -374,5 +376,29 @@ func TestHoldAfterReleaseAnswersAtOnce(t *testing.T) {
 	}
 	if n := b.holds.count(); n != 0 {
 		t.Fatalf("%d pulls held after releaseAll", n)
+	}
+}
+
+// TestCheckpointErrors checks the index checkpoint request's failure path:
+// a target directory that already exists is refused with SYSTEM_ERROR and
+// a remark naming it, and the directory is left as it was.
+func TestCheckpointErrors(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "keep"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := call(t, c, remoting.CheckpointIndex, map[string]string{remoting.CheckpointFieldDir: dir}, nil)
+	if r.Code != remoting.SystemError || !strings.Contains(r.Remark, filepath.Base(dir)) {
+		t.Fatalf("checkpoint into an existing directory: %d %q", r.Code, r.Remark)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 || entries[0].Name() != "keep" {
+		t.Fatalf("existing directory changed: %v %v", entries, err)
+	}
+	ok := call(t, c, remoting.CheckpointIndex, nil, nil)
+	if ok.Code != remoting.Success || ok.ExtFields[remoting.CheckpointFieldPath] == "" {
+		t.Fatalf("default checkpoint: %d %q", ok.Code, ok.Remark)
 	}
 }
