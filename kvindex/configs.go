@@ -15,16 +15,28 @@ import (
 // ConfigTable is a durable table of named JSON configs (topic configs in
 // keyspace 0x40, subscription group configs in 0x41) with a bounded cache
 // in front and a DataVersion bumped on every change, persisted in the same
-// synced batch.
+// synced batch. The cache remembers absent names too: requests name topics
+// that do not exist on every call (a group's pop-retry topics, say), and
+// each would otherwise cost a database read.
 type ConfigTable[T any] struct {
-	db      *DB
-	prefix  byte
-	what    string
-	verKey  []byte
-	nameOf  func(T) string
-	cache   *lru.Cache[string, T]
-	mu      sync.Mutex // serialises writers so versions and values agree
+	db     *DB
+	prefix byte
+	what   string
+	verKey []byte
+	nameOf func(T) string
+	cache  *lru.Cache[string, cachedConfig[T]]
+	// mu serialises writers so versions and values agree, and orders a
+	// cache fill after a database read against writers, so a fill never
+	// overwrites a newer value with the one it read.
+	mu      sync.Mutex
 	version *meta.VersionCounter
+}
+
+// cachedConfig is a cache entry: a config, or the knowledge that the name
+// has none.
+type cachedConfig[T any] struct {
+	cfg     T
+	present bool
 }
 
 // Topics is the table of topic configs.
@@ -53,7 +65,7 @@ func openConfigTable[T any](d *DB, prefix byte, what, verName string, cacheSize 
 	if cacheSize <= 0 {
 		cacheSize = DefaultConfigCache
 	}
-	cache, err := lru.New[string, T](cacheSize)
+	cache, err := lru.New[string, cachedConfig[T]](cacheSize)
 	if err != nil {
 		return nil, fmt.Errorf("%s cache: %w", what, err)
 	}
@@ -76,19 +88,25 @@ func openConfigTable[T any](d *DB, prefix byte, what, verName string, cacheSize 
 // Get returns the config of name; ok is false when there is none.
 func (t *ConfigTable[T]) Get(name string) (cfg T, ok bool, err error) {
 	if c, hit := t.cache.Get(name); hit {
-		return c, true, nil
+		return c.cfg, c.present, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, hit := t.cache.Get(name); hit {
+		return c.cfg, c.present, nil
 	}
 	v, err := t.db.get(nameKey(t.prefix, name))
 	if err != nil {
 		return cfg, false, fmt.Errorf("read %s %s: %w", t.what, name, err)
 	}
 	if v == nil {
+		t.cache.Add(name, cachedConfig[T]{})
 		return cfg, false, nil
 	}
 	if err := json.Unmarshal(v, &cfg); err != nil {
 		return cfg, false, fmt.Errorf("decode %s %s: %w", t.what, name, err)
 	}
-	t.cache.Add(name, cfg)
+	t.cache.Add(name, cachedConfig[T]{cfg: cfg, present: true})
 	return cfg, true, nil
 }
 
@@ -119,7 +137,7 @@ func (t *ConfigTable[T]) Put(cfgs ...T) error {
 		return fmt.Errorf("put %d %s configs: %w", len(cfgs), t.what, err)
 	}
 	for _, c := range cfgs {
-		t.cache.Add(t.nameOf(c), c)
+		t.cache.Add(t.nameOf(c), cachedConfig[T]{cfg: c, present: true})
 	}
 	return nil
 }
@@ -139,7 +157,7 @@ func (t *ConfigTable[T]) Delete(names ...string) error {
 		return fmt.Errorf("delete %s configs: %w", t.what, err)
 	}
 	for _, n := range names {
-		t.cache.Remove(n)
+		t.cache.Add(n, cachedConfig[T]{})
 	}
 	return nil
 }

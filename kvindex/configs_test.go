@@ -106,3 +106,38 @@ func TestConsumerOffsets(t *testing.T) {
 		t.Fatalf("%d offsets left, want 1", len(all))
 	}
 }
+
+// TestConfigCacheRemembersAbsence checks that a name found absent is
+// answered from the cache (a database write behind the table's back is not
+// seen), and that Put and Delete through the table replace what the cache
+// remembers, present or absent.
+func TestConfigCacheRemembersAbsence(t *testing.T) {
+	db := openDBAt(t, t.TempDir())
+	topics, err := db.Topics(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := topics.Get("Late"); err != nil || ok {
+		t.Fatalf("get absent: ok %v err %v", ok, err)
+	}
+	// Written around the table: the remembered absence answers.
+	raw := []byte(`{"topicName":"Late","readQueueNums":2,"writeQueueNums":2,"perm":6}`)
+	if err := db.pdb.Set(nameKey(prefixTopic, "Late"), raw, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := topics.Get("Late"); ok {
+		t.Fatal("absence not cached: the second get read the database")
+	}
+	if err := topics.Put(meta.NewTopicConfig("Late", 4)); err != nil {
+		t.Fatal(err)
+	}
+	if tc, ok, err := topics.Get("Late"); err != nil || !ok || tc.ReadQueueNums != 4 {
+		t.Fatalf("after put: %+v %v %v", tc, ok, err)
+	}
+	if err := topics.Delete("Late"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := topics.Get("Late"); err != nil || ok {
+		t.Fatalf("after delete: ok %v err %v", ok, err)
+	}
+}
