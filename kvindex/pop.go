@@ -542,12 +542,14 @@ func (s *PopStore) scanInFlight(from, before int64, max int, fn func(InFlight) b
 	return nil
 }
 
-// NextDue returns the earliest VisibleAt at or after from of the in-flight
-// records; ok is false when none is in flight.
-func (s *PopStore) NextDue(from int64) (int64, bool, error) {
+// NextDue returns the earliest VisibleAt in [from, before] of the in-flight
+// records; ok is false when none is due in that span. The bound matters:
+// acknowledged records leave tombstones at their deadlines, and a scan to
+// the end of time would step over every one of them until compaction.
+func (s *PopStore) NextDue(from, before int64) (int64, bool, error) {
 	var at int64
 	found := false
-	err := s.scanInFlight(from, math.MaxInt64, 1, func(r InFlight) bool {
+	err := s.scanInFlight(from, before, 1, func(r InFlight) bool {
 		at, found = r.VisibleAt, true
 		return false
 	})

@@ -2,6 +2,7 @@ package kvindex
 
 import (
 	"errors"
+	"math"
 	"reflect"
 	"testing"
 )
@@ -42,8 +43,17 @@ func TestPopStoreInFlightLifecycle(t *testing.T) {
 	if len(due) != 2 || due[1].QueueOffset != 7 {
 		t.Fatalf("due at 3000, max 2: %+v", due)
 	}
-	if at, ok, err := s.NextDue(0); err != nil || !ok || at != 1500 {
+	if at, ok, err := s.NextDue(0, math.MaxInt64); err != nil || !ok || at != 1500 {
 		t.Fatalf("next due %d %v %v", at, ok, err)
+	}
+	if at, ok, err := s.NextDue(1501, 3000); err != nil || !ok || at != 3000 {
+		t.Fatalf("next due in [1501, 3000]: %d %v %v", at, ok, err)
+	}
+	if at, ok, err := s.NextDue(1501, 2999); err != nil || ok {
+		t.Fatalf("next due in [1501, 2999]: %d %v %v, want none", at, ok, err)
+	}
+	if at, ok, err := s.NextDue(0, 1499); err != nil || ok {
+		t.Fatalf("next due before 1500: %d %v %v, want none", at, ok, err)
 	}
 	got, ok, err := s.Lookup("g", "T", 1, 8)
 	if err != nil || !ok || got.VisibleAt != 3000 || got.PopTime != 1000 || got.InvisibleTime != 2000 {

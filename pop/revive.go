@@ -48,7 +48,7 @@ func (s *Service) reviveLoop(ctx context.Context) {
 		wait := s.cfg.ReviveIdle
 		if n >= s.cfg.ReviveBatch && err == nil {
 			wait = 0
-		} else if at, ok, err := s.store.NextDue(s.cursor); err == nil && ok {
+		} else if at, ok, err := s.store.NextDue(s.cursor, s.now()+wait.Milliseconds()); err == nil && ok {
 			wait = min(wait, max(time.Duration(at-s.now()+1)*time.Millisecond, 0))
 		}
 		if !timer.Stop() {
