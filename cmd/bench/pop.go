@@ -27,6 +27,7 @@ type popOptions struct {
 	inflight  int
 	consumers int
 	batch     int
+	acks      int
 	body      int
 	runs      int
 	hold      int64
@@ -44,8 +45,10 @@ func newPopCommand() *cobra.Command {
  1. pre-fills a topic of M queues with --messages messages, drains it with C
     long-polling pull consumers (the baseline), then drains the same messages
     again with C POP consumers of another group that pop --batch messages
-    (queueId -1) and batch-ack every response; the ratio is pop+ack msg/s
-    over pull msg/s;
+    (queueId -1) and batch-ack every response, with up to --ack-inflight acks
+    of a consumer in flight while it pops on (as the Java push consumer acks
+    asynchronously); the ratio is pop+ack msg/s over pull msg/s, counting a
+    message when its ack is answered;
  2. with --hold N > 0: pre-fills N more messages, pops all of them without
     acking (invisible for --invisible), reports the broker's RSS before and
     after (when the benchmark started the broker binary), waits for revive to
@@ -64,6 +67,7 @@ func newPopCommand() *cobra.Command {
 	f.IntVarP(&o.inflight, "inflight", "k", 32, "pre-fill requests in flight per producer")
 	f.IntVarP(&o.consumers, "consumers", "c", 8, "consumer connections (pull and pop)")
 	f.IntVar(&o.batch, "batch", 32, "messages per pull or pop (at most 32 for pop)")
+	f.IntVar(&o.acks, "ack-inflight", 4, "batch acks a POP consumer keeps in flight while it pops on (0: wait for each ack before the next pop)")
 	f.IntVar(&o.body, "body", 1024, "message body size in bytes")
 	f.IntVar(&o.runs, "runs", 3, "runs (each on a fresh broker); the summary gives medians")
 	f.Int64Var(&o.hold, "hold", 0, "messages added, then popped with the --messages ones and left in flight to measure RSS and revive lateness (0: skip)")
@@ -84,11 +88,12 @@ type popRun struct {
 }
 
 func runPopBench(ctx context.Context, w io.Writer, o popOptions) error {
-	if o.runs < 1 || o.messages < 1 || o.batch < 1 || o.batch > pop.MaxPopMessages {
-		return fmt.Errorf("--runs %d, --messages %d, --batch %d: want runs, messages >= 1 and batch in 1..32", o.runs, o.messages, o.batch)
+	if o.runs < 1 || o.messages < 1 || o.batch < 1 || o.batch > pop.MaxPopMessages || o.acks < 0 {
+		return fmt.Errorf("--runs %d, --messages %d, --batch %d, --ack-inflight %d: want runs, messages >= 1, batch in 1..32 and ack-inflight >= 0",
+			o.runs, o.messages, o.batch, o.acks)
 	}
-	fmt.Fprintf(w, "pop: %d messages of %d B over %d queues, %d consumers, %d per pull/pop, hold %d, %d runs\n",
-		o.messages, o.body, o.queues, o.consumers, o.batch, o.hold, o.runs)
+	fmt.Fprintf(w, "pop: %d messages of %d B over %d queues, %d consumers, %d per pull/pop, %d acks in flight per consumer, hold %d, %d runs\n",
+		o.messages, o.body, o.queues, o.consumers, o.batch, o.acks, o.hold, o.runs)
 	fmt.Fprintf(w, "machine: %s\n", machineLine())
 	var runs []popRun
 	for i := range o.runs {
@@ -171,12 +176,14 @@ func popOnce(ctx context.Context, t *target, o popOptions, run int) (popRun, err
 	return holdAndRevive(ctx, t, o, topic, r)
 }
 
-// popDrain pops until want messages arrived, acking them when ack is set;
-// seen, when set, sees every popped message.
+// popDrain pops until want messages arrived, acking them when ack is set
+// (up to o.acks batch acks of a consumer in flight while it pops on; a
+// message counts once its ack is answered); seen, when set, sees every
+// popped message.
 func popDrain(ctx context.Context, addr, topic, group string, o popOptions, want int64, ack bool, seen func(popclient.Message, int64)) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	var got atomic.Int64
+	var popped, got atomic.Int64
 	var wg sync.WaitGroup
 	var errOnce sync.Once
 	var firstErr error
@@ -199,7 +206,9 @@ func popDrain(ctx context.Context, addr, topic, group string, o popOptions, want
 			}
 			defer rc.Close()
 			pc := popclient.New(rc, "")
-			for got.Load() < want && ctx.Err() == nil {
+			acker := newAcker(ctx, pc, group, topic, o.acks, &got, fail)
+			defer acker.wait()
+			for popped.Load() < want && ctx.Err() == nil {
 				res, err := pc.Pop(ctx, popclient.PopRequest{Group: group, Topic: topic, QueueID: -1, MaxMsgNums: o.batch,
 					InvisibleTime: inv, PollTime: time.Second})
 				if err != nil {
@@ -211,19 +220,17 @@ func popDrain(ctx context.Context, addr, topic, group string, o popOptions, want
 				if res.Code != remoting.Success {
 					continue
 				}
+				popped.Add(int64(len(res.Messages)))
 				if seen != nil {
 					for _, m := range res.Messages {
 						seen(m, res.PopTime)
 					}
 				}
 				if ack {
-					code, err := pc.BatchAck(ctx, group, topic, res.Messages)
-					if err != nil || code != remoting.Success {
-						fail(fmt.Errorf("batch ack: code %d, %v", code, err))
-						return
-					}
+					acker.ack(res.Messages)
+				} else {
+					got.Add(int64(len(res.Messages)))
 				}
-				got.Add(int64(len(res.Messages)))
 			}
 		}()
 	}
@@ -236,6 +243,55 @@ func popDrain(ctx context.Context, addr, topic, group string, o popOptions, want
 	}
 	return got.Load(), nil
 }
+
+// acker batch-acks one consumer's pops, keeping up to a limit of acks in
+// flight (none: each ack is answered before ack returns); acked messages
+// are added to a counter, a failed ack ends the drain.
+type acker struct {
+	ctx          context.Context
+	pc           *popclient.Client
+	group, topic string
+	slots        chan struct{}
+	wg           sync.WaitGroup
+	acked        *atomic.Int64
+	fail         func(error)
+}
+
+func newAcker(ctx context.Context, pc *popclient.Client, group, topic string, inflight int, acked *atomic.Int64, fail func(error)) *acker {
+	return &acker{ctx: ctx, pc: pc, group: group, topic: topic, slots: make(chan struct{}, inflight), acked: acked, fail: fail}
+}
+
+// ack acks msgs, waiting for a free slot (or for the ack itself when the
+// limit is 0).
+func (a *acker) ack(msgs []popclient.Message) {
+	if cap(a.slots) == 0 {
+		a.send(msgs)
+		return
+	}
+	select {
+	case a.slots <- struct{}{}:
+	case <-a.ctx.Done():
+		return
+	}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer func() { <-a.slots }()
+		a.send(msgs)
+	}()
+}
+
+func (a *acker) send(msgs []popclient.Message) {
+	code, err := a.pc.BatchAck(a.ctx, a.group, a.topic, msgs)
+	if err != nil || code != remoting.Success {
+		a.fail(fmt.Errorf("batch ack: code %d, %v", code, err))
+		return
+	}
+	a.acked.Add(int64(len(msgs)))
+}
+
+// wait waits for the acks in flight.
+func (a *acker) wait() { a.wg.Wait() }
 
 // holdAndRevive pops o.hold fresh messages without acking them, measures
 // the broker's RSS, then waits for their re-delivery through the pop-retry

@@ -12,7 +12,8 @@ func TestPopSmoke(t *testing.T) {
 		t.Skip("smoke runs start brokers")
 	}
 	out := runBench(t, "pop", "--inprocess", "--dir", t.TempDir(), "--broker-set", "mappedFileSizeCommitLog=8388608",
-		"--runs", "1", "--queues", "2", "--messages", "300", "--consumers", "2", "--hold", "200", "--invisible", "3s", "--timeout", "1m")
+		"--runs", "1", "--queues", "2", "--messages", "300", "--consumers", "2", "--hold", "200", "--invisible", "3s", "--timeout", "1m",
+		"--ack-inflight", "2")
 	// 300 messages popped and acked, then 200 more plus those 300 popped
 	// again and left to expire: all 500 must come back through revive.
 	for _, want := range []string{"pop/pull", "revive p99 ms", "in flight", "revived 500,"} {
