@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -379,26 +380,90 @@ func TestHoldAfterReleaseAnswersAtOnce(t *testing.T) {
 	}
 }
 
-// TestCheckpointErrors checks the index checkpoint request's failure path:
-// a target directory that already exists is refused with SYSTEM_ERROR and
-// a remark naming it, and the directory is left as it was.
+// TestCheckpointErrors checks the index checkpoint request's failure paths:
+// a directory outside indexCheckpointDir (named outright or escaping it
+// with "..") is refused with NO_PERMISSION and not created; a target that
+// already exists is refused with SYSTEM_ERROR and a remark naming it, and
+// is left as it was. A directory named inside, and the default, work.
 func TestCheckpointErrors(t *testing.T) {
-	b := startTestBroker(t, nil)
+	allowed := filepath.Join(t.TempDir(), "ckpts")
+	b := startTestBroker(t, map[string]string{"indexCheckpointDir": allowed})
 	c := b.client(nil)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "keep"), []byte("x"), 0o644); err != nil {
+	outside := filepath.Join(t.TempDir(), "elsewhere")
+	for _, dir := range []string{outside, filepath.Join(allowed, "..", "escaped"), allowed} {
+		r := call(t, c, remoting.CheckpointIndex, map[string]string{remoting.CheckpointFieldDir: dir}, nil)
+		if r.Code != remoting.NoPermission || !strings.Contains(r.Remark, "indexCheckpointDir") {
+			t.Fatalf("checkpoint into %s: %d %q, want NO_PERMISSION", dir, r.Code, r.Remark)
+		}
+	}
+	for _, dir := range []string{outside, filepath.Join(filepath.Dir(allowed), "escaped")} {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Fatalf("refused checkpoint created %s: %v", dir, err)
+		}
+	}
+	existing := filepath.Join(allowed, "existing")
+	if err := os.MkdirAll(existing, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := call(t, c, remoting.CheckpointIndex, map[string]string{remoting.CheckpointFieldDir: dir}, nil)
-	if r.Code != remoting.SystemError || !strings.Contains(r.Remark, filepath.Base(dir)) {
+	if err := os.WriteFile(filepath.Join(existing, "keep"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := call(t, c, remoting.CheckpointIndex, map[string]string{remoting.CheckpointFieldDir: existing}, nil)
+	if r.Code != remoting.SystemError || !strings.Contains(r.Remark, "existing") {
 		t.Fatalf("checkpoint into an existing directory: %d %q", r.Code, r.Remark)
 	}
-	entries, err := os.ReadDir(dir)
+	entries, err := os.ReadDir(existing)
 	if err != nil || len(entries) != 1 || entries[0].Name() != "keep" {
 		t.Fatalf("existing directory changed: %v %v", entries, err)
 	}
-	ok := call(t, c, remoting.CheckpointIndex, nil, nil)
-	if ok.Code != remoting.Success || ok.ExtFields[remoting.CheckpointFieldPath] == "" {
-		t.Fatalf("default checkpoint: %d %q", ok.Code, ok.Remark)
+	named := filepath.Join(allowed, "sub", "named")
+	ok := call(t, c, remoting.CheckpointIndex, map[string]string{remoting.CheckpointFieldDir: named}, nil)
+	if ok.Code != remoting.Success || ok.ExtFields[remoting.CheckpointFieldPath] != named {
+		t.Fatalf("named checkpoint: %d %q %v", ok.Code, ok.Remark, ok.ExtFields)
+	}
+	def := call(t, c, remoting.CheckpointIndex, nil, nil)
+	if p := def.ExtFields[remoting.CheckpointFieldPath]; def.Code != remoting.Success || filepath.Dir(p) != allowed {
+		t.Fatalf("default checkpoint: %d %q at %q, want inside %s", def.Code, def.Remark, p, allowed)
+	}
+}
+
+// TestCheckpointPeerAndPathRules pins the two checks in front of a
+// checkpoint: only loopback peers, and only paths strictly inside the
+// checkpoint directory.
+func TestCheckpointPeerAndPathRules(t *testing.T) {
+	peers := []struct {
+		addr net.Addr
+		ok   bool
+	}{
+		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5}, true},
+		{&net.TCPAddr{IP: net.IPv4(127, 9, 9, 9), Port: 5}, true},
+		{&net.TCPAddr{IP: net.IPv6loopback, Port: 5}, true},
+		{&net.TCPAddr{IP: net.IPv4(10, 0, 0, 7), Port: 5}, false},
+		{&net.TCPAddr{IP: net.ParseIP("::ffff:192.168.1.2"), Port: 5}, false},
+		{&net.UnixAddr{Name: "/tmp/s", Net: "unix"}, true},
+		{nil, false},
+	}
+	for _, p := range peers {
+		if got := loopbackPeer(p.addr); got != p.ok {
+			t.Errorf("loopbackPeer(%v) = %v, want %v", p.addr, got, p.ok)
+		}
+	}
+	paths := []struct {
+		dir string
+		ok  bool
+	}{
+		{"/s/ck/a", true},
+		{"/s/ck/a/b", true},
+		{"/s/ck/..a", true}, // a name that starts with two dots is still inside
+		{"/s/ck", false},
+		{"/s/ck/..", false},
+		{"/s/ck/../x", false},
+		{"/s/ckx", false},
+		{"/other", false},
+	}
+	for _, p := range paths {
+		if got := inside("/s/ck", filepath.Clean(p.dir)); got != p.ok {
+			t.Errorf("inside(/s/ck, %s) = %v, want %v", p.dir, got, p.ok)
+		}
 	}
 }

@@ -75,6 +75,10 @@ type Broker struct {
 	DiskMaxUsedSpaceRatio      int
 	CleanResourceInterval      time.Duration
 	CheckCRCOnRecover          bool
+	// IndexCheckpointDir is where index checkpoints for kvdump go; empty
+	// means <StorePathRootDir>/checkpoints. A request may only name a
+	// directory inside it.
+	IndexCheckpointDir string
 
 	// Memory bounds of per-queue and per-topic state.
 	TopicConfigCacheSize  int

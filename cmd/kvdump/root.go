@@ -36,7 +36,7 @@ Exit status: 0 on success, 1 when verify finds differences, 2 on errors.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&o.store, "store", configs.DefaultStoreRoot(), "store root (storePathRootDir) of a stopped broker")
 	pf.StringVar(&o.broker, "broker", "", "read a checkpoint of the running broker at host:port (kvdump must run on its machine)")
-	pf.StringVar(&o.checkpointDir, "checkpoint-dir", "", "with --broker: directory the broker writes the checkpoint to (default: under its store root)")
+	pf.StringVar(&o.checkpointDir, "checkpoint-dir", "", "with --broker: directory the broker writes the checkpoint to, inside its indexCheckpointDir (default: a new one there)")
 	pf.BoolVar(&o.keepCheckpoint, "keep-checkpoint", false, "with --broker: keep the checkpoint instead of deleting it afterwards")
 	pf.BoolVar(&o.json, "json", false, "print one JSON object per line instead of tables")
 	pf.DurationVar(&o.timeout, "timeout", 30*time.Second, "with --broker: how long the checkpoint request may take")
