@@ -87,3 +87,59 @@ func TestFinishPopSkipsDeletedMessages(t *testing.T) {
 		t.Fatalf("records %q, want only the one still in the log", res.Records)
 	}
 }
+
+// TestCurrentInFlightBoundsItsWalk checks how revive re-reads the records
+// it found due: two due records with 3,000 records in flight between them
+// are both found (one of them changed since the scan, as the current
+// version), an acknowledged one is absent, and the walk over the queue's
+// ack index stops at its budget instead of visiting everything between.
+func TestCurrentInFlightBoundsItsWalk(t *testing.T) {
+	db, err := kvindex.Open(kvindex.Options{Dir: t.TempDir(), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := &Service{store: db.Pop()}
+	rec := func(off, visibleAt int64) kvindex.InFlight {
+		return kvindex.InFlight{Group: "G", Topic: "T", QueueID: 2, QueueOffset: off,
+			VisibleAt: visibleAt, PopTime: visibleAt - 1000, InvisibleTime: 1000}
+	}
+	const between = 3000
+	b := s.store.NewBatch()
+	add := func(r kvindex.InFlight) {
+		t.Helper()
+		if err := b.AddInFlight(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(rec(0, 5000))
+	for off := int64(1); off <= between; off++ {
+		add(rec(off, 9_000_000))
+	}
+	changed := rec(between+1, 5000)
+	changed.VisibleAt, changed.PopTime, changed.InvisibleTime = 7000, 6000, 1000 // moved after the scan
+	add(changed)
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	due := []kvindex.InFlight{rec(0, 5000), rec(between+1, 5000), rec(between+2, 5000)} // the last one was acked
+	got, visited, err := s.currentInFlight(queueKey{"G", "T", 2}, due)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if budget := reviveWalkBudget(len(due)); visited > budget {
+		t.Fatalf("visited %d ack-index entries, budget %d", visited, budget)
+	}
+	if len(got) != 2 || got[0].VisibleAt != 5000 || got[between+1].VisibleAt != 7000 || got[between+1].PopTime != 6000 {
+		t.Fatalf("current records %+v", got)
+	}
+	if _, ok := got[between+2]; ok {
+		t.Fatal("an acknowledged record is reported current")
+	}
+	// A dense run is found by the walk alone.
+	dense := []kvindex.InFlight{rec(1, 9_000_000), rec(2, 9_000_000), rec(3, 9_000_000)}
+	got, visited, err = s.currentInFlight(queueKey{"G", "T", 2}, dense)
+	if err != nil || len(got) != 3 || visited != 3 {
+		t.Fatalf("dense run: %d records, %d visited, %v", len(got), visited, err)
+	}
+}

@@ -175,13 +175,10 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, recs []kvindex.In
 	var maxTimes int32
 	var maxLoaded bool
 	// Which records are still current (not acknowledged or changed since
-	// the scan): one pass over the queue's ack index.
+	// the scan).
 	first, last := recs[0].QueueOffset, recs[len(recs)-1].QueueOffset
-	current := make(map[int64]kvindex.InFlight, len(recs))
-	if err := s.store.EachInQueue(k.group, k.topic, k.queueID, first, func(r kvindex.InFlight) bool {
-		current[r.QueueOffset] = r
-		return r.QueueOffset < last
-	}); err != nil {
+	current, _, err := s.currentInFlight(k, recs)
+	if err != nil {
 		return err
 	}
 	// The messages' ConsumeQueue entries: one range read when the span is
@@ -285,6 +282,66 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, recs []kvindex.In
 	}
 	return nil
 }
+
+// currentInFlight returns the in-flight records of a queue now at the
+// offsets of recs (sorted by offset), and how many ack-index entries it
+// visited. It walks the queue's ack index from the first offset, which
+// costs one seek for a dense run of due records, but for at most
+// reviveWalkBudget entries: between two due records a queue may hold any
+// number of records that are not due (popped later with a longer
+// invisible time), so past the budget it looks the rest up one by one.
+func (s *Service) currentInFlight(k queueKey, recs []kvindex.InFlight) (map[int64]kvindex.InFlight, int, error) {
+	current := make(map[int64]kvindex.InFlight, len(recs))
+	if len(recs) == 0 {
+		return current, 0, nil
+	}
+	want := make(map[int64]struct{}, len(recs))
+	for _, r := range recs {
+		want[r.QueueOffset] = struct{}{}
+	}
+	first, last := recs[0].QueueOffset, recs[len(recs)-1].QueueOffset
+	budget := reviveWalkBudget(len(recs))
+	visited := 0
+	walked := first - 1 // every offset up to here was seen by the walk
+	stopped := false
+	if err := s.store.EachInQueue(k.group, k.topic, k.queueID, first, func(r kvindex.InFlight) bool {
+		visited++
+		walked = r.QueueOffset
+		if _, ok := want[r.QueueOffset]; ok {
+			current[r.QueueOffset] = r
+		}
+		if r.QueueOffset >= last {
+			return false
+		}
+		if visited >= budget {
+			stopped = true
+			return false
+		}
+		return true
+	}); err != nil {
+		return nil, visited, err
+	}
+	if !stopped {
+		return current, visited, nil
+	}
+	for _, r := range recs {
+		if r.QueueOffset <= walked {
+			continue
+		}
+		cur, ok, err := s.store.Lookup(k.group, k.topic, k.queueID, r.QueueOffset)
+		if err != nil {
+			return nil, visited, err
+		}
+		if ok {
+			current[r.QueueOffset] = cur
+		}
+	}
+	return current, visited, nil
+}
+
+// reviveWalkBudget is how many ack-index entries currentInFlight walks
+// for n due records before it switches to point lookups.
+func reviveWalkBudget(n int) int { return 4*n + 1024 }
 
 // Revive puts messages of one topic in batches of at most
 // revivePutMessages messages and revivePutBytes body bytes (a CommitLog
