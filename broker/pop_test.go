@@ -642,3 +642,30 @@ func TestPopSideRequestCodes(t *testing.T) {
 		t.Errorf("empty set request mode %d", r.Code)
 	}
 }
+
+// TestOrderlyPopCountsRest checks restNum of orderly pops over every
+// queue: a queue not read because the batch was full, and a queue locked
+// by another batch in flight, count their messages as left behind, as
+// RocketMQ counts them.
+func TestOrderlyPopCountsRest(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	for i := 0; i < 3; i++ {
+		mustSend(t, rc, "ORest", 0, fmt.Sprintf("a%d", i), "")
+		mustSend(t, rc, "ORest", 1, fmt.Sprintf("b%d", i), "")
+	}
+	b.caughtUp()
+	req := popclient.PopRequest{Group: "g", Topic: "ORest", QueueID: -1, MaxMsgNums: 2, InvisibleTime: time.Minute, Order: true}
+	first := mustPop(t, c, req)
+	// Two of one queue delivered: one left there, three in the other.
+	if first.Code != remoting.Success || len(first.Messages) != 2 || first.RestNum != 4 {
+		t.Fatalf("first orderly pop: code %d, %v, rest %d, want 2 messages and rest 4", first.Code, bodies(first.Messages), first.RestNum)
+	}
+	second := mustPop(t, c, req)
+	// The first queue is locked (three behind its committed offset), the
+	// other delivers two and keeps one.
+	if second.Code != remoting.Success || len(second.Messages) != 2 || second.RestNum != 4 ||
+		second.Messages[0].QueueID == first.Messages[0].QueueID {
+		t.Fatalf("second orderly pop: code %d, %v, rest %d, want the other queue's two and rest 4", second.Code, bodies(second.Messages), second.RestNum)
+	}
+}

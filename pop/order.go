@@ -49,7 +49,7 @@ func (s *Service) orderBlocked(group, topic string, queueID int32, attemptID str
 // popOrderQueue pops the next batch of one queue for an orderly consumer.
 func (s *Service) popOrderQueue(req PopRequest, src source, remain int, wait bool, res *PopResult, info *InfoBuilder) (wrote, skipped bool, err error) {
 	if remain <= 0 {
-		return false, false, nil
+		return false, false, s.addRest(req, src, res)
 	}
 	unlock, ok := s.queueLock(req.Group, src, wait)
 	if !ok {
@@ -68,7 +68,9 @@ func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *Po
 		return false, err
 	}
 	if hasPrev && blocked(&prev, req.AttemptID, res.PopTime) {
-		return false, nil
+		// Locked by another batch: its messages count as left behind,
+		// as RocketMQ counts them.
+		return false, s.addRest(req, src, res)
 	}
 	pos, known, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, false)
 	if err != nil {

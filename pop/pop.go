@@ -128,6 +128,14 @@ func (s *Service) Pop(req PopRequest) (PopResult, error) {
 		}
 		sources, busy = busy, nil
 	}
+	// Queues skipped because another pop of the group held them, and not
+	// waited for since this pop found messages elsewhere: their messages
+	// are left behind too.
+	for _, src := range busy {
+		if err := s.addRest(req, src, &res); err != nil {
+			return res, err
+		}
+	}
 	res.StartOffsetInfo = info.StartOffsetInfo()
 	res.MsgOffsetInfo = info.MsgOffsetInfo()
 	res.OrderCountInfo = info.OrderCountInfo()
