@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/internal/slablru"
 )
 
 // CQ is the KV ConsumeQueue: cq.Store on the 0x10-0x12 keyspaces of the
@@ -24,20 +25,23 @@ import (
 // and MaxOffset cost a map lookup for hot queues and one reverse seek for
 // cold ones.
 //
-// Lock order: mu (writers) before the cache's internal lock.
+// Lock order: mu (writers) before cacheMu.
 type CQ struct {
 	db     *DB
 	log    zerolog.Logger
 	mu     sync.Mutex // serialises writers: Put, Truncate, CorrectMin, Delete*
-	bounds *lru.Cache[qkey, queueBounds]
 	closed atomic.Bool
 
-	// cacheMu orders cache fills by readers against writers' updates: a
-	// reader that read the database before a writer committed must not
-	// put its stale bounds into the cache after the writer's fresh ones.
-	// gen counts writer updates.
+	// cacheMu guards bounds and topics, and orders cache fills by readers
+	// against writers' updates: a reader that read the database before a
+	// writer committed must not put its stale bounds into the cache after
+	// the writer's fresh ones. gen counts writer updates. bounds is a
+	// slab LRU, not a map of list elements: at a million queues the
+	// garbage collector traced every entry's objects on every cycle.
 	cacheMu sync.Mutex
 	gen     uint64
+	bounds  *slablru.Cache[qkey, queueBounds]
+	names   *topicNames // the topic strings of bounds' keys
 
 	// topics remembers, for recently asked topics, whether the database
 	// held no entry and no min key of any of their queues (true) or some
@@ -87,16 +91,19 @@ func (d *DB) ConsumeQueue(cacheQueues int) *CQ {
 		panic(fmt.Sprintf("kvindex: topic cache: %v", err))
 	}
 	c.topics = topics
-	// Called with cacheMu held: every Add and Remove of the bounds cache
-	// happens under it.
-	forgetTopic := func(q qkey, _ queueBounds) { c.topics.Remove(q.topic) }
-	cache, err := lru.NewWithEvict[qkey, queueBounds](cacheQueues, forgetTopic)
-	if err != nil {
-		// lru.New fails only for a non-positive size, excluded above.
-		panic(fmt.Sprintf("kvindex: bounds cache: %v", err))
-	}
-	c.bounds = cache
+	c.bounds = slablru.New[qkey, queueBounds](cacheQueues)
+	c.names = newTopicNames(defaultTopicNames)
 	return c
+}
+
+// cacheBounds puts a queue's bounds in the cache; evicting another
+// queue's bounds forgets that queue's topic state (see topics). cacheMu is
+// held.
+func (c *CQ) cacheBounds(q qkey, b queueBounds) {
+	q.topic = c.names.intern(q.topic)
+	if old, _, evicted := c.bounds.Add(q, b); evicted {
+		c.topics.Remove(old.topic)
+	}
 }
 
 func (c *CQ) check() error {
@@ -144,7 +151,7 @@ func (c *CQ) applyBounds(updates []boundsUpdate) {
 	defer c.cacheMu.Unlock()
 	c.gen++
 	for _, u := range updates {
-		c.bounds.Add(u.q, u.b)
+		c.cacheBounds(u.q, u.b)
 	}
 }
 
@@ -153,11 +160,7 @@ func (c *CQ) forgetBounds(match func(qkey) bool) {
 	c.cacheMu.Lock()
 	defer c.cacheMu.Unlock()
 	c.gen++
-	for _, q := range c.bounds.Keys() {
-		if match(q) {
-			c.bounds.Remove(q)
-		}
-	}
+	c.bounds.RemoveIf(func(q qkey, _ queueBounds) bool { return match(q) })
 	c.topics.Purge() // deletions are rare: forget every topic's state
 }
 
@@ -327,11 +330,8 @@ func (c *CQ) queueBoundsLocked(q qkey) (queueBounds, error) {
 }
 
 func (c *CQ) lookupBounds(q qkey, writerHeld bool) (queueBounds, error) {
-	if b, ok := c.bounds.Get(q); ok {
-		return b, nil
-	}
 	c.cacheMu.Lock()
-	if b, ok := c.bounds.Peek(q); ok {
+	if b, ok := c.bounds.Get(q); ok {
 		c.cacheMu.Unlock()
 		return b, nil
 	}
@@ -353,7 +353,7 @@ func (c *CQ) lookupBounds(q qkey, writerHeld bool) (queueBounds, error) {
 	}
 	c.cacheMu.Lock()
 	if c.gen == gen {
-		c.bounds.Add(q, b)
+		c.cacheBounds(q, b)
 	}
 	c.cacheMu.Unlock()
 	return b, nil

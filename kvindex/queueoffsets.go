@@ -1,13 +1,13 @@
 package kvindex
 
 import (
-	"container/list"
 	"fmt"
 	"sync"
 
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/internal/slablru"
 )
 
 // QueueOffsets assigns queue offsets at append time, as RocketMQ's
@@ -26,12 +26,11 @@ type QueueOffsets struct {
 	log      zerolog.Logger
 
 	mu      sync.Mutex
-	entries map[qkey]*list.Element // of *offsetEntry
-	lru     *list.List             // front = most recently used
+	entries *slablru.Cache[qkey, offsetEntry] // may exceed capacity while entries are pinned
+	names   *topicNames                       // the topic strings of entries' keys
 }
 
 type offsetEntry struct {
-	q          qkey
 	next       int64 // next offset to assign
 	dispatched int64 // next offset the dispatcher has not indexed yet
 	pending    int   // Acquires not yet Released
@@ -48,7 +47,7 @@ func NewQueueOffsets(store cq.Store, capacity int, log zerolog.Logger) *QueueOff
 		capacity = DefaultQueueOffsetsCapacity
 	}
 	return &QueueOffsets{store: store, capacity: capacity, log: log,
-		entries: map[qkey]*list.Element{}, lru: list.New()}
+		entries: slablru.New[qkey, offsetEntry](capacity), names: newTopicNames(defaultTopicNames)}
 }
 
 // Acquire makes sure the queue's next offset is in memory and pins it until
@@ -56,9 +55,8 @@ func NewQueueOffsets(store cq.Store, capacity int, log zerolog.Logger) *QueueOff
 func (t *QueueOffsets) Acquire(topic string, queueID int32) error {
 	q := queueIDOf(topic, queueID)
 	t.mu.Lock()
-	if el, ok := t.entries[q]; ok {
-		el.Value.(*offsetEntry).pending++
-		t.lru.MoveToFront(el)
+	if e, ok := t.entries.Ref(q); ok {
+		e.pending++
 		t.mu.Unlock()
 		return nil
 	}
@@ -71,50 +69,38 @@ func (t *QueueOffsets) Acquire(topic string, queueID int32) error {
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	el, ok := t.entries[q]
+	e, ok := t.entries.Ref(q)
 	if !ok {
-		el = t.insert(q, next)
+		e = t.insert(q, next)
 	}
-	el.Value.(*offsetEntry).pending++
-	t.lru.MoveToFront(el)
+	e.pending++
 	return nil
 }
 
 // insert adds a loaded queue and evicts idle ones beyond capacity. t.mu is
-// held.
-func (t *QueueOffsets) insert(q qkey, next int64) *list.Element {
-	el := t.lru.PushFront(&offsetEntry{q: q, next: next, dispatched: next})
-	t.entries[q] = el
-	if len(t.entries) > t.capacity {
-		t.evict(len(t.entries) - t.capacity)
+// held. The pointer is valid until the table changes again.
+func (t *QueueOffsets) insert(q qkey, next int64) *offsetEntry {
+	if n := t.entries.Len() + 1 - t.capacity; n > 0 {
+		t.evict(n)
 	}
-	return el
+	q.topic = t.names.intern(q.topic)
+	return t.entries.Insert(q, offsetEntry{next: next, dispatched: next})
 }
 
 // evict drops up to n evictable queues from the cold end, looking at a
 // bounded number of candidates so the append path never scans the table.
 func (t *QueueOffsets) evict(n int) {
-	budget := 4*n + 16
-	for el := t.lru.Back(); el != nil && n > 0 && budget > 0; budget-- {
-		prev := el.Prev()
-		e := el.Value.(*offsetEntry)
-		if e.pending == 0 && e.next == e.dispatched {
-			t.lru.Remove(el)
-			delete(t.entries, e.q)
-			n--
-		}
-		el = prev
-	}
+	t.entries.EvictOldest(n, 4*n+16, func(_ qkey, e *offsetEntry) bool {
+		return e.pending == 0 && e.next == e.dispatched
+	})
 }
 
 // Release unpins a queue acquired with Acquire.
 func (t *QueueOffsets) Release(topic string, queueID int32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if el, ok := t.entries[queueIDOf(topic, queueID)]; ok {
-		if e := el.Value.(*offsetEntry); e.pending > 0 {
-			e.pending--
-		}
+	if e, ok := t.entries.RefPeek(queueIDOf(topic, queueID)); ok && e.pending > 0 {
+		e.pending--
 	}
 }
 
@@ -126,7 +112,7 @@ func (t *QueueOffsets) Assign(topic string, queueID int32, n int) int64 {
 	q := queueIDOf(topic, queueID)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	el, ok := t.entries[q]
+	e, ok := t.entries.Ref(q)
 	if !ok {
 		next, err := t.store.MaxOffset(topic, queueID)
 		if err != nil {
@@ -135,12 +121,10 @@ func (t *QueueOffsets) Assign(topic string, queueID int32, n int) int64 {
 			// the queue's real end, so the record stays reachable.
 			t.log.Error().Err(err).Str("topic", topic).Int32("queue", queueID).Msg("load next queue offset in assign")
 		}
-		el = t.insert(q, next)
+		e = t.insert(q, next)
 	}
-	e := el.Value.(*offsetEntry)
 	base := e.next
 	e.next += int64(n)
-	t.lru.MoveToFront(el)
 	return base
 }
 
@@ -149,11 +133,8 @@ func (t *QueueOffsets) Assign(topic string, queueID int32, n int) int64 {
 func (t *QueueOffsets) Dispatched(topic string, queueID int32, next int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if el, ok := t.entries[queueIDOf(topic, queueID)]; ok {
-		e := el.Value.(*offsetEntry)
-		if next > e.dispatched {
-			e.dispatched = next
-		}
+	if e, ok := t.entries.RefPeek(queueIDOf(topic, queueID)); ok && next > e.dispatched {
+		e.dispatched = next
 	}
 }
 
@@ -161,10 +142,9 @@ func (t *QueueOffsets) Dispatched(topic string, queueID int32, next int64) {
 // index when the queue is not in memory (without caching it).
 func (t *QueueOffsets) Next(topic string, queueID int32) (int64, error) {
 	t.mu.Lock()
-	if el, ok := t.entries[queueIDOf(topic, queueID)]; ok {
-		n := el.Value.(*offsetEntry).next
+	if e, ok := t.entries.Peek(queueIDOf(topic, queueID)); ok {
 		t.mu.Unlock()
-		return n, nil
+		return e.next, nil
 	}
 	t.mu.Unlock()
 	return t.store.MaxOffset(topic, queueID)
@@ -174,17 +154,14 @@ func (t *QueueOffsets) Next(topic string, queueID int32) (int64, error) {
 func (t *QueueOffsets) Forget(topic string, queueID int32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for q, el := range t.entries {
-		if q.topic == topic && (queueID == AnyQueue || q.qid == queueID) {
-			t.lru.Remove(el)
-			delete(t.entries, q)
-		}
-	}
+	t.entries.RemoveIf(func(q qkey, _ offsetEntry) bool {
+		return q.topic == topic && (queueID == AnyQueue || q.qid == queueID)
+	})
 }
 
 // Len returns the number of queues in memory.
 func (t *QueueOffsets) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.entries)
+	return t.entries.Len()
 }

@@ -56,7 +56,7 @@ func TestQueueOffsetsLoadAssignEvict(t *testing.T) {
 	}
 	tab.Forget("B", AnyQueue)
 	for q := int32(1); q <= 8; q++ {
-		if _, ok := tab.entries[queueIDOf("B", q)]; ok {
+		if _, ok := tab.entries.Peek(queueIDOf("B", q)); ok {
 			t.Fatalf("B/%d not forgotten", q)
 		}
 	}
