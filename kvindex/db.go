@@ -3,6 +3,7 @@ package kvindex
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -154,14 +155,25 @@ func (d *DB) checkSchema() error {
 		if d.readOnly {
 			return nil
 		}
-		b := []byte{0, 0, 0, schemaVersion}
+		b := binary.BigEndian.AppendUint32(nil, schemaVersion)
 		if err := d.pdb.Set(metaKey(metaSchema), b, pebble.Sync); err != nil {
 			return fmt.Errorf("write schema version: %w", err)
 		}
 		return nil
 	}
-	if len(v) != 4 || v[3] != schemaVersion || v[0]|v[1]|v[2] != 0 {
-		return fmt.Errorf("%w: %x (this build reads %d)", ErrSchema, v, schemaVersion)
+	if len(v) != 4 {
+		return fmt.Errorf("%w: %x (this build reads %d to %d)", ErrSchema, v, minSchemaVersion, schemaVersion)
+	}
+	ver := binary.BigEndian.Uint32(v)
+	if ver < minSchemaVersion || ver > schemaVersion {
+		return fmt.Errorf("%w: %d (this build reads %d to %d)", ErrSchema, ver, minSchemaVersion, schemaVersion)
+	}
+	if ver < schemaVersion && !d.readOnly {
+		b := binary.BigEndian.AppendUint32(nil, schemaVersion)
+		if err := d.pdb.Set(metaKey(metaSchema), b, pebble.Sync); err != nil {
+			return fmt.Errorf("upgrade schema version %d to %d: %w", ver, schemaVersion, err)
+		}
+		d.log.Info().Uint32("from", ver).Uint32("to", schemaVersion).Msg("index schema version upgraded")
 	}
 	return nil
 }

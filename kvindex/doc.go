@@ -47,7 +47,9 @@
 //
 //	key:   0x01 | name (ASCII)
 //
-//	"schema"      value: version uint32        (currently 1)
+//	"schema"      value: version uint32        (currently 2; 1 = key-index values held the
+//	                                           store time. Version 1 stores are read and
+//	                                           marked 2 when opened for writing)
 //	"dispatched"  value: offset int64          next CommitLog offset to dispatch:
 //	                                           every record before it is indexed
 //	"topicsVer"   value: counter int64 | timestamp int64   topic table DataVersion

@@ -29,8 +29,17 @@ const (
 	metaMinApplied = "cqMinApplied"
 )
 
-// schemaVersion is the layout version this code reads and writes.
-const schemaVersion = 1
+// schemaVersion is the layout version this code writes. Version 1 stored
+// the record's store time as the value of every key-index entry (0x20);
+// version 2 leaves it empty. This code reads both (minSchemaVersion and
+// up) and marks a version-1 store as version 2 when it opens it for
+// writing, since its entries from then on are of the new form: a build
+// that knows only version 1 then refuses the store at open (ErrSchema)
+// instead of failing key lookups later.
+const schemaVersion = 2
+
+// minSchemaVersion is the oldest layout version this code reads.
+const minSchemaVersion = 1
 
 // keyBucketShift makes a key-index bucket 64 MiB of CommitLog.
 const keyBucketShift = 26
