@@ -64,6 +64,9 @@ type DB struct {
 	dir      string
 	closed   atomic.Bool
 	keys     *KeyIndex
+	// positions caches the POP positions for every PopStore of the
+	// database.
+	positions *positionCache
 
 	// journalTop is the largest first offset a CQ journal record may
 	// have, once journalTopKnown (see journalMayExist).
@@ -122,7 +125,7 @@ func Open(opts Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("open index %s: %w", opts.Dir, err)
 	}
-	d := &DB{pdb: pdb, log: opts.Logger, readOnly: opts.ReadOnly, dir: opts.Dir}
+	d := &DB{pdb: pdb, log: opts.Logger, readOnly: opts.ReadOnly, dir: opts.Dir, positions: newPositionCache(defaultPositionCache)}
 	d.keys = &KeyIndex{db: d}
 	if err := d.checkSchema(); err != nil {
 		_ = pdb.Close()

@@ -269,13 +269,17 @@ func decodeRequestMode(k, v []byte) (RequestMode, error) {
 
 // PopBatch collects POP state changes that commit atomically.
 type PopBatch struct {
-	b   *pebble.Batch
-	key []byte
-	val []byte
+	b         *pebble.Batch
+	key       []byte
+	val       []byte
+	cache     *positionCache
+	positions []positionUpdate // set in the batch, cached once committed
 }
 
 // NewBatch returns an empty batch; Close releases it.
-func (s *PopStore) NewBatch() *PopBatch { return &PopBatch{b: s.db.pdb.NewBatch()} }
+func (s *PopStore) NewBatch() *PopBatch {
+	return &PopBatch{b: s.db.pdb.NewBatch(), cache: s.db.positions}
+}
 
 func checkGroupTopic(group, topic string) error {
 	if err := checkName("group", group); err != nil {
@@ -324,10 +328,14 @@ func (p *PopBatch) SetPosition(group, topic string, queueID int32, next int64) e
 	if err := checkGroupTopic(group, topic); err != nil {
 		return fmt.Errorf("set pop position: %w", err)
 	}
+	if next < 0 {
+		return fmt.Errorf("set pop position of %s on %s/%d: negative offset %d", group, topic, queueID, next)
+	}
 	p.key = groupTopicQueue(p.key[:0], prefixPopPosition, group, topic, queueID)
 	if err := p.b.Set(p.key, putInt64(next), nil); err != nil {
 		return fmt.Errorf("set pop position of %s on %s/%d: %w", group, topic, queueID, err)
 	}
+	p.positions = append(p.positions, positionUpdate{string(p.key), next})
 	return nil
 }
 
@@ -383,6 +391,8 @@ func (p *PopBatch) Commit(sync bool) error {
 	if err := p.b.Commit(opts); err != nil {
 		return fmt.Errorf("commit pop state: %w", err)
 	}
+	p.cache.apply(p.positions)
+	p.positions = p.positions[:0]
 	return nil
 }
 
@@ -454,16 +464,25 @@ func (s *PopStore) MinInFlight(group, topic string, queueID int32, from int64) (
 // Position returns a group's next pop offset on a queue; ok is false when
 // the group never popped there.
 func (s *PopStore) Position(group, topic string, queueID int32) (int64, bool, error) {
-	v, err := s.db.get(groupTopicQueue(nil, prefixPopPosition, group, topic, queueID))
+	k := groupTopicQueue(nil, prefixPopPosition, group, topic, queueID)
+	pos, hit, gen := s.db.positions.get(k)
+	if hit {
+		return max(pos, 0), pos != noPosition, nil
+	}
+	v, err := s.db.get(k)
 	if err != nil {
 		return 0, false, fmt.Errorf("read pop position of %s on %s/%d: %w", group, topic, queueID, err)
 	}
 	if v == nil {
+		s.db.positions.fill(k, noPosition, gen)
 		return 0, false, nil
 	}
 	off, err := getInt64(v)
 	if err != nil {
 		return 0, false, fmt.Errorf("read pop position of %s on %s/%d: %w", group, topic, queueID, err)
+	}
+	if off >= 0 {
+		s.db.positions.fill(k, off, gen)
 	}
 	return off, true, nil
 }
