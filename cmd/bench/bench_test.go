@@ -337,6 +337,22 @@ func TestSmoke(t *testing.T) {
 			t.Fatalf("output:\n%s", out)
 		}
 	})
+	t.Run("e2e-latency-rate", func(t *testing.T) {
+		// --rate replaces the probe: no probed maximum, the given rate.
+		out := runBench(t, append([]string{"e2e-latency", "--rate", "500", "--duration", "400ms", "--warmup", "100ms",
+			"--producers", "2", "--consumers", "2"}, small...)...)
+		if !strings.Contains(out, "run 1: target 500 msg/s") || strings.Contains(out, "probed max") {
+			t.Fatalf("output:\n%s", out)
+		}
+	})
+	t.Run("cq-no-compact", func(t *testing.T) {
+		// --compact=false measures the store as the write phase left it.
+		out := runBench(t, "cq", "--stores", "kv", "--queues", "10", "--entries", "500", "--batch", "64",
+			"--reads", "20", "--runs", "1", "--budget", "1m", "--compact=false", "--dir", dir)
+		if !strings.Contains(out, "compaction 0 ns") || strings.Contains(out, "FAILED") {
+			t.Fatalf("output:\n%s", out)
+		}
+	})
 	t.Run("cq", func(t *testing.T) {
 		out := runBench(t, "cq", "--stores", "kv,file", "--queues", "10,20", "--entries", "500", "--batch", "64",
 			"--reads", "20", "--runs", "1", "--budget", "1m", "--dir", dir)
