@@ -243,7 +243,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 	b.notifier = kvindex.NewNotifier()
 	b.disp, err = kvindex.NewDispatcher(kvindex.DispatcherOptions{
 		Log: clog, DB: db, Store: b.cqs, Offsets: b.qoffsets, Notifier: b.notifier,
-		Logger: b.root,
+		SkipKeyIndex: !b.cfg.MessageIndexEnable, Logger: b.root,
 	})
 	if err != nil {
 		return err

@@ -54,7 +54,11 @@ func (b *Broker) processQueryMessage(_ context.Context, _ *remoting.Conn, req *r
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	if len(found) == 0 {
-		return remoting.NewResponse(req, remoting.QueryNotFound, "can not find message, maybe time range not correct")
+		remark := "can not find message, maybe time range not correct"
+		if !b.cfg.MessageIndexEnable {
+			remark += " (messageIndexEnable=false: this broker does not index message keys)"
+		}
+		return remoting.NewResponse(req, remoting.QueryNotFound, remark)
 	}
 	var body []byte
 	var lastTS, lastPhy int64

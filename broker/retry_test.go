@@ -3,10 +3,12 @@ package broker
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -260,5 +262,38 @@ func TestConsumerOffsetsAndRestart(t *testing.T) {
 	resp := mustSend(t, c2, "Off", 0, "after", "")
 	if header(resp, "queueOffset") != 5 {
 		t.Fatalf("queue offset after restart %d, want 5", header(resp, "queueOffset"))
+	}
+}
+
+// TestMessageIndexDisabled checks messageIndexEnable=false: messages are
+// still stored and pulled, nothing is written to the key index, and a
+// query by key or unique key answers QUERY_NOT_FOUND with a remark that
+// says why.
+func TestMessageIndexDisabled(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"messageIndexEnable": "false"})
+	c := b.client(nil)
+	mustSend(t, c, "NoIdx", 0, "with keys", "KEYS\x01order-7\x02UNIQ_KEY\x01CD34\x02")
+	b.caughtUp()
+	r := call(t, c, remoting.PullMessage, pullReq("g", "NoIdx", 0, 0, 0, 0, "*"), nil)
+	if msgs := decodeRecords(t, r.Body); r.Code != remoting.Success || len(msgs) != 1 || string(msgs[0].Body) != "with keys" {
+		t.Fatalf("pull: %d %q", r.Code, r.Remark)
+	}
+	entries := 0
+	if err := b.db.Scan([]byte{kvindex.PrefixKeyIndex}, func(_, _ []byte) bool { entries++; return true }); err != nil {
+		t.Fatal(err)
+	}
+	if entries != 0 {
+		t.Fatalf("%d key-index entries with the index off", entries)
+	}
+	for _, uniq := range []bool{false, true} {
+		h := map[string]string{"topic": "NoIdx", "key": "order-7", "maxNum": "10", "beginTimestamp": "0",
+			"endTimestamp": strconv.FormatInt(time.Now().UnixMilli()+1000, 10)}
+		if uniq {
+			h["key"], h["_UNIQUE_KEY_QUERY"] = "CD34", "true"
+		}
+		q := call(t, c, remoting.QueryMessage, h, nil)
+		if q.Code != remoting.QueryNotFound || !strings.Contains(q.Remark, "messageIndexEnable=false") {
+			t.Fatalf("query (unique %v) with the index off: %d %q", uniq, q.Code, q.Remark)
+		}
 	}
 }

@@ -75,6 +75,9 @@ type Broker struct {
 	DiskMaxUsedSpaceRatio      int
 	CleanResourceInterval      time.Duration
 	CheckCRCOnRecover          bool
+	// MessageIndexEnable indexes every message's KEYS and UNIQ_KEY for
+	// QUERY_MESSAGE (RocketMQ's key of the same name).
+	MessageIndexEnable bool
 	// IndexCheckpointDir is where index checkpoints for kvdump go; empty
 	// means <StorePathRootDir>/checkpoints. A request may only name a
 	// directory inside it.

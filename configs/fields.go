@@ -66,6 +66,7 @@ var brokerFields = []field{
 	millis("cleanResourceInterval", "10000", func(b *Broker) *time.Duration { return &b.CleanResourceInterval }),
 	boolean("checkCRCOnRecover", "true", func(b *Broker) *bool { return &b.CheckCRCOnRecover }),
 	str("indexCheckpointDir", "", func(b *Broker) *string { return &b.IndexCheckpointDir }),
+	boolean("messageIndexEnable", "true", func(b *Broker) *bool { return &b.MessageIndexEnable }),
 
 	intRange("topicConfigCacheSize", "65536", 16, 1<<26, func(b *Broker) *int { return &b.TopicConfigCacheSize }),
 	intRange("queueOffsetCacheSize", "1048576", 16, 1<<28, func(b *Broker) *int { return &b.QueueOffsetCacheSize }),

@@ -47,6 +47,10 @@ type DispatcherOptions struct {
 	// DelayLevels computes the tagsCode (delivery time) of
 	// SCHEDULE_TOPIC_XXXX records; RocketMQ's default levels when nil.
 	DelayLevels []time.Duration
+	// SkipKeyIndex leaves records out of the key index (RocketMQ's
+	// messageIndexEnable=false): dispatch writes one key per record
+	// instead of two or more, and key queries find nothing new.
+	SkipKeyIndex bool
 	// MaxBatchRecords caps the records per Pebble batch (default 4096).
 	MaxBatchRecords int
 	// PruneInterval is how often the cq journal is pruned below the
@@ -378,7 +382,7 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 				queues = append(queues, pendingQueue{m.Topic, m.QueueID, m.QueueOffset + 1})
 			}
 		}
-		if tx != commitlog.TransactionRollback {
+		if tx != commitlog.TransactionRollback && !d.opts.SkipKeyIndex {
 			keys, _ := commitlog.LookupProperty(m.Properties, "KEYS")
 			uniq, _ := commitlog.LookupProperty(m.Properties, "UNIQ_KEY")
 			if err := kb.add(b, m.Topic, keys, uniq, e.Offset, m.StoreTimestamp); err != nil {

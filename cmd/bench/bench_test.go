@@ -384,7 +384,14 @@ func TestSmoke(t *testing.T) {
 	t.Run("dispatch-lag", func(t *testing.T) {
 		out := runBench(t, "dispatch-lag", "--duration", "300ms", "--warmup", "100ms", "--writers", "2", "--queues", "16",
 			"--runs", "1", "--segment", "8388608", "--dir", dir)
-		if !strings.Contains(out, "lag p99") {
+		if !strings.Contains(out, "lag p99") || !strings.Contains(out, "key index on") {
+			t.Fatalf("output:\n%s", out)
+		}
+	})
+	t.Run("dispatch-lag-no-key-index", func(t *testing.T) {
+		out := runBench(t, "dispatch-lag", "--duration", "300ms", "--warmup", "100ms", "--writers", "2", "--queues", "16",
+			"--runs", "1", "--segment", "8388608", "--baseline=false", "--key-index=false", "--dir", dir)
+		if !strings.Contains(out, "lag p99") || !strings.Contains(out, "key index off") {
 			t.Fatalf("output:\n%s", out)
 		}
 	})

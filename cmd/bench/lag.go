@@ -37,6 +37,7 @@ type lagOptions struct {
 	segSize  int64
 	rate     float64
 	metrics  bool
+	keyIndex bool
 }
 
 func newDispatchLagCommand() *cobra.Command {
@@ -71,6 +72,7 @@ CommitLog alone (no index, no dispatcher) measured in the same run.`,
 	f.IntVar(&o.sample, "sample", 64, "track the dispatch time of every n-th append")
 	f.Int64Var(&o.segSize, "segment", 0, "CommitLog segment size in bytes (0: the default 1 GiB)")
 	f.Float64Var(&o.rate, "rate", 0, "total appends per second (0: as fast as the writers can)")
+	f.BoolVar(&o.keyIndex, "key-index", true, "index KEYS and UNIQ_KEY as the broker does by default (false: messageIndexEnable=false)")
 	f.BoolVar(&o.metrics, "pebble-metrics", false, "print Pebble's metrics (write stalls, compactions, levels) after each run")
 	return cmd
 }
@@ -96,8 +98,12 @@ func runDispatchLag(ctx context.Context, w io.Writer, o lagOptions) error {
 	if o.rate > 0 {
 		pace = fmtNum(o.rate) + " appends/s"
 	}
-	fmt.Fprintf(w, "dispatch-lag: %d writers at %s, %d queues (%d per topic), %d B bodies, %s measured after %s warmup, %d runs\n",
-		o.writers, pace, o.queues, o.perTopic, o.body, o.duration, o.warmup, o.runs)
+	index := "key index on"
+	if !o.keyIndex {
+		index = "key index off"
+	}
+	fmt.Fprintf(w, "dispatch-lag: %d writers at %s, %d queues (%d per topic), %d B bodies, %s, %s measured after %s warmup, %d runs\n",
+		o.writers, pace, o.queues, o.perTopic, o.body, index, o.duration, o.warmup, o.runs)
 	fmt.Fprintf(w, "machine: %s\n", machineLine())
 	var runs []lagRun
 	for i := range o.runs {
@@ -149,7 +155,7 @@ type lagStack struct {
 	disp    *kvindex.Dispatcher
 }
 
-func openLagStack(root string, segSize int64) (*lagStack, error) {
+func openLagStack(root string, segSize int64, keyIndex bool) (*lagStack, error) {
 	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(root, kvindex.DirName), Logger: zerolog.Nop()})
 	if err != nil {
 		return nil, err
@@ -169,6 +175,7 @@ func openLagStack(root string, segSize int64) (*lagStack, error) {
 	s.offsets = kvindex.NewQueueOffsets(store, 0, zerolog.Nop())
 	s.disp, err = kvindex.NewDispatcher(kvindex.DispatcherOptions{
 		Log: l, DB: db, Store: store, Offsets: s.offsets, Notifier: kvindex.NewNotifier(), Logger: zerolog.Nop(),
+		SkipKeyIndex: !keyIndex,
 	})
 	if err == nil {
 		_, err = s.disp.Recover()
@@ -198,7 +205,7 @@ func lagOnce(ctx context.Context, w io.Writer, o lagOptions, r *lagRun) error {
 		return fmt.Errorf("dispatch-lag: %w", err)
 	}
 	defer os.RemoveAll(root)
-	s, err := openLagStack(root, o.segSize)
+	s, err := openLagStack(root, o.segSize, o.keyIndex)
 	if err != nil {
 		return fmt.Errorf("dispatch-lag: %w", err)
 	}
