@@ -301,11 +301,11 @@ func holdAndRevive(ctx context.Context, t *target, o popOptions, topic string, r
 		if t.PID == 0 {
 			return 0
 		}
-		st, err := procStatus(fmt.Sprintf("/proc/%d/status", t.PID), "VmRSS")
+		p, err := readProc(t.PID)
 		if err != nil {
 			return 0
 		}
-		return st["VmRSS"]
+		return p.RSS
 	}
 	fill, err := runLoad(ctx, t.Addr, loadConfig{topic: topic, queues: o.queues, producers: o.producers, inflight: o.inflight,
 		bodySize: o.body, count: o.hold})

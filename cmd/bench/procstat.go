@@ -71,19 +71,50 @@ type Resources struct {
 
 // selfResources measures the calling process.
 func selfResources() (Resources, error) {
-	st, err := procStatus("/proc/self/status", "VmRSS", "VmHWM")
+	p, err := readProcDir("/proc/self")
 	if err != nil {
 		return Resources{}, err
 	}
-	fds, err := os.ReadDir("/proc/self/fd")
+	return Resources{RSS: p.RSS, PeakRSS: p.HWM, FDs: p.FDs, Maps: p.Maps}, nil
+}
+
+// procSample is what a process holds.
+type procSample struct {
+	RSS  int64 // VmRSS
+	HWM  int64 // VmHWM, the peak RSS
+	Anon int64 // RssAnon: heap and stacks, without mapped files
+	File int64 // RssFile: resident pages of mapped files (the CommitLog)
+	FDs  int
+	Maps int
+}
+
+func (p *procSample) maxWith(o procSample) {
+	p.RSS, p.HWM = max(p.RSS, o.RSS), max(p.HWM, o.HWM)
+	p.Anon, p.File = max(p.Anon, o.Anon), max(p.File, o.File)
+	p.FDs, p.Maps = max(p.FDs, o.FDs), max(p.Maps, o.Maps)
+}
+
+// readProc samples /proc/<pid>.
+func readProc(pid int) (procSample, error) {
+	return readProcDir("/proc/" + strconv.Itoa(pid))
+}
+
+// readProcDir samples a process's /proc directory: its status fields,
+// open descriptors and mappings.
+func readProcDir(dir string) (procSample, error) {
+	st, err := procStatus(dir+"/status", "VmRSS", "VmHWM", "RssAnon", "RssFile")
 	if err != nil {
-		return Resources{}, fmt.Errorf("count open files: %w", err)
+		return procSample{}, err
 	}
-	maps, err := os.ReadFile("/proc/self/maps")
+	fds, err := os.ReadDir(dir + "/fd")
 	if err != nil {
-		return Resources{}, fmt.Errorf("count mappings: %w", err)
+		return procSample{}, fmt.Errorf("count open files of %s: %w", dir, err)
 	}
-	return Resources{RSS: st["VmRSS"], PeakRSS: st["VmHWM"], FDs: len(fds), Maps: countLines(maps)}, nil
+	maps, err := os.ReadFile(dir + "/maps")
+	if err != nil {
+		return procSample{}, fmt.Errorf("count mappings of %s: %w", dir, err)
+	}
+	return procSample{RSS: st["VmRSS"], HWM: st["VmHWM"], Anon: st["RssAnon"], File: st["RssFile"], FDs: len(fds), Maps: countLines(maps)}, nil
 }
 
 // countLines counts newline-terminated lines (and a last unterminated one).

@@ -245,40 +245,6 @@ type scaleResult struct {
 // complete reports whether every phase ran.
 func (r scaleResult) complete() bool { return r.Stopped == "" }
 
-// procSample is what a process holds.
-type procSample struct {
-	RSS  int64 // VmRSS
-	HWM  int64 // VmHWM, the peak RSS
-	Anon int64 // RssAnon: heap and stacks, without mapped files
-	File int64 // RssFile: resident pages of mapped files (the CommitLog)
-	FDs  int
-	Maps int
-}
-
-func (p *procSample) maxWith(o procSample) {
-	p.RSS, p.HWM = max(p.RSS, o.RSS), max(p.HWM, o.HWM)
-	p.Anon, p.File = max(p.Anon, o.Anon), max(p.File, o.File)
-	p.FDs, p.Maps = max(p.FDs, o.FDs), max(p.Maps, o.Maps)
-}
-
-// readProc samples /proc/<pid>.
-func readProc(pid int) (procSample, error) {
-	dir := "/proc/" + strconv.Itoa(pid)
-	st, err := procStatus(dir+"/status", "VmRSS", "VmHWM", "RssAnon", "RssFile")
-	if err != nil {
-		return procSample{}, err
-	}
-	fds, err := os.ReadDir(dir + "/fd")
-	if err != nil {
-		return procSample{}, fmt.Errorf("count open files of %d: %w", pid, err)
-	}
-	maps, err := os.ReadFile(dir + "/maps")
-	if err != nil {
-		return procSample{}, fmt.Errorf("count mappings of %d: %w", pid, err)
-	}
-	return procSample{RSS: st["VmRSS"], HWM: st["VmHWM"], Anon: st["RssAnon"], File: st["RssFile"], FDs: len(fds), Maps: countLines(maps)}, nil
-}
-
 // procWriteBytes reads write_bytes of /proc/<pid>/io: the bytes the process
 // caused to be written to storage, counted when it dirties page-cache
 // pages (so writes still in the cache count, and a page dirtied again
