@@ -103,7 +103,14 @@ func (s *Service) readMessage(topic string, queueID int32, offset int64) (commit
 	if len(entries) == 0 || entries[0].QueueOffset != offset {
 		return commitlog.Message{}, false, nil
 	}
-	v, err := s.cfg.Log.Read(entries[0].PhyOffset, entries[0].Size)
+	return s.readAt(topic, queueID, entries[0])
+}
+
+// readAt reads and decodes (into its own memory) the message a
+// ConsumeQueue entry points at; ok is false when retention deleted it.
+func (s *Service) readAt(topic string, queueID int32, e cq.Entry) (commitlog.Message, bool, error) {
+	offset := e.QueueOffset
+	v, err := s.cfg.Log.Read(e.PhyOffset, e.Size)
 	if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
 		return commitlog.Message{}, false, nil
 	}

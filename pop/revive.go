@@ -2,7 +2,6 @@ package pop
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -376,19 +375,7 @@ func (s *Service) readEntry(topic string, queueID int32, offset int64, entries m
 	if !ok {
 		return s.readMessage(topic, queueID, offset)
 	}
-	v, err := s.cfg.Log.Read(e.PhyOffset, e.Size)
-	if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
-		return commitlog.Message{}, false, nil
-	}
-	if err != nil {
-		return commitlog.Message{}, false, fmt.Errorf("read %s/%d@%d: %w", topic, queueID, offset, err)
-	}
-	defer v.Release()
-	m, err := commitlog.Decode(append([]byte(nil), v.Data...))
-	if err != nil {
-		return commitlog.Message{}, false, fmt.Errorf("decode %s/%d@%d: %w", topic, queueID, offset, err)
-	}
-	return m, true, nil
+	return s.readAt(topic, queueID, e)
 }
 
 // reviveMessage builds the message a revive puts for record r: to the
