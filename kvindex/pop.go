@@ -441,12 +441,7 @@ func (s *PopStore) Record(r InFlight) (InFlight, bool, error) {
 // known to be at or below every in-flight offset (the committed offset),
 // so the seek does not walk the tombstones of long acknowledged messages.
 func (s *PopStore) MinInFlight(group, topic string, queueID int32, from int64) (offset int64, ok bool, err error) {
-	p := groupTopicQueue(nil, prefixPopAckIndex, group, topic, queueID)
-	lower := p
-	if from > 0 {
-		lower = binary.BigEndian.AppendUint64(append([]byte(nil), p...), uint64(from))
-	}
-	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(p)})
+	it, p, err := s.ackIndexFrom(group, topic, queueID, from)
 	if err != nil {
 		return 0, false, fmt.Errorf("min in-flight of %s on %s/%d: %w", group, topic, queueID, err)
 	}
@@ -618,12 +613,7 @@ func (s *PopStore) EachRequestMode(fn func(RequestMode) bool) error {
 // message of a group's queue in flight at or above from, until fn returns
 // false. The entries carry what Lookup returns.
 func (s *PopStore) EachInQueue(group, topic string, queueID int32, from int64, fn func(InFlight) bool) error {
-	p := groupTopicQueue(nil, prefixPopAckIndex, group, topic, queueID)
-	lower := p
-	if from > 0 {
-		lower = binary.BigEndian.AppendUint64(append([]byte(nil), p...), uint64(from))
-	}
-	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(p)})
+	it, _, err := s.ackIndexFrom(group, topic, queueID, from)
 	if err != nil {
 		return fmt.Errorf("scan in-flight of %s on %s/%d: %w", group, topic, queueID, err)
 	}
@@ -646,4 +636,16 @@ func (s *PopStore) EachInQueue(group, topic string, queueID int32, from int64, f
 		return fmt.Errorf("scan in-flight of %s on %s/%d: %w", group, topic, queueID, err)
 	}
 	return nil
+}
+
+// ackIndexFrom opens an iterator over a queue's ack-index entries (0x51)
+// from queue offset from, and returns the queue's key prefix with it.
+func (s *PopStore) ackIndexFrom(group, topic string, queueID int32, from int64) (*pebble.Iterator, []byte, error) {
+	p := groupTopicQueue(nil, prefixPopAckIndex, group, topic, queueID)
+	lower := p
+	if from > 0 {
+		lower = binary.BigEndian.AppendUint64(append([]byte(nil), p...), uint64(from))
+	}
+	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(p)})
+	return it, p, err
 }
