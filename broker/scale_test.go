@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -85,30 +85,12 @@ func startChildBroker(t *testing.T, store string, port int) *childBroker {
 
 func (cb *childBroker) start() {
 	cb.t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d", childBrokerEnv, cb.store, cb.port))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		cb.t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		cb.t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "ready ") {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		cb.t.Fatalf("child broker did not start: %q", sc.Text())
-	}
-	cb.addr = strings.TrimPrefix(sc.Text(), "ready ")
-	cb.cmd = cmd
+	cb.cmd, cb.addr = testutil.StartChild(cb.t, fmt.Sprintf("%s=%s %d", childBrokerEnv, cb.store, cb.port))
 }
 
 func (cb *childBroker) kill() {
 	if cb.cmd != nil {
-		_ = cb.cmd.Process.Kill()
-		_ = cb.cmd.Wait()
+		testutil.KillChild(cb.cmd)
 		cb.cmd = nil
 	}
 }

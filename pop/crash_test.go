@@ -1,7 +1,6 @@
 package pop_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -21,6 +20,7 @@ import (
 	"github.com/rocketkv/rocketkv/broker"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/popclient"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -75,34 +75,11 @@ type child struct {
 
 func startBrokerChild(t *testing.T, dir string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnvBroker+"="+dir)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "ready ") {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("child broker did not start: %q %v", sc.Text(), sc.Err())
-	}
-	addr := strings.TrimPrefix(sc.Text(), "ready ")
-	go func() {
-		for sc.Scan() {
-		}
-	}()
+	cmd, addr := testutil.StartChild(t, childEnvBroker+"="+dir)
 	return &child{cmd: cmd, addr: addr}
 }
 
-func (c *child) kill() {
-	_ = c.cmd.Process.Kill()
-	_ = c.cmd.Wait()
-}
+func (c *child) kill() { testutil.KillChild(c.cmd) }
 
 // delivery is one answered pop of a message, as the test saw it.
 type delivery struct {

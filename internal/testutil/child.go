@@ -1,0 +1,46 @@
+package testutil
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// StartChild runs the test binary again as a child process, with env
+// ("NAME=value") added to its environment and no tests selected; the
+// child's TestMain is expected to see env, start a server and print
+// "ready ADDR" as its first line. StartChild returns the running command
+// and ADDR, and drains the rest of the child's output. The child's stderr
+// is the test's. Stop it with KillChild (SIGKILL, for crash tests).
+func StartChild(t testing.TB, env string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "ready ") {
+		KillChild(cmd)
+		t.Fatalf("child did not start: %q %v", sc.Text(), sc.Err())
+	}
+	addr := strings.TrimPrefix(sc.Text(), "ready ")
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	return cmd, addr
+}
+
+// KillChild SIGKILLs a child started by StartChild and waits for it.
+func KillChild(cmd *exec.Cmd) {
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+}
