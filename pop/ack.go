@@ -191,12 +191,15 @@ func (s *Service) ChangeInvisibleTime(group, topic string, queueID int32, offset
 		next := full
 		next.PopTime, next.InvisibleTime, next.VisibleAt = now, invisibleTime, now+invisibleTime
 		next.CKOffset, next.Attempts = offset, 0
-		s.noteDeadline(next.VisibleAt)
 		if err := b.AddInFlight(&next); err != nil {
 			return err
 		}
+		if err := b.Commit(false); err != nil {
+			return err
+		}
+		s.noteDeadline(next.VisibleAt)
 		res.Changed = true
-		return b.Commit(false)
+		return nil
 	}()
 	if err != nil {
 		return res, fmt.Errorf("change invisible time of %s on %s/%d@%d: %w", group, topic, queueID, offset, err)

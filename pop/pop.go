@@ -232,7 +232,6 @@ func (s *Service) recordPop(req PopRequest, src source, r readResult, res *PopRe
 	if err := s.committed(b, req.Group, src.topic, src.queueID, fallback); err != nil {
 		return false, err
 	}
-	s.noteDeadline(res.PopTime + req.InvisibleTime)
 	for _, off := range r.offsets {
 		rec := kvindex.InFlight{
 			Group: req.Group, Topic: src.topic, QueueID: src.queueID, QueueOffset: off,
@@ -248,6 +247,9 @@ func (s *Service) recordPop(req PopRequest, src source, r readResult, res *PopRe
 	}
 	if err := b.Commit(false); err != nil {
 		return false, err
+	}
+	if len(r.offsets) > 0 {
+		s.noteDeadline(res.PopTime + req.InvisibleTime)
 	}
 	return true, nil
 }

@@ -118,11 +118,13 @@ type Service struct {
 	lateness lateness
 	// cursor is the revive loop's lower bound: no record is due before
 	// it, so scans skip the tombstones below it. Writers of a deadline
-	// report it to lowDeadline before they commit (noteDeadline), and
-	// each revive round first lowers the cursor to the lowest deadline
-	// reported since the last round, so a deadline written behind the
-	// cursor (an invisible time of 0 after a slow lock wait, a clock step
-	// back) is revived by the next round.
+	// report it to lowDeadline once their batch is committed
+	// (noteDeadline), and each revive round first lowers the cursor to the
+	// lowest deadline reported since the last round. A record is then
+	// either committed before a round's scan starts (the scan sees it) or
+	// reported to the next round, so a deadline written behind the cursor
+	// (an invisible time of 0 after a slow lock wait, a change of
+	// invisible time) is revived by the next round at the latest.
 	cursor      int64
 	lowDeadline atomic.Int64
 	revived     atomic.Int64
@@ -160,8 +162,10 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// noteDeadline reports a visibility deadline about to be written, so the
-// revive cursor never stays above it.
+// noteDeadline reports a visibility deadline just committed, so the
+// revive cursor never stays above it. It must come after the commit: a
+// round that consumed the report before the record was visible would
+// skip it.
 func (s *Service) noteDeadline(at int64) {
 	for {
 		cur := s.lowDeadline.Load()
