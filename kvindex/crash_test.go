@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
 // The crash tests re-run this test binary as a child process that writes
@@ -106,33 +107,6 @@ func runDispatchChild(root string) int {
 	return 0
 }
 
-// startChild runs the test binary as a child with env set and waits for it
-// to print "ready".
-func startChild(t *testing.T, env string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), env)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() || sc.Text() != "ready" {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("child did not start: %q %v", sc.Text(), sc.Err())
-	}
-	go func() { // drain
-		for sc.Scan() {
-		}
-	}()
-	return cmd
-}
-
 // Random appends over 1000 queues with the dispatcher running, SIGKILLed at
 // random moments (and cleanly stopped now and then): afterwards every
 // record is reachable through its queue at its offset, every queue is
@@ -146,7 +120,7 @@ func TestDispatchSurvivesSIGKILL(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
 	const runs = 14
 	for i := 0; i < runs; i++ {
-		cmd := startChild(t, childEnvDispatch+"="+root)
+		cmd, _ := testutil.StartChild(t, childEnvDispatch+"="+root)
 		time.Sleep(time.Duration(30+rng.IntN(250)) * time.Millisecond)
 		if i%5 == 4 {
 			_ = cmd.Process.Signal(syscall.SIGTERM)

@@ -10,9 +10,10 @@ import (
 
 // StartChild runs the test binary again as a child process, with env
 // ("NAME=value") added to its environment and no tests selected; the
-// child's TestMain is expected to see env, start a server and print
-// "ready ADDR" as its first line. StartChild returns the running command
-// and ADDR, and drains the rest of the child's output. The child's stderr
+// child's TestMain is expected to see env, start its work and print
+// "ready" (or "ready ADDR" for a server) as its first line. StartChild
+// returns the running command and ADDR (empty without one), and drains
+// the rest of the child's output. The child's stderr
 // is the test's. Stop it with KillChild (SIGKILL, for crash tests).
 func StartChild(t testing.TB, env string) (*exec.Cmd, string) {
 	t.Helper()
@@ -27,11 +28,13 @@ func StartChild(t testing.TB, env string) (*exec.Cmd, string) {
 		t.Fatal(err)
 	}
 	sc := bufio.NewScanner(out)
-	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "ready ") {
+	ready := sc.Scan()
+	line := sc.Text()
+	if !ready || (line != "ready" && !strings.HasPrefix(line, "ready ")) {
 		KillChild(cmd)
-		t.Fatalf("child did not start: %q %v", sc.Text(), sc.Err())
+		t.Fatalf("child did not start: %q %v", line, sc.Err())
 	}
-	addr := strings.TrimPrefix(sc.Text(), "ready ")
+	addr := strings.TrimPrefix(strings.TrimPrefix(line, "ready"), " ")
 	go func() {
 		for sc.Scan() {
 		}
