@@ -52,7 +52,7 @@ type CQ struct {
 	// the largest cost of sending to them. Correct because every write to
 	// a queue puts its bounds in the bounds cache under cacheMu before
 	// anyone can miss on it, and evicting or forgetting a queue's bounds
-	// forgets its topic's state (the bounds cache's eviction callback).
+	// forgets its topic's state (cacheBounds, forgetBounds).
 	// Guarded by cacheMu; filled under mu (see checkTopic).
 	topics *lru.Cache[string, bool]
 }
@@ -100,6 +100,10 @@ func (d *DB) ConsumeQueue(cacheQueues int) *CQ {
 // queue's bounds forgets that queue's topic state (see topics). cacheMu is
 // held.
 func (c *CQ) cacheBounds(q qkey, b queueBounds) {
+	if cur, ok := c.bounds.Ref(q); ok {
+		*cur = b // the dispatcher's usual case: one lookup, nothing to intern
+		return
+	}
 	q.topic = c.names.intern(q.topic)
 	if old, _, evicted := c.bounds.Add(q, b); evicted {
 		c.topics.Remove(old.topic)
