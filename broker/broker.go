@@ -28,9 +28,12 @@ import (
 // Broker is one running broker. Create it with New, then Start; stop it
 // with Shutdown.
 type Broker struct {
-	cfg       configs.Broker
-	root      zerolog.Logger // the process logger, for components
-	log       zerolog.Logger
+	cfg  configs.Broker
+	root zerolog.Logger // the process logger, for components
+	log  zerolog.Logger
+	// busyLog reports refused sends at most once per second: under flow
+	// control thousands may be refused a second.
+	busyLog   zerolog.Logger
 	storeHost netip.AddrPort
 	started   time.Time
 
@@ -54,6 +57,9 @@ type Broker struct {
 	uniq     *uniqIDGen
 	// delayLevels are the delays of RocketMQ's messageDelayLevel.
 	delayLevels []time.Duration
+	// dispatchHooks are handed to the dispatcher at Start: records of
+	// these topics are shown to the hook as they are indexed.
+	dispatchHooks map[string]kvindex.Hook
 
 	mux    *remoting.Mux
 	server *remoting.Server
@@ -84,6 +90,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		storeHost:   netip.AddrPortFrom(ip, uint16(cfg.ListenPort)),
 		delayLevels: levels,
 	}
+	b.busyLog = b.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second})
 	var ip4 [4]byte
 	if ip.Is4() {
 		ip4 = ip.As4()
@@ -243,7 +250,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 	b.notifier = kvindex.NewNotifier()
 	b.disp, err = kvindex.NewDispatcher(kvindex.DispatcherOptions{
 		Log: clog, DB: db, Store: b.cqs, Offsets: b.qoffsets, Notifier: b.notifier,
-		SkipKeyIndex: !b.cfg.MessageIndexEnable, Logger: b.root,
+		SkipKeyIndex: !b.cfg.MessageIndexEnable, MaxLagBytes: b.cfg.MaxDispatchLagBytes, Hooks: b.dispatchHooks, Logger: b.root,
 	})
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -17,6 +18,8 @@ func appendErrorCode(err error) int32 {
 		errors.Is(err, commitlog.ErrTopicTooLong),
 		errors.Is(err, commitlog.ErrInvalidAppend):
 		return remoting.MessageIllegal
+	case errors.Is(err, kvindex.ErrDispatchBehind):
+		return remoting.SystemBusy
 	case errors.Is(err, commitlog.ErrDiskFull),
 		errors.Is(err, commitlog.ErrMapFailed),
 		errors.Is(err, commitlog.ErrClosed),

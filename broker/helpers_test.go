@@ -30,6 +30,13 @@ func startTestBroker(t testing.TB, overrides map[string]string) *testBroker {
 
 func startTestBrokerAt(t testing.TB, store string, overrides map[string]string) *testBroker {
 	t.Helper()
+	return startTestBrokerWith(t, store, overrides, nil)
+}
+
+// startTestBrokerWith is startTestBrokerAt with a function that adjusts the
+// broker between New and Start.
+func startTestBrokerWith(t testing.TB, store string, overrides map[string]string, adjust func(*Broker)) *testBroker {
+	t.Helper()
 	o := map[string]string{
 		"storePathRootDir":        store,
 		"listenPort":              "0",
@@ -46,6 +53,9 @@ func startTestBrokerAt(t testing.TB, store string, overrides map[string]string) 
 	b, err := New(loaded.Broker, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if adjust != nil {
+		adjust(b)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -82,6 +82,14 @@ type Broker struct {
 	// means <StorePathRootDir>/checkpoints. A request may only name a
 	// directory inside it.
 	IndexCheckpointDir string
+	// MaxDispatchLagBytes bounds how far the CommitLog may run ahead of
+	// the index: a send waits while dispatch is further behind (0: no
+	// bound).
+	MaxDispatchLagBytes int64
+	// WaitTimeMillsInSendQueue is the longest a send waits for dispatch
+	// to come within MaxDispatchLagBytes before it is answered
+	// SYSTEM_BUSY.
+	WaitTimeMillsInSendQueue time.Duration
 
 	// Memory bounds of per-queue and per-topic state.
 	TopicConfigCacheSize  int

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,11 @@ type DispatcherOptions struct {
 	SkipKeyIndex bool
 	// MaxBatchRecords caps the records per Pebble batch (default 4096).
 	MaxBatchRecords int
+	// MaxLagBytes bounds how far the CommitLog may run ahead of dispatch
+	// before Admit makes appenders wait (0: no bound). Appenders that run
+	// flat out on a small machine otherwise take the dispatcher's CPU and
+	// the lag grows without bound.
+	MaxLagBytes int64
 	// PruneInterval is how often the cq journal is pruned below the
 	// CommitLog's flushed offset (default 1 s).
 	PruneInterval time.Duration
@@ -229,6 +235,35 @@ func (d *Dispatcher) Dispatched() int64 { return d.next.Load() }
 // Lag returns how many CommitLog bytes are appended but not yet indexed.
 func (d *Dispatcher) Lag() int64 { return max(0, d.opts.Log.MaxOffset()-d.next.Load()) }
 
+// ErrDispatchBehind is returned by Admit when dispatch stayed more than
+// MaxLagBytes behind the CommitLog for the whole wait it was given.
+var ErrDispatchBehind = errors.New("dispatch is behind the CommitLog")
+
+// Admit is called by an appender before it appends. While dispatch is more
+// than MaxLagBytes behind the CommitLog's end it waits, up to wait, for
+// dispatch to come within the bound; then it returns ErrDispatchBehind
+// (wrapped with the lag). With MaxLagBytes 0 it returns at once.
+func (d *Dispatcher) Admit(ctx context.Context, wait time.Duration) error {
+	bound := d.opts.MaxLagBytes
+	if bound <= 0 {
+		return nil
+	}
+	end := d.opts.Log.MaxOffset()
+	if end-d.next.Load() <= bound {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	err := d.WaitFor(wctx, end-bound)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return fmt.Errorf("%w: %d bytes not indexed after waiting %s (bound %d)", ErrDispatchBehind, d.Lag(), wait, bound)
+	}
+	return fmt.Errorf("wait for dispatch before append: %w", err)
+}
+
 // WaitFor blocks until every record before offset is indexed, ctx ends or
 // the loop stopped on an error.
 func (d *Dispatcher) WaitFor(ctx context.Context, offset int64) error {
@@ -255,7 +290,21 @@ func (d *Dispatcher) WaitFor(ctx context.Context, offset int64) error {
 		}
 		return err
 	case <-ctx.Done():
+		d.forget(w.ch)
 		return ctx.Err()
+	}
+}
+
+// forget removes a waiter that gave up, so waiters that time out while
+// dispatch is stuck do not pile up.
+func (d *Dispatcher) forget(ch chan struct{}) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, w := range d.waiters {
+		if w.ch == ch {
+			d.waiters = slices.Delete(d.waiters, i, i+1)
+			return
+		}
 	}
 }
 

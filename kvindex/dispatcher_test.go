@@ -3,6 +3,7 @@ package kvindex
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -212,5 +214,78 @@ func TestDispatchRocketMQFixture(t *testing.T) {
 	}
 	if n < 90 {
 		t.Fatalf("only %d fixture messages carry UNIQ_KEY", n)
+	}
+}
+
+// Admit holds appenders back while dispatch is more than MaxLagBytes
+// behind, lets them go once dispatch comes within the bound, and reports
+// ErrDispatchBehind (leaving no waiter behind) when its wait runs out.
+func TestDispatcherAdmit(t *testing.T) {
+	s := openStack(t, t.TempDir(), commitlog.DefaultConfig(""))
+	defer s.close(t)
+	if err := s.disp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stall := make(chan struct{})
+	stalled := make(chan struct{}, 1)
+	var err error
+	s.disp, err = NewDispatcher(DispatcherOptions{
+		Log: s.log, DB: s.db, Store: s.store, Offsets: s.offsets, Logger: stackLogger, MaxLagBytes: 4096,
+		Hooks: map[string]Hook{"STALL": HookFunc(func(*pebble.Batch, *commitlog.Message) error {
+			stalled <- struct{}{}
+			<-stall
+			return nil
+		})},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.disp.Recover(); err != nil {
+		t.Fatal(err)
+	}
+	s.disp.Start()
+	ctx := context.Background()
+
+	if err := s.disp.Admit(ctx, time.Millisecond); err != nil {
+		t.Fatalf("admit with nothing behind: %v", err)
+	}
+	appendForInspect(t, s, "STALL", 0, nil)
+	<-stalled // dispatch now waits in the hook
+	for range 40 {
+		appendForInspect(t, s, "TopicA", 1, map[string]string{"UNIQ_KEY": "k"})
+	}
+	if lag := s.disp.Lag(); lag <= 4096 {
+		t.Fatalf("lag %d after 40 appends behind a stalled dispatcher, want > 4096", lag)
+	}
+	err = s.disp.Admit(ctx, 20*time.Millisecond)
+	if !errors.Is(err, ErrDispatchBehind) {
+		t.Fatalf("admit while %d bytes behind: %v, want ErrDispatchBehind", s.disp.Lag(), err)
+	}
+	s.disp.mu.Lock()
+	left := len(s.disp.waiters)
+	s.disp.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d waiters left after Admit gave up", left)
+	}
+
+	admitted := make(chan error, 1)
+	go func() { admitted <- s.disp.Admit(ctx, time.Minute) }()
+	select {
+	case err := <-admitted:
+		t.Fatalf("admit returned %v while dispatch is stalled", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(stall)
+	if err := <-admitted; err != nil {
+		t.Fatalf("admit after dispatch resumed: %v", err)
+	}
+	if lag := s.disp.Lag(); lag > 4096 {
+		t.Fatalf("admitted with %d bytes behind, bound 4096", lag)
+	}
+
+	// No bound: Admit never waits, however far behind.
+	unbounded := &Dispatcher{opts: DispatcherOptions{Log: s.log}}
+	if err := unbounded.Admit(ctx, time.Nanosecond); err != nil {
+		t.Fatalf("admit without a bound: %v", err)
 	}
 }

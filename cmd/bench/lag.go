@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/kvindex"
 )
 
@@ -38,6 +39,8 @@ type lagOptions struct {
 	rate     float64
 	metrics  bool
 	keyIndex bool
+	maxLag   int64
+	admitFor time.Duration
 }
 
 func newDispatchLagCommand() *cobra.Command {
@@ -73,6 +76,8 @@ CommitLog alone (no index, no dispatcher) measured in the same run.`,
 	f.Int64Var(&o.segSize, "segment", 0, "CommitLog segment size in bytes (0: the default 1 GiB)")
 	f.Float64Var(&o.rate, "rate", 0, "total appends per second (0: as fast as the writers can)")
 	f.BoolVar(&o.keyIndex, "key-index", true, "index KEYS and UNIQ_KEY as the broker does by default (false: messageIndexEnable=false)")
+	f.Int64Var(&o.maxLag, "max-lag-bytes", configs.DefaultMaxDispatchLagBytes, "writers wait while dispatch is more than this many bytes behind, as the broker's send path does (maxDispatchLagBytes; 0: never)")
+	f.DurationVar(&o.admitFor, "admit-wait", 200*time.Millisecond, "longest such wait before an append counts as refused (the broker answers SYSTEM_BUSY)")
 	f.BoolVar(&o.metrics, "pebble-metrics", false, "print Pebble's metrics (write stalls, compactions, levels) after each run")
 	return cmd
 }
@@ -86,6 +91,7 @@ type lagRun struct {
 	lagBytesP50  int64
 	lagBytesP99  int64
 	lagBytesMax  int64
+	refused      int64         // appends refused after waiting --admit-wait for dispatch
 	drain        time.Duration // after the appends stopped, until lag 0
 	catchUp      float64       // records indexed per second while draining (0 when nothing was left)
 }
@@ -102,8 +108,12 @@ func runDispatchLag(ctx context.Context, w io.Writer, o lagOptions) error {
 	if !o.keyIndex {
 		index = "key index off"
 	}
-	fmt.Fprintf(w, "dispatch-lag: %d writers at %s, %d queues (%d per topic), %d B bodies, %s, %s measured after %s warmup, %d runs\n",
-		o.writers, pace, o.queues, o.perTopic, o.body, index, o.duration, o.warmup, o.runs)
+	bound := "no lag bound"
+	if o.maxLag > 0 {
+		bound = "lag bound " + fmtBytes(o.maxLag)
+	}
+	fmt.Fprintf(w, "dispatch-lag: %d writers at %s, %d queues (%d per topic), %d B bodies, %s, %s, %s measured after %s warmup, %d runs\n",
+		o.writers, pace, o.queues, o.perTopic, o.body, index, bound, o.duration, o.warmup, o.runs)
 	fmt.Fprintf(w, "machine: %s\n", machineLine())
 	var runs []lagRun
 	for i := range o.runs {
@@ -122,8 +132,8 @@ func runDispatchLag(ctx context.Context, w io.Writer, o lagOptions) error {
 		if o.baseline {
 			fmt.Fprintf(w, " (%s/s CommitLog alone, ratio %.2f)", fmtNum(r.baseRate), ratio(r.appendRate, r.baseRate))
 		}
-		fmt.Fprintf(w, ", dispatched %s records/s; lag %s; lag bytes p50 %s p99 %s max %s; drained %s after the appends stopped",
-			fmtNum(r.dispatchRate), r.lag, fmtBytes(r.lagBytesP50), fmtBytes(r.lagBytesP99), fmtBytes(r.lagBytesMax), fmtDur(r.drain))
+		fmt.Fprintf(w, ", dispatched %s records/s; lag %s; lag bytes p50 %s p99 %s max %s; %d appends refused; drained %s after the appends stopped",
+			fmtNum(r.dispatchRate), r.lag, fmtBytes(r.lagBytesP50), fmtBytes(r.lagBytesP99), fmtBytes(r.lagBytesMax), r.refused, fmtDur(r.drain))
 		if r.catchUp > 0 {
 			fmt.Fprintf(w, " (%s records/s with no appends)", fmtNum(r.catchUp))
 		}
@@ -155,7 +165,7 @@ type lagStack struct {
 	disp    *kvindex.Dispatcher
 }
 
-func openLagStack(root string, segSize int64, keyIndex bool) (*lagStack, error) {
+func openLagStack(root string, segSize int64, keyIndex bool, maxLag int64) (*lagStack, error) {
 	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(root, kvindex.DirName), Logger: zerolog.Nop()})
 	if err != nil {
 		return nil, err
@@ -175,7 +185,7 @@ func openLagStack(root string, segSize int64, keyIndex bool) (*lagStack, error) 
 	s.offsets = kvindex.NewQueueOffsets(store, 0, zerolog.Nop())
 	s.disp, err = kvindex.NewDispatcher(kvindex.DispatcherOptions{
 		Log: l, DB: db, Store: store, Offsets: s.offsets, Notifier: kvindex.NewNotifier(), Logger: zerolog.Nop(),
-		SkipKeyIndex: !keyIndex,
+		SkipKeyIndex: !keyIndex, MaxLagBytes: maxLag,
 	})
 	if err == nil {
 		_, err = s.disp.Recover()
@@ -205,7 +215,7 @@ func lagOnce(ctx context.Context, w io.Writer, o lagOptions, r *lagRun) error {
 		return fmt.Errorf("dispatch-lag: %w", err)
 	}
 	defer os.RemoveAll(root)
-	s, err := openLagStack(root, o.segSize, o.keyIndex)
+	s, err := openLagStack(root, o.segSize, o.keyIndex, o.maxLag)
 	if err != nil {
 		return fmt.Errorf("dispatch-lag: %w", err)
 	}
@@ -218,6 +228,7 @@ func lagOnce(ctx context.Context, w io.Writer, o lagOptions, r *lagRun) error {
 	var (
 		measuring atomic.Bool
 		appended  atomic.Int64
+		refused   atomic.Int64
 		stop      = make(chan struct{})
 		samples   = make(chan lagSample, 1<<16)
 		lat       = NewRecorder()
@@ -261,6 +272,15 @@ func lagOnce(ctx context.Context, w io.Writer, o lagOptions, r *lagRun) error {
 						}
 					}
 					next = next.Add(interval)
+				}
+				if err := s.disp.Admit(ctx, o.admitFor); errors.Is(err, kvindex.ErrDispatchBehind) {
+					if measuring.Load() {
+						refused.Add(1)
+					}
+					continue // a client would retry
+				} else if err != nil {
+					fail(err)
+					return
 				}
 				q := (wi + n*o.writers) % o.queues
 				topic, qid := g.queue(q)
@@ -358,6 +378,7 @@ func lagOnce(ctx context.Context, w io.Writer, o lagOptions, r *lagRun) error {
 		return fmt.Errorf("dispatch-lag: %w", firstErr)
 	}
 	r.appendRate = float64(appended.Load()) / elapsed.Seconds()
+	r.refused = refused.Load()
 	// Records are all about the same size: the dispatched bytes over the
 	// size of one record give the records indexed.
 	r.dispatchRate = ratio(float64(d1-d0), float64(recBytes.Load())) / elapsed.Seconds()
