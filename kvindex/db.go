@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -67,6 +68,7 @@ type DB struct {
 	// positions caches the POP positions for every PopStore of the
 	// database.
 	positions *positionCache
+	stalls    *writeStalls
 
 	// journalTop is the largest first offset a CQ journal record may
 	// have, once journalTopKnown (see journalMayExist).
@@ -93,7 +95,9 @@ func Open(opts Options) (*DB, error) {
 		fs = readOnlyFS{vfs.Default}
 	}
 	cache := pebble.NewCache(opts.CacheSize)
+	stalls := &writeStalls{log: opts.Logger.With().Str("component", "pebble").Logger()}
 	po := &pebble.Options{
+		EventListener:               stalls.listener(),
 		Cache:                       cache,
 		MemTableSize:                opts.MemTableSize,
 		MemTableStopWritesThreshold: 4,
@@ -125,7 +129,7 @@ func Open(opts Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("open index %s: %w", opts.Dir, err)
 	}
-	d := &DB{pdb: pdb, log: opts.Logger, readOnly: opts.ReadOnly, dir: opts.Dir, positions: newPositionCache(defaultPositionCache)}
+	d := &DB{pdb: pdb, log: opts.Logger, readOnly: opts.ReadOnly, dir: opts.Dir, positions: newPositionCache(defaultPositionCache), stalls: stalls}
 	d.keys = &KeyIndex{db: d}
 	if err := d.checkSchema(); err != nil {
 		_ = pdb.Close()
@@ -279,6 +283,10 @@ func (d *DB) KeyspaceDiskUsage(prefix byte) (uint64, error) {
 
 // Metrics returns Pebble's metrics in their text form.
 func (d *DB) Metrics() string { return d.pdb.Metrics().String() }
+
+// WriteStalls returns how many times Pebble has held the index's writes
+// back since Open, and for how long in all.
+func (d *DB) WriteStalls() (int64, time.Duration) { return d.stalls.snapshot() }
 
 // ErrDBClosed is returned by Close after the first call.
 var ErrDBClosed = errors.New("kvindex: database is closed")

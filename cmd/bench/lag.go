@@ -92,6 +92,8 @@ type lagRun struct {
 	lagBytesP99  int64
 	lagBytesMax  int64
 	refused      int64         // appends refused after waiting --admit-wait for dispatch
+	stalls       int64         // Pebble write stalls during the run
+	stalled      time.Duration // their total length
 	drain        time.Duration // after the appends stopped, until lag 0
 	catchUp      float64       // records indexed per second while draining (0 when nothing was left)
 }
@@ -132,8 +134,8 @@ func runDispatchLag(ctx context.Context, w io.Writer, o lagOptions) error {
 		if o.baseline {
 			fmt.Fprintf(w, " (%s/s CommitLog alone, ratio %.2f)", fmtNum(r.baseRate), ratio(r.appendRate, r.baseRate))
 		}
-		fmt.Fprintf(w, ", dispatched %s records/s; lag %s; lag bytes p50 %s p99 %s max %s; %d appends refused; drained %s after the appends stopped",
-			fmtNum(r.dispatchRate), r.lag, fmtBytes(r.lagBytesP50), fmtBytes(r.lagBytesP99), fmtBytes(r.lagBytesMax), r.refused, fmtDur(r.drain))
+		fmt.Fprintf(w, ", dispatched %s records/s; lag %s; lag bytes p50 %s p99 %s max %s; %d appends refused; %d Pebble write stalls (%s); drained %s after the appends stopped",
+			fmtNum(r.dispatchRate), r.lag, fmtBytes(r.lagBytesP50), fmtBytes(r.lagBytesP99), fmtBytes(r.lagBytesMax), r.refused, r.stalls, fmtDur(r.stalled), fmtDur(r.drain))
 		if r.catchUp > 0 {
 			fmt.Fprintf(w, " (%s records/s with no appends)", fmtNum(r.catchUp))
 		}
@@ -368,6 +370,7 @@ func lagOnce(ctx context.Context, w io.Writer, o lagOptions, r *lagRun) error {
 		return fmt.Errorf("dispatch-lag: catch up: %w", err)
 	}
 	r.drain = time.Since(stopped)
+	r.stalls, r.stalled = s.db.WriteStalls()
 	if o.metrics {
 		fmt.Fprintf(w, "pebble metrics after the run:\n%s\n", s.db.Metrics())
 	}
