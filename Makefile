@@ -43,11 +43,11 @@ bench:
 ## bench-broker: build, then the broker figures of docs/BENCHMARKS.md (about 15 minutes); BENCHDIR holds the temporary stores
 BENCHDIR ?= /var/tmp
 bench-broker: build
-	$(BIN)/bench produce --mode async --dir $(BENCHDIR)
-	$(BIN)/bench produce --mode sync --baseline=false --dir $(BENCHDIR)
-	$(BIN)/bench consume --mode push --dir $(BENCHDIR)
-	$(BIN)/bench e2e-latency --dir $(BENCHDIR)
-	$(BIN)/bench e2e-latency --rate 2000 --dir $(BENCHDIR)
+	$(BIN)/bench produce --mode async --runs 5 --gogc 400 --dir $(BENCHDIR)
+	$(BIN)/bench produce --mode sync --baseline=false --gogc 400 --dir $(BENCHDIR)
+	$(BIN)/bench consume --mode push --gogc 400 --dir $(BENCHDIR)
+	$(BIN)/bench e2e-latency --gogc 400 --dir $(BENCHDIR)
+	$(BIN)/bench e2e-latency --rate 2000 --gogc 400 --dir $(BENCHDIR)
 	$(BIN)/bench dispatch-lag --dir $(BENCHDIR)
 	$(BIN)/bench dispatch-lag --rate 25000 --baseline=false --dir $(BENCHDIR)
 	$(BIN)/bench dispatch-lag --rate 60000 --baseline=false --dir $(BENCHDIR)

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 
@@ -34,6 +35,7 @@ func main() {
 // constructors.
 func newRootCommand() *cobra.Command {
 	var cpuProfile string
+	var gcPercent int
 	var profFile *os.File
 	root := &cobra.Command{
 		Use:           "bench",
@@ -41,6 +43,9 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if gcPercent > 0 {
+				debug.SetGCPercent(gcPercent)
+			}
 			if cpuProfile == "" {
 				return nil
 			}
@@ -67,6 +72,7 @@ func newRootCommand() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this process (with --inprocess: load generator and broker) to the file")
+	root.PersistentFlags().IntVar(&gcPercent, "gogc", 0, "garbage collector target (GOGC) of this process only, not of a broker it starts; with --inprocess, cq and dispatch-lag it applies to the code measured too (0: Go's default or $GOGC)")
 	root.AddCommand(
 		newProduceCommand(),
 		newConsumeCommand(),
