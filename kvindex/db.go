@@ -118,7 +118,15 @@ func Open(opts Options) (*DB, error) {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	po.EnsureDefaults()
+	var gate *openGate
+	if !opts.ReadOnly && gateOpen(po, opts.Dir) {
+		gate = newOpenGate()
+		po.Experimental.CompactionScheduler = gate
+	}
 	pdb, err := pebble.Open(opts.Dir, po)
+	if gate != nil && err == nil {
+		gate.open()
+	}
 	cache.Unref()
 	if err != nil {
 		if isLockError(err) {
