@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -33,6 +34,11 @@ type popOptions struct {
 	hold      int64
 	invisible time.Duration
 	timeout   time.Duration
+	// stream*: with the held messages in flight, another group pops a
+	// stream of messages at a steady rate without acking them.
+	streamRate      float64
+	streamFor       time.Duration
+	streamInvisible time.Duration
 }
 
 func newPopCommand() *cobra.Command {
@@ -53,7 +59,12 @@ func newPopCommand() *cobra.Command {
     acking (invisible for --invisible), reports the broker's RSS before and
     after (when the benchmark started the broker binary), waits for revive to
     re-deliver them and reports revive lateness: the store time of each
-    re-delivered message minus its deadline (1ST_POP_TIME + invisible time).`,
+    re-delivered message minus its deadline (1ST_POP_TIME + invisible time).
+    With --stream-rate R it does not wait for the held messages: while they
+    stay in flight (give them a long --invisible), another group pops R
+    messages a second of a second topic for --stream-for without acking them
+    (invisible for --stream-invisible), and the revive lateness reported is
+    that of this steady stream of expiries, with N messages in flight.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runPopBench(cmd.Context(), cmd.OutOrStdout(), o)
@@ -73,6 +84,9 @@ func newPopCommand() *cobra.Command {
 	f.Int64Var(&o.hold, "hold", 0, "messages added, then popped with the --messages ones and left in flight to measure RSS and revive lateness (0: skip)")
 	f.DurationVar(&o.invisible, "invisible", 20*time.Second, "invisible time of the held messages (longer than popping them all takes, or revived ones are popped with them)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "longest time one drain may take")
+	f.Float64Var(&o.streamRate, "stream-rate", 0, "with --hold: messages a second a second group pops (unacked) while the held ones stay in flight; lateness is then measured on these (0: measure the held ones)")
+	f.DurationVar(&o.streamFor, "stream-for", 20*time.Second, "how long the --stream-rate pops last")
+	f.DurationVar(&o.streamInvisible, "stream-invisible", 5*time.Second, "invisible time of the streamed pops")
 	return cmd
 }
 
@@ -85,9 +99,13 @@ type popRun struct {
 	lateMax           int64
 	revived           int64
 	inFlight          int64
+	streamed          float64 // pops/s the stream achieved (with --stream-rate)
 }
 
 func runPopBench(ctx context.Context, w io.Writer, o popOptions) error {
+	if o.streamRate < 0 || (o.streamRate > 0 && (o.hold <= 0 || o.streamFor <= 0 || o.streamInvisible <= 0)) {
+		return errors.New("--stream-rate needs --hold, and positive --stream-for and --stream-invisible")
+	}
 	if o.runs < 1 || o.messages < 1 || o.batch < 1 || o.batch > pop.MaxPopMessages || o.acks < 0 {
 		return fmt.Errorf("--runs %d, --messages %d, --batch %d, --ack-inflight %d: want runs, messages >= 1, batch in 1..32 and ack-inflight >= 0",
 			o.runs, o.messages, o.batch, o.acks)
@@ -113,8 +131,12 @@ func runPopBench(ctx context.Context, w io.Writer, o popOptions) error {
 		}
 		fmt.Fprintf(w, "run %d: pull %s msg/s; pop+ack %s msg/s; ratio %.2f", i+1, fmtNum(r.pullRate), fmtNum(r.popRate), ratio(r.popRate, r.pullRate))
 		if o.hold > 0 {
-			fmt.Fprintf(w, "; %d in flight: RSS %s -> %s (+%s); revived %d, lateness p50 %d ms p99 %d ms max %d ms",
-				r.inFlight, fmtBytes(r.rssBefore), fmtBytes(r.rssAfter), fmtBytes(r.rssAfter-r.rssBefore), r.revived, r.lateP50, r.lateP99, r.lateMax)
+			what := "revived"
+			if o.streamRate > 0 {
+				what = fmt.Sprintf("a stream of %s pops/s expiring (asked %s), first re-deliveries measured", fmtNum(r.streamed), fmtNum(o.streamRate))
+			}
+			fmt.Fprintf(w, "; %d in flight: RSS %s -> %s (+%s); %s %d, lateness p50 %d ms p99 %d ms max %d ms",
+				r.inFlight, fmtBytes(r.rssBefore), fmtBytes(r.rssAfter), fmtBytes(r.rssAfter-r.rssBefore), what, r.revived, r.lateP50, r.lateP99, r.lateMax)
 		}
 		fmt.Fprintln(w)
 		runs = append(runs, r)
@@ -321,8 +343,31 @@ func holdAndRevive(ctx context.Context, t *target, o popOptions, topic string, r
 		return r, err
 	}
 	r.rssAfter = rss()
-	// Re-deliveries: their records carry the store time of the revive's
-	// re-put and 1ST_POP_TIME, the original pop time.
+	if o.streamRate > 0 {
+		return streamRevive(ctx, t, o, topic+"Stream", r)
+	}
+	late, err := drainRevived(ctx, t.Addr, topic, group, o, o.invisible, r.inFlight)
+	if err != nil {
+		return r, err
+	}
+	r.setLateness(late)
+	return r, nil
+}
+
+// setLateness records the revive lateness samples (ms) of a run.
+func (r *popRun) setLateness(late []int64) {
+	sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
+	r.revived = int64(len(late))
+	if len(late) > 0 {
+		r.lateP50, r.lateP99, r.lateMax = percentile(late, 50), percentile(late, 99), late[len(late)-1]
+	}
+}
+
+// drainRevived pops and acks want re-delivered messages of group and
+// returns each one's revive lateness in ms: the store time of the revive's
+// re-put minus the deadline, 1ST_POP_TIME (the original pop time) plus
+// invisible.
+func drainRevived(ctx context.Context, addr, topic, group string, o popOptions, invisible time.Duration, want int64) ([]int64, error) {
 	var mu sync.Mutex
 	var late []int64
 	seen := func(m popclient.Message, _ int64) {
@@ -335,18 +380,76 @@ func holdAndRevive(ctx context.Context, t *target, o popOptions, topic string, r
 			return
 		}
 		mu.Lock()
-		late = append(late, m.StoreTimestamp-(pt+o.invisible.Milliseconds()))
+		late = append(late, m.StoreTimestamp-(pt+invisible.Milliseconds()))
 		mu.Unlock()
 	}
 	ackOpts := o
-	ackOpts.timeout = o.timeout + o.invisible
-	if _, err := popDrain(ctx, t.Addr, topic, group, ackOpts, r.inFlight, true, seen); err != nil {
+	ackOpts.timeout = o.timeout + invisible
+	if _, err := popDrain(ctx, addr, topic, group, ackOpts, want, true, seen); err != nil {
+		return nil, err
+	}
+	return late, nil
+}
+
+// streamRevive measures revive lateness under a steady stream of expiries
+// while the held messages stay in flight: it fills a second topic with
+// --stream-rate x --stream-for messages, pops them at that rate with a
+// group that acks nothing, then drains their re-deliveries.
+func streamRevive(ctx context.Context, t *target, o popOptions, topic string, r popRun) (popRun, error) {
+	want := int64(o.streamRate * o.streamFor.Seconds())
+	if want < 1 {
+		return r, errors.New("--stream-rate x --stream-for is less than one message")
+	}
+	if err := setupTopic(ctx, t.Addr, topic, o.queues); err != nil {
 		return r, err
 	}
-	sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
-	r.revived = int64(len(late))
-	if len(late) > 0 {
-		r.lateP50, r.lateP99, r.lateMax = percentile(late, 50), percentile(late, 99), late[len(late)-1]
+	fill, err := runLoad(ctx, t.Addr, loadConfig{topic: topic, queues: o.queues, producers: o.producers, inflight: o.inflight,
+		bodySize: o.body, count: want})
+	if err != nil {
+		return r, err
 	}
+	if fill.TotalAcked != want {
+		return r, fmt.Errorf("stream: %d of %d messages stored", fill.TotalAcked, want)
+	}
+	const group = "BenchPopStream"
+	rc, err := remoting.Dial(ctx, t.Addr, remoting.ClientOptions{})
+	if err != nil {
+		return r, err
+	}
+	defer rc.Close()
+	pc := popclient.New(rc, "")
+	// One pop of up to --batch messages every batch/rate seconds.
+	tick := time.NewTicker(time.Duration(float64(o.batch) / o.streamRate * float64(time.Second)))
+	defer tick.Stop()
+	popped := int64(0)
+	began := time.Now()
+	deadline := began.Add(o.streamFor + o.timeout)
+	for popped < want {
+		if time.Now().After(deadline) {
+			return r, fmt.Errorf("stream: popped %d of %d messages before the timeout", popped, want)
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-tick.C:
+		}
+		res, err := pc.Pop(ctx, popclient.PopRequest{Group: group, Topic: topic, QueueID: -1,
+			MaxMsgNums: int(min(int64(o.batch), want-popped)), InvisibleTime: o.streamInvisible, PollTime: time.Second})
+		if err != nil {
+			return r, fmt.Errorf("stream pop: %w", err)
+		}
+		if res.Code == remoting.Success {
+			popped += int64(len(res.Messages))
+		}
+	}
+	r.streamed = float64(popped) / time.Since(began).Seconds()
+	// Pops of the group also return its re-deliveries once the first
+	// deadlines pass (as a client's would): those expire a second time.
+	// Lateness is measured on the first re-deliveries only.
+	late, err := drainRevived(ctx, t.Addr, topic, group, o, o.streamInvisible, want)
+	if err != nil {
+		return r, err
+	}
+	r.setLateness(late)
 	return r, nil
 }

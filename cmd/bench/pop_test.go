@@ -22,3 +22,20 @@ func TestPopSmoke(t *testing.T) {
 		}
 	}
 }
+
+// With --stream-rate the held messages stay in flight and the lateness is
+// measured on a stream of pops of a second group: every streamed message
+// (rate x duration) must come back through revive.
+func TestPopStreamSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("smoke runs start brokers")
+	}
+	out := runBench(t, "pop", "--inprocess", "--dir", t.TempDir(), "--broker-set", "mappedFileSizeCommitLog=8388608",
+		"--runs", "1", "--queues", "2", "--messages", "100", "--consumers", "2", "--hold", "100", "--invisible", "10m",
+		"--stream-rate", "200", "--stream-for", "1s", "--stream-invisible", "1s", "--timeout", "1m")
+	for _, want := range []string{"200 in flight", "(asked 200), first re-deliveries measured 200,", "revive p99 ms"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
