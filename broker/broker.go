@@ -33,9 +33,11 @@ type Broker struct {
 	log  zerolog.Logger
 	// busyLog reports refused sends at most once per second: under flow
 	// control thousands may be refused a second.
-	busyLog   zerolog.Logger
-	storeHost netip.AddrPort
-	started   time.Time
+	busyLog zerolog.Logger
+	// admitSlots bounds the sends waiting for dispatch (see admitted).
+	admitSlots chan struct{}
+	storeHost  netip.AddrPort
+	started    time.Time
 
 	clog     *commitlog.Log
 	db       *kvindex.DB
@@ -91,6 +93,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		delayLevels: levels,
 	}
 	b.busyLog = b.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second})
+	b.admitSlots = make(chan struct{}, maxAdmitWaiters)
 	var ip4 [4]byte
 	if ip.Is4() {
 		ip4 = ip.As4()

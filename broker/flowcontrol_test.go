@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -60,5 +63,77 @@ func TestSendFlowControlWhenDispatchBehind(t *testing.T) {
 	tb.caughtUp()
 	if maxOff, err := tb.cqs.MaxOffset("Flow", 0); err != nil || maxOff != int64(accepted+1) {
 		t.Fatalf("Flow/0 holds %d messages (%v), want the %d accepted", maxOff, err, accepted+1)
+	}
+}
+
+// Sends waiting for dispatch hold no worker: with more sends waiting than
+// the remoting server has workers, other requests are still answered, and
+// the waiting sends are stored once dispatch moves.
+func TestWaitingSendsHoldNoWorker(t *testing.T) {
+	stall := make(chan struct{})
+	var once sync.Once
+	tb := startTestBrokerWith(t, t.TempDir(), map[string]string{
+		"maxDispatchLagBytes": "4096", "waitTimeMillsInSendQueue": "60000",
+	}, func(b *Broker) {
+		b.dispatchHooks = map[string]kvindex.Hook{"Stall": kvindex.HookFunc(func(*pebble.Batch, *commitlog.Message) error {
+			once.Do(func() { <-stall })
+			return nil
+		})}
+	})
+	defer func() {
+		select {
+		case <-stall:
+		default:
+			close(stall)
+		}
+	}()
+	c := tb.client(nil)
+	mustSend(t, c, "Stall", 0, "hold dispatch", "")
+	body := strings.Repeat("x", 1024)
+	for range 8 { // past the 4 KiB bound, through the internal path
+		if _, err := tb.putMessages(context.Background(), []*commitlog.Message{{Topic: "Flow", Body: []byte(body)}}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !tb.disp.Behind() {
+		t.Fatalf("dispatch not behind after 8 KiB appended behind a stalled dispatcher (lag %d)", tb.disp.Lag())
+	}
+
+	const waiting = 40 // more than the server's 16 workers
+	answers := make(chan int32, waiting)
+	for i := range waiting {
+		req := remoting.NewRequest(remoting.SendMessageV2, map[string]string{
+			"a": "pg", "b": "Flow", "c": "TBW102", "d": "4", "e": "0", "f": "0",
+			"g": strconv.FormatInt(time.Now().UnixMilli()+int64(i), 10), "h": "0", "i": "",
+		}, []byte(body))
+		if err := c.InvokeAsync(req, func(resp *remoting.Command, err error) {
+			if err != nil {
+				answers <- -1
+				return
+			}
+			answers <- resp.Code
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A request of another kind is answered while all those sends wait.
+	r := call(t, c, remoting.GetMaxOffset, map[string]string{"topic": "Flow", "queueId": "0"}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("GET_MAX_OFFSET while sends wait: code %d %s", r.Code, r.Remark)
+	}
+	select {
+	case code := <-answers:
+		t.Fatalf("a waiting send was answered (code %d) before dispatch moved", code)
+	default:
+	}
+	close(stall)
+	for range waiting {
+		if code := <-answers; code != remoting.Success {
+			t.Fatalf("waiting send answered %d after dispatch moved, want SUCCESS", code)
+		}
+	}
+	tb.caughtUp()
+	if maxOff, err := tb.cqs.MaxOffset("Flow", 0); err != nil || maxOff != 8+waiting {
+		t.Fatalf("Flow/0 holds %d messages (%v), want %d", maxOff, err, 8+waiting)
 	}
 }

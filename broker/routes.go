@@ -9,9 +9,9 @@ import (
 // stays open.
 func (b *Broker) routes() {
 	handle := func(code int32, f remoting.RespondFunc) { b.mux.Handle(code, f) }
-	handle(remoting.SendMessage, b.processSend)
-	handle(remoting.SendMessageV2, b.processSend)
-	handle(remoting.SendBatchMessage, b.processSend)
+	handle(remoting.SendMessage, b.admitted(b.processSend))
+	handle(remoting.SendMessageV2, b.admitted(b.processSend))
+	handle(remoting.SendBatchMessage, b.admitted(b.processSend))
 	handle(remoting.PullMessage, b.processPull)
 	handle(remoting.LitePullMessage, b.processPull)
 	handle(remoting.QueryConsumerOffset, b.processQueryConsumerOffset)
@@ -25,7 +25,7 @@ func (b *Broker) routes() {
 	handle(remoting.GetConsumerListByGroup, b.processConsumerList)
 	handle(remoting.LockBatchMQ, b.processLockBatch)
 	handle(remoting.UnlockBatchMQ, b.processUnlockBatch)
-	handle(remoting.ConsumerSendMsgBack, b.processSendBack)
+	handle(remoting.ConsumerSendMsgBack, b.admitted(b.processSendBack))
 	handle(remoting.QueryMessage, b.processQueryMessage)
 	handle(remoting.ViewMessageByID, b.processViewMessage)
 	handle(remoting.UpdateAndCreateTopic, b.processCreateTopic)

@@ -245,7 +245,7 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	if level := delayLevelOf(props); level > 0 && !meta.IsDLQTopic(topic) {
 		b.toSchedule(msg, level)
 	}
-	res, err := b.putClientMessages(ctx, []*commitlog.Message{msg}, waitFlush)
+	res, err := b.putMessages(ctx, []*commitlog.Message{msg}, waitFlush)
 	if err != nil {
 		return fail(appendErrorCode(err), "put message failed: %v", err)
 	}
@@ -326,7 +326,7 @@ func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoti
 	if v, ok := commitlog.LookupProperty(h.properties, propWait); ok && v == "false" {
 		waitFlush = false
 	}
-	res, err := b.putClientMessages(ctx, msgs, waitFlush)
+	res, err := b.putMessages(ctx, msgs, waitFlush)
 	if err != nil {
 		return remoting.NewResponse(req, appendErrorCode(err), "put batch failed: "+err.Error())
 	}

@@ -90,7 +90,7 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 	if !toDLQ {
 		b.toSchedule(out, int(delayLevel))
 	}
-	if _, err := b.putClientMessages(ctx, []*commitlog.Message{out}, false); err != nil {
+	if _, err := b.putMessages(ctx, []*commitlog.Message{out}, false); err != nil {
 		return remoting.NewResponse(req, appendErrorCode(err), "send back failed: "+err.Error())
 	}
 	return remoting.NewResponse(req, remoting.Success, "")

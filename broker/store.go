@@ -9,19 +9,6 @@ import (
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
-// putClientMessages is putMessages for a producer's or consumer's request:
-// it first waits, within waitTimeMillsInSendQueue, for the index to come
-// within maxDispatchLagBytes of the CommitLog, so that clients sending flat
-// out cannot leave consumers ever further behind. Internal writers (revive,
-// timer delivery) do not wait: their rates follow the clients'.
-func (b *Broker) putClientMessages(ctx context.Context, msgs []*commitlog.Message, waitFlush bool) (commitlog.AppendResult, error) {
-	if err := b.disp.Admit(ctx, b.cfg.WaitTimeMillsInSendQueue); err != nil {
-		b.busyLog.Warn().Err(err).Str("topic", msgs[0].Topic).Msg("send refused: flow control (sampled, at most one line a second)")
-		return commitlog.AppendResult{}, err
-	}
-	return b.putMessages(ctx, msgs, waitFlush)
-}
-
 // putMessages appends one message or a batch (same topic and queue) with
 // queue offsets assigned at append time.
 func (b *Broker) putMessages(ctx context.Context, msgs []*commitlog.Message, waitFlush bool) (commitlog.AppendResult, error) {

@@ -239,6 +239,12 @@ func (d *Dispatcher) Lag() int64 { return max(0, d.opts.Log.MaxOffset()-d.next.L
 // MaxLagBytes behind the CommitLog for the whole wait it was given.
 var ErrDispatchBehind = errors.New("dispatch is behind the CommitLog")
 
+// Behind reports whether an appender would have to wait in Admit now:
+// dispatch is more than MaxLagBytes behind the CommitLog's end.
+func (d *Dispatcher) Behind() bool {
+	return d.opts.MaxLagBytes > 0 && d.opts.Log.MaxOffset()-d.next.Load() > d.opts.MaxLagBytes
+}
+
 // Admit is called by an appender before it appends. While dispatch is more
 // than MaxLagBytes behind the CommitLog's end it waits, up to wait, for
 // dispatch to come within the bound; then it returns ErrDispatchBehind
