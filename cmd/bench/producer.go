@@ -264,7 +264,9 @@ loop:
 		req := sendRequest(topic, q, body, uniqPrefix+strconv.FormatInt(int64(n), 16), now)
 		err := c.InvokeAsync(req, func(resp *remoting.Command, err error) {
 			lat := time.Since(now)
-			<-slots
+			// The slot is released last: the producer's final wait for
+			// its slots must not return before this answer is counted.
+			defer func() { <-slots }()
 			if err == nil && resp.Code == remoting.Success {
 				r.all.Add(1)
 				if cfg.onAck != nil {
