@@ -124,8 +124,12 @@ func Open(opts Options) (*DB, error) {
 		po.Experimental.CompactionScheduler = gate
 	}
 	pdb, err := pebble.Open(opts.Dir, po)
-	if gate != nil && err == nil {
-		gate.open()
+	if gate != nil {
+		if err == nil {
+			gate.open()
+		} else {
+			gate.abandon()
+		}
 	}
 	cache.Unref()
 	if err != nil {

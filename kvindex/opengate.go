@@ -32,6 +32,7 @@ type openGate struct {
 	mu           sync.Mutex
 	db           pebble.DBForCompaction
 	opened       bool
+	registered   bool
 	unregistered bool
 	running      int // compactions granted and not Done
 
@@ -67,19 +68,27 @@ func (g *openGate) wake() {
 func (g *openGate) Register(_ int, db pebble.DBForCompaction) {
 	g.mu.Lock()
 	g.db = db
+	g.registered = true
 	g.mu.Unlock()
 	go g.granter()
 }
 
+// abandon stops the granter after a failed Open: Pebble does not
+// unregister its scheduler when Open fails after registering it.
+func (g *openGate) abandon() { g.Unregister() }
+
 // Unregister implements pebble.CompactionScheduler: it returns once the
 // granter, the only caller into the database besides TrySchedule, has
-// stopped.
+// stopped. Calls after the first, or before Register, do nothing.
 func (g *openGate) Unregister() {
 	g.mu.Lock()
+	first := g.registered && !g.unregistered
 	g.unregistered = true
 	g.mu.Unlock()
-	close(g.stop)
-	<-g.done
+	if first {
+		close(g.stop)
+		<-g.done
+	}
 }
 
 // TrySchedule implements pebble.CompactionScheduler.

@@ -86,3 +86,30 @@ func TestOpenGateOnReopen(t *testing.T) {
 		t.Fatal("manual compaction after a gated open did not finish in 30 s: the gate stayed closed")
 	}
 }
+
+// A gate whose Open failed stops its granter (Pebble does not unregister
+// after a failed Open); one that was never registered is left alone, and
+// Pebble's own Unregister at Close after that does nothing.
+func TestOpenGateAbandon(t *testing.T) {
+	never := newOpenGate()
+	never.abandon() // must not wait for a granter that never started
+
+	po := &pebble.Options{FS: vfs.NewMem(), Logger: pebbleLogger{zerolog.Nop()}}
+	po.EnsureDefaults()
+	g := newOpenGate()
+	po.Experimental.CompactionScheduler = g
+	db, err := pebble.Open("db", po)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.abandon()
+	select {
+	case <-g.done:
+	default:
+		t.Fatal("granter still running after abandon")
+	}
+	g.abandon()
+	if err := db.Close(); err != nil { // unregisters once more
+		t.Fatal(err)
+	}
+}
