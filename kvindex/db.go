@@ -104,11 +104,18 @@ func Open(opts Options) (*DB, error) {
 		L0CompactionThreshold:       4,
 		L0StopWritesThreshold:       24,
 		LBaseMaxBytes:               256 << 20,
-		FormatMajorVersion:          pebble.FormatNewest,
-		ReadOnly:                    opts.ReadOnly,
-		ErrorIfNotExists:            opts.ReadOnly,
-		Logger:                      pebbleLogger{opts.Logger.With().Str("component", "pebble").Logger()},
-		FS:                          fs,
+		// Start writing the WAL back every 1 MiB (sync_file_range), so
+		// that the fsync of the old WAL, which Pebble makes inside the
+		// commit that rotates the memtable, covers at most that much: it
+		// stalled the dispatcher for 15-25 ms at a time (bench
+		// dispatch-lag at 24k appends/s: p99.9 lag 15.6 -> 8.1 ms, max
+		// 24 -> 10 ms, medians of 5 runs).
+		WALBytesPerSync:    1 << 20,
+		FormatMajorVersion: pebble.FormatNewest,
+		ReadOnly:           opts.ReadOnly,
+		ErrorIfNotExists:   opts.ReadOnly,
+		Logger:             pebbleLogger{opts.Logger.With().Str("component", "pebble").Logger()},
+		FS:                 fs,
 	}
 	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionBalanced })
 	// Bloom filters (10 bits, about 1.2 bytes, per key) let the point

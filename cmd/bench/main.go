@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -34,9 +35,9 @@ func main() {
 // newRootCommand builds the bench command from the subcommands'
 // constructors.
 func newRootCommand() *cobra.Command {
-	var cpuProfile string
+	var cpuProfile, traceOut string
 	var gcPercent int
-	var profFile *os.File
+	var profFile, traceFile *os.File
 	root := &cobra.Command{
 		Use:           "bench",
 		Short:         "rocketkv load generator and storage benchmarks",
@@ -45,6 +46,17 @@ func newRootCommand() *cobra.Command {
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			if gcPercent > 0 {
 				debug.SetGCPercent(gcPercent)
+			}
+			if traceOut != "" {
+				f, err := os.Create(traceOut)
+				if err != nil {
+					return fmt.Errorf("execution trace: %w", err)
+				}
+				if err := trace.Start(f); err != nil {
+					_ = f.Close()
+					return fmt.Errorf("execution trace: %w", err)
+				}
+				traceFile = f
 			}
 			if cpuProfile == "" {
 				return nil
@@ -61,6 +73,12 @@ func newRootCommand() *cobra.Command {
 			return nil
 		},
 		PersistentPostRunE: func(*cobra.Command, []string) error {
+			if traceFile != nil {
+				trace.Stop()
+				if err := traceFile.Close(); err != nil {
+					return fmt.Errorf("execution trace: %w", err)
+				}
+			}
 			if profFile == nil {
 				return nil
 			}
@@ -72,6 +90,7 @@ func newRootCommand() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this process (with --inprocess: load generator and broker) to the file")
+	root.PersistentFlags().StringVar(&traceOut, "trace", "", "write a Go execution trace of this process (go tool trace) to the file")
 	root.PersistentFlags().IntVar(&gcPercent, "gogc", 0, "garbage collector target (GOGC) of this process only, not of a broker it starts; with --inprocess, cq and dispatch-lag it applies to the code measured too (0: Go's default or $GOGC)")
 	root.AddCommand(
 		newProduceCommand(),
