@@ -28,6 +28,10 @@ func (b *Broker) admitted(process remoting.RespondFunc) remoting.RespondFunc {
 		if !b.disp.Behind() {
 			return process(ctx, conn, req)
 		}
+		if b.shutdown.Load() {
+			// No new goroutines once Shutdown may be waiting for them.
+			return remoting.NewResponse(req, remoting.ServiceNotAvailable, "the broker is shutting down")
+		}
 		select {
 		case b.admitSlots <- struct{}{}:
 		default:
