@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -37,26 +36,19 @@ func (b *Broker) admitted(process remoting.RespondFunc) remoting.RespondFunc {
 		default:
 			b.busyLog.Warn().Int32("code", req.Code).Int64("lag", b.disp.Lag()).Msg("send refused: flow control, too many sends waiting (sampled, at most one line a second)")
 			return remoting.NewResponse(req, remoting.SystemBusy,
-				fmt.Sprintf("[DISPATCH_BEHIND] broker busy: %d sends already wait for the index; retry", maxAdmitWaiters))
+				fmt.Sprintf("[DISPATCH_BEHIND] broker busy: %d sends already wait for the index; retry", cap(b.admitSlots)))
 		}
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
 			defer func() { <-b.admitSlots }()
-			defer func() {
-				if r := recover(); r != nil {
-					b.log.Error().Int32("code", req.Code).Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).Msg("send processor panicked")
-					_ = conn.Reply(req, remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("internal error: %v", r)))
+			conn.Serve(req, remoting.RespondFunc(func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+				if err := b.disp.Admit(ctx, b.cfg.WaitTimeMillsInSendQueue); err != nil {
+					b.busyLog.Warn().Err(err).Int32("code", req.Code).Msg("send refused: flow control (sampled, at most one line a second)")
+					return remoting.NewResponse(req, appendErrorCode(err), "[DISPATCH_BEHIND] broker busy: "+err.Error()+"; retry")
 				}
-			}()
-			if err := b.disp.Admit(ctx, b.cfg.WaitTimeMillsInSendQueue); err != nil {
-				b.busyLog.Warn().Err(err).Int32("code", req.Code).Msg("send refused: flow control (sampled, at most one line a second)")
-				_ = conn.Reply(req, remoting.NewResponse(req, appendErrorCode(err), "[DISPATCH_BEHIND] broker busy: "+err.Error()+"; retry"))
-				return
-			}
-			if resp := process(ctx, conn, req); resp != nil {
-				_ = conn.Reply(req, resp)
-			}
+				return process(ctx, conn, req)
+			}))
 		}()
 		return nil
 	}

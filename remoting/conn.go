@@ -168,6 +168,12 @@ func (c *Conn) Close() error {
 	return nil
 }
 
+// Serve runs h for req as a worker runs the server's handler: with the
+// connection's context, and a panic in h answered SYSTEM_ERROR and logged
+// instead of ending the process. It is for requests answered later, off
+// the worker that received them (long polling, flow control).
+func (c *Conn) Serve(req *Command, h Handler) { c.srv.serve(c, req, h) }
+
 // Reply sends resp as the answer to req: it copies req's opaque and sets
 // the response flag. Nothing is sent when req is oneway. Reply may be
 // called from any goroutine, during ServeCommand or long after it.

@@ -307,11 +307,11 @@ func (s *Server) process(conn *Conn, frame []byte) {
 		return
 	}
 	conn.noteClient(cmd)
-	s.serve(conn, cmd)
+	s.serve(conn, cmd, s.h)
 }
 
-// serve runs the handler, turning a panic into a SYSTEM_ERROR answer.
-func (s *Server) serve(conn *Conn, req *Command) {
+// serve runs h for req, turning a panic into a SYSTEM_ERROR answer.
+func (s *Server) serve(conn *Conn, req *Command, h Handler) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error().Stringer("conn", conn).Int32("code", req.Code).Int32("opaque", req.Opaque).
@@ -319,7 +319,7 @@ func (s *Server) serve(conn *Conn, req *Command) {
 			_ = conn.Reply(req, NewResponse(req, SystemError, fmt.Sprintf("internal error: %v", r)))
 		}
 	}()
-	s.h.ServeCommand(conn.ctx, conn, req)
+	h.ServeCommand(conn.ctx, conn, req)
 }
 
 // overloaded answers a frame that found the job queue full. It runs on the

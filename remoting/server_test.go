@@ -380,6 +380,35 @@ func TestUnknownCodeAndPanic(t *testing.T) {
 	}
 }
 
+// Conn.Serve answers a request later, off the worker, as the worker would:
+// the handler's response is sent, and a panic is answered SYSTEM_ERROR and
+// logged instead of ending the process.
+func TestServeLater(t *testing.T) {
+	mux := NewMux()
+	mux.Handle(SendMessage, RespondFunc(func(_ context.Context, conn *Conn, req *Command) *Command {
+		go conn.Serve(req, RespondFunc(func(context.Context, *Conn, *Command) *Command {
+			if req.ExtFields["panic"] == "true" {
+				panic("late boom")
+			}
+			return NewResponse(req, Success, "late")
+		}))
+		return nil
+	}))
+	s, logs := startServer(t, ServerConfig{}, mux)
+	c := dialServer(t, s, ClientOptions{})
+	resp, err := c.Invoke(testCtx(t), NewRequest(SendMessage, nil, nil))
+	if err != nil || resp.Code != Success || resp.Remark != "late" {
+		t.Fatalf("answered later: %v %v", resp, err)
+	}
+	resp, err = c.Invoke(testCtx(t), NewRequest(SendMessage, map[string]string{"panic": "true"}, nil))
+	if err != nil || resp.Code != SystemError || !strings.Contains(resp.Remark, "late boom") {
+		t.Fatalf("panic answered later: %v %v", resp, err)
+	}
+	if !strings.Contains(logs.String(), "handler panicked") {
+		t.Fatalf("no log line for the late panic: %s", logs)
+	}
+}
+
 func TestBinaryRequestAnsweredInBinary(t *testing.T) {
 	mux := NewMux()
 	mux.HandleFunc(SendMessageV2, echo)
