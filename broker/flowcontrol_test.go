@@ -15,34 +15,96 @@ import (
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
+// stalledBroker is a test broker with a 4 KiB maxDispatchLagBytes whose
+// dispatcher is held at its first record of topic "Stall" until release.
+type stalledBroker struct {
+	*testBroker
+	c       *remoting.Client
+	release func()
+}
+
+// startStalledBroker starts the broker (overrides and adjust as for
+// startTestBrokerWith), sends the record that stalls dispatch, and
+// releases dispatch when the test ends if it has not been released.
+func startStalledBroker(t *testing.T, overrides map[string]string, adjust func(*Broker)) *stalledBroker {
+	t.Helper()
+	stall := make(chan struct{})
+	var holdOnce, releaseOnce sync.Once
+	o := map[string]string{"maxDispatchLagBytes": "4096"}
+	for k, v := range overrides {
+		o[k] = v
+	}
+	tb := startTestBrokerWith(t, t.TempDir(), o, func(b *Broker) {
+		b.dispatchHooks = map[string]kvindex.Hook{"Stall": kvindex.HookFunc(func(*pebble.Batch, *commitlog.Message) error {
+			holdOnce.Do(func() { <-stall }) // the first record holds dispatch up
+			return nil
+		})}
+		if adjust != nil {
+			adjust(b)
+		}
+	})
+	sb := &stalledBroker{testBroker: tb, release: func() { releaseOnce.Do(func() { close(stall) }) }}
+	t.Cleanup(sb.release) // registered after the broker's: runs before its shutdown
+	sb.c = tb.client(nil)
+	mustSend(t, sb.c, "Stall", 0, "hold dispatch", "")
+	return sb
+}
+
+// fillPastBound appends n 1 KiB messages to Flow/0 through the internal
+// path (no flow control), so that dispatch is behind the bound.
+func (sb *stalledBroker) fillPastBound(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		if _, err := sb.putMessages(context.Background(), []*commitlog.Message{{Topic: "Flow", Body: []byte(flowBody)}}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !sb.disp.Behind() {
+		t.Fatalf("dispatch not behind after %d KiB appended behind a stalled dispatcher (lag %d)", n, sb.disp.Lag())
+	}
+}
+
+// sendAsync sends one 1 KiB message to Flow/0 and delivers its answer's
+// code (-1 for an error) to answers.
+func (sb *stalledBroker) sendAsync(t *testing.T, i int, answers chan<- int32) {
+	t.Helper()
+	req := remoting.NewRequest(remoting.SendMessageV2, map[string]string{
+		"a": "pg", "b": "Flow", "c": "TBW102", "d": "4", "e": "0", "f": "0",
+		"g": strconv.FormatInt(time.Now().UnixMilli()+int64(i), 10), "h": "0", "i": "",
+	}, []byte(flowBody))
+	if err := sb.c.InvokeAsync(req, func(resp *remoting.Command, err error) {
+		if err != nil {
+			answers <- -1
+			return
+		}
+		answers <- resp.Code
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// flowMessages returns how many messages Flow/0 holds once dispatch has
+// caught up.
+func (sb *stalledBroker) flowMessages(t *testing.T) int64 {
+	t.Helper()
+	sb.caughtUp()
+	maxOff, err := sb.cqs.MaxOffset("Flow", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return maxOff
+}
+
+var flowBody = strings.Repeat("x", 1024)
+
 // A send is answered SYSTEM_BUSY, and not stored, when the index stays more
 // than maxDispatchLagBytes behind the CommitLog for waitTimeMillsInSendQueue;
 // once dispatch moves again sends are accepted.
 func TestSendFlowControlWhenDispatchBehind(t *testing.T) {
-	stall := make(chan struct{})
-	var once sync.Once
-	tb := startTestBrokerWith(t, t.TempDir(), map[string]string{
-		"maxDispatchLagBytes": "4096", "waitTimeMillsInSendQueue": "50",
-	}, func(b *Broker) {
-		b.dispatchHooks = map[string]kvindex.Hook{"Stall": kvindex.HookFunc(func(*pebble.Batch, *commitlog.Message) error {
-			once.Do(func() { <-stall }) // the first record holds dispatch up
-			return nil
-		})}
-	})
-	defer func() { // release dispatch if the test fails before it does
-		select {
-		case <-stall:
-		default:
-			close(stall)
-		}
-	}()
-	c := tb.client(nil)
-	mustSend(t, c, "Stall", 0, "hold dispatch", "")
-
-	body := strings.Repeat("x", 1024)
+	sb := startStalledBroker(t, map[string]string{"waitTimeMillsInSendQueue": "50"}, nil)
 	accepted, busy := 0, false
 	for range 20 {
-		r := sendV2(t, c, "Flow", 0, body, "")
+		r := sendV2(t, sb.c, "Flow", 0, flowBody, "")
 		if r.Code == remoting.SystemBusy {
 			busy = true
 			break
@@ -53,16 +115,15 @@ func TestSendFlowControlWhenDispatchBehind(t *testing.T) {
 		accepted++
 	}
 	if !busy {
-		t.Fatalf("20 sends of 1 KiB with dispatch stalled and a 4 KiB bound: none refused (lag %d)", tb.disp.Lag())
+		t.Fatalf("20 sends of 1 KiB with dispatch stalled and a 4 KiB bound: none refused (lag %d)", sb.disp.Lag())
 	}
 	if accepted < 3 {
 		t.Fatalf("refused after %d sends; the bound of 4 KiB allows about 4", accepted)
 	}
-	close(stall)
-	mustSend(t, c, "Flow", 0, body, "")
-	tb.caughtUp()
-	if maxOff, err := tb.cqs.MaxOffset("Flow", 0); err != nil || maxOff != int64(accepted+1) {
-		t.Fatalf("Flow/0 holds %d messages (%v), want the %d accepted", maxOff, err, accepted+1)
+	sb.release()
+	mustSend(t, sb.c, "Flow", 0, flowBody, "")
+	if n := sb.flowMessages(t); n != int64(accepted+1) {
+		t.Fatalf("Flow/0 holds %d messages, want the %d accepted", n, accepted+1)
 	}
 }
 
@@ -70,54 +131,15 @@ func TestSendFlowControlWhenDispatchBehind(t *testing.T) {
 // the remoting server has workers, other requests are still answered, and
 // the waiting sends are stored once dispatch moves.
 func TestWaitingSendsHoldNoWorker(t *testing.T) {
-	stall := make(chan struct{})
-	var once sync.Once
-	tb := startTestBrokerWith(t, t.TempDir(), map[string]string{
-		"maxDispatchLagBytes": "4096", "waitTimeMillsInSendQueue": "60000",
-	}, func(b *Broker) {
-		b.dispatchHooks = map[string]kvindex.Hook{"Stall": kvindex.HookFunc(func(*pebble.Batch, *commitlog.Message) error {
-			once.Do(func() { <-stall })
-			return nil
-		})}
-	})
-	defer func() {
-		select {
-		case <-stall:
-		default:
-			close(stall)
-		}
-	}()
-	c := tb.client(nil)
-	mustSend(t, c, "Stall", 0, "hold dispatch", "")
-	body := strings.Repeat("x", 1024)
-	for range 8 { // past the 4 KiB bound, through the internal path
-		if _, err := tb.putMessages(context.Background(), []*commitlog.Message{{Topic: "Flow", Body: []byte(body)}}, false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !tb.disp.Behind() {
-		t.Fatalf("dispatch not behind after 8 KiB appended behind a stalled dispatcher (lag %d)", tb.disp.Lag())
-	}
-
+	sb := startStalledBroker(t, map[string]string{"waitTimeMillsInSendQueue": "60000"}, nil)
+	sb.fillPastBound(t, 8)
 	const waiting = 40 // more than the server's 16 workers
 	answers := make(chan int32, waiting)
 	for i := range waiting {
-		req := remoting.NewRequest(remoting.SendMessageV2, map[string]string{
-			"a": "pg", "b": "Flow", "c": "TBW102", "d": "4", "e": "0", "f": "0",
-			"g": strconv.FormatInt(time.Now().UnixMilli()+int64(i), 10), "h": "0", "i": "",
-		}, []byte(body))
-		if err := c.InvokeAsync(req, func(resp *remoting.Command, err error) {
-			if err != nil {
-				answers <- -1
-				return
-			}
-			answers <- resp.Code
-		}); err != nil {
-			t.Fatal(err)
-		}
+		sb.sendAsync(t, i, answers)
 	}
 	// A request of another kind is answered while all those sends wait.
-	r := call(t, c, remoting.GetMaxOffset, map[string]string{"topic": "Flow", "queueId": "0"}, nil)
+	r := call(t, sb.c, remoting.GetMaxOffset, map[string]string{"topic": "Flow", "queueId": "0"}, nil)
 	if r.Code != remoting.Success {
 		t.Fatalf("GET_MAX_OFFSET while sends wait: code %d %s", r.Code, r.Remark)
 	}
@@ -126,14 +148,35 @@ func TestWaitingSendsHoldNoWorker(t *testing.T) {
 		t.Fatalf("a waiting send was answered (code %d) before dispatch moved", code)
 	default:
 	}
-	close(stall)
+	sb.release()
 	for range waiting {
 		if code := <-answers; code != remoting.Success {
 			t.Fatalf("waiting send answered %d after dispatch moved, want SUCCESS", code)
 		}
 	}
-	tb.caughtUp()
-	if maxOff, err := tb.cqs.MaxOffset("Flow", 0); err != nil || maxOff != 8+waiting {
-		t.Fatalf("Flow/0 holds %d messages (%v), want %d", maxOff, err, 8+waiting)
+	if n := sb.flowMessages(t); n != 8+waiting {
+		t.Fatalf("Flow/0 holds %d messages, want %d", n, 8+waiting)
+	}
+}
+
+// With every waiting slot taken, a further send is answered SYSTEM_BUSY at
+// once and not stored; the waiting one is stored once dispatch moves.
+func TestSendBusyWhenWaitingSlotsFull(t *testing.T) {
+	sb := startStalledBroker(t, map[string]string{"waitTimeMillsInSendQueue": "60000"},
+		func(b *Broker) { b.admitSlots = make(chan struct{}, 1) })
+	sb.fillPastBound(t, 8)
+	answers := make(chan int32, 1)
+	sb.sendAsync(t, 0, answers)
+	waitFor(t, "the first send to take the waiting slot", func() bool { return len(sb.admitSlots) == 1 })
+	r := sendV2(t, sb.c, "Flow", 0, flowBody, "")
+	if r.Code != remoting.SystemBusy || !strings.Contains(r.Remark, "already wait") {
+		t.Fatalf("send with the waiting slots full: code %d %q, want SYSTEM_BUSY", r.Code, r.Remark)
+	}
+	sb.release()
+	if code := <-answers; code != remoting.Success {
+		t.Fatalf("waiting send answered %d after dispatch moved, want SUCCESS", code)
+	}
+	if n := sb.flowMessages(t); n != 8+1 {
+		t.Fatalf("Flow/0 holds %d messages, want 9 (the refused send is not stored)", n)
 	}
 }
