@@ -181,8 +181,7 @@ func (d *DB) checkSchema() error {
 		if d.readOnly {
 			return nil
 		}
-		b := binary.BigEndian.AppendUint32(nil, schemaVersion)
-		if err := d.pdb.Set(metaKey(metaSchema), b, pebble.Sync); err != nil {
+		if err := d.writeSchemaVersion(); err != nil {
 			return fmt.Errorf("write schema version: %w", err)
 		}
 		return nil
@@ -195,13 +194,17 @@ func (d *DB) checkSchema() error {
 		return fmt.Errorf("%w: %d (this build reads %d to %d)", ErrSchema, ver, minSchemaVersion, schemaVersion)
 	}
 	if ver < schemaVersion && !d.readOnly {
-		b := binary.BigEndian.AppendUint32(nil, schemaVersion)
-		if err := d.pdb.Set(metaKey(metaSchema), b, pebble.Sync); err != nil {
+		if err := d.writeSchemaVersion(); err != nil {
 			return fmt.Errorf("upgrade schema version %d to %d: %w", ver, schemaVersion, err)
 		}
 		d.log.Info().Uint32("from", ver).Uint32("to", schemaVersion).Msg("index schema version upgraded")
 	}
 	return nil
+}
+
+// writeSchemaVersion records schemaVersion, synced.
+func (d *DB) writeSchemaVersion() error {
+	return d.pdb.Set(metaKey(metaSchema), binary.BigEndian.AppendUint32(nil, schemaVersion), pebble.Sync)
 }
 
 // get returns a copy of the value of k, or nil when absent.

@@ -250,17 +250,13 @@ func (d *Dispatcher) Behind() bool {
 // dispatch to come within the bound; then it returns ErrDispatchBehind
 // (wrapped with the lag). With MaxLagBytes 0 it returns at once.
 func (d *Dispatcher) Admit(ctx context.Context, wait time.Duration) error {
+	if !d.Behind() {
+		return nil
+	}
 	bound := d.opts.MaxLagBytes
-	if bound <= 0 {
-		return nil
-	}
-	end := d.opts.Log.MaxOffset()
-	if end-d.next.Load() <= bound {
-		return nil
-	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	err := d.WaitFor(wctx, end-bound)
+	err := d.WaitFor(wctx, d.opts.Log.MaxOffset()-bound)
 	if err == nil {
 		return nil
 	}

@@ -261,6 +261,12 @@ func TestDispatcherAdmit(t *testing.T) {
 	if !errors.Is(err, ErrDispatchBehind) {
 		t.Fatalf("admit while %d bytes behind: %v, want ErrDispatchBehind", s.disp.Lag(), err)
 	}
+	// A caller that gives up is told so, not that dispatch is behind.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := s.disp.Admit(cctx, time.Minute); !errors.Is(err, context.Canceled) || errors.Is(err, ErrDispatchBehind) {
+		t.Fatalf("admit with a cancelled context while behind: %v, want context.Canceled", err)
+	}
 	s.disp.mu.Lock()
 	left := len(s.disp.waiters)
 	s.disp.mu.Unlock()

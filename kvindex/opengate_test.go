@@ -17,14 +17,8 @@ import (
 // granter; once the gate opens, the debt is compacted without any further
 // prompt.
 func TestOpenGateHoldsCompactionsUntilOpened(t *testing.T) {
-	po := &pebble.Options{FS: vfs.NewMem(), L0CompactionThreshold: 2, Logger: pebbleLogger{zerolog.Nop()}}
-	po.EnsureDefaults()
 	gate := newOpenGate()
-	po.Experimental.CompactionScheduler = gate
-	db, err := pebble.Open("db", po)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openGatedMemDB(t, gate, 2)
 	defer db.Close()
 	const flushes = 6
 	for i := range flushes {
@@ -94,14 +88,8 @@ func TestOpenGateAbandon(t *testing.T) {
 	never := newOpenGate()
 	never.abandon() // must not wait for a granter that never started
 
-	po := &pebble.Options{FS: vfs.NewMem(), Logger: pebbleLogger{zerolog.Nop()}}
-	po.EnsureDefaults()
 	g := newOpenGate()
-	po.Experimental.CompactionScheduler = g
-	db, err := pebble.Open("db", po)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openGatedMemDB(t, g, 0)
 	g.abandon()
 	select {
 	case <-g.done:
@@ -112,4 +100,18 @@ func TestOpenGateAbandon(t *testing.T) {
 	if err := db.Close(); err != nil { // unregisters once more
 		t.Fatal(err)
 	}
+}
+
+// openGatedMemDB opens an in-memory Pebble database scheduled by gate
+// (l0Threshold: L0CompactionThreshold, 0 for Pebble's default).
+func openGatedMemDB(t *testing.T, gate *openGate, l0Threshold int) *pebble.DB {
+	t.Helper()
+	po := &pebble.Options{FS: vfs.NewMem(), L0CompactionThreshold: l0Threshold, Logger: pebbleLogger{zerolog.Nop()}}
+	po.EnsureDefaults()
+	po.Experimental.CompactionScheduler = gate
+	db, err := pebble.Open("db", po)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
