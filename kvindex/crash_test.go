@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strings"
 	"sync"
@@ -251,30 +250,9 @@ func TestConsumerOffsetsSurviveSIGKILL(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, uint64(time.Now().UnixNano())))
 	acked := map[int32]int64{}
 	for i := 0; i < 5; i++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnvOffsets+"="+root)
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(out)
-		if !sc.Scan() || sc.Text() != "ready" {
-			t.Fatalf("child did not start: %q", sc.Text())
-		}
-		lines := make(chan string, 1<<16)
-		go func() {
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
+		cmd, _, lines := testutil.StartChildLines(t, childEnvOffsets+"="+root)
 		time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		testutil.KillChild(cmd)
 		for l := range lines {
 			var q int32
 			var off int64

@@ -13,9 +13,36 @@ import (
 // child's TestMain is expected to see env, start its work and print
 // "ready" (or "ready ADDR" for a server) as its first line. StartChild
 // returns the running command and ADDR (empty without one), and drains
-// the rest of the child's output. The child's stderr
-// is the test's. Stop it with KillChild (SIGKILL, for crash tests).
+// the rest of the child's output. The child's stderr is the test's. Stop
+// it with KillChild (SIGKILL, for crash tests).
 func StartChild(t testing.TB, env string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd, addr, sc := startChild(t, env)
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	return cmd, addr
+}
+
+// StartChildLines is StartChild for a child that reports its work on its
+// later output lines: they arrive on the returned channel, which is closed
+// when the child's output ends (after KillChild, for example). The child
+// blocks on its output once 1<<16 lines are unread.
+func StartChildLines(t testing.TB, env string) (*exec.Cmd, string, <-chan string) {
+	t.Helper()
+	cmd, addr, sc := startChild(t, env)
+	lines := make(chan string, 1<<16)
+	go func() {
+		defer close(lines)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	return cmd, addr, lines
+}
+
+func startChild(t testing.TB, env string) (*exec.Cmd, string, *bufio.Scanner) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), env)
@@ -34,12 +61,7 @@ func StartChild(t testing.TB, env string) (*exec.Cmd, string) {
 		KillChild(cmd)
 		t.Fatalf("child did not start: %q %v", line, sc.Err())
 	}
-	addr := strings.TrimPrefix(strings.TrimPrefix(line, "ready"), " ")
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	return cmd, addr
+	return cmd, strings.TrimPrefix(strings.TrimPrefix(line, "ready"), " "), sc
 }
 
 // KillChild SIGKILLs a child started by StartChild and waits for it.
