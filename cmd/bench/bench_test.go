@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -386,6 +387,28 @@ func TestSmoke(t *testing.T) {
 			"--runs", "1", "--segment", "8388608", "--dir", dir)
 		if !strings.Contains(out, "lag p99") || !strings.Contains(out, "key index on") {
 			t.Fatalf("output:\n%s", out)
+		}
+	})
+	t.Run("dispatch-lag-recordings", func(t *testing.T) {
+		// --gogc, --trace and --cpuprofile (this process only) and no lag bound.
+		prev := debug.SetGCPercent(-1)
+		debug.SetGCPercent(prev)
+		t.Cleanup(func() { debug.SetGCPercent(prev) })
+		trc, prof := filepath.Join(t.TempDir(), "bench.trace"), filepath.Join(t.TempDir(), "bench.pprof")
+		out := runBench(t, "dispatch-lag", "--duration", "300ms", "--warmup", "100ms", "--writers", "2", "--queues", "16",
+			"--runs", "1", "--segment", "8388608", "--baseline=false", "--max-lag-bytes", "0", "--dir", dir,
+			"--gogc", "400", "--trace", trc, "--cpuprofile", prof)
+		if !strings.Contains(out, "no lag bound") {
+			t.Fatalf("output:\n%s", out)
+		}
+		if got := debug.SetGCPercent(prev); got != 400 {
+			t.Fatalf("--gogc 400 left the GC target at %d", got)
+		}
+		for file, magic := range map[string]string{trc: "go 1.", prof: "\x1f\x8b"} {
+			b, err := os.ReadFile(file)
+			if err != nil || !strings.HasPrefix(string(b), magic) {
+				t.Fatalf("%s: %d bytes starting %q (%v), want a recording starting %q", file, len(b), b[:min(len(b), 8)], err, magic)
+			}
 		}
 	})
 	t.Run("dispatch-lag-no-key-index", func(t *testing.T) {

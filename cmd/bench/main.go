@@ -14,7 +14,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -37,7 +39,10 @@ func main() {
 func newRootCommand() *cobra.Command {
 	var cpuProfile, traceOut string
 	var gcPercent int
-	var profFile, traceFile *os.File
+	captures := []*capture{
+		{what: "cpu profile", path: &cpuProfile, start: pprof.StartCPUProfile, stop: pprof.StopCPUProfile},
+		{what: "execution trace", path: &traceOut, start: trace.Start, stop: trace.Stop},
+	}
 	root := &cobra.Command{
 		Use:           "bench",
 		Short:         "rocketkv load generator and storage benchmarks",
@@ -47,46 +52,19 @@ func newRootCommand() *cobra.Command {
 			if gcPercent > 0 {
 				debug.SetGCPercent(gcPercent)
 			}
-			if traceOut != "" {
-				f, err := os.Create(traceOut)
-				if err != nil {
-					return fmt.Errorf("execution trace: %w", err)
+			for _, c := range captures {
+				if err := c.begin(); err != nil {
+					return err
 				}
-				if err := trace.Start(f); err != nil {
-					_ = f.Close()
-					return fmt.Errorf("execution trace: %w", err)
-				}
-				traceFile = f
 			}
-			if cpuProfile == "" {
-				return nil
-			}
-			f, err := os.Create(cpuProfile)
-			if err != nil {
-				return fmt.Errorf("cpu profile: %w", err)
-			}
-			if err := pprof.StartCPUProfile(f); err != nil {
-				_ = f.Close()
-				return fmt.Errorf("cpu profile: %w", err)
-			}
-			profFile = f
 			return nil
 		},
 		PersistentPostRunE: func(*cobra.Command, []string) error {
-			if traceFile != nil {
-				trace.Stop()
-				if err := traceFile.Close(); err != nil {
-					return fmt.Errorf("execution trace: %w", err)
-				}
+			var errs []error
+			for _, c := range captures {
+				errs = append(errs, c.end())
 			}
-			if profFile == nil {
-				return nil
-			}
-			pprof.StopCPUProfile()
-			if err := profFile.Close(); err != nil {
-				return fmt.Errorf("cpu profile: %w", err)
-			}
-			return nil
+			return errors.Join(errs...)
 		},
 	}
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this process (with --inprocess: load generator and broker) to the file")
@@ -125,4 +103,45 @@ func machineLine() string {
 	}
 	return fmt.Sprintf("%s, %d CPUs, GOMAXPROCS %d, %s, load average %s",
 		model, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), load)
+}
+
+// capture is a runtime recording of this process written to a file
+// named by a flag: a CPU profile or an execution trace.
+type capture struct {
+	what  string
+	path  *string // the flag's value; empty: not recorded
+	start func(io.Writer) error
+	stop  func()
+	file  *os.File
+}
+
+// begin creates the file and starts recording, when the flag is set.
+func (c *capture) begin() error {
+	if *c.path == "" {
+		return nil
+	}
+	f, err := os.Create(*c.path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.what, err)
+	}
+	if err := c.start(f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("%s: %w", c.what, err)
+	}
+	c.file = f
+	return nil
+}
+
+// end stops recording and closes the file, if begin started one.
+func (c *capture) end() error {
+	if c.file == nil {
+		return nil
+	}
+	c.stop()
+	err := c.file.Close()
+	c.file = nil
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.what, err)
+	}
+	return nil
 }
