@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -48,5 +49,16 @@ func TestPopStreamSmoke(t *testing.T) {
 	}
 	if n, _ := strconv.Atoi(m[1]); n < 190 || n > 200 {
 		t.Fatalf("%d of the 200 streamed messages re-delivered, want at least 190:\n%s", n, out)
+	}
+}
+
+// --stream-rate without --hold is refused before anything starts.
+func TestPopStreamNeedsHold(t *testing.T) {
+	cmd := newRootCommand()
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"pop", "--stream-rate", "10"})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--stream-rate needs --hold") {
+		t.Fatalf("pop --stream-rate without --hold: %v", err)
 	}
 }
