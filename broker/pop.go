@@ -363,7 +363,7 @@ func (b *Broker) processBatchAck(_ context.Context, _ *remoting.Conn, req *remot
 		if len(offsets) == 0 {
 			continue
 		}
-		if _, err := b.popSvc.AckMany(a.ConsumerGroup, topic, a.QueueID, offsets, a.PopTime, a.InvisibleTime,
+		if _, err := b.popSvc.AckMany(a.ConsumerGroup, topic, a.QueueID, a.StartOffset, offsets, a.PopTime, a.InvisibleTime,
 			a.ReviveQueueID == pop.OrderReviveQueue); err != nil {
 			return b.popError(req, err)
 		}

@@ -80,6 +80,14 @@ func TestConsumerOffsets(t *testing.T) {
 	if off, ok, _ := o.Get("G", "T", 1); !ok || off != 20 {
 		t.Fatalf("G/T/1 = %d %v", off, ok)
 	}
+	// Reads are cached: these make the deletions below replace what the
+	// cache holds.
+	if off, ok, _ := o.Get("G", "T", 0); !ok || off != 10 {
+		t.Fatalf("G/T/0 = %d %v", off, ok)
+	}
+	if off, ok, _ := o.Get("G", "U", 0); !ok || off != 5 {
+		t.Fatalf("G/U/0 = %d %v", off, ok)
+	}
 	var all []OffsetUpdate
 	_ = o.Each("G", func(u OffsetUpdate) bool { all = append(all, u); return true })
 	if len(all) != 3 {
@@ -96,6 +104,9 @@ func TestConsumerOffsets(t *testing.T) {
 	}
 	if err := o.DeleteGroup("G"); err != nil {
 		t.Fatal(err)
+	}
+	if _, ok, _ := o.Get("G", "U", 0); ok {
+		t.Fatal("offset of a deleted group still there")
 	}
 	if off, ok, _ := o.Get("H", "T", 0); !ok || off != 7 {
 		t.Fatal("offset of another group deleted")

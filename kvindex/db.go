@@ -68,7 +68,11 @@ type DB struct {
 	// positions caches the POP positions for every PopStore of the
 	// database.
 	positions *positionCache
-	stalls    *writeStalls
+	// committed caches the committed offsets (0x30) the same way.
+	committed *positionCache
+	// floors bounds the seeks of PopStore.MinInFlight (popfloor.go).
+	floors *checkpointFloors
+	stalls *writeStalls
 
 	// journalTop is the largest first offset a CQ journal record may
 	// have, once journalTopKnown (see journalMayExist).
@@ -148,7 +152,9 @@ func Open(opts Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("open index %s: %w", opts.Dir, err)
 	}
-	d := &DB{pdb: pdb, log: opts.Logger, readOnly: opts.ReadOnly, dir: opts.Dir, positions: newPositionCache(defaultPositionCache), stalls: stalls}
+	d := &DB{pdb: pdb, log: opts.Logger, readOnly: opts.ReadOnly, dir: opts.Dir, positions: newPositionCache(defaultPositionCache),
+		floors: newCheckpointFloors(defaultCheckpointFloors), committed: newPositionCache(defaultPositionCache),
+		stalls: stalls}
 	d.keys = &KeyIndex{db: d}
 	if err := d.checkSchema(); err != nil {
 		_ = pdb.Close()
@@ -193,6 +199,15 @@ func (d *DB) checkSchema() error {
 	if ver < minSchemaVersion || ver > schemaVersion {
 		return fmt.Errorf("%w: %d (this build reads %d to %d)", ErrSchema, ver, minSchemaVersion, schemaVersion)
 	}
+	if ver < 3 && !d.readOnly {
+		n, err := d.migratePopCheckpoints()
+		if err != nil {
+			return fmt.Errorf("upgrade schema version %d to %d: %w", ver, schemaVersion, err)
+		}
+		d.log.Info().Uint32("from", ver).Uint32("to", schemaVersion).Int("inFlightRecords", n).
+			Msg("index schema version upgraded: in-flight records moved to checkpoints")
+		return nil
+	}
 	if ver < schemaVersion && !d.readOnly {
 		if err := d.writeSchemaVersion(); err != nil {
 			return fmt.Errorf("upgrade schema version %d to %d: %w", ver, schemaVersion, err)
@@ -204,8 +219,11 @@ func (d *DB) checkSchema() error {
 
 // writeSchemaVersion records schemaVersion, synced.
 func (d *DB) writeSchemaVersion() error {
-	return d.pdb.Set(metaKey(metaSchema), binary.BigEndian.AppendUint32(nil, schemaVersion), pebble.Sync)
+	return d.pdb.Set(metaKey(metaSchema), schemaValue(), pebble.Sync)
 }
+
+// schemaValue is the value of the schema version key.
+func schemaValue() []byte { return binary.BigEndian.AppendUint32(nil, schemaVersion) }
 
 // get returns a copy of the value of k, or nil when absent.
 func (d *DB) get(k []byte) ([]byte, error) {

@@ -35,11 +35,13 @@
 //	0x30    consumer offset no         broker (offset commits)
 //	0x40    topic config    no         broker (create/update/delete topic)
 //	0x41    group config    no         broker (create/update/delete group)
-//	0x50    pop in-flight   no         pop service (pop, ack, change invisible time, revive)
-//	0x51    pop ack index   no         pop service, in the same batches as 0x50
+//	0x50    pop in-flight   no         schema 2 only: moved to 0x55/0x56 when opened for writing
+//	0x51    pop ack index   no         schema 2 only: deleted with 0x50
 //	0x52    pop position    no         pop service (pop)
 //	0x53    pop order       no         pop service (orderly pop, ack, change invisible time)
 //	0x54    request mode    no         broker (SET_MESSAGE_REQUEST_MODE)
+//	0x55    pop ck deadline no         pop service, in the same batches as 0x56
+//	0x56    pop checkpoint  no         pop service (pop, ack, change invisible time, revive)
 //
 // Prefixes 0x50-0x5F are reserved for POP.
 //
@@ -47,9 +49,12 @@
 //
 //	key:   0x01 | name (ASCII)
 //
-//	"schema"      value: version uint32        (currently 2; 1 = key-index values held the
-//	                                           store time. Version 1 stores are read and
-//	                                           marked 2 when opened for writing)
+//	"schema"      value: version uint32        (currently 3; 1 = key-index values held the
+//	                                           store time; 1 and 2 = one POP record per
+//	                                           message in 0x50/0x51. Older stores are read;
+//	                                           opened for writing, their POP records move
+//	                                           to checkpoints and they are marked 3, in
+//	                                           one synced batch)
 //	"dispatched"  value: offset int64          next CommitLog offset to dispatch:
 //	                                           every record before it is indexed
 //	"topicsVer"   value: counter int64 | timestamp int64   topic table DataVersion
@@ -119,39 +124,61 @@
 //	key:   0x40 | topic         value: TopicConfig JSON (meta.TopicConfig)
 //	key:   0x41 | group         value: SubscriptionGroupConfig JSON (meta.SubscriptionGroupConfig)
 //
-// # 0x50 pop in-flight: one record per popped, unacknowledged message
+// # 0x50 pop in-flight, 0x51 pop ack index (schema 2)
 //
 //	key:   0x50 | visibleAt int64 | groupLen uint16 | group | topicLen uint16 | topic | queueId int32 | queueOffset int64
 //	value: popTime int64 | invisibleTime int64 | ckOffset int64 | retryFlag uint8 | attempts uint32   (29 bytes)
-//
-// The deadline comes first, so the records due for revive are one range
-// scan from the start of the keyspace up to now. topic is the topic the
-// message was read from (the pop-retry topic for retried messages, whose
-// retryFlag is 1 for V1 %RETRY%<group>_<topic> names and 2 for V2
-// %RETRY%<group>+<topic>). visibleAt is popTime + invisibleTime, except
-// after a failed revive, which rewrites the record with a later deadline
-// and attempts + 1. ckOffset is the first offset the pop read on the queue
-// (the handle's ckQueueOffset). Written with sync before the pop is
-// answered; deleted by ack (synced before the answer) and by revive after
-// the message was re-put to the pop-retry topic or the DLQ. Orderly pops
-// write none (see 0x53). The layout is RocketMQ's popState column family
-// with length-prefixed names and a binary value.
-//
-// # 0x51 pop ack index: finds an in-flight record from an ack
-//
 //	key:   0x51 | groupLen uint16 | group | topicLen uint16 | topic | queueId int32 | queueOffset int64
 //	value: visibleAt int64 | popTime int64 | invisibleTime int64
 //
-// Exactly one per 0x50 record, written and deleted in the same batches. An
-// ack or change of invisible time looks its message up here: a handle
-// whose popTime or invisibleTime differs (stale after a change of
-// invisible time) or whose key is absent (acknowledged, revived, unknown)
-// changes nothing. A failed revive moves only visibleAt, so the handle
-// stays valid. The
-// first key of a queue's prefix is the smallest offset still in flight, to
-// which the group's committed consumer offset (0x30) is moved in the same
-// batch as every ack and revive: it advances over the contiguous prefix of
-// handled messages.
+// One record and one ack-index entry per popped message: a pop of 32
+// messages and its ack cost 128 key writes, and the tombstones they left
+// made the acks' seeks and the compactions the larger part of the broker's
+// CPU under pop+ack load. Opening such a store for writing groups the
+// records of each pop into a checkpoint (the earliest deadline and most
+// attempts of its records, so nothing is re-delivered late) and deletes
+// both keyspaces. kvdump decodes them in a store not yet migrated.
+//
+// # 0x56 pop checkpoint: one per pop of one queue with messages in flight
+//
+//	key:   0x56 | groupLen uint16 | group | topicLen uint16 | topic | queueId int32 | ckOffset int64 | popTime int64
+//	value: visibleAt int64 | invisibleTime int64 | retryFlag uint8 | attempts uint32 |
+//	       count uvarint | count x delta uvarint   (offsets still in flight: the first
+//	       minus ckOffset, each next minus the one before)
+//
+// RocketMQ's PopCheckPoint, with acknowledged offsets removed from the list
+// instead of set in a bit map. The key is what a receipt handle names:
+// group, topic (the pop-retry topic for retried messages, whose retryFlag
+// is 1 for V1 %RETRY%<group>_<topic> names and 2 for V2
+// %RETRY%<group>+<topic>), queue, ckOffset (the first offset the pop read,
+// the handle's ckQueueOffset) and popTime. An ack reads the checkpoint its
+// handle names and, when the handle's invisibleTime matches, removes its
+// offsets: one rewrite, or the deletion of both keys when none is left. A
+// handle naming no checkpoint, or with another invisibleTime (stale after
+// a change of invisible time), changes nothing. Every offset lies in
+// [ckOffset, ckOffset + 4096) (MaxCheckpointSpan; a pop reads at most that
+// many entries of a queue), so the smallest offset in flight of a queue is
+// found by a seek at most 4096 offsets below the committed offset (in
+// practice from a cached floor, popfloor.go). The group's committed
+// consumer offset (0x30) follows it: it advances over the contiguous
+// prefix of handled messages. A change of invisible time moves its message
+// to a checkpoint of its own (ckOffset = its offset, popTime = now).
+// visibleAt is popTime + invisibleTime, except after a failed revive,
+// which moves the checkpoint with the offsets it could not re-deliver to a
+// later deadline with attempts + 1. Written with sync before the pop is
+// answered; rewritten or deleted by ack (synced before the answer) and by
+// revive after its messages were re-put to the pop-retry topic or the
+// DLQ. Orderly pops write none (see 0x53).
+//
+// # 0x55 pop checkpoint deadline: the revive order
+//
+//	key:   0x55 | visibleAt int64 | groupLen uint16 | group | topicLen uint16 | topic | queueId int32 | ckOffset int64 | popTime int64
+//	value: empty
+//
+// Exactly one per 0x56 checkpoint, at its visibleAt, written and deleted in
+// the same batches. The deadline comes first, so the checkpoints due for
+// revive are one range scan from the start of the keyspace (in practice
+// from the revive cursor) up to now; each names its checkpoint.
 //
 // # 0x52 pop position: where a group's next pop of a queue starts
 //
@@ -159,7 +186,7 @@
 //	value: nextOffset int64
 //
 // Separate from the committed consumer offset (0x30): messages between the
-// two are in flight. Written with the 0x50 records of the pop that moved
+// two are in flight. Written with the 0x56 checkpoint of the pop that moved
 // it; absent for a group that never popped the queue (the pop then starts
 // from the committed offset, or from the queue's min or max by initMode).
 //

@@ -12,25 +12,39 @@ const (
 	PrefixPopPosition = prefixPopPosition
 	PrefixPopOrder    = prefixPopOrder
 	PrefixRequestMode = prefixPopRequestMd
+	PrefixPopCKDue    = prefixPopCKDue
+	PrefixPopCK       = prefixPopCK
 )
 
 // popKeyspaces are the POP keyspaces of doc.go, in prefix order.
 func popKeyspaces() []Keyspace {
 	return []Keyspace{
-		{PrefixPopInFlight, "pop-inflight", false},
-		{PrefixPopAckIndex, "pop-ack-index", false},
+		{PrefixPopInFlight, "pop-inflight-v2", false},
+		{PrefixPopAckIndex, "pop-ack-index-v2", false},
 		{PrefixPopPosition, "pop-position", false},
 		{PrefixPopOrder, "pop-order", false},
 		{PrefixRequestMode, "request-mode", false},
+		{PrefixPopCKDue, "pop-checkpoint-due", false},
+		{PrefixPopCK, "pop-checkpoint", false},
 	}
 }
 
-// PopInFlightRecord is one in-flight POP delivery (keyspace 0x50).
+// PopInFlightRecord is one in-flight POP delivery of a schema-2 store not
+// yet migrated (keyspace 0x50).
 type PopInFlightRecord struct{ InFlight }
 
-// PopAckIndexRecord is the ack index entry of an in-flight delivery
-// (keyspace 0x51); CKOffset, RetryFlag and Attempts are zero.
+// PopAckIndexRecord is the ack index entry of an in-flight delivery of a
+// schema-2 store (keyspace 0x51); CKOffset, RetryFlag and Attempts are
+// zero.
 type PopAckIndexRecord struct{ InFlight }
+
+// PopCheckpointRecord is the checkpoint of one pop of one queue with
+// messages still in flight (keyspace 0x56).
+type PopCheckpointRecord struct{ Checkpoint }
+
+// PopCheckpointDueRecord is the deadline entry of a checkpoint (keyspace
+// 0x55): its fields but Offsets, InvisibleTime, RetryFlag and Attempts.
+type PopCheckpointDueRecord struct{ Checkpoint }
 
 // PopPositionRecord is a group's next pop offset on a queue (keyspace
 // 0x52).
@@ -55,6 +69,12 @@ func (PopInFlightRecord) Keyspace() Keyspace { return mustKeyspace(PrefixPopInFl
 func (PopAckIndexRecord) Keyspace() Keyspace { return mustKeyspace(PrefixPopAckIndex) }
 
 // Keyspace implements Record.
+func (PopCheckpointRecord) Keyspace() Keyspace { return mustKeyspace(PrefixPopCK) }
+
+// Keyspace implements Record.
+func (PopCheckpointDueRecord) Keyspace() Keyspace { return mustKeyspace(PrefixPopCKDue) }
+
+// Keyspace implements Record.
 func (PopPositionRecord) Keyspace() Keyspace { return mustKeyspace(PrefixPopPosition) }
 
 // Keyspace implements Record.
@@ -74,6 +94,19 @@ func (r PopInFlightRecord) String() string {
 func (r PopAckIndexRecord) String() string {
 	return fmt.Sprintf("group=%q topic=%q queue=%d offset=%d visibleAt=%s popTime=%s",
 		r.Group, r.Topic, r.QueueID, r.QueueOffset, FormatMillis(r.VisibleAt), FormatMillis(r.PopTime))
+}
+
+// String implements Record.
+func (r PopCheckpointRecord) String() string {
+	return fmt.Sprintf("group=%q topic=%q queue=%d ckOffset=%d popTime=%s invisibleTime=%d visibleAt=%s retry=%d attempts=%d offsets=%v",
+		r.Group, r.Topic, r.QueueID, r.CKOffset, FormatMillis(r.PopTime), r.InvisibleTime, FormatMillis(r.VisibleAt),
+		r.RetryFlag, r.Attempts, r.Offsets)
+}
+
+// String implements Record.
+func (r PopCheckpointDueRecord) String() string {
+	return fmt.Sprintf("visibleAt=%s group=%q topic=%q queue=%d ckOffset=%d popTime=%s",
+		FormatMillis(r.VisibleAt), r.Group, r.Topic, r.QueueID, r.CKOffset, FormatMillis(r.PopTime))
 }
 
 // String implements Record.
@@ -123,6 +156,18 @@ func decodePopKey(key, value []byte) (rec Record, ok bool, err error) {
 			return nil, true, bad()
 		}
 		return PopAckIndexRecord{r}, true, nil
+	case PrefixPopCK:
+		c, err := decodeCheckpoint(key, value)
+		if err != nil {
+			return nil, true, bad()
+		}
+		return PopCheckpointRecord{c}, true, nil
+	case PrefixPopCKDue:
+		c, err := decodeCheckpointDue(key)
+		if err != nil || len(value) != 0 {
+			return nil, true, bad()
+		}
+		return PopCheckpointDueRecord{c}, true, nil
 	case PrefixPopPosition:
 		g, t, q, rest, err := decodeGroupTopicQueue(key, prefixPopPosition)
 		if err != nil || len(rest) != 0 {

@@ -31,12 +31,14 @@ const (
 
 // schemaVersion is the layout version this code writes. Version 1 stored
 // the record's store time as the value of every key-index entry (0x20);
-// version 2 leaves it empty. This code reads both (minSchemaVersion and
-// up) and marks a version-1 store as version 2 when it opens it for
-// writing, since its entries from then on are of the new form: a build
-// that knows only version 1 then refuses the store at open (ErrSchema)
-// instead of failing key lookups later.
-const schemaVersion = 2
+// version 2 leaves it empty. Versions 1 and 2 kept one in-flight record
+// per popped message (0x50, 0x51); version 3 keeps one checkpoint per pop
+// and queue (0x55, 0x56). This code reads key-index entries of every
+// version (minSchemaVersion and up). Opening an older store for writing
+// moves its in-flight records to checkpoints and marks it version 3 in
+// one synced batch: a build that knows only an older version then refuses
+// the store at open (ErrSchema) instead of misreading it later.
+const schemaVersion = 3
 
 // minSchemaVersion is the oldest layout version this code reads.
 const minSchemaVersion = 1

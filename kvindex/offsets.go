@@ -32,16 +32,25 @@ type OffsetUpdate struct {
 // Get returns the committed offset; ok is false when the group never
 // committed one for the queue.
 func (o *ConsumerOffsets) Get(group, topic string, queueID int32) (offset int64, ok bool, err error) {
-	v, err := o.db.get(consumerOffsetKey(group, topic, queueID))
+	k := consumerOffsetKey(group, topic, queueID)
+	off, hit, gen := o.db.committed.get(k)
+	if hit {
+		return max(off, 0), off != noPosition, nil
+	}
+	v, err := o.db.get(k)
 	if err != nil {
 		return 0, false, fmt.Errorf("read offset of %s on %s/%d: %w", group, topic, queueID, err)
 	}
 	if v == nil {
+		o.db.committed.fill(k, noPosition, gen)
 		return 0, false, nil
 	}
-	off, err := getInt64(v)
+	off, err = getInt64(v)
 	if err != nil {
 		return 0, false, fmt.Errorf("read offset of %s on %s/%d: %w", group, topic, queueID, err)
+	}
+	if off >= 0 {
+		o.db.committed.fill(k, off, gen)
 	}
 	return off, true, nil
 }
@@ -63,6 +72,7 @@ func (o *ConsumerOffsets) SetMany(updates []OffsetUpdate, durable bool) error {
 	}
 	b := o.db.pdb.NewBatch()
 	defer b.Close()
+	cached := make([]positionUpdate, 0, len(updates))
 	for _, u := range updates {
 		if err := checkName("group", u.Group); err != nil {
 			return fmt.Errorf("commit offset: %w", err)
@@ -70,9 +80,11 @@ func (o *ConsumerOffsets) SetMany(updates []OffsetUpdate, durable bool) error {
 		if err := checkName("topic", u.Topic); err != nil {
 			return fmt.Errorf("commit offset: %w", err)
 		}
-		if err := b.Set(consumerOffsetKey(u.Group, u.Topic, u.QueueID), putInt64(u.Offset), nil); err != nil {
+		k := consumerOffsetKey(u.Group, u.Topic, u.QueueID)
+		if err := b.Set(k, putInt64(u.Offset), nil); err != nil {
 			return fmt.Errorf("commit offset of %s on %s/%d: %w", u.Group, u.Topic, u.QueueID, err)
 		}
+		cached = append(cached, positionUpdate{string(k), u.Offset})
 	}
 	opts := pebble.NoSync
 	if durable {
@@ -81,6 +93,7 @@ func (o *ConsumerOffsets) SetMany(updates []OffsetUpdate, durable bool) error {
 	if err := b.Commit(opts); err != nil {
 		return fmt.Errorf("commit %d offsets: %w", len(updates), err)
 	}
+	o.db.committed.apply(cached)
 	return nil
 }
 
@@ -99,7 +112,9 @@ func (o *ConsumerOffsets) DeleteGroup(group string) error {
 }
 
 func (o *ConsumerOffsets) deleteRange(p []byte, what string) error {
-	if err := o.db.pdb.DeleteRange(p, prefixEnd(p), pebble.Sync); err != nil {
+	err := o.db.pdb.DeleteRange(p, prefixEnd(p), pebble.Sync)
+	o.db.committed.purge()
+	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil

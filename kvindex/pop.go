@@ -3,18 +3,19 @@ package kvindex
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/cockroachdb/pebble/v2"
 )
 
 // POP keyspaces (0x50-0x5F are reserved for POP); see doc.go.
 const (
-	prefixPopInFlight  byte = 0x50
-	prefixPopAckIndex  byte = 0x51
+	prefixPopInFlight  byte = 0x50 // schema 2 only: migrated to 0x55/0x56
+	prefixPopAckIndex  byte = 0x51 // schema 2 only: migrated to 0x55/0x56
 	prefixPopPosition  byte = 0x52
 	prefixPopOrder     byte = 0x53
 	prefixPopRequestMd byte = 0x54
+	prefixPopCKDue     byte = 0x55
+	prefixPopCK        byte = 0x56
 )
 
 // popInFlightValueLen is the size of an in-flight record's value.
@@ -23,9 +24,11 @@ const popInFlightValueLen = 8 + 8 + 8 + 1 + 4
 // popAckValueLen is the size of an ack-index value.
 const popAckValueLen = 24
 
-// InFlight is one popped, not yet acknowledged message (keyspaces 0x50 and
-// 0x51): the POP service's record of a delivery that becomes visible again
-// at VisibleAt unless it is acknowledged.
+// InFlight is one popped, not yet acknowledged message: the view of one
+// offset of a Checkpoint, a delivery that becomes visible again at
+// VisibleAt unless it is acknowledged. Schema-2 stores kept one record of
+// this form per message (keyspaces 0x50 and 0x51); opening one for
+// writing migrates them to checkpoints.
 type InFlight struct {
 	// Group is the consumer group that popped the message.
 	Group string `json:"group"`
@@ -102,8 +105,8 @@ type RequestMode struct {
 	JSON []byte `json:"json"`
 }
 
-// PopStore is the POP state of the database: in-flight records, their ack
-// index, pop positions, orderly batches and request modes. Reads see every
+// PopStore is the POP state of the database: checkpoints of in-flight
+// messages, pop positions, orderly batches and request modes. Reads see every
 // committed batch; writes go through PopBatch. It is safe for concurrent
 // use; callers order conflicting writes themselves (the POP service locks
 // per queue).
@@ -273,12 +276,15 @@ type PopBatch struct {
 	key       []byte
 	val       []byte
 	cache     *positionCache
+	offsets   *positionCache
+	floors    *checkpointFloors
 	positions []positionUpdate // set in the batch, cached once committed
+	committed []positionUpdate // likewise, committed offsets
 }
 
 // NewBatch returns an empty batch; Close releases it.
 func (s *PopStore) NewBatch() *PopBatch {
-	return &PopBatch{b: s.db.pdb.NewBatch(), cache: s.db.positions}
+	return &PopBatch{b: s.db.pdb.NewBatch(), cache: s.db.positions, offsets: s.db.committed, floors: s.db.floors}
 }
 
 func checkGroupTopic(group, topic string) error {
@@ -286,41 +292,6 @@ func checkGroupTopic(group, topic string) error {
 		return err
 	}
 	return checkName("topic", topic)
-}
-
-// AddInFlight records a delivery: its in-flight record (0x50) and its ack
-// index entry (0x51).
-func (p *PopBatch) AddInFlight(r *InFlight) error {
-	if err := checkGroupTopic(r.Group, r.Topic); err != nil {
-		return fmt.Errorf("add in-flight record: %w", err)
-	}
-	p.key = popInFlightKey(p.key[:0], r)
-	p.val = popInFlightValue(p.val[:0], r)
-	if err := p.b.Set(p.key, p.val, nil); err != nil {
-		return fmt.Errorf("add in-flight record %s/%s/%d@%d: %w", r.Group, r.Topic, r.QueueID, r.QueueOffset, err)
-	}
-	p.key = popAckKey(p.key[:0], r.Group, r.Topic, r.QueueID, r.QueueOffset)
-	p.val = binary.BigEndian.AppendUint64(p.val[:0], uint64(r.VisibleAt))
-	p.val = binary.BigEndian.AppendUint64(p.val, uint64(r.PopTime))
-	p.val = binary.BigEndian.AppendUint64(p.val, uint64(r.InvisibleTime))
-	if err := p.b.Set(p.key, p.val, nil); err != nil {
-		return fmt.Errorf("add ack index %s/%s/%d@%d: %w", r.Group, r.Topic, r.QueueID, r.QueueOffset, err)
-	}
-	return nil
-}
-
-// DeleteInFlight removes a delivery's record and ack index entry. Only
-// Group, Topic, QueueID, QueueOffset and VisibleAt are used.
-func (p *PopBatch) DeleteInFlight(r *InFlight) error {
-	p.key = popInFlightKey(p.key[:0], r)
-	if err := p.b.Delete(p.key, nil); err != nil {
-		return fmt.Errorf("delete in-flight record: %w", err)
-	}
-	p.key = popAckKey(p.key[:0], r.Group, r.Topic, r.QueueID, r.QueueOffset)
-	if err := p.b.Delete(p.key, nil); err != nil {
-		return fmt.Errorf("delete ack index: %w", err)
-	}
-	return nil
 }
 
 // SetPosition records a group's next pop offset on a queue.
@@ -345,9 +316,11 @@ func (p *PopBatch) SetCommitted(group, topic string, queueID int32, offset int64
 	if err := checkGroupTopic(group, topic); err != nil {
 		return fmt.Errorf("commit offset: %w", err)
 	}
-	if err := p.b.Set(consumerOffsetKey(group, topic, queueID), putInt64(offset), nil); err != nil {
+	k := consumerOffsetKey(group, topic, queueID)
+	if err := p.b.Set(k, putInt64(offset), nil); err != nil {
 		return fmt.Errorf("commit offset of %s on %s/%d: %w", group, topic, queueID, err)
 	}
+	p.committed = append(p.committed, positionUpdate{string(k), offset})
 	return nil
 }
 
@@ -393,6 +366,8 @@ func (p *PopBatch) Commit(sync bool) error {
 	}
 	p.cache.apply(p.positions)
 	p.positions = p.positions[:0]
+	p.offsets.apply(p.committed)
+	p.committed = p.committed[:0]
 	return nil
 }
 
@@ -401,60 +376,6 @@ func (p *PopBatch) Close() { _ = p.b.Close() }
 
 // Sync makes every commit so far durable.
 func (s *PopStore) Sync() error { return s.db.Flush() }
-
-// Lookup returns the in-flight delivery of a message from its ack index:
-// ok is false when the message is not in flight (never popped, acked,
-// revived). CKOffset, RetryFlag and Attempts are not filled.
-func (s *PopStore) Lookup(group, topic string, queueID int32, offset int64) (r InFlight, ok bool, err error) {
-	k := popAckKey(nil, group, topic, queueID, offset)
-	v, err := s.db.get(k)
-	if err != nil {
-		return r, false, fmt.Errorf("look up in-flight %s/%s/%d@%d: %w", group, topic, queueID, offset, err)
-	}
-	if v == nil {
-		return r, false, nil
-	}
-	r, err = decodePopAck(k, v)
-	if err != nil {
-		return r, false, fmt.Errorf("ack index %s/%s/%d@%d: %w", group, topic, queueID, offset, err)
-	}
-	return r, true, nil
-}
-
-// Record reads the in-flight record behind an ack-index entry returned by
-// Lookup (for its CKOffset, RetryFlag and Attempts).
-func (s *PopStore) Record(r InFlight) (InFlight, bool, error) {
-	k := popInFlightKey(nil, &r)
-	v, err := s.db.get(k)
-	if err != nil || v == nil {
-		return r, false, err
-	}
-	full, err := decodePopInFlight(k, v)
-	if err != nil {
-		return r, false, fmt.Errorf("in-flight record %x: %w", k, err)
-	}
-	return full, true, nil
-}
-
-// MinInFlight returns the smallest offset of a queue still in flight for a
-// group, at or above from; ok is false when none is. Callers pass a bound
-// known to be at or below every in-flight offset (the committed offset),
-// so the seek does not walk the tombstones of long acknowledged messages.
-func (s *PopStore) MinInFlight(group, topic string, queueID int32, from int64) (offset int64, ok bool, err error) {
-	it, p, err := s.ackIndexFrom(group, topic, queueID, from)
-	if err != nil {
-		return 0, false, fmt.Errorf("min in-flight of %s on %s/%d: %w", group, topic, queueID, err)
-	}
-	defer it.Close()
-	if !it.First() {
-		return 0, false, it.Error()
-	}
-	k := it.Key()
-	if len(k) != len(p)+8 {
-		return 0, false, fmt.Errorf("ack index key %x: %w", k, ErrBadKey)
-	}
-	return int64(binary.BigEndian.Uint64(k[len(p):])), true, nil
-}
 
 // Position returns a group's next pop offset on a queue; ok is false when
 // the group never popped there.
@@ -500,76 +421,6 @@ func (s *PopStore) Order(group, topic string, queueID int32) (OrderState, bool, 
 	return st, true, nil
 }
 
-// Due calls fn for in-flight records whose VisibleAt is at most before, in
-// deadline order, until fn returns false or max records were passed
-// (max <= 0: no limit).
-func (s *PopStore) Due(before int64, max int, fn func(InFlight) bool) error {
-	return s.scanInFlight(0, before, max, fn)
-}
-
-// DueFrom is Due for records whose VisibleAt is at least from: a revive
-// loop that knows no record is due before from skips the tombstones of the
-// records deleted there.
-func (s *PopStore) DueFrom(from, before int64, max int, fn func(InFlight) bool) error {
-	return s.scanInFlight(from, before, max, fn)
-}
-
-// EachInFlight calls fn for every in-flight record in deadline order until
-// fn returns false.
-func (s *PopStore) EachInFlight(fn func(InFlight) bool) error {
-	return s.scanInFlight(0, math.MaxInt64, 0, fn)
-}
-
-func (s *PopStore) scanInFlight(from, before int64, max int, fn func(InFlight) bool) error {
-	lower := []byte{prefixPopInFlight}
-	if from > 0 {
-		lower = binary.BigEndian.AppendUint64(lower, uint64(from))
-	}
-	upper := []byte{prefixPopInFlight + 1}
-	if before < math.MaxInt64 && before >= 0 {
-		upper = binary.BigEndian.AppendUint64([]byte{prefixPopInFlight}, uint64(before+1))
-	}
-	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return fmt.Errorf("scan in-flight records: %w", err)
-	}
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			_ = it.Close()
-			return fmt.Errorf("scan in-flight records: %w", err)
-		}
-		r, err := decodePopInFlight(it.Key(), v)
-		if err != nil {
-			_ = it.Close()
-			return fmt.Errorf("in-flight record %x: %w", it.Key(), err)
-		}
-		n++
-		if !fn(r) || (max > 0 && n >= max) {
-			break
-		}
-	}
-	if err := it.Close(); err != nil {
-		return fmt.Errorf("scan in-flight records: %w", err)
-	}
-	return nil
-}
-
-// NextDue returns the earliest VisibleAt in [from, before] of the in-flight
-// records; ok is false when none is due in that span. The bound matters:
-// acknowledged records leave tombstones at their deadlines, and a scan to
-// the end of time would step over every one of them until compaction.
-func (s *PopStore) NextDue(from, before int64) (int64, bool, error) {
-	var at int64
-	found := false
-	err := s.scanInFlight(from, before, 1, func(r InFlight) bool {
-		at, found = r.VisibleAt, true
-		return false
-	})
-	return at, found, err
-}
-
 // SetRequestMode stores a topic and group's request mode JSON durably.
 func (s *PopStore) SetRequestMode(topic, group string, body []byte) error {
 	if err := checkGroupTopic(group, topic); err != nil {
@@ -607,45 +458,4 @@ func (s *PopStore) EachRequestMode(fn func(RequestMode) bool) error {
 		return err
 	}
 	return derr
-}
-
-// EachInQueue calls fn, in offset order, with the ack-index entry of every
-// message of a group's queue in flight at or above from, until fn returns
-// false. The entries carry what Lookup returns.
-func (s *PopStore) EachInQueue(group, topic string, queueID int32, from int64, fn func(InFlight) bool) error {
-	it, _, err := s.ackIndexFrom(group, topic, queueID, from)
-	if err != nil {
-		return fmt.Errorf("scan in-flight of %s on %s/%d: %w", group, topic, queueID, err)
-	}
-	for ok := it.First(); ok; ok = it.Next() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			_ = it.Close()
-			return fmt.Errorf("scan in-flight of %s on %s/%d: %w", group, topic, queueID, err)
-		}
-		r, err := decodePopAck(it.Key(), v)
-		if err != nil {
-			_ = it.Close()
-			return fmt.Errorf("ack index key %x: %w", it.Key(), err)
-		}
-		if !fn(r) {
-			break
-		}
-	}
-	if err := it.Close(); err != nil {
-		return fmt.Errorf("scan in-flight of %s on %s/%d: %w", group, topic, queueID, err)
-	}
-	return nil
-}
-
-// ackIndexFrom opens an iterator over a queue's ack-index entries (0x51)
-// from queue offset from, and returns the queue's key prefix with it.
-func (s *PopStore) ackIndexFrom(group, topic string, queueID int32, from int64) (*pebble.Iterator, []byte, error) {
-	p := groupTopicQueue(nil, prefixPopAckIndex, group, topic, queueID)
-	lower := p
-	if from > 0 {
-		lower = binary.BigEndian.AppendUint64(append([]byte(nil), p...), uint64(from))
-	}
-	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(p)})
-	return it, p, err
 }

@@ -1,23 +1,25 @@
 package kvindex
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"reflect"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
-func TestPopStoreInFlightLifecycle(t *testing.T) {
+func TestPopStoreCheckpointLifecycle(t *testing.T) {
 	db := openTestDB(t)
 	s := db.Pop()
-	recs := []InFlight{
-		{Group: "g", Topic: "T", QueueID: 1, QueueOffset: 7, VisibleAt: 3000, PopTime: 1000, InvisibleTime: 2000, CKOffset: 7, Attempts: 0},
-		{Group: "g", Topic: "T", QueueID: 1, QueueOffset: 8, VisibleAt: 3000, PopTime: 1000, InvisibleTime: 2000, CKOffset: 7},
-		{Group: "g", Topic: "%RETRY%g_T", QueueID: 0, QueueOffset: 2, VisibleAt: 1500, PopTime: 1000, InvisibleTime: 500, CKOffset: 2, RetryFlag: 1, Attempts: 3},
+	cks := []Checkpoint{
+		{Group: "g", Topic: "T", QueueID: 1, CKOffset: 7, Offsets: []int64{7, 8}, VisibleAt: 3000, PopTime: 1000, InvisibleTime: 2000},
+		{Group: "g", Topic: "%RETRY%g_T", QueueID: 0, CKOffset: 2, Offsets: []int64{2}, VisibleAt: 1500, PopTime: 1000, InvisibleTime: 500, RetryFlag: 1, Attempts: 3},
 	}
 	b := s.NewBatch()
-	for i := range recs {
-		if err := b.AddInFlight(&recs[i]); err != nil {
+	for i := range cks {
+		if err := b.PutCheckpoint(&cks[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -33,7 +35,8 @@ func TestPopStoreInFlightLifecycle(t *testing.T) {
 	if err := s.Due(2999, 0, func(r InFlight) bool { due = append(due, r); return true }); err != nil {
 		t.Fatal(err)
 	}
-	if len(due) != 1 || !reflect.DeepEqual(due[0], recs[2]) {
+	want := InFlight{Group: "g", Topic: "%RETRY%g_T", QueueID: 0, QueueOffset: 2, VisibleAt: 1500, PopTime: 1000, InvisibleTime: 500, CKOffset: 2, RetryFlag: 1, Attempts: 3}
+	if len(due) != 1 || due[0] != want {
 		t.Fatalf("due before 2999: %+v", due)
 	}
 	due = nil
@@ -41,7 +44,14 @@ func TestPopStoreInFlightLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(due) != 2 || due[1].QueueOffset != 7 {
-		t.Fatalf("due at 3000, max 2: %+v", due)
+		t.Fatalf("due at 3000, max 2 messages: %+v", due)
+	}
+	var dueCks []Checkpoint
+	if err := s.DueCheckpoints(1501, 3000, 0, func(c Checkpoint) bool { dueCks = append(dueCks, c); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if len(dueCks) != 1 || !reflect.DeepEqual(dueCks[0], cks[0]) {
+		t.Fatalf("checkpoints due in [1501, 3000]: %+v", dueCks)
 	}
 	if at, ok, err := s.NextDue(0, math.MaxInt64); err != nil || !ok || at != 1500 {
 		t.Fatalf("next due %d %v %v", at, ok, err)
@@ -55,13 +65,15 @@ func TestPopStoreInFlightLifecycle(t *testing.T) {
 	if at, ok, err := s.NextDue(0, 1499); err != nil || ok {
 		t.Fatalf("next due before 1500: %d %v %v, want none", at, ok, err)
 	}
-	got, ok, err := s.Lookup("g", "T", 1, 8)
-	if err != nil || !ok || got.VisibleAt != 3000 || got.PopTime != 1000 || got.InvisibleTime != 2000 {
-		t.Fatalf("lookup: %+v %v %v", got, ok, err)
+	got, ok, err := s.Checkpoint("g", "T", 1, 7, 1000)
+	if err != nil || !ok || !reflect.DeepEqual(got, cks[0]) {
+		t.Fatalf("checkpoint by handle: %+v %v %v", got, ok, err)
 	}
-	full, ok, err := s.Record(got)
-	if err != nil || !ok || !reflect.DeepEqual(full, recs[1]) {
-		t.Fatalf("record: %+v %v %v", full, ok, err)
+	if _, ok, err := s.Checkpoint("g", "T", 1, 7, 1001); err != nil || ok {
+		t.Fatalf("checkpoint with another popTime found: %v %v", ok, err)
+	}
+	if r, ok, err := s.InFlightAt("g", "T", 1, 8); err != nil || !ok || r.CKOffset != 7 || r.VisibleAt != 3000 {
+		t.Fatalf("in flight at 8: %+v %v %v", r, ok, err)
 	}
 	if off, ok, err := s.MinInFlight("g", "T", 1, 0); err != nil || !ok || off != 7 {
 		t.Fatalf("min in flight %d %v %v", off, ok, err)
@@ -70,8 +82,17 @@ func TestPopStoreInFlightLifecycle(t *testing.T) {
 		t.Fatalf("position %d %v %v", pos, ok, err)
 	}
 
+	// Acknowledge 7: the checkpoint keeps 8, its deadline entry stays.
+	acked := cks[0]
+	acked.Offsets = append([]int64(nil), acked.Offsets...)
+	if removed := acked.Remove([]int64{5, 7}); !reflect.DeepEqual(removed, []int64{7}) {
+		t.Fatalf("removed %v", removed)
+	}
+	if _, ok, _ := db.ConsumerOffsets().Get("g", "T", 1); ok {
+		t.Fatal("committed offset before any was set") // and now cached as absent
+	}
 	b = s.NewBatch()
-	if err := b.DeleteInFlight(&recs[0]); err != nil {
+	if err := b.RewriteCheckpoint(&acked); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.SetCommitted("g", "T", 1, 8); err != nil {
@@ -84,8 +105,8 @@ func TestPopStoreInFlightLifecycle(t *testing.T) {
 	if err := s.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := s.Lookup("g", "T", 1, 7); ok {
-		t.Fatal("acked record still indexed")
+	if _, ok, _ := s.InFlightAt("g", "T", 1, 7); ok {
+		t.Fatal("acked message still in flight")
 	}
 	if off, ok, _ := s.MinInFlight("g", "T", 1, 8); !ok || off != 8 {
 		t.Fatalf("min in flight after ack: %d %v", off, ok)
@@ -96,6 +117,160 @@ func TestPopStoreInFlightLifecycle(t *testing.T) {
 	n := 0
 	if err := s.EachInFlight(func(InFlight) bool { n++; return true }); err != nil || n != 2 {
 		t.Fatalf("in flight after ack: %d %v", n, err)
+	}
+
+	// A failed revive moves the other checkpoint's deadline.
+	moved := cks[1]
+	moved.VisibleAt, moved.Attempts = 60_000, 4
+	b = s.NewBatch()
+	if err := b.MoveCheckpoint(&cks[1], &moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DeleteCheckpoint(&acked); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	dueCks = nil
+	if err := s.DueCheckpoints(0, math.MaxInt64, 0, func(c Checkpoint) bool { dueCks = append(dueCks, c); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if len(dueCks) != 1 || !reflect.DeepEqual(dueCks[0], moved) {
+		t.Fatalf("after the move and the delete: %+v", dueCks)
+	}
+	if _, ok, _ := s.MinInFlight("g", "T", 1, 8); ok {
+		t.Fatal("deleted checkpoint still in flight")
+	}
+}
+
+// TestCheckpointRejectsWhatAHandleCannotName checks the bounds PutCheckpoint
+// keeps: offsets ascending, within [ckOffset, ckOffset+MaxCheckpointSpan),
+// at least one.
+func TestCheckpointRejectsWhatAHandleCannotName(t *testing.T) {
+	db := openTestDB(t)
+	b := db.Pop().NewBatch()
+	defer b.Close()
+	for _, offs := range [][]int64{nil, {4}, {5, 5}, {6, 5}, {5, 5 + MaxCheckpointSpan}} {
+		c := Checkpoint{Group: "g", Topic: "T", CKOffset: 5, Offsets: offs, PopTime: 1, InvisibleTime: 1, VisibleAt: 2}
+		if err := b.PutCheckpoint(&c); err == nil {
+			t.Errorf("offsets %v accepted", offs)
+		}
+	}
+	c := Checkpoint{Group: "g", Topic: "T", CKOffset: 5, Offsets: []int64{5, 4 + MaxCheckpointSpan}, PopTime: 1, InvisibleTime: 1, VisibleAt: 2}
+	if err := b.PutCheckpoint(&c); err != nil {
+		t.Fatalf("widest checkpoint refused: %v", err)
+	}
+}
+
+// TestMinInFlightSeeksNearTheCommittedOffset checks that MinInFlight finds
+// the smallest offset in flight when it sits in a checkpoint that starts
+// below the committed offset, and when a later checkpoint (a change of
+// invisible time) holds a smaller offset than an earlier one.
+func TestMinInFlightSeeksNearTheCommittedOffset(t *testing.T) {
+	db := openTestDB(t)
+	s := db.Pop()
+	b := s.NewBatch()
+	for _, c := range []Checkpoint{
+		{Group: "g", Topic: "T", CKOffset: 100, Offsets: []int64{131}, PopTime: 1, InvisibleTime: 9, VisibleAt: 10},
+		{Group: "g", Topic: "T", CKOffset: 120, Offsets: []int64{120}, PopTime: 2, InvisibleTime: 9, VisibleAt: 11},
+		{Group: "g", Topic: "T", CKOffset: 132, Offsets: []int64{140}, PopTime: 3, InvisibleTime: 9, VisibleAt: 12},
+	} {
+		if err := b.PutCheckpoint(&c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(false); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if off, ok, err := s.MinInFlight("g", "T", 0, 120); err != nil || !ok || off != 120 {
+		t.Fatalf("min in flight from 120: %d %v %v", off, ok, err)
+	}
+	if off, ok, err := s.MinInFlight("g", "T", 0, 0); err != nil || !ok || off != 120 {
+		t.Fatalf("min in flight from 0: %d %v %v", off, ok, err)
+	}
+	// The scans left the queue's floor at 100. A checkpoint added below
+	// it (a pop after an offset reset) lowers it, and is found.
+	put := func(c Checkpoint) {
+		t.Helper()
+		b := s.NewBatch()
+		defer b.Close()
+		if err := b.PutCheckpoint(&c); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(Checkpoint{Group: "g", Topic: "T", CKOffset: 40, Offsets: []int64{41}, PopTime: 4, InvisibleTime: 9, VisibleAt: 13})
+	if off, ok, err := s.MinInFlight("g", "T", 0, 41); err != nil || !ok || off != 41 {
+		t.Fatalf("min in flight after a checkpoint below the floor: %d %v %v", off, ok, err)
+	}
+	// Once every checkpoint is gone the queue is known empty; a new one
+	// is found again.
+	b = s.NewBatch()
+	_ = s.DueCheckpoints(0, math.MaxInt64, 0, func(c Checkpoint) bool { _ = b.DeleteCheckpoint(&c); return true })
+	if err := b.Commit(false); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if off, ok, err := s.MinInFlight("g", "T", 0, 41); err != nil || ok {
+		t.Fatalf("min in flight with no checkpoint: %d %v %v", off, ok, err)
+	}
+	put(Checkpoint{Group: "g", Topic: "T", CKOffset: 500, Offsets: []int64{501}, PopTime: 5, InvisibleTime: 9, VisibleAt: 14})
+	if off, ok, err := s.MinInFlight("g", "T", 0, 141); err != nil || !ok || off != 501 {
+		t.Fatalf("min in flight after the queue was empty: %d %v %v", off, ok, err)
+	}
+}
+
+// TestMigratePopCheckpoints checks the schema 2 -> 3 upgrade: the
+// per-message in-flight records of one pop become one checkpoint, a
+// record moved by a failed revive takes the pop's checkpoint to its
+// earlier deadline, a changed invisible time keeps its own checkpoint,
+// the old keyspaces are emptied and the store is marked version 3.
+func TestMigratePopCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	db := openDBAt(t, dir)
+	recs := []InFlight{
+		{Group: "g", Topic: "T", QueueID: 1, QueueOffset: 7, VisibleAt: 3000, PopTime: 1000, InvisibleTime: 2000, CKOffset: 7},
+		{Group: "g", Topic: "T", QueueID: 1, QueueOffset: 9, VisibleAt: 2500, PopTime: 1000, InvisibleTime: 2000, CKOffset: 7, Attempts: 2},
+		{Group: "g", Topic: "T", QueueID: 1, QueueOffset: 8, VisibleAt: 9000, PopTime: 4000, InvisibleTime: 5000, CKOffset: 8},
+	}
+	wb := db.pdb.NewBatch()
+	for i := range recs {
+		r := &recs[i]
+		_ = wb.Set(popInFlightKey(nil, r), popInFlightValue(nil, r), nil)
+		v := binary.BigEndian.AppendUint64(nil, uint64(r.VisibleAt))
+		v = binary.BigEndian.AppendUint64(v, uint64(r.PopTime))
+		v = binary.BigEndian.AppendUint64(v, uint64(r.InvisibleTime))
+		_ = wb.Set(popAckKey(nil, r.Group, r.Topic, r.QueueID, r.QueueOffset), v, nil)
+	}
+	_ = wb.Set(metaKey(metaSchema), binary.BigEndian.AppendUint32(nil, 2), nil)
+	if err := wb.Commit(pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openDBAt(t, dir)
+	var got []Checkpoint
+	if err := db.Pop().DueCheckpoints(0, math.MaxInt64, 0, func(c Checkpoint) bool { got = append(got, c); return true }); err != nil {
+		t.Fatal(err)
+	}
+	want := []Checkpoint{
+		{Group: "g", Topic: "T", QueueID: 1, CKOffset: 7, Offsets: []int64{7, 9}, VisibleAt: 2500, PopTime: 1000, InvisibleTime: 2000, Attempts: 2},
+		{Group: "g", Topic: "T", QueueID: 1, CKOffset: 8, Offsets: []int64{8}, VisibleAt: 9000, PopTime: 4000, InvisibleTime: 5000},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("migrated checkpoints\n got %+v\nwant %+v", got, want)
+	}
+	for _, p := range []byte{prefixPopInFlight, prefixPopAckIndex} {
+		_ = db.Scan([]byte{p}, func(k, _ []byte) bool { t.Errorf("key %x left in keyspace %#x", k, p); return true })
+	}
+	if v, _ := db.get(metaKey(metaSchema)); binary.BigEndian.Uint32(v) != schemaVersion {
+		t.Fatalf("schema %x", v)
 	}
 }
 
@@ -146,7 +321,11 @@ func TestDecodePopKeyspaces(t *testing.T) {
 	s := db.Pop()
 	b := s.NewBatch()
 	r := InFlight{Group: "g", Topic: "T", QueueID: 1, QueueOffset: 4, VisibleAt: 20, PopTime: 10, InvisibleTime: 10, CKOffset: 3, RetryFlag: 2, Attempts: 1}
-	_ = b.AddInFlight(&r)
+	// The schema-2 records only a store not yet migrated holds.
+	_ = b.b.Set(popInFlightKey(nil, &r), popInFlightValue(nil, &r), nil)
+	_ = b.b.Set(popAckKey(nil, "g", "T", 1, 4), binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, 20), 10), 10), nil)
+	ck := Checkpoint{Group: "g", Topic: "T", QueueID: 1, CKOffset: 3, Offsets: []int64{4, 6}, VisibleAt: 20, PopTime: 10, InvisibleTime: 10, RetryFlag: 2, Attempts: 1}
+	_ = b.PutCheckpoint(&ck)
 	_ = b.SetPosition("g", "T", 1, 5)
 	_ = b.SetOrder(&OrderState{Group: "g", Topic: "T", QueueID: 0, Messages: []OrderMessage{{QueueOffset: 1}}})
 	if err := b.Commit(true); err != nil {
@@ -171,13 +350,19 @@ func TestDecodePopKeyspaces(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(seen) != 5 {
+	if len(seen) != 7 {
 		t.Fatalf("decoded keyspaces %v", seen)
 	}
-	if got := seen["pop-inflight"].(PopInFlightRecord).InFlight; got != r {
+	if got := seen["pop-checkpoint"].(PopCheckpointRecord).Checkpoint; !reflect.DeepEqual(got, ck) {
+		t.Fatalf("checkpoint decoded %+v", got)
+	}
+	if got := seen["pop-checkpoint-due"].(PopCheckpointDueRecord); got.VisibleAt != 20 || got.CKOffset != 3 || got.PopTime != 10 {
+		t.Fatalf("checkpoint deadline decoded %+v", got)
+	}
+	if got := seen["pop-inflight-v2"].(PopInFlightRecord).InFlight; got != r {
 		t.Fatalf("in-flight decoded %+v", got)
 	}
-	if got := seen["pop-ack-index"].(PopAckIndexRecord); got.VisibleAt != 20 || got.PopTime != 10 || got.QueueOffset != 4 {
+	if got := seen["pop-ack-index-v2"].(PopAckIndexRecord); got.VisibleAt != 20 || got.PopTime != 10 || got.QueueOffset != 4 {
 		t.Fatalf("ack index decoded %+v", got)
 	}
 	for _, rec := range seen {
@@ -197,6 +382,9 @@ func FuzzDecodePopKey(f *testing.F) {
 	st := OrderState{Group: "g", Topic: "T", Messages: []OrderMessage{{QueueOffset: 1}}}
 	f.Add(groupTopicQueue(nil, prefixPopOrder, "g", "T", 0), encodeOrderState(&st))
 	f.Add(requestModeKey("T", "g"), []byte("{}"))
+	ck := Checkpoint{Group: "g", Topic: "T", QueueID: 1, CKOffset: 3, Offsets: []int64{4, 6, 4000}, VisibleAt: 20, PopTime: 10}
+	f.Add(checkpointKey(nil, "g", "T", 1, 3, 10), checkpointValue(nil, &ck))
+	f.Add(checkpointDueKey(nil, &ck), []byte{})
 	f.Fuzz(func(t *testing.T, k, v []byte) {
 		rec, err := DecodeKey(k, v)
 		if err != nil {
@@ -206,6 +394,17 @@ func FuzzDecodePopKey(f *testing.F) {
 		case PopInFlightRecord:
 			if got := popInFlightKey(nil, &x.InFlight); string(got) != string(k) {
 				t.Fatalf("in-flight key does not round-trip: %x -> %x", k, got)
+			}
+		case PopCheckpointRecord:
+			if got := checkpointValue(nil, &x.Checkpoint); string(got) != string(v) {
+				t.Fatalf("checkpoint value does not round-trip: %x -> %x", v, got)
+			}
+			if err := checkCheckpoint(&x.Checkpoint); err != nil && checkName("group", x.Group) == nil && checkName("topic", x.Topic) == nil {
+				t.Fatalf("decoded checkpoint %+v cannot be stored: %v", x.Checkpoint, err)
+			}
+		case PopCheckpointDueRecord:
+			if got := checkpointDueKey(nil, &x.Checkpoint); string(got) != string(k) {
+				t.Fatalf("checkpoint deadline key does not round-trip: %x -> %x", k, got)
 			}
 		case PopOrderRecord:
 			if got := encodeOrderState(&x.OrderState); string(got) != string(v) {

@@ -3,7 +3,7 @@ package pop
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/rocketkv/rocketkv/kvindex"
 )
@@ -22,106 +22,73 @@ type AckResult struct {
 
 // Ack acknowledges one message of topic (the topic it was read from: the
 // pop-retry topic for retried messages) with its handle. A handle that
-// does not match the message's in-flight record (already acknowledged,
-// revived, or made stale by a change of invisible time) changes nothing.
-// The group's committed offset advances over the acknowledged prefix. It
+// does not match the message's checkpoint (already acknowledged, revived,
+// or made stale by a change of invisible time) changes nothing. The
+// group's committed offset advances over the acknowledged prefix. It
 // returns once the change is durable.
 func (s *Service) Ack(group, topic string, queueID int32, offset int64, h Handle) (AckResult, error) {
 	if h.Orderly() {
 		return s.ackOrder(group, topic, queueID, []int64{offset}, h.PopTime)
 	}
-	return s.ackQueue(group, topic, queueID, []int64{offset}, h.PopTime, h.InvisibleTime)
+	return s.ackQueue(group, topic, queueID, h.CKOffset, []int64{offset}, h.PopTime, h.InvisibleTime)
 }
 
 // AckMany acknowledges several messages of one queue popped together
-// (a batch ack entry: one popTime and invisibleTime).
-func (s *Service) AckMany(group, topic string, queueID int32, offsets []int64, popTime, invisibleTime int64, orderly bool) (AckResult, error) {
+// (a batch ack entry: one ckOffset, popTime and invisibleTime).
+func (s *Service) AckMany(group, topic string, queueID int32, ckOffset int64, offsets []int64, popTime, invisibleTime int64, orderly bool) (AckResult, error) {
 	if orderly {
 		return s.ackOrder(group, topic, queueID, offsets, popTime)
 	}
-	return s.ackQueue(group, topic, queueID, offsets, popTime, invisibleTime)
+	return s.ackQueue(group, topic, queueID, ckOffset, offsets, popTime, invisibleTime)
 }
 
-func (s *Service) ackQueue(group, topic string, queueID int32, offsets []int64, popTime, invisibleTime int64) (AckResult, error) {
+// ackQueue removes offsets from the checkpoint the handle fields name:
+// one read and one rewrite (or delete) for the whole batch. When the
+// group's committed offset was among them, it moves to the smallest
+// offset left in flight, in a second commit under the same lock: a crash
+// between the two leaves it behind, where it is only conservative.
+func (s *Service) ackQueue(group, topic string, queueID int32, ckOffset int64, offsets []int64, popTime, invisibleTime int64) (AckResult, error) {
 	var res AckResult
 	if len(offsets) == 0 {
 		return res, nil
 	}
 	sorted := offsets
-	if !sort.SliceIsSorted(sorted, func(i, j int) bool { return sorted[i] < sorted[j] }) {
-		sorted = append([]int64(nil), offsets...)
-		sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	if !slices.IsSorted(sorted) {
+		sorted = slices.Sorted(slices.Values(offsets))
 	}
 	unlock := s.lock(group, topic, queueID)
-	b := s.store.NewBatch()
 	err := func() error {
 		defer unlock()
+		ck, ok, err := s.store.Checkpoint(group, topic, queueID, ckOffset, popTime)
+		if err != nil || !ok || ck.InvisibleTime != invisibleTime {
+			return err
+		}
+		removed := ck.Remove(sorted)
+		if len(removed) == 0 {
+			return nil
+		}
+		b := s.store.NewBatch()
 		defer b.Close()
+		if len(ck.Offsets) == 0 {
+			err = b.DeleteCheckpoint(&ck)
+		} else {
+			err = b.RewriteCheckpoint(&ck)
+		}
+		if err != nil {
+			return err
+		}
+		if err := b.Commit(false); err != nil {
+			return err
+		}
+		res.Deleted = len(removed)
 		cur, has, err := s.cfg.Offsets.Get(group, topic, queueID)
 		if err != nil {
 			return err
 		}
-		// The new committed offset is the smallest offset left in flight.
-		// Below the first acked offset nothing changes: one seek from the
-		// committed offset finds whether something is in flight there (a
-		// message left unacked keeps the committed offset; walking from it
-		// would cross the deletions of everything acked since). Then one
-		// pass from the first acked offset deletes the matching records
-		// and, when nothing was below, finds the smallest one left.
-		committedFrom := int64(0)
-		if has {
-			committedFrom = max(cur, 0)
+		if has && cur < removed[0] {
+			return nil // the committed offset is still in flight
 		}
-		newMin, found := int64(0), false
-		if committedFrom < sorted[0] {
-			m, ok, err := s.store.MinInFlight(group, topic, queueID, committedFrom)
-			if err != nil {
-				return err
-			}
-			if ok && m < sorted[0] {
-				newMin, found = m, true
-			}
-		}
-		last := sorted[len(sorted)-1]
-		i := 0
-		var ferr error
-		err = s.store.EachInQueue(group, topic, queueID, sorted[0], func(r kvindex.InFlight) bool {
-			for i < len(sorted) && sorted[i] < r.QueueOffset {
-				i++
-			}
-			if i < len(sorted) && sorted[i] == r.QueueOffset && r.PopTime == popTime && r.InvisibleTime == invisibleTime {
-				if ferr = b.DeleteInFlight(&r); ferr != nil {
-					return false
-				}
-				res.Deleted++
-				// Past the last acked offset only the new minimum is
-				// still wanted.
-				return !found || r.QueueOffset < last
-			}
-			if !found {
-				newMin, found = r.QueueOffset, true
-			}
-			return r.QueueOffset < last
-		})
-		if err == nil {
-			err = ferr
-		}
-		if err != nil || res.Deleted == 0 {
-			return err
-		}
-		if !found {
-			pos, _, err := s.store.Position(group, topic, queueID)
-			if err != nil {
-				return err
-			}
-			newMin = pos
-		}
-		if !has || cur != newMin {
-			if err := b.SetCommitted(group, topic, queueID, newMin); err != nil {
-				return err
-			}
-		}
-		return b.Commit(false)
+		return s.moveCommitted(group, topic, queueID)
 	}()
 	if err != nil {
 		return res, fmt.Errorf("ack %s on %s/%d: %w", group, topic, queueID, err)
@@ -175,23 +142,29 @@ func (s *Service) ChangeInvisibleTime(group, topic string, queueID int32, offset
 	unlock := s.lock(group, topic, queueID)
 	err := func() error {
 		defer unlock()
-		r, ok, err := s.store.Lookup(group, topic, queueID, offset)
-		if err != nil || !ok || r.PopTime != h.PopTime || r.InvisibleTime != h.InvisibleTime {
+		ck, ok, err := s.store.Checkpoint(group, topic, queueID, h.CKOffset, h.PopTime)
+		if err != nil || !ok || ck.InvisibleTime != h.InvisibleTime || !ck.Contains(offset) {
 			return err
 		}
-		full, ok, err := s.store.Record(r)
-		if err != nil || !ok {
-			return err
+		if offset == ck.CKOffset && now == ck.PopTime {
+			// The new checkpoint would have the old one's name.
+			now++
+			res.PopTime = now
 		}
 		b := s.store.NewBatch()
 		defer b.Close()
-		if err := b.DeleteInFlight(&full); err != nil {
+		next := kvindex.Checkpoint{Group: group, Topic: topic, QueueID: queueID, CKOffset: offset, PopTime: now,
+			InvisibleTime: invisibleTime, VisibleAt: now + invisibleTime, RetryFlag: ck.RetryFlag, Offsets: []int64{offset}}
+		ck.Remove([]int64{offset})
+		if len(ck.Offsets) == 0 {
+			err = b.DeleteCheckpoint(&ck)
+		} else {
+			err = b.RewriteCheckpoint(&ck)
+		}
+		if err != nil {
 			return err
 		}
-		next := full
-		next.PopTime, next.InvisibleTime, next.VisibleAt = now, invisibleTime, now+invisibleTime
-		next.CKOffset, next.Attempts = offset, 0
-		if err := b.AddInFlight(&next); err != nil {
+		if err := b.PutCheckpoint(&next); err != nil {
 			return err
 		}
 		if err := b.Commit(false); err != nil {
@@ -211,11 +184,7 @@ func (s *Service) ChangeInvisibleTime(group, topic string, queueID int32, offset
 	return res, nil
 }
 
-// InFlight returns the in-flight record of a message, for tests and tools.
+// InFlight returns the in-flight view of a message, for tests and tools.
 func (s *Service) InFlight(group, topic string, queueID int32, offset int64) (kvindex.InFlight, bool, error) {
-	r, ok, err := s.store.Lookup(group, topic, queueID, offset)
-	if err != nil || !ok {
-		return r, ok, err
-	}
-	return s.store.Record(r)
+	return s.store.InFlightAt(group, topic, queueID, offset)
 }

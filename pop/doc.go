@@ -1,18 +1,20 @@
 // Package pop is rocketkv's POP consumption: RocketMQ 5's pop, ack, batch
 // ack, change of invisible time, revive and orderly pop, with all state in
-// the kvindex database (keyspaces 0x50-0x54, laid out in kvindex/doc.go).
+// the kvindex database (keyspaces 0x52-0x56, laid out in kvindex/doc.go).
 //
 // A pop reads messages of a queue from the group's pop position (keyspace
-// 0x52), records one in-flight record per message keyed by its visibility
-// deadline (0x50, with an ack index 0x51), moves the position, and returns
-// only once all of it is synced. An ack deletes the record (a stale or
-// unknown handle changes nothing) and moves the group's committed consumer
-// offset to the smallest offset still in flight. A change of invisible
-// time replaces the record under a new deadline. Revive, a goroutine of
-// the Service, scans the records whose deadline passed, in deadline
-// order, and re-puts their messages to the group's pop-retry topic
-// (reconsumeTimes + 1) or, past the group's retryMaxTimes, its DLQ, before
-// deleting the records: at least once, never lost.
+// 0x52), records one checkpoint for them (0x56, named by the receipt
+// handle's ckQueueOffset and popTime, with an entry at its visibility
+// deadline in 0x55), moves the position, and returns only once all of it
+// is synced. An ack removes its offsets from the checkpoint its handle
+// names, deleting it with the last one (a stale or unknown handle changes
+// nothing), and moves the group's committed consumer offset to the
+// smallest offset still in flight. A change of invisible time moves its
+// message to a checkpoint of its own under the new deadline. Revive, a
+// goroutine of the Service, scans the checkpoints whose deadline passed,
+// in deadline order, and re-puts their messages to the group's pop-retry
+// topic (reconsumeTimes + 1) or, past the group's retryMaxTimes, its DLQ,
+// before deleting the checkpoints: at least once, never lost.
 //
 // Orderly pops keep one batch per group and queue (0x53) and lock the
 // queue until the batch is acknowledged or expired; see order.go.

@@ -28,10 +28,10 @@ func TestReviveCursorFollowsLateDeadlines(t *testing.T) {
 	s := &Service{cfg: Config{Now: func() time.Time { return now }}, store: db.Pop(), seed: maphash.MakeSeed(), wake: make(chan struct{}, 1)}
 	s.lowDeadline.Store(math.MaxInt64)
 
-	rec := kvindex.InFlight{Group: "G", Topic: "T", QueueID: 0, QueueOffset: 7,
+	rec := kvindex.Checkpoint{Group: "G", Topic: "T", QueueID: 0, CKOffset: 5, Offsets: []int64{7},
 		VisibleAt: 1_060_000, PopTime: 1_000_000, InvisibleTime: 60_000}
 	b := s.store.NewBatch()
-	if err := b.AddInFlight(&rec); err != nil {
+	if err := b.PutCheckpoint(&rec); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Commit(true); err != nil {
@@ -44,7 +44,7 @@ func TestReviveCursorFollowsLateDeadlines(t *testing.T) {
 		t.Fatalf("cursor %d", s.cursor)
 	}
 
-	res, err := s.ChangeInvisibleTime("G", "T", 0, 7, Handle{PopTime: rec.PopTime, InvisibleTime: rec.InvisibleTime}, -10_000)
+	res, err := s.ChangeInvisibleTime("G", "T", 0, 7, Handle{CKOffset: 5, PopTime: rec.PopTime, InvisibleTime: rec.InvisibleTime}, -10_000)
 	if err != nil || !res.Changed {
 		t.Fatalf("change invisible time: %+v, %v", res, err)
 	}
@@ -52,11 +52,11 @@ func TestReviveCursorFollowsLateDeadlines(t *testing.T) {
 	if s.cursor > 990_000 {
 		t.Fatalf("cursor %d stays above the new deadline 990000", s.cursor)
 	}
-	var due []kvindex.InFlight
-	if err := s.store.DueFrom(s.cursor, s.now(), 0, func(r kvindex.InFlight) bool { due = append(due, r); return true }); err != nil {
+	var due []kvindex.Checkpoint
+	if err := s.store.DueCheckpoints(s.cursor, s.now(), 0, func(c kvindex.Checkpoint) bool { due = append(due, c); return true }); err != nil {
 		t.Fatal(err)
 	}
-	if len(due) != 1 || due[0].QueueOffset != 7 || due[0].VisibleAt != 990_000 {
+	if len(due) != 1 || len(due[0].Offsets) != 1 || due[0].Offsets[0] != 7 || due[0].VisibleAt != 990_000 {
 		t.Fatalf("due from the cursor: %+v", due)
 	}
 }
@@ -88,58 +88,47 @@ func TestFinishPopSkipsDeletedMessages(t *testing.T) {
 	}
 }
 
-// TestCurrentInFlightBoundsItsWalk checks how revive re-reads the records
-// it found due: two due records with 3,000 records in flight between them
-// are both found (one of them changed since the scan, as the current
-// version), an acknowledged one is absent, and the walk over the queue's
-// ack index stops at its budget instead of visiting everything between.
-func TestCurrentInFlightBoundsItsWalk(t *testing.T) {
+// TestChangeInvisibleTimeInThePopMillisecond checks a change of invisible
+// time of a checkpoint's first message in the millisecond it was popped:
+// the message's new checkpoint would have the old one's name, so it gets
+// the next millisecond as its popTime, and the other message of the pop
+// stays in flight under its old handle.
+func TestChangeInvisibleTimeInThePopMillisecond(t *testing.T) {
 	db, err := kvindex.Open(kvindex.Options{Dir: t.TempDir(), Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	s := &Service{store: db.Pop()}
-	rec := func(off, visibleAt int64) kvindex.InFlight {
-		return kvindex.InFlight{Group: "G", Topic: "T", QueueID: 2, QueueOffset: off,
-			VisibleAt: visibleAt, PopTime: visibleAt - 1000, InvisibleTime: 1000}
-	}
-	const between = 3000
+	now := time.UnixMilli(1_000_000)
+	s := &Service{cfg: Config{Now: func() time.Time { return now }, Offsets: db.ConsumerOffsets()}, store: db.Pop(), seed: maphash.MakeSeed(), wake: make(chan struct{}, 1)}
+	s.lowDeadline.Store(math.MaxInt64)
+	ck := kvindex.Checkpoint{Group: "G", Topic: "T", CKOffset: 7, Offsets: []int64{7, 8},
+		VisibleAt: 1_060_000, PopTime: 1_000_000, InvisibleTime: 60_000}
 	b := s.store.NewBatch()
-	add := func(r kvindex.InFlight) {
-		t.Helper()
-		if err := b.AddInFlight(&r); err != nil {
-			t.Fatal(err)
-		}
+	if err := b.PutCheckpoint(&ck); err != nil {
+		t.Fatal(err)
 	}
-	add(rec(0, 5000))
-	for off := int64(1); off <= between; off++ {
-		add(rec(off, 9_000_000))
-	}
-	changed := rec(between+1, 5000)
-	changed.VisibleAt, changed.PopTime, changed.InvisibleTime = 7000, 6000, 1000 // moved after the scan
-	add(changed)
 	if err := b.Commit(true); err != nil {
 		t.Fatal(err)
 	}
-	due := []kvindex.InFlight{rec(0, 5000), rec(between+1, 5000), rec(between+2, 5000)} // the last one was acked
-	got, visited, err := s.currentInFlight(queueKey{"G", "T", 2}, due)
-	if err != nil {
-		t.Fatal(err)
+	b.Close()
+	old := Handle{CKOffset: 7, PopTime: ck.PopTime, InvisibleTime: ck.InvisibleTime}
+	res, err := s.ChangeInvisibleTime("G", "T", 0, 7, old, 60_000)
+	if err != nil || !res.Changed || res.PopTime != 1_000_001 {
+		t.Fatalf("change invisible time: %+v, %v", res, err)
 	}
-	if budget := reviveWalkBudget(len(due)); visited > budget {
-		t.Fatalf("visited %d ack-index entries, budget %d", visited, budget)
+	r, ok, err := s.InFlight("G", "T", 0, 7)
+	if err != nil || !ok || r.PopTime != 1_000_001 || r.CKOffset != 7 || r.VisibleAt != 1_060_001 {
+		t.Fatalf("moved message: %+v %v %v", r, ok, err)
 	}
-	if len(got) != 2 || got[0].VisibleAt != 5000 || got[between+1].VisibleAt != 7000 || got[between+1].PopTime != 6000 {
-		t.Fatalf("current records %+v", got)
+	if r, ok, _ := s.InFlight("G", "T", 0, 8); !ok || r.PopTime != 1_000_000 {
+		t.Fatalf("other message of the pop: %+v %v", r, ok)
 	}
-	if _, ok := got[between+2]; ok {
-		t.Fatal("an acknowledged record is reported current")
+	// The old handle no longer acks the moved message; the new one does.
+	if a, err := s.Ack("G", "T", 0, 7, old); err != nil || a.Deleted != 0 {
+		t.Fatalf("stale handle acked: %+v %v", a, err)
 	}
-	// A dense run is found by the walk alone.
-	dense := []kvindex.InFlight{rec(1, 9_000_000), rec(2, 9_000_000), rec(3, 9_000_000)}
-	got, visited, err = s.currentInFlight(queueKey{"G", "T", 2}, dense)
-	if err != nil || len(got) != 3 || visited != 3 {
-		t.Fatalf("dense run: %d records, %d visited, %v", len(got), visited, err)
+	if a, err := s.Ack("G", "T", 0, 7, Handle{CKOffset: 7, PopTime: res.PopTime, InvisibleTime: res.InvisibleTime}); err != nil || a.Deleted != 1 {
+		t.Fatalf("new handle: %+v %v", a, err)
 	}
 }

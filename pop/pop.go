@@ -218,7 +218,7 @@ func (s *Service) popLocked(req PopRequest, src source, remain int, res *PopResu
 	return wrote, r, err
 }
 
-// recordPop commits a pop of one queue: in-flight records, position and
+// recordPop commits a pop of one queue: its checkpoint, position and
 // committed offset in one batch. The caller holds the queue's lock.
 func (s *Service) recordPop(req PopRequest, src source, r readResult, res *PopResult) (bool, error) {
 	b := s.store.NewBatch()
@@ -232,13 +232,13 @@ func (s *Service) recordPop(req PopRequest, src source, r readResult, res *PopRe
 	if err := s.committed(b, req.Group, src.topic, src.queueID, fallback); err != nil {
 		return false, err
 	}
-	for _, off := range r.offsets {
-		rec := kvindex.InFlight{
-			Group: req.Group, Topic: src.topic, QueueID: src.queueID, QueueOffset: off,
-			VisibleAt: res.PopTime + req.InvisibleTime, PopTime: res.PopTime, InvisibleTime: req.InvisibleTime,
-			CKOffset: r.from, RetryFlag: src.flag[0] - '0',
+	if len(r.offsets) > 0 {
+		ck := kvindex.Checkpoint{
+			Group: req.Group, Topic: src.topic, QueueID: src.queueID, CKOffset: r.from,
+			PopTime: res.PopTime, InvisibleTime: req.InvisibleTime, VisibleAt: res.PopTime + req.InvisibleTime,
+			RetryFlag: src.flag[0] - '0', Offsets: r.offsets,
 		}
-		if err := b.AddInFlight(&rec); err != nil {
+		if err := b.PutCheckpoint(&ck); err != nil {
 			return false, err
 		}
 	}

@@ -6,11 +6,12 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/kvindex"
 )
 
 // maxReadScan bounds the entries one queue read examines when a filter
-// skips most of them.
-const maxReadScan = 4096
+// skips most of them: a pop's offsets then fit one checkpoint.
+const maxReadScan = kvindex.MaxCheckpointSpan
 
 // readResult is what one queue read found.
 type readResult struct {

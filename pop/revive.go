@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -69,33 +68,43 @@ type queueKey struct {
 	queueID      int32
 }
 
-// ReviveOnce re-delivers the records due now (at most ReviveBatch) and
-// returns how many it handled. It runs on the revive goroutine only (or in
-// tests, instead of it). For each queue, under its lock: records
-// still current (not acknowledged meanwhile) have their message re-put to
-// the group's pop-retry topic with reconsumeTimes + 1 and 1ST_POP_TIME, or
-// to %DLQ%<group> once the message was consumed retryMaxTimes times; then
-// the records are deleted and the committed offset moves. The re-put comes
-// first: a crash in between re-delivers a message twice, never loses it.
-// A failed re-put pushes the record's deadline back (reviveBackoff).
+// ReviveOnce re-delivers the messages of the checkpoints due now (at
+// least ReviveBatch messages when that many are due) and returns how many
+// messages it handled. It runs on the revive goroutine only (or in tests,
+// instead of it). For each queue, under its lock: the messages of
+// checkpoints still current (not acknowledged or changed meanwhile) are
+// re-put to the group's pop-retry topic with reconsumeTimes + 1 and
+// 1ST_POP_TIME, or to %DLQ%<group> once the message was consumed
+// retryMaxTimes times; then the checkpoints are deleted and the committed
+// offset moves. The re-put comes first: a crash in between re-delivers a
+// message twice, never loses it. A failed re-put pushes the checkpoint's
+// deadline back (reviveBackoff) with the messages it still holds.
 func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 	now := s.now()
 	s.lowerCursor()
-	byQueue := map[queueKey][]kvindex.InFlight{}
+	byQueue := map[queueKey][]kvindex.Checkpoint{}
 	var order []queueKey
+	var orphans []kvindex.Checkpoint
 	n := 0
 	lastDue := int64(0)
-	err := s.store.DueFrom(s.cursor, now, s.cfg.ReviveBatch, func(r kvindex.InFlight) bool {
-		lastDue = r.VisibleAt
-		k := queueKey{r.Group, r.Topic, r.QueueID}
+	err := s.store.DueCheckpoints(s.cursor, now, s.cfg.ReviveBatch, func(c kvindex.Checkpoint) bool {
+		lastDue = c.VisibleAt
+		if len(c.Offsets) == 0 {
+			orphans = append(orphans, c)
+			return true
+		}
+		k := queueKey{c.Group, c.Topic, c.QueueID}
 		if _, ok := byQueue[k]; !ok {
 			order = append(order, k)
 		}
-		byQueue[k] = append(byQueue[k], r)
-		n++
+		byQueue[k] = append(byQueue[k], c)
+		n += len(c.Offsets)
 		return true
 	})
 	if err != nil {
+		return 0, err
+	}
+	if err := s.deleteOrphans(orphans); err != nil {
 		return 0, err
 	}
 	// Queues are revived in parallel: each holds its own lock, and the
@@ -152,6 +161,25 @@ func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// deleteOrphans removes deadline entries that name no checkpoint (a
+// consistent store has none; revive would otherwise meet them every
+// round).
+func (s *Service) deleteOrphans(orphans []kvindex.Checkpoint) error {
+	if len(orphans) == 0 {
+		return nil
+	}
+	b := s.store.NewBatch()
+	defer b.Close()
+	for i := range orphans {
+		s.log.Warn().Str("group", orphans[i].Group).Str("topic", orphans[i].Topic).Int32("queue", orphans[i].QueueID).
+			Int64("ckOffset", orphans[i].CKOffset).Msg("revive: deadline entry without checkpoint; deleted")
+		if err := b.DeleteOrphanDue(&orphans[i]); err != nil {
+			return err
+		}
+	}
+	return b.Commit(false)
+}
+
 // lowerCursor moves the revive cursor down to the lowest deadline written
 // since the last round, if that is below it.
 func (s *Service) lowerCursor() {
@@ -168,20 +196,26 @@ func (s *Service) lowerCursor() {
 // a burst of records expired).
 const reviveCursorMargin = 250
 
-func (s *Service) reviveQueue(ctx context.Context, k queueKey, recs []kvindex.InFlight, now int64) error {
+func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Checkpoint, now int64) error {
 	unlock := s.lock(k.group, k.topic, k.queueID)
 	defer unlock()
-	sort.Slice(recs, func(i, j int) bool { return recs[i].QueueOffset < recs[j].QueueOffset })
-	var retry, dlq []*commitlog.Message
-	var done, failed []kvindex.InFlight
-	var maxTimes int32
-	var maxLoaded bool
-	// Which records are still current (not acknowledged or changed since
-	// the scan).
-	first, last := recs[0].QueueOffset, recs[len(recs)-1].QueueOffset
-	current, _, err := s.currentInFlight(k, recs)
-	if err != nil {
-		return err
+	// The checkpoints as they are now: acks since the scan removed
+	// offsets or the whole checkpoint, a failed revive moved it.
+	cks := make([]kvindex.Checkpoint, 0, len(due))
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, d := range due {
+		c, ok, err := s.store.Checkpoint(d.Group, d.Topic, d.QueueID, d.CKOffset, d.PopTime)
+		if err != nil {
+			return err
+		}
+		if !ok || c.VisibleAt != d.VisibleAt {
+			continue
+		}
+		cks = append(cks, c)
+		first, last = min(first, c.Offsets[0]), max(last, c.Offsets[len(c.Offsets)-1])
+	}
+	if len(cks) == 0 {
+		return nil
 	}
 	// The messages' ConsumeQueue entries: one range read when the span is
 	// small enough.
@@ -195,155 +229,99 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, recs []kvindex.In
 			entries[e.QueueOffset] = e
 		}
 	}
-	for _, r := range recs {
-		cur, ok := current[r.QueueOffset]
-		if !ok || cur.VisibleAt != r.VisibleAt || cur.PopTime != r.PopTime || cur.InvisibleTime != r.InvisibleTime {
-			continue // acknowledged or changed since the scan
-		}
-		m, ok, err := s.readEntry(r.Topic, r.QueueID, r.QueueOffset, entries)
-		if err != nil {
-			s.log.Warn().Err(err).Str("group", r.Group).Str("topic", r.Topic).Int32("queue", r.QueueID).
-				Int64("offset", r.QueueOffset).Msg("revive: read failed; retrying later")
-			failed = append(failed, r)
-			continue
-		}
-		if !ok {
-			done = append(done, r) // deleted by retention: nothing to re-deliver
-			continue
-		}
-		if !maxLoaded {
-			if maxTimes, err = s.cfg.Broker.RetryMaxTimes(r.Group); err != nil {
-				return err
+	var retry, dlq []*commitlog.Message
+	failed := make([][]int64, len(cks)) // offsets of cks[i] to retry later
+	done := 0
+	var maxTimes int32
+	var maxLoaded bool
+	for i := range cks {
+		c := &cks[i]
+		for _, off := range c.Offsets {
+			m, ok, err := s.readEntry(c.Topic, c.QueueID, off, entries)
+			if err != nil {
+				s.log.Warn().Err(err).Str("group", c.Group).Str("topic", c.Topic).Int32("queue", c.QueueID).
+					Int64("offset", off).Msg("revive: read failed; retrying later")
+				failed[i] = append(failed[i], off)
+				continue
 			}
-			maxLoaded = true
-		}
-		out := s.reviveMessage(&m, r, maxTimes)
-		if out.Topic == meta.DLQTopic(r.Group) {
-			dlq = append(dlq, out)
-		} else {
-			retry = append(retry, out)
-		}
-		done = append(done, r)
-	}
-	putFailed := false
-	for _, msgs := range [][]*commitlog.Message{retry, dlq} {
-		if len(msgs) == 0 {
-			continue
-		}
-		if err := s.cfg.Broker.EnsureTopic(msgs[0].Topic); err != nil {
-			s.log.Warn().Err(err).Str("topic", msgs[0].Topic).Msg("revive: create topic failed; retrying later")
-			putFailed = true
-			break
-		}
-		for _, batch := range putBatches(msgs) {
-			if err := s.cfg.Broker.Put(ctx, batch); err != nil {
-				s.log.Warn().Err(err).Str("topic", batch[0].Topic).Int("messages", len(batch)).Msg("revive: put failed; retrying later")
-				putFailed = true
-				break
+			done++
+			if !ok {
+				continue // deleted by retention: nothing to re-deliver
+			}
+			if !maxLoaded {
+				if maxTimes, err = s.cfg.Broker.RetryMaxTimes(c.Group); err != nil {
+					return err
+				}
+				maxLoaded = true
+			}
+			out := s.reviveMessage(&m, c.Group, c.Topic, c.PopTime, maxTimes)
+			if out.Topic == meta.DLQTopic(c.Group) {
+				dlq = append(dlq, out)
+			} else {
+				retry = append(retry, out)
 			}
 		}
-		if putFailed {
-			break
-		}
 	}
-	if putFailed {
+	if !s.putRevived(ctx, retry, dlq) {
 		// Some may have been put: they are re-delivered again later, which
 		// at-least-once allows; none is lost.
-		failed = append(failed, done...)
-		done = nil
+		for i := range cks {
+			failed[i] = cks[i].Offsets
+		}
+		done, retry, dlq = 0, nil, nil
 	}
 	b := s.store.NewBatch()
 	defer b.Close()
-	for i := range done {
-		if err := b.DeleteInFlight(&done[i]); err != nil {
-			return err
+	for i := range cks {
+		c := &cks[i]
+		if len(failed[i]) == 0 {
+			if err := b.DeleteCheckpoint(c); err != nil {
+				return err
+			}
+		} else {
+			moved := *c
+			moved.Offsets = failed[i]
+			moved.VisibleAt = now + reviveBackoff[min(int(c.Attempts), len(reviveBackoff)-1)].Milliseconds()
+			moved.Attempts++
+			if err := b.MoveCheckpoint(c, &moved); err != nil {
+				return err
+			}
 		}
-		s.lateness.add(now - done[i].VisibleAt)
-	}
-	for i := range failed {
-		r := failed[i]
-		if err := b.DeleteInFlight(&r); err != nil {
-			return err
+		for range len(c.Offsets) - len(failed[i]) {
+			s.lateness.add(now - c.VisibleAt)
 		}
-		r.VisibleAt = now + reviveBackoff[min(int(r.Attempts), len(reviveBackoff)-1)].Milliseconds()
-		r.Attempts++
-		if err := b.AddInFlight(&r); err != nil {
-			return err
-		}
-	}
-	if b.Empty() {
-		return nil
 	}
 	if err := b.Commit(false); err != nil {
 		return err
 	}
 	s.revived.Add(int64(len(retry)))
 	s.dlq.Add(int64(len(dlq)))
-	if len(done) > 0 {
+	if done > 0 {
 		return s.moveCommitted(k.group, k.topic, k.queueID)
 	}
 	return nil
 }
 
-// currentInFlight returns the in-flight records of a queue now at the
-// offsets of recs (sorted by offset), and how many ack-index entries it
-// visited. It walks the queue's ack index from the first offset, which
-// costs one seek for a dense run of due records, but for at most
-// reviveWalkBudget entries: between two due records a queue may hold any
-// number of records that are not due (popped later with a longer
-// invisible time), so past the budget it looks the rest up one by one.
-func (s *Service) currentInFlight(k queueKey, recs []kvindex.InFlight) (map[int64]kvindex.InFlight, int, error) {
-	current := make(map[int64]kvindex.InFlight, len(recs))
-	if len(recs) == 0 {
-		return current, 0, nil
-	}
-	want := make(map[int64]struct{}, len(recs))
-	for _, r := range recs {
-		want[r.QueueOffset] = struct{}{}
-	}
-	first, last := recs[0].QueueOffset, recs[len(recs)-1].QueueOffset
-	budget := reviveWalkBudget(len(recs))
-	visited := 0
-	walked := first - 1 // every offset up to here was seen by the walk
-	stopped := false
-	if err := s.store.EachInQueue(k.group, k.topic, k.queueID, first, func(r kvindex.InFlight) bool {
-		visited++
-		walked = r.QueueOffset
-		if _, ok := want[r.QueueOffset]; ok {
-			current[r.QueueOffset] = r
-		}
-		if r.QueueOffset >= last {
-			return false
-		}
-		if visited >= budget {
-			stopped = true
-			return false
-		}
-		return true
-	}); err != nil {
-		return nil, visited, err
-	}
-	if !stopped {
-		return current, visited, nil
-	}
-	for _, r := range recs {
-		if r.QueueOffset <= walked {
+// putRevived puts the revived messages to their pop-retry topic and DLQ
+// and reports whether all were put.
+func (s *Service) putRevived(ctx context.Context, retry, dlq []*commitlog.Message) bool {
+	for _, msgs := range [][]*commitlog.Message{retry, dlq} {
+		if len(msgs) == 0 {
 			continue
 		}
-		cur, ok, err := s.store.Lookup(k.group, k.topic, k.queueID, r.QueueOffset)
-		if err != nil {
-			return nil, visited, err
+		if err := s.cfg.Broker.EnsureTopic(msgs[0].Topic); err != nil {
+			s.log.Warn().Err(err).Str("topic", msgs[0].Topic).Msg("revive: create topic failed; retrying later")
+			return false
 		}
-		if ok {
-			current[r.QueueOffset] = cur
+		for _, batch := range putBatches(msgs) {
+			if err := s.cfg.Broker.Put(ctx, batch); err != nil {
+				s.log.Warn().Err(err).Str("topic", batch[0].Topic).Int("messages", len(batch)).Msg("revive: put failed; retrying later")
+				return false
+			}
 		}
 	}
-	return current, visited, nil
+	return true
 }
-
-// reviveWalkBudget is how many ack-index entries currentInFlight walks
-// for n due records before it switches to point lookups.
-func reviveWalkBudget(n int) int { return 4*n + 1024 }
 
 // Revive puts messages of one topic in batches of at most
 // revivePutMessages messages and revivePutBytes body bytes (a CommitLog
@@ -381,12 +359,12 @@ func (s *Service) readEntry(topic string, queueID int32, offset int64, entries m
 	return s.readAt(topic, queueID, e)
 }
 
-// reviveMessage builds the message a revive puts for record r: to the
-// group's pop-retry topic of the original topic with reconsumeTimes + 1,
-// or to the group's DLQ once the message was already consumed maxTimes
-// times.
-func (s *Service) reviveMessage(m *commitlog.Message, r kvindex.InFlight, maxTimes int32) *commitlog.Message {
-	origin := originalTopic(r.Topic, r.Group)
+// reviveMessage builds the message a revive puts for a message group
+// popped from topic at popTime: to the group's pop-retry topic of the
+// original topic with reconsumeTimes + 1, or to the group's DLQ once the
+// message was already consumed maxTimes times.
+func (s *Service) reviveMessage(m *commitlog.Message, group, topic string, popTime int64, maxTimes int32) *commitlog.Message {
+	origin := originalTopic(topic, group)
 	props := dropProperty(m.Properties, PropertyPopCK)
 	out := &commitlog.Message{
 		QueueID: 0, Flag: m.Flag, SysFlag: m.SysFlag &^ (commitlog.FlagBornHostV6 | commitlog.FlagStoreHostV6),
@@ -394,7 +372,7 @@ func (s *Service) reviveMessage(m *commitlog.Message, r kvindex.InFlight, maxTim
 		ReconsumeTimes: m.ReconsumeTimes + 1, Body: m.Body,
 	}
 	if m.ReconsumeTimes >= maxTimes {
-		out.Topic = meta.DLQTopic(r.Group)
+		out.Topic = meta.DLQTopic(group)
 		id, ok := commitlog.LookupProperty(props, propUniqKey)
 		if !ok || id == "" {
 			id = commitlog.MessageID(m.StoreHost, m.PhyOffset)
@@ -402,9 +380,9 @@ func (s *Service) reviveMessage(m *commitlog.Message, r kvindex.InFlight, maxTim
 		props = dropProperty(dropProperty(props, propDLQOriginTopic), propDLQOriginMsgID)
 		props = appendProperty(appendProperty(props, propDLQOriginTopic, origin), propDLQOriginMsgID, id)
 	} else {
-		out.Topic = s.reviveTopic(origin, r.Group)
+		out.Topic = s.reviveTopic(origin, group)
 		if _, ok := commitlog.LookupProperty(props, PropertyFirstPopTime); !ok || m.ReconsumeTimes == 0 {
-			props = appendProperty(dropProperty(props, PropertyFirstPopTime), PropertyFirstPopTime, strconv.FormatInt(r.PopTime, 10))
+			props = appendProperty(dropProperty(props, PropertyFirstPopTime), PropertyFirstPopTime, strconv.FormatInt(popTime, 10))
 		}
 	}
 	out.Properties = props

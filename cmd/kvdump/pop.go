@@ -19,9 +19,13 @@ func popCommand(o *globalOptions) *cobra.Command {
 	var orderly bool
 	cmd := &cobra.Command{
 		Use:   "pop [--group G] [--topic T] [--due-before TIME] [--orderly]",
-		Short: "POP in-flight records in deadline order (keyspace 0x50), or orderly batches (0x53)",
+		Short: "POP in-flight messages in deadline order (checkpoints, keyspaces 0x55/0x56), or orderly batches (0x53)",
 		Long: `pop lists the messages popped and not yet acknowledged, earliest visibility
-deadline first: the records revive re-delivers once their deadline passes.
+deadline first: the messages revive re-delivers once their deadline passes.
+Each row is one message of a checkpoint (one pop of one queue); CK OFFSET and
+POP TIME name its checkpoint. A store of schema version 2 not yet opened by a
+broker of this version keeps its records in the old keyspaces 0x50/0x51, which
+"kvdump raw --prefix 50" decodes but this listing does not show.
 --due-before takes RFC 3339 (2026-05-06T07:08:09Z) or milliseconds since the
 epoch. --topic matches the topic a message was read from or, for pop-retry
 topics, the topic they retry. --orderly lists the orderly pop batches instead.`,

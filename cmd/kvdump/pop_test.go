@@ -14,10 +14,18 @@ func TestPop(t *testing.T) {
 		{Group: "G1", Topic: "TopicA", QueueID: 1, QueueOffset: 7, VisibleAt: base + 60000, PopTime: base, InvisibleTime: 60000, CKOffset: 5},
 		{Group: "G1", Topic: "%RETRY%G1_TopicA", QueueID: 0, QueueOffset: 2, VisibleAt: base + 1000, PopTime: base, InvisibleTime: 1000, CKOffset: 2, RetryFlag: 1, Attempts: 2},
 		{Group: "G2", Topic: "TopicB", QueueID: 0, QueueOffset: 0, VisibleAt: base + 30000, PopTime: base, InvisibleTime: 30000},
+		{Group: "G1", Topic: "TopicA", QueueID: 1, QueueOffset: 9, VisibleAt: base + 60000, PopTime: base, InvisibleTime: 60000, CKOffset: 5},
 	}
+	// Three checkpoints: recs[0] and recs[3] were popped together.
 	b := s.db.Pop().NewBatch()
-	for i := range recs {
-		if err := b.AddInFlight(&recs[i]); err != nil {
+	for _, i := range []int{0, 1, 2} {
+		r := recs[i]
+		ck := kvindex.Checkpoint{Group: r.Group, Topic: r.Topic, QueueID: r.QueueID, CKOffset: r.CKOffset, PopTime: r.PopTime,
+			InvisibleTime: r.InvisibleTime, VisibleAt: r.VisibleAt, RetryFlag: r.RetryFlag, Attempts: r.Attempts, Offsets: []int64{r.QueueOffset}}
+		if i == 0 {
+			ck.Offsets = append(ck.Offsets, recs[3].QueueOffset)
+		}
+		if err := b.PutCheckpoint(&ck); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -36,10 +44,10 @@ func TestPop(t *testing.T) {
 			kvindex.FormatMillis(r.PopTime), num(r.InvisibleTime), num(r.CKOffset), num(int32(r.RetryFlag)), num(r.Attempts)}
 	}
 	head := []string{"VISIBLE AT", "GROUP", "TOPIC", "QUEUE", "OFFSET", "POP TIME", "INVISIBLE MS", "CK OFFSET", "RETRY", "ATTEMPTS"}
-	if got, want := mustKvdump(t, "--store", root, "pop"), alignRows(head, row(recs[1]), row(recs[2]), row(recs[0])); got != want {
+	if got, want := mustKvdump(t, "--store", root, "pop"), alignRows(head, row(recs[1]), row(recs[2]), row(recs[0]), row(recs[3])); got != want {
 		t.Errorf("pop:\n%s\nwant:\n%s", got, want)
 	}
-	if got, want := mustKvdump(t, "--store", root, "pop", "--group", "G1", "--topic", "TopicA"), alignRows(head, row(recs[1]), row(recs[0])); got != want {
+	if got, want := mustKvdump(t, "--store", root, "pop", "--group", "G1", "--topic", "TopicA"), alignRows(head, row(recs[1]), row(recs[0]), row(recs[3])); got != want {
 		t.Errorf("pop --group G1 --topic TopicA:\n%s\nwant:\n%s", got, want)
 	}
 	due := kvindex.FormatMillis(base + 30000)
@@ -55,18 +63,18 @@ func TestPop(t *testing.T) {
 	if _, _, err := runKvdump(t, "--store", root, "pop", "--due-before", "yesterday"); err == nil {
 		t.Error("a bad --due-before was accepted")
 	}
-	// summary counts the in-flight records in the pop-inflight keyspace.
+	// summary counts the checkpoints in the pop-checkpoint keyspace.
 	lines := jsonLines(t, mustKvdump(t, "--store", root, "--json", "summary"))
 	found := false
 	for _, l := range lines {
-		if l["name"] == "pop-inflight" {
+		if l["name"] == "pop-checkpoint" {
 			found = true
 			if n := l["keys"]; n == nil || n.(interface{ String() string }).String() != "3" {
-				t.Errorf("summary pop-inflight keys %v", n)
+				t.Errorf("summary pop-checkpoint keys %v", n)
 			}
 		}
 	}
 	if !found {
-		t.Error("summary has no pop-inflight keyspace")
+		t.Error("summary has no pop-checkpoint keyspace")
 	}
 }

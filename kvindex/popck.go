@@ -1,0 +1,484 @@
+package kvindex
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// MaxCheckpointSpan bounds the offsets one checkpoint covers: every offset
+// of a checkpoint lies in [CKOffset, CKOffset+MaxCheckpointSpan). A pop
+// reads at most this many entries of a queue, so its checkpoint fits; the
+// bound lets MinInFlight start its seek close to the committed offset
+// instead of walking the tombstones of every checkpoint acknowledged
+// since the queue began.
+const MaxCheckpointSpan = 4096
+
+// Checkpoint is one pop of one queue with messages still in flight
+// (keyspaces 0x55 and 0x56): RocketMQ's PopCheckPoint with the
+// acknowledged messages removed from its offset list instead of marked in
+// a bit map. A pop of n messages of a queue costs one checkpoint, and an
+// ack of them one rewrite or delete of it, not n records.
+type Checkpoint struct {
+	// Group is the consumer group that popped the messages.
+	Group string `json:"group"`
+	// Topic is the topic they were read from: the pop-retry topic for
+	// retried messages.
+	Topic   string `json:"topic"`
+	QueueID int32  `json:"queueId"`
+	// CKOffset is the first offset the pop read on the queue (the
+	// handle's ckQueueOffset), PopTime and InvisibleTime the handle's
+	// fields (ms). With Group, Topic and QueueID they name the
+	// checkpoint: an ack finds it from the handle alone.
+	CKOffset      int64 `json:"ckOffset"`
+	PopTime       int64 `json:"popTime"`
+	InvisibleTime int64 `json:"invisibleTime"`
+	// VisibleAt is the visibility deadline in ms since the epoch:
+	// PopTime + InvisibleTime, or the revive retry time after a failed
+	// revive.
+	VisibleAt int64 `json:"visibleAt"`
+	// RetryFlag is 0 for a normal topic, 1 for a V1 pop-retry topic and 2
+	// for a V2 one.
+	RetryFlag uint8 `json:"retryFlag"`
+	// Attempts counts failed revives of this checkpoint.
+	Attempts int32 `json:"attempts"`
+	// Offsets are the queue offsets still in flight, ascending.
+	Offsets []int64 `json:"offsets"`
+}
+
+// Messages returns one InFlight per offset still in flight.
+func (c *Checkpoint) Messages() []InFlight {
+	out := make([]InFlight, len(c.Offsets))
+	for i, off := range c.Offsets {
+		out[i] = c.message(off)
+	}
+	return out
+}
+
+func (c *Checkpoint) message(off int64) InFlight {
+	return InFlight{Group: c.Group, Topic: c.Topic, QueueID: c.QueueID, QueueOffset: off, VisibleAt: c.VisibleAt,
+		PopTime: c.PopTime, InvisibleTime: c.InvisibleTime, CKOffset: c.CKOffset, RetryFlag: c.RetryFlag, Attempts: c.Attempts}
+}
+
+// Remove drops the given offsets (ascending) from c.Offsets and returns
+// those it held.
+func (c *Checkpoint) Remove(sorted []int64) []int64 {
+	var removed []int64
+	kept := c.Offsets[:0]
+	i := 0
+	for _, off := range c.Offsets {
+		for i < len(sorted) && sorted[i] < off {
+			i++
+		}
+		if i < len(sorted) && sorted[i] == off {
+			removed = append(removed, off)
+			continue
+		}
+		kept = append(kept, off)
+	}
+	c.Offsets = kept
+	return removed
+}
+
+// Contains reports whether offset is still in flight in c.
+func (c *Checkpoint) Contains(offset int64) bool {
+	_, ok := slices.BinarySearch(c.Offsets, offset)
+	return ok
+}
+
+// checkpointKey is 0x56 | group | topic | queueId | ckOffset | popTime.
+func checkpointKey(dst []byte, group, topic string, queueID int32, ckOffset, popTime int64) []byte {
+	dst = groupTopicQueue(dst, prefixPopCK, group, topic, queueID)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(ckOffset))
+	return binary.BigEndian.AppendUint64(dst, uint64(popTime))
+}
+
+// checkpointDueKey is 0x55 | visibleAt | group | topic | queueId |
+// ckOffset | popTime.
+func checkpointDueKey(dst []byte, c *Checkpoint) []byte {
+	dst = append(dst, prefixPopCKDue)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(c.VisibleAt))
+	dst = appendString16(dst, c.Group)
+	dst = appendString16(dst, c.Topic)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(c.QueueID))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(c.CKOffset))
+	return binary.BigEndian.AppendUint64(dst, uint64(c.PopTime))
+}
+
+// checkpointValueFixed is the fixed part of a checkpoint value: visibleAt,
+// invisibleTime, retryFlag, attempts.
+const checkpointValueFixed = 8 + 8 + 1 + 4
+
+// checkCheckpoint reports a checkpoint that cannot be stored.
+func checkCheckpoint(c *Checkpoint) error {
+	if err := checkGroupTopic(c.Group, c.Topic); err != nil {
+		return err
+	}
+	if len(c.Offsets) == 0 {
+		return fmt.Errorf("checkpoint %s/%s/%d@%d: no offsets", c.Group, c.Topic, c.QueueID, c.CKOffset)
+	}
+	if c.CKOffset < 0 || c.Offsets[0] < c.CKOffset || c.Offsets[len(c.Offsets)-1]-c.CKOffset >= MaxCheckpointSpan {
+		return fmt.Errorf("checkpoint %s/%s/%d@%d: offsets %d..%d outside [ckOffset, ckOffset+%d)",
+			c.Group, c.Topic, c.QueueID, c.CKOffset, c.Offsets[0], c.Offsets[len(c.Offsets)-1], MaxCheckpointSpan)
+	}
+	for i := 1; i < len(c.Offsets); i++ {
+		if c.Offsets[i] <= c.Offsets[i-1] {
+			return fmt.Errorf("checkpoint %s/%s/%d@%d: offsets not ascending at %d", c.Group, c.Topic, c.QueueID, c.CKOffset, c.Offsets[i])
+		}
+	}
+	return nil
+}
+
+// checkpointValue is visibleAt | invisibleTime | retryFlag | attempts |
+// count uvarint | offset deltas uvarint (the first from ckOffset, each
+// next from the one before).
+func checkpointValue(dst []byte, c *Checkpoint) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(c.VisibleAt))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(c.InvisibleTime))
+	dst = append(dst, c.RetryFlag)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Attempts))
+	dst = binary.AppendUvarint(dst, uint64(len(c.Offsets)))
+	prev := c.CKOffset
+	for _, off := range c.Offsets {
+		dst = binary.AppendUvarint(dst, uint64(off-prev))
+		prev = off
+	}
+	return dst
+}
+
+// decodeCheckpoint decodes a 0x56 key and its value.
+func decodeCheckpoint(k, v []byte) (Checkpoint, error) {
+	var c Checkpoint
+	g, t, q, rest, err := decodeGroupTopicQueue(k, prefixPopCK)
+	if err != nil || len(rest) != 16 || len(v) < checkpointValueFixed {
+		return c, ErrBadKey
+	}
+	c.Group, c.Topic, c.QueueID = g, t, q
+	c.CKOffset = int64(binary.BigEndian.Uint64(rest))
+	c.PopTime = int64(binary.BigEndian.Uint64(rest[8:]))
+	c.VisibleAt = int64(binary.BigEndian.Uint64(v))
+	c.InvisibleTime = int64(binary.BigEndian.Uint64(v[8:]))
+	c.RetryFlag = v[16]
+	c.Attempts = int32(binary.BigEndian.Uint32(v[17:]))
+	v = v[checkpointValueFixed:]
+	n, w := binary.Uvarint(v)
+	if w <= 0 || n == 0 || n > MaxCheckpointSpan || c.CKOffset < 0 {
+		return c, ErrBadKey
+	}
+	v = v[w:]
+	c.Offsets = make([]int64, 0, n)
+	prev := c.CKOffset
+	for i := uint64(0); i < n; i++ {
+		d, w := binary.Uvarint(v)
+		if w <= 0 || (i > 0 && d == 0) || d >= MaxCheckpointSpan {
+			return c, ErrBadKey
+		}
+		v = v[w:]
+		prev += int64(d)
+		c.Offsets = append(c.Offsets, prev)
+	}
+	if len(v) != 0 || prev-c.CKOffset >= MaxCheckpointSpan {
+		return c, ErrBadKey
+	}
+	return c, nil
+}
+
+// decodeCheckpointDue decodes a 0x55 key into the fields it holds.
+func decodeCheckpointDue(k []byte) (Checkpoint, error) {
+	var c Checkpoint
+	if len(k) < 9 || k[0] != prefixPopCKDue {
+		return c, ErrBadKey
+	}
+	c.VisibleAt = int64(binary.BigEndian.Uint64(k[1:]))
+	var err error
+	rest := k[9:]
+	if c.Group, rest, err = readString16(rest); err != nil {
+		return c, err
+	}
+	if c.Topic, rest, err = readString16(rest); err != nil || len(rest) != 20 {
+		return c, ErrBadKey
+	}
+	c.QueueID = int32(binary.BigEndian.Uint32(rest))
+	c.CKOffset = int64(binary.BigEndian.Uint64(rest[4:]))
+	c.PopTime = int64(binary.BigEndian.Uint64(rest[12:]))
+	return c, nil
+}
+
+// PutCheckpoint records a checkpoint: its record (0x56) and its deadline
+// entry (0x55). It replaces a checkpoint of the same name, whose deadline
+// entry the caller deletes when its VisibleAt differs.
+func (p *PopBatch) PutCheckpoint(c *Checkpoint) error {
+	if err := checkCheckpoint(c); err != nil {
+		return fmt.Errorf("put checkpoint: %w", err)
+	}
+	p.key = groupTopicQueue(p.key[:0], prefixPopCK, c.Group, c.Topic, c.QueueID)
+	p.floors.lower(p.key, c.CKOffset)
+	p.key = binary.BigEndian.AppendUint64(p.key, uint64(c.CKOffset))
+	p.key = binary.BigEndian.AppendUint64(p.key, uint64(c.PopTime))
+	p.val = checkpointValue(p.val[:0], c)
+	if err := p.b.Set(p.key, p.val, nil); err != nil {
+		return fmt.Errorf("put checkpoint %s/%s/%d@%d: %w", c.Group, c.Topic, c.QueueID, c.CKOffset, err)
+	}
+	p.key = checkpointDueKey(p.key[:0], c)
+	if err := p.b.Set(p.key, nil, nil); err != nil {
+		return fmt.Errorf("put checkpoint deadline %s/%s/%d@%d: %w", c.Group, c.Topic, c.QueueID, c.CKOffset, err)
+	}
+	return nil
+}
+
+// RewriteCheckpoint stores a checkpoint whose offsets changed but whose
+// VisibleAt did not: only its record is written.
+func (p *PopBatch) RewriteCheckpoint(c *Checkpoint) error {
+	if err := checkCheckpoint(c); err != nil {
+		return fmt.Errorf("rewrite checkpoint: %w", err)
+	}
+	p.key = checkpointKey(p.key[:0], c.Group, c.Topic, c.QueueID, c.CKOffset, c.PopTime)
+	p.val = checkpointValue(p.val[:0], c)
+	if err := p.b.Set(p.key, p.val, nil); err != nil {
+		return fmt.Errorf("rewrite checkpoint %s/%s/%d@%d: %w", c.Group, c.Topic, c.QueueID, c.CKOffset, err)
+	}
+	return nil
+}
+
+// DeleteCheckpoint removes a checkpoint's record and its deadline entry
+// (at c.VisibleAt).
+func (p *PopBatch) DeleteCheckpoint(c *Checkpoint) error {
+	p.key = checkpointKey(p.key[:0], c.Group, c.Topic, c.QueueID, c.CKOffset, c.PopTime)
+	if err := p.b.Delete(p.key, nil); err != nil {
+		return fmt.Errorf("delete checkpoint: %w", err)
+	}
+	return p.deleteDue(c)
+}
+
+// deleteDue removes a checkpoint's deadline entry at c.VisibleAt.
+func (p *PopBatch) deleteDue(c *Checkpoint) error {
+	p.key = checkpointDueKey(p.key[:0], c)
+	if err := p.b.Delete(p.key, nil); err != nil {
+		return fmt.Errorf("delete checkpoint deadline: %w", err)
+	}
+	return nil
+}
+
+// MoveCheckpoint gives a stored checkpoint (at old's VisibleAt) the fields
+// of c, which names the same checkpoint: a failed revive's new deadline
+// and attempt count, with the offsets still to revive.
+func (p *PopBatch) MoveCheckpoint(old, c *Checkpoint) error {
+	if old.VisibleAt != c.VisibleAt {
+		if err := p.deleteDue(old); err != nil {
+			return err
+		}
+	}
+	return p.PutCheckpoint(c)
+}
+
+// Checkpoint returns the checkpoint a handle names; ok is false when there
+// is none (all its messages acknowledged or revived, or an unknown
+// handle).
+func (s *PopStore) Checkpoint(group, topic string, queueID int32, ckOffset, popTime int64) (Checkpoint, bool, error) {
+	k := checkpointKey(nil, group, topic, queueID, ckOffset, popTime)
+	v, err := s.db.get(k)
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("read checkpoint %s/%s/%d@%d: %w", group, topic, queueID, ckOffset, err)
+	}
+	if v == nil {
+		return Checkpoint{}, false, nil
+	}
+	c, err := decodeCheckpoint(k, v)
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("checkpoint %s/%s/%d@%d: %w", group, topic, queueID, ckOffset, err)
+	}
+	return c, true, nil
+}
+
+// queueCheckpoints calls fn with the checkpoints of a group's queue whose
+// CKOffset is at least from, in CKOffset order, until fn returns false.
+func (s *PopStore) queueCheckpoints(group, topic string, queueID int32, from int64, fn func(Checkpoint) bool) error {
+	p := groupTopicQueue(nil, prefixPopCK, group, topic, queueID)
+	lower := binary.BigEndian.AppendUint64(append([]byte(nil), p...), uint64(max(from, 0)))
+	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			_ = it.Close()
+			return err
+		}
+		c, err := decodeCheckpoint(it.Key(), v)
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("checkpoint key %x: %w", it.Key(), err)
+		}
+		if !fn(c) {
+			break
+		}
+	}
+	return it.Close()
+}
+
+// MinInFlight returns the smallest offset of a queue still in flight for a
+// group; ok is false when none is. from is a bound at or below every
+// offset in flight (the committed offset). The seek starts at the queue's
+// checkpoint floor (popfloor.go), else MaxCheckpointSpan below from, not
+// at the start of the queue's keyspace, so it does not walk the
+// tombstones of long acknowledged checkpoints. The caller holds the POP
+// service's lock of the queue.
+func (s *PopStore) MinInFlight(group, topic string, queueID int32, from int64) (offset int64, ok bool, err error) {
+	prefix := groupTopicQueue(nil, prefixPopCK, group, topic, queueID)
+	lower := from - MaxCheckpointSpan + 1
+	if floor, known := s.db.floors.get(prefix); known {
+		if floor == noCheckpoint {
+			return 0, false, nil
+		}
+		lower = max(lower, floor)
+	}
+	best, first := int64(math.MaxInt64), int64(noCheckpoint)
+	err = s.queueCheckpoints(group, topic, queueID, lower, func(c Checkpoint) bool {
+		if c.CKOffset >= best {
+			return false
+		}
+		first = min(first, c.CKOffset)
+		best = min(best, c.Offsets[0])
+		return true
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("min in-flight of %s on %s/%d: %w", group, topic, queueID, err)
+	}
+	s.db.floors.set(prefix, first)
+	return best, best != math.MaxInt64, nil
+}
+
+// InFlightAt returns the in-flight view of one message of a group's queue,
+// from the checkpoint holding it; ok is false when none does. With
+// several (a changed invisible time moves a message to a checkpoint of
+// its own), the one with the latest PopTime is returned.
+func (s *PopStore) InFlightAt(group, topic string, queueID int32, offset int64) (InFlight, bool, error) {
+	var r InFlight
+	found := false
+	err := s.queueCheckpoints(group, topic, queueID, offset-MaxCheckpointSpan+1, func(c Checkpoint) bool {
+		if c.CKOffset > offset {
+			return false
+		}
+		if c.Contains(offset) && (!found || c.PopTime > r.PopTime) {
+			r, found = c.message(offset), true
+		}
+		return true
+	})
+	if err != nil {
+		return r, false, fmt.Errorf("look up in-flight %s/%s/%d@%d: %w", group, topic, queueID, offset, err)
+	}
+	return r, found, nil
+}
+
+// DueCheckpoints calls fn with the checkpoints whose VisibleAt lies in
+// [from, before], in deadline order, until fn returns false or max
+// messages were passed (max <= 0: no limit). A deadline entry whose
+// record is missing or has another deadline (which a consistent store
+// never holds) is passed with no Offsets, so that the caller can delete
+// it. A revive loop that knows nothing is due before from skips the
+// tombstones of the checkpoints handled there.
+func (s *PopStore) DueCheckpoints(from, before int64, max int, fn func(Checkpoint) bool) error {
+	lower := []byte{prefixPopCKDue}
+	if from > 0 {
+		lower = binary.BigEndian.AppendUint64(lower, uint64(from))
+	}
+	upper := []byte{prefixPopCKDue + 1}
+	if before < math.MaxInt64 && before >= 0 {
+		upper = binary.BigEndian.AppendUint64([]byte{prefixPopCKDue}, uint64(before+1))
+	}
+	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("scan checkpoint deadlines: %w", err)
+	}
+	n := 0
+	var key []byte
+	for ok := it.First(); ok; ok = it.Next() {
+		due, err := decodeCheckpointDue(it.Key())
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("checkpoint deadline %x: %w", it.Key(), err)
+		}
+		key = checkpointKey(key[:0], due.Group, due.Topic, due.QueueID, due.CKOffset, due.PopTime)
+		v, err := s.db.get(key)
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("scan checkpoint deadlines: %w", err)
+		}
+		c := due
+		if v != nil {
+			if c, err = decodeCheckpoint(key, v); err != nil {
+				_ = it.Close()
+				return fmt.Errorf("checkpoint %x: %w", key, err)
+			}
+			if c.VisibleAt != due.VisibleAt {
+				c = due
+			}
+		}
+		n += len(c.Offsets)
+		if !fn(c) || (max > 0 && n >= max) {
+			break
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("scan checkpoint deadlines: %w", err)
+	}
+	return nil
+}
+
+// DeleteOrphanDue removes a deadline entry passed by DueCheckpoints
+// without Offsets.
+func (p *PopBatch) DeleteOrphanDue(due *Checkpoint) error { return p.deleteDue(due) }
+
+// Due calls fn for in-flight messages whose VisibleAt is at most before,
+// in deadline order, until fn returns false or max messages were passed
+// (max <= 0: no limit).
+func (s *PopStore) Due(before int64, max int, fn func(InFlight) bool) error {
+	n := 0
+	stop := false
+	return s.DueCheckpoints(0, before, 0, func(c Checkpoint) bool {
+		for _, off := range c.Offsets {
+			n++
+			if !fn(c.message(off)) || (max > 0 && n >= max) {
+				stop = true
+				return false
+			}
+		}
+		return !stop
+	})
+}
+
+// EachInFlight calls fn for every in-flight message in deadline order
+// until fn returns false.
+func (s *PopStore) EachInFlight(fn func(InFlight) bool) error {
+	return s.Due(math.MaxInt64, 0, fn)
+}
+
+// NextDue returns the earliest VisibleAt in [from, before] of the
+// checkpoints; ok is false when none is due in that span. The bound
+// matters: handled checkpoints leave tombstones at their deadlines, and a
+// scan to the end of time would step over every one of them until
+// compaction.
+func (s *PopStore) NextDue(from, before int64) (int64, bool, error) {
+	lower := binary.BigEndian.AppendUint64([]byte{prefixPopCKDue}, uint64(max(from, 0)))
+	upper := []byte{prefixPopCKDue + 1}
+	if before < math.MaxInt64 && before >= 0 {
+		upper = binary.BigEndian.AppendUint64([]byte{prefixPopCKDue}, uint64(before+1))
+	}
+	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return 0, false, fmt.Errorf("next checkpoint deadline: %w", err)
+	}
+	defer it.Close()
+	if !it.First() {
+		return 0, false, it.Error()
+	}
+	due, err := decodeCheckpointDue(it.Key())
+	if err != nil {
+		return 0, false, fmt.Errorf("checkpoint deadline %x: %w", it.Key(), err)
+	}
+	return due.VisibleAt, true, nil
+}

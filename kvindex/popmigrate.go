@@ -1,0 +1,89 @@
+package kvindex
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// migratePopCheckpoints rewrites the per-message in-flight records of a
+// schema-2 store (0x50, with their ack index 0x51) as checkpoints (0x55,
+// 0x56), records schema version 3 and syncs, all in one batch: a crash
+// leaves either the old layout at version 2 or the new one at version 3.
+//
+// The records of one pop of one queue (the same group, topic, queue,
+// ckOffset and popTime) become one checkpoint. Their deadlines differ
+// only after a failed revive of some of them; the checkpoint takes the
+// earliest deadline and the most attempts, so a message is at worst
+// re-delivered early, never late or lost. It returns how many records it
+// moved.
+func (d *DB) migratePopCheckpoints() (int, error) {
+	type name struct {
+		group, topic      string
+		queueID           int32
+		ckOffset, popTime int64
+	}
+	cks := map[name]*Checkpoint{}
+	n := 0
+	err := d.Scan([]byte{prefixPopInFlight}, func(k, v []byte) bool {
+		r, err := decodePopInFlight(k, v)
+		if err != nil {
+			return true // kvdump shows it; it cannot be re-delivered
+		}
+		n++
+		key := name{r.Group, r.Topic, r.QueueID, r.CKOffset, r.PopTime}
+		c, ok := cks[key]
+		if !ok {
+			c = &Checkpoint{Group: r.Group, Topic: r.Topic, QueueID: r.QueueID, CKOffset: r.CKOffset, PopTime: r.PopTime,
+				InvisibleTime: r.InvisibleTime, VisibleAt: r.VisibleAt, RetryFlag: r.RetryFlag, Attempts: r.Attempts}
+			cks[key] = c
+		}
+		c.VisibleAt = min(c.VisibleAt, r.VisibleAt)
+		c.Attempts = max(c.Attempts, r.Attempts)
+		c.Offsets = append(c.Offsets, r.QueueOffset)
+		return true
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read in-flight records: %w", err)
+	}
+	b := &PopBatch{b: d.pdb.NewBatch(), cache: d.positions, offsets: d.committed, floors: d.floors}
+	defer b.Close()
+	for _, c := range cks {
+		slices.SortFunc(c.Offsets, cmp.Compare)
+		c.Offsets = slices.Compact(c.Offsets)
+		// A record outside [ckOffset, ckOffset+MaxCheckpointSpan) (none
+		// that this code wrote) cannot share its pop's checkpoint: it gets
+		// one of its own, which revive re-delivers at its deadline.
+		var fit []int64
+		for _, off := range c.Offsets {
+			if off >= c.CKOffset && off-c.CKOffset < MaxCheckpointSpan {
+				fit = append(fit, off)
+				continue
+			}
+			single := *c
+			single.CKOffset, single.Offsets = off, []int64{off}
+			if err := b.PutCheckpoint(&single); err != nil {
+				return 0, err
+			}
+		}
+		if c.Offsets = fit; len(fit) > 0 {
+			if err := b.PutCheckpoint(c); err != nil {
+				return 0, err
+			}
+		}
+	}
+	for _, p := range []byte{prefixPopInFlight, prefixPopAckIndex} {
+		if err := b.b.DeleteRange([]byte{p}, []byte{p + 1}, nil); err != nil {
+			return 0, fmt.Errorf("delete keyspace %#x: %w", p, err)
+		}
+	}
+	if err := b.b.Set(metaKey(metaSchema), schemaValue(), nil); err != nil {
+		return 0, err
+	}
+	if err := b.b.Commit(pebble.Sync); err != nil {
+		return 0, fmt.Errorf("commit checkpoints: %w", err)
+	}
+	return n, nil
+}
