@@ -419,3 +419,21 @@ func TestSmoke(t *testing.T) {
 		}
 	})
 }
+
+// TestDrainCounterEndsAtTheGoal checks that a pop drain ends when its last
+// message is counted, not when its consumers return: counts after the goal
+// do not move the end.
+func TestDrainCounterEndsAtTheGoal(t *testing.T) {
+	c := &drainCounter{want: 10}
+	c.Add(4)
+	if c.reached.Load() != 0 {
+		t.Fatal("end recorded before the goal")
+	}
+	c.Add(6)
+	end := c.end()
+	time.Sleep(2 * time.Millisecond)
+	c.Add(3)
+	if got := c.end(); !got.Equal(end) || c.Load() != 13 {
+		t.Fatalf("end moved from %v to %v (count %d)", end, got, c.Load())
+	}
+}

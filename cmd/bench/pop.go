@@ -187,25 +187,55 @@ func popOnce(ctx context.Context, t *target, o popOptions, run int) (popRun, err
 	}
 	// POP consumers of a new group: pop, then batch-ack each response.
 	start = time.Now()
-	n, err := popDrain(ctx, addr, topic, "BenchPopGroup", o, total, true, nil)
+	n, end, err := popDrain(ctx, addr, topic, "BenchPopGroup", o, total, true, nil)
 	if err != nil {
 		return r, err
 	}
-	r.popRate = float64(n) / time.Since(start).Seconds()
+	r.popRate = float64(n) / end.Sub(start).Seconds()
 	if o.hold <= 0 {
 		return r, nil
 	}
 	return holdAndRevive(ctx, t, o, topic, r)
 }
 
+// drainCounter counts the messages of a drain and remembers when the count
+// reached its goal: the drain's end. Consumers still long-polling for
+// messages that no longer come must not extend it (they did, by up to
+// their 1 s poll time, which cost short runs a third of their pop+ack
+// rate), as the pull baseline ends at its last counted message.
+type drainCounter struct {
+	n       atomic.Int64
+	want    int64
+	reached atomic.Int64 // UnixNano when n reached want, 0 before
+}
+
+// Add counts k messages.
+func (c *drainCounter) Add(k int64) {
+	if c.n.Add(k) >= c.want {
+		c.reached.CompareAndSwap(0, time.Now().UnixNano())
+	}
+}
+
+// Load returns the count.
+func (c *drainCounter) Load() int64 { return c.n.Load() }
+
+// end returns when the count reached want, or now when it did not.
+func (c *drainCounter) end() time.Time {
+	if ns := c.reached.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Now()
+}
+
 // popDrain pops until want messages arrived, acking them when ack is set
 // (up to o.acks batch acks of a consumer in flight while it pops on; a
 // message counts once its ack is answered); seen, when set, sees every
-// popped message.
-func popDrain(ctx context.Context, addr, topic, group string, o popOptions, want int64, ack bool, seen func(popclient.Message, int64)) (int64, error) {
+// popped message. It returns the count and when it reached want.
+func popDrain(ctx context.Context, addr, topic, group string, o popOptions, want int64, ack bool, seen func(popclient.Message, int64)) (int64, time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	var popped, got atomic.Int64
+	var popped atomic.Int64
+	got := &drainCounter{want: want}
 	var wg sync.WaitGroup
 	var errOnce sync.Once
 	var firstErr error
@@ -228,7 +258,7 @@ func popDrain(ctx context.Context, addr, topic, group string, o popOptions, want
 			}
 			defer rc.Close()
 			pc := popclient.New(rc, "")
-			acker := newAcker(ctx, pc, group, topic, o.acks, &got, fail)
+			acker := newAcker(ctx, pc, group, topic, o.acks, got, fail)
 			defer acker.wait()
 			for popped.Load() < want && ctx.Err() == nil {
 				res, err := pc.Pop(ctx, popclient.PopRequest{Group: group, Topic: topic, QueueID: -1, MaxMsgNums: o.batch,
@@ -258,12 +288,12 @@ func popDrain(ctx context.Context, addr, topic, group string, o popOptions, want
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return got.Load(), firstErr
+		return got.Load(), got.end(), firstErr
 	}
 	if got.Load() < want {
-		return got.Load(), fmt.Errorf("pop drain: %d of %d messages before the timeout", got.Load(), want)
+		return got.Load(), got.end(), fmt.Errorf("pop drain: %d of %d messages before the timeout", got.Load(), want)
 	}
-	return got.Load(), nil
+	return got.Load(), got.end(), nil
 }
 
 // acker batch-acks one consumer's pops, keeping up to a limit of acks in
@@ -275,11 +305,11 @@ type acker struct {
 	group, topic string
 	slots        chan struct{}
 	wg           sync.WaitGroup
-	acked        *atomic.Int64
+	acked        *drainCounter
 	fail         func(error)
 }
 
-func newAcker(ctx context.Context, pc *popclient.Client, group, topic string, inflight int, acked *atomic.Int64, fail func(error)) *acker {
+func newAcker(ctx context.Context, pc *popclient.Client, group, topic string, inflight int, acked *drainCounter, fail func(error)) *acker {
 	return &acker{ctx: ctx, pc: pc, group: group, topic: topic, slots: make(chan struct{}, inflight), acked: acked, fail: fail}
 }
 
@@ -339,7 +369,7 @@ func holdAndRevive(ctx context.Context, t *target, o popOptions, topic string, r
 	group := "BenchPopHold"
 	r.inFlight = fill.TotalAcked + o.messages
 	r.rssBefore = rss()
-	if _, err := popDrain(ctx, t.Addr, topic, group, o, r.inFlight, false, nil); err != nil {
+	if _, _, err := popDrain(ctx, t.Addr, topic, group, o, r.inFlight, false, nil); err != nil {
 		return r, err
 	}
 	r.rssAfter = rss()
@@ -385,7 +415,7 @@ func drainRevived(ctx context.Context, addr, topic, group string, o popOptions, 
 	}
 	ackOpts := o
 	ackOpts.timeout = o.timeout + invisible
-	if _, err := popDrain(ctx, addr, topic, group, ackOpts, want, true, seen); err != nil {
+	if _, _, err := popDrain(ctx, addr, topic, group, ackOpts, want, true, seen); err != nil {
 		return nil, err
 	}
 	return late, nil
