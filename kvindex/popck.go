@@ -482,3 +482,26 @@ func (s *PopStore) NextDue(from, before int64) (int64, bool, error) {
 	}
 	return due.VisibleAt, true, nil
 }
+
+// CountInFlight returns how many checkpoints are stored and how many
+// messages they hold in flight.
+func (s *PopStore) CountInFlight() (checkpoints, messages int64, err error) {
+	var derr error
+	err = s.db.Scan([]byte{prefixPopCK}, func(k, v []byte) bool {
+		c, err := decodeCheckpoint(k, v)
+		if err != nil {
+			derr = fmt.Errorf("checkpoint key %x: %w", k, err)
+			return false
+		}
+		checkpoints++
+		messages += int64(len(c.Offsets))
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("count in-flight messages: %w", err)
+	}
+	return checkpoints, messages, nil
+}

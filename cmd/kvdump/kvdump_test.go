@@ -164,6 +164,7 @@ func TestSummary(t *testing.T) {
 		[]string{"lag (bytes)", "0"},
 		[]string{"topics", "2"},
 		[]string{"queues", "3"},
+		[]string{"pop in flight", "0 messages in 0 checkpoints"},
 		[]string{"index disk usage", "N bytes"},
 	)
 	got := mustKvdump(t, "--store", sc.root, "summary")
@@ -186,7 +187,8 @@ func TestSummary(t *testing.T) {
 	}
 	delete(last, "indexDiskBytes")
 	checkJSON(t, "summary", lines[len(wantJSON):], asJSON(t, map[string]any{"kind": "summary", "store": sc.root, "index": index,
-		"dispatched": sc.end, "logMinOffset": 0, "logMaxOffset": sc.end, "lag": 0, "topics": 2, "queues": 3}))
+		"dispatched": sc.end, "logMinOffset": 0, "logMaxOffset": sc.end, "lag": 0, "topics": 2, "queues": 3,
+		"popCheckpoints": 0, "popInFlight": 0}))
 }
 
 func TestCQ(t *testing.T) {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/rocketkv/rocketkv/kvindex"
@@ -76,5 +78,15 @@ func TestPop(t *testing.T) {
 	}
 	if !found {
 		t.Error("summary has no pop-checkpoint keyspace")
+	}
+	for _, l := range lines {
+		if l["kind"] == "summary" {
+			if n, m := fmt.Sprint(l["popCheckpoints"]), fmt.Sprint(l["popInFlight"]); n != "3" || m != "4" {
+				t.Errorf("summary counts %s checkpoints and %s messages in flight, want 3 and 4", n, m)
+			}
+		}
+	}
+	if got := mustKvdump(t, "--store", root, "summary"); !strings.Contains(got, "4 messages in 3 checkpoints") {
+		t.Errorf("summary table:\n%s", got)
 	}
 }

@@ -13,7 +13,7 @@ import (
 func summaryCommand(o *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "summary",
-		Short: "Keys and bytes per keyspace, dispatched offset against the CommitLog end, topic and queue counts",
+		Short: "Keys and bytes per keyspace, dispatched offset against the CommitLog end, topic, queue and POP in-flight counts",
 		Args:  cobra.NoArgs,
 		RunE:  withStore(o, runSummary),
 	}
@@ -45,6 +45,8 @@ type summaryLine struct {
 	LogError       string `json:"logError,omitempty"`
 	Topics         int64  `json:"topics"`
 	Queues         int64  `json:"queues"`
+	PopCheckpoints int64  `json:"popCheckpoints"`
+	PopInFlight    int64  `json:"popInFlight"`
 	IndexDiskBytes uint64 `json:"indexDiskBytes"`
 }
 
@@ -76,6 +78,9 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 	}
 	if err != nil {
 		return fmt.Errorf("count queues: %w", err)
+	}
+	if sum.PopCheckpoints, sum.PopInFlight, err = s.db.Pop().CountInFlight(); err != nil {
+		return err
 	}
 
 	if out.json {
@@ -113,6 +118,7 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 	}
 	t.row("topics", num(sum.Topics))
 	t.row("queues", num(sum.Queues))
+	t.row("pop in flight", fmt.Sprintf("%d messages in %d checkpoints", sum.PopInFlight, sum.PopCheckpoints))
 	t.row("index disk usage", strconv.FormatUint(sum.IndexDiskBytes, 10)+" bytes")
 	return t.flush()
 }
