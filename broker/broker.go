@@ -201,7 +201,12 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 // and catches the dispatcher up.
 func (b *Broker) openStores(ctx context.Context) error {
 	root := b.cfg.StorePathRootDir
-	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(root, kvindex.DirName), Logger: b.root})
+	walSync := kvindex.WALSyncAlways
+	if b.cfg.IndexWALSync == configs.IndexWALSyncInterval {
+		walSync = kvindex.WALSyncInterval
+	}
+	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(root, kvindex.DirName), Logger: b.root,
+		WALSync: walSync, WALSyncInterval: b.cfg.IndexWALSyncInterval})
 	if err != nil {
 		return fmt.Errorf("open index: %w", err)
 	}

@@ -12,6 +12,16 @@ const (
 	SyncFlush  = "SYNC_FLUSH"
 )
 
+// What durable index writes wait for, selectable with indexWalSync.
+const (
+	// IndexWALSyncAlways waits for an fdatasync of the index's log (the
+	// default).
+	IndexWALSyncAlways = "always"
+	// IndexWALSyncInterval waits for the log write and syncs the log
+	// every indexWalSyncIntervalMillis.
+	IndexWALSyncInterval = "interval"
+)
+
 // ConsumeQueue layouts selectable with storeType.
 const (
 	// StoreTypeKV keeps the ConsumeQueue in Pebble (the default).
@@ -90,6 +100,15 @@ type Broker struct {
 	// to come within MaxDispatchLagBytes before it is answered
 	// SYSTEM_BUSY.
 	WaitTimeMillsInSendQueue time.Duration
+	// IndexWALSync is what a durable index write (pop, ack, offset
+	// commit, config change) waits for: IndexWALSyncAlways, an fdatasync
+	// of the index's write-ahead log; IndexWALSyncInterval, the log write
+	// only (it survives a crash of the process), the log being synced
+	// every IndexWALSyncInterval.
+	IndexWALSync string
+	// IndexWALSyncInterval is the log's sync period under
+	// IndexWALSyncInterval.
+	IndexWALSyncInterval time.Duration
 
 	// Memory bounds of per-queue and per-topic state.
 	TopicConfigCacheSize  int

@@ -54,6 +54,13 @@ type Options struct {
 	// FS is the file system (nil: the operating system's). Tests pass
 	// Pebble's in-memory or error-injecting file systems.
 	FS vfs.FS
+	// WALSync is what durable writes wait for (default WALSyncAlways: an
+	// fdatasync of the write-ahead log). WALSyncInterval trades the
+	// power-failure guarantee for throughput; see walsync.go.
+	WALSync WALSync
+	// WALSyncInterval is the period of the log's fdatasync under
+	// WALSyncInterval (default DefaultWALSyncInterval).
+	WALSyncInterval time.Duration
 }
 
 // DB is the open index database. It is safe for concurrent use.
@@ -73,6 +80,9 @@ type DB struct {
 	// floors bounds the seeks of PopStore.MinInFlight (popfloor.go).
 	floors *checkpointFloors
 	stalls *writeStalls
+	// walFS syncs the write-ahead log on a timer under WALSyncInterval
+	// (nil otherwise).
+	walFS *intervalSyncFS
 
 	// journalTop is the largest first offset a CQ journal record may
 	// have, once journalTopKnown (see journalMayExist).
@@ -97,6 +107,19 @@ func Open(opts Options) (*DB, error) {
 	fs := opts.FS
 	if opts.ReadOnly && fs == nil {
 		fs = readOnlyFS{vfs.Default}
+	}
+	var walFS *intervalSyncFS
+	if !opts.ReadOnly && opts.WALSync == WALSyncInterval {
+		inner := fs
+		if inner == nil {
+			inner = vfs.Default
+		}
+		every := opts.WALSyncInterval
+		if every <= 0 {
+			every = DefaultWALSyncInterval
+		}
+		walFS = newIntervalSyncFS(inner, every, opts.Logger)
+		fs = walFS
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	stalls := &writeStalls{log: opts.Logger.With().Str("component", "pebble").Logger()}
@@ -154,11 +177,14 @@ func Open(opts Options) (*DB, error) {
 	}
 	d := &DB{pdb: pdb, log: opts.Logger, readOnly: opts.ReadOnly, dir: opts.Dir, positions: newPositionCache(defaultPositionCache),
 		floors: newCheckpointFloors(defaultCheckpointFloors), committed: newPositionCache(defaultPositionCache),
-		stalls: stalls}
+		stalls: stalls, walFS: walFS}
 	d.keys = &KeyIndex{db: d}
 	if err := d.checkSchema(); err != nil {
 		_ = pdb.Close()
 		return nil, err
+	}
+	if walFS != nil {
+		walFS.start()
 	}
 	return d, nil
 }
@@ -343,6 +369,9 @@ func (d *DB) Close() error {
 		if err := d.pdb.Flush(); err != nil {
 			d.log.Warn().Err(err).Msg("flush index before close; the next open replays its WAL")
 		}
+	}
+	if d.walFS != nil {
+		d.walFS.stop() // closing the logs syncs them
 	}
 	if err := d.pdb.Close(); err != nil {
 		return fmt.Errorf("close index: %w", err)

@@ -27,6 +27,9 @@ import (
 // The crash test re-runs this test binary as a child broker.
 const childEnvBroker = "POP_CRASH_BROKER_DIR"
 
+// childEnvWALSync, when set, is the child broker's indexWalSync.
+const childEnvWALSync = "POP_CRASH_INDEX_WAL_SYNC"
+
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(childEnvBroker); dir != "" {
 		os.Exit(runBrokerChild(dir))
@@ -37,10 +40,14 @@ func TestMain(m *testing.M) {
 // runBrokerChild runs a broker on store dir until SIGKILL or SIGTERM. It
 // prints "ready <addr>" once it serves.
 func runBrokerChild(dir string) int {
-	loaded, err := configs.LoadBroker("", map[string]string{
+	set := map[string]string{
 		"storePathRootDir": dir, "listenPort": "0", "brokerIP1": "127.0.0.1",
 		"mappedFileSizeCommitLog": strconv.Itoa(16 << 20),
-	})
+	}
+	if mode := os.Getenv(childEnvWALSync); mode != "" {
+		set["indexWalSync"] = mode
+	}
+	loaded, err := configs.LoadBroker("", set)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
@@ -197,10 +204,23 @@ func consume(stop context.Context, addr, brokerName string, l *ledger, rng *rand
 // before its deadline is never revived. Revive re-puts before it deletes,
 // so a kill in between leaves two stored copies of one re-delivery (same
 // reconsume count); they are counted, and must stay rare.
+//
+// It runs with both indexWalSync modes: "interval" answers pops and acks
+// once their index writes reached the operating system, without waiting
+// for an fdatasync, and must survive SIGKILL all the same.
 func TestPopSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test")
 	}
+	for _, mode := range []string{configs.IndexWALSyncAlways, configs.IndexWALSyncInterval} {
+		t.Run(mode, func(t *testing.T) {
+			t.Setenv(childEnvWALSync, mode)
+			popSurvivesSIGKILL(t)
+		})
+	}
+}
+
+func popSurvivesSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
 	l := &ledger{deliveries: map[string][]*delivery{}}

@@ -1,0 +1,117 @@
+package kvindex
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/rs/zerolog"
+)
+
+// walCountingFS counts the writes and syncs that reach the write-ahead log
+// files of the file system under it.
+type walCountingFS struct {
+	vfs.FS
+	writes, syncs atomic.Int64
+}
+
+func (fs *walCountingFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, c)
+	if err != nil || !isWAL(name) {
+		return f, err
+	}
+	return &walCountingFile{File: f, fs: fs}, nil
+}
+
+func (fs *walCountingFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.ReuseForWrite(oldname, newname, c)
+	if err != nil || !isWAL(newname) {
+		return f, err
+	}
+	return &walCountingFile{File: f, fs: fs}, nil
+}
+
+type walCountingFile struct {
+	vfs.File
+	fs *walCountingFS
+}
+
+func (f *walCountingFile) Write(p []byte) (int, error) {
+	f.fs.writes.Add(1)
+	return f.File.Write(p)
+}
+
+func (f *walCountingFile) Sync() error {
+	f.fs.syncs.Add(1)
+	return f.File.Sync()
+}
+
+func (f *walCountingFile) SyncData() error {
+	f.fs.syncs.Add(1)
+	return f.File.SyncData()
+}
+
+// TestWALSyncInterval checks the two WALSync modes against the file system:
+// under WALSyncAlways a durable write fdatasyncs the log before it
+// returns; under WALSyncInterval it has written the log (so a killed
+// process keeps it) but not synced it, the timer syncs it within the
+// interval, and Close syncs what is left.
+func TestWALSyncInterval(t *testing.T) {
+	open := func(t *testing.T, mode WALSync, every time.Duration) (*DB, *walCountingFS) {
+		t.Helper()
+		fs := &walCountingFS{FS: vfs.Default}
+		db, err := Open(Options{Dir: t.TempDir(), FS: fs, WALSync: mode, WALSyncInterval: every, Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db, fs
+	}
+	t.Run("always", func(t *testing.T) {
+		db, fs := open(t, WALSyncAlways, 0)
+		defer db.Close()
+		before := fs.syncs.Load()
+		if err := db.ConsumerOffsets().Set("G", "T", 0, 5); err != nil {
+			t.Fatal(err)
+		}
+		if fs.syncs.Load() == before {
+			t.Fatal("a durable write returned without syncing the log")
+		}
+	})
+	t.Run("interval", func(t *testing.T) {
+		db, fs := open(t, WALSyncInterval, time.Hour)
+		syncs, writes := fs.syncs.Load(), fs.writes.Load()
+		for i := 0; i < 3; i++ {
+			if err := db.ConsumerOffsets().Set("G", "T", 0, int64(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if fs.syncs.Load() != syncs {
+			t.Fatalf("durable writes synced the log %d times", fs.syncs.Load()-syncs)
+		}
+		if fs.writes.Load() == writes {
+			t.Fatal("a durable write returned before its log bytes were written")
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if fs.syncs.Load() == syncs {
+			t.Fatal("close left the log unsynced")
+		}
+	})
+	t.Run("timer", func(t *testing.T) {
+		db, fs := open(t, WALSyncInterval, 10*time.Millisecond)
+		defer db.Close()
+		syncs := fs.syncs.Load()
+		if err := db.ConsumerOffsets().Set("G", "T", 0, 1); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for fs.syncs.Load() == syncs {
+			if time.Now().After(deadline) {
+				t.Fatal("the timer did not sync the log")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+}
