@@ -237,15 +237,7 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 	}
 	resp.ExtFields = h
 	if code == remoting.Success {
-		size := 0
-		for _, r := range res.Records {
-			size += len(r)
-		}
-		body := make([]byte, 0, size)
-		for _, r := range res.Records {
-			body = append(body, r...)
-		}
-		resp.Body = body
+		resp.Body = res.Body
 		b.stats.recordGet(len(res.Records))
 	}
 	return resp

@@ -83,7 +83,8 @@ func TestFinishPopSkipsDeletedMessages(t *testing.T) {
 	if err := s.finishPop(PopRequest{Topic: "T"}, source{topic: "T", flag: FlagNormal}, r, &res, &info); err != nil {
 		t.Fatalf("finishPop: %v", err)
 	}
-	if len(res.Records) != 1 || string(res.Records[0]) != "kept" {
+	res.finish()
+	if len(res.Records) != 1 || string(res.Records[0]) != "kept" || string(res.Body) != "kept" {
 		t.Fatalf("records %q, want only the one still in the log", res.Records)
 	}
 }

@@ -135,7 +135,9 @@ func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *Po
 		return false, err
 	}
 	info.AddQueue(src.flag, src.queueID, r.from, r.offsets)
-	res.Records = append(res.Records, r.records...)
+	for _, rec := range r.records {
+		res.add(rec)
+	}
 	return true, nil
 }
 

@@ -3,6 +3,7 @@ package pop
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/kvindex"
@@ -33,10 +34,15 @@ type PopRequest struct {
 type PopResult struct {
 	// Records are the stored records to send back to back: raw for the
 	// requested topic, re-encoded under the requested topic with POP_CK
-	// for pop-retry messages.
+	// for pop-retry messages. Each is a sub-slice of Body.
 	Records [][]byte
-	// Queues lists the queues that delivered messages (topic read, queue),
-	// for wake-ups.
+	// Body is Records back to back: the response body, built by copying
+	// each record once from the CommitLog.
+	Body []byte
+	// ends are the end offsets of the records in Body while they are
+	// added; finish turns them into Records.
+	ends []int
+
 	PopTime       int64
 	InvisibleTime int64
 	ReviveQID     int32
@@ -61,6 +67,32 @@ type source struct {
 // delivered message in flight before returning. Orderly pops read from
 // the committed offset and lock the queue instead (order.go).
 func (s *Service) Pop(req PopRequest) (PopResult, error) {
+	res, err := s.pop(req)
+	res.finish()
+	return res, err
+}
+
+// add appends one record to the result.
+func (res *PopResult) add(rec []byte) {
+	res.Body = append(res.Body, rec...)
+	res.ends = append(res.ends, len(res.Body))
+}
+
+// count is how many records were added.
+func (res *PopResult) count() int { return len(res.ends) }
+
+// finish slices Records out of Body.
+func (res *PopResult) finish() {
+	res.Records = make([][]byte, len(res.ends))
+	start := 0
+	for i, end := range res.ends {
+		res.Records[i] = res.Body[start:end:end]
+		start = end
+	}
+	res.ends = nil
+}
+
+func (s *Service) pop(req PopRequest) (PopResult, error) {
 	res := PopResult{PopTime: s.now(), InvisibleTime: req.InvisibleTime}
 	if req.Order {
 		res.ReviveQID = OrderReviveQueue
@@ -107,7 +139,7 @@ func (s *Service) Pop(req PopRequest) (PopResult, error) {
 	// than answer nothing while messages wait.
 	for pass := 0; pass < 2; pass++ {
 		for _, src := range sources {
-			remain := req.MaxMsgNums - countRecords(res.Records)
+			remain := req.MaxMsgNums - res.count()
 			var got, skipped bool
 			var err error
 			if req.Order {
@@ -123,7 +155,7 @@ func (s *Service) Pop(req PopRequest) (PopResult, error) {
 				busy = append(busy, src)
 			}
 		}
-		if len(res.Records) > 0 || len(busy) == 0 {
+		if res.count() > 0 || len(busy) == 0 {
 			break
 		}
 		sources, busy = busy, nil
@@ -146,8 +178,6 @@ func (s *Service) Pop(req PopRequest) (PopResult, error) {
 	}
 	return res, nil
 }
-
-func countRecords(r [][]byte) int { return len(r) }
 
 // startOffset returns where a group's pop of a queue starts: its pop
 // position, else its committed offset, else the queue's minimum (InitMin
@@ -254,42 +284,57 @@ func (s *Service) recordPop(req PopRequest, src source, r readResult, res *PopRe
 	return true, nil
 }
 
-// finishPop reads the bodies of a queue's popped messages that readQueue
-// left unread and adds the queue's messages and header entries to res.
+// finishPop adds the records of a queue's popped messages to res, reading
+// from the CommitLog those readQueue left unread straight into the
+// response body, and adds the queue's header entries.
 func (s *Service) finishPop(req PopRequest, src source, r readResult, res *PopResult, info *InfoBuilder) error {
-	kept := 0
+	need := 0
 	for i, e := range r.entries {
 		if r.records[i] == nil {
+			need += int(e.Size)
+		} else {
+			need += len(r.records[i])
+		}
+	}
+	res.Body = slices.Grow(res.Body, need)
+	kept := r.offsets[:0]
+	for i, e := range r.entries {
+		rec, view := r.records[i], (*commitlog.View)(nil)
+		if rec == nil {
 			v, err := s.cfg.Log.Read(e.PhyOffset, e.Size)
 			if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
 				// Deleted by retention since it was recorded: left out of
 				// the answer, as the eager read does; revive drops its
-				// in-flight record when it finds the message gone.
+				// checkpoint offset when it finds the message gone.
 				continue
 			}
 			if err != nil {
 				return fmt.Errorf("read popped %s/%d@%d: %w", src.topic, src.queueID, e.QueueOffset, err)
 			}
-			r.records[i] = append([]byte(nil), v.Data...)
-			v.Release()
+			rec, view = v.Data, v
 		}
-		r.entries[kept], r.records[kept], r.offsets[kept] = e, r.records[i], r.offsets[i]
-		kept++
-	}
-	r.entries, r.records, r.offsets = r.entries[:kept], r.records[:kept], r.offsets[:kept]
-	info.AddQueue(src.flag, src.queueID, r.from, r.offsets)
-	var err error
-	for i, rec := range r.records {
 		if src.flag != FlagNormal {
 			h := Handle{CKOffset: r.from, PopTime: res.PopTime, InvisibleTime: req.InvisibleTime, ReviveQID: res.ReviveQID,
 				RetryFlag: src.flag, BrokerName: s.cfg.BrokerName, QueueID: src.queueID, QueueOffset: r.offsets[i]}
+			var err error
 			if rec, err = reencodeRetry(rec, req.Topic, h); err != nil {
+				release(view)
 				return err
 			}
 		}
-		res.Records = append(res.Records, rec)
+		res.add(rec)
+		release(view)
+		kept = append(kept, r.offsets[i])
 	}
+	info.AddQueue(src.flag, src.queueID, r.from, kept)
 	return nil
+}
+
+// release releases a view when there is one.
+func release(v *commitlog.View) {
+	if v != nil {
+		v.Release()
+	}
 }
 
 // addRest counts the messages of a queue the pop did not read (full, or
