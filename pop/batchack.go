@@ -42,75 +42,105 @@ type BatchAck struct {
 // ErrBadBatchAck is returned by DecodeBatchAck for a body it cannot read.
 var ErrBadBatchAck = errors.New("pop: malformed batch ack body")
 
+// batchAckFields are the fields of one ack under both the short names the
+// Java client writes and the long ones fastjson also accepts, decoded in
+// one pass (a map of raw fields cost 52 allocations and 7 µs per ack).
+type batchAckFields struct {
+	C             json.RawMessage `json:"c"`
+	ConsumerGroup json.RawMessage `json:"consumerGroup"`
+	T             json.RawMessage `json:"t"`
+	Topic         json.RawMessage `json:"topic"`
+	R             json.RawMessage `json:"r"`
+	Retry         json.RawMessage `json:"retry"`
+	SO            json.RawMessage `json:"so"`
+	StartOffset   json.RawMessage `json:"startOffset"`
+	Q             json.RawMessage `json:"q"`
+	QueueID       json.RawMessage `json:"queueId"`
+	RQ            json.RawMessage `json:"rq"`
+	ReviveQueueID json.RawMessage `json:"reviveQueueId"`
+	PT            json.RawMessage `json:"pt"`
+	PopTime       json.RawMessage `json:"popTime"`
+	IT            json.RawMessage `json:"it"`
+	InvisibleTime json.RawMessage `json:"invisibleTime"`
+	B             json.RawMessage `json:"b"`
+	BitSet        json.RawMessage `json:"bitSet"`
+}
+
+// either returns the short-named field when present, else the long one.
+func either(short, long json.RawMessage) json.RawMessage {
+	if short != nil {
+		return short
+	}
+	return long
+}
+
+// ackString reads a string field, or a number written for one.
+func ackString(v json.RawMessage, name string) (string, error) {
+	if v == nil || string(v) == "null" {
+		return "", nil
+	}
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1 : len(v)-1]), nil
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err == nil {
+		return s, nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(v, &n); err == nil {
+		return n.String(), nil
+	}
+	return "", fmt.Errorf("field %s is not a string", name)
+}
+
+// ackInt reads an integer field, quoted or not.
+func ackInt(v json.RawMessage, name string, bits int) (int64, error) {
+	if v == nil || string(v) == "null" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(string(bytes.Trim(v, `"`)), 10, bits)
+	if err != nil {
+		return 0, fmt.Errorf("field %s is not a %d-bit integer", name, bits)
+	}
+	return n, nil
+}
+
 // UnmarshalJSON reads one ack with short or long field names.
 func (a *BatchAck) UnmarshalJSON(data []byte) error {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
+	var f batchAckFields
+	if err := json.Unmarshal(data, &f); err != nil {
 		return err
-	}
-	get := func(short, long string) json.RawMessage {
-		if v, ok := m[short]; ok {
-			return v
-		}
-		return m[long]
-	}
-	str := func(short, long string) (string, error) {
-		v := get(short, long)
-		if v == nil || string(v) == "null" {
-			return "", nil
-		}
-		var s string
-		if err := json.Unmarshal(v, &s); err == nil {
-			return s, nil
-		}
-		var n json.Number
-		if err := json.Unmarshal(v, &n); err == nil {
-			return n.String(), nil
-		}
-		return "", fmt.Errorf("field %s is not a string", short)
-	}
-	num := func(short, long string, bits int) (int64, error) {
-		v := get(short, long)
-		if v == nil || string(v) == "null" {
-			return 0, nil
-		}
-		s := string(bytes.Trim(v, `"`))
-		n, err := strconv.ParseInt(s, 10, bits)
-		if err != nil {
-			return 0, fmt.Errorf("field %s is not a %d-bit integer", short, bits)
-		}
-		return n, nil
 	}
 	var err error
-	if a.ConsumerGroup, err = str("c", "consumerGroup"); err != nil {
+	if a.ConsumerGroup, err = ackString(either(f.C, f.ConsumerGroup), "c"); err != nil {
 		return err
 	}
-	if a.Topic, err = str("t", "topic"); err != nil {
+	if a.Topic, err = ackString(either(f.T, f.Topic), "t"); err != nil {
 		return err
 	}
-	if a.Retry, err = str("r", "retry"); err != nil {
+	if a.Retry, err = ackString(either(f.R, f.Retry), "r"); err != nil {
 		return err
 	}
-	if a.StartOffset, err = num("so", "startOffset", 64); err != nil {
+	if a.StartOffset, err = ackInt(either(f.SO, f.StartOffset), "so", 64); err != nil {
 		return err
 	}
-	q, err := num("q", "queueId", 32)
+	q, err := ackInt(either(f.Q, f.QueueID), "q", 32)
 	if err != nil {
 		return err
 	}
 	a.QueueID = int32(q)
-	rq, err := num("rq", "reviveQueueId", 32)
+	rq, err := ackInt(either(f.RQ, f.ReviveQueueID), "rq", 32)
 	if err != nil {
 		return err
 	}
 	a.ReviveQueueID = int32(rq)
-	if a.PopTime, err = num("pt", "popTime", 64); err != nil {
+	if a.PopTime, err = ackInt(either(f.PT, f.PopTime), "pt", 64); err != nil {
 		return err
 	}
-	if a.InvisibleTime, err = num("it", "invisibleTime", 64); err != nil {
+	if a.InvisibleTime, err = ackInt(either(f.IT, f.InvisibleTime), "it", 64); err != nil {
 		return err
 	}
-	if v := get("b", "bitSet"); v != nil && string(v) != "null" {
+	if v := either(f.B, f.BitSet); v != nil && string(v) != "null" {
 		var s string
 		if err := json.Unmarshal(v, &s); err == nil {
 			if a.Bits, err = base64.StdEncoding.DecodeString(s); err != nil {

@@ -195,3 +195,15 @@ func TestPutBatchesBoundBytesAndCount(t *testing.T) {
 		t.Fatalf("%d of %d messages in batches", n, len(msgs))
 	}
 }
+
+// BenchmarkDecodeBatchAck decodes the batch ack of one 32-message pop, as
+// the Java client sends it.
+func BenchmarkDecodeBatchAck(b *testing.B) {
+	body := []byte(`{"acks":[{"b":"/////w==","c":"BenchPopGroup","it":60000,"pt":1700000000000,"q":3,"r":"0","rq":0,"so":5,"t":"BenchPop_1_0"}],"brokerName":"broker-a"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeBatchAck(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
