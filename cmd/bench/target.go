@@ -126,6 +126,11 @@ func startTarget(ctx context.Context, o targetOptions) (*target, error) {
 		return nil, err
 	}
 	t.store = store
+	if len(o.sets) > 0 {
+		// The output names the overrides, so that a figure says what it
+		// measured.
+		t.Kind += ", with " + strings.Join(o.sets, " ")
+	}
 	return t, nil
 }
 
