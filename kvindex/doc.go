@@ -166,7 +166,9 @@
 // visibleAt is popTime + invisibleTime, except after a failed revive,
 // which moves the checkpoint with the offsets it could not re-deliver to a
 // later deadline with attempts + 1. Written with sync before the pop is
-// answered; rewritten or deleted by ack (synced before the answer) and by
+// answered (an fdatasync, or under WALSyncInterval the write to the
+// kernel; see walsync.go); rewritten or deleted by ack (synced before the
+// answer) and by
 // revive after its messages were re-put to the pop-retry topic or the
 // DLQ. Orderly pops write none (see 0x53).
 //

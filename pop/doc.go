@@ -6,7 +6,8 @@
 // 0x52), records one checkpoint for them (0x56, named by the receipt
 // handle's ckQueueOffset and popTime, with an entry at its visibility
 // deadline in 0x55), moves the position, and returns only once all of it
-// is synced. An ack removes its offsets from the checkpoint its handle
+// is durable (synced, or with kvindex.WALSyncInterval written to the
+// kernel: it survives a crash of the process either way). An ack removes its offsets from the checkpoint its handle
 // names, deleting it with the last one (a stale or unknown handle changes
 // nothing), and moves the group's committed consumer offset to the
 // smallest offset still in flight. A change of invisible time moves its
