@@ -46,7 +46,8 @@ func (s *Service) AckMany(group, topic string, queueID int32, ckOffset int64, of
 // one read and one rewrite (or delete) for the whole batch. When the
 // group's committed offset was among them, it moves to the smallest
 // offset left in flight, in a second commit under the same lock: a crash
-// between the two leaves it behind, where it is only conservative.
+// between the two leaves it behind, which is only conservative, and the
+// queue's next pop moves it (recordPop recomputes it from the checkpoints).
 func (s *Service) ackQueue(group, topic string, queueID int32, ckOffset int64, offsets []int64, popTime, invisibleTime int64) (AckResult, error) {
 	var res AckResult
 	if len(offsets) == 0 {

@@ -1,6 +1,7 @@
 package pop
 
 import (
+	"context"
 	"hash/maphash"
 	"math"
 	"testing"
@@ -131,5 +132,44 @@ func TestChangeInvisibleTimeInThePopMillisecond(t *testing.T) {
 	}
 	if a, err := s.Ack("G", "T", 0, 7, Handle{CKOffset: 7, PopTime: res.PopTime, InvisibleTime: res.InvisibleTime}); err != nil || a.Deleted != 1 {
 		t.Fatalf("new handle: %+v %v", a, err)
+	}
+}
+
+// TestReviveDeletesDeadlineEntriesWithoutCheckpoint checks that a deadline
+// entry whose checkpoint now has another deadline (here left by writing
+// the checkpoint twice, which the service never does) is deleted by the
+// round that meets it, and that the checkpoint itself stays in flight.
+func TestReviveDeletesDeadlineEntriesWithoutCheckpoint(t *testing.T) {
+	db, err := kvindex.Open(kvindex.Options{Dir: t.TempDir(), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.UnixMilli(1_000_000)
+	s := &Service{cfg: Config{Now: func() time.Time { return now }, ReviveBatch: 100}, store: db.Pop(),
+		seed: maphash.MakeSeed(), wake: make(chan struct{}, 1), log: zerolog.Nop()}
+	s.lowDeadline.Store(math.MaxInt64)
+	ck := kvindex.Checkpoint{Group: "G", Topic: "T", CKOffset: 3, Offsets: []int64{3, 4}, PopTime: 900_000, InvisibleTime: 60_000, VisibleAt: 960_000}
+	b := s.store.NewBatch()
+	if err := b.PutCheckpoint(&ck); err != nil {
+		t.Fatal(err)
+	}
+	ck.VisibleAt = 5_000_000 // the record moves on; its first entry stays behind
+	if err := b.PutCheckpoint(&ck); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if n, err := s.ReviveOnce(context.Background()); err != nil || n != 0 {
+		t.Fatalf("revive round: %d messages, %v", n, err)
+	}
+	var left []kvindex.Checkpoint
+	if err := s.store.DueCheckpoints(0, math.MaxInt64, 0, func(c kvindex.Checkpoint) bool { left = append(left, c); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0].VisibleAt != 5_000_000 || len(left[0].Offsets) != 2 {
+		t.Fatalf("after the round: %+v", left)
 	}
 }

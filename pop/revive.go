@@ -161,9 +161,12 @@ func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// deleteOrphans removes deadline entries that name no checkpoint (a
-// consistent store has none; revive would otherwise meet them every
-// round).
+// deleteOrphans removes deadline entries the scan found without their
+// checkpoint. Checkpoints and their entries are written and deleted
+// together, so this is mostly an ack or a change of invisible time that
+// deleted the checkpoint between the scan and its read (the entry is then
+// gone already and the delete changes nothing); an entry left by a damaged
+// store would otherwise be met by every round.
 func (s *Service) deleteOrphans(orphans []kvindex.Checkpoint) error {
 	if len(orphans) == 0 {
 		return nil
@@ -171,8 +174,8 @@ func (s *Service) deleteOrphans(orphans []kvindex.Checkpoint) error {
 	b := s.store.NewBatch()
 	defer b.Close()
 	for i := range orphans {
-		s.log.Warn().Str("group", orphans[i].Group).Str("topic", orphans[i].Topic).Int32("queue", orphans[i].QueueID).
-			Int64("ckOffset", orphans[i].CKOffset).Msg("revive: deadline entry without checkpoint; deleted")
+		s.log.Debug().Str("group", orphans[i].Group).Str("topic", orphans[i].Topic).Int32("queue", orphans[i].QueueID).
+			Int64("ckOffset", orphans[i].CKOffset).Msg("revive: deadline entry without its checkpoint; deleted")
 		if err := b.DeleteOrphanDue(&orphans[i]); err != nil {
 			return err
 		}
