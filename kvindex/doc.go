@@ -175,12 +175,14 @@
 // # 0x55 pop checkpoint deadline: the revive order
 //
 //	key:   0x55 | visibleAt int64 | groupLen uint16 | group | topicLen uint16 | topic | queueId int32 | ckOffset int64 | popTime int64
-//	value: empty
+//	value: count uvarint   (the checkpoint's offsets when the entry was written)
 //
 // Exactly one per 0x56 checkpoint, at its visibleAt, written and deleted in
 // the same batches. The deadline comes first, so the checkpoints due for
 // revive are one range scan from the start of the keyspace (in practice
-// from the revive cursor) up to now; each names its checkpoint.
+// from the revive cursor) up to now; each names its checkpoint, which
+// revive reads under the queue's lock. The count, not updated by acks,
+// sizes revive rounds without reading the checkpoints.
 //
 // # 0x52 pop position: where a group's next pop of a queue starts
 //

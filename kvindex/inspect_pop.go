@@ -43,8 +43,12 @@ type PopAckIndexRecord struct{ InFlight }
 type PopCheckpointRecord struct{ Checkpoint }
 
 // PopCheckpointDueRecord is the deadline entry of a checkpoint (keyspace
-// 0x55): its fields but Offsets, InvisibleTime, RetryFlag and Attempts.
-type PopCheckpointDueRecord struct{ Checkpoint }
+// 0x55): its fields but Offsets, InvisibleTime, RetryFlag and Attempts,
+// and the offset count it had when the entry was written.
+type PopCheckpointDueRecord struct {
+	Checkpoint
+	Count int `json:"count"`
+}
 
 // PopPositionRecord is a group's next pop offset on a queue (keyspace
 // 0x52).
@@ -105,8 +109,8 @@ func (r PopCheckpointRecord) String() string {
 
 // String implements Record.
 func (r PopCheckpointDueRecord) String() string {
-	return fmt.Sprintf("visibleAt=%s group=%q topic=%q queue=%d ckOffset=%d popTime=%s",
-		FormatMillis(r.VisibleAt), r.Group, r.Topic, r.QueueID, r.CKOffset, FormatMillis(r.PopTime))
+	return fmt.Sprintf("visibleAt=%s group=%q topic=%q queue=%d ckOffset=%d popTime=%s count=%d",
+		FormatMillis(r.VisibleAt), r.Group, r.Topic, r.QueueID, r.CKOffset, FormatMillis(r.PopTime), r.Count)
 }
 
 // String implements Record.
@@ -163,11 +167,11 @@ func decodePopKey(key, value []byte) (rec Record, ok bool, err error) {
 		}
 		return PopCheckpointRecord{c}, true, nil
 	case PrefixPopCKDue:
-		c, err := decodeCheckpointDue(key)
-		if err != nil || len(value) != 0 {
+		c, n, err := decodeCheckpointDue(key, value)
+		if err != nil {
 			return nil, true, bad()
 		}
-		return PopCheckpointDueRecord{c}, true, nil
+		return PopCheckpointDueRecord{c, n}, true, nil
 	case PrefixPopPosition:
 		g, t, q, rest, err := decodeGroupTopicQueue(key, prefixPopPosition)
 		if err != nil || len(rest) != 0 {

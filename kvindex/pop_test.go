@@ -356,7 +356,7 @@ func TestDecodePopKeyspaces(t *testing.T) {
 	if got := seen["pop-checkpoint"].(PopCheckpointRecord).Checkpoint; !reflect.DeepEqual(got, ck) {
 		t.Fatalf("checkpoint decoded %+v", got)
 	}
-	if got := seen["pop-checkpoint-due"].(PopCheckpointDueRecord); got.VisibleAt != 20 || got.CKOffset != 3 || got.PopTime != 10 {
+	if got := seen["pop-checkpoint-due"].(PopCheckpointDueRecord); got.VisibleAt != 20 || got.CKOffset != 3 || got.PopTime != 10 || got.Count != 2 {
 		t.Fatalf("checkpoint deadline decoded %+v", got)
 	}
 	if got := seen["pop-inflight-v2"].(PopInFlightRecord).InFlight; got != r {
@@ -384,7 +384,7 @@ func FuzzDecodePopKey(f *testing.F) {
 	f.Add(requestModeKey("T", "g"), []byte("{}"))
 	ck := Checkpoint{Group: "g", Topic: "T", QueueID: 1, CKOffset: 3, Offsets: []int64{4, 6, 4000}, VisibleAt: 20, PopTime: 10}
 	f.Add(checkpointKey(nil, "g", "T", 1, 3, 10), checkpointValue(nil, &ck))
-	f.Add(checkpointDueKey(nil, &ck), []byte{})
+	f.Add(checkpointDueKey(nil, &ck), []byte{3})
 	f.Fuzz(func(t *testing.T, k, v []byte) {
 		rec, err := DecodeKey(k, v)
 		if err != nil {
@@ -405,6 +405,9 @@ func FuzzDecodePopKey(f *testing.F) {
 		case PopCheckpointDueRecord:
 			if got := checkpointDueKey(nil, &x.Checkpoint); string(got) != string(k) {
 				t.Fatalf("checkpoint deadline key does not round-trip: %x -> %x", k, got)
+			}
+			if got := binary.AppendUvarint(nil, uint64(x.Count)); string(got) != string(v) {
+				t.Fatalf("checkpoint deadline value does not round-trip: %x -> %x", v, got)
 			}
 		case PopOrderRecord:
 			if got := encodeOrderState(&x.OrderState); string(got) != string(v) {

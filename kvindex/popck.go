@@ -186,8 +186,21 @@ func decodeCheckpoint(k, v []byte) (Checkpoint, error) {
 	return c, nil
 }
 
-// decodeCheckpointDue decodes a 0x55 key into the fields it holds.
-func decodeCheckpointDue(k []byte) (Checkpoint, error) {
+// decodeCheckpointDue decodes a 0x55 key into the fields it holds, and its
+// value, the offset count the checkpoint had when the entry was written.
+func decodeCheckpointDue(k, v []byte) (Checkpoint, int, error) {
+	c, err := decodeCheckpointDueKey(k)
+	if err != nil {
+		return c, 0, err
+	}
+	n, w := binary.Uvarint(v)
+	if w <= 0 || w != len(v) || n == 0 || n > MaxCheckpointSpan {
+		return c, 0, ErrBadKey
+	}
+	return c, int(n), nil
+}
+
+func decodeCheckpointDueKey(k []byte) (Checkpoint, error) {
 	var c Checkpoint
 	if len(k) < 9 || k[0] != prefixPopCKDue {
 		return c, ErrBadKey
@@ -223,7 +236,8 @@ func (p *PopBatch) PutCheckpoint(c *Checkpoint) error {
 		return fmt.Errorf("put checkpoint %s/%s/%d@%d: %w", c.Group, c.Topic, c.QueueID, c.CKOffset, err)
 	}
 	p.key = checkpointDueKey(p.key[:0], c)
-	if err := p.b.Set(p.key, nil, nil); err != nil {
+	p.val = binary.AppendUvarint(p.val[:0], uint64(len(c.Offsets)))
+	if err := p.b.Set(p.key, p.val, nil); err != nil {
 		return fmt.Errorf("put checkpoint deadline %s/%s/%d@%d: %w", c.Group, c.Topic, c.QueueID, c.CKOffset, err)
 	}
 	return nil
@@ -397,7 +411,7 @@ func (s *PopStore) DueCheckpoints(from, before int64, max int, fn func(Checkpoin
 	n := 0
 	var key []byte
 	for ok := it.First(); ok; ok = it.Next() {
-		due, err := decodeCheckpointDue(it.Key())
+		due, err := decodeCheckpointDueKey(it.Key())
 		if err != nil {
 			_ = it.Close()
 			return fmt.Errorf("checkpoint deadline %x: %w", it.Key(), err)
@@ -430,8 +444,59 @@ func (s *PopStore) DueCheckpoints(from, before int64, max int, fn func(Checkpoin
 }
 
 // DeleteOrphanDue removes a deadline entry passed by DueCheckpoints
-// without Offsets.
+// without Offsets, or by DueEntries for a checkpoint that is gone or has
+// another deadline.
 func (p *PopBatch) DeleteOrphanDue(due *Checkpoint) error { return p.deleteDue(due) }
+
+// DueEntry is a checkpoint deadline entry (0x55): the checkpoint's name and
+// VisibleAt, without its offsets.
+type DueEntry struct {
+	Checkpoint
+	// Count is how many offsets the checkpoint held when this deadline was
+	// written; acks since may have removed some. It sizes revive rounds.
+	Count int
+}
+
+// DueEntries calls fn with the deadline entries whose VisibleAt lies in
+// [from, before], in deadline order, until fn returns false or their
+// counts reach max (max <= 0: no limit). It reads no checkpoint: the
+// caller reads each one under the lock that orders it against acks, and
+// deletes an entry whose checkpoint is gone or has another deadline.
+func (s *PopStore) DueEntries(from, before int64, max int, fn func(DueEntry) bool) error {
+	lower := []byte{prefixPopCKDue}
+	if from > 0 {
+		lower = binary.BigEndian.AppendUint64(lower, uint64(from))
+	}
+	upper := []byte{prefixPopCKDue + 1}
+	if before < math.MaxInt64 && before >= 0 {
+		upper = binary.BigEndian.AppendUint64([]byte{prefixPopCKDue}, uint64(before+1))
+	}
+	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("scan checkpoint deadlines: %w", err)
+	}
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("scan checkpoint deadlines: %w", err)
+		}
+		due, count, err := decodeCheckpointDue(it.Key(), v)
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("checkpoint deadline %x: %w", it.Key(), err)
+		}
+		n += count
+		if !fn(DueEntry{due, count}) || (max > 0 && n >= max) {
+			break
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("scan checkpoint deadlines: %w", err)
+	}
+	return nil
+}
 
 // Due calls fn for in-flight messages whose VisibleAt is at most before,
 // in deadline order, until fn returns false or max messages were passed
@@ -476,7 +541,7 @@ func (s *PopStore) NextDue(from, before int64) (int64, bool, error) {
 	if !it.First() {
 		return 0, false, it.Error()
 	}
-	due, err := decodeCheckpointDue(it.Key())
+	due, err := decodeCheckpointDueKey(it.Key())
 	if err != nil {
 		return 0, false, fmt.Errorf("checkpoint deadline %x: %w", it.Key(), err)
 	}

@@ -146,7 +146,7 @@ func TestReviveDeletesDeadlineEntriesWithoutCheckpoint(t *testing.T) {
 	}
 	defer db.Close()
 	now := time.UnixMilli(1_000_000)
-	s := &Service{cfg: Config{Now: func() time.Time { return now }, ReviveBatch: 100}, store: db.Pop(),
+	s := &Service{cfg: Config{Now: func() time.Time { return now }, ReviveBatch: 100, OnQueueReady: func(string, int32) {}}, store: db.Pop(),
 		seed: maphash.MakeSeed(), wake: make(chan struct{}, 1), log: zerolog.Nop()}
 	s.lowDeadline.Store(math.MaxInt64)
 	ck := kvindex.Checkpoint{Group: "G", Topic: "T", CKOffset: 3, Offsets: []int64{3, 4}, PopTime: 900_000, InvisibleTime: 60_000, VisibleAt: 960_000}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -82,29 +83,21 @@ type queueKey struct {
 func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 	now := s.now()
 	s.lowerCursor()
-	byQueue := map[queueKey][]kvindex.Checkpoint{}
+	byQueue := map[queueKey][]kvindex.DueEntry{}
 	var order []queueKey
-	var orphans []kvindex.Checkpoint
-	n := 0
+	scanned := 0
 	lastDue := int64(0)
-	err := s.store.DueCheckpoints(s.cursor, now, s.cfg.ReviveBatch, func(c kvindex.Checkpoint) bool {
-		lastDue = c.VisibleAt
-		if len(c.Offsets) == 0 {
-			orphans = append(orphans, c)
-			return true
-		}
-		k := queueKey{c.Group, c.Topic, c.QueueID}
+	err := s.store.DueEntries(s.cursor, now, s.cfg.ReviveBatch, func(d kvindex.DueEntry) bool {
+		lastDue = d.VisibleAt
+		k := queueKey{d.Group, d.Topic, d.QueueID}
 		if _, ok := byQueue[k]; !ok {
 			order = append(order, k)
 		}
-		byQueue[k] = append(byQueue[k], c)
-		n += len(c.Offsets)
+		byQueue[k] = append(byQueue[k], d)
+		scanned += d.Count
 		return true
 	})
 	if err != nil {
-		return 0, err
-	}
-	if err := s.deleteOrphans(orphans); err != nil {
 		return 0, err
 	}
 	// Queues are revived in parallel: each holds its own lock, and the
@@ -113,12 +106,15 @@ func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 	var wg sync.WaitGroup
 	var errMu sync.Mutex
 	var firstErr error
+	var handled atomic.Int64
 	for w := 0; w < min(reviveWorkers, len(order)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for k := range work {
-				if err := s.reviveQueue(ctx, k, byQueue[k], now); err != nil {
+				m, err := s.reviveQueue(ctx, k, byQueue[k], now)
+				handled.Add(int64(m))
+				if err != nil {
 					errMu.Lock()
 					if firstErr == nil {
 						firstErr = err
@@ -138,18 +134,19 @@ func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 	}
 	close(work)
 	wg.Wait()
+	n := int(handled.Load())
 	if firstErr != nil {
 		return n, firstErr
 	}
 	if ctx.Err() != nil {
 		return n, ctx.Err()
 	}
-	if n > 0 {
+	if len(order) > 0 {
 		if err := s.sync(); err != nil {
 			return n, err
 		}
 	}
-	if n < s.cfg.ReviveBatch {
+	if scanned < s.cfg.ReviveBatch {
 		// Everything due up to now is handled; a deadline committed
 		// behind the cursor from now on is reported by noteDeadline.
 		s.cursor = max(s.cursor, now+1-reviveCursorMargin)
@@ -159,28 +156,6 @@ func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 		s.cursor = max(s.cursor, min(lastDue, now-reviveCursorMargin))
 	}
 	return n, nil
-}
-
-// deleteOrphans removes deadline entries the scan found without their
-// checkpoint. Checkpoints and their entries are written and deleted
-// together, so this is mostly an ack or a change of invisible time that
-// deleted the checkpoint between the scan and its read (the entry is then
-// gone already and the delete changes nothing); an entry left by a damaged
-// store would otherwise be met by every round.
-func (s *Service) deleteOrphans(orphans []kvindex.Checkpoint) error {
-	if len(orphans) == 0 {
-		return nil
-	}
-	b := s.store.NewBatch()
-	defer b.Close()
-	for i := range orphans {
-		s.log.Debug().Str("group", orphans[i].Group).Str("topic", orphans[i].Topic).Int32("queue", orphans[i].QueueID).
-			Int64("ckOffset", orphans[i].CKOffset).Msg("revive: deadline entry without its checkpoint; deleted")
-		if err := b.DeleteOrphanDue(&orphans[i]); err != nil {
-			return err
-		}
-	}
-	return b.Commit(false)
 }
 
 // lowerCursor moves the revive cursor down to the lowest deadline written
@@ -199,26 +174,35 @@ func (s *Service) lowerCursor() {
 // a burst of records expired).
 const reviveCursorMargin = 250
 
-func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Checkpoint, now int64) error {
+func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.DueEntry, now int64) (int, error) {
 	unlock := s.lock(k.group, k.topic, k.queueID)
 	defer unlock()
+	b := s.store.NewBatch()
+	defer b.Close()
 	// The checkpoints as they are now: acks since the scan removed
-	// offsets or the whole checkpoint, a failed revive moved it.
+	// offsets or the whole checkpoint. An entry whose checkpoint is gone
+	// or has another deadline is deleted: checkpoints and their entries
+	// change together, so that is mostly an ack between the scan and this
+	// read (the entry is then deleted already), and otherwise an entry a
+	// damaged store left behind, which every round would meet again.
 	cks := make([]kvindex.Checkpoint, 0, len(due))
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, d := range due {
 		c, ok, err := s.store.Checkpoint(d.Group, d.Topic, d.QueueID, d.CKOffset, d.PopTime)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if !ok || c.VisibleAt != d.VisibleAt {
+			if err := b.DeleteOrphanDue(&d.Checkpoint); err != nil {
+				return 0, err
+			}
 			continue
 		}
 		cks = append(cks, c)
 		first, last = min(first, c.Offsets[0]), max(last, c.Offsets[len(c.Offsets)-1])
 	}
 	if len(cks) == 0 {
-		return nil
+		return 0, b.Commit(false)
 	}
 	// The messages' ConsumeQueue entries: one range read when the span is
 	// small enough.
@@ -226,7 +210,7 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Che
 	if span := last - first + 1; span <= maxReviveSpan {
 		es, err := s.cfg.CQ.Get(k.topic, k.queueID, first, int(span))
 		if err != nil {
-			return fmt.Errorf("revive: read %s/%d@%d: %w", k.topic, k.queueID, first, err)
+			return 0, fmt.Errorf("revive: read %s/%d@%d: %w", k.topic, k.queueID, first, err)
 		}
 		for _, e := range es {
 			entries[e.QueueOffset] = e
@@ -253,7 +237,7 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Che
 			}
 			if !maxLoaded {
 				if maxTimes, err = s.cfg.Broker.RetryMaxTimes(c.Group); err != nil {
-					return err
+					return 0, err
 				}
 				maxLoaded = true
 			}
@@ -273,13 +257,11 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Che
 		}
 		done, retry, dlq = 0, nil, nil
 	}
-	b := s.store.NewBatch()
-	defer b.Close()
 	for i := range cks {
 		c := &cks[i]
 		if len(failed[i]) == 0 {
 			if err := b.DeleteCheckpoint(c); err != nil {
-				return err
+				return 0, err
 			}
 		} else {
 			moved := *c
@@ -287,7 +269,7 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Che
 			moved.VisibleAt = now + reviveBackoff[min(int(c.Attempts), len(reviveBackoff)-1)].Milliseconds()
 			moved.Attempts++
 			if err := b.MoveCheckpoint(c, &moved); err != nil {
-				return err
+				return 0, err
 			}
 		}
 		for range len(c.Offsets) - len(failed[i]) {
@@ -295,14 +277,18 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Che
 		}
 	}
 	if err := b.Commit(false); err != nil {
-		return err
+		return 0, err
 	}
 	s.revived.Add(int64(len(retry)))
 	s.dlq.Add(int64(len(dlq)))
-	if done > 0 {
-		return s.moveCommitted(k.group, k.topic, k.queueID)
+	handled := 0
+	for i := range cks {
+		handled += len(cks[i].Offsets)
 	}
-	return nil
+	if done > 0 {
+		return handled, s.moveCommitted(k.group, k.topic, k.queueID)
+	}
+	return handled, nil
 }
 
 // putRevived puts the revived messages to their pop-retry topic and DLQ
