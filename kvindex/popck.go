@@ -396,15 +396,7 @@ func (s *PopStore) InFlightAt(group, topic string, queueID int32, offset int64) 
 // it. A revive loop that knows nothing is due before from skips the
 // tombstones of the checkpoints handled there.
 func (s *PopStore) DueCheckpoints(from, before int64, max int, fn func(Checkpoint) bool) error {
-	lower := []byte{prefixPopCKDue}
-	if from > 0 {
-		lower = binary.BigEndian.AppendUint64(lower, uint64(from))
-	}
-	upper := []byte{prefixPopCKDue + 1}
-	if before < math.MaxInt64 && before >= 0 {
-		upper = binary.BigEndian.AppendUint64([]byte{prefixPopCKDue}, uint64(before+1))
-	}
-	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := s.dueIter(from, before)
 	if err != nil {
 		return fmt.Errorf("scan checkpoint deadlines: %w", err)
 	}
@@ -463,15 +455,7 @@ type DueEntry struct {
 // caller reads each one under the lock that orders it against acks, and
 // deletes an entry whose checkpoint is gone or has another deadline.
 func (s *PopStore) DueEntries(from, before int64, max int, fn func(DueEntry) bool) error {
-	lower := []byte{prefixPopCKDue}
-	if from > 0 {
-		lower = binary.BigEndian.AppendUint64(lower, uint64(from))
-	}
-	upper := []byte{prefixPopCKDue + 1}
-	if before < math.MaxInt64 && before >= 0 {
-		upper = binary.BigEndian.AppendUint64([]byte{prefixPopCKDue}, uint64(before+1))
-	}
-	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := s.dueIter(from, before)
 	if err != nil {
 		return fmt.Errorf("scan checkpoint deadlines: %w", err)
 	}
@@ -528,12 +512,7 @@ func (s *PopStore) EachInFlight(fn func(InFlight) bool) error {
 // scan to the end of time would step over every one of them until
 // compaction.
 func (s *PopStore) NextDue(from, before int64) (int64, bool, error) {
-	lower := binary.BigEndian.AppendUint64([]byte{prefixPopCKDue}, uint64(max(from, 0)))
-	upper := []byte{prefixPopCKDue + 1}
-	if before < math.MaxInt64 && before >= 0 {
-		upper = binary.BigEndian.AppendUint64([]byte{prefixPopCKDue}, uint64(before+1))
-	}
-	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := s.dueIter(from, before)
 	if err != nil {
 		return 0, false, fmt.Errorf("next checkpoint deadline: %w", err)
 	}
@@ -569,4 +548,15 @@ func (s *PopStore) CountInFlight() (checkpoints, messages int64, err error) {
 		return 0, 0, fmt.Errorf("count in-flight messages: %w", err)
 	}
 	return checkpoints, messages, nil
+}
+
+// dueIter iterates the deadline entries (0x55) with VisibleAt in [from,
+// before].
+func (s *PopStore) dueIter(from, before int64) (*pebble.Iterator, error) {
+	lower := binary.BigEndian.AppendUint64([]byte{prefixPopCKDue}, uint64(max(from, 0)))
+	upper := []byte{prefixPopCKDue + 1}
+	if before < math.MaxInt64 && before >= 0 {
+		upper = binary.BigEndian.AppendUint64([]byte{prefixPopCKDue}, uint64(before+1))
+	}
+	return s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 }
