@@ -180,3 +180,28 @@ func TestSendBusyWhenWaitingSlotsFull(t *testing.T) {
 		t.Fatalf("Flow/0 holds %d messages, want 9 (the refused send is not stored)", n)
 	}
 }
+
+// TestSendRefusedBehindDispatchOnceShutdownBegan checks the flow-control
+// answer once Shutdown has begun: a send that would have to wait for
+// dispatch is answered SERVICE_NOT_AVAILABLE at once and is not stored,
+// rather than starting a waiting goroutine Shutdown might not wait for.
+// (The test sets the shutdown flag itself: reaching that window through
+// Shutdown needs a send to arrive between its start and the server's
+// stop.)
+func TestSendRefusedBehindDispatchOnceShutdownBegan(t *testing.T) {
+	sb := startStalledBroker(t, nil, nil)
+	sb.fillPastBound(t, 8)
+	sb.shutdown.Store(true)
+	defer sb.shutdown.Store(false) // let the real Shutdown run in cleanup
+	r := sendV2(t, sb.c, "Flow", 0, flowBody, "")
+	if r.Code != remoting.ServiceNotAvailable || !strings.Contains(r.Remark, "shutting down") {
+		t.Fatalf("send behind dispatch after shutdown began: code %d %q, want SERVICE_NOT_AVAILABLE", r.Code, r.Remark)
+	}
+	if len(sb.admitSlots) != 0 {
+		t.Fatal("the refused send took a waiting slot")
+	}
+	sb.release()
+	if n := sb.flowMessages(t); n != 8 {
+		t.Fatalf("Flow/0 holds %d messages, want 8 (the refused send is not stored)", n)
+	}
+}
