@@ -43,6 +43,8 @@ type PopResult struct {
 	// added; finish turns them into Records.
 	ends []int
 
+	// PopTime, InvisibleTime and ReviveQID are the response header's
+	// fields, which every handle of the pop repeats.
 	PopTime       int64
 	InvisibleTime int64
 	ReviveQID     int32
