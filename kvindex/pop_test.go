@@ -108,6 +108,19 @@ func TestPopStoreCheckpointLifecycle(t *testing.T) {
 	if _, ok, _ := s.InFlightAt("g", "T", 1, 7); ok {
 		t.Fatal("acked message still in flight")
 	}
+	// The deadline entries keep the counts they were written with (a
+	// sizing hint), and max counts them.
+	var entries []DueEntry
+	if err := s.DueEntries(0, math.MaxInt64, 0, func(d DueEntry) bool { entries = append(entries, d); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 || entries[0].Count != 1 || entries[1].Count != 2 || entries[1].CKOffset != 7 || entries[1].VisibleAt != 3000 || entries[1].Offsets != nil {
+		t.Fatalf("deadline entries %+v", entries)
+	}
+	entries = nil
+	if err := s.DueEntries(0, math.MaxInt64, 1, func(d DueEntry) bool { entries = append(entries, d); return true }); err != nil || len(entries) != 1 {
+		t.Fatalf("deadline entries up to 1 message: %+v %v", entries, err)
+	}
 	if off, ok, _ := s.MinInFlight("g", "T", 1, 8); !ok || off != 8 {
 		t.Fatalf("min in flight after ack: %d %v", off, ok)
 	}
