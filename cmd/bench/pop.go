@@ -93,6 +93,10 @@ func newPopCommand() *cobra.Command {
 // popRun is one run of `bench pop`.
 type popRun struct {
 	pullRate, popRate float64
+	// pullCPU and popCPU are the CPU time per message of the pull and the
+	// pop+ack phases: the broker's when the benchmark started its process,
+	// else (in process, or --broker) this process's.
+	pullCPU, popCPU time.Duration
 	rssBefore         int64
 	rssAfter          int64
 	lateP50, lateP99  int64
@@ -129,7 +133,8 @@ func runPopBench(ctx context.Context, w io.Writer, o popOptions) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "run %d: pull %s msg/s; pop+ack %s msg/s; ratio %.2f", i+1, fmtNum(r.pullRate), fmtNum(r.popRate), ratio(r.popRate, r.pullRate))
+		fmt.Fprintf(w, "run %d: pull %s msg/s; pop+ack %s msg/s; ratio %.2f; %s per message: pull %s, pop+ack %s",
+			i+1, fmtNum(r.pullRate), fmtNum(r.popRate), ratio(r.popRate, r.pullRate), cpuWhose(t), fmtDur(r.pullCPU), fmtDur(r.popCPU))
 		if o.hold > 0 {
 			what := "revived"
 			if o.streamRate > 0 {
@@ -142,11 +147,13 @@ func runPopBench(ctx context.Context, w io.Writer, o popOptions) error {
 		runs = append(runs, r)
 	}
 	var t table
-	t.add("median of", "pull msg/s", "pop+ack msg/s", "pop/pull", "RSS growth", "revive p99 ms")
+	t.add("median of", "pull msg/s", "pop+ack msg/s", "pop/pull", "CPU/msg pull", "CPU/msg pop+ack", "RSS growth", "revive p99 ms")
 	t.add(fmt.Sprintf("%d runs", len(runs)),
 		medianOf(runs, func(r popRun) float64 { return r.pullRate }),
 		medianOf(runs, func(r popRun) float64 { return r.popRate }),
 		fmt.Sprintf("%.2f", medianOf(runs, func(r popRun) float64 { return ratio(r.popRate, r.pullRate) })),
+		fmtDur(time.Duration(medianOf(runs, func(r popRun) float64 { return float64(r.pullCPU) }))),
+		fmtDur(time.Duration(medianOf(runs, func(r popRun) float64 { return float64(r.popCPU) }))),
 		fmtBytes(int64(medianOf(runs, func(r popRun) float64 { return float64(r.rssAfter - r.rssBefore) }))),
 		medianOf(runs, func(r popRun) float64 { return float64(r.lateP99) }))
 	return t.write(w)
@@ -169,6 +176,8 @@ func popOnce(ctx context.Context, t *target, o popOptions, run int) (popRun, err
 	}
 	total := fill.TotalAcked
 	// Baseline: long-polling pulls of the same messages.
+	meter := &cpuMeter{pid: t.PID}
+	meter.mark(true)
 	start := time.Now()
 	cs, err := startConsumers(ctx, addr, consumerConfig{topic: topic, queues: o.queues, consumers: o.consumers, batch: o.batch,
 		suspend: true, suspendFor: 15 * time.Second, idleBackoff: 5 * time.Millisecond})
@@ -179,6 +188,8 @@ func popOnce(ctx context.Context, t *target, o popOptions, run int) (popRun, err
 	err = cs.WaitFor(wctx, total)
 	cancel()
 	r.pullRate = float64(cs.Consumed()) / time.Since(start).Seconds()
+	meter.mark(false)
+	r.pullCPU = meter.use.perMessageOf(cs.Consumed())
 	if cerr := cs.Close(); err == nil {
 		err = cerr
 	}
@@ -186,12 +197,18 @@ func popOnce(ctx context.Context, t *target, o popOptions, run int) (popRun, err
 		return r, fmt.Errorf("pull drain: %w", err)
 	}
 	// POP consumers of a new group: pop, then batch-ack each response.
+	meter.mark(true)
 	start = time.Now()
 	n, end, err := popDrain(ctx, addr, topic, "BenchPopGroup", o, total, true, nil)
 	if err != nil {
 		return r, err
 	}
 	r.popRate = float64(n) / end.Sub(start).Seconds()
+	meter.mark(false)
+	r.popCPU = meter.use.perMessageOf(n)
+	if meter.err != nil {
+		return r, fmt.Errorf("measure CPU: %w", meter.err)
+	}
 	if o.hold <= 0 {
 		return r, nil
 	}

@@ -19,7 +19,7 @@ func TestPopSmoke(t *testing.T) {
 		"--ack-inflight", "2")
 	// 300 messages popped and acked, then 200 more plus those 300 popped
 	// again and left to expire: all 500 must come back through revive.
-	for _, want := range []string{"pop/pull", "revive p99 ms", "in flight", "revived 500,", "with mappedFileSizeCommitLog=8388608"} {
+	for _, want := range []string{"pop/pull", "revive p99 ms", "in flight", "revived 500,", "with mappedFileSizeCommitLog=8388608", "CPU of this process per message: pull", "CPU/msg pop+ack"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}

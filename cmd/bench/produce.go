@@ -109,6 +109,24 @@ func (c cpuUse) perMessage(msgs int64) (self, broker time.Duration) {
 	return c.self / time.Duration(msgs), c.broker / time.Duration(msgs)
 }
 
+// perMessageOf returns the CPU time per message of the broker when its
+// process is known, else of this process.
+func (c cpuUse) perMessageOf(msgs int64) time.Duration {
+	self, broker := c.perMessage(msgs)
+	if c.brokerKnown {
+		return broker
+	}
+	return self
+}
+
+// cpuWhose names whose CPU perMessageOf reports for a target.
+func cpuWhose(t *target) string {
+	if t.PID > 0 {
+		return "broker CPU"
+	}
+	return "CPU of this process"
+}
+
 // cpuMeter reads the CPU counters at the start and end of a window.
 type cpuMeter struct {
 	pid    int
