@@ -15,8 +15,9 @@ var ErrIllegalOffset = errors.New("pop: offset is not in the orderly batch")
 
 // AckResult tells what an ack did.
 type AckResult struct {
-	// Deleted counts the in-flight records removed (0 for an unknown,
-	// stale or expired handle: RocketMQ answers those SUCCESS too).
+	// Deleted counts the messages removed from their checkpoint (0 for an
+	// unknown, stale or expired handle: RocketMQ answers those SUCCESS
+	// too).
 	Deleted int
 }
 
@@ -124,16 +125,16 @@ type ChangeResult struct {
 	PopTime       int64
 	InvisibleTime int64
 	ReviveQID     int32
-	// Changed is false when the handle matched no in-flight record
-	// (RocketMQ answers SUCCESS with new fields all the same).
+	// Changed is false when the handle named no checkpoint holding the
+	// message (RocketMQ answers SUCCESS with new fields all the same).
 	Changed bool
 }
 
 // ChangeInvisibleTime makes a popped message invisible for invisibleTime
 // ms from now. Its old handle becomes stale; the new one has popTime now,
-// the new invisibleTime and ckQueueOffset = offset. A handle matching no
-// in-flight record changes nothing: the message was acknowledged or is
-// already being re-delivered.
+// the new invisibleTime and ckQueueOffset = offset. A handle naming no
+// checkpoint that holds the message changes nothing: the message was
+// acknowledged or is already being re-delivered.
 func (s *Service) ChangeInvisibleTime(group, topic string, queueID int32, offset int64, h Handle, invisibleTime int64) (ChangeResult, error) {
 	if h.Orderly() {
 		return s.changeOrder(group, topic, queueID, offset, h, invisibleTime)

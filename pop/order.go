@@ -13,7 +13,7 @@ import (
 // deadline the queue is locked (pops of it return nothing, unless they
 // repeat the batch's attemptId). An expired batch is read again from the
 // committed offset, and messages delivered before count one more
-// consumption. No in-flight records are written and nothing is revived:
+// consumption. No checkpoints are written and nothing is revived:
 // an orderly consumer handles its own retries.
 
 // blocked reports whether st locks its queue at now for a pop with

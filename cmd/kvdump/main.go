@@ -13,7 +13,7 @@
 //	groups    subscription group configs
 //	keys      message-key index lookups
 //	raw       any key range, decoded where the schema knows the keyspace
-//	pop       POP in-flight records by deadline (--group, --topic,
+//	pop       POP in-flight messages by deadline (--group, --topic,
 //	          --due-before), or orderly pop batches (--orderly)
 //	verify    checks every ConsumeQueue entry against the CommitLog; exit
 //	          status 1 when it finds differences

@@ -47,7 +47,7 @@ topics, the topic they retry. --orderly lists the orderly pop batches instead.`,
 	cmd.Flags().StringVar(&group, "group", "", "only this consumer group")
 	cmd.Flags().StringVar(&topic, "topic", "", "only this topic (and its pop-retry topics)")
 	cmd.Flags().StringVar(&dueBefore, "due-before", "", "only records visible again at or before this time")
-	cmd.Flags().BoolVar(&orderly, "orderly", false, "list orderly pop batches instead of in-flight records")
+	cmd.Flags().BoolVar(&orderly, "orderly", false, "list orderly pop batches instead of in-flight messages")
 	return cmd
 }
 
@@ -89,7 +89,7 @@ func runPop(ctx context.Context, s *store, out *output, group, topic string, bef
 		return werr == nil && ctx.Err() == nil
 	})
 	if err := finishListing(ctx, t, err, werr); err != nil {
-		return fmt.Errorf("list in-flight records: %w", err)
+		return fmt.Errorf("list in-flight messages: %w", err)
 	}
 	return nil
 }
