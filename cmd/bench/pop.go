@@ -96,14 +96,14 @@ type popRun struct {
 	// pullCPU and popCPU are the CPU time per message of the pull and the
 	// pop+ack phases: the broker's when the benchmark started its process,
 	// else (in process, or --broker) this process's.
-	pullCPU, popCPU time.Duration
-	rssBefore         int64
-	rssAfter          int64
-	lateP50, lateP99  int64
-	lateMax           int64
-	revived           int64
-	inFlight          int64
-	streamed          float64 // pops/s the stream achieved (with --stream-rate)
+	pullCPU, popCPU  time.Duration
+	rssBefore        int64
+	rssAfter         int64
+	lateP50, lateP99 int64
+	lateMax          int64
+	revived          int64
+	inFlight         int64
+	streamed         float64 // pops/s the stream achieved (with --stream-rate)
 }
 
 func runPopBench(ctx context.Context, w io.Writer, o popOptions) error {
