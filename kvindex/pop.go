@@ -125,23 +125,6 @@ func groupTopicQueue(dst []byte, prefix byte, group, topic string, queueID int32
 	return binary.BigEndian.AppendUint32(dst, uint32(queueID))
 }
 
-func popInFlightKey(dst []byte, r *InFlight) []byte {
-	dst = append(dst, prefixPopInFlight)
-	dst = binary.BigEndian.AppendUint64(dst, uint64(r.VisibleAt))
-	dst = appendString16(dst, r.Group)
-	dst = appendString16(dst, r.Topic)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(r.QueueID))
-	return binary.BigEndian.AppendUint64(dst, uint64(r.QueueOffset))
-}
-
-func popInFlightValue(dst []byte, r *InFlight) []byte {
-	dst = binary.BigEndian.AppendUint64(dst, uint64(r.PopTime))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(r.InvisibleTime))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(r.CKOffset))
-	dst = append(dst, r.RetryFlag)
-	return binary.BigEndian.AppendUint32(dst, uint32(r.Attempts))
-}
-
 func decodePopInFlight(k, v []byte) (InFlight, error) {
 	var r InFlight
 	if len(k) < 9 || k[0] != prefixPopInFlight || len(v) != popInFlightValueLen {
@@ -164,11 +147,6 @@ func decodePopInFlight(k, v []byte) (InFlight, error) {
 	r.RetryFlag = v[24]
 	r.Attempts = int32(binary.BigEndian.Uint32(v[25:]))
 	return r, nil
-}
-
-func popAckKey(dst []byte, group, topic string, queueID int32, offset int64) []byte {
-	dst = groupTopicQueue(dst, prefixPopAckIndex, group, topic, queueID)
-	return binary.BigEndian.AppendUint64(dst, uint64(offset))
 }
 
 // decodeGroupTopicQueue splits prefix | group | topic | queueId and returns

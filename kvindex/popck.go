@@ -49,15 +49,7 @@ type Checkpoint struct {
 	Offsets []int64 `json:"offsets"`
 }
 
-// Messages returns one InFlight per offset still in flight.
-func (c *Checkpoint) Messages() []InFlight {
-	out := make([]InFlight, len(c.Offsets))
-	for i, off := range c.Offsets {
-		out[i] = c.message(off)
-	}
-	return out
-}
-
+// message returns the in-flight view of one offset of c.
 func (c *Checkpoint) message(off int64) InFlight {
 	return InFlight{Group: c.Group, Topic: c.Topic, QueueID: c.QueueID, QueueOffset: off, VisibleAt: c.VisibleAt,
 		PopTime: c.PopTime, InvisibleTime: c.InvisibleTime, CKOffset: c.CKOffset, RetryFlag: c.RetryFlag, Attempts: c.Attempts}
