@@ -206,7 +206,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 		walSync = kvindex.WALSyncInterval
 	}
 	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(root, kvindex.DirName), Logger: b.root,
-		WALSync: walSync, WALSyncInterval: b.cfg.IndexWALSyncInterval})
+		WALSync: walSync})
 	if err != nil {
 		return fmt.Errorf("open index: %w", err)
 	}
@@ -312,18 +312,25 @@ func (b *Broker) goBackground(name string, fn func(ctx context.Context)) {
 	}()
 }
 
-// syncLoop syncs the index's WAL every second: consumer offsets and other
-// unsynced writes survive a process crash at once (they are in the WAL in
-// the page cache) and a power failure after at most this long.
+// syncLoop syncs the index's WAL every second, or every
+// indexWalSyncIntervalMillis under indexWalSync=interval: consumer offsets
+// and other writes not synced when they were made (lazy offset commits,
+// and every durable write in interval mode) survive a process crash at
+// once (they are in the WAL in the page cache) and a power failure after
+// at most this long.
 func (b *Broker) syncLoop(ctx context.Context) {
-	t := time.NewTicker(time.Second)
+	every := time.Second
+	if b.cfg.IndexWALSync == configs.IndexWALSyncInterval {
+		every = b.cfg.IndexWALSyncInterval
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := b.db.Flush(); err != nil {
+			if err := b.db.SyncWAL(); err != nil {
 				b.log.Error().Err(err).Msg("sync index WAL")
 			}
 		}

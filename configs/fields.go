@@ -75,7 +75,7 @@ var brokerFields = []field{
 	i64Range("maxDispatchLagBytes", strconv.FormatInt(DefaultMaxDispatchLagBytes, 10), 0, 1<<40, func(b *Broker) *int64 { return &b.MaxDispatchLagBytes }),
 	millis("waitTimeMillsInSendQueue", "200", func(b *Broker) *time.Duration { return &b.WaitTimeMillsInSendQueue }),
 	oneOf("indexWalSync", IndexWALSyncAlways, []string{IndexWALSyncAlways, IndexWALSyncInterval}, func(b *Broker) *string { return &b.IndexWALSync }),
-	millis("indexWalSyncIntervalMillis", "500", func(b *Broker) *time.Duration { return &b.IndexWALSyncInterval }),
+	millisRange("indexWalSyncIntervalMillis", "500", 1, func(b *Broker) *time.Duration { return &b.IndexWALSyncInterval }),
 
 	intRange("topicConfigCacheSize", "65536", 16, 1<<26, func(b *Broker) *int { return &b.TopicConfigCacheSize }),
 	intRange("queueOffsetCacheSize", "1048576", 16, 1<<28, func(b *Broker) *int { return &b.QueueOffsetCacheSize }),
@@ -161,8 +161,14 @@ func i64Range(key, def string, lo, hi int64, ptr func(*Broker) *int64) field {
 // millis reads a duration written in milliseconds, RocketMQ's unit for
 // intervals and timeouts.
 func millis(key, def string, ptr func(*Broker) *time.Duration) field {
+	return millisRange(key, def, 0, ptr)
+}
+
+// millisRange reads milliseconds of at least lo (a period that must not be
+// zero).
+func millisRange(key, def string, lo int64, ptr func(*Broker) *time.Duration) field {
 	return field{key: key, def: def, set: func(b *Broker, raw string) error {
-		v, err := parseInt(raw, 0, 1<<40)
+		v, err := parseInt(raw, lo, 1<<40)
 		if err != nil {
 			return fmt.Errorf("milliseconds: %w", err)
 		}

@@ -123,6 +123,7 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"b.conf", "autoCreateTopicEnable=perhaps\n", "autoCreateTopicEnable"},
 		{"b.yaml", "syncFlushTimeout: soon\n", "syncFlushTimeout"},
 		{"b.yaml", "storeType: rocksdb\n", "storeType"},
+		{"b.conf", "indexWalSyncIntervalMillis=0\n", "indexWalSyncIntervalMillis"},
 	}
 	for _, c := range cases {
 		_, err := LoadBroker(writeFile(t, c.name, c.content), nil)

@@ -56,11 +56,9 @@ type Options struct {
 	FS vfs.FS
 	// WALSync is what durable writes wait for (default WALSyncAlways: an
 	// fdatasync of the write-ahead log). WALSyncInterval trades the
-	// power-failure guarantee for throughput; see walsync.go.
+	// power-failure guarantee for throughput until the next SyncWAL; see
+	// walsync.go.
 	WALSync WALSync
-	// WALSyncInterval is the period of the log's fdatasync under
-	// WALSyncInterval (default DefaultWALSyncInterval).
-	WALSyncInterval time.Duration
 }
 
 // DB is the open index database. It is safe for concurrent use.
@@ -80,8 +78,8 @@ type DB struct {
 	// floors bounds the seeks of PopStore.MinInFlight (popfloor.go).
 	floors *checkpointFloors
 	stalls *writeStalls
-	// walFS syncs the write-ahead log on a timer under WALSyncInterval
-	// (nil otherwise).
+	// walFS holds back the write-ahead log's syncs under WALSyncInterval
+	// until SyncWAL (nil otherwise).
 	walFS *intervalSyncFS
 
 	// journalTop is the largest first offset a CQ journal record may
@@ -114,11 +112,7 @@ func Open(opts Options) (*DB, error) {
 		if inner == nil {
 			inner = vfs.Default
 		}
-		every := opts.WALSyncInterval
-		if every <= 0 {
-			every = DefaultWALSyncInterval
-		}
-		walFS = newIntervalSyncFS(inner, every, opts.Logger)
+		walFS = newIntervalSyncFS(inner)
 		fs = walFS
 	}
 	cache := pebble.NewCache(opts.CacheSize)
@@ -182,9 +176,6 @@ func Open(opts Options) (*DB, error) {
 	if err := d.checkSchema(); err != nil {
 		_ = pdb.Close()
 		return nil, err
-	}
-	if walFS != nil {
-		walFS.start()
 	}
 	return d, nil
 }
@@ -304,12 +295,30 @@ func (d *DB) Checkpoint(dir string) error {
 	return nil
 }
 
-// Flush makes every write so far durable, including unsynced ones.
+// Flush makes every write so far durable, including unsynced ones, in the
+// sense of Options.WALSync: synced under WALSyncAlways, written to the
+// kernel under WALSyncInterval.
 func (d *DB) Flush() error {
 	if d.readOnly {
 		return nil
 	}
 	if err := d.pdb.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("sync index WAL: %w", err)
+	}
+	return nil
+}
+
+// SyncWAL makes every write so far survive a power failure, whatever
+// Options.WALSync says: it is Flush followed, under WALSyncInterval, by an
+// fdatasync of the write-ahead log. The broker calls it periodically.
+func (d *DB) SyncWAL() error {
+	if err := d.Flush(); err != nil {
+		return err
+	}
+	if d.walFS == nil {
+		return nil
+	}
+	if err := d.walFS.syncAll(); err != nil {
 		return fmt.Errorf("sync index WAL: %w", err)
 	}
 	return nil
@@ -369,9 +378,6 @@ func (d *DB) Close() error {
 		if err := d.pdb.Flush(); err != nil {
 			d.log.Warn().Err(err).Msg("flush index before close; the next open replays its WAL")
 		}
-	}
-	if d.walFS != nil {
-		d.walFS.stop() // closing the logs syncs them
 	}
 	if err := d.pdb.Close(); err != nil {
 		return fmt.Errorf("close index: %w", err)

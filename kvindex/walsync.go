@@ -1,15 +1,12 @@
 package kvindex
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/rs/zerolog"
 )
 
 // WALSync says what a durable write of the index (a commit with sync: a
@@ -24,39 +21,28 @@ const (
 	WALSyncAlways WALSync = iota
 	// WALSyncInterval waits until the write's log bytes are handed to the
 	// operating system, so that it survives a crash of the broker process
-	// (SIGKILL included) as an ASYNC_FLUSH CommitLog append does, and
-	// fdatasyncs the log every WALSyncInterval: a power failure loses at
-	// most about that much of the index's recent writes, as it loses the
-	// CommitLog's unflushed tail.
+	// (SIGKILL included) as an ASYNC_FLUSH CommitLog append does. The log
+	// is fdatasynced by SyncWAL, which the broker's sync loop calls every
+	// indexWalSyncIntervalMillis, and when it is closed: a power failure
+	// loses at most about one period of the index's recent writes, as it
+	// loses the CommitLog's unflushed tail.
 	WALSyncInterval
 )
 
-// DefaultWALSyncInterval is the default WALSyncInterval period: the
-// CommitLog's default async flush interval.
-const DefaultWALSyncInterval = 500 * time.Millisecond
-
 // intervalSyncFS hands Pebble write-ahead log files whose Sync and
 // SyncData return at once (Pebble's log writer has written the bytes
-// before it syncs, so a synced commit still waits for the write) and
-// fdatasyncs them on a timer and when they are closed. Every other file
-// (tables, MANIFEST, OPTIONS) syncs as usual.
-//
-// The timer goroutine belongs to the FS: start runs it, stop ends it and
-// waits for it.
+// before it syncs, so a synced commit still waits for the write); syncAll
+// and closing a log fdatasync them. Every other file (tables, MANIFEST,
+// OPTIONS) syncs as usual.
 type intervalSyncFS struct {
 	vfs.FS
-	every time.Duration
-	log   zerolog.Logger
 
 	mu   sync.Mutex
 	wals map[*intervalWAL]struct{}
-
-	cancel context.CancelFunc
-	done   chan struct{}
 }
 
-func newIntervalSyncFS(inner vfs.FS, every time.Duration, log zerolog.Logger) *intervalSyncFS {
-	return &intervalSyncFS{FS: inner, every: every, log: log, wals: map[*intervalWAL]struct{}{}}
+func newIntervalSyncFS(inner vfs.FS) *intervalSyncFS {
+	return &intervalSyncFS{FS: inner, wals: map[*intervalWAL]struct{}{}}
 }
 
 // isWAL reports whether name is a Pebble write-ahead log file.
@@ -91,51 +77,22 @@ func (fs *intervalSyncFS) track(f vfs.File, name string) *intervalWAL {
 	return w
 }
 
-// start runs the timer goroutine until stop.
-func (fs *intervalSyncFS) start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	fs.cancel, fs.done = cancel, make(chan struct{})
-	go fs.run(ctx)
-}
-
-// stop ends the timer goroutine and waits for it. Logs still open keep
-// their data until their close syncs it.
-func (fs *intervalSyncFS) stop() {
-	if fs.cancel == nil {
-		return
-	}
-	fs.cancel()
-	<-fs.done
-	fs.cancel = nil
-}
-
-func (fs *intervalSyncFS) run(ctx context.Context) {
-	defer close(fs.done)
-	t := time.NewTicker(fs.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		fs.syncAll()
-	}
-}
-
-// syncAll fdatasyncs every open log written since its last sync.
-func (fs *intervalSyncFS) syncAll() {
+// syncAll fdatasyncs every open log written since its last sync and
+// returns the first error (the logs that failed stay due).
+func (fs *intervalSyncFS) syncAll() error {
 	fs.mu.Lock()
 	open := make([]*intervalWAL, 0, len(fs.wals))
 	for w := range fs.wals {
 		open = append(open, w)
 	}
 	fs.mu.Unlock()
+	var first error
 	for _, w := range open {
-		if err := w.syncNow(); err != nil {
-			fs.log.Error().Err(err).Str("file", w.name).Msg("periodic sync of the index write-ahead log failed")
+		if err := w.syncNow(); err != nil && first == nil {
+			first = err
 		}
 	}
+	return first
 }
 
 // intervalWAL is an open write-ahead log of an intervalSyncFS.
@@ -167,10 +124,10 @@ func (w *intervalWAL) WriteAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// Sync implements vfs.File: the timer or Close syncs.
+// Sync implements vfs.File: syncAll or Close syncs.
 func (w *intervalWAL) Sync() error { return nil }
 
-// SyncData implements vfs.File: the timer or Close syncs.
+// SyncData implements vfs.File: syncAll or Close syncs.
 func (w *intervalWAL) SyncData() error { return nil }
 
 // syncNow fdatasyncs the log if it was written since its last sync.
@@ -187,7 +144,7 @@ func (w *intervalWAL) syncNow() error {
 	return nil
 }
 
-// Close syncs what the timer has not and closes the log.
+// Close syncs what syncAll has not and closes the log.
 func (w *intervalWAL) Close() error {
 	w.mu.Lock()
 	var serr error

@@ -1,9 +1,9 @@
 package kvindex
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
@@ -14,7 +14,11 @@ import (
 type walCountingFS struct {
 	vfs.FS
 	writes, syncs atomic.Int64
+	// failSyncs makes that many log syncs fail with errSyncFailed.
+	failSyncs atomic.Int64
 }
+
+var errSyncFailed = errors.New("injected sync failure")
 
 func (fs *walCountingFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.Create(name, c)
@@ -48,6 +52,10 @@ func (f *walCountingFile) Sync() error {
 }
 
 func (f *walCountingFile) SyncData() error {
+	if f.fs.failSyncs.Add(-1) >= 0 {
+		return errSyncFailed
+	}
+	f.fs.failSyncs.Store(0)
 	f.fs.syncs.Add(1)
 	return f.File.SyncData()
 }
@@ -55,20 +63,21 @@ func (f *walCountingFile) SyncData() error {
 // TestWALSyncInterval checks the two WALSync modes against the file system:
 // under WALSyncAlways a durable write fdatasyncs the log before it
 // returns; under WALSyncInterval it has written the log (so a killed
-// process keeps it) but not synced it, the timer syncs it within the
-// interval, and Close syncs what is left.
+// process keeps it) but not synced it, SyncWAL syncs it (and reports a
+// failed sync, leaving the log due for the next call), and Close syncs
+// what is left.
 func TestWALSyncInterval(t *testing.T) {
-	open := func(t *testing.T, mode WALSync, every time.Duration) (*DB, *walCountingFS) {
+	open := func(t *testing.T, mode WALSync) (*DB, *walCountingFS) {
 		t.Helper()
 		fs := &walCountingFS{FS: vfs.Default}
-		db, err := Open(Options{Dir: t.TempDir(), FS: fs, WALSync: mode, WALSyncInterval: every, Logger: zerolog.Nop()})
+		db, err := Open(Options{Dir: t.TempDir(), FS: fs, WALSync: mode, Logger: zerolog.Nop()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return db, fs
 	}
 	t.Run("always", func(t *testing.T) {
-		db, fs := open(t, WALSyncAlways, 0)
+		db, fs := open(t, WALSyncAlways)
 		defer db.Close()
 		before := fs.syncs.Load()
 		if err := db.ConsumerOffsets().Set("G", "T", 0, 5); err != nil {
@@ -79,7 +88,7 @@ func TestWALSyncInterval(t *testing.T) {
 		}
 	})
 	t.Run("interval", func(t *testing.T) {
-		db, fs := open(t, WALSyncInterval, time.Hour)
+		db, fs := open(t, WALSyncInterval)
 		syncs, writes := fs.syncs.Load(), fs.writes.Load()
 		for i := 0; i < 3; i++ {
 			if err := db.ConsumerOffsets().Set("G", "T", 0, int64(i)); err != nil {
@@ -99,19 +108,25 @@ func TestWALSyncInterval(t *testing.T) {
 			t.Fatal("close left the log unsynced")
 		}
 	})
-	t.Run("timer", func(t *testing.T) {
-		db, fs := open(t, WALSyncInterval, 10*time.Millisecond)
+	t.Run("SyncWAL", func(t *testing.T) {
+		db, fs := open(t, WALSyncInterval)
 		defer db.Close()
-		syncs := fs.syncs.Load()
 		if err := db.ConsumerOffsets().Set("G", "T", 0, 1); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for fs.syncs.Load() == syncs {
-			if time.Now().After(deadline) {
-				t.Fatal("the timer did not sync the log")
-			}
-			time.Sleep(5 * time.Millisecond)
+		syncs := fs.syncs.Load()
+		fs.failSyncs.Store(1)
+		if err := db.SyncWAL(); !errors.Is(err, errSyncFailed) {
+			t.Fatalf("SyncWAL with a failing disk: %v", err)
+		}
+		if fs.syncs.Load() != syncs {
+			t.Fatal("a failed sync was counted")
+		}
+		if err := db.SyncWAL(); err != nil {
+			t.Fatal(err)
+		}
+		if fs.syncs.Load() == syncs {
+			t.Fatal("SyncWAL after a failed sync did not sync the log again")
 		}
 	})
 }
