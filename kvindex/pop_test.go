@@ -430,3 +430,32 @@ func FuzzDecodePopKey(f *testing.F) {
 		_ = rec.String()
 	})
 }
+
+// TestRewriteCheckpointWithoutOffsetsDeletesIt checks that rewriting a
+// checkpoint whose last offset was acknowledged deletes it and its
+// deadline entry.
+func TestRewriteCheckpointWithoutOffsetsDeletesIt(t *testing.T) {
+	db := openTestDB(t)
+	s := db.Pop()
+	c := Checkpoint{Group: "g", Topic: "T", CKOffset: 5, Offsets: []int64{5}, PopTime: 1, InvisibleTime: 9, VisibleAt: 10}
+	for _, write := range []func(*PopBatch) error{
+		func(b *PopBatch) error { return b.PutCheckpoint(&c) },
+		func(b *PopBatch) error { c.Remove([]int64{5}); return b.RewriteCheckpoint(&c) },
+	} {
+		b := s.NewBatch()
+		if err := write(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(false); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+	}
+	if _, ok, err := s.Checkpoint("g", "T", 0, 5, 1); err != nil || ok {
+		t.Fatalf("checkpoint left: %v %v", ok, err)
+	}
+	n := 0
+	if err := s.DueEntries(0, math.MaxInt64, 0, func(DueEntry) bool { n++; return true }); err != nil || n != 0 {
+		t.Fatalf("%d deadline entries left (%v)", n, err)
+	}
+}

@@ -236,8 +236,12 @@ func (p *PopBatch) PutCheckpoint(c *Checkpoint) error {
 }
 
 // RewriteCheckpoint stores a checkpoint whose offsets changed but whose
-// VisibleAt did not: only its record is written.
+// VisibleAt did not: only its record is written, or, when no offset is
+// left, the checkpoint is deleted with its deadline entry.
 func (p *PopBatch) RewriteCheckpoint(c *Checkpoint) error {
+	if len(c.Offsets) == 0 {
+		return p.DeleteCheckpoint(c)
+	}
 	if err := checkCheckpoint(c); err != nil {
 		return fmt.Errorf("rewrite checkpoint: %w", err)
 	}

@@ -71,12 +71,7 @@ func (s *Service) ackQueue(group, topic string, queueID int32, ckOffset int64, o
 		}
 		b := s.store.NewBatch()
 		defer b.Close()
-		if len(ck.Offsets) == 0 {
-			err = b.DeleteCheckpoint(&ck)
-		} else {
-			err = b.RewriteCheckpoint(&ck)
-		}
-		if err != nil {
+		if err := b.RewriteCheckpoint(&ck); err != nil {
 			return err
 		}
 		if err := b.Commit(false); err != nil {
@@ -158,12 +153,7 @@ func (s *Service) ChangeInvisibleTime(group, topic string, queueID int32, offset
 		next := kvindex.Checkpoint{Group: group, Topic: topic, QueueID: queueID, CKOffset: offset, PopTime: now,
 			InvisibleTime: invisibleTime, VisibleAt: now + invisibleTime, RetryFlag: ck.RetryFlag, Offsets: []int64{offset}}
 		ck.Remove([]int64{offset})
-		if len(ck.Offsets) == 0 {
-			err = b.DeleteCheckpoint(&ck)
-		} else {
-			err = b.RewriteCheckpoint(&ck)
-		}
-		if err != nil {
+		if err := b.RewriteCheckpoint(&ck); err != nil {
 			return err
 		}
 		if err := b.PutCheckpoint(&next); err != nil {
