@@ -217,12 +217,12 @@ func (d *DB) checkSchema() error {
 		return fmt.Errorf("%w: %d (this build reads %d to %d)", ErrSchema, ver, minSchemaVersion, schemaVersion)
 	}
 	if ver < 3 && !d.readOnly {
-		n, err := d.migratePopCheckpoints()
+		moved, dropped, err := d.migratePopCheckpoints()
 		if err != nil {
 			return fmt.Errorf("upgrade schema version %d to %d: %w", ver, schemaVersion, err)
 		}
-		d.log.Info().Uint32("from", ver).Uint32("to", schemaVersion).Int("inFlightRecords", n).
-			Msg("index schema version upgraded: in-flight records moved to checkpoints")
+		d.log.Info().Uint32("from", ver).Uint32("to", schemaVersion).Int("inFlightRecords", moved).
+			Int("undecodableRecordsDropped", dropped).Msg("index schema version upgraded: in-flight records moved to checkpoints")
 		return nil
 	}
 	if ver < schemaVersion && !d.readOnly {

@@ -1,13 +1,16 @@
 package kvindex
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/rs/zerolog"
 )
 
 func TestPopStoreCheckpointLifecycle(t *testing.T) {
@@ -260,6 +263,9 @@ func TestMigratePopCheckpoints(t *testing.T) {
 		v = binary.BigEndian.AppendUint64(v, uint64(r.InvisibleTime))
 		_ = wb.Set(popAckKey(nil, r.Group, r.Topic, r.QueueID, r.QueueOffset), v, nil)
 	}
+	// A record that does not decode (a value one byte short) is dropped,
+	// and says so in the log.
+	_ = wb.Set(popInFlightKey(nil, &InFlight{Group: "g", Topic: "T", QueueOffset: 99, VisibleAt: 1}), make([]byte, popInFlightValueLen-1), nil)
 	_ = wb.Set(metaKey(metaSchema), binary.BigEndian.AppendUint32(nil, 2), nil)
 	if err := wb.Commit(pebble.Sync); err != nil {
 		t.Fatal(err)
@@ -267,7 +273,17 @@ func TestMigratePopCheckpoints(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db = openDBAt(t, dir)
+	var logged bytes.Buffer
+	db, err := Open(Options{Dir: dir, Logger: zerolog.New(&logged)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, want := range []string{"does not decode; dropped", `"inFlightRecords":3`, `"undecodableRecordsDropped":1`} {
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("upgrade log lacks %s:\n%s", want, logged.String())
+		}
+	}
 	var got []Checkpoint
 	if err := db.Pop().DueCheckpoints(0, math.MaxInt64, 0, func(c Checkpoint) bool { got = append(got, c); return true }); err != nil {
 		t.Fatal(err)

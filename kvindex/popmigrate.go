@@ -17,22 +17,26 @@ import (
 // ckOffset and popTime) become one checkpoint. Their deadlines differ
 // only after a failed revive of some of them; the checkpoint takes the
 // earliest deadline and the most attempts, so a message is at worst
-// re-delivered early, never late or lost. It returns how many records it
-// moved.
-func (d *DB) migratePopCheckpoints() (int, error) {
+// re-delivered early, never late or lost. A record that does not decode
+// names no message that could be re-delivered; it is logged with its key
+// and dropped with the keyspace. It returns how many records it moved and
+// how many it dropped.
+func (d *DB) migratePopCheckpoints() (moved, dropped int, err error) {
 	type name struct {
 		group, topic      string
 		queueID           int32
 		ckOffset, popTime int64
 	}
 	cks := map[name]*Checkpoint{}
-	n := 0
-	err := d.Scan([]byte{prefixPopInFlight}, func(k, v []byte) bool {
+	err = d.Scan([]byte{prefixPopInFlight}, func(k, v []byte) bool {
 		r, err := decodePopInFlight(k, v)
 		if err != nil {
-			return true // kvdump shows it; it cannot be re-delivered
+			d.log.Warn().Hex("key", k).Int("valueBytes", len(v)).
+				Msg("schema upgrade: in-flight record does not decode; dropped")
+			dropped++
+			return true
 		}
-		n++
+		moved++
 		key := name{r.Group, r.Topic, r.QueueID, r.CKOffset, r.PopTime}
 		c, ok := cks[key]
 		if !ok {
@@ -46,7 +50,7 @@ func (d *DB) migratePopCheckpoints() (int, error) {
 		return true
 	})
 	if err != nil {
-		return 0, fmt.Errorf("read in-flight records: %w", err)
+		return 0, 0, fmt.Errorf("read in-flight records: %w", err)
 	}
 	b := &PopBatch{b: d.pdb.NewBatch(), cache: d.positions, offsets: d.committed, floors: d.floors}
 	defer b.Close()
@@ -65,25 +69,25 @@ func (d *DB) migratePopCheckpoints() (int, error) {
 			single := *c
 			single.CKOffset, single.Offsets = off, []int64{off}
 			if err := b.PutCheckpoint(&single); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 		if c.Offsets = fit; len(fit) > 0 {
 			if err := b.PutCheckpoint(c); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 	}
 	for _, p := range []byte{prefixPopInFlight, prefixPopAckIndex} {
 		if err := b.b.DeleteRange([]byte{p}, []byte{p + 1}, nil); err != nil {
-			return 0, fmt.Errorf("delete keyspace %#x: %w", p, err)
+			return 0, 0, fmt.Errorf("delete keyspace %#x: %w", p, err)
 		}
 	}
 	if err := b.b.Set(metaKey(metaSchema), schemaValue(), nil); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := b.b.Commit(pebble.Sync); err != nil {
-		return 0, fmt.Errorf("commit checkpoints: %w", err)
+		return 0, 0, fmt.Errorf("commit checkpoints: %w", err)
 	}
-	return n, nil
+	return moved, dropped, nil
 }
