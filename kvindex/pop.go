@@ -127,26 +127,43 @@ func groupTopicQueue(dst []byte, prefix byte, group, topic string, queueID int32
 
 func decodePopInFlight(k, v []byte) (InFlight, error) {
 	var r InFlight
-	if len(k) < 9 || k[0] != prefixPopInFlight || len(v) != popInFlightValueLen {
+	at, g, t, q, rest, err := decodeDeadlineKey(k, prefixPopInFlight)
+	if err != nil || len(rest) != 8 || len(v) != popInFlightValueLen {
 		return r, ErrBadKey
 	}
-	r.VisibleAt = int64(binary.BigEndian.Uint64(k[1:]))
-	var err error
-	rest := k[9:]
-	if r.Group, rest, err = readString16(rest); err != nil {
-		return r, err
-	}
-	if r.Topic, rest, err = readString16(rest); err != nil || len(rest) != 12 {
-		return r, ErrBadKey
-	}
-	r.QueueID = int32(binary.BigEndian.Uint32(rest))
-	r.QueueOffset = int64(binary.BigEndian.Uint64(rest[4:]))
+	r.VisibleAt, r.Group, r.Topic, r.QueueID = at, g, t, q
+	r.QueueOffset = int64(binary.BigEndian.Uint64(rest))
 	r.PopTime = int64(binary.BigEndian.Uint64(v))
 	r.InvisibleTime = int64(binary.BigEndian.Uint64(v[8:]))
 	r.CKOffset = int64(binary.BigEndian.Uint64(v[16:]))
 	r.RetryFlag = v[24]
 	r.Attempts = int32(binary.BigEndian.Uint32(v[25:]))
 	return r, nil
+}
+
+// deadlineKey is prefix | visibleAt | groupLen | group | topicLen | topic |
+// queueId: the start of a key ordered by deadline (0x50, 0x55).
+func deadlineKey(dst []byte, prefix byte, visibleAt int64, group, topic string, queueID int32) []byte {
+	dst = append(dst, prefix)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(visibleAt))
+	dst = appendString16(dst, group)
+	dst = appendString16(dst, topic)
+	return binary.BigEndian.AppendUint32(dst, uint32(queueID))
+}
+
+// decodeDeadlineKey splits a deadlineKey and returns what follows.
+func decodeDeadlineKey(k []byte, prefix byte) (visibleAt int64, group, topic string, queueID int32, rest []byte, err error) {
+	if len(k) < 9 || k[0] != prefix {
+		return 0, "", "", 0, nil, ErrBadKey
+	}
+	visibleAt = int64(binary.BigEndian.Uint64(k[1:]))
+	if group, rest, err = readString16(k[9:]); err != nil {
+		return 0, "", "", 0, nil, err
+	}
+	if topic, rest, err = readString16(rest); err != nil || len(rest) < 4 {
+		return 0, "", "", 0, nil, ErrBadKey
+	}
+	return visibleAt, group, topic, int32(binary.BigEndian.Uint32(rest)), rest[4:], nil
 }
 
 // decodeGroupTopicQueue splits prefix | group | topic | queueId and returns

@@ -91,11 +91,7 @@ func checkpointKey(dst []byte, group, topic string, queueID int32, ckOffset, pop
 // checkpointDueKey is 0x55 | visibleAt | group | topic | queueId |
 // ckOffset | popTime.
 func checkpointDueKey(dst []byte, c *Checkpoint) []byte {
-	dst = append(dst, prefixPopCKDue)
-	dst = binary.BigEndian.AppendUint64(dst, uint64(c.VisibleAt))
-	dst = appendString16(dst, c.Group)
-	dst = appendString16(dst, c.Topic)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(c.QueueID))
+	dst = deadlineKey(dst, prefixPopCKDue, c.VisibleAt, c.Group, c.Topic, c.QueueID)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(c.CKOffset))
 	return binary.BigEndian.AppendUint64(dst, uint64(c.PopTime))
 }
@@ -194,21 +190,13 @@ func decodeCheckpointDue(k, v []byte) (Checkpoint, int, error) {
 
 func decodeCheckpointDueKey(k []byte) (Checkpoint, error) {
 	var c Checkpoint
-	if len(k) < 9 || k[0] != prefixPopCKDue {
+	at, g, t, q, rest, err := decodeDeadlineKey(k, prefixPopCKDue)
+	if err != nil || len(rest) != 16 {
 		return c, ErrBadKey
 	}
-	c.VisibleAt = int64(binary.BigEndian.Uint64(k[1:]))
-	var err error
-	rest := k[9:]
-	if c.Group, rest, err = readString16(rest); err != nil {
-		return c, err
-	}
-	if c.Topic, rest, err = readString16(rest); err != nil || len(rest) != 20 {
-		return c, ErrBadKey
-	}
-	c.QueueID = int32(binary.BigEndian.Uint32(rest))
-	c.CKOffset = int64(binary.BigEndian.Uint64(rest[4:]))
-	c.PopTime = int64(binary.BigEndian.Uint64(rest[12:]))
+	c.VisibleAt, c.Group, c.Topic, c.QueueID = at, g, t, q
+	c.CKOffset = int64(binary.BigEndian.Uint64(rest))
+	c.PopTime = int64(binary.BigEndian.Uint64(rest[8:]))
 	return c, nil
 }
 

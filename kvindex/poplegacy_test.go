@@ -7,11 +7,7 @@ import "encoding/binary"
 // with them.
 
 func popInFlightKey(dst []byte, r *InFlight) []byte {
-	dst = append(dst, prefixPopInFlight)
-	dst = binary.BigEndian.AppendUint64(dst, uint64(r.VisibleAt))
-	dst = appendString16(dst, r.Group)
-	dst = appendString16(dst, r.Topic)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(r.QueueID))
+	dst = deadlineKey(dst, prefixPopInFlight, r.VisibleAt, r.Group, r.Topic, r.QueueID)
 	return binary.BigEndian.AppendUint64(dst, uint64(r.QueueOffset))
 }
 
