@@ -669,3 +669,34 @@ func TestOrderlyPopCountsRest(t *testing.T) {
 		t.Fatalf("second orderly pop: code %d, %v, rest %d, want the other queue's two and rest 4", second.Code, bodies(second.Messages), second.RestNum)
 	}
 }
+
+// TestStaleCommittedOffsetHealsOnNextPop checks what the ack path relies
+// on: an ack moves the committed offset in a second commit, so a crash in
+// between can leave it behind messages already acknowledged. The queue's
+// next pop recomputes it from the checkpoints.
+func TestStaleCommittedOffsetHealsOnNextPop(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	for i := 0; i < 4; i++ {
+		mustSend(t, rc, "HT", 0, fmt.Sprintf("m%d", i), "")
+	}
+	b.caughtUp()
+	res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "HT", QueueID: 0, MaxMsgNums: 2, InvisibleTime: time.Minute})
+	if len(res.Messages) != 2 {
+		t.Fatalf("pop: %d messages", len(res.Messages))
+	}
+	if code, err := c.BatchAck(ctx20(t), "g", "HT", res.Messages); err != nil || code != remoting.Success {
+		t.Fatalf("batch ack %d %v", code, err)
+	}
+	// The second commit of that ack "lost": the offset is back at 0.
+	if err := b.offsets.Set("g", "HT", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	res = mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "HT", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Minute})
+	if got := bodies(res.Messages); len(got) != 1 || got[0] != "m2" {
+		t.Fatalf("next pop %v", got)
+	}
+	if off, ok, err := b.offsets.Get("g", "HT", 0); err != nil || !ok || off != 2 {
+		t.Fatalf("committed offset after the next pop: %d %v %v, want 2", off, ok, err)
+	}
+}
