@@ -193,6 +193,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.goBackground("schedule", b.scheduleLoop)
 	b.holds.start()
 	b.log.Info().Str("addr", b.Addr()).Str("store", root).Str("storeType", b.cfg.StoreType).
+		Str("indexWalSync", b.cfg.IndexWALSyncMode()).
 		Dur("startup", time.Since(b.started)).Msg("broker started")
 	return nil
 }
@@ -202,7 +203,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 func (b *Broker) openStores(ctx context.Context) error {
 	root := b.cfg.StorePathRootDir
 	walSync := kvindex.WALSyncAlways
-	if b.cfg.IndexWALSync == configs.IndexWALSyncInterval {
+	if b.cfg.IndexWALSyncMode() == configs.IndexWALSyncInterval {
 		walSync = kvindex.WALSyncInterval
 	}
 	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(root, kvindex.DirName), Logger: b.root,
@@ -320,7 +321,7 @@ func (b *Broker) goBackground(name string, fn func(ctx context.Context)) {
 // at most this long.
 func (b *Broker) syncLoop(ctx context.Context) {
 	every := time.Second
-	if b.cfg.IndexWALSync == configs.IndexWALSyncInterval {
+	if b.cfg.IndexWALSyncMode() == configs.IndexWALSyncInterval {
 		every = b.cfg.IndexWALSyncInterval
 	}
 	t := time.NewTicker(every)

@@ -14,8 +14,11 @@ const (
 
 // What durable index writes wait for, selectable with indexWalSync.
 const (
-	// IndexWALSyncAlways waits for an fdatasync of the index's log (the
-	// default).
+	// IndexWALSyncAuto follows flushDiskType (the default): always under
+	// SYNC_FLUSH, interval under ASYNC_FLUSH, so the index's writes are as
+	// durable as the messages they describe.
+	IndexWALSyncAuto = "auto"
+	// IndexWALSyncAlways waits for an fdatasync of the index's log.
 	IndexWALSyncAlways = "always"
 	// IndexWALSyncInterval waits for the log write and syncs the log
 	// every indexWalSyncIntervalMillis.
@@ -101,7 +104,8 @@ type Broker struct {
 	// SYSTEM_BUSY.
 	WaitTimeMillsInSendQueue time.Duration
 	// IndexWALSync is what a durable index write (pop, ack, offset
-	// commit, config change) waits for: IndexWALSyncAlways, an fdatasync
+	// commit, config change) waits for, as configured; IndexWALSyncMode
+	// resolves IndexWALSyncAuto. IndexWALSyncAlways, an fdatasync
 	// of the index's write-ahead log; IndexWALSyncInterval, the log write
 	// only (it survives a crash of the process), the log being synced
 	// every IndexWALSyncInterval.
@@ -130,6 +134,18 @@ func DefaultStoreRoot() string {
 		return "store"
 	}
 	return filepath.Join(home, "store")
+}
+
+// IndexWALSyncMode is the IndexWALSync in force: IndexWALSyncAlways or
+// IndexWALSyncInterval, with IndexWALSyncAuto resolved from FlushDiskType.
+func (b *Broker) IndexWALSyncMode() string {
+	if b.IndexWALSync != IndexWALSyncAuto {
+		return b.IndexWALSync
+	}
+	if b.FlushDiskType == SyncFlush {
+		return IndexWALSyncAlways
+	}
+	return IndexWALSyncInterval
 }
 
 // DefaultBroker returns the configuration a broker runs with when no key is

@@ -74,7 +74,7 @@ var brokerFields = []field{
 	boolean("messageIndexEnable", "true", func(b *Broker) *bool { return &b.MessageIndexEnable }),
 	i64Range("maxDispatchLagBytes", strconv.FormatInt(DefaultMaxDispatchLagBytes, 10), 0, 1<<40, func(b *Broker) *int64 { return &b.MaxDispatchLagBytes }),
 	millis("waitTimeMillsInSendQueue", "200", func(b *Broker) *time.Duration { return &b.WaitTimeMillsInSendQueue }),
-	oneOf("indexWalSync", IndexWALSyncAlways, []string{IndexWALSyncAlways, IndexWALSyncInterval}, func(b *Broker) *string { return &b.IndexWALSync }),
+	oneOf("indexWalSync", IndexWALSyncAuto, []string{IndexWALSyncAuto, IndexWALSyncAlways, IndexWALSyncInterval}, func(b *Broker) *string { return &b.IndexWALSync }),
 	millisRange("indexWalSyncIntervalMillis", "500", 1, func(b *Broker) *time.Duration { return &b.IndexWALSyncInterval }),
 
 	intRange("topicConfigCacheSize", "65536", 16, 1<<26, func(b *Broker) *int { return &b.TopicConfigCacheSize }),

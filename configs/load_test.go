@@ -168,3 +168,25 @@ func FuzzLoadBroker(f *testing.F) {
 		_, _ = LoadBroker(p, nil)
 	})
 }
+
+// The index's WAL sync follows flushDiskType unless indexWalSync names a
+// mode: the index's writes are then as durable as the messages.
+func TestIndexWALSyncFollowsFlushDiskType(t *testing.T) {
+	cases := []struct{ content, want string }{
+		{"", IndexWALSyncInterval},
+		{"flushDiskType=ASYNC_FLUSH\n", IndexWALSyncInterval},
+		{"flushDiskType=SYNC_FLUSH\n", IndexWALSyncAlways},
+		{"flushDiskType=SYNC_FLUSH\nindexWalSync=auto\n", IndexWALSyncAlways},
+		{"flushDiskType=ASYNC_FLUSH\nindexWalSync=always\n", IndexWALSyncAlways},
+		{"flushDiskType=SYNC_FLUSH\nindexWalSync=interval\n", IndexWALSyncInterval},
+	}
+	for _, c := range cases {
+		got, err := LoadBroker(writeFile(t, "b.conf", c.content), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode := got.Broker.IndexWALSyncMode(); mode != c.want {
+			t.Errorf("%q: mode %s, want %s", c.content, mode, c.want)
+		}
+	}
+}
