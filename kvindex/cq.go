@@ -55,6 +55,12 @@ type CQ struct {
 	// forgets its topic's state (cacheBounds, forgetBounds).
 	// Guarded by cacheMu; filled under mu (see checkTopic).
 	topics *lru.Cache[string, bool]
+
+	// tails keeps the newest entries of queues read at their end (see
+	// cqTails); written collects a putBatch's entries for it (guarded by
+	// mu).
+	tails   *cqTails
+	written []tailWrite
 }
 
 // DefaultCQTopicStates is how many topics' emptiness CQ remembers.
@@ -93,6 +99,7 @@ func (d *DB) ConsumeQueue(cacheQueues int) *CQ {
 	c.topics = topics
 	c.bounds = slablru.New[qkey, queueBounds](cacheQueues)
 	c.names = newTopicNames(defaultTopicNames)
+	c.tails = newCQTails(DefaultCQTailQueues)
 	return c
 }
 
@@ -130,15 +137,29 @@ func (c *CQ) Put(entries []cq.Dispatch) error {
 	defer c.mu.Unlock()
 	b := c.db.pdb.NewBatch()
 	defer b.Close()
-	updates, err := c.putBatch(b, entries)
+	pending, err := c.putBatch(b, entries)
 	if err != nil {
 		return err
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("put %d cq entries: %w", len(entries), err)
 	}
-	c.applyBounds(updates)
+	c.publish(pending)
 	return nil
+}
+
+// cqPending is what a putBatch changes in the caches once its batch
+// commits: the queues' new bounds and the entries for their tails.
+type cqPending struct {
+	updates []boundsUpdate
+	written []tailWrite
+}
+
+// publish makes a committed putBatch visible to the caches. The caller
+// holds mu.
+func (c *CQ) publish(p cqPending) {
+	c.applyBounds(p.updates)
+	c.tails.publish(p.written)
 }
 
 // boundsUpdate is a queue's bounds after a batch, applied to the cache once
@@ -159,8 +180,10 @@ func (c *CQ) applyBounds(updates []boundsUpdate) {
 	}
 }
 
-// forgetBounds drops cached bounds after a writer deleted queues.
+// forgetBounds drops cached bounds and tails after a writer deleted
+// queues.
 func (c *CQ) forgetBounds(match func(qkey) bool) {
+	c.tails.drop(match)
 	c.cacheMu.Lock()
 	defer c.cacheMu.Unlock()
 	c.gen++
@@ -170,22 +193,24 @@ func (c *CQ) forgetBounds(match func(qkey) bool) {
 
 // putBatch adds entries and their journal record to b, following the Put
 // rules of cq.Store, and returns the new bounds of the queues it touched.
-// The caller holds mu, commits b, then calls applyBounds. The dispatcher
+// The caller holds mu, commits b, then calls publish. The dispatcher
 // uses it to commit entries together with the dispatched offset.
 //
 // Allocations: a key and value buffer reused across entries, the journal
-// value, and one map entry per touched queue.
-func (c *CQ) putBatch(b *pebble.Batch, entries []cq.Dispatch) ([]boundsUpdate, error) {
+// value, and one map entry per touched queue; the tail writes reuse
+// c.written.
+func (c *CQ) putBatch(b *pebble.Batch, entries []cq.Dispatch) (cqPending, error) {
 	for i := range entries {
 		e := &entries[i]
 		if e.QueueOffset < 0 || e.PhyOffset < 0 || e.Size <= 0 {
-			return nil, fmt.Errorf("put cq entry %s/%d@%d (phy %d, size %d): negative offset or non-positive size",
+			return cqPending{}, fmt.Errorf("put cq entry %s/%d@%d (phy %d, size %d): negative offset or non-positive size",
 				e.Topic, e.QueueID, e.QueueOffset, e.PhyOffset, e.Size)
 		}
 		if err := checkName("topic", e.Topic); err != nil {
-			return nil, fmt.Errorf("put cq entry: %w", err)
+			return cqPending{}, fmt.Errorf("put cq entry: %w", err)
 		}
 	}
+	written := c.written[:0]
 	type touched struct {
 		b     queueBounds
 		first int64
@@ -201,7 +226,7 @@ func (c *CQ) putBatch(b *pebble.Batch, entries []cq.Dispatch) ([]boundsUpdate, e
 		if t == nil {
 			qb, err := c.queueBoundsLocked(q)
 			if err != nil {
-				return nil, err
+				return cqPending{}, err
 			}
 			if !qb.exists {
 				qb = queueBounds{min: e.QueueOffset, max: e.QueueOffset, exists: true}
@@ -222,8 +247,10 @@ func (c *CQ) putBatch(b *pebble.Batch, entries []cq.Dispatch) ([]boundsUpdate, e
 		key = appendCQKey(key[:0], e.Topic, e.QueueID, off)
 		val = appendCQValue(val[:0], e.PhyOffset, e.Size, e.TagsCode, e.StoreTimestamp)
 		if err := b.Set(key, val, nil); err != nil {
-			return nil, fmt.Errorf("put cq entry %s/%d@%d: %w", e.Topic, e.QueueID, off, err)
+			return cqPending{}, fmt.Errorf("put cq entry %s/%d@%d: %w", e.Topic, e.QueueID, off, err)
 		}
+		written = append(written, tailWrite{q, cq.Entry{QueueOffset: off, PhyOffset: e.PhyOffset, Size: e.Size,
+			TagsCode: e.TagsCode, StoreTimestamp: e.StoreTimestamp}})
 		if t.first < 0 {
 			t.first = off
 		}
@@ -242,10 +269,11 @@ func (c *CQ) putBatch(b *pebble.Batch, entries []cq.Dispatch) ([]boundsUpdate, e
 	}
 	if len(named) > 0 {
 		if err := c.addJournal(b, minPhy, maxEnd, named); err != nil {
-			return nil, err
+			return cqPending{}, err
 		}
 	}
-	return updates, nil
+	c.written = written
+	return cqPending{updates, written}, nil
 }
 
 // addJournal writes the journal record of a batch covering [first, end)
@@ -450,6 +478,11 @@ func (c *CQ) Get(topic string, queueID int32, from int64, max int) ([]cq.Entry, 
 	if from < qb.min || from >= qb.max {
 		return nil, nil
 	}
+	q := queueIDOf(topic, queueID)
+	if out, ok := c.tails.get(q, from, max, qb.max); ok {
+		return out, nil
+	}
+	gen := c.tails.generation()
 	prefix := queuePrefix(prefixCQ, topic, queueID)
 	it, err := c.db.pdb.NewIter(&pebble.IterOptions{LowerBound: cqKey(topic, queueID, from), UpperBound: prefixEnd(prefix)})
 	if err != nil {
@@ -471,6 +504,9 @@ func (c *CQ) Get(topic string, queueID int32, from int64, max int) ([]cq.Entry, 
 	}
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("read cq %s/%d: %w", topic, queueID, err)
+	}
+	if want >= qb.max {
+		c.tails.install(q, out, gen) // a reader at the queue's end
 	}
 	return out, nil
 }
@@ -704,6 +740,15 @@ func (c *CQ) correctMinChunk(queues []qkey, minPhy int64) error {
 	return nil
 }
 
+// dropTails drops the tails of the queues a cutting write changed.
+func (c *CQ) dropTails(updates []boundsUpdate) {
+	cut := make(map[qkey]bool, len(updates))
+	for _, u := range updates {
+		cut[u.q] = true
+	}
+	c.tails.drop(func(q qkey) bool { return cut[q] })
+}
+
 // Truncate implements cq.Store using the journal: only queues named by
 // journal records whose range ends past phyOffset are visited.
 func (c *CQ) Truncate(phyOffset int64) error {
@@ -777,6 +822,7 @@ func (c *CQ) Truncate(phyOffset int64) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("truncate cq at %d: %w", phyOffset, err)
 	}
+	c.dropTails(updates)
 	c.applyBounds(updates)
 	return nil
 }

@@ -448,16 +448,16 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 	if err := kb.flush(d.opts.DB, b); err != nil {
 		return 0, err
 	}
-	var updates []boundsUpdate
+	var pending cqPending
 	if d.kv != nil {
 		d.kv.mu.Lock()
 		defer d.kv.mu.Unlock()
 		if len(entries) > 0 {
-			u, err := d.kv.putBatch(b, entries)
+			p, err := d.kv.putBatch(b, entries)
 			if err != nil {
 				return 0, err
 			}
-			updates = u
+			pending = p
 		}
 	} else if len(entries) > 0 {
 		if err := d.opts.Store.Put(entries); err != nil {
@@ -471,7 +471,7 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 		return 0, fmt.Errorf("commit dispatch batch up to %d: %w", end, err)
 	}
 	if d.kv != nil {
-		d.kv.applyBounds(updates)
+		d.kv.publish(pending)
 	}
 	d.next.Store(end)
 	for _, q := range queues {

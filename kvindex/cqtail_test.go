@@ -1,0 +1,306 @@
+package kvindex
+
+import (
+	"fmt"
+	"math/rand"
+	"sync"
+	"testing"
+
+	"github.com/rocketkv/rocketkv/cq"
+)
+
+// tailEntry is the entry the tail tests put at offset off of queue qid.
+func tailEntry(topic string, qid int32, off int64) cq.Dispatch {
+	return cq.Dispatch{Topic: topic, QueueID: qid, Entry: cq.Entry{QueueOffset: off, PhyOffset: off*1000 + int64(qid),
+		Size: 100, TagsCode: off % 7, StoreTimestamp: 1_700_000_000_000 + off}}
+}
+
+func putRange(t testing.TB, c *CQ, topic string, qid int32, from, to int64) {
+	t.Helper()
+	var ds []cq.Dispatch
+	for off := from; off < to; off++ {
+		ds = append(ds, tailEntry(topic, qid, off))
+	}
+	if err := c.Put(ds); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkEntries fails unless got are the entries tailEntry put at
+// [from, from+want).
+func checkEntries(t testing.TB, got []cq.Entry, topic string, qid int32, from int64, want int) {
+	t.Helper()
+	if len(got) != want {
+		t.Fatalf("%s/%d@%d: got %d entries, want %d", topic, qid, from, len(got), want)
+	}
+	for i, e := range got {
+		if w := tailEntry(topic, qid, from+int64(i)).Entry; e != w {
+			t.Fatalf("%s/%d@%d: entry %d is %+v, want %+v", topic, qid, from, i, e, w)
+		}
+	}
+}
+
+func (c *CQ) tailOf(topic string, qid int32) (first, end int64, ok bool) {
+	c.tails.mu.Lock()
+	defer c.tails.mu.Unlock()
+	t, ok := c.tails.tails.Peek(qkey{topic, qid})
+	if !ok {
+		return 0, 0, false
+	}
+	return t.first, t.end(), true
+}
+
+// A read that reaches a queue's end gives the queue a tail; what is put
+// afterwards is appended to it, and reads of it are answered from memory.
+func TestCQTailFollowsTheQueueEnd(t *testing.T) {
+	c := openTestDB(t).ConsumeQueue(0)
+	putRange(t, c, "T", 0, 0, 10)
+	got, err := c.Get("T", 0, 0, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, got, "T", 0, 0, 4)
+	if _, _, ok := c.tailOf("T", 0); ok {
+		t.Fatal("a read behind the queue's end installed a tail")
+	}
+	got, err = c.Get("T", 0, 4, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, got, "T", 0, 4, 6)
+	if first, end, ok := c.tailOf("T", 0); !ok || first != 4 || end != 10 {
+		t.Fatalf("tail after a read to the end: [%d, %d) %v, want [4, 10)", first, end, ok)
+	}
+
+	next := int64(10)
+	for round := range 200 {
+		n := int64(1 + round%9)
+		putRange(t, c, "T", 0, next, next+n)
+		first, end, ok := c.tailOf("T", 0)
+		if !ok || end != next+n || end-first < cqTailKeep && first != 4 || end-first > 2*cqTailKeep {
+			t.Fatalf("round %d: tail [%d, %d) %v after putting [%d, %d)", round, first, end, ok, next, next+n)
+		}
+		got, err := c.Get("T", 0, next, 32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkEntries(t, got, "T", 0, next, int(n))
+		next += n
+	}
+
+	// Reads in the tail are answered from it: entries removed from the
+	// database behind the cache's back are still returned.
+	if err := c.db.pdb.DeleteRange(cqKey("T", 0, next-3), cqKey("T", 0, next), nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err = c.Get("T", 0, next-3, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, got, "T", 0, next-3, 3)
+	// A read behind the tail that wants more than the tail holds reads
+	// the database.
+	first, _, _ := c.tailOf("T", 0)
+	got, err = c.Get("T", 0, first-1, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, got, "T", 0, first-1, 8)
+}
+
+// A tail answers only when it can give what the database would: max
+// entries, or everything up to the queue's end.
+func TestCQTailAnswersOnlyWhole(t *testing.T) {
+	tails := newCQTails(4)
+	q := qkey{"T", 1}
+	var es []cq.Entry
+	for off := int64(100); off < 110; off++ {
+		es = append(es, tailEntry("T", 1, off).Entry)
+	}
+	tails.install(q, es, tails.generation())
+	cases := []struct {
+		from     int64
+		max      int
+		queueEnd int64
+		want     int // -1: not answered
+	}{
+		{100, 5, 110, 5},
+		{105, 32, 110, 5},
+		{105, 32, 120, -1}, // the queue has more than the tail: ask the database
+		{105, 5, 120, 5},
+		{99, 5, 110, -1},
+		{110, 5, 111, -1},
+	}
+	for _, tc := range cases {
+		got, ok := tails.get(q, tc.from, tc.max, tc.queueEnd)
+		if tc.want < 0 {
+			if ok {
+				t.Errorf("get(%d, %d, end %d) answered %d entries, want a miss", tc.from, tc.max, tc.queueEnd, len(got))
+			}
+			continue
+		}
+		if !ok {
+			t.Errorf("get(%d, %d, end %d) missed", tc.from, tc.max, tc.queueEnd)
+			continue
+		}
+		checkEntries(t, got, "T", 1, tc.from, tc.want)
+	}
+	// Entries below the tail's end are skipped; one past it restarts it.
+	tails.publish([]tailWrite{{q, es[9]}, {q, tailEntry("T", 1, 110).Entry}, {q, tailEntry("T", 1, 115).Entry}})
+	if got, ok := tails.get(q, 115, 5, 116); !ok || len(got) != 1 || got[0] != tailEntry("T", 1, 115).Entry {
+		t.Fatalf("after a gap: %v %v, want the entry at 115", got, ok)
+	}
+	if _, ok := tails.get(q, 110, 5, 116); ok {
+		t.Fatal("the tail still answers for offsets before a gap")
+	}
+}
+
+// Deleting a queue or cutting its end drops its tail, and a read that
+// began before such a write does not install what it read.
+func TestCQTailForgetsCutEntries(t *testing.T) {
+	c := openTestDB(t).ConsumeQueue(0)
+	atEnd := func(topic string, qid int32, from int64, want int) {
+		t.Helper()
+		got, err := c.Get(topic, qid, from, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkEntries(t, got, topic, qid, from, want)
+		if _, end, ok := c.tailOf(topic, qid); want > 0 && (!ok || end != from+int64(want)) {
+			t.Fatalf("%s/%d: no tail up to %d after a read to the end", topic, qid, from+int64(want))
+		}
+	}
+	putRange(t, c, "A", 0, 0, 20)
+	putRange(t, c, "B", 0, 0, 20)
+	atEnd("A", 0, 10, 10)
+	atEnd("B", 0, 10, 10)
+
+	// Truncate cuts the CommitLog's tail: entries from phy 15000 on go.
+	if err := c.Truncate(15_000); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := c.tailOf("A", 0); ok {
+		t.Fatal("truncate kept A's tail")
+	}
+	atEnd("A", 0, 10, 5)
+
+	// A deleted queue put again from 0 at other physical offsets.
+	if err := c.DeleteTopic("B"); err != nil {
+		t.Fatal(err)
+	}
+	var ds []cq.Dispatch
+	for off := int64(0); off < 12; off++ {
+		d := tailEntry("B", 0, off)
+		d.PhyOffset += 500
+		ds = append(ds, d)
+	}
+	if err := c.Put(ds); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Get("B", 0, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].PhyOffset != ds[10].PhyOffset {
+		t.Fatalf("after delete and re-put: %+v, want the new entries 10 and 11", got)
+	}
+
+	// An install whose read began before a cut is discarded.
+	gen := c.tails.generation()
+	stale, err := c.Get("A", 0, 0, 64) // reaches the end: installs A's tail
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteQueue("A", 0); err != nil {
+		t.Fatal(err)
+	}
+	c.tails.install(qkey{"A", 0}, stale, gen)
+	if _, _, ok := c.tailOf("A", 0); ok {
+		t.Fatal("a read from before the deletion installed a tail")
+	}
+}
+
+// Readers at the ends of queues, and behind them, always get the entries
+// that were put, while a writer appends in batches of every size.
+func TestCQTailConcurrentReaders(t *testing.T) {
+	c := openTestDB(t).ConsumeQueue(0)
+	const queues, total = 4, 6000
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	errs := make(chan error, 16)
+	for q := range int32(queues) {
+		for r := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				next := int64(0)
+				lag := int64(r * 40) // reader 0 at the end, the others behind
+				for next < total {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					max := 1 + rand.Intn(48)
+					got, err := c.Get("T", q, next, max)
+					if err != nil {
+						errs <- err
+						return
+					}
+					for i, e := range got {
+						if w := tailEntry("T", q, next+int64(i)).Entry; e != w {
+							errs <- fmt.Errorf("queue %d@%d: got %+v, want %+v", q, next+int64(i), e, w)
+							return
+						}
+					}
+					if len(got) > max {
+						errs <- fmt.Errorf("queue %d@%d: %d entries for max %d", q, next, len(got), max)
+						return
+					}
+					end, err := c.MaxOffset("T", q)
+					if err != nil {
+						errs <- err
+						return
+					}
+					// A lagging reader reads the same offset again
+					// until it is lag behind the end (or the writer is
+					// done).
+					if lag == 0 || end >= total || next+int64(len(got)) <= end-lag {
+						next += int64(len(got))
+					}
+				}
+			}()
+		}
+	}
+	offs := make([]int64, queues)
+	for offs[0] < total {
+		var ds []cq.Dispatch
+		for range 1 + rand.Intn(24) {
+			q := int32(rand.Intn(queues))
+			if offs[q] < total {
+				ds = append(ds, tailEntry("T", q, offs[q]))
+				offs[q]++
+			}
+		}
+		if err := c.Put(ds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for q := range int32(queues) {
+		putRange(t, c, "T", q, offs[q], total)
+	}
+	waitDone := make(chan struct{})
+	go func() { wg.Wait(); close(waitDone) }()
+	select {
+	case err := <-errs:
+		close(done)
+		wg.Wait()
+		t.Fatal(err)
+	case <-waitDone:
+	}
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+}
