@@ -262,6 +262,8 @@ func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *re
 		"heldPullRequests":       itoa(int64(b.holds.count())),
 		"queueOffsetsInMemory":   itoa(int64(b.qoffsets.Len())),
 		"indexDiskUsage":         itoa(int64(b.db.DiskUsage())),
+		"indexWalSync":           b.cfg.IndexWALSyncMode(),
+		"indexWalSyncs":          itoa(b.db.WALSyncs()),
 		"goHeapInuse":            itoa(int64(ms.HeapInuse)),
 		"connections":            itoa(int64(b.server.ConnCount())),
 	}

@@ -324,6 +324,16 @@ func (d *DB) SyncWAL() error {
 	return nil
 }
 
+// WALSyncs returns how many fdatasyncs of the write-ahead log SyncWAL and
+// log closes have made under WALSyncInterval (always 0 under
+// WALSyncAlways, where every durable commit syncs it).
+func (d *DB) WALSyncs() int64 {
+	if d.walFS == nil {
+		return 0
+	}
+	return d.walFS.syncs.Load()
+}
+
 // Compact compacts the whole database (tests and benchmarks measuring
 // bytes per entry).
 func (d *DB) Compact(ctx context.Context) error {

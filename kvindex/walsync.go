@@ -39,6 +39,8 @@ type intervalSyncFS struct {
 
 	mu   sync.Mutex
 	wals map[*intervalWAL]struct{}
+	// syncs counts the fdatasyncs made (syncAll and closes).
+	syncs atomic.Int64
 }
 
 func newIntervalSyncFS(inner vfs.FS) *intervalSyncFS {
@@ -141,6 +143,7 @@ func (w *intervalWAL) syncNow() error {
 		w.dirty.Store(true)
 		return fmt.Errorf("sync %s: %w", w.name, err)
 	}
+	w.fs.syncs.Add(1)
 	return nil
 }
 
@@ -149,7 +152,9 @@ func (w *intervalWAL) Close() error {
 	w.mu.Lock()
 	var serr error
 	if !w.closed && w.dirty.Swap(false) {
-		serr = w.File.SyncData()
+		if serr = w.File.SyncData(); serr == nil {
+			w.fs.syncs.Add(1)
+		}
 	}
 	w.closed = true
 	cerr := w.File.Close()

@@ -86,6 +86,9 @@ func TestWALSyncInterval(t *testing.T) {
 		if fs.syncs.Load() == before {
 			t.Fatal("a durable write returned without syncing the log")
 		}
+		if n := db.WALSyncs(); n != 0 {
+			t.Fatalf("WALSyncs %d: Pebble syncs the log itself in always mode", n)
+		}
 	})
 	t.Run("interval", func(t *testing.T) {
 		db, fs := open(t, WALSyncInterval)
@@ -127,6 +130,9 @@ func TestWALSyncInterval(t *testing.T) {
 		}
 		if fs.syncs.Load() == syncs {
 			t.Fatal("SyncWAL after a failed sync did not sync the log again")
+		}
+		if n := db.WALSyncs(); n != 1 {
+			t.Fatalf("WALSyncs %d after one failed and one good sync, want 1", n)
 		}
 	})
 }
