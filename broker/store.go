@@ -150,7 +150,11 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 			rec := v.Data
 			if filter.matchesRecord(rec) {
 				if r.body == nil {
-					r.body = make([]byte, 0, min(maxBytes, int(e.Size)*maxNums))
+					// Room for the records the queue holds from here (a
+					// consumer at its end gets one or two), up to maxNums
+					// of this size; append grows it for larger ones.
+					n := min(int64(maxNums), r.maxOffset-e.QueueOffset)
+					r.body = make([]byte, 0, min(int64(maxBytes), int64(e.Size)*n))
 				}
 				r.body = append(r.body, rec...)
 				r.count++
