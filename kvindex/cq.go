@@ -61,7 +61,25 @@ type CQ struct {
 	// mu).
 	tails   *cqTails
 	written []tailWrite
+
+	// touchedIdx and touched are putBatch's per-queue state, kept between
+	// batches (guarded by mu): at a paced produce most batches hold one
+	// or two records, and a fresh map per batch was 8 % of the broker's
+	// allocated bytes.
+	touchedIdx map[qkey]int
+	touched    []touchedQueue
 }
+
+// touchedQueue is a queue's state within one putBatch.
+type touchedQueue struct {
+	q     qkey
+	b     queueBounds
+	first int64 // the batch's first offset written to it, -1 for none
+}
+
+// maxReusedTouched bounds the queue count of a putBatch map kept for the
+// next batch: clearing a map costs its size, not its contents.
+const maxReusedTouched = 4096
 
 // DefaultCQTopicStates is how many topics' emptiness CQ remembers.
 const DefaultCQTopicStates = 1 << 16
@@ -211,19 +229,19 @@ func (c *CQ) putBatch(b *pebble.Batch, entries []cq.Dispatch) (cqPending, error)
 		}
 	}
 	written := c.written[:0]
-	type touched struct {
-		b     queueBounds
-		first int64
+	if c.touchedIdx == nil || len(c.touchedIdx) > maxReusedTouched {
+		c.touchedIdx = make(map[qkey]int, 16)
+	} else {
+		clear(c.touchedIdx)
 	}
-	state := make(map[qkey]*touched, 16)
-	order := make([]qkey, 0, 16)
+	touched := c.touched[:0]
 	minPhy, maxEnd := int64(1<<63-1), int64(0)
 	var key, val []byte
 	for i := range entries {
 		e := &entries[i]
 		q := qkey{e.Topic, e.QueueID}
-		t := state[q]
-		if t == nil {
+		ti, ok := c.touchedIdx[q]
+		if !ok {
 			qb, err := c.queueBoundsLocked(q)
 			if err != nil {
 				return cqPending{}, err
@@ -231,10 +249,11 @@ func (c *CQ) putBatch(b *pebble.Batch, entries []cq.Dispatch) (cqPending, error)
 			if !qb.exists {
 				qb = queueBounds{min: e.QueueOffset, max: e.QueueOffset, exists: true}
 			}
-			t = &touched{b: qb, first: -1}
-			state[q] = t
-			order = append(order, q)
+			ti = len(touched)
+			touched = append(touched, touchedQueue{q: q, b: qb, first: -1})
+			c.touchedIdx[q] = ti
 		}
+		t := &touched[ti]
 		off := e.QueueOffset
 		if off < t.b.max {
 			continue // already there: keep the existing entry
@@ -258,13 +277,14 @@ func (c *CQ) putBatch(b *pebble.Batch, entries []cq.Dispatch) (cqPending, error)
 		minPhy = min(minPhy, e.PhyOffset)
 		maxEnd = max(maxEnd, e.End())
 	}
-	updates := make([]boundsUpdate, 0, len(order))
+	c.touched = touched
+	updates := make([]boundsUpdate, 0, len(touched))
 	var named []journalQueue
-	for _, q := range order {
-		t := state[q]
-		updates = append(updates, boundsUpdate{q, t.b})
+	for i := range touched {
+		t := &touched[i]
+		updates = append(updates, boundsUpdate{t.q, t.b})
 		if t.first >= 0 {
-			named = append(named, journalQueue{q.topic, q.qid, t.first})
+			named = append(named, journalQueue{t.q.topic, t.q.qid, t.first})
 		}
 	}
 	if len(named) > 0 {
