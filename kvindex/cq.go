@@ -57,9 +57,9 @@ type CQ struct {
 	topics *lru.Cache[string, bool]
 
 	// tails keeps the newest entries of queues read at their end (see
-	// cqTails); written collects a putBatch's entries for it (guarded by
+	// cqCache); written collects a putBatch's entries for it (guarded by
 	// mu).
-	tails   *cqTails
+	cache   *cqCache
 	written []tailWrite
 
 	// touchedIdx and touched are putBatch's per-queue state, kept between
@@ -117,7 +117,7 @@ func (d *DB) ConsumeQueue(cacheQueues int) *CQ {
 	c.topics = topics
 	c.bounds = slablru.New[qkey, queueBounds](cacheQueues)
 	c.names = newTopicNames(defaultTopicNames)
-	c.tails = newCQTails(DefaultCQTailQueues)
+	c.cache = newCQCache(DefaultCQTailQueues, DefaultCQChunks, defaultCQChunkEntries)
 	return c
 }
 
@@ -177,7 +177,7 @@ type cqPending struct {
 // holds mu.
 func (c *CQ) publish(p cqPending) {
 	c.applyBounds(p.updates)
-	c.tails.publish(p.written)
+	c.cache.publish(p.written)
 }
 
 // boundsUpdate is a queue's bounds after a batch, applied to the cache once
@@ -201,7 +201,7 @@ func (c *CQ) applyBounds(updates []boundsUpdate) {
 // forgetBounds drops cached bounds and tails after a writer deleted
 // queues.
 func (c *CQ) forgetBounds(match func(qkey) bool) {
-	c.tails.drop(match)
+	c.cache.drop(match)
 	c.cacheMu.Lock()
 	defer c.cacheMu.Unlock()
 	c.gen++
@@ -483,7 +483,10 @@ func (c *CQ) readBounds(q qkey) (queueBounds, error) {
 	return b, nil
 }
 
-// Get implements cq.Store.
+// Get implements cq.Store. Reads are answered from the tails and chunks
+// of cqCache when they hold the answer; otherwise from the database, and
+// a read of minChunkedRead entries or more loads whole chunks around
+// what it returns.
 func (c *CQ) Get(topic string, queueID int32, from int64, max int) ([]cq.Entry, error) {
 	if err := c.check(); err != nil {
 		return nil, err
@@ -491,27 +494,62 @@ func (c *CQ) Get(topic string, queueID int32, from int64, max int) ([]cq.Entry, 
 	if max <= 0 {
 		return nil, nil
 	}
-	qb, err := c.queueBounds(queueIDOf(topic, queueID))
+	q := queueIDOf(topic, queueID)
+	qb, err := c.queueBounds(q)
 	if err != nil {
 		return nil, err
 	}
 	if from < qb.min || from >= qb.max {
 		return nil, nil
 	}
-	q := queueIDOf(topic, queueID)
-	if out, ok := c.tails.get(q, from, max, qb.max); ok {
+	if out, ok := c.cache.get(q, from, max, qb.max); ok {
 		return out, nil
 	}
-	gen := c.tails.generation()
+	if out, ok := c.cache.fromChunks(q, from, max, qb.max); ok {
+		return out, nil
+	}
+	gen := c.cache.generation()
+	var out []cq.Entry
+	start, end, chunked := c.cache.chunkSpan(from, max, qb.min, qb.max)
+	if chunked && max >= minChunkedRead {
+		all, err := c.readRange(topic, queueID, start, int(end-start), qb.max)
+		if err != nil {
+			return nil, err
+		}
+		c.cache.installChunks(q, all, gen)
+		if i := int(from - start); i < len(all) {
+			out = append(make([]cq.Entry, 0, min(max, len(all)-i)), all[i:min(len(all), i+max)]...)
+		}
+	}
+	if out == nil {
+		// Not chunked, or a gap before from ended the chunked read.
+		if out, err = c.readRange(topic, queueID, from, max, qb.max); err != nil {
+			return nil, err
+		}
+	}
+	if from+int64(len(out)) >= qb.max {
+		c.cache.install(q, out, gen) // a reader at the queue's end
+	}
+	return out, nil
+}
+
+// minChunkedRead is the smallest read that loads chunks: a read of fewer
+// entries is a lookup (revive re-reading one message, a query by offset),
+// which a chunk load would make many times dearer.
+const minChunkedRead = 8
+
+// readRange reads up to n contiguous entries of a queue from offset
+// from, stopping at a gap; queueEnd sizes the result.
+func (c *CQ) readRange(topic string, queueID int32, from int64, n int, queueEnd int64) ([]cq.Entry, error) {
 	prefix := queuePrefix(prefixCQ, topic, queueID)
 	it, err := c.db.pdb.NewIter(&pebble.IterOptions{LowerBound: cqKey(topic, queueID, from), UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return nil, fmt.Errorf("read cq %s/%d: %w", topic, queueID, err)
 	}
 	defer it.Close()
-	out := make([]cq.Entry, 0, min(int64(max), qb.max-from))
+	out := make([]cq.Entry, 0, max(0, min(int64(n), queueEnd-from)))
 	want := from
-	for ok := it.First(); ok && len(out) < max; ok = it.Next() {
+	for ok := it.First(); ok && len(out) < n; ok = it.Next() {
 		e, err := decodeEntry(it)
 		if err != nil {
 			return nil, fmt.Errorf("read cq %s/%d: %w", topic, queueID, err)
@@ -524,9 +562,6 @@ func (c *CQ) Get(topic string, queueID int32, from int64, max int) ([]cq.Entry, 
 	}
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("read cq %s/%d: %w", topic, queueID, err)
-	}
-	if want >= qb.max {
-		c.tails.install(q, out, gen) // a reader at the queue's end
 	}
 	return out, nil
 }
@@ -766,7 +801,7 @@ func (c *CQ) dropTails(updates []boundsUpdate) {
 	for _, u := range updates {
 		cut[u.q] = true
 	}
-	c.tails.drop(func(q qkey) bool { return cut[q] })
+	c.cache.drop(func(q qkey) bool { return cut[q] })
 }
 
 // Truncate implements cq.Store using the journal: only queues named by

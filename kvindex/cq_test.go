@@ -38,7 +38,11 @@ func openKVStore(t *testing.T, dir string, _ *cqtest.CommitLog) cq.Store {
 		t.Fatalf("open index: %v", err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	return ownedCQ{db.ConsumeQueue(64)} // a small cache exercises evictions
+	c := db.ConsumeQueue(64) // a small bounds cache exercises evictions
+	// Small tails and chunks of 4 entries: the suite's queues are short,
+	// and the cache must answer as the database would at every size.
+	c.cache = newCQCache(8, 16, 4)
+	return ownedCQ{c}
 }
 
 func TestKVConsumeQueueSuite(t *testing.T) {

@@ -41,9 +41,9 @@ func checkEntries(t testing.TB, got []cq.Entry, topic string, qid int32, from in
 }
 
 func (c *CQ) tailOf(topic string, qid int32) (first, end int64, ok bool) {
-	c.tails.mu.Lock()
-	defer c.tails.mu.Unlock()
-	t, ok := c.tails.tails.Peek(qkey{topic, qid})
+	c.cache.mu.Lock()
+	defer c.cache.mu.Unlock()
+	t, ok := c.cache.tails.Peek(qkey{topic, qid})
 	if !ok {
 		return 0, 0, false
 	}
@@ -111,7 +111,7 @@ func TestCQTailFollowsTheQueueEnd(t *testing.T) {
 // A tail answers only when it can give what the database would: max
 // entries, or everything up to the queue's end.
 func TestCQTailAnswersOnlyWhole(t *testing.T) {
-	tails := newCQTails(4)
+	tails := newCQCache(4, 4, defaultCQChunkEntries)
 	q := qkey{"T", 1}
 	var es []cq.Entry
 	for off := int64(100); off < 110; off++ {
@@ -206,7 +206,7 @@ func TestCQTailForgetsCutEntries(t *testing.T) {
 	}
 
 	// An install whose read began before a cut is discarded.
-	gen := c.tails.generation()
+	gen := c.cache.generation()
 	stale, err := c.Get("A", 0, 0, 64) // reaches the end: installs A's tail
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +214,7 @@ func TestCQTailForgetsCutEntries(t *testing.T) {
 	if err := c.DeleteQueue("A", 0); err != nil {
 		t.Fatal(err)
 	}
-	c.tails.install(qkey{"A", 0}, stale, gen)
+	c.cache.install(qkey{"A", 0}, stale, gen)
 	if _, _, ok := c.tailOf("A", 0); ok {
 		t.Fatal("a read from before the deletion installed a tail")
 	}
@@ -302,5 +302,106 @@ func TestCQTailConcurrentReaders(t *testing.T) {
 	case err := <-errs:
 		t.Fatal(err)
 	default:
+	}
+}
+
+func (c *CQ) hasChunk(topic string, qid int32, n int64) bool {
+	c.cache.mu.Lock()
+	defer c.cache.mu.Unlock()
+	return c.cache.chunks.Contains(chunkKey{qkey{topic, qid}, n})
+}
+
+// A reader behind a queue's end loads the whole chunks around what it
+// reads, and the next reads in them are answered from memory; the queue's
+// last, growing chunk is read from the database.
+func TestCQChunksServeReadsBehindTheEnd(t *testing.T) {
+	c := openTestDB(t).ConsumeQueue(0)
+	const n = 3*defaultCQChunkEntries + 40
+	putRange(t, c, "T", 0, 0, n)
+	got, err := c.Get("T", 0, 10, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, got, "T", 0, 10, 32)
+	if !c.hasChunk("T", 0, 0) || c.hasChunk("T", 0, 1) {
+		t.Fatal("a read of [10, 42) did not load exactly chunk 0")
+	}
+	// A read across a chunk boundary loads the next chunk as well.
+	got, err = c.Get("T", 0, defaultCQChunkEntries-8, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, got, "T", 0, defaultCQChunkEntries-8, 32)
+	if !c.hasChunk("T", 0, 1) {
+		t.Fatal("a read across chunks 0 and 1 did not load chunk 1")
+	}
+	// Answered from memory: entries deleted behind the cache's back are
+	// still returned.
+	if err := c.db.pdb.DeleteRange(cqKey("T", 0, 100), cqKey("T", 0, 300), nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err = c.Get("T", 0, 100, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, got, "T", 0, 100, 200)
+	// The last chunk is not whole: reads there go to the database and
+	// load nothing.
+	got, err = c.Get("T", 0, 3*defaultCQChunkEntries, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, got, "T", 0, 3*defaultCQChunkEntries, 32)
+	if c.hasChunk("T", 0, 3) {
+		t.Fatal("the queue's growing last chunk was cached")
+	}
+	// A lookup of a few entries loads no chunk.
+	if _, err := c.Get("T", 0, 2*defaultCQChunkEntries+5, 1); err != nil {
+		t.Fatal(err)
+	}
+	if c.hasChunk("T", 0, 2) {
+		t.Fatal("a one-entry lookup loaded a chunk")
+	}
+}
+
+// Deleting a queue drops its chunks, and a read that began before the
+// deletion does not install the chunks it loaded.
+func TestCQChunksForgetDeletedQueues(t *testing.T) {
+	c := openTestDB(t).ConsumeQueue(0)
+	putRange(t, c, "T", 0, 0, 2*defaultCQChunkEntries+1)
+	gen := c.cache.generation()
+	stale, err := c.Get("T", 0, 0, defaultCQChunkEntries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.hasChunk("T", 0, 0) {
+		t.Fatal("no chunk after a read of one")
+	}
+	if err := c.DeleteQueue("T", 0); err != nil {
+		t.Fatal(err)
+	}
+	if c.hasChunk("T", 0, 0) {
+		t.Fatal("DeleteQueue kept the queue's chunk")
+	}
+	c.cache.installChunks(qkey{"T", 0}, stale, gen)
+	if c.hasChunk("T", 0, 0) {
+		t.Fatal("a read from before the deletion installed a chunk")
+	}
+	// Put again at other physical offsets: reads see the new entries.
+	var ds []cq.Dispatch
+	for off := int64(0); off < 2*defaultCQChunkEntries+1; off++ {
+		d := tailEntry("T", 0, off)
+		d.PhyOffset += 7
+		ds = append(ds, d)
+	}
+	if err := c.Put(ds); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Get("T", 0, 0, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 32 || got[5].PhyOffset != ds[5].PhyOffset {
+		t.Fatalf("after delete and re-put: %+v, want the new entries", got[:1])
 	}
 }
