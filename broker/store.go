@@ -150,10 +150,12 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 			rec := v.Data
 			if filter.matchesRecord(rec) {
 				if r.body == nil {
-					// Room for the records the queue holds from here (a
-					// consumer at its end gets one or two), up to maxNums
-					// of this size; append grows it for larger ones.
-					n := min(int64(maxNums), r.maxOffset-e.QueueOffset)
+					// Room for the records the queue held from here when
+					// the read began (a consumer at its end gets one or
+					// two), up to maxNums of this size; append grows it
+					// for larger or later ones (the ConsumeQueue may have
+					// grown since, so the count is at least one).
+					n := max(1, min(int64(maxNums), r.maxOffset-e.QueueOffset))
 					r.body = make([]byte, 0, min(int64(maxBytes), int64(e.Size)*n))
 				}
 				r.body = append(r.body, rec...)
