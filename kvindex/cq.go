@@ -56,9 +56,9 @@ type CQ struct {
 	// Guarded by cacheMu; filled under mu (see checkTopic).
 	topics *lru.Cache[string, bool]
 
-	// tails keeps the newest entries of queues read at their end (see
-	// cqCache); written collects a putBatch's entries for it (guarded by
-	// mu).
+	// cache keeps queues' newest entries and chunks of older ones in
+	// memory (see cqCache); written collects a putBatch's entries for the
+	// tails (guarded by mu).
 	cache   *cqCache
 	written []tailWrite
 
@@ -198,8 +198,8 @@ func (c *CQ) applyBounds(updates []boundsUpdate) {
 	}
 }
 
-// forgetBounds drops cached bounds and tails after a writer deleted
-// queues.
+// forgetBounds drops cached bounds, tails and chunks after a writer
+// deleted queues.
 func (c *CQ) forgetBounds(match func(qkey) bool) {
 	c.cache.drop(match)
 	c.cacheMu.Lock()
@@ -215,8 +215,8 @@ func (c *CQ) forgetBounds(match func(qkey) bool) {
 // uses it to commit entries together with the dispatched offset.
 //
 // Allocations: a key and value buffer reused across entries, the journal
-// value, and one map entry per touched queue; the tail writes reuse
-// c.written.
+// value and the bounds updates; the per-queue state and the tail writes
+// reuse buffers kept on c.
 func (c *CQ) putBatch(b *pebble.Batch, entries []cq.Dispatch) (cqPending, error) {
 	for i := range entries {
 		e := &entries[i]
@@ -795,8 +795,9 @@ func (c *CQ) correctMinChunk(queues []qkey, minPhy int64) error {
 	return nil
 }
 
-// dropTails drops the tails of the queues a cutting write changed.
-func (c *CQ) dropTails(updates []boundsUpdate) {
+// dropCached drops the tails and chunks of the queues a cutting write
+// changed.
+func (c *CQ) dropCached(updates []boundsUpdate) {
 	cut := make(map[qkey]bool, len(updates))
 	for _, u := range updates {
 		cut[u.q] = true
@@ -877,7 +878,7 @@ func (c *CQ) Truncate(phyOffset int64) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("truncate cq at %d: %w", phyOffset, err)
 	}
-	c.dropTails(updates)
+	c.dropCached(updates)
 	c.applyBounds(updates)
 	return nil
 }
