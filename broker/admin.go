@@ -267,6 +267,11 @@ func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *re
 		"goHeapInuse":            itoa(int64(ms.HeapInuse)),
 		"connections":            itoa(int64(b.server.ConnCount())),
 	}
+	if kv, ok := b.cqs.(*kvindex.CQ); ok {
+		hits, misses := kv.CacheStats()
+		table["consumeQueueReadsFromMemory"] = itoa(hits)
+		table["consumeQueueReadsFromIndex"] = itoa(misses)
+	}
 	if b.fileCQ != nil {
 		table["consumeQueueOpenFiles"] = itoa(int64(b.fileCQ.OpenFiles()))
 		table["consumeQueueMappings"] = itoa(int64(b.fileCQ.OpenMappings()))

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/rocketkv/rocketkv/cq"
@@ -44,5 +45,35 @@ func TestPullMatchPastTheEndSeenAtStart(t *testing.T) {
 	}
 	if r.status != getFound || r.count != 5 {
 		t.Fatalf("status %s, %d records, want FOUND with the 5 tagged b", r.status, r.count)
+	}
+}
+
+// GET_BROKER_RUNTIME_INFO counts the ConsumeQueue reads answered from
+// memory: the second read of a queue's end comes from its tail.
+func TestRuntimeInfoCountsCQReadsFromMemory(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	for range 3 {
+		mustSend(t, c, "Mem", 0, "m", "")
+	}
+	b.caughtUp()
+	count := func(key string) int64 {
+		n, err := strconv.ParseInt(runtimeInfo(t, c)[key], 10, 64)
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		return n
+	}
+	mem, idx := count("consumeQueueReadsFromMemory"), count("consumeQueueReadsFromIndex")
+	for range 2 {
+		if _, err := b.getMessages("Mem", 0, 0, 32, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := count("consumeQueueReadsFromIndex") - idx; d != 1 {
+		t.Fatalf("%d reads from the index, want 1 (the first)", d)
+	}
+	if d := count("consumeQueueReadsFromMemory") - mem; d != 1 {
+		t.Fatalf("%d reads from memory, want 1 (the second)", d)
 	}
 }

@@ -503,11 +503,14 @@ func (c *CQ) Get(topic string, queueID int32, from int64, max int) ([]cq.Entry, 
 		return nil, nil
 	}
 	if out, ok := c.cache.get(q, from, max, qb.max); ok {
+		c.cache.hits.Add(1)
 		return out, nil
 	}
 	if out, ok := c.cache.fromChunks(q, from, max, qb.max); ok {
+		c.cache.hits.Add(1)
 		return out, nil
 	}
+	c.cache.misses.Add(1)
 	gen := c.cache.generation()
 	var out []cq.Entry
 	start, end, chunked := c.cache.chunkSpan(from, max, qb.min, qb.max)
@@ -567,6 +570,12 @@ func (c *CQ) readRange(topic string, queueID int32, from int64, n int, queueEnd 
 }
 
 func queueIDOf(topic string, qid int32) qkey { return qkey{topic, qid} }
+
+// CacheStats returns how many reads of entries (Get calls past the bounds
+// check) were answered from memory and how many from the database.
+func (c *CQ) CacheStats() (hits, misses int64) {
+	return c.cache.hits.Load(), c.cache.misses.Load()
+}
 
 func decodeEntry(it *pebble.Iterator) (cq.Entry, error) {
 	_, _, off, err := decodeCQKey(it.Key())

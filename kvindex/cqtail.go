@@ -3,6 +3,7 @@ package kvindex
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
@@ -58,6 +59,10 @@ const (
 // committed, so a chunk stays true until a deletion or a cut, which drop
 // the queue's chunks like its tail.
 type cqCache struct {
+	// hits and misses count the reads answered from memory and from the
+	// database.
+	hits, misses atomic.Int64
+
 	mu        sync.Mutex
 	cuts      uint64
 	tails     *simplelru.LRU[qkey, *cqTail]

@@ -335,6 +335,9 @@ func TestCQChunksServeReadsBehindTheEnd(t *testing.T) {
 	if !c.hasChunk("T", 0, 1) {
 		t.Fatal("a read across chunks 0 and 1 did not load chunk 1")
 	}
+	if hits, misses := c.CacheStats(); hits != 0 || misses != 2 {
+		t.Fatalf("CacheStats %d hits, %d misses after two loading reads", hits, misses)
+	}
 	// Answered from memory: entries deleted behind the cache's back are
 	// still returned.
 	if err := c.db.pdb.DeleteRange(cqKey("T", 0, 100), cqKey("T", 0, 300), nil); err != nil {
@@ -345,6 +348,9 @@ func TestCQChunksServeReadsBehindTheEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkEntries(t, got, "T", 0, 100, 200)
+	if hits, misses := c.CacheStats(); hits != 1 || misses != 2 {
+		t.Fatalf("CacheStats %d hits, %d misses after a read from chunks", hits, misses)
+	}
 	// The last chunk is not whole: reads there go to the database and
 	// load nothing.
 	got, err = c.Get("T", 0, 3*defaultCQChunkEntries, 32)
