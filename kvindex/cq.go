@@ -514,7 +514,7 @@ func (c *CQ) Get(topic string, queueID int32, from int64, max int) ([]cq.Entry, 
 	gen := c.cache.generation()
 	var out []cq.Entry
 	start, end, chunked := c.cache.chunkSpan(from, max, qb.min, qb.max)
-	if chunked && max >= minChunkedRead {
+	if chunked && max >= minChunkedRead && c.cache.loadChunks() {
 		all, err := c.readRange(topic, queueID, start, int(end-start), qb.max)
 		if err != nil {
 			return nil, err

@@ -411,3 +411,52 @@ func TestCQChunksForgetDeletedQueues(t *testing.T) {
 		t.Fatalf("after delete and re-put: %+v, want the new entries", got[:1])
 	}
 }
+
+// Chunks evicted unread make later misses load chunks only now and then;
+// chunks that are read before eviction restore loading on every miss.
+func TestCQChunkLoadsFollowTheirUse(t *testing.T) {
+	c := newCQCache(4, 2, 4)
+	q := qkey{"T", 0}
+	chunk := func(n int64) []cq.Entry {
+		es := make([]cq.Entry, 4)
+		for i := range es {
+			es[i] = tailEntry("T", 0, n*4+int64(i)).Entry
+		}
+		return es
+	}
+	loads := func() int {
+		n := 0
+		for range 4 * chunkProbe {
+			if c.loadChunks() {
+				n++
+			}
+		}
+		return n
+	}
+	if n := loads(); n != 4*chunkProbe {
+		t.Fatalf("a fresh cache loaded chunks on %d of %d misses", n, 4*chunkProbe)
+	}
+	// Ten chunks through an LRU of two, none read: eight evicted unread.
+	for n := int64(0); n < 10; n++ {
+		c.installChunks(q, chunk(n), c.generation())
+	}
+	if n := loads(); n != 4 {
+		t.Fatalf("after chunks evicted unread, %d of %d misses loaded chunks, want 4", n, 4*chunkProbe)
+	}
+	// Chunks read before they are evicted bring the score back.
+	for n := int64(10); n < 30; n++ {
+		c.installChunks(q, chunk(n), c.generation())
+		if _, ok := c.fromChunks(q, n*4, 4, 1000); !ok {
+			t.Fatalf("chunk %d not found right after it was installed", n)
+		}
+	}
+	if n := loads(); n != 4*chunkProbe {
+		t.Fatalf("after chunks read before eviction, %d of %d misses loaded chunks", n, 4*chunkProbe)
+	}
+	// Dropping chunks does not count as evicting them unread.
+	before := c.score
+	c.drop(func(qkey) bool { return true })
+	if c.score != before {
+		t.Fatalf("drop moved the score from %d to %d", before, c.score)
+	}
+}
