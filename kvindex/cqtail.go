@@ -31,10 +31,8 @@ const (
 // chunks, aligned runs of older entries for readers behind the end.
 //
 // Tails. A read of what was just dispatched costs, through Pebble, a new
-// iterator and a seek through the memtables and every level. Through Pebble such a read costs a new iterator and
-// a seek through the memtables and every level (13 % of the broker's CPU
-// under a paced produce with long-polling consumers, and the largest cost
-// of a pop).
+// iterator and a seek through the memtables and every level: 13 % of the
+// broker's CPU under a paced produce with long-polling consumers.
 //
 // A queue gets a tail when a read through the database reached the
 // queue's end, that is when someone reads there; the dispatcher then
