@@ -23,6 +23,8 @@ const (
 	// least; it holds up to twice as many between compactions. A reader
 	// more than that far behind the queue's end reads the database.
 	cqTailKeep = 64
+	// cqTailMinCap is the smallest capacity a tail is created with.
+	cqTailMinCap = 8
 )
 
 // cqCache keeps ConsumeQueue entries in memory in two forms, so that the
@@ -198,7 +200,9 @@ func (c *cqCache) install(q qkey, entries []cq.Entry, gen uint64) {
 		return
 	}
 	entries = entries[max(0, len(entries)-cqTailKeep):]
-	t := &cqTail{first: entries[0].QueueOffset, entries: make([]cq.Entry, len(entries), 2*cqTailKeep)}
+	// Sized for what it holds: a scan over a million queues reads one or
+	// two entries of each, and installs a tail for each.
+	t := &cqTail{first: entries[0].QueueOffset, entries: make([]cq.Entry, len(entries), max(len(entries), cqTailMinCap))}
 	copy(t.entries, entries)
 	c.tails.Add(q, t)
 }
@@ -236,9 +240,15 @@ func (c *cqCache) publish(written []tailWrite) {
 			t.first, t.entries = off, t.entries[:0]
 		}
 		if len(t.entries) == cap(t.entries) {
-			n := copy(t.entries, t.entries[len(t.entries)-cqTailKeep:])
-			t.first += int64(len(t.entries) - n)
-			t.entries = t.entries[:n]
+			if len(t.entries) >= 2*cqTailKeep {
+				n := copy(t.entries, t.entries[len(t.entries)-cqTailKeep:])
+				t.first += int64(len(t.entries) - n)
+				t.entries = t.entries[:n]
+			} else {
+				grown := make([]cq.Entry, len(t.entries), min(2*cqTailKeep, 2*cap(t.entries)))
+				copy(grown, t.entries)
+				t.entries = grown
+			}
 		}
 		t.entries = append(t.entries, w.e)
 	}

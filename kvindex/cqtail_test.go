@@ -460,3 +460,29 @@ func TestCQChunkLoadsFollowTheirUse(t *testing.T) {
 		t.Fatalf("drop moved the score from %d to %d", before, c.score)
 	}
 }
+
+// A tail is sized for what it holds and grows to at most twice
+// cqTailKeep: a scan over a million queues installs one per queue.
+func TestCQTailCapacity(t *testing.T) {
+	c := newCQCache(4, 4, defaultCQChunkEntries)
+	q := qkey{"T", 0}
+	c.install(q, []cq.Entry{tailEntry("T", 0, 0).Entry, tailEntry("T", 0, 1).Entry}, c.generation())
+	capOf := func() int {
+		tl, _ := c.tails.Peek(q)
+		return cap(tl.entries)
+	}
+	if n := capOf(); n > cqTailMinCap {
+		t.Fatalf("a tail of 2 entries has capacity %d", n)
+	}
+	for off := int64(2); off < 1000; off++ {
+		c.publish([]tailWrite{{q, tailEntry("T", 0, off).Entry}})
+		if n := capOf(); n > 2*cqTailKeep {
+			t.Fatalf("tail capacity %d at offset %d", n, off)
+		}
+	}
+	got, ok := c.get(q, 1000-cqTailKeep, cqTailKeep, 1000)
+	if !ok {
+		t.Fatal("the tail lost its newest entries")
+	}
+	checkEntries(t, got, "T", 0, 1000-cqTailKeep, cqTailKeep)
+}
