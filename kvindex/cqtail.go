@@ -59,14 +59,16 @@ const (
 // committed, so a chunk stays true until a deletion or a cut, which drop
 // the queue's chunks like its tail.
 //
-// A chunk load reads chunkSize entries where the reader asked for about
-// 32: it pays only if the chunk is read again before the LRU evicts it. A
-// consumer catching up on more queues than there are chunks, reading each
-// in turn, evicts every chunk unread, and then each read cost 1.8x a
-// plain one (BenchmarkCQGetRotating, 4096 queues). So evictions keep a
-// score, up for a chunk that was read, down for one that was not; while
-// it is negative only every chunkProbe-th miss loads chunks, enough to
-// notice when the readers settle down again.
+// Use scores. A chunk load reads chunkSize entries where the reader asked
+// for about 32: it pays only if the chunk is read again before the LRU
+// evicts it. A consumer catching up on more queues than there are chunks,
+// reading each in turn, evicts every chunk unread, and then each read
+// cost 1.8x a plain one (BenchmarkCQGetRotating, 4096 queues). Likewise a
+// pull scan over a hundred thousand queues installs a tail for each and
+// reads none of them again (5 % more broker CPU per consumed message in
+// the scale benchmark). So each LRU keeps a useScore of its evictions;
+// while it says the cache is not read, only every useProbe-th load or
+// install goes ahead, enough to notice when the readers settle down.
 type cqCache struct {
 	// hits and misses count the reads answered from memory and from the
 	// database.
@@ -77,13 +79,41 @@ type cqCache struct {
 	tails     *simplelru.LRU[qkey, *cqTail]
 	chunks    *simplelru.LRU[chunkKey, *cqChunk]
 	chunkSize int64
-	// score counts evicted chunks that were read minus those that were
-	// not, within [-chunkScoreBound, chunkScoreBound]; misses counts
-	// reads that wanted to load chunks while it was negative; dropping
-	// keeps drop's removals out of the score.
-	score       int
-	probeMisses int
-	dropping    bool
+	// tailUse and chunkUse score the evictions of tails and chunks;
+	// dropping keeps drop's removals out of the scores.
+	tailUse, chunkUse useScore
+	dropping          bool
+}
+
+// useScore scores the evictions of a cache: up for an entry that was read
+// since it was put, down for one that was not, within [-useScoreBound,
+// useScoreBound]. Guarded by cqCache.mu.
+type useScore struct {
+	score, probes int
+}
+
+// Bounds of useScore.
+const (
+	useScoreBound = 64
+	useProbe      = 16
+)
+
+func (u *useScore) evicted(used bool) {
+	if used {
+		u.score = min(u.score+1, useScoreBound)
+	} else {
+		u.score = max(u.score-1, -useScoreBound)
+	}
+}
+
+// allow reports whether to fill the cache now: always while its entries
+// get read, every useProbe-th time while they are evicted unread.
+func (u *useScore) allow() bool {
+	if u.score >= 0 {
+		return true
+	}
+	u.probes++
+	return u.probes%useProbe == 0
 }
 
 // cqChunk is one chunk and whether a read used it since it was loaded.
@@ -91,12 +121,6 @@ type cqChunk struct {
 	entries []cq.Entry
 	used    bool
 }
-
-// Bounds of the chunk score (see cqCache).
-const (
-	chunkScoreBound = 64
-	chunkProbe      = 16
-)
 
 // chunkKey names chunk n of a queue.
 type chunkKey struct {
@@ -108,6 +132,7 @@ type chunkKey struct {
 type cqTail struct {
 	first   int64
 	entries []cq.Entry
+	used    bool // read since it was installed
 }
 
 func (t *cqTail) end() int64 { return t.first + int64(len(t.entries)) }
@@ -119,13 +144,14 @@ type tailWrite struct {
 }
 
 func newCQCache(queues, chunks int, chunkSize int64) *cqCache {
-	tails, err := simplelru.NewLRU[qkey, *cqTail](queues, nil)
+	c := &cqCache{chunkSize: chunkSize}
+	tails, err := simplelru.NewLRU[qkey, *cqTail](queues, c.tailEvicted)
 	if err != nil {
 		// NewLRU fails only for a non-positive size.
 		panic(fmt.Sprintf("kvindex: cq tail cache: %v", err))
 	}
-	c := &cqCache{tails: tails, chunkSize: chunkSize}
-	cs, err := simplelru.NewLRU[chunkKey, *cqChunk](chunks, c.evicted)
+	c.tails = tails
+	cs, err := simplelru.NewLRU[chunkKey, *cqChunk](chunks, c.chunkEvicted)
 	if err != nil {
 		panic(fmt.Sprintf("kvindex: cq chunk cache: %v", err))
 	}
@@ -133,28 +159,26 @@ func newCQCache(queues, chunks int, chunkSize int64) *cqCache {
 	return c
 }
 
-// evicted scores a chunk leaving the LRU; mu is held.
-func (c *cqCache) evicted(_ chunkKey, ch *cqChunk) {
-	switch {
-	case c.dropping:
-	case ch.used:
-		c.score = min(c.score+1, chunkScoreBound)
-	default:
-		c.score = max(c.score-1, -chunkScoreBound)
+// tailEvicted and chunkEvicted score entries leaving the LRUs; mu is
+// held.
+func (c *cqCache) tailEvicted(_ qkey, t *cqTail) {
+	if !c.dropping {
+		c.tailUse.evicted(t.used)
 	}
 }
 
-// loadChunks reports whether a read that missed should load chunks: always
-// while loaded chunks get read, every chunkProbe-th time while they are
-// evicted unread.
+func (c *cqCache) chunkEvicted(_ chunkKey, ch *cqChunk) {
+	if !c.dropping {
+		c.chunkUse.evicted(ch.used)
+	}
+}
+
+// loadChunks reports whether a read that missed should load chunks (see
+// useScore).
 func (c *cqCache) loadChunks() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.score >= 0 {
-		return true
-	}
-	c.probeMisses++
-	return c.probeMisses%chunkProbe == 0
+	return c.chunkUse.allow()
 }
 
 // get returns up to max entries of q from offset from when q's tail holds
@@ -172,6 +196,7 @@ func (c *cqCache) get(q qkey, from int64, max int, queueEnd int64) ([]cq.Entry, 
 	if n < int64(max) && t.end() < queueEnd {
 		return nil, false
 	}
+	t.used = true
 	n = min(n, int64(max))
 	out := make([]cq.Entry, n)
 	copy(out, t.entries[from-t.first:])
@@ -188,15 +213,15 @@ func (c *cqCache) generation() uint64 {
 
 // install gives q a tail of the newest of entries, which a read that
 // began at generation gen found to reach the queue's end. It does nothing
-// when q has a tail already (the dispatcher keeps that one current) or a
-// cutting write happened since gen.
+// when q has a tail already (the dispatcher keeps that one current), a
+// cutting write happened since gen, or tails go unread (see useScore).
 func (c *cqCache) install(q qkey, entries []cq.Entry, gen uint64) {
 	if len(entries) == 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cuts != gen || c.tails.Contains(q) {
+	if c.cuts != gen || c.tails.Contains(q) || !c.tailUse.allow() {
 		return
 	}
 	entries = entries[max(0, len(entries)-cqTailKeep):]

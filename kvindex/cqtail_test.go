@@ -426,22 +426,22 @@ func TestCQChunkLoadsFollowTheirUse(t *testing.T) {
 	}
 	loads := func() int {
 		n := 0
-		for range 4 * chunkProbe {
+		for range 4 * useProbe {
 			if c.loadChunks() {
 				n++
 			}
 		}
 		return n
 	}
-	if n := loads(); n != 4*chunkProbe {
-		t.Fatalf("a fresh cache loaded chunks on %d of %d misses", n, 4*chunkProbe)
+	if n := loads(); n != 4*useProbe {
+		t.Fatalf("a fresh cache loaded chunks on %d of %d misses", n, 4*useProbe)
 	}
 	// Ten chunks through an LRU of two, none read: eight evicted unread.
 	for n := int64(0); n < 10; n++ {
 		c.installChunks(q, chunk(n), c.generation())
 	}
 	if n := loads(); n != 4 {
-		t.Fatalf("after chunks evicted unread, %d of %d misses loaded chunks, want 4", n, 4*chunkProbe)
+		t.Fatalf("after chunks evicted unread, %d of %d misses loaded chunks, want 4", n, 4*useProbe)
 	}
 	// Chunks read before they are evicted bring the score back.
 	for n := int64(10); n < 30; n++ {
@@ -450,14 +450,14 @@ func TestCQChunkLoadsFollowTheirUse(t *testing.T) {
 			t.Fatalf("chunk %d not found right after it was installed", n)
 		}
 	}
-	if n := loads(); n != 4*chunkProbe {
-		t.Fatalf("after chunks read before eviction, %d of %d misses loaded chunks", n, 4*chunkProbe)
+	if n := loads(); n != 4*useProbe {
+		t.Fatalf("after chunks read before eviction, %d of %d misses loaded chunks", n, 4*useProbe)
 	}
 	// Dropping chunks does not count as evicting them unread.
-	before := c.score
+	before := c.chunkUse.score
 	c.drop(func(qkey) bool { return true })
-	if c.score != before {
-		t.Fatalf("drop moved the score from %d to %d", before, c.score)
+	if c.chunkUse.score != before {
+		t.Fatalf("drop moved the score from %d to %d", before, c.chunkUse.score)
 	}
 }
 
@@ -485,4 +485,47 @@ func TestCQTailCapacity(t *testing.T) {
 		t.Fatal("the tail lost its newest entries")
 	}
 	checkEntries(t, got, "T", 0, 1000-cqTailKeep, cqTailKeep)
+}
+
+// Tails evicted unread (a scan over more queues than there are tails)
+// make later reads at queues' ends install tails only now and then, and
+// tails that are read bring installs back.
+func TestCQTailInstallsFollowTheirUse(t *testing.T) {
+	c := newCQCache(2, 2, defaultCQChunkEntries)
+	installed := func(qid int32) bool {
+		q := qkey{"T", qid}
+		c.install(q, []cq.Entry{tailEntry("T", qid, 0).Entry}, c.generation())
+		return c.tails.Contains(q)
+	}
+	// The third install evicts the first tail, unread.
+	for qid := range int32(3) {
+		if !installed(qid) {
+			t.Fatalf("queue %d: no tail on a fresh cache", qid)
+		}
+	}
+	n := 0
+	for qid := int32(100); qid < 100+4*useProbe; qid++ {
+		if installed(qid) {
+			n++
+		}
+	}
+	if n != 4 {
+		t.Fatalf("after tails evicted unread, %d of %d installs went ahead, want 4", n, 4*useProbe)
+	}
+	// Tails read before they are evicted raise the score again.
+	for round := 0; c.tailUse.score < 0; round++ {
+		if round == 1000 {
+			t.Fatalf("score %d after 1000 rounds of tails read before eviction", c.tailUse.score)
+		}
+		for qid := int32(1000); qid < 1000+useProbe; qid++ {
+			if installed(qid) {
+				if _, ok := c.get(qkey{"T", qid}, 0, 1, 1); !ok {
+					t.Fatalf("queue %d: installed tail not read", qid)
+				}
+			}
+		}
+	}
+	if !installed(5000) || !installed(5001) {
+		t.Fatal("installs still held back after tails were read")
+	}
 }
