@@ -377,46 +377,27 @@ func (s *PopStore) InFlightAt(group, topic string, queueID int32, offset int64) 
 // messages were passed (max <= 0: no limit). A deadline entry whose
 // record is missing or has another deadline (which a consistent store
 // never holds) is passed with no Offsets, so that the caller can delete
-// it. A revive loop that knows nothing is due before from skips the
-// tombstones of the checkpoints handled there.
+// it. It reads each checkpoint as it goes, for kvdump and tests; revive
+// uses DueEntries and reads them under the queue's lock.
 func (s *PopStore) DueCheckpoints(from, before int64, max int, fn func(Checkpoint) bool) error {
-	it, err := s.dueIter(from, before)
-	if err != nil {
-		return fmt.Errorf("scan checkpoint deadlines: %w", err)
-	}
 	n := 0
-	var key []byte
-	for ok := it.First(); ok; ok = it.Next() {
-		due, err := decodeCheckpointDueKey(it.Key())
+	var rerr error
+	err := s.DueEntries(from, before, 0, func(d DueEntry) bool {
+		c, ok, err := s.Checkpoint(d.Group, d.Topic, d.QueueID, d.CKOffset, d.PopTime)
 		if err != nil {
-			_ = it.Close()
-			return fmt.Errorf("checkpoint deadline %x: %w", it.Key(), err)
+			rerr = err
+			return false
 		}
-		key = checkpointKey(key[:0], due.Group, due.Topic, due.QueueID, due.CKOffset, due.PopTime)
-		v, err := s.db.get(key)
-		if err != nil {
-			_ = it.Close()
-			return fmt.Errorf("scan checkpoint deadlines: %w", err)
-		}
-		c := due
-		if v != nil {
-			if c, err = decodeCheckpoint(key, v); err != nil {
-				_ = it.Close()
-				return fmt.Errorf("checkpoint %x: %w", key, err)
-			}
-			if c.VisibleAt != due.VisibleAt {
-				c = due
-			}
+		if !ok || c.VisibleAt != d.VisibleAt {
+			c = d.Checkpoint
 		}
 		n += len(c.Offsets)
-		if !fn(c) || (max > 0 && n >= max) {
-			break
-		}
+		return fn(c) && (max <= 0 || n < max)
+	})
+	if err == nil {
+		err = rerr
 	}
-	if err := it.Close(); err != nil {
-		return fmt.Errorf("scan checkpoint deadlines: %w", err)
-	}
-	return nil
+	return err
 }
 
 // DeleteOrphanDue removes a deadline entry passed by DueCheckpoints

@@ -52,7 +52,7 @@ func (d *DB) migratePopCheckpoints() (moved, dropped int, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("read in-flight records: %w", err)
 	}
-	b := &PopBatch{b: d.pdb.NewBatch(), cache: d.positions, offsets: d.committed, floors: d.floors}
+	b := d.Pop().NewBatch()
 	defer b.Close()
 	for _, c := range cks {
 		slices.SortFunc(c.Offsets, cmp.Compare)
