@@ -478,3 +478,9 @@ func TestNotifyAndWaitBeyond(t *testing.T) {
 		t.Fatalf("WaitBeyond across Close: %v", err)
 	}
 }
+
+// Callers that hold a view only sometimes release it unconditionally.
+func TestNilViewReleasesNothing(t *testing.T) {
+	var v *View
+	v.Release() // must not panic
+}

@@ -17,9 +17,10 @@ type View struct {
 	seg  *segment
 }
 
-// Release gives the view's segment reference back. It is idempotent.
+// Release gives the view's segment reference back. It is idempotent, and
+// a nil View releases nothing.
 func (v *View) Release() {
-	if v.seg != nil {
+	if v != nil && v.seg != nil {
 		v.seg.release()
 		v.seg = nil
 		v.Data = nil

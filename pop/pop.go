@@ -320,23 +320,16 @@ func (s *Service) finishPop(req PopRequest, src source, r readResult, res *PopRe
 				RetryFlag: src.flag, BrokerName: s.cfg.BrokerName, QueueID: src.queueID, QueueOffset: r.offsets[i]}
 			var err error
 			if rec, err = reencodeRetry(rec, req.Topic, h); err != nil {
-				release(view)
+				view.Release()
 				return err
 			}
 		}
 		res.add(rec)
-		release(view)
+		view.Release()
 		kept = append(kept, r.offsets[i])
 	}
 	info.AddQueue(src.flag, src.queueID, r.from, kept)
 	return nil
-}
-
-// release releases a view when there is one.
-func release(v *commitlog.View) {
-	if v != nil {
-		v.Release()
-	}
 }
 
 // addRest counts the messages of a queue the pop did not read (full, or
