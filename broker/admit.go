@@ -42,13 +42,13 @@ func (b *Broker) admitted(process remoting.RespondFunc) remoting.RespondFunc {
 		go func() {
 			defer b.wg.Done()
 			defer func() { <-b.admitSlots }()
-			conn.Serve(req, remoting.RespondFunc(func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-				if err := b.disp.Admit(ctx, b.cfg.WaitTimeMillsInSendQueue); err != nil {
+			conn.ServeFunc(req, func() *remoting.Command {
+				if err := b.disp.Admit(conn.Context(), b.cfg.WaitTimeMillsInSendQueue); err != nil {
 					b.busyLog.Warn().Err(err).Int32("code", req.Code).Msg("send refused: flow control (sampled, at most one line a second)")
 					return remoting.NewResponse(req, appendErrorCode(err), "[DISPATCH_BEHIND] broker busy: "+err.Error()+"; retry")
 				}
-				return process(ctx, conn, req)
-			}))
+				return process(conn.Context(), conn, req)
+			})
 		}()
 		return nil
 	}

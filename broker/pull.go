@@ -160,11 +160,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 				maxOff, err := b.cqs.MaxOffset(p.topic, p.queueID)
 				return err == nil && maxOff > offset
 			},
-			func() {
-				conn.Serve(req, remoting.RespondFunc(func(context.Context, *remoting.Conn, *remoting.Command) *remoting.Command {
-					return b.pull(conn, req, p, false)
-				}))
-			})
+			func() { conn.ServeFunc(req, func() *remoting.Command { return b.pull(conn, req, p, false) }) })
 		return nil
 	}
 	resp := remoting.NewResponse(req, code, r.status.String())

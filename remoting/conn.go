@@ -174,6 +174,11 @@ func (c *Conn) Close() error {
 // the worker that received them (long polling, flow control).
 func (c *Conn) Serve(req *Command, h Handler) { c.srv.serve(c, req, h) }
 
+// ServeFunc is Serve for a function that builds the answer (nil: none).
+func (c *Conn) ServeFunc(req *Command, answer func() *Command) {
+	c.Serve(req, RespondFunc(func(context.Context, *Conn, *Command) *Command { return answer() }))
+}
+
 // Reply sends resp as the answer to req: it copies req's opaque and sets
 // the response flag. Nothing is sent when req is oneway. Reply may be
 // called from any goroutine, during ServeCommand or long after it.

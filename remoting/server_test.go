@@ -380,18 +380,18 @@ func TestUnknownCodeAndPanic(t *testing.T) {
 	}
 }
 
-// Conn.Serve answers a request later, off the worker, as the worker would:
+// Conn.Serve (here through ServeFunc) answers a request later, off the worker, as the worker would:
 // the handler's response is sent, and a panic is answered SYSTEM_ERROR and
 // logged instead of ending the process.
 func TestServeLater(t *testing.T) {
 	mux := NewMux()
 	mux.Handle(SendMessage, RespondFunc(func(_ context.Context, conn *Conn, req *Command) *Command {
-		go conn.Serve(req, RespondFunc(func(context.Context, *Conn, *Command) *Command {
+		go conn.ServeFunc(req, func() *Command {
 			if req.ExtFields["panic"] == "true" {
 				panic("late boom")
 			}
 			return NewResponse(req, Success, "late")
-		}))
+		})
 		return nil
 	}))
 	s, logs := startServer(t, ServerConfig{}, mux)
