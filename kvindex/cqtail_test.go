@@ -17,13 +17,24 @@ func tailEntry(topic string, qid int32, off int64) cq.Dispatch {
 
 func putRange(t testing.TB, c *CQ, topic string, qid int32, from, to int64) {
 	t.Helper()
+	putRangeShifted(t, c, topic, qid, from, to, 0)
+}
+
+// putRangeShifted puts the entries tailEntry gives for [from, to) with
+// their physical offsets moved by shift (a queue deleted and written
+// again), and returns them.
+func putRangeShifted(t testing.TB, c *CQ, topic string, qid int32, from, to, shift int64) []cq.Dispatch {
+	t.Helper()
 	var ds []cq.Dispatch
 	for off := from; off < to; off++ {
-		ds = append(ds, tailEntry(topic, qid, off))
+		d := tailEntry(topic, qid, off)
+		d.PhyOffset += shift
+		ds = append(ds, d)
 	}
 	if err := c.Put(ds); err != nil {
 		t.Fatal(err)
 	}
+	return ds
 }
 
 // checkEntries fails unless got are the entries tailEntry put at
@@ -188,15 +199,7 @@ func TestCQTailForgetsCutEntries(t *testing.T) {
 	if err := c.DeleteTopic("B"); err != nil {
 		t.Fatal(err)
 	}
-	var ds []cq.Dispatch
-	for off := int64(0); off < 12; off++ {
-		d := tailEntry("B", 0, off)
-		d.PhyOffset += 500
-		ds = append(ds, d)
-	}
-	if err := c.Put(ds); err != nil {
-		t.Fatal(err)
-	}
+	ds := putRangeShifted(t, c, "B", 0, 0, 12, 500)
 	got, err := c.Get("B", 0, 10, 64)
 	if err != nil {
 		t.Fatal(err)
@@ -394,15 +397,7 @@ func TestCQChunksForgetDeletedQueues(t *testing.T) {
 		t.Fatal("a read from before the deletion installed a chunk")
 	}
 	// Put again at other physical offsets: reads see the new entries.
-	var ds []cq.Dispatch
-	for off := int64(0); off < 2*defaultCQChunkEntries+1; off++ {
-		d := tailEntry("T", 0, off)
-		d.PhyOffset += 7
-		ds = append(ds, d)
-	}
-	if err := c.Put(ds); err != nil {
-		t.Fatal(err)
-	}
+	ds := putRangeShifted(t, c, "T", 0, 0, 2*defaultCQChunkEntries+1, 7)
 	got, err := c.Get("T", 0, 0, 32)
 	if err != nil {
 		t.Fatal(err)
