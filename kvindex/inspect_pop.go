@@ -144,56 +144,43 @@ func (r RequestModeRecord) String() string {
 // decodePopKey decodes a key of a POP keyspace; ok is false when the
 // prefix is not one.
 func decodePopKey(key, value []byte) (rec Record, ok bool, err error) {
-	bad := func() error {
-		return fmt.Errorf("%s key %x (value %d bytes): %w", mustKeyspace(key[0]).Name, key, len(value), ErrBadKey)
+	// decoded is what every keyspace returns: the record, or ErrBadKey
+	// naming the keyspace, key and value size.
+	decoded := func(r Record, err error) (Record, bool, error) {
+		if err != nil {
+			return nil, true, fmt.Errorf("%s key %x (value %d bytes): %w", mustKeyspace(key[0]).Name, key, len(value), ErrBadKey)
+		}
+		return r, true, nil
 	}
 	switch key[0] {
 	case PrefixPopInFlight:
 		r, err := decodePopInFlight(key, value)
-		if err != nil {
-			return nil, true, bad()
-		}
-		return PopInFlightRecord{r}, true, nil
+		return decoded(PopInFlightRecord{r}, err)
 	case PrefixPopAckIndex:
 		r, err := decodePopAck(key, value)
-		if err != nil {
-			return nil, true, bad()
-		}
-		return PopAckIndexRecord{r}, true, nil
+		return decoded(PopAckIndexRecord{r}, err)
 	case PrefixPopCK:
 		c, err := decodeCheckpoint(key, value)
-		if err != nil {
-			return nil, true, bad()
-		}
-		return PopCheckpointRecord{c}, true, nil
+		return decoded(PopCheckpointRecord{c}, err)
 	case PrefixPopCKDue:
 		c, n, err := decodeCheckpointDue(key, value)
-		if err != nil {
-			return nil, true, bad()
-		}
-		return PopCheckpointDueRecord{c, n}, true, nil
+		return decoded(PopCheckpointDueRecord{c, n}, err)
 	case PrefixPopPosition:
 		g, t, q, rest, err := decodeGroupTopicQueue(key, prefixPopPosition)
-		if err != nil || len(rest) != 0 {
-			return nil, true, bad()
+		if err == nil && len(rest) != 0 {
+			err = ErrBadKey
 		}
-		off, err := getInt64(value)
-		if err != nil {
-			return nil, true, bad()
+		var off int64
+		if err == nil {
+			off, err = getInt64(value)
 		}
-		return PopPositionRecord{PopPosition{Group: g, Topic: t, QueueID: q, Offset: off}}, true, nil
+		return decoded(PopPositionRecord{PopPosition{Group: g, Topic: t, QueueID: q, Offset: off}}, err)
 	case PrefixPopOrder:
-		s, err := decodeOrderState(key, value)
-		if err != nil {
-			return nil, true, bad()
-		}
-		return PopOrderRecord{s}, true, nil
+		st, err := decodeOrderState(key, value)
+		return decoded(PopOrderRecord{st}, err)
 	case PrefixRequestMode:
 		m, err := decodeRequestMode(key, value)
-		if err != nil {
-			return nil, true, bad()
-		}
-		return RequestModeRecord{Topic: m.Topic, Group: m.Group, Body: string(m.JSON)}, true, nil
+		return decoded(RequestModeRecord{Topic: m.Topic, Group: m.Group, Body: string(m.JSON)}, err)
 	}
 	return nil, false, nil
 }
