@@ -44,12 +44,18 @@ func bodies(ms []popclient.Message) []string {
 	return out
 }
 
+// sendBodies sends n messages m0, m1, ... to queue 0 of topic.
+func sendBodies(t *testing.T, c *remoting.Client, topic string, n int) {
+	t.Helper()
+	for i := range n {
+		mustSend(t, c, topic, 0, fmt.Sprintf("m%d", i), "")
+	}
+}
+
 func TestPopAckAndCommittedOffset(t *testing.T) {
 	b := startTestBroker(t, nil)
 	c, rc := popClient(b)
-	for i := 0; i < 5; i++ {
-		mustSend(t, rc, "PT", 0, fmt.Sprintf("m%d", i), "")
-	}
+	sendBodies(t, rc, "PT", 5)
 	b.caughtUp()
 	res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "PT", QueueID: 0, MaxMsgNums: 3, InvisibleTime: time.Minute})
 	if res.Code != remoting.Success || len(res.Messages) != 3 || res.RestNum != 2 || res.ReviveQID != 0 {
@@ -401,9 +407,7 @@ func TestPopTagFilterAndInitMode(t *testing.T) {
 func TestOrderlyPop(t *testing.T) {
 	b := startTestBroker(t, nil)
 	c, rc := popClient(b)
-	for i := 0; i < 4; i++ {
-		mustSend(t, rc, "OP", 0, fmt.Sprintf("m%d", i), "")
-	}
+	sendBodies(t, rc, "OP", 4)
 	b.caughtUp()
 	req := popclient.PopRequest{Group: "g", Topic: "OP", QueueID: 0, MaxMsgNums: 2, InvisibleTime: 300 * time.Millisecond, Order: true}
 	withAttempt := req
@@ -677,9 +681,7 @@ func TestOrderlyPopCountsRest(t *testing.T) {
 func TestStaleCommittedOffsetHealsOnNextPop(t *testing.T) {
 	b := startTestBroker(t, nil)
 	c, rc := popClient(b)
-	for i := 0; i < 4; i++ {
-		mustSend(t, rc, "HT", 0, fmt.Sprintf("m%d", i), "")
-	}
+	sendBodies(t, rc, "HT", 4)
 	b.caughtUp()
 	res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "HT", QueueID: 0, MaxMsgNums: 2, InvisibleTime: time.Minute})
 	if len(res.Messages) != 2 {
