@@ -502,17 +502,10 @@ func (c *CQ) Get(topic string, queueID int32, from int64, max int) ([]cq.Entry, 
 	if from < qb.min || from >= qb.max {
 		return nil, nil
 	}
-	if out, ok := c.cache.get(q, from, max, qb.max); ok {
-		c.cache.hits.Add(1)
+	out, hit, gen := c.cache.lookup(q, from, max, qb.max)
+	if hit {
 		return out, nil
 	}
-	if out, ok := c.cache.fromChunks(q, from, max, qb.max); ok {
-		c.cache.hits.Add(1)
-		return out, nil
-	}
-	c.cache.misses.Add(1)
-	gen := c.cache.generation()
-	var out []cq.Entry
 	start, end, chunked := c.cache.chunkSpan(from, max, qb.min, qb.max)
 	if chunked && max >= minChunkedRead && c.cache.loadChunks() {
 		all, err := c.readRange(topic, queueID, start, int(end-start), qb.max)

@@ -71,7 +71,7 @@ const (
 // install goes ahead, enough to notice when the readers settle down.
 type cqCache struct {
 	// hits and misses count the reads answered from memory and from the
-	// database.
+	// database (written under mu, read without it).
 	hits, misses atomic.Int64
 
 	mu        sync.Mutex
@@ -181,13 +181,29 @@ func (c *cqCache) loadChunks() bool {
 	return c.chunkUse.allow()
 }
 
-// get returns up to max entries of q from offset from when q's tail holds
-// them: from lies in the tail and the tail either holds max entries from
-// there or reaches queueEnd (the queue's end as its bounds say), so the
-// answer is what a database read would give.
-func (c *cqCache) get(q qkey, from int64, max int, queueEnd int64) ([]cq.Entry, bool) {
+// lookup answers a read of up to max entries of q from offset from when
+// the tail or the chunks hold what a database read would give (queueEnd
+// is the queue's end as its bounds say), and counts the hit or miss. On a
+// miss it returns the generation that the database read must pass to
+// install and installChunks.
+func (c *cqCache) lookup(q qkey, from int64, max int, queueEnd int64) (out []cq.Entry, hit bool, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if out, hit = c.fromTail(q, from, max, queueEnd); !hit {
+		out, hit = c.fromChunks(q, from, max, queueEnd)
+	}
+	if hit {
+		c.hits.Add(1)
+	} else {
+		c.misses.Add(1)
+	}
+	return out, hit, c.cuts
+}
+
+// fromTail returns up to max entries of q from offset from when q's tail
+// holds them: from lies in the tail and the tail either holds max entries
+// from there or reaches queueEnd. mu is held.
+func (c *cqCache) fromTail(q qkey, from int64, max int, queueEnd int64) ([]cq.Entry, bool) {
 	t, ok := c.tails.Get(q)
 	if !ok || from < t.first || from >= t.end() {
 		return nil, false
@@ -201,14 +217,6 @@ func (c *cqCache) get(q qkey, from int64, max int, queueEnd int64) ([]cq.Entry, 
 	out := make([]cq.Entry, n)
 	copy(out, t.entries[from-t.first:])
 	return out, true
-}
-
-// generation returns the count of cutting writes, to be passed to install
-// by a reader about to read the database.
-func (c *cqCache) generation() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.cuts
 }
 
 // install gives q a tail of the newest of entries, which a read that
@@ -301,14 +309,12 @@ func (c *cqCache) drop(match func(qkey) bool) {
 }
 
 // fromChunks returns up to max entries of q from offset from when chunks
-// hold them: max entries, or every entry up to queueEnd.
+// hold them: max entries, or every entry up to queueEnd. mu is held.
 func (c *cqCache) fromChunks(q qkey, from int64, max int, queueEnd int64) ([]cq.Entry, bool) {
 	want := min(int64(max), queueEnd-from)
 	if want <= 0 {
 		return nil, false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	var out []cq.Entry
 	for off := from; int64(len(out)) < want; {
 		chunk, ok := c.chunks.Get(chunkKey{q, off / c.chunkSize})

@@ -128,7 +128,7 @@ func TestCQTailAnswersOnlyWhole(t *testing.T) {
 	for off := int64(100); off < 110; off++ {
 		es = append(es, tailEntry("T", 1, off).Entry)
 	}
-	tails.install(q, es, tails.generation())
+	tails.install(q, es, tails.cutsNow())
 	cases := []struct {
 		from     int64
 		max      int
@@ -143,7 +143,7 @@ func TestCQTailAnswersOnlyWhole(t *testing.T) {
 		{110, 5, 111, -1},
 	}
 	for _, tc := range cases {
-		got, ok := tails.get(q, tc.from, tc.max, tc.queueEnd)
+		got, ok, _ := tails.lookup(q, tc.from, tc.max, tc.queueEnd)
 		if tc.want < 0 {
 			if ok {
 				t.Errorf("get(%d, %d, end %d) answered %d entries, want a miss", tc.from, tc.max, tc.queueEnd, len(got))
@@ -158,10 +158,10 @@ func TestCQTailAnswersOnlyWhole(t *testing.T) {
 	}
 	// Entries below the tail's end are skipped; one past it restarts it.
 	tails.publish([]tailWrite{{q, es[9]}, {q, tailEntry("T", 1, 110).Entry}, {q, tailEntry("T", 1, 115).Entry}})
-	if got, ok := tails.get(q, 115, 5, 116); !ok || len(got) != 1 || got[0] != tailEntry("T", 1, 115).Entry {
+	if got, ok, _ := tails.lookup(q, 115, 5, 116); !ok || len(got) != 1 || got[0] != tailEntry("T", 1, 115).Entry {
 		t.Fatalf("after a gap: %v %v, want the entry at 115", got, ok)
 	}
-	if _, ok := tails.get(q, 110, 5, 116); ok {
+	if _, ok, _ := tails.lookup(q, 110, 5, 116); ok {
 		t.Fatal("the tail still answers for offsets before a gap")
 	}
 }
@@ -209,7 +209,7 @@ func TestCQTailForgetsCutEntries(t *testing.T) {
 	}
 
 	// An install whose read began before a cut is discarded.
-	gen := c.cache.generation()
+	gen := c.cache.cutsNow()
 	stale, err := c.Get("A", 0, 0, 64) // reaches the end: installs A's tail
 	if err != nil {
 		t.Fatal(err)
@@ -308,6 +308,13 @@ func TestCQTailConcurrentReaders(t *testing.T) {
 	}
 }
 
+// cutsNow is the generation a read beginning now would get from lookup.
+func (c *cqCache) cutsNow() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cuts
+}
+
 func (c *CQ) hasChunk(topic string, qid int32, n int64) bool {
 	c.cache.mu.Lock()
 	defer c.cache.mu.Unlock()
@@ -378,7 +385,7 @@ func TestCQChunksServeReadsBehindTheEnd(t *testing.T) {
 func TestCQChunksForgetDeletedQueues(t *testing.T) {
 	c := openTestDB(t).ConsumeQueue(0)
 	putRange(t, c, "T", 0, 0, 2*defaultCQChunkEntries+1)
-	gen := c.cache.generation()
+	gen := c.cache.cutsNow()
 	stale, err := c.Get("T", 0, 0, defaultCQChunkEntries)
 	if err != nil {
 		t.Fatal(err)
@@ -433,15 +440,15 @@ func TestCQChunkLoadsFollowTheirUse(t *testing.T) {
 	}
 	// Ten chunks through an LRU of two, none read: eight evicted unread.
 	for n := int64(0); n < 10; n++ {
-		c.installChunks(q, chunk(n), c.generation())
+		c.installChunks(q, chunk(n), c.cutsNow())
 	}
 	if n := loads(); n != 4 {
 		t.Fatalf("after chunks evicted unread, %d of %d misses loaded chunks, want 4", n, 4*useProbe)
 	}
 	// Chunks read before they are evicted bring the score back.
 	for n := int64(10); n < 30; n++ {
-		c.installChunks(q, chunk(n), c.generation())
-		if _, ok := c.fromChunks(q, n*4, 4, 1000); !ok {
+		c.installChunks(q, chunk(n), c.cutsNow())
+		if _, ok, _ := c.lookup(q, n*4, 4, 1000); !ok {
 			t.Fatalf("chunk %d not found right after it was installed", n)
 		}
 	}
@@ -461,7 +468,7 @@ func TestCQChunkLoadsFollowTheirUse(t *testing.T) {
 func TestCQTailCapacity(t *testing.T) {
 	c := newCQCache(4, 4, defaultCQChunkEntries)
 	q := qkey{"T", 0}
-	c.install(q, []cq.Entry{tailEntry("T", 0, 0).Entry, tailEntry("T", 0, 1).Entry}, c.generation())
+	c.install(q, []cq.Entry{tailEntry("T", 0, 0).Entry, tailEntry("T", 0, 1).Entry}, c.cutsNow())
 	capOf := func() int {
 		tl, _ := c.tails.Peek(q)
 		return cap(tl.entries)
@@ -475,7 +482,7 @@ func TestCQTailCapacity(t *testing.T) {
 			t.Fatalf("tail capacity %d at offset %d", n, off)
 		}
 	}
-	got, ok := c.get(q, 1000-cqTailKeep, cqTailKeep, 1000)
+	got, ok, _ := c.lookup(q, 1000-cqTailKeep, cqTailKeep, 1000)
 	if !ok {
 		t.Fatal("the tail lost its newest entries")
 	}
@@ -489,7 +496,7 @@ func TestCQTailInstallsFollowTheirUse(t *testing.T) {
 	c := newCQCache(2, 2, defaultCQChunkEntries)
 	installed := func(qid int32) bool {
 		q := qkey{"T", qid}
-		c.install(q, []cq.Entry{tailEntry("T", qid, 0).Entry}, c.generation())
+		c.install(q, []cq.Entry{tailEntry("T", qid, 0).Entry}, c.cutsNow())
 		return c.tails.Contains(q)
 	}
 	// The third install evicts the first tail, unread.
@@ -514,7 +521,7 @@ func TestCQTailInstallsFollowTheirUse(t *testing.T) {
 		}
 		for qid := int32(1000); qid < 1000+useProbe; qid++ {
 			if installed(qid) {
-				if _, ok := c.get(qkey{"T", qid}, 0, 1, 1); !ok {
+				if _, ok, _ := c.lookup(qkey{"T", qid}, 0, 1, 1); !ok {
 					t.Fatalf("queue %d: installed tail not read", qid)
 				}
 			}
