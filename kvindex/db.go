@@ -216,7 +216,7 @@ func (d *DB) checkSchema() error {
 	if ver < minSchemaVersion || ver > schemaVersion {
 		return fmt.Errorf("%w: %d (this build reads %d to %d)", ErrSchema, ver, minSchemaVersion, schemaVersion)
 	}
-	if ver < 3 && !d.readOnly {
+	if ver < checkpointSchemaVersion && !d.readOnly {
 		moved, dropped, err := d.migratePopCheckpoints()
 		if err != nil {
 			return fmt.Errorf("upgrade schema version %d to %d: %w", ver, schemaVersion, err)

@@ -40,6 +40,10 @@ const (
 // the store at open (ErrSchema) instead of misreading it later.
 const schemaVersion = 3
 
+// checkpointSchemaVersion is the first layout version with POP
+// checkpoints; older stores are migrated to them (popmigrate.go).
+const checkpointSchemaVersion = 3
+
 // minSchemaVersion is the oldest layout version this code reads.
 const minSchemaVersion = 1
 

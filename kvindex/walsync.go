@@ -16,8 +16,8 @@ type WALSync int
 
 const (
 	// WALSyncAlways waits for an fdatasync of the write-ahead log: the
-	// write survives a power failure (the default; RocketMQ's
-	// SYNC_FLUSH contract).
+	// write survives a power failure (Options' zero value; the broker
+	// uses it under SYNC_FLUSH).
 	WALSyncAlways WALSync = iota
 	// WALSyncInterval waits until the write's log bytes are handed to the
 	// operating system, so that it survives a crash of the broker process
