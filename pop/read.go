@@ -94,34 +94,37 @@ func (s *Service) readQueue(topic string, queueID int32, offset int64, n int, f 
 	return r, nil
 }
 
-// readMessage returns the message at a queue offset; ok is false when it
-// is gone (retention) or was never there.
-func (s *Service) readMessage(topic string, queueID int32, offset int64) (commitlog.Message, bool, error) {
+// readMessage returns the message at a queue offset and the view of the
+// CommitLog its byte fields alias (see readAt); ok is false when it is
+// gone (retention) or was never there.
+func (s *Service) readMessage(topic string, queueID int32, offset int64) (commitlog.Message, *commitlog.View, bool, error) {
 	entries, err := s.cfg.CQ.Get(topic, queueID, offset, 1)
 	if err != nil {
-		return commitlog.Message{}, false, fmt.Errorf("read %s/%d@%d: %w", topic, queueID, offset, err)
+		return commitlog.Message{}, nil, false, fmt.Errorf("read %s/%d@%d: %w", topic, queueID, offset, err)
 	}
 	if len(entries) == 0 || entries[0].QueueOffset != offset {
-		return commitlog.Message{}, false, nil
+		return commitlog.Message{}, nil, false, nil
 	}
 	return s.readAt(topic, queueID, entries[0])
 }
 
-// readAt reads and decodes (into its own memory) the message a
-// ConsumeQueue entry points at; ok is false when retention deleted it.
-func (s *Service) readAt(topic string, queueID int32, e cq.Entry) (commitlog.Message, bool, error) {
+// readAt reads and decodes the message a ConsumeQueue entry points at; ok
+// is false when retention deleted it. The message's body aliases the
+// returned view of the CommitLog, which the caller releases once it no
+// longer uses the message (a revive, after putting its copy).
+func (s *Service) readAt(topic string, queueID int32, e cq.Entry) (commitlog.Message, *commitlog.View, bool, error) {
 	offset := e.QueueOffset
 	v, err := s.cfg.Log.Read(e.PhyOffset, e.Size)
 	if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
-		return commitlog.Message{}, false, nil
+		return commitlog.Message{}, nil, false, nil
 	}
 	if err != nil {
-		return commitlog.Message{}, false, fmt.Errorf("read %s/%d@%d: %w", topic, queueID, offset, err)
+		return commitlog.Message{}, nil, false, fmt.Errorf("read %s/%d@%d: %w", topic, queueID, offset, err)
 	}
-	defer v.Release()
-	m, err := commitlog.Decode(append([]byte(nil), v.Data...))
+	m, err := commitlog.Decode(v.Data)
 	if err != nil {
-		return commitlog.Message{}, false, fmt.Errorf("decode %s/%d@%d: %w", topic, queueID, offset, err)
+		v.Release()
+		return commitlog.Message{}, nil, false, fmt.Errorf("decode %s/%d@%d: %w", topic, queueID, offset, err)
 	}
-	return m, true, nil
+	return m, v, true, nil
 }

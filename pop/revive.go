@@ -217,6 +217,13 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 		}
 	}
 	var retry, dlq []*commitlog.Message
+	// The revived messages' bodies alias these views until they are put.
+	var views []*commitlog.View
+	defer func() {
+		for _, v := range views {
+			v.Release()
+		}
+	}()
 	failed := make([][]int64, len(cks)) // offsets of cks[i] to retry later
 	done := 0
 	var maxTimes int32
@@ -224,7 +231,7 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 	for i := range cks {
 		c := &cks[i]
 		for _, off := range c.Offsets {
-			m, ok, err := s.readEntry(c.Topic, c.QueueID, off, entries)
+			m, v, ok, err := s.readEntry(c.Topic, c.QueueID, off, entries)
 			if err != nil {
 				s.log.Warn().Err(err).Str("group", c.Group).Str("topic", c.Topic).Int32("queue", c.QueueID).
 					Int64("offset", off).Msg("revive: read failed; retrying later")
@@ -235,6 +242,7 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 			if !ok {
 				continue // deleted by retention: nothing to re-deliver
 			}
+			views = append(views, v)
 			if !maxLoaded {
 				if maxTimes, err = s.cfg.Broker.RetryMaxTimes(c.Group); err != nil {
 					return 0, err
@@ -339,8 +347,8 @@ func putBatches(msgs []*commitlog.Message) [][]*commitlog.Message {
 const maxReviveSpan = 8192
 
 // readEntry reads the message at offset through its entry in entries, or
-// through the ConsumeQueue when entries lacks it.
-func (s *Service) readEntry(topic string, queueID int32, offset int64, entries map[int64]cq.Entry) (commitlog.Message, bool, error) {
+// through the ConsumeQueue when entries lacks it; see readAt for the view.
+func (s *Service) readEntry(topic string, queueID int32, offset int64, entries map[int64]cq.Entry) (commitlog.Message, *commitlog.View, bool, error) {
 	e, ok := entries[offset]
 	if !ok {
 		return s.readMessage(topic, queueID, offset)
