@@ -475,3 +475,90 @@ func TestRewriteCheckpointWithoutOffsetsDeletesIt(t *testing.T) {
 		t.Fatalf("%d deadline entries left (%v)", n, err)
 	}
 }
+
+// ReadCheckpoints answers each name as a point read would, whatever the
+// order of the names, with checkpoints of the same queue between and
+// around them, of a neighbouring queue and of another group not mistaken
+// for them.
+func TestReadCheckpointsMatchesPointReads(t *testing.T) {
+	db := openTestDB(t)
+	s := db.Pop()
+	b := s.NewBatch()
+	put := func(c Checkpoint) {
+		t.Helper()
+		if err := b.PutCheckpoint(&c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for off := int64(0); off < 40; off += 4 {
+		put(Checkpoint{Group: "g", Topic: "T", QueueID: 1, CKOffset: off, Offsets: []int64{off, off + 2}, VisibleAt: 5000 + off, PopTime: 1000 + off, InvisibleTime: 4000})
+	}
+	put(Checkpoint{Group: "g", Topic: "T", QueueID: 1, CKOffset: 8, Offsets: []int64{9}, VisibleAt: 9000, PopTime: 2000, InvisibleTime: 7000})
+	put(Checkpoint{Group: "g", Topic: "T", QueueID: 2, CKOffset: 12, Offsets: []int64{12}, VisibleAt: 5012, PopTime: 1012, InvisibleTime: 4000})
+	put(Checkpoint{Group: "h", Topic: "T", QueueID: 1, CKOffset: 16, Offsets: []int64{16}, VisibleAt: 5016, PopTime: 1017, InvisibleTime: 4000})
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+
+	names := []CheckpointName{
+		{36, 1036}, // the last of the queue
+		{8, 2000},  // the second pop at 8
+		{12, 1013}, // another pop time: none
+		{16, 1017}, // only group h has it
+		{0, 1000},  // the first
+		{8, 1008},
+		{40, 1040}, // past the last
+		{12, 1012}, // queue 2 has it too
+		{8, 1008},  // twice
+		{-1, 0},    // before the first
+	}
+	seen := make([]bool, len(names))
+	var prev []byte
+	err := s.ReadCheckpoints("g", "T", 1, names, func(i int, c Checkpoint, ok bool) error {
+		if seen[i] {
+			t.Errorf("name %d passed twice", i)
+		}
+		seen[i] = true
+		k := checkpointKey(nil, "g", "T", 1, names[i].CKOffset, names[i].PopTime)
+		if bytes.Compare(k, prev) < 0 {
+			t.Errorf("name %d (%+v) passed after a greater key", i, names[i])
+		}
+		prev = k
+		want, wantOK, err := s.Checkpoint("g", "T", 1, names[i].CKOffset, names[i].PopTime)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok != wantOK || !reflect.DeepEqual(c, want) {
+			t.Errorf("name %+v: got %+v %v, point read %+v %v", names[i], c, ok, want, wantOK)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ok := range seen {
+		if !ok {
+			t.Errorf("name %d (%+v) never passed", i, names[i])
+		}
+	}
+	found := 0
+	for i := range names {
+		if _, ok, _ := s.Checkpoint("g", "T", 1, names[i].CKOffset, names[i].PopTime); ok {
+			found++
+		}
+	}
+	if found != 6 {
+		t.Fatalf("the test expects 6 of its names to exist, %d do", found)
+	}
+
+	stop := errors.New("stop")
+	calls := 0
+	err = s.ReadCheckpoints("g", "T", 1, names, func(int, Checkpoint, bool) error { calls++; return stop })
+	if !errors.Is(err, stop) || calls != 1 {
+		t.Fatalf("fn's error: got %v after %d calls, want it after 1", err, calls)
+	}
+	if err := s.ReadCheckpoints("g", "T", 1, nil, func(int, Checkpoint, bool) error { t.Fatal("called"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+}

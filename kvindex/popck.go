@@ -1,6 +1,8 @@
 package kvindex
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -289,6 +291,67 @@ func (s *PopStore) Checkpoint(group, topic string, queueID int32, ckOffset, popT
 		return Checkpoint{}, false, fmt.Errorf("checkpoint %s/%s/%d@%d: %w", group, topic, queueID, ckOffset, err)
 	}
 	return c, true, nil
+}
+
+// CheckpointName names one checkpoint of a queue: with the group, topic
+// and queue id, its CKOffset and PopTime.
+type CheckpointName struct {
+	CKOffset, PopTime int64
+}
+
+// ReadCheckpoints reads the checkpoints names lists, all of one group's
+// queue, through one iterator seeking forward in key order, and calls fn
+// for each with its index in names, the checkpoint and whether it exists.
+// A revive round reads tens of checkpoints of a queue: one point read each
+// probed the bloom filter of every table overlapping its key, and while
+// compactions keep writing new tables most of those probes read a filter
+// block from the file. fn sees the names in key order, not in the order
+// of names; an error of fn stops the reads and is returned.
+func (s *PopStore) ReadCheckpoints(group, topic string, queueID int32, names []CheckpointName, fn func(i int, c Checkpoint, ok bool) error) error {
+	if len(names) == 0 {
+		return nil
+	}
+	order := make([]int, len(names))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { // key order: the fields are stored as uint64
+		if c := cmp.Compare(uint64(names[a].CKOffset), uint64(names[b].CKOffset)); c != 0 {
+			return c
+		}
+		return cmp.Compare(uint64(names[a].PopTime), uint64(names[b].PopTime))
+	})
+	first, last := names[order[0]], names[order[len(order)-1]]
+	lower := checkpointKey(nil, group, topic, queueID, first.CKOffset, first.PopTime)
+	upper := append(checkpointKey(nil, group, topic, queueID, last.CKOffset, last.PopTime), 0)
+	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("read checkpoints of %s/%s/%d: %w", group, topic, queueID, err)
+	}
+	var k []byte
+	for _, i := range order {
+		k = checkpointKey(k[:0], group, topic, queueID, names[i].CKOffset, names[i].PopTime)
+		var c Checkpoint
+		found := it.SeekGE(k) && bytes.Equal(it.Key(), k)
+		if found {
+			v, err := it.ValueAndErr()
+			if err == nil {
+				c, err = decodeCheckpoint(it.Key(), v)
+			}
+			if err != nil {
+				_ = it.Close()
+				return fmt.Errorf("read checkpoint %s/%s/%d@%d: %w", group, topic, queueID, names[i].CKOffset, err)
+			}
+		}
+		if err := fn(i, c, found); err != nil {
+			_ = it.Close()
+			return err
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("read checkpoints of %s/%s/%d: %w", group, topic, queueID, err)
+	}
+	return nil
 }
 
 // queueCheckpoints calls fn with the checkpoints of a group's queue whose

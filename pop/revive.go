@@ -187,19 +187,20 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 	// damaged store left behind, which every round would meet again.
 	cks := make([]kvindex.Checkpoint, 0, len(due))
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
-	for _, d := range due {
-		c, ok, err := s.store.Checkpoint(d.Group, d.Topic, d.QueueID, d.CKOffset, d.PopTime)
-		if err != nil {
-			return 0, err
-		}
-		if !ok || c.VisibleAt != d.VisibleAt {
-			if err := b.DeleteOrphanDue(&d.Checkpoint); err != nil {
-				return 0, err
-			}
-			continue
+	names := make([]kvindex.CheckpointName, len(due))
+	for i, d := range due {
+		names[i] = kvindex.CheckpointName{CKOffset: d.CKOffset, PopTime: d.PopTime}
+	}
+	err := s.store.ReadCheckpoints(k.group, k.topic, k.queueID, names, func(i int, c kvindex.Checkpoint, ok bool) error {
+		if !ok || c.VisibleAt != due[i].VisibleAt {
+			return b.DeleteOrphanDue(&due[i].Checkpoint)
 		}
 		cks = append(cks, c)
 		first, last = min(first, c.Offsets[0]), max(last, c.Offsets[len(c.Offsets)-1])
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	if len(cks) == 0 {
 		return 0, b.Commit(false)
