@@ -111,6 +111,10 @@ func TestLongPolling(t *testing.T) {
 	b := startTestBroker(t, nil)
 	c := b.client(nil)
 	mustSend(t, c, "LP", 0, "first", "")
+	// A send is answered before it is dispatched: until "first" is in the
+	// ConsumeQueue a pull at offset 1 finds an empty queue and is answered
+	// PULL_OFFSET_MOVED at once instead of being held.
+	b.caughtUp()
 	// Held, then woken by a dispatch.
 	type result struct {
 		resp *remoting.Command

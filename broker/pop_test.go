@@ -409,7 +409,11 @@ func TestOrderlyPop(t *testing.T) {
 	c, rc := popClient(b)
 	sendBodies(t, rc, "OP", 4)
 	b.caughtUp()
-	req := popclient.PopRequest{Group: "g", Topic: "OP", QueueID: 0, MaxMsgNums: 2, InvisibleTime: 300 * time.Millisecond, Order: true}
+	// The locked-queue and same-attempt steps must run inside the first
+	// batch's invisible time: long enough that a loaded machine's stall
+	// does not expire it first (300 ms left a stall of that much no room).
+	const invisible = 1500 * time.Millisecond
+	req := popclient.PopRequest{Group: "g", Topic: "OP", QueueID: 0, MaxMsgNums: 2, InvisibleTime: invisible, Order: true}
 	withAttempt := req
 	withAttempt.AttemptID = "attempt-1"
 	first := mustPop(t, c, withAttempt)
@@ -430,7 +434,7 @@ func TestOrderlyPop(t *testing.T) {
 		t.Fatalf("repeated attempt %v %q", bodies(again.Messages), again.Header["orderCountInfo"])
 	}
 	// After the deadline the batch comes back, each message counted once more.
-	time.Sleep(350 * time.Millisecond)
+	time.Sleep(invisible + 50*time.Millisecond)
 	second := mustPop(t, c, req)
 	if fmt.Sprint(bodies(second.Messages)) != "[m0 m1]" || second.Messages[0].OrderCount != 1 {
 		t.Fatalf("expired batch: %v counts %q", bodies(second.Messages), second.Header["orderCountInfo"])
