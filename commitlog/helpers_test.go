@@ -3,11 +3,7 @@ package commitlog
 import (
 	"context"
 	"fmt"
-	"io"
-	"io/fs"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -90,40 +86,6 @@ func mustAppend(t testing.TB, l *Log, req AppendRequest) AppendResult {
 		t.Fatalf("Append status %v", res.Status)
 	}
 	return res
-}
-
-// copyTree copies a fixture store into a fresh writable directory.
-func copyTree(t testing.TB, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }
 
 // scanAll reads every record with a Reader, checking each one.

@@ -3,35 +3,14 @@ package commitlog
 import (
 	"bytes"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
-)
 
-// treeState maps every path under root to its size, mtime and mode, so a
-// test can prove a reader changed and created nothing.
-func treeState(t *testing.T, root string) map[string][3]any {
-	t.Helper()
-	out := map[string][3]any{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		out[p] = [3]any{info.Size(), info.ModTime(), info.Mode()}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
+	"github.com/rocketkv/rocketkv/internal/testutil"
+)
 
 // writeTestLog appends n messages of varying sizes to a log with 4 KiB
 // segments (so it rolls several times, leaving blank fillers) and closes
@@ -75,7 +54,7 @@ func TestReadOnlyMatchesLog(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(segDir, SegmentName(next)), make([]byte, 4096), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := treeState(t, root)
+	before := testutil.TreeState(t, root)
 	time.Sleep(5 * time.Millisecond)
 
 	l := mustOpenReadOnly(t, root)
@@ -143,7 +122,7 @@ func TestReadOnlyMatchesLog(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if after := treeState(t, root); !reflect.DeepEqual(before, after) {
+	if after := testutil.TreeState(t, root); !reflect.DeepEqual(before, after) {
 		t.Fatalf("read-only use changed the store:\n%v\n%v", before, after)
 	}
 
@@ -222,7 +201,7 @@ func TestReadOnlyEndStopsAtDamage(t *testing.T) {
 // RocketMQ's own CommitLog reads the same through the read-only path.
 func TestReadOnlyRocketMQFixture(t *testing.T) {
 	root := fixtureStore(t, store498)
-	before := treeState(t, root)
+	before := testutil.TreeState(t, root)
 	l := mustOpenReadOnly(t, root)
 	if l.MinOffset() != 0 || l.MaxOffset() != 53272 {
 		t.Fatalf("bounds [%d,%d), RocketMQ wrote [0,53272)", l.MinOffset(), l.MaxOffset())
@@ -245,7 +224,7 @@ func TestReadOnlyRocketMQFixture(t *testing.T) {
 		t.Errorf("%d records, RocketMQ wrote 104", n)
 	}
 	_ = l.Close()
-	if after := treeState(t, root); !reflect.DeepEqual(before, after) {
+	if after := testutil.TreeState(t, root); !reflect.DeepEqual(before, after) {
 		t.Fatal("read-only use changed the fixture copy")
 	}
 }

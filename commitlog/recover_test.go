@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/internal/vfs"
 )
 
@@ -16,9 +17,9 @@ func fixtureStore(t *testing.T, name string) string {
 	t.Helper()
 	switch name {
 	case store498:
-		return copyTree(t, fixturePath(t, store498, "clean"))
+		return testutil.CopyStore(t, fixturePath(t, store498, "clean"))
 	default:
-		return copyTree(t, fixturePath(t, store440, "store"))
+		return testutil.CopyStore(t, fixturePath(t, store440, "store"))
 	}
 }
 

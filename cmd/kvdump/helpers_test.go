@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"io/fs"
 	"net/netip"
 	"path/filepath"
 	"reflect"
@@ -258,24 +257,3 @@ type quietLogger struct{ t testing.TB }
 func (quietLogger) Infof(string, ...any)                {}
 func (l quietLogger) Errorf(format string, args ...any) { l.t.Errorf(format, args...) }
 func (l quietLogger) Fatalf(format string, args ...any) { l.t.Fatalf(format, args...) }
-
-// treeState maps every path under root to its size, mtime and mode.
-func treeState(t testing.TB, root string) map[string][3]any {
-	t.Helper()
-	out := map[string][3]any{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		out[p] = [3]any{info.Size(), info.ModTime(), info.Mode()}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/internal/vfs"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -25,10 +26,10 @@ import (
 // (within 5 s).
 func settledTreeState(t *testing.T, root string) map[string][3]any {
 	t.Helper()
-	prev := treeState(t, root)
+	prev := testutil.TreeState(t, root)
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
-		cur := treeState(t, root)
+		cur := testutil.TreeState(t, root)
 		if reflect.DeepEqual(prev, cur) {
 			return cur
 		}
@@ -57,7 +58,7 @@ func TestLockedStoreRefused(t *testing.T) {
 				t.Errorf("%s, kvdump %v: error %v, output %q; want %q", what, args, err, out, msg)
 			}
 		}
-		if after := treeState(t, sc.root); !reflect.DeepEqual(before, after) {
+		if after := testutil.TreeState(t, sc.root); !reflect.DeepEqual(before, after) {
 			t.Errorf("%s: kvdump changed the store:\n%v\n%v", what, before, after)
 		}
 	}

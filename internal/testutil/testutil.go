@@ -5,6 +5,7 @@ package testutil
 
 import (
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -64,4 +65,26 @@ func CopyStore(t testing.TB, src string) string {
 		t.Fatalf("copy store %s: %v", src, err)
 	}
 	return dst
+}
+
+// TreeState maps every path under root to its size, modification time and
+// mode, so that a test can prove a reader changed and created nothing.
+func TreeState(t testing.TB, root string) map[string][3]any {
+	t.Helper()
+	out := map[string][3]any{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		out[p] = [3]any{info.Size(), info.ModTime(), info.Mode()}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("state of %s: %v", root, err)
+	}
+	return out
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/migrate/filecq"
 )
 
@@ -101,44 +101,6 @@ func (f fixture) storeTime() func(int64, int32) (int64, error) {
 		}
 		return msg.StoreTimestamp, nil
 	}
-}
-
-// copyTree copies the fixture into a writable temporary directory: opening
-// a store may write to it, and the fixture must never change.
-func copyTree(t *testing.T, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-	if err != nil {
-		t.Fatalf("copy %s: %v", src, err)
-	}
-	return dst
 }
 
 // treeDigest hashes the names, sizes, modes, modification times and
@@ -267,7 +229,7 @@ func checkFixtureTimes(t *testing.T, s *filecq.Store, f fixture) {
 
 func TestFixtureOpen(t *testing.T) {
 	f := loadFixture(t)
-	dir := copyTree(t, filepath.Join(fixtureDir, "clean"))
+	dir := testutil.CopyStore(t, filepath.Join(fixtureDir, "clean"))
 	before := treeDigest(t, filepath.Join(dir, "consumequeue"))
 	s, err := filecq.Open(filecq.Options{Dir: dir, UnitsPerFile: 10, StoreTime: f.storeTime()})
 	if err != nil {
@@ -288,7 +250,7 @@ func TestFixtureOpen(t *testing.T) {
 // holds 16 entries, so the next unit is unit 6 of file 00000000000000000200.
 func TestFixtureContinue(t *testing.T) {
 	f := loadFixture(t)
-	dir := copyTree(t, filepath.Join(fixtureDir, "clean"))
+	dir := testutil.CopyStore(t, filepath.Join(fixtureDir, "clean"))
 	s, err := filecq.Open(filecq.Options{Dir: dir, UnitsPerFile: 10, StoreTime: f.storeTime()})
 	if err != nil {
 		t.Fatal(err)
