@@ -25,6 +25,7 @@ import (
 const (
 	childEnvDispatch = "KVINDEX_CRASH_DISPATCH_DIR"
 	childEnvOffsets  = "KVINDEX_CRASH_OFFSETS_DIR"
+	childEnvMigrate  = "KVINDEX_CRASH_MIGRATE_DIR"
 	// childEnvWALSync set to "interval" opens the child's index with
 	// WALSyncInterval.
 	childEnvWALSync = "KVINDEX_CRASH_WAL_SYNC"
@@ -36,6 +37,9 @@ func TestMain(m *testing.M) {
 	}
 	if dir := os.Getenv(childEnvOffsets); dir != "" {
 		os.Exit(runOffsetsChild(dir))
+	}
+	if dir := os.Getenv(childEnvMigrate); dir != "" {
+		os.Exit(runMigrateChild(dir))
 	}
 	os.Exit(m.Run())
 }
