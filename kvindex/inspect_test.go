@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/meta"
 )
 
@@ -403,33 +403,6 @@ func TestKeyspaceStats(t *testing.T) {
 	}
 }
 
-// fileState is what a test compares to prove a directory was not changed.
-type fileState struct {
-	size  int64
-	mtime time.Time
-	mode  fs.FileMode
-}
-
-func dirState(t *testing.T, root string) map[string]fileState {
-	t.Helper()
-	out := map[string]fileState{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		out[p] = fileState{info.Size(), info.ModTime(), info.Mode()}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // A read-only open fails with ErrLocked while a writer holds the database,
 // keeps a writer out while it is open, and never creates or changes a file
 // (nor does it in a checkpoint, which has no LOCK file).
@@ -442,7 +415,7 @@ func TestReadOnlyOpenLockingAndNoWrites(t *testing.T) {
 	if err := w.ConsumerOffsets().Set("G", "T", 0, 42); err != nil {
 		t.Fatal(err)
 	}
-	before := dirState(t, dir)
+	before := testutil.TreeState(t, dir)
 	_, err = Open(Options{Dir: dir, ReadOnly: true, Logger: zerolog.Nop()})
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("read-only open of a held database: %v, want ErrLocked", err)
@@ -452,7 +425,7 @@ func TestReadOnlyOpenLockingAndNoWrites(t *testing.T) {
 	if _, err = Open(Options{Dir: dir, ReadOnly: true, Logger: zerolog.Nop()}); !errors.Is(err, ErrLocked) {
 		t.Fatalf("second read-only open of a held database: %v, want ErrLocked", err)
 	}
-	if after := dirState(t, dir); !reflect.DeepEqual(before, after) {
+	if after := testutil.TreeState(t, dir); !reflect.DeepEqual(before, after) {
 		t.Fatalf("refused open changed the directory:\n%v\n%v", before, after)
 	}
 	ckpt := filepath.Join(t.TempDir(), "ckpt")
@@ -464,7 +437,7 @@ func TestReadOnlyOpenLockingAndNoWrites(t *testing.T) {
 	}
 
 	for _, d := range []string{dir, ckpt} {
-		before = dirState(t, d)
+		before = testutil.TreeState(t, d)
 		time.Sleep(10 * time.Millisecond) // let a changed mtime differ
 		r, err := Open(Options{Dir: d, ReadOnly: true, Logger: zerolog.Nop()})
 		if err != nil {
@@ -480,7 +453,7 @@ func TestReadOnlyOpenLockingAndNoWrites(t *testing.T) {
 		} else {
 			_ = r2.Close()
 		}
-		if after := dirState(t, d); !reflect.DeepEqual(before, after) {
+		if after := testutil.TreeState(t, d); !reflect.DeepEqual(before, after) {
 			t.Errorf("read-only open changed %s:\n%v\n%v", d, before, after)
 		}
 		if d == dir {

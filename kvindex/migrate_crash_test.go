@@ -78,11 +78,7 @@ func storeSchemaState(t *testing.T, dir string) (ver uint32, legacy, acks int, i
 		t.Fatal(err)
 	}
 	defer db.Close()
-	v, err := db.get(metaKey(metaSchema))
-	if err != nil || len(v) != 4 {
-		t.Fatalf("schema version %x: %v", v, err)
-	}
-	ver = binary.BigEndian.Uint32(v)
+	ver = schemaVersionOf(t, db)
 	_ = db.Scan([]byte{prefixPopInFlight}, func(_, _ []byte) bool { legacy++; return true })
 	_ = db.Scan([]byte{prefixPopAckIndex}, func(_, _ []byte) bool { acks++; return true })
 	inFlight = map[[2]int64]bool{}

@@ -16,19 +16,6 @@ import (
 // refuses it from then on; versions outside what this build reads are
 // refused with ErrSchema naming them.
 func TestSchemaVersions(t *testing.T) {
-	stored := func(t *testing.T, dir string) uint32 {
-		t.Helper()
-		db, err := Open(Options{Dir: dir, ReadOnly: true, Logger: zerolog.Nop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		v, err := db.get(metaKey(metaSchema))
-		if err != nil || len(v) != 4 {
-			t.Fatalf("schema value %x, %v", v, err)
-		}
-		return binary.BigEndian.Uint32(v)
-	}
 	// setVersion writes the version with Pebble directly: Open would
 	// refuse the store once the version is out of range.
 	setVersion := func(t *testing.T, dir string, v uint32) {
@@ -49,18 +36,18 @@ func TestSchemaVersions(t *testing.T) {
 	if err := openDBAt(t, dir).Close(); err != nil {
 		t.Fatal(err)
 	}
-	if v := stored(t, dir); v != schemaVersion {
+	if v := storedSchemaVersion(t, dir); v != schemaVersion {
 		t.Fatalf("new store has schema %d, want %d", v, schemaVersion)
 	}
 
 	setVersion(t, dir, 1)
-	if v := stored(t, dir); v != 1 {
+	if v := storedSchemaVersion(t, dir); v != 1 {
 		t.Fatalf("a read-only open changed schema 1 to %d", v)
 	}
 	if err := openDBAt(t, dir).Close(); err != nil {
 		t.Fatal(err)
 	}
-	if v := stored(t, dir); v != schemaVersion {
+	if v := storedSchemaVersion(t, dir); v != schemaVersion {
 		t.Fatalf("schema 1 opened for writing stays %d, want %d", v, schemaVersion)
 	}
 
@@ -71,4 +58,26 @@ func TestSchemaVersions(t *testing.T) {
 			t.Fatalf("schema %d: open error %v, want ErrSchema", bad, err)
 		}
 	}
+}
+
+// storedSchemaVersion opens the index at dir read-only (which never
+// upgrades it) and returns the layout version it records.
+func storedSchemaVersion(t *testing.T, dir string) uint32 {
+	t.Helper()
+	db, err := Open(Options{Dir: dir, ReadOnly: true, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	return schemaVersionOf(t, db)
+}
+
+// schemaVersionOf returns the layout version db records.
+func schemaVersionOf(t *testing.T, db *DB) uint32 {
+	t.Helper()
+	v, err := db.get(metaKey(metaSchema))
+	if err != nil || len(v) != 4 {
+		t.Fatalf("schema value %x, %v", v, err)
+	}
+	return binary.BigEndian.Uint32(v)
 }
