@@ -121,6 +121,11 @@ type Broker struct {
 	// GCPercent is the Go garbage collector's target (GOGC) the broker
 	// binary sets unless the GOGC environment variable is set.
 	GCPercent int
+	// MemoryLimitMiB is the Go runtime's soft memory limit (GOMEMLIMIT)
+	// in MiB the broker binary sets unless the GOMEMLIMIT environment
+	// variable is set; 0 sets none. Near it the collector runs as often
+	// as it must, whatever GCPercent says.
+	MemoryLimitMiB int
 
 	// Logging.
 	LogLevel  string

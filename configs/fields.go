@@ -81,6 +81,7 @@ var brokerFields = []field{
 	intRange("queueOffsetCacheSize", "1048576", 16, 1<<28, func(b *Broker) *int { return &b.QueueOffsetCacheSize }),
 	intRange("consumeQueueCacheSize", "1048576", 16, 1<<28, func(b *Broker) *int { return &b.ConsumeQueueCacheSize }),
 	intRange("gcPercent", "100", 25, 10000, func(b *Broker) *int { return &b.GCPercent }),
+	intRange("memoryLimitMiB", "0", 0, 1<<30, func(b *Broker) *int { return &b.MemoryLimitMiB }),
 
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(b *Broker) *string { return &b.LogLevel }),
 	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(b *Broker) *string { return &b.LogFormat }),

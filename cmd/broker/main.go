@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -98,9 +99,8 @@ func run(ctx context.Context, o options) error {
 	for _, k := range loaded.UnknownKeys {
 		log.Warn().Str("key", k).Str("file", o.config).Msg("unknown configuration key ignored")
 	}
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(cfg.GCPercent)
-	}
+	gcPercent, memoryLimit := applyGCSettings(cfg, os.Getenv)
+	log.Info().Int("gcPercent", gcPercent).Int64("memoryLimitBytes", memoryLimit).Msg("garbage collector settings")
 	if o.pprofAddr != "" {
 		stopPprof, err := servePprof(o.pprofAddr)
 		if err != nil {
@@ -147,4 +147,24 @@ func servePprof(addr string) (func(), error) {
 		_ = srv.Close()
 		<-done
 	}, nil
+}
+
+// applyGCSettings sets the Go runtime's GC target and soft memory limit
+// from the configuration, each unless its environment variable (GOGC,
+// GOMEMLIMIT) is set and so already in force, and returns the settings in
+// force (a memory limit of math.MaxInt64 is none).
+func applyGCSettings(cfg configs.Broker, getenv func(string) string) (gcPercent int, memoryLimit int64) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(cfg.GCPercent)
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		limit := int64(math.MaxInt64)
+		if cfg.MemoryLimitMiB > 0 {
+			limit = int64(cfg.MemoryLimitMiB) << 20
+		}
+		debug.SetMemoryLimit(limit)
+	}
+	gcPercent = debug.SetGCPercent(-1)
+	debug.SetGCPercent(gcPercent)
+	return gcPercent, debug.SetMemoryLimit(-1)
 }
