@@ -100,7 +100,11 @@ func run(ctx context.Context, o options) error {
 		log.Warn().Str("key", k).Str("file", o.config).Msg("unknown configuration key ignored")
 	}
 	gcPercent, memoryLimit := applyGCSettings(cfg, os.Getenv)
-	log.Info().Int("gcPercent", gcPercent).Int64("memoryLimitBytes", memoryLimit).Msg("garbage collector settings")
+	gcLog := log.Info().Int("gcPercent", gcPercent)
+	if memoryLimit != math.MaxInt64 {
+		gcLog = gcLog.Int64("memoryLimitMiB", memoryLimit>>20)
+	}
+	gcLog.Msg("garbage collector settings")
 	if o.pprofAddr != "" {
 		stopPprof, err := servePprof(o.pprofAddr)
 		if err != nil {
