@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // unhexT decodes a hex literal written with spaces between fields.
@@ -319,6 +320,40 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, m) {
 			t.Fatalf("message %d round trip\n got %+v\nwant %+v", i, got, m)
+		}
+	}
+}
+
+// DecodeOptions.Topics gives the Topic string: it sees exactly the
+// record's topic bytes, its answer is the Topic, and every other field is
+// what a plain decode gives, for V1 and V2 (long-topic) records.
+func TestDecodeTopicsOption(t *testing.T) {
+	var e Encoder
+	for _, topic := range []string{"Orders", strings.Repeat("t", 200)} {
+		m := Message{Topic: topic, QueueID: 3, Body: []byte("body"), Properties: "TAGS\x01a\x02",
+			BornHost: netip.MustParseAddrPort("127.0.0.1:1"), StoreHost: netip.MustParseAddrPort("127.0.0.1:2")}
+		b, err := e.Encode(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		interned := strings.Clone(topic)
+		var saw []string
+		got, err := DecodeWith(b, DecodeOptions{Topics: func(tb []byte) string { saw = append(saw, string(tb)); return interned }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(saw) != 1 || saw[0] != topic {
+			t.Fatalf("Topics called with %q, want once with %q", saw, topic)
+		}
+		if unsafe.StringData(got.Topic) != unsafe.StringData(interned) {
+			t.Fatalf("Topic is not the string Topics returned")
+		}
+		plain, err := Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, plain) {
+			t.Fatalf("with Topics\n got %+v\nwant %+v", got, plain)
 		}
 	}
 }

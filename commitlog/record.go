@@ -298,6 +298,21 @@ func Check(b []byte, verifyCRC bool) (int32, error) {
 type DecodeOptions struct {
 	// VerifyCRC makes the decoder check the body CRC (ErrCRC).
 	VerifyCRC bool
+	// Topics, when set, gives the topic string for the topic's bytes, so
+	// that a caller decoding many records of few topics (the dispatcher)
+	// can hand out one string per topic instead of allocating one per
+	// record. It must return a string equal to its argument and must not
+	// keep the argument, which aliases the record.
+	Topics func(topic []byte) string
+}
+
+// decodeTopic returns the topic string of a record's topic bytes, through
+// topics when it is set.
+func decodeTopic(b []byte, topics func([]byte) string) string {
+	if topics != nil {
+		return topics(b)
+	}
+	return string(b)
 }
 
 // Decode decodes the record starting at b[0] without verifying the body
@@ -308,7 +323,8 @@ func Decode(b []byte) (Message, error) { return DecodeWith(b, DecodeOptions{}) }
 //
 // Message.Body aliases b (it is not copied): keep b alive and unchanged
 // while using it (for a View, until Release). Topic and Properties are
-// copied into new strings (two allocations).
+// copied into new strings (two allocations; Topic none with
+// DecodeOptions.Topics).
 //
 // Errors: ErrBlank (the Message then carries Magic == BlankMagic and
 // StoreSize == the filler's remaining length), ErrTruncated, ErrBadMagic,
@@ -341,7 +357,7 @@ func DecodeWith(b []byte, opts DecodeOptions) (Message, error) {
 		ReconsumeTimes:            int32(be.Uint32(rec[l.reconsume:])),
 		PreparedTransactionOffset: int64(be.Uint64(rec[l.prepared:])),
 		Body:                      rec[l.body : l.body+l.bodyLen : l.body+l.bodyLen],
-		Topic:                     string(rec[l.topic : l.topic+l.topicLen]),
+		Topic:                     decodeTopic(rec[l.topic:l.topic+l.topicLen], opts.Topics),
 		Properties:                string(rec[l.props : l.props+l.propsLen]),
 	}
 	if opts.VerifyCRC {

@@ -24,6 +24,8 @@ import (
 // is exactly as durable and as replayable as the ConsumeQueue. Records of
 // hooked topics are still indexed as normal messages.
 type Hook interface {
+	// Dispatch sees m only during the call: the dispatcher reuses it for
+	// the next record, and its Body aliases the CommitLog.
 	Dispatch(w *pebble.Batch, m *commitlog.Message) error
 }
 
@@ -85,7 +87,18 @@ type Dispatcher struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	// State dispatchBatch reuses from batch to batch; only the loop
+	// goroutine touches it.
+	entries []cq.Dispatch
+	touched map[qkey]int // index into queues
+	queues  []pendingQueue
+	topics  map[string]string // topic names handed to the records' decoder
 }
+
+// maxDispatchTopics bounds the topic names the dispatcher keeps to hand
+// to decoded records; past it the set starts over.
+const maxDispatchTopics = 1 << 16
 
 type dispatchWaiter struct {
 	offset int64
@@ -391,12 +404,24 @@ type pendingQueue struct {
 // MaxBatchRecords, in one Pebble batch. It returns how many records it
 // consumed.
 func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
-	var entries []cq.Dispatch
-	touched := map[qkey]int{} // index into queues
-	var queues []pendingQueue
+	if d.touched == nil {
+		d.touched, d.topics = map[qkey]int{}, map[string]string{}
+	}
+	entries, touched, queues := d.entries[:0], d.touched, d.queues[:0]
+	clear(touched)
+	defer func() {
+		// Keep the room, drop what the records referenced.
+		clear(entries)
+		clear(queues)
+		d.entries, d.queues = entries[:0], queues[:0]
+	}()
+	decode := commitlog.DecodeOptions{Topics: d.topicName}
 	b := d.opts.DB.pdb.NewBatch()
 	defer b.Close()
 	var kb keyBatch
+	// One Message for the batch: handing it to a hook makes it escape, so
+	// one declared per record cost a heap allocation per record.
+	var m commitlog.Message
 	n := 0
 	for n < d.opts.MaxBatchRecords {
 		e, err := r.Next()
@@ -407,7 +432,7 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 			return 0, err
 		}
 		n++
-		m, err := commitlog.Decode(e.Data)
+		m, err = commitlog.DecodeWith(e.Data, decode)
 		if err != nil {
 			return 0, fmt.Errorf("decode record at %d: %w", e.Offset, err)
 		}
@@ -484,6 +509,20 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 	}
 	d.wake(nil)
 	return n, nil
+}
+
+// topicName returns the topic string for a record's topic bytes: the same
+// string for every record of a topic, so that dispatching allocates none.
+func (d *Dispatcher) topicName(b []byte) string {
+	if t, ok := d.topics[string(b)]; ok {
+		return t
+	}
+	if len(d.topics) >= maxDispatchTopics {
+		clear(d.topics)
+	}
+	t := string(b)
+	d.topics[t] = t
+	return t
 }
 
 // tagsCode is the ConsumeQueue tag code of a record: the delivery time for

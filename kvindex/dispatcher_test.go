@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/rs/zerolog"
@@ -293,5 +294,23 @@ func TestDispatcherAdmit(t *testing.T) {
 	unbounded := &Dispatcher{opts: DispatcherOptions{Log: s.log}}
 	if err := unbounded.Admit(ctx, time.Nanosecond); err != nil {
 		t.Fatalf("admit without a bound: %v", err)
+	}
+}
+
+// topicName hands out one string per topic, and starts over past
+// maxDispatchTopics names rather than growing without bound.
+func TestDispatcherTopicNames(t *testing.T) {
+	d := &Dispatcher{topics: map[string]string{}}
+	a := d.topicName([]byte("Orders"))
+	if b := d.topicName([]byte("Orders")); a != "Orders" || unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Fatalf("two records of Orders got %q and %q, not one string", a, b)
+	}
+	for i := 0; i < maxDispatchTopics+10; i++ {
+		if got, want := d.topicName(fmt.Appendf(nil, "T%d", i)), fmt.Sprintf("T%d", i); got != want {
+			t.Fatalf("topic %q for %q", got, want)
+		}
+		if len(d.topics) > maxDispatchTopics {
+			t.Fatalf("%d names kept, bound %d", len(d.topics), maxDispatchTopics)
+		}
 	}
 }
