@@ -113,6 +113,12 @@ type Command struct {
 	// SerializeType is the header encoding used on the wire:
 	// SerializeJSON or SerializeRocketMQ.
 	SerializeType byte
+	// ReleaseBody, when set, is called once the Body is no longer needed
+	// by a server Conn's Send: after the frame was written to the socket
+	// or copied into the event loop's buffer, or at once when Send fails.
+	// A handler that builds its Body in a pooled buffer returns it to the
+	// pool here. The client side does not call it. Never sent.
+	ReleaseBody func()
 }
 
 // IsResponse reports whether c is a response (flag bit 0).

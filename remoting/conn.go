@@ -58,8 +58,10 @@ type Conn struct {
 	// slices are the previous batch's, reused to avoid allocations.
 	outq      [][]byte
 	outBufs   []*[]byte
+	outBodies []func() // ReleaseBody of the queued commands that have one
 	spareQ    [][]byte
 	spareBufs []*[]byte
+	spareRel  []func()
 	flushing  bool
 	flushFn   gnet.AsyncCallback
 }
@@ -199,21 +201,26 @@ func (c *Conn) Reply(req, resp *Command) error {
 // in one writev: the first Send of a batch wakes the loop, later ones only
 // append.
 func (c *Conn) Send(cmd *Command) error {
+	release := cmd.ReleaseBody
 	bp := c.srv.getBuffer()
 	b, err := appendFramePrefix((*bp)[:0], cmd)
 	if err != nil {
 		c.srv.putBuffer(bp)
+		releaseBody(release)
 		return fmt.Errorf("send to %s: %w", c, err)
 	}
 	inline := len(cmd.Body) <= inlineBodyMax
 	if inline {
 		b = append(b, cmd.Body...)
+		releaseBody(release) // copied
+		release = nil
 	}
 	*bp = b
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		c.srv.putBuffer(bp)
+		releaseBody(release)
 		return ErrConnClosed
 	}
 	if !c.flushing {
@@ -221,6 +228,7 @@ func (c *Conn) Send(cmd *Command) error {
 		// loop (and its poller) is still running.
 		if err := c.gc.Wake(c.flushFn); err != nil {
 			c.srv.putBuffer(bp)
+			releaseBody(release)
 			return fmt.Errorf("send to %s: %w", c, err)
 		}
 		c.flushing = true
@@ -230,8 +238,18 @@ func (c *Conn) Send(cmd *Command) error {
 		c.outq = append(c.outq, cmd.Body)
 	}
 	c.outBufs = append(c.outBufs, bp)
+	if release != nil {
+		c.outBodies = append(c.outBodies, release)
+	}
 	c.touch()
 	return nil
+}
+
+// releaseBody calls a command's ReleaseBody, if it has one.
+func releaseBody(release func()) {
+	if release != nil {
+		release()
+	}
 }
 
 // maxIovecs bounds one writev call (Linux allows 1024 vectors).
@@ -242,9 +260,9 @@ const maxIovecs = 512
 // its outbound buffer, so the frame buffers can be reused right after.
 func (c *Conn) flush(gc gnet.Conn, _ error) error {
 	c.mu.Lock()
-	q, bufs := c.outq, c.outBufs
-	c.outq, c.outBufs = c.spareQ, c.spareBufs
-	c.spareQ, c.spareBufs = nil, nil
+	q, bufs, bodies := c.outq, c.outBufs, c.outBodies
+	c.outq, c.outBufs, c.outBodies = c.spareQ, c.spareBufs, c.spareRel
+	c.spareQ, c.spareBufs, c.spareRel = nil, nil, nil
 	c.flushing = false
 	closed := c.closed
 	c.mu.Unlock()
@@ -258,14 +276,20 @@ func (c *Conn) flush(gc gnet.Conn, _ error) error {
 			rest = rest[n:]
 		}
 	}
+	// Writev has written what the socket took and copied the rest into
+	// gnet's outbound buffer: no queued byte is referenced any more.
 	for _, bp := range bufs {
 		c.srv.putBuffer(bp)
 	}
+	for _, release := range bodies {
+		release()
+	}
 	clear(q)
 	clear(bufs)
+	clear(bodies)
 	c.mu.Lock()
 	if c.spareQ == nil {
-		c.spareQ, c.spareBufs = q[:0], bufs[:0]
+		c.spareQ, c.spareBufs, c.spareRel = q[:0], bufs[:0], bodies[:0]
 	}
 	c.mu.Unlock()
 	return nil

@@ -718,3 +718,97 @@ func TestClientPool(t *testing.T) {
 		t.Fatalf("after Close: %v", err)
 	}
 }
+
+// A response body with ReleaseBody is released exactly once, and only when
+// no byte of it is needed any more: each release overwrites its buffer and
+// hands it to the next response, so a body still queued or being written
+// when it was released would reach a client with another response's
+// bytes. Bodies above and below the inline size, from many goroutines.
+func TestReleaseBodyAfterTheWrite(t *testing.T) {
+	var mu sync.Mutex
+	var free [][]byte
+	var released, built atomic.Int64
+	mux := NewMux()
+	mux.HandleFunc(SendMessage, func(_ context.Context, conn *Conn, req *Command) {
+		n, _ := strconv.Atoi(req.ExtFields["n"])
+		size := 100 + n%3*(inlineBodyMax+1000) // inline, one vector, a larger one
+		mu.Lock()
+		var buf []byte
+		if k := len(free); k > 0 {
+			buf, free = free[k-1][:0], free[:k-1]
+		}
+		mu.Unlock()
+		for len(buf) < size {
+			buf = append(buf, byte(n), byte(n>>8))
+		}
+		resp := NewResponse(req, Success, "")
+		resp.ExtFields = req.ExtFields
+		resp.Body = buf[:size]
+		var once atomic.Bool
+		resp.ReleaseBody = func() {
+			if !once.CompareAndSwap(false, true) {
+				t.Errorf("body of request %d released twice", n)
+			}
+			for i := range buf {
+				buf[i] = 0xEE
+			}
+			released.Add(1)
+			mu.Lock()
+			free = append(free, buf)
+			mu.Unlock()
+		}
+		built.Add(1)
+		_ = conn.Reply(req, resp)
+	})
+	s, _ := startServer(t, ServerConfig{Workers: 8}, mux)
+	c := dialServer(t, s, ClientOptions{})
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 100 {
+				n := g*100 + i
+				resp, err := c.Invoke(testCtx(t), NewRequest(SendMessage, map[string]string{"n": strconv.Itoa(n)}, nil))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				size := 100 + n%3*(inlineBodyMax+1000)
+				if len(resp.Body) != size {
+					t.Errorf("request %d: body of %d bytes, want %d", n, len(resp.Body), size)
+					return
+				}
+				for j := 0; j < size; j += 2 {
+					if resp.Body[j] != byte(n) || (j+1 < size && resp.Body[j+1] != byte(n>>8)) {
+						t.Errorf("request %d: byte %d is %#x: the body was reused before it was written", n, j, resp.Body[j])
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	waitFor(t, "every body released", func() bool { return released.Load() == built.Load() })
+}
+
+// A send that cannot go out releases the body at once.
+func TestReleaseBodyWhenTheSendFails(t *testing.T) {
+	conn := make(chan *Conn, 1)
+	mux := NewMux()
+	mux.HandleFunc(SendMessage, func(_ context.Context, c *Conn, req *Command) { conn <- c })
+	s, _ := startServer(t, ServerConfig{}, mux)
+	c := dialServer(t, s, ClientOptions{})
+	if err := c.InvokeOneway(testCtx(t), NewRequest(SendMessage, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	sc := <-conn
+	_ = c.Close()
+	waitFor(t, "the server to see the close", sc.Closed)
+	var released atomic.Int32
+	resp := &Command{Code: Success, Body: make([]byte, 2*inlineBodyMax), ReleaseBody: func() { released.Add(1) }}
+	if err := sc.Send(resp); err == nil {
+		t.Fatal("send on a closed connection succeeded")
+	}
+	if released.Load() != 1 {
+		t.Fatalf("released %d times, want once", released.Load())
+	}
+}
