@@ -34,6 +34,8 @@ type Broker struct {
 	// busyLog reports refused sends at most once per second: under flow
 	// control thousands may be refused a second.
 	busyLog zerolog.Logger
+	// bodies recycles pull and pop response bodies.
+	bodies bodyPool
 	// admitSlots bounds the sends waiting for dispatch (see admitted).
 	admitSlots chan struct{}
 	storeHost  netip.AddrPort

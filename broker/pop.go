@@ -193,7 +193,14 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 	res, err := b.popSvc.Pop(pop.PopRequest{
 		Group: p.group, Topic: p.topic, QueueID: p.queueID, MaxMsgNums: int(max(p.maxMsgNums, 1)),
 		InvisibleTime: p.invisibleTime, InitMode: p.initMode, Order: p.order, AttemptID: p.attemptID, Filter: filter,
+		Body: b.bodies.get(0),
 	})
+	sent := false
+	defer func() {
+		if !sent {
+			b.bodies.put(res.Body)
+		}
+	}()
 	if err != nil {
 		b.log.Error().Err(err).Str("group", p.group).Str("topic", p.topic).Msg("pop failed")
 		return remoting.NewResponse(req, remoting.SystemError, "pop failed: "+err.Error())
@@ -235,7 +242,8 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 	}
 	resp.ExtFields = h
 	if code == remoting.Success {
-		resp.Body = res.Body
+		b.bodies.attach(resp, res.Body)
+		sent = true
 		b.stats.recordGet(len(res.Records))
 	}
 	return resp

@@ -173,7 +173,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	rh.SetInt32("groupSysFlag", int32(gc.GroupSysFlag))
 	resp.ExtFields = rh
 	if code == remoting.Success {
-		resp.Body = r.body
+		b.bodies.attach(resp, r.body)
 		b.stats.recordGet(r.count)
 	}
 	return resp

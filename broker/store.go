@@ -156,7 +156,7 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 					// for larger or later ones (the ConsumeQueue may have
 					// grown since, so the count is at least one).
 					n := max(1, min(int64(maxNums), r.maxOffset-e.QueueOffset))
-					r.body = make([]byte, 0, min(int64(maxBytes), int64(e.Size)*n))
+					r.body = b.bodies.get(int(min(int64(maxBytes), int64(e.Size)*n)))
 				}
 				r.body = append(r.body, rec...)
 				r.count++

@@ -27,6 +27,10 @@ type PopRequest struct {
 	AttemptID string
 	// Filter selects messages of Topic (pop-retry topics take all).
 	Filter Filter
+	// Body, when set, is a buffer the result's Body is built in (from its
+	// start; it grows by reallocation when too small), so that a caller
+	// can recycle response bodies.
+	Body []byte
 }
 
 // PopResult is what a pop returns: the response body records and the
@@ -95,7 +99,7 @@ func (res *PopResult) finish() {
 }
 
 func (s *Service) pop(req PopRequest) (PopResult, error) {
-	res := PopResult{PopTime: s.now(), InvisibleTime: req.InvisibleTime}
+	res := PopResult{PopTime: s.now(), InvisibleTime: req.InvisibleTime, Body: req.Body[:0]}
 	if req.Order {
 		res.ReviveQID = OrderReviveQueue
 	}
