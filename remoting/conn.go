@@ -303,6 +303,7 @@ func (c *Conn) Oneway(cmd *Command) error {
 	req := *cmd
 	req.Opaque = c.srv.nextOpaque()
 	req.Flag = (req.Flag | FlagOneway) &^ FlagResponse
+	req.ReleaseBody = nil // a body shared by many sends is not one send's to release
 	return c.Send(&req)
 }
 
@@ -317,6 +318,7 @@ func (c *Conn) Request(ctx context.Context, cmd *Command) (*Command, error) {
 	cmd = &req
 	cmd.Opaque = c.srv.nextOpaque()
 	cmd.Flag &^= FlagResponse | FlagOneway
+	cmd.ReleaseBody = nil // the caller's command, which it may send again
 	ch := make(chan *Command, 1)
 	c.mu.Lock()
 	if c.closed {

@@ -246,9 +246,17 @@ func TestOnewayIsNotAnswered(t *testing.T) {
 }
 
 func TestServerToClientRequest(t *testing.T) {
+	// Request and Oneway send copies: the caller's ReleaseBody is its own.
+	var released atomic.Int32
+	t.Cleanup(func() {
+		if n := released.Load(); n != 0 {
+			t.Errorf("the copies' sends released the callers' bodies %d times", n)
+		}
+	})
 	mux := NewMux()
 	mux.HandleFunc(HeartBeat, func(ctx context.Context, conn *Conn, req *Command) {
 		check := NewRequest(CheckTransactionState, map[string]string{"msgId": "M1"}, nil)
+		check.ReleaseBody = func() { released.Add(1) }
 		answer, err := conn.Request(ctx, check)
 		if check.Opaque != 0 || check.Flag != 0 {
 			t.Errorf("Request changed the caller's command: %v", check)
@@ -290,6 +298,7 @@ func TestServerToClientRequest(t *testing.T) {
 	}
 	<-notified // the transaction check of the heartbeat above
 	note := NewRequest(NotifyConsumerIDsChanged, map[string]string{"consumerGroup": "G"}, nil)
+	note.ReleaseBody = func() { released.Add(1) }
 	for _, conn := range s.Conns() {
 		if err := conn.Oneway(note); err != nil {
 			t.Fatal(err)
