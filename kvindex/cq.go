@@ -77,8 +77,9 @@ type touchedQueue struct {
 	first int64 // the batch's first offset written to it, -1 for none
 }
 
-// maxReusedTouched bounds the queue count of a putBatch map kept for the
-// next batch: clearing a map costs its size, not its contents.
+// maxReusedTouched bounds the queue count of a per-batch map (putBatch's,
+// the dispatcher's) kept for the next batch: clearing a map costs its
+// size, not its contents.
 const maxReusedTouched = 4096
 
 // DefaultCQTopicStates is how many topics' emptiness CQ remembers.

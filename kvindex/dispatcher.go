@@ -123,7 +123,8 @@ func NewDispatcher(opts DispatcherOptions) (*Dispatcher, error) {
 		}
 		opts.DelayLevels = lv
 	}
-	d := &Dispatcher{opts: opts, log: opts.Logger.With().Str("component", "dispatcher").Logger(), keys: opts.DB.KeyIndex()}
+	d := &Dispatcher{opts: opts, log: opts.Logger.With().Str("component", "dispatcher").Logger(), keys: opts.DB.KeyIndex(),
+		touched: map[qkey]int{}, topics: map[string]string{}}
 	if kv, ok := opts.Store.(*CQ); ok && kv.db == opts.DB {
 		d.kv = kv
 	}
@@ -404,11 +405,12 @@ type pendingQueue struct {
 // MaxBatchRecords, in one Pebble batch. It returns how many records it
 // consumed.
 func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
-	if d.touched == nil {
-		d.touched, d.topics = map[qkey]int{}, map[string]string{}
+	if len(d.touched) > maxReusedTouched {
+		d.touched = map[qkey]int{} // clearing a map costs its size, as in CQ.putBatch
+	} else {
+		clear(d.touched)
 	}
 	entries, touched, queues := d.entries[:0], d.touched, d.queues[:0]
-	clear(touched)
 	defer func() {
 		// Keep the room, drop what the records referenced.
 		clear(entries)
