@@ -54,6 +54,12 @@ func FuzzDecode(f *testing.F) {
 		if int(m.StoreSize) > len(b) || n != m.StoreSize {
 			t.Fatalf("size %d (Check %d) of %d bytes", m.StoreSize, n, len(b))
 		}
+		// Handing out the topic through DecodeOptions.Topics (as the
+		// dispatcher does) decodes the same record.
+		named, err := DecodeWith(b, DecodeOptions{VerifyCRC: true, Topics: func(tb []byte) string { return string(tb) }})
+		if err != nil || !reflect.DeepEqual(named, m) {
+			t.Fatalf("with Topics: %+v, %v; without: %+v", named, err, m)
+		}
 		// A record that decodes re-encodes to the same bytes, unless it
 		// uses encodings Encode normalizes (V2 for a short topic is kept via
 		// Magic; IPv4-mapped IPv6 hosts become IPv4; port bits above 16 are

@@ -552,6 +552,17 @@ func TestReadCheckpointsMatchesPointReads(t *testing.T) {
 		t.Fatalf("the test expects 6 of its names to exist, %d do", found)
 	}
 
+	// A checkpoint value that does not decode is an error naming it, not
+	// an absent checkpoint (which revive would delete as an orphan).
+	bad := checkpointKey(nil, "g", "T", 1, 20, 1020)
+	if err := db.pdb.Set(bad, []byte{1, 2, 3}, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	err = s.ReadCheckpoints("g", "T", 1, []CheckpointName{{16, 1016}, {20, 1020}}, func(int, Checkpoint, bool) error { return nil })
+	if !errors.Is(err, ErrBadKey) || !strings.Contains(err.Error(), "g/T/1@20") {
+		t.Fatalf("undecodable checkpoint: %v, want ErrBadKey naming g/T/1@20", err)
+	}
+
 	stop := errors.New("stop")
 	calls := 0
 	err = s.ReadCheckpoints("g", "T", 1, names, func(int, Checkpoint, bool) error { calls++; return stop })
