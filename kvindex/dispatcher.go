@@ -94,6 +94,7 @@ type Dispatcher struct {
 	touched map[qkey]int // index into queues
 	queues  []pendingQueue
 	topics  map[string]string // topic names handed to the records' decoder
+	decode  commitlog.DecodeOptions
 }
 
 // maxDispatchTopics bounds the topic names the dispatcher keeps to hand
@@ -125,6 +126,7 @@ func NewDispatcher(opts DispatcherOptions) (*Dispatcher, error) {
 	}
 	d := &Dispatcher{opts: opts, log: opts.Logger.With().Str("component", "dispatcher").Logger(), keys: opts.DB.KeyIndex(),
 		touched: map[qkey]int{}, topics: map[string]string{}}
+	d.decode = commitlog.DecodeOptions{Topics: d.topicName}
 	if kv, ok := opts.Store.(*CQ); ok && kv.db == opts.DB {
 		d.kv = kv
 	}
@@ -417,7 +419,6 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 		clear(queues)
 		d.entries, d.queues = entries[:0], queues[:0]
 	}()
-	decode := commitlog.DecodeOptions{Topics: d.topicName}
 	b := d.opts.DB.pdb.NewBatch()
 	defer b.Close()
 	var kb keyBatch
@@ -434,7 +435,7 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 			return 0, err
 		}
 		n++
-		m, err = commitlog.DecodeWith(e.Data, decode)
+		m, err = commitlog.DecodeWith(e.Data, d.decode)
 		if err != nil {
 			return 0, fmt.Errorf("decode record at %d: %w", e.Offset, err)
 		}
