@@ -228,6 +228,7 @@ func (b *Broker) processDeleteGroup(_ context.Context, _ *remoting.Conn, req *re
 	if err := b.groups.Delete(group); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
+	b.resets.forgetGroup(group)
 	if h.OptBool("cleanOffset", false) {
 		if err := b.offsets.DeleteGroup(group); err != nil {
 			return remoting.NewResponse(req, remoting.SystemError, err.Error())

@@ -56,6 +56,8 @@ type Broker struct {
 	holds    *pullHolds
 	popSvc   *pop.Service
 	popHolds *popHolds
+	// resets are offset resets the pull consumers have not seen yet.
+	resets   offsetResets
 	stats    *stats
 	register *registrar
 	uniq     *uniqIDGen

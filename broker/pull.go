@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -138,6 +139,11 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		sub = s
 	}
 
+	if off, ok := b.resets.take(p.group, p.topic, p.queueID); ok {
+		// Before the offset the client commits with this pull: that is
+		// the offset the reset replaces.
+		return b.pullResetAnswer(req, p, tc.TopicSysFlag, gc.GroupSysFlag, off)
+	}
 	r, err := b.getMessages(p.topic, p.queueID, p.queueOffset, int(p.maxMsgNums), int(p.maxMsgBytes), sub)
 	if err != nil {
 		b.log.Error().Err(err).Str("topic", p.topic).Int32("queue", p.queueID).Msg("pull read failed")
@@ -176,5 +182,29 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		b.bodies.attach(resp, r.body)
 		b.stats.recordGet(r.count)
 	}
+	return resp
+}
+
+// pullResetAnswer answers a pull of a queue whose offset an administrator
+// reset since the client's last pull: PULL_OFFSET_MOVED with the new
+// offset as nextBeginOffset, as RocketMQ answers its OFFSET_RESET status.
+// Clients drop what they hold of the queue and continue from there.
+func (b *Broker) pullResetAnswer(req *remoting.Command, p pullHeader, topicSysFlag, groupSysFlag int, offset int64) *remoting.Command {
+	minOff, err1 := b.cqs.MinOffset(p.topic, p.queueID)
+	maxOff, err2 := b.cqs.MaxOffset(p.topic, p.queueID)
+	if err := errors.Join(err1, err2); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	b.log.Info().Str("group", p.group).Str("topic", p.topic).Int32("queue", p.queueID).Int64("from", p.queueOffset).
+		Int64("to", offset).Msg("pull told of an offset reset")
+	resp := remoting.NewResponse(req, remoting.PullOffsetMoved, fmt.Sprintf("the queue was reset to start from %d", offset))
+	rh := remoting.Header{}
+	rh.SetInt64("nextBeginOffset", offset)
+	rh.SetInt64("minOffset", minOff)
+	rh.SetInt64("maxOffset", maxOff)
+	rh.SetInt64("suggestWhichBrokerId", 0)
+	rh.SetInt32("topicSysFlag", int32(topicSysFlag))
+	rh.SetInt32("groupSysFlag", int32(groupSysFlag))
+	resp.ExtFields = rh
 	return resp
 }

@@ -37,6 +37,7 @@ func (b *Broker) routes() {
 	handle(remoting.GetAllSubscriptionGroupConfig, b.processGetAllGroups)
 	handle(remoting.GetSubscriptionGroupConfig, b.processGetGroup)
 	handle(remoting.DeleteSubscriptionGroup, b.processDeleteGroup)
+	handle(remoting.InvokeBrokerToResetOffset, b.processResetOffset)
 	handle(remoting.GetBrokerRuntimeInfo, b.processRuntimeInfo)
 	handle(remoting.CheckpointIndex, b.processCheckpoint)
 	handle(remoting.PopMessage, b.processPop)

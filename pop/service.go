@@ -242,14 +242,21 @@ func (s *Service) reviveTopic(topic, group string) string {
 }
 
 // committed moves the group's committed offset of a queue to the smallest
-// offset still in flight, or to fallback when none is. The caller holds
-// the queue's lock and commits b.
+// offset still in flight, or to fallback (the first offset not consumed:
+// this pop's first, or the pop position) when that is smaller. The caller
+// holds the queue's lock and commits b.
+//
+// Without offset resets every in-flight offset is at or above the
+// committed one and below the position, so the smaller of the two is the
+// smallest in flight. A reset breaks either half: moved back, messages
+// popped before it are in flight above the new position (the committed
+// offset must not jump up to them); moved forward, they are in flight
+// below the new committed offset, which must not fall back to them.
 func (s *Service) committed(b *kvindex.PopBatch, group, topic string, queueID int32, fallback int64) error {
 	cur, has, err := s.cfg.Offsets.Get(group, topic, queueID)
 	if err != nil {
 		return err
 	}
-	// Every in-flight offset is at or above the committed one.
 	from := int64(0)
 	if has {
 		from = max(cur, 0)
@@ -258,8 +265,11 @@ func (s *Service) committed(b *kvindex.PopBatch, group, topic string, queueID in
 	if err != nil {
 		return err
 	}
-	if !ok {
+	if !ok || fallback < off {
 		off = fallback
+	}
+	if has && off < cur {
+		off = cur
 	}
 	if has && cur == off {
 		return nil

@@ -1,0 +1,232 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// offsetResets are the offset resets a group's pull consumers have not
+// seen yet, RocketMQ 5's server-side reset (useServerSideResetOffset, its
+// default): a reset sets the committed offset at once, and the next pull
+// of each reset queue is answered PULL_OFFSET_MOVED with the new offset,
+// which a client takes as its own; until then the client's offset commits
+// for that queue are ignored, so a client still holding the old offset in
+// memory cannot undo the reset. Like RocketMQ's table it lives in memory
+// only: a reset not yet seen by a pull is lost with a restart of the
+// broker (the committed offset it set stays).
+type offsetResets struct {
+	// pending counts entries, so the pull path skips the lock when none
+	// is waiting (the common case).
+	pending atomic.Int64
+	mu      sync.Mutex
+	byQueue map[resetKey]int64
+}
+
+type resetKey struct {
+	group, topic string
+	queueID      int32
+}
+
+// assign records a reset of one queue, replacing an earlier one.
+func (r *offsetResets) assign(group, topic string, queueID int32, offset int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byQueue == nil {
+		r.byQueue = make(map[resetKey]int64)
+	}
+	k := resetKey{group, topic, queueID}
+	if _, ok := r.byQueue[k]; !ok {
+		r.pending.Add(1)
+	}
+	r.byQueue[k] = offset
+}
+
+// has reports whether a reset of the queue waits for its next pull.
+func (r *offsetResets) has(group, topic string, queueID int32) bool {
+	if r.pending.Load() == 0 {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.byQueue[resetKey{group, topic, queueID}]
+	return ok
+}
+
+// take removes and returns the queue's waiting reset.
+func (r *offsetResets) take(group, topic string, queueID int32) (int64, bool) {
+	if r.pending.Load() == 0 {
+		return 0, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := resetKey{group, topic, queueID}
+	off, ok := r.byQueue[k]
+	if ok {
+		delete(r.byQueue, k)
+		r.pending.Add(-1)
+	}
+	return off, ok
+}
+
+// forgetGroup drops a deleted group's waiting resets.
+func (r *offsetResets) forgetGroup(group string) {
+	if r.pending.Load() == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.byQueue {
+		if k.group == group {
+			delete(r.byQueue, k)
+			r.pending.Add(-1)
+		}
+	}
+}
+
+// resetRequest is an INVOKE_BROKER_TO_RESET_OFFSET header.
+type resetRequest struct {
+	topic, group string
+	// queueID is -1 for every queue of the topic.
+	queueID int32
+	// offset, when >= 0 with a queueID, is the target itself; otherwise
+	// the target is found by timestamp (-1 or any negative: the end of
+	// the queue).
+	offset    int64
+	timestamp int64
+}
+
+func parseResetRequest(req *remoting.Command) (resetRequest, error) {
+	h := remoting.Header(req.ExtFields)
+	var r resetRequest
+	var err error
+	if r.topic, err = h.String("topic"); err != nil {
+		return r, err
+	}
+	if r.group, err = h.String("group"); err != nil {
+		return r, err
+	}
+	if r.queueID, err = h.OptInt32("queueId", -1); err != nil {
+		return r, err
+	}
+	if r.offset, err = h.OptInt64("offset", -1); err != nil {
+		return r, err
+	}
+	// isForce is read by RocketMQ's older client-side reset only; the
+	// server-side reset moves every queue to the target either way.
+	if r.queueID >= 0 && r.offset >= 0 {
+		r.timestamp, err = h.OptInt64("timestamp", -1)
+	} else {
+		r.timestamp, err = h.Int64("timestamp")
+	}
+	return r, err
+}
+
+// processResetOffset answers INVOKE_BROKER_TO_RESET_OFFSET (mqadmin
+// resetOffsetByTime, resetOffsetByQueueId): the group's committed offsets
+// of the topic's queues (or of one queue) move to the offset of a store
+// time, the end of the queue (timestamp -1) or a given offset, its pop
+// positions with them; live pull consumers learn it from their next pull
+// (see offsetResets). The body lists the queues and their new offsets.
+func (b *Broker) processResetOffset(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	r, err := parseResetRequest(req)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, "bad reset offset request header: "+err.Error())
+	}
+	tc, ok, err := b.topicConfig(r.topic)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if !ok {
+		return remoting.NewResponse(req, remoting.TopicNotExist, "Topic "+r.topic+" does not exist")
+	}
+	gc, err := b.groupConfig(r.group, false)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if gc.GroupName == "" {
+		return remoting.NewResponse(req, remoting.SubscriptionGroupNotExist, "Group "+r.group+" does not exist")
+	}
+	if r.queueID >= int32(tc.ReadQueueNums) {
+		return remoting.NewResponse(req, remoting.InvalidParameter,
+			fmt.Sprintf("queueId %d is not a queue of %s (%d queues)", r.queueID, r.topic, tc.ReadQueueNums))
+	}
+	targets, err := b.resetTargets(r, tc.ReadQueueNums)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	table := make(map[adminbody.MessageQueue]int64, len(targets))
+	for q, off := range targets {
+		if err := b.resetQueue(r.group, r.topic, q, off); err != nil {
+			b.log.Error().Err(err).Str("group", r.group).Str("topic", r.topic).Int32("queue", q).Msg("reset offset failed")
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+		table[adminbody.MessageQueue{BrokerName: b.cfg.BrokerName, QueueID: q, Topic: r.topic}] = off
+	}
+	b.log.Info().Str("group", r.group).Str("topic", r.topic).Int32("queue", r.queueID).Int64("timestamp", r.timestamp).
+		Int64("offset", r.offset).Stringer("by", conn.RemoteAddr()).Int("queues", len(targets)).Msg("consumer offsets reset")
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	resp.Body = adminbody.EncodeResetOffset(table)
+	return resp
+}
+
+// resetTargets computes the new offset of each queue a reset names.
+func (b *Broker) resetTargets(r resetRequest, queues int) (map[int32]int64, error) {
+	out := make(map[int32]int64)
+	if r.queueID >= 0 && r.offset >= 0 {
+		lo, err := b.cqs.MinOffset(r.topic, r.queueID)
+		if err != nil {
+			return nil, err
+		}
+		hi, err := b.cqs.MaxOffset(r.topic, r.queueID)
+		if err != nil {
+			return nil, err
+		}
+		if r.offset < lo || r.offset > hi {
+			return nil, fmt.Errorf("target offset %d not in consume queue range [%d-%d]", r.offset, lo, hi)
+		}
+		out[r.queueID] = r.offset
+		return out, nil
+	}
+	first, last := int32(0), int32(queues-1)
+	if r.queueID >= 0 {
+		first, last = r.queueID, r.queueID
+	}
+	for q := first; q <= last; q++ {
+		var off int64
+		var err error
+		if r.timestamp < 0 {
+			off, err = b.cqs.MaxOffset(r.topic, q)
+		} else {
+			off, err = b.cqs.OffsetByTime(r.topic, q, r.timestamp, cq.Lower)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("offset of %s/%d at %d: %w", r.topic, q, r.timestamp, err)
+		}
+		out[q] = max(off, 0)
+	}
+	return out, nil
+}
+
+// resetQueue moves one queue of a group: the committed offset (durable),
+// then the pop position when the group pops the queue, else a reset
+// waiting for the next pull, whose held pulls are woken to answer it now.
+func (b *Broker) resetQueue(group, topic string, queueID int32, offset int64) error {
+	if err := b.offsets.Set(group, topic, queueID, offset); err != nil {
+		return err
+	}
+	popped, err := b.popSvc.ResetOffset(group, topic, queueID, offset)
+	if err != nil {
+		return err
+	}
+	if !popped {
+		b.resets.assign(group, topic, queueID, offset)
+	}
+	b.notifier.Notify(topic, queueID)
+	return nil
+}
