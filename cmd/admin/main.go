@@ -9,6 +9,7 @@
 //	admin topicRoute   -n 127.0.0.1:9876 -t TopicA
 //	admin clusterList  -n 127.0.0.1:9876
 //	admin brokerStatus -b 127.0.0.1:10911
+//	admin resetOffsetByTime -n 127.0.0.1:9876 -g GroupA -t TopicA -s 2026-11-30#12:00:00:000
 package main
 
 import (
@@ -55,7 +56,7 @@ func newRoot(out io.Writer) *cobra.Command {
 	pf.StringVarP(&g.namesrv, "namesrv", "n", "127.0.0.1:9876", "name server address")
 	pf.DurationVar(&g.timeout, "timeout", 60*time.Second, "timeout of one request")
 	root.AddCommand(createTopicsCmd(g), updateTopicCmd(g), deleteTopicCmd(g), topicListCmd(g),
-		topicRouteCmd(g), clusterListCmd(g), brokerStatusCmd(g))
+		topicRouteCmd(g), clusterListCmd(g), brokerStatusCmd(g), resetOffsetCmd(g))
 	return root
 }
 

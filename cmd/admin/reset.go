@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/namesrv"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// resetOffsetCmd is mqadmin's resetOffsetByTime: it asks every broker
+// holding the topic (or the one given with -b) to move the group's
+// consumer offsets to the first message stored at or after a time.
+func resetOffsetCmd(g *globals) *cobra.Command {
+	var group, topic, at string
+	var queue int32
+	var offset int64
+	cmd := &cobra.Command{
+		Use:   "resetOffsetByTime",
+		Short: "move a consumer group's offsets of a topic to a store time, the end (-s -1) or one queue's offset (-q, -o)",
+		Long: `resetOffsetByTime moves a consumer group's committed offsets of a topic on every
+broker of the topic (from the name server's route; -b names one broker instead).
+Running consumers take the new offsets at their next pull.
+
+  -s now | -1 (the end of each queue) | milliseconds since the epoch |
+     yyyy-MM-dd#HH:mm:ss:SSS (local time, as mqadmin) | RFC 3339`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ts, err := parseResetTime(at, time.Now())
+			if err != nil {
+				return err
+			}
+			if (queue >= 0) != (offset >= 0) {
+				return fmt.Errorf("-q and -o go together")
+			}
+			addrs := []string{g.broker}
+			if !cmd.Flags().Changed("broker") {
+				if addrs, err = g.masters(cmd.Context(), topic); err != nil {
+					return err
+				}
+			}
+			h := remoting.Header{"group": group, "topic": topic, "isForce": "true"}
+			h.SetInt64("timestamp", ts)
+			if queue >= 0 {
+				h.SetInt32("queueId", queue)
+				h.SetInt64("offset", offset)
+			}
+			return resetOn(cmd, g, addrs, h)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&group, "group", "g", "", "consumer group")
+	f.StringVarP(&topic, "topic", "t", "", "topic")
+	f.StringVarP(&at, "timestamp", "s", "", "where to move to (see above)")
+	f.Int32VarP(&queue, "queue", "q", -1, "only this queue (with -o)")
+	f.Int64VarP(&offset, "offset", "o", -1, "the queue's new offset (with -q)")
+	for _, name := range []string{"group", "topic"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	return cmd
+}
+
+// resetOn sends the reset to each broker and prints the new offsets.
+func resetOn(cmd *cobra.Command, g *globals, addrs []string, h remoting.Header) error {
+	type row struct {
+		q   adminbody.MessageQueue
+		off int64
+	}
+	var rows []row
+	for _, addr := range addrs {
+		resp, err := g.invoke(cmd.Context(), addr, remoting.InvokeBrokerToResetOffset, h, nil)
+		if err != nil {
+			return err
+		}
+		table, err := adminbody.DecodeResetOffset(resp.Body)
+		if err != nil {
+			return fmt.Errorf("answer of %s: %w", addr, err)
+		}
+		for q, off := range table {
+			rows = append(rows, row{q, off})
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].q.BrokerName != rows[j].q.BrokerName {
+			return rows[i].q.BrokerName < rows[j].q.BrokerName
+		}
+		return rows[i].q.QueueID < rows[j].q.QueueID
+	})
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "%-24s %-8s %s\n", "#brokerName", "#queueId", "#offset")
+	for _, r := range rows {
+		fmt.Fprintf(out, "%-24s %-8d %d\n", r.q.BrokerName, r.q.QueueID, r.off)
+	}
+	return nil
+}
+
+// masters returns the master address of every broker group holding topic.
+func (g *globals) masters(ctx context.Context, topic string) ([]string, error) {
+	resp, err := g.invoke(ctx, g.namesrv, remoting.GetRouteInfoByTopic, remoting.Header{"topic": topic}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("route of %s: %w", topic, err)
+	}
+	var route namesrv.TopicRouteData
+	if err := json.Unmarshal(resp.Body, &route); err != nil {
+		return nil, fmt.Errorf("decode route of %s: %w", topic, err)
+	}
+	var addrs []string
+	for _, bd := range route.BrokerDatas {
+		if a, ok := bd.BrokerAddrs[0]; ok {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("route of %s names no master broker", topic)
+	}
+	sort.Strings(addrs)
+	return addrs, nil
+}
+
+// parseResetTime reads -s: "now", -1, milliseconds since the epoch,
+// mqadmin's yyyy-MM-dd#HH:mm:ss:SSS in local time, or RFC 3339.
+func parseResetTime(s string, now time.Time) (int64, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "":
+		return 0, fmt.Errorf("-s is required: now, -1, milliseconds, yyyy-MM-dd#HH:mm:ss:SSS or RFC 3339")
+	case s == "now":
+		return now.UnixMilli(), nil
+	}
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if ms < -1 {
+			return 0, fmt.Errorf("-s %d: want -1 or a time", ms)
+		}
+		return ms, nil
+	}
+	if t, ok := parseMQAdminTime(s); ok {
+		return t.UnixMilli(), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UnixMilli(), nil
+	}
+	return 0, fmt.Errorf("-s %q: want now, -1, milliseconds, yyyy-MM-dd#HH:mm:ss:SSS or RFC 3339", s)
+}
+
+// parseMQAdminTime reads yyyy-MM-dd#HH:mm:ss:SSS in local time (Go's
+// layouts take a fraction of a second only after a '.' or ',').
+func parseMQAdminTime(s string) (time.Time, bool) {
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 || len(s)-i-1 != 3 {
+		return time.Time{}, false
+	}
+	ms, err := strconv.Atoi(s[i+1:])
+	if err != nil || ms < 0 {
+		return time.Time{}, false
+	}
+	t, err := time.ParseInLocation("2006-01-02#15:04:05", s[:i], time.Local)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.Add(time.Duration(ms) * time.Millisecond), true
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// adminClient connects a raw Remoting client to addr for the test's setup.
+func adminClient(t *testing.T, addr string) *remoting.Client {
+	t.Helper()
+	c, err := remoting.Dial(context.Background(), addr, remoting.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func mustInvoke(t *testing.T, c *remoting.Client, code int32, ext map[string]string, body []byte) *remoting.Command {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.Invoke(ctx, remoting.NewRequest(code, ext, body))
+	if err != nil || resp.Code != remoting.Success {
+		t.Fatalf("request %d: %v %+v", code, err, resp)
+	}
+	return resp
+}
+
+func TestResetOffsetByTime(t *testing.T) {
+	ns, br := startCluster(t)
+	if _, err := run(t, "updateTopic", "-b", br, "-t", "RT", "-r", "2", "-w", "2"); err != nil {
+		t.Fatal(err)
+	}
+	c := adminClient(t, br)
+	send := func(q int) {
+		mustInvoke(t, c, remoting.SendMessageV2, map[string]string{"a": "pg", "b": "RT", "c": "TBW102", "d": "2",
+			"e": strconv.Itoa(q), "f": "0", "g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": ""}, []byte("m"))
+	}
+	for range 3 {
+		send(0)
+	}
+	send(1)
+	mustInvoke(t, c, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"rg"}`))
+
+	offsetOf := func(q int) string {
+		resp := mustInvoke(t, c, remoting.QueryConsumerOffset, map[string]string{"consumerGroup": "rg", "topic": "RT",
+			"queueId": strconv.Itoa(q), "setZeroIfNotFound": "false"}, nil)
+		return resp.ExtFields["offset"]
+	}
+	// Through the name server's route; the broker registers with it at start.
+	deadline := time.Now().Add(10 * time.Second)
+	var out string
+	var err error
+	for {
+		out, err = run(t, "resetOffsetByTime", "-n", ns, "-g", "rg", "-t", "RT", "-s", "-1")
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[1], " 3") || !strings.HasSuffix(lines[2], " 1") {
+		t.Fatalf("output of a reset to the end:\n%s", out)
+	}
+	if offsetOf(0) != "3" || offsetOf(1) != "1" {
+		t.Fatalf("committed offsets %s %s after a reset to the end", offsetOf(0), offsetOf(1))
+	}
+	// One broker, one queue, one offset.
+	if out, err = run(t, "resetOffsetByTime", "-b", br, "-g", "rg", "-t", "RT", "-s", "now", "-q", "0", "-o", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if offsetOf(0) != "1" || offsetOf(1) != "1" || strings.Count(out, "\n") != 2 {
+		t.Fatalf("after a reset of queue 0 to 1: %s %s\n%s", offsetOf(0), offsetOf(1), out)
+	}
+	// A time before everything: the start of each queue.
+	if _, err = run(t, "resetOffsetByTime", "-b", br, "-g", "rg", "-t", "RT", "-s", "2000-01-01#00:00:00:000"); err != nil {
+		t.Fatal(err)
+	}
+	if offsetOf(0) != "0" || offsetOf(1) != "0" {
+		t.Fatalf("committed offsets %s %s after a reset to 2000", offsetOf(0), offsetOf(1))
+	}
+	for _, args := range [][]string{
+		{"-s", "yesterday"},
+		{"-s", "now", "-q", "0"},
+		{"-s", "-1", "-t", "NoSuchTopic"},
+	} {
+		base := []string{"resetOffsetByTime", "-b", br, "-g", "rg", "-t", "RT"}
+		if _, err := run(t, append(base, args...)...); err == nil {
+			t.Errorf("resetOffsetByTime %v succeeded", args)
+		}
+	}
+}
+
+func TestParseResetTime(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_123)
+	local := time.Date(2026, 11, 30, 12, 0, 1, 2_000_000, time.Local).UnixMilli()
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"now", now.UnixMilli(), true},
+		{"-1", -1, true},
+		{"1700000000000", 1_700_000_000_000, true},
+		{"2026-11-30#12:00:01:002", local, true},
+		{"2026-11-30T12:00:01.002Z", time.Date(2026, 11, 30, 12, 0, 1, 2_000_000, time.UTC).UnixMilli(), true},
+		{"", 0, false},
+		{"-2", 0, false},
+		{"2026-11-30 12:00", 0, false},
+	} {
+		got, err := parseResetTime(tc.in, now)
+		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
+			t.Errorf("parseResetTime(%q) = %d, %v; want %d ok=%v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
