@@ -16,6 +16,8 @@ var fuzzCodes = []int32{
 	remoting.QueryMessage, remoting.ViewMessageByID, remoting.UpdateAndCreateTopic,
 	remoting.UpdateAndCreateTopicList, remoting.UpdateAndCreateSubscriptionGroup, remoting.QueryConsumerOffset,
 	remoting.UpdateConsumerOffset, remoting.SearchOffsetByTimestamp, remoting.GetConsumerListByGroup,
+	remoting.GetTopicStatsInfo, remoting.GetConsumeStats, remoting.GetConsumerConnectionList,
+	remoting.GetProducerConnectionList, remoting.QueryTopicConsumeByWho,
 }
 
 // FuzzRequests sends arbitrary header fields and bodies to every processor
@@ -29,6 +31,7 @@ func FuzzRequests(f *testing.F) {
 	f.Add(uint8(5), "", []byte(`{"consumerGroup":"g","clientId":"c","mqSet":[{"topic":"T","queueId":-1}]}`))
 	f.Add(uint8(7), "offset=-5;group=g;delayLevel=99", []byte(nil))
 	f.Add(uint8(11), "", []byte(`{"topicConfigList":[{"topicName":"x","readQueueNums":-1}]}`))
+	f.Add(uint8(18), "consumerGroup=g;topicList=[a, ,b];topic=", []byte(nil))
 	b := startTestBroker(f, nil)
 	c, err := remoting.Dial(context.Background(), b.Addr(), remoting.ClientOptions{})
 	if err != nil {
