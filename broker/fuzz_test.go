@@ -17,6 +17,8 @@ var fuzzCodes = []int32{
 	remoting.UpdateAndCreateTopicList, remoting.UpdateAndCreateSubscriptionGroup, remoting.QueryConsumerOffset,
 	remoting.UpdateConsumerOffset, remoting.SearchOffsetByTimestamp, remoting.GetConsumerListByGroup,
 	remoting.InvokeBrokerToResetOffset,
+	remoting.GetTopicStatsInfo, remoting.GetConsumeStats, remoting.GetConsumerConnectionList,
+	remoting.GetProducerConnectionList, remoting.QueryTopicConsumeByWho,
 }
 
 // FuzzRequests sends arbitrary header fields and bodies to every processor
@@ -31,6 +33,7 @@ func FuzzRequests(f *testing.F) {
 	f.Add(uint8(7), "offset=-5;group=g;delayLevel=99", []byte(nil))
 	f.Add(uint8(11), "", []byte(`{"topicConfigList":[{"topicName":"x","readQueueNums":-1}]}`))
 	f.Add(uint8(17), "group=g;topic=T;timestamp=-1;queueId=0;offset=5", []byte(nil))
+	f.Add(uint8(19), "consumerGroup=g;topicList=[a, ,b];topic=", []byte(nil))
 	b := startTestBroker(f, nil)
 	c, err := remoting.Dial(context.Background(), b.Addr(), remoting.ClientOptions{})
 	if err != nil {

@@ -1,15 +1,20 @@
 // Command admin is rocketkv's small mqadmin: topic and broker
 // administration over the Remoting protocol, including bulk topic creation
-// (10,000 topics x 100 queues in one request per chunk).
+// (10,000 topics x 100 queues in one request per chunk), the queue and
+// consumer views of mqadmin topicStatus, consumerProgress and
+// consumerConnection, and its resetOffsetByTime.
 //
-//	admin createTopics -b 127.0.0.1:10911 --prefix Scale --count 10000 --queues 100
-//	admin updateTopic  -b 127.0.0.1:10911 -t TopicA -r 8 -w 8
-//	admin deleteTopic  -b 127.0.0.1:10911 -t TopicA
-//	admin topicList    -n 127.0.0.1:9876
-//	admin topicRoute   -n 127.0.0.1:9876 -t TopicA
-//	admin clusterList  -n 127.0.0.1:9876
-//	admin brokerStatus -b 127.0.0.1:10911
-//	admin resetOffsetByTime -n 127.0.0.1:9876 -g GroupA -t TopicA -s 2026-11-30#12:00:00:000
+//	admin createTopics       -b 127.0.0.1:10911 --prefix Scale --count 10000 --queues 100
+//	admin updateTopic        -b 127.0.0.1:10911 -t TopicA -r 8 -w 8
+//	admin deleteTopic        -b 127.0.0.1:10911 -t TopicA
+//	admin topicList          -n 127.0.0.1:9876
+//	admin topicRoute         -n 127.0.0.1:9876 -t TopicA
+//	admin clusterList        -n 127.0.0.1:9876
+//	admin brokerStatus       -b 127.0.0.1:10911
+//	admin topicStatus        -b 127.0.0.1:10911 -t TopicA
+//	admin consumerProgress   -b 127.0.0.1:10911 -g GroupA [-t TopicA]
+//	admin consumerConnection -b 127.0.0.1:10911 -g GroupA
+//	admin resetOffsetByTime  -n 127.0.0.1:9876 -g GroupA -t TopicA -s 2026-11-30#12:00:00:000
 package main
 
 import (
@@ -56,7 +61,8 @@ func newRoot(out io.Writer) *cobra.Command {
 	pf.StringVarP(&g.namesrv, "namesrv", "n", "127.0.0.1:9876", "name server address")
 	pf.DurationVar(&g.timeout, "timeout", 60*time.Second, "timeout of one request")
 	root.AddCommand(createTopicsCmd(g), updateTopicCmd(g), deleteTopicCmd(g), topicListCmd(g),
-		topicRouteCmd(g), clusterListCmd(g), brokerStatusCmd(g), resetOffsetCmd(g))
+		topicRouteCmd(g), clusterListCmd(g), brokerStatusCmd(g), topicStatusCmd(g), consumerProgressCmd(g),
+		consumerConnectionCmd(g), resetOffsetCmd(g))
 	return root
 }
 

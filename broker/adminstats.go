@@ -1,0 +1,413 @@
+package broker
+
+// Statistics and connection queries of the admin tools: mqadmin
+// topicStatus, consumerProgress, consumerConnection, producerConnection,
+// topicConsumeByWho and the RocketMQ dashboard ask a broker these.
+//
+// TopicStatsTable and ConsumeStats are written in fastjson's object-keyed
+// map form (internal/adminbody); the connection and group list bodies are
+// plain JSON with properties in alphabetical order, as fastjson writes
+// them.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// requiredField reads a header field that must be present and not empty;
+// otherwise it returns the SYSTEM_ERROR response naming the field.
+func requiredField(req *remoting.Command, key string) (string, *remoting.Command) {
+	v, err := remoting.Header(req.ExtFields).String(key)
+	if err != nil {
+		return "", remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if v == "" {
+		return "", remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("header field %q: empty", key))
+	}
+	return v, nil
+}
+
+// storeTimeAt returns the store time (ms) of the message at a queue offset.
+// ok is false when the queue does not hold that offset, or its record went
+// with a deleted CommitLog segment.
+func (b *Broker) storeTimeAt(topic string, queueID int32, offset int64) (ts int64, ok bool, err error) {
+	entries, err := b.cqs.Get(topic, queueID, offset, 1)
+	if err != nil {
+		return 0, false, fmt.Errorf("read %s/%d at %d: %w", topic, queueID, offset, err)
+	}
+	if len(entries) == 0 {
+		return 0, false, nil
+	}
+	if ts := entries[0].StoreTimestamp; ts > 0 {
+		return ts, true, nil
+	}
+	// The file ConsumeQueue keeps no store time: read the record.
+	ts, err = b.storeTimeOf(entries[0].PhyOffset, entries[0].Size)
+	if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("store time of %s/%d at %d: %w", topic, queueID, offset, err)
+	}
+	return ts, true, nil
+}
+
+// processTopicStats answers GET_TOPIC_STATS_INFO: the offset range of every
+// queue of a topic and the store time of its newest message.
+func (b *Broker) processTopicStats(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic, bad := requiredField(req, "topic")
+	if bad != nil {
+		return bad
+	}
+	tc, ok, err := b.topicConfig(topic)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("read config of topic %s: %v", topic, err))
+	}
+	if !ok {
+		return remoting.NewResponse(req, remoting.TopicNotExist, "topic["+topic+"] not exist")
+	}
+	table := make(map[adminbody.MessageQueue]adminbody.TopicOffset)
+	for q := int32(0); q < int32(max(tc.WriteQueueNums, tc.ReadQueueNums)); q++ {
+		off, err := b.topicOffset(topic, q)
+		if err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+		table[adminbody.MessageQueue{BrokerName: b.cfg.BrokerName, QueueID: q, Topic: topic}] = off
+	}
+	// The broker counts puts per broker, not per topic: no topic rate to
+	// report.
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	resp.Body = adminbody.EncodeTopicStats(table, 0)
+	return resp
+}
+
+// topicOffset is one queue's row of a TopicStatsTable. The last update
+// time is that of the message at maxOffset-1, 0 when the queue is empty or
+// no longer holds that message (RocketMQ's store answers -1 there).
+func (b *Broker) topicOffset(topic string, q int32) (adminbody.TopicOffset, error) {
+	minOff, err := b.cqs.MinOffset(topic, q)
+	if err != nil {
+		return adminbody.TopicOffset{}, fmt.Errorf("min offset of %s/%d: %w", topic, q, err)
+	}
+	maxOff, err := b.cqs.MaxOffset(topic, q)
+	if err != nil {
+		return adminbody.TopicOffset{}, fmt.Errorf("max offset of %s/%d: %w", topic, q, err)
+	}
+	out := adminbody.TopicOffset{MinOffset: max(minOff, 0), MaxOffset: max(maxOff, 0)}
+	if out.MaxOffset > 0 {
+		ts, _, err := b.storeTimeAt(topic, q, out.MaxOffset-1)
+		if err != nil {
+			return adminbody.TopicOffset{}, err
+		}
+		out.LastUpdateTimestamp = ts
+	}
+	return out, nil
+}
+
+// processConsumeStats answers GET_CONSUME_STATS: per queue of the selected
+// topics, the queue's end and the group's committed offset.
+func (b *Broker) processConsumeStats(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	group, bad := requiredField(req, "consumerGroup")
+	if bad != nil {
+		return bad
+	}
+	topics, err := b.consumeStatsTopics(group, remoting.Header(req.ExtFields))
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	table := make(map[adminbody.MessageQueue]adminbody.OffsetWrapper)
+	for _, topic := range topics {
+		tc, ok, err := b.topicConfig(topic)
+		if err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("read config of topic %s: %v", topic, err))
+		}
+		if !ok {
+			b.log.Warn().Str("group", group).Str("topic", topic).Msg("consume stats: topic does not exist, skipped")
+			continue
+		}
+		if err := b.addConsumeStats(table, group, topic, tc.ReadQueueNums); err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+	}
+	// No per-group consume rate is counted.
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	resp.Body = adminbody.EncodeConsumeStats(table, 0)
+	return resp
+}
+
+// consumeStatsTopics selects the topics of a GET_CONSUME_STATS request:
+// topicList when given (exactly those), else topic, else every topic the
+// group committed offsets on. Without a topicList, a group with live
+// subscriptions keeps only the topics it subscribes to.
+func (b *Broker) consumeStatsTopics(group string, h remoting.Header) ([]string, error) {
+	if list := splitTopicList(h.OptString("topicList", "")); len(list) > 0 {
+		return list, nil
+	}
+	var topics []string
+	if t := h.OptString("topic", ""); t != "" {
+		topics = []string{t}
+	} else {
+		var err error
+		if topics, err = b.topicsWithOffsets(group); err != nil {
+			return nil, err
+		}
+	}
+	subscribed, live := b.clients.subscribedTopics(group)
+	if !live {
+		return topics, nil
+	}
+	kept := topics[:0]
+	for _, t := range topics {
+		if subscribed[t] {
+			kept = append(kept, t)
+		}
+	}
+	return kept, nil
+}
+
+// splitTopicList reads topicList: topics separated by commas. Blanks are
+// dropped; a list written as Java's List.toString ("[a, b]") reads the
+// same (topic names cannot hold brackets or commas).
+func splitTopicList(s string) []string {
+	s = strings.TrimSpace(s)
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	var out []string
+	for _, t := range strings.Split(s, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// topicsWithOffsets returns the topics a group committed offsets on,
+// sorted (the offset keys are ordered by group, then topic).
+func (b *Broker) topicsWithOffsets(group string) ([]string, error) {
+	var topics []string
+	err := b.offsets.Each(group, func(u kvindex.OffsetUpdate) bool {
+		if len(topics) == 0 || topics[len(topics)-1] != u.Topic {
+			topics = append(topics, u.Topic)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list offsets of group %s: %w", group, err)
+	}
+	return topics, nil
+}
+
+// addConsumeStats adds the rows of one topic's read queues to table.
+// rocketkv keeps no pull offset apart from the committed one, so
+// pullOffset (RocketMQ's max of the two) is the committed offset.
+func (b *Broker) addConsumeStats(table map[adminbody.MessageQueue]adminbody.OffsetWrapper, group, topic string, queues int) error {
+	for q := int32(0); q < int32(queues); q++ {
+		brokerOff, err := b.cqs.MaxOffset(topic, q)
+		if err != nil {
+			return fmt.Errorf("max offset of %s/%d: %w", topic, q, err)
+		}
+		consumerOff, _, err := b.offsets.Get(group, topic, q)
+		if err != nil {
+			return fmt.Errorf("offset of %s on %s/%d: %w", group, topic, q, err)
+		}
+		w := adminbody.OffsetWrapper{BrokerOffset: max(brokerOff, 0), ConsumerOffset: max(consumerOff, 0)}
+		w.PullOffset = w.ConsumerOffset
+		if w.ConsumerOffset > 0 {
+			if w.LastTimestamp, _, err = b.storeTimeAt(topic, q, w.ConsumerOffset-1); err != nil {
+				return err
+			}
+		}
+		table[adminbody.MessageQueue{BrokerName: b.cfg.BrokerName, QueueID: q, Topic: topic}] = w
+	}
+	return nil
+}
+
+// connectionInfo is RocketMQ's Connection: one client connection of a
+// group. Fields are in fastjson's (alphabetical) order.
+type connectionInfo struct {
+	ClientAddr string `json:"clientAddr"`
+	ClientID   string `json:"clientId"`
+	Language   string `json:"language"`
+	Version    int32  `json:"version"`
+}
+
+// subscriptionInfo is RocketMQ's SubscriptionData as the broker holds it.
+type subscriptionInfo struct {
+	ClassFilterMode bool     `json:"classFilterMode"`
+	CodeSet         []int64  `json:"codeSet"`
+	ExpressionType  string   `json:"expressionType"`
+	SubString       string   `json:"subString"`
+	SubVersion      int64    `json:"subVersion"`
+	TagsSet         []string `json:"tagsSet"`
+	Topic           string   `json:"topic"`
+}
+
+// consumerConnection is the body of GET_CONSUMER_CONNECTION_LIST.
+type consumerConnection struct {
+	ConnectionSet     []connectionInfo            `json:"connectionSet"`
+	ConsumeFromWhere  string                      `json:"consumeFromWhere"`
+	ConsumeType       string                      `json:"consumeType"`
+	MessageModel      string                      `json:"messageModel"`
+	SubscriptionTable map[string]subscriptionInfo `json:"subscriptionTable"`
+}
+
+// processConsumerConnection answers GET_CONSUMER_CONNECTION_LIST: a
+// group's live clients and subscriptions.
+func (b *Broker) processConsumerConnection(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	group, bad := requiredField(req, "consumerGroup")
+	if bad != nil {
+		return bad
+	}
+	cc, ok := b.clients.consumerConnection(group)
+	if !ok {
+		return remoting.NewResponse(req, remoting.ConsumerNotOnline, "the consumer group["+group+"] not online")
+	}
+	return jsonResponse(req, cc)
+}
+
+// processProducerConnection answers GET_PRODUCER_CONNECTION_LIST.
+func (b *Broker) processProducerConnection(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	group, bad := requiredField(req, "producerGroup")
+	if bad != nil {
+		return bad
+	}
+	conns, ok := b.clients.producerConnections(group)
+	if !ok {
+		return remoting.NewResponse(req, remoting.SystemError, "the producer group["+group+"] not exist")
+	}
+	return jsonResponse(req, struct {
+		ConnectionSet []connectionInfo `json:"connectionSet"`
+	}{conns})
+}
+
+// processTopicConsumeByWho answers QUERY_TOPIC_CONSUME_BY_WHO: the groups
+// subscribed to a topic now and those with offsets committed on it.
+func (b *Broker) processTopicConsumeByWho(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic, bad := requiredField(req, "topic")
+	if bad != nil {
+		return bad
+	}
+	groups := map[string]bool{}
+	for _, g := range b.clients.groupsSubscribedTo(topic) {
+		groups[g] = true
+	}
+	if err := b.groupsWithOffsetsOn(topic, groups); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	list := make([]string, 0, len(groups))
+	for g := range groups {
+		list = append(list, g)
+	}
+	sort.Strings(list)
+	return jsonResponse(req, struct {
+		GroupList []string `json:"groupList"`
+	}{list})
+}
+
+// groupsWithOffsetsOn adds to groups every group with an offset committed
+// on topic. Offset keys lead with the group (kvindex/doc.go, keyspace
+// 0x30), so this scans every committed offset of the broker: acceptable for
+// an admin call, as DELETE_TOPIC_IN_BROKER does.
+func (b *Broker) groupsWithOffsetsOn(topic string, groups map[string]bool) error {
+	err := b.offsets.Each("", func(u kvindex.OffsetUpdate) bool {
+		if u.Topic == topic {
+			groups[u.Group] = true
+		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("scan consumer offsets for topic %s: %w", topic, err)
+	}
+	return nil
+}
+
+// connection describes a client channel for the admin tools.
+func (c *clientChannel) connection() connectionInfo {
+	return connectionInfo{ClientAddr: c.conn.RemoteAddr().String(), ClientID: c.clientID, Language: c.language, Version: c.version}
+}
+
+// sortedConnections describes channels, ordered by client id.
+func sortedConnections(channels map[string]*clientChannel) []connectionInfo {
+	out := make([]connectionInfo, 0, len(channels))
+	for _, c := range channels {
+		out = append(out, c.connection())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ClientID < out[j].ClientID })
+	return out
+}
+
+// info describes a subscription as RocketMQ's SubscriptionData, tags and
+// codes sorted.
+func (s *subscription) info() subscriptionInfo {
+	tags, codes := s.tagList(), s.codeList()
+	sort.Strings(tags)
+	sort.Slice(codes, func(i, j int) bool { return codes[i] < codes[j] })
+	return subscriptionInfo{CodeSet: codes, ExpressionType: s.ExprType, SubString: s.SubString,
+		SubVersion: s.SubVersion, TagsSet: tags, Topic: s.Topic}
+}
+
+// consumerConnection describes a group with live clients; ok is false for
+// a group without any.
+func (m *clientManager) consumerConnection(group string) (consumerConnection, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.consumers[group]
+	if g == nil || len(g.channels) == 0 {
+		return consumerConnection{}, false
+	}
+	subs := make(map[string]subscriptionInfo, len(g.subs))
+	for topic, s := range g.subs {
+		subs[topic] = s.info()
+	}
+	return consumerConnection{ConnectionSet: sortedConnections(g.channels), ConsumeFromWhere: g.consumeFromWhere,
+		ConsumeType: g.consumeType, MessageModel: g.messageModel, SubscriptionTable: subs}, true
+}
+
+// producerConnections describes the live clients of a producer group; ok
+// is false when the group has none.
+func (m *clientManager) producerConnections(group string) ([]connectionInfo, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.producers[group]
+	if len(g) == 0 {
+		return nil, false
+	}
+	return sortedConnections(g), true
+}
+
+// subscribedTopics returns the topics a group subscribes to; live is false
+// when the group has no subscription (no live client, or clients that sent
+// none).
+func (m *clientManager) subscribedTopics(group string) (topics map[string]bool, live bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.consumers[group]
+	if g == nil || len(g.subs) == 0 {
+		return nil, false
+	}
+	topics = make(map[string]bool, len(g.subs))
+	for t := range g.subs {
+		topics[t] = true
+	}
+	return topics, true
+}
+
+// groupsSubscribedTo returns the live groups subscribed to a topic.
+func (m *clientManager) groupsSubscribedTo(topic string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for name, g := range m.consumers {
+		if _, ok := g.subs[topic]; ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}

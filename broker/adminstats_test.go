@@ -1,0 +1,384 @@
+package broker
+
+import (
+	"encoding/json"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// statsFixture is a topic Stats with 4 write and 3 read queues holding 3,
+// 1, 0 and 2 messages, a topic Other with one message, and the store time
+// of each message.
+type statsFixture struct {
+	b      *testBroker
+	c      *remoting.Client
+	stored [][]int64 // store timestamps of Stats by queue, then offset
+	other  int64     // store timestamp of Other's message
+}
+
+func newStatsFixture(t *testing.T, overrides map[string]string) *statsFixture {
+	t.Helper()
+	b := startTestBroker(t, overrides)
+	c := b.client(nil)
+	createTopic(t, c, "Stats", 3, 4)
+	createTopic(t, c, "Other", 1, 1)
+	f := &statsFixture{b: b, c: c}
+	for q, n := range []int{3, 1, 0, 2} {
+		var times []int64
+		for i := 0; i < n; i++ {
+			times = append(times, f.storeTime(t, mustSend(t, c, "Stats", int32(q), "m"+strconv.Itoa(i), "")))
+		}
+		f.stored = append(f.stored, times)
+	}
+	f.other = f.storeTime(t, mustSend(t, c, "Other", 0, "o", ""))
+	b.caughtUp()
+	return f
+}
+
+// createTopic creates a topic with its queue numbers.
+func createTopic(t *testing.T, c *remoting.Client, topic string, read, write int) {
+	t.Helper()
+	r := call(t, c, remoting.UpdateAndCreateTopic, map[string]string{
+		"topic": topic, "defaultTopic": "TBW102", "readQueueNums": strconv.Itoa(read),
+		"writeQueueNums": strconv.Itoa(write), "perm": "6", "topicFilterType": "SINGLE_TAG",
+	}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("create %s: %d %s", topic, r.Code, r.Remark)
+	}
+}
+
+// storeTime reads the store time of a sent message from its record,
+// found by the CommitLog offset its message id carries.
+func (f *statsFixture) storeTime(t *testing.T, sent *remoting.Command) int64 {
+	t.Helper()
+	_, phy, err := commitlog.ParseMessageID(sent.ExtFields["msgId"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := call(t, f.c, remoting.ViewMessageByID, map[string]string{"offset": strconv.FormatInt(phy, 10)}, nil)
+	msgs := decodeRecords(t, r.Body)
+	if r.Code != remoting.Success || len(msgs) != 1 || msgs[0].StoreTimestamp <= 0 {
+		t.Fatalf("view message at %d: code %d, %d messages", phy, r.Code, len(msgs))
+	}
+	return msgs[0].StoreTimestamp
+}
+
+// commit commits a consumer offset and fails unless it was accepted.
+func commit(t *testing.T, c *remoting.Client, group, topic string, q int32, offset int64) {
+	t.Helper()
+	r := call(t, c, remoting.UpdateConsumerOffset, map[string]string{
+		"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(int(q)), "commitOffset": strconv.FormatInt(offset, 10),
+	}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("commit %s %s/%d: %d %s", group, topic, q, r.Code, r.Remark)
+	}
+}
+
+// heartbeatBody is a HEART_BEAT body: one client in a producer group and a
+// consumer group subscribed to topics (topic -> expression).
+func heartbeatBody(clientID, producerGroup, consumerGroup string, subs map[string]string) []byte {
+	var sd []string
+	for topic, expr := range subs {
+		sd = append(sd, `{"topic":"`+topic+`","subString":"`+expr+`","subVersion":42,"expressionType":"TAG"}`)
+	}
+	prod := ""
+	if producerGroup != "" {
+		prod = `{"groupName":"` + producerGroup + `"}`
+	}
+	cons := ""
+	if consumerGroup != "" {
+		cons = `{"groupName":"` + consumerGroup + `","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING",` +
+			`"consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","subscriptionDataSet":[` + strings.Join(sd, ",") + `]}`
+	}
+	return []byte(`{"clientID":"` + clientID + `","producerDataSet":[` + prod + `],"consumerDataSet":[` + cons + `]}`)
+}
+
+func heartbeat(t *testing.T, c *remoting.Client, body []byte) {
+	t.Helper()
+	if r := call(t, c, remoting.HeartBeat, nil, body); r.Code != remoting.Success {
+		t.Fatalf("heartbeat: %d %s", r.Code, r.Remark)
+	}
+}
+
+func mq(b *testBroker, topic string, q int32) adminbody.MessageQueue {
+	return adminbody.MessageQueue{BrokerName: b.cfg.BrokerName, QueueID: q, Topic: topic}
+}
+
+func TestTopicStatsInfo(t *testing.T) {
+	// The file ConsumeQueue keeps no store times: they come from the
+	// CommitLog.
+	for _, storeType := range []string{"kv", "file"} {
+		t.Run(storeType, func(t *testing.T) { testTopicStatsInfo(t, storeType) })
+	}
+}
+
+func testTopicStatsInfo(t *testing.T, storeType string) {
+	f := newStatsFixture(t, map[string]string{"storeType": storeType})
+	r := call(t, f.c, remoting.GetTopicStatsInfo, map[string]string{"topic": "Stats"}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("topic stats: %d %s", r.Code, r.Remark)
+	}
+	table, tps, err := adminbody.DecodeTopicStats(r.Body)
+	if err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+	// max(write 4, read 3) queues.
+	want := map[adminbody.MessageQueue]adminbody.TopicOffset{}
+	for q, ts := range f.stored {
+		off := adminbody.TopicOffset{MaxOffset: int64(len(ts))}
+		if len(ts) > 0 {
+			off.LastUpdateTimestamp = ts[len(ts)-1]
+		}
+		want[mq(f.b, "Stats", int32(q))] = off
+	}
+	if !reflect.DeepEqual(table, want) || tps != 0 {
+		t.Fatalf("topic stats %+v tps %v, want %+v", table, tps, want)
+	}
+}
+
+func TestTopicStatsInfoRawBody(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	createTopic(t, c, "One", 1, 1)
+	r := call(t, c, remoting.GetTopicStatsInfo, map[string]string{"topic": "One"}, nil)
+	want := `{"offsetTable":{{"brokerName":"` + b.cfg.BrokerName + `","queueId":0,"topic":"One"}:` +
+		`{"lastUpdateTimestamp":0,"maxOffset":0,"minOffset":0}},"topicPutTps":0.0}`
+	if r.Code != remoting.Success || string(r.Body) != want {
+		t.Fatalf("body %d %s\nwant %s", r.Code, r.Body, want)
+	}
+	r = call(t, c, remoting.GetTopicStatsInfo, map[string]string{"topic": "Nope"}, nil)
+	if r.Code != remoting.TopicNotExist || r.Remark != "topic[Nope] not exist" {
+		t.Fatalf("unknown topic: %d %q", r.Code, r.Remark)
+	}
+}
+
+// consumeStats asks GET_CONSUME_STATS and decodes the answer.
+func consumeStats(t *testing.T, c *remoting.Client, ext map[string]string) map[adminbody.MessageQueue]adminbody.OffsetWrapper {
+	t.Helper()
+	r := call(t, c, remoting.GetConsumeStats, ext, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("consume stats %v: %d %s", ext, r.Code, r.Remark)
+	}
+	table, tps, err := adminbody.DecodeConsumeStats(r.Body)
+	if err != nil || tps != 0 {
+		t.Fatalf("decode %s: tps %v, %v", r.Body, tps, err)
+	}
+	return table
+}
+
+// topicsOf returns the sorted distinct topics of a table.
+func topicsOf(table map[adminbody.MessageQueue]adminbody.OffsetWrapper) string {
+	seen := map[string]bool{}
+	var out []string
+	for q := range table {
+		if !seen[q.Topic] {
+			seen[q.Topic] = true
+			out = append(out, q.Topic)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
+func TestConsumeStats(t *testing.T) {
+	f := newStatsFixture(t, nil)
+	commit(t, f.c, "cg", "Stats", 0, 2)
+	commit(t, f.c, "cg", "Stats", 1, 1)
+	commit(t, f.c, "cg", "Other", 0, 1)
+	table := consumeStats(t, f.c, map[string]string{"consumerGroup": "cg", "topic": "Stats"})
+	// Read queues only (3 of 4); queue 2 has neither messages nor an
+	// offset.
+	want := map[adminbody.MessageQueue]adminbody.OffsetWrapper{
+		mq(f.b, "Stats", 0): {BrokerOffset: 3, ConsumerOffset: 2, PullOffset: 2, LastTimestamp: f.stored[0][1]},
+		mq(f.b, "Stats", 1): {BrokerOffset: 1, ConsumerOffset: 1, PullOffset: 1, LastTimestamp: f.stored[1][0]},
+		mq(f.b, "Stats", 2): {},
+	}
+	if !reflect.DeepEqual(table, want) {
+		t.Fatalf("consume stats %+v\nwant %+v", table, want)
+	}
+	other := consumeStats(t, f.c, map[string]string{"consumerGroup": "cg", "topic": "Other"})
+	wantOther := map[adminbody.MessageQueue]adminbody.OffsetWrapper{
+		mq(f.b, "Other", 0): {BrokerOffset: 1, ConsumerOffset: 1, PullOffset: 1, LastTimestamp: f.other},
+	}
+	if !reflect.DeepEqual(other, wantOther) {
+		t.Fatalf("Other: %+v\nwant %+v", other, wantOther)
+	}
+}
+
+func TestConsumeStatsTopicSelection(t *testing.T) {
+	f := newStatsFixture(t, nil)
+	commit(t, f.c, "cg", "Stats", 0, 2)
+	commit(t, f.c, "cg", "Other", 0, 1)
+	for _, tc := range []struct {
+		ext  map[string]string
+		want string
+	}{
+		{map[string]string{"consumerGroup": "cg"}, "Other,Stats"}, // topics with offsets
+		{map[string]string{"consumerGroup": "cg", "topic": "Other"}, "Other"},
+		{map[string]string{"consumerGroup": "cg", "topicList": "Stats"}, "Stats"},
+		{map[string]string{"consumerGroup": "cg", "topicList": "Stats,Nope, Other", "topic": "Other"}, "Other,Stats"},
+		{map[string]string{"consumerGroup": "cg", "topicList": "", "topic": "Stats"}, "Stats"},
+		{map[string]string{"consumerGroup": "cg", "topic": "Nope"}, ""},
+		{map[string]string{"consumerGroup": "nobody"}, ""},
+	} {
+		if got := topicsOf(consumeStats(t, f.c, tc.ext)); got != tc.want {
+			t.Errorf("%v: topics %q, want %q", tc.ext, got, tc.want)
+		}
+	}
+	// A group with live subscriptions keeps the topics it subscribes to,
+	// unless the request names a topic list.
+	heartbeat(t, f.b.client(nil), heartbeatBody("10.0.0.1@1", "", "cg", map[string]string{"Other": "*"}))
+	for _, tc := range []struct {
+		ext  map[string]string
+		want string
+	}{
+		{map[string]string{"consumerGroup": "cg"}, "Other"},
+		{map[string]string{"consumerGroup": "cg", "topic": "Stats"}, ""},
+		{map[string]string{"consumerGroup": "cg", "topicList": "Stats"}, "Stats"},
+	} {
+		if got := topicsOf(consumeStats(t, f.c, tc.ext)); got != tc.want {
+			t.Errorf("subscribed to Other, %v: topics %q, want %q", tc.ext, got, tc.want)
+		}
+	}
+}
+
+// wireConsumerConnection decodes GET_CONSUMER_CONNECTION_LIST as the admin
+// tools read it.
+type wireConsumerConnection struct {
+	ConnectionSet []struct {
+		ClientAddr string `json:"clientAddr"`
+		ClientID   string `json:"clientId"`
+		Language   string `json:"language"`
+		Version    int32  `json:"version"`
+	} `json:"connectionSet"`
+	ConsumeFromWhere  string `json:"consumeFromWhere"`
+	ConsumeType       string `json:"consumeType"`
+	MessageModel      string `json:"messageModel"`
+	SubscriptionTable map[string]struct {
+		ClassFilterMode bool     `json:"classFilterMode"`
+		CodeSet         []int64  `json:"codeSet"`
+		ExpressionType  string   `json:"expressionType"`
+		SubString       string   `json:"subString"`
+		SubVersion      int64    `json:"subVersion"`
+		TagsSet         []string `json:"tagsSet"`
+		Topic           string   `json:"topic"`
+	} `json:"subscriptionTable"`
+}
+
+func TestConsumerConnectionList(t *testing.T) {
+	b := startTestBroker(t, nil)
+	admin := b.client(nil)
+	consumer := b.client(nil)
+	heartbeat(t, consumer, heartbeatBody("10.0.0.1@7", "", "cg", map[string]string{"HB": "b || a", "All": "*"}))
+	r := call(t, admin, remoting.GetConsumerConnectionList, map[string]string{"consumerGroup": "cg"}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("consumer connection: %d %s", r.Code, r.Remark)
+	}
+	var cc wireConsumerConnection
+	if err := json.Unmarshal(r.Body, &cc); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+	if len(cc.ConnectionSet) != 1 {
+		t.Fatalf("connections %s", r.Body)
+	}
+	conn := cc.ConnectionSet[0]
+	if conn.ClientID != "10.0.0.1@7" || conn.ClientAddr != consumer.LocalAddr().String() ||
+		conn.Language != remoting.DefaultLanguage || conn.Version != remoting.CurrentVersion {
+		t.Errorf("connection %+v", conn)
+	}
+	if cc.ConsumeType != "CONSUME_PASSIVELY" || cc.MessageModel != "CLUSTERING" || cc.ConsumeFromWhere != "CONSUME_FROM_FIRST_OFFSET" {
+		t.Errorf("group fields %s", r.Body)
+	}
+	hb, all := cc.SubscriptionTable["HB"], cc.SubscriptionTable["All"]
+	if len(cc.SubscriptionTable) != 2 || hb.Topic != "HB" || hb.SubString != "b || a" || hb.SubVersion != 42 ||
+		hb.ExpressionType != "TAG" || !reflect.DeepEqual(hb.TagsSet, []string{"a", "b"}) || !reflect.DeepEqual(hb.CodeSet, []int64{97, 98}) {
+		t.Errorf("HB subscription %s", r.Body)
+	}
+	if all.SubString != "*" || len(all.TagsSet) != 0 || all.CodeSet == nil {
+		t.Errorf("All subscription %s", r.Body)
+	}
+	if !strings.Contains(string(r.Body), `"All":{"classFilterMode":false,"codeSet":[],"expressionType":"TAG","subString":"*","subVersion":42,"tagsSet":[],"topic":"All"}`) {
+		t.Errorf("SubscriptionData not in fastjson's form: %s", r.Body)
+	}
+	r = call(t, admin, remoting.GetConsumerConnectionList, map[string]string{"consumerGroup": "nobody"}, nil)
+	if r.Code != remoting.ConsumerNotOnline || r.Remark != "the consumer group[nobody] not online" {
+		t.Fatalf("offline group: %d %q", r.Code, r.Remark)
+	}
+	// The group goes offline with its last connection.
+	_ = consumer.Close()
+	waitFor(t, "group offline", func() bool {
+		return call(t, admin, remoting.GetConsumerConnectionList, map[string]string{"consumerGroup": "cg"}, nil).Code == remoting.ConsumerNotOnline
+	})
+}
+
+func TestProducerConnectionList(t *testing.T) {
+	b := startTestBroker(t, nil)
+	admin := b.client(nil)
+	p1, p2 := b.client(nil), b.client(nil)
+	heartbeat(t, p2, heartbeatBody("10.0.0.2@2", "pg", "", nil))
+	heartbeat(t, p1, heartbeatBody("10.0.0.1@1", "pg", "", nil))
+	r := call(t, admin, remoting.GetProducerConnectionList, map[string]string{"producerGroup": "pg"}, nil)
+	want := `{"connectionSet":[` +
+		`{"clientAddr":"` + p1.LocalAddr().String() + `","clientId":"10.0.0.1@1","language":"GO","version":` + strconv.Itoa(int(remoting.CurrentVersion)) + `},` +
+		`{"clientAddr":"` + p2.LocalAddr().String() + `","clientId":"10.0.0.2@2","language":"GO","version":` + strconv.Itoa(int(remoting.CurrentVersion)) + `}]}`
+	if r.Code != remoting.Success || string(r.Body) != want {
+		t.Fatalf("producer connection %d %s\nwant %s", r.Code, r.Body, want)
+	}
+	r = call(t, admin, remoting.GetProducerConnectionList, map[string]string{"producerGroup": "np"}, nil)
+	if r.Code != remoting.SystemError || r.Remark != "the producer group[np] not exist" {
+		t.Fatalf("unknown producer group: %d %q", r.Code, r.Remark)
+	}
+}
+
+func TestQueryTopicConsumeByWho(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	createTopic(t, c, "W", 2, 2)
+	createTopic(t, c, "X", 1, 1)
+	heartbeat(t, b.client(nil), heartbeatBody("10.0.0.1@1", "", "live", map[string]string{"W": "*"}))
+	commit(t, c, "committed", "W", 1, 5)
+	commit(t, c, "elsewhere", "X", 0, 1)
+	commit(t, c, "live", "W", 0, 1) // both live and committed: listed once
+	r := call(t, c, remoting.QueryTopicConsumeByWho, map[string]string{"topic": "W"}, nil)
+	if want := `{"groupList":["committed","live"]}`; r.Code != remoting.Success || string(r.Body) != want {
+		t.Fatalf("consume by who: %d %s, want %s", r.Code, r.Body, want)
+	}
+	r = call(t, c, remoting.QueryTopicConsumeByWho, map[string]string{"topic": "Z"}, nil)
+	if r.Code != remoting.Success || string(r.Body) != `{"groupList":[]}` {
+		t.Fatalf("nobody: %d %s", r.Code, r.Body)
+	}
+}
+
+func TestAdminStatsBadRequests(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	for _, tc := range []struct {
+		code  int32
+		ext   map[string]string
+		field string
+	}{
+		{remoting.GetTopicStatsInfo, nil, "topic"},
+		{remoting.GetTopicStatsInfo, map[string]string{"topic": ""}, "topic"},
+		{remoting.GetConsumeStats, map[string]string{"topic": "T"}, "consumerGroup"},
+		{remoting.GetConsumeStats, map[string]string{"consumerGroup": ""}, "consumerGroup"},
+		{remoting.GetConsumerConnectionList, nil, "consumerGroup"},
+		{remoting.GetProducerConnectionList, map[string]string{"consumerGroup": "g"}, "producerGroup"},
+		{remoting.QueryTopicConsumeByWho, nil, "topic"},
+	} {
+		r := call(t, c, tc.code, tc.ext, nil)
+		if r.Code != remoting.SystemError || !strings.Contains(r.Remark, `"`+tc.field+`"`) {
+			t.Errorf("code %d %v: %d %q, want SYSTEM_ERROR naming %s", tc.code, tc.ext, r.Code, r.Remark, tc.field)
+		}
+	}
+	// The broker still answers.
+	if r := call(t, c, remoting.GetTopicStatsInfo, map[string]string{"topic": b.cfg.BrokerName}, nil); r.Code != remoting.Success {
+		t.Fatalf("after bad requests: %d %s", r.Code, r.Remark)
+	}
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// sortedQueues returns the queues of a table by topic, broker and queue id.
+func sortedQueues[V any](table map[adminbody.MessageQueue]V) []adminbody.MessageQueue {
+	qs := make([]adminbody.MessageQueue, 0, len(table))
+	for q := range table {
+		qs = append(qs, q)
+	}
+	sort.Slice(qs, func(i, j int) bool {
+		a, b := qs[i], qs[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		if a.BrokerName != b.BrokerName {
+			return a.BrokerName < b.BrokerName
+		}
+		return a.QueueID < b.QueueID
+	})
+	return qs
+}
+
+// formatMillis writes a store time in ms as RFC 3339 in the local zone,
+// or "-" when there is none (0).
+func formatMillis(ms int64) string {
+	if ms <= 0 {
+		return "-"
+	}
+	return time.UnixMilli(ms).Format(time.RFC3339)
+}
+
+// newTable returns a writer aligning tab-separated columns.
+func newTable(out io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+}
+
+func topicStatusCmd(g *globals) *cobra.Command {
+	var topic string
+	cmd := &cobra.Command{
+		Use:   "topicStatus",
+		Short: "print the offset range and last store time of every queue of a topic (GET_TOPIC_STATS_INFO)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			resp, err := g.invoke(cmd.Context(), g.broker, remoting.GetTopicStatsInfo, remoting.Header{"topic": topic}, nil)
+			if err != nil {
+				return err
+			}
+			table, _, err := adminbody.DecodeTopicStats(resp.Body)
+			if err != nil {
+				return fmt.Errorf("topic status of %s: %w", topic, err)
+			}
+			return printTopicStatus(cmd.OutOrStdout(), table)
+		},
+	}
+	cmd.Flags().StringVarP(&topic, "topic", "t", "", "topic name")
+	_ = cmd.MarkFlagRequired("topic")
+	return cmd
+}
+
+func printTopicStatus(out io.Writer, table map[adminbody.MessageQueue]adminbody.TopicOffset) error {
+	w := newTable(out)
+	fmt.Fprintln(w, "BROKER\tQUEUE\tMIN OFFSET\tMAX OFFSET\tLAST UPDATE")
+	for _, q := range sortedQueues(table) {
+		o := table[q]
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\n", q.BrokerName, q.QueueID, o.MinOffset, o.MaxOffset, formatMillis(o.LastUpdateTimestamp))
+	}
+	return w.Flush()
+}
+
+func consumerProgressCmd(g *globals) *cobra.Command {
+	var group, topic string
+	cmd := &cobra.Command{
+		Use:   "consumerProgress",
+		Short: "print a consumer group's offsets and lag per queue (GET_CONSUME_STATS)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h := remoting.Header{"consumerGroup": group}
+			if topic != "" {
+				h["topic"] = topic
+			}
+			resp, err := g.invoke(cmd.Context(), g.broker, remoting.GetConsumeStats, h, nil)
+			if err != nil {
+				return err
+			}
+			table, _, err := adminbody.DecodeConsumeStats(resp.Body)
+			if err != nil {
+				return fmt.Errorf("consumer progress of %s: %w", group, err)
+			}
+			return printConsumerProgress(cmd.OutOrStdout(), table)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&group, "group", "g", "", "consumer group")
+	f.StringVarP(&topic, "topic", "t", "", "only this topic (default: every topic the group consumes)")
+	_ = cmd.MarkFlagRequired("group")
+	return cmd
+}
+
+func printConsumerProgress(out io.Writer, table map[adminbody.MessageQueue]adminbody.OffsetWrapper) error {
+	w := newTable(out)
+	fmt.Fprintln(w, "TOPIC\tBROKER\tQUEUE\tBROKER OFFSET\tCONSUMER OFFSET\tDIFF\tLAST TIME")
+	var total int64
+	for _, q := range sortedQueues(table) {
+		o := table[q]
+		diff := o.BrokerOffset - o.ConsumerOffset
+		total += diff
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", q.Topic, q.BrokerName, q.QueueID,
+			o.BrokerOffset, o.ConsumerOffset, diff, formatMillis(o.LastTimestamp))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(out, "total diff: %d\n", total)
+	return err
+}
+
+// consumerConnection is the body of GET_CONSUMER_CONNECTION_LIST.
+type consumerConnection struct {
+	ConnectionSet []struct {
+		ClientAddr string `json:"clientAddr"`
+		ClientID   string `json:"clientId"`
+		Language   string `json:"language"`
+		Version    int32  `json:"version"`
+	} `json:"connectionSet"`
+	ConsumeFromWhere  string `json:"consumeFromWhere"`
+	ConsumeType       string `json:"consumeType"`
+	MessageModel      string `json:"messageModel"`
+	SubscriptionTable map[string]struct {
+		ExpressionType string `json:"expressionType"`
+		SubString      string `json:"subString"`
+	} `json:"subscriptionTable"`
+}
+
+func consumerConnectionCmd(g *globals) *cobra.Command {
+	var group string
+	cmd := &cobra.Command{
+		Use:   "consumerConnection",
+		Short: "print a consumer group's live clients and subscriptions (GET_CONSUMER_CONNECTION_LIST)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			resp, err := g.invoke(cmd.Context(), g.broker, remoting.GetConsumerConnectionList, remoting.Header{"consumerGroup": group}, nil)
+			if err != nil {
+				return err
+			}
+			var cc consumerConnection
+			if err := json.Unmarshal(resp.Body, &cc); err != nil {
+				return fmt.Errorf("decode consumer connection of %s: %w", group, err)
+			}
+			return printConsumerConnection(cmd.OutOrStdout(), &cc)
+		},
+	}
+	cmd.Flags().StringVarP(&group, "group", "g", "", "consumer group")
+	_ = cmd.MarkFlagRequired("group")
+	return cmd
+}
+
+func printConsumerConnection(out io.Writer, cc *consumerConnection) error {
+	w := newTable(out)
+	sort.Slice(cc.ConnectionSet, func(i, j int) bool { return cc.ConnectionSet[i].ClientID < cc.ConnectionSet[j].ClientID })
+	fmt.Fprintln(w, "CLIENT ID\tADDRESS\tLANGUAGE\tVERSION")
+	for _, c := range cc.ConnectionSet {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\n", c.ClientID, c.ClientAddr, c.Language, c.Version)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "consume type:\t%s\nmessage model:\t%s\nconsume from:\t%s\n", cc.ConsumeType, cc.MessageModel, cc.ConsumeFromWhere)
+	fmt.Fprintln(w)
+	topics := make([]string, 0, len(cc.SubscriptionTable))
+	for t := range cc.SubscriptionTable {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	fmt.Fprintln(w, "TOPIC\tTYPE\tEXPRESSION")
+	for _, t := range topics {
+		s := cc.SubscriptionTable[t]
+		fmt.Fprintf(w, "%s\t%s\t%s\n", t, s.ExpressionType, s.SubString)
+	}
+	return w.Flush()
+}
