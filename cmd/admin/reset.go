@@ -70,11 +70,7 @@ Running consumers take the new offsets at their next pull.
 
 // resetOn sends the reset to each broker and prints the new offsets.
 func resetOn(cmd *cobra.Command, g *globals, addrs []string, h remoting.Header) error {
-	type row struct {
-		q   adminbody.MessageQueue
-		off int64
-	}
-	var rows []row
+	all := make(map[adminbody.MessageQueue]int64)
 	for _, addr := range addrs {
 		resp, err := g.invoke(cmd.Context(), addr, remoting.InvokeBrokerToResetOffset, h, nil)
 		if err != nil {
@@ -85,21 +81,15 @@ func resetOn(cmd *cobra.Command, g *globals, addrs []string, h remoting.Header) 
 			return fmt.Errorf("answer of %s: %w", addr, err)
 		}
 		for q, off := range table {
-			rows = append(rows, row{q, off})
+			all[q] = off
 		}
 	}
-	sort.Slice(rows, func(i, j int) bool {
-		if rows[i].q.BrokerName != rows[j].q.BrokerName {
-			return rows[i].q.BrokerName < rows[j].q.BrokerName
-		}
-		return rows[i].q.QueueID < rows[j].q.QueueID
-	})
-	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "%-24s %-8s %s\n", "#brokerName", "#queueId", "#offset")
-	for _, r := range rows {
-		fmt.Fprintf(out, "%-24s %-8d %d\n", r.q.BrokerName, r.q.QueueID, r.off)
+	w := newTable(cmd.OutOrStdout())
+	fmt.Fprintln(w, "BROKER\tQUEUE\tOFFSET")
+	for _, q := range sortedQueues(all) {
+		fmt.Fprintf(w, "%s\t%d\t%d\n", q.BrokerName, q.QueueID, all[q])
 	}
-	return nil
+	return w.Flush()
 }
 
 // masters returns the master address of every broker group holding topic.

@@ -20,16 +20,7 @@ func sortedQueues[V any](table map[adminbody.MessageQueue]V) []adminbody.Message
 	for q := range table {
 		qs = append(qs, q)
 	}
-	sort.Slice(qs, func(i, j int) bool {
-		a, b := qs[i], qs[j]
-		if a.Topic != b.Topic {
-			return a.Topic < b.Topic
-		}
-		if a.BrokerName != b.BrokerName {
-			return a.BrokerName < b.BrokerName
-		}
-		return a.QueueID < b.QueueID
-	})
+	sort.Slice(qs, func(i, j int) bool { return qs[i].Less(qs[j]) })
 	return qs
 }
 

@@ -33,8 +33,8 @@ type MessageQueue struct {
 	Topic      string `json:"topic"`
 }
 
-// less orders queues by topic, then broker, then queue id.
-func (q MessageQueue) less(o MessageQueue) bool {
+// Less orders queues by topic, then broker, then queue id.
+func (q MessageQueue) Less(o MessageQueue) bool {
 	if q.Topic != o.Topic {
 		return q.Topic < o.Topic
 	}
@@ -77,7 +77,7 @@ func appendTable[V any](dst []byte, m map[MessageQueue]V, val func([]byte, V) []
 	for q := range m {
 		keys = append(keys, q)
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].less(keys[j]) })
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Less(keys[j]) })
 	dst = append(dst, '{')
 	for i, q := range keys {
 		if i > 0 {
