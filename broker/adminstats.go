@@ -229,35 +229,6 @@ func (b *Broker) addConsumeStats(table map[adminbody.MessageQueue]adminbody.Offs
 	return nil
 }
 
-// connectionInfo is RocketMQ's Connection: one client connection of a
-// group. Fields are in fastjson's (alphabetical) order.
-type connectionInfo struct {
-	ClientAddr string `json:"clientAddr"`
-	ClientID   string `json:"clientId"`
-	Language   string `json:"language"`
-	Version    int32  `json:"version"`
-}
-
-// subscriptionInfo is RocketMQ's SubscriptionData as the broker holds it.
-type subscriptionInfo struct {
-	ClassFilterMode bool     `json:"classFilterMode"`
-	CodeSet         []int64  `json:"codeSet"`
-	ExpressionType  string   `json:"expressionType"`
-	SubString       string   `json:"subString"`
-	SubVersion      int64    `json:"subVersion"`
-	TagsSet         []string `json:"tagsSet"`
-	Topic           string   `json:"topic"`
-}
-
-// consumerConnection is the body of GET_CONSUMER_CONNECTION_LIST.
-type consumerConnection struct {
-	ConnectionSet     []connectionInfo            `json:"connectionSet"`
-	ConsumeFromWhere  string                      `json:"consumeFromWhere"`
-	ConsumeType       string                      `json:"consumeType"`
-	MessageModel      string                      `json:"messageModel"`
-	SubscriptionTable map[string]subscriptionInfo `json:"subscriptionTable"`
-}
-
 // processConsumerConnection answers GET_CONSUMER_CONNECTION_LIST: a
 // group's live clients and subscriptions.
 func (b *Broker) processConsumerConnection(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -282,9 +253,7 @@ func (b *Broker) processProducerConnection(_ context.Context, _ *remoting.Conn, 
 	if !ok {
 		return remoting.NewResponse(req, remoting.SystemError, "the producer group["+group+"] not exist")
 	}
-	return jsonResponse(req, struct {
-		ConnectionSet []connectionInfo `json:"connectionSet"`
-	}{conns})
+	return jsonResponse(req, adminbody.ProducerConnection{ConnectionSet: conns})
 }
 
 // processTopicConsumeByWho answers QUERY_TOPIC_CONSUME_BY_WHO: the groups
@@ -329,13 +298,13 @@ func (b *Broker) groupsWithOffsetsOn(topic string, groups map[string]bool) error
 }
 
 // connection describes a client channel for the admin tools.
-func (c *clientChannel) connection() connectionInfo {
-	return connectionInfo{ClientAddr: c.conn.RemoteAddr().String(), ClientID: c.clientID, Language: c.language, Version: c.version}
+func (c *clientChannel) connection() adminbody.Connection {
+	return adminbody.Connection{ClientAddr: c.conn.RemoteAddr().String(), ClientID: c.clientID, Language: c.language, Version: c.version}
 }
 
 // sortedConnections describes channels, ordered by client id.
-func sortedConnections(channels map[string]*clientChannel) []connectionInfo {
-	out := make([]connectionInfo, 0, len(channels))
+func sortedConnections(channels map[string]*clientChannel) []adminbody.Connection {
+	out := make([]adminbody.Connection, 0, len(channels))
 	for _, c := range channels {
 		out = append(out, c.connection())
 	}
@@ -345,34 +314,34 @@ func sortedConnections(channels map[string]*clientChannel) []connectionInfo {
 
 // info describes a subscription as RocketMQ's SubscriptionData, tags and
 // codes sorted.
-func (s *subscription) info() subscriptionInfo {
+func (s *subscription) info() adminbody.SubscriptionData {
 	tags, codes := s.tagList(), s.codeList()
 	sort.Strings(tags)
 	sort.Slice(codes, func(i, j int) bool { return codes[i] < codes[j] })
-	return subscriptionInfo{CodeSet: codes, ExpressionType: s.ExprType, SubString: s.SubString,
+	return adminbody.SubscriptionData{CodeSet: codes, ExpressionType: s.ExprType, SubString: s.SubString,
 		SubVersion: s.SubVersion, TagsSet: tags, Topic: s.Topic}
 }
 
 // consumerConnection describes a group with live clients; ok is false for
 // a group without any.
-func (m *clientManager) consumerConnection(group string) (consumerConnection, bool) {
+func (m *clientManager) consumerConnection(group string) (adminbody.ConsumerConnection, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.consumers[group]
 	if g == nil || len(g.channels) == 0 {
-		return consumerConnection{}, false
+		return adminbody.ConsumerConnection{}, false
 	}
-	subs := make(map[string]subscriptionInfo, len(g.subs))
+	subs := make(map[string]adminbody.SubscriptionData, len(g.subs))
 	for topic, s := range g.subs {
 		subs[topic] = s.info()
 	}
-	return consumerConnection{ConnectionSet: sortedConnections(g.channels), ConsumeFromWhere: g.consumeFromWhere,
+	return adminbody.ConsumerConnection{ConnectionSet: sortedConnections(g.channels), ConsumeFromWhere: g.consumeFromWhere,
 		ConsumeType: g.consumeType, MessageModel: g.messageModel, SubscriptionTable: subs}, true
 }
 
 // producerConnections describes the live clients of a producer group; ok
 // is false when the group has none.
-func (m *clientManager) producerConnections(group string) ([]connectionInfo, bool) {
+func (m *clientManager) producerConnections(group string) ([]adminbody.Connection, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.producers[group]

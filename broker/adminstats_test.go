@@ -249,29 +249,6 @@ func TestConsumeStatsTopicSelection(t *testing.T) {
 	}
 }
 
-// wireConsumerConnection decodes GET_CONSUMER_CONNECTION_LIST as the admin
-// tools read it.
-type wireConsumerConnection struct {
-	ConnectionSet []struct {
-		ClientAddr string `json:"clientAddr"`
-		ClientID   string `json:"clientId"`
-		Language   string `json:"language"`
-		Version    int32  `json:"version"`
-	} `json:"connectionSet"`
-	ConsumeFromWhere  string `json:"consumeFromWhere"`
-	ConsumeType       string `json:"consumeType"`
-	MessageModel      string `json:"messageModel"`
-	SubscriptionTable map[string]struct {
-		ClassFilterMode bool     `json:"classFilterMode"`
-		CodeSet         []int64  `json:"codeSet"`
-		ExpressionType  string   `json:"expressionType"`
-		SubString       string   `json:"subString"`
-		SubVersion      int64    `json:"subVersion"`
-		TagsSet         []string `json:"tagsSet"`
-		Topic           string   `json:"topic"`
-	} `json:"subscriptionTable"`
-}
-
 func TestConsumerConnectionList(t *testing.T) {
 	b := startTestBroker(t, nil)
 	admin := b.client(nil)
@@ -281,7 +258,7 @@ func TestConsumerConnectionList(t *testing.T) {
 	if r.Code != remoting.Success {
 		t.Fatalf("consumer connection: %d %s", r.Code, r.Remark)
 	}
-	var cc wireConsumerConnection
+	var cc adminbody.ConsumerConnection
 	if err := json.Unmarshal(r.Body, &cc); err != nil {
 		t.Fatalf("decode %s: %v", r.Body, err)
 	}

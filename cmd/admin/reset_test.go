@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,46 +9,24 @@ import (
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
-// adminClient connects a raw Remoting client to addr for the test's setup.
-func adminClient(t *testing.T, addr string) *remoting.Client {
-	t.Helper()
-	c, err := remoting.Dial(context.Background(), addr, remoting.ClientOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
-func mustInvoke(t *testing.T, c *remoting.Client, code int32, ext map[string]string, body []byte) *remoting.Command {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := c.Invoke(ctx, remoting.NewRequest(code, ext, body))
-	if err != nil || resp.Code != remoting.Success {
-		t.Fatalf("request %d: %v %+v", code, err, resp)
-	}
-	return resp
-}
-
 func TestResetOffsetByTime(t *testing.T) {
 	ns, br := startCluster(t)
 	if _, err := run(t, "updateTopic", "-b", br, "-t", "RT", "-r", "2", "-w", "2"); err != nil {
 		t.Fatal(err)
 	}
-	c := adminClient(t, br)
+	c := client(t, br)
 	send := func(q int) {
-		mustInvoke(t, c, remoting.SendMessageV2, map[string]string{"a": "pg", "b": "RT", "c": "TBW102", "d": "2",
+		request(t, c, remoting.SendMessageV2, map[string]string{"a": "pg", "b": "RT", "c": "TBW102", "d": "2",
 			"e": strconv.Itoa(q), "f": "0", "g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": ""}, []byte("m"))
 	}
 	for range 3 {
 		send(0)
 	}
 	send(1)
-	mustInvoke(t, c, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"rg"}`))
+	request(t, c, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"rg"}`))
 
 	offsetOf := func(q int) string {
-		resp := mustInvoke(t, c, remoting.QueryConsumerOffset, map[string]string{"consumerGroup": "rg", "topic": "RT",
+		resp := request(t, c, remoting.QueryConsumerOffset, map[string]string{"consumerGroup": "rg", "topic": "RT",
 			"queueId": strconv.Itoa(q), "setZeroIfNotFound": "false"}, nil)
 		return resp.ExtFields["offset"]
 	}

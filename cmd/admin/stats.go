@@ -118,23 +118,6 @@ func printConsumerProgress(out io.Writer, table map[adminbody.MessageQueue]admin
 	return err
 }
 
-// consumerConnection is the body of GET_CONSUMER_CONNECTION_LIST.
-type consumerConnection struct {
-	ConnectionSet []struct {
-		ClientAddr string `json:"clientAddr"`
-		ClientID   string `json:"clientId"`
-		Language   string `json:"language"`
-		Version    int32  `json:"version"`
-	} `json:"connectionSet"`
-	ConsumeFromWhere  string `json:"consumeFromWhere"`
-	ConsumeType       string `json:"consumeType"`
-	MessageModel      string `json:"messageModel"`
-	SubscriptionTable map[string]struct {
-		ExpressionType string `json:"expressionType"`
-		SubString      string `json:"subString"`
-	} `json:"subscriptionTable"`
-}
-
 func consumerConnectionCmd(g *globals) *cobra.Command {
 	var group string
 	cmd := &cobra.Command{
@@ -146,7 +129,7 @@ func consumerConnectionCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var cc consumerConnection
+			var cc adminbody.ConsumerConnection
 			if err := json.Unmarshal(resp.Body, &cc); err != nil {
 				return fmt.Errorf("decode consumer connection of %s: %w", group, err)
 			}
@@ -158,7 +141,7 @@ func consumerConnectionCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func printConsumerConnection(out io.Writer, cc *consumerConnection) error {
+func printConsumerConnection(out io.Writer, cc *adminbody.ConsumerConnection) error {
 	w := newTable(out)
 	sort.Slice(cc.ConnectionSet, func(i, j int) bool { return cc.ConnectionSet[i].ClientID < cc.ConnectionSet[j].ClientID })
 	fmt.Fprintln(w, "CLIENT ID\tADDRESS\tLANGUAGE\tVERSION")

@@ -103,6 +103,43 @@ func appendDouble(dst []byte, f float64) []byte {
 	return append(dst, ".0"...)
 }
 
+// Connection is one client connection of a group (RocketMQ's
+// Connection), in GET_CONSUMER_CONNECTION_LIST and
+// GET_PRODUCER_CONNECTION_LIST bodies. These bodies are plain JSON;
+// fields are in fastjson's alphabetical order.
+type Connection struct {
+	ClientAddr string `json:"clientAddr"`
+	ClientID   string `json:"clientId"`
+	Language   string `json:"language"`
+	Version    int32  `json:"version"`
+}
+
+// SubscriptionData is one subscription of a consumer group.
+type SubscriptionData struct {
+	ClassFilterMode bool     `json:"classFilterMode"`
+	CodeSet         []int64  `json:"codeSet"`
+	ExpressionType  string   `json:"expressionType"`
+	SubString       string   `json:"subString"`
+	SubVersion      int64    `json:"subVersion"`
+	TagsSet         []string `json:"tagsSet"`
+	Topic           string   `json:"topic"`
+}
+
+// ConsumerConnection is the body of GET_CONSUMER_CONNECTION_LIST: a
+// group's live clients and subscriptions.
+type ConsumerConnection struct {
+	ConnectionSet     []Connection                `json:"connectionSet"`
+	ConsumeFromWhere  string                      `json:"consumeFromWhere"`
+	ConsumeType       string                      `json:"consumeType"`
+	MessageModel      string                      `json:"messageModel"`
+	SubscriptionTable map[string]SubscriptionData `json:"subscriptionTable"`
+}
+
+// ProducerConnection is the body of GET_PRODUCER_CONNECTION_LIST.
+type ProducerConnection struct {
+	ConnectionSet []Connection `json:"connectionSet"`
+}
+
 // EncodeResetOffset writes a ResetOffsetBody: {"offsetTable":{<queue>:offset}}.
 func EncodeResetOffset(table map[MessageQueue]int64) []byte {
 	dst := append([]byte(nil), `{"offsetTable":`...)
@@ -162,38 +199,30 @@ func DecodeResetOffset(body []byte) (map[MessageQueue]int64, error) {
 
 // DecodeTopicStats reads a TopicStatsTable.
 func DecodeTopicStats(body []byte) (map[MessageQueue]TopicOffset, float64, error) {
-	var table map[MessageQueue]TopicOffset
-	var tps float64
-	err := decodeBody(body, "TopicStatsTable", func(name string, v []byte) error {
-		switch name {
-		case "offsetTable":
-			var err error
-			table, err = decodeTable[TopicOffset](v)
-			return err
-		case "topicPutTps":
-			return json.Unmarshal(v, &tps)
-		}
-		return nil
-	})
-	return table, tps, err
+	return decodeStats[TopicOffset](body, "TopicStatsTable", "topicPutTps")
 }
 
 // DecodeConsumeStats reads a ConsumeStats.
 func DecodeConsumeStats(body []byte) (map[MessageQueue]OffsetWrapper, float64, error) {
-	var table map[MessageQueue]OffsetWrapper
-	var tps float64
-	err := decodeBody(body, "ConsumeStats", func(name string, v []byte) error {
+	return decodeStats[OffsetWrapper](body, "ConsumeStats", "consumeTps")
+}
+
+// decodeStats reads a body of an offsetTable of V and a rate.
+func decodeStats[V any](body []byte, what, rateName string) (map[MessageQueue]V, float64, error) {
+	var table map[MessageQueue]V
+	var rate float64
+	err := decodeBody(body, what, func(name string, v []byte) error {
 		switch name {
 		case "offsetTable":
 			var err error
-			table, err = decodeTable[OffsetWrapper](v)
+			table, err = decodeTable[V](v)
 			return err
-		case "consumeTps":
-			return json.Unmarshal(v, &tps)
+		case rateName:
+			return json.Unmarshal(v, &rate)
 		}
 		return nil
 	})
-	return table, tps, err
+	return table, rate, err
 }
 
 // decodeBody walks the top-level properties of body, handing each to
