@@ -130,13 +130,7 @@ func TestLongPolling(t *testing.T) {
 		}
 		done <- result{resp, time.Now()}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for b.holds.count() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("pull was not held")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	b.waitHeld()
 	sent := time.Now()
 	mustSend(t, c, "LP", 0, "second", "")
 	r := <-done

@@ -163,3 +163,15 @@ func (tb *testBroker) caughtUp() {
 		tb.t.Fatal(err)
 	}
 }
+
+// waitHeld waits until a pull is held (long polling) at the broker.
+func (tb *testBroker) waitHeld() {
+	tb.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for tb.holds.count() == 0 {
+		if time.Now().After(deadline) {
+			tb.t.Fatal("pull was not held")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

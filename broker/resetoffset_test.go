@@ -169,13 +169,7 @@ func TestResetOffsetWakesHeldPull(t *testing.T) {
 		}
 		done <- resp
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for b.holds.count() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("pull was not held")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	b.waitHeld()
 	start := time.Now()
 	mustReset(t, c, resetReq("rw", "RW", 0, -1, 0))
 	r := <-done
