@@ -213,19 +213,21 @@ func (b *Broker) resetTargets(r resetRequest, queues int) (map[int32]int64, erro
 	return out, nil
 }
 
-// resetQueue moves one queue of a group: the committed offset (durable),
-// then the pop position when the group pops the queue, else a reset
-// waiting for the next pull, whose held pulls are woken to answer it now.
+// resetQueue moves one queue of a group: a reset waiting for the next
+// pull first (so a pull racing the reset cannot commit the old offset over
+// the new one), then the committed offset (durable), then the pop position
+// when the group pops the queue (it does not pull it: no reset waits
+// then). Held pulls of the queue are woken to answer the reset now.
 func (b *Broker) resetQueue(group, topic string, queueID int32, offset int64) error {
+	b.resets.assign(group, topic, queueID, offset)
 	if err := b.offsets.Set(group, topic, queueID, offset); err != nil {
+		b.resets.take(group, topic, queueID)
 		return err
 	}
 	popped, err := b.popSvc.ResetOffset(group, topic, queueID, offset)
-	if err != nil {
+	if err != nil || popped {
+		b.resets.take(group, topic, queueID)
 		return err
-	}
-	if !popped {
-		b.resets.assign(group, topic, queueID, offset)
 	}
 	b.notifier.Notify(topic, queueID)
 	return nil
