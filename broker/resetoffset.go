@@ -134,31 +134,35 @@ func parseResetRequest(req *remoting.Command) (resetRequest, error) {
 // positions with them; live pull consumers learn it from their next pull
 // (see offsetResets). The body lists the queues and their new offsets.
 func (b *Broker) processResetOffset(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	refuse := func(code int32, remark string) *remoting.Command {
+		b.log.Warn().Int32("code", code).Str("remark", remark).Stringer("by", conn.RemoteAddr()).Msg("consumer offset reset refused")
+		return remoting.NewResponse(req, code, remark)
+	}
 	r, err := parseResetRequest(req)
 	if err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, "bad reset offset request header: "+err.Error())
+		return refuse(remoting.SystemError, "bad reset offset request header: "+err.Error())
 	}
 	tc, ok, err := b.topicConfig(r.topic)
 	if err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		return refuse(remoting.SystemError, err.Error())
 	}
 	if !ok {
-		return remoting.NewResponse(req, remoting.TopicNotExist, "Topic "+r.topic+" does not exist")
+		return refuse(remoting.TopicNotExist, "Topic "+r.topic+" does not exist")
 	}
 	gc, err := b.groupConfig(r.group, false)
 	if err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		return refuse(remoting.SystemError, err.Error())
 	}
 	if gc.GroupName == "" {
-		return remoting.NewResponse(req, remoting.SubscriptionGroupNotExist, "Group "+r.group+" does not exist")
+		return refuse(remoting.SubscriptionGroupNotExist, "Group "+r.group+" does not exist")
 	}
 	if r.queueID >= int32(tc.ReadQueueNums) {
-		return remoting.NewResponse(req, remoting.InvalidParameter,
+		return refuse(remoting.InvalidParameter,
 			fmt.Sprintf("queueId %d is not a queue of %s (%d queues)", r.queueID, r.topic, tc.ReadQueueNums))
 	}
 	targets, err := b.resetTargets(r, tc.ReadQueueNums)
 	if err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		return refuse(remoting.SystemError, fmt.Sprintf("reset %s of %s: %v", r.topic, r.group, err))
 	}
 	table := make(map[adminbody.MessageQueue]int64, len(targets))
 	for q, off := range targets {
