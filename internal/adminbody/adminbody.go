@@ -284,40 +284,14 @@ var ErrSyntax = errors.New("not a fastjson object")
 func Members(data []byte) ([]Member, error) {
 	p := parser{data: data}
 	p.space()
-	if !p.eat('{') {
+	if p.i >= len(p.data) || p.data[p.i] != '{' {
 		return nil, p.errorf("want '{'")
 	}
 	var out []Member
-	p.space()
-	if p.eat('}') {
-		return out, p.end()
+	if err := p.object(1, func(key, value []byte) { out = append(out, Member{Key: key, Value: value}) }); err != nil {
+		return nil, err
 	}
-	for {
-		p.space()
-		k0 := p.i
-		if err := p.key(0); err != nil {
-			return nil, err
-		}
-		key := data[k0:p.i]
-		p.space()
-		if !p.eat(':') {
-			return nil, p.errorf("want ':' after a key")
-		}
-		p.space()
-		v0 := p.i
-		if err := p.value(0); err != nil {
-			return nil, err
-		}
-		out = append(out, Member{Key: key, Value: data[v0:p.i]})
-		p.space()
-		if p.eat(',') {
-			continue
-		}
-		if p.eat('}') {
-			return out, p.end()
-		}
-		return nil, p.errorf("want ',' or '}'")
-	}
+	return out, p.end()
 }
 
 // parser skips over fastjson values in data from i.
@@ -367,7 +341,7 @@ func (p *parser) key(depth int) error {
 	case c == '"':
 		return p.str()
 	case c == '{':
-		return p.object(depth + 1)
+		return p.object(depth+1, nil)
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.scalar()
 	}
@@ -386,68 +360,66 @@ func (p *parser) value(depth int) error {
 	case '"':
 		return p.str()
 	case '{':
-		return p.object(depth + 1)
+		return p.object(depth+1, nil)
 	case '[':
 		return p.array(depth + 1)
 	}
 	return p.scalar()
 }
 
-func (p *parser) object(depth int) error {
-	if depth > maxDepth {
-		return p.errorf("nested deeper than %d", maxDepth)
-	}
-	p.i++ // '{'
-	p.space()
-	if p.eat('}') {
-		return nil
-	}
-	for {
-		p.space()
+// object skips the object at p.i, handing each property's raw key and
+// value to member when it is set.
+func (p *parser) object(depth int, member func(key, value []byte)) error {
+	return p.sequence(depth, '}', func() error {
+		k0 := p.i
 		if err := p.key(depth); err != nil {
 			return err
 		}
+		key := p.data[k0:p.i]
 		p.space()
 		if !p.eat(':') {
 			return p.errorf("want ':' after a key")
 		}
 		p.space()
+		v0 := p.i
 		if err := p.value(depth); err != nil {
 			return err
 		}
-		p.space()
-		if p.eat(',') {
-			continue
+		if member != nil {
+			member(key, p.data[v0:p.i])
 		}
-		if p.eat('}') {
-			return nil
-		}
-		return p.errorf("want ',' or '}'")
-	}
+		return nil
+	})
 }
 
 func (p *parser) array(depth int) error {
+	return p.sequence(depth, ']', func() error { return p.value(depth) })
+}
+
+// sequence walks the comma-separated items of the object or array whose
+// opening byte is at p.i, up to its closer.
+func (p *parser) sequence(depth int, closer byte, item func() error) error {
 	if depth > maxDepth {
 		return p.errorf("nested deeper than %d", maxDepth)
 	}
-	p.i++ // '['
+	p.i++ // the opening '{' or '['
 	p.space()
-	if p.eat(']') {
+	if p.eat(closer) {
 		return nil
 	}
 	for {
 		p.space()
-		if err := p.value(depth); err != nil {
+		if err := item(); err != nil {
 			return err
 		}
 		p.space()
 		if p.eat(',') {
 			continue
 		}
-		if p.eat(']') {
+		if p.eat(closer) {
 			return nil
 		}
-		return p.errorf("want ',' or ']'")
+		return p.errorf("want ',' or '%c'", closer)
 	}
 }
 
