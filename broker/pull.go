@@ -169,15 +169,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 			func() { conn.ServeFunc(req, func() *remoting.Command { return b.pull(conn, req, p, false) }) })
 		return nil
 	}
-	resp := remoting.NewResponse(req, code, r.status.String())
-	rh := remoting.Header{}
-	rh.SetInt64("nextBeginOffset", r.nextBegin)
-	rh.SetInt64("minOffset", r.minOffset)
-	rh.SetInt64("maxOffset", r.maxOffset)
-	rh.SetInt64("suggestWhichBrokerId", 0)
-	rh.SetInt32("topicSysFlag", int32(tc.TopicSysFlag))
-	rh.SetInt32("groupSysFlag", int32(gc.GroupSysFlag))
-	resp.ExtFields = rh
+	resp := pullResponse(req, code, r.status.String(), r.nextBegin, r.minOffset, r.maxOffset, tc.TopicSysFlag, gc.GroupSysFlag)
 	if code == remoting.Success {
 		b.bodies.attach(resp, r.body)
 		b.stats.recordGet(r.count)
@@ -193,13 +185,20 @@ func (b *Broker) pullResetAnswer(req *remoting.Command, p pullHeader, topicSysFl
 	minOff, err1 := b.cqs.MinOffset(p.topic, p.queueID)
 	maxOff, err2 := b.cqs.MaxOffset(p.topic, p.queueID)
 	if err := errors.Join(err1, err2); err != nil {
+		b.resets.assign(p.group, p.topic, p.queueID, offset) // not told: the next pull is
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	b.log.Info().Str("group", p.group).Str("topic", p.topic).Int32("queue", p.queueID).Int64("from", p.queueOffset).
 		Int64("to", offset).Msg("pull told of an offset reset")
-	resp := remoting.NewResponse(req, remoting.PullOffsetMoved, fmt.Sprintf("the queue was reset to start from %d", offset))
+	return pullResponse(req, remoting.PullOffsetMoved, fmt.Sprintf("the queue was reset to start from %d", offset),
+		offset, minOff, maxOff, topicSysFlag, groupSysFlag)
+}
+
+// pullResponse is a PULL_MESSAGE answer with its header fields.
+func pullResponse(req *remoting.Command, code int32, remark string, next, minOff, maxOff int64, topicSysFlag, groupSysFlag int) *remoting.Command {
+	resp := remoting.NewResponse(req, code, remark)
 	rh := remoting.Header{}
-	rh.SetInt64("nextBeginOffset", offset)
+	rh.SetInt64("nextBeginOffset", next)
 	rh.SetInt64("minOffset", minOff)
 	rh.SetInt64("maxOffset", maxOff)
 	rh.SetInt64("suggestWhichBrokerId", 0)
