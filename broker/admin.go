@@ -126,16 +126,11 @@ func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *re
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	b.qoffsets.Forget(topic, kvindex.AnyQueue)
-	var groups []string
-	seen := map[string]bool{}
-	_ = b.offsets.Each("", func(u kvindex.OffsetUpdate) bool {
-		if u.Topic == topic && !seen[u.Group] {
-			seen[u.Group] = true
-			groups = append(groups, u.Group)
-		}
-		return true
-	})
-	for _, g := range groups {
+	groups := map[string]bool{}
+	if err := b.groupsWithOffsetsOn(topic, groups); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	for g := range groups {
 		if err := b.offsets.DeleteGroupTopic(g, topic); err != nil {
 			return remoting.NewResponse(req, remoting.SystemError, err.Error())
 		}

@@ -283,7 +283,7 @@ func (b *Broker) processTopicConsumeByWho(_ context.Context, _ *remoting.Conn, r
 // groupsWithOffsetsOn adds to groups every group with an offset committed
 // on topic. Offset keys lead with the group (kvindex/doc.go, keyspace
 // 0x30), so this scans every committed offset of the broker: acceptable for
-// an admin call, as DELETE_TOPIC_IN_BROKER does.
+// the admin calls that use it (this one and DELETE_TOPIC_IN_BROKER).
 func (b *Broker) groupsWithOffsetsOn(topic string, groups map[string]bool) error {
 	err := b.offsets.Each("", func(u kvindex.OffsetUpdate) bool {
 		if u.Topic == topic {
