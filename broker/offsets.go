@@ -154,12 +154,9 @@ func (b *Broker) processEarliestMsgStoreTime(_ context.Context, _ *remoting.Conn
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	entries, err := b.cqs.Get(topic, qid, minOff, 1)
 	var ts int64 = -1
-	if err == nil && len(entries) == 1 {
-		if t, err := b.storeTimeOf(entries[0].PhyOffset, entries[0].Size); err == nil {
-			ts = t
-		}
+	if t, ok, err := b.storeTimeAt(topic, qid, minOff); err == nil && ok {
+		ts = t
 	}
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	rh := remoting.Header{}
