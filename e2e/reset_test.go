@@ -62,3 +62,57 @@ func TestResetOffsetReconsumes(t *testing.T) {
 	// The broker's committed offsets follow the client again.
 	waitCommitted(t, b.addr, group, topic, queues, 20*time.Second)
 }
+
+// Request codes of the reset-survives-a-kill test's setup.
+const (
+	codeUpdateConsumerOffset             = 15
+	codeUpdateAndCreateSubscriptionGroup = 200
+)
+
+// TestResetOffsetSurvivesKill: offsets a reset answered are the ones a
+// broker SIGKILLed right after it has when it starts again.
+func TestResetOffsetSurvivesKill(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{})
+	const topic, group, queues = "E2EResetKill", "cg-reset-kill", 2
+	createTopic(t, b.addr, topic, queues)
+	waitRoute(t, ns.addr, topic, b.name)
+	sendN(t, newProducer(t, ns.addr, "pg-reset-kill"), topic, "m-", 10)
+	waitDispatched(t, b.addr, topic, queues, 10)
+	invoke := func(code int, ext map[string]string, body []byte) {
+		t.Helper()
+		if r, err := rawInvoke(b.addr, code, ext, body); err != nil || r.Code != respSuccess {
+			t.Fatalf("request %d %v: %+v %v", code, ext, r, err)
+		}
+	}
+	invoke(codeUpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"`+group+`"}`))
+	want := make([]int64, queues)
+	for q := range want {
+		end := maxOffset(t, b.addr, topic, q)
+		invoke(codeUpdateConsumerOffset, map[string]string{"consumerGroup": group, "topic": topic,
+			"queueId": strconv.Itoa(q), "commitOffset": strconv.FormatInt(end, 10)}, nil)
+		if end < 2 {
+			t.Fatalf("queue %d holds %d messages; the test needs 2", q, end)
+		}
+	}
+	// Every queue to its start (a time before the first message), then
+	// queue 1 to offset 1.
+	invoke(codeInvokeBrokerToResetOffset, map[string]string{"topic": topic, "group": group, "timestamp": "0", "isForce": "true"}, nil)
+	invoke(codeInvokeBrokerToResetOffset, map[string]string{"topic": topic, "group": group, "timestamp": "-1",
+		"queueId": "1", "offset": "1", "isForce": "true"}, nil)
+	want[0], want[1] = 0, 1
+	for q, w := range want {
+		if got := committedOffset(t, b.addr, group, topic, q); got != w {
+			t.Fatalf("queue %d: committed offset %d after the reset, want %d", q, got, w)
+		}
+	}
+
+	b.kill()
+	b.restart(t)
+	for q, w := range want {
+		if got := committedOffset(t, b.addr, group, topic, q); got != w {
+			t.Errorf("queue %d: committed offset %d after the kill, want %d (the reset's)", q, got, w)
+		}
+	}
+}
