@@ -75,6 +75,10 @@ func TestResetOffsetByTime(t *testing.T) {
 			t.Errorf("resetOffsetByTime %v succeeded", args)
 		}
 	}
+	// Through the name server, a topic it has no route for.
+	if _, err := run(t, "resetOffsetByTime", "-n", ns, "-g", "rg", "-t", "NoSuchTopic", "-s", "-1"); err == nil || !strings.Contains(err.Error(), "route of NoSuchTopic") {
+		t.Errorf("reset of a topic without a route: %v", err)
+	}
 }
 
 func TestParseResetTime(t *testing.T) {
