@@ -70,17 +70,6 @@ func (f *statsFixture) storeTime(t *testing.T, sent *remoting.Command) int64 {
 	return msgs[0].StoreTimestamp
 }
 
-// commit commits a consumer offset and fails unless it was accepted.
-func commit(t *testing.T, c *remoting.Client, group, topic string, q int32, offset int64) {
-	t.Helper()
-	r := call(t, c, remoting.UpdateConsumerOffset, map[string]string{
-		"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(int(q)), "commitOffset": strconv.FormatInt(offset, 10),
-	}, nil)
-	if r.Code != remoting.Success {
-		t.Fatalf("commit %s %s/%d: %d %s", group, topic, q, r.Code, r.Remark)
-	}
-}
-
 // heartbeatBody is a HEART_BEAT body: one client in a producer group and a
 // consumer group subscribed to topics (topic -> expression).
 func heartbeatBody(clientID, producerGroup, consumerGroup string, subs map[string]string) []byte {

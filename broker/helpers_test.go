@@ -175,3 +175,30 @@ func (tb *testBroker) waitHeld() {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// committedOffset reads a committed offset, failing the test when there
+// is none.
+func committedOffset(t *testing.T, c *remoting.Client, group, topic string, q int32) int64 {
+	t.Helper()
+	resp := call(t, c, remoting.QueryConsumerOffset, map[string]string{
+		"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(int(q)), "setZeroIfNotFound": "false"}, nil)
+	if resp.Code != remoting.Success {
+		t.Fatalf("query offset of %s/%d: %d %s", topic, q, resp.Code, resp.Remark)
+	}
+	return header(resp, "offset")
+}
+
+// commitOffset sends UPDATE_CONSUMER_OFFSET and returns the answer.
+func commitOffset(t *testing.T, c *remoting.Client, group, topic string, q int32, off int64) *remoting.Command {
+	t.Helper()
+	return call(t, c, remoting.UpdateConsumerOffset, map[string]string{
+		"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(int(q)), "commitOffset": strconv.FormatInt(off, 10)}, nil)
+}
+
+// commit commits a consumer offset and fails unless it was accepted.
+func commit(t *testing.T, c *remoting.Client, group, topic string, q int32, offset int64) {
+	t.Helper()
+	if r := commitOffset(t, c, group, topic, q, offset); r.Code != remoting.Success {
+		t.Fatalf("commit %s %s/%d: %d %s", group, topic, q, r.Code, r.Remark)
+	}
+}

@@ -44,22 +44,6 @@ func mustReset(t *testing.T, c *remoting.Client, h map[string]string) map[int32]
 	return out
 }
 
-func committedOffset(t *testing.T, c *remoting.Client, group, topic string, q int32) int64 {
-	t.Helper()
-	resp := call(t, c, remoting.QueryConsumerOffset, map[string]string{
-		"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(int(q)), "setZeroIfNotFound": "false"}, nil)
-	if resp.Code != remoting.Success {
-		t.Fatalf("query offset of %s/%d: %d %s", topic, q, resp.Code, resp.Remark)
-	}
-	return header(resp, "offset")
-}
-
-func commitOffset(t *testing.T, c *remoting.Client, group, topic string, q int32, off int64) *remoting.Command {
-	t.Helper()
-	return call(t, c, remoting.UpdateConsumerOffset, map[string]string{
-		"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(int(q)), "commitOffset": strconv.FormatInt(off, 10)}, nil)
-}
-
 // TestResetOffsetForPullConsumers follows a reset by store time through
 // what a pull consumer holding the old offset does next: its offset commit
 // is ignored, its next pull (with the old offset to commit) is answered
