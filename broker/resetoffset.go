@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -164,12 +165,12 @@ func (b *Broker) processResetOffset(_ context.Context, conn *remoting.Conn, req 
 	if err != nil {
 		return refuse(remoting.SystemError, fmt.Sprintf("reset %s of %s: %v", r.topic, r.group, err))
 	}
+	if err := b.resetQueues(r.group, r.topic, targets); err != nil {
+		b.log.Error().Err(err).Str("group", r.group).Str("topic", r.topic).Msg("reset offset failed")
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
 	table := make(map[adminbody.MessageQueue]int64, len(targets))
 	for q, off := range targets {
-		if err := b.resetQueue(r.group, r.topic, q, off); err != nil {
-			b.log.Error().Err(err).Str("group", r.group).Str("topic", r.topic).Int32("queue", q).Msg("reset offset failed")
-			return remoting.NewResponse(req, remoting.SystemError, err.Error())
-		}
 		table[adminbody.MessageQueue{BrokerName: b.cfg.BrokerName, QueueID: q, Topic: r.topic}] = off
 	}
 	b.log.Info().Str("group", r.group).Str("topic", r.topic).Int32("queue", r.queueID).Int64("timestamp", r.timestamp).
@@ -217,22 +218,33 @@ func (b *Broker) resetTargets(r resetRequest, queues int) (map[int32]int64, erro
 	return out, nil
 }
 
-// resetQueue moves one queue of a group: a reset waiting for the next
-// pull first (so a pull racing the reset cannot commit the old offset over
-// the new one), then the committed offset (durable), then the pop position
-// when the group pops the queue (it does not pull it: no reset waits
-// then). Held pulls of the queue are woken to answer the reset now.
-func (b *Broker) resetQueue(group, topic string, queueID int32, offset int64) error {
-	b.resets.assign(group, topic, queueID, offset)
-	if err := b.offsets.Set(group, topic, queueID, offset); err != nil {
-		b.resets.take(group, topic, queueID)
-		return err
+// resetQueues moves queues of a group: resets waiting for the next pull
+// first (so a pull racing the reset cannot commit the old offset over the
+// new one), then the committed offsets in one durable batch, then each
+// queue's pop position when the group pops it (it does not pull it then:
+// no reset waits). Held pulls of the queues are woken to answer now.
+func (b *Broker) resetQueues(group, topic string, targets map[int32]int64) error {
+	updates := make([]kvindex.OffsetUpdate, 0, len(targets))
+	for q, off := range targets {
+		b.resets.assign(group, topic, q, off)
+		updates = append(updates, kvindex.OffsetUpdate{Group: group, Topic: topic, QueueID: q, Offset: off})
 	}
-	popped, err := b.popSvc.ResetOffset(group, topic, queueID, offset)
-	if err != nil || popped {
-		b.resets.take(group, topic, queueID)
-		return err
+	if err := b.offsets.SetMany(updates, true); err != nil {
+		for q := range targets {
+			b.resets.take(group, topic, q)
+		}
+		return fmt.Errorf("commit reset offsets of %s on %s: %w", group, topic, err)
 	}
-	b.notifier.Notify(topic, queueID)
+	for q, off := range targets {
+		popped, err := b.popSvc.ResetOffset(group, topic, q, off)
+		if err != nil {
+			return err
+		}
+		if popped {
+			b.resets.take(group, topic, q)
+			continue
+		}
+		b.notifier.Notify(topic, q)
+	}
 	return nil
 }
