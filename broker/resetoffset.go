@@ -235,16 +235,13 @@ func (b *Broker) resetQueues(group, topic string, targets map[int32]int64) error
 		}
 		return fmt.Errorf("commit reset offsets of %s on %s: %w", group, topic, err)
 	}
-	for q, off := range targets {
-		popped, err := b.popSvc.ResetOffset(group, topic, q, off)
-		if err != nil {
-			return err
-		}
-		if popped {
+	popped, err := b.popSvc.ResetOffsets(group, topic, targets)
+	for q := range targets {
+		if popped[q] {
 			b.resets.take(group, topic, q)
-			continue
+		} else {
+			b.notifier.Notify(topic, q)
 		}
-		b.notifier.Notify(topic, q)
 	}
-	return nil
+	return err
 }

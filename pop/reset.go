@@ -4,15 +4,34 @@ import (
 	"fmt"
 )
 
-// ResetOffset moves a group's pop of one queue to offset, as an
-// administrator's offset reset (INVOKE_BROKER_TO_RESET_OFFSET) asks: the
-// pop position and the committed offset become offset, and an orderly
-// queue's in-flight batch no longer blocks it. Messages in flight stay in
-// flight: one not acknowledged is re-delivered after its deadline, as
-// RocketMQ keeps its in-flight records over a reset too. A group that never
-// popped the queue gets no pop state; it reports whether there was some.
-// It returns once the change is durable.
-func (s *Service) ResetOffset(group, topic string, queueID int32, offset int64) (bool, error) {
+// ResetOffsets moves a group's pops of a topic's queues to the offsets
+// targets gives by queue id, as an administrator's offset reset
+// (INVOKE_BROKER_TO_RESET_OFFSET) asks: the pop position and the committed
+// offset become the target, and an orderly queue's in-flight batch no
+// longer blocks it. Messages in flight stay in flight: one not
+// acknowledged is re-delivered after its deadline, as RocketMQ keeps its
+// in-flight records over a reset too. A queue the group never popped gets
+// no pop state; popped reports the queues that had some. It returns once
+// the changes are durable (one sync for all of them).
+func (s *Service) ResetOffsets(group, topic string, targets map[int32]int64) (popped map[int32]bool, err error) {
+	popped = make(map[int32]bool)
+	for q, off := range targets {
+		ok, err := s.resetQueue(group, topic, q, off)
+		if err != nil {
+			return popped, err
+		}
+		if ok {
+			popped[q] = true
+		}
+	}
+	if len(popped) > 0 {
+		return popped, s.sync()
+	}
+	return popped, nil
+}
+
+// resetQueue moves one queue (see ResetOffsets) without syncing.
+func (s *Service) resetQueue(group, topic string, queueID int32, offset int64) (bool, error) {
 	if offset < 0 {
 		return false, fmt.Errorf("reset pop offset of %s on %s/%d: negative offset %d", group, topic, queueID, offset)
 	}
@@ -43,7 +62,7 @@ func (s *Service) ResetOffset(group, topic string, queueID int32, offset int64) 
 	if err := b.SetCommitted(group, topic, queueID, offset); err != nil {
 		return false, err
 	}
-	if err := b.Commit(true); err != nil {
+	if err := b.Commit(false); err != nil {
 		return false, fmt.Errorf("reset pop offset of %s on %s/%d: %w", group, topic, queueID, err)
 	}
 	return true, nil
