@@ -116,21 +116,7 @@ func TestLongPolling(t *testing.T) {
 	// PULL_OFFSET_MOVED at once instead of being held.
 	b.caughtUp()
 	// Held, then woken by a dispatch.
-	type result struct {
-		resp *remoting.Command
-		at   time.Time
-	}
-	done := make(chan result, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.PullMessage, pullReq("g", "LP", 0, 1, pullSuspend, 15*time.Second, "*"), nil))
-		if err != nil {
-			t.Error(err)
-		}
-		done <- result{resp, time.Now()}
-	}()
-	b.waitHeld()
+	done := b.holdPull(c, pullReq("g", "LP", 0, 1, pullSuspend, 15*time.Second, "*"))
 	sent := time.Now()
 	mustSend(t, c, "LP", 0, "second", "")
 	r := <-done

@@ -202,3 +202,27 @@ func commit(t *testing.T, c *remoting.Client, group, topic string, q int32, offs
 		t.Fatalf("commit %s %s/%d: %d %s", group, topic, q, r.Code, r.Remark)
 	}
 }
+
+// pullAnswer is a pull's response and when it arrived.
+type pullAnswer struct {
+	resp *remoting.Command
+	at   time.Time
+}
+
+// holdPull sends a long-polling pull and returns once the broker holds
+// it; its answer arrives on the channel.
+func (tb *testBroker) holdPull(c *remoting.Client, ext map[string]string) <-chan pullAnswer {
+	tb.t.Helper()
+	done := make(chan pullAnswer, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.PullMessage, ext, nil))
+		if err != nil {
+			tb.t.Error(err)
+		}
+		done <- pullAnswer{resp, time.Now()}
+	}()
+	tb.waitHeld()
+	return done
+}

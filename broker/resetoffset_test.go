@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"testing"
@@ -143,20 +142,10 @@ func TestResetOffsetWakesHeldPull(t *testing.T) {
 	mustSend(t, c, "RW", 0, "m0", "")
 	mustSend(t, c, "RW", 0, "m1", "")
 	b.caughtUp()
-	done := make(chan *remoting.Command, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.PullMessage, pullReq("rw", "RW", 0, 2, pullSuspend, 20*time.Second, "*"), nil))
-		if err != nil {
-			t.Error(err)
-		}
-		done <- resp
-	}()
-	b.waitHeld()
+	done := b.holdPull(c, pullReq("rw", "RW", 0, 2, pullSuspend, 20*time.Second, "*"))
 	start := time.Now()
 	mustReset(t, c, resetReq("rw", "RW", 0, -1, 0))
-	r := <-done
+	r := (<-done).resp
 	if r == nil || r.Code != remoting.PullOffsetMoved || header(r, "nextBeginOffset") != 0 {
 		t.Fatalf("held pull after a reset: %+v", r)
 	}
