@@ -20,7 +20,7 @@ const scheduleOffsetGroup = "rmq_sys_SCHEDULE_OFFSET"
 // code.
 func (b *Broker) toSchedule(m *commitlog.Message, level int) {
 	level = min(level, len(b.delayLevels))
-	m.Properties = rewriteProperties(m.Properties, nil,
+	m.Properties = commitlog.RewriteProperties(m.Properties, nil,
 		[2]string{propDelay, strconv.Itoa(level)},
 		[2]string{propRealTopic, m.Topic},
 		[2]string{propRealQueueID, strconv.Itoa(int(m.QueueID))})
@@ -114,7 +114,7 @@ func (b *Broker) deliverScheduled(ctx context.Context, phy int64) error {
 		Topic: topic, QueueID: int32(qid), Flag: m.Flag, SysFlag: m.SysFlag,
 		BornTimestamp: m.BornTimestamp, BornHost: m.BornHost, ReconsumeTimes: m.ReconsumeTimes,
 		Body:       m.Body,
-		Properties: rewriteProperties(m.Properties, []string{propDelay, propTimerDeliverMs, propTimerDelaySec, propTimerDelayMs}),
+		Properties: commitlog.RewriteProperties(m.Properties, []string{propDelay, propTimerDeliverMs, propTimerDelaySec, propTimerDelayMs}),
 	}
 	_, err = b.putMessages(ctx, []*commitlog.Message{out}, false)
 	return err

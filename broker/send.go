@@ -230,7 +230,7 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	if topic != h.topic { // moved to the DLQ
 		set = append(set, [2]string{propDLQOriginTopic, h.topic})
 	}
-	props = rewriteProperties(props, []string{propWait, propPopCK}, set...)
+	props = commitlog.RewriteProperties(props, []string{propWait, propPopCK}, set...)
 	msg := &commitlog.Message{
 		Topic:          topic,
 		QueueID:        qid,

@@ -85,7 +85,7 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 		Topic: topic, QueueID: qid, Flag: m.Flag, SysFlag: m.SysFlag,
 		BornTimestamp: m.BornTimestamp, BornHost: m.BornHost, ReconsumeTimes: m.ReconsumeTimes + 1,
 		Body:       m.Body,
-		Properties: rewriteProperties(m.Properties, []string{propDelay, propPopCK}, set...),
+		Properties: commitlog.RewriteProperties(m.Properties, []string{propDelay, propPopCK}, set...),
 	}
 	if !toDLQ {
 		b.toSchedule(out, int(delayLevel))

@@ -14,17 +14,14 @@ const (
 	autoCreateTopic    = "TBW102"
 	selfTestTopic      = "SELF_TEST_TOPIC"
 	offsetMovedTopic   = "OFFSET_MOVED_EVENT"
-	transHalfTopic     = "RMQ_SYS_TRANS_HALF_TOPIC"
-	transOpHalfTopic   = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-	transCheckMaxTopic = "TRANS_CHECK_MAX_TIME_TOPIC"
 	scheduleQueueNums  = 18
 )
 
 // notSendable are the system topics clients may not send to (RocketMQ
 // answers NO_PERMISSION).
 var notSendable = map[string]bool{
-	meta.ScheduleTopic: true, transHalfTopic: true, transOpHalfTopic: true,
-	transCheckMaxTopic: true, selfTestTopic: true, offsetMovedTopic: true,
+	meta.ScheduleTopic: true, meta.TransHalfTopic: true, meta.TransOpHalfTopic: true,
+	meta.TransCheckMaxTopic: true, selfTestTopic: true, offsetMovedTopic: true,
 }
 
 // validTopicChars reports whether topic matches RocketMQ's

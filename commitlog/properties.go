@@ -98,3 +98,52 @@ func FormatProperties(m map[string]string) string {
 	}
 	return b.String()
 }
+
+// RewriteProperties returns props without the keys drop names (and
+// without the keys set names), followed by the pairs of set in order, in
+// one pass and one allocation. The client's order of the pairs it keeps is
+// preserved, so an unchanged message is stored as sent. Pairs of set with
+// an empty value are left out.
+func RewriteProperties(props string, drop []string, set ...[2]string) string {
+	skip := func(k string) bool {
+		for _, d := range drop {
+			if k == d {
+				return true
+			}
+		}
+		for _, s := range set {
+			if k == s[0] {
+				return true
+			}
+		}
+		return false
+	}
+	var b strings.Builder
+	b.Grow(len(props) + 64)
+	for i := 0; i < len(props); {
+		end := strings.IndexByte(props[i:], PropertySeparator)
+		if end < 0 {
+			end = len(props)
+		} else {
+			end += i
+		}
+		seg := props[i:end]
+		i = end + 1
+		sep := strings.IndexByte(seg, NameValueSeparator)
+		if sep <= 0 || sep >= len(seg)-1 || skip(seg[:sep]) {
+			continue
+		}
+		b.WriteString(seg)
+		b.WriteByte(PropertySeparator)
+	}
+	for _, s := range set {
+		if s[0] == "" || s[1] == "" {
+			continue
+		}
+		b.WriteString(s[0])
+		b.WriteByte(NameValueSeparator)
+		b.WriteString(s[1])
+		b.WriteByte(PropertySeparator)
+	}
+	return b.String()
+}

@@ -47,6 +47,10 @@ type DispatcherOptions struct {
 	Notifier *Notifier
 	// Hooks by topic.
 	Hooks map[string]Hook
+	// CommitHook, when set, sees every record whose transaction type is
+	// COMMIT (the committed copy of a transactional message), whatever its
+	// topic, in the same way as Hooks.
+	CommitHook Hook
 	// DelayLevels computes the tagsCode (delivery time) of
 	// SCHEDULE_TOPIC_XXXX records; RocketMQ's default levels when nil.
 	DelayLevels []time.Duration
@@ -445,6 +449,11 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 			}
 		}
 		tx := commitlog.TransactionType(m.SysFlag)
+		if tx == commitlog.TransactionCommit && d.opts.CommitHook != nil {
+			if err := d.opts.CommitHook.Dispatch(b, &m); err != nil {
+				return 0, fmt.Errorf("commit hook at %d: %w", e.Offset, err)
+			}
+		}
 		if tx == commitlog.TransactionNotType || tx == commitlog.TransactionCommit {
 			entries = append(entries, cq.Dispatch{Topic: m.Topic, QueueID: m.QueueID, Entry: cq.Entry{
 				QueueOffset:    m.QueueOffset,

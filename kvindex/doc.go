@@ -42,8 +42,10 @@
 //	0x54    request mode    no         broker (SET_MESSAGE_REQUEST_MODE)
 //	0x55    pop ck deadline no         pop service, in the same batches as 0x56
 //	0x56    pop checkpoint  no         pop service (pop, ack, change invisible time, revive)
+//	0x60    txn half        no         dispatcher (half messages); transaction service (checks, end)
+//	0x61    txn end         no         transaction service (END_TRANSACTION, discard); dispatcher (committed records)
 //
-// Prefixes 0x50-0x5F are reserved for POP.
+// Prefixes 0x50-0x5F are reserved for POP, 0x60-0x6F for transactions.
 //
 // # 0x01 meta
 //
@@ -214,4 +216,36 @@
 //
 //	key:   0x54 | topicLen uint16 | topic | groupLen uint16 | group
 //	value: SetMessageRequestModeRequestBody JSON ({"topic","consumerGroup","mode","popShareQueueNum"})
+//
+// # 0x60 txn half: a half message whose transaction has not ended
+//
+//	key:   0x60 | halfPhyOffset int64
+//	value: halfQueueOffset int64 | storeTimestamp int64 | nextCheckAt int64 | checks uint32   (28 bytes)
+//
+// Written by the dispatcher, in the batch that indexes a record of
+// RMQ_SYS_TRANS_HALF_TOPIC, with nextCheckAt = storeTimestamp plus
+// transactionTimeOut (or the message's CHECK_IMMUNITY_TIME_IN_SECONDS when
+// longer). The transaction checker scans the keyspace (CommitLog order,
+// oldest first), asks the producer group about each half whose nextCheckAt
+// has passed, and rewrites it (without sync) with checks + 1 and the next
+// check time. Deleted, in one synced batch with its 0x61 entry, when the
+// transaction ends; range-deleted below the CommitLog minimum by
+// retention. A half re-dispatched after a crash is written again; the
+// checker then finds its 0x61 entry and deletes it.
+//
+// # 0x61 txn end: how the transaction of a half message ended
+//
+//	key:   0x61 | halfPhyOffset int64
+//	value: state uint8 (8 commit, 12 rollback, 1 discarded) | endTimestamp int64   (9 bytes)
+//
+// Written with sync by END_TRANSACTION (after the committed message is
+// stored) and by the checker when it gives up (after the half is stored in
+// TRANS_CHECK_MAX_TIME_TOPIC). The dispatcher also writes a commit, with
+// endTimestamp 0, for every record whose transaction type is COMMIT, from
+// its PREPARED TX OFFSET: a crash between storing the committed message
+// and the synced write still ends the transaction, so no check asks the
+// producer again and no second copy is stored. An END_TRANSACTION for a
+// transaction that already ended changes nothing. Kept while the half
+// message is in the CommitLog; range-deleted below its minimum by
+// retention.
 package kvindex

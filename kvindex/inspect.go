@@ -62,7 +62,7 @@ func Keyspaces() []Keyspace {
 		{PrefixConsumerOffset, "consumer-offset", false},
 		{PrefixTopicConfig, "topic-config", false},
 		{PrefixGroupConfig, "group-config", false},
-	}, popKeyspaces()...)
+	}, append(popKeyspaces(), txnKeyspaces()...)...)
 }
 
 // KeyspaceOf returns the keyspace of a prefix byte; ok is false when doc.go
@@ -405,6 +405,9 @@ func DecodeKey(key, value []byte) (Record, error) {
 		return GroupConfigRecord{Name: string(key[1:]), Config: c}, nil
 	}
 	if r, ok, err := decodePopKey(key, value); ok {
+		return r, err
+	}
+	if r, ok, err := decodeTxnKey(key, value); ok {
 		return r, err
 	}
 	return nil, fmt.Errorf("key %x: prefix %#02x: %w", key, key[0], ErrUnknownKeyspace)

@@ -172,6 +172,17 @@ func (v *VersionCounter) Current() DataVersion {
 // queue level-1, tagsCode = delivery time.
 const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
 
+// Transaction system topics: half messages wait in TransHalfTopic queue 0
+// until their transaction ends; TransCheckMaxTopic receives the halves
+// given up after transactionCheckMax checks. RocketMQ writes its op
+// messages to TransOpHalfTopic; rocketkv keeps that state in the index
+// instead, and only refuses sends to the name.
+const (
+	TransHalfTopic     = "RMQ_SYS_TRANS_HALF_TOPIC"
+	TransOpHalfTopic   = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+	TransCheckMaxTopic = "TRANS_CHECK_MAX_TIME_TOPIC"
+)
+
 // DefaultMessageDelayLevel is RocketMQ's messageDelayLevel.
 const DefaultMessageDelayLevel = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 

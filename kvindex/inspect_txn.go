@@ -1,0 +1,70 @@
+package kvindex
+
+import "fmt"
+
+// Prefixes of the transaction keyspaces, for inspection tools.
+const (
+	PrefixTxnHalf = prefixTxnHalf
+	PrefixTxnEnd  = prefixTxnEnd
+)
+
+// txnKeyspaces are the transaction keyspaces of doc.go, in prefix order.
+func txnKeyspaces() []Keyspace {
+	return []Keyspace{
+		{PrefixTxnHalf, "txn-half", false},
+		{PrefixTxnEnd, "txn-end", false},
+	}
+}
+
+// TxnHalfRecord is an open half message (keyspace 0x60).
+type TxnHalfRecord struct{ TxnHalf }
+
+// TxnEndRecord is how the transaction of a half message ended (keyspace
+// 0x61).
+type TxnEndRecord struct {
+	HalfPhyOffset int64 `json:"halfPhyOffset"`
+	// State is "COMMIT_MESSAGE", "ROLLBACK_MESSAGE" or "DISCARDED".
+	State string `json:"state"`
+	At    int64  `json:"at"`
+}
+
+// Keyspace implements Record.
+func (TxnHalfRecord) Keyspace() Keyspace { return mustKeyspace(PrefixTxnHalf) }
+
+// Keyspace implements Record.
+func (TxnEndRecord) Keyspace() Keyspace { return mustKeyspace(PrefixTxnEnd) }
+
+// String implements Record.
+func (r TxnHalfRecord) String() string {
+	return fmt.Sprintf("phyOffset=%d queueOffset=%d storeTime=%s checks=%d nextCheck=%s",
+		r.PhyOffset, r.QueueOffset, FormatMillis(r.StoreTimestamp), r.Checks, FormatMillis(r.NextCheckAt))
+}
+
+// String implements Record.
+func (r TxnEndRecord) String() string {
+	at := "-"
+	if r.At != 0 {
+		at = FormatMillis(r.At)
+	}
+	return fmt.Sprintf("halfPhyOffset=%d state=%s at=%s", r.HalfPhyOffset, r.State, at)
+}
+
+// decodeTxnKey decodes a key of a transaction keyspace; ok is false for
+// any other prefix.
+func decodeTxnKey(key, value []byte) (rec Record, ok bool, err error) {
+	switch key[0] {
+	case PrefixTxnHalf:
+		h, err := decodeTxnHalf(key, value)
+		if err != nil {
+			return nil, true, err
+		}
+		return TxnHalfRecord{h}, true, nil
+	case PrefixTxnEnd:
+		phy, e, err := decodeTxnEnd(key, value)
+		if err != nil {
+			return nil, true, err
+		}
+		return TxnEndRecord{HalfPhyOffset: phy, State: e.State.String(), At: e.At}, true, nil
+	}
+	return nil, false, nil
+}

@@ -1,0 +1,238 @@
+package kvindex
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Transaction keyspaces; see doc.go.
+const (
+	prefixTxnHalf byte = 0x60
+	prefixTxnEnd  byte = 0x61
+)
+
+const (
+	txnHalfValueLen = 28
+	txnEndValueLen  = 9
+)
+
+// TxnHalf is a half message whose transaction has not ended (keyspace
+// 0x60): the transaction checker asks its producer group about it.
+type TxnHalf struct {
+	// PhyOffset is the half message's CommitLog offset, the key.
+	PhyOffset int64 `json:"phyOffset"`
+	// QueueOffset is its offset in RMQ_SYS_TRANS_HALF_TOPIC queue 0 (the
+	// tranStateTableOffset producers send back).
+	QueueOffset int64 `json:"queueOffset"`
+	// StoreTimestamp is when it was stored, in Unix milliseconds.
+	StoreTimestamp int64 `json:"storeTimestamp"`
+	// NextCheckAt is when the checker next asks the producer, in Unix
+	// milliseconds.
+	NextCheckAt int64 `json:"nextCheckAt"`
+	// Checks counts the checks asked so far.
+	Checks int32 `json:"checks"`
+}
+
+// TxnState is how a transaction ended (keyspace 0x61). Commit and
+// Rollback are the commitOrRollback codes of END_TRANSACTION.
+type TxnState uint8
+
+// Transaction end states.
+const (
+	// TxnDiscarded: given up after transactionCheckMax checks, the half
+	// moved to TRANS_CHECK_MAX_TIME_TOPIC.
+	TxnDiscarded TxnState = 1
+	// TxnCommit: the real message was stored.
+	TxnCommit TxnState = 8
+	// TxnRollback: the half was dropped.
+	TxnRollback TxnState = 12
+)
+
+// String names the state as RocketMQ's LocalTransactionState does.
+func (s TxnState) String() string {
+	switch s {
+	case TxnDiscarded:
+		return "DISCARDED"
+	case TxnCommit:
+		return "COMMIT_MESSAGE"
+	case TxnRollback:
+		return "ROLLBACK_MESSAGE"
+	}
+	return fmt.Sprintf("TxnState(%d)", uint8(s))
+}
+
+// TxnEnd is the end of one transaction (keyspace 0x61).
+type TxnEnd struct {
+	State TxnState
+	// At is when it ended, in Unix milliseconds (0 when the dispatcher
+	// learnt it from a committed record).
+	At int64
+}
+
+// Transactions is the transaction state: the open half messages (0x60)
+// and how ended transactions ended (0x61), both keyed by the half
+// message's CommitLog offset.
+type Transactions struct {
+	db *DB
+}
+
+// Transactions returns the transaction state tables.
+func (d *DB) Transactions() *Transactions { return &Transactions{db: d} }
+
+func txnKey(prefix byte, phy int64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{prefix}, uint64(phy))
+}
+
+func encodeTxnHalf(h TxnHalf) []byte {
+	v := make([]byte, 0, txnHalfValueLen)
+	v = binary.BigEndian.AppendUint64(v, uint64(h.QueueOffset))
+	v = binary.BigEndian.AppendUint64(v, uint64(h.StoreTimestamp))
+	v = binary.BigEndian.AppendUint64(v, uint64(h.NextCheckAt))
+	return binary.BigEndian.AppendUint32(v, uint32(h.Checks))
+}
+
+func decodeTxnHalf(k, v []byte) (TxnHalf, error) {
+	if len(k) != 9 || k[0] != prefixTxnHalf || len(v) != txnHalfValueLen {
+		return TxnHalf{}, fmt.Errorf("txn half key %x value %x: %w", k, v, ErrBadKey)
+	}
+	return TxnHalf{
+		PhyOffset:      int64(binary.BigEndian.Uint64(k[1:])),
+		QueueOffset:    int64(binary.BigEndian.Uint64(v)),
+		StoreTimestamp: int64(binary.BigEndian.Uint64(v[8:])),
+		NextCheckAt:    int64(binary.BigEndian.Uint64(v[16:])),
+		Checks:         int32(binary.BigEndian.Uint32(v[24:])),
+	}, nil
+}
+
+func encodeTxnEnd(e TxnEnd) []byte {
+	return binary.BigEndian.AppendUint64([]byte{byte(e.State)}, uint64(e.At))
+}
+
+func decodeTxnEnd(k, v []byte) (int64, TxnEnd, error) {
+	if len(k) != 9 || k[0] != prefixTxnEnd || len(v) != txnEndValueLen {
+		return 0, TxnEnd{}, fmt.Errorf("txn end key %x value %x: %w", k, v, ErrBadKey)
+	}
+	return int64(binary.BigEndian.Uint64(k[1:])), TxnEnd{State: TxnState(v[0]), At: int64(binary.BigEndian.Uint64(v[1:]))}, nil
+}
+
+// AddHalf records an open half message in w, the dispatcher's batch that
+// indexes it.
+func (t *Transactions) AddHalf(w *pebble.Batch, h TxnHalf) error {
+	if err := w.Set(txnKey(prefixTxnHalf, h.PhyOffset), encodeTxnHalf(h), nil); err != nil {
+		return fmt.Errorf("record half message at %d: %w", h.PhyOffset, err)
+	}
+	return nil
+}
+
+// AddCommitted records in w, the dispatcher's batch that indexes a
+// committed transactional record, that the transaction of the half at
+// halfPhy committed. A crash between storing the committed message and
+// End leaves the transaction ended all the same once the record is
+// dispatched again.
+func (t *Transactions) AddCommitted(w *pebble.Batch, halfPhy int64) error {
+	if err := w.Set(txnKey(prefixTxnEnd, halfPhy), encodeTxnEnd(TxnEnd{State: TxnCommit}), nil); err != nil {
+		return fmt.Errorf("record commit of the half at %d: %w", halfPhy, err)
+	}
+	return nil
+}
+
+// End records durably how the transaction of the half at halfPhy ended
+// and forgets the open half, in one synced batch.
+func (t *Transactions) End(halfPhy int64, e TxnEnd) error {
+	b := t.db.pdb.NewBatch()
+	defer b.Close()
+	if err := b.Set(txnKey(prefixTxnEnd, halfPhy), encodeTxnEnd(e), nil); err != nil {
+		return fmt.Errorf("end transaction of the half at %d: %w", halfPhy, err)
+	}
+	if err := b.Delete(txnKey(prefixTxnHalf, halfPhy), nil); err != nil {
+		return fmt.Errorf("end transaction of the half at %d: %w", halfPhy, err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("end transaction of the half at %d: %w", halfPhy, err)
+	}
+	return nil
+}
+
+// Ended returns how the transaction of the half at halfPhy ended; ok is
+// false while it is open (or was never seen).
+func (t *Transactions) Ended(halfPhy int64) (e TxnEnd, ok bool, err error) {
+	k := txnKey(prefixTxnEnd, halfPhy)
+	v, err := t.db.get(k)
+	if err != nil {
+		return TxnEnd{}, false, fmt.Errorf("read end of the transaction of the half at %d: %w", halfPhy, err)
+	}
+	if v == nil {
+		return TxnEnd{}, false, nil
+	}
+	_, e, err = decodeTxnEnd(k, v)
+	return e, err == nil, err
+}
+
+// Half returns the open half at phy; ok is false when there is none.
+func (t *Transactions) Half(phy int64) (h TxnHalf, ok bool, err error) {
+	k := txnKey(prefixTxnHalf, phy)
+	v, err := t.db.get(k)
+	if err != nil {
+		return TxnHalf{}, false, fmt.Errorf("read half at %d: %w", phy, err)
+	}
+	if v == nil {
+		return TxnHalf{}, false, nil
+	}
+	h, err = decodeTxnHalf(k, v)
+	return h, err == nil, err
+}
+
+// UpdateHalf rewrites an open half's check count and next check time. The
+// write is not synced: a crash forgets at most a few checks, which are
+// then asked again.
+func (t *Transactions) UpdateHalf(h TxnHalf) error {
+	if err := t.db.pdb.Set(txnKey(prefixTxnHalf, h.PhyOffset), encodeTxnHalf(h), pebble.NoSync); err != nil {
+		return fmt.Errorf("update half at %d: %w", h.PhyOffset, err)
+	}
+	return nil
+}
+
+// ForgetHalf deletes an open half without recording an end: its record is
+// gone from the CommitLog. Not synced: a half brought back by a crash is
+// found gone again.
+func (t *Transactions) ForgetHalf(phy int64) error {
+	if err := t.db.pdb.Delete(txnKey(prefixTxnHalf, phy), pebble.NoSync); err != nil {
+		return fmt.Errorf("forget half at %d: %w", phy, err)
+	}
+	return nil
+}
+
+// OpenHalves calls fn for each open half in CommitLog order (oldest first)
+// until fn returns false.
+func (t *Transactions) OpenHalves(fn func(TxnHalf) bool) error {
+	var decodeErr error
+	err := t.db.Scan([]byte{prefixTxnHalf}, func(k, v []byte) bool {
+		h, err := decodeTxnHalf(k, v)
+		if err != nil {
+			decodeErr = err
+			return false
+		}
+		return fn(h)
+	})
+	return errors.Join(err, decodeErr)
+}
+
+// DropBelow deletes the open halves and ended transactions of half
+// messages below the CommitLog's new minimum offset: retention deleted
+// them, so they can be neither checked nor ended again.
+func (t *Transactions) DropBelow(minPhy int64) error {
+	b := t.db.pdb.NewBatch()
+	defer b.Close()
+	for _, p := range []byte{prefixTxnHalf, prefixTxnEnd} {
+		if err := b.DeleteRange(txnKey(p, 0), txnKey(p, minPhy), nil); err != nil {
+			return fmt.Errorf("drop transactions below %d: %w", minPhy, err)
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("drop transactions below %d: %w", minPhy, err)
+	}
+	return nil
+}
