@@ -23,6 +23,7 @@ import (
 	"github.com/rocketkv/rocketkv/migrate/filecq"
 	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
+	"github.com/rocketkv/rocketkv/txn"
 )
 
 // Broker is one running broker. Create it with New, then Start; stop it
@@ -55,6 +56,7 @@ type Broker struct {
 	locks    *lockManager
 	holds    *pullHolds
 	popSvc   *pop.Service
+	txns     *txn.Service
 	popHolds *popHolds
 	// resets are offset resets the pull consumers have not seen yet.
 	resets   offsetResets
@@ -195,6 +197,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.goBackground("index-sync", b.syncLoop)
 	b.goBackground("register", b.register.loop)
 	b.goBackground("schedule", b.scheduleLoop)
+	b.goBackground("transaction-check", b.txns.Run)
 	b.holds.start()
 	b.log.Info().Str("addr", b.Addr()).Str("store", root).Str("storeType", b.cfg.StoreType).
 		Str("indexWalSync", b.cfg.IndexWALSyncMode()).
@@ -261,9 +264,15 @@ func (b *Broker) openStores(ctx context.Context) error {
 	}
 	b.qoffsets = kvindex.NewQueueOffsets(b.cqs, b.cfg.QueueOffsetCacheSize, b.component("queue-offsets"))
 	b.notifier = kvindex.NewNotifier()
+	b.txns = txn.New(txnConfig(b.cfg), db.Transactions(), txnStore{b}, b.askTransaction, b.root)
+	hooks := map[string]kvindex.Hook{meta.TransHalfTopic: b.txns.HalfHook()}
+	for topic, h := range b.dispatchHooks {
+		hooks[topic] = h
+	}
 	b.disp, err = kvindex.NewDispatcher(kvindex.DispatcherOptions{
 		Log: clog, DB: db, Store: b.cqs, Offsets: b.qoffsets, Notifier: b.notifier,
-		SkipKeyIndex: !b.cfg.MessageIndexEnable, MaxLagBytes: b.cfg.MaxDispatchLagBytes, Hooks: b.dispatchHooks, Logger: b.root,
+		SkipKeyIndex: !b.cfg.MessageIndexEnable, MaxLagBytes: b.cfg.MaxDispatchLagBytes,
+		Hooks: hooks, CommitHook: b.txns.CommitHook(), Logger: b.root,
 	})
 	if err != nil {
 		return err
@@ -272,6 +281,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 		return err
 	}
 	clog.OnMinOffsetChange(b.disp.LogMinOffsetChanged)
+	clog.OnMinOffsetChange(b.txns.LogMinOffsetChanged)
 	b.disp.Start()
 	if err := b.disp.CatchUp(ctx); err != nil {
 		return fmt.Errorf("dispatch the CommitLog tail: %w", err)

@@ -18,7 +18,7 @@ var fuzzCodes = []int32{
 	remoting.UpdateConsumerOffset, remoting.SearchOffsetByTimestamp, remoting.GetConsumerListByGroup,
 	remoting.InvokeBrokerToResetOffset,
 	remoting.GetTopicStatsInfo, remoting.GetConsumeStats, remoting.GetConsumerConnectionList,
-	remoting.GetProducerConnectionList, remoting.QueryTopicConsumeByWho,
+	remoting.GetProducerConnectionList, remoting.QueryTopicConsumeByWho, remoting.EndTransaction,
 }
 
 // FuzzRequests sends arbitrary header fields and bodies to every processor
@@ -34,6 +34,8 @@ func FuzzRequests(f *testing.F) {
 	f.Add(uint8(11), "", []byte(`{"topicConfigList":[{"topicName":"x","readQueueNums":-1}]}`))
 	f.Add(uint8(17), "group=g;topic=T;timestamp=-1;queueId=0;offset=5", []byte(nil))
 	f.Add(uint8(19), "consumerGroup=g;topicList=[a, ,b];topic=", []byte(nil))
+	f.Add(uint8(1), "a=pg;b=T;e=0;f=4;g=1;h=0;i=TRAN_MSG\x01true\x02PGROUP\x01pg\x02", []byte("half"))
+	f.Add(uint8(23), "producerGroup=pg;tranStateTableOffset=0;commitLogOffset=3;commitOrRollback=8", []byte(nil))
 	b := startTestBroker(f, nil)
 	c, err := remoting.Dial(context.Background(), b.Addr(), remoting.ClientOptions{})
 	if err != nil {

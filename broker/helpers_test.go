@@ -226,3 +226,18 @@ func (tb *testBroker) holdPull(c *remoting.Client, ext map[string]string) <-chan
 	tb.waitHeld()
 	return done
 }
+
+// pullAll pulls every message of a queue from offset 0.
+func pullAll(t *testing.T, b *testBroker, c *remoting.Client, topic string, qid int32) []commitlog.Message {
+	t.Helper()
+	b.caughtUp()
+	resp := call(t, c, remoting.PullMessage, pullReq("inspect", topic, qid, 0, 0, 0, "*"), nil)
+	switch resp.Code {
+	case remoting.Success:
+		return decodeRecords(t, resp.Body)
+	case remoting.PullNotFound, remoting.PullOffsetMoved:
+		return nil
+	}
+	t.Fatalf("pull %s/%d: %d %s", topic, qid, resp.Code, resp.Remark)
+	return nil
+}

@@ -23,7 +23,6 @@ const (
 	propOriginMessageID   = "ORIGIN_MESSAGE_ID"
 	propReconsumeTime     = "RECONSUME_TIME"
 	propMaxReconsumeTimes = "MAX_RECONSUME_TIMES"
-	propTranMsg           = "TRAN_MSG"
 	propPopCK             = "POP_CK"
 	propTimerDeliverMs    = "TIMER_DELIVER_MS"
 	propTimerDelaySec     = "TIMER_DELAY_SEC"

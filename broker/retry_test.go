@@ -12,17 +12,6 @@ import (
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
-// pullAll pulls a queue from offset 0 with a catch-all subscription.
-func pullAll(t *testing.T, b *testBroker, c *remoting.Client, topic string, qid int32) []commitlog.Message {
-	t.Helper()
-	b.caughtUp()
-	r := call(t, c, remoting.PullMessage, pullReq("inspect", topic, qid, 0, 0, 0, "*"), nil)
-	if r.Code != remoting.Success {
-		return nil
-	}
-	return decodeRecords(t, r.Body)
-}
-
 func TestSendBackRetriesWithDelayThenDLQ(t *testing.T) {
 	b := startTestBroker(t, nil)
 	c := b.client(nil)

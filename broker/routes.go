@@ -26,6 +26,7 @@ func (b *Broker) routes() {
 	handle(remoting.LockBatchMQ, b.processLockBatch)
 	handle(remoting.UnlockBatchMQ, b.processUnlockBatch)
 	handle(remoting.ConsumerSendMsgBack, b.admitted(b.processSendBack))
+	handle(remoting.EndTransaction, b.admitted(b.processEndTransaction))
 	handle(remoting.QueryMessage, b.processQueryMessage)
 	handle(remoting.ViewMessageByID, b.processViewMessage)
 	handle(remoting.UpdateAndCreateTopic, b.processCreateTopic)

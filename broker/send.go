@@ -13,6 +13,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
+	"github.com/rocketkv/rocketkv/txn"
 )
 
 // maxPropertiesLen is the longest properties string (a signed int16 length).
@@ -206,8 +207,14 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	}
 
 	props := h.properties
-	if v, _ := commitlog.LookupProperty(props, propTranMsg); v == "true" || commitlog.TransactionType(h.sysFlag) == commitlog.TransactionPrepared {
-		return fail(remoting.NoPermission, "the broker[%s] does not support transactional messages", b.cfg.BrokerName)
+	half := txn.IsHalfSend(props, h.sysFlag)
+	if half {
+		if b.cfg.RejectTransactionMessage {
+			return fail(remoting.NoPermission, "the broker[%s] sending transaction message is forbidden", b.cfg.BrokerName)
+		}
+		if _, err := b.topics.ensureSystemTopic(meta.TransHalfTopic, 1, meta.PermRead|meta.PermWrite); err != nil {
+			return fail(remoting.SystemError, "create the half topic: %v", err)
+		}
 	}
 	topic := h.topic
 	reconsume := h.reconsumeTimes
@@ -242,7 +249,9 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		Body:           req.Body,
 		Properties:     props,
 	}
-	if level := delayLevelOf(props); level > 0 && !meta.IsDLQTopic(topic) {
+	if half {
+		txn.ToHalf(msg) // a delay level applies to nothing before the commit
+	} else if level := delayLevelOf(props); level > 0 && !meta.IsDLQTopic(topic) {
 		b.toSchedule(msg, level)
 	}
 	res, err := b.putMessages(ctx, []*commitlog.Message{msg}, waitFlush)
@@ -262,10 +271,10 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 }
 
 // queueIDResponse is the queue reported to the producer: the queue it
-// asked for when the broker parked the message elsewhere (delay levels),
-// else the queue used.
+// asked for when the broker parked the message elsewhere (delay levels,
+// transaction halves), else the queue used.
 func (h sendHeader) queueIDResponse(qid int32, msg *commitlog.Message) int32 {
-	if msg.Topic == meta.ScheduleTopic {
+	if msg.Topic == meta.ScheduleTopic || msg.Topic == meta.TransHalfTopic {
 		return qid
 	}
 	return msg.QueueID
@@ -303,6 +312,9 @@ func (b *Broker) retryOrDLQ(req *remoting.Command, conn *remoting.Conn, h sendHe
 func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoting.Command, h sendHeader, qid int32) *remoting.Command {
 	if meta.IsRetryTopic(h.topic) {
 		return remoting.NewResponse(req, remoting.MessageIllegal, "batch request does not support retry group "+h.topic)
+	}
+	if commitlog.TransactionType(h.sysFlag) != commitlog.TransactionNotType {
+		return remoting.NewResponse(req, remoting.MessageIllegal, "batch request does not support transaction messages")
 	}
 	items, err := commitlog.DecodeBatch(req.Body)
 	if err != nil {

@@ -180,10 +180,12 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 }
 
 // readRecord returns a copy of the record at a CommitLog offset, or ok
-// false when there is none there.
+// false when there is none there: outside the log, or an offset (sent by
+// a client) where no record starts.
 func (b *Broker) readRecord(phy int64) ([]byte, commitlog.Message, bool, error) {
 	v, err := b.clog.ReadRecord(phy)
-	if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
+	if errors.Is(err, commitlog.ErrOffsetOutOfRange) || errors.Is(err, commitlog.ErrBadMagic) ||
+		errors.Is(err, commitlog.ErrCorrupt) || errors.Is(err, commitlog.ErrBlank) || errors.Is(err, commitlog.ErrTruncated) {
 		return nil, commitlog.Message{}, false, nil
 	}
 	if err != nil {

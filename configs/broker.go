@@ -72,6 +72,19 @@ type Broker struct {
 	PopPollingSize                     int
 	MaxPopPollingSize                  int
 
+	// Transactions (RocketMQ's BrokerConfig keys).
+	// RejectTransactionMessage refuses half messages (NO_PERMISSION).
+	RejectTransactionMessage bool
+	// TransactionTimeOut is how old an open half message must be before
+	// its producer group is asked about it.
+	TransactionTimeOut time.Duration
+	// TransactionCheckInterval is the time between two checks of one
+	// open half message.
+	TransactionCheckInterval time.Duration
+	// TransactionCheckMax is how many checks an open half gets before it
+	// is given up (stored in TRANS_CHECK_MAX_TIME_TOPIC).
+	TransactionCheckMax int
+
 	// Store.
 	StorePathRootDir           string
 	StoreType                  string

@@ -55,6 +55,11 @@ var brokerFields = []field{
 	intRange("popPollingSize", "1024", 0, 1<<30, func(b *Broker) *int { return &b.PopPollingSize }),
 	intRange("maxPopPollingSize", "100000", 0, 1<<30, func(b *Broker) *int { return &b.MaxPopPollingSize }),
 
+	boolean("rejectTransactionMessage", "false", func(b *Broker) *bool { return &b.RejectTransactionMessage }),
+	millisRange("transactionTimeOut", "6000", 1, func(b *Broker) *time.Duration { return &b.TransactionTimeOut }),
+	millisRange("transactionCheckInterval", "30000", 1, func(b *Broker) *time.Duration { return &b.TransactionCheckInterval }),
+	intRange("transactionCheckMax", "15", 1, 1<<30, func(b *Broker) *int { return &b.TransactionCheckMax }),
+
 	str("storePathRootDir", DefaultStoreRoot(), func(b *Broker) *string { return &b.StorePathRootDir }),
 	oneOf("storeType", StoreTypeKV, []string{StoreTypeKV, StoreTypeFile}, func(b *Broker) *string { return &b.StoreType }),
 	withAliases(i64Range("mappedFileSizeCommitLog", "1073741824", 4096, 1<<40, func(b *Broker) *int64 { return &b.MappedFileSizeCommitLog }), "mapedFileSizeCommitLog"),

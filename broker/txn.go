@@ -1,0 +1,111 @@
+package broker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/remoting"
+	"github.com/rocketkv/rocketkv/txn"
+)
+
+// txnConfig is the transaction service's part of the broker config.
+func txnConfig(cfg configs.Broker) txn.Config {
+	return txn.Config{Timeout: cfg.TransactionTimeOut, CheckInterval: cfg.TransactionCheckInterval,
+		CheckMax: cfg.TransactionCheckMax}
+}
+
+// txnStore gives the transaction service the broker's CommitLog.
+type txnStore struct{ b *Broker }
+
+// Put stores a committed or discarded transactional message, waiting for
+// the flush a send waits for.
+func (s txnStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.AppendResult, error) {
+	if m.Topic == meta.TransCheckMaxTopic {
+		if _, err := s.b.topics.ensureSystemTopic(m.Topic, 1, meta.PermRead|meta.PermWrite); err != nil {
+			return commitlog.AppendResult{}, err
+		}
+	}
+	return s.b.putMessages(ctx, []*commitlog.Message{m}, true)
+}
+
+// Read returns the record at a CommitLog offset.
+func (s txnStore) Read(phy int64) (commitlog.Message, bool, error) {
+	_, m, ok, err := s.b.readRecord(phy)
+	return m, ok, err
+}
+
+// askTransaction sends CHECK_TRANSACTION_STATE, oneway, to one connected
+// producer of the group, as RocketMQ's Broker2Client does.
+func (b *Broker) askTransaction(c txn.Check) bool {
+	conn := b.clients.producerConn(c.ProducerGroup)
+	if conn == nil {
+		return false
+	}
+	h := remoting.Header{}
+	h.SetInt64("tranStateTableOffset", c.TranStateTableOffset)
+	h.SetInt64("commitLogOffset", c.CommitLogOffset)
+	h.Set("msgId", c.MsgID)
+	h.Set("transactionId", c.TransactionID)
+	h.Set("offsetMsgId", commitlog.MessageID(b.storeHost, c.CommitLogOffset))
+	h.Set("topic", c.Topic)
+	h.Set("bname", b.cfg.BrokerName)
+	if err := conn.Oneway(remoting.NewRequest(remoting.CheckTransactionState, h, c.Body)); err != nil {
+		b.log.Warn().Err(err).Stringer("conn", conn).Str("group", c.ProducerGroup).Msg("send transaction check")
+		return false
+	}
+	return true
+}
+
+// processEndTransaction answers END_TRANSACTION: commit (8) stores the
+// half's message in its real topic, rollback (12) drops it, unknown (0)
+// leaves it to the checker. Go and Java producers send it oneway; the
+// answer is for the others and for tests.
+func (b *Broker) processEndTransaction(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if b.cfg.BrokerRole == "SLAVE" {
+		return remoting.NewResponse(req, remoting.SlaveNotAvailable, "Slave is not allowed to end transactions")
+	}
+	h := remoting.Header(req.ExtFields)
+	var er txn.EndRequest
+	var err error
+	bad := func(err error) *remoting.Command {
+		b.log.Warn().Err(err).Stringer("conn", conn).Msg("END_TRANSACTION refused: bad header")
+		return remoting.NewResponse(req, remoting.SystemError, "bad END_TRANSACTION header: "+err.Error())
+	}
+	if er.ProducerGroup, err = h.String("producerGroup"); err != nil {
+		return bad(err)
+	}
+	if er.TranStateTableOffset, err = h.Int64("tranStateTableOffset"); err != nil {
+		return bad(err)
+	}
+	if er.CommitLogOffset, err = h.Int64("commitLogOffset"); err != nil {
+		return bad(err)
+	}
+	state, err := h.Int32("commitOrRollback")
+	if err != nil {
+		return bad(err)
+	}
+	er.FromTransactionCheck = h.OptBool("fromTransactionCheck", false)
+	er.MsgID = h.OptString("msgId", "")
+	switch state {
+	case 0: // TRANSACTION_NOT_TYPE: the producer does not know yet
+		return remoting.NewResponse(req, remoting.Success, "")
+	case int32(kvindex.TxnCommit), int32(kvindex.TxnRollback):
+		er.State = kvindex.TxnState(state)
+	default:
+		return bad(errors.New("commitOrRollback must be 0, 8 or 12"))
+	}
+	if err := b.txns.End(ctx, er); err != nil {
+		code := remoting.SystemError
+		if errors.Is(err, txn.ErrTooLate) {
+			code = remoting.IllegalOperation
+		}
+		b.log.Warn().Err(err).Str("group", er.ProducerGroup).Str("msgId", er.MsgID).
+			Int64("commitLogOffset", er.CommitLogOffset).Stringer("state", er.State).Msg("END_TRANSACTION failed")
+		return remoting.NewResponse(req, code, err.Error())
+	}
+	return remoting.NewResponse(req, remoting.Success, "")
+}

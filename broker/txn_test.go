@@ -1,0 +1,385 @@
+package broker
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// halfProps are the properties a transaction producer of group pg sends
+// with a half message.
+func halfProps(uniq string, extra string) string {
+	return "TRAN_MSG\x01true\x02PGROUP\x01pg\x02UNIQ_KEY\x01" + uniq + "\x02TAGS\x01ta\x02" + extra
+}
+
+// sentHalf is what a half send answered.
+type sentHalf struct {
+	uniq        string
+	phy         int64 // decoded from msgId, as the Go client does
+	queueOffset int64
+}
+
+// sendHalf sends one half message of producer group pg to topic/qid, born
+// at born (ms).
+func sendHalf(t *testing.T, c *remoting.Client, topic string, qid int32, uniq, body, extraProps string, born int64) sentHalf {
+	t.Helper()
+	resp := call(t, c, remoting.SendMessageV2, map[string]string{
+		"a": "pg", "b": topic, "c": "TBW102", "d": "4", "e": strconv.Itoa(int(qid)),
+		"f": "0", "g": strconv.FormatInt(born, 10), "h": "0", "i": halfProps(uniq, extraProps),
+	}, []byte(body))
+	if resp.Code != remoting.Success {
+		t.Fatalf("half send: %d %s", resp.Code, resp.Remark)
+	}
+	if got := header(resp, "queueId"); got != int64(qid) {
+		t.Fatalf("half send answered queueId %d, the producer asked for %d", got, qid)
+	}
+	if resp.ExtFields["transactionId"] != uniq {
+		t.Fatalf("half send answered transactionId %q, want the UNIQ_KEY %q", resp.ExtFields["transactionId"], uniq)
+	}
+	_, phy, err := commitlog.ParseMessageID(resp.ExtFields["msgId"])
+	if err != nil {
+		t.Fatalf("half send msgId %q: %v", resp.ExtFields["msgId"], err)
+	}
+	return sentHalf{uniq: uniq, phy: phy, queueOffset: header(resp, "queueOffset")}
+}
+
+// endTxn sends END_TRANSACTION for a half as a producer of group.
+func endTxn(t *testing.T, c *remoting.Client, h sentHalf, group string, state int, fromCheck bool) *remoting.Command {
+	t.Helper()
+	return call(t, c, remoting.EndTransaction, map[string]string{
+		"producerGroup": group, "tranStateTableOffset": strconv.FormatInt(h.queueOffset, 10),
+		"commitLogOffset": strconv.FormatInt(h.phy, 10), "commitOrRollback": strconv.Itoa(state),
+		"fromTransactionCheck": strconv.FormatBool(fromCheck), "msgId": h.uniq, "transactionId": h.uniq, "bname": "broker-a",
+	}, nil)
+}
+
+func TestTransactionCommitStoresTheMessageOnce(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	h := sendHalf(t, c, "TxT", 2, "UNIQ-COMMIT", "payload", "KEYS\x01order-1\x02", time.Now().UnixMilli())
+	if got := pullAll(t, b, c, "TxT", 2); len(got) != 0 {
+		t.Fatalf("a consumer sees %d messages of an open transaction", len(got))
+	}
+	halves := pullAll(t, b, c, meta.TransHalfTopic, 0)
+	if len(halves) != 1 || halves[0].PhyOffset != h.phy || halves[0].QueueOffset != h.queueOffset {
+		t.Fatalf("half topic holds %+v, want the half at %d", halves, h.phy)
+	}
+	hp := commitlog.ParseProperties(halves[0].Properties)
+	if hp["REAL_TOPIC"] != "TxT" || hp["REAL_QID"] != "2" || hp["__transactionId__"] != "UNIQ-COMMIT" ||
+		commitlog.TransactionType(halves[0].SysFlag) != commitlog.TransactionNotType {
+		t.Fatalf("half message properties %v sysFlag %#x", hp, halves[0].SysFlag)
+	}
+
+	if r := endTxn(t, c, h, "pg", 8, false); r.Code != remoting.Success {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+	got := pullAll(t, b, c, "TxT", 2)
+	if len(got) != 1 {
+		t.Fatalf("after the commit the queue holds %d messages, want 1", len(got))
+	}
+	m := got[0]
+	p := commitlog.ParseProperties(m.Properties)
+	if string(m.Body) != "payload" || m.Topic != "TxT" || m.QueueID != 2 ||
+		commitlog.TransactionType(m.SysFlag) != commitlog.TransactionCommit || m.PreparedTransactionOffset != h.phy {
+		t.Fatalf("committed message %+v", m)
+	}
+	for _, gone := range []string{"REAL_TOPIC", "REAL_QID", "TRAN_MSG"} {
+		if _, ok := p[gone]; ok {
+			t.Errorf("committed message keeps %s: %v", gone, p)
+		}
+	}
+	if p["UNIQ_KEY"] != "UNIQ-COMMIT" || p["PGROUP"] != "pg" || p["KEYS"] != "order-1" || p["TAGS"] != "ta" {
+		t.Errorf("committed message properties %v", p)
+	}
+
+	// The same commit again (a check answered late) stores nothing more;
+	// a rollback of the committed transaction is refused.
+	if r := endTxn(t, c, h, "pg", 8, true); r.Code != remoting.Success {
+		t.Fatalf("second commit: %d %s", r.Code, r.Remark)
+	}
+	if r := endTxn(t, c, h, "pg", 12, true); r.Code != remoting.SystemError {
+		t.Fatalf("rollback after commit answered %d %s, want SYSTEM_ERROR", r.Code, r.Remark)
+	}
+	if got := pullAll(t, b, c, "TxT", 2); len(got) != 1 {
+		t.Fatalf("after a second commit the queue holds %d messages, want 1", len(got))
+	}
+	// The key index finds the committed message by its key.
+	q := call(t, c, remoting.QueryMessage, map[string]string{"topic": "TxT", "key": "order-1", "maxNum": "32",
+		"beginTimestamp": "0", "endTimestamp": strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)}, nil)
+	if q.Code != remoting.Success || len(decodeRecords(t, q.Body)) != 1 {
+		t.Fatalf("query by key: %d %s", q.Code, q.Remark)
+	}
+}
+
+func TestTransactionRollbackStoresNothing(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	h := sendHalf(t, c, "TxR", 0, "UNIQ-RB", "x", "", time.Now().UnixMilli())
+	if r := endTxn(t, c, h, "pg", 12, false); r.Code != remoting.Success {
+		t.Fatalf("rollback: %d %s", r.Code, r.Remark)
+	}
+	if r := endTxn(t, c, h, "pg", 8, true); r.Code != remoting.SystemError {
+		t.Fatalf("commit after rollback answered %d %s, want SYSTEM_ERROR", r.Code, r.Remark)
+	}
+	if got := pullAll(t, b, c, "TxR", 0); len(got) != 0 {
+		t.Fatalf("rolled-back transaction delivered %d messages", len(got))
+	}
+	if _, open, err := b.db.Transactions().Half(h.phy); err != nil || open {
+		t.Fatalf("half still open after the rollback (err %v)", err)
+	}
+}
+
+func TestEndTransactionErrors(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	h := sendHalf(t, c, "TxE", 0, "UNIQ-E", "x", "", time.Now().UnixMilli())
+	plain := mustSend(t, c, "TxE", 0, "plain", "")
+	_, plainPhy, _ := commitlog.ParseMessageID(plain.ExtFields["msgId"])
+
+	for _, tc := range []struct {
+		name   string
+		half   sentHalf
+		group  string
+		state  int
+		code   int32
+		remark string
+	}{
+		{"wrong producer group", h, "other", 8, remoting.SystemError, "The producer group wrong"},
+		{"wrong queue offset", sentHalf{h.uniq, h.phy, h.queueOffset + 1}, "pg", 8, remoting.SystemError, "The transaction state table offset wrong"},
+		{"offset of a plain message", sentHalf{h.uniq, plainPhy, 0}, "pg", 8, remoting.SystemError, "Find prepared transaction message failed"},
+		{"offset inside a record", sentHalf{h.uniq, h.phy + 4, h.queueOffset}, "pg", 12, remoting.SystemError, "Find prepared transaction message failed"},
+		{"offset past the log", sentHalf{h.uniq, 1 << 40, h.queueOffset}, "pg", 12, remoting.SystemError, "Find prepared transaction message failed"},
+		{"unknown state", h, "pg", 5, remoting.SystemError, "bad END_TRANSACTION header: commitOrRollback must be 0, 8 or 12"},
+		{"state unknown: nothing to do", h, "pg", 0, remoting.Success, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := endTxn(t, c, tc.half, tc.group, tc.state, false)
+			if r.Code != tc.code || r.Remark != tc.remark {
+				t.Fatalf("answered %d %q, want %d %q", r.Code, r.Remark, tc.code, tc.remark)
+			}
+		})
+	}
+	r := call(t, c, remoting.EndTransaction, map[string]string{"producerGroup": "pg", "commitOrRollback": "8"}, nil)
+	if r.Code != remoting.SystemError {
+		t.Fatalf("END_TRANSACTION without offsets answered %d %s", r.Code, r.Remark)
+	}
+	// None of them ended the transaction.
+	if _, open, err := b.db.Transactions().Half(h.phy); err != nil || !open {
+		t.Fatalf("half no longer open after refused requests (err %v)", err)
+	}
+	if r := endTxn(t, c, h, "pg", 8, false); r.Code != remoting.Success {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+}
+
+func TestEndTransactionAfterImmunityTimeWaitsForTheCheck(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	born := time.Now().Add(-20 * time.Second).UnixMilli()
+	late := sendHalf(t, c, "TxI", 0, "UNIQ-LATE", "x", "CHECK_IMMUNITY_TIME_IN_SECONDS\x0110\x02", born)
+	if r := endTxn(t, c, late, "pg", 8, false); r.Code != remoting.IllegalOperation {
+		t.Fatalf("commit 20 s after birth with a 10 s immunity answered %d %s, want ILLEGAL_OPERATION", r.Code, r.Remark)
+	}
+	if r := endTxn(t, c, late, "pg", 8, true); r.Code != remoting.Success {
+		t.Fatalf("the same commit from a check: %d %s", r.Code, r.Remark)
+	}
+	inTime := sendHalf(t, c, "TxI", 0, "UNIQ-INTIME", "y", "CHECK_IMMUNITY_TIME_IN_SECONDS\x0160\x02", born)
+	if r := endTxn(t, c, inTime, "pg", 8, false); r.Code != remoting.Success {
+		t.Fatalf("commit within the immunity time: %d %s", r.Code, r.Remark)
+	}
+	if got := pullAll(t, b, c, "TxI", 0); len(got) != 2 {
+		t.Fatalf("%d messages committed, want 2", len(got))
+	}
+}
+
+func TestTransactionalSendsRefused(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"rejectTransactionMessage": "true"})
+	c := b.client(nil)
+	r := sendV2(t, c, "TxN", 0, "x", halfProps("U", ""))
+	if r.Code != remoting.NoPermission {
+		t.Fatalf("half send with rejectTransactionMessage answered %d %s", r.Code, r.Remark)
+	}
+	body, err := commitlog.AppendBatchItem(nil, 0, []byte("a"), "UNIQ_KEY\x01B1\x02")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = call(t, c, remoting.SendBatchMessage, map[string]string{
+		"a": "pg", "b": "TxN", "c": "TBW102", "d": "4", "e": "0",
+		"f": strconv.Itoa(int(commitlog.TransactionPrepared)), "g": strconv.FormatInt(time.Now().UnixMilli(), 10),
+		"h": "0", "i": "", "m": "true",
+	}, body)
+	if r.Code != remoting.MessageIllegal {
+		t.Fatalf("prepared batch answered %d %s, want MESSAGE_ILLEGAL", r.Code, r.Remark)
+	}
+}
+
+// checkRecorder is a producer connection that records the
+// CHECK_TRANSACTION_STATE requests the broker sends it.
+type checkRecorder struct {
+	mu     sync.Mutex
+	checks []*remoting.Command
+}
+
+func (r *checkRecorder) handle(_ context.Context, cmd *remoting.Command) *remoting.Command {
+	if cmd.Code == remoting.CheckTransactionState {
+		r.mu.Lock()
+		r.checks = append(r.checks, cmd)
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+func (r *checkRecorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.checks)
+}
+
+func (r *checkRecorder) first() *remoting.Command {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.checks[0]
+}
+
+func TestTransactionCheckAsksTheProducer(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"transactionTimeOut": "200", "transactionCheckInterval": "300"})
+	var rec checkRecorder
+	producer := b.client(rec.handle)
+	heartbeat(t, producer, heartbeatBody("10.0.0.9@1", "pg", "", nil))
+	h := sendHalf(t, producer, "TxC", 3, "UNIQ-CHECK", "checked", "", time.Now().UnixMilli())
+	waitFor(t, "a transaction check", func() bool { return rec.count() > 0 })
+
+	chk := rec.first()
+	if !chk.IsOneway() {
+		t.Errorf("check sent as a request expecting an answer; RocketMQ sends it oneway")
+	}
+	want := map[string]string{
+		"tranStateTableOffset": strconv.FormatInt(h.queueOffset, 10), "commitLogOffset": strconv.FormatInt(h.phy, 10),
+		"msgId": "UNIQ-CHECK", "transactionId": "UNIQ-CHECK", "topic": meta.TransHalfTopic, "bname": "broker-a",
+		"offsetMsgId": commitlog.MessageID(b.storeHost, h.phy),
+	}
+	for k, v := range want {
+		if chk.ExtFields[k] != v {
+			t.Errorf("check header %s = %q, want %q", k, chk.ExtFields[k], v)
+		}
+	}
+	m, err := commitlog.Decode(chk.Body)
+	if err != nil {
+		t.Fatalf("check body: %v", err)
+	}
+	p := commitlog.ParseProperties(m.Properties)
+	if m.Topic != "TxC" || m.QueueID != 3 || string(m.Body) != "checked" || m.PhyOffset != h.phy ||
+		p["PGROUP"] != "pg" || p["TRANSACTION_CHECK_TIMES"] != "1" {
+		t.Fatalf("check body: topic %s queue %d body %q phy %d properties %v", m.Topic, m.QueueID, m.Body, m.PhyOffset, p)
+	}
+
+	// The producer answers as the Go client does, from the check's header.
+	if r := endTxn(t, producer, h, "pg", 8, true); r.Code != remoting.Success {
+		t.Fatalf("commit from the check: %d %s", r.Code, r.Remark)
+	}
+	if got := pullAll(t, b, producer, "TxC", 3); len(got) != 1 || string(got[0].Body) != "checked" {
+		t.Fatalf("after the checked commit the queue holds %d messages", len(got))
+	}
+	n := rec.count()
+	time.Sleep(900 * time.Millisecond) // three check intervals
+	if rec.count() != n {
+		t.Fatalf("the broker kept checking a committed transaction: %d checks, then %d", n, rec.count())
+	}
+}
+
+func TestTransactionGivenUpAfterCheckMax(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"transactionTimeOut": "100", "transactionCheckInterval": "100",
+		"transactionCheckMax": "2"})
+	c := b.client(nil) // no producer of pg is connected
+	h := sendHalf(t, c, "TxD", 0, "UNIQ-DISCARD", "lost cause", "", time.Now().UnixMilli())
+	waitFor(t, "the transaction given up", func() bool {
+		_, ended, err := b.db.Transactions().Ended(h.phy)
+		return err == nil && ended
+	})
+	discarded := pullAll(t, b, c, meta.TransCheckMaxTopic, 0)
+	if len(discarded) == 0 {
+		t.Fatalf("nothing in %s", meta.TransCheckMaxTopic)
+	}
+	p := commitlog.ParseProperties(discarded[0].Properties)
+	if len(discarded) != 1 || string(discarded[0].Body) != "lost cause" || p["REAL_TOPIC"] != "TxD" || p["TRANSACTION_CHECK_TIMES"] != "2" {
+		t.Fatalf("discarded: %d messages, first %q properties %v", len(discarded), discarded[0].Body, p)
+	}
+	e, ended, err := b.db.Transactions().Ended(h.phy)
+	if err != nil || !ended || e.State != kvindex.TxnDiscarded {
+		t.Fatalf("end of the discarded transaction: %+v %v %v", e, ended, err)
+	}
+	if r := endTxn(t, c, h, "pg", 8, true); r.Code != remoting.SystemError {
+		t.Fatalf("commit of a discarded transaction answered %d %s", r.Code, r.Remark)
+	}
+	if got := pullAll(t, b, c, "TxD", 0); len(got) != 0 {
+		t.Fatalf("a discarded transaction delivered %d messages", len(got))
+	}
+}
+
+func TestTransactionEndSurvivesRestart(t *testing.T) {
+	store := t.TempDir()
+	b := startTestBrokerAt(t, store, nil)
+	c := b.client(nil)
+	committed := sendHalf(t, c, "TxS", 0, "UNIQ-S1", "one", "", time.Now().UnixMilli())
+	open := sendHalf(t, c, "TxS", 0, "UNIQ-S2", "two", "", time.Now().UnixMilli())
+	if r := endTxn(t, c, committed, "pg", 8, false); r.Code != remoting.Success {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+	b.stop()
+
+	b = startTestBrokerAt(t, store, nil)
+	c = b.client(nil)
+	if r := endTxn(t, c, committed, "pg", 8, true); r.Code != remoting.Success {
+		t.Fatalf("commit again after a restart: %d %s", r.Code, r.Remark)
+	}
+	if got := pullAll(t, b, c, "TxS", 0); len(got) != 1 {
+		t.Fatalf("after a restart and a repeated commit the queue holds %d messages, want 1", len(got))
+	}
+	if _, isOpen, err := b.db.Transactions().Half(open.phy); err != nil || !isOpen {
+		t.Fatalf("the open transaction was lost with the restart (err %v)", err)
+	}
+	if r := endTxn(t, c, open, "pg", 8, false); r.Code != remoting.Success {
+		t.Fatalf("commit after a restart: %d %s", r.Code, r.Remark)
+	}
+	if got := pullAll(t, b, c, "TxS", 0); len(got) != 2 {
+		t.Fatalf("queue holds %d messages, want 2", len(got))
+	}
+}
+
+// A committed copy stored without the synced end (a crash between the
+// two) still ends its transaction once the dispatcher indexes it, so a
+// check's late commit does not store it twice.
+func TestCommittedRecordEndsItsTransaction(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	h := sendHalf(t, c, "TxK", 0, "UNIQ-K", "k", "", time.Now().UnixMilli())
+	b.caughtUp()
+	_, half, ok, err := b.readRecord(h.phy)
+	if err != nil || !ok {
+		t.Fatalf("read half: %v %v", ok, err)
+	}
+	copyOnly := half
+	copyOnly.Topic, copyOnly.QueueID = "TxK", 0
+	copyOnly.SysFlag |= commitlog.TransactionCommit
+	copyOnly.PreparedTransactionOffset = h.phy
+	if _, err := b.putMessages(context.Background(), []*commitlog.Message{&copyOnly}, true); err != nil {
+		t.Fatal(err)
+	}
+	b.caughtUp()
+	if e, ended, err := b.db.Transactions().Ended(h.phy); err != nil || !ended || e.State != kvindex.TxnCommit {
+		t.Fatalf("the dispatched commit did not end the transaction: %+v %v %v", e, ended, err)
+	}
+	if r := endTxn(t, c, h, "pg", 8, true); r.Code != remoting.Success {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+	if got := pullAll(t, b, c, "TxK", 0); len(got) != 1 {
+		t.Fatalf("queue holds %d messages, want the one committed copy", len(got))
+	}
+}

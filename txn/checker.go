@@ -1,0 +1,155 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// maxScanInterval bounds the time between two checker passes, so a half
+// is first checked close to its deadline even under a long
+// transactionCheckInterval.
+const maxScanInterval = time.Second
+
+// Run is the checker: until ctx ends, it passes over the open halves every
+// second (or every transactionCheckInterval when shorter) and checks those
+// due. A failed pass is logged and the next one tries again.
+func (s *Service) Run(ctx context.Context) {
+	t := time.NewTicker(min(s.cfg.CheckInterval, maxScanInterval))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := s.CheckDue(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn().Err(err).Msg("transaction check pass")
+		}
+	}
+}
+
+// PassStats counts what one checker pass did.
+type PassStats struct {
+	// Checked halves were asked about (a producer of the group was
+	// connected).
+	Checked int
+	// Unasked halves were due but no producer of their group was
+	// connected; the check counts all the same, as in RocketMQ.
+	Unasked int
+	// Discarded halves were given up after transactionCheckMax checks.
+	Discarded int
+	// Ended halves were found ended (a crash or a race left their open
+	// record) and forgotten.
+	Ended int
+	// Gone halves had left the CommitLog.
+	Gone int
+}
+
+// CheckDue makes one pass over the open halves: each whose next check
+// time has passed is asked about (its check count and next check time
+// rewritten), or given up after transactionCheckMax checks.
+func (s *Service) CheckDue(ctx context.Context) (PassStats, error) {
+	var st PassStats
+	now := s.now().UnixMilli()
+	var due []kvindex.TxnHalf
+	err := s.state.OpenHalves(func(h kvindex.TxnHalf) bool {
+		if h.NextCheckAt <= now {
+			due = append(due, h)
+		}
+		return ctx.Err() == nil
+	})
+	if err != nil {
+		return st, fmt.Errorf("list open halves: %w", err)
+	}
+	var errs []error
+	for _, h := range due {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := s.checkHalf(ctx, h, &st); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return st, errors.Join(errs...)
+}
+
+// checkHalf checks one due half under its lock.
+func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStats) error {
+	unlock := s.lock(h.PhyOffset)
+	defer unlock()
+	if _, ended, err := s.state.Ended(h.PhyOffset); err != nil {
+		return err
+	} else if ended {
+		st.Ended++
+		return s.state.ForgetHalf(h.PhyOffset)
+	}
+	if cur, open, err := s.state.Half(h.PhyOffset); err != nil {
+		return err
+	} else if !open {
+		return nil // ended while the pass listed it
+	} else {
+		h = cur
+	}
+	half, ok, err := s.store.Read(h.PhyOffset)
+	if err != nil {
+		return fmt.Errorf("read half at %d: %w", h.PhyOffset, err)
+	}
+	if !ok || half.Topic != meta.TransHalfTopic {
+		st.Gone++
+		return s.state.ForgetHalf(h.PhyOffset)
+	}
+	if int(h.Checks) >= s.cfg.CheckMax {
+		return s.discard(ctx, &half, h, st)
+	}
+	h.Checks++
+	h.NextCheckAt = s.now().Add(s.cfg.CheckInterval).UnixMilli()
+	if err := s.state.UpdateHalf(h); err != nil {
+		return err
+	}
+	group, _ := commitlog.LookupProperty(half.Properties, PropProducerGroup)
+	body, err := checkBody(&half, h.Checks)
+	if err != nil {
+		return err
+	}
+	uniq, _ := commitlog.LookupProperty(half.Properties, propUniqKey)
+	c := Check{ProducerGroup: group, TranStateTableOffset: h.QueueOffset, CommitLogOffset: h.PhyOffset,
+		MsgID: uniq, TransactionID: uniq, Topic: meta.TransHalfTopic, Body: body}
+	if s.ask(c) {
+		st.Checked++
+	} else {
+		st.Unasked++
+		s.log.Warn().Str("group", group).Str("msgId", uniq).Int64("half", h.PhyOffset).Int32("checks", h.Checks).
+			Msg("transaction check not sent: no producer of the group is connected")
+	}
+	return nil
+}
+
+// discard stores a half given up after transactionCheckMax checks in
+// TRANS_CHECK_MAX_TIME_TOPIC and ends its transaction.
+func (s *Service) discard(ctx context.Context, half *commitlog.Message, h kvindex.TxnHalf, st *PassStats) error {
+	if _, err := s.store.Put(ctx, discardedMessage(half, h.Checks)); err != nil {
+		return fmt.Errorf("discard half at %d: %w", h.PhyOffset, err)
+	}
+	if err := s.state.End(h.PhyOffset, kvindex.TxnEnd{State: kvindex.TxnDiscarded, At: s.now().UnixMilli()}); err != nil {
+		return err
+	}
+	st.Discarded++
+	uniq, _ := commitlog.LookupProperty(half.Properties, propUniqKey)
+	s.log.Warn().Int64("half", h.PhyOffset).Str("msgId", uniq).Int32("checks", h.Checks).
+		Msg("transaction given up after transactionCheckMax checks; the half is in " + meta.TransCheckMaxTopic)
+	return nil
+}
+
+// LogMinOffsetChanged forgets the transactions of halves retention
+// deleted; register it with the CommitLog's OnMinOffsetChange.
+func (s *Service) LogMinOffsetChanged(newMin int64) {
+	if err := s.state.DropBelow(newMin); err != nil {
+		s.log.Warn().Err(err).Int64("minOffset", newMin).Msg("drop transactions below the CommitLog minimum")
+	}
+}

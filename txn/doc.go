@@ -1,0 +1,40 @@
+// Package txn implements RocketMQ's transactional messages: half messages,
+// END_TRANSACTION, and the checker that asks producers about transactions
+// left open.
+//
+// # How a transaction travels
+//
+//	producer                      broker                                  index (kvindex)
+//	   | send, TRAN_MSG=true  -->  ToHalf: RMQ_SYS_TRANS_HALF_TOPIC q0,
+//	   |                           REAL_TOPIC, REAL_QID, __transactionId__
+//	   |                           dispatcher ---------------------------> 0x60 open half
+//	   | local transaction
+//	   | END_TRANSACTION 8/12 -->  End: read the half by its CommitLog offset,
+//	   |                           check group, queue offset, offset;
+//	   |                           commit: store the real message with
+//	   |                           sysFlag COMMIT, PREPARED TX OFFSET = half
+//	   |                           dispatcher (committed record) --------> 0x61 commit
+//	   |                           synced end ---------------------------> 0x61 end, 0x60 deleted
+//	   |
+//	   | <-- CHECK_TRANSACTION_STATE   checker: open halves older than
+//	   |     (half, real topic)        transactionTimeOut, every
+//	   | END_TRANSACTION, fromCheck    transactionCheckInterval, at most
+//	   |                               transactionCheckMax times, then
+//	   |                               TRANS_CHECK_MAX_TIME_TOPIC ----------> 0x61 discarded
+//
+// RocketMQ keeps the end of each transaction as an op message in
+// RMQ_SYS_TRANS_OP_HALF_TOPIC and re-puts every half it checks at the end
+// of the half queue; rocketkv keeps both in the index (keyspaces 0x60 and
+// 0x61, described in kvindex/doc.go), so a check is a rewrite of one key
+// and the half is stored once.
+//
+// # Guarantees
+//
+// A committed transaction's message is stored once: End holds a lock per
+// half for the whole commit, an END_TRANSACTION for an ended transaction
+// changes nothing, and the dispatcher ends the transaction of every
+// committed record it indexes, so a crash between storing the message and
+// the synced end cannot make the checker ask again. A rolled-back or
+// discarded transaction never stores its message. An open half is checked
+// until it ends, is discarded, or leaves the CommitLog with retention.
+package txn

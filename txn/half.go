@@ -1,0 +1,118 @@
+package txn
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// Property names of transactional messages (RocketMQ's MessageConst).
+const (
+	PropTransactionPrepared = "TRAN_MSG"
+	PropProducerGroup       = "PGROUP"
+	PropRealTopic           = "REAL_TOPIC"
+	PropRealQueueID         = "REAL_QID"
+	PropTransactionID       = "__transactionId__"
+	PropCheckTimes          = "TRANSACTION_CHECK_TIMES"
+	PropCheckImmunitySecs   = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+	propUniqKey             = commitlog.PropertyUniqID
+)
+
+// IsHalfSend reports whether a send is the half of a transaction: the
+// TRAN_MSG property is "true" or the sysFlag says PREPARED.
+func IsHalfSend(properties string, sysFlag int32) bool {
+	if v, _ := commitlog.LookupProperty(properties, PropTransactionPrepared); v == "true" {
+		return true
+	}
+	return commitlog.TransactionType(sysFlag) == commitlog.TransactionPrepared
+}
+
+// ToHalf turns a message sent as the half of a transaction into the half
+// message the broker stores: queue 0 of RMQ_SYS_TRANS_HALF_TOPIC, the real
+// topic and queue in REAL_TOPIC and REAL_QID, the UNIQ_KEY copied to
+// __transactionId__, and the transaction bits of sysFlag cleared (so the
+// half gets a ConsumeQueue entry of the half topic and no consumer sees
+// it).
+func ToHalf(m *commitlog.Message) {
+	uniq, _ := commitlog.LookupProperty(m.Properties, propUniqKey)
+	m.Properties = commitlog.RewriteProperties(m.Properties, nil,
+		[2]string{PropRealTopic, m.Topic},
+		[2]string{PropRealQueueID, strconv.Itoa(int(m.QueueID))},
+		[2]string{PropTransactionID, uniq})
+	m.Topic = meta.TransHalfTopic
+	m.QueueID = 0
+	m.SysFlag &^= commitlog.TransactionRollback // the two transaction bits
+}
+
+// realDestination returns the topic and queue a half message was sent to.
+func realDestination(half *commitlog.Message) (string, int32, error) {
+	topic, _ := commitlog.LookupProperty(half.Properties, PropRealTopic)
+	qs, _ := commitlog.LookupProperty(half.Properties, PropRealQueueID)
+	qid, err := strconv.ParseInt(qs, 10, 32)
+	if topic == "" || err != nil || qid < 0 {
+		return "", 0, fmt.Errorf("half message at %d has no valid REAL_TOPIC/REAL_QID (%q, %q)", half.PhyOffset, topic, qs)
+	}
+	return topic, int32(qid), nil
+}
+
+// committedMessage builds the message a commit stores from its half: the
+// real topic and queue, the transaction type COMMIT, PREPARED TX OFFSET
+// pointing at the half, and the properties without REAL_TOPIC, REAL_QID
+// and TRAN_MSG; body, flag and born data as sent.
+func committedMessage(half *commitlog.Message) (*commitlog.Message, error) {
+	topic, qid, err := realDestination(half)
+	if err != nil {
+		return nil, err
+	}
+	return &commitlog.Message{
+		Topic:                     topic,
+		QueueID:                   qid,
+		Flag:                      half.Flag,
+		SysFlag:                   half.SysFlag&^commitlog.TransactionRollback | commitlog.TransactionCommit,
+		BornTimestamp:             half.BornTimestamp,
+		BornHost:                  half.BornHost,
+		ReconsumeTimes:            half.ReconsumeTimes,
+		PreparedTransactionOffset: half.PhyOffset,
+		Body:                      half.Body,
+		Properties: commitlog.RewriteProperties(half.Properties,
+			[]string{PropRealTopic, PropRealQueueID, PropTransactionPrepared}),
+	}, nil
+}
+
+// discardedMessage is the copy of a half given up after transactionCheckMax
+// checks, stored in TRANS_CHECK_MAX_TIME_TOPIC queue 0 for an operator to
+// look at; it keeps REAL_TOPIC and REAL_QID.
+func discardedMessage(half *commitlog.Message, checks int32) *commitlog.Message {
+	return &commitlog.Message{
+		Topic:          meta.TransCheckMaxTopic,
+		QueueID:        0,
+		Flag:           half.Flag,
+		SysFlag:        half.SysFlag,
+		BornTimestamp:  half.BornTimestamp,
+		BornHost:       half.BornHost,
+		ReconsumeTimes: half.ReconsumeTimes,
+		Body:           half.Body,
+		Properties: commitlog.RewriteProperties(half.Properties, nil,
+			[2]string{PropCheckTimes, strconv.Itoa(int(checks))}),
+	}
+}
+
+// checkBody is the body of CHECK_TRANSACTION_STATE: the half message as a
+// stored record, with its real topic and queue and its check count, as
+// RocketMQ's clients decode it.
+func checkBody(half *commitlog.Message, checks int32) ([]byte, error) {
+	topic, qid, err := realDestination(half)
+	if err != nil {
+		return nil, err
+	}
+	m := *half
+	m.Topic, m.QueueID = topic, qid
+	m.Properties = commitlog.RewriteProperties(half.Properties, nil, [2]string{PropCheckTimes, strconv.Itoa(int(checks))})
+	body, err := commitlog.AppendRecord(nil, &m)
+	if err != nil {
+		return nil, fmt.Errorf("encode half at %d for a check: %w", half.PhyOffset, err)
+	}
+	return body, nil
+}

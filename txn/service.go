@@ -1,0 +1,225 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// Config holds the broker settings of transactions (RocketMQ's
+// BrokerConfig names and defaults).
+type Config struct {
+	// Timeout is transactionTimeOut: how old an open half must be before
+	// its producer is asked about it (default 6 s).
+	Timeout time.Duration
+	// CheckInterval is transactionCheckInterval: the time between two
+	// checks of one half (default 30 s).
+	CheckInterval time.Duration
+	// CheckMax is transactionCheckMax: after this many checks a half is
+	// given up (default 15).
+	CheckMax int
+}
+
+// DefaultConfig returns RocketMQ's defaults.
+func DefaultConfig() Config {
+	return Config{Timeout: 6 * time.Second, CheckInterval: 30 * time.Second, CheckMax: 15}
+}
+
+// Store is what the service needs of the broker's message store.
+type Store interface {
+	// Put stores a message in its topic and queue and returns when it is
+	// as durable as an acknowledged send.
+	Put(ctx context.Context, m *commitlog.Message) (commitlog.AppendResult, error)
+	// Read returns the record at a CommitLog offset; ok is false when
+	// there is none there (retention deleted it, or never a record).
+	Read(phy int64) (m commitlog.Message, ok bool, err error)
+}
+
+// Check is one CHECK_TRANSACTION_STATE for a producer group.
+type Check struct {
+	ProducerGroup string
+	// TranStateTableOffset is the half's queue offset in the half topic.
+	TranStateTableOffset int64
+	// CommitLogOffset is the half's CommitLog offset.
+	CommitLogOffset int64
+	// MsgID and TransactionID are the half's UNIQ_KEY.
+	MsgID, TransactionID string
+	// Topic is the half topic, as RocketMQ sends it.
+	Topic string
+	// Body is the half as a stored record with its real topic and queue.
+	Body []byte
+}
+
+// Asker sends a check to one live producer of the group and reports
+// whether one was connected. It must not block long.
+type Asker func(Check) bool
+
+// Service ends transactions and checks the open ones. It is safe for
+// concurrent use; Run is the checker and is started once.
+type Service struct {
+	cfg   Config
+	state *kvindex.Transactions
+	store Store
+	ask   Asker
+	log   zerolog.Logger
+	now   func() time.Time
+
+	// locks serialise End and the checker per half (by CommitLog offset),
+	// so a transaction is committed once and a check never rewrites a
+	// half that just ended.
+	locks [64]sync.Mutex
+}
+
+// New returns a service over the index's transaction state.
+func New(cfg Config, state *kvindex.Transactions, store Store, ask Asker, log zerolog.Logger) *Service {
+	def := DefaultConfig()
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = def.Timeout
+	}
+	if cfg.CheckInterval <= 0 {
+		cfg.CheckInterval = def.CheckInterval
+	}
+	if cfg.CheckMax <= 0 {
+		cfg.CheckMax = def.CheckMax
+	}
+	return &Service{cfg: cfg, state: state, store: store, ask: ask, now: time.Now,
+		log: log.With().Str("component", "txn").Logger()}
+}
+
+func (s *Service) lock(phy int64) func() {
+	m := &s.locks[uint64(phy)%uint64(len(s.locks))]
+	m.Lock()
+	return m.Unlock
+}
+
+// HalfHook is the dispatcher hook of RMQ_SYS_TRANS_HALF_TOPIC: it records
+// each half as open, first checked after transactionTimeOut or the
+// message's CHECK_IMMUNITY_TIME_IN_SECONDS when longer.
+func (s *Service) HalfHook() kvindex.Hook {
+	return kvindex.HookFunc(func(w *pebble.Batch, m *commitlog.Message) error {
+		return s.state.AddHalf(w, kvindex.TxnHalf{
+			PhyOffset:      m.PhyOffset,
+			QueueOffset:    m.QueueOffset,
+			StoreTimestamp: m.StoreTimestamp,
+			NextCheckAt:    m.StoreTimestamp + s.firstCheckDelay(m.Properties).Milliseconds(),
+		})
+	})
+}
+
+// CommitHook is the dispatcher's hook for committed records: each ends the
+// transaction of the half it names.
+func (s *Service) CommitHook() kvindex.Hook {
+	return kvindex.HookFunc(func(w *pebble.Batch, m *commitlog.Message) error {
+		return s.state.AddCommitted(w, m.PreparedTransactionOffset)
+	})
+}
+
+// firstCheckDelay is transactionTimeOut, or the message's immunity time
+// when it is longer (RocketMQ's TransactionalMessageUtil.getImmunityTime).
+func (s *Service) firstCheckDelay(props string) time.Duration {
+	if v, ok := commitlog.LookupProperty(props, PropCheckImmunitySecs); ok {
+		if secs, err := strconv.ParseInt(v, 10, 64); err == nil && time.Duration(secs)*time.Second > s.cfg.Timeout {
+			return time.Duration(secs) * time.Second
+		}
+	}
+	return s.cfg.Timeout
+}
+
+// EndRequest is an END_TRANSACTION with commit or rollback.
+type EndRequest struct {
+	ProducerGroup        string
+	TranStateTableOffset int64
+	CommitLogOffset      int64
+	// State is kvindex.TxnCommit or kvindex.TxnRollback.
+	State                kvindex.TxnState
+	FromTransactionCheck bool
+	// MsgID is the UNIQ_KEY, for logs.
+	MsgID string
+}
+
+// Errors of End. Each is answered with RocketMQ's response code for it
+// (ErrTooLate ILLEGAL_OPERATION, the others SYSTEM_ERROR) and its remark.
+var (
+	// ErrHalfNotFound: no half message at the CommitLog offset.
+	ErrHalfNotFound = errors.New("Find prepared transaction message failed")
+	// ErrWrongGroup: the half's PGROUP is another producer group.
+	ErrWrongGroup = errors.New("The producer group wrong")
+	// ErrWrongQueueOffset: the half's queue offset differs.
+	ErrWrongQueueOffset = errors.New("The transaction state table offset wrong")
+	// ErrTooLate: the half names a check immunity time, the request is
+	// not from a check and comes after it; the check decides.
+	ErrTooLate = errors.New("the commit or rollback comes after the message's check immunity time; waiting for the check")
+	// ErrAlreadyEnded: the transaction ended the other way.
+	ErrAlreadyEnded = errors.New("the transaction has already ended")
+)
+
+// End commits or rolls back the transaction of a half message. A request
+// for a transaction that already ended the same way changes nothing and
+// succeeds.
+func (s *Service) End(ctx context.Context, req EndRequest) error {
+	if req.State != kvindex.TxnCommit && req.State != kvindex.TxnRollback {
+		return fmt.Errorf("end transaction: state %d is neither commit nor rollback", req.State)
+	}
+	unlock := s.lock(req.CommitLogOffset)
+	defer unlock()
+	half, ok, err := s.store.Read(req.CommitLogOffset)
+	if err != nil {
+		return fmt.Errorf("end transaction: read half at %d: %w", req.CommitLogOffset, err)
+	}
+	if !ok || half.Topic != meta.TransHalfTopic || half.PhyOffset != req.CommitLogOffset {
+		return ErrHalfNotFound
+	}
+	if g, _ := commitlog.LookupProperty(half.Properties, PropProducerGroup); g != req.ProducerGroup {
+		return ErrWrongGroup
+	}
+	if half.QueueOffset != req.TranStateTableOffset {
+		return ErrWrongQueueOffset
+	}
+	if !req.FromTransactionCheck && s.pastImmunity(&half) {
+		return ErrTooLate
+	}
+	ended, ok, err := s.state.Ended(req.CommitLogOffset)
+	if err != nil {
+		return fmt.Errorf("end transaction: %w", err)
+	}
+	if ok {
+		if ended.State != req.State {
+			return fmt.Errorf("%w: %s", ErrAlreadyEnded, ended.State)
+		}
+		return nil
+	}
+	if req.State == kvindex.TxnCommit {
+		m, err := committedMessage(&half)
+		if err != nil {
+			return fmt.Errorf("end transaction: %w", err)
+		}
+		if _, err := s.store.Put(ctx, m); err != nil {
+			return fmt.Errorf("end transaction: store the committed message: %w", err)
+		}
+	}
+	if err := s.state.End(req.CommitLogOffset, kvindex.TxnEnd{State: req.State, At: s.now().UnixMilli()}); err != nil {
+		return fmt.Errorf("end transaction: %w", err)
+	}
+	s.log.Debug().Str("group", req.ProducerGroup).Str("msgId", req.MsgID).Int64("half", req.CommitLogOffset).
+		Stringer("state", req.State).Bool("fromCheck", req.FromTransactionCheck).Msg("transaction ended")
+	return nil
+}
+
+// pastImmunity is RocketMQ's rejectCommitOrRollback: a half naming a check
+// immunity time, born longer ago than that.
+func (s *Service) pastImmunity(half *commitlog.Message) bool {
+	if _, ok := commitlog.LookupProperty(half.Properties, PropCheckImmunitySecs); !ok {
+		return false
+	}
+	return s.now().UnixMilli()-half.BornTimestamp > s.firstCheckDelay(half.Properties).Milliseconds()
+}
