@@ -1,0 +1,331 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// fixture is a CommitLog, an index and a dispatcher with the service's
+// hooks: what the broker wires, without the network.
+type fixture struct {
+	t     *testing.T
+	log   *commitlog.Log
+	db    *kvindex.DB
+	disp  *kvindex.Dispatcher
+	svc   *Service
+	store *testStore
+	now   time.Time
+
+	mu     sync.Mutex
+	asked  []Check
+	answer bool // what ask reports: a producer was connected
+}
+
+// testStore appends to the fixture's log; failPut makes Put fail, gone
+// makes Read find nothing at an offset.
+type testStore struct {
+	f       *fixture
+	mu      sync.Mutex
+	next    map[string]int64
+	failPut error
+	gone    map[int64]bool
+	puts    []*commitlog.Message
+}
+
+func (s *testStore) Assign(topic string, queueID int32, n int) int64 {
+	k := topic + "/" + strconv.Itoa(int(queueID))
+	off := s.next[k]
+	s.next[k] = off + int64(n)
+	return off
+}
+
+func (s *testStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.AppendResult, error) {
+	s.mu.Lock()
+	err := s.failPut
+	s.mu.Unlock()
+	if err != nil {
+		return commitlog.AppendResult{}, err
+	}
+	res, err := s.f.log.Append(ctx, commitlog.AppendRequest{Message: m, Assigner: s})
+	if err == nil {
+		s.mu.Lock()
+		s.puts = append(s.puts, m)
+		s.mu.Unlock()
+	}
+	return res, err
+}
+
+func (s *testStore) Read(phy int64) (commitlog.Message, bool, error) {
+	s.mu.Lock()
+	gone := s.gone[phy]
+	s.mu.Unlock()
+	if gone {
+		return commitlog.Message{}, false, nil
+	}
+	v, err := s.f.log.ReadRecord(phy)
+	if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
+		return commitlog.Message{}, false, nil
+	}
+	if err != nil {
+		return commitlog.Message{}, false, err
+	}
+	defer v.Release()
+	m, err := commitlog.Decode(append([]byte(nil), v.Data...))
+	return m, err == nil, err
+}
+
+func newFixture(t *testing.T, cfg Config) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &fixture{t: t, now: time.UnixMilli(1_700_000_000_000), answer: true}
+	f.store = &testStore{f: f, next: map[string]int64{}, gone: map[int64]bool{}}
+	db, err := kvindex.Open(kvindex.Options{Dir: dir + "/kvindex", Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.db = db
+	lcfg := commitlog.DefaultConfig(dir)
+	lcfg.SegmentSize = 1 << 20
+	lcfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
+	lcfg.Logger = zerolog.Nop()
+	if f.log, err = commitlog.Open(lcfg); err != nil {
+		t.Fatal(err)
+	}
+	f.svc = New(cfg, db.Transactions(), f.store, f.ask, zerolog.Nop())
+	f.svc.now = func() time.Time { return f.now }
+	f.disp, err = kvindex.NewDispatcher(kvindex.DispatcherOptions{Log: f.log, DB: db, Store: db.ConsumeQueue(1024),
+		Hooks: map[string]kvindex.Hook{meta.TransHalfTopic: f.svc.HalfHook()}, CommitHook: f.svc.CommitHook(), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.disp.Recover(); err != nil {
+		t.Fatal(err)
+	}
+	f.log.OnMinOffsetChange(f.svc.LogMinOffsetChanged)
+	f.disp.Start()
+	t.Cleanup(func() {
+		_ = f.disp.Close()
+		_ = f.log.Close()
+		_ = db.Close()
+	})
+	return f
+}
+
+func (f *fixture) ask(c Check) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, c)
+	return f.answer
+}
+
+func (f *fixture) askedCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.asked)
+}
+
+// sendHalf stores a half as the broker does for a send and waits until
+// it is dispatched (and so open).
+func (f *fixture) sendHalf(uniq string, props string) *commitlog.Message {
+	f.t.Helper()
+	m := &commitlog.Message{Topic: "T", QueueID: 1, BornTimestamp: f.now.UnixMilli(), Body: []byte("b-" + uniq),
+		Properties: "PGROUP\x01pg\x02UNIQ_KEY\x01" + uniq + "\x02TRAN_MSG\x01true\x02" + props}
+	ToHalf(m)
+	res, err := f.log.Append(context.Background(), commitlog.AppendRequest{Message: m, Assigner: f.store})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.caughtUp()
+	m.PhyOffset = res.PhyOffset
+	m.QueueOffset = res.QueueOffset
+	return m
+}
+
+func (f *fixture) caughtUp() {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.disp.WaitFor(ctx, f.log.MaxOffset()); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) open(phy int64) (kvindex.TxnHalf, bool) {
+	f.t.Helper()
+	h, ok, err := f.db.Transactions().Half(phy)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return h, ok
+}
+
+func (f *fixture) pass() PassStats {
+	f.t.Helper()
+	st, err := f.svc.CheckDue(context.Background())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return st
+}
+
+func commitReq(h *commitlog.Message) EndRequest {
+	return EndRequest{ProducerGroup: "pg", TranStateTableOffset: h.QueueOffset, CommitLogOffset: h.PhyOffset, State: kvindex.TxnCommit}
+}
+
+func TestEndKeepsTheTransactionOpenWhenTheCommitCannotBeStored(t *testing.T) {
+	f := newFixture(t, Config{})
+	h := f.sendHalf("U1", "")
+	f.store.failPut = errors.New("disk full")
+	if err := f.svc.End(context.Background(), commitReq(h)); err == nil || !errors.Is(err, f.store.failPut) {
+		t.Fatalf("End with a failing store: %v", err)
+	}
+	if _, open := f.open(h.PhyOffset); !open {
+		t.Fatal("a commit that could not be stored ended the transaction")
+	}
+	if _, ended, _ := f.db.Transactions().Ended(h.PhyOffset); ended {
+		t.Fatal("a commit that could not be stored was recorded")
+	}
+	f.store.failPut = nil
+	if err := f.svc.End(context.Background(), commitReq(h)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.End(context.Background(), commitReq(h)); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.store.puts) != 1 || f.store.puts[0].Topic != "T" || f.store.puts[0].QueueID != 1 {
+		t.Fatalf("stored %d committed messages, want 1 in T/1: %+v", len(f.store.puts), f.store.puts)
+	}
+}
+
+func TestCheckSchedule(t *testing.T) {
+	f := newFixture(t, Config{Timeout: 6 * time.Second, CheckInterval: 30 * time.Second, CheckMax: 3})
+	h := f.sendHalf("U2", "")
+	open, _ := f.open(h.PhyOffset)
+	if open.NextCheckAt != open.StoreTimestamp+6000 || open.QueueOffset != h.QueueOffset || open.Checks != 0 {
+		t.Fatalf("open half %+v, want the first check 6 s after %d", open, open.StoreTimestamp)
+	}
+	f.now = time.UnixMilli(open.StoreTimestamp)
+	steps := []struct {
+		advance time.Duration
+		answer  bool
+		want    PassStats
+		checks  int32
+	}{
+		{5999 * time.Millisecond, true, PassStats{}, 0},
+		{time.Millisecond, true, PassStats{Checked: 1}, 1},
+		{29 * time.Second, true, PassStats{}, 1},
+		{time.Second, false, PassStats{Unasked: 1}, 2}, // no producer: counts all the same
+		{30 * time.Second, true, PassStats{Checked: 1}, 3},
+		{30 * time.Second, true, PassStats{Discarded: 1}, 3},
+		{time.Hour, true, PassStats{}, 3},
+	}
+	for i, s := range steps {
+		f.now = f.now.Add(s.advance)
+		f.mu.Lock()
+		f.answer = s.answer
+		f.mu.Unlock()
+		if got := f.pass(); got != s.want {
+			t.Fatalf("step %d: pass %+v, want %+v", i, got, s.want)
+		}
+		if cur, ok := f.open(h.PhyOffset); ok && cur.Checks != s.checks {
+			t.Fatalf("step %d: %d checks recorded, want %d", i, cur.Checks, s.checks)
+		}
+	}
+	if n := f.askedCount(); n != 3 {
+		t.Fatalf("asked %d times, want 3 (two checks sent, one without a producer)", n)
+	}
+	c := f.asked[0]
+	body, err := commitlog.Decode(c.Body)
+	if err != nil || c.ProducerGroup != "pg" || c.CommitLogOffset != h.PhyOffset || c.TranStateTableOffset != h.QueueOffset ||
+		c.MsgID != "U2" || c.TransactionID != "U2" || c.Topic != meta.TransHalfTopic || body.Topic != "T" || body.QueueID != 1 {
+		t.Fatalf("check %+v, body %+v (%v)", c, body, err)
+	}
+	if len(f.store.puts) != 1 || f.store.puts[0].Topic != meta.TransCheckMaxTopic {
+		t.Fatalf("discard stored %+v", f.store.puts)
+	}
+	if e, ended, _ := f.db.Transactions().Ended(h.PhyOffset); !ended || e.State != kvindex.TxnDiscarded {
+		t.Fatalf("discarded transaction ended %+v %v", e, ended)
+	}
+}
+
+func TestImmunityTimeDelaysTheFirstCheck(t *testing.T) {
+	f := newFixture(t, Config{Timeout: 6 * time.Second})
+	h := f.sendHalf("U3", "CHECK_IMMUNITY_TIME_IN_SECONDS\x0160\x02")
+	open, _ := f.open(h.PhyOffset)
+	if open.NextCheckAt != open.StoreTimestamp+60_000 {
+		t.Fatalf("first check at +%d ms, want the 60 s immunity", open.NextCheckAt-open.StoreTimestamp)
+	}
+	short := f.sendHalf("U4", "CHECK_IMMUNITY_TIME_IN_SECONDS\x011\x02")
+	if o, _ := f.open(short.PhyOffset); o.NextCheckAt != o.StoreTimestamp+6000 {
+		t.Fatalf("an immunity shorter than the timeout moved the first check to +%d ms", o.NextCheckAt-o.StoreTimestamp)
+	}
+}
+
+func TestCheckerForgetsHalvesThatEndedOrLeftTheLog(t *testing.T) {
+	f := newFixture(t, Config{Timeout: time.Second})
+	ended := f.sendHalf("U5", "")
+	gone := f.sendHalf("U6", "")
+	// A commit ended the first without removing its open record (as after a
+	// crash that re-dispatched the half); the second's record is gone.
+	if err := f.db.Transactions().End(ended.PhyOffset, kvindex.TxnEnd{State: kvindex.TxnCommit}); err != nil {
+		t.Fatal(err)
+	}
+	f.disp.Close()
+	if err := f.db.SetDispatched(ended.PhyOffset); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	f.disp, err = kvindex.NewDispatcher(kvindex.DispatcherOptions{Log: f.log, DB: f.db, Store: f.db.ConsumeQueue(1024),
+		Hooks: map[string]kvindex.Hook{meta.TransHalfTopic: f.svc.HalfHook()}, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.disp.Recover(); err != nil {
+		t.Fatal(err)
+	}
+	f.disp.Start()
+	f.caughtUp()
+	if _, open := f.open(ended.PhyOffset); !open {
+		t.Fatal("re-dispatch did not bring the ended half back: the test does not test what it says")
+	}
+	f.store.gone[gone.PhyOffset] = true
+	f.now = time.Now().Add(time.Minute)
+	if st := f.pass(); st != (PassStats{Ended: 1, Gone: 1}) {
+		t.Fatalf("pass %+v, want one ended and one gone", st)
+	}
+	for _, h := range []*commitlog.Message{ended, gone} {
+		if _, open := f.open(h.PhyOffset); open {
+			t.Errorf("half at %d still open", h.PhyOffset)
+		}
+	}
+	if f.askedCount() != 0 {
+		t.Fatalf("asked %d producers about ended or gone transactions", f.askedCount())
+	}
+}
+
+func TestRetentionDropsTransactionsBelowTheLogMinimum(t *testing.T) {
+	f := newFixture(t, Config{})
+	first := f.sendHalf("U7", "")
+	second := f.sendHalf("U8", "")
+	if err := f.db.Transactions().End(first.PhyOffset, kvindex.TxnEnd{State: kvindex.TxnRollback}); err != nil {
+		t.Fatal(err)
+	}
+	f.svc.LogMinOffsetChanged(second.PhyOffset)
+	if _, ended, _ := f.db.Transactions().Ended(first.PhyOffset); ended {
+		t.Fatal("end of a half below the minimum kept")
+	}
+	if _, open := f.open(second.PhyOffset); !open {
+		t.Fatal("half at the minimum dropped")
+	}
+}
