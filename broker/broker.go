@@ -23,6 +23,7 @@ import (
 	"github.com/rocketkv/rocketkv/migrate/filecq"
 	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
+	"github.com/rocketkv/rocketkv/timer"
 	"github.com/rocketkv/rocketkv/txn"
 )
 
@@ -57,6 +58,7 @@ type Broker struct {
 	holds    *pullHolds
 	popSvc   *pop.Service
 	txns     *txn.Service
+	timers   *timer.Service
 	popHolds *popHolds
 	// resets are offset resets the pull consumers have not seen yet.
 	resets   offsetResets
@@ -198,6 +200,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.goBackground("register", b.register.loop)
 	b.goBackground("schedule", b.scheduleLoop)
 	b.goBackground("transaction-check", b.txns.Run)
+	b.goBackground("timer", b.timers.Run)
 	b.holds.start()
 	b.log.Info().Str("addr", b.Addr()).Str("store", root).Str("storeType", b.cfg.StoreType).
 		Str("indexWalSync", b.cfg.IndexWALSyncMode()).
@@ -264,8 +267,9 @@ func (b *Broker) openStores(ctx context.Context) error {
 	}
 	b.qoffsets = kvindex.NewQueueOffsets(b.cqs, b.cfg.QueueOffsetCacheSize, b.component("queue-offsets"))
 	b.notifier = kvindex.NewNotifier()
-	b.txns = txn.New(txnConfig(b.cfg), db.Transactions(), txnStore{b}, b.askTransaction, b.root)
-	hooks := map[string]kvindex.Hook{meta.TransHalfTopic: b.txns.HalfHook()}
+	b.txns = txn.New(txnConfig(b.cfg), db.Transactions(), recordStore{b: b, waitFlush: true}, b.askTransaction, b.root)
+	b.timers = timer.New(db.Timers(), recordStore{b: b}, b.root)
+	hooks := map[string]kvindex.Hook{meta.TransHalfTopic: b.txns.HalfHook(), meta.TimerTopic: b.timers.Hook()}
 	for topic, h := range b.dispatchHooks {
 		hooks[topic] = h
 	}

@@ -9,10 +9,12 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
+	"github.com/rocketkv/rocketkv/timer"
 	"github.com/rocketkv/rocketkv/txn"
 )
 
@@ -250,9 +252,19 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		Properties:     props,
 	}
 	if half {
-		txn.ToHalf(msg) // a delay level applies to nothing before the commit
+		txn.ToHalf(msg) // a delay level or timer applies to the committed message
 	} else if level := delayLevelOf(props); level > 0 && !meta.IsDLQTopic(topic) {
 		b.toSchedule(msg, level)
+	} else if parked, err := timer.Park(msg, time.Now(), b.timerConfig()); err != nil {
+		code := remoting.MessageIllegal
+		if errors.Is(err, timer.ErrDisabled) {
+			code = remoting.SystemError
+		}
+		return fail(code, "%v", err)
+	} else if parked {
+		if _, err := b.topics.ensureSystemTopic(meta.TimerTopic, 1, meta.PermRead|meta.PermWrite); err != nil {
+			return fail(remoting.SystemError, "create the timer topic: %v", err)
+		}
 	}
 	res, err := b.putMessages(ctx, []*commitlog.Message{msg}, waitFlush)
 	if err != nil {
@@ -272,9 +284,9 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 
 // queueIDResponse is the queue reported to the producer: the queue it
 // asked for when the broker parked the message elsewhere (delay levels,
-// transaction halves), else the queue used.
+// timers, transaction halves), else the queue used.
 func (h sendHeader) queueIDResponse(qid int32, msg *commitlog.Message) int32 {
-	if msg.Topic == meta.ScheduleTopic || msg.Topic == meta.TransHalfTopic {
+	if msg.Topic == meta.ScheduleTopic || msg.Topic == meta.TransHalfTopic || msg.Topic == meta.TimerTopic {
 		return qid
 	}
 	return msg.QueueID

@@ -3,12 +3,14 @@ package broker
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
+	"github.com/rocketkv/rocketkv/timer"
 	"github.com/rocketkv/rocketkv/txn"
 )
 
@@ -18,22 +20,45 @@ func txnConfig(cfg configs.Broker) txn.Config {
 		CheckMax: cfg.TransactionCheckMax}
 }
 
-// txnStore gives the transaction service the broker's CommitLog.
-type txnStore struct{ b *Broker }
+// timerConfig is the timer part of the broker config, with the precision
+// rounded down to one RocketMQ accepts (100, 200, 500 or 1000 ms).
+func (b *Broker) timerConfig() timer.Config {
+	p := 100 * time.Millisecond
+	for _, c := range []time.Duration{200 * time.Millisecond, 500 * time.Millisecond, time.Second} {
+		if b.cfg.TimerPrecision >= c {
+			p = c
+		}
+	}
+	return timer.Config{Enable: b.cfg.TimerWheelEnable, Precision: p, MaxDelay: b.cfg.TimerMaxDelay}
+}
 
-// Put stores a committed or discarded transactional message, waiting for
-// the flush a send waits for.
-func (s txnStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.AppendResult, error) {
-	if m.Topic == meta.TransCheckMaxTopic {
+// recordStore gives the transaction and timer services the broker's
+// CommitLog. waitFlush is true for transaction commits (acknowledged
+// like a send) and false for timer deliveries, which the timer repeats
+// after a crash anyway.
+type recordStore struct {
+	b         *Broker
+	waitFlush bool
+}
+
+// Put stores a committed, discarded or due message. A committed message
+// with a timer property waits in the timer topic, as a send would.
+func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.AppendResult, error) {
+	if m.Topic != meta.TransCheckMaxTopic {
+		if _, err := timer.Park(m, time.Now(), s.b.timerConfig()); err != nil {
+			return commitlog.AppendResult{}, err
+		}
+	}
+	if m.Topic == meta.TransCheckMaxTopic || m.Topic == meta.TimerTopic {
 		if _, err := s.b.topics.ensureSystemTopic(m.Topic, 1, meta.PermRead|meta.PermWrite); err != nil {
 			return commitlog.AppendResult{}, err
 		}
 	}
-	return s.b.putMessages(ctx, []*commitlog.Message{m}, true)
+	return s.b.putMessages(ctx, []*commitlog.Message{m}, s.waitFlush)
 }
 
 // Read returns the record at a CommitLog offset.
-func (s txnStore) Read(phy int64) (commitlog.Message, bool, error) {
+func (s recordStore) Read(phy int64) (commitlog.Message, bool, error) {
 	_, m, ok, err := s.b.readRecord(phy)
 	return m, ok, err
 }

@@ -85,6 +85,18 @@ type Broker struct {
 	// is given up (stored in TRANS_CHECK_MAX_TIME_TOPIC).
 	TransactionCheckMax int
 
+	// Timer messages (RocketMQ 5's TIMER_DELIVER_MS, TIMER_DELAY_SEC,
+	// TIMER_DELAY_MS).
+	// TimerWheelEnable accepts timer messages; when false they are refused.
+	TimerWheelEnable bool
+	// TimerPrecision is timerPrecisionMs: delivery times are rounded down
+	// to it (RocketMQ takes 100, 200, 500 or 1000 ms; other values are
+	// rounded down to one of those).
+	TimerPrecision time.Duration
+	// TimerMaxDelay is timerMaxDelaySec: timer messages due later are
+	// refused.
+	TimerMaxDelay time.Duration
+
 	// Store.
 	StorePathRootDir           string
 	StoreType                  string

@@ -60,6 +60,10 @@ var brokerFields = []field{
 	millisRange("transactionCheckInterval", "30000", 1, func(b *Broker) *time.Duration { return &b.TransactionCheckInterval }),
 	intRange("transactionCheckMax", "15", 1, 1<<30, func(b *Broker) *int { return &b.TransactionCheckMax }),
 
+	boolean("timerWheelEnable", "true", func(b *Broker) *bool { return &b.TimerWheelEnable }),
+	millisRange("timerPrecisionMs", "1000", 1, func(b *Broker) *time.Duration { return &b.TimerPrecision }),
+	seconds("timerMaxDelaySec", "259200", func(b *Broker) *time.Duration { return &b.TimerMaxDelay }),
+
 	str("storePathRootDir", DefaultStoreRoot(), func(b *Broker) *string { return &b.StorePathRootDir }),
 	oneOf("storeType", StoreTypeKV, []string{StoreTypeKV, StoreTypeFile}, func(b *Broker) *string { return &b.StoreType }),
 	withAliases(i64Range("mappedFileSizeCommitLog", "1073741824", 4096, 1<<40, func(b *Broker) *int64 { return &b.MappedFileSizeCommitLog }), "mapedFileSizeCommitLog"),
@@ -179,6 +183,18 @@ func millisRange(key, def string, lo int64, ptr func(*Broker) *time.Duration) fi
 			return fmt.Errorf("milliseconds: %w", err)
 		}
 		*ptr(b) = time.Duration(v) * time.Millisecond
+		return nil
+	}}
+}
+
+// seconds reads a positive duration written in seconds (timerMaxDelaySec).
+func seconds(key, def string, ptr func(*Broker) *time.Duration) field {
+	return field{key: key, def: def, set: func(b *Broker, raw string) error {
+		v, err := parseInt(raw, 1, 1<<32)
+		if err != nil {
+			return fmt.Errorf("seconds: %w", err)
+		}
+		*ptr(b) = time.Duration(v) * time.Second
 		return nil
 	}}
 }

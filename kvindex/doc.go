@@ -44,8 +44,10 @@
 //	0x56    pop checkpoint  no         pop service (pop, ack, change invisible time, revive)
 //	0x60    txn half        no         dispatcher (half messages); transaction service (checks, end)
 //	0x61    txn end         no         transaction service (END_TRANSACTION, discard); dispatcher (committed records)
+//	0x70    timer           yes        dispatcher (rmq_sys_wheel_timer records); deleted by the timer at delivery
 //
-// Prefixes 0x50-0x5F are reserved for POP, 0x60-0x6F for transactions.
+// Prefixes 0x50-0x5F are reserved for POP, 0x60-0x6F for transactions,
+// 0x70-0x7F for timers.
 //
 // # 0x01 meta
 //
@@ -248,4 +250,18 @@
 // transaction that already ended changes nothing. Kept while the half
 // message is in the CommitLog; range-deleted below its minimum by
 // retention.
+//
+// # 0x70 timer: a timer message waiting for its delivery time
+//
+//	key:   0x70 | deliverMs int64 | phyOffset int64
+//	value: size int32
+//
+// Written by the dispatcher, in the batch that indexes a record of
+// rmq_sys_wheel_timer, at the record's TIMER_OUT_MS. The delivery time
+// comes first, so the messages due are one range scan from the start of
+// the keyspace up to now: the timer re-puts each to its REAL_TOPIC and
+// REAL_QID and deletes its entry (without sync). RocketMQ's timerlog and
+// timerwheel files, and their roll of delays beyond the wheel, have no
+// counterpart: any delay up to timerMaxDelaySec is one key. An entry
+// whose record left the CommitLog is dropped when it comes due.
 package kvindex

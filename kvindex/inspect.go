@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -62,7 +63,7 @@ func Keyspaces() []Keyspace {
 		{PrefixConsumerOffset, "consumer-offset", false},
 		{PrefixTopicConfig, "topic-config", false},
 		{PrefixGroupConfig, "group-config", false},
-	}, append(popKeyspaces(), txnKeyspaces()...)...)
+	}, slices.Concat(popKeyspaces(), txnKeyspaces(), timerKeyspaces())...)
 }
 
 // KeyspaceOf returns the keyspace of a prefix byte; ok is false when doc.go
@@ -408,6 +409,9 @@ func DecodeKey(key, value []byte) (Record, error) {
 		return r, err
 	}
 	if r, ok, err := decodeTxnKey(key, value); ok {
+		return r, err
+	}
+	if r, ok, err := decodeTimerKey(key, value); ok {
 		return r, err
 	}
 	return nil, fmt.Errorf("key %x: prefix %#02x: %w", key, key[0], ErrUnknownKeyspace)

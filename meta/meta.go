@@ -172,6 +172,10 @@ func (v *VersionCounter) Current() DataVersion {
 // queue level-1, tagsCode = delivery time.
 const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
 
+// TimerTopic is where RocketMQ 5 parks timer messages (TIMER_DELIVER_MS,
+// TIMER_DELAY_SEC, TIMER_DELAY_MS) until they are due, in queue 0.
+const TimerTopic = "rmq_sys_wheel_timer"
+
 // Transaction system topics: half messages wait in TransHalfTopic queue 0
 // until their transaction ends; TransCheckMaxTopic receives the halves
 // given up after transactionCheckMax checks. RocketMQ writes its op

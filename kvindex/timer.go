@@ -1,0 +1,111 @@
+package kvindex
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// prefixTimer is the timer index keyspace; see doc.go.
+const prefixTimer byte = 0x70
+
+const (
+	timerKeyLen   = 17
+	timerValueLen = 4
+)
+
+// TimerEntry is a timer message waiting for its delivery time (keyspace
+// 0x70): the record parked in rmq_sys_wheel_timer.
+type TimerEntry struct {
+	// DeliverMs is when the message is due, in Unix milliseconds
+	// (its TIMER_OUT_MS).
+	DeliverMs int64 `json:"deliverMs"`
+	// PhyOffset and Size locate the parked record in the CommitLog.
+	PhyOffset int64 `json:"phyOffset"`
+	Size      int32 `json:"size"`
+}
+
+// Timers is the timer index.
+type Timers struct {
+	db *DB
+}
+
+// Timers returns the timer index.
+func (d *DB) Timers() *Timers { return &Timers{db: d} }
+
+func timerKey(deliverMs, phy int64) []byte {
+	k := make([]byte, 0, timerKeyLen)
+	k = append(k, prefixTimer)
+	k = binary.BigEndian.AppendUint64(k, uint64(deliverMs))
+	return binary.BigEndian.AppendUint64(k, uint64(phy))
+}
+
+func decodeTimer(k, v []byte) (TimerEntry, error) {
+	if len(k) != timerKeyLen || k[0] != prefixTimer || len(v) != timerValueLen {
+		return TimerEntry{}, fmt.Errorf("timer key %x value %x: %w", k, v, ErrBadKey)
+	}
+	return TimerEntry{
+		DeliverMs: int64(binary.BigEndian.Uint64(k[1:])),
+		PhyOffset: int64(binary.BigEndian.Uint64(k[9:])),
+		Size:      int32(binary.BigEndian.Uint32(v)),
+	}, nil
+}
+
+// Add records a parked timer message in w, the dispatcher's batch that
+// indexes it.
+func (t *Timers) Add(w *pebble.Batch, e TimerEntry) error {
+	if e.DeliverMs < 0 {
+		return fmt.Errorf("timer message at %d: negative delivery time %d", e.PhyOffset, e.DeliverMs)
+	}
+	if err := w.Set(timerKey(e.DeliverMs, e.PhyOffset), binary.BigEndian.AppendUint32(nil, uint32(e.Size)), nil); err != nil {
+		return fmt.Errorf("index timer message at %d: %w", e.PhyOffset, err)
+	}
+	return nil
+}
+
+// Due returns up to limit entries due at or before nowMs, earliest first.
+func (t *Timers) Due(nowMs int64, limit int) ([]TimerEntry, error) {
+	it, err := t.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTimer}, UpperBound: timerKey(nowMs+1, 0)})
+	if err != nil {
+		return nil, fmt.Errorf("scan due timers: %w", err)
+	}
+	var out []TimerEntry
+	for ok := it.First(); ok && len(out) < limit; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			_ = it.Close()
+			return nil, fmt.Errorf("scan due timers: %w", err)
+		}
+		e, err := decodeTimer(it.Key(), v)
+		if err != nil {
+			_ = it.Close()
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("scan due timers: %w", err)
+	}
+	return out, nil
+}
+
+// Delete forgets delivered entries, in one batch. It is not synced: an
+// entry brought back by a crash is delivered again (at least once, as
+// RocketMQ's timer).
+func (t *Timers) Delete(entries []TimerEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	b := t.db.pdb.NewBatch()
+	defer b.Close()
+	for _, e := range entries {
+		if err := b.Delete(timerKey(e.DeliverMs, e.PhyOffset), nil); err != nil {
+			return fmt.Errorf("delete delivered timer at %d: %w", e.PhyOffset, err)
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("delete %d delivered timers: %w", len(entries), err)
+	}
+	return nil
+}

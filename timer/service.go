@@ -1,0 +1,159 @@
+package timer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
+)
+
+// Store is what the service needs of the broker's message store.
+type Store interface {
+	// Put stores a message in its topic and queue.
+	Put(ctx context.Context, m *commitlog.Message) (commitlog.AppendResult, error)
+	// Read returns the record at a CommitLog offset; ok is false when
+	// there is none there.
+	Read(phy int64) (m commitlog.Message, ok bool, err error)
+}
+
+// tick is how often the service looks for due messages.
+const tick = 100 * time.Millisecond
+
+// deliverBatch bounds the entries one scan hands to delivery.
+const deliverBatch = 256
+
+// Service indexes parked timer messages (Hook) and delivers them when due
+// (Run).
+type Service struct {
+	timers *kvindex.Timers
+	store  Store
+	log    zerolog.Logger
+	now    func() time.Time
+}
+
+// New returns a timer service over the index's timer keyspace.
+func New(timers *kvindex.Timers, store Store, log zerolog.Logger) *Service {
+	return &Service{timers: timers, store: store, now: time.Now, log: log.With().Str("component", "timer").Logger()}
+}
+
+// Hook is the dispatcher hook of rmq_sys_wheel_timer: it indexes each
+// parked message at its TIMER_OUT_MS (a record without a valid one is due
+// at once).
+func (s *Service) Hook() kvindex.Hook {
+	return kvindex.HookFunc(func(w *pebble.Batch, m *commitlog.Message) error {
+		due := m.StoreTimestamp
+		if v, ok := commitlog.LookupProperty(m.Properties, PropOutMs); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+				due = n
+			}
+		}
+		return s.timers.Add(w, kvindex.TimerEntry{DeliverMs: due, PhyOffset: m.PhyOffset, Size: m.StoreSize})
+	})
+}
+
+// Run delivers due messages every 100 ms until ctx ends; a failed round
+// is logged and retried at the next tick.
+func (s *Service) Run(ctx context.Context) {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := s.DeliverDue(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn().Err(err).Msg("deliver timer messages")
+		}
+	}
+}
+
+// DeliverDue stores every message due by now in its real topic and queue
+// and returns how many it delivered. An entry whose record left the
+// CommitLog, or lost its destination, is dropped with a log line.
+func (s *Service) DeliverDue(ctx context.Context) (int, error) {
+	delivered := 0
+	for ctx.Err() == nil {
+		now := s.now()
+		due, err := s.timers.Due(now.UnixMilli(), deliverBatch)
+		if err != nil || len(due) == 0 {
+			return delivered, err
+		}
+		done := due[:0:0]
+		var putErr error
+		for _, e := range due {
+			if putErr = s.deliver(ctx, e, now); putErr != nil {
+				break
+			}
+			done = append(done, e)
+		}
+		if err := s.timers.Delete(done); err != nil {
+			return delivered, err
+		}
+		delivered += len(done)
+		if putErr != nil {
+			return delivered, putErr
+		}
+		if len(due) < deliverBatch {
+			return delivered, nil
+		}
+	}
+	return delivered, ctx.Err()
+}
+
+// errDropped marks an entry that is not delivered and must not be kept.
+var errDropped = errors.New("dropped")
+
+// deliver re-puts one parked message.
+func (s *Service) deliver(ctx context.Context, e kvindex.TimerEntry, now time.Time) error {
+	parked, ok, err := s.store.Read(e.PhyOffset)
+	if err != nil {
+		return fmt.Errorf("read timer message at %d: %w", e.PhyOffset, err)
+	}
+	if !ok {
+		s.log.Warn().Int64("phyOffset", e.PhyOffset).Msg("timer message gone from the CommitLog before its time; dropped")
+		return nil
+	}
+	m, err := delivered(&parked, now)
+	if errors.Is(err, errDropped) {
+		s.log.Warn().Err(err).Int64("phyOffset", e.PhyOffset).Msg("timer message without a destination; dropped")
+		return nil
+	}
+	if _, err := s.store.Put(ctx, m); err != nil {
+		return fmt.Errorf("deliver timer message at %d to %s/%d: %w", e.PhyOffset, m.Topic, m.QueueID, err)
+	}
+	return nil
+}
+
+// delivered is the message a parked timer message becomes when due: its
+// real topic and queue, without REAL_TOPIC and REAL_QID, with
+// TIMER_ENQUEUE_MS (when it was parked) and TIMER_DEQUEUE_MS (now).
+func delivered(parked *commitlog.Message, now time.Time) (*commitlog.Message, error) {
+	topic, _ := commitlog.LookupProperty(parked.Properties, PropRealTopic)
+	qs, _ := commitlog.LookupProperty(parked.Properties, PropRealQueueID)
+	qid, err := strconv.ParseInt(qs, 10, 32)
+	if topic == "" || err != nil || qid < 0 {
+		return nil, fmt.Errorf("%w: REAL_TOPIC %q REAL_QID %q", errDropped, topic, qs)
+	}
+	return &commitlog.Message{
+		Topic:                     topic,
+		QueueID:                   int32(qid),
+		Flag:                      parked.Flag,
+		SysFlag:                   parked.SysFlag,
+		BornTimestamp:             parked.BornTimestamp,
+		BornHost:                  parked.BornHost,
+		ReconsumeTimes:            parked.ReconsumeTimes,
+		PreparedTransactionOffset: parked.PreparedTransactionOffset,
+		Body:                      parked.Body,
+		Properties: commitlog.RewriteProperties(parked.Properties, []string{PropRealTopic, PropRealQueueID},
+			[2]string{PropEnqueueMs, strconv.FormatInt(parked.StoreTimestamp, 10)},
+			[2]string{PropDequeueMs, strconv.FormatInt(now.UnixMilli(), 10)}),
+	}, nil
+}
