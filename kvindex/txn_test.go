@@ -208,6 +208,14 @@ func TestTransactions(t *testing.T) {
 		ops:  []txnOp{opAdd(0, 1), opEnd(0, TxnCommit, 1), opDrop(0)},
 		want: []string{"half 1 q=0 stored=+1 next=+6001 checks=0", "end 0 COMMIT_MESSAGE at=1"},
 	}, {
+		name: "drop below a negative offset keeps everything",
+		ops:  []txnOp{opAdd(0, 1, 1<<40), opEnd(0, TxnCommit, 1), opDrop(-1)},
+		want: []string{
+			"half 1 q=0 stored=+1 next=+6001 checks=0",
+			"half 1099511627776 q=10995116277 stored=+1099511627776 next=+1099511633776 checks=0",
+			"end 0 COMMIT_MESSAGE at=1",
+		},
+	}, {
 		name: "drop below past the last offset keeps nothing",
 		ops:  []txnOp{opAdd(10, 20), opEnd(10, TxnCommit, 1), opDrop(21)},
 		want: nil,
