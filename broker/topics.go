@@ -11,10 +11,10 @@ import (
 
 // Topic names with a meaning to the broker.
 const (
-	autoCreateTopic    = "TBW102"
-	selfTestTopic      = "SELF_TEST_TOPIC"
-	offsetMovedTopic   = "OFFSET_MOVED_EVENT"
-	scheduleQueueNums  = 18
+	autoCreateTopic   = "TBW102"
+	selfTestTopic     = "SELF_TEST_TOPIC"
+	offsetMovedTopic  = "OFFSET_MOVED_EVENT"
+	scheduleQueueNums = 18
 )
 
 // notSendable are the system topics clients may not send to (RocketMQ
