@@ -332,6 +332,16 @@ func TestDecodeKeyRejectsMalformed(t *testing.T) {
 		{"schema length", metaKey(metaSchema), []byte{1}, ErrBadKey},
 		{"dispatched length", metaKey(metaDispatched), []byte{1}, ErrBadKey},
 		{"version length", metaKey(metaTopicsVer), make([]byte, 8), ErrBadKey},
+		{"txn half short value", txnKey(PrefixTxnHalf, 1), make([]byte, 27), ErrBadKey},
+		{"txn half long value", txnKey(PrefixTxnHalf, 1), make([]byte, 29), ErrBadKey},
+		{"txn half short key", txnKey(PrefixTxnHalf, 1)[:8], make([]byte, 28), ErrBadKey},
+		{"txn half long key", append(txnKey(PrefixTxnHalf, 1), 0), make([]byte, 28), ErrBadKey},
+		{"txn half bare prefix", []byte{PrefixTxnHalf}, make([]byte, 28), ErrBadKey},
+		{"txn end short value", txnKey(PrefixTxnEnd, 1), make([]byte, 8), ErrBadKey},
+		{"txn end long value", txnKey(PrefixTxnEnd, 1), make([]byte, 10), ErrBadKey},
+		{"txn end short key", txnKey(PrefixTxnEnd, 1)[:8], make([]byte, 9), ErrBadKey},
+		{"txn end long key", append(txnKey(PrefixTxnEnd, 1), 0), make([]byte, 9), ErrBadKey},
+		{"txn end empty value", txnKey(PrefixTxnEnd, 1), nil, ErrBadKey},
 	}
 	for _, c := range cases {
 		r, err := DecodeKey(c.key, c.value)
@@ -491,6 +501,9 @@ func FuzzDecodeKey(f *testing.F) {
 	f.Add(nameKey(PrefixGroupConfig, "G"), []byte(`{"groupName":"G"}`))
 	f.Add(metaKey(metaDispatched), putInt64(8))
 	f.Add(metaKey(metaGroupsVer), make([]byte, 16))
+	f.Add(txnKey(PrefixTxnHalf, 4096), encodeTxnHalf(TxnHalf{PhyOffset: 4096, QueueOffset: 7, StoreTimestamp: 1700000000000, NextCheckAt: 1700000060000, Checks: 2}))
+	f.Add(txnKey(PrefixTxnEnd, 4096), encodeTxnEnd(TxnEnd{State: TxnRollback, At: 1700000000000}))
+	f.Add(txnKey(PrefixTxnEnd, 0), encodeTxnEnd(TxnEnd{State: TxnCommit}))
 	f.Add([]byte{0x7f}, []byte{})
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		r, err := DecodeKey(key, value)
@@ -502,6 +515,22 @@ func FuzzDecodeKey(f *testing.F) {
 		}
 		if r.Keyspace().Prefix != key[0] {
 			t.Fatalf("key %x decoded into keyspace %v", key, r.Keyspace())
+		}
+		// The fixed-width transaction records hold every byte of their
+		// key and value: what decodes re-encodes to the same bytes.
+		switch r := r.(type) {
+		case TxnHalfRecord:
+			if k, v := txnKey(PrefixTxnHalf, r.PhyOffset), encodeTxnHalf(r.TxnHalf); string(k) != string(key) || string(v) != string(value) {
+				t.Fatalf("txn half %x=%x decoded as %+v, which encodes as %x=%x", key, value, r, k, v)
+			}
+		case TxnEndRecord:
+			_, e, err := decodeTxnEnd(key, value)
+			if err != nil || r.State != e.State.String() || r.At != e.At {
+				t.Fatalf("txn end %x=%x decoded as %+v, and as %+v %v by decodeTxnEnd", key, value, r, e, err)
+			}
+			if k, v := txnKey(PrefixTxnEnd, r.HalfPhyOffset), encodeTxnEnd(e); string(k) != string(key) || string(v) != string(value) {
+				t.Fatalf("txn end %x=%x decoded as %+v, which encodes as %x=%x", key, value, r, k, v)
+			}
 		}
 		_ = r.String()
 	})

@@ -222,8 +222,14 @@ func (t *Transactions) OpenHalves(fn func(TxnHalf) bool) error {
 
 // DropBelow deletes the open halves and ended transactions of half
 // messages below the CommitLog's new minimum offset: retention deleted
-// them, so they can be neither checked nor ended again.
+// them, so they can be neither checked nor ended again. Nothing lies below
+// an offset of 0 or less.
 func (t *Transactions) DropBelow(minPhy int64) error {
+	if minPhy <= 0 {
+		// Keys hold offsets as uint64: a negative bound would be the
+		// largest key and delete the whole keyspace.
+		return nil
+	}
 	b := t.db.pdb.NewBatch()
 	defer b.Close()
 	for _, p := range []byte{prefixTxnHalf, prefixTxnEnd} {

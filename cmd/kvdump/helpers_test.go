@@ -39,8 +39,9 @@ var (
 )
 
 // openTestStore opens (creating) the store at root. segSize 0 keeps the
-// size of an existing store's files (1 GiB for a new one).
-func openTestStore(t testing.TB, root string, segSize int64) *testStore {
+// size of an existing store's files (1 GiB for a new one). dispatch
+// functions adjust the dispatcher's options (hooks) before it starts.
+func openTestStore(t testing.TB, root string, segSize int64, dispatch ...func(*kvindex.DispatcherOptions)) *testStore {
 	t.Helper()
 	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(root, kvindex.DirName), CacheSize: 8 << 20, MemTableSize: 4 << 20, Logger: zerolog.Nop()})
 	if err != nil {
@@ -66,8 +67,11 @@ func openTestStore(t testing.TB, root string, segSize int64) *testStore {
 	s.offsets = kvindex.NewQueueOffsets(s.cq, 0, zerolog.Nop())
 	// A long prune interval keeps every journal record, so the key counts
 	// the tests expect do not depend on timing.
-	s.disp, err = kvindex.NewDispatcher(kvindex.DispatcherOptions{Log: l, DB: db, Store: s.cq, Offsets: s.offsets,
-		PruneInterval: time.Hour, Logger: zerolog.Nop()})
+	do := kvindex.DispatcherOptions{Log: l, DB: db, Store: s.cq, Offsets: s.offsets, PruneInterval: time.Hour, Logger: zerolog.Nop()}
+	for _, f := range dispatch {
+		f(&do)
+	}
+	s.disp, err = kvindex.NewDispatcher(do)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,14 +97,25 @@ func (s *testStore) catchUp(t testing.TB) {
 // is its own dispatch batch.
 func (s *testStore) send(t testing.TB, topic string, qid int32, props map[string]string, body string) commitlog.AppendResult {
 	t.Helper()
-	if err := s.offsets.Acquire(topic, qid); err != nil {
+	return s.sendMessage(t, &commitlog.Message{Topic: topic, QueueID: qid, Body: []byte(body), Properties: commitlog.FormatProperties(props)})
+}
+
+// sendMessage is send for a message the caller builds (a transaction's
+// committed copy carries its SysFlag and PreparedTransactionOffset); the
+// born host and time are the tests' when unset.
+func (s *testStore) sendMessage(t testing.TB, m *commitlog.Message) commitlog.AppendResult {
+	t.Helper()
+	if !m.BornHost.IsValid() {
+		m.BornHost = testBornHost
+	}
+	if m.BornTimestamp == 0 {
+		m.BornTimestamp = testClock.UnixMilli() - 5
+	}
+	if err := s.offsets.Acquire(m.Topic, m.QueueID); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.log.Append(context.Background(), commitlog.AppendRequest{Assigner: s.offsets, Message: &commitlog.Message{
-		Topic: topic, QueueID: qid, Body: []byte(body), BornTimestamp: testClock.UnixMilli() - 5,
-		Properties: commitlog.FormatProperties(props), BornHost: testBornHost,
-	}})
-	s.offsets.Release(topic, qid)
+	res, err := s.log.Append(context.Background(), commitlog.AppendRequest{Assigner: s.offsets, Message: m})
+	s.offsets.Release(m.Topic, m.QueueID)
 	if err != nil {
 		t.Fatal(err)
 	}

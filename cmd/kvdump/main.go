@@ -5,7 +5,8 @@
 //	kvdump [--store DIR | --broker HOST:PORT] [--json] COMMAND [flags]
 //
 //	summary   key count and bytes per keyspace, dispatched offset against
-//	          the CommitLog's end (the lag), topic and queue counts
+//	          the CommitLog's end (the lag), topic and queue counts, POP
+//	          messages in flight, open and ended transactions
 //	cq        queue ranges and entries of a topic, optionally joined with
 //	          the CommitLog record (--with-message)
 //	offsets   committed consumer offsets with their lag
@@ -15,6 +16,8 @@
 //	raw       any key range, decoded where the schema knows the keyspace
 //	pop       POP in-flight messages by deadline (--group, --topic,
 //	          --due-before), or orderly pop batches (--orderly)
+//	txn       open transaction half messages in CommitLog order and ended
+//	          transactions (--open, --ended, --due-before)
 //	verify    checks every ConsumeQueue entry against the CommitLog; exit
 //	          status 1 when it finds differences
 //

@@ -50,6 +50,7 @@ Exit status: 0 on success, 1 when verify finds differences, 2 on errors.`,
 		rawCommand(o),
 		verifyCommand(o),
 		popCommand(o),
+		txnCommand(o),
 	)
 	return root
 }

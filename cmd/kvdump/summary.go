@@ -13,7 +13,7 @@ import (
 func summaryCommand(o *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "summary",
-		Short: "Keys and bytes per keyspace, dispatched offset against the CommitLog end, topic, queue and POP in-flight counts",
+		Short: "Keys and bytes per keyspace, dispatched offset against the CommitLog end, topic, queue, POP in-flight and transaction counts",
 		Args:  cobra.NoArgs,
 		RunE:  withStore(o, runSummary),
 	}
@@ -47,6 +47,10 @@ type summaryLine struct {
 	Queues         int64  `json:"queues"`
 	PopCheckpoints int64  `json:"popCheckpoints"`
 	PopInFlight    int64  `json:"popInFlight"`
+	// TxnOpenHalves and TxnEnded are the keys of the transaction
+	// keyspaces: half messages not yet ended, and ended transactions.
+	TxnOpenHalves  int64  `json:"txnOpenHalves"`
+	TxnEnded       int64  `json:"txnEnded"`
 	IndexDiskBytes uint64 `json:"indexDiskBytes"`
 }
 
@@ -81,6 +85,14 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 	}
 	if sum.PopCheckpoints, sum.PopInFlight, err = s.db.Pop().CountInFlight(); err != nil {
 		return err
+	}
+	for _, st := range stats {
+		switch st.Prefix {
+		case kvindex.PrefixTxnHalf:
+			sum.TxnOpenHalves = st.Keys
+		case kvindex.PrefixTxnEnd:
+			sum.TxnEnded = st.Keys
+		}
 	}
 
 	if out.json {
@@ -119,6 +131,7 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 	t.row("topics", num(sum.Topics))
 	t.row("queues", num(sum.Queues))
 	t.row("pop in flight", fmt.Sprintf("%d messages in %d checkpoints", sum.PopInFlight, sum.PopCheckpoints))
+	t.row("transactions", fmt.Sprintf("%d half messages open, %d ended", sum.TxnOpenHalves, sum.TxnEnded))
 	t.row("index disk usage", strconv.FormatUint(sum.IndexDiskBytes, 10)+" bytes")
 	return t.flush()
 }

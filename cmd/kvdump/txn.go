@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocketkv/rocketkv/kvindex"
+)
+
+func txnCommand(o *globalOptions) *cobra.Command {
+	var open, ended bool
+	var dueBefore string
+	cmd := &cobra.Command{
+		Use:   "txn [--open | --ended] [--due-before TIME]",
+		Short: "Transactions: open half messages (keyspace 0x60) in CommitLog order, then ended transactions (0x61)",
+		Long: `txn lists the transaction state of the index: first the half messages whose
+transaction has not ended, in CommitLog order (the order the transaction
+checker visits them), with when the checker next asks their producer group
+and how often it asked; then how each ended transaction ended, by the
+CommitLog offset of its half message.
+
+An open half with an end all the same (ENDED is not "-") is one the checker
+deletes on its next visit: the dispatcher saw its committed message, or
+dispatched the half again after a crash. An end time of "-" is a commit the
+dispatcher learnt from the committed message.
+
+--open lists only the open halves, --ended only the ended transactions.
+--due-before lists the open halves the checker asks about at or before TIME
+(RFC 3339 or milliseconds since the epoch); it implies --open.`,
+		Args: cobra.NoArgs,
+		RunE: withStore(o, func(ctx context.Context, s *store, out *output) error {
+			before := int64(math.MaxInt64)
+			if dueBefore != "" {
+				var err error
+				if before, err = parseTime(dueBefore); err != nil {
+					return err
+				}
+			}
+			if ended {
+				return runTxnEnds(ctx, s, out)
+			}
+			if err := runTxnHalves(ctx, s, out, before); err != nil {
+				return err
+			}
+			if open || dueBefore != "" {
+				return nil
+			}
+			if !out.json {
+				if err := out.line(""); err != nil {
+					return err
+				}
+			}
+			return runTxnEnds(ctx, s, out)
+		}),
+	}
+	cmd.Flags().BoolVar(&open, "open", false, "list only the open half messages")
+	cmd.Flags().BoolVar(&ended, "ended", false, "list only the ended transactions")
+	cmd.Flags().StringVar(&dueBefore, "due-before", "", "only open halves whose next check is at or before this time (implies --open)")
+	cmd.MarkFlagsMutuallyExclusive("open", "ended")
+	cmd.MarkFlagsMutuallyExclusive("ended", "due-before")
+	return cmd
+}
+
+// txnHalfLine is an open half message in JSON output.
+type txnHalfLine struct {
+	Kind string `json:"kind"` // "half"
+	kvindex.TxnHalf
+	// Ended is the state of the half's transaction when it has an end
+	// nonetheless (see the command's help), absent otherwise.
+	Ended string `json:"ended,omitempty"`
+}
+
+// txnEndLine is an ended transaction in JSON output.
+type txnEndLine struct {
+	Kind string `json:"kind"` // "end"
+	kvindex.TxnEndRecord
+}
+
+func runTxnHalves(ctx context.Context, s *store, out *output, before int64) error {
+	var t *table
+	if !out.json {
+		t = newTable(out.w, "HALF PHY", "QUEUE OFFSET", "STORE TIME", "NEXT CHECK", "CHECKS", "ENDED")
+	}
+	tx := s.db.Transactions()
+	var werr error
+	err := tx.OpenHalves(func(h kvindex.TxnHalf) bool {
+		if h.NextCheckAt > before {
+			return ctx.Err() == nil
+		}
+		l := txnHalfLine{Kind: "half", TxnHalf: h}
+		e, ok, err := tx.Ended(h.PhyOffset)
+		if err != nil {
+			werr = err
+			return false
+		}
+		if ok {
+			l.Ended = e.State.String()
+		}
+		if out.json {
+			werr = out.object(l)
+		} else {
+			t.row(num(h.PhyOffset), num(h.QueueOffset), formatTime(h.StoreTimestamp), formatTime(h.NextCheckAt), num(h.Checks), cell(l.Ended))
+		}
+		return werr == nil && ctx.Err() == nil
+	})
+	if err := finishListing(ctx, t, err, werr); err != nil {
+		return fmt.Errorf("list open half messages: %w", err)
+	}
+	return nil
+}
+
+func runTxnEnds(ctx context.Context, s *store, out *output) error {
+	var t *table
+	if !out.json {
+		t = newTable(out.w, "HALF PHY", "STATE", "ENDED AT")
+	}
+	var werr error
+	err := s.db.Scan([]byte{kvindex.PrefixTxnEnd}, func(k, v []byte) bool {
+		rec, err := kvindex.DecodeKey(k, v)
+		if err != nil {
+			werr = err
+			return false
+		}
+		e := rec.(kvindex.TxnEndRecord)
+		if out.json {
+			werr = out.object(txnEndLine{Kind: "end", TxnEndRecord: e})
+		} else {
+			at := "-"
+			if e.At != 0 {
+				at = formatTime(e.At)
+			}
+			t.row(num(e.HalfPhyOffset), e.State, at)
+		}
+		return werr == nil && ctx.Err() == nil
+	})
+	if err := finishListing(ctx, t, err, werr); err != nil {
+		return fmt.Errorf("list ended transactions: %w", err)
+	}
+	return nil
+}
