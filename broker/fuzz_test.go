@@ -35,6 +35,7 @@ func FuzzRequests(f *testing.F) {
 	f.Add(uint8(17), "group=g;topic=T;timestamp=-1;queueId=0;offset=5", []byte(nil))
 	f.Add(uint8(19), "consumerGroup=g;topicList=[a, ,b];topic=", []byte(nil))
 	f.Add(uint8(1), "a=pg;b=T;e=0;f=4;g=1;h=0;i=TRAN_MSG\x01true\x02PGROUP\x01pg\x02", []byte("half"))
+	f.Add(uint8(1), "a=pg;b=T;e=0;f=0;g=1;h=0;i=TIMER_DELAY_SEC\x015\x02TIMER_DELIVER_MS\x01-1\x02", []byte("timer"))
 	f.Add(uint8(23), "producerGroup=pg;tranStateTableOffset=0;commitLogOffset=3;commitOrRollback=8", []byte(nil))
 	b := startTestBroker(f, nil)
 	c, err := remoting.Dial(context.Background(), b.Addr(), remoting.ClientOptions{})

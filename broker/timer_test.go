@@ -1,0 +1,126 @@
+package broker
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// waitDelivered waits until a queue holds n messages and returns them.
+func waitDelivered(t *testing.T, b *testBroker, c *remoting.Client, topic string, qid int32, n int) []commitlog.Message {
+	t.Helper()
+	var got []commitlog.Message
+	waitFor(t, "timer delivery to "+topic, func() bool {
+		got = pullAll(t, b, c, topic, qid)
+		return len(got) >= n
+	})
+	return got
+}
+
+func TestTimerMessageDeliveredWhenDue(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"timerPrecisionMs": "100"})
+	c := b.client(nil)
+	resp := mustSend(t, c, "TmT", 2, "later", "UNIQ_KEY\x01TM-1\x02TIMER_DELAY_MS\x011500\x02")
+	sentAt := time.Now()
+	if header(resp, "queueId") != 2 {
+		t.Fatalf("timer send answered queueId %s, the producer asked for 2", resp.ExtFields["queueId"])
+	}
+	if got := pullAll(t, b, c, "TmT", 2); len(got) != 0 && time.Since(sentAt) < 1400*time.Millisecond {
+		t.Fatalf("a message due in 1.5 s was delivered at once")
+	}
+	parked := pullAll(t, b, c, meta.TimerTopic, 0)
+	if len(parked) != 1 {
+		t.Fatalf("%d messages parked in %s, want 1", len(parked), meta.TimerTopic)
+	}
+	due, err := strconv.ParseInt(commitlog.ParseProperties(parked[0].Properties)["TIMER_OUT_MS"], 10, 64)
+	if err != nil {
+		t.Fatalf("parked message without TIMER_OUT_MS: %v", err)
+	}
+
+	got := waitDelivered(t, b, c, "TmT", 2, 1)
+	m := got[0]
+	p := commitlog.ParseProperties(m.Properties)
+	if len(got) != 1 || string(m.Body) != "later" || p["UNIQ_KEY"] != "TM-1" || p["TIMER_OUT_MS"] != strconv.FormatInt(due, 10) {
+		t.Fatalf("delivered %d messages, first %q properties %v", len(got), m.Body, p)
+	}
+	if m.StoreTimestamp < due {
+		t.Fatalf("delivered at %d, before its time %d", m.StoreTimestamp, due)
+	}
+	if _, ok := p["REAL_TOPIC"]; ok {
+		t.Errorf("delivered message keeps REAL_TOPIC: %v", p)
+	}
+	if enq, deq := p["TIMER_ENQUEUE_MS"], p["TIMER_DEQUEUE_MS"]; enq != strconv.FormatInt(parked[0].StoreTimestamp, 10) || deq == "" {
+		t.Errorf("TIMER_ENQUEUE_MS %q (parked at %d) TIMER_DEQUEUE_MS %q", enq, parked[0].StoreTimestamp, deq)
+	}
+	time.Sleep(300 * time.Millisecond) // three timer ticks
+	if n := len(pullAll(t, b, c, "TmT", 2)); n != 1 {
+		t.Fatalf("delivered %d times", n)
+	}
+}
+
+func TestTimerMessagesRefused(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"timerMaxDelaySec": "60"})
+	c := b.client(nil)
+	for _, tc := range []struct {
+		name  string
+		props string
+		code  int32
+	}{
+		{"past timerMaxDelaySec", "TIMER_DELAY_SEC\x0161\x02", remoting.MessageIllegal},
+		{"not a number", "TIMER_DELIVER_MS\x01tomorrow\x02", remoting.MessageIllegal},
+	} {
+		if r := sendV2(t, c, "TmR", 0, "x", tc.props); r.Code != tc.code {
+			t.Errorf("%s: answered %d %s, want %d", tc.name, r.Code, r.Remark, tc.code)
+		}
+	}
+	off := startTestBroker(t, map[string]string{"timerWheelEnable": "false"})
+	oc := off.client(nil)
+	if r := sendV2(t, oc, "TmR", 0, "x", "TIMER_DELAY_SEC\x015\x02"); r.Code != remoting.SystemError {
+		t.Errorf("timer message with timerWheelEnable=false answered %d %s", r.Code, r.Remark)
+	}
+	if r := sendV2(t, oc, "TmR", 0, "x", "TIMER_DELAY_SEC\x010\x02"); r.Code != remoting.Success {
+		t.Errorf("a timer message already due with timerWheelEnable=false answered %d %s", r.Code, r.Remark)
+	}
+	if got := pullAll(t, b, c, "TmR", 0); len(got) != 0 {
+		t.Fatalf("refused timer messages were stored: %d", len(got))
+	}
+}
+
+func TestTimerMessageSurvivesRestart(t *testing.T) {
+	store := t.TempDir()
+	b := startTestBrokerAt(t, store, map[string]string{"timerPrecisionMs": "100"})
+	c := b.client(nil)
+	mustSend(t, c, "TmS", 0, "kept", "TIMER_DELAY_MS\x011500\x02")
+	b.caughtUp()
+	b.stop()
+
+	b = startTestBrokerAt(t, store, map[string]string{"timerPrecisionMs": "100"})
+	c = b.client(nil)
+	got := waitDelivered(t, b, c, "TmS", 0, 1)
+	time.Sleep(300 * time.Millisecond)
+	if got = pullAll(t, b, c, "TmS", 0); len(got) != 1 || string(got[0].Body) != "kept" {
+		t.Fatalf("after a restart %d messages delivered, want 1", len(got))
+	}
+}
+
+func TestCommittedTransactionWithTimerWaits(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"timerPrecisionMs": "100"})
+	c := b.client(nil)
+	h := sendHalf(t, c, "TmX", 1, "UNIQ-TX-TIMER", "tx later", "TIMER_DELAY_MS\x011500\x02", time.Now().UnixMilli())
+	if r := endTxn(t, c, h, "pg", 8, false); r.Code != remoting.Success {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+	committedAt := time.Now()
+	if got := pullAll(t, b, c, "TmX", 1); len(got) != 0 && time.Since(committedAt) < 1400*time.Millisecond {
+		t.Fatal("a committed message with a 1.5 s timer was delivered at once")
+	}
+	got := waitDelivered(t, b, c, "TmX", 1, 1)
+	if len(got) != 1 || string(got[0].Body) != "tx later" || got[0].PreparedTransactionOffset != h.phy ||
+		commitlog.TransactionType(got[0].SysFlag) != commitlog.TransactionCommit {
+		t.Fatalf("delivered %+v", got)
+	}
+}
