@@ -1,0 +1,73 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+)
+
+// TestTimerMessagesSurviveKill: messages sent by the unchanged Go client
+// with RocketMQ 5's TIMER_DELAY_MS property (how the Java 5 client's
+// setDelayTimeMs sends them) wait in the timer topic; the broker is
+// SIGKILLed while they wait and restarted; each is then delivered to its
+// topic exactly once and not before its time.
+func TestTimerMessagesSurviveKill(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{sets: []string{"timerPrecisionMs=100"}})
+	const topic, queues, n, delayMs = "E2ETimerKill", 2, 20, 4000
+	createTopic(t, b.addr, topic, queues)
+	waitRoute(t, ns.addr, topic, b.name)
+	p := newProducer(t, ns.addr, "pg-timer-kill")
+	for i := 0; i < n; i++ {
+		m := primitive.NewMessage(topic, []byte(fmt.Sprintf("timer-%d", i)))
+		m.WithProperty("TIMER_DELAY_MS", fmt.Sprint(delayMs))
+		if _, err := p.SendSync(context.Background(), m); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	waitDispatched(t, b.addr, "rmq_sys_wheel_timer", 1, n)
+	for q := 0; q < queues; q++ {
+		if got := maxOffset(t, b.addr, topic, q); got != 0 {
+			t.Fatalf("queue %d holds %d messages before their time", q, got)
+		}
+	}
+	b.kill()
+	b.restart(t)
+
+	var mu sync.Mutex
+	var early []string
+	got := newCollector()
+	startPushConsumerFunc(t, ns.addr, "cg-timer-kill", topic, consumer.MessageSelector{},
+		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			for _, m := range msgs {
+				// The delivery time is rounded down to the 100 ms precision.
+				if d := m.StoreTimestamp - m.BornTimestamp; d < delayMs-200 {
+					mu.Lock()
+					early = append(early, fmt.Sprintf("%s stored %d ms after it was born", m.Body, d))
+					mu.Unlock()
+				}
+				got.add(string(m.Body))
+			}
+			return consumer.ConsumeSuccess, nil
+		}, consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	got.waitDistinct(t, n, 60*time.Second)
+	checkBodies(t, got, "timer-", n)
+	var total int64
+	for q := 0; q < queues; q++ {
+		total += maxOffset(t, b.addr, topic, q)
+	}
+	if total != n {
+		t.Errorf("the topic holds %d messages, %d were sent: the timer delivered some twice or lost some", total, n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, e := range early {
+		t.Error(e)
+	}
+}
