@@ -124,3 +124,25 @@ func TestCommittedTransactionWithTimerWaits(t *testing.T) {
 		t.Fatalf("delivered %+v", got)
 	}
 }
+
+func TestTimerMessageCancelled(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"timerPrecisionMs": "100"})
+	c := b.client(nil)
+	at := strconv.FormatInt(time.Now().Add(1500*time.Millisecond).UnixMilli(), 10)
+	mustSend(t, c, "TmC", 0, "cancelled", "UNIQ_KEY\x01TM-X\x02TIMER_DELIVER_MS\x01"+at+"\x02")
+	mustSend(t, c, "TmC", 0, "kept", "UNIQ_KEY\x01TM-Y\x02TIMER_DELIVER_MS\x01"+at+"\x02")
+	mustSend(t, c, "TmC", 0, "the cancel", "UNIQ_KEY\x01TM-Z\x02TIMER_DELIVER_MS\x01"+at+"\x02TIMER_DEL_UNIQKEY\x01TmC+TM-X\x02")
+	got := waitDelivered(t, b, c, "TmC", 0, 1)
+	time.Sleep(300 * time.Millisecond)
+	if got = pullAll(t, b, c, "TmC", 0); len(got) != 1 || string(got[0].Body) != "kept" {
+		var bodies []string
+		for _, m := range got {
+			bodies = append(bodies, string(m.Body))
+		}
+		t.Fatalf("delivered %q, want only the message not cancelled", bodies)
+	}
+	past := strconv.FormatInt(time.Now().Add(-time.Second).UnixMilli(), 10)
+	if r := sendV2(t, c, "TmC", 0, "late cancel", "TIMER_DELIVER_MS\x01"+past+"\x02TIMER_DEL_UNIQKEY\x01TmC+TM-Y\x02"); r.Code != remoting.MessageIllegal {
+		t.Fatalf("a cancel of a time come answered %d %s, want MESSAGE_ILLEGAL", r.Code, r.Remark)
+	}
+}

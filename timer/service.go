@@ -76,8 +76,11 @@ func (s *Service) Run(ctx context.Context) {
 }
 
 // DeliverDue stores every message due by now in its real topic and queue
-// and returns how many it delivered. An entry whose record left the
-// CommitLog, or lost its destination, is dropped with a log line.
+// and returns how many it delivered. A due message carrying
+// TIMER_DEL_UNIQKEY (REAL_TOPIC+"+"+UNIQ_KEY of a timer message due at
+// the same time) cancels that message and is not delivered itself, as in
+// RocketMQ. An entry whose record left the CommitLog, or lost its
+// destination, is dropped with a log line.
 func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 	delivered := 0
 	for ctx.Err() == nil {
@@ -86,56 +89,72 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 		if err != nil || len(due) == 0 {
 			return delivered, err
 		}
-		done := due[:0:0]
-		var putErr error
-		for _, e := range due {
-			if putErr = s.deliver(ctx, e, now); putErr != nil {
-				break
-			}
-			done = append(done, e)
-		}
-		if err := s.timers.Delete(done); err != nil {
+		n, err := s.deliverBatch(ctx, due, now)
+		delivered += n
+		if err != nil || len(due) < deliverBatch {
 			return delivered, err
-		}
-		delivered += len(done)
-		if putErr != nil {
-			return delivered, putErr
-		}
-		if len(due) < deliverBatch {
-			return delivered, nil
 		}
 	}
 	return delivered, ctx.Err()
 }
 
-// errDropped marks an entry that is not delivered and must not be kept.
-var errDropped = errors.New("dropped")
-
-// deliver re-puts one parked message.
-func (s *Service) deliver(ctx context.Context, e kvindex.TimerEntry, now time.Time) error {
-	parked, ok, err := s.store.Read(e.PhyOffset)
-	if err != nil {
-		return fmt.Errorf("read timer message at %d: %w", e.PhyOffset, err)
+// deliverBatch delivers due entries in order and deletes the entries it
+// handled; on a failed put it stops there, and the rest wait for the next
+// round.
+func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, now time.Time) (int, error) {
+	parked := make([]*commitlog.Message, len(due))
+	cancelled := map[string]bool{}
+	for i, e := range due {
+		m, ok, err := s.store.Read(e.PhyOffset)
+		if err != nil {
+			return 0, fmt.Errorf("read timer message at %d: %w", e.PhyOffset, err)
+		}
+		if !ok {
+			s.log.Warn().Int64("phyOffset", e.PhyOffset).Msg("timer message gone from the CommitLog before its time; dropped")
+			continue
+		}
+		if key, ok := commitlog.LookupProperty(m.Properties, PropDeleteKey); ok {
+			cancelled[key] = true
+			continue
+		}
+		parked[i] = &m
 	}
-	if !ok {
-		s.log.Warn().Int64("phyOffset", e.PhyOffset).Msg("timer message gone from the CommitLog before its time; dropped")
-		return nil
+	var putErr error
+	done, delivered := 0, 0
+	for i, e := range due {
+		if m := parked[i]; m != nil && !cancelled[cancelKey(m)] {
+			out, err := deliveredMessage(m, now)
+			if errors.Is(err, errDropped) {
+				s.log.Warn().Err(err).Int64("phyOffset", e.PhyOffset).Msg("timer message without a destination; dropped")
+			} else if _, putErr = s.store.Put(ctx, out); putErr != nil {
+				putErr = fmt.Errorf("deliver timer message at %d to %s/%d: %w", e.PhyOffset, out.Topic, out.QueueID, putErr)
+				break
+			} else {
+				delivered++
+			}
+		}
+		done++
 	}
-	m, err := delivered(&parked, now)
-	if errors.Is(err, errDropped) {
-		s.log.Warn().Err(err).Int64("phyOffset", e.PhyOffset).Msg("timer message without a destination; dropped")
-		return nil
+	if err := s.timers.Delete(due[:done]); err != nil {
+		return delivered, err
 	}
-	if _, err := s.store.Put(ctx, m); err != nil {
-		return fmt.Errorf("deliver timer message at %d to %s/%d: %w", e.PhyOffset, m.Topic, m.QueueID, err)
-	}
-	return nil
+	return delivered, putErr
 }
 
-// delivered is the message a parked timer message becomes when due: its
+// cancelKey is what a TIMER_DEL_UNIQKEY names a parked message by.
+func cancelKey(parked *commitlog.Message) string {
+	topic, _ := commitlog.LookupProperty(parked.Properties, PropRealTopic)
+	uniq, _ := commitlog.LookupProperty(parked.Properties, commitlog.PropertyUniqID)
+	return topic + "+" + uniq
+}
+
+// errDropped marks a parked message that cannot be delivered.
+var errDropped = errors.New("dropped")
+
+// deliveredMessage is the message a parked timer message becomes when due: its
 // real topic and queue, without REAL_TOPIC and REAL_QID, with
 // TIMER_ENQUEUE_MS (when it was parked) and TIMER_DEQUEUE_MS (now).
-func delivered(parked *commitlog.Message, now time.Time) (*commitlog.Message, error) {
+func deliveredMessage(parked *commitlog.Message, now time.Time) (*commitlog.Message, error) {
 	topic, _ := commitlog.LookupProperty(parked.Properties, PropRealTopic)
 	qs, _ := commitlog.LookupProperty(parked.Properties, PropRealQueueID)
 	qid, err := strconv.ParseInt(qs, 10, 32)

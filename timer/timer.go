@@ -40,6 +40,9 @@ const (
 	PropDequeueMs   = "TIMER_DEQUEUE_MS"
 	PropRealTopic   = "REAL_TOPIC"
 	PropRealQueueID = "REAL_QID"
+	// PropDeleteKey marks a message that cancels the timer message named
+	// REAL_TOPIC+"+"+UNIQ_KEY due at the same time.
+	PropDeleteKey = "TIMER_DEL_UNIQKEY"
 )
 
 // Config holds the broker settings of timer messages (RocketMQ's
@@ -81,6 +84,9 @@ var (
 	ErrTooLate = errors.New("timer message illegal, the delay time should not be bigger than the max delay")
 	// ErrBadTime: a timer property is not a number.
 	ErrBadTime = errors.New("timer message illegal, the delivery time is not a number")
+	// ErrCancelTooLate: a cancel (TIMER_DEL_UNIQKEY) names a time that has
+	// come; the message it names is delivered already.
+	ErrCancelTooLate = errors.New("timer message illegal, if set del msg, the delay time should be bigger than the current time")
 )
 
 // Park parks a message sent with a timer property in the timer topic, as
@@ -104,6 +110,9 @@ func Park(m *commitlog.Message, now time.Time, cfg Config) (bool, error) {
 	}
 	nowMs := now.UnixMilli()
 	if deliverMs <= nowMs {
+		if _, cancel := commitlog.LookupProperty(m.Properties, PropDeleteKey); cancel {
+			return false, ErrCancelTooLate
+		}
 		return false, nil
 	}
 	if !cfg.Enable {

@@ -33,6 +33,8 @@ func TestPark(t *testing.T) {
 		{name: "ms win over absolute", props: base + "TIMER_DELIVER_MS\x011800000000000\x02TIMER_DELAY_MS\x013000\x02", parked: true, outMs: "1700000003000"},
 		{name: "time already come", props: base + "TIMER_DELIVER_MS\x011700000000500\x02"},
 		{name: "zero delay", props: base + "TIMER_DELAY_SEC\x010\x02"},
+		{name: "cancel of a time to come", props: base + "TIMER_DELIVER_MS\x011700000003000\x02TIMER_DEL_UNIQKEY\x01Orders+X\x02", parked: true, outMs: "1700000002000"},
+		{name: "cancel of a time come", props: base + "TIMER_DELIVER_MS\x011700000000000\x02TIMER_DEL_UNIQKEY\x01Orders+X\x02", err: ErrCancelTooLate},
 		{name: "just within the max delay", props: base + "TIMER_DELAY_SEC\x01259200\x02", parked: true, outMs: "1700259200000"},
 		{name: "past the max delay", props: base + "TIMER_DELAY_MS\x01259200001\x02", err: ErrTooLate},
 		{name: "disabled", props: base + "TIMER_DELAY_SEC\x015\x02", cfg: Config{Enable: false, Precision: time.Second, MaxDelay: time.Hour}, err: ErrDisabled},
@@ -81,7 +83,7 @@ func TestDelivered(t *testing.T) {
 	parked := &commitlog.Message{Topic: meta.TimerTopic, QueueID: 0, Flag: 7, SysFlag: commitlog.TransactionCommit,
 		PreparedTransactionOffset: 99, StoreTimestamp: 1_700_000_000_000, ReconsumeTimes: 2, Body: []byte("b"),
 		Properties: "UNIQ_KEY\x01U\x02TIMER_DELAY_SEC\x015\x02TIMER_OUT_MS\x011700000005000\x02REAL_TOPIC\x01Orders\x02REAL_QID\x013\x02"}
-	m, err := delivered(parked, time.UnixMilli(1_700_000_005_020))
+	m, err := deliveredMessage(parked, time.UnixMilli(1_700_000_005_020))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +96,7 @@ func TestDelivered(t *testing.T) {
 		t.Fatal("a delivered message would be parked again by its TIMER_DELAY_SEC")
 	}
 	parked.Properties = "UNIQ_KEY\x01U\x02REAL_QID\x013\x02"
-	if _, err := delivered(parked, time.Now()); !errors.Is(err, errDropped) {
+	if _, err := deliveredMessage(parked, time.Now()); !errors.Is(err, errDropped) {
 		t.Fatalf("a parked message without REAL_TOPIC: %v", err)
 	}
 }
