@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -96,6 +97,9 @@ var (
 // properties and one whose time has come are left as they are. The
 // caller handles a DELAY level first: it takes precedence.
 func Park(m *commitlog.Message, now time.Time, cfg Config) (bool, error) {
+	if !strings.Contains(m.Properties, "TIMER_") {
+		return false, nil // every send comes here: one scan for the common case
+	}
 	cfg = cfg.withDefaults()
 	tx := commitlog.TransactionType(m.SysFlag)
 	if m.Topic == meta.TimerTopic || (tx != commitlog.TransactionNotType && tx != commitlog.TransactionCommit) {
