@@ -345,6 +345,19 @@ func (m *clientManager) producerConn(group string) *remoting.Conn {
 	return nil
 }
 
+// consumerConn returns the live connection of one client of a consumer
+// group, or nil.
+func (m *clientManager) consumerConn(group, clientID string) *remoting.Conn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if g := m.consumers[group]; g != nil {
+		if ch := g.channels[clientID]; ch != nil && !ch.conn.Closed() {
+			return ch.conn
+		}
+	}
+	return nil
+}
+
 // counts returns the number of producer and consumer groups (runtime info).
 func (m *clientManager) counts() (producers, consumers int) {
 	m.mu.Lock()

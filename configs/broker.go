@@ -38,6 +38,12 @@ const (
 // is read from is listed in the field table (fields.go) and documented with
 // its default in configs/broker.yaml.
 type Broker struct {
+	// Settings holds every key's value as text, as loaded (default,
+	// file, then override), under its canonical name: what
+	// GET_BROKER_CONFIG reports. Fields changed after loading are not
+	// reflected.
+	Settings map[string]string
+
 	// Identity and cluster membership.
 	BrokerClusterName string
 	BrokerName        string
@@ -182,13 +188,14 @@ func (b *Broker) IndexWALSyncMode() string {
 // set. The values are RocketMQ's defaults unless the field table says
 // otherwise.
 func DefaultBroker() Broker {
-	var b Broker
+	b := Broker{Settings: make(map[string]string, len(brokerFields))}
 	for _, f := range brokerFields {
 		if err := f.set(&b, f.def); err != nil {
 			// The defaults are constants checked by TestDefaultsParse; a
 			// failure here is a programming error in the field table.
 			panic("configs: default of " + f.key + ": " + err.Error())
 		}
+		b.Settings[f.key] = f.def
 	}
 	return b
 }

@@ -70,6 +70,7 @@ func LoadBroker(path string, overrides map[string]string) (Loaded, error) {
 			if err := f.set(&out.Broker, val); err != nil {
 				return Loaded{}, fmt.Errorf("config %s: key %s: %w", path, f.key, err)
 			}
+			out.Broker.Settings[f.key] = val
 		}
 	}
 
@@ -83,9 +84,11 @@ func LoadBroker(path string, overrides map[string]string) (Loaded, error) {
 		if !ok {
 			return Loaded{}, fmt.Errorf("override of unknown key %s", k)
 		}
-		if err := f.set(&out.Broker, strings.TrimSpace(overrides[k])); err != nil {
+		val := strings.TrimSpace(overrides[k])
+		if err := f.set(&out.Broker, val); err != nil {
 			return Loaded{}, fmt.Errorf("override of key %s: %w", f.key, err)
 		}
+		out.Broker.Settings[f.key] = val
 	}
 	return out, nil
 }

@@ -92,6 +92,17 @@ sendMessageThreadPoolNums=16
 	if want := []string{"haListenPort", "sendMessageThreadPoolNums"}; !reflect.DeepEqual(lower(got.UnknownKeys), lower(want)) {
 		t.Errorf("unknown keys %v, want %v", got.UnknownKeys, want)
 	}
+	// Settings (GET_BROKER_CONFIG) name every key once, canonically, with
+	// the file's, the override's or the default text.
+	for k, v := range map[string]string{"mappedFileSizeCommitLog": "65536", "brokerName": "broker-b",
+		"listenPort": "20911", "deleteWhen": "04;16", "traceOn": "true"} {
+		if b.Settings[k] != v {
+			t.Errorf("setting %s=%q, want %q", k, b.Settings[k], v)
+		}
+	}
+	if len(b.Settings) != len(Keys()) {
+		t.Errorf("%d settings for %d keys", len(b.Settings), len(Keys()))
+	}
 }
 
 func lower(s []string) []string {

@@ -1,0 +1,102 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+func TestGetBrokerConfig(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"transactionCheckMax": "7"})
+	r := call(t, b.client(nil), remoting.GetBrokerConfig, nil, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("GET_BROKER_CONFIG: %d %s", r.Code, r.Remark)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(r.Body), "\n"), "\n")
+	if len(lines) != len(configs.Keys()) {
+		t.Fatalf("%d settings reported, rocketkv has %d keys", len(lines), len(configs.Keys()))
+	}
+	got := map[string]string{}
+	for i, l := range lines {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || (i > 0 && lines[i-1] >= l) {
+			t.Fatalf("line %d %q: not key=value in key order", i, l)
+		}
+		got[k] = v
+	}
+	for k, v := range map[string]string{
+		"transactionCheckMax": "7", "brokerName": "broker-a", "listenPort": "0", "storePathRootDir": b.store,
+		"mappedFileSizeCommitLog": "4194304", "flushDiskType": "ASYNC_FLUSH",
+	} {
+		if got[k] != v {
+			t.Errorf("%s=%q, want %q", k, got[k], v)
+		}
+	}
+	var version meta.DataVersion
+	if err := json.Unmarshal([]byte(r.ExtFields["version"]), &version); err != nil || version.Timestamp <= 0 {
+		t.Fatalf("version %q: %+v %v", r.ExtFields["version"], version, err)
+	}
+}
+
+func TestQueryTopicsByConsumer(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	mustSend(t, c, "TbcA", 0, "a", "")
+	mustSend(t, c, "TbcB", 0, "b", "")
+	mustSend(t, c, "TbcC", 0, "c", "")
+	b.caughtUp()
+	commit(t, c, "cg-tbc", "TbcB", 0, 1)
+	commit(t, c, "cg-tbc", "TbcA", 0, 1)
+	commit(t, c, "cg-other", "TbcC", 0, 0)
+	for _, tc := range []struct {
+		group string
+		want  []string
+	}{{"cg-tbc", []string{"TbcA", "TbcB"}}, {"cg-none", []string{}}} {
+		r := call(t, c, remoting.QueryTopicsByConsumer, map[string]string{"group": tc.group}, nil)
+		var body struct {
+			TopicList  []string `json:"topicList"`
+			BrokerAddr string   `json:"brokerAddr"`
+		}
+		if r.Code != remoting.Success || json.Unmarshal(r.Body, &body) != nil {
+			t.Fatalf("%s: %d %s %s", tc.group, r.Code, r.Remark, r.Body)
+		}
+		if strings.Join(body.TopicList, ",") != strings.Join(tc.want, ",") || body.TopicList == nil || body.BrokerAddr != b.Addr() {
+			t.Errorf("%s: body %s, want topics %v at %s", tc.group, r.Body, tc.want, b.Addr())
+		}
+	}
+	if r := call(t, c, remoting.QueryTopicsByConsumer, nil, nil); r.Code != remoting.SystemError {
+		t.Errorf("without a group: %d %s", r.Code, r.Remark)
+	}
+}
+
+func TestConsumerRunningInfoRelayed(t *testing.T) {
+	b := startTestBroker(t, nil)
+	asked := make(chan map[string]string, 1)
+	consumerConn := b.client(func(_ context.Context, cmd *remoting.Command) *remoting.Command {
+		if cmd.Code != remoting.GetConsumerRunningInfo {
+			return nil
+		}
+		asked <- cmd.ExtFields
+		resp := remoting.NewResponse(cmd, remoting.Success, "")
+		resp.Body = []byte(`{"properties":{"PROP_CONSUME_TYPE":"CONSUME_PASSIVELY"}}`)
+		return resp
+	})
+	heartbeat(t, consumerConn, heartbeatBody("10.0.0.5@run", "", "cg-run", map[string]string{"RunT": "*"}))
+	admin := b.client(nil)
+	r := call(t, admin, remoting.GetConsumerRunningInfo, map[string]string{"consumerGroup": "cg-run", "clientId": "10.0.0.5@run", "jstackEnable": "false"}, nil)
+	if r.Code != remoting.Success || string(r.Body) != `{"properties":{"PROP_CONSUME_TYPE":"CONSUME_PASSIVELY"}}` {
+		t.Fatalf("relayed answer: %d %s %s", r.Code, r.Remark, r.Body)
+	}
+	if h := <-asked; h["consumerGroup"] != "cg-run" || h["clientId"] != "10.0.0.5@run" || h["jstackEnable"] != "false" {
+		t.Fatalf("the client was asked with %v", h)
+	}
+	r = call(t, admin, remoting.GetConsumerRunningInfo, map[string]string{"consumerGroup": "cg-run", "clientId": "10.0.0.6@gone"}, nil)
+	if r.Code != remoting.SystemError || !strings.Contains(r.Remark, "not online") {
+		t.Fatalf("unknown client: %d %s", r.Code, r.Remark)
+	}
+}
