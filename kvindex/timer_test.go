@@ -155,6 +155,8 @@ func TestTimersDue(t *testing.T) {
 		limit int
 		want  []string
 	}{
+		{math.MinInt64, 10, nil},
+		{-2, 10, nil},
 		{-1, 10, nil},
 		{0, 10, all[:1]},
 		{b - 2, 10, all[:1]},
