@@ -6,7 +6,8 @@
 //
 //	summary   key count and bytes per keyspace, dispatched offset against
 //	          the CommitLog's end (the lag), topic and queue counts, POP
-//	          messages in flight, open and ended transactions
+//	          messages in flight, open and ended transactions, timer
+//	          messages waiting
 //	cq        queue ranges and entries of a topic, optionally joined with
 //	          the CommitLog record (--with-message)
 //	offsets   committed consumer offsets with their lag
