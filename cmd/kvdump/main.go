@@ -19,6 +19,8 @@
 //	          --due-before), or orderly pop batches (--orderly)
 //	txn       open transaction half messages in CommitLog order and ended
 //	          transactions (--open, --ended, --due-before)
+//	timer     timer messages waiting for their delivery time, earliest
+//	          first, with their destination (--due-before)
 //	verify    checks every ConsumeQueue entry against the CommitLog; exit
 //	          status 1 when it finds differences
 //
