@@ -342,6 +342,13 @@ func TestDecodeKeyRejectsMalformed(t *testing.T) {
 		{"txn end short key", txnKey(PrefixTxnEnd, 1)[:8], make([]byte, 9), ErrBadKey},
 		{"txn end long key", append(txnKey(PrefixTxnEnd, 1), 0), make([]byte, 9), ErrBadKey},
 		{"txn end empty value", txnKey(PrefixTxnEnd, 1), nil, ErrBadKey},
+		{"timer short value", timerKey(5, 1), make([]byte, 3), ErrBadKey},
+		{"timer long value", timerKey(5, 1), make([]byte, 5), ErrBadKey},
+		{"timer empty value", timerKey(5, 1), nil, ErrBadKey},
+		{"timer short key", timerKey(5, 1)[:16], make([]byte, 4), ErrBadKey},
+		{"timer long key", append(timerKey(5, 1), 0), make([]byte, 4), ErrBadKey},
+		{"timer key without offset", timerKey(5, 1)[:9], make([]byte, 4), ErrBadKey},
+		{"timer bare prefix", []byte{PrefixTimer}, make([]byte, 4), ErrBadKey},
 	}
 	for _, c := range cases {
 		r, err := DecodeKey(c.key, c.value)
@@ -504,6 +511,8 @@ func FuzzDecodeKey(f *testing.F) {
 	f.Add(txnKey(PrefixTxnHalf, 4096), encodeTxnHalf(TxnHalf{PhyOffset: 4096, QueueOffset: 7, StoreTimestamp: 1700000000000, NextCheckAt: 1700000060000, Checks: 2}))
 	f.Add(txnKey(PrefixTxnEnd, 4096), encodeTxnEnd(TxnEnd{State: TxnRollback, At: 1700000000000}))
 	f.Add(txnKey(PrefixTxnEnd, 0), encodeTxnEnd(TxnEnd{State: TxnCommit}))
+	f.Add(timerKey(1700000000000, 4096), []byte{0, 0, 1, 0})
+	f.Add(timerKey(0, 1<<40), []byte{0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{0x7f}, []byte{})
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		r, err := DecodeKey(key, value)
@@ -516,12 +525,16 @@ func FuzzDecodeKey(f *testing.F) {
 		if r.Keyspace().Prefix != key[0] {
 			t.Fatalf("key %x decoded into keyspace %v", key, r.Keyspace())
 		}
-		// The fixed-width transaction records hold every byte of their
-		// key and value: what decodes re-encodes to the same bytes.
+		// The fixed-width transaction and timer records hold every byte
+		// of their key and value: what decodes re-encodes to the same bytes.
 		switch r := r.(type) {
 		case TxnHalfRecord:
 			if k, v := txnKey(PrefixTxnHalf, r.PhyOffset), encodeTxnHalf(r.TxnHalf); string(k) != string(key) || string(v) != string(value) {
 				t.Fatalf("txn half %x=%x decoded as %+v, which encodes as %x=%x", key, value, r, k, v)
+			}
+		case TimerRecord:
+			if k, v := timerKey(r.DeliverMs, r.PhyOffset), binary.BigEndian.AppendUint32(nil, uint32(r.Size)); string(k) != string(key) || string(v) != string(value) {
+				t.Fatalf("timer %x=%x decoded as %+v, which encodes as %x=%x", key, value, r, k, v)
 			}
 		case TxnEndRecord:
 			_, e, err := decodeTxnEnd(key, value)

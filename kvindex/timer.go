@@ -3,6 +3,7 @@ package kvindex
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -64,9 +65,19 @@ func (t *Timers) Add(w *pebble.Batch, e TimerEntry) error {
 	return nil
 }
 
-// Due returns up to limit entries due at or before nowMs, earliest first.
+// Due returns up to limit entries due at or before nowMs, earliest first
+// (ties in CommitLog order).
 func (t *Timers) Due(nowMs int64, limit int) ([]TimerEntry, error) {
-	it, err := t.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTimer}, UpperBound: timerKey(nowMs+1, 0)})
+	if nowMs < 0 {
+		// Nothing is due before the epoch (Add refuses negative times),
+		// and the key of a negative bound sorts after every entry.
+		return nil, nil
+	}
+	upper := prefixEnd([]byte{prefixTimer})
+	if nowMs < math.MaxInt64 {
+		upper = timerKey(nowMs+1, 0)
+	}
+	it, err := t.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTimer}, UpperBound: upper})
 	if err != nil {
 		return nil, fmt.Errorf("scan due timers: %w", err)
 	}

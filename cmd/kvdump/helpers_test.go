@@ -252,6 +252,12 @@ func docCQValue(phy int64, size int32, tags, ts int64) []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(ts))
 }
 
+// docTimerKey is 0x70 | deliverMs int64 | phyOffset int64 (value: size
+// int32).
+func docTimerKey(deliverMs, phy int64) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte{0x70}, uint64(deliverMs)), uint64(phy))
+}
+
 // editIndex opens a closed store's index with Pebble directly and applies
 // edit to it.
 func editIndex(t testing.TB, root string, edit func(db *pebble.DB)) {

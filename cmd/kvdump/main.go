@@ -6,7 +6,8 @@
 //
 //	summary   key count and bytes per keyspace, dispatched offset against
 //	          the CommitLog's end (the lag), topic and queue counts, POP
-//	          messages in flight, open and ended transactions
+//	          messages in flight, open and ended transactions, timer
+//	          messages waiting
 //	cq        queue ranges and entries of a topic, optionally joined with
 //	          the CommitLog record (--with-message)
 //	offsets   committed consumer offsets with their lag
@@ -18,6 +19,8 @@
 //	          --due-before), or orderly pop batches (--orderly)
 //	txn       open transaction half messages in CommitLog order and ended
 //	          transactions (--open, --ended, --due-before)
+//	timer     timer messages waiting for their delivery time, earliest
+//	          first, with their destination (--due-before)
 //	verify    checks every ConsumeQueue entry against the CommitLog; exit
 //	          status 1 when it finds differences
 //

@@ -31,12 +31,9 @@ epoch. --topic matches the topic a message was read from or, for pop-retry
 topics, the topic they retry. --orderly lists the orderly pop batches instead.`,
 		Args: cobra.NoArgs,
 		RunE: withStore(o, func(ctx context.Context, s *store, out *output) error {
-			before := int64(math.MaxInt64)
-			if dueBefore != "" {
-				var err error
-				if before, err = parseTime(dueBefore); err != nil {
-					return err
-				}
+			before, err := dueBound(dueBefore)
+			if err != nil {
+				return err
 			}
 			if orderly {
 				return runPopOrder(ctx, s, out, group, topic)
@@ -61,6 +58,15 @@ func parseTime(s string) (int64, error) {
 		return 0, fmt.Errorf("--due-before %q: neither RFC 3339 nor milliseconds since the epoch", s)
 	}
 	return t.UnixMilli(), nil
+}
+
+// dueBound is the bound a --due-before flag sets: the time it names, or
+// no bound when it is empty.
+func dueBound(flag string) (int64, error) {
+	if flag == "" {
+		return math.MaxInt64, nil
+	}
+	return parseTime(flag)
 }
 
 // topicMatches reports whether a record's topic is topic or one of its

@@ -51,6 +51,7 @@ Exit status: 0 on success, 1 when verify finds differences, 2 on errors.`,
 		verifyCommand(o),
 		popCommand(o),
 		txnCommand(o),
+		timerCommand(o),
 	)
 	return root
 }

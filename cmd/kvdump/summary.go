@@ -13,7 +13,7 @@ import (
 func summaryCommand(o *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "summary",
-		Short: "Keys and bytes per keyspace, dispatched offset against the CommitLog end, topic, queue, POP in-flight and transaction counts",
+		Short: "Keys and bytes per keyspace, dispatched offset against the CommitLog end, topic, queue, POP in-flight, transaction and timer message counts",
 		Args:  cobra.NoArgs,
 		RunE:  withStore(o, runSummary),
 	}
@@ -49,8 +49,11 @@ type summaryLine struct {
 	PopInFlight    int64  `json:"popInFlight"`
 	// TxnOpenHalves and TxnEnded are the keys of the transaction
 	// keyspaces: half messages not yet ended, and ended transactions.
-	TxnOpenHalves  int64  `json:"txnOpenHalves"`
-	TxnEnded       int64  `json:"txnEnded"`
+	TxnOpenHalves int64 `json:"txnOpenHalves"`
+	TxnEnded      int64 `json:"txnEnded"`
+	// TimerMessages is the keys of the timer keyspace: timer messages
+	// parked and not yet delivered.
+	TimerMessages  int64  `json:"timerMessages"`
 	IndexDiskBytes uint64 `json:"indexDiskBytes"`
 }
 
@@ -92,6 +95,8 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 			sum.TxnOpenHalves = st.Keys
 		case kvindex.PrefixTxnEnd:
 			sum.TxnEnded = st.Keys
+		case kvindex.PrefixTimer:
+			sum.TimerMessages = st.Keys
 		}
 	}
 
@@ -132,6 +137,7 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 	t.row("queues", num(sum.Queues))
 	t.row("pop in flight", fmt.Sprintf("%d messages in %d checkpoints", sum.PopInFlight, sum.PopCheckpoints))
 	t.row("transactions", fmt.Sprintf("%d half messages open, %d ended", sum.TxnOpenHalves, sum.TxnEnded))
+	t.row("timer messages", fmt.Sprintf("%d waiting", sum.TimerMessages))
 	t.row("index disk usage", strconv.FormatUint(sum.IndexDiskBytes, 10)+" bytes")
 	return t.flush()
 }

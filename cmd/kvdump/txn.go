@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/spf13/cobra"
 
@@ -32,12 +31,9 @@ dispatcher learnt from the committed message.
 (RFC 3339 or milliseconds since the epoch); it implies --open.`,
 		Args: cobra.NoArgs,
 		RunE: withStore(o, func(ctx context.Context, s *store, out *output) error {
-			before := int64(math.MaxInt64)
-			if dueBefore != "" {
-				var err error
-				if before, err = parseTime(dueBefore); err != nil {
-					return err
-				}
+			before, err := dueBound(dueBefore)
+			if err != nil {
+				return err
 			}
 			if ended {
 				return runTxnEnds(ctx, s, out)
