@@ -263,5 +263,9 @@
 // REAL_QID and deletes its entry (without sync). RocketMQ's timerlog and
 // timerwheel files, and their roll of delays beyond the wheel, have no
 // counterpart: any delay up to timerMaxDelaySec is one key. An entry
-// whose record left the CommitLog is dropped when it comes due.
+// whose record left the CommitLog is dropped when it comes due (as in
+// RocketMQ, a fileReservedTime shorter than the delay loses the message).
+// The entries are derivable, but which were delivered is recorded only by
+// their deletion: re-dispatching records already delivered (after a crash
+// right after their dispatch) delivers them again, at least once.
 package kvindex

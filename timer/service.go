@@ -89,9 +89,13 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 		if err != nil || len(due) == 0 {
 			return delivered, err
 		}
+		full := len(due) == deliverBatch
+		if full {
+			due = wholeTimes(due)
+		}
 		n, err := s.deliverBatch(ctx, due, now)
 		delivered += n
-		if err != nil || len(due) < deliverBatch {
+		if err != nil || !full {
 			return delivered, err
 		}
 	}
@@ -126,8 +130,11 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 			out, err := deliveredMessage(m, now)
 			if errors.Is(err, errDropped) {
 				s.log.Warn().Err(err).Int64("phyOffset", e.PhyOffset).Msg("timer message without a destination; dropped")
-			} else if _, putErr = s.store.Put(ctx, out); putErr != nil {
-				putErr = fmt.Errorf("deliver timer message at %d to %s/%d: %w", e.PhyOffset, out.Topic, out.QueueID, putErr)
+			} else if _, err := s.store.Put(ctx, out); permanent(err) {
+				s.log.Error().Err(err).Int64("phyOffset", e.PhyOffset).Str("topic", out.Topic).
+					Msg("timer message can never be stored in its topic; dropped")
+			} else if err != nil {
+				putErr = fmt.Errorf("deliver timer message at %d to %s/%d: %w", e.PhyOffset, out.Topic, out.QueueID, err)
 				break
 			} else {
 				delivered++
@@ -139,6 +146,30 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 		return delivered, err
 	}
 	return delivered, putErr
+}
+
+// wholeTimes drops from a full batch the entries of its last delivery
+// time, which may go on past the batch: a cancel and the message it names
+// share their delivery time, and must be in one batch. A batch of one
+// delivery time is kept whole.
+func wholeTimes(due []kvindex.TimerEntry) []kvindex.TimerEntry {
+	last := due[len(due)-1].DeliverMs
+	i := len(due)
+	for i > 0 && due[i-1].DeliverMs == last {
+		i--
+	}
+	if i == 0 {
+		return due
+	}
+	return due[:i]
+}
+
+// permanent reports whether a put failed for the message itself (it can
+// never be stored), rather than for the store (disk full, shutting
+// down), which a later round retries.
+func permanent(err error) bool {
+	return errors.Is(err, commitlog.ErrMessageTooLarge) || errors.Is(err, commitlog.ErrPropertiesTooLarge) ||
+		errors.Is(err, commitlog.ErrTopicTooLong)
 }
 
 // cancelKey is what a TIMER_DEL_UNIQKEY names a parked message by.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 )
 
@@ -98,5 +99,28 @@ func TestDelivered(t *testing.T) {
 	parked.Properties = "UNIQ_KEY\x01U\x02REAL_QID\x013\x02"
 	if _, err := deliveredMessage(parked, time.Now()); !errors.Is(err, errDropped) {
 		t.Fatalf("a parked message without REAL_TOPIC: %v", err)
+	}
+}
+
+func TestWholeTimes(t *testing.T) {
+	at := func(ms ...int64) []kvindex.TimerEntry {
+		out := make([]kvindex.TimerEntry, len(ms))
+		for i, m := range ms {
+			out[i] = kvindex.TimerEntry{DeliverMs: m, PhyOffset: int64(i)}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		in   []kvindex.TimerEntry
+		want int
+	}{
+		{at(1, 2, 3, 3), 2},
+		{at(1, 1, 2), 2},
+		{at(5, 5, 5), 3}, // one time: kept whole
+		{at(7), 1},
+	} {
+		if got := wholeTimes(tc.in); len(got) != tc.want {
+			t.Errorf("wholeTimes(%v) kept %d, want %d", tc.in, len(got), tc.want)
+		}
 	}
 }
