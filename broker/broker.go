@@ -332,11 +332,13 @@ func (b *Broker) goBackground(name string, fn func(ctx context.Context)) {
 }
 
 // syncLoop syncs the index's WAL every second, or every
-// indexWalSyncIntervalMillis under indexWalSync=interval: consumer offsets
-// and other writes not synced when they were made (lazy offset commits,
-// and every durable write in interval mode) survive a process crash at
-// once (they are in the WAL in the page cache) and a power failure after
-// at most this long.
+// indexWalSyncIntervalMillis under indexWalSync=interval. Writes made
+// without sync (lazy offset commits, dispatch batches, transaction check
+// counts) wait in Pebble's WAL buffer, in the process's memory, until the
+// next synced write or this loop: a process crash loses at most this long
+// of them. Durable writes in interval mode reach the WAL file when they
+// are made (they survive a process crash) and the disk with this loop (a
+// power failure loses at most this long of them).
 func (b *Broker) syncLoop(ctx context.Context) {
 	every := time.Second
 	if b.cfg.IndexWALSyncMode() == configs.IndexWALSyncInterval {

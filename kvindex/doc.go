@@ -260,9 +260,9 @@
 // rmq_sys_wheel_timer, at the record's TIMER_OUT_MS. The delivery time
 // comes first, so the messages due are one range scan from the start of
 // the keyspace up to now: the timer re-puts each to its REAL_TOPIC and
-// REAL_QID and deletes its entry (without sync). RocketMQ's timerlog and
-// timerwheel files, and their roll of delays beyond the wheel, have no
-// counterpart: any delay up to timerMaxDelaySec is one key. An entry
+// REAL_QID and deletes its entry (one synced batch per round). RocketMQ's
+// timerlog and timerwheel files, and their roll of delays beyond the
+// wheel, have no counterpart: any delay up to timerMaxDelaySec is one key. An entry
 // whose record left the CommitLog is dropped when it comes due (as in
 // RocketMQ, a fileReservedTime shorter than the delay loses the message).
 // The entries are derivable, but which were delivered is recorded only by

@@ -101,8 +101,9 @@ func (t *Timers) Due(nowMs int64, limit int) ([]TimerEntry, error) {
 	return out, nil
 }
 
-// Delete forgets delivered entries, in one batch. It is not synced: an
-// entry brought back by a crash is delivered again (at least once, as
+// Delete forgets delivered entries, in one synced batch (one sync per
+// delivery round), so a crash after it does not deliver them again; a
+// crash between their delivery and Delete does (at least once, as
 // RocketMQ's timer).
 func (t *Timers) Delete(entries []TimerEntry) error {
 	if len(entries) == 0 {
@@ -115,7 +116,7 @@ func (t *Timers) Delete(entries []TimerEntry) error {
 			return fmt.Errorf("delete delivered timer at %d: %w", e.PhyOffset, err)
 		}
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
+	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("delete %d delivered timers: %w", len(entries), err)
 	}
 	return nil
