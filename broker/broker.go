@@ -41,7 +41,11 @@ type Broker struct {
 	// admitSlots bounds the sends waiting for dispatch (see admitted).
 	admitSlots chan struct{}
 	storeHost  netip.AddrPort
-	started    time.Time
+	// hostIP is brokerIP1, fixed at New; storeHost gets its port when
+	// listenPort 0 is bound, after request handlers may run, so handlers
+	// use Addr instead.
+	hostIP  netip.Addr
+	started time.Time
 
 	clog     *commitlog.Log
 	db       *kvindex.DB
@@ -98,6 +102,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		root:        log,
 		log:         log.With().Str("component", "broker").Logger(),
 		storeHost:   netip.AddrPortFrom(ip, uint16(cfg.ListenPort)),
+		hostIP:      ip,
 		delayLevels: levels,
 	}
 	b.busyLog = b.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second})
@@ -141,10 +146,10 @@ func brokerIP(configured string) (netip.Addr, error) {
 func (b *Broker) Addr() string {
 	if b.server != nil {
 		if a, ok := b.server.Addr().(*net.TCPAddr); ok {
-			return netip.AddrPortFrom(b.storeHost.Addr(), uint16(a.Port)).String()
+			return netip.AddrPortFrom(b.hostIP, uint16(a.Port)).String()
 		}
 	}
-	return b.storeHost.String()
+	return netip.AddrPortFrom(b.hostIP, uint16(b.cfg.ListenPort)).String()
 }
 
 // Start opens and recovers the store, catches the index up with the

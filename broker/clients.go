@@ -345,6 +345,20 @@ func (m *clientManager) producerConn(group string) *remoting.Conn {
 	return nil
 }
 
+// producerConnByClientID returns the live connection of a client that is
+// a producer of any group (RocketMQ's ProducerManager.findChannel), or
+// nil.
+func (m *clientManager) producerConnByClientID(clientID string) *remoting.Conn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, g := range m.producers {
+		if ch := g[clientID]; ch != nil && !ch.conn.Closed() {
+			return ch.conn
+		}
+	}
+	return nil
+}
+
 // consumerConn returns the live connection of one client of a consumer
 // group, or nil.
 func (m *clientManager) consumerConn(group, clientID string) *remoting.Conn {

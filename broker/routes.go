@@ -12,6 +12,8 @@ func (b *Broker) routes() {
 	handle(remoting.SendMessage, b.admitted(b.processSend))
 	handle(remoting.SendMessageV2, b.admitted(b.processSend))
 	handle(remoting.SendBatchMessage, b.admitted(b.processSend))
+	handle(remoting.SendReplyMessage, b.admitted(b.processReply))
+	handle(remoting.SendReplyMessageV2, b.admitted(b.processReply))
 	handle(remoting.PullMessage, b.processPull)
 	handle(remoting.LitePullMessage, b.processPull)
 	handle(remoting.QueryConsumerOffset, b.processQueryConsumerOffset)

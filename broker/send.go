@@ -44,6 +44,7 @@ type sendHeader struct {
 	maxReconsumeTimes     int32
 	hasMaxReconsumeTimes  bool
 	batch                 bool
+	unitMode              bool
 }
 
 // sendV2Letters maps the long names of SEND_MESSAGE to the letters of
@@ -148,6 +149,7 @@ func parseSendHeader(req *remoting.Command) (sendHeader, error) {
 		s.hasMaxReconsumeTimes = true
 	}
 	s.batch = h.OptBool("batch", false) || req.Code == remoting.SendBatchMessage
+	s.unitMode = h.OptBool("unitMode", false)
 	return s, nil
 }
 
@@ -175,34 +177,9 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	fail := func(code int32, format string, args ...any) *remoting.Command {
 		return remoting.NewResponse(req, code, fmt.Sprintf(format, args...))
 	}
-	if !meta.Writable(b.cfg.BrokerPermission) {
-		return fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", b.cfg.BrokerName)
-	}
-	if remark := validateTopicName(h.topic); remark != "" {
-		return fail(remoting.SystemError, "%s", remark)
-	}
-	if notSendable[h.topic] {
-		return fail(remoting.NoPermission, "Sending message to topic[%s] is forbidden.", h.topic)
-	}
-	if len(h.properties) > maxPropertiesLen {
-		return fail(remoting.MessageIllegal, "the message properties length %d is longer than %d", len(h.properties), maxPropertiesLen)
-	}
-	if len(req.Body) > b.cfg.MaxMessageSize {
-		return fail(remoting.MessageIllegal, "the message body size %d is larger than maxMessageSize %d", len(req.Body), b.cfg.MaxMessageSize)
-	}
-	tc, code, remark := b.topics.createOnSend(h.topic, h.defaultTopic, int(h.defaultTopicQueueNums))
-	if code != remoting.Success {
-		return fail(code, "%s", remark)
-	}
-	if !meta.Writable(tc.Perm) {
-		return fail(remoting.NoPermission, "the topic[%s] sending message is forbidden", h.topic)
-	}
-	qid := h.queueID
-	if qid < 0 {
-		qid = int32(rand.IntN(max(tc.WriteQueueNums, 1)))
-	}
-	if int(qid) >= tc.QueueCount() {
-		return fail(remoting.InvalidParameter, "request queueId[%d] is illegal, %s Producer: %s", qid, h.topic, conn.RemoteAddr())
+	qid, refused := b.checkSend(conn, req, h)
+	if refused != nil {
+		return refused
 	}
 	if h.batch {
 		return b.sendBatch(ctx, conn, req, h, qid)
@@ -280,6 +257,48 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	rh.SetBool("TRACE_ON", b.cfg.TraceOn)
 	resp.ExtFields = rh
 	return resp
+}
+
+// checkSend applies RocketMQ's checks of a send (SendMessageProcessor's
+// msgCheck and more) shared by sends and replies: the broker and topic
+// are writable, the topic name, properties and body are valid, the topic
+// exists or is created from the default topic, and the queue is one of
+// the topic's (a negative queue id picks one at random). It returns the
+// queue, or the refusal to answer.
+func (b *Broker) checkSend(conn *remoting.Conn, req *remoting.Command, h sendHeader) (qid int32, refused *remoting.Command) {
+	fail := func(code int32, format string, args ...any) *remoting.Command {
+		return remoting.NewResponse(req, code, fmt.Sprintf(format, args...))
+	}
+	if !meta.Writable(b.cfg.BrokerPermission) {
+		return 0, fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", b.cfg.BrokerName)
+	}
+	if remark := validateTopicName(h.topic); remark != "" {
+		return 0, fail(remoting.SystemError, "%s", remark)
+	}
+	if notSendable[h.topic] {
+		return 0, fail(remoting.NoPermission, "Sending message to topic[%s] is forbidden.", h.topic)
+	}
+	if len(h.properties) > maxPropertiesLen {
+		return 0, fail(remoting.MessageIllegal, "the message properties length %d is longer than %d", len(h.properties), maxPropertiesLen)
+	}
+	if len(req.Body) > b.cfg.MaxMessageSize {
+		return 0, fail(remoting.MessageIllegal, "the message body size %d is larger than maxMessageSize %d", len(req.Body), b.cfg.MaxMessageSize)
+	}
+	tc, code, remark := b.topics.createOnSend(h.topic, h.defaultTopic, int(h.defaultTopicQueueNums))
+	if code != remoting.Success {
+		return 0, fail(code, "%s", remark)
+	}
+	if !meta.Writable(tc.Perm) {
+		return 0, fail(remoting.NoPermission, "the topic[%s] sending message is forbidden", h.topic)
+	}
+	qid = h.queueID
+	if qid < 0 {
+		qid = int32(rand.IntN(max(tc.WriteQueueNums, 1)))
+	}
+	if int(qid) >= tc.QueueCount() {
+		return 0, fail(remoting.InvalidParameter, "request queueId[%d] is illegal, %s Producer: %s", qid, h.topic, conn.RemoteAddr())
+	}
+	return qid, nil
 }
 
 // queueIDResponse is the queue reported to the producer: the queue it

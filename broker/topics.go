@@ -85,6 +85,7 @@ func (m *topicManager) ensureSystemTopics() error {
 		meta.NewTopicConfig(selfTestTopic, 1),
 		meta.NewTopicConfig(offsetMovedTopic, 1),
 		meta.NewTopicConfig(meta.ScheduleTopic, scheduleQueueNums),
+		meta.NewTopicConfig(m.b.replyTopic(), 1),
 	}
 	cluster := meta.NewTopicConfig(cfg.BrokerClusterName, 1)
 	cluster.Perm = meta.PermInherit | meta.PermRead | meta.PermWrite

@@ -55,6 +55,9 @@ type Broker struct {
 	BrokerPermission  int
 	RegionID          string
 	TraceOn           bool
+	// StoreReplyMessageEnable stores request/reply replies in the reply
+	// topic besides pushing them to the requester.
+	StoreReplyMessageEnable bool
 
 	// Topics and groups.
 	AutoCreateTopicEnable       bool

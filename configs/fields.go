@@ -37,6 +37,7 @@ var brokerFields = []field{
 	intRange("brokerPermission", "6", 0, 15, func(b *Broker) *int { return &b.BrokerPermission }),
 	str("regionId", "DefaultRegion", func(b *Broker) *string { return &b.RegionID }),
 	boolean("traceOn", "true", func(b *Broker) *bool { return &b.TraceOn }),
+	boolean("storeReplyMessageEnable", "true", func(b *Broker) *bool { return &b.StoreReplyMessageEnable }),
 
 	boolean("autoCreateTopicEnable", "true", func(b *Broker) *bool { return &b.AutoCreateTopicEnable }),
 	boolean("autoCreateSubscriptionGroup", "true", func(b *Broker) *bool { return &b.AutoCreateSubscriptionGroup }),

@@ -28,14 +28,15 @@ type rawResponse struct {
 // Request and response codes used here (RocketMQ's RequestCode and
 // ResponseCode).
 const (
-	codeUpdateAndCreateTopic = 17
-	codeQueryConsumerOffset  = 14
-	codeGetMaxOffset         = 30
-	codeGetRouteInfo         = 105
-	codeGetConsumerList      = 38
-	respSuccess              = 0
-	respTopicNotExist        = 17
-	respQueryNotFound        = 22
+	codeUpdateAndCreateTopic      = 17
+	codeQueryConsumerOffset       = 14
+	codeGetMaxOffset              = 30
+	codeGetRouteInfo              = 105
+	codeGetConsumerList           = 38
+	codeGetProducerConnectionList = 204
+	respSuccess                   = 0
+	respTopicNotExist             = 17
+	respQueryNotFound             = 22
 )
 
 // rawInvoke sends one request and waits up to 5 s for its response.

@@ -1,0 +1,95 @@
+package broker
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// sendReply sends SEND_REPLY_MESSAGE (long header names, as the Go client)
+// to the cluster's reply topic.
+func sendReply(t *testing.T, c *remoting.Client, props, body string) *remoting.Command {
+	t.Helper()
+	return call(t, c, remoting.SendReplyMessage, map[string]string{
+		"producerGroup": "pg-replier", "topic": "DefaultCluster_REPLY_TOPIC", "defaultTopic": "TBW102",
+		"defaultTopicQueueNums": "4", "queueId": "0", "sysFlag": "0", "flag": "0", "reconsumeTimes": "0", "unitMode": "false",
+		"bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "properties": props,
+	}, []byte(body))
+}
+
+func TestReplyPushedToTheRequester(t *testing.T) {
+	b := startTestBroker(t, nil)
+	pushed := make(chan *remoting.Command, 4)
+	var refuse atomic.Bool
+	requester := b.client(func(_ context.Context, cmd *remoting.Command) *remoting.Command {
+		if cmd.Code != remoting.PushReplyMessageToClient {
+			return nil
+		}
+		pushed <- cmd
+		if refuse.Load() {
+			return remoting.NewResponse(cmd, remoting.SystemError, "no such request")
+		}
+		return remoting.NewResponse(cmd, remoting.Success, "")
+	})
+	heartbeat(t, requester, heartbeatBody("10.0.0.7@req", "pg-req", "", nil))
+	replier := b.client(nil)
+
+	r := sendReply(t, replier, "CORRELATION_ID\x01c-1\x02REPLY_TO_CLIENT\x0110.0.0.7@req\x02MSG_TYPE\x01reply\x02", "pong")
+	if r.Code != remoting.Success {
+		t.Fatalf("reply: %d %s", r.Code, r.Remark)
+	}
+	if _, _, err := commitlog.ParseMessageID(r.ExtFields["msgId"]); err != nil {
+		t.Fatalf("stored reply's msgId %q: %v", r.ExtFields["msgId"], err)
+	}
+	p := <-pushed
+	props := commitlog.ParseProperties(p.ExtFields["properties"])
+	if string(p.Body) != "pong" || p.ExtFields["topic"] != "DefaultCluster_REPLY_TOPIC" || props["CORRELATION_ID"] != "c-1" ||
+		props["PUSH_REPLY_TIME"] == "" || p.ExtFields["storeHost"] != b.Addr() ||
+		!strings.HasPrefix(p.ExtFields["bornHost"], "127.0.0.1:") || p.ExtFields["producerGroup"] != "pg-replier" {
+		t.Fatalf("pushed reply %v body %q", p.ExtFields, p.Body)
+	}
+	if _, err := strconv.ParseInt(p.ExtFields["storeTimestamp"], 10, 64); err != nil {
+		t.Fatalf("pushed storeTimestamp %q", p.ExtFields["storeTimestamp"])
+	}
+
+	for _, tc := range []struct {
+		name, props, remark string
+	}{
+		{"requester not connected", "CORRELATION_ID\x01c-2\x02REPLY_TO_CLIENT\x0110.0.0.8@gone\x02", "channel of <10.0.0.8@gone> not found"},
+		{"no REPLY_TO_CLIENT", "CORRELATION_ID\x01c-3\x02", "properties[REPLY_TO_CLIENT] is null"},
+	} {
+		r := sendReply(t, replier, tc.props, "lost")
+		if r.Code != remoting.SystemError || !strings.Contains(r.Remark, tc.remark) {
+			t.Errorf("%s: answered %d %q, want SYSTEM_ERROR naming %q", tc.name, r.Code, r.Remark, tc.remark)
+		}
+	}
+	refuse.Store(true)
+	if r := sendReply(t, replier, "CORRELATION_ID\x01c-4\x02REPLY_TO_CLIENT\x0110.0.0.7@req\x02", "refused"); r.Code != remoting.SystemError {
+		t.Errorf("a reply the requester refused answered %d %s", r.Code, r.Remark)
+	}
+	// Every reply is stored in the reply topic, pushed or not.
+	if got := pullAll(t, b, replier, "DefaultCluster_REPLY_TOPIC", 0); len(got) != 4 {
+		t.Fatalf("reply topic holds %d messages, want 4", len(got))
+	}
+}
+
+func TestReplyNotStoredWhenDisabled(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"storeReplyMessageEnable": "false"})
+	requester := b.client(func(_ context.Context, cmd *remoting.Command) *remoting.Command {
+		return remoting.NewResponse(cmd, remoting.Success, "")
+	})
+	heartbeat(t, requester, heartbeatBody("10.0.0.9@req", "pg-req", "", nil))
+	r := sendReply(t, b.client(nil), "REPLY_TO_CLIENT\x0110.0.0.9@req\x02", "pong")
+	if r.Code != remoting.Success || r.ExtFields["msgId"] != "0" {
+		t.Fatalf("reply: %d %s %v", r.Code, r.Remark, r.ExtFields)
+	}
+	if got := pullAll(t, b, requester, "DefaultCluster_REPLY_TOPIC", 0); len(got) != 0 {
+		t.Fatalf("reply stored with storeReplyMessageEnable=false: %d", len(got))
+	}
+}
