@@ -19,7 +19,7 @@ var fuzzCodes = []int32{
 	remoting.InvokeBrokerToResetOffset,
 	remoting.GetTopicStatsInfo, remoting.GetConsumeStats, remoting.GetConsumerConnectionList,
 	remoting.GetProducerConnectionList, remoting.QueryTopicConsumeByWho, remoting.EndTransaction,
-	remoting.QueryTopicsByConsumer, remoting.GetConsumerRunningInfo,
+	remoting.QueryTopicsByConsumer, remoting.GetConsumerRunningInfo, remoting.SendReplyMessage,
 }
 
 // FuzzRequests sends arbitrary header fields and bodies to every processor
