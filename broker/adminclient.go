@@ -5,16 +5,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
-// consumerRunningInfoTimeout bounds the wait for a client's answer to a
-// relayed GET_CONSUMER_RUNNING_INFO (RocketMQ's Broker2Client waits 10 s).
-const consumerRunningInfoTimeout = 10 * time.Second
+// consumerRelayTimeout bounds the wait for a client's answer to a relayed
+// admin request (RocketMQ's Broker2Client waits 10 s).
+const consumerRelayTimeout = 10 * time.Second
 
 // processGetBrokerConfig answers GET_BROKER_CONFIG (mqadmin
 // getBrokerConfig, the dashboard's broker page): every setting as
@@ -68,10 +70,40 @@ func (b *Broker) processTopicsByConsumer(_ context.Context, _ *remoting.Conn, re
 }
 
 // processConsumerRunningInfo answers GET_CONSUMER_RUNNING_INFO from an
-// admin tool (mqadmin consumerStatus, the dashboard) by asking the named
-// client on its connection and relaying its answer, as RocketMQ's
-// Broker2Client does.
+// admin tool (mqadmin consumerStatus, the dashboard) with the named
+// client's own answer.
 func (b *Broker) processConsumerRunningInfo(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return b.relayToConsumer(ctx, req, nil)
+}
+
+// processConsumeMessageDirectly answers CONSUME_MESSAGE_DIRECTLY (the
+// dashboard's "consume directly", mqadmin consumeMessage): the message
+// its offset msgId names is handed to the named client, whose
+// ConsumeMessageDirectlyResult is the answer.
+func (b *Broker) processConsumeMessageDirectly(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	id, bad := requiredField(req, "msgId")
+	if bad != nil {
+		return bad
+	}
+	_, phy, err := commitlog.ParseMessageID(id)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("msgId %s is not an offset message id: %v", id, err))
+	}
+	rec, _, ok, err := b.readRecord(phy)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if !ok {
+		return remoting.NewResponse(req, remoting.SystemError, "can not find message by the offset, "+strconv.FormatInt(phy, 10))
+	}
+	return b.relayToConsumer(ctx, req, rec)
+}
+
+// relayToConsumer asks the client the request's consumerGroup and
+// clientId name, on its connection, with the request's code and header
+// (brokerName set to this broker's) and the given body, and answers with
+// the client's answer, as RocketMQ's AdminBrokerProcessor.callConsumer.
+func (b *Broker) relayToConsumer(ctx context.Context, req *remoting.Command, body []byte) *remoting.Command {
 	group, bad := requiredField(req, "consumerGroup")
 	if bad != nil {
 		return bad
@@ -84,12 +116,16 @@ func (b *Broker) processConsumerRunningInfo(ctx context.Context, _ *remoting.Con
 	if conn == nil {
 		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("The Consumer <%s> <%s> not online", group, clientID))
 	}
-	ctx, cancel := context.WithTimeout(ctx, consumerRunningInfoTimeout)
+	ext := make(map[string]string, len(req.ExtFields)+1)
+	for k, v := range req.ExtFields {
+		ext[k] = v
+	}
+	ext["brokerName"] = b.cfg.BrokerName
+	ctx, cancel := context.WithTimeout(ctx, consumerRelayTimeout)
 	defer cancel()
-	ask := remoting.NewRequest(remoting.GetConsumerRunningInfo, req.ExtFields, nil)
-	answer, err := conn.Request(ctx, ask)
+	answer, err := conn.Request(ctx, remoting.NewRequest(req.Code, ext, body))
 	if err != nil {
-		b.log.Warn().Err(err).Str("group", group).Str("clientId", clientID).Msg("relay GET_CONSUMER_RUNNING_INFO")
+		b.log.Warn().Err(err).Int32("code", req.Code).Str("group", group).Str("clientId", clientID).Msg("relay to a consumer")
 		return remoting.NewResponse(req, remoting.SystemError,
 			fmt.Sprintf("invoke consumer <%s> <%s> Exception: %v", group, clientID, err))
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -98,5 +99,40 @@ func TestConsumerRunningInfoRelayed(t *testing.T) {
 	r = call(t, admin, remoting.GetConsumerRunningInfo, map[string]string{"consumerGroup": "cg-run", "clientId": "10.0.0.6@gone"}, nil)
 	if r.Code != remoting.SystemError || !strings.Contains(r.Remark, "not online") {
 		t.Fatalf("unknown client: %d %s", r.Code, r.Remark)
+	}
+}
+
+func TestConsumeMessageDirectlyRelayed(t *testing.T) {
+	b := startTestBroker(t, nil)
+	consumed := make(chan *remoting.Command, 1)
+	consumerConn := b.client(func(_ context.Context, cmd *remoting.Command) *remoting.Command {
+		if cmd.Code != remoting.ConsumeMessageDirectly {
+			return nil
+		}
+		consumed <- cmd
+		resp := remoting.NewResponse(cmd, remoting.Success, "")
+		resp.Body = []byte(`{"consumeResult":"CR_SUCCESS","order":false,"autoCommit":true}`)
+		return resp
+	})
+	heartbeat(t, consumerConn, heartbeatBody("10.0.0.5@direct", "", "cg-direct", map[string]string{"DirT": "*"}))
+	admin := b.client(nil)
+	sent := mustSend(t, admin, "DirT", 0, "direct body", "")
+	msgID := sent.ExtFields["msgId"]
+	r := call(t, admin, remoting.ConsumeMessageDirectly, map[string]string{"consumerGroup": "cg-direct", "clientId": "10.0.0.5@direct",
+		"msgId": msgID, "topic": "DirT"}, nil)
+	if r.Code != remoting.Success || !strings.Contains(string(r.Body), "CR_SUCCESS") {
+		t.Fatalf("relayed answer: %d %s %s", r.Code, r.Remark, r.Body)
+	}
+	cmd := <-consumed
+	m, err := commitlog.Decode(cmd.Body)
+	if err != nil || string(m.Body) != "direct body" || commitlog.MessageID(m.StoreHost, m.PhyOffset) != msgID ||
+		cmd.ExtFields["brokerName"] != "broker-a" || cmd.ExtFields["msgId"] != msgID {
+		t.Fatalf("the client got header %v and message %+v (%v)", cmd.ExtFields, m, err)
+	}
+	for _, id := range []string{"not-an-id", commitlog.MessageID(b.storeHost, 1<<40)} {
+		r := call(t, admin, remoting.ConsumeMessageDirectly, map[string]string{"consumerGroup": "cg-direct", "clientId": "10.0.0.5@direct", "msgId": id}, nil)
+		if r.Code != remoting.SystemError {
+			t.Errorf("msgId %s: answered %d %s", id, r.Code, r.Remark)
+		}
 	}
 }

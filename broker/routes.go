@@ -50,6 +50,7 @@ func (b *Broker) routes() {
 	handle(remoting.QueryTopicsByConsumer, b.processTopicsByConsumer)
 	handle(remoting.GetBrokerConfig, b.processGetBrokerConfig)
 	handle(remoting.GetConsumerRunningInfo, b.processConsumerRunningInfo)
+	handle(remoting.ConsumeMessageDirectly, b.processConsumeMessageDirectly)
 	handle(remoting.CheckpointIndex, b.processCheckpoint)
 	handle(remoting.PopMessage, b.processPop)
 	handle(remoting.AckMessage, b.processAck)
