@@ -512,3 +512,23 @@ func TestDecodeBatch(t *testing.T) {
 		}
 	}
 }
+
+func TestRewriteProperties(t *testing.T) {
+	for _, tc := range []struct {
+		name, props string
+		drop        []string
+		set         [][2]string
+		want        string
+	}{
+		{"unchanged, separator added at the end", "A\x011\x02B\x012", nil, nil, "A\x011\x02B\x012\x02"},
+		{"drop keeps the order of the rest", "A\x011\x02B\x012\x02C\x013\x02", []string{"B"}, nil, "A\x011\x02C\x013\x02"},
+		{"set replaces in place of nothing: appended", "A\x011\x02B\x012\x02", nil, [][2]string{{"A", "9"}, {"D", "4"}}, "B\x012\x02A\x019\x02D\x014\x02"},
+		{"empty values of set are left out", "A\x011\x02", nil, [][2]string{{"E", ""}, {"", "x"}}, "A\x011\x02"},
+		{"invalid segments dropped as RocketMQ does", "\x01v\x02K\x01\x02NOSEP\x02A\x011\x02", nil, nil, "A\x011\x02"},
+		{"a value keeps further 0x01 bytes", "A\x011\x01x\x02", nil, nil, "A\x011\x01x\x02"},
+	} {
+		if got := RewriteProperties(tc.props, tc.drop, tc.set...); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

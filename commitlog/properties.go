@@ -120,30 +120,23 @@ func RewriteProperties(props string, drop []string, set ...[2]string) string {
 	}
 	var b strings.Builder
 	b.Grow(len(props) + 64)
-	for i := 0; i < len(props); {
-		end := strings.IndexByte(props[i:], PropertySeparator)
-		if end < 0 {
-			end = len(props)
-		} else {
-			end += i
-		}
-		seg := props[i:end]
-		i = end + 1
-		sep := strings.IndexByte(seg, NameValueSeparator)
-		if sep <= 0 || sep >= len(seg)-1 || skip(seg[:sep]) {
-			continue
-		}
-		b.WriteString(seg)
+	pair := func(k, v string) {
+		b.WriteString(k)
+		b.WriteByte(NameValueSeparator)
+		b.WriteString(v)
 		b.WriteByte(PropertySeparator)
 	}
-	for _, s := range set {
-		if s[0] == "" || s[1] == "" {
-			continue
+	for i := 0; i < len(props); {
+		k, v, next, ok := nextPair(props, i)
+		if ok && !skip(k) {
+			pair(k, v)
 		}
-		b.WriteString(s[0])
-		b.WriteByte(NameValueSeparator)
-		b.WriteString(s[1])
-		b.WriteByte(PropertySeparator)
+		i = next
+	}
+	for _, s := range set {
+		if s[0] != "" && s[1] != "" {
+			pair(s[0], s[1])
+		}
 	}
 	return b.String()
 }

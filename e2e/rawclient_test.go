@@ -119,6 +119,16 @@ func maxOffset(t testing.TB, broker, topic string, queue int) int64 {
 	return parseOffset(t, r)
 }
 
+// topicTotal returns how many messages queues 0 … queues-1 of a topic hold.
+func topicTotal(t testing.TB, broker, topic string, queues int) int64 {
+	t.Helper()
+	var total int64
+	for q := 0; q < queues; q++ {
+		total += maxOffset(t, broker, topic, q)
+	}
+	return total
+}
+
 func parseOffset(t testing.TB, r *rawResponse) int64 {
 	t.Helper()
 	v, err := strconv.ParseInt(r.ExtFields["offset"], 10, 64)
@@ -226,10 +236,7 @@ func waitDispatched(t testing.TB, broker, topic string, queues int, want int64) 
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		var total int64
-		for q := 0; q < queues; q++ {
-			total += maxOffset(t, broker, topic, q)
-		}
+		total := topicTotal(t, broker, topic, queues)
 		if total == want {
 			return
 		}

@@ -183,10 +183,7 @@ func TestKillKeepsAcknowledged(t *testing.T) {
 	})
 	// The queues hold at least the acknowledged messages (a send cut by the
 	// kill may be stored without its acknowledgement).
-	var total int64
-	for q := 0; q < queues; q++ {
-		total += maxOffset(t, b.addr, topic, q)
-	}
+	total := topicTotal(t, b.addr, topic, queues)
 	if total < int64(len(want)) {
 		t.Errorf("broker holds %d messages of %s, %d were acknowledged", total, topic, len(want))
 	}
@@ -306,11 +303,7 @@ func TestRestartKeepsDelayed(t *testing.T) {
 	got.waitDistinct(t, n, 60*time.Second)
 	checkBodies(t, got, "parked-", n)
 	// Every parked message is in the topic once: the queues hold n.
-	var total int64
-	for q := 0; q < 2; q++ {
-		total += maxOffset(t, b.addr, topic, q)
-	}
-	if total != n {
+	if total := topicTotal(t, b.addr, topic, 2); total != n {
 		t.Errorf("the topic holds %d messages after the restart, %d were sent: the scheduler delivered some twice or lost some", total, n)
 	}
 	mu.Lock()

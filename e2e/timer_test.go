@@ -58,11 +58,7 @@ func TestTimerMessagesSurviveKill(t *testing.T) {
 		}, consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
 	got.waitDistinct(t, n, 60*time.Second)
 	checkBodies(t, got, "timer-", n)
-	var total int64
-	for q := 0; q < queues; q++ {
-		total += maxOffset(t, b.addr, topic, q)
-	}
-	if total != n {
+	if total := topicTotal(t, b.addr, topic, queues); total != n {
 		t.Errorf("the topic holds %d messages, %d were sent: the timer delivered some twice or lost some", total, n)
 	}
 	mu.Lock()

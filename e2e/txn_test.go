@@ -242,16 +242,6 @@ func keyIndex(key string) int {
 	return i
 }
 
-// topicTotal returns how many messages queues 0 … queues-1 of a topic hold.
-func topicTotal(t testing.TB, broker, topic string, queues int) int64 {
-	t.Helper()
-	var total int64
-	for q := 0; q < queues; q++ {
-		total += maxOffset(t, broker, topic, q)
-	}
-	return total
-}
-
 // waitAllConsumed waits until every key of want() was consumed; want is
 // called again each time, as decisions may still come.
 func waitAllConsumed(t testing.TB, got *collector, timeout time.Duration, what string, want func() []string, ready func() bool) {
