@@ -285,6 +285,26 @@ func (d *DB) SetDispatched(off int64) error {
 	return nil
 }
 
+// RocketMQConfigImported reports whether the config files of an Apache
+// RocketMQ store were imported into this index, and when (ms).
+func (d *DB) RocketMQConfigImported() (at int64, ok bool, err error) {
+	v, err := d.get(metaKey(metaConfigImported))
+	if err != nil || v == nil {
+		return 0, false, err
+	}
+	at, err = getInt64(v)
+	return at, err == nil, err
+}
+
+// MarkRocketMQConfigImported records (durably) that the store's config
+// files were imported, so a restart does not import them again.
+func (d *DB) MarkRocketMQConfigImported(at int64) error {
+	if err := d.pdb.Set(metaKey(metaConfigImported), putInt64(at), pebble.Sync); err != nil {
+		return fmt.Errorf("record the config import: %w", err)
+	}
+	return nil
+}
+
 // Checkpoint writes a consistent, openable copy of the database to dir
 // (which must not exist). Files are hard-linked where possible, so it is
 // cheap; kvdump reads a live broker's index this way.

@@ -44,6 +44,7 @@
 //	0x56    pop checkpoint  no         pop service (pop, ack, change invisible time, revive)
 //	0x60    txn half        no         dispatcher (half messages); transaction service (checks, end)
 //	0x61    txn end         no         transaction service (END_TRANSACTION, discard); dispatcher (committed records)
+//	0x62    txn RocketMQ op yes        dispatcher (op messages of an Apache RocketMQ store)
 //	0x70    timer           yes        dispatcher (rmq_sys_wheel_timer records); deleted by the timer at delivery
 //
 // Prefixes 0x50-0x5F are reserved for POP, 0x60-0x6F for transactions,
@@ -66,6 +67,9 @@
 //	"cqMinApplied" value: offset int64         the CommitLog minimum the KV ConsumeQueue
 //	                                           minima were last corrected to (so a restart
 //	                                           does not visit every queue again)
+//	"rmqConfigImported" value: ms int64        when the config files of an Apache RocketMQ
+//	                                           store (config/*.json) were imported; absent
+//	                                           until the broker first opened the store
 //
 // # 0x10 cq entry: one ConsumeQueue unit
 //
@@ -250,6 +254,22 @@
 // transaction that already ended changes nothing. Kept while the half
 // message is in the CommitLog; range-deleted below its minimum by
 // retention.
+//
+// # 0x62 txn RocketMQ op: a half message an Apache RocketMQ store ended
+//
+//	key:   0x62 | halfQueueOffset int64
+//	value: empty
+//
+// RocketMQ ends a transaction with an op message in
+// RMQ_SYS_TRANS_OP_HALF_TOPIC, tag "d", whose body lists the half-queue
+// offsets it ended ("1203,1204,"). The dispatcher writes one key per
+// offset when it indexes such a record, so the transactions a migrated
+// store ended stay ended: the checker forgets a half whose queue offset
+// (or, for RocketMQ's immunity re-puts, whose TRAN_PREPARED_QUEUE_OFFSET)
+// has one. Halves below RocketMQ's check progress (the consumer offset of
+// CID_RMQ_SYS_TRANS on the half topic, imported with the store's
+// consumerOffset.json) were handled by RocketMQ, ended or stored again,
+// and are not recorded open at all. rocketkv itself writes no op messages.
 //
 // # 0x70 timer: a timer message waiting for its delivery time
 //

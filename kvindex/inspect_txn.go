@@ -1,11 +1,15 @@
 package kvindex
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Prefixes of the transaction keyspaces, for inspection tools.
 const (
 	PrefixTxnHalf = prefixTxnHalf
 	PrefixTxnEnd  = prefixTxnEnd
+	PrefixTxnOp   = prefixTxnOp
 )
 
 // txnKeyspaces are the transaction keyspaces of doc.go, in prefix order.
@@ -13,6 +17,7 @@ func txnKeyspaces() []Keyspace {
 	return []Keyspace{
 		{PrefixTxnHalf, "txn-half", false},
 		{PrefixTxnEnd, "txn-end", false},
+		{PrefixTxnOp, "txn-rocketmq-op", true},
 	}
 }
 
@@ -27,6 +32,18 @@ type TxnEndRecord struct {
 	State string `json:"state"`
 	At    int64  `json:"at"`
 }
+
+// TxnOpRecord is an op message of an Apache RocketMQ store: the half at
+// HalfQueueOffset ended (keyspace 0x62).
+type TxnOpRecord struct {
+	HalfQueueOffset int64 `json:"halfQueueOffset"`
+}
+
+// Keyspace implements Record.
+func (TxnOpRecord) Keyspace() Keyspace { return mustKeyspace(PrefixTxnOp) }
+
+// String implements Record.
+func (r TxnOpRecord) String() string { return fmt.Sprintf("halfQueueOffset=%d", r.HalfQueueOffset) }
 
 // Keyspace implements Record.
 func (TxnHalfRecord) Keyspace() Keyspace { return mustKeyspace(PrefixTxnHalf) }
@@ -59,6 +76,11 @@ func decodeTxnKey(key, value []byte) (rec Record, ok bool, err error) {
 			return nil, true, err
 		}
 		return TxnHalfRecord{h}, true, nil
+	case PrefixTxnOp:
+		if len(key) != 9 || len(value) != 0 {
+			return nil, true, fmt.Errorf("txn op key %x value %x: %w", key, value, ErrBadKey)
+		}
+		return TxnOpRecord{HalfQueueOffset: int64(binary.BigEndian.Uint64(key[1:]))}, true, nil
 	case PrefixTxnEnd:
 		phy, e, err := decodeTxnEnd(key, value)
 		if err != nil {

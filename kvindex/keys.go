@@ -27,6 +27,9 @@ const (
 	metaTopicsVer  = "topicsVer"
 	metaGroupsVer  = "groupsVer"
 	metaMinApplied = "cqMinApplied"
+	// metaConfigImported: an Apache RocketMQ store's config files were
+	// imported (value: when, ms).
+	metaConfigImported = "rmqConfigImported"
 )
 
 // schemaVersion is the layout version this code writes. Version 1 stored

@@ -12,6 +12,15 @@ import (
 const (
 	prefixTxnHalf byte = 0x60
 	prefixTxnEnd  byte = 0x61
+	prefixTxnOp   byte = 0x62
+)
+
+// RocketMQ's names for the progress of its transaction checker: the
+// consumer offset of this group on the half topic's queue 0 is the first
+// half it has not handled.
+const (
+	rocketMQCheckGroup = "CID_RMQ_SYS_TRANS"
+	rocketMQHalfTopic  = "RMQ_SYS_TRANS_HALF_TOPIC"
 )
 
 const (
@@ -241,4 +250,38 @@ func (t *Transactions) DropBelow(minPhy int64) error {
 		return fmt.Errorf("drop transactions below %d: %w", minPhy, err)
 	}
 	return nil
+}
+
+// AddRocketMQOp records in w, the dispatcher's batch that indexes an op
+// message of an Apache RocketMQ store (RMQ_SYS_TRANS_OP_HALF_TOPIC, tag
+// "d"), that the half at halfQueueOffset in the half topic ended.
+func (t *Transactions) AddRocketMQOp(w *pebble.Batch, halfQueueOffset int64) error {
+	if halfQueueOffset < 0 {
+		return nil
+	}
+	if err := w.Set(txnKey(prefixTxnOp, halfQueueOffset), nil, nil); err != nil {
+		return fmt.Errorf("record RocketMQ op for half %d: %w", halfQueueOffset, err)
+	}
+	return nil
+}
+
+// RocketMQOpEnded reports whether an op message of an Apache RocketMQ
+// store ended the half at halfQueueOffset.
+func (t *Transactions) RocketMQOpEnded(halfQueueOffset int64) (bool, error) {
+	if halfQueueOffset < 0 {
+		return false, nil
+	}
+	v, err := t.db.get(txnKey(prefixTxnOp, halfQueueOffset))
+	if err != nil {
+		return false, fmt.Errorf("read RocketMQ op for half %d: %w", halfQueueOffset, err)
+	}
+	return v != nil, nil
+}
+
+// RocketMQCheckProgress returns the progress of an Apache RocketMQ
+// store's transaction checker (imported with its consumer offsets): halves
+// below it were handled there, ended or stored again for a later check.
+// ok is false for a store RocketMQ never checked.
+func (t *Transactions) RocketMQCheckProgress() (int64, bool, error) {
+	return t.db.ConsumerOffsets().Get(rocketMQCheckGroup, rocketMQHalfTopic, 0)
 }

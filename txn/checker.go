@@ -104,6 +104,12 @@ func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStat
 		st.Gone++
 		return s.state.ForgetHalf(h.PhyOffset)
 	}
+	if byOp, err := s.endedByRocketMQ(&half); err != nil {
+		return err
+	} else if byOp {
+		st.Ended++
+		return s.state.ForgetHalf(h.PhyOffset)
+	}
 	if int(h.Checks) >= s.cfg.CheckMax {
 		return s.discard(ctx, &half, h, st)
 	}

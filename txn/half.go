@@ -17,6 +17,9 @@ const (
 	PropTransactionID       = "__transactionId__"
 	PropCheckTimes          = "TRANSACTION_CHECK_TIMES"
 	PropCheckImmunitySecs   = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+	// PropPreparedQueueOffset is set by Apache RocketMQ on a half it
+	// stored again for a later check: the queue offset of the original.
+	PropPreparedQueueOffset = "TRAN_PREPARED_QUEUE_OFFSET"
 	propUniqKey             = commitlog.PropertyUniqID
 )
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,6 +79,13 @@ type Service struct {
 	// so a transaction is committed once and a check never rewrites a
 	// half that just ended.
 	locks [64]sync.Mutex
+
+	// progress is the check progress of the Apache RocketMQ store this
+	// index was migrated from (see kvindex.RocketMQCheckProgress), read
+	// once, by the dispatcher's first half message.
+	progressOnce sync.Once
+	progress     int64
+	hasProgress  bool
 }
 
 // New returns a service over the index's transaction state.
@@ -104,9 +112,21 @@ func (s *Service) lock(phy int64) func() {
 
 // HalfHook is the dispatcher hook of RMQ_SYS_TRANS_HALF_TOPIC: it records
 // each half as open, first checked after transactionTimeOut or the
-// message's CHECK_IMMUNITY_TIME_IN_SECONDS when longer.
+// message's CHECK_IMMUNITY_TIME_IN_SECONDS when longer. In a store
+// migrated from Apache RocketMQ, halves below RocketMQ's check progress
+// were handled there and are not recorded.
 func (s *Service) HalfHook() kvindex.Hook {
 	return kvindex.HookFunc(func(w *pebble.Batch, m *commitlog.Message) error {
+		s.progressOnce.Do(func() {
+			var err error
+			if s.progress, s.hasProgress, err = s.state.RocketMQCheckProgress(); err != nil {
+				s.log.Warn().Err(err).Msg("read RocketMQ's transaction check progress; every half message counts as open")
+				s.hasProgress = false
+			}
+		})
+		if s.hasProgress && m.QueueOffset < s.progress {
+			return nil
+		}
 		return s.state.AddHalf(w, kvindex.TxnHalf{
 			PhyOffset:      m.PhyOffset,
 			QueueOffset:    m.QueueOffset,
@@ -114,6 +134,49 @@ func (s *Service) HalfHook() kvindex.Hook {
 			NextCheckAt:    m.StoreTimestamp + s.firstCheckDelay(m.Properties).Milliseconds(),
 		})
 	})
+}
+
+// OpHook is the dispatcher hook of RMQ_SYS_TRANS_OP_HALF_TOPIC, whose
+// records only a store written by Apache RocketMQ holds: an op message
+// (tag "d") ends the halves whose queue offsets its body lists,
+// comma-separated. Anything else in the topic is ignored.
+func (s *Service) OpHook() kvindex.Hook {
+	return kvindex.HookFunc(func(w *pebble.Batch, m *commitlog.Message) error {
+		if tag, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyTags); tag != opTag {
+			return nil
+		}
+		for _, f := range strings.Split(string(m.Body), ",") {
+			off, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+			if err != nil {
+				continue // the empty field after the last comma, or foreign bytes
+			}
+			if err := s.state.AddRocketMQOp(w, off); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// opTag is the tag of RocketMQ's op messages that end halves.
+const opTag = "d"
+
+// endedByRocketMQ reports whether an op message of the Apache RocketMQ
+// store this index came from ended the half: by its queue offset, or by
+// the original's (TRAN_PREPARED_QUEUE_OFFSET) for an immunity re-put.
+func (s *Service) endedByRocketMQ(half *commitlog.Message) (bool, error) {
+	if ok, err := s.state.RocketMQOpEnded(half.QueueOffset); err != nil || ok {
+		return ok, err
+	}
+	v, ok := commitlog.LookupProperty(half.Properties, PropPreparedQueueOffset)
+	if !ok {
+		return false, nil
+	}
+	orig, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return false, nil
+	}
+	return s.state.RocketMQOpEnded(orig)
 }
 
 // CommitHook is the dispatcher's hook for committed records: each ends the
@@ -187,6 +250,12 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 	}
 	if !req.FromTransactionCheck && s.pastImmunity(&half) {
 		return ErrTooLate
+	}
+	if byOp, err := s.endedByRocketMQ(&half); err != nil {
+		return fmt.Errorf("end transaction: %w", err)
+	} else if byOp {
+		s.log.Debug().Int64("half", req.CommitLogOffset).Msg("END_TRANSACTION for a transaction the migrated store had ended; nothing to do")
+		return nil
 	}
 	ended, ok, err := s.state.Ended(req.CommitLogOffset)
 	if err != nil {

@@ -1,0 +1,252 @@
+// Package rmqconfig reads the config files of an Apache RocketMQ store,
+// as RocketMQ's ConfigManager subclasses write them under
+// <storePathRootDir>/config:
+//
+//	topics.json             {"dataVersion":{...},"topicConfigTable":{"<topic>":{TopicConfig}}}
+//	subscriptionGroup.json  {"dataVersion":{...},"subscriptionGroupTable":{"<group>":{SubscriptionGroupConfig}}}
+//	consumerOffset.json     {"offsetTable":{"<topic>@<group>":{<queueId>:<offset>,...}}}
+//	delayOffset.json        {"offsetTable":{<delayLevel>:<offset>,...}}
+//
+// The files are fastjson output, not strict JSON: integer map keys are
+// written unquoted ({0:5,1:6}). Like RocketMQ's ConfigManager.load, a file
+// that is missing or does not parse is replaced by its ".bak" copy, and a
+// store without either starts empty.
+package rmqconfig
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// Offset is one committed consumer offset of consumerOffset.json.
+type Offset struct {
+	Group, Topic string
+	QueueID      int32
+	Offset       int64
+}
+
+// Config is what a store's config files hold. Topics and Groups are in
+// name order, Offsets in group, topic, queue order.
+type Config struct {
+	Topics  []meta.TopicConfig
+	Groups  []meta.SubscriptionGroupConfig
+	Offsets []Offset
+	// DelayOffsets maps a delay level (1-based) to the next
+	// SCHEDULE_TOPIC_XXXX offset of its queue (level-1) to deliver.
+	DelayOffsets map[int]int64
+	// Files are the files read (a ".bak" when the main file was unusable).
+	Files []string
+}
+
+// Empty reports whether no file was read.
+func (c Config) Empty() bool { return len(c.Files) == 0 }
+
+// Read reads the config files under root/config.
+func Read(root string) (Config, error) {
+	var c Config
+	dir := filepath.Join(root, "config")
+	steps := []struct {
+		name  string
+		parse func([]byte) error
+	}{
+		{"topics.json", c.parseTopics},
+		{"subscriptionGroup.json", c.parseGroups},
+		{"consumerOffset.json", c.parseOffsets},
+		{"delayOffset.json", c.parseDelayOffsets},
+	}
+	for _, s := range steps {
+		file, err := readWithBackup(filepath.Join(dir, s.name), s.parse)
+		if err != nil {
+			return Config{}, err
+		}
+		if file != "" {
+			c.Files = append(c.Files, file)
+		}
+	}
+	return c, nil
+}
+
+// readWithBackup parses path, or path.bak when path is missing, empty or
+// unparsable, and returns the file it used ("" when neither exists).
+func readWithBackup(path string, parse func([]byte) error) (string, error) {
+	var errs []error
+	for _, p := range []string{path, path + ".bak"} {
+		data, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("read RocketMQ config %s: %w", p, err)
+		}
+		if len(strings.TrimSpace(string(data))) == 0 {
+			continue // RocketMQ treats an empty file as absent
+		}
+		if err := parse(data); err != nil {
+			errs = append(errs, fmt.Errorf("RocketMQ config %s: %w", p, err))
+			continue
+		}
+		return p, nil
+	}
+	return "", errors.Join(errs...)
+}
+
+func (c *Config) parseTopics(data []byte) error {
+	var f struct {
+		TopicConfigTable map[string]json.RawMessage `json:"topicConfigTable"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return err
+	}
+	c.Topics = c.Topics[:0]
+	for name, raw := range f.TopicConfigTable {
+		tc := meta.NewTopicConfig(name, 0)
+		if err := json.Unmarshal(raw, &tc); err != nil {
+			return fmt.Errorf("topic %s: %w", name, err)
+		}
+		if tc.TopicName == "" {
+			tc.TopicName = name
+		}
+		if tc.Attributes == nil {
+			tc.Attributes = map[string]string{}
+		}
+		c.Topics = append(c.Topics, tc)
+	}
+	sort.Slice(c.Topics, func(i, j int) bool { return c.Topics[i].TopicName < c.Topics[j].TopicName })
+	return nil
+}
+
+func (c *Config) parseGroups(data []byte) error {
+	var f struct {
+		SubscriptionGroupTable map[string]json.RawMessage `json:"subscriptionGroupTable"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return err
+	}
+	c.Groups = c.Groups[:0]
+	for name, raw := range f.SubscriptionGroupTable {
+		gc := meta.NewSubscriptionGroupConfig(name) // defaults for fields older versions did not write
+		if err := json.Unmarshal(raw, &gc); err != nil {
+			return fmt.Errorf("group %s: %w", name, err)
+		}
+		if gc.GroupName == "" {
+			gc.GroupName = name
+		}
+		if gc.Attributes == nil {
+			gc.Attributes = map[string]string{}
+		}
+		c.Groups = append(c.Groups, gc)
+	}
+	sort.Slice(c.Groups, func(i, j int) bool { return c.Groups[i].GroupName < c.Groups[j].GroupName })
+	return nil
+}
+
+// offsetTable returns the members of the file's offsetTable object.
+func offsetTable(data []byte) ([]adminbody.Member, error) {
+	top, err := adminbody.Members(data)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range top {
+		if string(m.Key) == `"offsetTable"` {
+			if string(m.Value) == "null" {
+				return nil, nil
+			}
+			return adminbody.Members(m.Value)
+		}
+	}
+	return nil, nil
+}
+
+func (c *Config) parseOffsets(data []byte) error {
+	table, err := offsetTable(data)
+	if err != nil {
+		return err
+	}
+	c.Offsets = c.Offsets[:0]
+	for _, m := range table {
+		var key string
+		if err := json.Unmarshal(m.Key, &key); err != nil {
+			return fmt.Errorf("offset key %s: %w", m.Key, err)
+		}
+		topic, group, ok := cutLast(key, "@")
+		if !ok || topic == "" || group == "" {
+			return fmt.Errorf("offset key %q is not <topic>@<group>", key)
+		}
+		queues, err := adminbody.Members(m.Value)
+		if err != nil {
+			return fmt.Errorf("offsets of %s: %w", key, err)
+		}
+		for _, q := range queues {
+			qid, err := strconv.ParseInt(unquote(q.Key), 10, 32)
+			if err != nil {
+				return fmt.Errorf("offsets of %s: queue %s: %w", key, q.Key, err)
+			}
+			off, err := strconv.ParseInt(string(q.Value), 10, 64)
+			if err != nil {
+				return fmt.Errorf("offsets of %s: queue %d: offset %s: %w", key, qid, q.Value, err)
+			}
+			c.Offsets = append(c.Offsets, Offset{Group: group, Topic: topic, QueueID: int32(qid), Offset: off})
+		}
+	}
+	sort.Slice(c.Offsets, func(i, j int) bool {
+		a, b := c.Offsets[i], c.Offsets[j]
+		if a.Group != b.Group {
+			return a.Group < b.Group
+		}
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.QueueID < b.QueueID
+	})
+	return nil
+}
+
+func (c *Config) parseDelayOffsets(data []byte) error {
+	table, err := offsetTable(data)
+	if err != nil {
+		return err
+	}
+	c.DelayOffsets = make(map[int]int64, len(table))
+	for _, m := range table {
+		level, err := strconv.Atoi(unquote(m.Key))
+		if err != nil || level < 1 {
+			return fmt.Errorf("delay level %s: not a level", m.Key)
+		}
+		off, err := strconv.ParseInt(string(m.Value), 10, 64)
+		if err != nil {
+			return fmt.Errorf("delay level %d: offset %s: %w", level, m.Value, err)
+		}
+		c.DelayOffsets[level] = off
+	}
+	return nil
+}
+
+// cutLast splits s around the last sep. RocketMQ joins topic and group
+// with "@", which neither name may contain.
+func cutLast(s, sep string) (before, after string, ok bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
+}
+
+// unquote returns a key without the quotes fastjson puts around string
+// keys (integer keys come bare).
+func unquote(k []byte) string {
+	s := string(k)
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		return s[1 : len(s)-1]
+	}
+	return s
+}

@@ -1,0 +1,140 @@
+package rmqconfig
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+const longTopic = "LongTopic_klmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvw"
+
+// The 4.9.8 fixture's config files, read as RocketMQ's managers wrote them
+// (the expected values are the files' own, read by eye).
+func TestReadRocketMQ498(t *testing.T) {
+	root := filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean")
+	c, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Files) != 4 {
+		t.Fatalf("read %v, want the four files", c.Files)
+	}
+	var names []string
+	topics := map[string]meta.TopicConfig{}
+	for _, tc := range c.Topics {
+		names = append(names, tc.TopicName)
+		topics[tc.TopicName] = tc
+	}
+	want := []string{"BenchmarkTest", "DefaultCluster", "DefaultCluster_REPLY_TOPIC", longTopic, "OFFSET_MOVED_EVENT",
+		"SCHEDULE_TOPIC_XXXX", "SELF_TEST_TOPIC", "TBW102", "TopicA", "TopicB", "broker-a"}
+	if !reflect.DeepEqual(names, want) {
+		t.Fatalf("topics %v\nwant %v", names, want)
+	}
+	if a := topics["TopicA"]; a.ReadQueueNums != 4 || a.WriteQueueNums != 4 || a.Perm != 6 || a.TopicFilterType != "SINGLE_TAG" || a.Order {
+		t.Errorf("TopicA %+v", a)
+	}
+	if d := topics["DefaultCluster"]; d.Perm != 7 || d.ReadQueueNums != 16 {
+		t.Errorf("DefaultCluster %+v", d)
+	}
+	groups := map[string]meta.SubscriptionGroupConfig{}
+	for _, g := range c.Groups {
+		groups[g.GroupName] = g
+	}
+	if len(c.Groups) != 9 {
+		t.Errorf("%d groups, want 9", len(c.Groups))
+	}
+	if g, ok := groups["GroupA"]; !ok || g.RetryMaxTimes != 16 || g.RetryQueueNums != 1 || !g.ConsumeEnable ||
+		g.ConsumeTimeoutMinute != 15 /* not written by 4.9.8: RocketMQ's default */ {
+		t.Errorf("GroupA %+v", g)
+	}
+	wantOffsets := []Offset{
+		{"GroupA", "TopicA", 0, 5}, {"GroupA", "TopicA", 1, 6}, {"GroupA", "TopicA", 2, 7}, {"GroupA", "TopicA", 3, 8},
+		{"GroupB", longTopic, 0, 1}, {"GroupB", "TopicB", 0, 9}, {"GroupB", "TopicB", 1, 13},
+	}
+	if !reflect.DeepEqual(c.Offsets, wantOffsets) {
+		t.Errorf("offsets %+v\nwant %+v", c.Offsets, wantOffsets)
+	}
+	if !reflect.DeepEqual(c.DelayOffsets, map[int]int64{1: 1}) {
+		t.Errorf("delay offsets %v, want {1:1}", c.DelayOffsets)
+	}
+}
+
+func TestReadFallsBackToTheBackup(t *testing.T) {
+	root := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	cfg := filepath.Join(root, "config")
+	if err := os.WriteFile(filepath.Join(cfg, "topics.json"), []byte(`{"topicConfigTable":{"half written`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(cfg, "subscriptionGroup.json")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(c.Files[0], "topics.json.bak") || !strings.HasSuffix(c.Files[1], "subscriptionGroup.json.bak") {
+		t.Fatalf("files read %v, want the two backups first", c.Files)
+	}
+	if len(c.Topics) == 0 || len(c.Groups) == 0 {
+		t.Fatalf("backups gave %d topics and %d groups", len(c.Topics), len(c.Groups))
+	}
+	// With neither file usable the error names both.
+	if err := os.WriteFile(filepath.Join(cfg, "topics.json.bak"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(root); err == nil || !strings.Contains(err.Error(), "topics.json:") || !strings.Contains(err.Error(), "topics.json.bak:") {
+		t.Fatalf("both topic files broken: %v", err)
+	}
+}
+
+func TestReadStoreWithoutConfig(t *testing.T) {
+	c, err := Read(t.TempDir())
+	if err != nil || !c.Empty() {
+		t.Fatalf("a store without config/: %+v %v", c, err)
+	}
+	// The 4.4.0 sample holds an empty delayOffset.json table only.
+	c, err = Read(filepath.Join(testutil.FixturesDir(t), "rocketmq-4.4.0-fork-sample-4e25b979", "store"))
+	if err != nil || len(c.Files) != 1 || len(c.DelayOffsets) != 0 || len(c.Topics) != 0 {
+		t.Fatalf("4.4.0 sample: %+v %v", c, err)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		parse func(*Config, []byte) error
+		data  string
+	}{
+		{"offset key without @", (*Config).parseOffsets, `{"offsetTable":{"TopicA":{0:1}}}`},
+		{"offset not a number", (*Config).parseOffsets, `{"offsetTable":{"T@G":{0:"x"}}}`},
+		{"queue not a number", (*Config).parseOffsets, `{"offsetTable":{"T@G":{q:1}}}`},
+		{"delay level zero", (*Config).parseDelayOffsets, `{"offsetTable":{0:1}}`},
+		{"topic config of the wrong type", (*Config).parseTopics, `{"topicConfigTable":{"T":{"readQueueNums":"four"}}}`},
+		{"not an object", (*Config).parseOffsets, `[1,2]`},
+	} {
+		var c Config
+		if err := tc.parse(&c, []byte(tc.data)); err == nil {
+			t.Errorf("%s: no error", tc.name)
+		}
+	}
+}
+
+// FuzzParse: arbitrary bytes in any config file never panic the reader.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"offsetTable":{"TopicA@GroupA":{0:5,1:6}}}`))
+	f.Add([]byte(`{"offsetTable":{1:1}}`))
+	f.Add([]byte(`{"topicConfigTable":{"T":{"topicName":"T","readQueueNums":4}}}`))
+	f.Add([]byte(`{"subscriptionGroupTable":{"G":{"groupName":"G"}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c Config
+		_ = c.parseTopics(data)
+		_ = c.parseGroups(data)
+		_ = c.parseOffsets(data)
+		_ = c.parseDelayOffsets(data)
+	})
+}
