@@ -227,6 +227,9 @@ func (b *Broker) openStores(ctx context.Context) error {
 		return fmt.Errorf("open index: %w", err)
 	}
 	b.db = db
+	if err := importRocketMQConfig(db, root, b.component("import")); err != nil {
+		return err
+	}
 	from, err := db.Dispatched()
 	if err != nil {
 		return err

@@ -258,7 +258,7 @@
 // # 0x62 txn RocketMQ op: a half message an Apache RocketMQ store ended
 //
 //	key:   0x62 | halfQueueOffset int64
-//	value: empty
+//	value: 0x01
 //
 // RocketMQ ends a transaction with an op message in
 // RMQ_SYS_TRANS_OP_HALF_TOPIC, tag "d", whose body lists the half-queue

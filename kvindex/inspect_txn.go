@@ -77,7 +77,7 @@ func decodeTxnKey(key, value []byte) (rec Record, ok bool, err error) {
 		}
 		return TxnHalfRecord{h}, true, nil
 	case PrefixTxnOp:
-		if len(key) != 9 || len(value) != 0 {
+		if len(key) != 9 || len(value) != 1 {
 			return nil, true, fmt.Errorf("txn op key %x value %x: %w", key, value, ErrBadKey)
 		}
 		return TxnOpRecord{HalfQueueOffset: int64(binary.BigEndian.Uint64(key[1:]))}, true, nil

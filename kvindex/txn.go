@@ -259,7 +259,8 @@ func (t *Transactions) AddRocketMQOp(w *pebble.Batch, halfQueueOffset int64) err
 	if halfQueueOffset < 0 {
 		return nil
 	}
-	if err := w.Set(txnKey(prefixTxnOp, halfQueueOffset), nil, nil); err != nil {
+	// One byte, not none: an empty value reads back as absent (DB.get).
+	if err := w.Set(txnKey(prefixTxnOp, halfQueueOffset), []byte{1}, nil); err != nil {
 		return fmt.Errorf("record RocketMQ op for half %d: %w", halfQueueOffset, err)
 	}
 	return nil

@@ -1,0 +1,110 @@
+package broker
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
+)
+
+// importRocketMQConfig copies the config files of an Apache RocketMQ store
+// (<root>/config: topics, subscription groups, consumer offsets, delay
+// offsets) into the index the first time a broker opens the store, before
+// its CommitLog is dispatched: the topics keep their queue counts and
+// permissions, the groups their settings, every consumer its position,
+// and the scheduler its progress per delay level, so nothing is consumed
+// twice or skipped after the move. It fills only what the index lacks (an
+// index that already has a topic, group or offset keeps its own) and then
+// records the import, so it runs once; a crash before that record repeats
+// it harmlessly. A store without config files is recorded as imported
+// too.
+func importRocketMQConfig(db *kvindex.DB, root string, log zerolog.Logger) error {
+	if _, done, err := db.RocketMQConfigImported(); err != nil || done {
+		return err
+	}
+	c, err := rmqconfig.Read(root)
+	if err != nil {
+		return fmt.Errorf("import the RocketMQ config of %s: %w", root, err)
+	}
+	if !c.Empty() {
+		counts, err := importConfig(db, c)
+		if err != nil {
+			return fmt.Errorf("import the RocketMQ config of %s: %w", root, err)
+		}
+		log.Info().Strs("files", c.Files).Int("topics", counts[0]).Int("groups", counts[1]).Int("offsets", counts[2]).
+			Int("delayOffsets", counts[3]).Msg("imported the config of the RocketMQ store")
+	}
+	return db.MarkRocketMQConfigImported(time.Now().UnixMilli())
+}
+
+// importConfig writes what db lacks of c and returns how many topics,
+// groups, consumer offsets and delay offsets it wrote.
+func importConfig(db *kvindex.DB, c rmqconfig.Config) (counts [4]int, err error) {
+	topics, err := db.Topics(len(c.Topics) + 1)
+	if err != nil {
+		return counts, err
+	}
+	newTopics, err := absent(c.Topics, topics.Get, func(t meta.TopicConfig) string { return t.TopicName })
+	if err != nil {
+		return counts, err
+	}
+	if err := topics.Put(newTopics...); err != nil {
+		return counts, err
+	}
+	groups, err := db.Groups(len(c.Groups) + 1)
+	if err != nil {
+		return counts, err
+	}
+	newGroups, err := absent(c.Groups, groups.Get, func(g meta.SubscriptionGroupConfig) string { return g.GroupName })
+	if err != nil {
+		return counts, err
+	}
+	if err := groups.Put(newGroups...); err != nil {
+		return counts, err
+	}
+	offsets := db.ConsumerOffsets()
+	var updates []kvindex.OffsetUpdate
+	add := func(u kvindex.OffsetUpdate) error {
+		if _, ok, err := offsets.Get(u.Group, u.Topic, u.QueueID); err != nil || ok {
+			return err
+		}
+		updates = append(updates, u)
+		return nil
+	}
+	for _, o := range c.Offsets {
+		if err := add(kvindex.OffsetUpdate{Group: o.Group, Topic: o.Topic, QueueID: o.QueueID, Offset: o.Offset}); err != nil {
+			return counts, err
+		}
+	}
+	delays := 0
+	for level, off := range c.DelayOffsets {
+		before := len(updates)
+		if err := add(kvindex.OffsetUpdate{Group: scheduleOffsetGroup, Topic: meta.ScheduleTopic, QueueID: int32(level - 1), Offset: off}); err != nil {
+			return counts, err
+		}
+		delays += len(updates) - before
+	}
+	if err := offsets.SetMany(updates, true); err != nil {
+		return counts, err
+	}
+	return [4]int{len(newTopics), len(newGroups), len(updates) - delays, delays}, nil
+}
+
+// absent returns the configs whose names get does not find.
+func absent[T any](cfgs []T, get func(string) (T, bool, error), name func(T) string) ([]T, error) {
+	var out []T
+	for _, c := range cfgs {
+		_, ok, err := get(name(c))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,139 @@
+package broker
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// CommitLog offsets of the 4.9.8 fixture's transactional halves (its
+// README and expected.json): tx-key-0 committed (a committed copy and an
+// op), tx-key-1 rolled back (an op only), tx-key-2 left open.
+const (
+	fixtureHalfCommitted  = 43106
+	fixtureHalfRolledBack = 43536
+	fixtureHalfOpen       = 43966
+)
+
+// queryKey returns the messages of a topic with a key.
+func queryKey(t *testing.T, c *remoting.Client, topic, key string) []commitlog.Message {
+	t.Helper()
+	r := call(t, c, remoting.QueryMessage, map[string]string{"topic": topic, "key": key, "maxNum": "32",
+		"beginTimestamp": "0", "endTimestamp": strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)}, nil)
+	switch r.Code {
+	case remoting.Success:
+		return decodeRecords(t, r.Body)
+	case remoting.QueryNotFound:
+		return nil
+	}
+	t.Fatalf("query %s/%s: %d %s", topic, key, r.Code, r.Remark)
+	return nil
+}
+
+// TestOpenRocketMQStore opens a store written by Apache RocketMQ 4.9.8:
+// its topics, groups, consumer offsets and delay progress come from its
+// config files, and the transactions it ended stay ended.
+func TestOpenRocketMQStore(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	var mu sync.Mutex
+	var checked []string
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "autoCreateTopicEnable": "false"})
+	producer := b.client(func(_ context.Context, cmd *remoting.Command) *remoting.Command {
+		if cmd.Code == remoting.CheckTransactionState {
+			mu.Lock()
+			checked = append(checked, cmd.ExtFields["commitLogOffset"])
+			mu.Unlock()
+		}
+		return nil
+	})
+	heartbeat(t, producer, heartbeatBody("10.0.0.3@tx", "TxProducerGroup", "", nil))
+	c := b.client(nil)
+
+	// Topics and groups as RocketMQ kept them.
+	for name, queues := range map[string]int{"TopicA": 4, "TopicB": 2, "SCHEDULE_TOPIC_XXXX": 18} {
+		tc, ok, err := b.topicConfig(name)
+		if err != nil || !ok || tc.ReadQueueNums != queues || tc.WriteQueueNums != queues || tc.Perm != 6 {
+			t.Errorf("topic %s: %+v %v %v, want %d queues, perm 6", name, tc, ok, err, queues)
+		}
+	}
+	for g, retries := range map[string]int{"GroupA": 16, "GroupB": 3} {
+		if gc, err := b.groupConfig(g, false); err != nil || gc.GroupName != g || gc.RetryMaxTimes != retries {
+			t.Errorf("group %s: %+v %v, want retryMaxTimes %d", g, gc, err, retries)
+		}
+	}
+	// Consumers continue where they were.
+	for q, want := range []int64{5, 6, 7, 8} {
+		if got := committedOffset(t, c, "GroupA", "TopicA", int32(q)); got != want {
+			t.Errorf("GroupA on TopicA/%d: committed %d, want %d", q, got, want)
+		}
+	}
+	if got := committedOffset(t, c, "GroupB", "TopicB", 1); got != 13 {
+		t.Errorf("GroupB on TopicB/1: committed %d, want 13", got)
+	}
+
+	// The delay-1s message was delivered by RocketMQ (delayOffset.json
+	// {1:1}): once in TopicA, not again. The 2 h one came due since the
+	// fixture was written: the scheduler delivers it to TopicB, once.
+	waitFor(t, "the 2 h delay message delivered", func() bool { return len(queryKey(t, c, "TopicB", "delay-2h")) > 0 })
+	time.Sleep(300 * time.Millisecond) // three scheduler ticks
+	if n := len(queryKey(t, c, "TopicA", "delay-1s")); n != 1 {
+		t.Errorf("delay-1s is %d times in TopicA, want once", n)
+	}
+	if n := len(queryKey(t, c, "TopicB", "delay-2h")); n != 1 {
+		t.Errorf("delay-2h is %d times in TopicB, want once", n)
+	}
+
+	// Transactions: only the open one is asked about and stays open.
+	waitFor(t, "the checker's first pass", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(checked) > 0
+	})
+	var open []int64
+	if err := b.db.Transactions().OpenHalves(func(h kvindex.TxnHalf) bool { open = append(open, h.PhyOffset); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if len(open) != 1 || open[0] != fixtureHalfOpen {
+		t.Errorf("open halves %v, want only %d", open, fixtureHalfOpen)
+	}
+	mu.Lock()
+	for _, off := range checked {
+		if off != strconv.Itoa(fixtureHalfOpen) {
+			t.Errorf("the checker asked about the half at %s, which RocketMQ ended", off)
+		}
+	}
+	mu.Unlock()
+	if e, ok, _ := b.db.Transactions().Ended(fixtureHalfCommitted); !ok || e.State != kvindex.TxnCommit {
+		t.Errorf("committed transaction: %+v %v", e, ok)
+	}
+	// A late commit of the rolled-back transaction stores nothing.
+	h := sentHalf{uniq: "C0A8011410921B6D3586000186F60056", phy: fixtureHalfRolledBack, queueOffset: 1}
+	before := len(queryKey(t, c, "TopicA", "tx-key-1"))
+	if r := endTxn(t, c, h, "TxProducerGroup", 8, true); r.Code != remoting.Success {
+		t.Fatalf("commit of a transaction RocketMQ ended: %d %s", r.Code, r.Remark)
+	}
+	b.caughtUp()
+	if after := len(queryKey(t, c, "TopicA", "tx-key-1")); before != 0 || after != 0 {
+		t.Errorf("tx-key-1 in TopicA: %d before, %d after a late commit; RocketMQ rolled it back", before, after)
+	}
+
+	// The import happens once: a topic changed after it is kept.
+	tc, _, _ := b.topicConfig("TopicB")
+	tc.WriteQueueNums, tc.ReadQueueNums = 3, 3
+	if err := b.topics.put(tc); err != nil {
+		t.Fatal(err)
+	}
+	b.stop()
+	b = startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"})
+	if tc, _, _ := b.topicConfig("TopicB"); tc.WriteQueueNums != 3 {
+		t.Errorf("after a restart TopicB has %d queues: the config was imported again over the change", tc.WriteQueueNums)
+	}
+}
