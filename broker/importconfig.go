@@ -13,7 +13,7 @@ import (
 
 // importRocketMQConfig copies the config files of an Apache RocketMQ store
 // (<root>/config: topics, subscription groups, consumer offsets, delay
-// offsets) into the index the first time a broker opens the store, before
+// offsets, the timer's progress) into the index the first time a broker opens the store, before
 // its CommitLog is dispatched: the topics keep their queue counts and
 // permissions, the groups their settings, every consumer its position,
 // and the scheduler its progress per delay level, so nothing is consumed
@@ -90,6 +90,15 @@ func importConfig(db *kvindex.DB, c rmqconfig.Config) (counts [4]int, err error)
 	}
 	if err := offsets.SetMany(updates, true); err != nil {
 		return counts, err
+	}
+	if c.HasTimerCheck {
+		if _, ok, err := db.RocketMQTimerProgress(); err != nil {
+			return counts, err
+		} else if !ok {
+			if err := db.SetRocketMQTimerProgress(c.TimerReadMs); err != nil {
+				return counts, err
+			}
+		}
 	}
 	return [4]int{len(newTopics), len(newGroups), len(updates) - delays, delays}, nil
 }

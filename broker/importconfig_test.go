@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -135,5 +137,43 @@ func TestOpenRocketMQStore(t *testing.T) {
 	b = startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"})
 	if tc, _, _ := b.topicConfig("TopicB"); tc.WriteQueueNums != 3 {
 		t.Errorf("after a restart TopicB has %d queues: the config was imported again over the change", tc.WriteQueueNums)
+	}
+}
+
+// TestOpenRocketMQStoreSkipsDeliveredTimers: in a store whose timer
+// checkpoint (RocketMQ 5's config/timercheck) says RocketMQ delivered every
+// timer message due before a time, only the parked messages due after it
+// wait for delivery when the index is built from the CommitLog.
+func TestOpenRocketMQStoreSkipsDeliveredTimers(t *testing.T) {
+	store := t.TempDir()
+	b := startTestBrokerAt(t, store, nil)
+	c := b.client(nil)
+	now := time.Now()
+	early, late := now.Add(time.Hour).UnixMilli(), now.Add(2*time.Hour).UnixMilli()
+	mustSend(t, c, "TmM", 0, "delivered by RocketMQ", "TIMER_DELIVER_MS\x01"+strconv.FormatInt(early, 10)+"\x02")
+	mustSend(t, c, "TmM", 0, "still waiting", "TIMER_DELIVER_MS\x01"+strconv.FormatInt(late, 10)+"\x02")
+	b.caughtUp()
+	b.stop()
+
+	// What a RocketMQ store holds: the CommitLog and config/, no index.
+	if err := os.RemoveAll(filepath.Join(store, kvindex.DirName)); err != nil {
+		t.Fatal(err)
+	}
+	page := make([]byte, 4096)
+	binary.BigEndian.PutUint64(page, uint64(now.Add(90*time.Minute).UnixMilli()))
+	if err := os.MkdirAll(filepath.Join(store, "config"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(store, "config", "timercheck"), page, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b = startTestBrokerAt(t, store, nil)
+	b.caughtUp()
+	due, err := b.db.Timers().Due(now.Add(3*time.Hour).UnixMilli(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(due) != 1 || due[0].DeliverMs > late || due[0].DeliverMs < late-1000 {
+		t.Fatalf("timer index after the rebuild: %+v, want only the message due at %d", due, late)
 	}
 }

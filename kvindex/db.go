@@ -305,6 +305,27 @@ func (d *DB) MarkRocketMQConfigImported(at int64) error {
 	return nil
 }
 
+// RocketMQTimerProgress returns the timer progress of the Apache RocketMQ
+// store this index was opened on (RocketMQ delivered every timer message
+// due before it); ok is false when none was imported.
+func (d *DB) RocketMQTimerProgress() (ms int64, ok bool, err error) {
+	v, err := d.get(metaKey(metaTimerProgress))
+	if err != nil || v == nil {
+		return 0, false, err
+	}
+	ms, err = getInt64(v)
+	return ms, err == nil, err
+}
+
+// SetRocketMQTimerProgress records (durably) the timer progress of the
+// Apache RocketMQ store being imported.
+func (d *DB) SetRocketMQTimerProgress(ms int64) error {
+	if err := d.pdb.Set(metaKey(metaTimerProgress), putInt64(ms), pebble.Sync); err != nil {
+		return fmt.Errorf("record RocketMQ's timer progress: %w", err)
+	}
+	return nil
+}
+
 // Checkpoint writes a consistent, openable copy of the database to dir
 // (which must not exist). Files are hard-linked where possible, so it is
 // cheap; kvdump reads a live broker's index this way.

@@ -70,6 +70,10 @@
 //	"rmqConfigImported" value: ms int64        when the config files of an Apache RocketMQ
 //	                                           store (config/*.json) were imported; absent
 //	                                           until the broker first opened the store
+//	"rmqTimerReadMs" value: ms int64           that store's timer progress (config/timercheck
+//	                                           lastReadTimeMs): it delivered every timer
+//	                                           message due before it, which the timer
+//	                                           index (0x70) leaves out
 //
 // # 0x10 cq entry: one ConsumeQueue unit
 //

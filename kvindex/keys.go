@@ -30,6 +30,9 @@ const (
 	// metaConfigImported: an Apache RocketMQ store's config files were
 	// imported (value: when, ms).
 	metaConfigImported = "rmqConfigImported"
+	// metaTimerProgress: the dequeue progress of an Apache RocketMQ store's
+	// timer (its timercheck's lastReadTimeMs), imported with its config.
+	metaTimerProgress = "rmqTimerReadMs"
 )
 
 // schemaVersion is the layout version this code writes. Version 1 stored

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -36,23 +37,47 @@ type Service struct {
 	store  Store
 	log    zerolog.Logger
 	now    func() time.Time
+
+	// progress reads the timer progress of the Apache RocketMQ store the
+	// index was opened on, once, for the first parked message dispatched.
+	progress     func() (int64, bool, error)
+	progressOnce sync.Once
+	deliveredTo  int64 // RocketMQ delivered what was due before this
 }
 
-// New returns a timer service over the index's timer keyspace.
-func New(timers *kvindex.Timers, store Store, log zerolog.Logger) *Service {
-	return &Service{timers: timers, store: store, now: time.Now, log: log.With().Str("component", "timer").Logger()}
+// New returns a timer service over the index's timer keyspace. progress
+// returns the timer progress of an Apache RocketMQ store the index was
+// migrated from (kvindex.DB.RocketMQTimerProgress); it may be nil.
+func New(timers *kvindex.Timers, store Store, progress func() (int64, bool, error), log zerolog.Logger) *Service {
+	return &Service{timers: timers, store: store, progress: progress, now: time.Now,
+		log: log.With().Str("component", "timer").Logger()}
 }
 
 // Hook is the dispatcher hook of rmq_sys_wheel_timer: it indexes each
 // parked message at its TIMER_OUT_MS (a record without a valid one is due
-// at once).
+// at once). In a store migrated from Apache RocketMQ 5, a message due
+// before RocketMQ's timer progress was delivered there and is left out.
 func (s *Service) Hook() kvindex.Hook {
 	return kvindex.HookFunc(func(w *pebble.Batch, m *commitlog.Message) error {
+		s.progressOnce.Do(func() {
+			if s.progress == nil {
+				return
+			}
+			ms, ok, err := s.progress()
+			if err != nil {
+				s.log.Warn().Err(err).Msg("read RocketMQ's timer progress; every parked message counts as waiting")
+			} else if ok {
+				s.deliveredTo = ms
+			}
+		})
 		due := m.StoreTimestamp
 		if v, ok := commitlog.LookupProperty(m.Properties, PropOutMs); ok {
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
 				due = n
 			}
+		}
+		if due < s.deliveredTo {
+			return nil
 		}
 		return s.timers.Add(w, kvindex.TimerEntry{DeliverMs: due, PhyOffset: m.PhyOffset, Size: m.StoreSize})
 	})

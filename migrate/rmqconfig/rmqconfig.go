@@ -6,6 +6,8 @@
 //	subscriptionGroup.json  {"dataVersion":{...},"subscriptionGroupTable":{"<group>":{SubscriptionGroupConfig}}}
 //	consumerOffset.json     {"offsetTable":{"<topic>@<group>":{<queueId>:<offset>,...}}}
 //	delayOffset.json        {"offsetTable":{<delayLevel>:<offset>,...}}
+//	timercheck              4 KiB, big-endian: lastReadTimeMs int64 | lastTimerLogFlushPos int64 |
+//	                        lastTimerQueueOffset int64 | ... (RocketMQ 5's timer checkpoint)
 //
 // The files are fastjson output, not strict JSON: integer map keys are
 // written unquoted ({0:5,1:6}). Like RocketMQ's ConfigManager.load, a file
@@ -14,6 +16,7 @@
 package rmqconfig
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +47,11 @@ type Config struct {
 	// DelayOffsets maps a delay level (1-based) to the next
 	// SCHEDULE_TOPIC_XXXX offset of its queue (level-1) to deliver.
 	DelayOffsets map[int]int64
+	// TimerReadMs is RocketMQ 5's timer progress (timercheck's
+	// lastReadTimeMs): every timer message due before it was delivered.
+	// HasTimerCheck is false for a store without a timercheck.
+	TimerReadMs   int64
+	HasTimerCheck bool
 	// Files are the files read (a ".bak" when the main file was unusable).
 	Files []string
 }
@@ -72,6 +80,17 @@ func Read(root string) (Config, error) {
 		if file != "" {
 			c.Files = append(c.Files, file)
 		}
+	}
+	check := filepath.Join(dir, "timercheck")
+	switch data, err := os.ReadFile(check); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return Config{}, fmt.Errorf("read RocketMQ timer checkpoint %s: %w", check, err)
+	case len(data) < 8:
+		return Config{}, fmt.Errorf("RocketMQ timer checkpoint %s: %d bytes, too short for lastReadTimeMs", check, len(data))
+	default:
+		c.TimerReadMs, c.HasTimerCheck = int64(binary.BigEndian.Uint64(data)), true
+		c.Files = append(c.Files, check)
 	}
 	return c, nil
 }

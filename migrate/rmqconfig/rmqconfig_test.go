@@ -138,3 +138,28 @@ func FuzzParse(f *testing.F) {
 		_ = c.parseDelayOffsets(data)
 	})
 }
+
+func TestReadTimerCheckpoint(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "config")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// RocketMQ 5's timercheck: a 4 KiB page, lastReadTimeMs first, big-endian.
+	page := make([]byte, 4096)
+	copy(page, []byte{0, 0, 0x01, 0x9a, 0x2b, 0x3c, 0x4d, 0x5e})
+	page[8+7] = 9 // lastTimerLogFlushPos, not read
+	if err := os.WriteFile(filepath.Join(dir, "timercheck"), page, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Read(root)
+	if err != nil || !c.HasTimerCheck || c.TimerReadMs != 0x019a2b3c4d5e {
+		t.Fatalf("timercheck: %+v %v", c, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "timercheck"), page[:5], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(root); err == nil || !strings.Contains(err.Error(), "too short") {
+		t.Fatalf("a 5-byte timercheck: %v", err)
+	}
+}
