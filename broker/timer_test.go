@@ -146,3 +146,24 @@ func TestTimerMessageCancelled(t *testing.T) {
 		t.Fatalf("a cancel of a time come answered %d %s, want MESSAGE_ILLEGAL", r.Code, r.Remark)
 	}
 }
+
+// A store migrated from Apache RocketMQ can hold a long timer message twice:
+// parked, and parked again by RocketMQ's wheel (TIMER_ROLL_TIMES), both at
+// the same delivery time. It is delivered once.
+func TestRolledTimerMessageDeliveredOnce(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"timerPrecisionMs": "100"})
+	c := b.client(nil)
+	at := strconv.FormatInt(time.Now().Add(1200*time.Millisecond).UnixMilli(), 10)
+	mustSend(t, c, "TmRoll", 0, "long wait", "UNIQ_KEY\x01TM-R\x02TIMER_DELIVER_MS\x01"+at+"\x02")
+	mustSend(t, c, "TmRoll", 0, "long wait", "UNIQ_KEY\x01TM-R\x02TIMER_DELIVER_MS\x01"+at+"\x02TIMER_ROLL_TIMES\x011\x02")
+	mustSend(t, c, "TmRoll", 0, "other", "UNIQ_KEY\x01TM-O\x02TIMER_DELIVER_MS\x01"+at+"\x02")
+	waitDelivered(t, b, c, "TmRoll", 0, 2)
+	time.Sleep(300 * time.Millisecond)
+	var bodies []string
+	for _, m := range pullAll(t, b, c, "TmRoll", 0) {
+		bodies = append(bodies, string(m.Body))
+	}
+	if len(bodies) != 2 {
+		t.Fatalf("delivered %q, want the rolled message once and the other one", bodies)
+	}
+}

@@ -286,7 +286,9 @@
 // the keyspace up to now: the timer re-puts each to its REAL_TOPIC and
 // REAL_QID and deletes its entry (one synced batch per round). RocketMQ's
 // timerlog and timerwheel files, and their roll of delays beyond the
-// wheel, have no counterpart: any delay up to timerMaxDelaySec is one key. An entry
+// wheel, have no counterpart: any delay up to timerMaxDelaySec is one key
+// (a store migrated from RocketMQ can hold a message and its roll, with
+// TIMER_ROLL_TIMES, at one time: the timer delivers it once). An entry
 // whose record left the CommitLog is dropped when it comes due (as in
 // RocketMQ, a fileReservedTime shorter than the delay loses the message).
 // The entries are derivable, but which were delivered is recorded only by

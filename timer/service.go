@@ -133,6 +133,7 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, now time.Time) (int, error) {
 	parked := make([]*commitlog.Message, len(due))
 	cancelled := map[string]bool{}
+	rolled := map[string]bool{} // cancel keys of messages RocketMQ rolled
 	for i, e := range due {
 		m, ok, err := s.store.Read(e.PhyOffset)
 		if err != nil {
@@ -146,12 +147,28 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 			cancelled[key] = true
 			continue
 		}
+		if _, ok := commitlog.LookupProperty(m.Properties, PropRollTimes); ok {
+			rolled[cancelKey(&m)] = true
+		}
 		parked[i] = &m
 	}
+	// Apache RocketMQ parks a message due further ahead than its timing
+	// wheel again when the wheel comes round (TIMER_ROLL_TIMES), so a store
+	// migrated from it can hold a message twice, at one delivery time:
+	// only the first is delivered.
+	delivering := map[string]bool{}
 	var putErr error
 	done, delivered := 0, 0
 	for i, e := range due {
-		if m := parked[i]; m != nil && !cancelled[cancelKey(m)] {
+		m := parked[i]
+		if m != nil && rolled[cancelKey(m)] {
+			if k := cancelKey(m); delivering[k] {
+				m = nil // a roll of a message this round delivers
+			} else {
+				delivering[k] = true
+			}
+		}
+		if m != nil && !cancelled[cancelKey(m)] {
 			out, err := deliveredMessage(m, now)
 			if errors.Is(err, errDropped) {
 				s.log.Warn().Err(err).Int64("phyOffset", e.PhyOffset).Msg("timer message without a destination; dropped")

@@ -41,6 +41,9 @@ const (
 	PropDequeueMs   = "TIMER_DEQUEUE_MS"
 	PropRealTopic   = "REAL_TOPIC"
 	PropRealQueueID = "REAL_QID"
+	// PropRollTimes counts how often Apache RocketMQ parked a message again
+	// because its delivery time lay beyond its timing wheel.
+	PropRollTimes = "TIMER_ROLL_TIMES"
 	// PropDeleteKey marks a message that cancels the timer message named
 	// REAL_TOPIC+"+"+UNIQ_KEY due at the same time.
 	PropDeleteKey = "TIMER_DEL_UNIQKEY"
