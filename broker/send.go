@@ -186,7 +186,11 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	}
 
 	props := h.properties
-	half := txn.IsHalfSend(props, h.sysFlag)
+	// A consumer's retry of a committed transactional message may still
+	// carry TRAN_MSG (RocketMQ 4.x kept it on the committed copy): a send
+	// with reconsume times and a delay level is a retry, not a half, as in
+	// RocketMQ's SendMessageProcessor.
+	half := txn.IsHalfSend(props, h.sysFlag) && !(h.reconsumeTimes > 0 && delayLevelOf(props) > 0)
 	if half {
 		if b.cfg.RejectTransactionMessage {
 			return fail(remoting.NoPermission, "the broker[%s] sending transaction message is forbidden", b.cfg.BrokerName)

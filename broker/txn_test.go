@@ -383,3 +383,27 @@ func TestCommittedRecordEndsItsTransaction(t *testing.T) {
 		t.Fatalf("queue holds %d messages, want the one committed copy", len(got))
 	}
 }
+
+// A consumer's retry of a committed transactional message that still
+// carries TRAN_MSG (as RocketMQ 4.x left it on committed copies) is a
+// retry, not a new transaction.
+func TestRetryOfATransactionalMessageIsNotAHalf(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	heartbeat(t, c, heartbeatBody("10.0.0.4@c", "", "cg-tx", map[string]string{"TxRetry": "*"}))
+	r := call(t, c, remoting.SendMessageV2, map[string]string{
+		"a": "cg-tx", "b": "%RETRY%cg-tx", "c": "TBW102", "d": "4", "e": "0", "f": "0",
+		"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "j": "1",
+		"i": "TRAN_MSG\x01true\x02PGROUP\x01pg\x02DELAY\x013\x02RETRY_TOPIC\x01TxRetry\x02",
+	}, []byte("retry"))
+	if r.Code != remoting.Success {
+		t.Fatalf("retry send: %d %s", r.Code, r.Remark)
+	}
+	b.caughtUp()
+	if _, exists, err := b.topicConfig(meta.TransHalfTopic); err != nil || exists {
+		t.Fatalf("a retry was stored as a half message (half topic exists: %v, %v)", exists, err)
+	}
+	if got := pullAll(t, b, c, meta.ScheduleTopic, 2); len(got) != 1 {
+		t.Fatalf("the retry is not waiting for its delay level: %d in SCHEDULE_TOPIC_XXXX/2", len(got))
+	}
+}
