@@ -167,3 +167,19 @@ func TestRolledTimerMessageDeliveredOnce(t *testing.T) {
 		t.Fatalf("delivered %q, want the rolled message once and the other one", bodies)
 	}
 }
+
+func TestCommittedTransactionWithDelayLevelWaits(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	h := sendHalf(t, c, "TmXD", 0, "UNIQ-TX-DELAY", "tx delayed", "DELAY\x011\x02", time.Now().UnixMilli())
+	if r := endTxn(t, c, h, "pg", 8, false); r.Code != remoting.Success {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+	if parked := pullAll(t, b, c, meta.ScheduleTopic, 0); len(parked) != 1 || string(parked[0].Body) != "tx delayed" {
+		t.Fatalf("the committed message with delay level 1 is not parked in %s/0: %d there", meta.ScheduleTopic, len(parked))
+	}
+	got := waitDelivered(t, b, c, "TmXD", 0, 1)
+	if len(got) != 1 || string(got[0].Body) != "tx delayed" || got[0].StoreTimestamp-got[0].BornTimestamp < 900 {
+		t.Fatalf("delivered %d, stored %d ms after birth", len(got), got[0].StoreTimestamp-got[0].BornTimestamp)
+	}
+}

@@ -42,10 +42,13 @@ type recordStore struct {
 }
 
 // Put stores a committed, discarded or due message. A committed message
-// with a timer property waits in the timer topic, as a send would.
+// with a delay level or a timer property waits in the schedule or timer
+// topic, as RocketMQ's put does for COMMIT records.
 func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.AppendResult, error) {
 	if m.Topic != meta.TransCheckMaxTopic {
-		if _, err := timer.Park(m, time.Now(), s.b.timerConfig()); err != nil {
+		if level := delayLevelOf(m.Properties); level > 0 && commitlog.TransactionType(m.SysFlag) == commitlog.TransactionCommit {
+			s.b.toSchedule(m, level)
+		} else if _, err := timer.Park(m, time.Now(), s.b.timerConfig()); err != nil {
 			return commitlog.AppendResult{}, err
 		}
 	}
