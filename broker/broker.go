@@ -179,6 +179,9 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	if err := b.topics.ensureSystemTopics(); err != nil {
 		return err
 	}
+	if err := b.importRocketMQPop(); err != nil {
+		return err
+	}
 	if err := b.startPop(); err != nil {
 		return err
 	}

@@ -326,6 +326,22 @@ func (d *DB) SetRocketMQTimerProgress(ms int64) error {
 	return nil
 }
 
+// RocketMQPopImported reports whether the POP in-flight state of an
+// Apache RocketMQ store was imported into this index.
+func (d *DB) RocketMQPopImported() (bool, error) {
+	v, err := d.get(metaKey(metaPopImported))
+	return v != nil, err
+}
+
+// MarkRocketMQPopImported records (durably) that the store's POP
+// in-flight state was imported, so a restart does not import it again.
+func (d *DB) MarkRocketMQPopImported(at int64) error {
+	if err := d.pdb.Set(metaKey(metaPopImported), putInt64(at), pebble.Sync); err != nil {
+		return fmt.Errorf("record the POP import: %w", err)
+	}
+	return nil
+}
+
 // Checkpoint writes a consistent, openable copy of the database to dir
 // (which must not exist). Files are hard-linked where possible, so it is
 // cheap; kvdump reads a live broker's index this way.

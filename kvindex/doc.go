@@ -74,6 +74,9 @@
 //	                                           lastReadTimeMs): it delivered every timer
 //	                                           message due before it, which the timer
 //	                                           index (0x70) leaves out
+//	"rmqPopImported" value: ms int64           when that store's POP in-flight state (the
+//	                                           check-points and acks of its revive topic)
+//	                                           became pop checkpoints (0x55/0x56)
 //
 // # 0x10 cq entry: one ConsumeQueue unit
 //

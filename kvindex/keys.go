@@ -33,6 +33,9 @@ const (
 	// metaTimerProgress: the dequeue progress of an Apache RocketMQ store's
 	// timer (its timercheck's lastReadTimeMs), imported with its config.
 	metaTimerProgress = "rmqTimerReadMs"
+	// metaPopImported: the POP in-flight state of an Apache RocketMQ
+	// store (its revive topic) was imported (value: when, ms).
+	metaPopImported = "rmqPopImported"
 )
 
 // schemaVersion is the layout version this code writes. Version 1 stored

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -18,6 +19,11 @@ import (
 // instead of walking the tombstones of every checkpoint acknowledged
 // since the queue began.
 const MaxCheckpointSpan = 4096
+
+// ErrBadCheckpoint is returned by PutCheckpoint for a checkpoint that
+// breaks the layout's rules (names, offsets ascending and within
+// MaxCheckpointSpan of CKOffset): nothing is written.
+var ErrBadCheckpoint = errors.New("kvindex: checkpoint breaks the layout's rules")
 
 // Checkpoint is one pop of one queue with messages still in flight
 // (keyspaces 0x55 and 0x56): RocketMQ's PopCheckPoint with the
@@ -207,7 +213,7 @@ func decodeCheckpointDueKey(k []byte) (Checkpoint, error) {
 // entry the caller deletes when its VisibleAt differs.
 func (p *PopBatch) PutCheckpoint(c *Checkpoint) error {
 	if err := checkCheckpoint(c); err != nil {
-		return fmt.Errorf("put checkpoint: %w", err)
+		return fmt.Errorf("put checkpoint: %w: %w", ErrBadCheckpoint, err)
 	}
 	p.key = groupTopicQueue(p.key[:0], prefixPopCK, c.Group, c.Topic, c.QueueID)
 	p.floors.lower(p.key, c.CKOffset)

@@ -1,0 +1,132 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/migrate/rmqpop"
+	"github.com/rocketkv/rocketkv/pop"
+)
+
+// maxParkedScan bounds the timer entries the POP import looks through.
+const maxParkedScan = 1 << 22
+
+// importRocketMQPop turns the POP in-flight state of an Apache RocketMQ
+// store into pop checkpoints, once, before the pop service starts:
+// RocketMQ's classic POP keeps it as check-point and ack messages in the
+// cluster's revive topic, most of them still parked in the timer topic
+// until their pop's invisible time is nearly over. Without the import a
+// message popped and not acked when the store moved would never be
+// revived. The check-points past RocketMQ's revive progress (the consumer
+// offset of CID_RMQ_SYS_REVIVE_GROUP on each revive queue) and those
+// parked in the timer are merged with their acks; what is left unacked
+// becomes a checkpoint the pop service acks (with the clients' receipt
+// handles) and revives like its own. The parked ones are taken out of the
+// timer: nothing reads the revive topic here.
+func (b *Broker) importRocketMQPop() error {
+	if done, err := b.db.RocketMQPopImported(); err != nil || done {
+		return err
+	}
+	reviveTopic := rmqpop.TopicPrefix + b.cfg.BrokerClusterName
+	tc, ok, err := b.topicConfig(reviveTopic)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if err := b.importReviveTopic(reviveTopic, tc.QueueCount()); err != nil {
+			return fmt.Errorf("import the POP state of the RocketMQ store: %w", err)
+		}
+	}
+	return b.db.MarkRocketMQPopImported(time.Now().UnixMilli())
+}
+
+func (b *Broker) importReviveTopic(reviveTopic string, queues int) error {
+	log := b.component("import")
+	m := rmqpop.NewMerger()
+	bad := 0
+	add := func(msg commitlog.Message) {
+		tag, _ := commitlog.LookupProperty(msg.Properties, commitlog.PropertyTags)
+		if err := m.Add(tag, msg.Body); err != nil {
+			bad++
+			log.Warn().Err(err).Int64("phyOffset", msg.PhyOffset).Msg("revive-topic message skipped")
+		}
+	}
+	read := 0
+	for q := int32(0); q < int32(queues); q++ {
+		from, err := b.cqs.MinOffset(reviveTopic, q)
+		if err != nil {
+			return err
+		}
+		if done, ok, err := b.offsets.Get(rmqpop.ProgressGroup, reviveTopic, q); err != nil {
+			return err
+		} else if ok {
+			from = max(from, done+1)
+		}
+		for {
+			entries, err := b.cqs.Get(reviveTopic, q, from, 256)
+			if err != nil {
+				return err
+			}
+			for _, e := range entries {
+				if _, msg, ok, err := b.readRecord(e.PhyOffset); err != nil {
+					return err
+				} else if ok {
+					add(msg)
+					read++
+				}
+				from = e.QueueOffset + 1
+			}
+			if len(entries) < 256 {
+				break
+			}
+		}
+	}
+	parked, err := b.db.Timers().Due(math.MaxInt64, maxParkedScan)
+	if err != nil {
+		return err
+	}
+	if len(parked) == maxParkedScan {
+		log.Warn().Int("scanned", maxParkedScan).Msg("more timer messages than the POP import looks through; later ones stay parked")
+	}
+	var taken []kvindex.TimerEntry
+	for _, e := range parked {
+		_, msg, ok, err := b.readRecord(e.PhyOffset)
+		if err != nil {
+			return err
+		}
+		if real, _ := commitlog.LookupProperty(msg.Properties, propRealTopic); ok && real == reviveTopic {
+			add(msg)
+			taken = append(taken, e)
+		}
+	}
+	batch := b.db.Pop().NewBatch()
+	imported, skipped := 0, 0
+	for _, c := range m.InFlight() {
+		ck := kvindex.Checkpoint{Group: c.Group, Topic: c.Topic, QueueID: c.QueueID, CKOffset: c.StartOffset,
+			PopTime: c.PopTime, InvisibleTime: c.InvisibleTime, VisibleAt: c.PopTime + c.InvisibleTime,
+			RetryFlag: pop.RetryFlagOf(c.Topic)[0] - '0', Attempts: c.RePuts, Offsets: c.Offsets}
+		if err := batch.PutCheckpoint(&ck); err != nil {
+			if !errors.Is(err, kvindex.ErrBadCheckpoint) {
+				return err
+			}
+			skipped++
+			log.Warn().Err(err).Str("group", c.Group).Str("topic", c.Topic).Int32("queue", c.QueueID).
+				Int64("startOffset", c.StartOffset).Msg("RocketMQ check-point not importable; skipped")
+			continue
+		}
+		imported++
+	}
+	if err := batch.Commit(true); err != nil {
+		return err
+	}
+	if err := b.db.Timers().Delete(taken); err != nil {
+		return err
+	}
+	log.Info().Int("reviveMessages", read).Int("parked", len(taken)).Int("checkpoints", imported).
+		Int("skipped", skipped+bad).Msg("imported the POP messages in flight of the RocketMQ store")
+	return nil
+}
