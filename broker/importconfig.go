@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -13,7 +15,7 @@ import (
 
 // importRocketMQConfig copies the config files of an Apache RocketMQ store
 // (<root>/config: topics, subscription groups, consumer offsets, delay
-// offsets, the timer's progress) into the index the first time a broker opens the store, before
+// offsets, POP request modes, the timer's progress) into the index the first time a broker opens the store, before
 // its CommitLog is dispatched: the topics keep their queue counts and
 // permissions, the groups their settings, every consumer its position,
 // and the scheduler its progress per delay level, so nothing is consumed
@@ -36,14 +38,14 @@ func importRocketMQConfig(db *kvindex.DB, root string, log zerolog.Logger) error
 			return fmt.Errorf("import the RocketMQ config of %s: %w", root, err)
 		}
 		log.Info().Strs("files", c.Files).Int("topics", counts[0]).Int("groups", counts[1]).Int("offsets", counts[2]).
-			Int("delayOffsets", counts[3]).Msg("imported the config of the RocketMQ store")
+			Int("delayOffsets", counts[3]).Int("requestModes", counts[4]).Msg("imported the config of the RocketMQ store")
 	}
 	return db.MarkRocketMQConfigImported(time.Now().UnixMilli())
 }
 
 // importConfig writes what db lacks of c and returns how many topics,
-// groups, consumer offsets and delay offsets it wrote.
-func importConfig(db *kvindex.DB, c rmqconfig.Config) (counts [4]int, err error) {
+// groups, consumer offsets, delay offsets and request modes it wrote.
+func importConfig(db *kvindex.DB, c rmqconfig.Config) (counts [5]int, err error) {
 	topics, err := db.Topics(len(c.Topics) + 1)
 	if err != nil {
 		return counts, err
@@ -91,6 +93,10 @@ func importConfig(db *kvindex.DB, c rmqconfig.Config) (counts [4]int, err error)
 	if err := offsets.SetMany(updates, true); err != nil {
 		return counts, err
 	}
+	modes, err := importRequestModes(db, c.RequestModes)
+	if err != nil {
+		return counts, err
+	}
 	if c.HasTimerCheck {
 		if _, ok, err := db.RocketMQTimerProgress(); err != nil {
 			return counts, err
@@ -100,7 +106,41 @@ func importConfig(db *kvindex.DB, c rmqconfig.Config) (counts [4]int, err error)
 			}
 		}
 	}
-	return [4]int{len(newTopics), len(newGroups), len(updates) - delays, delays}, nil
+	return [5]int{len(newTopics), len(newGroups), len(updates) - delays, delays, modes}, nil
+}
+
+// importRequestModes writes the request modes the index lacks and
+// returns how many.
+func importRequestModes(db *kvindex.DB, modes []rmqconfig.RequestMode) (int, error) {
+	if len(modes) == 0 {
+		return 0, nil
+	}
+	have := map[[2]string]bool{}
+	if err := db.Pop().EachRequestMode(func(m kvindex.RequestMode) bool {
+		have[[2]string{m.Topic, m.Group}] = true
+		return true
+	}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, m := range modes {
+		if have[[2]string{m.Topic, m.ConsumerGroup}] {
+			continue
+		}
+		body := requestModeBody{Topic: m.Topic, ConsumerGroup: m.ConsumerGroup, Mode: strings.ToUpper(m.Mode), PopShareQueueNum: m.PopShareQueueNum}
+		if body.Mode != modePop {
+			body.Mode = modePull
+		}
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return n, err
+		}
+		if err := db.Pop().SetRequestMode(m.Topic, m.ConsumerGroup, raw); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // absent returns the configs whose names get does not find.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,6 +71,7 @@ func TestOpenRocketMQStoreKeepsPopInFlight(t *testing.T) {
 		"PopT":{"topicName":"PopT","readQueueNums":1,"writeQueueNums":1,"perm":6,"topicFilterType":"SINGLE_TAG"},
 		"`+revive+`":{"topicName":"`+revive+`","readQueueNums":8,"writeQueueNums":8,"perm":6,"topicFilterType":"SINGLE_TAG"}}}`)
 	writeConfig("subscriptionGroup.json", `{"subscriptionGroupTable":{"cg-pop":{"groupName":"cg-pop","retryMaxTimes":16,"retryQueueNums":1,"consumeEnable":true}}}`)
+	writeConfig("messageRequestMode.json", `{"messageRequestModeMap":{"PopT":{"cg-pop":{"consumerGroup":"cg-pop","mode":"POP","popShareQueueNum":0,"topic":"PopT"}}}}`)
 	writeConfig("consumerOffset.json", `{"offsetTable":{"PopT@cg-pop":{0:5},"`+revive+`@CID_RMQ_SYS_REVIVE_GROUP":{0:0}}}`)
 
 	b = startTestBrokerAt(t, store, nil)
@@ -109,5 +111,10 @@ func TestOpenRocketMQStoreKeepsPopInFlight(t *testing.T) {
 	}
 	if got := committedOffset(t, c, "cg-pop", "PopT", 0); got != 5 {
 		t.Fatalf("the group's offset is %d, want RocketMQ's 5", got)
+	}
+	// The group stays in POP mode (messageRequestMode.json).
+	if r := call(t, c, remoting.GetAllMessageRequestMode, nil, nil); r.Code != remoting.Success ||
+		!strings.Contains(string(r.Body), `"mode":"POP"`) || !strings.Contains(string(r.Body), `"cg-pop"`) {
+		t.Fatalf("request modes after the import: %d %s", r.Code, r.Body)
 	}
 }

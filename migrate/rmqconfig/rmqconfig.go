@@ -6,6 +6,7 @@
 //	subscriptionGroup.json  {"dataVersion":{...},"subscriptionGroupTable":{"<group>":{SubscriptionGroupConfig}}}
 //	consumerOffset.json     {"offsetTable":{"<topic>@<group>":{<queueId>:<offset>,...}}}
 //	delayOffset.json        {"offsetTable":{<delayLevel>:<offset>,...}}
+//	messageRequestMode.json {"messageRequestModeMap":{"<topic>":{"<group>":{SetMessageRequestModeRequestBody}}}}
 //	timercheck              4 KiB, big-endian: lastReadTimeMs int64 | lastTimerLogFlushPos int64 |
 //	                        lastTimerQueueOffset int64 | ... (RocketMQ 5's timer checkpoint)
 //
@@ -38,12 +39,23 @@ type Offset struct {
 	Offset       int64
 }
 
+// RequestMode is one SetMessageRequestModeRequestBody.
+type RequestMode struct {
+	Topic            string `json:"topic"`
+	ConsumerGroup    string `json:"consumerGroup"`
+	Mode             string `json:"mode"`
+	PopShareQueueNum int    `json:"popShareQueueNum"`
+}
+
 // Config is what a store's config files hold. Topics and Groups are in
 // name order, Offsets in group, topic, queue order.
 type Config struct {
 	Topics  []meta.TopicConfig
 	Groups  []meta.SubscriptionGroupConfig
 	Offsets []Offset
+	// RequestModes are the groups switched to POP (or back to PULL) with
+	// SET_MESSAGE_REQUEST_MODE, in topic and group order.
+	RequestModes []RequestMode
 	// DelayOffsets maps a delay level (1-based) to the next
 	// SCHEDULE_TOPIC_XXXX offset of its queue (level-1) to deliver.
 	DelayOffsets map[int]int64
@@ -71,6 +83,7 @@ func Read(root string) (Config, error) {
 		{"subscriptionGroup.json", c.parseGroups},
 		{"consumerOffset.json", c.parseOffsets},
 		{"delayOffset.json", c.parseDelayOffsets},
+		{"messageRequestMode.json", c.parseRequestModes},
 	}
 	for _, s := range steps {
 		file, err := readWithBackup(filepath.Join(dir, s.name), s.parse)
@@ -247,6 +260,35 @@ func (c *Config) parseDelayOffsets(data []byte) error {
 		}
 		c.DelayOffsets[level] = off
 	}
+	return nil
+}
+
+func (c *Config) parseRequestModes(data []byte) error {
+	var f struct {
+		Map map[string]map[string]RequestMode `json:"messageRequestModeMap"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return err
+	}
+	c.RequestModes = c.RequestModes[:0]
+	for topic, groups := range f.Map {
+		for group, m := range groups {
+			if m.Topic == "" {
+				m.Topic = topic
+			}
+			if m.ConsumerGroup == "" {
+				m.ConsumerGroup = group
+			}
+			c.RequestModes = append(c.RequestModes, m)
+		}
+	}
+	sort.Slice(c.RequestModes, func(i, j int) bool {
+		a, b := c.RequestModes[i], c.RequestModes[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.ConsumerGroup < b.ConsumerGroup
+	})
 	return nil
 }
 

@@ -136,6 +136,7 @@ func FuzzParse(f *testing.F) {
 		_ = c.parseGroups(data)
 		_ = c.parseOffsets(data)
 		_ = c.parseDelayOffsets(data)
+		_ = c.parseRequestModes(data)
 	})
 }
 
@@ -161,5 +162,35 @@ func TestReadTimerCheckpoint(t *testing.T) {
 	}
 	if _, err := Read(root); err == nil || !strings.Contains(err.Error(), "too short") {
 		t.Fatalf("a 5-byte timercheck: %v", err)
+	}
+}
+
+func TestReadRequestModes(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "config"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// As RocketMQ 5's MessageRequestModeManager writes it (fastjson, pretty).
+	body := `{
+	"messageRequestModeMap":{
+		"TopicP":{
+			"cg-pop":{
+				"consumerGroup":"cg-pop",
+				"mode":"POP",
+				"popShareQueueNum":1,
+				"topic":"TopicP"
+			}
+		}
+	}
+}`
+	if err := os.WriteFile(filepath.Join(root, "config", "messageRequestMode.json"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []RequestMode{{Topic: "TopicP", ConsumerGroup: "cg-pop", Mode: "POP", PopShareQueueNum: 1}}; !reflect.DeepEqual(c.RequestModes, want) {
+		t.Fatalf("request modes %+v, want %+v", c.RequestModes, want)
 	}
 }
