@@ -79,6 +79,55 @@ func (b *Broker) processCreateTopic(_ context.Context, _ *remoting.Conn, req *re
 	return remoting.NewResponse(req, remoting.Success, "")
 }
 
+// processCreateGroupList answers UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST:
+// the groups of a SubscriptionGroupList body in one synced batch.
+func (b *Broker) processCreateGroupList(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var body struct {
+		GroupConfigList []json.RawMessage `json:"groupConfigList"`
+	}
+	if err := json.Unmarshal(req.Body, &body); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, "malformed subscription group list body: "+err.Error())
+	}
+	groups := make([]meta.SubscriptionGroupConfig, 0, len(body.GroupConfigList))
+	for i, raw := range body.GroupConfigList {
+		gc := meta.NewSubscriptionGroupConfig("")
+		if err := json.Unmarshal(raw, &gc); err != nil || gc.GroupName == "" {
+			return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("malformed subscription group %d of the list", i))
+		}
+		groups = append(groups, gc)
+	}
+	if err := b.groups.Put(groups...); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// systemTopicPrefix starts the names RocketMQ's TopicValidator counts as
+// system topics whatever they are.
+const systemTopicPrefix = "rmq_sys_"
+
+// processSystemTopicList answers GET_SYSTEM_TOPIC_LIST_FROM_BROKER: the
+// broker's topics that RocketMQ's TopicValidator calls system topics.
+func (b *Broker) processSystemTopicList(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	system := map[string]bool{
+		autoCreateTopic: true, selfTestTopic: true, offsetMovedTopic: true, meta.ScheduleTopic: true,
+		meta.TransHalfTopic: true, meta.TransOpHalfTopic: true, meta.TransCheckMaxTopic: true,
+		"BenchmarkTest": true, "RMQ_SYS_TRACE_TOPIC": true,
+		b.cfg.BrokerClusterName: true, b.cfg.BrokerName: true, b.replyTopic(): true,
+	}
+	topics := []string{}
+	err := b.topics.table.Each(func(tc meta.TopicConfig) bool {
+		if system[tc.TopicName] || strings.HasPrefix(tc.TopicName, systemTopicPrefix) {
+			topics = append(topics, tc.TopicName)
+		}
+		return true
+	})
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	return jsonResponse(req, topicList{TopicList: topics})
+}
+
 // processCreateTopicList answers UPDATE_AND_CREATE_TOPIC_LIST: many topics
 // in one synced batch and one registration (bulk creation).
 func (b *Broker) processCreateTopicList(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {

@@ -136,3 +136,46 @@ func TestConsumeMessageDirectlyRelayed(t *testing.T) {
 		}
 	}
 }
+
+func TestCreateGroupListAndSystemTopics(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	body := `{"groupConfigList":[{"groupName":"gl-1","retryMaxTimes":5},{"groupName":"gl-2","consumeBroadcastEnable":false}]}`
+	if r := call(t, c, remoting.UpdateAndCreateSubscriptionGroupList, nil, []byte(body)); r.Code != remoting.Success {
+		t.Fatalf("create group list: %d %s", r.Code, r.Remark)
+	}
+	for name, check := range map[string]func(meta.SubscriptionGroupConfig) bool{
+		"gl-1": func(g meta.SubscriptionGroupConfig) bool { return g.RetryMaxTimes == 5 && g.ConsumeBroadcastEnable },
+		"gl-2": func(g meta.SubscriptionGroupConfig) bool { return g.RetryMaxTimes == 16 && !g.ConsumeBroadcastEnable },
+	} {
+		if g, err := b.groupConfig(name, false); err != nil || g.GroupName != name || !check(g) {
+			t.Errorf("group %s: %+v %v", name, g, err)
+		}
+	}
+	for _, bad := range []string{`{"groupConfigList":[{"retryMaxTimes":5}]}`, `{"groupConfigList":`} {
+		if r := call(t, c, remoting.UpdateAndCreateSubscriptionGroupList, nil, []byte(bad)); r.Code != remoting.SystemError {
+			t.Errorf("body %s: %d %s", bad, r.Code, r.Remark)
+		}
+	}
+
+	mustSend(t, c, "UserTopic", 0, "x", "")
+	r := call(t, c, remoting.GetSystemTopicListFromBroker, nil, nil)
+	var list struct {
+		TopicList []string `json:"topicList"`
+	}
+	if r.Code != remoting.Success || json.Unmarshal(r.Body, &list) != nil {
+		t.Fatalf("system topics: %d %s", r.Code, r.Body)
+	}
+	got := map[string]bool{}
+	for _, n := range list.TopicList {
+		got[n] = true
+	}
+	for _, want := range []string{"TBW102", "SCHEDULE_TOPIC_XXXX", "DefaultCluster_REPLY_TOPIC", "DefaultCluster", "broker-a", "SELF_TEST_TOPIC"} {
+		if !got[want] {
+			t.Errorf("system topic %s missing from %v", want, list.TopicList)
+		}
+	}
+	if got["UserTopic"] {
+		t.Errorf("a user topic listed as a system topic: %v", list.TopicList)
+	}
+}

@@ -20,7 +20,7 @@ var fuzzCodes = []int32{
 	remoting.GetTopicStatsInfo, remoting.GetConsumeStats, remoting.GetConsumerConnectionList,
 	remoting.GetProducerConnectionList, remoting.QueryTopicConsumeByWho, remoting.EndTransaction,
 	remoting.QueryTopicsByConsumer, remoting.GetConsumerRunningInfo, remoting.SendReplyMessage,
-	remoting.ConsumeMessageDirectly,
+	remoting.ConsumeMessageDirectly, remoting.ResumeCheckHalfMessage, remoting.UpdateAndCreateSubscriptionGroupList,
 }
 
 // FuzzRequests sends arbitrary header fields and bodies to every processor

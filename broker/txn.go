@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -41,18 +42,19 @@ type recordStore struct {
 	waitFlush bool
 }
 
-// Put stores a committed, discarded or due message. A committed message
-// with a delay level or a timer property waits in the schedule or timer
-// topic, as RocketMQ's put does for COMMIT records.
+// Put stores a committed, discarded, resumed or due message. A committed
+// message with a delay level or a timer property waits in the schedule or
+// timer topic, as RocketMQ's put does for COMMIT records.
 func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.AppendResult, error) {
-	if m.Topic != meta.TransCheckMaxTopic {
+	system := m.Topic == meta.TransCheckMaxTopic || m.Topic == meta.TransHalfTopic
+	if !system {
 		if level := delayLevelOf(m.Properties); level > 0 && commitlog.TransactionType(m.SysFlag) == commitlog.TransactionCommit {
 			s.b.toSchedule(m, level)
 		} else if _, err := timer.Park(m, time.Now(), s.b.timerConfig()); err != nil {
 			return commitlog.AppendResult{}, err
 		}
 	}
-	if m.Topic == meta.TransCheckMaxTopic || m.Topic == meta.TimerTopic {
+	if system || m.Topic == meta.TimerTopic {
 		if _, err := s.b.topics.ensureSystemTopic(m.Topic, 1, meta.PermRead|meta.PermWrite); err != nil {
 			return commitlog.AppendResult{}, err
 		}
@@ -86,6 +88,25 @@ func (b *Broker) askTransaction(c txn.Check) bool {
 		return false
 	}
 	return true
+}
+
+// processResumeCheckHalf answers RESUME_CHECK_HALF_MESSAGE (mqadmin
+// resumeCheckHalfMessage): the half message its msgId names, usually one
+// given up after transactionCheckMax checks, is checked again.
+func (b *Broker) processResumeCheckHalf(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	id, bad := requiredField(req, "msgId")
+	if bad != nil {
+		return bad
+	}
+	_, phy, err := commitlog.ParseMessageID(id)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("msgId %s is not an offset message id: %v", id, err))
+	}
+	if err := b.txns.Resume(ctx, phy); err != nil {
+		b.log.Warn().Err(err).Str("msgId", id).Msg("RESUME_CHECK_HALF_MESSAGE failed")
+		return remoting.NewResponse(req, remoting.SystemError, "Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed: "+err.Error())
+	}
+	return remoting.NewResponse(req, remoting.Success, "")
 }
 
 // processEndTransaction answers END_TRANSACTION: commit (8) stores the

@@ -407,3 +407,45 @@ func TestRetryOfATransactionalMessageIsNotAHalf(t *testing.T) {
 		t.Fatalf("the retry is not waiting for its delay level: %d in SCHEDULE_TOPIC_XXXX/2", len(got))
 	}
 }
+
+func TestResumeCheckOfAGivenUpTransaction(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"transactionTimeOut": "100", "transactionCheckInterval": "100",
+		"transactionCheckMax": "1"})
+	c := b.client(nil) // no producer yet: the one check goes unasked
+	h := sendHalf(t, c, "TxU", 0, "UNIQ-RESUME", "resumed", "", time.Now().UnixMilli())
+	waitFor(t, "the transaction given up", func() bool {
+		_, ended, err := b.db.Transactions().Ended(h.phy)
+		return err == nil && ended
+	})
+	discarded := pullAll(t, b, c, meta.TransCheckMaxTopic, 0)
+	if len(discarded) != 1 {
+		t.Fatalf("%d messages in %s", len(discarded), meta.TransCheckMaxTopic)
+	}
+	var rec checkRecorder
+	producer := b.client(rec.handle)
+	heartbeat(t, producer, heartbeatBody("10.0.0.9@2", "pg", "", nil))
+	id := commitlog.MessageID(discarded[0].StoreHost, discarded[0].PhyOffset)
+	if r := call(t, c, remoting.ResumeCheckHalfMessage, map[string]string{"msgId": id}, nil); r.Code != remoting.Success {
+		t.Fatalf("resume: %d %s", r.Code, r.Remark)
+	}
+	waitFor(t, "a check of the resumed half", func() bool { return rec.count() > 0 })
+	chk := rec.first()
+	m, err := commitlog.Decode(chk.Body)
+	if err != nil || string(m.Body) != "resumed" || m.Topic != "TxU" || commitlog.ParseProperties(m.Properties)["TRANSACTION_CHECK_TIMES"] != "1" {
+		t.Fatalf("check of the resumed half: %+v %v", m, err)
+	}
+	off, _ := strconv.ParseInt(chk.ExtFields["commitLogOffset"], 10, 64)
+	qoff, _ := strconv.ParseInt(chk.ExtFields["tranStateTableOffset"], 10, 64)
+	resumed := sentHalf{uniq: "UNIQ-RESUME", phy: off, queueOffset: qoff}
+	if r := endTxn(t, producer, resumed, "pg", 8, true); r.Code != remoting.Success {
+		t.Fatalf("commit of the resumed half: %d %s", r.Code, r.Remark)
+	}
+	if got := pullAll(t, b, c, "TxU", 0); len(got) != 1 || string(got[0].Body) != "resumed" {
+		t.Fatalf("after the commit TxU holds %d messages", len(got))
+	}
+	// Only transactional halves can be resumed.
+	plain := mustSend(t, c, "TxU", 1, "plain", "")
+	if r := call(t, c, remoting.ResumeCheckHalfMessage, map[string]string{"msgId": plain.ExtFields["msgId"]}, nil); r.Code != remoting.SystemError {
+		t.Fatalf("resume of a plain message: %d %s", r.Code, r.Remark)
+	}
+}

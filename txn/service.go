@@ -284,6 +284,37 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 	return nil
 }
 
+// ErrNotHalf: the message named is not a transaction's half (neither in
+// the half topic nor given up into TRANS_CHECK_MAX_TIME_TOPIC).
+var ErrNotHalf = errors.New("the message is not the half message of a transaction")
+
+// Resume stores the half message at phy (typically one given up into
+// TRANS_CHECK_MAX_TIME_TOPIC) again as an open half with its check count
+// at 0, so its producer group is asked about it again
+// (RESUME_CHECK_HALF_MESSAGE, mqadmin resumeCheckHalfMessage).
+func (s *Service) Resume(ctx context.Context, phy int64) error {
+	m, ok, err := s.store.Read(phy)
+	if err != nil {
+		return fmt.Errorf("resume check of %d: %w", phy, err)
+	}
+	if !ok || (m.Topic != meta.TransHalfTopic && m.Topic != meta.TransCheckMaxTopic) {
+		return ErrNotHalf
+	}
+	if _, _, err := realDestination(&m); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotHalf, err)
+	}
+	half := &commitlog.Message{
+		Topic: meta.TransHalfTopic, QueueID: 0, Flag: m.Flag, SysFlag: m.SysFlag &^ commitlog.TransactionRollback,
+		BornTimestamp: m.BornTimestamp, BornHost: m.BornHost, ReconsumeTimes: m.ReconsumeTimes, Body: m.Body,
+		Properties: commitlog.RewriteProperties(m.Properties, nil, [2]string{PropCheckTimes, "0"}),
+	}
+	if _, err := s.store.Put(ctx, half); err != nil {
+		return fmt.Errorf("resume check of %d: %w", phy, err)
+	}
+	s.log.Info().Int64("from", phy).Msg("half message stored again for transaction checks")
+	return nil
+}
+
 // pastImmunity is RocketMQ's rejectCommitOrRollback: a half naming a check
 // immunity time, born longer ago than that.
 func (s *Service) pastImmunity(half *commitlog.Message) bool {
