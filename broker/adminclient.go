@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -133,4 +135,104 @@ func (b *Broker) relayToConsumer(ctx context.Context, req *remoting.Command, bod
 	resp.ExtFields = answer.ExtFields
 	resp.Body = answer.Body
 	return resp
+}
+
+// processSubscriptionByConsumer answers QUERY_SUBSCRIPTION_BY_CONSUMER:
+// a live group's subscription to a topic (none when it has none).
+func (b *Broker) processSubscriptionByConsumer(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	group, bad := requiredField(req, "group")
+	if bad != nil {
+		return bad
+	}
+	topic, bad := requiredField(req, "topic")
+	if bad != nil {
+		return bad
+	}
+	body := struct {
+		Group            string                      `json:"group"`
+		Topic            string                      `json:"topic"`
+		SubscriptionData *adminbody.SubscriptionData `json:"subscriptionData,omitempty"`
+	}{Group: group, Topic: topic}
+	if s, _, _ := b.clients.groupSubscription(group, topic); s != nil {
+		info := s.info()
+		body.SubscriptionData = &info
+	}
+	return jsonResponse(req, body)
+}
+
+// queueTimeSpan is RocketMQ's QueueTimeSpan.
+type queueTimeSpan struct {
+	MessageQueue     adminbody.MessageQueue `json:"messageQueue"`
+	MinTimeStamp     int64                  `json:"minTimeStamp"`
+	MaxTimeStamp     int64                  `json:"maxTimeStamp"`
+	ConsumeTimeStamp int64                  `json:"consumeTimeStamp"`
+	DelayTime        int64                  `json:"delayTime"`
+}
+
+// processConsumeTimeSpan answers QUERY_CONSUME_TIME_SPAN (the admin
+// API's queryConsumeTimeSpan): per write queue of a topic, the store
+// times of its first and last messages, of the last message the group
+// consumed, and how long the next one has waited. A time the broker
+// cannot read is -1, as RocketMQ's.
+func (b *Broker) processConsumeTimeSpan(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic, bad := requiredField(req, "topic")
+	if bad != nil {
+		return bad
+	}
+	group, bad := requiredField(req, "group")
+	if bad != nil {
+		return bad
+	}
+	tc, ok, err := b.topicConfig(topic)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if !ok {
+		return remoting.NewResponse(req, remoting.TopicNotExist, "topic["+topic+"] not exist")
+	}
+	at := func(q int32, off int64) (int64, error) {
+		ts, ok, err := b.storeTimeAt(topic, q, off)
+		if err != nil || !ok {
+			return -1, err
+		}
+		return ts, nil
+	}
+	spans := []queueTimeSpan{}
+	for q := int32(0); q < int32(tc.WriteQueueNums); q++ {
+		span := queueTimeSpan{MessageQueue: adminbody.MessageQueue{BrokerName: b.cfg.BrokerName, QueueID: q, Topic: topic}}
+		minOff, err1 := b.cqs.MinOffset(topic, q)
+		maxOff, err2 := b.cqs.MaxOffset(topic, q)
+		if err := errors.Join(err1, err2); err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+		consumed, ok, err := b.offsets.Get(group, topic, q)
+		if err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+		if !ok {
+			consumed = 0
+		}
+		if span.MinTimeStamp, err = at(q, minOff); err == nil {
+			span.MaxTimeStamp, err = at(q, maxOff-1)
+		}
+		if err == nil {
+			span.ConsumeTimeStamp = span.MinTimeStamp
+			if consumed > 0 {
+				span.ConsumeTimeStamp, err = at(q, consumed-1)
+			}
+		}
+		if err == nil && consumed < maxOff {
+			var next int64
+			if next, err = at(q, consumed); next > 0 {
+				span.DelayTime = time.Now().UnixMilli() - next
+			}
+		}
+		if err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+		spans = append(spans, span)
+	}
+	return jsonResponse(req, struct {
+		ConsumeTimeSpanSet []queueTimeSpan `json:"consumeTimeSpanSet"`
+	}{spans})
 }

@@ -3,8 +3,10 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
@@ -177,5 +179,55 @@ func TestCreateGroupListAndSystemTopics(t *testing.T) {
 	}
 	if got["UserTopic"] {
 		t.Errorf("a user topic listed as a system topic: %v", list.TopicList)
+	}
+}
+
+func TestSubscriptionByConsumerAndConsumeTimeSpan(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	heartbeat(t, c, heartbeatBody("10.0.0.6@s", "", "cg-span", map[string]string{"SpanT": "b || a"}))
+	r := call(t, c, remoting.QuerySubscriptionByConsumer, map[string]string{"group": "cg-span", "topic": "SpanT"}, nil)
+	var sub struct {
+		Group, Topic     string
+		SubscriptionData *struct {
+			SubString string   `json:"subString"`
+			TagsSet   []string `json:"tagsSet"`
+		} `json:"subscriptionData"`
+	}
+	if r.Code != remoting.Success || json.Unmarshal(r.Body, &sub) != nil || sub.SubscriptionData == nil ||
+		sub.SubscriptionData.SubString != "b || a" || strings.Join(sub.SubscriptionData.TagsSet, ",") != "a,b" || sub.Group != "cg-span" {
+		t.Fatalf("subscription: %d %s", r.Code, r.Body)
+	}
+	r = call(t, c, remoting.QuerySubscriptionByConsumer, map[string]string{"group": "cg-span", "topic": "Other"}, nil)
+	if r.Code != remoting.Success || strings.Contains(string(r.Body), "subscriptionData") {
+		t.Fatalf("no subscription: %d %s", r.Code, r.Body)
+	}
+
+	for i := 0; i < 3; i++ {
+		mustSend(t, c, "SpanT", 0, "m"+strconv.Itoa(i), "")
+	}
+	stored := pullAll(t, b, c, "SpanT", 0)
+	commit(t, c, "cg-span", "SpanT", 0, 1)
+	r = call(t, c, remoting.QueryConsumeTimeSpan, map[string]string{"topic": "SpanT", "group": "cg-span"}, nil)
+	var spans struct {
+		ConsumeTimeSpanSet []queueTimeSpan `json:"consumeTimeSpanSet"`
+	}
+	if r.Code != remoting.Success || json.Unmarshal(r.Body, &spans) != nil {
+		t.Fatalf("time span: %d %s", r.Code, r.Body)
+	}
+	tc, _, _ := b.topicConfig("SpanT")
+	if len(spans.ConsumeTimeSpanSet) != tc.WriteQueueNums {
+		t.Fatalf("%d spans for %d write queues", len(spans.ConsumeTimeSpanSet), tc.WriteQueueNums)
+	}
+	q0 := spans.ConsumeTimeSpanSet[0]
+	if q0.MessageQueue.QueueID != 0 || q0.MinTimeStamp != stored[0].StoreTimestamp || q0.MaxTimeStamp != stored[2].StoreTimestamp ||
+		q0.ConsumeTimeStamp != stored[0].StoreTimestamp || q0.DelayTime < time.Now().UnixMilli()-stored[1].StoreTimestamp-1000 || q0.DelayTime <= 0 {
+		t.Errorf("queue 0: %+v, messages stored at %d %d %d", q0, stored[0].StoreTimestamp, stored[1].StoreTimestamp, stored[2].StoreTimestamp)
+	}
+	if q1 := spans.ConsumeTimeSpanSet[1]; q1.MinTimeStamp != -1 || q1.MaxTimeStamp != -1 || q1.DelayTime != 0 {
+		t.Errorf("empty queue 1: %+v", q1)
+	}
+	if r := call(t, c, remoting.QueryConsumeTimeSpan, map[string]string{"topic": "Nope", "group": "cg-span"}, nil); r.Code != remoting.TopicNotExist {
+		t.Errorf("unknown topic: %d %s", r.Code, r.Remark)
 	}
 }

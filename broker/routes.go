@@ -51,6 +51,8 @@ func (b *Broker) routes() {
 	handle(remoting.GetProducerConnectionList, b.processProducerConnection)
 	handle(remoting.QueryTopicConsumeByWho, b.processTopicConsumeByWho)
 	handle(remoting.QueryTopicsByConsumer, b.processTopicsByConsumer)
+	handle(remoting.QuerySubscriptionByConsumer, b.processSubscriptionByConsumer)
+	handle(remoting.QueryConsumeTimeSpan, b.processConsumeTimeSpan)
 	handle(remoting.GetBrokerConfig, b.processGetBrokerConfig)
 	handle(remoting.GetConsumerRunningInfo, b.processConsumerRunningInfo)
 	handle(remoting.ConsumeMessageDirectly, b.processConsumeMessageDirectly)
