@@ -83,13 +83,9 @@ func (b *Broker) processConsumerRunningInfo(ctx context.Context, _ *remoting.Con
 // its offset msgId names is handed to the named client, whose
 // ConsumeMessageDirectlyResult is the answer.
 func (b *Broker) processConsumeMessageDirectly(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	id, bad := requiredField(req, "msgId")
+	_, phy, bad := offsetMsgID(req)
 	if bad != nil {
 		return bad
-	}
-	_, phy, err := commitlog.ParseMessageID(id)
-	if err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("msgId %s is not an offset message id: %v", id, err))
 	}
 	rec, _, ok, err := b.readRecord(phy)
 	if err != nil {
@@ -99,6 +95,20 @@ func (b *Broker) processConsumeMessageDirectly(ctx context.Context, _ *remoting.
 		return remoting.NewResponse(req, remoting.SystemError, "can not find message by the offset, "+strconv.FormatInt(phy, 10))
 	}
 	return b.relayToConsumer(ctx, req, rec)
+}
+
+// offsetMsgID reads the msgId header field, an offset message id (store
+// host and CommitLog offset), or returns the answer refusing it.
+func offsetMsgID(req *remoting.Command) (id string, phy int64, refused *remoting.Command) {
+	id, refused = requiredField(req, "msgId")
+	if refused != nil {
+		return "", 0, refused
+	}
+	_, phy, err := commitlog.ParseMessageID(id)
+	if err != nil {
+		return "", 0, remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("msgId %s is not an offset message id: %v", id, err))
+	}
+	return id, phy, nil
 }
 
 // relayToConsumer asks the client the request's consumerGroup and

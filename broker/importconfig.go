@@ -50,22 +50,14 @@ func importConfig(db *kvindex.DB, c rmqconfig.Config) (counts [5]int, err error)
 	if err != nil {
 		return counts, err
 	}
-	newTopics, err := absent(c.Topics, topics.Get, func(t meta.TopicConfig) string { return t.TopicName })
-	if err != nil {
-		return counts, err
-	}
-	if err := topics.Put(newTopics...); err != nil {
+	if counts[0], err = putAbsent(c.Topics, topics.Get, topics.Put, func(t meta.TopicConfig) string { return t.TopicName }); err != nil {
 		return counts, err
 	}
 	groups, err := db.Groups(len(c.Groups) + 1)
 	if err != nil {
 		return counts, err
 	}
-	newGroups, err := absent(c.Groups, groups.Get, func(g meta.SubscriptionGroupConfig) string { return g.GroupName })
-	if err != nil {
-		return counts, err
-	}
-	if err := groups.Put(newGroups...); err != nil {
+	if counts[1], err = putAbsent(c.Groups, groups.Get, groups.Put, func(g meta.SubscriptionGroupConfig) string { return g.GroupName }); err != nil {
 		return counts, err
 	}
 	offsets := db.ConsumerOffsets()
@@ -106,7 +98,8 @@ func importConfig(db *kvindex.DB, c rmqconfig.Config) (counts [5]int, err error)
 			}
 		}
 	}
-	return [5]int{len(newTopics), len(newGroups), len(updates) - delays, delays, modes}, nil
+	counts[2], counts[3], counts[4] = len(updates)-delays, delays, modes
+	return counts, nil
 }
 
 // importRequestModes writes the request modes the index lacks and
@@ -143,17 +136,18 @@ func importRequestModes(db *kvindex.DB, modes []rmqconfig.RequestMode) (int, err
 	return n, nil
 }
 
-// absent returns the configs whose names get does not find.
-func absent[T any](cfgs []T, get func(string) (T, bool, error), name func(T) string) ([]T, error) {
+// putAbsent writes the configs whose names get does not find and returns
+// how many.
+func putAbsent[T any](cfgs []T, get func(string) (T, bool, error), put func(...T) error, name func(T) string) (int, error) {
 	var out []T
 	for _, c := range cfgs {
 		_, ok, err := get(name(c))
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		if !ok {
 			out = append(out, c)
 		}
 	}
-	return out, nil
+	return len(out), put(out...)
 }

@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -94,13 +93,9 @@ func (b *Broker) askTransaction(c txn.Check) bool {
 // resumeCheckHalfMessage): the half message its msgId names, usually one
 // given up after transactionCheckMax checks, is checked again.
 func (b *Broker) processResumeCheckHalf(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	id, bad := requiredField(req, "msgId")
+	id, phy, bad := offsetMsgID(req)
 	if bad != nil {
 		return bad
-	}
-	_, phy, err := commitlog.ParseMessageID(id)
-	if err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("msgId %s is not an offset message id: %v", id, err))
 	}
 	if err := b.txns.Resume(ctx, phy); err != nil {
 		b.log.Warn().Err(err).Str("msgId", id).Msg("RESUME_CHECK_HALF_MESSAGE failed")

@@ -294,19 +294,27 @@ func TestTransactionCheckAsksTheProducer(t *testing.T) {
 	}
 }
 
-func TestTransactionGivenUpAfterCheckMax(t *testing.T) {
-	b := startTestBroker(t, map[string]string{"transactionTimeOut": "100", "transactionCheckInterval": "100",
-		"transactionCheckMax": "2"})
-	c := b.client(nil) // no producer of pg is connected
-	h := sendHalf(t, c, "TxD", 0, "UNIQ-DISCARD", "lost cause", "", time.Now().UnixMilli())
+// waitGivenUp waits until the checker gave a transaction up and returns
+// what TRANS_CHECK_MAX_TIME_TOPIC holds.
+func waitGivenUp(t *testing.T, b *testBroker, c *remoting.Client, h sentHalf) []commitlog.Message {
+	t.Helper()
 	waitFor(t, "the transaction given up", func() bool {
 		_, ended, err := b.db.Transactions().Ended(h.phy)
 		return err == nil && ended
 	})
 	discarded := pullAll(t, b, c, meta.TransCheckMaxTopic, 0)
-	if len(discarded) == 0 {
-		t.Fatalf("nothing in %s", meta.TransCheckMaxTopic)
+	if len(discarded) != 1 {
+		t.Fatalf("%d messages in %s, want the given-up half", len(discarded), meta.TransCheckMaxTopic)
 	}
+	return discarded
+}
+
+func TestTransactionGivenUpAfterCheckMax(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"transactionTimeOut": "100", "transactionCheckInterval": "100",
+		"transactionCheckMax": "2"})
+	c := b.client(nil) // no producer of pg is connected
+	h := sendHalf(t, c, "TxD", 0, "UNIQ-DISCARD", "lost cause", "", time.Now().UnixMilli())
+	discarded := waitGivenUp(t, b, c, h)
 	p := commitlog.ParseProperties(discarded[0].Properties)
 	if len(discarded) != 1 || string(discarded[0].Body) != "lost cause" || p["REAL_TOPIC"] != "TxD" || p["TRANSACTION_CHECK_TIMES"] != "2" {
 		t.Fatalf("discarded: %d messages, first %q properties %v", len(discarded), discarded[0].Body, p)
@@ -413,14 +421,7 @@ func TestResumeCheckOfAGivenUpTransaction(t *testing.T) {
 		"transactionCheckMax": "1"})
 	c := b.client(nil) // no producer yet: the one check goes unasked
 	h := sendHalf(t, c, "TxU", 0, "UNIQ-RESUME", "resumed", "", time.Now().UnixMilli())
-	waitFor(t, "the transaction given up", func() bool {
-		_, ended, err := b.db.Transactions().Ended(h.phy)
-		return err == nil && ended
-	})
-	discarded := pullAll(t, b, c, meta.TransCheckMaxTopic, 0)
-	if len(discarded) != 1 {
-		t.Fatalf("%d messages in %s", len(discarded), meta.TransCheckMaxTopic)
-	}
+	discarded := waitGivenUp(t, b, c, h)
 	var rec checkRecorder
 	producer := b.client(rec.handle)
 	heartbeat(t, producer, heartbeatBody("10.0.0.9@2", "pg", "", nil))

@@ -132,54 +132,77 @@ func readWithBackup(path string, parse func([]byte) error) (string, error) {
 	return "", errors.Join(errs...)
 }
 
-func (c *Config) parseTopics(data []byte) error {
-	var f struct {
-		TopicConfigTable map[string]json.RawMessage `json:"topicConfigTable"`
-	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		return err
-	}
-	c.Topics = c.Topics[:0]
-	for name, raw := range f.TopicConfigTable {
-		tc := meta.NewTopicConfig(name, 0)
-		if err := json.Unmarshal(raw, &tc); err != nil {
-			return fmt.Errorf("topic %s: %w", name, err)
-		}
-		if tc.TopicName == "" {
-			tc.TopicName = name
-		}
-		if tc.Attributes == nil {
-			tc.Attributes = map[string]string{}
-		}
-		c.Topics = append(c.Topics, tc)
-	}
-	sort.Slice(c.Topics, func(i, j int) bool { return c.Topics[i].TopicName < c.Topics[j].TopicName })
-	return nil
+func (c *Config) parseTopics(data []byte) (err error) {
+	c.Topics, err = parseTable(data, "topicConfigTable", "topic",
+		func(name string) meta.TopicConfig { return meta.NewTopicConfig(name, 0) },
+		func(tc *meta.TopicConfig, name string) (string, *map[string]string) {
+			if tc.TopicName == "" {
+				tc.TopicName = name
+			}
+			return tc.TopicName, &tc.Attributes
+		})
+	return err
 }
 
-func (c *Config) parseGroups(data []byte) error {
-	var f struct {
-		SubscriptionGroupTable map[string]json.RawMessage `json:"subscriptionGroupTable"`
-	}
+func (c *Config) parseGroups(data []byte) (err error) {
+	c.Groups, err = parseTable(data, "subscriptionGroupTable", "group",
+		// Defaults for the fields older versions did not write.
+		meta.NewSubscriptionGroupConfig,
+		func(gc *meta.SubscriptionGroupConfig, name string) (string, *map[string]string) {
+			if gc.GroupName == "" {
+				gc.GroupName = name
+			}
+			return gc.GroupName, &gc.Attributes
+		})
+	return err
+}
+
+// parseTable reads the config table named field of a ConfigManager file
+// ({"<field>":{"<name>":{config},...}}): each config starts from
+// fresh(name), is filled from its JSON, then named (its name field set
+// when the JSON left it empty; it returns the name and the attributes,
+// which it makes non-nil). The configs are returned in name order.
+func parseTable[T any](data []byte, field, what string, fresh func(string) T,
+	named func(*T, string) (string, *map[string]string)) ([]T, error) {
+	var f map[string]json.RawMessage
 	if err := json.Unmarshal(data, &f); err != nil {
-		return err
+		return nil, err
 	}
-	c.Groups = c.Groups[:0]
-	for name, raw := range f.SubscriptionGroupTable {
-		gc := meta.NewSubscriptionGroupConfig(name) // defaults for fields older versions did not write
-		if err := json.Unmarshal(raw, &gc); err != nil {
-			return fmt.Errorf("group %s: %w", name, err)
+	var table map[string]json.RawMessage
+	if raw, ok := f[field]; ok {
+		if err := json.Unmarshal(raw, &table); err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
 		}
-		if gc.GroupName == "" {
-			gc.GroupName = name
-		}
-		if gc.Attributes == nil {
-			gc.Attributes = map[string]string{}
-		}
-		c.Groups = append(c.Groups, gc)
 	}
-	sort.Slice(c.Groups, func(i, j int) bool { return c.Groups[i].GroupName < c.Groups[j].GroupName })
-	return nil
+	out := make([]T, 0, len(table))
+	names := make([]string, 0, len(table))
+	for name, raw := range table {
+		cfg := fresh(name)
+		if err := json.Unmarshal(raw, &cfg); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", what, name, err)
+		}
+		n, attrs := named(&cfg, name)
+		if *attrs == nil {
+			*attrs = map[string]string{}
+		}
+		out = append(out, cfg)
+		names = append(names, n)
+	}
+	sort.Sort(byName[T]{out, names})
+	return out, nil
+}
+
+// byName sorts configs by their names.
+type byName[T any] struct {
+	cfgs  []T
+	names []string
+}
+
+func (b byName[T]) Len() int           { return len(b.cfgs) }
+func (b byName[T]) Less(i, j int) bool { return b.names[i] < b.names[j] }
+func (b byName[T]) Swap(i, j int) {
+	b.cfgs[i], b.cfgs[j] = b.cfgs[j], b.cfgs[i]
+	b.names[i], b.names[j] = b.names[j], b.names[i]
 }
 
 // offsetTable returns the members of the file's offsetTable object.
