@@ -18,6 +18,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/migrate/filecq"
@@ -356,18 +357,11 @@ func (b *Broker) syncLoop(ctx context.Context) {
 	if b.cfg.IndexWALSyncMode() == configs.IndexWALSyncInterval {
 		every = b.cfg.IndexWALSyncInterval
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := b.db.SyncWAL(); err != nil {
-				b.log.Error().Err(err).Msg("sync index WAL")
-			}
+	periodic.Run(ctx, every, func(context.Context) {
+		if err := b.db.SyncWAL(); err != nil {
+			b.log.Error().Err(err).Msg("sync index WAL")
 		}
-	}
+	})
 }
 
 // Shutdown unregisters from the name servers, stops serving, and closes the

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -291,17 +292,10 @@ func (m *clientManager) removeWhere(drop func(*clientChannel) bool) {
 // expireLoop removes clients whose heartbeats stopped for longer than
 // channelExpiredTimeout, scanning every 10 s.
 func (m *clientManager) expireLoop(ctx context.Context) {
-	t := time.NewTicker(10 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			deadline := time.Now().Add(-m.b.cfg.ChannelExpiredTimeout)
-			m.removeWhere(func(c *clientChannel) bool { return c.lastUpdate.Before(deadline) || c.conn.Closed() })
-		}
-	}
+	periodic.Run(ctx, 10*time.Second, func(context.Context) {
+		deadline := time.Now().Add(-m.b.cfg.ChannelExpiredTimeout)
+		m.removeWhere(func(c *clientChannel) bool { return c.lastUpdate.Before(deadline) || c.conn.Closed() })
+	})
 }
 
 // consumerIDs returns the client ids of a group, sorted.

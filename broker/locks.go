@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/rocketkv/rocketkv/internal/periodic"
 )
 
 // messageQueue is RocketMQ's MessageQueue as JSON.
@@ -98,14 +100,5 @@ func (l *lockManager) sweep() {
 }
 
 func (l *lockManager) expireLoop(ctx context.Context) {
-	t := time.NewTicker(l.ttl / 2)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			l.sweep()
-		}
-	}
+	periodic.Run(ctx, l.ttl/2, func(context.Context) { l.sweep() })
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/meta"
 )
 
@@ -34,20 +35,13 @@ func (b *Broker) toSchedule(m *commitlog.Message, level int) {
 // come. Delivery is at least once: a crash between the re-put and the
 // offset commit delivers again.
 func (b *Broker) scheduleLoop(ctx context.Context) {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	periodic.Run(ctx, 100*time.Millisecond, func(ctx context.Context) {
 		for level := 1; level <= len(b.delayLevels); level++ {
 			if err := b.deliverLevel(ctx, level); err != nil && ctx.Err() == nil {
 				b.log.Warn().Err(err).Int("level", level).Msg("deliver delayed messages")
 			}
 		}
-	}
+	})
 }
 
 func (b *Broker) deliverLevel(ctx context.Context, level int) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/kvindex"
 )
 
@@ -86,18 +87,11 @@ func (s *Service) Hook() kvindex.Hook {
 // Run delivers due messages every 100 ms until ctx ends; a failed round
 // is logged and retried at the next tick.
 func (s *Service) Run(ctx context.Context) {
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	periodic.Run(ctx, tick, func(ctx context.Context) {
 		if _, err := s.DeliverDue(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn().Err(err).Msg("deliver timer messages")
 		}
-	}
+	})
 }
 
 // DeliverDue stores every message due by now in its real topic and queue

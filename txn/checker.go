@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 )
@@ -20,18 +21,11 @@ const maxScanInterval = time.Second
 // second (or every transactionCheckInterval when shorter) and checks those
 // due. A failed pass is logged and the next one tries again.
 func (s *Service) Run(ctx context.Context) {
-	t := time.NewTicker(min(s.cfg.CheckInterval, maxScanInterval))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	periodic.Run(ctx, min(s.cfg.CheckInterval, maxScanInterval), func(ctx context.Context) {
 		if _, err := s.CheckDue(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn().Err(err).Msg("transaction check pass")
 		}
-	}
+	})
 }
 
 // PassStats counts what one checker pass did.

@@ -1,0 +1,40 @@
+package periodic
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestRunCallsUntilCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := make(chan struct{}, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(ctx, time.Millisecond, func(context.Context) { calls <- struct{}{} })
+	}()
+	for i := 0; i < 3; i++ {
+		select {
+		case <-calls:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("call %d never came", i+1)
+		}
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+func TestRunDoesNotCallAfterCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	called := false
+	Run(ctx, time.Hour, func(context.Context) { called = true })
+	if called {
+		t.Fatal("called with its context already ended")
+	}
+}
