@@ -183,3 +183,20 @@ func TestCommittedTransactionWithDelayLevelWaits(t *testing.T) {
 		t.Fatalf("delivered %d, stored %d ms after birth", len(got), got[0].StoreTimestamp-got[0].BornTimestamp)
 	}
 }
+
+// An entry indexed behind the delivery cursor (a parked record whose time
+// has long passed: one written straight to the timer topic, as a migrated
+// store's can be) is delivered all the same.
+func TestTimerEntryBehindTheCursorIsDelivered(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"timerPrecisionMs": "100"})
+	c := b.client(nil)
+	mustSend(t, c, "TmLate", 0, "first", "TIMER_DELAY_MS\x01300\x02")
+	waitDelivered(t, b, c, "TmLate", 0, 1) // the cursor is past it now
+	past := strconv.FormatInt(time.Now().Add(-time.Hour).UnixMilli(), 10)
+	mustSend(t, c, meta.TimerTopic, 0, "behind",
+		"TIMER_OUT_MS\x01"+past+"\x02REAL_TOPIC\x01TmLate\x02REAL_QID\x010\x02")
+	got := waitDelivered(t, b, c, "TmLate", 0, 2)
+	if string(got[1].Body) != "behind" {
+		t.Fatalf("delivered %q second, want the entry behind the cursor", got[1].Body)
+	}
+}

@@ -61,6 +61,13 @@ func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.A
 	return s.b.putMessages(ctx, []*commitlog.Message{m}, s.waitFlush)
 }
 
+// PutBatch stores due timer messages of one queue in one append. They
+// carry TIMER_OUT_MS and are not parked again.
+func (s recordStore) PutBatch(ctx context.Context, msgs []*commitlog.Message) error {
+	_, err := s.b.putMessages(ctx, msgs, s.waitFlush)
+	return err
+}
+
 // Read returns the record at a CommitLog offset.
 func (s recordStore) Read(phy int64) (commitlog.Message, bool, error) {
 	_, m, ok, err := s.b.readRecord(phy)

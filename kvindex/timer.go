@@ -65,9 +65,16 @@ func (t *Timers) Add(w *pebble.Batch, e TimerEntry) error {
 	return nil
 }
 
-// Due returns up to limit entries due at or before nowMs, earliest first
-// (ties in CommitLog order).
+// Due returns up to limit entries due at or before nowMs, earliest first.
 func (t *Timers) Due(nowMs int64, limit int) ([]TimerEntry, error) {
+	return t.DueFrom(0, 0, nowMs, limit)
+}
+
+// DueFrom is Due starting at the entry (fromMs, fromPhy) rather than at
+// the start of the keyspace: a caller that deleted everything before it
+// does not step over the deletions' tombstones again (a burst of a
+// million entries due at once would otherwise cost a quadratic scan).
+func (t *Timers) DueFrom(fromMs, fromPhy, nowMs int64, limit int) ([]TimerEntry, error) {
 	if nowMs < 0 {
 		// Nothing is due before the epoch (Add refuses negative times),
 		// and the key of a negative bound sorts after every entry.
@@ -77,7 +84,11 @@ func (t *Timers) Due(nowMs int64, limit int) ([]TimerEntry, error) {
 	if nowMs < math.MaxInt64 {
 		upper = timerKey(nowMs+1, 0)
 	}
-	it, err := t.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTimer}, UpperBound: upper})
+	lower := []byte{prefixTimer}
+	if fromMs > 0 || fromPhy > 0 {
+		lower = timerKey(max(fromMs, 0), max(fromPhy, 0))
+	}
+	it, err := t.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, fmt.Errorf("scan due timers: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -18,8 +19,9 @@ import (
 
 // Store is what the service needs of the broker's message store.
 type Store interface {
-	// Put stores a message in its topic and queue.
-	Put(ctx context.Context, m *commitlog.Message) (commitlog.AppendResult, error)
+	// PutBatch stores messages of one topic and queue, in order, in one
+	// append: all of them or none.
+	PutBatch(ctx context.Context, msgs []*commitlog.Message) error
 	// Read returns the record at a CommitLog offset; ok is false when
 	// there is none there.
 	Read(phy int64) (m commitlog.Message, ok bool, err error)
@@ -44,13 +46,42 @@ type Service struct {
 	progress     func() (int64, bool, error)
 	progressOnce sync.Once
 	deliveredTo  int64 // RocketMQ delivered what was due before this
+
+	// The delivery rounds' position in the index (an entry key): every
+	// entry before it was handled, so a round scans from it instead of
+	// over the tombstones of everything delivered (DeliverDue's
+	// goroutine only).
+	cursorMs, cursorPhy int64
+	// dispatched returns the dispatcher's committed offset (nil: every
+	// indexed entry is visible).
+	dispatched func() int64
+	// late are entries the dispatcher indexed that may lie before the
+	// cursor (due within lateWindow of when they were indexed); a round
+	// moves the cursor back to those that are committed.
+	lateMu sync.Mutex
+	late   []kvindex.TimerEntry
 }
 
-// New returns a timer service over the index's timer keyspace. progress
-// returns the timer progress of an Apache RocketMQ store the index was
-// migrated from (kvindex.DB.RocketMQTimerProgress); it may be nil.
-func New(timers *kvindex.Timers, store Store, progress func() (int64, bool, error), log zerolog.Logger) *Service {
-	return &Service{timers: timers, store: store, progress: progress, now: time.Now,
+// lateWindow bounds how far ahead of its indexing an entry may be due and
+// still be noted as late: the cursor, which never passes the clock,
+// cannot pass an entry due later than that before its dispatch batch
+// commits.
+const lateWindow = time.Minute
+
+// Options are the optional parts of a Service.
+type Options struct {
+	// Progress returns the timer progress of an Apache RocketMQ store the
+	// index was migrated from (kvindex.DB.RocketMQTimerProgress).
+	Progress func() (int64, bool, error)
+	// Dispatched returns the CommitLog offset before which the dispatcher
+	// committed every record (kvindex.Dispatcher.Dispatched); without it
+	// an indexed entry counts as committed at once.
+	Dispatched func() int64
+}
+
+// New returns a timer service over the index's timer keyspace.
+func New(timers *kvindex.Timers, store Store, opts Options, log zerolog.Logger) *Service {
+	return &Service{timers: timers, store: store, progress: opts.Progress, dispatched: opts.Dispatched, now: time.Now,
 		log: log.With().Str("component", "timer").Logger()}
 }
 
@@ -80,6 +111,11 @@ func (s *Service) Hook() kvindex.Hook {
 		if due < s.deliveredTo {
 			return nil
 		}
+		if due <= s.now().Add(lateWindow).UnixMilli() {
+			s.lateMu.Lock()
+			s.late = append(s.late, kvindex.TimerEntry{DeliverMs: due, PhyOffset: m.PhyOffset})
+			s.lateMu.Unlock()
+		}
 		return s.timers.Add(w, kvindex.TimerEntry{DeliverMs: due, PhyOffset: m.PhyOffset, Size: m.StoreSize})
 	})
 }
@@ -104,7 +140,8 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 	delivered := 0
 	for ctx.Err() == nil {
 		now := s.now()
-		due, err := s.timers.Due(now.UnixMilli(), deliverBatch)
+		s.lowerCursor()
+		due, err := s.timers.DueFrom(s.cursorMs, s.cursorPhy, now.UnixMilli(), deliverBatch)
 		if err != nil || len(due) == 0 {
 			return delivered, err
 		}
@@ -151,8 +188,7 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 	// migrated from it can hold a message twice, at one delivery time:
 	// only the first is delivered.
 	delivering := map[string]bool{}
-	var putErr error
-	done, delivered := 0, 0
+	outs := make([]*commitlog.Message, len(due)) // nil: nothing to deliver
 	for i, e := range due {
 		m := parked[i]
 		if m != nil && rolled[cancelKey(m)] {
@@ -162,26 +198,136 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 				delivering[k] = true
 			}
 		}
-		if m != nil && !cancelled[cancelKey(m)] {
-			out, err := deliveredMessage(m, now)
-			if errors.Is(err, errDropped) {
-				s.log.Warn().Err(err).Int64("phyOffset", e.PhyOffset).Msg("timer message without a destination; dropped")
-			} else if _, err := s.store.Put(ctx, out); permanent(err) {
-				s.log.Error().Err(err).Int64("phyOffset", e.PhyOffset).Str("topic", out.Topic).
-					Msg("timer message can never be stored in its topic; dropped")
-			} else if err != nil {
-				putErr = fmt.Errorf("deliver timer message at %d to %s/%d: %w", e.PhyOffset, out.Topic, out.QueueID, err)
-				break
-			} else {
-				delivered++
-			}
+		if m == nil || cancelled[cancelKey(m)] {
+			continue
 		}
-		done++
+		out, err := deliveredMessage(m, now)
+		if err != nil {
+			s.log.Warn().Err(err).Int64("phyOffset", e.PhyOffset).Msg("timer message without a destination; dropped")
+			continue
+		}
+		outs[i] = out
 	}
-	if err := s.timers.Delete(due[:done]); err != nil {
+	// The messages of one queue, in their order, go in one append; queues
+	// are independent, so the round need not keep the order across them.
+	type run struct {
+		idx  []int
+		msgs []*commitlog.Message
+	}
+	var runs []*run
+	byQueue := map[string]*run{}
+	for i, out := range outs {
+		if out == nil {
+			continue
+		}
+		k := out.Topic + "\x00" + strconv.Itoa(int(out.QueueID))
+		r := byQueue[k]
+		if r == nil || len(r.msgs) == maxAppendBatch {
+			r = &run{}
+			byQueue[k] = r
+			runs = append(runs, r)
+		}
+		r.idx = append(r.idx, i)
+		r.msgs = append(r.msgs, out)
+	}
+	handled := make([]bool, len(due))
+	for i, out := range outs {
+		handled[i] = out == nil // dropped, cancelled, rolled: nothing to put
+	}
+	delivered := 0
+	var putErr error
+	for _, r := range runs {
+		entries := make([]kvindex.TimerEntry, len(r.idx))
+		for j, i := range r.idx {
+			entries[j] = due[i]
+		}
+		n, err := s.put(ctx, entries, r.msgs)
+		delivered += n
+		if err != nil {
+			putErr = err
+			break // this run and the later ones wait for the next round
+		}
+		for _, i := range r.idx {
+			handled[i] = true
+		}
+	}
+	var done []kvindex.TimerEntry
+	for i, h := range handled {
+		if h {
+			done = append(done, due[i])
+		}
+	}
+	if err := s.timers.Delete(done); err != nil {
 		return delivered, err
 	}
+	s.advanceCursor(due, handled)
 	return delivered, putErr
+}
+
+// maxAppendBatch bounds the messages of one append.
+const maxAppendBatch = 64
+
+// put stores a run of delivered messages of one queue. A run the store
+// refuses for a message itself is stored one by one, dropping (with an
+// error line) those that can never be stored. It returns how many were
+// stored; an error leaves the run for the next round.
+func (s *Service) put(ctx context.Context, entries []kvindex.TimerEntry, msgs []*commitlog.Message) (int, error) {
+	err := s.store.PutBatch(ctx, msgs)
+	if err == nil {
+		return len(msgs), nil
+	}
+	if !permanent(err) || len(msgs) == 1 {
+		if permanent(err) {
+			s.log.Error().Err(err).Int64("phyOffset", entries[0].PhyOffset).Str("topic", msgs[0].Topic).
+				Msg("timer message can never be stored in its topic; dropped")
+			return 0, nil
+		}
+		return 0, fmt.Errorf("deliver %d timer messages to %s/%d: %w", len(msgs), msgs[0].Topic, msgs[0].QueueID, err)
+	}
+	stored := 0
+	for i := range msgs {
+		n, err := s.put(ctx, entries[i:i+1], msgs[i:i+1])
+		stored += n
+		if err != nil {
+			return stored, err
+		}
+	}
+	return stored, nil
+}
+
+// lowerCursor moves the cursor back to the committed late entries that
+// lie before it.
+func (s *Service) lowerCursor() {
+	committed := int64(math.MaxInt64)
+	if s.dispatched != nil {
+		committed = s.dispatched()
+	}
+	s.lateMu.Lock()
+	defer s.lateMu.Unlock()
+	keep := s.late[:0]
+	for _, e := range s.late {
+		if e.PhyOffset >= committed {
+			keep = append(keep, e)
+			continue
+		}
+		if e.DeliverMs < s.cursorMs || (e.DeliverMs == s.cursorMs && e.PhyOffset < s.cursorPhy) {
+			s.cursorMs, s.cursorPhy = e.DeliverMs, e.PhyOffset
+		}
+	}
+	s.late = keep
+}
+
+// advanceCursor moves the cursor past a round's entries: to the first
+// one left for the next round, or after the last.
+func (s *Service) advanceCursor(due []kvindex.TimerEntry, handled []bool) {
+	for i, h := range handled {
+		if !h {
+			s.cursorMs, s.cursorPhy = due[i].DeliverMs, due[i].PhyOffset
+			return
+		}
+	}
+	last := due[len(due)-1]
+	s.cursorMs, s.cursorPhy = last.DeliverMs, last.PhyOffset+1
 }
 
 // wholeTimes drops from a full batch the entries of its last delivery

@@ -20,7 +20,7 @@ import (
 // withTimerHook wires the dispatcher as the broker does: a record of the
 // timer topic is indexed at its TIMER_OUT_MS by the timer service's hook.
 func withTimerHook(o *kvindex.DispatcherOptions) {
-	o.Hooks = map[string]kvindex.Hook{meta.TimerTopic: timer.New(o.DB.Timers(), nil, nil, zerolog.Nop()).Hook()}
+	o.Hooks = map[string]kvindex.Hook{meta.TimerTopic: timer.New(o.DB.Timers(), nil, timer.Options{}, zerolog.Nop()).Hook()}
 }
 
 // parkAndSend parks a message with timer properties as the broker's send
