@@ -279,7 +279,9 @@ func (b *Broker) openStores(ctx context.Context) error {
 	}
 	b.qoffsets = kvindex.NewQueueOffsets(b.cqs, b.cfg.QueueOffsetCacheSize, b.component("queue-offsets"))
 	b.notifier = kvindex.NewNotifier()
-	b.txns = txn.New(txnConfig(b.cfg), db.Transactions(), recordStore{b: b, waitFlush: true}, b.askTransaction, b.root)
+	tcfg := txnConfig(b.cfg)
+	tcfg.Dispatched = func() int64 { return b.disp.Dispatched() }
+	b.txns = txn.New(tcfg, db.Transactions(), recordStore{b: b, waitFlush: true}, b.askTransaction, b.root)
 	b.timers = timer.New(db.Timers(), recordStore{b: b}, timer.Options{Progress: db.RocketMQTimerProgress,
 		Dispatched: func() int64 { return b.disp.Dispatched() }}, b.root)
 	hooks := map[string]kvindex.Hook{meta.TransHalfTopic: b.txns.HalfHook(), meta.TransOpHalfTopic: b.txns.OpHook(),

@@ -455,12 +455,17 @@ func (d *DB) Close() error {
 // Scan calls fn for every key starting with prefix, in key order, until fn
 // returns false. Key and value are only valid during the call.
 func (d *DB) Scan(prefix []byte, fn func(key, value []byte) bool) error {
+	return d.ScanFrom(prefix, prefix, fn)
+}
+
+// ScanFrom is Scan starting at the key from (which starts with prefix).
+func (d *DB) ScanFrom(prefix, from []byte, fn func(key, value []byte) bool) error {
 	if len(prefix) == 0 {
 		// No lower bound rather than an empty one: Pebble's invariant
 		// checks (race builds) index the first byte of a non-nil bound.
-		prefix = nil
+		prefix, from = nil, nil
 	}
-	it, err := d.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	it, err := d.pdb.NewIter(&pebble.IterOptions{LowerBound: from, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return fmt.Errorf("scan %x: %w", prefix, err)
 	}

@@ -217,8 +217,13 @@ func (t *Transactions) ForgetHalf(phy int64) error {
 // OpenHalves calls fn for each open half in CommitLog order (oldest first)
 // until fn returns false.
 func (t *Transactions) OpenHalves(fn func(TxnHalf) bool) error {
+	return t.OpenHalvesFrom(0, fn)
+}
+
+// OpenHalvesFrom is OpenHalves from the half at CommitLog offset from on.
+func (t *Transactions) OpenHalvesFrom(from int64, fn func(TxnHalf) bool) error {
 	var decodeErr error
-	err := t.db.Scan([]byte{prefixTxnHalf}, func(k, v []byte) bool {
+	err := t.db.ScanFrom([]byte{prefixTxnHalf}, txnKey(prefixTxnHalf, max(from, 0)), func(k, v []byte) bool {
 		h, err := decodeTxnHalf(k, v)
 		if err != nil {
 			decodeErr = err

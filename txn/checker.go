@@ -51,8 +51,19 @@ type PassStats struct {
 func (s *Service) CheckDue(ctx context.Context) (PassStats, error) {
 	var st PassStats
 	now := s.now().UnixMilli()
+	// Halves are indexed in CommitLog order, so every half before the
+	// committed offset read now is visible to this pass, and none can
+	// appear before the first open one it finds.
+	next := s.scanFrom
+	if s.cfg.Dispatched != nil {
+		next = s.cfg.Dispatched()
+	}
+	first := true
 	var due []kvindex.TxnHalf
-	err := s.state.OpenHalves(func(h kvindex.TxnHalf) bool {
+	err := s.state.OpenHalvesFrom(s.scanFrom, func(h kvindex.TxnHalf) bool {
+		if first {
+			next, first = min(next, h.PhyOffset), false
+		}
 		if h.NextCheckAt <= now {
 			due = append(due, h)
 		}
@@ -60,6 +71,9 @@ func (s *Service) CheckDue(ctx context.Context) (PassStats, error) {
 	})
 	if err != nil {
 		return st, fmt.Errorf("list open halves: %w", err)
+	}
+	if ctx.Err() == nil {
+		s.scanFrom = next
 	}
 	var errs []error
 	for _, h := range due {

@@ -29,6 +29,11 @@ type Config struct {
 	// CheckMax is transactionCheckMax: after this many checks a half is
 	// given up (default 15).
 	CheckMax int
+	// Dispatched, when set, returns the CommitLog offset before which the
+	// dispatcher committed every record (kvindex.Dispatcher.Dispatched):
+	// the checker then starts its passes after the halves that ended,
+	// instead of stepping over their deletions again every second.
+	Dispatched func() int64
 }
 
 // DefaultConfig returns RocketMQ's defaults.
@@ -86,6 +91,10 @@ type Service struct {
 	progressOnce sync.Once
 	progress     int64
 	hasProgress  bool
+
+	// scanFrom is where the checker's passes start: no open half lies
+	// before it (the checker's goroutine only).
+	scanFrom int64
 }
 
 // New returns a service over the index's transaction state.

@@ -329,3 +329,31 @@ func TestRetentionDropsTransactionsBelowTheLogMinimum(t *testing.T) {
 		t.Fatal("half at the minimum dropped")
 	}
 }
+
+// The checker's passes start at the first open half, or after every half
+// the dispatcher committed when none is open, and still see every half
+// indexed later.
+func TestCheckerPassesStartAfterEndedHalves(t *testing.T) {
+	f := newFixture(t, Config{Timeout: time.Second})
+	f.svc.cfg.Dispatched = f.disp.Dispatched
+	a := f.sendHalf("U9", "")
+	b := f.sendHalf("U10", "")
+	if err := f.svc.End(context.Background(), commitReq(a)); err != nil {
+		t.Fatal(err)
+	}
+	f.now = time.Now().Add(time.Minute)
+	if st := f.pass(); st.Checked != 1 || f.svc.scanFrom != b.PhyOffset {
+		t.Fatalf("pass %+v starts next at %d, want at the open half %d", st, f.svc.scanFrom, b.PhyOffset)
+	}
+	if err := f.svc.End(context.Background(), commitReq(b)); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.pass(); st != (PassStats{}) || f.svc.scanFrom != f.disp.Dispatched() {
+		t.Fatalf("pass %+v starts next at %d, want after everything dispatched (%d)", st, f.svc.scanFrom, f.disp.Dispatched())
+	}
+	c := f.sendHalf("U11", "")
+	f.now = time.Now().Add(time.Minute)
+	if st := f.pass(); st.Checked != 1 || f.asked[len(f.asked)-1].CommitLogOffset != c.PhyOffset {
+		t.Fatalf("a half indexed after the cursor moved: pass %+v", st)
+	}
+}
