@@ -331,6 +331,18 @@ func TestSmoke(t *testing.T) {
 			}
 		})
 	}
+	t.Run("timer", func(t *testing.T) {
+		out := runBench(t, append([]string{"timer", "--messages", "500", "--producers", "2", "--timeout", "1m"}, small...)...)
+		if !strings.Contains(out, "delivery/produce") {
+			t.Fatalf("output:\n%s", out)
+		}
+	})
+	t.Run("txn", func(t *testing.T) {
+		out := runBench(t, append([]string{"txn", "--messages", "500", "--producers", "2", "--timeout", "1m"}, small...)...)
+		if !strings.Contains(out, "transactions/produce") {
+			t.Fatalf("output:\n%s", out)
+		}
+	})
 	t.Run("e2e-latency", func(t *testing.T) {
 		out := runBench(t, append([]string{"e2e-latency", "--probe", "200ms", "--duration", "400ms", "--warmup", "100ms",
 			"--producers", "2", "--consumers", "2"}, small...)...)

@@ -79,6 +79,8 @@ func newRootCommand() *cobra.Command {
 		newDispatchLagCommand(),
 		newPopCommand(),
 		newScaleCommand(),
+		newTimerCommand(),
+		newTxnCommand(),
 	)
 	return root
 }

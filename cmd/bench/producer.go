@@ -40,6 +40,9 @@ type loadConfig struct {
 	// message instead of round robin over topic's queues. It is called
 	// only from that producer's goroutine.
 	pick func(idx, n int) (topic string, queue int)
+	// props, when set, returns properties (key\x01value\x02 pairs) added to
+	// a message's, given the send time (timer and transaction loads).
+	props func(now time.Time) string
 	// onAck, when set, sees every successful send (any phase) with the
 	// topic and queue it went to. It runs on a connection's reader
 	// goroutine.
@@ -262,6 +265,9 @@ loop:
 			topic, q = cfg.pick(idx, n)
 		}
 		req := sendRequest(topic, q, body, uniqPrefix+strconv.FormatInt(int64(n), 16), now)
+		if cfg.props != nil {
+			req.ExtFields["i"] += cfg.props(now)
+		}
 		err := c.InvokeAsync(req, func(resp *remoting.Command, err error) {
 			lat := time.Since(now)
 			// The slot is released last: the producer's final wait for
