@@ -195,11 +195,20 @@ func (t *Transactions) Half(phy int64) (h TxnHalf, ok bool, err error) {
 }
 
 // UpdateHalf rewrites an open half's check count and next check time. The
-// write is not synced: a crash forgets at most a few checks, which are
-// then asked again.
+// write is not synced: Sync makes a pass's updates durable at once, and a
+// crash before it forgets those checks, which are then asked again.
 func (t *Transactions) UpdateHalf(h TxnHalf) error {
 	if err := t.db.pdb.Set(txnKey(prefixTxnHalf, h.PhyOffset), encodeTxnHalf(h), pebble.NoSync); err != nil {
 		return fmt.Errorf("update half at %d: %w", h.PhyOffset, err)
+	}
+	return nil
+}
+
+// Sync makes every earlier UpdateHalf and ForgetHalf durable (one sync of
+// the index's write-ahead log for a whole checker pass).
+func (t *Transactions) Sync() error {
+	if err := t.db.SyncWAL(); err != nil {
+		return fmt.Errorf("sync transaction state: %w", err)
 	}
 	return nil
 }

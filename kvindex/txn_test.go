@@ -360,7 +360,7 @@ func TestTxnEndSurvivesReopen(t *testing.T) {
 }
 
 // End is synced: it survives a crash that loses every write not synced,
-// which a check (not synced) does not.
+// which a check (not synced) does not, unless Sync follows it.
 func TestTxnEndSurvivesCrash(t *testing.T) {
 	fs := vfs.NewCrashableMem()
 	open := func(fs vfs.FS) *DB {
@@ -377,12 +377,18 @@ func TestTxnEndSurvivesCrash(t *testing.T) {
 	if err := db.Transactions().End(100, TxnEnd{State: TxnCommit, At: txnBase}); err != nil {
 		t.Fatal(err)
 	}
+	if err := db.Transactions().UpdateHalf(TxnHalf{PhyOffset: 200, QueueOffset: 2, StoreTimestamp: txnBase + 200, Checks: 1, NextCheckAt: txnBase + 9000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Transactions().Sync(); err != nil {
+		t.Fatal(err)
+	}
 	if err := db.Transactions().UpdateHalf(TxnHalf{PhyOffset: 300, Checks: 1, NextCheckAt: txnBase + 1}); err != nil {
 		t.Fatal(err)
 	}
 	after := open(fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0}))
 	want := []string{
-		"half 200 q=2 stored=+200 next=+6200 checks=0",
+		"half 200 q=2 stored=+200 next=+9000 checks=1",
 		"half 300 q=3 stored=+300 next=+6300 checks=0",
 		fmt.Sprintf("end 100 COMMIT_MESSAGE at=%d", txnBase),
 	}

@@ -84,6 +84,11 @@ func (s *Service) CheckDue(ctx context.Context) (PassStats, error) {
 			errs = append(errs, err)
 		}
 	}
+	if len(due) > 0 {
+		// One sync for the pass's check counts: transactionCheckMax then
+		// holds across a crash, but for the checks of the pass it ends.
+		errs = append(errs, s.state.Sync())
+	}
 	return st, errors.Join(errs...)
 }
 
