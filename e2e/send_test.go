@@ -213,28 +213,7 @@ func TestDelayLevel(t *testing.T) {
 			t.Fatalf("send %d: %v", i, err)
 		}
 	}
-	var mu sync.Mutex
-	var early []string
-	got := newCollector()
-	startPushConsumerFunc(t, ns.addr, "cg-delay", topic, consumer.MessageSelector{},
-		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-			for _, m := range msgs {
-				if d := m.StoreTimestamp - m.BornTimestamp; d < 5000 {
-					mu.Lock()
-					early = append(early, fmt.Sprintf("%s stored %d ms after it was born", m.Body, d))
-					mu.Unlock()
-				}
-				got.add(string(m.Body))
-			}
-			return consumer.ConsumeSuccess, nil
-		}, consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
-	got.waitDistinct(t, n, 60*time.Second)
-	checkBodies(t, got, "delay-", n)
-	mu.Lock()
-	defer mu.Unlock()
-	for _, e := range early {
-		t.Error(e)
-	}
+	consumeDelayed(t, ns.addr, "cg-delay", topic, "delay-", n, func(int) int64 { return 5000 })
 }
 
 // TestMessageFidelity: what a consumer receives is what the producer sent
