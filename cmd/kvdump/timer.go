@@ -24,6 +24,9 @@ them), with where the parked record is in the CommitLog and, read from it,
 the topic and queue the message is stored in when due (REAL_TOPIC,
 REAL_QID), its message id and when it was parked.
 
+A message that cancels another (TIMER_DEL_UNIQKEY, "<topic>+<UNIQ_KEY>")
+shows it after its MSGID: the timer stores neither of the two.
+
 A TOPIC or QUEUE of "-" is a record without a valid destination, which the
 timer drops when it comes due; "error: ..." is a record that cannot be read
 (gone from the CommitLog, which the timer also drops) or does not match its
@@ -55,6 +58,9 @@ type timerLine struct {
 	RealQueueID *int32 `json:"realQueueId,omitempty"`
 	// MsgID is the client's message id (UNIQ_KEY), absent when none.
 	MsgID string `json:"msgId,omitempty"`
+	// Cancels is the message this one cancels when it comes due
+	// (TIMER_DEL_UNIQKEY: "<topic>+<UNIQ_KEY>"), absent for others.
+	Cancels string `json:"cancels,omitempty"`
 	// ParkedAt is the store time of the parked record.
 	ParkedAt int64 `json:"parkedAt,omitempty"`
 	// MessageError says why the parked record could not be read, or how
@@ -95,7 +101,11 @@ func runTimer(ctx context.Context, s *store, out *output, before int64) error {
 				if l.RealQueueID != nil {
 					queue = num(*l.RealQueueID)
 				}
-				row = append(row, cell(l.RealTopic), queue, cell(l.MsgID), formatTime(l.ParkedAt))
+				id := cell(l.MsgID)
+				if l.Cancels != "" {
+					id += " (cancels " + l.Cancels + ")"
+				}
+				row = append(row, cell(l.RealTopic), queue, id, formatTime(l.ParkedAt))
 			}
 			t.row(row...)
 		}
@@ -133,6 +143,7 @@ func readParked(s *store, l *timerLine) error {
 		}
 	}
 	l.MsgID, _ = commitlog.LookupProperty(m.Properties, commitlog.PropertyUniqID)
+	l.Cancels, _ = commitlog.LookupProperty(m.Properties, timer.PropDeleteKey)
 	l.ParkedAt = m.StoreTimestamp
 	return nil
 }

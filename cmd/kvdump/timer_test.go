@@ -50,6 +50,8 @@ func TestTimer(t *testing.T) {
 	b := parkAndSend(t, s, "TopicB", 0, map[string]string{timer.PropDeliverMs: fmt.Sprint(at("07:10:00.000"))})
 	c := parkAndSend(t, s, "TopicA", 2, map[string]string{timer.PropDelayMs: "30000", "UNIQ_KEY": "UC"})
 	d := parkAndSend(t, s, "TopicA", 0, map[string]string{timer.PropDelaySec: "30", "UNIQ_KEY": "UD"})
+	// g cancels a when both come due.
+	g := parkAndSend(t, s, "TopicA", 1, map[string]string{timer.PropDelaySec: "3600", "UNIQ_KEY": "UG", timer.PropDeleteKey: "TopicA+UA"})
 	// A record sent to the timer topic itself has no TIMER_OUT_MS (due
 	// when stored) and no destination.
 	e := s.send(t, meta.TimerTopic, 0, map[string]string{"UNIQ_KEY": "UE"}, "no destination")
@@ -100,6 +102,7 @@ func TestTimer(t *testing.T) {
 		errRow("07:08:40.000", plain.PhyOffset, plain.WroteBytes, fmt.Sprintf("record at %d is in topic TopicA, not rmq_sys_wheel_timer", plain.PhyOffset)),
 		row("07:09:59.000", b, "TopicB", "0", "-"),
 		row("08:08:09.000", a, "TopicA", "1", "UA"),
+		row("08:08:09.000", g, "TopicA", "1", "UG (cancels TopicA+UA)"),
 		errRow("09:00:00.000", c.PhyOffset, c.WroteBytes+1, fmt.Sprintf("record at %d is %d bytes, the entry says %d", c.PhyOffset, c.WroteBytes, c.WroteBytes+1)),
 		errRow("10:00:00.000", gone, 100, goneErr.Error()),
 	}
@@ -138,6 +141,7 @@ func TestTimer(t *testing.T) {
 		errJSON("07:08:40.000", plain.PhyOffset, plain.WroteBytes, fmt.Sprintf("record at %d is in topic TopicA, not rmq_sys_wheel_timer", plain.PhyOffset)),
 		lineJSON("07:09:59.000", b, "TopicB", 0, ""),
 		lineJSON("08:08:09.000", a, "TopicA", 1, "UA"),
+		withCancel(lineJSON("08:08:09.000", g, "TopicA", 1, "UG"), "TopicA+UA"),
 		errJSON("09:00:00.000", c.PhyOffset, c.WroteBytes+1, fmt.Sprintf("record at %d is %d bytes, the entry says %d", c.PhyOffset, c.WroteBytes, c.WroteBytes+1)),
 		errJSON("10:00:00.000", gone, 100, goneErr.Error()))
 	checkJSON(t, "timer --json --due-before", jsonLines(t, mustKvdump(t, "--store", root, "--json", "timer", "--due-before", "2026-05-06T07:08:09.123Z")),
@@ -154,10 +158,10 @@ func TestTimer(t *testing.T) {
 			sum = l
 		}
 	}
-	if n := fmt.Sprint(sum["timerMessages"]); n != "8" {
-		t.Errorf("summary counts %s timer messages, want 8", n)
+	if n := fmt.Sprint(sum["timerMessages"]); n != "9" {
+		t.Errorf("summary counts %s timer messages, want 9", n)
 	}
-	if got := mustKvdump(t, "--store", root, "summary"); !regexp.MustCompile(`(?m)^timer messages +8 waiting$`).MatchString(got) {
+	if got := mustKvdump(t, "--store", root, "summary"); !regexp.MustCompile(`(?m)^timer messages +9 waiting$`).MatchString(got) {
 		t.Errorf("summary table:\n%s", got)
 	}
 	raw := regexp.MustCompile(fmt.Sprintf(`(?m)^timer +70%016x%016x +%08x +deliverAt=%s phyOffset=%d size=%d$`,
@@ -165,6 +169,12 @@ func TestTimer(t *testing.T) {
 	if got := mustKvdump(t, "--store", root, "raw", "--prefix", "70"); !raw.MatchString(got) {
 		t.Errorf("raw 70 does not decode the timer message due last:\n%s", got)
 	}
+}
+
+// withCancel adds the cancels field to an expected JSON line.
+func withCancel(m map[string]any, key string) map[string]any {
+	m["cancels"] = key
+	return m
 }
 
 // A store without timer messages lists an empty table.
