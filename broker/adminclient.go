@@ -246,3 +246,52 @@ func (b *Broker) processConsumeTimeSpan(_ context.Context, _ *remoting.Conn, req
 		ConsumeTimeSpanSet []queueTimeSpan `json:"consumeTimeSpanSet"`
 	}{spans})
 }
+
+// consumerStatusTimeout bounds the wait for each client's answer to
+// GET_CONSUMER_STATUS_FROM_CLIENT (RocketMQ's Broker2Client waits 5 s).
+const consumerStatusTimeout = 5 * time.Second
+
+// processConsumerStatus answers INVOKE_BROKER_TO_GET_CONSUMER_STATUS
+// (mqadmin getConsumerStatus): each live client of the group (or the one
+// clientAddr names) is asked for the offsets it holds of the topic's
+// queues, and the answers are returned by client id, as RocketMQ's
+// Broker2Client.getConsumeStatus does. A client that does not answer is
+// left out.
+func (b *Broker) processConsumerStatus(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic, bad := requiredField(req, "topic")
+	if bad != nil {
+		return bad
+	}
+	group, bad := requiredField(req, "group")
+	if bad != nil {
+		return bad
+	}
+	only := remoting.Header(req.ExtFields).OptString("clientAddr", "")
+	channels := b.clients.consumerChannels(group)
+	if len(channels) == 0 {
+		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("No Any Consumer online in the consumer group: [%s]", group))
+	}
+	table := map[string]map[adminbody.MessageQueue]int64{}
+	ask := remoting.NewRequest(remoting.GetConsumerStatusFromClient, map[string]string{"topic": topic, "group": group}, nil)
+	for _, ch := range channels {
+		if only != "" && only != ch.clientID {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, consumerStatusTimeout)
+		answer, err := ch.conn.Request(cctx, ask)
+		cancel()
+		if err != nil || answer.Code != remoting.Success || len(answer.Body) == 0 {
+			b.log.Warn().Err(err).Str("group", group).Str("clientId", ch.clientID).Msg("GET_CONSUMER_STATUS_FROM_CLIENT got no status")
+			continue
+		}
+		offsets, err := adminbody.DecodeConsumerStatus(answer.Body)
+		if err != nil {
+			b.log.Warn().Err(err).Str("group", group).Str("clientId", ch.clientID).Msg("GET_CONSUMER_STATUS_FROM_CLIENT answer not understood")
+			continue
+		}
+		table[ch.clientID] = offsets
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	resp.Body = adminbody.EncodeConsumerStatusTable(table)
+	return resp
+}

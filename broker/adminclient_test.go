@@ -10,6 +10,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -229,5 +230,47 @@ func TestSubscriptionByConsumerAndConsumeTimeSpan(t *testing.T) {
 	}
 	if r := call(t, c, remoting.QueryConsumeTimeSpan, map[string]string{"topic": "Nope", "group": "cg-span"}, nil); r.Code != remoting.TopicNotExist {
 		t.Errorf("unknown topic: %d %s", r.Code, r.Remark)
+	}
+}
+
+func TestConsumerStatusAskedOfEveryClient(t *testing.T) {
+	b := startTestBroker(t, nil)
+	answer := func(offset int) func(context.Context, *remoting.Command) *remoting.Command {
+		return func(_ context.Context, cmd *remoting.Command) *remoting.Command {
+			if cmd.Code != remoting.GetConsumerStatusFromClient || cmd.ExtFields["topic"] != "StT" || cmd.ExtFields["group"] != "cg-st" {
+				return remoting.NewResponse(cmd, remoting.SystemError, "unexpected request")
+			}
+			resp := remoting.NewResponse(cmd, remoting.Success, "")
+			resp.Body = []byte(`{"messageQueueTable":{{"topic":"StT","brokerName":"broker-a","queueId":0}:` + strconv.Itoa(offset) + `}}`)
+			return resp
+		}
+	}
+	for i, id := range []string{"10.0.0.1@a", "10.0.0.2@b"} {
+		heartbeat(t, b.client(answer(10+i)), heartbeatBody(id, "", "cg-st", map[string]string{"StT": "*"}))
+	}
+	admin := b.client(nil)
+	status := func(ext map[string]string) map[string]map[adminbody.MessageQueue]int64 {
+		t.Helper()
+		r := call(t, admin, remoting.InvokeBrokerToGetConsumerStatus, ext, nil)
+		if r.Code != remoting.Success {
+			t.Fatalf("consumer status %v: %d %s", ext, r.Code, r.Remark)
+		}
+		table, err := adminbody.DecodeConsumerStatusTable(r.Body)
+		if err != nil {
+			t.Fatalf("body %s: %v", r.Body, err)
+		}
+		return table
+	}
+	q0 := adminbody.MessageQueue{BrokerName: "broker-a", QueueID: 0, Topic: "StT"}
+	all := status(map[string]string{"topic": "StT", "group": "cg-st"})
+	if len(all) != 2 || all["10.0.0.1@a"][q0] != 10 || all["10.0.0.2@b"][q0] != 11 {
+		t.Fatalf("status of the group: %v", all)
+	}
+	one := status(map[string]string{"topic": "StT", "group": "cg-st", "clientAddr": "10.0.0.2@b"})
+	if len(one) != 1 || one["10.0.0.2@b"][q0] != 11 {
+		t.Fatalf("status of one client: %v", one)
+	}
+	if r := call(t, admin, remoting.InvokeBrokerToGetConsumerStatus, map[string]string{"topic": "StT", "group": "nobody"}, nil); r.Code != remoting.SystemError {
+		t.Fatalf("group without clients: %d %s", r.Code, r.Remark)
 	}
 }

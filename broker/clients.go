@@ -353,6 +353,25 @@ func (m *clientManager) producerConnByClientID(clientID string) *remoting.Conn {
 	return nil
 }
 
+// consumerChannels returns the live clients of a consumer group, in
+// client id order.
+func (m *clientManager) consumerChannels(group string) []*clientChannel {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.consumers[group]
+	if g == nil {
+		return nil
+	}
+	out := make([]*clientChannel, 0, len(g.channels))
+	for _, ch := range g.channels {
+		if !ch.conn.Closed() {
+			out = append(out, ch)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].clientID < out[j].clientID })
+	return out
+}
+
 // consumerConn returns the live connection of one client of a consumer
 // group, or nil.
 func (m *clientManager) consumerConn(group, clientID string) *remoting.Conn {

@@ -21,7 +21,7 @@ var fuzzCodes = []int32{
 	remoting.GetProducerConnectionList, remoting.QueryTopicConsumeByWho, remoting.EndTransaction,
 	remoting.QueryTopicsByConsumer, remoting.GetConsumerRunningInfo, remoting.SendReplyMessage,
 	remoting.ConsumeMessageDirectly, remoting.ResumeCheckHalfMessage, remoting.UpdateAndCreateSubscriptionGroupList,
-	remoting.QuerySubscriptionByConsumer, remoting.QueryConsumeTimeSpan,
+	remoting.QuerySubscriptionByConsumer, remoting.QueryConsumeTimeSpan, remoting.InvokeBrokerToGetConsumerStatus,
 }
 
 // FuzzRequests sends arbitrary header fields and bodies to every processor

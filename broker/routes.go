@@ -56,6 +56,7 @@ func (b *Broker) routes() {
 	handle(remoting.GetBrokerConfig, b.processGetBrokerConfig)
 	handle(remoting.GetConsumerRunningInfo, b.processConsumerRunningInfo)
 	handle(remoting.ConsumeMessageDirectly, b.processConsumeMessageDirectly)
+	handle(remoting.InvokeBrokerToGetConsumerStatus, b.processConsumerStatus)
 	handle(remoting.CheckpointIndex, b.processCheckpoint)
 	handle(remoting.PopMessage, b.processPop)
 	handle(remoting.AckMessage, b.processAck)

@@ -13,12 +13,13 @@ import (
 const (
 	codeGetConsumerRunningInfo = 307
 	codeConsumeMessageDirectly = 309
+	codeGetConsumerStatus      = 223
 )
 
-// TestAdminRelaysToTheGoConsumer: GET_CONSUMER_RUNNING_INFO and
-// CONSUME_MESSAGE_DIRECTLY sent to the broker (as mqadmin consumerStatus
-// and the dashboard do) are answered by the unchanged Go push consumer
-// they name.
+// TestAdminRelaysToTheGoConsumer: GET_CONSUMER_RUNNING_INFO,
+// CONSUME_MESSAGE_DIRECTLY and INVOKE_BROKER_TO_GET_CONSUMER_STATUS sent to
+// the broker (as mqadmin consumerStatus, getConsumerStatus and the
+// dashboard do) are answered by the unchanged Go push consumer they name.
 func TestAdminRelaysToTheGoConsumer(t *testing.T) {
 	t.Parallel()
 	ns := startNamesrv(t)
@@ -59,6 +60,11 @@ func TestAdminRelaysToTheGoConsumer(t *testing.T) {
 	// a number: 0 is CR_SUCCESS.
 	if err != nil || r.Code != respSuccess || !strings.Contains(string(r.Body), `"consumeResult":0`) {
 		t.Fatalf("consume directly: %+v %s %v", r, r.Body, err)
+	}
+	// The consumer's own view of its offsets, through the broker.
+	r, err = rawInvoke(b.addr, codeGetConsumerStatus, map[string]string{"topic": topic, "group": group}, nil)
+	if err != nil || r.Code != respSuccess || !strings.Contains(string(r.Body), `"`+ids[0]+`":{{`) || !strings.Contains(string(r.Body), topic) {
+		t.Fatalf("consumer status: %+v %s %v", r, r.Body, err)
 	}
 	if n := got.snapshot()["direct"]; n != 2 {
 		t.Fatalf("the consumer's listener saw the message %d times, want 2 (delivered, then directly)", n)

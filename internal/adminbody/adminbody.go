@@ -185,9 +185,21 @@ func EncodeConsumeStats(table map[MessageQueue]OffsetWrapper, consumeTps float64
 
 // DecodeResetOffset reads a ResetOffsetBody.
 func DecodeResetOffset(body []byte) (map[MessageQueue]int64, error) {
+	return decodeOffsets(body, "ResetOffsetBody", "offsetTable")
+}
+
+// DecodeConsumerStatus reads a client's answer to
+// GET_CONSUMER_STATUS_FROM_CLIENT, a GetConsumerStatusBody:
+// {"messageQueueTable":{<queue>:offset}}.
+func DecodeConsumerStatus(body []byte) (map[MessageQueue]int64, error) {
+	return decodeOffsets(body, "GetConsumerStatusBody", "messageQueueTable")
+}
+
+// decodeOffsets reads the queue-to-offset table field of a body.
+func decodeOffsets(body []byte, what, field string) (map[MessageQueue]int64, error) {
 	var table map[MessageQueue]int64
-	err := decodeBody(body, "ResetOffsetBody", func(name string, v []byte) error {
-		if name != "offsetTable" {
+	err := decodeBody(body, what, func(name string, v []byte) error {
+		if name != field {
 			return nil
 		}
 		var err error
@@ -195,6 +207,53 @@ func DecodeResetOffset(body []byte) (map[MessageQueue]int64, error) {
 		return err
 	})
 	return table, err
+}
+
+// EncodeConsumerStatusTable writes the broker's answer to
+// INVOKE_BROKER_TO_GET_CONSUMER_STATUS, a GetConsumerStatusBody:
+// {"consumerTable":{"<client id>":{<queue>:offset}},"messageQueueTable":{}},
+// client ids in order.
+func EncodeConsumerStatusTable(table map[string]map[MessageQueue]int64) []byte {
+	ids := make([]string, 0, len(table))
+	for id := range table {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	dst := append([]byte(nil), `{"consumerTable":{`...)
+	for i, id := range ids {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendQuote(dst, id)
+		dst = append(dst, ':')
+		dst = appendTable(dst, table[id], func(b []byte, v int64) []byte { return strconv.AppendInt(b, v, 10) })
+	}
+	return append(dst, `},"messageQueueTable":{}}`...)
+}
+
+// DecodeConsumerStatusTable reads what EncodeConsumerStatusTable writes.
+func DecodeConsumerStatusTable(body []byte) (map[string]map[MessageQueue]int64, error) {
+	out := map[string]map[MessageQueue]int64{}
+	err := decodeBody(body, "GetConsumerStatusBody", func(name string, v []byte) error {
+		if name != "consumerTable" {
+			return nil
+		}
+		clients, err := Members(v)
+		if err != nil {
+			return err
+		}
+		for _, c := range clients {
+			var id string
+			if err := json.Unmarshal(c.Key, &id); err != nil {
+				return fmt.Errorf("client id %.40q: %w", c.Key, err)
+			}
+			if out[id], err = decodeTable[int64](c.Value); err != nil {
+				return fmt.Errorf("client %s: %w", id, err)
+			}
+		}
+		return nil
+	})
+	return out, err
 }
 
 // DecodeTopicStats reads a TopicStatsTable.

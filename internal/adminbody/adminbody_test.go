@@ -114,3 +114,28 @@ func FuzzMembers(f *testing.F) {
 		_, _, _ = DecodeConsumeStats(data)
 	})
 }
+
+func TestConsumerStatus(t *testing.T) {
+	// What the Go client answers GET_CONSUMER_STATUS_FROM_CLIENT with
+	// (its ConsumerStatus.Encode: json.Marshal'd queue keys).
+	client := `{"messageQueueTable":{{"topic":"T","brokerName":"b","queueId":0}:5,{"topic":"T","brokerName":"b","queueId":1}:7}}`
+	got, err := DecodeConsumerStatus([]byte(client))
+	want := map[MessageQueue]int64{{BrokerName: "b", QueueID: 0, Topic: "T"}: 5, {BrokerName: "b", QueueID: 1, Topic: "T"}: 7}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("client status %v %v", got, err)
+	}
+	table := map[string]map[MessageQueue]int64{"c2": {{BrokerName: "b", QueueID: 1, Topic: "T"}: 7}, "c1": want}
+	body := EncodeConsumerStatusTable(table)
+	wantBody := `{"consumerTable":{"c1":{{"brokerName":"b","queueId":0,"topic":"T"}:5,{"brokerName":"b","queueId":1,"topic":"T"}:7},` +
+		`"c2":{{"brokerName":"b","queueId":1,"topic":"T"}:7}},"messageQueueTable":{}}`
+	if string(body) != wantBody {
+		t.Fatalf("encoded\n%s\nwant\n%s", body, wantBody)
+	}
+	back, err := DecodeConsumerStatusTable(body)
+	if err != nil || !reflect.DeepEqual(back, table) {
+		t.Fatalf("decoded back %v %v", back, err)
+	}
+	if _, err := DecodeConsumerStatus([]byte(`{"messageQueueTable":{{"queueId":"x"}:1}}`)); err == nil {
+		t.Fatal("a bad queue key decoded")
+	}
+}
