@@ -116,14 +116,11 @@ func offsetMsgID(req *remoting.Command) (id string, phy int64, refused *remoting
 // (brokerName set to this broker's) and the given body, and answers with
 // the client's answer, as RocketMQ's AdminBrokerProcessor.callConsumer.
 func (b *Broker) relayToConsumer(ctx context.Context, req *remoting.Command, body []byte) *remoting.Command {
-	group, bad := requiredField(req, "consumerGroup")
+	f, bad := requiredFields(req, "consumerGroup", "clientId")
 	if bad != nil {
 		return bad
 	}
-	clientID, bad := requiredField(req, "clientId")
-	if bad != nil {
-		return bad
-	}
+	group, clientID := f[0], f[1]
 	conn := b.clients.consumerConn(group, clientID)
 	if conn == nil {
 		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("The Consumer <%s> <%s> not online", group, clientID))
@@ -150,14 +147,11 @@ func (b *Broker) relayToConsumer(ctx context.Context, req *remoting.Command, bod
 // processSubscriptionByConsumer answers QUERY_SUBSCRIPTION_BY_CONSUMER:
 // a live group's subscription to a topic (none when it has none).
 func (b *Broker) processSubscriptionByConsumer(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	group, bad := requiredField(req, "group")
+	f, bad := requiredFields(req, "group", "topic")
 	if bad != nil {
 		return bad
 	}
-	topic, bad := requiredField(req, "topic")
-	if bad != nil {
-		return bad
-	}
+	group, topic := f[0], f[1]
 	body := struct {
 		Group            string                      `json:"group"`
 		Topic            string                      `json:"topic"`
@@ -185,14 +179,11 @@ type queueTimeSpan struct {
 // consumed, and how long the next one has waited. A time the broker
 // cannot read is -1, as RocketMQ's.
 func (b *Broker) processConsumeTimeSpan(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	topic, bad := requiredField(req, "topic")
+	f, bad := requiredFields(req, "topic", "group")
 	if bad != nil {
 		return bad
 	}
-	group, bad := requiredField(req, "group")
-	if bad != nil {
-		return bad
-	}
+	topic, group := f[0], f[1]
 	tc, ok, err := b.topicConfig(topic)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
@@ -258,14 +249,11 @@ const consumerStatusTimeout = 5 * time.Second
 // Broker2Client.getConsumeStatus does. A client that does not answer is
 // left out.
 func (b *Broker) processConsumerStatus(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	topic, bad := requiredField(req, "topic")
+	f, bad := requiredFields(req, "topic", "group")
 	if bad != nil {
 		return bad
 	}
-	group, bad := requiredField(req, "group")
-	if bad != nil {
-		return bad
-	}
+	topic, group := f[0], f[1]
 	only := remoting.Header(req.ExtFields).OptString("clientAddr", "")
 	channels := b.clients.consumerChannels(group)
 	if len(channels) == 0 {

@@ -35,6 +35,20 @@ func requiredField(req *remoting.Command, key string) (string, *remoting.Command
 	return v, nil
 }
 
+// requiredFields reads several required header fields, in order, or
+// returns the refusal naming the first missing one.
+func requiredFields(req *remoting.Command, keys ...string) ([]string, *remoting.Command) {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		v, bad := requiredField(req, k)
+		if bad != nil {
+			return nil, bad
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
 // storeTimeAt returns the store time (ms) of the message at a queue offset.
 // ok is false when the queue does not hold that offset, or its record went
 // with a deleted CommitLog segment.
