@@ -18,14 +18,7 @@ import (
 // against different name servers.
 func newProducer(t testing.TB, ns string, group string, opts ...producer.Option) rocketmq.Producer {
 	t.Helper()
-	opts = append([]producer.Option{
-		producer.WithNameServer([]string{ns}),
-		producer.WithGroupName(group),
-		producer.WithInstanceName(uniqueInstance(t)),
-		producer.WithRetry(2),
-		producer.WithSendMsgTimeout(5 * time.Second),
-	}, opts...)
-	p, err := rocketmq.NewProducer(opts...)
+	p, err := rocketmq.NewProducer(producerOptions(t, ns, group, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +27,18 @@ func newProducer(t testing.TB, ns string, group string, opts ...producer.Option)
 	}
 	t.Cleanup(func() { _ = p.Shutdown() })
 	return p
+}
+
+// producerOptions are the options of every test producer of group (a
+// fresh instance, two retries, a 5 s send timeout), then opts.
+func producerOptions(t testing.TB, ns string, group string, opts ...producer.Option) []producer.Option {
+	return append([]producer.Option{
+		producer.WithNameServer([]string{ns}),
+		producer.WithGroupName(group),
+		producer.WithInstanceName(uniqueInstance(t)),
+		producer.WithRetry(2),
+		producer.WithSendMsgTimeout(5 * time.Second),
+	}, opts...)
 }
 
 // TestSyncSendAndPushConsume: the Go client sends with SendSync and a push

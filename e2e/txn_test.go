@@ -195,14 +195,7 @@ func (a *txnApp) report(t testing.TB) {
 // retried half would be a second transaction with the same key).
 func newTxnProducer(t testing.TB, ns, group string, l primitive.TransactionListener, opts ...producer.Option) rocketmq.TransactionProducer {
 	t.Helper()
-	opts = append([]producer.Option{
-		producer.WithNameServer([]string{ns}),
-		producer.WithGroupName(group),
-		producer.WithInstanceName(uniqueInstance(t)),
-		producer.WithRetry(0),
-		producer.WithSendMsgTimeout(5 * time.Second),
-	}, opts...)
-	p, err := rocketmq.NewTransactionProducer(l, opts...)
+	p, err := rocketmq.NewTransactionProducer(l, producerOptions(t, ns, group, append([]producer.Option{producer.WithRetry(0)}, opts...)...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
