@@ -221,11 +221,18 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		set = append(set, [2]string{propDLQOriginTopic, h.topic})
 	}
 	props = commitlog.RewriteProperties(props, []string{propWait, propPopCK}, set...)
+	sysFlag := h.sysFlag
+	if !half {
+		// Only a half may carry transaction bits a client set: a retry's
+		// PREPARED bits (the clients set them with TRAN_MSG) would keep it
+		// out of its ConsumeQueue, and COMMIT bits would name a half.
+		sysFlag &^= commitlog.TransactionRollback
+	}
 	msg := &commitlog.Message{
 		Topic:          topic,
 		QueueID:        qid,
 		Flag:           h.flag,
-		SysFlag:        h.sysFlag,
+		SysFlag:        sysFlag,
 		BornTimestamp:  h.bornTimestamp,
 		BornHost:       addrPort(conn.RemoteAddr()),
 		ReconsumeTimes: reconsume,

@@ -450,3 +450,23 @@ func TestResumeCheckOfAGivenUpTransaction(t *testing.T) {
 		t.Fatalf("resume of a plain message: %d %s", r.Code, r.Remark)
 	}
 }
+
+// The clients set the PREPARED sysFlag with TRAN_MSG: a retry carrying
+// both is stored as a plain message, visible in its queue.
+func TestRetryWithPreparedSysFlagIsConsumable(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	heartbeat(t, c, heartbeatBody("10.0.0.4@p", "", "cg-txp", map[string]string{"TxRetryP": "*"}))
+	r := call(t, c, remoting.SendMessageV2, map[string]string{
+		"a": "cg-txp", "b": "%RETRY%cg-txp", "c": "TBW102", "d": "4", "e": "0", "f": strconv.Itoa(int(commitlog.TransactionPrepared)),
+		"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "j": "1",
+		"i": "TRAN_MSG\x01true\x02PGROUP\x01pg\x02DELAY\x013\x02RETRY_TOPIC\x01TxRetryP\x02",
+	}, []byte("retry"))
+	if r.Code != remoting.Success {
+		t.Fatalf("retry send: %d %s", r.Code, r.Remark)
+	}
+	got := pullAll(t, b, c, meta.ScheduleTopic, 2)
+	if len(got) != 1 || commitlog.TransactionType(got[0].SysFlag) != commitlog.TransactionNotType {
+		t.Fatalf("the retry is not in SCHEDULE_TOPIC_XXXX/2 as a plain message: %+v", got)
+	}
+}
