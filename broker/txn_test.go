@@ -470,3 +470,30 @@ func TestRetryWithPreparedSysFlagIsConsumable(t *testing.T) {
 		t.Fatalf("the retry is not in SCHEDULE_TOPIC_XXXX/2 as a plain message: %+v", got)
 	}
 }
+
+// A copy of a committed message (a retry, a delayed delivery) keeps the
+// COMMIT bits with PREPARED TX OFFSET 0: it does not end the transaction
+// of another half that happens to lie there.
+func TestCommittedCopyDoesNotEndAnotherTransaction(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	h := sendHalf(t, c, "TxZ", 0, "UNIQ-AT-ZERO", "first", "", time.Now().UnixMilli())
+	if h.phy != 0 {
+		t.Fatalf("the first half is at %d; the test needs it at 0", h.phy)
+	}
+	retryCopy := &commitlog.Message{Topic: "TxZ", QueueID: 1, SysFlag: commitlog.TransactionCommit, BornTimestamp: time.Now().UnixMilli(),
+		Body: []byte("retry of another committed message"), Properties: "UNIQ_KEY\x01OTHER\x02"}
+	if _, err := b.putMessages(context.Background(), []*commitlog.Message{retryCopy}, true); err != nil {
+		t.Fatal(err)
+	}
+	b.caughtUp()
+	if _, ended, err := b.db.Transactions().Ended(0); err != nil || ended {
+		t.Fatalf("a copy with PREPARED TX OFFSET 0 ended the transaction of the half at 0 (%v)", err)
+	}
+	if r := endTxn(t, c, h, "pg", 8, false); r.Code != remoting.Success {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+	if got := pullAll(t, b, c, "TxZ", 0); len(got) != 1 || string(got[0].Body) != "first" {
+		t.Fatalf("the half's commit stored %d messages", len(got))
+	}
+}

@@ -189,10 +189,30 @@ func (s *Service) endedByRocketMQ(half *commitlog.Message) (bool, error) {
 }
 
 // CommitHook is the dispatcher's hook for committed records: each ends the
-// transaction of the half it names.
+// transaction of the half its PREPARED TX OFFSET names, when that record
+// is a half of the same message (UNIQ_KEY) whose transaction has not
+// ended. Copies of a committed message keep its COMMIT bits but not
+// always the offset (a consumer's retry, a delayed delivery: offset 0),
+// and a transaction that ended stays as it ended.
 func (s *Service) CommitHook() kvindex.Hook {
 	return kvindex.HookFunc(func(w *pebble.Batch, m *commitlog.Message) error {
-		return s.state.AddCommitted(w, m.PreparedTransactionOffset)
+		phy := m.PreparedTransactionOffset
+		half, ok, err := s.store.Read(phy)
+		if err != nil {
+			// Not the dispatcher's error: the record is indexed all
+			// the same, and the transaction is left to END_TRANSACTION.
+			s.log.Warn().Err(err).Int64("half", phy).Int64("record", m.PhyOffset).Msg("committed record names an unreadable half")
+			return nil
+		}
+		uniq, _ := commitlog.LookupProperty(m.Properties, propUniqKey)
+		if halfUniq, _ := commitlog.LookupProperty(half.Properties, propUniqKey); !ok ||
+			half.Topic != meta.TransHalfTopic || halfUniq != uniq {
+			return nil
+		}
+		if _, ended, err := s.state.Ended(phy); err != nil || ended {
+			return err
+		}
+		return s.state.AddCommitted(w, phy)
 	})
 }
 
