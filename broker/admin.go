@@ -175,6 +175,7 @@ func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *re
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	b.qoffsets.Forget(topic, kvindex.AnyQueue)
+	b.resets.forgetTopic(topic)
 	groups := map[string]bool{}
 	if err := b.groupsWithOffsetsOn(topic, groups); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())

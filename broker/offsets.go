@@ -94,13 +94,14 @@ func (b *Broker) processUpdateConsumerOffset(_ context.Context, _ *remoting.Conn
 	if _, ok, err := b.topicConfig(topic); err != nil || !ok {
 		return remoting.NewResponse(req, remoting.TopicNotExist, "topic "+topic+" not exist")
 	}
-	if b.resets.has(group, topic, qid) {
+	reset, err := b.resets.commitUnlessReset(group, topic, qid, func() error { return b.offsets.Set(group, topic, qid, off) })
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if reset {
 		// The client has not pulled since an administrator reset the
 		// queue: the offset it commits is the one the reset replaced.
 		return remoting.NewResponse(req, remoting.Success, "Offset has been previously reset")
-	}
-	if err := b.offsets.Set(group, topic, qid, off); err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	return remoting.NewResponse(req, remoting.Success, "")
 }

@@ -150,7 +150,9 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		return fail(remoting.SystemError, "read failed: %v", err)
 	}
 	if allowSuspend && p.sysFlag&pullCommitOffset != 0 && p.commitOffset >= 0 {
-		if err := b.offsets.SetLazy(p.group, p.topic, p.queueID, p.commitOffset); err != nil {
+		if _, err := b.resets.commitUnlessReset(p.group, p.topic, p.queueID, func() error {
+			return b.offsets.SetLazy(p.group, p.topic, p.queueID, p.commitOffset)
+		}); err != nil {
 			b.log.Warn().Err(err).Str("group", p.group).Msg("commit offset on pull")
 		}
 	}
@@ -185,7 +187,7 @@ func (b *Broker) pullResetAnswer(req *remoting.Command, p pullHeader, topicSysFl
 	minOff, err1 := b.cqs.MinOffset(p.topic, p.queueID)
 	maxOff, err2 := b.cqs.MaxOffset(p.topic, p.queueID)
 	if err := errors.Join(err1, err2); err != nil {
-		b.resets.assign(p.group, p.topic, p.queueID, offset) // not told: the next pull is
+		b.resets.restore(p.group, p.topic, p.queueID, offset) // not told: the next pull is
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	b.log.Info().Str("group", p.group).Str("topic", p.topic).Int32("queue", p.queueID).Int64("from", p.queueOffset).

@@ -27,6 +27,11 @@ type offsetResets struct {
 	pending atomic.Int64
 	mu      sync.Mutex
 	byQueue map[resetKey]int64
+	// gate orders resets against offset commits: a commit checks for a
+	// waiting reset and writes under the shared lock (commitUnlessReset),
+	// a reset is assigned under the exclusive one, so no reset lands
+	// between a commit's check and its write.
+	gate sync.RWMutex
 }
 
 type resetKey struct {
@@ -34,18 +39,45 @@ type resetKey struct {
 	queueID      int32
 }
 
-// assign records a reset of one queue, replacing an earlier one.
+// assign records a reset of one queue, replacing an earlier one, once
+// the offset commits under way are written.
 func (r *offsetResets) assign(group, topic string, queueID int32, offset int64) {
+	r.gate.Lock()
+	defer r.gate.Unlock()
+	r.put(group, topic, queueID, offset, true)
+}
+
+// restore puts back a reset take removed, unless a newer one was assigned
+// since.
+func (r *offsetResets) restore(group, topic string, queueID int32, offset int64) {
+	r.put(group, topic, queueID, offset, false)
+}
+
+func (r *offsetResets) put(group, topic string, queueID int32, offset int64, replace bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.byQueue == nil {
 		r.byQueue = make(map[resetKey]int64)
 	}
 	k := resetKey{group, topic, queueID}
-	if _, ok := r.byQueue[k]; !ok {
+	if _, ok := r.byQueue[k]; ok && !replace {
+		return
+	} else if !ok {
 		r.pending.Add(1)
 	}
 	r.byQueue[k] = offset
+}
+
+// commitUnlessReset runs commit, a write of the queue's committed offset
+// by its client, unless a reset of the queue waits for the client's next
+// pull: the client's offset is the one the reset replaced.
+func (r *offsetResets) commitUnlessReset(group, topic string, queueID int32, commit func() error) (reset bool, err error) {
+	r.gate.RLock()
+	defer r.gate.RUnlock()
+	if r.has(group, topic, queueID) {
+		return true, nil
+	}
+	return false, commit()
 }
 
 // has reports whether a reset of the queue waits for its next pull.
@@ -77,13 +109,22 @@ func (r *offsetResets) take(group, topic string, queueID int32) (int64, bool) {
 
 // forgetGroup drops a deleted group's waiting resets.
 func (r *offsetResets) forgetGroup(group string) {
+	r.forget(func(k resetKey) bool { return k.group == group })
+}
+
+// forgetTopic drops the waiting resets of a deleted topic.
+func (r *offsetResets) forgetTopic(topic string) {
+	r.forget(func(k resetKey) bool { return k.topic == topic })
+}
+
+func (r *offsetResets) forget(match func(resetKey) bool) {
 	if r.pending.Load() == 0 {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k := range r.byQueue {
-		if k.group == group {
+		if match(k) {
 			delete(r.byQueue, k)
 			r.pending.Add(-1)
 		}

@@ -239,3 +239,44 @@ func TestResetOffsetUnblocksOrderlyPop(t *testing.T) {
 		t.Fatalf("orderly pop after a reset to 2: %d %v", res.Code, bodies(res.Messages))
 	}
 }
+
+// A reset is assigned only after an offset commit under way is written,
+// and a commit after it sees it: none lands between a commit's check and
+// its write.
+func TestResetWaitsForCommitsUnderWay(t *testing.T) {
+	var r offsetResets
+	writing, release := make(chan struct{}), make(chan struct{})
+	committed := make(chan bool, 1)
+	go func() {
+		reset, err := r.commitUnlessReset("g", "t", 0, func() error {
+			close(writing)
+			<-release
+			return nil
+		})
+		committed <- reset || err != nil
+	}()
+	<-writing
+	assigned := make(chan struct{})
+	go func() {
+		r.assign("g", "t", 0, 5)
+		close(assigned)
+	}()
+	select {
+	case <-assigned:
+		t.Fatal("the reset was assigned while a commit was being written")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	<-assigned
+	if bad := <-committed; bad {
+		t.Fatal("the commit under way saw a reset")
+	}
+	if reset, _ := r.commitUnlessReset("g", "t", 0, func() error { t.Fatal("a commit after the reset was written"); return nil }); !reset {
+		t.Fatal("a commit after the reset did not see it")
+	}
+	// A restore does not replace a newer reset.
+	r.restore("g", "t", 0, 1)
+	if off, _ := r.take("g", "t", 0); off != 5 {
+		t.Fatalf("after a restore the reset is %d, want the newer 5", off)
+	}
+}
