@@ -281,7 +281,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 	b.notifier = kvindex.NewNotifier()
 	tcfg := txnConfig(b.cfg)
 	tcfg.Dispatched = func() int64 { return b.disp.Dispatched() }
-	b.txns = txn.New(tcfg, db.Transactions(), recordStore{b: b, waitFlush: true}, b.askTransaction, b.root)
+	b.txns = txn.New(tcfg, db.Transactions(), recordStore{b: b}, b.askTransaction, b.root)
 	b.timers = timer.New(db.Timers(), recordStore{b: b}, timer.Options{Progress: db.RocketMQTimerProgress,
 		Dispatched: func() int64 { return b.disp.Dispatched() }}, b.root)
 	hooks := map[string]kvindex.Hook{meta.TransHalfTopic: b.txns.HalfHook(), meta.TransOpHalfTopic: b.txns.OpHook(),

@@ -33,12 +33,11 @@ func (b *Broker) timerConfig() timer.Config {
 }
 
 // recordStore gives the transaction and timer services the broker's
-// CommitLog. waitFlush is true for transaction commits (acknowledged
-// like a send) and false for timer deliveries, which the timer repeats
-// after a crash anyway.
+// CommitLog. Its appends wait for the flush a send waits for: the ends of
+// transactions and the timer's deletions of delivered entries are synced
+// after them, so what they stored must be as durable.
 type recordStore struct {
-	b         *Broker
-	waitFlush bool
+	b *Broker
 }
 
 // Put stores a committed, discarded, resumed or due message. A committed
@@ -58,13 +57,13 @@ func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.A
 			return commitlog.AppendResult{}, err
 		}
 	}
-	return s.b.putMessages(ctx, []*commitlog.Message{m}, s.waitFlush)
+	return s.b.putMessages(ctx, []*commitlog.Message{m}, true)
 }
 
 // PutBatch stores due timer messages of one queue in one append. They
 // carry TIMER_OUT_MS and are not parked again.
 func (s recordStore) PutBatch(ctx context.Context, msgs []*commitlog.Message) error {
-	_, err := s.b.putMessages(ctx, msgs, s.waitFlush)
+	_, err := s.b.putMessages(ctx, msgs, true)
 	return err
 }
 
