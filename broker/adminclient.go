@@ -87,7 +87,7 @@ func (b *Broker) processConsumeMessageDirectly(ctx context.Context, _ *remoting.
 	if bad != nil {
 		return bad
 	}
-	rec, _, ok, err := b.readRecord(phy)
+	rec, _, ok, err := b.readClientRecord(phy)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}

@@ -98,7 +98,7 @@ func (b *Broker) processViewMessage(_ context.Context, _ *remoting.Conn, req *re
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	rec, _, ok, err := b.readRecord(off)
+	rec, _, ok, err := b.readClientRecord(off)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}

@@ -42,7 +42,7 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 	if gc.RetryQueueNums <= 0 {
 		return remoting.NewResponse(req, remoting.Success, "")
 	}
-	_, m, ok, err := b.readRecord(offset)
+	_, m, ok, err := b.readClientRecord(offset)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}

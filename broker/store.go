@@ -180,12 +180,11 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 }
 
 // readRecord returns a copy of the record at a CommitLog offset, or ok
-// false when there is none there: outside the log, or an offset (sent by
-// a client) where no record starts.
+// false when there is none there (outside the log). Bytes at phy that are
+// not a record are an error (see commitlog.NoRecordAt).
 func (b *Broker) readRecord(phy int64) ([]byte, commitlog.Message, bool, error) {
 	v, err := b.clog.ReadRecord(phy)
-	if errors.Is(err, commitlog.ErrOffsetOutOfRange) || errors.Is(err, commitlog.ErrBadMagic) ||
-		errors.Is(err, commitlog.ErrCorrupt) || errors.Is(err, commitlog.ErrBlank) || errors.Is(err, commitlog.ErrTruncated) {
+	if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
 		return nil, commitlog.Message{}, false, nil
 	}
 	if err != nil {
@@ -198,4 +197,14 @@ func (b *Broker) readRecord(phy int64) ([]byte, commitlog.Message, bool, error) 
 		return nil, commitlog.Message{}, false, nil
 	}
 	return rec, m, true, nil
+}
+
+// readClientRecord is readRecord for an offset a client sent: no record
+// starting there is "not found", not an error.
+func (b *Broker) readClientRecord(phy int64) ([]byte, commitlog.Message, bool, error) {
+	rec, m, ok, err := b.readRecord(phy)
+	if commitlog.NoRecordAt(err) {
+		return nil, commitlog.Message{}, false, nil
+	}
+	return rec, m, ok, err
 }

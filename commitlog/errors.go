@@ -71,3 +71,13 @@ var (
 	// or a batch whose messages do not share one topic and queue.
 	ErrInvalidAppend = errors.New("commitlog: invalid append request")
 )
+
+// NoRecordAt reports whether err, from ReadRecord, says that no record
+// starts at the offset: it lies outside the log, or the bytes there are a
+// blank filler, not a record's header or a record cut short. An offset a
+// client sent may be any of these; one from the index names a record
+// that is gone or damaged.
+func NoRecordAt(err error) bool {
+	return errors.Is(err, ErrOffsetOutOfRange) || errors.Is(err, ErrBadMagic) || errors.Is(err, ErrCorrupt) ||
+		errors.Is(err, ErrBlank) || errors.Is(err, ErrTruncated)
+}

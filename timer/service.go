@@ -167,6 +167,10 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 	rolled := map[string]bool{} // cancel keys of messages RocketMQ rolled
 	for i, e := range due {
 		m, ok, err := s.store.Read(e.PhyOffset)
+		if commitlog.NoRecordAt(err) {
+			s.log.Error().Err(err).Int64("phyOffset", e.PhyOffset).Msg("timer message damaged in the CommitLog; dropped")
+			continue
+		}
 		if err != nil {
 			return 0, fmt.Errorf("read timer message at %d: %w", e.PhyOffset, err)
 		}

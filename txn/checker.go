@@ -110,6 +110,10 @@ func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStat
 		h = cur
 	}
 	half, ok, err := s.store.Read(h.PhyOffset)
+	if commitlog.NoRecordAt(err) {
+		s.log.Error().Err(err).Int64("half", h.PhyOffset).Msg("open half damaged in the CommitLog; its transaction is forgotten")
+		ok, err = false, nil
+	}
 	if err != nil {
 		return fmt.Errorf("read half at %d: %w", h.PhyOffset, err)
 	}

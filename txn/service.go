@@ -264,7 +264,7 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 	}
 	unlock := s.lock(req.CommitLogOffset)
 	defer unlock()
-	half, ok, err := s.store.Read(req.CommitLogOffset)
+	half, ok, err := s.readNamed(req.CommitLogOffset)
 	if err != nil {
 		return fmt.Errorf("end transaction: read half at %d: %w", req.CommitLogOffset, err)
 	}
@@ -322,7 +322,7 @@ var ErrNotHalf = errors.New("the message is not the half message of a transactio
 // at 0, so its producer group is asked about it again
 // (RESUME_CHECK_HALF_MESSAGE, mqadmin resumeCheckHalfMessage).
 func (s *Service) Resume(ctx context.Context, phy int64) error {
-	m, ok, err := s.store.Read(phy)
+	m, ok, err := s.readNamed(phy)
 	if err != nil {
 		return fmt.Errorf("resume check of %d: %w", phy, err)
 	}
@@ -342,6 +342,16 @@ func (s *Service) Resume(ctx context.Context, phy int64) error {
 	}
 	s.log.Info().Int64("from", phy).Msg("half message stored again for transaction checks")
 	return nil
+}
+
+// readNamed reads the record at an offset a client named: no record
+// starting there is "not found".
+func (s *Service) readNamed(phy int64) (commitlog.Message, bool, error) {
+	m, ok, err := s.store.Read(phy)
+	if commitlog.NoRecordAt(err) {
+		return commitlog.Message{}, false, nil
+	}
+	return m, ok, err
 }
 
 // pastImmunity is RocketMQ's rejectCommitOrRollback: a half naming a check
