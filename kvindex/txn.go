@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/rocketkv/rocketkv/meta"
 )
 
 // Transaction keyspaces; see doc.go.
@@ -15,13 +17,10 @@ const (
 	prefixTxnOp   byte = 0x62
 )
 
-// RocketMQ's names for the progress of its transaction checker: the
-// consumer offset of this group on the half topic's queue 0 is the first
-// half it has not handled.
-const (
-	rocketMQCheckGroup = "CID_RMQ_SYS_TRANS"
-	rocketMQHalfTopic  = "RMQ_SYS_TRANS_HALF_TOPIC"
-)
+// rocketMQCheckGroup is RocketMQ's name for the progress of its
+// transaction checker: the consumer offset of this group on
+// meta.TransHalfTopic queue 0 is the first half it has not handled.
+const rocketMQCheckGroup = "CID_RMQ_SYS_TRANS"
 
 const (
 	txnHalfValueLen = 28
@@ -298,5 +297,5 @@ func (t *Transactions) RocketMQOpEnded(halfQueueOffset int64) (bool, error) {
 // below it were handled there, ended or stored again for a later check.
 // ok is false for a store RocketMQ never checked.
 func (t *Transactions) RocketMQCheckProgress() (int64, bool, error) {
-	return t.db.ConsumerOffsets().Get(rocketMQCheckGroup, rocketMQHalfTopic, 0)
+	return t.db.ConsumerOffsets().Get(rocketMQCheckGroup, meta.TransHalfTopic, 0)
 }
