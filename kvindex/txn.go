@@ -245,7 +245,8 @@ func (t *Transactions) OpenHalvesFrom(from int64, fn func(TxnHalf) bool) error {
 // DropBelow deletes the open halves and ended transactions of half
 // messages below the CommitLog's new minimum offset: retention deleted
 // them, so they can be neither checked nor ended again. Nothing lies below
-// an offset of 0 or less.
+// an offset of 0 or less. RocketMQ's op keys (0x62), keyed by half-queue
+// offset, are kept (see doc.go).
 func (t *Transactions) DropBelow(minPhy int64) error {
 	if minPhy <= 0 {
 		// Keys hold offsets as uint64: a negative bound would be the
