@@ -288,56 +288,62 @@ func (d *DB) SetDispatched(off int64) error {
 // RocketMQConfigImported reports whether the config files of an Apache
 // RocketMQ store were imported into this index, and when (ms).
 func (d *DB) RocketMQConfigImported() (at int64, ok bool, err error) {
-	v, err := d.get(metaKey(metaConfigImported))
-	if err != nil || v == nil {
-		return 0, false, err
-	}
-	at, err = getInt64(v)
-	return at, err == nil, err
+	return d.metaInt64(metaConfigImported)
 }
 
 // MarkRocketMQConfigImported records (durably) that the store's config
 // files were imported, so a restart does not import them again.
 func (d *DB) MarkRocketMQConfigImported(at int64) error {
-	if err := d.pdb.Set(metaKey(metaConfigImported), putInt64(at), pebble.Sync); err != nil {
-		return fmt.Errorf("record the config import: %w", err)
-	}
-	return nil
+	return d.setMetaInt64(metaConfigImported, at)
 }
 
 // RocketMQTimerProgress returns the timer progress of the Apache RocketMQ
 // store this index was opened on (RocketMQ delivered every timer message
 // due before it); ok is false when none was imported.
 func (d *DB) RocketMQTimerProgress() (ms int64, ok bool, err error) {
-	v, err := d.get(metaKey(metaTimerProgress))
-	if err != nil || v == nil {
-		return 0, false, err
-	}
-	ms, err = getInt64(v)
-	return ms, err == nil, err
+	return d.metaInt64(metaTimerProgress)
 }
 
 // SetRocketMQTimerProgress records (durably) the timer progress of the
 // Apache RocketMQ store being imported.
 func (d *DB) SetRocketMQTimerProgress(ms int64) error {
-	if err := d.pdb.Set(metaKey(metaTimerProgress), putInt64(ms), pebble.Sync); err != nil {
-		return fmt.Errorf("record RocketMQ's timer progress: %w", err)
-	}
-	return nil
+	return d.setMetaInt64(metaTimerProgress, ms)
 }
 
 // RocketMQPopImported reports whether the POP in-flight state of an
 // Apache RocketMQ store was imported into this index.
 func (d *DB) RocketMQPopImported() (bool, error) {
-	v, err := d.get(metaKey(metaPopImported))
-	return v != nil, err
+	_, ok, err := d.metaInt64(metaPopImported)
+	return ok, err
 }
 
 // MarkRocketMQPopImported records (durably) that the store's POP
 // in-flight state was imported, so a restart does not import it again.
 func (d *DB) MarkRocketMQPopImported(at int64) error {
-	if err := d.pdb.Set(metaKey(metaPopImported), putInt64(at), pebble.Sync); err != nil {
-		return fmt.Errorf("record the POP import: %w", err)
+	return d.setMetaInt64(metaPopImported, at)
+}
+
+// metaInt64 reads the int64 value of the meta key name; ok is false when
+// the key is absent (or its value is not 8 bytes, which err then says).
+func (d *DB) metaInt64(name string) (v int64, ok bool, err error) {
+	b, err := d.get(metaKey(name))
+	if err != nil {
+		return 0, false, fmt.Errorf("read meta %s: %w", name, err)
+	}
+	if b == nil {
+		return 0, false, nil
+	}
+	v, err = getInt64(b)
+	if err != nil {
+		return 0, false, fmt.Errorf("read meta %s: %w", name, err)
+	}
+	return v, true, nil
+}
+
+// setMetaInt64 writes v to the meta key name, synced.
+func (d *DB) setMetaInt64(name string, v int64) error {
+	if err := d.pdb.Set(metaKey(name), putInt64(v), pebble.Sync); err != nil {
+		return fmt.Errorf("write meta %s: %w", name, err)
 	}
 	return nil
 }

@@ -102,7 +102,10 @@ type Dispatcher struct {
 }
 
 // maxDispatchTopics bounds the topic names the dispatcher keeps to hand
-// to decoded records; past it the set starts over.
+// to decoded records. Once it holds that many, the names kept stay and
+// any other topic's records get a fresh string each: starting over
+// instead would, with more active topics than this, clear the set again
+// and again and still allocate for nearly every record.
 const maxDispatchTopics = 1 << 16
 
 type dispatchWaiter struct {
@@ -524,16 +527,17 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 }
 
 // topicName returns the topic string for a record's topic bytes: the same
-// string for every record of a topic, so that dispatching allocates none.
+// string for every record of a topic, so that dispatching allocates none
+// (past maxDispatchTopics names, a new string for each record of a topic
+// not kept).
 func (d *Dispatcher) topicName(b []byte) string {
 	if t, ok := d.topics[string(b)]; ok {
 		return t
 	}
-	if len(d.topics) >= maxDispatchTopics {
-		clear(d.topics)
-	}
 	t := string(b)
-	d.topics[t] = t
+	if len(d.topics) < maxDispatchTopics {
+		d.topics[t] = t
+	}
 	return t
 }
 

@@ -297,8 +297,9 @@ func TestDispatcherAdmit(t *testing.T) {
 	}
 }
 
-// topicName hands out one string per topic, and starts over past
-// maxDispatchTopics names rather than growing without bound.
+// topicName hands out one string per topic, and stops keeping names past
+// maxDispatchTopics rather than growing without bound: the names kept
+// stay, and other topics get a new string each time.
 func TestDispatcherTopicNames(t *testing.T) {
 	d := &Dispatcher{topics: map[string]string{}}
 	a := d.topicName([]byte("Orders"))
@@ -312,5 +313,18 @@ func TestDispatcherTopicNames(t *testing.T) {
 		if len(d.topics) > maxDispatchTopics {
 			t.Fatalf("%d names kept, bound %d", len(d.topics), maxDispatchTopics)
 		}
+	}
+	if len(d.topics) != maxDispatchTopics {
+		t.Fatalf("%d names kept, want the bound %d", len(d.topics), maxDispatchTopics)
+	}
+	if c := d.topicName([]byte("Orders")); unsafe.StringData(c) != unsafe.StringData(a) {
+		t.Errorf("Orders got a new string once the set was full; the names kept should stay")
+	}
+	late := []byte(fmt.Sprint("T", maxDispatchTopics+5))
+	if x, y := d.topicName(late), d.topicName(late); x != string(late) || y != string(late) || unsafe.StringData(x) == unsafe.StringData(y) {
+		t.Errorf("a topic past the bound got %q and %q, want a new string each", x, y)
+	}
+	if _, ok := d.topics[string(late)]; ok || len(d.topics) != maxDispatchTopics {
+		t.Errorf("a topic past the bound was kept: %d names", len(d.topics))
 	}
 }

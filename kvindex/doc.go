@@ -44,7 +44,7 @@
 //	0x56    pop checkpoint  no         pop service (pop, ack, change invisible time, revive)
 //	0x60    txn half        no         dispatcher (half messages); transaction service (checks, end)
 //	0x61    txn end         no         transaction service (END_TRANSACTION, discard); dispatcher (committed records)
-//	0x62    txn RocketMQ op yes        dispatcher (op messages of an Apache RocketMQ store)
+//	0x62    txn RocketMQ op yes        dispatcher (op messages of an Apache RocketMQ store); never deleted
 //	0x70    timer           yes        dispatcher (rmq_sys_wheel_timer records); deleted by the timer at delivery
 //
 // Prefixes 0x50-0x5F are reserved for POP, 0x60-0x6F for transactions,
@@ -277,6 +277,13 @@
 // CID_RMQ_SYS_TRANS on the half topic, imported with the store's
 // consumerOffset.json) were handled by RocketMQ, ended or stored again,
 // and are not recorded open at all. rocketkv itself writes no op messages.
+//
+// The keys are never deleted: they are keyed by half-queue offset, not
+// CommitLog offset, so the retention that range-deletes 0x60 and 0x61
+// below the CommitLog minimum (Transactions.DropBelow) cannot bound them.
+// Only the op messages of a store migrated from RocketMQ write them, so
+// there is at most one key per half offset those op messages list;
+// dispatching such a record again rewrites the same keys.
 //
 // # 0x70 timer: a timer message waiting for its delivery time
 //

@@ -342,6 +342,11 @@ func TestDecodeKeyRejectsMalformed(t *testing.T) {
 		{"txn end short key", txnKey(PrefixTxnEnd, 1)[:8], make([]byte, 9), ErrBadKey},
 		{"txn end long key", append(txnKey(PrefixTxnEnd, 1), 0), make([]byte, 9), ErrBadKey},
 		{"txn end empty value", txnKey(PrefixTxnEnd, 1), nil, ErrBadKey},
+		{"txn op empty value", txnKey(PrefixTxnOp, 1), nil, ErrBadKey},
+		{"txn op long value", txnKey(PrefixTxnOp, 1), []byte{1, 1}, ErrBadKey},
+		{"txn op short key", txnKey(PrefixTxnOp, 1)[:8], []byte{1}, ErrBadKey},
+		{"txn op long key", append(txnKey(PrefixTxnOp, 1), 0), []byte{1}, ErrBadKey},
+		{"txn op bare prefix", []byte{PrefixTxnOp}, []byte{1}, ErrBadKey},
 		{"timer short value", timerKey(5, 1), make([]byte, 3), ErrBadKey},
 		{"timer long value", timerKey(5, 1), make([]byte, 5), ErrBadKey},
 		{"timer empty value", timerKey(5, 1), nil, ErrBadKey},
@@ -511,6 +516,7 @@ func FuzzDecodeKey(f *testing.F) {
 	f.Add(txnKey(PrefixTxnHalf, 4096), encodeTxnHalf(TxnHalf{PhyOffset: 4096, QueueOffset: 7, StoreTimestamp: 1700000000000, NextCheckAt: 1700000060000, Checks: 2}))
 	f.Add(txnKey(PrefixTxnEnd, 4096), encodeTxnEnd(TxnEnd{State: TxnRollback, At: 1700000000000}))
 	f.Add(txnKey(PrefixTxnEnd, 0), encodeTxnEnd(TxnEnd{State: TxnCommit}))
+	f.Add(txnKey(PrefixTxnOp, 1203), []byte{1})
 	f.Add(timerKey(1700000000000, 4096), []byte{0, 0, 1, 0})
 	f.Add(timerKey(0, 1<<40), []byte{0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{0x7f}, []byte{})
@@ -535,6 +541,10 @@ func FuzzDecodeKey(f *testing.F) {
 		case TimerRecord:
 			if k, v := timerKey(r.DeliverMs, r.PhyOffset), binary.BigEndian.AppendUint32(nil, uint32(r.Size)); string(k) != string(key) || string(v) != string(value) {
 				t.Fatalf("timer %x=%x decoded as %+v, which encodes as %x=%x", key, value, r, k, v)
+			}
+		case TxnOpRecord:
+			if k := txnKey(PrefixTxnOp, r.HalfQueueOffset); string(k) != string(key) || len(value) != 1 {
+				t.Fatalf("txn op %x=%x decoded as %+v, which encodes as %x", key, value, r, k)
 			}
 		case TxnEndRecord:
 			_, e, err := decodeTxnEnd(key, value)

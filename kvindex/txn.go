@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/rocketkv/rocketkv/meta"
 )
 
 // Transaction keyspaces; see doc.go.
@@ -15,13 +17,10 @@ const (
 	prefixTxnOp   byte = 0x62
 )
 
-// RocketMQ's names for the progress of its transaction checker: the
-// consumer offset of this group on the half topic's queue 0 is the first
-// half it has not handled.
-const (
-	rocketMQCheckGroup = "CID_RMQ_SYS_TRANS"
-	rocketMQHalfTopic  = "RMQ_SYS_TRANS_HALF_TOPIC"
-)
+// rocketMQCheckGroup is RocketMQ's name for the progress of its
+// transaction checker: the consumer offset of this group on
+// meta.TransHalfTopic queue 0 is the first half it has not handled.
+const rocketMQCheckGroup = "CID_RMQ_SYS_TRANS"
 
 const (
 	txnHalfValueLen = 28
@@ -246,7 +245,8 @@ func (t *Transactions) OpenHalvesFrom(from int64, fn func(TxnHalf) bool) error {
 // DropBelow deletes the open halves and ended transactions of half
 // messages below the CommitLog's new minimum offset: retention deleted
 // them, so they can be neither checked nor ended again. Nothing lies below
-// an offset of 0 or less.
+// an offset of 0 or less. RocketMQ's op keys (0x62), keyed by half-queue
+// offset, are kept (see doc.go).
 func (t *Transactions) DropBelow(minPhy int64) error {
 	if minPhy <= 0 {
 		// Keys hold offsets as uint64: a negative bound would be the
@@ -298,5 +298,5 @@ func (t *Transactions) RocketMQOpEnded(halfQueueOffset int64) (bool, error) {
 // below it were handled there, ended or stored again for a later check.
 // ok is false for a store RocketMQ never checked.
 func (t *Transactions) RocketMQCheckProgress() (int64, bool, error) {
-	return t.db.ConsumerOffsets().Get(rocketMQCheckGroup, rocketMQHalfTopic, 0)
+	return t.db.ConsumerOffsets().Get(rocketMQCheckGroup, meta.TransHalfTopic, 0)
 }

@@ -3,6 +3,7 @@ package kvindex
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -486,5 +487,127 @@ func TestTxnKeyspacesListed(t *testing.T) {
 		if k, ok := KeyspaceOf(p); !ok || k.Name != name || k.Derivable {
 			t.Errorf("KeyspaceOf(%#02x) = %+v %v, want %s, not derivable", p, k, ok, name)
 		}
+	}
+}
+
+// rocketMQOps lists the half-queue offsets of the 0x62 keyspace in key
+// order, as they decode for kvdump.
+func rocketMQOps(t *testing.T, db *DB) []int64 {
+	t.Helper()
+	var offs []int64
+	if err := db.Scan([]byte{prefixTxnOp}, func(k, v []byte) bool {
+		r, err := DecodeKey(k, v)
+		if err != nil {
+			t.Fatalf("key %x: %v", k, err)
+		}
+		op, ok := r.(TxnOpRecord)
+		if !ok {
+			t.Fatalf("key %x decoded as %#v", k, r)
+		}
+		if want := fmt.Sprintf("halfQueueOffset=%d", op.HalfQueueOffset); r.String() != want {
+			t.Errorf("key %x: text %q, want %q", k, r.String(), want)
+		}
+		offs = append(offs, op.HalfQueueOffset)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return offs
+}
+
+// The op messages of a migrated RocketMQ store end the halves they list,
+// once the dispatcher's batch commits; a negative offset ends nothing
+// and writes no key (as a uint64 it would be the keyspace's last key).
+func TestTxnRocketMQOps(t *testing.T) {
+	db := openTestDB(t)
+	tx := db.Transactions()
+	// addOps adds the offsets in one batch; before it commits, none of
+	// the offsets in unseen reads as ended.
+	addOps := func(unseen []int64, offs ...int64) {
+		t.Helper()
+		b := db.pdb.NewBatch()
+		defer b.Close()
+		for _, off := range offs {
+			if err := tx.AddRocketMQOp(b, off); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, off := range unseen {
+			if ended, err := tx.RocketMQOpEnded(off); ended || err != nil {
+				t.Fatalf("op for %d visible before its batch commits: %v %v", off, ended, err)
+			}
+		}
+		if err := b.Commit(pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addOps([]int64{0, 1203, 1204}, 1203, 1204, 0, -1, math.MinInt64)
+	want := []int64{0, 1203, 1204}
+	if got := rocketMQOps(t, db); !reflect.DeepEqual(got, want) {
+		t.Fatalf("op keys %v, want %v", got, want)
+	}
+	for off, want := range map[int64]bool{0: true, 1203: true, 1204: true, 1: false, 1202: false, 1205: false, math.MaxInt64: false} {
+		if ended, err := tx.RocketMQOpEnded(off); ended != want || err != nil {
+			t.Errorf("RocketMQOpEnded(%d) = %v %v, want %v", off, ended, err, want)
+		}
+	}
+
+	// A record dispatched again rewrites the same keys.
+	addOps(nil, 1204, 1203)
+	if got := rocketMQOps(t, db); !reflect.DeepEqual(got, want) {
+		t.Errorf("op keys after re-dispatch %v, want %v", got, want)
+	}
+
+	// A negative offset is never ended, even with a key at its bits.
+	if err := db.pdb.Set(txnKey(prefixTxnOp, -1), []byte{1}, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []int64{-1, math.MinInt64} {
+		if ended, err := tx.RocketMQOpEnded(off); ended || err != nil {
+			t.Errorf("RocketMQOpEnded(%d) = %v %v, want false", off, ended, err)
+		}
+	}
+	if err := db.pdb.Delete(txnKey(prefixTxnOp, -1), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+
+	// Keyed by half-queue offset, the keys outlive CommitLog retention.
+	if err := tx.DropBelow(1 << 40); err != nil {
+		t.Fatal(err)
+	}
+	if got := rocketMQOps(t, db); !reflect.DeepEqual(got, want) {
+		t.Errorf("op keys after DropBelow %v, want %v", got, want)
+	}
+	if k, ok := KeyspaceOf(prefixTxnOp); !ok || k.Name != "txn-rocketmq-op" || !k.Derivable {
+		t.Errorf("KeyspaceOf(0x62) = %+v %v, want txn-rocketmq-op, derivable", k, ok)
+	}
+}
+
+// RocketMQ's check progress is the consumer offset of CID_RMQ_SYS_TRANS on
+// RMQ_SYS_TRANS_HALF_TOPIC queue 0, and only that offset.
+func TestTxnRocketMQCheckProgress(t *testing.T) {
+	db := openTestDB(t)
+	tx := db.Transactions()
+	if p, ok, err := tx.RocketMQCheckProgress(); p != 0 || ok || err != nil {
+		t.Fatalf("progress of a store RocketMQ never checked: %d %v %v", p, ok, err)
+	}
+	offsets := db.ConsumerOffsets()
+	for _, o := range []OffsetUpdate{
+		{Group: "CID_RMQ_SYS_TRANS", Topic: "RMQ_SYS_TRANS_HALF_TOPIC", QueueID: 1, Offset: 11},
+		{Group: "CID_RMQ_SYS_TRANS", Topic: "RMQ_SYS_TRANS_OP_HALF_TOPIC", QueueID: 0, Offset: 12},
+		{Group: "CID_OTHER", Topic: "RMQ_SYS_TRANS_HALF_TOPIC", QueueID: 0, Offset: 13},
+	} {
+		if err := offsets.Set(o.Group, o.Topic, o.QueueID, o.Offset); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, ok, err := tx.RocketMQCheckProgress(); p != 0 || ok || err != nil {
+		t.Fatalf("progress from other groups, topics or queues: %d %v %v", p, ok, err)
+	}
+	if err := offsets.Set("CID_RMQ_SYS_TRANS", "RMQ_SYS_TRANS_HALF_TOPIC", 0, 1205); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok, err := tx.RocketMQCheckProgress(); p != 1205 || !ok || err != nil {
+		t.Errorf("progress %d %v %v, want 1205", p, ok, err)
 	}
 }
