@@ -280,6 +280,14 @@ func (t *Transactions) AddRocketMQOp(w *pebble.Batch, halfQueueOffset int64) err
 	return nil
 }
 
+// HasRocketMQOps reports whether any op message of an Apache RocketMQ
+// store was recorded (a store never migrated from RocketMQ has none).
+func (t *Transactions) HasRocketMQOps() (bool, error) {
+	found := false
+	err := t.db.Scan([]byte{prefixTxnOp}, func(_, _ []byte) bool { found = true; return false })
+	return found, err
+}
+
 // RocketMQOpEnded reports whether an op message of an Apache RocketMQ
 // store ended the half at halfQueueOffset.
 func (t *Transactions) RocketMQOpEnded(halfQueueOffset int64) (bool, error) {

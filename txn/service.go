@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -95,6 +96,11 @@ type Service struct {
 	// scanFrom is where the checker's passes start: no open half lies
 	// before it (the checker's goroutine only).
 	scanFrom int64
+
+	// ops is set once the index holds an op message of a store migrated
+	// from RocketMQ: only then do ends need looking up by queue offset.
+	ops     atomic.Bool
+	opsOnce sync.Once
 }
 
 // New returns a service over the index's transaction state.
@@ -162,6 +168,7 @@ func (s *Service) OpHook() kvindex.Hook {
 			if err := s.state.AddRocketMQOp(w, off); err != nil {
 				return err
 			}
+			s.ops.Store(true)
 		}
 		return nil
 	})
@@ -174,6 +181,14 @@ const opTag = "d"
 // store this index came from ended the half: by its queue offset, or by
 // the original's (TRAN_PREPARED_QUEUE_OFFSET) for an immunity re-put.
 func (s *Service) endedByRocketMQ(half *commitlog.Message) (bool, error) {
+	s.opsOnce.Do(func() {
+		if has, err := s.state.HasRocketMQOps(); err != nil || has {
+			s.ops.Store(true) // on an error, look them up
+		}
+	})
+	if !s.ops.Load() {
+		return false, nil
+	}
 	if ok, err := s.state.RocketMQOpEnded(half.QueueOffset); err != nil || ok {
 		return ok, err
 	}
