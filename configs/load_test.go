@@ -28,6 +28,27 @@ func TestDefaultsParse(t *testing.T) {
 	}
 }
 
+// Every key's reported text is its default's text and parses back, through
+// the key's setter, to the same value: a broker built from DefaultBroker's
+// report is DefaultBroker.
+func TestDefaultsRoundTrip(t *testing.T) {
+	want := DefaultBroker()
+	want.Settings = nil // the loaded text, not a value of a key
+	var got Broker
+	for _, f := range brokerFields {
+		text := f.get(&want)
+		if text != f.def {
+			t.Errorf("%s reported as %q, default written %q", f.key, text, f.def)
+		}
+		if err := f.set(&got, text); err != nil {
+			t.Errorf("%s: reported %q does not parse: %v", f.key, text, err)
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("report of the defaults parses to\n%+v\nwant\n%+v", got, want)
+	}
+}
+
 func TestDefaultsAreRocketMQs(t *testing.T) {
 	b := DefaultBroker()
 	if b.MappedFileSizeCommitLog != 1<<30 || b.FlushDiskType != AsyncFlush ||
