@@ -26,8 +26,9 @@ const consumerRelayTimeout = 10 * time.Second
 // header field. The configuration does not change while the broker runs,
 // so the version is the start time.
 func (b *Broker) processGetBrokerConfig(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	keys := make([]string, 0, len(b.cfg.Settings))
-	for k := range b.cfg.Settings {
+	settings := b.cfg.Settings()
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
@@ -35,7 +36,7 @@ func (b *Broker) processGetBrokerConfig(_ context.Context, _ *remoting.Conn, req
 	for _, k := range keys {
 		body.WriteString(k)
 		body.WriteByte('=')
-		body.WriteString(b.cfg.Settings[k])
+		body.WriteString(settings[k])
 		body.WriteByte('\n')
 	}
 	version, err := json.Marshal(meta.DataVersion{Timestamp: b.started.UnixMilli()})

@@ -38,12 +38,6 @@ const (
 // is read from is listed in the field table (fields.go) and documented with
 // its default in configs/broker.yaml.
 type Broker struct {
-	// Settings holds every key's value as text, as loaded (default,
-	// file, then override), under its canonical name: what
-	// GET_BROKER_CONFIG reports. Fields changed after loading are not
-	// reflected.
-	Settings map[string]string
-
 	// Identity and cluster membership.
 	BrokerClusterName string
 	BrokerName        string
@@ -187,18 +181,30 @@ func (b *Broker) IndexWALSyncMode() string {
 	return IndexWALSyncInterval
 }
 
+// Settings returns every key's current value as text, under its canonical
+// name (not an alias): what GET_BROKER_CONFIG reports. It is written from
+// the fields when called, so it holds for a configuration built or changed
+// in code as for one loaded, and each value parses back to the field's
+// value (durations in the key's whole units).
+func (b *Broker) Settings() map[string]string {
+	out := make(map[string]string, len(brokerFields))
+	for _, f := range brokerFields {
+		out[f.key] = f.get(b)
+	}
+	return out
+}
+
 // DefaultBroker returns the configuration a broker runs with when no key is
 // set. The values are RocketMQ's defaults unless the field table says
 // otherwise.
 func DefaultBroker() Broker {
-	b := Broker{Settings: make(map[string]string, len(brokerFields))}
+	var b Broker
 	for _, f := range brokerFields {
 		if err := f.set(&b, f.def); err != nil {
 			// The defaults are constants checked by TestDefaultsParse; a
 			// failure here is a programming error in the field table.
 			panic("configs: default of " + f.key + ": " + err.Error())
 		}
-		b.Settings[f.key] = f.def
 	}
 	return b
 }

@@ -10,12 +10,15 @@ import (
 // field binds one configuration key (and its historical aliases) to a field
 // of Broker. Values are parsed from their text form, whether they came from
 // a properties file, YAML or a command-line flag, so every source accepts
-// the same spellings.
+// the same spellings. get writes the field's current value in a text set
+// accepts, so what is reported (GET_BROKER_CONFIG) is the configuration in
+// force, however it was built.
 type field struct {
 	key     string
 	aliases []string
 	def     string
 	set     func(b *Broker, raw string) error
+	get     func(b *Broker) string
 }
 
 // DefaultMaxDispatchLagBytes is the default of maxDispatchLagBytes: at the
@@ -106,7 +109,7 @@ func str(key, def string, ptr func(*Broker) *string) field {
 	return field{key: key, def: def, set: func(b *Broker, raw string) error {
 		*ptr(b) = raw
 		return nil
-	}}
+	}, get: func(b *Broker) string { return *ptr(b) }}
 }
 
 func oneOf(key, def string, allowed []string, ptr func(*Broker) *string) field {
@@ -118,7 +121,7 @@ func oneOf(key, def string, allowed []string, ptr func(*Broker) *string) field {
 			}
 		}
 		return fmt.Errorf("%q is not one of %s", raw, strings.Join(allowed, ", "))
-	}}
+	}, get: func(b *Broker) string { return *ptr(b) }}
 }
 
 func boolean(key, def string, ptr func(*Broker) *bool) field {
@@ -129,7 +132,7 @@ func boolean(key, def string, ptr func(*Broker) *bool) field {
 		}
 		*ptr(b) = v
 		return nil
-	}}
+	}, get: func(b *Broker) string { return strconv.FormatBool(*ptr(b)) }}
 }
 
 func parseInt(raw string, lo, hi int64) (int64, error) {
@@ -151,7 +154,7 @@ func intRange(key, def string, lo, hi int64, ptr func(*Broker) *int) field {
 		}
 		*ptr(b) = int(v)
 		return nil
-	}}
+	}, get: func(b *Broker) string { return strconv.Itoa(*ptr(b)) }}
 }
 
 func i64(key, def string, ptr func(*Broker) *int64) field {
@@ -166,7 +169,7 @@ func i64Range(key, def string, lo, hi int64, ptr func(*Broker) *int64) field {
 		}
 		*ptr(b) = v
 		return nil
-	}}
+	}, get: func(b *Broker) string { return strconv.FormatInt(*ptr(b), 10) }}
 }
 
 // millis reads a duration written in milliseconds, RocketMQ's unit for
@@ -176,7 +179,8 @@ func millis(key, def string, ptr func(*Broker) *time.Duration) field {
 }
 
 // millisRange reads milliseconds of at least lo (a period that must not be
-// zero).
+// zero). A duration is reported in whole milliseconds (any finer part set
+// in code is dropped).
 func millisRange(key, def string, lo int64, ptr func(*Broker) *time.Duration) field {
 	return field{key: key, def: def, set: func(b *Broker, raw string) error {
 		v, err := parseInt(raw, lo, 1<<40)
@@ -185,10 +189,11 @@ func millisRange(key, def string, lo int64, ptr func(*Broker) *time.Duration) fi
 		}
 		*ptr(b) = time.Duration(v) * time.Millisecond
 		return nil
-	}}
+	}, get: func(b *Broker) string { return inUnits(*ptr(b), time.Millisecond) }}
 }
 
-// seconds reads a positive duration written in seconds (timerMaxDelaySec).
+// seconds reads a positive duration written in seconds (timerMaxDelaySec),
+// and reports it in whole seconds.
 func seconds(key, def string, ptr func(*Broker) *time.Duration) field {
 	return field{key: key, def: def, set: func(b *Broker, raw string) error {
 		v, err := parseInt(raw, 1, 1<<32)
@@ -197,10 +202,11 @@ func seconds(key, def string, ptr func(*Broker) *time.Duration) field {
 		}
 		*ptr(b) = time.Duration(v) * time.Second
 		return nil
-	}}
+	}, get: func(b *Broker) string { return inUnits(*ptr(b), time.Second) }}
 }
 
-// hours reads a duration written in hours (fileReservedTime).
+// hours reads a duration written in hours (fileReservedTime), and reports
+// it in whole hours.
 func hours(key, def string, ptr func(*Broker) *time.Duration) field {
 	return field{key: key, def: def, set: func(b *Broker, raw string) error {
 		v, err := parseInt(raw, 0, 1<<20)
@@ -209,10 +215,17 @@ func hours(key, def string, ptr func(*Broker) *time.Duration) field {
 		}
 		*ptr(b) = time.Duration(v) * time.Hour
 		return nil
-	}}
+	}, get: func(b *Broker) string { return inUnits(*ptr(b), time.Hour) }}
+}
+
+// inUnits writes d as a whole number of unit, the integer text the
+// duration setters read.
+func inUnits(d, unit time.Duration) string {
+	return strconv.FormatInt(int64(d/unit), 10)
 }
 
 // hourList reads RocketMQ's deleteWhen: hours of the day separated by ';'.
+// It reports them as RocketMQ writes them, two digits each ("04;16").
 func hourList(key, def string, ptr func(*Broker) *[]int) field {
 	return field{key: key, def: def, set: func(b *Broker, raw string) error {
 		var out []int
@@ -232,5 +245,11 @@ func hourList(key, def string, ptr func(*Broker) *[]int) field {
 		}
 		*ptr(b) = out
 		return nil
+	}, get: func(b *Broker) string {
+		parts := make([]string, len(*ptr(b)))
+		for i, h := range *ptr(b) {
+			parts[i] = fmt.Sprintf("%02d", h)
+		}
+		return strings.Join(parts, ";")
 	}}
 }

@@ -70,7 +70,6 @@ func LoadBroker(path string, overrides map[string]string) (Loaded, error) {
 			if err := f.set(&out.Broker, val); err != nil {
 				return Loaded{}, fmt.Errorf("config %s: key %s: %w", path, f.key, err)
 			}
-			out.Broker.Settings[f.key] = val
 		}
 	}
 
@@ -88,7 +87,6 @@ func LoadBroker(path string, overrides map[string]string) (Loaded, error) {
 		if err := f.set(&out.Broker, val); err != nil {
 			return Loaded{}, fmt.Errorf("override of key %s: %w", f.key, err)
 		}
-		out.Broker.Settings[f.key] = val
 	}
 	return out, nil
 }

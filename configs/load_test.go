@@ -28,6 +28,26 @@ func TestDefaultsParse(t *testing.T) {
 	}
 }
 
+// Every key's reported text is its default's text and parses back, through
+// the key's setter, to the same value: a broker built from DefaultBroker's
+// report is DefaultBroker.
+func TestDefaultsRoundTrip(t *testing.T) {
+	want := DefaultBroker()
+	var got Broker
+	for _, f := range brokerFields {
+		text := f.get(&want)
+		if text != f.def {
+			t.Errorf("%s reported as %q, default written %q", f.key, text, f.def)
+		}
+		if err := f.set(&got, text); err != nil {
+			t.Errorf("%s: reported %q does not parse: %v", f.key, text, err)
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("report of the defaults parses to\n%+v\nwant\n%+v", got, want)
+	}
+}
+
 func TestDefaultsAreRocketMQs(t *testing.T) {
 	b := DefaultBroker()
 	if b.MappedFileSizeCommitLog != 1<<30 || b.FlushDiskType != AsyncFlush ||
@@ -93,15 +113,59 @@ sendMessageThreadPoolNums=16
 		t.Errorf("unknown keys %v, want %v", got.UnknownKeys, want)
 	}
 	// Settings (GET_BROKER_CONFIG) name every key once, canonically, with
-	// the file's, the override's or the default text.
+	// the file's, the override's or the default value.
+	settings := b.Settings()
 	for k, v := range map[string]string{"mappedFileSizeCommitLog": "65536", "brokerName": "broker-b",
 		"listenPort": "20911", "deleteWhen": "04;16", "traceOn": "true"} {
-		if b.Settings[k] != v {
-			t.Errorf("setting %s=%q, want %q", k, b.Settings[k], v)
+		if settings[k] != v {
+			t.Errorf("setting %s=%q, want %q", k, settings[k], v)
 		}
 	}
-	if len(b.Settings) != len(Keys()) {
-		t.Errorf("%d settings for %d keys", len(b.Settings), len(Keys()))
+	if len(settings) != len(Keys()) {
+		t.Errorf("%d settings for %d keys", len(settings), len(Keys()))
+	}
+}
+
+// Settings reports the configuration in force: a value changed in code
+// after loading, in the text its key's setter reads, and never a copy's.
+func TestSettingsFollowChangesInCode(t *testing.T) {
+	got, err := LoadBroker(writeFile(t, "b.conf", "listenPort=20911\ndeleteWhen=04;16\nflushDiskType=sync_flush\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := got.Broker
+	if s := b.Settings(); s["flushDiskType"] != SyncFlush {
+		t.Errorf("flushDiskType=%q, want the canonical %q", s["flushDiskType"], SyncFlush)
+	}
+	c := b
+	c.ListenPort = 30911
+	c.DeleteWhen = []int{1, 23}
+	c.TimerMaxDelay = 2 * time.Hour
+	c.SyncFlushTimeout = 1500 * time.Millisecond
+	c.FileReservedTime = 24 * time.Hour
+	c.TraceOn = false
+	c.MaxDispatchLagBytes = 1 << 33
+	c.BrokerName = "broker-c"
+	want := map[string]string{"listenPort": "30911", "deleteWhen": "01;23", "timerMaxDelaySec": "7200",
+		"syncFlushTimeout": "1500", "fileReservedTime": "24", "traceOn": "false",
+		"maxDispatchLagBytes": "8589934592", "brokerName": "broker-c"}
+	settings := c.Settings()
+	var back Broker
+	for _, f := range brokerFields {
+		if err := f.set(&back, settings[f.key]); err != nil {
+			t.Errorf("%s: reported %q does not parse: %v", f.key, settings[f.key], err)
+		}
+	}
+	if !reflect.DeepEqual(back, c) {
+		t.Errorf("report of the changed config parses to\n%+v\nwant\n%+v", back, c)
+	}
+	for k, v := range want {
+		if settings[k] != v {
+			t.Errorf("changed %s reported as %q, want %q", k, settings[k], v)
+		}
+	}
+	if s := b.Settings(); s["listenPort"] != "20911" || s["deleteWhen"] != "04;16" || s["brokerName"] != "broker-a" {
+		t.Errorf("the original reports its copy's changes: %v", s)
 	}
 }
 
