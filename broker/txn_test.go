@@ -417,7 +417,9 @@ func TestRetryOfATransactionalMessageIsNotAHalf(t *testing.T) {
 }
 
 func TestResumeCheckOfAGivenUpTransaction(t *testing.T) {
-	b := startTestBroker(t, map[string]string{"transactionTimeOut": "100", "transactionCheckInterval": "100",
+	// One check each, a second after it the give-up: the producer's
+	// commit of the resumed half has that second to arrive.
+	b := startTestBroker(t, map[string]string{"transactionTimeOut": "100", "transactionCheckInterval": "1000",
 		"transactionCheckMax": "1"})
 	c := b.client(nil) // no producer yet: the one check goes unasked
 	h := sendHalf(t, c, "TxU", 0, "UNIQ-RESUME", "resumed", "", time.Now().UnixMilli())
