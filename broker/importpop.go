@@ -98,7 +98,7 @@ func (b *Broker) importReviveTopic(reviveTopic string, queues int) error {
 		if err != nil {
 			return err
 		}
-		if real, _ := commitlog.LookupProperty(msg.Properties, propRealTopic); ok && real == reviveTopic {
+		if real, _ := commitlog.LookupProperty(msg.Properties, commitlog.PropertyRealTopic); ok && real == reviveTopic {
 			add(msg)
 			taken = append(taken, e)
 		}

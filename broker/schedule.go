@@ -8,6 +8,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/timer"
 )
 
 // scheduleOffsetGroup is the consumer-offset group under which the
@@ -23,8 +24,8 @@ func (b *Broker) toSchedule(m *commitlog.Message, level int) {
 	level = min(level, len(b.delayLevels))
 	m.Properties = commitlog.RewriteProperties(m.Properties, nil,
 		[2]string{propDelay, strconv.Itoa(level)},
-		[2]string{propRealTopic, m.Topic},
-		[2]string{propRealQueueID, strconv.Itoa(int(m.QueueID))})
+		[2]string{commitlog.PropertyRealTopic, m.Topic},
+		[2]string{commitlog.PropertyRealQueueID, strconv.Itoa(int(m.QueueID))})
 	m.Topic = meta.ScheduleTopic
 	m.QueueID = int32(level - 1)
 }
@@ -97,18 +98,16 @@ func (b *Broker) deliverScheduled(ctx context.Context, phy int64) error {
 	if err != nil || !ok {
 		return err // a record gone with retention is skipped
 	}
-	topic, _ := commitlog.LookupProperty(m.Properties, propRealTopic)
-	qs, _ := commitlog.LookupProperty(m.Properties, propRealQueueID)
-	qid, err := strconv.Atoi(qs)
-	if topic == "" || err != nil {
+	topic, qid, ok := commitlog.RealDestination(m.Properties)
+	if !ok {
 		b.log.Warn().Int64("phy", phy).Msg("delayed message without REAL_TOPIC/REAL_QID dropped")
 		return nil
 	}
 	out := &commitlog.Message{
-		Topic: topic, QueueID: int32(qid), Flag: m.Flag, SysFlag: m.SysFlag,
+		Topic: topic, QueueID: qid, Flag: m.Flag, SysFlag: m.SysFlag,
 		BornTimestamp: m.BornTimestamp, BornHost: m.BornHost, ReconsumeTimes: m.ReconsumeTimes,
 		Body:       m.Body,
-		Properties: commitlog.RewriteProperties(m.Properties, []string{propDelay, propTimerDeliverMs, propTimerDelaySec, propTimerDelayMs}),
+		Properties: commitlog.RewriteProperties(m.Properties, []string{propDelay, timer.PropDeliverMs, timer.PropDelaySec, timer.PropDelayMs}),
 	}
 	_, err = b.putMessages(ctx, []*commitlog.Message{out}, false)
 	return err

@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -19,7 +20,25 @@ const (
 	PropertyKeys   = "KEYS"
 	PropertyUniqID = "UNIQ_KEY"
 	PropertyWait   = "WAIT"
+	// PropertyRealTopic and PropertyRealQueueID name where a message
+	// parked in a system topic (delay level, timer, transaction half) is
+	// bound.
+	PropertyRealTopic   = "REAL_TOPIC"
+	PropertyRealQueueID = "REAL_QID"
 )
+
+// RealDestination returns the topic and queue a parked message is bound
+// for (its REAL_TOPIC and REAL_QID); ok is false when either is missing
+// or not valid.
+func RealDestination(props string) (topic string, queueID int32, ok bool) {
+	topic, _ = LookupProperty(props, PropertyRealTopic)
+	qs, _ := LookupProperty(props, PropertyRealQueueID)
+	q, err := strconv.ParseInt(qs, 10, 32)
+	if topic == "" || err != nil || q < 0 {
+		return "", 0, false
+	}
+	return topic, int32(q), true
+}
 
 // nextPair returns the key and value of the segment of props starting at
 // i, and the start of the next segment. ok is false when the segment is

@@ -360,7 +360,7 @@ func permanent(err error) bool {
 
 // cancelKey is what a TIMER_DEL_UNIQKEY names a parked message by.
 func cancelKey(parked *commitlog.Message) string {
-	topic, _ := commitlog.LookupProperty(parked.Properties, PropRealTopic)
+	topic, _ := commitlog.LookupProperty(parked.Properties, commitlog.PropertyRealTopic)
 	uniq, _ := commitlog.LookupProperty(parked.Properties, commitlog.PropertyUniqID)
 	return topic + "+" + uniq
 }
@@ -372,15 +372,13 @@ var errDropped = errors.New("dropped")
 // real topic and queue, without REAL_TOPIC and REAL_QID, with
 // TIMER_ENQUEUE_MS (when it was parked) and TIMER_DEQUEUE_MS (now).
 func deliveredMessage(parked *commitlog.Message, now time.Time) (*commitlog.Message, error) {
-	topic, _ := commitlog.LookupProperty(parked.Properties, PropRealTopic)
-	qs, _ := commitlog.LookupProperty(parked.Properties, PropRealQueueID)
-	qid, err := strconv.ParseInt(qs, 10, 32)
-	if topic == "" || err != nil || qid < 0 {
-		return nil, fmt.Errorf("%w: REAL_TOPIC %q REAL_QID %q", errDropped, topic, qs)
+	topic, qid, ok := commitlog.RealDestination(parked.Properties)
+	if !ok {
+		return nil, fmt.Errorf("%w: no valid REAL_TOPIC/REAL_QID", errDropped)
 	}
 	return &commitlog.Message{
 		Topic:                     topic,
-		QueueID:                   int32(qid),
+		QueueID:                   qid,
 		Flag:                      parked.Flag,
 		SysFlag:                   parked.SysFlag,
 		BornTimestamp:             parked.BornTimestamp,
@@ -388,7 +386,7 @@ func deliveredMessage(parked *commitlog.Message, now time.Time) (*commitlog.Mess
 		ReconsumeTimes:            parked.ReconsumeTimes,
 		PreparedTransactionOffset: parked.PreparedTransactionOffset,
 		Body:                      parked.Body,
-		Properties: commitlog.RewriteProperties(parked.Properties, []string{PropRealTopic, PropRealQueueID},
+		Properties: commitlog.RewriteProperties(parked.Properties, []string{commitlog.PropertyRealTopic, commitlog.PropertyRealQueueID},
 			[2]string{PropEnqueueMs, strconv.FormatInt(parked.StoreTimestamp, 10)},
 			[2]string{PropDequeueMs, strconv.FormatInt(now.UnixMilli(), 10)}),
 	}, nil

@@ -33,14 +33,12 @@ import (
 
 // Property names of timer messages (RocketMQ's MessageConst).
 const (
-	PropDelaySec    = "TIMER_DELAY_SEC"
-	PropDelayMs     = "TIMER_DELAY_MS"
-	PropDeliverMs   = "TIMER_DELIVER_MS"
-	PropOutMs       = "TIMER_OUT_MS"
-	PropEnqueueMs   = "TIMER_ENQUEUE_MS"
-	PropDequeueMs   = "TIMER_DEQUEUE_MS"
-	PropRealTopic   = "REAL_TOPIC"
-	PropRealQueueID = "REAL_QID"
+	PropDelaySec  = "TIMER_DELAY_SEC"
+	PropDelayMs   = "TIMER_DELAY_MS"
+	PropDeliverMs = "TIMER_DELIVER_MS"
+	PropOutMs     = "TIMER_OUT_MS"
+	PropEnqueueMs = "TIMER_ENQUEUE_MS"
+	PropDequeueMs = "TIMER_DEQUEUE_MS"
 	// PropRollTimes counts how often Apache RocketMQ parked a message again
 	// because its delivery time lay beyond its timing wheel.
 	PropRollTimes = "TIMER_ROLL_TIMES"
@@ -136,8 +134,8 @@ func Park(m *commitlog.Message, now time.Time, cfg Config) (bool, error) {
 	}
 	m.Properties = commitlog.RewriteProperties(m.Properties, nil,
 		[2]string{PropOutMs, strconv.FormatInt(deliverMs, 10)},
-		[2]string{PropRealTopic, m.Topic},
-		[2]string{PropRealQueueID, strconv.Itoa(int(m.QueueID))})
+		[2]string{commitlog.PropertyRealTopic, m.Topic},
+		[2]string{commitlog.PropertyRealQueueID, strconv.Itoa(int(m.QueueID))})
 	m.Topic = meta.TimerTopic
 	m.QueueID = 0
 	return true, nil

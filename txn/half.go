@@ -12,8 +12,6 @@ import (
 const (
 	PropTransactionPrepared = "TRAN_MSG"
 	PropProducerGroup       = "PGROUP"
-	PropRealTopic           = "REAL_TOPIC"
-	PropRealQueueID         = "REAL_QID"
 	PropTransactionID       = "__transactionId__"
 	PropCheckTimes          = "TRANSACTION_CHECK_TIMES"
 	PropCheckImmunitySecs   = "CHECK_IMMUNITY_TIME_IN_SECONDS"
@@ -41,8 +39,8 @@ func IsHalfSend(properties string, sysFlag int32) bool {
 func ToHalf(m *commitlog.Message) {
 	uniq, _ := commitlog.LookupProperty(m.Properties, propUniqKey)
 	m.Properties = commitlog.RewriteProperties(m.Properties, nil,
-		[2]string{PropRealTopic, m.Topic},
-		[2]string{PropRealQueueID, strconv.Itoa(int(m.QueueID))},
+		[2]string{commitlog.PropertyRealTopic, m.Topic},
+		[2]string{commitlog.PropertyRealQueueID, strconv.Itoa(int(m.QueueID))},
 		[2]string{PropTransactionID, uniq})
 	m.Topic = meta.TransHalfTopic
 	m.QueueID = 0
@@ -51,13 +49,11 @@ func ToHalf(m *commitlog.Message) {
 
 // realDestination returns the topic and queue a half message was sent to.
 func realDestination(half *commitlog.Message) (string, int32, error) {
-	topic, _ := commitlog.LookupProperty(half.Properties, PropRealTopic)
-	qs, _ := commitlog.LookupProperty(half.Properties, PropRealQueueID)
-	qid, err := strconv.ParseInt(qs, 10, 32)
-	if topic == "" || err != nil || qid < 0 {
-		return "", 0, fmt.Errorf("half message at %d has no valid REAL_TOPIC/REAL_QID (%q, %q)", half.PhyOffset, topic, qs)
+	topic, qid, ok := commitlog.RealDestination(half.Properties)
+	if !ok {
+		return "", 0, fmt.Errorf("half message at %d has no valid REAL_TOPIC/REAL_QID", half.PhyOffset)
 	}
-	return topic, int32(qid), nil
+	return topic, qid, nil
 }
 
 // committedMessage builds the message a commit stores from its half: the
@@ -80,7 +76,7 @@ func committedMessage(half *commitlog.Message) (*commitlog.Message, error) {
 		PreparedTransactionOffset: half.PhyOffset,
 		Body:                      half.Body,
 		Properties: commitlog.RewriteProperties(half.Properties,
-			[]string{PropRealTopic, PropRealQueueID, PropTransactionPrepared}),
+			[]string{commitlog.PropertyRealTopic, commitlog.PropertyRealQueueID, PropTransactionPrepared}),
 	}, nil
 }
 

@@ -135,8 +135,8 @@ func readParked(s *store, l *timerLine) error {
 	if m.StoreSize != l.Size {
 		return fmt.Errorf("record at %d is %d bytes, the entry says %d", l.PhyOffset, m.StoreSize, l.Size)
 	}
-	l.RealTopic, _ = commitlog.LookupProperty(m.Properties, timer.PropRealTopic)
-	if qs, ok := commitlog.LookupProperty(m.Properties, timer.PropRealQueueID); ok {
+	l.RealTopic, _ = commitlog.LookupProperty(m.Properties, commitlog.PropertyRealTopic)
+	if qs, ok := commitlog.LookupProperty(m.Properties, commitlog.PropertyRealQueueID); ok {
 		if q, err := strconv.ParseInt(qs, 10, 32); err == nil && q >= 0 {
 			qid := int32(q)
 			l.RealQueueID = &qid
