@@ -241,14 +241,14 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 		for j, i := range r.idx {
 			entries[j] = due[i]
 		}
-		n, err := s.put(ctx, entries, r.msgs)
+		done, n, err := s.put(ctx, entries, r.msgs)
 		delivered += n
+		for _, i := range r.idx[:done] {
+			handled[i] = true
+		}
 		if err != nil {
 			putErr = err
-			break // this run and the later ones wait for the next round
-		}
-		for _, i := range r.idx {
-			handled[i] = true
+			break // the rest of this run and the later ones wait for the next round
 		}
 	}
 	var done []kvindex.TimerEntry
@@ -269,30 +269,32 @@ const maxAppendBatch = 64
 
 // put stores a run of delivered messages of one queue. A run the store
 // refuses for a message itself is stored one by one, dropping (with an
-// error line) those that can never be stored. It returns how many were
-// stored; an error leaves the run for the next round.
-func (s *Service) put(ctx context.Context, entries []kvindex.TimerEntry, msgs []*commitlog.Message) (int, error) {
-	err := s.store.PutBatch(ctx, msgs)
+// error line) those that can never be stored. It returns how many of the
+// run's first messages are done with (stored or dropped) and how many
+// were stored; on an error the messages after the done ones wait for the
+// next round.
+func (s *Service) put(ctx context.Context, entries []kvindex.TimerEntry, msgs []*commitlog.Message) (done, stored int, err error) {
+	err = s.store.PutBatch(ctx, msgs)
 	if err == nil {
-		return len(msgs), nil
+		return len(msgs), len(msgs), nil
 	}
 	if !permanent(err) || len(msgs) == 1 {
 		if permanent(err) {
 			s.log.Error().Err(err).Int64("phyOffset", entries[0].PhyOffset).Str("topic", msgs[0].Topic).
 				Msg("timer message can never be stored in its topic; dropped")
-			return 0, nil
+			return 1, 0, nil
 		}
-		return 0, fmt.Errorf("deliver %d timer messages to %s/%d: %w", len(msgs), msgs[0].Topic, msgs[0].QueueID, err)
+		return 0, 0, fmt.Errorf("deliver %d timer messages to %s/%d: %w", len(msgs), msgs[0].Topic, msgs[0].QueueID, err)
 	}
-	stored := 0
 	for i := range msgs {
-		n, err := s.put(ctx, entries[i:i+1], msgs[i:i+1])
+		d, n, err := s.put(ctx, entries[i:i+1], msgs[i:i+1])
+		done += d
 		stored += n
 		if err != nil {
-			return stored, err
+			return done, stored, err
 		}
 	}
-	return stored, nil
+	return done, stored, nil
 }
 
 // lowerCursor moves the cursor back to the committed late entries that

@@ -483,6 +483,36 @@ func TestDeliverDueDropsOnlyTheMessageThatCanNeverBeStored(t *testing.T) {
 	}
 }
 
+func TestDeliverDueKeepsTheRunWhenTheOneByOneRetryFailsTransiently(t *testing.T) {
+	f := newFixture(t)
+	f.park("A", "Orders", 1, 5, "")
+	f.park("huge-B", "Orders", 1, 5, "")
+	c := f.park("C", "Orders", 1, 5, "")
+	f.caughtUp()
+	// Call 1: the run, too large. Calls 2 and 3: A stored, huge-B refused.
+	// Call 4: C fails for the store.
+	f.store.fail = func(call int, msgs []*commitlog.Message) error {
+		if call == 4 {
+			return errTransient
+		}
+		return tooLarge(call, msgs)
+	}
+	f.at(10)
+	if _, err := f.round(); !errors.Is(err, errTransient) {
+		t.Fatalf("round: %v, want %v", err, errTransient)
+	}
+	f.wantDelivered("A")
+	if !f.pendingAt(c.phy) {
+		t.Fatalf("entries left %v, want only C's at %d: what was stored or dropped is done", f.pending(), c.phy)
+	}
+	f.store.fail = tooLarge
+	f.roundOK()
+	f.wantDelivered("A", "C")
+	if left := f.pending(); len(left) != 0 {
+		t.Fatalf("entries left: %v", left)
+	}
+}
+
 func TestDeliverDueCancelsTheMessageNamedByTimerDelUniqKey(t *testing.T) {
 	f := newFixture(t)
 	target := f.park("T", "Orders", 1, 5, "")
