@@ -163,7 +163,13 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 // round.
 func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, now time.Time) (int, error) {
 	parked := make([]*commitlog.Message, len(due))
-	cancelled := map[string]bool{}
+	// A cancel reaches the message it names at its own delivery time
+	// only, as in RocketMQ's timing wheel, whatever else a round holds.
+	type timeKey struct {
+		ms  int64
+		key string
+	}
+	cancelled := map[timeKey]bool{}
 	rolled := map[string]bool{} // cancel keys of messages RocketMQ rolled
 	for i, e := range due {
 		m, ok, err := s.store.Read(e.PhyOffset)
@@ -175,7 +181,7 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 			continue
 		}
 		if key, ok := commitlog.LookupProperty(m.Properties, PropDeleteKey); ok {
-			cancelled[key] = true
+			cancelled[timeKey{e.DeliverMs, key}] = true
 			continue
 		}
 		if _, ok := commitlog.LookupProperty(m.Properties, PropRollTimes); ok {
@@ -198,7 +204,7 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 				delivering[k] = true
 			}
 		}
-		if m == nil || cancelled[cancelKey(m)] {
+		if m == nil || cancelled[timeKey{e.DeliverMs, cancelKey(m)}] {
 			continue
 		}
 		out, err := deliveredMessage(m, now)

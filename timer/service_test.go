@@ -519,15 +519,20 @@ func TestDeliverDueCancelsTheMessageNamedByTimerDelUniqKey(t *testing.T) {
 	other := f.park("O", "Orders", 1, 5, "")
 	// The cancel goes to the target's topic, at the target's time.
 	cancel := f.park("X", "Orders", 1, 5, "TIMER_DEL_UNIQKEY\x01Orders+T\x02")
+	// A cancel due a second later than the O2 it names does not reach it,
+	// even in one round with it (as a round between the two times would
+	// have delivered O2 already).
+	elsewhere := f.park("Y", "Orders", 1, 6, "TIMER_DEL_UNIQKEY\x01Orders+O2\x02")
+	other2 := f.park("O2", "Orders", 1, 5, "")
 	f.caughtUp()
-	if target.outMs != cancel.outMs {
-		t.Fatal("the fixture parked the cancel at another time than its target")
+	if target.outMs != cancel.outMs || elsewhere.outMs == other2.outMs {
+		t.Fatal("the fixture parked the cancels at other times than meant")
 	}
 	f.at(10)
-	if n := f.roundOK(); n != 1 {
-		t.Fatalf("delivered %d, want 1", n)
+	if n := f.roundOK(); n != 2 {
+		t.Fatalf("delivered %d, want 2", n)
 	}
-	f.wantDelivered("O")
+	f.wantDelivered("O", "O2")
 	if left := f.pending(); len(left) != 0 {
 		t.Fatalf("entries left %v: the cancel and the cancelled message are done (%d %d %d)", left, target.phy, other.phy, cancel.phy)
 	}
