@@ -163,7 +163,13 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 // round.
 func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, now time.Time) (int, error) {
 	parked := make([]*commitlog.Message, len(due))
-	cancelled := map[string]bool{}
+	// A cancel reaches the message it names at its own delivery time
+	// only, as in RocketMQ's timing wheel, whatever else a round holds.
+	type timeKey struct {
+		ms  int64
+		key string
+	}
+	cancelled := map[timeKey]bool{}
 	rolled := map[string]bool{} // cancel keys of messages RocketMQ rolled
 	for i, e := range due {
 		m, ok, err := s.store.Read(e.PhyOffset)
@@ -179,7 +185,7 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 			continue
 		}
 		if key, ok := commitlog.LookupProperty(m.Properties, PropDeleteKey); ok {
-			cancelled[key] = true
+			cancelled[timeKey{e.DeliverMs, key}] = true
 			continue
 		}
 		if _, ok := commitlog.LookupProperty(m.Properties, PropRollTimes); ok {
@@ -202,7 +208,7 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 				delivering[k] = true
 			}
 		}
-		if m == nil || cancelled[cancelKey(m)] {
+		if m == nil || cancelled[timeKey{e.DeliverMs, cancelKey(m)}] {
 			continue
 		}
 		out, err := deliveredMessage(m, now)
@@ -245,14 +251,14 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 		for j, i := range r.idx {
 			entries[j] = due[i]
 		}
-		n, err := s.put(ctx, entries, r.msgs)
+		done, n, err := s.put(ctx, entries, r.msgs)
 		delivered += n
+		for _, i := range r.idx[:done] {
+			handled[i] = true
+		}
 		if err != nil {
 			putErr = err
-			break // this run and the later ones wait for the next round
-		}
-		for _, i := range r.idx {
-			handled[i] = true
+			break // the rest of this run and the later ones wait for the next round
 		}
 	}
 	var done []kvindex.TimerEntry
@@ -273,30 +279,32 @@ const maxAppendBatch = 64
 
 // put stores a run of delivered messages of one queue. A run the store
 // refuses for a message itself is stored one by one, dropping (with an
-// error line) those that can never be stored. It returns how many were
-// stored; an error leaves the run for the next round.
-func (s *Service) put(ctx context.Context, entries []kvindex.TimerEntry, msgs []*commitlog.Message) (int, error) {
-	err := s.store.PutBatch(ctx, msgs)
+// error line) those that can never be stored. It returns how many of the
+// run's first messages are done with (stored or dropped) and how many
+// were stored; on an error the messages after the done ones wait for the
+// next round.
+func (s *Service) put(ctx context.Context, entries []kvindex.TimerEntry, msgs []*commitlog.Message) (done, stored int, err error) {
+	err = s.store.PutBatch(ctx, msgs)
 	if err == nil {
-		return len(msgs), nil
+		return len(msgs), len(msgs), nil
 	}
 	if !permanent(err) || len(msgs) == 1 {
 		if permanent(err) {
 			s.log.Error().Err(err).Int64("phyOffset", entries[0].PhyOffset).Str("topic", msgs[0].Topic).
 				Msg("timer message can never be stored in its topic; dropped")
-			return 0, nil
+			return 1, 0, nil
 		}
-		return 0, fmt.Errorf("deliver %d timer messages to %s/%d: %w", len(msgs), msgs[0].Topic, msgs[0].QueueID, err)
+		return 0, 0, fmt.Errorf("deliver %d timer messages to %s/%d: %w", len(msgs), msgs[0].Topic, msgs[0].QueueID, err)
 	}
-	stored := 0
 	for i := range msgs {
-		n, err := s.put(ctx, entries[i:i+1], msgs[i:i+1])
+		d, n, err := s.put(ctx, entries[i:i+1], msgs[i:i+1])
+		done += d
 		stored += n
 		if err != nil {
-			return stored, err
+			return done, stored, err
 		}
 	}
-	return stored, nil
+	return done, stored, nil
 }
 
 // lowerCursor moves the cursor back to the committed late entries that

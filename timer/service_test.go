@@ -1,0 +1,590 @@
+package timer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// base is the fixture's starting clock, on a whole second.
+const base = int64(1_700_000_000_000)
+
+// fixture is a CommitLog, an index and a dispatcher with the service's
+// hook on the timer topic: what the broker wires, without the network.
+// (txn's fixture lives in a _test file of its own package, so it cannot
+// be shared; this one is kept to what the timer needs.)
+type fixture struct {
+	t     *testing.T
+	log   *commitlog.Log
+	db    *kvindex.DB
+	disp  *kvindex.Dispatcher
+	svc   *Service
+	store *fakeStore
+	nowMs atomic.Int64 // read by the hook on the dispatcher's goroutine
+}
+
+// fakeStore appends to the fixture's log. fail, when set, is asked
+// before each PutBatch (call counts from 1) and can refuse it; stored
+// records every batch that was appended.
+type fakeStore struct {
+	f      *fixture
+	mu     sync.Mutex
+	next   map[string]int64
+	calls  int
+	fail   func(call int, msgs []*commitlog.Message) error
+	stored [][]*commitlog.Message
+}
+
+func (s *fakeStore) Assign(topic string, queueID int32, n int) int64 {
+	k := topic + "/" + strconv.Itoa(int(queueID))
+	off := s.next[k]
+	s.next[k] = off + int64(n)
+	return off
+}
+
+func (s *fakeStore) PutBatch(ctx context.Context, msgs []*commitlog.Message) error {
+	s.mu.Lock()
+	s.calls++
+	call, fail := s.calls, s.fail
+	s.mu.Unlock()
+	if fail != nil {
+		if err := fail(call, msgs); err != nil {
+			return err
+		}
+	}
+	if _, err := s.f.log.Append(ctx, commitlog.AppendRequest{Batch: msgs, Assigner: s}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.stored = append(s.stored, msgs)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *fakeStore) Read(phy int64) (commitlog.Message, bool, error) {
+	v, err := s.f.log.ReadRecord(phy)
+	if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
+		return commitlog.Message{}, false, nil
+	}
+	if err != nil {
+		return commitlog.Message{}, false, err
+	}
+	defer v.Release()
+	m, err := commitlog.Decode(append([]byte(nil), v.Data...))
+	return m, err == nil, err
+}
+
+// batches returns the stored batches.
+func (s *fakeStore) batches() [][]*commitlog.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]*commitlog.Message(nil), s.stored...)
+}
+
+// errTransient is a store failure a later round retries.
+var errTransient = errors.New("disk full")
+
+// tooLarge refuses, as the log would, any batch holding a message whose
+// body starts with "huge".
+func tooLarge(_ int, msgs []*commitlog.Message) error {
+	for _, m := range msgs {
+		if strings.HasPrefix(string(m.Body), "huge") {
+			return fmt.Errorf("append %d messages: %w", len(msgs), commitlog.ErrMessageTooLarge)
+		}
+	}
+	return nil
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &fixture{t: t}
+	f.nowMs.Store(base)
+	f.store = &fakeStore{f: f, next: map[string]int64{}}
+	db, err := kvindex.Open(kvindex.Options{Dir: dir + "/kvindex", Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.db = db
+	lcfg := commitlog.DefaultConfig(dir)
+	lcfg.SegmentSize = 1 << 20
+	lcfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
+	lcfg.Logger = zerolog.Nop()
+	if f.log, err = commitlog.Open(lcfg); err != nil {
+		t.Fatal(err)
+	}
+	var disp *kvindex.Dispatcher
+	f.svc = New(db.Timers(), f.store, Options{Dispatched: func() int64 { return disp.Dispatched() }}, zerolog.Nop())
+	f.svc.now = func() time.Time { return time.UnixMilli(f.nowMs.Load()) }
+	disp, err = kvindex.NewDispatcher(kvindex.DispatcherOptions{Log: f.log, DB: db, Store: db.ConsumeQueue(1024),
+		Hooks: map[string]kvindex.Hook{meta.TimerTopic: f.svc.Hook()}, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.disp = disp
+	if _, err := disp.Recover(); err != nil {
+		t.Fatal(err)
+	}
+	disp.Start()
+	t.Cleanup(func() {
+		_ = disp.Close()
+		_ = f.log.Close()
+		_ = db.Close()
+	})
+	return f
+}
+
+// parked is a timer message as the fixture parked it.
+type parked struct {
+	uniq           string
+	phy            int64
+	outMs          int64
+	storeTimestamp int64
+}
+
+// park parks a message for topic/queue due sec seconds after base (half a
+// second more, which Park floors away) as the broker does at send, with
+// the fixture's clock as the send time, and appends it. Call caughtUp
+// before a round.
+func (f *fixture) park(uniq, topic string, qid int32, sec int, props string) parked {
+	f.t.Helper()
+	return f.parkAt(time.UnixMilli(f.nowMs.Load()), uniq, topic, qid, sec, props)
+}
+
+func (f *fixture) parkAt(now time.Time, uniq, topic string, qid int32, sec int, props string) parked {
+	f.t.Helper()
+	deliver := base + int64(sec)*1000 + 500
+	m := &commitlog.Message{Topic: topic, QueueID: qid, BornTimestamp: now.UnixMilli(), Body: []byte("body-" + uniq),
+		Properties: "UNIQ_KEY\x01" + uniq + "\x02TIMER_DELIVER_MS\x01" + strconv.FormatInt(deliver, 10) + "\x02" + props}
+	if strings.HasPrefix(uniq, "huge") {
+		m.Body = []byte(uniq)
+	}
+	ok, err := Park(m, now, DefaultConfig())
+	if err != nil || !ok {
+		f.t.Fatalf("park %s: parked %v, %v", uniq, ok, err)
+	}
+	return f.appendParked(m, uniq)
+}
+
+// appendParked appends a record of the timer topic.
+func (f *fixture) appendParked(m *commitlog.Message, uniq string) parked {
+	f.t.Helper()
+	res, err := f.log.Append(context.Background(), commitlog.AppendRequest{Message: m, Assigner: f.store})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	out, _ := commitlog.LookupProperty(m.Properties, PropOutMs)
+	outMs, err := strconv.ParseInt(out, 10, 64)
+	if err != nil {
+		f.t.Fatalf("parked %s without TIMER_OUT_MS: %q", uniq, m.Properties)
+	}
+	return parked{uniq: uniq, phy: res.PhyOffset, outMs: outMs, storeTimestamp: res.StoreTimestamp}
+}
+
+func (f *fixture) caughtUp() {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.disp.WaitFor(ctx, f.log.MaxOffset()); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// at sets the clock to sec seconds after base.
+func (f *fixture) at(sec int) { f.nowMs.Store(base + int64(sec)*1000) }
+
+// pending returns every timer entry still in the index.
+func (f *fixture) pending() []kvindex.TimerEntry {
+	f.t.Helper()
+	due, err := f.db.Timers().Due(math.MaxInt64, 10_000)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return due
+}
+
+func (f *fixture) pendingAt(phys ...int64) bool {
+	got := map[int64]bool{}
+	for _, e := range f.pending() {
+		got[e.PhyOffset] = true
+	}
+	for _, p := range phys {
+		if !got[p] {
+			return false
+		}
+	}
+	return len(got) == len(phys)
+}
+
+// deliveries counts the stored messages by UNIQ_KEY.
+func (f *fixture) deliveries() map[string]int {
+	n := map[string]int{}
+	for _, b := range f.store.batches() {
+		for _, m := range b {
+			u, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyUniqID)
+			n[u]++
+		}
+	}
+	return n
+}
+
+// wantDelivered fails unless exactly the named messages were stored, each
+// once.
+func (f *fixture) wantDelivered(uniqs ...string) {
+	f.t.Helper()
+	got := f.deliveries()
+	want := map[string]int{}
+	for _, u := range uniqs {
+		want[u] = 1
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		f.t.Fatalf("delivered %v, want %v", got, want)
+	}
+}
+
+func (f *fixture) round() (int, error) {
+	return f.svc.DeliverDue(context.Background())
+}
+
+func (f *fixture) roundOK() int {
+	f.t.Helper()
+	n, err := f.round()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+func TestDeliverDueDeliversWhatIsDueOnceAndKeepsTheRest(t *testing.T) {
+	f := newFixture(t)
+	a := f.park("A", "Orders", 3, 5, "KEYS\x01k\x02")
+	b := f.park("B", "Orders", 3, 10, "")
+	later := f.park("L", "Orders", 3, 60, "")
+	f.caughtUp()
+	if a.outMs != base+5000 || later.outMs != base+60_000 {
+		t.Fatalf("parked at %d and %d: the fixture's clock is off", a.outMs, later.outMs)
+	}
+
+	if n := f.roundOK(); n != 0 {
+		t.Fatalf("%d delivered before anything was due", n)
+	}
+	f.at(30)
+	if n := f.roundOK(); n != 2 {
+		t.Fatalf("delivered %d, want 2", n)
+	}
+	f.wantDelivered("A", "B")
+	if !f.pendingAt(later.phy) {
+		t.Fatalf("entries left %v, want only the one not due at %d", f.pending(), later.phy)
+	}
+	bs := f.store.batches()
+	if len(bs) != 1 || len(bs[0]) != 2 {
+		t.Fatalf("stored %d batches, want one of A and B", len(bs))
+	}
+	for i, p := range []parked{a, b} {
+		m := bs[0][i]
+		props := commitlog.ParseProperties(m.Properties)
+		if m.Topic != "Orders" || m.QueueID != 3 || string(m.Body) != "body-"+p.uniq || props["UNIQ_KEY"] != p.uniq {
+			t.Fatalf("delivered %d: %s/%d body %q uniq %s, want Orders/3 %s in order", i, m.Topic, m.QueueID, m.Body, props["UNIQ_KEY"], p.uniq)
+		}
+		if props[PropEnqueueMs] != strconv.FormatInt(p.storeTimestamp, 10) || props[PropDequeueMs] != strconv.FormatInt(base+30_000, 10) {
+			t.Fatalf("%s delivered with TIMER_ENQUEUE_MS %s TIMER_DEQUEUE_MS %s, want %d and %d", p.uniq,
+				props[PropEnqueueMs], props[PropDequeueMs], p.storeTimestamp, base+30_000)
+		}
+		if _, ok := props["REAL_TOPIC"]; ok {
+			t.Fatalf("%s delivered with REAL_TOPIC: %q", p.uniq, m.Properties)
+		}
+		if _, ok := props["REAL_QID"]; ok {
+			t.Fatalf("%s delivered with REAL_QID: %q", p.uniq, m.Properties)
+		}
+		if props[PropOutMs] != strconv.FormatInt(p.outMs, 10) {
+			t.Fatalf("%s delivered without its TIMER_OUT_MS (it would be parked again): %q", p.uniq, m.Properties)
+		}
+	}
+	if props := commitlog.ParseProperties(bs[0][0].Properties); props["KEYS"] != "k" {
+		t.Fatalf("A lost its other properties: %v", props)
+	}
+
+	// A second round at the same time finds nothing: nothing twice.
+	if n := f.roundOK(); n != 0 {
+		t.Fatalf("a second round delivered %d", n)
+	}
+	f.at(61)
+	if n := f.roundOK(); n != 1 {
+		t.Fatalf("the later message: delivered %d, want 1", n)
+	}
+	f.wantDelivered("A", "B", "L")
+	if left := f.pending(); len(left) != 0 {
+		t.Fatalf("entries left after every message was delivered: %v", left)
+	}
+}
+
+func TestDeliverDueGroupsEachQueueInOneBatch(t *testing.T) {
+	f := newFixture(t)
+	// Interleaved queues: o1 o2 x0 o1 o2 o1.
+	for i, q := range []struct {
+		topic string
+		qid   int32
+	}{{"Orders", 1}, {"Orders", 2}, {"Other", 0}, {"Orders", 1}, {"Orders", 2}, {"Orders", 1}} {
+		f.park(fmt.Sprintf("%s-%d-%d", q.topic, q.qid, i), q.topic, q.qid, 5, "")
+	}
+	f.caughtUp()
+	f.at(10)
+	if n := f.roundOK(); n != 6 {
+		t.Fatalf("delivered %d, want 6", n)
+	}
+	got := map[string][]string{}
+	for _, b := range f.store.batches() {
+		k := b[0].Topic + "/" + strconv.Itoa(int(b[0].QueueID))
+		if got[k] != nil {
+			t.Fatalf("queue %s got two batches in one round", k)
+		}
+		for _, m := range b {
+			if m.Topic != b[0].Topic || m.QueueID != b[0].QueueID {
+				t.Fatalf("a batch of %s holds a message of %s/%d", k, m.Topic, m.QueueID)
+			}
+			u, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyUniqID)
+			got[k] = append(got[k], u)
+		}
+	}
+	want := map[string][]string{
+		"Orders/1": {"Orders-1-0", "Orders-1-3", "Orders-1-5"},
+		"Orders/2": {"Orders-2-1", "Orders-2-4"},
+		"Other/0":  {"Other-0-2"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("batches %v, want %v", got, want)
+	}
+}
+
+func TestDeliverDueSplitsALongRunAt64(t *testing.T) {
+	f := newFixture(t)
+	var uniqs []string
+	for i := range 70 {
+		u := fmt.Sprintf("M%02d", i)
+		uniqs = append(uniqs, u)
+		f.park(u, "Orders", 0, 5+i/10, "")
+	}
+	f.caughtUp()
+	f.at(20)
+	if n := f.roundOK(); n != 70 {
+		t.Fatalf("delivered %d, want 70", n)
+	}
+	bs := f.store.batches()
+	if len(bs) != 2 || len(bs[0]) != maxAppendBatch || len(bs[1]) != 70-maxAppendBatch {
+		sizes := []int{}
+		for _, b := range bs {
+			sizes = append(sizes, len(b))
+		}
+		t.Fatalf("batch sizes %v, want [64 6]", sizes)
+	}
+	i := 0
+	for _, b := range bs {
+		for _, m := range b {
+			if u, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyUniqID); u != uniqs[i] {
+				t.Fatalf("message %d delivered is %s, want %s: the queue's order was lost", i, u, uniqs[i])
+			}
+			i++
+		}
+	}
+	if left := f.pending(); len(left) != 0 {
+		t.Fatalf("%d entries left", len(left))
+	}
+}
+
+func TestDeliverDueRetriesATransientFailureNextRound(t *testing.T) {
+	f := newFixture(t)
+	a1 := f.park("A1", "A", 0, 5, "")
+	b1 := f.park("B1", "B", 0, 5, "")
+	c1 := f.park("C1", "C", 0, 5, "")
+	a2 := f.park("A2", "A", 0, 6, "")
+	b2 := f.park("B2", "B", 0, 6, "")
+	f.caughtUp()
+	// The second put (queue B) fails: A's run is stored, B's and C's wait.
+	f.store.fail = func(call int, _ []*commitlog.Message) error {
+		if call == 2 {
+			return errTransient
+		}
+		return nil
+	}
+	f.at(10)
+	n, err := f.round()
+	if !errors.Is(err, errTransient) {
+		t.Fatalf("a round with a failing put: %v, want %v", err, errTransient)
+	}
+	if n != 2 {
+		t.Fatalf("delivered %d before the failure, want A's 2", n)
+	}
+	f.wantDelivered("A1", "A2")
+	if !f.pendingAt(b1.phy, b2.phy, c1.phy) {
+		t.Fatalf("entries left %v, want those of B1, B2, C1 (%d %d %d), not A's (%d %d)",
+			f.pending(), b1.phy, b2.phy, c1.phy, a1.phy, a2.phy)
+	}
+
+	if n := f.roundOK(); n != 3 {
+		t.Fatalf("the next round delivered %d, want the 3 left", n)
+	}
+	f.wantDelivered("A1", "A2", "B1", "B2", "C1")
+	if left := f.pending(); len(left) != 0 {
+		t.Fatalf("entries left: %v", left)
+	}
+	if n := f.roundOK(); n != 0 {
+		t.Fatalf("a third round delivered %d", n)
+	}
+	f.wantDelivered("A1", "A2", "B1", "B2", "C1")
+}
+
+func TestDeliverDueDropsOnlyTheMessageThatCanNeverBeStored(t *testing.T) {
+	f := newFixture(t)
+	f.park("A", "Orders", 1, 5, "")
+	huge := f.park("huge-B", "Orders", 1, 5, "")
+	f.park("C", "Orders", 1, 5, "")
+	f.park("D", "Other", 0, 5, "")
+	f.caughtUp()
+	f.store.fail = tooLarge
+	f.at(10)
+	n, err := f.round()
+	if err != nil {
+		t.Fatalf("a message too large failed the round: %v", err)
+	}
+	if n != 3 {
+		t.Fatalf("delivered %d, want 3", n)
+	}
+	f.wantDelivered("A", "C", "D")
+	if left := f.pending(); len(left) != 0 {
+		t.Fatalf("entries left %v; the too large one at %d should be dropped", left, huge.phy)
+	}
+	// The too large run was retried one message at a time, in order.
+	var order []string
+	for _, b := range f.store.batches() {
+		if b[0].Topic != "Orders" {
+			continue
+		}
+		if len(b) != 1 {
+			t.Fatalf("a retried run stored %d messages in one batch", len(b))
+		}
+		order = append(order, string(b[0].Body))
+	}
+	if fmt.Sprint(order) != "[body-A body-C]" {
+		t.Fatalf("stored %v in Orders/1, want A then C", order)
+	}
+}
+
+func TestDeliverDueKeepsTheRunWhenTheOneByOneRetryFailsTransiently(t *testing.T) {
+	f := newFixture(t)
+	f.park("A", "Orders", 1, 5, "")
+	f.park("huge-B", "Orders", 1, 5, "")
+	c := f.park("C", "Orders", 1, 5, "")
+	f.caughtUp()
+	// Call 1: the run, too large. Calls 2 and 3: A stored, huge-B refused.
+	// Call 4: C fails for the store.
+	f.store.fail = func(call int, msgs []*commitlog.Message) error {
+		if call == 4 {
+			return errTransient
+		}
+		return tooLarge(call, msgs)
+	}
+	f.at(10)
+	if _, err := f.round(); !errors.Is(err, errTransient) {
+		t.Fatalf("round: %v, want %v", err, errTransient)
+	}
+	f.wantDelivered("A")
+	if !f.pendingAt(c.phy) {
+		t.Fatalf("entries left %v, want only C's at %d: what was stored or dropped is done", f.pending(), c.phy)
+	}
+	f.store.fail = tooLarge
+	f.roundOK()
+	f.wantDelivered("A", "C")
+	if left := f.pending(); len(left) != 0 {
+		t.Fatalf("entries left: %v", left)
+	}
+}
+
+func TestDeliverDueCancelsTheMessageNamedByTimerDelUniqKey(t *testing.T) {
+	f := newFixture(t)
+	target := f.park("T", "Orders", 1, 5, "")
+	other := f.park("O", "Orders", 1, 5, "")
+	// The cancel goes to the target's topic, at the target's time.
+	cancel := f.park("X", "Orders", 1, 5, "TIMER_DEL_UNIQKEY\x01Orders+T\x02")
+	// A cancel due a second later than the O2 it names does not reach it,
+	// even in one round with it (as a round between the two times would
+	// have delivered O2 already).
+	elsewhere := f.park("Y", "Orders", 1, 6, "TIMER_DEL_UNIQKEY\x01Orders+O2\x02")
+	other2 := f.park("O2", "Orders", 1, 5, "")
+	f.caughtUp()
+	if target.outMs != cancel.outMs || elsewhere.outMs == other2.outMs {
+		t.Fatal("the fixture parked the cancels at other times than meant")
+	}
+	f.at(10)
+	if n := f.roundOK(); n != 2 {
+		t.Fatalf("delivered %d, want 2", n)
+	}
+	f.wantDelivered("O", "O2")
+	if left := f.pending(); len(left) != 0 {
+		t.Fatalf("entries left %v: the cancel and the cancelled message are done (%d %d %d)", left, target.phy, other.phy, cancel.phy)
+	}
+}
+
+func TestDeliverDueDeliversARolledMessageOnce(t *testing.T) {
+	f := newFixture(t)
+	orig := &commitlog.Message{Topic: "Orders", QueueID: 2, Body: []byte("body-R"),
+		Properties: "UNIQ_KEY\x01R\x02TIMER_DELIVER_MS\x01" + strconv.FormatInt(base+5500, 10) + "\x02"}
+	if ok, err := Park(orig, time.UnixMilli(base), DefaultConfig()); err != nil || !ok {
+		t.Fatalf("park: %v %v", ok, err)
+	}
+	// Apache RocketMQ's roll: the same message parked again, counted.
+	roll := *orig
+	roll.Properties = commitlog.RewriteProperties(orig.Properties, nil, [2]string{PropRollTimes, "1"})
+	p1 := f.appendParked(orig, "R")
+	p2 := f.appendParked(&roll, "R")
+	f.park("S", "Orders", 2, 5, "")
+	f.caughtUp()
+	if p1.outMs != p2.outMs {
+		t.Fatal("the roll is at another time")
+	}
+	f.at(10)
+	if n := f.roundOK(); n != 2 {
+		t.Fatalf("delivered %d, want R once and S", n)
+	}
+	f.wantDelivered("R", "S")
+	if left := f.pending(); len(left) != 0 {
+		t.Fatalf("entries left %v: the roll is done too", left)
+	}
+}
+
+func TestDeliverDueFindsAnEntryIndexedBehindTheCursor(t *testing.T) {
+	f := newFixture(t)
+	f.park("A", "Orders", 0, 10, "")
+	f.caughtUp()
+	f.at(20)
+	if n := f.roundOK(); n != 1 {
+		t.Fatalf("delivered %d, want 1", n)
+	}
+	// Sent at base, due at base+5s, but indexed only now: its entry lies
+	// before the round's cursor (past A, at base+10s).
+	late := f.parkAt(time.UnixMilli(base), "B", "Orders", 0, 5, "")
+	f.caughtUp()
+	if late.outMs >= base+10_000 {
+		t.Fatalf("the late entry is due at %d, not behind the cursor", late.outMs)
+	}
+	if n := f.roundOK(); n != 1 {
+		t.Fatalf("delivered %d after a late entry was indexed, want 1", n)
+	}
+	f.wantDelivered("A", "B")
+	if left := f.pending(); len(left) != 0 {
+		t.Fatalf("entries left: %v", left)
+	}
+}
