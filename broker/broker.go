@@ -70,6 +70,8 @@ type Broker struct {
 	stats    *stats
 	register *registrar
 	uniq     *uniqIDGen
+	// timerCfg is the timer part of cfg, read by every send.
+	timerCfg timer.Config
 	// delayLevels are the delays of RocketMQ's messageDelayLevel.
 	delayLevels []time.Duration
 	// dispatchHooks are handed to the dispatcher at Start: records of
@@ -105,6 +107,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		storeHost:   netip.AddrPortFrom(ip, uint16(cfg.ListenPort)),
 		hostIP:      ip,
 		delayLevels: levels,
+		timerCfg:    timerConfig(cfg),
 	}
 	b.busyLog = b.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second})
 	b.admitSlots = make(chan struct{}, maxAdmitWaiters)

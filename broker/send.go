@@ -243,7 +243,7 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		txn.ToHalf(msg) // a delay level or timer applies to the committed message
 	} else if level := delayLevelOf(props); level > 0 && !meta.IsDLQTopic(topic) {
 		b.toSchedule(msg, level)
-	} else if parked, err := timer.Park(msg, time.Now(), b.timerConfig()); err != nil {
+	} else if parked, err := timer.Park(msg, time.Now(), b.timerCfg); err != nil {
 		code := remoting.MessageIllegal
 		if errors.Is(err, timer.ErrDisabled) {
 			code = remoting.SystemError

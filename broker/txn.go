@@ -22,14 +22,14 @@ func txnConfig(cfg configs.Broker) txn.Config {
 
 // timerConfig is the timer part of the broker config, with the precision
 // rounded down to one RocketMQ accepts (100, 200, 500 or 1000 ms).
-func (b *Broker) timerConfig() timer.Config {
+func timerConfig(cfg configs.Broker) timer.Config {
 	p := 100 * time.Millisecond
 	for _, c := range []time.Duration{200 * time.Millisecond, 500 * time.Millisecond, time.Second} {
-		if b.cfg.TimerPrecision >= c {
+		if cfg.TimerPrecision >= c {
 			p = c
 		}
 	}
-	return timer.Config{Enable: b.cfg.TimerWheelEnable, Precision: p, MaxDelay: b.cfg.TimerMaxDelay}
+	return timer.Config{Enable: cfg.TimerWheelEnable, Precision: p, MaxDelay: cfg.TimerMaxDelay}
 }
 
 // recordStore gives the transaction and timer services the broker's
@@ -48,7 +48,7 @@ func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.A
 	if !system {
 		if level := delayLevelOf(m.Properties); level > 0 && commitlog.TransactionType(m.SysFlag) == commitlog.TransactionCommit {
 			s.b.toSchedule(m, level)
-		} else if _, err := timer.Park(m, time.Now(), s.b.timerConfig()); err != nil {
+		} else if _, err := timer.Park(m, time.Now(), s.b.timerCfg); err != nil {
 			return commitlog.AppendResult{}, err
 		}
 	}
