@@ -269,8 +269,13 @@ func (b *Broker) processConsumerStatus(ctx context.Context, _ *remoting.Conn, re
 		cctx, cancel := context.WithTimeout(ctx, consumerStatusTimeout)
 		answer, err := ch.conn.Request(cctx, ask)
 		cancel()
-		if err != nil || answer.Code != remoting.Success || len(answer.Body) == 0 {
-			b.log.Warn().Err(err).Str("group", group).Str("clientId", ch.clientID).Msg("GET_CONSUMER_STATUS_FROM_CLIENT got no status")
+		if err != nil {
+			b.log.Warn().Err(err).Str("group", group).Str("clientId", ch.clientID).Msg("GET_CONSUMER_STATUS_FROM_CLIENT not answered")
+			continue
+		}
+		if answer.Code != remoting.Success || len(answer.Body) == 0 {
+			b.log.Warn().Int32("code", answer.Code).Str("remark", answer.Remark).Str("group", group).Str("clientId", ch.clientID).
+				Msg("GET_CONSUMER_STATUS_FROM_CLIENT answered without a status")
 			continue
 		}
 		offsets, err := adminbody.DecodeConsumerStatus(answer.Body)
