@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 )
@@ -21,6 +22,7 @@ func TestTimerMessagesSurviveKill(t *testing.T) {
 	createTopic(t, b.addr, topic, queues)
 	waitRoute(t, ns.addr, topic, b.name)
 	p := newProducer(t, ns.addr, "pg-timer-kill")
+	firstSend := time.Now()
 	for i := 0; i < n; i++ {
 		m := primitive.NewMessage(topic, []byte(fmt.Sprintf("timer-%d", i)))
 		m.WithProperty("TIMER_DELAY_MS", fmt.Sprint(delayMs))
@@ -30,7 +32,9 @@ func TestTimerMessagesSurviveKill(t *testing.T) {
 	}
 	waitDispatched(t, b.addr, "rmq_sys_wheel_timer", 1, n)
 	for q := 0; q < queues; q++ {
-		if got := maxOffset(t, b.addr, topic, q); got != 0 {
+		// Only meaningful while no message can be due yet (a loaded
+		// machine may take longer than the delay to get here).
+		if got := maxOffset(t, b.addr, topic, q); got != 0 && time.Since(firstSend) < delayMs*time.Millisecond-500*time.Millisecond {
 			t.Fatalf("queue %d holds %d messages before their time", q, got)
 		}
 	}
