@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -202,9 +201,8 @@ func (b *Broker) processConsumeTimeSpan(_ context.Context, _ *remoting.Conn, req
 	spans := []queueTimeSpan{}
 	for q := int32(0); q < int32(tc.WriteQueueNums); q++ {
 		span := queueTimeSpan{MessageQueue: adminbody.MessageQueue{BrokerName: b.cfg.BrokerName, QueueID: q, Topic: topic}}
-		minOff, err1 := b.cqs.MinOffset(topic, q)
-		maxOff, err2 := b.cqs.MaxOffset(topic, q)
-		if err := errors.Join(err1, err2); err != nil {
+		minOff, maxOff, err := b.queueRange(topic, q)
+		if err != nil {
 			return remoting.NewResponse(req, remoting.SystemError, err.Error())
 		}
 		consumed, ok, err := b.offsets.Get(group, topic, q)

@@ -107,13 +107,9 @@ func (b *Broker) processTopicStats(_ context.Context, _ *remoting.Conn, req *rem
 // time is that of the message at maxOffset-1, 0 when the queue is empty or
 // no longer holds that message (RocketMQ's store answers -1 there).
 func (b *Broker) topicOffset(topic string, q int32) (adminbody.TopicOffset, error) {
-	minOff, err := b.cqs.MinOffset(topic, q)
+	minOff, maxOff, err := b.queueRange(topic, q)
 	if err != nil {
-		return adminbody.TopicOffset{}, fmt.Errorf("min offset of %s/%d: %w", topic, q, err)
-	}
-	maxOff, err := b.cqs.MaxOffset(topic, q)
-	if err != nil {
-		return adminbody.TopicOffset{}, fmt.Errorf("max offset of %s/%d: %w", topic, q, err)
+		return adminbody.TopicOffset{}, err
 	}
 	out := adminbody.TopicOffset{MinOffset: max(minOff, 0), MaxOffset: max(maxOff, 0)}
 	if out.MaxOffset > 0 {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"syscall"
 
@@ -164,4 +165,16 @@ func (b *Broker) processEarliestMsgStoreTime(_ context.Context, _ *remoting.Conn
 	rh.SetInt64("timestamp", ts)
 	resp.ExtFields = rh
 	return resp
+}
+
+// queueRange is the ConsumeQueue range of a queue: its min offset and the
+// offset after its last entry.
+func (b *Broker) queueRange(topic string, queueID int32) (minOff, maxOff int64, err error) {
+	if minOff, err = b.cqs.MinOffset(topic, queueID); err != nil {
+		return 0, 0, fmt.Errorf("min offset of %s/%d: %w", topic, queueID, err)
+	}
+	if maxOff, err = b.cqs.MaxOffset(topic, queueID); err != nil {
+		return 0, 0, fmt.Errorf("max offset of %s/%d: %w", topic, queueID, err)
+	}
+	return minOff, maxOff, nil
 }

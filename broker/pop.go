@@ -289,15 +289,6 @@ func (b *Broker) ackTarget(req *remoting.Command, topic string, queueID int32, o
 	return nil
 }
 
-func (b *Broker) queueRange(topic string, queueID int32) (int64, int64, error) {
-	minOff, err := b.cqs.MinOffset(topic, queueID)
-	if err != nil {
-		return 0, 0, err
-	}
-	maxOff, err := b.cqs.MaxOffset(topic, queueID)
-	return minOff, maxOff, err
-}
-
 // processAck answers ACK_MESSAGE. RocketMQ answers SUCCESS for a handle
 // that matches nothing in flight (acknowledged, expired and revived,
 // stale); so does this.

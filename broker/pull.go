@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -184,9 +183,8 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 // offset as nextBeginOffset, as RocketMQ answers its OFFSET_RESET status.
 // Clients drop what they hold of the queue and continue from there.
 func (b *Broker) pullResetAnswer(req *remoting.Command, p pullHeader, topicSysFlag, groupSysFlag int, offset int64) *remoting.Command {
-	minOff, err1 := b.cqs.MinOffset(p.topic, p.queueID)
-	maxOff, err2 := b.cqs.MaxOffset(p.topic, p.queueID)
-	if err := errors.Join(err1, err2); err != nil {
+	minOff, maxOff, err := b.queueRange(p.topic, p.queueID)
+	if err != nil {
 		b.resets.restore(p.group, p.topic, p.queueID, offset) // not told: the next pull is
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}

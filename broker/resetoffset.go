@@ -225,11 +225,7 @@ func (b *Broker) processResetOffset(_ context.Context, conn *remoting.Conn, req 
 func (b *Broker) resetTargets(r resetRequest, queues int) (map[int32]int64, error) {
 	out := make(map[int32]int64)
 	if r.queueID >= 0 && r.offset >= 0 {
-		lo, err := b.cqs.MinOffset(r.topic, r.queueID)
-		if err != nil {
-			return nil, err
-		}
-		hi, err := b.cqs.MaxOffset(r.topic, r.queueID)
+		lo, hi, err := b.queueRange(r.topic, r.queueID)
 		if err != nil {
 			return nil, err
 		}
