@@ -112,62 +112,16 @@ func TestKillKeepsAcknowledged(t *testing.T) {
 	waitRoute(t, ns.addr, topic, b.name)
 	p := newProducer(t, ns.addr, "pg-kill", producer.WithSendMsgTimeout(2*time.Second), producer.WithRetry(0))
 
-	var (
-		mu    sync.Mutex
-		acked []string
-		fails int
-	)
-	ackedCount := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(acked)
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			body := fmt.Sprintf("kill-%d", i)
-			res, err := p.SendSync(context.Background(), primitive.NewMessage(topic, []byte(body)))
-			mu.Lock()
-			if err == nil && res.Status == primitive.SendOK {
-				acked = append(acked, body)
-			} else {
-				fails++
-			}
-			mu.Unlock()
-			if err != nil {
-				// The broker is down: do not spin on refused connections.
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-		wg.Wait()
+	load := startSendLoop(t, "kill-", func(body string) (*primitive.SendResult, error) {
+		return p.SendSync(context.Background(), primitive.NewMessage(topic, []byte(body)))
 	})
-
-	waitUntil(t, 30*time.Second, "300 acknowledged sends before the kill", func() bool { return ackedCount() >= 300 })
+	waitUntil(t, 30*time.Second, "300 acknowledged sends before the kill", func() bool { return load.ackedCount() >= 300 })
 	b.kill()
-	killedAt := ackedCount()
+	killedAt := load.ackedCount()
 	b.restart(t)
-	waitUntil(t, 60*time.Second, "200 acknowledged sends after the restart", func() bool { return ackedCount() >= killedAt+200 })
-	close(stop)
-	wg.Wait()
-	mu.Lock()
-	want := append([]string(nil), acked...)
-	t.Logf("%d sends acknowledged (%d before the kill), %d failed", len(want), killedAt, fails)
-	mu.Unlock()
+	waitUntil(t, 60*time.Second, "200 acknowledged sends after the restart", func() bool { return load.ackedCount() >= killedAt+200 })
+	want, failed := load.stopAndResults()
+	t.Logf("%d sends acknowledged (%d before the kill), %d failed", len(want), killedAt, len(failed))
 
 	got := newCollector()
 	startPushConsumer(t, ns.addr, "cg-kill", topic, consumer.MessageSelector{}, got,
@@ -190,6 +144,68 @@ func TestKillKeepsAcknowledged(t *testing.T) {
 }
 
 // waitUntil polls cond every 20 ms until it holds or timeout passes.
+// sendLoop sends one message after another until stopped and keeps the
+// names of the sends acknowledged and those that failed: the load a kill
+// test cuts through.
+type sendLoop struct {
+	mu     sync.Mutex
+	acked  []string
+	failed []string
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+// startSendLoop sends prefix+"0", prefix+"1", ... with send until
+// stopAndResults (or the test's cleanup). A send that fails is followed
+// by a 20 ms pause: the broker is down, and the loop should not spin on
+// refused connections.
+func startSendLoop(t testing.TB, prefix string, send func(name string) (*primitive.SendResult, error)) *sendLoop {
+	l := &sendLoop{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		for i := 0; ; i++ {
+			select {
+			case <-l.stop:
+				return
+			default:
+			}
+			name := fmt.Sprintf("%s%d", prefix, i)
+			res, err := send(name)
+			l.mu.Lock()
+			if err == nil && res.Status == primitive.SendOK {
+				l.acked = append(l.acked, name)
+			} else {
+				l.failed = append(l.failed, name)
+			}
+			l.mu.Unlock()
+			if err != nil {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}()
+	t.Cleanup(func() { l.stopAndResults() })
+	return l
+}
+
+// ackedCount is how many sends have been acknowledged so far.
+func (l *sendLoop) ackedCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.acked)
+}
+
+// stopAndResults stops the loop, waits for its last send and returns the
+// names sent with an acknowledgement and without one.
+func (l *sendLoop) stopAndResults() (acked, failed []string) {
+	l.stopOnce.Do(func() { close(l.stop) })
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.acked...), append([]string(nil), l.failed...)
+}
+
 func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)

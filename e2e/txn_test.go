@@ -468,60 +468,22 @@ func TestTransactionSurvivesKill(t *testing.T) {
 		return true
 	})
 
-	var (
-		mu     sync.Mutex
-		acked  int
-		failed []string
-	)
-	ackedCount := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return acked
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			key := fmt.Sprintf("burst-%d", i)
-			res, err := sendTxn(p1, topic, key)
-			mu.Lock()
-			if err == nil && res.Status == primitive.SendOK {
-				acked++
-			} else {
-				failed = append(failed, key)
-			}
-			mu.Unlock()
-			if err != nil {
-				time.Sleep(20 * time.Millisecond) // the broker is down
-			}
+	burst := startSendLoop(t, "burst-", func(key string) (*primitive.SendResult, error) {
+		res, err := sendTxn(p1, topic, key)
+		if err != nil {
+			return nil, err
 		}
-	}()
-	stopBurst := func() {
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-		wg.Wait()
-	}
-	t.Cleanup(stopBurst)
-
-	waitUntil(t, 30*time.Second, "30 transactions acknowledged before the kill", func() bool { return ackedCount() >= 30 })
+		return res.SendResult, nil
+	})
+	waitUntil(t, 30*time.Second, "30 transactions acknowledged before the kill", func() bool { return burst.ackedCount() >= 30 })
 	// Somewhere in the next transaction: its half send, its local
 	// transaction or its END_TRANSACTION.
 	time.Sleep(time.Duration(rand.IntN(30000)) * time.Microsecond)
 	b.kill()
-	killedAt := ackedCount()
+	killedAt := burst.ackedCount()
 	b.restart(t)
-	waitUntil(t, 60*time.Second, "20 transactions acknowledged after the restart", func() bool { return ackedCount() >= killedAt+20 })
-	stopBurst()
+	waitUntil(t, 60*time.Second, "20 transactions acknowledged after the restart", func() bool { return burst.ackedCount() >= killedAt+20 })
+	acked, failedSends := burst.stopAndResults()
 	restartedAt := time.Now()
 
 	// The open transactions are decided now. A second producer of the
@@ -562,10 +524,7 @@ func TestTransactionSurvivesKill(t *testing.T) {
 	if total := topicTotal(t, b.addr, topic, queues); total != int64(len(committed)) {
 		t.Errorf("%s holds %d messages, %d transactions were committed", topic, total, len(committed))
 	}
-	mu.Lock()
-	sent := nOpen + acked + nLate
-	failedSends := append([]string(nil), failed...)
-	mu.Unlock()
+	sent := nOpen + len(acked) + nLate
 	if halves := maxOffset(t, b.addr, halfTopic, 0); halves < int64(sent) {
 		t.Errorf("%s holds %d halves, %d half sends were acknowledged", halfTopic, halves, sent)
 	}
