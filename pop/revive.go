@@ -363,27 +363,26 @@ func (s *Service) readEntry(topic string, queueID int32, offset int64, entries m
 // message was already consumed maxTimes times.
 func (s *Service) reviveMessage(m *commitlog.Message, group, topic string, popTime int64, maxTimes int32) *commitlog.Message {
 	origin := originalTopic(topic, group)
-	props := dropProperty(m.Properties, PropertyPopCK)
 	out := &commitlog.Message{
 		QueueID: 0, Flag: m.Flag, SysFlag: m.SysFlag &^ (commitlog.FlagBornHostV6 | commitlog.FlagStoreHostV6),
 		BornTimestamp: m.BornTimestamp, BornHost: s.cfg.StoreHost, StoreHost: s.cfg.StoreHost,
 		ReconsumeTimes: m.ReconsumeTimes + 1, Body: m.Body,
 	}
+	var set [][2]string
 	if m.ReconsumeTimes >= maxTimes {
 		out.Topic = meta.DLQTopic(group)
-		id, ok := commitlog.LookupProperty(props, propUniqKey)
+		id, ok := commitlog.LookupProperty(m.Properties, propUniqKey)
 		if !ok || id == "" {
 			id = commitlog.MessageID(m.StoreHost, m.PhyOffset)
 		}
-		props = dropProperty(dropProperty(props, propDLQOriginTopic), propDLQOriginMsgID)
-		props = appendProperty(appendProperty(props, propDLQOriginTopic, origin), propDLQOriginMsgID, id)
+		set = [][2]string{{propDLQOriginTopic, origin}, {propDLQOriginMsgID, id}}
 	} else {
 		out.Topic = s.reviveTopic(origin, group)
-		if _, ok := commitlog.LookupProperty(props, PropertyFirstPopTime); !ok || m.ReconsumeTimes == 0 {
-			props = appendProperty(dropProperty(props, PropertyFirstPopTime), PropertyFirstPopTime, strconv.FormatInt(popTime, 10))
+		if _, ok := commitlog.LookupProperty(m.Properties, PropertyFirstPopTime); !ok || m.ReconsumeTimes == 0 {
+			set = [][2]string{{PropertyFirstPopTime, strconv.FormatInt(popTime, 10)}}
 		}
 	}
-	out.Properties = props
+	out.Properties = commitlog.RewriteProperties(m.Properties, []string{PropertyPopCK}, set...)
 	return out
 }
 
@@ -395,16 +394,6 @@ func originalTopic(topic, group string) string {
 		return topic[len(p)+1:]
 	}
 	return topic
-}
-
-// dropProperty removes every pair named name from a properties string.
-func dropProperty(props, name string) string {
-	if _, ok := commitlog.LookupProperty(props, name); !ok {
-		return props
-	}
-	m := commitlog.ParseProperties(props)
-	delete(m, name)
-	return commitlog.FormatProperties(m)
 }
 
 // ReviveStats are counters of the revive loop.
