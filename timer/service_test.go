@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/storetest"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 )
@@ -29,6 +29,7 @@ const base = int64(1_700_000_000_000)
 // be shared; this one is kept to what the timer needs.)
 type fixture struct {
 	t     *testing.T
+	st    *storetest.Store
 	log   *commitlog.Log
 	db    *kvindex.DB
 	disp  *kvindex.Dispatcher
@@ -76,16 +77,7 @@ func (s *fakeStore) PutBatch(ctx context.Context, msgs []*commitlog.Message) err
 }
 
 func (s *fakeStore) Read(phy int64) (commitlog.Message, bool, error) {
-	v, err := s.f.log.ReadRecord(phy)
-	if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
-		return commitlog.Message{}, false, nil
-	}
-	if err != nil {
-		return commitlog.Message{}, false, err
-	}
-	defer v.Release()
-	m, err := commitlog.Decode(append([]byte(nil), v.Data...))
-	return m, err == nil, err
+	return s.f.st.ReadMessage(phy)
 }
 
 // batches returns the stored batches.
@@ -111,40 +103,13 @@ func tooLarge(_ int, msgs []*commitlog.Message) error {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	dir := t.TempDir()
-	f := &fixture{t: t}
+	f := &fixture{t: t, st: storetest.Open(t)}
+	f.log, f.db = f.st.Log, f.st.DB
 	f.nowMs.Store(base)
 	f.store = &fakeStore{f: f, next: map[string]int64{}}
-	db, err := kvindex.Open(kvindex.Options{Dir: dir + "/kvindex", Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.db = db
-	lcfg := commitlog.DefaultConfig(dir)
-	lcfg.SegmentSize = 1 << 20
-	lcfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
-	lcfg.Logger = zerolog.Nop()
-	if f.log, err = commitlog.Open(lcfg); err != nil {
-		t.Fatal(err)
-	}
-	var disp *kvindex.Dispatcher
-	f.svc = New(db.Timers(), f.store, Options{Dispatched: func() int64 { return disp.Dispatched() }}, zerolog.Nop())
+	f.svc = New(f.db.Timers(), f.store, Options{Dispatched: func() int64 { return f.disp.Dispatched() }}, zerolog.Nop())
 	f.svc.now = func() time.Time { return time.UnixMilli(f.nowMs.Load()) }
-	disp, err = kvindex.NewDispatcher(kvindex.DispatcherOptions{Log: f.log, DB: db, Store: db.ConsumeQueue(1024),
-		Hooks: map[string]kvindex.Hook{meta.TimerTopic: f.svc.Hook()}, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.disp = disp
-	if _, err := disp.Recover(); err != nil {
-		t.Fatal(err)
-	}
-	disp.Start()
-	t.Cleanup(func() {
-		_ = disp.Close()
-		_ = f.log.Close()
-		_ = db.Close()
-	})
+	f.disp = f.st.StartDispatcher(t, kvindex.DispatcherOptions{Hooks: map[string]kvindex.Hook{meta.TimerTopic: f.svc.Hook()}})
 	return f
 }
 

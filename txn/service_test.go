@@ -3,7 +3,6 @@ package txn
 import (
 	"context"
 	"errors"
-	"net/netip"
 	"strconv"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/storetest"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 )
@@ -20,6 +20,7 @@ import (
 // hooks: what the broker wires, without the network.
 type fixture struct {
 	t     *testing.T
+	st    *storetest.Store
 	log   *commitlog.Log
 	db    *kvindex.DB
 	disp  *kvindex.Dispatcher
@@ -73,52 +74,19 @@ func (s *testStore) Read(phy int64) (commitlog.Message, bool, error) {
 	if gone {
 		return commitlog.Message{}, false, nil
 	}
-	v, err := s.f.log.ReadRecord(phy)
-	if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
-		return commitlog.Message{}, false, nil
-	}
-	if err != nil {
-		return commitlog.Message{}, false, err
-	}
-	defer v.Release()
-	m, err := commitlog.Decode(append([]byte(nil), v.Data...))
-	return m, err == nil, err
+	return s.f.st.ReadMessage(phy)
 }
 
 func newFixture(t *testing.T, cfg Config) *fixture {
 	t.Helper()
-	dir := t.TempDir()
-	f := &fixture{t: t, now: time.UnixMilli(1_700_000_000_000), answer: true}
+	f := &fixture{t: t, st: storetest.Open(t), now: time.UnixMilli(1_700_000_000_000), answer: true}
+	f.log, f.db = f.st.Log, f.st.DB
 	f.store = &testStore{f: f, next: map[string]int64{}, gone: map[int64]bool{}}
-	db, err := kvindex.Open(kvindex.Options{Dir: dir + "/kvindex", Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.db = db
-	lcfg := commitlog.DefaultConfig(dir)
-	lcfg.SegmentSize = 1 << 20
-	lcfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
-	lcfg.Logger = zerolog.Nop()
-	if f.log, err = commitlog.Open(lcfg); err != nil {
-		t.Fatal(err)
-	}
-	f.svc = New(cfg, db.Transactions(), f.store, f.ask, zerolog.Nop())
+	f.svc = New(cfg, f.db.Transactions(), f.store, f.ask, zerolog.Nop())
 	f.svc.now = func() time.Time { return f.now }
-	f.disp, err = kvindex.NewDispatcher(kvindex.DispatcherOptions{Log: f.log, DB: db, Store: db.ConsumeQueue(1024),
-		Hooks: map[string]kvindex.Hook{meta.TransHalfTopic: f.svc.HalfHook()}, CommitHook: f.svc.CommitHook(), Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.disp.Recover(); err != nil {
-		t.Fatal(err)
-	}
 	f.log.OnMinOffsetChange(f.svc.LogMinOffsetChanged)
-	f.disp.Start()
-	t.Cleanup(func() {
-		_ = f.disp.Close()
-		_ = f.log.Close()
-		_ = db.Close()
-	})
+	f.disp = f.st.StartDispatcher(t, kvindex.DispatcherOptions{
+		Hooks: map[string]kvindex.Hook{meta.TransHalfTopic: f.svc.HalfHook()}, CommitHook: f.svc.CommitHook()})
 	return f
 }
 
@@ -285,16 +253,7 @@ func TestCheckerForgetsHalvesThatEndedOrLeftTheLog(t *testing.T) {
 	if err := f.db.SetDispatched(ended.PhyOffset); err != nil {
 		t.Fatal(err)
 	}
-	var err error
-	f.disp, err = kvindex.NewDispatcher(kvindex.DispatcherOptions{Log: f.log, DB: f.db, Store: f.db.ConsumeQueue(1024),
-		Hooks: map[string]kvindex.Hook{meta.TransHalfTopic: f.svc.HalfHook()}, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.disp.Recover(); err != nil {
-		t.Fatal(err)
-	}
-	f.disp.Start()
+	f.disp = f.st.StartDispatcher(t, kvindex.DispatcherOptions{Hooks: map[string]kvindex.Hook{meta.TransHalfTopic: f.svc.HalfHook()}})
 	f.caughtUp()
 	if _, open := f.open(ended.PhyOffset); !open {
 		t.Fatal("re-dispatch did not bring the ended half back: the test does not test what it says")
