@@ -47,7 +47,12 @@ func TestReplyPushedToTheRequester(t *testing.T) {
 	if _, _, err := commitlog.ParseMessageID(r.ExtFields["msgId"]); err != nil {
 		t.Fatalf("stored reply's msgId %q: %v", r.ExtFields["msgId"], err)
 	}
-	p := <-pushed
+	var p *remoting.Command
+	select {
+	case p = <-pushed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stored reply was not pushed to the requester")
+	}
 	props := commitlog.ParseProperties(p.ExtFields["properties"])
 	if string(p.Body) != "pong" || p.ExtFields["topic"] != "DefaultCluster_REPLY_TOPIC" || props["CORRELATION_ID"] != "c-1" ||
 		props["PUSH_REPLY_TIME"] == "" || p.ExtFields["storeHost"] != b.Addr() ||
@@ -73,9 +78,23 @@ func TestReplyPushedToTheRequester(t *testing.T) {
 	if r := sendReply(t, replier, "CORRELATION_ID\x01c-4\x02REPLY_TO_CLIENT\x0110.0.0.7@req\x02", "refused"); r.Code != remoting.SystemError {
 		t.Errorf("a reply the requester refused answered %d %s", r.Code, r.Remark)
 	}
+	// A requester that drops its connection instead of answering: the
+	// push fails when the connection closes, long before pushReplyTimeout.
+	var dropper atomic.Pointer[remoting.Client]
+	dropper.Store(b.client(func(_ context.Context, cmd *remoting.Command) *remoting.Command {
+		if cmd.Code == remoting.PushReplyMessageToClient {
+			go dropper.Load().Close()
+		}
+		return nil
+	}))
+	heartbeat(t, dropper.Load(), heartbeatBody("10.0.0.6@drop", "pg-req", "", nil))
+	r = sendReply(t, replier, "CORRELATION_ID\x01c-5\x02REPLY_TO_CLIENT\x0110.0.0.6@drop\x02", "dropped")
+	if r.Code != remoting.SystemError || !strings.Contains(r.Remark, "push reply message to 10.0.0.6@drop fail") {
+		t.Errorf("a reply whose requester dropped the connection answered %d %q", r.Code, r.Remark)
+	}
 	// Every reply is stored in the reply topic, pushed or not.
-	if got := pullAll(t, b, replier, "DefaultCluster_REPLY_TOPIC", 0); len(got) != 4 {
-		t.Fatalf("reply topic holds %d messages, want 4", len(got))
+	if got := pullAll(t, b, replier, "DefaultCluster_REPLY_TOPIC", 0); len(got) != 5 {
+		t.Fatalf("reply topic holds %d messages, want 5", len(got))
 	}
 }
 
