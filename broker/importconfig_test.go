@@ -6,11 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -175,5 +179,43 @@ func TestOpenRocketMQStoreSkipsDeliveredTimers(t *testing.T) {
 	}
 	if len(due) != 1 || due[0].DeliverMs > late || due[0].DeliverMs < late-1000 {
 		t.Fatalf("timer index after the rebuild: %+v, want only the message due at %d", due, late)
+	}
+}
+
+// A RocketMQ store whose config file and its backup are both unreadable
+// does not open: Start names the file, and nothing is recorded as
+// imported, so once the file is mended the next open imports it.
+func TestOpenRocketMQStoreRefusesAnUnreadableConfig(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	offsets := filepath.Join(store, "config", "consumerOffset.json")
+	good, err := os.ReadFile(offsets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(offsets, []byte(`{"offsetTable":{"TopicA@GroupA":{0:`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := configs.LoadBroker("", map[string]string{"storePathRootDir": store, "listenPort": "0",
+		"brokerIP1": "127.0.0.1", "mappedFileSizeCommitLog": "16384"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(loaded.Broker, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.Start(ctx); err == nil || !strings.Contains(err.Error(), "consumerOffset.json") {
+		_ = b.Shutdown(ctx)
+		t.Fatalf("start over a torn consumerOffset.json: %v, want an error naming the file", err)
+	}
+
+	if err := os.WriteFile(offsets, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mended := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"})
+	if got := committedOffset(t, mended.client(nil), "GroupA", "TopicA", 0); got != 5 {
+		t.Fatalf("GroupA on TopicA/0 after the mended open: committed %d, want 5", got)
 	}
 }
