@@ -251,3 +251,14 @@ func BenchmarkLookupProperty(b *testing.B) {
 		LookupProperty(props, PropertyUniqID)
 	}
 }
+
+// BenchmarkRewriteProperties measures the send path's rewrite of a
+// message's properties (one key dropped, one set).
+func BenchmarkRewriteProperties(b *testing.B) {
+	props := "CLUSTER\x01DefaultCluster\x02KEYS\x01orderA-0 customer-0\x02TAGS\x01TagA\x02WAIT\x01true\x02UNIQ_KEY\x01C0A8011410921B6D3586000186A00000\x02"
+	set := [2]string{PropertyRealTopic, "TopicA"}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		RewriteProperties(props, []string{"WAIT"}, set)
+	}
+}

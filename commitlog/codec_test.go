@@ -531,4 +531,11 @@ func TestRewriteProperties(t *testing.T) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
+	// The send path rewrites every message's properties: one allocation,
+	// the result.
+	props := "KEYS\x01k1\x02TAGS\x01t\x02WAIT\x01true\x02UNIQ_KEY\x01C0A8011410921B6D3586000186A00000\x02"
+	set := [2]string{"REAL_TOPIC", "TopicA"}
+	if n := testing.AllocsPerRun(100, func() { RewriteProperties(props, []string{"WAIT"}, set) }); n != 1 {
+		t.Errorf("RewriteProperties allocates %v times, want 1", n)
+	}
 }
