@@ -97,6 +97,8 @@ func FuzzMembers(f *testing.F) {
 	f.Add([]byte(`{"consumeTps":0.0,"offsetTable":{{"brokerName":"b","queueId":1,"topic":"t"}:{"brokerOffset":9}}}`))
 	f.Add([]byte(`{"a":[1,2,{"b":"\"}"}],"c":null}`))
 	f.Add([]byte(`{1:2,-3:4}`))
+	f.Add([]byte(`{"messageQueueTable":{{"topic":"T","brokerName":"b","queueId":0}:5}}`))
+	f.Add([]byte(`{"consumerTable":{"c1":{{"brokerName":"b","queueId":0,"topic":"T"}:5}},"messageQueueTable":{}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ms, err := Members(data)
 		if err != nil {
@@ -112,6 +114,8 @@ func FuzzMembers(f *testing.F) {
 		_, _ = DecodeResetOffset(data)
 		_, _, _ = DecodeTopicStats(data)
 		_, _, _ = DecodeConsumeStats(data)
+		_, _ = DecodeConsumerStatus(data)
+		_, _ = DecodeConsumerStatusTable(data)
 	})
 }
 
