@@ -286,3 +286,33 @@ func TestMessageIndexDisabled(t *testing.T) {
 		}
 	}
 }
+
+// Under SYNC_FLUSH the scheduler advances a level's progress only with the
+// messages it delivered flushed.
+func TestDelayLevelMessageUnderSyncFlush(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"flushDiskType": "SYNC_FLUSH"})
+	c := b.client(nil)
+	mustSend(t, c, "DelayedSync", 0, "later", "DELAY\x011\x02") // 1 s
+	var got []commitlog.Message
+	for deadline := time.Now().Add(15 * time.Second); len(got) == 0 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		got = pullAll(t, b, c, "DelayedSync", 0)
+	}
+	if len(got) != 1 || string(got[0].Body) != "later" {
+		t.Fatal("delayed message never delivered under SYNC_FLUSH")
+	}
+	var progress int64
+	for deadline := time.Now().Add(5 * time.Second); progress != 1 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		off, _, err := b.offsets.Get(scheduleOffsetGroup, "SCHEDULE_TOPIC_XXXX", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		progress = off
+	}
+	if progress != 1 {
+		t.Fatalf("level 1 progress %d after the delivery, want 1", progress)
+	}
+	if end := got[0].PhyOffset + int64(got[0].StoreSize); b.clog.FlushedOffset() < end {
+		t.Fatalf("progress recorded with the delivered message unflushed: flushed %d < %d", b.clog.FlushedOffset(), end)
+	}
+}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -57,6 +58,7 @@ func (b *Broker) deliverLevel(ctx context.Context, level int) error {
 		off = minOff
 	}
 	start := off
+	var stored int64 // the CommitLog end after the last delivery
 	delay := b.delayLevels[level-1].Milliseconds()
 	for ctx.Err() == nil {
 		entries, err := b.cqs.Get(meta.ScheduleTopic, qid, off, 64)
@@ -77,31 +79,42 @@ func (b *Broker) deliverLevel(ctx context.Context, level int) error {
 				due = true
 				break
 			}
-			if err := b.deliverScheduled(ctx, e.PhyOffset); err != nil {
+			end, err := b.deliverScheduled(ctx, e.PhyOffset)
+			if err != nil {
 				return err
 			}
+			stored = max(stored, end)
 			off = e.QueueOffset + 1
 		}
 		if due || len(entries) < 64 {
 			break
 		}
 	}
-	if off != start {
-		return b.offsets.Set(scheduleOffsetGroup, meta.ScheduleTopic, qid, off)
+	if off == start {
+		return nil
 	}
-	return nil
+	// The progress is synced: what it moves past must be flushed first
+	// (under SYNC_FLUSH), or a machine crash could lose delivered
+	// messages whose parked copies are already behind the offset. One
+	// wait for the round, not one per message.
+	if stored > 0 && !b.clog.WaitFlushed(ctx, stored) {
+		return fmt.Errorf("delay level %d: the delivered messages were not flushed in time; progress stays at %d", level, start)
+	}
+	return b.offsets.Set(scheduleOffsetGroup, meta.ScheduleTopic, qid, off)
 }
 
-// deliverScheduled re-puts one parked message to its real topic and queue.
-func (b *Broker) deliverScheduled(ctx context.Context, phy int64) error {
+// deliverScheduled re-puts one parked message to its real topic and queue
+// without waiting for its flush, and returns the CommitLog offset after
+// it (0 when there was nothing to deliver).
+func (b *Broker) deliverScheduled(ctx context.Context, phy int64) (int64, error) {
 	_, m, ok, err := b.readRecord(phy)
 	if err != nil || !ok {
-		return err // a record gone with retention is skipped
+		return 0, err // a record gone with retention is skipped
 	}
 	topic, qid, ok := commitlog.RealDestination(m.Properties)
 	if !ok {
 		b.log.Warn().Int64("phy", phy).Msg("delayed message without REAL_TOPIC/REAL_QID dropped")
-		return nil
+		return 0, nil
 	}
 	out := &commitlog.Message{
 		Topic: topic, QueueID: qid, Flag: m.Flag, SysFlag: m.SysFlag,
@@ -109,6 +122,9 @@ func (b *Broker) deliverScheduled(ctx context.Context, phy int64) error {
 		Body:       m.Body,
 		Properties: commitlog.RewriteProperties(m.Properties, []string{propDelay, timer.PropDeliverMs, timer.PropDelaySec, timer.PropDelayMs}),
 	}
-	_, err = b.putMessages(ctx, []*commitlog.Message{out}, false)
-	return err
+	res, err := b.putMessages(ctx, []*commitlog.Message{out}, false)
+	if err != nil {
+		return 0, err
+	}
+	return res.PhyOffset + res.WroteBytes, nil
 }

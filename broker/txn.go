@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -57,14 +58,24 @@ func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.A
 			return commitlog.AppendResult{}, err
 		}
 	}
-	return s.b.putMessages(ctx, []*commitlog.Message{m}, true)
+	return s.flushed(s.b.putMessages(ctx, []*commitlog.Message{m}, true))
 }
 
 // PutBatch stores due timer messages of one queue in one append. They
 // carry TIMER_OUT_MS and are not parked again.
 func (s recordStore) PutBatch(ctx context.Context, msgs []*commitlog.Message) error {
-	_, err := s.b.putMessages(ctx, msgs, true)
+	_, err := s.flushed(s.b.putMessages(ctx, msgs, true))
 	return err
+}
+
+// flushed turns an append that SYNC_FLUSH did not confirm in time into an
+// error: the services record what they stored (a transaction's end, a
+// timer entry's deletion) only once it is durable, and try again later.
+func (s recordStore) flushed(res commitlog.AppendResult, err error) (commitlog.AppendResult, error) {
+	if err == nil && res.Status == commitlog.FlushDiskTimeout {
+		err = fmt.Errorf("stored at %d but not flushed within syncFlushTimeout", res.PhyOffset)
+	}
+	return res, err
 }
 
 // Read returns the record at a CommitLog offset.

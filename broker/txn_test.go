@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -497,5 +498,18 @@ func TestCommittedCopyDoesNotEndAnotherTransaction(t *testing.T) {
 	}
 	if got := pullAll(t, b, c, "TxZ", 0); len(got) != 1 || string(got[0].Body) != "first" {
 		t.Fatalf("the half's commit stored %d messages", len(got))
+	}
+}
+
+// An append SYNC_FLUSH did not confirm in time is an error to the
+// transaction and timer services, so they record nothing as stored.
+func TestRecordStoreRefusesUnflushedAppends(t *testing.T) {
+	var s recordStore
+	if _, err := s.flushed(commitlog.AppendResult{Status: commitlog.FlushDiskTimeout, PhyOffset: 42}, nil); err == nil ||
+		!strings.Contains(err.Error(), "not flushed") {
+		t.Fatalf("FLUSH_DISK_TIMEOUT append: %v, want an error", err)
+	}
+	if _, err := s.flushed(commitlog.AppendResult{Status: commitlog.PutOK}, nil); err != nil {
+		t.Fatalf("PUT_OK append: %v", err)
 	}
 }

@@ -457,6 +457,40 @@ func TestSyncFlushTimeout(t *testing.T) {
 	}
 }
 
+// WaitFlushed confirms, once for many appends made without WaitFlush,
+// that they are flushed under SyncFlush, and reports a flush that does
+// not come in time.
+func TestWaitFlushed(t *testing.T) {
+	cfg := testConfig(t, 64<<10)
+	cfg.FlushType = SyncFlush
+	cfg.SyncFlushTimeout = 20 * time.Millisecond
+	l := mustOpen(t, cfg)
+	defer l.Close()
+	release := make(chan struct{})
+	hook := func() { <-release }
+	l.flushHook.Store(&hook)
+	var end int64
+	for i := 0; i < 3; i++ {
+		r := mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, i, 10)})
+		end = r.PhyOffset + r.WroteBytes
+	}
+	if l.WaitFlushed(context.Background(), end) {
+		t.Fatal("WaitFlushed reported a blocked flush as done")
+	}
+	close(release)
+	if !l.WaitFlushed(context.Background(), end) || l.FlushedOffset() < end {
+		t.Fatalf("WaitFlushed after the flush: flushed %d, want at least %d", l.FlushedOffset(), end)
+	}
+
+	// Under AsyncFlush nothing is waited for.
+	async := mustOpen(t, testConfig(t, 64<<10))
+	defer async.Close()
+	r := mustAppend(t, async, AppendRequest{Message: testMessage("T", 0, 0, 10)})
+	if !async.WaitFlushed(context.Background(), r.PhyOffset+r.WroteBytes) {
+		t.Fatal("WaitFlushed waited under AsyncFlush")
+	}
+}
+
 func TestNotifyAndWaitBeyond(t *testing.T) {
 	l := mustOpen(t, testConfig(t, 64<<10))
 	ch := l.Notify()

@@ -139,6 +139,20 @@ func (l *Log) flushTo(target int64) error {
 	return err
 }
 
+// WaitFlushed is what an Append with WaitFlush does after the append, for
+// a caller that appended several records without waiting and must know
+// them durable before it records having stored them: under SyncFlush it
+// wakes the flusher and waits until everything before end is flushed,
+// reporting false when SyncFlushTimeout passes, ctx ends or the log
+// closes first. Under AsyncFlush it reports true at once.
+func (l *Log) WaitFlushed(ctx context.Context, end int64) bool {
+	if l.cfg.FlushType != SyncFlush {
+		return true
+	}
+	l.kickFlusher()
+	return l.waitFlushed(ctx, end)
+}
+
 // waitFlushed waits until the log is flushed to at least end. It returns
 // false when SyncFlushTimeout passes, ctx ends or the log closes first.
 func (l *Log) waitFlushed(ctx context.Context, end int64) bool {
