@@ -1,6 +1,9 @@
-// Package periodic runs background work at a fixed interval, the loop the
-// broker's services (expiries, the scheduler, the timer, the transaction
-// checker, WAL syncs) would otherwise each write out.
+// Package periodic runs background work at a fixed interval under a
+// context: the loop of the broker's client and lock expiries, index WAL
+// syncs, scheduler, timer and transaction checker. Loops that also wake on a
+// signal (the CommitLog flusher, name-server registration, the index's
+// compaction gate) or stop on a channel rather than a context (the name
+// server's broker scan, CommitLog retention) keep their own select.
 package periodic
 
 import (
