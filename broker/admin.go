@@ -90,8 +90,8 @@ func (b *Broker) processCreateGroupList(_ context.Context, _ *remoting.Conn, req
 	}
 	groups := make([]meta.SubscriptionGroupConfig, 0, len(body.GroupConfigList))
 	for i, raw := range body.GroupConfigList {
-		gc := meta.NewSubscriptionGroupConfig("")
-		if err := json.Unmarshal(raw, &gc); err != nil || gc.GroupName == "" {
+		gc, ok := decodeGroupConfig(raw)
+		if !ok {
 			return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("malformed subscription group %d of the list", i))
 		}
 		groups = append(groups, gc)
@@ -109,15 +109,14 @@ const systemTopicPrefix = "rmq_sys_"
 // processSystemTopicList answers GET_SYSTEM_TOPIC_LIST_FROM_BROKER: the
 // broker's topics that RocketMQ's TopicValidator calls system topics.
 func (b *Broker) processSystemTopicList(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	// The topics no client may send to, and those RocketMQ also counts.
 	system := map[string]bool{
-		autoCreateTopic: true, selfTestTopic: true, offsetMovedTopic: true, meta.ScheduleTopic: true,
-		meta.TransHalfTopic: true, meta.TransOpHalfTopic: true, meta.TransCheckMaxTopic: true,
-		"BenchmarkTest": true, "RMQ_SYS_TRACE_TOPIC": true,
+		autoCreateTopic: true, "BenchmarkTest": true, "RMQ_SYS_TRACE_TOPIC": true,
 		b.cfg.BrokerClusterName: true, b.cfg.BrokerName: true, b.replyTopic(): true,
 	}
 	topics := []string{}
 	err := b.topics.table.Each(func(tc meta.TopicConfig) bool {
-		if system[tc.TopicName] || strings.HasPrefix(tc.TopicName, systemTopicPrefix) {
+		if notSendable[tc.TopicName] || system[tc.TopicName] || strings.HasPrefix(tc.TopicName, systemTopicPrefix) {
 			topics = append(topics, tc.TopicName)
 		}
 		return true
@@ -223,14 +222,25 @@ func (b *Broker) processGetAllTopicConfig(_ context.Context, _ *remoting.Conn, r
 
 // processCreateGroup answers UPDATE_AND_CREATE_SUBSCRIPTIONGROUP.
 func (b *Broker) processCreateGroup(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	gc := meta.NewSubscriptionGroupConfig("")
-	if err := json.Unmarshal(req.Body, &gc); err != nil || gc.GroupName == "" {
+	gc, ok := decodeGroupConfig(req.Body)
+	if !ok {
 		return remoting.NewResponse(req, remoting.SystemError, "malformed subscription group body")
 	}
 	if err := b.groups.Put(gc); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// decodeGroupConfig reads a SubscriptionGroupConfig an admin tool sent,
+// RocketMQ's defaults filling the fields it leaves out; false when it is
+// not one or names no group.
+func decodeGroupConfig(raw []byte) (meta.SubscriptionGroupConfig, bool) {
+	gc := meta.NewSubscriptionGroupConfig("")
+	if err := json.Unmarshal(raw, &gc); err != nil || gc.GroupName == "" {
+		return gc, false
+	}
+	return gc, true
 }
 
 // processGetAllGroups answers GET_ALL_SUBSCRIPTIONGROUP_CONFIG.
