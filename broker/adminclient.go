@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -258,32 +259,54 @@ func (b *Broker) processConsumerStatus(ctx context.Context, _ *remoting.Conn, re
 	if len(channels) == 0 {
 		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("No Any Consumer online in the consumer group: [%s]", group))
 	}
-	table := map[string]map[adminbody.MessageQueue]int64{}
-	ask := remoting.NewRequest(remoting.GetConsumerStatusFromClient, map[string]string{"topic": topic, "group": group}, nil)
+	// The clients are asked at once, so that slow ones cost one
+	// consumerStatusTimeout in all (RocketMQ asks them one by one).
+	var (
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		table = map[string]map[adminbody.MessageQueue]int64{}
+	)
 	for _, ch := range channels {
 		if only != "" && only != ch.clientID {
 			continue
 		}
-		cctx, cancel := context.WithTimeout(ctx, consumerStatusTimeout)
-		answer, err := ch.conn.Request(cctx, ask)
-		cancel()
-		if err != nil {
-			b.log.Warn().Err(err).Str("group", group).Str("clientId", ch.clientID).Msg("GET_CONSUMER_STATUS_FROM_CLIENT not answered")
-			continue
-		}
-		if answer.Code != remoting.Success || len(answer.Body) == 0 {
-			b.log.Warn().Int32("code", answer.Code).Str("remark", answer.Remark).Str("group", group).Str("clientId", ch.clientID).
-				Msg("GET_CONSUMER_STATUS_FROM_CLIENT answered without a status")
-			continue
-		}
-		offsets, err := adminbody.DecodeConsumerStatus(answer.Body)
-		if err != nil {
-			b.log.Warn().Err(err).Str("group", group).Str("clientId", ch.clientID).Msg("GET_CONSUMER_STATUS_FROM_CLIENT answer not understood")
-			continue
-		}
-		table[ch.clientID] = offsets
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if offsets, ok := b.askConsumerStatus(ctx, ch, topic, group); ok {
+				mu.Lock()
+				table[ch.clientID] = offsets
+				mu.Unlock()
+			}
+		}()
 	}
+	wg.Wait()
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	resp.Body = adminbody.EncodeConsumerStatusTable(table)
 	return resp
+}
+
+// askConsumerStatus asks one client of a group for its offsets on a topic
+// (GET_CONSUMER_STATUS_FROM_CLIENT); false, with a log line, when it does
+// not answer with them.
+func (b *Broker) askConsumerStatus(ctx context.Context, ch *clientChannel, topic, group string) (map[adminbody.MessageQueue]int64, bool) {
+	ctx, cancel := context.WithTimeout(ctx, consumerStatusTimeout)
+	defer cancel()
+	ask := remoting.NewRequest(remoting.GetConsumerStatusFromClient, map[string]string{"topic": topic, "group": group}, nil)
+	answer, err := ch.conn.Request(ctx, ask)
+	if err != nil {
+		b.log.Warn().Err(err).Str("group", group).Str("clientId", ch.clientID).Msg("GET_CONSUMER_STATUS_FROM_CLIENT not answered")
+		return nil, false
+	}
+	if answer.Code != remoting.Success || len(answer.Body) == 0 {
+		b.log.Warn().Int32("code", answer.Code).Str("remark", answer.Remark).Str("group", group).Str("clientId", ch.clientID).
+			Msg("GET_CONSUMER_STATUS_FROM_CLIENT answered without a status")
+		return nil, false
+	}
+	offsets, err := adminbody.DecodeConsumerStatus(answer.Body)
+	if err != nil {
+		b.log.Warn().Err(err).Str("group", group).Str("clientId", ch.clientID).Msg("GET_CONSUMER_STATUS_FROM_CLIENT answer not understood")
+		return nil, false
+	}
+	return offsets, true
 }

@@ -249,6 +249,11 @@ func TestConsumerStatusAskedOfEveryClient(t *testing.T) {
 	for i, id := range []string{"10.0.0.1@a", "10.0.0.2@b"} {
 		heartbeat(t, b.client(answer(10+i)), heartbeatBody(id, "", "cg-st", map[string]string{"StT": "*"}))
 	}
+	// A client that refuses is left out of the table; the others are not.
+	refuser := b.client(func(_ context.Context, cmd *remoting.Command) *remoting.Command {
+		return remoting.NewResponse(cmd, remoting.SystemError, "no status")
+	})
+	heartbeat(t, refuser, heartbeatBody("10.0.0.3@refuses", "", "cg-st", map[string]string{"StT": "*"}))
 	admin := b.client(nil)
 	status := func(ext map[string]string) map[string]map[adminbody.MessageQueue]int64 {
 		t.Helper()
