@@ -35,21 +35,13 @@ func runTopics(ctx context.Context, s *store, out *output) error {
 	if err != nil {
 		return err
 	}
-	var t *table
-	if !out.json {
-		t = newTable(out.w, "TOPIC", "READ", "WRITE", "PERM", "ORDER", "FILTER", "SYSFLAG", "ATTRIBUTES")
-	}
-	var werr error
-	err = topics.Each(func(c meta.TopicConfig) bool {
-		if out.json {
-			werr = out.object(c)
-		} else {
-			t.row(cell(c.TopicName), strconv.Itoa(c.ReadQueueNums), strconv.Itoa(c.WriteQueueNums), strconv.Itoa(c.Perm),
-				strconv.FormatBool(c.Order), cell(c.TopicFilterType), strconv.Itoa(c.TopicSysFlag), attributes(c.Attributes))
-		}
-		return werr == nil && ctx.Err() == nil
-	})
-	return finishListing(ctx, t, err, werr)
+	l := newListing(ctx, out, "TOPIC", "READ", "WRITE", "PERM", "ORDER", "FILTER", "SYSFLAG", "ATTRIBUTES")
+	return l.finish(topics.Each(func(c meta.TopicConfig) bool {
+		return l.emit(c, func() []string {
+			return []string{cell(c.TopicName), strconv.Itoa(c.ReadQueueNums), strconv.Itoa(c.WriteQueueNums), strconv.Itoa(c.Perm),
+				strconv.FormatBool(c.Order), cell(c.TopicFilterType), strconv.Itoa(c.TopicSysFlag), attributes(c.Attributes)}
+		})
+	}))
 }
 
 func runGroups(ctx context.Context, s *store, out *output) error {
@@ -57,39 +49,71 @@ func runGroups(ctx context.Context, s *store, out *output) error {
 	if err != nil {
 		return err
 	}
-	var t *table
-	if !out.json {
-		t = newTable(out.w, "GROUP", "CONSUME", "BROADCAST", "ORDERLY", "FROMMIN", "RETRYQUEUES", "RETRYMAX", "BROKERID", "SLOWBROKER", "ATTRIBUTES")
-	}
-	var werr error
-	err = groups.Each(func(c meta.SubscriptionGroupConfig) bool {
-		if out.json {
-			werr = out.object(c)
-		} else {
-			t.row(cell(c.GroupName), strconv.FormatBool(c.ConsumeEnable), strconv.FormatBool(c.ConsumeBroadcastEnable),
+	l := newListing(ctx, out, "GROUP", "CONSUME", "BROADCAST", "ORDERLY", "FROMMIN", "RETRYQUEUES", "RETRYMAX", "BROKERID", "SLOWBROKER", "ATTRIBUTES")
+	return l.finish(groups.Each(func(c meta.SubscriptionGroupConfig) bool {
+		return l.emit(c, func() []string {
+			return []string{cell(c.GroupName), strconv.FormatBool(c.ConsumeEnable), strconv.FormatBool(c.ConsumeBroadcastEnable),
 				strconv.FormatBool(c.ConsumeMessageOrderly), strconv.FormatBool(c.ConsumeFromMinEnable),
 				strconv.Itoa(c.RetryQueueNums), strconv.Itoa(c.RetryMaxTimes), num(c.BrokerID), num(c.WhichBrokerWhenConsumeSlowly),
-				attributes(c.Attributes))
-		}
-		return werr == nil && ctx.Err() == nil
-	})
-	return finishListing(ctx, t, err, werr)
+				attributes(c.Attributes)}
+		})
+	}))
 }
 
-// finishListing ends a listing: the scan's error, else the writer's, else
+// listing writes the records of a scan, one JSON object per line or one
+// table row each, and keeps the first error of a write or a decode for
+// finish. Its methods return what the scan's callback returns: whether to
+// go on.
+type listing struct {
+	ctx context.Context
+	out *output
+	t   *table // nil for JSON
+	err error
+}
+
+// newListing starts a listing; headers name the table's columns.
+func newListing(ctx context.Context, out *output, headers ...string) *listing {
+	l := &listing{ctx: ctx, out: out}
+	if !out.json {
+		l.t = newTable(out.w, headers...)
+	}
+	return l
+}
+
+// emit writes obj as a JSON line, or the table row that row builds.
+func (l *listing) emit(obj any, row func() []string) bool {
+	if l.t == nil {
+		l.err = l.out.object(obj)
+	} else {
+		l.t.row(row()...)
+	}
+	return l.err == nil && l.ctx.Err() == nil
+}
+
+// skip passes over a record the listing does not show.
+func (l *listing) skip() bool { return l.ctx.Err() == nil }
+
+// fail stops the scan with err.
+func (l *listing) fail(err error) bool {
+	l.err = err
+	return false
+}
+
+// finish ends the listing: the scan's error, else the listing's own, else
 // the context's; then the table's flush.
-func finishListing(ctx context.Context, t *table, err, werr error) error {
+func (l *listing) finish(scanErr error) error {
+	err := scanErr
 	if err == nil {
-		err = werr
+		err = l.err
 	}
 	if err == nil {
-		err = ctx.Err()
+		err = l.ctx.Err()
 	}
 	if err != nil {
 		return err
 	}
-	if t != nil {
-		return t.flush()
+	if l.t != nil {
+		return l.t.flush()
 	}
 	return nil
 }

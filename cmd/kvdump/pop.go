@@ -77,48 +77,34 @@ func topicMatches(recTopic, group, topic string) bool {
 }
 
 func runPop(ctx context.Context, s *store, out *output, group, topic string, before int64) error {
-	var t *table
-	if !out.json {
-		t = newTable(out.w, "VISIBLE AT", "GROUP", "TOPIC", "QUEUE", "OFFSET", "POP TIME", "INVISIBLE MS", "CK OFFSET", "RETRY", "ATTEMPTS")
-	}
-	var werr error
+	l := newListing(ctx, out, "VISIBLE AT", "GROUP", "TOPIC", "QUEUE", "OFFSET", "POP TIME", "INVISIBLE MS", "CK OFFSET", "RETRY", "ATTEMPTS")
 	err := s.db.Pop().Due(before, 0, func(r kvindex.InFlight) bool {
 		if (group != "" && r.Group != group) || !topicMatches(r.Topic, r.Group, topic) {
-			return ctx.Err() == nil
+			return l.skip()
 		}
-		if out.json {
-			werr = out.object(r)
-		} else {
-			t.row(formatTime(r.VisibleAt), cell(r.Group), cell(r.Topic), num(r.QueueID), num(r.QueueOffset),
-				formatTime(r.PopTime), num(r.InvisibleTime), num(r.CKOffset), num(int32(r.RetryFlag)), num(r.Attempts))
-		}
-		return werr == nil && ctx.Err() == nil
+		return l.emit(r, func() []string {
+			return []string{formatTime(r.VisibleAt), cell(r.Group), cell(r.Topic), num(r.QueueID), num(r.QueueOffset),
+				formatTime(r.PopTime), num(r.InvisibleTime), num(r.CKOffset), num(int32(r.RetryFlag)), num(r.Attempts)}
+		})
 	})
-	if err := finishListing(ctx, t, err, werr); err != nil {
+	if err := l.finish(err); err != nil {
 		return fmt.Errorf("list in-flight messages: %w", err)
 	}
 	return nil
 }
 
 func runPopOrder(ctx context.Context, s *store, out *output, group, topic string) error {
-	var t *table
-	if !out.json {
-		t = newTable(out.w, "GROUP", "TOPIC", "QUEUE", "POP TIME", "INVISIBLE MS", "ATTEMPT", "MESSAGES (offset/consumed, * acked)")
-	}
-	var werr error
+	l := newListing(ctx, out, "GROUP", "TOPIC", "QUEUE", "POP TIME", "INVISIBLE MS", "ATTEMPT", "MESSAGES (offset/consumed, * acked)")
 	err := s.db.Scan([]byte{kvindex.PrefixPopOrder}, func(k, v []byte) bool {
 		rec, err := kvindex.DecodeKey(k, v)
 		if err != nil {
-			werr = err
-			return false
+			return l.fail(err)
 		}
 		o := rec.(kvindex.PopOrderRecord)
 		if (group != "" && o.Group != group) || !topicMatches(o.Topic, o.Group, topic) {
-			return ctx.Err() == nil
+			return l.skip()
 		}
-		if out.json {
-			werr = out.object(o.OrderState)
-		} else {
+		return l.emit(o.OrderState, func() []string {
 			var b strings.Builder
 			for i, m := range o.Messages {
 				if i > 0 {
@@ -129,11 +115,10 @@ func runPopOrder(ctx context.Context, s *store, out *output, group, topic string
 					b.WriteByte('*')
 				}
 			}
-			t.row(cell(o.Group), cell(o.Topic), num(o.QueueID), formatTime(o.PopTime), num(o.InvisibleTime), cell(o.AttemptID), b.String())
-		}
-		return werr == nil && ctx.Err() == nil
+			return []string{cell(o.Group), cell(o.Topic), num(o.QueueID), formatTime(o.PopTime), num(o.InvisibleTime), cell(o.AttemptID), b.String()}
+		})
 	})
-	if err := finishListing(ctx, t, err, werr); err != nil {
+	if err := l.finish(err); err != nil {
 		return fmt.Errorf("list orderly batches: %w", err)
 	}
 	return nil

@@ -69,18 +69,13 @@ type timerLine struct {
 }
 
 func runTimer(ctx context.Context, s *store, out *output, before int64) error {
-	var t *table
-	if !out.json {
-		t = newTable(out.w, "DELIVER AT", "PHY", "SIZE", "TOPIC", "QUEUE", "MSGID", "PARKED AT")
-	}
-	var werr error
+	list := newListing(ctx, out, "DELIVER AT", "PHY", "SIZE", "TOPIC", "QUEUE", "MSGID", "PARKED AT")
 	// The keyspace is in delivery-time order: the scan stops at the first
 	// message due after the bound.
 	err := s.db.Scan([]byte{kvindex.PrefixTimer}, func(k, v []byte) bool {
 		rec, err := kvindex.DecodeKey(k, v)
 		if err != nil {
-			werr = err
-			return false
+			return list.fail(err)
 		}
 		e := rec.(kvindex.TimerRecord).TimerEntry
 		if e.DeliverMs > before {
@@ -90,28 +85,23 @@ func runTimer(ctx context.Context, s *store, out *output, before int64) error {
 		if err := readParked(s, &l); err != nil {
 			l.MessageError = err.Error()
 		}
-		if out.json {
-			werr = out.object(l)
-		} else {
+		return list.emit(l, func() []string {
 			row := []string{formatTime(e.DeliverMs), num(e.PhyOffset), num(e.Size)}
 			if l.MessageError != "" {
-				row = append(row, "error: "+cell(l.MessageError), "-", "-", "-")
-			} else {
-				queue := "-"
-				if l.RealQueueID != nil {
-					queue = num(*l.RealQueueID)
-				}
-				id := cell(l.MsgID)
-				if l.Cancels != "" {
-					id += " (cancels " + l.Cancels + ")"
-				}
-				row = append(row, cell(l.RealTopic), queue, id, formatTime(l.ParkedAt))
+				return append(row, "error: "+cell(l.MessageError), "-", "-", "-")
 			}
-			t.row(row...)
-		}
-		return werr == nil && ctx.Err() == nil
+			queue := "-"
+			if l.RealQueueID != nil {
+				queue = num(*l.RealQueueID)
+			}
+			id := cell(l.MsgID)
+			if l.Cancels != "" {
+				id += " (cancels " + l.Cancels + ")"
+			}
+			return append(row, cell(l.RealTopic), queue, id, formatTime(l.ParkedAt))
+		})
 	})
-	if err := finishListing(ctx, t, err, werr); err != nil {
+	if err := list.finish(err); err != nil {
 		return fmt.Errorf("list timer messages: %w", err)
 	}
 	return nil

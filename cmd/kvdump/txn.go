@@ -76,63 +76,47 @@ type txnEndLine struct {
 }
 
 func runTxnHalves(ctx context.Context, s *store, out *output, before int64) error {
-	var t *table
-	if !out.json {
-		t = newTable(out.w, "HALF PHY", "QUEUE OFFSET", "STORE TIME", "NEXT CHECK", "CHECKS", "ENDED")
-	}
+	list := newListing(ctx, out, "HALF PHY", "QUEUE OFFSET", "STORE TIME", "NEXT CHECK", "CHECKS", "ENDED")
 	tx := s.db.Transactions()
-	var werr error
 	err := tx.OpenHalves(func(h kvindex.TxnHalf) bool {
 		if h.NextCheckAt > before {
-			return ctx.Err() == nil
+			return list.skip()
 		}
 		l := txnHalfLine{Kind: "half", TxnHalf: h}
 		e, ok, err := tx.Ended(h.PhyOffset)
 		if err != nil {
-			werr = err
-			return false
+			return list.fail(err)
 		}
 		if ok {
 			l.Ended = e.State.String()
 		}
-		if out.json {
-			werr = out.object(l)
-		} else {
-			t.row(num(h.PhyOffset), num(h.QueueOffset), formatTime(h.StoreTimestamp), formatTime(h.NextCheckAt), num(h.Checks), cell(l.Ended))
-		}
-		return werr == nil && ctx.Err() == nil
+		return list.emit(l, func() []string {
+			return []string{num(h.PhyOffset), num(h.QueueOffset), formatTime(h.StoreTimestamp), formatTime(h.NextCheckAt), num(h.Checks), cell(l.Ended)}
+		})
 	})
-	if err := finishListing(ctx, t, err, werr); err != nil {
+	if err := list.finish(err); err != nil {
 		return fmt.Errorf("list open half messages: %w", err)
 	}
 	return nil
 }
 
 func runTxnEnds(ctx context.Context, s *store, out *output) error {
-	var t *table
-	if !out.json {
-		t = newTable(out.w, "HALF PHY", "STATE", "ENDED AT")
-	}
-	var werr error
+	list := newListing(ctx, out, "HALF PHY", "STATE", "ENDED AT")
 	err := s.db.Scan([]byte{kvindex.PrefixTxnEnd}, func(k, v []byte) bool {
 		rec, err := kvindex.DecodeKey(k, v)
 		if err != nil {
-			werr = err
-			return false
+			return list.fail(err)
 		}
 		e := rec.(kvindex.TxnEndRecord)
-		if out.json {
-			werr = out.object(txnEndLine{Kind: "end", TxnEndRecord: e})
-		} else {
+		return list.emit(txnEndLine{Kind: "end", TxnEndRecord: e}, func() []string {
 			at := "-"
 			if e.At != 0 {
 				at = formatTime(e.At)
 			}
-			t.row(num(e.HalfPhyOffset), e.State, at)
-		}
-		return werr == nil && ctx.Err() == nil
+			return []string{num(e.HalfPhyOffset), e.State, at}
+		})
 	})
-	if err := finishListing(ctx, t, err, werr); err != nil {
+	if err := list.finish(err); err != nil {
 		return fmt.Errorf("list ended transactions: %w", err)
 	}
 	return nil
