@@ -42,19 +42,12 @@ type fixture struct {
 // before each PutBatch (call counts from 1) and can refuse it; stored
 // records every batch that was appended.
 type fakeStore struct {
-	f      *fixture
-	mu     sync.Mutex
-	next   map[string]int64
+	f  *fixture
+	mu sync.Mutex
+	storetest.Offsets
 	calls  int
 	fail   func(call int, msgs []*commitlog.Message) error
 	stored [][]*commitlog.Message
-}
-
-func (s *fakeStore) Assign(topic string, queueID int32, n int) int64 {
-	k := topic + "/" + strconv.Itoa(int(queueID))
-	off := s.next[k]
-	s.next[k] = off + int64(n)
-	return off
 }
 
 func (s *fakeStore) PutBatch(ctx context.Context, msgs []*commitlog.Message) error {
@@ -106,7 +99,7 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{t: t, st: storetest.Open(t)}
 	f.log, f.db = f.st.Log, f.st.DB
 	f.nowMs.Store(base)
-	f.store = &fakeStore{f: f, next: map[string]int64{}}
+	f.store = &fakeStore{f: f, Offsets: storetest.Offsets{}}
 	f.svc = New(f.db.Timers(), f.store, Options{Dispatched: func() int64 { return f.disp.Dispatched() }}, zerolog.Nop())
 	f.svc.now = func() time.Time { return time.UnixMilli(f.nowMs.Load()) }
 	f.disp = f.st.StartDispatcher(t, kvindex.DispatcherOptions{Hooks: map[string]kvindex.Hook{meta.TimerTopic: f.svc.Hook()}})

@@ -3,7 +3,6 @@ package txn
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -36,19 +35,12 @@ type fixture struct {
 // testStore appends to the fixture's log; failPut makes Put fail, gone
 // makes Read find nothing at an offset.
 type testStore struct {
-	f       *fixture
-	mu      sync.Mutex
-	next    map[string]int64
+	f  *fixture
+	mu sync.Mutex
+	storetest.Offsets
 	failPut error
 	gone    map[int64]bool
 	puts    []*commitlog.Message
-}
-
-func (s *testStore) Assign(topic string, queueID int32, n int) int64 {
-	k := topic + "/" + strconv.Itoa(int(queueID))
-	off := s.next[k]
-	s.next[k] = off + int64(n)
-	return off
 }
 
 func (s *testStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.AppendResult, error) {
@@ -81,7 +73,7 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 	t.Helper()
 	f := &fixture{t: t, st: storetest.Open(t), now: time.UnixMilli(1_700_000_000_000), answer: true}
 	f.log, f.db = f.st.Log, f.st.DB
-	f.store = &testStore{f: f, next: map[string]int64{}, gone: map[int64]bool{}}
+	f.store = &testStore{f: f, Offsets: storetest.Offsets{}, gone: map[int64]bool{}}
 	f.svc = New(cfg, f.db.Transactions(), f.store, f.ask, zerolog.Nop())
 	f.svc.now = func() time.Time { return f.now }
 	f.log.OnMinOffsetChange(f.svc.LogMinOffsetChanged)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/netip"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -86,4 +87,17 @@ func (s *Store) ReadMessage(phy int64) (commitlog.Message, bool, error) {
 	defer v.Release()
 	m, err := commitlog.Decode(append([]byte(nil), v.Data...))
 	return m, err == nil, err
+}
+
+// Offsets is a commitlog.QueueOffsetAssigner that numbers each queue's
+// records from 0, for tests that append without a broker. The log calls
+// Assign under its append lock.
+type Offsets map[string]int64
+
+// Assign implements commitlog.QueueOffsetAssigner.
+func (o Offsets) Assign(topic string, queueID int32, n int) int64 {
+	k := topic + "/" + strconv.Itoa(int(queueID))
+	off := o[k]
+	o[k] = off + int64(n)
+	return off
 }
