@@ -299,6 +299,9 @@ func TestCheckerPassesStartAfterEndedHalves(t *testing.T) {
 	if err := f.svc.End(context.Background(), commitReq(b)); err != nil {
 		t.Fatal(err)
 	}
+	// The commit record is appended but dispatched asynchronously; the
+	// cursor can only move past what the dispatcher has committed.
+	f.caughtUp()
 	if st := f.pass(); st != (PassStats{}) || f.svc.scanFrom != f.disp.Dispatched() {
 		t.Fatalf("pass %+v starts next at %d, want after everything dispatched (%d)", st, f.svc.scanFrom, f.disp.Dispatched())
 	}
