@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -35,14 +36,7 @@ func LoadBroker(path string, overrides map[string]string) (Loaded, error) {
 	var out Loaded
 	out.Broker = DefaultBroker()
 
-	byKey := make(map[string]*field, len(brokerFields)*2)
-	for i := range brokerFields {
-		f := &brokerFields[i]
-		byKey[strings.ToLower(f.key)] = f
-		for _, a := range f.aliases {
-			byKey[strings.ToLower(a)] = f
-		}
-	}
+	byKey := fieldIndex()
 
 	if path != "" {
 		raw, err := os.ReadFile(path)
@@ -73,22 +67,61 @@ func LoadBroker(path string, overrides map[string]string) (Loaded, error) {
 		}
 	}
 
-	okeys := make([]string, 0, len(overrides))
-	for k := range overrides {
-		okeys = append(okeys, k)
-	}
-	sort.Strings(okeys)
-	for _, k := range okeys {
-		f, ok := byKey[strings.ToLower(k)]
-		if !ok {
-			return Loaded{}, fmt.Errorf("override of unknown key %s", k)
-		}
-		val := strings.TrimSpace(overrides[k])
-		if err := f.set(&out.Broker, val); err != nil {
-			return Loaded{}, fmt.Errorf("override of key %s: %w", f.key, err)
-		}
+	if _, err := out.Broker.Apply(overrides); err != nil {
+		return Loaded{}, fmt.Errorf("override: %w", err)
 	}
 	return out, nil
+}
+
+// fieldIndex maps every key and alias, lower-cased, to its field.
+func fieldIndex() map[string]*field {
+	byKey := make(map[string]*field, len(brokerFields)*2)
+	for i := range brokerFields {
+		f := &brokerFields[i]
+		byKey[strings.ToLower(f.key)] = f
+		for _, a := range f.aliases {
+			byKey[strings.ToLower(a)] = f
+		}
+	}
+	return byKey
+}
+
+// CanonicalKey returns the name rocketkv reports for key (an alias or any
+// spelling of a known key), or false when the key is unknown.
+func CanonicalKey(key string) (string, bool) {
+	f, ok := fieldIndex()[strings.ToLower(strings.TrimSpace(key))]
+	if !ok {
+		return "", false
+	}
+	return f.key, true
+}
+
+// Apply sets the given keys (RocketMQ's names, their aliases, any case) on
+// b as a configuration file would, in key order, and returns the canonical
+// names of the keys it set. An unknown key or a value that does not parse
+// is an error naming the key, and b is left unchanged.
+func (b *Broker) Apply(props map[string]string) ([]string, error) {
+	byKey := fieldIndex()
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	next := *b
+	next.DeleteWhen = slices.Clone(b.DeleteWhen)
+	set := make([]string, 0, len(keys))
+	for _, k := range keys {
+		f, ok := byKey[strings.ToLower(strings.TrimSpace(k))]
+		if !ok {
+			return nil, fmt.Errorf("unknown key %s", k)
+		}
+		if err := f.set(&next, strings.TrimSpace(props[k])); err != nil {
+			return nil, fmt.Errorf("key %s: %w", f.key, err)
+		}
+		set = append(set, f.key)
+	}
+	*b = next
+	return set, nil
 }
 
 // formatOf picks the viper config type for a file name.

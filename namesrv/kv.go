@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/rocketkv/rocketkv/internal/atomicfile"
 )
 
 // OrderTopicConfigNamespace is the KV namespace of per-topic order
@@ -117,24 +119,8 @@ func (s *KVStore) persistLocked() error {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
 		return fmt.Errorf("write kv config %s: %w", s.path, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(s.path), filepath.Base(s.path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write kv config %s: %w", s.path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write kv config %s: %w", s.path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync kv config %s: %w", s.path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write kv config %s: %w", s.path, err)
-	}
-	if err := os.Rename(tmp.Name(), s.path); err != nil {
-		return fmt.Errorf("replace kv config %s: %w", s.path, err)
+	if err := atomicfile.WriteFile(s.path, data, 0o644); err != nil {
+		return fmt.Errorf("write kv config: %w", err)
 	}
 	return nil
 }

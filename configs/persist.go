@@ -1,0 +1,162 @@
+package configs
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/rocketkv/rocketkv/internal/atomicfile"
+)
+
+// PersistSettings writes settings (canonical key -> value text) into the
+// configuration file at path, so that a change made while the broker runs
+// (UPDATE_BROKER_CONFIG) survives a restart, as RocketMQ writes such a
+// change back to the file given with -c. Everything else in the file stays
+// as it was: a key already present keeps its line (or YAML node) and
+// spelling with the new value, comments and other keys are untouched, and
+// keys not present yet are added at the end. The file is replaced
+// atomically (a temporary file beside it, synced, then renamed).
+func PersistSettings(path string, settings map[string]string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("persist settings: read %s: %w", path, err)
+	}
+	var out []byte
+	if formatOf(path) == "yaml" {
+		out, err = setYAMLKeys(raw, settings)
+	} else {
+		out, err = setPropertiesKeys(raw, settings), nil
+	}
+	if err != nil {
+		return fmt.Errorf("persist settings into %s: %w", path, err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("persist settings: %w", err)
+	}
+	if err := atomicfile.WriteFile(path, out, info.Mode().Perm()); err != nil {
+		return fmt.Errorf("persist settings: %w", err)
+	}
+	return nil
+}
+
+// setPropertiesKeys rewrites the lines of a properties file that set one
+// of the keys (matched by canonical name or alias, any case), dropping
+// their continuation lines, and appends the keys it did not find.
+func setPropertiesKeys(raw []byte, settings map[string]string) []byte {
+	byKey := fieldIndex()
+	done := make(map[string]bool, len(settings))
+	var out bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	skipping := false // inside the continuation lines of a replaced entry
+	for sc.Scan() {
+		line := sc.Text()
+		if skipping {
+			skipping = continues(line)
+			continue
+		}
+		key := propertiesKey(line)
+		if f := byKey[strings.ToLower(key)]; key != "" && f != nil {
+			if v, ok := settings[f.key]; ok {
+				fmt.Fprintf(&out, "%s=%s\n", key, v)
+				done[f.key] = true
+				skipping = continues(line)
+				continue
+			}
+		}
+		out.WriteString(line)
+		out.WriteByte('\n')
+	}
+	for _, k := range sortedSettingKeys(settings) {
+		if !done[k] {
+			fmt.Fprintf(&out, "%s=%s\n", k, settings[k])
+		}
+	}
+	return out.Bytes()
+}
+
+// propertiesKey returns the key a properties line sets, or "" for a blank
+// line or a comment. Keys end at '=', ':' or white space (RocketMQ's keys
+// hold no escapes).
+func propertiesKey(line string) string {
+	t := strings.TrimLeft(line, " \t\f")
+	if t == "" || t[0] == '#' || t[0] == '!' {
+		return ""
+	}
+	if i := strings.IndexAny(t, "=: \t\f"); i >= 0 {
+		return t[:i]
+	}
+	return t
+}
+
+// continues reports whether a properties line continues on the next one:
+// it ends in an odd number of backslashes.
+func continues(line string) bool {
+	n := 0
+	for i := len(line) - 1; i >= 0 && line[i] == '\\'; i-- {
+		n++
+	}
+	return n%2 == 1
+}
+
+// setYAMLKeys sets the keys in the top-level mapping of a YAML document,
+// keeping comments and the order of the other keys.
+func setYAMLKeys(raw []byte, settings map[string]string) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("parse yaml: %w", err)
+	}
+	if doc.Kind == 0 { // an empty file
+		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("the document is not a mapping of keys")
+	}
+	m := doc.Content[0]
+	byKey := fieldIndex()
+	done := make(map[string]bool, len(settings))
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		f := byKey[strings.ToLower(m.Content[i].Value)]
+		if f == nil {
+			continue
+		}
+		if v, ok := settings[f.key]; ok {
+			val := m.Content[i+1]
+			*val = yaml.Node{Kind: yaml.ScalarNode, Value: v, LineComment: val.LineComment,
+				HeadComment: val.HeadComment, FootComment: val.FootComment}
+			done[f.key] = true
+		}
+	}
+	for _, k := range sortedSettingKeys(settings) {
+		if !done[k] {
+			m.Content = append(m.Content,
+				&yaml.Node{Kind: yaml.ScalarNode, Value: k},
+				&yaml.Node{Kind: yaml.ScalarNode, Value: settings[k]})
+		}
+	}
+	var out bytes.Buffer
+	enc := yaml.NewEncoder(&out)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, fmt.Errorf("encode yaml: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("encode yaml: %w", err)
+	}
+	return out.Bytes(), nil
+}
+
+func sortedSettingKeys(settings map[string]string) []string {
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

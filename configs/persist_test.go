@@ -1,0 +1,122 @@
+package configs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestApplySetsKnownKeysAndRefusesTheRest(t *testing.T) {
+	b := DefaultBroker()
+	set, err := b.Apply(map[string]string{"BrokerPermission": " 4 ", "mapedFileSizeCommitLog": "4096"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.BrokerPermission != 4 || b.MappedFileSizeCommitLog != 4096 {
+		t.Fatalf("applied: permission %d, segment size %d", b.BrokerPermission, b.MappedFileSizeCommitLog)
+	}
+	if strings.Join(set, ",") != "brokerPermission,mappedFileSizeCommitLog" {
+		t.Fatalf("reported keys %v, want the canonical names", set)
+	}
+	before := b
+	for props, want := range map[string]map[string]string{
+		"unknown key secretKnob":       {"brokerPermission": "2", "secretKnob": "1"},
+		"key brokerPermission":         {"brokerPermission": "16"},
+		"key autoCreateTopicEnable":    {"autoCreateTopicEnable": "maybe"},
+		"key deleteWhen":               {"deleteWhen": "04;25"},
+		"key diskMaxUsedSpaceRatio":    {"diskMaxUsedSpaceRatio": "abc"},
+		"key transactionCheckInterval": {"transactionCheckInterval": "0"},
+	} {
+		if _, err := b.Apply(want); err == nil || !strings.Contains(err.Error(), props) {
+			t.Errorf("Apply(%v): error %v, want one naming %q", want, err, props)
+		}
+	}
+	if b.BrokerPermission != before.BrokerPermission || b.TransactionCheckInterval != before.TransactionCheckInterval {
+		t.Fatal("a refused Apply changed the configuration")
+	}
+}
+
+func TestPersistSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, before, after string
+		extra                     map[string]string
+	}{{
+		name: "properties: replaced in place, spelling and comments kept, new keys appended",
+		file: "broker.conf",
+		before: "# the cluster\nbrokerClusterName = DefaultCluster\nBrokerPermission=6\n" +
+			"fileReservedTime: 48\nnotOurs=1\n",
+		after: "# the cluster\nbrokerClusterName = DefaultCluster\nBrokerPermission=4\n" +
+			"fileReservedTime=12\nnotOurs=1\ndeleteWhen=01;13\n",
+	}, {
+		name:   "properties: continuation lines of a replaced value dropped",
+		file:   "broker.properties",
+		before: "deleteWhen=01;\\\n  02\nbrokerName=b\n",
+		after:  "deleteWhen=01;13\nbrokerName=b\nbrokerPermission=4\nfileReservedTime=12\n",
+	}, {
+		name:   "properties: an alias is the same key",
+		file:   "alias.conf",
+		before: "mapedFileSizeCommitLog=1073741824\n",
+		extra:  map[string]string{"mappedFileSizeCommitLog": "4096"},
+		after:  "mapedFileSizeCommitLog=4096\nbrokerPermission=4\ndeleteWhen=01;13\nfileReservedTime=12\n",
+	}, {
+		name:   "yaml: replaced in place with its comment, new keys appended",
+		file:   "broker.yaml",
+		before: "# rocketkv\nbrokerName: broker-a\nbrokerPermission: 6 # read and write\n",
+		after:  "# rocketkv\nbrokerName: broker-a\nbrokerPermission: 4 # read and write\ndeleteWhen: 01;13\nfileReservedTime: 12\n",
+	}, {
+		name:   "yaml: empty file",
+		file:   "empty.yml",
+		before: "",
+		after:  "brokerPermission: 4\ndeleteWhen: 01;13\nfileReservedTime: 12\n",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), tc.file)
+			if err := os.WriteFile(path, []byte(tc.before), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			settings := map[string]string{"brokerPermission": "4", "fileReservedTime": "12", "deleteWhen": "01;13"}
+			for k, v := range tc.extra {
+				settings[k] = v
+			}
+			if err := PersistSettings(path, settings); err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.after {
+				t.Fatalf("file after:\n%s\nwant:\n%s", got, tc.after)
+			}
+			info, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Mode().Perm() != 0o640 {
+				t.Fatalf("permissions %v, want 0640 kept", info.Mode().Perm())
+			}
+			loaded, err := LoadBroker(path, nil)
+			if err != nil {
+				t.Fatalf("the rewritten file does not load: %v", err)
+			}
+			if loaded.Broker.BrokerPermission != 4 || loaded.Broker.FileReservedTime.Hours() != 12 {
+				t.Fatalf("the rewritten file loads permission %d, reserved %s", loaded.Broker.BrokerPermission, loaded.Broker.FileReservedTime)
+			}
+			entries, _ := os.ReadDir(filepath.Dir(path))
+			if len(entries) != 1 {
+				t.Fatalf("directory holds %d files, want the configuration alone (no temporary file left)", len(entries))
+			}
+		})
+	}
+	if err := PersistSettings(filepath.Join(t.TempDir(), "missing.conf"), map[string]string{"brokerPermission": "4"}); err == nil {
+		t.Fatal("persisting into a missing file succeeded")
+	}
+	bad := filepath.Join(t.TempDir(), "list.yaml")
+	if err := os.WriteFile(bad, []byte("- a\n- b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := PersistSettings(bad, map[string]string{"brokerPermission": "4"}); err == nil || !strings.Contains(err.Error(), "not a mapping") {
+		t.Fatalf("persisting into a YAML list: %v, want an error saying it is not a mapping", err)
+	}
+}
