@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,9 @@ type Log struct {
 
 	segsMu sync.RWMutex
 	segs   []*segment // sorted by start; the last one is the active segment
+
+	// retention holds the deletion rules in force (SetRetention).
+	retention atomic.Pointer[Retention]
 
 	writePos    atomic.Int64 // readable end (MaxOffset)
 	flushedPos  atomic.Int64
@@ -142,6 +146,11 @@ func Open(cfg Config) (*Log, error) {
 		flushCh:      make(chan struct{}),
 		stop:         make(chan struct{}),
 	}
+	l.retention.Store(&Retention{
+		FileReservedTime:      cfg.FileReservedTime,
+		DeleteWhen:            slices.Clone(cfg.DeleteWhen),
+		DiskMaxUsedSpaceRatio: cfg.DiskMaxUsedSpaceRatio,
+	})
 	l.scratch.New = func() any { return new(appendScratch) }
 	if err := l.fs.MkdirAll(l.segDir, 0o755); err != nil {
 		return nil, fmt.Errorf("open commitlog: %w", err)

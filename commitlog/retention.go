@@ -10,6 +10,33 @@ import (
 // (RocketMQ's deleteFileBatchMax).
 const maxDeletePerPass = 10
 
+// Retention is the part of the configuration that decides which segments
+// the cleaner deletes; SetRetention changes it while the log runs.
+type Retention struct {
+	// FileReservedTime is how long a segment is kept after its last
+	// modification.
+	FileReservedTime time.Duration
+	// DeleteWhen lists the local hours at which expired segments go.
+	DeleteWhen []int
+	// DiskMaxUsedSpaceRatio is the disk usage in percent above which
+	// expired segments go at any hour.
+	DiskMaxUsedSpaceRatio float64
+}
+
+// SetRetention replaces the retention rules; the next pass of the cleaner
+// (or call of DeleteExpired) follows them.
+func (l *Log) SetRetention(r Retention) {
+	r.DeleteWhen = slices.Clone(r.DeleteWhen)
+	l.retention.Store(&r)
+}
+
+// RetentionRules returns the retention rules in force.
+func (l *Log) RetentionRules() Retention {
+	r := *l.retention.Load()
+	r.DeleteWhen = slices.Clone(r.DeleteWhen)
+	return r
+}
+
 // OnMinOffsetChange registers fn to be called with the new MinOffset after
 // retention deleted segments. fn runs on the goroutine that deleted them
 // (the cleaner, or the caller of DeleteExpired) and must not block long.
@@ -42,13 +69,14 @@ func (l *Log) cleaner() {
 // cleanOnce runs one retention pass with the configured clock and rules.
 func (l *Log) cleanOnce() (int, error) {
 	now := l.cfg.Now()
-	hourOK := slices.Contains(l.cfg.DeleteWhen, now.Hour())
+	rules := l.retention.Load()
+	hourOK := slices.Contains(rules.DeleteWhen, now.Hour())
 	usage, err := l.fs.Statfs(l.segDir)
 	if err != nil {
 		return 0, fmt.Errorf("retention: %w", err)
 	}
 	ratio := usage.UsedRatio()
-	over := ratio > l.cfg.DiskMaxUsedSpaceRatio
+	over := ratio > rules.DiskMaxUsedSpaceRatio
 	force := ratio > l.cfg.DiskForceCleanRatio
 	if !hourOK && !over && !force {
 		return 0, nil
@@ -76,6 +104,7 @@ func (l *Log) DeleteExpired(now time.Time, force bool) (int, error) {
 	}
 	var victims []*segment
 	var firstErr error
+	reserved := l.retention.Load().FileReservedTime
 	l.segsMu.Lock()
 	for len(victims) < maxDeletePerPass && len(victims) < len(l.segs)-1 {
 		s := l.segs[len(victims)]
@@ -85,7 +114,7 @@ func (l *Log) DeleteExpired(now time.Time, force bool) (int, error) {
 				firstErr = fmt.Errorf("retention: stat segment %s: %w", s.path, err)
 				break
 			}
-			if info.ModTime().Add(l.cfg.FileReservedTime).After(now) {
+			if info.ModTime().Add(reserved).After(now) {
 				break
 			}
 		}

@@ -163,3 +163,30 @@ func TestCleanerGoroutine(t *testing.T) {
 		t.Fatal("the cleaner never deleted anything")
 	}
 }
+
+func TestSetRetentionTakesEffectOnTheNextPass(t *testing.T) {
+	l, clock, ffs, _ := retentionLog(t)
+	clock.Set(next0430().Add(9 * time.Hour)) // 13:30, not a deletion hour
+	if n, err := l.cleanOnce(); err != nil || n != 0 {
+		t.Fatalf("off-hour pass with the defaults deleted %d, %v", n, err)
+	}
+	// An operator makes 13:00 a deletion hour and keeps segments 20 h (the
+	// three old ones are 109 h old now, the next two 10 h).
+	hours := []int{13}
+	l.SetRetention(Retention{FileReservedTime: 20 * time.Hour, DeleteWhen: hours, DiskMaxUsedSpaceRatio: 75})
+	hours[0] = 5 // the log keeps its own copy
+	if got := l.RetentionRules(); got.FileReservedTime != 20*time.Hour || len(got.DeleteWhen) != 1 || got.DeleteWhen[0] != 13 {
+		t.Fatalf("rules in force %+v", got)
+	}
+	if n, err := l.cleanOnce(); err != nil || n != 3 {
+		t.Fatalf("13:30 pass with 13 a deletion hour deleted %d, %v; want the 3 segments 100 h old", n, err)
+	}
+	// The two younger segments go at an off hour once nothing is reserved
+	// and the disk passes a lowered ratio.
+	clock.Set(clock.Now().Add(time.Hour))
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 50})
+	l.SetRetention(Retention{FileReservedTime: 0, DiskMaxUsedSpaceRatio: 40})
+	if n, err := l.cleanOnce(); err != nil || n != 2 {
+		t.Fatalf("50%% used against a 40%% threshold: deleted %d, %v; want the 2 older segments", n, err)
+	}
+}
