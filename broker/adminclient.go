@@ -12,7 +12,6 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/adminbody"
-	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -22,11 +21,10 @@ const consumerRelayTimeout = 10 * time.Second
 
 // processGetBrokerConfig answers GET_BROKER_CONFIG (mqadmin
 // getBrokerConfig, the dashboard's broker page): every setting as
-// "key=value" lines, and the configuration's DataVersion in the version
-// header field. The configuration does not change while the broker runs,
-// so the version is the start time.
+// "key=value" lines of the configuration in force, and its DataVersion
+// (moved on by every UPDATE_BROKER_CONFIG) in the version header field.
 func (b *Broker) processGetBrokerConfig(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	settings := b.cfg.Settings()
+	settings := b.current().Settings()
 	keys := make([]string, 0, len(settings))
 	for k := range settings {
 		keys = append(keys, k)
@@ -39,7 +37,7 @@ func (b *Broker) processGetBrokerConfig(_ context.Context, _ *remoting.Conn, req
 		body.WriteString(settings[k])
 		body.WriteByte('\n')
 	}
-	version, err := json.Marshal(meta.DataVersion{Timestamp: b.started.UnixMilli()})
+	version, err := json.Marshal(b.live.version.Current())
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}

@@ -80,6 +80,9 @@ type Broker struct {
 
 	mux    *remoting.Mux
 	server *remoting.Server
+	// live is the configuration in force: cfg with the keys
+	// UPDATE_BROKER_CONFIG may change as last updated.
+	live liveConfig
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -109,6 +112,8 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		delayLevels: levels,
 		timerCfg:    timerConfig(cfg),
 	}
+	b.live.cur.Store(&cfg)
+	b.live.version = meta.NewVersionCounter(meta.DataVersion{})
 	b.busyLog = b.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second})
 	b.admitSlots = make(chan struct{}, maxAdmitWaiters)
 	var ip4 [4]byte

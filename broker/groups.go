@@ -13,7 +13,7 @@ func (b *Broker) groupConfig(group string, create bool) (meta.SubscriptionGroupC
 	if err != nil || ok {
 		return gc, err
 	}
-	if !create || !b.cfg.AutoCreateSubscriptionGroup {
+	if !create || !b.current().AutoCreateSubscriptionGroup {
 		return meta.SubscriptionGroupConfig{}, nil
 	}
 	gc = meta.NewSubscriptionGroupConfig(group)

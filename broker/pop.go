@@ -138,7 +138,7 @@ func (b *Broker) popCheck(req *remoting.Command, group, topic string, queueID in
 	fail := func(code int32, format string, args ...any) (pop.Filter, *remoting.Command) {
 		return nil, remoting.NewResponse(req, code, fmt.Sprintf(format, args...))
 	}
-	if !meta.Readable(b.cfg.BrokerPermission) {
+	if !meta.Readable(b.permission()) {
 		return fail(remoting.NoPermission, "the broker[%s] pop message is forbidden", b.cfg.BrokerName)
 	}
 	tc, ok, err := b.topicConfig(topic)

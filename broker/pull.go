@@ -90,7 +90,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	fail := func(code int32, format string, args ...any) *remoting.Command {
 		return remoting.NewResponse(req, code, fmt.Sprintf(format, args...))
 	}
-	if !meta.Readable(b.cfg.BrokerPermission) {
+	if !meta.Readable(b.permission()) {
 		return fail(remoting.NoPermission, "the broker[%s] pulling message is forbidden", b.cfg.BrokerName)
 	}
 	gc, err := b.groupConfig(p.group, true)

@@ -97,10 +97,11 @@ func (r *registrar) loop(ctx context.Context) {
 func (r *registrar) registerOnce(ctx context.Context) {
 	body := &namesrv.RegisterBrokerBody{TopicConfigTable: map[string]namesrv.TopicConfig{}}
 	ver := r.b.topics.table.Version()
+	perm := r.b.permission()
 	body.DataVersion = namesrv.DataVersion{Counter: ver.Counter, Timestamp: ver.Timestamp}
 	err := r.b.topics.table.Each(func(tc meta.TopicConfig) bool {
 		body.TopicConfigTable[tc.TopicName] = namesrv.TopicConfig{
-			Attributes: tc.Attributes, Order: tc.Order, Perm: int32(tc.Perm),
+			Attributes: tc.Attributes, Order: tc.Order, Perm: int32(registeredPerm(tc.Perm, perm)),
 			ReadQueueNums: int32(tc.ReadQueueNums), WriteQueueNums: int32(tc.WriteQueueNums),
 			TopicFilterType: tc.TopicFilterType, TopicName: tc.TopicName, TopicSysFlag: int32(tc.TopicSysFlag),
 		}

@@ -54,6 +54,7 @@ func (b *Broker) routes() {
 	handle(remoting.QuerySubscriptionByConsumer, b.processSubscriptionByConsumer)
 	handle(remoting.QueryConsumeTimeSpan, b.processConsumeTimeSpan)
 	handle(remoting.GetBrokerConfig, b.processGetBrokerConfig)
+	handle(remoting.UpdateBrokerConfig, b.processUpdateBrokerConfig)
 	handle(remoting.GetConsumerRunningInfo, b.processConsumerRunningInfo)
 	handle(remoting.ConsumeMessageDirectly, b.processConsumeMessageDirectly)
 	handle(remoting.InvokeBrokerToGetConsumerStatus, b.processConsumerStatus)

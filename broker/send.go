@@ -192,7 +192,7 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	// RocketMQ's SendMessageProcessor.
 	half := txn.IsHalfSend(props, h.sysFlag) && !(h.reconsumeTimes > 0 && delayLevelOf(props) > 0)
 	if half {
-		if b.cfg.RejectTransactionMessage {
+		if b.current().RejectTransactionMessage {
 			return fail(remoting.NoPermission, "the broker[%s] sending transaction message is forbidden", b.cfg.BrokerName)
 		}
 		if _, err := b.topics.ensureSystemTopic(meta.TransHalfTopic, 1, meta.PermRead|meta.PermWrite); err != nil {
@@ -280,7 +280,7 @@ func (b *Broker) checkSend(conn *remoting.Conn, req *remoting.Command, h sendHea
 	fail := func(code int32, format string, args ...any) *remoting.Command {
 		return remoting.NewResponse(req, code, fmt.Sprintf(format, args...))
 	}
-	if !meta.Writable(b.cfg.BrokerPermission) {
+	if !meta.Writable(b.permission()) {
 		return 0, fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", b.cfg.BrokerName)
 	}
 	if remark := validateTopicName(h.topic); remark != "" {

@@ -36,7 +36,7 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 	if gc.GroupName == "" {
 		return remoting.NewResponse(req, remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group)
 	}
-	if !meta.Writable(b.cfg.BrokerPermission) {
+	if !meta.Writable(b.permission()) {
 		return remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", b.cfg.BrokerName))
 	}
 	if gc.RetryQueueNums <= 0 {

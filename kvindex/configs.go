@@ -162,6 +162,20 @@ func (t *ConfigTable[T]) Delete(names ...string) error {
 	return nil
 }
 
+// Touch records a change that lives outside the table (the broker's
+// permission masks every topic's) by moving the data version on, synced:
+// name servers re-read a broker's topics only when its version changes.
+func (t *ConfigTable[T]) Touch() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.db.pdb.NewBatch()
+	defer b.Close()
+	if err := t.commitWithVersion(b); err != nil {
+		return fmt.Errorf("move the %s data version on: %w", t.what, err)
+	}
+	return nil
+}
+
 func (t *ConfigTable[T]) commitWithVersion(b *pebble.Batch) error {
 	next := t.version.Current()
 	next.Counter++

@@ -34,7 +34,14 @@ func TestTopicsPersistAndVersion(t *testing.T) {
 	if n, _ := topics.Count(); n != 2 {
 		t.Fatalf("count %d, want 2", n)
 	}
+	before := topics.Version()
+	if err := topics.Touch(); err != nil {
+		t.Fatal(err)
+	}
 	ver := topics.Version()
+	if ver.Counter != before.Counter+1 {
+		t.Fatalf("version %d after Touch, want %d", ver.Counter, before.Counter+1)
+	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}

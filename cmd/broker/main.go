@@ -117,6 +117,9 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	if o.config != "" {
+		b.SetConfigFile(o.config)
+	}
 	if err := b.Start(ctx); err != nil {
 		return err
 	}

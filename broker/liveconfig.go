@@ -1,0 +1,177 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/magiconair/properties"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// runtimeKeys are the settings UPDATE_BROKER_CONFIG may change while the
+// broker runs. Everything else is fixed at start: the store layout, the
+// listener, the services built from the configuration. Changing one of
+// those is refused with a remark that says to restart, rather than
+// accepted and ignored as RocketMQ does for most of its keys.
+var runtimeKeys = map[string]bool{
+	// Taking a broker out of service: 4 (read only) stops sends and
+	// makes the name servers route producers elsewhere; 6 restores it.
+	"brokerPermission":            true,
+	"autoCreateSubscriptionGroup": true,
+	"rejectTransactionMessage":    true,
+	// Freeing disk without a restart.
+	"fileReservedTime":      true,
+	"deleteWhen":            true,
+	"diskMaxUsedSpaceRatio": true,
+}
+
+// configBlackList are the keys RocketMQ never lets UPDATE_BROKER_CONFIG
+// touch (its configBlackList default).
+var configBlackList = []string{"configBlackList", "brokerConfigPath"}
+
+// liveConfig is the configuration in force: the start configuration with
+// the runtime keys as last updated. Readers load an immutable snapshot;
+// updates are serialised by mu and persisted to the configuration file
+// before they take effect.
+type liveConfig struct {
+	mu   sync.Mutex
+	file string // the configuration file the broker started from, or ""
+	cur  atomic.Pointer[configs.Broker]
+	// version moves on with every update (GET_BROKER_CONFIG reports it).
+	version *meta.VersionCounter
+}
+
+// current returns the configuration in force. The result must not be
+// modified.
+func (b *Broker) current() *configs.Broker { return b.live.cur.Load() }
+
+// permission returns brokerPermission as in force now.
+func (b *Broker) permission() int { return b.current().BrokerPermission }
+
+// SetConfigFile names the configuration file the broker was started from
+// (bin/broker -c). Runtime configuration changes are written back into it
+// so they survive a restart, as RocketMQ writes them back to its -c file;
+// without one they last until the broker stops. Call it before Start.
+func (b *Broker) SetConfigFile(path string) {
+	b.live.mu.Lock()
+	defer b.live.mu.Unlock()
+	b.live.file = path
+}
+
+// processUpdateBrokerConfig answers UPDATE_BROKER_CONFIG (mqadmin
+// updateBrokerConfig): the body is a properties text of keys to set. The
+// update is all or nothing: an unknown key, a value that does not parse or
+// a change to a key that is fixed while the broker runs refuses the whole
+// body with a remark naming the key. A change to brokerPermission moves
+// the topic data version on and re-registers with the name servers at
+// once, so routes carry the new permission.
+func (b *Broker) processUpdateBrokerConfig(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if len(req.Body) == 0 {
+		return remoting.NewResponse(req, remoting.Success, "")
+	}
+	loader := properties.Loader{Encoding: properties.UTF8, DisableExpansion: true}
+	p, err := loader.LoadBytes(req.Body)
+	if err != nil {
+		b.log.Warn().Err(err).Stringer("conn", conn).Msg("update broker config: body is not a properties text")
+		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("update broker config: the body is not a properties text: %v", err))
+	}
+	props := p.Map()
+	for _, k := range configBlackList {
+		if _, ok := props[k]; ok {
+			return remoting.NewResponse(req, remoting.NoPermission, "Can not update config in black list.")
+		}
+	}
+	changed, err := b.updateConfig(props)
+	if err != nil {
+		b.log.Warn().Err(err).Stringer("conn", conn).Msg("update broker config refused")
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if len(changed) > 0 {
+		b.log.Info().Stringer("conn", conn).Strs("keys", changed).Msg("broker config updated")
+	}
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// updateConfig applies props to the configuration in force and returns
+// the canonical names of the keys whose value changed.
+func (b *Broker) updateConfig(props map[string]string) ([]string, error) {
+	b.live.mu.Lock()
+	defer b.live.mu.Unlock()
+	old := b.current()
+	next := *old
+	if _, err := next.Apply(props); err != nil {
+		return nil, fmt.Errorf("update broker config: %w; nothing was changed", err)
+	}
+	before, after := old.Settings(), next.Settings()
+	var changed []string
+	for k, v := range after {
+		if before[k] == v {
+			continue
+		}
+		if !runtimeKeys[k] {
+			return nil, fmt.Errorf("update broker config: %s cannot change while the broker runs (set it in the configuration file and restart); nothing was changed", k)
+		}
+		changed = append(changed, k)
+	}
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	sort.Strings(changed)
+	if b.live.file != "" {
+		persist := make(map[string]string, len(changed))
+		for _, k := range changed {
+			persist[k] = after[k]
+		}
+		if err := configs.PersistSettings(b.live.file, persist); err != nil {
+			return nil, fmt.Errorf("update broker config: %w; nothing was changed", err)
+		}
+	} else {
+		b.log.Warn().Strs("keys", changed).Msg("broker config changed in memory only: the broker was started without a configuration file")
+	}
+	b.live.cur.Store(&next)
+	b.live.version.Bump()
+	for _, k := range []string{"fileReservedTime", "deleteWhen", "diskMaxUsedSpaceRatio"} {
+		if before[k] != after[k] {
+			b.clog.SetRetention(retentionOf(&next))
+			break
+		}
+	}
+	if old.BrokerPermission != next.BrokerPermission {
+		if err := b.topics.table.Touch(); err != nil {
+			// The permission is in force; a Java name server may keep the
+			// old route until the next topic change.
+			b.log.Error().Err(err).Msg("brokerPermission changed but the topic data version could not move on")
+		}
+		if b.register != nil {
+			b.register.trigger()
+		}
+	}
+	return changed, nil
+}
+
+// retentionOf is the CommitLog retention part of a configuration.
+func retentionOf(cfg *configs.Broker) commitlog.Retention {
+	return commitlog.Retention{
+		FileReservedTime:      cfg.FileReservedTime,
+		DeleteWhen:            cfg.DeleteWhen,
+		DiskMaxUsedSpaceRatio: float64(cfg.DiskMaxUsedSpaceRatio),
+	}
+}
+
+// registeredPerm is the permission a topic is registered with: RocketMQ
+// masks every topic's permission with brokerPermission when the broker is
+// not both readable and writable, so that producers stop routing to a
+// read-only broker and consumers to a write-only one.
+func registeredPerm(topicPerm, brokerPerm int) int {
+	if meta.Writable(brokerPerm) && meta.Readable(brokerPerm) {
+		return topicPerm
+	}
+	return topicPerm & brokerPerm
+}

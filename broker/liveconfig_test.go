@@ -1,0 +1,208 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/namesrv"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// startTestNameServer starts a name server on a loopback port.
+func startTestNameServer(t *testing.T) *namesrv.Server {
+	t.Helper()
+	cfg := namesrv.DefaultConfig()
+	cfg.Remoting.Addr = "127.0.0.1:0"
+	cfg.Remoting.EventLoops = 1
+	s, err := namesrv.NewServer(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	return s
+}
+
+// waitForRoutePerm waits until the name server routes topic to the broker
+// with perm.
+func waitForRoutePerm(t *testing.T, ns *namesrv.Server, topic string, perm int32) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var last any = "no route"
+	for time.Now().Before(deadline) {
+		if r, ok := ns.Registry().Route(topic); ok && len(r.QueueDatas) == 1 {
+			if r.QueueDatas[0].Perm == perm {
+				return
+			}
+			last = r.QueueDatas[0].Perm
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("route of %s: perm %v, want %d", topic, last, perm)
+}
+
+// brokerSettings reads GET_BROKER_CONFIG as a map and its version.
+func brokerSettings(t *testing.T, c *remoting.Client) (map[string]string, meta.DataVersion) {
+	t.Helper()
+	r := call(t, c, remoting.GetBrokerConfig, nil, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("GET_BROKER_CONFIG: %d %s", r.Code, r.Remark)
+	}
+	out := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(r.Body)), "\n") {
+		k, v, _ := strings.Cut(l, "=")
+		out[k] = v
+	}
+	var v meta.DataVersion
+	if err := json.Unmarshal([]byte(r.ExtFields["version"]), &v); err != nil {
+		t.Fatalf("version %q: %v", r.ExtFields["version"], err)
+	}
+	return out, v
+}
+
+// An operator takes a broker out of service with mqadmin
+// updateBrokerConfig -k brokerPermission -v 4 and puts it back with 6:
+// sends are refused meanwhile, reads go on, the name server's routes
+// follow at once, and the change is written into broker.conf.
+func TestUpdateBrokerPermissionTakesTheBrokerOutOfService(t *testing.T) {
+	ns := startTestNameServer(t)
+	conf := filepath.Join(t.TempDir(), "broker.conf")
+	if err := os.WriteFile(conf, []byte("# broker-a\nbrokerPermission = 6\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := startTestBrokerWith(t, t.TempDir(), map[string]string{"namesrvAddr": ns.Addr().String()},
+		func(b *Broker) { b.SetConfigFile(conf) })
+	c := b.client(nil)
+	mustSend(t, c, "LiveT", 0, "before", "")
+	b.caughtUp()
+	waitForRoutePerm(t, ns, "LiveT", 6)
+	_, v0 := brokerSettings(t, c)
+
+	if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("brokerPermission=4\n")); r.Code != remoting.Success {
+		t.Fatalf("UPDATE_BROKER_CONFIG: %d %s", r.Code, r.Remark)
+	}
+	if r := sendV2(t, c, "LiveT", 0, "during", ""); r.Code != remoting.NoPermission {
+		t.Fatalf("send to a read-only broker: %d %s, want NO_PERMISSION", r.Code, r.Remark)
+	}
+	pulled := call(t, c, remoting.PullMessage, pullReq("g-live", "LiveT", 0, 0, 0, 0, "*"), nil)
+	if pulled.Code != remoting.Success || len(decodeRecords(t, pulled.Body)) != 1 {
+		t.Fatalf("pull from a read-only broker: %d %s", pulled.Code, pulled.Remark)
+	}
+	waitForRoutePerm(t, ns, "LiveT", 4)
+	waitForRoutePerm(t, ns, "TBW102", 4) // 7 (inherit|read|write) masked
+	settings, v1 := brokerSettings(t, c)
+	if settings["brokerPermission"] != "4" || v1 == v0 {
+		t.Fatalf("GET_BROKER_CONFIG after the update: brokerPermission=%s, version %+v -> %+v", settings["brokerPermission"], v0, v1)
+	}
+	if raw, _ := os.ReadFile(conf); string(raw) != "# broker-a\nbrokerPermission=4\n" {
+		t.Fatalf("broker.conf after the update:\n%s", raw)
+	}
+
+	if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("brokerPermission=6")); r.Code != remoting.Success {
+		t.Fatalf("UPDATE_BROKER_CONFIG back: %d %s", r.Code, r.Remark)
+	}
+	mustSend(t, c, "LiveT", 0, "after", "")
+	waitForRoutePerm(t, ns, "LiveT", 6)
+	waitForRoutePerm(t, ns, "TBW102", 7)
+}
+
+// A broker started read only registers its topics read only.
+func TestReadOnlyBrokerRegistersReadOnlyRoutes(t *testing.T) {
+	ns := startTestNameServer(t)
+	startTestBroker(t, map[string]string{"namesrvAddr": ns.Addr().String(), "brokerPermission": "4"})
+	waitForRoutePerm(t, ns, "TBW102", 4)
+	waitForRoutePerm(t, ns, "SELF_TEST_TOPIC", 4)
+}
+
+func TestUpdateBrokerConfigRefusals(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "broker.yaml")
+	const original = "brokerName: broker-a\n"
+	if err := os.WriteFile(conf, []byte(original), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) { b.SetConfigFile(conf) })
+	c := b.client(nil)
+	before, v0 := brokerSettings(t, c)
+	for _, tc := range []struct {
+		body   string
+		code   int32
+		remark string
+	}{
+		{"brokerPermission=4\nsecretKnob=1", remoting.SystemError, "unknown key secretKnob"},
+		{"brokerPermission=4\nfileReservedTime=soon", remoting.SystemError, "key fileReservedTime"},
+		{"brokerPermission=99", remoting.SystemError, "key brokerPermission"},
+		{"brokerPermission=4\nlistenPort=1234", remoting.SystemError, "listenPort cannot change while the broker runs"},
+		{"mapedFileSizeCommitLog=8192", remoting.SystemError, "mappedFileSizeCommitLog cannot change while the broker runs"},
+		{"brokerPermission=4\nbrokerConfigPath=/etc/passwd", remoting.NoPermission, "Can not update config in black list."},
+		{"configBlackList=", remoting.NoPermission, "Can not update config in black list."},
+	} {
+		r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte(tc.body))
+		if r.Code != tc.code || !strings.Contains(r.Remark, tc.remark) {
+			t.Errorf("body %q: %d %q, want %d with %q", tc.body, r.Code, r.Remark, tc.code, tc.remark)
+		}
+	}
+	// Nothing changed: not the settings, the version, the file or sends.
+	after, v1 := brokerSettings(t, c)
+	if after["brokerPermission"] != before["brokerPermission"] || after["fileReservedTime"] != before["fileReservedTime"] || v1 != v0 {
+		t.Fatalf("a refused update changed the configuration: %v -> %v", before, after)
+	}
+	if raw, _ := os.ReadFile(conf); string(raw) != original {
+		t.Fatalf("a refused update changed the file:\n%s", raw)
+	}
+	mustSend(t, c, "RefusedT", 0, "x", "")
+	// Setting a fixed key to the value it has, or sending no body, is not a
+	// change and succeeds (mqadmin sends every key it is given).
+	for _, body := range []string{"brokerName=broker-a\nlistenPort=0", ""} {
+		if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte(body)); r.Code != remoting.Success {
+			t.Fatalf("body %q: %d %s", body, r.Code, r.Remark)
+		}
+	}
+	if _, v2 := brokerSettings(t, c); v2 != v0 {
+		t.Fatal("an update without a change moved the version")
+	}
+}
+
+// fileReservedTime, deleteWhen and diskMaxUsedSpaceRatio reach the
+// CommitLog's retention at once and the YAML file keeps them.
+func TestUpdateBrokerConfigRetention(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "broker.yaml")
+	if err := os.WriteFile(conf, []byte("# rocketkv\nfileReservedTime: 72\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) { b.SetConfigFile(conf) })
+	c := b.client(nil)
+	body := "fileReservedTime=6\ndeleteWhen=01;13\ndiskMaxUsedSpaceRatio=60\nautoCreateSubscriptionGroup=false\n"
+	if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte(body)); r.Code != remoting.Success {
+		t.Fatalf("UPDATE_BROKER_CONFIG: %d %s", r.Code, r.Remark)
+	}
+	rules := b.clog.RetentionRules()
+	if rules.FileReservedTime != 6*time.Hour || len(rules.DeleteWhen) != 2 || rules.DeleteWhen[1] != 13 || rules.DiskMaxUsedSpaceRatio != 60 {
+		t.Fatalf("CommitLog retention after the update: %+v", rules)
+	}
+	raw, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# rocketkv\n", "fileReservedTime: 6\n", "deleteWhen: 01;13\n", "diskMaxUsedSpaceRatio: 60\n", "autoCreateSubscriptionGroup: false\n"} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("broker.yaml lacks %q:\n%s", want, raw)
+		}
+	}
+	// autoCreateSubscriptionGroup=false: a pull of an unknown group is
+	// refused as RocketMQ refuses it.
+	if r := call(t, c, remoting.PullMessage, pullReq("g-unknown", "RetT", 0, 0, 0, 0, "*"), nil); r.Code != remoting.SubscriptionGroupNotExist {
+		t.Fatalf("pull of an unknown group with auto-create off: %d %s", r.Code, r.Remark)
+	}
+}
