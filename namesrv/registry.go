@@ -126,6 +126,26 @@ type Registry struct {
 	groups       map[string]*brokerGroup
 	clusters     map[string]map[string]struct{}
 	live         map[BrokerKey]*liveBroker
+	// writePerm holds operators' changes of a broker group's write
+	// permission, by broker name (see WipeWritePerm).
+	writePerm map[string]writePermChange
+}
+
+// writePermChange is a WIPE_ or ADD_WRITE_PERM_OF_BROKER in force: it
+// lasts while the group's master re-registers with the data version it
+// had when the change was made, as RocketMQ's name server keeps queue data
+// until a registration brings a new data version.
+type writePermChange struct {
+	version DataVersion
+	wipe    bool
+}
+
+// apply returns perm as the change makes it: without write, or read-write.
+func (c writePermChange) apply(perm int32) int32 {
+	if c.wipe {
+		return perm &^ PermWrite
+	}
+	return PermRead | PermWrite
 }
 
 // NewRegistry returns an empty registry.
@@ -142,6 +162,7 @@ func NewRegistry(opts RegistryOptions) *Registry {
 		groups:       make(map[string]*brokerGroup),
 		clusters:     make(map[string]map[string]struct{}),
 		live:         make(map[BrokerKey]*liveBroker),
+		writePerm:    make(map[string]writePermChange),
 	}
 }
 
@@ -214,6 +235,12 @@ func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 	isMaster := req.BrokerID == MasterID
 	isPrimeSlave := !oldBroker && !isMaster && req.BrokerID == slices.Min(slices.Collect(maps.Keys(g.addrs)))
 	if isMaster || isPrimeSlave {
+		permChange, changed := r.writePerm[req.BrokerName]
+		if changed && permChange.version != body.DataVersion {
+			// The broker's topics changed since: its registration rules.
+			delete(r.writePerm, req.BrokerName)
+			changed = false
+		}
 		if r.opts.DeleteTopicWithBrokerRegistration && len(body.TopicQueueMappingInfo) == 0 {
 			for topic := range r.brokerTopics[req.BrokerName] {
 				if _, keep := body.TopicConfigTable[topic]; !keep {
@@ -234,6 +261,9 @@ func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 			}
 			if isPrimeSlave && g.enableActingMaster {
 				qd.Perm &^= PermWrite
+			}
+			if changed {
+				qd.Perm = permChange.apply(qd.Perm)
 			}
 			// Java rebuilds queue data only when the data version changed
 			// or the topic is new to the broker; comparing the queue data
@@ -334,6 +364,45 @@ func compareStrings(a, b string) int {
 	return 0
 }
 
+// WipeWritePerm takes the write permission from every topic's queue data
+// of brokerName (WIPE_WRITE_PERM_OF_BROKER, mqadmin wipeWritePerm): clients
+// stop sending to the group at their next route refresh while consumers
+// go on reading. It returns the number of topics changed. The change lasts
+// until the group's master registers a new data version (a topic change
+// on the broker), as in RocketMQ.
+func (r *Registry) WipeWritePerm(brokerName string) int {
+	return r.changeWritePerm(brokerName, writePermChange{wipe: true})
+}
+
+// AddWritePerm makes every topic's queue data of brokerName read-write
+// (ADD_WRITE_PERM_OF_BROKER, mqadmin addWritePerm), undoing WipeWritePerm.
+// It returns the number of topics changed.
+func (r *Registry) AddWritePerm(brokerName string) int {
+	return r.changeWritePerm(brokerName, writePermChange{})
+}
+
+func (r *Registry) changeWritePerm(brokerName string, c writePermChange) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for topic := range r.brokerTopics[brokerName] {
+		qd, ok := r.queueData(topic, brokerName)
+		if !ok {
+			continue
+		}
+		qd.Perm = c.apply(qd.Perm)
+		r.putQueueData(topic, qd)
+		n++
+	}
+	if g := r.groups[brokerName]; g != nil {
+		if master := r.live[BrokerKey{g.cluster, g.addrs[MasterID]}]; master != nil {
+			c.version = master.dataVersion
+			r.writePerm[brokerName] = c
+		}
+	}
+	return n
+}
+
 // Unregister removes one broker process (UNREGISTER_BROKER): its
 // registration, its address in the group, and, when that was the group's
 // last address, the group, its cluster membership and all its queue data.
@@ -358,6 +427,7 @@ func (r *Registry) unregisterLocked(clusterName, brokerAddr, brokerName string) 
 		return
 	}
 	delete(r.groups, brokerName)
+	delete(r.writePerm, brokerName)
 	if names := r.clusters[clusterName]; names != nil {
 		delete(names, brokerName)
 		if len(names) == 0 {
@@ -508,6 +578,46 @@ func (r *Registry) TopicsByCluster(cluster string) []string {
 		}
 	}
 	return slices.Sorted(maps.Keys(set))
+}
+
+// SystemTopics returns what GET_SYSTEM_TOPIC_LIST_FROM_NS lists: every
+// cluster name followed by its broker names (RocketMQ brokers create a
+// topic of each), and the address of one registered broker, the master
+// of the first group by name when it has one.
+func (r *Registry) SystemTopics() (topics []string, brokerAddr string) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, cluster := range slices.Sorted(maps.Keys(r.clusters)) {
+		topics = append(topics, cluster)
+		topics = append(topics, slices.Sorted(maps.Keys(r.clusters[cluster]))...)
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.groups)) {
+		g := r.groups[name]
+		if len(g.addrs) == 0 {
+			continue
+		}
+		if addr, ok := g.addrs[MasterID]; ok {
+			return topics, addr
+		}
+		return topics, g.addrs[slices.Min(slices.Collect(maps.Keys(g.addrs)))]
+	}
+	return topics, ""
+}
+
+// TopicsWithSysFlag returns, sorted, the topics whose topicSysFlag (that
+// of their first queue data, as RocketMQ reads it) satisfies keep: the
+// unit topic lists.
+func (r *Registry) TopicsWithSysFlag(keep func(sysFlag int32) bool) []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := []string{}
+	for topic, queues := range r.topics {
+		if len(queues) > 0 && keep(queues[0].TopicSysFlag) {
+			out = append(out, topic)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // DeleteTopic removes topic's queue data: all of it when cluster is empty,

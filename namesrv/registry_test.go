@@ -338,7 +338,7 @@ func TestListsAndDelete(t *testing.T) {
 	if ci != want {
 		t.Fatalf("cluster info\n got %s\nwant %s", ci, want)
 	}
-	if got := string(appendTopicListJSON(nil, r.Topics())); got != `{"topicList":["A","B","T"]}` {
+	if got := string(appendTopicListJSON(nil, r.Topics(), "")); got != `{"topicList":["A","B","T"]}` {
 		t.Fatalf("topic list %s", got)
 	}
 
@@ -372,5 +372,99 @@ func TestRegistry10kTopicsSeveralBrokers(t *testing.T) {
 	r.Unregister("C", "10.0.0.0:10911", "broker-0")
 	if route := mustRoute(t, r, "topic-09999"); len(route.QueueDatas) != 3 {
 		t.Fatalf("after unregister %+v", route.QueueDatas)
+	}
+}
+
+func perms(t *testing.T, r *Registry, topics ...string) []int32 {
+	t.Helper()
+	var out []int32
+	for _, topic := range topics {
+		route, ok := r.Route(topic)
+		if !ok || len(route.QueueDatas) != 1 {
+			t.Fatalf("route of %s: %+v", topic, route)
+		}
+		out = append(out, route.QueueDatas[0].Perm)
+	}
+	return out
+}
+
+// A wiped write permission outlives the broker's periodic re-registrations
+// and ends with AddWritePerm or a registration with a new data version;
+// other groups are untouched.
+func TestWritePermWipeLastsUntilTheBrokerChanges(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	register(t, r, "c", "broker-a", "a:1", 0, topicsBody(1, "T:4:4:6", "U:4:4:7", "R:1:1:4"))
+	register(t, r, "c", "broker-a", "a:2", 1, topicsBody(1, "T:4:4:6", "U:4:4:7", "R:1:1:4"))
+	register(t, r, "c", "broker-b", "b:1", 0, topicsBody(1, "V:4:4:6", "W:4:4:6"))
+	if n := r.WipeWritePerm("broker-a"); n != 3 {
+		t.Fatalf("wiped %d topics, want 3", n)
+	}
+	if got := perms(t, r, "T", "U", "R", "V"); !slices.Equal(got, []int32{4, 5, 4, 6}) {
+		t.Fatalf("perms after wipe %v", got)
+	}
+	// The periodic re-registration (same data version) keeps the wipe,
+	// also for a topic new to the broker in it.
+	register(t, r, "c", "broker-a", "a:1", 0, topicsBody(1, "T:4:4:6", "U:4:4:7", "R:1:1:4", "N:1:1:6"))
+	if got := perms(t, r, "T", "U", "N"); !slices.Equal(got, []int32{4, 5, 4}) {
+		t.Fatalf("perms after a same-version registration %v", got)
+	}
+	if n := r.AddWritePerm("broker-a"); n != 4 {
+		t.Fatalf("added write to %d topics, want 4", n)
+	}
+	if got := perms(t, r, "T", "U", "R", "N"); !slices.Equal(got, []int32{6, 6, 6, 6}) {
+		t.Fatalf("perms after add %v", got)
+	}
+	register(t, r, "c", "broker-a", "a:1", 0, topicsBody(1, "T:4:4:6", "U:4:4:7", "R:1:1:4", "N:1:1:6"))
+	if got := perms(t, r, "R"); got[0] != 6 {
+		t.Fatalf("a same-version registration undid the add: %v", got)
+	}
+	// A new data version (a topic change on the broker) rules again.
+	r.WipeWritePerm("broker-a")
+	register(t, r, "c", "broker-a", "a:1", 0, topicsBody(2, "T:4:4:6", "U:4:4:7", "R:1:1:4", "N:1:1:6"))
+	if got := perms(t, r, "T", "U", "R", "N"); !slices.Equal(got, []int32{6, 7, 4, 6}) {
+		t.Fatalf("perms after a new data version %v", got)
+	}
+	if n := r.WipeWritePerm("broker-x"); n != 0 {
+		t.Fatalf("wiped %d topics of an unknown broker", n)
+	}
+	// The wipe goes with the group: a broker-a that registers anew after
+	// leaving is routed as it registers.
+	r.WipeWritePerm("broker-a")
+	r.Unregister("c", "a:1", "broker-a")
+	r.Unregister("c", "a:2", "broker-a")
+	register(t, r, "c", "broker-a", "a:1", 0, topicsBody(2, "T:4:4:6", "U:4:4:6"))
+	if got := perms(t, r, "T"); got[0] != 6 {
+		t.Fatalf("a wipe survived the group: %v", got)
+	}
+}
+
+func TestSystemAndUnitTopicLists(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	if topics, addr := r.SystemTopics(); len(topics) != 0 || addr != "" {
+		t.Fatalf("empty registry: %v %q", topics, addr)
+	}
+	register(t, r, "c2", "broker-b", "b:2", 1, topicsBody(1))
+	body := topicsBody(1, "Plain:1:1:6", "Unit:1:1:6", "Sub:1:1:6", "Both:1:1:6")
+	for name, flag := range map[string]int32{"Unit": 1, "Sub": 2, "Both": 3} {
+		tc := body.TopicConfigTable[name]
+		tc.TopicSysFlag = flag
+		body.TopicConfigTable[name] = tc
+	}
+	register(t, r, "c1", "broker-a", "a:1", 0, body)
+	topics, addr := r.SystemTopics()
+	if !slices.Equal(topics, []string{"c1", "broker-a", "c2", "broker-b"}) || addr != "a:1" {
+		t.Fatalf("system topics %v, address %q", topics, addr)
+	}
+	for _, tc := range []struct {
+		keep func(int32) bool
+		want []string
+	}{
+		{func(f int32) bool { return f&1 != 0 }, []string{"Both", "Unit"}},
+		{func(f int32) bool { return f&2 != 0 }, []string{"Both", "Sub"}},
+		{func(f int32) bool { return f&1 == 0 && f&2 != 0 }, []string{"Sub"}},
+	} {
+		if got := r.TopicsWithSysFlag(tc.keep); !slices.Equal(got, tc.want) {
+			t.Errorf("topics %v, want %v", got, tc.want)
+		}
 	}
 }

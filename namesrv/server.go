@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -166,6 +167,14 @@ func (s *Server) routes() {
 	m.Handle(remoting.GetKVConfig, remoting.RespondFunc(s.getKVConfig))
 	m.Handle(remoting.DeleteKVConfig, remoting.RespondFunc(s.deleteKVConfig))
 	m.Handle(remoting.GetKVListByNamespace, remoting.RespondFunc(s.getKVList))
+	m.Handle(remoting.WipeWritePermOfBroker, remoting.RespondFunc(s.wipeWritePerm))
+	m.Handle(remoting.AddWritePermOfBroker, remoting.RespondFunc(s.addWritePerm))
+	m.Handle(remoting.GetSystemTopicListFromNS, remoting.RespondFunc(s.getSystemTopicList))
+	m.Handle(remoting.GetUnitTopicList, s.topicsWithSysFlag(func(f int32) bool { return f&topicFlagUnit != 0 }))
+	m.Handle(remoting.GetHasUnitSubTopicList, s.topicsWithSysFlag(func(f int32) bool { return f&topicFlagUnitSub != 0 }))
+	m.Handle(remoting.GetHasUnitSubUnUnitTopicList, s.topicsWithSysFlag(func(f int32) bool {
+		return f&topicFlagUnit == 0 && f&topicFlagUnitSub != 0
+	}))
 }
 
 func success(req *remoting.Command) *remoting.Command {
@@ -309,7 +318,7 @@ func (s *Server) getAllTopicList(_ context.Context, _ *remoting.Conn, req *remot
 		return remoting.NewResponse(req, remoting.SystemError, "disable")
 	}
 	resp := success(req)
-	resp.Body = appendTopicListJSON(nil, s.reg.Topics())
+	resp.Body = appendTopicListJSON(nil, s.reg.Topics(), "")
 	return resp
 }
 
@@ -332,7 +341,7 @@ func (s *Server) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *re
 		return failure(req, remoting.SystemError, err)
 	}
 	resp := success(req)
-	resp.Body = appendTopicListJSON(nil, s.reg.TopicsByCluster(cluster))
+	resp.Body = appendTopicListJSON(nil, s.reg.TopicsByCluster(cluster), "")
 	return resp
 }
 
@@ -389,4 +398,57 @@ func (s *Server) getKVList(_ context.Context, _ *remoting.Conn, req *remoting.Co
 	resp := success(req)
 	resp.Body = appendKVTableJSON(nil, table)
 	return resp
+}
+
+// Topic system flags (RocketMQ's TopicSysFlag).
+const (
+	topicFlagUnit    int32 = 1 << 0
+	topicFlagUnitSub int32 = 1 << 1
+)
+
+// wipeWritePerm answers WIPE_WRITE_PERM_OF_BROKER (mqadmin wipeWritePerm,
+// the first step of taking a broker group out of service): the response
+// header's wipeTopicCount is the number of topics changed.
+func (s *Server) wipeWritePerm(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	name, err := remoting.Header(req.ExtFields).String("brokerName")
+	if err != nil {
+		return failure(req, remoting.SystemError, err)
+	}
+	n := s.reg.WipeWritePerm(name)
+	s.log.Info().Str("brokerName", name).Int("topics", n).Stringer("conn", conn).Msg("write permission of broker wiped")
+	resp := success(req)
+	resp.ExtFields = map[string]string{"wipeTopicCount": strconv.Itoa(n)}
+	return resp
+}
+
+// addWritePerm answers ADD_WRITE_PERM_OF_BROKER (mqadmin addWritePerm):
+// the response header's addTopicCount is the number of topics changed.
+func (s *Server) addWritePerm(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	name, err := remoting.Header(req.ExtFields).String("brokerName")
+	if err != nil {
+		return failure(req, remoting.SystemError, err)
+	}
+	n := s.reg.AddWritePerm(name)
+	s.log.Info().Str("brokerName", name).Int("topics", n).Stringer("conn", conn).Msg("write permission of broker added")
+	resp := success(req)
+	resp.ExtFields = map[string]string{"addTopicCount": strconv.Itoa(n)}
+	return resp
+}
+
+// getSystemTopicList answers GET_SYSTEM_TOPIC_LIST_FROM_NS: cluster and
+// broker names, and one broker's address.
+func (s *Server) getSystemTopicList(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topics, addr := s.reg.SystemTopics()
+	resp := success(req)
+	resp.Body = appendTopicListJSON(nil, topics, addr)
+	return resp
+}
+
+// topicsWithSysFlag answers the unit topic list requests.
+func (s *Server) topicsWithSysFlag(keep func(int32) bool) remoting.RespondFunc {
+	return func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		resp := success(req)
+		resp.Body = appendTopicListJSON(nil, s.reg.TopicsWithSysFlag(keep), "")
+		return resp
+	}
 }

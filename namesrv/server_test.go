@@ -326,7 +326,7 @@ func TestRequests(t *testing.T) {
 		if resp := invoke(t, c, remoting.GetRouteInfoByTopic, map[string]string{"topic": "T"}, nil); resp.Code != remoting.TopicNotExist {
 			t.Fatalf("route after delete: %v", resp)
 		}
-		if resp := invoke(t, c, remoting.WipeWritePermOfBroker, map[string]string{"brokerName": "broker-a"}, nil); resp.Code != remoting.RequestCodeNotSupported {
+		if resp := invoke(t, c, remoting.UpdateNamesrvConfig, nil, []byte("a=b")); resp.Code != remoting.RequestCodeNotSupported {
 			t.Fatalf("unsupported: %v", resp)
 		}
 	})
@@ -421,5 +421,54 @@ func TestKVStorePersists(t *testing.T) {
 	}
 	if _, err := OpenKVStore(path); err == nil {
 		t.Fatal("corrupt file accepted")
+	}
+}
+
+func TestBrokerPermissionAndListRequests(t *testing.T) {
+	ns, logs := startNameServer(t, nil)
+	c := dial(t, ns)
+	pool := remoting.NewClientPool(remoting.ClientOptions{})
+	defer pool.Close()
+	reg := NewRegistrar(pool, ns.Addr().String(), zerolog.Nop())
+	body := topicsBody(1, "T:4:4:6", "TBW102:8:8:7")
+	tc := body.TopicConfigTable["T"]
+	tc.TopicSysFlag = 1
+	body.TopicConfigTable["T"] = tc
+	if _, err := reg.Register(testCtx(t), brokerInfo("broker-a", "10.0.0.1:10911", 0), body); err != nil {
+		t.Fatal(err)
+	}
+	resp := invoke(t, c, remoting.WipeWritePermOfBroker, map[string]string{"brokerName": "broker-a"}, nil)
+	if resp.Code != remoting.Success || resp.ExtFields["wipeTopicCount"] != "2" {
+		t.Fatalf("wipe: %v", resp)
+	}
+	if !strings.Contains(logs.String(), "write permission of broker wiped") {
+		t.Fatal("the wipe was not logged")
+	}
+	route := invoke(t, c, remoting.GetRouteInfoByTopic, map[string]string{"topic": "T"}, nil)
+	if !strings.Contains(string(route.Body), `"perm":4`) {
+		t.Fatalf("route after wipe %s", route.Body)
+	}
+	resp = invoke(t, c, remoting.AddWritePermOfBroker, map[string]string{"brokerName": "broker-a"}, nil)
+	if resp.Code != remoting.Success || resp.ExtFields["addTopicCount"] != "2" {
+		t.Fatalf("add: %v", resp)
+	}
+	route = invoke(t, c, remoting.GetRouteInfoByTopic, map[string]string{"topic": "T"}, nil)
+	if !strings.Contains(string(route.Body), `"perm":6`) {
+		t.Fatalf("route after add %s", route.Body)
+	}
+	for _, code := range []int32{remoting.WipeWritePermOfBroker, remoting.AddWritePermOfBroker} {
+		if resp := invoke(t, c, code, nil, nil); resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, "brokerName") {
+			t.Fatalf("code %d without brokerName: %v", code, resp)
+		}
+	}
+	for code, want := range map[int32]string{
+		remoting.GetSystemTopicListFromNS:     `{"brokerAddr":"10.0.0.1:10911","topicList":["DefaultCluster","broker-a"]}`,
+		remoting.GetUnitTopicList:             `{"topicList":["T"]}`,
+		remoting.GetHasUnitSubTopicList:       `{"topicList":[]}`,
+		remoting.GetHasUnitSubUnUnitTopicList: `{"topicList":[]}`,
+	} {
+		if resp := invoke(t, c, code, nil, nil); resp.Code != remoting.Success || string(resp.Body) != want {
+			t.Errorf("code %d: %d %s, want %s", code, resp.Code, resp.Body, want)
+		}
 	}
 }

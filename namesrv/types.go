@@ -258,9 +258,16 @@ func (ci *ClusterInfo) AppendJSON(dst []byte) []byte {
 	return append(dst, "}}"...)
 }
 
-// appendTopicListJSON appends Java's TopicList body: {"topicList":[...]}.
-func appendTopicListJSON(dst []byte, topics []string) []byte {
-	dst = append(dst, `{"topicList":`...)
+// appendTopicListJSON appends Java's TopicList body:
+// {"brokerAddr":"...","topicList":[...]}, without brokerAddr when empty.
+func appendTopicListJSON(dst []byte, topics []string, brokerAddr string) []byte {
+	dst = append(dst, '{')
+	if brokerAddr != "" {
+		dst = append(dst, `"brokerAddr":`...)
+		dst = remoting.AppendJSONString(dst, brokerAddr)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"topicList":`...)
 	dst = appendStringList(dst, topics)
 	return append(dst, '}')
 }
