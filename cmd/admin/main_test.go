@@ -101,3 +101,57 @@ func TestBulkCreateAndInspect(t *testing.T) {
 		t.Fatal("illegal topic name accepted")
 	}
 }
+
+// The two ways of draining a broker: its own permission, and its routes'
+// write permission on the name server.
+func TestDrainCommands(t *testing.T) {
+	ns, br := startCluster(t)
+	if _, err := run(t, "updateTopic", "-b", br, "-t", "DrainT", "--read", "2", "--write", "2"); err != nil {
+		t.Fatal(err)
+	}
+	waitRoutePerm := func(perm string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			out, err := run(t, "topicRoute", "-n", ns, "-t", "DrainT")
+			if err == nil && strings.Contains(out, `"perm":`+perm) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("route of DrainT never had perm %s: %s %v", perm, out, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitRoutePerm("6")
+	out, err := run(t, "updateBrokerConfig", "-b", br, "-k", "brokerPermission", "-v", "4")
+	if err != nil || !strings.Contains(out, "success") {
+		t.Fatalf("updateBrokerConfig: %q %v", out, err)
+	}
+	waitRoutePerm("4")
+	out, err = run(t, "getBrokerConfig", "-b", br)
+	if err != nil || !strings.Contains(out, "brokerPermission=4\n") {
+		t.Fatalf("getBrokerConfig: %v\n%s", err, out)
+	}
+	if _, err := run(t, "updateBrokerConfig", "-b", br, "--set", "brokerPermission=6", "--set", "fileReservedTime=24"); err != nil {
+		t.Fatal(err)
+	}
+	waitRoutePerm("6")
+	if _, err := run(t, "updateBrokerConfig", "-b", br, "-k", "listenPort", "-v", "1"); err == nil || !strings.Contains(err.Error(), "cannot change while the broker runs") {
+		t.Fatalf("changing listenPort: %v", err)
+	}
+
+	out, err = run(t, "wipeWritePerm", "-n", ns, "--broker-name", "broker-a")
+	if err != nil || !strings.Contains(out, "wipe write perm of broker[broker-a] in name server["+ns+"] OK") {
+		t.Fatalf("wipeWritePerm: %q %v", out, err)
+	}
+	waitRoutePerm("4")
+	out, err = run(t, "addWritePerm", "-n", ns, "--broker-name", "broker-a")
+	if err != nil || !strings.Contains(out, "OK") {
+		t.Fatalf("addWritePerm: %q %v", out, err)
+	}
+	waitRoutePerm("6")
+	if _, err := run(t, "wipeWritePerm", "-n", ns); err == nil {
+		t.Fatal("wipeWritePerm without --broker-name succeeded")
+	}
+}
