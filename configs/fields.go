@@ -96,6 +96,12 @@ var brokerFields = []field{
 	intRange("gcPercent", "100", 25, 10000, func(b *Broker) *int { return &b.GCPercent }),
 	intRange("memoryLimitMiB", "0", 0, 1<<30, func(b *Broker) *int { return &b.MemoryLimitMiB }),
 
+	// Access control is not implemented: a file that turns it on is
+	// refused rather than run open.
+	notImplemented("aclEnable", "rocketkv does not check RocketMQ 4 ACL (plain_acl.yml); the broker would accept every client, so it refuses to start instead: remove the key or set it false to run without access control"),
+	notImplemented("authenticationEnabled", "rocketkv does not authenticate clients (RocketMQ 5 ACL 2.0); remove the key or set it false to run without authentication"),
+	notImplemented("authorizationEnabled", "rocketkv does not authorize requests (RocketMQ 5 ACL 2.0); remove the key or set it false to run without authorization"),
+
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(b *Broker) *string { return &b.LogLevel }),
 	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(b *Broker) *string { return &b.LogFormat }),
 }
@@ -133,6 +139,22 @@ func boolean(key, def string, ptr func(*Broker) *bool) field {
 		*ptr(b) = v
 		return nil
 	}, get: func(b *Broker) string { return strconv.FormatBool(*ptr(b)) }}
+}
+
+// notImplemented is the switch of a RocketMQ feature rocketkv does not
+// have and must not silently go without (access control): false is
+// accepted, true is an error that says why.
+func notImplemented(key, why string) field {
+	return field{key: key, def: "false", set: func(_ *Broker, raw string) error {
+		v, err := strconv.ParseBool(raw)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", raw)
+		}
+		if v {
+			return fmt.Errorf("true: %s", why)
+		}
+		return nil
+	}, get: func(*Broker) string { return "false" }}
 }
 
 func parseInt(raw string, lo, hi int64) (int64, error) {

@@ -120,3 +120,23 @@ func TestPersistSettings(t *testing.T) {
 		t.Fatalf("persisting into a YAML list: %v, want an error saying it is not a mapping", err)
 	}
 }
+
+// A configuration that turns access control on is refused: rocketkv has
+// none, and running open would betray the operator's file.
+func TestAccessControlSwitchesAreRefusedWhenOn(t *testing.T) {
+	for _, key := range []string{"aclEnable", "authenticationEnabled", "authorizationEnabled"} {
+		path := filepath.Join(t.TempDir(), "broker.conf")
+		if err := os.WriteFile(path, []byte(key+"=true\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadBroker(path, nil); err == nil || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "does not") {
+			t.Errorf("%s=true: %v, want an error naming the key and saying why", key, err)
+		}
+		if err := os.WriteFile(path, []byte(key+"=false\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if loaded, err := LoadBroker(path, nil); err != nil || len(loaded.UnknownKeys) != 0 {
+			t.Errorf("%s=false: %v, unknown %v", key, err, loaded.UnknownKeys)
+		}
+	}
+}
