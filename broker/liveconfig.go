@@ -156,6 +156,17 @@ func (b *Broker) updateConfig(props map[string]string) ([]string, error) {
 	return changed, nil
 }
 
+// processDeleteExpiredCommitLog answers DELETE_EXPIRED_COMMITLOG (mqadmin
+// deleteExpiredCommitLog): the cleaner's next passes delete segments older
+// than fileReservedTime whatever the hour, as RocketMQ's do. With
+// UPDATE_BROKER_CONFIG of fileReservedTime it frees disk without waiting
+// for deleteWhen.
+func (b *Broker) processDeleteExpiredCommitLog(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	b.log.Info().Stringer("conn", conn).Msg("deletion of expired CommitLog segments requested")
+	b.clog.DeleteExpiredSoon()
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
 // retentionOf is the CommitLog retention part of a configuration.
 func retentionOf(cfg *configs.Broker) commitlog.Retention {
 	return commitlog.Retention{

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -204,5 +205,49 @@ func TestUpdateBrokerConfigRetention(t *testing.T) {
 	// refused as RocketMQ refuses it.
 	if r := call(t, c, remoting.PullMessage, pullReq("g-unknown", "RetT", 0, 0, 0, 0, "*"), nil); r.Code != remoting.SubscriptionGroupNotExist {
 		t.Fatalf("pull of an unknown group with auto-create off: %d %s", r.Code, r.Remark)
+	}
+}
+
+// mqadmin deleteExpiredCommitLog after lowering fileReservedTime frees the
+// disk at once instead of at the next deleteWhen hour.
+func TestDeleteExpiredCommitLog(t *testing.T) {
+	offHour := strconv.Itoa((time.Now().Hour() + 12) % 24)
+	b := startTestBroker(t, map[string]string{
+		"mappedFileSizeCommitLog": "65536", "cleanResourceInterval": "20",
+		"deleteWhen": offHour, "diskMaxUsedSpaceRatio": "95",
+	})
+	c := b.client(nil)
+	body := strings.Repeat("x", 4096)
+	for i := 0; i < 40; i++ {
+		mustSend(t, c, "ExpireT", 0, body, "")
+	}
+	b.caughtUp()
+	if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("fileReservedTime=0")); r.Code != remoting.Success {
+		t.Fatalf("UPDATE_BROKER_CONFIG: %d %s", r.Code, r.Remark)
+	}
+	// Every full segment has expired, but the hour is not a deleteWhen
+	// hour: the cleaner's passes leave them.
+	time.Sleep(200 * time.Millisecond)
+	if b.clog.MinOffset() != 0 {
+		t.Skip("the cleaner deleted segments on its own: the disk is above the usage thresholds")
+	}
+	if r := call(t, c, remoting.DeleteExpiredCommitLog, nil, nil); r.Code != remoting.Success {
+		t.Fatalf("DELETE_EXPIRED_COMMITLOG: %d %s", r.Code, r.Remark)
+	}
+	// The segments go, and consumers see the new minimum of the queue
+	// (retention tells the index after the CommitLog moved its minimum).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := call(t, c, remoting.GetMinOffset, map[string]string{"topic": "ExpireT", "queueId": "0"}, nil)
+		if r.Code != remoting.Success {
+			t.Fatalf("GET_MIN_OFFSET: %d %s", r.Code, r.Remark)
+		}
+		if r.ExtFields["offset"] != "0" && b.clog.MinOffset() > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after DELETE_EXPIRED_COMMITLOG: CommitLog min %d, queue min %s", b.clog.MinOffset(), r.ExtFields["offset"])
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

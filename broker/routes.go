@@ -55,6 +55,7 @@ func (b *Broker) routes() {
 	handle(remoting.QueryConsumeTimeSpan, b.processConsumeTimeSpan)
 	handle(remoting.GetBrokerConfig, b.processGetBrokerConfig)
 	handle(remoting.UpdateBrokerConfig, b.processUpdateBrokerConfig)
+	handle(remoting.DeleteExpiredCommitLog, b.processDeleteExpiredCommitLog)
 	handle(remoting.GetConsumerRunningInfo, b.processConsumerRunningInfo)
 	handle(remoting.ConsumeMessageDirectly, b.processConsumeMessageDirectly)
 	handle(remoting.InvokeBrokerToGetConsumerStatus, b.processConsumerStatus)

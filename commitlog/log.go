@@ -61,6 +61,9 @@ type Log struct {
 
 	// retention holds the deletion rules in force (SetRetention).
 	retention atomic.Pointer[Retention]
+	// manualPasses counts down the cleaner passes DeleteExpiredSoon asked
+	// for.
+	manualPasses atomic.Int32
 
 	writePos    atomic.Int64 // readable end (MaxOffset)
 	flushedPos  atomic.Int64

@@ -10,6 +10,11 @@ import (
 // (RocketMQ's deleteFileBatchMax).
 const maxDeletePerPass = 10
 
+// manualDeletePasses is how many cleaner passes after DeleteExpiredSoon
+// delete expired segments whatever the hour (RocketMQ's
+// MAX_MANUAL_DELETE_FILE_TIMES).
+const manualDeletePasses = 20
+
 // Retention is the part of the configuration that decides which segments
 // the cleaner deletes; SetRetention changes it while the log runs.
 type Retention struct {
@@ -35,6 +40,15 @@ func (l *Log) RetentionRules() Retention {
 	r := *l.retention.Load()
 	r.DeleteWhen = slices.Clone(r.DeleteWhen)
 	return r
+}
+
+// DeleteExpiredSoon makes the cleaner's next 20 passes delete expired
+// segments whatever the hour, as if each were at a deleteWhen hour
+// (DELETE_EXPIRED_COMMITLOG, mqadmin deleteExpiredCommitLog). Segments
+// younger than FileReservedTime stay.
+func (l *Log) DeleteExpiredSoon() {
+	l.manualPasses.Store(manualDeletePasses)
+	l.log.Info().Msg("expired segments will be deleted by the next cleaner passes, at any hour")
 }
 
 // OnMinOffsetChange registers fn to be called with the new MinOffset after
@@ -71,6 +85,10 @@ func (l *Log) cleanOnce() (int, error) {
 	now := l.cfg.Now()
 	rules := l.retention.Load()
 	hourOK := slices.Contains(rules.DeleteWhen, now.Hour())
+	if n := l.manualPasses.Load(); n > 0 {
+		l.manualPasses.CompareAndSwap(n, n-1)
+		hourOK = true
+	}
 	usage, err := l.fs.Statfs(l.segDir)
 	if err != nil {
 		return 0, fmt.Errorf("retention: %w", err)

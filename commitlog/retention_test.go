@@ -190,3 +190,31 @@ func TestSetRetentionTakesEffectOnTheNextPass(t *testing.T) {
 		t.Fatalf("50%% used against a 40%% threshold: deleted %d, %v; want the 2 older segments", n, err)
 	}
 }
+
+// DeleteExpiredSoon makes the next passes delete expired segments at an
+// off hour, for 20 passes, and never a segment younger than the reserved
+// time.
+func TestDeleteExpiredSoon(t *testing.T) {
+	l, clock, _, _ := retentionLog(t)
+	clock.Set(next0430().Add(9 * time.Hour)) // 13:30, not a deletion hour
+	l.SetRetention(Retention{FileReservedTime: 50 * time.Hour, DeleteWhen: []int{4}, DiskMaxUsedSpaceRatio: 75})
+	l.DeleteExpiredSoon()
+	if n, err := l.cleanOnce(); err != nil || n != 3 {
+		t.Fatalf("first pass after DeleteExpiredSoon deleted %d, %v; want the 3 segments past the reserved time", n, err)
+	}
+	for i := 2; i <= manualDeletePasses; i++ {
+		if n, err := l.cleanOnce(); err != nil || n != 0 {
+			t.Fatalf("pass %d deleted %d (%v) segments younger than the reserved time", i, n, err)
+		}
+	}
+	// The 20 passes are used up: at an off hour nothing goes any more,
+	// even once the two remaining old segments have expired.
+	l.SetRetention(Retention{FileReservedTime: 0, DeleteWhen: []int{4}, DiskMaxUsedSpaceRatio: 75})
+	if n, err := l.cleanOnce(); err != nil || n != 0 {
+		t.Fatalf("the 21st pass deleted %d, %v", n, err)
+	}
+	l.DeleteExpiredSoon()
+	if n, err := l.cleanOnce(); err != nil || n != 2 {
+		t.Fatalf("a second DeleteExpiredSoon: deleted %d, %v; want 2", n, err)
+	}
+}

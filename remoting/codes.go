@@ -85,6 +85,7 @@ const (
 	QueryConsumeTimeSpan                 int32 = 303 // QUERY_CONSUME_TIME_SPAN
 	GetSystemTopicListFromBroker         int32 = 305 // GET_SYSTEM_TOPIC_LIST_FROM_BROKER
 	ResumeCheckHalfMessage               int32 = 323 // RESUME_CHECK_HALF_MESSAGE
+	DeleteExpiredCommitLog               int32 = 329 // DELETE_EXPIRED_COMMITLOG (mqadmin deleteExpiredCommitLog)
 	AuthCreateUser                       int32 = 3001
 	AuthUpdateUser                       int32 = 3002
 	AuthDeleteUser                       int32 = 3003

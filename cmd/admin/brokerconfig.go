@@ -105,3 +105,19 @@ func writePermCmd(g *globals, use string, code int32, countField, verb string) *
 	cmd.Flags().StringVar(&brokerName, "broker-name", "", "the broker group (brokerName)")
 	return cmd
 }
+
+// deleteExpiredCommitLogCmd is mqadmin deleteExpiredCommitLog.
+func deleteExpiredCommitLogCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "deleteExpiredCommitLog",
+		Short: "make the broker delete CommitLog segments older than fileReservedTime now rather than at deleteWhen (DELETE_EXPIRED_COMMITLOG)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := g.invoke(cmd.Context(), g.broker, remoting.DeleteExpiredCommitLog, nil, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "success: %s deletes its expired CommitLog segments within its next cleaner passes\n", g.broker)
+			return nil
+		},
+	}
+}

@@ -137,6 +137,9 @@ func TestDrainCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRoutePerm("6")
+	if out, err := run(t, "deleteExpiredCommitLog", "-b", br); err != nil || !strings.Contains(out, "success") {
+		t.Fatalf("deleteExpiredCommitLog: %q %v", out, err)
+	}
 	if _, err := run(t, "updateBrokerConfig", "-b", br, "-k", "listenPort", "-v", "1"); err == nil || !strings.Contains(err.Error(), "cannot change while the broker runs") {
 		t.Fatalf("changing listenPort: %v", err)
 	}
