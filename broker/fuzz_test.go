@@ -22,7 +22,7 @@ var fuzzCodes = []int32{
 	remoting.QueryTopicsByConsumer, remoting.GetConsumerRunningInfo, remoting.SendReplyMessage,
 	remoting.ConsumeMessageDirectly, remoting.ResumeCheckHalfMessage, remoting.UpdateAndCreateSubscriptionGroupList,
 	remoting.QuerySubscriptionByConsumer, remoting.QueryConsumeTimeSpan, remoting.InvokeBrokerToGetConsumerStatus,
-	remoting.UpdateBrokerConfig,
+	remoting.UpdateBrokerConfig, remoting.QueryConsumeQueue,
 }
 
 // FuzzRequests sends arbitrary header fields and bodies to every processor

@@ -86,6 +86,7 @@ const (
 	GetSystemTopicListFromBroker         int32 = 305 // GET_SYSTEM_TOPIC_LIST_FROM_BROKER
 	ResumeCheckHalfMessage               int32 = 323 // RESUME_CHECK_HALF_MESSAGE
 	DeleteExpiredCommitLog               int32 = 329 // DELETE_EXPIRED_COMMITLOG (mqadmin deleteExpiredCommitLog)
+	QueryConsumeQueue                    int32 = 321 // QUERY_CONSUME_QUEUE (mqadmin queryCq)
 	AuthCreateUser                       int32 = 3001
 	AuthUpdateUser                       int32 = 3002
 	AuthDeleteUser                       int32 = 3003

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -120,4 +122,71 @@ func deleteExpiredCommitLogCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// queryCQCmd is mqadmin queryCq: ConsumeQueue units of one queue.
+func queryCQCmd(g *globals) *cobra.Command {
+	var topic, group string
+	var queue int32
+	var index int64
+	var count int32
+	cmd := &cobra.Command{
+		Use:   "queryCq",
+		Short: "print ConsumeQueue units of a queue: queue offset, CommitLog offset, size, tags code (QUERY_CONSUME_QUEUE)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ext := map[string]string{"topic": topic, "queueId": strconv.Itoa(int(queue)),
+				"index": strconv.FormatInt(index, 10), "count": strconv.Itoa(int(count))}
+			if group != "" {
+				ext["consumerGroup"] = group
+			}
+			resp, err := g.invoke(cmd.Context(), g.broker, remoting.QueryConsumeQueue, ext, nil)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if len(resp.Body) == 0 {
+				fmt.Fprintln(out, resp.Remark)
+				return nil
+			}
+			var body struct {
+				FilterData       string          `json:"filterData"`
+				MaxQueueIndex    int64           `json:"maxQueueIndex"`
+				MinQueueIndex    int64           `json:"minQueueIndex"`
+				SubscriptionData json.RawMessage `json:"subscriptionData"`
+				QueueData        []struct {
+					PhysicOffset int64 `json:"physicOffset"`
+					PhysicSize   int32 `json:"physicSize"`
+					TagsCode     int64 `json:"tagsCode"`
+				} `json:"queueData"`
+			}
+			if err := json.Unmarshal(resp.Body, &body); err != nil {
+				return fmt.Errorf("decode QUERY_CONSUME_QUEUE answer: %w", err)
+			}
+			fmt.Fprintf(out, "queue %d@%s: min index %d, max index %d\n", queue, topic, body.MinQueueIndex, body.MaxQueueIndex)
+			if group != "" {
+				fmt.Fprintf(out, "subscription of %s: %s\nfilter data: %s\n", group, orDash(string(body.SubscriptionData)), body.FilterData)
+			}
+			tw := newTable(out)
+			fmt.Fprintln(tw, "#index\t#commitLogOffset\t#size\t#tagsCode")
+			for i, u := range body.QueueData {
+				fmt.Fprintf(tw, "%d\t%d\t%d\t%d\n", index+int64(i), u.PhysicOffset, u.PhysicSize, u.TagsCode)
+			}
+			return tw.Flush()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&topic, "topic", "t", "", "topic")
+	f.Int32VarP(&queue, "queue", "q", 0, "queue id")
+	f.Int64VarP(&index, "index", "i", 0, "first queue offset")
+	f.Int32VarP(&count, "count", "c", 10, "units to print")
+	f.StringVarP(&group, "group", "g", "", "consumer group whose subscription to show")
+	return cmd
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

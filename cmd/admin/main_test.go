@@ -158,3 +158,17 @@ func TestDrainCommands(t *testing.T) {
 		t.Fatal("wipeWritePerm without --broker-name succeeded")
 	}
 }
+
+func TestQueryCq(t *testing.T) {
+	_, br := startCluster(t)
+	if _, err := run(t, "updateTopic", "-b", br, "-t", "CqT", "--read", "1", "--write", "1"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "queryCq", "-b", br, "-t", "CqT", "-q", "0", "-i", "0")
+	if err != nil || !strings.Contains(out, "Index 0 of 0@CqT is not exist!") {
+		t.Fatalf("empty queue: %q %v", out, err)
+	}
+	if _, err := run(t, "queryCq", "-b", br, "-t", "NoSuchTopic"); err == nil || !strings.Contains(err.Error(), "0@NoSuchTopic is not exist!") {
+		t.Fatalf("unknown topic: %v", err)
+	}
+}
