@@ -167,8 +167,8 @@ func (s *Server) routes() {
 	m.Handle(remoting.GetKVConfig, remoting.RespondFunc(s.getKVConfig))
 	m.Handle(remoting.DeleteKVConfig, remoting.RespondFunc(s.deleteKVConfig))
 	m.Handle(remoting.GetKVListByNamespace, remoting.RespondFunc(s.getKVList))
-	m.Handle(remoting.WipeWritePermOfBroker, remoting.RespondFunc(s.wipeWritePerm))
-	m.Handle(remoting.AddWritePermOfBroker, remoting.RespondFunc(s.addWritePerm))
+	m.Handle(remoting.WipeWritePermOfBroker, s.writePermChanger(s.reg.WipeWritePerm, "wipeTopicCount", "write permission of broker wiped"))
+	m.Handle(remoting.AddWritePermOfBroker, s.writePermChanger(s.reg.AddWritePerm, "addTopicCount", "write permission of broker added"))
 	m.Handle(remoting.GetSystemTopicListFromNS, remoting.RespondFunc(s.getSystemTopicList))
 	m.Handle(remoting.GetUnitTopicList, s.topicsWithSysFlag(func(f int32) bool { return f&topicFlagUnit != 0 }))
 	m.Handle(remoting.GetHasUnitSubTopicList, s.topicsWithSysFlag(func(f int32) bool { return f&topicFlagUnitSub != 0 }))
@@ -406,33 +406,23 @@ const (
 	topicFlagUnitSub int32 = 1 << 1
 )
 
-// wipeWritePerm answers WIPE_WRITE_PERM_OF_BROKER (mqadmin wipeWritePerm,
-// the first step of taking a broker group out of service): the response
-// header's wipeTopicCount is the number of topics changed.
-func (s *Server) wipeWritePerm(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	name, err := remoting.Header(req.ExtFields).String("brokerName")
-	if err != nil {
-		return failure(req, remoting.SystemError, err)
+// writePermChanger answers WIPE_WRITE_PERM_OF_BROKER (mqadmin
+// wipeWritePerm, the first step of taking a broker group out of service)
+// or ADD_WRITE_PERM_OF_BROKER (mqadmin addWritePerm) with change: the
+// response header's countField (wipeTopicCount, addTopicCount) is the
+// number of topics changed.
+func (s *Server) writePermChanger(change func(brokerName string) int, countField, what string) remoting.RespondFunc {
+	return func(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+		name, err := remoting.Header(req.ExtFields).String("brokerName")
+		if err != nil {
+			return failure(req, remoting.SystemError, err)
+		}
+		n := change(name)
+		s.log.Info().Str("brokerName", name).Int("topics", n).Stringer("conn", conn).Msg(what)
+		resp := success(req)
+		resp.ExtFields = map[string]string{countField: strconv.Itoa(n)}
+		return resp
 	}
-	n := s.reg.WipeWritePerm(name)
-	s.log.Info().Str("brokerName", name).Int("topics", n).Stringer("conn", conn).Msg("write permission of broker wiped")
-	resp := success(req)
-	resp.ExtFields = map[string]string{"wipeTopicCount": strconv.Itoa(n)}
-	return resp
-}
-
-// addWritePerm answers ADD_WRITE_PERM_OF_BROKER (mqadmin addWritePerm):
-// the response header's addTopicCount is the number of topics changed.
-func (s *Server) addWritePerm(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	name, err := remoting.Header(req.ExtFields).String("brokerName")
-	if err != nil {
-		return failure(req, remoting.SystemError, err)
-	}
-	n := s.reg.AddWritePerm(name)
-	s.log.Info().Str("brokerName", name).Int("topics", n).Stringer("conn", conn).Msg("write permission of broker added")
-	resp := success(req)
-	resp.ExtFields = map[string]string{"addTopicCount": strconv.Itoa(n)}
-	return resp
 }
 
 // getSystemTopicList answers GET_SYSTEM_TOPIC_LIST_FROM_NS: cluster and
