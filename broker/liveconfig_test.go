@@ -196,7 +196,7 @@ func TestUpdateBrokerConfigRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"# rocketkv\n", "fileReservedTime: 6\n", "deleteWhen: 01;13\n", "diskMaxUsedSpaceRatio: 60\n", "autoCreateSubscriptionGroup: false\n"} {
+	for _, want := range []string{"# rocketkv\n", "fileReservedTime: 6\n", "deleteWhen: \"01;13\"\n", "diskMaxUsedSpaceRatio: 60\n", "autoCreateSubscriptionGroup: false\n"} {
 		if !strings.Contains(string(raw), want) {
 			t.Errorf("broker.yaml lacks %q:\n%s", want, raw)
 		}

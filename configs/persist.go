@@ -64,7 +64,7 @@ func setPropertiesKeys(raw []byte, settings map[string]string) []byte {
 		key := propertiesKey(line)
 		if f := byKey[strings.ToLower(key)]; key != "" && f != nil {
 			if v, ok := settings[f.key]; ok {
-				fmt.Fprintf(&out, "%s=%s\n", key, v)
+				fmt.Fprintf(&out, "%s=%s\n", key, escapeProperty(v))
 				done[f.key] = true
 				skipping = continues(line)
 				continue
@@ -75,10 +75,65 @@ func setPropertiesKeys(raw []byte, settings map[string]string) []byte {
 	}
 	for _, k := range sortedSettingKeys(settings) {
 		if !done[k] {
-			fmt.Fprintf(&out, "%s=%s\n", k, settings[k])
+			fmt.Fprintf(&out, "%s=%s\n", k, escapeProperty(settings[k]))
 		}
 	}
 	return out.Bytes()
+}
+
+// escapeProperty writes a value so that a properties reader gives it back:
+// backslashes and line breaks escaped, a leading blank kept.
+func escapeProperty(v string) string {
+	var b strings.Builder
+	for i, r := range v {
+		switch r {
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\f':
+			b.WriteString(`\f`)
+		case ' ':
+			if i == 0 {
+				b.WriteString(`\ `)
+			} else {
+				b.WriteRune(r)
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// yamlScalar is a value node that reads back as the same text: plain for
+// a decimal integer without leading zeros or a boolean, double-quoted for
+// anything else (a YAML reader would take "04" for octal, "~" for null).
+func yamlScalar(v string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Value: v}
+	if !plainYAML(v) {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	return n
+}
+
+func plainYAML(v string) bool {
+	if v == "true" || v == "false" || v == "0" {
+		return true
+	}
+	if v == "" || v[0] < '1' || v[0] > '9' || len(v) > 18 {
+		return false
+	}
+	for i := 1; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // propertiesKey returns the key a properties line sets, or "" for a blank
@@ -128,16 +183,16 @@ func setYAMLKeys(raw []byte, settings map[string]string) ([]byte, error) {
 		}
 		if v, ok := settings[f.key]; ok {
 			val := m.Content[i+1]
-			*val = yaml.Node{Kind: yaml.ScalarNode, Value: v, LineComment: val.LineComment,
-				HeadComment: val.HeadComment, FootComment: val.FootComment}
+			n := yamlScalar(v)
+			n.LineComment, n.HeadComment, n.FootComment = val.LineComment, val.HeadComment, val.FootComment
+			*val = *n
 			done[f.key] = true
 		}
 	}
 	for _, k := range sortedSettingKeys(settings) {
 		if !done[k] {
 			m.Content = append(m.Content,
-				&yaml.Node{Kind: yaml.ScalarNode, Value: k},
-				&yaml.Node{Kind: yaml.ScalarNode, Value: settings[k]})
+				&yaml.Node{Kind: yaml.ScalarNode, Value: k}, yamlScalar(settings[k]))
 		}
 	}
 	var out bytes.Buffer

@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,12 +64,12 @@ func TestPersistSettings(t *testing.T) {
 		name:   "yaml: replaced in place with its comment, new keys appended",
 		file:   "broker.yaml",
 		before: "# rocketkv\nbrokerName: broker-a\nbrokerPermission: 6 # read and write\n",
-		after:  "# rocketkv\nbrokerName: broker-a\nbrokerPermission: 4 # read and write\ndeleteWhen: 01;13\nfileReservedTime: 12\n",
+		after:  "# rocketkv\nbrokerName: broker-a\nbrokerPermission: 4 # read and write\ndeleteWhen: \"01;13\"\nfileReservedTime: 12\n",
 	}, {
 		name:   "yaml: empty file",
 		file:   "empty.yml",
 		before: "",
-		after:  "brokerPermission: 4\ndeleteWhen: 01;13\nfileReservedTime: 12\n",
+		after:  "brokerPermission: 4\ndeleteWhen: \"01;13\"\nfileReservedTime: 12\n",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), tc.file)
@@ -139,4 +140,55 @@ func TestAccessControlSwitchesAreRefusedWhenOn(t *testing.T) {
 			t.Errorf("%s=false: %v, unknown %v", key, err, loaded.UnknownKeys)
 		}
 	}
+}
+
+// FuzzPersistSettings rewrites arbitrary files of both formats: it never
+// panics, and when a file loaded before, it loads after with the settings
+// written and every other key it had unchanged.
+func FuzzPersistSettings(f *testing.F) {
+	f.Add([]byte("brokerName=a\nbrokerPermission=6\n"), false, "4", "12")
+	f.Add([]byte("brokerPermission: 6 # rw\nlistenPort: 1\n"), true, "2", "0")
+	f.Add([]byte("deleteWhen=01;\\\n 02\n!c\n#d"), false, "6", "48")
+	f.Add([]byte(""), true, "4", "1")
+	f.Fuzz(func(t *testing.T, content []byte, yaml bool, perm, reserved string) {
+		name := "b.conf"
+		if yaml {
+			name = "b.yaml"
+		}
+		p := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(p, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		before, loadErr := LoadBroker(p, nil)
+		settings := map[string]string{"brokerPermission": perm, "fileReservedTime": reserved}
+		want := before.Broker
+		if _, err := want.Apply(settings); err != nil || loadErr != nil {
+			_ = PersistSettings(p, settings) // only: no panic
+			return
+		}
+		if err := PersistSettings(p, settings); err != nil {
+			t.Skipf("not rewritable: %v", err) // e.g. a YAML document that is not a mapping
+		}
+		after, err := LoadBroker(p, nil)
+		if err != nil {
+			t.Fatalf("file loaded before the rewrite, not after: %v\nbefore:\n%q\nafter:\n%q", err, content, mustRead(t, p))
+		}
+		if got, wantS := after.Broker.Settings(), want.Settings(); !maps.Equal(got, wantS) {
+			for k := range wantS {
+				if got[k] != wantS[k] {
+					t.Errorf("%s = %q after the rewrite, want %q", k, got[k], wantS[k])
+				}
+			}
+			t.Fatalf("before:\n%q\nafter:\n%q", content, mustRead(t, p))
+		}
+	})
+}
+
+func mustRead(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
