@@ -32,6 +32,14 @@ type CQ struct {
 	mu     sync.Mutex // serialises writers: Put, Truncate, CorrectMin, Delete*
 	closed atomic.Bool
 
+	// pruneFrom is where the next PruneJournal scan starts: just past the
+	// last record it deleted (nil: the start of the journal). Without it
+	// every prune walked the records the earlier prunes had deleted, which
+	// Pebble keeps until compaction: once a second on the dispatcher, for
+	// tens of milliseconds under load, every long-polled delivery waited.
+	pruneMu   sync.Mutex
+	pruneFrom []byte
+
 	// cacheMu guards bounds and topics, and orders cache fills by readers
 	// against writers' updates: a reader that read the database before a
 	// writer committed must not put its stale bounds into the cache after
@@ -308,6 +316,8 @@ func (c *CQ) addJournal(b *pebble.Batch, first, end int64, named []journalQueue)
 	}
 	var old []byte
 	if mayExist {
+		// A record out of order may land below where pruning resumes.
+		c.forgetPruned()
 		if old, err = c.db.get(journalKey(first)); err != nil {
 			return fmt.Errorf("read cq journal at %d: %w", first, err)
 		}
@@ -816,6 +826,7 @@ func (c *CQ) Truncate(phyOffset int64) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.forgetPruned()
 	type rec struct {
 		first, end int64
 		queues     []journalQueue
@@ -936,8 +947,14 @@ func (c *CQ) PruneJournal(offset int64) error {
 	if err := c.check(); err != nil {
 		return err
 	}
+	c.pruneMu.Lock()
+	defer c.pruneMu.Unlock()
+	from := c.pruneFrom
+	if from == nil {
+		from = []byte{prefixCQJournal}
+	}
 	var cut []byte
-	err := c.db.Scan([]byte{prefixCQJournal}, func(k, v []byte) bool {
+	err := c.db.ScanFrom([]byte{prefixCQJournal}, from, func(k, v []byte) bool {
 		if len(v) < 8 || int64(binary.BigEndian.Uint64(v)) > offset {
 			return false
 		}
@@ -950,10 +967,20 @@ func (c *CQ) PruneJournal(offset int64) error {
 	if cut == nil {
 		return nil
 	}
-	if err := c.db.pdb.DeleteRange([]byte{prefixCQJournal}, append(cut, 0), pebble.NoSync); err != nil {
+	end := append(cut, 0)
+	if err := c.db.pdb.DeleteRange(from, end, pebble.NoSync); err != nil {
 		return fmt.Errorf("prune cq journal: %w", err)
 	}
+	c.pruneFrom = end
 	return nil
+}
+
+// forgetPruned makes the next PruneJournal scan the whole journal again
+// (after Truncate rewrote it).
+func (c *CQ) forgetPruned() {
+	c.pruneMu.Lock()
+	c.pruneFrom = nil
+	c.pruneMu.Unlock()
 }
 
 // Queues implements cq.Store: every queue with entries or a min key (queues

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/meta"
 )
 
@@ -66,7 +67,7 @@ type DispatcherOptions struct {
 	// the lag grows without bound.
 	MaxLagBytes int64
 	// PruneInterval is how often the cq journal is pruned below the
-	// CommitLog's flushed offset (default 1 s).
+	// CommitLog's flushed offset (default 1 s), by a goroutine of its own.
 	PruneInterval time.Duration
 	Logger        zerolog.Logger
 }
@@ -90,7 +91,9 @@ type Dispatcher struct {
 	err     error // set when the loop stopped on an error
 
 	cancel context.CancelFunc
-	done   chan struct{}
+	done   chan struct{} // closed when the dispatch loop has stopped
+	// pruned is closed when the journal pruner has stopped.
+	pruned chan struct{}
 
 	// State dispatchBatch reuses from batch to batch; only the loop
 	// goroutine touches it.
@@ -238,7 +241,26 @@ func (d *Dispatcher) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	d.done = make(chan struct{})
+	d.pruned = make(chan struct{})
 	go d.run(ctx)
+	go d.pruneLoop(ctx)
+}
+
+// pruneLoop drops, every PruneInterval, the cq journal records the
+// CommitLog has made durable. It runs beside the dispatch loop rather than
+// in it: a prune reads the records of the last interval (milliseconds at
+// tens of thousands of messages a second), and on the loop every
+// long-polled delivery waited for it once a second.
+func (d *Dispatcher) pruneLoop(ctx context.Context) {
+	defer close(d.pruned)
+	if d.kv == nil {
+		return
+	}
+	periodic.Run(ctx, d.opts.PruneInterval, func(context.Context) {
+		if err := d.kv.PruneJournal(min(d.opts.Log.FlushedOffset(), d.next.Load())); err != nil {
+			d.log.Warn().Err(err).Msg("prune cq journal")
+		}
+	})
 }
 
 // Close stops the loop and waits for it.
@@ -248,6 +270,7 @@ func (d *Dispatcher) Close() error {
 	}
 	d.cancel()
 	<-d.done
+	<-d.pruned
 	d.cancel = nil
 	return nil
 }
@@ -360,7 +383,6 @@ func (d *Dispatcher) run(ctx context.Context) {
 	defer close(d.done)
 	r := d.opts.Log.NewReader(d.next.Load())
 	defer r.Close()
-	lastPrune := time.Now()
 	backoff := 10 * time.Millisecond
 	for {
 		n, err := d.dispatchBatch(r)
@@ -384,12 +406,6 @@ func (d *Dispatcher) run(ctx context.Context) {
 			continue
 		}
 		backoff = 10 * time.Millisecond
-		if d.kv != nil && time.Since(lastPrune) >= d.opts.PruneInterval {
-			lastPrune = time.Now()
-			if err := d.kv.PruneJournal(min(d.opts.Log.FlushedOffset(), d.next.Load())); err != nil {
-				d.log.Warn().Err(err).Msg("prune cq journal")
-			}
-		}
 		if n > 0 {
 			continue
 		}
