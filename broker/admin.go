@@ -106,17 +106,24 @@ func (b *Broker) processCreateGroupList(_ context.Context, _ *remoting.Conn, req
 // system topics whatever they are.
 const systemTopicPrefix = "rmq_sys_"
 
+// isSystemTopic reports whether RocketMQ's TopicValidator counts topic as
+// a system topic: the topics no client may send to, the broker's own
+// (cluster, broker and reply topics), the trace and benchmark topics and
+// every rmq_sys_ topic.
+func (b *Broker) isSystemTopic(topic string) bool {
+	switch topic {
+	case autoCreateTopic, "BenchmarkTest", "RMQ_SYS_TRACE_TOPIC", b.cfg.BrokerClusterName, b.cfg.BrokerName, b.replyTopic():
+		return true
+	}
+	return notSendable[topic] || strings.HasPrefix(topic, systemTopicPrefix)
+}
+
 // processSystemTopicList answers GET_SYSTEM_TOPIC_LIST_FROM_BROKER: the
 // broker's topics that RocketMQ's TopicValidator calls system topics.
 func (b *Broker) processSystemTopicList(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	// The topics no client may send to, and those RocketMQ also counts.
-	system := map[string]bool{
-		autoCreateTopic: true, "BenchmarkTest": true, "RMQ_SYS_TRACE_TOPIC": true,
-		b.cfg.BrokerClusterName: true, b.cfg.BrokerName: true, b.replyTopic(): true,
-	}
 	topics := []string{}
 	err := b.topics.table.Each(func(tc meta.TopicConfig) bool {
-		if notSendable[tc.TopicName] || system[tc.TopicName] || strings.HasPrefix(tc.TopicName, systemTopicPrefix) {
+		if b.isSystemTopic(tc.TopicName) {
 			topics = append(topics, tc.TopicName)
 		}
 		return true

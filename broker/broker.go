@@ -21,6 +21,7 @@ import (
 	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/metrics"
 	"github.com/rocketkv/rocketkv/migrate/filecq"
 	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -80,6 +81,10 @@ type Broker struct {
 
 	mux    *remoting.Mux
 	server *remoting.Server
+	// metrics is nil unless metricsExporterType is PROM; exporter serves
+	// it.
+	metrics  *metrics.Broker
+	exporter *metrics.Exporter
 	// live is the configuration in force: cfg with the keys
 	// UPDATE_BROKER_CONFIG may change as last updated.
 	live liveConfig
@@ -169,6 +174,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
+			_ = b.stopMetrics(context.Background())
 			b.closeStores()
 			b.cancel()
 		}
@@ -192,6 +198,9 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		return err
 	}
 	if err := b.startPop(); err != nil {
+		return err
+	}
+	if err := b.startMetrics(); err != nil {
 		return err
 	}
 
@@ -391,6 +400,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 	}
 	b.holds.stop()
+	if err := b.stopMetrics(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	b.cancel()
 	b.wg.Wait()
 	errs = append(errs, b.closeStores()...)

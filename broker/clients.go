@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/metrics"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -390,4 +392,57 @@ func (m *clientManager) counts() (producers, consumers int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.producers), len(m.consumers)
+}
+
+// producerMetrics counts live producer clients by language and version
+// (the rocketmq_producer_connections gauge).
+func (m *clientManager) producerMetrics() []metrics.Connection {
+	type key struct{ lang, ver string }
+	counts := map[key]int{}
+	m.mu.Lock()
+	for _, g := range m.producers {
+		for _, c := range g {
+			counts[key{strings.ToLower(c.language), strconv.Itoa(int(c.version))}]++
+		}
+	}
+	m.mu.Unlock()
+	out := make([]metrics.Connection, 0, len(counts))
+	for k, n := range counts {
+		out = append(out, metrics.Connection{Language: k.lang, Version: k.ver, Count: n})
+	}
+	return out
+}
+
+// consumerMetrics counts live consumer clients by group, language, version
+// and consume mode (the rocketmq_consumer_connections gauge).
+func (m *clientManager) consumerMetrics() []metrics.Connection {
+	type key struct{ group, lang, ver, mode string }
+	counts := map[key]int{}
+	m.mu.Lock()
+	for _, g := range m.consumers {
+		mode := consumeModeOf(g.consumeType)
+		for _, c := range g.channels {
+			counts[key{g.name, strings.ToLower(c.language), strconv.Itoa(int(c.version)), mode}]++
+		}
+	}
+	m.mu.Unlock()
+	out := make([]metrics.Connection, 0, len(counts))
+	for k, n := range counts {
+		out = append(out, metrics.Connection{Group: k.group, Language: k.lang, Version: k.ver, ConsumeMode: k.mode,
+			System: strings.HasPrefix(k.group, "CID_RMQ_SYS_"), Count: n})
+	}
+	return out
+}
+
+// consumeModeOf is RocketMQ's ConsumeType label: CONSUME_PASSIVELY is
+// "push", CONSUME_ACTIVELY "pull", CONSUME_POP "pop".
+func consumeModeOf(consumeType string) string {
+	switch consumeType {
+	case "CONSUME_ACTIVELY":
+		return "pull"
+	case "CONSUME_POP":
+		return "pop"
+	default:
+		return "push"
+	}
 }

@@ -245,6 +245,7 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 		b.bodies.attach(resp, res.Body)
 		sent = true
 		b.stats.recordGet(len(res.Records))
+		b.countOut(p.topic, p.group, len(res.Records), len(res.Body))
 	}
 	return resp
 }

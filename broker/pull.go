@@ -174,6 +174,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	if code == remoting.Success {
 		b.bodies.attach(resp, r.body)
 		b.stats.recordGet(r.count)
+		b.countOut(p.topic, p.group, r.count, len(r.body))
 	}
 	return resp
 }

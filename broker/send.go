@@ -258,6 +258,7 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	if err != nil {
 		return fail(appendErrorCode(err), "put message failed: %v", err)
 	}
+	b.countIn(h.topic, props, 1, res.WroteBytes)
 	resp := remoting.NewResponse(req, appendStatusCode(res.Status), "")
 	rh := remoting.Header{}
 	rh.Set("msgId", res.MsgIDs[0])
@@ -384,6 +385,7 @@ func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoti
 	if err != nil {
 		return remoting.NewResponse(req, appendErrorCode(err), "put batch failed: "+err.Error())
 	}
+	b.countIn(h.topic, h.properties, len(msgs), res.WroteBytes)
 	resp := remoting.NewResponse(req, appendStatusCode(res.Status), "")
 	rh := remoting.Header{}
 	rh.Set("msgId", strings.Join(res.MsgIDs, ","))

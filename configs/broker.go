@@ -33,6 +33,16 @@ const (
 	StoreTypeFile = "file"
 )
 
+// Metrics exporters selectable with metricsExporterType (RocketMQ 5's
+// names; its OTLP_GRPC and LOG exporters are not offered).
+const (
+	// MetricsDisabled exports nothing (the default).
+	MetricsDisabled = "DISABLE"
+	// MetricsPROM serves Prometheus' /metrics on
+	// metricsPromExporterHost:metricsPromExporterPort.
+	MetricsPROM = "PROM"
+)
+
 // Broker is the whole configuration of one broker process. Field names
 // follow RocketMQ's BrokerConfig and MessageStoreConfig; the key each field
 // is read from is listed in the field table (fields.go) and documented with
@@ -154,6 +164,15 @@ type Broker struct {
 	// variable is set; 0 sets none. Near it the collector runs as often
 	// as it must, whatever GCPercent says.
 	MemoryLimitMiB int
+
+	// Metrics: MetricsExporterType is MetricsDisabled or MetricsPROM; the
+	// exporter listens on MetricsPromExporterHost (brokerIP1 when empty)
+	// and MetricsPromExporterPort; MetricsLabel adds "key:value,..."
+	// constant labels to every series.
+	MetricsExporterType     string
+	MetricsPromExporterHost string
+	MetricsPromExporterPort int
+	MetricsLabel            string
 
 	// Logging.
 	LogLevel  string

@@ -96,6 +96,11 @@ var brokerFields = []field{
 	intRange("gcPercent", "100", 25, 10000, func(b *Broker) *int { return &b.GCPercent }),
 	intRange("memoryLimitMiB", "0", 0, 1<<30, func(b *Broker) *int { return &b.MemoryLimitMiB }),
 
+	oneOf("metricsExporterType", MetricsDisabled, []string{MetricsDisabled, MetricsPROM}, func(b *Broker) *string { return &b.MetricsExporterType }),
+	str("metricsPromExporterHost", "", func(b *Broker) *string { return &b.MetricsPromExporterHost }),
+	intRange("metricsPromExporterPort", "5557", 0, 65535, func(b *Broker) *int { return &b.MetricsPromExporterPort }),
+	str("metricsLabel", "", func(b *Broker) *string { return &b.MetricsLabel }),
+
 	// Access control is not implemented: a file that turns it on is
 	// refused rather than run open.
 	notImplemented("aclEnable", "rocketkv does not check RocketMQ 4 ACL (plain_acl.yml); the broker would accept every client, so it refuses to start instead: remove the key or set it false to run without access control"),

@@ -1,0 +1,70 @@
+package broker
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// With metricsExporterType=PROM the broker serves RocketMQ 5's metrics:
+// producers' sends by topic and message type (not retries), pulls by
+// topic and group, connections by client, and the broker's gauges.
+func TestPrometheusMetrics(t *testing.T) {
+	b := startTestBroker(t, map[string]string{
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+		"metricsLabel": "region:eu,bad", "brokerClusterName": "MetricsCluster",
+	})
+	if b.MetricsAddr() == nil {
+		t.Fatal("no exporter")
+	}
+	c := b.client(nil)
+	mustSend(t, c, "MetT", 0, "a", "")
+	mustSend(t, c, "MetT", 0, "bb", "")
+	mustSend(t, c, "MetT", 0, "delayed", "DELAY\x012\x02")
+	mustSend(t, c, "%RETRY%g-met", 0, "retry", "")
+	heartbeat(t, c, heartbeatBody("10.0.0.7@met", "pg-met", "g-met", map[string]string{"MetT": "*"}))
+	b.caughtUp()
+	r := call(t, c, remoting.PullMessage, pullReq("g-met", "MetT", 0, 0, 0, 0, "*"), nil)
+	if r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != 2 {
+		t.Fatalf("pull: %d %s", r.Code, r.Remark)
+	}
+	resp, err := http.Get("http://" + b.MetricsAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	const l = `cluster="MetricsCluster",`
+	const n = `node_id="broker-a",node_type="broker",region="eu"`
+	for _, want := range []string{
+		`rocketmq_messages_in_total{` + l + `is_system="false",message_type="normal",` + n + `,topic="MetT"} 2`,
+		`rocketmq_messages_in_total{` + l + `is_system="false",message_type="delay",` + n + `,topic="MetT"} 1`,
+		`rocketmq_messages_out_total{` + l + `consumer_group="g-met",is_system="false",` + n + `,topic="MetT"} 2`,
+		`rocketmq_broker_permission{` + l + n + `} 6`,
+		`rocketmq_producer_connections{` + l + `language="go",node_id="broker-a",node_type="broker",protocol_type="remoting",region="eu",version="479"} 1`,
+		`rocketmq_consumer_connections{` + l + `consume_mode="push",consumer_group="g-met",is_system="false",language="go",node_id="broker-a",node_type="broker",protocol_type="remoting",region="eu",version="479"} 1`,
+		`rocketmq_storage_dispatch_behind_bytes{` + l + n + `} 0`,
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("scrape lacks\n%s", want)
+		}
+	}
+	for _, unwanted := range []string{`topic="%RETRY%g-met"`} {
+		if strings.Contains(text, unwanted) {
+			t.Errorf("scrape counts %s", unwanted)
+		}
+	}
+	if !strings.Contains(text, "rocketmq_topic_number{") || !strings.Contains(text, "rocketmq_consumer_group_number{") {
+		t.Error("scrape lacks the topic and group numbers")
+	}
+	if t.Failed() {
+		t.Logf("scrape:\n%s", text)
+	}
+}

@@ -1,0 +1,184 @@
+// Package metrics exposes a broker's metrics to Prometheus under the names
+// and labels RocketMQ 5 uses when it runs with metricsExporterType=PROM,
+// so that dashboards and alerts written for RocketMQ 5 read rocketkv
+// unchanged.
+//
+// Counters (messages and bytes in and out) are kept here and fed by the
+// broker's processors; gauges (permission, topic and group numbers,
+// connections, how far dispatch and flushing are behind) are read from
+// the broker at each scrape through Sources. Every series carries the
+// broker's constant labels: cluster, node_type="broker", node_id (the
+// broker name) and the pairs of metricsLabel.
+//
+// Cardinality: like RocketMQ's, the message counters have a series per
+// topic (and per consumer group for the out counters). At a million
+// topics that is a million series; the exporter is off unless
+// metricsExporterType=PROM.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metric names, as RocketMQ 5's BrokerMetricsConstant and
+// DefaultStoreMetricsConstant spell them.
+const (
+	MessagesInTotal       = "rocketmq_messages_in_total"
+	MessagesOutTotal      = "rocketmq_messages_out_total"
+	ThroughputInTotal     = "rocketmq_throughput_in_total"
+	ThroughputOutTotal    = "rocketmq_throughput_out_total"
+	BrokerPermission      = "rocketmq_broker_permission"
+	TopicNumber           = "rocketmq_topic_number"
+	ConsumerGroupNumber   = "rocketmq_consumer_group_number"
+	ProducerConnections   = "rocketmq_producer_connections"
+	ConsumerConnections   = "rocketmq_consumer_connections"
+	StorageDispatchBehind = "rocketmq_storage_dispatch_behind_bytes"
+	StorageFlushBehind    = "rocketmq_storage_flush_behind_bytes"
+)
+
+// Message types of the message_type label (TopicMessageType's metrics
+// values).
+const (
+	TypeNormal      = "normal"
+	TypeFIFO        = "fifo"
+	TypeDelay       = "delay"
+	TypeTransaction = "transaction"
+)
+
+// Connection is one row of the connection gauges: how many live clients
+// share these labels.
+type Connection struct {
+	// Group is the consumer group; empty for producers.
+	Group string
+	// Language and Version are the client's, lower case ("go", "v5_3_3").
+	Language, Version string
+	// ConsumeMode is "push", "pull" or "pop" for consumers.
+	ConsumeMode string
+	// System marks a system consumer group.
+	System bool
+	Count  int
+}
+
+// Sources are the values read from the broker at each scrape. A nil
+// function leaves its metric out.
+type Sources struct {
+	BrokerPermission    func() int
+	TopicCount          func() int
+	ConsumerGroupCount  func() int
+	Producers           func() []Connection
+	Consumers           func() []Connection
+	DispatchBehindBytes func() int64
+	FlushBehindBytes    func() int64
+}
+
+// Broker holds one broker's metrics. A nil *Broker ignores every call, so
+// the processors need not ask whether the exporter is on.
+type Broker struct {
+	reg           *prometheus.Registry
+	messagesIn    *prometheus.CounterVec
+	throughputIn  *prometheus.CounterVec
+	messagesOut   *prometheus.CounterVec
+	throughputOut *prometheus.CounterVec
+}
+
+// New builds the metrics of a broker with the given constant labels.
+func New(labels map[string]string, src Sources) *Broker {
+	c := prometheus.Labels(labels)
+	in := []string{"topic", "message_type", "is_system"}
+	out := []string{"topic", "consumer_group", "is_system"}
+	m := &Broker{
+		reg: prometheus.NewRegistry(),
+		messagesIn: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MessagesInTotal,
+			Help: "Messages stored by producers' sends (not retries or dead letters).", ConstLabels: c}, in),
+		throughputIn: prometheus.NewCounterVec(prometheus.CounterOpts{Name: ThroughputInTotal,
+			Help: "Bytes of the CommitLog records stored by producers' sends.", ConstLabels: c}, in),
+		messagesOut: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MessagesOutTotal,
+			Help: "Messages delivered by pulls and pops (not from retry or dead-letter topics).", ConstLabels: c}, out),
+		throughputOut: prometheus.NewCounterVec(prometheus.CounterOpts{Name: ThroughputOutTotal,
+			Help: "Bytes of the records delivered by pulls and pops.", ConstLabels: c}, out),
+	}
+	m.reg.MustRegister(m.messagesIn, m.throughputIn, m.messagesOut, m.throughputOut)
+	gauge := func(name, help string, f func() float64) {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: c}, f))
+	}
+	if f := src.BrokerPermission; f != nil {
+		gauge(BrokerPermission, "brokerPermission: 4 read, 2 write.", func() float64 { return float64(f()) })
+	}
+	if f := src.TopicCount; f != nil {
+		gauge(TopicNumber, "Topics of the broker.", func() float64 { return float64(f()) })
+	}
+	if f := src.ConsumerGroupCount; f != nil {
+		gauge(ConsumerGroupNumber, "Subscription groups of the broker.", func() float64 { return float64(f()) })
+	}
+	if f := src.DispatchBehindBytes; f != nil {
+		gauge(StorageDispatchBehind, "CommitLog bytes not yet indexed.", func() float64 { return float64(f()) })
+	}
+	if f := src.FlushBehindBytes; f != nil {
+		gauge(StorageFlushBehind, "CommitLog bytes not yet flushed to disk.", func() float64 { return float64(f()) })
+	}
+	if src.Producers != nil || src.Consumers != nil {
+		m.reg.MustRegister(&connections{src: src,
+			producers: prometheus.NewDesc(ProducerConnections, "Live producer clients.",
+				[]string{"language", "version", "protocol_type"}, c),
+			consumers: prometheus.NewDesc(ConsumerConnections, "Live consumer clients.",
+				[]string{"consumer_group", "language", "version", "consume_mode", "protocol_type", "is_system"}, c),
+		})
+	}
+	return m
+}
+
+// Handler serves the metrics in Prometheus' text format.
+func (m *Broker) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// In counts messages stored by a send to topic: how many, and the bytes
+// of their records.
+func (m *Broker) In(topic, messageType string, system bool, messages int, bytes int64) {
+	if m == nil || messages <= 0 {
+		return
+	}
+	sys := strconv.FormatBool(system)
+	m.messagesIn.WithLabelValues(topic, messageType, sys).Add(float64(messages))
+	m.throughputIn.WithLabelValues(topic, messageType, sys).Add(float64(bytes))
+}
+
+// Out counts messages of topic delivered to group by a pull or a pop.
+func (m *Broker) Out(topic, group string, system bool, messages int, bytes int64) {
+	if m == nil || messages <= 0 {
+		return
+	}
+	sys := strconv.FormatBool(system)
+	m.messagesOut.WithLabelValues(topic, group, sys).Add(float64(messages))
+	m.throughputOut.WithLabelValues(topic, group, sys).Add(float64(bytes))
+}
+
+// connections collects the connection gauges from Sources at each scrape.
+type connections struct {
+	src                  Sources
+	producers, consumers *prometheus.Desc
+}
+
+func (c *connections) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.producers
+	ch <- c.consumers
+}
+
+func (c *connections) Collect(ch chan<- prometheus.Metric) {
+	if c.src.Producers != nil {
+		for _, p := range c.src.Producers() {
+			ch <- prometheus.MustNewConstMetric(c.producers, prometheus.GaugeValue, float64(p.Count),
+				p.Language, p.Version, "remoting")
+		}
+	}
+	if c.src.Consumers != nil {
+		for _, p := range c.src.Consumers() {
+			ch <- prometheus.MustNewConstMetric(c.consumers, prometheus.GaugeValue, float64(p.Count),
+				p.Group, p.Language, p.Version, p.ConsumeMode, "remoting", strconv.FormatBool(p.System))
+		}
+	}
+}

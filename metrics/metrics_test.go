@@ -1,0 +1,96 @@
+package metrics
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// scrape serves m on a loopback port and returns one scrape.
+func scrape(t *testing.T, m *Broker) string {
+	t.Helper()
+	e, err := Serve("127.0.0.1:0", m, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := e.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	resp, err := http.Get("http://" + e.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape: %d %v", resp.StatusCode, err)
+	}
+	return string(body)
+}
+
+func TestMetricsUnderRocketMQNames(t *testing.T) {
+	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "broker-a"}, Sources{
+		BrokerPermission:    func() int { return 4 },
+		TopicCount:          func() int { return 12 },
+		ConsumerGroupCount:  func() int { return 3 },
+		DispatchBehindBytes: func() int64 { return 1024 },
+		FlushBehindBytes:    func() int64 { return 2048 },
+		Producers:           func() []Connection { return []Connection{{Language: "go", Version: "479", Count: 2}} },
+		Consumers: func() []Connection {
+			return []Connection{{Group: "g1", Language: "java", Version: "479", ConsumeMode: "push", Count: 1}}
+		},
+	})
+	m.In("Orders", TypeNormal, false, 3, 3000)
+	m.In("Orders", TypeNormal, false, 2, 2000)
+	m.In("Orders", TypeDelay, false, 1, 900)
+	m.In("Orders", TypeNormal, false, 0, 100) // nothing stored: not counted
+	m.Out("Orders", "g1", false, 4, 4000)
+	var off *Broker
+	off.In("Orders", TypeNormal, false, 1, 1) // the exporter is off: no panic
+	off.Out("Orders", "g1", false, 1, 1)
+
+	text := scrape(t, m)
+	const c = `cluster="c1",`
+	for _, want := range []string{
+		`rocketmq_messages_in_total{` + c + `is_system="false",message_type="normal",node_id="broker-a",node_type="broker",topic="Orders"} 5`,
+		`rocketmq_throughput_in_total{` + c + `is_system="false",message_type="normal",node_id="broker-a",node_type="broker",topic="Orders"} 5000`,
+		`rocketmq_messages_in_total{` + c + `is_system="false",message_type="delay",node_id="broker-a",node_type="broker",topic="Orders"} 1`,
+		`rocketmq_messages_out_total{` + c + `consumer_group="g1",is_system="false",node_id="broker-a",node_type="broker",topic="Orders"} 4`,
+		`rocketmq_throughput_out_total{` + c + `consumer_group="g1",is_system="false",node_id="broker-a",node_type="broker",topic="Orders"} 4000`,
+		`rocketmq_broker_permission{` + c + `node_id="broker-a",node_type="broker"} 4`,
+		`rocketmq_topic_number{` + c + `node_id="broker-a",node_type="broker"} 12`,
+		`rocketmq_consumer_group_number{` + c + `node_id="broker-a",node_type="broker"} 3`,
+		`rocketmq_storage_dispatch_behind_bytes{` + c + `node_id="broker-a",node_type="broker"} 1024`,
+		`rocketmq_storage_flush_behind_bytes{` + c + `node_id="broker-a",node_type="broker"} 2048`,
+		`rocketmq_producer_connections{` + c + `language="go",node_id="broker-a",node_type="broker",protocol_type="remoting",version="479"} 2`,
+		`rocketmq_consumer_connections{` + c + `consume_mode="push",consumer_group="g1",is_system="false",language="java",node_id="broker-a",node_type="broker",protocol_type="remoting",version="479"} 1`,
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("scrape lacks\n%s", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("scrape:\n%s", text)
+	}
+}
+
+func TestServeRefusesABusyAddress(t *testing.T) {
+	m := New(nil, Sources{})
+	e, err := Serve("127.0.0.1:0", m, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	if _, err := Serve(e.Addr().String(), m, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "metrics exporter: listen on") {
+		t.Fatalf("second exporter on %s: %v", e.Addr(), err)
+	}
+}
