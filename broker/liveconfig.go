@@ -110,9 +110,14 @@ func (b *Broker) updateConfig(props map[string]string) ([]string, error) {
 		return nil, fmt.Errorf("update broker config: %w; nothing was changed", err)
 	}
 	before, after := old.Settings(), next.Settings()
+	keys := make([]string, 0, len(after))
+	for k := range after {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // the first fixed key by name is the one refused
 	var changed []string
-	for k, v := range after {
-		if before[k] == v {
+	for _, k := range keys {
+		if before[k] == after[k] {
 			continue
 		}
 		if !runtimeKeys[k] {
@@ -123,7 +128,6 @@ func (b *Broker) updateConfig(props map[string]string) ([]string, error) {
 	if len(changed) == 0 {
 		return nil, nil
 	}
-	sort.Strings(changed)
 	if b.live.file != "" {
 		persist := make(map[string]string, len(changed))
 		for _, k := range changed {
