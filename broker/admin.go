@@ -112,8 +112,11 @@ const systemTopicPrefix = "rmq_sys_"
 // every rmq_sys_ topic.
 func (b *Broker) isSystemTopic(topic string) bool {
 	switch topic {
-	case autoCreateTopic, "BenchmarkTest", "RMQ_SYS_TRACE_TOPIC", b.cfg.BrokerClusterName, b.cfg.BrokerName, b.replyTopic():
+	case autoCreateTopic, "BenchmarkTest", "RMQ_SYS_TRACE_TOPIC", b.cfg.BrokerClusterName, b.cfg.BrokerName:
 		return true
+	}
+	if cluster, ok := strings.CutSuffix(topic, replyTopicSuffix); ok && cluster == b.cfg.BrokerClusterName {
+		return true // the reply topic, without building its name on every send
 	}
 	return notSendable[topic] || strings.HasPrefix(topic, systemTopicPrefix)
 }
