@@ -232,16 +232,23 @@ func FuzzLoadBroker(f *testing.F) {
 	f.Add([]byte("listenPort: 1\ndeleteWhen: \"04\"\n"), true)
 	f.Add([]byte("a=\\\n b\n!c\n#d"), false)
 	f.Fuzz(func(t *testing.T, content []byte, yaml bool) {
-		name := "b.conf"
-		if yaml {
-			name = "b.yaml"
-		}
-		p := filepath.Join(t.TempDir(), name)
-		if err := os.WriteFile(p, content, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		_, _ = LoadBroker(p, nil)
+		_, _ = LoadBroker(writeFuzzConfig(t, content, yaml), nil)
 	})
+}
+
+// writeFuzzConfig writes a fuzzed configuration file, YAML or properties
+// by its name, and returns its path.
+func writeFuzzConfig(t *testing.T, content []byte, yaml bool) string {
+	t.Helper()
+	name := "b.conf"
+	if yaml {
+		name = "b.yaml"
+	}
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // The index's WAL sync follows flushDiskType unless indexWalSync names a

@@ -151,14 +151,7 @@ func FuzzPersistSettings(f *testing.F) {
 	f.Add([]byte("deleteWhen=01;\\\n 02\n!c\n#d"), false, "6", "48")
 	f.Add([]byte(""), true, "4", "1")
 	f.Fuzz(func(t *testing.T, content []byte, yaml bool, perm, reserved string) {
-		name := "b.conf"
-		if yaml {
-			name = "b.yaml"
-		}
-		p := filepath.Join(t.TempDir(), name)
-		if err := os.WriteFile(p, content, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		p := writeFuzzConfig(t, content, yaml)
 		before, loadErr := LoadBroker(p, nil)
 		settings := map[string]string{"brokerPermission": perm, "fileReservedTime": reserved}
 		want := before.Broker
