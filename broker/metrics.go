@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/metrics"
 )
@@ -19,6 +21,10 @@ import (
 // countTTL is how long a counted number of topics or groups serves
 // scrapes: counting scans a keyspace (a million keys at a million topics).
 const countTTL = time.Minute
+
+// lagTTL is how long computed consumer lags serve scrapes: computing reads
+// every committed offset and its queue's bounds.
+const lagTTL = 15 * time.Second
 
 // startMetrics starts the Prometheus exporter when metricsExporterType is
 // PROM, on metricsPromExporterHost (brokerIP1 when empty, as RocketMQ) and
@@ -42,9 +48,9 @@ func (b *Broker) startMetrics() error {
 	labels["node_type"] = "broker"
 	labels["cluster"] = b.cfg.BrokerClusterName
 	labels["node_id"] = b.cfg.BrokerName
-	topics := &cachedCount{ttl: countTTL, count: b.topics.table.Count}
-	groups := &cachedCount{ttl: countTTL, count: b.groups.Count}
-	b.metrics = metrics.New(labels, metrics.Sources{
+	topics := &cached[int]{ttl: countTTL, compute: b.topics.table.Count}
+	groups := &cached[int]{ttl: countTTL, compute: b.groups.Count}
+	src := metrics.Sources{
 		BrokerPermission:    b.permission,
 		TopicCount:          func() int { return topics.get(b.log) },
 		ConsumerGroupCount:  func() int { return groups.get(b.log) },
@@ -52,7 +58,12 @@ func (b *Broker) startMetrics() error {
 		Consumers:           b.clients.consumerMetrics,
 		DispatchBehindBytes: b.disp.Lag,
 		FlushBehindBytes:    func() int64 { return max(0, b.clog.MaxOffset()-b.clog.FlushedOffset()) },
-	})
+	}
+	if b.cfg.EnableLagAndDlqMetrics {
+		lags := &cached[[]metrics.Lag]{ttl: lagTTL, compute: b.consumerLags}
+		src.Lags = func() []metrics.Lag { return lags.get(b.log) }
+	}
+	b.metrics = metrics.New(labels, src)
 	host := b.cfg.MetricsPromExporterHost
 	if host == "" {
 		host = b.hostIP.String()
@@ -118,27 +129,73 @@ func messageTypeOf(props string) string {
 	return metrics.TypeNormal
 }
 
-// cachedCount is a count kept for ttl.
-type cachedCount struct {
-	ttl   time.Duration
-	count func() (int, error)
+// cached is a value computed at most once per ttl, for scrapes: the
+// counts and lags read whole keyspaces. A failed computation keeps the
+// last value and logs.
+type cached[T any] struct {
+	ttl     time.Duration
+	compute func() (T, error)
 
 	mu sync.Mutex
 	at time.Time
-	n  int
+	v  T
 }
 
-func (c *cachedCount) get(log zerolog.Logger) int {
+func (c *cached[T]) get(log zerolog.Logger) T {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.at.IsZero() && time.Since(c.at) < c.ttl {
-		return c.n
+		return c.v
 	}
-	n, err := c.count()
+	v, err := c.compute()
 	if err != nil {
-		log.Warn().Err(err).Msg("count for metrics")
-		return c.n
+		log.Warn().Err(err).Msg("compute for metrics")
+		return c.v
 	}
-	c.n, c.at = n, time.Now()
-	return n
+	c.v, c.at = v, time.Now()
+	return v
+}
+
+// consumerLags is, per consumer group and topic with committed offsets,
+// the messages past those offsets (from the queue's minimum when retention
+// deleted the committed one) and the age of the oldest of them, as
+// RocketMQ's ConsumerLagCalculator reports them for pull and push
+// consumers.
+func (b *Broker) consumerLags() ([]metrics.Lag, error) {
+	type key struct{ group, topic string }
+	byKey := map[key]*metrics.Lag{}
+	var out []metrics.Lag
+	now := time.Now().UnixMilli()
+	var failed error
+	err := b.offsets.Each("", func(u kvindex.OffsetUpdate) bool {
+		lo, hi, err := b.queueRange(u.Topic, u.QueueID)
+		if err != nil {
+			failed = err
+			return false
+		}
+		k := key{u.Group, u.Topic}
+		l := byKey[k]
+		if l == nil {
+			out = append(out, metrics.Lag{Group: u.Group, Topic: u.Topic, Retry: meta.IsRetryTopic(u.Topic),
+				System: b.isSystemTopic(u.Topic) || strings.HasPrefix(u.Group, "CID_RMQ_SYS_")})
+			l = &out[len(out)-1]
+			byKey[k] = l
+		}
+		from := max(u.Offset, lo)
+		if hi <= from {
+			return true
+		}
+		l.Messages += hi - from
+		if ts, ok, err := b.storeTimeAt(u.Topic, u.QueueID, from); err == nil && ok {
+			l.LatencyMillis = max(l.LatencyMillis, now-ts)
+		}
+		return true
+	})
+	if err == nil {
+		err = failed
+	}
+	if err != nil {
+		return nil, fmt.Errorf("consumer lags: %w", err)
+	}
+	return out, nil
 }

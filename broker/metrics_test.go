@@ -3,6 +3,7 @@ package broker
 import (
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -31,6 +32,7 @@ func TestPrometheusMetrics(t *testing.T) {
 	if r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != 2 {
 		t.Fatalf("pull: %d %s", r.Code, r.Remark)
 	}
+	commit(t, c, "g-met", "MetT", 0, 1) // one of the two messages consumed
 	resp, err := http.Get("http://" + b.MetricsAddr().String() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +53,7 @@ func TestPrometheusMetrics(t *testing.T) {
 		`rocketmq_producer_connections{` + l + `language="go",node_id="broker-a",node_type="broker",protocol_type="remoting",region="eu",version="479"} 1`,
 		`rocketmq_consumer_connections{` + l + `consume_mode="push",consumer_group="g-met",is_system="false",language="go",node_id="broker-a",node_type="broker",protocol_type="remoting",region="eu",version="479"} 1`,
 		`rocketmq_storage_dispatch_behind_bytes{` + l + n + `} 0`,
+		`rocketmq_consumer_lag_messages{` + l + `consumer_group="g-met",is_retry="false",is_system="false",` + n + `,topic="MetT"} 1`,
 	} {
 		if !strings.Contains(text, want+"\n") {
 			t.Errorf("scrape lacks\n%s", want)
@@ -60,6 +63,9 @@ func TestPrometheusMetrics(t *testing.T) {
 		if strings.Contains(text, unwanted) {
 			t.Errorf("scrape counts %s", unwanted)
 		}
+	}
+	if !regexp.MustCompile(`rocketmq_consumer_lag_latency\{[^}]*consumer_group="g-met"[^}]*topic="MetT"\} \d+\n`).MatchString(text) {
+		t.Error("scrape lacks the lag latency of g-met on MetT")
 	}
 	if !strings.Contains(text, "rocketmq_topic_number{") || !strings.Contains(text, "rocketmq_consumer_group_number{") {
 		t.Error("scrape lacks the topic and group numbers")

@@ -173,6 +173,8 @@ type Broker struct {
 	MetricsPromExporterHost string
 	MetricsPromExporterPort int
 	MetricsLabel            string
+	// EnableLagAndDlqMetrics adds the consumer lag gauges.
+	EnableLagAndDlqMetrics bool
 
 	// Logging.
 	LogLevel  string

@@ -100,6 +100,7 @@ var brokerFields = []field{
 	str("metricsPromExporterHost", "", func(b *Broker) *string { return &b.MetricsPromExporterHost }),
 	intRange("metricsPromExporterPort", "5557", 0, 65535, func(b *Broker) *int { return &b.MetricsPromExporterPort }),
 	str("metricsLabel", "", func(b *Broker) *string { return &b.MetricsLabel }),
+	boolean("enableLagAndDlqMetrics", "true", func(b *Broker) *bool { return &b.EnableLagAndDlqMetrics }),
 
 	// Access control is not implemented: a file that turns it on is
 	// refused rather than run open.

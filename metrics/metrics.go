@@ -38,6 +38,8 @@ const (
 	ConsumerConnections   = "rocketmq_consumer_connections"
 	StorageDispatchBehind = "rocketmq_storage_dispatch_behind_bytes"
 	StorageFlushBehind    = "rocketmq_storage_flush_behind_bytes"
+	ConsumerLagMessages   = "rocketmq_consumer_lag_messages"
+	ConsumerLagLatency    = "rocketmq_consumer_lag_latency"
 )
 
 // Message types of the message_type label (TopicMessageType's metrics
@@ -63,6 +65,16 @@ type Connection struct {
 	Count  int
 }
 
+// Lag is how far one consumer group is behind on one topic: the messages
+// past its committed offsets, and how long ago the oldest of them was
+// stored (0 when none is waiting).
+type Lag struct {
+	Group, Topic  string
+	Retry, System bool
+	Messages      int64
+	LatencyMillis int64
+}
+
 // Sources are the values read from the broker at each scrape. A nil
 // function leaves its metric out.
 type Sources struct {
@@ -73,6 +85,8 @@ type Sources struct {
 	Consumers           func() []Connection
 	DispatchBehindBytes func() int64
 	FlushBehindBytes    func() int64
+	// Lags feeds the consumer lag gauges (enableLagAndDlqMetrics).
+	Lags func() []Lag
 }
 
 // Broker holds one broker's metrics. A nil *Broker ignores every call, so
@@ -128,7 +142,34 @@ func New(labels map[string]string, src Sources) *Broker {
 				[]string{"consumer_group", "language", "version", "consume_mode", "protocol_type", "is_system"}, c),
 		})
 	}
+	if src.Lags != nil {
+		labels := []string{"consumer_group", "topic", "is_retry", "is_system"}
+		m.reg.MustRegister(&lags{src: src.Lags,
+			messages: prometheus.NewDesc(ConsumerLagMessages, "Messages past the group's committed offsets.", labels, c),
+			latency: prometheus.NewDesc(ConsumerLagLatency,
+				"Milliseconds since the oldest message past the group's committed offsets was stored.", labels, c),
+		})
+	}
 	return m
+}
+
+// lags collects the consumer lag gauges at each scrape.
+type lags struct {
+	src               func() []Lag
+	messages, latency *prometheus.Desc
+}
+
+func (l *lags) Describe(ch chan<- *prometheus.Desc) {
+	ch <- l.messages
+	ch <- l.latency
+}
+
+func (l *lags) Collect(ch chan<- prometheus.Metric) {
+	for _, g := range l.src() {
+		vals := []string{g.Group, g.Topic, strconv.FormatBool(g.Retry), strconv.FormatBool(g.System)}
+		ch <- prometheus.MustNewConstMetric(l.messages, prometheus.GaugeValue, float64(g.Messages), vals...)
+		ch <- prometheus.MustNewConstMetric(l.latency, prometheus.GaugeValue, float64(g.LatencyMillis), vals...)
+	}
 }
 
 // Handler serves the metrics in Prometheus' text format.

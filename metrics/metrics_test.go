@@ -48,6 +48,9 @@ func TestMetricsUnderRocketMQNames(t *testing.T) {
 		Consumers: func() []Connection {
 			return []Connection{{Group: "g1", Language: "java", Version: "479", ConsumeMode: "push", Count: 1}}
 		},
+		Lags: func() []Lag {
+			return []Lag{{Group: "g1", Topic: "%RETRY%g1", Retry: true, Messages: 7, LatencyMillis: 1500}}
+		},
 	})
 	m.In("Orders", TypeNormal, false, 3, 3000)
 	m.In("Orders", TypeNormal, false, 2, 2000)
@@ -72,6 +75,8 @@ func TestMetricsUnderRocketMQNames(t *testing.T) {
 		`rocketmq_storage_dispatch_behind_bytes{` + c + `node_id="broker-a",node_type="broker"} 1024`,
 		`rocketmq_storage_flush_behind_bytes{` + c + `node_id="broker-a",node_type="broker"} 2048`,
 		`rocketmq_producer_connections{` + c + `language="go",node_id="broker-a",node_type="broker",protocol_type="remoting",version="479"} 2`,
+		`rocketmq_consumer_lag_messages{` + c + `consumer_group="g1",is_retry="true",is_system="false",node_id="broker-a",node_type="broker",topic="%RETRY%g1"} 7`,
+		`rocketmq_consumer_lag_latency{` + c + `consumer_group="g1",is_retry="true",is_system="false",node_id="broker-a",node_type="broker",topic="%RETRY%g1"} 1500`,
 		`rocketmq_consumer_connections{` + c + `consume_mode="push",consumer_group="g1",is_system="false",language="java",node_id="broker-a",node_type="broker",protocol_type="remoting",version="479"} 1`,
 	} {
 		if !strings.Contains(text, want+"\n") {
