@@ -113,6 +113,25 @@ func (b *Broker) countOut(topic, group string, n int, bytes int) {
 	b.metrics.Out(topic, group, b.isSystemTopic(topic) || strings.HasPrefix(group, "CID_RMQ_SYS_"), n, int64(bytes))
 }
 
+// countDLQ counts messages put to dead-letter topics: the group is the
+// DLQ's, the topic the original one the message carries.
+func (b *Broker) countDLQ(msgs []*commitlog.Message) {
+	if b.metrics == nil {
+		return
+	}
+	for _, m := range msgs {
+		group, ok := strings.CutPrefix(m.Topic, meta.DLQGroupTopicPrefix)
+		if !ok {
+			continue
+		}
+		origin, _ := commitlog.LookupProperty(m.Properties, propDLQOriginTopic)
+		if real, ok := commitlog.LookupProperty(m.Properties, propRetryTopic); ok && meta.IsRetryTopic(origin) {
+			origin = real // a retried message: the topic it was first sent to
+		}
+		b.metrics.ToDLQ(group, origin, b.isSystemTopic(origin) || strings.HasPrefix(group, "CID_RMQ_SYS_"))
+	}
+}
+
 // messageTypeOf is RocketMQ's TopicMessageType of a send's properties.
 func messageTypeOf(props string) string {
 	if v, _ := commitlog.LookupProperty(props, "TRAN_MSG"); v == "true" {

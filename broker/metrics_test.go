@@ -4,9 +4,11 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -33,6 +35,18 @@ func TestPrometheusMetrics(t *testing.T) {
 		t.Fatalf("pull: %d %s", r.Code, r.Remark)
 	}
 	commit(t, c, "g-met", "MetT", 0, 1) // one of the two messages consumed
+	// The first message fails for good: to the group's dead-letter topic.
+	first := decodeRecords(t, r.Body)[0]
+	if r := call(t, c, remoting.ConsumerSendMsgBack, map[string]string{
+		"offset": strconv.FormatInt(first.PhyOffset, 10), "group": "g-met", "delayLevel": "-1",
+		"originMsgId": commitlog.MessageID(first.StoreHost, first.PhyOffset), "originTopic": "MetT",
+	}, nil); r.Code != remoting.Success {
+		t.Fatalf("send back to the DLQ: %d %s", r.Code, r.Remark)
+	}
+	// A retried message that ends in the DLQ counts under the topic it was
+	// first sent to (RETRY_TOPIC), not the retry topic.
+	b.countDLQ([]*commitlog.Message{{Topic: "%DLQ%g-met",
+		Properties: "DLQ_ORIGIN_TOPIC\x01%RETRY%g-met\x02RETRY_TOPIC\x01MetT\x02"}})
 	resp, err := http.Get("http://" + b.MetricsAddr().String() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +67,7 @@ func TestPrometheusMetrics(t *testing.T) {
 		`rocketmq_producer_connections{` + l + `language="go",node_id="broker-a",node_type="broker",protocol_type="remoting",region="eu",version="479"} 1`,
 		`rocketmq_consumer_connections{` + l + `consume_mode="push",consumer_group="g-met",is_system="false",language="go",node_id="broker-a",node_type="broker",protocol_type="remoting",region="eu",version="479"} 1`,
 		`rocketmq_storage_dispatch_behind_bytes{` + l + n + `} 0`,
+		`rocketmq_send_to_dlq_messages_total{` + l + `consumer_group="g-met",is_system="false",` + n + `,topic="MetT"} 2`,
 		`rocketmq_consumer_lag_messages{` + l + `consumer_group="g-met",is_retry="false",is_system="false",` + n + `,topic="MetT"} 1`,
 	} {
 		if !strings.Contains(text, want+"\n") {

@@ -43,8 +43,11 @@ func (a popBroker) RetryMaxTimes(group string) (int32, error) {
 
 // Put implements pop.Broker.
 func (a popBroker) Put(ctx context.Context, msgs []*commitlog.Message) error {
-	_, err := a.b.putMessages(ctx, msgs, true)
-	return err
+	if _, err := a.b.putMessages(ctx, msgs, true); err != nil {
+		return err
+	}
+	a.b.countDLQ(msgs)
+	return nil
 }
 
 // popFilter adapts a subscription to pop.Filter.

@@ -93,5 +93,6 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 	if _, err := b.putMessages(ctx, []*commitlog.Message{out}, false); err != nil {
 		return remoting.NewResponse(req, appendErrorCode(err), "send back failed: "+err.Error())
 	}
+	b.countDLQ([]*commitlog.Message{out})
 	return remoting.NewResponse(req, remoting.Success, "")
 }

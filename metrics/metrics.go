@@ -40,6 +40,7 @@ const (
 	StorageFlushBehind    = "rocketmq_storage_flush_behind_bytes"
 	ConsumerLagMessages   = "rocketmq_consumer_lag_messages"
 	ConsumerLagLatency    = "rocketmq_consumer_lag_latency"
+	SendToDLQTotal        = "rocketmq_send_to_dlq_messages_total"
 )
 
 // Message types of the message_type label (TopicMessageType's metrics
@@ -97,6 +98,7 @@ type Broker struct {
 	throughputIn  *prometheus.CounterVec
 	messagesOut   *prometheus.CounterVec
 	throughputOut *prometheus.CounterVec
+	toDLQ         *prometheus.CounterVec
 }
 
 // New builds the metrics of a broker with the given constant labels.
@@ -115,7 +117,10 @@ func New(labels map[string]string, src Sources) *Broker {
 		throughputOut: prometheus.NewCounterVec(prometheus.CounterOpts{Name: ThroughputOutTotal,
 			Help: "Bytes of the records delivered by pulls and pops.", ConstLabels: c}, out),
 	}
-	m.reg.MustRegister(m.messagesIn, m.throughputIn, m.messagesOut, m.throughputOut)
+	m.toDLQ = prometheus.NewCounterVec(prometheus.CounterOpts{Name: SendToDLQTotal,
+		Help: "Messages moved to a group's dead-letter topic (send-back or POP revive past retryMaxTimes).", ConstLabels: c},
+		[]string{"consumer_group", "topic", "is_system"})
+	m.reg.MustRegister(m.messagesIn, m.throughputIn, m.messagesOut, m.throughputOut, m.toDLQ)
 	gauge := func(name, help string, f func() float64) {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: c}, f))
 	}
@@ -196,6 +201,15 @@ func (m *Broker) Out(topic, group string, system bool, messages int, bytes int64
 	sys := strconv.FormatBool(system)
 	m.messagesOut.WithLabelValues(topic, group, sys).Add(float64(messages))
 	m.throughputOut.WithLabelValues(topic, group, sys).Add(float64(bytes))
+}
+
+// ToDLQ counts a message of topic (its original topic) that group's
+// consumption moved to the group's dead-letter topic.
+func (m *Broker) ToDLQ(group, topic string, system bool) {
+	if m == nil {
+		return
+	}
+	m.toDLQ.WithLabelValues(group, topic, strconv.FormatBool(system)).Inc()
 }
 
 // connections collects the connection gauges from Sources at each scrape.
