@@ -298,6 +298,9 @@ func (b *Broker) openStores(ctx context.Context) error {
 	b.notifier = kvindex.NewNotifier()
 	tcfg := txnConfig(b.cfg)
 	tcfg.Dispatched = func() int64 { return b.disp.Dispatched() }
+	tcfg.OnEnd = func(topic string, state kvindex.TxnState) {
+		b.metrics.TransactionEnded(topic, state == kvindex.TxnCommit)
+	}
 	b.txns = txn.New(tcfg, db.Transactions(), recordStore{b: b}, b.askTransaction, b.root)
 	b.timers = timer.New(db.Timers(), recordStore{b: b}, timer.Options{Progress: db.RocketMQTimerProgress,
 		Dispatched: func() int64 { return b.disp.Dispatched() }}, b.root)

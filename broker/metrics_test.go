@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -43,6 +44,16 @@ func TestPrometheusMetrics(t *testing.T) {
 	}, nil); r.Code != remoting.Success {
 		t.Fatalf("send back to the DLQ: %d %s", r.Code, r.Remark)
 	}
+	// A committed and a rolled-back transaction of TxMetT (their half
+	// sends count as messages in of type transaction, as RocketMQ counts
+	// them).
+	born := time.Now().UnixMilli()
+	for i, state := range []int{8, 12} {
+		h := sendHalf(t, c, "TxMetT", 0, "UNIQ-MET-"+strconv.Itoa(i), "tx", "", born)
+		if r := endTxn(t, c, h, "pg", state, false); r.Code != remoting.Success {
+			t.Fatalf("END_TRANSACTION %d: %d %s", state, r.Code, r.Remark)
+		}
+	}
 	// A retried message that ends in the DLQ counts under the topic it was
 	// first sent to (RETRY_TOPIC), not the retry topic.
 	b.countDLQ([]*commitlog.Message{{Topic: "%DLQ%g-met",
@@ -68,6 +79,9 @@ func TestPrometheusMetrics(t *testing.T) {
 		`rocketmq_consumer_connections{` + l + `consume_mode="push",consumer_group="g-met",is_system="false",language="go",node_id="broker-a",node_type="broker",protocol_type="remoting",region="eu",version="479"} 1`,
 		`rocketmq_storage_dispatch_behind_bytes{` + l + n + `} 0`,
 		`rocketmq_send_to_dlq_messages_total{` + l + `consumer_group="g-met",is_system="false",` + n + `,topic="MetT"} 2`,
+		`rocketmq_commit_messages_total{` + l + n + `,topic="TxMetT"} 1`,
+		`rocketmq_rollback_messages_total{` + l + n + `,topic="TxMetT"} 1`,
+		`rocketmq_messages_in_total{` + l + `is_system="false",message_type="transaction",` + n + `,topic="TxMetT"} 2`,
 		`rocketmq_consumer_lag_messages{` + l + `consumer_group="g-met",is_retry="false",is_system="false",` + n + `,topic="MetT"} 1`,
 	} {
 		if !strings.Contains(text, want+"\n") {

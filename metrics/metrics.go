@@ -41,6 +41,8 @@ const (
 	ConsumerLagMessages   = "rocketmq_consumer_lag_messages"
 	ConsumerLagLatency    = "rocketmq_consumer_lag_latency"
 	SendToDLQTotal        = "rocketmq_send_to_dlq_messages_total"
+	CommitMessagesTotal   = "rocketmq_commit_messages_total"
+	RollbackMessagesTotal = "rocketmq_rollback_messages_total"
 )
 
 // Message types of the message_type label (TopicMessageType's metrics
@@ -99,6 +101,8 @@ type Broker struct {
 	messagesOut   *prometheus.CounterVec
 	throughputOut *prometheus.CounterVec
 	toDLQ         *prometheus.CounterVec
+	commits       *prometheus.CounterVec
+	rollbacks     *prometheus.CounterVec
 }
 
 // New builds the metrics of a broker with the given constant labels.
@@ -120,7 +124,11 @@ func New(labels map[string]string, src Sources) *Broker {
 	m.toDLQ = prometheus.NewCounterVec(prometheus.CounterOpts{Name: SendToDLQTotal,
 		Help: "Messages moved to a group's dead-letter topic (send-back or POP revive past retryMaxTimes).", ConstLabels: c},
 		[]string{"consumer_group", "topic", "is_system"})
-	m.reg.MustRegister(m.messagesIn, m.throughputIn, m.messagesOut, m.throughputOut, m.toDLQ)
+	m.commits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: CommitMessagesTotal,
+		Help: "Transactional messages committed by END_TRANSACTION.", ConstLabels: c}, []string{"topic"})
+	m.rollbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: RollbackMessagesTotal,
+		Help: "Transactional messages rolled back by END_TRANSACTION.", ConstLabels: c}, []string{"topic"})
+	m.reg.MustRegister(m.messagesIn, m.throughputIn, m.messagesOut, m.throughputOut, m.toDLQ, m.commits, m.rollbacks)
 	gauge := func(name, help string, f func() float64) {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: c}, f))
 	}
@@ -210,6 +218,19 @@ func (m *Broker) ToDLQ(group, topic string, system bool) {
 		return
 	}
 	m.toDLQ.WithLabelValues(group, topic, strconv.FormatBool(system)).Inc()
+}
+
+// TransactionEnded counts a transaction of topic committed (or rolled
+// back when committed is false).
+func (m *Broker) TransactionEnded(topic string, committed bool) {
+	if m == nil {
+		return
+	}
+	if committed {
+		m.commits.WithLabelValues(topic).Inc()
+	} else {
+		m.rollbacks.WithLabelValues(topic).Inc()
+	}
 }
 
 // connections collects the connection gauges from Sources at each scrape.

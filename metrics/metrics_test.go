@@ -57,9 +57,14 @@ func TestMetricsUnderRocketMQNames(t *testing.T) {
 	m.In("Orders", TypeDelay, false, 1, 900)
 	m.In("Orders", TypeNormal, false, 0, 100) // nothing stored: not counted
 	m.Out("Orders", "g1", false, 4, 4000)
+	m.TransactionEnded("Orders", true)
+	m.TransactionEnded("Orders", true)
+	m.TransactionEnded("Orders", false)
 	var off *Broker
 	off.In("Orders", TypeNormal, false, 1, 1) // the exporter is off: no panic
 	off.Out("Orders", "g1", false, 1, 1)
+	off.TransactionEnded("Orders", true)
+	off.ToDLQ("g1", "Orders", false)
 
 	text := scrape(t, m)
 	const c = `cluster="c1",`
@@ -69,6 +74,8 @@ func TestMetricsUnderRocketMQNames(t *testing.T) {
 		`rocketmq_messages_in_total{` + c + `is_system="false",message_type="delay",node_id="broker-a",node_type="broker",topic="Orders"} 1`,
 		`rocketmq_messages_out_total{` + c + `consumer_group="g1",is_system="false",node_id="broker-a",node_type="broker",topic="Orders"} 4`,
 		`rocketmq_throughput_out_total{` + c + `consumer_group="g1",is_system="false",node_id="broker-a",node_type="broker",topic="Orders"} 4000`,
+		`rocketmq_commit_messages_total{` + c + `node_id="broker-a",node_type="broker",topic="Orders"} 2`,
+		`rocketmq_rollback_messages_total{` + c + `node_id="broker-a",node_type="broker",topic="Orders"} 1`,
 		`rocketmq_broker_permission{` + c + `node_id="broker-a",node_type="broker"} 4`,
 		`rocketmq_topic_number{` + c + `node_id="broker-a",node_type="broker"} 12`,
 		`rocketmq_consumer_group_number{` + c + `node_id="broker-a",node_type="broker"} 3`,

@@ -35,6 +35,11 @@ type Config struct {
 	// the checker then starts its passes after the halves that ended,
 	// instead of stepping over their deletions again every second.
 	Dispatched func() int64
+	// OnEnd, when set, is called once for each transaction an
+	// END_TRANSACTION ends (not for a repeated end, nor for a half given
+	// up after its checks), with the topic the message was sent to: the
+	// broker's commit and rollback counters.
+	OnEnd func(realTopic string, state kvindex.TxnState)
 }
 
 // DefaultConfig returns RocketMQ's defaults.
@@ -325,6 +330,10 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 	}
 	s.log.Debug().Str("group", req.ProducerGroup).Str("msgId", req.MsgID).Int64("half", req.CommitLogOffset).
 		Stringer("state", req.State).Bool("fromCheck", req.FromTransactionCheck).Msg("transaction ended")
+	if s.cfg.OnEnd != nil {
+		topic, _, _ := commitlog.RealDestination(half.Properties)
+		s.cfg.OnEnd(topic, req.State)
+	}
 	return nil
 }
 

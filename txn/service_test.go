@@ -311,3 +311,37 @@ func TestCheckerPassesStartAfterEndedHalves(t *testing.T) {
 		t.Fatalf("a half indexed after the cursor moved: pass %+v", st)
 	}
 }
+
+// OnEnd hears of each transaction an END_TRANSACTION ends, once, with
+// the topic its message was sent to; not of a repeated end, nor of a
+// failed one.
+func TestOnEndCountsEachEndOnce(t *testing.T) {
+	type ended struct {
+		topic string
+		state kvindex.TxnState
+	}
+	var got []ended
+	f := newFixture(t, Config{OnEnd: func(topic string, state kvindex.TxnState) { got = append(got, ended{topic, state}) }})
+	a := f.sendHalf("U20", "")
+	b := f.sendHalf("U21", "")
+	ctx := context.Background()
+	if err := f.svc.End(ctx, commitReq(a)); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.svc.End(ctx, commitReq(a)) // repeated: changes nothing
+	rb := commitReq(b)
+	rb.State = kvindex.TxnRollback
+	if err := f.svc.End(ctx, rb); err != nil {
+		t.Fatal(err)
+	}
+	c := f.sendHalf("U22", "")
+	f.store.failPut = errors.New("disk full")
+	if err := f.svc.End(ctx, commitReq(c)); err == nil {
+		t.Fatal("a commit that could not be stored succeeded")
+	}
+	topic, _, _ := commitlog.RealDestination(a.Properties)
+	want := []ended{{topic, kvindex.TxnCommit}, {topic, kvindex.TxnRollback}}
+	if topic == "" || len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("OnEnd heard %v, want %v", got, want)
+	}
+}
