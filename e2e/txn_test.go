@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -174,11 +175,7 @@ func (a *txnApp) wasExecuted(key string) bool {
 func (a *txnApp) checkCounts() map[string]int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := make(map[string]int, len(a.checks))
-	for k, v := range a.checks {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(a.checks)
 }
 
 // report fails the test with every problem the callbacks met.
