@@ -12,8 +12,8 @@ import (
 	"github.com/rocketkv/rocketkv/pop"
 )
 
-// maxParkedScan bounds the timer entries the POP import looks through.
-const maxParkedScan = 1 << 22
+// parkedPage is how many timer entries the POP import reads at a time.
+const parkedPage = 1 << 16
 
 // importRocketMQPop turns the POP in-flight state of an Apache RocketMQ
 // store into pop checkpoints, once, before the pop service starts:
@@ -26,25 +26,34 @@ const maxParkedScan = 1 << 22
 // parked in the timer are merged with their acks; what is left unacked
 // becomes a checkpoint the pop service acks (with the clients' receipt
 // handles) and revives like its own. The parked ones are taken out of the
-// timer: nothing reads the revive topic here.
+// timer: nothing reads the revive topic here. The checkpoints, the timer
+// deletions and the mark that the import is done are one synced batch: a
+// crash before it imports again from scratch, and none after it can keep
+// the checkpoints without their acks' removal (a second import would then
+// miss acks and put acked messages back in flight).
 func (b *Broker) importRocketMQPop() error {
 	if done, err := b.db.RocketMQPopImported(); err != nil || done {
 		return err
 	}
+	batch := b.db.Pop().NewBatch()
+	defer batch.Close()
 	reviveTopic := rmqpop.TopicPrefix + b.cfg.BrokerClusterName
 	tc, ok, err := b.topicConfig(reviveTopic)
 	if err != nil {
 		return err
 	}
 	if ok {
-		if err := b.importReviveTopic(reviveTopic, tc.QueueCount()); err != nil {
+		if err := b.importReviveTopic(batch, reviveTopic, tc.QueueCount()); err != nil {
 			return fmt.Errorf("import the POP state of the RocketMQ store: %w", err)
 		}
 	}
-	return b.db.MarkRocketMQPopImported(time.Now().UnixMilli())
+	if err := batch.MarkRocketMQPopImported(time.Now().UnixMilli()); err != nil {
+		return err
+	}
+	return batch.Commit(true)
 }
 
-func (b *Broker) importReviveTopic(reviveTopic string, queues int) error {
+func (b *Broker) importReviveTopic(batch *kvindex.PopBatch, reviveTopic string, queues int) error {
 	log := b.component("import")
 	m := rmqpop.NewMerger()
 	bad := 0
@@ -85,25 +94,31 @@ func (b *Broker) importReviveTopic(reviveTopic string, queues int) error {
 			}
 		}
 	}
-	parked, err := b.db.Timers().Due(math.MaxInt64, maxParkedScan)
-	if err != nil {
-		return err
-	}
-	if len(parked) == maxParkedScan {
-		log.Warn().Int("scanned", maxParkedScan).Msg("more timer messages than the POP import looks through; later ones stay parked")
-	}
+	// Every parked entry, a page at a time; only the revive topic's are
+	// kept.
 	var taken []kvindex.TimerEntry
-	for _, e := range parked {
-		_, msg, ok, err := b.readRecord(e.PhyOffset)
+	var fromMs, fromPhy int64
+	for {
+		page, err := b.db.Timers().DueFrom(fromMs, fromPhy, math.MaxInt64, parkedPage)
 		if err != nil {
 			return err
 		}
-		if real, _ := commitlog.LookupProperty(msg.Properties, commitlog.PropertyRealTopic); ok && real == reviveTopic {
-			add(msg)
-			taken = append(taken, e)
+		for _, e := range page {
+			_, msg, ok, err := b.readRecord(e.PhyOffset)
+			if err != nil {
+				return err
+			}
+			if real, _ := commitlog.LookupProperty(msg.Properties, commitlog.PropertyRealTopic); ok && real == reviveTopic {
+				add(msg)
+				taken = append(taken, e)
+			}
 		}
+		if len(page) < parkedPage {
+			break
+		}
+		last := page[len(page)-1]
+		fromMs, fromPhy = last.DeliverMs, last.PhyOffset+1
 	}
-	batch := b.db.Pop().NewBatch()
 	imported, skipped := 0, 0
 	for _, c := range m.InFlight() {
 		ck := kvindex.Checkpoint{Group: c.Group, Topic: c.Topic, QueueID: c.QueueID, CKOffset: c.StartOffset,
@@ -120,10 +135,7 @@ func (b *Broker) importReviveTopic(reviveTopic string, queues int) error {
 		}
 		imported++
 	}
-	if err := batch.Commit(true); err != nil {
-		return err
-	}
-	if err := b.db.Timers().Delete(taken); err != nil {
+	if err := batch.ForgetTimers(taken); err != nil {
 		return err
 	}
 	log.Info().Int("reviveMessages", read).Int("parked", len(taken)).Int("checkpoints", imported).

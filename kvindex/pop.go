@@ -369,6 +369,26 @@ func (p *PopBatch) Commit(sync bool) error {
 // Close releases the batch.
 func (p *PopBatch) Close() { _ = p.b.Close() }
 
+// ForgetTimers adds the deletion of timer entries to the batch: an import
+// that takes parked messages out of the timer commits that with what it
+// made of them, so a crash cannot keep the one without the other.
+func (p *PopBatch) ForgetTimers(entries []TimerEntry) error {
+	for _, e := range entries {
+		if err := p.b.Delete(timerKey(e.DeliverMs, e.PhyOffset), nil); err != nil {
+			return fmt.Errorf("forget timer at %d: %w", e.PhyOffset, err)
+		}
+	}
+	return nil
+}
+
+// MarkRocketMQPopImported adds DB.MarkRocketMQPopImported to the batch.
+func (p *PopBatch) MarkRocketMQPopImported(at int64) error {
+	if err := p.b.Set(metaKey(metaPopImported), putInt64(at), nil); err != nil {
+		return fmt.Errorf("mark the RocketMQ POP import: %w", err)
+	}
+	return nil
+}
+
 // Sync makes every commit so far durable.
 func (s *PopStore) Sync() error { return s.db.Flush() }
 
