@@ -197,10 +197,12 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	if err := b.importRocketMQPop(); err != nil {
 		return err
 	}
-	if err := b.startPop(); err != nil {
+	// The metrics first: the pop service's revive loop counts DLQ moves
+	// as soon as it starts.
+	if err := b.startMetrics(); err != nil {
 		return err
 	}
-	if err := b.startMetrics(); err != nil {
+	if err := b.startPop(); err != nil {
 		return err
 	}
 

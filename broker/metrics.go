@@ -16,6 +16,8 @@ import (
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/metrics"
+	"github.com/rocketkv/rocketkv/timer"
+	"github.com/rocketkv/rocketkv/txn"
 )
 
 // countTTL is how long a counted number of topics or groups serves
@@ -35,12 +37,13 @@ func (b *Broker) startMetrics() error {
 	}
 	labels := map[string]string{}
 	for _, pair := range strings.Split(b.cfg.MetricsLabel, ",") {
-		k, v, ok := strings.Cut(pair, ":")
 		if pair == "" {
 			continue
 		}
-		if !ok || k == "" || strings.Contains(v, ":") {
-			b.log.Warn().Str("metricsLabel", b.cfg.MetricsLabel).Str("pair", pair).Msg("metricsLabel pair is not key:value; ignored")
+		k, v, ok := strings.Cut(pair, ":")
+		if !ok || strings.Contains(v, ":") || !metrics.ValidConstLabel(k) {
+			b.log.Warn().Str("metricsLabel", b.cfg.MetricsLabel).Str("pair", pair).
+				Msg("metricsLabel pair is not key:value with a label name of its own; ignored")
 			continue
 		}
 		labels[k] = v
@@ -134,10 +137,10 @@ func (b *Broker) countDLQ(msgs []*commitlog.Message) {
 
 // messageTypeOf is RocketMQ's TopicMessageType of a send's properties.
 func messageTypeOf(props string) string {
-	if v, _ := commitlog.LookupProperty(props, "TRAN_MSG"); v == "true" {
+	if v, _ := commitlog.LookupProperty(props, txn.PropTransactionPrepared); v == "true" {
 		return metrics.TypeTransaction
 	}
-	for _, k := range []string{"DELAY", "TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS"} {
+	for _, k := range []string{propDelay, timer.PropDeliverMs, timer.PropDelaySec, timer.PropDelayMs} {
 		if _, ok := commitlog.LookupProperty(props, k); ok {
 			return metrics.TypeDelay
 		}
@@ -181,8 +184,6 @@ func (c *cached[T]) get(log zerolog.Logger) T {
 // RocketMQ's ConsumerLagCalculator reports them for pull and push
 // consumers.
 func (b *Broker) consumerLags() ([]metrics.Lag, error) {
-	type key struct{ group, topic string }
-	byKey := map[key]*metrics.Lag{}
 	var out []metrics.Lag
 	now := time.Now().UnixMilli()
 	var failed error
@@ -192,14 +193,13 @@ func (b *Broker) consumerLags() ([]metrics.Lag, error) {
 			failed = err
 			return false
 		}
-		k := key{u.Group, u.Topic}
-		l := byKey[k]
-		if l == nil {
+		// Each returns a group's offsets of a topic together (key
+		// order), so one row is open at a time.
+		if n := len(out); n == 0 || out[n-1].Group != u.Group || out[n-1].Topic != u.Topic {
 			out = append(out, metrics.Lag{Group: u.Group, Topic: u.Topic, Retry: meta.IsRetryTopic(u.Topic),
 				System: b.isSystemTopic(u.Topic) || strings.HasPrefix(u.Group, "CID_RMQ_SYS_")})
-			l = &out[len(out)-1]
-			byKey[k] = l
 		}
+		l := &out[len(out)-1]
 		from := max(u.Offset, lo)
 		if hi <= from {
 			return true

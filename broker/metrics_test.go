@@ -19,7 +19,7 @@ import (
 func TestPrometheusMetrics(t *testing.T) {
 	b := startTestBroker(t, map[string]string{
 		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
-		"metricsLabel": "region:eu,bad", "brokerClusterName": "MetricsCluster",
+		"metricsLabel": "region:eu,bad,topic:x,a-b:c,node_id:n", "brokerClusterName": "MetricsCluster",
 	})
 	if b.MetricsAddr() == nil {
 		t.Fatal("no exporter")

@@ -19,9 +19,11 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/model"
 )
 
 // Metric names, as RocketMQ 5's BrokerMetricsConstant and
@@ -90,6 +92,23 @@ type Sources struct {
 	FlushBehindBytes    func() int64
 	// Lags feeds the consumer lag gauges (enableLagAndDlqMetrics).
 	Lags func() []Lag
+}
+
+// variableLabels are the label names the metrics set per series; a
+// constant label of the same name would clash with them.
+var variableLabels = map[string]bool{
+	"topic": true, "message_type": true, "is_system": true, "consumer_group": true, "is_retry": true,
+	"language": true, "version": true, "protocol_type": true, "consume_mode": true,
+	"cluster": true, "node_type": true, "node_id": true,
+}
+
+// ValidConstLabel reports whether name may be a constant label (from
+// metricsLabel): a Prometheus label name that none of the metrics uses
+// already, and not one of the labels New always sets. Names are checked
+// against the classic character set ([a-zA-Z_][a-zA-Z0-9_]*) that every
+// Prometheus server accepts.
+func ValidConstLabel(name string) bool {
+	return model.LabelName(name).IsValidLegacy() && !strings.HasPrefix(name, "__") && !variableLabels[name]
 }
 
 // Broker holds one broker's metrics. A nil *Broker ignores every call, so

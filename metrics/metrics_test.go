@@ -106,3 +106,16 @@ func TestServeRefusesABusyAddress(t *testing.T) {
 		t.Fatalf("second exporter on %s: %v", e.Addr(), err)
 	}
 }
+
+func TestValidConstLabel(t *testing.T) {
+	for name, want := range map[string]bool{
+		"region": true, "zone_a": true,
+		"topic": false, "consumer_group": false, "node_id": false, "a-b": false, "": false, "__name__": false, "1x": false,
+	} {
+		if got := ValidConstLabel(name); got != want {
+			t.Errorf("ValidConstLabel(%q) = %v, want %v", name, got, want)
+		}
+	}
+	// Every name it accepts builds the metrics (a clash would panic).
+	New(map[string]string{"region": "eu"}, Sources{Lags: func() []Lag { return nil }, Producers: func() []Connection { return nil }})
+}
