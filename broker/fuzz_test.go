@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +42,11 @@ func FuzzRequests(f *testing.F) {
 	f.Add(uint8(1), "a=pg;b=T;e=0;f=4;g=1;h=0;i=TRAN_MSG\x01true\x02PGROUP\x01pg\x02", []byte("half"))
 	f.Add(uint8(1), "a=pg;b=T;e=0;f=0;g=1;h=0;i=TIMER_DELAY_SEC\x015\x02TIMER_DELIVER_MS\x01-1\x02", []byte("timer"))
 	f.Add(uint8(23), "producerGroup=pg;tranStateTableOffset=0;commitLogOffset=3;commitOrRollback=8", []byte(nil))
+	f.Add(uint8(slices.Index(fuzzCodes, remoting.UpdateBrokerConfig)), "", []byte("brokerPermission=0\nfileReservedTime=0\n"))
 	b := startTestBroker(f, nil)
+	// An UPDATE_BROKER_CONFIG input would otherwise leave its settings to
+	// every later input (a permission of 0 refuses nearly everything).
+	start := b.current()
 	c, err := remoting.Dial(context.Background(), b.Addr(), remoting.ClientOptions{})
 	if err != nil {
 		f.Fatal(err)
@@ -62,6 +67,10 @@ func FuzzRequests(f *testing.F) {
 		defer cancel()
 		if _, err := c.Invoke(ctx, remoting.NewRequest(code, h, body)); err != nil {
 			t.Fatalf("code %d ext %v: %v", code, h, err)
+		}
+		if code == remoting.UpdateBrokerConfig {
+			b.live.cur.Store(start)
+			b.clog.SetRetention(retentionOf(start))
 		}
 	})
 }
