@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -16,12 +17,18 @@ import (
 // PersistSettings writes settings (canonical key -> value text) into the
 // configuration file at path, so that a change made while the broker runs
 // (UPDATE_BROKER_CONFIG) survives a restart, as RocketMQ writes such a
-// change back to the file given with -c. Everything else in the file stays
-// as it was: a key already present keeps its line (or YAML node) and
-// spelling with the new value, comments and other keys are untouched, and
-// keys not present yet are added at the end. The file is replaced
-// atomically (a temporary file beside it, synced, then renamed).
+// change back to the file given with -c. A key already present keeps its
+// line (or YAML node) and spelling with the new value, other keys and
+// comments stay, and keys not present yet are added at the end. A
+// properties file keeps every other line byte for byte; a YAML file is
+// re-encoded, which keeps comments and key order but not blank lines or
+// the original quoting. The file is replaced atomically (a temporary file
+// beside it, synced, then renamed); a symbolic link is followed, so the
+// file it names is replaced and the link stays.
 func PersistSettings(path string, settings map[string]string) error {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("persist settings: read %s: %w", path, err)

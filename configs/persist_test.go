@@ -185,3 +185,26 @@ func mustRead(t *testing.T, p string) string {
 	}
 	return string(b)
 }
+
+// A configuration reached through a symbolic link is rewritten where the
+// link points, and the link stays a link.
+func TestPersistSettingsFollowsASymlink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real.conf")
+	if err := os.WriteFile(real, []byte("brokerPermission=6\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "broker.conf")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := PersistSettings(link, map[string]string{"brokerPermission": "4"}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced by a file: %v %v", fi, err)
+	}
+	if got, _ := os.ReadFile(real); string(got) != "brokerPermission=4\n" {
+		t.Fatalf("the linked file holds %q", got)
+	}
+}

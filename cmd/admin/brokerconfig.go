@@ -3,12 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -80,13 +80,7 @@ func writePermCmd(g *globals, use string, code int32, countField, verb string) *
 			if brokerName == "" {
 				return fmt.Errorf("--broker-name is required")
 			}
-			var addrs []string
-			for _, a := range strings.Split(g.namesrv, ";") {
-				if a = strings.TrimSpace(a); a != "" {
-					addrs = append(addrs, a)
-				}
-			}
-			sort.Strings(addrs)
+			addrs := namesrv.ParseNameServers(g.namesrv)
 			var failed []string
 			for _, addr := range addrs {
 				resp, err := g.invoke(cmd.Context(), addr, code, map[string]string{"brokerName": brokerName}, nil)
