@@ -24,7 +24,8 @@ const consumerRelayTimeout = 10 * time.Second
 // "key=value" lines of the configuration in force, and its DataVersion
 // (moved on by every UPDATE_BROKER_CONFIG) in the version header field.
 func (b *Broker) processGetBrokerConfig(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	settings := b.current().Settings()
+	live := b.live.cur.Load()
+	settings := live.cfg.Settings()
 	keys := make([]string, 0, len(settings))
 	for k := range settings {
 		keys = append(keys, k)
@@ -37,7 +38,7 @@ func (b *Broker) processGetBrokerConfig(_ context.Context, _ *remoting.Conn, req
 		body.WriteString(settings[k])
 		body.WriteByte('\n')
 	}
-	version, err := json.Marshal(b.live.version.Current())
+	version, err := json.Marshal(live.version)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}

@@ -117,8 +117,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		delayLevels: levels,
 		timerCfg:    timerConfig(cfg),
 	}
-	b.live.cur.Store(&cfg)
-	b.live.version = meta.NewVersionCounter(meta.DataVersion{})
+	b.live.cur.Store(&liveSnapshot{cfg: cfg, version: meta.DataVersion{Timestamp: time.Now().UnixMilli()}})
 	b.busyLog = b.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second})
 	b.admitSlots = make(chan struct{}, maxAdmitWaiters)
 	var ip4 [4]byte

@@ -46,7 +46,7 @@ func FuzzRequests(f *testing.F) {
 	b := startTestBroker(f, nil)
 	// An UPDATE_BROKER_CONFIG input would otherwise leave its settings to
 	// every later input (a permission of 0 refuses nearly everything).
-	start := b.current()
+	start := b.live.cur.Load()
 	c, err := remoting.Dial(context.Background(), b.Addr(), remoting.ClientOptions{})
 	if err != nil {
 		f.Fatal(err)
@@ -70,7 +70,7 @@ func FuzzRequests(f *testing.F) {
 		}
 		if code == remoting.UpdateBrokerConfig {
 			b.live.cur.Store(start)
-			b.clog.SetRetention(retentionOf(start))
+			b.clog.SetRetention(retentionOf(&start.cfg))
 		}
 	})
 }

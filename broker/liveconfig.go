@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/magiconair/properties"
 
@@ -43,14 +44,19 @@ var configBlackList = []string{"configBlackList", "brokerConfigPath"}
 type liveConfig struct {
 	mu   sync.Mutex
 	file string // the configuration file the broker started from, or ""
-	cur  atomic.Pointer[configs.Broker]
-	// version moves on with every update (GET_BROKER_CONFIG reports it).
-	version *meta.VersionCounter
+	cur  atomic.Pointer[liveSnapshot]
+}
+
+// liveSnapshot is one configuration in force with its version, which
+// moves on with every update: GET_BROKER_CONFIG reports the two together.
+type liveSnapshot struct {
+	cfg     configs.Broker
+	version meta.DataVersion
 }
 
 // current returns the configuration in force. The result must not be
 // modified.
-func (b *Broker) current() *configs.Broker { return b.live.cur.Load() }
+func (b *Broker) current() *configs.Broker { return &b.live.cur.Load().cfg }
 
 // permission returns brokerPermission as in force now.
 func (b *Broker) permission() int { return b.current().BrokerPermission }
@@ -139,8 +145,8 @@ func (b *Broker) updateConfig(props map[string]string) ([]string, error) {
 	} else {
 		b.log.Warn().Strs("keys", changed).Msg("broker config changed in memory only: the broker was started without a configuration file")
 	}
-	b.live.cur.Store(&next)
-	b.live.version.Bump()
+	v := b.live.cur.Load().version
+	b.live.cur.Store(&liveSnapshot{cfg: next, version: meta.DataVersion{Counter: v.Counter + 1, Timestamp: time.Now().UnixMilli()}})
 	for _, k := range []string{"fileReservedTime", "deleteWhen", "diskMaxUsedSpaceRatio"} {
 		if before[k] != after[k] {
 			b.clog.SetRetention(retentionOf(&next))
