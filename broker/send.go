@@ -241,17 +241,17 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	}
 	if half {
 		txn.ToHalf(msg) // a delay level or timer applies to the committed message
-	} else if level := delayLevelOf(props); level > 0 && !meta.IsDLQTopic(topic) {
-		b.toSchedule(msg, level)
-	} else if parked, err := timer.Park(msg, time.Now(), b.timerCfg); err != nil {
-		code := remoting.MessageIllegal
-		if errors.Is(err, timer.ErrDisabled) {
-			code = remoting.SystemError
+	} else {
+		level := delayLevelOf(props)
+		if meta.IsDLQTopic(topic) {
+			level = 0
 		}
-		return fail(code, "%v", err)
-	} else if parked {
-		if _, err := b.topics.ensureSystemTopic(meta.TimerTopic, 1, meta.PermRead|meta.PermWrite); err != nil {
-			return fail(remoting.SystemError, "create the timer topic: %v", err)
+		if err := b.park(msg, level); err != nil {
+			code := remoting.SystemError
+			if errors.Is(err, timer.ErrTooLate) || errors.Is(err, timer.ErrBadTime) || errors.Is(err, timer.ErrCancelTooLate) {
+				code = remoting.MessageIllegal
+			}
+			return fail(code, "%v", err)
 		}
 	}
 	res, err := b.putMessages(ctx, []*commitlog.Message{msg}, waitFlush)
@@ -269,6 +269,25 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	rh.SetBool("TRACE_ON", b.cfg.TraceOn)
 	resp.ExtFields = rh
 	return resp
+}
+
+// park sends a message on to wait when it asks to, as RocketMQ's put does:
+// a delay level > 0 to the schedule topic, else a timer property to the
+// timer topic (created on first use). The sends of producers and the
+// transactions' commits share it.
+func (b *Broker) park(m *commitlog.Message, level int) error {
+	if level > 0 {
+		b.toSchedule(m, level)
+		return nil
+	}
+	parked, err := timer.Park(m, time.Now(), b.timerCfg)
+	if err != nil || !parked {
+		return err
+	}
+	if _, err := b.topics.ensureSystemTopic(meta.TimerTopic, 1, meta.PermRead|meta.PermWrite); err != nil {
+		return fmt.Errorf("create the timer topic: %w", err)
+	}
+	return nil
 }
 
 // checkSend applies RocketMQ's checks of a send (SendMessageProcessor's

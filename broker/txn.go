@@ -45,16 +45,16 @@ type recordStore struct {
 // message with a delay level or a timer property waits in the schedule or
 // timer topic, as RocketMQ's put does for COMMIT records.
 func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.AppendResult, error) {
-	system := m.Topic == meta.TransCheckMaxTopic || m.Topic == meta.TransHalfTopic
-	if !system {
-		if level := delayLevelOf(m.Properties); level > 0 && commitlog.TransactionType(m.SysFlag) == commitlog.TransactionCommit {
-			s.b.toSchedule(m, level)
-		} else if _, err := timer.Park(m, time.Now(), s.b.timerCfg); err != nil {
+	if m.Topic == meta.TransCheckMaxTopic || m.Topic == meta.TransHalfTopic {
+		if _, err := s.b.topics.ensureSystemTopic(m.Topic, 1, meta.PermRead|meta.PermWrite); err != nil {
 			return commitlog.AppendResult{}, err
 		}
-	}
-	if system || m.Topic == meta.TimerTopic {
-		if _, err := s.b.topics.ensureSystemTopic(m.Topic, 1, meta.PermRead|meta.PermWrite); err != nil {
+	} else {
+		level := 0
+		if commitlog.TransactionType(m.SysFlag) == commitlog.TransactionCommit {
+			level = delayLevelOf(m.Properties)
+		}
+		if err := s.b.park(m, level); err != nil {
 			return commitlog.AppendResult{}, err
 		}
 	}
