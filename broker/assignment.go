@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -36,18 +37,24 @@ func (b *Broker) processSetRequestMode(_ context.Context, _ *remoting.Conn, req 
 	if meta.IsRetryTopic(body.Topic) {
 		return remoting.NewResponse(req, remoting.SystemError, "retry topic is not allowed to set mode")
 	}
+	if err := setRequestMode(b.db, body); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// setRequestMode stores a group's request mode on a topic: POP, or PULL
+// for anything else.
+func setRequestMode(db *kvindex.DB, body requestModeBody) error {
 	body.Mode = strings.ToUpper(body.Mode)
 	if body.Mode != modePop {
 		body.Mode = modePull
 	}
 	raw, err := json.Marshal(body)
 	if err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		return fmt.Errorf("encode the request mode of %s on %s: %w", body.ConsumerGroup, body.Topic, err)
 	}
-	if err := b.db.Pop().SetRequestMode(body.Topic, body.ConsumerGroup, raw); err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
-	}
-	return remoting.NewResponse(req, remoting.Success, "")
+	return db.Pop().SetRequestMode(body.Topic, body.ConsumerGroup, raw)
 }
 
 // processGetAllRequestMode answers GET_ALL_MESSAGE_REQUEST_MODE with

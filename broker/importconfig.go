@@ -1,9 +1,7 @@
 package broker
 
 import (
-	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -117,18 +115,13 @@ func importRequestModes(db *kvindex.DB, modes []rmqconfig.RequestMode) (int, err
 	}
 	n := 0
 	for _, m := range modes {
-		if have[[2]string{m.Topic, m.ConsumerGroup}] {
+		// Retry topics always pull, as SET_MESSAGE_REQUEST_MODE refuses
+		// them.
+		if have[[2]string{m.Topic, m.ConsumerGroup}] || meta.IsRetryTopic(m.Topic) {
 			continue
 		}
-		body := requestModeBody{Topic: m.Topic, ConsumerGroup: m.ConsumerGroup, Mode: strings.ToUpper(m.Mode), PopShareQueueNum: m.PopShareQueueNum}
-		if body.Mode != modePop {
-			body.Mode = modePull
-		}
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return n, err
-		}
-		if err := db.Pop().SetRequestMode(m.Topic, m.ConsumerGroup, raw); err != nil {
+		body := requestModeBody{Topic: m.Topic, ConsumerGroup: m.ConsumerGroup, Mode: m.Mode, PopShareQueueNum: m.PopShareQueueNum}
+		if err := setRequestMode(db, body); err != nil {
 			return n, err
 		}
 		n++
