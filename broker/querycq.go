@@ -12,25 +12,6 @@ import (
 // bound; mqadmin asks for 10 by default).
 const maxQueryCQUnits = 10000
 
-// queryCQBody is RocketMQ's QueryConsumeQueueResponseBody, fields in
-// fastjson's alphabetical order, null ones left out as fastjson does.
-type queryCQBody struct {
-	FilterData       string                      `json:"filterData,omitempty"`
-	MaxQueueIndex    int64                       `json:"maxQueueIndex"`
-	MinQueueIndex    int64                       `json:"minQueueIndex"`
-	QueueData        []cqUnitData                `json:"queueData"`
-	SubscriptionData *adminbody.SubscriptionData `json:"subscriptionData,omitempty"`
-}
-
-// cqUnitData is RocketMQ's ConsumeQueueData for a unit without extension
-// data (rocketkv keeps none): eval is a Java boolean, so always present.
-type cqUnitData struct {
-	Eval         bool  `json:"eval"`
-	PhysicOffset int64 `json:"physicOffset"`
-	PhysicSize   int32 `json:"physicSize"`
-	TagsCode     int64 `json:"tagsCode"`
-}
-
 // processQueryConsumeQueue answers QUERY_CONSUME_QUEUE (mqadmin queryCq):
 // count ConsumeQueue units of a queue from index, its bounds and, with a
 // consumerGroup, that group's subscription of the topic. It reads the
@@ -54,7 +35,10 @@ func (b *Broker) processQueryConsumeQueue(_ context.Context, _ *remoting.Conn, r
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	body := queryCQBody{MaxQueueIndex: hi, MinQueueIndex: lo, QueueData: []cqUnitData{}}
+	if index < lo || index >= hi {
+		return remoting.NewResponse(req, remoting.Success, fmt.Sprintf("Index %d of %d@%s is not exist!", index, qid, topic))
+	}
+	body := adminbody.QueryConsumeQueue{MaxQueueIndex: hi, MinQueueIndex: lo, QueueData: []adminbody.ConsumeQueueData{}}
 	if group != "" {
 		if sub, _, known := b.clients.groupSubscription(group, topic); known && sub != nil {
 			info := sub.info()
@@ -64,16 +48,12 @@ func (b *Broker) processQueryConsumeQueue(_ context.Context, _ *remoting.Conn, r
 			body.FilterData = fmt.Sprintf("%s@%s is not online!", group, topic)
 		}
 	}
-	if index < lo || index >= hi {
-		resp := remoting.NewResponse(req, remoting.Success, fmt.Sprintf("Index %d of %d@%s is not exist!", index, qid, topic))
-		return resp
-	}
 	entries, err := b.cqs.Get(topic, qid, index, int(min(max(count, 0), maxQueryCQUnits)))
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	for _, e := range entries {
-		body.QueueData = append(body.QueueData, cqUnitData{PhysicOffset: e.PhyOffset, PhysicSize: e.Size, TagsCode: e.TagsCode})
+		body.QueueData = append(body.QueueData, adminbody.ConsumeQueueData{PhysicOffset: e.PhyOffset, PhysicSize: e.Size, TagsCode: e.TagsCode})
 	}
 	return jsonResponse(req, body)
 }

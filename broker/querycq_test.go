@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -21,10 +22,10 @@ func TestQueryConsumeQueue(t *testing.T) {
 		mustSend(t, c, "QcqT", 1, "m"+strings.Repeat("x", i), props)
 	}
 	b.caughtUp()
-	query := func(ext map[string]string) (*remoting.Command, queryCQBody) {
+	query := func(ext map[string]string) (*remoting.Command, adminbody.QueryConsumeQueue) {
 		t.Helper()
 		r := call(t, c, remoting.QueryConsumeQueue, ext, nil)
-		var body queryCQBody
+		var body adminbody.QueryConsumeQueue
 		if r.Code == remoting.Success && len(r.Body) > 0 {
 			if err := json.Unmarshal(r.Body, &body); err != nil {
 				t.Fatalf("decode %s: %v", r.Body, err)

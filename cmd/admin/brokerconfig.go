@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -143,23 +144,17 @@ func queryCQCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(out, resp.Remark)
 				return nil
 			}
-			var body struct {
-				FilterData       string          `json:"filterData"`
-				MaxQueueIndex    int64           `json:"maxQueueIndex"`
-				MinQueueIndex    int64           `json:"minQueueIndex"`
-				SubscriptionData json.RawMessage `json:"subscriptionData"`
-				QueueData        []struct {
-					PhysicOffset int64 `json:"physicOffset"`
-					PhysicSize   int32 `json:"physicSize"`
-					TagsCode     int64 `json:"tagsCode"`
-				} `json:"queueData"`
-			}
+			var body adminbody.QueryConsumeQueue
 			if err := json.Unmarshal(resp.Body, &body); err != nil {
 				return fmt.Errorf("decode QUERY_CONSUME_QUEUE answer: %w", err)
 			}
 			fmt.Fprintf(out, "queue %d@%s: min index %d, max index %d\n", queue, topic, body.MinQueueIndex, body.MaxQueueIndex)
 			if group != "" {
-				fmt.Fprintf(out, "subscription of %s: %s\nfilter data: %s\n", group, orDash(string(body.SubscriptionData)), body.FilterData)
+				sub := "-"
+				if body.SubscriptionData != nil {
+					sub = body.SubscriptionData.SubString
+				}
+				fmt.Fprintf(out, "subscription of %s: %s\nfilter data: %s\n", group, sub, body.FilterData)
 			}
 			tw := newTable(out)
 			fmt.Fprintln(tw, "#index\t#commitLogOffset\t#size\t#tagsCode")
@@ -176,11 +171,4 @@ func queryCQCmd(g *globals) *cobra.Command {
 	f.Int32VarP(&count, "count", "c", 10, "units to print")
 	f.StringVarP(&group, "group", "g", "", "consumer group whose subscription to show")
 	return cmd
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -125,6 +125,27 @@ type SubscriptionData struct {
 	Topic           string   `json:"topic"`
 }
 
+// QueryConsumeQueue is the body of QUERY_CONSUME_QUEUE (RocketMQ's
+// QueryConsumeQueueResponseBody), fields in fastjson's order, null ones
+// left out as fastjson does.
+type QueryConsumeQueue struct {
+	FilterData       string             `json:"filterData,omitempty"`
+	MaxQueueIndex    int64              `json:"maxQueueIndex"`
+	MinQueueIndex    int64              `json:"minQueueIndex"`
+	QueueData        []ConsumeQueueData `json:"queueData"`
+	SubscriptionData *SubscriptionData  `json:"subscriptionData,omitempty"`
+}
+
+// ConsumeQueueData is one ConsumeQueue unit of QueryConsumeQueue, without
+// the extension data rocketkv does not keep: eval is a Java boolean, so
+// always present.
+type ConsumeQueueData struct {
+	Eval         bool  `json:"eval"`
+	PhysicOffset int64 `json:"physicOffset"`
+	PhysicSize   int32 `json:"physicSize"`
+	TagsCode     int64 `json:"tagsCode"`
+}
+
 // ConsumerConnection is the body of GET_CONSUMER_CONNECTION_LIST: a
 // group's live clients and subscriptions.
 type ConsumerConnection struct {
