@@ -180,6 +180,9 @@ func (c *CQ) Put(entries []cq.Dispatch) error {
 type cqPending struct {
 	updates []boundsUpdate
 	written []tailWrite
+	// rewound is set when the batch wrote a journal record out of order,
+	// possibly below where pruning resumes.
+	rewound bool
 }
 
 // publish makes a committed putBatch visible to the caches. The caller
@@ -187,6 +190,11 @@ type cqPending struct {
 func (c *CQ) publish(p cqPending) {
 	c.applyBounds(p.updates)
 	c.cache.publish(p.written)
+	if p.rewound {
+		// After the commit: a prune that ran before it cannot have
+		// moved past the record unseen.
+		c.forgetPruned()
+	}
 }
 
 // boundsUpdate is a queue's bounds after a batch, applied to the cache once
@@ -296,36 +304,37 @@ func (c *CQ) putBatch(b *pebble.Batch, entries []cq.Dispatch) (cqPending, error)
 			named = append(named, journalQueue{t.q.topic, t.q.qid, t.first})
 		}
 	}
+	rewound := false
 	if len(named) > 0 {
-		if err := c.addJournal(b, minPhy, maxEnd, named); err != nil {
+		var err error
+		if rewound, err = c.addJournal(b, minPhy, maxEnd, named); err != nil {
 			return cqPending{}, err
 		}
 	}
 	c.written = written
-	return cqPending{updates, written}, nil
+	return cqPending{updates: updates, written: written, rewound: rewound}, nil
 }
 
 // addJournal writes the journal record of a batch covering [first, end)
 // that wrote the named queues. A record already keyed at first (a range
 // dispatched again, or any Put starting at the same offset) is merged, not
-// overwritten, so no queue it named is forgotten.
-func (c *CQ) addJournal(b *pebble.Batch, first, end int64, named []journalQueue) error {
+// overwritten, so no queue it named is forgotten. It reports whether the
+// record is out of order (at or below an earlier record's start).
+func (c *CQ) addJournal(b *pebble.Batch, first, end int64, named []journalQueue) (outOfOrder bool, err error) {
 	mayExist, err := c.db.journalMayExist(first)
 	if err != nil {
-		return err
+		return false, err
 	}
 	var old []byte
 	if mayExist {
-		// A record out of order may land below where pruning resumes.
-		c.forgetPruned()
 		if old, err = c.db.get(journalKey(first)); err != nil {
-			return fmt.Errorf("read cq journal at %d: %w", first, err)
+			return true, fmt.Errorf("read cq journal at %d: %w", first, err)
 		}
 	}
 	if old != nil {
 		oldEnd, oldQueues, err := decodeJournalValue(old)
 		if err != nil {
-			return fmt.Errorf("read cq journal at %d: %w", first, err)
+			return true, fmt.Errorf("read cq journal at %d: %w", first, err)
 		}
 		end = max(end, oldEnd)
 		named = append(named, oldQueues...)
@@ -337,9 +346,9 @@ func (c *CQ) addJournal(b *pebble.Batch, first, end int64, named []journalQueue)
 		j = binary.BigEndian.AppendUint64(j, uint64(q.firstQueueOffset))
 	}
 	if err := b.Set(journalKey(first), j, nil); err != nil {
-		return fmt.Errorf("put cq journal: %w", err)
+		return mayExist, fmt.Errorf("put cq journal: %w", err)
 	}
-	return nil
+	return mayExist, nil
 }
 
 // journalMayExist reports whether a journal record may already start at
