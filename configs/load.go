@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/spf13/viper"
 )
@@ -73,8 +74,9 @@ func LoadBroker(path string, overrides map[string]string) (Loaded, error) {
 	return out, nil
 }
 
-// fieldIndex maps every key and alias, lower-cased, to its field.
-func fieldIndex() map[string]*field {
+// fieldIndex maps every key and alias, lower-cased, to its field. It is
+// built once from brokerFields and only read.
+var fieldIndex = sync.OnceValue(func() map[string]*field {
 	byKey := make(map[string]*field, len(brokerFields)*2)
 	for i := range brokerFields {
 		f := &brokerFields[i]
@@ -84,17 +86,7 @@ func fieldIndex() map[string]*field {
 		}
 	}
 	return byKey
-}
-
-// CanonicalKey returns the name rocketkv reports for key (an alias or any
-// spelling of a known key), or false when the key is unknown.
-func CanonicalKey(key string) (string, bool) {
-	f, ok := fieldIndex()[strings.ToLower(strings.TrimSpace(key))]
-	if !ok {
-		return "", false
-	}
-	return f.key, true
-}
+})
 
 // Apply sets the given keys (RocketMQ's names, their aliases, any case) on
 // b as a configuration file would, in key order, and returns the canonical
