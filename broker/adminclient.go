@@ -200,33 +200,7 @@ func (b *Broker) processConsumeTimeSpan(_ context.Context, _ *remoting.Conn, req
 	}
 	spans := []queueTimeSpan{}
 	for q := int32(0); q < int32(tc.WriteQueueNums); q++ {
-		span := queueTimeSpan{MessageQueue: adminbody.MessageQueue{BrokerName: b.cfg.BrokerName, QueueID: q, Topic: topic}}
-		minOff, maxOff, err := b.queueRange(topic, q)
-		if err != nil {
-			return remoting.NewResponse(req, remoting.SystemError, err.Error())
-		}
-		consumed, ok, err := b.offsets.Get(group, topic, q)
-		if err != nil {
-			return remoting.NewResponse(req, remoting.SystemError, err.Error())
-		}
-		if !ok {
-			consumed = 0
-		}
-		if span.MinTimeStamp, err = at(q, minOff); err == nil {
-			span.MaxTimeStamp, err = at(q, maxOff-1)
-		}
-		if err == nil {
-			span.ConsumeTimeStamp = span.MinTimeStamp
-			if consumed > 0 {
-				span.ConsumeTimeStamp, err = at(q, consumed-1)
-			}
-		}
-		if err == nil && consumed < maxOff {
-			var next int64
-			if next, err = at(q, consumed); next > 0 {
-				span.DelayTime = time.Now().UnixMilli() - next
-			}
-		}
+		span, err := b.queueTimeSpan(group, topic, q, at)
 		if err != nil {
 			return remoting.NewResponse(req, remoting.SystemError, err.Error())
 		}
@@ -235,6 +209,56 @@ func (b *Broker) processConsumeTimeSpan(_ context.Context, _ *remoting.Conn, req
 	return jsonResponse(req, struct {
 		ConsumeTimeSpanSet []queueTimeSpan `json:"consumeTimeSpanSet"`
 	}{spans})
+}
+
+// queueTimeSpan is one queue's row of QUERY_CONSUME_TIME_SPAN: the store
+// times of its first and last message, of the group's last consumed one
+// and how long ago the next one to consume was stored. at reads a store
+// time (-1 when there is none); each offset is read once.
+func (b *Broker) queueTimeSpan(group, topic string, q int32, at func(int32, int64) (int64, error)) (queueTimeSpan, error) {
+	span := queueTimeSpan{MessageQueue: adminbody.MessageQueue{BrokerName: b.cfg.BrokerName, QueueID: q, Topic: topic}}
+	minOff, maxOff, err := b.queueRange(topic, q)
+	if err != nil {
+		return span, err
+	}
+	consumed, ok, err := b.offsets.Get(group, topic, q)
+	if err != nil {
+		return span, err
+	}
+	if !ok {
+		consumed = 0
+	}
+	times := map[int64]int64{} // offset -> store time, read once each
+	read := func(off int64) (int64, error) {
+		if ts, ok := times[off]; ok {
+			return ts, nil
+		}
+		ts, err := at(q, off)
+		times[off] = ts
+		return ts, err
+	}
+	if span.MinTimeStamp, err = read(minOff); err != nil {
+		return span, err
+	}
+	if span.MaxTimeStamp, err = read(maxOff - 1); err != nil {
+		return span, err
+	}
+	span.ConsumeTimeStamp = span.MinTimeStamp
+	if consumed > 0 {
+		if span.ConsumeTimeStamp, err = read(consumed - 1); err != nil {
+			return span, err
+		}
+	}
+	if consumed < maxOff {
+		next, err := read(consumed)
+		if err != nil {
+			return span, err
+		}
+		if next > 0 {
+			span.DelayTime = time.Now().UnixMilli() - next
+		}
+	}
+	return span, nil
 }
 
 // consumerStatusTimeout bounds the wait for each client's answer to
