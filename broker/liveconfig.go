@@ -94,7 +94,7 @@ func (b *Broker) processUpdateBrokerConfig(_ context.Context, conn *remoting.Con
 			return remoting.NewResponse(req, remoting.NoPermission, "Can not update config in black list.")
 		}
 	}
-	changed, err := b.updateConfig(props)
+	changed, unsaved, err := b.updateConfig(props)
 	if err != nil {
 		b.log.Warn().Err(err).Stringer("conn", conn).Msg("update broker config refused")
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
@@ -102,18 +102,23 @@ func (b *Broker) processUpdateBrokerConfig(_ context.Context, conn *remoting.Con
 	if len(changed) > 0 {
 		b.log.Info().Stringer("conn", conn).Strs("keys", changed).Msg("broker config updated")
 	}
+	if unsaved != nil {
+		return remoting.NewResponse(req, remoting.Success,
+			fmt.Sprintf("in force, but not written back to the configuration file, so it lasts until restart: %v", unsaved))
+	}
 	return remoting.NewResponse(req, remoting.Success, "")
 }
 
 // updateConfig applies props to the configuration in force and returns
-// the canonical names of the keys whose value changed.
-func (b *Broker) updateConfig(props map[string]string) ([]string, error) {
+// the canonical names of the keys whose value changed, and why they could
+// not be written back to the configuration file when they could not.
+func (b *Broker) updateConfig(props map[string]string) (changed []string, unsaved, err error) {
 	b.live.mu.Lock()
 	defer b.live.mu.Unlock()
 	old := b.current()
 	next := *old
 	if _, err := next.Apply(props); err != nil {
-		return nil, fmt.Errorf("update broker config: %w; nothing was changed", err)
+		return nil, nil, fmt.Errorf("update broker config: %w; nothing was changed", err)
 	}
 	before, after := old.Settings(), next.Settings()
 	keys := make([]string, 0, len(after))
@@ -121,18 +126,17 @@ func (b *Broker) updateConfig(props map[string]string) ([]string, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys) // the first fixed key by name is the one refused
-	var changed []string
 	for _, k := range keys {
 		if before[k] == after[k] {
 			continue
 		}
 		if !runtimeKeys[k] {
-			return nil, fmt.Errorf("update broker config: %s cannot change while the broker runs (set it in the configuration file and restart); nothing was changed", k)
+			return nil, nil, fmt.Errorf("update broker config: %s cannot change while the broker runs (set it in the configuration file and restart); nothing was changed", k)
 		}
 		changed = append(changed, k)
 	}
 	if len(changed) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if b.live.file != "" {
 		persist := make(map[string]string, len(changed))
@@ -140,7 +144,11 @@ func (b *Broker) updateConfig(props map[string]string) ([]string, error) {
 			persist[k] = after[k]
 		}
 		if err := configs.PersistSettings(b.live.file, persist); err != nil {
-			return nil, fmt.Errorf("update broker config: %w; nothing was changed", err)
+			// As RocketMQ: the change takes effect all the same (a broker
+			// whose file is read-only must still be drainable), and the
+			// caller is told it lasts until restart.
+			unsaved = err
+			b.log.Error().Err(err).Strs("keys", changed).Msg("broker config changed in memory only: writing it back to the configuration file failed")
 		}
 	} else {
 		b.log.Warn().Strs("keys", changed).Msg("broker config changed in memory only: the broker was started without a configuration file")
@@ -163,7 +171,7 @@ func (b *Broker) updateConfig(props map[string]string) ([]string, error) {
 			b.register.trigger()
 		}
 	}
-	return changed, nil
+	return changed, unsaved, nil
 }
 
 // processDeleteExpiredCommitLog answers DELETE_EXPIRED_COMMITLOG (mqadmin

@@ -251,3 +251,26 @@ func TestDeleteExpiredCommitLog(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A configuration file that cannot be rewritten (gone, or read-only as a
+// mounted ConfigMap) does not keep an operator from draining the broker:
+// the change takes effect and the answer says it lasts until restart.
+func TestUpdateBrokerConfigWhenTheFileCannotBeWritten(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "broker.conf")
+	b := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) { b.SetConfigFile(conf) }) // never created
+	c := b.client(nil)
+	_, v0 := brokerSettings(t, c)
+	r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("brokerPermission=4"))
+	if r.Code != remoting.Success || !strings.Contains(r.Remark, "lasts until restart") || !strings.Contains(r.Remark, "broker.conf") {
+		t.Fatalf("UPDATE_BROKER_CONFIG with an unwritable file: %d %q", r.Code, r.Remark)
+	}
+	if settings, v1 := brokerSettings(t, c); settings["brokerPermission"] != "4" || v1 == v0 {
+		t.Fatalf("the change is not in force: brokerPermission=%s, version %+v -> %+v", settings["brokerPermission"], v0, v1)
+	}
+	if r := sendV2(t, c, "UnsavedT", 0, "x", ""); r.Code != remoting.NoPermission {
+		t.Fatalf("send to the read-only broker: %d %s", r.Code, r.Remark)
+	}
+	if _, err := os.Stat(conf); !os.IsNotExist(err) {
+		t.Fatalf("a configuration file appeared: %v", err)
+	}
+}
