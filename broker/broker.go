@@ -78,6 +78,9 @@ type Broker struct {
 	// dispatchHooks are handed to the dispatcher at Start: records of
 	// these topics are shown to the hook as they are indexed.
 	dispatchHooks map[string]kvindex.Hook
+	// beforeFlush is handed to the CommitLog as Config.BeforeFlush: a
+	// seam for tests of a disk whose flushes stall.
+	beforeFlush func()
 
 	mux    *remoting.Mux
 	server *remoting.Server
@@ -274,6 +277,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 	lcfg.RecoverFrom = from
 	lcfg.StoreHost = b.storeHost
 	lcfg.Logger = b.root
+	lcfg.BeforeFlush = b.beforeFlush
 	clog, err := commitlog.Open(lcfg)
 	if err != nil {
 		return fmt.Errorf("open commitlog: %w", err)

@@ -4,11 +4,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -314,5 +316,39 @@ func TestDelayLevelMessageUnderSyncFlush(t *testing.T) {
 	}
 	if end := got[0].PhyOffset + int64(got[0].StoreSize); b.clog.FlushedOffset() < end {
 		t.Fatalf("progress recorded with the delivered message unflushed: flushed %d < %d", b.clog.FlushedOffset(), end)
+	}
+}
+
+// A flush slower than syncFlushTimeout under SYNC_FLUSH makes the
+// scheduler and the timer wait for it, not deliver their due messages a
+// second time: the copies they delivered are in the log already.
+func TestStalledFlushDeliversOnce(t *testing.T) {
+	var stalled atomic.Bool
+	b := startTestBrokerWith(t, t.TempDir(), map[string]string{
+		"flushDiskType": "SYNC_FLUSH", "syncFlushTimeout": "100", "timerPrecisionMs": "100",
+	}, func(b *Broker) {
+		b.beforeFlush = func() {
+			if stalled.Load() {
+				time.Sleep(350 * time.Millisecond)
+			}
+		}
+	})
+	c := b.client(nil)
+	mustSend(t, c, "StallDelay", 0, "level 1", "DELAY\x011\x02")           // 1 s
+	mustSend(t, c, "StallTimer", 0, "timer", "TIMER_DELAY_MS\x011000\x02") // 1 s
+	stalled.Store(true)
+	waitDelivered(t, b, c, "StallDelay", 0, 1)
+	waitDelivered(t, b, c, "StallTimer", 0, 1)
+	time.Sleep(1500 * time.Millisecond) // four stalled flushes, each past three timeouts
+	stalled.Store(false)
+	waitFor(t, "the level's progress past the delivered message", func() bool {
+		off, _, err := b.offsets.Get(scheduleOffsetGroup, meta.ScheduleTopic, 0)
+		return err == nil && off == 1
+	})
+	time.Sleep(500 * time.Millisecond) // rounds of both services after the stall
+	for _, topic := range []string{"StallDelay", "StallTimer"} {
+		if got := pullAll(t, b, c, topic, 0); len(got) != 1 {
+			t.Errorf("%s: delivered %d times through a stalled flush, want once", topic, len(got))
+		}
 	}
 }

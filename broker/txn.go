@@ -62,15 +62,22 @@ func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.A
 }
 
 // PutBatch stores due timer messages of one queue in one append. They
-// carry TIMER_OUT_MS and are not parked again.
+// carry TIMER_OUT_MS and are not parked again. A flush slower than
+// syncFlushTimeout is waited out, not reported: the timer would deliver
+// the messages again, and they are in the log already.
 func (s recordStore) PutBatch(ctx context.Context, msgs []*commitlog.Message) error {
-	_, err := s.flushed(s.b.putMessages(ctx, msgs, true))
+	res, err := s.b.putMessages(ctx, msgs, true)
+	if err == nil && res.Status == commitlog.FlushDiskTimeout {
+		err = s.b.clog.WaitDurable(ctx, res.PhyOffset+res.WroteBytes)
+	}
 	return err
 }
 
 // flushed turns an append that SYNC_FLUSH did not confirm in time into an
-// error: the services record what they stored (a transaction's end, a
-// timer entry's deletion) only once it is durable, and try again later.
+// error: the transaction service records a transaction's end only once
+// what it stored is durable, and the END_TRANSACTION or check that comes
+// again finds the transaction ended by the dispatcher (txn.CommitHook)
+// rather than storing the message twice.
 func (s recordStore) flushed(res commitlog.AppendResult, err error) (commitlog.AppendResult, error) {
 	if err == nil && res.Status == commitlog.FlushDiskTimeout {
 		err = fmt.Errorf("stored at %d but not flushed within syncFlushTimeout", res.PhyOffset)

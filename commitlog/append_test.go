@@ -491,6 +491,58 @@ func TestWaitFlushed(t *testing.T) {
 	}
 }
 
+// WaitDurable outlasts any number of SyncFlushTimeouts (a flush that
+// comes late is waited for, not given up on) and gives up only when its
+// context ends or the log closes; the flush hook comes from the Config.
+func TestWaitDurable(t *testing.T) {
+	cfg := testConfig(t, 64<<10)
+	cfg.FlushType = SyncFlush
+	cfg.SyncFlushTimeout = 10 * time.Millisecond
+	var stalled sync.Mutex
+	cfg.BeforeFlush = func() { stalled.Lock(); stalled.Unlock() }
+	l := mustOpen(t, cfg)
+	stalled.Lock()
+	r := mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, 0, 10)})
+	end := r.PhyOffset + r.WroteBytes
+	done := make(chan error, 1)
+	go func() { done <- l.WaitDurable(context.Background(), end) }()
+	select {
+	case err := <-done:
+		t.Fatalf("WaitDurable returned %v while the flush was stalled for 10 timeouts", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	stalled.Unlock()
+	if err := <-done; err != nil || l.FlushedOffset() < end {
+		t.Fatalf("WaitDurable after the stall: %v, flushed %d of %d", err, l.FlushedOffset(), end)
+	}
+
+	stalled.Lock()
+	r = mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, 1, 10)})
+	end = r.PhyOffset + r.WroteBytes
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := l.WaitDurable(ctx, end); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitDurable past its context: %v", err)
+	}
+	go func() { done <- l.WaitDurable(context.Background(), end) }()
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	if err := <-done; !errors.Is(err, ErrClosed) {
+		t.Fatalf("WaitDurable across Close: %v", err)
+	}
+	stalled.Unlock()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+
+	async := mustOpen(t, testConfig(t, 64<<10))
+	defer async.Close()
+	r = mustAppend(t, async, AppendRequest{Message: testMessage("T", 0, 0, 10)})
+	if err := async.WaitDurable(context.Background(), r.PhyOffset+r.WroteBytes); err != nil {
+		t.Fatalf("WaitDurable under AsyncFlush: %v", err)
+	}
+}
+
 func TestNotifyAndWaitBeyond(t *testing.T) {
 	l := mustOpen(t, testConfig(t, 64<<10))
 	ch := l.Notify()

@@ -87,6 +87,9 @@ type Config struct {
 	Logger zerolog.Logger
 	// Now is the clock for store timestamps and retention (nil: time.Now).
 	Now func() time.Time
+	// BeforeFlush, when set, is called by the flusher before each flush:
+	// a seam for fault tests (a disk whose flushes stall or slow down).
+	BeforeFlush func()
 }
 
 // Default values of Config.

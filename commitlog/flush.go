@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -151,6 +152,36 @@ func (l *Log) WaitFlushed(ctx context.Context, end int64) bool {
 	}
 	l.kickFlusher()
 	return l.waitFlushed(ctx, end)
+}
+
+// WaitDurable waits until everything before end is flushed, however many
+// SyncFlushTimeouts it takes, logging each one that passes. It is for a
+// service that appended records without waiting and must not append them
+// again, such as a delivery whose progress it records only once the
+// delivered copies are durable: after a WaitFlushed timeout the records
+// are in the log all the same, and a second append would store them
+// twice. It returns ctx's error when ctx ends first and ErrClosed when
+// the log closes first (Close flushes everything, but the caller cannot
+// tell whether that has happened yet). Under AsyncFlush it returns nil at
+// once.
+func (l *Log) WaitDurable(ctx context.Context, end int64) error {
+	if l.cfg.FlushType != SyncFlush {
+		return nil
+	}
+	start := time.Now()
+	for {
+		if l.WaitFlushed(ctx, end) {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("wait for the flush to %d (flushed to %d): %w", end, l.flushedPos.Load(), err)
+		}
+		if l.closedFlag.Load() {
+			return fmt.Errorf("wait for the flush to %d (flushed to %d): %w", end, l.flushedPos.Load(), ErrClosed)
+		}
+		l.log.Warn().Int64("end", end).Int64("flushed", l.flushedPos.Load()).Dur("waited", time.Since(start)).
+			Msg("the flush takes longer than syncFlushTimeout; still waiting for it")
+	}
 }
 
 // waitFlushed waits until the log is flushed to at least end. It returns

@@ -79,7 +79,7 @@ type Log struct {
 	flushErr  error         // last flush error, guarded by flushMu
 	ckMu      sync.Mutex
 	ck        Checkpoint             // guarded by ckMu
-	flushHook atomic.Pointer[func()] // tests: called by flushTo before syncing
+	flushHook atomic.Pointer[func()] // Config.BeforeFlush, or a test's: called by flushTo before syncing
 	flushes   atomic.Int64           // completed flushes (benchmarks report the grouping)
 
 	// prefaulting
@@ -154,6 +154,9 @@ func Open(cfg Config) (*Log, error) {
 		DeleteWhen:            slices.Clone(cfg.DeleteWhen),
 		DiskMaxUsedSpaceRatio: cfg.DiskMaxUsedSpaceRatio,
 	})
+	if cfg.BeforeFlush != nil {
+		l.flushHook.Store(&cfg.BeforeFlush)
+	}
 	l.scratch.New = func() any { return new(appendScratch) }
 	if err := l.fs.MkdirAll(l.segDir, 0o755); err != nil {
 		return nil, fmt.Errorf("open commitlog: %w", err)
