@@ -165,11 +165,7 @@ func (s *Service) OpHook() kvindex.Hook {
 		if tag, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyTags); tag != opTag {
 			return nil
 		}
-		for _, f := range strings.Split(string(m.Body), ",") {
-			off, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
-			if err != nil {
-				continue // the empty field after the last comma, or foreign bytes
-			}
+		for _, off := range opOffsets(m.Body) {
 			if err := s.state.AddRocketMQOp(w, off); err != nil {
 				return err
 			}
@@ -177,6 +173,23 @@ func (s *Service) OpHook() kvindex.Hook {
 		}
 		return nil
 	})
+}
+
+// opOffsets decodes the body of a RocketMQ op message: the queue offsets
+// of the halves it ends, in decimal, comma-separated, usually with a
+// comma after the last ("12,13,"). Fields that are not a non-negative
+// offset (the empty field after the last comma, foreign bytes) are
+// skipped.
+func opOffsets(body []byte) []int64 {
+	var offs []int64
+	for f := range strings.SplitSeq(string(body), ",") {
+		off, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil || off < 0 {
+			continue
+		}
+		offs = append(offs, off)
+	}
+	return offs
 }
 
 // opTag is the tag of RocketMQ's op messages that end halves.
