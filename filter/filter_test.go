@@ -1,0 +1,224 @@
+package filter
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// props builds a property lookup from "k=v" pairs.
+func props(pairs ...string) Properties {
+	m := map[string]string{}
+	for _, p := range pairs {
+		k, v, _ := strings.Cut(p, "=")
+		m[k] = v
+	}
+	return func(name string) (string, bool) {
+		v, ok := m[name]
+		return v, ok
+	}
+}
+
+// The outcomes below follow RocketMQ's SelectorParser and
+// ComparisonExpression as described in the package documentation.
+func TestEvaluate(t *testing.T) {
+	msg := props("a=10", "b=abc", "c=10.5", "d=true", "e=", "TAGS=TagA", "big=3000000000", "neg=-3", "sp= 7 ")
+	for _, tc := range []struct {
+		expr string
+		want string // TRUE, FALSE, NULL or ERROR (an evaluation that fails)
+	}{
+		// Numbers against properties (strings parsed as the literal's type).
+		{"a = 10", "TRUE"},
+		{"a = 10.0", "TRUE"},
+		{"a <> 10", "FALSE"},
+		{"a > 5", "TRUE"},
+		{"a >= 10", "TRUE"},
+		{"a < 10", "FALSE"},
+		{"a <= 9", "FALSE"},
+		{"10 = a", "TRUE"},
+		{"a > 5L", "TRUE"},
+		{"a > 4000000000", "FALSE"},
+		{"c > 10", "ERROR"}, // "10.5" is not an Integer
+		{"c > 10.0", "TRUE"},
+		{"c = 10.5", "TRUE"},
+		{"b = 5", "ERROR"},
+		{"big > 5", "ERROR"}, // beyond Integer: Integer.valueOf fails
+		{"big > 5000000000", "FALSE"},
+		{"big > 5L", "ERROR"}, // 5L is still an Integer literal
+		{"neg = -3", "TRUE"},
+		{"neg < -2", "TRUE"},
+		{"neg = - -3", "FALSE"},
+		{"sp = 7", "ERROR"},  // Integer.valueOf does not trim
+		{"sp = 7.0", "TRUE"}, // Double.valueOf does
+		{"a BETWEEN 10 AND 20", "TRUE"},
+		{"a BETWEEN 11 AND 20", "FALSE"},
+		{"a NOT BETWEEN 11 AND 20", "TRUE"},
+		{"a between 1 and 9 or a between 10 and 10", "TRUE"},
+		// Strings.
+		{"b = 'abc'", "TRUE"},
+		{"b <> 'abd'", "TRUE"},
+		{"b = 'ABC'", "FALSE"},
+		{"TAGS = 'TagA'", "TRUE"},
+		{"a > c", "FALSE"}, // two strings: compared as doubles
+		{"b > a", "ERROR"},
+		{"e = ''", "TRUE"},
+		{"b IN ('x', 'abc')", "TRUE"},
+		{"b NOT IN ('x', 'abc')", "FALSE"},
+		{"b IN ('x')", "FALSE"},
+		{"zz IN ('x')", "NULL"},
+		{"zz NOT IN ('x')", "NULL"},
+		{"b CONTAINS 'bc'", "TRUE"},
+		{"b NOT CONTAINS 'bc'", "FALSE"},
+		{"b STARTSWITH 'ab'", "TRUE"},
+		{"b ENDSWITH 'ab'", "FALSE"},
+		{"b NOT ENDSWITH 'ab'", "TRUE"},
+		{"b CONTAINS ''", "FALSE"},
+		{"zz CONTAINS 'a'", "FALSE"},
+		{"zz NOT CONTAINS 'a'", "FALSE"},
+		{"'it''s' = 'it''s'", "TRUE"},
+		// Booleans.
+		{"d = TRUE", "TRUE"},
+		{"b = TRUE", "FALSE"},
+		{"d", "FALSE"}, // a property alone is a string, never TRUE
+		{"zz", "NULL"},
+		{"NOT d", "TRUE"},
+		{"TRUE", "TRUE"},
+		{"NOT FALSE", "TRUE"},
+		{"(a > 5) = TRUE", "TRUE"},
+		{"(a > 5) = 1", "FALSE"}, // unrelated types compare as "less"
+		// NULL and three-valued logic.
+		{"zz IS NULL", "TRUE"},
+		{"a IS NULL", "FALSE"},
+		{"a IS NOT NULL", "TRUE"},
+		{"zz = 1", "NULL"},
+		{"zz <> 1", "NULL"},
+		{"zz > 1", "NULL"},
+		{"NOT zz = 1", "NULL"},
+		{"zz = 1 OR a = 10", "TRUE"},
+		{"zz = 1 OR a = 11", "NULL"},
+		{"zz = 1 AND a = 11", "FALSE"},
+		{"zz = 1 AND a = 10", "NULL"},
+		{"a = 11 AND b = 5", "FALSE"}, // the failing right side is not evaluated
+		{"a = 10 OR b = 5", "TRUE"},
+		{"a = 10 AND b = 5", "ERROR"},
+		{"NULL", "NULL"},
+		// Precedence: AND binds tighter than OR; comparisons than both.
+		{"a = 1 OR a = 10 AND b = 'abc'", "TRUE"},
+		{"(a = 1 OR a = 10) AND b = 'x'", "FALSE"},
+		// Keywords in any case; comments.
+		{"a Between 1 aNd 20 -- a comment\n", "TRUE"},
+		{"/* before */ a = 10", "TRUE"},
+		{"a > --5", "TRUE"}, // no line break: two minus signs
+		{"a = +10", "TRUE"},
+		{"a = 1e1", "TRUE"},
+		{"c = .105E2", "TRUE"},
+	} {
+		e, err := Compile(tc.expr)
+		if err != nil {
+			t.Errorf("Compile(%q): %v", tc.expr, err)
+			continue
+		}
+		v, err := e.root.eval(msg)
+		got := v.String()
+		if err != nil {
+			if !errors.Is(err, errConvert) {
+				t.Errorf("%q: unexpected error %v", tc.expr, err)
+			}
+			got = "ERROR"
+		}
+		if got != tc.want {
+			t.Errorf("%q = %s, want %s", tc.expr, got, tc.want)
+		}
+		if want := tc.want == "TRUE"; e.Matches(msg) != want {
+			t.Errorf("%q: Matches = %v, want %v", tc.expr, !want, want)
+		}
+	}
+}
+
+// Expressions RocketMQ's parser refuses, refused with a *SyntaxError.
+func TestCompileRefuses(t *testing.T) {
+	for _, expr := range []string{
+		"",
+		"5",
+		"'x'",
+		"-a",
+		"a AND 5",
+		"NOT 5",
+		"a = NULL",
+		"NULL = a",
+		"TRUE = 5",
+		"a > 'x'",
+		"a > TRUE",
+		"a > NULL",
+		"(a = 1) > 2",
+		"a BETWEEN 5 AND 1",
+		"a BETWEEN NULL AND 1",
+		"5 IN ('x')",
+		"a IN ()",
+		"a IN (1, 2)",
+		"a CONTAINS b",
+		"a != 1",
+		"a = 1 b = 2",
+		"a = 'open",
+		"/* open",
+		"a = 9223372036854775808",
+		"a = 1e999",
+		"a = 007",
+		"a.b = 1",
+		"a IS 1",
+		"a = 1)",
+		"(a = 1",
+		"a = #",
+		"a = 1 --",
+	} {
+		_, err := Compile(expr)
+		var se *SyntaxError
+		if !errors.As(err, &se) {
+			t.Errorf("Compile(%q) = %v, want a SyntaxError", expr, err)
+		}
+	}
+}
+
+func TestParseJavaDouble(t *testing.T) {
+	for _, tc := range []struct {
+		s  string
+		ok bool
+	}{
+		{"1.5", true}, {" 2 ", true}, {"-3e2", true}, {"+.5", true}, {"1.", true}, {"7d", true}, {"7F", true},
+		{"NaN", true}, {"-Infinity", true}, {"0x1p3", true}, {"1e999", true},
+		{"", false}, {"nan", false}, {"inf", false}, {"Infinity1", false}, {"1_0", false}, {"--1", false},
+		{"abc", false}, {"1e", false}, {"d", false}, {"0x10", false},
+	} {
+		if _, ok := parseJavaDouble(tc.s); ok != tc.ok {
+			t.Errorf("parseJavaDouble(%q) ok = %v, want %v", tc.s, ok, tc.ok)
+		}
+	}
+}
+
+// FuzzCompile: any text (expressions come from clients) compiles or is
+// refused with a SyntaxError, and a compiled expression evaluates
+// against any properties without a panic, deterministically.
+func FuzzCompile(f *testing.F) {
+	for _, s := range []string{"a = 10", "a BETWEEN 1 AND 2 OR b IN ('x','y')", "NOT (a IS NULL) AND b CONTAINS 'z'",
+		"a > --5", "c = .5e-3 AND d = TRUE", "/* x */ a <> 'it''s' -- y\n"} {
+		f.Add(s, "10", "abc")
+	}
+	f.Fuzz(func(t *testing.T, expr, va, vb string) {
+		e, err := Compile(expr)
+		if err != nil {
+			var se *SyntaxError
+			if !errors.As(err, &se) {
+				t.Fatalf("Compile(%q) returned %T %v", expr, err, err)
+			}
+			return
+		}
+		p := props("a="+va, "b="+vb, "c="+va+vb)
+		if e.Matches(p) != e.Matches(p) {
+			t.Fatalf("%q matches differently twice", expr)
+		}
+		v, err := e.root.eval(p)
+		if err == nil && v.k != kBool && v.k != kNull {
+			t.Fatalf("%q evaluated to %s, not a boolean", expr, v)
+		}
+	})
+}

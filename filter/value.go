@@ -1,0 +1,253 @@
+package filter
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// kind is the type of a value, after Java's boxed types.
+type kind uint8
+
+const (
+	kNull   kind = iota
+	kBool        // Boolean
+	kInt         // Integer: int32 range
+	kLong        // Long
+	kDouble      // Double
+	kString      // String: every property value
+)
+
+// value is the result of evaluating an expression.
+type value struct {
+	k kind
+	b bool
+	i int64
+	f float64
+	s string
+}
+
+var (
+	null      = value{}
+	trueValue = value{k: kBool, b: true}
+	falseVal  = value{k: kBool}
+)
+
+func boolValue(b bool) value {
+	if b {
+		return trueValue
+	}
+	return falseVal
+}
+
+func (v value) String() string {
+	switch v.k {
+	case kBool:
+		return strings.ToUpper(strconv.FormatBool(v.b))
+	case kInt, kLong:
+		return strconv.FormatInt(v.i, 10)
+	case kDouble:
+		return strconv.FormatFloat(v.f, 'g', -1, 64)
+	case kString:
+		return "'" + strings.ReplaceAll(v.s, "'", "''") + "'"
+	}
+	return "NULL"
+}
+
+func (v value) isNumber() bool { return v.k == kInt || v.k == kLong || v.k == kDouble }
+
+// equals is Java's equals on the boxed values: same type and value
+// (doubles by their bits, so NaN equals NaN and -0.0 does not equal 0.0).
+func (v value) equals(w value) bool {
+	if v.k != w.k {
+		return false
+	}
+	switch v.k {
+	case kBool:
+		return v.b == w.b
+	case kInt, kLong:
+		return v.i == w.i
+	case kDouble:
+		return doubleBits(v.f) == doubleBits(w.f)
+	case kString:
+		return v.s == w.s
+	}
+	return true
+}
+
+// errConvert: a string compared with a number does not parse as one (a
+// NumberFormatException in RocketMQ), or another comparison Java cannot
+// make. The message does not match.
+var errConvert = errors.New("cannot compare")
+
+// compare orders two non-null values as RocketMQ's comparison does when
+// it converts strings: the left value's type decides which side is
+// converted, and values of unrelated types compare as "less" (-1).
+func compare(l, r value) (int, error) {
+	if l.k != r.k {
+		var err error
+		switch l.k {
+		case kBool:
+			if r.k == kString {
+				// RocketMQ casts the Boolean on the left to a String here
+				// and fails.
+				return 0, fmt.Errorf("%w %s with %s", errConvert, l, r)
+			}
+			return -1, nil
+		case kInt:
+			switch r.k {
+			case kLong:
+				l.k = kLong
+			case kDouble:
+				l = value{k: kDouble, f: float64(l.i)}
+			case kString:
+				r, err = parseAs(kInt, r.s)
+			default:
+				return -1, nil
+			}
+		case kLong:
+			switch r.k {
+			case kInt:
+				r.k = kLong
+			case kDouble:
+				l = value{k: kDouble, f: float64(l.i)}
+			case kString:
+				r, err = parseAs(kLong, r.s)
+			default:
+				return -1, nil
+			}
+		case kDouble:
+			switch r.k {
+			case kInt, kLong:
+				r = value{k: kDouble, f: float64(r.i)}
+			case kString:
+				r, err = parseAs(kDouble, r.s)
+			default:
+				return -1, nil
+			}
+		case kString:
+			switch r.k {
+			case kBool:
+				l = boolValue(strings.EqualFold(l.s, "true"))
+			case kInt, kLong, kDouble:
+				l, err = parseAs(r.k, l.s)
+			default:
+				return -1, nil
+			}
+		default:
+			return -1, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	switch l.k {
+	case kBool:
+		switch {
+		case l.b == r.b:
+			return 0, nil
+		case l.b:
+			return 1, nil
+		}
+		return -1, nil
+	case kInt, kLong:
+		return cmpInts(l.i, r.i), nil
+	case kDouble:
+		return compareDoubles(l.f, r.f), nil
+	case kString:
+		return strings.Compare(l.s, r.s), nil
+	}
+	return 0, nil
+}
+
+func cmpInts(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// compareDoubles is Java's Double.compare: -0.0 is below 0.0, NaN is
+// above everything and equal to itself.
+func compareDoubles(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return cmpInts(doubleBits(a), doubleBits(b))
+}
+
+// doubleBits is Java's Double.doubleToLongBits: NaNs collapse to one.
+func doubleBits(f float64) int64 {
+	if math.IsNaN(f) {
+		return 0x7ff8000000000000
+	}
+	return int64(math.Float64bits(f))
+}
+
+// parseAs converts a string as Java's Integer.valueOf, Long.valueOf or
+// Double.valueOf does.
+func parseAs(k kind, s string) (value, error) {
+	switch k {
+	case kInt:
+		n, err := strconv.ParseInt(s, 10, 32)
+		if err != nil {
+			return null, fmt.Errorf("%w: %q is not an int", errConvert, s)
+		}
+		return value{k: kInt, i: n}, nil
+	case kLong:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return null, fmt.Errorf("%w: %q is not a long", errConvert, s)
+		}
+		return value{k: kLong, i: n}, nil
+	}
+	f, ok := parseJavaDouble(s)
+	if !ok {
+		return null, fmt.Errorf("%w: %q is not a double", errConvert, s)
+	}
+	return value{k: kDouble, f: f}, nil
+}
+
+// parseJavaDouble parses a string as Java's Double.valueOf: surrounding
+// control characters and spaces are ignored, "NaN" and "Infinity" are
+// spelled so, a final f, F, d or D is allowed, hexadecimal needs its p
+// exponent, and values beyond the range round to infinity or zero.
+func parseJavaDouble(s string) (float64, bool) {
+	s = strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
+	body := strings.TrimLeft(s, "+-")
+	if len(s)-len(body) > 1 || body == "" {
+		return 0, false
+	}
+	neg := strings.HasPrefix(s, "-")
+	switch body {
+	case "NaN":
+		return math.NaN(), true
+	case "Infinity":
+		if neg {
+			return math.Inf(-1), true
+		}
+		return math.Inf(1), true
+	}
+	if last := body[len(body)-1]; len(body) > 1 && strings.IndexByte("fFdD", last) >= 0 {
+		body = body[:len(body)-1]
+	}
+	if !isDigit(body[0]) && body[0] != '.' || strings.ContainsAny(body, "_iInN") {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(body, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, false
+	}
+	if neg {
+		f = -f
+	}
+	return f, true
+}
