@@ -37,7 +37,7 @@ var keywords = map[string]tokenKind{
 }
 
 // token is one token of an expression; text is the source text, except
-// for a string literal, whose text is its value (” unescaped).
+// for a string literal, whose text is its value (each doubled quote made one).
 type token struct {
 	kind tokenKind
 	text string
@@ -128,7 +128,7 @@ func skipSpace(src string, i int) int {
 	return i
 }
 
-// stringLiteral reads the quoted string starting at src[i] == '\”.
+// stringLiteral reads the quoted string starting at src[i], a single quote.
 func stringLiteral(src string, i int) (value string, next int, ok bool) {
 	var b strings.Builder
 	for j := i + 1; j < len(src); j++ {
