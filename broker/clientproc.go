@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -87,5 +88,35 @@ func (b *Broker) processUnlockBatch(_ context.Context, _ *remoting.Conn, req *re
 		return remoting.NewResponse(req, remoting.SystemError, "malformed unlock batch body")
 	}
 	b.locks.unlock(body.ConsumerGroup, body.ClientID, body.MQSet)
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// processCheckClientConfig answers CHECK_CLIENT_CONFIG, which the Java
+// push consumer sends to every broker before it starts with a SQL92
+// subscription: SUCCESS for a TAG subscription (or none), SYSTEM_ERROR
+// when the broker does not serve SQL92 (enablePropertyFilter off),
+// SUBSCRIPTION_PARSE_FAILED with the parser's message when the expression
+// does not compile.
+func (b *Broker) processCheckClientConfig(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var body struct {
+		ClientID         string            `json:"clientId"`
+		Group            string            `json:"group"`
+		SubscriptionData *subscriptionData `json:"subscriptionData"`
+	}
+	if err := json.Unmarshal(req.Body, &body); err != nil {
+		b.log.Warn().Err(err).Stringer("conn", conn).Msg("CHECK_CLIENT_CONFIG refused: bad body")
+		return remoting.NewResponse(req, remoting.SystemError, "bad CHECK_CLIENT_CONFIG body: "+err.Error())
+	}
+	sd := body.SubscriptionData
+	if sd == nil || sd.ExpressionType == "" || strings.EqualFold(sd.ExpressionType, exprTag) {
+		return remoting.NewResponse(req, remoting.Success, "")
+	}
+	if !b.cfg.EnablePropertyFilter {
+		return remoting.NewResponse(req, remoting.SystemError, "The broker does not support consumer to filter message by "+sd.ExpressionType)
+	}
+	if _, err := newSubscription(sd.Topic, sd.SubString, sd.ExpressionType, 0); err != nil {
+		b.log.Warn().Err(err).Str("client", body.ClientID).Str("group", body.Group).Msg("client filters by an expression that does not compile")
+		return remoting.NewResponse(req, remoting.SubscriptionParseFailed, err.Error())
+	}
 	return remoting.NewResponse(req, remoting.Success, "")
 }

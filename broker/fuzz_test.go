@@ -23,7 +23,7 @@ var fuzzCodes = []int32{
 	remoting.QueryTopicsByConsumer, remoting.GetConsumerRunningInfo, remoting.SendReplyMessage,
 	remoting.ConsumeMessageDirectly, remoting.ResumeCheckHalfMessage, remoting.UpdateAndCreateSubscriptionGroupList,
 	remoting.QuerySubscriptionByConsumer, remoting.QueryConsumeTimeSpan, remoting.InvokeBrokerToGetConsumerStatus,
-	remoting.UpdateBrokerConfig, remoting.QueryConsumeQueue,
+	remoting.UpdateBrokerConfig, remoting.QueryConsumeQueue, remoting.CheckClientConfig,
 }
 
 // FuzzRequests sends arbitrary header fields and bodies to every processor
@@ -43,7 +43,10 @@ func FuzzRequests(f *testing.F) {
 	f.Add(uint8(1), "a=pg;b=T;e=0;f=0;g=1;h=0;i=TIMER_DELAY_SEC\x015\x02TIMER_DELIVER_MS\x01-1\x02", []byte("timer"))
 	f.Add(uint8(23), "producerGroup=pg;tranStateTableOffset=0;commitLogOffset=3;commitOrRollback=8", []byte(nil))
 	f.Add(uint8(slices.Index(fuzzCodes, remoting.UpdateBrokerConfig)), "", []byte("brokerPermission=0\nfileReservedTime=0\n"))
-	b := startTestBroker(f, nil)
+	f.Add(uint8(3), "consumerGroup=g;topic=T;queueId=0;queueOffset=0;maxMsgNums=32;sysFlag=6;expressionType=SQL92;subscription=a > 1 AND b IN ('x')", []byte(nil))
+	f.Add(uint8(slices.Index(fuzzCodes, remoting.CheckClientConfig)), "",
+		[]byte(`{"clientId":"c","group":"g","subscriptionData":{"topic":"T","subString":"a BETWEEN 1 AND 2","expressionType":"SQL92"}}`))
+	b := startTestBroker(f, map[string]string{"enablePropertyFilter": "true"})
 	// An UPDATE_BROKER_CONFIG input would otherwise leave its settings to
 	// every later input (a permission of 0 refuses nearly everything).
 	start := b.live.cur.Load()

@@ -134,8 +134,13 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 			return fail(remoting.SubscriptionNotExist, "the consumer's subscription not exist, group: %s topic: %s", p.group, p.topic)
 		case s.SubVersion < p.subVersion:
 			return fail(remoting.SubscriptionNotLatest, "the consumer's subscription not latest")
+		case s.broken != nil:
+			return fail(remoting.FilterDataNotExist, "The broker's consumer filter data is not exist!Your expression may be wrong!")
 		}
 		sub = s
+	}
+	if sub.isSQL92() && !b.cfg.EnablePropertyFilter {
+		return fail(remoting.SystemError, sqlUnsupported)
 	}
 
 	if off, ok := b.resets.take(p.group, p.topic, p.queueID); ok {

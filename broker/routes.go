@@ -24,6 +24,7 @@ func (b *Broker) routes() {
 	handle(remoting.GetEarliestMsgStoretime, b.processEarliestMsgStoreTime)
 	handle(remoting.HeartBeat, b.processHeartbeat)
 	handle(remoting.UnregisterClient, b.processUnregisterClient)
+	handle(remoting.CheckClientConfig, b.processCheckClientConfig)
 	handle(remoting.GetConsumerListByGroup, b.processConsumerList)
 	handle(remoting.LockBatchMQ, b.processLockBatch)
 	handle(remoting.UnlockBatchMQ, b.processUnlockBatch)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/filter"
 )
 
 // Expression types of a subscription.
@@ -24,19 +25,35 @@ type subscription struct {
 	all        bool
 	codes      map[int64]struct{}
 	tags       map[string]struct{}
+	// sql is the compiled selector of a SQL92 subscription; nil for TAG.
+	sql *filter.Expr
+	// broken is why a SQL92 subscription a heartbeat registered has no
+	// selector (its expression does not compile): pulls by it are
+	// refused with FILTER_DATA_NOT_EXIST, as RocketMQ's are.
+	broken error
 }
 
 // newSubscription builds a filter from an expression the way RocketMQ's
 // FilterAPI does: empty or "*" matches everything; otherwise tags separated
 // by "||". Tag codes are recomputed with Java's String.hashCode (clients'
-// codeSet is ignored: the Go client hashes UTF-8 bytes instead).
+// codeSet is ignored: the Go client hashes UTF-8 bytes instead). A SQL92
+// expression is compiled (package filter); whether the broker serves it
+// (enablePropertyFilter) is for the caller to check.
 func newSubscription(topic, expr, exprType string, subVersion int64) (*subscription, error) {
 	if exprType == "" {
 		exprType = exprTag
 	}
 	s := &subscription{Topic: topic, SubString: expr, ExprType: exprType, SubVersion: subVersion}
+	if strings.EqualFold(exprType, exprSQL92) {
+		sel, err := filter.Compile(expr)
+		if err != nil {
+			return nil, err
+		}
+		s.ExprType, s.sql = exprSQL92, sel
+		return s, nil
+	}
 	if !strings.EqualFold(exprType, exprTag) {
-		return nil, fmt.Errorf("expression type %s is not supported by this broker (only TAG)", exprType)
+		return nil, fmt.Errorf("expression type %s is not supported by this broker (TAG and SQL92 are)", exprType)
 	}
 	expr = strings.TrimSpace(expr)
 	if expr == "" || expr == subAll {
@@ -64,7 +81,7 @@ func newSubscription(topic, expr, exprType string, subVersion int64) (*subscript
 // subscription's (messages without a tag, code 0, do not match a tag
 // list).
 func (s *subscription) matchesCode(code int64) bool {
-	if s == nil || s.all {
+	if s == nil || s.all || s.sql != nil {
 		return true
 	}
 	_, ok := s.codes[code]
@@ -72,7 +89,8 @@ func (s *subscription) matchesCode(code int64) bool {
 }
 
 // matchesRecord checks the exact tag of a record whose code matched, so
-// that two tags with the same hash do not leak into each other.
+// that two tags with the same hash do not leak into each other, or
+// evaluates a SQL92 selector against the record's properties.
 func (s *subscription) matchesRecord(rec []byte) bool {
 	if s == nil || s.all {
 		return true
@@ -80,6 +98,9 @@ func (s *subscription) matchesRecord(rec []byte) bool {
 	m, err := commitlog.Decode(rec)
 	if err != nil {
 		return false
+	}
+	if s.sql != nil {
+		return s.sql.Matches(func(name string) (string, bool) { return commitlog.LookupProperty(m.Properties, name) })
 	}
 	tag, _ := commitlog.LookupProperty(m.Properties, "TAGS")
 	_, ok := s.tags[tag]
@@ -103,3 +124,10 @@ func (s *subscription) codeList() []int64 {
 	}
 	return out
 }
+
+// isSQL92 reports whether the subscription filters by SQL92.
+func (s *subscription) isSQL92() bool { return s != nil && s.ExprType == exprSQL92 }
+
+// sqlUnsupported is RocketMQ's remark for a SQL92 subscription on a
+// broker without enablePropertyFilter.
+const sqlUnsupported = "The broker does not support consumer to filter message by " + exprSQL92

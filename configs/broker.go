@@ -78,6 +78,8 @@ type Broker struct {
 	LongPollingEnable     bool
 	ShortPollingTime      time.Duration
 	ChannelExpiredTimeout time.Duration
+	// EnablePropertyFilter serves SQL92 subscriptions (filter package).
+	EnablePropertyFilter bool
 
 	// POP consumption.
 	EnableRetryTopicV2                 bool

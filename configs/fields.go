@@ -52,6 +52,7 @@ var brokerFields = []field{
 	boolean("forceRegister", "true", func(b *Broker) *bool { return &b.ForceRegister }),
 
 	boolean("longPollingEnable", "true", func(b *Broker) *bool { return &b.LongPollingEnable }),
+	boolean("enablePropertyFilter", "false", func(b *Broker) *bool { return &b.EnablePropertyFilter }),
 	millis("shortPollingTimeMills", "1000", func(b *Broker) *time.Duration { return &b.ShortPollingTime }),
 	millis("channelExpiredTimeout", "120000", func(b *Broker) *time.Duration { return &b.ChannelExpiredTimeout }),
 	boolean("enableRetryTopicV2", "false", func(b *Broker) *bool { return &b.EnableRetryTopicV2 }),

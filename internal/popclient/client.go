@@ -52,8 +52,10 @@ type PopRequest struct {
 	PollTime      time.Duration
 	InitMode      int32
 	Exp           string
-	Order         bool
-	AttemptID     string
+	// ExpType is the expression type of Exp: TAG when empty, or SQL92.
+	ExpType   string
+	Order     bool
+	AttemptID string
 }
 
 // PopResult is a decoded pop response.
@@ -79,6 +81,9 @@ func (c *Client) Pop(ctx context.Context, r PopRequest) (PopResult, error) {
 	}
 	if r.Exp != "" {
 		ext["expType"], ext["exp"] = "TAG", r.Exp
+		if r.ExpType != "" {
+			ext["expType"] = r.ExpType
+		}
 	}
 	if r.AttemptID != "" {
 		ext["attemptId"] = r.AttemptID

@@ -1,0 +1,152 @@
+package broker
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/internal/popclient"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// sendSQLFixture stores six messages m0..m5 in SQL/0 with property a = i
+// and b = 'x' for the even ones.
+func sendSQLFixture(t *testing.T, b *testBroker, c *remoting.Client) {
+	t.Helper()
+	for i := 0; i < 6; i++ {
+		props := fmt.Sprintf("a\x01%d\x02", i)
+		if i%2 == 0 {
+			props += "b\x01x\x02"
+		}
+		mustSend(t, c, "SQL", 0, fmt.Sprintf("m%d", i), props)
+	}
+	b.caughtUp()
+}
+
+func sqlPull(group, expr string) map[string]string {
+	h := pullReq(group, "SQL", 0, 0, 0, 0, expr)
+	h["expressionType"] = "SQL92"
+	return h
+}
+
+func pulledBodies(t *testing.T, r *remoting.Command) string {
+	t.Helper()
+	var got []string
+	for _, m := range decodeRecords(t, r.Body) {
+		got = append(got, string(m.Body))
+	}
+	return strings.Join(got, " ")
+}
+
+// A pull whose own subscription is SQL92 gets the messages the selector
+// matches, on a broker with enablePropertyFilter; the offsets it skips
+// are passed (nextBeginOffset).
+func TestSQL92Pull(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enablePropertyFilter": "true"})
+	c := b.client(nil)
+	sendSQLFixture(t, b, c)
+	r := call(t, c, remoting.PullMessage, sqlPull("g", "a BETWEEN 1 AND 4 AND b = 'x'"), nil)
+	if r.Code != remoting.Success || pulledBodies(t, r) != "m2 m4" || header(r, "nextBeginOffset") != 6 {
+		t.Fatalf("SQL92 pull: %d %q, bodies %q, nextBeginOffset %s", r.Code, r.Remark, pulledBodies(t, r), r.ExtFields["nextBeginOffset"])
+	}
+	r = call(t, c, remoting.PullMessage, sqlPull("g", "b IS NULL OR a > 4"), nil)
+	if r.Code != remoting.Success || pulledBodies(t, r) != "m1 m3 m5" {
+		t.Fatalf("SQL92 pull (IS NULL): %d %q, bodies %q", r.Code, r.Remark, pulledBodies(t, r))
+	}
+	r = call(t, c, remoting.PullMessage, sqlPull("g", "a > 'x'"), nil)
+	if r.Code != remoting.SubscriptionParseFailed {
+		t.Fatalf("SQL92 pull with a bad expression: %d %q", r.Code, r.Remark)
+	}
+}
+
+// A push consumer's SQL92 subscription comes with its heartbeat; its
+// pulls carry no expression. On a broker without enablePropertyFilter
+// the pulls are refused as RocketMQ refuses them; an expression that
+// does not compile is FILTER_DATA_NOT_EXIST.
+func TestSQL92SubscriptionFromHeartbeat(t *testing.T) {
+	heartbeatSQL := func(c *remoting.Client, group, expr string) {
+		body := strings.Replace(string(heartbeatBody("cid-"+group, "", group, map[string]string{"SQL": expr})),
+			`"expressionType":"TAG"`, `"expressionType":"SQL92"`, 1)
+		heartbeat(t, c, []byte(body))
+	}
+	headerless := func(group string) map[string]string {
+		h := pullReq(group, "SQL", 0, 0, 0, 0, "")
+		h["sysFlag"] = "0"
+		delete(h, "subscription")
+		return h
+	}
+
+	on := startTestBroker(t, map[string]string{"enablePropertyFilter": "true"})
+	c := on.client(nil)
+	sendSQLFixture(t, on, c)
+	heartbeatSQL(c, "gs", "a >= 3")
+	if r := call(t, c, remoting.PullMessage, headerless("gs"), nil); r.Code != remoting.Success || pulledBodies(t, r) != "m3 m4 m5" {
+		t.Fatalf("pull by the heartbeat's SQL92 subscription: %d %q", r.Code, r.Remark)
+	}
+	heartbeatSQL(c, "gbad", "a >")
+	if r := call(t, c, remoting.PullMessage, headerless("gbad"), nil); r.Code != remoting.FilterDataNotExist {
+		t.Fatalf("pull by a SQL92 subscription that does not compile: %d %q", r.Code, r.Remark)
+	}
+
+	off := startTestBroker(t, nil)
+	oc := off.client(nil)
+	sendSQLFixture(t, off, oc)
+	heartbeatSQL(oc, "gs", "a >= 3")
+	for _, h := range []map[string]string{headerless("gs"), sqlPull("gs", "a >= 3")} {
+		if r := call(t, oc, remoting.PullMessage, h, nil); r.Code != remoting.SystemError || r.Remark != sqlUnsupported {
+			t.Fatalf("SQL92 pull without enablePropertyFilter: %d %q", r.Code, r.Remark)
+		}
+	}
+}
+
+// CHECK_CLIENT_CONFIG, as the Java push consumer sends it before it
+// starts with a SQL92 subscription.
+func TestCheckClientConfig(t *testing.T) {
+	body := func(exprType, expr string) []byte {
+		return []byte(`{"clientId":"c1","group":"g","subscriptionData":{"topic":"SQL","subString":"` + expr +
+			`","expressionType":"` + exprType + `","subVersion":1,"tagsSet":[],"codeSet":[],"classFilterMode":false}}`)
+	}
+	on := startTestBroker(t, map[string]string{"enablePropertyFilter": "true"})
+	off := startTestBroker(t, nil)
+	for _, tc := range []struct {
+		b        *testBroker
+		exprType string
+		expr     string
+		code     int32
+		remark   string
+	}{
+		{off, "TAG", "a || b", remoting.Success, ""},
+		{off, "SQL92", "a > 1", remoting.SystemError, sqlUnsupported},
+		{on, "SQL92", "a > 1", remoting.Success, ""},
+		{on, "SQL92", "a > 'x'", remoting.SubscriptionParseFailed, "cannot be compared"},
+		{on, "CLASS", "x", remoting.SubscriptionParseFailed, "not supported"},
+	} {
+		r := call(t, tc.b.client(nil), remoting.CheckClientConfig, nil, body(tc.exprType, tc.expr))
+		if r.Code != tc.code || !strings.Contains(r.Remark, tc.remark) {
+			t.Errorf("%s %q (enablePropertyFilter %v): %d %q, want %d with %q",
+				tc.exprType, tc.expr, tc.b == on, r.Code, r.Remark, tc.code, tc.remark)
+		}
+	}
+	if r := call(t, off.client(nil), remoting.CheckClientConfig, nil, []byte("{")); r.Code != remoting.SystemError {
+		t.Errorf("CHECK_CLIENT_CONFIG with a bad body: %d %q", r.Code, r.Remark)
+	}
+}
+
+// POP filters by SQL92 too; RocketMQ's pop does not ask for
+// enablePropertyFilter, so neither does this one.
+func TestSQL92Pop(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	sendSQLFixture(t, b, rc)
+	res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "SQL", QueueID: 0, MaxMsgNums: 32,
+		InvisibleTime: time.Minute, Exp: "a < 2 OR a IN ('5')", ExpType: "SQL92"})
+	if got := fmt.Sprint(bodies(res.Messages)); got != "[m0 m1 m5]" {
+		t.Fatalf("SQL92 pop: %v", got)
+	}
+	bad, err := c.Pop(ctx20(t), popclient.PopRequest{Group: "g2", Topic: "SQL", QueueID: 0, MaxMsgNums: 32,
+		InvisibleTime: time.Minute, Exp: "a IN (5)", ExpType: "SQL92"})
+	if err != nil || bad.Code != remoting.SubscriptionParseFailed {
+		t.Fatalf("SQL92 pop with a bad expression: %+v, %v", bad, err)
+	}
+}
