@@ -209,6 +209,9 @@ func TestSubscriptionByConsumerAndConsumeTimeSpan(t *testing.T) {
 	}
 	stored := pullAll(t, b, c, "SpanT", 0)
 	commit(t, c, "cg-span", "SpanT", 0, 1)
+	// The delay is whole milliseconds since the next message's store
+	// time: let some pass, or a quick machine sees 0.
+	time.Sleep(5 * time.Millisecond)
 	asked := time.Now()
 	r = call(t, c, remoting.QueryConsumeTimeSpan, map[string]string{"topic": "SpanT", "group": "cg-span"}, nil)
 	var spans struct {

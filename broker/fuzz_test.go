@@ -24,6 +24,7 @@ var fuzzCodes = []int32{
 	remoting.ConsumeMessageDirectly, remoting.ResumeCheckHalfMessage, remoting.UpdateAndCreateSubscriptionGroupList,
 	remoting.QuerySubscriptionByConsumer, remoting.QueryConsumeTimeSpan, remoting.InvokeBrokerToGetConsumerStatus,
 	remoting.UpdateBrokerConfig, remoting.QueryConsumeQueue, remoting.CheckClientConfig,
+	remoting.RecallMessage,
 }
 
 // FuzzRequests sends arbitrary header fields and bodies to every processor
@@ -46,7 +47,8 @@ func FuzzRequests(f *testing.F) {
 	f.Add(uint8(3), "consumerGroup=g;topic=T;queueId=0;queueOffset=0;maxMsgNums=32;sysFlag=6;expressionType=SQL92;subscription=a > 1 AND b IN ('x')", []byte(nil))
 	f.Add(uint8(slices.Index(fuzzCodes, remoting.CheckClientConfig)), "",
 		[]byte(`{"clientId":"c","group":"g","subscriptionData":{"topic":"T","subString":"a BETWEEN 1 AND 2","expressionType":"SQL92"}}`))
-	b := startTestBroker(f, map[string]string{"enablePropertyFilter": "true"})
+	f.Add(uint8(slices.Index(fuzzCodes, remoting.RecallMessage)), "producerGroup=pg;topic=T;recallHandle=djEgVCBiIDEgeD8-", []byte(nil))
+	b := startTestBroker(f, map[string]string{"enablePropertyFilter": "true", "recallMessageEnable": "true"})
 	// An UPDATE_BROKER_CONFIG input would otherwise leave its settings to
 	// every later input (a permission of 0 refuses nearly everything).
 	start := b.live.cur.Load()

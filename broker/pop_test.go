@@ -148,7 +148,8 @@ func TestPopErrorCodes(t *testing.T) {
 		{"bad queue", map[string]string{"queueId": "99"}, remoting.InvalidParameter},
 		{"missing field", map[string]string{"invisibleTime": ""}, remoting.SystemError},
 		{"born long ago", map[string]string{"bornTime": "1000"}, remoting.PollingTimeout},
-		{"bad filter type", map[string]string{"exp": "a", "expType": "SQL92"}, remoting.SubscriptionParseFailed},
+		{"bad filter type", map[string]string{"exp": "a", "expType": "CLASS"}, remoting.SubscriptionParseFailed},
+		{"bad SQL92", map[string]string{"exp": "a >", "expType": "SQL92"}, remoting.SubscriptionParseFailed},
 	}
 	for _, tc := range cases {
 		if r := pop1(tc.ext); r.Code != tc.code {

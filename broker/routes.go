@@ -25,6 +25,7 @@ func (b *Broker) routes() {
 	handle(remoting.HeartBeat, b.processHeartbeat)
 	handle(remoting.UnregisterClient, b.processUnregisterClient)
 	handle(remoting.CheckClientConfig, b.processCheckClientConfig)
+	handle(remoting.RecallMessage, b.admitted(b.processRecallMessage))
 	handle(remoting.GetConsumerListByGroup, b.processConsumerList)
 	handle(remoting.LockBatchMQ, b.processLockBatch)
 	handle(remoting.UnlockBatchMQ, b.processUnlockBatch)

@@ -267,6 +267,9 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	rh.Set("transactionId", uniq)
 	rh.Set("MSG_REGION", b.cfg.RegionID)
 	rh.SetBool("TRACE_ON", b.cfg.TraceOn)
+	if handle, ok := b.recallHandleOf(msg, uniq); ok {
+		rh.Set("recallHandle", handle)
+	}
 	resp.ExtFields = rh
 	return resp
 }

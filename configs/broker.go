@@ -80,6 +80,10 @@ type Broker struct {
 	ChannelExpiredTimeout time.Duration
 	// EnablePropertyFilter serves SQL92 subscriptions (filter package).
 	EnablePropertyFilter bool
+	// RecallMessageEnable serves RECALL_MESSAGE; a broker that is not
+	// writable serves it only with AllowRecallWhenBrokerNotWriteable.
+	RecallMessageEnable               bool
+	AllowRecallWhenBrokerNotWriteable bool
 
 	// POP consumption.
 	EnableRetryTopicV2                 bool

@@ -53,6 +53,8 @@ var brokerFields = []field{
 
 	boolean("longPollingEnable", "true", func(b *Broker) *bool { return &b.LongPollingEnable }),
 	boolean("enablePropertyFilter", "false", func(b *Broker) *bool { return &b.EnablePropertyFilter }),
+	boolean("recallMessageEnable", "false", func(b *Broker) *bool { return &b.RecallMessageEnable }),
+	boolean("allowRecallWhenBrokerNotWriteable", "true", func(b *Broker) *bool { return &b.AllowRecallWhenBrokerNotWriteable }),
 	millis("shortPollingTimeMills", "1000", func(b *Broker) *time.Duration { return &b.ShortPollingTime }),
 	millis("channelExpiredTimeout", "120000", func(b *Broker) *time.Duration { return &b.ChannelExpiredTimeout }),
 	boolean("enableRetryTopicV2", "false", func(b *Broker) *bool { return &b.EnableRetryTopicV2 }),
