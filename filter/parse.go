@@ -256,8 +256,7 @@ func newOrder(op string, l, r node) (node, error) {
 	return order{op: op, l: l, r: r}, nil
 }
 
-// between parses "low AND high" after [NOT] BETWEEN: x >= low AND x <=
-// high, or x < low OR x > high.
+// between parses "low AND high" after [NOT] BETWEEN.
 func (p *parser) between(x node, negd bool) (node, error) {
 	low, err := p.unary()
 	if err != nil {
@@ -270,36 +269,39 @@ func (p *parser) between(x node, negd bool) (node, error) {
 	if err != nil {
 		return nil, err
 	}
+	// x >= low AND x <= high; NOT: x < low OR x > high.
+	lowOp, highOp := ">=", "<="
 	if negd {
-		lt, err := newOrder("<", x, low)
-		if err != nil {
-			return nil, err
-		}
-		gt, err := newOrder(">", x, high)
-		if err != nil {
-			return nil, err
-		}
-		return logic{and: false, l: lt, r: gt}, nil
+		lowOp, highOp = "<", ">"
+	} else if err := checkBetweenBounds(low, high); err != nil {
+		return nil, err
 	}
+	lo, err := newOrder(lowOp, x, low)
+	if err != nil {
+		return nil, err
+	}
+	hi, err := newOrder(highOp, x, high)
+	if err != nil {
+		return nil, err
+	}
+	return logic{and: !negd, l: lo, r: hi}, nil
+}
+
+// checkBetweenBounds refuses literal bounds of BETWEEN that are NULL or
+// in the wrong order (RocketMQ checks only BETWEEN, not NOT BETWEEN).
+func checkBetweenBounds(low, high node) error {
 	lc, lok := low.(constant)
 	hc, hok := high.(constant)
-	if lok && hok {
-		if lc.v.k == kNull || hc.v.k == kNull {
-			return nil, fmt.Errorf("illegal values of between, values can not be null")
-		}
-		if c, err := compare(hc.v, lc.v); err == nil && c < 0 {
-			return nil, fmt.Errorf("illegal values of between, left value(%s) must less than or equal to right value(%s)", lc.v, hc.v)
-		}
+	if !lok || !hok {
+		return nil
 	}
-	ge, err := newOrder(">=", x, low)
-	if err != nil {
-		return nil, err
+	if lc.v.k == kNull || hc.v.k == kNull {
+		return fmt.Errorf("illegal values of between, values can not be null")
 	}
-	le, err := newOrder("<=", x, high)
-	if err != nil {
-		return nil, err
+	if c, err := compare(hc.v, lc.v); err == nil && c < 0 {
+		return fmt.Errorf("illegal values of between, left value(%s) must less than or equal to right value(%s)", lc.v, hc.v)
 	}
-	return logic{and: true, l: ge, r: le}, nil
+	return nil
 }
 
 // in parses the string list after [NOT] IN.

@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -96,25 +97,14 @@ func compare(l, r value) (int, error) {
 				return 0, fmt.Errorf("%w %s with %s", errConvert, l, r)
 			}
 			return -1, nil
-		case kInt:
+		case kInt, kLong:
 			switch r.k {
-			case kLong:
-				l.k = kLong
+			case kInt, kLong: // an Integer and a Long compare as Longs
+				l.k, r.k = kLong, kLong
 			case kDouble:
 				l = value{k: kDouble, f: float64(l.i)}
 			case kString:
-				r, err = parseAs(kInt, r.s)
-			default:
-				return -1, nil
-			}
-		case kLong:
-			switch r.k {
-			case kInt:
-				r.k = kLong
-			case kDouble:
-				l = value{k: kDouble, f: float64(l.i)}
-			case kString:
-				r, err = parseAs(kLong, r.s)
+				r, err = parseAs(l.k, r.s)
 			default:
 				return -1, nil
 			}
@@ -153,23 +143,13 @@ func compare(l, r value) (int, error) {
 		}
 		return -1, nil
 	case kInt, kLong:
-		return cmpInts(l.i, r.i), nil
+		return cmp.Compare(l.i, r.i), nil
 	case kDouble:
 		return compareDoubles(l.f, r.f), nil
 	case kString:
 		return strings.Compare(l.s, r.s), nil
 	}
 	return 0, nil
-}
-
-func cmpInts(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // compareDoubles is Java's Double.compare: -0.0 is below 0.0, NaN is
@@ -181,7 +161,7 @@ func compareDoubles(a, b float64) int {
 	case a > b:
 		return 1
 	}
-	return cmpInts(doubleBits(a), doubleBits(b))
+	return cmp.Compare(doubleBits(a), doubleBits(b))
 }
 
 // doubleBits is Java's Double.doubleToLongBits: NaNs collapse to one.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -302,7 +303,7 @@ func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 func (r *Registry) queueData(topic, brokerName string) (QueueData, bool) {
 	list := r.topics[topic]
 	i, found := slices.BinarySearchFunc(list, brokerName, func(q QueueData, name string) int {
-		return compareStrings(q.BrokerName, name)
+		return strings.Compare(q.BrokerName, name)
 	})
 	if !found {
 		return QueueData{}, false
@@ -315,7 +316,7 @@ func (r *Registry) queueData(topic, brokerName string) (QueueData, bool) {
 func (r *Registry) putQueueData(topic string, qd QueueData) {
 	list := r.topics[topic]
 	i, found := slices.BinarySearchFunc(list, qd.BrokerName, func(q QueueData, name string) int {
-		return compareStrings(q.BrokerName, name)
+		return strings.Compare(q.BrokerName, name)
 	})
 	if found {
 		list[i] = qd
@@ -336,7 +337,7 @@ func (r *Registry) putQueueData(topic string, qd QueueData) {
 func (r *Registry) removeQueueData(topic, brokerName string) {
 	list := r.topics[topic]
 	i, found := slices.BinarySearchFunc(list, brokerName, func(q QueueData, name string) int {
-		return compareStrings(q.BrokerName, name)
+		return strings.Compare(q.BrokerName, name)
 	})
 	if found {
 		list = slices.Delete(list, i, i+1)
@@ -352,16 +353,6 @@ func (r *Registry) removeQueueData(topic, brokerName string) {
 			delete(r.brokerTopics, brokerName)
 		}
 	}
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // WipeWritePerm takes the write permission from every topic's queue data
