@@ -37,14 +37,19 @@
 // Spaces, tabs, line breaks, "--" line comments and "/* */" block
 // comments separate tokens. There is no arithmetic beyond the sign.
 //
-// Compile refuses what RocketMQ's parser refuses: an operand of AND, OR,
+// Parsing stops where the expression cannot go on, and the text after it
+// is ignored if its first token is one, as RocketMQ's parser does ("a = 1
+// b = 2" selects by a = 1). Compile refuses what RocketMQ's parser
+// refuses: an operand of AND, OR,
 // NOT or the whole selector that cannot be a boolean (a literal number or
 // string), ">", ">=", "<", "<=" or BETWEEN on a string, boolean or NULL
 // literal or on a comparison, "=" with a NULL literal (IS NULL is the
 // test), IN on anything but a property, BETWEEN bounds in the wrong order,
 // an integer beyond int64, a float beyond the double range. (RocketMQ also
 // refuses a float literal of zero, such as 0.0, by a quirk of its range
-// check; Compile accepts it.)
+// check; Compile accepts it.) It also refuses an expression longer than
+// 64 KiB or nested (parentheses, signs, NOTs) more than 256 levels deep,
+// which RocketMQ's parser meets as a stack overflow.
 //
 // # Evaluation
 //

@@ -210,11 +210,14 @@ type textMatch struct {
 }
 
 func (n textMatch) eval(p Properties) (value, error) {
+	if n.search == "" {
+		return falseVal, nil // before the operand is evaluated, as in RocketMQ
+	}
 	v, err := n.x.eval(p)
 	if err != nil {
 		return null, err
 	}
-	if n.search == "" || v.k != kString {
+	if v.k != kString {
 		return falseVal, nil
 	}
 	var ok bool

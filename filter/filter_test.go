@@ -112,6 +112,14 @@ func TestEvaluate(t *testing.T) {
 		{"a = +10", "TRUE"},
 		{"a = 1e1", "TRUE"},
 		{"c = .105E2", "TRUE"},
+		{"NOT ((b > 5) CONTAINS '')", "TRUE"}, // an empty search is FALSE before b > 5 fails
+		// RocketMQ's parser stops where the expression cannot go on and
+		// ignores the rest, if its first token is one.
+		{"a = 10 b = 2", "TRUE"},
+		{"a = 10)", "TRUE"},
+		{"a = 10 --", "TRUE"},
+		{"a = 010", "FALSE"}, // "0" then "10": a = 0
+		{"a = 0L", "FALSE"},  // "0" then the property L
 	} {
 		e, err := Compile(tc.expr)
 		if err != nil {
@@ -157,25 +165,49 @@ func TestCompileRefuses(t *testing.T) {
 		"a IN ()",
 		"a IN (1, 2)",
 		"a CONTAINS b",
-		"a != 1",
-		"a = 1 b = 2",
+		"a != 1", // "!" is no token
 		"a = 'open",
 		"/* open",
+		"a = 1 /* open",
 		"a = 9223372036854775808",
 		"a = 1e999",
-		"a = 007",
 		"a.b = 1",
 		"a IS 1",
-		"a = 1)",
 		"(a = 1",
 		"a = #",
-		"a = 1 --",
+		"a = 1 #",     // the token after the expression must be one
+		"a = 1 'open", // (RocketMQ's parser reads it)
+		strings.Repeat("(", 300) + "a" + strings.Repeat(")", 300),
+		strings.Repeat("NOT ", 300) + "a",
+		strings.Repeat("(", 200000) + "a",
+		strings.Repeat("a = 1 AND ", 10000) + "a = 1",
 	} {
 		_, err := Compile(expr)
 		var se *SyntaxError
 		if !errors.As(err, &se) {
 			t.Errorf("Compile(%q) = %v, want a SyntaxError", expr, err)
 		}
+	}
+}
+
+// Long chains within the length limit compile and evaluate (the AND
+// chain is as deep as it is long) without exhausting the stack.
+func TestLongChains(t *testing.T) {
+	chain := strings.Repeat("a = 10 AND ", 5900) + "a = 10"
+	e, err := Compile(chain)
+	if err != nil {
+		t.Fatalf("a chain of 5,900 ANDs: %v", err)
+	}
+	if !e.Matches(props("a=10")) || e.Matches(props("a=11")) {
+		t.Fatal("the chain of ANDs evaluates wrongly")
+	}
+	nested := strings.Repeat("(", 200) + "a = 10" + strings.Repeat(")", 200)
+	if e, err := Compile(nested); err != nil || !e.Matches(props("a=10")) {
+		t.Fatalf("200 nested parentheses: %v", err)
+	}
+	comments := "a > " + strings.Repeat("-", 60000) + "5"
+	if _, err := Compile(comments); err == nil {
+		t.Fatal("60,000 minus signs compiled") // nesting, and quickly: no quadratic comment scan
 	}
 }
 

@@ -14,7 +14,8 @@ const (
 	tokString
 	tokInteger
 	tokFloat
-	tokOp // = <> > >= < <= ( ) , + -
+	tokOp  // = <> > >= < <= ( ) , + -
+	tokErr // where the text stops being tokens; text is why
 	// Keywords.
 	tokNot
 	tokAnd
@@ -48,32 +49,38 @@ func (t token) String() string {
 	switch t.kind {
 	case tokEOF:
 		return "the end of the expression"
+	case tokErr:
+		return t.text
 	case tokString:
 		return fmt.Sprintf("'%s' at %d", strings.ReplaceAll(t.text, "'", "''"), t.pos)
 	}
 	return fmt.Sprintf("%q at %d", t.text, t.pos)
 }
 
-// lex splits an expression into tokens, ending with tokEOF. Where two
+// lex splits an expression into tokens, ending with tokEOF, or with a
+// tokErr carrying the lexical error where the text stops being tokens
+// (the parser fails only if it needs that token: RocketMQ's parser reads
+// tokens as it goes and ignores what follows the expression). Where two
 // tokens could start at a position the longer one wins, and a keyword
 // wins over a property name of the same length, as in RocketMQ's JavaCC
 // token manager.
-func lex(src string) ([]token, error) {
+func lex(src string) []token {
 	var toks []token
+	lastBreak := strings.LastIndexAny(src, "\n\r")
 	for i := 0; ; {
-		i = skipSpace(src, i)
+		i = skipSpace(src, i, lastBreak)
 		if i < 0 {
-			return nil, fmt.Errorf("unterminated comment")
+			return append(toks, token{kind: tokErr, text: "unterminated comment", pos: len(src)})
 		}
 		if i >= len(src) {
-			return append(toks, token{kind: tokEOF, pos: i}), nil
+			return append(toks, token{kind: tokEOF, pos: i})
 		}
 		c := src[i]
 		switch {
 		case c == '\'':
 			s, next, ok := stringLiteral(src, i)
 			if !ok {
-				return nil, fmt.Errorf("unterminated string starting at %d", i)
+				return append(toks, token{kind: tokErr, text: fmt.Sprintf("unterminated string starting at %d", i), pos: i})
 			}
 			toks = append(toks, token{kind: tokString, text: s, pos: i})
 			i = next
@@ -96,7 +103,7 @@ func lex(src string) ([]token, error) {
 		default:
 			n := operator(src[i:])
 			if n == 0 {
-				return nil, fmt.Errorf("unexpected character %q at %d", rune(c), i)
+				return append(toks, token{kind: tokErr, text: fmt.Sprintf("unexpected character %q at %d", rune(c), i), pos: i})
 			}
 			toks = append(toks, token{kind: tokOp, text: src[i : i+n], pos: i})
 			i += n
@@ -106,12 +113,13 @@ func lex(src string) ([]token, error) {
 
 // skipSpace returns the position of the next token at or after i, past
 // white space and comments; -1 for a block comment without its end.
-func skipSpace(src string, i int) int {
+// lastBreak is the position of the source's last line break (-1 if none).
+func skipSpace(src string, i, lastBreak int) int {
 	for i < len(src) {
 		switch {
 		case strings.IndexByte(" \t\n\r\f", src[i]) >= 0:
 			i++
-		case strings.HasPrefix(src[i:], "--") && strings.ContainsAny(src[i:], "\n\r"):
+		case strings.HasPrefix(src[i:], "--") && i < lastBreak:
 			// A line comment ends with a line break; without one, "--"
 			// is two minus signs, as in RocketMQ's grammar.
 			i += strings.IndexAny(src[i:], "\n\r")

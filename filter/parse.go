@@ -34,14 +34,26 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("SQL92 expression %q: %s", e.Expr, e.Msg)
 }
 
+// Limits that keep a hostile expression from exhausting the broker's
+// stack (Go cannot recover from a stack overflow; RocketMQ's parser
+// catches its StackOverflowError): its length, and how deeply
+// parentheses, signs and NOTs nest.
+const (
+	maxLength  = 64 << 10
+	maxNesting = 256
+)
+
 // Compile parses a SQL92 selector. It returns a *SyntaxError for an
-// expression RocketMQ's parser refuses.
+// expression RocketMQ's parser refuses, or one beyond maxLength bytes or
+// nested deeper than RocketMQ's users write. As in RocketMQ, parsing
+// stops where the expression can no longer continue, and whatever text
+// follows is ignored as long as its first token is one ("a = 1 b" is
+// "a = 1").
 func Compile(src string) (*Expr, error) {
-	toks, err := lex(src)
-	if err != nil {
-		return nil, &SyntaxError{Expr: src, Msg: err.Error()}
+	if len(src) > maxLength {
+		return nil, &SyntaxError{Expr: src[:64] + "...", Msg: fmt.Sprintf("longer than %d bytes", maxLength)}
 	}
-	p := &parser{toks: toks}
+	p := &parser{toks: lex(src)}
 	root, err := p.selector()
 	if err != nil {
 		return nil, &SyntaxError{Expr: src, Msg: err.Error()}
@@ -52,9 +64,21 @@ func Compile(src string) (*Expr, error) {
 // parser is a recursive-descent parser over the tokens, one method per
 // grammar rule of the package documentation.
 type parser struct {
-	toks []token
-	i    int
+	toks  []token
+	i     int
+	depth int // parentheses, signs and NOTs open
 }
+
+// enter counts one more level of nesting; leave undoes it.
+func (p *parser) enter() error {
+	p.depth++
+	if p.depth > maxNesting {
+		return fmt.Errorf("nested deeper than %d levels", maxNesting)
+	}
+	return nil
+}
+
+func (p *parser) leave() { p.depth-- }
 
 func (p *parser) peek() token { return p.toks[p.i] }
 
@@ -63,7 +87,7 @@ func (p *parser) peek2() token { return p.toks[min(p.i+1, len(p.toks)-1)] }
 
 func (p *parser) next() token {
 	t := p.toks[p.i]
-	if t.kind != tokEOF {
+	if t.kind != tokEOF && t.kind != tokErr {
 		p.i++
 	}
 	return t
@@ -88,8 +112,10 @@ func (p *parser) selector() (node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t := p.peek(); t.kind != tokEOF {
-		return nil, fmt.Errorf("unexpected %s", t)
+	// The token after the expression must be one (RocketMQ's parser has
+	// read it to see that the expression ends); what follows is ignored.
+	if t := p.peek(); t.kind == tokErr {
+		return nil, fmt.Errorf("%s", t.text)
 	}
 	return asBoolean(n)
 }
@@ -332,6 +358,10 @@ func (p *parser) in(x node, negd bool) (node, error) {
 }
 
 func (p *parser) unary() (node, error) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	defer p.leave()
 	t := p.peek()
 	switch {
 	case t.kind == tokOp && t.text == "+":
