@@ -81,6 +81,9 @@ type Broker struct {
 	// beforeFlush is handed to the CommitLog as Config.BeforeFlush: a
 	// seam for tests of a disk whose flushes stall.
 	beforeFlush func()
+	// beforePut, when set, may refuse a put before it reaches the
+	// CommitLog: a seam for tests of failed appends.
+	beforePut func(msgs []*commitlog.Message) error
 
 	mux    *remoting.Mux
 	server *remoting.Server

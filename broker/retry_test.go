@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -350,5 +351,38 @@ func TestStalledFlushDeliversOnce(t *testing.T) {
 		if got := pullAll(t, b, c, topic, 0); len(got) != 1 {
 			t.Errorf("%s: delivered %d times through a stalled flush, want once", topic, len(got))
 		}
+	}
+}
+
+// A put that fails in the middle of a delay level's round leaves the
+// level's progress past the messages delivered before it: they are not
+// delivered again when the next rounds retry the failed one.
+func TestScheduleRoundFailingMidwayKeepsItsProgress(t *testing.T) {
+	var failing atomic.Bool
+	failing.Store(true)
+	b := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) {
+		b.beforePut = func(msgs []*commitlog.Message) error {
+			if msgs[0].Topic == "MidRound" && string(msgs[0].Body) == "m1" && failing.Load() {
+				return errors.New("injected append failure")
+			}
+			return nil
+		}
+	})
+	c := b.client(nil)
+	for _, body := range []string{"m0", "m1", "m2"} {
+		mustSend(t, c, "MidRound", 0, body, "DELAY\x011\x02") // 1 s
+	}
+	waitDelivered(t, b, c, "MidRound", 0, 1)
+	time.Sleep(500 * time.Millisecond) // five rounds failing on m1
+	failing.Store(false)
+	got := waitDelivered(t, b, c, "MidRound", 0, 3)
+	time.Sleep(300 * time.Millisecond)
+	got = pullAll(t, b, c, "MidRound", 0)
+	var bodies []string
+	for _, m := range got {
+		bodies = append(bodies, string(m.Body))
+	}
+	if strings.Join(bodies, " ") != "m0 m1 m2" {
+		t.Fatalf("delivered %v, want each of m0 m1 m2 once, in order", bodies)
 	}
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -46,6 +47,11 @@ func (b *Broker) scheduleLoop(ctx context.Context) {
 	})
 }
 
+// deliverLevel delivers the due messages of one delay level and records
+// the level's progress past them. An error part way (a read or a put that
+// failed) still records the progress past what was delivered before it:
+// those copies are in the log, and the next round would deliver them
+// again.
 func (b *Broker) deliverLevel(ctx context.Context, level int) error {
 	qid := int32(level - 1)
 	off, ok, err := b.offsets.Get(scheduleOffsetGroup, meta.ScheduleTopic, qid)
@@ -58,40 +64,9 @@ func (b *Broker) deliverLevel(ctx context.Context, level int) error {
 		off = minOff
 	}
 	start := off
-	var stored int64 // the CommitLog end after the last delivery
-	delay := b.delayLevels[level-1].Milliseconds()
-	for ctx.Err() == nil {
-		entries, err := b.cqs.Get(meta.ScheduleTopic, qid, off, 64)
-		if err != nil {
-			return err
-		}
-		if len(entries) == 0 {
-			break
-		}
-		now := time.Now().UnixMilli()
-		due := false
-		for _, e := range entries {
-			deliverAt := e.TagsCode
-			if deliverAt > now+delay {
-				deliverAt = now // a clock step back: RocketMQ treats it as due
-			}
-			if deliverAt > now {
-				due = true
-				break
-			}
-			end, err := b.deliverScheduled(ctx, e.PhyOffset)
-			if err != nil {
-				return err
-			}
-			stored = max(stored, end)
-			off = e.QueueOffset + 1
-		}
-		if due || len(entries) < 64 {
-			break
-		}
-	}
+	off, stored, deliverErr := b.deliverDue(ctx, level, off)
 	if off == start {
-		return nil
+		return deliverErr
 	}
 	// The progress is synced: what it moves past must be flushed first
 	// (under SYNC_FLUSH), or a machine crash could lose delivered
@@ -101,10 +76,48 @@ func (b *Broker) deliverLevel(ctx context.Context, level int) error {
 	// up would deliver them again.
 	if stored > 0 {
 		if err := b.clog.WaitDurable(ctx, stored); err != nil {
-			return fmt.Errorf("delay level %d: progress stays at %d: %w", level, start, err)
+			return errors.Join(deliverErr, fmt.Errorf("delay level %d: progress stays at %d: %w", level, start, err))
 		}
 	}
-	return b.offsets.Set(scheduleOffsetGroup, meta.ScheduleTopic, qid, off)
+	if err := b.offsets.Set(scheduleOffsetGroup, meta.ScheduleTopic, qid, off); err != nil {
+		return errors.Join(deliverErr, err)
+	}
+	return deliverErr
+}
+
+// deliverDue delivers the due messages of a delay level from queue
+// offset off on, and returns the offset after the last one it handled
+// and the CommitLog end after the last delivery (0 when none), with the
+// error that stopped it, if any.
+func (b *Broker) deliverDue(ctx context.Context, level int, off int64) (next, stored int64, err error) {
+	qid := int32(level - 1)
+	delay := b.delayLevels[level-1].Milliseconds()
+	for ctx.Err() == nil {
+		entries, err := b.cqs.Get(meta.ScheduleTopic, qid, off, 64)
+		if err != nil || len(entries) == 0 {
+			return off, stored, err
+		}
+		now := time.Now().UnixMilli()
+		for _, e := range entries {
+			deliverAt := e.TagsCode
+			if deliverAt > now+delay {
+				deliverAt = now // a clock step back: RocketMQ treats it as due
+			}
+			if deliverAt > now {
+				return off, stored, nil
+			}
+			end, err := b.deliverScheduled(ctx, e.PhyOffset)
+			if err != nil {
+				return off, stored, err
+			}
+			stored = max(stored, end)
+			off = e.QueueOffset + 1
+		}
+		if len(entries) < 64 {
+			break
+		}
+	}
+	return off, stored, nil
 }
 
 // deliverScheduled re-puts one parked message to its real topic and queue

@@ -13,6 +13,11 @@ import (
 // queue offsets assigned at append time.
 func (b *Broker) putMessages(ctx context.Context, msgs []*commitlog.Message, waitFlush bool) (commitlog.AppendResult, error) {
 	first := msgs[0]
+	if b.beforePut != nil {
+		if err := b.beforePut(msgs); err != nil {
+			return commitlog.AppendResult{}, fmt.Errorf("put to %s/%d: %w", first.Topic, first.QueueID, err)
+		}
+	}
 	if err := b.qoffsets.Acquire(first.Topic, first.QueueID); err != nil {
 		return commitlog.AppendResult{}, fmt.Errorf("put to %s/%d: %w", first.Topic, first.QueueID, err)
 	}

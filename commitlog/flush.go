@@ -179,8 +179,13 @@ func (l *Log) WaitDurable(ctx context.Context, end int64) error {
 		if l.closedFlag.Load() {
 			return fmt.Errorf("wait for the flush to %d (flushed to %d): %w", end, l.flushedPos.Load(), ErrClosed)
 		}
+		l.flushMu.Lock()
+		flushErr := l.flushErr
+		l.flushMu.Unlock()
+		// A flush that failed (flushErr) is tried again by the flusher:
+		// the wait goes on until the disk takes it.
 		l.log.Warn().Int64("end", end).Int64("flushed", l.flushedPos.Load()).Dur("waited", time.Since(start)).
-			Msg("the flush takes longer than syncFlushTimeout; still waiting for it")
+			AnErr("lastFlushError", flushErr).Msg("the flush takes longer than syncFlushTimeout; still waiting for it")
 	}
 }
 
