@@ -39,17 +39,25 @@ func (h recallHandle) encode() string {
 	return base64.URLEncoding.EncodeToString([]byte(raw))
 }
 
-// parseRecallHandle decodes a handle, with or without base64 padding;
-// fields after the fifth are ignored, as RocketMQ ignores them.
+// parseRecallHandle decodes a handle as RocketMQ does: base64 with or
+// without padding (no line breaks), fields split at single spaces with
+// trailing empty ones dropped (Java's String.split), fields after the
+// fifth ignored.
 func parseRecallHandle(s string) (recallHandle, error) {
+	if s == "" || strings.ContainsAny(s, "\r\n") {
+		return recallHandle{}, errBadRecallHandle
+	}
 	raw, err := base64.URLEncoding.DecodeString(s)
 	if err != nil {
 		raw, err = base64.RawURLEncoding.DecodeString(s)
 	}
-	if s == "" || err != nil {
+	if err != nil {
 		return recallHandle{}, errBadRecallHandle
 	}
 	f := strings.Split(string(raw), " ")
+	for len(f) > 0 && f[len(f)-1] == "" {
+		f = f[:len(f)-1]
+	}
 	if len(f) < 5 || f[0] != recallHandleVersion {
 		return recallHandle{}, errBadRecallHandle
 	}
@@ -88,7 +96,9 @@ const recallTag = "_RECALL_TAG_"
 func (b *Broker) processRecallMessage(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	fail := func(code int32, remark string) *remoting.Command {
 		b.log.Debug().Stringer("conn", conn).Int32("code", code).Str("remark", remark).Msg("RECALL_MESSAGE refused")
-		return remoting.NewResponse(req, code, remark)
+		resp := remoting.NewResponse(req, code, remark)
+		resp.ExtFields = map[string]string{"MSG_REGION": b.cfg.RegionID}
+		return resp
 	}
 	if !b.cfg.RecallMessageEnable {
 		return fail(remoting.NoPermission, "recall failed, operation is forbidden")
@@ -110,7 +120,11 @@ func (b *Broker) processRecallMessage(ctx context.Context, conn *remoting.Conn, 
 	} else if !ok {
 		return fail(remoting.TopicNotExist, "recall failed, the topic["+topic+"] not exist")
 	}
-	handle, err := parseRecallHandle(h.OptString("recallHandle", ""))
+	raw, err := h.String("recallHandle")
+	if err != nil {
+		return fail(remoting.SystemError, "bad RECALL_MESSAGE header: "+err.Error())
+	}
+	handle, err := parseRecallHandle(raw)
 	if err != nil {
 		return fail(remoting.IllegalOperation, err.Error())
 	}
@@ -137,7 +151,8 @@ func (b *Broker) processRecallMessage(ctx context.Context, conn *remoting.Conn, 
 	msg := &commitlog.Message{Topic: handle.topic, QueueID: 0, BornTimestamp: now.UnixMilli(),
 		BornHost: addrPort(conn.RemoteAddr()), Body: []byte("0"), Properties: props}
 	if err := b.park(msg, 0); err != nil {
-		return fail(remoting.IllegalOperation, "recall failed: "+err.Error())
+		b.log.Warn().Err(err).Str("topic", topic).Str("uniqKey", handle.uniqKey).Msg("recall: the cancel cannot be parked")
+		return fail(remoting.SystemError, "recall failed, execute error")
 	}
 	// A FLUSH_DISK_TIMEOUT still answers SUCCESS, as RocketMQ's does: the
 	// cancel is stored.

@@ -29,6 +29,7 @@ func TestRecallHandleFormat(t *testing.T) {
 		t.Errorf("URL-safe alphabet decoded to %+v", got)
 	}
 	for _, s := range []string{"", "!!", base64.URLEncoding.EncodeToString([]byte("v2 T b 1 x")),
+		base64.URLEncoding.EncodeToString([]byte("v1 T b 1 ")), "djEgVCBiIDE\ngeD8-",
 		base64.URLEncoding.EncodeToString([]byte("v1 T b 1")), base64.StdEncoding.EncodeToString([]byte("v1 T b 1 x?>"))} {
 		if _, err := parseRecallHandle(s); err != errBadRecallHandle {
 			t.Errorf("parseRecallHandle(%q) = %v, want %v", s, err, errBadRecallHandle)
@@ -87,6 +88,8 @@ func TestRecallTimerMessage(t *testing.T) {
 	}{
 		{"another topic", recallReq("Other", handle), remoting.TopicNotExist, "recall failed, the topic[Other] not exist"},
 		{"bad handle", recallReq("RecallT", "not base64!"), remoting.IllegalOperation, "recall handle is invalid"},
+		{"no handle", map[string]string{"producerGroup": "pg", "topic": "RecallT"}, remoting.SystemError,
+			`bad RECALL_MESSAGE header: header field "recallHandle": missing`},
 		{"topic mismatch", recallReq("RecallT", recallHandle{"X", b.cfg.BrokerName, out, "RC-1"}.encode()), remoting.IllegalOperation, "recall failed, topic not match"},
 		{"other broker", recallReq("RecallT", recallHandle{"RecallT", "elsewhere", out, "RC-1"}.encode()), remoting.IllegalOperation, "recall failed, broker service not available"},
 		{"past", recallReq("RecallT", recallHandle{"RecallT", b.cfg.BrokerName, "1000", "RC-1"}.encode()), remoting.IllegalOperation, "recall failed, timestamp invalid"},
