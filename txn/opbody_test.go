@@ -12,10 +12,10 @@ func TestOpOffsets(t *testing.T) {
 		want []int64
 	}{
 		{"", nil},
-		{"12,", []int64{12}},               // what RocketMQ writes for one half
-		{"12,13,40,", []int64{12, 13, 40}}, // several halves in one op message
-		{"7", []int64{7}},                  // no comma after the last
-		{" 5 , 6 ,", []int64{5, 6}},
+		{"12,", []int64{12}},                       // what RocketMQ writes for one half
+		{"12,13,40,", []int64{12, 13, 40}},         // several halves in one op message
+		{"7", []int64{7}},                          // no comma after the last
+		{" 5 ,6,", []int64{6}},                     // Long.parseLong does not trim
 		{"x,-3,9223372036854775808,8", []int64{8}}, // foreign, negative, past int64
 		{",,,", nil},
 	} {
@@ -36,7 +36,6 @@ func FuzzOpOffsets(f *testing.F) {
 		fields := strings.Split(string(body), ",")
 		digits := 0
 		for _, fl := range fields {
-			fl = strings.TrimSpace(fl)
 			if len(fl) >= 1 && len(fl) <= 18 && strings.Trim(fl, "0123456789") == "" {
 				digits++
 			}

@@ -178,12 +178,12 @@ func (s *Service) OpHook() kvindex.Hook {
 // opOffsets decodes the body of a RocketMQ op message: the queue offsets
 // of the halves it ends, in decimal, comma-separated, usually with a
 // comma after the last ("12,13,"). Fields that are not a non-negative
-// offset (the empty field after the last comma, foreign bytes) are
-// skipped.
+// offset (the empty field after the last comma, foreign bytes, spaces)
+// are skipped, as RocketMQ's Long.parseLong skips them.
 func opOffsets(body []byte) []int64 {
 	var offs []int64
 	for f := range strings.SplitSeq(string(body), ",") {
-		off, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		off, err := strconv.ParseInt(f, 10, 64)
 		if err != nil || off < 0 {
 			continue
 		}
