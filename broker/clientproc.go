@@ -111,7 +111,7 @@ func (b *Broker) processCheckClientConfig(_ context.Context, conn *remoting.Conn
 	if sd == nil || sd.ExpressionType == "" || strings.EqualFold(sd.ExpressionType, exprTag) {
 		return remoting.NewResponse(req, remoting.Success, "")
 	}
-	if !b.cfg.EnablePropertyFilter {
+	if !b.current().EnablePropertyFilter {
 		return remoting.NewResponse(req, remoting.SystemError, "The broker does not support consumer to filter message by "+sd.ExpressionType)
 	}
 	if _, err := newSubscription(sd.Topic, sd.SubString, sd.ExpressionType, 0); err != nil {

@@ -31,6 +31,10 @@ var runtimeKeys = map[string]bool{
 	"fileReservedTime":      true,
 	"deleteWhen":            true,
 	"diskMaxUsedSpaceRatio": true,
+	// Features an operator turns on for a running broker's clients.
+	"enablePropertyFilter":              true,
+	"recallMessageEnable":               true,
+	"allowRecallWhenBrokerNotWriteable": true,
 }
 
 // configBlackList are the keys RocketMQ never lets UPDATE_BROKER_CONFIG

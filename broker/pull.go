@@ -139,7 +139,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		}
 		sub = s
 	}
-	if sub.isSQL92() && !b.cfg.EnablePropertyFilter {
+	if sub.isSQL92() && !b.current().EnablePropertyFilter {
 		return fail(remoting.SystemError, sqlUnsupported)
 	}
 

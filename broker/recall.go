@@ -100,13 +100,13 @@ func (b *Broker) processRecallMessage(ctx context.Context, conn *remoting.Conn, 
 		resp.ExtFields = map[string]string{"MSG_REGION": b.cfg.RegionID}
 		return resp
 	}
-	if !b.cfg.RecallMessageEnable {
+	if !b.current().RecallMessageEnable {
 		return fail(remoting.NoPermission, "recall failed, operation is forbidden")
 	}
 	if b.cfg.BrokerRole == "SLAVE" {
 		return fail(remoting.SlaveNotAvailable, "recall failed, broker service not available")
 	}
-	if !meta.Writable(b.current().BrokerPermission) && !b.cfg.AllowRecallWhenBrokerNotWriteable {
+	if !meta.Writable(b.current().BrokerPermission) && !b.current().AllowRecallWhenBrokerNotWriteable {
 		return fail(remoting.ServiceNotAvailable, "recall failed, broker service not available")
 	}
 	h := remoting.Header(req.ExtFields)

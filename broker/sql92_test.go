@@ -150,3 +150,20 @@ func TestSQL92Pop(t *testing.T) {
 		t.Fatalf("SQL92 pop with a bad expression: %+v, %v", bad, err)
 	}
 }
+
+// enablePropertyFilter can be turned on while the broker runs
+// (UPDATE_BROKER_CONFIG): SQL92 pulls refused before are served after.
+func TestEnablePropertyFilterAtRuntime(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	sendSQLFixture(t, b, c)
+	if r := call(t, c, remoting.PullMessage, sqlPull("g", "a > 3"), nil); r.Code != remoting.SystemError {
+		t.Fatalf("SQL92 pull before the update: %d %q", r.Code, r.Remark)
+	}
+	if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("enablePropertyFilter=true")); r.Code != remoting.Success {
+		t.Fatalf("UPDATE_BROKER_CONFIG: %d %q", r.Code, r.Remark)
+	}
+	if r := call(t, c, remoting.PullMessage, sqlPull("g", "a > 3"), nil); r.Code != remoting.Success || pulledBodies(t, r) != "m4 m5" {
+		t.Fatalf("SQL92 pull after the update: %d %q", r.Code, r.Remark)
+	}
+}
