@@ -19,6 +19,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -389,4 +390,50 @@ func (m *clientManager) groupsSubscribedTo(topic string) []string {
 		}
 	}
 	return out
+}
+
+// processBrokerConsumeStats answers GET_BROKER_CONSUME_STATS (mqadmin
+// brokerConsumeStats): for every subscription group, the consume stats of
+// each topic it committed offsets on (only the topics of its live
+// subscriptions, if it has any; only ordered topics with isOrder), as
+// RocketMQ's fetchAllConsumeStatsInBroker, which walks the topics' write
+// queues. totalDiff sums brokerOffset - consumerOffset over every queue;
+// rocketkv keeps no pull offset apart from the committed one, so the
+// in-flight difference is 0.
+func (b *Broker) processBrokerConsumeStats(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	isOrder := remoting.Header(req.ExtFields).OptBool("isOrder", false)
+	var groups []string
+	if err := b.groups.Each(func(g meta.SubscriptionGroupConfig) bool { groups = append(groups, g.GroupName); return true }); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	var list []adminbody.GroupConsumeStats
+	var totalDiff int64
+	for _, group := range groups {
+		topics, err := b.consumeStatsTopics(group, remoting.Header{})
+		if err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+		entry := adminbody.GroupConsumeStats{Group: group}
+		for _, topic := range topics {
+			tc, ok, err := b.topicConfig(topic)
+			if err != nil {
+				return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("read config of topic %s: %v", topic, err))
+			}
+			if !ok || isOrder && !tc.Order {
+				continue
+			}
+			table := make(map[adminbody.MessageQueue]adminbody.OffsetWrapper, tc.WriteQueueNums)
+			if err := b.addConsumeStats(table, group, topic, tc.WriteQueueNums); err != nil {
+				return remoting.NewResponse(req, remoting.SystemError, err.Error())
+			}
+			for _, w := range table {
+				totalDiff += w.BrokerOffset - w.ConsumerOffset
+			}
+			entry.Topics = append(entry.Topics, table)
+		}
+		list = append(list, entry)
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	resp.Body = adminbody.EncodeConsumeStatsList(b.Addr(), list, totalDiff, 0)
+	return resp
 }

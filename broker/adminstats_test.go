@@ -348,3 +348,64 @@ func TestAdminStatsBadRequests(t *testing.T) {
 		t.Fatalf("after bad requests: %d %s", r.Code, r.Remark)
 	}
 }
+
+// GET_BROKER_CONSUME_STATS (mqadmin brokerConsumeStats): every
+// subscription group with the stats of the topics it consumes, write
+// queues all, and the total lag; isOrder keeps ordered topics only.
+func TestBrokerConsumeStats(t *testing.T) {
+	f := newStatsFixture(t, nil)
+	for _, g := range []string{"cg", "idle"} {
+		body := []byte(`{"groupName":"` + g + `","consumeEnable":true,"retryQueueNums":1,"retryMaxTimes":16}`)
+		if r := call(t, f.c, remoting.UpdateAndCreateSubscriptionGroup, nil, body); r.Code != remoting.Success {
+			t.Fatalf("create group %s: %d %s", g, r.Code, r.Remark)
+		}
+	}
+	commit(t, f.c, "cg", "Stats", 0, 2)
+	commit(t, f.c, "cg", "Stats", 1, 1)
+	commit(t, f.c, "cg", "Other", 0, 1)
+	r := call(t, f.c, remoting.UpdateAndCreateTopic, map[string]string{
+		"topic": "Other", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6", "order": "true",
+	}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("make Other ordered: %d %s", r.Code, r.Remark)
+	}
+
+	stats := func(isOrder string) (map[string][]map[adminbody.MessageQueue]adminbody.OffsetWrapper, int64) {
+		t.Helper()
+		r := call(t, f.c, remoting.GetBrokerConsumeStats, map[string]string{"isOrder": isOrder}, nil)
+		if r.Code != remoting.Success {
+			t.Fatalf("GET_BROKER_CONSUME_STATS: %d %s", r.Code, r.Remark)
+		}
+		addr, groups, total, err := adminbody.DecodeConsumeStatsList(r.Body)
+		if err != nil || addr != f.b.Addr() {
+			t.Fatalf("ConsumeStatsList (broker %q): %v\n%s", addr, err, r.Body)
+		}
+		byGroup := map[string][]map[adminbody.MessageQueue]adminbody.OffsetWrapper{}
+		for _, g := range groups {
+			byGroup[g.Group] = g.Topics
+		}
+		return byGroup, total
+	}
+	all, total := stats("false")
+	// Other sorts first (topics come in name order); Stats has 4 write
+	// queues: 3+1+0+2 messages, offsets 2 and 1 committed.
+	want := []map[adminbody.MessageQueue]adminbody.OffsetWrapper{
+		{mq(f.b, "Other", 0): {BrokerOffset: 1, ConsumerOffset: 1, PullOffset: 1, LastTimestamp: f.other}},
+		{
+			mq(f.b, "Stats", 0): {BrokerOffset: 3, ConsumerOffset: 2, PullOffset: 2, LastTimestamp: f.stored[0][1]},
+			mq(f.b, "Stats", 1): {BrokerOffset: 1, ConsumerOffset: 1, PullOffset: 1, LastTimestamp: f.stored[1][0]},
+			mq(f.b, "Stats", 2): {},
+			mq(f.b, "Stats", 3): {BrokerOffset: 2},
+		},
+	}
+	if !reflect.DeepEqual(all["cg"], want) || total != 3 {
+		t.Fatalf("cg: %+v, total diff %d\nwant %+v, 3", all["cg"], total, want)
+	}
+	if idle, ok := all["idle"]; !ok || len(idle) != 0 {
+		t.Errorf("a group without offsets is listed with no topics, as RocketMQ lists every group: %v", all)
+	}
+	ordered, total := stats("true")
+	if len(ordered["cg"]) != 1 || !reflect.DeepEqual(ordered["cg"][0], want[0]) || total != 0 {
+		t.Fatalf("isOrder: cg %+v, total diff %d", ordered["cg"], total)
+	}
+}

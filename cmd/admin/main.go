@@ -13,6 +13,7 @@
 //	admin brokerStatus       -b 127.0.0.1:10911
 //	admin topicStatus        -b 127.0.0.1:10911 -t TopicA
 //	admin consumerProgress   -b 127.0.0.1:10911 -g GroupA [-t TopicA]
+//	admin brokerConsumeStats -b 127.0.0.1:10911 [-l 100] [-o]
 //	admin consumerConnection -b 127.0.0.1:10911 -g GroupA
 //	admin resetOffsetByTime  -n 127.0.0.1:9876 -g GroupA -t TopicA -s 2026-11-30#12:00:00:000
 package main
@@ -61,7 +62,7 @@ func newRoot(out io.Writer) *cobra.Command {
 	pf.StringVarP(&g.namesrv, "namesrv", "n", "127.0.0.1:9876", "name server address")
 	pf.DurationVar(&g.timeout, "timeout", 60*time.Second, "timeout of one request")
 	root.AddCommand(createTopicsCmd(g), updateTopicCmd(g), deleteTopicCmd(g), topicListCmd(g),
-		topicRouteCmd(g), clusterListCmd(g), brokerStatusCmd(g), topicStatusCmd(g), consumerProgressCmd(g),
+		topicRouteCmd(g), clusterListCmd(g), brokerStatusCmd(g), topicStatusCmd(g), consumerProgressCmd(g), brokerConsumeStatsCmd(g),
 		consumerConnectionCmd(g), resetOffsetCmd(g), updateBrokerConfigCmd(g), getBrokerConfigCmd(g), deleteExpiredCommitLogCmd(g), queryCQCmd(g),
 		writePermCmd(g, "wipeWritePerm", remoting.WipeWritePermOfBroker, "wipeTopicCount", "wipe"),
 		writePermCmd(g, "addWritePerm", remoting.AddWritePermOfBroker, "addTopicCount", "add"))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -110,6 +111,54 @@ func printConsumerProgress(out io.Writer, table map[adminbody.MessageQueue]admin
 		total += diff
 		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", q.Topic, q.BrokerName, q.QueueID,
 			o.BrokerOffset, o.ConsumerOffset, diff, formatMillis(o.LastTimestamp))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(out, "total diff: %d\n", total)
+	return err
+}
+
+func brokerConsumeStatsCmd(g *globals) *cobra.Command {
+	var level int64
+	var order bool
+	cmd := &cobra.Command{
+		Use:   "brokerConsumeStats",
+		Short: "print every consumer group's offsets and lag on a broker (GET_BROKER_CONSUME_STATS)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h := remoting.Header{"isOrder": strconv.FormatBool(order)}
+			resp, err := g.invoke(cmd.Context(), g.broker, remoting.GetBrokerConsumeStats, h, nil)
+			if err != nil {
+				return err
+			}
+			_, groups, total, err := adminbody.DecodeConsumeStatsList(resp.Body)
+			if err != nil {
+				return fmt.Errorf("broker consume stats of %s: %w", g.broker, err)
+			}
+			return printBrokerConsumeStats(cmd.OutOrStdout(), groups, total, level)
+		},
+	}
+	f := cmd.Flags()
+	f.Int64VarP(&level, "level", "l", 0, "only queues whose diff is at least this")
+	f.BoolVarP(&order, "order", "o", false, "only ordered topics")
+	return cmd
+}
+
+func printBrokerConsumeStats(out io.Writer, groups []adminbody.GroupConsumeStats, total, level int64) error {
+	w := newTable(out)
+	fmt.Fprintln(w, "TOPIC\tGROUP\tBROKER\tQUEUE\tBROKER OFFSET\tCONSUMER OFFSET\tDIFF\tLAST TIME")
+	sort.Slice(groups, func(i, j int) bool { return groups[i].Group < groups[j].Group })
+	for _, gs := range groups {
+		for _, table := range gs.Topics {
+			for _, q := range sortedQueues(table) {
+				o := table[q]
+				if diff := o.BrokerOffset - o.ConsumerOffset; diff >= level {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", q.Topic, gs.Group, q.BrokerName, q.QueueID,
+						o.BrokerOffset, o.ConsumerOffset, diff, formatMillis(o.LastTimestamp))
+				}
+			}
+		}
 	}
 	if err := w.Flush(); err != nil {
 		return err

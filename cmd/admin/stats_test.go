@@ -129,6 +129,24 @@ func TestStatsCommands(t *testing.T) {
 		t.Fatalf("consumerProgress without a topic:\n%s(%v)\nwant\n%s", out2, err, out)
 	}
 
+	// Every group of the broker (G is created; an offset alone does not
+	// make a group), queues with a diff of at least -l.
+	request(t, c, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"G","consumeEnable":true}`))
+	out, err = run(t, "brokerConsumeStats", "-b", br, "-l", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = [][]string{
+		{"Progress", "G", "broker-a", "0", "3", "1", "2", formatMillis(q0[0])},
+		{"total", "diff:", "2"},
+	}
+	if got := rows(out); !equalRows(got, want) {
+		t.Fatalf("brokerConsumeStats -l 1:\n%s\nwant rows %v", out, want)
+	}
+	if out, err = run(t, "brokerConsumeStats", "-b", br, "-o"); err != nil || len(rows(out)) != 1 {
+		t.Fatalf("brokerConsumeStats -o (no ordered topic):\n%s(%v)", out, err)
+	}
+
 	consumer := client(t, br)
 	request(t, consumer, remoting.HeartBeat, nil, []byte(`{"clientID":"10.1.2.3@9","producerDataSet":[],"consumerDataSet":[`+
 		`{"groupName":"G","consumeType":"CONSUME_PASSIVELY","messageModel":"BROADCASTING","consumeFromWhere":"CONSUME_FROM_LAST_OFFSET",`+

@@ -99,6 +99,7 @@ func FuzzMembers(f *testing.F) {
 	f.Add([]byte(`{1:2,-3:4}`))
 	f.Add([]byte(`{"messageQueueTable":{{"topic":"T","brokerName":"b","queueId":0}:5}}`))
 	f.Add([]byte(`{"consumerTable":{"c1":{{"brokerName":"b","queueId":0,"topic":"T"}:5}},"messageQueueTable":{}}`))
+	f.Add([]byte(`{"brokerAddr":"a:1","consumeStatsList":[{"g":[{"consumeTps":0.0,"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"brokerOffset":3}}}]}],"totalDiff":3}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ms, err := Members(data)
 		if err != nil {
@@ -116,6 +117,8 @@ func FuzzMembers(f *testing.F) {
 		_, _, _ = DecodeConsumeStats(data)
 		_, _ = DecodeConsumerStatus(data)
 		_, _ = DecodeConsumerStatusTable(data)
+		_, _, _, _ = DecodeConsumeStatsList(data)
+		_, _ = Elements(data)
 	})
 }
 
