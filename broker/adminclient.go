@@ -313,7 +313,7 @@ func (b *Broker) processConsumerStatus(ctx context.Context, _ *remoting.Conn, re
 // (GET_CONSUMER_STATUS_FROM_CLIENT); false, with a log line, when it does
 // not answer with them.
 func (b *Broker) askConsumerStatus(ctx context.Context, ch *clientChannel, topic, group string) (map[adminbody.MessageQueue]int64, bool) {
-	ctx, cancel := context.WithTimeout(ctx, consumerStatusTimeout)
+	ctx, cancel := context.WithTimeout(ctx, b.statusAskTimeout)
 	defer cancel()
 	ask := remoting.NewRequest(remoting.GetConsumerStatusFromClient, map[string]string{"topic": topic, "group": group}, nil)
 	answer, err := ch.conn.Request(ctx, ask)

@@ -238,7 +238,7 @@ func TestSubscriptionByConsumerAndConsumeTimeSpan(t *testing.T) {
 }
 
 func TestConsumerStatusAskedOfEveryClient(t *testing.T) {
-	b := startTestBroker(t, nil)
+	b := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) { b.statusAskTimeout = 500 * time.Millisecond })
 	answer := func(offset int) func(context.Context, *remoting.Command) *remoting.Command {
 		return func(_ context.Context, cmd *remoting.Command) *remoting.Command {
 			if cmd.Code != remoting.GetConsumerStatusFromClient || cmd.ExtFields["topic"] != "StT" || cmd.ExtFields["group"] != "cg-st" {
@@ -257,6 +257,15 @@ func TestConsumerStatusAskedOfEveryClient(t *testing.T) {
 		return remoting.NewResponse(cmd, remoting.SystemError, "no status")
 	})
 	heartbeat(t, refuser, heartbeatBody("10.0.0.3@refuses", "", "cg-st", map[string]string{"StT": "*"}))
+	// Nor is one that never answers: the others' answers come back
+	// after its wait.
+	silent := make(chan struct{})
+	defer close(silent)
+	mute := b.client(func(_ context.Context, cmd *remoting.Command) *remoting.Command {
+		<-silent
+		return remoting.NewResponse(cmd, remoting.SystemError, "too late")
+	})
+	heartbeat(t, mute, heartbeatBody("10.0.0.4@mute", "", "cg-st", map[string]string{"StT": "*"}))
 	admin := b.client(nil)
 	status := func(ext map[string]string) map[string]map[adminbody.MessageQueue]int64 {
 		t.Helper()

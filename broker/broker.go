@@ -81,6 +81,10 @@ type Broker struct {
 	// beforeFlush is handed to the CommitLog as Config.BeforeFlush: a
 	// seam for tests of a disk whose flushes stall.
 	beforeFlush func()
+	// statusAskTimeout bounds the wait for each client's answer to
+	// GET_CONSUMER_STATUS_FROM_CLIENT (consumerStatusTimeout; tests
+	// shorten it).
+	statusAskTimeout time.Duration
 	// beforePut, when set, may refuse a put before it reaches the
 	// CommitLog: a seam for tests of failed appends.
 	beforePut func(msgs []*commitlog.Message) error
@@ -115,13 +119,14 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b := &Broker{
-		cfg:         cfg,
-		root:        log,
-		log:         log.With().Str("component", "broker").Logger(),
-		storeHost:   netip.AddrPortFrom(ip, uint16(cfg.ListenPort)),
-		hostIP:      ip,
-		delayLevels: levels,
-		timerCfg:    timerConfig(cfg),
+		cfg:              cfg,
+		root:             log,
+		log:              log.With().Str("component", "broker").Logger(),
+		storeHost:        netip.AddrPortFrom(ip, uint16(cfg.ListenPort)),
+		hostIP:           ip,
+		delayLevels:      levels,
+		timerCfg:         timerConfig(cfg),
+		statusAskTimeout: consumerStatusTimeout,
 	}
 	b.live.cur.Store(&liveSnapshot{cfg: cfg, version: meta.DataVersion{Timestamp: time.Now().UnixMilli()}})
 	b.busyLog = b.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second})

@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -10,7 +12,9 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/remoting"
+	"github.com/rs/zerolog"
 )
 
 // With metricsExporterType=PROM the broker serves RocketMQ 5's metrics:
@@ -102,4 +106,35 @@ func TestPrometheusMetrics(t *testing.T) {
 	if t.Failed() {
 		t.Logf("scrape:\n%s", text)
 	}
+}
+
+// A broker whose Prometheus port is taken does not start, says why, and
+// leaves its store free for the next start.
+func TestMetricsPortTakenStopsTheStart(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	store := t.TempDir()
+	loaded, err := configs.LoadBroker("", map[string]string{
+		"storePathRootDir": store, "listenPort": "0", "brokerIP1": "127.0.0.1", "mappedFileSizeCommitLog": strconv.Itoa(4 << 20),
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1",
+		"metricsPromExporterPort": strconv.Itoa(taken.Addr().(*net.TCPAddr).Port),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(loaded.Broker, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.Start(ctx); err == nil || !strings.Contains(err.Error(), "metrics exporter: listen") {
+		_ = b.Shutdown(ctx)
+		t.Fatalf("start with the metrics port taken: %v", err)
+	}
+	again := startTestBrokerAt(t, store, nil)
+	mustSend(t, again.client(nil), "AfterFailedStart", 0, "x", "")
 }
