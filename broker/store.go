@@ -127,7 +127,8 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 	}
 	next := offset
 	scanned := 0
-	for r.count < maxNums && next < r.maxOffset && scanned < maxScanEntries {
+	full := false // maxNums or maxBytes reached: the batch ends before next
+	for !full && r.count < maxNums && next < r.maxOffset && scanned < maxScanEntries {
 		want := min(max(2*(maxNums-r.count), 32), maxScanEntries-scanned)
 		entries, err := b.cqs.Get(topic, queueID, next, want)
 		if err != nil {
@@ -138,6 +139,7 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 		}
 		for _, e := range entries {
 			if r.count >= maxNums || (r.count > 0 && len(r.body)+int(e.Size) > maxBytes) {
+				full = true
 				break
 			}
 			scanned++

@@ -2,9 +2,12 @@ package broker
 
 import (
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/remoting"
 )
 
 // growingCQ is a ConsumeQueue whose MaxOffset lags its entries by lag, as
@@ -75,5 +78,55 @@ func TestRuntimeInfoCountsCQReadsFromMemory(t *testing.T) {
 	}
 	if d := count("consumeQueueReadsFromMemory") - mem; d != 1 {
 		t.Fatalf("%d reads from memory, want 1 (the second)", d)
+	}
+}
+
+// A pull whose byte limit fills before its message count returns the
+// records that fit and the offset after them: with a backlog larger than
+// a read's batch, the read once looped forever (a Java push consumer's
+// 256 KiB limit with 10 KB messages and 60 waiting never got an answer).
+func TestPullByteLimitEndsTheBatch(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	body := strings.Repeat("x", 1000)
+	for range 100 {
+		mustSend(t, c, "Bytes", 0, body, "")
+	}
+	b.caughtUp()
+	done := make(chan getResult, 1)
+	go func() {
+		r, err := b.getMessages("Bytes", 0, 0, 32, 3000, nil)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		if r.status != getFound || r.count < 1 || r.count > 3 || r.nextBegin != int64(r.count) {
+			t.Fatalf("status %s, %d records, next %d: want the records that fit in 3,000 bytes and the offset after them",
+				r.status, r.count, r.nextBegin)
+		}
+		if len(r.body) > 3000 && r.count > 1 {
+			t.Fatalf("%d bytes in %d records, over the 3,000 asked", len(r.body), r.count)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a pull limited by bytes did not return")
+	}
+	// Through the protocol too, with the Java client's 256 KiB limit and
+	// records of about 10 KB.
+	big := strings.Repeat("y", 10_000)
+	for range 60 {
+		mustSend(t, c, "Bytes", 1, big, "")
+	}
+	b.caughtUp()
+	req := pullReq("g", "Bytes", 1, 0, 0, 0, "*")
+	req["maxMsgBytes"] = strconv.Itoa(256 << 10)
+	r := call(t, c, remoting.PullMessage, req, nil)
+	got := decodeRecords(t, r.Body)
+	fit := int64(256<<10) / int64(got[0].StoreSize) // 25
+	if r.Code != remoting.Success || int64(len(got)) != fit || header(r, "nextBeginOffset") != fit {
+		t.Fatalf("pull of 10 KB records with maxMsgBytes 256 KiB: %d %q, %d records, next %s",
+			r.Code, r.Remark, len(got), r.ExtFields["nextBeginOffset"])
 	}
 }
