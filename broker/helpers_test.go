@@ -188,9 +188,24 @@ func committedOffset(t *testing.T, c *remoting.Client, group, topic string, q in
 	return header(resp, "offset")
 }
 
-// commitOffset sends UPDATE_CONSUMER_OFFSET and returns the answer.
+// ensureGroup creates a subscription group with the defaults unless it
+// exists: as in RocketMQ, offsets are committed only for known groups
+// (a client's heartbeat or pull creates them).
+func ensureGroup(t *testing.T, c *remoting.Client, group string) {
+	t.Helper()
+	if r := call(t, c, remoting.GetSubscriptionGroupConfig, map[string]string{"group": group}, nil); r.Code == remoting.Success {
+		return
+	}
+	if r := call(t, c, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"`+group+`"}`)); r.Code != remoting.Success {
+		t.Fatalf("create group %s: %d %s", group, r.Code, r.Remark)
+	}
+}
+
+// commitOffset sends UPDATE_CONSUMER_OFFSET for a group it creates if
+// needed, and returns the answer.
 func commitOffset(t *testing.T, c *remoting.Client, group, topic string, q int32, off int64) *remoting.Command {
 	t.Helper()
+	ensureGroup(t, c, group)
 	return call(t, c, remoting.UpdateConsumerOffset, map[string]string{
 		"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(int(q)), "commitOffset": strconv.FormatInt(off, 10)}, nil)
 }

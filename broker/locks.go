@@ -82,6 +82,20 @@ func (l *lockManager) lockedBy(group string, mq messageQueue) string {
 	return ""
 }
 
+// anyLive reports whether some queue lock of the group has not expired:
+// the group consumes orderly (RocketMQ's !isLockAllExpired).
+func (l *lockManager) anyLive(group string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	for _, cur := range l.groups[group] {
+		if now.Sub(cur.last) <= l.ttl {
+			return true
+		}
+	}
+	return false
+}
+
 // sweep drops lapsed locks and empty groups.
 func (l *lockManager) sweep() {
 	l.mu.Lock()

@@ -36,7 +36,8 @@ func offsetResponse(req *remoting.Command, offset int64) *remoting.Command {
 // committed offset on a queue gets QUERY_NOT_FOUND, except (as RocketMQ)
 // when the queue still starts at 0 and its first message is recent enough
 // to be in memory: then 0, so a new group starts at the beginning of a
-// young queue even with CONSUME_FROM_LAST_OFFSET.
+// young queue even with CONSUME_FROM_LAST_OFFSET. An empty queue has no
+// first message: QUERY_NOT_FOUND (the clients then start at its end, 0).
 func (b *Broker) processQueryConsumerOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	h := remoting.Header(req.ExtFields)
 	group, err := h.String("consumerGroup")
@@ -57,7 +58,7 @@ func (b *Broker) processQueryConsumerOffset(_ context.Context, _ *remoting.Conn,
 	if h.OptBool("setZeroIfNotFound", true) {
 		minOff, err1 := b.cqs.MinOffset(topic, qid)
 		first, err2 := b.cqs.Get(topic, qid, 0, 1)
-		if err1 == nil && err2 == nil && minOff <= 0 && (len(first) == 0 || b.inMemory(first[0].PhyOffset)) {
+		if err1 == nil && err2 == nil && minOff <= 0 && len(first) > 0 && b.inMemory(first[0].PhyOffset) {
 			return offsetResponse(req, 0)
 		}
 	}
@@ -92,8 +93,17 @@ func (b *Broker) processUpdateConsumerOffset(_ context.Context, _ *remoting.Conn
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	if _, ok, err := b.topicConfig(topic); err != nil || !ok {
-		return remoting.NewResponse(req, remoting.TopicNotExist, "topic "+topic+" not exist")
+	// As RocketMQ: the group must exist (a commit does not create it; a
+	// client's heartbeat or pull does), then the topic.
+	if gc, err := b.groupConfig(group, false); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	} else if gc.GroupName == "" {
+		return remoting.NewResponse(req, remoting.SubscriptionGroupNotExist, "Group "+group+" not exist!")
+	}
+	if _, ok, err := b.topicConfig(topic); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	} else if !ok {
+		return remoting.NewResponse(req, remoting.TopicNotExist, "Topic "+topic+" not exist!")
 	}
 	reset, err := b.resets.commitUnlessReset(group, topic, qid, func() error { return b.offsets.Set(group, topic, qid, off) })
 	if err != nil {

@@ -225,7 +225,15 @@ func TestConsumerOffsetsAndRestart(t *testing.T) {
 	if r := call(t, c, remoting.QueryConsumerOffset, q, nil); r.Code != remoting.Success || header(r, "offset") != 0 {
 		t.Fatalf("new group on a young queue: %d %v", r.Code, r.ExtFields)
 	}
+	empty := map[string]string{"consumerGroup": "og", "topic": "Off", "queueId": "1"}
+	if r := call(t, c, remoting.QueryConsumerOffset, empty, nil); r.Code != remoting.QueryNotFound {
+		t.Fatalf("new group on an empty queue: %d %v", r.Code, r.ExtFields)
+	}
 	upd := map[string]string{"consumerGroup": "og", "topic": "Off", "queueId": "0", "commitOffset": "3"}
+	if r := call(t, c, remoting.UpdateConsumerOffset, upd, nil); r.Code != remoting.SubscriptionGroupNotExist {
+		t.Fatalf("commit for a group that does not exist: %d %s", r.Code, r.Remark)
+	}
+	ensureGroup(t, c, "og")
 	if r := call(t, c, remoting.UpdateConsumerOffset, upd, nil); r.Code != remoting.Success {
 		t.Fatal(r.Remark)
 	}
@@ -384,5 +392,40 @@ func TestScheduleRoundFailingMidwayKeepsItsProgress(t *testing.T) {
 	}
 	if strings.Join(bodies, " ") != "m0 m1 m2" {
 		t.Fatalf("delivered %v, want each of m0 m1 m2 once, in order", bodies)
+	}
+}
+
+// A send to a group's %RETRY% topic while the group holds an unexpired
+// queue lock goes to its %DLQ% topic at once, as RocketMQ's
+// handleRetryAndDLQ does: the Java orderly consumer sends a message back
+// only when it gives up on it. Without a lock it is a retry.
+func TestRetrySendOfAnOrderlyGroupGoesToTheDLQ(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	retry := func(group, body string) {
+		t.Helper()
+		r := call(t, c, remoting.SendMessageV2, map[string]string{
+			"a": "pg", "b": "%RETRY%" + group, "c": "TBW102", "d": "1", "e": "0", "f": "0",
+			"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": "", "j": "3", "l": "16",
+		}, []byte(body))
+		if r.Code != remoting.Success {
+			t.Fatalf("send to %%RETRY%%%s: %d %s", group, r.Code, r.Remark)
+		}
+	}
+	retry("free", "retried")
+	lock := `{"consumerGroup":"ordered","clientId":"A","mqSet":[{"topic":"T","brokerName":"broker-a","queueId":0}]}`
+	if r := call(t, c, remoting.LockBatchMQ, nil, []byte(lock)); r.Code != remoting.Success {
+		t.Fatalf("lock: %d %s", r.Code, r.Remark)
+	}
+	retry("ordered", "given up")
+	b.caughtUp()
+	if got := pullAll(t, b, c, "%RETRY%free", 0); len(got) != 1 || string(got[0].Body) != "retried" {
+		t.Fatalf("a group without locks: %d messages in its retry topic, want the retry", len(got))
+	}
+	if got := pullAll(t, b, c, "%DLQ%ordered", 0); len(got) != 1 || string(got[0].Body) != "given up" {
+		t.Fatalf("a group holding a lock: %d messages in its DLQ, want the one sent back", len(got))
+	}
+	if got := pullAll(t, b, c, "%RETRY%ordered", 0); len(got) != 0 {
+		t.Fatalf("a group holding a lock: %d messages in its retry topic", len(got))
 	}
 }

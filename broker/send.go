@@ -346,8 +346,10 @@ func (h sendHeader) queueIDResponse(qid int32, msg *commitlog.Message) int32 {
 }
 
 // retryOrDLQ applies RocketMQ's handleRetryAndDLQ to a send to a %RETRY%
-// topic: past the group's maximum of reconsume times the message goes to
-// the group's %DLQ% topic. It returns the target topic and queue, or a
+// topic: past the group's maximum of reconsume times, or at once when the
+// group holds an unexpired queue lock (an orderly consumer sends a
+// message back only when it gives up on it), the message goes to the
+// group's %DLQ% topic. It returns the target topic and queue, or a
 // response when the send must be refused.
 func (b *Broker) retryOrDLQ(req *remoting.Command, conn *remoting.Conn, h sendHeader, qid int32) (string, int32, *remoting.Command) {
 	group := strings.TrimPrefix(h.topic, meta.RetryGroupTopicPrefix)
@@ -362,7 +364,7 @@ func (b *Broker) retryOrDLQ(req *remoting.Command, conn *remoting.Conn, h sendHe
 	if h.hasMaxReconsumeTimes && conn.ClientInfo().Version >= 121 {
 		maxTimes = h.maxReconsumeTimes
 	}
-	if h.reconsumeTimes <= maxTimes {
+	if h.reconsumeTimes <= maxTimes && !b.locks.anyLive(group) {
 		return h.topic, qid, nil
 	}
 	dlq := meta.DLQTopic(group)

@@ -45,6 +45,7 @@ func TestIndexWALSyncedEveryInterval(t *testing.T) {
 		}
 		return n
 	}
+	ensureGroup(t, c, "wg")
 	before := syncs()
 	// 1.5 s of offset commits, each leaving the log unsynced: about 30
 	// periods of 50 ms. The sync loop's default period (1 s) would give
