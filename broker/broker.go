@@ -260,7 +260,8 @@ func (b *Broker) openStores(ctx context.Context) error {
 		return fmt.Errorf("open index: %w", err)
 	}
 	b.db = db
-	if err := importRocketMQConfig(db, root, b.component("import")); err != nil {
+	firstOpen, err := importRocketMQConfig(db, root, b.component("import"))
+	if err != nil {
 		return err
 	}
 	from, err := db.Dispatched()
@@ -305,7 +306,19 @@ func (b *Broker) openStores(ctx context.Context) error {
 		}
 		b.cqs, b.fileCQ = fs, fs
 	default:
-		b.cqs = db.ConsumeQueue(b.cfg.ConsumeQueueCacheSize)
+		kvcq := db.ConsumeQueue(b.cfg.ConsumeQueueCacheSize)
+		b.cqs = kvcq
+		if firstOpen {
+			units := int(b.cfg.MappedFileSizeConsumeQueue / filecq.UnitSize)
+			if err := seedQueueStarts(kvcq, root, units, clog.MinOffset(), b.component("import")); err != nil {
+				return err
+			}
+		}
+	}
+	if firstOpen {
+		if err := db.MarkRocketMQConfigImported(time.Now().UnixMilli()); err != nil {
+			return err
+		}
 	}
 	b.qoffsets = kvindex.NewQueueOffsets(b.cqs, b.cfg.QueueOffsetCacheSize, b.component("queue-offsets"))
 	b.notifier = kvindex.NewNotifier()

@@ -1,13 +1,16 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
-	"time"
+	"os"
+	"path/filepath"
 
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/migrate/filecq"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 )
 
@@ -19,26 +22,87 @@ import (
 // and the scheduler its progress per delay level, so nothing is consumed
 // twice or skipped after the move. It fills only what the index lacks (an
 // index that already has a topic, group or offset keeps its own) and then
-// records the import, so it runs once; a crash before that record repeats
-// it harmlessly. A store without config files is recorded as imported
-// too.
-func importRocketMQConfig(db *kvindex.DB, root string, log zerolog.Logger) error {
+// reports that it did (pending), so that the caller finishes the first
+// open (seedQueueStarts) and then records it (MarkRocketMQConfigImported):
+// it runs once; a crash before that record repeats it harmlessly. A store
+// without config files is recorded the same way.
+func importRocketMQConfig(db *kvindex.DB, root string, log zerolog.Logger) (pending bool, err error) {
 	if _, done, err := db.RocketMQConfigImported(); err != nil || done {
-		return err
+		return false, err
 	}
 	c, err := rmqconfig.Read(root)
 	if err != nil {
-		return fmt.Errorf("import the RocketMQ config of %s: %w", root, err)
+		return false, fmt.Errorf("import the RocketMQ config of %s: %w", root, err)
 	}
 	if !c.Empty() {
 		counts, err := importConfig(db, c)
 		if err != nil {
-			return fmt.Errorf("import the RocketMQ config of %s: %w", root, err)
+			return false, fmt.Errorf("import the RocketMQ config of %s: %w", root, err)
 		}
 		log.Info().Strs("files", c.Files).Int("topics", counts[0]).Int("groups", counts[1]).Int("offsets", counts[2]).
 			Int("delayOffsets", counts[3]).Int("requestModes", counts[4]).Msg("imported the config of the RocketMQ store")
 	}
-	return db.MarkRocketMQConfigImported(time.Now().UnixMilli())
+	return true, nil
+}
+
+// seedQueueStarts carries over, on the first open of an Apache RocketMQ
+// store with the KV ConsumeQueue, where each queue whose records
+// retention had all deleted stands: RocketMQ's file ConsumeQueue
+// (<root>/consumequeue, read only) still ends there, while the CommitLog
+// holds nothing to rebuild it from. Without it such a queue would number
+// new messages from 0, below the consumer and delay offsets the import
+// carried over: consumers would skip the new messages and the scheduler
+// would never deliver them. minPhy is the CommitLog's minimum offset.
+func seedQueueStarts(cqs *kvindex.CQ, root string, unitsPerFile int, minPhy int64, log zerolog.Logger) error {
+	dir := filepath.Join(root, "consumequeue")
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if units, ok := unitsPerFileOf(dir); ok && units != unitsPerFile {
+		log.Warn().Int("configured", unitsPerFile).Int("files", units).
+			Msg("the RocketMQ consumequeue files hold another number of units than mappedFileSizeConsumeQueue says; reading them as they are")
+		unitsPerFile = units
+	}
+	fail := func(err error) error {
+		return fmt.Errorf("read the RocketMQ consumequeue of %s (move it aside to start without it: queues whose records retention deleted then restart at offset 0): %w", root, err)
+	}
+	files, err := filecq.OpenReadOnly(filecq.Options{Dir: root, UnitsPerFile: unitsPerFile, Logger: log})
+	if err != nil {
+		return fail(err)
+	}
+	defer files.Close()
+	if err := files.CorrectMin(minPhy); err != nil {
+		return fail(err)
+	}
+	var starts []kvindex.QueueStart
+	var qerr error
+	err = files.Queues(func(topic string, qid int32) bool {
+		lo, err := files.MinOffset(topic, qid)
+		if err != nil {
+			qerr = err
+			return false
+		}
+		hi, err := files.MaxOffset(topic, qid)
+		if err != nil {
+			qerr = err
+			return false
+		}
+		if hi > 0 && lo >= hi {
+			starts = append(starts, kvindex.QueueStart{Topic: topic, QueueID: qid, Offset: hi})
+		}
+		return true
+	})
+	if err = errors.Join(err, qerr); err != nil {
+		return fail(err)
+	}
+	if len(starts) == 0 {
+		return nil
+	}
+	if err := cqs.SeedStarts(starts); err != nil {
+		return err
+	}
+	log.Info().Int("queues", len(starts)).Msg("queues whose records retention had deleted keep their RocketMQ offsets")
+	return nil
 }
 
 // importConfig writes what db lacks of c and returns how many topics,
@@ -143,4 +207,36 @@ func putAbsent[T any](cfgs []T, get func(string) (T, bool, error), put func(...T
 		}
 	}
 	return len(out), put(out...)
+}
+
+// unitsPerFileOf reads the units per file of a consumequeue directory from
+// the size of its first file (RocketMQ creates them at full size); ok is
+// false when it holds no file of a plausible size.
+func unitsPerFileOf(dir string) (units int, ok bool) {
+	topics, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, false
+	}
+	for _, t := range topics {
+		queues, err := os.ReadDir(filepath.Join(dir, t.Name()))
+		if err != nil {
+			continue
+		}
+		for _, q := range queues {
+			files, err := os.ReadDir(filepath.Join(dir, t.Name(), q.Name()))
+			if err != nil {
+				continue
+			}
+			for _, f := range files {
+				fi, err := f.Info()
+				if err != nil || !fi.Mode().IsRegular() {
+					continue
+				}
+				if size := fi.Size(); size > 0 && size%filecq.UnitSize == 0 {
+					return int(size / filecq.UnitSize), true
+				}
+			}
+		}
+	}
+	return 0, false
 }

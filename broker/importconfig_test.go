@@ -219,3 +219,42 @@ func TestOpenRocketMQStoreRefusesAnUnreadableConfig(t *testing.T) {
 		t.Fatalf("GroupA on TopicA/0 after the mended open: committed %d, want 5", got)
 	}
 }
+
+// A RocketMQ store whose retention deleted every CommitLog segment that
+// held some queues' records (TopicB's, the delay level's): the queues keep
+// RocketMQ's offsets. Before, they were rebuilt empty and numbered new
+// messages from 0 again: the group's committed offset 9 pointed past the
+// new queue's end, and a new delayed message, parked below the level's
+// imported progress, was never delivered.
+func TestOpenRocketMQStoreAfterRetention(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	for _, f := range []string{"00000000000000000000", "00000000000000016384", "00000000000000032768"} {
+		if err := os.Remove(filepath.Join(store, "commitlog", f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "autoCreateTopicEnable": "false"})
+	c := b.client(nil)
+	if got := committedOffset(t, c, "GroupB", "TopicB", 0); got != 9 {
+		t.Fatalf("GroupB's imported offset on TopicB/0 is %d, the fixture's is 9", got)
+	}
+	if r := call(t, c, remoting.GetMinOffset, map[string]string{"topic": "TopicB", "queueId": "0"}, nil); header(r, "offset") != 9 {
+		t.Fatalf("TopicB/0 min offset %v, want 9 (RocketMQ's ConsumeQueue end)", r.ExtFields)
+	}
+	if resp := mustSend(t, c, "TopicB", 0, "after the move", ""); header(resp, "queueOffset") != 9 {
+		t.Fatalf("a new TopicB/0 message got queue offset %s, want 9", resp.ExtFields["queueOffset"])
+	}
+	b.caughtUp()
+	r := call(t, c, remoting.PullMessage, pullReq("GroupB", "TopicB", 0, 9, 0, 0, "*"), nil)
+	if got := decodeRecords(t, r.Body); r.Code != remoting.Success || len(got) != 1 || string(got[0].Body) != "after the move" {
+		t.Fatalf("GroupB's pull at its offset 9: %d %q, %d records", r.Code, r.Remark, len(got))
+	}
+	mustSend(t, c, "TopicB", 1, "delayed after the move", "DELAY\x011\x02KEYS\x01dam\x02") // 1 s
+	deadline := time.Now().Add(15 * time.Second)
+	for len(queryKey(t, c, "TopicB", "dam")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a delayed message sent after the move was not delivered in 15 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

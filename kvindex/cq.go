@@ -817,6 +817,61 @@ func (c *CQ) correctMinChunk(queues []qkey, minPhy int64) error {
 	return nil
 }
 
+// QueueStart names where a queue stands when it holds no entry.
+type QueueStart struct {
+	Topic   string
+	QueueID int32
+	Offset  int64
+}
+
+// SeedStarts records, for each queue that holds no entry and no minimum,
+// that it stands at Offset: MinOffset and MaxOffset answer Offset and the
+// queue's next message is numbered from it. It is for the first open of
+// a migrated Apache RocketMQ store, before the dispatcher runs: a queue
+// whose records retention had all deleted is rebuilt from the CommitLog
+// as empty, and without its start it would number new messages from 0
+// again, below the consumer and delay offsets carried over. Queues that
+// hold entries or a minimum are left as they are; the writes are one
+// synced batch.
+func (c *CQ) SeedStarts(starts []QueueStart) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.db.pdb.NewBatch()
+	defer b.Close()
+	var updates []boundsUpdate
+	for _, st := range starts {
+		if st.Offset <= 0 {
+			continue
+		}
+		q := qkey{st.Topic, st.QueueID}
+		qb, err := c.readBounds(q)
+		if err != nil {
+			return err
+		}
+		if qb.exists {
+			continue
+		}
+		if err := b.Set(cqMinKey(st.Topic, st.QueueID), putInt64(st.Offset), nil); err != nil {
+			return fmt.Errorf("seed cq %s/%d at %d: %w", st.Topic, st.QueueID, st.Offset, err)
+		}
+		updates = append(updates, boundsUpdate{q, queueBounds{min: st.Offset, max: st.Offset, exists: true}})
+	}
+	if len(updates) == 0 {
+		return nil
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("seed %d cq starts: %w", len(updates), err)
+	}
+	c.applyBounds(updates)
+	c.cacheMu.Lock()
+	c.topics.Purge() // a topic remembered empty holds a seeded queue now
+	c.cacheMu.Unlock()
+	return nil
+}
+
 // dropCached drops the tails and chunks of the queues a cutting write
 // changed.
 func (c *CQ) dropCached(updates []boundsUpdate) {

@@ -65,3 +65,56 @@ func TestKVAgreesWithFileLayout(t *testing.T) {
 		})
 	}
 }
+
+// SeedStarts sets where an empty queue stands, survives a reopen, and
+// leaves queues that hold entries alone; new entries follow the seed.
+func TestSeedStarts(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(Options{Dir: dir, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := db.ConsumeQueue(64)
+	if err := c.Put([]cq.Dispatch{{Topic: "Full", QueueID: 0, Entry: cq.Entry{QueueOffset: 0, PhyOffset: 0, Size: 10}}}); err != nil {
+		t.Fatal(err)
+	}
+	err = c.SeedStarts([]QueueStart{{"Empty", 0, 9}, {"Full", 0, 5}, {"Zero", 0, 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bounds := func(c *CQ, topic string) (int64, int64) {
+		t.Helper()
+		lo, err := c.MinOffset(topic, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hi, err := c.MaxOffset(topic, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lo, hi
+	}
+	if lo, hi := bounds(c, "Empty"); lo != 9 || hi != 9 {
+		t.Fatalf("seeded empty queue: [%d, %d), want [9, 9)", lo, hi)
+	}
+	if lo, hi := bounds(c, "Full"); lo != 0 || hi != 1 {
+		t.Fatalf("a queue with an entry: [%d, %d), want it unchanged [0, 1)", lo, hi)
+	}
+	if lo, hi := bounds(c, "Zero"); lo != 0 || hi != 0 {
+		t.Fatalf("a seed of 0: [%d, %d)", lo, hi)
+	}
+	if err := c.Put([]cq.Dispatch{{Topic: "Empty", QueueID: 0, Entry: cq.Entry{QueueOffset: 9, PhyOffset: 10, Size: 10}}}); err != nil {
+		t.Fatalf("an entry at the seeded offset: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(Options{Dir: dir, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if lo, hi := bounds(db.ConsumeQueue(64), "Empty"); lo != 9 || hi != 10 {
+		t.Fatalf("after a reopen: [%d, %d), want [9, 10)", lo, hi)
+	}
+}

@@ -28,7 +28,7 @@
 //	prefix  name            derivable  written by
 //	0x01    meta            -          dispatcher, Open
 //	0x10    cq entry        yes        dispatcher (KV ConsumeQueue)
-//	0x11    cq min          yes        retention, DeleteQueue
+//	0x11    cq min          yes/no     retention, DeleteQueue; SeedStarts (migration)
 //	0x12    cq journal      yes        dispatcher; pruned once the CommitLog is flushed past it
 //	0x20    key index       yes        dispatcher; range-deleted by retention
 //	0x21    key bucket      yes        dispatcher
@@ -96,7 +96,11 @@
 // Present only when the minimum is not the first entry's offset: after
 // retention (CorrectMin) deleted the entries below it. When retention
 // empties a queue, its last entry is kept so the max offset survives, and
-// this key holds max offset = min offset.
+// this key holds max offset = min offset. SeedStarts writes it for a queue
+// of a migrated Apache RocketMQ store whose records retention had all
+// deleted: the queue holds no entry, and the key alone says where it
+// stands (max offset = min offset = RocketMQ's ConsumeQueue end). That
+// one is not derivable from the CommitLog.
 //
 // # 0x12 cq journal: which queues a dispatch batch touched
 //
