@@ -328,7 +328,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 		b.metrics.TransactionEnded(topic, state == kvindex.TxnCommit)
 	}
 	b.txns = txn.New(tcfg, db.Transactions(), recordStore{b: b}, b.askTransaction, b.root)
-	b.timers = timer.New(db.Timers(), recordStore{b: b}, timer.Options{Progress: db.RocketMQTimerProgress,
+	b.timers = timer.New(db.Timers(), recordStore{b: b}, timer.Options{Progress: db.RocketMQTimerProgress, QueueProgress: db.RocketMQTimerQueueOffset,
 		Dispatched: func() int64 { return b.disp.Dispatched() }}, b.root)
 	hooks := map[string]kvindex.Hook{meta.TransHalfTopic: b.txns.HalfHook(), meta.TransOpHalfTopic: b.txns.OpHook(),
 		meta.TimerTopic: b.timers.Hook()}

@@ -155,6 +155,12 @@ func importConfig(db *kvindex.DB, c rmqconfig.Config) (counts [5]int, err error)
 		if _, ok, err := db.RocketMQTimerProgress(); err != nil {
 			return counts, err
 		} else if !ok {
+			if c.TimerQueueOffset >= 0 {
+				if err := db.SetRocketMQTimerQueueOffset(c.TimerQueueOffset); err != nil {
+					return counts, err
+				}
+			}
+			// The progress last: its presence says the import is done.
 			if err := db.SetRocketMQTimerProgress(c.TimerReadMs); err != nil {
 				return counts, err
 			}

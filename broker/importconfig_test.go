@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -145,10 +146,26 @@ func TestOpenRocketMQStore(t *testing.T) {
 }
 
 // TestOpenRocketMQStoreSkipsDeliveredTimers: in a store whose timer
-// checkpoint (RocketMQ 5's config/timercheck) says RocketMQ delivered every
-// timer message due before a time, only the parked messages due after it
-// wait for delivery when the index is built from the CommitLog.
+// checkpoint (RocketMQ 5's config/timercheck) says RocketMQ had taken in
+// the parked messages below lastTimerQueueOffset and delivered those due
+// before lastReadTimeMs, only the others wait for delivery when the index
+// is built from the CommitLog: a message RocketMQ had not taken in waits,
+// however early it is due (RocketMQ delivers it when it restarts).
 func TestOpenRocketMQStoreSkipsDeliveredTimers(t *testing.T) {
+	for _, tc := range []struct {
+		takenIn int64 // lastTimerQueueOffset
+		want    int   // parked messages that wait
+	}{
+		{takenIn: 2, want: 1}, // both taken in: the early one was delivered
+		{takenIn: 0, want: 2}, // none taken in: both wait
+	} {
+		t.Run(fmt.Sprint("lastTimerQueueOffset=", tc.takenIn), func(t *testing.T) {
+			testOpenRocketMQStoreTimers(t, tc.takenIn, tc.want)
+		})
+	}
+}
+
+func testOpenRocketMQStoreTimers(t *testing.T, takenIn int64, want int) {
 	store := t.TempDir()
 	b := startTestBrokerAt(t, store, nil)
 	c := b.client(nil)
@@ -165,6 +182,7 @@ func TestOpenRocketMQStoreSkipsDeliveredTimers(t *testing.T) {
 	}
 	page := make([]byte, 4096)
 	binary.BigEndian.PutUint64(page, uint64(now.Add(90*time.Minute).UnixMilli()))
+	binary.BigEndian.PutUint64(page[16:], uint64(takenIn))
 	if err := os.MkdirAll(filepath.Join(store, "config"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -177,8 +195,8 @@ func TestOpenRocketMQStoreSkipsDeliveredTimers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(due) != 1 || due[0].DeliverMs > late || due[0].DeliverMs < late-1000 {
-		t.Fatalf("timer index after the rebuild: %+v, want only the message due at %d", due, late)
+	if len(due) != want || due[len(due)-1].DeliverMs > late || due[len(due)-1].DeliverMs < late-1000 {
+		t.Fatalf("timer index after the rebuild: %+v, want %d entries, the last due at %d", due, want, late)
 	}
 }
 

@@ -310,6 +310,20 @@ func (d *DB) SetRocketMQTimerProgress(ms int64) error {
 	return d.setMetaInt64(metaTimerProgress, ms)
 }
 
+// RocketMQTimerQueueOffset returns how far the timer of the Apache
+// RocketMQ store this index was opened on had read rmq_sys_wheel_timer
+// (the queue offset of the first parked message it had not taken in);
+// ok is false when none was imported.
+func (d *DB) RocketMQTimerQueueOffset() (offset int64, ok bool, err error) {
+	return d.metaInt64(metaTimerQueueOffset)
+}
+
+// SetRocketMQTimerQueueOffset records (durably) how far the timer of the
+// Apache RocketMQ store being imported had read its topic.
+func (d *DB) SetRocketMQTimerQueueOffset(offset int64) error {
+	return d.setMetaInt64(metaTimerQueueOffset, offset)
+}
+
 // RocketMQPopImported reports whether the POP in-flight state of an
 // Apache RocketMQ store was imported into this index.
 func (d *DB) RocketMQPopImported() (bool, error) {

@@ -72,8 +72,12 @@
 //	                                           until the broker first opened the store
 //	"rmqTimerReadMs" value: ms int64           that store's timer progress (config/timercheck
 //	                                           lastReadTimeMs): it delivered every timer
-//	                                           message due before it, which the timer
-//	                                           index (0x70) leaves out
+//	                                           message it had taken in (below
+//	                                           rmqTimerQueueOffset) due before it, which
+//	                                           the timer index (0x70) leaves out
+//	"rmqTimerQueueOffset" value: offset int64  how far that timer had taken in
+//	                                           rmq_sys_wheel_timer (timercheck
+//	                                           lastTimerQueueOffset); absent: all of it
 //	"rmqPopImported" value: ms int64           when that store's POP in-flight state (the
 //	                                           check-points and acks of its revive topic)
 //	                                           became pop checkpoints (0x55/0x56)

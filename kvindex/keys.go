@@ -33,6 +33,9 @@ const (
 	// metaTimerProgress: the dequeue progress of an Apache RocketMQ store's
 	// timer (its timercheck's lastReadTimeMs), imported with its config.
 	metaTimerProgress = "rmqTimerReadMs"
+	// metaTimerQueueOffset: how far that timer had read its topic
+	// (timercheck's lastTimerQueueOffset), imported with it.
+	metaTimerQueueOffset = "rmqTimerQueueOffset"
 	// metaPopImported: the POP in-flight state of an Apache RocketMQ
 	// store (its revive topic) was imported (value: when, ms).
 	metaPopImported = "rmqPopImported"

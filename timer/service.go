@@ -43,9 +43,11 @@ type Service struct {
 
 	// progress reads the timer progress of the Apache RocketMQ store the
 	// index was opened on, once, for the first parked message dispatched.
-	progress     func() (int64, bool, error)
-	progressOnce sync.Once
-	deliveredTo  int64 // RocketMQ delivered what was due before this
+	progress      func() (int64, bool, error)
+	queueProgress func() (int64, bool, error)
+	progressOnce  sync.Once
+	deliveredTo   int64 // RocketMQ delivered what it had taken in and was due before this
+	takenIn       int64 // RocketMQ had taken in the parked messages below this queue offset
 
 	// The delivery rounds' position in the index (an entry key): every
 	// entry before it was handled, so a round scans from it instead of
@@ -71,8 +73,11 @@ const lateWindow = time.Minute
 // Options are the optional parts of a Service.
 type Options struct {
 	// Progress returns the timer progress of an Apache RocketMQ store the
-	// index was migrated from (kvindex.DB.RocketMQTimerProgress).
-	Progress func() (int64, bool, error)
+	// index was migrated from (kvindex.DB.RocketMQTimerProgress), and
+	// QueueProgress how far that timer had taken in its topic
+	// (kvindex.DB.RocketMQTimerQueueOffset; without it, all of it).
+	Progress      func() (int64, bool, error)
+	QueueProgress func() (int64, bool, error)
 	// Dispatched returns the CommitLog offset before which the dispatcher
 	// committed every record (kvindex.Dispatcher.Dispatched); without it
 	// an indexed entry counts as committed at once.
@@ -81,34 +86,27 @@ type Options struct {
 
 // New returns a timer service over the index's timer keyspace.
 func New(timers *kvindex.Timers, store Store, opts Options, log zerolog.Logger) *Service {
-	return &Service{timers: timers, store: store, progress: opts.Progress, dispatched: opts.Dispatched, now: time.Now,
+	return &Service{timers: timers, store: store, progress: opts.Progress, queueProgress: opts.QueueProgress,
+		dispatched: opts.Dispatched, now: time.Now, takenIn: math.MaxInt64,
 		log: log.With().Str("component", "timer").Logger()}
 }
 
 // Hook is the dispatcher hook of rmq_sys_wheel_timer: it indexes each
 // parked message at its TIMER_OUT_MS (a record without a valid one is due
-// at once). In a store migrated from Apache RocketMQ 5, a message due
-// before RocketMQ's timer progress was delivered there and is left out.
+// at once). In a store migrated from Apache RocketMQ 5, a message RocketMQ
+// had taken in (below its lastTimerQueueOffset) and that was due before
+// its timer progress was delivered there and is left out; one it had not
+// taken in is delivered, overdue or not, as RocketMQ would on restart.
 func (s *Service) Hook() kvindex.Hook {
 	return kvindex.HookFunc(func(w *pebble.Batch, m *commitlog.Message) error {
-		s.progressOnce.Do(func() {
-			if s.progress == nil {
-				return
-			}
-			ms, ok, err := s.progress()
-			if err != nil {
-				s.log.Warn().Err(err).Msg("read RocketMQ's timer progress; every parked message counts as waiting")
-			} else if ok {
-				s.deliveredTo = ms
-			}
-		})
+		s.progressOnce.Do(s.readProgress)
 		due := m.StoreTimestamp
 		if v, ok := commitlog.LookupProperty(m.Properties, PropOutMs); ok {
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
 				due = n
 			}
 		}
-		if due < s.deliveredTo {
+		if due < s.deliveredTo && m.QueueOffset < s.takenIn {
 			return nil
 		}
 		if due <= s.now().Add(lateWindow).UnixMilli() {
@@ -118,6 +116,32 @@ func (s *Service) Hook() kvindex.Hook {
 		}
 		return s.timers.Add(w, kvindex.TimerEntry{DeliverMs: due, PhyOffset: m.PhyOffset, Size: m.StoreSize})
 	})
+}
+
+// readProgress reads the migrated store's timer progress, once.
+func (s *Service) readProgress() {
+	if s.progress == nil {
+		return
+	}
+	ms, ok, err := s.progress()
+	if err != nil {
+		s.log.Warn().Err(err).Msg("read RocketMQ's timer progress; every parked message counts as waiting")
+		return
+	}
+	if !ok {
+		return
+	}
+	if s.queueProgress != nil {
+		off, qok, err := s.queueProgress()
+		if err != nil {
+			s.log.Warn().Err(err).Msg("read how far RocketMQ's timer had read; every parked message counts as waiting")
+			return
+		}
+		if qok {
+			s.takenIn = off
+		}
+	}
+	s.deliveredTo = ms
 }
 
 // Run delivers due messages every 100 ms until ctx ends; a failed round

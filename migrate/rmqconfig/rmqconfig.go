@@ -8,7 +8,8 @@
 //	delayOffset.json        {"offsetTable":{<delayLevel>:<offset>,...}}
 //	messageRequestMode.json {"messageRequestModeMap":{"<topic>":{"<group>":{SetMessageRequestModeRequestBody}}}}
 //	timercheck              4 KiB, big-endian: lastReadTimeMs int64 | lastTimerLogFlushPos int64 |
-//	                        lastTimerQueueOffset int64 | ... (RocketMQ 5's timer checkpoint)
+//	                        lastTimerQueueOffset int64 | ... (RocketMQ 5's timer checkpoint;
+//	                        the first and the third are read)
 //
 // The files are fastjson output, not strict JSON: integer map keys are
 // written unquoted ({0:5,1:6}). Like RocketMQ's ConfigManager.load, a file
@@ -64,6 +65,12 @@ type Config struct {
 	// HasTimerCheck is false for a store without a timercheck.
 	TimerReadMs   int64
 	HasTimerCheck bool
+	// TimerQueueOffset is how far RocketMQ's timer had taken in
+	// rmq_sys_wheel_timer (timercheck's lastTimerQueueOffset): a parked
+	// message at or past it was never taken in, and RocketMQ takes it in
+	// (and delivers it if overdue) when it restarts. -1 when the
+	// timercheck is too short to hold it.
+	TimerQueueOffset int64
 	// Files are the files read (a ".bak" when the main file was unusable).
 	Files []string
 }
@@ -103,6 +110,10 @@ func Read(root string) (Config, error) {
 		return Config{}, fmt.Errorf("RocketMQ timer checkpoint %s: %d bytes, too short for lastReadTimeMs", check, len(data))
 	default:
 		c.TimerReadMs, c.HasTimerCheck = int64(binary.BigEndian.Uint64(data)), true
+		c.TimerQueueOffset = -1
+		if len(data) >= 24 {
+			c.TimerQueueOffset = int64(binary.BigEndian.Uint64(data[16:]))
+		}
 		c.Files = append(c.Files, check)
 	}
 	return c, nil

@@ -149,13 +149,20 @@ func TestReadTimerCheckpoint(t *testing.T) {
 	// RocketMQ 5's timercheck: a 4 KiB page, lastReadTimeMs first, big-endian.
 	page := make([]byte, 4096)
 	copy(page, []byte{0, 0, 0x01, 0x9a, 0x2b, 0x3c, 0x4d, 0x5e})
-	page[8+7] = 9 // lastTimerLogFlushPos, not read
+	page[8+7] = 9                       // lastTimerLogFlushPos, not read
+	page[16+6], page[16+7] = 0x01, 0x2c // lastTimerQueueOffset 300
 	if err := os.WriteFile(filepath.Join(dir, "timercheck"), page, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c, err := Read(root)
-	if err != nil || !c.HasTimerCheck || c.TimerReadMs != 0x019a2b3c4d5e {
+	if err != nil || !c.HasTimerCheck || c.TimerReadMs != 0x019a2b3c4d5e || c.TimerQueueOffset != 300 {
 		t.Fatalf("timercheck: %+v %v", c, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "timercheck"), page[:12], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := Read(root); err != nil || c.TimerReadMs != 0x019a2b3c4d5e || c.TimerQueueOffset != -1 {
+		t.Fatalf("a timercheck without lastTimerQueueOffset: %+v %v", c, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "timercheck"), page[:5], 0o644); err != nil {
 		t.Fatal(err)
