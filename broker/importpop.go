@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/migrate/rmqpop"
 	"github.com/rocketkv/rocketkv/pop"
 )
@@ -37,13 +39,25 @@ func (b *Broker) importRocketMQPop() error {
 	}
 	batch := b.db.Pop().NewBatch()
 	defer batch.Close()
-	reviveTopic := rmqpop.TopicPrefix + b.cfg.BrokerClusterName
-	tc, ok, err := b.topicConfig(reviveTopic)
-	if err != nil {
-		return err
+	// The revive topic is named by the RocketMQ broker's cluster, which
+	// need not be this broker's (a store moved under another
+	// brokerClusterName): every revive topic the store has is imported.
+	var revive []meta.TopicConfig
+	if err := b.topics.table.Each(func(tc meta.TopicConfig) bool {
+		if strings.HasPrefix(tc.TopicName, rmqpop.TopicPrefix) {
+			revive = append(revive, tc)
+		}
+		return true
+	}); err != nil {
+		return fmt.Errorf("import the POP state of the RocketMQ store: %w", err)
 	}
-	if ok {
-		if err := b.importReviveTopic(batch, reviveTopic, tc.QueueCount()); err != nil {
+	log := b.component("import")
+	for _, tc := range revive {
+		if tc.TopicName != rmqpop.TopicPrefix+b.cfg.BrokerClusterName {
+			log.Info().Str("topic", tc.TopicName).Str("brokerClusterName", b.cfg.BrokerClusterName).
+				Msg("importing the POP state of a revive topic named by another cluster")
+		}
+		if err := b.importReviveTopic(batch, tc.TopicName, tc.QueueCount()); err != nil {
 			return fmt.Errorf("import the POP state of the RocketMQ store: %w", err)
 		}
 	}

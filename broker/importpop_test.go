@@ -33,6 +33,14 @@ func ackBody(start, popTime, ackOffset int64) string {
 // due ones are revived, the others are acked with RocketMQ's receipt
 // handles, and nothing RocketMQ revived already or acked comes again.
 func TestOpenRocketMQStoreKeepsPopInFlight(t *testing.T) {
+	// The revive topic is named by RocketMQ's cluster; a broker opening
+	// the store under another brokerClusterName imports it all the same.
+	for _, cluster := range []string{"DefaultCluster", "MovedCluster"} {
+		t.Run(cluster, func(t *testing.T) { testOpenRocketMQStorePop(t, cluster) })
+	}
+}
+
+func testOpenRocketMQStorePop(t *testing.T, cluster string) {
 	store := t.TempDir()
 	b := startTestBrokerAt(t, store, nil)
 	c := b.client(nil)
@@ -74,7 +82,7 @@ func TestOpenRocketMQStoreKeepsPopInFlight(t *testing.T) {
 	writeConfig("messageRequestMode.json", `{"messageRequestModeMap":{"PopT":{"cg-pop":{"consumerGroup":"cg-pop","mode":"POP","popShareQueueNum":0,"topic":"PopT"}}}}`)
 	writeConfig("consumerOffset.json", `{"offsetTable":{"PopT@cg-pop":{0:5},"`+revive+`@CID_RMQ_SYS_REVIVE_GROUP":{0:0}}}`)
 
-	b = startTestBrokerAt(t, store, nil)
+	b = startTestBrokerAt(t, store, map[string]string{"brokerClusterName": cluster})
 	c = b.client(nil)
 	ck, ok, err := b.db.Pop().Checkpoint("cg-pop", "PopT", 0, 0, p1)
 	if err != nil || !ok || fmt.Sprint(ck.Offsets) != "[0 2]" || ck.VisibleAt != p1+60_000 || ck.InvisibleTime != 60_000 {
