@@ -78,10 +78,25 @@ type Config struct {
 // Empty reports whether no file was read.
 func (c Config) Empty() bool { return len(c.Files) == 0 }
 
+// ErrRocksDBConfig: the store keeps its topics, groups or consumer
+// offsets in RocksDB (RocketMQ's storeType=defaultRocksDB), which rocketkv
+// does not read.
+var ErrRocksDBConfig = errors.New("the RocketMQ store keeps its config in RocksDB")
+
 // Read reads the config files under root/config.
 func Read(root string) (Config, error) {
 	var c Config
 	dir := filepath.Join(root, "config")
+	// A broker with storeType=defaultRocksDB keeps these tables in RocksDB
+	// (the JSON files, if any, are from before the switch and stale):
+	// importing the JSON would move consumers back, and skipping it would
+	// lose them, so the store is refused until its tables are exported.
+	for _, sub := range []string{"topics", "subscriptionGroups", "consumerOffsets", "rdb"} {
+		if fi, err := os.Stat(filepath.Join(dir, sub)); err == nil && fi.IsDir() {
+			return Config{}, fmt.Errorf("%w: %s is a RocksDB directory; run mqadmin rocksDBConfigToJson on the RocketMQ broker, then move the RocksDB directories of %s aside",
+				ErrRocksDBConfig, filepath.Join(dir, sub), dir)
+		}
+	}
 	steps := []struct {
 		name  string
 		parse func([]byte) error

@@ -1,6 +1,7 @@
 package rmqconfig
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -199,5 +200,17 @@ func TestReadRequestModes(t *testing.T) {
 	}
 	if want := []RequestMode{{Topic: "TopicP", ConsumerGroup: "cg-pop", Mode: "POP", PopShareQueueNum: 1}}; !reflect.DeepEqual(c.RequestModes, want) {
 		t.Fatalf("request modes %+v, want %+v", c.RequestModes, want)
+	}
+}
+
+// A store that keeps its config in RocksDB is refused, naming the way
+// out, rather than imported from stale JSON or not at all.
+func TestReadRefusesRocksDBConfig(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "config", "consumerOffsets"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(root); !errors.Is(err, ErrRocksDBConfig) || !strings.Contains(err.Error(), "rocksDBConfigToJson") {
+		t.Fatalf("a RocksDB config directory: %v", err)
 	}
 }
