@@ -67,6 +67,29 @@ func startTestBrokerWith(t testing.TB, store string, overrides map[string]string
 	return tb
 }
 
+// startError starts a broker with these settings (no test defaults) and
+// returns why Start failed, or nil after shutting down one that started.
+func startError(t testing.TB, settings map[string]string) error {
+	t.Helper()
+	loaded, err := configs.LoadBroker("", settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(loaded.Broker, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.Start(ctx); err != nil {
+		return err
+	}
+	if err := b.Shutdown(ctx); err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+	return nil
+}
+
 func (tb *testBroker) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

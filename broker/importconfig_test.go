@@ -12,10 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/rocketkv/rocketkv/commitlog"
-	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -213,19 +210,9 @@ func TestOpenRocketMQStoreRefusesAnUnreadableConfig(t *testing.T) {
 	if err := os.WriteFile(offsets, []byte(`{"offsetTable":{"TopicA@GroupA":{0:`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := configs.LoadBroker("", map[string]string{"storePathRootDir": store, "listenPort": "0",
+	err = startError(t, map[string]string{"storePathRootDir": store, "listenPort": "0",
 		"brokerIP1": "127.0.0.1", "mappedFileSizeCommitLog": "16384"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(loaded.Broker, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := b.Start(ctx); err == nil || !strings.Contains(err.Error(), "consumerOffset.json") {
-		_ = b.Shutdown(ctx)
+	if err == nil || !strings.Contains(err.Error(), "consumerOffset.json") {
 		t.Fatalf("start over a torn consumerOffset.json: %v, want an error naming the file", err)
 	}
 

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -12,9 +11,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
-	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/remoting"
-	"github.com/rs/zerolog"
 )
 
 // With metricsExporterType=PROM the broker serves RocketMQ 5's metrics:
@@ -117,22 +114,12 @@ func TestMetricsPortTakenStopsTheStart(t *testing.T) {
 	}
 	defer taken.Close()
 	store := t.TempDir()
-	loaded, err := configs.LoadBroker("", map[string]string{
+	err = startError(t, map[string]string{
 		"storePathRootDir": store, "listenPort": "0", "brokerIP1": "127.0.0.1", "mappedFileSizeCommitLog": strconv.Itoa(4 << 20),
 		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1",
 		"metricsPromExporterPort": strconv.Itoa(taken.Addr().(*net.TCPAddr).Port),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(loaded.Broker, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := b.Start(ctx); err == nil || !strings.Contains(err.Error(), "metrics exporter: listen") {
-		_ = b.Shutdown(ctx)
+	if err == nil || !strings.Contains(err.Error(), "metrics exporter: listen") {
 		t.Fatalf("start with the metrics port taken: %v", err)
 	}
 	again := startTestBrokerAt(t, store, nil)
