@@ -36,8 +36,10 @@ func offsetResponse(req *remoting.Command, offset int64) *remoting.Command {
 // committed offset on a queue gets QUERY_NOT_FOUND, except (as RocketMQ)
 // when the queue still starts at 0 and its first message is recent enough
 // to be in memory: then 0, so a new group starts at the beginning of a
-// young queue even with CONSUME_FROM_LAST_OFFSET. An empty queue has no
-// first message: QUERY_NOT_FOUND (the clients then start at its end, 0).
+// young queue even with CONSUME_FROM_LAST_OFFSET. An empty queue (never
+// written) answers 0 too, where RocketMQ answers QUERY_NOT_FOUND: the
+// clients start at its end, 0, either way, but ali-ons reports the
+// not-found of every fresh group's empty retry queue as a consumer error.
 func (b *Broker) processQueryConsumerOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	h := remoting.Header(req.ExtFields)
 	group, err := h.String("consumerGroup")
@@ -58,7 +60,7 @@ func (b *Broker) processQueryConsumerOffset(_ context.Context, _ *remoting.Conn,
 	if h.OptBool("setZeroIfNotFound", true) {
 		minOff, err1 := b.cqs.MinOffset(topic, qid)
 		first, err2 := b.cqs.Get(topic, qid, 0, 1)
-		if err1 == nil && err2 == nil && minOff <= 0 && len(first) > 0 && b.inMemory(first[0].PhyOffset) {
+		if err1 == nil && err2 == nil && minOff <= 0 && (len(first) == 0 || b.inMemory(first[0].PhyOffset)) {
 			return offsetResponse(req, 0)
 		}
 	}
