@@ -451,3 +451,48 @@ func TestCheckpointPeerAndPathRules(t *testing.T) {
 		}
 	}
 }
+
+// A held pull with a tag filter stays held while only messages of other
+// tags arrive (RocketMQ's hold service does not wake for them), then
+// answers with the first that matches and the offset after it; one that
+// times out moves the consumer past what it skipped.
+func TestLongPollingSkipsUnmatchedMessages(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	mustSend(t, c, "LPF", 0, "first", "TAGS\x01a\x02")
+	b.caughtUp()
+	done := b.holdPull(c, pullReq("g", "LPF", 0, 1, pullSuspend, 15*time.Second, "a"))
+	for i := 0; i < 5; i++ {
+		mustSend(t, c, "LPF", 0, "other", "TAGS\x01b\x02")
+	}
+	b.caughtUp()
+	select {
+	case r := <-done:
+		t.Fatalf("a pull for tag a answered %d %v after messages of tag b only", r.resp.Code, r.resp.ExtFields)
+	case <-time.After(300 * time.Millisecond):
+	}
+	mustSend(t, c, "LPF", 0, "wanted", "TAGS\x01a\x02")
+	r := <-done
+	if r.resp == nil || r.resp.Code != remoting.Success || header(r.resp, "nextBeginOffset") != 7 {
+		t.Fatalf("woken by a matching message: %+v", r.resp)
+	}
+	if msgs := decodeRecords(t, r.resp.Body); len(msgs) != 1 || string(msgs[0].Body) != "wanted" {
+		t.Fatalf("woken pull returned %v", msgs)
+	}
+	for i := 0; i < 3; i++ {
+		mustSend(t, c, "LPF", 0, "other", "TAGS\x01b\x02")
+	}
+	b.caughtUp()
+	resp := call(t, c, remoting.PullMessage, pullReq("g", "LPF", 0, 7, pullSuspend, 300*time.Millisecond, "a"), nil)
+	if resp.Code != remoting.PullRetryImmediately || header(resp, "nextBeginOffset") != 10 {
+		t.Fatalf("pull over unmatched messages only: %d %v", resp.Code, resp.ExtFields)
+	}
+	held := b.holdPull(c, pullReq("g", "LPF", 0, 10, pullSuspend, 300*time.Millisecond, "a"))
+	mustSend(t, c, "LPF", 0, "other", "TAGS\x01b\x02")
+	if r := <-held; r.resp == nil || r.resp.Code != remoting.PullNotFound || header(r.resp, "nextBeginOffset") != 11 {
+		t.Fatalf("a held pull timing out past an unmatched message: %+v", r.resp)
+	}
+	if b.holds.count() != 0 {
+		t.Fatalf("%d pulls still held", b.holds.count())
+	}
+}

@@ -30,6 +30,10 @@ type pullHeader struct {
 	subVersion     int64
 	expressionType string
 	maxMsgBytes    int32
+	// holdUntil is when a held pull's suspension ends (zero until it is
+	// first held): a wake-up that finds only messages its filter rejects
+	// holds it again, past them, until then.
+	holdUntil time.Time
 }
 
 func parsePullHeader(req *remoting.Command) (pullHeader, error) {
@@ -166,14 +170,20 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		if !b.cfg.LongPollingEnable {
 			timeout = b.cfg.ShortPollingTime
 		}
-		offset := p.queueOffset
-		b.holds.hold(p.topic, p.queueID, timeout,
-			func() bool {
-				maxOff, err := b.cqs.MaxOffset(p.topic, p.queueID)
-				return err == nil && maxOff > offset
-			},
-			func() { conn.ServeFunc(req, func() *remoting.Command { return b.pull(conn, req, p, false) }) })
+		p.holdUntil = time.Now().Add(timeout)
+		b.holdPull(conn, req, p, timeout)
 		return nil
+	}
+	if r.status == getNoMatched && !allowSuspend && !p.holdUntil.IsZero() {
+		// Woken by messages the filter rejects: hold on past them, as
+		// RocketMQ's hold service does not wake for them, instead of
+		// answering PULL_RETRY_IMMEDIATELY to every one (a tag-filtered
+		// consumer of a busy topic would poll at its rate).
+		if left := time.Until(p.holdUntil); left > 0 {
+			p.queueOffset = r.nextBegin
+			b.holdPull(conn, req, p, left)
+			return nil
+		}
 	}
 	resp := pullResponse(req, code, r.status.String(), r.nextBegin, r.minOffset, r.maxOffset, tc.TopicSysFlag, gc.GroupSysFlag)
 	if code == remoting.Success {
@@ -212,4 +222,16 @@ func pullResponse(req *remoting.Command, code int32, remark string, next, minOff
 	rh.SetInt32("groupSysFlag", int32(groupSysFlag))
 	resp.ExtFields = rh
 	return resp
+}
+
+// holdPull suspends a pull at p.queueOffset for at most timeout; it is
+// served again (without suspension) when a message is dispatched to the
+// queue or the time is up.
+func (b *Broker) holdPull(conn *remoting.Conn, req *remoting.Command, p pullHeader, timeout time.Duration) {
+	b.holds.hold(p.topic, p.queueID, timeout,
+		func() bool {
+			maxOff, err := b.cqs.MaxOffset(p.topic, p.queueID)
+			return err == nil && maxOff > p.queueOffset
+		},
+		func() { conn.ServeFunc(req, func() *remoting.Command { return b.pull(conn, req, p, false) }) })
 }
