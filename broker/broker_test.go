@@ -496,3 +496,30 @@ func TestLongPollingSkipsUnmatchedMessages(t *testing.T) {
 		t.Fatalf("%d pulls still held", b.holds.count())
 	}
 }
+
+// A filtered pull held again past a message it rejects is answered at
+// shutdown too, with the offset past it (and a pull re-run once the holds
+// are released is not held again).
+func TestShutdownAnswersFilteredHeldPull(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	mustSend(t, c, "HeldF", 0, "m", "TAGS\x01a\x02")
+	b.caughtUp()
+	done := b.holdPull(c, pullReq("g", "HeldF", 0, 1, pullSuspend, 20*time.Second, "a"))
+	mustSend(t, c, "HeldF", 0, "other", "TAGS\x01b\x02")
+	b.caughtUp()
+	waitFor(t, "pull held again past the unmatched message", func() bool { return b.holds.count() == 1 })
+	start := time.Now()
+	b.stop()
+	select {
+	case r := <-done:
+		if r.resp == nil || r.resp.Code != remoting.PullNotFound || header(r.resp, "nextBeginOffset") != 2 {
+			t.Fatalf("held pull answered %+v, want PULL_NOT_FOUND with the offset past the unmatched message", r.resp)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("filtered held pull not answered at shutdown")
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatal("shutdown waited for the pull's own timeout")
+	}
+}

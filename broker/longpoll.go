@@ -52,6 +52,13 @@ func (h *pullHolds) start() {
 	}
 }
 
+// released reports whether releaseAll ran: nothing is held any more.
+func (h *pullHolds) released() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closing
+}
+
 // releaseAll answers every held request now and holds no more (each re-runs and, finding
 // nothing, answers PULL_NOT_FOUND), and waits until the answers are queued
 // for sending. The broker calls it before it stops serving, so clients

@@ -174,11 +174,12 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		b.holdPull(conn, req, p, timeout)
 		return nil
 	}
-	if r.status == getNoMatched && !allowSuspend && !p.holdUntil.IsZero() {
+	if r.status == getNoMatched && !allowSuspend && !p.holdUntil.IsZero() && !b.holds.released() {
 		// Woken by messages the filter rejects: hold on past them, as
 		// RocketMQ's hold service does not wake for them, instead of
 		// answering PULL_RETRY_IMMEDIATELY to every one (a tag-filtered
-		// consumer of a busy topic would poll at its rate).
+		// consumer of a busy topic would poll at its rate). Not once the
+		// broker is shutting down: releaseAll answers every pull.
 		if left := time.Until(p.holdUntil); left > 0 {
 			p.queueOffset = r.nextBegin
 			b.holdPull(conn, req, p, left)
