@@ -297,7 +297,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 	case configs.StoreTypeFile:
 		fs, err := filecq.Open(filecq.Options{
 			Dir:          root,
-			UnitsPerFile: int(b.cfg.MappedFileSizeConsumeQueue / filecq.UnitSize),
+			UnitsPerFile: cqUnitsPerFile(root, int(b.cfg.MappedFileSizeConsumeQueue/filecq.UnitSize), b.component("filecq")),
 			StoreTime:    b.storeTimeOf,
 			Logger:       b.root,
 		})
@@ -309,7 +309,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 		kvcq := db.ConsumeQueue(b.cfg.ConsumeQueueCacheSize)
 		b.cqs = kvcq
 		if firstOpen {
-			units := int(b.cfg.MappedFileSizeConsumeQueue / filecq.UnitSize)
+			units := cqUnitsPerFile(root, int(b.cfg.MappedFileSizeConsumeQueue/filecq.UnitSize), b.component("import"))
 			if err := seedQueueStarts(kvcq, root, units, clog.MinOffset(), b.component("import")); err != nil {
 				return err
 			}

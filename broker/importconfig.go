@@ -52,16 +52,12 @@ func importRocketMQConfig(db *kvindex.DB, root string, log zerolog.Logger) (pend
 // holds nothing to rebuild it from. Without it such a queue would number
 // new messages from 0, below the consumer and delay offsets the import
 // carried over: consumers would skip the new messages and the scheduler
-// would never deliver them. minPhy is the CommitLog's minimum offset.
+// would never deliver them. minPhy is the CommitLog's minimum offset;
+// unitsPerFile comes from cqUnitsPerFile.
 func seedQueueStarts(cqs *kvindex.CQ, root string, unitsPerFile int, minPhy int64, log zerolog.Logger) error {
 	dir := filepath.Join(root, "consumequeue")
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
-	}
-	if units, ok := unitsPerFileOf(dir); ok && units != unitsPerFile {
-		log.Warn().Int("configured", unitsPerFile).Int("files", units).
-			Msg("the RocketMQ consumequeue files hold another number of units than mappedFileSizeConsumeQueue says; reading them as they are")
-		unitsPerFile = units
 	}
 	fail := func(err error) error {
 		return fmt.Errorf("read the RocketMQ consumequeue of %s (move it aside to start without it: queues whose records retention deleted then restart at offset 0): %w", root, err)
@@ -215,34 +211,17 @@ func putAbsent[T any](cfgs []T, get func(string) (T, bool, error), put func(...T
 	return len(out), put(out...)
 }
 
-// unitsPerFileOf reads the units per file of a consumequeue directory from
-// the size of its first file (RocketMQ creates them at full size); ok is
-// false when it holds no file of a plausible size.
-func unitsPerFileOf(dir string) (units int, ok bool) {
-	topics, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, false
+// cqUnitsPerFile is the units per file of the file ConsumeQueue under
+// root: what its files hold when it has any (RocketMQ's store may have
+// been written with another mappedFileSizeConsumeQueue than this
+// broker's configuration says, and the files cannot be read otherwise),
+// else the configured size.
+func cqUnitsPerFile(root string, configured int, log zerolog.Logger) int {
+	units, ok := filecq.DetectUnitsPerFile(nil, root)
+	if !ok || units == configured {
+		return configured
 	}
-	for _, t := range topics {
-		queues, err := os.ReadDir(filepath.Join(dir, t.Name()))
-		if err != nil {
-			continue
-		}
-		for _, q := range queues {
-			files, err := os.ReadDir(filepath.Join(dir, t.Name(), q.Name()))
-			if err != nil {
-				continue
-			}
-			for _, f := range files {
-				fi, err := f.Info()
-				if err != nil || !fi.Mode().IsRegular() {
-					continue
-				}
-				if size := fi.Size(); size > 0 && size%filecq.UnitSize == 0 {
-					return int(size / filecq.UnitSize), true
-				}
-			}
-		}
-	}
-	return 0, false
+	log.Warn().Int("configured", configured).Int("files", units).
+		Msg("the consumequeue files hold another number of units than mappedFileSizeConsumeQueue says; reading them as they are")
+	return units
 }

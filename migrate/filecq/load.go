@@ -256,3 +256,45 @@ func (s *Store) scanFiles(files *fileCache, q *queue, from, to int64, fn func(of
 	}
 	return nil
 }
+
+// DetectUnitsPerFile reads the units per file of the consumequeue
+// directory under dir (Options.Dir) from the size of its first queue file:
+// RocketMQ and this package create the files at full size. ok is false
+// when there is no file of a plausible size. A nil fs is the operating
+// system's.
+func DetectUnitsPerFile(fsys vfs.FS, dir string) (units int, ok bool) {
+	if fsys == nil {
+		fsys = vfs.OS{}
+	}
+	root := filepath.Join(dir, "consumequeue")
+	topics, err := fsys.ReadDir(root)
+	if err != nil {
+		return 0, false
+	}
+	for _, t := range topics {
+		queues, err := fsys.ReadDir(filepath.Join(root, t.Name()))
+		if err != nil {
+			continue
+		}
+		for _, q := range queues {
+			qdir := filepath.Join(root, t.Name(), q.Name())
+			files, err := fsys.ReadDir(qdir)
+			if err != nil {
+				continue
+			}
+			for _, f := range files {
+				if _, ok := parseFileName(f.Name()); !ok {
+					continue
+				}
+				fi, err := fsys.Stat(filepath.Join(qdir, f.Name()))
+				if err != nil || !fi.Mode().IsRegular() {
+					continue
+				}
+				if size := fi.Size(); size > 0 && size%UnitSize == 0 && size/UnitSize <= maxUnitsPerFile {
+					return int(size / UnitSize), true
+				}
+			}
+		}
+	}
+	return 0, false
+}
