@@ -68,8 +68,11 @@ func parseRecallHandle(s string) (recallHandle, error) {
 // timer topic, as RocketMQ's SendMessageProcessor attaches it; ok is false
 // for any other message (and for a consumer's retry).
 func (b *Broker) recallHandleOf(m *commitlog.Message, uniq string) (string, bool) {
+	if m.Topic != meta.TimerTopic {
+		return "", false // every send comes here: no property scan for the others
+	}
 	out, ok := commitlog.LookupProperty(m.Properties, timer.PropOutMs)
-	if !ok || m.Topic != meta.TimerTopic {
+	if !ok {
 		return "", false
 	}
 	realTopic, ok := commitlog.LookupProperty(m.Properties, commitlog.PropertyRealTopic)
