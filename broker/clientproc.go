@@ -112,7 +112,7 @@ func (b *Broker) processCheckClientConfig(_ context.Context, conn *remoting.Conn
 		return remoting.NewResponse(req, remoting.Success, "")
 	}
 	if !b.current().EnablePropertyFilter {
-		return remoting.NewResponse(req, remoting.SystemError, "The broker does not support consumer to filter message by "+sd.ExpressionType)
+		return remoting.NewResponse(req, remoting.SystemError, unsupportedFilter+sd.ExpressionType)
 	}
 	if _, err := newSubscription(sd.Topic, sd.SubString, sd.ExpressionType, 0); err != nil {
 		b.log.Warn().Err(err).Str("client", body.ClientID).Str("group", body.Group).Msg("client filters by an expression that does not compile")

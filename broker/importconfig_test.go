@@ -263,3 +263,29 @@ func TestOpenRocketMQStoreAfterRetention(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// A RocketMQ consumequeue that cannot be read stops the first open with
+// an error that says how to go on without it, and records nothing as
+// imported: the next open, with the directory moved aside, imports.
+func TestOpenRocketMQStoreRefusesAnUnreadableConsumeQueue(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	bad := filepath.Join(store, "consumequeue", "zz-torn", "0")
+	if err := os.MkdirAll(bad, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// 7 units where every other file of the store holds 10.
+	if err := os.WriteFile(filepath.Join(bad, "00000000000000000000"), make([]byte, 7*20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	settings := map[string]string{"storePathRootDir": store, "listenPort": "0", "brokerIP1": "127.0.0.1", "mappedFileSizeCommitLog": "16384"}
+	if err := startError(t, settings); err == nil || !strings.Contains(err.Error(), "move it aside") {
+		t.Fatalf("first open over an unreadable consumequeue: %v", err)
+	}
+	if err := os.Rename(filepath.Join(store, "consumequeue"), filepath.Join(store, "consumequeue.aside")); err != nil {
+		t.Fatal(err)
+	}
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"})
+	if got := committedOffset(t, b.client(nil), "GroupB", "TopicB", 0); got != 9 {
+		t.Fatalf("after moving the consumequeue aside, GroupB's imported offset is %d, want 9", got)
+	}
+}

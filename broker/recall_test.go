@@ -119,3 +119,17 @@ func TestRecallTimerMessage(t *testing.T) {
 		t.Fatalf("delivered %v after the recall of RC-1, want [kept]", bodies)
 	}
 }
+
+// A recall whose cancel cannot be parked (the timer is off) is answered
+// as RocketMQ answers a put it could not make.
+func TestRecallWhenTheCancelCannotBeParked(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"recallMessageEnable": "true", "timerWheelEnable": "false"})
+	c := b.client(nil)
+	mustSend(t, c, "RecallOff", 0, "x", "")
+	due := strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli(), 10)
+	handle := recallHandle{topic: "RecallOff", brokerName: b.cfg.BrokerName, deliverMs: due, uniqKey: "U1"}.encode()
+	r := call(t, c, remoting.RecallMessage, recallReq("RecallOff", handle), nil)
+	if r.Code != remoting.SystemError || r.Remark != "recall failed, execute error" || r.ExtFields["MSG_REGION"] != b.cfg.RegionID {
+		t.Fatalf("recall with the timer off: %d %q %v", r.Code, r.Remark, r.ExtFields)
+	}
+}

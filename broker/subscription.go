@@ -128,6 +128,10 @@ func (s *subscription) codeList() []int64 {
 // isSQL92 reports whether the subscription filters by SQL92.
 func (s *subscription) isSQL92() bool { return s != nil && s.ExprType == exprSQL92 }
 
-// sqlUnsupported is RocketMQ's remark for a SQL92 subscription on a
-// broker without enablePropertyFilter.
-const sqlUnsupported = "The broker does not support consumer to filter message by " + exprSQL92
+// RocketMQ's remark for a subscription other than TAG on a broker without
+// enablePropertyFilter (unsupportedFilter + the expression type), and
+// the one for SQL92.
+const (
+	unsupportedFilter = "The broker does not support consumer to filter message by "
+	sqlUnsupported    = unsupportedFilter + exprSQL92
+)
