@@ -117,8 +117,15 @@ type Broker struct {
 	TimerMaxDelay time.Duration
 
 	// Store.
-	StorePathRootDir           string
-	StoreType                  string
+	StorePathRootDir string
+	StoreType        string
+	// CQDoubleWrite is rocksdbCQDoubleWriteEnable: both ConsumeQueue
+	// layouts are written (Pebble and RocketMQ's consumequeue/ files);
+	// StoreType picks the one that serves reads.
+	CQDoubleWrite bool
+	// FlushIntervalConsumeQueue is how often the file ConsumeQueue is
+	// flushed (flushIntervalConsumeQueue).
+	FlushIntervalConsumeQueue  time.Duration
 	MappedFileSizeCommitLog    int64
 	MappedFileSizeConsumeQueue int64
 	FlushDiskType              string

@@ -73,6 +73,8 @@ var brokerFields = []field{
 
 	str("storePathRootDir", DefaultStoreRoot(), func(b *Broker) *string { return &b.StorePathRootDir }),
 	oneOf("storeType", StoreTypeKV, []string{StoreTypeKV, StoreTypeFile}, func(b *Broker) *string { return &b.StoreType }),
+	boolean("rocksdbCQDoubleWriteEnable", "false", func(b *Broker) *bool { return &b.CQDoubleWrite }),
+	millisRange("flushIntervalConsumeQueue", "1000", 1, func(b *Broker) *time.Duration { return &b.FlushIntervalConsumeQueue }),
 	withAliases(i64Range("mappedFileSizeCommitLog", "1073741824", 4096, 1<<40, func(b *Broker) *int64 { return &b.MappedFileSizeCommitLog }), "mapedFileSizeCommitLog"),
 	withAliases(i64Range("mappedFileSizeConsumeQueue", "6000000", 20, 1<<32, func(b *Broker) *int64 { return &b.MappedFileSizeConsumeQueue }), "mapedFileSizeConsumeQueue"),
 	oneOf("flushDiskType", AsyncFlush, []string{AsyncFlush, SyncFlush}, func(b *Broker) *string { return &b.FlushDiskType }),

@@ -38,9 +38,21 @@ func (f HookFunc) Dispatch(w *pebble.Batch, m *commitlog.Message) error { return
 
 // DispatcherOptions configure a Dispatcher.
 type DispatcherOptions struct {
-	Log   *commitlog.Log
-	DB    *DB
+	Log *commitlog.Log
+	DB  *DB
+	// Store is the ConsumeQueue that serves reads: the CQ of DB or a file
+	// ConsumeQueue.
 	Store cq.Store
+	// Mirror, when set, is a second ConsumeQueue layout written beside
+	// Store (double-write mode: RocketMQ's file ConsumeQueue beside the
+	// Pebble one, either way round). One of Store and Mirror must then be
+	// the CQ of DB. Recover brings a Mirror that fell behind up to date.
+	Mirror cq.Store
+	// FileFlushInterval is how often a ConsumeQueue outside DB is flushed
+	// and its durable point recorded (default 1 s, RocketMQ's
+	// flushIntervalConsumeQueue). After a power failure Recover writes
+	// again what it may have lost since.
+	FileFlushInterval time.Duration
 	// Offsets, when set, learns how far each queue is dispatched (so idle
 	// queues can be evicted).
 	Offsets *QueueOffsets
@@ -81,8 +93,16 @@ type DispatcherOptions struct {
 type Dispatcher struct {
 	opts DispatcherOptions
 	log  zerolog.Logger
-	kv   *CQ // Store when it is the KV ConsumeQueue, for atomic batches
+	kv   *CQ // the KV ConsumeQueue when written, for atomic batches
 	keys *KeyIndex
+	// layouts are the ConsumeQueues written, Store first; files those of
+	// them outside DB, written before each batch.
+	layouts []layout
+	files   []cq.Store
+
+	// writeMu is held while a batch is written to the ConsumeQueues, so
+	// Quiesced can read them between batches.
+	writeMu sync.Mutex
 
 	next atomic.Int64 // next CommitLog offset to dispatch
 
@@ -92,8 +112,10 @@ type Dispatcher struct {
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the dispatch loop has stopped
-	// pruned is closed when the journal pruner has stopped.
-	pruned chan struct{}
+	// pruned is closed when the journal pruner has stopped, flushed when
+	// the file flusher has.
+	pruned  chan struct{}
+	flushed chan struct{}
 
 	// State dispatchBatch reuses from batch to batch; only the loop
 	// goroutine touches it.
@@ -127,6 +149,9 @@ func NewDispatcher(opts DispatcherOptions) (*Dispatcher, error) {
 	if opts.PruneInterval <= 0 {
 		opts.PruneInterval = time.Second
 	}
+	if opts.FileFlushInterval <= 0 {
+		opts.FileFlushInterval = time.Second
+	}
 	if opts.DelayLevels == nil {
 		lv, err := meta.ParseDelayLevels(meta.DefaultMessageDelayLevel)
 		if err != nil {
@@ -137,30 +162,55 @@ func NewDispatcher(opts DispatcherOptions) (*Dispatcher, error) {
 	d := &Dispatcher{opts: opts, log: opts.Logger.With().Str("component", "dispatcher").Logger(), keys: opts.DB.KeyIndex(),
 		touched: map[qkey]int{}, topics: map[string]string{}}
 	d.decode = commitlog.DecodeOptions{Topics: d.topicName}
-	if kv, ok := opts.Store.(*CQ); ok && kv.db == opts.DB {
-		d.kv = kv
+	for _, s := range []cq.Store{opts.Store, opts.Mirror} {
+		if s == nil {
+			continue
+		}
+		if kv, ok := s.(*CQ); ok && kv.db == opts.DB {
+			if d.kv != nil {
+				return nil, errors.New("dispatcher: Store and Mirror are both the database's ConsumeQueue")
+			}
+			d.kv = kv
+			d.layouts = append(d.layouts, layout{name: LayoutKV, store: s, inDB: true})
+			continue
+		}
+		if len(d.files) > 0 {
+			return nil, errors.New("dispatcher: with a Mirror, one of Store and Mirror must be the database's ConsumeQueue")
+		}
+		d.files = append(d.files, s)
+		d.layouts = append(d.layouts, layout{name: LayoutFile, store: s})
 	}
 	return d, nil
 }
 
 // Recover brings the index in line with the recovered CommitLog before
 // dispatch starts: entries pointing past the log's end are removed, the
-// dispatched offset is moved into the log's range, and ConsumeQueue minima
-// are corrected to the log's minimum. It returns the offset dispatch will
-// start from.
+// dispatched offset is moved into the log's range, ConsumeQueue minima
+// are corrected to the log's minimum, and every ConsumeQueue layout
+// written is brought up to the dispatched offset (a file ConsumeQueue may
+// have lost unflushed writes; a layout double-write turned on may lack
+// everything). It returns the offset dispatch will start from.
 func (d *Dispatcher) Recover() (int64, error) {
 	l := d.opts.Log
 	end, minOff := l.MaxOffset(), l.MinOffset()
-	from, err := d.opts.DB.Dispatched()
+	from, hadDispatched, err := d.opts.DB.metaInt64(metaDispatched)
 	if err != nil {
 		return 0, err
 	}
+	for _, f := range d.files {
+		// A file ConsumeQueue is written before the dispatched offset: it
+		// may hold entries of records the log lost.
+		if err := f.Truncate(end); err != nil {
+			return 0, fmt.Errorf("recover index: %w", err)
+		}
+	}
 	if from > end || d.kv == nil {
 		// The index may hold entries of records the log lost (a power
-		// failure before the log was flushed), and a file ConsumeQueue is
-		// written before the dispatched offset: cut both at the log's end.
-		if err := d.opts.Store.Truncate(end); err != nil {
-			return 0, fmt.Errorf("recover index: %w", err)
+		// failure before the log was flushed): cut it at the log's end.
+		if d.kv != nil {
+			if err := d.kv.Truncate(end); err != nil {
+				return 0, fmt.Errorf("recover index: %w", err)
+			}
 		}
 		if err := d.keys.Truncate(end); err != nil {
 			return 0, fmt.Errorf("recover index: %w", err)
@@ -170,22 +220,17 @@ func (d *Dispatcher) Recover() (int64, error) {
 			from = end
 		}
 	}
-	if d.kv == nil && l.RecoveryInfo().Abnormal {
-		// A file ConsumeQueue is not written atomically with the
-		// dispatched offset: after a crash replay what recovery scanned
-		// (repeats are skipped).
-		if s := l.RecoveryInfo().FirstScanned; s < from {
-			from = s
-		}
-	}
 	if from < minOff {
 		from = minOff
 	}
-	if err := d.correctMin(minOff, d.kv == nil); err != nil {
+	if err := d.correctMin(minOff, len(d.files) > 0); err != nil {
 		return 0, fmt.Errorf("recover index: %w", err)
 	}
 	if err := d.opts.DB.SetDispatched(from); err != nil {
 		return 0, err
+	}
+	if err := d.catchUpLayouts(from, minOff, hadDispatched); err != nil {
+		return 0, fmt.Errorf("recover index: %w", err)
 	}
 	d.next.Store(from)
 	d.log.Info().Int64("from", from).Int64("logEnd", end).Int64("logMin", minOff).Msg("dispatch recovered")
@@ -222,8 +267,10 @@ func (d *Dispatcher) correctMin(minOff int64, always bool) error {
 	if !always && minOff <= last {
 		return nil
 	}
-	if err := d.opts.Store.CorrectMin(minOff); err != nil {
-		return fmt.Errorf("correct ConsumeQueue minima to %d: %w", minOff, err)
+	for _, l := range d.layouts {
+		if err := l.store.CorrectMin(minOff); err != nil {
+			return fmt.Errorf("correct %s ConsumeQueue minima to %d: %w", l.name, minOff, err)
+		}
 	}
 	if minOff > 0 {
 		if err := d.keys.DropBelow(minOff); err != nil {
@@ -242,8 +289,34 @@ func (d *Dispatcher) Start() {
 	d.cancel = cancel
 	d.done = make(chan struct{})
 	d.pruned = make(chan struct{})
+	d.flushed = make(chan struct{})
 	go d.run(ctx)
 	go d.pruneLoop(ctx)
+	go d.flushLoop(ctx)
+}
+
+// flushLoop flushes the file ConsumeQueue every FileFlushInterval and
+// records how far it is durable. The record is not synced: the index's
+// WAL sync makes it durable, and a lost one only makes Recover write
+// again entries that are there.
+func (d *Dispatcher) flushLoop(ctx context.Context) {
+	defer close(d.flushed)
+	if len(d.files) == 0 {
+		return
+	}
+	periodic.Run(ctx, d.opts.FileFlushInterval, func(context.Context) {
+		if err := d.recordFileProgress(d.next.Load(), pebble.NoSync); err != nil {
+			d.log.Error().Err(err).Msg("flush the file ConsumeQueue")
+		}
+	})
+}
+
+// Quiesced runs fn while no dispatch batch is being written to the
+// ConsumeQueues, so that fn sees every layout at the same point.
+func (d *Dispatcher) Quiesced(fn func() error) error {
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	return fn()
 }
 
 // pruneLoop drops, every PruneInterval, the cq journal records the
@@ -271,7 +344,11 @@ func (d *Dispatcher) Close() error {
 	d.cancel()
 	<-d.done
 	<-d.pruned
+	<-d.flushed
 	d.cancel = nil
+	if err := d.recordFileProgress(d.next.Load(), pebble.Sync); err != nil {
+		return fmt.Errorf("close dispatcher: %w", err)
+	}
 	return nil
 }
 
@@ -473,14 +550,8 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 				return 0, fmt.Errorf("commit hook at %d: %w", e.Offset, err)
 			}
 		}
-		if tx == commitlog.TransactionNotType || tx == commitlog.TransactionCommit {
-			entries = append(entries, cq.Dispatch{Topic: m.Topic, QueueID: m.QueueID, Entry: cq.Entry{
-				QueueOffset:    m.QueueOffset,
-				PhyOffset:      e.Offset,
-				Size:           e.Size,
-				TagsCode:       d.tagsCode(&m),
-				StoreTimestamp: m.StoreTimestamp,
-			}})
+		if ent, ok := d.entryOf(&m, e); ok {
+			entries = append(entries, ent)
 			q := queueIDOf(m.Topic, m.QueueID)
 			if i, ok := touched[q]; ok {
 				queues[i].next = max(queues[i].next, m.QueueOffset+1)
@@ -504,6 +575,15 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 	if err := kb.flush(d.opts.DB, b); err != nil {
 		return 0, err
 	}
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	if len(entries) > 0 {
+		for _, f := range d.files {
+			if err := f.Put(entries); err != nil {
+				return 0, fmt.Errorf("write %d entries to the file ConsumeQueue: %w", len(entries), err)
+			}
+		}
+	}
 	var pending cqPending
 	if d.kv != nil {
 		d.kv.mu.Lock()
@@ -515,9 +595,8 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 			}
 			pending = p
 		}
-	} else if len(entries) > 0 {
-		if err := d.opts.Store.Put(entries); err != nil {
-			return 0, fmt.Errorf("write %d cq entries: %w", len(entries), err)
+		if err := b.Set(metaKey(metaCQWritten+LayoutKV), putInt64(end), nil); err != nil {
+			return 0, fmt.Errorf("record the kv ConsumeQueue's progress: %w", err)
 		}
 	}
 	if err := b.Set(metaKey(metaDispatched), putInt64(end), nil); err != nil {
@@ -555,6 +634,22 @@ func (d *Dispatcher) topicName(b []byte) string {
 		d.topics[t] = t
 	}
 	return t
+}
+
+// entryOf is the ConsumeQueue entry of the record e decoded as m, if it
+// belongs in one: transaction halves and rollbacks do not.
+func (d *Dispatcher) entryOf(m *commitlog.Message, e commitlog.Entry) (cq.Dispatch, bool) {
+	tx := commitlog.TransactionType(m.SysFlag)
+	if tx != commitlog.TransactionNotType && tx != commitlog.TransactionCommit {
+		return cq.Dispatch{}, false
+	}
+	return cq.Dispatch{Topic: m.Topic, QueueID: m.QueueID, Entry: cq.Entry{
+		QueueOffset:    m.QueueOffset,
+		PhyOffset:      e.Offset,
+		Size:           e.Size,
+		TagsCode:       d.tagsCode(m),
+		StoreTimestamp: m.StoreTimestamp,
+	}}, true
 }
 
 // tagsCode is the ConsumeQueue tag code of a record: the delivery time for

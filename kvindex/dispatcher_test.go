@@ -18,6 +18,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/migrate/filecq"
 )
 
 // stack is a CommitLog, an index and a running dispatcher over one store
@@ -27,6 +28,8 @@ type stack struct {
 	log     *commitlog.Log
 	db      *DB
 	store   cq.Store
+	mirror  cq.Store      // the other layout in double-write, or nil
+	files   *filecq.Store // the file layout when written
 	offsets *QueueOffsets
 	disp    *Dispatcher
 }
@@ -34,6 +37,13 @@ type stack struct {
 var stackLogger = zerolog.Nop()
 
 func openStack(t testing.TB, root string, cfg commitlog.Config) *stack {
+	t.Helper()
+	return openStackWith(t, root, cfg, LayoutKV, "")
+}
+
+// openStackWith opens a stack whose reads use the layout read ("kv" or
+// "file") and which also writes the layout mirror ("" for none).
+func openStackWith(t testing.TB, root string, cfg commitlog.Config, read, mirror string) *stack {
 	t.Helper()
 	db, err := Open(Options{Dir: filepath.Join(root, DirName), CacheSize: 8 << 20, MemTableSize: 4 << 20, Logger: stackLogger})
 	if err != nil {
@@ -51,9 +61,24 @@ func openStack(t testing.TB, root string, cfg commitlog.Config) *stack {
 		t.Fatalf("open commitlog: %v", err)
 	}
 	db.log = stackLogger
-	s := &stack{root: root, log: l, db: db, store: db.ConsumeQueue(0)}
+	s := &stack{root: root, log: l, db: db}
+	layout := func(name string) cq.Store {
+		switch name {
+		case LayoutKV:
+			return db.ConsumeQueue(0)
+		case LayoutFile:
+			s.files, err = filecq.Open(filecq.Options{Dir: root, UnitsPerFile: 100, StoreTime: s.storeTime, Logger: stackLogger})
+			if err != nil {
+				t.Fatalf("open file cq: %v", err)
+			}
+			return s.files
+		}
+		return nil
+	}
+	s.store, s.mirror = layout(read), layout(mirror)
 	s.offsets = NewQueueOffsets(s.store, 0, stackLogger)
-	s.disp, err = NewDispatcher(DispatcherOptions{Log: l, DB: db, Store: s.store, Offsets: s.offsets, Logger: stackLogger})
+	s.disp, err = NewDispatcher(DispatcherOptions{Log: l, DB: db, Store: s.store, Mirror: s.mirror, Offsets: s.offsets,
+		FileFlushInterval: 20 * time.Millisecond, Logger: stackLogger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,10 +94,26 @@ func openStack(t testing.TB, root string, cfg commitlog.Config) *stack {
 	return s
 }
 
+// storeTime reads a record's store time, for the file layout.
+func (s *stack) storeTime(phy int64, size int32) (int64, error) {
+	v, err := s.log.Read(phy, size)
+	if err != nil {
+		return 0, err
+	}
+	defer v.Release()
+	m, err := commitlog.Decode(v.Data)
+	return m.StoreTimestamp, err
+}
+
 func (s *stack) close(t testing.TB) {
 	t.Helper()
 	if err := s.disp.Close(); err != nil {
 		t.Error(err)
+	}
+	if s.files != nil {
+		if err := s.files.Close(); err != nil {
+			t.Error(err)
+		}
 	}
 	if err := s.log.Close(); err != nil {
 		t.Error(err)

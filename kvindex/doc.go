@@ -62,6 +62,20 @@
 //	                                           one synced batch)
 //	"dispatched"  value: offset int64          next CommitLog offset to dispatch:
 //	                                           every record before it is indexed
+//	"cqWritten.kv" value: offset int64         the KV ConsumeQueue (0x10-0x12) holds the
+//	                                           entry of every record before it; written in
+//	                                           each dispatch batch that writes the KV
+//	                                           ConsumeQueue, so it stays behind
+//	                                           "dispatched" while reads use the file one
+//	"cqWritten.file" value: offset int64       the same for the file ConsumeQueue
+//	                                           (consumequeue/), written after each flush of
+//	                                           its files (every flushIntervalConsumeQueue)
+//	                                           and at a clean stop. At start every layout
+//	                                           the broker writes that stands below
+//	                                           "dispatched" gets the entries it misses from
+//	                                           the CommitLog; absent (stores of earlier
+//	                                           builds): the end of the newest record its
+//	                                           queues hold
 //	"topicsVer"   value: counter int64 | timestamp int64   topic table DataVersion
 //	"groupsVer"   value: counter int64 | timestamp int64   group table DataVersion
 //	"cqMinApplied" value: offset int64         the CommitLog minimum the KV ConsumeQueue

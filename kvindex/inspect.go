@@ -104,6 +104,14 @@ type DispatchedRecord struct {
 	Offset int64 `json:"offset"`
 }
 
+// CQWrittenRecord is meta "cqWritten.<layout>": the ConsumeQueue layout
+// ("kv" or "file") holds the entry of every CommitLog record before
+// Offset.
+type CQWrittenRecord struct {
+	Layout string `json:"layout"`
+	Offset int64  `json:"offset"`
+}
+
 // DataVersionRecord is meta "topicsVer" or "groupsVer": the DataVersion of
 // the topic or group config table.
 type DataVersionRecord struct {
@@ -203,6 +211,9 @@ func (SchemaRecord) Keyspace() Keyspace { return mustKeyspace(PrefixMeta) }
 func (DispatchedRecord) Keyspace() Keyspace { return mustKeyspace(PrefixMeta) }
 
 // Keyspace implements Record.
+func (CQWrittenRecord) Keyspace() Keyspace { return mustKeyspace(PrefixMeta) }
+
+// Keyspace implements Record.
 func (DataVersionRecord) Keyspace() Keyspace { return mustKeyspace(PrefixMeta) }
 
 // Keyspace implements Record.
@@ -237,6 +248,10 @@ func (r SchemaRecord) String() string { return fmt.Sprintf("schema=%d", r.Versio
 
 // String implements Record.
 func (r DispatchedRecord) String() string { return fmt.Sprintf("dispatched=%d", r.Offset) }
+
+func (r CQWrittenRecord) String() string {
+	return fmt.Sprintf("cqWritten layout=%s offset=%d", r.Layout, r.Offset)
+}
 
 // String implements Record.
 func (r DataVersionRecord) String() string {
@@ -434,6 +449,12 @@ func decodeMeta(key, value []byte) (Record, error) {
 			return nil, bad()
 		}
 		return DispatchedRecord{Offset: off}, nil
+	case metaCQWritten + LayoutKV, metaCQWritten + LayoutFile:
+		off, err := getInt64(value)
+		if err != nil {
+			return nil, bad()
+		}
+		return CQWrittenRecord{Layout: strings.TrimPrefix(name, metaCQWritten), Offset: off}, nil
 	case metaTopicsVer, metaGroupsVer:
 		if len(value) != 16 {
 			return nil, bad()

@@ -161,14 +161,15 @@ func TestDecodeKeyDispatchedStore(t *testing.T) {
 	check("group-config", []Record{GroupConfigRecord{Name: "G1", Config: gc}})
 	check("cq-min", nil)
 	metas := got["meta"]
-	if len(metas) != 4 {
+	if len(metas) != 5 {
 		t.Fatalf("meta records %v", metas)
 	}
-	// "dispatched" < "groupsVer" < "schema" < "topicsVer"
-	if metas[0] != (DispatchedRecord{Offset: end}) || metas[2] != (SchemaRecord{Version: schemaVersion}) {
-		t.Errorf("meta records %v, want dispatched %d and schema %d", metas, end, schemaVersion)
+	// "cqWritten.kv" < "dispatched" < "groupsVer" < "schema" < "topicsVer"
+	if metas[0] != (CQWrittenRecord{Layout: LayoutKV, Offset: end}) || metas[1] != (DispatchedRecord{Offset: end}) ||
+		metas[3] != (SchemaRecord{Version: schemaVersion}) {
+		t.Errorf("meta records %v, want kv written and dispatched %d and schema %d", metas, end, schemaVersion)
 	}
-	for i, table := range map[int]string{1: "groups", 3: "topics"} {
+	for i, table := range map[int]string{2: "groups", 4: "topics"} {
 		v, ok := metas[i].(DataVersionRecord)
 		if !ok || v.Table != table || v.Counter != 1 || v.Timestamp <= 0 {
 			t.Errorf("meta record %d: %#v, want %s version 1", i, metas[i], table)

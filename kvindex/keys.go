@@ -27,6 +27,9 @@ const (
 	metaTopicsVer  = "topicsVer"
 	metaGroupsVer  = "groupsVer"
 	metaMinApplied = "cqMinApplied"
+	// metaCQWritten + layout name ("kv", "file"): the CommitLog offset
+	// below which that ConsumeQueue layout holds every record's entry.
+	metaCQWritten = "cqWritten."
 	// metaConfigImported: an Apache RocketMQ store's config files were
 	// imported (value: when, ms).
 	metaConfigImported = "rmqConfigImported"
