@@ -16,19 +16,19 @@ var (
 
 // Errors returned by the methods of an open store.
 var (
-	// ErrReadOnly is returned by Put, DeleteQueue and DeleteTopic of a
-	// store opened with OpenReadOnly.
+	// ErrReadOnly is returned by Put, SeedStart, DeleteQueue and
+	// DeleteTopic of a store opened with OpenReadOnly.
 	ErrReadOnly = errors.New("filecq: store is read-only")
 
-	// ErrInvalidName is returned by Put for a topic that cannot be a single
-	// directory name (empty, ".", "..", or holding '/' or NUL) or a
-	// negative queue id. Nothing of the call is written.
+	// ErrInvalidName is returned by Put and SeedStart for a topic that
+	// cannot be a single directory name (empty, ".", "..", or holding '/'
+	// or NUL) or a negative queue id. Nothing of the call is written.
 	ErrInvalidName = errors.New("filecq: topic or queue id cannot name a directory")
 
 	// ErrInvalidEntry is returned by Put for an entry that cannot be stored
 	// in a unit: a negative queue or CommitLog offset, a size that is not
-	// positive, or a queue offset whose byte position overflows. Nothing of
-	// the call is written.
+	// positive, or a queue offset whose byte position overflows; and by
+	// SeedStart for such a queue offset. Nothing of the call is written.
 	ErrInvalidEntry = errors.New("filecq: entry cannot be stored")
 
 	// ErrNoStoreTime is returned by OffsetByTime on a non-empty queue when

@@ -56,18 +56,32 @@ func (s *Store) Put(entries []cq.Dispatch) error {
 // validateDispatch checks that d names a directory and fits a unit; maxOff
 // keeps the byte offsets of its file inside int64.
 func validateDispatch(d cq.Dispatch, maxOff int64) error {
-	t := d.Topic
-	if t == "" || t == "." || t == ".." || strings.ContainsAny(t, "/\x00") || d.QueueID < 0 {
-		return fmt.Errorf("topic %q queue %d: %w", t, d.QueueID, ErrInvalidName)
+	if err := validateQueue(d.Topic, d.QueueID); err != nil {
+		return err
 	}
 	if d.QueueOffset < 0 || d.QueueOffset > maxOff || d.PhyOffset < 0 || d.Size <= 0 {
-		return fmt.Errorf("%s/%d offset %d (phy %d, size %d): %w", t, d.QueueID, d.QueueOffset, d.PhyOffset, d.Size, ErrInvalidEntry)
+		return fmt.Errorf("%s/%d offset %d (phy %d, size %d): %w", d.Topic, d.QueueID, d.QueueOffset, d.PhyOffset, d.Size, ErrInvalidEntry)
+	}
+	return nil
+}
+
+// validateQueue checks that topic and queueID can name a queue directory.
+func validateQueue(topic string, queueID int32) error {
+	if topic == "" || topic == "." || topic == ".." || strings.ContainsAny(topic, "/\x00") || queueID < 0 {
+		return fmt.Errorf("topic %q queue %d: %w", topic, queueID, ErrInvalidName)
 	}
 	return nil
 }
 
 // putRun puts entries of one queue.
 func (s *Store) putRun(k queueKey, ds []cq.Dispatch) error {
+	return s.writeQueue(k, func(q *queue) error { return s.putQueue(q, ds) })
+}
+
+// writeQueue runs fn on queue k, created if it is not in the table, with
+// q.mu held and q pinned. A queue that fn leaves failed and without files
+// (its first file could not be created) is dropped from the table again.
+func (s *Store) writeQueue(k queueKey, fn func(q *queue) error) error {
 	for {
 		q := s.acquire(k, true)
 		q.mu.Lock()
@@ -76,9 +90,8 @@ func (s *Store) putRun(k queueKey, ds []cq.Dispatch) error {
 			s.release(q)
 			continue
 		}
-		err := s.putQueue(q, ds)
+		err := fn(q)
 		if err != nil && len(q.files) == 0 {
-			// The queue could not even get its first file: drop it again.
 			q.deleted = true
 			s.forget(q)
 		}

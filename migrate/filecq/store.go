@@ -64,8 +64,9 @@ func Open(opts Options) (*Store, error) { return open(opts, false) }
 // OpenReadOnly opens the store for inspection and migration tools. It never
 // writes: files are opened read-only and read with pread (no mappings),
 // dirty files past a queue's recovered end are ignored rather than deleted,
-// Put, DeleteQueue and DeleteTopic return ErrReadOnly, Flush does nothing,
-// and CorrectMin and Truncate only change the bounds the store reports.
+// Put, SeedStart, DeleteQueue and DeleteTopic return ErrReadOnly, Flush
+// does nothing, and CorrectMin and Truncate only change the bounds the
+// store reports.
 func OpenReadOnly(opts Options) (*Store, error) { return open(opts, true) }
 
 func open(opts Options, readOnly bool) (*Store, error) {
