@@ -125,6 +125,7 @@ func TestSummary(t *testing.T) {
 	}
 	add("meta", 1+len("schema"), 4)
 	add("meta", 1+len("dispatched"), 8)
+	add("meta", 1+len("cqWritten.kv"), 8) // the KV ConsumeQueue's progress, in every dispatch batch
 	add("meta", 1+len("topicsVer"), 16)
 	add("meta", 1+len("groupsVer"), 16)
 	for _, m := range sc.msgs {

@@ -1,0 +1,255 @@
+package kvindex
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/migrate/cqcompare"
+	"github.com/rocketkv/rocketkv/migrate/filecq"
+)
+
+// layoutsConfig is a CommitLog config with small segments, so retention
+// has segments to delete.
+func layoutsConfig(root string) commitlog.Config {
+	cfg := commitlog.DefaultConfig(root)
+	cfg.SegmentSize = 64 << 10
+	cfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
+	return cfg
+}
+
+// put appends n messages of 1,000 bytes to a queue (tagged, so tagsCode is
+// compared too) and waits until they are dispatched.
+func (s *stack) put(t *testing.T, topic string, qid int32, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		if err := s.offsets.Acquire(topic, qid); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.log.Append(context.Background(), commitlog.AppendRequest{Assigner: s.offsets, Message: &commitlog.Message{
+			Topic: topic, QueueID: qid, Body: make([]byte, 1000),
+			Properties: commitlog.FormatProperties(map[string]string{"TAGS": fmt.Sprintf("t%d", i%3)}),
+			BornHost:   netip.MustParseAddrPort("127.0.0.1:1"),
+		}})
+		s.offsets.Release(topic, qid)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.disp.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// agree fails the test unless both layouts of a running double-write stack
+// hold the same queues and entries, and returns how many entries they hold.
+func (s *stack) agree(t *testing.T) int64 {
+	t.Helper()
+	if s.mirror == nil {
+		t.Fatal("not a double-write stack")
+	}
+	var r cqcompare.Report
+	err := s.disp.Quiesced(func() error {
+		var err error
+		r, err = cqcompare.Compare(context.Background(), s.store, s.mirror, [2]string{"read", "mirror"}, cqcompare.Options{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.OK() {
+		t.Fatalf("layouts differ:\n%s", r)
+	}
+	return r.Entries
+}
+
+// progress returns the recorded progress of a layout.
+func (s *stack) progress(t *testing.T, name string) int64 {
+	t.Helper()
+	v, ok, err := s.db.metaInt64(metaCQWritten + name)
+	if err != nil || !ok {
+		t.Fatalf("progress of %s: %d %v %v", name, v, ok, err)
+	}
+	return v
+}
+
+// bounds returns a queue's [min, max) in store st.
+func bounds(t *testing.T, st cq.Store, topic string, qid int32) [2]int64 {
+	t.Helper()
+	lo, err := st.MinOffset(topic, qid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hi, err := st.MaxOffset(topic, qid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return [2]int64{lo, hi}
+}
+
+// A store's layouts move from one to the other and back through
+// double-write, every way round, without an entry lost or renumbered:
+// each layout that was not written for a while gets what it missed at the
+// next start, and reads can use either layout afterwards.
+func TestLayoutTransitions(t *testing.T) {
+	type step struct{ read, mirror string }
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"kv then double-write then file", []step{{"kv", ""}, {"kv", "file"}, {"file", ""}}},
+		{"file then double-write then kv", []step{{"file", ""}, {"file", "kv"}, {"kv", ""}}},
+		{"double-write, kv left behind, double-write again", []step{{"kv", "file"}, {"file", ""}, {"file", "kv"}}},
+		{"double-write, file left behind, double-write again", []step{{"kv", "file"}, {"kv", ""}, {"kv", "file"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			want := map[string]int64{}
+			for i, st := range tc.steps {
+				s := openStackWith(t, root, layoutsConfig(root), st.read, st.mirror)
+				for q := int32(0); q < 3; q++ {
+					if got := bounds(t, s.store, "T", q); got != [2]int64{0, want[fmt.Sprint(q)]} {
+						t.Fatalf("step %d (%s reads): T/%d bounds %v, want [0,%d)", i, st.read, q, got, want[fmt.Sprint(q)])
+					}
+				}
+				if s.mirror != nil {
+					s.agree(t)
+				}
+				for q := int32(0); q < 3; q++ {
+					s.put(t, "T", q, 5+int(q))
+					want[fmt.Sprint(q)] += int64(5 + int(q))
+				}
+				if s.mirror != nil {
+					if n := s.agree(t); n != want["0"]+want["1"]+want["2"] {
+						t.Fatalf("step %d: %d entries compared, want %d", i, n, want["0"]+want["1"]+want["2"])
+					}
+				}
+				end := s.disp.Dispatched()
+				s.close(t)
+				for _, name := range []string{st.read, st.mirror} {
+					if name == "" {
+						continue
+					}
+					db := openTestDBAt(t, root)
+					if v, ok, err := db.metaInt64(metaCQWritten + name); err != nil || !ok || v != end {
+						t.Errorf("step %d: %s progress after a clean stop %d %v %v, want %d", i, name, v, ok, err, end)
+					}
+					_ = db.Close()
+				}
+			}
+		})
+	}
+}
+
+// openTestDBAt opens a stack's index by itself.
+func openTestDBAt(t *testing.T, root string) *DB {
+	t.Helper()
+	db, err := Open(Options{Dir: root + "/" + DirName, Logger: stackLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// A file layout that lost writes it never flushed (a power failure: the
+// files lack the newest units, the recorded progress is older) gets them
+// again at the next start; the flusher records progress while running.
+func TestFileLayoutLostWritesRewritten(t *testing.T) {
+	root := t.TempDir()
+	s := openStackWith(t, root, layoutsConfig(root), LayoutKV, LayoutFile)
+	s.put(t, "T", 0, 20)
+	mid := s.disp.Dispatched()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.progress(t, LayoutFile) < mid {
+		if time.Now().After(deadline) {
+			t.Fatalf("file progress %d never reached %d: the flusher does not record it", s.progress(t, LayoutFile), mid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.put(t, "T", 0, 20)
+	s.close(t)
+
+	// What a power failure leaves: the last 20 units gone, progress at mid.
+	fs, err := filecq.Open(filecq.Options{Dir: root, UnitsPerFile: 100, Logger: stackLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Truncate(mid); err != nil {
+		t.Fatal(err)
+	}
+	if got := bounds(t, fs, "T", 0); got != [2]int64{0, 20} {
+		t.Fatalf("cut file layout %v", got)
+	}
+	if err := fs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db := openTestDBAt(t, root)
+	if err := db.setMetaInt64(metaCQWritten+LayoutFile, mid); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+
+	s = openStackWith(t, root, layoutsConfig(root), LayoutFile, LayoutKV)
+	defer s.close(t)
+	if got := bounds(t, s.store, "T", 0); got != [2]int64{0, 40} {
+		t.Fatalf("file layout after restart %v, want [0,40)", got)
+	}
+	s.agree(t)
+}
+
+// A layout that misses records retention has since deleted cannot be
+// completed (its next entries would be numbered after its last one, not
+// after the deleted ones): it is rebuilt from the CommitLog, and a queue
+// whose records are all gone stands where the complete layout says
+// instead of restarting at 0.
+func TestStaleLayoutRebuilt(t *testing.T) {
+	for _, tc := range []struct{ first, stale string }{{"kv", "file"}, {"file", "kv"}} {
+		t.Run(tc.stale+" stale", func(t *testing.T) {
+			root := t.TempDir()
+			// Double-write, then the stale layout is left behind...
+			s := openStackWith(t, root, layoutsConfig(root), tc.first, tc.stale)
+			s.put(t, "Gone", 0, 30)
+			s.put(t, "Live", 0, 5)
+			s.close(t)
+			s = openStackWith(t, root, layoutsConfig(root), tc.first, "")
+			s.log.OnMinOffsetChange(s.disp.LogMinOffsetChanged)
+			s.put(t, "Live", 0, 200)
+			// ...while retention deletes every record of Gone.
+			if _, err := s.log.DeleteExpired(time.Now().Add(1000*time.Hour), true); err != nil {
+				t.Fatal(err)
+			}
+			logMin := s.log.MinOffset()
+			if logMin == 0 || bounds(t, s.store, "Gone", 0) != [2]int64{30, 30} {
+				t.Fatalf("retention: log min %d, Gone %v", logMin, bounds(t, s.store, "Gone", 0))
+			}
+			s.close(t)
+			db := openTestDBAt(t, root)
+			if v, _, _ := db.metaInt64(metaCQWritten + tc.stale); v >= logMin {
+				t.Fatalf("%s progress %d is not below the log minimum %d", tc.stale, v, logMin)
+			}
+			_ = db.Close()
+
+			s = openStackWith(t, root, layoutsConfig(root), tc.stale, tc.first)
+			defer s.close(t)
+			if got := bounds(t, s.store, "Gone", 0); got != [2]int64{30, 30} {
+				t.Errorf("Gone/0 in the rebuilt %s layout %v, want [30,30)", tc.stale, got)
+			}
+			live := bounds(t, s.store, "Live", 0)
+			if live[1] != 205 || live[0] <= 5 {
+				t.Errorf("Live/0 in the rebuilt %s layout %v", tc.stale, live)
+			}
+			s.agree(t)
+			s.put(t, "Gone", 0, 1)
+			if got := bounds(t, s.store, "Gone", 0); got != [2]int64{30, 31} {
+				t.Errorf("Gone/0 after a new message %v, want [30,31)", got)
+			}
+			s.agree(t)
+		})
+	}
+}
