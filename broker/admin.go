@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -180,8 +181,13 @@ func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *re
 	if err := b.topics.table.Delete(topic); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	if err := b.cqs.DeleteTopic(topic); err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	for _, s := range []cq.Store{b.cqs, b.cqMirror} {
+		if s == nil {
+			continue
+		}
+		if err := s.DeleteTopic(topic); err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
 	}
 	b.qoffsets.Forget(topic, kvindex.AnyQueue)
 	b.resets.forgetTopic(topic)
@@ -333,7 +339,7 @@ func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *re
 		"goHeapInuse":            itoa(int64(ms.HeapInuse)),
 		"connections":            itoa(int64(b.server.ConnCount())),
 	}
-	if kv, ok := b.cqs.(*kvindex.CQ); ok {
+	if kv := b.kvCQ; kv != nil {
 		hits, misses := kv.CacheStats()
 		table["consumeQueueReadsFromMemory"] = itoa(hits)
 		table["consumeQueueReadsFromIndex"] = itoa(misses)

@@ -51,8 +51,11 @@ type Broker struct {
 
 	clog     *commitlog.Log
 	db       *kvindex.DB
-	cqs      cq.Store
-	fileCQ   *filecq.Store // set in file mode, for metrics
+	cqs      cq.Store      // the ConsumeQueue that serves reads
+	cqMirror cq.Store      // the other layout under rocksdbCQDoubleWriteEnable, or nil
+	fileCQ   *filecq.Store // set when the file layout is written
+	kvCQ     *kvindex.CQ   // set when the Pebble layout is written
+	cqCheck  cqChecks      // CHECK_ROCKSDB_CQ_WRITE_PROGRESS runs one at a time
 	qoffsets *kvindex.QueueOffsets
 	notifier *kvindex.Notifier
 	disp     *kvindex.Dispatcher
@@ -293,27 +296,8 @@ func (b *Broker) openStores(ctx context.Context) error {
 	}
 	b.clog = clog
 
-	switch b.cfg.StoreType {
-	case configs.StoreTypeFile:
-		fs, err := filecq.Open(filecq.Options{
-			Dir:          root,
-			UnitsPerFile: cqUnitsPerFile(root, int(b.cfg.MappedFileSizeConsumeQueue/filecq.UnitSize), b.component("filecq")),
-			StoreTime:    b.storeTimeOf,
-			Logger:       b.root,
-		})
-		if err != nil {
-			return fmt.Errorf("open file consumequeue: %w", err)
-		}
-		b.cqs, b.fileCQ = fs, fs
-	default:
-		kvcq := db.ConsumeQueue(b.cfg.ConsumeQueueCacheSize)
-		b.cqs = kvcq
-		if firstOpen {
-			units := cqUnitsPerFile(root, int(b.cfg.MappedFileSizeConsumeQueue/filecq.UnitSize), b.component("import"))
-			if err := seedQueueStarts(kvcq, root, units, clog.MinOffset(), b.component("import")); err != nil {
-				return err
-			}
-		}
+	if err := b.openConsumeQueues(db, clog.MinOffset(), firstOpen); err != nil {
+		return err
 	}
 	if firstOpen {
 		if err := db.MarkRocketMQConfigImported(time.Now().UnixMilli()); err != nil {
@@ -336,7 +320,8 @@ func (b *Broker) openStores(ctx context.Context) error {
 		hooks[topic] = h
 	}
 	b.disp, err = kvindex.NewDispatcher(kvindex.DispatcherOptions{
-		Log: clog, DB: db, Store: b.cqs, Offsets: b.qoffsets, Notifier: b.notifier,
+		Log: clog, DB: db, Store: b.cqs, Mirror: b.cqMirror, FileFlushInterval: b.cfg.FlushIntervalConsumeQueue,
+		Offsets: b.qoffsets, Notifier: b.notifier,
 		SkipKeyIndex: !b.cfg.MessageIndexEnable, MaxLagBytes: b.cfg.MaxDispatchLagBytes,
 		Hooks: hooks, CommitHook: b.txns.CommitHook(), Logger: b.root,
 	})
@@ -359,6 +344,51 @@ func (b *Broker) openStores(ctx context.Context) error {
 		return err
 	}
 	b.offsets = db.ConsumerOffsets()
+	return nil
+}
+
+// openConsumeQueues opens the ConsumeQueue layouts the config asks for:
+// storeType's, which serves reads, and under rocksdbCQDoubleWriteEnable
+// the other one beside it.
+func (b *Broker) openConsumeQueues(db *kvindex.DB, logMin int64, firstOpen bool) error {
+	root := b.cfg.StorePathRootDir
+	units := cqUnitsPerFile(root, int(b.cfg.MappedFileSizeConsumeQueue/filecq.UnitSize), b.component("filecq"))
+	readFile := b.cfg.StoreType == configs.StoreTypeFile
+	if !readFile || b.cfg.CQDoubleWrite {
+		b.kvCQ = db.ConsumeQueue(b.cfg.ConsumeQueueCacheSize)
+		if firstOpen {
+			// Before the file layout is opened for writing: this reads
+			// RocketMQ's consumequeue/ as it was left.
+			if err := seedQueueStarts(b.kvCQ, root, units, logMin, b.component("import")); err != nil {
+				return err
+			}
+		}
+	}
+	if readFile || b.cfg.CQDoubleWrite {
+		fs, err := filecq.Open(filecq.Options{
+			Dir:          root,
+			UnitsPerFile: units,
+			StoreTime:    b.storeTimeOf,
+			Logger:       b.root,
+		})
+		if err != nil {
+			return fmt.Errorf("open file consumequeue: %w", err)
+		}
+		b.fileCQ = fs
+	}
+	switch {
+	case readFile && b.kvCQ != nil:
+		b.cqs, b.cqMirror = b.fileCQ, b.kvCQ
+	case readFile:
+		b.cqs = b.fileCQ
+	case b.fileCQ != nil:
+		b.cqs, b.cqMirror = b.kvCQ, b.fileCQ
+	default:
+		b.cqs = b.kvCQ
+	}
+	if b.cqMirror != nil {
+		b.log.Info().Str("reads", b.cfg.StoreType).Msg("ConsumeQueue double-write: both layouts are written")
+	}
 	return nil
 }
 

@@ -24,7 +24,7 @@ var fuzzCodes = []int32{
 	remoting.ConsumeMessageDirectly, remoting.ResumeCheckHalfMessage, remoting.UpdateAndCreateSubscriptionGroupList,
 	remoting.QuerySubscriptionByConsumer, remoting.QueryConsumeTimeSpan, remoting.InvokeBrokerToGetConsumerStatus,
 	remoting.UpdateBrokerConfig, remoting.QueryConsumeQueue, remoting.CheckClientConfig,
-	remoting.RecallMessage,
+	remoting.RecallMessage, remoting.CheckRocksdbCqWriteProgress,
 }
 
 // FuzzRequests sends arbitrary header fields and bodies to every processor
@@ -48,7 +48,7 @@ func FuzzRequests(f *testing.F) {
 	f.Add(uint8(slices.Index(fuzzCodes, remoting.CheckClientConfig)), "",
 		[]byte(`{"clientId":"c","group":"g","subscriptionData":{"topic":"T","subString":"a BETWEEN 1 AND 2","expressionType":"SQL92"}}`))
 	f.Add(uint8(slices.Index(fuzzCodes, remoting.RecallMessage)), "producerGroup=pg;topic=T;recallHandle=djEgVCBiIDEgeD8-", []byte(nil))
-	b := startTestBroker(f, map[string]string{"enablePropertyFilter": "true", "recallMessageEnable": "true"})
+	b := startTestBroker(f, map[string]string{"enablePropertyFilter": "true", "recallMessageEnable": "true", "rocksdbCQDoubleWriteEnable": "true"})
 	// An UPDATE_BROKER_CONFIG input would otherwise leave its settings to
 	// every later input (a permission of 0 refuses nearly everything).
 	start := b.live.cur.Load()

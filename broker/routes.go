@@ -60,6 +60,7 @@ func (b *Broker) routes() {
 	handle(remoting.UpdateBrokerConfig, b.processUpdateBrokerConfig)
 	handle(remoting.DeleteExpiredCommitLog, b.processDeleteExpiredCommitLog)
 	handle(remoting.QueryConsumeQueue, b.processQueryConsumeQueue)
+	handle(remoting.CheckRocksdbCqWriteProgress, b.processCheckCQWriteProgress)
 	handle(remoting.GetConsumerRunningInfo, b.processConsumerRunningInfo)
 	handle(remoting.ConsumeMessageDirectly, b.processConsumeMessageDirectly)
 	handle(remoting.InvokeBrokerToGetConsumerStatus, b.processConsumerStatus)

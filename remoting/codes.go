@@ -88,6 +88,7 @@ const (
 	ResumeCheckHalfMessage               int32 = 323 // RESUME_CHECK_HALF_MESSAGE
 	DeleteExpiredCommitLog               int32 = 329 // DELETE_EXPIRED_COMMITLOG (mqadmin deleteExpiredCommitLog)
 	QueryConsumeQueue                    int32 = 321 // QUERY_CONSUME_QUEUE (mqadmin queryCq)
+	CheckRocksdbCqWriteProgress          int32 = 354 // CHECK_ROCKSDB_CQ_WRITE_PROGRESS (mqadmin checkRocksdbCqWriteProgress)
 	AuthCreateUser                       int32 = 3001
 	AuthUpdateUser                       int32 = 3002
 	AuthDeleteUser                       int32 = 3003

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,14 @@ import (
 // startCluster runs a name server and a broker in process.
 func startCluster(t *testing.T) (nsAddr, brokerAddr string) {
 	t.Helper()
+	ns, b := startClusterWith(t, nil)
+	return ns, b.Addr()
+}
+
+// startClusterWith is startCluster with broker settings added, returning
+// the broker itself.
+func startClusterWith(t *testing.T, settings map[string]string) (nsAddr string, b *broker.Broker) {
+	t.Helper()
 	ctx := context.Background()
 	nc := namesrv.DefaultConfig()
 	nc.Remoting.Addr = "127.0.0.1:0"
@@ -28,14 +38,16 @@ func startCluster(t *testing.T) (nsAddr, brokerAddr string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
-	loaded, err := configs.LoadBroker("", map[string]string{
+	o := map[string]string{
 		"storePathRootDir": t.TempDir(), "listenPort": "0", "brokerIP1": "127.0.0.1",
 		"namesrvAddr": ns.Addr().String(), "mappedFileSizeCommitLog": "4194304",
-	})
+	}
+	maps.Copy(o, settings)
+	loaded, err := configs.LoadBroker("", o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := broker.New(loaded.Broker, zerolog.Nop())
+	b, err = broker.New(loaded.Broker, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +55,7 @@ func startCluster(t *testing.T) (nsAddr, brokerAddr string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
-	return ns.Addr().String(), b.Addr()
+	return ns.Addr().String(), b
 }
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -170,5 +182,28 @@ func TestQueryCq(t *testing.T) {
 	}
 	if _, err := run(t, "queryCq", "-b", br, "-t", "NoSuchTopic"); err == nil || !strings.Contains(err.Error(), "0@NoSuchTopic is not exist!") {
 		t.Fatalf("unknown topic: %v", err)
+	}
+}
+
+// checkRocksdbCqWriteProgress waits for the broker's comparison of its
+// two ConsumeQueue layouts and prints it; a broker that does not
+// double-write while reading the file layout fails the check (exit 1).
+func TestCheckRocksdbCqWriteProgress(t *testing.T) {
+	_, b := startClusterWith(t, map[string]string{"rocksdbCQDoubleWriteEnable": "true"})
+	if _, err := run(t, "updateTopic", "-b", b.Addr(), "-t", "CheckT", "--read", "3", "--write", "3"); err != nil {
+		t.Fatal(err)
+	}
+	c := client(t, b.Addr())
+	for q := 0; q < 3; q++ {
+		send(t, c, "CheckT", q)
+	}
+	out, err := run(t, "checkRocksdbCqWriteProgress", "-b", b.Addr(), "--cf", "0")
+	if err != nil || !strings.Contains(out, "kv and file agree") || !strings.Contains(out, "3 entries compared") {
+		t.Fatalf("double-writing broker: %q %v", out, err)
+	}
+	_, single := startClusterWith(t, map[string]string{"storeType": "file"})
+	out, err = run(t, "checkRocksdbCqWriteProgress", "-b", single.Addr())
+	if !errors.Is(err, errLayoutsDiffer) || !strings.Contains(out, "rocksdbCQDoubleWriteEnable is false") {
+		t.Fatalf("file layout alone: %q %v", out, err)
 	}
 }
