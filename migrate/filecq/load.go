@@ -76,6 +76,7 @@ func (s *Store) recoverQueue(q *queue) error {
 		return fmt.Errorf("list %s: %w", q.dir, err)
 	}
 	var starts []int64
+	var empty []int64 // files of 0 bytes: a creation a crash cut short
 	for _, e := range ents {
 		path := filepath.Join(q.dir, e.Name())
 		start, ok := parseFileName(e.Name())
@@ -87,15 +88,22 @@ func (s *Store) recoverQueue(q *queue) error {
 		if err != nil {
 			return fmt.Errorf("stat %s: %w", path, err)
 		}
-		if fi.Size() != s.fileSize {
-			return fmt.Errorf("%s has %d bytes, want %d (UnitsPerFile %d): %w", path, fi.Size(), s.fileSize, s.units, ErrCorrupt)
-		}
 		if start%s.fileSize != 0 || start/UnitSize > maxQueueOffset-s.units {
 			return fmt.Errorf("%s: name is not a multiple of the file size %d: %w", path, s.fileSize, ErrCorrupt)
+		}
+		if fi.Size() == 0 {
+			empty = append(empty, start)
+			continue
+		}
+		if fi.Size() != s.fileSize {
+			return fmt.Errorf("%s has %d bytes, want %d (UnitsPerFile %d): %w", path, fi.Size(), s.fileSize, s.units, ErrCorrupt)
 		}
 		starts = append(starts, start)
 	}
 	slices.Sort(starts)
+	if err := s.dropCutCreation(q, starts, empty); err != nil {
+		return err
+	}
 	for i := 1; i < len(starts); i++ {
 		if starts[i] != starts[i-1]+s.fileSize {
 			return fmt.Errorf("%s: file %s does not follow %s: %w", q.dir, FileName(starts[i]), FileName(starts[i-1]), ErrCorrupt)
@@ -160,6 +168,30 @@ func (s *Store) recoverQueue(q *queue) error {
 		}); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// dropCutCreation deals with the empty files of a queue. A file is
+// created empty and then sized (createFile), so a crash in between leaves
+// one of 0 bytes after the queue's other files; it never held a unit and
+// is removed (ignored by a read-only store). An empty file anywhere else
+// is damage recovery cannot explain.
+func (s *Store) dropCutCreation(q *queue, starts, empty []int64) error {
+	for _, start := range empty {
+		path := filepath.Join(q.dir, FileName(start))
+		if len(empty) > 1 || (len(starts) > 0 && start < starts[len(starts)-1]) {
+			return fmt.Errorf("%s has 0 bytes, want %d (UnitsPerFile %d): %w", path, s.fileSize, s.units, ErrCorrupt)
+		}
+		if s.readOnly {
+			s.log.Warn().Str("path", path).Msg("ignoring an empty consume queue file (its creation was cut short)")
+			continue
+		}
+		s.log.Warn().Str("path", path).Msg("deleting an empty consume queue file (its creation was cut short)")
+		if err := s.fs.Remove(path); err != nil {
+			return fmt.Errorf("delete empty file %s: %w", path, err)
+		}
+		s.dirtyDirs[q.dir] = struct{}{}
 	}
 	return nil
 }

@@ -271,3 +271,51 @@ func TestOffsetByTimeWithoutStoreTime(t *testing.T) {
 		t.Errorf("got %v, want ErrNoStoreTime", err)
 	}
 }
+
+// A crash between creating a file and sizing it leaves the queue's newest
+// file empty: recovery removes it (a read-only store ignores it) and the
+// queue goes on from its other files; an empty file before the newest one
+// is damage.
+func TestRecoverEmptyNewestFile(t *testing.T) {
+	full := strings.Repeat(unit0, 10)
+	for _, readOnly := range []bool{false, true} {
+		root := t.TempDir()
+		dir := writeQueue(t, root, "T", "0", 10, map[string]string{"00000000000000000000": full})
+		cut := filepath.Join(dir, "00000000000000000200")
+		if err := os.WriteFile(cut, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		open := filecq.Open
+		if readOnly {
+			open = filecq.OpenReadOnly
+		}
+		s, err := open(filecq.Options{Dir: root, UnitsPerFile: 10, Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatalf("read-only %v: open: %v", readOnly, err)
+		}
+		if lo, hi := bounds(t, s, "T", 0); lo != 0 || hi != 10 {
+			t.Errorf("read-only %v: bounds [%d,%d), want [0,10)", readOnly, lo, hi)
+		}
+		if _, err := os.Stat(cut); errors.Is(err, os.ErrNotExist) == readOnly {
+			t.Errorf("read-only %v: the empty file exists afterwards: %v", readOnly, err == nil)
+		}
+		if !readOnly {
+			if err := s.Put([]cq.Dispatch{{Topic: "T", QueueID: 0, Entry: cq.Entry{QueueOffset: 10, PhyOffset: 1 << 20, Size: 64}}}); err != nil {
+				t.Fatalf("put after the cut file: %v", err)
+			}
+			if _, hi := bounds(t, s, "T", 0); hi != 11 {
+				t.Errorf("max after a put %d, want 11", hi)
+			}
+		}
+		s.Close()
+	}
+
+	root := t.TempDir()
+	dir := writeQueue(t, root, "T", "0", 10, map[string]string{"00000000000000000200": full})
+	if err := os.WriteFile(filepath.Join(dir, "00000000000000000000"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := filecq.Open(filecq.Options{Dir: root, UnitsPerFile: 10}); !errors.Is(err, filecq.ErrCorrupt) {
+		t.Errorf("open with an empty file before the newest: %v, want ErrCorrupt", err)
+	}
+}
