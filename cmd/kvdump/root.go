@@ -23,7 +23,8 @@ It never modifies a store. It reads a stopped store read-only (refusing a
 store a running broker holds), or, with --broker, a consistent checkpoint of
 a running broker's index; run it on the broker's machine then.
 
-Exit status: 0 on success, 1 when verify finds differences, 2 on errors.`,
+Exit status: 0 on success, 1 when verify or compare-cq finds differences, 2 on
+errors.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
@@ -49,6 +50,7 @@ Exit status: 0 on success, 1 when verify finds differences, 2 on errors.`,
 		keysCommand(o),
 		rawCommand(o),
 		verifyCommand(o),
+		compareCQCommand(o),
 		popCommand(o),
 		txnCommand(o),
 		timerCommand(o),
