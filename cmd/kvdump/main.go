@@ -23,6 +23,9 @@
 //	          first, with their destination (--due-before)
 //	verify    checks every ConsumeQueue entry against the CommitLog; exit
 //	          status 1 when it finds differences
+//	compare-cq compares a double-write store's Pebble and file
+//	          ConsumeQueues (--topic, --from); exit status 1 when they
+//	          differ (stopped stores only)
 //
 // Output is an aligned table, or with --json one JSON object per line.
 // Large ranges stream: nothing is loaded whole.
@@ -35,8 +38,8 @@
 // CommitLog read up to the checkpoint's dispatched offset. kvdump must run
 // on the broker's machine to read the checkpoint.
 //
-// Exit status: 0 on success, 1 when verify found differences, 2 on any
-// other error.
+// Exit status: 0 on success, 1 when verify or compare-cq found
+// differences, 2 on any other error.
 package main
 
 import (
