@@ -305,8 +305,6 @@ func (s *Store) flush() error {
 		q.refs++
 		qs = append(qs, q)
 	}
-	pending, dirs := s.pendingSync, s.dirtyDirs
-	s.pendingSync, s.dirtyDirs = make(map[string]struct{}), make(map[string]struct{})
 	s.mu.Unlock()
 
 	var errs []error
@@ -325,6 +323,14 @@ func (s *Store) flush() error {
 		q.mu.Unlock()
 		s.release(q)
 	}
+	// Taken after the open files: a dirty file closed while they were
+	// synced (the LRU, a queue opening another file) is synced by name
+	// here, so everything written before Flush was called is durable when
+	// it returns.
+	s.mu.Lock()
+	pending, dirs := s.pendingSync, s.dirtyDirs
+	s.pendingSync, s.dirtyDirs = make(map[string]struct{}), make(map[string]struct{})
+	s.mu.Unlock()
 	var retry []string
 	for _, set := range []map[string]struct{}{pending, dirs} {
 		for p := range set {
