@@ -229,7 +229,7 @@ func (d *Dispatcher) Recover() (int64, error) {
 	if err := d.opts.DB.SetDispatched(from); err != nil {
 		return 0, err
 	}
-	if err := d.catchUpLayouts(from, minOff, hadDispatched); err != nil {
+	if err := d.catchUpLayouts(from, minOff, end, hadDispatched); err != nil {
 		return 0, fmt.Errorf("recover index: %w", err)
 	}
 	d.next.Store(from)
@@ -276,6 +276,11 @@ func (d *Dispatcher) correctMin(minOff int64, always bool) error {
 		if err := d.keys.DropBelow(minOff); err != nil {
 			return err
 		}
+	}
+	if d.kv == nil {
+		// The database's ConsumeQueue was not corrected: the next run that
+		// writes it must correct it.
+		return nil
 	}
 	if err := d.opts.DB.pdb.Set(metaKey(metaMinApplied), putInt64(minOff), pebble.Sync); err != nil {
 		return fmt.Errorf("record applied minimum: %w", err)

@@ -30,6 +30,9 @@ const (
 	// metaCQWritten + layout name ("kv", "file"): the CommitLog offset
 	// below which that ConsumeQueue layout holds every record's entry.
 	metaCQWritten = "cqWritten."
+	// metaTopicDeleted + topic: the topic was deleted when the CommitLog
+	// ended at the value (for layouts not written at the time).
+	metaTopicDeleted = "topicDeleted."
 	// metaConfigImported: an Apache RocketMQ store's config files were
 	// imported (value: when, ms).
 	metaConfigImported = "rmqConfigImported"

@@ -105,15 +105,88 @@ func newestRecordEnd(s cq.Store) (end int64, queues int, err error) {
 	return end, queues, errors.Join(err, qerr)
 }
 
+// RecordTopicDeleted notes, durably, that topic was deleted when the
+// CommitLog ended at end. A ConsumeQueue layout that was not written at
+// the time drops the topic when it next catches up, and no catch-up puts
+// the deleted topic's records below end back (a topic created again under
+// that name numbers its messages from 0).
+func (d *DB) RecordTopicDeleted(topic string, end int64) error {
+	if err := d.pdb.Set(metaKey(metaTopicDeleted+topic), putInt64(end), pebble.Sync); err != nil {
+		return fmt.Errorf("record the deletion of topic %s: %w", topic, err)
+	}
+	return nil
+}
+
+// topicsDeleted returns the recorded topic deletions, dropping those at or
+// below minOff: no record of them is left to put back, and a layout that
+// has not caught up past them is rebuilt anyway.
+func (d *DB) topicsDeleted(minOff int64) (map[string]int64, error) {
+	lo := metaKey(metaTopicDeleted)
+	it, err := d.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	if err != nil {
+		return nil, fmt.Errorf("read topic deletions: %w", err)
+	}
+	out := map[string]int64{}
+	b := d.pdb.NewBatch()
+	defer b.Close()
+	for it.First(); it.Valid(); it.Next() {
+		at, err := getInt64(it.Value())
+		if err != nil {
+			_ = it.Close()
+			return nil, fmt.Errorf("read topic deletion %q: %w", it.Key(), err)
+		}
+		if at <= minOff {
+			if err := b.Delete(append([]byte(nil), it.Key()...), nil); err != nil {
+				_ = it.Close()
+				return nil, err
+			}
+			continue
+		}
+		out[string(it.Key()[len(lo):])] = at
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("read topic deletions: %w", err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return nil, fmt.Errorf("forget old topic deletions: %w", err)
+	}
+	return out, nil
+}
+
+// clampProgress moves every layout's recorded progress, written this run
+// or not, back to the CommitLog's end: past it lie records the log lost.
+func (d *Dispatcher) clampProgress(end int64) error {
+	for _, name := range []string{LayoutKV, LayoutFile} {
+		v, ok, err := d.opts.DB.metaInt64(metaCQWritten + name)
+		if err != nil {
+			return err
+		}
+		if ok && v > end {
+			if err := d.opts.DB.setMetaInt64(metaCQWritten+name, end); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // catchUpLayouts brings every written layout up to from, the dispatched
 // offset dispatch resumes at, before dispatch starts: a layout that was
 // not written for a while (double-write turned on, or reads switched back
 // to a layout that was left behind) or lost unflushed writes in a power
-// failure gets the entries of the CommitLog it misses. A layout that
-// misses records the CommitLog no longer holds is rebuilt from the
-// CommitLog's minimum; queues whose records are all gone then stand
-// where a complete layout says.
-func (d *Dispatcher) catchUpLayouts(from, minOff int64, hadDispatched bool) error {
+// failure gets the entries of the CommitLog it misses, without the topics
+// deleted meanwhile. A layout that misses records the CommitLog no longer
+// holds is rebuilt from the CommitLog's minimum; its queues whose records
+// are all gone then stand where a complete layout says (or, with none, at
+// least where they stood in it).
+func (d *Dispatcher) catchUpLayouts(from, minOff, end int64, hadDispatched bool) error {
+	if err := d.clampProgress(end); err != nil {
+		return err
+	}
+	deleted, err := d.opts.DB.topicsDeleted(minOff)
+	if err != nil {
+		return err
+	}
 	type lagging struct {
 		layout
 		done int64
@@ -135,27 +208,46 @@ func (d *Dispatcher) catchUpLayouts(from, minOff int64, hadDispatched bool) erro
 	slices.SortFunc(behind, func(a, b lagging) int { return cmp.Compare(b.done, a.done) })
 	for _, l := range behind {
 		start := l.done
+		// Entries past where it was complete may be of records the log
+		// lost since.
+		if err := l.store.Truncate(start); err != nil {
+			return fmt.Errorf("cut the %s ConsumeQueue at %d: %w", l.name, start, err)
+		}
+		var own []QueueStart
 		if start < minOff {
-			if err := d.rebuildLayout(l.layout); err != nil {
+			if own, err = d.rebuildLayout(l.layout); err != nil {
 				return err
 			}
 			start = minOff
+		} else {
+			for topic, at := range deleted {
+				// Deleted when the layout held nothing past at: dropping
+				// the topic loses none of the entries written after it.
+				if at >= l.done {
+					if err := l.store.DeleteTopic(topic); err != nil {
+						return fmt.Errorf("drop deleted topic %s from the %s ConsumeQueue: %w", topic, l.name, err)
+					}
+				}
+			}
 		}
 		d.log.Warn().Str("layout", l.name).Int64("from", start).Int64("to", from).
 			Msg("ConsumeQueue layout is behind the dispatched offset; writing what it misses from the CommitLog")
-		if err := d.fillLayout(l.layout, start, from); err != nil {
+		if err := d.fillLayout(l.layout, start, from, deleted, l.done < minOff); err != nil {
 			return err
 		}
 		// Retention may have run while it was not written.
 		if err := l.store.CorrectMin(minOff); err != nil {
 			return fmt.Errorf("correct %s ConsumeQueue minima to %d: %w", l.name, minOff, err)
 		}
-		if len(complete) > 0 {
-			if err := seedLayout(l.layout, complete[0]); err != nil {
+		if l.done < minOff {
+			if err := d.seedRebuilt(l.layout, complete, own, from, minOff); err != nil {
 				return err
 			}
-		} else if l.done < minOff {
-			d.log.Warn().Str("layout", l.name).Msg("no complete ConsumeQueue layout to take queue starts from: queues whose records retention deleted restart at offset 0")
+		}
+		// Seeds and minima reach the disk before the layout is called
+		// complete.
+		if err := l.store.Flush(); err != nil {
+			return fmt.Errorf("flush the %s ConsumeQueue: %w", l.name, err)
 		}
 		complete = append(complete, l.layout)
 	}
@@ -167,37 +259,66 @@ func (d *Dispatcher) catchUpLayouts(from, minOff int64, hadDispatched bool) erro
 	return nil
 }
 
+// seedRebuilt gives the queues of a rebuilt layout whose records are all
+// gone their numbering back: from a layout complete up to from (written
+// this run, or the database's ConsumeQueue when this run does not write
+// it and it is complete past the CommitLog's minimum), else from where
+// they stood in the layout before it was rebuilt (own).
+func (d *Dispatcher) seedRebuilt(l layout, complete []layout, own []QueueStart, from, minOff int64) error {
+	if len(complete) > 0 {
+		return seedLayout(l, complete[0].store, complete[0].name)
+	}
+	if d.kv == nil && l.name != LayoutKV {
+		if v, ok, err := d.opts.DB.metaInt64(metaCQWritten + LayoutKV); err != nil {
+			return err
+		} else if ok && v >= minOff {
+			return seedLayout(l, d.opts.DB.ConsumeQueue(0), "kv (not written this run)")
+		}
+	}
+	if len(own) > 0 {
+		d.log.Warn().Str("layout", l.name).Int("queues", len(own)).
+			Msg("no complete ConsumeQueue layout to take queue numbering from: queues whose records are all gone keep where they stood in this one; messages that came and went while it was not written are not counted")
+	}
+	return seedStarts(l, own)
+}
+
 // rebuildLayout drops every queue of l: it misses records the CommitLog no
 // longer holds, so its entries cannot be completed and are written again.
-func (d *Dispatcher) rebuildLayout(l layout) error {
-	type qk struct {
-		topic string
-		qid   int32
-	}
-	var queues []qk
+// It returns where each queue stood, for seeding when no other layout
+// knows.
+func (d *Dispatcher) rebuildLayout(l layout) ([]QueueStart, error) {
+	var queues []QueueStart
+	var qerr error
 	if err := l.store.Queues(func(topic string, qid int32) bool {
-		queues = append(queues, qk{topic, qid})
+		hi, err := l.store.MaxOffset(topic, qid)
+		if err != nil {
+			qerr = err
+			return false
+		}
+		queues = append(queues, QueueStart{Topic: topic, QueueID: qid, Offset: hi})
 		return true
-	}); err != nil {
-		return fmt.Errorf("list the queues of the %s ConsumeQueue: %w", l.name, err)
+	}); err != nil || qerr != nil {
+		return nil, fmt.Errorf("list the queues of the %s ConsumeQueue: %w", l.name, errors.Join(err, qerr))
 	}
 	if len(queues) > 0 {
 		d.log.Warn().Str("layout", l.name).Int("queues", len(queues)).
 			Msg("ConsumeQueue layout misses records the CommitLog no longer holds; rebuilding it")
 	}
 	for _, q := range queues {
-		if err := l.store.DeleteQueue(q.topic, q.qid); err != nil {
-			return fmt.Errorf("rebuild the %s ConsumeQueue: %w", l.name, err)
+		if err := l.store.DeleteQueue(q.Topic, q.QueueID); err != nil {
+			return nil, fmt.Errorf("rebuild the %s ConsumeQueue: %w", l.name, err)
 		}
 	}
-	return nil
+	return queues, nil
 }
 
 // fillLayout writes to l the entries of the CommitLog records in
-// [from, to), and records l's progress every catchUpMark bytes and at the
-// end. Hooks and the key index are not run: they are complete up to the
-// dispatched offset already.
-func (d *Dispatcher) fillLayout(l layout, from, to int64) error {
+// [from, to), leaving out the records of deleted topics below their
+// deletion, and records l's progress every catchUpMark bytes and at the
+// end (a rebuild only at the end: it is not resumable before its seeds are
+// written). Hooks and the key index are not run: they are complete up to
+// the dispatched offset already.
+func (d *Dispatcher) fillLayout(l layout, from, to int64, deleted map[string]int64, rebuild bool) error {
 	r := d.opts.Log.NewReader(from)
 	defer r.Close()
 	var entries []cq.Dispatch
@@ -234,6 +355,9 @@ func (d *Dispatcher) fillLayout(l layout, from, to int64) error {
 		if err != nil {
 			return fmt.Errorf("decode record at %d: %w", e.Offset, err)
 		}
+		if at, ok := deleted[m.Topic]; ok && e.Offset < at {
+			continue
+		}
 		if ent, ok := d.entryOf(&m, e); ok {
 			entries = append(entries, ent)
 		}
@@ -242,12 +366,18 @@ func (d *Dispatcher) fillLayout(l layout, from, to int64) error {
 				return err
 			}
 		}
-		if r.Offset()-mark >= catchUpMark && r.Offset() < to {
+		if !rebuild && r.Offset()-mark >= catchUpMark && r.Offset() < to {
 			if err := record(r.Offset()); err != nil {
 				return err
 			}
 			d.log.Info().Str("layout", l.name).Int64("at", mark).Int64("to", to).Msg("ConsumeQueue catch-up progress")
 		}
+	}
+	if r.Offset() < to {
+		return fmt.Errorf("the CommitLog ends at %d, before %d, while writing the %s ConsumeQueue", r.Offset(), to, l.name)
+	}
+	if rebuild {
+		return put()
 	}
 	return record(to)
 }
@@ -255,49 +385,57 @@ func (d *Dispatcher) fillLayout(l layout, from, to int64) error {
 // seedLayout makes every queue that l lacks and ref holds with offsets
 // stand at ref's MaxOffset: its records are all gone from the CommitLog,
 // so no entry of it could be written, but its numbering goes on.
-func seedLayout(l, ref layout) error {
-	type seeder interface {
-		SeedStart(topic string, queueID int32, offset int64) error
-	}
+func seedLayout(l layout, ref cq.Store, refName string) error {
 	var starts []QueueStart
 	var qerr error
-	err := ref.store.Queues(func(topic string, qid int32) bool {
-		hi, err := ref.store.MaxOffset(topic, qid)
+	err := ref.Queues(func(topic string, qid int32) bool {
+		hi, err := ref.MaxOffset(topic, qid)
 		if err != nil {
 			qerr = err
 			return false
 		}
-		if hi <= 0 {
-			return true
-		}
-		have, err := l.store.MaxOffset(topic, qid)
-		if err != nil {
-			qerr = err
-			return false
-		}
-		if have == 0 {
+		if hi > 0 {
 			starts = append(starts, QueueStart{Topic: topic, QueueID: qid, Offset: hi})
 		}
 		return true
 	})
 	if err := errors.Join(err, qerr); err != nil {
-		return fmt.Errorf("find queues the %s ConsumeQueue lacks: %w", l.name, err)
+		return fmt.Errorf("read the queues of the %s ConsumeQueue: %w", refName, err)
 	}
-	if len(starts) == 0 {
+	return seedStarts(l, starts)
+}
+
+// seedStarts makes each queue of starts that l lacks (MaxOffset 0) stand
+// at its offset.
+func seedStarts(l layout, starts []QueueStart) error {
+	type seeder interface {
+		SeedStart(topic string, queueID int32, offset int64) error
+	}
+	var lacking []QueueStart
+	for _, st := range starts {
+		have, err := l.store.MaxOffset(st.Topic, st.QueueID)
+		if err != nil {
+			return fmt.Errorf("find queues the %s ConsumeQueue lacks: %w", l.name, err)
+		}
+		if have == 0 && st.Offset > 0 {
+			lacking = append(lacking, st)
+		}
+	}
+	if len(lacking) == 0 {
 		return nil
 	}
 	switch s := l.store.(type) {
 	case *CQ:
-		return s.SeedStarts(starts)
+		return s.SeedStarts(lacking)
 	case seeder:
-		for _, st := range starts {
+		for _, st := range lacking {
 			if err := s.SeedStart(st.Topic, st.QueueID, st.Offset); err != nil {
 				return fmt.Errorf("seed %s/%d in the %s ConsumeQueue: %w", st.Topic, st.QueueID, l.name, err)
 			}
 		}
 		return nil
 	default:
-		return fmt.Errorf("the %s ConsumeQueue lacks %d queues the %s one holds and cannot be given their starts", l.name, len(starts), ref.name)
+		return fmt.Errorf("the %s ConsumeQueue lacks %d queues whose records are gone and cannot be given their starts", l.name, len(lacking))
 	}
 }
 

@@ -253,3 +253,102 @@ func TestStaleLayoutRebuilt(t *testing.T) {
 		})
 	}
 }
+
+// A topic deleted (and created again) while a layout is not written is
+// dropped from that layout when it catches up, and its old records are
+// not put back: both layouts number the new topic's messages from 0.
+func TestTopicDeletedWhileLayoutNotWritten(t *testing.T) {
+	root := t.TempDir()
+	s := openStackWith(t, root, layoutsConfig(root), LayoutKV, LayoutFile)
+	s.put(t, "T", 0, 10)
+	s.close(t)
+
+	s = openStackWith(t, root, layoutsConfig(root), LayoutKV, "")
+	// What DELETE_TOPIC does: record the deletion, drop the written layout.
+	if err := s.db.RecordTopicDeleted("T", s.log.MaxOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.store.DeleteTopic("T"); err != nil {
+		t.Fatal(err)
+	}
+	s.offsets.Forget("T", AnyQueue)
+	s.put(t, "T", 0, 3)
+	s.close(t)
+
+	s = openStackWith(t, root, layoutsConfig(root), LayoutFile, LayoutKV)
+	defer s.close(t)
+	if got := bounds(t, s.store, "T", 0); got != [2]int64{0, 3} {
+		t.Fatalf("T/0 in the file layout after it caught up %v, want [0,3): the deleted topic's entries are still there", got)
+	}
+	s.agree(t)
+}
+
+// A layout switched to alone, stale past retention, is rebuilt with the
+// numbering of the database's ConsumeQueue even when this run does not
+// write that one.
+func TestStaleLayoutAloneTakesNumberingFromIndex(t *testing.T) {
+	root := t.TempDir()
+	s := openStackWith(t, root, layoutsConfig(root), LayoutKV, LayoutFile)
+	s.put(t, "Gone", 0, 30)
+	s.close(t)
+	s = openStackWith(t, root, layoutsConfig(root), LayoutKV, "")
+	s.log.OnMinOffsetChange(s.disp.LogMinOffsetChanged)
+	s.put(t, "Gone", 0, 10) // the file layout never sees these
+	s.put(t, "Live", 0, 200)
+	if _, err := s.log.DeleteExpired(time.Now().Add(1000*time.Hour), true); err != nil {
+		t.Fatal(err)
+	}
+	s.close(t)
+
+	s = openStackWith(t, root, layoutsConfig(root), LayoutFile, "")
+	defer s.close(t)
+	if got := bounds(t, s.store, "Gone", 0); got != [2]int64{40, 40} {
+		t.Errorf("Gone/0 in the file layout rebuilt alone %v, want [40,40)", got)
+	}
+	if got := bounds(t, s.store, "Live", 0); got[1] != 200 || got[0] <= 0 {
+		t.Errorf("Live/0 in the file layout rebuilt alone %v", got)
+	}
+}
+
+// Entries a layout holds past where it was complete (of records the
+// CommitLog lost since) are cut before it catches up, and a recorded
+// progress past the CommitLog's end is moved back to it.
+func TestLaggingLayoutCutBeforeCatchUp(t *testing.T) {
+	root := t.TempDir()
+	s := openStackWith(t, root, layoutsConfig(root), LayoutKV, LayoutFile)
+	s.put(t, "T", 0, 10)
+	s.close(t)
+	// A progress past the CommitLog's end (the log lost records since) is
+	// moved back to it, written this run or not.
+	db := openTestDBAt(t, root)
+	if err := db.setMetaInt64(metaCQWritten+LayoutFile, 1<<40); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	s = openStackWith(t, root, layoutsConfig(root), LayoutKV, "")
+	fileDone := s.log.MaxOffset()
+	if p := s.progress(t, LayoutFile); p != fileDone {
+		t.Fatalf("file progress %d after a start, want the CommitLog's end %d", p, fileDone)
+	}
+	s.put(t, "T", 0, 5)
+	s.close(t)
+
+	fs, err := filecq.Open(filecq.Options{Dir: root, UnitsPerFile: 100, Logger: stackLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An entry of a record the log lost, where the log now holds another.
+	stray := cq.Dispatch{Topic: "T", QueueID: 0, Entry: cq.Entry{QueueOffset: 10, PhyOffset: fileDone, Size: 7}}
+	if err := fs.Put([]cq.Dispatch{stray}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStackWith(t, root, layoutsConfig(root), LayoutFile, LayoutKV)
+	defer s.close(t)
+	if got := bounds(t, s.store, "T", 0); got != [2]int64{0, 15} {
+		t.Fatalf("T/0 in the file layout %v, want [0,15)", got)
+	}
+	s.agree(t)
+}
