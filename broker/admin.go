@@ -181,13 +181,24 @@ func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *re
 	if err := b.topics.table.Delete(topic); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	for _, s := range []cq.Store{b.cqs, b.cqMirror} {
-		if s == nil {
-			continue
+	// A ConsumeQueue layout not written now drops the topic when it
+	// catches up.
+	if err := b.db.RecordTopicDeleted(topic, b.clog.MaxOffset()); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	err = b.disp.Quiesced(func() error {
+		for _, s := range []cq.Store{b.cqs, b.cqMirror} {
+			if s == nil {
+				continue
+			}
+			if err := s.DeleteTopic(topic); err != nil {
+				return err
+			}
 		}
-		if err := s.DeleteTopic(topic); err != nil {
-			return remoting.NewResponse(req, remoting.SystemError, err.Error())
-		}
+		return nil
+	})
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	b.qoffsets.Forget(topic, kvindex.AnyQueue)
 	b.resets.forgetTopic(topic)

@@ -76,7 +76,8 @@ func (b *Broker) processCheckCQWriteProgress(ctx context.Context, _ *remoting.Co
 		if b.cfg.StoreType == configs.StoreTypeKV {
 			return jsonResponse(req, cqCheckResult{"storeType is kv and the file ConsumeQueue is not written, no need check", cqCheckOK})
 		}
-		return jsonResponse(req, cqCheckResult{"rocksdbCQDoubleWriteEnable is false, checkRocksdbCqWriteProgress is invalid", cqCheckNotOK})
+		// RocketMQ's words (its key is rocksdbCQDoubleWriteEnable).
+		return jsonResponse(req, cqCheckResult{"rocksdbCQWriteEnable is false, checkRocksdbCqWriteProgressCommand is invalid", cqCheckNotOK})
 	}
 	if !b.cqCheck.begin() {
 		return jsonResponse(req, cqCheckResult{"a check is already running; its result goes to the log", cqCheckInProgress})

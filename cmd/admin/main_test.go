@@ -203,7 +203,7 @@ func TestCheckRocksdbCqWriteProgress(t *testing.T) {
 	}
 	_, single := startClusterWith(t, map[string]string{"storeType": "file"})
 	out, err = run(t, "checkRocksdbCqWriteProgress", "-b", single.Addr())
-	if !errors.Is(err, errLayoutsDiffer) || !strings.Contains(out, "rocksdbCQDoubleWriteEnable is false") {
+	if !errors.Is(err, errLayoutsDiffer) || !strings.Contains(out, "rocksdbCQWriteEnable is false") {
 		t.Fatalf("file layout alone: %q %v", out, err)
 	}
 }
