@@ -101,7 +101,8 @@ type Dispatcher struct {
 	files   []cq.Store
 
 	// writeMu is held while a batch is written to the ConsumeQueues, so
-	// Quiesced can read them between batches.
+	// Quiesced can read them between batches. Lock order: writeMu, then
+	// the KV ConsumeQueue's mu.
 	writeMu sync.Mutex
 
 	next atomic.Int64 // next CommitLog offset to dispatch

@@ -76,6 +76,11 @@
 //	                                           the CommitLog; absent (stores of earlier
 //	                                           builds): the end of the newest record its
 //	                                           queues hold
+//	"topicDeleted.<topic>" value: offset int64 the topic was deleted when the CommitLog
+//	                                           ended here: a layout not written then drops
+//	                                           it when it catches up, and no catch-up puts
+//	                                           its records below the offset back; dropped
+//	                                           once retention passes the offset
 //	"topicsVer"   value: counter int64 | timestamp int64   topic table DataVersion
 //	"groupsVer"   value: counter int64 | timestamp int64   group table DataVersion
 //	"cqMinApplied" value: offset int64         the CommitLog minimum the KV ConsumeQueue

@@ -249,6 +249,7 @@ func (r SchemaRecord) String() string { return fmt.Sprintf("schema=%d", r.Versio
 // String implements Record.
 func (r DispatchedRecord) String() string { return fmt.Sprintf("dispatched=%d", r.Offset) }
 
+// String implements Record.
 func (r CQWrittenRecord) String() string {
 	return fmt.Sprintf("cqWritten layout=%s offset=%d", r.Layout, r.Offset)
 }
