@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -53,14 +51,7 @@ func requireLayoutsAgree(t testing.TB, broker, when string) {
 // finds every queue where Pebble left it.
 func TestMoveRocketMQStoreThroughDoubleWrite(t *testing.T) {
 	t.Parallel()
-	src := filepath.Join("..", "..", "shared", "fixtures", "rocketmq-store-4.9.8", "clean")
-	if _, err := os.Stat(src); err != nil {
-		t.Skipf("RocketMQ fixtures not found at %s: %v", src, err)
-	}
-	store := filepath.Join(t.TempDir(), "store")
-	if err := os.CopyFS(store, os.DirFS(src)); err != nil {
-		t.Fatal(err)
-	}
+	store := copyRocketMQStore(t)
 	const topic, queues = "TopicA", 4
 	ns := startNamesrv(t)
 	sets := func(extra ...string) []string { return append([]string{"mappedFileSizeCommitLog=16384"}, extra...) }

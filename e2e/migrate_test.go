@@ -19,14 +19,7 @@ import (
 // the move, none lost.
 func TestConsumeRocketMQStore(t *testing.T) {
 	t.Parallel()
-	src := filepath.Join("..", "..", "shared", "fixtures", "rocketmq-store-4.9.8", "clean")
-	if _, err := os.Stat(src); err != nil {
-		t.Skipf("RocketMQ fixtures not found at %s: %v", src, err)
-	}
-	store := filepath.Join(t.TempDir(), "store")
-	if err := os.CopyFS(store, os.DirFS(src)); err != nil {
-		t.Fatal(err)
-	}
+	store := copyRocketMQStore(t)
 	ns := startNamesrv(t)
 	b := startBroker(t, ns, brokerOpts{store: store, sets: []string{"mappedFileSizeCommitLog=16384"}})
 	const topic = "TopicA"
@@ -67,4 +60,20 @@ func TestConsumeRocketMQStore(t *testing.T) {
 	if len(early) > 0 {
 		t.Errorf("consumed queue offsets %v, below GroupA's committed offsets: the move lost the group's position", early)
 	}
+}
+
+// copyRocketMQStore copies the store Apache RocketMQ 4.9.8 wrote
+// (../shared/fixtures, 16 KiB CommitLog segments) into the test's
+// directory and returns its root; the test is skipped without fixtures.
+func copyRocketMQStore(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join("..", "..", "shared", "fixtures", "rocketmq-store-4.9.8", "clean")
+	if _, err := os.Stat(src); err != nil {
+		t.Skipf("RocketMQ fixtures not found at %s: %v", src, err)
+	}
+	store := filepath.Join(t.TempDir(), "store")
+	if err := os.CopyFS(store, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return store
 }

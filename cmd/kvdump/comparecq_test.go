@@ -11,10 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/rocketkv/rocketkv/broker"
-	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/migrate/filecq"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -43,29 +39,11 @@ const dwUnits = 100
 func buildDoubleWriteStore(t *testing.T) *dwStore {
 	t.Helper()
 	s := &dwStore{root: filepath.Join(t.TempDir(), "store"), count: map[string]int64{}}
-	loaded, err := configs.LoadBroker("", map[string]string{
-		"storePathRootDir": s.root, "listenPort": "0", "brokerIP1": "127.0.0.1",
-		"mappedFileSizeCommitLog":    "4194304",
+	b, c := startBroker(t, s.root, map[string]string{
 		"mappedFileSizeConsumeQueue": strconv.Itoa(dwUnits * filecq.UnitSize),
 		"rocksdbCQDoubleWriteEnable": "true",
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := broker.New(loaded.Broker, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	if err := b.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Shutdown(ctx)
-	c, err := remoting.Dial(ctx, b.Addr(), remoting.ClientOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	send := func(topic string, qid int32) {
 		t.Helper()
 		resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.SendMessageV2, map[string]string{

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,14 +16,17 @@ import (
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
-// kvdump --broker reads a running broker through the checkpoint the broker
-// writes on request, while the store itself stays locked.
-func TestLiveBrokerCheckpoint(t *testing.T) {
-	store := t.TempDir()
-	loaded, err := configs.LoadBroker("", map[string]string{
+// startBroker starts an in-process broker on store with the test
+// defaults and settings, and a client of it; both are closed at the end
+// of the test (the broker cleanly, unless the test shut it down).
+func startBroker(t *testing.T, store string, settings map[string]string) (*broker.Broker, *remoting.Client) {
+	t.Helper()
+	o := map[string]string{
 		"storePathRootDir": store, "listenPort": "0", "brokerIP1": "127.0.0.1",
 		"mappedFileSizeCommitLog": "4194304",
-	})
+	}
+	maps.Copy(o, settings)
+	loaded, err := configs.LoadBroker("", o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,12 +38,21 @@ func TestLiveBrokerCheckpoint(t *testing.T) {
 	if err := b.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer b.Shutdown(ctx)
+	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
 	c, err := remoting.Dial(ctx, b.Addr(), remoting.ClientOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { _ = c.Close() })
+	return b, c
+}
+
+// kvdump --broker reads a running broker through the checkpoint the broker
+// writes on request, while the store itself stays locked.
+func TestLiveBrokerCheckpoint(t *testing.T) {
+	store := t.TempDir()
+	b, c := startBroker(t, store, nil)
+	ctx := context.Background()
 	for i := 0; i < 3; i++ {
 		resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.SendMessageV2, map[string]string{
 			"a": "pg", "b": "Live", "c": "TBW102", "d": "4", "e": "1", "f": "0", "g": "1", "h": "0",
