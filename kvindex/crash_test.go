@@ -26,6 +26,7 @@ const (
 	childEnvDispatch = "KVINDEX_CRASH_DISPATCH_DIR"
 	childEnvOffsets  = "KVINDEX_CRASH_OFFSETS_DIR"
 	childEnvMigrate  = "KVINDEX_CRASH_MIGRATE_DIR"
+	childEnvCatchUp  = "KVINDEX_CRASH_CATCHUP_DIR"
 	// childEnvWALSync set to "interval" opens the child's index with
 	// WALSyncInterval.
 	childEnvWALSync = "KVINDEX_CRASH_WAL_SYNC"
@@ -40,6 +41,9 @@ func TestMain(m *testing.M) {
 	}
 	if dir := os.Getenv(childEnvMigrate); dir != "" {
 		os.Exit(runMigrateChild(dir))
+	}
+	if dir := os.Getenv(childEnvCatchUp); dir != "" {
+		os.Exit(runCatchUpChild(dir))
 	}
 	os.Exit(m.Run())
 }

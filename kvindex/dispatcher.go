@@ -53,6 +53,10 @@ type DispatcherOptions struct {
 	// flushIntervalConsumeQueue). After a power failure Recover writes
 	// again what it may have lost since.
 	FileFlushInterval time.Duration
+	// CatchUpMarkBytes is how many CommitLog bytes Recover's catch-up of
+	// a layout reads between records of its progress (default 64 MiB): a
+	// start killed in the middle resumes from the last one.
+	CatchUpMarkBytes int64
 	// Offsets, when set, learns how far each queue is dispatched (so idle
 	// queues can be evicted).
 	Offsets *QueueOffsets
@@ -152,6 +156,9 @@ func NewDispatcher(opts DispatcherOptions) (*Dispatcher, error) {
 	}
 	if opts.FileFlushInterval <= 0 {
 		opts.FileFlushInterval = time.Second
+	}
+	if opts.CatchUpMarkBytes <= 0 {
+		opts.CatchUpMarkBytes = 64 << 20
 	}
 	if opts.DelayLevels == nil {
 		lv, err := meta.ParseDelayLevels(meta.DefaultMessageDelayLevel)

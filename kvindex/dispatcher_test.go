@@ -42,8 +42,9 @@ func openStack(t testing.TB, root string, cfg commitlog.Config) *stack {
 }
 
 // openStackWith opens a stack whose reads use the layout read ("kv" or
-// "file") and which also writes the layout mirror ("" for none).
-func openStackWith(t testing.TB, root string, cfg commitlog.Config, read, mirror string) *stack {
+// "file") and which also writes the layout mirror ("" for none); adjust
+// changes the dispatcher's options.
+func openStackWith(t testing.TB, root string, cfg commitlog.Config, read, mirror string, adjust ...func(*DispatcherOptions)) *stack {
 	t.Helper()
 	db, err := Open(Options{Dir: filepath.Join(root, DirName), CacheSize: 8 << 20, MemTableSize: 4 << 20, Logger: stackLogger})
 	if err != nil {
@@ -77,8 +78,12 @@ func openStackWith(t testing.TB, root string, cfg commitlog.Config, read, mirror
 	}
 	s.store, s.mirror = layout(read), layout(mirror)
 	s.offsets = NewQueueOffsets(s.store, 0, stackLogger)
-	s.disp, err = NewDispatcher(DispatcherOptions{Log: l, DB: db, Store: s.store, Mirror: s.mirror, Offsets: s.offsets,
-		FileFlushInterval: 20 * time.Millisecond, Logger: stackLogger})
+	opts := DispatcherOptions{Log: l, DB: db, Store: s.store, Mirror: s.mirror, Offsets: s.offsets,
+		FileFlushInterval: 20 * time.Millisecond, Logger: stackLogger}
+	for _, f := range adjust {
+		f(&opts)
+	}
+	s.disp, err = NewDispatcher(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

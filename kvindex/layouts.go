@@ -34,13 +34,8 @@ type layout struct {
 // progressName is the meta key holding how far the layout is complete.
 func (l layout) progressName() string { return metaCQWritten + l.name }
 
-// catchUpBatch is how many entries a catch-up hands to one Put, and
-// catchUpMark how many CommitLog bytes it reads between progress marks
-// (a crash in the middle resumes from the last mark).
-const (
-	catchUpBatch = 4096
-	catchUpMark  = 64 << 20
-)
+// catchUpBatch is how many entries a catch-up hands to one Put.
+const catchUpBatch = 4096
 
 // layoutProgress returns how far l is known to hold every entry: its
 // recorded progress, or, for a store written before progress was
@@ -314,7 +309,7 @@ func (d *Dispatcher) rebuildLayout(l layout) ([]QueueStart, error) {
 
 // fillLayout writes to l the entries of the CommitLog records in
 // [from, to), leaving out the records of deleted topics below their
-// deletion, and records l's progress every catchUpMark bytes and at the
+// deletion, and records l's progress every CatchUpMarkBytes and at the
 // end (a rebuild only at the end: it is not resumable before its seeds are
 // written). Hooks and the key index are not run: they are complete up to
 // the dispatched offset already.
@@ -366,7 +361,7 @@ func (d *Dispatcher) fillLayout(l layout, from, to int64, deleted map[string]int
 				return err
 			}
 		}
-		if !rebuild && r.Offset()-mark >= catchUpMark && r.Offset() < to {
+		if !rebuild && r.Offset()-mark >= d.opts.CatchUpMarkBytes && r.Offset() < to {
 			if err := record(r.Offset()); err != nil {
 				return err
 			}
