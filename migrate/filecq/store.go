@@ -307,21 +307,30 @@ func (s *Store) flush() error {
 	}
 	s.mu.Unlock()
 
+	// The open dirty files are synced by name, outside their queue's
+	// lock: a Put to the queue (the dispatcher) does not wait for the
+	// fsync, and a file the LRU closes meanwhile stays valid to sync. A
+	// write after the dirty mark is cleared marks the file again.
 	var errs []error
+	var paths []string
 	for _, q := range qs {
 		q.mu.Lock()
 		for _, sg := range q.open {
-			if !sg.dirty {
-				continue
+			if sg.dirty {
+				sg.dirty = false
+				paths = append(paths, sg.path)
 			}
-			if err := sg.f.Sync(); err != nil {
-				errs = append(errs, fmt.Errorf("sync %s: %w", sg.path, err))
-				continue
-			}
-			sg.dirty = false
 		}
 		q.mu.Unlock()
 		s.release(q)
+	}
+	for _, p := range paths {
+		if err := s.syncPath(p); err != nil {
+			errs = append(errs, err)
+			s.mu.Lock()
+			s.pendingSync[p] = struct{}{}
+			s.mu.Unlock()
+		}
 	}
 	// Taken after the open files: a dirty file closed while they were
 	// synced (the LRU, a queue opening another file) is synced by name
