@@ -359,6 +359,9 @@ func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *re
 		table["consumeQueueOpenFiles"] = itoa(int64(b.fileCQ.OpenFiles()))
 		table["consumeQueueMappings"] = itoa(int64(b.fileCQ.OpenMappings()))
 	}
+	// Which ConsumeQueue layouts are written, and which one serves reads.
+	table["consumeQueueReads"] = b.cfg.StoreType
+	table["consumeQueueDoubleWrite"] = strconv.FormatBool(b.cqMirror != nil)
 	return jsonResponse(req, struct {
 		Table map[string]string `json:"table"`
 	}{table})

@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -121,6 +122,10 @@ func TestDoubleWriteSwitchesReads(t *testing.T) {
 				mustSend(t, c, "Moving", q, body, "")
 				sent[q] = append(sent[q], body)
 			}
+		}
+		info := runtimeInfo(t, c)
+		if want := strconv.FormatBool(o["rocksdbCQDoubleWriteEnable"] == "true"); info["consumeQueueReads"] != o["storeType"] || info["consumeQueueDoubleWrite"] != want {
+			t.Errorf("step %d %v: runtime info reads %q, double-write %q", i, o, info["consumeQueueReads"], info["consumeQueueDoubleWrite"])
 		}
 		if o["rocksdbCQDoubleWriteEnable"] == "true" {
 			tb.caughtUp()

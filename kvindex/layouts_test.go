@@ -2,8 +2,10 @@ package kvindex
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -351,4 +353,61 @@ func TestLaggingLayoutCutBeforeCatchUp(t *testing.T) {
 		t.Fatalf("T/0 in the file layout %v, want [0,15)", got)
 	}
 	s.agree(t)
+}
+
+// failingStore is a ConsumeQueue whose Put fails while fail is set.
+type failingStore struct {
+	*filecq.Store
+	fail atomic.Bool
+}
+
+func (f *failingStore) Put(entries []cq.Dispatch) error {
+	if f.fail.Load() {
+		return errors.New("no space left on device (injected)")
+	}
+	return f.Store.Put(entries)
+}
+
+// A write to the mirror layout that fails stops dispatch (neither layout
+// gets the batch, the dispatched offset stays) until it succeeds; then
+// both layouts hold every entry.
+func TestFailingMirrorStopsDispatch(t *testing.T) {
+	root := t.TempDir()
+	var mirror *failingStore
+	s := openStackWith(t, root, layoutsConfig(root), LayoutKV, LayoutFile, func(o *DispatcherOptions) {
+		mirror = &failingStore{Store: o.Mirror.(*filecq.Store)}
+		o.Mirror = mirror
+	})
+	s.mirror = mirror
+	defer s.close(t)
+	s.put(t, "T", 0, 3)
+	mirror.fail.Store(true)
+	before := s.disp.Dispatched()
+	for i := 0; i < 4; i++ {
+		if err := s.offsets.Acquire("T", 0); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.log.Append(context.Background(), commitlog.AppendRequest{Assigner: s.offsets, Message: &commitlog.Message{
+			Topic: "T", QueueID: 0, Body: []byte("x"), BornHost: netip.MustParseAddrPort("127.0.0.1:1")}})
+		s.offsets.Release("T", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // several dispatch attempts
+	if got := s.disp.Dispatched(); got != before {
+		t.Fatalf("dispatched moved from %d to %d while the mirror failed", before, got)
+	}
+	if got := bounds(t, s.store, "T", 0); got != [2]int64{0, 3} {
+		t.Fatalf("the Pebble layout got entries of a batch the mirror refused: %v", got)
+	}
+	mirror.fail.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.disp.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.agree(t); n != 7 {
+		t.Fatalf("%d entries after the mirror recovered, want 7", n)
+	}
 }
