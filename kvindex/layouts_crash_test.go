@@ -50,15 +50,7 @@ func TestLayoutCatchUpSurvivesSIGKILL(t *testing.T) {
 	}
 	s.close(t)
 
-	cmd, _, lines := testutil.StartChildLines(t, childEnvCatchUp+"="+testutil.CopyStore(t, template))
-	start := time.Now()
-	for l := range lines {
-		if l == "caught up" {
-			break
-		}
-	}
-	window := time.Since(start) * 3 / 2
-	testutil.KillChild(cmd)
+	window := testutil.KillWindow(t, childEnvCatchUp+"="+testutil.CopyStore(t, template), "caught up")
 	rng := rand.New(rand.NewPCG(5, uint64(time.Now().UnixNano())))
 	var midway int
 	for i := 0; i < 8; i++ {

@@ -106,17 +106,7 @@ func TestPopSchemaUpgradeSurvivesSIGKILL(t *testing.T) {
 	}
 	template := t.TempDir()
 	want := writeSchema2Store(t, template)
-	// How long a child takes from "ready" to the end of its upgrade: the
-	// kills fall anywhere in one and a half times that.
-	cmd, _, lines := testutil.StartChildLines(t, childEnvMigrate+"="+testutil.CopyStore(t, template))
-	start := time.Now()
-	for l := range lines {
-		if l == "opened" {
-			break
-		}
-	}
-	window := time.Since(start) * 3 / 2
-	testutil.KillChild(cmd)
+	window := testutil.KillWindow(t, childEnvMigrate+"="+testutil.CopyStore(t, template), "opened")
 	rng := rand.New(rand.NewPCG(3, uint64(time.Now().UnixNano())))
 	var before, after int
 	for i := 0; i < 10; i++ {

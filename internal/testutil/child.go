@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // StartChild runs the test binary again as a child process, with env
@@ -68,4 +69,22 @@ func startChild(t testing.TB, env string) (*exec.Cmd, string, *bufio.Scanner) {
 func KillChild(cmd *exec.Cmd) {
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
+}
+
+// KillWindow measures how long a child started with env takes from its
+// "ready" line to the line done, kills it, and returns one and a half
+// times that: a crash test that kills later children at random moments
+// inside the window hits every stage of their work, and some after it.
+func KillWindow(t testing.TB, env, done string) time.Duration {
+	t.Helper()
+	cmd, _, lines := StartChildLines(t, env)
+	start := time.Now()
+	for l := range lines {
+		if l == done {
+			break
+		}
+	}
+	window := time.Since(start) * 3 / 2
+	KillChild(cmd)
+	return window
 }
