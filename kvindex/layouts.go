@@ -100,6 +100,14 @@ func newestRecordEnd(s cq.Store) (end int64, queues int, err error) {
 	return end, queues, errors.Join(err, qerr)
 }
 
+// LayoutProgress returns how far the ConsumeQueue layout name (LayoutKV
+// or LayoutFile) is recorded complete: every CommitLog record before
+// offset has its entry there. ok is false when the store never recorded
+// it (the layout was never written by this build).
+func (d *DB) LayoutProgress(name string) (offset int64, ok bool, err error) {
+	return d.metaInt64(metaCQWritten + name)
+}
+
 // RecordTopicDeleted notes, durably, that topic was deleted when the
 // CommitLog ended at end. A ConsumeQueue layout that was not written at
 // the time drops the topic when it next catches up, and no catch-up puts

@@ -289,3 +289,15 @@ func TestCompareCQFileEntryPastLogEnd(t *testing.T) {
 		t.Errorf("compare-cq:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// summary says how far each layout of a double-write store is complete:
+// after a clean stop, both up to the dispatched offset.
+func TestSummaryLayouts(t *testing.T) {
+	s := buildDoubleWriteStore(t)
+	lines := jsonLines(t, mustKvdump(t, "--store", s.root, "--json", "summary"))
+	last := lines[len(lines)-1]
+	written, _ := last["cqWritten"].(map[string]any)
+	if written["kv"] != last["dispatched"] || written["file"] != last["dispatched"] {
+		t.Fatalf("cqWritten %v, dispatched %v: want both layouts complete to it", last["cqWritten"], last["dispatched"])
+	}
+}

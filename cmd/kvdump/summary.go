@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -53,8 +54,11 @@ type summaryLine struct {
 	TxnEnded      int64 `json:"txnEnded"`
 	// TimerMessages is the keys of the timer keyspace: timer messages
 	// parked and not yet delivered.
-	TimerMessages  int64  `json:"timerMessages"`
-	IndexDiskBytes uint64 `json:"indexDiskBytes"`
+	TimerMessages int64 `json:"timerMessages"`
+	// CQWritten is, per ConsumeQueue layout ("kv", "file") with a record
+	// of it, the CommitLog offset before which it holds every entry.
+	CQWritten      map[string]int64 `json:"cqWritten,omitempty"`
+	IndexDiskBytes uint64           `json:"indexDiskBytes"`
 }
 
 func runSummary(ctx context.Context, s *store, out *output) error {
@@ -88,6 +92,20 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 	}
 	if sum.PopCheckpoints, sum.PopInFlight, err = s.db.Pop().CountInFlight(); err != nil {
 		return err
+	}
+	var layouts []string
+	for _, name := range []string{kvindex.LayoutKV, kvindex.LayoutFile} {
+		off, ok, err := s.db.LayoutProgress(name)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if sum.CQWritten == nil {
+				sum.CQWritten = map[string]int64{}
+			}
+			sum.CQWritten[name] = off
+			layouts = append(layouts, fmt.Sprintf("%s to %d", name, off))
+		}
 	}
 	for _, st := range stats {
 		switch st.Prefix {
@@ -138,6 +156,9 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 	t.row("pop in flight", fmt.Sprintf("%d messages in %d checkpoints", sum.PopInFlight, sum.PopCheckpoints))
 	t.row("transactions", fmt.Sprintf("%d half messages open, %d ended", sum.TxnOpenHalves, sum.TxnEnded))
 	t.row("timer messages", fmt.Sprintf("%d waiting", sum.TimerMessages))
+	if len(layouts) > 0 {
+		t.row("consumequeue written", strings.Join(layouts, ", "))
+	}
 	t.row("index disk usage", strconv.FormatUint(sum.IndexDiskBytes, 10)+" bytes")
 	return t.flush()
 }
