@@ -45,6 +45,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(childEnvCatchUp); dir != "" {
 		os.Exit(runCatchUpChild(dir))
 	}
+	if dir := os.Getenv(childEnvRebuild); dir != "" {
+		os.Exit(runRebuildChild(dir))
+	}
 	os.Exit(m.Run())
 }
 

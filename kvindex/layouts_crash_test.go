@@ -81,3 +81,70 @@ func TestLayoutCatchUpSurvivesSIGKILL(t *testing.T) {
 	}
 	t.Logf("%d of 8 kills came after the catch-up recorded progress and before its end", midway)
 }
+
+const childEnvRebuild = "KVINDEX_CRASH_REBUILD_DIR"
+
+// writeStaleFileStore writes at root a store whose file layout is stale
+// past retention: written with Gone/0 (30 messages) and Live/0 (5), then
+// left behind while Live/0 got 200 more and retention deleted every
+// record of Gone.
+func writeStaleFileStore(t *testing.T, root string) {
+	t.Helper()
+	s := openStackWith(t, root, layoutsConfig(root), LayoutKV, LayoutFile)
+	s.put(t, "Gone", 0, 30)
+	s.put(t, "Live", 0, 5)
+	s.close(t)
+	s = openStackWith(t, root, layoutsConfig(root), LayoutKV, "")
+	s.log.OnMinOffsetChange(s.disp.LogMinOffsetChanged)
+	s.put(t, "Live", 0, 200)
+	if _, err := s.log.DeleteExpired(time.Now().Add(1000*time.Hour), true); err != nil {
+		t.Fatal(err)
+	}
+	s.close(t)
+}
+
+// runRebuildChild opens a store from writeStaleFileStore with
+// double-write, which rebuilds its file layout, says so, and waits to be
+// killed.
+func runRebuildChild(root string) int {
+	fmt.Println("ready")
+	s := openStackWith(fatalT{}, root, layoutsConfig(root), LayoutKV, LayoutFile)
+	fmt.Println("caught up")
+	_ = s
+	select {}
+}
+
+// A broker killed while it rebuilds a layout stale past retention leaves
+// a store whose next start rebuilds it again: the queue whose records are
+// all gone keeps its numbering and both layouts agree, whenever the kill
+// came.
+func TestLayoutRebuildSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test")
+	}
+	template := t.TempDir()
+	writeStaleFileStore(t, template)
+	window := testutil.KillWindow(t, childEnvRebuild+"="+testutil.CopyStore(t, template), "caught up")
+	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
+	cut := 0
+	for i := 0; i < 6; i++ {
+		dir := testutil.CopyStore(t, template)
+		cmd, _, lines := testutil.StartChildLines(t, childEnvRebuild+"="+dir)
+		time.Sleep(time.Duration(rng.Int64N(int64(window) + 1)))
+		testutil.KillChild(cmd)
+		done := false
+		for l := range lines {
+			done = done || l == "caught up"
+		}
+		if !done {
+			cut++
+		}
+		s := openStackWith(t, dir, layoutsConfig(dir), LayoutFile, LayoutKV)
+		if got := bounds(t, s.store, "Gone", 0); got != [2]int64{30, 30} {
+			t.Fatalf("kill %d: Gone/0 in the file layout %v, want [30,30)", i, got)
+		}
+		s.agree(t)
+		s.close(t)
+	}
+	t.Logf("%d of 6 kills came before the rebuild's end (window %v)", cut, window)
+}
