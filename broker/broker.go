@@ -321,7 +321,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 	}
 	b.disp, err = kvindex.NewDispatcher(kvindex.DispatcherOptions{
 		Log: clog, DB: db, Store: b.cqs, Mirror: b.cqMirror, FileFlushInterval: b.cfg.FlushIntervalConsumeQueue,
-		Offsets: b.qoffsets, Notifier: b.notifier,
+		OpenFileLayout: b.openFileLayoutReadOnly, Offsets: b.qoffsets, Notifier: b.notifier,
 		SkipKeyIndex: !b.cfg.MessageIndexEnable, MaxLagBytes: b.cfg.MaxDispatchLagBytes,
 		Hooks: hooks, CommitHook: b.txns.CommitHook(), Logger: b.root,
 	})
@@ -390,6 +390,19 @@ func (b *Broker) openConsumeQueues(db *kvindex.DB, logMin int64, firstOpen bool)
 		b.log.Info().Str("reads", b.cfg.StoreType).Msg("ConsumeQueue double-write: both layouts are written")
 	}
 	return nil
+}
+
+// openFileLayoutReadOnly opens the store's file ConsumeQueue for reading
+// alone (the dispatcher asks for it when it rebuilds the Pebble one while
+// the files are not written).
+func (b *Broker) openFileLayoutReadOnly() (cq.Store, error) {
+	root := b.cfg.StorePathRootDir
+	return filecq.OpenReadOnly(filecq.Options{
+		Dir:          root,
+		UnitsPerFile: cqUnitsPerFile(root, int(b.cfg.MappedFileSizeConsumeQueue/filecq.UnitSize), b.component("filecq")),
+		StoreTime:    b.storeTimeOf,
+		Logger:       b.root,
+	})
 }
 
 // component returns the process logger tagged with a component name.

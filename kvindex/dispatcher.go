@@ -53,6 +53,11 @@ type DispatcherOptions struct {
 	// flushIntervalConsumeQueue). After a power failure Recover writes
 	// again what it may have lost since.
 	FileFlushInterval time.Duration
+	// OpenFileLayout, when set and the file ConsumeQueue is not written,
+	// opens it read-only: a rebuild of the database's ConsumeQueue takes
+	// queue numbering from it when its recorded progress reaches past the
+	// CommitLog's minimum. Recover closes what it opened.
+	OpenFileLayout func() (cq.Store, error)
 	// CatchUpMarkBytes is how many CommitLog bytes Recover's catch-up of
 	// a layout reads between records of its progress (default 64 MiB): a
 	// start killed in the middle resumes from the last one.

@@ -264,19 +264,32 @@ func (d *Dispatcher) catchUpLayouts(from, minOff, end int64, hadDispatched bool)
 
 // seedRebuilt gives the queues of a rebuilt layout whose records are all
 // gone their numbering back: from a layout complete up to from (written
-// this run, or the database's ConsumeQueue when this run does not write
-// it and it is complete past the CommitLog's minimum), else from where
-// they stood in the layout before it was rebuilt (own).
+// this run), or from the other layout when this run does not write it and
+// its recorded progress reaches past the CommitLog's minimum, else from
+// where they stood in the layout before it was rebuilt (own).
 func (d *Dispatcher) seedRebuilt(l layout, complete []layout, own []QueueStart, from, minOff int64) error {
 	if len(complete) > 0 {
 		return seedLayout(l, complete[0].store, complete[0].name)
 	}
-	if d.kv == nil && l.name != LayoutKV {
-		if v, ok, err := d.opts.DB.metaInt64(metaCQWritten + LayoutKV); err != nil {
-			return err
-		} else if ok && v >= minOff {
-			return seedLayout(l, d.opts.DB.ConsumeQueue(0), "kv (not written this run)")
+	other := LayoutKV
+	if l.inDB {
+		other = LayoutFile
+	}
+	v, ok, err := d.opts.DB.metaInt64(metaCQWritten + other)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !ok || v < minOff:
+	case !l.inDB:
+		return seedLayout(l, d.opts.DB.ConsumeQueue(0), "kv (not written this run)")
+	case d.opts.OpenFileLayout != nil && len(d.files) == 0:
+		files, err := d.opts.OpenFileLayout()
+		if err != nil {
+			return fmt.Errorf("open the file ConsumeQueue for the numbering of the rebuilt kv one: %w", err)
 		}
+		err = seedLayout(l, files, "file (not written this run)")
+		return errors.Join(err, files.Close())
 	}
 	if len(own) > 0 {
 		d.log.Warn().Str("layout", l.name).Int("queues", len(own)).

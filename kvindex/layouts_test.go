@@ -411,3 +411,39 @@ func TestFailingMirrorStopsDispatch(t *testing.T) {
 		t.Fatalf("%d entries after the mirror recovered, want 7", n)
 	}
 }
+
+// The other way round: the database's ConsumeQueue, left behind past
+// retention while the file layout served alone, is rebuilt with the file
+// layout's numbering when the broker can open it (OpenFileLayout).
+func TestStaleIndexAloneTakesNumberingFromFiles(t *testing.T) {
+	root := t.TempDir()
+	s := openStackWith(t, root, layoutsConfig(root), LayoutFile, LayoutKV)
+	s.put(t, "Gone", 0, 30)
+	s.close(t)
+	s = openStackWith(t, root, layoutsConfig(root), LayoutFile, "")
+	s.log.OnMinOffsetChange(s.disp.LogMinOffsetChanged)
+	s.put(t, "Gone", 0, 10) // the Pebble layout never sees these
+	s.put(t, "Live", 0, 200)
+	if _, err := s.log.DeleteExpired(time.Now().Add(1000*time.Hour), true); err != nil {
+		t.Fatal(err)
+	}
+	s.close(t)
+
+	opened := 0
+	s = openStackWith(t, root, layoutsConfig(root), LayoutKV, "", func(o *DispatcherOptions) {
+		o.OpenFileLayout = func() (cq.Store, error) {
+			opened++
+			return filecq.OpenReadOnly(filecq.Options{Dir: root, UnitsPerFile: 100, Logger: stackLogger})
+		}
+	})
+	defer s.close(t)
+	if opened != 1 {
+		t.Errorf("the file layout was opened %d times, want once", opened)
+	}
+	if got := bounds(t, s.store, "Gone", 0); got != [2]int64{40, 40} {
+		t.Errorf("Gone/0 in the Pebble layout rebuilt alone %v, want [40,40)", got)
+	}
+	if got := bounds(t, s.store, "Live", 0); got[1] != 200 || got[0] <= 0 {
+		t.Errorf("Live/0 in the Pebble layout rebuilt alone %v", got)
+	}
+}
