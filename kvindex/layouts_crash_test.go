@@ -84,26 +84,7 @@ func TestLayoutCatchUpSurvivesSIGKILL(t *testing.T) {
 
 const childEnvRebuild = "KVINDEX_CRASH_REBUILD_DIR"
 
-// writeStaleFileStore writes at root a store whose file layout is stale
-// past retention: written with Gone/0 (30 messages) and Live/0 (5), then
-// left behind while Live/0 got 200 more and retention deleted every
-// record of Gone.
-func writeStaleFileStore(t *testing.T, root string) {
-	t.Helper()
-	s := openStackWith(t, root, layoutsConfig(root), LayoutKV, LayoutFile)
-	s.put(t, "Gone", 0, 30)
-	s.put(t, "Live", 0, 5)
-	s.close(t)
-	s = openStackWith(t, root, layoutsConfig(root), LayoutKV, "")
-	s.log.OnMinOffsetChange(s.disp.LogMinOffsetChanged)
-	s.put(t, "Live", 0, 200)
-	if _, err := s.log.DeleteExpired(time.Now().Add(1000*time.Hour), true); err != nil {
-		t.Fatal(err)
-	}
-	s.close(t)
-}
-
-// runRebuildChild opens a store from writeStaleFileStore with
+// runRebuildChild opens a store from leaveBehind (file behind) with
 // double-write, which rebuilds its file layout, says so, and waits to be
 // killed.
 func runRebuildChild(root string) int {
@@ -123,7 +104,7 @@ func TestLayoutRebuildSurvivesSIGKILL(t *testing.T) {
 		t.Skip("crash test")
 	}
 	template := t.TempDir()
-	writeStaleFileStore(t, template)
+	leaveBehind(t, template, LayoutKV, LayoutFile, 0)
 	window := testutil.KillWindow(t, childEnvRebuild+"="+testutil.CopyStore(t, template), "caught up")
 	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
 	cut := 0

@@ -205,6 +205,36 @@ func TestFileLayoutLostWritesRewritten(t *testing.T) {
 	s.agree(t)
 }
 
+// leaveBehind writes at root a store whose layout behind is stale past
+// retention: Gone/0 (30 messages) and Live/0 (5) are written with both
+// layouts, then only keep's while Gone/0 gets goneMore messages and
+// Live/0 200, and retention deletes every record of Gone.
+func leaveBehind(t *testing.T, root, keep, behind string, goneMore int) {
+	t.Helper()
+	s := openStackWith(t, root, layoutsConfig(root), keep, behind)
+	s.put(t, "Gone", 0, 30)
+	s.put(t, "Live", 0, 5)
+	s.close(t)
+	s = openStackWith(t, root, layoutsConfig(root), keep, "")
+	s.log.OnMinOffsetChange(s.disp.LogMinOffsetChanged)
+	s.put(t, "Gone", 0, goneMore)
+	s.put(t, "Live", 0, 200)
+	if _, err := s.log.DeleteExpired(time.Now().Add(1000*time.Hour), true); err != nil {
+		t.Fatal(err)
+	}
+	logMin := s.log.MinOffset()
+	gone := int64(30 + goneMore)
+	if logMin == 0 || bounds(t, s.store, "Gone", 0) != [2]int64{gone, gone} {
+		t.Fatalf("retention: log min %d, Gone %v", logMin, bounds(t, s.store, "Gone", 0))
+	}
+	s.close(t)
+	db := openTestDBAt(t, root)
+	defer db.Close()
+	if v, _, _ := db.metaInt64(metaCQWritten + behind); v >= logMin {
+		t.Fatalf("%s progress %d is not below the log minimum %d", behind, v, logMin)
+	}
+}
+
 // A layout that misses records retention has since deleted cannot be
 // completed (its next entries would be numbered after its last one, not
 // after the deleted ones): it is rebuilt from the CommitLog, and a queue
@@ -214,30 +244,8 @@ func TestStaleLayoutRebuilt(t *testing.T) {
 	for _, tc := range []struct{ first, stale string }{{"kv", "file"}, {"file", "kv"}} {
 		t.Run(tc.stale+" stale", func(t *testing.T) {
 			root := t.TempDir()
-			// Double-write, then the stale layout is left behind...
-			s := openStackWith(t, root, layoutsConfig(root), tc.first, tc.stale)
-			s.put(t, "Gone", 0, 30)
-			s.put(t, "Live", 0, 5)
-			s.close(t)
-			s = openStackWith(t, root, layoutsConfig(root), tc.first, "")
-			s.log.OnMinOffsetChange(s.disp.LogMinOffsetChanged)
-			s.put(t, "Live", 0, 200)
-			// ...while retention deletes every record of Gone.
-			if _, err := s.log.DeleteExpired(time.Now().Add(1000*time.Hour), true); err != nil {
-				t.Fatal(err)
-			}
-			logMin := s.log.MinOffset()
-			if logMin == 0 || bounds(t, s.store, "Gone", 0) != [2]int64{30, 30} {
-				t.Fatalf("retention: log min %d, Gone %v", logMin, bounds(t, s.store, "Gone", 0))
-			}
-			s.close(t)
-			db := openTestDBAt(t, root)
-			if v, _, _ := db.metaInt64(metaCQWritten + tc.stale); v >= logMin {
-				t.Fatalf("%s progress %d is not below the log minimum %d", tc.stale, v, logMin)
-			}
-			_ = db.Close()
-
-			s = openStackWith(t, root, layoutsConfig(root), tc.stale, tc.first)
+			leaveBehind(t, root, tc.first, tc.stale, 0)
+			s := openStackWith(t, root, layoutsConfig(root), tc.stale, tc.first)
 			defer s.close(t)
 			if got := bounds(t, s.store, "Gone", 0); got != [2]int64{30, 30} {
 				t.Errorf("Gone/0 in the rebuilt %s layout %v, want [30,30)", tc.stale, got)
@@ -290,24 +298,13 @@ func TestTopicDeletedWhileLayoutNotWritten(t *testing.T) {
 // write that one.
 func TestStaleLayoutAloneTakesNumberingFromIndex(t *testing.T) {
 	root := t.TempDir()
-	s := openStackWith(t, root, layoutsConfig(root), LayoutKV, LayoutFile)
-	s.put(t, "Gone", 0, 30)
-	s.close(t)
-	s = openStackWith(t, root, layoutsConfig(root), LayoutKV, "")
-	s.log.OnMinOffsetChange(s.disp.LogMinOffsetChanged)
-	s.put(t, "Gone", 0, 10) // the file layout never sees these
-	s.put(t, "Live", 0, 200)
-	if _, err := s.log.DeleteExpired(time.Now().Add(1000*time.Hour), true); err != nil {
-		t.Fatal(err)
-	}
-	s.close(t)
-
-	s = openStackWith(t, root, layoutsConfig(root), LayoutFile, "")
+	leaveBehind(t, root, LayoutKV, LayoutFile, 10) // the file layout never sees 10 of Gone's
+	s := openStackWith(t, root, layoutsConfig(root), LayoutFile, "")
 	defer s.close(t)
 	if got := bounds(t, s.store, "Gone", 0); got != [2]int64{40, 40} {
 		t.Errorf("Gone/0 in the file layout rebuilt alone %v, want [40,40)", got)
 	}
-	if got := bounds(t, s.store, "Live", 0); got[1] != 200 || got[0] <= 0 {
+	if got := bounds(t, s.store, "Live", 0); got[1] != 205 || got[0] <= 5 {
 		t.Errorf("Live/0 in the file layout rebuilt alone %v", got)
 	}
 }
@@ -417,20 +414,9 @@ func TestFailingMirrorStopsDispatch(t *testing.T) {
 // layout's numbering when the broker can open it (OpenFileLayout).
 func TestStaleIndexAloneTakesNumberingFromFiles(t *testing.T) {
 	root := t.TempDir()
-	s := openStackWith(t, root, layoutsConfig(root), LayoutFile, LayoutKV)
-	s.put(t, "Gone", 0, 30)
-	s.close(t)
-	s = openStackWith(t, root, layoutsConfig(root), LayoutFile, "")
-	s.log.OnMinOffsetChange(s.disp.LogMinOffsetChanged)
-	s.put(t, "Gone", 0, 10) // the Pebble layout never sees these
-	s.put(t, "Live", 0, 200)
-	if _, err := s.log.DeleteExpired(time.Now().Add(1000*time.Hour), true); err != nil {
-		t.Fatal(err)
-	}
-	s.close(t)
-
+	leaveBehind(t, root, LayoutFile, LayoutKV, 10) // the Pebble layout never sees 10 of Gone's
 	opened := 0
-	s = openStackWith(t, root, layoutsConfig(root), LayoutKV, "", func(o *DispatcherOptions) {
+	s := openStackWith(t, root, layoutsConfig(root), LayoutKV, "", func(o *DispatcherOptions) {
 		o.OpenFileLayout = func() (cq.Store, error) {
 			opened++
 			return filecq.OpenReadOnly(filecq.Options{Dir: root, UnitsPerFile: 100, Logger: stackLogger})
@@ -443,7 +429,7 @@ func TestStaleIndexAloneTakesNumberingFromFiles(t *testing.T) {
 	if got := bounds(t, s.store, "Gone", 0); got != [2]int64{40, 40} {
 		t.Errorf("Gone/0 in the Pebble layout rebuilt alone %v, want [40,40)", got)
 	}
-	if got := bounds(t, s.store, "Live", 0); got[1] != 200 || got[0] <= 0 {
+	if got := bounds(t, s.store, "Live", 0); got[1] != 205 || got[0] <= 5 {
 		t.Errorf("Live/0 in the Pebble layout rebuilt alone %v", got)
 	}
 }
