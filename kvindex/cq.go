@@ -736,6 +736,29 @@ func (c *CQ) DeleteTopic(topic string) error {
 	return nil
 }
 
+// DeleteAll drops every queue, minimum and journal record in one synced
+// batch of range deletions: a rebuild of the whole ConsumeQueue costs one
+// write, not one synced write per queue.
+func (c *CQ) DeleteAll() error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.db.pdb.NewBatch()
+	defer b.Close()
+	for _, prefix := range []byte{prefixCQ, prefixCQMin, prefixCQJournal} {
+		if err := b.DeleteRange([]byte{prefix}, []byte{prefix + 1}, nil); err != nil {
+			return fmt.Errorf("delete every cq queue: %w", err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("delete every cq queue: %w", err)
+	}
+	c.forgetBounds(func(qkey) bool { return true })
+	return nil
+}
+
 // correctMinChunk is how many queues CorrectMin fixes per writer-lock hold,
 // so that dispatch is not stalled behind a sweep of a million queues.
 const correctMinChunk = 1024

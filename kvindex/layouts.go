@@ -320,8 +320,19 @@ func (d *Dispatcher) rebuildLayout(l layout) ([]QueueStart, error) {
 		d.log.Warn().Str("layout", l.name).Int("queues", len(queues)).
 			Msg("ConsumeQueue layout misses records the CommitLog no longer holds; rebuilding it")
 	}
+	if kv, ok := l.store.(*CQ); ok {
+		if err := kv.DeleteAll(); err != nil {
+			return nil, fmt.Errorf("rebuild the %s ConsumeQueue: %w", l.name, err)
+		}
+		return queues, nil
+	}
+	dropped := map[string]bool{}
 	for _, q := range queues {
-		if err := l.store.DeleteQueue(q.Topic, q.QueueID); err != nil {
+		if dropped[q.Topic] {
+			continue
+		}
+		dropped[q.Topic] = true
+		if err := l.store.DeleteTopic(q.Topic); err != nil {
 			return nil, fmt.Errorf("rebuild the %s ConsumeQueue: %w", l.name, err)
 		}
 	}
