@@ -352,14 +352,22 @@ func (b *Broker) openStores(ctx context.Context) error {
 // the other one beside it.
 func (b *Broker) openConsumeQueues(db *kvindex.DB, logMin int64, firstOpen bool) error {
 	root := b.cfg.StorePathRootDir
-	units := cqUnitsPerFile(root, int(b.cfg.MappedFileSizeConsumeQueue/filecq.UnitSize), b.component("filecq"))
+	// Read from the files only when a layout needs them: a kv-only
+	// restart lists no consumequeue/ directory.
+	units := 0
+	unitsPerFile := func() int {
+		if units == 0 {
+			units = cqUnitsPerFile(root, int(b.cfg.MappedFileSizeConsumeQueue/filecq.UnitSize), b.component("filecq"))
+		}
+		return units
+	}
 	readFile := b.cfg.StoreType == configs.StoreTypeFile
 	if !readFile || b.cfg.CQDoubleWrite {
 		b.kvCQ = db.ConsumeQueue(b.cfg.ConsumeQueueCacheSize)
 		if firstOpen {
 			// Before the file layout is opened for writing: this reads
 			// RocketMQ's consumequeue/ as it was left.
-			if err := seedQueueStarts(b.kvCQ, root, units, logMin, b.component("import")); err != nil {
+			if err := seedQueueStarts(b.kvCQ, root, unitsPerFile(), logMin, b.component("import")); err != nil {
 				return err
 			}
 		}
@@ -367,7 +375,7 @@ func (b *Broker) openConsumeQueues(db *kvindex.DB, logMin int64, firstOpen bool)
 	if readFile || b.cfg.CQDoubleWrite {
 		fs, err := filecq.Open(filecq.Options{
 			Dir:          root,
-			UnitsPerFile: units,
+			UnitsPerFile: unitsPerFile(),
 			StoreTime:    b.storeTimeOf,
 			Logger:       b.root,
 		})
