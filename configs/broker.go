@@ -220,25 +220,9 @@ func (b *Broker) IndexWALSyncMode() string {
 // the fields when called, so it holds for a configuration built or changed
 // in code as for one loaded, and each value parses back to the field's
 // value (durations in the key's whole units).
-func (b *Broker) Settings() map[string]string {
-	out := make(map[string]string, len(brokerFields))
-	for _, f := range brokerFields {
-		out[f.key] = f.get(b)
-	}
-	return out
-}
+func (b *Broker) Settings() map[string]string { return brokerSchema.settings(b) }
 
 // DefaultBroker returns the configuration a broker runs with when no key is
 // set. The values are RocketMQ's defaults unless the field table says
 // otherwise.
-func DefaultBroker() Broker {
-	var b Broker
-	for _, f := range brokerFields {
-		if err := f.set(&b, f.def); err != nil {
-			// The defaults are constants checked by TestDefaultsParse; a
-			// failure here is a programming error in the field table.
-			panic("configs: default of " + f.key + ": " + err.Error())
-		}
-	}
-	return b
-}
+func DefaultBroker() Broker { return brokerSchema.defaults() }

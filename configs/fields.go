@@ -8,17 +8,18 @@ import (
 )
 
 // field binds one configuration key (and its historical aliases) to a field
-// of Broker. Values are parsed from their text form, whether they came from
-// a properties file, YAML or a command-line flag, so every source accepts
-// the same spellings. get writes the field's current value in a text set
-// accepts, so what is reported (GET_BROKER_CONFIG) is the configuration in
+// of a configuration struct T (Broker, Namesrv). Values are parsed from
+// their text form, whether they came from a properties file, YAML or a
+// command-line flag, so every source accepts the same spellings. get
+// writes the field's current value in a text set accepts, so what is
+// reported (GET_BROKER_CONFIG, GET_NAMESRV_CONFIG) is the configuration in
 // force, however it was built.
-type field struct {
+type field[T any] struct {
 	key     string
 	aliases []string
 	def     string
-	set     func(b *Broker, raw string) error
-	get     func(b *Broker) string
+	set     func(c *T, raw string) error
+	get     func(c *T) string
 }
 
 // DefaultMaxDispatchLagBytes is the default of maxDispatchLagBytes: at the
@@ -26,10 +27,10 @@ type field struct {
 // second) it keeps a consumer's view of the log within about 20-70 ms.
 const DefaultMaxDispatchLagBytes = 4 << 20
 
-// brokerFields is the single list of keys rocketkv understands. Adding a
+// brokerFields is the single list of keys the broker understands. Adding a
 // key means adding a line here and documenting it in broker.yaml (a test
 // checks both agree).
-var brokerFields = []field{
+var brokerFields = []field[Broker]{
 	str("brokerClusterName", "DefaultCluster", func(b *Broker) *string { return &b.BrokerClusterName }),
 	str("brokerName", "broker-a", func(b *Broker) *string { return &b.BrokerName }),
 	i64("brokerId", "0", func(b *Broker) *int64 { return &b.BrokerID }),
@@ -109,28 +110,28 @@ var brokerFields = []field{
 
 	// Access control is not implemented: a file that turns it on is
 	// refused rather than run open.
-	notImplemented("aclEnable", "rocketkv does not check RocketMQ 4 ACL (plain_acl.yml); the broker would accept every client, so it refuses to start instead: remove the key or set it false to run without access control"),
-	notImplemented("authenticationEnabled", "rocketkv does not authenticate clients (RocketMQ 5 ACL 2.0); remove the key or set it false to run without authentication"),
-	notImplemented("authorizationEnabled", "rocketkv does not authorize requests (RocketMQ 5 ACL 2.0); remove the key or set it false to run without authorization"),
+	notImplemented[Broker]("aclEnable", "rocketkv does not check RocketMQ 4 ACL (plain_acl.yml); the broker would accept every client, so it refuses to start instead: remove the key or set it false to run without access control"),
+	notImplemented[Broker]("authenticationEnabled", "rocketkv does not authenticate clients (RocketMQ 5 ACL 2.0); remove the key or set it false to run without authentication"),
+	notImplemented[Broker]("authorizationEnabled", "rocketkv does not authorize requests (RocketMQ 5 ACL 2.0); remove the key or set it false to run without authorization"),
 
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(b *Broker) *string { return &b.LogLevel }),
 	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(b *Broker) *string { return &b.LogFormat }),
 }
 
-func withAliases(f field, aliases ...string) field {
+func withAliases[T any](f field[T], aliases ...string) field[T] {
 	f.aliases = aliases
 	return f
 }
 
-func str(key, def string, ptr func(*Broker) *string) field {
-	return field{key: key, def: def, set: func(b *Broker, raw string) error {
+func str[T any](key, def string, ptr func(*T) *string) field[T] {
+	return field[T]{key: key, def: def, set: func(b *T, raw string) error {
 		*ptr(b) = raw
 		return nil
-	}, get: func(b *Broker) string { return *ptr(b) }}
+	}, get: func(b *T) string { return *ptr(b) }}
 }
 
-func oneOf(key, def string, allowed []string, ptr func(*Broker) *string) field {
-	return field{key: key, def: def, set: func(b *Broker, raw string) error {
+func oneOf[T any](key, def string, allowed []string, ptr func(*T) *string) field[T] {
+	return field[T]{key: key, def: def, set: func(b *T, raw string) error {
 		for _, a := range allowed {
 			if strings.EqualFold(raw, a) {
 				*ptr(b) = a
@@ -138,25 +139,25 @@ func oneOf(key, def string, allowed []string, ptr func(*Broker) *string) field {
 			}
 		}
 		return fmt.Errorf("%q is not one of %s", raw, strings.Join(allowed, ", "))
-	}, get: func(b *Broker) string { return *ptr(b) }}
+	}, get: func(b *T) string { return *ptr(b) }}
 }
 
-func boolean(key, def string, ptr func(*Broker) *bool) field {
-	return field{key: key, def: def, set: func(b *Broker, raw string) error {
+func boolean[T any](key, def string, ptr func(*T) *bool) field[T] {
+	return field[T]{key: key, def: def, set: func(b *T, raw string) error {
 		v, err := strconv.ParseBool(raw)
 		if err != nil {
 			return fmt.Errorf("%q is not true or false", raw)
 		}
 		*ptr(b) = v
 		return nil
-	}, get: func(b *Broker) string { return strconv.FormatBool(*ptr(b)) }}
+	}, get: func(b *T) string { return strconv.FormatBool(*ptr(b)) }}
 }
 
 // notImplemented is the switch of a RocketMQ feature rocketkv does not
 // have and must not silently go without (access control): false is
 // accepted, true is an error that says why.
-func notImplemented(key, why string) field {
-	return field{key: key, def: "false", set: func(_ *Broker, raw string) error {
+func notImplemented[T any](key, why string) field[T] {
+	return field[T]{key: key, def: "false", set: func(_ *T, raw string) error {
 		v, err := strconv.ParseBool(raw)
 		if err != nil {
 			return fmt.Errorf("%q is not true or false", raw)
@@ -165,7 +166,7 @@ func notImplemented(key, why string) field {
 			return fmt.Errorf("true: %s", why)
 		}
 		return nil
-	}, get: func(*Broker) string { return "false" }}
+	}, get: func(*T) string { return "false" }}
 }
 
 func parseInt(raw string, lo, hi int64) (int64, error) {
@@ -179,76 +180,76 @@ func parseInt(raw string, lo, hi int64) (int64, error) {
 	return v, nil
 }
 
-func intRange(key, def string, lo, hi int64, ptr func(*Broker) *int) field {
-	return field{key: key, def: def, set: func(b *Broker, raw string) error {
+func intRange[T any](key, def string, lo, hi int64, ptr func(*T) *int) field[T] {
+	return field[T]{key: key, def: def, set: func(b *T, raw string) error {
 		v, err := parseInt(raw, lo, hi)
 		if err != nil {
 			return err
 		}
 		*ptr(b) = int(v)
 		return nil
-	}, get: func(b *Broker) string { return strconv.Itoa(*ptr(b)) }}
+	}, get: func(b *T) string { return strconv.Itoa(*ptr(b)) }}
 }
 
-func i64(key, def string, ptr func(*Broker) *int64) field {
+func i64[T any](key, def string, ptr func(*T) *int64) field[T] {
 	return i64Range(key, def, -1<<63, 1<<63-1, ptr)
 }
 
-func i64Range(key, def string, lo, hi int64, ptr func(*Broker) *int64) field {
-	return field{key: key, def: def, set: func(b *Broker, raw string) error {
+func i64Range[T any](key, def string, lo, hi int64, ptr func(*T) *int64) field[T] {
+	return field[T]{key: key, def: def, set: func(b *T, raw string) error {
 		v, err := parseInt(raw, lo, hi)
 		if err != nil {
 			return err
 		}
 		*ptr(b) = v
 		return nil
-	}, get: func(b *Broker) string { return strconv.FormatInt(*ptr(b), 10) }}
+	}, get: func(b *T) string { return strconv.FormatInt(*ptr(b), 10) }}
 }
 
 // millis reads a duration written in milliseconds, RocketMQ's unit for
 // intervals and timeouts.
-func millis(key, def string, ptr func(*Broker) *time.Duration) field {
+func millis[T any](key, def string, ptr func(*T) *time.Duration) field[T] {
 	return millisRange(key, def, 0, ptr)
 }
 
 // millisRange reads milliseconds of at least lo (a period that must not be
 // zero). A duration is reported in whole milliseconds (any finer part set
 // in code is dropped).
-func millisRange(key, def string, lo int64, ptr func(*Broker) *time.Duration) field {
-	return field{key: key, def: def, set: func(b *Broker, raw string) error {
+func millisRange[T any](key, def string, lo int64, ptr func(*T) *time.Duration) field[T] {
+	return field[T]{key: key, def: def, set: func(b *T, raw string) error {
 		v, err := parseInt(raw, lo, 1<<40)
 		if err != nil {
 			return fmt.Errorf("milliseconds: %w", err)
 		}
 		*ptr(b) = time.Duration(v) * time.Millisecond
 		return nil
-	}, get: func(b *Broker) string { return inUnits(*ptr(b), time.Millisecond) }}
+	}, get: func(b *T) string { return inUnits(*ptr(b), time.Millisecond) }}
 }
 
 // seconds reads a positive duration written in seconds (timerMaxDelaySec),
 // and reports it in whole seconds.
-func seconds(key, def string, ptr func(*Broker) *time.Duration) field {
-	return field{key: key, def: def, set: func(b *Broker, raw string) error {
+func seconds[T any](key, def string, ptr func(*T) *time.Duration) field[T] {
+	return field[T]{key: key, def: def, set: func(b *T, raw string) error {
 		v, err := parseInt(raw, 1, 1<<32)
 		if err != nil {
 			return fmt.Errorf("seconds: %w", err)
 		}
 		*ptr(b) = time.Duration(v) * time.Second
 		return nil
-	}, get: func(b *Broker) string { return inUnits(*ptr(b), time.Second) }}
+	}, get: func(b *T) string { return inUnits(*ptr(b), time.Second) }}
 }
 
 // hours reads a duration written in hours (fileReservedTime), and reports
 // it in whole hours.
-func hours(key, def string, ptr func(*Broker) *time.Duration) field {
-	return field{key: key, def: def, set: func(b *Broker, raw string) error {
+func hours[T any](key, def string, ptr func(*T) *time.Duration) field[T] {
+	return field[T]{key: key, def: def, set: func(b *T, raw string) error {
 		v, err := parseInt(raw, 0, 1<<20)
 		if err != nil {
 			return fmt.Errorf("hours: %w", err)
 		}
 		*ptr(b) = time.Duration(v) * time.Hour
 		return nil
-	}, get: func(b *Broker) string { return inUnits(*ptr(b), time.Hour) }}
+	}, get: func(b *T) string { return inUnits(*ptr(b), time.Hour) }}
 }
 
 // inUnits writes d as a whole number of unit, the integer text the
@@ -259,8 +260,8 @@ func inUnits(d, unit time.Duration) string {
 
 // hourList reads RocketMQ's deleteWhen: hours of the day separated by ';'.
 // It reports them as RocketMQ writes them, two digits each ("04;16").
-func hourList(key, def string, ptr func(*Broker) *[]int) field {
-	return field{key: key, def: def, set: func(b *Broker, raw string) error {
+func hourList[T any](key, def string, ptr func(*T) *[]int) field[T] {
+	return field[T]{key: key, def: def, set: func(b *T, raw string) error {
 		var out []int
 		for _, part := range strings.Split(raw, ";") {
 			part = strings.TrimSpace(part)
@@ -278,7 +279,7 @@ func hourList(key, def string, ptr func(*Broker) *[]int) field {
 		}
 		*ptr(b) = out
 		return nil
-	}, get: func(b *Broker) string {
+	}, get: func(b *T) string {
 		parts := make([]string, len(*ptr(b)))
 		for i, h := range *ptr(b) {
 			parts[i] = fmt.Sprintf("%02d", h)

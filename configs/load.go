@@ -1,16 +1,10 @@
 package configs
 
 import (
-	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
-
-	"github.com/spf13/viper"
 )
 
 // Loaded is the outcome of reading a configuration.
@@ -36,56 +30,23 @@ type Loaded struct {
 func LoadBroker(path string, overrides map[string]string) (Loaded, error) {
 	var out Loaded
 	out.Broker = DefaultBroker()
-
-	byKey := fieldIndex()
-
 	if path != "" {
-		raw, err := os.ReadFile(path)
+		unknown, err := brokerSchema.load(path, &out.Broker)
 		if err != nil {
-			return Loaded{}, fmt.Errorf("read config %s: %w", path, err)
+			return Loaded{}, err
 		}
-		reg := viper.NewCodecRegistry()
-		if err := reg.RegisterCodec("properties", propertiesCodec{}); err != nil {
-			return Loaded{}, fmt.Errorf("register properties codec: %w", err)
-		}
-		v := viper.NewWithOptions(viper.WithCodecRegistry(reg))
-		v.SetConfigType(formatOf(path))
-		if err := v.ReadConfig(bytes.NewReader(raw)); err != nil {
-			return Loaded{}, fmt.Errorf("parse config %s: %w", path, err)
-		}
-		keys := v.AllKeys()
-		sort.Strings(keys)
-		for _, k := range keys {
-			f, ok := byKey[k]
-			if !ok {
-				out.UnknownKeys = append(out.UnknownKeys, k)
-				continue
-			}
-			val := strings.TrimSpace(fmt.Sprint(v.Get(k)))
-			if err := f.set(&out.Broker, val); err != nil {
-				return Loaded{}, fmt.Errorf("config %s: key %s: %w", path, f.key, err)
-			}
-		}
+		out.UnknownKeys = unknown
 	}
-
 	if _, err := out.Broker.Apply(overrides); err != nil {
 		return Loaded{}, fmt.Errorf("override: %w", err)
 	}
 	return out, nil
 }
 
-// fieldIndex maps every key and alias, lower-cased, to its field. It is
-// built once from brokerFields and only read.
-var fieldIndex = sync.OnceValue(func() map[string]*field {
-	byKey := make(map[string]*field, len(brokerFields)*2)
-	for i := range brokerFields {
-		f := &brokerFields[i]
-		byKey[strings.ToLower(f.key)] = f
-		for _, a := range f.aliases {
-			byKey[strings.ToLower(a)] = f
-		}
-	}
-	return byKey
+// brokerSchema is the broker's key table with its lookups.
+var brokerSchema = newSchema(brokerFields, func(b Broker) Broker {
+	b.DeleteWhen = slices.Clone(b.DeleteWhen)
+	return b
 })
 
 // Apply sets the given keys (RocketMQ's names, their aliases, any case) on
@@ -93,27 +54,7 @@ var fieldIndex = sync.OnceValue(func() map[string]*field {
 // names of the keys it set. An unknown key or a value that does not parse
 // is an error naming the key, and b is left unchanged.
 func (b *Broker) Apply(props map[string]string) ([]string, error) {
-	byKey := fieldIndex()
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	next := *b
-	next.DeleteWhen = slices.Clone(b.DeleteWhen)
-	set := make([]string, 0, len(keys))
-	for _, k := range keys {
-		f, ok := byKey[strings.ToLower(strings.TrimSpace(k))]
-		if !ok {
-			return nil, fmt.Errorf("unknown key %s", k)
-		}
-		if err := f.set(&next, strings.TrimSpace(props[k])); err != nil {
-			return nil, fmt.Errorf("key %s: %w", f.key, err)
-		}
-		set = append(set, f.key)
-	}
-	*b = next
-	return set, nil
+	return brokerSchema.apply(b, props)
 }
 
 // formatOf picks the viper config type for a file name.
@@ -128,10 +69,4 @@ func formatOf(path string) string {
 
 // Keys returns every key rocketkv understands, in table order, without
 // aliases.
-func Keys() []string {
-	out := make([]string, len(brokerFields))
-	for i, f := range brokerFields {
-		out[i] = f.key
-	}
-	return out
-}
+func Keys() []string { return brokerSchema.keys() }

@@ -26,6 +26,12 @@ import (
 // beside it, synced, then renamed); a symbolic link is followed, so the
 // file it names is replaced and the link stays.
 func PersistSettings(path string, settings map[string]string) error {
+	return persistSettings(path, settings, brokerSchema.canonical)
+}
+
+// persistSettings is PersistSettings for any schema: canonical names the
+// key a line or YAML node sets, or reports a key of no interest.
+func persistSettings(path string, settings map[string]string, canonical func(string) (string, bool)) error {
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}
@@ -35,9 +41,9 @@ func PersistSettings(path string, settings map[string]string) error {
 	}
 	var out []byte
 	if formatOf(path) == "yaml" {
-		out, err = setYAMLKeys(raw, settings)
+		out, err = setYAMLKeys(raw, settings, canonical)
 	} else {
-		out, err = setPropertiesKeys(raw, settings), nil
+		out, err = setPropertiesKeys(raw, settings, canonical), nil
 	}
 	if err != nil {
 		return fmt.Errorf("persist settings into %s: %w", path, err)
@@ -55,8 +61,7 @@ func PersistSettings(path string, settings map[string]string) error {
 // setPropertiesKeys rewrites the lines of a properties file that set one
 // of the keys (matched by canonical name or alias, any case), dropping
 // their continuation lines, and appends the keys it did not find.
-func setPropertiesKeys(raw []byte, settings map[string]string) []byte {
-	byKey := fieldIndex()
+func setPropertiesKeys(raw []byte, settings map[string]string, canonical func(string) (string, bool)) []byte {
 	done := make(map[string]bool, len(settings))
 	var out bytes.Buffer
 	sc := bufio.NewScanner(bytes.NewReader(raw))
@@ -69,10 +74,10 @@ func setPropertiesKeys(raw []byte, settings map[string]string) []byte {
 			continue
 		}
 		key := propertiesKey(line)
-		if f := byKey[strings.ToLower(key)]; key != "" && f != nil {
-			if v, ok := settings[f.key]; ok {
+		if name, known := canonical(key); key != "" && known {
+			if v, ok := settings[name]; ok {
 				fmt.Fprintf(&out, "%s=%s\n", key, escapeProperty(v))
-				done[f.key] = true
+				done[name] = true
 				skipping = continues(line)
 				continue
 			}
@@ -169,7 +174,7 @@ func continues(line string) bool {
 
 // setYAMLKeys sets the keys in the top-level mapping of a YAML document,
 // keeping comments and the order of the other keys.
-func setYAMLKeys(raw []byte, settings map[string]string) ([]byte, error) {
+func setYAMLKeys(raw []byte, settings map[string]string, canonical func(string) (string, bool)) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		return nil, fmt.Errorf("parse yaml: %w", err)
@@ -181,19 +186,18 @@ func setYAMLKeys(raw []byte, settings map[string]string) ([]byte, error) {
 		return nil, fmt.Errorf("the document is not a mapping of keys")
 	}
 	m := doc.Content[0]
-	byKey := fieldIndex()
 	done := make(map[string]bool, len(settings))
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		f := byKey[strings.ToLower(m.Content[i].Value)]
-		if f == nil {
+		name, known := canonical(m.Content[i].Value)
+		if !known {
 			continue
 		}
-		if v, ok := settings[f.key]; ok {
+		if v, ok := settings[name]; ok {
 			val := m.Content[i+1]
 			n := yamlScalar(v)
 			n.LineComment, n.HeadComment, n.FootComment = val.LineComment, val.HeadComment, val.FootComment
 			*val = *n
-			done[f.key] = true
+			done[name] = true
 		}
 	}
 	for _, k := range sortedSettingKeys(settings) {

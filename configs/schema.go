@@ -1,0 +1,151 @@
+package configs
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/spf13/viper"
+)
+
+// schema is the key table of one configuration struct T (Broker, Namesrv)
+// and what is built on it: defaults, loading a file, applying updates,
+// reporting the settings in force. The table is fixed at package
+// initialisation and only read afterwards.
+type schema[T any] struct {
+	fields []field[T]
+	// clone copies a configuration deeply enough that setting fields on
+	// the copy leaves the original alone (slices); nil for a plain copy.
+	clone func(T) T
+	index func() map[string]*field[T]
+}
+
+// newSchema builds the schema of a field table. Its lookup index (every
+// key and alias, lower-cased) is built on first use.
+func newSchema[T any](fields []field[T], clone func(T) T) *schema[T] {
+	s := &schema[T]{fields: fields, clone: clone}
+	s.index = sync.OnceValue(func() map[string]*field[T] {
+		byKey := make(map[string]*field[T], len(fields)*2)
+		for i := range fields {
+			f := &fields[i]
+			byKey[strings.ToLower(f.key)] = f
+			for _, a := range f.aliases {
+				byKey[strings.ToLower(a)] = f
+			}
+		}
+		return byKey
+	})
+	return s
+}
+
+// lookup finds the field of a key or alias in any case.
+func (s *schema[T]) lookup(key string) (*field[T], bool) {
+	f, ok := s.index()[strings.ToLower(strings.TrimSpace(key))]
+	return f, ok
+}
+
+// canonical is the canonical name of a key or alias, or false for a key
+// the schema does not know.
+func (s *schema[T]) canonical(key string) (string, bool) {
+	f, ok := s.lookup(key)
+	if !ok {
+		return "", false
+	}
+	return f.key, true
+}
+
+// defaults is the configuration with every key at its default.
+func (s *schema[T]) defaults() T {
+	var c T
+	for _, f := range s.fields {
+		if err := f.set(&c, f.def); err != nil {
+			// The defaults are constants checked by the tests; a failure
+			// here is a programming error in the field table.
+			panic("configs: default of " + f.key + ": " + err.Error())
+		}
+	}
+	return c
+}
+
+// settings is every key's current value as text under its canonical name.
+func (s *schema[T]) settings(c *T) map[string]string {
+	out := make(map[string]string, len(s.fields))
+	for _, f := range s.fields {
+		out[f.key] = f.get(c)
+	}
+	return out
+}
+
+// keys lists the canonical keys in table order.
+func (s *schema[T]) keys() []string {
+	out := make([]string, len(s.fields))
+	for i, f := range s.fields {
+		out[i] = f.key
+	}
+	return out
+}
+
+// apply sets props on c in key order and returns the canonical names of
+// the keys it set. An unknown key or a value that does not parse is an
+// error naming the key, and c is left unchanged.
+func (s *schema[T]) apply(c *T, props map[string]string) ([]string, error) {
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	next := *c
+	if s.clone != nil {
+		next = s.clone(*c)
+	}
+	set := make([]string, 0, len(keys))
+	for _, k := range keys {
+		f, ok := s.lookup(k)
+		if !ok {
+			return nil, fmt.Errorf("unknown key %s", k)
+		}
+		if err := f.set(&next, strings.TrimSpace(props[k])); err != nil {
+			return nil, fmt.Errorf("key %s: %w", f.key, err)
+		}
+		set = append(set, f.key)
+	}
+	*c = next
+	return set, nil
+}
+
+// load reads the file at path (properties or YAML, by extension) into c
+// and returns the keys of the file the schema does not know, in the
+// spelling the file used (lower-cased by viper). A value that does not
+// parse is an error naming the key and the file.
+func (s *schema[T]) load(path string, c *T) (unknown []string, err error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config %s: %w", path, err)
+	}
+	reg := viper.NewCodecRegistry()
+	if err := reg.RegisterCodec("properties", propertiesCodec{}); err != nil {
+		return nil, fmt.Errorf("register properties codec: %w", err)
+	}
+	v := viper.NewWithOptions(viper.WithCodecRegistry(reg))
+	v.SetConfigType(formatOf(path))
+	if err := v.ReadConfig(bytes.NewReader(raw)); err != nil {
+		return nil, fmt.Errorf("parse config %s: %w", path, err)
+	}
+	keys := v.AllKeys()
+	sort.Strings(keys)
+	for _, k := range keys {
+		f, ok := s.lookup(k)
+		if !ok {
+			unknown = append(unknown, k)
+			continue
+		}
+		val := strings.TrimSpace(fmt.Sprint(v.Get(k)))
+		if err := f.set(c, val); err != nil {
+			return nil, fmt.Errorf("config %s: key %s: %w", path, f.key, err)
+		}
+	}
+	return unknown, nil
+}
