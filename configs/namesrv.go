@@ -1,0 +1,169 @@
+package configs
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Namesrv is the name server's configuration, under RocketMQ's key names
+// (NamesrvConfig and NettyServerConfig). configs/namesrv.yaml documents
+// every key with its default; bin/namesrv -c reads a RocketMQ
+// namesrv.properties or a YAML file.
+type Namesrv struct {
+	// ListenPort is the port it serves on (9876).
+	ListenPort int
+	// BindAddress is the address it listens on; "0.0.0.0" (the default)
+	// means every interface, IPv6 included.
+	BindAddress string
+	// KVConfigPath is the file the KV configuration (PUT_KV_CONFIG,
+	// ORDER_TOPIC_CONFIG) persists in; empty keeps it in memory.
+	KVConfigPath string
+	// OrderMessageEnable makes routes carry orderTopicConf.
+	OrderMessageEnable bool
+	// ReturnOrderTopicConfigToBroker answers REGISTER_BROKER with the
+	// ORDER_TOPIC_CONFIG table.
+	ReturnOrderTopicConfigToBroker bool
+	// EnableAllTopicList allows GET_ALL_TOPIC_LIST_FROM_NAMESERVER.
+	EnableAllTopicList bool
+	// EnableTopicList allows GET_TOPICS_BY_CLUSTER and the unit topic
+	// lists.
+	EnableTopicList bool
+	// DeleteTopicWithBrokerRegistration drops a broker's queue data of
+	// topics missing from its registration.
+	DeleteTopicWithBrokerRegistration bool
+	// ScanNotActiveBrokerInterval is how often brokers that stopped
+	// registering are looked for.
+	ScanNotActiveBrokerInterval time.Duration
+	// ConfigBlackList names keys (';'-separated) that UPDATE_NAMESRV_CONFIG
+	// must not change, on top of configBlackList, configStorePath and
+	// kvConfigPath, which it never changes.
+	ConfigBlackList string
+	// LogLevel is trace, debug, info, warn or error.
+	LogLevel string
+	// LogFormat is auto (console on a terminal, JSON otherwise), console or
+	// json.
+	LogFormat string
+}
+
+// namesrvFields is the single list of keys the name server understands.
+// Adding a key means adding a line here and documenting it in
+// namesrv.yaml (a test checks both agree).
+var namesrvFields = []field[Namesrv]{
+	intRange("listenPort", "9876", 0, 65535, func(n *Namesrv) *int { return &n.ListenPort }),
+	str("bindAddress", "0.0.0.0", func(n *Namesrv) *string { return &n.BindAddress }),
+	str("kvConfigPath", DefaultKVConfigPath(), func(n *Namesrv) *string { return &n.KVConfigPath }),
+	boolean("orderMessageEnable", "false", func(n *Namesrv) *bool { return &n.OrderMessageEnable }),
+	boolean("returnOrderTopicConfigToBroker", "true", func(n *Namesrv) *bool { return &n.ReturnOrderTopicConfigToBroker }),
+	boolean("enableAllTopicList", "true", func(n *Namesrv) *bool { return &n.EnableAllTopicList }),
+	boolean("enableTopicList", "true", func(n *Namesrv) *bool { return &n.EnableTopicList }),
+	boolean("deleteTopicWithBrokerRegistration", "false", func(n *Namesrv) *bool { return &n.DeleteTopicWithBrokerRegistration }),
+	millisRange("scanNotActiveBrokerInterval", "5000", 1, func(n *Namesrv) *time.Duration { return &n.ScanNotActiveBrokerInterval }),
+	str("configBlackList", "configBlackList;configStorePath;kvConfigPath", func(n *Namesrv) *string { return &n.ConfigBlackList }),
+	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(n *Namesrv) *string { return &n.LogLevel }),
+	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(n *Namesrv) *string { return &n.LogFormat }),
+}
+
+// namesrvSchema is the name server's key table with its lookups.
+var namesrvSchema = newSchema(namesrvFields, nil)
+
+// DefaultKVConfigPath is RocketMQ's default kvConfigPath,
+// ~/namesrv/kvConfig.json, so a name server that replaces RocketMQ's finds
+// the order-topic configuration it kept; "" (memory only) when there is
+// no home directory.
+func DefaultKVConfigPath() string {
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return ""
+	}
+	return filepath.Join(home, "namesrv", "kvConfig.json")
+}
+
+// DefaultNamesrv returns the configuration a name server runs with when no
+// key is set: RocketMQ's defaults.
+func DefaultNamesrv() Namesrv { return namesrvSchema.defaults() }
+
+// LoadedNamesrv is the outcome of reading a name server configuration.
+type LoadedNamesrv struct {
+	// Namesrv is the resulting configuration: defaults, then the file,
+	// then the overrides.
+	Namesrv Namesrv
+	// UnknownKeys lists keys of the file the name server does not know
+	// (RocketMQ's thread-pool and Netty tuning keys, for example); the
+	// caller logs them as warnings.
+	UnknownKeys []string
+}
+
+// LoadNamesrv reads a name server configuration as LoadBroker reads a
+// broker's: path may be empty (defaults only), a properties file
+// (RocketMQ's namesrv.properties) or YAML; overrides win over the file and
+// must name known keys.
+func LoadNamesrv(path string, overrides map[string]string) (LoadedNamesrv, error) {
+	out := LoadedNamesrv{Namesrv: DefaultNamesrv()}
+	if path != "" {
+		unknown, err := namesrvSchema.load(path, &out.Namesrv)
+		if err != nil {
+			return LoadedNamesrv{}, err
+		}
+		out.UnknownKeys = unknown
+	}
+	if _, err := out.Namesrv.Apply(overrides); err != nil {
+		return LoadedNamesrv{}, fmt.Errorf("override: %w", err)
+	}
+	return out, nil
+}
+
+// Apply sets the given keys on n as a configuration file would and returns
+// the canonical names of the keys it set. An unknown key or a value that
+// does not parse is an error naming the key, and n is left unchanged.
+func (n *Namesrv) Apply(props map[string]string) ([]string, error) {
+	return namesrvSchema.apply(n, props)
+}
+
+// Settings returns every key's current value as text under its canonical
+// name: what GET_NAMESRV_CONFIG reports.
+func (n *Namesrv) Settings() map[string]string { return namesrvSchema.settings(n) }
+
+// ListenAddr is the address to listen on: bindAddress and listenPort, with
+// 0.0.0.0 standing for every interface.
+func (n *Namesrv) ListenAddr() string {
+	host := n.BindAddress
+	if host == "0.0.0.0" {
+		host = ""
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n.ListenPort))
+}
+
+// BlackListed reports the keys of props UPDATE_NAMESRV_CONFIG must refuse:
+// the keys RocketMQ never lets it change (configBlackList, configStorePath,
+// kvConfigPath, rocketmqHome) plus those configBlackList names, compared
+// without regard to case.
+func (n *Namesrv) BlackListed(props map[string]string) []string {
+	black := map[string]bool{"configblacklist": true, "configstorepath": true, "kvconfigpath": true, "rocketmqhome": true}
+	for _, k := range strings.Split(n.ConfigBlackList, ";") {
+		if k = strings.TrimSpace(k); k != "" {
+			black[strings.ToLower(k)] = true
+		}
+	}
+	var out []string
+	for k := range props {
+		if black[strings.ToLower(strings.TrimSpace(k))] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// NamesrvKeys returns every key the name server understands, in table
+// order, without aliases.
+func NamesrvKeys() []string { return namesrvSchema.keys() }
+
+// PersistNamesrvSettings writes settings into the name server's
+// configuration file as PersistSettings does for the broker's.
+func PersistNamesrvSettings(path string, settings map[string]string) error {
+	return persistSettings(path, settings, namesrvSchema.canonical)
+}

@@ -1,0 +1,149 @@
+package configs
+
+import (
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Every default parses, is reported as written, and the report of the
+// defaults parses back to them.
+func TestNamesrvDefaultsRoundTrip(t *testing.T) {
+	want := DefaultNamesrv()
+	var got Namesrv
+	for _, f := range namesrvFields {
+		text := f.get(&want)
+		if text != f.def {
+			t.Errorf("%s reported as %q, default written %q", f.key, text, f.def)
+		}
+		if err := f.set(&got, text); err != nil {
+			t.Errorf("%s: reported %q does not parse: %v", f.key, text, err)
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("report of the defaults parses to\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestNamesrvDefaultsAreRocketMQs(t *testing.T) {
+	n := DefaultNamesrv()
+	if n.ListenPort != 9876 || n.BindAddress != "0.0.0.0" || n.OrderMessageEnable ||
+		!n.ReturnOrderTopicConfigToBroker || !n.EnableAllTopicList || !n.EnableTopicList ||
+		n.DeleteTopicWithBrokerRegistration || n.ScanNotActiveBrokerInterval != 5*time.Second ||
+		n.ConfigBlackList != "configBlackList;configStorePath;kvConfigPath" {
+		t.Fatalf("defaults differ from RocketMQ's: %+v", n)
+	}
+	if home, err := os.UserHomeDir(); err == nil && !strings.HasPrefix(n.KVConfigPath, home) {
+		t.Errorf("kvConfigPath %q is not under the home directory %q", n.KVConfigPath, home)
+	}
+}
+
+// The documented YAML names every key and loads to the defaults.
+func TestNamesrvYAMLDocumentsEveryKey(t *testing.T) {
+	raw, err := os.ReadFile("namesrv.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range NamesrvKeys() {
+		re := regexp.MustCompile(`(?m)^(# )?` + regexp.QuoteMeta(k) + `:`)
+		if !re.Match(raw) {
+			t.Errorf("namesrv.yaml does not document %s", k)
+		}
+	}
+	got, err := LoadNamesrv("namesrv.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.UnknownKeys) != 0 {
+		t.Errorf("namesrv.yaml has unknown keys %v", got.UnknownKeys)
+	}
+	if want := DefaultNamesrv(); !reflect.DeepEqual(got.Namesrv, want) {
+		t.Errorf("namesrv.yaml loads to\n%+v\nwant defaults\n%+v", got.Namesrv, want)
+	}
+}
+
+// A RocketMQ namesrv.properties loads: its keys set, RocketMQ's tuning
+// keys reported unknown, the overrides winning.
+func TestNamesrvPropertiesFile(t *testing.T) {
+	p := writeFile(t, "namesrv.properties", `# a RocketMQ namesrv.properties
+listenPort=19876
+orderMessageEnable = true
+kvConfigPath=/var/lib/namesrv/kv.json
+scanNotActiveBrokerInterval=2000
+serverWorkerThreads=16
+clientRequestThreadPoolNums=4
+`)
+	got, err := LoadNamesrv(p, map[string]string{"logLevel": "debug"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := got.Namesrv
+	if n.ListenPort != 19876 || !n.OrderMessageEnable || n.KVConfigPath != "/var/lib/namesrv/kv.json" ||
+		n.ScanNotActiveBrokerInterval != 2*time.Second || n.LogLevel != "debug" {
+		t.Fatalf("loaded %+v", n)
+	}
+	if want := []string{"clientrequestthreadpoolnums", "serverworkerthreads"}; !slices.Equal(got.UnknownKeys, want) {
+		t.Errorf("unknown keys %v, want %v", got.UnknownKeys, want)
+	}
+	if n.ListenAddr() != ":19876" {
+		t.Errorf("listen address %q, want every interface on 19876", n.ListenAddr())
+	}
+	n.BindAddress = "127.0.0.1"
+	if n.ListenAddr() != "127.0.0.1:19876" {
+		t.Errorf("listen address %q", n.ListenAddr())
+	}
+}
+
+func TestNamesrvBadValuesNameTheKey(t *testing.T) {
+	for content, key := range map[string]string{
+		"listenPort=70000\n":                  "listenPort",
+		"enableAllTopicList=sometimes\n":      "enableAllTopicList",
+		"scanNotActiveBrokerInterval=0\n":     "scanNotActiveBrokerInterval",
+		"logLevel=loud\n":                     "logLevel",
+		"deleteTopicWithBrokerRegistration=2": "deleteTopicWithBrokerRegistration",
+	} {
+		_, err := LoadNamesrv(writeFile(t, "n.properties", content), nil)
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%q: error %v does not name %s", content, err, key)
+		}
+	}
+	if _, err := LoadNamesrv("", map[string]string{"brokerName": "a"}); err == nil {
+		t.Error("override of a broker key accepted by the name server")
+	}
+}
+
+func TestNamesrvBlackList(t *testing.T) {
+	n := DefaultNamesrv()
+	n.ConfigBlackList = "configBlackList; orderMessageEnable"
+	for props, want := range map[string][]string{
+		"kvConfigPath":       {"kvConfigPath"},
+		"KVCONFIGPATH":       {"KVCONFIGPATH"},
+		"configStorePath":    {"configStorePath"},
+		"rocketmqHome":       {"rocketmqHome"},
+		"orderMessageEnable": {"orderMessageEnable"},
+		"enableTopicList":    nil,
+	} {
+		if got := n.BlackListed(map[string]string{props: "x"}); !slices.Equal(got, want) {
+			t.Errorf("BlackListed(%s) = %v, want %v", props, got, want)
+		}
+	}
+}
+
+func TestPersistNamesrvSettings(t *testing.T) {
+	p := writeFile(t, "namesrv.properties", "# ours\nlistenPort=9876\nEnableTopicList=true\nserverWorkerThreads=8\n")
+	if err := PersistNamesrvSettings(p, map[string]string{"enableTopicList": "false", "orderMessageEnable": "true"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# ours\nlistenPort=9876\nEnableTopicList=false\nserverWorkerThreads=8\norderMessageEnable=true\n"
+	if string(got) != want {
+		t.Fatalf("file after persist:\n%s\nwant\n%s", got, want)
+	}
+}
