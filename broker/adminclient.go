@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -25,26 +24,13 @@ const consumerRelayTimeout = 10 * time.Second
 // (moved on by every UPDATE_BROKER_CONFIG) in the version header field.
 func (b *Broker) processGetBrokerConfig(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	live := b.live.cur.Load()
-	settings := live.cfg.Settings()
-	keys := make([]string, 0, len(settings))
-	for k := range settings {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var body strings.Builder
-	for _, k := range keys {
-		body.WriteString(k)
-		body.WriteByte('=')
-		body.WriteString(settings[k])
-		body.WriteByte('\n')
-	}
 	version, err := json.Marshal(live.version)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	resp.ExtFields = map[string]string{"version": string(version)}
-	resp.Body = []byte(body.String())
+	resp.Body = configs.PropertiesText(live.cfg.Settings())
 	return resp
 }
 

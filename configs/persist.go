@@ -226,3 +226,17 @@ func sortedSettingKeys(settings map[string]string) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// PropertiesText writes settings as "key=value" lines sorted by key, values
+// escaped so that a properties reader gives them back: the body of
+// GET_BROKER_CONFIG and GET_NAMESRV_CONFIG.
+func PropertiesText(settings map[string]string) []byte {
+	var b bytes.Buffer
+	for _, k := range sortedSettingKeys(settings) {
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(escapeProperty(settings[k]))
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}

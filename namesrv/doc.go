@@ -44,4 +44,14 @@
 //
 // REGISTER_BROKER bodies come plain (JSON) or compressed (zlib); see
 // RegisterBrokerBody for both layouts.
+//
+// # Configuration
+//
+// The server runs with RocketMQ's namesrv.properties keys (configs.Namesrv,
+// ConfigFrom). GET_NAMESRV_CONFIG (319) reports every key in force as
+// key=value lines; UPDATE_NAMESRV_CONFIG (318) changes the switches read
+// per request (orderMessageEnable, returnOrderTopicConfigToBroker,
+// enableAllTopicList, enableTopicList), writes the change back into the -c
+// file, and refuses the black-listed keys with NO_PERMISSION and any other
+// key with a remark that says to restart.
 package namesrv

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/rocketkv/rocketkv/remoting"
@@ -95,4 +96,24 @@ func inflate(f *testing.F, data []byte) []byte {
 		f.Fatal(err)
 	}
 	return out.Bytes()
+}
+
+// FuzzQueueDatas feeds REGISTER_TOPIC_IN_NAMESRV bodies to their decoder:
+// it must never panic, and what it accepts names a broker in every entry.
+func FuzzQueueDatas(f *testing.F) {
+	f.Add([]byte(`{"brokerDatas":[{"brokerAddrs":{0:"10.0.0.1:10911"},"brokerName":"a","cluster":"C"}],` +
+		`"queueDatas":[{"brokerName":"a","perm":6,"readQueueNums":2,"topicSysFlag":0,"writeQueueNums":3}]}`))
+	f.Add([]byte(`{"queueDatas":[]}`))
+	f.Add([]byte(`{"queueDatas":[{"perm":6}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		queues, err := decodeQueueDatas(body)
+		if err != nil {
+			return
+		}
+		for _, q := range queues {
+			if strings.TrimSpace(q.BrokerName) == "" {
+				t.Fatalf("accepted an entry without a broker: %+v", q)
+			}
+		}
+	})
 }

@@ -2,6 +2,7 @@ package namesrv
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -632,4 +633,43 @@ func (r *Registry) BrokerCount() int {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return len(r.live)
+}
+
+// ErrUnknownBroker is returned (wrapped) when a request names a broker
+// group that has not registered.
+var ErrUnknownBroker = errors.New("broker is not registered")
+
+// RegisterTopic adds queue data of topic for broker groups that have
+// registered (REGISTER_TOPIC_IN_NAMESRV, RocketMQ's registerTopic): each
+// entry replaces the group's queue data of the topic, and the topic's
+// queue data on other groups stays. Nothing changes when an entry names a
+// group that has not registered. A write permission wiped by an operator
+// (WipeWritePerm) stays wiped.
+func (r *Registry) RegisterTopic(topic string, queues []QueueData) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, qd := range queues {
+		if r.groups[qd.BrokerName] == nil {
+			return fmt.Errorf("register topic %s: broker %q: %w", topic, qd.BrokerName, ErrUnknownBroker)
+		}
+	}
+	for _, qd := range queues {
+		if c, ok := r.writePerm[qd.BrokerName]; ok {
+			qd.Perm = c.apply(qd.Perm)
+		}
+		r.putQueueData(topic, qd)
+	}
+	return nil
+}
+
+// MemberGroup returns the addresses of brokerName's members by broker id
+// (GET_BROKER_MEMBER_GROUP); empty when the group is unknown. As in
+// RocketMQ the group is found by name alone.
+func (r *Registry) MemberGroup(brokerName string) map[int64]string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if g := r.groups[brokerName]; g != nil {
+		return maps.Clone(g.addrs)
+	}
+	return map[int64]string{}
 }

@@ -8,10 +8,12 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -31,7 +33,8 @@ type Config struct {
 	ReturnOrderTopicConfigToBroker bool
 	// EnableAllTopicList allows GET_ALL_TOPIC_LIST_FROM_NAMESERVER (true).
 	EnableAllTopicList bool
-	// EnableTopicList allows GET_TOPICS_BY_CLUSTER (true).
+	// EnableTopicList allows GET_TOPICS_BY_CLUSTER and the unit topic
+	// lists (true).
 	EnableTopicList bool
 	// DeleteTopicWithBrokerRegistration: see RegistryOptions (false).
 	DeleteTopicWithBrokerRegistration bool
@@ -39,6 +42,15 @@ type Config struct {
 	KVConfigPath string
 	// Now is the registry's clock; time.Now when nil.
 	Now func() time.Time
+	// Settings is the configuration under RocketMQ's keys the server was
+	// built from (ConfigFrom); nil stands for the defaults. The fields
+	// above win over it. GET_NAMESRV_CONFIG reports it, and
+	// UPDATE_NAMESRV_CONFIG changes its runtime keys.
+	Settings *configs.Namesrv
+	// ConfigFile is the file Settings were read from (bin/namesrv -c);
+	// UPDATE_NAMESRV_CONFIG writes its changes back into it. Empty: they
+	// last until the server stops.
+	ConfigFile string
 }
 
 // DefaultConfig returns Java's name server defaults listening on :9876.
@@ -69,6 +81,11 @@ type Server struct {
 	rs  *remoting.Server
 	mux *remoting.Mux
 
+	// live is the configuration in force: Settings with the runtime keys
+	// as last updated. Handlers load it; updates are serialised by liveMu.
+	live   atomic.Pointer[configs.Namesrv]
+	liveMu sync.Mutex
+
 	stop     chan struct{}
 	stopOnce sync.Once
 	scanner  sync.WaitGroup
@@ -95,6 +112,8 @@ func NewServer(cfg Config, log zerolog.Logger) (*Server, error) {
 		mux:  remoting.NewMux(),
 		stop: make(chan struct{}),
 	}
+	set := settingsOf(cfg)
+	s.live.Store(&set)
 	s.routes()
 	s.rs = remoting.NewServer(cfg.Remoting, s.mux, log)
 	return s, nil
@@ -113,6 +132,12 @@ func (s *Server) Addr() net.Addr { return s.rs.Addr() }
 func (s *Server) Start(ctx context.Context) error {
 	if err := s.rs.Start(ctx); err != nil {
 		return fmt.Errorf("start name server: %w", err)
+	}
+	if tcp, ok := s.Addr().(*net.TCPAddr); ok && tcp.Port != s.settings().ListenPort {
+		// Asked for any free port (":0"): report the one taken.
+		set := *s.settings()
+		set.ListenPort = tcp.Port
+		s.live.Store(&set)
 	}
 	s.scanner.Add(1)
 	go s.scan()
@@ -169,6 +194,10 @@ func (s *Server) routes() {
 	m.Handle(remoting.GetKVListByNamespace, remoting.RespondFunc(s.getKVList))
 	m.Handle(remoting.WipeWritePermOfBroker, s.writePermChanger(s.reg.WipeWritePerm, "wipeTopicCount", "write permission of broker wiped"))
 	m.Handle(remoting.AddWritePermOfBroker, s.writePermChanger(s.reg.AddWritePerm, "addTopicCount", "write permission of broker added"))
+	m.Handle(remoting.RegisterTopicInNamesrv, remoting.RespondFunc(s.registerTopic))
+	m.Handle(remoting.GetBrokerMemberGroup, remoting.RespondFunc(s.getBrokerMemberGroup))
+	m.Handle(remoting.UpdateNamesrvConfig, remoting.RespondFunc(s.updateConfig))
+	m.Handle(remoting.GetNamesrvConfig, remoting.RespondFunc(s.getConfig))
 	m.Handle(remoting.GetSystemTopicListFromNS, remoting.RespondFunc(s.getSystemTopicList))
 	m.Handle(remoting.GetUnitTopicList, s.topicsWithSysFlag(func(f int32) bool { return f&topicFlagUnit != 0 }))
 	m.Handle(remoting.GetHasUnitSubTopicList, s.topicsWithSysFlag(func(f int32) bool { return f&topicFlagUnitSub != 0 }))
@@ -239,7 +268,7 @@ func (s *Server) registerBroker(_ context.Context, conn *remoting.Conn, req *rem
 	if res.MasterAddr != "" {
 		resp.ExtFields["masterAddr"] = res.MasterAddr
 	}
-	if s.cfg.ReturnOrderTopicConfigToBroker {
+	if s.settings().ReturnOrderTopicConfigToBroker {
 		if table, ok := s.kv.List(OrderTopicConfigNamespace); ok {
 			resp.Body = appendKVTableJSON(nil, table)
 		}
@@ -299,7 +328,7 @@ func (s *Server) getRouteInfo(_ context.Context, _ *remoting.Conn, req *remoting
 		return remoting.NewResponse(req, remoting.TopicNotExist,
 			"No topic route info in name server for the topic: "+topic)
 	}
-	if s.cfg.OrderMessageEnable {
+	if s.settings().OrderMessageEnable {
 		route.OrderTopicConf, _ = s.kv.Get(OrderTopicConfigNamespace, topic)
 	}
 	resp := success(req)
@@ -314,7 +343,7 @@ func (s *Server) getClusterInfo(_ context.Context, _ *remoting.Conn, req *remoti
 }
 
 func (s *Server) getAllTopicList(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if !s.cfg.EnableAllTopicList {
+	if !s.settings().EnableAllTopicList {
 		return remoting.NewResponse(req, remoting.SystemError, "disable")
 	}
 	resp := success(req)
@@ -333,7 +362,7 @@ func (s *Server) deleteTopic(_ context.Context, _ *remoting.Conn, req *remoting.
 }
 
 func (s *Server) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if !s.cfg.EnableTopicList {
+	if !s.settings().EnableTopicList {
 		return remoting.NewResponse(req, remoting.SystemError, "disable")
 	}
 	cluster, err := remoting.Header(req.ExtFields).String("cluster")
@@ -437,6 +466,9 @@ func (s *Server) getSystemTopicList(_ context.Context, _ *remoting.Conn, req *re
 // topicsWithSysFlag answers the unit topic list requests.
 func (s *Server) topicsWithSysFlag(keep func(int32) bool) remoting.RespondFunc {
 	return func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		if !s.settings().EnableTopicList {
+			return remoting.NewResponse(req, remoting.SystemError, "disable")
+		}
 		resp := success(req)
 		resp.Body = appendTopicListJSON(nil, s.reg.TopicsWithSysFlag(keep), "")
 		return resp

@@ -326,7 +326,7 @@ func TestRequests(t *testing.T) {
 		if resp := invoke(t, c, remoting.GetRouteInfoByTopic, map[string]string{"topic": "T"}, nil); resp.Code != remoting.TopicNotExist {
 			t.Fatalf("route after delete: %v", resp)
 		}
-		if resp := invoke(t, c, remoting.UpdateNamesrvConfig, nil, []byte("a=b")); resp.Code != remoting.RequestCodeNotSupported {
+		if resp := invoke(t, c, remoting.SendMessage, nil, []byte("a=b")); resp.Code != remoting.RequestCodeNotSupported {
 			t.Fatalf("unsupported: %v", resp)
 		}
 	})
@@ -335,7 +335,8 @@ func TestRequests(t *testing.T) {
 func TestDisabledTopicLists(t *testing.T) {
 	ns, _ := startNameServer(t, func(c *Config) { c.EnableAllTopicList, c.EnableTopicList = false, false })
 	c := dial(t, ns)
-	for _, code := range []int32{remoting.GetAllTopicListFromNameServer, remoting.GetTopicsByCluster} {
+	for _, code := range []int32{remoting.GetAllTopicListFromNameServer, remoting.GetTopicsByCluster,
+		remoting.GetUnitTopicList, remoting.GetHasUnitSubTopicList, remoting.GetHasUnitSubUnUnitTopicList} {
 		if resp := invoke(t, c, code, map[string]string{"cluster": "C"}, nil); resp.Code != remoting.SystemError || resp.Remark != "disable" {
 			t.Fatalf("code %d: %v", code, resp)
 		}

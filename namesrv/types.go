@@ -1,6 +1,7 @@
 package namesrv
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 
@@ -144,22 +145,9 @@ type BrokerData struct {
 // brokerAddrs keys and no spaces: the Go client cuts the brokerAddrs text
 // at ',' and the first ':' itself, so a space would end up in an address.
 func (b *BrokerData) appendJSON(dst []byte) []byte {
-	dst = append(dst, `{"brokerAddrs":{`...)
-	ids := make([]int64, 0, len(b.BrokerAddrs))
-	for id := range b.BrokerAddrs {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for i, id := range ids {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, '"')
-		dst = strconv.AppendInt(dst, id, 10)
-		dst = append(dst, `":`...)
-		dst = remoting.AppendJSONString(dst, b.BrokerAddrs[id])
-	}
-	dst = append(dst, `},"brokerName":`...)
+	dst = append(dst, `{"brokerAddrs":`...)
+	dst = appendBrokerAddrs(dst, b.BrokerAddrs)
+	dst = append(dst, `,"brokerName":`...)
 	dst = remoting.AppendJSONString(dst, b.BrokerName)
 	dst = append(dst, `,"cluster":`...)
 	dst = remoting.AppendJSONString(dst, b.Cluster)
@@ -170,6 +158,36 @@ func (b *BrokerData) appendJSON(dst []byte) []byte {
 		dst = remoting.AppendJSONString(dst, b.ZoneName)
 	}
 	return append(dst, '}')
+}
+
+// appendBrokerAddrs writes a broker-id -> address map with quoted keys in
+// numeric order.
+func appendBrokerAddrs(dst []byte, addrs map[int64]string) []byte {
+	dst = append(dst, '{')
+	for i, id := range slices.Sorted(maps.Keys(addrs)) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '"')
+		dst = strconv.AppendInt(dst, id, 10)
+		dst = append(dst, `":`...)
+		dst = remoting.AppendJSONString(dst, addrs[id])
+	}
+	return append(dst, '}')
+}
+
+// appendMemberGroupJSON writes GET_BROKER_MEMBER_GROUP's body, RocketMQ's
+// GetBrokerMemberGroupResponseBody:
+//
+//	{"brokerMemberGroup":{"brokerAddrs":{"0":"10.0.0.1:10911"},"brokerName":"broker-a","cluster":"DefaultCluster"}}
+func appendMemberGroupJSON(dst []byte, cluster, brokerName string, addrs map[int64]string) []byte {
+	dst = append(dst, `{"brokerMemberGroup":{"brokerAddrs":`...)
+	dst = appendBrokerAddrs(dst, addrs)
+	dst = append(dst, `,"brokerName":`...)
+	dst = remoting.AppendJSONString(dst, brokerName)
+	dst = append(dst, `,"cluster":`...)
+	dst = remoting.AppendJSONString(dst, cluster)
+	return append(dst, "}}"...)
 }
 
 // TopicRouteData is the answer to GET_ROUTEINFO_BY_TOPIC.

@@ -1,0 +1,232 @@
+package namesrv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/magiconair/properties"
+
+	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// runtimeKeys are the settings UPDATE_NAMESRV_CONFIG may change while the
+// name server runs: the switches its handlers read on every request.
+// Everything else (the listener, the KV file, the scan period) is fixed at
+// start, and a change to it is refused with a remark that says to restart
+// rather than accepted and ignored.
+var runtimeKeys = map[string]bool{
+	"orderMessageEnable":             true,
+	"returnOrderTopicConfigToBroker": true,
+	"enableAllTopicList":             true,
+	"enableTopicList":                true,
+}
+
+// ConfigFrom builds a server configuration from the name server's
+// settings under RocketMQ's keys (bin/namesrv -c). file names the file
+// they were read from, into which UPDATE_NAMESRV_CONFIG writes its
+// changes back; empty keeps changes in memory.
+func ConfigFrom(n configs.Namesrv, file string) Config {
+	cfg := DefaultConfig()
+	cfg.Remoting.Addr = n.ListenAddr()
+	cfg.ScanInterval = n.ScanNotActiveBrokerInterval
+	cfg.OrderMessageEnable = n.OrderMessageEnable
+	cfg.ReturnOrderTopicConfigToBroker = n.ReturnOrderTopicConfigToBroker
+	cfg.EnableAllTopicList = n.EnableAllTopicList
+	cfg.EnableTopicList = n.EnableTopicList
+	cfg.DeleteTopicWithBrokerRegistration = n.DeleteTopicWithBrokerRegistration
+	cfg.KVConfigPath = n.KVConfigPath
+	cfg.Settings = &n
+	cfg.ConfigFile = file
+	return cfg
+}
+
+// settingsOf is the configuration in force at start under RocketMQ's
+// keys: cfg.Settings (or the defaults) with the fields of cfg itself,
+// which a caller may have set directly, winning.
+func settingsOf(cfg Config) configs.Namesrv {
+	n := configs.DefaultNamesrv()
+	if cfg.Settings != nil {
+		n = *cfg.Settings
+	}
+	n.ScanNotActiveBrokerInterval = cfg.ScanInterval
+	n.OrderMessageEnable = cfg.OrderMessageEnable
+	n.ReturnOrderTopicConfigToBroker = cfg.ReturnOrderTopicConfigToBroker
+	n.EnableAllTopicList = cfg.EnableAllTopicList
+	n.EnableTopicList = cfg.EnableTopicList
+	n.DeleteTopicWithBrokerRegistration = cfg.DeleteTopicWithBrokerRegistration
+	n.KVConfigPath = cfg.KVConfigPath
+	if host, port, err := net.SplitHostPort(cfg.Remoting.Addr); err == nil {
+		if p, err := strconv.Atoi(port); err == nil && p > 0 {
+			n.ListenPort = p
+		}
+		if host == "" {
+			host = "0.0.0.0"
+		}
+		n.BindAddress = host
+	}
+	return n
+}
+
+// settings returns the configuration in force. The result must not be
+// modified.
+func (s *Server) settings() *configs.Namesrv { return s.live.Load() }
+
+// updateConfig answers UPDATE_NAMESRV_CONFIG (mqadmin updateNamesrvConfig):
+// the body is a properties text of keys to set. A key of the black list is
+// refused with NO_PERMISSION as RocketMQ does; otherwise the update is all
+// or nothing: an unknown key, a value that does not parse or a change to a
+// key fixed while the name server runs refuses the whole body with a
+// remark naming the key. A change is written back into the file the name
+// server was started from.
+func (s *Server) updateConfig(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if len(req.Body) == 0 {
+		return success(req)
+	}
+	loader := properties.Loader{Encoding: properties.UTF8, DisableExpansion: true}
+	p, err := loader.LoadBytes(req.Body)
+	if err != nil {
+		s.log.Warn().Err(err).Stringer("conn", conn).Msg("update namesrv config: body is not a properties text")
+		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("update namesrv config: the body is not a properties text: %v", err))
+	}
+	props := p.Map()
+	if black := s.settings().BlackListed(props); len(black) > 0 {
+		s.log.Warn().Strs("keys", black).Stringer("conn", conn).Msg("update namesrv config refused: key in the black list")
+		return remoting.NewResponse(req, remoting.NoPermission, "Can not update config in black list.")
+	}
+	changed, unsaved, err := s.applyUpdate(props)
+	if err != nil {
+		s.log.Warn().Err(err).Stringer("conn", conn).Msg("update namesrv config refused")
+		return failure(req, remoting.SystemError, err)
+	}
+	if len(changed) > 0 {
+		s.log.Info().Stringer("conn", conn).Strs("keys", changed).Msg("namesrv config updated")
+	}
+	if unsaved != nil {
+		return remoting.NewResponse(req, remoting.Success,
+			fmt.Sprintf("in force, but not written back to the configuration file, so it lasts until restart: %v", unsaved))
+	}
+	return success(req)
+}
+
+// applyUpdate applies props to the configuration in force and returns the
+// keys whose value changed, and why they could not be written back to the
+// configuration file when they could not.
+func (s *Server) applyUpdate(props map[string]string) (changed []string, unsaved, err error) {
+	s.liveMu.Lock()
+	defer s.liveMu.Unlock()
+	old := s.settings()
+	next := *old
+	if _, err := next.Apply(props); err != nil {
+		return nil, nil, fmt.Errorf("update namesrv config: %w; nothing was changed", err)
+	}
+	before, after := old.Settings(), next.Settings()
+	for _, k := range slices.Sorted(maps.Keys(after)) {
+		if before[k] == after[k] {
+			continue
+		}
+		if !runtimeKeys[k] {
+			return nil, nil, fmt.Errorf("update namesrv config: %s cannot change while the name server runs (set it in the configuration file and restart); nothing was changed", k)
+		}
+		changed = append(changed, k)
+	}
+	if len(changed) == 0 {
+		return nil, nil, nil
+	}
+	if s.cfg.ConfigFile != "" {
+		persist := make(map[string]string, len(changed))
+		for _, k := range changed {
+			persist[k] = after[k]
+		}
+		if err := configs.PersistNamesrvSettings(s.cfg.ConfigFile, persist); err != nil {
+			// In force all the same, as in RocketMQ; the caller is told
+			// it lasts until restart.
+			unsaved = err
+			s.log.Error().Err(err).Strs("keys", changed).Msg("namesrv config changed in memory only: writing it back to the configuration file failed")
+		}
+	} else {
+		s.log.Warn().Strs("keys", changed).Msg("namesrv config changed in memory only: the name server was started without a configuration file")
+	}
+	s.live.Store(&next)
+	return changed, unsaved, nil
+}
+
+// getConfig answers GET_NAMESRV_CONFIG (mqadmin getNamesrvConfig): every
+// setting in force as "key=value" lines.
+func (s *Server) getConfig(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	resp := success(req)
+	resp.Body = configs.PropertiesText(s.settings().Settings())
+	return resp
+}
+
+// registerTopic answers REGISTER_TOPIC_IN_NAMESRV: the body is a
+// TopicRouteData whose queueDatas are added to the topic's route. Only its
+// queueDatas are read, so the brokerDatas a Java client writes with
+// fastjson's unquoted broker-id keys do not matter.
+func (s *Server) registerTopic(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic, err := remoting.Header(req.ExtFields).String("topic")
+	if err != nil {
+		return failure(req, remoting.SystemError, err)
+	}
+	queues, err := decodeQueueDatas(req.Body)
+	if err != nil {
+		s.log.Warn().Err(err).Stringer("conn", conn).Str("topic", topic).Msg("register topic: bad body")
+		return failure(req, remoting.SystemError, fmt.Errorf("register topic %s: %w", topic, err))
+	}
+	if len(queues) == 0 {
+		return success(req)
+	}
+	if err := s.reg.RegisterTopic(topic, queues); err != nil {
+		s.log.Warn().Err(err).Stringer("conn", conn).Msg("register topic refused")
+		return failure(req, remoting.SystemError, err)
+	}
+	s.log.Info().Str("topic", topic).Int("brokers", len(queues)).Msg("topic registered")
+	return success(req)
+}
+
+// decodeQueueDatas reads the queueDatas of a TopicRouteData body.
+func decodeQueueDatas(body []byte) ([]QueueData, error) {
+	if len(body) == 0 {
+		return nil, nil
+	}
+	members, err := adminbody.Members(body)
+	if err != nil {
+		return nil, fmt.Errorf("decode topic route data: %w", err)
+	}
+	for _, m := range members {
+		if string(m.Key) != `"queueDatas"` {
+			continue
+		}
+		var queues []QueueData
+		if err := json.Unmarshal(m.Value, &queues); err != nil {
+			return nil, fmt.Errorf("decode topic route data: queueDatas: %w", err)
+		}
+		for _, q := range queues {
+			if strings.TrimSpace(q.BrokerName) == "" {
+				return nil, fmt.Errorf("decode topic route data: a queue data entry has no brokerName")
+			}
+		}
+		return queues, nil
+	}
+	return nil, nil
+}
+
+// getBrokerMemberGroup answers GET_BROKER_MEMBER_GROUP: the addresses of a
+// broker group's members by id, under the cluster and name asked for.
+func (s *Server) getBrokerMemberGroup(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	r := remoting.Header(req.ExtFields).Reader()
+	cluster, name := r.String("clusterName"), r.String("brokerName")
+	if err := r.Err(); err != nil {
+		return failure(req, remoting.SystemError, err)
+	}
+	resp := success(req)
+	resp.Body = appendMemberGroupJSON(nil, cluster, name, s.reg.MemberGroup(name))
+	return resp
+}

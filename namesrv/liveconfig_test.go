@@ -1,0 +1,247 @@
+package namesrv
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// startFromFile starts a name server from a namesrv.properties holding
+// content, as bin/namesrv -c does, and returns it with the file's path.
+func startFromFile(t *testing.T, content string) (*Server, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "namesrv.properties")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := configs.LoadNamesrv(path, map[string]string{"kvConfigPath": "", "bindAddress": "127.0.0.1", "listenPort": "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, _ := startNameServer(t, func(c *Config) {
+		*c = ConfigFrom(loaded.Namesrv, path)
+		c.Remoting.EventLoops = 1
+	})
+	return ns, path
+}
+
+func configLines(t *testing.T, c *remoting.Client) map[string]string {
+	t.Helper()
+	resp := invoke(t, c, remoting.GetNamesrvConfig, nil, nil)
+	if resp.Code != remoting.Success {
+		t.Fatalf("get config: %v", resp)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSuffix(string(resp.Body), "\n"), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			t.Fatalf("config line %q is not key=value", line)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func TestGetNamesrvConfigReportsTheConfigurationInForce(t *testing.T) {
+	ns, _ := startFromFile(t, "scanNotActiveBrokerInterval=2000\nenableTopicList=false\nserverWorkerThreads=4\n")
+	got := configLines(t, dial(t, ns))
+	port := ns.Addr().String()[strings.LastIndexByte(ns.Addr().String(), ':')+1:]
+	for k, want := range map[string]string{
+		"listenPort":                  port,
+		"bindAddress":                 "127.0.0.1",
+		"scanNotActiveBrokerInterval": "2000",
+		"enableTopicList":             "false",
+		"enableAllTopicList":          "true",
+		"kvConfigPath":                "",
+	} {
+		if v, ok := got[k]; !ok || v != want {
+			t.Errorf("%s = %q (present %v), want %q", k, v, ok, want)
+		}
+	}
+	if len(got) != len(configs.NamesrvKeys()) {
+		t.Errorf("%d keys reported, want every key (%d): %v", len(got), len(configs.NamesrvKeys()), got)
+	}
+}
+
+func TestUpdateNamesrvConfig(t *testing.T) {
+	ns, path := startFromFile(t, "# ours\nenableAllTopicList=true\nconfigBlackList=configBlackList;enableTopicList\n")
+	c := dial(t, ns)
+	update := func(body string) *remoting.Command { return invoke(t, c, remoting.UpdateNamesrvConfig, nil, []byte(body)) }
+
+	if resp := invoke(t, c, remoting.GetAllTopicListFromNameServer, nil, nil); resp.Code != remoting.Success {
+		t.Fatalf("topic list before: %v", resp)
+	}
+	if resp := update("enableAllTopicList=false\norderMessageEnable=true\n"); resp.Code != remoting.Success || resp.Remark != "" {
+		t.Fatalf("update: %v", resp)
+	}
+	if resp := invoke(t, c, remoting.GetAllTopicListFromNameServer, nil, nil); resp.Code != remoting.SystemError || resp.Remark != "disable" {
+		t.Fatalf("topic list after it was disabled: %v", resp)
+	}
+	if got := configLines(t, c); got["enableAllTopicList"] != "false" || got["orderMessageEnable"] != "true" {
+		t.Fatalf("config after update: %v", got)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "# ours\nenableAllTopicList=false\nconfigBlackList=configBlackList;enableTopicList\norderMessageEnable=true\n"; string(raw) != want {
+		t.Fatalf("file after update:\n%s\nwant\n%s", raw, want)
+	}
+	// What the file now says is what a restart runs with.
+	reloaded, err := configs.LoadNamesrv(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reloaded.Namesrv.EnableAllTopicList || !reloaded.Namesrv.OrderMessageEnable {
+		t.Fatalf("reloaded %+v", reloaded.Namesrv)
+	}
+
+	for _, tc := range []struct {
+		body   string
+		code   int32
+		remark string
+	}{
+		{"kvConfigPath=/tmp/kv.json", remoting.NoPermission, "black list"},
+		{"rocketmqHome=/opt", remoting.NoPermission, "black list"},
+		{"enableTopicList=false", remoting.NoPermission, "black list"}, // named by configBlackList
+		{"listenPort=1\nenableAllTopicList=true", remoting.SystemError, "listenPort cannot change while the name server runs"},
+		{"noSuchKey=1", remoting.SystemError, "unknown key noSuchKey"},
+		{"enableAllTopicList=perhaps", remoting.SystemError, "enableAllTopicList"},
+		{"enableAllTopicList=\\uZZZZ", remoting.SystemError, "not a properties text"},
+	} {
+		resp := update(tc.body)
+		if resp.Code != tc.code || !strings.Contains(resp.Remark, tc.remark) {
+			t.Errorf("update %q: %v, want code %d with %q", tc.body, resp, tc.code, tc.remark)
+		}
+	}
+	// None of the refused updates changed anything.
+	if got := configLines(t, c); got["enableAllTopicList"] != "false" || got["enableTopicList"] != "true" || got["listenPort"] == "1" {
+		t.Fatalf("config after refused updates: %v", got)
+	}
+	if raw2, _ := os.ReadFile(path); string(raw2) != string(raw) {
+		t.Fatalf("a refused update rewrote the file:\n%s", raw2)
+	}
+}
+
+// Without a configuration file an update is in force until the server
+// stops; with a file it cannot write, it is in force and the caller is
+// told it was not saved.
+func TestUpdateNamesrvConfigWithoutAWritableFile(t *testing.T) {
+	ns, logs := startNameServer(t, nil)
+	c := dial(t, ns)
+	if resp := invoke(t, c, remoting.UpdateNamesrvConfig, nil, []byte("enableTopicList=false")); resp.Code != remoting.Success {
+		t.Fatalf("update: %v", resp)
+	}
+	if resp := invoke(t, c, remoting.GetTopicsByCluster, map[string]string{"cluster": "C"}, nil); resp.Remark != "disable" {
+		t.Fatalf("topics by cluster after the update: %v", resp)
+	}
+	if !strings.Contains(logs.String(), "without a configuration file") {
+		t.Errorf("the in-memory change was not logged: %s", logs)
+	}
+
+	ns2, path := startFromFile(t, "enableTopicList=true\n")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	c2 := dial(t, ns2)
+	resp := invoke(t, c2, remoting.UpdateNamesrvConfig, nil, []byte("enableTopicList=false"))
+	if resp.Code != remoting.Success || !strings.Contains(resp.Remark, "lasts until restart") {
+		t.Fatalf("update with the file gone: %v", resp)
+	}
+	if got := configLines(t, c2); got["enableTopicList"] != "false" {
+		t.Fatalf("not in force: %v", got)
+	}
+}
+
+func TestRegisterTopicInNamesrv(t *testing.T) {
+	ns, logs := startNameServer(t, nil)
+	c := dial(t, ns)
+	if _, err := ns.Registry().Register(RegisterRequest{ClusterName: "C", BrokerName: "broker-a", BrokerAddr: "10.0.0.1:10911",
+		Body: topicsBody(1, "T:4:4:6", "TBW102:8:8:7")}); err != nil {
+		t.Fatal(err)
+	}
+	// As a Java admin client writes it: fastjson with unquoted broker ids.
+	body := `{"brokerDatas":[{"brokerAddrs":{0:"10.0.0.1:10911"},"brokerName":"broker-a","cluster":"C"}],` +
+		`"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":2,"topicSysFlag":0,"writeQueueNums":3}]}`
+	if resp := invoke(t, c, remoting.RegisterTopicInNamesrv, map[string]string{"topic": "NEW"}, []byte(body)); resp.Code != remoting.Success {
+		t.Fatalf("register topic: %v", resp)
+	}
+	route := invoke(t, c, remoting.GetRouteInfoByTopic, map[string]string{"topic": "NEW"}, nil)
+	if route.Code != remoting.Success || !strings.Contains(string(route.Body),
+		`"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":2,"topicSysFlag":0,"writeQueueNums":3}]`) {
+		t.Fatalf("route of the registered topic: %v %s", route, route.Body)
+	}
+
+	// A group that has not registered: refused, and nothing changes.
+	unknown := `{"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":8,"writeQueueNums":8},` +
+		`{"brokerName":"broker-z","perm":6,"readQueueNums":8,"writeQueueNums":8}]}`
+	resp := invoke(t, c, remoting.RegisterTopicInNamesrv, map[string]string{"topic": "NEW"}, []byte(unknown))
+	if resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, "broker-z") {
+		t.Fatalf("register on an unknown broker: %v", resp)
+	}
+	if !strings.Contains(logs.String(), "register topic refused") {
+		t.Error("the refusal was not logged")
+	}
+	if again := invoke(t, c, remoting.GetRouteInfoByTopic, map[string]string{"topic": "NEW"}, nil); string(again.Body) != string(route.Body) {
+		t.Fatalf("a refused registration changed the route:\n%s\nwas\n%s", again.Body, route.Body)
+	}
+
+	// A wiped write permission stays wiped.
+	ns.Registry().WipeWritePerm("broker-a")
+	if resp := invoke(t, c, remoting.RegisterTopicInNamesrv, map[string]string{"topic": "WIPED"},
+		[]byte(`{"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":1,"writeQueueNums":1}]}`)); resp.Code != remoting.Success {
+		t.Fatalf("register on a wiped broker: %v", resp)
+	}
+	if r := invoke(t, c, remoting.GetRouteInfoByTopic, map[string]string{"topic": "WIPED"}, nil); !strings.Contains(string(r.Body), `"perm":4`) {
+		t.Fatalf("route on a wiped broker %s", r.Body)
+	}
+
+	for _, tc := range []struct {
+		ext    map[string]string
+		body   string
+		remark string
+	}{
+		{nil, body, "topic"},
+		{map[string]string{"topic": "X"}, `{"queueDatas":[`, "decode topic route data"},
+		{map[string]string{"topic": "X"}, `{"queueDatas":[{"perm":6}]}`, "no brokerName"},
+		{map[string]string{"topic": "X"}, `{"queueDatas":{"brokerName":"broker-a"}}`, "queueDatas"},
+	} {
+		if resp := invoke(t, c, remoting.RegisterTopicInNamesrv, tc.ext, []byte(tc.body)); resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, tc.remark) {
+			t.Errorf("register %v %q: %v, want an error naming %q", tc.ext, tc.body, resp, tc.remark)
+		}
+	}
+	if _, ok := ns.Registry().Route("X"); ok {
+		t.Fatal("a bad registration created a route")
+	}
+	// No queue data: nothing to do, as RocketMQ.
+	if resp := invoke(t, c, remoting.RegisterTopicInNamesrv, map[string]string{"topic": "EMPTY"}, []byte(`{"queueDatas":[]}`)); resp.Code != remoting.Success {
+		t.Fatalf("empty registration: %v", resp)
+	}
+}
+
+func TestGetBrokerMemberGroup(t *testing.T) {
+	ns, _ := startNameServer(t, nil)
+	c := dial(t, ns)
+	for id, addr := range map[int64]string{0: "10.0.0.1:10911", 1: "10.0.0.2:10911"} {
+		if _, err := ns.Registry().Register(RegisterRequest{ClusterName: "C", BrokerName: "broker-a", BrokerAddr: addr, BrokerID: id,
+			Body: topicsBody(1, "T:4:4:6", "TBW102:8:8:7")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ broker, want string }{
+		{"broker-a", `{"brokerMemberGroup":{"brokerAddrs":{"0":"10.0.0.1:10911","1":"10.0.0.2:10911"},"brokerName":"broker-a","cluster":"C"}}`},
+		{"broker-x", `{"brokerMemberGroup":{"brokerAddrs":{},"brokerName":"broker-x","cluster":"C"}}`},
+	} {
+		resp := invoke(t, c, remoting.GetBrokerMemberGroup, map[string]string{"clusterName": "C", "brokerName": tc.broker}, nil)
+		if resp.Code != remoting.Success || string(resp.Body) != tc.want {
+			t.Errorf("member group of %s: %v %s, want %s", tc.broker, resp, resp.Body, tc.want)
+		}
+	}
+	if resp := invoke(t, c, remoting.GetBrokerMemberGroup, map[string]string{"clusterName": "C"}, nil); resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, "brokerName") {
+		t.Fatalf("without brokerName: %v", resp)
+	}
+}
