@@ -70,7 +70,9 @@ func TestGetNamesrvConfigReportsTheConfigurationInForce(t *testing.T) {
 func TestUpdateNamesrvConfig(t *testing.T) {
 	ns, path := startFromFile(t, "# ours\nenableAllTopicList=true\nconfigBlackList=configBlackList;enableTopicList\n")
 	c := dial(t, ns)
-	update := func(body string) *remoting.Command { return invoke(t, c, remoting.UpdateNamesrvConfig, nil, []byte(body)) }
+	update := func(body string) *remoting.Command {
+		return invoke(t, c, remoting.UpdateNamesrvConfig, nil, []byte(body))
+	}
 
 	if resp := invoke(t, c, remoting.GetAllTopicListFromNameServer, nil, nil); resp.Code != remoting.Success {
 		t.Fatalf("topic list before: %v", resp)
