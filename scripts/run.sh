@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p data
-bin/namesrv --listen :9876 &
+bin/namesrv --listen :9876 --kv-config ./data/namesrv/kvConfig.json &
 ns=$!
 br=
 stop() {

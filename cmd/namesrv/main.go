@@ -1,34 +1,41 @@
 // Command namesrv runs a RocketMQ-compatible name server.
 //
-//	namesrv --listen :9876 --log-level info
+//	namesrv [-c namesrv.properties] [--listen :9876] [--log-level info]
 //
-// It stops cleanly on SIGINT or SIGTERM: connections are closed and every
-// goroutine is awaited before it exits.
+// -c reads RocketMQ's namesrv.properties keys (or the same keys in YAML;
+// configs/namesrv.yaml documents them); flags given on the command line win
+// over the file. -p prints the configuration that would run and exits, as
+// mqnamesrv -p does. It stops cleanly on SIGINT or SIGTERM: connections are
+// closed and every goroutine is awaited before it exits.
 package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/logging"
 	"github.com/rocketkv/rocketkv/namesrv"
 )
 
 // options are the command-line flags.
 type options struct {
-	listen       string
-	logLevel     string
-	logFormat    string
-	kvConfig     string
-	orderMessage bool
+	config       string
+	print        bool
 	shutdownWait time.Duration
+	// overrides are the configuration keys set by flags given on the
+	// command line; they win over the file.
+	overrides map[string]string
 }
 
 func main() {
@@ -39,7 +46,11 @@ func main() {
 }
 
 func newCommand() *cobra.Command {
-	var o options
+	var (
+		o                                     options
+		listen, logLevel, logFormat, kvConfig string
+		orderMessage                          bool
+	)
 	cmd := &cobra.Command{
 		Use:           "namesrv",
 		Short:         "RocketMQ-compatible name server",
@@ -47,33 +58,81 @@ func newCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := cmd.Flags()
+			o.overrides = map[string]string{}
+			if f.Changed("listen") {
+				if err := listenOverrides(listen, o.overrides); err != nil {
+					return err
+				}
+			}
+			for flag, key := range map[string]string{"log-level": "logLevel", "log-format": "logFormat", "kv-config": "kvConfigPath"} {
+				if f.Changed(flag) {
+					o.overrides[key], _ = f.GetString(flag)
+				}
+			}
+			if f.Changed("order-message-enable") {
+				o.overrides["orderMessageEnable"] = strconv.FormatBool(orderMessage)
+			}
+			if o.print {
+				return printConfig(cmd.OutOrStdout(), o)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			return run(ctx, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.listen, "listen", ":9876", "listen address")
-	f.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn or error")
-	f.StringVar(&o.logFormat, "log-format", string(logging.Auto), "log format: auto, console or json")
-	f.StringVar(&o.kvConfig, "kv-config", "", "file persisting the KV configuration (Java's kvConfig.json); empty keeps it in memory")
-	f.BoolVar(&o.orderMessage, "order-message-enable", false, "add orderTopicConf from the ORDER_TOPIC_CONFIG namespace to routes")
+	f.StringVarP(&o.config, "config", "c", "", "namesrv.properties or YAML configuration file (RocketMQ's keys, see configs/namesrv.yaml)")
+	f.BoolVarP(&o.print, "print-config", "p", false, "print the configuration that would run, then exit")
+	f.StringVar(&listen, "listen", ":9876", "listen address (overrides bindAddress and listenPort)")
+	f.StringVar(&logLevel, "log-level", "info", "log level: trace, debug, info, warn or error (overrides logLevel)")
+	f.StringVar(&logFormat, "log-format", string(logging.Auto), "log format: auto, console or json (overrides logFormat)")
+	f.StringVar(&kvConfig, "kv-config", "", "file persisting the KV configuration, Java's kvConfig.json (overrides kvConfigPath; empty keeps it in memory)")
+	f.BoolVar(&orderMessage, "order-message-enable", false, "add orderTopicConf from the ORDER_TOPIC_CONFIG namespace to routes (overrides orderMessageEnable)")
 	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 10*time.Second, "how long a shutdown may take")
 	return cmd
 }
 
+// listenOverrides turns a --listen address into bindAddress and listenPort.
+func listenOverrides(listen string, overrides map[string]string) error {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %w", listen, err)
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	overrides["bindAddress"] = host
+	overrides["listenPort"] = port
+	return nil
+}
+
+// printConfig writes the configuration that would run as key=value lines.
+func printConfig(w io.Writer, o options) error {
+	loaded, err := configs.LoadNamesrv(o.config, o.overrides)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(configs.PropertiesText(loaded.Namesrv.Settings()))
+	return err
+}
+
 // run serves until ctx is done, then shuts down.
 func run(ctx context.Context, o options) error {
-	log, err := logging.New(os.Stderr, o.logLevel, logging.Format(o.logFormat))
+	loaded, err := configs.LoadNamesrv(o.config, o.overrides)
+	if err != nil {
+		return err
+	}
+	set := loaded.Namesrv
+	log, err := logging.New(os.Stderr, set.LogLevel, logging.Format(set.LogFormat))
 	if err != nil {
 		return err
 	}
 	log = log.With().Str("component", "namesrv").Logger()
-	cfg := namesrv.DefaultConfig()
-	cfg.Remoting.Addr = o.listen
-	cfg.KVConfigPath = o.kvConfig
-	cfg.OrderMessageEnable = o.orderMessage
-	srv, err := namesrv.NewServer(cfg, log)
+	for _, k := range loaded.UnknownKeys {
+		log.Warn().Str("key", k).Str("file", o.config).Msg("unknown configuration key ignored")
+	}
+	srv, err := namesrv.NewServer(namesrv.ConfigFrom(set, o.config), log)
 	if err != nil {
 		return err
 	}

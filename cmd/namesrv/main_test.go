@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -108,15 +109,34 @@ func TestServesAndStopsOnSignal(t *testing.T) {
 	}
 }
 
-func TestBadFlags(t *testing.T) {
-	if err := run(context.Background(), options{listen: "127.0.0.1:0", logLevel: "loud", logFormat: "json"}); err == nil {
-		t.Fatal("bad log level accepted")
-	}
+// execute runs the namesrv command with args in this process.
+func execute(t *testing.T, args ...string) (string, error) {
+	t.Helper()
 	cmd := newCommand()
-	cmd.SetArgs([]string{"extra"})
-	cmd.SetOut(&bytes.Buffer{})
-	if err := cmd.Execute(); err == nil {
+	cmd.SetArgs(args)
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestBadFlags(t *testing.T) {
+	if _, err := execute(t, "--listen", "127.0.0.1:0", "--log-level", "loud", "--log-format", "json"); err == nil || !strings.Contains(err.Error(), "logLevel") {
+		t.Fatalf("bad log level: %v", err)
+	}
+	if _, err := execute(t, "extra"); err == nil {
 		t.Fatal("positional argument accepted")
+	}
+	if _, err := execute(t, "--listen", "nowhere"); err == nil || !strings.Contains(err.Error(), "--listen") {
+		t.Fatalf("listen address without a port: %v", err)
+	}
+	if _, err := execute(t, "-c", filepath.Join(t.TempDir(), "missing.properties")); err == nil || !strings.Contains(err.Error(), "missing.properties") {
+		t.Fatalf("missing config file: %v", err)
+	}
+	bad := writeConfig(t, "namesrv.properties", "listenPort=99999\n")
+	if _, err := execute(t, "-c", bad); err == nil || !strings.Contains(err.Error(), "listenPort") {
+		t.Fatalf("bad listenPort: %v", err)
 	}
 	busy := freeAddr(t)
 	ln, err := net.Listen("tcp", busy)
@@ -124,7 +144,80 @@ func TestBadFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if err := run(context.Background(), options{listen: busy, logLevel: "error", logFormat: "json"}); err == nil {
+	if _, err := execute(t, "--listen", busy, "--log-level", "error", "--log-format", "json"); err == nil {
 		t.Fatal("listening on a busy address succeeded")
+	}
+}
+
+func writeConfig(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// -p prints what would run: the file's keys, with flags given on the
+// command line winning, and the defaults for the rest.
+func TestPrintConfig(t *testing.T) {
+	file := writeConfig(t, "namesrv.properties", "listenPort=19876\norderMessageEnable=true\nlogLevel=warn\nserverWorkerThreads=8\n")
+	out, err := execute(t, "-c", file, "-p", "--log-level", "debug", "--kv-config", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"listenPort=19876\n", "bindAddress=0.0.0.0\n", "orderMessageEnable=true\n",
+		"logLevel=debug\n", "kvConfigPath=\n", "enableAllTopicList=true\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("printed configuration lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = execute(t, "-c", file, "-p", "--listen", "127.0.0.1:9999")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "listenPort=9999\n") || !strings.Contains(out, "bindAddress=127.0.0.1\n") {
+		t.Errorf("--listen did not win over the file:\n%s", out)
+	}
+}
+
+// A name server started with -c serves on the file's port, and an
+// UPDATE_NAMESRV_CONFIG is written back into the file.
+func TestServesFromConfigFile(t *testing.T) {
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	file := writeConfig(t, "namesrv.properties", "# RocketMQ's\nlistenPort="+port+"\nbindAddress=127.0.0.1\nkvConfigPath=\nenableAllTopicList=true\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, options{config: file, shutdownWait: 5 * time.Second}) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer dcancel()
+	var c *remoting.Client
+	for c == nil {
+		var err error
+		if c, err = remoting.Dial(dctx, addr, remoting.ClientOptions{}); err != nil {
+			if dctx.Err() != nil {
+				t.Fatalf("name server never listened on the file's port: %v", err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	defer c.Close()
+	resp, err := c.Invoke(dctx, remoting.NewRequest(remoting.UpdateNamesrvConfig, nil, []byte("enableAllTopicList=false")))
+	if err != nil || resp.Code != remoting.Success {
+		t.Fatalf("update: %v %v", resp, err)
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), "enableAllTopicList=false\n") || !strings.HasPrefix(string(raw), "# RocketMQ's\n") {
+		t.Fatalf("file after the update:\n%s", raw)
 	}
 }
