@@ -23,21 +23,11 @@ func updateBrokerConfigCmd(g *globals) *cobra.Command {
 		Short: "change a running broker's settings (UPDATE_BROKER_CONFIG), e.g. -k brokerPermission -v 4 to stop sends to it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var body strings.Builder
-			if key != "" {
-				fmt.Fprintf(&body, "%s=%s\n", key, value)
+			body, err := settingsBody(key, value, pairs)
+			if err != nil {
+				return err
 			}
-			for _, p := range pairs {
-				if !strings.Contains(p, "=") {
-					return fmt.Errorf("--set %q: want key=value", p)
-				}
-				body.WriteString(p)
-				body.WriteByte('\n')
-			}
-			if body.Len() == 0 {
-				return fmt.Errorf("nothing to set: give -k and -v, or --set key=value")
-			}
-			if _, err := g.invoke(cmd.Context(), g.broker, remoting.UpdateBrokerConfig, nil, []byte(body.String())); err != nil {
+			if _, err := g.invoke(cmd.Context(), g.broker, remoting.UpdateBrokerConfig, nil, body); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "update broker config success, %s\n", g.broker)
@@ -49,6 +39,86 @@ func updateBrokerConfigCmd(g *globals) *cobra.Command {
 	f.StringVarP(&value, "value", "v", "", "value of --key")
 	f.StringArrayVar(&pairs, "set", nil, "key=value to set (repeatable)")
 	return cmd
+}
+
+// settingsBody is the properties text of an UPDATE_*_CONFIG request: -k
+// and -v, then every --set key=value.
+func settingsBody(key, value string, pairs []string) ([]byte, error) {
+	var body strings.Builder
+	if key != "" {
+		fmt.Fprintf(&body, "%s=%s\n", key, value)
+	}
+	for _, p := range pairs {
+		if !strings.Contains(p, "=") {
+			return nil, fmt.Errorf("--set %q: want key=value", p)
+		}
+		body.WriteString(p)
+		body.WriteByte('\n')
+	}
+	if body.Len() == 0 {
+		return nil, fmt.Errorf("nothing to set: give -k and -v, or --set key=value")
+	}
+	return []byte(body.String()), nil
+}
+
+// updateNamesrvConfigCmd is mqadmin updateNamesrvConfig: set keys of every
+// name server of -n (written back into their configuration files).
+func updateNamesrvConfigCmd(g *globals) *cobra.Command {
+	var key, value string
+	var pairs []string
+	cmd := &cobra.Command{
+		Use:   "updateNamesrvConfig",
+		Short: "change the name servers' settings (UPDATE_NAMESRV_CONFIG), e.g. -k orderMessageEnable -v true",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			body, err := settingsBody(key, value, pairs)
+			if err != nil {
+				return err
+			}
+			var failed []string
+			for _, addr := range namesrv.ParseNameServers(g.namesrv) {
+				if _, err := g.invoke(cmd.Context(), addr, remoting.UpdateNamesrvConfig, nil, body); err != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "update name server config failed, %s: %v\n", addr, err)
+					failed = append(failed, addr)
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "update name server config success, %s\n", addr)
+			}
+			if len(failed) > 0 {
+				return fmt.Errorf("update name server config failed on %s", strings.Join(failed, ", "))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&key, "key", "k", "", "key to set")
+	f.StringVarP(&value, "value", "v", "", "value of --key")
+	f.StringArrayVar(&pairs, "set", nil, "key=value to set (repeatable)")
+	return cmd
+}
+
+// getNamesrvConfigCmd is mqadmin getNamesrvConfig: the settings of every
+// name server of -n, each under a line naming it.
+func getNamesrvConfigCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "getNamesrvConfig",
+		Short: "print the name servers' settings (GET_NAMESRV_CONFIG)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			for _, addr := range namesrv.ParseNameServers(g.namesrv) {
+				resp, err := g.invoke(cmd.Context(), addr, remoting.GetNamesrvConfig, nil, nil)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "============%s============\n", addr)
+				if _, err := out.Write(resp.Body); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
 }
 
 // getBrokerConfigCmd is mqadmin getBrokerConfig.

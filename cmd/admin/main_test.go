@@ -171,6 +171,30 @@ func TestDrainCommands(t *testing.T) {
 	}
 }
 
+func TestNamesrvConfig(t *testing.T) {
+	ns, _ := startCluster(t)
+	out, err := run(t, "getNamesrvConfig", "-n", ns)
+	if err != nil || !strings.Contains(out, "============"+ns+"============\n") || !strings.Contains(out, "enableAllTopicList=true\n") {
+		t.Fatalf("getNamesrvConfig: %v\n%s", err, out)
+	}
+	out, err = run(t, "updateNamesrvConfig", "-n", ns, "-k", "enableAllTopicList", "-v", "false")
+	if err != nil || !strings.Contains(out, "update name server config success, "+ns) {
+		t.Fatalf("updateNamesrvConfig: %q %v", out, err)
+	}
+	if out, err := run(t, "getNamesrvConfig", "-n", ns); err != nil || !strings.Contains(out, "enableAllTopicList=false\n") {
+		t.Fatalf("getNamesrvConfig after the update: %v\n%s", err, out)
+	}
+	if _, err := run(t, "topicList", "-n", ns); err == nil || !strings.Contains(err.Error(), "disable") {
+		t.Fatalf("topicList with the list disabled: %v", err)
+	}
+	if _, err := run(t, "updateNamesrvConfig", "-n", ns, "-k", "kvConfigPath", "-v", "/x"); err == nil || !strings.Contains(err.Error(), ns) {
+		t.Fatalf("black-listed key: %v", err)
+	}
+	if _, err := run(t, "updateNamesrvConfig", "-n", ns); err == nil || !strings.Contains(err.Error(), "nothing to set") {
+		t.Fatalf("nothing to set: %v", err)
+	}
+}
+
 func TestQueryCq(t *testing.T) {
 	_, br := startCluster(t)
 	if _, err := run(t, "updateTopic", "-b", br, "-t", "CqT", "--read", "1", "--write", "1"); err != nil {
