@@ -76,6 +76,7 @@ const (
 	GetConsumerConnectionList            int32 = 203 // GET_CONSUMER_CONNECTION_LIST
 	GetProducerConnectionList            int32 = 204 // GET_PRODUCER_CONNECTION_LIST
 	GetConsumeStats                      int32 = 208 // GET_CONSUME_STATS
+	ViewBrokerStatsData                  int32 = 315 // VIEW_BROKER_STATS_DATA: mqadmin statsAll, the dashboard
 	GetBrokerConsumeStats                int32 = 317 // GET_BROKER_CONSUME_STATS
 	GetAllConsumerOffset                 int32 = 43  // GET_ALL_CONSUMER_OFFSET
 	InvokeBrokerToResetOffset            int32 = 222 // INVOKE_BROKER_TO_RESET_OFFSET

@@ -1,0 +1,289 @@
+package brokerstats
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The statistics kept, under RocketMQ's names (BrokerStatsManager), with
+// the key each is kept by.
+const (
+	// TopicPutNums counts messages stored per topic (one call per send).
+	TopicPutNums = "TOPIC_PUT_NUMS"
+	// TopicPutSize counts bytes stored per topic.
+	TopicPutSize = "TOPIC_PUT_SIZE"
+	// GroupGetNums counts messages delivered per "topic@group".
+	GroupGetNums = "GROUP_GET_NUMS"
+	// GroupGetSize counts bytes delivered per "topic@group".
+	GroupGetSize = "GROUP_GET_SIZE"
+	// SendBackPutNums counts consumer send-backs per "topic@group".
+	SendBackPutNums = "SNDBCK_PUT_NUMS"
+	// BrokerPutNums counts messages stored, under the cluster name.
+	BrokerPutNums = "BROKER_PUT_NUMS"
+	// BrokerGetNums counts messages delivered, under the cluster name.
+	BrokerGetNums = "BROKER_GET_NUMS"
+)
+
+// names lists every statistic kept.
+var names = []string{TopicPutNums, TopicPutSize, GroupGetNums, GroupGetSize, SendBackPutNums, BrokerPutNums, BrokerGetNums}
+
+// GroupKey is the key of the per-group statistics: "topic@group".
+func GroupKey(topic, group string) string { return topic + "@" + group }
+
+// rateSamples is how many per-second samples the store rates keep: ten
+// minutes and one (RocketMQ's StoreStatsService).
+const rateSamples = 601
+
+// rate is a cumulative counter sampled every second, for the
+// "10 s, 1 min, 10 min" rates of GET_BROKER_RUNTIME_INFO.
+type rate struct {
+	total   atomic.Int64
+	samples []sample // guarded by Stats.mu, oldest first
+}
+
+// tps is the rate over the last seconds seconds, or false before that many
+// seconds were sampled.
+func (r *rate) tps(seconds int) (float64, bool) {
+	n := len(r.samples)
+	if n <= seconds {
+		return 0, false
+	}
+	first, last := r.samples[n-1-seconds], r.samples[n-1]
+	d := last.at.Sub(first.at)
+	if d <= 0 {
+		return 0, true
+	}
+	return float64(last.value-first.value) * float64(time.Second) / float64(d), true
+}
+
+// Stats is the broker's statistics: the sets VIEW_BROKER_STATS_DATA reads,
+// the store rates and day totals GET_BROKER_RUNTIME_INFO reports. It is
+// safe for concurrent use. Run samples it; without Run the counters still
+// count but every window stays empty.
+type Stats struct {
+	cluster string
+	now     func() time.Time
+	sets    map[string]*Set
+
+	put, getFound, getMiss, transferred rate
+	putBytes                            atomic.Int64
+	getMessages                         atomic.Int64
+
+	mu          sync.Mutex // guards the samples, the schedule and the day totals
+	nextMinute  time.Time
+	nextHour    time.Time
+	nextDay     time.Time
+	nextMorning time.Time
+	// Totals of stored and delivered messages at the last two local
+	// midnights (RocketMQ's BrokerStats).
+	putYesterdayMorning, putTodayMorning int64
+	getYesterdayMorning, getTodayMorning int64
+}
+
+// New returns empty statistics for a broker of cluster; now is the clock
+// (time.Now when nil).
+func New(cluster string, now func() time.Time) *Stats {
+	if now == nil {
+		now = time.Now
+	}
+	s := &Stats{cluster: cluster, now: now, sets: make(map[string]*Set, len(names))}
+	for _, n := range names {
+		s.sets[n] = &Set{name: n, now: now}
+	}
+	return s
+}
+
+// Set returns the statistic called name, or false for a name not kept.
+func (s *Stats) Set(name string) (*Set, bool) {
+	set, ok := s.sets[name]
+	return set, ok
+}
+
+// Lookup returns the item of statistic name under key, or false when there
+// is none (VIEW_BROKER_STATS_DATA answers "not exist").
+func (s *Stats) Lookup(name, key string) (*Item, bool) {
+	set, ok := s.sets[name]
+	if !ok {
+		return nil, false
+	}
+	return set.Item(key)
+}
+
+// Put records a send of msgs messages (bytes in all) stored to topic.
+func (s *Stats) Put(topic string, msgs int, bytes int64) {
+	s.sets[TopicPutNums].Add(topic, int64(msgs), 1)
+	s.sets[TopicPutSize].Add(topic, bytes, 1)
+	s.sets[BrokerPutNums].Add(s.cluster, int64(msgs), 1)
+	s.put.total.Add(int64(msgs))
+	s.putBytes.Add(bytes)
+}
+
+// Get records a read (pull or pop) that delivered msgs messages (bytes in
+// all) of topic to group.
+func (s *Stats) Get(group, topic string, msgs int, bytes int64) {
+	key := GroupKey(topic, group)
+	s.sets[GroupGetNums].Add(key, int64(msgs), 1)
+	s.sets[GroupGetSize].Add(key, bytes, 1)
+	s.sets[BrokerGetNums].Add(s.cluster, int64(msgs), 1)
+	s.getFound.total.Add(1)
+	s.transferred.total.Add(int64(msgs))
+	s.getMessages.Add(int64(msgs))
+}
+
+// Miss records a read that found nothing to deliver.
+func (s *Stats) Miss() { s.getMiss.total.Add(1) }
+
+// SendBack records a consumer's send-back of a message of topic.
+func (s *Stats) SendBack(group, topic string) {
+	s.sets[SendBackPutNums].Add(GroupKey(topic, group), 1, 1)
+}
+
+// TopicDeleted drops the items of a deleted topic, as RocketMQ does.
+func (s *Stats) TopicDeleted(topic string) {
+	s.sets[TopicPutNums].Delete(topic)
+	s.sets[TopicPutSize].Delete(topic)
+	for _, n := range []string{GroupGetNums, GroupGetSize, SendBackPutNums} {
+		s.sets[n].DeletePrefix(topic + "@")
+	}
+}
+
+// GroupTPS is the rate at which group got messages of topic over the last
+// minute (GET_CONSUME_STATS' consumeTps).
+func (s *Stats) GroupTPS(group, topic string) float64 {
+	it, ok := s.sets[GroupGetNums].Item(GroupKey(topic, group))
+	if !ok {
+		return 0
+	}
+	return it.Minute().TPS
+}
+
+// PutMessages is the number of messages stored since start.
+func (s *Stats) PutMessages() int64 { return s.put.total.Load() }
+
+// PutBytes is the number of message bytes stored since start.
+func (s *Stats) PutBytes() int64 { return s.putBytes.Load() }
+
+// GetMessages is the number of messages delivered since start.
+func (s *Stats) GetMessages() int64 { return s.getMessages.Load() }
+
+// Run samples the statistics every second until ctx ends.
+func (s *Stats) Run(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	s.Tick()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.Tick()
+		}
+	}
+}
+
+// Tick takes the samples due at the clock's time: the store rates every
+// call (Run calls it every second), the minute windows every 10 s, the hour
+// windows every 10 min, the day windows every hour, and the day totals at
+// local midnight. The first call takes every sample.
+func (s *Stats) Tick() {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range []*rate{&s.put, &s.getFound, &s.getMiss, &s.transferred} {
+		r.samples = append(r.samples, sample{at: now, value: r.total.Load()})
+		if len(r.samples) > rateSamples {
+			r.samples = append(r.samples[:0], r.samples[len(r.samples)-rateSamples:]...)
+		}
+	}
+	if s.nextMorning.IsZero() {
+		s.nextMorning = nextMidnight(now)
+	}
+	for !now.Before(s.nextMorning) {
+		s.putYesterdayMorning, s.putTodayMorning = s.putTodayMorning, s.put.total.Load()
+		s.getYesterdayMorning, s.getTodayMorning = s.getTodayMorning, s.getMessages.Load()
+		s.nextMorning = nextMidnight(s.nextMorning.Add(time.Hour))
+	}
+	if !now.Before(s.nextMinute) {
+		for _, set := range s.sets {
+			set.sampleMinute(now)
+		}
+		s.nextMinute = now.Add(minutePeriod)
+	}
+	if !now.Before(s.nextHour) {
+		for _, set := range s.sets {
+			set.sampleHour(now)
+		}
+		s.nextHour = now.Add(hourPeriod)
+	}
+	if !now.Before(s.nextDay) {
+		for _, set := range s.sets {
+			set.sampleDay(now)
+		}
+		s.nextDay = now.Add(dayPeriod)
+	}
+}
+
+// nextMidnight is the first local midnight after t.
+func nextMidnight(t time.Time) time.Time {
+	y, m, d := t.Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, t.Location())
+}
+
+// Runtime adds the statistics GET_BROKER_RUNTIME_INFO reports, under
+// RocketMQ's names, to table: putTps, getFoundTps, getMissTps, getTotalTps
+// and getTransferredTps as "10s 1min 10min" rates (a rate not yet
+// measurable is left out of its string, as RocketMQ does), and the day
+// totals msgPutTotalTodayNow, msgPutTotalTodayMorning,
+// msgPutTotalYesterdayMorning and their msgGet counterparts.
+func (s *Stats) Runtime(table map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	table["putTps"] = s.put.tpsText()
+	table["getFoundTps"] = s.getFound.tpsText()
+	table["getMissTps"] = s.getMiss.tpsText()
+	table["getTransferredTps"] = s.transferred.tpsText()
+	// RocketMQ before 4.9 spelled it so; older tools read this key.
+	table["getTransferedTps"] = table["getTransferredTps"]
+	var total []string
+	for _, sec := range []int{10, 60, 600} {
+		found, _ := s.getFound.tps(sec)
+		miss, _ := s.getMiss.tps(sec)
+		total = append(total, formatRate(found+miss))
+	}
+	table["getTotalTps"] = strings.Join(total, " ")
+	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
+	table["msgPutTotalTodayNow"] = itoa(s.put.total.Load())
+	table["msgPutTotalTodayMorning"] = itoa(s.putTodayMorning)
+	table["msgPutTotalYesterdayMorning"] = itoa(s.putYesterdayMorning)
+	table["msgGetTotalTodayNow"] = itoa(s.getMessages.Load())
+	table["msgGetTotalTodayMorning"] = itoa(s.getTodayMorning)
+	table["msgGetTotalYesterdayMorning"] = itoa(s.getYesterdayMorning)
+}
+
+// tpsText is the "10s 1min 10min" string of a rate; the caller holds
+// Stats.mu.
+func (r *rate) tpsText() string {
+	parts := make([]string, 0, 3)
+	for _, sec := range []int{10, 60, 600} {
+		v, ok := r.tps(sec)
+		if !ok {
+			parts = append(parts, "")
+			continue
+		}
+		parts = append(parts, formatRate(v))
+	}
+	return strings.Join(parts, " ")
+}
+
+// formatRate writes a rate as Java's Double.toString would read back.
+func formatRate(v float64) string {
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return s
+}

@@ -1,0 +1,245 @@
+package brokerstats
+
+import (
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// clock is a settable time source.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func newTestStats() (*Stats, *clock) {
+	c := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local)}
+	return New("DefaultCluster", c.now), c
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func checkWindow(t *testing.T, what string, got, want Window) {
+	t.Helper()
+	if got.Sum != want.Sum || !near(got.TPS, want.TPS) || !near(got.AvgPT, want.AvgPT) {
+		t.Errorf("%s = %+v, want %+v", what, got, want)
+	}
+}
+
+func TestMinuteWindowFollowsRocketMQsArithmetic(t *testing.T) {
+	s, c := newTestStats()
+	s.Put("T", 4, 4000)
+	s.Put("T", 6, 6000)
+	s.Tick() // first sampling: preceded by a zero sample 10 s before
+	it, ok := s.Lookup(TopicPutNums, "T")
+	if !ok {
+		t.Fatal("no TOPIC_PUT_NUMS item for T")
+	}
+	checkWindow(t, "minute after the first sampling", it.Minute(), Window{Sum: 10, TPS: 1, AvgPT: 5})
+
+	c.advance(10 * time.Second)
+	s.Put("T", 30, 30000)
+	s.Tick()
+	checkWindow(t, "minute after 10 s more", it.Minute(), Window{Sum: 40, TPS: 2, AvgPT: 40.0 / 3})
+	size, _ := s.Lookup(TopicPutSize, "T")
+	checkWindow(t, "TOPIC_PUT_SIZE", size.Minute(), Window{Sum: 40000, TPS: 2000, AvgPT: 40000.0 / 3})
+	broker, _ := s.Lookup(BrokerPutNums, "DefaultCluster")
+	checkWindow(t, "BROKER_PUT_NUMS", broker.Minute(), Window{Sum: 40, TPS: 2, AvgPT: 40.0 / 3})
+
+	// Seven samples span a minute: once the adds are more than a minute
+	// old, the window is empty again.
+	for i := 0; i < 7; i++ {
+		c.advance(10 * time.Second)
+		s.Tick()
+	}
+	checkWindow(t, "minute after a quiet minute", it.Minute(), Window{})
+	// Ticks between samplings take no minute sample.
+	c.advance(time.Second)
+	s.Put("T", 5, 1)
+	s.Tick()
+	checkWindow(t, "minute between samplings", it.Minute(), Window{})
+}
+
+func TestHourAndDayWindows(t *testing.T) {
+	s, c := newTestStats()
+	s.Tick()
+	// 100 messages a second for two hours, ticking every second.
+	for i := 0; i < 2*3600; i++ {
+		c.advance(time.Second)
+		s.Put("T", 100, 100)
+		s.Tick()
+	}
+	it, _ := s.Lookup(TopicPutNums, "T")
+	// The hour window spans its 7 newest 10-minute samples: an hour.
+	checkWindow(t, "hour", it.Hour(), Window{Sum: 360000, TPS: 100, AvgPT: 100})
+	// The item appeared after the first hourly sampling: its day window
+	// is its samples at 1 h and 2 h after a zero sample an hour before
+	// the first, 720,000 over two hours.
+	checkWindow(t, "day", it.Day(), Window{Sum: 720000, TPS: 100, AvgPT: 100})
+	checkWindow(t, "minute", it.Minute(), Window{Sum: 6000, TPS: 100, AvgPT: 100})
+}
+
+func TestGroupStatsAndTopicDeletion(t *testing.T) {
+	s, _ := newTestStats()
+	s.Get("G", "T", 8, 800)
+	s.Get("G", "T2", 1, 100)
+	s.SendBack("G", "T")
+	s.Tick()
+	if got := s.GroupTPS("G", "T"); !near(got, 0.8) {
+		t.Errorf("consume rate of G on T %v, want 0.8 (8 in the 10 s before the first sampling)", got)
+	}
+	if got := s.GroupTPS("G", "NONE"); got != 0 {
+		t.Errorf("consume rate of an unknown pair %v", got)
+	}
+	for _, name := range []string{GroupGetNums, GroupGetSize, SendBackPutNums} {
+		if _, ok := s.Lookup(name, "T@G"); !ok {
+			t.Fatalf("%s has no T@G item", name)
+		}
+	}
+	s.Put("T", 1, 1)
+	s.TopicDeleted("T")
+	for _, name := range []string{TopicPutNums, TopicPutSize, GroupGetNums, GroupGetSize, SendBackPutNums} {
+		for _, key := range []string{"T", "T@G"} {
+			if _, ok := s.Lookup(name, key); ok {
+				t.Errorf("%s %s survived the topic's deletion", name, key)
+			}
+		}
+	}
+	if _, ok := s.Lookup(GroupGetNums, "T2@G"); !ok {
+		t.Error("deleting T dropped T2's item")
+	}
+	if _, ok := s.Lookup("NO_SUCH_STAT", "T2@G"); ok {
+		t.Error("an unknown statistic answered")
+	}
+}
+
+func TestIdleItemsAreDropped(t *testing.T) {
+	s, c := newTestStats()
+	s.Put("busy", 1, 1)
+	s.Put("idle", 1, 1)
+	s.Tick()
+	for h := 0; h < 26; h++ {
+		c.advance(time.Hour)
+		s.Put("busy", 1, 1)
+		s.Tick()
+	}
+	if _, ok := s.Lookup(TopicPutNums, "idle"); ok {
+		t.Error("an item idle for 26 hours was kept")
+	}
+	if _, ok := s.Lookup(TopicPutNums, "busy"); !ok {
+		t.Error("a busy item was dropped")
+	}
+}
+
+func TestRuntimeRatesAndDayTotals(t *testing.T) {
+	s, c := newTestStats()
+	table := map[string]string{}
+	s.Tick()
+	s.Runtime(table)
+	if table["putTps"] != "  " || table["getTotalTps"] != "0.0 0.0 0.0" {
+		t.Errorf("rates before any interval: putTps %q getTotalTps %q", table["putTps"], table["getTotalTps"])
+	}
+	for i := 0; i < 30; i++ {
+		c.advance(time.Second)
+		s.Put("T", 50, 50)
+		s.Get("G", "T", 20, 20)
+		s.Miss()
+		s.Tick()
+	}
+	s.Runtime(table)
+	for key, want := range map[string]string{
+		"putTps":              "50.0 ",
+		"getTransferredTps":   "20.0 ",
+		"getTransferedTps":    "20.0 ",
+		"getFoundTps":         "1.0 ",
+		"getMissTps":          "1.0 ",
+		"getTotalTps":         "2.0 0.0 0.0",
+		"msgPutTotalTodayNow": "1500",
+		"msgGetTotalTodayNow": "600",
+	} {
+		if !strings.HasPrefix(table[key], want) && table[key] != want {
+			t.Errorf("%s = %q, want it to start with %q", key, table[key], want)
+		}
+	}
+	// Over midnight the day totals move: today's morning is what was
+	// stored before it, yesterday's what today's was.
+	c.advance(12 * time.Hour)
+	s.Put("T", 7, 7)
+	s.Tick()
+	s.Runtime(table)
+	if table["msgPutTotalTodayMorning"] != "1507" || table["msgPutTotalYesterdayMorning"] != "0" ||
+		table["msgGetTotalTodayMorning"] != "600" {
+		t.Errorf("after midnight: %v", table)
+	}
+	c.advance(24 * time.Hour)
+	s.Tick()
+	s.Runtime(table)
+	if table["msgPutTotalTodayMorning"] != "1507" || table["msgPutTotalYesterdayMorning"] != "1507" {
+		t.Errorf("after a second midnight: %v", table)
+	}
+	if s.PutMessages() != 1507 || s.PutBytes() != 1507 || s.GetMessages() != 600 {
+		t.Errorf("totals: put %d (%d bytes), get %d", s.PutMessages(), s.PutBytes(), s.GetMessages())
+	}
+}
+
+func TestFormatRate(t *testing.T) {
+	for v, want := range map[float64]string{0: "0.0", 12: "12.0", 2.5: "2.5", 1234567.25: "1234567.25"} {
+		if got := formatRate(v); got != want {
+			t.Errorf("formatRate(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// Adds from many goroutines while the sampler runs lose nothing.
+func TestConcurrentAddsAndSampling(t *testing.T) {
+	s, c := newTestStats()
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 1000; i++ {
+				s.Put("T", 1, 10)
+				s.Get("G", "T", 1, 10)
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 200; i++ {
+			c.advance(time.Second)
+			s.Tick()
+			s.Runtime(map[string]string{})
+		}
+	}()
+	wg.Wait()
+	<-done
+	c.advance(10 * time.Second)
+	s.Tick()
+	it, _ := s.Lookup(TopicPutNums, "T")
+	// Everything was added within the item's first 200 s; the minute
+	// window may have slid past some of it, the day window has it all.
+	c.advance(time.Hour)
+	s.Tick()
+	if got := it.Day().Sum; got != 8000 {
+		t.Fatalf("day sum %d, want 8000", got)
+	}
+	if s.PutMessages() != 8000 || s.GetMessages() != 8000 {
+		t.Fatalf("totals put %d get %d", s.PutMessages(), s.GetMessages())
+	}
+}
