@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
@@ -202,6 +203,7 @@ func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *re
 	}
 	b.qoffsets.Forget(topic, kvindex.AnyQueue)
 	b.resets.forgetTopic(topic)
+	b.stats.TopicDeleted(topic)
 	groups := map[string]bool{}
 	if err := b.groupsWithOffsetsOn(topic, groups); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
@@ -319,7 +321,25 @@ func (b *Broker) processDeleteGroup(_ context.Context, _ *remoting.Conn, req *re
 	return remoting.NewResponse(req, remoting.Success, "")
 }
 
-// processRuntimeInfo answers GET_BROKER_RUNTIME_INFO with a KVTable.
+// earliestMessageTime is the store time of the oldest record in the
+// CommitLog, or -1 when it holds none (RocketMQ's getEarliestMessageTime).
+func (b *Broker) earliestMessageTime() int64 {
+	v, err := b.clog.ReadRecord(b.clog.MinOffset())
+	if err != nil {
+		return -1
+	}
+	defer v.Release()
+	m, err := commitlog.Decode(v.Data)
+	if err != nil {
+		return -1
+	}
+	return m.StoreTimestamp
+}
+
+// processRuntimeInfo answers GET_BROKER_RUNTIME_INFO with a KVTable: the
+// keys mqadmin brokerStatus and clusterList and the dashboard read under
+// RocketMQ's names (rates, day totals, disk ratio, earliest message), and
+// rocketkv's own (dispatch lag, index and ConsumeQueue state).
 func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	producers, consumers := b.clients.counts()
 	topics, _ := b.topics.table.Count()
@@ -331,9 +351,10 @@ func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *re
 		"brokerVersion":          itoa(int64(remoting.CurrentVersion)),
 		"bootTimestamp":          itoa(b.started.UnixMilli()),
 		"runtime":                time.Since(b.started).Round(time.Second).String(),
-		"msgPutTotalTodayNow":    itoa(b.stats.putMessages.Load()),
-		"msgGetTotalTodayNow":    itoa(b.stats.getMessages.Load()),
-		"putMessageBytesTotal":   itoa(b.stats.putBytes.Load()),
+		"putMessageBytesTotal":   itoa(b.stats.PutBytes()),
+		"putMessageSizeTotal":    itoa(b.stats.PutBytes()),
+		"putMessageTimesTotal":   itoa(b.stats.PutMessages()),
+		"brokerActive":           "true",
 		"commitLogMinOffset":     itoa(b.clog.MinOffset()),
 		"commitLogMaxOffset":     itoa(b.clog.MaxOffset()),
 		"commitLogFlushedOffset": itoa(b.clog.FlushedOffset()),
@@ -349,6 +370,11 @@ func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *re
 		"indexWalSyncs":          itoa(b.db.WALSyncs()),
 		"goHeapInuse":            itoa(int64(ms.HeapInuse)),
 		"connections":            itoa(int64(b.server.ConnCount())),
+	}
+	b.stats.Runtime(table)
+	table["earliestMessageTimeStamp"] = itoa(b.earliestMessageTime())
+	if used, err := b.clog.DiskUsedPercent(); err == nil {
+		table["commitLogDiskRatio"] = strconv.FormatFloat(used/100, 'f', -1, 64)
 	}
 	if kv := b.kvCQ; kv != nil {
 		hits, misses := kv.CacheStats()

@@ -124,7 +124,8 @@ func (b *Broker) topicOffset(topic string, q int32) (adminbody.TopicOffset, erro
 }
 
 // processConsumeStats answers GET_CONSUME_STATS: per queue of the selected
-// topics, the queue's end and the group's committed offset.
+// topics, the queue's end and the group's committed offset, and the rate
+// at which the group got messages of them over the last minute.
 func (b *Broker) processConsumeStats(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	group, bad := requiredField(req, "consumerGroup")
 	if bad != nil {
@@ -135,6 +136,7 @@ func (b *Broker) processConsumeStats(_ context.Context, _ *remoting.Conn, req *r
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	table := make(map[adminbody.MessageQueue]adminbody.OffsetWrapper)
+	var tps float64
 	for _, topic := range topics {
 		tc, ok, err := b.topicConfig(topic)
 		if err != nil {
@@ -147,10 +149,10 @@ func (b *Broker) processConsumeStats(_ context.Context, _ *remoting.Conn, req *r
 		if err := b.addConsumeStats(table, group, topic, tc.ReadQueueNums); err != nil {
 			return remoting.NewResponse(req, remoting.SystemError, err.Error())
 		}
+		tps += b.stats.GroupTPS(group, topic)
 	}
-	// No per-group consume rate is counted.
 	resp := remoting.NewResponse(req, remoting.Success, "")
-	resp.Body = adminbody.EncodeConsumeStats(table, 0)
+	resp.Body = adminbody.EncodeConsumeStats(table, tps)
 	return resp
 }
 
@@ -430,6 +432,7 @@ func (b *Broker) processBrokerConsumeStats(_ context.Context, _ *remoting.Conn, 
 				totalDiff += w.BrokerOffset - w.ConsumerOffset
 			}
 			entry.Topics = append(entry.Topics, table)
+			entry.TPS = append(entry.TPS, b.stats.GroupTPS(group, topic))
 		}
 		list = append(list, entry)
 	}

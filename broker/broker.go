@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/brokerstats"
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/cq"
@@ -70,10 +71,13 @@ type Broker struct {
 	timers   *timer.Service
 	popHolds *popHolds
 	// resets are offset resets the pull consumers have not seen yet.
-	resets   offsetResets
-	stats    *stats
-	register *registrar
-	uniq     *uniqIDGen
+	resets offsetResets
+	stats  *brokerstats.Stats
+	// statsClock is the statistics' clock (time.Now when nil); tests set
+	// it between New and Start.
+	statsClock func() time.Time
+	register   *registrar
+	uniq       *uniqIDGen
 	// timerCfg is the timer part of cfg, read by every send.
 	timerCfg timer.Config
 	// delayLevels are the delays of RocketMQ's messageDelayLevel.
@@ -199,7 +203,8 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	if err := b.openStores(ctx); err != nil {
 		return err
 	}
-	b.stats = newStats()
+	b.stats = brokerstats.New(b.cfg.BrokerClusterName, b.statsClock)
+	b.stats.Tick() // the windows' first samples, before anything is counted
 	b.clients = newClientManager(b)
 	b.locks = newLockManager(time.Minute)
 	b.holds = newPullHolds(b)
@@ -242,6 +247,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.goBackground("schedule", b.scheduleLoop)
 	b.goBackground("transaction-check", b.txns.Run)
 	b.goBackground("timer", b.timers.Run)
+	b.goBackground("stats", b.stats.Run)
 	b.holds.start()
 	b.log.Info().Str("addr", b.Addr()).Str("store", root).Str("storeType", b.cfg.StoreType).
 		Str("indexWalSync", b.cfg.IndexWALSyncMode()).

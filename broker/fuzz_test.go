@@ -24,7 +24,7 @@ var fuzzCodes = []int32{
 	remoting.ConsumeMessageDirectly, remoting.ResumeCheckHalfMessage, remoting.UpdateAndCreateSubscriptionGroupList,
 	remoting.QuerySubscriptionByConsumer, remoting.QueryConsumeTimeSpan, remoting.InvokeBrokerToGetConsumerStatus,
 	remoting.UpdateBrokerConfig, remoting.QueryConsumeQueue, remoting.CheckClientConfig,
-	remoting.RecallMessage, remoting.CheckRocksdbCqWriteProgress,
+	remoting.RecallMessage, remoting.CheckRocksdbCqWriteProgress, remoting.ViewBrokerStatsData,
 }
 
 // FuzzRequests sends arbitrary header fields and bodies to every processor

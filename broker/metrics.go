@@ -98,18 +98,21 @@ func (b *Broker) MetricsAddr() net.Addr {
 	return b.exporter.Addr()
 }
 
-// countIn counts a producer's send of n records (bytes in all) to topic,
-// as RocketMQ does: not sends to retry or dead-letter topics, typed by the
-// properties of the send.
+// countIn counts a producer's send of n records (bytes in all) to topic:
+// in the broker statistics, and in the metrics as RocketMQ does (not sends
+// to retry or dead-letter topics, typed by the properties of the send).
 func (b *Broker) countIn(topic, props string, n int, bytes int64) {
+	b.stats.Put(topic, n, bytes)
 	if b.metrics == nil || meta.IsRetryTopic(topic) || meta.IsDLQTopic(topic) {
 		return
 	}
 	b.metrics.In(topic, messageTypeOf(props), b.isSystemTopic(topic), n, bytes)
 }
 
-// countOut counts n records (bytes in all) of topic delivered to group.
+// countOut counts n records (bytes in all) of topic delivered to group, in
+// the broker statistics and the metrics.
 func (b *Broker) countOut(topic, group string, n int, bytes int) {
+	b.stats.Get(group, topic, n, int64(bytes))
 	if b.metrics == nil || meta.IsRetryTopic(topic) || meta.IsDLQTopic(topic) {
 		return
 	}

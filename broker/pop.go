@@ -247,8 +247,9 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 	if code == remoting.Success {
 		b.bodies.attach(resp, res.Body)
 		sent = true
-		b.stats.recordGet(len(res.Records))
 		b.countOut(p.topic, p.group, len(res.Records), len(res.Body))
+	} else {
+		b.stats.Miss()
 	}
 	return resp
 }

@@ -189,8 +189,9 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	resp := pullResponse(req, code, r.status.String(), r.nextBegin, r.minOffset, r.maxOffset, tc.TopicSysFlag, gc.GroupSysFlag)
 	if code == remoting.Success {
 		b.bodies.attach(resp, r.body)
-		b.stats.recordGet(r.count)
 		b.countOut(p.topic, p.group, r.count, len(r.body))
+	} else {
+		b.stats.Miss()
 	}
 	return resp
 }

@@ -50,6 +50,7 @@ func (b *Broker) routes() {
 	handle(remoting.GetTopicStatsInfo, b.processTopicStats)
 	handle(remoting.GetConsumeStats, b.processConsumeStats)
 	handle(remoting.GetBrokerConsumeStats, b.processBrokerConsumeStats)
+	handle(remoting.ViewBrokerStatsData, b.processViewBrokerStatsData)
 	handle(remoting.GetConsumerConnectionList, b.processConsumerConnection)
 	handle(remoting.GetProducerConnectionList, b.processProducerConnection)
 	handle(remoting.QueryTopicConsumeByWho, b.processTopicConsumeByWho)

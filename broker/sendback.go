@@ -94,5 +94,11 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 		return remoting.NewResponse(req, appendErrorCode(err), "send back failed: "+err.Error())
 	}
 	b.countDLQ([]*commitlog.Message{out})
+	// Counted under the topic the message was first sent to, as RocketMQ.
+	back := m.Topic
+	if t, ok := commitlog.LookupProperty(m.Properties, propRetryTopic); ok && t != "" {
+		back = t
+	}
+	b.stats.SendBack(group, back)
 	return remoting.NewResponse(req, remoting.Success, "")
 }

@@ -33,7 +33,7 @@ func (b *Broker) putMessages(ctx context.Context, msgs []*commitlog.Message, wai
 		b.log.Warn().Err(err).Str("topic", first.Topic).Int32("queue", first.QueueID).Msg("append failed")
 		return res, err
 	}
-	b.stats.recordPut(first.Topic, len(msgs), res.WroteBytes)
+	b.stats.Stored(len(msgs), res.WroteBytes)
 	return res, nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rocketkv/rocketkv/internal/adminbody"
 )
 
 // The statistics kept, under RocketMQ's names (BrokerStatsManager), with
@@ -113,11 +115,19 @@ func (s *Stats) Lookup(name, key string) (*Item, bool) {
 	return set.Item(key)
 }
 
-// Put records a send of msgs messages (bytes in all) stored to topic.
+// Put records a producer's send of msgs messages (bytes in all) to topic,
+// once stored: the per-topic and broker statistics. Stored counts the
+// store's side of it.
 func (s *Stats) Put(topic string, msgs int, bytes int64) {
 	s.sets[TopicPutNums].Add(topic, int64(msgs), 1)
 	s.sets[TopicPutSize].Add(topic, bytes, 1)
 	s.sets[BrokerPutNums].Add(s.cluster, int64(msgs), 1)
+}
+
+// Stored records msgs messages (bytes in all) appended to the CommitLog,
+// whoever put them (sends, retries, timers, transactions): the store's put
+// rate and totals.
+func (s *Stats) Stored(msgs int, bytes int64) {
 	s.put.total.Add(int64(msgs))
 	s.putBytes.Add(bytes)
 }
@@ -170,11 +180,11 @@ func (s *Stats) PutBytes() int64 { return s.putBytes.Load() }
 // GetMessages is the number of messages delivered since start.
 func (s *Stats) GetMessages() int64 { return s.getMessages.Load() }
 
-// Run samples the statistics every second until ctx ends.
+// Run samples the statistics every second until ctx ends. The first
+// sample is the caller's Tick, or Run's a second after it starts.
 func (s *Stats) Run(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
-	s.Tick()
 	for {
 		select {
 		case <-ctx.Done():
@@ -279,11 +289,5 @@ func (r *rate) tpsText() string {
 	return strings.Join(parts, " ")
 }
 
-// formatRate writes a rate as Java's Double.toString would read back.
-func formatRate(v float64) string {
-	s := strconv.FormatFloat(v, 'f', -1, 64)
-	if !strings.Contains(s, ".") {
-		s += ".0"
-	}
-	return s
-}
+// formatRate writes a rate as Java's Double.toString does.
+func formatRate(v float64) string { return string(adminbody.AppendDouble(nil, v)) }

@@ -155,7 +155,7 @@ func TestRuntimeRatesAndDayTotals(t *testing.T) {
 	}
 	for i := 0; i < 30; i++ {
 		c.advance(time.Second)
-		s.Put("T", 50, 50)
+		s.Stored(50, 50)
 		s.Get("G", "T", 20, 20)
 		s.Miss()
 		s.Tick()
@@ -178,7 +178,7 @@ func TestRuntimeRatesAndDayTotals(t *testing.T) {
 	// Over midnight the day totals move: today's morning is what was
 	// stored before it, yesterday's what today's was.
 	c.advance(12 * time.Hour)
-	s.Put("T", 7, 7)
+	s.Stored(7, 7)
 	s.Tick()
 	s.Runtime(table)
 	if table["msgPutTotalTodayMorning"] != "1507" || table["msgPutTotalYesterdayMorning"] != "0" ||
@@ -214,6 +214,7 @@ func TestConcurrentAddsAndSampling(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 1000; i++ {
 				s.Put("T", 1, 10)
+				s.Stored(1, 10)
 				s.Get("G", "T", 1, 10)
 			}
 		}()

@@ -164,3 +164,13 @@ func (l *Log) DeleteExpired(now time.Time, force bool) (int, error) {
 	}
 	return len(victims), firstErr
 }
+
+// DiskUsedPercent is how full, in percent, the file system holding the
+// segments is: what retention compares with DiskMaxUsedSpaceRatio.
+func (l *Log) DiskUsedPercent() (float64, error) {
+	usage, err := l.fs.Statfs(l.segDir)
+	if err != nil {
+		return 0, fmt.Errorf("disk usage of %s: %w", l.segDir, err)
+	}
+	return usage.UsedRatio(), nil
+}

@@ -90,9 +90,10 @@ func appendTable[V any](dst []byte, m map[MessageQueue]V, val func([]byte, V) []
 	return append(dst, '}')
 }
 
-// appendDouble writes f as fastjson writes a double: always with a
-// fraction or an exponent.
-func appendDouble(dst []byte, f float64) []byte {
+// AppendDouble writes f as fastjson writes a double (and Java's
+// Double.toString for the values rates take): always with a fraction part,
+// 0.0 rather than 0.
+func AppendDouble(dst []byte, f float64) []byte {
 	s := strconv.FormatFloat(f, 'f', -1, 64)
 	dst = append(dst, s...)
 	for _, c := range s {
@@ -181,14 +182,14 @@ func EncodeTopicStats(table map[MessageQueue]TopicOffset, putTps float64) []byte
 		return append(b, '}')
 	})
 	dst = append(dst, `,"topicPutTps":`...)
-	dst = appendDouble(dst, putTps)
+	dst = AppendDouble(dst, putTps)
 	return append(dst, '}')
 }
 
 // EncodeConsumeStats writes a ConsumeStats.
 func EncodeConsumeStats(table map[MessageQueue]OffsetWrapper, consumeTps float64) []byte {
 	dst := append([]byte(nil), `{"consumeTps":`...)
-	dst = appendDouble(dst, consumeTps)
+	dst = AppendDouble(dst, consumeTps)
 	dst = append(dst, `,"offsetTable":`...)
 	dst = appendTable(dst, table, func(b []byte, v OffsetWrapper) []byte {
 		b = append(b, `{"brokerOffset":`...)

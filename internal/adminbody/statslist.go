@@ -12,12 +12,15 @@ import (
 type GroupConsumeStats struct {
 	Group  string
 	Topics []map[MessageQueue]OffsetWrapper
+	// TPS is the consume rate of each table of Topics, in order; a
+	// missing entry is 0.
+	TPS []float64
 }
 
 // EncodeConsumeStatsList writes RocketMQ's ConsumeStatsList, the body of
 // GET_BROKER_CONSUME_STATS (mqadmin brokerConsumeStats), fields in
 // fastjson's order: a list of one-entry maps from a group to its
-// ConsumeStats (consume rates 0: none is counted).
+// ConsumeStats.
 func EncodeConsumeStatsList(brokerAddr string, groups []GroupConsumeStats, totalDiff, totalInflightDiff int64) []byte {
 	dst := append([]byte(nil), `{"brokerAddr":`...)
 	dst = strconv.AppendQuote(dst, brokerAddr)
@@ -33,7 +36,11 @@ func EncodeConsumeStatsList(brokerAddr string, groups []GroupConsumeStats, total
 			if j > 0 {
 				dst = append(dst, ',')
 			}
-			dst = append(dst, EncodeConsumeStats(table, 0)...)
+			var tps float64
+			if j < len(g.TPS) {
+				tps = g.TPS[j]
+			}
+			dst = append(dst, EncodeConsumeStats(table, tps)...)
 		}
 		dst = append(dst, "]}"...)
 	}

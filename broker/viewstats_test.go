@@ -1,0 +1,160 @@
+package broker
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/brokerstats"
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// fakeClock is a settable clock for the broker statistics.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func viewStats(t *testing.T, c *remoting.Client, name, key string) adminbody.BrokerStatsData {
+	t.Helper()
+	r := call(t, c, remoting.ViewBrokerStatsData, map[string]string{"statsName": name, "statsKey": key}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("view %s %s: %d %s", name, key, r.Code, r.Remark)
+	}
+	d, err := adminbody.DecodeBrokerStatsData(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// Sends, pulls and send-backs are counted per topic and group, and read
+// back through VIEW_BROKER_STATS_DATA, GET_CONSUME_STATS and the runtime
+// info as RocketMQ's tools read them.
+func TestBrokerStatistics(t *testing.T) {
+	clk := &fakeClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local)}
+	b := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) { b.statsClock = clk.now })
+	c := b.client(nil)
+	createTopic(t, c, "StatsT", 1, 1)
+	for i := 0; i < 3; i++ {
+		mustSend(t, c, "StatsT", 0, "m"+strconv.Itoa(i), "")
+	}
+	mustSend(t, c, "StatsT", 0, "m3", "")
+	got := pullAll(t, b, c, "StatsT", 0) // group "inspect"
+	if len(got) != 4 {
+		t.Fatalf("pulled %d messages, want 4", len(got))
+	}
+	// A send-back of one of them, by another group.
+	r := call(t, c, remoting.ConsumerSendMsgBack, map[string]string{
+		"offset": strconv.FormatInt(got[0].PhyOffset, 10), "group": "G2", "delayLevel": "1",
+		"originMsgId": commitlog.MessageID(got[0].StoreHost, got[0].PhyOffset), "originTopic": "StatsT",
+	}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("send back: %d %s", r.Code, r.Remark)
+	}
+
+	// Nothing sampled yet: the items exist, their windows are empty.
+	if d := viewStats(t, c, brokerstats.TopicPutNums, "StatsT"); d.Minute.Sum != 0 {
+		t.Fatalf("minute window before any sampling: %+v", d.Minute)
+	}
+	clk.advance(10 * time.Second)
+	b.stats.Tick()
+
+	put := viewStats(t, c, brokerstats.TopicPutNums, "StatsT")
+	if put.Minute.Sum != 4 || put.Minute.TPS != 0.4 || put.Minute.AvgPT != 1 {
+		t.Errorf("TOPIC_PUT_NUMS minute %+v, want 4 messages in 10 s, one per send", put.Minute)
+	}
+	if put.Hour.Sum != 0 || put.Day.Sum != 0 {
+		t.Errorf("TOPIC_PUT_NUMS hour %+v day %+v before their first sampling", put.Hour, put.Day)
+	}
+	if size := viewStats(t, c, brokerstats.TopicPutSize, "StatsT"); size.Minute.Sum < 4*60 {
+		t.Errorf("TOPIC_PUT_SIZE minute %+v, want the records' bytes", size.Minute)
+	}
+	if g := viewStats(t, c, brokerstats.GroupGetNums, "StatsT@inspect"); g.Minute.Sum != 4 || g.Minute.AvgPT != 4 {
+		t.Errorf("GROUP_GET_NUMS minute %+v, want 4 messages in one pull", g.Minute)
+	}
+	if s := viewStats(t, c, brokerstats.SendBackPutNums, "StatsT@G2"); s.Minute.Sum != 1 {
+		t.Errorf("SNDBCK_PUT_NUMS minute %+v, want 1", s.Minute)
+	}
+	if bp := viewStats(t, c, brokerstats.BrokerPutNums, "DefaultCluster"); bp.Minute.Sum != 4 {
+		t.Errorf("BROKER_PUT_NUMS minute %+v, want the 4 sends", bp.Minute)
+	}
+
+	for _, tc := range []struct {
+		ext    map[string]string
+		remark string
+	}{
+		{map[string]string{"statsName": brokerstats.TopicPutNums, "statsKey": "Nope"}, "The stats <TOPIC_PUT_NUMS> <Nope> not exist"},
+		{map[string]string{"statsName": "NO_SUCH_STATS", "statsKey": "StatsT"}, "not exist"},
+		{map[string]string{"statsName": brokerstats.TopicPutNums}, "statsKey"},
+	} {
+		if r := call(t, c, remoting.ViewBrokerStatsData, tc.ext, nil); r.Code != remoting.SystemError || !strings.Contains(r.Remark, tc.remark) {
+			t.Errorf("view %v: %d %q, want an error with %q", tc.ext, r.Code, r.Remark, tc.remark)
+		}
+	}
+
+	// The consume rate of GET_CONSUME_STATS is the group's minute rate.
+	r = call(t, c, remoting.GetConsumeStats, map[string]string{"consumerGroup": "inspect", "topic": "StatsT"}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("consume stats: %d %s", r.Code, r.Remark)
+	}
+	if _, tps, err := adminbody.DecodeConsumeStats(r.Body); err != nil || tps != 0.4 {
+		t.Errorf("consumeTps %v (%v), want 0.4", tps, err)
+	}
+
+	info := runtimeInfo(t, c)
+	if info["msgPutTotalTodayNow"] != "5" || info["msgGetTotalTodayNow"] != "4" {
+		t.Errorf("day totals: put %s get %s, want 5 (4 sends and the send-back's copy) and 4",
+			info["msgPutTotalTodayNow"], info["msgGetTotalTodayNow"])
+	}
+	if ts, err := strconv.ParseInt(info["earliestMessageTimeStamp"], 10, 64); err != nil || ts != got[0].StoreTimestamp {
+		t.Errorf("earliestMessageTimeStamp %q, want the first record's store time %d", info["earliestMessageTimeStamp"], got[0].StoreTimestamp)
+	}
+	if ratio, err := strconv.ParseFloat(info["commitLogDiskRatio"], 64); err != nil || ratio <= 0 || ratio > 1 {
+		t.Errorf("commitLogDiskRatio %q is not a fraction", info["commitLogDiskRatio"])
+	}
+	for _, k := range []string{"putTps", "getTransferredTps", "getFoundTps", "getMissTps", "getTotalTps", "msgPutTotalTodayMorning", "brokerActive"} {
+		if _, ok := info[k]; !ok {
+			t.Errorf("runtime info lacks %s", k)
+		}
+	}
+
+	// The hour and day windows take their samples every 10 minutes and
+	// every hour.
+	clk.advance(10 * time.Minute)
+	b.stats.Tick()
+	if h := viewStats(t, c, brokerstats.TopicPutNums, "StatsT").Hour; h.Sum != 4 {
+		t.Errorf("TOPIC_PUT_NUMS hour %+v, want 4", h)
+	}
+	clk.advance(time.Hour)
+	b.stats.Tick()
+	if d := viewStats(t, c, brokerstats.TopicPutNums, "StatsT").Day; d.Sum != 4 {
+		t.Errorf("TOPIC_PUT_NUMS day %+v, want 4", d)
+	}
+
+	// Deleting the topic drops its items.
+	if r := call(t, c, remoting.DeleteTopicInBroker, map[string]string{"topic": "StatsT"}, nil); r.Code != remoting.Success {
+		t.Fatalf("delete topic: %d %s", r.Code, r.Remark)
+	}
+	for _, k := range [][2]string{{brokerstats.TopicPutNums, "StatsT"}, {brokerstats.GroupGetNums, "StatsT@inspect"}} {
+		if r := call(t, c, remoting.ViewBrokerStatsData, map[string]string{"statsName": k[0], "statsKey": k[1]}, nil); r.Code != remoting.SystemError {
+			t.Errorf("%s %s after the topic's deletion: %d", k[0], k[1], r.Code)
+		}
+	}
+}
