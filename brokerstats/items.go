@@ -90,14 +90,12 @@ type Item struct {
 	day    series
 }
 
-func newItem(now time.Time) *Item {
-	it := &Item{
+func newItem() *Item {
+	return &Item{
 		minute: series{period: minutePeriod, max: minuteSamples},
 		hour:   series{period: hourPeriod, max: hourSamples},
 		day:    series{period: dayPeriod, max: daySamples},
 	}
-	it.lastAdd.Store(now.UnixNano())
-	return it
 }
 
 // Minute is what the item did over the last minute (as of the last
@@ -129,9 +127,12 @@ func (it *Item) sample(r *series, now time.Time) {
 // a topic, "topic@group" or the cluster name. It is safe for concurrent
 // use; Add on an existing key takes no lock.
 type Set struct {
-	name  string
-	now   func() time.Time
-	items sync.Map // string -> *Item
+	name string
+	// ticked is the time of the newest Tick in unix nanoseconds, shared by
+	// the sets of one Stats: Add stamps items with it rather than reading
+	// the clock on every call (idleness is judged in hours).
+	ticked *atomic.Int64
+	items  sync.Map // string -> *Item
 }
 
 // Name is the statistic's name (TOPIC_PUT_NUMS, ...).
@@ -141,12 +142,14 @@ func (s *Set) Name() string { return s.name }
 func (s *Set) Add(key string, value, calls int64) {
 	v, ok := s.items.Load(key)
 	if !ok {
-		v, _ = s.items.LoadOrStore(key, newItem(s.now()))
+		v, _ = s.items.LoadOrStore(key, newItem())
 	}
 	it := v.(*Item)
 	it.value.Add(value)
 	it.calls.Add(calls)
-	it.lastAdd.Store(s.now().UnixNano())
+	if t := s.ticked.Load(); it.lastAdd.Load() != t {
+		it.lastAdd.Store(t)
+	}
 }
 
 // Item returns key's item, or false when nothing was added to it (or it

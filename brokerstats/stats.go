@@ -70,6 +70,7 @@ type Stats struct {
 	cluster string
 	now     func() time.Time
 	sets    map[string]*Set
+	ticked  atomic.Int64 // the newest Tick's time, unix nanoseconds
 
 	put, getFound, getMiss, transferred rate
 	putBytes                            atomic.Int64
@@ -93,8 +94,9 @@ func New(cluster string, now func() time.Time) *Stats {
 		now = time.Now
 	}
 	s := &Stats{cluster: cluster, now: now, sets: make(map[string]*Set, len(names))}
+	s.ticked.Store(now().UnixNano())
 	for _, n := range names {
-		s.sets[n] = &Set{name: n, now: now}
+		s.sets[n] = &Set{name: n, ticked: &s.ticked}
 	}
 	return s
 }
@@ -203,6 +205,7 @@ func (s *Stats) Tick() {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.ticked.Store(now.UnixNano())
 	for _, r := range []*rate{&s.put, &s.getFound, &s.getMiss, &s.transferred} {
 		r.samples = append(r.samples, sample{at: now, value: r.total.Load()})
 		if len(r.samples) > rateSamples {
