@@ -64,7 +64,7 @@ func newRoot(out io.Writer) *cobra.Command {
 	root.AddCommand(createTopicsCmd(g), updateTopicCmd(g), deleteTopicCmd(g), topicListCmd(g),
 		topicRouteCmd(g), clusterListCmd(g), brokerStatusCmd(g), topicStatusCmd(g), consumerProgressCmd(g), brokerConsumeStatsCmd(g),
 		consumerConnectionCmd(g), resetOffsetCmd(g), updateBrokerConfigCmd(g), getBrokerConfigCmd(g), updateNamesrvConfigCmd(g), getNamesrvConfigCmd(g), deleteExpiredCommitLogCmd(g), queryCQCmd(g),
-		checkCQWriteProgressCmd(g),
+		checkCQWriteProgressCmd(g), statsAllCmd(g),
 		writePermCmd(g, "wipeWritePerm", remoting.WipeWritePermOfBroker, "wipeTopicCount", "wipe"),
 		writePermCmd(g, "addWritePerm", remoting.AddWritePermOfBroker, "addTopicCount", "add"))
 	return root
@@ -190,23 +190,32 @@ func topicListCmd(g *globals) *cobra.Command {
 		Short: "list every topic the name server knows",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			resp, err := g.invoke(cmd.Context(), g.namesrv, remoting.GetAllTopicListFromNameServer, nil, nil)
+			topics, err := g.allTopics(cmd.Context())
 			if err != nil {
 				return err
 			}
-			var body struct {
-				TopicList []string `json:"topicList"`
-			}
-			if err := json.Unmarshal(resp.Body, &body); err != nil {
-				return fmt.Errorf("decode topic list: %w", err)
-			}
-			sort.Strings(body.TopicList)
-			for _, t := range body.TopicList {
+			for _, t := range topics {
 				fmt.Fprintln(cmd.OutOrStdout(), t)
 			}
 			return nil
 		},
 	}
+}
+
+// allTopics lists every topic the name server knows, sorted.
+func (g *globals) allTopics(ctx context.Context) ([]string, error) {
+	resp, err := g.invoke(ctx, g.namesrv, remoting.GetAllTopicListFromNameServer, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	var body struct {
+		TopicList []string `json:"topicList"`
+	}
+	if err := json.Unmarshal(resp.Body, &body); err != nil {
+		return nil, fmt.Errorf("decode topic list: %w", err)
+	}
+	sort.Strings(body.TopicList)
+	return body.TopicList, nil
 }
 
 func topicRouteCmd(g *globals) *cobra.Command {
