@@ -4,6 +4,7 @@
 //	broker -c broker.conf [-n 'host:port;host:port']
 //	broker -c broker.yaml --set listenPort=10921
 //	broker -c broker.conf --pprof 127.0.0.1:6060   # profiles at http://127.0.0.1:6060/debug/pprof/
+//	broker -c broker.conf -p                        # print the configuration that would run, as mqbroker -p
 //
 // The configuration file is RocketMQ's broker.conf (key=value) or YAML with
 // the same keys (see configs/broker.yaml). It stops cleanly on SIGINT or
@@ -14,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -39,6 +41,7 @@ type options struct {
 	sets         []string
 	shutdownWait time.Duration
 	pprofAddr    string
+	print        bool
 }
 
 func main() {
@@ -57,6 +60,9 @@ func newCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.print {
+				return printConfig(cmd.OutOrStdout(), o)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			return run(ctx, o)
@@ -68,16 +74,28 @@ func newCommand() *cobra.Command {
 	f.StringVar(&o.store, "store", "", "store root directory (overrides storePathRootDir)")
 	f.StringArrayVar(&o.sets, "set", nil, "override one configuration key: --set key=value (repeatable)")
 	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 30*time.Second, "how long a clean shutdown may take")
+	f.BoolVarP(&o.print, "print-config", "p", false, "print the configuration that would run (every key, key=value), then exit")
 	f.StringVar(&o.pprofAddr, "pprof", "", "serve Go's profiling endpoints (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; off when empty")
 	return cmd
 }
 
-func run(ctx context.Context, o options) error {
+// printConfig writes the configuration that would run as key=value lines.
+func printConfig(w io.Writer, o options) error {
+	loaded, err := loadConfig(o)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(configs.PropertiesText(loaded.Broker.Settings()))
+	return err
+}
+
+// loadConfig reads the configuration file with the flags' overrides.
+func loadConfig(o options) (configs.Loaded, error) {
 	overrides := map[string]string{}
 	for _, s := range o.sets {
 		k, v, ok := strings.Cut(s, "=")
 		if !ok || k == "" {
-			return fmt.Errorf("--set %q: want key=value", s)
+			return configs.Loaded{}, fmt.Errorf("--set %q: want key=value", s)
 		}
 		overrides[k] = v
 	}
@@ -87,7 +105,11 @@ func run(ctx context.Context, o options) error {
 	if o.store != "" {
 		overrides["storePathRootDir"] = o.store
 	}
-	loaded, err := configs.LoadBroker(o.config, overrides)
+	return configs.LoadBroker(o.config, overrides)
+}
+
+func run(ctx context.Context, o options) error {
+	loaded, err := loadConfig(o)
 	if err != nil {
 		return err
 	}
