@@ -21,13 +21,13 @@ func (b *Broker) processViewBrokerStatsData(_ context.Context, _ *remoting.Conn,
 	if err := r.Err(); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	it, ok := b.stats.Lookup(name, key)
+	w, ok := b.stats.Lookup(name, key)
 	if !ok {
 		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("The stats <%s> <%s> not exist", name, key))
 	}
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	resp.Body = adminbody.EncodeBrokerStatsData(adminbody.BrokerStatsData{
-		Minute: statsItem(it.Minute()), Hour: statsItem(it.Hour()), Day: statsItem(it.Day()),
+		Minute: statsItem(w.Minute), Hour: statsItem(w.Hour), Day: statsItem(w.Day),
 	})
 	return resp
 }

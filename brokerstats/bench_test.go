@@ -1,8 +1,10 @@
 package brokerstats
 
 import (
+	"runtime"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // BenchmarkSendAndPull is the statistics' cost on the hot path: what a
@@ -24,4 +26,29 @@ func BenchmarkSendAndPull(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// BenchmarkMemoryPerTopic reports the heap a topic's put statistics hold
+// once all three windows are full (26 hours of samplings), for 100,000
+// topics: what the statistics cost at scale.
+func BenchmarkMemoryPerTopic(b *testing.B) {
+	const topics = 100000
+	for n := 0; n < b.N; n++ {
+		c := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local)}
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		s := New("C", c.now)
+		for h := 0; h < 26; h++ {
+			for i := 0; i < topics; i++ {
+				s.Put("Topic"+strconv.Itoa(i), 1, 1)
+			}
+			c.advance(time.Hour)
+			s.Tick()
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/topics, "B/topic")
+		runtime.KeepAlive(s)
+	}
 }

@@ -7,9 +7,10 @@
 //
 // # Items and their windows
 //
-// A Set is one statistic (TOPIC_PUT_NUMS, GROUP_GET_NUMS, ...) of Items by
-// key (a topic, "topic@group", the cluster). An Item is a cumulative value
-// and the number of calls that added to it. Stats.Tick samples every item:
+// A statistic (TOPIC_PUT_NUMS, GROUP_GET_NUMS, ...) has an item per key (a
+// topic, "topic@group", the cluster); the _NUMS and _SIZE statistics of a
+// key share one item. An item is cumulative counters (messages, bytes) and
+// the number of calls that added to them. Stats.Tick samples every item:
 //
 //	every 10 s, keep 7   -> Minute(): change over the last minute
 //	every 10 min, keep 7 -> Hour():   change over the last hour
@@ -20,8 +21,11 @@
 //	  TPS   = Sum per second of the time between them
 //	  AvgPT = Sum / calls difference (0 without calls)
 //
-// An item's first sample is preceded by a zero sample one period earlier,
-// so what it did before its first sampling is counted. An item without an
+// The sampling times are kept once per window, not per item: an item holds
+// only its counters at the newest samplings, about 1.3 KiB per topic for
+// both put statistics with every window full. An item's first sample is
+// preceded by a zero sample one period earlier, so what it did before its
+// first sampling is counted. An item without an
 // Add for 25 hours is dropped at the hourly sampling, so memory follows the
 // keys in use (RocketMQ keeps them until their topic is deleted).
 //

@@ -17,52 +17,14 @@ type Window struct {
 	AvgPT float64
 }
 
-// sample is the cumulative state of a counter at one moment.
-type sample struct {
-	at    time.Time
-	value int64
-	calls int64
+// Windows is a statistic over its three windows.
+type Windows struct {
+	Minute, Hour, Day Window
 }
 
-// series holds the newest samples of a counter, up to max of them. The
-// first sample is preceded by a zero sample one period earlier, so a
-// counter seen for the first time reports what it did since then, as
-// RocketMQ's StatsItem does.
-type series struct {
-	period time.Duration
-	max    int
-	s      []sample
-}
-
-func (r *series) add(x sample) {
-	if len(r.s) == 0 {
-		r.s = append(r.s, sample{at: x.at.Add(-r.period)})
-	}
-	r.s = append(r.s, x)
-	if len(r.s) > r.max {
-		r.s = append(r.s[:0], r.s[len(r.s)-r.max:]...)
-	}
-}
-
-// window is the change between the oldest and the newest sample.
-func (r *series) window() Window {
-	if len(r.s) == 0 {
-		return Window{}
-	}
-	first, last := r.s[0], r.s[len(r.s)-1]
-	w := Window{Sum: last.value - first.value}
-	if d := last.at.Sub(first.at); d > 0 {
-		w.TPS = float64(w.Sum) * float64(time.Second) / float64(d)
-	}
-	if calls := last.calls - first.calls; calls > 0 {
-		w.AvgPT = float64(w.Sum) / float64(calls)
-	}
-	return w
-}
-
-// The three windows of an item, RocketMQ's: samples every 10 s keeping 7
-// (the last minute), every 10 min keeping 7 (the last hour) and every hour
-// keeping 25 (the last day).
+// The three windows, RocketMQ's: samples every 10 s keeping 7 (the last
+// minute), every 10 min keeping 7 (the last hour) and every hour keeping
+// 25 (the last day).
 const (
 	minutePeriod  = 10 * time.Second
 	minuteSamples = 7
@@ -74,139 +36,209 @@ const (
 
 // idleLimit is how long an item may go without an Add before the hourly
 // sampling drops it: by then its day window is flat, and dropping it keeps
-// the sets bounded by the keys in use rather than every key ever seen.
+// the tables bounded by the keys in use rather than every key ever seen.
 const idleLimit = 25 * time.Hour
 
-// Item is one counter of a Set: a value and the number of calls that
-// added to it, with its minute, hour and day windows.
-type Item struct {
-	value   atomic.Int64
-	calls   atomic.Int64
-	lastAdd atomic.Int64 // unix nanoseconds of the newest Add
-
-	mu     sync.Mutex // guards the series
-	minute series
-	hour   series
-	day    series
+// level is one window's sampling schedule, shared by every item: the times
+// of its newest samplings. An item keeps only its counters at those times,
+// which is what makes an item small (about 1 KiB for all three windows of
+// two counters).
+type level struct {
+	period time.Duration
+	max    int
+	times  []int64 // unix nanoseconds of the newest samplings, oldest first, at most max
 }
 
-func newItem() *Item {
-	return &Item{
-		minute: series{period: minutePeriod, max: minuteSamples},
-		hour:   series{period: hourPeriod, max: hourSamples},
-		day:    series{period: dayPeriod, max: daySamples},
+func (l *level) record(now time.Time) {
+	l.times = append(l.times, now.UnixNano())
+	if len(l.times) > l.max {
+		l.times = append(l.times[:0], l.times[len(l.times)-l.max:]...)
 	}
 }
 
-// Minute is what the item did over the last minute (as of the last
-// 10-second sampling).
-func (it *Item) Minute() Window { return it.window(&it.minute) }
+// point is an item's counters at one sampling.
+type point struct {
+	value, size, calls int64
+}
 
-// Hour is what the item did over the last hour (as of the last 10-minute
-// sampling).
-func (it *Item) Hour() Window { return it.window(&it.hour) }
+// ring is an item's points of one level, oldest first: n points in p
+// starting at start. When zero is set the oldest is not a sampling but the
+// zero point one period before the item's first sampling (RocketMQ counts
+// what an item did before it was first sampled that way). The real points
+// are those of the level's newest samplings.
+type ring[A ~[minuteSamples + 1]point | ~[daySamples + 1]point] struct {
+	p     A
+	start uint8
+	n     uint8
+	zero  bool
+}
 
-// Day is what the item did over the last day (as of the last hourly
-// sampling).
-func (it *Item) Day() Window { return it.window(&it.day) }
+func (r *ring[A]) at(i int) point { return r.p[(int(r.start)+i)%len(r.p)] }
 
-func (it *Item) window(r *series) Window {
+// add appends x, preceded by the zero point when the ring is empty, and
+// drops the oldest beyond max.
+func (r *ring[A]) add(x point, max int) {
+	if r.n == 0 {
+		r.start, r.zero = 0, true
+		r.p[0] = point{}
+		r.n = 1
+	}
+	r.p[(int(r.start)+int(r.n))%len(r.p)] = x
+	r.n++
+	if int(r.n) > max {
+		r.start = uint8((int(r.start) + 1) % len(r.p))
+		r.n--
+		r.zero = false
+	}
+}
+
+// window is the change between the oldest and the newest point, the
+// first counter (size false) or the second (size true), timed by l.
+func (r *ring[A]) window(l *level, size bool) Window {
+	if r.n < 2 {
+		return Window{}
+	}
+	first, last := r.at(0), r.at(int(r.n)-1)
+	real := int(r.n)
+	if r.zero {
+		real--
+	}
+	if real > len(l.times) {
+		return Window{} // not possible while samplings and rings agree
+	}
+	lastAt := l.times[len(l.times)-1]
+	firstAt := l.times[len(l.times)-real]
+	if r.zero {
+		firstAt -= int64(l.period)
+	}
+	w := Window{Sum: last.value - first.value}
+	if size {
+		w.Sum = last.size - first.size
+	}
+	if d := lastAt - firstAt; d > 0 {
+		w.TPS = float64(w.Sum) * float64(time.Second) / float64(d)
+	}
+	if calls := last.calls - first.calls; calls > 0 {
+		w.AvgPT = float64(w.Sum) / float64(calls)
+	}
+	return w
+}
+
+// item is the counters of one key of a table: a value (messages), a size
+// (bytes; unused by tables that count one thing) and the number of calls
+// that added to them, with their points in each window.
+type item struct {
+	value   atomic.Int64
+	size    atomic.Int64
+	calls   atomic.Int64
+	lastAdd atomic.Int64 // unix nanoseconds of the sampling before the newest Add
+
+	mu     sync.Mutex // guards the rings
+	minute ring[[minuteSamples + 1]point]
+	hour   ring[[minuteSamples + 1]point]
+	day    ring[[daySamples + 1]point]
+}
+
+func (it *item) now() point {
+	return point{value: it.value.Load(), size: it.size.Load(), calls: it.calls.Load()}
+}
+
+// table is the items of one or two statistics (RocketMQ's StatsItemSet),
+// by key: a topic, "topic@group" or the cluster name. It is safe for
+// concurrent use; Add on an existing key takes no lock.
+type table struct {
+	// ticked is the time of the newest Tick in unix nanoseconds, shared by
+	// the tables of one Stats: Add stamps items with it rather than
+	// reading the clock on every call (idleness is judged in hours).
+	ticked *atomic.Int64
+	items  sync.Map // string -> *item
+}
+
+// add adds value and size, counted as one call, to key's item, creating
+// it.
+func (t *table) add(key string, value, size int64) {
+	v, ok := t.items.Load(key)
+	if !ok {
+		v, _ = t.items.LoadOrStore(key, new(item))
+	}
+	it := v.(*item)
+	it.value.Add(value)
+	if size != 0 {
+		it.size.Add(size)
+	}
+	it.calls.Add(1)
+	if now := t.ticked.Load(); it.lastAdd.Load() != now {
+		it.lastAdd.Store(now)
+	}
+}
+
+// windows is key's counter (the size when size is set) over the three
+// windows, or false when the table has no such key.
+func (t *table) windows(key string, size bool, levels *levels) (Windows, bool) {
+	v, ok := t.items.Load(key)
+	if !ok {
+		return Windows{}, false
+	}
+	it := v.(*item)
 	it.mu.Lock()
 	defer it.mu.Unlock()
-	return r.window()
+	return Windows{
+		Minute: it.minute.window(&levels.minute, size),
+		Hour:   it.hour.window(&levels.hour, size),
+		Day:    it.day.window(&levels.day, size),
+	}, true
 }
 
-func (it *Item) sample(r *series, now time.Time) {
-	x := sample{at: now, value: it.value.Load(), calls: it.calls.Load()}
-	it.mu.Lock()
-	r.add(x)
-	it.mu.Unlock()
-}
+// deleteKey drops key's item.
+func (t *table) deleteKey(key string) { t.items.Delete(key) }
 
-// Set is the items of one statistic (RocketMQ's StatsItemSet), by key:
-// a topic, "topic@group" or the cluster name. It is safe for concurrent
-// use; Add on an existing key takes no lock.
-type Set struct {
-	name string
-	// ticked is the time of the newest Tick in unix nanoseconds, shared by
-	// the sets of one Stats: Add stamps items with it rather than reading
-	// the clock on every call (idleness is judged in hours).
-	ticked *atomic.Int64
-	items  sync.Map // string -> *Item
-}
-
-// Name is the statistic's name (TOPIC_PUT_NUMS, ...).
-func (s *Set) Name() string { return s.name }
-
-// Add adds value, counted as calls calls, to key's item, creating it.
-func (s *Set) Add(key string, value, calls int64) {
-	v, ok := s.items.Load(key)
-	if !ok {
-		v, _ = s.items.LoadOrStore(key, newItem())
-	}
-	it := v.(*Item)
-	it.value.Add(value)
-	it.calls.Add(calls)
-	if t := s.ticked.Load(); it.lastAdd.Load() != t {
-		it.lastAdd.Store(t)
-	}
-}
-
-// Item returns key's item, or false when nothing was added to it (or it
-// was dropped, see Delete and idleLimit).
-func (s *Set) Item(key string) (*Item, bool) {
-	v, ok := s.items.Load(key)
-	if !ok {
-		return nil, false
-	}
-	return v.(*Item), true
-}
-
-// Len is the number of items.
-func (s *Set) Len() int {
-	n := 0
-	s.items.Range(func(any, any) bool { n++; return true })
-	return n
-}
-
-// Delete drops key's item.
-func (s *Set) Delete(key string) { s.items.Delete(key) }
-
-// DeletePrefix drops the items whose key starts with prefix.
-func (s *Set) DeletePrefix(prefix string) {
-	s.items.Range(func(k, _ any) bool {
+// deletePrefix drops the items whose key starts with prefix.
+func (t *table) deletePrefix(prefix string) {
+	t.items.Range(func(k, _ any) bool {
 		if strings.HasPrefix(k.(string), prefix) {
-			s.items.Delete(k)
+			t.items.Delete(k)
 		}
 		return true
 	})
 }
 
-// sampleMinute, sampleHour and sampleDay take one sample of every item.
-func (s *Set) sampleMinute(now time.Time) {
-	s.each(func(it *Item) { it.sample(&it.minute, now) })
+// levels are the three windows' schedules.
+type levels struct {
+	minute, hour, day level
 }
 
-func (s *Set) sampleHour(now time.Time) {
-	s.each(func(it *Item) { it.sample(&it.hour, now) })
+// sampleMinute, sampleHour and sampleDay take one point of every item;
+// sampleDay also drops the items idle for idleLimit.
+func (t *table) sampleMinute() {
+	t.each(func(it *item, p point) { it.minute.add(p, minuteSamples) })
 }
 
-// sampleDay samples every item and drops those idle for idleLimit.
-func (s *Set) sampleDay(now time.Time) {
-	s.items.Range(func(k, v any) bool {
-		it := v.(*Item)
+func (t *table) sampleHour() {
+	t.each(func(it *item, p point) { it.hour.add(p, hourSamples) })
+}
+
+func (t *table) sampleDay(now time.Time) {
+	t.items.Range(func(k, v any) bool {
+		it := v.(*item)
 		if now.Sub(time.Unix(0, it.lastAdd.Load())) >= idleLimit {
-			s.items.Delete(k)
+			t.items.Delete(k)
 			return true
 		}
-		it.sample(&it.day, now)
+		p := it.now()
+		it.mu.Lock()
+		it.day.add(p, daySamples)
+		it.mu.Unlock()
 		return true
 	})
 }
 
-func (s *Set) each(fn func(*Item)) {
-	s.items.Range(func(_, v any) bool {
-		fn(v.(*Item))
+func (t *table) each(fn func(*item, point)) {
+	t.items.Range(func(_, v any) bool {
+		it := v.(*item)
+		p := it.now()
+		it.mu.Lock()
+		fn(it, p)
+		it.mu.Unlock()
 		return true
 	})
 }

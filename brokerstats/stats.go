@@ -30,8 +30,13 @@ const (
 	BrokerGetNums = "BROKER_GET_NUMS"
 )
 
-// names lists every statistic kept.
-var names = []string{TopicPutNums, TopicPutSize, GroupGetNums, GroupGetSize, SendBackPutNums, BrokerPutNums, BrokerGetNums}
+// stat says where a statistic is kept: a table, and which of its item's
+// counters (the message count, or the size when size is set). The _NUMS
+// and _SIZE statistics of a key share one item.
+type stat struct {
+	table *table
+	size  bool
+}
 
 // GroupKey is the key of the per-group statistics: "topic@group".
 func GroupKey(topic, group string) string { return topic + "@" + group }
@@ -44,7 +49,13 @@ const rateSamples = 601
 // "10 s, 1 min, 10 min" rates of GET_BROKER_RUNTIME_INFO.
 type rate struct {
 	total   atomic.Int64
-	samples []sample // guarded by Stats.mu, oldest first
+	samples []rateSample // guarded by Stats.mu, oldest first
+}
+
+// rateSample is a rate's counter at one second.
+type rateSample struct {
+	at    time.Time
+	value int64
 }
 
 // tps is the rate over the last seconds seconds, or false before that many
@@ -69,14 +80,17 @@ func (r *rate) tps(seconds int) (float64, bool) {
 type Stats struct {
 	cluster string
 	now     func() time.Time
-	sets    map[string]*Set
 	ticked  atomic.Int64 // the newest Tick's time, unix nanoseconds
+
+	topicPut, groupGet, sendBack, brokerPut, brokerGet table
+	stats                                              map[string]stat
 
 	put, getFound, getMiss, transferred rate
 	putBytes                            atomic.Int64
 	getMessages                         atomic.Int64
 
-	mu          sync.Mutex // guards the samples, the schedule and the day totals
+	mu          sync.Mutex // guards the samples, the windows' schedules and the day totals
+	levels      levels
 	nextMinute  time.Time
 	nextHour    time.Time
 	nextDay     time.Time
@@ -93,37 +107,51 @@ func New(cluster string, now func() time.Time) *Stats {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Stats{cluster: cluster, now: now, sets: make(map[string]*Set, len(names))}
+	s := &Stats{cluster: cluster, now: now, levels: levels{
+		minute: level{period: minutePeriod, max: minuteSamples},
+		hour:   level{period: hourPeriod, max: hourSamples},
+		day:    level{period: dayPeriod, max: daySamples},
+	}}
 	s.ticked.Store(now().UnixNano())
-	for _, n := range names {
-		s.sets[n] = &Set{name: n, ticked: &s.ticked}
+	for _, t := range s.tables() {
+		t.ticked = &s.ticked
+	}
+	s.stats = map[string]stat{
+		TopicPutNums:    {table: &s.topicPut},
+		TopicPutSize:    {table: &s.topicPut, size: true},
+		GroupGetNums:    {table: &s.groupGet},
+		GroupGetSize:    {table: &s.groupGet, size: true},
+		SendBackPutNums: {table: &s.sendBack},
+		BrokerPutNums:   {table: &s.brokerPut},
+		BrokerGetNums:   {table: &s.brokerGet},
 	}
 	return s
 }
 
-// Set returns the statistic called name, or false for a name not kept.
-func (s *Stats) Set(name string) (*Set, bool) {
-	set, ok := s.sets[name]
-	return set, ok
+func (s *Stats) tables() []*table {
+	return []*table{&s.topicPut, &s.groupGet, &s.sendBack, &s.brokerPut, &s.brokerGet}
 }
 
-// Lookup returns the item of statistic name under key, or false when there
-// is none (VIEW_BROKER_STATS_DATA answers "not exist").
-func (s *Stats) Lookup(name, key string) (*Item, bool) {
-	set, ok := s.sets[name]
+// Lookup returns statistic name (TOPIC_PUT_NUMS, ...) of key over its
+// three windows, or false when nothing was counted under key (or it was
+// dropped) or no statistic has that name: VIEW_BROKER_STATS_DATA answers
+// "not exist".
+func (s *Stats) Lookup(name, key string) (Windows, bool) {
+	st, ok := s.stats[name]
 	if !ok {
-		return nil, false
+		return Windows{}, false
 	}
-	return set.Item(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return st.table.windows(key, st.size, &s.levels)
 }
 
 // Put records a producer's send of msgs messages (bytes in all) to topic,
 // once stored: the per-topic and broker statistics. Stored counts the
 // store's side of it.
 func (s *Stats) Put(topic string, msgs int, bytes int64) {
-	s.sets[TopicPutNums].Add(topic, int64(msgs), 1)
-	s.sets[TopicPutSize].Add(topic, bytes, 1)
-	s.sets[BrokerPutNums].Add(s.cluster, int64(msgs), 1)
+	s.topicPut.add(topic, int64(msgs), bytes)
+	s.brokerPut.add(s.cluster, int64(msgs), 0)
 }
 
 // Stored records msgs messages (bytes in all) appended to the CommitLog,
@@ -137,10 +165,8 @@ func (s *Stats) Stored(msgs int, bytes int64) {
 // Get records a read (pull or pop) that delivered msgs messages (bytes in
 // all) of topic to group.
 func (s *Stats) Get(group, topic string, msgs int, bytes int64) {
-	key := GroupKey(topic, group)
-	s.sets[GroupGetNums].Add(key, int64(msgs), 1)
-	s.sets[GroupGetSize].Add(key, bytes, 1)
-	s.sets[BrokerGetNums].Add(s.cluster, int64(msgs), 1)
+	s.groupGet.add(GroupKey(topic, group), int64(msgs), bytes)
+	s.brokerGet.add(s.cluster, int64(msgs), 0)
 	s.getFound.total.Add(1)
 	s.transferred.total.Add(int64(msgs))
 	s.getMessages.Add(int64(msgs))
@@ -151,26 +177,21 @@ func (s *Stats) Miss() { s.getMiss.total.Add(1) }
 
 // SendBack records a consumer's send-back of a message of topic.
 func (s *Stats) SendBack(group, topic string) {
-	s.sets[SendBackPutNums].Add(GroupKey(topic, group), 1, 1)
+	s.sendBack.add(GroupKey(topic, group), 1, 0)
 }
 
 // TopicDeleted drops the items of a deleted topic, as RocketMQ does.
 func (s *Stats) TopicDeleted(topic string) {
-	s.sets[TopicPutNums].Delete(topic)
-	s.sets[TopicPutSize].Delete(topic)
-	for _, n := range []string{GroupGetNums, GroupGetSize, SendBackPutNums} {
-		s.sets[n].DeletePrefix(topic + "@")
-	}
+	s.topicPut.deleteKey(topic)
+	s.groupGet.deletePrefix(topic + "@")
+	s.sendBack.deletePrefix(topic + "@")
 }
 
 // GroupTPS is the rate at which group got messages of topic over the last
 // minute (GET_CONSUME_STATS' consumeTps).
 func (s *Stats) GroupTPS(group, topic string) float64 {
-	it, ok := s.sets[GroupGetNums].Item(GroupKey(topic, group))
-	if !ok {
-		return 0
-	}
-	return it.Minute().TPS
+	w, _ := s.Lookup(GroupGetNums, GroupKey(topic, group))
+	return w.Minute.TPS
 }
 
 // PutMessages is the number of messages stored since start.
@@ -207,7 +228,7 @@ func (s *Stats) Tick() {
 	defer s.mu.Unlock()
 	s.ticked.Store(now.UnixNano())
 	for _, r := range []*rate{&s.put, &s.getFound, &s.getMiss, &s.transferred} {
-		r.samples = append(r.samples, sample{at: now, value: r.total.Load()})
+		r.samples = append(r.samples, rateSample{at: now, value: r.total.Load()})
 		if len(r.samples) > rateSamples {
 			r.samples = append(r.samples[:0], r.samples[len(r.samples)-rateSamples:]...)
 		}
@@ -221,20 +242,23 @@ func (s *Stats) Tick() {
 		s.nextMorning = nextMidnight(s.nextMorning.Add(time.Hour))
 	}
 	if !now.Before(s.nextMinute) {
-		for _, set := range s.sets {
-			set.sampleMinute(now)
+		s.levels.minute.record(now)
+		for _, t := range s.tables() {
+			t.sampleMinute()
 		}
 		s.nextMinute = now.Add(minutePeriod)
 	}
 	if !now.Before(s.nextHour) {
-		for _, set := range s.sets {
-			set.sampleHour(now)
+		s.levels.hour.record(now)
+		for _, t := range s.tables() {
+			t.sampleHour()
 		}
 		s.nextHour = now.Add(hourPeriod)
 	}
 	if !now.Before(s.nextDay) {
-		for _, set := range s.sets {
-			set.sampleDay(now)
+		s.levels.day.record(now)
+		for _, t := range s.tables() {
+			t.sampleDay(now)
 		}
 		s.nextDay = now.Add(dayPeriod)
 	}

@@ -45,20 +45,22 @@ func TestMinuteWindowFollowsRocketMQsArithmetic(t *testing.T) {
 	s.Put("T", 4, 4000)
 	s.Put("T", 6, 6000)
 	s.Tick() // first sampling: preceded by a zero sample 10 s before
-	it, ok := s.Lookup(TopicPutNums, "T")
-	if !ok {
-		t.Fatal("no TOPIC_PUT_NUMS item for T")
+	lookup := func(name, key string) Windows {
+		t.Helper()
+		w, ok := s.Lookup(name, key)
+		if !ok {
+			t.Fatalf("no %s item for %s", name, key)
+		}
+		return w
 	}
-	checkWindow(t, "minute after the first sampling", it.Minute(), Window{Sum: 10, TPS: 1, AvgPT: 5})
+	checkWindow(t, "minute after the first sampling", lookup(TopicPutNums, "T").Minute, Window{Sum: 10, TPS: 1, AvgPT: 5})
 
 	c.advance(10 * time.Second)
 	s.Put("T", 30, 30000)
 	s.Tick()
-	checkWindow(t, "minute after 10 s more", it.Minute(), Window{Sum: 40, TPS: 2, AvgPT: 40.0 / 3})
-	size, _ := s.Lookup(TopicPutSize, "T")
-	checkWindow(t, "TOPIC_PUT_SIZE", size.Minute(), Window{Sum: 40000, TPS: 2000, AvgPT: 40000.0 / 3})
-	broker, _ := s.Lookup(BrokerPutNums, "DefaultCluster")
-	checkWindow(t, "BROKER_PUT_NUMS", broker.Minute(), Window{Sum: 40, TPS: 2, AvgPT: 40.0 / 3})
+	checkWindow(t, "minute after 10 s more", lookup(TopicPutNums, "T").Minute, Window{Sum: 40, TPS: 2, AvgPT: 40.0 / 3})
+	checkWindow(t, "TOPIC_PUT_SIZE", lookup(TopicPutSize, "T").Minute, Window{Sum: 40000, TPS: 2000, AvgPT: 40000.0 / 3})
+	checkWindow(t, "BROKER_PUT_NUMS", lookup(BrokerPutNums, "DefaultCluster").Minute, Window{Sum: 40, TPS: 2, AvgPT: 40.0 / 3})
 
 	// Seven samples span a minute: once the adds are more than a minute
 	// old, the window is empty again.
@@ -66,12 +68,12 @@ func TestMinuteWindowFollowsRocketMQsArithmetic(t *testing.T) {
 		c.advance(10 * time.Second)
 		s.Tick()
 	}
-	checkWindow(t, "minute after a quiet minute", it.Minute(), Window{})
+	checkWindow(t, "minute after a quiet minute", lookup(TopicPutNums, "T").Minute, Window{})
 	// Ticks between samplings take no minute sample.
 	c.advance(time.Second)
 	s.Put("T", 5, 1)
 	s.Tick()
-	checkWindow(t, "minute between samplings", it.Minute(), Window{})
+	checkWindow(t, "minute between samplings", lookup(TopicPutNums, "T").Minute, Window{})
 }
 
 func TestHourAndDayWindows(t *testing.T) {
@@ -85,12 +87,12 @@ func TestHourAndDayWindows(t *testing.T) {
 	}
 	it, _ := s.Lookup(TopicPutNums, "T")
 	// The hour window spans its 7 newest 10-minute samples: an hour.
-	checkWindow(t, "hour", it.Hour(), Window{Sum: 360000, TPS: 100, AvgPT: 100})
+	checkWindow(t, "hour", it.Hour, Window{Sum: 360000, TPS: 100, AvgPT: 100})
 	// The item appeared after the first hourly sampling: its day window
 	// is its samples at 1 h and 2 h after a zero sample an hour before
 	// the first, 720,000 over two hours.
-	checkWindow(t, "day", it.Day(), Window{Sum: 720000, TPS: 100, AvgPT: 100})
-	checkWindow(t, "minute", it.Minute(), Window{Sum: 6000, TPS: 100, AvgPT: 100})
+	checkWindow(t, "day", it.Day, Window{Sum: 720000, TPS: 100, AvgPT: 100})
+	checkWindow(t, "minute", it.Minute, Window{Sum: 6000, TPS: 100, AvgPT: 100})
 }
 
 func TestGroupStatsAndTopicDeletion(t *testing.T) {
@@ -140,9 +142,13 @@ func TestIdleItemsAreDropped(t *testing.T) {
 	if _, ok := s.Lookup(TopicPutNums, "idle"); ok {
 		t.Error("an item idle for 26 hours was kept")
 	}
-	if _, ok := s.Lookup(TopicPutNums, "busy"); !ok {
-		t.Error("a busy item was dropped")
+	busy, ok := s.Lookup(TopicPutNums, "busy")
+	if !ok {
+		t.Fatal("a busy item was dropped")
 	}
+	// 27 hourly samplings: the day window keeps the newest 25, 24 hours
+	// apart, one message an hour.
+	checkWindow(t, "day of the busy item", busy.Day, Window{Sum: 24, TPS: 24.0 / 86400, AvgPT: 1})
 }
 
 func TestRuntimeRatesAndDayTotals(t *testing.T) {
@@ -232,12 +238,12 @@ func TestConcurrentAddsAndSampling(t *testing.T) {
 	<-done
 	c.advance(10 * time.Second)
 	s.Tick()
-	it, _ := s.Lookup(TopicPutNums, "T")
 	// Everything was added within the item's first 200 s; the minute
 	// window may have slid past some of it, the day window has it all.
 	c.advance(time.Hour)
 	s.Tick()
-	if got := it.Day().Sum; got != 8000 {
+	it, _ := s.Lookup(TopicPutNums, "T")
+	if got := it.Day.Sum; got != 8000 {
 		t.Fatalf("day sum %d, want 8000", got)
 	}
 	if s.PutMessages() != 8000 || s.GetMessages() != 8000 {
