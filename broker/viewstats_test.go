@@ -3,33 +3,15 @@ package broker
 import (
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rocketkv/rocketkv/brokerstats"
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/remoting"
 )
-
-// fakeClock is a settable clock for the broker statistics.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 func viewStats(t *testing.T, c *remoting.Client, name, key string) adminbody.BrokerStatsData {
 	t.Helper()
@@ -48,8 +30,8 @@ func viewStats(t *testing.T, c *remoting.Client, name, key string) adminbody.Bro
 // back through VIEW_BROKER_STATS_DATA, GET_CONSUME_STATS and the runtime
 // info as RocketMQ's tools read them.
 func TestBrokerStatistics(t *testing.T) {
-	clk := &fakeClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local)}
-	b := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) { b.statsClock = clk.now })
+	clk := testutil.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local))
+	b := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) { b.statsClock = clk.Now })
 	c := b.client(nil)
 	createTopic(t, c, "StatsT", 1, 1)
 	for i := 0; i < 3; i++ {
@@ -73,7 +55,7 @@ func TestBrokerStatistics(t *testing.T) {
 	if d := viewStats(t, c, brokerstats.TopicPutNums, "StatsT"); d.Minute.Sum != 0 {
 		t.Fatalf("minute window before any sampling: %+v", d.Minute)
 	}
-	clk.advance(10 * time.Second)
+	clk.Advance(10 * time.Second)
 	b.stats.Tick()
 
 	put := viewStats(t, c, brokerstats.TopicPutNums, "StatsT")
@@ -137,12 +119,12 @@ func TestBrokerStatistics(t *testing.T) {
 
 	// The hour and day windows take their samples every 10 minutes and
 	// every hour.
-	clk.advance(10 * time.Minute)
+	clk.Advance(10 * time.Minute)
 	b.stats.Tick()
 	if h := viewStats(t, c, brokerstats.TopicPutNums, "StatsT").Hour; h.Sum != 4 {
 		t.Errorf("TOPIC_PUT_NUMS hour %+v, want 4", h)
 	}
-	clk.advance(time.Hour)
+	clk.Advance(time.Hour)
 	b.stats.Tick()
 	if d := viewStats(t, c, brokerstats.TopicPutNums, "StatsT").Day; d.Sum != 4 {
 		t.Errorf("TOPIC_PUT_NUMS day %+v, want 4", d)

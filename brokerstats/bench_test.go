@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
 // BenchmarkSendAndPull is the statistics' cost on the hot path: what a
@@ -34,16 +36,16 @@ func BenchmarkSendAndPull(b *testing.B) {
 func BenchmarkMemoryPerTopic(b *testing.B) {
 	const topics = 100000
 	for n := 0; n < b.N; n++ {
-		c := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local)}
+		c := testutil.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local))
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		s := New("C", c.now)
+		s := New("C", c.Now)
 		for h := 0; h < 26; h++ {
 			for i := 0; i < topics; i++ {
 				s.Put("Topic"+strconv.Itoa(i), 1, 1)
 			}
-			c.advance(time.Hour)
+			c.Advance(time.Hour)
 			s.Tick()
 		}
 		runtime.GC()

@@ -6,29 +6,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
-// clock is a settable time source.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func newTestStats() (*Stats, *clock) {
-	c := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local)}
-	return New("DefaultCluster", c.now), c
+func newTestStats() (*Stats, *testutil.Clock) {
+	c := testutil.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local))
+	return New("DefaultCluster", c.Now), c
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
@@ -55,7 +39,7 @@ func TestMinuteWindowFollowsRocketMQsArithmetic(t *testing.T) {
 	}
 	checkWindow(t, "minute after the first sampling", lookup(TopicPutNums, "T").Minute, Window{Sum: 10, TPS: 1, AvgPT: 5})
 
-	c.advance(10 * time.Second)
+	c.Advance(10 * time.Second)
 	s.Put("T", 30, 30000)
 	s.Tick()
 	checkWindow(t, "minute after 10 s more", lookup(TopicPutNums, "T").Minute, Window{Sum: 40, TPS: 2, AvgPT: 40.0 / 3})
@@ -65,12 +49,12 @@ func TestMinuteWindowFollowsRocketMQsArithmetic(t *testing.T) {
 	// Seven samples span a minute: once the adds are more than a minute
 	// old, the window is empty again.
 	for i := 0; i < 7; i++ {
-		c.advance(10 * time.Second)
+		c.Advance(10 * time.Second)
 		s.Tick()
 	}
 	checkWindow(t, "minute after a quiet minute", lookup(TopicPutNums, "T").Minute, Window{})
 	// Ticks between samplings take no minute sample.
-	c.advance(time.Second)
+	c.Advance(time.Second)
 	s.Put("T", 5, 1)
 	s.Tick()
 	checkWindow(t, "minute between samplings", lookup(TopicPutNums, "T").Minute, Window{})
@@ -81,7 +65,7 @@ func TestHourAndDayWindows(t *testing.T) {
 	s.Tick()
 	// 100 messages a second for two hours, ticking every second.
 	for i := 0; i < 2*3600; i++ {
-		c.advance(time.Second)
+		c.Advance(time.Second)
 		s.Put("T", 100, 100)
 		s.Tick()
 	}
@@ -135,7 +119,7 @@ func TestIdleItemsAreDropped(t *testing.T) {
 	s.Put("idle", 1, 1)
 	s.Tick()
 	for h := 0; h < 26; h++ {
-		c.advance(time.Hour)
+		c.Advance(time.Hour)
 		s.Put("busy", 1, 1)
 		s.Tick()
 	}
@@ -160,7 +144,7 @@ func TestRuntimeRatesAndDayTotals(t *testing.T) {
 		t.Errorf("rates before any interval: putTps %q getTotalTps %q", table["putTps"], table["getTotalTps"])
 	}
 	for i := 0; i < 30; i++ {
-		c.advance(time.Second)
+		c.Advance(time.Second)
 		s.Stored(50, 50)
 		s.Get("G", "T", 20, 20)
 		s.Miss()
@@ -183,7 +167,7 @@ func TestRuntimeRatesAndDayTotals(t *testing.T) {
 	}
 	// Over midnight the day totals move: today's morning is what was
 	// stored before it, yesterday's what today's was.
-	c.advance(12 * time.Hour)
+	c.Advance(12 * time.Hour)
 	s.Stored(7, 7)
 	s.Tick()
 	s.Runtime(table)
@@ -191,7 +175,7 @@ func TestRuntimeRatesAndDayTotals(t *testing.T) {
 		table["msgGetTotalTodayMorning"] != "600" {
 		t.Errorf("after midnight: %v", table)
 	}
-	c.advance(24 * time.Hour)
+	c.Advance(24 * time.Hour)
 	s.Tick()
 	s.Runtime(table)
 	if table["msgPutTotalTodayMorning"] != "1507" || table["msgPutTotalYesterdayMorning"] != "1507" {
@@ -229,18 +213,18 @@ func TestConcurrentAddsAndSampling(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := 0; i < 200; i++ {
-			c.advance(time.Second)
+			c.Advance(time.Second)
 			s.Tick()
 			s.Runtime(map[string]string{})
 		}
 	}()
 	wg.Wait()
 	<-done
-	c.advance(10 * time.Second)
+	c.Advance(10 * time.Second)
 	s.Tick()
 	// Everything was added within the item's first 200 s; the minute
 	// window may have slid past some of it, the day window has it all.
-	c.advance(time.Hour)
+	c.Advance(time.Hour)
 	s.Tick()
 	it, _ := s.Lookup(TopicPutNums, "T")
 	if got := it.Day.Sum; got != 8000 {

@@ -61,25 +61,36 @@ func TestDefaultsAreRocketMQs(t *testing.T) {
 
 // The documented YAML must name every key and load to the defaults.
 func TestBrokerYAMLDocumentsEveryKey(t *testing.T) {
-	raw, err := os.ReadFile("broker.yaml")
+	checkDocumented(t, "broker.yaml", Keys(), DefaultBroker(), func(path string) (any, []string, error) {
+		got, err := LoadBroker(path, nil)
+		return got.Broker, got.UnknownKeys, err
+	})
+}
+
+// checkDocumented checks that the YAML file names every key (commented
+// out or not) and loads, through load, to the defaults want with no
+// unknown key.
+func checkDocumented(t *testing.T, file string, keys []string, want any, load func(path string) (any, []string, error)) {
+	t.Helper()
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range Keys() {
+	for _, k := range keys {
 		re := regexp.MustCompile(`(?m)^(# )?` + regexp.QuoteMeta(k) + `:`)
 		if !re.Match(raw) {
-			t.Errorf("broker.yaml does not document %s", k)
+			t.Errorf("%s does not document %s", file, k)
 		}
 	}
-	got, err := LoadBroker("broker.yaml", nil)
+	got, unknown, err := load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.UnknownKeys) != 0 {
-		t.Errorf("broker.yaml has unknown keys %v", got.UnknownKeys)
+	if len(unknown) != 0 {
+		t.Errorf("%s has unknown keys %v", file, unknown)
 	}
-	if want := DefaultBroker(); !reflect.DeepEqual(got.Broker, want) {
-		t.Errorf("broker.yaml loads to\n%+v\nwant defaults\n%+v", got.Broker, want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s loads to\n%+v\nwant defaults\n%+v", file, got, want)
 	}
 }
 

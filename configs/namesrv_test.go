@@ -3,7 +3,6 @@ package configs
 import (
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -44,26 +43,10 @@ func TestNamesrvDefaultsAreRocketMQs(t *testing.T) {
 
 // The documented YAML names every key and loads to the defaults.
 func TestNamesrvYAMLDocumentsEveryKey(t *testing.T) {
-	raw, err := os.ReadFile("namesrv.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range NamesrvKeys() {
-		re := regexp.MustCompile(`(?m)^(# )?` + regexp.QuoteMeta(k) + `:`)
-		if !re.Match(raw) {
-			t.Errorf("namesrv.yaml does not document %s", k)
-		}
-	}
-	got, err := LoadNamesrv("namesrv.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got.UnknownKeys) != 0 {
-		t.Errorf("namesrv.yaml has unknown keys %v", got.UnknownKeys)
-	}
-	if want := DefaultNamesrv(); !reflect.DeepEqual(got.Namesrv, want) {
-		t.Errorf("namesrv.yaml loads to\n%+v\nwant defaults\n%+v", got.Namesrv, want)
-	}
+	checkDocumented(t, "namesrv.yaml", NamesrvKeys(), DefaultNamesrv(), func(path string) (any, []string, error) {
+		got, err := LoadNamesrv(path, nil)
+		return got.Namesrv, got.UnknownKeys, err
+	})
 }
 
 // A RocketMQ namesrv.properties loads: its keys set, RocketMQ's tuning

@@ -16,14 +16,13 @@ import (
 // updateBrokerConfigCmd is mqadmin updateBrokerConfig: set keys of a
 // running broker (written back into its configuration file).
 func updateBrokerConfigCmd(g *globals) *cobra.Command {
-	var key, value string
-	var pairs []string
+	var in settingsInput
 	cmd := &cobra.Command{
 		Use:   "updateBrokerConfig",
 		Short: "change a running broker's settings (UPDATE_BROKER_CONFIG), e.g. -k brokerPermission -v 4 to stop sends to it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			body, err := settingsBody(key, value, pairs)
+			body, err := in.body()
 			if err != nil {
 				return err
 			}
@@ -34,21 +33,32 @@ func updateBrokerConfigCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.StringVarP(&key, "key", "k", "", "key to set")
-	f.StringVarP(&value, "value", "v", "", "value of --key")
-	f.StringArrayVar(&pairs, "set", nil, "key=value to set (repeatable)")
+	in.flags(cmd)
 	return cmd
 }
 
-// settingsBody is the properties text of an UPDATE_*_CONFIG request: -k
-// and -v, then every --set key=value.
-func settingsBody(key, value string, pairs []string) ([]byte, error) {
+// settingsInput is the keys an UPDATE_*_CONFIG command sets: -k and -v,
+// and every --set key=value.
+type settingsInput struct {
+	key, value string
+	pairs      []string
+}
+
+// flags declares -k, -v and --set on cmd.
+func (in *settingsInput) flags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVarP(&in.key, "key", "k", "", "key to set")
+	f.StringVarP(&in.value, "value", "v", "", "value of --key")
+	f.StringArrayVar(&in.pairs, "set", nil, "key=value to set (repeatable)")
+}
+
+// body is the request's properties text.
+func (in *settingsInput) body() ([]byte, error) {
 	var body strings.Builder
-	if key != "" {
-		fmt.Fprintf(&body, "%s=%s\n", key, value)
+	if in.key != "" {
+		fmt.Fprintf(&body, "%s=%s\n", in.key, in.value)
 	}
-	for _, p := range pairs {
+	for _, p := range in.pairs {
 		if !strings.Contains(p, "=") {
 			return nil, fmt.Errorf("--set %q: want key=value", p)
 		}
@@ -64,14 +74,13 @@ func settingsBody(key, value string, pairs []string) ([]byte, error) {
 // updateNamesrvConfigCmd is mqadmin updateNamesrvConfig: set keys of every
 // name server of -n (written back into their configuration files).
 func updateNamesrvConfigCmd(g *globals) *cobra.Command {
-	var key, value string
-	var pairs []string
+	var in settingsInput
 	cmd := &cobra.Command{
 		Use:   "updateNamesrvConfig",
 		Short: "change the name servers' settings (UPDATE_NAMESRV_CONFIG), e.g. -k orderMessageEnable -v true",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			body, err := settingsBody(key, value, pairs)
+			body, err := in.body()
 			if err != nil {
 				return err
 			}
@@ -90,10 +99,7 @@ func updateNamesrvConfigCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.StringVarP(&key, "key", "k", "", "key to set")
-	f.StringVarP(&value, "value", "v", "", "value of --key")
-	f.StringArrayVar(&pairs, "set", nil, "key=value to set (repeatable)")
+	in.flags(cmd)
 	return cmd
 }
 
