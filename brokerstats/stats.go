@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/internal/periodic"
 )
 
 // The statistics kept, under RocketMQ's names (BrokerStatsManager), with
@@ -206,16 +207,7 @@ func (s *Stats) GetMessages() int64 { return s.getMessages.Load() }
 // Run samples the statistics every second until ctx ends. The first
 // sample is the caller's Tick, or Run's a second after it starts.
 func (s *Stats) Run(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.Tick()
-		}
-	}
+	periodic.Run(ctx, time.Second, func(context.Context) { s.Tick() })
 }
 
 // Tick takes the samples due at the clock's time: the store rates every

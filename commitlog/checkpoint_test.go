@@ -6,12 +6,14 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
 func TestCheckpointWrittenOnClose(t *testing.T) {
 	dir := fixtureStore(t, store498)
 	cfg := DefaultConfig(dir)
-	clock := &fixedClock{t: time.UnixMilli(1_900_000_000_000)}
+	clock := testutil.NewClock(time.UnixMilli(1_900_000_000_000))
 	cfg.Now = clock.Now
 	cfg.Logger = testLogger(t)
 	l := mustOpen(t, cfg)
@@ -61,7 +63,7 @@ func TestCheckpointMinTimestamp(t *testing.T) {
 // record is at or before the checkpoint time minus 3 s.
 func TestAbnormalRecoveryStartsFromCheckpoint(t *testing.T) {
 	cfg := testConfig(t, 4096)
-	clock := &fixedClock{t: time.UnixMilli(1_800_000_000_000)}
+	clock := testutil.NewClock(time.UnixMilli(1_800_000_000_000))
 	cfg.Now = clock.Now
 	l := mustOpen(t, cfg)
 	for i := 0; i < 40; i++ {

@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -116,22 +115,4 @@ func scanAll(t testing.TB, l *Log) []Message {
 		t.Fatalf("reader stopped at %d, MaxOffset %d", r.Offset(), l.MaxOffset())
 	}
 	return out
-}
-
-// fixedClock is an adjustable clock for Config.Now.
-type fixedClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fixedClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fixedClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
 }

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/internal/vfs"
 )
 
 func TestAppendReadBasic(t *testing.T) {
 	cfg := testConfig(t, 64<<10)
-	clock := &fixedClock{t: time.UnixMilli(1_700_000_000_123)}
+	clock := testutil.NewClock(time.UnixMilli(1_700_000_000_123))
 	cfg.Now = clock.Now
 	l := mustOpen(t, cfg)
 	defer l.Close()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/internal/vfs"
 )
 
@@ -20,10 +21,10 @@ func next0430() time.Time {
 
 // retentionLog returns a log of 4 KiB segments holding five full segments
 // and an active one, with a fake clock and disk usage.
-func retentionLog(t *testing.T) (*Log, *fixedClock, *vfs.Faulty, *[]int64) {
+func retentionLog(t *testing.T) (*Log, *testutil.Clock, *vfs.Faulty, *[]int64) {
 	t.Helper()
 	cfg := testConfig(t, 4096)
-	clock := &fixedClock{t: next0430()}
+	clock := testutil.NewClock(next0430())
 	cfg.Now = clock.Now
 	ffs := vfs.NewFaulty(vfs.OS{})
 	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 90, Avail: 90})

@@ -32,9 +32,15 @@ func TestDefaultsParse(t *testing.T) {
 // the key's setter, to the same value: a broker built from DefaultBroker's
 // report is DefaultBroker.
 func TestDefaultsRoundTrip(t *testing.T) {
-	want := DefaultBroker()
-	var got Broker
-	for _, f := range brokerFields {
+	checkDefaultsRoundTrip(t, brokerFields, DefaultBroker())
+}
+
+// checkDefaultsRoundTrip checks that every field reports its default as
+// written and that the report parses back to the defaults want.
+func checkDefaultsRoundTrip[T any](t *testing.T, fields []field[T], want T) {
+	t.Helper()
+	var got T
+	for _, f := range fields {
 		text := f.get(&want)
 		if text != f.def {
 			t.Errorf("%s reported as %q, default written %q", f.key, text, f.def)

@@ -2,7 +2,6 @@ package configs
 
 import (
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -12,20 +11,7 @@ import (
 // Every default parses, is reported as written, and the report of the
 // defaults parses back to them.
 func TestNamesrvDefaultsRoundTrip(t *testing.T) {
-	want := DefaultNamesrv()
-	var got Namesrv
-	for _, f := range namesrvFields {
-		text := f.get(&want)
-		if text != f.def {
-			t.Errorf("%s reported as %q, default written %q", f.key, text, f.def)
-		}
-		if err := f.set(&got, text); err != nil {
-			t.Errorf("%s: reported %q does not parse: %v", f.key, text, err)
-		}
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("report of the defaults parses to\n%+v\nwant\n%+v", got, want)
-	}
+	checkDefaultsRoundTrip(t, namesrvFields, DefaultNamesrv())
 }
 
 func TestNamesrvDefaultsAreRocketMQs(t *testing.T) {
