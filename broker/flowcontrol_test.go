@@ -138,10 +138,15 @@ func TestWaitingSendsHoldNoWorker(t *testing.T) {
 	for i := range waiting {
 		sb.sendAsync(t, i, answers)
 	}
-	// A request of another kind is answered while all those sends wait.
+	// A request of another kind is answered while all those sends wait,
+	// and the runtime info counts them as RocketMQ's send queue.
 	r := call(t, sb.c, remoting.GetMaxOffset, map[string]string{"topic": "Flow", "queueId": "0"}, nil)
 	if r.Code != remoting.Success {
 		t.Fatalf("GET_MAX_OFFSET while sends wait: code %d %s", r.Code, r.Remark)
+	}
+	waitFor(t, "every send to wait", func() bool { return len(sb.admitSlots) == waiting })
+	if got := runtimeInfo(t, sb.c)["sendThreadPoolQueueSize"]; got != strconv.Itoa(waiting) {
+		t.Fatalf("sendThreadPoolQueueSize %s while %d sends wait", got, waiting)
 	}
 	select {
 	case code := <-answers:

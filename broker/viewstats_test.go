@@ -111,6 +111,9 @@ func TestBrokerStatistics(t *testing.T) {
 	if ratio, err := strconv.ParseFloat(info["commitLogDiskRatio"], 64); err != nil || ratio <= 0 || ratio > 1 {
 		t.Errorf("commitLogDiskRatio %q is not a fraction", info["commitLogDiskRatio"])
 	}
+	if info["sendThreadPoolQueueSize"] != "0" || info["sendThreadPoolQueueCapacity"] != strconv.Itoa(maxAdmitWaiters) {
+		t.Errorf("send queue %s of %s, want 0 of %d", info["sendThreadPoolQueueSize"], info["sendThreadPoolQueueCapacity"], maxAdmitWaiters)
+	}
 	for _, k := range []string{"putTps", "getTransferredTps", "getFoundTps", "getMissTps", "getTotalTps", "msgPutTotalTodayMorning", "brokerActive"} {
 		if _, ok := info[k]; !ok {
 			t.Errorf("runtime info lacks %s", k)
