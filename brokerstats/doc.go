@@ -12,9 +12,9 @@
 // key share one item. An item is cumulative counters (messages, bytes) and
 // the number of calls that added to them. Stats.Tick samples every item:
 //
-//	every 10 s, keep 7   -> Minute(): change over the last minute
-//	every 10 min, keep 7 -> Hour():   change over the last hour
-//	every 1 h, keep 25   -> Day():    change over the last day
+//	every 10 s, keep 7   -> Windows.Minute: change over the last minute
+//	every 10 min, keep 7 -> Windows.Hour:   change over the last hour
+//	every 1 h, keep 25   -> Windows.Day:    change over the last day
 //
 //	window = newest sample - oldest sample
 //	  Sum   = value difference
@@ -25,9 +25,9 @@
 // only its counters at the newest samplings, about 1.3 KiB per topic for
 // both put statistics with every window full. An item's first sample is
 // preceded by a zero sample one period earlier, so what it did before its
-// first sampling is counted. An item without an
-// Add for 25 hours is dropped at the hourly sampling, so memory follows the
-// keys in use (RocketMQ keeps them until their topic is deleted).
+// first sampling is counted. An item nothing was added to for 25 hours is
+// dropped at the hourly sampling, so memory follows the keys in use
+// (RocketMQ keeps them until their topic is deleted).
 //
 // # Store rates and day totals
 //

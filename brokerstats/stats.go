@@ -74,7 +74,7 @@ func (r *rate) tps(seconds int) (float64, bool) {
 	return float64(last.value-first.value) * float64(time.Second) / float64(d), true
 }
 
-// Stats is the broker's statistics: the sets VIEW_BROKER_STATS_DATA reads,
+// Stats is the broker's statistics: the items VIEW_BROKER_STATS_DATA reads,
 // the store rates and day totals GET_BROKER_RUNTIME_INFO reports. It is
 // safe for concurrent use. Run samples it; without Run the counters still
 // count but every window stays empty.
