@@ -48,6 +48,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(childEnvRebuild); dir != "" {
 		os.Exit(runRebuildChild(dir))
 	}
+	if dir := os.Getenv(childEnvRebuildAlone); dir != "" {
+		os.Exit(runRebuildAloneChild(dir))
+	}
 	os.Exit(m.Run())
 }
 

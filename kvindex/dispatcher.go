@@ -62,6 +62,10 @@ type DispatcherOptions struct {
 	// a layout reads between records of its progress (default 64 MiB): a
 	// start killed in the middle resumes from the last one.
 	CatchUpMarkBytes int64
+	// AfterRebuildDrop, when set, is called once a rebuild has dropped a
+	// layout's queues, before it writes them again: the point a crash
+	// test kills the process at.
+	AfterRebuildDrop func(layout string)
 	// Offsets, when set, learns how far each queue is dispatched (so idle
 	// queues can be evicted).
 	Offsets *QueueOffsets

@@ -81,6 +81,14 @@
 //	                                           it when it catches up, and no catch-up puts
 //	                                           its records below the offset back; dropped
 //	                                           once retention passes the offset
+//	"rebuildStart.<layout>.<queueId>.<topic>" value: queue offset int64
+//	                                           where the queue stood in that layout when a
+//	                                           rebuild of it (the layout missed records
+//	                                           retention deleted) began, written before the
+//	                                           rebuild drops the queues and dropped with
+//	                                           the layout's "cqWritten" in one batch once it
+//	                                           is complete: a rebuild a crash interrupted
+//	                                           still gives emptied queues their numbering
 //	"topicsVer"   value: counter int64 | timestamp int64   topic table DataVersion
 //	"groupsVer"   value: counter int64 | timestamp int64   group table DataVersion
 //	"cqMinApplied" value: offset int64         the CommitLog minimum the KV ConsumeQueue

@@ -112,6 +112,16 @@ type CQWrittenRecord struct {
 	Offset int64  `json:"offset"`
 }
 
+// RebuildStartRecord is meta "rebuildStart.<layout>.<queueId>.<topic>":
+// where a queue stood in a layout whose rebuild began and has not
+// completed.
+type RebuildStartRecord struct {
+	Layout  string `json:"layout"`
+	Topic   string `json:"topic"`
+	QueueID int32  `json:"queueId"`
+	Offset  int64  `json:"offset"`
+}
+
 // DataVersionRecord is meta "topicsVer" or "groupsVer": the DataVersion of
 // the topic or group config table.
 type DataVersionRecord struct {
@@ -214,6 +224,9 @@ func (DispatchedRecord) Keyspace() Keyspace { return mustKeyspace(PrefixMeta) }
 func (CQWrittenRecord) Keyspace() Keyspace { return mustKeyspace(PrefixMeta) }
 
 // Keyspace implements Record.
+func (RebuildStartRecord) Keyspace() Keyspace { return mustKeyspace(PrefixMeta) }
+
+// Keyspace implements Record.
 func (DataVersionRecord) Keyspace() Keyspace { return mustKeyspace(PrefixMeta) }
 
 // Keyspace implements Record.
@@ -252,6 +265,11 @@ func (r DispatchedRecord) String() string { return fmt.Sprintf("dispatched=%d", 
 // String implements Record.
 func (r CQWrittenRecord) String() string {
 	return fmt.Sprintf("cqWritten layout=%s offset=%d", r.Layout, r.Offset)
+}
+
+// String implements Record.
+func (r RebuildStartRecord) String() string {
+	return fmt.Sprintf("rebuildStart layout=%s topic=%s queue=%d offset=%d", r.Layout, r.Topic, r.QueueID, r.Offset)
 }
 
 // String implements Record.
@@ -466,6 +484,13 @@ func decodeMeta(key, value []byte) (Record, error) {
 		}
 		return DataVersionRecord{Table: table, Counter: int64(binary.BigEndian.Uint64(value)),
 			Timestamp: int64(binary.BigEndian.Uint64(value[8:]))}, nil
+	}
+	if rest, ok := strings.CutPrefix(name, metaRebuildStart); ok {
+		st, layout, err := parseRebuildStart(rest, value)
+		if err != nil {
+			return nil, fmt.Errorf("meta %q: %w", name, err)
+		}
+		return RebuildStartRecord{Layout: layout, Topic: st.Topic, QueueID: st.QueueID, Offset: st.Offset}, nil
 	}
 	return MetaRecord{Name: name, Value: append([]byte(nil), value...)}, nil
 }

@@ -33,6 +33,11 @@ const (
 	// metaTopicDeleted + topic: the topic was deleted when the CommitLog
 	// ended at the value (for layouts not written at the time).
 	metaTopicDeleted = "topicDeleted."
+	// metaRebuildStart + layout + "." + queueId + "." + topic: where that
+	// queue stood in the layout when a rebuild of it began (the value, a
+	// queue offset), kept until the rebuilt layout is complete, so a
+	// rebuild interrupted after it dropped the queues still knows them.
+	metaRebuildStart = "rebuildStart."
 	// metaConfigImported: an Apache RocketMQ store's config files were
 	// imported (value: when, ms).
 	metaConfigImported = "rmqConfigImported"

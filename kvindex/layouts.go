@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -120,6 +122,83 @@ func (d *DB) RecordTopicDeleted(topic string, end int64) error {
 	return nil
 }
 
+// rebuildStartName is the meta name of a queue's start in a layout being
+// rebuilt.
+func rebuildStartName(layout string, st QueueStart) string {
+	return metaRebuildStart + layout + "." + strconv.Itoa(int(st.QueueID)) + "." + st.Topic
+}
+
+// parseRebuildStart reads a rebuild start: rest is its meta name after
+// metaRebuildStart ("<layout>.<queueId>.<topic>"), value its queue offset.
+func parseRebuildStart(rest string, value []byte) (QueueStart, string, error) {
+	layout, rest, ok := strings.Cut(rest, ".")
+	qid, topic, ok2 := strings.Cut(rest, ".")
+	n, err := strconv.ParseInt(qid, 10, 32)
+	if !ok || !ok2 || layout == "" || topic == "" || err != nil || n < 0 {
+		return QueueStart{}, "", fmt.Errorf("rebuild start %q: not <layout>.<queueId>.<topic>: %w", rest, ErrBadKey)
+	}
+	off, err := getInt64(value)
+	if err != nil || off < 0 {
+		return QueueStart{}, "", fmt.Errorf("rebuild start %q: value %x: %w", rest, value, ErrBadKey)
+	}
+	return QueueStart{Topic: topic, QueueID: int32(n), Offset: off}, layout, nil
+}
+
+// recordRebuildStarts records, synced, where the queues of a layout stand
+// before its rebuild drops them.
+func (d *DB) recordRebuildStarts(layout string, starts []QueueStart) error {
+	b := d.pdb.NewBatch()
+	defer b.Close()
+	for _, st := range starts {
+		if err := b.Set(metaKey(rebuildStartName(layout, st)), putInt64(st.Offset), nil); err != nil {
+			return fmt.Errorf("record where the %s ConsumeQueue's queues stand: %w", layout, err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("record where the %s ConsumeQueue's queues stand: %w", layout, err)
+	}
+	return nil
+}
+
+// rebuildStarts returns the queue starts a rebuild of layout recorded and
+// did not complete.
+func (d *DB) rebuildStarts(layout string) ([]QueueStart, error) {
+	lo := metaKey(metaRebuildStart + layout + ".")
+	it, err := d.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	if err != nil {
+		return nil, fmt.Errorf("read the rebuild starts of the %s ConsumeQueue: %w", layout, err)
+	}
+	var out []QueueStart
+	for it.First(); it.Valid(); it.Next() {
+		st, _, err := parseRebuildStart(string(it.Key()[len(metaKey(metaRebuildStart)):]), it.Value())
+		if err != nil {
+			_ = it.Close()
+			return nil, fmt.Errorf("read the rebuild starts of the %s ConsumeQueue: %w", layout, err)
+		}
+		out = append(out, st)
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("read the rebuild starts of the %s ConsumeQueue: %w", layout, err)
+	}
+	return out, nil
+}
+
+// completeLayout records, in one synced batch, that layout holds every
+// entry below end and drops the starts a rebuild of it recorded.
+func (d *DB) completeLayout(layout string, end int64) error {
+	b := d.pdb.NewBatch()
+	defer b.Close()
+	lo := metaKey(metaRebuildStart + layout + ".")
+	err := errors.Join(b.Set(metaKey(metaCQWritten+layout), putInt64(end), nil), b.DeleteRange(lo, prefixEnd(lo), nil))
+	if err == nil {
+		err = b.Commit(pebble.Sync)
+	}
+	if err != nil {
+		return fmt.Errorf("record the %s ConsumeQueue complete below %d: %w", layout, end, err)
+	}
+	return nil
+}
+
 // topicsDeleted returns the recorded topic deletions, dropping those at or
 // below minOff: no record of them is left to put back, and a layout that
 // has not caught up past them is rebuilt anyway.
@@ -221,6 +300,9 @@ func (d *Dispatcher) catchUpLayouts(from, minOff, end int64, hadDispatched bool)
 			if own, err = d.rebuildLayout(l.layout); err != nil {
 				return err
 			}
+			if d.opts.AfterRebuildDrop != nil {
+				d.opts.AfterRebuildDrop(l.name)
+			}
 			start = minOff
 		} else {
 			for topic, at := range deleted {
@@ -255,7 +337,7 @@ func (d *Dispatcher) catchUpLayouts(from, minOff, end int64, hadDispatched bool)
 		complete = append(complete, l.layout)
 	}
 	for _, l := range d.layouts {
-		if err := d.opts.DB.setMetaInt64(l.progressName(), from); err != nil {
+		if err := d.opts.DB.completeLayout(l.name, from); err != nil {
 			return err
 		}
 	}
@@ -303,7 +385,18 @@ func (d *Dispatcher) seedRebuilt(l layout, complete []layout, own []QueueStart, 
 // It returns where each queue stood, for seeding when no other layout
 // knows.
 func (d *Dispatcher) rebuildLayout(l layout) ([]QueueStart, error) {
-	var queues []QueueStart
+	// A rebuild interrupted by a crash recorded where the queues stood
+	// before it dropped them; what it wrote since stands as far or
+	// further.
+	prior, err := d.opts.DB.rebuildStarts(l.name)
+	if err != nil {
+		return nil, err
+	}
+	at := make(map[QueueStart]int, len(prior))
+	queues := prior
+	for i, st := range prior {
+		at[QueueStart{Topic: st.Topic, QueueID: st.QueueID}] = i
+	}
 	var qerr error
 	if err := l.store.Queues(func(topic string, qid int32) bool {
 		hi, err := l.store.MaxOffset(topic, qid)
@@ -311,14 +404,23 @@ func (d *Dispatcher) rebuildLayout(l layout) ([]QueueStart, error) {
 			qerr = err
 			return false
 		}
+		if i, ok := at[QueueStart{Topic: topic, QueueID: qid}]; ok {
+			queues[i].Offset = max(queues[i].Offset, hi)
+			return true
+		}
 		queues = append(queues, QueueStart{Topic: topic, QueueID: qid, Offset: hi})
 		return true
 	}); err != nil || qerr != nil {
 		return nil, fmt.Errorf("list the queues of the %s ConsumeQueue: %w", l.name, errors.Join(err, qerr))
 	}
 	if len(queues) > 0 {
-		d.log.Warn().Str("layout", l.name).Int("queues", len(queues)).
+		d.log.Warn().Str("layout", l.name).Int("queues", len(queues)).Int("fromInterruptedRebuild", len(prior)).
 			Msg("ConsumeQueue layout misses records the CommitLog no longer holds; rebuilding it")
+	}
+	// Recorded before the queues are dropped, so a crash from here on
+	// still knows where they stood.
+	if err := d.opts.DB.recordRebuildStarts(l.name, queues); err != nil {
+		return nil, err
 	}
 	if kv, ok := l.store.(*CQ); ok {
 		if err := kv.DeleteAll(); err != nil {

@@ -129,3 +129,65 @@ func TestLayoutRebuildSurvivesSIGKILL(t *testing.T) {
 	}
 	t.Logf("%d of 6 kills came before the rebuild's end (window %v)", cut, window)
 }
+
+const childEnvRebuildAlone = "KVINDEX_CRASH_REBUILD_ALONE_DIR"
+
+// runRebuildAloneChild opens a store whose Pebble layout is stale past
+// retention with that layout alone and no file layout to take numbering
+// from, so the rebuild falls back on where the queues stood in the layout
+// itself. It says "dropped" once the rebuild has dropped the queues and
+// waits there to be killed.
+func runRebuildAloneChild(root string) int {
+	fmt.Println("ready")
+	openStackWith(fatalT{}, root, layoutsConfig(root), LayoutKV, "", func(o *DispatcherOptions) {
+		o.AfterRebuildDrop = func(string) {
+			fmt.Println("dropped")
+			select {}
+		}
+	})
+	fmt.Println("caught up")
+	select {}
+}
+
+// A broker killed after a rebuild dropped a layout's queues and before it
+// gave the emptied ones their numbering back, with no other layout to take
+// it from, leaves a store whose next start still knows where they stood:
+// the rebuild recorded it before dropping them.
+func TestLayoutRebuildAloneSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test")
+	}
+	dir := t.TempDir()
+	leaveBehind(t, dir, LayoutFile, LayoutKV, 10) // the Pebble layout saw 30 of Gone's 40
+	cmd, _, lines := testutil.StartChildLines(t, childEnvRebuildAlone+"="+dir)
+	dropped := false
+	for l := range lines {
+		if l == "dropped" {
+			dropped = true
+			testutil.KillChild(cmd)
+		}
+		if l == "caught up" {
+			t.Fatal("the child rebuilt the layout without stopping where the test kills it")
+		}
+	}
+	if !dropped {
+		t.Fatal("the child never reached the rebuild")
+	}
+	db := openTestDBAt(t, dir)
+	if got, err := db.rebuildStarts(LayoutKV); err != nil || len(got) == 0 {
+		t.Fatalf("rebuild starts after the kill: %v (%v)", got, err)
+	}
+	_ = db.Close()
+
+	s := openStackWith(t, dir, layoutsConfig(dir), LayoutKV, "")
+	defer s.close(t)
+	if got := bounds(t, s.store, "Gone", 0); got != [2]int64{30, 30} {
+		t.Fatalf("Gone/0 after the interrupted rebuild %v, want [30,30) as the layout had it", got)
+	}
+	if got := bounds(t, s.store, "Live", 0); got[1] != 205 || got[0] <= 5 {
+		t.Fatalf("Live/0 after the interrupted rebuild %v", got)
+	}
+	if got, _ := s.db.rebuildStarts(LayoutKV); len(got) != 0 {
+		t.Fatalf("rebuild starts left after the rebuild completed: %v", got)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -431,5 +433,43 @@ func TestStaleIndexAloneTakesNumberingFromFiles(t *testing.T) {
 	}
 	if got := bounds(t, s.store, "Live", 0); got[1] != 205 || got[0] <= 5 {
 		t.Errorf("Live/0 in the Pebble layout rebuilt alone %v", got)
+	}
+}
+
+// The starts a rebuild records read back, decode for kvdump, and go with
+// the layout's completion; another layout's stay.
+func TestRebuildStartsRecorded(t *testing.T) {
+	db := openTestDBAt(t, t.TempDir())
+	defer db.Close()
+	starts := []QueueStart{{Topic: "A", QueueID: 0, Offset: 30}, {Topic: "Dotted.Topic", QueueID: 12, Offset: 7}}
+	if err := db.recordRebuildStarts(LayoutFile, starts); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.recordRebuildStarts(LayoutKV, starts[:1]); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.rebuildStarts(LayoutFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(got, func(a, b QueueStart) int { return strings.Compare(a.Topic, b.Topic) })
+	if !slices.Equal(got, starts) {
+		t.Fatalf("rebuild starts %v, want %v", got, starts)
+	}
+	r, err := DecodeKey(metaKey(rebuildStartName(LayoutFile, starts[1])), putInt64(7))
+	if err != nil || r != (RebuildStartRecord{Layout: LayoutFile, Topic: "Dotted.Topic", QueueID: 12, Offset: 7}) {
+		t.Fatalf("decoded %v (%v)", r, err)
+	}
+	if err := db.completeLayout(LayoutFile, 4096); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := db.rebuildStarts(LayoutFile); len(got) != 0 {
+		t.Fatalf("starts left after the layout completed: %v", got)
+	}
+	if got, _ := db.rebuildStarts(LayoutKV); len(got) != 1 {
+		t.Fatalf("the other layout's starts: %v", got)
+	}
+	if v, _, _ := db.metaInt64(metaCQWritten + LayoutFile); v != 4096 {
+		t.Fatalf("progress %d, want 4096", v)
 	}
 }
