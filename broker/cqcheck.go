@@ -71,7 +71,7 @@ func (b *Broker) processCheckCQWriteProgress(ctx context.Context, _ *remoting.Co
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	opts := cqcompare.Options{Topic: h.OptString("topic", ""), FromTime: from, Bounds: b.disp.Quiesced}
+	opts := cqcompare.Options{Topic: h.OptString("topic", ""), FromTime: from, Bounds: b.disp.QuiescedMinima}
 	if b.cqMirror == nil {
 		if b.cfg.StoreType == configs.StoreTypeKV {
 			return jsonResponse(req, cqCheckResult{"storeType is kv and the file ConsumeQueue is not written, no need check", cqCheckOK})

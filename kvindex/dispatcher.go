@@ -114,9 +114,14 @@ type Dispatcher struct {
 	files   []cq.Store
 
 	// writeMu is held while a batch is written to the ConsumeQueues, so
-	// Quiesced can read them between batches. Lock order: writeMu, then
-	// the KV ConsumeQueue's mu.
+	// Quiesced can read them between batches. Lock order: minMu, then
+	// writeMu, then the KV ConsumeQueue's mu.
 	writeMu sync.Mutex
+	// minMu is held while the CommitLog minimum is applied to every
+	// layout in turn (outside writeMu: a sweep of every queue must not
+	// stall dispatch), so QuiescedMinima never sees one layout corrected
+	// and the other not.
+	minMu sync.Mutex
 
 	next atomic.Int64 // next CommitLog offset to dispatch
 
@@ -270,6 +275,8 @@ func (d *Dispatcher) LogMinOffsetChanged(newMin int64) {
 // (recorded in meta "cqMinApplied"); always forces it (the file layout
 // recomputes minima at every start).
 func (d *Dispatcher) correctMin(minOff int64, always bool) error {
+	d.minMu.Lock()
+	defer d.minMu.Unlock()
 	applied, err := d.opts.DB.get(metaKey(metaMinApplied))
 	if err != nil {
 		return fmt.Errorf("read applied minimum: %w", err)
@@ -339,6 +346,16 @@ func (d *Dispatcher) Quiesced(fn func() error) error {
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
 	return fn()
+}
+
+// QuiescedMinima is Quiesced that also waits out a retention pass applying
+// the CommitLog minimum to the layouts (and holds the next one back), so
+// that fn sees their minima alike too: what a comparison of the layouts'
+// bounds needs.
+func (d *Dispatcher) QuiescedMinima(fn func() error) error {
+	d.minMu.Lock()
+	defer d.minMu.Unlock()
+	return d.Quiesced(fn)
 }
 
 // pruneLoop drops, every PruneInterval, the cq journal records the

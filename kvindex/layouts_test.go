@@ -473,3 +473,28 @@ func TestRebuildStartsRecorded(t *testing.T) {
 		t.Fatalf("progress %d, want 4096", v)
 	}
 }
+
+// A comparison's bounds read (QuiescedMinima) waits while the CommitLog
+// minimum is being applied to the layouts one after the other, so it never
+// sees one layout's minima moved and the other's not.
+func TestQuiescedMinimaWaitsForMinimaCorrection(t *testing.T) {
+	root := t.TempDir()
+	s := openStackWith(t, root, layoutsConfig(root), LayoutKV, LayoutFile)
+	defer s.close(t)
+	s.disp.minMu.Lock() // a correction in progress
+	ran := make(chan struct{})
+	go func() {
+		_ = s.disp.QuiescedMinima(func() error { close(ran); return nil })
+	}()
+	select {
+	case <-ran:
+		t.Fatal("the bounds were read while the minima were being corrected")
+	case <-time.After(50 * time.Millisecond):
+	}
+	s.disp.minMu.Unlock()
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the bounds read never ran after the correction")
+	}
+}
