@@ -134,10 +134,13 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("start name server: %w", err)
 	}
 	if tcp, ok := s.Addr().(*net.TCPAddr); ok && tcp.Port != s.settings().ListenPort {
-		// Asked for any free port (":0"): report the one taken.
+		// Asked for any free port (":0"): report the one taken. An update
+		// may already be running.
+		s.liveMu.Lock()
 		set := *s.settings()
 		set.ListenPort = tcp.Port
 		s.live.Store(&set)
+		s.liveMu.Unlock()
 	}
 	s.scanner.Add(1)
 	go s.scan()
