@@ -313,6 +313,7 @@ func (b *Broker) processDeleteGroup(_ context.Context, _ *remoting.Conn, req *re
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	b.resets.forgetGroup(group)
+	b.stats.GroupDeleted(group)
 	if h.OptBool("cleanOffset", false) {
 		if err := b.offsets.DeleteGroup(group); err != nil {
 			return remoting.NewResponse(req, remoting.SystemError, err.Error())

@@ -154,21 +154,29 @@ type table struct {
 	items  sync.Map // string -> *item
 }
 
-// add adds value and size, counted as one call, to key's item, creating
-// it.
-func (t *table) add(key string, value, size int64) {
+// add adds value and size to key's item, creating it, and counts one call
+// unless uncounted is set (RocketMQ counts no calls for the BROKER_*
+// statistics, whose avgpt is therefore 0).
+func (t *table) add(key string, value, size int64, uncounted bool) {
+	now := t.ticked.Load()
 	v, ok := t.items.Load(key)
 	if !ok {
-		v, _ = t.items.LoadOrStore(key, new(item))
+		// Stamped before it is visible: the hourly sampling must not take
+		// a new item for one idle since 1970.
+		fresh := new(item)
+		fresh.lastAdd.Store(now)
+		v, _ = t.items.LoadOrStore(key, fresh)
 	}
 	it := v.(*item)
+	if it.lastAdd.Load() != now {
+		it.lastAdd.Store(now)
+	}
 	it.value.Add(value)
 	if size != 0 {
 		it.size.Add(size)
 	}
-	it.calls.Add(1)
-	if now := t.ticked.Load(); it.lastAdd.Load() != now {
-		it.lastAdd.Store(now)
+	if !uncounted {
+		it.calls.Add(1)
 	}
 }
 
@@ -194,8 +202,17 @@ func (t *table) deleteKey(key string) { t.items.Delete(key) }
 
 // deletePrefix drops the items whose key starts with prefix.
 func (t *table) deletePrefix(prefix string) {
+	t.deleteWhere(func(k string) bool { return strings.HasPrefix(k, prefix) })
+}
+
+// deleteSuffix drops the items whose key ends with suffix.
+func (t *table) deleteSuffix(suffix string) {
+	t.deleteWhere(func(k string) bool { return strings.HasSuffix(k, suffix) })
+}
+
+func (t *table) deleteWhere(drop func(key string) bool) {
 	t.items.Range(func(k, _ any) bool {
-		if strings.HasPrefix(k.(string), prefix) {
+		if drop(k.(string)) {
 			t.items.Delete(k)
 		}
 		return true
@@ -218,10 +235,15 @@ func (t *table) sampleHour() {
 }
 
 func (t *table) sampleDay(now time.Time) {
+	idle := func(it *item) bool { return now.Sub(time.Unix(0, it.lastAdd.Load())) >= idleLimit }
 	t.items.Range(func(k, v any) bool {
 		it := v.(*item)
-		if now.Sub(time.Unix(0, it.lastAdd.Load())) >= idleLimit {
-			t.items.Delete(k)
+		if idle(it) && t.items.CompareAndDelete(k, it) {
+			if !idle(it) {
+				// An Add came between the check and the delete: keep what
+				// it counted (unless a new item took the key since).
+				t.items.LoadOrStore(k, it)
+			}
 			return true
 		}
 		p := it.now()

@@ -151,8 +151,8 @@ func (s *Stats) Lookup(name, key string) (Windows, bool) {
 // once stored: the per-topic and broker statistics. Stored counts the
 // store's side of it.
 func (s *Stats) Put(topic string, msgs int, bytes int64) {
-	s.topicPut.add(topic, int64(msgs), bytes)
-	s.brokerPut.add(s.cluster, int64(msgs), 0)
+	s.topicPut.add(topic, int64(msgs), bytes, false)
+	s.brokerPut.add(s.cluster, int64(msgs), 0, true)
 }
 
 // Stored records msgs messages (bytes in all) appended to the CommitLog,
@@ -166,8 +166,8 @@ func (s *Stats) Stored(msgs int, bytes int64) {
 // Get records a read (pull or pop) that delivered msgs messages (bytes in
 // all) of topic to group.
 func (s *Stats) Get(group, topic string, msgs int, bytes int64) {
-	s.groupGet.add(GroupKey(topic, group), int64(msgs), bytes)
-	s.brokerGet.add(s.cluster, int64(msgs), 0)
+	s.groupGet.add(GroupKey(topic, group), int64(msgs), bytes, false)
+	s.brokerGet.add(s.cluster, int64(msgs), 0, true)
 	s.getFound.total.Add(1)
 	s.transferred.total.Add(int64(msgs))
 	s.getMessages.Add(int64(msgs))
@@ -178,7 +178,7 @@ func (s *Stats) Miss() { s.getMiss.total.Add(1) }
 
 // SendBack records a consumer's send-back of a message of topic.
 func (s *Stats) SendBack(group, topic string) {
-	s.sendBack.add(GroupKey(topic, group), 1, 0)
+	s.sendBack.add(GroupKey(topic, group), 1, 0, false)
 }
 
 // TopicDeleted drops the items of a deleted topic, as RocketMQ does.
@@ -186,6 +186,13 @@ func (s *Stats) TopicDeleted(topic string) {
 	s.topicPut.deleteKey(topic)
 	s.groupGet.deletePrefix(topic + "@")
 	s.sendBack.deletePrefix(topic + "@")
+}
+
+// GroupDeleted drops the items of a deleted consumer group, as RocketMQ
+// does.
+func (s *Stats) GroupDeleted(group string) {
+	s.groupGet.deleteSuffix("@" + group)
+	s.sendBack.deleteSuffix("@" + group)
 }
 
 // GroupTPS is the rate at which group got messages of topic over the last
@@ -238,22 +245,33 @@ func (s *Stats) Tick() {
 		for _, t := range s.tables() {
 			t.sampleMinute()
 		}
-		s.nextMinute = now.Add(minutePeriod)
+		s.nextMinute = nextSampling(s.nextMinute, now, minutePeriod)
 	}
 	if !now.Before(s.nextHour) {
 		s.levels.hour.record(now)
 		for _, t := range s.tables() {
 			t.sampleHour()
 		}
-		s.nextHour = now.Add(hourPeriod)
+		s.nextHour = nextSampling(s.nextHour, now, hourPeriod)
 	}
 	if !now.Before(s.nextDay) {
 		s.levels.day.record(now)
 		for _, t := range s.tables() {
 			t.sampleDay(now)
 		}
-		s.nextDay = now.Add(dayPeriod)
+		s.nextDay = nextSampling(s.nextDay, now, dayPeriod)
 	}
+}
+
+// nextSampling is when a window samples next after the sampling due at
+// prev ran at now: a period after prev, so the ticks' jitter does not add
+// up (10 s apart, not 11), or a period after now when the clock jumped
+// past that (no burst of catch-up samplings).
+func nextSampling(prev, now time.Time, period time.Duration) time.Time {
+	if next := prev.Add(period); !prev.IsZero() && next.After(now) {
+		return next
+	}
+	return now.Add(period)
 }
 
 // nextMidnight is the first local midnight after t.

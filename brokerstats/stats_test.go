@@ -44,7 +44,8 @@ func TestMinuteWindowFollowsRocketMQsArithmetic(t *testing.T) {
 	s.Tick()
 	checkWindow(t, "minute after 10 s more", lookup(TopicPutNums, "T").Minute, Window{Sum: 40, TPS: 2, AvgPT: 40.0 / 3})
 	checkWindow(t, "TOPIC_PUT_SIZE", lookup(TopicPutSize, "T").Minute, Window{Sum: 40000, TPS: 2000, AvgPT: 40000.0 / 3})
-	checkWindow(t, "BROKER_PUT_NUMS", lookup(BrokerPutNums, "DefaultCluster").Minute, Window{Sum: 40, TPS: 2, AvgPT: 40.0 / 3})
+	// RocketMQ counts no calls for the BROKER_* statistics: avgpt 0.
+	checkWindow(t, "BROKER_PUT_NUMS", lookup(BrokerPutNums, "DefaultCluster").Minute, Window{Sum: 40, TPS: 2})
 
 	// Seven samples span a minute: once the adds are more than a minute
 	// old, the window is empty again.
@@ -110,6 +111,19 @@ func TestGroupStatsAndTopicDeletion(t *testing.T) {
 	}
 	if _, ok := s.Lookup("NO_SUCH_STAT", "T2@G"); ok {
 		t.Error("an unknown statistic answered")
+	}
+	// Deleting a group drops its items, not those of a group whose name
+	// ends alike.
+	s.Get("OtherG", "T2", 1, 1)
+	s.SendBack("G", "T2")
+	s.GroupDeleted("G")
+	for _, key := range [][2]string{{GroupGetNums, "T2@G"}, {SendBackPutNums, "T2@G"}} {
+		if _, ok := s.Lookup(key[0], key[1]); ok {
+			t.Errorf("%s %s survived the group's deletion", key[0], key[1])
+		}
+	}
+	if _, ok := s.Lookup(GroupGetNums, "T2@OtherG"); !ok {
+		t.Error("deleting G dropped OtherG's item")
 	}
 }
 
@@ -233,4 +247,36 @@ func TestConcurrentAddsAndSampling(t *testing.T) {
 	if s.PutMessages() != 8000 || s.GetMessages() != 8000 {
 		t.Fatalf("totals put %d get %d", s.PutMessages(), s.GetMessages())
 	}
+}
+
+// Samplings keep their period although the ticks that run them come late
+// by varying amounts (RocketMQ samples at a fixed rate): seven minute
+// samplings span 60 s, not 66.
+func TestSamplingsKeepTheirPeriodDespiteJitter(t *testing.T) {
+	s, c := newTestStats()
+	s.Tick() // samplings due at t0+10 s, t0+20 s, ...
+	s.Put("T", 1, 1)
+	jitter := []time.Duration{700, 100, 900, 300, 800, 200, 600} // ms late
+	at := time.Duration(0)
+	for i, j := range jitter {
+		// The first tick at or after the due time, as a 1 s ticker gives.
+		next := time.Duration(i+1)*10*time.Second + j*time.Millisecond
+		c.Advance(next - at)
+		at = next
+		s.Tick()
+	}
+	w, _ := s.Lookup(TopicPutNums, "T")
+	// Seven samplings kept: the newest at 70.6 s, the oldest at 10.7 s
+	// (the zero point at 0.7 s was dropped); the put came before all of
+	// them, so the window holds nothing: what matters is that there are
+	// exactly seven samplings in 60 s, which the next put shows.
+	if w.Minute.Sum != 0 {
+		t.Fatalf("minute window %+v, want empty", w.Minute)
+	}
+	s.Put("T", 6, 6)
+	c.Advance(10*time.Second - 600*time.Millisecond + 50*time.Millisecond) // 80.05 s
+	s.Tick()
+	w, _ = s.Lookup(TopicPutNums, "T")
+	// Oldest kept sampling at 20.1 s, newest at 80.05 s: 6 over 59.95 s.
+	checkWindow(t, "minute after jittered ticks", w.Minute, Window{Sum: 6, TPS: 6 / 59.95, AvgPT: 6})
 }

@@ -67,10 +67,18 @@ func setPropertiesKeys(raw []byte, settings map[string]string, canonical func(st
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	skipping := false // inside the continuation lines of a replaced entry
+	kept := false     // inside the continuation lines of an entry kept as it is
 	for sc.Scan() {
 		line := sc.Text()
 		if skipping {
 			skipping = continues(line)
+			continue
+		}
+		if kept {
+			// Part of the value above, whatever it looks like.
+			kept = continues(line)
+			out.WriteString(line)
+			out.WriteByte('\n')
 			continue
 		}
 		key := propertiesKey(line)
@@ -82,6 +90,7 @@ func setPropertiesKeys(raw []byte, settings map[string]string, canonical func(st
 				continue
 			}
 		}
+		kept = key != "" && continues(line)
 		out.WriteString(line)
 		out.WriteByte('\n')
 	}

@@ -55,6 +55,11 @@ func TestPersistSettings(t *testing.T) {
 		before: "deleteWhen=01;\\\n  02\nbrokerName=b\n",
 		after:  "deleteWhen=01;13\nbrokerName=b\nbrokerPermission=4\nfileReservedTime=12\n",
 	}, {
+		name:   "properties: a continuation line of an entry kept is not taken for a key",
+		file:   "cont.conf",
+		before: "storePathRootDir=/data/a\\\n  brokerPermission=6\nbrokerName=b\n",
+		after:  "storePathRootDir=/data/a\\\n  brokerPermission=6\nbrokerName=b\nbrokerPermission=4\ndeleteWhen=01;13\nfileReservedTime=12\n",
+	}, {
 		name:   "properties: an alias is the same key",
 		file:   "alias.conf",
 		before: "mapedFileSizeCommitLog=1073741824\n",

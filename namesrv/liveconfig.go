@@ -191,6 +191,11 @@ func (s *Server) registerTopic(_ context.Context, conn *remoting.Conn, req *remo
 	return success(req)
 }
 
+// maxRegisteredQueues bounds the queue counts REGISTER_TOPIC_IN_NAMESRV
+// takes (a broker's queue ids are int32, but no topic has more queues than
+// this; clients allocate a slot per queue).
+const maxRegisteredQueues = 65536
+
 // decodeQueueDatas reads the queueDatas of a TopicRouteData body.
 func decodeQueueDatas(body []byte) ([]QueueData, error) {
 	if len(body) == 0 {
@@ -211,6 +216,12 @@ func decodeQueueDatas(body []byte) ([]QueueData, error) {
 		for _, q := range queues {
 			if strings.TrimSpace(q.BrokerName) == "" {
 				return nil, fmt.Errorf("decode topic route data: a queue data entry has no brokerName")
+			}
+			// Clients build their queue lists from these numbers.
+			if q.ReadQueueNums < 0 || q.ReadQueueNums > maxRegisteredQueues || q.WriteQueueNums < 0 ||
+				q.WriteQueueNums > maxRegisteredQueues || q.Perm < 0 || q.Perm > PermPriority|PermRead|PermWrite|PermInherit {
+				return nil, fmt.Errorf("decode topic route data: broker %s: readQueueNums %d, writeQueueNums %d, perm %d: want queue counts in [0, %d] and perm bits of 15",
+					q.BrokerName, q.ReadQueueNums, q.WriteQueueNums, q.Perm, maxRegisteredQueues)
 			}
 		}
 		return queues, nil

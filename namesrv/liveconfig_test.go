@@ -211,6 +211,9 @@ func TestRegisterTopicInNamesrv(t *testing.T) {
 		{map[string]string{"topic": "X"}, `{"queueDatas":[`, "decode topic route data"},
 		{map[string]string{"topic": "X"}, `{"queueDatas":[{"perm":6}]}`, "no brokerName"},
 		{map[string]string{"topic": "X"}, `{"queueDatas":{"brokerName":"broker-a"}}`, "queueDatas"},
+		{map[string]string{"topic": "X"}, `{"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":-8,"writeQueueNums":4}]}`, "readQueueNums -8"},
+		{map[string]string{"topic": "X"}, `{"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"writeQueueNums":2000000000}]}`, "writeQueueNums 2000000000"},
+		{map[string]string{"topic": "X"}, `{"queueDatas":[{"brokerName":"broker-a","perm":99,"readQueueNums":4,"writeQueueNums":4}]}`, "perm 99"},
 	} {
 		if resp := invoke(t, c, remoting.RegisterTopicInNamesrv, tc.ext, []byte(tc.body)); resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, tc.remark) {
 			t.Errorf("register %v %q: %v, want an error naming %q", tc.ext, tc.body, resp, tc.remark)

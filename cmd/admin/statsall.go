@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,7 +17,9 @@ import (
 // statsAllCmd is mqadmin statsAll: per topic and consumer group, the
 // messages waiting, the in and out rates over the last minute and the
 // messages in and out over the last day, summed over the topic's master
-// brokers.
+// brokers. As mqadmin, a broker that cannot answer counts as zero and a
+// topic without a route is skipped (with a line on stderr), so one dead
+// broker does not hide the table.
 func statsAllCmd(g *globals) *cobra.Command {
 	var topic string
 	var active bool
@@ -41,15 +42,22 @@ func statsAllCmd(g *globals) *cobra.Command {
 				if meta.IsRetryTopic(t) || meta.IsDLQTopic(t) {
 					continue
 				}
-				rows, err := g.topicStatsRows(ctx, t)
+				s, err := g.topicStats(ctx, t)
 				if err != nil {
-					return err
+					fmt.Fprintf(cmd.ErrOrStderr(), "statsAll: %s skipped: %v\n", t, err)
+					continue
 				}
-				for _, r := range rows {
-					if active && r.inTPS == 0 && r.outTPS == 0 {
+				if len(s.groups) == 0 {
+					if !active || s.inDay > 0 {
+						fmt.Fprintf(w, "%s\t\t0\t%.2f\t\t%d\tNO_CONSUMER\n", t, s.inTPS, s.inDay)
+					}
+					continue
+				}
+				for _, r := range s.groups {
+					if active && s.inDay == 0 && r.outDay == 0 {
 						continue
 					}
-					fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%.2f\t%d\t%d\n", t, r.group, r.accumulation, r.inTPS, r.outTPS, r.inDay, r.outDay)
+					fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%.2f\t%d\t%d\n", t, r.group, r.accumulation, s.inTPS, r.outTPS, s.inDay, r.outDay)
 				}
 			}
 			return w.Flush()
@@ -57,89 +65,105 @@ func statsAllCmd(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&topic, "topic", "t", "", "only this topic (default: every topic of the name server)")
-	f.BoolVarP(&active, "active", "a", false, "only the rows with traffic in the last minute")
+	f.BoolVarP(&active, "active", "a", false, "only the rows with messages in or out over the last day")
 	return cmd
 }
 
-// statsRow is one line of statsAll.
-type statsRow struct {
-	group         string
-	accumulation  int64
-	inTPS, outTPS float64
-	inDay, outDay int64
+// topicStatsAll is one topic's part of statsAll.
+type topicStatsAll struct {
+	inTPS  float64
+	inDay  int64
+	groups []groupStatsAll
 }
 
-// topicStatsRows gathers a topic's rows: one per consumer group, or one
-// without a group when none consumes it.
-func (g *globals) topicStatsRows(ctx context.Context, topic string) ([]statsRow, error) {
+// groupStatsAll is one consumer group's row of a topic.
+type groupStatsAll struct {
+	group        string
+	accumulation int64
+	outTPS       float64
+	outDay       int64
+}
+
+// topicStats gathers a topic's statistics over its master brokers. Only a
+// topic without a route is an error.
+func (g *globals) topicStats(ctx context.Context, topic string) (topicStatsAll, error) {
+	var out topicStatsAll
 	masters, err := g.masters(ctx, topic)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	var in statsRow
 	groups := map[string]bool{}
 	for _, addr := range masters {
-		d, err := g.brokerStats(ctx, addr, brokerstats.TopicPutNums, topic)
-		if err != nil {
-			return nil, err
-		}
-		in.inTPS += d.Minute.TPS
-		in.inDay += d.Day.Sum
-		consumers, err := g.topicConsumers(ctx, addr, topic)
-		if err != nil {
-			return nil, err
-		}
+		d := g.brokerStats(ctx, addr, brokerstats.TopicPutNums, topic)
+		out.inTPS += d.Minute.TPS
+		out.inDay += dayTotal(d)
+		consumers, _ := g.topicConsumers(ctx, addr, topic)
 		for _, c := range consumers {
 			groups[c] = true
 		}
-	}
-	if len(groups) == 0 {
-		return []statsRow{in}, nil
 	}
 	names := make([]string, 0, len(groups))
 	for n := range groups {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	rows := make([]statsRow, 0, len(names))
 	for _, group := range names {
-		r := in
-		r.group = group
+		r := groupStatsAll{group: group}
 		for _, addr := range masters {
-			d, err := g.brokerStats(ctx, addr, brokerstats.GroupGetNums, brokerstats.GroupKey(topic, group))
-			if err != nil {
-				return nil, err
-			}
+			d := g.brokerStats(ctx, addr, brokerstats.GroupGetNums, brokerstats.GroupKey(topic, group))
 			r.outTPS += d.Minute.TPS
-			r.outDay += d.Day.Sum
-			resp, err := g.invoke(ctx, addr, remoting.GetConsumeStats, remoting.Header{"consumerGroup": group, "topic": topic}, nil)
-			if err != nil {
-				return nil, err
-			}
-			table, _, err := adminbody.DecodeConsumeStats(resp.Body)
-			if err != nil {
-				return nil, fmt.Errorf("consume stats of %s on %s: %w", group, addr, err)
-			}
-			for _, o := range table {
-				r.accumulation += o.BrokerOffset - o.ConsumerOffset
-			}
+			r.outDay += dayTotal(d)
+			r.accumulation += g.lag(ctx, addr, group, topic)
 		}
-		rows = append(rows, r)
+		out.groups = append(out.groups, r)
 	}
-	return rows, nil
+	return out, nil
 }
 
-// brokerStats reads one statistic of a broker; one nothing was counted in
-// reads as zero, as mqadmin treats it.
-func (g *globals) brokerStats(ctx context.Context, addr, name, key string) (adminbody.BrokerStatsData, error) {
+// dayTotal is mqadmin's compute24HourSum: the day window's sum, or the
+// hour's when that is 0 (a key younger than the hourly sampling), or the
+// minute's.
+func dayTotal(d adminbody.BrokerStatsData) int64 {
+	switch {
+	case d.Day.Sum != 0:
+		return d.Day.Sum
+	case d.Hour.Sum != 0:
+		return d.Hour.Sum
+	default:
+		return d.Minute.Sum
+	}
+}
+
+// brokerStats reads one statistic of a broker; one it cannot answer (none
+// counted yet, or the broker unreachable) reads as zero, as in mqadmin.
+func (g *globals) brokerStats(ctx context.Context, addr, name, key string) adminbody.BrokerStatsData {
 	resp, err := g.invoke(ctx, addr, remoting.ViewBrokerStatsData, remoting.Header{"statsName": name, "statsKey": key}, nil)
 	if err != nil {
-		if resp != nil && resp.Code == remoting.SystemError && strings.HasSuffix(resp.Remark, "not exist") {
-			return adminbody.BrokerStatsData{}, nil
-		}
-		return adminbody.BrokerStatsData{}, err
+		return adminbody.BrokerStatsData{}
 	}
-	return adminbody.DecodeBrokerStatsData(resp.Body)
+	d, err := adminbody.DecodeBrokerStatsData(resp.Body)
+	if err != nil {
+		return adminbody.BrokerStatsData{}
+	}
+	return d
+}
+
+// lag is the messages of topic group has not consumed on a broker (never
+// below 0; 0 when the broker cannot tell).
+func (g *globals) lag(ctx context.Context, addr, group, topic string) int64 {
+	resp, err := g.invoke(ctx, addr, remoting.GetConsumeStats, remoting.Header{"consumerGroup": group, "topic": topic}, nil)
+	if err != nil {
+		return 0
+	}
+	table, _, err := adminbody.DecodeConsumeStats(resp.Body)
+	if err != nil {
+		return 0
+	}
+	var diff int64
+	for _, o := range table {
+		diff += o.BrokerOffset - o.ConsumerOffset
+	}
+	return max(diff, 0)
 }
 
 // topicConsumers lists the groups consuming a topic on a broker

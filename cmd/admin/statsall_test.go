@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,10 +58,10 @@ func TestStatsAll(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	// #Topic #Consumer Group #Accumulation #InTPS #OutTPS #InMsg24Hour
-	// #OutMsg24Hour. The day columns move at the hourly sampling, as in
-	// RocketMQ: a topic created since shows 0 there for up to an hour.
-	if fields[0] != "StatsT" || fields[1] != "G" || fields[2] != "2" {
-		t.Fatalf("statsAll row %v, want StatsT G with 2 waiting", fields)
+	// #OutMsg24Hour. The day columns fall back on the hour's and the
+	// minute's sums before the hourly sampling, as mqadmin's do.
+	if want := []string{"StatsT", "G", "2"}; !slices.Equal(fields[:3], want) || fields[5] != "5" || fields[6] != "5" {
+		t.Fatalf("statsAll row %v, want StatsT G with 2 waiting, 5 in and 5 out over the day", fields)
 	}
 	// 5 messages in and out over the 10-20 s the first sample spans.
 	for _, i := range []int{3, 4} {
@@ -68,17 +69,29 @@ func TestStatsAll(t *testing.T) {
 			t.Errorf("rate column %d is %q, want 5 messages over 10-20 s", i, fields[i])
 		}
 	}
+	// A group ahead of the broker (offset past the queue's end) waits for
+	// nothing rather than a negative count.
+	request(t, c, remoting.UpdateConsumerOffset, map[string]string{
+		"consumerGroup": "G", "topic": "StatsT", "queueId": "0", "commitOffset": "9",
+	}, nil)
+	if out, err := run(t, "statsAll", "-n", ns, "-t", "StatsT"); err != nil || rows(out)[0][2] != "0" {
+		t.Fatalf("statsAll with the group ahead: %v\n%s", err, out)
+	}
 	// A topic nothing was sent to reads as zero traffic, and -a leaves it out.
 	if _, err := run(t, "updateTopic", "-b", br, "-t", "Quiet", "-r", "1", "-w", "1"); err != nil {
 		t.Fatal(err)
 	}
 	waitRoute(t, ns, "Quiet")
 	out, err := run(t, "statsAll", "-n", ns, "-t", "Quiet")
-	if err != nil || len(rows(out)) != 1 || strings.Join(rows(out)[0], " ") != "Quiet 0 0.00 0.00 0 0" {
+	if err != nil || len(rows(out)) != 1 || strings.Join(rows(out)[0], " ") != "Quiet 0 0.00 0 NO_CONSUMER" {
 		t.Fatalf("statsAll of a quiet topic: %v\n%s", err, out)
 	}
 	if out, err := run(t, "statsAll", "-n", ns, "-t", "Quiet", "-a"); err != nil || len(rows(out)) != 0 {
 		t.Fatalf("statsAll -a of a quiet topic: %v\n%s", err, out)
+	}
+	// A topic without a route is skipped, the others still printed.
+	if out, err := run(t, "statsAll", "-n", ns, "-t", "NoSuchTopic"); err != nil || len(rows(out)) != 0 {
+		t.Fatalf("statsAll of a topic without a route: %v\n%s", err, out)
 	}
 }
 
