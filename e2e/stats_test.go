@@ -61,13 +61,7 @@ func TestStatisticsOfRealClients(t *testing.T) {
 		}
 	}
 	got := newCollector()
-	startPushConsumerFunc(t, ns.addr, group, topic, consumer.MessageSelector{},
-		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-			for _, m := range msgs {
-				got.add(string(m.Body))
-			}
-			return consumer.ConsumeSuccess, nil
-		})
+	startPushConsumer(t, ns.addr, group, topic, consumer.MessageSelector{}, got)
 	got.waitDistinct(t, n, 30*time.Second)
 
 	stats := func(name, key string) (brokerStatsData, bool) {
