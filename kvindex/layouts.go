@@ -128,18 +128,18 @@ func rebuildStartName(layout string, st QueueStart) string {
 	return metaRebuildStart + layout + "." + strconv.Itoa(int(st.QueueID)) + "." + st.Topic
 }
 
-// parseRebuildStart reads a rebuild start: rest is its meta name after
+// parseRebuildStart reads a rebuild start: name is its meta name after
 // metaRebuildStart ("<layout>.<queueId>.<topic>"), value its queue offset.
-func parseRebuildStart(rest string, value []byte) (QueueStart, string, error) {
-	layout, rest, ok := strings.Cut(rest, ".")
+func parseRebuildStart(name string, value []byte) (QueueStart, string, error) {
+	layout, rest, ok := strings.Cut(name, ".")
 	qid, topic, ok2 := strings.Cut(rest, ".")
 	n, err := strconv.ParseInt(qid, 10, 32)
 	if !ok || !ok2 || layout == "" || topic == "" || err != nil || n < 0 {
-		return QueueStart{}, "", fmt.Errorf("rebuild start %q: not <layout>.<queueId>.<topic>: %w", rest, ErrBadKey)
+		return QueueStart{}, "", fmt.Errorf("rebuild start %q: not <layout>.<queueId>.<topic>: %w", name, ErrBadKey)
 	}
 	off, err := getInt64(value)
 	if err != nil || off < 0 {
-		return QueueStart{}, "", fmt.Errorf("rebuild start %q: value %x: %w", rest, value, ErrBadKey)
+		return QueueStart{}, "", fmt.Errorf("rebuild start %q: value %x: %w", name, value, ErrBadKey)
 	}
 	return QueueStart{Topic: topic, QueueID: int32(n), Offset: off}, layout, nil
 }
