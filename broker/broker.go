@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/acl"
 	"github.com/rocketkv/rocketkv/brokerstats"
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
@@ -97,6 +98,7 @@ type Broker struct {
 	beforePut func(msgs []*commitlog.Message) error
 
 	mux    *remoting.Mux
+	acl    *acl.Guard // nil when aclEnable is off
 	server *remoting.Server
 	// metrics is nil unless metricsExporterType is PROM; exporter serves
 	// it.
@@ -200,6 +202,11 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return fmt.Errorf("create store root %s: %w", root, err)
 	}
+	// The ACL file first: a broker that cannot check access stops before
+	// it recovers its store.
+	if b.acl, err = b.openACL(); err != nil {
+		return err
+	}
 	if err := b.openStores(ctx); err != nil {
 		return err
 	}
@@ -226,12 +233,16 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 
 	b.mux = remoting.NewMux()
 	b.routes()
+	var handler remoting.Handler = b.mux
+	if b.acl != nil {
+		handler = aclHandler{b: b, guard: b.acl, next: b.mux}
+	}
 	// The server is created last: when it is listening the broker must be
 	// able to answer everything.
 	b.server = remoting.NewServer(remoting.ServerConfig{
 		Addr:        net.JoinHostPort("", strconv.Itoa(b.cfg.ListenPort)),
 		IdleTimeout: b.cfg.ChannelExpiredTimeout,
-	}, b.mux, b.component("remoting"))
+	}, handler, b.component("remoting"))
 	if err := b.server.Start(ctx); err != nil {
 		return fmt.Errorf("listen on port %d: %w", b.cfg.ListenPort, err)
 	}

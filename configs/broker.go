@@ -189,6 +189,13 @@ type Broker struct {
 	// EnableLagAndDlqMetrics adds the consumer lag gauges.
 	EnableLagAndDlqMetrics bool
 
+	// AclEnable turns on RocketMQ's plain access control (ACL 1.0): every
+	// request is checked against the accounts of PlainAclFile.
+	AclEnable bool
+	// PlainAclFile is the plain_acl.yml read when AclEnable is set; empty
+	// means $ROCKETMQ_HOME/conf/plain_acl.yml, where RocketMQ reads it.
+	PlainAclFile string
+
 	// Logging.
 	LogLevel  string
 	LogFormat string

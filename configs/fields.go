@@ -108,9 +108,10 @@ var brokerFields = []field[Broker]{
 	str("metricsLabel", "", func(b *Broker) *string { return &b.MetricsLabel }),
 	boolean("enableLagAndDlqMetrics", "true", func(b *Broker) *bool { return &b.EnableLagAndDlqMetrics }),
 
-	// Access control is not implemented: a file that turns it on is
-	// refused rather than run open.
-	notImplemented[Broker]("aclEnable", "rocketkv does not check RocketMQ 4 ACL (plain_acl.yml); the broker would accept every client, so it refuses to start instead: remove the key or set it false to run without access control"),
+	boolean("aclEnable", "false", func(b *Broker) *bool { return &b.AclEnable }),
+	str("plainAclFile", "", func(b *Broker) *string { return &b.PlainAclFile }),
+	// ACL 2.0 is not implemented: a file that turns it on is refused
+	// rather than run open.
 	notImplemented[Broker]("authenticationEnabled", "rocketkv does not authenticate clients (RocketMQ 5 ACL 2.0); remove the key or set it false to run without authentication"),
 	notImplemented[Broker]("authorizationEnabled", "rocketkv does not authorize requests (RocketMQ 5 ACL 2.0); remove the key or set it false to run without authorization"),
 

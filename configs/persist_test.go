@@ -127,10 +127,10 @@ func TestPersistSettings(t *testing.T) {
 	}
 }
 
-// A configuration that turns access control on is refused: rocketkv has
-// none, and running open would betray the operator's file.
+// A configuration that turns ACL 2.0 on is refused: rocketkv does not
+// have it, and running open would betray the operator's file.
 func TestAccessControlSwitchesAreRefusedWhenOn(t *testing.T) {
-	for _, key := range []string{"aclEnable", "authenticationEnabled", "authorizationEnabled"} {
+	for _, key := range []string{"authenticationEnabled", "authorizationEnabled"} {
 		path := filepath.Join(t.TempDir(), "broker.conf")
 		if err := os.WriteFile(path, []byte(key+"=true\n"), 0o644); err != nil {
 			t.Fatal(err)

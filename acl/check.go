@@ -1,0 +1,155 @@
+package acl
+
+import (
+	"crypto/hmac"
+	"crypto/sha1"
+	"encoding/base64"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// The request fields of the signature (RocketMQ's SessionCredentials).
+const (
+	FieldAccessKey     = "AccessKey"
+	FieldSignature     = "Signature"
+	FieldSecurityToken = "SecurityToken"
+	// fieldUniqueKeyQuery is left out of the signed text of clients of
+	// version V4_9_3 or older.
+	fieldUniqueKeyQuery = "_UNIQUE_KEY_QUERY"
+	versionV4_9_3       = 399
+)
+
+// TraceTopic is the default message-trace topic: sending to it needs no
+// permission once the signature is good, as in RocketMQ.
+const TraceTopic = "RMQ_SYS_TRACE_TOPIC"
+
+// Request is what the check needs of one request.
+type Request struct {
+	Code    int32
+	Version int32
+	Remote  netip.Addr
+	Fields  map[string]string
+	Body    []byte
+	// Resources are the topics and groups (as retry topics) the request
+	// acts on, with the permission it needs on each.
+	Resources []Resource
+}
+
+// Resource is a topic, or a group named by its retry topic, and the
+// permission a request needs on it.
+type Resource struct {
+	Name string
+	Perm Perm
+}
+
+// GroupResource returns the resource of a consumer group.
+func GroupResource(group string, p Perm) Resource {
+	return Resource{Name: RetryGroupTopicPrefix + group, Perm: p}
+}
+
+// adminCodes are the request codes only an admin account may send
+// (RocketMQ's Permission.ADMIN_CODE): UPDATE_AND_CREATE_TOPIC,
+// UPDATE_BROKER_CONFIG, DELETE_TOPIC_IN_BROKER,
+// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP and DELETE_SUBSCRIPTIONGROUP.
+var adminCodes = [...]int32{17, 25, 215, 200, 207}
+
+// Denied is a refused request. Its message is RocketMQ's AclException
+// message for the same refusal.
+type Denied struct{ Reason string }
+
+func (d *Denied) Error() string { return d.Reason }
+
+func denied(format string, args ...any) error { return &Denied{Reason: fmt.Sprintf(format, args...)} }
+
+// Check decides r: nil when allowed, a *Denied when refused.
+func (c *Config) Check(r *Request) error {
+	for _, w := range c.GlobalWhite {
+		if w.Match(r.Remote) {
+			return nil
+		}
+	}
+	key, ok := r.Fields[FieldAccessKey]
+	if !ok {
+		return denied("No accessKey is configured")
+	}
+	acc, ok := c.Accounts[key]
+	if !ok {
+		return denied("No acl config for %s", key)
+	}
+	if acc.White.Match(r.Remote) {
+		return nil
+	}
+	if !signatureMatches(r, acc.SecretKey) {
+		return denied("Check signature failed for accessKey=%s", key)
+	}
+	for _, res := range r.Resources {
+		if res.Name == TraceTopic && res.Perm == Pub {
+			return nil
+		}
+	}
+	if acc.Admin {
+		return nil
+	}
+	if slices.Contains(adminCodes[:], r.Code) {
+		return denied("Need admin permission for request code=%d, but accessKey=%s is not", r.Code, key)
+	}
+	for _, res := range r.Resources {
+		group := strings.HasPrefix(res.Name, RetryGroupTopicPrefix)
+		owned, listed := acc.Resources[res.Name]
+		what := "No permission for"
+		if !listed {
+			what, owned = "No default permission for", acc.DefaultTopicPerm
+			if group {
+				owned = acc.DefaultGroupPerm
+			}
+		}
+		if !owned.allows(res.Perm) {
+			if group {
+				return denied("%s group:%s", what, strings.TrimPrefix(res.Name, RetryGroupTopicPrefix))
+			}
+			return denied("%s topic:%s", what, res.Name)
+		}
+	}
+	return nil
+}
+
+// signatureMatches checks the request's Signature against the text
+// RocketMQ signs. A Go client leaves SecurityToken out of the text it
+// signs, so a request carrying one is also tried without it.
+func signatureMatches(r *Request, secret string) bool {
+	got, err := base64.StdEncoding.DecodeString(r.Fields[FieldSignature])
+	if err != nil {
+		return false
+	}
+	if hmac.Equal(got, Sign(r.Fields, r.Body, secret, r.Version, false)) {
+		return true
+	}
+	_, token := r.Fields[FieldSecurityToken]
+	return token && hmac.Equal(got, Sign(r.Fields, r.Body, secret, r.Version, true))
+}
+
+// Sign returns the HMAC-SHA1, with secret, of the values of fields sorted
+// by name (Signature left out, and _UNIQUE_KEY_QUERY for clients of
+// version V4_9_3 or older; SecurityToken too when skipToken) followed by
+// body. Base64 of it is the Signature field.
+func Sign(fields map[string]string, body []byte, secret string, version int32, skipToken bool) []byte {
+	names := make([]string, 0, len(fields))
+	for k := range fields {
+		switch {
+		case k == FieldSignature,
+			k == fieldUniqueKeyQuery && version <= versionV4_9_3,
+			k == FieldSecurityToken && skipToken:
+			continue
+		}
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	mac := hmac.New(sha1.New, []byte(secret))
+	for _, k := range names {
+		mac.Write([]byte(fields[k]))
+	}
+	mac.Write(body)
+	return mac.Sum(nil)
+}

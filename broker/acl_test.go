@@ -1,0 +1,177 @@
+package broker
+
+import (
+	"context"
+	"encoding/base64"
+	"maps"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/acl"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+const aclTestFile = `
+accounts:
+  - accessKey: producer1
+    secretKey: producer-secret
+    defaultTopicPerm: DENY
+    topicPerms: [AclT=PUB]
+  - accessKey: consumer1
+    secretKey: consumer-secret
+    defaultTopicPerm: DENY
+    defaultGroupPerm: DENY
+    topicPerms: [AclT=SUB]
+    groupPerms: [cg-acl=SUB]
+  - accessKey: adminKey1
+    secretKey: admin-secret
+    admin: true
+`
+
+// signedReq returns a request signed as a RocketMQ client signs it.
+func signedReq(key, secret string, code int32, ext map[string]string, body []byte) *remoting.Command {
+	f := maps.Clone(ext)
+	if f == nil {
+		f = map[string]string{}
+	}
+	f[acl.FieldAccessKey] = key
+	f[acl.FieldSignature] = base64.StdEncoding.EncodeToString(acl.Sign(f, body, secret, remoting.CurrentVersion, false))
+	return remoting.NewRequest(code, f, body)
+}
+
+func invoke(t *testing.T, c *remoting.Client, req *remoting.Command) *remoting.Command {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := c.Invoke(ctx, req)
+	if err != nil {
+		t.Fatalf("invoke %d: %v", req.Code, err)
+	}
+	return resp
+}
+
+func sendV2Fields(topic string) map[string]string {
+	return map[string]string{"a": "pg", "b": topic, "c": "TBW102", "d": "4", "e": "0", "f": "0",
+		"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": ""}
+}
+
+func wantRefused(t *testing.T, resp *remoting.Command, reason string) {
+	t.Helper()
+	if resp.Code != remoting.SystemError || resp.Remark != "org.apache.rocketmq.acl.common.AclException: "+reason {
+		t.Fatalf("answer %d %q, want SYSTEM_ERROR with the AclException %q", resp.Code, resp.Remark, reason)
+	}
+}
+
+func wantSuccess(t *testing.T, resp *remoting.Command, what string) {
+	t.Helper()
+	if resp.Code != remoting.Success {
+		t.Fatalf("%s: %d %s", what, resp.Code, resp.Remark)
+	}
+}
+
+func TestACLChecksEveryRequest(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "plain_acl.yml")
+	if err := os.WriteFile(file, []byte(aclTestFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := startTestBroker(t, map[string]string{"aclEnable": "true", "plainAclFile": file, "autoCreateTopicEnable": "true"})
+	c := b.client(nil)
+	admin := func(code int32, ext map[string]string) *remoting.Command {
+		return invoke(t, c, signedReq("adminKey1", "admin-secret", code, ext, nil))
+	}
+	producer := func(topic, body string) *remoting.Command {
+		return invoke(t, c, signedReq("producer1", "producer-secret", remoting.SendMessageV2, sendV2Fields(topic), []byte(body)))
+	}
+
+	wantRefused(t, call(t, c, remoting.SendMessageV2, sendV2Fields("AclT"), []byte("x")), "No accessKey is configured")
+	wantRefused(t, call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil), "No accessKey is configured")
+	wantRefused(t, invoke(t, c, signedReq("stranger1", "whatever", remoting.HeartBeat, nil, []byte("{}"))), "No acl config for stranger1")
+
+	// Only an admin account creates topics.
+	create := map[string]string{"topic": "AclT", "defaultTopic": "TBW102", "readQueueNums": "1", "writeQueueNums": "1",
+		"perm": "6", "topicFilterType": "SINGLE_TAG"}
+	wantRefused(t, invoke(t, c, signedReq("producer1", "producer-secret", remoting.UpdateAndCreateTopic, create, nil)),
+		"Need admin permission for request code=17, but accessKey=producer1 is not")
+	wantSuccess(t, admin(remoting.UpdateAndCreateTopic, create), "an admin creates a topic")
+
+	wantSuccess(t, producer("AclT", "m0"), "a send with PUB on the topic")
+	wantRefused(t, producer("OtherT", "m1"), "No default permission for topic:OtherT")
+	// A body changed after signing fails the signature.
+	tampered := signedReq("producer1", "producer-secret", remoting.SendMessageV2, sendV2Fields("AclT"), []byte("signed"))
+	tampered.Body = []byte("changed")
+	wantRefused(t, invoke(t, c, tampered), "Check signature failed for accessKey=producer1")
+	// A refused oneway send is not stored.
+	if err := c.InvokeOneway(context.Background(), remoting.NewRequest(remoting.SendMessageV2, sendV2Fields("AclT"), []byte("oneway"))); err != nil {
+		t.Fatal(err)
+	}
+
+	// The consumer pulls AclT as cg-acl, and no other group.
+	pull := func(group string) *remoting.Command {
+		return invoke(t, c, signedReq("consumer1", "consumer-secret", remoting.PullMessage,
+			pullReq(group, "AclT", 0, 0, 0, 0, "*"), nil))
+	}
+	b.caughtUp()
+	resp := pull("cg-acl")
+	wantSuccess(t, resp, "a pull with SUB on topic and group")
+	if got := decodeRecords(t, resp.Body); len(got) != 1 || string(got[0].Body) != "m0" {
+		t.Fatalf("pulled %d messages, want only m0 (the refused sends stored nothing)", len(got))
+	}
+	wantRefused(t, pull("cg-other"), "No default permission for group:cg-other")
+	wantRefused(t, invoke(t, c, signedReq("consumer1", "consumer-secret", remoting.SendMessageV2, sendV2Fields("AclT"), nil)),
+		"No permission for topic:AclT")
+	hb := `{"clientID":"c1","consumerDataSet":[{"groupName":"cg-acl","subscriptionDataSet":[{"topic":"OtherT","subString":"*"}]}]}`
+	wantRefused(t, invoke(t, c, signedReq("consumer1", "consumer-secret", remoting.HeartBeat, nil, []byte(hb))),
+		"No default permission for topic:OtherT")
+	offset := map[string]string{"consumerGroup": "cg-acl", "topic": "AclT", "queueId": "0", "commitOffset": "1"}
+	wantSuccess(t, invoke(t, c, signedReq("consumer1", "consumer-secret", remoting.UpdateConsumerOffset, offset, nil)),
+		"a consumer commits its offset")
+
+	// An edit of the file takes effect without a restart.
+	edited := strings.Replace(aclTestFile, "topicPerms: [AclT=PUB]", "topicPerms: [AclT=PUB, OtherT=PUB]", 1)
+	if err := os.WriteFile(file, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the edited ACL file in force", func() bool { return producer("OtherT", "m2").Code == remoting.Success })
+}
+
+func TestACLFileFromRocketMQHome(t *testing.T) {
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "conf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "conf", "plain_acl.yml"), []byte(aclTestFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ROCKETMQ_HOME", home)
+	b := startTestBroker(t, map[string]string{"aclEnable": "true"})
+	c := b.client(nil)
+	wantRefused(t, call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil), "No accessKey is configured")
+	wantSuccess(t, invoke(t, c, signedReq("producer1", "producer-secret", remoting.GetBrokerRuntimeInfo, nil, nil)),
+		"an authenticated request without resources")
+}
+
+func TestACLRefusesToStartWithoutItsFile(t *testing.T) {
+	t.Setenv("ROCKETMQ_HOME", "")
+	dir := t.TempDir()
+	for name, settings := range map[string]map[string]string{
+		"no file named": {"aclEnable": "true"},
+		"missing file":  {"aclEnable": "true", "plainAclFile": filepath.Join(dir, "missing.yml")},
+	} {
+		settings["storePathRootDir"] = t.TempDir()
+		if err := startError(t, settings); err == nil || !strings.Contains(err.Error(), "aclEnable") {
+			t.Errorf("%s: %v, want an error naming aclEnable", name, err)
+		}
+	}
+	bad := filepath.Join(dir, "bad.yml")
+	if err := os.WriteFile(bad, []byte("accounts:\n  - {accessKey: short, secretKey: x}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := startError(t, map[string]string{"aclEnable": "true", "plainAclFile": bad, "storePathRootDir": t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "longer than 6") {
+		t.Errorf("a bad file: %v, want the parse error", err)
+	}
+}
