@@ -49,11 +49,14 @@ func GroupResource(group string, p Perm) Resource {
 	return Resource{Name: RetryGroupTopicPrefix + group, Perm: p}
 }
 
-// adminCodes are the request codes only an admin account may send
-// (RocketMQ's Permission.ADMIN_CODE): UPDATE_AND_CREATE_TOPIC,
+// adminCodes are the request codes only an admin account may send:
+// RocketMQ's Permission.ADMIN_CODE (UPDATE_AND_CREATE_TOPIC,
 // UPDATE_BROKER_CONFIG, DELETE_TOPIC_IN_BROKER,
-// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP and DELETE_SUBSCRIPTIONGROUP.
-var adminCodes = [...]int32{17, 25, 215, 200, 207}
+// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_SUBSCRIPTIONGROUP) and the
+// edits of the ACL itself (UPDATE_AND_CREATE_ACL_CONFIG, DELETE_ACL_CONFIG,
+// UPDATE_GLOBAL_WHITE_ADDRS_CONFIG), which RocketMQ lets any account send:
+// an account must not be able to grant itself permissions.
+var adminCodes = [...]int32{17, 25, 215, 200, 207, 50, 51, 53}
 
 // Denied is a refused request. Its message is RocketMQ's AclException
 // message for the same refusal.

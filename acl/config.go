@@ -23,6 +23,8 @@ type Config struct {
 	GlobalWhite []AddressPattern
 	// Accounts by access key.
 	Accounts map[string]*Account
+	// Version is the file's dataVersion (zero when it has none).
+	Version Version
 }
 
 // Account is one entry of the file's accounts list.
@@ -37,8 +39,9 @@ type Account struct {
 	Resources map[string]Perm
 }
 
-// fileLayout is the YAML shape of plain_acl.yml. Keys are RocketMQ's;
-// dataVersion, which RocketMQ writes back into the file, is ignored.
+// fileLayout is the YAML shape of plain_acl.yml. Keys are RocketMQ's,
+// dataVersion included (a list of one counter and timestamp, written by
+// the broker when it edits the file).
 type fileLayout struct {
 	GlobalWhiteRemoteAddresses []string `yaml:"globalWhiteRemoteAddresses"`
 	Accounts                   []struct {
@@ -51,7 +54,17 @@ type fileLayout struct {
 		TopicPerms         []string `yaml:"topicPerms"`
 		GroupPerms         []string `yaml:"groupPerms"`
 	} `yaml:"accounts"`
-	DataVersion yaml.Node `yaml:"dataVersion"`
+	DataVersion []struct {
+		Counter   int64 `yaml:"counter"`
+		Timestamp int64 `yaml:"timestamp"`
+	} `yaml:"dataVersion"`
+}
+
+// Version is the file's dataVersion: RocketMQ bumps it on every change
+// made through the broker, and mqadmin compares it across a cluster.
+type Version struct {
+	Counter   int64
+	Timestamp int64
 }
 
 // Parse reads a plain_acl.yml. Every error names the account and entry it
@@ -64,6 +77,9 @@ func Parse(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("parse ACL file: %w", err)
 	}
 	cfg := &Config{Accounts: make(map[string]*Account, len(f.Accounts))}
+	if len(f.DataVersion) > 0 {
+		cfg.Version = Version{Counter: f.DataVersion[0].Counter, Timestamp: f.DataVersion[0].Timestamp}
+	}
 	for _, w := range f.GlobalWhiteRemoteAddresses {
 		p, err := ParseAddressPattern(w)
 		if err != nil {

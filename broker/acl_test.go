@@ -175,3 +175,83 @@ func TestACLRefusesToStartWithoutItsFile(t *testing.T) {
 		t.Errorf("a bad file: %v, want the parse error", err)
 	}
 }
+
+func TestACLAdminRequestsEditTheFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "plain_acl.yml")
+	if err := os.WriteFile(file, []byte(aclTestFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := startTestBroker(t, map[string]string{"aclEnable": "true", "plainAclFile": file, "autoCreateTopicEnable": "true"})
+	c := b.client(nil)
+	admin := func(code int32, ext map[string]string) *remoting.Command {
+		return invoke(t, c, signedReq("adminKey1", "admin-secret", code, ext, nil))
+	}
+	info := func() map[string]string {
+		resp := admin(remoting.GetBrokerClusterACLInfo, nil)
+		wantSuccess(t, resp, "GET_BROKER_CLUSTER_ACL_INFO")
+		return resp.ExtFields
+	}
+	if got := info(); got["brokerName"] != b.cfg.BrokerName || got["clusterName"] != b.cfg.BrokerClusterName ||
+		got["brokerAddr"] != b.Addr() || !strings.Contains(got["version"], `"counter":0`) ||
+		!strings.Contains(got["allAclFileVersion"], file) {
+		t.Fatalf("ACL info %v", got)
+	}
+
+	// An account may not edit the ACL, even its own entry.
+	grant := map[string]string{"accessKey": "producer1", "secretKey": "producer-secret", "admin": "false",
+		"defaultTopicPerm": "DENY", "topicPerms": "AclT=PUB,OtherT=PUB"}
+	wantRefused(t, invoke(t, c, signedReq("producer1", "producer-secret", remoting.UpdateAndCreateACLConfig, grant, nil)),
+		"Need admin permission for request code=50, but accessKey=producer1 is not")
+	send := func() *remoting.Command {
+		return invoke(t, c, signedReq("producer1", "producer-secret", remoting.SendMessageV2, sendV2Fields("OtherT"), []byte("x")))
+	}
+	wantRefused(t, send(), "No default permission for topic:OtherT")
+	// The admin grants it; the grant is in force at once and in the file.
+	wantSuccess(t, admin(remoting.UpdateAndCreateACLConfig, grant), "UPDATE_AND_CREATE_ACL_CONFIG")
+	wantSuccess(t, send(), "a send the admin just granted")
+	if text, err := os.ReadFile(file); err != nil || !strings.Contains(string(text), "OtherT=PUB") {
+		t.Fatalf("the grant is not in the file: %v\n%s", err, text)
+	}
+	if got := info(); !strings.Contains(got["version"], `"counter":1`) {
+		t.Fatalf("version after an edit: %s", got["version"])
+	}
+	bad := map[string]string{"accessKey": "producer1", "secretKey": "producer-secret", "topicPerms": "AclT=pub"}
+	if resp := admin(remoting.UpdateAndCreateACLConfig, bad); resp.Code != remoting.UpdateAndCreateACLConfigFailed ||
+		!strings.Contains(resp.Remark, `"pub"`) {
+		t.Fatalf("a bad permission: %d %s", resp.Code, resp.Remark)
+	}
+
+	// The global white list admits an unsigned client from loopback.
+	wantRefused(t, call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil), "No accessKey is configured")
+	wantSuccess(t, admin(remoting.UpdateGlobalWhiteAddrsConfig, map[string]string{"globalWhiteAddrs": "127.0.0.1,::1", "aclFileFullPath": file}),
+		"UPDATE_GLOBAL_WHITE_ADDRS_CONFIG")
+	wantSuccess(t, call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil), "an unsigned request from a white-listed address")
+	if resp := call(t, c, remoting.UpdateGlobalWhiteAddrsConfig, map[string]string{"globalWhiteAddrs": "", "aclFileFullPath": "/etc/other.yml"}, nil); resp.Code != remoting.UpdateGlobalWhiteAddrsConfigFailed {
+		t.Fatalf("another file named: %d %s", resp.Code, resp.Remark)
+	}
+	wantSuccess(t, call(t, c, remoting.UpdateGlobalWhiteAddrsConfig, map[string]string{"globalWhiteAddrs": ""}, nil), "emptying the white list")
+	wantRefused(t, call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil), "No accessKey is configured")
+
+	// Deleting the account locks it out.
+	wantSuccess(t, admin(remoting.DeleteACLConfig, map[string]string{"accessKey": "producer1"}), "DELETE_ACL_CONFIG")
+	wantRefused(t, send(), "No acl config for producer1")
+	if resp := admin(remoting.DeleteACLConfig, map[string]string{"accessKey": "producer1"}); resp.Code != remoting.DeleteACLConfigFailed {
+		t.Fatalf("deleting it again: %d %s", resp.Code, resp.Remark)
+	}
+}
+
+func TestACLAdminRequestsWithoutACL(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	for code, want := range map[int32]int32{
+		remoting.UpdateAndCreateACLConfig:     remoting.UpdateAndCreateACLConfigFailed,
+		remoting.DeleteACLConfig:              remoting.DeleteACLConfigFailed,
+		remoting.UpdateGlobalWhiteAddrsConfig: remoting.UpdateGlobalWhiteAddrsConfigFailed,
+		remoting.GetBrokerClusterACLInfo:      remoting.SystemError,
+	} {
+		resp := call(t, c, code, map[string]string{"accessKey": "someone1", "secretKey": "secret123", "globalWhiteAddrs": "*"}, nil)
+		if resp.Code != want || !strings.Contains(resp.Remark, "aclEnable=false") {
+			t.Errorf("code %d without ACL: %d %s", code, resp.Code, resp.Remark)
+		}
+	}
+}

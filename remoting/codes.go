@@ -88,6 +88,10 @@ const (
 	GetSystemTopicListFromBroker         int32 = 305 // GET_SYSTEM_TOPIC_LIST_FROM_BROKER
 	ResumeCheckHalfMessage               int32 = 323 // RESUME_CHECK_HALF_MESSAGE
 	DeleteExpiredCommitLog               int32 = 329 // DELETE_EXPIRED_COMMITLOG (mqadmin deleteExpiredCommitLog)
+	UpdateAndCreateACLConfig             int32 = 50  // UPDATE_AND_CREATE_ACL_CONFIG (mqadmin updateAclConfig)
+	DeleteACLConfig                      int32 = 51  // DELETE_ACL_CONFIG (mqadmin deleteAclConfig)
+	GetBrokerClusterACLInfo              int32 = 52  // GET_BROKER_CLUSTER_ACL_INFO (mqadmin clusterAclConfigVersion)
+	UpdateGlobalWhiteAddrsConfig         int32 = 53  // UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (mqadmin updateGlobalWhiteAddr)
 	QueryConsumeQueue                    int32 = 321 // QUERY_CONSUME_QUEUE (mqadmin queryCq)
 	CheckRocksdbCqWriteProgress          int32 = 354 // CHECK_ROCKSDB_CQ_WRITE_PROGRESS (mqadmin checkRocksdbCqWriteProgress)
 	AuthCreateUser                       int32 = 3001
@@ -168,12 +172,16 @@ const (
 	PollingFull                int32 = 209 // POLLING_FULL
 	PollingTimeout             int32 = 210 // POLLING_TIMEOUT
 	BrokerNotExist             int32 = 211 // BROKER_NOT_EXIST
-	BrokerDispatchNotComplete  int32 = 212 // BROKER_DISPATCH_NOT_COMPLETE
-	BroadcastConsumption       int32 = 213 // BROADCAST_CONSUMPTION
-	FlowControl                int32 = 215 // FLOW_CONTROL
-	NotLeaderForQueue          int32 = 501 // NOT_LEADER_FOR_QUEUE: static topics
-	IllegalOperation           int32 = 604 // ILLEGAL_OPERATION
-	GoAway                     int32 = 1500
+	// The plain ACL's failures share their numbers with the three above.
+	UpdateAndCreateACLConfigFailed     int32 = 209 // UPDATE_AND_CREATE_ACL_CONFIG_FAILED
+	DeleteACLConfigFailed              int32 = 210 // DELETE_ACL_CONFIG_FAILED
+	UpdateGlobalWhiteAddrsConfigFailed int32 = 211 // UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED
+	BrokerDispatchNotComplete          int32 = 212 // BROKER_DISPATCH_NOT_COMPLETE
+	BroadcastConsumption               int32 = 213 // BROADCAST_CONSUMPTION
+	FlowControl                        int32 = 215 // FLOW_CONTROL
+	NotLeaderForQueue                  int32 = 501 // NOT_LEADER_FOR_QUEUE: static topics
+	IllegalOperation                   int32 = 604 // ILLEGAL_OPERATION
+	GoAway                             int32 = 1500
 
 	ControllerFencedMasterEpoch          int32 = 2000
 	ControllerFencedSyncStateSetEpoch    int32 = 2001
