@@ -13,10 +13,8 @@ import (
 	"github.com/rocketkv/rocketkv/timer"
 )
 
-// scheduleOffsetGroup is the consumer-offset group under which the
-// scheduler keeps, per delay level, the next SCHEDULE_TOPIC_XXXX offset to
-// deliver (RocketMQ's delayOffset.json).
-const scheduleOffsetGroup = "rmq_sys_SCHEDULE_OFFSET"
+// scheduleOffsetGroup is where the scheduler keeps its progress per level.
+const scheduleOffsetGroup = meta.ScheduleOffsetGroup
 
 // toSchedule parks a message with a delay level in SCHEDULE_TOPIC_XXXX,
 // queue level-1, remembering its real topic and queue, as RocketMQ's

@@ -172,6 +172,11 @@ func (v *VersionCounter) Current() DataVersion {
 // queue level-1, tagsCode = delivery time.
 const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
 
+// ScheduleOffsetGroup is the consumer-offset group under which the broker
+// keeps, per delay level, the next SCHEDULE_TOPIC_XXXX offset to deliver
+// (queue level-1): RocketMQ's delayOffset.json.
+const ScheduleOffsetGroup = "rmq_sys_SCHEDULE_OFFSET"
+
 // TimerTopic is where RocketMQ 5 parks timer messages (TIMER_DELIVER_MS,
 // TIMER_DELAY_SEC, TIMER_DELAY_MS) until they are due, in queue 0.
 const TimerTopic = "rmq_sys_wheel_timer"

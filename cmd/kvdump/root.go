@@ -54,6 +54,7 @@ errors.`,
 		popCommand(o),
 		txnCommand(o),
 		timerCommand(o),
+		exportCommand(o),
 	)
 	return root
 }

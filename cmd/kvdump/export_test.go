@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/broker"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+func exportSend(t *testing.T, c *remoting.Client, topic, body, props string) {
+	t.Helper()
+	resp, err := c.Invoke(context.Background(), remoting.NewRequest(remoting.SendMessageV2, map[string]string{
+		"a": "pg", "b": topic, "c": "TBW102", "d": "4", "e": "0", "f": "0",
+		"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": props,
+	}, []byte(body)))
+	if err != nil || resp.Code != remoting.Success {
+		t.Fatalf("send to %s: %v %+v", topic, err, resp)
+	}
+}
+
+func exportCommit(t *testing.T, c *remoting.Client, group, topic string, offset int64) {
+	t.Helper()
+	resp, err := c.Invoke(context.Background(), remoting.NewRequest(remoting.UpdateAndCreateSubscriptionGroup, nil,
+		[]byte(`{"groupName":"`+group+`"}`)))
+	if err != nil || resp.Code != remoting.Success {
+		t.Fatalf("create group: %v %+v", err, resp)
+	}
+	resp, err = c.Invoke(context.Background(), remoting.NewRequest(remoting.UpdateConsumerOffset, map[string]string{
+		"consumerGroup": group, "topic": topic, "queueId": "0", "commitOffset": strconv.FormatInt(offset, 10),
+	}, nil))
+	if err != nil || resp.Code != remoting.Success {
+		t.Fatalf("commit: %v %+v", err, resp)
+	}
+}
+
+func stopBroker(t *testing.T, b *broker.Broker) {
+	t.Helper()
+	if err := b.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The way back: a store that ran with both ConsumeQueue layouts is
+// exported as RocketMQ's config files, and a broker opening it as a
+// RocketMQ store (its own index gone, RocketMQ's consumequeue/ serving)
+// finds the topics and consumer offsets where they were.
+func TestExportRocketMQConfig(t *testing.T) {
+	store := t.TempDir()
+	b, c := startBroker(t, store, map[string]string{"rocksdbCQDoubleWriteEnable": "true"})
+	for i := 0; i < 5; i++ {
+		exportSend(t, c, "ExpT", "m"+strconv.Itoa(i), "")
+	}
+	exportCommit(t, c, "cg-exp", "ExpT", 3)
+	stopBroker(t, b)
+
+	out := mustKvdump(t, "--store", store, "export-rocketmq")
+	if !strings.Contains(out, "consumer offsets") || !strings.Contains(out, filepath.Join(store, "config")) {
+		t.Fatalf("export report: %s", out)
+	}
+	cfg, err := rmqconfig.Read(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, o := range cfg.Offsets {
+		if o.Group == "cg-exp" && o.Topic == "ExpT" && o.QueueID == 0 && o.Offset == 3 {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("consumerOffset.json lacks cg-exp's offset 3: %+v", cfg.Offsets)
+	}
+
+	// Open it as a RocketMQ store: RocketMQ's consumequeue/ serving, the
+	// config imported from the exported files.
+	if err := os.RemoveAll(filepath.Join(store, kvindex.DirName)); err != nil {
+		t.Fatal(err)
+	}
+	_, c = startBroker(t, store, map[string]string{"storeType": "file"})
+	resp, err := c.Invoke(context.Background(), remoting.NewRequest(remoting.QueryConsumerOffset, map[string]string{
+		"consumerGroup": "cg-exp", "topic": "ExpT", "queueId": "0"}, nil))
+	if err != nil || resp.Code != remoting.Success || resp.ExtFields["offset"] != "3" {
+		t.Fatalf("the group's offset after the way back: %v %+v", err, resp)
+	}
+	resp, err = c.Invoke(context.Background(), remoting.NewRequest(remoting.GetMaxOffset, map[string]string{"topic": "ExpT", "queueId": "0"}, nil))
+	if err != nil || resp.ExtFields["offset"] != "5" {
+		t.Fatalf("max offset after the way back: %v %+v", err, resp)
+	}
+}
+
+func TestExportRefusesWhatRocketMQCannotTakeOver(t *testing.T) {
+	// Without RocketMQ's consumequeue/ files.
+	store := t.TempDir()
+	b, c := startBroker(t, store, nil)
+	exportSend(t, c, "ExpT", "m", "")
+	stopBroker(t, b)
+	if _, _, err := runKvdump(t, "--store", store, "export-rocketmq"); err == nil || !strings.Contains(err.Error(), "consumequeue/ files are not complete") {
+		t.Fatalf("export without the file layout: %v", err)
+	}
+
+	// An open transaction stops it, unless forced.
+	store = t.TempDir()
+	b, c = startBroker(t, store, map[string]string{"rocksdbCQDoubleWriteEnable": "true"})
+	exportSend(t, c, "ExpT", "half", "TRAN_MSG\x01true\x02PGROUP\x01pg\x02")
+	stopBroker(t, b)
+	if _, _, err := runKvdump(t, "--store", store, "export-rocketmq"); err == nil || !strings.Contains(err.Error(), "1 transactions are open") {
+		t.Fatalf("export with an open transaction: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(store, "config", "consumerOffset.json")); err == nil {
+		t.Fatal("a refused export wrote files")
+	}
+	out := mustKvdump(t, "--store", store, "export-rocketmq", "--force", "--out", filepath.Join(store, "elsewhere"))
+	if !strings.Contains(out, "warning: exported with --force although 1 transactions are open") {
+		t.Fatalf("forced export: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(store, "elsewhere", "topics.json")); err != nil {
+		t.Fatalf("--out: %v", err)
+	}
+}

@@ -1,0 +1,181 @@
+package rmqconfig
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/rocketkv/rocketkv/internal/atomicfile"
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// Write writes c into dir (a store's <storePathRootDir>/config) as the
+// files Read reads, in the layout RocketMQ's ConfigManager writes them:
+// topics.json, subscriptionGroup.json, consumerOffset.json,
+// delayOffset.json and messageRequestMode.json, integer map keys unquoted
+// as fastjson writes them. As RocketMQ's persist does, a file's previous
+// content is kept as <file>.bak; each file is replaced atomically. The
+// timer checkpoint is not written. version stamps the files that carry a
+// dataVersion.
+func Write(dir string, c Config, version meta.DataVersion) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create config directory %s: %w", dir, err)
+	}
+	topics := make(map[string]meta.TopicConfig, len(c.Topics))
+	for _, t := range c.Topics {
+		topics[t.TopicName] = t
+	}
+	groups := make(map[string]meta.SubscriptionGroupConfig, len(c.Groups))
+	for _, g := range c.Groups {
+		groups[g.GroupName] = g
+	}
+	modes := map[string]map[string]RequestMode{}
+	for _, m := range c.RequestModes {
+		if modes[m.Topic] == nil {
+			modes[m.Topic] = map[string]RequestMode{}
+		}
+		modes[m.Topic][m.ConsumerGroup] = m
+	}
+	files := []struct {
+		name string
+		body func() ([]byte, error)
+	}{
+		{"topics.json", func() ([]byte, error) {
+			return json.MarshalIndent(struct {
+				DataVersion      meta.DataVersion            `json:"dataVersion"`
+				TopicConfigTable map[string]meta.TopicConfig `json:"topicConfigTable"`
+			}{version, topics}, "", "\t")
+		}},
+		{"subscriptionGroup.json", func() ([]byte, error) {
+			return json.MarshalIndent(struct {
+				DataVersion            meta.DataVersion                        `json:"dataVersion"`
+				ForbiddenTable         map[string]map[string]int               `json:"forbiddenTable"`
+				SubscriptionGroupTable map[string]meta.SubscriptionGroupConfig `json:"subscriptionGroupTable"`
+			}{version, map[string]map[string]int{}, groups}, "", "\t")
+		}},
+		{"consumerOffset.json", func() ([]byte, error) { return encodeOffsets(c.Offsets, version) }},
+		{"delayOffset.json", func() ([]byte, error) { return encodeDelayOffsets(c.DelayOffsets, version) }},
+		{"messageRequestMode.json", func() ([]byte, error) {
+			return json.MarshalIndent(struct {
+				Map map[string]map[string]RequestMode `json:"messageRequestModeMap"`
+			}{modes}, "", "\t")
+		}},
+	}
+	for _, f := range files {
+		body, err := f.body()
+		if err != nil {
+			return fmt.Errorf("encode %s: %w", f.name, err)
+		}
+		if err := replaceKeepingBackup(filepath.Join(dir, f.name), body); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replaceKeepingBackup writes data to path, keeping the content it
+// replaces in path.bak.
+func replaceKeepingBackup(path string, data []byte) error {
+	old, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("read %s to keep it as its backup: %w", path, err)
+	default:
+		if err := atomicfile.WriteFile(path+".bak", old, 0o644); err != nil {
+			return err
+		}
+	}
+	return atomicfile.WriteFile(path, data, 0o644)
+}
+
+// encodeOffsets writes consumerOffset.json:
+// {"offsetTable":{"<topic>@<group>":{<queueId>:<offset>,...}},"dataVersion":{...}}.
+func encodeOffsets(offsets []Offset, version meta.DataVersion) ([]byte, error) {
+	byKey := map[string]map[int64]int64{}
+	for _, o := range offsets {
+		k := o.Topic + "@" + o.Group
+		if byKey[k] == nil {
+			byKey[k] = map[int64]int64{}
+		}
+		byKey[k][int64(o.QueueID)] = o.Offset
+	}
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b bytes.Buffer
+	b.WriteString("{\n\t\"offsetTable\":{")
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		name, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString("\n\t\t")
+		b.Write(name)
+		b.WriteByte(':')
+		appendIntTable(&b, byKey[k])
+	}
+	b.WriteString("\n\t},\n")
+	if err := appendVersion(&b, version); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// encodeDelayOffsets writes delayOffset.json:
+// {"offsetTable":{<level>:<offset>,...},"dataVersion":{...}}.
+func encodeDelayOffsets(levels map[int]int64, version meta.DataVersion) ([]byte, error) {
+	table := make(map[int64]int64, len(levels))
+	for l, off := range levels {
+		table[int64(l)] = off
+	}
+	var b bytes.Buffer
+	b.WriteString("{\n\t\"offsetTable\":")
+	appendIntTable(&b, table)
+	b.WriteString(",\n")
+	if err := appendVersion(&b, version); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// appendIntTable writes {k:v,...} with unquoted integer keys in key order.
+func appendIntTable(b *bytes.Buffer, m map[int64]int64) {
+	keys := make([]int64, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(k, 10))
+		b.WriteByte(':')
+		b.WriteString(strconv.FormatInt(m[k], 10))
+	}
+	b.WriteByte('}')
+}
+
+func appendVersion(b *bytes.Buffer, version meta.DataVersion) error {
+	v, err := json.Marshal(version)
+	if err != nil {
+		return err
+	}
+	b.WriteString("\t\"dataVersion\":")
+	b.Write(v)
+	b.WriteString("\n}\n")
+	return nil
+}

@@ -1,0 +1,65 @@
+package rmqconfig
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// What RocketMQ 4.9.8 wrote, read back, written by Write and read again
+// is the same config; the files are in RocketMQ's layout.
+func TestWriteReadsBackAsRocketMQWroteIt(t *testing.T) {
+	orig, err := Read(filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig.RequestModes = []RequestMode{{Topic: "TopicA", ConsumerGroup: "GroupA", Mode: "POP", PopShareQueueNum: 2}}
+	root := t.TempDir()
+	dir := filepath.Join(root, "config")
+	if err := Write(dir, orig, meta.DataVersion{Counter: 7, Timestamp: 1700000000000}); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, pair := range map[string][2]any{
+		"topics":        {orig.Topics, back.Topics},
+		"groups":        {orig.Groups, back.Groups},
+		"offsets":       {orig.Offsets, back.Offsets},
+		"delay offsets": {orig.DelayOffsets, back.DelayOffsets},
+		"request modes": {orig.RequestModes, back.RequestModes},
+	} {
+		if !reflect.DeepEqual(pair[0], pair[1]) {
+			t.Errorf("%s differ after the round trip:\n got %+v\nwant %+v", name, pair[1], pair[0])
+		}
+	}
+	offsets, err := os.ReadFile(filepath.Join(dir, "consumerOffset.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fixture's own line: {0:5,1:6,2:7,3:8} with unquoted queue ids.
+	if !strings.Contains(string(offsets), `"TopicA@GroupA":{0:5,1:6,2:7,3:8}`) {
+		t.Errorf("consumerOffset.json is not in fastjson's layout:\n%s", offsets)
+	}
+	delays, err := os.ReadFile(filepath.Join(dir, "delayOffset.json"))
+	if err != nil || !strings.Contains(string(delays), `"offsetTable":{1:1}`) {
+		t.Errorf("delayOffset.json: %v\n%s", err, delays)
+	}
+	topics, err := os.ReadFile(filepath.Join(dir, "topics.json"))
+	if err != nil || !strings.Contains(string(topics), `"counter": 7`) {
+		t.Errorf("topics.json lacks its dataVersion: %v\n%s", err, topics)
+	}
+	// A second write keeps the first as the backup.
+	if err := Write(dir, Config{}, meta.DataVersion{Counter: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if bak, err := os.ReadFile(filepath.Join(dir, "consumerOffset.json.bak")); err != nil || string(bak) != string(offsets) {
+		t.Fatalf("the replaced file was not kept as its backup: %v", err)
+	}
+}
