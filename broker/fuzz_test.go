@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -25,7 +27,13 @@ var fuzzCodes = []int32{
 	remoting.QuerySubscriptionByConsumer, remoting.QueryConsumeTimeSpan, remoting.InvokeBrokerToGetConsumerStatus,
 	remoting.UpdateBrokerConfig, remoting.QueryConsumeQueue, remoting.CheckClientConfig,
 	remoting.RecallMessage, remoting.CheckRocksdbCqWriteProgress, remoting.ViewBrokerStatsData,
+	remoting.UpdateAndCreateACLConfig, remoting.DeleteACLConfig, remoting.UpdateGlobalWhiteAddrsConfig,
+	remoting.GetBrokerClusterACLInfo,
 }
+
+// fuzzACLFile admits every address (so every processor is reached) and
+// gives the ACL edits an account to change.
+const fuzzACLFile = "globalWhiteRemoteAddresses: ['*']\naccounts:\n  - {accessKey: fuzzuser1, secretKey: fuzzsecret1}\n"
 
 // FuzzRequests sends arbitrary header fields and bodies to every processor
 // that decodes client bytes: each request is answered (no panic, no hang)
@@ -48,7 +56,14 @@ func FuzzRequests(f *testing.F) {
 	f.Add(uint8(slices.Index(fuzzCodes, remoting.CheckClientConfig)), "",
 		[]byte(`{"clientId":"c","group":"g","subscriptionData":{"topic":"T","subString":"a BETWEEN 1 AND 2","expressionType":"SQL92"}}`))
 	f.Add(uint8(slices.Index(fuzzCodes, remoting.RecallMessage)), "producerGroup=pg;topic=T;recallHandle=djEgVCBiIDEgeD8-", []byte(nil))
-	b := startTestBroker(f, map[string]string{"enablePropertyFilter": "true", "recallMessageEnable": "true", "rocksdbCQDoubleWriteEnable": "true"})
+	f.Add(uint8(slices.Index(fuzzCodes, remoting.UpdateAndCreateACLConfig)), "accessKey=fuzzuser1;secretKey=fuzzsecret2;topicPerms=A=PUB,B=SUB|PUB;whiteRemoteAddress=10.*.*.*", []byte(nil))
+	f.Add(uint8(slices.Index(fuzzCodes, remoting.UpdateGlobalWhiteAddrsConfig)), "globalWhiteAddrs=1.2.3.{4,5},::1", []byte(nil))
+	aclFile := filepath.Join(f.TempDir(), "plain_acl.yml")
+	if err := os.WriteFile(aclFile, []byte(fuzzACLFile), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	b := startTestBroker(f, map[string]string{"enablePropertyFilter": "true", "recallMessageEnable": "true", "rocksdbCQDoubleWriteEnable": "true",
+		"aclEnable": "true", "plainAclFile": aclFile})
 	// An UPDATE_BROKER_CONFIG input would otherwise leave its settings to
 	// every later input (a permission of 0 refuses nearly everything).
 	start := b.live.cur.Load()
@@ -73,9 +88,18 @@ func FuzzRequests(f *testing.F) {
 		if _, err := c.Invoke(ctx, remoting.NewRequest(code, h, body)); err != nil {
 			t.Fatalf("code %d ext %v: %v", code, h, err)
 		}
-		if code == remoting.UpdateBrokerConfig {
+		switch code {
+		case remoting.UpdateBrokerConfig:
 			b.live.cur.Store(start)
 			b.clog.SetRetention(retentionOf(&start.cfg))
+		case remoting.UpdateAndCreateACLConfig, remoting.DeleteACLConfig, remoting.UpdateGlobalWhiteAddrsConfig:
+			// An edit could shut every later input out.
+			if err := os.WriteFile(aclFile, []byte(fuzzACLFile), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.acl.Reload(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 }
