@@ -28,17 +28,7 @@ import (
 // cannot auto-create a topic on Apache RocketMQ either): the test creates
 // the topic first, as an operator would with mqadmin.
 func TestNodeAliOns(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the ali-ons test needs Node.js")
-	}
-	dir, err := filepath.Abs("node")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ali-ons")); err != nil {
-		t.Skip("e2e/node/node_modules/ali-ons is missing: run `npm ci` in e2e/node")
-	}
+	node, dir := aliOnsScript(t)
 	t.Parallel()
 	ns := startNamesrv(t)
 	b := startBroker(t, ns, brokerOpts{})
@@ -46,49 +36,7 @@ func TestNodeAliOns(t *testing.T) {
 	createTopic(t, b.addr, topic, 4)
 	waitRoute(t, ns.addr, topic, b.name)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "test.js")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"NAMESRV_ADDR="+ns.addr,
-		"TOPIC="+topic,
-		"GROUP_PREFIX=node-e2e",
-		"COUNT="+strconv.Itoa(nodeCount),
-		"TIMEOUT_MS=90000",
-	)
-	out, err := cmd.CombinedOutput()
-	t.Logf("node test.js output:\n%s", out)
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		t.Fatalf("node test.js exited with %d", exit.ExitCode())
-	}
-	if err != nil {
-		t.Fatalf("run node test.js: %v", err)
-	}
-	var result struct {
-		Sent        int `json:"sent"`
-		SentOther   int `json:"sentOther"`
-		Queues      int `json:"queues"`
-		Consumed    int `json:"consumed"`
-		Retried     int `json:"retried"`
-		Redelivered int `json:"redelivered"`
-		// ConsumedUpTo is, per queue id, the offset after the queue's
-		// last TagNode message.
-		ConsumedUpTo map[string]int64 `json:"consumedUpTo"`
-	}
-	found := false
-	for _, line := range strings.Split(string(out), "\n") {
-		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
-			if err := json.Unmarshal([]byte(rest), &result); err != nil {
-				t.Fatalf("bad RESULT line %q: %v", line, err)
-			}
-			found = true
-		}
-	}
-	if !found {
-		t.Fatal("node test.js printed no RESULT line")
-	}
+	result := runAliOns(t, node, dir, ns.addr, topic, nodeCount)
 	if result.Sent != nodeCount || result.Consumed != nodeCount {
 		t.Fatalf("ali-ons sent %d and consumed %d distinct messages, want %d each", result.Sent, result.Consumed, nodeCount)
 	}
@@ -127,4 +75,76 @@ func TestNodeAliOns(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// aliOnsScript returns node and the directory of test.js, or skips the
+// test when Node.js or ali-ons is not installed.
+func aliOnsScript(t *testing.T) (node, dir string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the ali-ons test needs Node.js")
+	}
+	dir, err = filepath.Abs("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ali-ons")); err != nil {
+		t.Skip("e2e/node/node_modules/ali-ons is missing: run `npm ci` in e2e/node")
+	}
+	return node, dir
+}
+
+// aliOnsResult is the RESULT line of node/test.js.
+type aliOnsResult struct {
+	Sent        int `json:"sent"`
+	SentOther   int `json:"sentOther"`
+	Queues      int `json:"queues"`
+	Consumed    int `json:"consumed"`
+	Retried     int `json:"retried"`
+	Redelivered int `json:"redelivered"`
+	// ConsumedUpTo is, per queue id, the offset after the queue's last
+	// TagNode message.
+	ConsumedUpTo map[string]int64 `json:"consumedUpTo"`
+}
+
+// runAliOns runs node/test.js against the name server at ns (ali-ons signs
+// every request as the account rocketkv-ak / rocketkv-sk) and returns its
+// RESULT; the script must exit 0.
+func runAliOns(t *testing.T, node, dir, ns, topic string, count int) aliOnsResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "test.js")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"NAMESRV_ADDR="+ns,
+		"TOPIC="+topic,
+		"GROUP_PREFIX=node-e2e",
+		"COUNT="+strconv.Itoa(count),
+		"TIMEOUT_MS=90000",
+	)
+	out, err := cmd.CombinedOutput()
+	t.Logf("node test.js output:\n%s", out)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		t.Fatalf("node test.js exited with %d", exit.ExitCode())
+	}
+	if err != nil {
+		t.Fatalf("run node test.js: %v", err)
+	}
+	var result aliOnsResult
+	found := false
+	for _, line := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
+			if err := json.Unmarshal([]byte(rest), &result); err != nil {
+				t.Fatalf("bad RESULT line %q: %v", line, err)
+			}
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("node test.js printed no RESULT line")
+	}
+	return result
 }

@@ -64,7 +64,8 @@ const common = {
   httpclient,
   nameSrv,
   logger,
-  // Any strings: rocketkv does not check ACL signatures.
+  // ali-ons signs every request with these (ACL 1.0); a broker without
+  // aclEnable ignores the signature, TestNodeAliOnsWithACL's checks it.
   accessKeyId: 'rocketkv-ak',
   accessKeySecret: 'rocketkv-sk',
 };
