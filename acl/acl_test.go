@@ -29,6 +29,17 @@ func TestSignMatchesOpenSSL(t *testing.T) {
 	}
 }
 
+func TestSignedFieldsAddsTheOpenSSLSignature(t *testing.T) {
+	in := map[string]string{"b": "TopicTest", "a": "pg"}
+	out := SignedFields(in, []byte("hello"), 400, "RocketMQ", "12345678")
+	if out[FieldSignature] != helloSignature || out[FieldAccessKey] != "RocketMQ" || len(out) != 4 {
+		t.Fatalf("signed fields %v, want the openssl signature %s", out, helloSignature)
+	}
+	if len(in) != 2 {
+		t.Fatalf("the caller's fields were changed: %v", in)
+	}
+}
+
 func TestSignLeavesOutUniqueKeyQueryForOldClients(t *testing.T) {
 	fields := map[string]string{"AccessKey": "RocketMQ", "a": "pg", "b": "TopicTest", fieldUniqueKeyQuery: "true"}
 	if got := base64.StdEncoding.EncodeToString(Sign(fields, []byte("hello"), "12345678", versionV4_9_3, false)); got != helloSignature {

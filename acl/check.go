@@ -164,3 +164,18 @@ func Sign(fields map[string]string, body []byte, secret string, version int32, s
 	mac.Write(body)
 	return mac.Sum(text[:0])
 }
+
+// SignedFields returns a copy of fields with AccessKey and the Signature a
+// RocketMQ client adds for the account accessKey/secretKey, for a request
+// of the given client version with body: what rocketkv's own tools send to
+// a broker with the ACL on.
+func SignedFields(fields map[string]string, body []byte, version int32, accessKey, secretKey string) map[string]string {
+	out := make(map[string]string, len(fields)+2)
+	for k, v := range fields {
+		out[k] = v
+	}
+	delete(out, FieldSignature)
+	out[FieldAccessKey] = accessKey
+	out[FieldSignature] = base64.StdEncoding.EncodeToString(Sign(out, body, secretKey, version, false))
+	return out
+}

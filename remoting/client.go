@@ -55,6 +55,11 @@ type ClientOptions struct {
 	KeepAlive time.Duration
 	// Log receives the client's log lines; the zero Logger discards them.
 	Log zerolog.Logger
+	// BeforeRequest, when set, is called with every request the client
+	// sends, just before it is encoded: the place to sign it (a RocketMQ
+	// client's RPC hook). It gets a copy of the command; it must not change
+	// the ExtFields map the caller passed, only replace it.
+	BeforeRequest func(req *Command)
 }
 
 func (o ClientOptions) withDefaults() ClientOptions {
@@ -179,6 +184,9 @@ func (c *Client) Invoke(ctx context.Context, cmd *Command) (*Command, error) {
 	req := *cmd
 	req.Opaque = c.opaque.Add(1)
 	req.Flag &^= FlagResponse | FlagOneway
+	if c.opts.BeforeRequest != nil {
+		c.opts.BeforeRequest(&req)
+	}
 	frame, err := Encode(&req)
 	if err != nil {
 		return nil, fmt.Errorf("invoke code %d on %s: %w", req.Code, c.addr, err)
@@ -213,6 +221,9 @@ func (c *Client) InvokeAsync(cmd *Command, cb func(*Command, error)) error {
 	req := *cmd
 	req.Opaque = c.opaque.Add(1)
 	req.Flag &^= FlagResponse | FlagOneway
+	if c.opts.BeforeRequest != nil {
+		c.opts.BeforeRequest(&req)
+	}
 	frame, err := Encode(&req)
 	if err != nil {
 		return fmt.Errorf("invoke code %d on %s: %w", req.Code, c.addr, err)
@@ -249,6 +260,9 @@ func (c *Client) InvokeOneway(ctx context.Context, cmd *Command) error {
 	req := *cmd
 	req.Opaque = c.opaque.Add(1)
 	req.Flag = (req.Flag | FlagOneway) &^ FlagResponse
+	if c.opts.BeforeRequest != nil {
+		c.opts.BeforeRequest(&req)
+	}
 	frame, err := Encode(&req)
 	if err != nil {
 		return fmt.Errorf("oneway code %d to %s: %w", req.Code, c.addr, err)

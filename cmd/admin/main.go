@@ -19,6 +19,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rocketkv/rocketkv/acl"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -46,6 +48,15 @@ type globals struct {
 	broker  string
 	namesrv string
 	timeout time.Duration
+	// accessKey and secretKey sign every request for a broker with the
+	// ACL on (mqadmin takes them from conf/tools.yml).
+	accessKey, secretKey string
+}
+
+// clientOptions are the options of every connection the tool opens.
+func (g *globals) clientOptions() remoting.ClientOptions {
+	return remoting.ClientOptions{BeforeRequest: acl.RequestSigner(
+		cmp.Or(g.accessKey, os.Getenv(acl.EnvAccessKey)), cmp.Or(g.secretKey, os.Getenv(acl.EnvSecretKey)))}
 }
 
 func newRoot(out io.Writer) *cobra.Command {
@@ -61,6 +72,8 @@ func newRoot(out io.Writer) *cobra.Command {
 	pf.StringVarP(&g.broker, "broker", "b", "127.0.0.1:10911", "broker address")
 	pf.StringVarP(&g.namesrv, "namesrv", "n", "127.0.0.1:9876", "name server address")
 	pf.DurationVar(&g.timeout, "timeout", 60*time.Second, "timeout of one request")
+	pf.StringVar(&g.accessKey, "access-key", "", "ACL account to sign requests as (default $ROCKETKV_ACCESS_KEY)")
+	pf.StringVar(&g.secretKey, "secret-key", "", "the account's secret key (default $ROCKETKV_SECRET_KEY, which keeps it off the command line)")
 	root.AddCommand(createTopicsCmd(g), updateTopicCmd(g), deleteTopicCmd(g), topicListCmd(g),
 		topicRouteCmd(g), clusterListCmd(g), brokerStatusCmd(g), topicStatusCmd(g), consumerProgressCmd(g), brokerConsumeStatsCmd(g),
 		consumerConnectionCmd(g), resetOffsetCmd(g), updateBrokerConfigCmd(g), getBrokerConfigCmd(g), updateNamesrvConfigCmd(g), getNamesrvConfigCmd(g), deleteExpiredCommitLogCmd(g), queryCQCmd(g),
@@ -75,7 +88,7 @@ func newRoot(out io.Writer) *cobra.Command {
 func (g *globals) invoke(ctx context.Context, addr string, code int32, ext map[string]string, body []byte) (*remoting.Command, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	c, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
+	c, err := remoting.Dial(ctx, addr, g.clientOptions())
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -229,5 +231,33 @@ func TestCheckRocksdbCqWriteProgress(t *testing.T) {
 	out, err = run(t, "checkRocksdbCqWriteProgress", "-b", single.Addr())
 	if !errors.Is(err, errLayoutsDiffer) || !strings.Contains(out, "rocksdbCQWriteEnable is false") {
 		t.Fatalf("file layout alone: %q %v", out, err)
+	}
+}
+
+// Against a broker with the ACL on, the tool signs its requests as the
+// account given by --access-key and --secret-key (or the environment).
+func TestSignedRequestsForACL(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "plain_acl.yml")
+	if err := os.WriteFile(file, []byte("accounts:\n  - {accessKey: opsadmin1, secretKey: ops-secret, admin: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, b := startClusterWith(t, map[string]string{"aclEnable": "true", "plainAclFile": file})
+	t.Setenv("ROCKETKV_ACCESS_KEY", "")
+	t.Setenv("ROCKETKV_SECRET_KEY", "")
+	if _, err := run(t, "brokerStatus", "-b", b.Addr()); err == nil || !strings.Contains(err.Error(), "No accessKey is configured") {
+		t.Fatalf("unsigned: %v", err)
+	}
+	if _, err := run(t, "updateTopic", "-b", b.Addr(), "-t", "AclAdminT", "--access-key", "opsadmin1", "--secret-key", "wrong-secret"); err == nil ||
+		!strings.Contains(err.Error(), "Check signature failed") {
+		t.Fatalf("wrong secret: %v", err)
+	}
+	out, err := run(t, "updateTopic", "-b", b.Addr(), "-t", "AclAdminT", "--access-key", "opsadmin1", "--secret-key", "ops-secret")
+	if err != nil {
+		t.Fatalf("signed admin request: %v\n%s", err, out)
+	}
+	t.Setenv("ROCKETKV_ACCESS_KEY", "opsadmin1")
+	t.Setenv("ROCKETKV_SECRET_KEY", "ops-secret")
+	if out, err := run(t, "topicStatus", "-b", b.Addr(), "-t", "AclAdminT"); err != nil {
+		t.Fatalf("signed from the environment: %v\n%s", err, out)
 	}
 }

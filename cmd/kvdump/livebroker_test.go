@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -91,5 +93,24 @@ func TestLiveBrokerCheckpoint(t *testing.T) {
 	}
 	if n != 3 {
 		t.Fatalf("kvdump --broker saw %d entries of Live/1, want 3:\n%s", n, out)
+	}
+}
+
+// With the ACL on, kvdump --broker signs its checkpoint request as the
+// account given.
+func TestLiveBrokerCheckpointWithACL(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "plain_acl.yml")
+	if err := os.WriteFile(file, []byte("accounts:\n  - {accessKey: opsreader1, secretKey: ops-secret}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ROCKETKV_ACCESS_KEY", "")
+	t.Setenv("ROCKETKV_SECRET_KEY", "")
+	b, _ := startBroker(t, t.TempDir(), map[string]string{"aclEnable": "true", "plainAclFile": file})
+	if _, _, err := runKvdump(t, "--broker", b.Addr(), "summary"); err == nil || !strings.Contains(err.Error(), "No accessKey is configured") {
+		t.Fatalf("unsigned checkpoint request: %v", err)
+	}
+	out := mustKvdump(t, "--broker", b.Addr(), "--access-key", "opsreader1", "--secret-key", "ops-secret", "summary")
+	if !strings.Contains(out, "dispatched") {
+		t.Fatalf("signed checkpoint request: %s", out)
 	}
 }

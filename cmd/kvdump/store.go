@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/acl"
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -25,6 +27,9 @@ type globalOptions struct {
 	keepCheckpoint bool
 	json           bool
 	timeout        time.Duration
+	// accessKey and secretKey sign the checkpoint request for a broker
+	// with the ACL on.
+	accessKey, secretKey string
 	// storeSet is true when --store was given explicitly.
 	storeSet bool
 }
@@ -96,7 +101,7 @@ func openStore(ctx context.Context, o *globalOptions, stderr io.Writer) (*store,
 // opens it, with the broker's CommitLog clamped to the checkpoint's
 // dispatched offset.
 func openBrokerCheckpoint(ctx context.Context, o *globalOptions, log zerolog.Logger, stderr io.Writer) (*store, error) {
-	path, root, err := requestCheckpoint(ctx, o.broker, o.checkpointDir, o.timeout)
+	path, root, err := requestCheckpoint(ctx, o, o.broker, o.checkpointDir, o.timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -173,10 +178,11 @@ func (s *store) close() error {
 
 // requestCheckpoint asks a broker for a checkpoint of its index and returns
 // the checkpoint directory and the broker's store root.
-func requestCheckpoint(ctx context.Context, addr, dir string, timeout time.Duration) (path, root string, err error) {
+func requestCheckpoint(ctx context.Context, o *globalOptions, addr, dir string, timeout time.Duration) (path, root string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
+	c, err := remoting.Dial(ctx, addr, remoting.ClientOptions{BeforeRequest: acl.RequestSigner(
+		cmp.Or(o.accessKey, os.Getenv(acl.EnvAccessKey)), cmp.Or(o.secretKey, os.Getenv(acl.EnvSecretKey)))})
 	if err != nil {
 		return "", "", fmt.Errorf("ask broker %s for a checkpoint: %w", addr, err)
 	}
