@@ -325,8 +325,8 @@ func (b *Broker) openStores(ctx context.Context) error {
 	b.notifier = kvindex.NewNotifier()
 	tcfg := txnConfig(b.cfg)
 	tcfg.Dispatched = func() int64 { return b.disp.Dispatched() }
-	tcfg.OnEnd = func(topic string, state kvindex.TxnState) {
-		b.metrics.TransactionEnded(topic, state == kvindex.TxnCommit)
+	tcfg.OnEnd = func(topic string, state kvindex.TxnState, bornMs int64) {
+		b.metrics.TransactionEnded(topic, state == kvindex.TxnCommit, time.Since(time.UnixMilli(bornMs)))
 	}
 	b.txns = txn.New(tcfg, db.Transactions(), recordStore{b: b}, b.askTransaction, b.root)
 	b.timers = timer.New(db.Timers(), recordStore{b: b}, timer.Options{Progress: db.RocketMQTimerProgress, QueueProgress: db.RocketMQTimerQueueOffset,

@@ -16,6 +16,7 @@ import (
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/metrics"
+	"github.com/rocketkv/rocketkv/remoting"
 	"github.com/rocketkv/rocketkv/timer"
 	"github.com/rocketkv/rocketkv/txn"
 )
@@ -220,4 +221,26 @@ func (b *Broker) consumerLags() ([]metrics.Lag, error) {
 		return nil, fmt.Errorf("consumer lags: %w", err)
 	}
 	return out, nil
+}
+
+// timedTopicCreate records how long a topic creation took, and whether it
+// succeeded, in rocketmq_topic_create_execution_time.
+func (b *Broker) timedTopicCreate(f remoting.RespondFunc) remoting.RespondFunc {
+	return func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+		start := time.Now()
+		resp := f(ctx, conn, req)
+		b.metrics.TopicCreated(b.isSystemTopic(req.ExtFields["topic"]), resp != nil && resp.Code == remoting.Success, time.Since(start))
+		return resp
+	}
+}
+
+// timedGroupCreate records how long a subscription group creation took in
+// rocketmq_consumer_group_create_execution_time.
+func (b *Broker) timedGroupCreate(f remoting.RespondFunc) remoting.RespondFunc {
+	return func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+		start := time.Now()
+		resp := f(ctx, conn, req)
+		b.metrics.GroupCreated(resp != nil && resp.Code == remoting.Success, time.Since(start))
+		return resp
+	}
 }

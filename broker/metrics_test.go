@@ -55,6 +55,12 @@ func TestPrometheusMetrics(t *testing.T) {
 			t.Fatalf("END_TRANSACTION %d: %d %s", state, r.Code, r.Remark)
 		}
 	}
+	// A topic and a group created by an admin tool: their creation times.
+	if r := call(t, c, remoting.UpdateAndCreateTopic, map[string]string{"topic": "CreatedT", "readQueueNums": "2",
+		"writeQueueNums": "2", "perm": "6"}, nil); r.Code != remoting.Success {
+		t.Fatalf("create topic: %d %s", r.Code, r.Remark)
+	}
+	ensureGroup(t, c, "g-created")
 	// A retried message that ends in the DLQ counts under the topic it was
 	// first sent to (RETRY_TOPIC), not the retry topic.
 	b.countDLQ([]*commitlog.Message{{Topic: "%DLQ%g-met",
@@ -84,6 +90,10 @@ func TestPrometheusMetrics(t *testing.T) {
 		`rocketmq_rollback_messages_total{` + l + n + `,topic="TxMetT"} 1`,
 		`rocketmq_messages_in_total{` + l + `is_system="false",message_type="transaction",` + n + `,topic="TxMetT"} 2`,
 		`rocketmq_consumer_lag_messages{` + l + `consumer_group="g-met",is_retry="false",is_system="false",` + n + `,topic="MetT"} 1`,
+		`rocketmq_message_size_count{` + l + `is_system="false",message_type="normal",` + n + `,topic="MetT"} 2`,
+		`rocketmq_finish_message_latency_count{` + l + n + `,topic="TxMetT"} 1`,
+		`rocketmq_topic_create_execution_time_count{` + l + `invocation_status="success",is_system="false",` + n + `} 1`,
+		`rocketmq_consumer_group_create_execution_time_count{` + l + `invocation_status="success",` + n + `} 1`,
 	} {
 		if !strings.Contains(text, want+"\n") {
 			t.Errorf("scrape lacks\n%s", want)

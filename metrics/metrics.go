@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -45,6 +46,19 @@ const (
 	SendToDLQTotal        = "rocketmq_send_to_dlq_messages_total"
 	CommitMessagesTotal   = "rocketmq_commit_messages_total"
 	RollbackMessagesTotal = "rocketmq_rollback_messages_total"
+	MessageSize           = "rocketmq_message_size"
+	FinishMessageLatency  = "rocketmq_finish_message_latency"
+	TopicCreateTime       = "rocketmq_topic_create_execution_time"
+	GroupCreateTime       = "rocketmq_consumer_group_create_execution_time"
+)
+
+// The buckets of the histograms, as RocketMQ 5 registers their views:
+// message sizes in bytes, transaction finish latencies in seconds (RocketMQ
+// records seconds though it names the unit ms), creation times in ms.
+var (
+	messageSizeBuckets   = []float64{1 << 10, 4 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20}
+	finishLatencyBuckets = []float64{5, 60, 10 * 60, 60 * 60, 12 * 60 * 60, 24 * 60 * 60}
+	createTimeBuckets    = []float64{10, 100, 1000, 3000, 5000}
 )
 
 // Message types of the message_type label (TopicMessageType's metrics
@@ -99,7 +113,7 @@ type Sources struct {
 var variableLabels = map[string]bool{
 	"topic": true, "message_type": true, "is_system": true, "consumer_group": true, "is_retry": true,
 	"language": true, "version": true, "protocol_type": true, "consume_mode": true,
-	"cluster": true, "node_type": true, "node_id": true,
+	"cluster": true, "node_type": true, "node_id": true, "invocation_status": true,
 }
 
 // ValidConstLabel reports whether name may be a constant label (from
@@ -122,6 +136,10 @@ type Broker struct {
 	toDLQ         *prometheus.CounterVec
 	commits       *prometheus.CounterVec
 	rollbacks     *prometheus.CounterVec
+	messageSize   *prometheus.HistogramVec
+	finishLatency *prometheus.HistogramVec
+	topicCreate   *prometheus.HistogramVec
+	groupCreate   *prometheus.HistogramVec
 }
 
 // New builds the metrics of a broker with the given constant labels.
@@ -147,7 +165,20 @@ func New(labels map[string]string, src Sources) *Broker {
 		Help: "Transactional messages committed by END_TRANSACTION.", ConstLabels: c}, []string{"topic"})
 	m.rollbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: RollbackMessagesTotal,
 		Help: "Transactional messages rolled back by END_TRANSACTION.", ConstLabels: c}, []string{"topic"})
-	m.reg.MustRegister(m.messagesIn, m.throughputIn, m.messagesOut, m.throughputOut, m.toDLQ, m.commits, m.rollbacks)
+	m.messageSize = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MessageSize,
+		Help: "Size in bytes of the records stored by producers' sends (the mean of a batch).", ConstLabels: c,
+		Buckets: messageSizeBuckets}, in)
+	m.finishLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: FinishMessageLatency,
+		Help: "Seconds from a transactional message's birth to its commit.", ConstLabels: c,
+		Buckets: finishLatencyBuckets}, []string{"topic"})
+	m.topicCreate = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: TopicCreateTime,
+		Help: "Milliseconds an UPDATE_AND_CREATE_TOPIC(_LIST) took.", ConstLabels: c,
+		Buckets: createTimeBuckets}, []string{"invocation_status", "is_system"})
+	m.groupCreate = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: GroupCreateTime,
+		Help: "Milliseconds an UPDATE_AND_CREATE_SUBSCRIPTIONGROUP(_LIST) took.", ConstLabels: c,
+		Buckets: createTimeBuckets}, []string{"invocation_status"})
+	m.reg.MustRegister(m.messagesIn, m.throughputIn, m.messagesOut, m.throughputOut, m.toDLQ, m.commits, m.rollbacks,
+		m.messageSize, m.finishLatency, m.topicCreate, m.groupCreate)
 	gauge := func(name, help string, f func() float64) {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: c}, f))
 	}
@@ -218,6 +249,7 @@ func (m *Broker) In(topic, messageType string, system bool, messages int, bytes 
 	sys := strconv.FormatBool(system)
 	m.messagesIn.WithLabelValues(topic, messageType, sys).Add(float64(messages))
 	m.throughputIn.WithLabelValues(topic, messageType, sys).Add(float64(bytes))
+	m.messageSize.WithLabelValues(topic, messageType, sys).Observe(float64(bytes / int64(messages)))
 }
 
 // Out counts messages of topic delivered to group by a pull or a pop.
@@ -240,16 +272,45 @@ func (m *Broker) ToDLQ(group, topic string, system bool) {
 }
 
 // TransactionEnded counts a transaction of topic committed (or rolled
-// back when committed is false).
-func (m *Broker) TransactionEnded(topic string, committed bool) {
+// back when committed is false); a commit's latency since the message was
+// born (age) goes to the finish-latency histogram, in whole seconds as
+// RocketMQ records it.
+func (m *Broker) TransactionEnded(topic string, committed bool, age time.Duration) {
 	if m == nil {
 		return
 	}
 	if committed {
 		m.commits.WithLabelValues(topic).Inc()
+		m.finishLatency.WithLabelValues(topic).Observe(float64(age / time.Second))
 	} else {
 		m.rollbacks.WithLabelValues(topic).Inc()
 	}
+}
+
+// invocationStatus is the invocation_status label of a request's outcome.
+func invocationStatus(ok bool) string {
+	if ok {
+		return "success"
+	}
+	return "failure"
+}
+
+// TopicCreated records how long a topic creation took and whether it
+// succeeded.
+func (m *Broker) TopicCreated(system, ok bool, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.topicCreate.WithLabelValues(invocationStatus(ok), strconv.FormatBool(system)).Observe(float64(took.Milliseconds()))
+}
+
+// GroupCreated records how long a subscription group creation took and
+// whether it succeeded.
+func (m *Broker) GroupCreated(ok bool, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.groupCreate.WithLabelValues(invocationStatus(ok)).Observe(float64(took.Milliseconds()))
 }
 
 // connections collects the connection gauges from Sources at each scrape.

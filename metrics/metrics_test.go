@@ -57,14 +57,19 @@ func TestMetricsUnderRocketMQNames(t *testing.T) {
 	m.In("Orders", TypeDelay, false, 1, 900)
 	m.In("Orders", TypeNormal, false, 0, 100) // nothing stored: not counted
 	m.Out("Orders", "g1", false, 4, 4000)
-	m.TransactionEnded("Orders", true)
-	m.TransactionEnded("Orders", true)
-	m.TransactionEnded("Orders", false)
+	m.TransactionEnded("Orders", true, 3*time.Second)
+	m.TransactionEnded("Orders", true, 90*time.Second)
+	m.TransactionEnded("Orders", false, time.Hour) // a rollback has no finish latency
+	m.TopicCreated(false, true, 15*time.Millisecond)
+	m.TopicCreated(true, false, 2*time.Millisecond)
+	m.GroupCreated(true, 4*time.Millisecond)
 	var off *Broker
 	off.In("Orders", TypeNormal, false, 1, 1) // the exporter is off: no panic
 	off.Out("Orders", "g1", false, 1, 1)
-	off.TransactionEnded("Orders", true)
+	off.TransactionEnded("Orders", true, time.Second)
 	off.ToDLQ("g1", "Orders", false)
+	off.TopicCreated(false, true, time.Millisecond)
+	off.GroupCreated(true, time.Millisecond)
 
 	text := scrape(t, m)
 	const c = `cluster="c1",`
@@ -85,6 +90,16 @@ func TestMetricsUnderRocketMQNames(t *testing.T) {
 		`rocketmq_consumer_lag_messages{` + c + `consumer_group="g1",is_retry="true",is_system="false",node_id="broker-a",node_type="broker",topic="%RETRY%g1"} 7`,
 		`rocketmq_consumer_lag_latency{` + c + `consumer_group="g1",is_retry="true",is_system="false",node_id="broker-a",node_type="broker",topic="%RETRY%g1"} 1500`,
 		`rocketmq_consumer_connections{` + c + `consume_mode="push",consumer_group="g1",is_system="false",language="java",node_id="broker-a",node_type="broker",protocol_type="remoting",version="479"} 1`,
+		// Sizes: means of 1000, 1000 and 900 bytes, all in the 1 KiB bucket.
+		`rocketmq_message_size_bucket{` + c + `is_system="false",message_type="normal",node_id="broker-a",node_type="broker",topic="Orders",le="1024"} 2`,
+		`rocketmq_message_size_count{` + c + `is_system="false",message_type="delay",node_id="broker-a",node_type="broker",topic="Orders"} 1`,
+		// Commits after 3 s and 90 s: one in the 5 s bucket, both by 600 s.
+		`rocketmq_finish_message_latency_bucket{` + c + `node_id="broker-a",node_type="broker",topic="Orders",le="5"} 1`,
+		`rocketmq_finish_message_latency_bucket{` + c + `node_id="broker-a",node_type="broker",topic="Orders",le="600"} 2`,
+		`rocketmq_finish_message_latency_sum{` + c + `node_id="broker-a",node_type="broker",topic="Orders"} 93`,
+		`rocketmq_topic_create_execution_time_bucket{` + c + `invocation_status="success",is_system="false",node_id="broker-a",node_type="broker",le="100"} 1`,
+		`rocketmq_topic_create_execution_time_count{` + c + `invocation_status="failure",is_system="true",node_id="broker-a",node_type="broker"} 1`,
+		`rocketmq_consumer_group_create_execution_time_bucket{` + c + `invocation_status="success",node_id="broker-a",node_type="broker",le="10"} 1`,
 	} {
 		if !strings.Contains(text, want+"\n") {
 			t.Errorf("scrape lacks\n%s", want)

@@ -37,9 +37,9 @@ type Config struct {
 	Dispatched func() int64
 	// OnEnd, when set, is called once for each transaction an
 	// END_TRANSACTION ends (not for a repeated end, nor for a half given
-	// up after its checks), with the topic the message was sent to: the
-	// broker's commit and rollback counters.
-	OnEnd func(realTopic string, state kvindex.TxnState)
+	// up after its checks), with the topic the message was sent to and its
+	// born timestamp (Unix ms): the broker's commit and rollback metrics.
+	OnEnd func(realTopic string, state kvindex.TxnState, bornMs int64)
 }
 
 // DefaultConfig returns RocketMQ's defaults.
@@ -345,7 +345,7 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 		Stringer("state", req.State).Bool("fromCheck", req.FromTransactionCheck).Msg("transaction ended")
 	if s.cfg.OnEnd != nil {
 		topic, _, _ := commitlog.RealDestination(half.Properties)
-		s.cfg.OnEnd(topic, req.State)
+		s.cfg.OnEnd(topic, req.State, half.BornTimestamp)
 	}
 	return nil
 }

@@ -313,15 +313,16 @@ func TestCheckerPassesStartAfterEndedHalves(t *testing.T) {
 }
 
 // OnEnd hears of each transaction an END_TRANSACTION ends, once, with
-// the topic its message was sent to; not of a repeated end, nor of a
-// failed one.
+// the topic its message was sent to and its born time; not of a repeated
+// end, nor of a failed one.
 func TestOnEndCountsEachEndOnce(t *testing.T) {
 	type ended struct {
 		topic string
 		state kvindex.TxnState
+		born  int64
 	}
 	var got []ended
-	f := newFixture(t, Config{OnEnd: func(topic string, state kvindex.TxnState) { got = append(got, ended{topic, state}) }})
+	f := newFixture(t, Config{OnEnd: func(topic string, state kvindex.TxnState, born int64) { got = append(got, ended{topic, state, born}) }})
 	a := f.sendHalf("U20", "")
 	b := f.sendHalf("U21", "")
 	ctx := context.Background()
@@ -340,7 +341,7 @@ func TestOnEndCountsEachEndOnce(t *testing.T) {
 		t.Fatal("a commit that could not be stored succeeded")
 	}
 	topic, _, _ := commitlog.RealDestination(a.Properties)
-	want := []ended{{topic, kvindex.TxnCommit}, {topic, kvindex.TxnRollback}}
+	want := []ended{{topic, kvindex.TxnCommit, a.BornTimestamp}, {topic, kvindex.TxnRollback, b.BornTimestamp}}
 	if topic == "" || len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("OnEnd heard %v, want %v", got, want)
 	}
