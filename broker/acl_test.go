@@ -73,13 +73,20 @@ func wantSuccess(t *testing.T, resp *remoting.Command, what string) {
 	}
 }
 
-func TestACLChecksEveryRequest(t *testing.T) {
+// startACLBroker starts a broker checking the accounts of aclTestFile,
+// written to the file it returns, and a client of it.
+func startACLBroker(t *testing.T) (*testBroker, *remoting.Client, string) {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "plain_acl.yml")
 	if err := os.WriteFile(file, []byte(aclTestFile), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	b := startTestBroker(t, map[string]string{"aclEnable": "true", "plainAclFile": file, "autoCreateTopicEnable": "true"})
-	c := b.client(nil)
+	return b, b.client(nil), file
+}
+
+func TestACLChecksEveryRequest(t *testing.T) {
+	b, c, file := startACLBroker(t)
 	admin := func(code int32, ext map[string]string) *remoting.Command {
 		return invoke(t, c, signedReq("adminKey1", "admin-secret", code, ext, nil))
 	}
@@ -177,12 +184,7 @@ func TestACLRefusesToStartWithoutItsFile(t *testing.T) {
 }
 
 func TestACLAdminRequestsEditTheFile(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "plain_acl.yml")
-	if err := os.WriteFile(file, []byte(aclTestFile), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	b := startTestBroker(t, map[string]string{"aclEnable": "true", "plainAclFile": file, "autoCreateTopicEnable": "true"})
-	c := b.client(nil)
+	b, c, file := startACLBroker(t)
 	admin := func(code int32, ext map[string]string) *remoting.Command {
 		return invoke(t, c, signedReq("adminKey1", "admin-secret", code, ext, nil))
 	}

@@ -37,15 +37,7 @@ func TestNodeAliOns(t *testing.T) {
 	waitRoute(t, ns.addr, topic, b.name)
 
 	result := runAliOns(t, node, dir, ns.addr, topic, nodeCount)
-	if result.Sent != nodeCount || result.Consumed != nodeCount {
-		t.Fatalf("ali-ons sent %d and consumed %d distinct messages, want %d each", result.Sent, result.Consumed, nodeCount)
-	}
-	if want := (nodeCount + 4) / 5; result.Retried != want {
-		t.Errorf("ali-ons got %d messages again after asking for a retry, want %d", result.Retried, want)
-	}
-	if result.Redelivered != 0 {
-		t.Errorf("ali-ons received %d messages twice; a single consumer of a fresh group should get each once", result.Redelivered)
-	}
+	result.checkDelivery(t, nodeCount)
 	if result.Queues < 2 {
 		t.Errorf("ali-ons used %d queue(s) of 4, want its round robin over several", result.Queues)
 	}
@@ -147,4 +139,19 @@ func runAliOns(t *testing.T, node, dir, ns, topic string, count int) aliOnsResul
 		t.Fatal("node test.js printed no RESULT line")
 	}
 	return result
+}
+
+// checkDelivery checks that ali-ons sent and consumed count messages, got
+// every fifth one again after asking for its retry, and nothing twice.
+func (r aliOnsResult) checkDelivery(t *testing.T, count int) {
+	t.Helper()
+	if r.Sent != count || r.Consumed != count {
+		t.Fatalf("ali-ons sent %d and consumed %d distinct messages, want %d each", r.Sent, r.Consumed, count)
+	}
+	if want := (count + 4) / 5; r.Retried != want {
+		t.Errorf("ali-ons got %d messages again after asking for a retry, want %d", r.Retried, want)
+	}
+	if r.Redelivered != 0 {
+		t.Errorf("ali-ons received %d messages twice; a single consumer of a fresh group should get each once", r.Redelivered)
+	}
 }
