@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -55,6 +56,9 @@ type ClientOptions struct {
 	KeepAlive time.Duration
 	// Log receives the client's log lines; the zero Logger discards them.
 	Log zerolog.Logger
+	// TLS, when set, makes the connection TLS (RocketMQ's tls.enable);
+	// the handshake is part of Dial.
+	TLS *tls.Config
 }
 
 func (o ClientOptions) withDefaults() ClientOptions {
@@ -118,6 +122,14 @@ func Dial(ctx context.Context, addr string, opts ClientOptions) (*Client, error)
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	if opts.TLS != nil {
+		tc := tls.Client(conn, opts.TLS)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("dial %s: TLS handshake: %w", addr, err)
+		}
+		conn = tc
 	}
 	c := &Client{
 		addr:    addr,
