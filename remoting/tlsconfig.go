@@ -273,3 +273,32 @@ func loadCertPool(path string) (*x509.CertPool, error) {
 	}
 	return pool, nil
 }
+
+// ServerTLS reads a server's TLS mode (RocketMQ's tls.server.mode name)
+// and, unless it is disabled, builds the TLS configuration from o: the two
+// TLS fields of a ServerConfig.
+func ServerTLS(mode string, o TLSOptions) (TLSMode, *tls.Config, error) {
+	m, err := ParseTLSMode(mode)
+	if err != nil {
+		return 0, nil, fmt.Errorf("tls.server.mode: %w", err)
+	}
+	if m == TLSDisabled {
+		return m, nil, nil
+	}
+	cfg, err := NewServerTLSConfig(o)
+	if err != nil {
+		return 0, nil, err
+	}
+	return m, cfg, nil
+}
+
+// DescribeTLS summarises a server TLS configuration for a log line: the
+// certificate's subject and expiry and the client authentication.
+func DescribeTLS(cfg *tls.Config) string {
+	if cfg == nil || len(cfg.Certificates) == 0 || cfg.Certificates[0].Leaf == nil {
+		return "no certificate"
+	}
+	leaf := cfg.Certificates[0].Leaf
+	return fmt.Sprintf("certificate %q (issuer %q, expires %s), client auth %s",
+		leaf.Subject.String(), leaf.Issuer.String(), leaf.NotAfter.Format(time.DateOnly), cfg.ClientAuth)
+}
