@@ -67,6 +67,16 @@ const tlsRecordHandshake = 0x16
 // into one record: a TLS record carries at most 16 KiB of plaintext.
 const tlsStageMax = 16 << 10
 
+// tlsKeepMax is the largest buffer a TLS connection keeps for reuse once
+// it is drained; a burst of large frames must not pin its memory for the
+// life of an idle connection.
+const tlsKeepMax = 64 << 10
+
+// tlsReadBuffer is the read buffer of the frame reader over a TLS
+// connection. crypto/tls buffers a whole record already, and frames
+// larger than this are read straight into their own slice.
+const tlsReadBuffer = 8 << 10
+
 // tlsPipe is the in-memory net.Conn a crypto/tls server connection runs
 // over, for a socket owned by a gnet event loop. The event loop feeds the
 // ciphertext it receives (feed) and writes out the ciphertext the TLS
@@ -113,9 +123,6 @@ func (p *tlsPipe) feed(b []byte) bool {
 		p.mu.Unlock()
 		return false
 	}
-	if p.inOff > 0 && p.inOff == len(p.in) {
-		p.in, p.inOff = p.in[:0], 0
-	}
 	p.in = append(p.in, b...)
 	p.mu.Unlock()
 	select {
@@ -140,7 +147,7 @@ func (p *tlsPipe) takeOut() ([]byte, bool) {
 // recycle gives back a slice returned by takeOut for reuse; very large
 // ones are left to the garbage collector.
 func (p *tlsPipe) recycle(b []byte) {
-	if cap(b) > 1<<20 {
+	if cap(b) > tlsKeepMax {
 		return
 	}
 	p.mu.Lock()
@@ -175,6 +182,12 @@ func (p *tlsPipe) Read(b []byte) (int, error) {
 		if p.inOff < len(p.in) {
 			n := copy(b, p.in[p.inOff:])
 			p.inOff += n
+			if p.inOff == len(p.in) {
+				p.in, p.inOff = p.in[:0], 0
+				if cap(p.in) > tlsKeepMax {
+					p.in = nil
+				}
+			}
 			p.mu.Unlock()
 			return n, nil
 		}
@@ -323,7 +336,7 @@ func serveTLSFrames(ctx context.Context, tc *tls.Conn, timeout time.Duration, ma
 	if err != nil {
 		return &tlsHandshakeError{err: err}
 	}
-	fr := NewFrameReader(tc, maxFrameSize)
+	fr := newFrameReaderSize(tc, maxFrameSize, tlsReadBuffer)
 	for {
 		frame, err := fr.ReadFrame()
 		if err != nil {
@@ -360,7 +373,7 @@ func (s *Server) tlsWriter(c *Conn, t *tlsConn) {
 			}
 		}
 		c.releaseQueue(q, bufs, bodies)
-		if cap(stage) > 4*tlsStageMax {
+		if cap(stage) > tlsKeepMax {
 			stage = nil
 		}
 	}

@@ -253,8 +253,9 @@ func TestTLSReleaseBody(t *testing.T) {
 			t.Fatalf("%v %v", resp, err)
 		}
 	}
-	for range 20 {
-		_ = c.InvokeOneway(testCtx(t), NewRequest(SendMessage, nil, nil))
+	// Replies still queued, or not yet written, when the connection goes.
+	for range 50 {
+		_ = c.InvokeAsync(NewRequest(SendMessage, nil, nil), func(*Command, error) {})
 	}
 	_ = c.Close()
 	waitFor(t, "every body released", func() bool { return s.ConnCount() == 0 && released.Load() == built.Load() })
