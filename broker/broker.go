@@ -202,9 +202,13 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return fmt.Errorf("create store root %s: %w", root, err)
 	}
-	// The ACL file first: a broker that cannot check access stops before
-	// it recovers its store.
+	// The ACL file and the TLS certificate first: a broker that cannot
+	// check access or serve TLS stops before it recovers its store.
 	if b.acl, err = b.openACL(); err != nil {
+		return err
+	}
+	tlsMode, tlsConfig, err := b.listenerTLS()
+	if err != nil {
 		return err
 	}
 	if err := b.openStores(ctx); err != nil {
@@ -242,6 +246,8 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.server = remoting.NewServer(remoting.ServerConfig{
 		Addr:        net.JoinHostPort("", strconv.Itoa(b.cfg.ListenPort)),
 		IdleTimeout: b.cfg.ChannelExpiredTimeout,
+		TLSMode:     tlsMode,
+		TLS:         tlsConfig,
 	}, handler, b.component("remoting"))
 	if err := b.server.Start(ctx); err != nil {
 		return fmt.Errorf("listen on port %d: %w", b.cfg.ListenPort, err)

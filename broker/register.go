@@ -28,7 +28,7 @@ type registrar struct {
 }
 
 func newRegistrar(b *Broker) *registrar {
-	pool := remoting.NewClientPool(remoting.ClientOptions{Log: b.component("namesrv-client")})
+	pool := remoting.NewClientPool(remoting.ClientOptions{Log: b.component("namesrv-client"), TLS: b.namesrvClientTLS()})
 	r := &registrar{
 		b:    b,
 		pool: pool,

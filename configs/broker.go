@@ -196,6 +196,13 @@ type Broker struct {
 	// means $ROCKETMQ_HOME/conf/plain_acl.yml, where RocketMQ reads it.
 	PlainAclFile string
 
+	// TLS is the listener's TLS (RocketMQ's tls.server.* keys).
+	TLS TLS
+	// TLSEnable is tls.enable: whether the broker dials the name servers
+	// with TLS. "true" or "false"; empty (the default) follows RocketMQ:
+	// TLS when tls.server.mode is enforcing.
+	TLSEnable string
+
 	// Logging.
 	LogLevel  string
 	LogFormat string
@@ -228,6 +235,16 @@ func (b *Broker) IndexWALSyncMode() string {
 // in code as for one loaded, and each value parses back to the field's
 // value (durations in the key's whole units).
 func (b *Broker) Settings() map[string]string { return brokerSchema.settings(b) }
+
+// DialNamesrvTLS reports whether the broker dials the name servers with
+// TLS: tls.enable, or when it is empty, whether tls.server.mode is
+// enforcing.
+func (b *Broker) DialNamesrvTLS() bool {
+	if b.TLSEnable == "" {
+		return b.TLS.Mode == TLSModeEnforcing
+	}
+	return b.TLSEnable == "true"
+}
 
 // DefaultBroker returns the configuration a broker runs with when no key is
 // set. The values are RocketMQ's defaults unless the field table says

@@ -2,6 +2,7 @@ package configs
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,7 +31,7 @@ const DefaultMaxDispatchLagBytes = 4 << 20
 // brokerFields is the single list of keys the broker understands. Adding a
 // key means adding a line here and documenting it in broker.yaml (a test
 // checks both agree).
-var brokerFields = []field[Broker]{
+var brokerFields = slices.Concat([]field[Broker]{
 	str("brokerClusterName", "DefaultCluster", func(b *Broker) *string { return &b.BrokerClusterName }),
 	str("brokerName", "broker-a", func(b *Broker) *string { return &b.BrokerName }),
 	i64("brokerId", "0", func(b *Broker) *int64 { return &b.BrokerID }),
@@ -114,10 +115,12 @@ var brokerFields = []field[Broker]{
 	// rather than run open.
 	notImplemented[Broker]("authenticationEnabled", "rocketkv does not authenticate clients (RocketMQ 5 ACL 2.0); remove the key or set it false to run without authentication"),
 	notImplemented[Broker]("authorizationEnabled", "rocketkv does not authorize requests (RocketMQ 5 ACL 2.0); remove the key or set it false to run without authorization"),
+}, tlsServerFields(func(b *Broker) *TLS { return &b.TLS }), []field[Broker]{
+	oneOf("tls.enable", "", []string{"", "true", "false"}, func(b *Broker) *string { return &b.TLSEnable }),
 
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(b *Broker) *string { return &b.LogLevel }),
 	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(b *Broker) *string { return &b.LogFormat }),
-}
+})
 
 func withAliases[T any](f field[T], aliases ...string) field[T] {
 	f.aliases = aliases

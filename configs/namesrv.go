@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,8 @@ type Namesrv struct {
 	// must not change, on top of configBlackList, configStorePath and
 	// kvConfigPath, which it never changes.
 	ConfigBlackList string
+	// TLS is the listener's TLS (RocketMQ's tls.server.* keys).
+	TLS TLS
 	// LogLevel is trace, debug, info, warn or error.
 	LogLevel string
 	// LogFormat is auto (console on a terminal, JSON otherwise), console or
@@ -53,7 +56,7 @@ type Namesrv struct {
 // namesrvFields is the single list of keys the name server understands.
 // Adding a key means adding a line here and documenting it in
 // namesrv.yaml (a test checks both agree).
-var namesrvFields = []field[Namesrv]{
+var namesrvFields = slices.Concat([]field[Namesrv]{
 	intRange("listenPort", "9876", 0, 65535, func(n *Namesrv) *int { return &n.ListenPort }),
 	str("bindAddress", "0.0.0.0", func(n *Namesrv) *string { return &n.BindAddress }),
 	str("kvConfigPath", DefaultKVConfigPath(), func(n *Namesrv) *string { return &n.KVConfigPath }),
@@ -64,9 +67,10 @@ var namesrvFields = []field[Namesrv]{
 	boolean("deleteTopicWithBrokerRegistration", "false", func(n *Namesrv) *bool { return &n.DeleteTopicWithBrokerRegistration }),
 	millisRange("scanNotActiveBrokerInterval", "5000", 1, func(n *Namesrv) *time.Duration { return &n.ScanNotActiveBrokerInterval }),
 	str("configBlackList", "configBlackList;configStorePath;kvConfigPath", func(n *Namesrv) *string { return &n.ConfigBlackList }),
+}, tlsServerFields(func(n *Namesrv) *TLS { return &n.TLS }), []field[Namesrv]{
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(n *Namesrv) *string { return &n.LogLevel }),
 	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(n *Namesrv) *string { return &n.LogFormat }),
-}
+})
 
 // namesrvSchema is the name server's key table with its lookups.
 var namesrvSchema = newSchema(namesrvFields, nil)

@@ -184,9 +184,20 @@ type namesrv struct {
 
 func startNamesrv(t testing.TB) *namesrv {
 	t.Helper()
+	return startNamesrvWith(t)
+}
+
+// startNamesrvWith starts a name server with configuration overrides
+// (key=value, given as --set).
+func startNamesrvWith(t testing.TB, sets ...string) *namesrv {
+	t.Helper()
 	port := freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	p := startProc(t, "namesrv", "--listen", addr, "--log-format", "json", "--log-level", "debug")
+	args := []string{"--listen", addr, "--log-format", "json", "--log-level", "debug"}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	p := startProc(t, "namesrv", args...)
 	waitListening(t, addr)
 	return &namesrv{proc: p, addr: addr}
 }

@@ -43,6 +43,7 @@ func ConfigFrom(n configs.Namesrv, file string) Config {
 	cfg.EnableTopicList = n.EnableTopicList
 	cfg.DeleteTopicWithBrokerRegistration = n.DeleteTopicWithBrokerRegistration
 	cfg.KVConfigPath = n.KVConfigPath
+	cfg.TLS = n.TLS
 	cfg.Settings = &n
 	cfg.ConfigFile = file
 	return cfg
@@ -63,6 +64,11 @@ func settingsOf(cfg Config) configs.Namesrv {
 	n.EnableTopicList = cfg.EnableTopicList
 	n.DeleteTopicWithBrokerRegistration = cfg.DeleteTopicWithBrokerRegistration
 	n.KVConfigPath = cfg.KVConfigPath
+	n.TLS = cfg.TLS
+	// The mode in force: set directly on the listener, or off.
+	if cfg.Remoting.TLS != nil || cfg.Remoting.TLSMode != remoting.TLSDisabled || n.TLS.Mode == "" {
+		n.TLS.Mode = cfg.Remoting.TLSMode.String()
+	}
 	if host, port, err := net.SplitHostPort(cfg.Remoting.Addr); err == nil {
 		if p, err := strconv.Atoi(port); err == nil && p > 0 {
 			n.ListenPort = p

@@ -21,8 +21,13 @@ import (
 // the zero Config turns every optional feature off.
 type Config struct {
 	// Remoting configures the listener; Remoting.Addr is the listen address
-	// (":9876" by default).
+	// (":9876" by default). Remoting.TLSMode and Remoting.TLS, when set,
+	// win over TLS.
 	Remoting remoting.ServerConfig
+	// TLS is the listener's TLS under RocketMQ's tls.* keys (permissive
+	// with a self-signed certificate by default); NewServer builds the
+	// certificate, applying tls.config.file. An empty Mode leaves TLS off.
+	TLS configs.TLS
 	// ScanInterval is how often expired brokers are removed (5 s).
 	ScanInterval time.Duration
 	// OrderMessageEnable makes routes carry orderTopicConf from the
@@ -57,6 +62,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Remoting:                       remoting.ServerConfig{Addr: ":9876"},
+		TLS:                            configs.DefaultNamesrv().TLS,
 		ScanInterval:                   5 * time.Second,
 		ReturnOrderTopicConfigToBroker: true,
 		EnableAllTopicList:             true,
@@ -96,6 +102,13 @@ type Server struct {
 func NewServer(cfg Config, log zerolog.Logger) (*Server, error) {
 	if cfg.ScanInterval <= 0 {
 		cfg.ScanInterval = 5 * time.Second
+	}
+	if cfg.Remoting.TLSMode == remoting.TLSDisabled && cfg.Remoting.TLS == nil && cfg.TLS.Mode != "" {
+		mode, tc, err := listenerTLS(cfg.TLS, log)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Remoting.TLSMode, cfg.Remoting.TLS = mode, tc
 	}
 	kv, err := OpenKVStore(cfg.KVConfigPath)
 	if err != nil {

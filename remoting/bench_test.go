@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"net"
 	"sync"
@@ -166,10 +167,12 @@ func (s *echoServer) close() {
 
 // BenchmarkRoundTrip measures pipelined request/response throughput over
 // loopback with one client connection and 256 requests in flight, against
-// the gnet server and against the goroutine-per-connection baseline.
+// the gnet server (TLS disabled; permissive, where the plaintext path must
+// cost the same; a TLS connection) and against the
+// goroutine-per-connection baseline.
 func BenchmarkRoundTrip(b *testing.B) {
-	run := func(b *testing.B, addr string) {
-		c, err := Dial(context.Background(), addr, ClientOptions{})
+	run := func(b *testing.B, addr string, tc *tls.Config) {
+		c, err := Dial(context.Background(), addr, ClientOptions{TLS: tc})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -194,23 +197,30 @@ func BenchmarkRoundTrip(b *testing.B) {
 		}
 		wg.Wait()
 	}
-	b.Run("gnet-server", func(b *testing.B) {
+	gnetServer := func(b *testing.B, mode TLSMode, clientTLS *tls.Config) {
 		mux := NewMux()
 		mux.HandleFunc(SendMessage, func(_ context.Context, conn *Conn, req *Command) {
 			resp := NewResponse(req, Success, "")
 			resp.ExtFields = req.ExtFields
 			_ = conn.Reply(req, resp)
 		})
-		s := NewServer(ServerConfig{Addr: "127.0.0.1:0"}, mux, zerolog.Nop())
+		cfg := ServerConfig{Addr: "127.0.0.1:0", TLSMode: mode}
+		if mode != TLSDisabled {
+			cfg.TLS = testTLSConfig(b)
+		}
+		s := NewServer(cfg, mux, zerolog.Nop())
 		if err := s.Start(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 		defer s.Shutdown(context.Background())
-		run(b, s.Addr().String())
-	})
+		run(b, s.Addr().String(), clientTLS)
+	}
+	b.Run("gnet-server", func(b *testing.B) { gnetServer(b, TLSDisabled, nil) })
+	b.Run("gnet-server-permissive-plaintext", func(b *testing.B) { gnetServer(b, TLSPermissive, nil) })
+	b.Run("gnet-server-tls", func(b *testing.B) { gnetServer(b, TLSPermissive, clientTLS()) })
 	b.Run("netconn-baseline", func(b *testing.B) {
 		s := startEchoServer(b)
 		defer s.close()
-		run(b, s.ln.Addr().String())
+		run(b, s.ln.Addr().String(), nil)
 	})
 }

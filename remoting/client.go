@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -60,6 +61,9 @@ type ClientOptions struct {
 	// client's RPC hook). It gets a copy of the command; it must not change
 	// the ExtFields map the caller passed, only replace it.
 	BeforeRequest func(req *Command)
+	// TLS, when set, makes the connection TLS (RocketMQ's tls.enable);
+	// the handshake is part of Dial.
+	TLS *tls.Config
 }
 
 func (o ClientOptions) withDefaults() ClientOptions {
@@ -123,6 +127,14 @@ func Dial(ctx context.Context, addr string, opts ClientOptions) (*Client, error)
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	if opts.TLS != nil {
+		tc := tls.Client(conn, opts.TLS)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("dial %s: TLS handshake: %w", addr, err)
+		}
+		conn = tc
 	}
 	c := &Client{
 		addr:    addr,

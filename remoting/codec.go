@@ -145,10 +145,16 @@ type FrameReader struct {
 // NewFrameReader returns a FrameReader over r that rejects frames larger
 // than maxFrameSize bytes (DefaultMaxFrameSize when <= 0).
 func NewFrameReader(r io.Reader, maxFrameSize int) *FrameReader {
+	return newFrameReaderSize(r, maxFrameSize, 64<<10)
+}
+
+// newFrameReaderSize is NewFrameReader with a read buffer of bufSize
+// bytes.
+func newFrameReaderSize(r io.Reader, maxFrameSize, bufSize int) *FrameReader {
 	if maxFrameSize <= 0 {
 		maxFrameSize = DefaultMaxFrameSize
 	}
-	return &FrameReader{r: bufio.NewReaderSize(r, 64<<10), max: maxFrameSize}
+	return &FrameReader{r: bufio.NewReaderSize(r, bufSize), max: maxFrameSize}
 }
 
 // ReadFrame returns the next whole frame, length word included, in a new

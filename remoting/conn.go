@@ -64,6 +64,14 @@ type Conn struct {
 	spareRel  []func()
 	flushing  bool
 	flushFn   gnet.AsyncCallback
+
+	// undetected is set while the first byte, which tells TLS from
+	// plaintext, has not arrived; frames sent meanwhile wait in outq.
+	// tls is the TLS state of a TLS connection, nil for plaintext. Both
+	// change only on the event loop, under mu, which reads them without
+	// it.
+	undetected bool
+	tls        *tlsConn
 }
 
 // ID returns the connection's id, unique within its server.
@@ -224,12 +232,19 @@ func (c *Conn) Send(cmd *Command) error {
 		return ErrConnClosed
 	}
 	if !c.flushing {
-		// Wake is only called while the connection is open, so the event
-		// loop (and its poller) is still running.
-		if err := c.gc.Wake(c.flushFn); err != nil {
-			c.srv.putBuffer(bp)
-			releaseBody(release)
-			return fmt.Errorf("send to %s: %w", c, err)
+		switch {
+		case c.tls != nil:
+			c.tls.kickWriter()
+		case c.undetected:
+			// Flushed once the first byte tells the protocol.
+		default:
+			// Wake is only called while the connection is open, so the
+			// event loop (and its poller) is still running.
+			if err := c.gc.Wake(c.flushFn); err != nil {
+				c.srv.putBuffer(bp)
+				releaseBody(release)
+				return fmt.Errorf("send to %s: %w", c, err)
+			}
 		}
 		c.flushing = true
 	}
@@ -256,17 +271,11 @@ func releaseBody(release func()) {
 const maxIovecs = 512
 
 // flush runs on the event loop (as the callback of Wake) and writes every
-// queued frame. gnet writes what the socket takes and copies the rest into
-// its outbound buffer, so the frame buffers can be reused right after.
+// queued frame of a plaintext connection. gnet writes what the socket
+// takes and copies the rest into its outbound buffer, so the frame buffers
+// can be reused right after.
 func (c *Conn) flush(gc gnet.Conn, _ error) error {
-	c.mu.Lock()
-	q, bufs, bodies := c.outq, c.outBufs, c.outBodies
-	c.outq, c.outBufs, c.outBodies = c.spareQ, c.spareBufs, c.spareRel
-	c.spareQ, c.spareBufs, c.spareRel = nil, nil, nil
-	c.flushing = false
-	closed := c.closed
-	c.mu.Unlock()
-
+	q, bufs, bodies, closed := c.takeQueue()
 	if !closed {
 		for rest := q; len(rest) > 0; {
 			n := min(len(rest), maxIovecs)
@@ -278,6 +287,26 @@ func (c *Conn) flush(gc gnet.Conn, _ error) error {
 	}
 	// Writev has written what the socket took and copied the rest into
 	// gnet's outbound buffer: no queued byte is referenced any more.
+	c.releaseQueue(q, bufs, bodies)
+	return nil
+}
+
+// takeQueue takes the frames queued by Send, with their pooled buffers and
+// body releases, and reports whether the connection is closed.
+func (c *Conn) takeQueue() (q [][]byte, bufs []*[]byte, bodies []func(), closed bool) {
+	c.mu.Lock()
+	q, bufs, bodies = c.outq, c.outBufs, c.outBodies
+	c.outq, c.outBufs, c.outBodies = c.spareQ, c.spareBufs, c.spareRel
+	c.spareQ, c.spareBufs, c.spareRel = nil, nil, nil
+	c.flushing = false
+	closed = c.closed
+	c.mu.Unlock()
+	return q, bufs, bodies, closed
+}
+
+// releaseQueue gives back what takeQueue returned once its bytes are
+// written (or dropped), keeping the slices for the next batch.
+func (c *Conn) releaseQueue(q [][]byte, bufs []*[]byte, bodies []func()) {
 	for _, bp := range bufs {
 		c.srv.putBuffer(bp)
 	}
@@ -292,7 +321,6 @@ func (c *Conn) flush(gc gnet.Conn, _ error) error {
 		c.spareQ, c.spareBufs, c.spareRel = q[:0], bufs[:0], bodies[:0]
 	}
 	c.mu.Unlock()
-	return nil
 }
 
 // Oneway sends a copy of cmd as a oneway request, with a fresh opaque and

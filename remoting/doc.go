@@ -60,9 +60,25 @@
 // Mux routes request codes to handlers and answers
 // REQUEST_CODE_NOT_SUPPORTED for the rest.
 //
+// # TLS
+//
+// ServerConfig.TLSMode follows RocketMQ's tls.server.mode: disabled
+// (plaintext only), permissive (TLS and plaintext on one port, told apart
+// by the first byte: 0x16 opens a TLS handshake) or enforcing (TLS only).
+// Event loops never run crypto: a TLS connection gets a reader goroutine
+// (handshake, decryption, frame cutting; frames then go to the workers
+// exactly as plaintext ones) and a writer goroutine (encryption of what
+// Conn.Send queued). They talk to the event loop through an in-memory pipe:
+// OnTraffic feeds it the ciphertext read, and the ciphertext written goes
+// back to the socket through Wake, as plaintext replies do. Plaintext
+// connections keep the path above untouched. NewServerTLSConfig builds
+// the certificate and client authentication from RocketMQ's tls.*
+// settings, with a self-signed certificate in test mode.
+//
 // # Client
 //
-// Client is one TCP connection with a reader and a writer goroutine; any
+// Client is one TCP connection (TLS with ClientOptions.TLS) with a reader
+// and a writer goroutine; any
 // number of requests may be in flight on it at once (Invoke, InvokeAsync),
 // and requests the server sends to the client go to ClientOptions.Handler.
 // ClientPool keeps one Client per address.

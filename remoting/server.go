@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -58,6 +59,19 @@ type ServerConfig struct {
 	// TCPKeepAlive sets the TCP keep-alive period of accepted connections;
 	// zero leaves the system default.
 	TCPKeepAlive time.Duration
+	// TLSMode says whether connections may (TLSPermissive) or must
+	// (TLSEnforcing) use TLS; the zero value, TLSDisabled, serves
+	// plaintext only. TLS and plaintext share the port: the first byte of
+	// a connection tells them apart.
+	TLSMode TLSMode
+	// TLS configures TLS connections (certificate, client authentication);
+	// it is required unless TLSMode is TLSDisabled. NewServerTLSConfig
+	// builds one from RocketMQ's settings. The server keeps a clone.
+	TLS *tls.Config
+	// TLSHandshakeTimeout bounds a TLS handshake
+	// (DefaultTLSHandshakeTimeout); a handshake not done by then closes
+	// the connection.
+	TLSHandshakeTimeout time.Duration
 }
 
 func (c *ServerConfig) withDefaults() ServerConfig {
@@ -74,6 +88,12 @@ func (c *ServerConfig) withDefaults() ServerConfig {
 	if out.IdleTimeout == 0 {
 		out.IdleTimeout = DefaultIdleTimeout
 	}
+	if out.TLSHandshakeTimeout <= 0 {
+		out.TLSHandshakeTimeout = DefaultTLSHandshakeTimeout
+	}
+	if out.TLS != nil {
+		out.TLS = out.TLS.Clone()
+	}
 	return out
 }
 
@@ -88,8 +108,11 @@ type job struct {
 //
 // Goroutines: gnet's event loops and ticker (owned by the engine, started by
 // Start, stopped by Shutdown), the workers (stop when the job queue is
-// closed after the engine has stopped) and one goroutine per closed
-// connection running its OnClose hooks. Shutdown waits for all of them.
+// closed after the engine has stopped), two per TLS connection (a reader
+// that runs the handshake, decrypts and queues frames, and a writer that
+// encrypts replies; both stop when the connection closes) and one per
+// closed connection running its OnClose hooks. Shutdown waits for all of
+// them.
 type Server struct {
 	cfg   ServerConfig
 	h     Handler
@@ -110,6 +133,7 @@ type Server struct {
 	jobs    chan job
 	workers sync.WaitGroup
 	hooks   sync.WaitGroup
+	tlsWG   sync.WaitGroup // the TLS connections' goroutines
 
 	nextID  atomic.Uint64
 	opaque  atomic.Int32
@@ -145,6 +169,9 @@ func NewServer(cfg ServerConfig, h Handler, log zerolog.Logger) *Server {
 // listener only; the server runs until Shutdown. If Start fails, everything
 // it started has been stopped again.
 func (s *Server) Start(ctx context.Context) error {
+	if err := s.checkTLS(); err != nil {
+		return err
+	}
 	if !s.started.CompareAndSwap(false, true) {
 		return ErrServerStarted
 	}
@@ -191,7 +218,8 @@ func (s *Server) Start(ctx context.Context) error {
 		s.stopOnce.Do(s.stop)
 		return fmt.Errorf("listen on %q: %w", s.cfg.Addr, err)
 	}
-	s.log.Info().Str("addr", s.addr.String()).Int("workers", s.cfg.Workers).Msg("remoting server listening")
+	s.log.Info().Str("addr", s.addr.String()).Int("workers", s.cfg.Workers).
+		Stringer("tlsMode", s.cfg.TLSMode).Msg("remoting server listening")
 	return nil
 }
 
@@ -238,6 +266,9 @@ func (s *Server) stop() {
 	// Without a booted engine, OnBoot sees s.ctx done and refuses to
 	// start, so Run returns either way.
 	<-s.runDone
+	// Every connection is closed, so the TLS goroutines are ending; they
+	// queue frames, so they must be gone before the queue closes.
+	s.tlsWG.Wait()
 	close(s.jobs)
 	s.workers.Wait()
 	s.hooks.Wait()
@@ -398,6 +429,7 @@ func (e *eventHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	c.flushFn = c.flush
+	c.undetected = s.cfg.TLSMode != TLSDisabled
 	c.touch()
 	gc.SetContext(c)
 	s.mu.Lock()
@@ -419,6 +451,14 @@ func (e *eventHandler) OnClose(gc gnet.Conn, err error) gnet.Action {
 	delete(s.conns, c.id)
 	s.mu.Unlock()
 	hooks, pending := c.markClosed()
+	switch {
+	case c.tls != nil:
+		c.tls.pipe.shutdown() // the TLS goroutines stop
+	case c.undetected:
+		// Frames sent before the first byte came have no flush coming.
+		q, bufs, bodies, _ := c.takeQueue()
+		c.releaseQueue(q, bufs, bodies)
+	}
 	ev := s.log.Debug()
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		ev = ev.Err(err)
@@ -451,7 +491,9 @@ func (s *Server) runHook(c *Conn, fn func()) {
 
 // OnTraffic cuts the inbound bytes into frames and queues them for the
 // workers. A frame larger than MaxFrameSize or with a bad length word
-// closes the connection.
+// closes the connection. The first bytes of a connection decide between
+// TLS and plaintext (unless TLS is disabled); a TLS connection's bytes go
+// to its TLS reader instead.
 func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 	s := e.s
 	c, ok := gc.Context().(*Conn)
@@ -459,6 +501,21 @@ func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 		return gnet.Close
 	}
 	c.touch()
+	if c.undetected {
+		if gc.InboundBuffered() == 0 {
+			return gnet.None // woken by a Send, no byte yet
+		}
+		if a := e.detect(gc, c); a != gnet.None {
+			return a
+		}
+	}
+	if t := c.tls; t != nil {
+		in, _ := gc.Next(-1)
+		if len(in) > 0 && !t.pipe.feed(in) {
+			return gnet.Close
+		}
+		return gnet.None
+	}
 	for {
 		buffered := gc.InboundBuffered()
 		if buffered < 4 {
@@ -470,6 +527,10 @@ func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 		}
 		n, err := FrameLength(head, s.cfg.MaxFrameSize)
 		if err != nil {
+			if head[0] == tlsRecordHandshake && s.cfg.TLSMode == TLSDisabled {
+				s.log.Warn().Stringer("conn", c).Msg("closing connection: it opens a TLS handshake and TLS is disabled (tls.server.mode)")
+				return gnet.Close
+			}
 			s.log.Warn().Err(err).Stringer("conn", c).Msg("closing connection: bad frame length")
 			return gnet.Close
 		}
@@ -486,6 +547,49 @@ func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 		default:
 			s.overloaded(c, frame)
 		}
+	}
+}
+
+// detect reads the first byte of a connection: a TLS handshake record
+// starts TLS, anything else is plaintext, which enforcing mode refuses.
+// It returns gnet.Close to refuse the connection.
+func (e *eventHandler) detect(gc gnet.Conn, c *Conn) gnet.Action {
+	s := e.s
+	first, err := gc.Peek(1)
+	if err != nil || len(first) == 0 {
+		return gnet.None
+	}
+	if first[0] == tlsRecordHandshake {
+		s.startTLS(gc, c)
+		return gnet.None
+	}
+	if s.cfg.TLSMode == TLSEnforcing {
+		s.log.Warn().Stringer("conn", c).Msg("closing connection: plaintext refused, TLS is enforced (tls.server.mode=enforcing)")
+		return gnet.Close
+	}
+	c.mu.Lock()
+	c.undetected = false
+	queued := c.flushing
+	c.mu.Unlock()
+	if queued {
+		_ = c.flush(gc, nil)
+	}
+	return gnet.None
+}
+
+// checkTLS refuses a TLS mode without a usable TLS configuration.
+func (s *Server) checkTLS() error {
+	switch s.cfg.TLSMode {
+	case TLSDisabled:
+		return nil
+	case TLSPermissive, TLSEnforcing:
+		tc := s.cfg.TLS
+		if tc == nil || (len(tc.Certificates) == 0 && tc.GetCertificate == nil && tc.GetConfigForClient == nil) {
+			return fmt.Errorf("TLS mode %s needs a TLS configuration with a certificate", s.cfg.TLSMode)
+		}
+		return nil
+	default:
+		return fmt.Errorf("unknown TLS mode %d", s.cfg.TLSMode)
 	}
 }
 

@@ -1,6 +1,7 @@
 // Command namesrv runs a RocketMQ-compatible name server.
 //
 //	namesrv [-c namesrv.properties] [--listen :9876] [--log-level info]
+//	namesrv --set tls.server.mode=enforcing --set tls.server.certPath=...
 //
 // -c reads RocketMQ's namesrv.properties keys (or the same keys in YAML;
 // configs/namesrv.yaml documents them); flags given on the command line win
@@ -18,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -50,6 +52,7 @@ func newCommand() *cobra.Command {
 		o                                     options
 		listen, logLevel, logFormat, kvConfig string
 		orderMessage                          bool
+		sets                                  []string
 	)
 	cmd := &cobra.Command{
 		Use:           "namesrv",
@@ -73,6 +76,16 @@ func newCommand() *cobra.Command {
 			if f.Changed("order-message-enable") {
 				o.overrides["orderMessageEnable"] = strconv.FormatBool(orderMessage)
 			}
+			// --set comes last: the dedicated flags above win over it.
+			for _, kv := range sets {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return fmt.Errorf("--set %q: want key=value", kv)
+				}
+				if _, dup := o.overrides[k]; !dup {
+					o.overrides[k] = v
+				}
+			}
 			if o.print {
 				return printConfig(cmd.OutOrStdout(), o)
 			}
@@ -89,6 +102,7 @@ func newCommand() *cobra.Command {
 	f.StringVar(&logFormat, "log-format", string(logging.Auto), "log format: auto, console or json (overrides logFormat)")
 	f.StringVar(&kvConfig, "kv-config", "", "file persisting the KV configuration, Java's kvConfig.json (overrides kvConfigPath; empty keeps it in memory)")
 	f.BoolVar(&orderMessage, "order-message-enable", false, "add orderTopicConf from the ORDER_TOPIC_CONFIG namespace to routes (overrides orderMessageEnable)")
+	f.StringArrayVar(&sets, "set", nil, "override one configuration key: --set key=value (repeatable), e.g. --set tls.server.mode=enforcing")
 	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 10*time.Second, "how long a shutdown may take")
 	return cmd
 }

@@ -221,3 +221,25 @@ func TestServesFromConfigFile(t *testing.T) {
 		t.Fatalf("file after the update:\n%s", raw)
 	}
 }
+
+// --set sets any key (the TLS keys, which have no flag of their own),
+// winning over the file but not over the dedicated flags.
+func TestSetFlag(t *testing.T) {
+	file := writeConfig(t, "namesrv.properties", "tls.server.mode=disabled\nlogLevel=warn\n")
+	out, err := execute(t, "-c", file, "-p", "--set", "tls.server.mode=enforcing", "--set", "tls.server.keyPassword=pw",
+		"--set", "logLevel=error", "--log-level", "debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"tls.server.mode=enforcing\n", "tls.server.keyPassword=******\n", "logLevel=debug\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("printed configuration lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := execute(t, "-p", "--set", "tls.server.mode"); err == nil || !strings.Contains(err.Error(), "key=value") {
+		t.Errorf("--set without '=': %v", err)
+	}
+	if _, err := execute(t, "-p", "--set", "tls.server.mode=strict"); err == nil || !strings.Contains(err.Error(), "tls.server.mode") {
+		t.Errorf("bad --set value: %v", err)
+	}
+}

@@ -1,0 +1,42 @@
+package namesrv
+
+import (
+	"crypto/tls"
+	"fmt"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// listenerTLS builds the listener's TLS from RocketMQ's tls.* keys, with
+// the keys of tls.config.file applied over them as RocketMQ applies them.
+// A certificate or key that cannot be loaded is an error naming the key.
+func listenerTLS(set configs.TLS, log zerolog.Logger) (remoting.TLSMode, *tls.Config, error) {
+	t, fromFile, err := set.WithConfigFile()
+	if err != nil {
+		return 0, nil, fmt.Errorf("name server TLS: %w", err)
+	}
+	if len(fromFile) > 0 {
+		log.Info().Str("file", t.ConfigFile).Strs("keys", fromFile).Msg("TLS settings read from tls.config.file")
+	}
+	mode, cfg, err := remoting.ServerTLS(t.Mode, remoting.TLSOptions{
+		TestMode:       t.TestModeEnable,
+		CertPath:       t.CertPath,
+		KeyPath:        t.KeyPath,
+		KeyPassword:    t.KeyPassword,
+		NeedClientAuth: t.NeedClientAuth,
+		AuthClient:     t.AuthClient,
+		TrustCertPath:  t.TrustCertPath,
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("name server TLS: %w", err)
+	}
+	ev := log.Info().Stringer("mode", mode)
+	if cfg != nil {
+		ev = ev.Str("tls", remoting.DescribeTLS(cfg)).Bool("selfSigned", t.CertPath == "")
+	}
+	ev.Msg("TLS")
+	return mode, cfg, nil
+}
