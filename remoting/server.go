@@ -511,8 +511,13 @@ func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 	}
 	if t := c.tls; t != nil {
 		in, _ := gc.Next(-1)
-		if len(in) > 0 && !t.pipe.feed(in) {
-			return gnet.Close
+		if len(in) > 0 {
+			if err := t.pipe.feed(in); err != nil {
+				if errors.Is(err, errTLSBacklog) {
+					s.log.Warn().Err(err).Stringer("conn", c).Int("limit", t.pipe.maxPending).Msg("closing TLS connection")
+				}
+				return gnet.Close
+			}
 		}
 		return gnet.None
 	}

@@ -92,6 +92,12 @@ type tlsPipe struct {
 	// block.
 	closeConn func()
 
+	// maxPending bounds the ciphertext received and not yet decrypted: a
+	// client that sends faster than its bytes are decrypted has its
+	// connection closed instead of growing the broker's memory (0: no
+	// bound).
+	maxPending int
+
 	mu       sync.Mutex
 	in       []byte // ciphertext received; in[inOff:] is not read yet
 	inOff    int
@@ -115,13 +121,22 @@ func newTLSPipe(local, remote net.Addr, schedule func() error, closeConn func())
 	}
 }
 
+// errTLSBacklog: a TLS client sent more than maxPending bytes ahead of
+// their decryption.
+var errTLSBacklog = errors.New("TLS client sends faster than its bytes are decrypted")
+
 // feed appends ciphertext received from the socket. b is copied. It
-// reports false once the pipe is shut down.
-func (p *tlsPipe) feed(b []byte) bool {
+// fails once the pipe is shut down, or with errTLSBacklog when the bytes
+// not yet decrypted would pass maxPending.
+func (p *tlsPipe) feed(b []byte) error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return false
+		return net.ErrClosed
+	}
+	if p.maxPending > 0 && len(p.in)-p.inOff+len(b) > p.maxPending {
+		p.mu.Unlock()
+		return errTLSBacklog
 	}
 	p.in = append(p.in, b...)
 	p.mu.Unlock()
@@ -129,7 +144,7 @@ func (p *tlsPipe) feed(b []byte) bool {
 	case p.readable <- struct{}{}:
 	default:
 	}
-	return true
+	return nil
 }
 
 // takeOut returns the ciphertext waiting to be written and whether the
@@ -278,6 +293,9 @@ func (s *Server) startTLS(gc gnet.Conn, c *Conn) {
 	t.pipe = newTLSPipe(c.local, c.remote,
 		func() error { return gc.Wake(t.flushFn) },
 		func() { _ = c.Close() })
+	// Two frames of the largest size (and their records' overhead) may
+	// wait for decryption; more is a client not waiting for answers.
+	t.pipe.maxPending = 2*s.cfg.MaxFrameSize + 1<<20
 	t.tc = tls.Server(t.pipe, s.cfg.TLS)
 
 	c.mu.Lock()

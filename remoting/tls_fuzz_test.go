@@ -146,7 +146,7 @@ func checkTLSStream(t *testing.T, cfg *tls.Config, raw bool, data, sizes []byte)
 		if raw {
 			go h.pumpOut(io.Discard)
 			for _, c := range chunks(data, sizes) {
-				if !h.pipe.feed(c) {
+				if h.pipe.feed(c) != nil {
 					break
 				}
 			}
@@ -166,7 +166,7 @@ func checkTLSStream(t *testing.T, cfg *tls.Config, raw bool, data, sizes []byte)
 			buf := make([]byte, 32<<10)
 			for {
 				n, err := serverEnd.Read(buf)
-				if n > 0 && !h.pipe.feed(buf[:n]) {
+				if n > 0 && h.pipe.feed(buf[:n]) != nil {
 					return
 				}
 				if err != nil {

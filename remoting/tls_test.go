@@ -554,3 +554,27 @@ func TestWriteTLSFrames(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A TLS client cannot make the server hold more than maxPending bytes of
+// ciphertext ahead of their decryption.
+func TestTLSPipeBoundsTheBacklog(t *testing.T) {
+	p := newTLSPipe(nil, nil, func() error { return nil }, func() {})
+	p.maxPending = 10
+	if err := p.feed(make([]byte, 6)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.feed(make([]byte, 6)); !errors.Is(err, errTLSBacklog) {
+		t.Fatalf("feeding past the bound: %v, want errTLSBacklog", err)
+	}
+	buf := make([]byte, 4)
+	if n, err := p.Read(buf); n != 4 || err != nil {
+		t.Fatalf("read: %d %v", n, err)
+	}
+	if err := p.feed(make([]byte, 8)); err != nil {
+		t.Fatalf("feeding after a read made room: %v", err)
+	}
+	p.shutdown()
+	if err := p.feed([]byte{1}); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("feeding a shut pipe: %v", err)
+	}
+}
