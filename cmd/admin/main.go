@@ -21,6 +21,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -51,12 +52,19 @@ type globals struct {
 	// accessKey and secretKey sign every request for a broker with the
 	// ACL on (mqadmin takes them from conf/tools.yml).
 	accessKey, secretKey string
+	// tls dials TLS, without verifying the server's certificate, as
+	// RocketMQ's clients do (tls.enable).
+	tls bool
 }
 
 // clientOptions are the options of every connection the tool opens.
 func (g *globals) clientOptions() remoting.ClientOptions {
-	return remoting.ClientOptions{BeforeRequest: acl.RequestSigner(
+	o := remoting.ClientOptions{BeforeRequest: acl.RequestSigner(
 		cmp.Or(g.accessKey, os.Getenv(acl.EnvAccessKey)), cmp.Or(g.secretKey, os.Getenv(acl.EnvSecretKey)))}
+	if g.tls {
+		o.TLS = &tls.Config{InsecureSkipVerify: true} // #nosec G402 -- RocketMQ's clients do not verify either
+	}
+	return o
 }
 
 func newRoot(out io.Writer) *cobra.Command {
@@ -72,6 +80,7 @@ func newRoot(out io.Writer) *cobra.Command {
 	pf.StringVarP(&g.broker, "broker", "b", "127.0.0.1:10911", "broker address")
 	pf.StringVarP(&g.namesrv, "namesrv", "n", "127.0.0.1:9876", "name server address")
 	pf.DurationVar(&g.timeout, "timeout", 60*time.Second, "timeout of one request")
+	pf.BoolVar(&g.tls, "tls", false, "connect with TLS (certificates not verified, as RocketMQ's clients), for servers with tls.server.mode=enforcing")
 	pf.StringVar(&g.accessKey, "access-key", "", "ACL account to sign requests as (default $ROCKETKV_ACCESS_KEY)")
 	pf.StringVar(&g.secretKey, "secret-key", "", "the account's secret key (default $ROCKETKV_SECRET_KEY, which keeps it off the command line)")
 	root.AddCommand(createTopicsCmd(g), updateTopicCmd(g), deleteTopicCmd(g), topicListCmd(g),

@@ -261,3 +261,14 @@ func TestSignedRequestsForACL(t *testing.T) {
 		t.Fatalf("signed from the environment: %v\n%s", err, out)
 	}
 }
+
+// A broker that enforces TLS is reached with --tls.
+func TestTLSFlag(t *testing.T) {
+	_, b := startClusterWith(t, map[string]string{"tls.server.mode": "enforcing"})
+	if _, err := run(t, "brokerStatus", "-b", b.Addr(), "--timeout", "5s"); err == nil {
+		t.Fatal("a plaintext request to an enforcing broker succeeded")
+	}
+	if out, err := run(t, "brokerStatus", "-b", b.Addr(), "--tls"); err != nil || !strings.Contains(out, "brokerVersion") {
+		t.Fatalf("with --tls: %v\n%s", err, out)
+	}
+}

@@ -114,3 +114,14 @@ func TestLiveBrokerCheckpointWithACL(t *testing.T) {
 		t.Fatalf("signed checkpoint request: %s", out)
 	}
 }
+
+// A broker that enforces TLS is read with --tls.
+func TestLiveBrokerCheckpointWithTLS(t *testing.T) {
+	b, _ := startBroker(t, t.TempDir(), map[string]string{"tls.server.mode": "enforcing"})
+	if _, _, err := runKvdump(t, "--broker", b.Addr(), "--timeout", "5s", "summary"); err == nil {
+		t.Fatal("a plaintext checkpoint request to an enforcing broker succeeded")
+	}
+	if out := mustKvdump(t, "--broker", b.Addr(), "--tls", "summary"); !strings.Contains(out, "dispatched") {
+		t.Fatalf("with --tls: %s", out)
+	}
+}

@@ -38,6 +38,7 @@ errors.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&o.store, "store", configs.DefaultStoreRoot(), "store root (storePathRootDir) of a stopped broker")
 	pf.StringVar(&o.broker, "broker", "", "read a checkpoint of the running broker at host:port (kvdump must run on its machine)")
+	pf.BoolVar(&o.tls, "tls", false, "with --broker: connect with TLS (for tls.server.mode=enforcing)")
 	pf.StringVar(&o.accessKey, "access-key", "", "with --broker and the ACL on: the account to sign as (default $"+acl.EnvAccessKey+")")
 	pf.StringVar(&o.secretKey, "secret-key", "", "with --broker: the account's secret key (default $"+acl.EnvSecretKey+")")
 	pf.StringVar(&o.checkpointDir, "checkpoint-dir", "", "with --broker: directory the broker writes the checkpoint to, inside its indexCheckpointDir (default: a new one there)")
