@@ -2,40 +2,18 @@ package broker
 
 import (
 	"crypto/tls"
-	"fmt"
 
+	"github.com/rocketkv/rocketkv/internal/tlsconf"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
-// listenerTLS builds the listener's TLS from RocketMQ's tls.* keys, with
-// the keys of tls.config.file applied over them as RocketMQ applies them.
-// A certificate or key that cannot be loaded is an error naming the key.
+// listenerTLS builds the listener's TLS from RocketMQ's tls.* keys.
 func (b *Broker) listenerTLS() (remoting.TLSMode, *tls.Config, error) {
-	t, fromFile, err := b.cfg.TLS.WithConfigFile()
-	if err != nil {
-		return 0, nil, fmt.Errorf("broker TLS: %w", err)
+	mode, cfg, err := tlsconf.Listener("broker", b.cfg.TLS, b.log)
+	if err == nil && b.cfg.DialNamesrvTLS() {
+		b.log.Info().Msg("registering with the name servers over TLS")
 	}
-	if len(fromFile) > 0 {
-		b.log.Info().Str("file", t.ConfigFile).Strs("keys", fromFile).Msg("TLS settings read from tls.config.file")
-	}
-	mode, cfg, err := remoting.ServerTLS(t.Mode, remoting.TLSOptions{
-		TestMode:       t.TestModeEnable,
-		CertPath:       t.CertPath,
-		KeyPath:        t.KeyPath,
-		KeyPassword:    t.KeyPassword,
-		NeedClientAuth: t.NeedClientAuth,
-		AuthClient:     t.AuthClient,
-		TrustCertPath:  t.TrustCertPath,
-	})
-	if err != nil {
-		return 0, nil, fmt.Errorf("broker TLS: %w", err)
-	}
-	ev := b.log.Info().Stringer("mode", mode)
-	if cfg != nil {
-		ev = ev.Str("tls", remoting.DescribeTLS(cfg)).Bool("selfSigned", t.CertPath == "")
-	}
-	ev.Bool("namesrvTLS", b.cfg.DialNamesrvTLS()).Msg("TLS")
-	return mode, cfg, nil
+	return mode, cfg, err
 }
 
 // namesrvClientTLS is the TLS of the connections to the name servers (nil:

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/tlsconf"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -104,7 +105,7 @@ func NewServer(cfg Config, log zerolog.Logger) (*Server, error) {
 		cfg.ScanInterval = 5 * time.Second
 	}
 	if cfg.Remoting.TLSMode == remoting.TLSDisabled && cfg.Remoting.TLS == nil && cfg.TLS.Mode != "" {
-		mode, tc, err := listenerTLS(cfg.TLS, log)
+		mode, tc, err := tlsconf.Listener("name server", cfg.TLS, log)
 		if err != nil {
 			return nil, err
 		}

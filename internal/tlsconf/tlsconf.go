@@ -1,4 +1,6 @@
-package namesrv
+// Package tlsconf builds a server's TLS from RocketMQ's tls.* keys, for
+// the broker and the name server alike.
+package tlsconf
 
 import (
 	"crypto/tls"
@@ -10,13 +12,14 @@ import (
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
-// listenerTLS builds the listener's TLS from RocketMQ's tls.* keys, with
-// the keys of tls.config.file applied over them as RocketMQ applies them.
-// A certificate or key that cannot be loaded is an error naming the key.
-func listenerTLS(set configs.TLS, log zerolog.Logger) (remoting.TLSMode, *tls.Config, error) {
+// Listener builds the listener's TLS from set, with the keys of
+// tls.config.file applied over them as RocketMQ applies them, and logs
+// the result. A certificate or key that cannot be loaded is an error
+// naming the key; who ("broker", "name server") starts its message.
+func Listener(who string, set configs.TLS, log zerolog.Logger) (remoting.TLSMode, *tls.Config, error) {
 	t, fromFile, err := set.WithConfigFile()
 	if err != nil {
-		return 0, nil, fmt.Errorf("name server TLS: %w", err)
+		return 0, nil, fmt.Errorf("%s TLS: %w", who, err)
 	}
 	if len(fromFile) > 0 {
 		log.Info().Str("file", t.ConfigFile).Strs("keys", fromFile).Msg("TLS settings read from tls.config.file")
@@ -31,7 +34,7 @@ func listenerTLS(set configs.TLS, log zerolog.Logger) (remoting.TLSMode, *tls.Co
 		TrustCertPath:  t.TrustCertPath,
 	})
 	if err != nil {
-		return 0, nil, fmt.Errorf("name server TLS: %w", err)
+		return 0, nil, fmt.Errorf("%s TLS: %w", who, err)
 	}
 	ev := log.Info().Stringer("mode", mode)
 	if cfg != nil {
