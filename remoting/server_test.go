@@ -478,7 +478,24 @@ func TestBadInputClosesConnection(t *testing.T) {
 	waitFor(t, "all connections gone", func() bool { return s.ConnCount() == 0 })
 }
 
+// A request that finds the one worker busy and the queue full is
+// answered SYSTEM_BUSY at once, over plaintext and over TLS alike.
 func TestOverloadAnswersSystemBusy(t *testing.T) {
+	t.Run("plaintext", func(t *testing.T) {
+		testOverload(t, func(cfg ServerConfig, h Handler) (*Server, ClientOptions) {
+			s, _ := startServer(t, cfg, h)
+			return s, ClientOptions{}
+		})
+	})
+	t.Run("tls", func(t *testing.T) {
+		testOverload(t, func(cfg ServerConfig, h Handler) (*Server, ClientOptions) {
+			s, _ := startTLSServer(t, TLSEnforcing, cfg, h)
+			return s, ClientOptions{TLS: clientTLS()}
+		})
+	})
+}
+
+func testOverload(t *testing.T, start func(ServerConfig, Handler) (*Server, ClientOptions)) {
 	started := make(chan struct{}, 1)
 	release := make(chan struct{})
 	mux := NewMux()
@@ -487,8 +504,8 @@ func TestOverloadAnswersSystemBusy(t *testing.T) {
 		<-release
 		echo(ctx, conn, req)
 	})
-	s, _ := startServer(t, ServerConfig{Workers: 1, QueueSize: 1}, mux)
-	c := dialServer(t, s, ClientOptions{})
+	s, opts := start(ServerConfig{Workers: 1, QueueSize: 1}, mux)
+	c := dialServer(t, s, opts)
 
 	results := make(chan *Command, 2)
 	invoke := func() {

@@ -304,43 +304,6 @@ func TestSendBeforeTheFirstByte(t *testing.T) {
 	}
 }
 
-// A full queue answers SYSTEM_BUSY on TLS connections as on plaintext
-// ones.
-func TestTLSOverloadAnswersSystemBusy(t *testing.T) {
-	started := make(chan struct{}, 1)
-	release := make(chan struct{})
-	mux := NewMux()
-	mux.HandleFunc(SendMessage, func(ctx context.Context, conn *Conn, req *Command) {
-		started <- struct{}{}
-		<-release
-		echo(ctx, conn, req)
-	})
-	s, _ := startTLSServer(t, TLSEnforcing, ServerConfig{Workers: 1, QueueSize: 1}, mux)
-	c := dialServer(t, s, ClientOptions{TLS: clientTLS()})
-	results := make(chan *Command, 2)
-	invoke := func() {
-		resp, err := c.Invoke(testCtx(t), NewRequest(SendMessage, nil, nil))
-		if err != nil {
-			t.Error(err)
-		}
-		results <- resp
-	}
-	go invoke()
-	<-started
-	go invoke()
-	waitFor(t, "queued request", func() bool { return len(s.jobs) == 1 })
-	resp, err := c.Invoke(testCtx(t), NewRequest(SendMessage, nil, nil))
-	if err != nil || resp.Code != SystemBusy || !strings.HasPrefix(resp.Remark, "[OVERLOAD]") {
-		t.Fatalf("third request: %v %v", resp, err)
-	}
-	close(release)
-	for range 2 {
-		if r := <-results; r == nil || r.Code != Success {
-			t.Fatalf("queued request: %v", r)
-		}
-	}
-}
-
 // clientHello returns the first flight of a TLS client: its ClientHello
 // record.
 func clientHello(t testing.TB) []byte {
