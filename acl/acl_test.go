@@ -40,6 +40,29 @@ func TestSignedFieldsAddsTheOpenSSLSignature(t *testing.T) {
 	}
 }
 
+// A client that signs without _UNIQUE_KEY_QUERY while reporting a newer
+// version (or with it while reporting an older one) is accepted.
+func TestUniqueKeyQuerySignedEitherWay(t *testing.T) {
+	cfg, err := Parse([]byte(sampleFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := map[string]string{FieldAccessKey: "RocketMQ", "topic": "topicB", fieldUniqueKeyQuery: "true"}
+	for _, tc := range []struct {
+		reported, signedAs int32
+	}{{479, 479}, {479, versionV4_9_3}, {versionV4_9_3, 479}, {317, 317}} {
+		f := map[string]string{}
+		for k, v := range base {
+			f[k] = v
+		}
+		f[FieldSignature] = base64.StdEncoding.EncodeToString(Sign(base, nil, "12345678", tc.signedAs, false))
+		err := cfg.Check(&Request{Code: 12, Version: tc.reported, Remote: netip.MustParseAddr("127.0.0.1"), Fields: f})
+		if err != nil {
+			t.Errorf("version %d signed as %d: %v", tc.reported, tc.signedAs, err)
+		}
+	}
+}
+
 func TestSignLeavesOutUniqueKeyQueryForOldClients(t *testing.T) {
 	fields := map[string]string{"AccessKey": "RocketMQ", "a": "pg", "b": "TopicTest", fieldUniqueKeyQuery: "true"}
 	if got := base64.StdEncoding.EncodeToString(Sign(fields, []byte("hello"), "12345678", versionV4_9_3, false)); got != helloSignature {
@@ -128,6 +151,13 @@ func TestCheck(t *testing.T) {
 		{"ANY met by SUB", 11, "127.0.0.1", user(nil), []Resource{{"topicC", Any}}, ""},
 		{"trace topic needs no permission", 10, "127.0.0.1", user(nil), []Resource{{TraceTopic, Pub}}, ""},
 		{"admin code refused", 17, "127.0.0.1", user(nil), nil, "Need admin permission for request code=17, but accessKey=RocketMQ is not"},
+		{"topic list creation is admin-only", 18, "127.0.0.1", user(nil), nil, "Need admin permission for request code=18, but accessKey=RocketMQ is not"},
+		{"group list creation is admin-only", 225, "127.0.0.1", user(nil), nil, "Need admin permission for request code=225, but accessKey=RocketMQ is not"},
+		{"offset reset is admin-only", 222, "127.0.0.1", user(nil), nil, "Need admin permission for request code=222, but accessKey=RocketMQ is not"},
+		{"an ACL edit from the global white list needs a signature", 50, "10.10.103.7", nil, nil, "No accessKey is configured"},
+		{"an ACL edit from an account's white list needs its signature", 53, "192.168.1.9",
+			map[string]string{FieldAccessKey: "rocketmq2"}, nil, "Check signature failed for accessKey=rocketmq2"},
+		{"an ACL edit by a signed admin", 51, "192.168.1.9", admin, nil, ""},
 		{"request without resources", 34, "127.0.0.1", user(nil), nil, ""},
 		{"admin may do anything", 17, "127.0.0.1", admin, []Resource{{"topicA", Pub}}, ""},
 		{"account white list skips the signature", 10, "192.168.1.9", map[string]string{FieldAccessKey: "rocketmq2"}, nil, ""},

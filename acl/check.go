@@ -50,13 +50,22 @@ func GroupResource(group string, p Perm) Resource {
 }
 
 // adminCodes are the request codes only an admin account may send:
-// RocketMQ's Permission.ADMIN_CODE (UPDATE_AND_CREATE_TOPIC,
-// UPDATE_BROKER_CONFIG, DELETE_TOPIC_IN_BROKER,
-// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_SUBSCRIPTIONGROUP) and the
-// edits of the ACL itself (UPDATE_AND_CREATE_ACL_CONFIG, DELETE_ACL_CONFIG,
-// UPDATE_GLOBAL_WHITE_ADDRS_CONFIG), which RocketMQ lets any account send:
-// an account must not be able to grant itself permissions.
-var adminCodes = [...]int32{17, 25, 215, 200, 207, 50, 51, 53}
+// RocketMQ's Permission.ADMIN_CODE (UPDATE_AND_CREATE_TOPIC 17,
+// UPDATE_BROKER_CONFIG 25, DELETE_TOPIC_IN_BROKER 215,
+// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP 200, DELETE_SUBSCRIPTIONGROUP 207),
+// and what RocketMQ's list misses: the list forms of the creations
+// (UPDATE_AND_CREATE_TOPIC_LIST 18, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST
+// 225), offset resets (INVOKE_BROKER_TO_RESET_OFFSET 222), deleting
+// CommitLog files (DELETE_EXPIRED_COMMITLOG 329) and the edits of the ACL
+// itself (aclEditCodes).
+var adminCodes = [...]int32{17, 25, 215, 200, 207, 18, 225, 222, 329, 50, 51, 53}
+
+// aclEditCodes edit the ACL (UPDATE_AND_CREATE_ACL_CONFIG,
+// DELETE_ACL_CONFIG, UPDATE_GLOBAL_WHITE_ADDRS_CONFIG). RocketMQ lets any
+// account, and any white-listed address, send them; here they need a
+// signed admin account whatever the white lists say: nobody may grant
+// themselves permissions.
+var aclEditCodes = [...]int32{50, 51, 53}
 
 // Denied is a refused request. Its message is RocketMQ's AclException
 // message for the same refusal.
@@ -68,8 +77,9 @@ func denied(format string, args ...any) error { return &Denied{Reason: fmt.Sprin
 
 // Check decides r: nil when allowed, a *Denied when refused.
 func (c *Config) Check(r *Request) error {
+	edit := slices.Contains(aclEditCodes[:], r.Code)
 	for _, w := range c.GlobalWhite {
-		if w.Match(r.Remote) {
+		if w.Match(r.Remote) && !edit {
 			return nil
 		}
 	}
@@ -81,7 +91,7 @@ func (c *Config) Check(r *Request) error {
 	if !ok {
 		return denied("No acl config for %s", key)
 	}
-	if acc.White.Match(r.Remote) {
+	if acc.White.Match(r.Remote) && !edit {
 		return nil
 	}
 	if !signatureMatches(r, acc.SecretKey) {
@@ -132,11 +142,26 @@ func signatureMatches(r *Request, secret string) bool {
 		return false
 	}
 	got := buf[:n]
-	if hmac.Equal(got, Sign(r.Fields, r.Body, secret, r.Version, false)) {
-		return true
+	// The text as RocketMQ's broker builds it first; then, for the fields
+	// clients disagree on, the other reading: a Go client leaves
+	// SecurityToken out, and whether _UNIQUE_KEY_QUERY is signed depends
+	// on the client's library rather than on the version it reports.
+	versions := []int32{r.Version}
+	if _, ok := r.Fields[fieldUniqueKeyQuery]; ok {
+		other := int32(versionV4_9_3 + 1)
+		if r.Version > versionV4_9_3 {
+			other = versionV4_9_3
+		}
+		versions = append(versions, other)
 	}
 	_, token := r.Fields[FieldSecurityToken]
-	return token && hmac.Equal(got, Sign(r.Fields, r.Body, secret, r.Version, true))
+	for _, v := range versions {
+		if hmac.Equal(got, Sign(r.Fields, r.Body, secret, v, false)) ||
+			token && hmac.Equal(got, Sign(r.Fields, r.Body, secret, v, true)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Sign returns the HMAC-SHA1, with secret, of the values of fields sorted

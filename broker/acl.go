@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/acl"
+	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -90,8 +91,10 @@ func remoteIP(a net.Addr) netip.Addr {
 }
 
 // aclResources lists the topics and groups a request acts on with the
-// permission it needs, for the request codes RocketMQ's plain ACL checks
-// (PlainAccessResource.parse of 5.2). Other codes are only authenticated.
+// permission it needs: for the request codes RocketMQ's plain ACL checks
+// (PlainAccessResource.parse of 5.2), and for the reads and writes it
+// leaves unchecked (lite pull, POP, reply, recall). Other codes are only
+// authenticated.
 func aclResources(req *remoting.Command) []acl.Resource {
 	f := req.ExtFields
 	var out []acl.Resource
@@ -114,16 +117,39 @@ func aclResources(req *remoting.Command) []acl.Resource {
 		}
 		add(topic, acl.Pub)
 	}
+	// A consumer's read of a topic as a group: SUB on both.
+	consume := func(topic, g string) {
+		add(topic, acl.Sub)
+		group(g)
+	}
 	switch req.Code {
-	case remoting.SendMessage:
+	case remoting.SendMessage, remoting.SendReplyMessage:
 		send(f["topic"])
-	case remoting.SendMessageV2, remoting.SendBatchMessage:
-		send(f["b"])
+	case remoting.SendMessageV2, remoting.SendBatchMessage, remoting.SendReplyMessageV2:
+		// The topic as the send processor reads it: the letter, else the
+		// long name (a V2 header without "b" must not skip the check).
+		topic, ok := f["b"]
+		if !ok {
+			topic = f["topic"]
+		}
+		send(topic)
+	case remoting.RecallMessage:
+		add(f["topic"], acl.Pub)
 	case remoting.ConsumerSendMsgBack:
 		group(f["group"])
-	case remoting.PullMessage:
-		add(f["topic"], acl.Sub)
-		group(f["consumerGroup"])
+	case remoting.PullMessage, remoting.LitePullMessage:
+		consume(f["topic"], f["consumerGroup"])
+	case remoting.PopMessage, remoting.PeekMessage, remoting.AckMessage, remoting.ChangeMessageInvisibleTime,
+		remoting.Notification:
+		// Beyond RocketMQ's plain ACL, which checks none of the POP
+		// requests: a POP consumer reads as a pull consumer does.
+		consume(f["topic"], f["consumerGroup"])
+	case remoting.BatchAckMessage:
+		if body, err := pop.DecodeBatchAck(req.Body); err == nil {
+			for _, a := range body.Acks {
+				consume(a.Topic, a.ConsumerGroup)
+			}
+		}
 	case remoting.QueryMessage:
 		add(f["topic"], acl.Sub)
 	case remoting.HeartBeat:

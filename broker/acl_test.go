@@ -128,6 +128,24 @@ func TestACLChecksEveryRequest(t *testing.T) {
 		t.Fatalf("pulled %d messages, want only m0 (the refused sends stored nothing)", len(got))
 	}
 	wantRefused(t, pull("cg-other"), "No default permission for group:cg-other")
+	// The reads RocketMQ's plain ACL leaves open are checked as pulls.
+	lite := pullReq("cg-other", "AclT", 0, 0, 0, 0, "*")
+	wantRefused(t, invoke(t, c, signedReq("consumer1", "consumer-secret", remoting.LitePullMessage, lite, nil)),
+		"No default permission for group:cg-other")
+	popReq := map[string]string{"consumerGroup": "cg-other", "topic": "AclT", "queueId": "-1", "maxMsgNums": "1",
+		"invisibleTime": "60000", "pollTime": "0", "bornTime": "0", "initMode": "0"}
+	wantRefused(t, invoke(t, c, signedReq("consumer1", "consumer-secret", remoting.PopMessage, popReq, nil)),
+		"No default permission for group:cg-other")
+	// A V2 send naming its topic by the long name is checked as well.
+	long := sendV2Fields("OtherT")
+	delete(long, "b")
+	long["topic"] = "OtherT"
+	wantRefused(t, invoke(t, c, signedReq("producer1", "producer-secret", remoting.SendMessageV2, long, []byte("x"))),
+		"No default permission for topic:OtherT")
+	// So is the list form of topic creation.
+	list := []byte(`{"topicConfigList":[{"topicName":"AclT","readQueueNums":8,"writeQueueNums":8,"perm":6}]}`)
+	wantRefused(t, invoke(t, c, signedReq("producer1", "producer-secret", remoting.UpdateAndCreateTopicList, nil, list)),
+		"Need admin permission for request code=18, but accessKey=producer1 is not")
 	wantRefused(t, invoke(t, c, signedReq("consumer1", "consumer-secret", remoting.SendMessageV2, sendV2Fields("AclT"), nil)),
 		"No permission for topic:AclT")
 	hb := `{"clientID":"c1","consumerDataSet":[{"groupName":"cg-acl","subscriptionDataSet":[{"topic":"OtherT","subString":"*"}]}]}`
@@ -228,10 +246,13 @@ func TestACLAdminRequestsEditTheFile(t *testing.T) {
 	wantSuccess(t, admin(remoting.UpdateGlobalWhiteAddrsConfig, map[string]string{"globalWhiteAddrs": "127.0.0.1,::1", "aclFileFullPath": file}),
 		"UPDATE_GLOBAL_WHITE_ADDRS_CONFIG")
 	wantSuccess(t, call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil), "an unsigned request from a white-listed address")
-	if resp := call(t, c, remoting.UpdateGlobalWhiteAddrsConfig, map[string]string{"globalWhiteAddrs": "", "aclFileFullPath": "/etc/other.yml"}, nil); resp.Code != remoting.UpdateGlobalWhiteAddrsConfigFailed {
+	if resp := admin(remoting.UpdateGlobalWhiteAddrsConfig, map[string]string{"globalWhiteAddrs": "", "aclFileFullPath": "/etc/other.yml"}); resp.Code != remoting.UpdateGlobalWhiteAddrsConfigFailed {
 		t.Fatalf("another file named: %d %s", resp.Code, resp.Remark)
 	}
-	wantSuccess(t, call(t, c, remoting.UpdateGlobalWhiteAddrsConfig, map[string]string{"globalWhiteAddrs": ""}, nil), "emptying the white list")
+	// The white list admits unsigned requests, but not edits of the ACL.
+	wantRefused(t, call(t, c, remoting.UpdateGlobalWhiteAddrsConfig, map[string]string{"globalWhiteAddrs": "*"}, nil),
+		"No accessKey is configured")
+	wantSuccess(t, admin(remoting.UpdateGlobalWhiteAddrsConfig, map[string]string{"globalWhiteAddrs": ""}), "emptying the white list")
 	wantRefused(t, call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil), "No accessKey is configured")
 
 	// Deleting the account locks it out.
