@@ -138,6 +138,13 @@ func (p *tlsPipe) feed(b []byte) error {
 		p.mu.Unlock()
 		return errTLSBacklog
 	}
+	// Move the unread bytes to the front before the buffer would grow, or
+	// once most of it is read: the buffer then holds what is unread and
+	// no more than about twice maxPending.
+	if p.inOff > 0 && (cap(p.in)-len(p.in) < len(b) || p.inOff >= len(p.in)/2) {
+		n := copy(p.in, p.in[p.inOff:])
+		p.in, p.inOff = p.in[:n], 0
+	}
 	p.in = append(p.in, b...)
 	p.mu.Unlock()
 	select {

@@ -536,6 +536,22 @@ func TestTLSPipeBoundsTheBacklog(t *testing.T) {
 	if err := p.feed(make([]byte, 8)); err != nil {
 		t.Fatalf("feeding after a read made room: %v", err)
 	}
+	// A reader that always leaves a byte unread does not let the buffer
+	// grow with everything ever fed.
+	p.maxPending = 64 << 10
+	chunk := make([]byte, 8<<10)
+	one := make([]byte, len(chunk))
+	for i := 0; i < 4096; i++ { // 32 MiB through the pipe
+		if err := p.feed(chunk); err != nil {
+			t.Fatalf("feed %d: %v", i, err)
+		}
+		if n, err := p.Read(one); n != len(one) || err != nil {
+			t.Fatalf("read %d: %d %v", i, n, err)
+		}
+	}
+	if c := cap(p.in); c > 4*p.maxPending {
+		t.Fatalf("the buffer grew to %d bytes for %d unread", c, len(p.in)-p.inOff)
+	}
 	p.shutdown()
 	if err := p.feed([]byte{1}); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("feeding a shut pipe: %v", err)
