@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -144,7 +145,18 @@ func (g *Guard) edit(change func(root *yaml.Node) error) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(g.path, out.Bytes(), 0o644); err != nil {
+	// The file holds secret keys: it keeps its permissions, and a
+	// symbolic link keeps pointing at the file it names, which is the one
+	// replaced.
+	target, err := filepath.EvalSymlinks(g.path)
+	if err != nil {
+		return fmt.Errorf("resolve ACL file %s: %w", g.path, err)
+	}
+	fi, err := os.Stat(target)
+	if err != nil {
+		return fmt.Errorf("ACL file %s: %w", target, err)
+	}
+	if err := atomicfile.WriteFile(target, out.Bytes(), fi.Mode().Perm()); err != nil {
 		return fmt.Errorf("write ACL file: %w", err)
 	}
 	g.cur.Store(cfg)

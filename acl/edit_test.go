@@ -136,3 +136,34 @@ func TestDeleteAccountAndGlobalWhiteList(t *testing.T) {
 		t.Fatalf("first account in an empty file: %+v %v", cfg, err)
 	}
 }
+
+// An edit keeps the file's permissions (it holds secret keys) and writes
+// through a symbolic link instead of replacing it.
+func TestEditKeepsModeAndSymlink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real_acl.yml")
+	if err := os.WriteFile(real, []byte(sampleFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "plain_acl.yml")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Open(link, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetGlobalWhite([]string{"10.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v %v", fi.Mode(), err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the file's mode is %v after an edit, want 0600 (%v)", fi.Mode().Perm(), err)
+	}
+	if !strings.Contains(readFile(t, real), "10.0.0.1") {
+		t.Fatal("the edit did not reach the linked file")
+	}
+}
