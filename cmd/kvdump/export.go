@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -36,13 +38,23 @@ broker ran with storeType=file or rocksdbCQDoubleWriteEnable=true), an
 Apache RocketMQ broker with the same mappedFileSizeCommitLog can then
 serve the store, consumers going on where they were.
 
+RocketMQ 5's timer checkpoint (config/timercheck) is written too, so that
+its timer takes in rmq_sys_wheel_timer after what rocketkv delivered, and
+RocketMQ's own timerlog/ and timerwheel from before the store came to
+rocketkv are renamed *.before-rocketkv-export (left, with a warning, when
+--out points elsewhere): from them RocketMQ would deliver old timer
+messages again.
+
 State RocketMQ cannot take over stops the export unless --force is given:
 POP messages in flight (RocketMQ would never revive them), timer messages
-not yet due (RocketMQ would not deliver them) and open transactions
-(RocketMQ would not check them; with --force the checker is pointed at the
-first open one, and transactions ended after it may be checked again).
-The message-key index is not exported: RocketMQ's query by key finds only
-messages stored after the move.`,
+not yet due (with --force RocketMQ's timer takes in the parked messages
+from the first of them, and timer messages after it that rocketkv already
+delivered are delivered again) and open transactions (with --force the
+checker is pointed at the first open one: RocketMQ asks the producers
+about every transaction after it again, and a commit rocketkv already
+stored is stored and delivered a second time). The message-key index is
+not exported: RocketMQ's query by key finds only messages stored after the
+move.`,
 		Args: cobra.NoArgs,
 		RunE: withStore(o, func(ctx context.Context, s *store, w *output) error {
 			if s.broker != "" {
@@ -87,20 +99,41 @@ func runExport(ctx context.Context, s *store, w *output, dir string, force bool)
 	if len(problems) > 0 && !force {
 		return fmt.Errorf("the store holds state Apache RocketMQ cannot take over: %s; drain it, or export with --force", strings.Join(problems, "; "))
 	}
+	for i, p := range problems {
+		problems[i] = "exported with --force although " + p
+	}
 	var c rmqconfig.Config
 	if c, err = collectConfig(ctx, s, firstOpen); err != nil {
 		return err
 	}
-	if err := rmqconfig.Write(dir, c, meta.DataVersion{Timestamp: time.Now().UnixMilli(), Counter: 1}); err != nil {
+	version := meta.DataVersion{Timestamp: time.Now().UnixMilli(), Counter: 1}
+	if err := rmqconfig.Write(dir, c, version); err != nil {
 		return err
 	}
+	timerFrom, err := timerTakeInFrom(s)
+	if err != nil {
+		return err
+	}
+	if err := rmqconfig.WriteTimerCheckpoint(dir, time.Now().UnixMilli(), timerFrom, version); err != nil {
+		return err
+	}
+	moved, leftover, err := moveTimerFilesAside(s.root, dir == filepath.Join(s.root, "config"))
+	if err != nil {
+		return err
+	}
+	problems = append(problems, leftover...)
 	line := exportLine{Kind: "export", Dir: dir, Topics: len(c.Topics), Groups: len(c.Groups), Offsets: len(c.Offsets),
 		DelayLevels: len(c.DelayOffsets), RequestModes: len(c.RequestModes), Warnings: problems}
 	if w.json {
 		return w.object(line)
 	}
 	for _, p := range problems {
-		if err := w.line("warning: exported with --force although " + p); err != nil {
+		if err := w.line("warning: " + p); err != nil {
+			return err
+		}
+	}
+	for _, m := range moved {
+		if err := w.line("moved RocketMQ's stale " + m); err != nil {
 			return err
 		}
 	}
@@ -208,4 +241,66 @@ func collectConfig(ctx context.Context, s *store, firstOpen int64) (rmqconfig.Co
 		return c, err
 	}
 	return c, ctx.Err()
+}
+
+// timerTakeInFrom is the rmq_sys_wheel_timer offset RocketMQ's timer is to
+// take messages in from: the first message still parked (rocketkv has not
+// delivered it), else the queue's end, so that nothing rocketkv delivered
+// is delivered again.
+func timerTakeInFrom(s *store) (int64, error) {
+	end, err := s.db.ConsumeQueue(1).MaxOffset(meta.TimerTopic, 0)
+	if err != nil {
+		return 0, err
+	}
+	first := int64(-1)
+	err = s.db.Scan([]byte{kvindex.PrefixTimer}, func(k, v []byte) bool {
+		rec, derr := kvindex.DecodeKey(k, v)
+		if derr != nil {
+			err = derr
+			return false
+		}
+		if e := rec.(kvindex.TimerRecord).TimerEntry; first < 0 || e.PhyOffset < first {
+			first = e.PhyOffset
+		}
+		return true
+	})
+	if err != nil || first < 0 {
+		return end, err
+	}
+	// Queue offsets of the timer topic grow with the CommitLog offsets.
+	log, err := s.needLog()
+	if err != nil {
+		return 0, err
+	}
+	m, err := readRecord(log, first)
+	if err != nil {
+		return 0, fmt.Errorf("the first parked timer message: %w", err)
+	}
+	return min(m.QueueOffset, end), nil
+}
+
+// moveTimerFilesAside renames RocketMQ's timerlog/ and timerwheel (from
+// before the store came to rocketkv) so that RocketMQ's timer starts from
+// the exported checkpoint instead of revising it from them. When the
+// export went elsewhere than the store's config/, it leaves them and
+// warns instead.
+func moveTimerFilesAside(root string, inStore bool) (moved, warnings []string, err error) {
+	for _, name := range []string{"timerlog", "timerwheel"} {
+		path := filepath.Join(root, name)
+		if _, serr := os.Stat(path); errors.Is(serr, fs.ErrNotExist) {
+			continue
+		} else if serr != nil {
+			return nil, nil, fmt.Errorf("look for RocketMQ's %s: %w", path, serr)
+		}
+		if !inStore {
+			warnings = append(warnings, fmt.Sprintf("move %s aside before Apache RocketMQ starts on the store: its timer would deliver old timer messages again", path))
+			continue
+		}
+		aside := path + ".before-rocketkv-export"
+		if err := os.Rename(path, aside); err != nil {
+			return nil, nil, fmt.Errorf("move RocketMQ's %s aside: %w", path, err)
+		}
+		moved = append(moved, name+" to "+aside)
+	}
+	return moved, warnings, nil
 }

@@ -59,7 +59,25 @@ func TestExportRocketMQConfig(t *testing.T) {
 		exportSend(t, c, "ExpT", "m"+strconv.Itoa(i), "")
 	}
 	exportCommit(t, c, "cg-exp", "ExpT", 3)
+	// A timer message rocketkv delivers before the export: RocketMQ's timer
+	// must not take it in again.
+	exportSend(t, c, "ExpTimer", "later", "TIMER_DELAY_MS\x01100\x02")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := c.Invoke(context.Background(), remoting.NewRequest(remoting.GetMaxOffset, map[string]string{"topic": "ExpTimer", "queueId": "0"}, nil))
+		if err == nil && resp.ExtFields["offset"] == "1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the timer message was not delivered: %v %+v", err, resp)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	stopBroker(t, b)
+	// What RocketMQ's own timer left before the store came to rocketkv.
+	if err := os.MkdirAll(filepath.Join(store, "timerlog"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 
 	out := mustKvdump(t, "--store", store, "export-rocketmq")
 	if !strings.Contains(out, "consumer offsets") || !strings.Contains(out, filepath.Join(store, "config")) {
@@ -77,6 +95,12 @@ func TestExportRocketMQConfig(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("consumerOffset.json lacks cg-exp's offset 3: %+v", cfg.Offsets)
+	}
+	if !cfg.HasTimerCheck || cfg.TimerQueueOffset != 1 {
+		t.Fatalf("timercheck: %v, queue offset %d, want 1 (past the delivered timer message)", cfg.HasTimerCheck, cfg.TimerQueueOffset)
+	}
+	if _, err := os.Stat(filepath.Join(store, "timerlog.before-rocketkv-export")); err != nil || !strings.Contains(out, "moved RocketMQ's stale timerlog") {
+		t.Fatalf("the stale timerlog was not moved aside: %v\n%s", err, out)
 	}
 
 	// Open it as a RocketMQ store: RocketMQ's consumequeue/ serving, the

@@ -2,6 +2,7 @@ package rmqconfig
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,8 +22,8 @@ import (
 // delayOffset.json and messageRequestMode.json, integer map keys unquoted
 // as fastjson writes them. As RocketMQ's persist does, a file's previous
 // content is kept as <file>.bak; each file is replaced atomically. The
-// timer checkpoint is not written. version stamps the files that carry a
-// dataVersion.
+// timer checkpoint is WriteTimerCheckpoint's. version stamps the files
+// that carry a dataVersion.
 func Write(dir string, c Config, version meta.DataVersion) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create config directory %s: %w", dir, err)
@@ -77,6 +78,31 @@ func Write(dir string, c Config, version meta.DataVersion) error {
 		}
 	}
 	return nil
+}
+
+// TimerCheckpointSize is the size of RocketMQ 5's config/timercheck (a
+// page).
+const TimerCheckpointSize = 4096
+
+// WriteTimerCheckpoint writes dir/timercheck as RocketMQ 5's
+// TimerCheckpoint lays it out, big-endian:
+//
+//	0  lastReadTimeMs        8  lastTimerLogFlushPos   16 lastTimerQueueOffset
+//	24 masterTimerQueueOffset 32 stateVersion  40 timestamp  48 counter
+//
+// with the timer log flushed to 0 and both queue offsets at queueOffset:
+// RocketMQ's timer takes in rmq_sys_wheel_timer from there (its timerlog
+// and timerwheel must be gone, or it revises the offset from them), and
+// reads its wheel from readMs.
+func WriteTimerCheckpoint(dir string, readMs, queueOffset int64, version meta.DataVersion) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create config directory %s: %w", dir, err)
+	}
+	b := make([]byte, TimerCheckpointSize)
+	for i, v := range []int64{readMs, 0, queueOffset, queueOffset, version.StateVersion, version.Timestamp, version.Counter} {
+		binary.BigEndian.PutUint64(b[8*i:], uint64(v))
+	}
+	return replaceKeepingBackup(filepath.Join(dir, "timercheck"), b)
 }
 
 // replaceKeepingBackup writes data to path, keeping the content it

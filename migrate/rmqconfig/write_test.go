@@ -63,3 +63,23 @@ func TestWriteReadsBackAsRocketMQWroteIt(t *testing.T) {
 		t.Fatalf("the replaced file was not kept as its backup: %v", err)
 	}
 }
+
+// What WriteTimerCheckpoint writes, Read reads back as RocketMQ's timer
+// progress.
+func TestWriteTimerCheckpoint(t *testing.T) {
+	root := t.TempDir()
+	if err := WriteTimerCheckpoint(filepath.Join(root, "config"), 1700000000123, 42, meta.DataVersion{Counter: 3}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.HasTimerCheck || c.TimerReadMs != 1700000000123 || c.TimerQueueOffset != 42 {
+		t.Fatalf("read back %+v", c)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "config", "timercheck"))
+	if err != nil || len(raw) != TimerCheckpointSize || raw[8*3+7] != 42 || raw[8*6+7] != 3 {
+		t.Fatalf("timercheck: %d bytes %v", len(raw), err)
+	}
+}
