@@ -363,3 +363,26 @@ func FuzzAddressPattern(f *testing.F) {
 		_ = p.Match(a)
 	})
 }
+
+// The watcher puts an edit in force only once two reads agree: a file
+// caught while being written (here: emptied, as a truncating editor
+// leaves it for a moment) does not lock everybody out.
+func TestWatcherWaitsForTheFileToSettle(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plain_acl.yml")
+	if err := os.WriteFile(path, []byte("accounts:\n  - {accessKey: RocketMQ, secretKey: 12345678}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Open(path, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := g.reload(true); changed || err != nil || len(g.cur.Load().Accounts) != 1 {
+		t.Fatalf("the first look at a changed file put it in force: %v %v", changed, err)
+	}
+	if changed, err := g.reload(true); !changed || err != nil || len(g.cur.Load().Accounts) != 0 {
+		t.Fatalf("the second look at the same bytes: %v %v", changed, err)
+	}
+}

@@ -21,8 +21,9 @@ type Guard struct {
 	log  zerolog.Logger
 	cur  atomic.Pointer[Config]
 
-	mu  sync.Mutex // serializes Reload
-	raw []byte     // the bytes cur was parsed from
+	mu   sync.Mutex // serializes Reload
+	raw  []byte     // the bytes cur was parsed from
+	seen []byte     // changed bytes read by the last settled reload
 }
 
 // Open loads the ACL file at path. A missing or invalid file is an error:
@@ -44,7 +45,12 @@ func (g *Guard) Check(r *Request) error { return g.cur.Load().Check(r) }
 // Reload reads the file again and, when its bytes changed and parse, puts
 // it in force. It reports whether the accounts changed. On an error the
 // accounts in force stay.
-func (g *Guard) Reload() (bool, error) {
+func (g *Guard) Reload() (bool, error) { return g.reload(false) }
+
+// reload is Reload; with settled, changed bytes are put in force only when
+// the previous call read the same bytes, so that a file caught in the
+// middle of being written (empty, or cut where it still parses) is not.
+func (g *Guard) reload(settled bool) (bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	raw, err := os.ReadFile(g.path)
@@ -52,8 +58,14 @@ func (g *Guard) Reload() (bool, error) {
 		return false, fmt.Errorf("read ACL file: %w", err)
 	}
 	if g.cur.Load() != nil && bytes.Equal(raw, g.raw) {
+		g.seen = nil
 		return false, nil
 	}
+	if settled && !bytes.Equal(raw, g.seen) {
+		g.seen = raw // changed since the last look: wait until it settles
+		return false, nil
+	}
+	g.seen = nil
 	cfg, err := Parse(raw)
 	if err != nil {
 		return false, fmt.Errorf("ACL file %s: %w", g.path, err)
@@ -63,12 +75,14 @@ func (g *Guard) Reload() (bool, error) {
 	return true, nil
 }
 
-// Run reloads the file every interval until ctx ends. A file that stops
-// parsing is logged once per change and the accounts in force stay.
+// Run reloads the file every interval until ctx ends; an edit is put in
+// force once two reads in a row found the same bytes (within two
+// intervals). A file that stops parsing is logged once per change and the
+// accounts in force stay.
 func (g *Guard) Run(ctx context.Context, every time.Duration) {
 	var lastErr string
 	periodic.Run(ctx, every, func(context.Context) {
-		changed, err := g.Reload()
+		changed, err := g.reload(true)
 		switch {
 		case err != nil:
 			if err.Error() != lastErr {
