@@ -24,6 +24,8 @@ type Guard struct {
 	mu   sync.Mutex // serializes Reload
 	raw  []byte     // the bytes cur was parsed from
 	seen []byte     // changed bytes read by the last settled reload
+	// hasSeen tells an empty seen from none.
+	hasSeen bool
 }
 
 // Open loads the ACL file at path. A missing or invalid file is an error:
@@ -58,14 +60,15 @@ func (g *Guard) reload(settled bool) (bool, error) {
 		return false, fmt.Errorf("read ACL file: %w", err)
 	}
 	if g.cur.Load() != nil && bytes.Equal(raw, g.raw) {
-		g.seen = nil
+		g.seen, g.hasSeen = nil, false
 		return false, nil
 	}
-	if settled && !bytes.Equal(raw, g.seen) {
-		g.seen = raw // changed since the last look: wait until it settles
+	if settled && (!g.hasSeen || !bytes.Equal(raw, g.seen)) {
+		// Changed since the last look: wait until it settles.
+		g.seen, g.hasSeen = raw, true
 		return false, nil
 	}
-	g.seen = nil
+	g.seen, g.hasSeen = nil, false
 	cfg, err := Parse(raw)
 	if err != nil {
 		return false, fmt.Errorf("ACL file %s: %w", g.path, err)
