@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,15 +61,31 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// freePort returns a TCP port nothing listens on right now.
+// freePort returns a TCP port nothing uses right now, below the kernel's
+// ephemeral range: a broker restarted on its port after a kill must not
+// find it taken as the local port of some client's outgoing connection
+// (CI saw "bind: address already in use" that way).
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	lo := 32768 // Linux's default start of ip_local_port_range
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 11000 {
+				lo = v
+			}
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for range 1000 {
+		port := 10000 + rand.IntN(lo-10000)
+		l, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return port
+	}
+	t.Fatal("no free port below the ephemeral range")
+	return 0
 }
 
 // proc is a started binary whose output goes to a log file kept in the
