@@ -92,10 +92,11 @@ func runExport(ctx context.Context, s *store, w *output, dir string, force bool)
 	if !ok || fileDone < s.dispatched {
 		return fmt.Errorf("RocketMQ's consumequeue/ files are not complete (written to %d of %d): run the broker once with rocksdbCQDoubleWriteEnable=true (or storeType=file) to build them, then export", max(fileDone, 0), s.dispatched)
 	}
-	problems, firstOpen, err := unportableState(s)
+	u, err := unportableState(s)
 	if err != nil {
 		return err
 	}
+	problems := u.problems
 	if len(problems) > 0 && !force {
 		return fmt.Errorf("the store holds state Apache RocketMQ cannot take over: %s; drain it, or export with --force", strings.Join(problems, "; "))
 	}
@@ -103,14 +104,14 @@ func runExport(ctx context.Context, s *store, w *output, dir string, force bool)
 		problems[i] = "exported with --force although " + p
 	}
 	var c rmqconfig.Config
-	if c, err = collectConfig(ctx, s, firstOpen); err != nil {
+	if c, err = collectConfig(ctx, s, u.firstOpen); err != nil {
 		return err
 	}
 	version := meta.DataVersion{Timestamp: time.Now().UnixMilli(), Counter: 1}
 	if err := rmqconfig.Write(dir, c, version); err != nil {
 		return err
 	}
-	timerFrom, err := timerTakeInFrom(s)
+	timerFrom, err := timerTakeInFrom(s, u.firstParked)
 	if err != nil {
 		return err
 	}
@@ -141,41 +142,62 @@ func runExport(ctx context.Context, s *store, w *output, dir string, force bool)
 		line.Topics, line.Groups, line.Offsets, line.DelayLevels, line.RequestModes, dir))
 }
 
-// unportableState describes what of the store Apache RocketMQ cannot take
-// over, and returns the queue offset of the first open transaction (-1
-// without one).
-func unportableState(s *store) ([]string, int64, error) {
-	var problems []string
+// unportable is the state of a store Apache RocketMQ cannot take over.
+type unportable struct {
+	problems []string
+	// firstOpen is the queue offset of the first open transaction, -1
+	// without one.
+	firstOpen int64
+	// firstParked is the CommitLog offset of the first timer message still
+	// parked, -1 without one.
+	firstParked int64
+}
+
+// unportableState reads what of the store Apache RocketMQ cannot take
+// over: POP messages in flight, timer messages not due (one pass over the
+// timer keyspace) and open transactions.
+func unportableState(s *store) (unportable, error) {
+	u := unportable{firstOpen: -1, firstParked: -1}
 	_, inFlight, err := s.db.Pop().CountInFlight()
 	if err != nil {
-		return nil, 0, err
+		return u, err
 	}
 	if inFlight > 0 {
-		problems = append(problems, fmt.Sprintf("%d POP messages are in flight", inFlight))
+		u.problems = append(u.problems, fmt.Sprintf("%d POP messages are in flight", inFlight))
 	}
-	stats, err := s.db.KeyspaceStats()
-	if err != nil {
-		return nil, 0, err
-	}
-	for _, st := range stats {
-		if st.Prefix == kvindex.PrefixTimer && st.Keys > 0 {
-			problems = append(problems, fmt.Sprintf("%d timer messages are not due yet", st.Keys))
+	parked := 0
+	err = s.db.Scan([]byte{kvindex.PrefixTimer}, func(k, v []byte) bool {
+		rec, derr := kvindex.DecodeKey(k, v)
+		if derr != nil {
+			err = derr
+			return false
 		}
+		if e := rec.(kvindex.TimerRecord).TimerEntry; u.firstParked < 0 || e.PhyOffset < u.firstParked {
+			u.firstParked = e.PhyOffset
+		}
+		parked++
+		return true
+	})
+	if err != nil {
+		return u, fmt.Errorf("read the parked timer messages: %w", err)
 	}
-	firstOpen, open := int64(-1), 0
+	if parked > 0 {
+		u.problems = append(u.problems, fmt.Sprintf("%d timer messages are not due yet", parked))
+	}
+	open := 0
 	if err := s.db.Transactions().OpenHalves(func(h kvindex.TxnHalf) bool {
-		if firstOpen < 0 || h.QueueOffset < firstOpen {
-			firstOpen = h.QueueOffset
+		if u.firstOpen < 0 || h.QueueOffset < u.firstOpen {
+			u.firstOpen = h.QueueOffset
 		}
 		open++
 		return true
 	}); err != nil {
-		return nil, 0, err
+		return u, err
 	}
 	if open > 0 {
-		problems = append(problems, fmt.Sprintf("%d transactions are open", open))
+		u.problems = append(u.problems, fmt.Sprintf("%d transactions are open", open))
 	}
-	return problems, firstOpen, nil
+	return u, nil
 }
 
 // collectConfig reads the store's config as RocketMQ's files hold it. The
@@ -244,27 +266,12 @@ func collectConfig(ctx context.Context, s *store, firstOpen int64) (rmqconfig.Co
 }
 
 // timerTakeInFrom is the rmq_sys_wheel_timer offset RocketMQ's timer is to
-// take messages in from: the first message still parked (rocketkv has not
-// delivered it), else the queue's end, so that nothing rocketkv delivered
-// is delivered again.
-func timerTakeInFrom(s *store) (int64, error) {
+// take messages in from: the first message still parked (at CommitLog
+// offset firstParked; rocketkv has not delivered it), else the queue's
+// end, so that nothing rocketkv delivered is delivered again.
+func timerTakeInFrom(s *store, firstParked int64) (int64, error) {
 	end, err := s.db.ConsumeQueue(1).MaxOffset(meta.TimerTopic, 0)
-	if err != nil {
-		return 0, err
-	}
-	first := int64(-1)
-	err = s.db.Scan([]byte{kvindex.PrefixTimer}, func(k, v []byte) bool {
-		rec, derr := kvindex.DecodeKey(k, v)
-		if derr != nil {
-			err = derr
-			return false
-		}
-		if e := rec.(kvindex.TimerRecord).TimerEntry; first < 0 || e.PhyOffset < first {
-			first = e.PhyOffset
-		}
-		return true
-	})
-	if err != nil || first < 0 {
+	if err != nil || firstParked < 0 {
 		return end, err
 	}
 	// Queue offsets of the timer topic grow with the CommitLog offsets.
@@ -272,7 +279,7 @@ func timerTakeInFrom(s *store) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	m, err := readRecord(log, first)
+	m, err := readRecord(log, firstParked)
 	if err != nil {
 		return 0, fmt.Errorf("the first parked timer message: %w", err)
 	}

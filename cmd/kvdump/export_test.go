@@ -134,9 +134,11 @@ func TestExportRefusesWhatRocketMQCannotTakeOver(t *testing.T) {
 	store = t.TempDir()
 	b, c = startBroker(t, store, map[string]string{"rocksdbCQDoubleWriteEnable": "true"})
 	exportSend(t, c, "ExpT", "half", "TRAN_MSG\x01true\x02PGROUP\x01pg\x02")
+	exportSend(t, c, "ExpTimer", "in an hour", "TIMER_DELAY_MS\x013600000\x02")
 	stopBroker(t, b)
-	if _, _, err := runKvdump(t, "--store", store, "export-rocketmq"); err == nil || !strings.Contains(err.Error(), "1 transactions are open") {
-		t.Fatalf("export with an open transaction: %v", err)
+	if _, _, err := runKvdump(t, "--store", store, "export-rocketmq"); err == nil || !strings.Contains(err.Error(), "1 transactions are open") ||
+		!strings.Contains(err.Error(), "1 timer messages are not due yet") {
+		t.Fatalf("export with an open transaction and a parked timer message: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(store, "config", "consumerOffset.json")); err == nil {
 		t.Fatal("a refused export wrote files")
@@ -147,5 +149,12 @@ func TestExportRefusesWhatRocketMQCannotTakeOver(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(store, "elsewhere", "topics.json")); err != nil {
 		t.Fatalf("--out: %v", err)
+	}
+	// Forced, RocketMQ's timer takes in from the parked message (the first
+	// of rmq_sys_wheel_timer), so that it is still delivered.
+	other := t.TempDir()
+	mustKvdump(t, "--store", store, "export-rocketmq", "--force", "--out", filepath.Join(other, "config"))
+	if cfg, err := rmqconfig.Read(other); err != nil || !cfg.HasTimerCheck || cfg.TimerQueueOffset != 0 {
+		t.Fatalf("timercheck of a forced export: %+v %v, want queue offset 0", cfg.TimerQueueOffset, err)
 	}
 }
