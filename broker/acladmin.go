@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/rocketkv/rocketkv/acl"
 	"github.com/rocketkv/rocketkv/meta"
@@ -28,11 +27,9 @@ func optList(req *remoting.Command, key string) *[]string {
 	if !ok {
 		return nil
 	}
-	out := []string{}
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
+	out := splitTopicList(v) // the same comma list, blanks dropped
+	if out == nil {
+		out = []string{}
 	}
 	return &out
 }

@@ -186,7 +186,7 @@ func (b *Broker) consumeStatsTopics(group string, h remoting.Header) ([]string, 
 	return kept, nil
 }
 
-// splitTopicList reads topicList: topics separated by commas. Blanks are
+// splitTopicList reads a comma list (topicList, the ACL requests' lists): items separated by commas. Blanks are
 // dropped; a list written as Java's List.toString ("[a, b]") reads the
 // same (topic names cannot hold brackets or commas).
 func splitTopicList(s string) []string {

@@ -7,8 +7,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-
-	"github.com/magiconair/properties"
 )
 
 // TLS modes of tls.server.mode.
@@ -119,15 +117,14 @@ func (t TLS) WithConfigFile() (TLS, []string, error) {
 	if err != nil {
 		return TLS{}, nil, fmt.Errorf("tls.config.file: %w", err)
 	}
-	loader := properties.Loader{Encoding: properties.UTF8, DisableExpansion: true}
-	p, err := loader.LoadBytes(raw)
-	if err != nil {
+	p := map[string]any{}
+	if err := (propertiesCodec{}).Decode(raw, p); err != nil {
 		return TLS{}, nil, fmt.Errorf("tls.config.file %s: %w", t.ConfigFile, err)
 	}
 	out := t
 	var set []string
 	for _, f := range tlsFileFields {
-		v, ok := p.Get(f.key)
+		v, ok := p[f.key].(string)
 		if !ok {
 			continue
 		}
