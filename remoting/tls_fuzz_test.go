@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/pem"
 	"errors"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -214,4 +217,26 @@ func checkTLSStream(t *testing.T, cfg *tls.Config, raw bool, data, sizes []byte)
 			t.Fatalf("stopped with %v after %d of %d bytes (%d written)", served, pos, len(data), wrote)
 		}
 	}
+}
+
+// FuzzKeyFile feeds arbitrary key files (and the DER inside an encrypted
+// PKCS#8 block) to the private key reader: no input panics, and a key it
+// returns is one crypto/tls can use.
+func FuzzKeyFile(f *testing.F) {
+	for _, name := range []string{"server-pkcs8.key", "server-pkcs8-aes256.key", "server-pkcs8-des3.key", "server-legacy-aes128.key"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "tls", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, "rocketkv")
+		if blk, _ := pem.Decode(b); blk != nil {
+			f.Add(blk.Bytes, "rocketkv")
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte, password string) {
+		if key, err := parsePrivateKeyPEM(data, password); err == nil && key == nil {
+			t.Fatal("no error and no key")
+		}
+		_, _ = decryptPKCS8(data, []byte(password))
+	})
 }
