@@ -353,6 +353,16 @@ func (s *Server) serve(conn *Conn, req *Command, h Handler) {
 	h.ServeCommand(conn.ctx, conn, req)
 }
 
+// enqueue hands a frame of c to the workers without blocking; a frame
+// that finds the queue full is answered SYSTEM_BUSY at once.
+func (s *Server) enqueue(c *Conn, frame []byte) {
+	select {
+	case s.jobs <- job{conn: c, frame: frame}:
+	default:
+		s.overloaded(c, frame)
+	}
+}
+
 // overloaded answers a frame that found the job queue full. It runs on the
 // event loop, so it only decodes the header and queues one write.
 func (s *Server) overloaded(conn *Conn, frame []byte) {
@@ -547,11 +557,7 @@ func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 			s.log.Error().Stringer("conn", c).Int("want", n).Int("got", got).Msg("closing connection: short read of a buffered frame")
 			return gnet.Close
 		}
-		select {
-		case s.jobs <- job{conn: c, frame: frame}:
-		default:
-			s.overloaded(c, frame)
-		}
+		s.enqueue(c, frame)
 	}
 }
 
