@@ -72,22 +72,15 @@ func (h aclHandler) ServeCommand(ctx context.Context, conn *remoting.Conn, req *
 	h.next.ServeCommand(ctx, conn, req)
 }
 
-// remoteIP is the client's address without its port; the zero Addr when
-// it is not an IP address.
+// remoteIP is the client's address without its port; the zero Addr
+// (which no white list admits) when it is not a TCP address.
 func remoteIP(a net.Addr) netip.Addr {
 	if t, ok := a.(*net.TCPAddr); ok {
 		if ip, ok := netip.AddrFromSlice(t.IP); ok {
 			return ip.Unmap()
 		}
 	}
-	if a == nil {
-		return netip.Addr{}
-	}
-	ap, err := netip.ParseAddrPort(a.String())
-	if err != nil {
-		return netip.Addr{}
-	}
-	return ap.Addr().Unmap()
+	return netip.Addr{}
 }
 
 // aclResources lists the topics and groups a request acts on with the
