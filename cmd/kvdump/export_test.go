@@ -143,9 +143,17 @@ func TestExportRefusesWhatRocketMQCannotTakeOver(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(store, "config", "consumerOffset.json")); err == nil {
 		t.Fatal("a refused export wrote files")
 	}
+	// A stale timerlog of RocketMQ's own is left where it is when the
+	// export goes elsewhere, with a warning.
+	if err := os.MkdirAll(filepath.Join(store, "timerlog"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	out := mustKvdump(t, "--store", store, "export-rocketmq", "--force", "--out", filepath.Join(store, "elsewhere"))
 	if !strings.Contains(out, "warning: exported with --force although 1 transactions are open") {
 		t.Fatalf("forced export: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(store, "timerlog")); err != nil || !strings.Contains(out, "timerlog aside before Apache RocketMQ starts") {
+		t.Fatalf("the stale timerlog with --out elsewhere: %v\n%s", err, out)
 	}
 	if _, err := os.Stat(filepath.Join(store, "elsewhere", "topics.json")); err != nil {
 		t.Fatalf("--out: %v", err)
