@@ -137,6 +137,9 @@ func (l *Log) Append(ctx context.Context, req AppendRequest) (AppendResult, erro
 		}
 	}
 
+	if l.cfg.Replica {
+		return AppendResult{}, ErrReplica
+	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -272,6 +275,26 @@ func (l *Log) rollLocked(cur *segment, pos int64) (*segment, error) {
 	if cur != nil {
 		next = cur.end()
 	}
+	seg, err := l.newSegmentLocked(next)
+	if err != nil {
+		return nil, err
+	}
+	if cur != nil {
+		if rem := cur.end() - pos; rem >= blankFillerLength {
+			b := cur.data[pos-cur.start:]
+			binary.BigEndian.PutUint32(b, uint32(rem))
+			binary.BigEndian.PutUint32(b[4:], BlankMagic)
+		}
+	}
+	l.addSegmentLocked(seg)
+	l.writePos.Store(seg.start)
+	return seg, nil
+}
+
+// newSegmentLocked returns a mapped, allocated segment starting at next:
+// the preallocated one when it starts there, else a new file. Nothing is
+// added to the segment list. Caller holds mu.
+func (l *Log) newSegmentLocked(next int64) (*segment, error) {
 	var seg *segment
 	if p := l.pending; p != nil {
 		<-p.done
@@ -291,23 +314,20 @@ func (l *Log) rollLocked(cur *segment, pos int64) (*segment, error) {
 			return nil, fmt.Errorf("append: %w", err)
 		}
 	}
-	if cur != nil {
-		if rem := cur.end() - pos; rem >= blankFillerLength {
-			b := cur.data[pos-cur.start:]
-			binary.BigEndian.PutUint32(b, uint32(rem))
-			binary.BigEndian.PutUint32(b[4:], BlankMagic)
-		}
-	}
+	return seg, nil
+}
+
+// addSegmentLocked makes seg the active segment and starts preallocating
+// the one after it. Caller holds mu.
+func (l *Log) addSegmentLocked(seg *segment) {
 	l.segsMu.Lock()
 	l.segs = append(l.segs, seg)
 	if len(l.segs) == 1 {
 		l.minOffset.Store(seg.start)
 	}
 	l.segsMu.Unlock()
-	l.writePos.Store(seg.start)
 	l.log.Debug().Int64("offset", seg.start).Msg("rolled to a new segment")
 	l.startPreallocLocked()
-	return seg, nil
 }
 
 // prealloc is a segment being created in the background.

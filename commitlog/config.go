@@ -90,6 +90,11 @@ type Config struct {
 	// BeforeFlush, when set, is called by the flusher before each flush:
 	// a seam for fault tests (a disk whose flushes stall or slow down).
 	BeforeFlush func()
+	// Replica makes the log a copy of a master's (brokerRole=SLAVE): its
+	// bytes arrive through AppendReplica exactly as they lie in the
+	// master's segments, and Append is refused (ErrReplica). SegmentSize
+	// must be the master's.
+	Replica bool
 }
 
 // Default values of Config.

@@ -70,6 +70,16 @@ var (
 	// ErrInvalidAppend is returned by Append for a request without messages,
 	// or a batch whose messages do not share one topic and queue.
 	ErrInvalidAppend = errors.New("commitlog: invalid append request")
+	// ErrReplica is returned by Append on a replica (Config.Replica): its
+	// bytes come from the master through AppendReplica only, and a record
+	// of its own would fork its log from the master's.
+	ErrReplica = errors.New("commitlog: the log is a replica of a master (brokerRole=SLAVE); it takes no appends of its own")
+	// ErrNotReplica is returned by AppendReplica on a log that is not a
+	// replica.
+	ErrNotReplica = errors.New("commitlog: the log is not a replica (Config.Replica is off)")
+	// ErrReplicaGap is returned by AppendReplica when the master's bytes
+	// do not start where the replica ends: the two logs differ.
+	ErrReplicaGap = errors.New("commitlog: replicated bytes do not continue the replica")
 )
 
 // NoRecordAt reports whether err, from ReadRecord, says that no record

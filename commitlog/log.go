@@ -66,6 +66,7 @@ type Log struct {
 	manualPasses atomic.Int32
 
 	writePos    atomic.Int64 // readable end (MaxOffset)
+	replicaPos  atomic.Int64 // a replica's end of received bytes (ReplicaOffset); see replica.go
 	flushedPos  atomic.Int64
 	minOffset   atomic.Int64
 	lastStoreTS atomic.Int64 // store timestamp of the last append; stored before writePos
@@ -197,6 +198,7 @@ func Open(cfg Config) (*Log, error) {
 		return nil, err
 	}
 	l.activeAllocated = l.allocateActive() == nil
+	l.replicaPos.Store(l.writePos.Load())
 	if err := writeSmallFile(l.fs, abortPath, []byte(strconv.Itoa(os.Getpid()))); err != nil {
 		return nil, err
 	}
@@ -271,6 +273,9 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	l.closedFlag.Store(true)
+	if l.cfg.Replica {
+		l.zeroReplicaTailLocked()
+	}
 	l.mu.Unlock()
 	close(l.stop)
 	l.wg.Wait()

@@ -1,0 +1,239 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Replication moves a master's CommitLog bytes to its slaves unchanged, in
+// pieces cut at arbitrary byte positions (RocketMQ's HA transfer). The
+// master reads them with ReadStream; a replica (Config.Replica) writes
+// them with AppendReplica at the same offsets. A replica has two ends:
+//
+//	          MaxOffset (writePos)       ReplicaOffset
+//	              |                          |
+//	... record | record | record | rec|ord...|
+//	              ^ readers, dispatch, flush   ^ what the master has sent
+//
+// MaxOffset stays on a record boundary, so readers, the dispatcher and the
+// flusher see whole records only; ReplicaOffset is what the replica
+// reports to its master (RocketMQ's slave reports every byte it holds) and
+// where the next piece must start. A piece never crosses a segment end:
+// the master sends a segment's tail, blank filler included, before the
+// next segment's first byte, and segment sizes must agree.
+
+// ReadStream returns a view of the log bytes from offset to the readable
+// end of the segment holding it, at most max bytes: what a master sends a
+// slave next. Past the end of the log it returns a View with no Data (nil
+// error). Below MinOffset, or in a gap between segments, it returns an
+// error wrapping ErrOffsetOutOfRange. Release the View.
+func (l *Log) ReadStream(offset int64, max int) (*View, error) {
+	if l.closedFlag.Load() {
+		return nil, ErrClosed
+	}
+	end := l.writePos.Load()
+	if offset >= end {
+		return &View{Offset: offset}, nil
+	}
+	s := l.acquireSegment(offset)
+	if s == nil {
+		return nil, fmt.Errorf("stream from %d: no segment holds it (first offset %d): %w", offset, l.MinOffset(), ErrOffsetOutOfRange)
+	}
+	// A segment behind the active one is readable to its end (its blank
+	// filler and the bytes after it included).
+	n := min(min(s.end(), end)-offset, int64(max))
+	rel := offset - s.start
+	return &View{Offset: offset, Data: s.data[rel : rel+n : rel+n], seg: s}, nil
+}
+
+// ReplicaOffset returns the end of the bytes a replica holds: MaxOffset
+// plus a record a piece has cut short. On a log that is not a replica it
+// is MaxOffset.
+func (l *Log) ReplicaOffset() int64 {
+	if !l.cfg.Replica {
+		return l.writePos.Load()
+	}
+	return l.replicaPos.Load()
+}
+
+// AppendReplica writes data, which a master read at offset off with
+// ReadStream, into the replica at the same offset, and moves MaxOffset
+// over the records it completes. An empty replica starts at off, which
+// must then be a segment start (the master sends a new slave its newest
+// segment); otherwise off must be ReplicaOffset (ErrReplicaGap).
+//
+// A piece that does not parse as the continuation of the log (a bad magic
+// code, a record past its segment's end, a physical offset field that is
+// not the record's position: the master's segment size differs, or the
+// logs diverged) is refused with an error wrapping ErrCorrupt, and the
+// bytes of an unfinished record are dropped: ReplicaOffset falls back to
+// MaxOffset, where the master must resume.
+func (l *Log) AppendReplica(off int64, data []byte) error {
+	if !l.cfg.Replica {
+		return ErrNotReplica
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	seg := l.activeSegment()
+	rp := l.replicaPos.Load()
+	if seg == nil {
+		if off%l.segSize != 0 {
+			return fmt.Errorf("replicate into an empty log at %d: %w: the first piece must start a segment of %d bytes", off, ErrReplicaGap, l.segSize)
+		}
+		var err error
+		if seg, err = l.newSegmentLocked(off); err != nil {
+			return err
+		}
+		l.addSegmentLocked(seg)
+		l.writePos.Store(off)
+		rp = off
+	} else if off != rp {
+		return fmt.Errorf("replicate %d bytes at %d: %w: the replica ends at %d", len(data), off, ErrReplicaGap, rp)
+	}
+	if !l.activeAllocated {
+		if err := l.allocateActive(); err != nil {
+			return fmt.Errorf("replicate: %w", err)
+		}
+		l.activeAllocated = true
+	}
+	for len(data) > 0 {
+		if rp == seg.end() {
+			next, err := l.newSegmentLocked(rp)
+			if err != nil {
+				return err
+			}
+			l.addSegmentLocked(next)
+			seg = next
+		}
+		n := copy(seg.data[rp-seg.start:], data)
+		data = data[n:]
+		rp += int64(n)
+		l.replicaPos.Store(rp)
+	}
+	wp, ts, err := l.completeRecordsLocked(l.writePos.Load(), rp)
+	if ts > 0 {
+		l.lastStoreTS.Store(ts) // before the end: see flushTo
+	}
+	moved := wp > l.writePos.Load()
+	l.writePos.Store(wp)
+	if err != nil {
+		l.replicaPos.Store(wp)
+		l.log.Error().Err(err).Int64("offset", wp).Msg("replicated bytes refused; the master must resend from here")
+	}
+	if moved {
+		l.wakeTailers()
+		l.kickPrefaulter(rp)
+		if l.cfg.FlushType == SyncFlush {
+			l.kickFlusher()
+		}
+	}
+	return err
+}
+
+// completeRecordsLocked walks whole records and segment tails from wp (a
+// record boundary) up to rp and returns the new boundary with the store
+// timestamp of the last record passed. It stops at a record rp cuts short.
+// Caller holds mu.
+func (l *Log) completeRecordsLocked(wp, rp int64) (int64, int64, error) {
+	var ts int64
+	for wp < rp {
+		l.segsMu.RLock()
+		s := l.findSegmentLocked(wp)
+		l.segsMu.RUnlock()
+		if s == nil {
+			return wp, ts, fmt.Errorf("replica at %d: no segment holds it: %w", wp, ErrCorrupt)
+		}
+		avail := min(rp, s.end()) - s.start
+		rel, last, err := scanWholeRecords(s.data[:avail:s.size], s.start, wp-s.start)
+		if last > 0 {
+			ts = last
+		}
+		if err != nil {
+			return s.start + rel, ts, err
+		}
+		if rel < s.size {
+			return s.start + rel, ts, nil // a record is cut short
+		}
+		wp = s.end()
+	}
+	return wp, ts, nil
+}
+
+// scanWholeRecords walks the records of one segment's received bytes seg
+// (the segment starts at log offset base; len(seg) is how much of it has
+// arrived) from position rel, a record boundary. It returns the position
+// after the last whole record (the segment's full length, given as
+// cap(seg), once its end has arrived and the rest is a blank filler or too
+// small for a record), the store timestamp of the last record, and an
+// error wrapping ErrCorrupt or ErrBadMagic for bytes that cannot continue
+// a log.
+func scanWholeRecords(seg []byte, base, rel int64) (int64, int64, error) {
+	size, got := int64(cap(seg)), int64(len(seg))
+	var ts int64
+	for rel < got {
+		if size-rel < blankFillerLength {
+			// Too little room for anything: the segment is done once the
+			// master has sent its last byte.
+			if got < size {
+				break
+			}
+			return size, ts, nil
+		}
+		if got-rel < blankFillerLength {
+			break
+		}
+		n, err := RecordSize(seg[rel:got])
+		if errors.Is(err, ErrBlank) {
+			if int64(n) != size-rel {
+				return rel, ts, fmt.Errorf("replica at %d: %w: blank filler of %d bytes where the segment has %d left (is mappedFileSizeCommitLog the master's?)",
+					base+rel, ErrCorrupt, n, size-rel)
+			}
+			if got < size {
+				break // the filler is whole; the segment ends when its last byte came
+			}
+			return size, ts, nil
+		}
+		if err != nil {
+			return rel, ts, fmt.Errorf("replica at %d: %w", base+rel, err)
+		}
+		if n < minRecordV1V4V4 || rel+int64(n) > size {
+			return rel, ts, fmt.Errorf("replica at %d: %w: record of %d bytes in a segment with %d left (is mappedFileSizeCommitLog the master's?)",
+				base+rel, ErrCorrupt, n, size-rel)
+		}
+		if rel+int64(n) > got {
+			break
+		}
+		rec := seg[rel : rel+int64(n)]
+		if _, err := Check(rec, false); err != nil {
+			return rel, ts, fmt.Errorf("replica at %d: %w", base+rel, err)
+		}
+		if off := recordPhyOffset(rec); off != base+rel {
+			return rel, ts, fmt.Errorf("replica at %d: %w: physical offset field %d (the logs diverged)", base+rel, ErrCorrupt, off)
+		}
+		ts = recordStoreTimestamp(rec)
+		rel += int64(n)
+	}
+	return rel, ts, nil
+}
+
+// zeroReplicaTailLocked clears the bytes of an unfinished record past
+// MaxOffset, so that a clean shutdown leaves zeros after the end (normal
+// recovery reads anything else as damage). Caller holds mu.
+func (l *Log) zeroReplicaTailLocked() {
+	wp, rp := l.writePos.Load(), l.replicaPos.Load()
+	for wp < rp {
+		l.segsMu.RLock()
+		s := l.findSegmentLocked(wp)
+		l.segsMu.RUnlock()
+		if s == nil {
+			break
+		}
+		stop := min(rp, s.end())
+		clear(s.data[wp-s.start : stop-s.start])
+		wp = stop
+	}
+	l.replicaPos.Store(l.writePos.Load())
+}

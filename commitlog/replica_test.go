@@ -1,0 +1,274 @@
+package commitlog
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"testing"
+)
+
+const replicaTestSegment = 64 << 10
+
+// fillMaster appends n records of varied sizes (several segment rolls at
+// replicaTestSegment) and returns the log.
+func fillMaster(t *testing.T, n int) *Log {
+	t.Helper()
+	m := mustOpen(t, testConfig(t, replicaTestSegment))
+	t.Cleanup(func() { m.Close() })
+	c := newCounter()
+	for i := range n {
+		mustAppend(t, m, AppendRequest{Message: testMessage("TopicR", int32(i%4), i, 100+(i*37)%3000), Assigner: c})
+	}
+	return m
+}
+
+func openReplica(t *testing.T, dir string, segSize int64) *Log {
+	t.Helper()
+	cfg := testConfig(t, segSize)
+	cfg.Dir = dir
+	cfg.Replica = true
+	return mustOpen(t, cfg)
+}
+
+// stream copies the master's bytes from the replica's end to the master's
+// end in pieces of random sizes up to maxPiece, as the HA transfer does.
+func stream(t *testing.T, m, r *Log, rng *rand.Rand, maxPiece int) {
+	t.Helper()
+	from := r.ReplicaOffset()
+	if r.activeSegment() == nil {
+		end := m.MaxOffset()
+		from = end - end%m.SegmentSize()
+	}
+	for from < m.MaxOffset() {
+		v, err := m.ReadStream(from, 1+rng.IntN(maxPiece))
+		if err != nil {
+			t.Fatalf("ReadStream(%d): %v", from, err)
+		}
+		if len(v.Data) == 0 {
+			t.Fatalf("ReadStream(%d) gave nothing below the end %d", from, m.MaxOffset())
+		}
+		if err := r.AppendReplica(from, v.Data); err != nil {
+			t.Fatalf("AppendReplica(%d, %d bytes): %v", from, len(v.Data), err)
+		}
+		from += int64(len(v.Data))
+		v.Release()
+		if r.MaxOffset() > r.ReplicaOffset() {
+			t.Fatalf("MaxOffset %d past ReplicaOffset %d", r.MaxOffset(), r.ReplicaOffset())
+		}
+	}
+}
+
+// sameRecords checks that the replica's readers yield the master's
+// records byte for byte from offset from.
+func sameRecords(t *testing.T, m, r *Log, from int64) int {
+	t.Helper()
+	mr, rr := m.NewReader(from), r.NewReader(from)
+	defer mr.Close()
+	defer rr.Close()
+	n := 0
+	for {
+		me, merr := mr.Next()
+		re, rerr := rr.Next()
+		if errors.Is(merr, ErrNoMoreData) {
+			if !errors.Is(rerr, ErrNoMoreData) {
+				t.Fatalf("replica has more than the master at %d: %v", re.Offset, rerr)
+			}
+			return n
+		}
+		if merr != nil || rerr != nil {
+			t.Fatalf("record %d: master %v, replica %v", n, merr, rerr)
+		}
+		if me.Offset != re.Offset || !bytes.Equal(me.Data, re.Data) {
+			t.Fatalf("record %d differs: master at %d (%d bytes), replica at %d (%d bytes)", n, me.Offset, me.Size, re.Offset, re.Size)
+		}
+		n++
+	}
+}
+
+func TestReplicaCopiesTheMasterInPieces(t *testing.T) {
+	m := fillMaster(t, 300)
+	if len(m.segs) < 4 {
+		t.Fatalf("want several segments, have %d", len(m.segs))
+	}
+	r := openReplica(t, t.TempDir(), replicaTestSegment)
+	defer r.Close()
+	// A new replica starts at the master's newest segment, as RocketMQ's
+	// master serves a slave that reports offset 0.
+	rng := rand.New(rand.NewPCG(1, 2))
+	stream(t, m, r, rng, 5000)
+	newest := m.MaxOffset() - m.MaxOffset()%replicaTestSegment
+	if r.MinOffset() != newest || r.MaxOffset() != m.MaxOffset() || r.ReplicaOffset() != m.MaxOffset() {
+		t.Fatalf("replica [%d, %d) replicated to %d; master newest segment %d, end %d",
+			r.MinOffset(), r.MaxOffset(), r.ReplicaOffset(), newest, m.MaxOffset())
+	}
+	if n := sameRecords(t, m, r, newest); n == 0 {
+		t.Fatal("no record compared")
+	}
+	// More appends, then the rest, through rolls.
+	c := newCounter()
+	for i := range 200 {
+		mustAppend(t, m, AppendRequest{Message: testMessage("TopicR", 1, 1000+i, 2000+i), Assigner: c})
+	}
+	stream(t, m, r, rng, 9000)
+	if r.MaxOffset() != m.MaxOffset() {
+		t.Fatalf("replica ends at %d, master at %d", r.MaxOffset(), m.MaxOffset())
+	}
+	sameRecords(t, m, r, newest)
+	if _, err := r.Append(t.Context(), AppendRequest{Message: testMessage("TopicR", 0, 1, 10)}); !errors.Is(err, ErrReplica) {
+		t.Fatalf("Append on a replica: %v, want ErrReplica", err)
+	}
+	if err := m.AppendReplica(m.MaxOffset(), []byte{1}); !errors.Is(err, ErrNotReplica) {
+		t.Fatalf("AppendReplica on a master: %v, want ErrNotReplica", err)
+	}
+}
+
+func TestReplicaShowsOnlyWholeRecords(t *testing.T) {
+	m := fillMaster(t, 3)
+	r := openReplica(t, t.TempDir(), replicaTestSegment)
+	defer r.Close()
+	v, err := m.ReadStream(0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release()
+	first, _ := RecordSize(v.Data)
+	cut := int(first) + 10 // the first record and 10 bytes of the second
+	if err := r.AppendReplica(0, v.Data[:cut]); err != nil {
+		t.Fatal(err)
+	}
+	if r.MaxOffset() != int64(first) || r.ReplicaOffset() != int64(cut) {
+		t.Fatalf("after a cut piece: MaxOffset %d ReplicaOffset %d, want %d and %d", r.MaxOffset(), r.ReplicaOffset(), first, cut)
+	}
+	rd := r.NewReader(0)
+	defer rd.Close()
+	if _, err := rd.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rd.Next(); !errors.Is(err, ErrNoMoreData) {
+		t.Fatalf("the cut record is visible: %v", err)
+	}
+	if err := r.AppendReplica(int64(cut)+1, v.Data[cut+1:]); !errors.Is(err, ErrReplicaGap) {
+		t.Fatalf("a piece after a gap: %v, want ErrReplicaGap", err)
+	}
+	if err := r.AppendReplica(int64(cut), v.Data[cut:]); err != nil {
+		t.Fatal(err)
+	}
+	if r.MaxOffset() != m.MaxOffset() {
+		t.Fatalf("replica ends at %d, master at %d", r.MaxOffset(), m.MaxOffset())
+	}
+}
+
+func TestReplicaRefusesAnotherSegmentSize(t *testing.T) {
+	m := fillMaster(t, 120) // several rolls at 64 KiB
+	r := openReplica(t, t.TempDir(), 2*replicaTestSegment)
+	defer r.Close()
+	var err error
+	for from := int64(0); from < m.MaxOffset() && err == nil; {
+		v, rerr := m.ReadStream(from, 32<<10)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		err = r.AppendReplica(from, v.Data)
+		from += int64(len(v.Data))
+		v.Release()
+	}
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a master with half the segment size: %v, want ErrCorrupt", err)
+	}
+	if r.ReplicaOffset() != r.MaxOffset() || r.MaxOffset() >= replicaTestSegment {
+		t.Fatalf("after the refusal: MaxOffset %d ReplicaOffset %d, want both at the last whole record before %d",
+			r.MaxOffset(), r.ReplicaOffset(), replicaTestSegment)
+	}
+}
+
+func TestReplicaRestartsCleanWithACutRecord(t *testing.T) {
+	m := fillMaster(t, 40)
+	dir := t.TempDir()
+	r := openReplica(t, dir, replicaTestSegment)
+	v, err := m.ReadStream(0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := len(v.Data) / 2
+	if err := r.AppendReplica(0, v.Data[:half]); err != nil {
+		t.Fatal(err)
+	}
+	v.Release()
+	whole := r.MaxOffset()
+	if whole == int64(half) {
+		t.Fatal("the piece ended on a record boundary; pick another cut")
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r = openReplica(t, dir, replicaTestSegment)
+	defer r.Close()
+	info := r.RecoveryInfo()
+	if info.Abnormal || info.CutReason != nil || r.MaxOffset() != whole || r.ReplicaOffset() != whole {
+		t.Fatalf("reopened: %+v MaxOffset %d ReplicaOffset %d, want a clean end at %d", info, r.MaxOffset(), r.ReplicaOffset(), whole)
+	}
+	stream(t, m, r, rand.New(rand.NewPCG(3, 4)), 7000)
+	sameRecords(t, m, r, 0)
+}
+
+func TestReadStreamBounds(t *testing.T) {
+	m := fillMaster(t, 100)
+	v, err := m.ReadStream(m.MaxOffset(), 100)
+	if err != nil || len(v.Data) != 0 {
+		t.Fatalf("at the end: %d bytes, %v", len(v.Data), err)
+	}
+	// The first segment's piece runs to its end, filler included.
+	v, err = m.ReadStream(replicaTestSegment-100, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Data) != 100 {
+		t.Fatalf("tail of the first segment: %d bytes, want 100", len(v.Data))
+	}
+	v.Release()
+	if _, err := m.ReadStream(-1, 10); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("below the log: %v", err)
+	}
+}
+
+// FuzzScanWholeRecords feeds arbitrary received bytes to the replica's
+// record scanner: it must not panic, and everything it calls whole must
+// read back as records.
+func FuzzScanWholeRecords(f *testing.F) {
+	seed := mustOpen(f, testConfig(f, replicaTestSegment))
+	c := newCounter()
+	for i := range 5 {
+		mustAppend(f, seed, AppendRequest{Message: testMessage("TopicF", 0, i, 50+i*10), Assigner: c})
+	}
+	v, err := seed.ReadStream(0, 1<<20)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(append([]byte(nil), v.Data...), uint16(100))
+	f.Add(append([]byte(nil), v.Data[:70]...), uint16(3))
+	v.Release()
+	seed.Close()
+	f.Add([]byte{0, 0, 0, 8, 0xcb, 0xd4, 0x33, 0x20}, uint16(0))
+	f.Add([]byte{0, 0, 0, 12, 0xcb, 0xd4, 0x33, 0x20, 0, 0, 0, 0}, uint16(0))
+	f.Fuzz(func(t *testing.T, data []byte, room uint16) {
+		seg := make([]byte, len(data), len(data)+int(room))
+		copy(seg, data)
+		rel, _, err := scanWholeRecords(seg, 0, 0)
+		if rel < 0 || rel > int64(cap(seg)) || (rel > int64(len(seg)) && rel != int64(cap(seg))) {
+			t.Fatalf("scan ended at %d of %d received bytes (segment %d)", rel, len(seg), cap(seg))
+		}
+		for pos := int64(0); pos < min(rel, int64(len(seg))); {
+			if int64(cap(seg))-pos < blankFillerLength {
+				break // the segment's last bytes, too few for a record
+			}
+			n, cerr := Check(seg[pos:], false)
+			if errors.Is(cerr, ErrBlank) {
+				break
+			}
+			if cerr != nil {
+				t.Fatalf("bytes at %d called whole do not check: %v (scan error %v)", pos, cerr, err)
+			}
+			pos += int64(n)
+		}
+	})
+}
