@@ -1,0 +1,43 @@
+// Package ha replicates a master broker's CommitLog to its slaves over
+// RocketMQ's classic HA protocol (DefaultHAService: brokerRole
+// ASYNC_MASTER or SYNC_MASTER with SLAVE brokers of the same brokerName),
+// byte for byte as Apache RocketMQ does, so a rocketkv slave can follow
+// an Apache RocketMQ master and the other way round.
+//
+// # The connection
+//
+// The slave connects to the master's HA port (haListenPort, listenPort+1
+// by default; the name server hands the address to slaves as
+// haServerAddr) and the two streams run independently:
+//
+//	slave -> master: reports, 8 bytes each, big-endian
+//	+--------------------------------+
+//	| slave's CommitLog end (int64)  |
+//	+--------------------------------+
+//
+//	master -> slave: transfers
+//	+--------------------------------+----------------+----------------------+
+//	| physical offset (int64)        | body size int32| body: CommitLog bytes|
+//	+--------------------------------+----------------+----------------------+
+//
+// The slave reports when it connects, after every transfer that moved its
+// end and every haSendHeartbeatInterval (5 s). The master starts at the
+// first report: from that offset, or from the start of its newest segment
+// when the slave reports 0 (an empty slave does not copy the whole log).
+// A transfer carries at most haTransferBatchSize bytes (32 KiB) of one
+// segment, cut anywhere (inside a record too); with nothing to send the
+// master sends a transfer with an empty body every heartbeat interval. The
+// slave refuses a transfer whose offset is not its own end (unless it is
+// empty), and either side closes a connection that has been silent for
+// haHousekeepingInterval (20 s).
+//
+// # Acknowledgement
+//
+// A slave's last report is its acknowledged offset. A SYNC_MASTER with
+// inSyncReplicas >= 2 answers a send only once inSyncReplicas-1 slaves
+// have acknowledged the end of its records, or answers FLUSH_SLAVE_TIMEOUT
+// after slaveTimeout (3 s) with the records stored (RocketMQ 5's rule; a
+// 4.x SYNC_MASTER always waited for one slave). A slave counts as in sync
+// while the master's end is less than haMaxGapNotInSync (256 MiB) ahead of
+// its acknowledgement.
+package ha

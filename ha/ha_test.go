@@ -1,0 +1,298 @@
+package ha
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+)
+
+const testSegment = 64 << 10
+
+func openLog(t *testing.T, dir string, replica bool) *commitlog.Log {
+	t.Helper()
+	cfg := commitlog.DefaultConfig(dir)
+	cfg.SegmentSize = testSegment
+	cfg.StoreHost = netip.MustParseAddrPort("10.0.0.1:10911")
+	cfg.Replica = replica
+	l, err := commitlog.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func appendN(t *testing.T, l *commitlog.Log, from, n int) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		body := bytes.Repeat([]byte{byte(i)}, 200+(i*53)%2500)
+		m := &commitlog.Message{Topic: "TopicHA", QueueID: int32(i % 3), Body: body, BornTimestamp: int64(i),
+			BornHost: netip.MustParseAddrPort("10.0.0.2:4000"), Properties: fmt.Sprintf("UNIQ_KEY\x01K%06d", i),
+			QueueOffset: int64(i)}
+		if _, err := l.Append(context.Background(), commitlog.AppendRequest{Message: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func fast() (time.Duration, time.Duration) { return 50 * time.Millisecond, 2 * time.Second }
+
+func startServer(t *testing.T, l *commitlog.Log) *Server {
+	t.Helper()
+	hb, hk := fast()
+	s := NewServer(ServerConfig{Addr: "127.0.0.1:0", Log: l, HeartbeatInterval: hb, HousekeepingInterval: hk,
+		TransferBatchSize: 5000, Logger: zerolog.Nop()})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func startClient(t *testing.T, r *commitlog.Log, addr *atomic.Value) (*Client, context.CancelFunc) {
+	t.Helper()
+	hb, hk := fast()
+	c := NewClient(ClientConfig{MasterAddr: func() string { return addr.Load().(string) }, Log: r,
+		HeartbeatInterval: hb, HousekeepingInterval: hk, RetryInterval: 50 * time.Millisecond, Logger: zerolog.Nop()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	stop := func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return c, stop
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// sameBytes compares the replica with the master over [from, end).
+func sameBytes(t *testing.T, m, r *commitlog.Log, from int64) {
+	t.Helper()
+	for off := from; off < m.MaxOffset(); {
+		mv, err := m.ReadStream(off, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rv, err := r.ReadStream(off, len(mv.Data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(mv.Data, rv.Data) {
+			t.Fatalf("bytes at %d differ (%d and %d bytes)", off, len(mv.Data), len(rv.Data))
+		}
+		off += int64(len(mv.Data))
+		mv.Release()
+		rv.Release()
+	}
+}
+
+func TestSlaveFollowsMaster(t *testing.T) {
+	m := openLog(t, t.TempDir(), false)
+	defer m.Close()
+	appendN(t, m, 0, 100) // a few segments before the slave comes
+	s := startServer(t, m)
+	r := openLog(t, t.TempDir(), true)
+	defer r.Close()
+	var addr atomic.Value
+	addr.Store(s.Addr().String())
+	startClient(t, r, &addr)
+
+	appendN(t, m, 100, 300)
+	waitFor(t, "the slave to catch up", func() bool { return r.MaxOffset() == m.MaxOffset() })
+	newest := r.MinOffset()
+	if newest%testSegment != 0 || newest == 0 {
+		t.Fatalf("an empty slave starts at %d; want a later segment's start", newest)
+	}
+	sameBytes(t, m, r, newest)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if !s.WaitAcked(ctx, m.MaxOffset(), 1) {
+		t.Fatal("the slave's acknowledgement of the end never came")
+	}
+	if n := s.InSyncSlaves(m.MaxOffset()); n != 1 {
+		t.Fatalf("in-sync slaves %d, want 1", n)
+	}
+	short, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel2()
+	if s.WaitAcked(short, m.MaxOffset(), 2) {
+		t.Fatal("two acknowledgements from one slave")
+	}
+	if sl := s.Slaves(); len(sl) != 1 || sl[0].AckOffset != m.MaxOffset() {
+		t.Fatalf("slaves %+v", sl)
+	}
+}
+
+func TestSlaveResumesAfterMasterRestart(t *testing.T) {
+	m := openLog(t, t.TempDir(), false)
+	defer m.Close()
+	s := startServer(t, m)
+	dir := t.TempDir()
+	r := openLog(t, dir, true)
+	var addr atomic.Value
+	addr.Store(s.Addr().String())
+	_, stopClient := startClient(t, r, &addr)
+	appendN(t, m, 0, 150)
+	waitFor(t, "the first catch-up", func() bool { return r.MaxOffset() == m.MaxOffset() })
+
+	// The slave restarts with the master gone meanwhile, then the master
+	// comes back on another port with more records.
+	stopClient()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	appendN(t, m, 150, 150)
+	r = openLog(t, dir, true)
+	defer r.Close()
+	s2 := startServer(t, m)
+	addr.Store(s2.Addr().String())
+	startClient(t, r, &addr)
+	waitFor(t, "the second catch-up", func() bool { return r.MaxOffset() == m.MaxOffset() })
+	sameBytes(t, m, r, r.MinOffset())
+}
+
+func TestSlaveAcknowledgesOnlyWhatItHolds(t *testing.T) {
+	m := openLog(t, t.TempDir(), false)
+	defer m.Close()
+	s := startServer(t, m)
+	appendN(t, m, 0, 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if s.WaitAcked(ctx, m.MaxOffset(), 1) {
+		t.Fatal("acknowledged without a slave")
+	}
+	if n := s.InSyncSlaves(m.MaxOffset()); n != 0 {
+		t.Fatalf("in-sync slaves %d without one", n)
+	}
+}
+
+// A master that sends bytes at the wrong offset is dropped and dialled
+// again; nothing is written.
+func TestSlaveRefusesATransferElsewhere(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			go func() {
+				defer conn.Close()
+				var rep [ReportSize]byte
+				if _, err := conn.Read(rep[:]); err != nil {
+					return
+				}
+				b := appendTransferHeader(nil, 4096, 4)
+				b = append(b, 1, 2, 3, 4)
+				_, _ = conn.Write(b)
+				time.Sleep(time.Second)
+			}()
+		}
+	}()
+	m := openLog(t, t.TempDir(), false)
+	appendN(t, m, 0, 3)
+	v, err := m.ReadStream(0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := openLog(t, t.TempDir(), true)
+	defer r.Close()
+	if err := r.AppendReplica(0, v.Data); err != nil {
+		t.Fatal(err)
+	}
+	v.Release()
+	m.Close()
+	end := r.ReplicaOffset()
+	var addr atomic.Value
+	addr.Store(ln.Addr().String())
+	startClient(t, r, &addr)
+	waitFor(t, "a second dial", func() bool { return accepted.Load() >= 2 })
+	if r.ReplicaOffset() != end {
+		t.Fatalf("the replica took bytes at the wrong offset: end %d, was %d", r.ReplicaOffset(), end)
+	}
+}
+
+func TestTransferReader(t *testing.T) {
+	var stream []byte
+	stream = appendTransferHeader(stream, 100, 3)
+	stream = append(stream, 'a', 'b', 'c')
+	stream = appendTransferHeader(stream, 103, 0)
+	stream = appendTransferHeader(stream, 103, 2)
+	stream = append(stream, 'd', 'e')
+	type got struct {
+		off  int64
+		body string
+	}
+	var out []got
+	var r transferReader
+	for i := range stream { // one byte at a time
+		r.feed(stream[i : i+1])
+		for {
+			off, body, ok, err := r.next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+			out = append(out, got{off, string(body)})
+		}
+	}
+	want := []got{{100, "abc"}, {103, ""}, {103, "de"}}
+	if fmt.Sprint(out) != fmt.Sprint(want) || r.buffered() != 0 {
+		t.Fatalf("transfers %v (buffered %d), want %v", out, r.buffered(), want)
+	}
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{"negative offset", appendTransferHeader(nil, -1, 0)},
+		{"negative size", binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(nil, 0), 0xffffffff)},
+		{"oversized body", appendTransferHeader(nil, 0, MaxTransferBody+1)},
+	} {
+		var r transferReader
+		r.feed(tc.b)
+		if _, _, _, err := r.next(); !errors.Is(err, ErrProtocol) {
+			t.Errorf("%s: %v, want ErrProtocol", tc.name, err)
+		}
+	}
+}
+
+func TestDecodeReports(t *testing.T) {
+	a := appendReport(appendReport(nil, 7), 4096)
+	last, ok, rest, err := decodeReports(nil, a[:11])
+	if err != nil || !ok || last != 7 || len(rest) != 3 {
+		t.Fatalf("first read: %d %v rest %d %v", last, ok, len(rest), err)
+	}
+	last, ok, rest, err = decodeReports(rest, a[11:])
+	if err != nil || !ok || last != 4096 || len(rest) != 0 {
+		t.Fatalf("second read: %d %v rest %d %v", last, ok, len(rest), err)
+	}
+	if _, _, _, err := decodeReports(nil, appendReport(nil, -5)); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("negative report: %v", err)
+	}
+}

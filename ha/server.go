@@ -1,0 +1,382 @@
+package ha
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+)
+
+// Defaults, as RocketMQ's MessageStoreConfig.
+const (
+	DefaultHeartbeatInterval    = 5 * time.Second
+	DefaultHousekeepingInterval = 20 * time.Second
+	DefaultTransferBatchSize    = 32 << 10
+	DefaultMaxGapNotInSync      = 256 << 20
+)
+
+// Source is the master's CommitLog as the server reads it.
+type Source interface {
+	// ReadStream returns the bytes from offset to the readable end of
+	// its segment, at most max (commitlog.Log.ReadStream).
+	ReadStream(offset int64, max int) (*commitlog.View, error)
+	// WaitBeyond blocks until the log's end passes offset or ctx ends.
+	WaitBeyond(ctx context.Context, offset int64) error
+	// MaxOffset is the log's end.
+	MaxOffset() int64
+	// SegmentSize is the size of the log's segments.
+	SegmentSize() int64
+}
+
+// ServerConfig configures a Server. Zero durations and sizes take the
+// defaults.
+type ServerConfig struct {
+	// Addr is the listen address (":10912").
+	Addr string
+	// Log is the CommitLog to replicate.
+	Log Source
+	// HeartbeatInterval is haSendHeartbeatInterval: an idle connection
+	// gets an empty transfer this often.
+	HeartbeatInterval time.Duration
+	// HousekeepingInterval is haHousekeepingInterval: a slave silent for
+	// this long is dropped.
+	HousekeepingInterval time.Duration
+	// TransferBatchSize is haTransferBatchSize, the most bytes in one
+	// transfer (at most MaxTransferBody).
+	TransferBatchSize int
+	// MaxGapNotInSync is haMaxGapNotInSync: a slave whose acknowledgement
+	// is this far behind the log's end is not in sync.
+	MaxGapNotInSync int64
+	// Logger receives the server's events.
+	Logger zerolog.Logger
+}
+
+func (c ServerConfig) withDefaults() ServerConfig {
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.HousekeepingInterval <= 0 {
+		c.HousekeepingInterval = DefaultHousekeepingInterval
+	}
+	if c.TransferBatchSize <= 0 {
+		c.TransferBatchSize = DefaultTransferBatchSize
+	}
+	c.TransferBatchSize = min(c.TransferBatchSize, MaxTransferBody)
+	if c.MaxGapNotInSync <= 0 {
+		c.MaxGapNotInSync = DefaultMaxGapNotInSync
+	}
+	return c
+}
+
+// Server is a master's HA service: it accepts slaves and streams the
+// CommitLog to each, and tracks what they acknowledged.
+//
+// Goroutines: the accept loop, and per slave a reader of its reports and
+// a writer of transfers; all stop at Close (or when ctx given to Start
+// ends), and Close waits for them.
+type Server struct {
+	cfg ServerConfig
+	log zerolog.Logger
+	ln  net.Listener
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	slaves  map[*slaveConn]struct{}
+	changed chan struct{} // closed when an acknowledgement moves or a slave leaves
+}
+
+// slaveConn is one connected slave.
+type slaveConn struct {
+	conn    net.Conn
+	addr    string
+	request atomic.Int64 // first report, -1 until it came
+	ack     atomic.Int64 // last report, -1 until the first
+}
+
+// SlaveStatus describes one connected slave.
+type SlaveStatus struct {
+	// Addr is the slave's address.
+	Addr string
+	// AckOffset is the CommitLog end it last reported.
+	AckOffset int64
+}
+
+// NewServer returns a server that listens once started.
+func NewServer(cfg ServerConfig) *Server {
+	cfg = cfg.withDefaults()
+	return &Server{
+		cfg:     cfg,
+		log:     cfg.Logger.With().Str("component", "ha").Logger(),
+		slaves:  map[*slaveConn]struct{}{},
+		changed: make(chan struct{}),
+	}
+}
+
+// Start listens on the configured address and accepts slaves until Close.
+func (s *Server) Start() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("ha: listen on %s (haListenPort): %w", s.cfg.Addr, err)
+	}
+	s.ln = ln
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go s.accept()
+	s.log.Info().Stringer("addr", ln.Addr()).Msg("HA service listening for slaves")
+	return nil
+}
+
+// Addr returns the bound address (nil before Start).
+func (s *Server) Addr() net.Addr {
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Close stops accepting, drops every slave and waits for the server's
+// goroutines.
+func (s *Server) Close() error {
+	if s.ln == nil {
+		return nil
+	}
+	s.cancel()
+	err := s.ln.Close()
+	s.mu.Lock()
+	for c := range s.slaves {
+		_ = c.conn.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		conn, err := s.ln.Accept()
+		if err != nil {
+			if s.ctx.Err() == nil {
+				s.log.Error().Err(err).Msg("HA accept failed; no more slaves are taken")
+			}
+			return
+		}
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		c := &slaveConn{conn: conn, addr: conn.RemoteAddr().String()}
+		c.request.Store(-1)
+		c.ack.Store(-1)
+		s.mu.Lock()
+		s.slaves[c] = struct{}{}
+		s.mu.Unlock()
+		s.log.Info().Str("slave", c.addr).Msg("slave connected")
+		ctx, cancel := context.WithCancel(s.ctx)
+		s.wg.Add(3)
+		go func() {
+			defer s.wg.Done()
+			defer cancel()
+			s.readReports(ctx, c)
+		}()
+		go func() {
+			defer s.wg.Done()
+			defer cancel()
+			s.transfer(ctx, c)
+		}()
+		go func() {
+			defer s.wg.Done()
+			<-ctx.Done()
+			_ = conn.Close()
+		}()
+	}
+}
+
+// drop forgets a slave whose connection ended.
+func (s *Server) drop(c *slaveConn, why error) {
+	s.mu.Lock()
+	_, ok := s.slaves[c]
+	delete(s.slaves, c)
+	if ok {
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
+	s.mu.Unlock()
+	if ok && s.ctx.Err() == nil {
+		s.log.Warn().Err(why).Str("slave", c.addr).Int64("ack", c.ack.Load()).Msg("slave disconnected")
+	}
+}
+
+// readReports reads the slave's reports until the connection ends or the
+// slave stays silent for the housekeeping interval.
+func (s *Server) readReports(ctx context.Context, c *slaveConn) {
+	buf := make([]byte, 4096)
+	var pending []byte
+	for ctx.Err() == nil {
+		_ = c.conn.SetReadDeadline(time.Now().Add(s.cfg.HousekeepingInterval))
+		n, err := c.conn.Read(buf)
+		if n > 0 {
+			last, ok, rest, perr := decodeReports(pending, buf[:n])
+			if perr != nil {
+				s.drop(c, perr)
+				return
+			}
+			pending = rest
+			if ok {
+				s.acknowledge(c, last)
+			}
+		}
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				err = fmt.Errorf("silent for %s (haHousekeepingInterval): %w", s.cfg.HousekeepingInterval, err)
+			}
+			s.drop(c, err)
+			return
+		}
+	}
+}
+
+// acknowledge records a slave's report and wakes the senders waiting for
+// acknowledgements.
+func (s *Server) acknowledge(c *slaveConn, offset int64) {
+	if c.request.CompareAndSwap(-1, offset) {
+		s.log.Info().Str("slave", c.addr).Int64("offset", offset).Msg("slave asks for the CommitLog from here")
+	}
+	if c.ack.Swap(offset) == offset {
+		return
+	}
+	s.mu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// transfer streams the log to the slave from where its first report asks.
+func (s *Server) transfer(ctx context.Context, c *slaveConn) {
+	for c.request.Load() < 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	next := c.request.Load()
+	if next == 0 {
+		// A new slave starts at the newest segment, as RocketMQ's master
+		// serves one.
+		end := s.cfg.Log.MaxOffset()
+		next = end - end%s.cfg.Log.SegmentSize()
+	}
+	if end := s.cfg.Log.MaxOffset(); next > end {
+		s.log.Warn().Str("slave", c.addr).Int64("slave", next).Int64("master", end).
+			Msg("the slave's CommitLog is ahead of the master's: it gets nothing until the master's passes it")
+	}
+	s.log.Info().Str("slave", c.addr).Int64("from", next).Msg("transferring the CommitLog to the slave")
+	header := make([]byte, 0, TransferHeaderSize)
+	lastWrite := time.Now()
+	for ctx.Err() == nil {
+		v, err := s.cfg.Log.ReadStream(next, s.cfg.TransferBatchSize)
+		if err != nil {
+			s.drop(c, fmt.Errorf("read the CommitLog at %d for the slave (retention may have deleted it: rebuild the slave from a copy): %w", next, err))
+			return
+		}
+		if len(v.Data) == 0 {
+			v.Release()
+			if time.Since(lastWrite) >= s.cfg.HeartbeatInterval {
+				if err := s.write(c, appendTransferHeader(header[:0], next, 0), nil); err != nil {
+					s.drop(c, err)
+					return
+				}
+				lastWrite = time.Now()
+			}
+			wctx, cancel := context.WithTimeout(ctx, s.cfg.HeartbeatInterval-time.Since(lastWrite))
+			_ = s.cfg.Log.WaitBeyond(wctx, next)
+			cancel()
+			continue
+		}
+		err = s.write(c, appendTransferHeader(header[:0], next, len(v.Data)), v.Data)
+		next += int64(len(v.Data))
+		v.Release()
+		if err != nil {
+			s.drop(c, err)
+			return
+		}
+		lastWrite = time.Now()
+	}
+}
+
+// write sends one transfer within the housekeeping interval.
+func (s *Server) write(c *slaveConn, header, body []byte) error {
+	_ = c.conn.SetWriteDeadline(time.Now().Add(s.cfg.HousekeepingInterval))
+	bufs := net.Buffers{header}
+	if len(body) > 0 {
+		bufs = append(bufs, body)
+	}
+	if _, err := bufs.WriteTo(c.conn); err != nil {
+		return fmt.Errorf("send to slave: %w", err)
+	}
+	return nil
+}
+
+// WaitAcked waits until at least n connected slaves have acknowledged
+// offset (the end of a send's records). It returns false when ctx ends
+// first.
+func (s *Server) WaitAcked(ctx context.Context, offset int64, n int) bool {
+	for {
+		s.mu.Lock()
+		got := 0
+		for c := range s.slaves {
+			if c.ack.Load() >= offset {
+				got++
+			}
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		if got >= n {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// InSyncSlaves counts the slaves whose acknowledgement is less than
+// haMaxGapNotInSync behind masterEnd.
+func (s *Server) InSyncSlaves(masterEnd int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for c := range s.slaves {
+		if a := c.ack.Load(); a >= 0 && masterEnd-a < s.cfg.MaxGapNotInSync {
+			n++
+		}
+	}
+	return n
+}
+
+// Slaves returns the connected slaves.
+func (s *Server) Slaves() []SlaveStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]SlaveStatus, 0, len(s.slaves))
+	for c := range s.slaves {
+		out = append(out, SlaveStatus{Addr: c.addr, AckOffset: c.ack.Load()})
+	}
+	return out
+}
