@@ -97,6 +97,10 @@ type Broker struct {
 	// CommitLog: a seam for tests of failed appends.
 	beforePut func(msgs []*commitlog.Message) error
 
+	// repl is master-slave replication: the HA server of a master, the
+	// HA client of a slave.
+	repl replication
+
 	mux    *remoting.Mux
 	acl    *acl.Guard // nil when aclEnable is off
 	server *remoting.Server
@@ -121,6 +125,9 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 	}
 	ip, err := brokerIP(cfg.BrokerIP1)
 	if err != nil {
+		return nil, err
+	}
+	if cfg.BrokerID, err = checkRole(cfg.BrokerRole, cfg.BrokerID); err != nil {
 		return nil, err
 	}
 	levels, err := meta.ParseDelayLevels(meta.DefaultMessageDelayLevel)
@@ -193,6 +200,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
+			_ = b.stopReplication()
 			_ = b.stopMetrics(context.Background())
 			b.closeStores()
 			b.cancel()
@@ -235,6 +243,10 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		return err
 	}
 
+	if err := b.startReplication(); err != nil {
+		return err
+	}
+
 	b.mux = remoting.NewMux()
 	b.routes()
 	var handler remoting.Handler = b.mux
@@ -261,9 +273,12 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.goBackground("lock-expiry", b.locks.expireLoop)
 	b.goBackground("index-sync", b.syncLoop)
 	b.goBackground("register", b.register.loop)
-	b.goBackground("schedule", b.scheduleLoop)
-	b.goBackground("transaction-check", b.txns.Run)
-	b.goBackground("timer", b.timers.Run)
+	if !b.isSlave() {
+		// They put messages; a slave's come from its master.
+		b.goBackground("schedule", b.scheduleLoop)
+		b.goBackground("transaction-check", b.txns.Run)
+		b.goBackground("timer", b.timers.Run)
+	}
 	b.goBackground("stats", b.stats.Run)
 	b.holds.start()
 	b.log.Info().Str("addr", b.Addr()).Str("store", root).Str("storeType", b.cfg.StoreType).
@@ -313,6 +328,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 	lcfg.StoreHost = b.storeHost
 	lcfg.Logger = b.root
 	lcfg.BeforeFlush = b.beforeFlush
+	lcfg.Replica = b.isSlave()
 	clog, err := commitlog.Open(lcfg)
 	if err != nil {
 		return fmt.Errorf("open commitlog: %w", err)
@@ -503,6 +519,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 	}
 	b.holds.stop()
+	if err := b.stopReplication(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := b.stopMetrics(ctx); err != nil {
 		errs = append(errs, err)
 	}

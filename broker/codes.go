@@ -23,6 +23,7 @@ func appendErrorCode(err error) int32 {
 	case errors.Is(err, commitlog.ErrDiskFull),
 		errors.Is(err, commitlog.ErrMapFailed),
 		errors.Is(err, commitlog.ErrClosed),
+		errors.Is(err, commitlog.ErrReplica),
 		errors.Is(err, context.Canceled):
 		return remoting.ServiceNotAvailable
 	default:
@@ -32,8 +33,11 @@ func appendErrorCode(err error) int32 {
 
 // appendStatusCode maps the status of a successful append.
 func appendStatusCode(s commitlog.AppendStatus) int32 {
-	if s == commitlog.FlushDiskTimeout {
+	switch s {
+	case commitlog.FlushDiskTimeout:
 		return remoting.FlushDiskTimeout
+	case commitlog.FlushSlaveTimeout:
+		return remoting.FlushSlaveTimeout
 	}
 	return remoting.Success
 }

@@ -70,7 +70,9 @@ func (b *Broker) startPop() error {
 	}
 	b.popSvc = svc
 	b.popHolds = newPopHolds(b)
-	svc.Start()
+	if !b.isSlave() {
+		svc.Start() // revive puts messages; a slave's come from its master
+	}
 	return nil
 }
 

@@ -46,13 +46,11 @@ func newRegistrar(b *Broker) *registrar {
 
 func (r *registrar) info() namesrv.BrokerInfo {
 	return namesrv.BrokerInfo{
-		ClusterName: r.b.cfg.BrokerClusterName,
-		BrokerName:  r.b.cfg.BrokerName,
-		BrokerAddr:  r.b.Addr(),
-		BrokerID:    r.b.cfg.BrokerID,
-		// No HA: the address is the broker's own, as RocketMQ's default
-		// haListenPort = listenPort + 1 would be meaningless here.
-		HAServerAddr: r.b.Addr(),
+		ClusterName:  r.b.cfg.BrokerClusterName,
+		BrokerName:   r.b.cfg.BrokerName,
+		BrokerAddr:   r.b.Addr(),
+		BrokerID:     r.b.cfg.BrokerID,
+		HAServerAddr: r.b.haServerAddr(),
 	}
 }
 
@@ -120,6 +118,7 @@ func (r *registrar) registerOnce(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	results, err := r.ns.Register(rctx, info, body)
+	r.b.noteRegistration(results)
 	for _, res := range results {
 		if res.Err != nil {
 			r.b.log.Warn().Err(res.Err).Str("namesrv", res.NameServer).Msg("register broker")

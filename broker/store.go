@@ -34,6 +34,9 @@ func (b *Broker) putMessages(ctx context.Context, msgs []*commitlog.Message, wai
 		return res, err
 	}
 	b.stats.Stored(len(msgs), res.WroteBytes)
+	if waitFlush {
+		res = b.waitSlaves(ctx, res)
+	}
 	return res, nil
 }
 

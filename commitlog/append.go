@@ -45,6 +45,10 @@ const (
 	// did not confirm them within SyncFlushTimeout (or the context ended
 	// first). They stay in the log.
 	FlushDiskTimeout
+	// FlushSlaveTimeout: the records are in the log, but not enough
+	// slaves acknowledged them within slaveTimeout. The Log never sets
+	// it; the broker's replication does.
+	FlushSlaveTimeout
 )
 
 // String returns RocketMQ's name of the status.
@@ -54,6 +58,8 @@ func (s AppendStatus) String() string {
 		return "PUT_OK"
 	case FlushDiskTimeout:
 		return "FLUSH_DISK_TIMEOUT"
+	case FlushSlaveTimeout:
+		return "FLUSH_SLAVE_TIMEOUT"
 	}
 	return fmt.Sprintf("AppendStatus(%d)", int(s))
 }

@@ -63,6 +63,19 @@ type Broker struct {
 	// topic besides pushing them to the requester.
 	StoreReplyMessageEnable bool
 
+	// Master-slave replication (RocketMQ's classic HA).
+	BrokerIP2               string
+	HAListenPort            int
+	HAMasterAddress         string
+	HASendHeartbeatInterval time.Duration
+	HAHousekeepingInterval  time.Duration
+	HATransferBatchSize     int
+	HAMaxGapNotInSync       int64
+	SlaveTimeout            time.Duration
+	InSyncReplicas          int
+	MinInSyncReplicas       int
+	SlaveReadEnable         bool
+
 	// Topics and groups.
 	AutoCreateTopicEnable       bool
 	AutoCreateSubscriptionGroup bool

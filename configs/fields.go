@@ -44,6 +44,18 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("traceOn", "true", func(b *Broker) *bool { return &b.TraceOn }),
 	boolean("storeReplyMessageEnable", "true", func(b *Broker) *bool { return &b.StoreReplyMessageEnable }),
 
+	str("brokerIP2", "", func(b *Broker) *string { return &b.BrokerIP2 }),
+	intRange("haListenPort", "0", 0, 65535, func(b *Broker) *int { return &b.HAListenPort }),
+	str("haMasterAddress", "", func(b *Broker) *string { return &b.HAMasterAddress }),
+	millisRange("haSendHeartbeatInterval", "5000", 1, func(b *Broker) *time.Duration { return &b.HASendHeartbeatInterval }),
+	millisRange("haHousekeepingInterval", "20000", 1, func(b *Broker) *time.Duration { return &b.HAHousekeepingInterval }),
+	intRange("haTransferBatchSize", "32768", 1, 4<<20, func(b *Broker) *int { return &b.HATransferBatchSize }),
+	i64Range("haMaxGapNotInSync", "268435456", 1, 1<<50, func(b *Broker) *int64 { return &b.HAMaxGapNotInSync }),
+	millisRange("slaveTimeout", "3000", 1, func(b *Broker) *time.Duration { return &b.SlaveTimeout }),
+	intRange("inSyncReplicas", "1", 1, 64, func(b *Broker) *int { return &b.InSyncReplicas }),
+	intRange("minInSyncReplicas", "1", 1, 64, func(b *Broker) *int { return &b.MinInSyncReplicas }),
+	boolean("slaveReadEnable", "false", func(b *Broker) *bool { return &b.SlaveReadEnable }),
+
 	boolean("autoCreateTopicEnable", "true", func(b *Broker) *bool { return &b.AutoCreateTopicEnable }),
 	boolean("autoCreateSubscriptionGroup", "true", func(b *Broker) *bool { return &b.AutoCreateSubscriptionGroup }),
 	intRange("defaultTopicQueueNums", "8", 1, 65535, func(b *Broker) *int { return &b.DefaultTopicQueueNums }),

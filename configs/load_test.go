@@ -123,10 +123,10 @@ sendMessageThreadPoolNums=16
 	if b.BrokerClusterName != "ClusterX" || b.BrokerName != "broker-b" || b.FlushDiskType != SyncFlush ||
 		b.MappedFileSizeCommitLog != 65536 || b.FileReservedTime != 48*time.Hour ||
 		!reflect.DeepEqual(b.DeleteWhen, []int{4, 16}) || b.StorePathRootDir != "/tmp/rmq-store" ||
-		b.NamesrvAddr != "127.0.0.1:9876;127.0.0.2:9876" || b.ListenPort != 20911 {
+		b.NamesrvAddr != "127.0.0.1:9876;127.0.0.2:9876" || b.ListenPort != 20911 || b.HAListenPort != 10912 {
 		t.Fatalf("unexpected config %+v", b)
 	}
-	if want := []string{"haListenPort", "sendMessageThreadPoolNums"}; !reflect.DeepEqual(lower(got.UnknownKeys), lower(want)) {
+	if want := []string{"sendMessageThreadPoolNums"}; !reflect.DeepEqual(lower(got.UnknownKeys), lower(want)) {
 		t.Errorf("unknown keys %v, want %v", got.UnknownKeys, want)
 	}
 	// Settings (GET_BROKER_CONFIG) name every key once, canonically, with

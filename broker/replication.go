@@ -1,0 +1,190 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/ha"
+	"github.com/rocketkv/rocketkv/namesrv"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// roleSlave is brokerRole's value for a slave.
+const roleSlave = "SLAVE"
+
+// replication is the broker's part in master-slave replication: a master
+// serves its slaves (server); a slave follows its master (client) at the
+// addresses its name servers give (or haMasterAddress).
+type replication struct {
+	server *ha.Server // master only
+	client *ha.Client // slave only
+	// masterHA and masterAddr are a slave's master: its HA address and
+	// its Remoting address ("" while unknown).
+	masterHA   atomic.Pointer[string]
+	masterAddr atomic.Pointer[string]
+}
+
+func (r *replication) load(p *atomic.Pointer[string]) string {
+	if s := p.Load(); s != nil {
+		return *s
+	}
+	return ""
+}
+
+// isSlave reports whether the broker is a slave (brokerRole=SLAVE).
+func (b *Broker) isSlave() bool { return b.cfg.BrokerRole == roleSlave }
+
+// checkRole applies RocketMQ's start-up rules of brokerRole: a master's
+// brokerId is 0, a slave's above 0.
+func checkRole(cfgRole string, brokerID int64) (int64, error) {
+	if cfgRole == roleSlave {
+		if brokerID <= 0 {
+			return 0, fmt.Errorf("brokerRole=SLAVE needs a brokerId above 0 (the master's is 0), have %d", brokerID)
+		}
+		return brokerID, nil
+	}
+	return 0, nil
+}
+
+// startReplication starts the HA server of a master or the HA client of
+// a slave.
+func (b *Broker) startReplication() error {
+	if b.isSlave() {
+		if a := b.cfg.HAMasterAddress; a != "" {
+			b.repl.masterHA.Store(&a)
+		}
+		b.repl.client = ha.NewClient(ha.ClientConfig{
+			MasterAddr:           func() string { return b.repl.load(&b.repl.masterHA) },
+			Log:                  b.clog,
+			HeartbeatInterval:    b.cfg.HASendHeartbeatInterval,
+			HousekeepingInterval: b.cfg.HAHousekeepingInterval,
+			Logger:               b.root,
+		})
+		b.goBackground("ha-client", b.repl.client.Run)
+		b.log.Info().Str("haMasterAddress", b.cfg.HAMasterAddress).
+			Msg("slave: the CommitLog is replicated from the master; sends are refused")
+		return nil
+	}
+	port := b.cfg.HAListenPort
+	if port == 0 && b.cfg.ListenPort != 0 {
+		port = b.cfg.ListenPort + 1
+	}
+	srv := ha.NewServer(ha.ServerConfig{
+		Addr:                 net.JoinHostPort("", strconv.Itoa(port)),
+		Log:                  b.clog,
+		HeartbeatInterval:    b.cfg.HASendHeartbeatInterval,
+		HousekeepingInterval: b.cfg.HAHousekeepingInterval,
+		TransferBatchSize:    b.cfg.HATransferBatchSize,
+		MaxGapNotInSync:      b.cfg.HAMaxGapNotInSync,
+		Logger:               b.root,
+	})
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	b.repl.server = srv
+	if b.cfg.BrokerRole == "SYNC_MASTER" && b.cfg.InSyncReplicas < 2 {
+		b.log.Warn().Msg("brokerRole=SYNC_MASTER with inSyncReplicas=1: sends do not wait for a slave (RocketMQ 5's rule); set inSyncReplicas=2 for the 4.x behaviour")
+	}
+	return nil
+}
+
+// stopReplication closes the HA server (the client stops with the
+// broker's background tasks).
+func (b *Broker) stopReplication() error {
+	if b.repl.server == nil {
+		return nil
+	}
+	err := b.repl.server.Close()
+	b.repl.server = nil
+	return err
+}
+
+// haServerAddr is the address slaves replicate from: brokerIP2 (brokerIP1
+// when empty) and the HA port, as the broker registers it.
+func (b *Broker) haServerAddr() string {
+	ip := b.hostIP
+	if b.cfg.BrokerIP2 != "" {
+		if a, err := netip.ParseAddr(b.cfg.BrokerIP2); err == nil {
+			ip = a.Unmap()
+		}
+	}
+	port := b.cfg.HAListenPort
+	if b.repl.server != nil {
+		if a, ok := b.repl.server.Addr().(*net.TCPAddr); ok {
+			port = a.Port
+		}
+	}
+	return netip.AddrPortFrom(ip, uint16(port)).String()
+}
+
+// noteRegistration takes a slave's master from a registration's answers,
+// as RocketMQ's handleRegisterBrokerResult: the first name server that
+// answered says where the master is (its HA address is kept when a name
+// server no longer knows it; its Remoting address is not).
+func (b *Broker) noteRegistration(results []namesrv.Registration) {
+	if !b.isSlave() {
+		return
+	}
+	for _, r := range results {
+		if r.Err != nil {
+			continue
+		}
+		if b.cfg.HAMasterAddress == "" && r.Result.HAServerAddr != "" {
+			if a := r.Result.HAServerAddr; b.repl.load(&b.repl.masterHA) != a {
+				b.repl.masterHA.Store(&a)
+				b.log.Info().Str("masterHA", a).Msg("master's HA address from the name server")
+			}
+		}
+		a := r.Result.MasterAddr
+		b.repl.masterAddr.Store(&a)
+		return
+	}
+}
+
+// masterAddr is a slave's master's Remoting address ("" while unknown).
+func (b *Broker) masterAddr() string { return b.repl.load(&b.repl.masterAddr) }
+
+// waitSlaves holds a SYNC_MASTER's answer to a put until enough slaves
+// acknowledged its records' end: inSyncReplicas copies, the master's
+// included. FlushSlaveTimeout after slaveTimeout.
+func (b *Broker) waitSlaves(ctx context.Context, res commitlog.AppendResult) commitlog.AppendResult {
+	if b.repl.server == nil || b.cfg.BrokerRole != "SYNC_MASTER" || b.cfg.InSyncReplicas < 2 {
+		return res
+	}
+	wctx, cancel := context.WithTimeout(ctx, b.cfg.SlaveTimeout)
+	defer cancel()
+	if !b.repl.server.WaitAcked(wctx, res.PhyOffset+res.WroteBytes, b.cfg.InSyncReplicas-1) {
+		b.busyLog.Warn().Int64("offset", res.PhyOffset+res.WroteBytes).Int("inSyncReplicas", b.cfg.InSyncReplicas).
+			Msg("transfer to slaves timed out: FLUSH_SLAVE_TIMEOUT (sampled, at most one line a second)")
+		res.Status = commitlog.FlushSlaveTimeout
+	}
+	return res
+}
+
+// slaveRefusesWrites answers requests that would write messages on a
+// slave, as RocketMQ's store refuses puts there.
+func (b *Broker) slaveRefusesWrites(process remoting.RespondFunc) remoting.RespondFunc {
+	if !b.isSlave() {
+		return process
+	}
+	return func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		return remoting.NewResponse(req, remoting.ServiceNotAvailable,
+			"service not available now: the broker is a slave (brokerRole=SLAVE); messages are put to its master")
+	}
+}
+
+// slaveReads answers pulls on a slave only with slaveReadEnable, as
+// RocketMQ's pull processor rejects them otherwise.
+func (b *Broker) slaveReads(process remoting.RespondFunc) remoting.RespondFunc {
+	if !b.isSlave() || b.cfg.SlaveReadEnable {
+		return process
+	}
+	return func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		return remoting.NewResponse(req, remoting.SystemBusy, "[REJECTREQUEST]system busy, start flow control for a while")
+	}
+}

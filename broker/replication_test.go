@@ -1,0 +1,116 @@
+package broker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// fastHA shortens the HA heartbeats for tests.
+var fastHA = map[string]string{"haSendHeartbeatInterval": "50", "haHousekeepingInterval": "3000"}
+
+func withHA(kv map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range fastHA {
+		out[k] = v
+	}
+	for k, v := range kv {
+		out[k] = v
+	}
+	return out
+}
+
+// waitReplicated waits until the slave's CommitLog ends where the
+// master's does.
+func waitReplicated(t *testing.T, master, slave *testBroker) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for slave.clog.MaxOffset() != master.clog.MaxOffset() {
+		if time.Now().After(deadline) {
+			t.Fatalf("slave at %d, master at %d", slave.clog.MaxOffset(), master.clog.MaxOffset())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	slave.caughtUp()
+}
+
+func TestSyncMasterWaitsForItsSlave(t *testing.T) {
+	master := startTestBroker(t, withHA(map[string]string{
+		"brokerRole": "SYNC_MASTER", "inSyncReplicas": "2", "slaveTimeout": "300"}))
+	mc := master.client(nil)
+	// No slave: the message is stored, the answer says the slave did not
+	// take it.
+	resp := sendV2(t, mc, "TopicHA", 0, "alone", "")
+	if resp.Code != remoting.FlushSlaveTimeout {
+		t.Fatalf("send without a slave: code %d %s, want FLUSH_SLAVE_TIMEOUT", resp.Code, resp.Remark)
+	}
+	slave := startTestBroker(t, withHA(map[string]string{
+		"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr(), "slaveReadEnable": "true"}))
+	waitReplicated(t, master, slave)
+	for i := range 20 {
+		mustSend(t, mc, "TopicHA", int32(i%2), "with a slave", "")
+	}
+	// Every acknowledged send is in the slave's CommitLog by the time it
+	// is answered.
+	if s, m := slave.clog.ReplicaOffset(), master.clog.MaxOffset(); s < m {
+		t.Fatalf("answered sends past the slave's end: slave %d, master %d", s, m)
+	}
+	waitReplicated(t, master, slave)
+	sc := slave.client(nil)
+	createTopic(t, sc, "TopicHA", 8, 8) // the slave's own copy of the config, until it syncs
+	got := pullAll(t, slave, sc, "TopicHA", 0)
+	if len(got) != 11 || string(got[0].Body) != "alone" {
+		t.Fatalf("slave's queue 0 holds %d messages", len(got))
+	}
+	if r := sendV2(t, sc, "TopicHA", 0, "to the slave", ""); r.Code != remoting.ServiceNotAvailable {
+		t.Fatalf("send to a slave: code %d %s", r.Code, r.Remark)
+	}
+}
+
+func TestSlaveRefusesPullsWithoutSlaveRead(t *testing.T) {
+	master := startTestBroker(t, withHA(nil))
+	slave := startTestBroker(t, withHA(map[string]string{
+		"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr()}))
+	mc := master.client(nil)
+	mustSend(t, mc, "TopicHA", 0, "x", "")
+	waitReplicated(t, master, slave)
+	sc := slave.client(nil)
+	resp := call(t, sc, remoting.PullMessage, pullReq("g", "TopicHA", 0, 0, 0, 0, "*"), nil)
+	if resp.Code != remoting.SystemBusy {
+		t.Fatalf("pull from a slave without slaveReadEnable: code %d %s", resp.Code, resp.Remark)
+	}
+	if resp := call(t, sc, remoting.PopMessage, map[string]string{"consumerGroup": "g", "topic": "TopicHA",
+		"queueId": "-1", "maxMsgNums": "1", "invisibleTime": "10000", "pollTime": "0", "bornTime": "0", "initMode": "0"}, nil); resp.Code != remoting.ServiceNotAvailable {
+		t.Fatalf("pop on a slave: code %d %s", resp.Code, resp.Remark)
+	}
+}
+
+func TestBrokerIDFollowsTheRole(t *testing.T) {
+	for _, tc := range []struct {
+		role, id string
+		want     int64
+		fails    bool
+	}{
+		{"SLAVE", "0", 0, true},
+		{"SLAVE", "2", 2, false},
+		{"ASYNC_MASTER", "3", 0, false}, // a master is 0 whatever the file says, as RocketMQ
+		{"SYNC_MASTER", "0", 0, false},
+	} {
+		loaded, err := configs.LoadBroker("", map[string]string{"storePathRootDir": t.TempDir(), "brokerRole": tc.role, "brokerId": tc.id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := New(loaded.Broker, zerolog.Nop())
+		if (err != nil) != tc.fails {
+			t.Errorf("%s brokerId=%s: error %v, want failure %v", tc.role, tc.id, err, tc.fails)
+			continue
+		}
+		if err == nil && b.cfg.BrokerID != tc.want {
+			t.Errorf("%s brokerId=%s: brokerId %d, want %d", tc.role, tc.id, b.cfg.BrokerID, tc.want)
+		}
+	}
+}
