@@ -234,16 +234,17 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	if err := b.importRocketMQPop(); err != nil {
 		return err
 	}
+	// Before anything that puts messages (revive): a SYNC_MASTER's puts
+	// wait for slaves.
+	if err := b.startReplication(); err != nil {
+		return err
+	}
 	// The metrics first: the pop service's revive loop counts DLQ moves
 	// as soon as it starts.
 	if err := b.startMetrics(); err != nil {
 		return err
 	}
 	if err := b.startPop(); err != nil {
-		return err
-	}
-
-	if err := b.startReplication(); err != nil {
 		return err
 	}
 

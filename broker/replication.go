@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
@@ -99,9 +100,8 @@ func (b *Broker) stopReplication() error {
 	if b.repl.server == nil {
 		return nil
 	}
-	err := b.repl.server.Close()
-	b.repl.server = nil
-	return err
+	// The field stays: puts still running read it (Close is idempotent).
+	return b.repl.server.Close()
 }
 
 // haServerAddr is the address slaves replicate from: brokerIP2 (brokerIP1
@@ -187,4 +187,70 @@ func (b *Broker) slaveReads(process remoting.RespondFunc) remoting.RespondFunc {
 	return func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 		return remoting.NewResponse(req, remoting.SystemBusy, "[REJECTREQUEST]system busy, start flow control for a while")
 	}
+}
+
+// haRuntimeInfo is RocketMQ's HARuntimeInfo, the body of
+// GET_BROKER_HA_STATUS (mqadmin haStatus).
+type haRuntimeInfo struct {
+	Master                   bool                `json:"master"`
+	MasterCommitLogMaxOffset int64               `json:"masterCommitLogMaxOffset"`
+	InSyncSlaveNums          int                 `json:"inSyncSlaveNums"`
+	HAConnectionInfo         []haConnectionInfo  `json:"haConnectionInfo"`
+	HAClientRuntimeInfo      haClientRuntimeInfo `json:"haClientRuntimeInfo"`
+}
+
+// haConnectionInfo is one slave of a master (HAConnectionRuntimeInfo).
+type haConnectionInfo struct {
+	Addr                    string `json:"addr"`
+	SlaveAckOffset          int64  `json:"slaveAckOffset"`
+	Diff                    int64  `json:"diff"`
+	InSync                  bool   `json:"inSync"`
+	TransferredByteInSecond int64  `json:"transferredByteInSecond"`
+	TransferFromWhere       int64  `json:"transferFromWhere"`
+}
+
+// haClientRuntimeInfo is a slave's view of its master
+// (HAClientRuntimeInfo).
+type haClientRuntimeInfo struct {
+	MasterAddr              string `json:"masterAddr,omitempty"`
+	TransferredByteInSecond int64  `json:"transferredByteInSecond"`
+	MaxOffset               int64  `json:"maxOffset"`
+	LastReadTimestamp       int64  `json:"lastReadTimestamp"`
+	LastWriteTimestamp      int64  `json:"lastWriteTimestamp"`
+	MasterFlushOffset       int64  `json:"masterFlushOffset"`
+}
+
+// processHAStatus answers GET_BROKER_HA_STATUS: a master's slaves and how
+// far each is behind, or a slave's master and what it holds.
+func (b *Broker) processHAStatus(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	info := haRuntimeInfo{HAConnectionInfo: []haConnectionInfo{}}
+	if c := b.repl.client; c != nil {
+		st := c.Status()
+		info.HAClientRuntimeInfo = haClientRuntimeInfo{MasterAddr: st.Master, TransferredByteInSecond: st.BytesPerSecond,
+			MaxOffset: b.clog.ReplicaOffset(), LastReadTimestamp: st.LastRead.UnixMilli(), LastWriteTimestamp: st.LastWrite.UnixMilli()}
+		if st.LastRead.IsZero() {
+			info.HAClientRuntimeInfo.LastReadTimestamp = 0
+		}
+		if st.LastWrite.IsZero() {
+			info.HAClientRuntimeInfo.LastWriteTimestamp = 0
+		}
+	} else if s := b.repl.server; s != nil {
+		end := b.clog.MaxOffset()
+		info.Master = true
+		info.MasterCommitLogMaxOffset = end
+		for _, sl := range s.Slaves(end) {
+			if sl.InSync {
+				info.InSyncSlaveNums++
+			}
+			info.HAConnectionInfo = append(info.HAConnectionInfo, haConnectionInfo{Addr: sl.Addr, SlaveAckOffset: sl.AckOffset,
+				Diff: end - sl.AckOffset, InSync: sl.InSync, TransferredByteInSecond: sl.BytesPerSecond, TransferFromWhere: sl.TransferFrom})
+		}
+	}
+	body, err := json.Marshal(info)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("encode HA status: %v", err))
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	resp.Body = body
+	return resp
 }

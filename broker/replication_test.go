@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -61,6 +62,26 @@ func TestSyncMasterWaitsForItsSlave(t *testing.T) {
 	}
 	waitReplicated(t, master, slave)
 	sc := slave.client(nil)
+	// mqadmin haStatus on both.
+	var ms, ss haRuntimeInfo
+	for _, x := range []struct {
+		c   *remoting.Client
+		out *haRuntimeInfo
+	}{{mc, &ms}, {sc, &ss}} {
+		r := call(t, x.c, remoting.GetBrokerHAStatus, nil, nil)
+		if r.Code != remoting.Success || json.Unmarshal(r.Body, x.out) != nil {
+			t.Fatalf("GET_BROKER_HA_STATUS: %d %s %q", r.Code, r.Remark, r.Body)
+		}
+	}
+	end := master.clog.MaxOffset()
+	if !ms.Master || ms.InSyncSlaveNums != 1 || len(ms.HAConnectionInfo) != 1 || ms.HAConnectionInfo[0].SlaveAckOffset != end ||
+		ms.HAConnectionInfo[0].Diff != 0 || !ms.HAConnectionInfo[0].InSync || ms.MasterCommitLogMaxOffset != end {
+		t.Errorf("master's HA status %+v, end %d", ms, end)
+	}
+	if ss.Master || ss.HAClientRuntimeInfo.MasterAddr != master.haServerAddr() || ss.HAClientRuntimeInfo.MaxOffset != end ||
+		ss.HAClientRuntimeInfo.LastReadTimestamp == 0 {
+		t.Errorf("slave's HA status %+v", ss)
+	}
 	createTopic(t, sc, "TopicHA", 8, 8) // the slave's own copy of the config, until it syncs
 	got := pullAll(t, slave, sc, "TopicHA", 0)
 	if len(got) != 11 || string(got[0].Body) != "alone" {

@@ -80,4 +80,5 @@ func (b *Broker) routes() {
 	handle(remoting.QueryAssignment, b.processQueryAssignment)
 	handle(remoting.SetMessageRequestMode, b.processSetRequestMode)
 	handle(remoting.GetAllMessageRequestMode, b.processGetAllRequestMode)
+	handle(remoting.GetBrokerHAStatus, b.processHAStatus)
 }

@@ -53,6 +53,8 @@ type Client struct {
 	master    string
 	connected bool
 	lastRead  time.Time
+	lastWrite time.Time
+	flow      rate // bytes received
 }
 
 // ClientStatus describes the client's connection.
@@ -63,6 +65,10 @@ type ClientStatus struct {
 	Connected bool
 	// LastRead is when the master last sent something.
 	LastRead time.Time
+	// LastWrite is when the client last reported to the master.
+	LastWrite time.Time
+	// BytesPerSecond is what it received in the last whole second.
+	BytesPerSecond int64
 }
 
 // NewClient returns a client; Run starts it.
@@ -83,7 +89,8 @@ func NewClient(cfg ClientConfig) *Client {
 func (c *Client) Status() ClientStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return ClientStatus{Master: c.master, Connected: c.connected, LastRead: c.lastRead}
+	return ClientStatus{Master: c.master, Connected: c.connected, LastRead: c.lastRead, LastWrite: c.lastWrite,
+		BytesPerSecond: c.flow.perSecond()}
 }
 
 // Run replicates until ctx ends: it dials the master, follows it, and
@@ -153,6 +160,7 @@ func (c *Client) follow(ctx context.Context, addr string) error {
 		if n > 0 {
 			lastRead = time.Now()
 			c.setState(addr, true, lastRead)
+			c.flow.add(n)
 			r.feed(buf[:n])
 			if err := c.apply(&r); err != nil {
 				return err
@@ -205,6 +213,9 @@ func (c *Client) report(conn net.Conn, offset int64) error {
 	if _, err := conn.Write(appendReport(make([]byte, 0, ReportSize), offset)); err != nil {
 		return fmt.Errorf("report offset %d to the master: %w", offset, err)
 	}
+	c.mu.Lock()
+	c.lastWrite = time.Now()
+	c.mu.Unlock()
 	return nil
 }
 

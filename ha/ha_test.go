@@ -135,7 +135,7 @@ func TestSlaveFollowsMaster(t *testing.T) {
 	if s.WaitAcked(short, m.MaxOffset(), 2) {
 		t.Fatal("two acknowledgements from one slave")
 	}
-	if sl := s.Slaves(); len(sl) != 1 || sl[0].AckOffset != m.MaxOffset() {
+	if sl := s.Slaves(m.MaxOffset()); len(sl) != 1 || sl[0].AckOffset != m.MaxOffset() || !sl[0].InSync {
 		t.Fatalf("slaves %+v", sl)
 	}
 }
@@ -294,5 +294,25 @@ func TestDecodeReports(t *testing.T) {
 	}
 	if _, _, _, err := decodeReports(nil, appendReport(nil, -5)); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("negative report: %v", err)
+	}
+}
+
+func TestRateCountsWholeSeconds(t *testing.T) {
+	var r rate
+	t0 := time.Unix(1000, 0)
+	r.addAt(t0, 100)
+	r.addAt(t0.Add(500*time.Millisecond), 50)
+	if got := r.perSecondAt(t0.Add(900 * time.Millisecond)); got != 0 {
+		t.Fatalf("inside the first second: %d", got)
+	}
+	if got := r.perSecondAt(t0.Add(1100 * time.Millisecond)); got != 150 {
+		t.Fatalf("after the first second: %d, want 150", got)
+	}
+	r.addAt(t0.Add(1500*time.Millisecond), 7)
+	if got := r.perSecondAt(t0.Add(2200 * time.Millisecond)); got != 7 {
+		t.Fatalf("after the second second: %d, want 7", got)
+	}
+	if got := r.perSecondAt(t0.Add(5 * time.Second)); got != 0 {
+		t.Fatalf("after idle seconds: %d, want 0", got)
 	}
 }

@@ -101,6 +101,8 @@ type slaveConn struct {
 	addr    string
 	request atomic.Int64 // first report, -1 until it came
 	ack     atomic.Int64 // last report, -1 until the first
+	next    atomic.Int64 // where the next transfer starts; -1 before the first report
+	flow    rate         // bytes sent
 }
 
 // SlaveStatus describes one connected slave.
@@ -109,6 +111,13 @@ type SlaveStatus struct {
 	Addr string
 	// AckOffset is the CommitLog end it last reported.
 	AckOffset int64
+	// TransferFrom is where the next transfer to it starts.
+	TransferFrom int64
+	// BytesPerSecond is what it was sent in the last whole second.
+	BytesPerSecond int64
+	// InSync is true when AckOffset is within haMaxGapNotInSync of the
+	// master's end given to Slaves.
+	InSync bool
 }
 
 // NewServer returns a server that listens once started.
@@ -180,6 +189,7 @@ func (s *Server) accept() {
 		c := &slaveConn{conn: conn, addr: conn.RemoteAddr().String()}
 		c.request.Store(-1)
 		c.ack.Store(-1)
+		c.next.Store(-1)
 		s.mu.Lock()
 		s.slaves[c] = struct{}{}
 		s.mu.Unlock()
@@ -285,6 +295,7 @@ func (s *Server) transfer(ctx context.Context, c *slaveConn) {
 			Msg("the slave's CommitLog is ahead of the master's: it gets nothing until the master's passes it")
 	}
 	s.log.Info().Str("slave", c.addr).Int64("from", next).Msg("transferring the CommitLog to the slave")
+	c.next.Store(next)
 	header := make([]byte, 0, TransferHeaderSize)
 	lastWrite := time.Now()
 	for ctx.Err() == nil {
@@ -309,6 +320,8 @@ func (s *Server) transfer(ctx context.Context, c *slaveConn) {
 		}
 		err = s.write(c, appendTransferHeader(header[:0], next, len(v.Data)), v.Data)
 		next += int64(len(v.Data))
+		c.next.Store(next)
+		c.flow.add(len(v.Data))
 		v.Release()
 		if err != nil {
 			s.drop(c, err)
@@ -363,20 +376,29 @@ func (s *Server) InSyncSlaves(masterEnd int64) int {
 	defer s.mu.Unlock()
 	n := 0
 	for c := range s.slaves {
-		if a := c.ack.Load(); a >= 0 && masterEnd-a < s.cfg.MaxGapNotInSync {
+		if s.inSync(c, masterEnd) {
 			n++
 		}
 	}
 	return n
 }
 
-// Slaves returns the connected slaves.
-func (s *Server) Slaves() []SlaveStatus {
+// inSync reports whether a slave's acknowledgement is within
+// haMaxGapNotInSync of masterEnd.
+func (s *Server) inSync(c *slaveConn, masterEnd int64) bool {
+	a := c.ack.Load()
+	return a >= 0 && masterEnd-a < s.cfg.MaxGapNotInSync
+}
+
+// Slaves returns the connected slaves, each in sync or not with
+// masterEnd.
+func (s *Server) Slaves(masterEnd int64) []SlaveStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]SlaveStatus, 0, len(s.slaves))
 	for c := range s.slaves {
-		out = append(out, SlaveStatus{Addr: c.addr, AckOffset: c.ack.Load()})
+		out = append(out, SlaveStatus{Addr: c.addr, AckOffset: c.ack.Load(), TransferFrom: c.next.Load(),
+			BytesPerSecond: c.flow.perSecond(), InSync: s.inSync(c, masterEnd)})
 	}
 	return out
 }

@@ -131,6 +131,7 @@ const (
 	AddWritePermOfBroker          int32 = 327 // ADD_WRITE_PERM_OF_BROKER
 	GetBrokerMemberGroup          int32 = 901 // GET_BROKER_MEMBER_GROUP
 	BrokerHeartbeat               int32 = 904 // BROKER_HEARTBEAT
+	GetBrokerHAStatus             int32 = 907 // GET_BROKER_HA_STATUS: mqadmin haStatus
 )
 
 // Response codes (Java ResponseCode and RemotingSysResponseCode).

@@ -1,0 +1,53 @@
+package ha
+
+import (
+	"sync"
+	"time"
+)
+
+// rate measures bytes per second over whole one-second windows, as
+// RocketMQ's FlowMonitor reports transferredByteInSecond.
+type rate struct {
+	mu    sync.Mutex
+	start time.Time // current window's start
+	cur   int64     // bytes in the current window
+	last  int64     // bytes in the last complete window
+}
+
+// add counts n bytes now.
+func (r *rate) add(n int) { r.addAt(time.Now(), n) }
+
+// perSecond returns the bytes of the last complete second (0 after an
+// idle one).
+func (r *rate) perSecond() int64 { return r.perSecondAt(time.Now()) }
+
+func (r *rate) addAt(now time.Time, n int) {
+	r.mu.Lock()
+	r.roll(now)
+	r.cur += int64(n)
+	r.mu.Unlock()
+}
+
+func (r *rate) perSecondAt(now time.Time) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.roll(now)
+	return r.last
+}
+
+// roll closes the windows that ended before now. Caller holds mu.
+func (r *rate) roll(now time.Time) {
+	if r.start.IsZero() {
+		r.start = now
+		return
+	}
+	switch d := now.Sub(r.start); {
+	case d < time.Second:
+	case d < 2*time.Second:
+		r.last, r.cur = r.cur, 0
+		r.start = r.start.Add(time.Second)
+	default:
+		r.last, r.cur = 0, 0
+		r.start = now
+	}
+}
