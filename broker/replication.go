@@ -189,44 +189,13 @@ func (b *Broker) slaveReads(process remoting.RespondFunc) remoting.RespondFunc {
 	}
 }
 
-// haRuntimeInfo is RocketMQ's HARuntimeInfo, the body of
-// GET_BROKER_HA_STATUS (mqadmin haStatus).
-type haRuntimeInfo struct {
-	Master                   bool                `json:"master"`
-	MasterCommitLogMaxOffset int64               `json:"masterCommitLogMaxOffset"`
-	InSyncSlaveNums          int                 `json:"inSyncSlaveNums"`
-	HAConnectionInfo         []haConnectionInfo  `json:"haConnectionInfo"`
-	HAClientRuntimeInfo      haClientRuntimeInfo `json:"haClientRuntimeInfo"`
-}
-
-// haConnectionInfo is one slave of a master (HAConnectionRuntimeInfo).
-type haConnectionInfo struct {
-	Addr                    string `json:"addr"`
-	SlaveAckOffset          int64  `json:"slaveAckOffset"`
-	Diff                    int64  `json:"diff"`
-	InSync                  bool   `json:"inSync"`
-	TransferredByteInSecond int64  `json:"transferredByteInSecond"`
-	TransferFromWhere       int64  `json:"transferFromWhere"`
-}
-
-// haClientRuntimeInfo is a slave's view of its master
-// (HAClientRuntimeInfo).
-type haClientRuntimeInfo struct {
-	MasterAddr              string `json:"masterAddr,omitempty"`
-	TransferredByteInSecond int64  `json:"transferredByteInSecond"`
-	MaxOffset               int64  `json:"maxOffset"`
-	LastReadTimestamp       int64  `json:"lastReadTimestamp"`
-	LastWriteTimestamp      int64  `json:"lastWriteTimestamp"`
-	MasterFlushOffset       int64  `json:"masterFlushOffset"`
-}
-
 // processHAStatus answers GET_BROKER_HA_STATUS: a master's slaves and how
 // far each is behind, or a slave's master and what it holds.
 func (b *Broker) processHAStatus(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	info := haRuntimeInfo{HAConnectionInfo: []haConnectionInfo{}}
+	info := ha.RuntimeInfo{HAConnectionInfo: []ha.ConnectionInfo{}}
 	if c := b.repl.client; c != nil {
 		st := c.Status()
-		info.HAClientRuntimeInfo = haClientRuntimeInfo{MasterAddr: st.Master, TransferredByteInSecond: st.BytesPerSecond,
+		info.HAClientRuntimeInfo = ha.ClientInfo{MasterAddr: st.Master, TransferredByteInSecond: st.BytesPerSecond,
 			MaxOffset: b.clog.ReplicaOffset(), LastReadTimestamp: st.LastRead.UnixMilli(), LastWriteTimestamp: st.LastWrite.UnixMilli()}
 		if st.LastRead.IsZero() {
 			info.HAClientRuntimeInfo.LastReadTimestamp = 0
@@ -242,7 +211,7 @@ func (b *Broker) processHAStatus(_ context.Context, _ *remoting.Conn, req *remot
 			if sl.InSync {
 				info.InSyncSlaveNums++
 			}
-			info.HAConnectionInfo = append(info.HAConnectionInfo, haConnectionInfo{Addr: sl.Addr, SlaveAckOffset: sl.AckOffset,
+			info.HAConnectionInfo = append(info.HAConnectionInfo, ha.ConnectionInfo{Addr: sl.Addr, SlaveAckOffset: sl.AckOffset,
 				Diff: end - sl.AckOffset, InSync: sl.InSync, TransferredByteInSecond: sl.BytesPerSecond, TransferFromWhere: sl.TransferFrom})
 		}
 	}

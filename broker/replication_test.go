@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/ha"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -63,10 +64,10 @@ func TestSyncMasterWaitsForItsSlave(t *testing.T) {
 	waitReplicated(t, master, slave)
 	sc := slave.client(nil)
 	// mqadmin haStatus on both.
-	var ms, ss haRuntimeInfo
+	var ms, ss ha.RuntimeInfo
 	for _, x := range []struct {
 		c   *remoting.Client
-		out *haRuntimeInfo
+		out *ha.RuntimeInfo
 	}{{mc, &ms}, {sc, &ss}} {
 		r := call(t, x.c, remoting.GetBrokerHAStatus, nil, nil)
 		if r.Code != remoting.Success || json.Unmarshal(r.Body, x.out) != nil {

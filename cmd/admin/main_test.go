@@ -272,3 +272,69 @@ func TestTLSFlag(t *testing.T) {
 		t.Fatalf("with --tls: %v\n%s", err, out)
 	}
 }
+
+// haStatus on a master and on the slave that found it through the name
+// server.
+func TestHAStatus(t *testing.T) {
+	fast := map[string]string{"haSendHeartbeatInterval": "50", "registerNameServerPeriod": "200"}
+	ns, master := startClusterWith(t, fast)
+	o := map[string]string{
+		"storePathRootDir": t.TempDir(), "listenPort": "0", "brokerIP1": "127.0.0.1", "namesrvAddr": ns,
+		"mappedFileSizeCommitLog": "4194304", "brokerRole": "SLAVE", "brokerId": "1",
+	}
+	maps.Copy(o, fast)
+	loaded, err := configs.LoadBroker("", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slave, err := broker.New(loaded.Broker, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := slave.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = slave.Shutdown(context.Background()) })
+	if _, err := run(t, "updateTopic", "-b", master.Addr(), "-t", "HaT", "--read", "1", "--write", "1"); err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, err = run(t, "haStatus", "-b", master.Addr())
+		if err == nil && fieldOf(out, "#InSyncSlaveNum") == "1" && strings.Contains(out, "OK") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("master's haStatus never showed the slave in sync: %q %v", out, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	out, err = run(t, "haStatus", "-b", slave.Addr())
+	masterEnd := fieldOf(out0(t, "haStatus", "-b", master.Addr()), "#MasterCommitLogMaxOffset")
+	if err != nil || fieldOf(out, "#MasterAddr") == "" || fieldOf(out, "#LastReadTime") == "-" ||
+		fieldOf(out, "#CommitLogMaxOffset") != masterEnd {
+		t.Fatalf("slave's haStatus: %q %v (master at %s)", out, err, masterEnd)
+	}
+}
+
+// out0 runs the tool and fails the test on an error.
+func out0(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := run(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// fieldOf returns the first value after key at the start of a line of
+// out ("" when absent).
+func fieldOf(out, key string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == key {
+			return f[1]
+		}
+	}
+	return ""
+}
