@@ -248,3 +248,21 @@ func TestSlaveSyncLoopWaitsForAMaster(t *testing.T) {
 	cancel()
 	wg.Wait()
 }
+
+// FuzzApplyMasterBodies: whatever a master answers, applying it never
+// panics the slave (bad bodies are refused with an error).
+func FuzzApplyMasterBodies(f *testing.F) {
+	f.Add([]byte(`{"offsetTable":{"T@G":{0:5,1:6}},"dataVersion":{"counter":1,"timestamp":2}}`))
+	f.Add([]byte(`{"offsetTable":{1:1,18:4},"dataVersion":{"counter":1}}`))
+	f.Add([]byte(`{"topicConfigTable":{"T":{"topicName":"T","readQueueNums":4,"writeQueueNums":4,"perm":6}},"dataVersion":{"counter":3,"timestamp":4}}`))
+	f.Add([]byte(`{"subscriptionGroupTable":{"G":{"groupName":"G"}},"forbiddenTable":{},"dataVersion":{"counter":5}}`))
+	f.Add([]byte(`{"messageRequestModeMap":{"T":{"G":{"topic":"T","consumerGroup":"G","mode":"POP","popShareQueueNum":1}}}}`))
+	b := startTestBroker(f, nil)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		_ = b.applyMasterTopics(body)
+		_ = b.applyMasterOffsets(body)
+		_ = b.applyMasterDelayOffsets(body)
+		_ = b.applyMasterGroups(body)
+		_ = b.applyMasterRequestModes(body)
+	})
+}
