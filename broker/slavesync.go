@@ -33,8 +33,8 @@ import (
 //
 // A table that fails to come or to apply does not stop the others.
 
-// masterCallTimeout bounds one request to the master (RocketMQ's
-// BrokerOuterAPI waits 3 s).
+// masterCallTimeout bounds the connection to the master and each request
+// on it (RocketMQ's BrokerOuterAPI waits 3 s for an answer).
 const masterCallTimeout = 3 * time.Second
 
 // slaveSyncFirstCheck and slaveSyncCheck are when RocketMQ's broker
@@ -91,7 +91,9 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 	if masterAddr == "" || masterAddr == b.Addr() {
 		return nil
 	}
-	c, err := remoting.Dial(ctx, masterAddr, remoting.ClientOptions{
+	dctx, cancel := context.WithTimeout(ctx, masterCallTimeout)
+	defer cancel()
+	c, err := remoting.Dial(dctx, masterAddr, remoting.ClientOptions{
 		Log: b.component("master-client"),
 		// RocketMQ's broker dials its master with the client it dials the
 		// name servers with, tls.enable and all.

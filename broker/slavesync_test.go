@@ -3,7 +3,9 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -199,6 +201,23 @@ func TestSlaveSyncWithItselfDoesNothing(t *testing.T) {
 	}
 	if b.topics.table.Version() != before {
 		t.Fatal("a broker synced from itself")
+	}
+}
+
+func TestSlaveSyncFromAnUnreachableMasterFails(t *testing.T) {
+	b := startTestBroker(t, nil)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	before := b.topics.table.Version()
+	if err := b.syncFromMaster(context.Background(), addr); err == nil || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("sync from nobody at %s: %v", addr, err)
+	}
+	if b.topics.table.Version() != before {
+		t.Fatal("a failed sync changed the topics")
 	}
 }
 
