@@ -46,15 +46,21 @@ func (b *Broker) processSetRequestMode(_ context.Context, _ *remoting.Conn, req 
 // setRequestMode stores a group's request mode on a topic: POP, or PULL
 // for anything else.
 func setRequestMode(db *kvindex.DB, body requestModeBody) error {
-	body.Mode = strings.ToUpper(body.Mode)
-	if body.Mode != modePop {
-		body.Mode = modePull
-	}
+	body = normalRequestMode(body)
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("encode the request mode of %s on %s: %w", body.ConsumerGroup, body.Topic, err)
 	}
 	return db.Pop().SetRequestMode(body.Topic, body.ConsumerGroup, raw)
+}
+
+// normalRequestMode is body as it is stored: mode POP or else PULL.
+func normalRequestMode(body requestModeBody) requestModeBody {
+	body.Mode = strings.ToUpper(body.Mode)
+	if body.Mode != modePop {
+		body.Mode = modePull
+	}
+	return body
 }
 
 // processGetAllRequestMode answers GET_ALL_MESSAGE_REQUEST_MODE with

@@ -28,7 +28,7 @@ var fuzzCodes = []int32{
 	remoting.UpdateBrokerConfig, remoting.QueryConsumeQueue, remoting.CheckClientConfig,
 	remoting.RecallMessage, remoting.CheckRocksdbCqWriteProgress, remoting.ViewBrokerStatsData,
 	remoting.UpdateAndCreateACLConfig, remoting.DeleteACLConfig, remoting.UpdateGlobalWhiteAddrsConfig,
-	remoting.GetBrokerClusterACLInfo,
+	remoting.GetBrokerClusterACLInfo, remoting.GetAllConsumerOffset, remoting.GetAllDelayOffset,
 }
 
 // fuzzACLFile admits every address (so every processor is reached) and

@@ -47,6 +47,8 @@ func (b *Broker) routes() {
 	handle(remoting.UpdateAndCreateSubscriptionGroupList, b.timedGroupCreate(b.processCreateGroupList))
 	handle(remoting.GetSystemTopicListFromBroker, b.processSystemTopicList)
 	handle(remoting.GetAllSubscriptionGroupConfig, b.processGetAllGroups)
+	handle(remoting.GetAllConsumerOffset, b.processGetAllConsumerOffset)
+	handle(remoting.GetAllDelayOffset, b.processGetAllDelayOffset)
 	handle(remoting.GetSubscriptionGroupConfig, b.processGetGroup)
 	handle(remoting.DeleteSubscriptionGroup, b.processDeleteGroup)
 	handle(remoting.InvokeBrokerToResetOffset, b.processResetOffset)

@@ -87,6 +87,11 @@ type Broker struct {
 	CompressedRegister       bool
 	ForceRegister            bool
 
+	// SlaveSyncInterval is how often a slave copies its master's topics,
+	// groups, consumer and delay offsets and request modes
+	// (slaveSyncIntervalMillis, rocketkv's own key; RocketMQ's fixed 60 s).
+	SlaveSyncInterval time.Duration
+
 	// Consumption.
 	LongPollingEnable     bool
 	ShortPollingTime      time.Duration

@@ -65,6 +65,8 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("compressedRegister", "false", func(b *Broker) *bool { return &b.CompressedRegister }),
 	boolean("forceRegister", "true", func(b *Broker) *bool { return &b.ForceRegister }),
 
+	millisRange("slaveSyncIntervalMillis", "60000", 1, func(b *Broker) *time.Duration { return &b.SlaveSyncInterval }),
+
 	boolean("longPollingEnable", "true", func(b *Broker) *bool { return &b.LongPollingEnable }),
 	boolean("enablePropertyFilter", "false", func(b *Broker) *bool { return &b.EnablePropertyFilter }),
 	boolean("recallMessageEnable", "false", func(b *Broker) *bool { return &b.RecallMessageEnable }),

@@ -162,6 +162,61 @@ func (t *ConfigTable[T]) Delete(names ...string) error {
 	return nil
 }
 
+// Replace makes the table hold exactly cfgs and sets its data version to
+// version, in one synced batch: a slave taking over its master's table
+// (RocketMQ's SlaveSynchronize). Configs not in cfgs are deleted and their
+// names returned in name order. version.StateVersion is not kept.
+func (t *ConfigTable[T]) Replace(cfgs []T, version meta.DataVersion) (removed []string, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	keep := make(map[string]bool, len(cfgs))
+	b := t.db.pdb.NewBatch()
+	defer b.Close()
+	for _, c := range cfgs {
+		name := t.nameOf(c)
+		if name == "" {
+			return nil, fmt.Errorf("replace the %s table: empty name", t.what)
+		}
+		keep[name] = true
+		raw, err := json.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s %s: %w", t.what, name, err)
+		}
+		if err := b.Set(nameKey(t.prefix, name), raw, nil); err != nil {
+			return nil, fmt.Errorf("put %s %s: %w", t.what, name, err)
+		}
+	}
+	if err := t.db.Scan([]byte{t.prefix}, func(k, _ []byte) bool {
+		if name := string(k[1:]); !keep[name] {
+			removed = append(removed, name)
+		}
+		return true
+	}); err != nil {
+		return nil, fmt.Errorf("list the %s table: %w", t.what, err)
+	}
+	for _, name := range removed {
+		if err := b.Delete(nameKey(t.prefix, name), nil); err != nil {
+			return nil, fmt.Errorf("delete %s %s: %w", t.what, name, err)
+		}
+	}
+	v := binary.BigEndian.AppendUint64(nil, uint64(version.Counter))
+	v = binary.BigEndian.AppendUint64(v, uint64(version.Timestamp))
+	if err := b.Set(t.verKey, v, nil); err != nil {
+		return nil, fmt.Errorf("replace the %s table: %w", t.what, err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return nil, fmt.Errorf("replace the %s table with %d configs: %w", t.what, len(cfgs), err)
+	}
+	t.version.Set(version)
+	for _, c := range cfgs {
+		t.cache.Add(t.nameOf(c), cachedConfig[T]{cfg: c, present: true})
+	}
+	for _, name := range removed {
+		t.cache.Add(name, cachedConfig[T]{})
+	}
+	return removed, nil
+}
+
 // Touch records a change that lives outside the table (the broker's
 // permission masks every topic's) by moving the data version on, synced:
 // name servers re-read a broker's topics only when its version changes.

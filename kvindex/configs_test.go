@@ -159,3 +159,50 @@ func TestConfigCacheRemembersAbsence(t *testing.T) {
 		t.Fatalf("after delete: ok %v err %v", ok, err)
 	}
 }
+
+// Replace leaves exactly the given configs, forgets the removed ones in
+// its cache too, and keeps the version it is given across a reopen.
+func TestReplaceTakesTheTableAndItsVersion(t *testing.T) {
+	dir := t.TempDir()
+	db := openDBAt(t, dir)
+	topics, err := db.Topics(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := topics.Put(meta.NewTopicConfig("A", 1), meta.NewTopicConfig("B", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := topics.Get("A"); !ok { // cached
+		t.Fatal("A missing")
+	}
+	theirs := meta.DataVersion{Counter: 41, Timestamp: 1733000000123}
+	removed, err := topics.Replace([]meta.TopicConfig{meta.NewTopicConfig("B", 8), meta.NewTopicConfig("C", 1)}, theirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0] != "A" {
+		t.Fatalf("removed %v, want [A]", removed)
+	}
+	if _, ok, _ := topics.Get("A"); ok {
+		t.Fatal("A still found after the replace")
+	}
+	if b, _, _ := topics.Get("B"); b.ReadQueueNums != 8 {
+		t.Fatalf("B %+v", b)
+	}
+	if v := topics.Version(); v != theirs {
+		t.Fatalf("version %+v, want %+v", v, theirs)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	topics2, err := openDBAt(t, dir).Topics(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := topics2.Version(); v != theirs {
+		t.Fatalf("version after reopen %+v, want %+v", v, theirs)
+	}
+	if n, _ := topics2.Count(); n != 2 {
+		t.Fatalf("%d topics after reopen, want 2", n)
+	}
+}

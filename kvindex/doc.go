@@ -91,6 +91,8 @@
 //	                                           still gives emptied queues their numbering
 //	"topicsVer"   value: counter int64 | timestamp int64   topic table DataVersion
 //	"groupsVer"   value: counter int64 | timestamp int64   group table DataVersion
+//	                                           (on a slave, set to its master's by
+//	                                           Replace with the table it copies)
 //	"cqMinApplied" value: offset int64         the CommitLog minimum the KV ConsumeQueue
 //	                                           minima were last corrected to (so a restart
 //	                                           does not visit every queue again)

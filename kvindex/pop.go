@@ -447,6 +447,15 @@ func (s *PopStore) SetRequestMode(topic, group string, body []byte) error {
 	return nil
 }
 
+// DeleteRequestMode removes a topic and group's request mode durably (the
+// group then pulls); an absent one is ignored.
+func (s *PopStore) DeleteRequestMode(topic, group string) error {
+	if err := s.db.pdb.Delete(requestModeKey(topic, group), pebble.Sync); err != nil {
+		return fmt.Errorf("delete the request mode of %s on %s: %w", group, topic, err)
+	}
+	return nil
+}
+
 // RequestMode returns the request mode JSON of a topic and group, nil when
 // none was set.
 func (s *PopStore) RequestMode(topic, group string) ([]byte, error) {

@@ -163,6 +163,13 @@ func (v *VersionCounter) Bump() DataVersion {
 	return DataVersion{Timestamp: ts, Counter: c}
 }
 
+// Set makes d the current version (a slave taking over its master's,
+// RocketMQ's DataVersion.assignNewOne). StateVersion is not kept.
+func (v *VersionCounter) Set(d DataVersion) {
+	v.counter.Store(d.Counter)
+	v.timestamp.Store(d.Timestamp)
+}
+
 // Current returns the current version.
 func (v *VersionCounter) Current() DataVersion {
 	return DataVersion{Timestamp: v.timestamp.Load(), Counter: v.counter.Load()}

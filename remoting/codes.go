@@ -78,7 +78,8 @@ const (
 	GetConsumeStats                      int32 = 208 // GET_CONSUME_STATS
 	ViewBrokerStatsData                  int32 = 315 // VIEW_BROKER_STATS_DATA: mqadmin statsAll, the dashboard
 	GetBrokerConsumeStats                int32 = 317 // GET_BROKER_CONSUME_STATS
-	GetAllConsumerOffset                 int32 = 43  // GET_ALL_CONSUMER_OFFSET
+	GetAllConsumerOffset                 int32 = 43  // GET_ALL_CONSUMER_OFFSET: slaves, every 60 s
+	GetAllDelayOffset                    int32 = 45  // GET_ALL_DELAY_OFFSET: slaves, every 60 s
 	InvokeBrokerToResetOffset            int32 = 222 // INVOKE_BROKER_TO_RESET_OFFSET
 	InvokeBrokerToGetConsumerStatus      int32 = 223 // INVOKE_BROKER_TO_GET_CONSUMER_STATUS
 	QueryTopicConsumeByWho               int32 = 300 // QUERY_TOPIC_CONSUME_BY_WHO

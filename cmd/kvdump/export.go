@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,10 +16,6 @@ import (
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 )
-
-// transCheckGroup is the consumer group under which RocketMQ's transaction
-// checker keeps its progress in the half and op topics.
-const transCheckGroup = "CID_RMQ_SYS_TRANS"
 
 func exportCommand(o *globalOptions) *cobra.Command {
 	var out string
@@ -104,7 +99,7 @@ func runExport(ctx context.Context, s *store, w *output, dir string, force bool)
 		problems[i] = "exported with --force although " + p
 	}
 	var c rmqconfig.Config
-	if c, err = collectConfig(ctx, s, u.firstOpen); err != nil {
+	if c, err = rmqconfig.FromStore(ctx, s.db, s.db.ConsumeQueue(1), u.firstOpen); err != nil {
 		return err
 	}
 	version := meta.DataVersion{Timestamp: time.Now().UnixMilli(), Counter: 1}
@@ -184,85 +179,15 @@ func unportableState(s *store) (unportable, error) {
 	if parked > 0 {
 		u.problems = append(u.problems, fmt.Sprintf("%d timer messages are not due yet", parked))
 	}
-	open := 0
-	if err := s.db.Transactions().OpenHalves(func(h kvindex.TxnHalf) bool {
-		if u.firstOpen < 0 || h.QueueOffset < u.firstOpen {
-			u.firstOpen = h.QueueOffset
-		}
-		open++
-		return true
-	}); err != nil {
+	open, firstOpen, err := rmqconfig.OpenTransactions(s.db)
+	if err != nil {
 		return u, err
 	}
+	u.firstOpen = firstOpen
 	if open > 0 {
 		u.problems = append(u.problems, fmt.Sprintf("%d transactions are open", open))
 	}
 	return u, nil
-}
-
-// collectConfig reads the store's config as RocketMQ's files hold it. The
-// scheduler's progress becomes delayOffset.json; the transaction checker's
-// progress is set past every ended transaction (at firstOpen when one is
-// open).
-func collectConfig(ctx context.Context, s *store, firstOpen int64) (rmqconfig.Config, error) {
-	var c rmqconfig.Config
-	topics, err := s.db.Topics(1)
-	if err != nil {
-		return c, err
-	}
-	if err := topics.Each(func(tc meta.TopicConfig) bool {
-		c.Topics = append(c.Topics, tc)
-		return ctx.Err() == nil
-	}); err != nil {
-		return c, err
-	}
-	groups, err := s.db.Groups(1)
-	if err != nil {
-		return c, err
-	}
-	if err := groups.Each(func(gc meta.SubscriptionGroupConfig) bool {
-		c.Groups = append(c.Groups, gc)
-		return ctx.Err() == nil
-	}); err != nil {
-		return c, err
-	}
-	c.DelayOffsets = map[int]int64{}
-	if err := s.db.ConsumerOffsets().Each("", func(u kvindex.OffsetUpdate) bool {
-		switch u.Group {
-		case meta.ScheduleOffsetGroup:
-			c.DelayOffsets[int(u.QueueID)+1] = u.Offset
-		case transCheckGroup: // set below
-		default:
-			c.Offsets = append(c.Offsets, rmqconfig.Offset{Group: u.Group, Topic: u.Topic, QueueID: u.QueueID, Offset: u.Offset})
-		}
-		return ctx.Err() == nil
-	}); err != nil {
-		return c, err
-	}
-	cq := s.db.ConsumeQueue(1)
-	for _, topic := range []string{meta.TransHalfTopic, meta.TransOpHalfTopic} {
-		end, err := cq.MaxOffset(topic, 0)
-		if err != nil {
-			return c, err
-		}
-		if topic == meta.TransHalfTopic && firstOpen >= 0 {
-			end = firstOpen
-		}
-		if end > 0 {
-			c.Offsets = append(c.Offsets, rmqconfig.Offset{Group: transCheckGroup, Topic: topic, Offset: end})
-		}
-	}
-	if err := s.db.Pop().EachRequestMode(func(m kvindex.RequestMode) bool {
-		var rm rmqconfig.RequestMode
-		if json.Unmarshal(m.JSON, &rm) == nil {
-			rm.Topic, rm.ConsumerGroup = m.Topic, m.Group
-			c.RequestModes = append(c.RequestModes, rm)
-		}
-		return ctx.Err() == nil
-	}); err != nil {
-		return c, err
-	}
-	return c, ctx.Err()
 }
 
 // timerTakeInFrom is the rmq_sys_wheel_timer offset RocketMQ's timer is to

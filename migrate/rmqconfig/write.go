@@ -60,8 +60,8 @@ func Write(dir string, c Config, version meta.DataVersion) error {
 				SubscriptionGroupTable map[string]meta.SubscriptionGroupConfig `json:"subscriptionGroupTable"`
 			}{version, map[string]map[string]int{}, groups}, "", "\t")
 		}},
-		{"consumerOffset.json", func() ([]byte, error) { return encodeOffsets(c.Offsets, version) }},
-		{"delayOffset.json", func() ([]byte, error) { return encodeDelayOffsets(c.DelayOffsets, version) }},
+		{"consumerOffset.json", func() ([]byte, error) { return EncodeOffsets(c.Offsets, version) }},
+		{"delayOffset.json", func() ([]byte, error) { return EncodeDelayOffsets(c.DelayOffsets, version) }},
 		{"messageRequestMode.json", func() ([]byte, error) {
 			return json.MarshalIndent(struct {
 				Map map[string]map[string]RequestMode `json:"messageRequestModeMap"`
@@ -121,9 +121,13 @@ func replaceKeepingBackup(path string, data []byte) error {
 	return atomicfile.WriteFile(path, data, 0o644)
 }
 
-// encodeOffsets writes consumerOffset.json:
-// {"offsetTable":{"<topic>@<group>":{<queueId>:<offset>,...}},"dataVersion":{...}}.
-func encodeOffsets(offsets []Offset, version meta.DataVersion) ([]byte, error) {
+// EncodeOffsets writes consumerOffset.json as RocketMQ's
+// ConsumerOffsetManager encodes it:
+// {"offsetTable":{"<topic>@<group>":{<queueId>:<offset>,...}},"dataVersion":{...}},
+// keys in order, queue ids unquoted as fastjson writes Integer keys. It is
+// also the body RocketMQ answers GET_ALL_CONSUMER_OFFSET with, which a
+// slave parses with fastjson (ConsumerOffsetSerializeWrapper).
+func EncodeOffsets(offsets []Offset, version meta.DataVersion) ([]byte, error) {
 	byKey := map[string]map[int64]int64{}
 	for _, o := range offsets {
 		k := o.Topic + "@" + o.Group
@@ -159,9 +163,12 @@ func encodeOffsets(offsets []Offset, version meta.DataVersion) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// encodeDelayOffsets writes delayOffset.json:
-// {"offsetTable":{<level>:<offset>,...},"dataVersion":{...}}.
-func encodeDelayOffsets(levels map[int]int64, version meta.DataVersion) ([]byte, error) {
+// EncodeDelayOffsets writes delayOffset.json as RocketMQ's
+// ScheduleMessageService encodes it:
+// {"offsetTable":{<level>:<offset>,...},"dataVersion":{...}}, levels
+// unquoted. It is also the body of GET_ALL_DELAY_OFFSET, which a RocketMQ
+// slave writes to its delayOffset.json as it comes.
+func EncodeDelayOffsets(levels map[int]int64, version meta.DataVersion) ([]byte, error) {
 	table := make(map[int64]int64, len(levels))
 	for l, off := range levels {
 		table[int64(l)] = off

@@ -1,0 +1,68 @@
+package broker
+
+import (
+	"context"
+	"time"
+
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// The answers a master gives the slaves that copy its metadata (RocketMQ's
+// SlaveSynchronize, every 60 s): GET_ALL_TOPIC_CONFIG (21),
+// GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) and GET_ALL_MESSAGE_REQUEST_MODE
+// (402) are answered in admin.go and assignment.go; the two offset tables
+// are here. Their bodies are the config files' JSON, so they are written by
+// the encoders kvdump export-rocketmq writes the files with.
+
+// processGetAllConsumerOffset answers GET_ALL_CONSUMER_OFFSET with
+// RocketMQ's ConsumerOffsetManager JSON:
+// {"offsetTable":{"<topic>@<group>":{<queueId>:<offset>}},"dataVersion":{...}},
+// queue ids unquoted as fastjson writes them. The scheduler's progress is
+// not in it (GET_ALL_DELAY_OFFSET has it); the transaction checker's is
+// set past every ended transaction, as export-rocketmq writes it.
+func (b *Broker) processGetAllConsumerOffset(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	_, firstOpen, err := rmqconfig.OpenTransactions(b.db)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	offsets, err := rmqconfig.StoreOffsets(ctx, b.db, b.cqs, firstOpen)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	body, err := rmqconfig.EncodeOffsets(offsets, answerVersion())
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, "encode the consumer offsets: "+err.Error())
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	resp.Body = body
+	return resp
+}
+
+// processGetAllDelayOffset answers GET_ALL_DELAY_OFFSET with the text of
+// RocketMQ's delayOffset.json: {"offsetTable":{<level>:<offset>},"dataVersion":{...}},
+// the scheduler's next SCHEDULE_TOPIC_XXXX offset per delay level. A
+// RocketMQ slave writes it to its delayOffset.json as it comes.
+func (b *Broker) processGetAllDelayOffset(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	levels, err := rmqconfig.StoreDelayOffsets(ctx, b.db)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	body, err := rmqconfig.EncodeDelayOffsets(levels, answerVersion())
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, "encode the delay offsets: "+err.Error())
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	resp.Body = body
+	return resp
+}
+
+// answerVersion is the dataVersion of an offset table's answer. rocketkv
+// keeps no version for its offsets (they change on every commit, and
+// RocketMQ's slaves copy them whatever their version says); a slave
+// stores the one it gets, so it is a fresh DataVersion, as RocketMQ's
+// is at a start.
+func answerVersion() meta.DataVersion {
+	return meta.DataVersion{Timestamp: time.Now().UnixMilli()}
+}

@@ -1,0 +1,299 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/rocketkv/rocketkv/internal/periodic"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// A slave copies its master's metadata with Remoting requests, as
+// RocketMQ 5.3's SlaveSynchronize does (the CommitLog itself comes over
+// the HA port). Per table:
+//
+//	topics (21)          only when the master's dataVersion differs from
+//	                     ours: replaced wholesale (topics the master no
+//	                     longer has are deleted; their queues are not),
+//	                     the master's dataVersion taken over
+//	consumer offsets (43) every time: per topic@group the master's queue
+//	                     offsets replace ours; pairs the master does not
+//	                     have are kept
+//	delay offsets (45)   every time: per delay level the master's offset
+//	                     replaces ours; levels it does not have are kept
+//	groups (201)         as topics
+//	request modes (402)  every time: replaced wholesale
+//
+// A table that fails to come or to apply does not stop the others.
+
+// masterCallTimeout bounds the connection to the master and each request
+// on it (RocketMQ's BrokerOuterAPI waits 3 s for an answer).
+const masterCallTimeout = 3 * time.Second
+
+// slaveSyncFirstCheck and slaveSyncCheck are when RocketMQ's broker
+// first looks whether a sync is due and how often it looks again.
+const (
+	slaveSyncFirstCheck = 10 * time.Second
+	slaveSyncCheck      = 3 * time.Second
+)
+
+// slaveSyncLoop copies the master's metadata (syncFromMaster) every
+// slaveSyncIntervalMillis (60 s by default) until ctx ends, the first time
+// one interval after it starts, as RocketMQ's broker does (it looks 10 s
+// after the start and then every 3 s whether a sync is due; those shrink
+// to the interval when it is shorter). masterAddr is asked before each
+// sync; while it returns "" (no master known yet) nothing is sent. A
+// failed sync is logged and tried again at the next interval. The caller
+// owns the goroutine (Broker.goBackground) and stops it through ctx.
+func (b *Broker) slaveSyncLoop(ctx context.Context, masterAddr func() string) {
+	interval := b.cfg.SlaveSyncInterval
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	first, check := min(slaveSyncFirstCheck, interval), min(slaveSyncCheck, interval)
+	last := time.Now()
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(first):
+	}
+	due := func(ctx context.Context) {
+		if time.Since(last) < interval {
+			return
+		}
+		last = time.Now()
+		addr := masterAddr()
+		if addr == "" {
+			return
+		}
+		if err := b.syncFromMaster(ctx, addr); err != nil && ctx.Err() == nil {
+			b.log.Warn().Err(err).Str("master", addr).Msg("copy the master's metadata")
+		}
+	}
+	due(ctx)
+	periodic.Run(ctx, check, due)
+}
+
+// syncFromMaster copies the topics, subscription groups, consumer offsets,
+// delay-level progress and POP request modes of the master at masterAddr
+// into this broker's tables, the way RocketMQ 5.3's SlaveSynchronize
+// applies them (see the table above). It does nothing when masterAddr is
+// this broker's own address. The errors of the tables that failed are
+// joined.
+func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
+	if masterAddr == "" || masterAddr == b.Addr() {
+		return nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, masterCallTimeout)
+	defer cancel()
+	c, err := remoting.Dial(dctx, masterAddr, remoting.ClientOptions{
+		Log: b.component("master-client"),
+		// RocketMQ's broker dials its master with the client it dials the
+		// name servers with, tls.enable and all.
+		TLS: b.namesrvClientTLS(),
+	})
+	if err != nil {
+		return fmt.Errorf("connect to master %s: %w", masterAddr, err)
+	}
+	defer c.Close()
+	steps := []struct {
+		what  string
+		code  int32
+		apply func([]byte) error
+	}{
+		{"topics", remoting.GetAllTopicConfig, b.applyMasterTopics},
+		{"consumer offsets", remoting.GetAllConsumerOffset, b.applyMasterOffsets},
+		{"delay offsets", remoting.GetAllDelayOffset, b.applyMasterDelayOffsets},
+		{"subscription groups", remoting.GetAllSubscriptionGroupConfig, b.applyMasterGroups},
+		{"request modes", remoting.GetAllMessageRequestMode, b.applyMasterRequestModes},
+	}
+	var errs []error
+	for _, s := range steps {
+		body, err := askMaster(ctx, c, s.code)
+		if err == nil {
+			err = s.apply(body)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("copy the %s of master %s: %w", s.what, masterAddr, err))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// askMaster sends one bodiless GET_ALL_* request and returns the body of
+// a successful answer.
+func askMaster(ctx context.Context, c *remoting.Client, code int32) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, masterCallTimeout)
+	defer cancel()
+	resp, err := c.Invoke(ctx, remoting.NewRequest(code, nil, nil))
+	if err != nil {
+		return nil, fmt.Errorf("request %d: %w", code, err)
+	}
+	if resp.Code != remoting.Success {
+		return nil, fmt.Errorf("request %d: answer %d %s", code, resp.Code, resp.Remark)
+	}
+	return resp.Body, nil
+}
+
+// sameVersion compares data versions as RocketMQ's DataVersion.equals,
+// but for stateVersion, which the tables do not keep.
+func sameVersion(a, b meta.DataVersion) bool {
+	return a.Counter == b.Counter && a.Timestamp == b.Timestamp
+}
+
+// applyMasterTopics replaces the topic table with the master's when the
+// master's dataVersion differs from ours.
+func (b *Broker) applyMasterTopics(body []byte) error {
+	topics, version, err := rmqconfig.ParseTopics(body)
+	if err != nil {
+		return err
+	}
+	if sameVersion(b.topics.table.Version(), version) {
+		return nil
+	}
+	removed, err := b.topics.table.Replace(topics, version)
+	if err != nil {
+		return err
+	}
+	b.register.trigger()
+	b.log.Info().Int("topics", len(topics)).Strs("removed", removed).Msg("took over the master's topics")
+	return nil
+}
+
+// applyMasterGroups replaces the subscription group table with the
+// master's when the master's dataVersion differs from ours.
+func (b *Broker) applyMasterGroups(body []byte) error {
+	groups, version, err := rmqconfig.ParseGroups(body)
+	if err != nil {
+		return err
+	}
+	if sameVersion(b.groups.Version(), version) {
+		return nil
+	}
+	removed, err := b.groups.Replace(groups, version)
+	if err != nil {
+		return err
+	}
+	b.log.Info().Int("groups", len(groups)).Strs("removed", removed).Msg("took over the master's subscription groups")
+	return nil
+}
+
+// groupTopic names one topic@group pair of the offset table.
+type groupTopic struct{ group, topic string }
+
+// applyMasterOffsets takes over the master's consumer offsets
+// (ConcurrentMap.putAll of RocketMQ's slave): each topic@group pair the
+// master has gets exactly the master's queue offsets; the pairs it does
+// not have keep ours. The scheduler's own group is left alone (delay
+// offsets come with GET_ALL_DELAY_OFFSET).
+func (b *Broker) applyMasterOffsets(body []byte) error {
+	offsets, err := rmqconfig.ParseOffsets(body)
+	if err != nil {
+		return err
+	}
+	theirs := map[groupTopic]map[int32]bool{}
+	updates := make([]kvindex.OffsetUpdate, 0, len(offsets))
+	for _, o := range offsets {
+		if o.Group == scheduleOffsetGroup {
+			continue
+		}
+		k := groupTopic{o.Group, o.Topic}
+		if theirs[k] == nil {
+			theirs[k] = map[int32]bool{}
+		}
+		theirs[k][o.QueueID] = true
+		updates = append(updates, kvindex.OffsetUpdate{Group: o.Group, Topic: o.Topic, QueueID: o.QueueID, Offset: o.Offset})
+	}
+	// A pair with queues the master does not list loses them: the master's
+	// map replaces ours whole.
+	stale := map[groupTopic]bool{}
+	if err := b.offsets.Each("", func(u kvindex.OffsetUpdate) bool {
+		k := groupTopic{u.Group, u.Topic}
+		if q, ok := theirs[k]; ok && !q[u.QueueID] {
+			stale[k] = true
+		}
+		return true
+	}); err != nil {
+		return fmt.Errorf("read our consumer offsets: %w", err)
+	}
+	for k := range stale {
+		if err := b.offsets.DeleteGroupTopic(k.group, k.topic); err != nil {
+			return err
+		}
+	}
+	return b.offsets.SetMany(updates, true)
+}
+
+// applyMasterDelayOffsets takes over the master's delay-level progress
+// level by level (RocketMQ's slave writes the master's delayOffset.json and
+// loads it over its table with putAll): levels the master does not list
+// keep ours.
+func (b *Broker) applyMasterDelayOffsets(body []byte) error {
+	levels, err := rmqconfig.ParseDelayOffsets(body)
+	if err != nil {
+		return err
+	}
+	updates := make([]kvindex.OffsetUpdate, 0, len(levels))
+	for level, off := range levels {
+		if level > math.MaxInt32 {
+			return fmt.Errorf("delay level %d: no queue of %s has its number", level, meta.ScheduleTopic)
+		}
+		updates = append(updates, kvindex.OffsetUpdate{Group: scheduleOffsetGroup, Topic: meta.ScheduleTopic, QueueID: int32(level - 1), Offset: off})
+	}
+	return b.offsets.SetMany(updates, true)
+}
+
+// applyMasterRequestModes replaces our request modes with the master's:
+// the pairs it does not have go back to PULL, the ones that differ are
+// rewritten.
+func (b *Broker) applyMasterRequestModes(body []byte) error {
+	modes, err := rmqconfig.ParseRequestModes(body)
+	if err != nil {
+		return err
+	}
+	want := make(map[groupTopic]requestModeBody, len(modes))
+	for _, m := range modes {
+		want[groupTopic{m.ConsumerGroup, m.Topic}] = requestModeBody{Topic: m.Topic, ConsumerGroup: m.ConsumerGroup, Mode: m.Mode, PopShareQueueNum: m.PopShareQueueNum}
+	}
+	pop := b.db.Pop()
+	have := map[groupTopic]requestModeBody{}
+	var gone []groupTopic
+	if err := pop.EachRequestMode(func(m kvindex.RequestMode) bool {
+		k := groupTopic{m.Group, m.Topic}
+		if _, ok := want[k]; !ok {
+			gone = append(gone, k)
+			return true
+		}
+		var cur requestModeBody
+		if json.Unmarshal(m.JSON, &cur) == nil {
+			have[k] = cur
+		}
+		return true
+	}); err != nil {
+		return fmt.Errorf("read our request modes: %w", err)
+	}
+	for _, k := range gone {
+		if err := pop.DeleteRequestMode(k.topic, k.group); err != nil {
+			return err
+		}
+	}
+	for k, m := range want {
+		if cur, ok := have[k]; ok && cur == normalRequestMode(m) {
+			continue
+		}
+		if err := setRequestMode(b.db, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,287 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// topicTable reads a broker's topics by name.
+func topicTable(t *testing.T, b *testBroker) map[string]meta.TopicConfig {
+	t.Helper()
+	out := map[string]meta.TopicConfig{}
+	if err := b.topics.table.Each(func(tc meta.TopicConfig) bool { out[tc.TopicName] = tc; return true }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// groupTable reads a broker's subscription groups by name.
+func groupTable(t *testing.T, b *testBroker) map[string]meta.SubscriptionGroupConfig {
+	t.Helper()
+	out := map[string]meta.SubscriptionGroupConfig{}
+	if err := b.groups.Each(func(g meta.SubscriptionGroupConfig) bool { out[g.GroupName] = g; return true }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// offsetTable reads a broker's committed offsets, the scheduler's
+// included, keyed "group topic queue".
+func offsetTable(t *testing.T, b *testBroker) map[kvindex.OffsetUpdate]bool {
+	t.Helper()
+	out := map[kvindex.OffsetUpdate]bool{}
+	if err := b.offsets.Each("", func(u kvindex.OffsetUpdate) bool { out[u] = true; return true }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// requestModes reads a broker's request modes.
+func requestModes(t *testing.T, b *testBroker) map[groupTopic]requestModeBody {
+	t.Helper()
+	out := map[groupTopic]requestModeBody{}
+	if err := b.db.Pop().EachRequestMode(func(m kvindex.RequestMode) bool {
+		var body requestModeBody
+		if err := json.Unmarshal(m.JSON, &body); err != nil {
+			t.Fatalf("request mode %s %s: %v", m.Topic, m.Group, err)
+		}
+		out[groupTopic{m.Group, m.Topic}] = body
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func setMode(t *testing.T, c *remoting.Client, topic, group, mode string, share int) {
+	t.Helper()
+	body, _ := json.Marshal(requestModeBody{Topic: topic, ConsumerGroup: group, Mode: mode, PopShareQueueNum: share})
+	if r := call(t, c, remoting.SetMessageRequestMode, nil, body); r.Code != remoting.Success {
+		t.Fatalf("set the request mode of %s on %s: %d %s", group, topic, r.Code, r.Remark)
+	}
+}
+
+func syncSlave(t *testing.T, slave, master *testBroker) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := slave.syncFromMaster(ctx, master.Addr()); err != nil {
+		t.Fatalf("sync from master: %v", err)
+	}
+}
+
+func TestSlaveSyncCopiesTheMasterAsRocketMQ(t *testing.T) {
+	master := startTestBroker(t, nil)
+	slave := startTestBroker(t, nil)
+	mc, sc := master.client(nil), slave.client(nil)
+
+	createTopic(t, mc, "SyncA", 4, 4)
+	createTopic(t, mc, "SyncB", 2, 2)
+	createTopic(t, mc, "Gone", 1, 1)
+	if r := call(t, mc, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"gA","retryMaxTimes":3,"consumeBroadcastEnable":false}`)); r.Code != remoting.Success {
+		t.Fatalf("create gA: %d %s", r.Code, r.Remark)
+	}
+	commit(t, mc, "gA", "SyncA", 0, 5)
+	commit(t, mc, "gA", "SyncA", 1, 6)
+	commit(t, mc, "gB", "SyncB", 1, 9)
+	if err := master.offsets.Set(scheduleOffsetGroup, meta.ScheduleTopic, 2, 7); err != nil { // level 3
+		t.Fatal(err)
+	}
+	setMode(t, mc, "SyncA", "gA", "POP", 2)
+
+	// What the slave had before: some of it goes, some stays, as in RocketMQ.
+	createTopic(t, sc, "SlaveOnly", 1, 1)
+	createTopic(t, sc, "SyncA", 8, 8)
+	ensureGroup(t, sc, "slaveGroup")
+	commit(t, sc, "gA", "SyncA", 3, 40)                                                       // the master's gA@SyncA has no queue 3: dropped
+	commit(t, sc, "gKeep", "SlaveOnly", 0, 8)                                                 // a pair the master lacks: kept
+	if err := slave.offsets.Set(scheduleOffsetGroup, meta.ScheduleTopic, 4, 11); err != nil { // level 5: kept
+		t.Fatal(err)
+	}
+	if err := slave.offsets.Set(scheduleOffsetGroup, meta.ScheduleTopic, 2, 1); err != nil { // level 3: the master's
+		t.Fatal(err)
+	}
+	setMode(t, sc, "SlaveOnly", "gKeep", "POP", 1) // the master has none: gone
+
+	syncSlave(t, slave, master)
+
+	// Topics and groups: the master's tables and versions, whole.
+	if got, want := topicTable(t, slave), topicTable(t, master); !reflect.DeepEqual(got, want) {
+		t.Errorf("slave topics\n%v\nwant the master's\n%v", got, want)
+	}
+	if got, want := slave.topics.table.Version(), master.topics.table.Version(); got != want {
+		t.Errorf("slave topic version %+v, master's %+v", got, want)
+	}
+	if got, want := groupTable(t, slave), groupTable(t, master); !reflect.DeepEqual(got, want) {
+		t.Errorf("slave groups\n%v\nwant the master's\n%v", got, want)
+	}
+	if g := groupTable(t, slave)["gA"]; g.RetryMaxTimes != 3 || g.ConsumeBroadcastEnable {
+		t.Errorf("gA on the slave: %+v", g)
+	}
+	if got, want := slave.groups.Version(), master.groups.Version(); got != want {
+		t.Errorf("slave group version %+v, master's %+v", got, want)
+	}
+
+	// Offsets: per topic@group the master's queues; other pairs kept.
+	want := map[kvindex.OffsetUpdate]bool{
+		{Group: "gA", Topic: "SyncA", QueueID: 0, Offset: 5}:                            true,
+		{Group: "gA", Topic: "SyncA", QueueID: 1, Offset: 6}:                            true,
+		{Group: "gB", Topic: "SyncB", QueueID: 1, Offset: 9}:                            true,
+		{Group: "gKeep", Topic: "SlaveOnly", QueueID: 0, Offset: 8}:                     true,
+		{Group: scheduleOffsetGroup, Topic: meta.ScheduleTopic, QueueID: 2, Offset: 7}:  true,
+		{Group: scheduleOffsetGroup, Topic: meta.ScheduleTopic, QueueID: 4, Offset: 11}: true,
+	}
+	if got := offsetTable(t, slave); !reflect.DeepEqual(got, want) {
+		t.Errorf("slave offsets\n%v\nwant\n%v", got, want)
+	}
+	if got, want := requestModes(t, slave), requestModes(t, master); !reflect.DeepEqual(got, want) || len(got) != 1 {
+		t.Errorf("slave request modes %v, want the master's %v", got, want)
+	}
+
+	// A topic deleted on the master moves its version on: the slave
+	// deletes it too (the config only, as RocketMQ's slave).
+	if r := call(t, mc, remoting.DeleteTopicInBroker, map[string]string{"topic": "Gone"}, nil); r.Code != remoting.Success {
+		t.Fatalf("delete Gone: %d %s", r.Code, r.Remark)
+	}
+	if _, ok := topicTable(t, slave)["Gone"]; !ok {
+		t.Fatal("the slave lost Gone before it synced")
+	}
+	syncSlave(t, slave, master)
+	if got := topicTable(t, slave); !reflect.DeepEqual(got, topicTable(t, master)) {
+		t.Errorf("after the delete the slave has %v", got)
+	} else if _, ok := got["Gone"]; ok {
+		t.Error("the slave kept the topic the master deleted")
+	}
+
+	// Same version on both sides: the slave's table is left as it is, as
+	// RocketMQ compares dataVersions before it copies.
+	local := topicTable(t, slave)["SyncB"]
+	local.Perm = meta.PermRead
+	var tables []meta.TopicConfig
+	for _, tc := range topicTable(t, slave) {
+		if tc.TopicName == "SyncB" {
+			tc = local
+		}
+		tables = append(tables, tc)
+	}
+	if _, err := slave.topics.table.Replace(tables, master.topics.table.Version()); err != nil {
+		t.Fatal(err)
+	}
+	syncSlave(t, slave, master)
+	if got := topicTable(t, slave)["SyncB"]; got.Perm != meta.PermRead {
+		t.Errorf("a sync with the master's version unchanged rewrote SyncB: %+v", got)
+	}
+	// A change on the master moves its version on, and the slave follows.
+	createTopic(t, mc, "SyncC", 1, 1)
+	syncSlave(t, slave, master)
+	if got := topicTable(t, slave); !reflect.DeepEqual(got, topicTable(t, master)) {
+		t.Errorf("after SyncC the slave has %v", got)
+	}
+}
+
+func TestSlaveSyncWithItselfDoesNothing(t *testing.T) {
+	b := startTestBroker(t, nil)
+	before := b.topics.table.Version()
+	if err := b.syncFromMaster(context.Background(), b.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.syncFromMaster(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	if b.topics.table.Version() != before {
+		t.Fatal("a broker synced from itself")
+	}
+}
+
+func TestSlaveSyncFromAnUnreachableMasterFails(t *testing.T) {
+	b := startTestBroker(t, nil)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	before := b.topics.table.Version()
+	if err := b.syncFromMaster(context.Background(), addr); err == nil || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("sync from nobody at %s: %v", addr, err)
+	}
+	if b.topics.table.Version() != before {
+		t.Fatal("a failed sync changed the topics")
+	}
+}
+
+func TestSlaveSyncLoopWaitsForAMaster(t *testing.T) {
+	master := startTestBroker(t, nil)
+	slave := startTestBroker(t, map[string]string{"slaveSyncIntervalMillis": "20"})
+	createTopic(t, master.client(nil), "LoopT", 2, 2)
+
+	var addr atomic.Value
+	addr.Store("")
+	asked := make(chan struct{}, 1024)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		slave.slaveSyncLoop(ctx, func() string {
+			select {
+			case asked <- struct{}{}:
+			default:
+			}
+			return addr.Load().(string)
+		})
+	}()
+	defer func() { cancel(); wg.Wait() }()
+	for i := 0; i < 3; i++ {
+		select {
+		case <-asked:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the loop never asked for the master's address")
+		}
+	}
+	if _, ok := topicTable(t, slave)["LoopT"]; ok {
+		t.Fatal("the loop synced without a master")
+	}
+	addr.Store(master.Addr())
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, ok := topicTable(t, slave)["LoopT"]; ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the loop never copied the master's topics")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+}
+
+// FuzzApplyMasterBodies: whatever a master answers, applying it never
+// panics the slave (bad bodies are refused with an error).
+func FuzzApplyMasterBodies(f *testing.F) {
+	f.Add([]byte(`{"offsetTable":{"T@G":{0:5,1:6}},"dataVersion":{"counter":1,"timestamp":2}}`))
+	f.Add([]byte(`{"offsetTable":{1:1,18:4},"dataVersion":{"counter":1}}`))
+	f.Add([]byte(`{"topicConfigTable":{"T":{"topicName":"T","readQueueNums":4,"writeQueueNums":4,"perm":6}},"dataVersion":{"counter":3,"timestamp":4}}`))
+	f.Add([]byte(`{"subscriptionGroupTable":{"G":{"groupName":"G"}},"forbiddenTable":{},"dataVersion":{"counter":5}}`))
+	f.Add([]byte(`{"messageRequestModeMap":{"T":{"G":{"topic":"T","consumerGroup":"G","mode":"POP","popShareQueueNum":1}}}}`))
+	b := startTestBroker(f, nil)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		_ = b.applyMasterTopics(body)
+		_ = b.applyMasterOffsets(body)
+		_ = b.applyMasterDelayOffsets(body)
+		_ = b.applyMasterGroups(body)
+		_ = b.applyMasterRequestModes(body)
+	})
+}

@@ -1,0 +1,145 @@
+package rmqconfig
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// TransCheckGroup is the consumer group under which RocketMQ's
+// transaction checker keeps its progress in the half and op topics.
+const TransCheckGroup = "CID_RMQ_SYS_TRANS"
+
+// QueueEnds gives the end (next offset) of a queue: a cq.Store, or the
+// KV ConsumeQueue of a stopped store.
+type QueueEnds interface {
+	MaxOffset(topic string, queueID int32) (int64, error)
+}
+
+// FromStore reads the config of a rocketkv store as RocketMQ's config
+// files hold it (the timer's progress left out): topics, groups,
+// consumer offsets (StoreOffsets), delay offsets (StoreDelayOffsets) and
+// request modes (StoreRequestModes). kvdump export-rocketmq writes it
+// with Write.
+func FromStore(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen int64) (Config, error) {
+	var c Config
+	topics, err := db.Topics(1)
+	if err != nil {
+		return c, err
+	}
+	if err := topics.Each(func(tc meta.TopicConfig) bool {
+		c.Topics = append(c.Topics, tc)
+		return ctx.Err() == nil
+	}); err != nil {
+		return c, fmt.Errorf("read the topics: %w", err)
+	}
+	groups, err := db.Groups(1)
+	if err != nil {
+		return c, err
+	}
+	if err := groups.Each(func(gc meta.SubscriptionGroupConfig) bool {
+		c.Groups = append(c.Groups, gc)
+		return ctx.Err() == nil
+	}); err != nil {
+		return c, fmt.Errorf("read the subscription groups: %w", err)
+	}
+	if c.Offsets, err = StoreOffsets(ctx, db, ends, firstOpen); err != nil {
+		return c, err
+	}
+	if c.DelayOffsets, err = StoreDelayOffsets(ctx, db); err != nil {
+		return c, err
+	}
+	if c.RequestModes, err = StoreRequestModes(ctx, db); err != nil {
+		return c, err
+	}
+	return c, ctx.Err()
+}
+
+// StoreOffsets returns the committed consumer offsets of a rocketkv store
+// as RocketMQ's ConsumerOffsetManager holds them. The scheduler's
+// progress (meta.ScheduleOffsetGroup) is left out: RocketMQ keeps it in
+// delayOffset.json (StoreDelayOffsets). The transaction checker's
+// progress (TransCheckGroup on the half and op topics) is set past every
+// ended transaction: at firstOpen, the half-topic offset of the first
+// open transaction (OpenTransactions), when one is open (firstOpen >= 0),
+// else at the end of each topic; ends gives the ends.
+func StoreOffsets(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen int64) ([]Offset, error) {
+	var offsets []Offset
+	if err := db.ConsumerOffsets().Each("", func(u kvindex.OffsetUpdate) bool {
+		switch u.Group {
+		case meta.ScheduleOffsetGroup, TransCheckGroup: // delayOffset.json; set below
+		default:
+			offsets = append(offsets, Offset{Group: u.Group, Topic: u.Topic, QueueID: u.QueueID, Offset: u.Offset})
+		}
+		return ctx.Err() == nil
+	}); err != nil {
+		return nil, fmt.Errorf("read the consumer offsets: %w", err)
+	}
+	for _, topic := range []string{meta.TransHalfTopic, meta.TransOpHalfTopic} {
+		end, err := ends.MaxOffset(topic, 0)
+		if err != nil {
+			return nil, fmt.Errorf("read the end of %s: %w", topic, err)
+		}
+		if topic == meta.TransHalfTopic && firstOpen >= 0 {
+			end = firstOpen
+		}
+		if end > 0 {
+			offsets = append(offsets, Offset{Group: TransCheckGroup, Topic: topic, Offset: end})
+		}
+	}
+	return offsets, ctx.Err()
+}
+
+// StoreDelayOffsets returns the scheduler's progress of a rocketkv store
+// as delayOffset.json holds it: per delay level (1-based), the next
+// SCHEDULE_TOPIC_XXXX offset of its queue (level-1) to deliver.
+func StoreDelayOffsets(ctx context.Context, db *kvindex.DB) (map[int]int64, error) {
+	levels := map[int]int64{}
+	if err := db.ConsumerOffsets().Each(meta.ScheduleOffsetGroup, func(u kvindex.OffsetUpdate) bool {
+		if u.Topic == meta.ScheduleTopic {
+			levels[int(u.QueueID)+1] = u.Offset
+		}
+		return ctx.Err() == nil
+	}); err != nil {
+		return nil, fmt.Errorf("read the delay offsets: %w", err)
+	}
+	return levels, ctx.Err()
+}
+
+// StoreRequestModes returns the message request modes of a rocketkv
+// store in topic and group order; a stored body that is not JSON is left
+// out.
+func StoreRequestModes(ctx context.Context, db *kvindex.DB) ([]RequestMode, error) {
+	var modes []RequestMode
+	if err := db.Pop().EachRequestMode(func(m kvindex.RequestMode) bool {
+		var rm RequestMode
+		if json.Unmarshal(m.JSON, &rm) == nil {
+			rm.Topic, rm.ConsumerGroup = m.Topic, m.Group
+			modes = append(modes, rm)
+		}
+		return ctx.Err() == nil
+	}); err != nil {
+		return nil, fmt.Errorf("read the request modes: %w", err)
+	}
+	return modes, ctx.Err()
+}
+
+// OpenTransactions counts the open transactions of a rocketkv store and
+// returns the half-topic queue offset of the first one (-1 when none is
+// open).
+func OpenTransactions(db *kvindex.DB) (open int, firstOpen int64, err error) {
+	firstOpen = -1
+	if err := db.Transactions().OpenHalves(func(h kvindex.TxnHalf) bool {
+		if firstOpen < 0 || h.QueueOffset < firstOpen {
+			firstOpen = h.QueueOffset
+		}
+		open++
+		return true
+	}); err != nil {
+		return 0, -1, fmt.Errorf("read the open transactions: %w", err)
+	}
+	return open, firstOpen, nil
+}
