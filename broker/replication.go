@@ -67,6 +67,7 @@ func (b *Broker) startReplication() error {
 			Logger:               b.root,
 		})
 		b.goBackground("ha-client", b.repl.client.Run)
+		b.goBackground("slave-sync", func(ctx context.Context) { b.slaveSyncLoop(ctx, b.masterAddr) })
 		b.log.Info().Str("haMasterAddress", b.cfg.HAMasterAddress).
 			Msg("slave: the CommitLog is replicated from the master; sends are refused")
 		return nil

@@ -226,6 +226,8 @@ type brokerProc struct {
 	addr  string
 	store string
 	name  string
+	// haAddr is the broker's HA port (where its slaves replicate from).
+	haAddr string
 }
 
 // brokerOpts tune startBroker.
@@ -253,11 +255,22 @@ func startBroker(t testing.TB, ns *namesrv, o brokerOpts) *brokerProc {
 		"--set", fmt.Sprintf("listenPort=%d", port), "--set", "brokerIP1=127.0.0.1",
 		"--set", "mappedFileSizeCommitLog=67108864", "--set", "logFormat=json",
 		"--set", "registerNameServerPeriod=2000", "--set", "logLevel=debug"}
+	// The HA port defaults to listenPort+1, which may be another test's
+	// port: every broker gets one of its own.
+	haPort := 0
 	for _, s := range o.sets {
 		args = append(args, "--set", s)
+		if v, ok := strings.CutPrefix(s, "haListenPort="); ok {
+			haPort, _ = strconv.Atoi(v)
+		}
+	}
+	if haPort == 0 {
+		haPort = freePort(t)
+		args = append(args, "--set", fmt.Sprintf("haListenPort=%d", haPort))
 	}
 	p := startProc(t, "broker", args...)
-	b := &brokerProc{proc: p, addr: fmt.Sprintf("127.0.0.1:%d", port), store: o.store, name: o.name}
+	b := &brokerProc{proc: p, addr: fmt.Sprintf("127.0.0.1:%d", port), store: o.store, name: o.name,
+		haAddr: fmt.Sprintf("127.0.0.1:%d", haPort)}
 	b.waitStarted(t)
 	return b
 }

@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+)
+
+// TestSlaveKeepsWhatASyncMasterAcknowledged: a SYNC_MASTER (inSyncReplicas
+// 2) and its SLAVE, the slave finding its master through the name server.
+// The unchanged Go client consumes and commits a first part, then sends a
+// stream of messages while the slave is SIGKILLed and restarted and then
+// the master is SIGKILLed, in the middle of it.
+// The slave is promoted the way RocketMQ's operators do it (restarted on
+// its store as the master, brokerId 0): a consumer of the group then
+// receives every message the dead master acknowledged with SEND_OK after
+// the committed part, and nothing of the committed part again (the slave
+// had synchronized the consumer offsets).
+func TestSlaveKeepsWhatASyncMasterAcknowledged(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	fastHA := []string{"haSendHeartbeatInterval=200", "slaveSyncIntervalMillis=300"}
+	master := startBroker(t, ns, brokerOpts{sets: append([]string{"brokerRole=SYNC_MASTER", "inSyncReplicas=2"}, fastHA...)})
+	slave := startBroker(t, ns, brokerOpts{store: t.TempDir() + "/slave", sets: append([]string{"brokerRole=SLAVE", "brokerId=1"}, fastHA...)})
+	slave.waitLog(t, "replicating the master's CommitLog", 30*time.Second)
+	const topic, group, queues = "E2EHA", "cg-ha", 4
+	createTopic(t, master.addr, topic, queues)
+	waitRoute(t, ns.addr, topic, master.name)
+	p := newProducer(t, ns.addr, "pg-ha")
+
+	const n1 = 80
+	sendN(t, p, topic, "first-", n1)
+	got1 := newCollector()
+	c1 := startPushConsumer(t, ns.addr, group, topic, consumer.MessageSelector{}, got1,
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	got1.waitDistinct(t, n1, 60*time.Second)
+	waitCommitted(t, master.addr, group, topic, queues, 20*time.Second)
+	if err := c1.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	// The slave copies the committed offsets from its master.
+	deadline := time.Now().Add(20 * time.Second)
+	for q := 0; q < queues; q++ {
+		want := committedOffset(t, master.addr, group, topic, q)
+		for committedOffset(t, slave.addr, group, topic, q) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("queue %d: the slave never had the committed offset %d", q, want)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	// A stream of sends; the master dies in its middle.
+	var (
+		mu    sync.Mutex
+		acked []string
+	)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			body := fmt.Sprintf("second-%d", i)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			res, err := p.SendSync(ctx, primitive.NewMessage(topic, []byte(body)))
+			cancel()
+			if err == nil && res.Status == primitive.SendOK {
+				mu.Lock()
+				acked = append(acked, body)
+				mu.Unlock()
+			}
+		}
+	}()
+	waitAcked := func(n int) {
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			mu.Lock()
+			got := len(acked)
+			mu.Unlock()
+			if got >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d sends acknowledged, want %d", got, n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// The slave dies too, once: it recovers its CommitLog (a transfer
+	// may have been cut in a record) and follows the master again.
+	waitAcked(60)
+	slave.kill()
+	slave.restart(t)
+	waitAcked(150)
+	master.kill()
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	<-done
+	mu.Lock()
+	want := append([]string(nil), acked...)
+	mu.Unlock()
+	t.Logf("%d sends acknowledged before the master died", len(want))
+
+	// Promote the slave: same store, now the master.
+	slave.stop(t)
+	promoted := startBroker(t, ns, brokerOpts{store: slave.store, sets: []string{"brokerRole=ASYNC_MASTER", "brokerId=0"}})
+	waitRoute(t, ns.addr, topic, promoted.name)
+	got2 := newCollector()
+	startPushConsumer(t, ns.addr, group, topic, consumer.MessageSelector{}, got2,
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	got2.waitDistinct(t, len(want), 90*time.Second)
+	seen := got2.snapshot()
+	var lost, again []string
+	for _, b := range want {
+		if seen[b] == 0 {
+			lost = append(lost, b)
+		}
+	}
+	for b := range seen {
+		if strings.HasPrefix(b, "first-") {
+			again = append(again, b)
+		}
+	}
+	if len(lost) > 0 {
+		t.Errorf("%d acknowledged messages lost with the master: %v", len(lost), lost)
+	}
+	if len(again) > 0 {
+		t.Errorf("%d messages committed before the failover were delivered again: %v", len(again), again)
+	}
+}
