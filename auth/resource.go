@@ -52,7 +52,9 @@ const (
 )
 
 // Topic returns the resource of a topic.
-func Topic(name string) Resource { return Resource{Type: TypeTopic, Name: name, Pattern: PatternLiteral} }
+func Topic(name string) Resource {
+	return Resource{Type: TypeTopic, Name: name, Pattern: PatternLiteral}
+}
 
 // Group returns the resource of a consumer group. A group's retry or
 // dead-letter topic names the group, as RocketMQ's Resource.ofGroup reads
