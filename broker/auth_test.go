@@ -1,13 +1,19 @@
 package broker
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/acl"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -382,5 +388,42 @@ func TestAuthNeedsTable(t *testing.T) {
 		if strings.Join(got, "|") != c.want {
 			t.Errorf("code %d %s %s: %q, want %q", c.code, c.ext, c.body, strings.Join(got, "|"), c.want)
 		}
+	}
+}
+
+// With innerClientAuthenticationCredentials the broker signs its
+// registration with the name servers as that user, as RocketMQ's
+// BrokerOuterAPI does, and the user exists as a Super user.
+func TestAuthInnerCredentialsSignRegistration(t *testing.T) {
+	got := make(chan map[string]string, 4)
+	mux := remoting.NewMux()
+	mux.HandleFunc(remoting.RegisterBroker, func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
+		fields := maps.Clone(req.ExtFields)
+		if !acl.SignatureMatches(fields, req.Body, req.Version, "inner-password") {
+			fields["signature-check"] = "failed"
+		}
+		select {
+		case got <- fields:
+		default:
+		}
+		_ = conn.Reply(req, remoting.NewResponse(req, remoting.Success, ""))
+	})
+	ns := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"}, mux, zerolog.Nop())
+	if err := ns.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
+	b := startTestBroker(t, authSettings(map[string]string{"namesrvAddr": ns.Addr().String(),
+		"innerClientAuthenticationCredentials": `{"accessKey":"inner","secretKey":"inner-password"}`}))
+	select {
+	case f := <-got:
+		if f[acl.FieldAccessKey] != "inner" || f["signature-check"] == "failed" {
+			t.Fatalf("registration fields %v: not signed as inner", f)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no registration")
+	}
+	if u, ok, err := b.auth.users.Get("inner"); err != nil || !ok || u.UserType != "Super" {
+		t.Fatalf("inner user %+v %v %v", u, ok, err)
 	}
 }
