@@ -111,6 +111,9 @@ func (c *Checker) authorize(r *Request) error {
 	if !found {
 		return denied("User:%s not found.", name)
 	}
+	// RocketMQ 5.3 means to refuse a disabled user here too but looks at
+	// the status of the wrong object, so with authorization alone its
+	// disabled users pass; here they do not.
 	if IsDisabled(u) {
 		return denied("User:%s is disabled.", name)
 	}

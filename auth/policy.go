@@ -164,7 +164,11 @@ func (e *Entry) matches(n Need, from netip.Addr) bool {
 
 // rank orders matching entries, most specific first: a resource of a type
 // before "*", a literal name before a prefix before "<Type>:*", a longer
-// prefix before a shorter one; between equals Deny first.
+// prefix before a shorter one; between equals Deny first. This is the
+// order RocketMQ's AclAuthorizationHandler meant and has since Apache
+// RocketMQ #9540; the comparator of 5.3.3 itself put a shorter prefix
+// first and Allow before Deny, so that "Topic:test*" Allow would override
+// "Topic:test_*" Deny.
 func rank(e *Entry) [4]int {
 	any, pattern := 0, 0
 	if e.Resource.Type == TypeAny {

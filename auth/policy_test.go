@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"encoding/json"
 	"errors"
 	"net/netip"
 	"strings"
@@ -189,5 +190,34 @@ func FuzzCompile(f *testing.F) {
 		addr, _ := netip.ParseAddr(from)
 		_ = a.Decide(Need{Topic(topic), []Action{ActionPub}}, addr)
 		_ = a.Decide(Need{Group(topic), []Action{ActionAny}}, addr)
+	})
+}
+
+// FuzzACLBody reads arbitrary AUTH_CREATE_ACL bodies as the broker does:
+// an access list that compiles merges into another, loses an entry and is
+// filtered without a panic, and what the merge writes compiles again.
+func FuzzACLBody(f *testing.F) {
+	f.Add([]byte(`{"subject":"User:u","policies":[{"policyType":"Custom","entries":[{"resource":"Topic:t*","actions":["Pub","Sub"],"sourceIps":["10.0.0.0/8","::1"],"decision":"Allow"}]},{"policyType":"Default","entries":[{"resource":"*","actions":["All"],"decision":"Deny"}]}]}`), "Topic:t*")
+	f.Add([]byte(`{"subject":"user:u","policies":[{"entries":[{"resource":"group:g","actions":["sub"],"decision":"deny"}]}]}`), "Group:g")
+	f.Add([]byte(`{"policies":null}`), "")
+	f.Fuzz(func(t *testing.T, body []byte, resource string) {
+		var a meta.AclInfo
+		if json.Unmarshal(body, &a) != nil {
+			return
+		}
+		if _, err := Compile(a); err != nil {
+			return
+		}
+		merged, err := MergeACL(&a, a)
+		if err != nil {
+			t.Fatalf("merge of a compiled list: %v", err)
+		}
+		if _, err := Compile(merged); err != nil {
+			t.Fatalf("the merge of a compiled list does not compile: %v\n%+v", err, merged)
+		}
+		if r, err := ParseResource(resource); err == nil {
+			_, _ = DeleteFromACL(merged, Custom, r)
+		}
+		_, _ = FilterACL(merged, resource)
 	})
 }
