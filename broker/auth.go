@@ -88,7 +88,14 @@ func (b *Broker) openAuth() (*authState, error) {
 		}
 	}
 	if a.Enabled() {
-		n, _ := s.users.Count()
+		n, err := s.users.Count()
+		if err != nil {
+			return nil, fmt.Errorf("count ACL 2.0 users: %w", err)
+		}
+		if n == 0 {
+			b.log.Warn().Msg("access control (ACL 2.0) is on and there is no user: every checked request will be refused; " +
+				"set initAuthenticationUser to create a Super user")
+		}
 		b.log.Info().Bool("authentication", a.AuthenticationEnabled).Bool("authorization", a.AuthorizationEnabled).
 			Int("users", n).Msg("access control (ACL 2.0) on")
 	}

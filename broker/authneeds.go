@@ -103,6 +103,10 @@ var authRules = map[int32]authRule{
 	remoting.UpdateBrokerConfig:     {cluster: true, actions: authUpdate},
 	remoting.DeleteExpiredCommitLog: {cluster: true, actions: authUpdate},
 	remoting.PopRollback:            {cluster: true, actions: authUpdate},
+	// rocketkv's own: a checkpoint is a copy of the whole index, users'
+	// passwords included, which AUTH_GET_USER guards with Get on the
+	// cluster too.
+	remoting.CheckpointIndex: {cluster: true, actions: authGet},
 }
 
 // Request codes of RocketMQ's admin tools this broker does not serve but
@@ -251,6 +255,22 @@ func authNeeds(req *remoting.Command, cluster string) []auth.Need {
 					need(auth.Group(gc.GroupName), auth.ActionCreate)
 				}
 			}
+		}
+	case remoting.QueryAssignment:
+		// As RocketMQ 5.3 decides the gRPC QueryAssignment (its remoting
+		// header has no annotation): Sub on the group and the topic.
+		var body queryAssignmentBody
+		if json.Unmarshal(req.Body, &body) == nil {
+			need(auth.Group(body.ConsumerGroup), auth.ActionSub)
+			topicOrGroup(body.Topic, auth.ActionSub)
+		}
+	case remoting.SetMessageRequestMode:
+		// Beyond RocketMQ 5.3, which leaves it unchecked: it changes how a
+		// group consumes a topic.
+		var body requestModeBody
+		if json.Unmarshal(req.Body, &body) == nil {
+			need(auth.Group(body.ConsumerGroup), auth.ActionUpdate)
+			topicOrGroup(body.Topic, auth.ActionUpdate)
 		}
 	default:
 		rule, ok := authRules[req.Code]
