@@ -129,6 +129,7 @@ func cloneACL(a meta.AclInfo) meta.AclInfo {
 // broker answers NO_PERMISSION with for the same refusal.
 type Denied struct{ Reason string }
 
+// Error returns the remark.
 func (d *Denied) Error() string { return d.Reason }
 
 func denied(format string, args ...any) error { return &Denied{Reason: fmt.Sprintf(format, args...)} }
