@@ -94,7 +94,7 @@ func (c *Config) Check(r *Request) error {
 	if acc.White.Match(r.Remote) && !edit {
 		return nil
 	}
-	if !signatureMatches(r, acc.SecretKey) {
+	if !SignatureMatches(r.Fields, r.Body, r.Version, acc.SecretKey) {
 		return denied("Check signature failed for accessKey=%s", key)
 	}
 	for _, res := range r.Resources {
@@ -128,11 +128,13 @@ func (c *Config) Check(r *Request) error {
 	return nil
 }
 
-// signatureMatches checks the request's Signature against the text
-// RocketMQ signs. A Go client leaves SecurityToken out of the text it
-// signs, so a request carrying one is also tried without it.
-func signatureMatches(r *Request, secret string) bool {
-	sig := r.Fields[FieldSignature]
+// SignatureMatches checks the Signature field of a request (its fields,
+// body and client version) against the text RocketMQ signs with secret.
+// A Go client leaves SecurityToken out of the text it signs, so a request
+// carrying one is also tried without it. ACL 2.0 (package auth) checks a
+// user's password with it too.
+func SignatureMatches(fields map[string]string, body []byte, version int32, secret string) bool {
+	sig := fields[FieldSignature]
 	var buf [64]byte
 	if base64.StdEncoding.DecodedLen(len(sig)) > len(buf) {
 		return false // longer than any HMAC-SHA1
@@ -146,18 +148,18 @@ func signatureMatches(r *Request, secret string) bool {
 	// clients disagree on, the other reading: a Go client leaves
 	// SecurityToken out, and whether _UNIQUE_KEY_QUERY is signed depends
 	// on the client's library rather than on the version it reports.
-	versions := []int32{r.Version}
-	if _, ok := r.Fields[fieldUniqueKeyQuery]; ok {
+	versions := []int32{version}
+	if _, ok := fields[fieldUniqueKeyQuery]; ok {
 		other := int32(versionV4_9_3 + 1)
-		if r.Version > versionV4_9_3 {
+		if version > versionV4_9_3 {
 			other = versionV4_9_3
 		}
 		versions = append(versions, other)
 	}
-	_, token := r.Fields[FieldSecurityToken]
+	_, token := fields[FieldSecurityToken]
 	for _, v := range versions {
-		if hmac.Equal(got, Sign(r.Fields, r.Body, secret, v, false)) ||
-			token && hmac.Equal(got, Sign(r.Fields, r.Body, secret, v, true)) {
+		if hmac.Equal(got, Sign(fields, body, secret, v, false)) ||
+			token && hmac.Equal(got, Sign(fields, body, secret, v, true)) {
 			return true
 		}
 	}

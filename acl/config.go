@@ -35,6 +35,10 @@ type Account struct {
 	Admin            bool
 	DefaultTopicPerm Perm
 	DefaultGroupPerm Perm
+	// DefaultPermsGiven tells which defaults the file spelled out (topic,
+	// group): a missing one reads as DENY, but the migration to ACL 2.0
+	// creates no default policy entry for it, as RocketMQ's AuthMigrator.
+	DefaultPermsGiven [2]bool
 	// Resources maps a topic, or a group's retry topic, to its permission.
 	Resources map[string]Perm
 }
@@ -100,6 +104,7 @@ func Parse(data []byte) (*Config, error) {
 		if acc.White, err = ParseAddressPattern(a.WhiteRemoteAddress); err != nil {
 			return nil, fmt.Errorf("%s: whiteRemoteAddress: %w", where, err)
 		}
+		acc.DefaultPermsGiven = [2]bool{strings.TrimSpace(a.DefaultTopicPerm) != "", strings.TrimSpace(a.DefaultGroupPerm) != ""}
 		if acc.DefaultTopicPerm, err = ParsePerm(a.DefaultTopicPerm); err != nil {
 			return nil, fmt.Errorf("%s: defaultTopicPerm: %w", where, err)
 		}

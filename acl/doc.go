@@ -44,4 +44,8 @@
 // pull of a group's retry topic is checked against the group's permission.
 // A refused request is answered SYSTEM_ERROR with the remark RocketMQ's
 // AclException gives.
+//
+// RocketMQ 5.3's ACL 2.0 is package auth. A broker runs one or the other:
+// aclEnable with authenticationEnabled or authorizationEnabled does not
+// start; migrateAuthFromV1Enabled imports this file's accounts into 2.0.
 package acl

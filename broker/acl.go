@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
@@ -30,13 +29,9 @@ func (b *Broker) openACL() (*acl.Guard, error) {
 	if !b.cfg.AclEnable {
 		return nil, nil
 	}
-	path := b.cfg.PlainAclFile
-	if path == "" {
-		home := os.Getenv("ROCKETMQ_HOME")
-		if home == "" {
-			return nil, fmt.Errorf("aclEnable: set plainAclFile, or ROCKETMQ_HOME for $ROCKETMQ_HOME/conf/plain_acl.yml")
-		}
-		path = filepath.Join(home, "conf", "plain_acl.yml")
+	path, err := b.plainACLPath()
+	if err != nil {
+		return nil, fmt.Errorf("aclEnable: %w", err)
 	}
 	g, err := acl.Open(path, b.component("acl"))
 	if err != nil {
@@ -45,6 +40,19 @@ func (b *Broker) openACL() (*acl.Guard, error) {
 	b.goBackground("acl-reload", func(ctx context.Context) { g.Run(ctx, aclReloadInterval) })
 	b.log.Info().Str("file", path).Msg("access control on: every request is checked against the ACL file")
 	return g, nil
+}
+
+// plainACLPath is the plain ACL file: plainAclFile, else where RocketMQ
+// reads it.
+func (b *Broker) plainACLPath() (string, error) {
+	if b.cfg.PlainAclFile != "" {
+		return b.cfg.PlainAclFile, nil
+	}
+	home := os.Getenv("ROCKETMQ_HOME")
+	if home == "" {
+		return "", fmt.Errorf("set plainAclFile, or ROCKETMQ_HOME for $ROCKETMQ_HOME/conf/plain_acl.yml")
+	}
+	return filepath.Join(home, "conf", "plain_acl.yml"), nil
 }
 
 // aclHandler checks every request against the ACL before next serves it.
@@ -119,13 +127,7 @@ func aclResources(req *remoting.Command) []acl.Resource {
 	case remoting.SendMessage, remoting.SendReplyMessage:
 		send(f["topic"])
 	case remoting.SendMessageV2, remoting.SendBatchMessage, remoting.SendReplyMessageV2:
-		// The topic as the send processor reads it: the letter, else the
-		// long name (a V2 header without "b" must not skip the check).
-		topic, ok := f["b"]
-		if !ok {
-			topic = f["topic"]
-		}
-		send(topic)
+		send(sendTopic(f))
 	case remoting.RecallMessage:
 		add(f["topic"], acl.Pub)
 	case remoting.ConsumerSendMsgBack:
@@ -146,13 +148,10 @@ func aclResources(req *remoting.Command) []acl.Resource {
 	case remoting.QueryMessage:
 		add(f["topic"], acl.Sub)
 	case remoting.HeartBeat:
-		var hb heartbeatData
-		if json.Unmarshal(req.Body, &hb) == nil {
-			for _, cd := range hb.ConsumerDataSet {
-				group(cd.GroupName)
-				for _, s := range cd.SubscriptionDataSet {
-					add(s.Topic, acl.Sub)
-				}
+		for _, cd := range heartbeatConsumers(req.Body) {
+			group(cd.GroupName)
+			for _, s := range cd.SubscriptionDataSet {
+				add(s.Topic, acl.Sub)
 			}
 		}
 	case remoting.UnregisterClient, remoting.GetConsumerListByGroup:

@@ -103,6 +103,7 @@ type Broker struct {
 
 	mux    *remoting.Mux
 	acl    *acl.Guard // nil when aclEnable is off
+	auth   *authState // ACL 2.0: users and access lists; checks when either switch is on
 	server *remoting.Server
 	// metrics is nil unless metricsExporterType is PROM; exporter serves
 	// it.
@@ -212,6 +213,9 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	}
 	// The ACL file and the TLS certificate first: a broker that cannot
 	// check access or serve TLS stops before it recovers its store.
+	if err := b.checkAuthConfig(); err != nil {
+		return err
+	}
 	if b.acl, err = b.openACL(); err != nil {
 		return err
 	}
@@ -220,6 +224,9 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		return err
 	}
 	if err := b.openStores(ctx); err != nil {
+		return err
+	}
+	if b.auth, err = b.openAuth(); err != nil {
 		return err
 	}
 	b.stats = brokerstats.New(b.cfg.BrokerClusterName, b.statsClock)
@@ -253,6 +260,9 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	var handler remoting.Handler = b.mux
 	if b.acl != nil {
 		handler = aclHandler{b: b, guard: b.acl, next: b.mux}
+	}
+	if b.cfg.Auth.Enabled() {
+		handler = authHandler{b: b, s: b.auth, next: b.mux}
 	}
 	// The server is created last: when it is listening the broker must be
 	// able to answer everything.

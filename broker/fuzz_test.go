@@ -28,7 +28,9 @@ var fuzzCodes = []int32{
 	remoting.UpdateBrokerConfig, remoting.QueryConsumeQueue, remoting.CheckClientConfig,
 	remoting.RecallMessage, remoting.CheckRocksdbCqWriteProgress, remoting.ViewBrokerStatsData,
 	remoting.UpdateAndCreateACLConfig, remoting.DeleteACLConfig, remoting.UpdateGlobalWhiteAddrsConfig,
-	remoting.GetBrokerClusterACLInfo, remoting.GetAllConsumerOffset, remoting.GetAllDelayOffset,
+	remoting.GetBrokerClusterACLInfo, remoting.GetAllConsumerOffset, remoting.GetAllDelayOffset, remoting.GetBrokerHAStatus,
+	remoting.AuthCreateUser, remoting.AuthUpdateUser, remoting.AuthDeleteUser, remoting.AuthGetUser, remoting.AuthListUser,
+	remoting.AuthCreateACL, remoting.AuthUpdateACL, remoting.AuthDeleteACL, remoting.AuthGetACL, remoting.AuthListACL,
 }
 
 // fuzzACLFile admits every address (so every processor is reached) and
@@ -58,6 +60,11 @@ func FuzzRequests(f *testing.F) {
 	f.Add(uint8(slices.Index(fuzzCodes, remoting.RecallMessage)), "producerGroup=pg;topic=T;recallHandle=djEgVCBiIDEgeD8-", []byte(nil))
 	f.Add(uint8(slices.Index(fuzzCodes, remoting.UpdateAndCreateACLConfig)), "accessKey=fuzzuser1;secretKey=fuzzsecret2;topicPerms=A=PUB,B=SUB|PUB;whiteRemoteAddress=10.*.*.*", []byte(nil))
 	f.Add(uint8(slices.Index(fuzzCodes, remoting.UpdateGlobalWhiteAddrsConfig)), "globalWhiteAddrs=1.2.3.{4,5},::1", []byte(nil))
+	f.Add(uint8(slices.Index(fuzzCodes, remoting.AuthCreateUser)), "username=u1", []byte(`{"password":"p","userType":"Normal"}`))
+	f.Add(uint8(slices.Index(fuzzCodes, remoting.AuthCreateACL)), "subject=User:u1",
+		[]byte(`{"subject":"User:u1","policies":[{"policyType":"Custom","entries":[{"resource":"Topic:t*","actions":["Pub"],"sourceIps":["10.0.0.0/8"],"decision":"Allow"}]}]}`))
+	f.Add(uint8(slices.Index(fuzzCodes, remoting.AuthDeleteACL)), "subject=User:u1;resource=Topic:t*;policyType=Default", []byte(nil))
+	f.Add(uint8(slices.Index(fuzzCodes, remoting.AuthListACL)), "subjectFilter=u;resourceFilter=Topic", []byte(nil))
 	aclFile := filepath.Join(f.TempDir(), "plain_acl.yml")
 	if err := os.WriteFile(aclFile, []byte(fuzzACLFile), 0o644); err != nil {
 		f.Fatal(err)

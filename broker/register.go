@@ -28,7 +28,8 @@ type registrar struct {
 }
 
 func newRegistrar(b *Broker) *registrar {
-	pool := remoting.NewClientPool(remoting.ClientOptions{Log: b.component("namesrv-client"), TLS: b.namesrvClientTLS()})
+	pool := remoting.NewClientPool(remoting.ClientOptions{Log: b.component("namesrv-client"), TLS: b.namesrvClientTLS(),
+		BeforeRequest: b.innerSigner()})
 	r := &registrar{
 		b:    b,
 		pool: pool,

@@ -214,6 +214,9 @@ type Broker struct {
 	// means $ROCKETMQ_HOME/conf/plain_acl.yml, where RocketMQ reads it.
 	PlainAclFile string
 
+	// Auth is RocketMQ 5.3's access control (ACL 2.0).
+	Auth Auth
+
 	// TLS is the listener's TLS (RocketMQ's tls.server.* keys).
 	TLS TLS
 	// TLSEnable is tls.enable: whether the broker dials the name servers

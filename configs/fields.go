@@ -125,11 +125,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 
 	boolean("aclEnable", "false", func(b *Broker) *bool { return &b.AclEnable }),
 	str("plainAclFile", "", func(b *Broker) *string { return &b.PlainAclFile }),
-	// ACL 2.0 is not implemented: a file that turns it on is refused
-	// rather than run open.
-	notImplemented[Broker]("authenticationEnabled", "rocketkv does not authenticate clients (RocketMQ 5 ACL 2.0); remove the key or set it false to run without authentication"),
-	notImplemented[Broker]("authorizationEnabled", "rocketkv does not authorize requests (RocketMQ 5 ACL 2.0); remove the key or set it false to run without authorization"),
-}, tlsServerFields(func(b *Broker) *TLS { return &b.TLS }), []field[Broker]{
+}, authFields(), tlsServerFields(func(b *Broker) *TLS { return &b.TLS }), []field[Broker]{
 	oneOf("tls.enable", "", []string{"", "true", "false"}, func(b *Broker) *string { return &b.TLSEnable }),
 
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(b *Broker) *string { return &b.LogLevel }),
@@ -169,22 +165,6 @@ func boolean[T any](key, def string, ptr func(*T) *bool) field[T] {
 		*ptr(b) = v
 		return nil
 	}, get: func(b *T) string { return strconv.FormatBool(*ptr(b)) }}
-}
-
-// notImplemented is the switch of a RocketMQ feature rocketkv does not
-// have and must not silently go without (access control): false is
-// accepted, true is an error that says why.
-func notImplemented[T any](key, why string) field[T] {
-	return field[T]{key: key, def: "false", set: func(_ *T, raw string) error {
-		v, err := strconv.ParseBool(raw)
-		if err != nil {
-			return fmt.Errorf("%q is not true or false", raw)
-		}
-		if v {
-			return fmt.Errorf("true: %s", why)
-		}
-		return nil
-	}, get: func(*T) string { return "false" }}
 }
 
 func parseInt(raw string, lo, hi int64) (int64, error) {

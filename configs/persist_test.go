@@ -127,22 +127,50 @@ func TestPersistSettings(t *testing.T) {
 	}
 }
 
-// A configuration that turns ACL 2.0 on is refused: rocketkv does not
-// have it, and running open would betray the operator's file.
-func TestAccessControlSwitchesAreRefusedWhenOn(t *testing.T) {
-	for _, key := range []string{"authenticationEnabled", "authorizationEnabled"} {
-		path := filepath.Join(t.TempDir(), "broker.conf")
-		if err := os.WriteFile(path, []byte(key+"=true\n"), 0o644); err != nil {
+// The ACL 2.0 keys: RocketMQ's names and defaults; a plug-in class, a
+// credential that is not the JSON RocketMQ reads, or a whitelist entry that
+// is not a request code stops the load with an error naming the key.
+func TestAuthKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "broker.conf")
+	good := "authenticationEnabled=true\nauthorizationEnabled=true\n" +
+		"authenticationMetadataProvider=" + LocalAuthenticationMetadataProvider + "\n" +
+		"authorizationStrategy=" + StatefulAuthorizationStrategy + "\n" +
+		`initAuthenticationUser={"username":"root","password":"root-pw"}` + "\n" +
+		`innerClientAuthenticationCredentials={"accessKey":"inner","secretKey":"inner-pw"}` + "\n" +
+		"authenticationWhitelist=105, 34\nmigrateAuthFromV1Enabled=true\nuserCacheMaxNum=5\n"
+	if err := os.WriteFile(path, []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := LoadBroker(path, nil)
+	if err != nil || len(loaded.UnknownKeys) != 0 {
+		t.Fatalf("%v, unknown %v", err, loaded.UnknownKeys)
+	}
+	a := loaded.Broker.Auth
+	if !a.AuthenticationEnabled || !a.AuthorizationEnabled || !a.MigrateAuthFromV1Enabled || a.UserCacheMaxNum != 5 || a.AclCacheMaxNum != 1000 {
+		t.Fatalf("auth %+v", a)
+	}
+	if u, ok, err := ParseInitUser(a.InitAuthenticationUser); err != nil || !ok || u.Username != "root" {
+		t.Fatalf("init user %+v %v %v", u, ok, err)
+	}
+	if codes, err := ParseCodeList(a.AuthenticationWhitelist); err != nil || !codes[105] || !codes[34] || len(codes) != 2 {
+		t.Fatalf("whitelist %v %v", codes, err)
+	}
+	if got := loaded.Broker.Settings()["innerClientAuthenticationCredentials"]; got != maskedSecret {
+		t.Errorf("the inner credentials are reported as %q, want them masked", got)
+	}
+	for key, bad := range map[string]string{
+		"authenticationProvider":               "com.example.MyProvider",
+		"authorizationMetadataProvider":        "org.apache.rocketmq.auth.authorization.provider.Other",
+		"authenticationStrategy":               "Stateless",
+		"initAuthenticationUser":               `{"username":"root"}`,
+		"innerClientAuthenticationCredentials": "inner:secret",
+		"authorizationWhitelist":               "105,SEND_MESSAGE",
+	} {
+		if err := os.WriteFile(path, []byte(key+"="+bad+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := LoadBroker(path, nil); err == nil || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "does not") {
-			t.Errorf("%s=true: %v, want an error naming the key and saying why", key, err)
-		}
-		if err := os.WriteFile(path, []byte(key+"=false\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if loaded, err := LoadBroker(path, nil); err != nil || len(loaded.UnknownKeys) != 0 {
-			t.Errorf("%s=false: %v, unknown %v", key, err, loaded.UnknownKeys)
+		if _, err := LoadBroker(path, nil); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s=%s: %v, want an error naming the key", key, bad, err)
 		}
 	}
 }

@@ -45,6 +45,12 @@ type Topics = ConfigTable[meta.TopicConfig]
 // Groups is the table of subscription group configs.
 type Groups = ConfigTable[meta.SubscriptionGroupConfig]
 
+// Users is the table of ACL 2.0 users, by username.
+type Users = ConfigTable[meta.UserInfo]
+
+// ACLs is the table of ACL 2.0 access lists, by subject ("User:<name>").
+type ACLs = ConfigTable[meta.AclInfo]
+
 // DefaultConfigCache is the number of configs a table keeps in memory.
 const DefaultConfigCache = 1 << 16
 
@@ -59,6 +65,18 @@ func (d *DB) Topics(cacheSize int) (*Topics, error) {
 func (d *DB) Groups(cacheSize int) (*Groups, error) {
 	return openConfigTable(d, prefixGroup, "group", metaGroupsVer, cacheSize,
 		func(g meta.SubscriptionGroupConfig) string { return g.GroupName })
+}
+
+// Users opens the table of ACL 2.0 users (keyspace 0x42).
+func (d *DB) Users(cacheSize int) (*Users, error) {
+	return openConfigTable(d, prefixAuthUser, "user", metaUsersVer, cacheSize,
+		func(u meta.UserInfo) string { return u.Username })
+}
+
+// ACLs opens the table of ACL 2.0 access lists (keyspace 0x43).
+func (d *DB) ACLs(cacheSize int) (*ACLs, error) {
+	return openConfigTable(d, prefixAuthACL, "acl", metaACLsVer, cacheSize,
+		func(a meta.AclInfo) string { return a.Subject })
 }
 
 func openConfigTable[T any](d *DB, prefix byte, what, verName string, cacheSize int, nameOf func(T) string) (*ConfigTable[T], error) {

@@ -206,3 +206,50 @@ func TestReplaceTakesTheTableAndItsVersion(t *testing.T) {
 		t.Fatalf("%d topics after reopen, want 2", n)
 	}
 }
+
+// ACL 2.0 users and access lists live in their own keyspaces, survive a
+// reopen, and keep apart from each other and from the topics.
+func TestAuthTablesPersist(t *testing.T) {
+	dir := t.TempDir()
+	db := openDBAt(t, dir)
+	users, err := db.Users(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acls, err := db.ACLs(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := users.Put(meta.UserInfo{Username: "alice", Password: "pw", UserType: "Normal", UserStatus: "enable"}); err != nil {
+		t.Fatal(err)
+	}
+	acl := meta.AclInfo{Subject: "User:alice", Policies: []meta.PolicyInfo{{PolicyType: "Custom",
+		Entries: []meta.PolicyEntryInfo{{Resource: "Topic:t*", Actions: []string{"Pub"}, Decision: "Allow"}}}}}
+	if err := acls.Put(acl); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db2 := openDBAt(t, dir)
+	users2, _ := db2.Users(0)
+	acls2, _ := db2.ACLs(0)
+	u, ok, err := users2.Get("alice")
+	if err != nil || !ok || u.Password != "pw" || u.UserType != "Normal" {
+		t.Fatalf("user after reopen %+v %v %v", u, ok, err)
+	}
+	a, ok, err := acls2.Get("User:alice")
+	if err != nil || !ok || a.Policies[0].Entries[0].Resource != "Topic:t*" {
+		t.Fatalf("acl after reopen %+v %v %v", a, ok, err)
+	}
+	if _, ok, _ := acls2.Get("alice"); ok {
+		t.Fatal("a username found among the subjects")
+	}
+	if n, _ := users2.Count(); n != 1 {
+		t.Fatalf("%d users, want 1", n)
+	}
+	topics, _ := db2.Topics(0)
+	if n, _ := topics.Count(); n != 0 {
+		t.Fatalf("%d topics, want none: the user keyspace leaked into the topics'", n)
+	}
+}

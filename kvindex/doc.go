@@ -35,6 +35,8 @@
 //	0x30    consumer offset no         broker (offset commits)
 //	0x40    topic config    no         broker (create/update/delete topic)
 //	0x41    group config    no         broker (create/update/delete group)
+//	0x42    auth user       no         broker (ACL 2.0: AUTH_*_USER, initAuthenticationUser, migration)
+//	0x43    auth acl        no         broker (ACL 2.0: AUTH_*_ACL, AUTH_DELETE_USER, migration)
 //	0x50    pop in-flight   no         schema 2 only: moved to 0x55/0x56 when opened for writing
 //	0x51    pop ack index   no         schema 2 only: deleted with 0x50
 //	0x52    pop position    no         pop service (pop)
@@ -175,6 +177,17 @@
 //
 //	key:   0x40 | topic         value: TopicConfig JSON (meta.TopicConfig)
 //	key:   0x41 | group         value: SubscriptionGroupConfig JSON (meta.SubscriptionGroupConfig)
+//
+// # 0x42 auth user, 0x43 auth acl (ACL 2.0)
+//
+//	key:   0x42 | username      value: UserInfo JSON (meta.UserInfo: username, password, userType, userStatus)
+//	key:   0x43 | subject       value: AclInfo JSON (meta.AclInfo: subject "User:<name>", policies)
+//
+// RocketMQ 5.3's users and access lists, in the JSON of its admin requests'
+// bodies. The password is kept as given: it is the HMAC key of the
+// request signatures, so it cannot be stored hashed. Their data versions
+// are the meta keys authUsersVer and authAclsVer (as topicsVer). Deleting a
+// user deletes its access list in the same request.
 //
 // # 0x50 pop in-flight, 0x51 pop ack index (schema 2)
 //

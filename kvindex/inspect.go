@@ -33,6 +33,8 @@ const (
 	PrefixConsumerOffset = prefixConsumerOf
 	PrefixTopicConfig    = prefixTopic
 	PrefixGroupConfig    = prefixGroup
+	PrefixAuthUser       = prefixAuthUser
+	PrefixAuthACL        = prefixAuthACL
 )
 
 // ErrUnknownKeyspace is returned by DecodeKey for a key whose prefix byte
@@ -63,6 +65,8 @@ func Keyspaces() []Keyspace {
 		{PrefixConsumerOffset, "consumer-offset", false},
 		{PrefixTopicConfig, "topic-config", false},
 		{PrefixGroupConfig, "group-config", false},
+		{PrefixAuthUser, "auth-user", false},
+		{PrefixAuthACL, "auth-acl", false},
 	}, slices.Concat(popKeyspaces(), txnKeyspaces(), timerKeyspaces())...)
 }
 
@@ -438,6 +442,8 @@ func DecodeKey(key, value []byte) (Record, error) {
 			return nil, fmt.Errorf("group config %q: %w: %w", key[1:], ErrBadKey, err)
 		}
 		return GroupConfigRecord{Name: string(key[1:]), Config: c}, nil
+	case PrefixAuthUser, PrefixAuthACL:
+		return decodeAuthKey(key, value)
 	}
 	if r, ok, err := decodePopKey(key, value); ok {
 		return r, err
@@ -474,14 +480,12 @@ func decodeMeta(key, value []byte) (Record, error) {
 			return nil, bad()
 		}
 		return CQWrittenRecord{Layout: strings.TrimPrefix(name, metaCQWritten), Offset: off}, nil
-	case metaTopicsVer, metaGroupsVer:
+	case metaTopicsVer, metaGroupsVer, metaUsersVer, metaACLsVer:
 		if len(value) != 16 {
 			return nil, bad()
 		}
-		table := "topics"
-		if name == metaGroupsVer {
-			table = "groups"
-		}
+		table := map[string]string{metaTopicsVer: "topics", metaGroupsVer: "groups",
+			metaUsersVer: "users", metaACLsVer: "acls"}[name]
 		return DataVersionRecord{Table: table, Counter: int64(binary.BigEndian.Uint64(value)),
 			Timestamp: int64(binary.BigEndian.Uint64(value[8:]))}, nil
 	}

@@ -330,6 +330,9 @@ func TestDecodeKeyRejectsMalformed(t *testing.T) {
 		{"offset key", []byte{PrefixConsumerOffset, 0, 1, 'G'}, make([]byte, 8), ErrBadKey},
 		{"topic json", nameKey(PrefixTopicConfig, "T"), []byte("{"), ErrBadKey},
 		{"group json", nameKey(PrefixGroupConfig, "G"), []byte("[]"), ErrBadKey},
+		{"user json", nameKey(PrefixAuthUser, "u"), []byte(`{"username":1}`), ErrBadKey},
+		{"acl json", nameKey(PrefixAuthACL, "User:u"), []byte(`{"policies":{}}`), ErrBadKey},
+		{"users version length", metaKey(metaUsersVer), make([]byte, 15), ErrBadKey},
 		{"schema length", metaKey(metaSchema), []byte{1}, ErrBadKey},
 		{"dispatched length", metaKey(metaDispatched), []byte{1}, ErrBadKey},
 		{"version length", metaKey(metaTopicsVer), make([]byte, 8), ErrBadKey},
@@ -512,6 +515,9 @@ func FuzzDecodeKey(f *testing.F) {
 	f.Add(consumerOffsetKey("G", "T", 2), putInt64(6))
 	f.Add(nameKey(PrefixTopicConfig, "T"), []byte(`{"topicName":"T","readQueueNums":4}`))
 	f.Add(nameKey(PrefixGroupConfig, "G"), []byte(`{"groupName":"G"}`))
+	f.Add(nameKey(PrefixAuthUser, "alice"), []byte(`{"username":"alice","password":"pw","userType":"Normal","userStatus":"enable"}`))
+	f.Add(nameKey(PrefixAuthACL, "User:alice"), []byte(`{"subject":"User:alice","policies":[{"policyType":"Custom","entries":[{"resource":"Topic:t*","actions":["Pub"],"sourceIps":["10.0.0.0/8"],"decision":"Allow"}]}]}`))
+	f.Add(metaKey(metaACLsVer), make([]byte, 16))
 	f.Add(metaKey(metaDispatched), putInt64(8))
 	f.Add(metaKey(metaGroupsVer), make([]byte, 16))
 	f.Add(metaKey(metaCQWritten+LayoutKV), putInt64(8))

@@ -18,6 +18,8 @@ const (
 	prefixConsumerOf byte = 0x30
 	prefixTopic      byte = 0x40
 	prefixGroup      byte = 0x41
+	prefixAuthUser   byte = 0x42
+	prefixAuthACL    byte = 0x43
 )
 
 // Meta key names.
@@ -26,6 +28,8 @@ const (
 	metaDispatched = "dispatched"
 	metaTopicsVer  = "topicsVer"
 	metaGroupsVer  = "groupsVer"
+	metaUsersVer   = "authUsersVer"
+	metaACLsVer    = "authAclsVer"
 	metaMinApplied = "cqMinApplied"
 	// metaCQWritten + layout name ("kv", "file"): the CommitLog offset
 	// below which that ConsumeQueue layout holds every record's entry.

@@ -16,6 +16,12 @@
 //	admin brokerConsumeStats -b 127.0.0.1:10911 [-l 100] [-o]
 //	admin consumerConnection -b 127.0.0.1:10911 -g GroupA
 //	admin resetOffsetByTime  -n 127.0.0.1:9876 -g GroupA -t TopicA -s 2026-11-30#12:00:00:000
+//
+// and mqadmin's ACL 2.0 commands (createUser, updateUser, deleteUser,
+// getUser, listUser, createAcl, updateAcl, deleteAcl, getAcl, listAcl):
+//
+//	admin createUser -b 127.0.0.1:10911 -u alice -p alice-secret [-t Normal]
+//	admin createAcl  -c DefaultCluster -s User:alice -r Topic:orders,Group:billing -a Pub,Sub -d Allow [-i 10.0.0.0/8]
 package main
 
 import (
@@ -89,6 +95,7 @@ func newRoot(out io.Writer) *cobra.Command {
 		checkCQWriteProgressCmd(g), statsAllCmd(g), haStatusCmd(g),
 		writePermCmd(g, "wipeWritePerm", remoting.WipeWritePermOfBroker, "wipeTopicCount", "wipe"),
 		writePermCmd(g, "addWritePerm", remoting.AddWritePermOfBroker, "addTopicCount", "add"))
+	root.AddCommand(authCmds(g)...)
 	return root
 }
 

@@ -168,6 +168,7 @@ func TestSummary(t *testing.T) {
 		[]string{"pop in flight", "0 messages in 0 checkpoints"},
 		[]string{"transactions", "0 half messages open, 0 ended"},
 		[]string{"timer messages", "0 waiting"},
+		[]string{"access control (ACL 2.0)", "0 users, 0 access lists"},
 		[]string{"consumequeue written", fmt.Sprintf("kv to %d", sc.end)},
 		[]string{"index disk usage", "N bytes"},
 	)
@@ -192,7 +193,7 @@ func TestSummary(t *testing.T) {
 	delete(last, "indexDiskBytes")
 	checkJSON(t, "summary", lines[len(wantJSON):], asJSON(t, map[string]any{"kind": "summary", "store": sc.root, "index": index,
 		"dispatched": sc.end, "logMinOffset": 0, "logMaxOffset": sc.end, "lag": 0, "topics": 2, "queues": 3,
-		"popCheckpoints": 0, "popInFlight": 0, "txnOpenHalves": 0, "txnEnded": 0, "timerMessages": 0,
+		"popCheckpoints": 0, "popInFlight": 0, "txnOpenHalves": 0, "txnEnded": 0, "timerMessages": 0, "users": 0, "acls": 0,
 		"cqWritten": map[string]any{"kv": sc.end}}))
 }
 

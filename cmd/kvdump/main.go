@@ -7,12 +7,14 @@
 //	summary   key count and bytes per keyspace, dispatched offset against
 //	          the CommitLog's end (the lag), topic and queue counts, POP
 //	          messages in flight, open and ended transactions, timer
-//	          messages waiting
+//	          messages waiting, ACL 2.0 users and access lists
 //	cq        queue ranges and entries of a topic, optionally joined with
 //	          the CommitLog record (--with-message)
 //	offsets   committed consumer offsets with their lag
 //	topics    topic configs
 //	groups    subscription group configs
+//	users     ACL 2.0 users, passwords masked (--show-passwords)
+//	acls      ACL 2.0 access lists, one policy entry a row
 //	keys      message-key index lookups
 //	raw       any key range, decoded where the schema knows the keyspace
 //	pop       POP in-flight messages by deadline (--group, --topic,

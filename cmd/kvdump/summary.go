@@ -14,7 +14,7 @@ import (
 func summaryCommand(o *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "summary",
-		Short: "Keys and bytes per keyspace, dispatched offset against the CommitLog end, topic, queue, POP in-flight, transaction and timer message counts",
+		Short: "Keys and bytes per keyspace, dispatched offset against the CommitLog end, topic, queue, POP in-flight, transaction and timer message counts, ACL 2.0 users and access lists",
 		Args:  cobra.NoArgs,
 		RunE:  withStore(o, runSummary),
 	}
@@ -55,6 +55,9 @@ type summaryLine struct {
 	// TimerMessages is the keys of the timer keyspace: timer messages
 	// parked and not yet delivered.
 	TimerMessages int64 `json:"timerMessages"`
+	// Users and ACLs are the keys of the ACL 2.0 keyspaces.
+	Users int64 `json:"users"`
+	ACLs  int64 `json:"acls"`
 	// CQWritten is, per ConsumeQueue layout ("kv", "file") with a record
 	// of it, the CommitLog offset before which it holds every entry.
 	CQWritten      map[string]int64 `json:"cqWritten,omitempty"`
@@ -115,6 +118,10 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 			sum.TxnEnded = st.Keys
 		case kvindex.PrefixTimer:
 			sum.TimerMessages = st.Keys
+		case kvindex.PrefixAuthUser:
+			sum.Users = st.Keys
+		case kvindex.PrefixAuthACL:
+			sum.ACLs = st.Keys
 		}
 	}
 
@@ -156,6 +163,7 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 	t.row("pop in flight", fmt.Sprintf("%d messages in %d checkpoints", sum.PopInFlight, sum.PopCheckpoints))
 	t.row("transactions", fmt.Sprintf("%d half messages open, %d ended", sum.TxnOpenHalves, sum.TxnEnded))
 	t.row("timer messages", fmt.Sprintf("%d waiting", sum.TimerMessages))
+	t.row("access control (ACL 2.0)", fmt.Sprintf("%d users, %d access lists", sum.Users, sum.ACLs))
 	if len(layouts) > 0 {
 		t.row("consumequeue written", strings.Join(layouts, ", "))
 	}
