@@ -105,6 +105,8 @@ type Broker struct {
 	acl    *acl.Guard // nil when aclEnable is off
 	auth   *authState // ACL 2.0: users and access lists; checks when either switch is on
 	server *remoting.Server
+	// fastServer is the fast channel (listenPort-2); nil when off.
+	fastServer *remoting.Server
 	// metrics is nil unless metricsExporterType is PROM; exporter serves
 	// it.
 	metrics  *metrics.Broker
@@ -201,6 +203,9 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
+			if b.fastServer != nil {
+				_ = b.fastServer.Shutdown(context.Background())
+			}
 			_ = b.stopReplication()
 			_ = b.stopMetrics(context.Background())
 			b.closeStores()
@@ -266,12 +271,16 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	}
 	// The server is created last: when it is listening the broker must be
 	// able to answer everything.
-	b.server = remoting.NewServer(remoting.ServerConfig{
+	scfg := remoting.ServerConfig{
 		Addr:        net.JoinHostPort("", strconv.Itoa(b.cfg.ListenPort)),
 		IdleTimeout: b.cfg.ChannelExpiredTimeout,
 		TLSMode:     tlsMode,
 		TLS:         tlsConfig,
-	}, handler, b.component("remoting"))
+	}
+	if err := b.startFastChannel(ctx, handler, scfg); err != nil {
+		return err
+	}
+	b.server = remoting.NewServer(scfg, handler, b.component("remoting"))
 	if err := b.server.Start(ctx); err != nil {
 		return fmt.Errorf("listen on port %d: %w", b.cfg.ListenPort, err)
 	}
@@ -524,8 +533,11 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	b.holds.releaseAll()
 	b.popHolds.releaseAll()
 	var errs []error
-	if b.server != nil {
-		if err := b.server.Shutdown(ctx); err != nil {
+	for _, s := range []*remoting.Server{b.fastServer, b.server} {
+		if s == nil {
+			continue
+		}
+		if err := s.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -136,3 +136,30 @@ func TestBrokerIDFollowsTheRole(t *testing.T) {
 		}
 	}
 }
+
+// The fast channel (listenPort-2) takes sends and refuses pulls, as
+// RocketMQ's.
+func TestFastChannel(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	if tb.FastAddr() == nil {
+		t.Fatal("no fast channel")
+	}
+	c, err := remoting.Dial(t.Context(), tb.FastAddr().String(), remoting.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mustSend(t, c, "TopicFast", 0, "via the fast channel", "")
+	resp := call(t, c, remoting.PullMessage, pullReq("g", "TopicFast", 0, 0, 0, 0, "*"), nil)
+	if resp.Code != remoting.RequestCodeNotSupported {
+		t.Fatalf("pull on the fast channel: code %d %s", resp.Code, resp.Remark)
+	}
+	got := pullAll(t, tb, tb.client(nil), "TopicFast", 0)
+	if len(got) != 1 || string(got[0].Body) != "via the fast channel" {
+		t.Fatalf("main port reads %d messages", len(got))
+	}
+	off := startTestBroker(t, map[string]string{"fastListenPort": "-1"})
+	if off.FastAddr() != nil {
+		t.Fatal("fastListenPort=-1 left the fast channel on")
+	}
+}

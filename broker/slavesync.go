@@ -96,8 +96,10 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 	c, err := remoting.Dial(dctx, masterAddr, remoting.ClientOptions{
 		Log: b.component("master-client"),
 		// RocketMQ's broker dials its master with the client it dials the
-		// name servers with, tls.enable and all.
-		TLS: b.namesrvClientTLS(),
+		// name servers with, tls.enable and the inner credentials of ACL
+		// 2.0 (innerClientAuthenticationCredentials) and all.
+		TLS:           b.namesrvClientTLS(),
+		BeforeRequest: b.innerSigner(),
 	})
 	if err != nil {
 		return fmt.Errorf("connect to master %s: %w", masterAddr, err)

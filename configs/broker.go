@@ -64,6 +64,7 @@ type Broker struct {
 	StoreReplyMessageEnable bool
 
 	// Master-slave replication (RocketMQ's classic HA).
+	FastListenPort          int
 	BrokerIP2               string
 	HAListenPort            int
 	HAMasterAddress         string

@@ -44,6 +44,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("traceOn", "true", func(b *Broker) *bool { return &b.TraceOn }),
 	boolean("storeReplyMessageEnable", "true", func(b *Broker) *bool { return &b.StoreReplyMessageEnable }),
 
+	intRange("fastListenPort", "0", -1, 65535, func(b *Broker) *int { return &b.FastListenPort }),
 	str("brokerIP2", "", func(b *Broker) *string { return &b.BrokerIP2 }),
 	intRange("haListenPort", "0", 0, 65535, func(b *Broker) *int { return &b.HAListenPort }),
 	str("haMasterAddress", "", func(b *Broker) *string { return &b.HAMasterAddress }),

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -267,6 +268,10 @@ func startBroker(t testing.TB, ns *namesrv, o brokerOpts) *brokerProc {
 	if haPort == 0 {
 		haPort = freePort(t)
 		args = append(args, "--set", fmt.Sprintf("haListenPort=%d", haPort))
+	}
+	// So does the fast channel (listenPort-2 by default).
+	if !slices.ContainsFunc(o.sets, func(s string) bool { return strings.HasPrefix(s, "fastListenPort=") }) {
+		args = append(args, "--set", fmt.Sprintf("fastListenPort=%d", freePort(t)))
 	}
 	p := startProc(t, "broker", args...)
 	b := &brokerProc{proc: p, addr: fmt.Sprintf("127.0.0.1:%d", port), store: o.store, name: o.name,
