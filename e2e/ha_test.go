@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,71 +44,28 @@ func TestSlaveKeepsWhatASyncMasterAcknowledged(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The slave copies the committed offsets from its master.
-	deadline := time.Now().Add(20 * time.Second)
 	for q := 0; q < queues; q++ {
 		want := committedOffset(t, master.addr, group, topic, q)
-		for committedOffset(t, slave.addr, group, topic, q) != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("queue %d: the slave never had the committed offset %d", q, want)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitUntil(t, 20*time.Second, fmt.Sprintf("queue %d's committed offset %d on the slave", q, want), func() bool {
+			return committedOffset(t, slave.addr, group, topic, q) == want
+		})
 	}
 
-	// A stream of sends; the master dies in its middle.
-	var (
-		mu    sync.Mutex
-		acked []string
-	)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			body := fmt.Sprintf("second-%d", i)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			res, err := p.SendSync(ctx, primitive.NewMessage(topic, []byte(body)))
-			cancel()
-			if err == nil && res.Status == primitive.SendOK {
-				mu.Lock()
-				acked = append(acked, body)
-				mu.Unlock()
-			}
-		}
-	}()
-	waitAcked := func(n int) {
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			mu.Lock()
-			got := len(acked)
-			mu.Unlock()
-			if got >= n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("only %d sends acknowledged, want %d", got, n)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	// A stream of sends; the slave and then the master die in its middle.
+	load := startSendLoop(t, "second-", func(body string) (*primitive.SendResult, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return p.SendSync(ctx, primitive.NewMessage(topic, []byte(body)))
+	})
 	// The slave dies too, once: it recovers its CommitLog (a transfer
 	// may have been cut in a record) and follows the master again.
-	waitAcked(60)
+	waitUntil(t, 60*time.Second, "60 acknowledged sends", func() bool { return load.ackedCount() >= 60 })
 	slave.kill()
 	slave.restart(t)
-	waitAcked(150)
+	waitUntil(t, 60*time.Second, "150 acknowledged sends", func() bool { return load.ackedCount() >= 150 })
 	master.kill()
 	time.Sleep(300 * time.Millisecond)
-	close(stop)
-	<-done
-	mu.Lock()
-	want := append([]string(nil), acked...)
-	mu.Unlock()
+	want, _ := load.stopAndResults()
 	t.Logf("%d sends acknowledged before the master died", len(want))
 
 	// Promote the slave: same store, now the master.
