@@ -73,6 +73,10 @@ func (b *Broker) startReplication() error {
 		return nil
 	}
 	port := b.cfg.HAListenPort
+	if port < 0 {
+		b.log.Info().Msg("haListenPort=-1: no HA port, slaves cannot follow this master")
+		return nil
+	}
 	if port == 0 && b.cfg.ListenPort != 0 {
 		port = b.cfg.ListenPort + 1
 	}

@@ -158,8 +158,8 @@ func TestFastChannel(t *testing.T) {
 	if len(got) != 1 || string(got[0].Body) != "via the fast channel" {
 		t.Fatalf("main port reads %d messages", len(got))
 	}
-	off := startTestBroker(t, map[string]string{"fastListenPort": "-1"})
-	if off.FastAddr() != nil {
-		t.Fatal("fastListenPort=-1 left the fast channel on")
+	off := startTestBroker(t, map[string]string{"fastListenPort": "-1", "haListenPort": "-1"})
+	if off.FastAddr() != nil || off.repl.server != nil {
+		t.Fatal("fastListenPort=-1 or haListenPort=-1 left a listener on")
 	}
 }

@@ -41,6 +41,8 @@ func runChildBroker(spec string) int {
 	loaded, err := configs.LoadBroker("", map[string]string{
 		"storePathRootDir": store, "listenPort": port, "brokerIP1": "127.0.0.1",
 		"mappedFileSizeCommitLog": strconv.Itoa(16 << 20),
+		// listenPort+1 and -2 are not known to be free.
+		"haListenPort": "-1", "fastListenPort": "-1",
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -46,7 +46,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 
 	intRange("fastListenPort", "0", -1, 65535, func(b *Broker) *int { return &b.FastListenPort }),
 	str("brokerIP2", "", func(b *Broker) *string { return &b.BrokerIP2 }),
-	intRange("haListenPort", "0", 0, 65535, func(b *Broker) *int { return &b.HAListenPort }),
+	intRange("haListenPort", "0", -1, 65535, func(b *Broker) *int { return &b.HAListenPort }),
 	str("haMasterAddress", "", func(b *Broker) *string { return &b.HAMasterAddress }),
 	millisRange("haSendHeartbeatInterval", "5000", 1, func(b *Broker) *time.Duration { return &b.HASendHeartbeatInterval }),
 	millisRange("haHousekeepingInterval", "20000", 1, func(b *Broker) *time.Duration { return &b.HAHousekeepingInterval }),

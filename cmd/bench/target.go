@@ -202,6 +202,14 @@ func startProcess(ctx context.Context, bin, store string, conf map[string]string
 		return nil, err
 	}
 	conf["listenPort"] = strconv.Itoa(port)
+	// listenPort-2 and +1, the fast channel's and the HA port's
+	// defaults, are not known to be free: a benchmark broker needs
+	// neither.
+	for _, k := range []string{"fastListenPort", "haListenPort"} {
+		if _, set := conf[k]; !set {
+			conf[k] = "-1"
+		}
+	}
 	args := []string{"--store", store}
 	for k, v := range conf {
 		if k == "storePathRootDir" {
