@@ -19,6 +19,9 @@ import (
 // watches it every 500 ms).
 const aclReloadInterval = time.Second
 
+// refusedLogBurst bounds the log lines of refused requests per second.
+const refusedLogBurst = 10
+
 // aclRemarkPrefix starts the remark of a refused request, as RocketMQ's
 // broker words it (the exception's class, then its message).
 const aclRemarkPrefix = "org.apache.rocketmq.acl.common.AclException: "
@@ -70,8 +73,8 @@ func (h aclHandler) ServeCommand(ctx context.Context, conn *remoting.Conn, req *
 		r.Fields = map[string]string{}
 	}
 	if err := h.guard.Check(r); err != nil {
-		h.b.log.Warn().Stringer("conn", conn).Int32("code", req.Code).Str("accessKey", r.Fields[acl.FieldAccessKey]).
-			Str("reason", err.Error()).Msg("request refused by the ACL")
+		h.b.refusedLog.Warn().Stringer("conn", conn).Int32("code", req.Code).Str("accessKey", r.Fields[acl.FieldAccessKey]).
+			Str("reason", err.Error()).Msg("request refused by the ACL (sampled)")
 		if !req.IsOneway() {
 			_ = conn.Reply(req, remoting.NewResponse(req, remoting.SystemError, aclRemarkPrefix+err.Error()))
 		}

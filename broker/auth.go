@@ -186,8 +186,8 @@ func (h authHandler) ServeCommand(ctx context.Context, conn *remoting.Conn, req 
 		if !errors.As(err, &d) {
 			code, remark = remoting.SystemError, "access control: "+err.Error()
 		}
-		h.b.log.Warn().Stringer("conn", conn).Int32("code", req.Code).Str("user", r.Fields[acl.FieldAccessKey]).
-			Str("reason", err.Error()).Msg("request refused by access control (ACL 2.0)")
+		h.b.refusedLog.Warn().Stringer("conn", conn).Int32("code", req.Code).Str("user", r.Fields[acl.FieldAccessKey]).
+			Str("reason", err.Error()).Msg("request refused by access control (ACL 2.0, sampled)")
 		if !req.IsOneway() {
 			_ = conn.Reply(req, remoting.NewResponse(req, code, remark))
 		}

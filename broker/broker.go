@@ -40,6 +40,10 @@ type Broker struct {
 	// busyLog reports refused sends at most once per second: under flow
 	// control thousands may be refused a second.
 	busyLog zerolog.Logger
+	// refusedLog reports requests access control refused, at most
+	// refusedLogBurst lines a second: an unauthenticated client must not
+	// be able to flood the log.
+	refusedLog zerolog.Logger
 	// bodies recycles pull and pop response bodies.
 	bodies bodyPool
 	// admitSlots bounds the sends waiting for dispatch (see admitted).
@@ -149,6 +153,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 	}
 	b.live.cur.Store(&liveSnapshot{cfg: cfg, version: meta.DataVersion{Timestamp: time.Now().UnixMilli()}})
 	b.busyLog = b.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second})
+	b.refusedLog = b.log.Sample(&zerolog.BurstSampler{Burst: refusedLogBurst, Period: time.Second})
 	b.admitSlots = make(chan struct{}, maxAdmitWaiters)
 	var ip4 [4]byte
 	if ip.Is4() {
