@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 )
 
 // WriteFile writes data to a temporary file in path's directory, syncs it,
@@ -44,5 +46,32 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	if err := d.Sync(); err != nil {
 		return fmt.Errorf("sync %s after replacing %s: %w", dir, filepath.Base(path), err)
 	}
+	removeStale(dir, filepath.Base(path), time.Now().Add(-staleAfter))
 	return nil
+}
+
+// staleAfter is the age past which a temporary file of a path is taken
+// for one a crashed write left: no write takes that long, so removing it
+// cannot pull the file from under a write in flight.
+const staleAfter = 10 * time.Minute
+
+// removeStale removes the temporary files of base in dir that are older
+// than before: what writes cut by a crash left behind (each one a whole
+// copy of the file). Failures are ignored; the next write tries again.
+// It lists dir: the files written this way (configuration, kvConfig, ACL
+// files) are rare writes in small directories.
+func removeStale(dir, base string, before time.Time) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	prefix := "." + base + ".tmp-"
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), prefix) || !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.ModTime().Before(before) {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }

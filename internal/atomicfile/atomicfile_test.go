@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestWriteFileReplacesWholeFiles(t *testing.T) {
@@ -60,5 +61,35 @@ func TestWriteFileFailureKeepsTheOldFile(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Fatalf("%d entries after a failed write, want no temporary left", len(entries))
+	}
+}
+
+// A write removes the temporaries of its file that crashed writes left
+// (old ones), not one a write in flight may own (young), nor another
+// file's.
+func TestWriteFileRemovesStaleTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-time.Hour)
+	for _, name := range []string{".kv.json.tmp-111", ".kv.json.tmp-222", ".other.json.tmp-333"} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if name != ".kv.json.tmp-222" {
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := WriteFile(filepath.Join(dir, "kv.json"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != ".kv.json.tmp-222,.other.json.tmp-333,kv.json" {
+		t.Fatalf("files left: %v", names)
 	}
 }
