@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,5 +162,33 @@ func TestFastChannel(t *testing.T) {
 	off := startTestBroker(t, map[string]string{"fastListenPort": "-1"})
 	if off.FastAddr() != nil {
 		t.Fatal("fastListenPort=-1 left the fast channel on")
+	}
+}
+
+// A new slave receives its master's newest segment only: its CommitLog
+// starts past 0, where its dispatcher stood. It must index what it
+// receives without waiting for a restart.
+func TestNewSlaveIndexesFromItsFirstSegment(t *testing.T) {
+	master := startTestBroker(t, withHA(nil))
+	mc := master.client(nil)
+	big := strings.Repeat("x", 600<<10)
+	for range 10 { // about 6 MB: past the first 4 MiB segment
+		mustSend(t, mc, "TopicHA", 0, big, "")
+	}
+	if master.clog.MaxOffset() <= master.clog.SegmentSize() {
+		t.Fatalf("master ends at %d, within its first segment", master.clog.MaxOffset())
+	}
+	slave := startTestBroker(t, withHA(map[string]string{
+		"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr()}))
+	waitReplicated(t, master, slave) // catches the dispatcher up
+	if min := slave.clog.MinOffset(); min == 0 {
+		t.Fatal("the slave copied segment 0")
+	}
+	want, err := master.cqs.MaxOffset("TopicHA", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := slave.cqs.MaxOffset("TopicHA", 0); err != nil || got != want {
+		t.Fatalf("slave's queue ends at %d (%v), the master's at %d", got, err, want)
 	}
 }
