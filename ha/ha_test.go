@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"sync/atomic"
@@ -314,5 +315,50 @@ func TestRateCountsWholeSeconds(t *testing.T) {
 	}
 	if got := r.perSecondAt(t0.Add(5 * time.Second)); got != 0 {
 		t.Fatalf("after idle seconds: %d, want 0", got)
+	}
+}
+
+// A transfer, header included, fits the 4 MiB read buffer of RocketMQ's
+// slave whatever haTransferBatchSize says: a 4 MiB body made a 4 MiB+12
+// transfer that slave never completes.
+func TestTransferFitsRocketMQSlaveBuffer(t *testing.T) {
+	const rocketmqSlaveBuffer = 4 << 20 // DefaultHAClient.READ_MAX_BUFFER_SIZE
+	cfg := commitlog.DefaultConfig(t.TempDir())
+	cfg.SegmentSize = 16 << 20
+	cfg.StoreHost = netip.MustParseAddrPort("10.0.0.1:10911")
+	m, err := commitlog.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	body := bytes.Repeat([]byte{7}, 256<<10)
+	for i := range 20 { // 5 MiB
+		msg := &commitlog.Message{Topic: "TopicHA", Body: body, BornHost: netip.MustParseAddrPort("10.0.0.2:4000"), QueueOffset: int64(i)}
+		if _, err := m.Append(context.Background(), commitlog.AppendRequest{Message: msg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hb, hk := fast()
+	s := NewServer(ServerConfig{Addr: "127.0.0.1:0", Log: m, HeartbeatInterval: hb, HousekeepingInterval: hk,
+		TransferBatchSize: 4 << 20, Logger: zerolog.Nop()})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	conn, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write(appendReport(nil, 0)); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var h [TransferHeaderSize]byte
+	if _, err := io.ReadFull(conn, h[:]); err != nil {
+		t.Fatal(err)
+	}
+	if size := int(binary.BigEndian.Uint32(h[8:])); TransferHeaderSize+size > rocketmqSlaveBuffer {
+		t.Fatalf("a transfer of %d bytes, header included: RocketMQ's slave reads into %d", TransferHeaderSize+size, rocketmqSlaveBuffer)
 	}
 }
