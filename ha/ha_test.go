@@ -362,3 +362,43 @@ func TestTransferFitsRocketMQSlaveBuffer(t *testing.T) {
 		t.Fatalf("a transfer of %d bytes, header included: RocketMQ's slave reads into %d", TransferHeaderSize+size, rocketmqSlaveBuffer)
 	}
 }
+
+// A slave ahead of its master (a demoted master, or a master that lost
+// its unflushed tail to a power cut) acknowledges offsets the master
+// never sent it: counted, a SYNC_MASTER answered sends the slave did not
+// hold.
+func TestAckOfASlaveAheadNeverCounts(t *testing.T) {
+	old := openLog(t, t.TempDir(), false) // the slave's former master
+	defer old.Close()
+	appendN(t, old, 0, 30)
+	r := openLog(t, t.TempDir(), true)
+	defer r.Close()
+	v, err := old.ReadStream(0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.AppendReplica(0, v.Data); err != nil {
+		t.Fatal(err)
+	}
+	v.Release()
+
+	m := openLog(t, t.TempDir(), false) // the new master: fewer records
+	defer m.Close()
+	appendN(t, m, 0, 5)
+	s := startServer(t, m)
+	var addr atomic.Value
+	addr.Store(s.Addr().String())
+	startClient(t, r, &addr)
+	waitFor(t, "the slave's report", func() bool { return len(s.Slaves(0)) == 1 && s.Slaves(0)[0].AckOffset > 0 })
+
+	appendN(t, m, 100, 3) // a SYNC_MASTER's send
+	end := m.MaxOffset()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if s.WaitAcked(ctx, end, 1) {
+		t.Fatalf("a send ending at %d counted as on the slave, which was never sent it (slave acks %d)", end, s.Slaves(0)[0].AckOffset)
+	}
+	if st := s.Slaves(end); st[0].InSync || s.InSyncSlaves(end) != 0 {
+		t.Fatalf("a slave ahead of the master is in sync: %+v", st)
+	}
+}
