@@ -2,11 +2,14 @@ package broker
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/ha"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -161,5 +164,67 @@ func TestFastChannel(t *testing.T) {
 	off := startTestBroker(t, map[string]string{"fastListenPort": "-1", "haListenPort": "-1"})
 	if off.FastAddr() != nil || off.repl.server != nil {
 		t.Fatal("fastListenPort=-1 or haListenPort=-1 left a listener on")
+	}
+}
+
+// A new slave receives its master's newest segment only: its CommitLog
+// starts past 0, where its dispatcher stood. It must index what it
+// receives without waiting for a restart.
+func TestNewSlaveIndexesFromItsFirstSegment(t *testing.T) {
+	master := startTestBroker(t, withHA(nil))
+	mc := master.client(nil)
+	big := strings.Repeat("x", 600<<10)
+	for range 10 { // about 6 MB: past the first 4 MiB segment
+		mustSend(t, mc, "TopicHA", 0, big, "")
+	}
+	if master.clog.MaxOffset() <= master.clog.SegmentSize() {
+		t.Fatalf("master ends at %d, within its first segment", master.clog.MaxOffset())
+	}
+	slave := startTestBroker(t, withHA(map[string]string{
+		"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr()}))
+	waitReplicated(t, master, slave) // catches the dispatcher up
+	if min := slave.clog.MinOffset(); min == 0 {
+		t.Fatal("the slave copied segment 0")
+	}
+	want, err := master.cqs.MaxOffset("TopicHA", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := slave.cqs.MaxOffset("TopicHA", 0); err != nil || got != want {
+		t.Fatalf("slave's queue ends at %d (%v), the master's at %d", got, err, want)
+	}
+}
+
+// A send-back lets the consumer move past the message: a SYNC_MASTER
+// answers it only once its slave holds the retry message, as a send, and
+// fails it when the slave does not confirm (RocketMQ answers SYSTEM_ERROR
+// to anything but PUT_OK).
+func TestSyncMasterSendBackWaitsForItsSlave(t *testing.T) {
+	master := startTestBroker(t, withHA(map[string]string{
+		"brokerRole": "SYNC_MASTER", "inSyncReplicas": "2", "slaveTimeout": "300"}))
+	mc := master.client(nil)
+	mustSend(t, mc, "Orders", 0, "order-1", "WAIT\x01false\x02")
+	master.caughtUp()
+	orig := pullAll(t, master, mc, "Orders", 0)
+	if len(orig) != 1 {
+		t.Fatal("original message not readable")
+	}
+	sendBack := func() *remoting.Command {
+		return call(t, mc, remoting.ConsumerSendMsgBack, map[string]string{
+			"offset": strconv.FormatInt(orig[0].PhyOffset, 10), "group": "g1", "delayLevel": "-1", // to the DLQ: nothing is put after it
+			"originMsgId": commitlog.MessageID(orig[0].StoreHost, orig[0].PhyOffset), "originTopic": "Orders",
+		}, nil)
+	}
+	if r := sendBack(); r.Code != remoting.SystemError {
+		t.Fatalf("send back without a slave: %d %s, want SYSTEM_ERROR", r.Code, r.Remark)
+	}
+	slave := startTestBroker(t, withHA(map[string]string{
+		"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr()}))
+	waitReplicated(t, master, slave)
+	if r := sendBack(); r.Code != remoting.Success {
+		t.Fatalf("send back with a slave: %d %s", r.Code, r.Remark)
+	}
+	if s, m := slave.clog.ReplicaOffset(), master.clog.MaxOffset(); s < m {
+		t.Fatalf("answered the send back before the slave held it: slave %d, master %d", s, m)
 	}
 }

@@ -90,8 +90,17 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 	if !toDLQ {
 		b.toSchedule(out, int(delayLevel))
 	}
-	if _, err := b.putMessages(ctx, []*commitlog.Message{out}, false); err != nil {
+	// The consumer moves its offset past the message once this succeeds,
+	// so the copy must be as safe as a send: it waits for the flush and a
+	// SYNC_MASTER's slaves (a send's WAIT property is not stored), and an
+	// unconfirmed one fails, as RocketMQ answers anything but PUT_OK (the
+	// client then consumes the message again).
+	res, err := b.putMessages(ctx, []*commitlog.Message{out}, true)
+	if err != nil {
 		return remoting.NewResponse(req, appendErrorCode(err), "send back failed: "+err.Error())
+	}
+	if res.Status != commitlog.PutOK {
+		return remoting.NewResponse(req, remoting.SystemError, "send back: the retry message is stored but "+res.Status.String())
 	}
 	b.countDLQ([]*commitlog.Message{out})
 	// Counted under the topic the message was first sent to, as RocketMQ.

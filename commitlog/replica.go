@@ -62,12 +62,14 @@ func (l *Log) ReplicaOffset() int64 {
 // must then be a segment start (the master sends a new slave its newest
 // segment); otherwise off must be ReplicaOffset (ErrReplicaGap).
 //
+// A piece must not cross a segment end (ErrCorrupt; it starts the next
+// segment once the previous one is whole, blank filler included).
 // A piece that does not parse as the continuation of the log (a bad magic
 // code, a record past its segment's end, a physical offset field that is
 // not the record's position: the master's segment size differs, or the
 // logs diverged) is refused with an error wrapping ErrCorrupt, and the
-// bytes of an unfinished record are dropped: ReplicaOffset falls back to
-// MaxOffset, where the master must resume.
+// bytes of an unfinished record are dropped (zeroed): ReplicaOffset falls
+// back to MaxOffset, where the master must resume.
 func (l *Log) AppendReplica(off int64, data []byte) error {
 	if !l.cfg.Replica {
 		return ErrNotReplica
@@ -99,20 +101,23 @@ func (l *Log) AppendReplica(off int64, data []byte) error {
 		}
 		l.activeAllocated = true
 	}
-	for len(data) > 0 {
-		if rp == seg.end() {
-			next, err := l.newSegmentLocked(rp)
-			if err != nil {
-				return err
-			}
-			l.addSegmentLocked(next)
-			seg = next
+	if len(data) > 0 && rp == seg.end() {
+		next, err := l.newSegmentLocked(rp)
+		if err != nil {
+			return err
 		}
-		n := copy(seg.data[rp-seg.start:], data)
-		data = data[n:]
-		rp += int64(n)
-		l.replicaPos.Store(rp)
+		l.addSegmentLocked(next)
+		seg = next
 	}
+	if rp+int64(len(data)) > seg.end() {
+		// RocketMQ's master never sends one (its slave refuses it too):
+		// taking it would leave a new segment active behind an end that
+		// a refusal moves back into the one before.
+		return fmt.Errorf("replicate %d bytes at %d: %w: the piece crosses the segment end at %d", len(data), off, ErrCorrupt, seg.end())
+	}
+	copy(seg.data[rp-seg.start:], data)
+	rp += int64(len(data))
+	l.replicaPos.Store(rp)
 	wp, ts, err := l.completeRecordsLocked(l.writePos.Load(), rp)
 	if ts > 0 {
 		l.lastStoreTS.Store(ts) // before the end: see flushTo
@@ -120,7 +125,9 @@ func (l *Log) AppendReplica(off int64, data []byte) error {
 	moved := wp > l.writePos.Load()
 	l.writePos.Store(wp)
 	if err != nil {
-		l.replicaPos.Store(wp)
+		// The refused bytes go: a clean Close must leave zeros after the
+		// end, or the next Open reads them as a damaged tail.
+		l.zeroReplicaTailLocked()
 		l.log.Error().Err(err).Int64("offset", wp).Msg("replicated bytes refused; the master must resend from here")
 	}
 	if moved {

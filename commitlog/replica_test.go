@@ -272,3 +272,93 @@ func FuzzScanWholeRecords(f *testing.F) {
 		}
 	})
 }
+
+// masterBytes returns a copy of the master's bytes [from, to), read
+// segment by segment.
+func masterBytes(t *testing.T, m *Log, from, to int64) []byte {
+	t.Helper()
+	var out []byte
+	for from < to {
+		v, err := m.ReadStream(from, int(to-from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Data) == 0 {
+			t.Fatalf("nothing at %d (the master ends at %d)", from, m.MaxOffset())
+		}
+		out = append(out, v.Data...)
+		from += int64(len(v.Data))
+		v.Release()
+	}
+	return out
+}
+
+// A piece across a segment end is refused whole (RocketMQ's slave refuses
+// it too): taken and then refused for a bad record, it left the next
+// segment active behind an end moved back into the one before, and the
+// master's resend panicked.
+func TestReplicaRefusesAPieceAcrossASegmentEnd(t *testing.T) {
+	m := fillMaster(t, 120)
+	r := openReplica(t, t.TempDir(), replicaTestSegment)
+	defer r.Close()
+	start := int64(replicaTestSegment)
+	if err := r.AppendReplica(start, masterBytes(t, m, start, start+1000)); err != nil {
+		t.Fatal(err)
+	}
+	from := r.ReplicaOffset()
+	for _, corrupt := range []bool{true, false} {
+		data := masterBytes(t, m, from, 2*replicaTestSegment+500)
+		if corrupt {
+			data[len(data)-600] ^= 0xff
+		}
+		if err := r.AppendReplica(from, data); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("a piece across the segment end at %d (corrupt %v): %v, want ErrCorrupt", 2*replicaTestSegment, corrupt, err)
+		}
+		if r.ReplicaOffset() != from {
+			t.Fatalf("the refused piece moved ReplicaOffset from %d to %d", from, r.ReplicaOffset())
+		}
+	}
+	stream(t, m, r, rand.New(rand.NewPCG(5, 6)), 9000)
+	sameRecords(t, m, r, r.MinOffset())
+}
+
+// The bytes of a refused piece are zeroed: a clean Close leaves zeros
+// after the end, and the next Open finds no damage.
+func TestReplicaZeroesRefusedBytes(t *testing.T) {
+	m := fillMaster(t, 40)
+	dir := t.TempDir()
+	r := openReplica(t, dir, replicaTestSegment)
+	data := masterBytes(t, m, 0, 20000)
+	if err := r.AppendReplica(0, data[:5000]); err != nil {
+		t.Fatal(err)
+	}
+	// Break the magic code of the first record that starts in the next
+	// piece.
+	next := r.MaxOffset()
+	for next < 5000 {
+		n, err := RecordSize(data[next:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		next += int64(n)
+	}
+	bad := bytes.Clone(data[5000:])
+	bad[next-5000+4] ^= 0xff
+	if err := r.AppendReplica(5000, bad); !errors.Is(err, ErrBadMagic) && !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a piece with a bad magic code: %v", err)
+	}
+	whole := r.MaxOffset()
+	if r.ReplicaOffset() != whole {
+		t.Fatalf("after the refusal ReplicaOffset %d, MaxOffset %d", r.ReplicaOffset(), whole)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r = openReplica(t, dir, replicaTestSegment)
+	defer r.Close()
+	if info := r.RecoveryInfo(); info.CutReason != nil || info.CutBytes != 0 || r.MaxOffset() != whole {
+		t.Fatalf("reopened after a clean Close: %+v, MaxOffset %d, want a clean end at %d", info, r.MaxOffset(), whole)
+	}
+	stream(t, m, r, rand.New(rand.NewPCG(7, 8)), 7000)
+	sameRecords(t, m, r, 0)
+}

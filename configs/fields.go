@@ -50,7 +50,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	str("haMasterAddress", "", func(b *Broker) *string { return &b.HAMasterAddress }),
 	millisRange("haSendHeartbeatInterval", "5000", 1, func(b *Broker) *time.Duration { return &b.HASendHeartbeatInterval }),
 	millisRange("haHousekeepingInterval", "20000", 1, func(b *Broker) *time.Duration { return &b.HAHousekeepingInterval }),
-	intRange("haTransferBatchSize", "32768", 1, 4<<20, func(b *Broker) *int { return &b.HATransferBatchSize }),
+	intRange("haTransferBatchSize", "32768", 1, 4<<20-12, func(b *Broker) *int { return &b.HATransferBatchSize }),
 	i64Range("haMaxGapNotInSync", "268435456", 1, 1<<50, func(b *Broker) *int64 { return &b.HAMaxGapNotInSync }),
 	millisRange("slaveTimeout", "3000", 1, func(b *Broker) *time.Duration { return &b.SlaveTimeout }),
 	intRange("inSyncReplicas", "1", 1, 64, func(b *Broker) *int { return &b.InSyncReplicas }),

@@ -33,7 +33,11 @@
 //
 // # Acknowledgement
 //
-// A slave's last report is its acknowledged offset. A SYNC_MASTER with
+// A slave's last report is its acknowledged offset. A slave whose first
+// report is past the master's end holds bytes this master never wrote (a
+// demoted master, or a master that lost its unflushed tail): its
+// acknowledgements never count, and it is never in sync (RocketMQ counts
+// them). A SYNC_MASTER with
 // inSyncReplicas >= 2 answers a send only once inSyncReplicas-1 slaves
 // have acknowledged the end of its records, or answers FLUSH_SLAVE_TIMEOUT
 // after slaveTimeout (3 s) with the records stored (RocketMQ 5's rule; a

@@ -13,8 +13,10 @@ const (
 	// TransferHeaderSize is the size of a transfer's header.
 	TransferHeaderSize = 8 + 4
 	// MaxTransferBody bounds a transfer's body: RocketMQ's slave reads
-	// into a 4 MiB buffer, so no master sends more in one transfer.
-	MaxTransferBody = 4 << 20
+	// whole transfers, header included, into a 4 MiB buffer
+	// (DefaultHAClient.READ_MAX_BUFFER_SIZE) and never completes a longer
+	// one, so no master sends more in one transfer.
+	MaxTransferBody = 4<<20 - TransferHeaderSize
 )
 
 // ErrProtocol is returned for bytes that break the HA protocol: a

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"sync/atomic"
@@ -314,5 +315,90 @@ func TestRateCountsWholeSeconds(t *testing.T) {
 	}
 	if got := r.perSecondAt(t0.Add(5 * time.Second)); got != 0 {
 		t.Fatalf("after idle seconds: %d, want 0", got)
+	}
+}
+
+// A transfer, header included, fits the 4 MiB read buffer of RocketMQ's
+// slave whatever haTransferBatchSize says: a 4 MiB body made a 4 MiB+12
+// transfer that slave never completes.
+func TestTransferFitsRocketMQSlaveBuffer(t *testing.T) {
+	const rocketmqSlaveBuffer = 4 << 20 // DefaultHAClient.READ_MAX_BUFFER_SIZE
+	cfg := commitlog.DefaultConfig(t.TempDir())
+	cfg.SegmentSize = 16 << 20
+	cfg.StoreHost = netip.MustParseAddrPort("10.0.0.1:10911")
+	m, err := commitlog.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	body := bytes.Repeat([]byte{7}, 256<<10)
+	for i := range 20 { // 5 MiB
+		msg := &commitlog.Message{Topic: "TopicHA", Body: body, BornHost: netip.MustParseAddrPort("10.0.0.2:4000"), QueueOffset: int64(i)}
+		if _, err := m.Append(context.Background(), commitlog.AppendRequest{Message: msg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hb, hk := fast()
+	s := NewServer(ServerConfig{Addr: "127.0.0.1:0", Log: m, HeartbeatInterval: hb, HousekeepingInterval: hk,
+		TransferBatchSize: 4 << 20, Logger: zerolog.Nop()})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	conn, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write(appendReport(nil, 0)); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var h [TransferHeaderSize]byte
+	if _, err := io.ReadFull(conn, h[:]); err != nil {
+		t.Fatal(err)
+	}
+	if size := int(binary.BigEndian.Uint32(h[8:])); TransferHeaderSize+size > rocketmqSlaveBuffer {
+		t.Fatalf("a transfer of %d bytes, header included: RocketMQ's slave reads into %d", TransferHeaderSize+size, rocketmqSlaveBuffer)
+	}
+}
+
+// A slave ahead of its master (a demoted master, or a master that lost
+// its unflushed tail to a power cut) acknowledges offsets the master
+// never sent it: counted, a SYNC_MASTER answered sends the slave did not
+// hold.
+func TestAckOfASlaveAheadNeverCounts(t *testing.T) {
+	old := openLog(t, t.TempDir(), false) // the slave's former master
+	defer old.Close()
+	appendN(t, old, 0, 30)
+	r := openLog(t, t.TempDir(), true)
+	defer r.Close()
+	v, err := old.ReadStream(0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.AppendReplica(0, v.Data); err != nil {
+		t.Fatal(err)
+	}
+	v.Release()
+
+	m := openLog(t, t.TempDir(), false) // the new master: fewer records
+	defer m.Close()
+	appendN(t, m, 0, 5)
+	s := startServer(t, m)
+	var addr atomic.Value
+	addr.Store(s.Addr().String())
+	startClient(t, r, &addr)
+	waitFor(t, "the slave's report", func() bool { return len(s.Slaves(0)) == 1 && s.Slaves(0)[0].AckOffset > 0 })
+
+	appendN(t, m, 100, 3) // a SYNC_MASTER's send
+	end := m.MaxOffset()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if s.WaitAcked(ctx, end, 1) {
+		t.Fatalf("a send ending at %d counted as on the slave, which was never sent it (slave acks %d)", end, s.Slaves(0)[0].AckOffset)
+	}
+	if st := s.Slaves(end); st[0].InSync || s.InSyncSlaves(end) != 0 {
+		t.Fatalf("a slave ahead of the master is in sync: %+v", st)
 	}
 }

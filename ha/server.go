@@ -103,6 +103,11 @@ type slaveConn struct {
 	ack     atomic.Int64 // last report, -1 until the first
 	next    atomic.Int64 // where the next transfer starts; -1 before the first report
 	flow    rate         // bytes sent
+	// ahead is set when the first report is past the master's end: the
+	// slave holds bytes this master never wrote (it was a master itself,
+	// or this one lost its unflushed tail), so its acknowledgements prove
+	// nothing and never count. Set before ack is first stored.
+	ahead atomic.Bool
 }
 
 // SlaveStatus describes one connected slave.
@@ -116,7 +121,8 @@ type SlaveStatus struct {
 	// BytesPerSecond is what it was sent in the last whole second.
 	BytesPerSecond int64
 	// InSync is true when AckOffset is within haMaxGapNotInSync of the
-	// master's end given to Slaves.
+	// master's end given to Slaves (never for a slave that came ahead of
+	// the master).
 	InSync bool
 }
 
@@ -263,7 +269,13 @@ func (s *Server) readReports(ctx context.Context, c *slaveConn) {
 // acknowledgements.
 func (s *Server) acknowledge(c *slaveConn, offset int64) {
 	if c.request.CompareAndSwap(-1, offset) {
-		s.log.Info().Str("slave", c.addr).Int64("offset", offset).Msg("slave asks for the CommitLog from here")
+		if end := s.cfg.Log.MaxOffset(); offset > end {
+			c.ahead.Store(true)
+			s.log.Error().Str("slave", c.addr).Int64("slave", offset).Int64("master", end).
+				Msg("the slave's CommitLog is ahead of the master's: its bytes past the master's end are not the master's, and its acknowledgements do not count (rebuild the slave from a copy of the master)")
+		} else {
+			s.log.Info().Str("slave", c.addr).Int64("offset", offset).Msg("slave asks for the CommitLog from here")
+		}
 	}
 	if c.ack.Swap(offset) == offset {
 		return
@@ -289,10 +301,6 @@ func (s *Server) transfer(ctx context.Context, c *slaveConn) {
 		// serves one.
 		end := s.cfg.Log.MaxOffset()
 		next = end - end%s.cfg.Log.SegmentSize()
-	}
-	if end := s.cfg.Log.MaxOffset(); next > end {
-		s.log.Warn().Str("slave", c.addr).Int64("slave", next).Int64("master", end).
-			Msg("the slave's CommitLog is ahead of the master's: it gets nothing until the master's passes it")
 	}
 	s.log.Info().Str("slave", c.addr).Int64("from", next).Msg("transferring the CommitLog to the slave")
 	c.next.Store(next)
@@ -345,14 +353,14 @@ func (s *Server) write(c *slaveConn, header, body []byte) error {
 }
 
 // WaitAcked waits until at least n connected slaves have acknowledged
-// offset (the end of a send's records). It returns false when ctx ends
-// first.
+// offset (the end of a send's records); a slave that came ahead of the
+// master never counts. It returns false when ctx ends first.
 func (s *Server) WaitAcked(ctx context.Context, offset int64, n int) bool {
 	for {
 		s.mu.Lock()
 		got := 0
 		for c := range s.slaves {
-			if c.ack.Load() >= offset {
+			if c.ack.Load() >= offset && !c.ahead.Load() {
 				got++
 			}
 		}
@@ -387,7 +395,7 @@ func (s *Server) InSyncSlaves(masterEnd int64) int {
 // haMaxGapNotInSync of masterEnd.
 func (s *Server) inSync(c *slaveConn, masterEnd int64) bool {
 	a := c.ack.Load()
-	return a >= 0 && masterEnd-a < s.cfg.MaxGapNotInSync
+	return a >= 0 && masterEnd-a < s.cfg.MaxGapNotInSync && !c.ahead.Load()
 }
 
 // Slaves returns the connected slaves, each in sync or not with

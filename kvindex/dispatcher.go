@@ -507,6 +507,15 @@ func (d *Dispatcher) run(ctx context.Context) {
 				d.wake(commitlog.ErrClosed)
 				return
 			}
+			if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
+				if moved, serr := d.skipToLogStart(); serr != nil {
+					err = serr
+				} else if moved {
+					r.Close()
+					r = d.opts.Log.NewReader(d.next.Load())
+					continue
+				}
+			}
 			// A damaged record in the live log or an index write failure:
 			// stop advancing (the index stays consistent) and retry.
 			d.log.Error().Err(err).Int64("at", d.next.Load()).Msg("dispatch failed; retrying")
@@ -533,6 +542,34 @@ func (d *Dispatcher) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// skipToLogStart moves the dispatched offset up to the CommitLog's first
+// offset when it lies below it, as Recover does at a start: the log now
+// begins past what was dispatched. A replica's log does so from its first
+// byte (a new slave receives its master's newest segment only, not
+// segment 0), and retention may delete segments a lagging dispatcher had
+// not reached. It reports whether the offset moved.
+func (d *Dispatcher) skipToLogStart() (bool, error) {
+	from, minOff := d.next.Load(), d.opts.Log.MinOffset()
+	if from >= minOff {
+		return false, nil
+	}
+	d.writeMu.Lock()
+	err := d.opts.DB.SetDispatched(minOff)
+	if err == nil {
+		d.next.Store(minOff)
+	}
+	d.writeMu.Unlock()
+	if err != nil {
+		return false, fmt.Errorf("move the dispatched offset from %d to the CommitLog's start %d: %w", from, minOff, err)
+	}
+	if err := d.correctMin(minOff, false); err != nil {
+		return true, fmt.Errorf("move the dispatched offset from %d to the CommitLog's start %d: %w", from, minOff, err)
+	}
+	d.log.Warn().Int64("dispatched", from).Int64("logMin", minOff).Msg("the CommitLog starts past the dispatched offset; dispatching from its start")
+	d.wake(nil)
+	return true, nil
 }
 
 // pendingQueue collects per-queue facts of a batch for after its commit.
