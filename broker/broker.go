@@ -87,6 +87,9 @@ type Broker struct {
 	timerCfg timer.Config
 	// delayLevels are the delays of RocketMQ's messageDelayLevel.
 	delayLevels []time.Duration
+	// schedPending are the delay levels whose last round waits for the
+	// slaves (owned by the schedule loop's goroutine).
+	schedPending map[int]scheduledRound
 	// dispatchHooks are handed to the dispatcher at Start: records of
 	// these topics are shown to the hook as they are indexed.
 	dispatchHooks map[string]kvindex.Hook
@@ -148,6 +151,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		storeHost:        netip.AddrPortFrom(ip, uint16(cfg.ListenPort)),
 		hostIP:           ip,
 		delayLevels:      levels,
+		schedPending:     map[int]scheduledRound{},
 		timerCfg:         timerConfig(cfg),
 		statusAskTimeout: consumerStatusTimeout,
 	}

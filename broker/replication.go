@@ -158,17 +158,28 @@ func (b *Broker) masterAddr() string { return b.repl.load(&b.repl.masterAddr) }
 // acknowledged its records' end: inSyncReplicas copies, the master's
 // included. FlushSlaveTimeout after slaveTimeout.
 func (b *Broker) waitSlaves(ctx context.Context, res commitlog.AppendResult) commitlog.AppendResult {
-	if b.repl.server == nil || b.cfg.BrokerRole != "SYNC_MASTER" || b.cfg.InSyncReplicas < 2 {
-		return res
-	}
-	wctx, cancel := context.WithTimeout(ctx, b.cfg.SlaveTimeout)
-	defer cancel()
-	if !b.repl.server.WaitAcked(wctx, res.PhyOffset+res.WroteBytes, b.cfg.InSyncReplicas-1) {
-		b.busyLog.Warn().Int64("offset", res.PhyOffset+res.WroteBytes).Int("inSyncReplicas", b.cfg.InSyncReplicas).
-			Msg("transfer to slaves timed out: FLUSH_SLAVE_TIMEOUT (sampled, at most one line a second)")
+	if !b.replicated(ctx, res.PhyOffset+res.WroteBytes) {
 		res.Status = commitlog.FlushSlaveTimeout
 	}
 	return res
+}
+
+// replicated waits up to slaveTimeout until enough slaves hold the
+// CommitLog up to end (inSyncReplicas copies, the master's included) and
+// reports whether they do. Outside a SYNC_MASTER with inSyncReplicas >= 2
+// it is true at once.
+func (b *Broker) replicated(ctx context.Context, end int64) bool {
+	if b.repl.server == nil || b.cfg.BrokerRole != "SYNC_MASTER" || b.cfg.InSyncReplicas < 2 {
+		return true
+	}
+	wctx, cancel := context.WithTimeout(ctx, b.cfg.SlaveTimeout)
+	defer cancel()
+	if !b.repl.server.WaitAcked(wctx, end, b.cfg.InSyncReplicas-1) {
+		b.busyLog.Warn().Int64("offset", end).Int("inSyncReplicas", b.cfg.InSyncReplicas).
+			Msg("transfer to slaves timed out: FLUSH_SLAVE_TIMEOUT (sampled, at most one line a second)")
+		return false
+	}
+	return true
 }
 
 // slaveRefusesWrites answers requests that would write messages on a

@@ -30,6 +30,11 @@ func (b *Broker) toSchedule(m *commitlog.Message, level int) {
 	m.QueueID = int32(level - 1)
 }
 
+// scheduledRound is a delay level's round delivered but not yet held by
+// enough slaves: the level's progress moves to off once the slaves hold
+// the CommitLog up to stored.
+type scheduledRound struct{ off, stored int64 }
+
 // scheduleLoop delivers due delay-level messages to their real topic: for
 // each level it reads SCHEDULE_TOPIC_XXXX from the level's offset and
 // re-puts every message whose delivery time (the entry's tag code) has
@@ -52,6 +57,15 @@ func (b *Broker) scheduleLoop(ctx context.Context) {
 // again.
 func (b *Broker) deliverLevel(ctx context.Context, level int) error {
 	qid := int32(level - 1)
+	if p, ok := b.schedPending[level]; ok {
+		// Delivered before, not yet on enough slaves: no new delivery
+		// (and no second copy) until they hold it.
+		if !b.replicated(ctx, p.stored) {
+			return nil
+		}
+		delete(b.schedPending, level)
+		return b.offsets.Set(scheduleOffsetGroup, meta.ScheduleTopic, qid, p.off)
+	}
 	off, ok, err := b.offsets.Get(scheduleOffsetGroup, meta.ScheduleTopic, qid)
 	if err != nil {
 		return err
@@ -75,6 +89,12 @@ func (b *Broker) deliverLevel(ctx context.Context, level int) error {
 	if stored > 0 {
 		if err := b.clog.WaitDurable(ctx, stored); err != nil {
 			return errors.Join(deliverErr, fmt.Errorf("delay level %d: progress stays at %d: %w", level, start, err))
+		}
+		// A SYNC_MASTER's slaves copy the progress (GET_ALL_DELAY_OFFSET):
+		// it must not pass copies they lack, or a failover loses them.
+		if !b.replicated(ctx, stored) {
+			b.schedPending[level] = scheduledRound{off: off, stored: stored}
+			return deliverErr
 		}
 	}
 	if err := b.offsets.Set(scheduleOffsetGroup, meta.ScheduleTopic, qid, off); err != nil {

@@ -170,7 +170,7 @@ func TestSlaveResumesAfterMasterRestart(t *testing.T) {
 	sameBytes(t, m, r, r.MinOffset())
 }
 
-func TestSlaveAcknowledgesOnlyWhatItHolds(t *testing.T) {
+func TestNothingIsAcknowledgedWithoutASlave(t *testing.T) {
 	m := openLog(t, t.TempDir(), false)
 	defer m.Close()
 	s := startServer(t, m)
