@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -261,5 +262,38 @@ func TestSyncMasterDelayProgressWaitsForSlaves(t *testing.T) {
 	createTopic(t, pc, "Dly", 8, 8)
 	if got := waitDelivered(t, promoted, pc, "Dly", 0, 1); len(got) != 1 || string(got[0].Body) != "in one second" {
 		t.Fatalf("the promoted slave's Dly/0 holds %d messages; the master acknowledged one", len(got))
+	}
+}
+
+// A timer message the master delivered is forgotten by its slave's timer
+// index with the metadata sync, so the slave, promoted, does not deliver
+// it again; one not yet due stays and is delivered by the promoted slave.
+func TestSlaveForgetsTimerMessagesItsMasterDelivered(t *testing.T) {
+	master := startTestBroker(t, withHA(map[string]string{"timerPrecisionMs": "100"}))
+	slave := startTestBroker(t, withHA(map[string]string{
+		"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr(), "timerPrecisionMs": "100"}))
+	mc := master.client(nil)
+	mustSend(t, mc, "TmT", 0, "soon", "UNIQ_KEY\x01TM-1\x02TIMER_DELAY_MS\x01300\x02")
+	mustSend(t, mc, "TmT", 1, "later", "UNIQ_KEY\x01TM-2\x02TIMER_DELAY_MS\x013000\x02")
+	waitDelivered(t, master, mc, "TmT", 0, 1)
+	waitReplicated(t, master, slave)
+	if err := slave.syncFromMaster(t.Context(), master.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	left, err := slave.db.Timers().Due(math.MaxInt64, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 {
+		t.Fatalf("the slave's timer index holds %d entries after the sync, want the one not yet due", len(left))
+	}
+	master.stop()
+	slave.stop()
+	promoted := startTestBrokerAt(t, slave.store, withHA(map[string]string{"timerPrecisionMs": "100"}))
+	pc := promoted.client(nil)
+	createTopic(t, pc, "TmT", 8, 8)
+	waitDelivered(t, promoted, pc, "TmT", 1, 1)
+	if got := pullAll(t, promoted, pc, "TmT", 0); len(got) != 1 {
+		t.Fatalf("the promoted slave's TmT/0 holds %d messages; the master delivered the one timer message once", len(got))
 	}
 }

@@ -93,4 +93,5 @@ func (b *Broker) routes() {
 	handle(remoting.SetMessageRequestMode, b.processSetRequestMode)
 	handle(remoting.GetAllMessageRequestMode, b.processGetAllRequestMode)
 	handle(remoting.GetBrokerHAStatus, b.processHAStatus)
+	handle(remoting.GetTimerWatermark, b.processTimerWatermark)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 	"github.com/rocketkv/rocketkv/remoting"
+	"github.com/rocketkv/rocketkv/timer"
 )
 
 // A slave copies its master's metadata with Remoting requests, as
@@ -110,6 +111,8 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 		code  int32
 		apply func([]byte) error
 	}{
+		// rocketkv's own: an Apache RocketMQ master does not answer it.
+		{"delivered timer messages", remoting.GetTimerWatermark, b.applyMasterTimerWatermark},
 		{"topics", remoting.GetAllTopicConfig, b.applyMasterTopics},
 		{"consumer offsets", remoting.GetAllConsumerOffset, b.applyMasterOffsets},
 		{"delay offsets", remoting.GetAllDelayOffset, b.applyMasterDelayOffsets},
@@ -119,6 +122,9 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 	var errs []error
 	for _, s := range steps {
 		body, err := askMaster(ctx, c, s.code)
+		if errors.Is(err, errNotSupported) && s.code == remoting.GetTimerWatermark {
+			continue
+		}
 		if err == nil {
 			err = s.apply(body)
 		}
@@ -141,10 +147,73 @@ func askMaster(ctx context.Context, c *remoting.Client, code int32) ([]byte, err
 	if err != nil {
 		return nil, fmt.Errorf("request %d: %w", code, err)
 	}
+	if resp.Code == remoting.RequestCodeNotSupported {
+		return nil, fmt.Errorf("request %d: %w", code, errNotSupported)
+	}
 	if resp.Code != remoting.Success {
 		return nil, fmt.Errorf("request %d: answer %d %s", code, resp.Code, resp.Remark)
 	}
 	return resp.Body, nil
+}
+
+// errNotSupported is a master's REQUEST_CODE_NOT_SUPPORTED.
+var errNotSupported = errors.New("the master does not support the request")
+
+// timerWatermark is the body of GetTimerWatermark.
+type timerWatermark struct {
+	timer.Watermark
+	CopiesEnd int64 `json:"copiesEnd"`
+}
+
+// parseTimerWatermark decodes a GetTimerWatermark answer.
+func parseTimerWatermark(body []byte) (timerWatermark, error) {
+	var w timerWatermark
+	if err := json.Unmarshal(body, &w); err != nil {
+		return w, fmt.Errorf("decode the timer watermark: %w", err)
+	}
+	if w.CopiesEnd < 0 || w.CursorMs < 0 || w.CursorPhy < 0 || w.BelowPhy < 0 {
+		return w, fmt.Errorf("timer watermark with a negative field: %+v", w)
+	}
+	return w, nil
+}
+
+// processTimerWatermark answers GetTimerWatermark: which parked timer
+// messages this broker delivered, for its slaves.
+func (b *Broker) processTimerWatermark(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	w := timerWatermark{Watermark: b.timers.Watermark()}
+	w.CopiesEnd = b.clog.MaxOffset() // after the watermark: its rounds' copies lie below
+	body, err := json.Marshal(w)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("encode the timer watermark: %v", err))
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	resp.Body = body
+	return resp
+}
+
+// applyMasterTimerWatermark forgets the parked timer messages the master
+// delivered, once this slave holds and has indexed their copies (else
+// the next sync tries again): promoted, it must not deliver them again.
+func (b *Broker) applyMasterTimerWatermark(body []byte) error {
+	w, err := parseTimerWatermark(body)
+	if err != nil {
+		return err
+	}
+	// The master keeps writing, so the slave is usually a little behind
+	// the end it read: wait for it a while.
+	ctx, cancel := context.WithTimeout(b.ctx, masterCallTimeout)
+	defer cancel()
+	if err := b.disp.WaitFor(ctx, w.CopiesEnd); err != nil {
+		return nil // not replicated and indexed that far yet: the next sync
+	}
+	n, err := b.timers.ForgetDelivered(w.Watermark)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		b.log.Debug().Int("forgotten", n).Int64("cursorMs", w.CursorMs).Msg("timer messages the master delivered")
+	}
+	return nil
 }
 
 // sameVersion compares data versions as RocketMQ's DataVersion.equals,

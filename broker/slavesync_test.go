@@ -275,6 +275,7 @@ func FuzzApplyMasterBodies(f *testing.F) {
 	f.Add([]byte(`{"offsetTable":{1:1,18:4},"dataVersion":{"counter":1}}`))
 	f.Add([]byte(`{"topicConfigTable":{"T":{"topicName":"T","readQueueNums":4,"writeQueueNums":4,"perm":6}},"dataVersion":{"counter":3,"timestamp":4}}`))
 	f.Add([]byte(`{"subscriptionGroupTable":{"G":{"groupName":"G"}},"forbiddenTable":{},"dataVersion":{"counter":5}}`))
+	f.Add([]byte(`{"cursorMs":1733000000000,"cursorPhy":12,"belowPhy":4096,"copiesEnd":8192}`))
 	f.Add([]byte(`{"messageRequestModeMap":{"T":{"G":{"topic":"T","consumerGroup":"G","mode":"POP","popShareQueueNum":1}}}}`))
 	b := startTestBroker(f, nil)
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -283,5 +284,6 @@ func FuzzApplyMasterBodies(f *testing.F) {
 		_ = b.applyMasterDelayOffsets(body)
 		_ = b.applyMasterGroups(body)
 		_ = b.applyMasterRequestModes(body)
+		_, _ = parseTimerWatermark(body) // applying waits for the slave to reach the master's end
 	})
 }

@@ -29,6 +29,19 @@ const (
 	// the broker's machine: the caller must run there to read them. The
 	// checkpoint is the caller's to delete once read.
 	CheckpointIndex int32 = 10001
+
+	// GetTimerWatermark asks a rocketkv master which parked timer
+	// messages it has delivered (a rocketkv slave asks it with its
+	// metadata sync: deliveries live in the master's index only, and a
+	// promoted slave would deliver them again). No ext fields; the answer
+	// is SUCCESS with a JSON body
+	//
+	//	{"cursorMs":..,"cursorPhy":..,"belowPhy":..,"copiesEnd":..}
+	//
+	// every parked message before (cursorMs, cursorPhy) in delivery
+	// order whose record lies below CommitLog offset belowPhy was
+	// delivered (or dropped), and its copy lies below copiesEnd.
+	GetTimerWatermark int32 = 10002
 )
 
 // Ext field names of CheckpointIndex.

@@ -62,6 +62,71 @@ type Service struct {
 	// moves the cursor back to those that are committed.
 	lateMu sync.Mutex
 	late   []kvindex.TimerEntry
+
+	wmMu sync.Mutex
+	wm   Watermark // after the last round
+}
+
+// Watermark tells which parked messages a Service has handled (delivered
+// or dropped, and deleted from its index): every entry before the key
+// (CursorMs, CursorPhy) in delivery order whose record lies below
+// BelowPhy. A slave, whose index holds the entries its master handled
+// (the deletions live in the master's index only), forgets them with it.
+type Watermark struct {
+	CursorMs  int64 `json:"cursorMs"`
+	CursorPhy int64 `json:"cursorPhy"`
+	BelowPhy  int64 `json:"belowPhy"`
+}
+
+// Covers reports whether the watermark speaks for e: it was handled.
+func (w Watermark) Covers(e kvindex.TimerEntry) bool {
+	before := e.DeliverMs < w.CursorMs || (e.DeliverMs == w.CursorMs && e.PhyOffset < w.CursorPhy)
+	return before && e.PhyOffset < w.BelowPhy
+}
+
+// Watermark returns what the delivery rounds have handled so far.
+func (s *Service) Watermark() Watermark {
+	s.wmMu.Lock()
+	defer s.wmMu.Unlock()
+	return s.wm
+}
+
+// setWatermark records the cursor after a round whose late entries below
+// committed were folded in: every entry before the cursor and below
+// committed is gone from the index.
+func (s *Service) setWatermark(committed int64) {
+	s.wmMu.Lock()
+	s.wm = Watermark{CursorMs: s.cursorMs, CursorPhy: s.cursorPhy, BelowPhy: committed}
+	s.wmMu.Unlock()
+}
+
+// ForgetDelivered deletes the entries w covers from the index: on a slave,
+// the parked messages its master delivered. It returns how many went.
+func (s *Service) ForgetDelivered(w Watermark) (int, error) {
+	const batch = 4096
+	gone := 0
+	fromMs, fromPhy := int64(0), int64(0)
+	for {
+		due, err := s.timers.DueFrom(fromMs, fromPhy, w.CursorMs, batch)
+		if err != nil {
+			return gone, err
+		}
+		var covered []kvindex.TimerEntry
+		for _, e := range due {
+			if w.Covers(e) {
+				covered = append(covered, e)
+			}
+		}
+		if err := s.timers.Delete(covered); err != nil {
+			return gone, err
+		}
+		gone += len(covered)
+		if len(due) < batch {
+			return gone, nil
+		}
+		last := due[len(due)-1]
+		fromMs, fromPhy = last.DeliverMs, last.PhyOffset+1
+	}
 }
 
 // lateWindow bounds how far ahead of its indexing an entry may be due and
@@ -164,16 +229,21 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 	delivered := 0
 	for ctx.Err() == nil {
 		now := s.now()
-		s.lowerCursor()
+		committed := s.lowerCursor()
 		due, err := s.timers.DueFrom(s.cursorMs, s.cursorPhy, now.UnixMilli(), deliverBatch)
-		if err != nil || len(due) == 0 {
+		if err != nil {
 			return delivered, err
+		}
+		if len(due) == 0 {
+			s.setWatermark(committed)
+			return delivered, nil
 		}
 		full := len(due) == deliverBatch
 		if full {
 			due = wholeTimes(due)
 		}
 		n, err := s.deliverBatch(ctx, due, now)
+		s.setWatermark(committed)
 		delivered += n
 		if err != nil || !full {
 			return delivered, err
@@ -332,8 +402,10 @@ func (s *Service) put(ctx context.Context, entries []kvindex.TimerEntry, msgs []
 }
 
 // lowerCursor moves the cursor back to the committed late entries that
-// lie before it.
-func (s *Service) lowerCursor() {
+// lie before it, and returns the committed offset it took (every entry
+// below it was indexed, and is now at or after the cursor if it was not
+// handled).
+func (s *Service) lowerCursor() int64 {
 	committed := int64(math.MaxInt64)
 	if s.dispatched != nil {
 		committed = s.dispatched()
@@ -351,6 +423,7 @@ func (s *Service) lowerCursor() {
 		}
 	}
 	s.late = keep
+	return committed
 }
 
 // advanceCursor moves the cursor past a round's entries: to the first

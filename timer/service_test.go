@@ -546,3 +546,55 @@ func TestDeliverDueFindsAnEntryIndexedBehindTheCursor(t *testing.T) {
 		t.Fatalf("entries left: %v", left)
 	}
 }
+
+// The watermark covers what the rounds delivered and nothing else, and a
+// slave's index (the same parked records, never delivered) forgets
+// exactly that with it.
+func TestWatermarkCoversWhatWasDelivered(t *testing.T) {
+	master, slave := newFixture(t), newFixture(t)
+	var a1, b1, c1 parked
+	for i, f := range []*fixture{master, slave} {
+		pa := f.park("A1", "A", 0, 5, "")
+		pb := f.park("B1", "B", 0, 5, "")
+		pc := f.park("C1", "C", 0, 20, "")
+		f.caughtUp()
+		if i == 0 {
+			a1, b1, c1 = pa, pb, pc
+		} else if pa.phy != a1.phy || pb.phy != b1.phy || pc.phy != c1.phy {
+			t.Fatal("the two logs differ")
+		}
+	}
+	// B's put fails: A1 is delivered, B1 waits, C1 is not due.
+	master.store.fail = func(call int, _ []*commitlog.Message) error {
+		if call == 2 {
+			return errTransient
+		}
+		return nil
+	}
+	master.at(10)
+	if _, err := master.round(); !errors.Is(err, errTransient) {
+		t.Fatalf("round: %v", err)
+	}
+	master.wantDelivered("A1")
+	wm := master.svc.Watermark()
+	for _, c := range []struct {
+		p    parked
+		want bool
+	}{{a1, true}, {b1, false}, {c1, false}} {
+		e := kvindex.TimerEntry{DeliverMs: c.p.outMs, PhyOffset: c.p.phy}
+		if got := wm.Covers(e); got != c.want {
+			t.Errorf("%s: covered %v, want %v (watermark %+v)", c.p.uniq, got, c.want, wm)
+		}
+	}
+	n, err := slave.svc.ForgetDelivered(wm)
+	if err != nil || n != 1 || !slave.pendingAt(b1.phy, c1.phy) || len(slave.pending()) != 2 {
+		t.Fatalf("the slave forgot %d (%v), keeps %v; want A1 forgotten, B1 and C1 kept", n, err, slave.pending())
+	}
+	// Once everything due is delivered the watermark moves past B1 too.
+	if n := master.roundOK(); n != 1 {
+		t.Fatalf("the next round delivered %d, want B1", n)
+	}
+	if n, err := slave.svc.ForgetDelivered(master.svc.Watermark()); err != nil || n != 1 || !slave.pendingAt(c1.phy) {
+		t.Fatalf("second watermark: forgot %d (%v), keeps %v", n, err, slave.pending())
+	}
+}
