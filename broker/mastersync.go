@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/rocketkv/rocketkv/meta"
@@ -55,6 +56,37 @@ func (b *Broker) processGetAllDelayOffset(ctx context.Context, _ *remoting.Conn,
 	}
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	resp.Body = body
+	return resp
+}
+
+// processGetTimerCheckPoint answers GET_TIMER_CHECK_POINT (60), which a
+// RocketMQ 5 slave with timerWheelEnable asks every 3 s: RocketMQ's
+// TimerCheckpoint, with the time before which this broker delivered its
+// timer messages as lastReadTimeMs (the slave's timer resumes there when
+// it is promoted) and the timer topic's end as the queue offsets (the
+// slave takes every parked message in).
+func (b *Broker) processGetTimerCheckPoint(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	readMs, err := b.timers.DeliveredBefore(time.Now())
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	end, err := b.cqs.MaxOffset(meta.TimerTopic, 0)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	resp.Body = rmqconfig.EncodeTimerCheckpoint(readMs, end, answerVersion())
+	return resp
+}
+
+// processGetTimerMetrics answers GET_TIMER_METRICS (61), which a RocketMQ
+// 5 slave asks with each sync: RocketMQ's TimerMetricsSerializeWrapper.
+// rocketkv keeps no per-topic counts of waiting timer messages, so the
+// table is empty, with the broker's start as its version (a slave copies
+// it once).
+func (b *Broker) processGetTimerMetrics(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	resp.Body = fmt.Appendf(nil, `{"dataVersion":{"counter":0,"stateVersion":0,"timestamp":%d},"timingCount":{}}`, b.started.UnixMilli())
 	return resp
 }
 

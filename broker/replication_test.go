@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -295,5 +296,44 @@ func TestSlaveForgetsTimerMessagesItsMasterDelivered(t *testing.T) {
 	waitDelivered(t, promoted, pc, "TmT", 1, 1)
 	if got := pullAll(t, promoted, pc, "TmT", 0); len(got) != 1 {
 		t.Fatalf("the promoted slave's TmT/0 holds %d messages; the master delivered the one timer message once", len(got))
+	}
+}
+
+// A RocketMQ 5 slave's timer requests: the checkpoint says the time
+// before which the master delivered its timer messages (after the one
+// delivered, not past the one waiting) and the timer topic's end; the
+// metrics table is empty and keeps its version.
+func TestTimerRequestsOfARocketMQSlave(t *testing.T) {
+	master := startTestBroker(t, map[string]string{"timerPrecisionMs": "100"})
+	mc := master.client(nil)
+	mustSend(t, mc, "TmT", 0, "soon", "UNIQ_KEY\x01TM-1\x02TIMER_DELAY_MS\x01300\x02")
+	later := time.Now().Add(time.Hour).UnixMilli()
+	mustSend(t, mc, "TmT", 1, "later", "UNIQ_KEY\x01TM-2\x02TIMER_DELIVER_MS\x01"+strconv.FormatInt(later, 10)+"\x02")
+	waitDelivered(t, master, mc, "TmT", 0, 1)
+	var readMs, flushPos, lastQ, masterQ int64
+	waitFor(t, "the checkpoint past the delivered message", func() bool {
+		r := call(t, mc, remoting.GetTimerCheckPoint, nil, nil)
+		if r.Code != remoting.Success || len(r.Body) != 56 {
+			t.Fatalf("GET_TIMER_CHECK_POINT: %d %s, %d bytes", r.Code, r.Remark, len(r.Body))
+		}
+		for i, p := range []*int64{&readMs, &flushPos, &lastQ, &masterQ} {
+			*p = int64(binary.BigEndian.Uint64(r.Body[8*i:]))
+		}
+		return readMs > time.Now().Add(-time.Minute).UnixMilli()
+	})
+	if readMs > later || readMs > time.Now().UnixMilli() || flushPos != 0 || lastQ != 2 || masterQ != 2 {
+		t.Fatalf("checkpoint readMs %d (waiting message due %d), flush %d, queue offsets %d/%d (want 2)", readMs, later, flushPos, lastQ, masterQ)
+	}
+	var m struct {
+		DataVersion struct{ Timestamp int64 } `json:"dataVersion"`
+		TimingCount map[string]any            `json:"timingCount"`
+	}
+	for range 2 {
+		r := call(t, mc, remoting.GetTimerMetrics, nil, nil)
+		before := m.DataVersion.Timestamp
+		if r.Code != remoting.Success || json.Unmarshal(r.Body, &m) != nil || m.TimingCount == nil || m.DataVersion.Timestamp == 0 ||
+			(before != 0 && before != m.DataVersion.Timestamp) {
+			t.Fatalf("GET_TIMER_METRICS: %d %q", r.Code, r.Body)
+		}
 	}
 }

@@ -94,4 +94,6 @@ func (b *Broker) routes() {
 	handle(remoting.GetAllMessageRequestMode, b.processGetAllRequestMode)
 	handle(remoting.GetBrokerHAStatus, b.processHAStatus)
 	handle(remoting.GetTimerWatermark, b.processTimerWatermark)
+	handle(remoting.GetTimerCheckPoint, b.processGetTimerCheckPoint)
+	handle(remoting.GetTimerMetrics, b.processGetTimerMetrics)
 }

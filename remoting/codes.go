@@ -80,6 +80,8 @@ const (
 	GetBrokerConsumeStats                int32 = 317 // GET_BROKER_CONSUME_STATS
 	GetAllConsumerOffset                 int32 = 43  // GET_ALL_CONSUMER_OFFSET: slaves, every 60 s
 	GetAllDelayOffset                    int32 = 45  // GET_ALL_DELAY_OFFSET: slaves, every 60 s
+	GetTimerCheckPoint                   int32 = 60  // GET_TIMER_CHECK_POINT: RocketMQ 5 slaves, every 3 s
+	GetTimerMetrics                      int32 = 61  // GET_TIMER_METRICS: RocketMQ 5 slaves, every 60 s
 	InvokeBrokerToResetOffset            int32 = 222 // INVOKE_BROKER_TO_RESET_OFFSET
 	InvokeBrokerToGetConsumerStatus      int32 = 223 // INVOKE_BROKER_TO_GET_CONSUMER_STATUS
 	QueryTopicConsumeByWho               int32 = 300 // QUERY_TOPIC_CONSUME_BY_WHO

@@ -100,6 +100,26 @@ func (s *Service) setWatermark(committed int64) {
 	s.wmMu.Unlock()
 }
 
+// DeliveredBefore is a time before which the parked messages the service
+// indexed were delivered: the earliest entry still waiting from the
+// rounds' cursor on, else the cursor, else now. It is RocketMQ's
+// lastReadTimeMs, which a RocketMQ slave copies from its master.
+func (s *Service) DeliveredBefore(now time.Time) (int64, error) {
+	w := s.Watermark()
+	t := now.UnixMilli()
+	if w.CursorMs > 0 {
+		t = min(t, w.CursorMs)
+	}
+	due, err := s.timers.DueFrom(w.CursorMs, w.CursorPhy, math.MaxInt64, 1)
+	if err != nil {
+		return 0, err
+	}
+	if len(due) > 0 {
+		t = min(t, due[0].DeliverMs)
+	}
+	return t, nil
+}
+
 // ForgetDelivered deletes the entries w covers from the index: on a slave,
 // the parked messages its master delivered. It returns how many went.
 func (s *Service) ForgetDelivered(w Watermark) (int, error) {

@@ -99,10 +99,21 @@ func WriteTimerCheckpoint(dir string, readMs, queueOffset int64, version meta.Da
 		return fmt.Errorf("create config directory %s: %w", dir, err)
 	}
 	b := make([]byte, TimerCheckpointSize)
-	for i, v := range []int64{readMs, 0, queueOffset, queueOffset, version.StateVersion, version.Timestamp, version.Counter} {
-		binary.BigEndian.PutUint64(b[8*i:], uint64(v))
-	}
+	copy(b, EncodeTimerCheckpoint(readMs, queueOffset, version))
 	return replaceKeepingBackup(filepath.Join(dir, "timercheck"), b)
+}
+
+// EncodeTimerCheckpoint is RocketMQ 5's TimerCheckpoint.encode, the 56
+// bytes laid out as WriteTimerCheckpoint's file starts: readMs, a timer
+// log flushed to 0, both queue offsets at queueOffset, the version. It is
+// also the body of GET_TIMER_CHECK_POINT, which a RocketMQ slave asks its
+// master for.
+func EncodeTimerCheckpoint(readMs, queueOffset int64, version meta.DataVersion) []byte {
+	b := make([]byte, 0, 56)
+	for _, v := range []int64{readMs, 0, queueOffset, queueOffset, version.StateVersion, version.Timestamp, version.Counter} {
+		b = binary.BigEndian.AppendUint64(b, uint64(v))
+	}
+	return b
 }
 
 // replaceKeepingBackup writes data to path, keeping the content it
