@@ -56,6 +56,10 @@ var brokerFields = slices.Concat([]field[Broker]{
 	intRange("inSyncReplicas", "1", 1, 64, func(b *Broker) *int { return &b.InSyncReplicas }),
 	intRange("minInSyncReplicas", "1", 1, 64, func(b *Broker) *int { return &b.MinInSyncReplicas }),
 	boolean("slaveReadEnable", "false", func(b *Broker) *bool { return &b.SlaveReadEnable }),
+	// RocketMQ 5's other replication modes are not there: a file that
+	// turns one on is refused rather than run with classic HA unnoticed.
+	notImplemented[Broker]("enableControllerMode", "rocketkv replicates with RocketMQ's classic master-slave HA only (brokerRole); automatic failover through controllers is not there"),
+	notImplemented[Broker]("enableDLegerCommitLog", "rocketkv replicates with RocketMQ's classic master-slave HA only (brokerRole); a DLedger CommitLog is not there"),
 
 	boolean("autoCreateTopicEnable", "true", func(b *Broker) *bool { return &b.AutoCreateTopicEnable }),
 	boolean("autoCreateSubscriptionGroup", "true", func(b *Broker) *bool { return &b.AutoCreateSubscriptionGroup }),
@@ -166,6 +170,22 @@ func boolean[T any](key, def string, ptr func(*T) *bool) field[T] {
 		*ptr(b) = v
 		return nil
 	}, get: func(b *T) string { return strconv.FormatBool(*ptr(b)) }}
+}
+
+// notImplemented is a boolean key whose true value rocketkv refuses: the
+// feature is not there, and running without it unnoticed would be worse
+// than not starting.
+func notImplemented[T any](key, why string) field[T] {
+	return field[T]{key: key, def: "false", set: func(_ *T, raw string) error {
+		v, err := strconv.ParseBool(raw)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", raw)
+		}
+		if v {
+			return fmt.Errorf("true: %s", why)
+		}
+		return nil
+	}, get: func(*T) string { return "false" }}
 }
 
 func parseInt(raw string, lo, hi int64) (int64, error) {

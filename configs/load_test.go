@@ -216,12 +216,18 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"b.yaml", "syncFlushTimeout: soon\n", "syncFlushTimeout"},
 		{"b.yaml", "storeType: rocksdb\n", "storeType"},
 		{"b.conf", "indexWalSyncIntervalMillis=0\n", "indexWalSyncIntervalMillis"},
+		{"b.conf", "enableControllerMode=true\n", "enableControllerMode"},
+		{"b.conf", "enableDLegerCommitLog=true\n", "enableDLegerCommitLog"},
+		{"b.conf", "haTransferBatchSize=4194304\n", "haTransferBatchSize"},
 	}
 	for _, c := range cases {
 		_, err := LoadBroker(writeFile(t, c.name, c.content), nil)
 		if err == nil || !strings.Contains(err.Error(), c.key) {
 			t.Errorf("%q: error %v does not name %s", c.content, err, c.key)
 		}
+	}
+	if _, err := LoadBroker(writeFile(t, "b.conf", "enableControllerMode=false\nenableDLegerCommitLog=false\n"), nil); err != nil {
+		t.Errorf("the replication modes turned off: %v", err)
 	}
 	if _, err := LoadBroker("", map[string]string{"noSuchKey": "1"}); err == nil {
 		t.Error("override of an unknown key accepted")
