@@ -189,6 +189,35 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// brokerPort is a free port P whose neighbours P-2 and P+1 (the broker's
+// fast channel and HA port by default) are free too. The broker's own
+// keys for them are not passed: an older build given as --broker-bin
+// refuses overrides it does not know.
+func brokerPort() (int, error) {
+	for range 50 {
+		p, err := freePort()
+		if err != nil {
+			return 0, err
+		}
+		if p < 3 || p > 65534 {
+			continue
+		}
+		free := true
+		for _, q := range []int{p - 2, p + 1} {
+			l, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(q)))
+			if err != nil {
+				free = false
+				break
+			}
+			_ = l.Close()
+		}
+		if free {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("find a free port whose neighbours -2 and +1 are free: none in 50 tries")
+}
+
 // startProcess runs the broker binary on store with conf as --set
 // overrides (listenPort is chosen here), followed by extraArgs (e.g.
 // --pprof), and returns once it listens.
@@ -197,19 +226,11 @@ func startProcess(ctx context.Context, bin, store string, conf map[string]string
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := brokerPort()
 	if err != nil {
 		return nil, err
 	}
 	conf["listenPort"] = strconv.Itoa(port)
-	// listenPort-2 and +1, the fast channel's and the HA port's
-	// defaults, are not known to be free: a benchmark broker needs
-	// neither.
-	for _, k := range []string{"fastListenPort", "haListenPort"} {
-		if _, set := conf[k]; !set {
-			conf[k] = "-1"
-		}
-	}
 	args := []string{"--store", store}
 	for k, v := range conf {
 		if k == "storePathRootDir" {
