@@ -31,6 +31,10 @@ import (
 //	                     replaces ours; levels it does not have are kept
 //	groups (201)         as topics
 //	request modes (402)  every time: replaced wholesale
+//	timer deliveries     every time (rocketkv's GetTimerWatermark, not
+//	                     asked of a master that does not answer it): the
+//	                     parked timer messages the master delivered are
+//	                     forgotten once this slave holds their copies
 //
 // A table that fails to come or to apply does not stop the others.
 
@@ -38,38 +42,20 @@ import (
 // on it (RocketMQ's BrokerOuterAPI waits 3 s for an answer).
 const masterCallTimeout = 3 * time.Second
 
-// slaveSyncFirstCheck and slaveSyncCheck are when RocketMQ's broker
-// first looks whether a sync is due and how often it looks again.
-const (
-	slaveSyncFirstCheck = 10 * time.Second
-	slaveSyncCheck      = 3 * time.Second
-)
-
 // slaveSyncLoop copies the master's metadata (syncFromMaster) every
 // slaveSyncIntervalMillis (60 s by default) until ctx ends, the first time
-// one interval after it starts, as RocketMQ's broker does (it looks 10 s
-// after the start and then every 3 s whether a sync is due; those shrink
-// to the interval when it is shorter). masterAddr is asked before each
-// sync; while it returns "" (no master known yet) nothing is sent. A
-// failed sync is logged and tried again at the next interval. The caller
-// owns the goroutine (Broker.goBackground) and stops it through ctx.
+// one interval after it starts (RocketMQ's broker looks every 3 s whether
+// a minute has passed since its start or its last sync, which comes to
+// the same). masterAddr is asked before each sync; while it returns ""
+// (no master known yet) nothing is sent. A failed sync is logged and
+// tried again at the next interval. The caller owns the goroutine
+// (Broker.goBackground) and stops it through ctx.
 func (b *Broker) slaveSyncLoop(ctx context.Context, masterAddr func() string) {
 	interval := b.cfg.SlaveSyncInterval
 	if interval <= 0 {
 		interval = time.Minute
 	}
-	first, check := min(slaveSyncFirstCheck, interval), min(slaveSyncCheck, interval)
-	last := time.Now()
-	select {
-	case <-ctx.Done():
-		return
-	case <-time.After(first):
-	}
-	due := func(ctx context.Context) {
-		if time.Since(last) < interval {
-			return
-		}
-		last = time.Now()
+	periodic.Run(ctx, interval, func(ctx context.Context) {
 		addr := masterAddr()
 		if addr == "" {
 			return
@@ -77,9 +63,7 @@ func (b *Broker) slaveSyncLoop(ctx context.Context, masterAddr func() string) {
 		if err := b.syncFromMaster(ctx, addr); err != nil && ctx.Err() == nil {
 			b.log.Warn().Err(err).Str("master", addr).Msg("copy the master's metadata")
 		}
-	}
-	due(ctx)
-	periodic.Run(ctx, check, due)
+	})
 }
 
 // syncFromMaster copies the topics, subscription groups, consumer offsets,
