@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -286,4 +288,32 @@ func FuzzApplyMasterBodies(f *testing.F) {
 		_ = b.applyMasterRequestModes(body)
 		_, _ = parseTimerWatermark(body) // applying waits for the slave to reach the master's end
 	})
+}
+
+// A master that answers nothing (REQUEST_CODE_NOT_SUPPORTED to every
+// code): each RocketMQ table fails with its name, but rocketkv's own
+// timer request, which an Apache RocketMQ master never answers, is
+// skipped without an error.
+func TestSyncSkipsTheTimerRequestAMasterDoesNotKnow(t *testing.T) {
+	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"},
+		remoting.RespondFunc(func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+			return remoting.NotSupportedResponse(req)
+		}), zerolog.Nop())
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	slave := startTestBroker(t, nil)
+	err := slave.syncFromMaster(t.Context(), srv.Addr().String())
+	if err == nil {
+		t.Fatal("a master that answers nothing synced")
+	}
+	for _, table := range []string{"topics", "consumer offsets", "delay offsets", "subscription groups", "request modes"} {
+		if !strings.Contains(err.Error(), "copy the "+table+" of master") {
+			t.Errorf("no error for the %s: %v", table, err)
+		}
+	}
+	if strings.Contains(err.Error(), "timer") {
+		t.Errorf("the timer request a RocketMQ master does not know is an error: %v", err)
+	}
 }
