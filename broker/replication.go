@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/ha"
@@ -15,8 +16,12 @@ import (
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
-// roleSlave is brokerRole's value for a slave.
-const roleSlave = "SLAVE"
+// brokerRole's values for a slave and for a master whose puts wait for
+// its slaves.
+const (
+	roleSlave      = "SLAVE"
+	roleSyncMaster = "SYNC_MASTER"
+)
 
 // replication is the broker's part in master-slave replication: a master
 // serves its slaves (server); a slave follows its master (client) at the
@@ -24,6 +29,10 @@ const roleSlave = "SLAVE"
 type replication struct {
 	server *ha.Server // master only
 	client *ha.Client // slave only
+	// slaveAcks is how many slaves must hold a put before a SYNC_MASTER
+	// answers it (inSyncReplicas-1); 0 when puts do not wait. Set before
+	// anything puts.
+	slaveAcks int
 	// masterHA and masterAddr are a slave's master: its HA address and
 	// its Remoting address ("" while unknown).
 	masterHA   atomic.Pointer[string]
@@ -93,8 +102,11 @@ func (b *Broker) startReplication() error {
 		return err
 	}
 	b.repl.server = srv
-	if b.cfg.BrokerRole == "SYNC_MASTER" && b.cfg.InSyncReplicas < 2 {
-		b.log.Warn().Msg("brokerRole=SYNC_MASTER with inSyncReplicas=1: sends do not wait for a slave (RocketMQ 5's rule); set inSyncReplicas=2 for the 4.x behaviour")
+	if b.cfg.BrokerRole == roleSyncMaster {
+		b.repl.slaveAcks = b.cfg.InSyncReplicas - 1
+		if b.repl.slaveAcks == 0 {
+			b.log.Warn().Msg("brokerRole=SYNC_MASTER with inSyncReplicas=1: sends do not wait for a slave (RocketMQ 5's rule); set inSyncReplicas=2 for the 4.x behaviour")
+		}
 	}
 	return nil
 }
@@ -169,12 +181,12 @@ func (b *Broker) waitSlaves(ctx context.Context, res commitlog.AppendResult) com
 // reports whether they do. Outside a SYNC_MASTER with inSyncReplicas >= 2
 // it is true at once.
 func (b *Broker) replicated(ctx context.Context, end int64) bool {
-	if b.repl.server == nil || b.cfg.BrokerRole != "SYNC_MASTER" || b.cfg.InSyncReplicas < 2 {
+	if b.repl.slaveAcks == 0 {
 		return true
 	}
 	wctx, cancel := context.WithTimeout(ctx, b.cfg.SlaveTimeout)
 	defer cancel()
-	if !b.repl.server.WaitAcked(wctx, end, b.cfg.InSyncReplicas-1) {
+	if !b.repl.server.WaitAcked(wctx, end, b.repl.slaveAcks) {
 		b.busyLog.Warn().Int64("offset", end).Int("inSyncReplicas", b.cfg.InSyncReplicas).
 			Msg("transfer to slaves timed out: FLUSH_SLAVE_TIMEOUT (sampled, at most one line a second)")
 		return false
@@ -212,13 +224,7 @@ func (b *Broker) processHAStatus(_ context.Context, _ *remoting.Conn, req *remot
 	if c := b.repl.client; c != nil {
 		st := c.Status()
 		info.HAClientRuntimeInfo = ha.ClientInfo{MasterAddr: st.Master, TransferredByteInSecond: st.BytesPerSecond,
-			MaxOffset: b.clog.ReplicaOffset(), LastReadTimestamp: st.LastRead.UnixMilli(), LastWriteTimestamp: st.LastWrite.UnixMilli()}
-		if st.LastRead.IsZero() {
-			info.HAClientRuntimeInfo.LastReadTimestamp = 0
-		}
-		if st.LastWrite.IsZero() {
-			info.HAClientRuntimeInfo.LastWriteTimestamp = 0
-		}
+			MaxOffset: b.clog.ReplicaOffset(), LastReadTimestamp: unixMillis(st.LastRead), LastWriteTimestamp: unixMillis(st.LastWrite)}
 	} else if s := b.repl.server; s != nil {
 		end := b.clog.MaxOffset()
 		info.Master = true
@@ -238,4 +244,12 @@ func (b *Broker) processHAStatus(_ context.Context, _ *remoting.Conn, req *remot
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	resp.Body = body
 	return resp
+}
+
+// unixMillis is t in Unix milliseconds, 0 for the zero time (never).
+func unixMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
