@@ -79,8 +79,8 @@ func (c ServerConfig) withDefaults() ServerConfig {
 // CommitLog to each, and tracks what they acknowledged.
 //
 // Goroutines: the accept loop, and per slave a reader of its reports and
-// a writer of transfers; all stop at Close (or when ctx given to Start
-// ends), and Close waits for them.
+// a writer of transfers (which end with the slave's connection); Close
+// stops them all and waits for them.
 type Server struct {
 	cfg ServerConfig
 	log zerolog.Logger
@@ -99,10 +99,11 @@ type Server struct {
 type slaveConn struct {
 	conn    net.Conn
 	addr    string
-	request atomic.Int64 // first report, -1 until it came
-	ack     atomic.Int64 // last report, -1 until the first
-	next    atomic.Int64 // where the next transfer starts; -1 before the first report
-	flow    rate         // bytes sent
+	request atomic.Int64  // first report, -1 until it came
+	asked   chan struct{} // closed when the first report came
+	ack     atomic.Int64  // last report, -1 until the first
+	next    atomic.Int64  // where the next transfer starts; -1 before the first report
+	flow    rate          // bytes sent
 	// ahead is set when the first report is past the master's end: the
 	// slave holds bytes this master never wrote (it was a master itself,
 	// or this one lost its unflushed tail), so its acknowledgements prove
@@ -192,7 +193,7 @@ func (s *Server) accept() {
 		if tc, ok := conn.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
-		c := &slaveConn{conn: conn, addr: conn.RemoteAddr().String()}
+		c := &slaveConn{conn: conn, addr: conn.RemoteAddr().String(), asked: make(chan struct{})}
 		c.request.Store(-1)
 		c.ack.Store(-1)
 		c.next.Store(-1)
@@ -201,7 +202,8 @@ func (s *Server) accept() {
 		s.mu.Unlock()
 		s.log.Info().Str("slave", c.addr).Msg("slave connected")
 		ctx, cancel := context.WithCancel(s.ctx)
-		s.wg.Add(3)
+		context.AfterFunc(ctx, func() { _ = conn.Close() })
+		s.wg.Add(2)
 		go func() {
 			defer s.wg.Done()
 			defer cancel()
@@ -211,11 +213,6 @@ func (s *Server) accept() {
 			defer s.wg.Done()
 			defer cancel()
 			s.transfer(ctx, c)
-		}()
-		go func() {
-			defer s.wg.Done()
-			<-ctx.Done()
-			_ = conn.Close()
 		}()
 	}
 }
@@ -276,6 +273,7 @@ func (s *Server) acknowledge(c *slaveConn, offset int64) {
 		} else {
 			s.log.Info().Str("slave", c.addr).Int64("offset", offset).Msg("slave asks for the CommitLog from here")
 		}
+		close(c.asked) // the transfer starts
 	}
 	if c.ack.Swap(offset) == offset {
 		return
@@ -288,12 +286,10 @@ func (s *Server) acknowledge(c *slaveConn, offset int64) {
 
 // transfer streams the log to the slave from where its first report asks.
 func (s *Server) transfer(ctx context.Context, c *slaveConn) {
-	for c.request.Load() < 0 {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(10 * time.Millisecond):
-		}
+	select {
+	case <-ctx.Done():
+		return
+	case <-c.asked:
 	}
 	next := c.request.Load()
 	if next == 0 {
