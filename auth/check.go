@@ -61,37 +61,52 @@ func NewChecker(cfg Config, store Store) *Checker { return &Checker{cfg: cfg, st
 func (c *Checker) Config() Config { return c.cfg }
 
 // Check decides r: nil when allowed, a *Denied (whose message is RocketMQ
-// 5.3's remark) when refused, another error when the store failed.
+// 5.3's remark) when refused, another error when the store failed. The
+// signer is read from the store once, for both checks.
 func (c *Checker) Check(r *Request) error {
-	if c.cfg.Authentication && !c.cfg.AuthenticationWhitelist[r.Code] {
-		if err := c.authenticate(r); err != nil {
+	authn := c.cfg.Authentication && !c.cfg.AuthenticationWhitelist[r.Code]
+	authz := c.cfg.Authorization && !c.cfg.AuthorizationWhitelist[r.Code] && len(r.Needs) > 0
+	if !authn && !authz {
+		return nil
+	}
+	s := signer{name: r.Fields[acl.FieldAccessKey]}
+	if s.name != "" {
+		var err error
+		if s.user, s.found, err = c.store.User(s.name); err != nil {
+			return fmt.Errorf("read user %s: %w", s.name, err)
+		}
+	}
+	if authn {
+		if err := authenticate(r, s); err != nil {
 			return err
 		}
 	}
-	if c.cfg.Authorization && !c.cfg.AuthorizationWhitelist[r.Code] && len(r.Needs) > 0 {
-		return c.authorize(r)
+	if authz {
+		return c.authorize(r, s)
 	}
 	return nil
 }
 
+// signer is the user a request names in its AccessKey field, as the store
+// has it.
+type signer struct {
+	name  string
+	user  meta.UserInfo
+	found bool
+}
+
 // authenticate is RocketMQ's DefaultAuthenticationHandler: the AccessKey
 // names an enabled user whose password signed the request.
-func (c *Checker) authenticate(r *Request) error {
-	name, ok := r.Fields[acl.FieldAccessKey]
-	if !ok || name == "" {
+func authenticate(r *Request, s signer) error {
+	switch {
+	case s.name == "":
 		return denied("username cannot be null.")
+	case !s.found:
+		return denied("User:%s is not found.", s.name)
+	case IsDisabled(s.user):
+		return denied("User:%s is disabled.", s.name)
 	}
-	u, found, err := c.store.User(name)
-	if err != nil {
-		return fmt.Errorf("read user %s: %w", name, err)
-	}
-	if !found {
-		return denied("User:%s is not found.", name)
-	}
-	if IsDisabled(u) {
-		return denied("User:%s is disabled.", name)
-	}
-	if _, signed := r.Fields[acl.FieldSignature]; !signed || !acl.SignatureMatches(r.Fields, r.Body, r.Version, u.Password) {
+	if _, signed := r.Fields[acl.FieldSignature]; !signed || !acl.SignatureMatches(r.Fields, r.Body, r.Version, s.user.Password) {
 		return denied("check signature failed.")
 	}
 	return nil
@@ -99,25 +114,19 @@ func (c *Checker) authenticate(r *Request) error {
 
 // authorize is RocketMQ's UserAuthorizationHandler then
 // AclAuthorizationHandler, for each need of the request.
-func (c *Checker) authorize(r *Request) error {
-	name, ok := r.Fields[acl.FieldAccessKey]
-	if !ok || name == "" {
+func (c *Checker) authorize(r *Request, s signer) error {
+	name := s.name
+	switch {
+	case name == "":
 		return denied("Authorization failed. Please verify your access rights and try again.")
-	}
-	u, found, err := c.store.User(name)
-	if err != nil {
-		return fmt.Errorf("read user %s: %w", name, err)
-	}
-	if !found {
+	case !s.found:
 		return denied("User:%s not found.", name)
-	}
 	// RocketMQ 5.3 means to refuse a disabled user here too but looks at
 	// the status of the wrong object, so with authorization alone its
 	// disabled users pass; here they do not.
-	if IsDisabled(u) {
+	case IsDisabled(s.user):
 		return denied("User:%s is disabled.", name)
-	}
-	if IsSuper(u) {
+	case IsSuper(s.user):
 		return nil
 	}
 	subject := Subject(name)

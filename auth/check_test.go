@@ -171,3 +171,65 @@ func TestFromV1(t *testing.T) {
 		t.Fatalf("the migrated list does not compile: %v", err)
 	}
 }
+
+// countingStore counts the reads of a memStore and fails them with err
+// when it is set.
+type countingStore struct {
+	memStore
+	users, acls int
+	err         error
+}
+
+func (c *countingStore) User(n string) (meta.UserInfo, bool, error) {
+	c.users++
+	if c.err != nil {
+		return meta.UserInfo{}, false, c.err
+	}
+	return c.memStore.User(n)
+}
+
+func (c *countingStore) ACL(s string) (meta.AclInfo, bool, error) {
+	c.acls++
+	if c.err != nil {
+		return meta.AclInfo{}, false, c.err
+	}
+	return c.memStore.ACL(s)
+}
+
+// TestCheckReadsOnce: with both checks on, a request reads its signer
+// once and its access list once; a store that fails, or an access list
+// stored broken, is an error that is not a refusal.
+func TestCheckReadsOnce(t *testing.T) {
+	mem := memStore{
+		users: map[string]meta.UserInfo{"alice": {Username: "alice", Password: "alice-pw", UserType: UserNormal, UserStatus: UserEnable}},
+		acls: map[string]meta.AclInfo{"User:alice": {Subject: "User:alice", Policies: []meta.PolicyInfo{{PolicyType: "Custom",
+			Entries: []meta.PolicyEntryInfo{entry("Topic:t", "Pub", "", "Allow")}}}}},
+	}
+	both := Config{Authentication: true, Authorization: true}
+	pub := Need{Topic("t"), []Action{ActionPub}}
+	store := &countingStore{memStore: mem}
+	if err := NewChecker(both, store).Check(signed("alice", "alice-pw", 10, pub)); err != nil {
+		t.Fatal(err)
+	}
+	if store.users != 1 || store.acls != 1 {
+		t.Errorf("read the user %d times and the access list %d times, want once each", store.users, store.acls)
+	}
+	store = &countingStore{memStore: mem}
+	if err := NewChecker(Config{}, store).Check(signed("alice", "alice-pw", 10, pub)); err != nil || store.users+store.acls != 0 {
+		t.Errorf("checks off: err %v, %d reads, want none", err, store.users+store.acls)
+	}
+
+	var d *Denied
+	store = &countingStore{memStore: mem, err: errors.New("disk on fire")}
+	for _, cfg := range []Config{both, {Authorization: true}} {
+		err := NewChecker(cfg, store).Check(signed("alice", "alice-pw", 10, pub))
+		if err == nil || errors.As(err, &d) || !strings.Contains(err.Error(), "disk on fire") {
+			t.Errorf("%+v, store failing: got %v, want the store's error", cfg, err)
+		}
+	}
+	broken := memStore{users: mem.users, acls: map[string]meta.AclInfo{"User:alice": {Subject: "User:alice"}}}
+	err := NewChecker(both, broken).Check(signed("alice", "alice-pw", 10, pub))
+	if err == nil || errors.As(err, &d) || !strings.Contains(err.Error(), "the stored access list of User:alice") {
+		t.Errorf("broken access list: got %v, want an error that is not a refusal", err)
+	}
+}
