@@ -32,7 +32,9 @@ type ACL struct {
 }
 
 // ParseSourceIP reads a policy's source address: an IP address or a CIDR
-// block, IPv4 or IPv6.
+// block, IPv4 or IPv6. An IPv4-mapped IPv6 address or block
+// ("::ffff:10.0.0.0/104") is read as the IPv4 one, since clients' addresses
+// are compared unmapped.
 func ParseSourceIP(s string) (netip.Prefix, error) {
 	if strings.TrimSpace(s) == "" {
 		return netip.Prefix{}, fmt.Errorf("the source ip is empty")
@@ -41,6 +43,9 @@ func ParseSourceIP(s string) (netip.Prefix, error) {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
 			return netip.Prefix{}, fmt.Errorf("the source ip %q is invalid: %w", s, err)
+		}
+		if p.Addr().Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 		}
 		return p.Masked(), nil
 	}

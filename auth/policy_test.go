@@ -221,3 +221,37 @@ func FuzzACLBody(f *testing.F) {
 		_, _ = FilterACL(merged, resource)
 	})
 }
+
+// TestSourceIPMapped: a client's address is compared unmapped, so an
+// IPv4-mapped source, address or block, must admit the IPv4 client.
+func TestSourceIPMapped(t *testing.T) {
+	for _, c := range []struct{ src, want string }{
+		{"10.0.0.1", "10.0.0.1/32"},
+		{"::ffff:10.0.0.1", "10.0.0.1/32"},
+		{"::ffff:10.0.0.0/104", "10.0.0.0/8"},
+		{"::ffff:10.1.2.3/128", "10.1.2.3/32"},
+		{"10.1.2.3/8", "10.0.0.0/8"},
+		{"fe80::1/64", "fe80::/64"},
+	} {
+		p, err := ParseSourceIP(c.src)
+		if err != nil || p.String() != c.want {
+			t.Errorf("%s: got %s %v, want %s", c.src, p, err, c.want)
+		}
+	}
+	e := Entry{Resource: Topic("t"), Actions: []Action{ActionPub}, Decision: Allow,
+		Sources: []netip.Prefix{mustSource(t, "::ffff:10.0.0.0/104")}}
+	for _, from := range []string{"10.9.9.9", "::ffff:10.9.9.9"} {
+		if !e.matches(Need{Topic("t"), []Action{ActionPub}}, netip.MustParseAddr(from)) {
+			t.Errorf("::ffff:10.0.0.0/104 does not admit %s", from)
+		}
+	}
+}
+
+func mustSource(t *testing.T, s string) netip.Prefix {
+	t.Helper()
+	p, err := ParseSourceIP(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
