@@ -3,6 +3,7 @@ package auth
 import (
 	"errors"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -231,5 +232,69 @@ func TestCheckReadsOnce(t *testing.T) {
 	err := NewChecker(both, broken).Check(signed("alice", "alice-pw", 10, pub))
 	if err == nil || errors.As(err, &d) || !strings.Contains(err.Error(), "the stored access list of User:alice") {
 		t.Errorf("broken access list: got %v, want an error that is not a refusal", err)
+	}
+}
+
+// TestCompiledACLFollowsStore: the checker keeps compiled access lists,
+// yet an access list edited in the store decides the next request.
+func TestCompiledACLFollowsStore(t *testing.T) {
+	mem := memStore{
+		users: map[string]meta.UserInfo{"alice": {Username: "alice", Password: "pw", UserType: UserNormal, UserStatus: UserEnable}},
+		acls: map[string]meta.AclInfo{"User:alice": {Subject: "User:alice", Policies: []meta.PolicyInfo{{PolicyType: "Custom",
+			Entries: []meta.PolicyEntryInfo{entry("Topic:t", "Pub", "", "Allow")}}}}},
+	}
+	c := NewChecker(Config{Authorization: true, CompiledACLs: 1}, mem)
+	pub := Need{Topic("t"), []Action{ActionPub}}
+	for i := 0; i < 2; i++ {
+		if err := c.Check(signed("alice", "pw", 10, pub)); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	// An edit in place of a slice the checker saw, then a new list.
+	mem.acls["User:alice"].Policies[0].Entries[0].Decision = "Deny"
+	if err := c.Check(signed("alice", "pw", 10, pub)); err == nil {
+		t.Fatal("allowed after the entry became Deny")
+	}
+	mem.acls["User:alice"] = meta.AclInfo{Subject: "User:alice", Policies: []meta.PolicyInfo{{PolicyType: "Custom",
+		Entries: []meta.PolicyEntryInfo{entry("Topic:t", "Pub", "10.0.0.0/8", "Allow")}}}}
+	if err := c.Check(signed("alice", "pw", 10, pub)); err == nil {
+		t.Fatal("allowed from 127.0.0.1 after the entry was limited to 10.0.0.0/8")
+	}
+	delete(mem.acls, "User:alice")
+	if err := c.Check(signed("alice", "pw", 10, pub)); err == nil {
+		t.Fatal("allowed after the access list was deleted")
+	}
+}
+
+// TestSameACLCoversEveryField: sameACL compares the fields of AclInfo,
+// PolicyInfo and PolicyEntryInfo by name; a new field must be added to it.
+func TestSameACLCoversEveryField(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want int
+	}{{meta.AclInfo{}, 2}, {meta.PolicyInfo{}, 2}, {meta.PolicyEntryInfo{}, 4}} {
+		if n := reflect.TypeOf(c.v).NumField(); n != c.want {
+			t.Errorf("%T has %d fields, sameACL compares %d", c.v, n, c.want)
+		}
+	}
+	base := meta.AclInfo{Subject: "User:a", Policies: []meta.PolicyInfo{{PolicyType: "Custom",
+		Entries: []meta.PolicyEntryInfo{entry("Topic:t", "Pub", "10.0.0.0/8", "Allow")}}}}
+	if !sameACL(base, cloneACL(base)) {
+		t.Error("a clone differs")
+	}
+	for name, edit := range map[string]func(*meta.AclInfo){
+		"subject":  func(a *meta.AclInfo) { a.Subject = "User:b" },
+		"type":     func(a *meta.AclInfo) { a.Policies[0].PolicyType = "Default" },
+		"resource": func(a *meta.AclInfo) { a.Policies[0].Entries[0].Resource = "Topic:u" },
+		"actions":  func(a *meta.AclInfo) { a.Policies[0].Entries[0].Actions = []string{"Sub"} },
+		"ips":      func(a *meta.AclInfo) { a.Policies[0].Entries[0].SourceIps = nil },
+		"decision": func(a *meta.AclInfo) { a.Policies[0].Entries[0].Decision = "Deny" },
+		"policies": func(a *meta.AclInfo) { a.Policies = append(a.Policies, meta.PolicyInfo{}) },
+	} {
+		a := cloneACL(base)
+		edit(&a)
+		if sameACL(base, a) {
+			t.Errorf("%s: an edited access list compares the same", name)
+		}
 	}
 }

@@ -47,7 +47,9 @@
 // A refusal is answered NO_PERMISSION (16) with the message as remark,
 // as RocketMQ 5.3's broker does.
 //
-// Nothing is cached here: each check reads its Store (the broker's tables
-// keep the last users and access lists read in memory), so an edit made
-// through the admin requests counts from the next request on.
+// Each check reads its Store (the broker's tables keep the last users and
+// access lists read in memory), so an edit made through the admin
+// requests counts from the next request on. The checker keeps what it
+// compiled of each access list with the stored form it came from, and
+// compiles again only when the store returns a different one.
 package auth

@@ -66,7 +66,7 @@ func (b *Broker) openAuth() (*authState, error) {
 		return nil, fmt.Errorf("authorizationWhitelist: %w", err)
 	}
 	s.checker = auth.NewChecker(auth.Config{Authentication: a.AuthenticationEnabled, Authorization: a.AuthorizationEnabled,
-		AuthenticationWhitelist: authnWhite, AuthorizationWhitelist: authzWhite}, authStore{s})
+		AuthenticationWhitelist: authnWhite, AuthorizationWhitelist: authzWhite, CompiledACLs: a.AclCacheMaxNum}, authStore{s})
 
 	if u, ok, err := configs.ParseInitUser(a.InitAuthenticationUser); err != nil {
 		return nil, fmt.Errorf("initAuthenticationUser: %w", err)
