@@ -174,11 +174,10 @@ func (b *Broker) processGetUser(_ context.Context, _ *remoting.Conn, req *remoti
 	if err != nil {
 		return b.authStoreFail(req, err)
 	}
-	resp := remoting.NewResponse(req, remoting.Success, "")
-	if ok {
-		resp.Body, _ = json.Marshal(u)
+	if !ok {
+		return remoting.NewResponse(req, remoting.Success, "")
 	}
-	return resp
+	return jsonResponse(req, u)
 }
 
 // processListUser answers AUTH_LIST_USER (mqadmin listUser): the users
@@ -195,11 +194,10 @@ func (b *Broker) processListUser(_ context.Context, _ *remoting.Conn, req *remot
 	if err != nil {
 		return b.authStoreFail(req, err)
 	}
-	resp := remoting.NewResponse(req, remoting.Success, "")
-	if len(out) > 0 {
-		resp.Body, _ = json.Marshal(out)
+	if len(out) == 0 {
+		return remoting.NewResponse(req, remoting.Success, "")
 	}
-	return resp
+	return jsonResponse(req, out)
 }
 
 // processCreateACL answers AUTH_CREATE_ACL and AUTH_UPDATE_ACL (mqadmin
@@ -312,11 +310,10 @@ func (b *Broker) processGetACL(_ context.Context, _ *remoting.Conn, req *remotin
 	if err != nil {
 		return b.authStoreFail(req, err)
 	}
-	resp := remoting.NewResponse(req, remoting.Success, "")
-	if ok {
-		resp.Body, _ = json.Marshal(a)
+	if !ok {
+		return remoting.NewResponse(req, remoting.Success, "")
 	}
-	return resp
+	return jsonResponse(req, a)
 }
 
 // processListACL answers AUTH_LIST_ACL (mqadmin listAcl): the access
@@ -337,9 +334,8 @@ func (b *Broker) processListACL(_ context.Context, _ *remoting.Conn, req *remoti
 	if err != nil {
 		return b.authStoreFail(req, err)
 	}
-	resp := remoting.NewResponse(req, remoting.Success, "")
-	if len(out) > 0 {
-		resp.Body, _ = json.Marshal(out)
+	if len(out) == 0 {
+		return remoting.NewResponse(req, remoting.Success, "")
 	}
-	return resp
+	return jsonResponse(req, out)
 }
