@@ -181,11 +181,7 @@ func (h authHandler) ServeCommand(ctx context.Context, conn *remoting.Conn, req 
 		r.Needs = authNeeds(req, h.b.cfg.BrokerClusterName)
 	}
 	if err := h.s.checker.Check(r); err != nil {
-		code, remark := remoting.NoPermission, err.Error()
-		var d *auth.Denied
-		if !errors.As(err, &d) {
-			code, remark = remoting.SystemError, "access control: "+err.Error()
-		}
+		code, remark := authAnswer(err)
 		h.b.refusedLog.Warn().Stringer("conn", conn).Int32("code", req.Code).Str("user", r.Fields[acl.FieldAccessKey]).
 			Str("reason", err.Error()).Msg("request refused by access control (ACL 2.0, sampled)")
 		if !req.IsOneway() {
@@ -194,4 +190,15 @@ func (h authHandler) ServeCommand(ctx context.Context, conn *remoting.Conn, req 
 		return
 	}
 	h.next.ServeCommand(ctx, conn, req)
+}
+
+// authAnswer is the code and remark a request gets when the check did not
+// allow it: NO_PERMISSION with RocketMQ's remark for a refusal, SYSTEM_ERROR
+// when the tables failed.
+func authAnswer(err error) (code int32, remark string) {
+	var d *auth.Denied
+	if errors.As(err, &d) {
+		return remoting.NoPermission, err.Error()
+	}
+	return remoting.SystemError, "access control: " + err.Error()
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/acl"
+	"github.com/rocketkv/rocketkv/auth"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -428,5 +429,22 @@ func TestAuthInnerCredentialsSignRegistration(t *testing.T) {
 	}
 	if u, ok, err := b.auth.users.Get("inner"); err != nil || !ok || u.UserType != "Super" {
 		t.Fatalf("inner user %+v %v %v", u, ok, err)
+	}
+}
+
+// TestAuthAnswer: a refusal is NO_PERMISSION with RocketMQ's remark; a
+// failure of the tables is SYSTEM_ERROR, not a refusal.
+func TestAuthAnswer(t *testing.T) {
+	for _, c := range []struct {
+		err    error
+		code   int32
+		remark string
+	}{
+		{&auth.Denied{Reason: "check signature failed."}, remoting.NoPermission, "check signature failed."},
+		{fmt.Errorf("read user alice: %w", os.ErrClosed), remoting.SystemError, "access control: read user alice: file already closed"},
+	} {
+		if code, remark := authAnswer(c.err); code != c.code || remark != c.remark {
+			t.Errorf("%v: answer %d %q, want %d %q", c.err, code, remark, c.code, c.remark)
+		}
 	}
 }
