@@ -448,3 +448,28 @@ func TestAuthAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthUserRequest: AUTH_CREATE_USER and AUTH_UPDATE_USER without a
+// username, or with a body that is not a UserInfo, are answered as
+// RocketMQ 5.3 answers them.
+func TestAuthUserRequest(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		ext    map[string]string
+		body   string
+		code   int32
+		remark string
+	}{
+		{"no username", nil, `{"password":"pw"}`, remoting.InvalidParameter, "The username is blank"},
+		{"bad body", map[string]string{"username": "u"}, `{"password":`, remoting.SystemError, "decode UserInfo: "},
+	} {
+		_, _, refused := userRequest(remoting.NewRequest(remoting.AuthCreateUser, c.ext, []byte(c.body)))
+		if refused == nil || refused.Code != c.code || !strings.HasPrefix(refused.Remark, c.remark) {
+			t.Errorf("%s: answer %+v, want %d %q", c.name, refused, c.code, c.remark)
+		}
+	}
+	name, in, refused := userRequest(remoting.NewRequest(remoting.AuthUpdateUser, map[string]string{"username": "u"}, nil))
+	if refused != nil || name != "u" || in != (meta.UserInfo{}) {
+		t.Errorf("no body: %q %+v %+v, want u and an empty user", name, in, refused)
+	}
+}

@@ -48,27 +48,27 @@ func (b *Broker) callerIsNotSuper(req *remoting.Command) (bool, error) {
 	return !ok || !auth.IsSuper(u), nil
 }
 
-// decodeUserBody reads a UserInfo body; an empty body is an empty user.
-func decodeUserBody(body []byte) (meta.UserInfo, error) {
-	var u meta.UserInfo
-	if len(body) == 0 {
-		return u, nil
+// userRequest reads the username field and the UserInfo body (empty: an
+// empty user) of AUTH_CREATE_USER and AUTH_UPDATE_USER; refused is the
+// answer when either is missing or wrong.
+func userRequest(req *remoting.Command) (name string, in meta.UserInfo, refused *remoting.Command) {
+	name = req.ExtFields["username"]
+	if name == "" {
+		return "", in, remoting.NewResponse(req, remoting.InvalidParameter, "The username is blank")
 	}
-	if err := json.Unmarshal(body, &u); err != nil {
-		return u, err
+	if len(req.Body) > 0 {
+		if err := json.Unmarshal(req.Body, &in); err != nil {
+			return "", in, remoting.NewResponse(req, remoting.SystemError, "decode UserInfo: "+err.Error())
+		}
 	}
-	return u, nil
+	return name, in, nil
 }
 
 // processCreateUser answers AUTH_CREATE_USER (mqadmin createUser).
 func (b *Broker) processCreateUser(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	name := req.ExtFields["username"]
-	if name == "" {
-		return remoting.NewResponse(req, remoting.InvalidParameter, "The username is blank")
-	}
-	in, err := decodeUserBody(req.Body)
-	if err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, "decode UserInfo: "+err.Error())
+	name, in, refused := userRequest(req)
+	if refused != nil {
+		return refused
 	}
 	in.Username = name
 	notSuper, err := b.callerIsNotSuper(req)
@@ -96,13 +96,9 @@ func (b *Broker) processCreateUser(_ context.Context, conn *remoting.Conn, req *
 
 // processUpdateUser answers AUTH_UPDATE_USER (mqadmin updateUser).
 func (b *Broker) processUpdateUser(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	name := req.ExtFields["username"]
-	if name == "" {
-		return remoting.NewResponse(req, remoting.InvalidParameter, "The username is blank")
-	}
-	in, err := decodeUserBody(req.Body)
-	if err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, "decode UserInfo: "+err.Error())
+	name, in, refused := userRequest(req)
+	if refused != nil {
+		return refused
 	}
 	notSuper, err := b.callerIsNotSuper(req)
 	if err != nil {
