@@ -326,6 +326,10 @@ func (l *Log) newSegmentLocked(next int64) (*segment, error) {
 // addSegmentLocked makes seg the active segment and starts preallocating
 // the one after it. Caller holds mu.
 func (l *Log) addSegmentLocked(seg *segment) {
+	if prev := l.activeSegment(); prev != nil {
+		l.adviseSealed(prev)
+	}
+	l.adviseActive(seg, 0)
 	l.segsMu.Lock()
 	l.segs = append(l.segs, seg)
 	if len(l.segs) == 1 {
@@ -334,6 +338,30 @@ func (l *Log) addSegmentLocked(seg *segment) {
 	l.segsMu.Unlock()
 	l.log.Debug().Int64("offset", seg.start).Msg("rolled to a new segment")
 	l.startPreallocLocked()
+}
+
+// adviseActive gives a sync-flush log's active segment small pages from
+// its write position on (see segment.adviseSmallPages). An async-flush log
+// keeps the large folios: its flushes cover whole folios anyway, and small
+// pages halved its append rate in BenchmarkAppend/async. A failed advice
+// costs only disk bandwidth, so it is logged, not returned.
+func (l *Log) adviseActive(s *segment, from int64) {
+	if l.cfg.FlushType != SyncFlush {
+		return
+	}
+	if err := s.adviseSmallPages(from); err != nil {
+		l.log.Warn().Err(err).Msg("the active segment keeps large pages; sync flushes may write more than they must")
+	}
+}
+
+// adviseSealed undoes adviseActive for a segment no longer written.
+func (l *Log) adviseSealed(s *segment) {
+	if l.cfg.FlushType != SyncFlush {
+		return
+	}
+	if err := s.adviseNormal(); err != nil {
+		l.log.Warn().Err(err).Msg("a sealed segment keeps small pages; reading it from disk reads a page at a time")
+	}
 }
 
 // prealloc is a segment being created in the background.

@@ -198,6 +198,9 @@ func Open(cfg Config) (*Log, error) {
 		return nil, err
 	}
 	l.activeAllocated = l.allocateActive() == nil
+	if seg := l.activeSegment(); seg != nil {
+		l.adviseActive(seg, l.writePos.Load()-seg.start)
+	}
 	l.replicaPos.Store(l.writePos.Load())
 	if err := writeSmallFile(l.fs, abortPath, []byte(strconv.Itoa(os.Getpid()))); err != nil {
 		return nil, err

@@ -107,6 +107,36 @@ func (s *segment) flushRange(from, to int64) error {
 	return nil
 }
 
+// adviseSmallPages asks the kernel to cache [from, size) of the mapping in
+// single pages (MADV_RANDOM) instead of the large folios it builds for a
+// sequential mapping. A group commit flushes a few KiB at a time and the
+// next append dirties the page the flush just cleaned; with a 2 MiB folio
+// that re-dirties, and the next msync writes, the whole folio, so a sync
+// flush log wrote 10-40 times its record bytes (see docs/BENCHMARKS.md,
+// "Small pages for the sync-flush segment"). The advice only matters while
+// pages enter the page cache, which for the active segment is while it is
+// written.
+func (s *segment) adviseSmallPages(from int64) error {
+	from = max(from, 0) &^ (pageSize - 1)
+	if from >= s.size {
+		return nil
+	}
+	if err := unix.Madvise(s.data[from:], unix.MADV_RANDOM); err != nil {
+		return fmt.Errorf("advise small pages for segment %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// adviseNormal restores the kernel's default read-ahead for the whole
+// mapping, so that reading a full segment back from disk later (a consumer
+// catching up) is not done a page at a time.
+func (s *segment) adviseNormal() error {
+	if err := unix.Madvise(s.data, unix.MADV_NORMAL); err != nil {
+		return fmt.Errorf("advise normal paging for segment %s: %w", s.path, err)
+	}
+	return nil
+}
+
 // openSegment opens and maps an existing segment file of the given size.
 func openSegment(fs vfs.FS, log *zerolog.Logger, path string, start, size int64) (*segment, error) {
 	f, err := fs.OpenFile(path, os.O_RDWR, 0)
