@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/rocketkv/rocketkv/acl"
 	"github.com/rocketkv/rocketkv/brokerstats"
@@ -48,7 +49,10 @@ type Broker struct {
 	bodies bodyPool
 	// admitSlots bounds the sends waiting for dispatch (see admitted).
 	admitSlots chan struct{}
-	storeHost  netip.AddrPort
+	// durableWaits bounds the sends waiting for their group commit or
+	// slaves off the workers (see answerDurable).
+	durableWaits *semaphore.Weighted
+	storeHost    netip.AddrPort
 	// hostIP is brokerIP1, fixed at New; storeHost gets its port when
 	// listenPort 0 is bound, after request handlers may run, so handlers
 	// use Addr instead.
@@ -159,6 +163,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 	b.busyLog = b.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second})
 	b.refusedLog = b.log.Sample(&zerolog.BurstSampler{Burst: refusedLogBurst, Period: time.Second})
 	b.admitSlots = make(chan struct{}, maxAdmitWaiters)
+	b.durableWaits = semaphore.NewWeighted(maxDurableWaitBytes)
 	var ip4 [4]byte
 	if ip.Is4() {
 		ip4 = ip.As4()

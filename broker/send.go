@@ -254,24 +254,28 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 			return fail(code, "%v", err)
 		}
 	}
-	res, err := b.putMessages(ctx, []*commitlog.Message{msg}, waitFlush)
+	res, err := b.putMessages(ctx, []*commitlog.Message{msg}, false)
 	if err != nil {
 		return fail(appendErrorCode(err), "put message failed: %v", err)
 	}
 	b.countIn(h.topic, props, 1, res.WroteBytes)
-	resp := remoting.NewResponse(req, appendStatusCode(res.Status), "")
-	rh := remoting.Header{}
-	rh.Set("msgId", res.MsgIDs[0])
-	rh.SetInt32("queueId", h.queueIDResponse(qid, msg))
-	rh.SetInt64("queueOffset", res.QueueOffset)
-	rh.Set("transactionId", uniq)
-	rh.Set("MSG_REGION", b.cfg.RegionID)
-	rh.SetBool("TRACE_ON", b.cfg.TraceOn)
-	if handle, ok := b.recallHandleOf(msg, uniq); ok {
-		rh.Set("recallHandle", handle)
-	}
-	resp.ExtFields = rh
-	return resp
+	respQueue := h.queueIDResponse(qid, msg)
+	recall, hasRecall := b.recallHandleOf(msg, uniq)
+	return b.answerDurable(conn, req, res, waitFlush, func(res commitlog.AppendResult) *remoting.Command {
+		resp := remoting.NewResponse(req, appendStatusCode(res.Status), "")
+		rh := remoting.Header{}
+		rh.Set("msgId", res.MsgIDs[0])
+		rh.SetInt32("queueId", respQueue)
+		rh.SetInt64("queueOffset", res.QueueOffset)
+		rh.Set("transactionId", uniq)
+		rh.Set("MSG_REGION", b.cfg.RegionID)
+		rh.SetBool("TRACE_ON", b.cfg.TraceOn)
+		if hasRecall {
+			rh.Set("recallHandle", recall)
+		}
+		resp.ExtFields = rh
+		return resp
+	})
 }
 
 // park sends a message on to wait when it asks to, as RocketMQ's put does:
@@ -405,20 +409,22 @@ func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoti
 	if v, ok := commitlog.LookupProperty(h.properties, propWait); ok && v == "false" {
 		waitFlush = false
 	}
-	res, err := b.putMessages(ctx, msgs, waitFlush)
+	res, err := b.putMessages(ctx, msgs, false)
 	if err != nil {
 		return remoting.NewResponse(req, appendErrorCode(err), "put batch failed: "+err.Error())
 	}
 	b.countIn(h.topic, h.properties, len(msgs), res.WroteBytes)
-	resp := remoting.NewResponse(req, appendStatusCode(res.Status), "")
-	rh := remoting.Header{}
-	rh.Set("msgId", strings.Join(res.MsgIDs, ","))
-	rh.SetInt32("queueId", qid)
-	rh.SetInt64("queueOffset", res.QueueOffset)
-	rh.Set("MSG_REGION", b.cfg.RegionID)
-	rh.SetBool("TRACE_ON", b.cfg.TraceOn)
-	resp.ExtFields = rh
-	return resp
+	return b.answerDurable(conn, req, res, waitFlush, func(res commitlog.AppendResult) *remoting.Command {
+		resp := remoting.NewResponse(req, appendStatusCode(res.Status), "")
+		rh := remoting.Header{}
+		rh.Set("msgId", strings.Join(res.MsgIDs, ","))
+		rh.SetInt32("queueId", qid)
+		rh.SetInt64("queueOffset", res.QueueOffset)
+		rh.Set("MSG_REGION", b.cfg.RegionID)
+		rh.SetBool("TRACE_ON", b.cfg.TraceOn)
+		resp.ExtFields = rh
+		return resp
+	})
 }
 
 // delayLevelOf returns the DELAY property as a level (0 when absent or not
