@@ -95,19 +95,22 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 	// SYNC_MASTER's slaves (a send's WAIT property is not stored), and an
 	// unconfirmed one fails, as RocketMQ answers anything but PUT_OK (the
 	// client then consumes the message again).
-	res, err := b.putMessages(ctx, []*commitlog.Message{out}, true)
+	res, err := b.putMessages(ctx, []*commitlog.Message{out}, false)
 	if err != nil {
 		return remoting.NewResponse(req, appendErrorCode(err), "send back failed: "+err.Error())
 	}
-	if res.Status != commitlog.PutOK {
-		return remoting.NewResponse(req, remoting.SystemError, "send back: the retry message is stored but "+res.Status.String())
-	}
-	b.countDLQ([]*commitlog.Message{out})
 	// Counted under the topic the message was first sent to, as RocketMQ.
 	back := m.Topic
 	if t, ok := commitlog.LookupProperty(m.Properties, propRetryTopic); ok && t != "" {
 		back = t
 	}
-	b.stats.SendBack(group, back)
-	return remoting.NewResponse(req, remoting.Success, "")
+	counted := []*commitlog.Message{{Topic: out.Topic, Properties: out.Properties}} // not the body, while the answer waits
+	return b.answerDurable(conn, req, res, true, func(res commitlog.AppendResult) *remoting.Command {
+		if res.Status != commitlog.PutOK {
+			return remoting.NewResponse(req, remoting.SystemError, "send back: the retry message is stored but "+res.Status.String())
+		}
+		b.countDLQ(counted)
+		b.stats.SendBack(group, back)
+		return remoting.NewResponse(req, remoting.Success, "")
+	})
 }
