@@ -114,6 +114,7 @@ var variableLabels = map[string]bool{
 	"topic": true, "message_type": true, "is_system": true, "consumer_group": true, "is_retry": true,
 	"language": true, "version": true, "protocol_type": true, "consume_mode": true,
 	"cluster": true, "node_type": true, "node_id": true, "invocation_status": true,
+	"request_code": true, "response_code": true, "is_long_polling": true, "result": true,
 }
 
 // ValidConstLabel reports whether name may be a constant label (from
@@ -140,6 +141,7 @@ type Broker struct {
 	finishLatency *prometheus.HistogramVec
 	topicCreate   *prometheus.HistogramVec
 	groupCreate   *prometheus.HistogramVec
+	rpc           *rpcSeries
 }
 
 // New builds the metrics of a broker with the given constant labels.
@@ -177,8 +179,12 @@ func New(labels map[string]string, src Sources) *Broker {
 	m.groupCreate = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: GroupCreateTime,
 		Help: "Milliseconds an UPDATE_AND_CREATE_SUBSCRIPTIONGROUP(_LIST) took.", ConstLabels: c,
 		Buckets: createTimeBuckets}, []string{"invocation_status"})
+	rpc := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: RPCLatency,
+		Help: "Milliseconds from the read of a request to its answer (a long-polling hold included).", ConstLabels: c,
+		Buckets: rpcLatencyBuckets}, []string{"protocol_type", "request_code", "response_code", "is_long_polling", "result"})
+	m.rpc = newRPCSeries(rpc)
 	m.reg.MustRegister(m.messagesIn, m.throughputIn, m.messagesOut, m.throughputOut, m.toDLQ, m.commits, m.rollbacks,
-		m.messageSize, m.finishLatency, m.topicCreate, m.groupCreate)
+		m.messageSize, m.finishLatency, m.topicCreate, m.groupCreate, rpc)
 	gauge := func(name, help string, f func() float64) {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: c}, f))
 	}
