@@ -84,7 +84,7 @@ func TestPrometheusMetrics(t *testing.T) {
 		`rocketmq_broker_permission{` + l + n + `} 6`,
 		`rocketmq_producer_connections{` + l + `language="go",node_id="broker-a",node_type="broker",protocol_type="remoting",region="eu",version="479"} 1`,
 		`rocketmq_consumer_connections{` + l + `consume_mode="push",consumer_group="g-met",is_system="false",language="go",node_id="broker-a",node_type="broker",protocol_type="remoting",region="eu",version="479"} 1`,
-		`rocketmq_storage_dispatch_behind_bytes{` + l + n + `} 0`,
+		`rocketmq_storage_dispatch_behind_bytes{` + l + n + `,storage_medium="disk",storage_type="local"} 0`,
 		`rocketmq_send_to_dlq_messages_total{` + l + `consumer_group="g-met",is_system="false",` + n + `,topic="MetT"} 2`,
 		`rocketmq_commit_messages_total{` + l + n + `,topic="TxMetT"} 1`,
 		`rocketmq_rollback_messages_total{` + l + n + `,topic="TxMetT"} 1`,
