@@ -286,6 +286,10 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		TLSMode:     tlsMode,
 		TLS:         tlsConfig,
 	}
+	if b.metrics != nil {
+		// rocketmq_rpc_latency, on both ports as RocketMQ records it.
+		scfg.OnAnswer = b.metrics.Answered
+	}
 	if err := b.startFastChannel(ctx, handler, scfg); err != nil {
 		return err
 	}

@@ -235,5 +235,8 @@ func (b *Broker) holdPull(conn *remoting.Conn, req *remoting.Command, p pullHead
 			maxOff, err := b.cqs.MaxOffset(p.topic, p.queueID)
 			return err == nil && maxOff > p.queueOffset
 		},
-		func() { conn.ServeFunc(req, func() *remoting.Command { return b.pull(conn, req, p, false) }) })
+		func() {
+			req.MarkHeld() // rocketmq_rpc_latency's is_long_polling
+			conn.ServeFunc(req, func() *remoting.Command { return b.pull(conn, req, p, false) })
+		})
 }
