@@ -100,6 +100,9 @@ type Broker struct {
 	// GET_CONSUMER_STATUS_FROM_CLIENT (consumerStatusTimeout; tests
 	// shorten it).
 	statusAskTimeout time.Duration
+	// lagTTL is how long computed consumer gauges serve scrapes (the
+	// lagTTL constant; tests set 0 to see each change).
+	lagTTL time.Duration
 	// beforePut, when set, may refuse a put before it reaches the
 	// CommitLog: a seam for tests of failed appends.
 	beforePut func(msgs []*commitlog.Message) error
@@ -118,6 +121,9 @@ type Broker struct {
 	// it.
 	metrics  *metrics.Broker
 	exporter *metrics.Exporter
+	// pulled is the pull offset table of the consumer gauges; nil unless
+	// they are on.
+	pulled *pullPositions
 	// live is the configuration in force: cfg with the keys
 	// UPDATE_BROKER_CONFIG may change as last updated.
 	live liveConfig
@@ -154,6 +160,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		schedPending:     map[int]scheduledRound{},
 		timerCfg:         timerConfig(cfg),
 		statusAskTimeout: consumerStatusTimeout,
+		lagTTL:           lagTTL,
 	}
 	b.live.cur.Store(&liveSnapshot{cfg: cfg, version: meta.DataVersion{Timestamp: time.Now().UnixMilli()}})
 	b.busyLog = b.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second})

@@ -186,6 +186,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 			return nil
 		}
 	}
+	b.pulled.note(p.group, p.topic, p.queueID, r.nextBegin) // the consumer gauges' pull offset
 	resp := pullResponse(req, code, r.status.String(), r.nextBegin, r.minOffset, r.maxOffset, tc.TopicSysFlag, gc.GroupSysFlag)
 	if code == remoting.Success {
 		b.bodies.attach(resp, r.body)
