@@ -3,10 +3,12 @@
 // so that dashboards and alerts written for RocketMQ 5 read rocketkv
 // unchanged.
 //
-// Counters (messages and bytes in and out) are kept here and fed by the
-// broker's processors; gauges (permission, topic and group numbers,
-// connections, how far dispatch and flushing are behind) are read from
-// the broker at each scrape through Sources. Every series carries the
+// Counters (messages and bytes in and out) and histograms are kept here
+// and fed by the broker's processors, rocketmq_rpc_latency by the
+// remoting servers (Answered, their OnAnswer); gauges (permission, topic
+// and group numbers, connections, the store's, the consumers' lag, in
+// flight and ready messages) are read from the broker at each scrape
+// through Sources. Every series carries the
 // broker's constant labels: cluster, node_type="broker", node_id (the
 // broker name) and the pairs of metricsLabel.
 //
