@@ -104,6 +104,9 @@ type Broker struct {
 	// GET_CONSUMER_STATUS_FROM_CLIENT (consumerStatusTimeout; tests
 	// shorten it).
 	statusAskTimeout time.Duration
+	// lagTTL is how long computed consumer gauges serve scrapes (the
+	// lagTTL constant; tests set 0 to see each change).
+	lagTTL time.Duration
 	// beforePut, when set, may refuse a put before it reaches the
 	// CommitLog: a seam for tests of failed appends.
 	beforePut func(msgs []*commitlog.Message) error
@@ -122,6 +125,9 @@ type Broker struct {
 	// it.
 	metrics  *metrics.Broker
 	exporter *metrics.Exporter
+	// pulled is the pull offset table of the consumer gauges; nil unless
+	// they are on.
+	pulled *pullPositions
 	// live is the configuration in force: cfg with the keys
 	// UPDATE_BROKER_CONFIG may change as last updated.
 	live liveConfig
@@ -158,6 +164,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		schedPending:     map[int]scheduledRound{},
 		timerCfg:         timerConfig(cfg),
 		statusAskTimeout: consumerStatusTimeout,
+		lagTTL:           lagTTL,
 	}
 	b.live.cur.Store(&liveSnapshot{cfg: cfg, version: meta.DataVersion{Timestamp: time.Now().UnixMilli()}})
 	b.busyLog = b.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second})
@@ -290,6 +297,10 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		IdleTimeout: b.cfg.ChannelExpiredTimeout,
 		TLSMode:     tlsMode,
 		TLS:         tlsConfig,
+	}
+	if b.metrics != nil {
+		// rocketmq_rpc_latency, on both ports as RocketMQ records it.
+		scfg.OnAnswer = b.metrics.Answered
 	}
 	if err := b.startFastChannel(ctx, handler, scfg); err != nil {
 		return err

@@ -1,9 +1,7 @@
 package broker
 
 import (
-	"io"
 	"net"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/popclient"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -18,6 +17,7 @@ import (
 // producers' sends by topic and message type (not retries), pulls by
 // topic and group, connections by client, and the broker's gauges.
 func TestPrometheusMetrics(t *testing.T) {
+	began := time.Now()
 	b := startTestBroker(t, map[string]string{
 		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
 		"metricsLabel": "region:eu,bad,topic:x,a-b:c,node_id:n", "brokerClusterName": "MetricsCluster",
@@ -65,16 +65,7 @@ func TestPrometheusMetrics(t *testing.T) {
 	// first sent to (RETRY_TOPIC), not the retry topic.
 	b.countDLQ([]*commitlog.Message{{Topic: "%DLQ%g-met",
 		Properties: "DLQ_ORIGIN_TOPIC\x01%RETRY%g-met\x02RETRY_TOPIC\x01MetT\x02"}})
-	resp, err := http.Get("http://" + b.MetricsAddr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(raw)
+	text := scrapeMetrics(t, b)
 	const l = `cluster="MetricsCluster",`
 	const n = `node_id="broker-a",node_type="broker",region="eu"`
 	for _, want := range []string{
@@ -84,7 +75,7 @@ func TestPrometheusMetrics(t *testing.T) {
 		`rocketmq_broker_permission{` + l + n + `} 6`,
 		`rocketmq_producer_connections{` + l + `language="go",node_id="broker-a",node_type="broker",protocol_type="remoting",region="eu",version="479"} 1`,
 		`rocketmq_consumer_connections{` + l + `consume_mode="push",consumer_group="g-met",is_system="false",language="go",node_id="broker-a",node_type="broker",protocol_type="remoting",region="eu",version="479"} 1`,
-		`rocketmq_storage_dispatch_behind_bytes{` + l + n + `} 0`,
+		`rocketmq_storage_dispatch_behind_bytes{` + l + n + `,storage_medium="disk",storage_type="local"} 0`,
 		`rocketmq_send_to_dlq_messages_total{` + l + `consumer_group="g-met",is_system="false",` + n + `,topic="MetT"} 2`,
 		`rocketmq_commit_messages_total{` + l + n + `,topic="TxMetT"} 1`,
 		`rocketmq_rollback_messages_total{` + l + n + `,topic="TxMetT"} 1`,
@@ -110,6 +101,14 @@ func TestPrometheusMetrics(t *testing.T) {
 	if !strings.Contains(text, "rocketmq_topic_number{") || !strings.Contains(text, "rocketmq_consumer_group_number{") {
 		t.Error("scrape lacks the topic and group numbers")
 	}
+	// The store's size is the used bytes of its file system; the oldest
+	// message is one this test stored.
+	if v := metricValue(t, text, "rocketmq_storage_size", `storage_type="local"`); v <= 0 {
+		t.Errorf("rocketmq_storage_size %v", v)
+	}
+	if v := metricValue(t, text, "rocketmq_storage_message_reserve_time", `storage_medium="disk"`); v < 0 || v > float64(time.Since(began).Milliseconds()) {
+		t.Errorf("rocketmq_storage_message_reserve_time %v ms, the test began %v ago", v, time.Since(began))
+	}
 	if t.Failed() {
 		t.Logf("scrape:\n%s", text)
 	}
@@ -134,4 +133,102 @@ func TestMetricsPortTakenStopsTheStart(t *testing.T) {
 	}
 	again := startTestBrokerAt(t, store, nil)
 	mustSend(t, again.client(nil), "AfterFailedStart", 0, "x", "")
+}
+
+// The consumer gauges follow what consumers do, for a pull consumer (in
+// flight: pulled and not committed) and a POP consumer (in flight: popped
+// and not acknowledged): RocketMQ's ready, in-flight and queueing-latency
+// gauges beside the lag.
+func TestConsumerGaugesFollowTheConsumers(t *testing.T) {
+	b := startTestBrokerWith(t, t.TempDir(), map[string]string{
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+	}, func(b *Broker) { b.lagTTL = 0 }) // each scrape computes the gauges
+	c := b.client(nil)
+	type gauges struct{ lag, inflight, ready int64 }
+	read := func(group, topic string) (gauges, float64) {
+		t.Helper()
+		text := scrapeMetrics(t, b)
+		v := func(metric string) int64 {
+			return int64(metricValue(t, text, metric, `consumer_group="`+group+`"`, `topic="`+topic+`"`, `is_retry="false"`))
+		}
+		return gauges{v("rocketmq_consumer_lag_messages"), v("rocketmq_consumer_inflight_messages"),
+				v("rocketmq_consumer_ready_messages")},
+			metricValue(t, text, "rocketmq_consumer_queueing_latency", `consumer_group="`+group+`"`, `topic="`+topic+`"`)
+	}
+	expect := func(step, group, topic string, want gauges) float64 {
+		t.Helper()
+		got, queueing := read(group, topic)
+		if got != want {
+			t.Fatalf("%s: %s on %s: lag %d, in flight %d, ready %d; want %d, %d, %d", step, group, topic,
+				got.lag, got.inflight, got.ready, want.lag, want.inflight, want.ready)
+		}
+		return queueing
+	}
+
+	// Pull: five messages stored, none pulled.
+	beforeSend := time.Now()
+	for i := range 5 {
+		mustSend(t, c, "GaugePull", 0, "m"+strconv.Itoa(i), "")
+	}
+	b.caughtUp()
+	commit(t, c, "g-pull", "GaugePull", 0, 0)
+	time.Sleep(30 * time.Millisecond)
+	q := expect("stored, not pulled", "g-pull", "GaugePull", gauges{lag: 5, ready: 5})
+	// The oldest ready message is the first: stored after beforeSend,
+	// and at least 30 ms before the scrape.
+	if hi := float64(time.Since(beforeSend).Milliseconds() + 1); q < 30 || q > hi {
+		t.Fatalf("queueing latency %v ms, want 30 to %v", q, hi)
+	}
+	pull := pullReq("g-pull", "GaugePull", 0, 0, 0, 0, "*")
+	pull["maxMsgNums"] = "3"
+	if r := call(t, c, remoting.PullMessage, pull, nil); r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != 3 {
+		t.Fatalf("pull 3: %d %s", r.Code, r.Remark)
+	}
+	expect("3 pulled, none committed", "g-pull", "GaugePull", gauges{lag: 5, inflight: 3, ready: 2})
+	commit(t, c, "g-pull", "GaugePull", 0, 3)
+	expect("3 pulled and committed", "g-pull", "GaugePull", gauges{lag: 2, ready: 2})
+	// The last two pulled with a pull that commits the first three (the
+	// push consumer's way): in flight until the next commit.
+	pull = pullReq("g-pull", "GaugePull", 0, 3, pullCommitOffset, 0, "*")
+	pull["commitOffset"] = "3"
+	if r := call(t, c, remoting.PullMessage, pull, nil); r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != 2 {
+		t.Fatalf("pull the rest: %d %s", r.Code, r.Remark)
+	}
+	if q := expect("all pulled, 3 committed", "g-pull", "GaugePull", gauges{lag: 2, inflight: 2}); q != 0 {
+		t.Fatalf("queueing latency %v with nothing ready", q)
+	}
+	commit(t, c, "g-pull", "GaugePull", 0, 5)
+	expect("all committed", "g-pull", "GaugePull", gauges{})
+	// Nothing in flight: the pull table keeps no entry.
+	if n := len(b.pulled.snapshot()); n != 0 {
+		t.Fatalf("%d pull positions kept with nothing in flight", n)
+	}
+
+	// POP: five messages, three popped and not acknowledged.
+	pc := popclient.New(c, b.cfg.BrokerName)
+	for i := range 5 {
+		mustSend(t, c, "GaugePop", 0, "p"+strconv.Itoa(i), "")
+	}
+	b.caughtUp()
+	popped := mustPop(t, pc, popclient.PopRequest{Group: "g-pop", Topic: "GaugePop", QueueID: 0, MaxMsgNums: 3, InvisibleTime: time.Minute})
+	if len(popped.Messages) != 3 {
+		t.Fatalf("popped %d", len(popped.Messages))
+	}
+	expect("3 popped, none acked", "g-pop", "GaugePop", gauges{lag: 5, inflight: 3, ready: 2})
+	// Acknowledging the second leaves the first in flight: still three
+	// past the committed offset, two in flight.
+	if code, err := pc.Ack(ctx20(t), "g-pop", popped.Messages[1]); err != nil || code != remoting.Success {
+		t.Fatalf("ack: %d %v", code, err)
+	}
+	expect("3 popped, 1 acked", "g-pop", "GaugePop", gauges{lag: 5, inflight: 2, ready: 2})
+	if code, err := pc.BatchAck(ctx20(t), "g-pop", "GaugePop", []popclient.Message{popped.Messages[0], popped.Messages[2]}); err != nil || code != remoting.Success {
+		t.Fatalf("batch ack: %d %v", code, err)
+	}
+	expect("3 popped and acked", "g-pop", "GaugePop", gauges{lag: 2, ready: 2})
+	rest := mustPop(t, pc, popclient.PopRequest{Group: "g-pop", Topic: "GaugePop", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute})
+	expect("all popped, 3 acked", "g-pop", "GaugePop", gauges{lag: 2, inflight: 2})
+	if code, err := pc.BatchAck(ctx20(t), "g-pop", "GaugePop", rest.Messages); err != nil || code != remoting.Success {
+		t.Fatalf("batch ack the rest: %d %v", code, err)
+	}
+	expect("all acked", "g-pop", "GaugePop", gauges{})
 }

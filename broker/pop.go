@@ -218,6 +218,7 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 		}
 		switch b.popHolds.hold(popHoldKey{p.topic, p.group, p.queueID}, p.bornTime+p.pollTime, b.popWaitTopics(p.topic, p.group, p.order),
 			ready, func() {
+				req.MarkHeld()
 				conn.ServeFunc(req, func() *remoting.Command { return b.pop(conn, req, p) })
 			}) {
 		case holdOK:
@@ -471,6 +472,7 @@ func (b *Broker) notification(conn *remoting.Conn, req *remoting.Command, n noti
 		}
 		switch b.popHolds.hold(popHoldKey{n.topic, n.group, n.queueID}, n.bornTime+n.pollTime, b.popWaitTopics(n.topic, n.group, n.order),
 			ready, func() {
+				req.MarkHeld()
 				conn.ServeFunc(req, func() *remoting.Command { return b.notification(conn, req, n) })
 			}) {
 		case holdOK:

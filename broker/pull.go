@@ -186,6 +186,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 			return nil
 		}
 	}
+	b.pulled.note(p.group, p.topic, p.queueID, r.nextBegin) // the consumer gauges' pull offset
 	resp := pullResponse(req, code, r.status.String(), r.nextBegin, r.minOffset, r.maxOffset, tc.TopicSysFlag, gc.GroupSysFlag)
 	if code == remoting.Success {
 		b.bodies.attach(resp, r.body)
@@ -235,5 +236,8 @@ func (b *Broker) holdPull(conn *remoting.Conn, req *remoting.Command, p pullHead
 			maxOff, err := b.cqs.MaxOffset(p.topic, p.queueID)
 			return err == nil && maxOff > p.queueOffset
 		},
-		func() { conn.ServeFunc(req, func() *remoting.Command { return b.pull(conn, req, p, false) }) })
+		func() {
+			req.MarkHeld() // rocketmq_rpc_latency's is_long_polling
+			conn.ServeFunc(req, func() *remoting.Command { return b.pull(conn, req, p, false) })
+		})
 }

@@ -205,7 +205,8 @@ type Broker struct {
 	MetricsPromExporterHost string
 	MetricsPromExporterPort int
 	MetricsLabel            string
-	// EnableLagAndDlqMetrics adds the consumer lag gauges.
+	// EnableLagAndDlqMetrics adds the consumer gauges (lag, in flight,
+	// ready, queueing latency).
 	EnableLagAndDlqMetrics bool
 
 	// AclEnable turns on RocketMQ's plain access control (ACL 1.0): every

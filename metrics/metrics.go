@@ -3,10 +3,12 @@
 // so that dashboards and alerts written for RocketMQ 5 read rocketkv
 // unchanged.
 //
-// Counters (messages and bytes in and out) are kept here and fed by the
-// broker's processors; gauges (permission, topic and group numbers,
-// connections, how far dispatch and flushing are behind) are read from
-// the broker at each scrape through Sources. Every series carries the
+// Counters (messages and bytes in and out) and histograms are kept here
+// and fed by the broker's processors, rocketmq_rpc_latency by the
+// remoting servers (Answered, their OnAnswer); gauges (permission, topic
+// and group numbers, connections, the store's, the consumers' lag, in
+// flight and ready messages) are read from the broker at each scrape
+// through Sources. Every series carries the
 // broker's constant labels: cluster, node_type="broker", node_id (the
 // broker name) and the pairs of metricsLabel.
 //
@@ -41,8 +43,13 @@ const (
 	ConsumerConnections   = "rocketmq_consumer_connections"
 	StorageDispatchBehind = "rocketmq_storage_dispatch_behind_bytes"
 	StorageFlushBehind    = "rocketmq_storage_flush_behind_bytes"
+	StorageSize           = "rocketmq_storage_size"
+	StorageReserveTime    = "rocketmq_storage_message_reserve_time"
 	ConsumerLagMessages   = "rocketmq_consumer_lag_messages"
 	ConsumerLagLatency    = "rocketmq_consumer_lag_latency"
+	ConsumerInflight      = "rocketmq_consumer_inflight_messages"
+	ConsumerReady         = "rocketmq_consumer_ready_messages"
+	ConsumerQueueing      = "rocketmq_consumer_queueing_latency"
 	SendToDLQTotal        = "rocketmq_send_to_dlq_messages_total"
 	CommitMessagesTotal   = "rocketmq_commit_messages_total"
 	RollbackMessagesTotal = "rocketmq_rollback_messages_total"
@@ -84,14 +91,28 @@ type Connection struct {
 	Count  int
 }
 
-// Lag is how far one consumer group is behind on one topic: the messages
-// past its committed offsets, and how long ago the oldest of them was
-// stored (0 when none is waiting).
+// Lag is how far one consumer group is behind on one topic, the
+// consumer gauges of RocketMQ's ConsumerLagCalculator. A queue's messages
+// fall in three spans: committed (or acknowledged), in flight (delivered
+// by a pull or a pop, not yet committed or acknowledged) and ready
+// (stored, not yet delivered); the lag is the last two.
 type Lag struct {
 	Group, Topic  string
 	Retry, System bool
+	// Messages are those past the committed offsets, and LatencyMillis
+	// how long ago the oldest of them was stored (0 when none is
+	// waiting): rocketmq_consumer_lag_messages and _latency.
 	Messages      int64
 	LatencyMillis int64
+	// Inflight are the messages delivered and not yet committed or
+	// acknowledged: rocketmq_consumer_inflight_messages.
+	Inflight int64
+	// Ready are the messages stored and not yet delivered, and
+	// QueueingMillis how long ago the oldest of them was stored (0 when
+	// none is ready): rocketmq_consumer_ready_messages and
+	// rocketmq_consumer_queueing_latency.
+	Ready          int64
+	QueueingMillis int64
 }
 
 // Sources are the values read from the broker at each scrape. A nil
@@ -104,7 +125,14 @@ type Sources struct {
 	Consumers           func() []Connection
 	DispatchBehindBytes func() int64
 	FlushBehindBytes    func() int64
-	// Lags feeds the consumer lag gauges (enableLagAndDlqMetrics).
+	// StorageSize is the bytes used on the file system that holds the
+	// store, and MessageReserveMillis how long ago the oldest message the
+	// CommitLog still holds was stored; ok false leaves the series out
+	// of the scrape, as RocketMQ leaves it out when it cannot tell.
+	StorageSize          func() (bytes int64, ok bool)
+	MessageReserveMillis func() (millis int64, ok bool)
+	// Lags feeds the consumer gauges (enableLagAndDlqMetrics): lag,
+	// in flight, ready and queueing latency.
 	Lags func() []Lag
 }
 
@@ -114,6 +142,8 @@ var variableLabels = map[string]bool{
 	"topic": true, "message_type": true, "is_system": true, "consumer_group": true, "is_retry": true,
 	"language": true, "version": true, "protocol_type": true, "consume_mode": true,
 	"cluster": true, "node_type": true, "node_id": true, "invocation_status": true,
+	"request_code": true, "response_code": true, "is_long_polling": true, "result": true,
+	"storage_type": true, "storage_medium": true,
 }
 
 // ValidConstLabel reports whether name may be a constant label (from
@@ -140,6 +170,7 @@ type Broker struct {
 	finishLatency *prometheus.HistogramVec
 	topicCreate   *prometheus.HistogramVec
 	groupCreate   *prometheus.HistogramVec
+	rpc           *rpcSeries
 }
 
 // New builds the metrics of a broker with the given constant labels.
@@ -177,8 +208,12 @@ func New(labels map[string]string, src Sources) *Broker {
 	m.groupCreate = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: GroupCreateTime,
 		Help: "Milliseconds an UPDATE_AND_CREATE_SUBSCRIPTIONGROUP(_LIST) took.", ConstLabels: c,
 		Buckets: createTimeBuckets}, []string{"invocation_status"})
+	rpc := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: RPCLatency,
+		Help: "Milliseconds from the read of a request to its answer (a long-polling hold included).", ConstLabels: c,
+		Buckets: rpcLatencyBuckets}, []string{"protocol_type", "request_code", "response_code", "is_long_polling", "result"})
+	m.rpc = newRPCSeries(rpc)
 	m.reg.MustRegister(m.messagesIn, m.throughputIn, m.messagesOut, m.throughputOut, m.toDLQ, m.commits, m.rollbacks,
-		m.messageSize, m.finishLatency, m.topicCreate, m.groupCreate)
+		m.messageSize, m.finishLatency, m.topicCreate, m.groupCreate, rpc)
 	gauge := func(name, help string, f func() float64) {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: c}, f))
 	}
@@ -191,11 +226,27 @@ func New(labels map[string]string, src Sources) *Broker {
 	if f := src.ConsumerGroupCount; f != nil {
 		gauge(ConsumerGroupNumber, "Subscription groups of the broker.", func() float64 { return float64(f()) })
 	}
+	// The store's gauges carry DefaultStoreMetricsManager's two labels.
+	sc := prometheus.Labels{"storage_type": "local", "storage_medium": "disk"}
+	for k, v := range c {
+		sc[k] = v
+	}
+	storeGauge := func(name, help string, f func() float64) {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: sc}, f))
+	}
 	if f := src.DispatchBehindBytes; f != nil {
-		gauge(StorageDispatchBehind, "CommitLog bytes not yet indexed.", func() float64 { return float64(f()) })
+		storeGauge(StorageDispatchBehind, "CommitLog bytes not yet indexed.", func() float64 { return float64(f()) })
 	}
 	if f := src.FlushBehindBytes; f != nil {
-		gauge(StorageFlushBehind, "CommitLog bytes not yet flushed to disk.", func() float64 { return float64(f()) })
+		storeGauge(StorageFlushBehind, "CommitLog bytes not yet flushed to disk.", func() float64 { return float64(f()) })
+	}
+	if f := src.StorageSize; f != nil {
+		m.reg.MustRegister(&maybeGauge{f: f, desc: prometheus.NewDesc(StorageSize,
+			"Bytes used on the file system that holds the store (its size minus its free bytes).", nil, sc)})
+	}
+	if f := src.MessageReserveMillis; f != nil {
+		m.reg.MustRegister(&maybeGauge{f: f, desc: prometheus.NewDesc(StorageReserveTime,
+			"Milliseconds since the oldest message still stored was stored.", nil, sc)})
 	}
 	if src.Producers != nil || src.Consumers != nil {
 		m.reg.MustRegister(&connections{src: src,
@@ -211,27 +262,56 @@ func New(labels map[string]string, src Sources) *Broker {
 			messages: prometheus.NewDesc(ConsumerLagMessages, "Messages past the group's committed offsets.", labels, c),
 			latency: prometheus.NewDesc(ConsumerLagLatency,
 				"Milliseconds since the oldest message past the group's committed offsets was stored.", labels, c),
+			inflight: prometheus.NewDesc(ConsumerInflight,
+				"Messages pulled or popped and not yet committed or acknowledged.", labels, c),
+			ready: prometheus.NewDesc(ConsumerReady, "Messages stored and not yet pulled or popped.", labels, c),
+			queueing: prometheus.NewDesc(ConsumerQueueing,
+				"Milliseconds since the oldest message not yet pulled or popped was stored.", labels, c),
 		})
 	}
 	return m
 }
 
-// lags collects the consumer lag gauges at each scrape.
+// maybeGauge is a gauge read at each scrape that may have no value.
+type maybeGauge struct {
+	f    func() (int64, bool)
+	desc *prometheus.Desc
+}
+
+func (g *maybeGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+func (g *maybeGauge) Collect(ch chan<- prometheus.Metric) {
+	if v, ok := g.f(); ok {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(v))
+	}
+}
+
+// lags collects the consumer gauges at each scrape.
 type lags struct {
-	src               func() []Lag
-	messages, latency *prometheus.Desc
+	src                                          func() []Lag
+	messages, latency, inflight, ready, queueing *prometheus.Desc
 }
 
 func (l *lags) Describe(ch chan<- *prometheus.Desc) {
 	ch <- l.messages
 	ch <- l.latency
+	ch <- l.inflight
+	ch <- l.ready
+	ch <- l.queueing
 }
 
 func (l *lags) Collect(ch chan<- prometheus.Metric) {
 	for _, g := range l.src() {
 		vals := []string{g.Group, g.Topic, strconv.FormatBool(g.Retry), strconv.FormatBool(g.System)}
-		ch <- prometheus.MustNewConstMetric(l.messages, prometheus.GaugeValue, float64(g.Messages), vals...)
-		ch <- prometheus.MustNewConstMetric(l.latency, prometheus.GaugeValue, float64(g.LatencyMillis), vals...)
+		for _, v := range []struct {
+			desc  *prometheus.Desc
+			value int64
+		}{
+			{l.messages, g.Messages}, {l.latency, g.LatencyMillis},
+			{l.inflight, g.Inflight}, {l.ready, g.Ready}, {l.queueing, g.QueueingMillis},
+		} {
+			ch <- prometheus.MustNewConstMetric(v.desc, prometheus.GaugeValue, float64(v.value), vals...)
+		}
 	}
 }
 

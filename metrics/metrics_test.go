@@ -39,17 +39,20 @@ func scrape(t *testing.T, m *Broker) string {
 
 func TestMetricsUnderRocketMQNames(t *testing.T) {
 	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "broker-a"}, Sources{
-		BrokerPermission:    func() int { return 4 },
-		TopicCount:          func() int { return 12 },
-		ConsumerGroupCount:  func() int { return 3 },
-		DispatchBehindBytes: func() int64 { return 1024 },
-		FlushBehindBytes:    func() int64 { return 2048 },
-		Producers:           func() []Connection { return []Connection{{Language: "go", Version: "479", Count: 2}} },
+		BrokerPermission:     func() int { return 4 },
+		TopicCount:           func() int { return 12 },
+		ConsumerGroupCount:   func() int { return 3 },
+		DispatchBehindBytes:  func() int64 { return 1024 },
+		FlushBehindBytes:     func() int64 { return 2048 },
+		StorageSize:          func() (int64, bool) { return 5e9, true },
+		MessageReserveMillis: func() (int64, bool) { return 86400, true },
+		Producers:            func() []Connection { return []Connection{{Language: "go", Version: "479", Count: 2}} },
 		Consumers: func() []Connection {
 			return []Connection{{Group: "g1", Language: "java", Version: "479", ConsumeMode: "push", Count: 1}}
 		},
 		Lags: func() []Lag {
-			return []Lag{{Group: "g1", Topic: "%RETRY%g1", Retry: true, Messages: 7, LatencyMillis: 1500}}
+			return []Lag{{Group: "g1", Topic: "%RETRY%g1", Retry: true, Messages: 7, LatencyMillis: 1500,
+				Inflight: 3, Ready: 4, QueueingMillis: 900}}
 		},
 	})
 	m.In("Orders", TypeNormal, false, 3, 3000)
@@ -84,11 +87,16 @@ func TestMetricsUnderRocketMQNames(t *testing.T) {
 		`rocketmq_broker_permission{` + c + `node_id="broker-a",node_type="broker"} 4`,
 		`rocketmq_topic_number{` + c + `node_id="broker-a",node_type="broker"} 12`,
 		`rocketmq_consumer_group_number{` + c + `node_id="broker-a",node_type="broker"} 3`,
-		`rocketmq_storage_dispatch_behind_bytes{` + c + `node_id="broker-a",node_type="broker"} 1024`,
-		`rocketmq_storage_flush_behind_bytes{` + c + `node_id="broker-a",node_type="broker"} 2048`,
+		`rocketmq_storage_dispatch_behind_bytes{` + c + `node_id="broker-a",node_type="broker",storage_medium="disk",storage_type="local"} 1024`,
+		`rocketmq_storage_flush_behind_bytes{` + c + `node_id="broker-a",node_type="broker",storage_medium="disk",storage_type="local"} 2048`,
+		`rocketmq_storage_size{` + c + `node_id="broker-a",node_type="broker",storage_medium="disk",storage_type="local"} 5e+09`,
+		`rocketmq_storage_message_reserve_time{` + c + `node_id="broker-a",node_type="broker",storage_medium="disk",storage_type="local"} 86400`,
 		`rocketmq_producer_connections{` + c + `language="go",node_id="broker-a",node_type="broker",protocol_type="remoting",version="479"} 2`,
 		`rocketmq_consumer_lag_messages{` + c + `consumer_group="g1",is_retry="true",is_system="false",node_id="broker-a",node_type="broker",topic="%RETRY%g1"} 7`,
 		`rocketmq_consumer_lag_latency{` + c + `consumer_group="g1",is_retry="true",is_system="false",node_id="broker-a",node_type="broker",topic="%RETRY%g1"} 1500`,
+		`rocketmq_consumer_inflight_messages{` + c + `consumer_group="g1",is_retry="true",is_system="false",node_id="broker-a",node_type="broker",topic="%RETRY%g1"} 3`,
+		`rocketmq_consumer_ready_messages{` + c + `consumer_group="g1",is_retry="true",is_system="false",node_id="broker-a",node_type="broker",topic="%RETRY%g1"} 4`,
+		`rocketmq_consumer_queueing_latency{` + c + `consumer_group="g1",is_retry="true",is_system="false",node_id="broker-a",node_type="broker",topic="%RETRY%g1"} 900`,
 		`rocketmq_consumer_connections{` + c + `consume_mode="push",consumer_group="g1",is_system="false",language="java",node_id="broker-a",node_type="broker",protocol_type="remoting",version="479"} 1`,
 		// Sizes: means of 1000, 1000 and 900 bytes, all in the 1 KiB bucket.
 		`rocketmq_message_size_bucket{` + c + `is_system="false",message_type="normal",node_id="broker-a",node_type="broker",topic="Orders",le="1024"} 2`,
@@ -133,4 +141,19 @@ func TestValidConstLabel(t *testing.T) {
 	}
 	// Every name it accepts builds the metrics (a clash would panic).
 	New(map[string]string{"region": "eu"}, Sources{Lags: func() []Lag { return nil }, Producers: func() []Connection { return nil }})
+}
+
+// A store gauge without a value (an empty CommitLog has no oldest
+// message) is left out, as RocketMQ leaves it out.
+func TestStoreGaugeWithoutAValueIsLeftOut(t *testing.T) {
+	known := false
+	m := New(nil, Sources{MessageReserveMillis: func() (int64, bool) { return 1234, known }})
+	if text := scrape(t, m); strings.Contains(text, StorageReserveTime) {
+		t.Fatalf("scrape has %s without a value:\n%s", StorageReserveTime, text)
+	}
+	known = true
+	want := StorageReserveTime + `{storage_medium="disk",storage_type="local"} 1234` + "\n"
+	if text := scrape(t, m); !strings.Contains(text, want) {
+		t.Fatalf("scrape lacks %s:\n%s", want, text)
+	}
 }

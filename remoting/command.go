@@ -119,7 +119,24 @@ type Command struct {
 	// A handler that builds its Body in a pooled buffer returns it to the
 	// pool here. The client side does not call it. Never sent.
 	ReleaseBody func()
+
+	// received is the Server's clock (nanoseconds since it was created)
+	// when the request's frame was read off its connection; 0 for a
+	// command the server did not read.
+	received int64
+	// held is set by MarkHeld.
+	held bool
 }
+
+// MarkHeld records that the request was held by long polling before it
+// was answered (RocketMQ's suspended flag, the is_long_polling label of
+// its rpc metrics). The handler calls it on the goroutine that serves the
+// request again, before the answer: the flag travels with the request,
+// which one goroutine at a time owns.
+func (c *Command) MarkHeld() { c.held = true }
+
+// Held reports whether MarkHeld was called.
+func (c *Command) Held() bool { return c.held }
 
 // IsResponse reports whether c is a response (flag bit 0).
 func (c *Command) IsResponse() bool { return c.Flag&FlagResponse != 0 }

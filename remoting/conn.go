@@ -191,14 +191,43 @@ func (c *Conn) ServeFunc(req *Command, answer func() *Command) {
 
 // Reply sends resp as the answer to req: it copies req's opaque and sets
 // the response flag. Nothing is sent when req is oneway. Reply may be
-// called from any goroutine, during ServeCommand or long after it.
+// called from any goroutine, during ServeCommand or long after it. The
+// server's OnAnswer hears of every call.
 func (c *Conn) Reply(req, resp *Command) error {
+	observe := c.srv.cfg.OnAnswer
 	if req.IsOneway() {
+		if observe != nil && resp != nil {
+			observe(c.answer(req, resp.Code, 0, AnswerOneway))
+		}
 		return nil
 	}
 	resp.Opaque = req.Opaque
 	resp.Flag |= FlagResponse
-	return c.Send(resp)
+	if observe == nil {
+		_, err := c.send(resp)
+		return err
+	}
+	code := resp.Code // resp belongs to the event loop once sent
+	now, err := c.send(resp)
+	outcome := AnswerQueued
+	if err != nil {
+		outcome = AnswerFailed
+	}
+	observe(c.answer(req, code, now, outcome))
+	return err
+}
+
+// answer describes an answer to req for OnAnswer; now is the server clock
+// if the caller read it, else 0.
+func (c *Conn) answer(req *Command, code int32, now int64, outcome AnswerOutcome) Answer {
+	a := Answer{RequestCode: req.Code, ResponseCode: code, Held: req.held, Outcome: outcome}
+	if req.received > 0 {
+		if now == 0 {
+			now = c.srv.clock()
+		}
+		a.Elapsed = time.Duration(now - req.received)
+	}
+	return a
 }
 
 // Send writes cmd to the connection as it is (opaque and flags included).
@@ -209,13 +238,20 @@ func (c *Conn) Reply(req, resp *Command) error {
 // in one writev: the first Send of a batch wakes the loop, later ones only
 // append.
 func (c *Conn) Send(cmd *Command) error {
+	_, err := c.send(cmd)
+	return err
+}
+
+// send is Send returning the server clock at which the frame was queued
+// (0 when it was not).
+func (c *Conn) send(cmd *Command) (int64, error) {
 	release := cmd.ReleaseBody
 	bp := c.srv.getBuffer()
 	b, err := appendFramePrefix((*bp)[:0], cmd)
 	if err != nil {
 		c.srv.putBuffer(bp)
 		releaseBody(release)
-		return fmt.Errorf("send to %s: %w", c, err)
+		return 0, fmt.Errorf("send to %s: %w", c, err)
 	}
 	inline := len(cmd.Body) <= inlineBodyMax
 	if inline {
@@ -229,7 +265,7 @@ func (c *Conn) Send(cmd *Command) error {
 	if c.closed {
 		c.srv.putBuffer(bp)
 		releaseBody(release)
-		return ErrConnClosed
+		return 0, ErrConnClosed
 	}
 	if !c.flushing {
 		switch {
@@ -243,7 +279,7 @@ func (c *Conn) Send(cmd *Command) error {
 			if err := c.gc.Wake(c.flushFn); err != nil {
 				c.srv.putBuffer(bp)
 				releaseBody(release)
-				return fmt.Errorf("send to %s: %w", c, err)
+				return 0, fmt.Errorf("send to %s: %w", c, err)
 			}
 		}
 		c.flushing = true
@@ -256,8 +292,7 @@ func (c *Conn) Send(cmd *Command) error {
 	if release != nil {
 		c.outBodies = append(c.outBodies, release)
 	}
-	c.touch()
-	return nil
+	return c.touch(), nil
 }
 
 // releaseBody calls a command's ReleaseBody, if it has one.
@@ -407,7 +442,12 @@ func (c *Conn) noteClient(req *Command) {
 	c.infoSeen.Store(true)
 }
 
-func (c *Conn) touch() { c.lastActive.Store(c.srv.clock()) }
+// touch records traffic now and returns the server clock it read.
+func (c *Conn) touch() int64 {
+	now := c.srv.clock()
+	c.lastActive.Store(now)
+	return now
+}
 
 // idleFor returns how long the connection has had no traffic.
 func (c *Conn) idleFor(now int64) time.Duration {

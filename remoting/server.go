@@ -72,6 +72,13 @@ type ServerConfig struct {
 	// (DefaultTLSHandshakeTimeout); a handshake not done by then closes
 	// the connection.
 	TLSHandshakeTimeout time.Duration
+	// OnAnswer, when set, is told of every answer the server's
+	// connections give a request (Conn.Reply): the broker's
+	// rocketmq_rpc_latency. It runs on the goroutine that answers (a
+	// worker, a long-polling re-run, the event loop for the overload
+	// answer), so it must be quick and safe for concurrent use. Nil
+	// costs nothing.
+	OnAnswer func(Answer)
 }
 
 func (c *ServerConfig) withDefaults() ServerConfig {
@@ -97,10 +104,12 @@ func (c *ServerConfig) withDefaults() ServerConfig {
 	return out
 }
 
-// job is one received frame waiting for a worker.
+// job is one received frame waiting for a worker, and the server clock
+// when it was read.
 type job struct {
 	conn  *Conn
 	frame []byte
+	at    int64
 }
 
 // Server accepts Remoting connections on gnet event loops and runs the
@@ -319,12 +328,12 @@ func (s *Server) putBuffer(bp *[]byte) {
 func (s *Server) work() {
 	defer s.workers.Done()
 	for j := range s.jobs {
-		s.process(j.conn, j.frame)
+		s.process(j.conn, j.frame, j.at)
 	}
 }
 
-// process decodes one frame and serves it.
-func (s *Server) process(conn *Conn, frame []byte) {
+// process decodes one frame, read at the server clock at, and serves it.
+func (s *Server) process(conn *Conn, frame []byte, at int64) {
 	cmd, err := Decode(frame)
 	if err != nil {
 		s.log.Warn().Err(err).Stringer("conn", conn).Msg("closing connection: undecodable frame")
@@ -338,6 +347,7 @@ func (s *Server) process(conn *Conn, frame []byte) {
 		return
 	}
 	conn.noteClient(cmd)
+	cmd.received = at
 	s.serve(conn, cmd, s.h)
 }
 
@@ -353,20 +363,24 @@ func (s *Server) serve(conn *Conn, req *Command, h Handler) {
 	h.ServeCommand(conn.ctx, conn, req)
 }
 
-// enqueue hands a frame of c to the workers without blocking; a frame
-// that finds the queue full is answered SYSTEM_BUSY at once.
-func (s *Server) enqueue(c *Conn, frame []byte) {
+// enqueue hands a frame of c, read at the server clock at, to the workers
+// without blocking; a frame that finds the queue full is answered
+// SYSTEM_BUSY at once.
+func (s *Server) enqueue(c *Conn, frame []byte, at int64) {
 	select {
-	case s.jobs <- job{conn: c, frame: frame}:
+	case s.jobs <- job{conn: c, frame: frame, at: at}:
 	default:
-		s.overloaded(c, frame)
+		s.overloaded(c, frame, at)
 	}
 }
 
 // overloaded answers a frame that found the job queue full. It runs on the
 // event loop, so it only decodes the header and queues one write.
-func (s *Server) overloaded(conn *Conn, frame []byte) {
+func (s *Server) overloaded(conn *Conn, frame []byte, at int64) {
 	cmd, err := Decode(frame)
+	if err == nil {
+		cmd.received = at
+	}
 	switch {
 	case err != nil:
 		s.log.Warn().Err(err).Stringer("conn", conn).Msg("closing connection: undecodable frame")
@@ -510,7 +524,7 @@ func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 	if !ok {
 		return gnet.Close
 	}
-	c.touch()
+	now := c.touch()
 	if c.undetected {
 		if gc.InboundBuffered() == 0 {
 			return gnet.None // woken by a Send, no byte yet
@@ -557,7 +571,7 @@ func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 			s.log.Error().Stringer("conn", c).Int("want", n).Int("got", got).Msg("closing connection: short read of a buffered frame")
 			return gnet.Close
 		}
-		s.enqueue(c, frame)
+		s.enqueue(c, frame, now)
 	}
 }
 

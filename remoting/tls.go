@@ -322,7 +322,7 @@ func (s *Server) startTLS(gc gnet.Conn, c *Conn) {
 // connection closes. A handshake failure or a bad frame closes it.
 func (s *Server) tlsReader(c *Conn, t *tlsConn) {
 	defer s.tlsWG.Done()
-	err := serveTLSFrames(c.ctx, t.tc, s.cfg.TLSHandshakeTimeout, s.cfg.MaxFrameSize, func(frame []byte) { s.enqueue(c, frame) })
+	err := serveTLSFrames(c.ctx, t.tc, s.cfg.TLSHandshakeTimeout, s.cfg.MaxFrameSize, func(frame []byte) { s.enqueue(c, frame, s.clock()) })
 	var he *tlsHandshakeError
 	switch {
 	case s.ctx.Err() != nil:

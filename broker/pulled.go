@@ -1,0 +1,71 @@
+package broker
+
+import "sync"
+
+// groupQueue names one queue of a topic as a consumer group reads it.
+type groupQueue struct {
+	group, topic string
+	queueID      int32
+}
+
+// pullPositions is RocketMQ's pull offset table (ConsumerOffsetManager's
+// pullOffsetTable): the nextBeginOffset of the last pull answered on each
+// group's queue. The consumer gauges read it at a scrape: the messages
+// between the committed offset and it are in flight, those past it ready.
+// It lives in memory, as RocketMQ's does, so after a restart the gauges
+// start from the committed offsets; it exists only while the lag metrics
+// are on (a nil table ignores every call).
+//
+// The table is pruned at each computation of the gauges (prune): a queue
+// whose pull position is not past the committed offset, or without a
+// committed offset at all, says nothing the committed offsets do not,
+// so what stays are the queues with messages in flight.
+type pullPositions struct {
+	mu   sync.Mutex
+	next map[groupQueue]int64
+}
+
+func newPullPositions() *pullPositions {
+	return &pullPositions{next: map[groupQueue]int64{}}
+}
+
+// note records the nextBeginOffset of a pull answered. Cost on the pull
+// path: a lock and a map assignment (no allocation once the queue is
+// known).
+func (p *pullPositions) note(group, topic string, queueID int32, next int64) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.next[groupQueue{group, topic, queueID}] = next
+	p.mu.Unlock()
+}
+
+// snapshot returns a copy of the table, for one computation of the gauges.
+func (p *pullPositions) snapshot() map[groupQueue]int64 {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[groupQueue]int64, len(p.next))
+	for k, v := range p.next {
+		out[k] = v
+	}
+	return out
+}
+
+// prune drops the entries of a snapshot that useful does not keep, unless
+// a pull changed them since.
+func (p *pullPositions) prune(snap map[groupQueue]int64, useful map[groupQueue]bool) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, v := range snap {
+		if !useful[k] && p.next[k] == v {
+			delete(p.next, k)
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package kvindex
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestPopQueuesSumsPositionsCheckpointsAndOrders(t *testing.T) {
+	db := openTestDB(t)
+	s := db.Pop()
+	b := s.NewBatch()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// g popped T/0 twice (3 and 2 messages, one of the second acked
+	// already) and stands at 10.
+	must(b.SetPosition("g", "T", 0, 10))
+	must(b.PutCheckpoint(&Checkpoint{Group: "g", Topic: "T", QueueID: 0, CKOffset: 5, PopTime: 1, InvisibleTime: 9, VisibleAt: 10, Offsets: []int64{5, 6, 7}}))
+	must(b.PutCheckpoint(&Checkpoint{Group: "g", Topic: "T", QueueID: 0, CKOffset: 8, PopTime: 2, InvisibleTime: 9, VisibleAt: 11, Offsets: []int64{9}}))
+	// g's retry queue: a checkpoint, no position (it cannot be, but the
+	// sum must not invent one).
+	must(b.PutCheckpoint(&Checkpoint{Group: "g", Topic: "%RETRY%g+T", QueueID: 0, CKOffset: 0, PopTime: 1, InvisibleTime: 9, VisibleAt: 10, RetryFlag: 2, Offsets: []int64{0, 1}}))
+	// h popped T/0 and every message came back: a position alone.
+	must(b.SetPosition("h", "T", 0, 4))
+	// o pops O/1 orderly: 3 messages, the middle one acked.
+	must(b.SetOrder(&OrderState{Group: "o", Topic: "O", QueueID: 1, PopTime: 1, InvisibleTime: 9, Acked: 0b010,
+		Messages: []OrderMessage{{QueueOffset: 20}, {QueueOffset: 21}, {QueueOffset: 23}}}))
+	must(b.Commit(true))
+	b.Close()
+
+	got, err := s.Queues()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(got, func(a, b PopQueue) int {
+		return strings.Compare(a.Group+"/"+a.Topic, b.Group+"/"+b.Topic)
+	})
+	want := []PopQueue{
+		{Group: "g", Topic: "%RETRY%g+T", QueueID: 0, Position: -1, InFlight: 2},
+		{Group: "g", Topic: "T", QueueID: 0, Position: 10, InFlight: 4},
+		{Group: "h", Topic: "T", QueueID: 0, Position: 4},
+		{Group: "o", Topic: "O", QueueID: 1, Position: 24, InFlight: 2},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("queues\n got %+v\nwant %+v", got, want)
+	}
+}

@@ -1,0 +1,105 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+func TestRPCLatencyAsRocketMQ(t *testing.T) {
+	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "broker-a"}, Sources{})
+	send := remoting.Answer{RequestCode: remoting.SendMessageV2, ResponseCode: remoting.Success}
+	for _, d := range []time.Duration{300 * time.Microsecond, 999 * time.Microsecond, 2 * time.Millisecond, 40 * time.Millisecond} {
+		send.Elapsed = d
+		m.Answered(send)
+	}
+	m.Answered(remoting.Answer{RequestCode: remoting.PullMessage, ResponseCode: remoting.PullNotFound, Held: true,
+		Elapsed: 1500 * time.Millisecond})
+	m.Answered(remoting.Answer{RequestCode: remoting.UpdateConsumerOffset, ResponseCode: remoting.Success,
+		Outcome: remoting.AnswerOneway})
+	m.Answered(remoting.Answer{RequestCode: remoting.HeartBeat, ResponseCode: remoting.Success,
+		Outcome: remoting.AnswerFailed, Elapsed: 4 * time.Second})
+	m.Answered(remoting.Answer{RequestCode: 10001, ResponseCode: 77})
+	var off *Broker
+	off.Answered(send) // the exporter is off: no panic
+
+	text := scrape(t, m)
+	const c = `cluster="c1",`
+	const n = `node_id="broker-a",node_type="broker",protocol_type="remoting"`
+	send1 := `rocketmq_rpc_latency_bucket{` + c + `is_long_polling="false",` + n + `,request_code="send_message_v2",response_code="success",result="success",le=`
+	for _, want := range []string{
+		// Whole milliseconds, as RocketMQ records them: 0.3 and 0.999 ms
+		// are 0, 2 ms falls in the 3 ms bucket, 40 ms in the 100 ms one.
+		send1 + `"1"} 2`,
+		send1 + `"3"} 3`,
+		send1 + `"10"} 3`,
+		send1 + `"100"} 4`,
+		`rocketmq_rpc_latency_sum{` + c + `is_long_polling="false",` + n + `,request_code="send_message_v2",response_code="success",result="success"} 42`,
+		`rocketmq_rpc_latency_count{` + c + `is_long_polling="false",` + n + `,request_code="send_message_v2",response_code="success",result="success"} 4`,
+		`rocketmq_rpc_latency_bucket{` + c + `is_long_polling="true",` + n + `,request_code="pull_message",response_code="pull_not_found",result="success",le="1000"} 0`,
+		`rocketmq_rpc_latency_bucket{` + c + `is_long_polling="true",` + n + `,request_code="pull_message",response_code="pull_not_found",result="success",le="2000"} 1`,
+		`rocketmq_rpc_latency_count{` + c + `is_long_polling="false",` + n + `,request_code="update_consumer_offset",response_code="success",result="oneway"} 1`,
+		`rocketmq_rpc_latency_bucket{` + c + `is_long_polling="false",` + n + `,request_code="heart_beat",response_code="success",result="write_channel_failed",le="3000"} 0`,
+		`rocketmq_rpc_latency_bucket{` + c + `is_long_polling="false",` + n + `,request_code="heart_beat",response_code="success",result="write_channel_failed",le="+Inf"} 1`,
+		`rocketmq_rpc_latency_count{` + c + `is_long_polling="false",` + n + `,request_code="10001",response_code="77",result="success"} 1`,
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("scrape lacks\n%s", want)
+		}
+	}
+	// RocketMQ's buckets, no others.
+	var les []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, send1) {
+			les = append(les, strings.SplitN(strings.TrimPrefix(line, send1), "}", 2)[0])
+		}
+	}
+	if got := strings.Join(les, " "); got != `"1" "3" "5" "7" "10" "100" "1000" "2000" "3000" "+Inf"` {
+		t.Errorf("buckets %s", got)
+	}
+	if t.Failed() {
+		t.Logf("scrape:\n%s", text)
+	}
+}
+
+// Past maxRPCSeriesCached kinds of answer the rest still count.
+func TestRPCSeriesBeyondTheCache(t *testing.T) {
+	m := New(nil, Sources{})
+	for code := range int32(maxRPCSeriesCached + 10) {
+		m.Answered(remoting.Answer{RequestCode: 100000 + code})
+	}
+	m.Answered(remoting.Answer{RequestCode: 100000 + maxRPCSeriesCached + 5})
+	if n := len(*m.rpc.seen.Load()); n != maxRPCSeriesCached {
+		t.Fatalf("%d kinds cached", n)
+	}
+	text := scrape(t, m)
+	want := `rocketmq_rpc_latency_count{is_long_polling="false",protocol_type="remoting",request_code="` +
+		"104101" + `",response_code="success",result="success"} 2`
+	if !strings.Contains(text, want+"\n") {
+		t.Fatalf("scrape lacks %s", want)
+	}
+}
+
+// BenchmarkAnswered is what recording one answer adds to a request: the
+// send path's series, seen before, from one goroutine and from all.
+func BenchmarkAnswered(b *testing.B) {
+	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "broker-a"}, Sources{})
+	a := remoting.Answer{RequestCode: remoting.SendMessageV2, ResponseCode: remoting.Success, Elapsed: 700 * time.Microsecond}
+	m.Answered(a)
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			m.Answered(a)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				m.Answered(a)
+			}
+		})
+	})
+}
