@@ -69,8 +69,8 @@ type DispatcherOptions struct {
 	// Offsets, when set, learns how far each queue is dispatched (so idle
 	// queues can be evicted).
 	Offsets *QueueOffsets
-	// Notifier, when set, is told about every queue that got entries,
-	// with their tag codes while it has waiters.
+	// Notifier, when set, is told about every queue that got entries and
+	// their tag codes (nothing, at no cost, while nobody waits on it).
 	Notifier *Notifier
 	// Hooks by topic.
 	Hooks map[string]Hook
@@ -143,7 +143,7 @@ type Dispatcher struct {
 	touched map[qkey]int // index into queues
 	queues  []pendingQueue
 	// Tag codes of the batch's entries for the Notifier, collected only
-	// while somebody waits on it: by record (a code that repeats the
+	// when somebody waits on it: by record (a code that repeats the
 	// queue's previous one is left out), then grouped by queue. At most
 	// one of each per record of a batch.
 	batchCodes []queueCode
@@ -617,9 +617,9 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 	b := d.opts.DB.pdb.NewBatch()
 	defer b.Close()
 	var kb keyBatch
-	// Tag codes go to the Notifier only when somebody waits: a request
-	// held during the batch that finds none is woken by every entry of
-	// its queue, as when nothing filtered.
+	// Tag codes are collected record by record only when somebody waits
+	// already; one who begins to wait during the batch gets them from
+	// the entries after the commit.
 	collect := d.opts.Notifier != nil && !d.opts.Notifier.Idle()
 	// One Message for the batch: handing it to a hook makes it escape, so
 	// one declared per record cost a heap allocation per record.
@@ -661,11 +661,7 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 				queues = append(queues, pendingQueue{topic: m.Topic, qid: m.QueueID, first: m.QueueOffset, next: m.QueueOffset + 1})
 			}
 			if collect {
-				if pq, code := &queues[i], ent.Entry.TagsCode; pq.ncodes == 0 || pq.lastCode != code {
-					pq.lastCode = code
-					pq.ncodes++
-					d.batchCodes = append(d.batchCodes, queueCode{i, code})
-				}
+				d.addCode(queues, i, ent.Entry.TagsCode)
 			}
 		}
 		if tx != commitlog.TransactionRollback && !d.opts.SkipKeyIndex {
@@ -721,16 +717,17 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 			d.opts.Offsets.Dispatched(q.topic, q.qid, q.next)
 		}
 	}
-	if d.opts.Notifier != nil {
-		if collect {
-			d.groupCodes(queues)
-		}
-		for _, q := range queues {
-			a := Arrival{Topic: q.topic, QueueID: q.qid, First: q.first, Next: q.next}
-			if collect {
-				a.Codes = d.codes[q.from : q.from+q.ncodes : q.from+q.ncodes]
+	if nt := d.opts.Notifier; nt != nil && !nt.Idle() {
+		if !collect {
+			// Somebody began to wait during the batch.
+			for _, e := range entries {
+				d.addCode(queues, touched[queueIDOf(e.Topic, e.QueueID)], e.Entry.TagsCode)
 			}
-			d.opts.Notifier.NotifyArrival(a)
+		}
+		d.groupCodes(queues)
+		for _, q := range queues {
+			nt.NotifyArrival(Arrival{Topic: q.topic, QueueID: q.qid, First: q.first, Next: q.next,
+				Codes: d.codes[q.from : q.from+q.ncodes : q.from+q.ncodes]})
 		}
 	}
 	// After the notifications: WaitFor's callers (tests among them) find
@@ -738,6 +735,16 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 	d.next.Store(end)
 	d.wake(nil)
 	return n, nil
+}
+
+// addCode adds a tag code of an entry of the batch's queue i, unless it
+// repeats the queue's previous one.
+func (d *Dispatcher) addCode(queues []pendingQueue, i int, code int64) {
+	if pq := &queues[i]; pq.ncodes == 0 || pq.lastCode != code {
+		pq.lastCode = code
+		pq.ncodes++
+		d.batchCodes = append(d.batchCodes, queueCode{i, code})
+	}
 }
 
 // groupCodes puts the batch's tag codes in d.codes queue by queue (a

@@ -47,9 +47,8 @@ type Arrival struct {
 	QueueID     int32
 	First, Next int64
 	// Codes are the ConsumeQueue tag codes of the new entries, each once,
-	// in no particular order. Nil means unknown (a wake that is no
-	// dispatch, or a dispatch that began while nothing was held): every
-	// waiter is woken then, whatever its match.
+	// in no particular order. Nil means unknown (Notify: a wake that is
+	// no dispatch): every waiter is woken then, whatever its match.
 	Codes []int64
 }
 

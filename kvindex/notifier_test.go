@@ -82,9 +82,8 @@ func TestNotifierCallbacks(t *testing.T) {
 }
 
 // A waiter with a match is woken only by an Arrival it accepts and stays
-// registered through the others; an Arrival without codes wakes it
-// whatever its match (a wake that is no dispatch, or a dispatch that
-// began while nothing was held).
+// registered through the others; an Arrival without codes (Notify, a wake
+// that is no dispatch) wakes it whatever its match.
 func TestNotifierMatchKeepsRejectingWaiters(t *testing.T) {
 	n := NewNotifier()
 	wants := func(code int64) func(Arrival) bool {
