@@ -79,7 +79,7 @@ func (h *pullHolds) releaseAll() {
 	var wg sync.WaitGroup
 	for _, r := range held {
 		wg.Add(1)
-		if !r.fireIf(true, wg.Done) {
+		if !r.fireIf(true, false, wg.Done) {
 			wg.Done() // its timer or a dispatch got there first
 		}
 	}
@@ -151,11 +151,7 @@ func (h *pullHolds) hold(topic string, queueID int32, timeout time.Duration, mat
 	}
 	h.all[r] = struct{}{}
 	h.mu.Unlock()
-	r.waiter.Store(h.b.notifier.WaitMatch(topic, queueID, match, func() {
-		if r.fireIf(false, nil) {
-			h.woken.Add(1)
-		}
-	}))
+	r.waiter.Store(h.b.notifier.WaitMatch(topic, queueID, match, func() { r.fireIf(false, true, nil) }))
 	r.timer.Store(time.AfterFunc(timeout, func() { r.fire(true) }))
 	if ready() {
 		r.fire(true)
@@ -171,14 +167,18 @@ func (h *pullHolds) hold(topic string, queueID int32, timeout time.Duration, mat
 // (the waiter is already removed, and its lock is held: Cancel would
 // deadlock).
 func (r *heldRequest) fire(cancel bool) {
-	r.fireIf(cancel, nil)
+	r.fireIf(cancel, false, nil)
 }
 
 // fireIf fires the request unless it already fired, reporting whether this
-// call fired it; done, when set, runs after the re-run.
-func (r *heldRequest) fireIf(cancel bool, done func()) bool {
+// call fired it; done, when set, runs after the re-run. byDispatch counts
+// the re-run in woken (before it can answer).
+func (r *heldRequest) fireIf(cancel, byDispatch bool, done func()) bool {
 	if r.state.Swap(true) {
 		return false
+	}
+	if byDispatch {
+		r.h.woken.Add(1)
 	}
 	r.h.mu.Lock()
 	delete(r.h.all, r)

@@ -101,11 +101,7 @@ func (h *popHolds) hold(key popHoldKey, deadline int64, topics []string, match f
 	h.mu.Unlock()
 
 	waiters := make([]*kvindex.Waiter, 0, len(topics))
-	woken := func() {
-		if r.fireIf(nil) {
-			h.woken.Add(1)
-		}
-	}
+	woken := func() { r.fireIf(true, nil) }
 	for i, t := range topics {
 		q, m := key.queueID, match
 		if i > 0 {
@@ -135,11 +131,12 @@ func (h *popHolds) hold(key popHoldKey, deadline int64, topics []string, match f
 // fire hands the rerun to the worker pool once. It may run on the
 // dispatcher's goroutine inside the notifier's lock, so the other waiters
 // are cancelled by the job, not here.
-func (r *popHeld) fire() { r.fireIf(nil) }
+func (r *popHeld) fire() { r.fireIf(false, nil) }
 
 // fireIf fires the request unless it already fired, reporting whether this
-// call fired it; done, when set, runs after the re-run.
-func (r *popHeld) fireIf(done func()) bool {
+// call fired it; done, when set, runs after the re-run. byDispatch counts
+// the re-run in woken (before it can answer).
+func (r *popHeld) fireIf(byDispatch bool, done func()) bool {
 	h := r.h
 	h.mu.Lock()
 	if r.fired {
@@ -147,6 +144,9 @@ func (r *popHeld) fireIf(done func()) bool {
 		return false
 	}
 	r.fired = true
+	if byDispatch {
+		h.woken.Add(1)
+	}
 	h.remove(r)
 	h.mu.Unlock()
 	h.b.holds.submit(func() {
@@ -179,7 +179,7 @@ func (h *popHolds) releaseAll() {
 	var wg sync.WaitGroup
 	for _, r := range held {
 		wg.Add(1)
-		if !r.fireIf(wg.Done) {
+		if !r.fireIf(false, wg.Done) {
 			wg.Done()
 		}
 	}
