@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/rocketkv/rocketkv/commitlog"
 )
 
@@ -213,5 +215,47 @@ func TestDispatcherTellsTagCodes(t *testing.T) {
 	}
 	if last := arrivals[0][len(arrivals[0])-1]; last.Next != 102 {
 		t.Errorf("queue 0 told up to %d, want 102", last.Next)
+	}
+}
+
+// A waiter that registers while a batch is being indexed, which began
+// with nobody waiting (so it collected no codes record by record), is
+// still told the batch's codes: a tag it rejects does not wake it.
+func TestDispatcherTellsCodesToWaiterOfRunningBatch(t *testing.T) {
+	root := t.TempDir()
+	cfg := commitlog.DefaultConfig(root)
+	cfg.SegmentSize = 1 << 20
+	n := NewNotifier()
+	var woken atomic.Int32
+	registered := false
+	// The hook runs on the dispatcher's goroutine in the middle of the
+	// batch of the record it sees.
+	hook := HookFunc(func(*pebble.Batch, *commitlog.Message) error {
+		if !registered {
+			registered = true
+			n.WaitMatch("T", 0, func(a Arrival) bool { return slices.Contains(a.Codes, commitlog.TagsCode("c")) }, func() { woken.Add(1) })
+		}
+		return nil
+	})
+	s := openStackWith(t, root, cfg, LayoutKV, "", func(o *DispatcherOptions) {
+		o.Notifier = n
+		o.Hooks = map[string]Hook{"T": hook}
+	})
+	defer s.close(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	appendForInspect(t, s, "T", 0, map[string]string{commitlog.PropertyTags: "a"})
+	if err := s.disp.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n.Waiting() != 1 || woken.Load() != 0 {
+		t.Fatalf("a message of tag a woke the waiter for tag c registered during its batch (waiting %d)", n.Waiting())
+	}
+	appendForInspect(t, s, "T", 0, map[string]string{commitlog.PropertyTags: "c"})
+	if err := s.disp.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if woken.Load() != 1 || n.Waiting() != 0 {
+		t.Fatalf("the waiter for tag c woken %d times by a message of tag c", woken.Load())
 	}
 }
