@@ -110,6 +110,11 @@ type Broker struct {
 	// beforePut, when set, may refuse a put before it reaches the
 	// CommitLog: a seam for tests of failed appends.
 	beforePut func(msgs []*commitlog.Message) error
+	// wakeEveryHeld makes every dispatch re-run the requests held on its
+	// queue whatever their filters, as before held requests were checked
+	// against the dispatched tag codes: the baseline the long-polling
+	// benchmarks measure against (set between New and Start).
+	wakeEveryHeld bool
 
 	// repl is master-slave replication: the HA server of a master, the
 	// HA client of a slave.

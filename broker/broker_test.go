@@ -353,7 +353,7 @@ func TestHoldAfterReleaseAnswersAtOnce(t *testing.T) {
 	b := startTestBroker(t, nil)
 	b.holds.releaseAll()
 	ran := make(chan struct{})
-	b.holds.hold("T", 0, time.Minute, func() bool { return false }, func() { close(ran) })
+	b.holds.hold("T", 0, time.Minute, nil, func() bool { return false }, func() { close(ran) })
 	select {
 	case <-ran:
 	case <-time.After(5 * time.Second):
@@ -497,7 +497,7 @@ func TestLongPollingSkipsUnmatchedMessages(t *testing.T) {
 	}
 }
 
-// A filtered pull held again past a message it rejects is answered at
+// A filtered pull held over a message it rejects is answered at
 // shutdown too, with the offset past it (and a pull re-run once the holds
 // are released is not held again).
 func TestShutdownAnswersFilteredHeldPull(t *testing.T) {

@@ -16,8 +16,10 @@
 // The Remoting server hands each request to a worker goroutine; processors
 // (send.go, pull.go, offsets.go, clients.go, admin.go, query.go,
 // sendback.go) validate it, use the store facade (store.go) and answer. A
-// pull that finds nothing is held (longpoll.go) without a goroutine: the
-// dispatcher's notifier or a timer re-runs it on a small pool.
+// pull that finds nothing is held (longpoll.go; POP and NOTIFICATION in
+// poplongpoll.go) without a goroutine: the dispatcher's notifier or a
+// timer re-runs it on a small pool. The notifier wakes a request filtering
+// by tag only for a dispatch that brought one of its tag codes.
 //
 // Errors of the storage layers become RocketMQ response codes in exactly
 // one place, codes.go.

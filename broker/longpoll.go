@@ -18,6 +18,10 @@ type pullHolds struct {
 	wg      sync.WaitGroup
 	stopped atomic.Bool
 
+	// woken counts the requests a dispatch re-ran (tests and benchmarks
+	// read it: a dispatch their filter rejects must not count).
+	woken atomic.Int64
+
 	mu      sync.Mutex
 	all     map[*heldRequest]struct{} // every request still held
 	closing bool                      // set by releaseAll: nothing is held any more
@@ -75,7 +79,7 @@ func (h *pullHolds) releaseAll() {
 	var wg sync.WaitGroup
 	for _, r := range held {
 		wg.Add(1)
-		if !r.fireIf(true, wg.Done) {
+		if !r.fireIf(true, false, wg.Done) {
 			wg.Done() // its timer or a dispatch got there first
 		}
 	}
@@ -110,6 +114,15 @@ func (h *pullHolds) submit(job func()) {
 	}
 }
 
+// heldMatch is the match a held request registers with the notifier:
+// m, or nil (every dispatch wakes it) under wakeEveryHeld.
+func (b *Broker) heldMatch(m func(kvindex.Arrival) bool) func(kvindex.Arrival) bool {
+	if b.wakeEveryHeld {
+		return nil
+	}
+	return m
+}
+
 // heldRequest is one suspended request.
 type heldRequest struct {
 	h      *pullHolds
@@ -121,10 +134,11 @@ type heldRequest struct {
 
 // hold suspends a request on topic/queueID (kvindex.AnyQueue for any queue
 // of the topic) for at most timeout. rerun is called once, on the pool,
-// when a message is dispatched there or the time is up. ready reports
-// whether there is already something to read; it is checked after the
-// registration, closing the race with a dispatch in between.
-func (h *pullHolds) hold(topic string, queueID int32, timeout time.Duration, ready func() bool, rerun func()) {
+// when a message match accepts is dispatched there (any message when
+// match is nil) or the time is up. ready reports whether there is already
+// something to read; it is checked after the registration, closing the
+// race with a dispatch in between.
+func (h *pullHolds) hold(topic string, queueID int32, timeout time.Duration, match func(kvindex.Arrival) bool, ready func() bool, rerun func()) {
 	r := &heldRequest{h: h, rerun: rerun}
 	h.mu.Lock()
 	if h.closing {
@@ -137,7 +151,7 @@ func (h *pullHolds) hold(topic string, queueID int32, timeout time.Duration, rea
 	}
 	h.all[r] = struct{}{}
 	h.mu.Unlock()
-	r.waiter.Store(h.b.notifier.WaitFunc(topic, queueID, func() { r.fire(false) }))
+	r.waiter.Store(h.b.notifier.WaitMatch(topic, queueID, match, func() { r.fireIf(false, true, nil) }))
 	r.timer.Store(time.AfterFunc(timeout, func() { r.fire(true) }))
 	if ready() {
 		r.fire(true)
@@ -153,14 +167,18 @@ func (h *pullHolds) hold(topic string, queueID int32, timeout time.Duration, rea
 // (the waiter is already removed, and its lock is held: Cancel would
 // deadlock).
 func (r *heldRequest) fire(cancel bool) {
-	r.fireIf(cancel, nil)
+	r.fireIf(cancel, false, nil)
 }
 
 // fireIf fires the request unless it already fired, reporting whether this
-// call fired it; done, when set, runs after the re-run.
-func (r *heldRequest) fireIf(cancel bool, done func()) bool {
+// call fired it; done, when set, runs after the re-run. byDispatch counts
+// the re-run in woken (before it can answer).
+func (r *heldRequest) fireIf(cancel, byDispatch bool, done func()) bool {
 	if r.state.Swap(true) {
 		return false
+	}
+	if byDispatch {
+		r.h.woken.Add(1)
 	}
 	r.h.mu.Lock()
 	delete(r.h.all, r)

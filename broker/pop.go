@@ -138,9 +138,10 @@ func (b *Broker) processPop(_ context.Context, conn *remoting.Conn, req *remotin
 }
 
 // popCheck validates a POP or NOTIFICATION request the way RocketMQ's
-// processors do; it returns the request's filter or an error response.
-func (b *Broker) popCheck(req *remoting.Command, group, topic string, queueID int32, expType, exp string) (pop.Filter, *remoting.Command) {
-	fail := func(code int32, format string, args ...any) (pop.Filter, *remoting.Command) {
+// processors do; it returns the request's subscription (nil when it takes
+// every message) or an error response.
+func (b *Broker) popCheck(req *remoting.Command, group, topic string, queueID int32, expType, exp string) (*subscription, *remoting.Command) {
+	fail := func(code int32, format string, args ...any) (*subscription, *remoting.Command) {
 		return nil, remoting.NewResponse(req, code, fmt.Sprintf(format, args...))
 	}
 	if !meta.Readable(b.permission()) {
@@ -179,7 +180,7 @@ func (b *Broker) popCheck(req *remoting.Command, group, topic string, queueID in
 	if sub.all {
 		return nil, nil
 	}
-	return popFilter{sub}, nil
+	return sub, nil
 }
 
 // pop runs one pass of a pop.
@@ -191,9 +192,13 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 	if p.maxMsgNums > pop.MaxPopMessages {
 		return remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf("the broker[%s] pop message's num is greater than 32", b.cfg.BrokerName))
 	}
-	filter, resp := b.popCheck(req, p.group, p.topic, p.queueID, p.expType, p.exp)
+	sub, resp := b.popCheck(req, p.group, p.topic, p.queueID, p.expType, p.exp)
 	if resp != nil {
 		return resp
+	}
+	var filter pop.Filter
+	if sub != nil {
+		filter = popFilter{sub}
 	}
 	res, err := b.popSvc.Pop(pop.PopRequest{
 		Group: p.group, Topic: p.topic, QueueID: p.queueID, MaxMsgNums: int(max(p.maxMsgNums, 1)),
@@ -217,7 +222,7 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 			return err != nil || has
 		}
 		switch b.popHolds.hold(popHoldKey{p.topic, p.group, p.queueID}, p.bornTime+p.pollTime, b.popWaitTopics(p.topic, p.group, p.order),
-			ready, func() {
+			b.popArrivalMatch(sub), ready, func() {
 				req.MarkHeld()
 				conn.ServeFunc(req, func() *remoting.Command { return b.pop(conn, req, p) })
 			}) {
@@ -470,8 +475,11 @@ func (b *Broker) notification(conn *remoting.Conn, req *remoting.Command, n noti
 			has, err := b.popSvc.HasMessage(n.group, n.topic, n.queueID, n.order, n.attemptID)
 			return err != nil || has
 		}
+		// No match: NOTIFICATION carries no filter (RocketMQ's header has
+		// none, and hasMsg counts every message), so every message is an
+		// answer.
 		switch b.popHolds.hold(popHoldKey{n.topic, n.group, n.queueID}, n.bornTime+n.pollTime, b.popWaitTopics(n.topic, n.group, n.order),
-			ready, func() {
+			nil, ready, func() {
 				req.MarkHeld()
 				conn.ServeFunc(req, func() *remoting.Command { return b.notification(conn, req, n) })
 			}) {

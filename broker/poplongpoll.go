@@ -2,6 +2,7 @@ package broker
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rocketkv/rocketkv/kvindex"
@@ -38,6 +39,9 @@ type popHolds struct {
 	byTopic map[string]map[*popHeld]struct{}
 	total   int
 	closing bool // set by releaseAll: nothing is held any more
+	// woken counts the requests a dispatch re-ran (tests and benchmarks
+	// read it: a dispatch their filter rejects must not count).
+	woken atomic.Int64
 }
 
 // popHeld is one held request.
@@ -57,12 +61,14 @@ func newPopHolds(b *Broker) *popHolds {
 
 // hold suspends a request until deadline (ms since the epoch) or a
 // dispatch to one of topics (the key's queue of the first, any queue of
-// the others). It returns holdFull when maxPopPollingSize requests are
-// held or the key already holds more than popPollingSize, holdTimeout
-// when the deadline is (nearly) past. ready reports whether there is
-// something to read already; it is checked after the registration,
-// closing the race with a dispatch in between.
-func (h *popHolds) hold(key popHoldKey, deadline int64, topics []string, ready func() bool, rerun func()) int {
+// the others). A dispatch to the first topic wakes it only when match
+// accepts it (always when match is nil); to the others (pop-retry topics,
+// read without a filter), always. It returns holdFull when
+// maxPopPollingSize requests are held or the key already holds more than
+// popPollingSize, holdTimeout when the deadline is (nearly) past. ready
+// reports whether there is something to read already; it is checked after
+// the registration, closing the race with a dispatch in between.
+func (h *popHolds) hold(key popHoldKey, deadline int64, topics []string, match func(kvindex.Arrival) bool, ready func() bool, rerun func()) int {
 	wait := time.Until(time.UnixMilli(deadline)) - popTimeoutSlack
 	cfg := h.b.cfg
 	h.mu.Lock()
@@ -95,12 +101,16 @@ func (h *popHolds) hold(key popHoldKey, deadline int64, topics []string, ready f
 	h.mu.Unlock()
 
 	waiters := make([]*kvindex.Waiter, 0, len(topics))
+	woken := func() { r.fireIf(true, nil) }
 	for i, t := range topics {
-		q := key.queueID
-		if i > 0 || q < 0 {
+		q, m := key.queueID, match
+		if i > 0 {
+			q, m = kvindex.AnyQueue, nil
+		}
+		if q < 0 {
 			q = kvindex.AnyQueue
 		}
-		waiters = append(waiters, h.b.notifier.WaitFunc(t, q, r.fire))
+		waiters = append(waiters, h.b.notifier.WaitMatch(t, q, m, woken))
 	}
 	timer := time.AfterFunc(wait, r.fire)
 	h.mu.Lock()
@@ -121,11 +131,12 @@ func (h *popHolds) hold(key popHoldKey, deadline int64, topics []string, ready f
 // fire hands the rerun to the worker pool once. It may run on the
 // dispatcher's goroutine inside the notifier's lock, so the other waiters
 // are cancelled by the job, not here.
-func (r *popHeld) fire() { r.fireIf(nil) }
+func (r *popHeld) fire() { r.fireIf(false, nil) }
 
 // fireIf fires the request unless it already fired, reporting whether this
-// call fired it; done, when set, runs after the re-run.
-func (r *popHeld) fireIf(done func()) bool {
+// call fired it; done, when set, runs after the re-run. byDispatch counts
+// the re-run in woken (before it can answer).
+func (r *popHeld) fireIf(byDispatch bool, done func()) bool {
 	h := r.h
 	h.mu.Lock()
 	if r.fired {
@@ -133,6 +144,9 @@ func (r *popHeld) fireIf(done func()) bool {
 		return false
 	}
 	r.fired = true
+	if byDispatch {
+		h.woken.Add(1)
+	}
 	h.remove(r)
 	h.mu.Unlock()
 	h.b.holds.submit(func() {
@@ -165,7 +179,7 @@ func (h *popHolds) releaseAll() {
 	var wg sync.WaitGroup
 	for _, r := range held {
 		wg.Add(1)
-		if !r.fireIf(wg.Done) {
+		if !r.fireIf(false, wg.Done) {
 			wg.Done()
 		}
 	}
@@ -213,6 +227,28 @@ func (h *popHolds) notify(topic string, queueID int32) {
 	h.mu.Unlock()
 	for _, r := range wake {
 		r.fire()
+	}
+}
+
+// popArrivalMatch is the match of a POP held with sub (nil: every
+// dispatch wakes it): sub's, or one of the new messages at a queue offset
+// whose successor is a multiple of popLongPollingForceNotifyInterval
+// (RocketMQ's force notify, which skips the filter so that a consumer
+// whose filter rejects a long run of messages still moves its offset past
+// them now and then, not only when its poll time is up).
+func (b *Broker) popArrivalMatch(sub *subscription) func(kvindex.Arrival) bool {
+	m := b.heldMatch(sub.arrivalMatch())
+	if m == nil {
+		return nil
+	}
+	every := b.current().PopLongPollingForceNotifyInterval
+	if every <= 0 {
+		return m
+	}
+	return func(a kvindex.Arrival) bool {
+		// RocketMQ forces when (queue offset + 1) % every == 0 for a new
+		// message: one of First+1 .. Next is a multiple of every.
+		return a.Next/every > a.First/every || m(a)
 	}
 }
 

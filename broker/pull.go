@@ -171,19 +171,28 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 			timeout = b.cfg.ShortPollingTime
 		}
 		p.holdUntil = time.Now().Add(timeout)
-		b.holdPull(conn, req, p, timeout)
+		b.holdPull(conn, req, p, sub, timeout)
 		return nil
 	}
-	if r.status == getNoMatched && !allowSuspend && !p.holdUntil.IsZero() && !b.holds.released() {
-		// Woken by messages the filter rejects: hold on past them, as
-		// RocketMQ's hold service does not wake for them, instead of
-		// answering PULL_RETRY_IMMEDIATELY to every one (a tag-filtered
-		// consumer of a busy topic would poll at its rate). Not once the
-		// broker is shutting down: releaseAll answers every pull.
-		if left := time.Until(p.holdUntil); left > 0 {
+	if r.status == getNoMatched && !allowSuspend && !p.holdUntil.IsZero() {
+		// Woken by messages the filter rejects after all (another tag
+		// with one of the subscription's codes, a SQL92 selector, which
+		// every message wakes, an offset reset): hold on past them
+		// instead of answering PULL_RETRY_IMMEDIATELY to every one (a
+		// filtered consumer of a busy topic would poll at its rate). Not
+		// once the broker is shutting down: releaseAll answers every pull.
+		if left := time.Until(p.holdUntil); left > 0 && !b.holds.released() {
 			p.queueOffset = r.nextBegin
-			b.holdPull(conn, req, p, left)
+			b.holdPull(conn, req, p, sub, left)
 			return nil
+		}
+		if r.nextBegin >= r.maxOffset {
+			// The hold ends (time up, or shutdown) over messages the
+			// filter rejects only, which did not wake it: the answer is
+			// the one a hold woken by each of them and moved past it gets
+			// at the end of the queue, PULL_NOT_FOUND there.
+			r.status = getOffsetOverflowOne
+			code = r.status.pullCode(p.queueOffset)
 		}
 	}
 	b.pulled.note(p.group, p.topic, p.queueID, r.nextBegin) // the consumer gauges' pull offset
@@ -228,10 +237,10 @@ func pullResponse(req *remoting.Command, code int32, remark string, next, minOff
 }
 
 // holdPull suspends a pull at p.queueOffset for at most timeout; it is
-// served again (without suspension) when a message is dispatched to the
-// queue or the time is up.
-func (b *Broker) holdPull(conn *remoting.Conn, req *remoting.Command, p pullHeader, timeout time.Duration) {
-	b.holds.hold(p.topic, p.queueID, timeout,
+// served again (without suspension) when a message sub may take is
+// dispatched to the queue, or the time is up.
+func (b *Broker) holdPull(conn *remoting.Conn, req *remoting.Command, p pullHeader, sub *subscription, timeout time.Duration) {
+	b.holds.hold(p.topic, p.queueID, timeout, b.heldMatch(sub.arrivalMatch()),
 		func() bool {
 			maxOff, err := b.cqs.MaxOffset(p.topic, p.queueID)
 			return err == nil && maxOff > p.queueOffset

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/filter"
+	"github.com/rocketkv/rocketkv/kvindex"
 )
 
 // Expression types of a subscription.
@@ -86,6 +87,30 @@ func (s *subscription) matchesCode(code int64) bool {
 	}
 	_, ok := s.codes[code]
 	return ok
+}
+
+// arrivalMatch is the check a request held with this subscription gets
+// before a dispatch re-runs it (RocketMQ's isMatchedByConsumeQueue with
+// the dispatched tagsCode): a TAG subscription wakes only when one of the
+// new entries carries one of its codes; the re-run then checks the exact
+// tag as always. Nil, waking on every dispatch, for no subscription, "*"
+// and SQL92: package filter decides from properties only, and a tag code
+// says nothing about them (RocketMQ narrows SQL92 wakes with the bloom
+// filter bitmap of its ConsumeQueue extension, which rocketkv does not
+// compute, and by evaluating the dispatched message's properties, which
+// the dispatcher does not hand on).
+func (s *subscription) arrivalMatch() func(kvindex.Arrival) bool {
+	if s == nil || s.all || s.sql != nil {
+		return nil
+	}
+	return func(a kvindex.Arrival) bool {
+		for _, c := range a.Codes {
+			if _, ok := s.codes[c]; ok {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // matchesRecord checks the exact tag of a record whose code matched, so

@@ -109,6 +109,12 @@ type Broker struct {
 	RetrieveMessageFromPopRetryTopicV1 bool
 	PopPollingSize                     int
 	MaxPopPollingSize                  int
+	// PopLongPollingForceNotifyInterval: a held POP whose filter rejects
+	// the new messages of its queue is woken all the same when one of
+	// them is at a queue offset whose successor is a multiple of this
+	// (RocketMQ's force notify), so its consumer's offset moves past
+	// what it skips. 0 or less: never.
+	PopLongPollingForceNotifyInterval int64
 
 	// Transactions (RocketMQ's BrokerConfig keys).
 	// RejectTransactionMessage refuses half messages (NO_PERMISSION).

@@ -2,6 +2,7 @@ package configs
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,6 +83,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("retrieveMessageFromPopRetryTopicV1", "true", func(b *Broker) *bool { return &b.RetrieveMessageFromPopRetryTopicV1 }),
 	intRange("popPollingSize", "1024", 0, 1<<30, func(b *Broker) *int { return &b.PopPollingSize }),
 	intRange("maxPopPollingSize", "100000", 0, 1<<30, func(b *Broker) *int { return &b.MaxPopPollingSize }),
+	i64Range("popLongPollingForceNotifyInterval", "800", math.MinInt64, math.MaxInt64, func(b *Broker) *int64 { return &b.PopLongPollingForceNotifyInterval }),
 
 	boolean("rejectTransactionMessage", "false", func(b *Broker) *bool { return &b.RejectTransactionMessage }),
 	millisRange("transactionTimeOut", "6000", 1, func(b *Broker) *time.Duration { return &b.TransactionTimeOut }),

@@ -17,7 +17,25 @@ import (
 // (8 queues of one topic, with TAGS, KEYS and UNIQ_KEY properties) are
 // appended to the CommitLog before the timer starts, and the time is the
 // dispatcher's indexing them from the start of the log.
-func BenchmarkDispatch(b *testing.B) {
+func BenchmarkDispatch(b *testing.B) { benchDispatch(b, nil) }
+
+// BenchmarkDispatchNotifier is BenchmarkDispatch with a Notifier: idle
+// (nothing held: no tag codes collected) and held (a request held on
+// every queue of the topic whose match rejects every dispatch, so every
+// batch collects, groups and sorts the codes and asks the match once per
+// queue), against none in the same run.
+func BenchmarkDispatchNotifier(b *testing.B) {
+	b.Run("none", func(b *testing.B) { benchDispatch(b, nil) })
+	b.Run("idle", func(b *testing.B) { benchDispatch(b, NewNotifier()) })
+	b.Run("held", func(b *testing.B) {
+		n := NewNotifier()
+		w := n.WaitMatch("BenchDispatch", AnyQueue, func(Arrival) bool { return false }, func() {})
+		defer w.Cancel()
+		benchDispatch(b, n)
+	})
+}
+
+func benchDispatch(b *testing.B, n *Notifier) {
 	root := b.TempDir()
 	db, err := Open(Options{Dir: filepath.Join(root, DirName), Logger: zerolog.Nop()})
 	if err != nil {
@@ -51,7 +69,7 @@ func BenchmarkDispatch(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	disp, err := NewDispatcher(DispatcherOptions{Log: l, DB: db, Store: store, Offsets: offsets, Logger: zerolog.Nop()})
+	disp, err := NewDispatcher(DispatcherOptions{Log: l, DB: db, Store: store, Offsets: offsets, Notifier: n, Logger: zerolog.Nop()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -69,7 +69,8 @@ type DispatcherOptions struct {
 	// Offsets, when set, learns how far each queue is dispatched (so idle
 	// queues can be evicted).
 	Offsets *QueueOffsets
-	// Notifier, when set, is told about every queue that got entries.
+	// Notifier, when set, is told about every queue that got entries and
+	// their tag codes (nothing, at no cost, while nobody waits on it).
 	Notifier *Notifier
 	// Hooks by topic.
 	Hooks map[string]Hook
@@ -141,8 +142,14 @@ type Dispatcher struct {
 	entries []cq.Dispatch
 	touched map[qkey]int // index into queues
 	queues  []pendingQueue
-	topics  map[string]string // topic names handed to the records' decoder
-	decode  commitlog.DecodeOptions
+	// Tag codes of the batch's entries for the Notifier, collected only
+	// when somebody waits on it: by record (a code that repeats the
+	// queue's previous one is left out), then grouped by queue. At most
+	// one of each per record of a batch.
+	batchCodes []queueCode
+	codes      []int64
+	topics     map[string]string // topic names handed to the records' decoder
+	decode     commitlog.DecodeOptions
 }
 
 // maxDispatchTopics bounds the topic names the dispatcher keeps to hand
@@ -576,7 +583,18 @@ func (d *Dispatcher) skipToLogStart() (bool, error) {
 type pendingQueue struct {
 	topic string
 	qid   int32
+	first int64 // queue offset of the queue's first entry in the batch
 	next  int64
+	// The queue's tag codes, when collected: the last one, how many, and
+	// where they start in Dispatcher.codes once grouped.
+	lastCode     int64
+	ncodes, from int
+}
+
+// queueCode is a tag code of the batch's queue q (an index into queues).
+type queueCode struct {
+	q    int
+	code int64
 }
 
 // dispatchBatch indexes the records available at the reader, up to
@@ -589,6 +607,7 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 		clear(d.touched)
 	}
 	entries, touched, queues := d.entries[:0], d.touched, d.queues[:0]
+	d.batchCodes = d.batchCodes[:0]
 	defer func() {
 		// Keep the room, drop what the records referenced.
 		clear(entries)
@@ -598,6 +617,10 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 	b := d.opts.DB.pdb.NewBatch()
 	defer b.Close()
 	var kb keyBatch
+	// Tag codes are collected record by record only when somebody waits
+	// already; one who begins to wait during the batch gets them from
+	// the entries after the commit.
+	collect := d.opts.Notifier != nil && !d.opts.Notifier.Idle()
 	// One Message for the batch: handing it to a hook makes it escape, so
 	// one declared per record cost a heap allocation per record.
 	var m commitlog.Message
@@ -629,11 +652,16 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 		if ent, ok := d.entryOf(&m, e); ok {
 			entries = append(entries, ent)
 			q := queueIDOf(m.Topic, m.QueueID)
-			if i, ok := touched[q]; ok {
+			i, ok := touched[q]
+			if ok {
 				queues[i].next = max(queues[i].next, m.QueueOffset+1)
 			} else {
-				touched[q] = len(queues)
-				queues = append(queues, pendingQueue{m.Topic, m.QueueID, m.QueueOffset + 1})
+				i = len(queues)
+				touched[q] = i
+				queues = append(queues, pendingQueue{topic: m.Topic, qid: m.QueueID, first: m.QueueOffset, next: m.QueueOffset + 1})
+			}
+			if collect {
+				d.addCode(queues, i, ent.Entry.TagsCode)
 			}
 		}
 		if tx != commitlog.TransactionRollback && !d.opts.SkipKeyIndex {
@@ -684,17 +712,56 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 	if d.kv != nil {
 		d.kv.publish(pending)
 	}
-	d.next.Store(end)
 	for _, q := range queues {
 		if d.opts.Offsets != nil {
 			d.opts.Offsets.Dispatched(q.topic, q.qid, q.next)
 		}
-		if d.opts.Notifier != nil {
-			d.opts.Notifier.Notify(q.topic, q.qid)
+	}
+	if nt := d.opts.Notifier; nt != nil && !nt.Idle() {
+		if !collect {
+			// Somebody began to wait during the batch.
+			for _, e := range entries {
+				d.addCode(queues, touched[queueIDOf(e.Topic, e.QueueID)], e.Entry.TagsCode)
+			}
+		}
+		d.groupCodes(queues)
+		for _, q := range queues {
+			nt.NotifyArrival(Arrival{Topic: q.topic, QueueID: q.qid, First: q.first, Next: q.next,
+				Codes: d.codes[q.from : q.from+q.ncodes : q.from+q.ncodes]})
 		}
 	}
+	// After the notifications: WaitFor's callers (tests among them) find
+	// the held requests of what they waited for already told.
+	d.next.Store(end)
 	d.wake(nil)
 	return n, nil
+}
+
+// addCode adds a tag code of an entry of the batch's queue i, unless it
+// repeats the queue's previous one.
+func (d *Dispatcher) addCode(queues []pendingQueue, i int, code int64) {
+	if pq := &queues[i]; pq.ncodes == 0 || pq.lastCode != code {
+		pq.lastCode = code
+		pq.ncodes++
+		d.batchCodes = append(d.batchCodes, queueCode{i, code})
+	}
+}
+
+// groupCodes puts the batch's tag codes in d.codes queue by queue (a
+// counting sort by queue: no comparisons) and sets each queue's from.
+func (d *Dispatcher) groupCodes(queues []pendingQueue) {
+	total := 0
+	for i := range queues {
+		queues[i].from = total
+		total += queues[i].ncodes
+		queues[i].ncodes = 0 // counted again as the codes are placed
+	}
+	d.codes = slices.Grow(d.codes[:0], total)[:total]
+	for _, c := range d.batchCodes {
+		q := &queues[c.q]
+		d.codes[q.from+q.ncodes] = c.code
+		q.ncodes++
+	}
 }
 
 // topicName returns the topic string for a record's topic bytes: the same

@@ -1,6 +1,10 @@
 package kvindex
 
-import "sync"
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+)
 
 // Notifier wakes long-polling readers (pull, pop) when the dispatcher
 // indexes new entries for their queue. It holds only queues somebody is
@@ -9,11 +13,20 @@ import "sync"
 // Use it as: w := n.Wait(topic, q); re-check the queue; if still empty,
 // select on w.C() and a timer; then w.Cancel(). Registering before the
 // re-check closes the race with a dispatch in between.
+//
+// A waiter may carry a match (WaitMatch): a dispatch wakes it only when
+// the match accepts the Arrival, which tells the tag codes of the new
+// entries; the others stay registered. That is RocketMQ's check of a held
+// request's MessageFilter against the dispatched tagsCode before it is
+// woken, so a consumer group filtering by tag is not re-run for every
+// message of the other tags of its topic.
 type Notifier struct {
 	mu      sync.Mutex
 	byQueue map[qkey]map[*Waiter]struct{}
 	byTopic map[string]map[*Waiter]struct{}
-	count   int
+	// count is the number of registered waiters; written under mu, read
+	// without it by Idle.
+	count atomic.Int64
 }
 
 // Waiter is one registration with a Notifier.
@@ -23,7 +36,20 @@ type Waiter struct {
 	any   bool
 	ch    chan struct{}
 	fn    func()
+	match func(Arrival) bool
 	fired bool
+}
+
+// Arrival is what one dispatch brought to a queue: its entries from
+// queue offset First up to Next (exclusive), and their tag codes.
+type Arrival struct {
+	Topic       string
+	QueueID     int32
+	First, Next int64
+	// Codes are the ConsumeQueue tag codes of the new entries, each once,
+	// in no particular order. Nil means unknown (Notify: a wake that is
+	// no dispatch): every waiter is woken then, whatever its match.
+	Codes []int64
 }
 
 // AnyQueue registers a wait on every queue of a topic.
@@ -47,7 +73,17 @@ func (n *Notifier) Wait(topic string, queueID int32) *Waiter {
 // notifier (hand the work to another goroutine). A held request costs no
 // goroutine this way. C must not be used on such a waiter.
 func (n *Notifier) WaitFunc(topic string, queueID int32, fn func()) *Waiter {
-	return n.register(&Waiter{n: n, q: queueIDOf(topic, queueID), any: queueID == AnyQueue, fn: fn})
+	return n.WaitMatch(topic, queueID, nil, fn)
+}
+
+// WaitMatch is WaitFunc for the first dispatch whose Arrival match
+// accepts (any dispatch when match is nil, and any Arrival without Codes).
+// match runs like fn, on the dispatcher's goroutine with the notifier
+// locked, once per dispatch to the queue while the waiter is registered:
+// it must be cheap (a lookup of a few codes), must not block and must not
+// keep the Arrival's Codes, which the dispatcher reuses.
+func (n *Notifier) WaitMatch(topic string, queueID int32, match func(Arrival) bool, fn func()) *Waiter {
+	return n.register(&Waiter{n: n, q: queueIDOf(topic, queueID), any: queueID == AnyQueue, fn: fn, match: match})
 }
 
 func (n *Notifier) register(w *Waiter) *Waiter {
@@ -69,7 +105,7 @@ func (n *Notifier) register(w *Waiter) *Waiter {
 		}
 		set[w] = struct{}{}
 	}
-	n.count++
+	n.count.Add(1)
 	return w
 }
 
@@ -99,34 +135,56 @@ func (w *Waiter) Cancel() {
 			delete(n.byQueue, w.q)
 		}
 	}
-	n.count--
+	n.count.Add(-1)
 }
 
-// Notify wakes every waiter of topic/queueID and of the whole topic.
+// Notify wakes every waiter of topic/queueID and of the whole topic,
+// whatever their matches (an Arrival without Codes).
 func (n *Notifier) Notify(topic string, queueID int32) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if len(n.byQueue) == 0 && len(n.byTopic) == 0 {
+	n.NotifyArrival(Arrival{Topic: topic, QueueID: queueID})
+}
+
+// NotifyArrival wakes the waiters of a.Topic/a.QueueID and of the whole
+// topic that a accepts. It may reorder a.Codes (it drops repeats before
+// the first match runs). With nothing registered it returns at once.
+func (n *Notifier) NotifyArrival(a Arrival) {
+	if n.Idle() {
 		return
 	}
-	q := queueIDOf(topic, queueID)
-	if set := n.byQueue[q]; set != nil {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	q := queueIDOf(a.Topic, a.QueueID)
+	compacted := false
+	wake := func(set map[*Waiter]struct{}) int {
 		for w := range set {
+			if w.match != nil && a.Codes != nil {
+				if !compacted {
+					// Sorted once per dispatch, and only when somebody
+					// filters: matches then see each code once.
+					slices.Sort(a.Codes)
+					a.Codes = slices.Compact(a.Codes)
+					compacted = true
+				}
+				if !w.match(a) {
+					continue
+				}
+			}
+			delete(set, w)
 			n.fire(w)
 		}
+		return len(set)
+	}
+	if set := n.byQueue[q]; set != nil && wake(set) == 0 {
 		delete(n.byQueue, q)
 	}
-	if set := n.byTopic[topic]; set != nil {
-		for w := range set {
-			n.fire(w)
-		}
-		delete(n.byTopic, topic)
+	if set := n.byTopic[a.Topic]; set != nil && wake(set) == 0 {
+		delete(n.byTopic, a.Topic)
 	}
 }
 
 func (n *Notifier) fire(w *Waiter) {
 	w.fired = true
-	n.count--
+	n.count.Add(-1)
 	if w.fn != nil {
 		w.fn()
 		return
@@ -135,8 +193,8 @@ func (n *Notifier) fire(w *Waiter) {
 }
 
 // Waiting returns the number of registered waiters.
-func (n *Notifier) Waiting() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.count
-}
+func (n *Notifier) Waiting() int { return int(n.count.Load()) }
+
+// Idle reports whether nothing is registered: the dispatcher then neither
+// collects tag codes nor takes the notifier's lock.
+func (n *Notifier) Idle() bool { return n.count.Load() == 0 }
