@@ -1,6 +1,9 @@
 package broker
 
-import "sync"
+import (
+	"maps"
+	"sync"
+)
 
 // groupQueue names one queue of a topic as a consumer group reads it.
 type groupQueue struct {
@@ -48,11 +51,7 @@ func (p *pullPositions) snapshot() map[groupQueue]int64 {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make(map[groupQueue]int64, len(p.next))
-	for k, v := range p.next {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(p.next)
 }
 
 // prune drops the entries of a snapshot that useful does not keep, unless
