@@ -31,33 +31,41 @@ func (b *Broker) sendsWaitDurable() bool {
 // are flushed and replicated as the broker's roles require, with
 // FLUSH_DISK_TIMEOUT or FLUSH_SLAVE_TIMEOUT when they are not in time,
 // as RocketMQ's put does. answer builds the response from the final
-// result.
-//
-// The wait runs on a goroutine of its own and answerDurable returns nil
-// (the answer comes later): a worker blocked for a group commit is one
-// the other requests cannot use, and with a wait of about a millisecond
-// the worker pool (16 on two cores) capped a SYNC_FLUSH broker at about
-// sixteen sends per flush whatever the producers had in flight. The
-// goroutines belong to the broker's wait group and are started by
-// workers only, which have all returned before Shutdown waits for it
-// (as admitted's).
+// result. The wait runs off the worker (see offWorker).
 func (b *Broker) answerDurable(conn *remoting.Conn, req *remoting.Command, res commitlog.AppendResult, waitFlush bool,
 	answer func(commitlog.AppendResult) *remoting.Command) *remoting.Command {
 	if !waitFlush || !b.sendsWaitDurable() {
 		return answer(res)
 	}
+	return b.offWorker(conn, req, func(ctx context.Context) *remoting.Command { return answer(b.durable(ctx, res)) })
+}
+
+// offWorker runs serve, a request's processing that waits for a group
+// commit or for slaves, on a goroutine of its own and returns nil (the
+// answer comes later); when the waiting requests already hold
+// maxDurableWaitBytes, or the broker is shutting down, it runs serve on
+// the calling worker and returns its answer.
+//
+// A worker blocked for a group commit is one the other requests cannot
+// use: with a wait of about a millisecond the worker pool (16 on two
+// cores) capped a SYNC_FLUSH broker at about sixteen sends per flush
+// whatever the producers had in flight, and pulls, heartbeats and offset
+// commits queued behind them. The goroutines belong to the broker's wait
+// group and are started by workers only, which have all returned before
+// Shutdown waits for it (as admitted's).
+func (b *Broker) offWorker(conn *remoting.Conn, req *remoting.Command, serve func(ctx context.Context) *remoting.Command) *remoting.Command {
 	if b.shutdown.Load() {
-		return answer(b.durable(conn.Context(), res))
+		return serve(conn.Context())
 	}
 	weight := int64(len(req.Body) + durableWaitOverhead)
 	if !b.durableWaits.TryAcquire(weight) {
-		return answer(b.durable(conn.Context(), res))
+		return serve(conn.Context())
 	}
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
 		defer b.durableWaits.Release(weight)
-		conn.ServeFunc(req, func() *remoting.Command { return answer(b.durable(conn.Context(), res)) })
+		conn.ServeFunc(req, func() *remoting.Command { return serve(conn.Context()) })
 	}()
 	return nil
 }

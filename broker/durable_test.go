@@ -112,3 +112,69 @@ func TestSyncFlushSendTimesOutOrDoesNotWait(t *testing.T) {
 		t.Fatalf("FLUSH_DISK_TIMEOUT answer without the stored message's id and offset: %v", r.ExtFields)
 	}
 }
+
+// END_TRANSACTION commits under SYNC_FLUSH wait for their flush off the
+// workers too: more commits than workers are stored behind one stalled
+// flush while another request is answered, and each is answered SUCCESS
+// once the flush comes.
+func TestSyncFlushEndTransactionsWaitOffTheWorkers(t *testing.T) {
+	b, open := stalledFlushBroker(t, nil)
+	c := b.client(nil)
+	n := 2 * max(16, 4*runtime.GOMAXPROCS(0))
+	halves := make([]sentHalf, n)
+	for i := range halves {
+		uniq := fmt.Sprintf("UNIQ-DURABLE-%03d", i)
+		halves[i] = sendHalf(t, c, "TxDurable", 0, uniq, "body", "WAIT\x01false\x02", time.Now().UnixMilli())
+	}
+	answers := make(chan *remoting.Command, n)
+	before := b.clog.MaxOffset()
+	for _, h := range halves {
+		req := remoting.NewRequest(remoting.EndTransaction, map[string]string{
+			"producerGroup": "pg", "tranStateTableOffset": strconv.FormatInt(h.queueOffset, 10),
+			"commitLogOffset": strconv.FormatInt(h.phy, 10), "commitOrRollback": "8",
+			"fromTransactionCheck": "false", "msgId": h.uniq, "transactionId": h.uniq,
+		}, nil)
+		if err := c.InvokeAsync(req, func(resp *remoting.Command, err error) {
+			if err != nil {
+				resp = &remoting.Command{Code: -1, Remark: err.Error()}
+			}
+			answers <- resp
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "every commit stored behind the stalled flush", func() bool {
+		return recordsFrom(t, b, before) >= n
+	})
+	if r := call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil); r.Code != remoting.Success {
+		t.Fatalf("runtime info while commits wait: %d %s", r.Code, r.Remark)
+	}
+	select {
+	case r := <-answers:
+		t.Fatalf("a commit was answered (code %d) before its flush", r.Code)
+	default:
+	}
+	open()
+	for range n {
+		if r := <-answers; r.Code != remoting.Success {
+			t.Fatalf("commit answered %d %q after the flush, want SUCCESS", r.Code, r.Remark)
+		}
+	}
+	if got := pullAll(t, b, c, "TxDurable", 0); len(got) != n {
+		t.Fatalf("%d committed messages readable, want %d", len(got), n)
+	}
+}
+
+// recordsFrom counts the CommitLog records from phy to the log's end.
+func recordsFrom(t *testing.T, b *testBroker, phy int64) int {
+	t.Helper()
+	n := 0
+	for end := b.clog.MaxOffset(); phy < end; n++ {
+		_, m, ok, err := b.readRecord(phy)
+		if err != nil || !ok {
+			t.Fatalf("read the record at %d: %v (found %v)", phy, err, ok)
+		}
+		phy += int64(m.StoreSize)
+	}
+	return n
+}

@@ -166,14 +166,23 @@ func (b *Broker) processEndTransaction(ctx context.Context, conn *remoting.Conn,
 	default:
 		return bad(errors.New("commitOrRollback must be 0, 8 or 12"))
 	}
-	if err := b.txns.End(ctx, er); err != nil {
-		code := remoting.SystemError
-		if errors.Is(err, txn.ErrTooLate) {
-			code = remoting.IllegalOperation
+	end := func(ctx context.Context) *remoting.Command {
+		if err := b.txns.End(ctx, er); err != nil {
+			code := remoting.SystemError
+			if errors.Is(err, txn.ErrTooLate) {
+				code = remoting.IllegalOperation
+			}
+			b.log.Warn().Err(err).Str("group", er.ProducerGroup).Str("msgId", er.MsgID).
+				Int64("commitLogOffset", er.CommitLogOffset).Stringer("state", er.State).Msg("END_TRANSACTION failed")
+			return remoting.NewResponse(req, code, err.Error())
 		}
-		b.log.Warn().Err(err).Str("group", er.ProducerGroup).Str("msgId", er.MsgID).
-			Int64("commitLogOffset", er.CommitLogOffset).Stringer("state", er.State).Msg("END_TRANSACTION failed")
-		return remoting.NewResponse(req, code, err.Error())
+		return remoting.NewResponse(req, remoting.Success, "")
 	}
-	return remoting.NewResponse(req, remoting.Success, "")
+	if b.sendsWaitDurable() {
+		// The end stores the committed message (or the rollback's op
+		// record) and waits for its flush and slaves: off the worker, as
+		// a send's wait.
+		return b.offWorker(conn, req, end)
+	}
+	return end(ctx)
 }
