@@ -236,6 +236,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 			_ = b.stopMetrics(context.Background())
 			b.closeStores()
 			b.cancel()
+			b.shutdown.Store(true) // a Shutdown after a failed Start has nothing to stop
 		}
 	}()
 	root := b.cfg.StorePathRootDir
