@@ -117,6 +117,9 @@ func (b *Broker) isSystemTopic(topic string) bool {
 	case autoCreateTopic, "BenchmarkTest", "RMQ_SYS_TRACE_TOPIC", b.cfg.BrokerClusterName, b.cfg.BrokerName:
 		return true
 	}
+	if b.cfg.TraceTopicEnable && topic == b.cfg.MsgTraceTopicName {
+		return true
+	}
 	if cluster, ok := strings.CutSuffix(topic, replyTopicSuffix); ok && cluster == b.cfg.BrokerClusterName {
 		return true // the reply topic, without building its name on every send
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/adminbody"
@@ -290,5 +292,39 @@ func TestConsumerStatusAskedOfEveryClient(t *testing.T) {
 	}
 	if r := call(t, admin, remoting.InvokeBrokerToGetConsumerStatus, map[string]string{"topic": "StT", "group": "nobody"}, nil); r.Code != remoting.SystemError {
 		t.Fatalf("group without clients: %d %s", r.Code, r.Remark)
+	}
+}
+
+// traceTopicEnable creates msgTraceTopicName (one queue, read-write) at
+// start, listed as a system topic, as RocketMQ's TopicConfigManager does;
+// a name that is no topic name stops the broker from starting.
+func TestTraceTopicEnable(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"traceTopicEnable": "true", "msgTraceTopicName": "MyTraceTopic"})
+	tc, ok, err := b.topics.table.Get("MyTraceTopic")
+	if err != nil || !ok || tc.ReadQueueNums != 1 || tc.WriteQueueNums != 1 || tc.Perm != meta.PermRead|meta.PermWrite {
+		t.Fatalf("trace topic %+v (found %v, %v), want one read-write queue", tc, ok, err)
+	}
+	r := call(t, b.client(nil), remoting.GetSystemTopicListFromBroker, nil, nil)
+	if r.Code != remoting.Success || !strings.Contains(string(r.Body), `"MyTraceTopic"`) {
+		t.Fatalf("system topics %d %s, want MyTraceTopic among them", r.Code, r.Body)
+	}
+
+	off := startTestBroker(t, nil)
+	if _, ok, _ := off.topics.table.Get("RMQ_SYS_TRACE_TOPIC"); ok {
+		t.Fatal("the trace topic was created with traceTopicEnable off")
+	}
+
+	loaded, err := configs.LoadBroker("", map[string]string{"storePathRootDir": t.TempDir(), "listenPort": "0",
+		"traceTopicEnable": "true", "msgTraceTopicName": "bad topic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := New(loaded.Broker, zerolog.Nop())
+	if err == nil {
+		err = bad.Start(context.Background())
+		_ = bad.Shutdown(context.Background())
+	}
+	if err == nil || !strings.Contains(err.Error(), "msgTraceTopicName") {
+		t.Fatalf("start with msgTraceTopicName %q: %v, want an error naming the key", "bad topic", err)
 	}
 }

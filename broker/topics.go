@@ -92,6 +92,12 @@ func (m *topicManager) ensureSystemTopics() error {
 	brokerT := meta.NewTopicConfig(cfg.BrokerName, 1)
 	brokerT.Perm = meta.PermInherit | meta.PermRead | meta.PermWrite
 	want = append(want, cluster, brokerT)
+	if cfg.TraceTopicEnable {
+		if remark := validateTopicName(cfg.MsgTraceTopicName); remark != "" {
+			return fmt.Errorf("msgTraceTopicName %q: %s", cfg.MsgTraceTopicName, remark)
+		}
+		want = append(want, meta.NewTopicConfig(cfg.MsgTraceTopicName, 1))
+	}
 	if cfg.AutoCreateTopicEnable {
 		tbw := meta.NewTopicConfig(autoCreateTopic, cfg.DefaultTopicQueueNums)
 		tbw.Perm = meta.PermInherit | meta.PermRead | meta.PermWrite

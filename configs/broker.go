@@ -81,6 +81,10 @@ type Broker struct {
 	AutoCreateTopicEnable       bool
 	AutoCreateSubscriptionGroup bool
 	DefaultTopicQueueNums       int
+	// TraceTopicEnable creates MsgTraceTopicName (one queue) at start, for
+	// clients that send message traces to it.
+	TraceTopicEnable  bool
+	MsgTraceTopicName string
 
 	// Name server registration.
 	RegisterNameServerPeriod time.Duration

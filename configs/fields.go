@@ -65,6 +65,8 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("autoCreateTopicEnable", "true", func(b *Broker) *bool { return &b.AutoCreateTopicEnable }),
 	boolean("autoCreateSubscriptionGroup", "true", func(b *Broker) *bool { return &b.AutoCreateSubscriptionGroup }),
 	intRange("defaultTopicQueueNums", "8", 1, 65535, func(b *Broker) *int { return &b.DefaultTopicQueueNums }),
+	boolean("traceTopicEnable", "false", func(b *Broker) *bool { return &b.TraceTopicEnable }),
+	str("msgTraceTopicName", "RMQ_SYS_TRACE_TOPIC", func(b *Broker) *string { return &b.MsgTraceTopicName }),
 
 	millis("registerNameServerPeriod", "30000", func(b *Broker) *time.Duration { return &b.RegisterNameServerPeriod }),
 	millis("registerBrokerTimeoutMills", "24000", func(b *Broker) *time.Duration { return &b.RegisterBrokerTimeout }),
