@@ -155,9 +155,9 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 	if cfg.BrokerID, err = checkRole(cfg.BrokerRole, cfg.BrokerID); err != nil {
 		return nil, err
 	}
-	levels, err := meta.ParseDelayLevels(meta.DefaultMessageDelayLevel)
+	levels, err := meta.ParseDelayLevels(cfg.MessageDelayLevel)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("messageDelayLevel: %w", err)
 	}
 	b := &Broker{
 		cfg:              cfg,
@@ -413,7 +413,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 		Log: clog, DB: db, Store: b.cqs, Mirror: b.cqMirror, FileFlushInterval: b.cfg.FlushIntervalConsumeQueue,
 		OpenFileLayout: b.openFileLayoutReadOnly, Offsets: b.qoffsets, Notifier: b.notifier,
 		SkipKeyIndex: !b.cfg.MessageIndexEnable, MaxLagBytes: b.cfg.MaxDispatchLagBytes,
-		Hooks: hooks, CommitHook: b.txns.CommitHook(), Logger: b.root,
+		Hooks: hooks, CommitHook: b.txns.CommitHook(), Logger: b.root, DelayLevels: b.delayLevels,
 	})
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -428,5 +429,42 @@ func TestRetrySendOfAnOrderlyGroupGoesToTheDLQ(t *testing.T) {
 	}
 	if got := pullAll(t, b, c, "%RETRY%ordered", 0); len(got) != 0 {
 		t.Fatalf("a group holding a lock: %d messages in its retry topic", len(got))
+	}
+}
+
+// messageDelayLevel sets the delays of the levels, beyond RocketMQ's
+// eighteen too: level 20 of a twenty-level list is parked in queue 19 with
+// its own delivery time and delivered after it; a level past the last
+// uses the last. A list that does not parse stops the broker with an
+// error naming the key.
+func TestCustomMessageDelayLevels(t *testing.T) {
+	levels := strings.Repeat("2h ", 18) + "3s 1s"
+	b := startTestBroker(t, map[string]string{"messageDelayLevel": levels})
+	c := b.client(nil)
+	mustSend(t, c, "CustomDelay", 0, "level 20", "DELAY\x0120\x02") // 1 s
+	mustSend(t, c, "CustomDelay", 1, "level 25", "DELAY\x0125\x02") // past the last: 1 s
+	b.caughtUp()
+	// Queue 19 is past the schedule topic's 18 queues (RocketMQ's
+	// topic config too): the schedule service reads it all the same.
+	entries, err := b.cqs.Get(meta.ScheduleTopic, 19, 0, 2)
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("SCHEDULE_TOPIC_XXXX queue 19 holds %v (%v), want both messages (level 20, and 25 taken as 20)", entries, err)
+	}
+	for i, e := range entries {
+		_, parked, ok, err := b.readRecord(e.PhyOffset)
+		if err != nil || !ok || e.TagsCode != parked.StoreTimestamp+1000 {
+			t.Fatalf("schedule entry %d: tag code %d, parked at %d (%v), want the delivery time store time + 1000", i, e.TagsCode, parked.StoreTimestamp, err)
+		}
+	}
+	for qid, body := range map[int32]string{0: "level 20", 1: "level 25"} {
+		got := waitDelivered(t, b, c, "CustomDelay", qid, 1)
+		if string(got[0].Body) != body || got[0].StoreTimestamp < entries[qid].TagsCode-50 {
+			t.Fatalf("queue %d delivered %q at %d, due at %d", qid, got[0].Body, got[0].StoreTimestamp, entries[qid].TagsCode)
+		}
+	}
+
+	if _, err := configs.LoadBroker("", map[string]string{"messageDelayLevel": "1s 5x"}); err == nil ||
+		!strings.Contains(err.Error(), "messageDelayLevel") {
+		t.Fatalf("messageDelayLevel \"1s 5x\": %v, want an error naming the key", err)
 	}
 }

@@ -81,6 +81,9 @@ type Broker struct {
 	AutoCreateTopicEnable       bool
 	AutoCreateSubscriptionGroup bool
 	DefaultTopicQueueNums       int
+	// MessageDelayLevel lists the delays of the delay levels 1, 2, ...
+	// (RocketMQ's syntax: "1s 5s 10s 30s 1m ... 2h", units s, m, h, d).
+	MessageDelayLevel string
 	// TraceTopicEnable creates MsgTraceTopicName (one queue) at start, for
 	// clients that send message traces to it.
 	TraceTopicEnable  bool

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rocketkv/rocketkv/meta"
 )
 
 // field binds one configuration key (and its historical aliases) to a field
@@ -65,6 +67,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("autoCreateTopicEnable", "true", func(b *Broker) *bool { return &b.AutoCreateTopicEnable }),
 	boolean("autoCreateSubscriptionGroup", "true", func(b *Broker) *bool { return &b.AutoCreateSubscriptionGroup }),
 	intRange("defaultTopicQueueNums", "8", 1, 65535, func(b *Broker) *int { return &b.DefaultTopicQueueNums }),
+	delayLevels("messageDelayLevel", meta.DefaultMessageDelayLevel, func(b *Broker) *string { return &b.MessageDelayLevel }),
 	boolean("traceTopicEnable", "false", func(b *Broker) *bool { return &b.TraceTopicEnable }),
 	str("msgTraceTopicName", "RMQ_SYS_TRACE_TOPIC", func(b *Broker) *string { return &b.MsgTraceTopicName }),
 
@@ -148,6 +151,18 @@ func withAliases[T any](f field[T], aliases ...string) field[T] {
 
 func str[T any](key, def string, ptr func(*T) *string) field[T] {
 	return field[T]{key: key, def: def, set: func(b *T, raw string) error {
+		*ptr(b) = raw
+		return nil
+	}, get: func(b *T) string { return *ptr(b) }}
+}
+
+// delayLevels reads a messageDelayLevel list, checked as the broker will
+// parse it, and keeps it as written.
+func delayLevels[T any](key, def string, ptr func(*T) *string) field[T] {
+	return field[T]{key: key, def: def, set: func(b *T, raw string) error {
+		if _, err := meta.ParseDelayLevels(raw); err != nil {
+			return err
+		}
 		*ptr(b) = raw
 		return nil
 	}, get: func(b *T) string { return *ptr(b) }}
