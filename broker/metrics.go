@@ -76,7 +76,7 @@ func (b *Broker) startMetrics() error {
 		lags := &cached[[]metrics.Lag]{ttl: b.lagTTL, compute: b.consumerLags}
 		src.Lags = func() []metrics.Lag { return lags.get(b.log) }
 	}
-	b.metrics = metrics.New(labels, src)
+	b.metrics = metrics.New(labels, src, metrics.Bare)
 	host := b.cfg.MetricsPromExporterHost
 	if host == "" {
 		host = b.hostIP.String()
