@@ -32,7 +32,7 @@ const lagTTL = 15 * time.Second
 
 // startMetrics starts the Prometheus exporter when metricsExporterType is
 // PROM, on metricsPromExporterHost (brokerIP1 when empty, as RocketMQ) and
-// metricsPromExporterPort.
+// metricsPromExporterPort, under the names metricsNameUnitSuffix chooses.
 func (b *Broker) startMetrics() error {
 	if b.cfg.MetricsExporterType != configs.MetricsPROM {
 		return nil
@@ -76,7 +76,11 @@ func (b *Broker) startMetrics() error {
 		lags := &cached[[]metrics.Lag]{ttl: b.lagTTL, compute: b.consumerLags}
 		src.Lags = func() []metrics.Lag { return lags.get(b.log) }
 	}
-	b.metrics = metrics.New(labels, src)
+	names := metrics.Bare
+	if b.cfg.MetricsNameUnitSuffix {
+		names = metrics.UnitSuffixed
+	}
+	b.metrics = metrics.New(labels, src, names)
 	host := b.cfg.MetricsPromExporterHost
 	if host == "" {
 		host = b.hostIP.String()

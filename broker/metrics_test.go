@@ -3,6 +3,7 @@ package broker
 import (
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -82,11 +83,11 @@ func TestPrometheusMetrics(t *testing.T) {
 		`rocketmq_messages_in_total{` + l + `is_system="false",message_type="transaction",` + n + `,topic="TxMetT"} 2`,
 		`rocketmq_consumer_lag_messages{` + l + `consumer_group="g-met",is_retry="false",is_system="false",` + n + `,topic="MetT"} 1`,
 		`rocketmq_message_size_count{` + l + `is_system="false",message_type="normal",` + n + `,topic="MetT"} 2`,
-		`rocketmq_finish_message_latency_count{` + l + n + `,topic="TxMetT"} 1`,
-		`rocketmq_topic_create_execution_time_count{` + l + `invocation_status="success",is_system="false",` + n + `} 1`,
-		`rocketmq_consumer_group_create_execution_time_count{` + l + `invocation_status="success",` + n + `} 1`,
+		`rocketmq_finish_message_latency_milliseconds_count{` + l + n + `,topic="TxMetT"} 1`,
+		`rocketmq_topic_create_execution_time_milliseconds_count{` + l + `invocation_status="success",is_system="false",` + n + `} 1`,
+		`rocketmq_consumer_group_create_execution_time_milliseconds_count{` + l + `invocation_status="success",` + n + `} 1`,
 	} {
-		if !strings.Contains(text, want+"\n") {
+		if !strings.Contains(text, "\n"+want+"\n") {
 			t.Errorf("scrape lacks\n%s", want)
 		}
 	}
@@ -95,7 +96,7 @@ func TestPrometheusMetrics(t *testing.T) {
 			t.Errorf("scrape counts %s", unwanted)
 		}
 	}
-	if !regexp.MustCompile(`rocketmq_consumer_lag_latency\{[^}]*consumer_group="g-met"[^}]*topic="MetT"\} \d+\n`).MatchString(text) {
+	if !regexp.MustCompile(`\nrocketmq_consumer_lag_latency_milliseconds\{[^}]*consumer_group="g-met"[^}]*topic="MetT"\} \d+\n`).MatchString(text) {
 		t.Error("scrape lacks the lag latency of g-met on MetT")
 	}
 	if !strings.Contains(text, "rocketmq_topic_number{") || !strings.Contains(text, "rocketmq_consumer_group_number{") {
@@ -103,14 +104,68 @@ func TestPrometheusMetrics(t *testing.T) {
 	}
 	// The store's size is the used bytes of its file system; the oldest
 	// message is one this test stored.
-	if v := metricValue(t, text, "rocketmq_storage_size", `storage_type="local"`); v <= 0 {
-		t.Errorf("rocketmq_storage_size %v", v)
+	if v := metricValue(t, text, "rocketmq_storage_size_bytes", `storage_type="local"`); v <= 0 {
+		t.Errorf("rocketmq_storage_size_bytes %v", v)
 	}
-	if v := metricValue(t, text, "rocketmq_storage_message_reserve_time", `storage_medium="disk"`); v < 0 || v > float64(time.Since(began).Milliseconds()) {
-		t.Errorf("rocketmq_storage_message_reserve_time %v ms, the test began %v ago", v, time.Since(began))
+	if v := metricValue(t, text, "rocketmq_storage_message_reserve_time_milliseconds", `storage_medium="disk"`); v < 0 || v > float64(time.Since(began).Milliseconds()) {
+		t.Errorf("rocketmq_storage_message_reserve_time_milliseconds %v ms, the test began %v ago", v, time.Since(began))
 	}
 	if t.Failed() {
 		t.Logf("scrape:\n%s", text)
+	}
+}
+
+// metricsNameUnitSuffix chooses the metric names: left out or true, those
+// of a RocketMQ 5.1.4 to 5.3.x broker (a declared unit appended unless the
+// name holds it); false, the bare names of RocketMQ 5.0 to 5.1.3. Names
+// without a unit, or that hold theirs, are the same either way.
+func TestMetricsNameUnitSuffix(t *testing.T) {
+	suffixed := []string{"rocketmq_rpc_latency_milliseconds_count", "rocketmq_storage_size_bytes",
+		"rocketmq_storage_message_reserve_time_milliseconds", "rocketmq_consumer_lag_latency_milliseconds",
+		"rocketmq_consumer_queueing_latency_milliseconds", "rocketmq_topic_create_execution_time_milliseconds_count"}
+	bare := []string{"rocketmq_rpc_latency_count", "rocketmq_storage_size", "rocketmq_storage_message_reserve_time",
+		"rocketmq_consumer_lag_latency", "rocketmq_consumer_queueing_latency", "rocketmq_topic_create_execution_time_count"}
+	same := []string{"rocketmq_messages_in_total", "rocketmq_storage_flush_behind_bytes", "rocketmq_consumer_lag_messages",
+		"rocketmq_message_size_count"}
+	for _, c := range []struct {
+		setting          string // "" leaves the key out
+		served, notThere []string
+	}{
+		{"", suffixed, bare},
+		{"true", suffixed, bare},
+		{"false", bare, suffixed},
+	} {
+		t.Run("metricsNameUnitSuffix="+c.setting, func(t *testing.T) {
+			cfg := map[string]string{
+				"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+			}
+			if c.setting != "" {
+				cfg["metricsNameUnitSuffix"] = c.setting
+			}
+			b := startTestBroker(t, cfg)
+			cl := b.client(nil)
+			mustSend(t, cl, "UnitT", 0, "m", "")
+			b.caughtUp()
+			commit(t, cl, "g-unit", "UnitT", 0, 0) // one message behind: the consumer gauges
+			if r := call(t, cl, remoting.UpdateAndCreateTopic, map[string]string{"topic": "UnitCreated", "readQueueNums": "1",
+				"writeQueueNums": "1", "perm": "6"}, nil); r.Code != remoting.Success {
+				t.Fatalf("create topic: %d %s", r.Code, r.Remark)
+			}
+			text := scrapeMetrics(t, b)
+			for _, name := range append(slices.Clone(c.served), same...) {
+				if !strings.Contains(text, "\n"+name+"{") {
+					t.Errorf("scrape lacks %s", name)
+				}
+			}
+			for _, name := range c.notThere {
+				if strings.Contains(text, "\n"+name+"{") {
+					t.Errorf("scrape has %s", name)
+				}
+			}
+			if t.Failed() {
+				t.Logf("scrape:\n%s", text)
+			}
+		})
 	}
 }
 
@@ -153,7 +208,7 @@ func TestConsumerGaugesFollowTheConsumers(t *testing.T) {
 		}
 		return gauges{v("rocketmq_consumer_lag_messages"), v("rocketmq_consumer_inflight_messages"),
 				v("rocketmq_consumer_ready_messages")},
-			metricValue(t, text, "rocketmq_consumer_queueing_latency", `consumer_group="`+group+`"`, `topic="`+topic+`"`)
+			metricValue(t, text, "rocketmq_consumer_queueing_latency_milliseconds", `consumer_group="`+group+`"`, `topic="`+topic+`"`)
 	}
 	expect := func(step, group, topic string, want gauges) float64 {
 		t.Helper()

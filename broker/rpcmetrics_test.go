@@ -12,7 +12,7 @@ import (
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
-// rocketmq_rpc_latency counts every answer of the broker under the codes
+// rocketmq_rpc_latency_milliseconds counts every answer of the broker under the codes
 // RocketMQ names, and tells held requests (long polling) from the others.
 func TestRPCLatencyCountsTheAnswers(t *testing.T) {
 	b := startTestBroker(t, map[string]string{
@@ -55,7 +55,7 @@ func TestRPCLatencyCountsTheAnswers(t *testing.T) {
 	}
 	text := scrapeMetrics(t, b)
 	count := func(request, response, held string) float64 {
-		return metricValue(t, text, "rocketmq_rpc_latency_count", `request_code="`+request+`"`,
+		return metricValue(t, text, "rocketmq_rpc_latency_milliseconds_count", `request_code="`+request+`"`,
 			`response_code="`+response+`"`, `is_long_polling="`+held+`"`, `result="success"`, `protocol_type="remoting"`)
 	}
 	for _, w := range []struct {
@@ -75,7 +75,7 @@ func TestRPCLatencyCountsTheAnswers(t *testing.T) {
 		}
 	}
 	// The held pull's latency includes its hold: nothing at or below 10 ms.
-	if v := metricValue(t, text, "rocketmq_rpc_latency_bucket", `request_code="pull_message"`, `is_long_polling="true"`, `le="10"`); v != 0 {
+	if v := metricValue(t, text, "rocketmq_rpc_latency_milliseconds_bucket", `request_code="pull_message"`, `is_long_polling="true"`, `le="10"`); v != 0 {
 		t.Errorf("held pull counted at or below 10 ms: %v", v)
 	}
 	if t.Failed() {

@@ -221,6 +221,11 @@ type Broker struct {
 	// EnableLagAndDlqMetrics adds the consumer gauges (lag, in flight,
 	// ready, queueing latency).
 	EnableLagAndDlqMetrics bool
+	// MetricsNameUnitSuffix (rocketkv's own key) serves the metric names
+	// of RocketMQ 5.1.4 and later, a declared unit appended
+	// (rocketmq_rpc_latency_milliseconds); false serves the bare names
+	// of RocketMQ 5.0 to 5.1.3 (rocketmq_rpc_latency). Fixed at start.
+	MetricsNameUnitSuffix bool
 
 	// AclEnable turns on RocketMQ's plain access control (ACL 1.0): every
 	// request is checked against the accounts of PlainAclFile.

@@ -12,6 +12,10 @@
 // broker's constant labels: cluster, node_type="broker", node_id (the
 // broker name) and the pairs of metricsLabel.
 //
+// Names: RocketMQ 5.1.4 and later append a metric's unit to its name
+// (rocketmq_rpc_latency_milliseconds), 5.0 to 5.1.3 do not; New takes the
+// Naming to serve (names.go).
+//
 // Cardinality: like RocketMQ's, the message counters have a series per
 // topic (and per consumer group for the out counters). At a million
 // topics that is a million series; the exporter is off unless
@@ -30,7 +34,9 @@ import (
 )
 
 // Metric names, as RocketMQ 5's BrokerMetricsConstant and
-// DefaultStoreMetricsConstant spell them.
+// DefaultStoreMetricsConstant spell them: the bare names. Naming.Name
+// gives the name a scrape shows, which from RocketMQ 5.1.4 on carries the
+// metric's unit.
 const (
 	MessagesInTotal       = "rocketmq_messages_in_total"
 	MessagesOutTotal      = "rocketmq_messages_out_total"
@@ -173,42 +179,43 @@ type Broker struct {
 	rpc           *rpcSeries
 }
 
-// New builds the metrics of a broker with the given constant labels.
-func New(labels map[string]string, src Sources) *Broker {
+// New builds the metrics of a broker with the given constant labels,
+// named as names says.
+func New(labels map[string]string, src Sources, names Naming) *Broker {
 	c := prometheus.Labels(labels)
 	in := []string{"topic", "message_type", "is_system"}
 	out := []string{"topic", "consumer_group", "is_system"}
 	m := &Broker{
 		reg: prometheus.NewRegistry(),
-		messagesIn: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MessagesInTotal,
+		messagesIn: prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(MessagesInTotal),
 			Help: "Messages stored by producers' sends (not retries or dead letters).", ConstLabels: c}, in),
-		throughputIn: prometheus.NewCounterVec(prometheus.CounterOpts{Name: ThroughputInTotal,
+		throughputIn: prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(ThroughputInTotal),
 			Help: "Bytes of the CommitLog records stored by producers' sends.", ConstLabels: c}, in),
-		messagesOut: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MessagesOutTotal,
+		messagesOut: prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(MessagesOutTotal),
 			Help: "Messages delivered by pulls and pops (not from retry or dead-letter topics).", ConstLabels: c}, out),
-		throughputOut: prometheus.NewCounterVec(prometheus.CounterOpts{Name: ThroughputOutTotal,
+		throughputOut: prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(ThroughputOutTotal),
 			Help: "Bytes of the records delivered by pulls and pops.", ConstLabels: c}, out),
 	}
-	m.toDLQ = prometheus.NewCounterVec(prometheus.CounterOpts{Name: SendToDLQTotal,
+	m.toDLQ = prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(SendToDLQTotal),
 		Help: "Messages moved to a group's dead-letter topic (send-back or POP revive past retryMaxTimes).", ConstLabels: c},
 		[]string{"consumer_group", "topic", "is_system"})
-	m.commits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: CommitMessagesTotal,
+	m.commits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(CommitMessagesTotal),
 		Help: "Transactional messages committed by END_TRANSACTION.", ConstLabels: c}, []string{"topic"})
-	m.rollbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: RollbackMessagesTotal,
+	m.rollbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(RollbackMessagesTotal),
 		Help: "Transactional messages rolled back by END_TRANSACTION.", ConstLabels: c}, []string{"topic"})
-	m.messageSize = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MessageSize,
+	m.messageSize = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Name(MessageSize),
 		Help: "Size in bytes of the records stored by producers' sends (the mean of a batch).", ConstLabels: c,
 		Buckets: messageSizeBuckets}, in)
-	m.finishLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: FinishMessageLatency,
+	m.finishLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Name(FinishMessageLatency),
 		Help: "Seconds from a transactional message's birth to its commit.", ConstLabels: c,
 		Buckets: finishLatencyBuckets}, []string{"topic"})
-	m.topicCreate = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: TopicCreateTime,
+	m.topicCreate = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Name(TopicCreateTime),
 		Help: "Milliseconds an UPDATE_AND_CREATE_TOPIC(_LIST) took.", ConstLabels: c,
 		Buckets: createTimeBuckets}, []string{"invocation_status", "is_system"})
-	m.groupCreate = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: GroupCreateTime,
+	m.groupCreate = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Name(GroupCreateTime),
 		Help: "Milliseconds an UPDATE_AND_CREATE_SUBSCRIPTIONGROUP(_LIST) took.", ConstLabels: c,
 		Buckets: createTimeBuckets}, []string{"invocation_status"})
-	rpc := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: RPCLatency,
+	rpc := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Name(RPCLatency),
 		Help: "Milliseconds from the read of a request to its answer (a long-polling hold included).", ConstLabels: c,
 		Buckets: rpcLatencyBuckets}, []string{"protocol_type", "request_code", "response_code", "is_long_polling", "result"})
 	m.rpc = newRPCSeries(rpc)
@@ -218,13 +225,13 @@ func New(labels map[string]string, src Sources) *Broker {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: c}, f))
 	}
 	if f := src.BrokerPermission; f != nil {
-		gauge(BrokerPermission, "brokerPermission: 4 read, 2 write.", func() float64 { return float64(f()) })
+		gauge(names.Name(BrokerPermission), "brokerPermission: 4 read, 2 write.", func() float64 { return float64(f()) })
 	}
 	if f := src.TopicCount; f != nil {
-		gauge(TopicNumber, "Topics of the broker.", func() float64 { return float64(f()) })
+		gauge(names.Name(TopicNumber), "Topics of the broker.", func() float64 { return float64(f()) })
 	}
 	if f := src.ConsumerGroupCount; f != nil {
-		gauge(ConsumerGroupNumber, "Subscription groups of the broker.", func() float64 { return float64(f()) })
+		gauge(names.Name(ConsumerGroupNumber), "Subscription groups of the broker.", func() float64 { return float64(f()) })
 	}
 	// The store's gauges carry DefaultStoreMetricsManager's two labels.
 	sc := prometheus.Labels{"storage_type": "local", "storage_medium": "disk"}
@@ -235,37 +242,37 @@ func New(labels map[string]string, src Sources) *Broker {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: sc}, f))
 	}
 	if f := src.DispatchBehindBytes; f != nil {
-		storeGauge(StorageDispatchBehind, "CommitLog bytes not yet indexed.", func() float64 { return float64(f()) })
+		storeGauge(names.Name(StorageDispatchBehind), "CommitLog bytes not yet indexed.", func() float64 { return float64(f()) })
 	}
 	if f := src.FlushBehindBytes; f != nil {
-		storeGauge(StorageFlushBehind, "CommitLog bytes not yet flushed to disk.", func() float64 { return float64(f()) })
+		storeGauge(names.Name(StorageFlushBehind), "CommitLog bytes not yet flushed to disk.", func() float64 { return float64(f()) })
 	}
 	if f := src.StorageSize; f != nil {
-		m.reg.MustRegister(&maybeGauge{f: f, desc: prometheus.NewDesc(StorageSize,
+		m.reg.MustRegister(&maybeGauge{f: f, desc: prometheus.NewDesc(names.Name(StorageSize),
 			"Bytes used on the file system that holds the store (its size minus its free bytes).", nil, sc)})
 	}
 	if f := src.MessageReserveMillis; f != nil {
-		m.reg.MustRegister(&maybeGauge{f: f, desc: prometheus.NewDesc(StorageReserveTime,
+		m.reg.MustRegister(&maybeGauge{f: f, desc: prometheus.NewDesc(names.Name(StorageReserveTime),
 			"Milliseconds since the oldest message still stored was stored.", nil, sc)})
 	}
 	if src.Producers != nil || src.Consumers != nil {
 		m.reg.MustRegister(&connections{src: src,
-			producers: prometheus.NewDesc(ProducerConnections, "Live producer clients.",
+			producers: prometheus.NewDesc(names.Name(ProducerConnections), "Live producer clients.",
 				[]string{"language", "version", "protocol_type"}, c),
-			consumers: prometheus.NewDesc(ConsumerConnections, "Live consumer clients.",
+			consumers: prometheus.NewDesc(names.Name(ConsumerConnections), "Live consumer clients.",
 				[]string{"consumer_group", "language", "version", "consume_mode", "protocol_type", "is_system"}, c),
 		})
 	}
 	if src.Lags != nil {
 		labels := []string{"consumer_group", "topic", "is_retry", "is_system"}
 		m.reg.MustRegister(&lags{src: src.Lags,
-			messages: prometheus.NewDesc(ConsumerLagMessages, "Messages past the group's committed offsets.", labels, c),
-			latency: prometheus.NewDesc(ConsumerLagLatency,
+			messages: prometheus.NewDesc(names.Name(ConsumerLagMessages), "Messages past the group's committed offsets.", labels, c),
+			latency: prometheus.NewDesc(names.Name(ConsumerLagLatency),
 				"Milliseconds since the oldest message past the group's committed offsets was stored.", labels, c),
-			inflight: prometheus.NewDesc(ConsumerInflight,
+			inflight: prometheus.NewDesc(names.Name(ConsumerInflight),
 				"Messages pulled or popped and not yet committed or acknowledged.", labels, c),
-			ready: prometheus.NewDesc(ConsumerReady, "Messages stored and not yet pulled or popped.", labels, c),
-			queueing: prometheus.NewDesc(ConsumerQueueing,
+			ready: prometheus.NewDesc(names.Name(ConsumerReady), "Messages stored and not yet pulled or popped.", labels, c),
+			queueing: prometheus.NewDesc(names.Name(ConsumerQueueing),
 				"Milliseconds since the oldest message not yet pulled or popped was stored.", labels, c),
 		})
 	}

@@ -37,7 +37,24 @@ func scrape(t *testing.T, m *Broker) string {
 	return string(body)
 }
 
+// The scrape shows every metric under RocketMQ's name and labels: by
+// default the names of RocketMQ 5.1.4 and later, a declared unit
+// appended; with Bare those of 5.0 to 5.1.3.
 func TestMetricsUnderRocketMQNames(t *testing.T) {
+	for _, names := range []Naming{UnitSuffixed, Bare} {
+		t.Run(namingName(names), func(t *testing.T) { testMetricsUnderRocketMQNames(t, names) })
+	}
+}
+
+// namingName names a Naming in a subtest.
+func namingName(n Naming) string {
+	if n == Bare {
+		return "bare"
+	}
+	return "unit-suffixed"
+}
+
+func testMetricsUnderRocketMQNames(t *testing.T, names Naming) {
 	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "broker-a"}, Sources{
 		BrokerPermission:     func() int { return 4 },
 		TopicCount:           func() int { return 12 },
@@ -54,7 +71,7 @@ func TestMetricsUnderRocketMQNames(t *testing.T) {
 			return []Lag{{Group: "g1", Topic: "%RETRY%g1", Retry: true, Messages: 7, LatencyMillis: 1500,
 				Inflight: 3, Ready: 4, QueueingMillis: 900}}
 		},
-	})
+	}, names)
 	m.In("Orders", TypeNormal, false, 3, 3000)
 	m.In("Orders", TypeNormal, false, 2, 2000)
 	m.In("Orders", TypeDelay, false, 1, 900)
@@ -76,41 +93,47 @@ func TestMetricsUnderRocketMQNames(t *testing.T) {
 
 	text := scrape(t, m)
 	const c = `cluster="c1",`
-	for _, want := range []string{
-		`rocketmq_messages_in_total{` + c + `is_system="false",message_type="normal",node_id="broker-a",node_type="broker",topic="Orders"} 5`,
-		`rocketmq_throughput_in_total{` + c + `is_system="false",message_type="normal",node_id="broker-a",node_type="broker",topic="Orders"} 5000`,
-		`rocketmq_messages_in_total{` + c + `is_system="false",message_type="delay",node_id="broker-a",node_type="broker",topic="Orders"} 1`,
-		`rocketmq_messages_out_total{` + c + `consumer_group="g1",is_system="false",node_id="broker-a",node_type="broker",topic="Orders"} 4`,
-		`rocketmq_throughput_out_total{` + c + `consumer_group="g1",is_system="false",node_id="broker-a",node_type="broker",topic="Orders"} 4000`,
-		`rocketmq_commit_messages_total{` + c + `node_id="broker-a",node_type="broker",topic="Orders"} 2`,
-		`rocketmq_rollback_messages_total{` + c + `node_id="broker-a",node_type="broker",topic="Orders"} 1`,
-		`rocketmq_broker_permission{` + c + `node_id="broker-a",node_type="broker"} 4`,
-		`rocketmq_topic_number{` + c + `node_id="broker-a",node_type="broker"} 12`,
-		`rocketmq_consumer_group_number{` + c + `node_id="broker-a",node_type="broker"} 3`,
-		`rocketmq_storage_dispatch_behind_bytes{` + c + `node_id="broker-a",node_type="broker",storage_medium="disk",storage_type="local"} 1024`,
-		`rocketmq_storage_flush_behind_bytes{` + c + `node_id="broker-a",node_type="broker",storage_medium="disk",storage_type="local"} 2048`,
-		`rocketmq_storage_size{` + c + `node_id="broker-a",node_type="broker",storage_medium="disk",storage_type="local"} 5e+09`,
-		`rocketmq_storage_message_reserve_time{` + c + `node_id="broker-a",node_type="broker",storage_medium="disk",storage_type="local"} 86400`,
-		`rocketmq_producer_connections{` + c + `language="go",node_id="broker-a",node_type="broker",protocol_type="remoting",version="479"} 2`,
-		`rocketmq_consumer_lag_messages{` + c + `consumer_group="g1",is_retry="true",is_system="false",node_id="broker-a",node_type="broker",topic="%RETRY%g1"} 7`,
-		`rocketmq_consumer_lag_latency{` + c + `consumer_group="g1",is_retry="true",is_system="false",node_id="broker-a",node_type="broker",topic="%RETRY%g1"} 1500`,
-		`rocketmq_consumer_inflight_messages{` + c + `consumer_group="g1",is_retry="true",is_system="false",node_id="broker-a",node_type="broker",topic="%RETRY%g1"} 3`,
-		`rocketmq_consumer_ready_messages{` + c + `consumer_group="g1",is_retry="true",is_system="false",node_id="broker-a",node_type="broker",topic="%RETRY%g1"} 4`,
-		`rocketmq_consumer_queueing_latency{` + c + `consumer_group="g1",is_retry="true",is_system="false",node_id="broker-a",node_type="broker",topic="%RETRY%g1"} 900`,
-		`rocketmq_consumer_connections{` + c + `consume_mode="push",consumer_group="g1",is_system="false",language="java",node_id="broker-a",node_type="broker",protocol_type="remoting",version="479"} 1`,
+	// Each line is name, then the unit suffix RocketMQ 5.1.4+ appends
+	// ("" when it appends none), then the rest of the series.
+	for _, want := range []struct{ name, unit, rest string }{
+		{"rocketmq_messages_in_total", "", `{` + c + `is_system="false",message_type="normal",node_id="broker-a",node_type="broker",topic="Orders"} 5`},
+		{"rocketmq_throughput_in_total", "", `{` + c + `is_system="false",message_type="normal",node_id="broker-a",node_type="broker",topic="Orders"} 5000`},
+		{"rocketmq_messages_in_total", "", `{` + c + `is_system="false",message_type="delay",node_id="broker-a",node_type="broker",topic="Orders"} 1`},
+		{"rocketmq_messages_out_total", "", `{` + c + `consumer_group="g1",is_system="false",node_id="broker-a",node_type="broker",topic="Orders"} 4`},
+		{"rocketmq_throughput_out_total", "", `{` + c + `consumer_group="g1",is_system="false",node_id="broker-a",node_type="broker",topic="Orders"} 4000`},
+		{"rocketmq_commit_messages_total", "", `{` + c + `node_id="broker-a",node_type="broker",topic="Orders"} 2`},
+		{"rocketmq_rollback_messages_total", "", `{` + c + `node_id="broker-a",node_type="broker",topic="Orders"} 1`},
+		{"rocketmq_broker_permission", "", `{` + c + `node_id="broker-a",node_type="broker"} 4`},
+		{"rocketmq_topic_number", "", `{` + c + `node_id="broker-a",node_type="broker"} 12`},
+		{"rocketmq_consumer_group_number", "", `{` + c + `node_id="broker-a",node_type="broker"} 3`},
+		{"rocketmq_storage_dispatch_behind_bytes", "", `{` + c + `node_id="broker-a",node_type="broker",storage_medium="disk",storage_type="local"} 1024`},
+		{"rocketmq_storage_flush_behind_bytes", "", `{` + c + `node_id="broker-a",node_type="broker",storage_medium="disk",storage_type="local"} 2048`},
+		{"rocketmq_storage_size", "_bytes", `{` + c + `node_id="broker-a",node_type="broker",storage_medium="disk",storage_type="local"} 5e+09`},
+		{"rocketmq_storage_message_reserve_time", "_milliseconds", `{` + c + `node_id="broker-a",node_type="broker",storage_medium="disk",storage_type="local"} 86400`},
+		{"rocketmq_producer_connections", "", `{` + c + `language="go",node_id="broker-a",node_type="broker",protocol_type="remoting",version="479"} 2`},
+		{"rocketmq_consumer_lag_messages", "", `{` + c + `consumer_group="g1",is_retry="true",is_system="false",node_id="broker-a",node_type="broker",topic="%RETRY%g1"} 7`},
+		{"rocketmq_consumer_lag_latency", "_milliseconds", `{` + c + `consumer_group="g1",is_retry="true",is_system="false",node_id="broker-a",node_type="broker",topic="%RETRY%g1"} 1500`},
+		{"rocketmq_consumer_inflight_messages", "", `{` + c + `consumer_group="g1",is_retry="true",is_system="false",node_id="broker-a",node_type="broker",topic="%RETRY%g1"} 3`},
+		{"rocketmq_consumer_ready_messages", "", `{` + c + `consumer_group="g1",is_retry="true",is_system="false",node_id="broker-a",node_type="broker",topic="%RETRY%g1"} 4`},
+		{"rocketmq_consumer_queueing_latency", "_milliseconds", `{` + c + `consumer_group="g1",is_retry="true",is_system="false",node_id="broker-a",node_type="broker",topic="%RETRY%g1"} 900`},
+		{"rocketmq_consumer_connections", "", `{` + c + `consume_mode="push",consumer_group="g1",is_system="false",language="java",node_id="broker-a",node_type="broker",protocol_type="remoting",version="479"} 1`},
 		// Sizes: means of 1000, 1000 and 900 bytes, all in the 1 KiB bucket.
-		`rocketmq_message_size_bucket{` + c + `is_system="false",message_type="normal",node_id="broker-a",node_type="broker",topic="Orders",le="1024"} 2`,
-		`rocketmq_message_size_count{` + c + `is_system="false",message_type="delay",node_id="broker-a",node_type="broker",topic="Orders"} 1`,
+		{"rocketmq_message_size", "", `_bucket{` + c + `is_system="false",message_type="normal",node_id="broker-a",node_type="broker",topic="Orders",le="1024"} 2`},
+		{"rocketmq_message_size", "", `_count{` + c + `is_system="false",message_type="delay",node_id="broker-a",node_type="broker",topic="Orders"} 1`},
 		// Commits after 3 s and 90 s: one in the 5 s bucket, both by 600 s.
-		`rocketmq_finish_message_latency_bucket{` + c + `node_id="broker-a",node_type="broker",topic="Orders",le="5"} 1`,
-		`rocketmq_finish_message_latency_bucket{` + c + `node_id="broker-a",node_type="broker",topic="Orders",le="600"} 2`,
-		`rocketmq_finish_message_latency_sum{` + c + `node_id="broker-a",node_type="broker",topic="Orders"} 93`,
-		`rocketmq_topic_create_execution_time_bucket{` + c + `invocation_status="success",is_system="false",node_id="broker-a",node_type="broker",le="100"} 1`,
-		`rocketmq_topic_create_execution_time_count{` + c + `invocation_status="failure",is_system="true",node_id="broker-a",node_type="broker"} 1`,
-		`rocketmq_consumer_group_create_execution_time_bucket{` + c + `invocation_status="success",node_id="broker-a",node_type="broker",le="10"} 1`,
+		{"rocketmq_finish_message_latency", "_milliseconds", `_bucket{` + c + `node_id="broker-a",node_type="broker",topic="Orders",le="5"} 1`},
+		{"rocketmq_finish_message_latency", "_milliseconds", `_bucket{` + c + `node_id="broker-a",node_type="broker",topic="Orders",le="600"} 2`},
+		{"rocketmq_finish_message_latency", "_milliseconds", `_sum{` + c + `node_id="broker-a",node_type="broker",topic="Orders"} 93`},
+		{"rocketmq_topic_create_execution_time", "_milliseconds", `_bucket{` + c + `invocation_status="success",is_system="false",node_id="broker-a",node_type="broker",le="100"} 1`},
+		{"rocketmq_topic_create_execution_time", "_milliseconds", `_count{` + c + `invocation_status="failure",is_system="true",node_id="broker-a",node_type="broker"} 1`},
+		{"rocketmq_consumer_group_create_execution_time", "_milliseconds", `_bucket{` + c + `invocation_status="success",node_id="broker-a",node_type="broker",le="10"} 1`},
 	} {
-		if !strings.Contains(text, want+"\n") {
-			t.Errorf("scrape lacks\n%s", want)
+		line := want.name + want.rest
+		if names == UnitSuffixed {
+			line = want.name + want.unit + want.rest
+		}
+		if !strings.Contains(text, "\n"+line+"\n") {
+			t.Errorf("scrape lacks\n%s", line)
 		}
 	}
 	if t.Failed() {
@@ -119,7 +142,7 @@ func TestMetricsUnderRocketMQNames(t *testing.T) {
 }
 
 func TestServeRefusesABusyAddress(t *testing.T) {
-	m := New(nil, Sources{})
+	m := New(nil, Sources{}, UnitSuffixed)
 	e, err := Serve("127.0.0.1:0", m, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -140,19 +163,21 @@ func TestValidConstLabel(t *testing.T) {
 		}
 	}
 	// Every name it accepts builds the metrics (a clash would panic).
-	New(map[string]string{"region": "eu"}, Sources{Lags: func() []Lag { return nil }, Producers: func() []Connection { return nil }})
+	for _, names := range []Naming{UnitSuffixed, Bare} {
+		New(map[string]string{"region": "eu"}, Sources{Lags: func() []Lag { return nil }, Producers: func() []Connection { return nil }}, names)
+	}
 }
 
 // A store gauge without a value (an empty CommitLog has no oldest
 // message) is left out, as RocketMQ leaves it out.
 func TestStoreGaugeWithoutAValueIsLeftOut(t *testing.T) {
 	known := false
-	m := New(nil, Sources{MessageReserveMillis: func() (int64, bool) { return 1234, known }})
+	m := New(nil, Sources{MessageReserveMillis: func() (int64, bool) { return 1234, known }}, UnitSuffixed)
 	if text := scrape(t, m); strings.Contains(text, StorageReserveTime) {
 		t.Fatalf("scrape has %s without a value:\n%s", StorageReserveTime, text)
 	}
 	known = true
-	want := StorageReserveTime + `{storage_medium="disk",storage_type="local"} 1234` + "\n"
+	want := `rocketmq_storage_message_reserve_time_milliseconds{storage_medium="disk",storage_type="local"} 1234` + "\n"
 	if text := scrape(t, m); !strings.Contains(text, want) {
 		t.Fatalf("scrape lacks %s:\n%s", want, text)
 	}

@@ -9,7 +9,20 @@ import (
 )
 
 func TestRPCLatencyAsRocketMQ(t *testing.T) {
-	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "broker-a"}, Sources{})
+	for _, names := range []struct {
+		naming Naming
+		name   string
+	}{
+		{UnitSuffixed, "rocketmq_rpc_latency_milliseconds"},
+		{Bare, "rocketmq_rpc_latency"},
+	} {
+		t.Run(namingName(names.naming), func(t *testing.T) { testRPCLatencyAsRocketMQ(t, names.naming, names.name) })
+	}
+}
+
+// testRPCLatencyAsRocketMQ checks the histogram served as name.
+func testRPCLatencyAsRocketMQ(t *testing.T, naming Naming, name string) {
+	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "broker-a"}, Sources{}, naming)
 	send := remoting.Answer{RequestCode: remoting.SendMessageV2, ResponseCode: remoting.Success}
 	for _, d := range []time.Duration{300 * time.Microsecond, 999 * time.Microsecond, 2 * time.Millisecond, 40 * time.Millisecond} {
 		send.Elapsed = d
@@ -28,7 +41,7 @@ func TestRPCLatencyAsRocketMQ(t *testing.T) {
 	text := scrape(t, m)
 	const c = `cluster="c1",`
 	const n = `node_id="broker-a",node_type="broker",protocol_type="remoting"`
-	send1 := `rocketmq_rpc_latency_bucket{` + c + `is_long_polling="false",` + n + `,request_code="send_message_v2",response_code="success",result="success",le=`
+	send1 := name + `_bucket{` + c + `is_long_polling="false",` + n + `,request_code="send_message_v2",response_code="success",result="success",le=`
 	for _, want := range []string{
 		// Whole milliseconds, as RocketMQ records them: 0.3 and 0.999 ms
 		// are 0, 2 ms falls in the 3 ms bucket, 40 ms in the 100 ms one.
@@ -36,16 +49,16 @@ func TestRPCLatencyAsRocketMQ(t *testing.T) {
 		send1 + `"3"} 3`,
 		send1 + `"10"} 3`,
 		send1 + `"100"} 4`,
-		`rocketmq_rpc_latency_sum{` + c + `is_long_polling="false",` + n + `,request_code="send_message_v2",response_code="success",result="success"} 42`,
-		`rocketmq_rpc_latency_count{` + c + `is_long_polling="false",` + n + `,request_code="send_message_v2",response_code="success",result="success"} 4`,
-		`rocketmq_rpc_latency_bucket{` + c + `is_long_polling="true",` + n + `,request_code="pull_message",response_code="pull_not_found",result="success",le="1000"} 0`,
-		`rocketmq_rpc_latency_bucket{` + c + `is_long_polling="true",` + n + `,request_code="pull_message",response_code="pull_not_found",result="success",le="2000"} 1`,
-		`rocketmq_rpc_latency_count{` + c + `is_long_polling="false",` + n + `,request_code="update_consumer_offset",response_code="success",result="oneway"} 1`,
-		`rocketmq_rpc_latency_bucket{` + c + `is_long_polling="false",` + n + `,request_code="heart_beat",response_code="success",result="write_channel_failed",le="3000"} 0`,
-		`rocketmq_rpc_latency_bucket{` + c + `is_long_polling="false",` + n + `,request_code="heart_beat",response_code="success",result="write_channel_failed",le="+Inf"} 1`,
-		`rocketmq_rpc_latency_count{` + c + `is_long_polling="false",` + n + `,request_code="10001",response_code="77",result="success"} 1`,
+		name + `_sum{` + c + `is_long_polling="false",` + n + `,request_code="send_message_v2",response_code="success",result="success"} 42`,
+		name + `_count{` + c + `is_long_polling="false",` + n + `,request_code="send_message_v2",response_code="success",result="success"} 4`,
+		name + `_bucket{` + c + `is_long_polling="true",` + n + `,request_code="pull_message",response_code="pull_not_found",result="success",le="1000"} 0`,
+		name + `_bucket{` + c + `is_long_polling="true",` + n + `,request_code="pull_message",response_code="pull_not_found",result="success",le="2000"} 1`,
+		name + `_count{` + c + `is_long_polling="false",` + n + `,request_code="update_consumer_offset",response_code="success",result="oneway"} 1`,
+		name + `_bucket{` + c + `is_long_polling="false",` + n + `,request_code="heart_beat",response_code="success",result="write_channel_failed",le="3000"} 0`,
+		name + `_bucket{` + c + `is_long_polling="false",` + n + `,request_code="heart_beat",response_code="success",result="write_channel_failed",le="+Inf"} 1`,
+		name + `_count{` + c + `is_long_polling="false",` + n + `,request_code="10001",response_code="77",result="success"} 1`,
 	} {
-		if !strings.Contains(text, want+"\n") {
+		if !strings.Contains(text, "\n"+want+"\n") {
 			t.Errorf("scrape lacks\n%s", want)
 		}
 	}
@@ -66,7 +79,7 @@ func TestRPCLatencyAsRocketMQ(t *testing.T) {
 
 // Past maxRPCSeriesCached kinds of answer the rest still count.
 func TestRPCSeriesBeyondTheCache(t *testing.T) {
-	m := New(nil, Sources{})
+	m := New(nil, Sources{}, UnitSuffixed)
 	for code := range int32(maxRPCSeriesCached + 10) {
 		m.Answered(remoting.Answer{RequestCode: 100000 + code})
 	}
@@ -75,7 +88,7 @@ func TestRPCSeriesBeyondTheCache(t *testing.T) {
 		t.Fatalf("%d kinds cached", n)
 	}
 	text := scrape(t, m)
-	want := `rocketmq_rpc_latency_count{is_long_polling="false",protocol_type="remoting",request_code="` +
+	want := `rocketmq_rpc_latency_milliseconds_count{is_long_polling="false",protocol_type="remoting",request_code="` +
 		"104101" + `",response_code="success",result="success"} 2`
 	if !strings.Contains(text, want+"\n") {
 		t.Fatalf("scrape lacks %s", want)
@@ -85,7 +98,7 @@ func TestRPCSeriesBeyondTheCache(t *testing.T) {
 // BenchmarkAnswered is what recording one answer adds to a request: the
 // send path's series, seen before, from one goroutine and from all.
 func BenchmarkAnswered(b *testing.B) {
-	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "broker-a"}, Sources{})
+	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "broker-a"}, Sources{}, UnitSuffixed)
 	a := remoting.Answer{RequestCode: remoting.SendMessageV2, ResponseCode: remoting.Success, Elapsed: 700 * time.Microsecond}
 	m.Answered(a)
 	b.Run("serial", func(b *testing.B) {
