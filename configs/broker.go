@@ -151,7 +151,7 @@ type Broker struct {
 	// configured; empty means <StorePathRootDir>/commitlog. CommitLogDir
 	// resolves it.
 	StorePathCommitLog string
-	StoreType        string
+	StoreType          string
 	// CQDoubleWrite is rocksdbCQDoubleWriteEnable: both ConsumeQueue
 	// layouts are written (Pebble and RocketMQ's consumequeue/ files);
 	// StoreType picks the one that serves reads.
