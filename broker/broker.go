@@ -361,6 +361,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 		return err
 	}
 	lcfg := commitlog.DefaultConfig(root)
+	lcfg.SegmentDir = b.cfg.CommitLogDir()
 	lcfg.SegmentSize = b.cfg.MappedFileSizeCommitLog
 	if b.cfg.FlushDiskType == configs.SyncFlush {
 		lcfg.FlushType = commitlog.SyncFlush

@@ -54,7 +54,12 @@ func (b *Broker) processCheckpoint(_ context.Context, conn *remoting.Conn, req *
 	}
 	b.log.Info().Str("dir", dir).Msg("index checkpoint written")
 	resp := remoting.NewResponse(req, remoting.Success, "")
-	resp.ExtFields = remoting.Header{remoting.CheckpointFieldPath: dir, remoting.CheckpointFieldStoreRoot: root}
+	clogDir, err := filepath.Abs(b.cfg.CommitLogDir())
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	resp.ExtFields = remoting.Header{remoting.CheckpointFieldPath: dir, remoting.CheckpointFieldStoreRoot: root,
+		remoting.CheckpointFieldCommitLog: clogDir}
 	return resp
 }
 

@@ -3,6 +3,7 @@ package commitlog
 import (
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -34,9 +35,14 @@ func (t FlushType) String() string {
 // (RocketMQ's MessageStoreConfig defaults), except RecoverFrom, StoreHost,
 // FS and Logger, whose zero values are meaningful.
 type Config struct {
-	// Dir is the store root: segments live in Dir/commitlog, and the
-	// lock, abort and checkpoint files in Dir (RocketMQ's storePathRootDir).
+	// Dir is the store root: the lock, abort and checkpoint files live in
+	// Dir (RocketMQ's storePathRootDir), and the segments in SegmentDir.
 	Dir string
+	// SegmentDir is the directory of the segment files (RocketMQ's
+	// storePathCommitLog, often a disk of its own). Empty means
+	// Dir/commitlog, RocketMQ's default. Whatever it is, the lock, abort
+	// and checkpoint files stay in Dir, where RocketMQ keeps them.
+	SegmentDir string
 	// SegmentSize is the size of new segment files (default 1 GiB). An
 	// existing store keeps the size of its files whatever this says.
 	SegmentSize int64
@@ -138,6 +144,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Dir == "" {
 		return c, fmt.Errorf("commitlog config: Dir is empty")
 	}
+	if c.SegmentDir == "" {
+		c.SegmentDir = SegmentDirOf(c.Dir)
+	}
 	if c.SegmentSize == 0 {
 		c.SegmentSize = d.SegmentSize
 	}
@@ -190,6 +199,10 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	return c, nil
 }
+
+// SegmentDirOf is the default segment directory of the store rooted at
+// root: root/commitlog (RocketMQ's storePathCommitLog when unset).
+func SegmentDirOf(root string) string { return filepath.Join(root, commitLogDirName) }
 
 // Segment size bounds: a segment must hold at least a small record plus the
 // filler, and be mappable.

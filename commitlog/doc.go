@@ -46,8 +46,10 @@
 // # Segments
 //
 // The log is a sequence of equal-size files (1 GiB by default; an existing
-// store keeps its own size) in <root>/commitlog, each named after the log
-// offset of its first byte, zero-padded to 20 digits:
+// store keeps its own size) in <root>/commitlog, or in Config.SegmentDir
+// when RocketMQ's storePathCommitLog put them elsewhere (the lock, abort and
+// checkpoint files stay in <root>), each named after the log offset of its
+// first byte, zero-padded to 20 digits:
 //
 //	<root>/commitlog/00000000000000000000   offsets [0, 2^30)
 //	<root>/commitlog/00000000001073741824   offsets [2^30, 2^31)

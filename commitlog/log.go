@@ -126,7 +126,7 @@ type RecoveryInfo struct {
 }
 
 // Open opens (creating if needed) the store rooted at cfg.Dir: it takes the
-// lock file, loads and maps the segments, reads the checkpoint, recovers the
+// lock file, loads and maps the segments of cfg.SegmentDir, reads the checkpoint, recovers the
 // tail (normal recovery after Close, abnormal recovery when the abort file
 // is present), creates the abort file and starts the background goroutines.
 //
@@ -141,7 +141,7 @@ func Open(cfg Config) (*Log, error) {
 		cfg:       cfg,
 		fs:        cfg.FS,
 		log:       cfg.Logger.With().Str("component", "commitlog").Logger(),
-		segDir:    filepath.Join(cfg.Dir, commitLogDirName),
+		segDir:    cfg.SegmentDir,
 		segSize:   cfg.SegmentSize,
 		flushKick: make(chan struct{}, 1),
 		forceKick: make(chan struct{}, 1),

@@ -58,13 +58,18 @@ const (
 	roOpenFiles = 8
 )
 
-// OpenReadOnly opens the CommitLog under <root>/commitlog for reading. It
-// lists the segment files (20-digit names; other files are ignored), finds
-// the end of the log and opens nothing else. Errors: one wrapping
-// os.ErrNotExist when there is no commitlog directory, ErrBadSegment when
-// segment files overlap.
+// OpenReadOnly opens the CommitLog under <root>/commitlog (the default
+// segment directory, SegmentDirOf) for reading; see OpenReadOnlyDir.
 func OpenReadOnly(root string) (*ReadOnlyLog, error) {
-	dir := filepath.Join(root, commitLogDirName)
+	return OpenReadOnlyDir(SegmentDirOf(root))
+}
+
+// OpenReadOnlyDir opens the CommitLog whose segment files are in dir
+// (RocketMQ's storePathCommitLog) for reading. It lists the segment files
+// (20-digit names; other files are ignored), finds the end of the log and
+// opens nothing else. Errors: one wrapping os.ErrNotExist when dir does
+// not exist, ErrBadSegment when segment files overlap.
+func OpenReadOnlyDir(dir string) (*ReadOnlyLog, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open commitlog %s read-only: %w", dir, err)

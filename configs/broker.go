@@ -150,7 +150,11 @@ type Broker struct {
 
 	// Store.
 	StorePathRootDir string
-	StoreType        string
+	// StorePathCommitLog is the directory of the CommitLog segments as
+	// configured; empty means <StorePathRootDir>/commitlog. CommitLogDir
+	// resolves it.
+	StorePathCommitLog string
+	StoreType          string
 	// CQDoubleWrite is rocksdbCQDoubleWriteEnable: both ConsumeQueue
 	// layouts are written (Pebble and RocketMQ's consumequeue/ files);
 	// StoreType picks the one that serves reads.
@@ -256,6 +260,17 @@ func DefaultStoreRoot() string {
 		return "store"
 	}
 	return filepath.Join(home, "store")
+}
+
+// CommitLogDir is the directory of the CommitLog segments: storePathCommitLog,
+// or when it is not set <storePathRootDir>/commitlog, as RocketMQ's
+// MessageStoreConfig.getStorePathCommitLog. The lock, abort and checkpoint
+// files stay in storePathRootDir either way.
+func (b *Broker) CommitLogDir() string {
+	if b.StorePathCommitLog != "" {
+		return b.StorePathCommitLog
+	}
+	return filepath.Join(b.StorePathRootDir, "commitlog")
 }
 
 // IndexWALSyncMode is the IndexWALSync in force: IndexWALSyncAlways or

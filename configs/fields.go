@@ -100,6 +100,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	seconds("timerMaxDelaySec", "259200", func(b *Broker) *time.Duration { return &b.TimerMaxDelay }),
 
 	str("storePathRootDir", DefaultStoreRoot(), func(b *Broker) *string { return &b.StorePathRootDir }),
+	commitLogPath("storePathCommitLog", func(b *Broker) *string { return &b.StorePathCommitLog }),
 	oneOf("storeType", StoreTypeKV, []string{StoreTypeKV, StoreTypeFile}, func(b *Broker) *string { return &b.StoreType }),
 	boolean("rocksdbCQDoubleWriteEnable", "false", func(b *Broker) *bool { return &b.CQDoubleWrite }),
 	millisRange("flushIntervalConsumeQueue", "1000", 1, func(b *Broker) *time.Duration { return &b.FlushIntervalConsumeQueue }),
@@ -190,6 +191,21 @@ func boolean[T any](key, def string, ptr func(*T) *bool) field[T] {
 		*ptr(b) = v
 		return nil
 	}, get: func(b *T) string { return strconv.FormatBool(*ptr(b)) }}
+}
+
+// commitLogPath reads storePathCommitLog: one directory, or empty for
+// RocketMQ's default (see Broker.CommitLogDir). RocketMQ takes a
+// comma-separated list to spread segments over several disks
+// (MultiPathMappedFileQueue); rocketkv does not, and refuses one rather
+// than look for the segments in a directory named by the whole list.
+func commitLogPath[T any](key string, ptr func(*T) *string) field[T] {
+	return field[T]{key: key, def: "", set: func(b *T, raw string) error {
+		if strings.Contains(raw, ",") {
+			return fmt.Errorf("%q: several CommitLog directories (a comma-separated list) are not supported; name one", raw)
+		}
+		*ptr(b) = raw
+		return nil
+	}, get: func(b *T) string { return *ptr(b) }}
 }
 
 // notImplemented is a boolean key whose true value rocketkv refuses: the

@@ -17,6 +17,10 @@ type Loaded struct {
 	// caller logs them as warnings: RocketMQ broker.conf files commonly
 	// carry keys for features rocketkv does not have.
 	UnknownKeys []string
+	// InertKeys lists the RocketMQ keys of the file that rocketkv accepts
+	// without effect, with the reason (and a warning when the value asks
+	// for something rocketkv does not do). The caller logs each once.
+	InertKeys []InertKey
 }
 
 // LoadBroker reads a broker configuration. path may be empty (defaults
@@ -30,16 +34,18 @@ type Loaded struct {
 func LoadBroker(path string, overrides map[string]string) (Loaded, error) {
 	var out Loaded
 	out.Broker = DefaultBroker()
+	var inerts []inertFound[Broker]
 	if path != "" {
-		unknown, err := brokerSchema.load(path, &out.Broker)
+		unknown, in, err := brokerSchema.load(path, &out.Broker)
 		if err != nil {
 			return Loaded{}, err
 		}
-		out.UnknownKeys = unknown
+		out.UnknownKeys, inerts = unknown, in
 	}
 	if _, err := out.Broker.Apply(overrides); err != nil {
 		return Loaded{}, fmt.Errorf("override: %w", err)
 	}
+	out.InertKeys = report(inerts, &out.Broker)
 	return out, nil
 }
 
@@ -47,11 +53,12 @@ func LoadBroker(path string, overrides map[string]string) (Loaded, error) {
 var brokerSchema = newSchema(brokerFields, func(b Broker) Broker {
 	b.DeleteWhen = slices.Clone(b.DeleteWhen)
 	return b
-})
+}).withInert(brokerInert)
 
 // Apply sets the given keys (RocketMQ's names, their aliases, any case) on
 // b as a configuration file would, in key order, and returns the canonical
-// names of the keys it set. An unknown key or a value that does not parse
+// names of the keys it set. Inert keys (InertKeys) are checked and
+// otherwise ignored. An unknown key or a value that does not parse
 // is an error naming the key, and b is left unchanged.
 func (b *Broker) Apply(props map[string]string) ([]string, error) {
 	return brokerSchema.apply(b, props)

@@ -114,6 +114,7 @@ storePathRootDir=/tmp/rmq-store
 namesrvAddr=127.0.0.1:9876;127.0.0.2:9876
 haListenPort=10912
 sendMessageThreadPoolNums=16
+someVendorKey=1
 `)
 	got, err := LoadBroker(p, map[string]string{"listenPort": "20911"})
 	if err != nil {
@@ -126,7 +127,7 @@ sendMessageThreadPoolNums=16
 		b.NamesrvAddr != "127.0.0.1:9876;127.0.0.2:9876" || b.ListenPort != 20911 || b.HAListenPort != 10912 {
 		t.Fatalf("unexpected config %+v", b)
 	}
-	if want := []string{"sendMessageThreadPoolNums"}; !reflect.DeepEqual(lower(got.UnknownKeys), lower(want)) {
+	if want := []string{"someVendorKey"}; !reflect.DeepEqual(lower(got.UnknownKeys), lower(want)) {
 		t.Errorf("unknown keys %v, want %v", got.UnknownKeys, want)
 	}
 	// Settings (GET_BROKER_CONFIG) name every key once, canonically, with

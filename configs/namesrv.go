@@ -109,7 +109,7 @@ type LoadedNamesrv struct {
 func LoadNamesrv(path string, overrides map[string]string) (LoadedNamesrv, error) {
 	out := LoadedNamesrv{Namesrv: DefaultNamesrv()}
 	if path != "" {
-		unknown, err := namesrvSchema.load(path, &out.Namesrv)
+		unknown, _, err := namesrvSchema.load(path, &out.Namesrv)
 		if err != nil {
 			return LoadedNamesrv{}, err
 		}

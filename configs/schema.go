@@ -21,6 +21,47 @@ type schema[T any] struct {
 	// the copy leaves the original alone (slices); nil for a plain copy.
 	clone func(T) T
 	index func() map[string]*field[T]
+	// inert lists the keys accepted without effect (inert.go), looked up
+	// in inertIndex (lower-cased).
+	inert      []inert[T]
+	inertIndex map[string]*inert[T]
+}
+
+// withInert adds keys accepted without effect to the schema. Call it once,
+// when the schema is built.
+func (s *schema[T]) withInert(keys []inert[T]) *schema[T] {
+	s.inert = keys
+	s.inertIndex = make(map[string]*inert[T], len(keys))
+	for i := range keys {
+		s.inertIndex[strings.ToLower(keys[i].key)] = &keys[i]
+	}
+	return s
+}
+
+// lookupInert finds an inert key in any case.
+func (s *schema[T]) lookupInert(key string) (*inert[T], bool) {
+	k, ok := s.inertIndex[strings.ToLower(strings.TrimSpace(key))]
+	return k, ok
+}
+
+// inertFound is an inert key met while loading, with its value.
+type inertFound[T any] struct {
+	k   *inert[T]
+	raw string
+}
+
+// report turns the inert keys met into InertKeys, their warnings judged
+// against the configuration c as finally loaded.
+func report[T any](found []inertFound[T], c *T) []InertKey {
+	var out []InertKey
+	for _, f := range found {
+		ik := InertKey{Key: f.k.key, Value: f.raw, Reason: f.k.reason}
+		if f.k.warn != nil {
+			ik.Warning = f.k.warn(c, f.raw)
+		}
+		out = append(out, ik)
+	}
+	return out
 }
 
 // newSchema builds the schema of a field table. Its lookup index (every
@@ -105,6 +146,13 @@ func (s *schema[T]) apply(c *T, props map[string]string) ([]string, error) {
 	for _, k := range keys {
 		f, ok := s.lookup(k)
 		if !ok {
+			if ik, ok := s.lookupInert(k); ok {
+				// Accepted, checked, and nothing changes.
+				if err := ik.parse(strings.TrimSpace(props[k])); err != nil {
+					return nil, fmt.Errorf("key %s: %w", ik.key, err)
+				}
+				continue
+			}
 			return nil, fmt.Errorf("unknown key %s", k)
 		}
 		if err := f.set(&next, strings.TrimSpace(props[k])); err != nil {
@@ -118,34 +166,42 @@ func (s *schema[T]) apply(c *T, props map[string]string) ([]string, error) {
 
 // load reads the file at path (properties or YAML, by extension) into c
 // and returns the keys of the file the schema does not know, in the
-// spelling the file used (lower-cased by viper). A value that does not
-// parse is an error naming the key and the file.
-func (s *schema[T]) load(path string, c *T) (unknown []string, err error) {
+// spelling the file used (lower-cased by viper), and the inert keys it
+// holds. A value that does not parse, an inert key's included, is an
+// error naming the key and the file.
+func (s *schema[T]) load(path string, c *T) (unknown []string, inerts []inertFound[T], err error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read config %s: %w", path, err)
+		return nil, nil, fmt.Errorf("read config %s: %w", path, err)
 	}
 	reg := viper.NewCodecRegistry()
 	if err := reg.RegisterCodec("properties", propertiesCodec{}); err != nil {
-		return nil, fmt.Errorf("register properties codec: %w", err)
+		return nil, nil, fmt.Errorf("register properties codec: %w", err)
 	}
 	v := viper.NewWithOptions(viper.WithCodecRegistry(reg))
 	v.SetConfigType(formatOf(path))
 	if err := v.ReadConfig(bytes.NewReader(raw)); err != nil {
-		return nil, fmt.Errorf("parse config %s: %w", path, err)
+		return nil, nil, fmt.Errorf("parse config %s: %w", path, err)
 	}
 	keys := v.AllKeys()
 	sort.Strings(keys)
 	for _, k := range keys {
+		val := strings.TrimSpace(fmt.Sprint(v.Get(k)))
 		f, ok := s.lookup(k)
 		if !ok {
+			if ik, ok := s.lookupInert(k); ok {
+				if err := ik.parse(val); err != nil {
+					return nil, nil, fmt.Errorf("config %s: key %s: %w", path, ik.key, err)
+				}
+				inerts = append(inerts, inertFound[T]{k: ik, raw: val})
+				continue
+			}
 			unknown = append(unknown, k)
 			continue
 		}
-		val := strings.TrimSpace(fmt.Sprint(v.Get(k)))
 		if err := f.set(c, val); err != nil {
-			return nil, fmt.Errorf("config %s: key %s: %w", path, f.key, err)
+			return nil, nil, fmt.Errorf("config %s: key %s: %w", path, f.key, err)
 		}
 	}
-	return unknown, nil
+	return unknown, inerts, nil
 }

@@ -52,4 +52,8 @@ const (
 	CheckpointFieldPath = "path"
 	// CheckpointFieldStoreRoot is the response's store root.
 	CheckpointFieldStoreRoot = "storePathRootDir"
+	// CheckpointFieldCommitLog is the response's CommitLog segment
+	// directory (storePathCommitLog resolved); absent from brokers that
+	// predate it, whose segments are in <store root>/commitlog.
+	CheckpointFieldCommitLog = "storePathCommitLog"
 )

@@ -37,6 +37,7 @@ errors.`,
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
 	pf.StringVar(&o.store, "store", configs.DefaultStoreRoot(), "store root (storePathRootDir) of a stopped broker")
+	pf.StringVar(&o.commitLog, "commitlog", "", "CommitLog segment directory (storePathCommitLog) when it is not <store>/commitlog")
 	pf.StringVar(&o.broker, "broker", "", "read a checkpoint of the running broker at host:port (kvdump must run on its machine)")
 	pf.BoolVar(&o.tls, "tls", false, "with --broker: connect with TLS (for tls.server.mode=enforcing)")
 	pf.StringVar(&o.accessKey, "access-key", "", "with --broker and the ACL on: the account to sign as (default $"+acl.EnvAccessKey+")")

@@ -35,13 +35,20 @@ type globalOptions struct {
 	tls bool
 	// storeSet is true when --store was given explicitly.
 	storeSet bool
+	// commitLog is --commitlog: the CommitLog segment directory
+	// (storePathCommitLog); empty means <store>/commitlog, or with
+	// --broker the directory the broker reports.
+	commitLog string
 }
 
 // store is an opened store: the index (the store's own, or a broker's
 // checkpoint) and, when present, the CommitLog, both read-only.
 type store struct {
-	// root is the store root; the CommitLog is in root/commitlog.
+	// root is the store root.
 	root string
+	// clogDir is the CommitLog segment directory: root/commitlog unless
+	// storePathCommitLog put it elsewhere.
+	clogDir string
 	// indexDir is the index database read: root/kvindex or a checkpoint.
 	indexDir string
 	// broker is the broker asked for the checkpoint, empty for a stopped
@@ -81,7 +88,8 @@ func openStore(ctx context.Context, o *globalOptions, stderr io.Writer) (*store,
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", root, err)
 	}
-	s := &store{root: root, indexDir: filepath.Join(root, kvindex.DirName), lock: lock, stderr: stderr}
+	s := &store{root: root, clogDir: cmp.Or(o.commitLog, commitlog.SegmentDirOf(root)),
+		indexDir: filepath.Join(root, kvindex.DirName), lock: lock, stderr: stderr}
 	s.db, err = kvindex.Open(kvindex.Options{Dir: s.indexDir, ReadOnly: true, CacheSize: 32 << 20, Logger: log})
 	if err != nil {
 		_ = lock.Close()
@@ -104,14 +112,18 @@ func openStore(ctx context.Context, o *globalOptions, stderr io.Writer) (*store,
 // opens it, with the broker's CommitLog clamped to the checkpoint's
 // dispatched offset.
 func openBrokerCheckpoint(ctx context.Context, o *globalOptions, log zerolog.Logger, stderr io.Writer) (*store, error) {
-	path, root, err := requestCheckpoint(ctx, o, o.broker, o.checkpointDir, o.timeout)
+	path, root, clogDir, err := requestCheckpoint(ctx, o, o.broker, o.checkpointDir, o.timeout)
 	if err != nil {
 		return nil, err
 	}
 	if o.storeSet {
 		root = o.store
+		clogDir = commitlog.SegmentDirOf(root)
 	}
-	s := &store{root: root, indexDir: path, broker: o.broker, stderr: stderr, lock: nopCloser{}}
+	if o.commitLog != "" {
+		clogDir = o.commitLog
+	}
+	s := &store{root: root, clogDir: clogDir, indexDir: path, broker: o.broker, stderr: stderr, lock: nopCloser{}}
 	if !o.keepCheckpoint {
 		s.checkpoint = path
 	}
@@ -136,9 +148,9 @@ func (s *store) openLog(clamp bool) error {
 	if err != nil {
 		return err
 	}
-	s.log, err = commitlog.OpenReadOnly(s.root)
+	s.log, err = commitlog.OpenReadOnlyDir(s.clogDir)
 	if errors.Is(err, os.ErrNotExist) {
-		s.log, s.logErr = nil, fmt.Errorf("store %s has no CommitLog", s.root)
+		s.log, s.logErr = nil, fmt.Errorf("store %s has no CommitLog at %s (storePathCommitLog elsewhere? give --commitlog)", s.root, s.clogDir)
 		return nil
 	}
 	if err != nil {
@@ -180,8 +192,9 @@ func (s *store) close() error {
 }
 
 // requestCheckpoint asks a broker for a checkpoint of its index and returns
-// the checkpoint directory and the broker's store root.
-func requestCheckpoint(ctx context.Context, o *globalOptions, addr, dir string, timeout time.Duration) (path, root string, err error) {
+// the checkpoint directory, the broker's store root and its CommitLog
+// segment directory (root/commitlog from a broker that does not say).
+func requestCheckpoint(ctx context.Context, o *globalOptions, addr, dir string, timeout time.Duration) (path, root, clogDir string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	opts := remoting.ClientOptions{BeforeRequest: acl.RequestSigner(
@@ -191,36 +204,37 @@ func requestCheckpoint(ctx context.Context, o *globalOptions, addr, dir string, 
 	}
 	c, err := remoting.Dial(ctx, addr, opts)
 	if err != nil {
-		return "", "", fmt.Errorf("ask broker %s for a checkpoint: %w", addr, err)
+		return "", "", "", fmt.Errorf("ask broker %s for a checkpoint: %w", addr, err)
 	}
 	defer c.Close()
 	ext := map[string]string{}
 	if dir != "" {
 		abs, err := filepath.Abs(dir)
 		if err != nil {
-			return "", "", fmt.Errorf("checkpoint directory %s: %w", dir, err)
+			return "", "", "", fmt.Errorf("checkpoint directory %s: %w", dir, err)
 		}
 		ext[remoting.CheckpointFieldDir] = abs
 	}
 	resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.CheckpointIndex, ext, nil))
 	if err != nil {
-		return "", "", fmt.Errorf("ask broker %s for a checkpoint: %w", addr, err)
+		return "", "", "", fmt.Errorf("ask broker %s for a checkpoint: %w", addr, err)
 	}
 	switch resp.Code {
 	case remoting.Success:
 	case remoting.RequestCodeNotSupported:
-		return "", "", fmt.Errorf("broker %s does not answer the checkpoint request (code %d): it is not a rocketkv broker, or an older one",
+		return "", "", "", fmt.Errorf("broker %s does not answer the checkpoint request (code %d): it is not a rocketkv broker, or an older one",
 			addr, remoting.CheckpointIndex)
 	default:
-		return "", "", fmt.Errorf("broker %s could not write a checkpoint: code %d: %s", addr, resp.Code, resp.Remark)
+		return "", "", "", fmt.Errorf("broker %s could not write a checkpoint: code %d: %s", addr, resp.Code, resp.Remark)
 	}
 	path = resp.ExtFields[remoting.CheckpointFieldPath]
 	root = resp.ExtFields[remoting.CheckpointFieldStoreRoot]
 	if path == "" || root == "" {
-		return "", "", fmt.Errorf("broker %s answered the checkpoint request without %q and %q", addr,
+		return "", "", "", fmt.Errorf("broker %s answered the checkpoint request without %q and %q", addr,
 			remoting.CheckpointFieldPath, remoting.CheckpointFieldStoreRoot)
 	}
-	return path, root, nil
+	clogDir = cmp.Or(resp.ExtFields[remoting.CheckpointFieldCommitLog], commitlog.SegmentDirOf(root))
+	return path, root, clogDir, nil
 }
 
 // removeCheckpoint deletes a checkpoint directory after checking that it

@@ -1,0 +1,133 @@
+package configs
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+)
+
+// InertKey is a RocketMQ key of a configuration file that rocketkv accepts
+// but that changes nothing: a thread pool size, a switch of a RocketMQ
+// mechanism rocketkv does not have. Drop-in broker.conf files carry many;
+// they are reported once at info level rather than warned about as
+// unknown.
+type InertKey struct {
+	// Key is the key as RocketMQ spells it.
+	Key string
+	// Value is the value the file gave it.
+	Value string
+	// Reason says in one line why the key has no effect in rocketkv.
+	Reason string
+	// Warning is set when the value asks for something rocketkv does not
+	// do and that an operator would want to know about (a path that is
+	// not the one used); it is then logged as a warning.
+	Warning string
+}
+
+// inert declares an accepted-but-inert key of a configuration struct T:
+// its value is checked for type (parse) and otherwise ignored.
+type inert[T any] struct {
+	key    string
+	reason string
+	parse  func(raw string) error
+	// warn, when set, returns a warning about the value in the light of
+	// the whole configuration (after every key and override is set), or
+	// "" when there is nothing to warn about.
+	warn func(c *T, raw string) string
+}
+
+// inertBool is an inert key whose value must be true or false.
+func inertBool[T any](key, reason string) inert[T] {
+	return inert[T]{key: key, reason: reason, parse: func(raw string) error {
+		if _, err := strconv.ParseBool(raw); err != nil {
+			return fmt.Errorf("%q is not true or false", raw)
+		}
+		return nil
+	}}
+}
+
+// inertInt is an inert key whose value must be an integer (Java's int or
+// long).
+func inertInt[T any](key, reason string) inert[T] {
+	return inert[T]{key: key, reason: reason, parse: func(raw string) error {
+		_, err := parseInt(raw, -1<<63, 1<<63-1)
+		return err
+	}}
+}
+
+// inertRootPath is one of the store paths that RocketMQ always derives
+// from storePathRootDir (StorePathConfigHelper): RocketMQ's
+// MessageStoreConfig has no field for the key, so RocketMQ itself ignores
+// it, and rocketkv does the same so that it opens the files RocketMQ
+// wrote. A value that names another path is warned about.
+func inertRootPath(key, name, reason string) inert[Broker] {
+	return inert[Broker]{key: key, reason: reason,
+		parse: func(string) error { return nil },
+		warn: func(b *Broker, raw string) string {
+			want := filepath.Join(b.StorePathRootDir, name)
+			if raw == "" || filepath.Clean(raw) == filepath.Clean(want) {
+				return ""
+			}
+			return fmt.Sprintf("%s=%s is not used: RocketMQ never reads this key, and the store's file is %s (storePathRootDir/%s)",
+				key, raw, want, name)
+		}}
+}
+
+// brokerInert lists the RocketMQ broker keys rocketkv accepts without
+// effect. A key belongs here only if ignoring it cannot change what is
+// stored or delivered; a key for a missing feature whose use would matter
+// is a notImplemented field instead (fields.go).
+var brokerInert = []inert[Broker]{
+	// Java thread pools: rocketkv answers requests on its network event
+	// loops and hands slow work to goroutines; there are no per-request
+	// pools to size.
+	inertInt[Broker]("sendMessageThreadPoolNums", "no per-request-code thread pools; sends run on goroutines"),
+	inertInt[Broker]("pullMessageThreadPoolNums", "no per-request-code thread pools; pulls run on goroutines"),
+	inertInt[Broker]("processReplyMessageThreadPoolNums", "no per-request-code thread pools; replies run on goroutines"),
+	inertInt[Broker]("queryMessageThreadPoolNums", "no per-request-code thread pools; queries run on goroutines"),
+	inertInt[Broker]("adminBrokerThreadPoolNums", "no per-request-code thread pools; admin requests run on goroutines"),
+	inertInt[Broker]("clientManageThreadPoolNums", "no per-request-code thread pools; client requests run on goroutines"),
+	inertInt[Broker]("consumerManageThreadPoolNums", "no per-request-code thread pools; consumer requests run on goroutines"),
+	inertInt[Broker]("heartbeatThreadPoolNums", "no per-request-code thread pools; heartbeats run on goroutines"),
+	inertInt[Broker]("endTransactionThreadPoolNums", "no per-request-code thread pools; transaction ends run on goroutines"),
+	inertInt[Broker]("serverWorkerThreads", "no Netty server: the network event loops are sized by the Go runtime"),
+	inertInt[Broker]("serverSelectorThreads", "no Netty server: the network event loops are sized by the Go runtime"),
+	inertInt[Broker]("clientWorkerThreads", "no Netty client: outgoing connections run on goroutines"),
+
+	// The way RocketMQ's store does its work, where rocketkv's differs.
+	inertBool[Broker]("useReentrantLockWhenPutMessage", "the CommitLog append lock is a Go mutex; there is no spin lock to choose"),
+	inertBool[Broker]("transientStorePoolEnable", "appends are written into the mapped segment directly; there is no off-heap write buffer pool"),
+	inertBool[Broker]("transferMsgByHeap", "pull responses are built from the CommitLog by the Go runtime; there is no heap or zero-copy choice"),
+	inertBool[Broker]("warmMapedFileEnable", "new CommitLog segments are always preallocated and prefaulted"),
+	inertInt[Broker]("osPageCacheBusyTimeOutMills", "the append lock is not timed; sends are held back by maxDispatchLagBytes and waitTimeMillsInSendQueue"),
+	inertInt[Broker]("redeleteHangedFileInterval", "a deleted segment that is still being read is unmapped when its last reader ends; no file hangs to be deleted again"),
+	inertBool[Broker]("enableConsumeQueueExt", "no consumequeue_ext files; property filters are evaluated on the messages"),
+	inertInt[Broker]("maxHashSlotNum", "the message key index is kept in Pebble, not in IndexFiles"),
+	inertInt[Broker]("maxIndexNum", "the message key index is kept in Pebble, not in IndexFiles"),
+	inertInt[Broker]("accessMessageInMemoryMaxRatio", "page cache residency is not estimated; every pull is answered with the in-memory limits"),
+	inertBool[Broker]("enableScheduleMessageStats", "delay-level statistics are not kept"),
+	inertBool[Broker]("offsetCheckInSlave", "it lets a slave write OFFSET_MOVED_EVENT messages, which rocketkv does not write on any role"),
+
+	// Keys RocketMQ 5.3 itself does not read.
+	inertBool[Broker]("highSpeedMode", "RocketMQ declares it but nothing reads it"),
+	inertBool[Broker]("debugLockEnable", "RocketMQ declares it but nothing reads it"),
+	inertBool[Broker]("commercialEnable", "RocketMQ 5 no longer has this key"),
+	inertBool[Broker]("isEnableBatchPush", "RocketMQ does not read this spelling (its key is enableBatchPush, a DLedger setting)"),
+
+	// RocketMQ's StorePathConfigHelper derives these from
+	// storePathRootDir; no RocketMQ version reads these keys.
+	inertRootPath("storeCheckpoint", "checkpoint", "RocketMQ reads no such key and keeps the checkpoint at <storePathRootDir>/checkpoint; so does rocketkv"),
+	inertRootPath("abortFile", "abort", "RocketMQ reads no such key and keeps the abort file at <storePathRootDir>/abort; so does rocketkv"),
+	inertRootPath("storePathConsumeQueue", "consumequeue", "RocketMQ reads no such key and keeps the file ConsumeQueue in <storePathRootDir>/consumequeue; so does rocketkv"),
+	inertRootPath("storePathIndex", "index", "RocketMQ reads no such key and keeps its IndexFiles in <storePathRootDir>/index; rocketkv keeps the key index in Pebble"),
+}
+
+// InertKeys returns every key the broker accepts without effect, in table
+// order.
+func InertKeys() []string {
+	out := make([]string, len(brokerInert))
+	for i, k := range brokerInert {
+		out[i] = k.key
+	}
+	return out
+}

@@ -1,0 +1,102 @@
+package configs
+
+import (
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// An inert key is accepted and reported with its reason, a really unknown
+// key stays unknown, and neither changes the configuration.
+func TestInertKeysAreReportedNotUnknown(t *testing.T) {
+	p := writeFile(t, "broker.conf", "sendMessageThreadPoolNums=16\nuseReentrantLockWhenPutMessage=true\nnoSuchKey=1\n")
+	got, err := LoadBroker(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"nosuchkey"}; !reflect.DeepEqual(lower(got.UnknownKeys), want) {
+		t.Errorf("unknown keys %v, want %v", got.UnknownKeys, want)
+	}
+	var keys []string
+	for _, k := range got.InertKeys {
+		keys = append(keys, k.Key)
+		if k.Reason == "" || k.Warning != "" {
+			t.Errorf("%s: reason %q, warning %q", k.Key, k.Reason, k.Warning)
+		}
+	}
+	if want := []string{"sendMessageThreadPoolNums", "useReentrantLockWhenPutMessage"}; !reflect.DeepEqual(keys, want) {
+		t.Errorf("inert keys %v, want %v", keys, want)
+	}
+	if !reflect.DeepEqual(got.Broker, DefaultBroker()) {
+		t.Errorf("inert keys changed the configuration: %+v", got.Broker)
+	}
+}
+
+// An inert key's value is still checked for its type, from a file and
+// from an update.
+func TestInertKeysAreTypeChecked(t *testing.T) {
+	for _, content := range []string{"sendMessageThreadPoolNums=many\n", "transientStorePoolEnable=perhaps\n"} {
+		_, err := LoadBroker(writeFile(t, "b.conf", content), nil)
+		key, _, _ := strings.Cut(content, "=")
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%q: error %v does not name %s", content, err, key)
+		}
+	}
+	b := DefaultBroker()
+	if set, err := b.Apply(map[string]string{"pullMessageThreadPoolNums": "32"}); err != nil || len(set) != 0 {
+		t.Errorf("update of an inert key: set %v, %v", set, err)
+	}
+	if _, err := b.Apply(map[string]string{"pullMessageThreadPoolNums": "x"}); err == nil {
+		t.Error("update of an inert key with a bad value accepted")
+	}
+}
+
+// The store paths RocketMQ derives from storePathRootDir are accepted; one
+// that names another path is warned about, judged against the root in
+// force after the overrides.
+func TestRootDerivedPathsWarnWhenElsewhere(t *testing.T) {
+	p := writeFile(t, "broker.conf", `storePathRootDir=/data/store
+storeCheckpoint=/data/store/checkpoint
+abortFile=/data/store//abort
+storePathConsumeQueue=/other/consumequeue
+storePathIndex=/data/store/index
+`)
+	got, err := LoadBroker(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	warned := map[string]bool{}
+	for _, k := range got.InertKeys {
+		warned[k.Key] = k.Warning != ""
+	}
+	if want := map[string]bool{"storeCheckpoint": false, "abortFile": false, "storePathConsumeQueue": true, "storePathIndex": false}; !reflect.DeepEqual(warned, want) {
+		t.Errorf("warned %v, want %v", warned, want)
+	}
+	got, err = LoadBroker(p, map[string]string{"storePathRootDir": "/elsewhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range got.InertKeys {
+		if k.Warning == "" || !strings.Contains(k.Warning, "/elsewhere") {
+			t.Errorf("%s under another root: warning %q", k.Key, k.Warning)
+		}
+	}
+}
+
+// broker.yaml lists every inert key, and no inert key is also a field.
+func TestBrokerYAMLListsInertKeys(t *testing.T) {
+	raw, err := os.ReadFile("broker.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range InertKeys() {
+		if !regexp.MustCompile(`(?m)^#.*\b` + regexp.QuoteMeta(k) + `\b`).Match(raw) {
+			t.Errorf("broker.yaml does not list inert key %s", k)
+		}
+		if _, ok := brokerSchema.lookup(k); ok {
+			t.Errorf("%s is both a key and an inert key", k)
+		}
+	}
+}
