@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -250,6 +251,34 @@ func TestHeartbeatsConsumerListAndNotify(t *testing.T) {
 	req["sysFlag"] = "0"
 	if r := call(t, c1, remoting.PullMessage, req, nil); r.Code != remoting.SubscriptionNotExist {
 		t.Fatalf("pull of an unknown group: %d", r.Code)
+	}
+}
+
+// notifyConsumerIdsChangedEnable=false keeps the broker from telling a
+// group's consumers that another joined or left (RocketMQ's broker-wide
+// switch); they then rebalance on their own schedule.
+func TestNotifyConsumerIdsChangedDisabled(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"notifyConsumerIdsChangedEnable": "false"})
+	var notified atomic.Int32
+	c1 := b.client(func(_ context.Context, req *remoting.Command) *remoting.Command {
+		if req.Code == remoting.NotifyConsumerIDsChanged {
+			notified.Add(1)
+		}
+		return nil
+	})
+	hb := func(id string) []byte {
+		return []byte(`{"clientID":"` + id + `","producerDataSet":[],"consumerDataSet":[{"groupName":"cg","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_LAST_OFFSET","subscriptionDataSet":[],"unitMode":false}]}`)
+	}
+	call(t, c1, remoting.HeartBeat, nil, hb("10.0.0.1@1"))
+	c2 := b.client(nil)
+	call(t, c2, remoting.HeartBeat, nil, hb("10.0.0.2@2"))
+	_ = c2.Close()
+	waitFor(t, "c2 removed", func() bool { return len(b.clients.consumerIDs("cg")) == 1 })
+	// With the switch on, c1 hears of both changes within milliseconds
+	// (TestHeartbeatsConsumerListAndNotify); give a late one time to come.
+	time.Sleep(200 * time.Millisecond)
+	if n := notified.Load(); n != 0 {
+		t.Fatalf("c1 was notified %d times with notifyConsumerIdsChangedEnable=false", n)
 	}
 }
 

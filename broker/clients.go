@@ -205,6 +205,9 @@ func (m *clientManager) registerConsumer(cd consumerData, subs map[string]*subsc
 // notifyChanged sends NOTIFY_CONSUMER_IDS_CHANGED to every client of a
 // group (oneway), so they rebalance at once.
 func (m *clientManager) notifyChanged(group string) {
+	if !m.b.cfg.NotifyConsumerIdsChangedEnable {
+		return
+	}
 	m.mu.Lock()
 	g := m.consumers[group]
 	var conns []*remoting.Conn

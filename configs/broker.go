@@ -81,6 +81,10 @@ type Broker struct {
 	AutoCreateTopicEnable       bool
 	AutoCreateSubscriptionGroup bool
 	DefaultTopicQueueNums       int
+	// NotifyConsumerIdsChangedEnable sends NOTIFY_CONSUMER_IDS_CHANGED to
+	// a group's consumers when its membership changes (each group can
+	// also turn it off in its own configuration).
+	NotifyConsumerIdsChangedEnable bool
 	// MessageDelayLevel lists the delays of the delay levels 1, 2, ...
 	// (RocketMQ's syntax: "1s 5s 10s 30s 1m ... 2h", units s, m, h, d).
 	MessageDelayLevel string

@@ -63,11 +63,14 @@ var brokerFields = slices.Concat([]field[Broker]{
 	// turns one on is refused rather than run with classic HA unnoticed.
 	notImplemented[Broker]("enableControllerMode", "rocketkv replicates with RocketMQ's classic master-slave HA only (brokerRole); automatic failover through controllers is not there"),
 	notImplemented[Broker]("enableDLegerCommitLog", "rocketkv replicates with RocketMQ's classic master-slave HA only (brokerRole); a DLedger CommitLog is not there"),
+	notImplemented[Broker]("enableSlaveActingMaster", "a slave does not act as master for its group (RocketMQ 5's slave acting master); fail over by promoting the slave"),
+	notImplemented[Broker]("fetchNamesrvAddrByAddressServer", "name servers are given with namesrvAddr or -n; there is no HTTP address server lookup"),
 
 	boolean("autoCreateTopicEnable", "true", func(b *Broker) *bool { return &b.AutoCreateTopicEnable }),
 	boolean("autoCreateSubscriptionGroup", "true", func(b *Broker) *bool { return &b.AutoCreateSubscriptionGroup }),
 	intRange("defaultTopicQueueNums", "8", 1, 65535, func(b *Broker) *int { return &b.DefaultTopicQueueNums }),
 	delayLevels("messageDelayLevel", meta.DefaultMessageDelayLevel, func(b *Broker) *string { return &b.MessageDelayLevel }),
+	boolean("notifyConsumerIdsChangedEnable", "true", func(b *Broker) *bool { return &b.NotifyConsumerIdsChangedEnable }),
 	boolean("traceTopicEnable", "false", func(b *Broker) *bool { return &b.TraceTopicEnable }),
 	str("msgTraceTopicName", "RMQ_SYS_TRACE_TOPIC", func(b *Broker) *string { return &b.MsgTraceTopicName }),
 
