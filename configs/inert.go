@@ -113,6 +113,7 @@ var brokerInert = []inert[Broker]{
 	inertBool[Broker]("debugLockEnable", "RocketMQ declares it but nothing reads it"),
 	inertBool[Broker]("commercialEnable", "RocketMQ 5 no longer has this key"),
 	inertBool[Broker]("isEnableBatchPush", "RocketMQ does not read this spelling (its key is enableBatchPush, a DLedger setting)"),
+	inertInt[Broker]("maxDelayTime", "RocketMQ 5.3's broker reads no such key"),
 
 	// RocketMQ's StorePathConfigHelper derives these from
 	// storePathRootDir; no RocketMQ version reads these keys.
@@ -120,6 +121,31 @@ var brokerInert = []inert[Broker]{
 	inertRootPath("abortFile", "abort", "RocketMQ reads no such key and keeps the abort file at <storePathRootDir>/abort; so does rocketkv"),
 	inertRootPath("storePathConsumeQueue", "consumequeue", "RocketMQ reads no such key and keeps the file ConsumeQueue in <storePathRootDir>/consumequeue; so does rocketkv"),
 	inertRootPath("storePathIndex", "index", "RocketMQ reads no such key and keeps its IndexFiles in <storePathRootDir>/index; rocketkv keeps the key index in Pebble"),
+}
+
+// namesrvInert lists the RocketMQ name server keys (NamesrvConfig and its
+// Netty settings) that rocketkv's name server accepts without effect.
+var namesrvInert = []inert[Namesrv]{
+	inertInt[Namesrv]("defaultThreadPoolNums", "no thread pools; requests run on goroutines"),
+	inertInt[Namesrv]("clientRequestThreadPoolNums", "no thread pools; route queries run on goroutines"),
+	inertInt[Namesrv]("serverWorkerThreads", "no Netty server: the network event loops are sized by the Go runtime"),
+	inertInt[Namesrv]("serverSelectorThreads", "no Netty server: the network event loops are sized by the Go runtime"),
+	inert[Namesrv]{key: "rocketmqHome", reason: "no RocketMQ installation is read; kvConfigPath and the -c file are given directly", parse: func(string) error { return nil }},
+	inert[Namesrv]{key: "configStorePath", reason: "UPDATE_NAMESRV_CONFIG writes the changes back into the file given with -c", parse: func(string) error { return nil }},
+	inertBool[Namesrv]("clusterTest", "no per-cluster test routes (RocketMQ's clusterTest appends a test cluster's brokers to routes)"),
+	inertBool[Namesrv]("notifyMinBrokerIdChanged", "brokers are not told when their group's smallest broker id changes (slave acting master is not there)"),
+	inertBool[Namesrv]("supportActingMaster", "slave acting master is not there"),
+	inertInt[Namesrv]("waitSecondsForService", "routes are served from start; there is no controller-mode warm-up"),
+}
+
+// NamesrvInertKeys returns every key the name server accepts without
+// effect, in table order.
+func NamesrvInertKeys() []string {
+	out := make([]string, len(namesrvInert))
+	for i, k := range namesrvInert {
+		out[i] = k.key
+	}
+	return out
 }
 
 // InertKeys returns every key the broker accepts without effect, in table

@@ -85,18 +85,28 @@ storePathIndex=/data/store/index
 	}
 }
 
-// broker.yaml lists every inert key, and no inert key is also a field.
-func TestBrokerYAMLListsInertKeys(t *testing.T) {
-	raw, err := os.ReadFile("broker.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range InertKeys() {
-		if !regexp.MustCompile(`(?m)^#.*\b` + regexp.QuoteMeta(k) + `\b`).Match(raw) {
-			t.Errorf("broker.yaml does not list inert key %s", k)
+// broker.yaml and namesrv.yaml list every inert key, and no inert key is
+// also a field.
+func TestYAMLListsInertKeys(t *testing.T) {
+	for _, c := range []struct {
+		file  string
+		keys  []string
+		field func(string) bool
+	}{
+		{"broker.yaml", InertKeys(), func(k string) bool { _, ok := brokerSchema.lookup(k); return ok }},
+		{"namesrv.yaml", NamesrvInertKeys(), func(k string) bool { _, ok := namesrvSchema.lookup(k); return ok }},
+	} {
+		raw, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if _, ok := brokerSchema.lookup(k); ok {
-			t.Errorf("%s is both a key and an inert key", k)
+		for _, k := range c.keys {
+			if !regexp.MustCompile(`(?m)^#.*\b` + regexp.QuoteMeta(k) + `\b`).Match(raw) {
+				t.Errorf("%s does not list inert key %s", c.file, k)
+			}
+			if c.field(k) {
+				t.Errorf("%s: %s is both a key and an inert key", c.file, k)
+			}
 		}
 	}
 }

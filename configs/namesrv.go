@@ -73,7 +73,7 @@ var namesrvFields = slices.Concat([]field[Namesrv]{
 })
 
 // namesrvSchema is the name server's key table with its lookups.
-var namesrvSchema = newSchema(namesrvFields, nil)
+var namesrvSchema = newSchema(namesrvFields, nil).withInert(namesrvInert)
 
 // DefaultKVConfigPath is RocketMQ's default kvConfigPath,
 // ~/namesrv/kvConfig.json, so a name server that replaces RocketMQ's finds
@@ -100,6 +100,9 @@ type LoadedNamesrv struct {
 	// (RocketMQ's thread-pool and Netty tuning keys, for example); the
 	// caller logs them as warnings.
 	UnknownKeys []string
+	// InertKeys lists the RocketMQ keys of the file that the name server
+	// accepts without effect, with the reason; the caller logs each once.
+	InertKeys []InertKey
 }
 
 // LoadNamesrv reads a name server configuration as LoadBroker reads a
@@ -108,16 +111,18 @@ type LoadedNamesrv struct {
 // must name known keys.
 func LoadNamesrv(path string, overrides map[string]string) (LoadedNamesrv, error) {
 	out := LoadedNamesrv{Namesrv: DefaultNamesrv()}
+	var inerts []inertFound[Namesrv]
 	if path != "" {
-		unknown, _, err := namesrvSchema.load(path, &out.Namesrv)
+		unknown, in, err := namesrvSchema.load(path, &out.Namesrv)
 		if err != nil {
 			return LoadedNamesrv{}, err
 		}
-		out.UnknownKeys = unknown
+		out.UnknownKeys, inerts = unknown, in
 	}
 	if _, err := out.Namesrv.Apply(overrides); err != nil {
 		return LoadedNamesrv{}, fmt.Errorf("override: %w", err)
 	}
+	out.InertKeys = report(inerts, &out.Namesrv)
 	return out, nil
 }
 

@@ -36,7 +36,8 @@ func TestNamesrvYAMLDocumentsEveryKey(t *testing.T) {
 }
 
 // A RocketMQ namesrv.properties loads: its keys set, RocketMQ's tuning
-// keys reported unknown, the overrides winning.
+// keys reported inert with their reasons, a key nobody knows reported
+// unknown, the overrides winning.
 func TestNamesrvPropertiesFile(t *testing.T) {
 	p := writeFile(t, "namesrv.properties", `# a RocketMQ namesrv.properties
 listenPort=19876
@@ -45,6 +46,7 @@ kvConfigPath=/var/lib/namesrv/kv.json
 scanNotActiveBrokerInterval=2000
 serverWorkerThreads=16
 clientRequestThreadPoolNums=4
+noSuchNamesrvKey=1
 `)
 	got, err := LoadNamesrv(p, map[string]string{"logLevel": "debug"})
 	if err != nil {
@@ -55,8 +57,23 @@ clientRequestThreadPoolNums=4
 		n.ScanNotActiveBrokerInterval != 2*time.Second || n.LogLevel != "debug" {
 		t.Fatalf("loaded %+v", n)
 	}
-	if want := []string{"clientrequestthreadpoolnums", "serverworkerthreads"}; !slices.Equal(got.UnknownKeys, want) {
+	if want := []string{"nosuchnamesrvkey"}; !slices.Equal(got.UnknownKeys, want) {
 		t.Errorf("unknown keys %v, want %v", got.UnknownKeys, want)
+	}
+	var inert []string
+	for _, k := range got.InertKeys {
+		if k.Reason == "" {
+			t.Errorf("inert key %s without a reason", k.Key)
+		}
+		inert = append(inert, k.Key)
+	}
+	slices.Sort(inert)
+	if want := []string{"clientRequestThreadPoolNums", "serverWorkerThreads"}; !slices.Equal(inert, want) {
+		t.Errorf("inert keys %v, want %v", inert, want)
+	}
+	if _, err := LoadNamesrv(writeFile(t, "bad.properties", "serverWorkerThreads=many\n"), nil); err == nil ||
+		!strings.Contains(err.Error(), "serverWorkerThreads") {
+		t.Errorf("serverWorkerThreads=many: %v, want an error naming the key", err)
 	}
 	if n.ListenAddr() != ":19876" {
 		t.Errorf("listen address %q, want every interface on 19876", n.ListenAddr())

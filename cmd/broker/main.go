@@ -30,7 +30,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocketkv/rocketkv/broker"
-	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/logging"
@@ -110,23 +109,6 @@ func loadConfig(o options) (configs.Loaded, error) {
 	return configs.LoadBroker(o.config, overrides)
 }
 
-// logIgnoredKeys reports the keys of the configuration file that change
-// nothing: a warning for each unknown key, one info line for each key
-// accepted without effect (with its reason), and a warning instead when
-// such a key's value asks for something rocketkv does not do.
-func logIgnoredKeys(log zerolog.Logger, loaded configs.Loaded, file string) {
-	for _, k := range loaded.UnknownKeys {
-		log.Warn().Str("key", k).Str("file", file).Msg("unknown configuration key ignored")
-	}
-	for _, k := range loaded.InertKeys {
-		if k.Warning != "" {
-			log.Warn().Str("key", k.Key).Str("file", file).Msg(k.Warning)
-			continue
-		}
-		log.Info().Str("key", k.Key).Str("file", file).Msg("no effect in rocketkv: " + k.Reason)
-	}
-}
-
 func run(ctx context.Context, o options) error {
 	loaded, err := loadConfig(o)
 	if err != nil {
@@ -137,7 +119,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	logIgnoredKeys(log, loaded, o.config)
+	logging.IgnoredKeys(log, o.config, loaded.UnknownKeys, loaded.InertKeys)
 	gcPercent, memoryLimit := applyGCSettings(cfg, os.Getenv)
 	gcLog := log.Info().Int("gcPercent", gcPercent)
 	if memoryLimit != math.MaxInt64 {

@@ -6,10 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/rs/zerolog"
-
-	"github.com/rocketkv/rocketkv/configs"
 )
 
 // -p prints the configuration that would run: the file's keys with the
@@ -38,38 +34,5 @@ func TestPrintConfig(t *testing.T) {
 	cmd.SetArgs([]string{"-p", "--set", "noSuchKey=1"})
 	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "noSuchKey") {
 		t.Fatalf("unknown --set key: %v", err)
-	}
-}
-
-// A key accepted without effect is logged once at info level with its
-// reason; an unknown key is still a warning.
-func TestIgnoredKeysLogLevels(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "broker.conf")
-	if err := os.WriteFile(file, []byte("sendMessageThreadPoolNums=16\nnoSuchKey=1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := configs.LoadBroker(file, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	logIgnoredKeys(zerolog.New(&out), loaded, file)
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("want 2 log lines, got:\n%s", out.String())
-	}
-	for _, l := range lines {
-		switch {
-		case strings.Contains(l, `"key":"sendMessageThreadPoolNums"`):
-			if !strings.Contains(l, `"level":"info"`) || !strings.Contains(l, "no effect in rocketkv: ") {
-				t.Errorf("inert key logged as %s", l)
-			}
-		case strings.Contains(l, `"key":"nosuchkey"`):
-			if !strings.Contains(l, `"level":"warn"`) || !strings.Contains(l, "unknown configuration key ignored") {
-				t.Errorf("unknown key logged as %s", l)
-			}
-		default:
-			t.Errorf("unexpected line %s", l)
-		}
 	}
 }

@@ -143,9 +143,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	log = log.With().Str("component", "namesrv").Logger()
-	for _, k := range loaded.UnknownKeys {
-		log.Warn().Str("key", k).Str("file", o.config).Msg("unknown configuration key ignored")
-	}
+	logging.IgnoredKeys(log, o.config, loaded.UnknownKeys, loaded.InertKeys)
 	srv, err := namesrv.NewServer(namesrv.ConfigFrom(set, o.config), log)
 	if err != nil {
 		return err

@@ -11,6 +11,8 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/configs"
 )
 
 // Format selects the output encoding.
@@ -49,4 +51,21 @@ func New(w io.Writer, level string, format Format) (zerolog.Logger, error) {
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.DateTime + ".000"}
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+// IgnoredKeys reports the keys of a configuration file that change
+// nothing: a warning for each unknown key, one info line for each RocketMQ
+// key accepted without effect (with its reason), and a warning instead
+// when such a key's value asks for something rocketkv does not do.
+func IgnoredKeys(log zerolog.Logger, file string, unknown []string, inert []configs.InertKey) {
+	for _, k := range unknown {
+		log.Warn().Str("key", k).Str("file", file).Msg("unknown configuration key ignored")
+	}
+	for _, k := range inert {
+		if k.Warning != "" {
+			log.Warn().Str("key", k.Key).Str("file", file).Msg(k.Warning)
+			continue
+		}
+		log.Info().Str("key", k.Key).Str("file", file).Msg("no effect in rocketkv: " + k.Reason)
+	}
 }

@@ -3,8 +3,14 @@ package logging
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/configs"
 )
 
 func TestJSONWhenNotATerminal(t *testing.T) {
@@ -46,5 +52,38 @@ func TestBadSettings(t *testing.T) {
 	}
 	if _, err := New(&bytes.Buffer{}, "info", "xml"); err == nil {
 		t.Error("bad format accepted")
+	}
+}
+
+// A key accepted without effect is logged once at info level with its
+// reason; an unknown key is still a warning (broker and name server).
+func TestIgnoredKeysLogLevels(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "broker.conf")
+	if err := os.WriteFile(file, []byte("sendMessageThreadPoolNums=16\nnoSuchKey=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := configs.LoadBroker(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	IgnoredKeys(zerolog.New(&out), file, loaded.UnknownKeys, loaded.InertKeys)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want 2 log lines, got:\n%s", out.String())
+	}
+	for _, l := range lines {
+		switch {
+		case strings.Contains(l, `"key":"sendMessageThreadPoolNums"`):
+			if !strings.Contains(l, `"level":"info"`) || !strings.Contains(l, "no effect in rocketkv: ") {
+				t.Errorf("inert key logged as %s", l)
+			}
+		case strings.Contains(l, `"key":"nosuchkey"`):
+			if !strings.Contains(l, `"level":"warn"`) || !strings.Contains(l, "unknown configuration key ignored") {
+				t.Errorf("unknown key logged as %s", l)
+			}
+		default:
+			t.Errorf("unexpected line %s", l)
+		}
 	}
 }
