@@ -375,6 +375,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 	lcfg.FileReservedTime = b.cfg.FileReservedTime
 	lcfg.DeleteWhen = b.cfg.DeleteWhen
 	lcfg.DiskMaxUsedSpaceRatio = float64(b.cfg.DiskMaxUsedSpaceRatio)
+	lcfg.KeepUnexpiredWhenFull = !b.cfg.CleanFileForciblyEnable
 	lcfg.CleanInterval = b.cfg.CleanResourceInterval
 	lcfg.RecoverFrom = from
 	lcfg.StoreHost = b.storeHost

@@ -78,6 +78,11 @@ type Config struct {
 	// oldest segments are deleted even if not expired (85, RocketMQ's
 	// diskSpaceCleanForciblyRatio).
 	DiskForceCleanRatio float64
+	// KeepUnexpiredWhenFull never deletes a segment younger than
+	// FileReservedTime, however full the disk (RocketMQ's
+	// cleanFileForciblyEnable=false): appends then fail with ErrDiskFull
+	// rather than lose messages retention promised to keep.
+	KeepUnexpiredWhenFull bool
 	// CleanInterval is the period of the retention cleaner (10 s).
 	CleanInterval time.Duration
 	// RecoverFrom hints where recovery must start at the latest: the

@@ -63,7 +63,7 @@ func (l *Log) OnMinOffsetChange(fn func(newMin int64)) {
 // cleaner is the retention goroutine: every CleanInterval it deletes
 // expired segments if the local hour is in DeleteWhen or the disk usage is
 // above DiskMaxUsedSpaceRatio, and the oldest segments whatever their age
-// if usage is above DiskForceCleanRatio.
+// if usage is above DiskForceCleanRatio (unless KeepUnexpiredWhenFull).
 func (l *Log) cleaner() {
 	defer l.wg.Done()
 	t := time.NewTicker(l.cfg.CleanInterval)
@@ -95,7 +95,7 @@ func (l *Log) cleanOnce() (int, error) {
 	}
 	ratio := usage.UsedRatio()
 	over := ratio > rules.DiskMaxUsedSpaceRatio
-	force := ratio > l.cfg.DiskForceCleanRatio
+	force := ratio > l.cfg.DiskForceCleanRatio && !l.cfg.KeepUnexpiredWhenFull
 	if !hourOK && !over && !force {
 		return 0, nil
 	}

@@ -21,9 +21,12 @@ func next0430() time.Time {
 
 // retentionLog returns a log of 4 KiB segments holding five full segments
 // and an active one, with a fake clock and disk usage.
-func retentionLog(t *testing.T) (*Log, *testutil.Clock, *vfs.Faulty, *[]int64) {
+func retentionLog(t *testing.T, adjust ...func(*Config)) (*Log, *testutil.Clock, *vfs.Faulty, *[]int64) {
 	t.Helper()
 	cfg := testConfig(t, 4096)
+	for _, a := range adjust {
+		a(&cfg)
+	}
 	clock := testutil.NewClock(next0430())
 	cfg.Now = clock.Now
 	ffs := vfs.NewFaulty(vfs.OS{})
@@ -129,6 +132,24 @@ func TestRetentionDiskRatio(t *testing.T) {
 	r := mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, 1, 10)})
 	if r.PhyOffset < 5*4096 {
 		t.Fatalf("append at %d", r.PhyOffset)
+	}
+}
+
+// With KeepUnexpiredWhenFull (cleanFileForciblyEnable=false) a nearly full
+// disk still loses its expired segments at any hour, but no segment
+// younger than the retention time.
+func TestRetentionKeepsUnexpiredWhenFull(t *testing.T) {
+	l, clock, ffs, _ := retentionLog(t, func(c *Config) { c.KeepUnexpiredWhenFull = true })
+	clock.Set(next0430().Add(9 * time.Hour)) // 13:30, not a deletion hour
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 5})
+	if n, err := l.cleanOnce(); err != nil || n != 3 {
+		t.Fatalf("95%% used: deleted %d, %v, want the 3 expired segments", n, err)
+	}
+	if n, err := l.cleanOnce(); err != nil || n != 0 {
+		t.Fatalf("95%% used, second pass: deleted %d, %v, want none of the unexpired", n, err)
+	}
+	if l.MinOffset() != 3*4096 {
+		t.Fatalf("min offset %d, want 3*4096", l.MinOffset())
 	}
 }
 

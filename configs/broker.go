@@ -177,8 +177,11 @@ type Broker struct {
 	FileReservedTime           time.Duration
 	DeleteWhen                 []int
 	DiskMaxUsedSpaceRatio      int
-	CleanResourceInterval      time.Duration
-	CheckCRCOnRecover          bool
+	// CleanFileForciblyEnable lets retention delete the oldest segments
+	// before their fileReservedTime when the disk is nearly full.
+	CleanFileForciblyEnable bool
+	CleanResourceInterval   time.Duration
+	CheckCRCOnRecover       bool
 	// MessageIndexEnable indexes every message's KEYS and UNIQ_KEY for
 	// QUERY_MESSAGE (RocketMQ's key of the same name).
 	MessageIndexEnable bool

@@ -118,6 +118,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	hours("fileReservedTime", "72", func(b *Broker) *time.Duration { return &b.FileReservedTime }),
 	hourList("deleteWhen", "04", func(b *Broker) *[]int { return &b.DeleteWhen }),
 	intRange("diskMaxUsedSpaceRatio", "75", 10, 95, func(b *Broker) *int { return &b.DiskMaxUsedSpaceRatio }),
+	boolean("cleanFileForciblyEnable", "true", func(b *Broker) *bool { return &b.CleanFileForciblyEnable }),
 	millis("cleanResourceInterval", "10000", func(b *Broker) *time.Duration { return &b.CleanResourceInterval }),
 	boolean("checkCRCOnRecover", "true", func(b *Broker) *bool { return &b.CheckCRCOnRecover }),
 	str("indexCheckpointDir", "", func(b *Broker) *string { return &b.IndexCheckpointDir }),
