@@ -29,16 +29,12 @@ func stalledFlushBroker(t *testing.T, overrides map[string]string) (*testBroker,
 	return b, open
 }
 
-// sendAsync sends n SEND_MESSAGE_V2 requests to topic/0 without waiting and
-// returns a channel that gets each answer.
-func sendAsync(t *testing.T, c *remoting.Client, topic string, n int, props string) <-chan *remoting.Command {
+// invokeAll sends reqs without waiting and returns a channel that gets
+// each answer (a connection error as code -1).
+func invokeAll(t *testing.T, c *remoting.Client, reqs []*remoting.Command) <-chan *remoting.Command {
 	t.Helper()
-	answers := make(chan *remoting.Command, n)
-	for i := range n {
-		req := remoting.NewRequest(remoting.SendMessageV2, map[string]string{
-			"a": "pg", "b": topic, "c": "TBW102", "d": "4", "e": "0", "f": "0",
-			"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": props,
-		}, fmt.Appendf(nil, "m%03d", i%1000))
+	answers := make(chan *remoting.Command, len(reqs))
+	for i, req := range reqs {
 		err := c.InvokeAsync(req, func(resp *remoting.Command, err error) {
 			if err != nil { // reported by the reader of answers
 				resp = &remoting.Command{Code: -1, Remark: err.Error()}
@@ -46,10 +42,24 @@ func sendAsync(t *testing.T, c *remoting.Client, topic string, n int, props stri
 			answers <- resp
 		})
 		if err != nil {
-			t.Fatalf("send %d: %v", i, err)
+			t.Fatalf("request %d: %v", i, err)
 		}
 	}
 	return answers
+}
+
+// sendAsync sends n SEND_MESSAGE_V2 requests to topic/0 without waiting and
+// returns a channel that gets each answer.
+func sendAsync(t *testing.T, c *remoting.Client, topic string, n int, props string) <-chan *remoting.Command {
+	t.Helper()
+	reqs := make([]*remoting.Command, n)
+	for i := range reqs {
+		reqs[i] = remoting.NewRequest(remoting.SendMessageV2, map[string]string{
+			"a": "pg", "b": topic, "c": "TBW102", "d": "4", "e": "0", "f": "0",
+			"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": props,
+		}, fmt.Appendf(nil, "m%03d", i%1000))
+	}
+	return invokeAll(t, c, reqs)
 }
 
 // Under SYNC_FLUSH a send waits for its group commit without holding a
@@ -126,23 +136,16 @@ func TestSyncFlushEndTransactionsWaitOffTheWorkers(t *testing.T) {
 		uniq := fmt.Sprintf("UNIQ-DURABLE-%03d", i)
 		halves[i] = sendHalf(t, c, "TxDurable", 0, uniq, "body", "WAIT\x01false\x02", time.Now().UnixMilli())
 	}
-	answers := make(chan *remoting.Command, n)
 	before := b.clog.MaxOffset()
-	for _, h := range halves {
-		req := remoting.NewRequest(remoting.EndTransaction, map[string]string{
+	reqs := make([]*remoting.Command, len(halves))
+	for i, h := range halves {
+		reqs[i] = remoting.NewRequest(remoting.EndTransaction, map[string]string{
 			"producerGroup": "pg", "tranStateTableOffset": strconv.FormatInt(h.queueOffset, 10),
 			"commitLogOffset": strconv.FormatInt(h.phy, 10), "commitOrRollback": "8",
 			"fromTransactionCheck": "false", "msgId": h.uniq, "transactionId": h.uniq,
 		}, nil)
-		if err := c.InvokeAsync(req, func(resp *remoting.Command, err error) {
-			if err != nil {
-				resp = &remoting.Command{Code: -1, Remark: err.Error()}
-			}
-			answers <- resp
-		}); err != nil {
-			t.Fatal(err)
-		}
 	}
+	answers := invokeAll(t, c, reqs)
 	waitFor(t, "every commit stored behind the stalled flush", func() bool {
 		return recordsFrom(t, b, before) >= n
 	})
