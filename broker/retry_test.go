@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -466,5 +467,52 @@ func TestCustomMessageDelayLevels(t *testing.T) {
 	if _, err := configs.LoadBroker("", map[string]string{"messageDelayLevel": "1s 5x"}); err == nil ||
 		!strings.Contains(err.Error(), "messageDelayLevel") {
 		t.Fatalf("messageDelayLevel \"1s 5x\": %v, want an error naming the key", err)
+	}
+}
+
+// A pull's answer holds at most maxTransferCountOnMessageInMemory messages
+// and maxTransferBytesOnMessageInMemory bytes (RocketMQ's 32 and 256 KiB by
+// default), whatever the client asks for; the first message goes whatever
+// its size.
+func TestPullTransferLimits(t *testing.T) {
+	pull := func(t *testing.T, b *testBroker, topic string, maxNums int) []commitlog.Message {
+		t.Helper()
+		req := pullReq("g", topic, 0, 0, 0, 0, "*")
+		req["maxMsgNums"] = strconv.Itoa(maxNums)
+		r := call(t, b.client(nil), remoting.PullMessage, req, nil)
+		if r.Code != remoting.Success {
+			t.Fatalf("pull %s: %d %s", topic, r.Code, r.Remark)
+		}
+		return decodeRecords(t, r.Body)
+	}
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	for i := range 50 {
+		mustSend(t, c, "Many", 0, fmt.Sprintf("m%d", i), "")
+	}
+	big := strings.Repeat("x", 100<<10)
+	for range 3 {
+		mustSend(t, c, "Big", 0, big, "")
+	}
+	mustSend(t, c, "Huge", 0, strings.Repeat("y", 300<<10), "")
+	b.caughtUp()
+	if got := pull(t, b, "Many", 100); len(got) != 32 {
+		t.Errorf("pull of 100 answered %d messages, want maxTransferCountOnMessageInMemory's 32", len(got))
+	}
+	if got := pull(t, b, "Big", 32); len(got) != 2 {
+		t.Errorf("pull of three 100 KiB messages answered %d, want the 2 that fit in 256 KiB", len(got))
+	}
+	if got := pull(t, b, "Huge", 32); len(got) != 1 {
+		t.Errorf("pull of one 300 KiB message answered %d, want it (the first always goes)", len(got))
+	}
+
+	small := startTestBroker(t, map[string]string{"maxTransferCountOnMessageInMemory": "10"})
+	sc := small.client(nil)
+	for i := range 20 {
+		mustSend(t, sc, "Many", 0, fmt.Sprintf("m%d", i), "")
+	}
+	small.caughtUp()
+	if got := pull(t, small, "Many", 32); len(got) != 10 {
+		t.Errorf("pull with maxTransferCountOnMessageInMemory=10 answered %d messages", len(got))
 	}
 }

@@ -40,11 +40,8 @@ func (b *Broker) putMessages(ctx context.Context, msgs []*commitlog.Message, wai
 	return res, nil
 }
 
-// Pull read limits, RocketMQ's maxTransferCountOnMessageInMemory and
-// maxTransferBytesOnMessageInMemory (generously).
+// Pull read limits.
 const (
-	maxPullMessages = 1024
-	maxPullBytes    = 4 << 20
 	// maxScanEntries bounds the entries one pull examines when a filter
 	// skips most of them; the client pulls again from nextBeginOffset.
 	maxScanEntries = 4096
@@ -124,9 +121,13 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 		r.status, r.nextBegin = getOffsetOverflowBadly, r.maxOffset
 		return r, nil
 	}
-	maxNums = min(max(maxNums, 1), maxPullMessages)
-	if maxBytes <= 0 || maxBytes > maxPullBytes {
-		maxBytes = maxPullBytes
+	// RocketMQ's maxTransferCountOnMessageInMemory and
+	// maxTransferBytesOnMessageInMemory (rocketkv does not tell memory
+	// from disk: its reads are of the mapped CommitLog either way).
+	cur := b.current()
+	maxNums = min(max(maxNums, 1), cur.MaxTransferCountOnMessageInMemory)
+	if maxBytes <= 0 || maxBytes > cur.MaxTransferBytesOnMessageInMemory {
+		maxBytes = cur.MaxTransferBytesOnMessageInMemory
 	}
 	next := offset
 	scanned := 0

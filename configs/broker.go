@@ -81,6 +81,11 @@ type Broker struct {
 	AutoCreateTopicEnable       bool
 	AutoCreateSubscriptionGroup bool
 	DefaultTopicQueueNums       int
+	// MaxTransferCountOnMessageInMemory and
+	// MaxTransferBytesOnMessageInMemory bound one pull's answer (the
+	// first message always goes, whatever its size).
+	MaxTransferCountOnMessageInMemory int
+	MaxTransferBytesOnMessageInMemory int
 	// NotifyConsumerIdsChangedEnable sends NOTIFY_CONSUMER_IDS_CHANGED to
 	// a group's consumers when its membership changes (each group can
 	// also turn it off in its own configuration).

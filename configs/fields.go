@@ -71,6 +71,8 @@ var brokerFields = slices.Concat([]field[Broker]{
 	intRange("defaultTopicQueueNums", "8", 1, 65535, func(b *Broker) *int { return &b.DefaultTopicQueueNums }),
 	delayLevels("messageDelayLevel", meta.DefaultMessageDelayLevel, func(b *Broker) *string { return &b.MessageDelayLevel }),
 	boolean("notifyConsumerIdsChangedEnable", "true", func(b *Broker) *bool { return &b.NotifyConsumerIdsChangedEnable }),
+	intRange("maxTransferCountOnMessageInMemory", "32", 1, 1<<20, func(b *Broker) *int { return &b.MaxTransferCountOnMessageInMemory }),
+	intRange("maxTransferBytesOnMessageInMemory", "262144", 1, 1<<30, func(b *Broker) *int { return &b.MaxTransferBytesOnMessageInMemory }),
 	boolean("traceTopicEnable", "false", func(b *Broker) *bool { return &b.TraceTopicEnable }),
 	str("msgTraceTopicName", "RMQ_SYS_TRACE_TOPIC", func(b *Broker) *string { return &b.MsgTraceTopicName }),
 
