@@ -48,6 +48,27 @@ func invokeAll(t *testing.T, c *remoting.Client, reqs []*remoting.Command) <-cha
 	return answers
 }
 
+// answeredAfterFlush checks n requests stored behind a stalled flush: a
+// request that needs a worker is answered while they wait, none of them is
+// answered before the flush (open lets it run), and each is SUCCESS after.
+func answeredAfterFlush(t *testing.T, c *remoting.Client, answers <-chan *remoting.Command, n int, open func(), what string) {
+	t.Helper()
+	if r := call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil); r.Code != remoting.Success {
+		t.Fatalf("runtime info while %ss wait: %d %s", what, r.Code, r.Remark)
+	}
+	select {
+	case r := <-answers:
+		t.Fatalf("a %s was answered (code %d) before its flush", what, r.Code)
+	default:
+	}
+	open()
+	for range n {
+		if r := <-answers; r.Code != remoting.Success {
+			t.Fatalf("%s answered %d %q after the flush, want SUCCESS", what, r.Code, r.Remark)
+		}
+	}
+}
+
 // sendAsync sends n SEND_MESSAGE_V2 requests to topic/0 without waiting and
 // returns a channel that gets each answer.
 func sendAsync(t *testing.T, c *remoting.Client, topic string, n int, props string) <-chan *remoting.Command {
@@ -87,21 +108,7 @@ func TestSyncFlushSendsWaitOffTheWorkers(t *testing.T) {
 	waitFor(t, "all sends stored behind the stalled flush", func() bool {
 		return b.clog.MaxOffset() >= start+int64(n)*size
 	})
-	// A request that needs a worker is answered while the sends wait.
-	if r := call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil); r.Code != remoting.Success {
-		t.Fatalf("runtime info while sends wait: %d %s", r.Code, r.Remark)
-	}
-	select {
-	case r := <-answers:
-		t.Fatalf("a send was answered (code %d) before its flush", r.Code)
-	default:
-	}
-	open()
-	for range n {
-		if r := <-answers; r.Code != remoting.Success {
-			t.Fatalf("send answered %d %q after the flush, want SUCCESS", r.Code, r.Remark)
-		}
-	}
+	answeredAfterFlush(t, c, answers, n, open, "send")
 }
 
 // A send whose flush does not finish within syncFlushTimeout is answered
@@ -149,20 +156,7 @@ func TestSyncFlushEndTransactionsWaitOffTheWorkers(t *testing.T) {
 	waitFor(t, "every commit stored behind the stalled flush", func() bool {
 		return recordsFrom(t, b, before) >= n
 	})
-	if r := call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil); r.Code != remoting.Success {
-		t.Fatalf("runtime info while commits wait: %d %s", r.Code, r.Remark)
-	}
-	select {
-	case r := <-answers:
-		t.Fatalf("a commit was answered (code %d) before its flush", r.Code)
-	default:
-	}
-	open()
-	for range n {
-		if r := <-answers; r.Code != remoting.Success {
-			t.Fatalf("commit answered %d %q after the flush, want SUCCESS", r.Code, r.Remark)
-		}
-	}
+	answeredAfterFlush(t, c, answers, n, open, "commit")
 	if got := pullAll(t, b, c, "TxDurable", 0); len(got) != n {
 		t.Fatalf("%d committed messages readable, want %d", len(got), n)
 	}
