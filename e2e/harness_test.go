@@ -359,6 +359,33 @@ func (c *collector) waitDistinct(t testing.TB, n int, timeout time.Duration) {
 	}
 }
 
+// missingAfter waits up to timeout for every body of want to arrive and
+// returns those that did not. Counting distinct bodies is not enough when
+// some that were stored but not acknowledged (a send cut by a kill) may
+// arrive too: they would make up the count while an acknowledged one is
+// still on its way.
+func (c *collector) missingAfter(want []string, timeout time.Duration) []string {
+	deadline := time.After(timeout)
+	for {
+		var missing []string
+		c.mu.Lock()
+		for _, b := range want {
+			if c.msgs[b] == 0 {
+				missing = append(missing, b)
+			}
+		}
+		c.mu.Unlock()
+		if len(missing) == 0 {
+			return nil
+		}
+		select {
+		case <-c.ch:
+		case <-deadline:
+			return missing
+		}
+	}
+}
+
 func (c *collector) snapshot() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
