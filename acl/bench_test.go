@@ -1,11 +1,11 @@
 package acl
 
 import (
-	"crypto/hmac"
-	"crypto/sha1"
 	"net/netip"
 	"strconv"
 	"testing"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
 // BenchmarkCheckSend is the ACL's cost per send: the check of a
@@ -33,17 +33,5 @@ func BenchmarkCheckSend(b *testing.B) {
 		}
 	})
 	// The baseline: HMAC-SHA1 of the same bytes, which no check can skip.
-	text := []byte{}
-	for _, k := range []string{"AccessKey", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m"} {
-		text = append(text, fields[k]...)
-	}
-	b.Run("hmac-only", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			mac := hmac.New(sha1.New, []byte("12345678"))
-			mac.Write(text)
-			mac.Write(body)
-			_ = mac.Sum(nil)
-		}
-	})
+	testutil.HMACBaseline(b, fields, body, "12345678")
 }

@@ -1,13 +1,12 @@
 package auth
 
 import (
-	"crypto/hmac"
-	"crypto/sha1"
 	"net/netip"
 	"strconv"
 	"testing"
 
 	"github.com/rocketkv/rocketkv/acl"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/meta"
 )
 
@@ -48,17 +47,5 @@ func BenchmarkCheck(b *testing.B) {
 		run(b, NewChecker(Config{Authentication: true, Authorization: true}, store), &Request{Code: 310, Version: 479,
 			Remote: netip.MustParseAddr("127.0.0.1"), Fields: fields, Body: body, Needs: needs})
 	})
-	text := []byte{}
-	for _, k := range []string{"AccessKey", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m"} {
-		text = append(text, fields[k]...)
-	}
-	b.Run("hmac-only", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			mac := hmac.New(sha1.New, []byte("pw"))
-			mac.Write(text)
-			mac.Write(body)
-			_ = mac.Sum(nil)
-		}
-	})
+	testutil.HMACBaseline(b, fields, body, "pw")
 }
