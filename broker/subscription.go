@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -103,14 +104,7 @@ func (s *subscription) arrivalMatch() func(kvindex.Arrival) bool {
 	if s == nil || s.all || s.sql != nil {
 		return nil
 	}
-	return func(a kvindex.Arrival) bool {
-		for _, c := range a.Codes {
-			if _, ok := s.codes[c]; ok {
-				return true
-			}
-		}
-		return false
-	}
+	return func(a kvindex.Arrival) bool { return slices.ContainsFunc(a.Codes, s.matchesCode) }
 }
 
 // matchesRecord checks the exact tag of a record whose code matched, so

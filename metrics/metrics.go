@@ -23,6 +23,7 @@
 package metrics
 
 import (
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -235,9 +236,7 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 	}
 	// The store's gauges carry DefaultStoreMetricsManager's two labels.
 	sc := prometheus.Labels{"storage_type": "local", "storage_medium": "disk"}
-	for k, v := range c {
-		sc[k] = v
-	}
+	maps.Copy(sc, c)
 	storeGauge := func(name, help string, f func() float64) {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: sc}, f))
 	}

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -72,10 +73,7 @@ func (s *rpcSeries) get(k rpcKey) prometheus.Observer {
 	if _, ok := cur[k]; ok || len(cur) >= maxRPCSeriesCached {
 		return o
 	}
-	next := make(map[rpcKey]prometheus.Observer, len(cur)+1)
-	for key, obs := range cur {
-		next[key] = obs
-	}
+	next := maps.Clone(cur)
 	next[k] = o
 	s.seen.Store(&next)
 	return o
