@@ -27,6 +27,10 @@ func (b *Broker) processCheckpoint(_ context.Context, conn *remoting.Conn, req *
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
+	clogDir, err := filepath.Abs(b.cfg.CommitLogDir())
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
 	parent := b.cfg.IndexCheckpointDir
 	if parent == "" {
 		parent = filepath.Join(root, "checkpoints")
@@ -54,10 +58,6 @@ func (b *Broker) processCheckpoint(_ context.Context, conn *remoting.Conn, req *
 	}
 	b.log.Info().Str("dir", dir).Msg("index checkpoint written")
 	resp := remoting.NewResponse(req, remoting.Success, "")
-	clogDir, err := filepath.Abs(b.cfg.CommitLogDir())
-	if err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
-	}
 	resp.ExtFields = remoting.Header{remoting.CheckpointFieldPath: dir, remoting.CheckpointFieldStoreRoot: root,
 		remoting.CheckpointFieldCommitLog: clogDir}
 	return resp

@@ -124,10 +124,9 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 	// RocketMQ's maxTransferCountOnMessageInMemory and
 	// maxTransferBytesOnMessageInMemory (rocketkv does not tell memory
 	// from disk: its reads are of the mapped CommitLog either way).
-	cur := b.current()
-	maxNums = min(max(maxNums, 1), cur.MaxTransferCountOnMessageInMemory)
-	if maxBytes <= 0 || maxBytes > cur.MaxTransferBytesOnMessageInMemory {
-		maxBytes = cur.MaxTransferBytesOnMessageInMemory
+	maxNums = min(max(maxNums, 1), b.cfg.MaxTransferCountOnMessageInMemory)
+	if maxBytes <= 0 || maxBytes > b.cfg.MaxTransferBytesOnMessageInMemory {
+		maxBytes = b.cfg.MaxTransferBytesOnMessageInMemory
 	}
 	next := offset
 	scanned := 0
