@@ -188,11 +188,20 @@ func oneOf[T any](key, def string, allowed []string, ptr func(*T) *string) field
 	}, get: func(b *T) string { return *ptr(b) }}
 }
 
+// parseBool reads a boolean value as the keys' error messages name it.
+func parseBool(raw string) (bool, error) {
+	v, err := strconv.ParseBool(raw)
+	if err != nil {
+		return false, fmt.Errorf("%q is not true or false", raw)
+	}
+	return v, nil
+}
+
 func boolean[T any](key, def string, ptr func(*T) *bool) field[T] {
 	return field[T]{key: key, def: def, set: func(b *T, raw string) error {
-		v, err := strconv.ParseBool(raw)
+		v, err := parseBool(raw)
 		if err != nil {
-			return fmt.Errorf("%q is not true or false", raw)
+			return err
 		}
 		*ptr(b) = v
 		return nil
@@ -219,9 +228,9 @@ func commitLogPath[T any](key string, ptr func(*T) *string) field[T] {
 // than not starting.
 func notImplemented[T any](key, why string) field[T] {
 	return field[T]{key: key, def: "false", set: func(_ *T, raw string) error {
-		v, err := strconv.ParseBool(raw)
+		v, err := parseBool(raw)
 		if err != nil {
-			return fmt.Errorf("%q is not true or false", raw)
+			return err
 		}
 		if v {
 			return fmt.Errorf("true: %s", why)

@@ -3,7 +3,6 @@ package configs
 import (
 	"fmt"
 	"path/filepath"
-	"strconv"
 )
 
 // InertKey is a RocketMQ key of a configuration file that rocketkv accepts
@@ -39,10 +38,8 @@ type inert[T any] struct {
 // inertBool is an inert key whose value must be true or false.
 func inertBool[T any](key, reason string) inert[T] {
 	return inert[T]{key: key, reason: reason, parse: func(raw string) error {
-		if _, err := strconv.ParseBool(raw); err != nil {
-			return fmt.Errorf("%q is not true or false", raw)
-		}
-		return nil
+		_, err := parseBool(raw)
+		return err
 	}}
 }
 
@@ -136,24 +133,4 @@ var namesrvInert = []inert[Namesrv]{
 	inertBool[Namesrv]("notifyMinBrokerIdChanged", "brokers are not told when their group's smallest broker id changes (slave acting master is not there)"),
 	inertBool[Namesrv]("supportActingMaster", "slave acting master is not there"),
 	inertInt[Namesrv]("waitSecondsForService", "routes are served from start; there is no controller-mode warm-up"),
-}
-
-// NamesrvInertKeys returns every key the name server accepts without
-// effect, in table order.
-func NamesrvInertKeys() []string {
-	out := make([]string, len(namesrvInert))
-	for i, k := range namesrvInert {
-		out[i] = k.key
-	}
-	return out
-}
-
-// InertKeys returns every key the broker accepts without effect, in table
-// order.
-func InertKeys() []string {
-	out := make([]string, len(brokerInert))
-	for i, k := range brokerInert {
-		out[i] = k.key
-	}
-	return out
 }

@@ -93,8 +93,8 @@ func TestYAMLListsInertKeys(t *testing.T) {
 		keys  []string
 		field func(string) bool
 	}{
-		{"broker.yaml", InertKeys(), func(k string) bool { _, ok := brokerSchema.lookup(k); return ok }},
-		{"namesrv.yaml", NamesrvInertKeys(), func(k string) bool { _, ok := namesrvSchema.lookup(k); return ok }},
+		{"broker.yaml", brokerSchema.inertKeys(), func(k string) bool { _, ok := brokerSchema.lookup(k); return ok }},
+		{"namesrv.yaml", namesrvSchema.inertKeys(), func(k string) bool { _, ok := namesrvSchema.lookup(k); return ok }},
 	} {
 		raw, err := os.ReadFile(c.file)
 		if err != nil {

@@ -219,6 +219,11 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"b.conf", "indexWalSyncIntervalMillis=0\n", "indexWalSyncIntervalMillis"},
 		{"b.conf", "enableControllerMode=true\n", "enableControllerMode"},
 		{"b.conf", "enableDLegerCommitLog=true\n", "enableDLegerCommitLog"},
+		{"b.conf", "enableSlaveActingMaster=true\n", "enableSlaveActingMaster"},
+		{"b.conf", "fetchNamesrvAddrByAddressServer=true\n", "fetchNamesrvAddrByAddressServer"},
+		{"b.conf", "storePathCommitLog=/a,/b\n", "storePathCommitLog"},
+		{"b.conf", "messageDelayLevel=1s 5x\n", "messageDelayLevel"},
+		{"b.conf", "maxTransferCountOnMessageInMemory=0\n", "maxTransferCountOnMessageInMemory"},
 		{"b.conf", "haTransferBatchSize=4194304\n", "haTransferBatchSize"},
 	}
 	for _, c := range cases {

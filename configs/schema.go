@@ -27,6 +27,15 @@ type schema[T any] struct {
 	inertIndex map[string]*inert[T]
 }
 
+// inertKeys returns the keys accepted without effect, in table order.
+func (s *schema[T]) inertKeys() []string {
+	out := make([]string, len(s.inert))
+	for i, k := range s.inert {
+		out[i] = k.key
+	}
+	return out
+}
+
 // withInert adds keys accepted without effect to the schema. Call it once,
 // when the schema is built.
 func (s *schema[T]) withInert(keys []inert[T]) *schema[T] {

@@ -66,6 +66,6 @@ func IgnoredKeys(log zerolog.Logger, file string, unknown []string, inert []conf
 			log.Warn().Str("key", k.Key).Str("file", file).Msg(k.Warning)
 			continue
 		}
-		log.Info().Str("key", k.Key).Str("file", file).Msg("no effect in rocketkv: " + k.Reason)
+		log.Info().Str("key", k.Key).Str("value", k.Value).Str("file", file).Msg("no effect in rocketkv: " + k.Reason)
 	}
 }
