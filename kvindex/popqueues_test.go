@@ -49,3 +49,15 @@ func TestPopQueuesSumsPositionsCheckpointsAndOrders(t *testing.T) {
 		t.Fatalf("queues\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// A POP state key that does not decode is an error naming the key, not a
+// queue made up from its bytes.
+func TestPopQueuesRefusesABadKey(t *testing.T) {
+	db := openTestDB(t)
+	if err := db.pdb.Set([]byte{prefixPopPosition, 0xff}, []byte{0, 0, 0, 0, 0, 0, 0, 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.Pop().Queues(); err == nil || !strings.Contains(err.Error(), "52ff") {
+		t.Fatalf("Queues over a bad key: %+v, %v; want an error naming key 52ff", got, err)
+	}
+}
