@@ -246,7 +246,6 @@ func (b *Broker) holdPull(conn *remoting.Conn, req *remoting.Command, p pullHead
 			return err == nil && maxOff > p.queueOffset
 		},
 		func() {
-			req.MarkHeld() // rocketmq_rpc_latency's is_long_polling
-			conn.ServeFunc(req, func() *remoting.Command { return b.pull(conn, req, p, false) })
+			conn.ServeHeldFunc(req, func() *remoting.Command { return b.pull(conn, req, p, false) })
 		})
 }

@@ -189,6 +189,13 @@ func (c *Conn) ServeFunc(req *Command, answer func() *Command) {
 	c.Serve(req, RespondFunc(func(context.Context, *Conn, *Command) *Command { return answer() }))
 }
 
+// ServeHeldFunc is ServeFunc for a request that long polling held: its
+// answer is reported to OnAnswer as a long-polling one (Command.MarkHeld).
+func (c *Conn) ServeHeldFunc(req *Command, answer func() *Command) {
+	req.MarkHeld()
+	c.ServeFunc(req, answer)
+}
+
 // Reply sends resp as the answer to req: it copies req's opaque and sets
 // the response flag. Nothing is sent when req is oneway. Reply may be
 // called from any goroutine, during ServeCommand or long after it. The
