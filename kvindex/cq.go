@@ -522,31 +522,52 @@ func (c *CQ) Get(topic string, queueID int32, from int64, max int) ([]cq.Entry, 
 	if from < qb.min || from >= qb.max {
 		return nil, nil
 	}
-	out, hit, gen := c.cache.lookup(q, from, max, qb.max)
+	cached, hit, gen := c.cache.lookup(q, from, max, qb.max)
 	if hit {
-		return out, nil
+		return cached, nil
 	}
-	start, end, chunked := c.cache.chunkSpan(from, max, qb.min, qb.max)
-	if chunked && max >= minChunkedRead && c.cache.loadChunks() {
-		all, err := c.readRange(topic, queueID, start, int(end-start), qb.max)
-		if err != nil {
-			return nil, err
-		}
-		c.cache.installChunks(q, all, gen)
-		if i := int(from - start); i < len(all) {
-			out = append(make([]cq.Entry, 0, min(max, len(all)-i)), all[i:min(len(all), i+max)]...)
-		}
-	}
-	if out == nil {
-		// Not chunked, or a gap before from ended the chunked read.
-		if out, err = c.readRange(topic, queueID, from, max, qb.max); err != nil {
-			return nil, err
-		}
+	out, err := c.readMissing(q, from, max, qb, cached, gen)
+	if err != nil {
+		return nil, err
 	}
 	if from+int64(len(out)) >= qb.max {
 		c.cache.install(q, out, gen) // a reader at the queue's end
 	}
 	return out, nil
+}
+
+// readMissing completes a read of up to max entries of q from offset from
+// that the cache missed, given the entries cached chunks hold from from:
+// it reads the rest from the database, loading the whole chunks around it
+// when it lies behind the queue's end (see cqCache).
+func (c *CQ) readMissing(q qkey, from int64, max int, qb queueBounds, cached []cq.Entry, gen uint64) ([]cq.Entry, error) {
+	next, rest := from+int64(len(cached)), max-len(cached)
+	var out []cq.Entry
+	start, end, chunked := c.cache.chunkSpan(next, rest, qb.min, qb.max)
+	if chunked && max >= minChunkedRead && c.cache.loadChunks() {
+		all, err := c.readRange(q.topic, q.qid, start, int(end-start), qb.max)
+		if err != nil {
+			return nil, err
+		}
+		c.cache.installChunks(q, all, gen)
+		if i := int(next - start); i < len(all) {
+			out = all[i:min(len(all), i+rest)]
+		}
+	}
+	if out == nil {
+		// Not chunked, or a gap before next ended the chunked read.
+		var err error
+		if out, err = c.readRange(q.topic, q.qid, next, rest, qb.max); err != nil {
+			return nil, err
+		}
+	}
+	if len(cached) == 0 {
+		if len(out) < cap(out) {
+			out = append(make([]cq.Entry, 0, len(out)), out...)
+		}
+		return out, nil
+	}
+	return append(cached, out...), nil
 }
 
 // minChunkedRead is the smallest read that loads chunks: a read of fewer

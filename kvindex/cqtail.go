@@ -184,8 +184,11 @@ func (c *cqCache) loadChunks() bool {
 // lookup answers a read of up to max entries of q from offset from when
 // the tail or the chunks hold what a database read would give (queueEnd
 // is the queue's end as its bounds say), and counts the hit or miss. On a
-// miss it returns the generation that the database read must pass to
-// install and installChunks.
+// miss it returns the entries from from that cached chunks hold (ending at
+// a chunk boundary, so the database read of the rest starts on one: a
+// reader crossing into the next chunk loads only that chunk, not again
+// the one it is reading) and the generation that the database read must
+// pass to install and installChunks.
 func (c *cqCache) lookup(q qkey, from int64, max int, queueEnd int64) (out []cq.Entry, hit bool, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -308,8 +311,10 @@ func (c *cqCache) drop(match func(qkey) bool) {
 	}
 }
 
-// fromChunks returns up to max entries of q from offset from when chunks
-// hold them: max entries, or every entry up to queueEnd. mu is held.
+// fromChunks returns up to max entries of q from offset from that chunks
+// hold: hit when that is max entries, or every entry up to queueEnd;
+// otherwise the run the chunks hold from from, which ends where the first
+// missing chunk begins (nil when from's chunk is missing). mu is held.
 func (c *cqCache) fromChunks(q qkey, from int64, max int, queueEnd int64) ([]cq.Entry, bool) {
 	want := min(int64(max), queueEnd-from)
 	if want <= 0 {
@@ -319,7 +324,7 @@ func (c *cqCache) fromChunks(q qkey, from int64, max int, queueEnd int64) ([]cq.
 	for off := from; int64(len(out)) < want; {
 		chunk, ok := c.chunks.Get(chunkKey{q, off / c.chunkSize})
 		if !ok {
-			return nil, false
+			return out, false
 		}
 		chunk.used = true
 		if out == nil {
@@ -353,7 +358,8 @@ func (c *cqCache) chunkSpan(from int64, max int, queueMin, queueEnd int64) (star
 
 // installChunks keeps the whole chunks of entries, a contiguous run from
 // a chunk's first offset that a read begun at generation gen loaded from
-// the database.
+// the database. A chunk the cache holds already is kept as it is: it has
+// the same entries, and replacing it would forget that it was read.
 func (c *cqCache) installChunks(q qkey, entries []cq.Entry, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -361,9 +367,12 @@ func (c *cqCache) installChunks(q qkey, entries []cq.Entry, gen uint64) {
 		return
 	}
 	for int64(len(entries)) >= c.chunkSize {
-		chunk := &cqChunk{entries: make([]cq.Entry, c.chunkSize)}
-		copy(chunk.entries, entries)
-		c.chunks.Add(chunkKey{q, entries[0].QueueOffset / c.chunkSize}, chunk)
+		key := chunkKey{q, entries[0].QueueOffset / c.chunkSize}
+		if !c.chunks.Contains(key) {
+			chunk := &cqChunk{entries: make([]cq.Entry, c.chunkSize)}
+			copy(chunk.entries, entries)
+			c.chunks.Add(key, chunk)
+		}
 		entries = entries[c.chunkSize:]
 	}
 }

@@ -531,3 +531,38 @@ func TestCQTailInstallsFollowTheirUse(t *testing.T) {
 		t.Fatal("installs still held back after tails were read")
 	}
 }
+
+// A reader that steps through a backlog reading ahead of its step (a pull
+// reads twice what it returns, for filters) crosses into the next chunk
+// before it leaves the current one. Such a read loads only the chunk it
+// lacks: the database is read once per chunk, and chunk loading stays on
+// however long the backlog is (reloading the current chunk made its
+// reloaded copy go unread, which turned loading off for good).
+func TestCQChunksSteppingReaderLoadsEachChunkOnce(t *testing.T) {
+	c := openTestDB(t).ConsumeQueue(0)
+	const chunk, chunks = 16, 40
+	c.cache = newCQCache(8, 4, chunk)
+	putRange(t, c, "T", 0, 0, chunk*chunks+1)
+	const step, ahead = 4, 8
+	var reads int64
+	for from := int64(0); from+ahead <= chunk*chunks; from += step {
+		reads++
+		got, err := c.Get("T", 0, from, ahead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkEntries(t, got, "T", 0, from, ahead)
+	}
+	hits, misses := c.CacheStats()
+	if hits+misses != reads {
+		t.Fatalf("CacheStats counted %d reads, want %d", hits+misses, reads)
+	}
+	// One load per chunk, plus the first read of every chunk after the
+	// first crosses from a cached chunk into a missing one.
+	if misses > chunks {
+		t.Fatalf("%d of %d reads went to the database, want at most one per chunk (%d)", misses, reads, chunks)
+	}
+	if score := c.cache.chunkUse.score; score < 0 {
+		t.Fatalf("chunk use score %d after a reader read every chunk", score)
+	}
+}
