@@ -376,6 +376,7 @@ func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *re
 		"indexDiskUsage":              itoa(int64(b.db.DiskUsage())),
 		"indexWalSync":                b.cfg.IndexWALSyncMode(),
 		"indexWalSyncs":               itoa(b.db.WALSyncs()),
+		"indexWalFlushes":             itoa(b.db.Flushes()),
 		"goHeapInuse":                 itoa(int64(ms.HeapInuse)),
 		"connections":                 itoa(int64(b.server.ConnCount())),
 	}

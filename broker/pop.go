@@ -347,6 +347,7 @@ func (b *Broker) processBatchAck(_ context.Context, _ *remoting.Conn, req *remot
 	if len(body.Acks) == 0 {
 		return remoting.NewResponse(req, remoting.NoMessage, "")
 	}
+	entries := make([]pop.AckEntry, 0, len(body.Acks))
 	for i := range body.Acks {
 		a := &body.Acks[i]
 		topic, err := pop.RealTopic(a.Topic, a.ConsumerGroup, a.Retry)
@@ -364,10 +365,11 @@ func (b *Broker) processBatchAck(_ context.Context, _ *remoting.Conn, req *remot
 		if len(offsets) == 0 {
 			continue
 		}
-		if _, err := b.popSvc.AckMany(a.ConsumerGroup, topic, a.QueueID, a.StartOffset, offsets, a.PopTime, a.InvisibleTime,
-			a.ReviveQueueID == pop.OrderReviveQueue); err != nil {
-			return b.popError(req, err)
-		}
+		entries = append(entries, pop.AckEntry{Group: a.ConsumerGroup, Topic: topic, QueueID: a.QueueID, CKOffset: a.StartOffset,
+			Offsets: offsets, PopTime: a.PopTime, InvisibleTime: a.InvisibleTime, Orderly: a.ReviveQueueID == pop.OrderReviveQueue})
+	}
+	if _, err := b.popSvc.AckBatch(entries); err != nil {
+		return b.popError(req, err)
 	}
 	return remoting.NewResponse(req, remoting.Success, "")
 }

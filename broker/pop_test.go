@@ -707,3 +707,45 @@ func TestStaleCommittedOffsetHealsOnNextPop(t *testing.T) {
 		t.Fatalf("committed offset after the next pop: %d %v %v, want 2", off, ok, err)
 	}
 }
+
+// A batch ack naming several queues waits for the index's write-ahead log
+// once, not once per queue, and acknowledges every entry.
+func TestBatchAckWaitsForTheIndexOnce(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	const queues = 4
+	createTopic(t, rc, "BA", queues, queues)
+	for q := range int32(queues) {
+		for i := range 3 {
+			mustSend(t, rc, "BA", q, fmt.Sprintf("q%d-%d", q, i), "")
+		}
+	}
+	b.caughtUp()
+	var popped []popclient.Message
+	for q := range int32(queues) {
+		res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "BA", QueueID: q, MaxMsgNums: 32, InvisibleTime: time.Minute})
+		if res.Code != remoting.Success || len(res.Messages) != 3 {
+			t.Fatalf("pop of queue %d: code %d, %d messages", q, res.Code, len(res.Messages))
+		}
+		popped = append(popped, res.Messages...)
+	}
+	flushes := func() int64 {
+		n, err := strconv.ParseInt(runtimeInfo(t, rc)["indexWalFlushes"], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := flushes()
+	if code, err := c.BatchAck(ctx20(t), "g", "BA", popped); err != nil || code != remoting.Success {
+		t.Fatalf("batch ack: %d %v", code, err)
+	}
+	if n := flushes() - before; n != 1 {
+		t.Fatalf("a batch ack of %d queues waited for the index %d times, want 1", queues, n)
+	}
+	for q := range int32(queues) {
+		if off, ok, err := b.offsets.Get("g", "BA", q); err != nil || !ok || off != 3 {
+			t.Fatalf("committed offset of queue %d after the batch ack: %d %v %v, want 3", q, off, ok, err)
+		}
+	}
+}

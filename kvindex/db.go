@@ -83,6 +83,8 @@ type DB struct {
 	// walFS holds back the write-ahead log's syncs under WALSyncInterval
 	// until SyncWAL (nil otherwise).
 	walFS *intervalSyncFS
+	// flushes counts the Flush calls that waited for the write-ahead log.
+	flushes atomic.Int64
 
 	// journalTop is the largest first offset a CQ journal record may
 	// have, once journalTopKnown (see journalMayExist).
@@ -396,11 +398,17 @@ func (d *DB) Flush() error {
 	if d.readOnly {
 		return nil
 	}
+	d.flushes.Add(1)
 	if err := d.pdb.LogData(nil, pebble.Sync); err != nil {
 		return fmt.Errorf("sync index WAL: %w", err)
 	}
 	return nil
 }
+
+// Flushes returns how many times writers waited for the write-ahead log
+// (Flush calls): one per durable request at most, fewer when requests
+// share a wait.
+func (d *DB) Flushes() int64 { return d.flushes.Load() }
 
 // SyncWAL makes every write so far survive a power failure, whatever
 // Options.WALSync says: it is Flush followed, under WALSyncInterval, by an

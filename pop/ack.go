@@ -43,6 +43,57 @@ func (s *Service) AckMany(group, topic string, queueID int32, ckOffset int64, of
 	return s.ackQueue(group, topic, queueID, ckOffset, offsets, popTime, invisibleTime)
 }
 
+// AckEntry is one entry of a batch ack: messages of one queue popped
+// together (one ckOffset, popTime and invisibleTime), as AckMany takes
+// them.
+type AckEntry struct {
+	Group, Topic  string
+	QueueID       int32
+	CKOffset      int64
+	Offsets       []int64
+	PopTime       int64
+	InvisibleTime int64
+	Orderly       bool
+}
+
+// AckBatch acknowledges the entries of a batch ack in order, as AckMany
+// each, and makes them durable with one sync rather than one per entry.
+// At the first entry that fails it stops; what the entries before it
+// changed is made durable all the same, and the error is returned with
+// their results.
+func (s *Service) AckBatch(entries []AckEntry) ([]AckResult, error) {
+	results := make([]AckResult, 0, len(entries))
+	wrote, orderly := false, false
+	var err error
+	for _, e := range entries {
+		var r AckResult
+		if e.Orderly {
+			r, err = s.ackOrderUnsynced(e.Group, e.Topic, e.QueueID, e.Offsets, e.PopTime)
+			orderly = true
+		} else {
+			r, err = s.ackQueueUnsynced(e.Group, e.Topic, e.QueueID, e.CKOffset, e.Offsets, e.PopTime, e.InvisibleTime)
+		}
+		if err != nil {
+			break
+		}
+		wrote = wrote || r.Deleted > 0
+		results = append(results, r)
+	}
+	if wrote || orderly {
+		if serr := s.sync(); serr != nil {
+			return results, errors.Join(err, serr)
+		}
+	}
+	// Orderly queues whose batches were acknowledged can be popped again
+	// now that the acks are durable.
+	for _, e := range entries[:len(results)] {
+		if e.Orderly {
+			s.cfg.OnQueueReady(e.Topic, e.QueueID)
+		}
+	}
+	return results, err
+}
+
 // ackQueue removes offsets from the checkpoint the handle fields name:
 // one read and one rewrite (or delete) for the whole batch. When the
 // group's committed offset was among them, it moves to the smallest
@@ -50,6 +101,16 @@ func (s *Service) AckMany(group, topic string, queueID int32, ckOffset int64, of
 // between the two leaves it behind, which is only conservative, and the
 // queue's next pop moves it (recordPop recomputes it from the checkpoints).
 func (s *Service) ackQueue(group, topic string, queueID int32, ckOffset int64, offsets []int64, popTime, invisibleTime int64) (AckResult, error) {
+	res, err := s.ackQueueUnsynced(group, topic, queueID, ckOffset, offsets, popTime, invisibleTime)
+	if err == nil && res.Deleted > 0 {
+		err = s.sync()
+	}
+	return res, err
+}
+
+// ackQueueUnsynced is ackQueue without the sync, which the caller makes
+// when Deleted is above zero.
+func (s *Service) ackQueueUnsynced(group, topic string, queueID int32, ckOffset int64, offsets []int64, popTime, invisibleTime int64) (AckResult, error) {
 	var res AckResult
 	if len(offsets) == 0 {
 		return res, nil
@@ -89,9 +150,6 @@ func (s *Service) ackQueue(group, topic string, queueID int32, ckOffset int64, o
 	}()
 	if err != nil {
 		return res, fmt.Errorf("ack %s on %s/%d: %w", group, topic, queueID, err)
-	}
-	if res.Deleted > 0 {
-		return res, s.sync()
 	}
 	return res, nil
 }

@@ -147,6 +147,20 @@ func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *Po
 // earlier batch changes nothing; an offset that is not in the batch is
 // ErrIllegalOffset.
 func (s *Service) ackOrder(group, topic string, queueID int32, offsets []int64, popTime int64) (AckResult, error) {
+	res, err := s.ackOrderUnsynced(group, topic, queueID, offsets, popTime)
+	if err != nil {
+		return res, err
+	}
+	if err := s.sync(); err != nil {
+		return res, err
+	}
+	s.cfg.OnQueueReady(topic, queueID)
+	return res, nil
+}
+
+// ackOrderUnsynced is ackOrder without the sync and the wake-up of the
+// queue's pops, which the caller makes in that order.
+func (s *Service) ackOrderUnsynced(group, topic string, queueID int32, offsets []int64, popTime int64) (AckResult, error) {
 	var res AckResult
 	unlock := s.lock(group, topic, queueID)
 	err := func() error {
@@ -209,10 +223,6 @@ func (s *Service) ackOrder(group, topic string, queueID int32, offsets []int64, 
 	if err != nil {
 		return res, fmt.Errorf("orderly ack %s on %s/%d: %w", group, topic, queueID, err)
 	}
-	if err := s.sync(); err != nil {
-		return res, err
-	}
-	s.cfg.OnQueueReady(topic, queueID)
 	return res, nil
 }
 
