@@ -573,3 +573,46 @@ func TestReadCheckpointsMatchesPointReads(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// MinInFlightReplacing answers as MinInFlight will once the batch that
+// rewrites a checkpoint is committed, and a batch that is never committed
+// leaves MinInFlight's answer (and the floor it keeps) as it was.
+func TestMinInFlightReplacing(t *testing.T) {
+	db := openTestDB(t)
+	s := db.Pop()
+	low := Checkpoint{Group: "g", Topic: "T", CKOffset: 0, Offsets: []int64{0, 1, 2, 3}, PopTime: 1, InvisibleTime: 9, VisibleAt: 10}
+	high := Checkpoint{Group: "g", Topic: "T", CKOffset: 4, Offsets: []int64{4, 5}, PopTime: 2, InvisibleTime: 9, VisibleAt: 11}
+	b := s.NewBatch()
+	for _, c := range []*Checkpoint{&low, &high} {
+		if err := b.PutCheckpoint(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(false); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	for _, tc := range []struct {
+		left []int64
+		want int64
+	}{
+		{[]int64{2, 3}, 2},
+		{[]int64{3}, 3},
+		{nil, 4}, // the checkpoint is deleted: the next one holds the minimum
+	} {
+		acked := low
+		acked.Offsets = tc.left
+		if off, ok, err := s.MinInFlightReplacing("g", "T", 0, 0, &acked); err != nil || !ok || off != tc.want {
+			t.Fatalf("with offsets %v left: %d %v %v, want %d", tc.left, off, ok, err, tc.want)
+		}
+	}
+	// Another checkpoint of the same queue is not replaced by it.
+	other := low
+	other.PopTime, other.Offsets = 7, nil
+	if off, _, _ := s.MinInFlightReplacing("g", "T", 0, 0, &other); off != 0 {
+		t.Fatalf("a replacement with another popTime changed the minimum to %d", off)
+	}
+	if off, ok, err := s.MinInFlight("g", "T", 0, 0); err != nil || !ok || off != 0 {
+		t.Fatalf("MinInFlight after uncommitted replacements: %d %v %v, want 0", off, ok, err)
+	}
+}

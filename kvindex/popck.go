@@ -395,6 +395,15 @@ func (s *PopStore) queueCheckpoints(group, topic string, queueID int32, from int
 // tombstones of long acknowledged checkpoints. The caller holds the POP
 // service's lock of the queue.
 func (s *PopStore) MinInFlight(group, topic string, queueID int32, from int64) (offset int64, ok bool, err error) {
+	return s.MinInFlightReplacing(group, topic, queueID, from, nil)
+}
+
+// MinInFlightReplacing is MinInFlight as it will be once a batch that
+// rewrites (or, with no offsets left, deletes) the checkpoint replaced is
+// committed: an ack moves the committed offset in the batch that removes
+// the acknowledged offsets. The checkpoint floor still counts replaced as
+// present, so a batch that is never committed leaves it correct.
+func (s *PopStore) MinInFlightReplacing(group, topic string, queueID int32, from int64, replaced *Checkpoint) (offset int64, ok bool, err error) {
 	prefix := groupTopicQueue(nil, prefixPopCK, group, topic, queueID)
 	lower := from - MaxCheckpointSpan + 1
 	if floor, known := s.db.floors.get(prefix); known {
@@ -409,7 +418,12 @@ func (s *PopStore) MinInFlight(group, topic string, queueID int32, from int64) (
 			return false
 		}
 		first = min(first, c.CKOffset)
-		best = min(best, c.Offsets[0])
+		if replaced != nil && c.CKOffset == replaced.CKOffset && c.PopTime == replaced.PopTime {
+			c.Offsets = replaced.Offsets
+		}
+		if len(c.Offsets) > 0 {
+			best = min(best, c.Offsets[0])
+		}
 		return true
 	})
 	if err != nil {

@@ -97,9 +97,7 @@ func (s *Service) AckBatch(entries []AckEntry) ([]AckResult, error) {
 // ackQueue removes offsets from the checkpoint the handle fields name:
 // one read and one rewrite (or delete) for the whole batch. When the
 // group's committed offset was among them, it moves to the smallest
-// offset left in flight, in a second commit under the same lock: a crash
-// between the two leaves it behind, which is only conservative, and the
-// queue's next pop moves it (recordPop recomputes it from the checkpoints).
+// offset left in flight in the same commit.
 func (s *Service) ackQueue(group, topic string, queueID int32, ckOffset int64, offsets []int64, popTime, invisibleTime int64) (AckResult, error) {
 	res, err := s.ackQueueUnsynced(group, topic, queueID, ckOffset, offsets, popTime, invisibleTime)
 	if err == nil && res.Deleted > 0 {
@@ -135,18 +133,26 @@ func (s *Service) ackQueueUnsynced(group, topic string, queueID int32, ckOffset 
 		if err := b.RewriteCheckpoint(&ck); err != nil {
 			return err
 		}
-		if err := b.Commit(false); err != nil {
-			return err
-		}
-		res.Deleted = len(removed)
 		cur, has, err := s.cfg.Offsets.Get(group, topic, queueID)
 		if err != nil {
 			return err
 		}
-		if has && cur < removed[0] {
-			return nil // the committed offset is still in flight
+		if !has || cur >= removed[0] {
+			// The committed offset was among the acknowledged ones: it
+			// moves in the same batch, to what is left in flight.
+			pos, _, err := s.store.Position(group, topic, queueID)
+			if err != nil {
+				return err
+			}
+			if err := s.committedReplacing(b, group, topic, queueID, pos, &ck); err != nil {
+				return err
+			}
 		}
-		return s.moveCommitted(group, topic, queueID)
+		if err := b.Commit(false); err != nil {
+			return err
+		}
+		res.Deleted = len(removed)
+		return nil
 	}()
 	if err != nil {
 		return res, fmt.Errorf("ack %s on %s/%d: %w", group, topic, queueID, err)

@@ -253,6 +253,12 @@ func (s *Service) reviveTopic(topic, group string) string {
 // offset must not jump up to them); moved forward, they are in flight
 // below the new committed offset, which must not fall back to them.
 func (s *Service) committed(b *kvindex.PopBatch, group, topic string, queueID int32, fallback int64) error {
+	return s.committedReplacing(b, group, topic, queueID, fallback, nil)
+}
+
+// committedReplacing is committed for a batch b that also rewrites the
+// checkpoint replaced (see PopStore.MinInFlightReplacing).
+func (s *Service) committedReplacing(b *kvindex.PopBatch, group, topic string, queueID int32, fallback int64, replaced *kvindex.Checkpoint) error {
 	cur, has, err := s.cfg.Offsets.Get(group, topic, queueID)
 	if err != nil {
 		return err
@@ -261,7 +267,7 @@ func (s *Service) committed(b *kvindex.PopBatch, group, topic string, queueID in
 	if has {
 		from = max(cur, 0)
 	}
-	off, ok, err := s.store.MinInFlight(group, topic, queueID, from)
+	off, ok, err := s.store.MinInFlightReplacing(group, topic, queueID, from, replaced)
 	if err != nil {
 		return err
 	}
