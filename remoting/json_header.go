@@ -5,18 +5,15 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/rocketkv/rocketkv/internal/jsonscan"
 )
 
 // ErrBadJSONHeader is returned (wrapped, with the position and the cause)
 // when a JSON header is not a JSON object or one of its known fields has
 // the wrong type.
 var ErrBadJSONHeader = errors.New("bad JSON header")
-
-// maxJSONDepth bounds the nesting of values inside a JSON header, so a
-// hostile header cannot exhaust the stack of the skipping code.
-const maxJSONDepth = 64
 
 // extFieldsHint sizes a decoded header's ext field map: 14 fields (a
 // SEND_MESSAGE_V2 header has up to 14) fill a Go map of 16 slots at its
@@ -122,114 +119,11 @@ func AppendJSONString(dst []byte, s string) []byte {
 // literal JSON text. Null extFields values are dropped (Java treats them as
 // absent). Unknown fields are skipped after being checked for syntax.
 func decodeJSONHeader(data []byte, c *Command) error {
-	s := jsonScanner{data: data}
-	if err := s.header(c); err != nil {
+	s := jsonscan.New(data)
+	if err := decodeHeader(&s, c); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadJSONHeader, err)
 	}
 	return nil
-}
-
-// jsonScanner reads a JSON document from data, pos being the next byte.
-type jsonScanner struct {
-	data []byte
-	pos  int
-}
-
-func (s *jsonScanner) errorf(format string, args ...any) error {
-	return fmt.Errorf("offset %d: %s", s.pos, fmt.Sprintf(format, args...))
-}
-
-func (s *jsonScanner) skipSpace() {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
-		}
-	}
-}
-
-// peek returns the next non-space byte without consuming it, or 0 at the
-// end of the input (a NUL byte in the input also reads as 0; no valid token
-// starts with one).
-func (s *jsonScanner) peek() byte {
-	s.skipSpace()
-	if s.pos >= len(s.data) {
-		return 0
-	}
-	return s.data[s.pos]
-}
-
-func (s *jsonScanner) expect(b byte) error {
-	if s.peek() != b {
-		if s.pos >= len(s.data) {
-			return s.errorf("want %q, got end of input", b)
-		}
-		return s.errorf("want %q, got %q", b, s.data[s.pos])
-	}
-	s.pos++
-	return nil
-}
-
-// object calls field for every member of the object at the current
-// position; field must consume the member's value. The key slice is only
-// valid during the call.
-func (s *jsonScanner) object(field func(key []byte) error) error {
-	if err := s.expect('{'); err != nil {
-		return err
-	}
-	if s.peek() == '}' {
-		s.pos++
-		return nil
-	}
-	for {
-		if s.peek() != '"' {
-			return s.errorf("want a member name")
-		}
-		key, err := s.rawStr()
-		if err != nil {
-			return err
-		}
-		if err := s.expect(':'); err != nil {
-			return err
-		}
-		s.skipSpace()
-		if err := field(key); err != nil {
-			return err
-		}
-		switch s.peek() {
-		case ',':
-			s.pos++
-		case '}':
-			s.pos++
-			return nil
-		default:
-			return s.errorf("want ',' or '}' after member %q", key)
-		}
-	}
-}
-
-// rawStr consumes a string literal and returns its decoded bytes; without
-// escapes they alias the input and nothing is allocated.
-func (s *jsonScanner) rawStr() ([]byte, error) {
-	d := s.data
-	start := s.pos + 1
-	for i := start; i < len(d); i++ {
-		switch b := d[i]; {
-		case b == '"':
-			s.pos = i + 1
-			return d[start:i], nil
-		case b == '\\':
-			v, err := s.strEscaped(start, i)
-			return []byte(v), err
-		case b < 0x20:
-			s.pos = i
-			return nil, s.errorf("control character in string")
-		}
-	}
-	s.pos = len(d)
-	return nil, s.errorf("unterminated string")
 }
 
 // internKey returns the ext field names clients send most as constants, so
@@ -300,317 +194,86 @@ func internKey(k []byte) string {
 // letterKeys are the single-letter ext names of SEND_MESSAGE_V2 headers.
 const letterKeys = "abcdefghijklmn"
 
-func (s *jsonScanner) header(c *Command) error {
-	err := s.object(func(key []byte) error {
+// decodeHeader reads the header object and checks that nothing follows.
+func decodeHeader(s *jsonscan.Scanner, c *Command) error {
+	err := s.Object(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "code":
-			c.Code, err = s.int32Value(key)
+			c.Code, err = int32Value(s, key)
 		case "version":
-			c.Version, err = s.int32Value(key)
+			c.Version, err = int32Value(s, key)
 		case "opaque":
-			c.Opaque, err = s.int32Value(key)
+			c.Opaque, err = int32Value(s, key)
 		case "flag":
-			c.Flag, err = s.int32Value(key)
+			c.Flag, err = int32Value(s, key)
 		case "language":
-			c.Language, err = s.stringValue(key)
+			c.Language, err = stringValue(s, key)
 		case "remark":
-			c.Remark, err = s.stringValue(key)
+			c.Remark, err = stringValue(s, key)
 		case "extFields":
-			err = s.extFields(c)
+			err = extFields(s, c)
 		default:
-			err = s.skipValue(0)
+			_, err = s.SkipValue()
 		}
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	if s.skipSpace(); s.pos != len(s.data) {
-		return s.errorf("trailing data after the header object")
-	}
-	return nil
+	return s.End()
 }
 
 // extFields reads the extFields member: null or an object.
-func (s *jsonScanner) extFields(c *Command) error {
-	if s.literal("null") {
+func extFields(s *jsonscan.Scanner, c *Command) error {
+	if s.Literal("null") {
 		return nil
 	}
 	if c.ExtFields == nil {
 		c.ExtFields = make(map[string]string, extFieldsHint)
 	}
-	return s.object(func(k []byte) error {
-		switch s.peek() {
+	return s.Object(func(k []byte) error {
+		switch s.Peek() {
 		case '"':
-			v, err := s.str()
+			v, err := s.String()
 			if err != nil {
 				return err
 			}
 			c.ExtFields[internKey(k)] = v
 			return nil
 		case 'n':
-			if s.literal("null") {
+			if s.Literal("null") {
 				delete(c.ExtFields, string(k))
 				return nil
 			}
 		}
-		start := s.pos
-		if err := s.skipValue(0); err != nil {
+		raw, err := s.SkipValue()
+		if err != nil {
 			return err
 		}
-		c.ExtFields[internKey(k)] = string(s.data[start:s.pos])
+		c.ExtFields[internKey(k)] = string(raw)
 		return nil
 	})
 }
 
-// literal consumes word if it is next and reports whether it was.
-func (s *jsonScanner) literal(word string) bool {
-	s.skipSpace()
-	if len(s.data)-s.pos >= len(word) && string(s.data[s.pos:s.pos+len(word)]) == word {
-		s.pos += len(word)
-		return true
-	}
-	return false
-}
-
 // stringValue reads a string or null (empty string).
-func (s *jsonScanner) stringValue(field []byte) (string, error) {
-	switch s.peek() {
+func stringValue(s *jsonscan.Scanner, field []byte) (string, error) {
+	switch s.Peek() {
 	case '"':
-		return s.str()
+		return s.String()
 	case 'n':
-		if s.literal("null") {
+		if s.Literal("null") {
 			return "", nil
 		}
 	}
-	return "", s.errorf("field %q: want a string", field)
+	return "", s.Errorf("field %q: want a string", field)
 }
 
 // int32Value reads an integer, a string holding an integer, or null (0).
-func (s *jsonScanner) int32Value(field []byte) (int32, error) {
-	var text string
-	switch b := s.peek(); {
-	case b == '"':
-		v, err := s.str()
-		if err != nil {
-			return 0, err
-		}
-		text = v
-	case b == 'n' && s.literal("null"):
-		return 0, nil
-	case b == '-' || (b >= '0' && b <= '9'):
-		start := s.pos
-		if err := s.number(); err != nil {
-			return 0, err
-		}
-		text = string(s.data[start:s.pos])
-	default:
-		return 0, s.errorf("field %q: want an integer", field)
-	}
-	v, err := strconv.ParseInt(text, 10, 32)
+func int32Value(s *jsonscan.Scanner, field []byte) (int32, error) {
+	v, err := s.Int(32)
 	if err != nil {
-		return 0, s.errorf("field %q: %q is not a 32-bit integer", field, text)
+		return 0, fmt.Errorf("field %q: %w", field, err)
 	}
 	return int32(v), nil
-}
-
-// skipValue consumes one JSON value of any type, checking its syntax.
-func (s *jsonScanner) skipValue(depth int) error {
-	if depth > maxJSONDepth {
-		return s.errorf("nested deeper than %d", maxJSONDepth)
-	}
-	switch b := s.peek(); {
-	case b == '"':
-		_, err := s.str()
-		return err
-	case b == '{':
-		return s.object(func([]byte) error { return s.skipValue(depth + 1) })
-	case b == '[':
-		s.pos++
-		if s.peek() == ']' {
-			s.pos++
-			return nil
-		}
-		for {
-			if err := s.skipValue(depth + 1); err != nil {
-				return err
-			}
-			switch s.peek() {
-			case ',':
-				s.pos++
-			case ']':
-				s.pos++
-				return nil
-			default:
-				return s.errorf("want ',' or ']' in array")
-			}
-		}
-	case b == '-' || (b >= '0' && b <= '9'):
-		return s.number()
-	case s.literal("true"), s.literal("false"), s.literal("null"):
-		return nil
-	case b == 0:
-		return s.errorf("want a value, got end of input")
-	default:
-		return s.errorf("unexpected %q", b)
-	}
-}
-
-// number consumes a JSON number:
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (s *jsonScanner) number() error {
-	d := s.data
-	i := s.pos
-	if i < len(d) && d[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(d) && d[i] == '0':
-		i++
-	case i < len(d) && d[i] >= '1' && d[i] <= '9':
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-		}
-	default:
-		return s.errorf("bad number")
-	}
-	if i < len(d) && d[i] == '.' {
-		i++
-		if i >= len(d) || d[i] < '0' || d[i] > '9' {
-			return s.errorf("bad number fraction")
-		}
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-		}
-	}
-	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
-		i++
-		if i < len(d) && (d[i] == '+' || d[i] == '-') {
-			i++
-		}
-		if i >= len(d) || d[i] < '0' || d[i] > '9' {
-			return s.errorf("bad number exponent")
-		}
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-		}
-	}
-	s.pos = i
-	return nil
-}
-
-// str consumes a string literal (the current byte is the opening quote)
-// and returns its decoded value.
-func (s *jsonScanner) str() (string, error) {
-	d := s.data
-	start := s.pos + 1
-	// Fast path: no escapes.
-	for i := start; i < len(d); i++ {
-		switch b := d[i]; {
-		case b == '"':
-			s.pos = i + 1
-			return string(d[start:i]), nil
-		case b == '\\':
-			return s.strEscaped(start, i)
-		case b < 0x20:
-			s.pos = i
-			return "", s.errorf("control character in string")
-		}
-	}
-	s.pos = len(d)
-	return "", s.errorf("unterminated string")
-}
-
-// strEscaped decodes a string whose first escape is at esc.
-func (s *jsonScanner) strEscaped(start, esc int) (string, error) {
-	d := s.data
-	out := make([]byte, 0, esc-start+16)
-	out = append(out, d[start:esc]...)
-	i := esc
-	for i < len(d) {
-		b := d[i]
-		switch {
-		case b == '"':
-			s.pos = i + 1
-			return string(out), nil
-		case b < 0x20:
-			s.pos = i
-			return "", s.errorf("control character in string")
-		case b != '\\':
-			out = append(out, b)
-			i++
-			continue
-		}
-		if i+1 >= len(d) {
-			break
-		}
-		switch e := d[i+1]; e {
-		case '"', '\\', '/':
-			out = append(out, e)
-			i += 2
-		case 'b':
-			out = append(out, '\b')
-			i += 2
-		case 'f':
-			out = append(out, '\f')
-			i += 2
-		case 'n':
-			out = append(out, '\n')
-			i += 2
-		case 'r':
-			out = append(out, '\r')
-			i += 2
-		case 't':
-			out = append(out, '\t')
-			i += 2
-		case 'u':
-			r, ok := hex4(d, i+2)
-			if !ok {
-				s.pos = i
-				return "", s.errorf("bad \\u escape")
-			}
-			i += 6
-			if utf16.IsSurrogate(r) {
-				r2, ok := rune(-1), false
-				if i+1 < len(d) && d[i] == '\\' && d[i+1] == 'u' {
-					r2, ok = hex4(d, i+2)
-				}
-				if dec := utf16.DecodeRune(r, r2); ok && dec != utf8.RuneError {
-					r = dec
-					i += 6
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			out = utf8.AppendRune(out, r)
-		default:
-			s.pos = i
-			return "", s.errorf("bad escape \\%c", e)
-		}
-	}
-	s.pos = len(d)
-	return "", s.errorf("unterminated string")
-}
-
-// hex4 parses the four hex digits at d[i:i+4].
-func hex4(d []byte, i int) (rune, bool) {
-	if i+4 > len(d) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range d[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
 }

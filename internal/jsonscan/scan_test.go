@@ -1,0 +1,96 @@
+package jsonscan
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestSkipValue(t *testing.T) {
+	for _, tc := range []struct {
+		doc string
+		ok  bool
+	}{
+		{`"a\"b\u00e9\ud83d\ude00"`, true},
+		{` {"a":[1,-2.5e+3,true,false,null,{"b":{}}],"c":""} `, true},
+		{`[]`, true},
+		{`0`, true},
+		{`-0.1E9`, true},
+		{`01`, false}, // trailing data after 0
+		{`1.`, false},
+		{`1e`, false},
+		{`-`, false},
+		{`"abc`, false},
+		{"\"a\tb\"", false},
+		{`"\x"`, false},
+		{`"\u12"`, false},
+		{`{"a" 1}`, false},
+		{`{"a":1,}`, false},
+		{`[1 2]`, false},
+		{`tru`, false},
+		{``, false},
+		{strings.Repeat("[", MaxDepth+2) + strings.Repeat("]", MaxDepth+2), false},
+		{strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth), true},
+	} {
+		s := New([]byte(tc.doc))
+		raw, err := s.SkipValue()
+		if err == nil {
+			err = s.End()
+		}
+		if (err == nil) != tc.ok {
+			t.Errorf("%.40q: error %v, want ok=%v", tc.doc, err, tc.ok)
+		}
+		if err == nil && string(raw) != strings.TrimSpace(tc.doc) {
+			t.Errorf("%.40q: text %q", tc.doc, raw)
+		}
+	}
+}
+
+func TestInt(t *testing.T) {
+	for _, tc := range []struct {
+		doc  string
+		bits int
+		want int64
+		ok   bool
+	}{
+		{`42`, 32, 42, true},
+		{`"-7"`, 8, -7, true},
+		{`null`, 64, 0, true},
+		{`2147483648`, 32, 0, false},
+		{`1.5`, 64, 0, false},
+		{`"x"`, 64, 0, false},
+		{`true`, 64, 0, false},
+		{`-129`, 8, 0, false},
+	} {
+		s := New([]byte(tc.doc))
+		v, err := s.Int(tc.bits)
+		if (err == nil) != tc.ok || v != tc.want {
+			t.Errorf("%s as int%d: %d %v, want %d ok=%v", tc.doc, tc.bits, v, err, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestStringAliasesInputWithoutEscapes(t *testing.T) {
+	doc := []byte(`"plain"`)
+	s := New(doc)
+	raw, err := s.RawString()
+	if err != nil || string(raw) != "plain" || &raw[0] != &doc[1] {
+		t.Fatalf("RawString %q %v, want a slice of the input", raw, err)
+	}
+}
+
+func FuzzScanner(f *testing.F) {
+	f.Add([]byte(`{"a":[1,"b",{"c":null}],"d":-1.5e3}`))
+	f.Add([]byte(`"\ud83d\ude00"`))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		s := New(doc)
+		raw, err := s.SkipValue()
+		if err != nil {
+			return
+		}
+		// What was consumed is a value on its own.
+		again := New(raw)
+		if _, err := again.SkipValue(); err != nil || again.End() != nil {
+			t.Fatalf("%q skipped as %q, which does not scan again: %v", doc, raw, err)
+		}
+	})
+}
