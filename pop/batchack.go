@@ -1,12 +1,12 @@
 package pop
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+
+	"github.com/rocketkv/rocketkv/internal/jsonscan"
 )
 
 // BatchAckBody is the JSON body of BATCH_ACK_MESSAGE (RocketMQ's
@@ -42,123 +42,145 @@ type BatchAck struct {
 // ErrBadBatchAck is returned by DecodeBatchAck for a body it cannot read.
 var ErrBadBatchAck = errors.New("pop: malformed batch ack body")
 
-// batchAckFields are the fields of one ack under both the short names the
-// Java client writes and the long ones fastjson also accepts, decoded in
-// one pass (a map of raw fields cost 52 allocations and 7 µs per ack).
-type batchAckFields struct {
-	C             json.RawMessage `json:"c"`
-	ConsumerGroup json.RawMessage `json:"consumerGroup"`
-	T             json.RawMessage `json:"t"`
-	Topic         json.RawMessage `json:"topic"`
-	R             json.RawMessage `json:"r"`
-	Retry         json.RawMessage `json:"retry"`
-	SO            json.RawMessage `json:"so"`
-	StartOffset   json.RawMessage `json:"startOffset"`
-	Q             json.RawMessage `json:"q"`
-	QueueID       json.RawMessage `json:"queueId"`
-	RQ            json.RawMessage `json:"rq"`
-	ReviveQueueID json.RawMessage `json:"reviveQueueId"`
-	PT            json.RawMessage `json:"pt"`
-	PopTime       json.RawMessage `json:"popTime"`
-	IT            json.RawMessage `json:"it"`
-	InvisibleTime json.RawMessage `json:"invisibleTime"`
-	B             json.RawMessage `json:"b"`
-	BitSet        json.RawMessage `json:"bitSet"`
-}
-
-// either returns the short-named field when present, else the long one.
-func either(short, long json.RawMessage) json.RawMessage {
-	if short != nil {
-		return short
-	}
-	return long
-}
-
-// ackString reads a string field, or a number written for one.
-func ackString(v json.RawMessage, name string) (string, error) {
-	if v == nil || string(v) == "null" {
-		return "", nil
-	}
-	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && bytes.IndexByte(v, '\\') < 0 {
-		return string(v[1 : len(v)-1]), nil
-	}
-	var s string
-	if err := json.Unmarshal(v, &s); err == nil {
-		return s, nil
-	}
-	var n json.Number
-	if err := json.Unmarshal(v, &n); err == nil {
-		return n.String(), nil
-	}
-	return "", fmt.Errorf("field %s is not a string", name)
-}
-
-// ackInt reads an integer field, quoted or not.
-func ackInt(v json.RawMessage, name string, bits int) (int64, error) {
-	if v == nil || string(v) == "null" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(string(bytes.Trim(v, `"`)), 10, bits)
-	if err != nil {
-		return 0, fmt.Errorf("field %s is not a %d-bit integer", name, bits)
-	}
-	return n, nil
-}
-
-// UnmarshalJSON reads one ack with short or long field names.
+// UnmarshalJSON reads one ack with short or long field names (see
+// decodeAck).
 func (a *BatchAck) UnmarshalJSON(data []byte) error {
-	var f batchAckFields
-	if err := json.Unmarshal(data, &f); err != nil {
+	s := jsonscan.New(data)
+	if err := decodeAck(&s, a); err != nil {
 		return err
 	}
-	var err error
-	if a.ConsumerGroup, err = ackString(either(f.C, f.ConsumerGroup), "c"); err != nil {
-		return err
+	return s.End()
+}
+
+// decodeAck reads one ack object (or null, the zero ack) under the short
+// names the Java client writes and the long ones fastjson also accepts;
+// a short name wins over its long one. String fields take a number as its
+// text and integer fields a quoted number, as fastjson does; the bit set
+// is Base64 or an array of signed bytes.
+func decodeAck(s *jsonscan.Scanner, a *BatchAck) error {
+	*a = BatchAck{}
+	if s.Literal("null") {
+		return nil
 	}
-	if a.Topic, err = ackString(either(f.T, f.Topic), "t"); err != nil {
-		return err
-	}
-	if a.Retry, err = ackString(either(f.R, f.Retry), "r"); err != nil {
-		return err
-	}
-	if a.StartOffset, err = ackInt(either(f.SO, f.StartOffset), "so", 64); err != nil {
-		return err
-	}
-	q, err := ackInt(either(f.Q, f.QueueID), "q", 32)
-	if err != nil {
-		return err
-	}
-	a.QueueID = int32(q)
-	rq, err := ackInt(either(f.RQ, f.ReviveQueueID), "rq", 32)
-	if err != nil {
-		return err
-	}
-	a.ReviveQueueID = int32(rq)
-	if a.PopTime, err = ackInt(either(f.PT, f.PopTime), "pt", 64); err != nil {
-		return err
-	}
-	if a.InvisibleTime, err = ackInt(either(f.IT, f.InvisibleTime), "it", 64); err != nil {
-		return err
-	}
-	if v := either(f.B, f.BitSet); v != nil && string(v) != "null" {
-		var s string
-		if err := json.Unmarshal(v, &s); err == nil {
-			if a.Bits, err = base64.StdEncoding.DecodeString(s); err != nil {
-				return fmt.Errorf("field b is not Base64: %w", err)
-			}
-		} else {
-			// fastjson also reads a byte array written as numbers.
-			var nums []int8
-			if err := json.Unmarshal(v, &nums); err != nil {
-				return fmt.Errorf("field b is neither Base64 nor a byte array")
-			}
-			a.Bits = make([]byte, len(nums))
-			for i, n := range nums {
-				a.Bits[i] = byte(n)
-			}
+	var short uint16 // bit i: field i was set under its short name
+	take := func(field int, isShort bool) bool {
+		if isShort {
+			short |= 1 << field
+			return true
 		}
+		return short&(1<<field) == 0
+	}
+	return s.Object(func(key []byte) error {
+		var err error
+		switch k := string(key); k {
+		case "c", "consumerGroup":
+			err = ackString(s, k, &a.ConsumerGroup, take(0, k == "c"))
+		case "t", "topic":
+			err = ackString(s, k, &a.Topic, take(1, k == "t"))
+		case "r", "retry":
+			err = ackString(s, k, &a.Retry, take(2, k == "r"))
+		case "so", "startOffset":
+			err = ackInt(s, k, 64, &a.StartOffset, take(3, k == "so"))
+		case "q", "queueId":
+			var v int64
+			if err = ackInt(s, k, 32, &v, true); err == nil && take(4, k == "q") {
+				a.QueueID = int32(v)
+			}
+		case "rq", "reviveQueueId":
+			var v int64
+			if err = ackInt(s, k, 32, &v, true); err == nil && take(5, k == "rq") {
+				a.ReviveQueueID = int32(v)
+			}
+		case "pt", "popTime":
+			err = ackInt(s, k, 64, &a.PopTime, take(6, k == "pt"))
+		case "it", "invisibleTime":
+			err = ackInt(s, k, 64, &a.InvisibleTime, take(7, k == "it"))
+		case "b", "bitSet":
+			var bits []byte
+			if bits, err = ackBits(s, k); err == nil && take(8, k == "b") {
+				a.Bits = bits
+			}
+		default:
+			_, err = s.SkipValue()
+		}
+		return err
+	})
+}
+
+// ackString reads a string field (a number is taken as its text, null as
+// empty) into *dst when keep is set.
+func ackString(s *jsonscan.Scanner, name string, dst *string, keep bool) error {
+	var v string
+	switch b := s.Peek(); {
+	case b == '"':
+		raw, err := s.RawString()
+		if err != nil {
+			return err
+		}
+		if keep {
+			v = string(raw)
+		}
+	case b == 'n' && s.Literal("null"):
+	case b == '-' || (b >= '0' && b <= '9'):
+		raw, err := s.Number()
+		if err != nil {
+			return err
+		}
+		v = string(raw)
+	default:
+		return s.Errorf("field %s is not a string", name)
+	}
+	if keep {
+		*dst = v
 	}
 	return nil
+}
+
+// ackInt reads an integer field, quoted or not, into *dst when keep is
+// set.
+func ackInt(s *jsonscan.Scanner, name string, bits int, dst *int64, keep bool) error {
+	v, err := s.Int(bits)
+	if err != nil {
+		return fmt.Errorf("field %s: %w", name, err)
+	}
+	if keep {
+		*dst = v
+	}
+	return nil
+}
+
+// ackBits reads the bit set: Base64 text, an array of signed bytes, or
+// null.
+func ackBits(s *jsonscan.Scanner, name string) ([]byte, error) {
+	switch s.Peek() {
+	case '"':
+		text, err := s.RawString()
+		if err != nil {
+			return nil, err
+		}
+		bits := make([]byte, base64.StdEncoding.DecodedLen(len(text)))
+		n, err := base64.StdEncoding.Decode(bits, text)
+		if err != nil {
+			return nil, fmt.Errorf("field %s is not Base64: %w", name, err)
+		}
+		return bits[:n], nil
+	case '[':
+		bits := []byte{}
+		err := s.Array(func() error {
+			n, err := s.Int(8)
+			if err != nil {
+				return fmt.Errorf("field %s: %w", name, err)
+			}
+			bits = append(bits, byte(n))
+			return nil
+		})
+		return bits, err
+	case 'n':
+		if s.Literal("null") {
+			return nil, nil
+		}
+	}
+	return nil, s.Errorf("field %s is neither Base64 nor a byte array", name)
 }
 
 // MarshalJSON writes the short names, as the Java client does.
@@ -177,13 +199,43 @@ func (a BatchAck) MarshalJSON() ([]byte, error) {
 		base64.StdEncoding.EncodeToString(a.Bits)})
 }
 
-// DecodeBatchAck parses a BATCH_ACK_MESSAGE body.
+// DecodeBatchAck parses a BATCH_ACK_MESSAGE body (null reads as an empty
+// one, as fastjson reads it). Unknown members are skipped.
 func DecodeBatchAck(body []byte) (BatchAckBody, error) {
 	var b BatchAckBody
-	if err := json.Unmarshal(body, &b); err != nil {
-		return b, fmt.Errorf("%w: %w", ErrBadBatchAck, err)
+	s := jsonscan.New(body)
+	err := decodeBatchAckBody(&s, &b)
+	if err == nil {
+		err = s.End()
+	}
+	if err != nil {
+		return BatchAckBody{}, fmt.Errorf("%w: %w", ErrBadBatchAck, err)
 	}
 	return b, nil
+}
+
+func decodeBatchAckBody(s *jsonscan.Scanner, b *BatchAckBody) error {
+	if s.Literal("null") {
+		return nil
+	}
+	return s.Object(func(key []byte) error {
+		switch string(key) {
+		case "brokerName":
+			return ackString(s, "brokerName", &b.BrokerName, true)
+		case "acks":
+			if s.Literal("null") {
+				b.Acks = nil
+				return nil
+			}
+			b.Acks = b.Acks[:0]
+			return s.Array(func() error {
+				b.Acks = append(b.Acks, BatchAck{})
+				return decodeAck(s, &b.Acks[len(b.Acks)-1])
+			})
+		}
+		_, err := s.SkipValue()
+		return err
+	})
 }
 
 // Offsets returns the acknowledged offsets, StartOffset + i for each bit

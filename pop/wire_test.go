@@ -2,6 +2,7 @@ package pop
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"testing"
 
@@ -124,6 +125,52 @@ func TestBatchAckBody(t *testing.T) {
 	for _, bad := range []string{`{`, `{"acks":[{"so":"x"}]}`, `{"acks":[{"b":"!!"}]}`, `{"acks":[{"q":99999999999}]}`} {
 		if _, err := DecodeBatchAck([]byte(bad)); err == nil {
 			t.Errorf("%s decoded", bad)
+		}
+	}
+}
+
+// The forms of a batch ack entry that Java's fastjson writes or reads:
+// short and long names (the short one wins, in either order), integers
+// quoted or not, a number for a string field, nulls, the bit set as
+// Base64 or as signed bytes, unknown members of any type.
+func TestDecodeBatchAckForms(t *testing.T) {
+	want := BatchAck{ConsumerGroup: "g", Topic: "T", Retry: "1", StartOffset: 5, QueueID: 3, ReviveQueueID: 2,
+		PopTime: 1700000000000, InvisibleTime: 60000, Bits: []byte{0x03, 0x82}}
+	for _, tc := range []struct{ name, ack string }{
+		{"short", `{"c":"g","t":"T","r":"1","so":5,"q":3,"rq":2,"pt":1700000000000,"it":60000,"b":"A4I="}`},
+		{"long", `{"consumerGroup":"g","topic":"T","retry":"1","startOffset":5,"queueId":3,"reviveQueueId":2,` +
+			`"popTime":1700000000000,"invisibleTime":60000,"bitSet":"A4I="}`},
+		{"short after long", `{"consumerGroup":"x","c":"g","topic":"x","t":"T","retry":"0","r":"1","startOffset":9,"so":5,` +
+			`"queueId":9,"q":3,"reviveQueueId":9,"rq":2,"popTime":9,"pt":1700000000000,"invisibleTime":9,"it":60000,"bitSet":"AA==","b":"A4I="}`},
+		{"long after short", `{"c":"g","consumerGroup":"x","t":"T","topic":"x","r":"1","retry":"0","so":5,"startOffset":9,` +
+			`"q":3,"queueId":9,"rq":2,"reviveQueueId":9,"pt":1700000000000,"popTime":9,"it":60000,"invisibleTime":9,"b":"A4I=","bitSet":"AA=="}`},
+		{"quoted numbers, number for a string, byte array", ` { "c" : "g" , "t":"T","r":1,"so":"5","q":"3","rq":"2",` +
+			`"pt":"1700000000000","it":"60000","b":[3,-126]} `},
+		{"escapes and unknown members", `{"c":"\u0067","t":"\u0054","r":"1","so":5,"q":3,"rq":2,"pt":1700000000000,"it":60000,` +
+			`"b":"A4I=","x":{"y":[1,2.5e3,true,null,"z"]},"extra":null}`},
+	} {
+		got, err := DecodeBatchAck([]byte(`{"brokerName":"b","acks":[` + tc.ack + `]}`))
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if len(got.Acks) != 1 || !reflect.DeepEqual(got.Acks[0], want) || got.BrokerName != "b" {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, want)
+		}
+	}
+	nulls, err := DecodeBatchAck([]byte(`{"acks":[null,{"c":null,"t":null,"r":null,"so":null,"q":null,"rq":null,"pt":null,"it":null,"b":null}],"brokerName":null}`))
+	if err != nil || len(nulls.Acks) != 2 || !reflect.DeepEqual(nulls.Acks[0], BatchAck{}) || !reflect.DeepEqual(nulls.Acks[1], BatchAck{}) {
+		t.Errorf("nulls: %+v %v", nulls, err)
+	}
+	for _, empty := range []string{`null`, `{}`, `{"acks":null}`, `{"acks":[]}`} {
+		if b, err := DecodeBatchAck([]byte(empty)); err != nil || len(b.Acks) != 0 {
+			t.Errorf("%s: %+v %v", empty, b, err)
+		}
+	}
+	for _, bad := range []string{``, `[]`, `{"acks":{}}`, `{"acks":[1]}`, `{"acks":[{"c":true}]}`, `{"acks":[{"b":[300]}]}`,
+		`{"acks":[{"b":{}}]}`, `{"acks":[{"pt":1.5}]}`, `{"acks":[]} x`, `{"acks":[{"c":"g"]}`} {
+		if _, err := DecodeBatchAck([]byte(bad)); !errors.Is(err, ErrBadBatchAck) {
+			t.Errorf("%s: %v, want ErrBadBatchAck", bad, err)
 		}
 	}
 }
