@@ -180,6 +180,19 @@ func (c *Client) AckHandle(ctx context.Context, group, topic string, h pop.Handl
 // BatchAck acknowledges messages in one BATCH_ACK_MESSAGE, one entry per
 // queue and pop (as the Java client groups them).
 func (c *Client) BatchAck(ctx context.Context, group, topic string, msgs []Message) (int32, error) {
+	raw, err := c.batchAckBody(group, topic, msgs)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.rc.Invoke(ctx, remoting.NewRequest(remoting.BatchAckMessage, nil, raw))
+	if err != nil {
+		return 0, err
+	}
+	return resp.Code, nil
+}
+
+// batchAckBody builds the JSON body of a batch ack of msgs.
+func (c *Client) batchAckBody(group, topic string, msgs []Message) ([]byte, error) {
 	type key struct {
 		flag string
 		q    int32
@@ -202,15 +215,7 @@ func (c *Client) BatchAck(ctx context.Context, group, topic string, msgs []Messa
 		}
 		body.Acks[i].SetBit(int(h.QueueOffset - h.CKOffset))
 	}
-	raw, err := json.Marshal(body)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := c.rc.Invoke(ctx, remoting.NewRequest(remoting.BatchAckMessage, nil, raw))
-	if err != nil {
-		return 0, err
-	}
-	return resp.Code, nil
+	return json.Marshal(body)
 }
 
 // ChangeInvisibleTime changes a message's invisible time and returns the
