@@ -9,8 +9,8 @@ package popclient
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -317,42 +317,40 @@ func (c *Client) AckHandle(ctx context.Context, group, topic string, h pop.Handl
 // BatchAck acknowledges messages in one BATCH_ACK_MESSAGE, one entry per
 // queue and pop (as the Java client groups them).
 func (c *Client) BatchAck(ctx context.Context, group, topic string, msgs []Message) (int32, error) {
-	raw, err := c.batchAckBody(group, topic, msgs)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := c.rc.Invoke(ctx, remoting.NewRequest(remoting.BatchAckMessage, nil, raw))
+	resp, err := c.rc.Invoke(ctx, remoting.NewRequest(remoting.BatchAckMessage, nil, c.batchAckBody(group, topic, msgs)))
 	if err != nil {
 		return 0, err
 	}
 	return resp.Code, nil
 }
 
-// batchAckBody builds the JSON body of a batch ack of msgs.
-func (c *Client) batchAckBody(group, topic string, msgs []Message) ([]byte, error) {
-	type key struct {
-		flag string
-		q    int32
-		pt   int64
-		it   int64
-		ck   int64
-	}
-	idx := map[key]int{}
-	var body pop.BatchAckBody
-	body.BrokerName = c.BrokerName
-	for _, m := range msgs {
-		h := m.Handle
-		k := key{h.RetryFlag, h.QueueID, h.PopTime, h.InvisibleTime, h.CKOffset}
-		i, ok := idx[k]
-		if !ok {
-			i = len(body.Acks)
-			idx[k] = i
-			body.Acks = append(body.Acks, pop.BatchAck{ConsumerGroup: group, Topic: topic, Retry: h.RetryFlag,
-				StartOffset: h.CKOffset, QueueID: h.QueueID, ReviveQueueID: h.ReviveQID, PopTime: h.PopTime, InvisibleTime: h.InvisibleTime})
+// batchAckBody builds the JSON body of a batch ack of msgs: one entry per
+// retry flag, queue, pop time, invisible time and check-point offset, in
+// the order of their first message. A response's messages come queue by
+// queue, so the entry of the message before is tried first, then the
+// others in turn (a batch ack has few).
+func (c *Client) batchAckBody(group, topic string, msgs []Message) []byte {
+	body := pop.BatchAckBody{BrokerName: c.BrokerName}
+	last := -1
+	for i := range msgs {
+		h := &msgs[i].Handle
+		if last < 0 || !sameAck(&body.Acks[last], h) {
+			last = slices.IndexFunc(body.Acks, func(a pop.BatchAck) bool { return sameAck(&a, h) })
+			if last < 0 {
+				last = len(body.Acks)
+				body.Acks = append(body.Acks, pop.BatchAck{ConsumerGroup: group, Topic: topic, Retry: h.RetryFlag,
+					StartOffset: h.CKOffset, QueueID: h.QueueID, ReviveQueueID: h.ReviveQID, PopTime: h.PopTime, InvisibleTime: h.InvisibleTime})
+			}
 		}
-		body.Acks[i].SetBit(int(h.QueueOffset - h.CKOffset))
+		body.Acks[last].SetBit(int(h.QueueOffset - h.CKOffset))
 	}
-	return json.Marshal(body)
+	return body.AppendJSON(nil)
+}
+
+// sameAck reports whether a message with handle h belongs to entry a.
+func sameAck(a *pop.BatchAck, h *pop.Handle) bool {
+	return a.QueueID == h.QueueID && a.StartOffset == h.CKOffset && a.PopTime == h.PopTime &&
+		a.InvisibleTime == h.InvisibleTime && a.Retry == h.RetryFlag
 }
 
 // ChangeInvisibleTime changes a message's invisible time and returns the

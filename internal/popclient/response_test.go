@@ -1,7 +1,10 @@
 package popclient
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -137,8 +140,8 @@ func BenchmarkBatchAckBody(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.batchAckBody(testGroup, testTopic, res.Messages); err != nil {
-			b.Fatal(err)
+		if len(c.batchAckBody(testGroup, testTopic, res.Messages)) == 0 {
+			b.Fatal("empty batch ack body")
 		}
 	}
 }
@@ -304,4 +307,72 @@ func FuzzDecodePop(f *testing.F) {
 			"popTime": "1", "invisibleTime": "2", "reviveQid": reviveQid,
 			"startOffsetInfo": startInfo, "msgOffsetInfo": msgInfo, "orderCountInfo": orderInfo}})
 	})
+}
+
+// batchAckBodyPlain is batchAckBody as first written: entries found
+// through a map, the body written by json.Marshal.
+func batchAckBodyPlain(c *Client, group, topic string, msgs []Message) ([]byte, error) {
+	type key struct {
+		flag       string
+		q          int32
+		pt, it, ck int64
+	}
+	idx := map[key]int{}
+	body := pop.BatchAckBody{BrokerName: c.BrokerName}
+	for _, m := range msgs {
+		h := m.Handle
+		k := key{h.RetryFlag, h.QueueID, h.PopTime, h.InvisibleTime, h.CKOffset}
+		i, ok := idx[k]
+		if !ok {
+			i = len(body.Acks)
+			idx[k] = i
+			body.Acks = append(body.Acks, pop.BatchAck{ConsumerGroup: group, Topic: topic, Retry: h.RetryFlag,
+				StartOffset: h.CKOffset, QueueID: h.QueueID, ReviveQueueID: h.ReviveQID, PopTime: h.PopTime, InvisibleTime: h.InvisibleTime})
+		}
+		body.Acks[i].SetBit(int(h.QueueOffset - h.CKOffset))
+	}
+	return json.Marshal(body)
+}
+
+func TestBatchAckBodyMatchesPlainBody(t *testing.T) {
+	c := &Client{BrokerName: `broker "a"`}
+	var all []Message
+	for _, r := range benchResponses {
+		res, err := c.decodePop(buildResponse(t, r.spec), testTopic, testGroup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, res.Messages...)
+	}
+	rnd := rand.New(rand.NewPCG(3, 4))
+	shuffled := slices.Clone(all)
+	rnd.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	// Handles differing in one field at a time, interleaved.
+	base := pop.Handle{CKOffset: 10, PopTime: 1, InvisibleTime: 2, ReviveQID: 0, RetryFlag: pop.FlagNormal, QueueID: 1, QueueOffset: 12}
+	var mixed []Message
+	for i, change := range []func(*pop.Handle){
+		func(*pop.Handle) {},
+		func(h *pop.Handle) { h.CKOffset = 11 },
+		func(h *pop.Handle) { h.PopTime = 3 },
+		func(h *pop.Handle) { h.InvisibleTime = 4 },
+		func(h *pop.Handle) { h.RetryFlag = pop.FlagRetryV1 },
+		func(h *pop.Handle) { h.QueueID = 2 },
+		func(h *pop.Handle) { h.ReviveQID = 5 }, // same entry: the first handle's reviveQid stays
+	} {
+		h := base
+		change(&h)
+		h.QueueOffset += int64(i)
+		mixed = append(mixed, Message{Handle: h}, Message{Handle: base})
+	}
+	for name, msgs := range map[string][]Message{"none": nil, "one": all[:1], "responses": all, "shuffled": shuffled, "mixed": mixed} {
+		for _, names := range [][2]string{{testGroup, testTopic}, {"g\\\"<>", "t\u2028\xff日本"}} {
+			want, err := batchAckBodyPlain(c, names[0], names[1], msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.batchAckBody(names[0], names[1], msgs); !bytes.Equal(got, want) {
+				t.Errorf("%s %q: body\n%s\nwant\n%s", name, names, got, want)
+			}
+		}
+	}
 }
