@@ -169,14 +169,15 @@ func (c *Client) decodePop(resp *remoting.Command, topic, group string) (PopResu
 	return res, nil
 }
 
-// countRecords returns how many records body holds, reading only their
-// size fields; it stops at the first it cannot size, which decoding then
-// reports.
+// countRecords returns how many well-formed records body starts with,
+// checking each without allocating; it stops at the first malformed one,
+// which decoding then reports. (Counting by size fields alone would let a
+// malformed body of tiny "records" size the slice far beyond what decodes.)
 func countRecords(body []byte) int {
 	n := 0
 	for len(body) > 0 {
-		size, err := commitlog.RecordSize(body)
-		if err != nil || size <= 0 || int(size) > len(body) {
+		size, err := commitlog.Check(body, false)
+		if err != nil {
 			break
 		}
 		body = body[size:]
