@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rocketkv/rocketkv/internal/jsonscan"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -129,7 +130,7 @@ func (b *RegisterBrokerBody) appendJSON(dst []byte) []byte {
 		if tc.TopicName == "" {
 			tc.TopicName = name
 		}
-		dst = remoting.AppendJSONString(dst, name)
+		dst = jsonscan.AppendString(dst, name)
 		dst = append(dst, ':')
 		dst = tc.appendJSON(dst)
 	}
@@ -140,7 +141,7 @@ func (b *RegisterBrokerBody) appendJSON(dst []byte) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = remoting.AppendJSONString(dst, topic)
+			dst = jsonscan.AppendString(dst, topic)
 			dst = append(dst, ':')
 			dst = append(dst, b.TopicQueueMappingInfo[topic]...)
 		}

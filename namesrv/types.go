@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/rocketkv/rocketkv/remoting"
+	"github.com/rocketkv/rocketkv/internal/jsonscan"
 )
 
 // Permission bits of topics and queue data (Java PermName).
@@ -81,9 +81,9 @@ func (tc *TopicConfig) appendJSON(dst []byte) []byte {
 	dst = append(dst, `,"readQueueNums":`...)
 	dst = strconv.AppendInt(dst, int64(tc.ReadQueueNums), 10)
 	dst = append(dst, `,"topicFilterType":`...)
-	dst = remoting.AppendJSONString(dst, filterTypeOrDefault(tc.TopicFilterType))
+	dst = jsonscan.AppendString(dst, filterTypeOrDefault(tc.TopicFilterType))
 	dst = append(dst, `,"topicName":`...)
-	dst = remoting.AppendJSONString(dst, tc.TopicName)
+	dst = jsonscan.AppendString(dst, tc.TopicName)
 	dst = append(dst, `,"topicSysFlag":`...)
 	dst = strconv.AppendInt(dst, int64(tc.TopicSysFlag), 10)
 	dst = append(dst, `,"writeQueueNums":`...)
@@ -114,7 +114,7 @@ type QueueData struct {
 
 func (q *QueueData) appendJSON(dst []byte) []byte {
 	dst = append(dst, `{"brokerName":`...)
-	dst = remoting.AppendJSONString(dst, q.BrokerName)
+	dst = jsonscan.AppendString(dst, q.BrokerName)
 	dst = append(dst, `,"perm":`...)
 	dst = strconv.AppendInt(dst, int64(q.Perm), 10)
 	dst = append(dst, `,"readQueueNums":`...)
@@ -148,14 +148,14 @@ func (b *BrokerData) appendJSON(dst []byte) []byte {
 	dst = append(dst, `{"brokerAddrs":`...)
 	dst = appendBrokerAddrs(dst, b.BrokerAddrs)
 	dst = append(dst, `,"brokerName":`...)
-	dst = remoting.AppendJSONString(dst, b.BrokerName)
+	dst = jsonscan.AppendString(dst, b.BrokerName)
 	dst = append(dst, `,"cluster":`...)
-	dst = remoting.AppendJSONString(dst, b.Cluster)
+	dst = jsonscan.AppendString(dst, b.Cluster)
 	dst = append(dst, `,"enableActingMaster":`...)
 	dst = strconv.AppendBool(dst, b.EnableActingMaster)
 	if b.ZoneName != "" {
 		dst = append(dst, `,"zoneName":`...)
-		dst = remoting.AppendJSONString(dst, b.ZoneName)
+		dst = jsonscan.AppendString(dst, b.ZoneName)
 	}
 	return append(dst, '}')
 }
@@ -171,7 +171,7 @@ func appendBrokerAddrs(dst []byte, addrs map[int64]string) []byte {
 		dst = append(dst, '"')
 		dst = strconv.AppendInt(dst, id, 10)
 		dst = append(dst, `":`...)
-		dst = remoting.AppendJSONString(dst, addrs[id])
+		dst = jsonscan.AppendString(dst, addrs[id])
 	}
 	return append(dst, '}')
 }
@@ -184,9 +184,9 @@ func appendMemberGroupJSON(dst []byte, cluster, brokerName string, addrs map[int
 	dst = append(dst, `{"brokerMemberGroup":{"brokerAddrs":`...)
 	dst = appendBrokerAddrs(dst, addrs)
 	dst = append(dst, `,"brokerName":`...)
-	dst = remoting.AppendJSONString(dst, brokerName)
+	dst = jsonscan.AppendString(dst, brokerName)
 	dst = append(dst, `,"cluster":`...)
-	dst = remoting.AppendJSONString(dst, cluster)
+	dst = jsonscan.AppendString(dst, cluster)
 	return append(dst, "}}"...)
 }
 
@@ -225,14 +225,14 @@ func (r *TopicRouteData) AppendJSON(dst []byte) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = remoting.AppendJSONString(dst, a)
+		dst = jsonscan.AppendString(dst, a)
 		dst = append(dst, ':')
 		dst = appendStringList(dst, r.FilterServerTable[a])
 	}
 	dst = append(dst, '}')
 	if r.OrderTopicConf != "" {
 		dst = append(dst, `,"orderTopicConf":`...)
-		dst = remoting.AppendJSONString(dst, r.OrderTopicConf)
+		dst = jsonscan.AppendString(dst, r.OrderTopicConf)
 	}
 	dst = append(dst, `,"queueDatas":[`...)
 	for i := range r.QueueDatas {
@@ -259,7 +259,7 @@ func (ci *ClusterInfo) AppendJSON(dst []byte) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = remoting.AppendJSONString(dst, name)
+		dst = jsonscan.AppendString(dst, name)
 		dst = append(dst, ':')
 		bd := ci.BrokerAddrTable[name]
 		dst = bd.appendJSON(dst)
@@ -269,7 +269,7 @@ func (ci *ClusterInfo) AppendJSON(dst []byte) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = remoting.AppendJSONString(dst, name)
+		dst = jsonscan.AppendString(dst, name)
 		dst = append(dst, ':')
 		dst = appendStringList(dst, ci.ClusterAddrTable[name])
 	}
@@ -282,7 +282,7 @@ func appendTopicListJSON(dst []byte, topics []string, brokerAddr string) []byte 
 	dst = append(dst, '{')
 	if brokerAddr != "" {
 		dst = append(dst, `"brokerAddr":`...)
-		dst = remoting.AppendJSONString(dst, brokerAddr)
+		dst = jsonscan.AppendString(dst, brokerAddr)
 		dst = append(dst, ',')
 	}
 	dst = append(dst, `"topicList":`...)
@@ -303,7 +303,7 @@ func appendStringList(dst []byte, list []string) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = remoting.AppendJSONString(dst, s)
+		dst = jsonscan.AppendString(dst, s)
 	}
 	return append(dst, ']')
 }
@@ -316,9 +316,9 @@ func appendStringMap(dst []byte, m map[string]string) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = remoting.AppendJSONString(dst, k)
+		dst = jsonscan.AppendString(dst, k)
 		dst = append(dst, ':')
-		dst = remoting.AppendJSONString(dst, m[k])
+		dst = jsonscan.AppendString(dst, m[k])
 	}
 	return append(dst, '}')
 }

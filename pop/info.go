@@ -87,26 +87,42 @@ func OrderOffsetKey(flag string, queueID int32, offset int64) string {
 	return flag + "@qo" + strconv.Itoa(int(queueID)) + "%" + strconv.FormatInt(offset, 10)
 }
 
+// splitInfo calls fn with the key ("<part1>@<part2>") and the third part
+// of each ';'-separated entry of s, which must have exactly three
+// ' '-separated parts. It walks s in place rather than splitting it: the
+// only allocation per entry is the key.
 func splitInfo(s string, fn func(key, value string) error) error {
 	if s == "" {
 		return nil
 	}
-	for _, one := range strings.Split(s, ";") {
-		p := strings.Split(one, " ")
-		if len(p) != 3 {
+	for rest, more := s, true; more; {
+		var one string
+		one, rest, more = strings.Cut(rest, ";")
+		if strings.Count(one, " ") != 2 {
 			return fmt.Errorf("%w: entry %q", ErrBadInfo, one)
 		}
-		if err := fn(p[0]+"@"+p[1], p[2]); err != nil {
+		first, tail, _ := strings.Cut(one, " ")
+		second, value, _ := strings.Cut(tail, " ")
+		if err := fn(first+"@"+second, value); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// infoEntries returns how many entries splitInfo will visit in s, to size
+// the maps it fills.
+func infoEntries(s string) int {
+	if s == "" {
+		return 0
+	}
+	return strings.Count(s, ";") + 1
+}
+
 // ParseStartOffsetInfo parses startOffsetInfo into ckStartOffset by
 // InfoKey. Duplicate keys are an error, as in RocketMQ.
 func ParseStartOffsetInfo(s string) (map[string]int64, error) {
-	out := map[string]int64{}
+	out := make(map[string]int64, infoEntries(s))
 	err := splitInfo(s, func(k, v string) error {
 		if _, dup := out[k]; dup {
 			return fmt.Errorf("%w: duplicate %s", ErrBadInfo, k)
@@ -123,13 +139,15 @@ func ParseStartOffsetInfo(s string) (map[string]int64, error) {
 
 // ParseMsgOffsetInfo parses msgOffsetInfo into offset lists by InfoKey.
 func ParseMsgOffsetInfo(s string) (map[string][]int64, error) {
-	out := map[string][]int64{}
+	out := make(map[string][]int64, infoEntries(s))
 	err := splitInfo(s, func(k, v string) error {
 		if _, dup := out[k]; dup {
 			return fmt.Errorf("%w: duplicate %s", ErrBadInfo, k)
 		}
-		var offs []int64
-		for _, o := range strings.Split(v, ",") {
+		offs := make([]int64, 0, strings.Count(v, ",")+1)
+		for rest, more := v, true; more; {
+			var o string
+			o, rest, more = strings.Cut(rest, ",")
 			n, err := strconv.ParseInt(o, 10, 64)
 			if err != nil {
 				return fmt.Errorf("%w: offset %q", ErrBadInfo, o)
@@ -145,7 +163,7 @@ func ParseMsgOffsetInfo(s string) (map[string][]int64, error) {
 // ParseOrderCountInfo parses orderCountInfo into counts by InfoKey (queue
 // entries) and OrderOffsetKey (message entries).
 func ParseOrderCountInfo(s string) (map[string]int32, error) {
-	out := map[string]int32{}
+	out := make(map[string]int32, infoEntries(s))
 	err := splitInfo(s, func(k, v string) error {
 		if _, dup := out[k]; dup {
 			return fmt.Errorf("%w: duplicate %s", ErrBadInfo, k)

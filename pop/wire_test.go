@@ -208,16 +208,6 @@ func FuzzDecodeBatchAck(f *testing.F) {
 	})
 }
 
-func FuzzParseInfo(f *testing.F) {
-	f.Add("1 0 4,5;0 2 10,11,12")
-	f.Add("0 qo2%10 1;0 2 0")
-	f.Fuzz(func(t *testing.T, s string) {
-		_, _ = ParseStartOffsetInfo(s)
-		_, _ = ParseMsgOffsetInfo(s)
-		_, _ = ParseOrderCountInfo(s)
-	})
-}
-
 func TestPutBatchesBoundBytesAndCount(t *testing.T) {
 	big := make([]byte, 300<<10)
 	var msgs []*commitlog.Message

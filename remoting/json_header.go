@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/rocketkv/rocketkv/internal/jsonscan"
 )
@@ -31,7 +30,7 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 	if lang == "" {
 		lang = DefaultLanguage
 	}
-	dst = AppendJSONString(dst, lang)
+	dst = jsonscan.AppendString(dst, lang)
 	dst = append(dst, `,"version":`...)
 	dst = strconv.AppendInt(dst, int64(c.Version), 10)
 	dst = append(dst, `,"opaque":`...)
@@ -39,7 +38,7 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 	dst = append(dst, `,"flag":`...)
 	dst = strconv.AppendInt(dst, int64(c.Flag), 10)
 	dst = append(dst, `,"remark":`...)
-	dst = AppendJSONString(dst, c.Remark)
+	dst = jsonscan.AppendString(dst, c.Remark)
 	dst = append(dst, `,"extFields":{`...)
 	var stack [16]string
 	keys := sortedKeys(stack[:0], c.ExtFields)
@@ -47,9 +46,9 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = AppendJSONString(dst, k)
+		dst = jsonscan.AppendString(dst, k)
 		dst = append(dst, ':')
-		dst = AppendJSONString(dst, c.ExtFields[k])
+		dst = jsonscan.AppendString(dst, c.ExtFields[k])
 	}
 	return append(dst, "}}"...)
 }
@@ -61,54 +60,6 @@ func sortedKeys(buf []string, m map[string]string) []string {
 	}
 	slices.Sort(buf)
 	return buf
-}
-
-const hexDigits = "0123456789abcdef"
-
-// AppendJSONString appends s to dst as a JSON string literal, the way this
-// package writes headers: quotes, backslashes and control characters are
-// escaped, invalid UTF-8 becomes U+FFFD, everything else (including '<',
-// '>', '&' and non-ASCII text) is kept as is. It is meant for hand-written
-// JSON bodies whose shape clients depend on.
-func AppendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = utf8.AppendRune(dst, utf8.RuneError)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // decodeJSONHeader fills the header fields of c from a JSON header.

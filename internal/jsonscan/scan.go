@@ -382,3 +382,51 @@ func hex4(d []byte, i int) (rune, bool) {
 	}
 	return r, true
 }
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s to dst as a JSON string literal, as rocketkv
+// writes headers and bodies: quotes, backslashes and control characters are
+// escaped, invalid UTF-8 becomes U+FFFD, everything else (including '<',
+// '>', '&' and non-ASCII text) is kept as is. It is meant for hand-written
+// JSON bodies whose shape clients depend on.
+func AppendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = utf8.AppendRune(dst, utf8.RuneError)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

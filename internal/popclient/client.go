@@ -9,9 +9,10 @@ package popclient
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -95,6 +96,11 @@ func (c *Client) Pop(ctx context.Context, r PopRequest) (PopResult, error) {
 	return c.decodePop(resp, r.Topic, r.Group)
 }
 
+// decodePop decodes a pop response. Per message it allocates only the
+// record's properties string: the topic string is the requested one when
+// the record names it, the slice of messages is sized once at the first
+// message, the header maps are looked up with keys built in one reused
+// buffer, and the real topic is computed once per run of a retry flag.
 func (c *Client) decodePop(resp *remoting.Command, topic, group string) (PopResult, error) {
 	res := PopResult{Code: resp.Code, Remark: resp.Remark, Header: resp.ExtFields}
 	if resp.Code != remoting.Success {
@@ -114,50 +120,182 @@ func (c *Client) decodePop(resp *remoting.Command, topic, group string) (PopResu
 	}
 	res.ReviveQID = rq
 	res.RestNum, _ = h.OptInt64("restNum", 0)
-	starts, err := pop.ParseStartOffsetInfo(h.OptString("startOffsetInfo", ""))
-	if err != nil {
+	info := headerInfo{key: make([]byte, 0, 64)}
+	if info.starts, err = pop.ParseStartOffsetInfo(h.OptString("startOffsetInfo", "")); err != nil {
 		return res, err
 	}
-	offs, err := pop.ParseMsgOffsetInfo(h.OptString("msgOffsetInfo", ""))
-	if err != nil {
+	if info.offs, err = pop.ParseMsgOffsetInfo(h.OptString("msgOffsetInfo", "")); err != nil {
 		return res, err
 	}
-	counts, err := pop.ParseOrderCountInfo(h.OptString("orderCountInfo", ""))
-	if err != nil {
+	if info.counts, err = pop.ParseOrderCountInfo(h.OptString("orderCountInfo", "")); err != nil {
 		return res, err
 	}
+	topics := realTopics{topic: topic, group: group}
+	opts := commitlog.DecodeOptions{Topics: func(b []byte) string {
+		if string(b) == topic {
+			return topic
+		}
+		return string(b)
+	}}
 	body := resp.Body
 	for len(body) > 0 {
-		m, err := commitlog.Decode(body)
+		m, err := commitlog.DecodeWith(body, opts)
 		if err != nil {
 			return res, fmt.Errorf("decode popped record: %w", err)
 		}
 		body = body[m.StoreSize:]
 		pm := Message{Message: m}
-		if ck, ok := commitlog.LookupProperty(m.Properties, pop.PropertyPopCK); ok {
+		if ck, ok := popCK(m.Properties); ok {
 			if pm.Handle, err = pop.ParseHandle(ck); err != nil {
 				return res, err
 			}
 		} else {
 			flag := pop.RetryFlagOf(m.Topic)
-			key := pop.InfoKey(flag, m.QueueID)
-			pm.Handle = pop.Handle{CKOffset: starts[key], PopTime: res.PopTime, InvisibleTime: res.InvisibleTime,
+			pm.Handle = pop.Handle{CKOffset: info.start(flag, m.QueueID), PopTime: res.PopTime, InvisibleTime: res.InvisibleTime,
 				ReviveQID: res.ReviveQID, RetryFlag: flag, BrokerName: c.BrokerName, QueueID: m.QueueID, QueueOffset: m.QueueOffset}
 		}
-		if pm.RealTopic, err = pop.RealTopic(topic, group, pm.Handle.RetryFlag); err != nil {
+		if pm.RealTopic, err = topics.of(pm.Handle.RetryFlag); err != nil {
 			return res, err
 		}
-		if n, ok := counts[pop.OrderOffsetKey(pm.Handle.RetryFlag, m.QueueID, m.QueueOffset)]; ok {
-			pm.OrderCount = n
-		} else if n, ok := counts[pop.InfoKey(pm.Handle.RetryFlag, m.QueueID)]; ok {
-			pm.OrderCount = n
-		}
-		if list := offs[pop.InfoKey(pm.Handle.RetryFlag, pm.Handle.QueueID)]; len(list) == 0 {
+		pm.OrderCount = info.orderCount(pm.Handle.RetryFlag, m.QueueID, m.QueueOffset)
+		if !info.listed(pm.Handle.RetryFlag, pm.Handle.QueueID) {
 			return res, fmt.Errorf("message %s/%d@%d missing from msgOffsetInfo", m.Topic, m.QueueID, m.QueueOffset)
+		}
+		if res.Messages == nil {
+			res.Messages = make([]Message, 0, countRecords(body)+1)
 		}
 		res.Messages = append(res.Messages, pm)
 	}
 	return res, nil
+}
+
+// countRecords returns how many well-formed records body starts with,
+// checking each without allocating; it stops at the first malformed one,
+// which decoding then reports. (Counting by size fields alone would let a
+// malformed body of tiny "records" size the slice far beyond what decodes.)
+func countRecords(body []byte) int {
+	n := 0
+	for len(body) > 0 {
+		size, err := commitlog.Check(body, false)
+		if err != nil {
+			break
+		}
+		body = body[size:]
+		n++
+	}
+	return n
+}
+
+// popCKPair is how a POP_CK pair starts inside a properties string.
+const popCKPair = pop.PropertyPopCK + string(rune(commitlog.NameValueSeparator))
+
+// popCK returns a record's POP_CK property. Most records have none, which
+// one substring search tells without walking every pair.
+func popCK(props string) (string, bool) {
+	if !strings.Contains(props, popCKPair) {
+		return "", false
+	}
+	return commitlog.LookupProperty(props, pop.PropertyPopCK)
+}
+
+// headerInfo holds the parsed info strings of a pop response's header,
+// keyed as pop.InfoKey and pop.OrderOffsetKey spell them. The keys of
+// lookups are built in key, reused, so a lookup allocates nothing; the
+// answers for the last queue asked about are kept, since a response's
+// messages come queue by queue.
+type headerInfo struct {
+	starts map[string]int64
+	offs   map[string][]int64
+	counts map[string]int32
+	key    []byte
+
+	startOf, listedOf queueRef
+	lastStart         int64
+	lastListed        bool
+}
+
+// queueRef names the queue a cached answer is for; the zero value names
+// none.
+type queueRef struct {
+	flag    string
+	queueID int32
+	set     bool
+}
+
+// is reports whether r names the queue.
+func (r queueRef) is(flag string, queueID int32) bool {
+	return r.set && r.queueID == queueID && r.flag == flag
+}
+
+// queueKey builds pop.InfoKey(flag, queueID) in h.key.
+func (h *headerInfo) queueKey(flag string, queueID int32) []byte {
+	h.key = append(h.key[:0], flag...)
+	h.key = append(h.key, '@')
+	h.key = strconv.AppendInt(h.key, int64(queueID), 10)
+	return h.key
+}
+
+// orderOffsetKey builds pop.OrderOffsetKey(flag, queueID, offset) in h.key.
+func (h *headerInfo) orderOffsetKey(flag string, queueID int32, offset int64) []byte {
+	h.key = append(h.key[:0], flag...)
+	h.key = append(h.key, "@qo"...)
+	h.key = strconv.AppendInt(h.key, int64(queueID), 10)
+	h.key = append(h.key, '%')
+	h.key = strconv.AppendInt(h.key, offset, 10)
+	return h.key
+}
+
+// start returns a queue's ckStartOffset from startOffsetInfo (0 when it
+// is not listed).
+func (h *headerInfo) start(flag string, queueID int32) int64 {
+	if !h.startOf.is(flag, queueID) {
+		h.lastStart = h.starts[string(h.queueKey(flag, queueID))]
+		h.startOf = queueRef{flag, queueID, true}
+	}
+	return h.lastStart
+}
+
+// listed reports whether msgOffsetInfo lists offsets for a queue.
+func (h *headerInfo) listed(flag string, queueID int32) bool {
+	if !h.listedOf.is(flag, queueID) {
+		h.lastListed = len(h.offs[string(h.queueKey(flag, queueID))]) > 0
+		h.listedOf = queueRef{flag, queueID, true}
+	}
+	return h.lastListed
+}
+
+// orderCount returns a message's count from orderCountInfo: its own entry,
+// else its queue's, else 0.
+func (h *headerInfo) orderCount(flag string, queueID int32, offset int64) int32 {
+	if len(h.counts) == 0 {
+		return 0
+	}
+	if n, ok := h.counts[string(h.orderOffsetKey(flag, queueID, offset))]; ok {
+		return n
+	}
+	return h.counts[string(h.queueKey(flag, queueID))]
+}
+
+// realTopics answers pop.RealTopic for one pop's topic and group,
+// remembering the last answer: a response's messages come from few
+// topics, in runs.
+type realTopics struct {
+	topic, group string
+	flag, real   string
+	known        bool
+}
+
+// of returns the topic a message with the retry flag lives in.
+func (r *realTopics) of(flag string) (string, error) {
+	if r.known && flag == r.flag {
+		return r.real, nil
+	}
+	real, err := pop.RealTopic(r.topic, r.group, flag)
+	if err != nil {
+		return "", err
+	}
+	r.flag, r.real, r.known = flag, real, true
+	return real, nil
 }
 
 // Ack acknowledges one message; it returns the response code.
@@ -180,37 +318,40 @@ func (c *Client) AckHandle(ctx context.Context, group, topic string, h pop.Handl
 // BatchAck acknowledges messages in one BATCH_ACK_MESSAGE, one entry per
 // queue and pop (as the Java client groups them).
 func (c *Client) BatchAck(ctx context.Context, group, topic string, msgs []Message) (int32, error) {
-	type key struct {
-		flag string
-		q    int32
-		pt   int64
-		it   int64
-		ck   int64
-	}
-	idx := map[key]int{}
-	var body pop.BatchAckBody
-	body.BrokerName = c.BrokerName
-	for _, m := range msgs {
-		h := m.Handle
-		k := key{h.RetryFlag, h.QueueID, h.PopTime, h.InvisibleTime, h.CKOffset}
-		i, ok := idx[k]
-		if !ok {
-			i = len(body.Acks)
-			idx[k] = i
-			body.Acks = append(body.Acks, pop.BatchAck{ConsumerGroup: group, Topic: topic, Retry: h.RetryFlag,
-				StartOffset: h.CKOffset, QueueID: h.QueueID, ReviveQueueID: h.ReviveQID, PopTime: h.PopTime, InvisibleTime: h.InvisibleTime})
-		}
-		body.Acks[i].SetBit(int(h.QueueOffset - h.CKOffset))
-	}
-	raw, err := json.Marshal(body)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := c.rc.Invoke(ctx, remoting.NewRequest(remoting.BatchAckMessage, nil, raw))
+	resp, err := c.rc.Invoke(ctx, remoting.NewRequest(remoting.BatchAckMessage, nil, c.batchAckBody(group, topic, msgs)))
 	if err != nil {
 		return 0, err
 	}
 	return resp.Code, nil
+}
+
+// batchAckBody builds the JSON body of a batch ack of msgs: one entry per
+// retry flag, queue, pop time, invisible time and check-point offset, in
+// the order of their first message. A response's messages come queue by
+// queue, so the entry of the message before is tried first, then the
+// others in turn (a batch ack has few).
+func (c *Client) batchAckBody(group, topic string, msgs []Message) []byte {
+	body := pop.BatchAckBody{BrokerName: c.BrokerName}
+	last := -1
+	for i := range msgs {
+		h := &msgs[i].Handle
+		if last < 0 || !sameAck(&body.Acks[last], h) {
+			last = slices.IndexFunc(body.Acks, func(a pop.BatchAck) bool { return sameAck(&a, h) })
+			if last < 0 {
+				last = len(body.Acks)
+				body.Acks = append(body.Acks, pop.BatchAck{ConsumerGroup: group, Topic: topic, Retry: h.RetryFlag,
+					StartOffset: h.CKOffset, QueueID: h.QueueID, ReviveQueueID: h.ReviveQID, PopTime: h.PopTime, InvisibleTime: h.InvisibleTime})
+			}
+		}
+		body.Acks[last].SetBit(int(h.QueueOffset - h.CKOffset))
+	}
+	return body.AppendJSON(nil)
+}
+
+// sameAck reports whether a message with handle h belongs to entry a.
+func sameAck(a *pop.BatchAck, h *pop.Handle) bool {
+	return a.QueueID == h.QueueID && a.StartOffset == h.CKOffset && a.PopTime == h.PopTime &&
+		a.InvisibleTime == h.InvisibleTime && a.Retry == h.RetryFlag
 }
 
 // ChangeInvisibleTime changes a message's invisible time and returns the
