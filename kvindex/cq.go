@@ -587,7 +587,7 @@ func (c *CQ) readRange(topic string, queueID int32, from int64, n int, queueEnd 
 	out := make([]cq.Entry, 0, max(0, min(int64(n), queueEnd-from)))
 	want := from
 	for ok := it.First(); ok && len(out) < n; ok = it.Next() {
-		e, err := decodeEntry(it)
+		e, err := decodeEntry(it, len(prefix))
 		if err != nil {
 			return nil, fmt.Errorf("read cq %s/%d: %w", topic, queueID, err)
 		}
@@ -611,11 +611,16 @@ func (c *CQ) CacheStats() (hits, misses int64) {
 	return c.cache.hits.Load(), c.cache.misses.Load()
 }
 
-func decodeEntry(it *pebble.Iterator) (cq.Entry, error) {
-	_, _, off, err := decodeCQKey(it.Key())
-	if err != nil {
-		return cq.Entry{}, fmt.Errorf("key %x: %w", it.Key(), err)
+// decodeEntry decodes the entry at it, an iterator bounded to the queue
+// whose key prefix (queuePrefix) has length prefixLen: only the offset is
+// read from the key (decoding the topic cost an allocation per entry, a
+// quarter of a chunk load).
+func decodeEntry(it *pebble.Iterator, prefixLen int) (cq.Entry, error) {
+	k := it.Key()
+	if len(k) != prefixLen+8 || len(k) == 0 || k[0] != prefixCQ {
+		return cq.Entry{}, fmt.Errorf("key %x: %w", k, ErrBadKey)
 	}
+	off := int64(binary.BigEndian.Uint64(k[prefixLen:]))
 	v, err := it.ValueAndErr()
 	if err != nil {
 		return cq.Entry{}, fmt.Errorf("value of offset %d: %w", off, err)
@@ -1021,7 +1026,7 @@ func (c *CQ) truncateQueue(b *pebble.Batch, q qkey, from, phyOffset int64) (boun
 	defer it.Close()
 	cut := int64(-1)
 	for ok := it.First(); ok; ok = it.Next() {
-		e, err := decodeEntry(it)
+		e, err := decodeEntry(it, len(prefix))
 		if err != nil {
 			return boundsUpdate{}, false, fmt.Errorf("cq %s/%d: %w", q.topic, q.qid, err)
 		}

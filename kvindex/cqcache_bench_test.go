@@ -53,3 +53,32 @@ func BenchmarkCQGetRotating(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCQReadRange reads a chunk's worth of entries of a queue with a
+// topic name of the length clients use, straight from the database: the
+// cost of one chunk load, or of a read the caches miss.
+func BenchmarkCQReadRange(b *testing.B) {
+	db := openTestDB(b)
+	c := db.ConsumeQueue(0)
+	const topic, entries = "OrderEvents_Production_01", 4 * defaultCQChunkEntries
+	var ds []cq.Dispatch
+	for off := int64(0); off < entries; off++ {
+		ds = append(ds, cq.Dispatch{Topic: topic, QueueID: 3, Entry: cq.Entry{QueueOffset: off, PhyOffset: off * 1000, Size: 100}})
+	}
+	if err := c.Put(ds); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.pdb.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	i := int64(0)
+	for b.Loop() {
+		from := (i % 4) * defaultCQChunkEntries
+		i++
+		got, err := c.readRange(topic, 3, from, defaultCQChunkEntries, entries)
+		if err != nil || len(got) != defaultCQChunkEntries {
+			b.Fatalf("read %d entries: %v", len(got), err)
+		}
+	}
+}
