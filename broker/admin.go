@@ -350,6 +350,7 @@ func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *re
 	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	cache := b.db.BlockCache()
 	table := map[string]string{
 		"brokerVersionDesc":    "V5_3_4 (rocketkv)",
 		"brokerVersion":        itoa(int64(remoting.CurrentVersion)),
@@ -377,6 +378,10 @@ func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *re
 		"indexWalSync":                b.cfg.IndexWALSyncMode(),
 		"indexWalSyncs":               itoa(b.db.WALSyncs()),
 		"indexWalFlushes":             itoa(b.db.Flushes()),
+		"indexBlockCacheCapacity":     itoa(cache.Capacity),
+		"indexBlockCacheBytes":        itoa(cache.Bytes),
+		"indexBlockCacheHits":         itoa(cache.Hits),
+		"indexBlockCacheMisses":       itoa(cache.Misses),
 		"goHeapInuse":                 itoa(int64(ms.HeapInuse)),
 		"connections":                 itoa(int64(b.server.ConnCount())),
 	}

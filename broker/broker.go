@@ -347,7 +347,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 		walSync = kvindex.WALSyncInterval
 	}
 	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(root, kvindex.DirName), Logger: b.root,
-		WALSync: walSync})
+		WALSync: walSync, CacheSize: int64(b.cfg.IndexBlockCacheMiB) << 20})
 	if err != nil {
 		return fmt.Errorf("open index: %w", err)
 	}

@@ -130,3 +130,19 @@ func TestPullByteLimitEndsTheBatch(t *testing.T) {
 			r.Code, r.Remark, len(got), r.ExtFields["nextBeginOffset"])
 	}
 }
+
+// indexBlockCacheMiB sizes the index's block cache, and GET_BROKER_RUNTIME_INFO
+// reports its budget and use.
+func TestIndexBlockCacheSizeAndRuntimeInfo(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"indexBlockCacheMiB": "16"})
+	c := b.client(nil)
+	info := runtimeInfo(t, c)
+	if got := info["indexBlockCacheCapacity"]; got != strconv.Itoa(16<<20) {
+		t.Fatalf("indexBlockCacheCapacity %q, want %d", got, 16<<20)
+	}
+	for _, key := range []string{"indexBlockCacheBytes", "indexBlockCacheHits", "indexBlockCacheMisses"} {
+		if n, err := strconv.ParseInt(info[key], 10, 64); err != nil || n < 0 {
+			t.Fatalf("%s = %q: %v", key, info[key], err)
+		}
+	}
+}

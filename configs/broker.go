@@ -217,6 +217,9 @@ type Broker struct {
 	TopicConfigCacheSize  int
 	QueueOffsetCacheSize  int
 	ConsumeQueueCacheSize int
+	// IndexBlockCacheMiB is the index's block cache in MiB: table blocks
+	// kept in memory, on top of its memtables.
+	IndexBlockCacheMiB int
 	// GCPercent is the Go garbage collector's target (GOGC) the broker
 	// binary sets unless the GOGC environment variable is set.
 	GCPercent int

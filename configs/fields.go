@@ -133,6 +133,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	intRange("topicConfigCacheSize", "65536", 16, 1<<26, func(b *Broker) *int { return &b.TopicConfigCacheSize }),
 	intRange("queueOffsetCacheSize", "1048576", 16, 1<<28, func(b *Broker) *int { return &b.QueueOffsetCacheSize }),
 	intRange("consumeQueueCacheSize", "1048576", 16, 1<<28, func(b *Broker) *int { return &b.ConsumeQueueCacheSize }),
+	intRange("indexBlockCacheMiB", "128", 8, 1<<20, func(b *Broker) *int { return &b.IndexBlockCacheMiB }),
 	intRange("gcPercent", "100", 25, 10000, func(b *Broker) *int { return &b.GCPercent }),
 	intRange("memoryLimitMiB", "0", 0, 1<<30, func(b *Broker) *int { return &b.MemoryLimitMiB }),
 

@@ -85,6 +85,8 @@ type DB struct {
 	walFS *intervalSyncFS
 	// flushes counts the Flush calls that waited for the write-ahead log.
 	flushes atomic.Int64
+	// blockCache is Options.CacheSize.
+	blockCache int64
 
 	// journalTop is the largest first offset a CQ journal record may
 	// have, once journalTopKnown (see journalMayExist).
@@ -190,7 +192,7 @@ func Open(opts Options) (*DB, error) {
 	}
 	d := &DB{pdb: pdb, log: opts.Logger, readOnly: opts.ReadOnly, dir: opts.Dir, positions: newPositionCache(defaultPositionCache),
 		floors: newCheckpointFloors(defaultCheckpointFloors), committed: newPositionCache(defaultPositionCache),
-		stalls: stalls, walFS: walFS}
+		stalls: stalls, walFS: walFS, blockCache: opts.CacheSize}
 	d.keys = &KeyIndex{db: d}
 	if err := d.checkSchema(); err != nil {
 		_ = pdb.Close()
@@ -403,6 +405,21 @@ func (d *DB) Flush() error {
 		return fmt.Errorf("sync index WAL: %w", err)
 	}
 	return nil
+}
+
+// BlockCacheStats is what the block cache holds and how reads fared.
+type BlockCacheStats struct {
+	// Capacity is the budget for blocks (Options.CacheSize); Bytes what
+	// they take now.
+	Capacity, Bytes int64
+	// Hits and Misses count the block reads it answered and did not.
+	Hits, Misses int64
+}
+
+// BlockCache returns the block cache's figures.
+func (d *DB) BlockCache() BlockCacheStats {
+	m := d.pdb.Metrics().BlockCache
+	return BlockCacheStats{Capacity: d.blockCache, Bytes: m.Size, Hits: m.Hits, Misses: m.Misses}
 }
 
 // Flushes returns how many times writers waited for the write-ahead log
