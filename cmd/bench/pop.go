@@ -177,13 +177,10 @@ func popOnce(ctx context.Context, t *target, o popOptions, run int) (popRun, err
 	if err := setupTopic(ctx, addr, topic, o.queues); err != nil {
 		return r, err
 	}
-	fill, err := runLoad(ctx, addr, loadConfig{topic: topic, queues: o.queues, producers: o.producers, inflight: o.inflight,
+	fill, err := prefill(ctx, addr, loadConfig{topic: topic, queues: o.queues, producers: o.producers, inflight: o.inflight,
 		bodySize: o.body, count: o.messages})
 	if err != nil {
 		return r, err
-	}
-	if fill.Failed > 0 {
-		return r, fmt.Errorf("pre-fill: %d sends failed, first: %s", fill.Failed, fill.FirstError)
 	}
 	total := fill.TotalAcked
 	// Baseline: long-polling pulls of the same messages.
@@ -387,7 +384,7 @@ func holdAndRevive(ctx context.Context, t *target, o popOptions, topic string, r
 		}
 		return p.RSS
 	}
-	fill, err := runLoad(ctx, t.Addr, loadConfig{topic: topic, queues: o.queues, producers: o.producers, inflight: o.inflight,
+	fill, err := prefill(ctx, t.Addr, loadConfig{topic: topic, queues: o.queues, producers: o.producers, inflight: o.inflight,
 		bodySize: o.body, count: o.hold})
 	if err != nil {
 		return r, err

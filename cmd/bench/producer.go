@@ -81,6 +81,9 @@ type loadResult struct {
 	Failed int64 `json:"failed"`
 	// FirstError describes the first failure.
 	FirstError string `json:"first_error,omitempty"`
+	// Busy counts the failed sends answered SYSTEM_BUSY (flow control),
+	// which a client retries.
+	Busy int64 `json:"busy"`
 	// Window is the measured time.
 	Window time.Duration `json:"window_ns"`
 	// Rate is Acked per second of Window; MBps the body bytes.
@@ -104,6 +107,7 @@ type loadRun struct {
 	acked   atomic.Int64
 	all     atomic.Int64 // successful sends in any phase
 	failed  atomic.Int64
+	busy    atomic.Int64 // failures answered SYSTEM_BUSY
 	sent    atomic.Int64 // messages handed out (count mode)
 	errOnce sync.Once
 	firstEr string
@@ -113,6 +117,37 @@ type loadRun struct {
 func (r *loadRun) fail(msg string) {
 	r.failed.Add(1)
 	r.errOnce.Do(func() { r.firstEr = msg })
+}
+
+// prefillRounds bounds how many times prefill sends again what the broker
+// refused as busy.
+const prefillRounds = 10
+
+// prefill stores cfg.count messages for a benchmark to consume: a
+// runLoad whose sends answered SYSTEM_BUSY (the broker's flow control
+// while its index catches up) are sent again, as a RocketMQ client
+// retries them, up to prefillRounds times. Any other failure is an
+// error. The result counts every stored message in TotalAcked.
+func prefill(ctx context.Context, addr string, cfg loadConfig) (loadResult, error) {
+	var total loadResult
+	for round := 0; ; round++ {
+		res, err := runLoad(ctx, addr, cfg)
+		if err != nil {
+			return total, err
+		}
+		total.TotalAcked += res.TotalAcked
+		total.Busy += res.Busy
+		if res.Failed > res.Busy {
+			return total, fmt.Errorf("pre-fill: %d sends failed, first: %s", res.Failed, res.FirstError)
+		}
+		if res.Busy == 0 {
+			return total, nil
+		}
+		if round+1 == prefillRounds {
+			return total, fmt.Errorf("pre-fill: %d sends still refused as busy after %d rounds, first: %s", res.Busy, prefillRounds, res.FirstError)
+		}
+		cfg.count = res.Busy
+	}
 }
 
 // runLoad drives producers against the broker at addr and returns what
@@ -195,6 +230,7 @@ func runLoad(ctx context.Context, addr string, cfg loadConfig) (loadResult, erro
 		Acked:      run.acked.Load(),
 		TotalAcked: run.all.Load(),
 		Failed:     run.failed.Load(),
+		Busy:       run.busy.Load(),
 		FirstError: run.firstEr,
 		Window:     window,
 		Latency:    run.lat.Summary(),
@@ -286,6 +322,9 @@ loop:
 			case err != nil:
 				r.fail(err.Error())
 			case resp.Code != remoting.Success:
+				if resp.Code == remoting.SystemBusy {
+					r.busy.Add(1)
+				}
 				r.fail(fmt.Sprintf("send: code %d %s", resp.Code, resp.Remark))
 			default:
 				r.acked.Add(1)
