@@ -263,6 +263,12 @@ func (s *Service) committedReplacing(b *kvindex.PopBatch, group, topic string, q
 	if err != nil {
 		return err
 	}
+	if has && fallback <= cur {
+		// The new offset is max(cur, min(smallest in flight, fallback)),
+		// which is cur: no need to seek for the smallest in flight. A pop
+		// of a queue with nothing in flight is such a case.
+		return nil
+	}
 	from := int64(0)
 	if has {
 		from = max(cur, 0)
