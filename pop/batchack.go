@@ -2,7 +2,6 @@ package pop
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -185,21 +184,9 @@ func ackBits(s *jsonscan.Scanner, name string) ([]byte, error) {
 	return nil, s.Errorf("field %s is neither Base64 nor a byte array", name)
 }
 
-// MarshalJSON writes the short names, as the Java client does.
-func (a BatchAck) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		C  string `json:"c"`
-		T  string `json:"t"`
-		R  string `json:"r"`
-		SO int64  `json:"so"`
-		Q  int32  `json:"q"`
-		RQ int32  `json:"rq"`
-		PT int64  `json:"pt"`
-		IT int64  `json:"it"`
-		B  string `json:"b"`
-	}{a.ConsumerGroup, a.Topic, a.Retry, a.StartOffset, a.QueueID, a.ReviveQueueID, a.PopTime, a.InvisibleTime,
-		base64.StdEncoding.EncodeToString(a.Bits)})
-}
+// MarshalJSON writes the short names, as the Java client does (see
+// appendJSON).
+func (a BatchAck) MarshalJSON() ([]byte, error) { return a.appendJSON(nil), nil }
 
 // AppendJSON appends the body as JSON to dst and returns the extended
 // slice: what json.Marshal writes for b (short names in the order of

@@ -80,11 +80,29 @@ var ErrBadInfo = errors.New("pop: malformed pop response header info")
 
 // InfoKey is the key the parsed header maps use: "<retryFlag>@<queueId>",
 // or "<retryFlag>@qo<queueId>%<offset>" for per-message order counts.
-func InfoKey(flag string, queueID int32) string { return flag + "@" + strconv.Itoa(int(queueID)) }
+func InfoKey(flag string, queueID int32) string { return string(AppendInfoKey(nil, flag, queueID)) }
+
+// AppendInfoKey appends InfoKey(flag, queueID) to dst, for lookups that
+// build keys in a reused buffer.
+func AppendInfoKey(dst []byte, flag string, queueID int32) []byte {
+	dst = append(dst, flag...)
+	dst = append(dst, '@')
+	return strconv.AppendInt(dst, int64(queueID), 10)
+}
 
 // OrderOffsetKey is the orderCountInfo key of one message.
 func OrderOffsetKey(flag string, queueID int32, offset int64) string {
-	return flag + "@qo" + strconv.Itoa(int(queueID)) + "%" + strconv.FormatInt(offset, 10)
+	return string(AppendOrderOffsetKey(nil, flag, queueID, offset))
+}
+
+// AppendOrderOffsetKey appends OrderOffsetKey(flag, queueID, offset) to
+// dst.
+func AppendOrderOffsetKey(dst []byte, flag string, queueID int32, offset int64) []byte {
+	dst = append(dst, flag...)
+	dst = append(dst, "@qo"...)
+	dst = strconv.AppendInt(dst, int64(queueID), 10)
+	dst = append(dst, '%')
+	return strconv.AppendInt(dst, offset, 10)
 }
 
 // splitInfo calls fn with the key ("<part1>@<part2>") and the third part

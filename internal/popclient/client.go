@@ -98,9 +98,9 @@ func (c *Client) Pop(ctx context.Context, r PopRequest) (PopResult, error) {
 
 // decodePop decodes a pop response. Per message it allocates only the
 // record's properties string: the topic string is the requested one when
-// the record names it, the slice of messages is sized once at the first
-// message, the header maps are looked up with keys built in one reused
-// buffer, and the real topic is computed once per run of a retry flag.
+// the record names it, the slice of messages is sized by msgOffsetInfo,
+// the header maps are looked up with keys built in one reused buffer,
+// and the real topic is computed once per run of a retry flag.
 func (c *Client) decodePop(resp *remoting.Command, topic, group string) (PopResult, error) {
 	res := PopResult{Code: resp.Code, Remark: resp.Remark, Header: resp.ExtFields}
 	if resp.Code != remoting.Success {
@@ -162,28 +162,11 @@ func (c *Client) decodePop(resp *remoting.Command, topic, group string) (PopResu
 			return res, fmt.Errorf("message %s/%d@%d missing from msgOffsetInfo", m.Topic, m.QueueID, m.QueueOffset)
 		}
 		if res.Messages == nil {
-			res.Messages = make([]Message, 0, countRecords(body)+1)
+			res.Messages = make([]Message, 0, max(info.messages(), 1))
 		}
 		res.Messages = append(res.Messages, pm)
 	}
 	return res, nil
-}
-
-// countRecords returns how many well-formed records body starts with,
-// checking each without allocating; it stops at the first malformed one,
-// which decoding then reports. (Counting by size fields alone would let a
-// malformed body of tiny "records" size the slice far beyond what decodes.)
-func countRecords(body []byte) int {
-	n := 0
-	for len(body) > 0 {
-		size, err := commitlog.Check(body, false)
-		if err != nil {
-			break
-		}
-		body = body[size:]
-		n++
-	}
-	return n
 }
 
 // popCKPair is how a POP_CK pair starts inside a properties string.
@@ -199,69 +182,36 @@ func popCK(props string) (string, bool) {
 }
 
 // headerInfo holds the parsed info strings of a pop response's header,
-// keyed as pop.InfoKey and pop.OrderOffsetKey spell them. The keys of
-// lookups are built in key, reused, so a lookup allocates nothing; the
-// answers for the last queue asked about are kept, since a response's
-// messages come queue by queue.
+// keyed as pop.InfoKey and pop.OrderOffsetKey spell them; lookups build
+// their keys in key, reused, so they allocate nothing.
 type headerInfo struct {
 	starts map[string]int64
 	offs   map[string][]int64
 	counts map[string]int32
 	key    []byte
-
-	startOf, listedOf queueRef
-	lastStart         int64
-	lastListed        bool
-}
-
-// queueRef names the queue a cached answer is for; the zero value names
-// none.
-type queueRef struct {
-	flag    string
-	queueID int32
-	set     bool
-}
-
-// is reports whether r names the queue.
-func (r queueRef) is(flag string, queueID int32) bool {
-	return r.set && r.queueID == queueID && r.flag == flag
-}
-
-// queueKey builds pop.InfoKey(flag, queueID) in h.key.
-func (h *headerInfo) queueKey(flag string, queueID int32) []byte {
-	h.key = append(h.key[:0], flag...)
-	h.key = append(h.key, '@')
-	h.key = strconv.AppendInt(h.key, int64(queueID), 10)
-	return h.key
-}
-
-// orderOffsetKey builds pop.OrderOffsetKey(flag, queueID, offset) in h.key.
-func (h *headerInfo) orderOffsetKey(flag string, queueID int32, offset int64) []byte {
-	h.key = append(h.key[:0], flag...)
-	h.key = append(h.key, "@qo"...)
-	h.key = strconv.AppendInt(h.key, int64(queueID), 10)
-	h.key = append(h.key, '%')
-	h.key = strconv.AppendInt(h.key, offset, 10)
-	return h.key
 }
 
 // start returns a queue's ckStartOffset from startOffsetInfo (0 when it
 // is not listed).
 func (h *headerInfo) start(flag string, queueID int32) int64 {
-	if !h.startOf.is(flag, queueID) {
-		h.lastStart = h.starts[string(h.queueKey(flag, queueID))]
-		h.startOf = queueRef{flag, queueID, true}
-	}
-	return h.lastStart
+	h.key = pop.AppendInfoKey(h.key[:0], flag, queueID)
+	return h.starts[string(h.key)]
 }
 
 // listed reports whether msgOffsetInfo lists offsets for a queue.
 func (h *headerInfo) listed(flag string, queueID int32) bool {
-	if !h.listedOf.is(flag, queueID) {
-		h.lastListed = len(h.offs[string(h.queueKey(flag, queueID))]) > 0
-		h.listedOf = queueRef{flag, queueID, true}
+	h.key = pop.AppendInfoKey(h.key[:0], flag, queueID)
+	return len(h.offs[string(h.key)]) > 0
+}
+
+// messages is how many messages msgOffsetInfo lists: the response's
+// message count, which sizes its slice.
+func (h *headerInfo) messages() int {
+	n := 0
+	for _, offs := range h.offs {
+		n += len(offs)
 	}
-	return h.lastListed
+	return n
 }
 
 // orderCount returns a message's count from orderCountInfo: its own entry,
@@ -270,10 +220,12 @@ func (h *headerInfo) orderCount(flag string, queueID int32, offset int64) int32 
 	if len(h.counts) == 0 {
 		return 0
 	}
-	if n, ok := h.counts[string(h.orderOffsetKey(flag, queueID, offset))]; ok {
+	h.key = pop.AppendOrderOffsetKey(h.key[:0], flag, queueID, offset)
+	if n, ok := h.counts[string(h.key)]; ok {
 		return n
 	}
-	return h.counts[string(h.queueKey(flag, queueID))]
+	h.key = pop.AppendInfoKey(h.key[:0], flag, queueID)
+	return h.counts[string(h.key)]
 }
 
 // realTopics answers pop.RealTopic for one pop's topic and group,
