@@ -262,10 +262,9 @@ func (s *Scanner) Int(bits int) (int64, error) {
 // RawString consumes a string literal and returns its decoded bytes;
 // without escapes they alias the input and nothing is allocated.
 func (s *Scanner) RawString() ([]byte, error) {
-	if err := s.Expect('"'); err != nil {
-		return nil, err
+	if s.Peek() != '"' {
+		return nil, s.Errorf("want a string")
 	}
-	s.pos--
 	d := s.data
 	start := s.pos + 1
 	for i := start; i < len(d); i++ {
