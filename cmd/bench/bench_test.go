@@ -317,6 +317,13 @@ func TestSmoke(t *testing.T) {
 			t.Fatalf("output:\n%s", out)
 		}
 	})
+	t.Run("produce-batch", func(t *testing.T) {
+		// The broker stores the benchmark's batches: none fails.
+		out := runBench(t, append([]string{"produce", "--batch", "4", "--duration", "200ms", "--warmup", "50ms", "--baseline=false"}, small...)...)
+		if !strings.Contains(out, "in batches of 4") || !strings.Contains(out, "failed 0;") {
+			t.Fatalf("output:\n%s", out)
+		}
+	})
 	t.Run("produce-sync", func(t *testing.T) {
 		out := runBench(t, append([]string{"produce", "--mode", "sync", "--duration", "200ms", "--warmup", "50ms", "--baseline=false"}, small...)...)
 		if !strings.Contains(out, "median of") {

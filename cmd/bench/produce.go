@@ -29,6 +29,7 @@ type produceOptions struct {
 	baseDur    time.Duration
 	clogWriter int
 	segSize    int64
+	batch      int
 }
 
 // inflightFor returns the in-flight bound of a mode: 1 for sync, the flag
@@ -81,6 +82,7 @@ faster of the two is the baseline of the ratio.`,
 	f.BoolVar(&o.baseline, "baseline", true, "measure the CommitLog append baseline in each run")
 	f.DurationVar(&o.baseDur, "baseline-duration", 5*time.Second, "time of each CommitLog baseline measurement")
 	f.IntVar(&o.clogWriter, "clog-writers", 0, "goroutines of the CommitLog baseline (default: --producers)")
+	f.IntVar(&o.batch, "batch", 1, "messages per send request: above 1, one SEND_BATCH_MESSAGE of that many (a Java producer's send(Collection)); latency is then per batch")
 	f.Int64Var(&o.segSize, "clog-segment", 0, "CommitLog segment size of the baseline in bytes (0: the default 1 GiB, as the broker)")
 	return cmd
 }
@@ -167,8 +169,12 @@ func runProduce(ctx context.Context, w io.Writer, o produceOptions) error {
 	if writers <= 0 {
 		writers = o.producers
 	}
-	fmt.Fprintf(w, "produce: mode %s, %d producers x %d in flight, %d queues, %d B bodies, %s measured after %s warmup, %d runs\n",
-		o.mode, o.producers, inflight, o.queues, o.body, o.duration, o.warmup, o.runs)
+	batchNote := ""
+	if o.batch > 1 {
+		batchNote = fmt.Sprintf(" in batches of %d", o.batch)
+	}
+	fmt.Fprintf(w, "produce: mode %s, %d producers x %d in flight, %d queues, %d B bodies%s, %s measured after %s warmup, %d runs\n",
+		o.mode, o.producers, inflight, o.queues, o.body, batchNote, o.duration, o.warmup, o.runs)
 	fmt.Fprintf(w, "machine: %s\n", machineLine())
 	var runs []produceRun
 	for i := range o.runs {
@@ -271,7 +277,7 @@ func produceOnce(ctx context.Context, addr string, o produceOptions, inflight, r
 	}
 	return runLoad(ctx, addr, loadConfig{
 		topic: topic, queues: o.queues, producers: o.producers, inflight: inflight,
-		bodySize: o.body, warmup: o.warmup, duration: o.duration, onWindow: onWindow,
+		bodySize: o.body, warmup: o.warmup, duration: o.duration, onWindow: onWindow, batch: o.batch,
 	})
 }
 
