@@ -223,6 +223,10 @@ type Broker struct {
 	// GCPercent is the Go garbage collector's target (GOGC) the broker
 	// binary sets unless the GOGC environment variable is set.
 	GCPercent int
+	// GoMaxProcs is the Go scheduler's processor count (GOMAXPROCS) the
+	// broker binary sets unless the GOMAXPROCS environment variable is
+	// set; 0 is one more than the CPUs Go would use.
+	GoMaxProcs int
 	// MemoryLimitMiB is the Go runtime's soft memory limit (GOMEMLIMIT)
 	// in MiB the broker binary sets unless the GOMEMLIMIT environment
 	// variable is set; 0 sets none. Near it the collector runs as often

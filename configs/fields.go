@@ -136,6 +136,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	intRange("indexBlockCacheMiB", "128", 8, 1<<20, func(b *Broker) *int { return &b.IndexBlockCacheMiB }),
 	intRange("gcPercent", "100", 25, 10000, func(b *Broker) *int { return &b.GCPercent }),
 	intRange("memoryLimitMiB", "0", 0, 1<<30, func(b *Broker) *int { return &b.MemoryLimitMiB }),
+	intRange("goMaxProcs", "0", 0, 1<<16, func(b *Broker) *int { return &b.GoMaxProcs }),
 
 	oneOf("metricsExporterType", MetricsDisabled, []string{MetricsDisabled, MetricsPROM}, func(b *Broker) *string { return &b.MetricsExporterType }),
 	str("metricsPromExporterHost", "", func(b *Broker) *string { return &b.MetricsPromExporterHost }),

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"runtime"
 	"runtime/debug"
 	"testing"
 
@@ -44,6 +45,32 @@ func TestApplyGCSettings(t *testing.T) {
 			}
 			if got := debug.SetMemoryLimit(prevLimit); got != tc.wantLimit {
 				t.Fatalf("runtime memory limit %d, want %d", got, tc.wantLimit)
+			}
+		})
+	}
+}
+
+// The configured processor count is applied unless GOMAXPROCS is set in
+// the environment; 0 adds one to the runtime's default.
+func TestApplyMaxProcs(t *testing.T) {
+	prev := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	for _, tc := range []struct {
+		name       string
+		configured int
+		env        map[string]string
+		want       int
+	}{
+		{"default adds one", 0, nil, 5},
+		{"configured", 2, nil, 2},
+		{"GOMAXPROCS set", 7, map[string]string{"GOMAXPROCS": "4"}, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runtime.GOMAXPROCS(4) // what the runtime chose at start
+			got := applyMaxProcs(configs.Broker{GoMaxProcs: tc.configured}, env(tc.env))
+			if got != tc.want || runtime.GOMAXPROCS(0) != tc.want {
+				t.Fatalf("reported %d, runtime has %d; want %d", got, runtime.GOMAXPROCS(0), tc.want)
 			}
 		})
 	}

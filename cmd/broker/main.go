@@ -22,6 +22,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -125,6 +126,7 @@ func run(ctx context.Context, o options) error {
 		gcLog = gcLog.Int64("memoryLimitMiB", memoryLimit>>20)
 	}
 	gcLog.Msg("garbage collector settings")
+	log.Info().Int("goMaxProcs", applyMaxProcs(cfg, os.Getenv)).Int("cpus", runtime.NumCPU()).Msg("scheduler processors")
 	if o.pprofAddr != "" {
 		stopPprof, err := servePprof(o.pprofAddr)
 		if err != nil {
@@ -174,6 +176,23 @@ func servePprof(addr string) (func(), error) {
 		_ = srv.Close()
 		<-done
 	}, nil
+}
+
+// applyMaxProcs sets the Go scheduler's processor count from the
+// configuration unless the GOMAXPROCS environment variable is set and so
+// already in force, and returns the count in force. goMaxProcs 0 adds one
+// processor to the runtime's default: see goMaxProcs in
+// configs/broker.yaml for why.
+func applyMaxProcs(cfg configs.Broker, getenv func(string) string) int {
+	if getenv("GOMAXPROCS") != "" {
+		return runtime.GOMAXPROCS(0)
+	}
+	n := cfg.GoMaxProcs
+	if n == 0 {
+		n = runtime.GOMAXPROCS(0) + 1
+	}
+	runtime.GOMAXPROCS(n)
+	return n
 }
 
 // applyGCSettings sets the Go runtime's GC target and soft memory limit
