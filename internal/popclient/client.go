@@ -270,7 +270,11 @@ func (c *Client) AckHandle(ctx context.Context, group, topic string, h pop.Handl
 // BatchAck acknowledges messages in one BATCH_ACK_MESSAGE, one entry per
 // queue and pop (as the Java client groups them).
 func (c *Client) BatchAck(ctx context.Context, group, topic string, msgs []Message) (int32, error) {
-	resp, err := c.rc.Invoke(ctx, remoting.NewRequest(remoting.BatchAckMessage, nil, c.batchAckBody(group, topic, msgs)))
+	body, err := c.batchAckBody(group, topic, msgs)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.rc.Invoke(ctx, remoting.NewRequest(remoting.BatchAckMessage, nil, body))
 	if err != nil {
 		return 0, err
 	}
@@ -281,8 +285,11 @@ func (c *Client) BatchAck(ctx context.Context, group, topic string, msgs []Messa
 // retry flag, queue, pop time, invisible time and check-point offset, in
 // the order of their first message. A response's messages come queue by
 // queue, so the entry of the message before is tried first, then the
-// others in turn (a batch ack has few).
-func (c *Client) batchAckBody(group, topic string, msgs []Message) []byte {
+// others in turn (a batch ack has few). A handle whose queue offset lies
+// below its check point's offset, or maxAckSpan or more above it (which
+// no broker writes, but a response's bytes can say), is an error: its bit
+// has no place in the entry's bit set.
+func (c *Client) batchAckBody(group, topic string, msgs []Message) ([]byte, error) {
 	body := pop.BatchAckBody{BrokerName: c.BrokerName}
 	last := -1
 	for i := range msgs {
@@ -295,10 +302,21 @@ func (c *Client) batchAckBody(group, topic string, msgs []Message) []byte {
 					StartOffset: h.CKOffset, QueueID: h.QueueID, ReviveQueueID: h.ReviveQID, PopTime: h.PopTime, InvisibleTime: h.InvisibleTime})
 			}
 		}
-		body.Acks[last].SetBit(int(h.QueueOffset - h.CKOffset))
+		d := h.QueueOffset - h.CKOffset
+		if d < 0 || d >= maxAckSpan {
+			return nil, fmt.Errorf("batch ack of %s/%d@%d: the offset is not within %d above its check point's %d",
+				topic, h.QueueID, h.QueueOffset, maxAckSpan, h.CKOffset)
+		}
+		body.Acks[last].SetBit(int(d))
 	}
-	return body.AppendJSON(nil)
+	return body.AppendJSON(nil), nil
 }
+
+// maxAckSpan bounds how far above its check point's offset an
+// acknowledged offset may lie: a batch ack entry's bit set holds one bit
+// per offset from the check point on, so this is also its size in bits
+// (2 MiB). rocketkv's checkpoints span at most 4,096 offsets.
+const maxAckSpan = 1 << 24
 
 // sameAck reports whether a message with handle h belongs to entry a.
 func sameAck(a *pop.BatchAck, h *pop.Handle) bool {

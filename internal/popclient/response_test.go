@@ -139,8 +139,8 @@ func BenchmarkBatchAckBody(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if len(c.batchAckBody(testGroup, testTopic, res.Messages)) == 0 {
-			b.Fatal("empty batch ack body")
+		if body, err := c.batchAckBody(testGroup, testTopic, res.Messages); err != nil || len(body) == 0 {
+			b.Fatalf("batch ack body %q: %v", body, err)
 		}
 	}
 }
@@ -370,12 +370,32 @@ func TestBatchAckBodyMatchesPlainBody(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The same acks, whatever the escaping of the names.
-			got := c.batchAckBody(names[0], names[1], msgs)
+			got, err := c.batchAckBody(names[0], names[1], msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
 			fromGot, errGot := pop.DecodeBatchAck(got)
 			fromWant, errWant := pop.DecodeBatchAck(want)
 			if errGot != nil || errWant != nil || !reflect.DeepEqual(fromGot, fromWant) {
 				t.Errorf("%s %q: body\n%s\nreads as\n%+v (%v)\nwant\n%+v (%v)", name, names, got, fromGot, errGot, fromWant, errWant)
 			}
 		}
+	}
+}
+
+// A handle whose queue offset lies below its check point's, or absurdly
+// far above it, cannot be acknowledged: an error, not a panic or a
+// gigabyte bit set.
+func TestBatchAckBodyRefusesOffsetsOutsideTheBitSet(t *testing.T) {
+	c := &Client{BrokerName: testBroker}
+	for name, off := range map[string]int64{"below": 99, "far above": 100 + maxAckSpan} {
+		msgs := []Message{{Handle: pop.Handle{CKOffset: 100, QueueOffset: 100}}, {Handle: pop.Handle{CKOffset: 100, QueueOffset: off}}}
+		if body, err := c.batchAckBody(testGroup, testTopic, msgs); err == nil {
+			t.Errorf("%s: body of %d bytes, want an error", name, len(body))
+		}
+	}
+	msgs := []Message{{Handle: pop.Handle{CKOffset: 100, QueueOffset: 100 + maxAckSpan - 1}}}
+	if _, err := c.batchAckBody(testGroup, testTopic, msgs); err != nil {
+		t.Fatalf("last offset of the span: %v", err)
 	}
 }
