@@ -76,6 +76,9 @@ type CQ struct {
 	// allocated bytes.
 	touchedIdx map[qkey]int
 	touched    []touchedQueue
+	// sets holds a putBatch's entries until they go into its Pebble
+	// batch in key order (guarded by mu).
+	sets sortedSets
 }
 
 // touchedQueue is a queue's state within one putBatch.
@@ -252,6 +255,7 @@ func (c *CQ) putBatch(b *pebble.Batch, entries []cq.Dispatch) (cqPending, error)
 		clear(c.touchedIdx)
 	}
 	touched := c.touched[:0]
+	c.sets.reset() // a putBatch that failed part way left its entries
 	minPhy, maxEnd := int64(1<<63-1), int64(0)
 	var key, val []byte
 	for i := range entries {
@@ -282,9 +286,7 @@ func (c *CQ) putBatch(b *pebble.Batch, entries []cq.Dispatch) (cqPending, error)
 		}
 		key = appendCQKey(key[:0], e.Topic, e.QueueID, off)
 		val = appendCQValue(val[:0], e.PhyOffset, e.Size, e.TagsCode, e.StoreTimestamp)
-		if err := b.Set(key, val, nil); err != nil {
-			return cqPending{}, fmt.Errorf("put cq entry %s/%d@%d: %w", e.Topic, e.QueueID, off, err)
-		}
+		c.sets.add(key, val)
 		written = append(written, tailWrite{q, cq.Entry{QueueOffset: off, PhyOffset: e.PhyOffset, Size: e.Size,
 			TagsCode: e.TagsCode, StoreTimestamp: e.StoreTimestamp}})
 		if t.first < 0 {
@@ -295,6 +297,9 @@ func (c *CQ) putBatch(b *pebble.Batch, entries []cq.Dispatch) (cqPending, error)
 		maxEnd = max(maxEnd, e.End())
 	}
 	c.touched = touched
+	if err := c.sets.emit(b); err != nil {
+		return cqPending{}, fmt.Errorf("put cq entries: %w", err)
+	}
 	updates := make([]boundsUpdate, 0, len(touched))
 	var named []journalQueue
 	for i := range touched {

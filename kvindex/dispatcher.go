@@ -113,6 +113,8 @@ type Dispatcher struct {
 	// them outside DB, written before each batch.
 	layouts []layout
 	files   []cq.Store
+	// keyBatch collects a batch's key-index entries (reused).
+	keyBatch keyBatch
 
 	// writeMu is held while a batch is written to the ConsumeQueues, so
 	// Quiesced can read them between batches. Lock order: minMu, then
@@ -616,7 +618,8 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 	}()
 	b := d.opts.DB.pdb.NewBatch()
 	defer b.Close()
-	var kb keyBatch
+	kb := &d.keyBatch
+	kb.sets.reset() // a batch that failed part way left its entries
 	// Tag codes are collected record by record only when somebody waits
 	// already; one who begins to wait during the batch gets them from
 	// the entries after the commit.
@@ -667,9 +670,7 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 		if tx != commitlog.TransactionRollback && !d.opts.SkipKeyIndex {
 			keys, _ := commitlog.LookupProperty(m.Properties, "KEYS")
 			uniq, _ := commitlog.LookupProperty(m.Properties, "UNIQ_KEY")
-			if err := kb.add(b, m.Topic, keys, uniq, e.Offset, m.StoreTimestamp); err != nil {
-				return 0, err
-			}
+			kb.add(m.Topic, keys, uniq, e.Offset, m.StoreTimestamp)
 		}
 	}
 	end := r.Offset()

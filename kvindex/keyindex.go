@@ -37,42 +37,37 @@ type KeyIndex struct {
 // KeyIndex returns the message-key index.
 func (d *DB) KeyIndex() *KeyIndex { return d.keys }
 
-// keyBatch accumulates the key-index writes of one dispatch batch.
+// keyBatch accumulates the key-index writes of one dispatch batch. The
+// entries go into the Pebble batch in key order at flush (sortedsets.go).
 type keyBatch struct {
 	buckets map[int64][2]int64 // bucket -> min, max store time
 	key     []byte
+	sets    sortedSets
 }
 
 // add indexes one record: each space-separated word of keys (KindKey) and
-// uniq (KindUniqKey).
-func (kb *keyBatch) add(b *pebble.Batch, topic, keys, uniq string, phy, storeTs int64) error {
+// uniq (KindUniqKey). flush adds them to the Pebble batch.
+func (kb *keyBatch) add(topic, keys, uniq string, phy, storeTs int64) {
 	added := false
-	put := func(kind byte, k string) error {
+	put := func(kind byte, k string) {
 		if k == "" || len(k) > maxIndexedKeyLen {
-			return nil
+			return
 		}
 		kb.key = appendKeyIndexKey(kb.key[:0], topic, kind, k, phy)
 		// No value: the store time is in the record, which every lookup
 		// reads anyway to verify it; the bucket's time range narrows a
 		// query before that. (8 bytes per message mattered: without them
 		// the whole index is 30 instead of 35 bytes per message.)
-		if err := b.Set(kb.key, nil, nil); err != nil {
-			return fmt.Errorf("index key %q of %s@%d: %w", k, topic, phy, err)
-		}
+		kb.sets.add(kb.key, nil)
 		added = true
-		return nil
 	}
 	if uniq != "" {
-		if err := put(KindUniqKey, uniq); err != nil {
-			return err
-		}
+		put(KindUniqKey, uniq)
 	}
 	for keys != "" {
 		var w string
 		w, keys, _ = strings.Cut(keys, " ")
-		if err := put(KindKey, w); err != nil {
-			return err
-		}
+		put(KindKey, w)
 	}
 	if added {
 		if kb.buckets == nil {
@@ -85,12 +80,14 @@ func (kb *keyBatch) add(b *pebble.Batch, topic, keys, uniq string, phy, storeTs 
 		}
 		kb.buckets[bk] = [2]int64{min(r[0], storeTs), max(r[1], storeTs)}
 	}
-	return nil
 }
 
-// flush writes the bucket time ranges, widened by what the database
-// already has for them.
+// flush adds the entries to b in key order and writes the bucket time
+// ranges, widened by what the database already has for them.
 func (kb *keyBatch) flush(d *DB, b *pebble.Batch) error {
+	if err := kb.sets.emit(b); err != nil {
+		return fmt.Errorf("index message keys: %w", err)
+	}
 	k := d.keys
 	k.lastMu.Lock()
 	defer k.lastMu.Unlock()

@@ -15,9 +15,7 @@ func TestKeyIndexStoreTimes(t *testing.T) {
 	db := openTestDB(t)
 	var kb keyBatch
 	b := db.pdb.NewBatch()
-	if err := kb.add(b, "T", "k", "", 100, 5000); err != nil {
-		t.Fatal(err)
-	}
+	kb.add("T", "k", "", 100, 5000)
 	legacy := appendKeyIndexKey(nil, "T", KindKey, "k", 200)
 	if err := b.Set(legacy, binary.BigEndian.AppendUint64(nil, 7000), nil); err != nil {
 		t.Fatal(err)
