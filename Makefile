@@ -46,6 +46,7 @@ bench-broker: build
 	$(BIN)/bench produce --mode async --runs 5 --gogc 400 --dir $(BENCHDIR)
 	$(BIN)/bench produce --mode sync --baseline=false --gogc 400 --dir $(BENCHDIR)
 	$(BIN)/bench produce --mode async --baseline=false --gogc 400 --dir $(BENCHDIR) --broker-set flushDiskType=SYNC_FLUSH
+	$(BIN)/bench produce --mode async --runs 3 --gogc 400 --dir $(BENCHDIR) --batch 16 -k 8
 	$(BIN)/bench consume --mode push --gogc 400 --dir $(BENCHDIR)
 	$(BIN)/bench e2e-latency --gogc 400 --dir $(BENCHDIR)
 	$(BIN)/bench e2e-latency --rate 2000 --gogc 400 --dir $(BENCHDIR)
