@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,7 +43,7 @@ func (h recallHandle) encode() string {
 // parseRecallHandle decodes a handle as RocketMQ does: base64 with or
 // without padding (no line breaks), fields split at single spaces with
 // trailing empty ones dropped (Java's String.split), fields after the
-// fifth ignored.
+// fifth ignored; an empty field among the first five is refused.
 func parseRecallHandle(s string) (recallHandle, error) {
 	if s == "" || strings.ContainsAny(s, "\r\n") {
 		return recallHandle{}, errBadRecallHandle
@@ -59,6 +60,12 @@ func parseRecallHandle(s string) (recallHandle, error) {
 		f = f[:len(f)-1]
 	}
 	if len(f) < 5 || f[0] != recallHandleVersion {
+		return recallHandle{}, errBadRecallHandle
+	}
+	if slices.Contains(f[1:5], "") {
+		// Two spaces in a row: RocketMQ would read an empty field, but no
+		// handle it or rocketkv writes has one, and an empty UNIQ_KEY
+		// would park a cancel that matches nothing.
 		return recallHandle{}, errBadRecallHandle
 	}
 	return recallHandle{topic: f[1], brokerName: f[2], deliverMs: f[3], uniqKey: f[4]}, nil

@@ -30,7 +30,8 @@ func TestRecallHandleFormat(t *testing.T) {
 	}
 	for _, s := range []string{"", "!!", base64.URLEncoding.EncodeToString([]byte("v2 T b 1 x")),
 		base64.URLEncoding.EncodeToString([]byte("v1 T b 1 ")), "djEgVCBiIDE\ngeD8-",
-		base64.URLEncoding.EncodeToString([]byte("v1 T b 1")), base64.StdEncoding.EncodeToString([]byte("v1 T b 1 x?>"))} {
+		base64.URLEncoding.EncodeToString([]byte("v1 T b 1")), base64.StdEncoding.EncodeToString([]byte("v1 T b 1 x?>")),
+		"djEgVCBiICB4IHk=" /* "v1 T b  x y": an empty time, the fields after it shifted */} {
 		if _, err := parseRecallHandle(s); err != errBadRecallHandle {
 			t.Errorf("parseRecallHandle(%q) = %v, want %v", s, err, errBadRecallHandle)
 		}
