@@ -84,6 +84,11 @@ func TestOnAnswerHearsEveryAnswer(t *testing.T) {
 		t.Fatalf("held pull: %v", r)
 	}
 	waitFor(t, "the oneway answers", func() bool { return len(heard.byRequest(UpdateConsumerOffset)) == 2 })
+	// The observer hears an answer once it is queued, which may be after
+	// the client has read it.
+	waitFor(t, "the other answers", func() bool {
+		return len(heard.byRequest(PullMessage)) == 1 && len(heard.byRequest(SendMessageV2)) == 2 && len(heard.byRequest(9999)) == 1
+	})
 
 	sends := heard.byRequest(SendMessageV2)
 	if len(sends) != 2 {
