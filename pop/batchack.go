@@ -317,10 +317,25 @@ func (a *BatchAck) OffsetsIn(lo, hi int64) []int64 {
 	return out
 }
 
-// SetBit marks offset StartOffset + i as acknowledged.
-func (a *BatchAck) SetBit(i int) {
-	for len(a.Bits) <= i/8 {
+// MaxAckBits bounds the bit set of one ack entry: an acknowledged offset
+// lies at most this many offsets minus one above the entry's StartOffset
+// (rocketkv's checkpoints span at most 4,096; this leaves room for any
+// broker's filtered pops while keeping a bit set under 2 MiB).
+const MaxAckBits = 1 << 24
+
+// ErrAckBit is returned by SetBit for an index outside [0, MaxAckBits).
+var ErrAckBit = errors.New("pop: acknowledged offset outside the entry's bit set")
+
+// SetBit marks offset StartOffset + i as acknowledged. An offset below
+// StartOffset, or MaxAckBits or more above it (a handle no broker writes,
+// but a response's bytes can carry), is ErrAckBit.
+func (a *BatchAck) SetBit(i int64) error {
+	if i < 0 || i >= MaxAckBits {
+		return fmt.Errorf("%w: offset %d of an entry starting at %d", ErrAckBit, a.StartOffset+i, a.StartOffset)
+	}
+	for int64(len(a.Bits)) <= i/8 {
 		a.Bits = append(a.Bits, 0)
 	}
 	a.Bits[i/8] |= 1 << (i % 8)
+	return nil
 }

@@ -84,7 +84,9 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 			a.StartOffset, a.PopTime, a.InvisibleTime = randomInt64(r), randomInt64(r), randomInt64(r)
 			a.QueueID, a.ReviveQueueID = int32(randomInt64(r)), int32(randomInt64(r))
 			for range r.IntN(40) {
-				a.SetBit(r.IntN(300))
+				if err := a.SetBit(r.Int64N(300)); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 		checkAppendJSON(t, b)

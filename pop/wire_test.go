@@ -111,9 +111,16 @@ func TestBatchAckBody(t *testing.T) {
 	}
 	var c BatchAck
 	c.StartOffset = 5
-	c.SetBit(0)
-	c.SetBit(1)
-	c.SetBit(9)
+	for _, i := range []int64{0, 1, 9} {
+		if err := c.SetBit(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, i := range []int64{-1, MaxAckBits} {
+		if err := c.SetBit(i); !errors.Is(err, ErrAckBit) {
+			t.Fatalf("SetBit(%d) = %v, want ErrAckBit", i, err)
+		}
+	}
 	out, err := json.Marshal(c)
 	if err != nil || !json.Valid(out) {
 		t.Fatal(err)

@@ -285,10 +285,8 @@ func (c *Client) BatchAck(ctx context.Context, group, topic string, msgs []Messa
 // retry flag, queue, pop time, invisible time and check-point offset, in
 // the order of their first message. A response's messages come queue by
 // queue, so the entry of the message before is tried first, then the
-// others in turn (a batch ack has few). A handle whose queue offset lies
-// below its check point's offset, or maxAckSpan or more above it (which
-// no broker writes, but a response's bytes can say), is an error: its bit
-// has no place in the entry's bit set.
+// others in turn (a batch ack has few). A handle whose offset has no place
+// in its entry's bit set is an error (pop.ErrAckBit).
 func (c *Client) batchAckBody(group, topic string, msgs []Message) ([]byte, error) {
 	body := pop.BatchAckBody{BrokerName: c.BrokerName}
 	last := -1
@@ -302,21 +300,12 @@ func (c *Client) batchAckBody(group, topic string, msgs []Message) ([]byte, erro
 					StartOffset: h.CKOffset, QueueID: h.QueueID, ReviveQueueID: h.ReviveQID, PopTime: h.PopTime, InvisibleTime: h.InvisibleTime})
 			}
 		}
-		d := h.QueueOffset - h.CKOffset
-		if d < 0 || d >= maxAckSpan {
-			return nil, fmt.Errorf("batch ack of %s/%d@%d: the offset is not within %d above its check point's %d",
-				topic, h.QueueID, h.QueueOffset, maxAckSpan, h.CKOffset)
+		if err := body.Acks[last].SetBit(h.QueueOffset - h.CKOffset); err != nil {
+			return nil, fmt.Errorf("batch ack of %s/%d: %w", topic, h.QueueID, err)
 		}
-		body.Acks[last].SetBit(int(d))
 	}
 	return body.AppendJSON(nil), nil
 }
-
-// maxAckSpan bounds how far above its check point's offset an
-// acknowledged offset may lie: a batch ack entry's bit set holds one bit
-// per offset from the check point on, so this is also its size in bits
-// (2 MiB). rocketkv's checkpoints span at most 4,096 offsets.
-const maxAckSpan = 1 << 24
 
 // sameAck reports whether a message with handle h belongs to entry a.
 func sameAck(a *pop.BatchAck, h *pop.Handle) bool {

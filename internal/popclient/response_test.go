@@ -328,7 +328,9 @@ func batchAckBodyPlain(c *Client, group, topic string, msgs []Message) ([]byte, 
 			body.Acks = append(body.Acks, pop.BatchAck{ConsumerGroup: group, Topic: topic, Retry: h.RetryFlag,
 				StartOffset: h.CKOffset, QueueID: h.QueueID, ReviveQueueID: h.ReviveQID, PopTime: h.PopTime, InvisibleTime: h.InvisibleTime})
 		}
-		body.Acks[i].SetBit(int(h.QueueOffset - h.CKOffset))
+		if err := body.Acks[i].SetBit(h.QueueOffset - h.CKOffset); err != nil {
+			return nil, err
+		}
 	}
 	return json.Marshal(body)
 }
@@ -388,13 +390,13 @@ func TestBatchAckBodyMatchesPlainBody(t *testing.T) {
 // gigabyte bit set.
 func TestBatchAckBodyRefusesOffsetsOutsideTheBitSet(t *testing.T) {
 	c := &Client{BrokerName: testBroker}
-	for name, off := range map[string]int64{"below": 99, "far above": 100 + maxAckSpan} {
+	for name, off := range map[string]int64{"below": 99, "far above": 100 + pop.MaxAckBits} {
 		msgs := []Message{{Handle: pop.Handle{CKOffset: 100, QueueOffset: 100}}, {Handle: pop.Handle{CKOffset: 100, QueueOffset: off}}}
 		if body, err := c.batchAckBody(testGroup, testTopic, msgs); err == nil {
 			t.Errorf("%s: body of %d bytes, want an error", name, len(body))
 		}
 	}
-	msgs := []Message{{Handle: pop.Handle{CKOffset: 100, QueueOffset: 100 + maxAckSpan - 1}}}
+	msgs := []Message{{Handle: pop.Handle{CKOffset: 100, QueueOffset: 100 + pop.MaxAckBits - 1}}}
 	if _, err := c.batchAckBody(testGroup, testTopic, msgs); err != nil {
 		t.Fatalf("last offset of the span: %v", err)
 	}
