@@ -144,7 +144,7 @@ func (s *Service) ackQueueUnsynced(group, topic string, queueID int32, ckOffset 
 			if err != nil {
 				return err
 			}
-			if err := s.committedReplacing(b, group, topic, queueID, pos, &ck); err != nil {
+			if err := s.committedFrom(b, group, topic, queueID, pos, cur, has, &ck); err != nil {
 				return err
 			}
 		}

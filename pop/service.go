@@ -253,16 +253,17 @@ func (s *Service) reviveTopic(topic, group string) string {
 // offset must not jump up to them); moved forward, they are in flight
 // below the new committed offset, which must not fall back to them.
 func (s *Service) committed(b *kvindex.PopBatch, group, topic string, queueID int32, fallback int64) error {
-	return s.committedReplacing(b, group, topic, queueID, fallback, nil)
-}
-
-// committedReplacing is committed for a batch b that also rewrites the
-// checkpoint replaced (see PopStore.MinInFlightReplacing).
-func (s *Service) committedReplacing(b *kvindex.PopBatch, group, topic string, queueID int32, fallback int64, replaced *kvindex.Checkpoint) error {
 	cur, has, err := s.cfg.Offsets.Get(group, topic, queueID)
 	if err != nil {
 		return err
 	}
+	return s.committedFrom(b, group, topic, queueID, fallback, cur, has, nil)
+}
+
+// committedFrom is committed given the committed offset the caller read
+// (cur, has), for a batch b that also rewrites the checkpoint replaced
+// (nil for none; see PopStore.MinInFlightReplacing).
+func (s *Service) committedFrom(b *kvindex.PopBatch, group, topic string, queueID int32, fallback, cur int64, has bool, replaced *kvindex.Checkpoint) error {
 	if has && fallback <= cur {
 		// The new offset is max(cur, min(smallest in flight, fallback)),
 		// which is cur: no need to seek for the smallest in flight. A pop
