@@ -13,6 +13,7 @@ package jsonscan
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -316,20 +317,8 @@ func (s *Scanner) escaped(start, esc int) ([]byte, error) {
 		case '"', '\\', '/':
 			out = append(out, e)
 			i += 2
-		case 'b':
-			out = append(out, '\b')
-			i += 2
-		case 'f':
-			out = append(out, '\f')
-			i += 2
-		case 'n':
-			out = append(out, '\n')
-			i += 2
-		case 'r':
-			out = append(out, '\r')
-			i += 2
-		case 't':
-			out = append(out, '\t')
+		case 'b', 'f', 'n', 'r', 't':
+			out = append(out, namedEscapes[strings.IndexByte("bfnrt", e)])
 			i += 2
 		case 'u':
 			r, ok := hex4(d, i+2)
@@ -359,6 +348,9 @@ func (s *Scanner) escaped(start, esc int) ([]byte, error) {
 	s.pos = len(d)
 	return nil, s.Errorf("unterminated string")
 }
+
+// namedEscapes are the characters of \b, \f, \n, \r and \t, in that order.
+const namedEscapes = "\b\f\n\r\t"
 
 // hex4 parses the four hex digits at d[i:i+4].
 func hex4(d []byte, i int) (rune, bool) {

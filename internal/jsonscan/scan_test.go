@@ -1,6 +1,7 @@
 package jsonscan
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -75,6 +76,25 @@ func TestStringAliasesInputWithoutEscapes(t *testing.T) {
 	raw, err := s.RawString()
 	if err != nil || string(raw) != "plain" || &raw[0] != &doc[1] {
 		t.Fatalf("RawString %q %v, want a slice of the input", raw, err)
+	}
+}
+
+// Escapes decode as encoding/json decodes them: the named ones, \/, \u
+// with surrogate pairs, and a lone surrogate as U+FFFD.
+func TestStringEscapesAsEncodingJSON(t *testing.T) {
+	for _, doc := range []string{
+		`"\b\f\n\r\t"`, `"a\"b\\c\/d"`, `"x\u00e9y\u0000"`, `"\ud83d\ude00!"`,
+		`"\ud83d"`, `"\ud83dx"`, `"\ude00\ud83d"`, `"tab\tend"`,
+	} {
+		var want string
+		if err := json.Unmarshal([]byte(doc), &want); err != nil {
+			t.Fatalf("%s: encoding/json: %v", doc, err)
+		}
+		s := New([]byte(doc))
+		got, err := s.String()
+		if err != nil || got != want || s.End() != nil {
+			t.Errorf("%s: got %q (%v), want %q", doc, got, err, want)
+		}
 	}
 }
 
