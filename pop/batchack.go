@@ -127,7 +127,9 @@ func ackString(s *jsonscan.Scanner, name string, dst *string, keep bool) error {
 		if err != nil {
 			return err
 		}
-		v = string(raw)
+		if keep {
+			v = string(raw)
+		}
 	default:
 		return s.Errorf("field %s is not a string", name)
 	}

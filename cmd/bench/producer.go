@@ -367,10 +367,9 @@ loop:
 	}
 }
 
-// batchRequest builds one SEND_BATCH_MESSAGE of cfg.batch messages with
-// the given body (each stamped with the send time when cfg.stampBody),
-// each with its own UNIQ_KEY (uniqPrefix and its index) and the load's
-// properties.
+// batchRequest builds one SEND_BATCH_MESSAGE of cfg.batch messages, each
+// with the given body, messageProps with its own UNIQ_KEY (uniqPrefix and
+// its index), and the load's extra properties.
 func (r *loadRun) batchRequest(topic string, queue int, body []byte, uniqPrefix string, now time.Time) (*remoting.Command, error) {
 	cfg := r.cfg
 	extra := ""
@@ -379,7 +378,7 @@ func (r *loadRun) batchRequest(topic string, queue int, body []byte, uniqPrefix 
 	}
 	items := make([]byte, 0, cfg.batch*(len(body)+96))
 	for i := range cfg.batch {
-		props := "TAGS\x01" + benchTag + "\x02UNIQ_KEY\x01" + uniqPrefix + strconv.Itoa(i) + "\x02WAIT\x01true\x02" + extra
+		props := messageProps(uniqPrefix+strconv.Itoa(i)) + extra
 		var err error
 		if items, err = commitlog.AppendBatchItem(items, 0, body, props); err != nil {
 			return nil, fmt.Errorf("batch item %d: %w", i, err)

@@ -39,10 +39,16 @@ func createTopic(ctx context.Context, c *remoting.Client, topic string, queues i
 	return nil
 }
 
+// messageProps are the properties of a benchmark message: its tag, its
+// UNIQ_KEY and WAIT=true.
+func messageProps(uniq string) string {
+	return "TAGS\x01" + benchTag + "\x02UNIQ_KEY\x01" + uniq + "\x02WAIT\x01true\x02"
+}
+
 // sendRequest builds one SEND_MESSAGE_V2 request as the Go client sends
-// it: letter header names, a TAGS and UNIQ_KEY property, WAIT=true.
+// it: letter header names, messageProps.
 func sendRequest(topic string, queueID int, body []byte, uniq string, born time.Time) *remoting.Command {
-	props := "TAGS\x01" + benchTag + "\x02UNIQ_KEY\x01" + uniq + "\x02WAIT\x01true\x02"
+	props := messageProps(uniq)
 	ext := map[string]string{
 		"a": producerGroup,
 		"b": topic,
