@@ -79,6 +79,9 @@ type DB struct {
 	committed *positionCache
 	// floors bounds the seeks of PopStore.MinInFlight (popfloor.go).
 	floors *checkpointFloors
+	// cks holds the live checkpoints of the queues POP uses most
+	// (popckcache.go).
+	cks    *checkpointCache
 	stalls *writeStalls
 	// walFS holds back the write-ahead log's syncs under WALSyncInterval
 	// until SyncWAL (nil otherwise).
@@ -191,7 +194,7 @@ func Open(opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open index %s: %w", opts.Dir, err)
 	}
 	d := &DB{pdb: pdb, log: opts.Logger, readOnly: opts.ReadOnly, dir: opts.Dir, positions: newPositionCache(defaultPositionCache),
-		floors: newCheckpointFloors(defaultCheckpointFloors), committed: newPositionCache(defaultPositionCache),
+		floors: newCheckpointFloors(defaultCheckpointFloors), cks: newCheckpointCache(defaultCheckpointCacheBytes), committed: newPositionCache(defaultPositionCache),
 		stalls: stalls, walFS: walFS, blockCache: opts.CacheSize}
 	d.keys = &KeyIndex{db: d}
 	if err := d.checkSchema(); err != nil {

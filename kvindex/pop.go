@@ -273,13 +273,15 @@ type PopBatch struct {
 	cache     *positionCache
 	offsets   *positionCache
 	floors    *checkpointFloors
+	cks       *checkpointCache
 	positions []positionUpdate // set in the batch, cached once committed
 	committed []positionUpdate // likewise, committed offsets
+	ckUpdates []ckUpdate       // likewise, checkpoint writes
 }
 
 // NewBatch returns an empty batch; Close releases it.
 func (s *PopStore) NewBatch() *PopBatch {
-	return &PopBatch{b: s.db.pdb.NewBatch(), cache: s.db.positions, offsets: s.db.committed, floors: s.db.floors}
+	return &PopBatch{b: s.db.pdb.NewBatch(), cache: s.db.positions, offsets: s.db.committed, floors: s.db.floors, cks: s.db.cks}
 }
 
 func checkGroupTopic(group, topic string) error {
@@ -357,8 +359,14 @@ func (p *PopBatch) Commit(sync bool) error {
 		opts = pebble.Sync
 	}
 	if err := p.b.Commit(opts); err != nil {
+		p.cks.forget(p.ckUpdates)
+		clear(p.ckUpdates)
+		p.ckUpdates = p.ckUpdates[:0]
 		return fmt.Errorf("commit pop state: %w", err)
 	}
+	p.cks.apply(p.ckUpdates)
+	clear(p.ckUpdates)
+	p.ckUpdates = p.ckUpdates[:0]
 	p.cache.apply(p.positions)
 	p.positions = p.positions[:0]
 	p.offsets.apply(p.committed)

@@ -228,7 +228,20 @@ func (p *PopBatch) PutCheckpoint(c *Checkpoint) error {
 	if err := p.b.Set(p.key, p.val, nil); err != nil {
 		return fmt.Errorf("put checkpoint deadline %s/%s/%d@%d: %w", c.Group, c.Topic, c.QueueID, c.CKOffset, err)
 	}
+	p.noteCheckpoint(c, false)
 	return nil
+}
+
+// noteCheckpoint remembers a checkpoint write for the checkpoint cache,
+// which Commit brings up to date once the batch is in the database.
+func (p *PopBatch) noteCheckpoint(c *Checkpoint, deleted bool) {
+	held := *c
+	held.Offsets = nil
+	if !deleted {
+		held.Offsets = slices.Clone(c.Offsets)
+	}
+	p.key = groupTopicQueue(p.key[:0], prefixPopCK, c.Group, c.Topic, c.QueueID)
+	p.ckUpdates = append(p.ckUpdates, ckUpdate{queue: string(p.key), c: &held, deleted: deleted})
 }
 
 // RewriteCheckpoint stores a checkpoint whose offsets changed but whose
@@ -246,6 +259,7 @@ func (p *PopBatch) RewriteCheckpoint(c *Checkpoint) error {
 	if err := p.b.Set(p.key, p.val, nil); err != nil {
 		return fmt.Errorf("rewrite checkpoint %s/%s/%d@%d: %w", c.Group, c.Topic, c.QueueID, c.CKOffset, err)
 	}
+	p.noteCheckpoint(c, false)
 	return nil
 }
 
@@ -256,7 +270,11 @@ func (p *PopBatch) DeleteCheckpoint(c *Checkpoint) error {
 	if err := p.b.Delete(p.key, nil); err != nil {
 		return fmt.Errorf("delete checkpoint: %w", err)
 	}
-	return p.deleteDue(c)
+	if err := p.deleteDue(c); err != nil {
+		return err
+	}
+	p.noteCheckpoint(c, true)
+	return nil
 }
 
 // deleteDue removes a checkpoint's deadline entry at c.VisibleAt.
@@ -285,6 +303,10 @@ func (p *PopBatch) MoveCheckpoint(old, c *Checkpoint) error {
 // handle).
 func (s *PopStore) Checkpoint(group, topic string, queueID int32, ckOffset, popTime int64) (Checkpoint, bool, error) {
 	k := checkpointKey(nil, group, topic, queueID, ckOffset, popTime)
+	var held Checkpoint
+	if s.db.cks.get(k[:len(k)-16], ckOffset, popTime, &held) {
+		return held, true, nil
+	}
 	v, err := s.db.get(k)
 	if err != nil {
 		return Checkpoint{}, false, fmt.Errorf("read checkpoint %s/%s/%d@%d: %w", group, topic, queueID, ckOffset, err)
@@ -405,6 +427,14 @@ func (s *PopStore) MinInFlight(group, topic string, queueID int32, from int64) (
 // present, so a batch that is never committed leaves it correct.
 func (s *PopStore) MinInFlightReplacing(group, topic string, queueID int32, from int64, replaced *Checkpoint) (offset int64, ok bool, err error) {
 	prefix := groupTopicQueue(nil, prefixPopCK, group, topic, queueID)
+	bound := max(from-MaxCheckpointSpan+1, 0)
+	best, handled, load := s.db.cks.minInFlight(prefix, bound, replaced)
+	if handled {
+		return best, best != noCheckpoint, nil
+	}
+	if load && s.db.cks.startLoad(prefix) {
+		return s.loadMinInFlight(prefix, group, topic, queueID, bound, replaced)
+	}
 	lower := from - MaxCheckpointSpan + 1
 	if floor, known := s.db.floors.get(prefix); known {
 		if floor == noCheckpoint {
@@ -431,6 +461,57 @@ func (s *PopStore) MinInFlightReplacing(group, topic string, queueID int32, from
 	}
 	s.db.floors.set(prefix, first)
 	return best, best != math.MaxInt64, nil
+}
+
+// loadMinInFlight is MinInFlightReplacing for a queue the checkpoint
+// cache does not hold: one scan reads every checkpoint of the queue from
+// bound on, installs them in the cache (unless there are more than
+// maxQueueCheckpoints) and answers from them. The caller has called
+// startLoad.
+func (s *PopStore) loadMinInFlight(prefix []byte, group, topic string, queueID int32, bound int64, replaced *Checkpoint) (int64, bool, error) {
+	lower := bound
+	floor, known := s.db.floors.get(prefix)
+	if known && floor == noCheckpoint {
+		s.db.cks.finishLoad(prefix, bound, nil, true)
+		return 0, false, nil
+	}
+	if known {
+		lower = max(lower, floor)
+	}
+	var (
+		cks      []*Checkpoint
+		complete = true
+		best     = int64(noCheckpoint)
+		first    = int64(noCheckpoint)
+	)
+	err := s.queueCheckpoints(group, topic, queueID, lower, func(c Checkpoint) bool {
+		if len(cks) == s.db.cks.maxQueue {
+			complete = false
+		}
+		if !complete && c.CKOffset >= best {
+			return false // as MinInFlightReplacing's walk: nothing later is smaller
+		}
+		first = min(first, c.CKOffset)
+		c.Group, c.Topic = group, topic
+		offs := c.Offsets
+		if replaced != nil && c.CKOffset == replaced.CKOffset && c.PopTime == replaced.PopTime {
+			offs = replaced.Offsets
+		}
+		if len(offs) > 0 {
+			best = min(best, offs[0])
+		}
+		if complete {
+			cks = append(cks, &c)
+		}
+		return true
+	})
+	if err != nil {
+		s.db.cks.abortLoad(prefix)
+		return 0, false, fmt.Errorf("min in-flight of %s on %s/%d: %w", group, topic, queueID, err)
+	}
+	s.db.cks.finishLoad(prefix, bound, cks, complete)
+	s.db.floors.set(prefix, first)
+	return best, best != noCheckpoint, nil
 }
 
 // InFlightAt returns the in-flight view of one message of a group's queue,
