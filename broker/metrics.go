@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -235,7 +236,11 @@ func (c *cached[T]) get(log zerolog.Logger) T {
 // row per group and topic and an entry per popped queue.
 func (b *Broker) consumerLags() ([]metrics.Lag, error) {
 	popped, err := b.db.Pop().Queues()
-	if err != nil {
+	var skipped *kvindex.SkippedError
+	if errors.As(err, &skipped) {
+		// The gauges of every other queue still stand.
+		b.log.Warn().Err(err).Msg("consumer gauges computed without the POP records that do not decode")
+	} else if err != nil {
 		return nil, fmt.Errorf("consumer lags: %w", err)
 	}
 	pops := make(map[groupQueue]kvindex.PopQueue, len(popped))

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"net"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -9,8 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/popclient"
+	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/metrics"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -286,4 +291,43 @@ func TestConsumerGaugesFollowTheConsumers(t *testing.T) {
 		t.Fatalf("batch ack the rest: %d %v", code, err)
 	}
 	expect("all acked", "g-pop", "GaugePop", gauges{})
+}
+
+// One POP state record the broker cannot decode (a damaged store, or a
+// key written by a later version) leaves the consumer gauges of every
+// queue in place: the lag of a pull group is still reported.
+func TestConsumerGaugesSurviveAnUndecodablePopRecord(t *testing.T) {
+	store := t.TempDir()
+	settings := map[string]string{
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+	}
+	b := startTestBrokerAt(t, store, settings)
+	c := b.client(nil)
+	mustSend(t, c, "LagT", 0, "a", "")
+	mustSend(t, c, "LagT", 0, "b", "")
+	ensureGroup(t, c, "g-lag")
+	commit(t, c, "g-lag", "LagT", 0, 1)
+	b.stop()
+
+	db, err := pebble.Open(filepath.Join(store, kvindex.DirName), &pebble.Options{Logger: testutil.PebbleLogger{T: t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A checkpoint key (0x56) too short to name a queue.
+	if err := db.Set([]byte{kvindex.PrefixPopCK, 0xff}, []byte{1}, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	b = startTestBrokerAt(t, store, settings)
+	lags, err := b.consumerLags()
+	if err != nil {
+		t.Fatalf("consumer lags over an undecodable POP record: %v", err)
+	}
+	i := slices.IndexFunc(lags, func(l metrics.Lag) bool { return l.Group == "g-lag" && l.Topic == "LagT" })
+	if i < 0 || lags[i].Messages != 1 {
+		t.Fatalf("lag of g-lag on LagT: %+v, want 1 message", lags)
+	}
 }

@@ -23,8 +23,27 @@ type PopQueue struct {
 	InFlight int64
 }
 
+// SkippedError reports the records a scan left out because they did not
+// decode; the rest of the scan's result stands.
+type SkippedError struct {
+	// Count is how many records were left out.
+	Count int
+	// First is the decoding error of the first of them.
+	First error
+}
+
+func (e *SkippedError) Error() string {
+	return fmt.Sprintf("%d undecodable records left out, the first: %v", e.Count, e.First)
+}
+
+// Unwrap returns the first record's error.
+func (e *SkippedError) Unwrap() error { return e.First }
+
 // Queues returns the POP state of every queue with a pop position, a
-// checkpoint or an orderly batch, in no particular order.
+// checkpoint or an orderly batch, in no particular order. A record that
+// does not decode is left out of the sums and the others are returned with
+// a *SkippedError, so one damaged record does not hide every queue's state
+// from the broker's metrics; a failed scan returns nil and its error.
 //
 // Cost: one scan each of the position (0x52), order (0x53) and checkpoint
 // (0x56) keyspaces, so it grows with the queues groups popped and the
@@ -37,7 +56,7 @@ func (s *PopStore) Queues() ([]PopQueue, error) {
 	queue := func(k []byte, prefix byte) (int, error) {
 		g, t, q, rest, err := decodeGroupTopicQueue(k, prefix)
 		if err != nil {
-			return 0, fmt.Errorf("key %x: %w", k, err)
+			return 0, err
 		}
 		name := k[1 : len(k)-len(rest)]
 		i, ok := index[string(name)]
@@ -48,25 +67,29 @@ func (s *PopStore) Queues() ([]PopQueue, error) {
 		}
 		return i, nil
 	}
-	var failed error
+	var skipped SkippedError
 	scan := func(prefix byte, fn func(i int, k, v []byte) error) error {
-		err := s.db.Scan([]byte{prefix}, func(k, v []byte) bool {
+		return s.db.Scan([]byte{prefix}, func(k, v []byte) bool {
 			i, err := queue(k, prefix)
 			if err == nil {
 				err = fn(i, k, v)
 			}
-			failed = err
-			return err == nil
+			if err != nil {
+				if skipped.Count == 0 {
+					skipped.First = fmt.Errorf("key %x: %w", k, err)
+				}
+				skipped.Count++
+			}
+			return true
 		})
-		if err == nil {
-			err = failed
-		}
-		return err
 	}
 	err := scan(prefixPopPosition, func(i int, _, v []byte) error {
 		next, err := getInt64(v)
+		if err != nil {
+			return err
+		}
 		out[i].Position = max(out[i].Position, next)
-		return err
+		return nil
 	})
 	if err == nil {
 		err = scan(prefixPopOrder, func(i int, k, v []byte) error {
@@ -84,12 +107,18 @@ func (s *PopStore) Queues() ([]PopQueue, error) {
 	if err == nil {
 		err = scan(prefixPopCK, func(i int, k, v []byte) error {
 			c, err := decodeCheckpoint(k, v)
+			if err != nil {
+				return err
+			}
 			out[i].InFlight += int64(len(c.Offsets))
-			return err
+			return nil
 		})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read the pop state of every queue: %w", err)
+	}
+	if skipped.Count > 0 {
+		return out, fmt.Errorf("read the pop state of every queue: %w", &skipped)
 	}
 	return out, nil
 }

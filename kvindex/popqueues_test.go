@@ -1,6 +1,7 @@
 package kvindex
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -50,14 +51,42 @@ func TestPopQueuesSumsPositionsCheckpointsAndOrders(t *testing.T) {
 	}
 }
 
-// A POP state key that does not decode is an error naming the key, not a
-// queue made up from its bytes.
-func TestPopQueuesRefusesABadKey(t *testing.T) {
+// POP state records that do not decode are left out, named and counted
+// in a *SkippedError: a bad key makes no queue, a bad value adds nothing
+// to the queue its key names; every other record still counts.
+func TestPopQueuesLeavesOutUndecodableRecords(t *testing.T) {
 	db := openTestDB(t)
+	s := db.Pop()
+	b := s.NewBatch()
+	if err := b.SetPosition("g", "T", 0, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutCheckpoint(&Checkpoint{Group: "g", Topic: "T", CKOffset: 5, PopTime: 1, InvisibleTime: 9, VisibleAt: 10, Offsets: []int64{5, 6}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	// A key that names no queue, and a checkpoint of g's T/1 whose value
+	// is cut short.
 	if err := db.pdb.Set([]byte{prefixPopPosition, 0xff}, []byte{0, 0, 0, 0, 0, 0, 0, 1}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := db.Pop().Queues(); err == nil || !strings.Contains(err.Error(), "52ff") {
-		t.Fatalf("Queues over a bad key: %+v, %v; want an error naming key 52ff", got, err)
+	if err := db.pdb.Set(checkpointKey(nil, "g", "T", 1, 0, 1), []byte{1, 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Queues()
+	var skipped *SkippedError
+	if !errors.As(err, &skipped) || skipped.Count != 2 || !strings.Contains(err.Error(), "52ff") {
+		t.Fatalf("Queues over two bad records: %v; want a SkippedError of 2 naming key 52ff first", err)
+	}
+	want := []PopQueue{
+		{Group: "g", Topic: "T", QueueID: 0, Position: 10, InFlight: 2},
+		{Group: "g", Topic: "T", QueueID: 1, Position: -1},
+	}
+	slices.SortFunc(got, func(a, b PopQueue) int { return int(a.QueueID - b.QueueID) })
+	if !slices.Equal(got, want) {
+		t.Fatalf("queues beside the bad records\n got %+v\nwant %+v", got, want)
 	}
 }

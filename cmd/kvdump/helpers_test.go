@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/kvindex"
 )
 
@@ -262,7 +263,7 @@ func docTimerKey(deliverMs, phy int64) []byte {
 // edit to it.
 func editIndex(t testing.TB, root string, edit func(db *pebble.DB)) {
 	t.Helper()
-	db, err := pebble.Open(filepath.Join(root, kvindex.DirName), &pebble.Options{Logger: quietLogger{t}})
+	db, err := pebble.Open(filepath.Join(root, kvindex.DirName), &pebble.Options{Logger: testutil.PebbleLogger{T: t}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,10 +272,3 @@ func editIndex(t testing.TB, root string, edit func(db *pebble.DB)) {
 		t.Fatal(err)
 	}
 }
-
-// quietLogger keeps Pebble's informational lines out of the test output.
-type quietLogger struct{ t testing.TB }
-
-func (quietLogger) Infof(string, ...any)                {}
-func (l quietLogger) Errorf(format string, args ...any) { l.t.Errorf(format, args...) }
-func (l quietLogger) Fatalf(format string, args ...any) { l.t.Fatalf(format, args...) }
