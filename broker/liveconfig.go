@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/logging"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -98,7 +100,7 @@ func (b *Broker) processUpdateBrokerConfig(_ context.Context, conn *remoting.Con
 			return remoting.NewResponse(req, remoting.NoPermission, "Can not update config in black list.")
 		}
 	}
-	changed, unsaved, err := b.updateConfig(props)
+	changed, inert, unsaved, err := b.updateConfig(props)
 	if err != nil {
 		b.log.Warn().Err(err).Stringer("conn", conn).Msg("update broker config refused")
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
@@ -106,23 +108,29 @@ func (b *Broker) processUpdateBrokerConfig(_ context.Context, conn *remoting.Con
 	if len(changed) > 0 {
 		b.log.Info().Stringer("conn", conn).Strs("keys", changed).Msg("broker config updated")
 	}
+	logging.IgnoredKeys(b.log, "", nil, inert)
+	var remarks []string
 	if unsaved != nil {
-		return remoting.NewResponse(req, remoting.Success,
-			fmt.Sprintf("in force, but not written back to the configuration file, so it lasts until restart: %v", unsaved))
+		remarks = append(remarks, fmt.Sprintf("in force, but not written back to the configuration file, so it lasts until restart: %v", unsaved))
 	}
-	return remoting.NewResponse(req, remoting.Success, "")
+	for _, k := range inert {
+		remarks = append(remarks, fmt.Sprintf("%s has no effect in rocketkv: %s", k.Key, k.Reason))
+	}
+	return remoting.NewResponse(req, remoting.Success, strings.Join(remarks, "; "))
 }
 
 // updateConfig applies props to the configuration in force and returns
-// the canonical names of the keys whose value changed, and why they could
-// not be written back to the configuration file when they could not.
-func (b *Broker) updateConfig(props map[string]string) (changed []string, unsaved, err error) {
+// the canonical names of the keys whose value changed, the RocketMQ keys
+// among props that rocketkv accepts without effect, and why the changes
+// could not be written back to the configuration file when they could
+// not.
+func (b *Broker) updateConfig(props map[string]string) (changed []string, inert []configs.InertKey, unsaved, err error) {
 	b.live.mu.Lock()
 	defer b.live.mu.Unlock()
 	old := b.current()
 	next := *old
-	if _, err := next.Apply(props); err != nil {
-		return nil, nil, fmt.Errorf("update broker config: %w; nothing was changed", err)
+	if _, inert, err = next.ApplyReporting(props); err != nil {
+		return nil, nil, nil, fmt.Errorf("update broker config: %w; nothing was changed", err)
 	}
 	before, after := old.Settings(), next.Settings()
 	keys := make([]string, 0, len(after))
@@ -135,12 +143,12 @@ func (b *Broker) updateConfig(props map[string]string) (changed []string, unsave
 			continue
 		}
 		if !runtimeKeys[k] {
-			return nil, nil, fmt.Errorf("update broker config: %s cannot change while the broker runs (set it in the configuration file and restart); nothing was changed", k)
+			return nil, nil, nil, fmt.Errorf("update broker config: %s cannot change while the broker runs (set it in the configuration file and restart); nothing was changed", k)
 		}
 		changed = append(changed, k)
 	}
 	if len(changed) == 0 {
-		return nil, nil, nil
+		return nil, inert, nil, nil
 	}
 	if b.live.file != "" {
 		persist := make(map[string]string, len(changed))
@@ -175,7 +183,7 @@ func (b *Broker) updateConfig(props map[string]string) (changed []string, unsave
 			b.register.trigger()
 		}
 	}
-	return changed, unsaved, nil
+	return changed, inert, unsaved, nil
 }
 
 // processDeleteExpiredCommitLog answers DELETE_EXPIRED_COMMITLOG (mqadmin

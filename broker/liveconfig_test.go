@@ -175,6 +175,34 @@ func TestUpdateBrokerConfigRefusals(t *testing.T) {
 	}
 }
 
+// A RocketMQ key rocketkv accepts without effect (a thread pool size) is
+// accepted by UPDATE_BROKER_CONFIG beside a real change, changes nothing
+// itself, and the answer's remark names it with the reason.
+func TestUpdateBrokerConfigNamesInertKeys(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	_, v0 := brokerSettings(t, c)
+	r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("pullMessageThreadPoolNums=64\nfileReservedTime=24"))
+	if r.Code != remoting.Success || !strings.Contains(r.Remark, "pullMessageThreadPoolNums has no effect in rocketkv: ") {
+		t.Fatalf("update with an inert key: %d %q", r.Code, r.Remark)
+	}
+	after, v1 := brokerSettings(t, c)
+	if after["fileReservedTime"] != "24" || v1 == v0 {
+		t.Fatalf("the real change beside the inert key was not made: %v (version %v -> %v)", after, v0, v1)
+	}
+	if _, listed := after["pullMessageThreadPoolNums"]; listed {
+		t.Fatal("the inert key became a setting")
+	}
+	// Alone, it is still accepted and changes nothing.
+	r = call(t, c, remoting.UpdateBrokerConfig, nil, []byte("pullMessageThreadPoolNums=64"))
+	if r.Code != remoting.Success || !strings.Contains(r.Remark, "pullMessageThreadPoolNums") {
+		t.Fatalf("update with the inert key alone: %d %q", r.Code, r.Remark)
+	}
+	if _, v2 := brokerSettings(t, c); v2 != v1 {
+		t.Fatal("an update with only an inert key moved the version")
+	}
+}
+
 // fileReservedTime, deleteWhen and diskMaxUsedSpaceRatio reach the
 // CommitLog's retention at once and the YAML file keeps them.
 func TestUpdateBrokerConfigRetention(t *testing.T) {

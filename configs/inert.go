@@ -21,6 +21,9 @@ type InertKey struct {
 	// do and that an operator would want to know about (a path that is
 	// not the one used); it is then logged as a warning.
 	Warning string
+	// Override is set when the key came from an override (a command-line
+	// --set, UPDATE_BROKER_CONFIG) rather than the file.
+	Override bool
 }
 
 // inert declares an accepted-but-inert key of a configuration struct T:

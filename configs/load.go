@@ -42,10 +42,11 @@ func LoadBroker(path string, overrides map[string]string) (Loaded, error) {
 		}
 		out.UnknownKeys, inerts = unknown, in
 	}
-	if _, err := out.Broker.Apply(overrides); err != nil {
+	_, inOverrides, err := brokerSchema.apply(&out.Broker, overrides)
+	if err != nil {
 		return Loaded{}, fmt.Errorf("override: %w", err)
 	}
-	out.InertKeys = report(inerts, &out.Broker)
+	out.InertKeys = report(append(inerts, inOverrides...), &out.Broker)
 	return out, nil
 }
 
@@ -61,7 +62,18 @@ var brokerSchema = newSchema(brokerFields, func(b Broker) Broker {
 // otherwise ignored. An unknown key or a value that does not parse
 // is an error naming the key, and b is left unchanged.
 func (b *Broker) Apply(props map[string]string) ([]string, error) {
-	return brokerSchema.apply(b, props)
+	set, _, err := brokerSchema.apply(b, props)
+	return set, err
+}
+
+// ApplyReporting is Apply that also returns the inert keys among props
+// (marked Override), for the caller to log.
+func (b *Broker) ApplyReporting(props map[string]string) ([]string, []InertKey, error) {
+	set, inerts, err := brokerSchema.apply(b, props)
+	if err != nil {
+		return nil, nil, err
+	}
+	return set, report(inerts, b), nil
 }
 
 // formatOf picks the viper config type for a file name.

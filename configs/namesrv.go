@@ -119,10 +119,11 @@ func LoadNamesrv(path string, overrides map[string]string) (LoadedNamesrv, error
 		}
 		out.UnknownKeys, inerts = unknown, in
 	}
-	if _, err := out.Namesrv.Apply(overrides); err != nil {
+	_, inOverrides, err := namesrvSchema.apply(&out.Namesrv, overrides)
+	if err != nil {
 		return LoadedNamesrv{}, fmt.Errorf("override: %w", err)
 	}
-	out.InertKeys = report(inerts, &out.Namesrv)
+	out.InertKeys = report(append(inerts, inOverrides...), &out.Namesrv)
 	return out, nil
 }
 
@@ -130,7 +131,8 @@ func LoadNamesrv(path string, overrides map[string]string) (LoadedNamesrv, error
 // the canonical names of the keys it set. An unknown key or a value that
 // does not parse is an error naming the key, and n is left unchanged.
 func (n *Namesrv) Apply(props map[string]string) ([]string, error) {
-	return namesrvSchema.apply(n, props)
+	set, _, err := namesrvSchema.apply(n, props)
+	return set, err
 }
 
 // Settings returns every key's current value as text under its canonical

@@ -53,10 +53,12 @@ func (s *schema[T]) lookupInert(key string) (*inert[T], bool) {
 	return k, ok
 }
 
-// inertFound is an inert key met while loading, with its value.
+// inertFound is an inert key met while loading, with its value and
+// whether it came from an override rather than the file.
 type inertFound[T any] struct {
-	k   *inert[T]
-	raw string
+	k        *inert[T]
+	raw      string
+	override bool
 }
 
 // report turns the inert keys met into InertKeys, their warnings judged
@@ -64,7 +66,7 @@ type inertFound[T any] struct {
 func report[T any](found []inertFound[T], c *T) []InertKey {
 	var out []InertKey
 	for _, f := range found {
-		ik := InertKey{Key: f.k.key, Value: f.raw, Reason: f.k.reason}
+		ik := InertKey{Key: f.k.key, Value: f.raw, Reason: f.k.reason, Override: f.override}
 		if f.k.warn != nil {
 			ik.Warning = f.k.warn(c, f.raw)
 		}
@@ -141,7 +143,7 @@ func (s *schema[T]) keys() []string {
 // apply sets props on c in key order and returns the canonical names of
 // the keys it set. An unknown key or a value that does not parse is an
 // error naming the key, and c is left unchanged.
-func (s *schema[T]) apply(c *T, props map[string]string) ([]string, error) {
+func (s *schema[T]) apply(c *T, props map[string]string) ([]string, []inertFound[T], error) {
 	keys := make([]string, 0, len(props))
 	for k := range props {
 		keys = append(keys, k)
@@ -152,25 +154,28 @@ func (s *schema[T]) apply(c *T, props map[string]string) ([]string, error) {
 		next = s.clone(*c)
 	}
 	set := make([]string, 0, len(keys))
+	var inerts []inertFound[T]
 	for _, k := range keys {
 		f, ok := s.lookup(k)
 		if !ok {
 			if ik, ok := s.lookupInert(k); ok {
 				// Accepted, checked, and nothing changes.
-				if err := ik.parse(strings.TrimSpace(props[k])); err != nil {
-					return nil, fmt.Errorf("key %s: %w", ik.key, err)
+				raw := strings.TrimSpace(props[k])
+				if err := ik.parse(raw); err != nil {
+					return nil, nil, fmt.Errorf("key %s: %w", ik.key, err)
 				}
+				inerts = append(inerts, inertFound[T]{k: ik, raw: raw, override: true})
 				continue
 			}
-			return nil, fmt.Errorf("unknown key %s", k)
+			return nil, nil, fmt.Errorf("unknown key %s", k)
 		}
 		if err := f.set(&next, strings.TrimSpace(props[k])); err != nil {
-			return nil, fmt.Errorf("key %s: %w", f.key, err)
+			return nil, nil, fmt.Errorf("key %s: %w", f.key, err)
 		}
 		set = append(set, f.key)
 	}
 	*c = next
-	return set, nil
+	return set, inerts, nil
 }
 
 // load reads the file at path (properties or YAML, by extension) into c

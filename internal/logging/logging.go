@@ -53,19 +53,31 @@ func New(w io.Writer, level string, format Format) (zerolog.Logger, error) {
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
 }
 
-// IgnoredKeys reports the keys of a configuration file that change
-// nothing: a warning for each unknown key, one info line for each RocketMQ
-// key accepted without effect (with its reason), and a warning instead
-// when such a key's value asks for something rocketkv does not do.
+// IgnoredKeys reports the keys of a configuration file, and of the
+// overrides given with it, that change nothing: a warning for each unknown
+// key of the file, one info line for each RocketMQ key accepted without
+// effect (with its reason), and a warning instead when such a key's value
+// asks for something rocketkv does not do. A key from an override is
+// logged with source=override instead of the file's name.
 func IgnoredKeys(log zerolog.Logger, file string, unknown []string, inert []configs.InertKey) {
 	for _, k := range unknown {
 		log.Warn().Str("key", k).Str("file", file).Msg("unknown configuration key ignored")
 	}
 	for _, k := range inert {
+		ev := log.Info()
 		if k.Warning != "" {
-			log.Warn().Str("key", k.Key).Str("file", file).Msg(k.Warning)
+			ev = log.Warn()
+		}
+		ev = ev.Str("key", k.Key)
+		if k.Override {
+			ev = ev.Str("source", "override")
+		} else {
+			ev = ev.Str("file", file)
+		}
+		if k.Warning != "" {
+			ev.Msg(k.Warning)
 			continue
 		}
-		log.Info().Str("key", k.Key).Str("value", k.Value).Str("file", file).Msg("no effect in rocketkv: " + k.Reason)
+		ev.Str("value", k.Value).Msg("no effect in rocketkv: " + k.Reason)
 	}
 }

@@ -56,27 +56,34 @@ func TestBadSettings(t *testing.T) {
 }
 
 // A key accepted without effect is logged once at info level with its
-// reason; an unknown key is still a warning (broker and name server).
+// reason, from the file or from an override (--set); an unknown key is
+// still a warning (broker and name server).
 func TestIgnoredKeysLogLevels(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "broker.conf")
 	if err := os.WriteFile(file, []byte("sendMessageThreadPoolNums=16\nnoSuchKey=1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := configs.LoadBroker(file, nil)
+	loaded, err := configs.LoadBroker(file, map[string]string{"pullMessageThreadPoolNums": "8"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
 	IgnoredKeys(zerolog.New(&out), file, loaded.UnknownKeys, loaded.InertKeys)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("want 2 log lines, got:\n%s", out.String())
+	if len(lines) != 3 {
+		t.Fatalf("want 3 log lines, got:\n%s", out.String())
 	}
 	for _, l := range lines {
 		switch {
 		case strings.Contains(l, `"key":"sendMessageThreadPoolNums"`):
-			if !strings.Contains(l, `"level":"info"`) || !strings.Contains(l, "no effect in rocketkv: ") {
-				t.Errorf("inert key logged as %s", l)
+			if !strings.Contains(l, `"level":"info"`) || !strings.Contains(l, "no effect in rocketkv: ") ||
+				!strings.Contains(l, `"file":`) {
+				t.Errorf("inert key of the file logged as %s", l)
+			}
+		case strings.Contains(l, `"key":"pullMessageThreadPoolNums"`):
+			if !strings.Contains(l, `"level":"info"`) || !strings.Contains(l, `"source":"override"`) ||
+				!strings.Contains(l, `"value":"8"`) || strings.Contains(l, `"file":`) {
+				t.Errorf("inert override logged as %s", l)
 			}
 		case strings.Contains(l, `"key":"nosuchkey"`):
 			if !strings.Contains(l, `"level":"warn"`) || !strings.Contains(l, "unknown configuration key ignored") {
