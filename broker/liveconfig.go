@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,14 +108,7 @@ func (b *Broker) processUpdateBrokerConfig(_ context.Context, conn *remoting.Con
 		b.log.Info().Stringer("conn", conn).Strs("keys", changed).Msg("broker config updated")
 	}
 	logging.IgnoredKeys(b.log, "", nil, inert)
-	var remarks []string
-	if unsaved != nil {
-		remarks = append(remarks, fmt.Sprintf("in force, but not written back to the configuration file, so it lasts until restart: %v", unsaved))
-	}
-	for _, k := range inert {
-		remarks = append(remarks, fmt.Sprintf("%s has no effect in rocketkv: %s", k.Key, k.Reason))
-	}
-	return remoting.NewResponse(req, remoting.Success, strings.Join(remarks, "; "))
+	return remoting.NewResponse(req, remoting.Success, configs.UpdateRemark(unsaved, inert))
 }
 
 // updateConfig applies props to the configuration in force and returns

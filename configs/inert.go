@@ -3,6 +3,7 @@ package configs
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 )
 
 // InertKey is a RocketMQ key of a configuration file that rocketkv accepts
@@ -24,6 +25,22 @@ type InertKey struct {
 	// Override is set when the key came from an override (a command-line
 	// --set, UPDATE_BROKER_CONFIG) rather than the file.
 	Override bool
+}
+
+// UpdateRemark is the remark of a successful configuration update
+// (UPDATE_BROKER_CONFIG, UPDATE_NAMESRV_CONFIG): why the change lasts only
+// until restart when it could not be written back to the file (unsaved),
+// and each key of the update that has no effect in rocketkv; "" when there
+// is nothing to say.
+func UpdateRemark(unsaved error, inert []InertKey) string {
+	var remarks []string
+	if unsaved != nil {
+		remarks = append(remarks, fmt.Sprintf("in force, but not written back to the configuration file, so it lasts until restart: %v", unsaved))
+	}
+	for _, k := range inert {
+		remarks = append(remarks, fmt.Sprintf("%s has no effect in rocketkv: %s", k.Key, k.Reason))
+	}
+	return strings.Join(remarks, "; ")
 }
 
 // inert declares an accepted-but-inert key of a configuration struct T:

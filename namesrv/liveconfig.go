@@ -14,6 +14,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/internal/logging"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -107,7 +108,7 @@ func (s *Server) updateConfig(_ context.Context, conn *remoting.Conn, req *remot
 		s.log.Warn().Strs("keys", black).Stringer("conn", conn).Msg("update namesrv config refused: key in the black list")
 		return remoting.NewResponse(req, remoting.NoPermission, "Can not update config in black list.")
 	}
-	changed, unsaved, err := s.applyUpdate(props)
+	changed, inert, unsaved, err := s.applyUpdate(props)
 	if err != nil {
 		s.log.Warn().Err(err).Stringer("conn", conn).Msg("update namesrv config refused")
 		return failure(req, remoting.SystemError, err)
@@ -115,23 +116,21 @@ func (s *Server) updateConfig(_ context.Context, conn *remoting.Conn, req *remot
 	if len(changed) > 0 {
 		s.log.Info().Stringer("conn", conn).Strs("keys", changed).Msg("namesrv config updated")
 	}
-	if unsaved != nil {
-		return remoting.NewResponse(req, remoting.Success,
-			fmt.Sprintf("in force, but not written back to the configuration file, so it lasts until restart: %v", unsaved))
-	}
-	return success(req)
+	logging.IgnoredKeys(s.log, "", nil, inert)
+	return remoting.NewResponse(req, remoting.Success, configs.UpdateRemark(unsaved, inert))
 }
 
 // applyUpdate applies props to the configuration in force and returns the
-// keys whose value changed, and why they could not be written back to the
-// configuration file when they could not.
-func (s *Server) applyUpdate(props map[string]string) (changed []string, unsaved, err error) {
+// keys whose value changed, the RocketMQ keys among props that have no
+// effect in rocketkv, and why the changes could not be written back to
+// the configuration file when they could not.
+func (s *Server) applyUpdate(props map[string]string) (changed []string, inert []configs.InertKey, unsaved, err error) {
 	s.liveMu.Lock()
 	defer s.liveMu.Unlock()
 	old := s.settings()
 	next := *old
-	if _, err := next.Apply(props); err != nil {
-		return nil, nil, fmt.Errorf("update namesrv config: %w; nothing was changed", err)
+	if _, inert, err = next.ApplyReporting(props); err != nil {
+		return nil, nil, nil, fmt.Errorf("update namesrv config: %w; nothing was changed", err)
 	}
 	before, after := old.Settings(), next.Settings()
 	for _, k := range slices.Sorted(maps.Keys(after)) {
@@ -139,12 +138,12 @@ func (s *Server) applyUpdate(props map[string]string) (changed []string, unsaved
 			continue
 		}
 		if !runtimeKeys[k] {
-			return nil, nil, fmt.Errorf("update namesrv config: %s cannot change while the name server runs (set it in the configuration file and restart); nothing was changed", k)
+			return nil, nil, nil, fmt.Errorf("update namesrv config: %s cannot change while the name server runs (set it in the configuration file and restart); nothing was changed", k)
 		}
 		changed = append(changed, k)
 	}
 	if len(changed) == 0 {
-		return nil, nil, nil
+		return nil, inert, nil, nil
 	}
 	if s.cfg.ConfigFile != "" {
 		persist := make(map[string]string, len(changed))
@@ -161,7 +160,7 @@ func (s *Server) applyUpdate(props map[string]string) (changed []string, unsaved
 		s.log.Warn().Strs("keys", changed).Msg("namesrv config changed in memory only: the name server was started without a configuration file")
 	}
 	s.live.Store(&next)
-	return changed, unsaved, nil
+	return changed, inert, unsaved, nil
 }
 
 // getConfig answers GET_NAMESRV_CONFIG (mqadmin getNamesrvConfig): every

@@ -120,6 +120,15 @@ func TestUpdateNamesrvConfig(t *testing.T) {
 			t.Errorf("update %q: %v, want code %d with %q", tc.body, resp, tc.code, tc.remark)
 		}
 	}
+	// A RocketMQ key without effect here is accepted, changes nothing and
+	// is named in the answer.
+	if resp := update("defaultThreadPoolNums=16"); resp.Code != remoting.Success ||
+		!strings.Contains(resp.Remark, "defaultThreadPoolNums has no effect in rocketkv: ") {
+		t.Fatalf("update with an inert key: %v", resp)
+	}
+	if raw2, _ := os.ReadFile(path); string(raw2) != string(raw) {
+		t.Fatalf("an update with only an inert key rewrote the file:\n%s", raw2)
+	}
 	// None of the refused updates changed anything.
 	if got := configLines(t, c); got["enableAllTopicList"] != "false" || got["enableTopicList"] != "true" || got["listenPort"] == "1" {
 		t.Fatalf("config after refused updates: %v", got)
