@@ -65,8 +65,10 @@ type Options struct {
 
 // DB is the open index database. It is safe for concurrent use.
 type DB struct {
-	pdb      *pebble.DB
-	cache    interface{ Unref() }
+	pdb *pebble.DB
+	// cache is Pebble's block cache; the DB holds a reference to it
+	// until Close, so that BlockCache can read its figures.
+	cache    *pebble.Cache
 	log      zerolog.Logger
 	readOnly bool
 	dir      string
@@ -183,8 +185,8 @@ func Open(opts Options) (*DB, error) {
 			gate.abandon()
 		}
 	}
-	cache.Unref()
 	if err != nil {
+		cache.Unref()
 		if isLockError(err) {
 			return nil, fmt.Errorf("open index %s: %w", opts.Dir, ErrLocked)
 		}
@@ -195,10 +197,11 @@ func Open(opts Options) (*DB, error) {
 	}
 	d := &DB{pdb: pdb, log: opts.Logger, readOnly: opts.ReadOnly, dir: opts.Dir, positions: newPositionCache(defaultPositionCache),
 		floors: newCheckpointFloors(defaultCheckpointFloors), cks: newCheckpointCache(defaultCheckpointCacheBytes), committed: newPositionCache(defaultPositionCache),
-		stalls: stalls, walFS: walFS, blockCache: opts.CacheSize}
+		stalls: stalls, walFS: walFS, blockCache: opts.CacheSize, cache: cache}
 	d.keys = &KeyIndex{db: d}
 	if err := d.checkSchema(); err != nil {
 		_ = pdb.Close()
+		cache.Unref()
 		return nil, err
 	}
 	return d, nil
@@ -419,9 +422,10 @@ type BlockCacheStats struct {
 	Hits, Misses int64
 }
 
-// BlockCache returns the block cache's figures.
+// BlockCache returns the block cache's figures: the cache's own counters,
+// not the whole database's metrics (which walk every level).
 func (d *DB) BlockCache() BlockCacheStats {
-	m := d.pdb.Metrics().BlockCache
+	m := d.cache.Metrics()
 	return BlockCacheStats{Capacity: d.blockCache, Bytes: m.Size, Hits: m.Hits, Misses: m.Misses}
 }
 
@@ -511,7 +515,9 @@ func (d *DB) Close() error {
 			d.log.Warn().Err(err).Msg("flush index before close; the next open replays its WAL")
 		}
 	}
-	if err := d.pdb.Close(); err != nil {
+	err := d.pdb.Close()
+	d.cache.Unref()
+	if err != nil {
 		return fmt.Errorf("close index: %w", err)
 	}
 	return nil
