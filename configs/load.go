@@ -69,11 +69,7 @@ func (b *Broker) Apply(props map[string]string) ([]string, error) {
 // ApplyReporting is Apply that also returns the inert keys among props
 // (marked Override), for the caller to log.
 func (b *Broker) ApplyReporting(props map[string]string) ([]string, []InertKey, error) {
-	set, inerts, err := brokerSchema.apply(b, props)
-	if err != nil {
-		return nil, nil, err
-	}
-	return set, report(inerts, b), nil
+	return brokerSchema.applyReporting(b, props)
 }
 
 // formatOf picks the viper config type for a file name.

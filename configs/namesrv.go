@@ -138,11 +138,7 @@ func (n *Namesrv) Apply(props map[string]string) ([]string, error) {
 // ApplyReporting is Apply that also returns the inert keys among props
 // (marked Override), for the caller to log.
 func (n *Namesrv) ApplyReporting(props map[string]string) ([]string, []InertKey, error) {
-	set, inerts, err := namesrvSchema.apply(n, props)
-	if err != nil {
-		return nil, nil, err
-	}
-	return set, report(inerts, n), nil
+	return namesrvSchema.applyReporting(n, props)
 }
 
 // Settings returns every key's current value as text under its canonical

@@ -53,6 +53,16 @@ func (s *schema[T]) lookupInert(key string) (*inert[T], bool) {
 	return k, ok
 }
 
+// applyReporting is apply with the inert keys met reported as InertKeys
+// (judged against c as applied).
+func (s *schema[T]) applyReporting(c *T, props map[string]string) ([]string, []InertKey, error) {
+	set, inerts, err := s.apply(c, props)
+	if err != nil {
+		return nil, nil, err
+	}
+	return set, report(inerts, c), nil
+}
+
 // inertFound is an inert key met while loading, with its value and
 // whether it came from an override rather than the file.
 type inertFound[T any] struct {

@@ -22,3 +22,18 @@ func openDBAt(t testing.TB, dir string) *DB {
 	t.Cleanup(func() { _ = db.Close() })
 	return db
 }
+
+// putCheckpoints stores checkpoints through one committed PopBatch.
+func putCheckpoints(t testing.TB, s *PopStore, cs ...Checkpoint) {
+	t.Helper()
+	b := s.NewBatch()
+	defer b.Close()
+	for i := range cs {
+		if err := b.PutCheckpoint(&cs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(false); err != nil {
+		t.Fatal(err)
+	}
+}

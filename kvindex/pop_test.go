@@ -209,17 +209,7 @@ func TestMinInFlightSeeksNearTheCommittedOffset(t *testing.T) {
 	}
 	// The scans left the queue's floor at 100. A checkpoint added below
 	// it (a pop after an offset reset) lowers it, and is found.
-	put := func(c Checkpoint) {
-		t.Helper()
-		b := s.NewBatch()
-		defer b.Close()
-		if err := b.PutCheckpoint(&c); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Commit(false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(c Checkpoint) { t.Helper(); putCheckpoints(t, s, c) }
 	put(Checkpoint{Group: "g", Topic: "T", CKOffset: 40, Offsets: []int64{41}, PopTime: 4, InvisibleTime: 9, VisibleAt: 13})
 	if off, ok, err := s.MinInFlight("g", "T", 0, 41); err != nil || !ok || off != 41 {
 		t.Fatalf("min in flight after a checkpoint below the floor: %d %v %v", off, ok, err)

@@ -255,9 +255,7 @@ func (cc *checkpointCache) apply(updates []ckUpdate) {
 	for _, u := range updates {
 		q, ok := cc.queues.Peek(u.queue)
 		if !ok || q.oversized {
-			if _, busy := cc.loading[u.queue]; busy {
-				cc.loading[u.queue] = false
-			}
+			cc.markStale(u.queue)
 			continue
 		}
 		i, found := q.find(u.c.CKOffset, u.c.PopTime)
@@ -292,12 +290,18 @@ func (cc *checkpointCache) forget(updates []ckUpdate) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	for _, u := range updates {
-		if _, busy := cc.loading[u.queue]; busy {
-			cc.loading[u.queue] = false
-		}
+		cc.markStale(u.queue)
 		if q, ok := cc.queues.Peek(u.queue); ok {
 			cc.drop(u.queue, q)
 		}
+	}
+}
+
+// markStale tells a load of the queue under way that a commit touched
+// it, so it installs nothing. The caller holds mu.
+func (cc *checkpointCache) markStale(key string) {
+	if _, busy := cc.loading[key]; busy {
+		cc.loading[key] = false
 	}
 }
 

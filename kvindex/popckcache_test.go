@@ -224,17 +224,7 @@ func TestCheckpointCacheMatchesTheDatabase(t *testing.T) {
 func TestCheckpointCacheAnswersFromMemory(t *testing.T) {
 	db := openTestDB(t)
 	s := db.Pop()
-	put := func(c Checkpoint) {
-		t.Helper()
-		b := s.NewBatch()
-		defer b.Close()
-		if err := b.PutCheckpoint(&c); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Commit(false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(c Checkpoint) { t.Helper(); putCheckpoints(t, s, c) }
 	put(Checkpoint{Group: "g", Topic: "T", CKOffset: 10, PopTime: 1, InvisibleTime: 9, VisibleAt: 10, Offsets: []int64{10, 11}})
 	if off, ok, err := s.MinInFlight("g", "T", 0, 0); err != nil || !ok || off != 10 {
 		t.Fatalf("min in flight: %d %v %v", off, ok, err)
@@ -299,19 +289,11 @@ func TestCheckpointCacheOversizedQueue(t *testing.T) {
 	db := openTestDB(t)
 	db.cks.maxQueue, db.cks.retry = 3, 2
 	s := db.Pop()
-	b := s.NewBatch()
 	var cks []Checkpoint
 	for i := range int64(5) {
-		c := Checkpoint{Group: "g", Topic: "T", CKOffset: 10 * i, PopTime: i + 1, InvisibleTime: 9, VisibleAt: 10, Offsets: []int64{10*i + 5}}
-		if err := b.PutCheckpoint(&c); err != nil {
-			t.Fatal(err)
-		}
-		cks = append(cks, c)
+		cks = append(cks, Checkpoint{Group: "g", Topic: "T", CKOffset: 10 * i, PopTime: i + 1, InvisibleTime: 9, VisibleAt: 10, Offsets: []int64{10*i + 5}})
 	}
-	if err := b.Commit(false); err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
+	putCheckpoints(t, s, cks...)
 	prefix := groupTopicQueue(nil, prefixPopCK, "g", "T", 0)
 	held := func() bool {
 		db.cks.mu.Lock()
@@ -325,7 +307,7 @@ func TestCheckpointCacheOversizedQueue(t *testing.T) {
 	if held() {
 		t.Fatal("a queue of 5 checkpoints is held with a limit of 3")
 	}
-	b = s.NewBatch()
+	b := s.NewBatch()
 	for _, c := range cks[:3] {
 		if err := b.DeleteCheckpoint(&c); err != nil {
 			t.Fatal(err)
