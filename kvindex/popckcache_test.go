@@ -62,7 +62,7 @@ func checkCacheAccounting(t *testing.T, cc *checkpointCache) {
 	}
 }
 
-// TestCheckpointCacheMatchesTheDatabase runs random pops, acks, revive
+// TestCheckpointCacheMatchesTheDatabase runs 500 steps of random pops, acks, revive
 // moves and abandoned batches over a few queues and checks after each
 // step that MinInFlight, MinInFlightReplacing and Checkpoint answer what
 // the committed checkpoints say, with the cache at its defaults and with
@@ -100,7 +100,7 @@ func TestCheckpointCacheMatchesTheDatabase(t *testing.T) {
 				c.Offsets = slices.Clone(c.Offsets)
 				return c, true
 			}
-			for step := range 1500 {
+			for step := range 500 {
 				b := s.NewBatch()
 				next := ckModel{}
 				for q, cks := range model {
