@@ -184,13 +184,15 @@ func messageTypeOf(props string) string {
 
 // cached is a value computed at most once per ttl, for scrapes: the
 // counts and lags read whole keyspaces. A failed computation keeps the
-// last value and logs.
+// last value, logs, and is not tried again before the ttl has passed
+// either, so a lasting failure costs one computation and one log line per
+// ttl, not one per scrape.
 type cached[T any] struct {
 	ttl     time.Duration
 	compute func() (T, error)
 
 	mu sync.Mutex
-	at time.Time
+	at time.Time // of the last computation, failed or not
 	v  T
 }
 
@@ -200,12 +202,13 @@ func (c *cached[T]) get(log zerolog.Logger) T {
 	if !c.at.IsZero() && time.Since(c.at) < c.ttl {
 		return c.v
 	}
+	c.at = time.Now()
 	v, err := c.compute()
 	if err != nil {
 		log.Warn().Err(err).Msg("compute for metrics")
 		return c.v
 	}
-	c.v, c.at = v, time.Now()
+	c.v = v
 	return v
 }
 

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"net"
 	"path/filepath"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/metrics"
 	"github.com/rocketkv/rocketkv/remoting"
+	"github.com/rs/zerolog"
 )
 
 // With metricsExporterType=PROM the broker serves RocketMQ 5's metrics:
@@ -329,5 +331,32 @@ func TestConsumerGaugesSurviveAnUndecodablePopRecord(t *testing.T) {
 	i := slices.IndexFunc(lags, func(l metrics.Lag) bool { return l.Group == "g-lag" && l.Topic == "LagT" })
 	if i < 0 || lags[i].Messages != 1 {
 		t.Fatalf("lag of g-lag on LagT: %+v, want 1 message", lags)
+	}
+}
+
+// A metrics value whose computation fails keeps its last value and is not
+// computed again before its ttl has passed, as one that succeeds.
+func TestCachedMetricsValueBacksOffAfterAFailure(t *testing.T) {
+	calls, fail := 0, false
+	c := &cached[int]{ttl: time.Hour, compute: func() (int, error) {
+		calls++
+		if fail {
+			return 0, errors.New("keyspace unreadable")
+		}
+		return calls, nil
+	}}
+	log := zerolog.Nop()
+	if v := c.get(log); v != 1 || calls != 1 {
+		t.Fatalf("first get: %d after %d computations", v, calls)
+	}
+	c.at = time.Time{} // the ttl has passed
+	fail = true
+	for range 3 {
+		if v := c.get(log); v != 1 {
+			t.Fatalf("get after a failure: %d, want the last value 1", v)
+		}
+	}
+	if calls != 2 {
+		t.Fatalf("%d computations for three gets within the ttl after a failure, want 2 in all", calls)
 	}
 }
