@@ -122,15 +122,12 @@ func consumeOnce(ctx context.Context, addr string, o consumeOptions, suspend boo
 	if err := setupTopic(ctx, addr, topic, o.queues); err != nil {
 		return consumeRun{}, err
 	}
-	fill, err := runLoad(ctx, addr, loadConfig{
+	fill, err := prefill(ctx, addr, loadConfig{
 		topic: topic, queues: o.queues, producers: o.producers, inflight: o.inflight,
 		bodySize: o.body, count: o.messages,
 	})
 	if err != nil {
 		return consumeRun{}, err
-	}
-	if fill.Failed > 0 {
-		return consumeRun{}, fmt.Errorf("pre-fill: %d sends failed, first: %s", fill.Failed, fill.FirstError)
 	}
 	start := time.Now()
 	cs, err := startConsumers(ctx, addr, consumerConfig{
@@ -143,7 +140,7 @@ func consumeOnce(ctx context.Context, addr string, o consumeOptions, suspend boo
 	defer cs.Close()
 	wctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	if err := cs.WaitFor(wctx, fill.Acked); err != nil {
+	if err := cs.WaitFor(wctx, fill.TotalAcked); err != nil {
 		return consumeRun{}, fmt.Errorf("drain: %w", err)
 	}
 	elapsed := time.Since(start)

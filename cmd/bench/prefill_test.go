@@ -44,8 +44,8 @@ func TestPrefillRetriesBusySends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.TotalAcked != 200 || stored.Load() != 200 || res.Busy != 150 {
-		t.Fatalf("pre-fill stored %d (server: %d), %d busy answers; want 200, 200, 150", res.TotalAcked, stored.Load(), res.Busy)
+	if res.TotalAcked != 200 || stored.Load() != 200 || res.Busy != 150 || res.Rate <= 0 {
+		t.Fatalf("pre-fill stored %d (server: %d), %d busy answers, first round %.0f msg/s; want 200, 200, 150 and a rate", res.TotalAcked, stored.Load(), res.Busy, res.Rate)
 	}
 	addr, _ = fakeSendServer(t, 0, remoting.SystemError)
 	if _, err := prefill(context.Background(), addr, cfg); err == nil {

@@ -136,13 +136,18 @@ const prefillRounds = 10
 // runLoad whose sends answered SYSTEM_BUSY (the broker's flow control
 // while its index catches up) are sent again, as a RocketMQ client
 // retries them, up to prefillRounds times. Any other failure is an
-// error. The result counts every stored message in TotalAcked.
+// error. The result counts every stored message in TotalAcked; its Rate
+// and MBps are the first round's, the send rate while the broker took
+// or refused every message once.
 func prefill(ctx context.Context, addr string, cfg loadConfig) (loadResult, error) {
 	var total loadResult
 	for round := 0; ; round++ {
 		res, err := runLoad(ctx, addr, cfg)
 		if err != nil {
 			return total, err
+		}
+		if round == 0 {
+			total.Rate, total.MBps = res.Rate, res.MBps
 		}
 		total.TotalAcked += res.TotalAcked
 		total.Busy += res.Busy
