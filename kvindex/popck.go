@@ -327,6 +327,12 @@ type CheckpointName struct {
 	CKOffset, PopTime int64
 }
 
+// compareNames orders checkpoint names as their 0x56 keys do: CKOffset,
+// then PopTime, each stored as an unsigned 64-bit integer.
+func compareNames(a, b CheckpointName) int {
+	return cmp.Or(cmp.Compare(uint64(a.CKOffset), uint64(b.CKOffset)), cmp.Compare(uint64(a.PopTime), uint64(b.PopTime)))
+}
+
 // ReadCheckpoints reads the checkpoints names lists, all of one group's
 // queue, through one iterator seeking forward in key order, and calls fn
 // for each with its index in names, the checkpoint and whether it exists.
@@ -343,12 +349,7 @@ func (s *PopStore) ReadCheckpoints(group, topic string, queueID int32, names []C
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortFunc(order, func(a, b int) int { // key order: the fields are stored as uint64
-		if c := cmp.Compare(uint64(names[a].CKOffset), uint64(names[b].CKOffset)); c != 0 {
-			return c
-		}
-		return cmp.Compare(uint64(names[a].PopTime), uint64(names[b].PopTime))
-	})
+	slices.SortFunc(order, func(a, b int) int { return compareNames(names[a], names[b]) })
 	first, last := names[order[0]], names[order[len(order)-1]]
 	lower := checkpointKey(nil, group, topic, queueID, first.CKOffset, first.PopTime)
 	upper := append(checkpointKey(nil, group, topic, queueID, last.CKOffset, last.PopTime), 0)
@@ -433,85 +434,88 @@ func (s *PopStore) MinInFlightReplacing(group, topic string, queueID int32, from
 		return best, best != noCheckpoint, nil
 	}
 	if load && s.db.cks.startLoad(prefix) {
-		return s.loadMinInFlight(prefix, group, topic, queueID, bound, replaced)
+		best, held, err := s.loadQueue(prefix, group, topic, queueID, bound, replaced)
+		if err != nil || held {
+			return best, best != noCheckpoint, err
+		}
 	}
-	lower := from - MaxCheckpointSpan + 1
+	lower := bound
 	if floor, known := s.db.floors.get(prefix); known {
 		if floor == noCheckpoint {
 			return 0, false, nil
 		}
 		lower = max(lower, floor)
 	}
-	best, first := int64(math.MaxInt64), int64(noCheckpoint)
+	best, first := int64(noCheckpoint), int64(noCheckpoint)
 	err = s.queueCheckpoints(group, topic, queueID, lower, func(c Checkpoint) bool {
-		if c.CKOffset >= best {
+		var done bool
+		if best, done = minStep(best, &c, replaced); done {
 			return false
 		}
 		first = min(first, c.CKOffset)
-		if replaced != nil && c.CKOffset == replaced.CKOffset && c.PopTime == replaced.PopTime {
-			c.Offsets = replaced.Offsets
-		}
-		if len(c.Offsets) > 0 {
-			best = min(best, c.Offsets[0])
-		}
 		return true
 	})
 	if err != nil {
 		return 0, false, fmt.Errorf("min in-flight of %s on %s/%d: %w", group, topic, queueID, err)
 	}
 	s.db.floors.set(prefix, first)
-	return best, best != math.MaxInt64, nil
+	return best, best != noCheckpoint, nil
 }
 
-// loadMinInFlight is MinInFlightReplacing for a queue the checkpoint
-// cache does not hold: one scan reads every checkpoint of the queue from
-// bound on, installs them in the cache (unless there are more than
-// maxQueueCheckpoints) and answers from them. The caller has called
-// startLoad.
-func (s *PopStore) loadMinInFlight(prefix []byte, group, topic string, queueID int32, bound int64, replaced *Checkpoint) (int64, bool, error) {
+// minStep is one step of the walk for a queue's smallest offset in flight
+// over its checkpoints in key order: best lowered by c's first offset (by
+// replaced's when c is the checkpoint replaced names); done once c, and so
+// every later checkpoint, starts at or above best.
+func minStep(best int64, c, replaced *Checkpoint) (int64, bool) {
+	if c.CKOffset >= best {
+		return best, true
+	}
+	offs := c.Offsets
+	if replaced != nil && c.CKOffset == replaced.CKOffset && c.PopTime == replaced.PopTime {
+		offs = replaced.Offsets
+	}
+	if len(offs) > 0 {
+		best = min(best, offs[0])
+	}
+	return best, false
+}
+
+// loadQueue reads every checkpoint of a queue from bound on into the
+// checkpoint cache with one scan and answers MinInFlightReplacing from
+// them. held is false when the queue has more than the cache holds of one
+// queue: it is marked oversized and the caller seeks as before. The
+// caller has called startLoad.
+func (s *PopStore) loadQueue(prefix []byte, group, topic string, queueID int32, bound int64, replaced *Checkpoint) (best int64, held bool, err error) {
 	lower := bound
 	floor, known := s.db.floors.get(prefix)
 	if known && floor == noCheckpoint {
 		s.db.cks.finishLoad(prefix, bound, nil, true)
-		return 0, false, nil
+		return noCheckpoint, true, nil
 	}
 	if known {
 		lower = max(lower, floor)
 	}
-	var (
-		cks      []*Checkpoint
-		complete = true
-		best     = int64(noCheckpoint)
-		first    = int64(noCheckpoint)
-	)
-	err := s.queueCheckpoints(group, topic, queueID, lower, func(c Checkpoint) bool {
-		if len(cks) == s.db.cks.maxQueue {
-			complete = false
-		}
-		if !complete && c.CKOffset >= best {
-			return false // as MinInFlightReplacing's walk: nothing later is smaller
-		}
-		first = min(first, c.CKOffset)
+	var cks []*Checkpoint
+	err = s.queueCheckpoints(group, topic, queueID, lower, func(c Checkpoint) bool {
 		c.Group, c.Topic = group, topic
-		offs := c.Offsets
-		if replaced != nil && c.CKOffset == replaced.CKOffset && c.PopTime == replaced.PopTime {
-			offs = replaced.Offsets
-		}
-		if len(offs) > 0 {
-			best = min(best, offs[0])
-		}
-		if complete {
-			cks = append(cks, &c)
-		}
-		return true
+		cks = append(cks, &c)
+		return len(cks) <= s.db.cks.maxQueue
 	})
 	if err != nil {
 		s.db.cks.abortLoad(prefix)
 		return 0, false, fmt.Errorf("min in-flight of %s on %s/%d: %w", group, topic, queueID, err)
 	}
-	s.db.cks.finishLoad(prefix, bound, cks, complete)
+	if len(cks) > s.db.cks.maxQueue {
+		s.db.cks.finishLoad(prefix, bound, nil, false)
+		return 0, false, nil
+	}
+	s.db.cks.finishLoad(prefix, bound, cks, true)
+	first := int64(noCheckpoint)
+	if len(cks) > 0 {
+		first = cks[0].CKOffset
+	}
 	s.db.floors.set(prefix, first)
-	return best, best != noCheckpoint, nil
+	return scanMin(cks, bound, replaced), true, nil
 }
 
 // InFlightAt returns the in-flight view of one message of a group's queue,

@@ -94,20 +94,12 @@ func newCheckpointCache(budget int) *checkpointCache {
 // ckEntrySize is the estimated memory of one held checkpoint.
 func ckEntrySize(c *Checkpoint) int { return ckEntryOverhead + 8*cap(c.Offsets) }
 
-// compareCheckpointName orders checkpoints as their 0x56 keys do: CKOffset
-// then PopTime, each as an unsigned 64-bit integer.
-func compareCheckpointName(ckOffset, popTime int64, c *Checkpoint) int {
-	if r := cmp.Compare(uint64(ckOffset), uint64(c.CKOffset)); r != 0 {
-		return r
-	}
-	return cmp.Compare(uint64(popTime), uint64(c.PopTime))
-}
-
 // find returns the index of the checkpoint named (ckOffset, popTime) in
-// q.cks, or where it would be inserted, and whether it is there.
+// q.cks (in key order, compareNames), or where it would be inserted, and
+// whether it is there.
 func (q *ckQueue) find(ckOffset, popTime int64) (int, bool) {
-	return slices.BinarySearchFunc(q.cks, ckOffset, func(c *Checkpoint, _ int64) int {
-		return -compareCheckpointName(ckOffset, popTime, c)
+	return slices.BinarySearchFunc(q.cks, CheckpointName{ckOffset, popTime}, func(c *Checkpoint, n CheckpointName) int {
+		return compareNames(CheckpointName{c.CKOffset, c.PopTime}, n)
 	})
 }
 
@@ -157,22 +149,17 @@ func (cc *checkpointCache) minInFlight(prefix []byte, lower int64, replaced *Che
 	return scanMin(q.cks, lower, replaced), true, false
 }
 
-// scanMin is MinInFlightReplacing's walk over checkpoints in key order.
+// scanMin is MinInFlightReplacing's walk (minStep) over held checkpoints
+// in key order, from the first with CKOffset >= lower.
 func scanMin(cks []*Checkpoint, lower int64, replaced *Checkpoint) int64 {
 	best := int64(noCheckpoint)
 	start, _ := slices.BinarySearchFunc(cks, lower, func(c *Checkpoint, lower int64) int {
 		return cmp.Compare(uint64(c.CKOffset), uint64(lower))
 	})
 	for _, c := range cks[start:] {
-		if c.CKOffset >= best {
+		var done bool
+		if best, done = minStep(best, c, replaced); done {
 			break
-		}
-		offs := c.Offsets
-		if replaced != nil && c.CKOffset == replaced.CKOffset && c.PopTime == replaced.PopTime {
-			offs = replaced.Offsets
-		}
-		if len(offs) > 0 {
-			best = min(best, offs[0])
 		}
 	}
 	return best
