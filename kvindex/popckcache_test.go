@@ -326,3 +326,25 @@ func TestCheckpointCacheOversizedQueue(t *testing.T) {
 		t.Fatal("the queue was not loaded again once it shrank and its retries ran out")
 	}
 }
+
+// BenchmarkPopPosition reads a cached pop position, as every pop does for
+// each queue it visits (and for each busy queue it counts).
+func BenchmarkPopPosition(b *testing.B) {
+	db := openTestDB(b)
+	s := db.Pop()
+	const group, topic = "consumer_group_benchmark_pop", "BenchPopTopic_1234567890"
+	pb := s.NewBatch()
+	if err := pb.SetPosition(group, topic, 3, 100); err != nil {
+		b.Fatal(err)
+	}
+	if err := pb.Commit(false); err != nil {
+		b.Fatal(err)
+	}
+	pb.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok, err := s.Position(group, topic, 3); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+	}
+}
