@@ -23,7 +23,8 @@ type InertKey struct {
 	// not the one used); it is then logged as a warning.
 	Warning string
 	// Override is set when the key came from an override (a command-line
-	// --set, UPDATE_BROKER_CONFIG) rather than the file.
+	// --set, UPDATE_BROKER_CONFIG, UPDATE_NAMESRV_CONFIG) rather than the
+	// file.
 	Override bool
 }
 

@@ -151,8 +151,9 @@ func (s *schema[T]) keys() []string {
 }
 
 // apply sets props on c in key order and returns the canonical names of
-// the keys it set. An unknown key or a value that does not parse is an
-// error naming the key, and c is left unchanged.
+// the keys it set and the inert keys among props (checked, marked as
+// overrides, not set). An unknown key or a value that does not parse is
+// an error naming the key, and c is left unchanged.
 func (s *schema[T]) apply(c *T, props map[string]string) ([]string, []inertFound[T], error) {
 	keys := make([]string, 0, len(props))
 	for k := range props {
