@@ -64,20 +64,15 @@ func IgnoredKeys(log zerolog.Logger, file string, unknown []string, inert []conf
 		log.Warn().Str("key", k).Str("file", file).Msg("unknown configuration key ignored")
 	}
 	for _, k := range inert {
-		ev := log.Info()
-		if k.Warning != "" {
-			ev = log.Warn()
+		ev, msg := log.Warn(), k.Warning
+		if k.Warning == "" {
+			ev, msg = log.Info().Str("value", k.Value), "no effect in rocketkv: "+k.Reason
 		}
-		ev = ev.Str("key", k.Key)
 		if k.Override {
 			ev = ev.Str("source", "override")
 		} else {
 			ev = ev.Str("file", file)
 		}
-		if k.Warning != "" {
-			ev.Msg(k.Warning)
-			continue
-		}
-		ev.Str("value", k.Value).Msg("no effect in rocketkv: " + k.Reason)
+		ev.Str("key", k.Key).Msg(msg)
 	}
 }
