@@ -194,6 +194,10 @@ type Broker struct {
 	// means <StorePathRootDir>/checkpoints. A request may only name a
 	// directory inside it.
 	IndexCheckpointDir string
+	// DispatchBatchInterval is the least time between two dispatch
+	// batches while messages keep arriving (kvindex.DispatcherOptions'
+	// BatchInterval); 0 dispatches each as soon as it can.
+	DispatchBatchInterval time.Duration
 	// MaxDispatchLagBytes bounds how far the CommitLog may run ahead of
 	// the index: a send waits while dispatch is further behind (0: no
 	// bound).

@@ -125,6 +125,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("checkCRCOnRecover", "true", func(b *Broker) *bool { return &b.CheckCRCOnRecover }),
 	str("indexCheckpointDir", "", func(b *Broker) *string { return &b.IndexCheckpointDir }),
 	boolean("messageIndexEnable", "true", func(b *Broker) *bool { return &b.MessageIndexEnable }),
+	micros("dispatchBatchIntervalMicros", "500", 1_000_000, func(b *Broker) *time.Duration { return &b.DispatchBatchInterval }),
 	i64Range("maxDispatchLagBytes", strconv.FormatInt(DefaultMaxDispatchLagBytes, 10), 0, 1<<40, func(b *Broker) *int64 { return &b.MaxDispatchLagBytes }),
 	millis("waitTimeMillsInSendQueue", "200", func(b *Broker) *time.Duration { return &b.WaitTimeMillsInSendQueue }),
 	oneOf("indexWalSync", IndexWALSyncAuto, []string{IndexWALSyncAuto, IndexWALSyncAlways, IndexWALSyncInterval}, func(b *Broker) *string { return &b.IndexWALSync }),
@@ -288,40 +289,38 @@ func millis[T any](key, def string, ptr func(*T) *time.Duration) field[T] {
 // zero). A duration is reported in whole milliseconds (any finer part set
 // in code is dropped).
 func millisRange[T any](key, def string, lo int64, ptr func(*T) *time.Duration) field[T] {
-	return field[T]{key: key, def: def, set: func(b *T, raw string) error {
-		v, err := parseInt(raw, lo, 1<<40)
-		if err != nil {
-			return fmt.Errorf("milliseconds: %w", err)
-		}
-		*ptr(b) = time.Duration(v) * time.Millisecond
-		return nil
-	}, get: func(b *T) string { return inUnits(*ptr(b), time.Millisecond) }}
+	return inUnit(key, def, time.Millisecond, "milliseconds", lo, 1<<40, ptr)
+}
+
+// micros reads a duration written in microseconds, from 0 to hi, for the
+// few settings finer than RocketMQ's milliseconds.
+func micros[T any](key, def string, hi int64, ptr func(*T) *time.Duration) field[T] {
+	return inUnit(key, def, time.Microsecond, "microseconds", 0, hi, ptr)
 }
 
 // seconds reads a positive duration written in seconds (timerMaxDelaySec),
 // and reports it in whole seconds.
 func seconds[T any](key, def string, ptr func(*T) *time.Duration) field[T] {
-	return field[T]{key: key, def: def, set: func(b *T, raw string) error {
-		v, err := parseInt(raw, 1, 1<<32)
-		if err != nil {
-			return fmt.Errorf("seconds: %w", err)
-		}
-		*ptr(b) = time.Duration(v) * time.Second
-		return nil
-	}, get: func(b *T) string { return inUnits(*ptr(b), time.Second) }}
+	return inUnit(key, def, time.Second, "seconds", 1, 1<<32, ptr)
 }
 
 // hours reads a duration written in hours (fileReservedTime), and reports
 // it in whole hours.
 func hours[T any](key, def string, ptr func(*T) *time.Duration) field[T] {
+	return inUnit(key, def, time.Hour, "hours", 0, 1<<20, ptr)
+}
+
+// inUnit reads a duration written as a whole number, from lo to hi, of
+// unit (named in errors), and reports it in whole units.
+func inUnit[T any](key, def string, unit time.Duration, unitName string, lo, hi int64, ptr func(*T) *time.Duration) field[T] {
 	return field[T]{key: key, def: def, set: func(b *T, raw string) error {
-		v, err := parseInt(raw, 0, 1<<20)
+		v, err := parseInt(raw, lo, hi)
 		if err != nil {
-			return fmt.Errorf("hours: %w", err)
+			return fmt.Errorf("%s: %w", unitName, err)
 		}
-		*ptr(b) = time.Duration(v) * time.Hour
+		*ptr(b) = time.Duration(v) * unit
 		return nil
-	}, get: func(b *T) string { return inUnits(*ptr(b), time.Hour) }}
+	}, get: func(b *T) string { return inUnits(*ptr(b), unit) }}
 }
 
 // inUnits writes d as a whole number of unit, the integer text the

@@ -374,3 +374,71 @@ func TestDispatcherTopicNames(t *testing.T) {
 		t.Errorf("a topic past the bound was kept: %d names", len(d.topics))
 	}
 }
+
+// Under BatchInterval a batch that was not full holds the records after
+// it back until the interval has passed since it began, while full batches
+// follow each other at once; Close ends the wait.
+func TestDispatcherBatchInterval(t *testing.T) {
+	s := openStack(t, t.TempDir(), commitlog.DefaultConfig(""))
+	defer s.close(t)
+	if err := s.disp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Five records wait before the dispatcher starts: two full batches of
+	// two, then one of one.
+	for range 5 {
+		appendForInspect(t, s, "TopicA", 0, nil)
+	}
+	var err error
+	s.disp, err = NewDispatcher(DispatcherOptions{Log: s.log, DB: s.db, Store: s.store, Offsets: s.offsets,
+		Logger: stackLogger, MaxBatchRecords: 2, BatchInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.disp.Recover(); err != nil {
+		t.Fatal(err)
+	}
+	s.disp.Start()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.disp.WaitFor(ctx, s.log.MaxOffset()); err != nil {
+		t.Fatalf("wait for five records in batches of two under an hour's interval: %v (a full batch must not wait)", err)
+	}
+
+	// The batch of one began the interval: a record now waits for its end.
+	appendForInspect(t, s, "TopicA", 0, nil)
+	short, cancelShort := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancelShort()
+	if err := s.disp.WaitFor(short, s.log.MaxOffset()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("record appended right after a batch that was not full: WaitFor = %v, want it held back by the interval", err)
+	}
+	if q, err := s.store.MaxOffset("TopicA", 0); err != nil || q != 5 {
+		t.Fatalf("max offset of TopicA/0 = %d, %v during the interval, want 5", q, err)
+	}
+
+	closed := make(chan error, 1)
+	go func() { closed <- s.disp.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end the wait for the batch interval")
+	}
+	// Reopened without an interval, the held record is dispatched.
+	s.disp, err = NewDispatcher(DispatcherOptions{Log: s.log, DB: s.db, Store: s.store, Offsets: s.offsets, Logger: stackLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.disp.Recover(); err != nil {
+		t.Fatal(err)
+	}
+	s.disp.Start()
+	if err := s.disp.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if q, err := s.store.MaxOffset("TopicA", 0); err != nil || q != 6 {
+		t.Fatalf("max offset of TopicA/0 = %d, %v after a restart without an interval, want 6", q, err)
+	}
+}
