@@ -223,6 +223,10 @@ func TestCheckRocksdbCqWriteProgress(t *testing.T) {
 	for q := 0; q < 3; q++ {
 		send(t, c, "CheckT", q)
 	}
+	// The comparison covers what is dispatched; a send is answered before.
+	for q := 0; q < 3; q++ {
+		waitIndexed(t, c, "CheckT", q, 1)
+	}
 	out, err := run(t, "checkRocksdbCqWriteProgress", "-b", b.Addr(), "--cf", "0")
 	if err != nil || !strings.Contains(out, "kv and file agree") || !strings.Contains(out, "3 entries compared") {
 		t.Fatalf("double-writing broker: %q %v", out, err)
