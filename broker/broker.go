@@ -372,10 +372,12 @@ func (b *Broker) openStores(ctx context.Context) error {
 	lcfg.SyncFlushTimeout = b.cfg.SyncFlushTimeout
 	lcfg.MaxMessageSize = b.cfg.MaxMessageSize
 	lcfg.CheckCRCOnRecover = b.cfg.CheckCRCOnRecover
-	lcfg.FileReservedTime = b.cfg.FileReservedTime
-	lcfg.DeleteWhen = b.cfg.DeleteWhen
-	lcfg.DiskMaxUsedSpaceRatio = float64(b.cfg.DiskMaxUsedSpaceRatio)
-	lcfg.KeepUnexpiredWhenFull = !b.cfg.CleanFileForciblyEnable
+	// The retention rules come from retentionOf, as UPDATE_BROKER_CONFIG's do.
+	rules := retentionOf(&b.cfg)
+	lcfg.FileReservedTime = rules.FileReservedTime
+	lcfg.DeleteWhen = rules.DeleteWhen
+	lcfg.DiskMaxUsedSpaceRatio = rules.DiskMaxUsedSpaceRatio
+	lcfg.KeepUnexpiredWhenFull = rules.KeepUnexpiredWhenFull
 	lcfg.CleanInterval = b.cfg.CleanResourceInterval
 	lcfg.RecoverFrom = from
 	lcfg.StoreHost = b.storeHost

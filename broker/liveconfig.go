@@ -29,9 +29,10 @@ var runtimeKeys = map[string]bool{
 	"autoCreateSubscriptionGroup": true,
 	"rejectTransactionMessage":    true,
 	// Freeing disk without a restart.
-	"fileReservedTime":      true,
-	"deleteWhen":            true,
-	"diskMaxUsedSpaceRatio": true,
+	"fileReservedTime":        true,
+	"deleteWhen":              true,
+	"diskMaxUsedSpaceRatio":   true,
+	"cleanFileForciblyEnable": true,
 	// Features an operator turns on for a running broker's clients.
 	"enablePropertyFilter":              true,
 	"recallMessageEnable":               true,
@@ -159,7 +160,7 @@ func (b *Broker) updateConfig(props map[string]string) (changed []string, inert 
 	}
 	v := b.live.cur.Load().version
 	b.live.cur.Store(&liveSnapshot{cfg: next, version: meta.DataVersion{Counter: v.Counter + 1, Timestamp: time.Now().UnixMilli()}})
-	for _, k := range []string{"fileReservedTime", "deleteWhen", "diskMaxUsedSpaceRatio"} {
+	for _, k := range []string{"fileReservedTime", "deleteWhen", "diskMaxUsedSpaceRatio", "cleanFileForciblyEnable"} {
 		if before[k] != after[k] {
 			b.clog.SetRetention(retentionOf(&next))
 			break
@@ -195,6 +196,7 @@ func retentionOf(cfg *configs.Broker) commitlog.Retention {
 		FileReservedTime:      cfg.FileReservedTime,
 		DeleteWhen:            cfg.DeleteWhen,
 		DiskMaxUsedSpaceRatio: float64(cfg.DiskMaxUsedSpaceRatio),
+		KeepUnexpiredWhenFull: !cfg.CleanFileForciblyEnable,
 	}
 }
 

@@ -203,8 +203,9 @@ func TestUpdateBrokerConfigNamesInertKeys(t *testing.T) {
 	}
 }
 
-// fileReservedTime, deleteWhen and diskMaxUsedSpaceRatio reach the
-// CommitLog's retention at once and the YAML file keeps them.
+// fileReservedTime, deleteWhen, diskMaxUsedSpaceRatio and
+// cleanFileForciblyEnable reach the CommitLog's retention at once and the
+// YAML file keeps them.
 func TestUpdateBrokerConfigRetention(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "broker.yaml")
 	if err := os.WriteFile(conf, []byte("# rocketkv\nfileReservedTime: 72\n"), 0o644); err != nil {
@@ -212,19 +213,22 @@ func TestUpdateBrokerConfigRetention(t *testing.T) {
 	}
 	b := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) { b.SetConfigFile(conf) })
 	c := b.client(nil)
-	body := "fileReservedTime=6\ndeleteWhen=01;13\ndiskMaxUsedSpaceRatio=60\nautoCreateSubscriptionGroup=false\n"
+	if rules := b.clog.RetentionRules(); rules.KeepUnexpiredWhenFull {
+		t.Fatalf("CommitLog retention at start with cleanFileForciblyEnable's default (true): %+v", rules)
+	}
+	body := "fileReservedTime=6\ndeleteWhen=01;13\ndiskMaxUsedSpaceRatio=60\nautoCreateSubscriptionGroup=false\ncleanFileForciblyEnable=false\n"
 	if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte(body)); r.Code != remoting.Success {
 		t.Fatalf("UPDATE_BROKER_CONFIG: %d %s", r.Code, r.Remark)
 	}
 	rules := b.clog.RetentionRules()
-	if rules.FileReservedTime != 6*time.Hour || len(rules.DeleteWhen) != 2 || rules.DeleteWhen[1] != 13 || rules.DiskMaxUsedSpaceRatio != 60 {
+	if rules.FileReservedTime != 6*time.Hour || len(rules.DeleteWhen) != 2 || rules.DeleteWhen[1] != 13 || rules.DiskMaxUsedSpaceRatio != 60 || !rules.KeepUnexpiredWhenFull {
 		t.Fatalf("CommitLog retention after the update: %+v", rules)
 	}
 	raw, err := os.ReadFile(conf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"# rocketkv\n", "fileReservedTime: 6\n", "deleteWhen: \"01;13\"\n", "diskMaxUsedSpaceRatio: 60\n", "autoCreateSubscriptionGroup: false\n"} {
+	for _, want := range []string{"# rocketkv\n", "fileReservedTime: 6\n", "deleteWhen: \"01;13\"\n", "diskMaxUsedSpaceRatio: 60\n", "autoCreateSubscriptionGroup: false\n", "cleanFileForciblyEnable: false\n"} {
 		if !strings.Contains(string(raw), want) {
 			t.Errorf("broker.yaml lacks %q:\n%s", want, raw)
 		}

@@ -81,7 +81,8 @@ type Config struct {
 	// KeepUnexpiredWhenFull never deletes a segment younger than
 	// FileReservedTime, however full the disk (RocketMQ's
 	// cleanFileForciblyEnable=false): appends then fail with ErrDiskFull
-	// rather than lose messages retention promised to keep.
+	// rather than lose messages retention promised to keep. It is the
+	// start value; SetRetention changes it.
 	KeepUnexpiredWhenFull bool
 	// CleanInterval is the period of the retention cleaner (10 s).
 	CleanInterval time.Duration

@@ -154,6 +154,7 @@ func Open(cfg Config) (*Log, error) {
 		FileReservedTime:      cfg.FileReservedTime,
 		DeleteWhen:            slices.Clone(cfg.DeleteWhen),
 		DiskMaxUsedSpaceRatio: cfg.DiskMaxUsedSpaceRatio,
+		KeepUnexpiredWhenFull: cfg.KeepUnexpiredWhenFull,
 	})
 	if cfg.BeforeFlush != nil {
 		l.flushHook.Store(&cfg.BeforeFlush)

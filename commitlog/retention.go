@@ -26,6 +26,10 @@ type Retention struct {
 	// DiskMaxUsedSpaceRatio is the disk usage in percent above which
 	// expired segments go at any hour.
 	DiskMaxUsedSpaceRatio float64
+	// KeepUnexpiredWhenFull never deletes a segment younger than
+	// FileReservedTime, however full the disk (Config's field of the same
+	// name).
+	KeepUnexpiredWhenFull bool
 }
 
 // SetRetention replaces the retention rules; the next pass of the cleaner
@@ -95,7 +99,7 @@ func (l *Log) cleanOnce() (int, error) {
 	}
 	ratio := usage.UsedRatio()
 	over := ratio > rules.DiskMaxUsedSpaceRatio
-	force := ratio > l.cfg.DiskForceCleanRatio && !l.cfg.KeepUnexpiredWhenFull
+	force := ratio > l.cfg.DiskForceCleanRatio && !rules.KeepUnexpiredWhenFull
 	if !hourOK && !over && !force {
 		return 0, nil
 	}

@@ -137,7 +137,7 @@ func TestRetentionDiskRatio(t *testing.T) {
 
 // With KeepUnexpiredWhenFull (cleanFileForciblyEnable=false) a nearly full
 // disk still loses its expired segments at any hour, but no segment
-// younger than the retention time.
+// younger than the retention time, until SetRetention turns it off.
 func TestRetentionKeepsUnexpiredWhenFull(t *testing.T) {
 	l, clock, ffs, _ := retentionLog(t, func(c *Config) { c.KeepUnexpiredWhenFull = true })
 	clock.Set(next0430().Add(9 * time.Hour)) // 13:30, not a deletion hour
@@ -150,6 +150,21 @@ func TestRetentionKeepsUnexpiredWhenFull(t *testing.T) {
 	}
 	if l.MinOffset() != 3*4096 {
 		t.Fatalf("min offset %d, want 3*4096", l.MinOffset())
+	}
+	// Turned off while the log runs (cleanFileForciblyEnable=true through
+	// UPDATE_BROKER_CONFIG): the next pass deletes the unexpired ones too,
+	// all but the active segment.
+	rules := l.RetentionRules()
+	if !rules.KeepUnexpiredWhenFull {
+		t.Fatalf("rules in force %+v do not carry the start value of KeepUnexpiredWhenFull", rules)
+	}
+	rules.KeepUnexpiredWhenFull = false
+	l.SetRetention(rules)
+	if n, err := l.cleanOnce(); err != nil || n != 2 {
+		t.Fatalf("95%% used after KeepUnexpiredWhenFull was turned off: deleted %d, %v, want the 2 unexpired segments", n, err)
+	}
+	if l.MinOffset() != 5*4096 {
+		t.Fatalf("min offset %d, want 5*4096", l.MinOffset())
 	}
 }
 
