@@ -19,8 +19,9 @@ const heldBenchGroups = 32
 
 // BenchmarkHeldOneTagOfMany holds one long-polling request (a pull, or a
 // POP) for each of heldBenchGroups consumer groups, each subscribed to a
-// tag of its own on one queue, while b.N messages of yet another tag are
-// sent one at a time. wake=every is the baseline measured in the same
+// tag of its own on one queue (kind pull-sql: a pull with the SQL92
+// selector "tag = 't<i>'" on a user property), while b.N messages of yet
+// another tag are sent one at a time. wake=every is the baseline measured in the same
 // run: every dispatch re-runs every held request (wakeEveryHeld), as
 // before held requests were checked against the dispatched tag codes;
 // wake=matching leaves them held (a POP still wakes at every 800th
@@ -28,25 +29,27 @@ const heldBenchGroups = 32
 // message and the CPU time of the process per message (broker and client
 // run in it; the client's share is the same in both).
 func BenchmarkHeldOneTagOfMany(b *testing.B) {
-	for _, kind := range []string{"pull", "pop"} {
+	for _, kind := range []string{"pull", "pop", "pull-sql"} {
 		for _, every := range []bool{true, false} {
 			wake := "matching"
 			if every {
 				wake = "every"
 			}
-			b.Run(fmt.Sprintf("%s/wake=%s", kind, wake), func(b *testing.B) { benchHeldOneTagOfMany(b, kind == "pop", every) })
+			b.Run(fmt.Sprintf("%s/wake=%s", kind, wake), func(b *testing.B) {
+				benchHeldOneTagOfMany(b, kind == "pop", kind == "pull-sql", every)
+			})
 		}
 	}
 }
 
-func benchHeldOneTagOfMany(b *testing.B, pops, wakeEvery bool) {
-	tb := startTestBrokerWith(b, b.TempDir(), nil, func(br *Broker) { br.wakeEveryHeld = wakeEvery })
+func benchHeldOneTagOfMany(b *testing.B, pops, sql, wakeEvery bool) {
+	tb := startTestBrokerWith(b, b.TempDir(), map[string]string{"enablePropertyFilter": "true"}, func(br *Broker) { br.wakeEveryHeld = wakeEvery })
 	ctx := context.Background()
 	c := tb.client(nil)
 	send := func(tag string) {
 		resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.SendMessageV2, map[string]string{
 			"a": "pg", "b": "BH", "c": "TBW102", "d": "1", "e": "0", "f": "0",
-			"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": tagged(tag)}, []byte("body")))
+			"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": tagged(tag) + "tag\x01" + tag + "\x02"}, []byte("body")))
 		if err != nil || resp.Code != remoting.Success {
 			b.Fatalf("send: %v %v", err, resp)
 		}
@@ -79,7 +82,11 @@ func benchHeldOneTagOfMany(b *testing.B, pops, wakeEvery bool) {
 					}
 					continue
 				}
-				resp, err := c.Invoke(stop, remoting.NewRequest(remoting.PullMessage, pullReq(group, "BH", 0, offset, pullSuspend, time.Hour, tag), nil))
+				req := pullReq(group, "BH", 0, offset, pullSuspend, time.Hour, tag)
+				if sql {
+					req["subscription"], req["expressionType"] = "tag = '"+tag+"'", "SQL92"
+				}
+				resp, err := c.Invoke(stop, remoting.NewRequest(remoting.PullMessage, req, nil))
 				if err != nil {
 					return
 				}

@@ -176,8 +176,8 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	}
 	if r.status == getNoMatched && !allowSuspend && !p.holdUntil.IsZero() {
 		// Woken by messages the filter rejects after all (another tag
-		// with one of the subscription's codes, a SQL92 selector, which
-		// every message wakes, an offset reset): hold on past them
+		// with one of the subscription's codes, an offset reset, a
+		// record whose properties the wake could not read): hold on past them
 		// instead of answering PULL_RETRY_IMMEDIATELY to every one (a
 		// filtered consumer of a busy topic would poll at its rate). Not
 		// once the broker is shutting down: releaseAll answers every pull.

@@ -92,17 +92,25 @@ func (s *subscription) matchesCode(code int64) bool {
 
 // arrivalMatch is the check a request held with this subscription gets
 // before a dispatch re-runs it (RocketMQ's isMatchedByConsumeQueue with
-// the dispatched tagsCode): a TAG subscription wakes only when one of the
-// new entries carries one of its codes; the re-run then checks the exact
-// tag as always. Nil, waking on every dispatch, for no subscription, "*"
-// and SQL92: package filter decides from properties only, and a tag code
-// says nothing about them (RocketMQ narrows SQL92 wakes with the bloom
-// filter bitmap of its ConsumeQueue extension, which rocketkv does not
-// compute, and by evaluating the dispatched message's properties, which
-// the dispatcher does not hand on).
+// the dispatched tagsCode, then isMatchedByCommitLog with the dispatched
+// properties): a TAG subscription wakes only when one of the new entries
+// carries one of its codes, and the re-run then checks the exact tag as
+// always; a SQL92 one only when its selector takes one of the new
+// entries' properties (or they cannot be read). Nil, waking on every
+// dispatch, for no subscription and "*".
 func (s *subscription) arrivalMatch() func(kvindex.Arrival) bool {
-	if s == nil || s.all || s.sql != nil {
+	switch {
+	case s == nil || s.all:
 		return nil
+	case s.sql != nil:
+		return func(a kvindex.Arrival) bool {
+			taken := false
+			known := a.EachProperties(func(props string) bool {
+				taken = s.sql.Matches(func(name string) (string, bool) { return commitlog.LookupProperty(props, name) })
+				return !taken
+			})
+			return taken || !known
+		}
 	}
 	return func(a kvindex.Arrival) bool { return slices.ContainsFunc(a.Codes, s.matchesCode) }
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -229,5 +230,80 @@ func TestHeldNotificationWakesOnAnyTag(t *testing.T) {
 	}
 	if n := b.popHolds.woken.Load(); n != 1 {
 		t.Fatalf("the notification was woken %d times, want once", n)
+	}
+}
+
+// A pull held with a SQL92 selector is not re-run by messages the
+// selector rejects (RocketMQ evaluates it against each dispatched
+// message's properties before it wakes a held request), and a message it
+// takes answers it through its wake, also when it comes in one batch
+// between rejected ones.
+func TestHeldSQL92PullSleepsThroughRejectedMessages(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enablePropertyFilter": "true"})
+	c := b.client(nil)
+	mustSend(t, c, "SQW", 0, "first", "a\x010\x02")
+	b.caughtUp()
+	req := pullReq("gsql", "SQW", 0, 1, pullSuspend, 25*time.Second, "a > 5")
+	req["expressionType"] = "SQL92"
+	done := b.holdPull(c, req)
+	for i := range 200 {
+		mustSend(t, c, "SQW", 0, "low", fmt.Sprintf("a\x01%d\x02", i%6))
+	}
+	b.caughtUp()
+	if n := b.holds.woken.Load(); n != 0 {
+		t.Fatalf("200 messages with a <= 5 re-ran the pull held for a > 5 %d times", n)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("the pull for a > 5 answered %d %v after rejected messages only", r.resp.Code, r.resp.ExtFields)
+	default:
+	}
+	var batch []byte
+	for _, m := range []struct{ body, a string }{{"x1", "1"}, {"wanted", "9"}, {"x2", "2"}} {
+		var err error
+		if batch, err = commitlog.AppendBatchItem(batch, 0, []byte(m.body), "a\x01"+m.a+"\x02"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp := call(t, c, remoting.SendBatchMessage, map[string]string{"a": "pg", "b": "SQW", "c": "TBW102", "d": "4", "e": "0",
+		"f": "0", "g": "1", "h": "0", "m": "true"}, batch)
+	if resp.Code != remoting.Success {
+		t.Fatalf("batch send: %d %s", resp.Code, resp.Remark)
+	}
+	r := <-done
+	if n := b.holds.woken.Load(); n != 1 {
+		t.Fatalf("the pull was woken %d times, want once, by the batch holding a = 9", n)
+	}
+	if r.resp == nil || r.resp.Code != remoting.Success {
+		t.Fatalf("woken by a matching message: %+v", r.resp)
+	}
+	if msgs := decodeRecords(t, r.resp.Body); len(msgs) != 1 || string(msgs[0].Body) != "wanted" {
+		t.Fatalf("woken pull returned %d messages", len(msgs))
+	}
+}
+
+// The same for a POP held with a SQL92 selector (RocketMQ's forced wake
+// turned off).
+func TestHeldSQL92PopSleepsThroughRejectedMessages(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enablePropertyFilter": "true", "popLongPollingForceNotifyInterval": "0"})
+	c, rc := popClient(b)
+	mustSend(t, rc, "SQP", 0, "first", "a\x010\x02")
+	b.caughtUp()
+	done := heldPop(t, b, c, popclient.PopRequest{Group: "gsql", Topic: "SQP", QueueID: 0, MaxMsgNums: 4,
+		InvisibleTime: time.Minute, PollTime: 25 * time.Second, Exp: "a > 5", ExpType: "SQL92"})
+	for i := range 200 {
+		mustSend(t, rc, "SQP", 0, "low", fmt.Sprintf("a\x01%d\x02", i%6))
+	}
+	b.caughtUp()
+	if n := b.popHolds.woken.Load(); n != 0 {
+		t.Fatalf("200 messages with a <= 5 re-ran the POP held for a > 5 %d times", n)
+	}
+	mustSend(t, rc, "SQP", 0, "wanted", "a\x019\x02")
+	res := <-done
+	if n := b.popHolds.woken.Load(); n != 1 {
+		t.Fatalf("the POP was woken %d times, want once, by the message with a = 9", n)
+	}
+	if res.Code != remoting.Success || len(res.Messages) != 1 || string(res.Messages[0].Body) != "wanted" {
+		t.Fatalf("woken POP: %d %v", res.Code, bodies(res.Messages))
 	}
 }

@@ -160,8 +160,10 @@ type Dispatcher struct {
 	// one of each per record of a batch.
 	batchCodes []queueCode
 	codes      []int64
-	topics     map[string]string // topic names handed to the records' decoder
-	decode     commitlog.DecodeOptions
+	// arrivals gives the batch's Arrivals their entries' properties.
+	arrivals arrivalRecords
+	topics   map[string]string // topic names handed to the records' decoder
+	decode   commitlog.DecodeOptions
 }
 
 // maxDispatchTopics bounds the topic names the dispatcher keeps to hand
@@ -772,10 +774,12 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 			}
 		}
 		d.groupCodes(queues)
-		for _, q := range queues {
+		d.arrivals.begin(d.opts.Log, entries, touched, len(queues))
+		for i, q := range queues {
 			nt.NotifyArrival(Arrival{Topic: q.topic, QueueID: q.qid, First: q.first, Next: q.next,
-				Codes: d.codes[q.from : q.from+q.ncodes : q.from+q.ncodes]})
+				Codes: d.codes[q.from : q.from+q.ncodes : q.from+q.ncodes], records: &d.arrivals, queue: i})
 		}
+		d.arrivals.end()
 	}
 	// After the notifications: WaitFor's callers (tests among them) find
 	// the held requests of what they waited for already told.

@@ -442,3 +442,72 @@ func TestDispatcherBatchInterval(t *testing.T) {
 		t.Fatalf("max offset of TopicA/0 = %d, %v after a restart without an interval, want 6", q, err)
 	}
 }
+
+// A match sees, through EachProperties, the properties of exactly the new
+// entries of its queue in queue order, also when one batch interleaves
+// several queues; yield can stop early; an Arrival of Notify tells none.
+func TestArrivalEachProperties(t *testing.T) {
+	s := openStack(t, t.TempDir(), commitlog.DefaultConfig(""))
+	defer s.close(t)
+	if err := s.disp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// One batch: q0 k=1, q1 k=x, q0 k=2, q1 k=y, q2 (nobody waits), q0 k=3.
+	for _, r := range []struct {
+		q int32
+		k string
+	}{{0, "1"}, {1, "x"}, {0, "2"}, {1, "y"}, {2, "z"}, {0, "3"}} {
+		appendForInspect(t, s, "TopicP", r.q, map[string]string{"k": r.k})
+	}
+	n := NewNotifier()
+	seen := map[int32][]string{}
+	var firstOnly []string
+	watch := func(q int32) func(Arrival) bool {
+		return func(a Arrival) bool {
+			known := a.EachProperties(func(props string) bool {
+				k, _ := commitlog.LookupProperty(props, "k")
+				seen[q] = append(seen[q], k)
+				return true
+			})
+			if !known {
+				t.Errorf("queue %d: properties of a dispatch not known", q)
+			}
+			return false // stay registered
+		}
+	}
+	stopEarly := func(a Arrival) bool {
+		known := a.EachProperties(func(props string) bool {
+			k, _ := commitlog.LookupProperty(props, "k")
+			firstOnly = append(firstOnly, k)
+			return false
+		})
+		if !known {
+			t.Error("properties not known to a match that stopped early")
+		}
+		return false
+	}
+	for _, w := range []*Waiter{n.WaitMatch("TopicP", 0, watch(0), func() {}), n.WaitMatch("TopicP", 1, watch(1), func() {}),
+		n.WaitMatch("TopicP", 0, stopEarly, func() {})} {
+		defer w.Cancel()
+	}
+	var err error
+	s.disp, err = NewDispatcher(DispatcherOptions{Log: s.log, DB: s.db, Store: s.store, Offsets: s.offsets, Notifier: n, Logger: stackLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.disp.Recover(); err != nil {
+		t.Fatal(err)
+	}
+	s.disp.Start()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.disp.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(seen[0], seen[1], firstOnly); got != "[1 2 3] [x y] [1]" {
+		t.Fatalf("properties seen by the matches of queues 0 and 1 and by the one that stops early: %s, want [1 2 3] [x y] [1]", got)
+	}
+	if (Arrival{Topic: "TopicP"}).EachProperties(func(string) bool { t.Error("yield called for an Arrival of Notify"); return true }) {
+		t.Fatal("an Arrival of Notify claims to know its properties")
+	}
+}

@@ -50,6 +50,25 @@ type Arrival struct {
 	// in no particular order. Nil means unknown (Notify: a wake that is
 	// no dispatch): every waiter is woken then, whatever its match.
 	Codes []int64
+	// records and queue give EachProperties the new entries (nil records:
+	// not known).
+	records *arrivalRecords
+	queue   int
+}
+
+// EachProperties calls yield with the properties (RocketMQ's
+// name\x01value\x02 string) of each new entry, in queue order, until yield
+// returns false. It reads the records back from the CommitLog, so only a
+// match that needs more than the tag codes calls it (a SQL92 selector).
+// It reports false when it cannot tell the properties (an Arrival of
+// Notify, or a record that could not be read), having stopped: the match
+// must then accept, as with an Arrival without Codes. Only a match may
+// call it, during its call.
+func (a Arrival) EachProperties(yield func(props string) bool) bool {
+	if a.records == nil {
+		return false
+	}
+	return a.records.each(a.queue, yield)
 }
 
 // AnyQueue registers a wait on every queue of a topic.
@@ -80,8 +99,9 @@ func (n *Notifier) WaitFunc(topic string, queueID int32, fn func()) *Waiter {
 // accepts (any dispatch when match is nil, and any Arrival without Codes).
 // match runs like fn, on the dispatcher's goroutine with the notifier
 // locked, once per dispatch to the queue while the waiter is registered:
-// it must be cheap (a lookup of a few codes), must not block and must not
-// keep the Arrival's Codes, which the dispatcher reuses.
+// it must be cheap (a lookup of a few codes, or a selector evaluated over
+// EachProperties), must not block and must not keep the Arrival's Codes,
+// which the dispatcher reuses.
 func (n *Notifier) WaitMatch(topic string, queueID int32, match func(Arrival) bool, fn func()) *Waiter {
 	return n.register(&Waiter{n: n, q: queueIDOf(topic, queueID), any: queueID == AnyQueue, fn: fn, match: match})
 }

@@ -1,0 +1,97 @@
+package kvindex
+
+import (
+	"slices"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/cq"
+)
+
+// arrivalRecords lets the matches of a dispatch batch's Arrivals read the
+// properties of the batch's new entries (Arrival.EachProperties): what a
+// SQL92 selector needs to tell whether a held request would take one of
+// them, as RocketMQ evaluates a held request's filter against each
+// dispatched message's properties before it wakes the request. Nothing is
+// collected while dispatching; a match that asks reads the records back
+// from the CommitLog (just written, so in the page cache), and the
+// batch's entries are grouped by queue on the first ask. Only the
+// dispatch goroutine uses it, during the batch's notifications.
+type arrivalRecords struct {
+	log     *commitlog.Log
+	entries []cq.Dispatch
+	touched map[qkey]int // queue of an entry: index into the batch's queues
+	nqueues int
+	grouped bool
+	// order holds entry indexes queue by queue once grouped; queue q's
+	// are order[start[q]:start[q+1]], in queue order. fill is group's
+	// scratch.
+	order, start, fill []int
+}
+
+// begin makes the batch's entries available to the Arrivals about to be
+// notified; end forgets them.
+func (r *arrivalRecords) begin(log *commitlog.Log, entries []cq.Dispatch, touched map[qkey]int, nqueues int) {
+	r.log, r.entries, r.touched, r.nqueues, r.grouped = log, entries, touched, nqueues, false
+}
+
+func (r *arrivalRecords) end() { r.entries, r.touched = nil, nil }
+
+// group computes order and start: a counting sort of the entries by queue,
+// stable, so each queue's entries stay in queue order.
+func (r *arrivalRecords) group() {
+	r.start = zeroed(r.start, r.nqueues+1)
+	for i := range r.entries {
+		r.start[r.queueOf(i)+1]++
+	}
+	for q := range r.nqueues {
+		r.start[q+1] += r.start[q]
+	}
+	r.order = zeroed(r.order, len(r.entries))
+	r.fill = append(r.fill[:0], r.start[:r.nqueues]...)
+	for i := range r.entries {
+		q := r.queueOf(i)
+		r.order[r.fill[q]] = i
+		r.fill[q]++
+	}
+	r.grouped = true
+}
+
+// queueOf is the batch's queue index of entry i.
+func (r *arrivalRecords) queueOf(i int) int {
+	return r.touched[queueIDOf(r.entries[i].Topic, r.entries[i].QueueID)]
+}
+
+// zeroed returns s resized to n zeros, reusing its room.
+func zeroed(s []int, n int) []int {
+	s = slices.Grow(s[:0], n)[:n]
+	clear(s)
+	return s
+}
+
+// each calls yield with the properties of queue q's new entries in queue
+// order until yield returns false. It reports false, having stopped, when
+// a record cannot be read back.
+func (r *arrivalRecords) each(q int, yield func(props string) bool) bool {
+	if r.entries == nil {
+		return false // outside the batch's notifications
+	}
+	if !r.grouped {
+		r.group()
+	}
+	for _, i := range r.order[r.start[q]:r.start[q+1]] {
+		e := &r.entries[i]
+		v, err := r.log.Read(e.PhyOffset, e.Size)
+		if err != nil {
+			return false
+		}
+		m, err := commitlog.Decode(v.Data) // Properties is a copy
+		v.Release()
+		if err != nil {
+			return false
+		}
+		if !yield(m.Properties) {
+			return true
+		}
+	}
+	return true
+}
