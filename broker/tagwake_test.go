@@ -28,6 +28,20 @@ func sendTagged(t *testing.T, c *remoting.Client, topic, tag string, n int) {
 	}
 }
 
+// stillHeld fails unless no held pull was re-run and the one whose answer
+// done brings is unanswered, after the messages sent describes.
+func stillHeld(t *testing.T, b *testBroker, done <-chan pullAnswer, sent string) {
+	t.Helper()
+	if n := b.holds.woken.Load(); n != 0 {
+		t.Fatalf("%s re-ran the held pull %d times", sent, n)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("the held pull answered %d %v after %s", r.resp.Code, r.resp.ExtFields, sent)
+	default:
+	}
+}
+
 // A pull held for tag a is not re-run by a thousand messages of tag b, and
 // a message of tag a answers it through its wake (not its timeout: the
 // wake counter says so).
@@ -39,14 +53,7 @@ func TestHeldPullSleepsThroughOtherTags(t *testing.T) {
 	done := b.holdPull(c, pullReq("ga", "TW", 0, 1, pullSuspend, 25*time.Second, "a"))
 	sendTagged(t, c, "TW", "b", 1000)
 	b.caughtUp()
-	if n := b.holds.woken.Load(); n != 0 {
-		t.Fatalf("1000 messages of tag b re-ran the pull held for tag a %d times", n)
-	}
-	select {
-	case r := <-done:
-		t.Fatalf("the pull for tag a answered %d %v after messages of tag b only", r.resp.Code, r.resp.ExtFields)
-	default:
-	}
+	stillHeld(t, b, done, "1000 messages of tag b")
 	if n := b.holds.count(); n != 1 {
 		t.Fatalf("%d pulls held, want 1", n)
 	}
@@ -84,18 +91,7 @@ func TestHeldPullWakesOnWhatItTakes(t *testing.T) {
 	if n := b.holds.woken.Load(); n != 1 {
 		t.Fatalf("messages of tag b re-ran the pull for c || d (woken %d in all)", n)
 	}
-	var batch []byte
-	for _, m := range []struct{ body, tag string }{{"x1", "b"}, {"wanted", "d"}, {"x2", "b"}, {"x3", "e"}} {
-		var err error
-		if batch, err = commitlog.AppendBatchItem(batch, 0, []byte(m.body), tagged(m.tag)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	resp := call(t, c, remoting.SendBatchMessage, map[string]string{"a": "pg", "b": "TS", "c": "TBW102", "d": "4", "e": "0",
-		"f": "0", "g": "1", "h": "0", "m": "true"}, batch)
-	if resp.Code != remoting.Success {
-		t.Fatalf("batch send: %d %s", resp.Code, resp.Remark)
-	}
+	mustSendBatch(t, c, "TS", []batchItem{{"x1", tagged("b")}, {"wanted", tagged("d")}, {"x2", tagged("b")}, {"x3", tagged("e")}})
 	r := <-several
 	if r.resp == nil || r.resp.Code != remoting.Success {
 		t.Fatalf("a mixed burst with one message of tag d: %+v", r.resp)
@@ -105,6 +101,26 @@ func TestHeldPullWakesOnWhatItTakes(t *testing.T) {
 	}
 	if n := b.holds.woken.Load(); n != 2 {
 		t.Fatalf("woken %d in all, want 2", n)
+	}
+}
+
+// batchItem is one message of a batch send: its body and properties.
+type batchItem struct{ body, props string }
+
+// mustSendBatch sends items to queue 0 of topic in one SEND_BATCH_MESSAGE.
+func mustSendBatch(t *testing.T, c *remoting.Client, topic string, items []batchItem) {
+	t.Helper()
+	var batch []byte
+	for _, m := range items {
+		var err error
+		if batch, err = commitlog.AppendBatchItem(batch, 0, []byte(m.body), m.props); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp := call(t, c, remoting.SendBatchMessage, map[string]string{"a": "pg", "b": topic, "c": "TBW102", "d": "4", "e": "0",
+		"f": "0", "g": "1", "h": "0", "m": "true"}, batch)
+	if resp.Code != remoting.Success {
+		t.Fatalf("batch send to %s: %d %s", topic, resp.Code, resp.Remark)
 	}
 }
 
@@ -250,26 +266,8 @@ func TestHeldSQL92PullSleepsThroughRejectedMessages(t *testing.T) {
 		mustSend(t, c, "SQW", 0, "low", fmt.Sprintf("a\x01%d\x02", i%6))
 	}
 	b.caughtUp()
-	if n := b.holds.woken.Load(); n != 0 {
-		t.Fatalf("200 messages with a <= 5 re-ran the pull held for a > 5 %d times", n)
-	}
-	select {
-	case r := <-done:
-		t.Fatalf("the pull for a > 5 answered %d %v after rejected messages only", r.resp.Code, r.resp.ExtFields)
-	default:
-	}
-	var batch []byte
-	for _, m := range []struct{ body, a string }{{"x1", "1"}, {"wanted", "9"}, {"x2", "2"}} {
-		var err error
-		if batch, err = commitlog.AppendBatchItem(batch, 0, []byte(m.body), "a\x01"+m.a+"\x02"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	resp := call(t, c, remoting.SendBatchMessage, map[string]string{"a": "pg", "b": "SQW", "c": "TBW102", "d": "4", "e": "0",
-		"f": "0", "g": "1", "h": "0", "m": "true"}, batch)
-	if resp.Code != remoting.Success {
-		t.Fatalf("batch send: %d %s", resp.Code, resp.Remark)
-	}
+	stillHeld(t, b, done, "200 messages with a <= 5")
+	mustSendBatch(t, c, "SQW", []batchItem{{"x1", "a\x011\x02"}, {"wanted", "a\x019\x02"}, {"x2", "a\x012\x02"}})
 	r := <-done
 	if n := b.holds.woken.Load(); n != 1 {
 		t.Fatalf("the pull was woken %d times, want once, by the batch holding a = 9", n)

@@ -128,6 +128,23 @@ func (s *stack) close(t testing.TB) {
 	}
 }
 
+// startDispatcher replaces the stack's dispatcher, which the caller has
+// closed, by one with opts (Log, DB, Store, Offsets and Logger set to the
+// stack's), recovered and started.
+func (s *stack) startDispatcher(t testing.TB, opts DispatcherOptions) {
+	t.Helper()
+	opts.Log, opts.DB, opts.Store, opts.Offsets, opts.Logger = s.log, s.db, s.store, s.offsets, stackLogger
+	d, err := NewDispatcher(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Recover(); err != nil {
+		t.Fatalf("recover: %v", err)
+	}
+	d.Start()
+	s.disp = d
+}
+
 type fixtureQueue struct {
 	Topic     string `json:"topic"`
 	QueueID   int32  `json:"queueId"`
@@ -275,22 +292,13 @@ func TestDispatcherAdmit(t *testing.T) {
 	}
 	stall := make(chan struct{})
 	stalled := make(chan struct{}, 1)
-	var err error
-	s.disp, err = NewDispatcher(DispatcherOptions{
-		Log: s.log, DB: s.db, Store: s.store, Offsets: s.offsets, Logger: stackLogger, MaxLagBytes: 4096,
+	s.startDispatcher(t, DispatcherOptions{MaxLagBytes: 4096,
 		Hooks: map[string]Hook{"STALL": HookFunc(func(*pebble.Batch, *commitlog.Message) error {
 			stalled <- struct{}{}
 			<-stall
 			return nil
 		})},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.disp.Recover(); err != nil {
-		t.Fatal(err)
-	}
-	s.disp.Start()
 	ctx := context.Background()
 
 	if err := s.disp.Admit(ctx, time.Millisecond); err != nil {
@@ -304,7 +312,7 @@ func TestDispatcherAdmit(t *testing.T) {
 	if lag := s.disp.Lag(); lag <= 4096 {
 		t.Fatalf("lag %d after 40 appends behind a stalled dispatcher, want > 4096", lag)
 	}
-	err = s.disp.Admit(ctx, 20*time.Millisecond)
+	err := s.disp.Admit(ctx, 20*time.Millisecond)
 	if !errors.Is(err, ErrDispatchBehind) {
 		t.Fatalf("admit while %d bytes behind: %v, want ErrDispatchBehind", s.disp.Lag(), err)
 	}
@@ -389,16 +397,7 @@ func TestDispatcherBatchInterval(t *testing.T) {
 	for range 5 {
 		appendForInspect(t, s, "TopicA", 0, nil)
 	}
-	var err error
-	s.disp, err = NewDispatcher(DispatcherOptions{Log: s.log, DB: s.db, Store: s.store, Offsets: s.offsets,
-		Logger: stackLogger, MaxBatchRecords: 2, BatchInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.disp.Recover(); err != nil {
-		t.Fatal(err)
-	}
-	s.disp.Start()
+	s.startDispatcher(t, DispatcherOptions{MaxBatchRecords: 2, BatchInterval: time.Hour})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.disp.WaitFor(ctx, s.log.MaxOffset()); err != nil {
@@ -427,14 +426,7 @@ func TestDispatcherBatchInterval(t *testing.T) {
 		t.Fatal("Close did not end the wait for the batch interval")
 	}
 	// Reopened without an interval, the held record is dispatched.
-	s.disp, err = NewDispatcher(DispatcherOptions{Log: s.log, DB: s.db, Store: s.store, Offsets: s.offsets, Logger: stackLogger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.disp.Recover(); err != nil {
-		t.Fatal(err)
-	}
-	s.disp.Start()
+	s.startDispatcher(t, DispatcherOptions{})
 	if err := s.disp.CatchUp(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -490,15 +482,7 @@ func TestArrivalEachProperties(t *testing.T) {
 		n.WaitMatch("TopicP", 0, stopEarly, func() {})} {
 		defer w.Cancel()
 	}
-	var err error
-	s.disp, err = NewDispatcher(DispatcherOptions{Log: s.log, DB: s.db, Store: s.store, Offsets: s.offsets, Notifier: n, Logger: stackLogger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.disp.Recover(); err != nil {
-		t.Fatal(err)
-	}
-	s.disp.Start()
+	s.startDispatcher(t, DispatcherOptions{Notifier: n})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.disp.CatchUp(ctx); err != nil {
