@@ -70,6 +70,10 @@ type e2eRun struct {
 	achieved float64
 	e2e      Latency
 	send     Latency
+	// cpu is the CPU used in the paced window; acked the sends answered
+	// in it.
+	cpu   cpuUse
+	acked int64
 }
 
 func runE2E(ctx context.Context, w io.Writer, o e2eOptions) error {
@@ -91,7 +95,7 @@ func runE2E(ctx context.Context, w io.Writer, o e2eOptions) error {
 		if i == 0 {
 			fmt.Fprintf(w, "broker: %s at %s\n", t.Kind, t.Addr)
 		}
-		r, err := e2eOnce(ctx, t.Addr, o, i)
+		r, err := e2eOnce(ctx, t.Addr, t.PID, o, i)
 		if cerr := t.Close(); err == nil {
 			err = cerr
 		}
@@ -102,14 +106,25 @@ func runE2E(ctx context.Context, w io.Writer, o e2eOptions) error {
 		if r.maxRate > 0 {
 			fmt.Fprintf(w, "probed max %s msg/s, ", fmtNum(r.maxRate))
 		}
-		fmt.Fprintf(w, "target %s msg/s, achieved %s msg/s; produce-to-consume %s; send %s\n",
+		fmt.Fprintf(w, "target %s msg/s, achieved %s msg/s; produce-to-consume %s; send %s",
 			fmtNum(r.target), fmtNum(r.achieved), r.e2e, r.send)
+		self, brk := r.cpu.perMessage(r.acked)
+		if r.cpu.brokerKnown {
+			fmt.Fprintf(w, "; CPU per message: load generator %s, broker %s", fmtDur(self), fmtDur(brk))
+		} else {
+			fmt.Fprintf(w, "; CPU per message (load generator and broker): %s", fmtDur(self))
+		}
+		fmt.Fprintln(w)
 		runs = append(runs, r)
 	}
 	var t table
-	t.add("median of", "max msg/s", "rate msg/s", "e2e p50", "e2e p90", "e2e p99", "e2e p99.9", "e2e max", "send p99")
+	t.add("median of", "max msg/s", "rate msg/s", "e2e p50", "e2e p90", "e2e p99", "e2e p99.9", "e2e max", "send p99", "CPU/msg gen", "CPU/msg broker")
 	med := func(f func(e2eRun) time.Duration) time.Duration {
 		return time.Duration(medianOf(runs, func(r e2eRun) float64 { return float64(f(r)) }))
+	}
+	brokerCell := "(in gen)"
+	if len(runs) > 0 && runs[0].cpu.brokerKnown {
+		brokerCell = fmtDur(med(func(r e2eRun) time.Duration { _, b := r.cpu.perMessage(r.acked); return b }))
 	}
 	maxCell := "-"
 	if o.rate == 0 {
@@ -118,11 +133,15 @@ func runE2E(ctx context.Context, w io.Writer, o e2eOptions) error {
 	t.add(fmt.Sprintf("%d runs", len(runs)), maxCell, medianOf(runs, func(r e2eRun) float64 { return r.achieved }),
 		med(func(r e2eRun) time.Duration { return r.e2e.P50 }), med(func(r e2eRun) time.Duration { return r.e2e.P90 }),
 		med(func(r e2eRun) time.Duration { return r.e2e.P99 }), med(func(r e2eRun) time.Duration { return r.e2e.P999 }),
-		med(func(r e2eRun) time.Duration { return r.e2e.Max }), med(func(r e2eRun) time.Duration { return r.send.P99 }))
+		med(func(r e2eRun) time.Duration { return r.e2e.Max }), med(func(r e2eRun) time.Duration { return r.send.P99 }),
+		fmtDur(med(func(r e2eRun) time.Duration { s, _ := r.cpu.perMessage(r.acked); return s })), brokerCell)
 	return t.write(w)
 }
 
-func e2eOnce(ctx context.Context, addr string, o e2eOptions, run int) (e2eRun, error) {
+// e2eOnce runs one measurement against the broker at addr, whose process
+// is pid when the benchmark started it (0: unknown; its CPU is then not
+// reported).
+func e2eOnce(ctx context.Context, addr string, pid int, o e2eOptions, run int) (e2eRun, error) {
 	var r e2eRun
 	r.target = o.rate
 	stamp := time.Now().Unix()
@@ -174,13 +193,19 @@ func e2eOnce(ctx context.Context, addr string, o e2eOptions, run int) (e2eRun, e
 	start := time.Now()
 	from.Store(start.Add(o.warmup).UnixNano())
 	to.Store(start.Add(o.warmup + o.duration).UnixNano())
+	meter := &cpuMeter{pid: pid}
 	res, err := runLoad(ctx, addr, loadConfig{
 		topic: topic, queues: o.queues, producers: o.producers, inflight: o.inflight,
 		bodySize: o.body, rate: r.target, warmup: o.warmup, duration: o.duration, stampBody: true,
+		onWindow: meter.mark,
 	})
+	if err == nil {
+		err = meter.err
+	}
 	if err != nil {
 		return r, err
 	}
+	r.cpu, r.acked = meter.use, res.Acked
 	if res.Failed > 0 {
 		return r, fmt.Errorf("paced produce: %d sends failed, first: %s", res.Failed, res.FirstError)
 	}
