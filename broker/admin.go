@@ -1,10 +1,13 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -95,6 +98,9 @@ func (b *Broker) processCreateGroupList(_ context.Context, _ *remoting.Conn, req
 		gc, ok := decodeGroupConfig(raw)
 		if !ok {
 			return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("malformed subscription group %d of the list", i))
+		}
+		if refusal, err := b.groupAttributesRefusal(gc); err != nil || refusal != "" {
+			return remoting.NewResponse(req, remoting.SystemError, cmp.Or(refusal, fmt.Sprint(err)))
 		}
 		groups = append(groups, gc)
 	}
@@ -258,6 +264,9 @@ func (b *Broker) processCreateGroup(_ context.Context, _ *remoting.Conn, req *re
 	if !ok {
 		return remoting.NewResponse(req, remoting.SystemError, "malformed subscription group body")
 	}
+	if refusal, err := b.groupAttributesRefusal(gc); err != nil || refusal != "" {
+		return remoting.NewResponse(req, remoting.SystemError, cmp.Or(refusal, fmt.Sprint(err)))
+	}
 	if err := b.groups.Put(gc); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
@@ -273,6 +282,39 @@ func decodeGroupConfig(raw []byte) (meta.SubscriptionGroupConfig, bool) {
 		return gc, false
 	}
 	return gc, true
+}
+
+// groupAttributesRefusal is what RocketMQ 5.3 answers a subscription
+// group config whose attributes it would apply ("" when it has none):
+// attributes come as modifications of the group's current ones ("+key"
+// adds or changes, "-key" removes; only "+" when the group is new), and
+// RocketMQ knows no group attribute (SubscriptionGroupAttributes.ALL is
+// empty), so every well-formed one is an unsupported key. The remark is
+// its AttributeUtil's, for the first key in name order.
+func (b *Broker) groupAttributesRefusal(gc meta.SubscriptionGroupConfig) (string, error) {
+	if len(gc.Attributes) == 0 {
+		return "", nil
+	}
+	cur, exists, err := b.groups.Get(gc.GroupName)
+	if err != nil {
+		return "", fmt.Errorf("read subscription group %s: %w", gc.GroupName, err)
+	}
+	keys := slices.Sorted(maps.Keys(gc.Attributes))
+	for _, k := range keys {
+		real := k[1:]
+		_, has := cur.Attributes[real]
+		switch {
+		case real == "" || strings.ContainsAny(real, "+-"):
+			return "kv string format wrong.", nil
+		case !exists && k[0] != '+':
+			return "only add attribute is supported while creating topic. key: " + real, nil
+		case exists && k[0] == '-' && !has:
+			return "attempt to delete a nonexistent key: " + real, nil
+		case exists && k[0] != '+' && k[0] != '-':
+			return "wrong format key: " + real, nil
+		}
+	}
+	return "unsupported key: " + keys[0][1:], nil
 }
 
 // processGetAllGroups answers GET_ALL_SUBSCRIPTIONGROUP_CONFIG.

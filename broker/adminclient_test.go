@@ -142,6 +142,41 @@ func TestConsumeMessageDirectlyRelayed(t *testing.T) {
 	}
 }
 
+// RocketMQ 5.3 knows no subscription group attribute: a group config
+// that carries attribute modifications is refused with its remarks, and
+// nothing of it is stored.
+func TestCreateGroupRefusesAttributes(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	if r := call(t, c, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"ga","retryMaxTimes":3,"attributes":{}}`)); r.Code != remoting.Success {
+		t.Fatalf("group without attributes: %d %s", r.Code, r.Remark)
+	}
+	for _, tc := range []struct{ body, remark string }{
+		{`{"groupName":"ga","retryMaxTimes":7,"attributes":{"+priority":"1"}}`, "unsupported key: priority"},
+		{`{"groupName":"ga","attributes":{"-priority":""}}`, "attempt to delete a nonexistent key: priority"},
+		{`{"groupName":"ga","attributes":{"xpriority":"1"}}`, "wrong format key: priority"},
+		{`{"groupName":"ga","attributes":{"+":"1"}}`, "kv string format wrong."},
+		{`{"groupName":"g-new","attributes":{"-priority":""}}`, "only add attribute is supported while creating topic. key: priority"},
+		{`{"groupName":"g-new","attributes":{"+b":"1","+a":"2"}}`, "unsupported key: a"},
+	} {
+		if r := call(t, c, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(tc.body)); r.Code != remoting.SystemError || r.Remark != tc.remark {
+			t.Errorf("%s: %d %q, want SYSTEM_ERROR %q", tc.body, r.Code, r.Remark, tc.remark)
+		}
+	}
+	list := `{"groupConfigList":[{"groupName":"gl-ok"},{"groupName":"gl-attr","attributes":{"+a":"1"}}]}`
+	if r := call(t, c, remoting.UpdateAndCreateSubscriptionGroupList, nil, []byte(list)); r.Code != remoting.SystemError || r.Remark != "unsupported key: a" {
+		t.Errorf("list with an attribute: %d %q", r.Code, r.Remark)
+	}
+	if g, err := b.groupConfig("ga", false); err != nil || g.RetryMaxTimes != 3 || len(g.Attributes) != 0 {
+		t.Errorf("group ga after refused updates: %+v %v", g, err)
+	}
+	for _, name := range []string{"g-new", "gl-ok", "gl-attr"} {
+		if _, ok, err := b.groups.Get(name); err != nil || ok {
+			t.Errorf("group %s stored from a refused request (%v)", name, err)
+		}
+	}
+}
+
 func TestCreateGroupListAndSystemTopics(t *testing.T) {
 	b := startTestBroker(t, nil)
 	c := b.client(nil)
