@@ -16,6 +16,8 @@
 //	admin brokerConsumeStats -b 127.0.0.1:10911 [-l 100] [-o]
 //	admin consumerConnection -b 127.0.0.1:10911 -g GroupA
 //	admin resetOffsetByTime  -n 127.0.0.1:9876 -g GroupA -t TopicA -s 2026-11-30#12:00:00:000
+//	admin updateSubGroup     -b 127.0.0.1:10911 -g GroupA -r 3 -s true (or -c DefaultCluster)
+//	admin deleteSubGroup     -c DefaultCluster -g GroupA -r true
 //
 // and mqadmin's ACL 2.0 commands (createUser, updateUser, deleteUser,
 // getUser, listUser, createAcl, updateAcl, deleteAcl, getAcl, listAcl):
@@ -92,7 +94,7 @@ func newRoot(out io.Writer) *cobra.Command {
 	root.AddCommand(createTopicsCmd(g), updateTopicCmd(g), deleteTopicCmd(g), topicListCmd(g),
 		topicRouteCmd(g), clusterListCmd(g), brokerStatusCmd(g), topicStatusCmd(g), consumerProgressCmd(g), brokerConsumeStatsCmd(g),
 		consumerConnectionCmd(g), resetOffsetCmd(g), updateBrokerConfigCmd(g), getBrokerConfigCmd(g), updateNamesrvConfigCmd(g), getNamesrvConfigCmd(g), deleteExpiredCommitLogCmd(g), queryCQCmd(g),
-		checkCQWriteProgressCmd(g), statsAllCmd(g), haStatusCmd(g),
+		checkCQWriteProgressCmd(g), statsAllCmd(g), haStatusCmd(g), updateSubGroupCmd(g), deleteSubGroupCmd(g),
 		writePermCmd(g, "wipeWritePerm", remoting.WipeWritePermOfBroker, "wipeTopicCount", "wipe"),
 		writePermCmd(g, "addWritePerm", remoting.AddWritePermOfBroker, "addTopicCount", "add"))
 	root.AddCommand(authCmds(g)...)

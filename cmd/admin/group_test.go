@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// groupOf reads a group's config from the broker; ok is false when the
+// broker does not know the group.
+func groupOf(t *testing.T, c *remoting.Client, group string) (meta.SubscriptionGroupConfig, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.GetSubscriptionGroupConfig, map[string]string{"group": group}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gc meta.SubscriptionGroupConfig
+	if resp.Code == remoting.SubscriptionGroupNotExist {
+		return gc, false
+	}
+	if resp.Code != remoting.Success || json.Unmarshal(resp.Body, &gc) != nil {
+		t.Fatalf("group %s: %d %s", group, resp.Code, resp.Remark)
+	}
+	return gc, true
+}
+
+// updateSubGroup starts from RocketMQ's defaults with broadcast and
+// consume-from-min off, as mqadmin does, applies the settings given as
+// text, and replaces the group's config on the -b broker or every master
+// of a -c cluster.
+func TestUpdateSubGroup(t *testing.T) {
+	ns, b := startClusterWith(t, nil)
+	c := client(t, b.Addr())
+	out, err := run(t, "updateSubGroup", "-b", b.Addr(), "-g", "GA", "-r", "3", "-s", "false", "-q", "2", "-a", "FALSE", "-w", "0")
+	if err != nil || !strings.Contains(out, "create subscription group to "+b.Addr()+" success.") {
+		t.Fatalf("updateSubGroup -b: %q %v", out, err)
+	}
+	gc, ok := groupOf(t, c, "GA")
+	if !ok || gc.RetryMaxTimes != 3 || gc.ConsumeEnable || gc.RetryQueueNums != 2 || gc.NotifyConsumerIdsChangedEnable ||
+		gc.WhichBrokerWhenConsumeSlowly != 0 || gc.ConsumeBroadcastEnable || gc.ConsumeFromMinEnable || gc.BrokerID != 0 || gc.ConsumeMessageOrderly {
+		t.Fatalf("group GA after updateSubGroup -r 3 -s false -q 2 -a FALSE -w 0: %+v (found %v)", gc, ok)
+	}
+	// Again through the cluster, with other settings: the rest goes back to
+	// the defaults, as with mqadmin.
+	out, err = run(t, "updateSubGroup", "-c", "DefaultCluster", "-n", ns, "-g", "GA", "-d", "true", "-o", "true", "-i", "1")
+	if err != nil || !strings.Contains(out, "create subscription group to "+b.Addr()+" success.") {
+		t.Fatalf("updateSubGroup -c: %q %v", out, err)
+	}
+	if gc, _ := groupOf(t, c, "GA"); !gc.ConsumeBroadcastEnable || !gc.ConsumeMessageOrderly || gc.BrokerID != 1 || gc.RetryMaxTimes != 16 || !gc.ConsumeEnable {
+		t.Fatalf("group GA after updateSubGroup -c: %+v", gc)
+	}
+	for _, bad := range [][]string{{"-q", "two"}, {"-i", "x"}} {
+		if _, err := run(t, append([]string{"updateSubGroup", "-b", b.Addr(), "-g", "GB"}, bad...)...); err == nil || !strings.Contains(err.Error(), bad[1]) {
+			t.Errorf("updateSubGroup %v: %v, want an error naming the value", bad, err)
+		}
+	}
+	if _, err := run(t, "updateSubGroup", "-c", "NoSuchCluster", "-n", ns, "-g", "GB"); err == nil || !strings.Contains(err.Error(), "NoSuchCluster") {
+		t.Errorf("updateSubGroup of an unknown cluster: %v", err)
+	}
+	if _, ok := groupOf(t, c, "GB"); ok {
+		t.Error("a refused updateSubGroup created the group")
+	}
+}
+
+// deleteSubGroup deletes the group (its offsets with -r true); with -c it
+// also deletes the group's retry and DLQ topics.
+func TestDeleteSubGroup(t *testing.T) {
+	ns, b := startClusterWith(t, nil)
+	c := client(t, b.Addr())
+	commitOffset := func(group string) {
+		request(t, c, remoting.UpdateConsumerOffset, map[string]string{"consumerGroup": group, "topic": "DT", "queueId": "0", "commitOffset": "1"}, nil)
+	}
+	// hasOffset reports whether the committed offset 1 is there (with none,
+	// a queue without messages answers offset 0, as RocketMQ's does).
+	hasOffset := func(group string) bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.QueryConsumerOffset, map[string]string{"consumerGroup": group, "topic": "DT", "queueId": "0"}, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Code == remoting.Success && resp.ExtFields["offset"] == "1"
+	}
+	if _, err := run(t, "updateTopic", "-b", b.Addr(), "-t", "DT", "-r", "1", "-w", "1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{"GK", "GD"} {
+		if _, err := run(t, "updateSubGroup", "-b", b.Addr(), "-g", g); err != nil {
+			t.Fatal(err)
+		}
+		commitOffset(g)
+	}
+	out, err := run(t, "deleteSubGroup", "-b", b.Addr(), "-g", "GK")
+	if err != nil || !strings.Contains(out, "delete subscription group [GK] from broker ["+b.Addr()+"] success.") {
+		t.Fatalf("deleteSubGroup: %q %v", out, err)
+	}
+	if _, ok := groupOf(t, c, "GK"); ok || !hasOffset("GK") {
+		t.Fatalf("after deleteSubGroup without -r: group kept %v, offset kept %v; want the group gone and its offset kept", ok, hasOffset("GK"))
+	}
+
+	if _, err := run(t, "updateTopic", "-b", b.Addr(), "-t", meta.RetryTopic("GD"), "-r", "1", "-w", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "deleteSubGroup", "-c", "DefaultCluster", "-n", ns, "-g", "GD", "-r", "true"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := groupOf(t, c, "GD"); ok || hasOffset("GD") {
+		t.Fatalf("after deleteSubGroup -r true: group kept %v, offset kept %v; want both gone", ok, hasOffset("GD"))
+	}
+	// The broker no longer has the retry topic (the name server was told
+	// too, but a registration of the broker may still be on its way).
+	if out, err := run(t, "topicStatus", "-b", b.Addr(), "-t", meta.RetryTopic("GD")); err == nil {
+		t.Fatalf("the retry topic of the deleted group is still on the broker:\n%s", out)
+	}
+	if _, err := run(t, "topicStatus", "-b", b.Addr(), "-t", "DT"); err != nil {
+		t.Fatalf("topic DT: %v", err)
+	}
+}
