@@ -18,6 +18,8 @@
 //	admin resetOffsetByTime  -n 127.0.0.1:9876 -g GroupA -t TopicA -s 2026-11-30#12:00:00:000
 //	admin updateSubGroup     -b 127.0.0.1:10911 -g GroupA -r 3 -s true (or -c DefaultCluster)
 //	admin deleteSubGroup     -c DefaultCluster -g GroupA -r true
+//	admin queryMsgByKey      -n 127.0.0.1:9876 -t TopicA -k order-42
+//	admin queryMsgById       -i 7F00000100002A9F0000000000000400 [--body]
 //
 // and mqadmin's ACL 2.0 commands (createUser, updateUser, deleteUser,
 // getUser, listUser, createAcl, updateAcl, deleteAcl, getAcl, listAcl):
@@ -95,6 +97,7 @@ func newRoot(out io.Writer) *cobra.Command {
 		topicRouteCmd(g), clusterListCmd(g), brokerStatusCmd(g), topicStatusCmd(g), consumerProgressCmd(g), brokerConsumeStatsCmd(g),
 		consumerConnectionCmd(g), resetOffsetCmd(g), updateBrokerConfigCmd(g), getBrokerConfigCmd(g), updateNamesrvConfigCmd(g), getNamesrvConfigCmd(g), deleteExpiredCommitLogCmd(g), queryCQCmd(g),
 		checkCQWriteProgressCmd(g), statsAllCmd(g), haStatusCmd(g), updateSubGroupCmd(g), deleteSubGroupCmd(g),
+		queryMsgByKeyCmd(g), queryMsgByIDCmd(g), queryMsgByUniqueKeyCmd(g),
 		writePermCmd(g, "wipeWritePerm", remoting.WipeWritePermOfBroker, "wipeTopicCount", "wipe"),
 		writePermCmd(g, "addWritePerm", remoting.AddWritePermOfBroker, "addTopicCount", "add"))
 	root.AddCommand(authCmds(g)...)

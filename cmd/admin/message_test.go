@@ -1,0 +1,74 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// The three message queries find what a producer sent: by a word of its
+// KEYS on every master of the topic's route, by the offset id a send
+// answered, and by the UNIQ_KEY a client shows.
+func TestQueryMessages(t *testing.T) {
+	ns, b := startClusterWith(t, nil)
+	c := client(t, b.Addr())
+	if _, err := run(t, "updateTopic", "-b", b.Addr(), "-t", "MQ", "-r", "2", "-w", "2"); err != nil {
+		t.Fatal(err)
+	}
+	waitRoute(t, ns, "MQ")
+	sendKeyed := func(q, uniq, body string) string {
+		resp := request(t, c, remoting.SendMessageV2, map[string]string{
+			"a": "pg", "b": "MQ", "c": "TBW102", "d": "4", "e": q, "f": "0", "g": "1", "h": "0",
+			"i": "KEYS\x01order-1 other\x02UNIQ_KEY\x01" + uniq + "\x02TAGS\x01tagA\x02",
+		}, []byte(body))
+		return resp.ExtFields["msgId"]
+	}
+	offsetID := sendKeyed("0", "UNIQ-A", "first body")
+	sendKeyed("1", "UNIQ-B", "second body")
+	waitIndexed(t, c, "MQ", 0, 1)
+	waitIndexed(t, c, "MQ", 1, 1)
+
+	out, err := run(t, "queryMsgByKey", "-n", ns, "-t", "MQ", "-k", "order-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "#Message ID") || !strings.Contains(out, "UNIQ-A") || !strings.Contains(out, "UNIQ-B") {
+		t.Fatalf("queryMsgByKey order-1:\n%s", out)
+	}
+	if out, err := run(t, "queryMsgByKey", "-n", ns, "-t", "MQ", "-k", "no-such-key"); err != nil || strings.Count(out, "\n") != 1 {
+		t.Fatalf("queryMsgByKey of a key nobody sent: %q %v, want the header line only", out, err)
+	}
+	// The store-time window leaves out what was stored before it.
+	future := time.Now().Add(time.Hour).UnixMilli()
+	if out, err := run(t, "queryMsgByKey", "-n", ns, "-t", "MQ", "-k", "order-1", "--beginTimestamp", strconv.FormatInt(future, 10), "-e", strconv.FormatInt(future+1, 10)); err != nil || strings.Contains(out, "UNIQ") {
+		t.Fatalf("queryMsgByKey in a window after the sends: %q %v", out, err)
+	}
+
+	// The id names the broker's store host; this one listens on another
+	// port than its listenPort (0), so -b says where it is.
+	out, err = run(t, "queryMsgById", "-b", b.Addr(), "-i", offsetID, "--body")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"OffsetID:            " + offsetID, "Topic:               MQ", "Tags:                [tagA]",
+		"Keys:                [order-1 other]", "Queue ID:            0", "Queue Offset:        0", "UNIQ_KEY=UNIQ-A", "Body:                first body"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("queryMsgById lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := run(t, "queryMsgById", "-i", "not-a-message-id"); err == nil || !strings.Contains(err.Error(), "not-a-message-id") {
+		t.Errorf("queryMsgById of a malformed id: %v", err)
+	}
+
+	out, err = run(t, "queryMsgByUniqueKey", "-n", ns, "-t", "MQ", "-i", "UNIQ-B")
+	if err != nil || !strings.Contains(out, "Queue ID:            1") || strings.Contains(out, "Body:") {
+		t.Fatalf("queryMsgByUniqueKey UNIQ-B: %q %v", out, err)
+	}
+	if _, err := run(t, "queryMsgByUniqueKey", "-n", ns, "-t", "MQ", "-i", "UNIQ-NONE"); err == nil || !strings.Contains(err.Error(), "UNIQ-NONE") {
+		t.Errorf("queryMsgByUniqueKey of an id nobody sent: %v", err)
+	}
+}
