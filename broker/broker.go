@@ -22,6 +22,7 @@ import (
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/internal/periodic"
+	"github.com/rocketkv/rocketkv/internal/uniqid"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/metrics"
@@ -86,7 +87,7 @@ type Broker struct {
 	// it between New and Start.
 	statsClock func() time.Time
 	register   *registrar
-	uniq       *uniqIDGen
+	uniq       *uniqid.Gen
 	// timerCfg is the timer part of cfg, read by every send.
 	timerCfg timer.Config
 	// delayLevels are the delays of RocketMQ's messageDelayLevel.
@@ -180,7 +181,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 	if ip.Is4() {
 		ip4 = ip.As4()
 	}
-	b.uniq = newUniqIDGen(ip4)
+	b.uniq = uniqid.New(ip4)
 	return b, nil
 }
 

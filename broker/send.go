@@ -214,7 +214,7 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	uniq, hasUniq := commitlog.LookupProperty(props, propUniqKey)
 	set := [][2]string{{propCluster, b.cfg.BrokerClusterName}}
 	if !hasUniq || uniq == "" {
-		uniq = b.uniq.next()
+		uniq = b.uniq.Next()
 		set = append(set, [2]string{propUniqKey, uniq})
 	}
 	if topic != h.topic { // moved to the DLQ
