@@ -26,6 +26,11 @@ with the Go client (github.com/apache/rocketmq-client-go/v2):
     p.Start()
     p.SendSync(ctx, primitive.NewMessage("TopicTest", []byte("hello rocketkv")))
 
+or from another terminal, without writing code:
+
+    bin/admin sendMessage -t TopicTest -p "hello rocketkv"
+    bin/admin queryMsgByUniqueKey -t TopicTest -i <the #MsgId it printed> --body
+
 Topics are auto-created on first send. Inspect the store with bin/kvdump --store ./data summary
 once the broker is stopped. Ctrl-C stops both.
 

@@ -97,7 +97,7 @@ func newRoot(out io.Writer) *cobra.Command {
 		topicRouteCmd(g), clusterListCmd(g), brokerStatusCmd(g), topicStatusCmd(g), consumerProgressCmd(g), brokerConsumeStatsCmd(g),
 		consumerConnectionCmd(g), resetOffsetCmd(g), updateBrokerConfigCmd(g), getBrokerConfigCmd(g), updateNamesrvConfigCmd(g), getNamesrvConfigCmd(g), deleteExpiredCommitLogCmd(g), queryCQCmd(g),
 		checkCQWriteProgressCmd(g), statsAllCmd(g), haStatusCmd(g), updateSubGroupCmd(g), deleteSubGroupCmd(g),
-		queryMsgByKeyCmd(g), queryMsgByIDCmd(g), queryMsgByUniqueKeyCmd(g),
+		queryMsgByKeyCmd(g), queryMsgByIDCmd(g), queryMsgByUniqueKeyCmd(g), sendMessageCmd(g),
 		writePermCmd(g, "wipeWritePerm", remoting.WipeWritePermOfBroker, "wipeTopicCount", "wipe"),
 		writePermCmd(g, "addWritePerm", remoting.AddWritePermOfBroker, "addTopicCount", "add"))
 	root.AddCommand(authCmds(g)...)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -13,6 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/uniqid"
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -207,4 +211,126 @@ func printMessage(w io.Writer, m *commitlog.Message, showBody bool) {
 		fmt.Fprintf(w, "%-20s %s\n", r[0], r[1])
 	}
 	fmt.Fprintln(w)
+}
+
+// sendTarget is where sendMessage puts a message: a broker group's master
+// and a queue of the topic there.
+type sendTarget struct {
+	brokerName, addr string
+	queueID          int
+}
+
+// sendTargetOf picks where to send a message of topic: queue qid of
+// brokerName when both are given, else a writable queue of a master
+// (chosen by seed), from the topic's route, or from the route of the
+// auto-create template TBW102 for a topic the name servers do not know
+// yet (as the clients do; the broker then creates it).
+func (g *globals) sendTargetOf(ctx context.Context, topic, brokerName string, qid int, seed int) (sendTarget, error) {
+	route, err := g.route(ctx, topic)
+	if err != nil {
+		var tmplErr error
+		if route, tmplErr = g.route(ctx, autoCreateTemplate); tmplErr != nil {
+			return sendTarget{}, err
+		}
+	}
+	masters := map[string]string{}
+	for _, bd := range route.BrokerDatas {
+		if a, ok := bd.BrokerAddrs[0]; ok {
+			masters[bd.BrokerName] = a
+		}
+	}
+	var choices []sendTarget
+	for _, qd := range route.QueueDatas {
+		addr, ok := masters[qd.BrokerName]
+		if !ok || !meta.Writable(int(qd.Perm)) || (brokerName != "" && qd.BrokerName != brokerName) {
+			continue
+		}
+		for q := range int(qd.WriteQueueNums) {
+			if qid < 0 || q == qid {
+				choices = append(choices, sendTarget{brokerName: qd.BrokerName, addr: addr, queueID: q})
+			}
+		}
+	}
+	if len(choices) == 0 {
+		where := "a master"
+		if brokerName != "" {
+			where = "the master of " + brokerName
+		}
+		return sendTarget{}, fmt.Errorf("no writable queue of %s on %s", topic, where)
+	}
+	sort.Slice(choices, func(i, j int) bool {
+		return choices[i].brokerName < choices[j].brokerName || (choices[i].brokerName == choices[j].brokerName && choices[i].queueID < choices[j].queueID)
+	})
+	return choices[seed%len(choices)], nil
+}
+
+// autoCreateTemplate is the topic whose route clients use for a topic
+// the name servers do not know (RocketMQ's TBW102).
+const autoCreateTemplate = "TBW102"
+
+// route asks the name server for a topic's route.
+func (g *globals) route(ctx context.Context, topic string) (namesrv.TopicRouteData, error) {
+	var route namesrv.TopicRouteData
+	resp, err := g.invoke(ctx, g.namesrv, remoting.GetRouteInfoByTopic, remoting.Header{"topic": topic}, nil)
+	if err != nil {
+		return route, fmt.Errorf("route of %s: %w", topic, err)
+	}
+	if err := json.Unmarshal(resp.Body, &route); err != nil {
+		return route, fmt.Errorf("decode route of %s: %w", topic, err)
+	}
+	return route, nil
+}
+
+func sendMessageCmd(g *globals) *cobra.Command {
+	var topic, body, keys, tags, brokerName string
+	var qid int
+	cmd := &cobra.Command{
+		Use:   "sendMessage",
+		Short: "send one message with a UTF-8 body to a topic, as mqadmin sendMessage (SEND_MESSAGE_V2)",
+		Long: `sendMessage sends one message as a producer does: to a writable queue of the
+topic's route (the route of TBW102 for a topic the name server does not know
+yet, which the broker then creates), or to queue -i of --broker-name. It prints
+mqadmin's columns; the message id is the one clients show (UNIQ_KEY), and the
+offset id queryMsgById reads follows.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if qid >= 0 && brokerName == "" {
+				return fmt.Errorf("-i needs --broker-name: a queue id names a queue of one broker group")
+			}
+			target, err := g.sendTargetOf(cmd.Context(), topic, brokerName, qid, int(time.Now().UnixNano()>>10))
+			if err != nil {
+				return err
+			}
+			props := map[string]string{"UNIQ_KEY": uniqid.New([4]byte{127, 0, 0, 1}).Next(), "WAIT": "true"}
+			if keys != "" {
+				props["KEYS"] = keys
+			}
+			if tags != "" {
+				props["TAGS"] = tags
+			}
+			h := remoting.Header{"a": "TOOLS_PRODUCER", "b": topic, "c": autoCreateTemplate, "d": "4", "f": "0", "h": "0",
+				"i": commitlog.FormatProperties(props), "j": "0", "m": "false"}
+			h.SetInt32("e", int32(target.queueID))
+			h.SetInt64("g", time.Now().UnixMilli())
+			resp, err := g.invoke(cmd.Context(), target.addr, remoting.SendMessageV2, h, []byte(body))
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "%-32s  %-4s  %-20s    %s\n", "#Broker Name", "#QID", "#Send Result", "#MsgId")
+			fmt.Fprintf(w, "%-32s  %-4d  %-20s    %s\n", target.brokerName, target.queueID, "SEND_OK", props["UNIQ_KEY"])
+			fmt.Fprintf(w, "offset message id: %s\n", resp.ExtFields["msgId"])
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&topic, "topic", "t", "", "topic name")
+	f.StringVarP(&body, "body", "p", "", "message body (UTF-8 text)")
+	f.StringVarP(&keys, "key", "k", "", "message keys")
+	f.StringVarP(&tags, "tags", "c", "", "message tag")
+	f.StringVar(&brokerName, "broker-name", "", "broker group to send to (mqadmin's -b)")
+	f.IntVarP(&qid, "qid", "i", -1, "queue to send to (needs --broker-name)")
+	_ = cmd.MarkFlagRequired("topic")
+	_ = cmd.MarkFlagRequired("body")
+	return cmd
 }

@@ -72,3 +72,58 @@ func TestQueryMessages(t *testing.T) {
 		t.Errorf("queryMsgByUniqueKey of an id nobody sent: %v", err)
 	}
 }
+
+// sendMessage sends as a producer: to a queue of the topic's route, to a
+// chosen queue of a broker group, or through TBW102's route to a topic the
+// broker then creates; what it sent is found by the id it printed.
+func TestSendMessage(t *testing.T) {
+	ns, b := startClusterWith(t, nil)
+	c := client(t, b.Addr())
+	if _, err := run(t, "updateTopic", "-b", b.Addr(), "-t", "ST", "-r", "2", "-w", "2"); err != nil {
+		t.Fatal(err)
+	}
+	waitRoute(t, ns, "ST")
+	waitRoute(t, ns, "TBW102")
+	idOf := func(out string) string {
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 3 || !strings.HasPrefix(lines[0], "#Broker Name") || !strings.Contains(lines[1], "SEND_OK") {
+			t.Fatalf("sendMessage printed:\n%s", out)
+		}
+		f := strings.Fields(lines[1])
+		return f[len(f)-1]
+	}
+	out, err := run(t, "sendMessage", "-n", ns, "-t", "ST", "-p", "hello rocketkv", "-k", "k1", "-c", "tagX", "--broker-name", "broker-a", "-i", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := idOf(out)
+	if !strings.Contains(strings.Split(out, "\n")[1], "broker-a") || strings.Fields(strings.Split(out, "\n")[1])[1] != "1" {
+		t.Fatalf("sendMessage to queue 1 of broker-a printed:\n%s", out)
+	}
+	waitIndexed(t, c, "ST", 1, 1)
+	found, err := run(t, "queryMsgByUniqueKey", "-n", ns, "-t", "ST", "-i", id, "--body")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Queue ID:            1", "Tags:                [tagX]", "Keys:                [k1]", "Body:                hello rocketkv"} {
+		if !strings.Contains(found, want) {
+			t.Errorf("the message sendMessage sent lacks %q:\n%s", want, found)
+		}
+	}
+
+	// A topic the name server does not know goes by TBW102's route, and the
+	// broker creates it.
+	if _, err := run(t, "sendMessage", "-n", ns, "-t", "BornBySend", "-p", "first"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(t, "topicStatus", "-b", b.Addr(), "-t", "BornBySend"); err != nil {
+		t.Fatalf("topic created by the send: %q %v", out, err)
+	}
+
+	if _, err := run(t, "sendMessage", "-n", ns, "-t", "ST", "-p", "x", "-i", "0"); err == nil || !strings.Contains(err.Error(), "--broker-name") {
+		t.Errorf("-i without --broker-name: %v", err)
+	}
+	if _, err := run(t, "sendMessage", "-n", ns, "-t", "ST", "-p", "x", "--broker-name", "no-such-broker"); err == nil || !strings.Contains(err.Error(), "no-such-broker") {
+		t.Errorf("an unknown broker group: %v", err)
+	}
+}

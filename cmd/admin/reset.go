@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocketkv/rocketkv/internal/adminbody"
-	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -94,13 +92,9 @@ func resetOn(cmd *cobra.Command, g *globals, addrs []string, h remoting.Header) 
 
 // masters returns the master address of every broker group holding topic.
 func (g *globals) masters(ctx context.Context, topic string) ([]string, error) {
-	resp, err := g.invoke(ctx, g.namesrv, remoting.GetRouteInfoByTopic, remoting.Header{"topic": topic}, nil)
+	route, err := g.route(ctx, topic)
 	if err != nil {
-		return nil, fmt.Errorf("route of %s: %w", topic, err)
-	}
-	var route namesrv.TopicRouteData
-	if err := json.Unmarshal(resp.Body, &route); err != nil {
-		return nil, fmt.Errorf("decode route of %s: %w", topic, err)
+		return nil, err
 	}
 	var addrs []string
 	for _, bd := range route.BrokerDatas {
