@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -224,14 +225,17 @@ type sendTarget struct {
 // brokerName when both are given, else a writable queue of a master
 // (chosen by seed), from the topic's route, or from the route of the
 // auto-create template TBW102 for a topic the name servers do not know
-// yet (as the clients do; the broker then creates it).
+// yet, limited to its first defaultTopicQueueNums queues (as the clients
+// do; the broker then creates the topic with that many).
 func (g *globals) sendTargetOf(ctx context.Context, topic, brokerName string, qid int, seed int) (sendTarget, error) {
+	maxQueues := int32(math.MaxInt32)
 	route, err := g.route(ctx, topic)
 	if err != nil {
 		var tmplErr error
 		if route, tmplErr = g.route(ctx, autoCreateTemplate); tmplErr != nil {
 			return sendTarget{}, err
 		}
+		maxQueues = defaultTopicQueueNums
 	}
 	masters := map[string]string{}
 	for _, bd := range route.BrokerDatas {
@@ -245,7 +249,7 @@ func (g *globals) sendTargetOf(ctx context.Context, topic, brokerName string, qi
 		if !ok || !meta.Writable(int(qd.Perm)) || (brokerName != "" && qd.BrokerName != brokerName) {
 			continue
 		}
-		for q := range int(qd.WriteQueueNums) {
+		for q := range int(min(qd.WriteQueueNums, maxQueues)) {
 			if qid < 0 || q == qid {
 				choices = append(choices, sendTarget{brokerName: qd.BrokerName, addr: addr, queueID: q})
 			}
@@ -265,8 +269,13 @@ func (g *globals) sendTargetOf(ctx context.Context, topic, brokerName string, qi
 }
 
 // autoCreateTemplate is the topic whose route clients use for a topic
-// the name servers do not know (RocketMQ's TBW102).
-const autoCreateTemplate = "TBW102"
+// the name servers do not know (RocketMQ's TBW102), and
+// defaultTopicQueueNums the queues such a topic gets (the clients'
+// default, sent as the send header's defaultTopicQueueNums).
+const (
+	autoCreateTemplate    = "TBW102"
+	defaultTopicQueueNums = 4
+)
 
 // route asks the name server for a topic's route.
 func (g *globals) route(ctx context.Context, topic string) (namesrv.TopicRouteData, error) {
@@ -308,7 +317,7 @@ offset id queryMsgById reads follows.`,
 			if tags != "" {
 				props["TAGS"] = tags
 			}
-			h := remoting.Header{"a": "TOOLS_PRODUCER", "b": topic, "c": autoCreateTemplate, "d": "4", "f": "0", "h": "0",
+			h := remoting.Header{"a": "TOOLS_PRODUCER", "b": topic, "c": autoCreateTemplate, "d": strconv.Itoa(defaultTopicQueueNums), "f": "0", "h": "0",
 				"i": commitlog.FormatProperties(props), "j": "0", "m": "false"}
 			h.SetInt32("e", int32(target.queueID))
 			h.SetInt64("g", time.Now().UnixMilli())
