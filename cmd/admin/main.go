@@ -20,6 +20,8 @@
 //	admin deleteSubGroup     -c DefaultCluster -g GroupA -r true
 //	admin queryMsgByKey      -n 127.0.0.1:9876 -t TopicA -k order-42
 //	admin queryMsgById       -i 7F00000100002A9F0000000000000400 [--body]
+//	admin sendMessage        -n 127.0.0.1:9876 -t TopicA -p "hello" [-k order-42] [-c TagA]
+//	admin consumeMessage     -n 127.0.0.1:9876 -t TopicA [-o 100] [-c 10] [--body]
 //
 // and mqadmin's ACL 2.0 commands (createUser, updateUser, deleteUser,
 // getUser, listUser, createAcl, updateAcl, deleteAcl, getAcl, listAcl):
@@ -97,7 +99,7 @@ func newRoot(out io.Writer) *cobra.Command {
 		topicRouteCmd(g), clusterListCmd(g), brokerStatusCmd(g), topicStatusCmd(g), consumerProgressCmd(g), brokerConsumeStatsCmd(g),
 		consumerConnectionCmd(g), resetOffsetCmd(g), updateBrokerConfigCmd(g), getBrokerConfigCmd(g), updateNamesrvConfigCmd(g), getNamesrvConfigCmd(g), deleteExpiredCommitLogCmd(g), queryCQCmd(g),
 		checkCQWriteProgressCmd(g), statsAllCmd(g), haStatusCmd(g), updateSubGroupCmd(g), deleteSubGroupCmd(g),
-		queryMsgByKeyCmd(g), queryMsgByIDCmd(g), queryMsgByUniqueKeyCmd(g), sendMessageCmd(g),
+		queryMsgByKeyCmd(g), queryMsgByIDCmd(g), queryMsgByUniqueKeyCmd(g), sendMessageCmd(g), consumeMessageCmd(g),
 		writePermCmd(g, "wipeWritePerm", remoting.WipeWritePermOfBroker, "wipeTopicCount", "wipe"),
 		writePermCmd(g, "addWritePerm", remoting.AddWritePermOfBroker, "addTopicCount", "add"))
 	root.AddCommand(authCmds(g)...)

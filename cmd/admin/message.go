@@ -343,3 +343,160 @@ offset id queryMsgById reads follows.`,
 	_ = cmd.MarkFlagRequired("body")
 	return cmd
 }
+
+// toolsConsumerGroup is the group consumeMessage pulls as, mqadmin's
+// default; it commits nothing.
+const toolsConsumerGroup = "TOOLS_CONSUMER"
+
+// queueOffsetAt asks a broker for a queue offset: the minimum (at < 0),
+// the maximum (at == math.MaxInt64), or the first message stored at or
+// after at (ms).
+func (g *globals) queueOffsetAt(ctx context.Context, addr, topic string, qid int, at int64) (int64, error) {
+	h := remoting.Header{"topic": topic}
+	h.SetInt32("queueId", int32(qid))
+	code := remoting.SearchOffsetByTimestamp
+	switch {
+	case at < 0:
+		code = remoting.GetMinOffset
+	case at == math.MaxInt64:
+		code = remoting.GetMaxOffset
+	default:
+		h.SetInt64("timestamp", at)
+	}
+	resp, err := g.invoke(ctx, addr, code, h, nil)
+	if err != nil {
+		return 0, err
+	}
+	off, err := remoting.Header(resp.ExtFields).Int64("offset")
+	if err != nil {
+		return 0, fmt.Errorf("offset of %s/%d on %s: %w", topic, qid, addr, err)
+	}
+	return off, nil
+}
+
+// pullRange pulls queue qid of topic from offset from up to before end,
+// at most max messages, without committing anything, and hands each
+// message to fn.
+func (g *globals) pullRange(ctx context.Context, addr, topic string, qid int, from, end int64, max int, fn func(*commitlog.Message)) (int, error) {
+	n := 0
+	for from < end && n < max {
+		h := remoting.Header{"consumerGroup": toolsConsumerGroup, "topic": topic, "subscription": "*", "expressionType": "TAG",
+			"subVersion": "0", "commitOffset": "0", "suspendTimeoutMillis": "0"}
+		h.SetInt32("queueId", int32(qid))
+		h.SetInt64("queueOffset", from)
+		h.SetInt32("maxMsgNums", int32(min(32, max-n)))
+		h.SetInt32("sysFlag", 4) // subscription given; no commit, no suspend
+		resp, err := g.invoke(ctx, addr, remoting.PullMessage, h, nil)
+		if resp == nil {
+			return n, err
+		}
+		next, nerr := remoting.Header(resp.ExtFields).Int64("nextBeginOffset")
+		switch resp.Code {
+		case remoting.Success:
+			for body := resp.Body; len(body) > 0 && n < max; {
+				m, err := commitlog.Decode(body)
+				if err != nil {
+					return n, fmt.Errorf("decode a message pulled from %s/%d@%d: %w", topic, qid, from, err)
+				}
+				body = body[m.StoreSize:]
+				if m.QueueOffset < end {
+					fn(&m)
+					n++
+				}
+			}
+		case remoting.PullNotFound:
+			return n, nil
+		case remoting.PullOffsetMoved, remoting.PullRetryImmediately:
+		default:
+			return n, err
+		}
+		if nerr != nil || next <= from {
+			return n, nil // nothing further to read
+		}
+		from = next
+	}
+	return n, nil
+}
+
+func consumeMessageCmd(g *globals) *cobra.Command {
+	var topic, brokerName string
+	var qid, count int
+	var offset, begin, end int64
+	var showBody bool
+	cmd := &cobra.Command{
+		Use:   "consumeMessage",
+		Short: "print a topic's messages without consuming them: pulls that commit nothing, as mqadmin consumeMessage",
+		Long: `consumeMessage reads up to -c messages of every queue of a topic (or of
+--broker-name, queue -i), from -o, or from the first message stored at -s, or
+from each queue's minimum, up to the message stored at -e or the end, and
+prints them. It pulls as group TOOLS_CONSUMER and commits no offset.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if qid >= 0 && brokerName == "" {
+				return fmt.Errorf("-i needs --broker-name: a queue id names a queue of one broker group")
+			}
+			route, err := g.route(ctx, topic)
+			if err != nil {
+				return err
+			}
+			masters := map[string]string{}
+			for _, bd := range route.BrokerDatas {
+				if a, ok := bd.BrokerAddrs[0]; ok {
+					masters[bd.BrokerName] = a
+				}
+			}
+			sort.Slice(route.QueueDatas, func(i, j int) bool { return route.QueueDatas[i].BrokerName < route.QueueDatas[j].BrokerName })
+			printed := 0
+			for _, qd := range route.QueueDatas {
+				addr, ok := masters[qd.BrokerName]
+				if !ok || (brokerName != "" && qd.BrokerName != brokerName) {
+					continue
+				}
+				for q := range int(qd.ReadQueueNums) {
+					if (qid >= 0 && q != qid) || printed >= count {
+						continue
+					}
+					from := offset
+					if !cmd.Flags().Changed("offset") {
+						at := int64(-1)
+						if cmd.Flags().Changed("beginTimestamp") {
+							at = begin
+						}
+						if from, err = g.queueOffsetAt(ctx, addr, topic, q, at); err != nil {
+							return err
+						}
+					}
+					to := int64(math.MaxInt64)
+					if cmd.Flags().Changed("endTimestamp") {
+						to = end
+					}
+					if to, err = g.queueOffsetAt(ctx, addr, topic, q, to); err != nil {
+						return err
+					}
+					n, err := g.pullRange(ctx, addr, topic, q, from, to, count-printed, func(m *commitlog.Message) {
+						fmt.Fprintf(cmd.OutOrStdout(), "%s %s/%d@%d\n", qd.BrokerName, m.Topic, m.QueueID, m.QueueOffset)
+						printMessage(cmd.OutOrStdout(), m, showBody)
+					})
+					printed += n
+					if err != nil {
+						return err
+					}
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%d messages\n", printed)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&topic, "topic", "t", "", "topic name")
+	f.StringVar(&brokerName, "broker-name", "", "only this broker group (mqadmin's -b)")
+	f.IntVarP(&qid, "queueId", "i", -1, "only this queue (needs --broker-name)")
+	f.Int64VarP(&offset, "offset", "o", 0, "queue offset to start from (default: each queue's minimum)")
+	f.Int64VarP(&begin, "beginTimestamp", "s", 0, "start at the first message stored at or after this time (ms since the epoch)")
+	f.Int64VarP(&end, "endTimestamp", "e", 0, "stop before the first message stored at or after this time (ms since the epoch)")
+	f.IntVarP(&count, "messageCount", "c", 128, "most messages to print")
+	f.BoolVar(&showBody, "body", false, "print the bodies too (as text when UTF-8, else their length)")
+	_ = cmd.MarkFlagRequired("topic")
+	return cmd
+}

@@ -132,3 +132,56 @@ func TestSendMessage(t *testing.T) {
 		t.Errorf("an unknown broker group: %v", err)
 	}
 }
+
+// consumeMessage prints what the queues hold, within the offsets or store
+// times asked, and commits nothing.
+func TestConsumeMessage(t *testing.T) {
+	ns, b := startClusterWith(t, nil)
+	c := client(t, b.Addr())
+	if _, err := run(t, "updateTopic", "-b", b.Addr(), "-t", "CT", "-r", "2", "-w", "2"); err != nil {
+		t.Fatal(err)
+	}
+	waitRoute(t, ns, "CT")
+	for i := range 8 {
+		q := strconv.Itoa(i % 2)
+		if _, err := run(t, "sendMessage", "-n", ns, "-t", "CT", "-p", "m"+strconv.Itoa(i), "--broker-name", "broker-a", "-i", q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitIndexed(t, c, "CT", 0, 4)
+	waitIndexed(t, c, "CT", 1, 4)
+	sent := time.Now().UnixMilli()
+
+	for _, tc := range []struct {
+		args  []string
+		count int
+		want  []string
+	}{
+		{nil, 8, []string{"CT/0@0", "CT/0@3", "CT/1@3"}},
+		{[]string{"--broker-name", "broker-a", "-i", "1", "-o", "2", "--body"}, 2, []string{"CT/1@2", "CT/1@3", "Body:                m7"}},
+		{[]string{"-c", "3"}, 3, []string{"CT/0@2"}},
+		{[]string{"-s", strconv.FormatInt(sent+60_000, 10)}, 0, nil},
+		{[]string{"-e", strconv.FormatInt(sent+60_000, 10)}, 8, nil},
+	} {
+		out, err := run(t, append([]string{"consumeMessage", "-n", ns, "-t", "CT"}, tc.args...)...)
+		if err != nil {
+			t.Fatalf("consumeMessage %v: %v", tc.args, err)
+		}
+		if !strings.HasSuffix(out, strconv.Itoa(tc.count)+" messages\n") || strings.Count(out, "OffsetID:") != tc.count {
+			t.Errorf("consumeMessage %v printed %d messages, want %d:\n%s", tc.args, strings.Count(out, "OffsetID:"), tc.count, out)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("consumeMessage %v lacks %q:\n%s", tc.args, w, out)
+			}
+		}
+	}
+	// Nothing was committed for the tool's group.
+	resp := request(t, c, remoting.QueryConsumerOffset, map[string]string{"consumerGroup": "TOOLS_CONSUMER", "topic": "CT", "queueId": "0"}, nil)
+	if off := resp.ExtFields["offset"]; off != "0" {
+		t.Errorf("TOOLS_CONSUMER's offset of CT/0 after consumeMessage: %s, want none (0)", off)
+	}
+	if _, err := run(t, "consumeMessage", "-n", ns, "-t", "CT", "-i", "0"); err == nil || !strings.Contains(err.Error(), "--broker-name") {
+		t.Errorf("-i without --broker-name: %v", err)
+	}
+}
