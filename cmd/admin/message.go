@@ -237,12 +237,7 @@ func (g *globals) sendTargetOf(ctx context.Context, topic, brokerName string, qi
 		}
 		maxQueues = defaultTopicQueueNums
 	}
-	masters := map[string]string{}
-	for _, bd := range route.BrokerDatas {
-		if a, ok := bd.BrokerAddrs[0]; ok {
-			masters[bd.BrokerName] = a
-		}
-	}
+	masters := mastersByName(route)
 	var choices []sendTarget
 	for _, qd := range route.QueueDatas {
 		addr, ok := masters[qd.BrokerName]
@@ -276,6 +271,18 @@ const (
 	autoCreateTemplate    = "TBW102"
 	defaultTopicQueueNums = 4
 )
+
+// mastersByName maps each broker group of a route to its master's
+// address (groups without a master are left out).
+func mastersByName(route namesrv.TopicRouteData) map[string]string {
+	masters := map[string]string{}
+	for _, bd := range route.BrokerDatas {
+		if a, ok := bd.BrokerAddrs[0]; ok {
+			masters[bd.BrokerName] = a
+		}
+	}
+	return masters
+}
 
 // route asks the name server for a topic's route.
 func (g *globals) route(ctx context.Context, topic string) (namesrv.TopicRouteData, error) {
@@ -440,12 +447,7 @@ prints them. It pulls as group TOOLS_CONSUMER and commits no offset.`,
 			if err != nil {
 				return err
 			}
-			masters := map[string]string{}
-			for _, bd := range route.BrokerDatas {
-				if a, ok := bd.BrokerAddrs[0]; ok {
-					masters[bd.BrokerName] = a
-				}
-			}
+			masters := mastersByName(route)
 			sort.Slice(route.QueueDatas, func(i, j int) bool { return route.QueueDatas[i].BrokerName < route.QueueDatas[j].BrokerName })
 			printed := 0
 			for _, qd := range route.QueueDatas {

@@ -97,10 +97,8 @@ func (g *globals) masters(ctx context.Context, topic string) ([]string, error) {
 		return nil, err
 	}
 	var addrs []string
-	for _, bd := range route.BrokerDatas {
-		if a, ok := bd.BrokerAddrs[0]; ok {
-			addrs = append(addrs, a)
-		}
+	for _, a := range mastersByName(route) {
+		addrs = append(addrs, a)
 	}
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("route of %s names no master broker", topic)
