@@ -301,10 +301,13 @@ func (b *Broker) groupAttributesRefusal(gc meta.SubscriptionGroupConfig) (string
 	}
 	keys := slices.Sorted(maps.Keys(gc.Attributes))
 	for _, k := range keys {
+		if len(k) < 2 {
+			return "kv string format wrong.", nil // no name after the sign
+		}
 		real := k[1:]
 		_, has := cur.Attributes[real]
 		switch {
-		case real == "" || strings.ContainsAny(real, "+-"):
+		case strings.ContainsAny(real, "+-"):
 			return "kv string format wrong.", nil
 		case !exists && k[0] != '+':
 			return "only add attribute is supported while creating topic. key: " + real, nil

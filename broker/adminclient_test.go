@@ -156,6 +156,7 @@ func TestCreateGroupRefusesAttributes(t *testing.T) {
 		{`{"groupName":"ga","attributes":{"-priority":""}}`, "attempt to delete a nonexistent key: priority"},
 		{`{"groupName":"ga","attributes":{"xpriority":"1"}}`, "wrong format key: priority"},
 		{`{"groupName":"ga","attributes":{"+":"1"}}`, "kv string format wrong."},
+		{`{"groupName":"ga","attributes":{"":"1"}}`, "kv string format wrong."},
 		{`{"groupName":"g-new","attributes":{"-priority":""}}`, "only add attribute is supported while creating topic. key: priority"},
 		{`{"groupName":"g-new","attributes":{"+b":"1","+a":"2"}}`, "unsupported key: a"},
 	} {
