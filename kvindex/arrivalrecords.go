@@ -12,9 +12,10 @@ import (
 // SQL92 selector needs to tell whether a held request would take one of
 // them, as RocketMQ evaluates a held request's filter against each
 // dispatched message's properties before it wakes the request. Nothing is
-// collected while dispatching; a match that asks reads the records back
-// from the CommitLog (just written, so in the page cache), and the
-// batch's entries are grouped by queue on the first ask. Only the
+// collected while dispatching; the first match that asks for an entry
+// reads its record back from the CommitLog (just written, so in the page
+// cache), and the properties are kept for the other matches of the batch.
+// The batch's entries are grouped by queue on the first ask. Only the
 // dispatch goroutine uses it, during the batch's notifications.
 type arrivalRecords struct {
 	log     *commitlog.Log
@@ -23,9 +24,12 @@ type arrivalRecords struct {
 	nqueues int
 	grouped bool
 	// order holds entry indexes queue by queue once grouped; queue q's
-	// are order[start[q]:start[q+1]], in queue order. fill is group's
-	// scratch.
-	order, start, fill []int
+	// are order[start[q]:start[q+1]], in queue order. queueOf (each
+	// entry's queue) and fill are group's scratch.
+	order, start, queueOf, fill []int
+	// props are the entries' properties once read (read[i]).
+	props []string
+	read  []bool
 }
 
 // begin makes the batch's entries available to the Arrivals about to be
@@ -34,39 +38,42 @@ func (r *arrivalRecords) begin(log *commitlog.Log, entries []cq.Dispatch, touche
 	r.log, r.entries, r.touched, r.nqueues, r.grouped = log, entries, touched, nqueues, false
 }
 
-func (r *arrivalRecords) end() { r.entries, r.touched = nil, nil }
+func (r *arrivalRecords) end() {
+	r.entries, r.touched = nil, nil
+	clear(r.props) // the strings of one batch are not kept into the next
+}
 
-// group computes order and start: a counting sort of the entries by queue,
-// stable, so each queue's entries stay in queue order.
+// group computes order and start, a counting sort of the entries by queue
+// (stable, so each queue's entries stay in queue order), and makes room
+// for the properties read.
 func (r *arrivalRecords) group() {
-	r.start = zeroed(r.start, r.nqueues+1)
+	n := len(r.entries)
+	r.queueOf = resized(r.queueOf, n)
+	r.start = resized(r.start, r.nqueues+1)
+	clear(r.start)
 	for i := range r.entries {
-		r.start[r.queueOf(i)+1]++
+		q := r.touched[queueIDOf(r.entries[i].Topic, r.entries[i].QueueID)]
+		r.queueOf[i] = q
+		r.start[q+1]++
 	}
 	for q := range r.nqueues {
 		r.start[q+1] += r.start[q]
 	}
-	r.order = zeroed(r.order, len(r.entries))
+	r.order = resized(r.order, n)
 	r.fill = append(r.fill[:0], r.start[:r.nqueues]...)
-	for i := range r.entries {
-		q := r.queueOf(i)
+	for i, q := range r.queueOf {
 		r.order[r.fill[q]] = i
 		r.fill[q]++
 	}
+	r.props = resized(r.props, n)
+	r.read = resized(r.read, n)
+	clear(r.read)
 	r.grouped = true
 }
 
-// queueOf is the batch's queue index of entry i.
-func (r *arrivalRecords) queueOf(i int) int {
-	return r.touched[queueIDOf(r.entries[i].Topic, r.entries[i].QueueID)]
-}
-
-// zeroed returns s resized to n zeros, reusing its room.
-func zeroed(s []int, n int) []int {
-	s = slices.Grow(s[:0], n)[:n]
-	clear(s)
-	return s
-}
+// resized returns s with length n, reusing its room (its contents are
+// not kept).
+func resized[T any](s []T, n int) []T { return slices.Grow(s[:0], n)[:n] }
 
 // each calls yield with the properties of queue q's new entries in queue
 // order until yield returns false. It reports false, having stopped, when
@@ -79,17 +86,20 @@ func (r *arrivalRecords) each(q int, yield func(props string) bool) bool {
 		r.group()
 	}
 	for _, i := range r.order[r.start[q]:r.start[q+1]] {
-		e := &r.entries[i]
-		v, err := r.log.Read(e.PhyOffset, e.Size)
-		if err != nil {
-			return false
+		if !r.read[i] {
+			e := &r.entries[i]
+			v, err := r.log.Read(e.PhyOffset, e.Size)
+			if err != nil {
+				return false
+			}
+			m, err := commitlog.Decode(v.Data) // Properties is a copy
+			v.Release()
+			if err != nil {
+				return false
+			}
+			r.props[i], r.read[i] = m.Properties, true
 		}
-		m, err := commitlog.Decode(v.Data) // Properties is a copy
-		v.Release()
-		if err != nil {
-			return false
-		}
-		if !yield(m.Properties) {
+		if !yield(r.props[i]) {
 			return true
 		}
 	}

@@ -495,3 +495,28 @@ func TestArrivalEachProperties(t *testing.T) {
 		t.Fatal("an Arrival of Notify claims to know its properties")
 	}
 }
+
+// An entry whose record cannot be read back makes its Arrival's
+// properties unknown (the match must then accept), and every match of the
+// batch sees the same properties of the entries it could read.
+func TestArrivalPropertiesUnreadable(t *testing.T) {
+	s := openStack(t, t.TempDir(), commitlog.DefaultConfig(""))
+	defer s.close(t)
+	res := appendForInspect(t, s, "TopicU", 0, map[string]string{"k": "v"})
+	var r arrivalRecords
+	entries := []cq.Dispatch{
+		{Topic: "TopicU", QueueID: 0, Entry: cq.Entry{PhyOffset: res.PhyOffset, Size: int32(res.WroteBytes)}},
+		{Topic: "TopicU", QueueID: 1, Entry: cq.Entry{PhyOffset: 1 << 40, Size: 100}}, // past the log's end
+	}
+	r.begin(s.log, entries, map[qkey]int{queueIDOf("TopicU", 0): 0, queueIDOf("TopicU", 1): 1}, 2)
+	defer r.end()
+	for pass := range 2 {
+		var got []string
+		if known := r.each(0, func(p string) bool { got = append(got, p); return true }); !known || len(got) != 1 || got[0] != "k\x01v\x02" {
+			t.Fatalf("pass %d over the readable entry: %q, known %v", pass, got, known)
+		}
+	}
+	if r.each(1, func(string) bool { t.Error("yield called for an unreadable record"); return true }) {
+		t.Fatal("the properties of an entry past the log's end are reported known")
+	}
+}
