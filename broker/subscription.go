@@ -106,13 +106,19 @@ func (s *subscription) arrivalMatch() func(kvindex.Arrival) bool {
 		return func(a kvindex.Arrival) bool {
 			taken := false
 			known := a.EachProperties(func(props string) bool {
-				taken = s.sql.Matches(func(name string) (string, bool) { return commitlog.LookupProperty(props, name) })
+				taken = s.sqlTakes(props)
 				return !taken
 			})
 			return taken || !known
 		}
 	}
 	return func(a kvindex.Arrival) bool { return slices.ContainsFunc(a.Codes, s.matchesCode) }
+}
+
+// sqlTakes evaluates the subscription's SQL92 selector against a
+// message's properties string.
+func (s *subscription) sqlTakes(props string) bool {
+	return s.sql.Matches(func(name string) (string, bool) { return commitlog.LookupProperty(props, name) })
 }
 
 // matchesRecord checks the exact tag of a record whose code matched, so
@@ -127,7 +133,7 @@ func (s *subscription) matchesRecord(rec []byte) bool {
 		return false
 	}
 	if s.sql != nil {
-		return s.sql.Matches(func(name string) (string, bool) { return commitlog.LookupProperty(m.Properties, name) })
+		return s.sqlTakes(m.Properties)
 	}
 	tag, _ := commitlog.LookupProperty(m.Properties, "TAGS")
 	_, ok := s.tags[tag]
