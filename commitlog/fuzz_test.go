@@ -157,3 +157,35 @@ func FuzzParseMessageID(f *testing.F) {
 		}
 	})
 }
+
+// DecodeAll of arbitrary bytes never panics, and what it decodes is
+// exactly the run of whole records Decode finds one after another.
+func FuzzDecodeAll(f *testing.F) {
+	seeds := fixtureRecordSeeds(f)
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	if len(seeds) > 1 {
+		f.Add(append(append([]byte(nil), seeds[0]...), seeds[1]...))
+		f.Add(append(append([]byte(nil), seeds[0]...), seeds[1][:len(seeds[1])/2]...)) // torn tail
+	}
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		b = b[:len(b):len(b)]
+		msgs, err := DecodeAll(b)
+		off := 0
+		for i, m := range msgs {
+			want, derr := Decode(b[off:])
+			if derr != nil || !reflect.DeepEqual(want, m) {
+				t.Fatalf("record %d at %d: DecodeAll %+v, Decode %+v (%v)", i, off, m, want, derr)
+			}
+			off += int(m.StoreSize)
+		}
+		if err == nil && off != len(b) {
+			t.Fatalf("DecodeAll decoded %d of %d bytes without an error", off, len(b))
+		}
+		if err != nil && off >= len(b) {
+			t.Fatalf("DecodeAll failed (%v) after decoding every byte", err)
+		}
+	})
+}

@@ -319,6 +319,23 @@ func decodeTopic(b []byte, topics func([]byte) string) string {
 // CRC; see DecodeWith.
 func Decode(b []byte) (Message, error) { return DecodeWith(b, DecodeOptions{}) }
 
+// DecodeAll decodes b as whole records one after another, the body of a
+// pull, pop, peek or query answer, without verifying body CRCs. Each
+// Message's Body aliases b. A record that does not decode (a torn tail
+// included) is an error naming its position; nothing of b is skipped.
+func DecodeAll(b []byte) ([]Message, error) {
+	var out []Message
+	for off := 0; off < len(b); {
+		m, err := Decode(b[off:])
+		if err != nil {
+			return out, fmt.Errorf("record %d at byte %d of %d: %w", len(out), off, len(b), err)
+		}
+		out = append(out, m)
+		off += int(m.StoreSize)
+	}
+	return out, nil
+}
+
 // DecodeWith decodes the record starting at b[0]; b may extend past it.
 //
 // Message.Body aliases b (it is not copied): keep b alive and unchanged

@@ -47,14 +47,11 @@ func (g *globals) queryMessages(ctx context.Context, topic, key string, unique b
 		if err != nil {
 			return nil, err
 		}
-		for body := resp.Body; len(body) > 0; {
-			m, err := commitlog.Decode(body)
-			if err != nil {
-				return nil, fmt.Errorf("decode a message %s answered for key %q: %w", addr, key, err)
-			}
-			out = append(out, m)
-			body = body[m.StoreSize:]
+		msgs, err := commitlog.DecodeAll(resp.Body)
+		if err != nil {
+			return nil, fmt.Errorf("decode the messages %s answered for key %q: %w", addr, key, err)
 		}
+		out = append(out, msgs...)
 	}
 	return out, nil
 }
@@ -400,14 +397,13 @@ func (g *globals) pullRange(ctx context.Context, addr, topic string, qid int, fr
 		next, nerr := remoting.Header(resp.ExtFields).Int64("nextBeginOffset")
 		switch resp.Code {
 		case remoting.Success:
-			for body := resp.Body; len(body) > 0 && n < max; {
-				m, err := commitlog.Decode(body)
-				if err != nil {
-					return n, fmt.Errorf("decode a message pulled from %s/%d@%d: %w", topic, qid, from, err)
-				}
-				body = body[m.StoreSize:]
-				if m.QueueOffset < end {
-					fn(&m)
+			msgs, err := commitlog.DecodeAll(resp.Body)
+			if err != nil {
+				return n, fmt.Errorf("decode the messages pulled from %s/%d@%d: %w", topic, qid, from, err)
+			}
+			for i := range msgs {
+				if n < max && msgs[i].QueueOffset < end {
+					fn(&msgs[i])
 					n++
 				}
 			}

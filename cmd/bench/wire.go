@@ -122,14 +122,8 @@ func decodePull(resp *remoting.Command) (pullResult, error) {
 	if resp.Code != remoting.Success {
 		return r, nil
 	}
-	body := resp.Body
-	for len(body) > 0 {
-		m, err := commitlog.Decode(body)
-		if err != nil {
-			return r, fmt.Errorf("decode pulled record: %w", err)
-		}
-		r.msgs = append(r.msgs, m)
-		body = body[m.StoreSize:]
+	if r.msgs, err = commitlog.DecodeAll(resp.Body); err != nil {
+		return r, fmt.Errorf("decode pulled records: %w", err)
 	}
 	return r, nil
 }

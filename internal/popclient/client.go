@@ -354,15 +354,9 @@ func (c *Client) Peek(ctx context.Context, group, topic string, queueID int32, m
 	if err != nil {
 		return 0, nil, err
 	}
-	var out []commitlog.Message
-	body := resp.Body
-	for len(body) > 0 {
-		m, err := commitlog.Decode(body)
-		if err != nil {
-			return resp.Code, nil, err
-		}
-		out = append(out, m)
-		body = body[m.StoreSize:]
+	out, err := commitlog.DecodeAll(resp.Body)
+	if err != nil {
+		return resp.Code, nil, fmt.Errorf("decode peeked messages: %w", err)
 	}
 	return resp.Code, out, nil
 }
