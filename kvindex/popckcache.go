@@ -248,24 +248,28 @@ func (cc *checkpointCache) apply(updates []ckUpdate) {
 		i, found := q.find(u.c.CKOffset, u.c.PopTime)
 		switch {
 		case u.deleted && found:
-			q.bytes -= ckEntrySize(q.cks[i])
-			cc.bytes -= ckEntrySize(q.cks[i])
+			cc.grow(q, -ckEntrySize(q.cks[i]))
 			q.cks = slices.Delete(q.cks, i, i+1)
 		case u.deleted:
 		case found:
-			q.bytes += ckEntrySize(u.c) - ckEntrySize(q.cks[i])
-			cc.bytes += ckEntrySize(u.c) - ckEntrySize(q.cks[i])
+			cc.grow(q, ckEntrySize(u.c)-ckEntrySize(q.cks[i]))
 			q.cks[i] = u.c
 		default:
 			q.cks = slices.Insert(q.cks, i, u.c)
-			q.bytes += ckEntrySize(u.c)
-			cc.bytes += ckEntrySize(u.c)
+			cc.grow(q, ckEntrySize(u.c))
 		}
 		if len(q.cks) > cc.maxQueue {
 			cc.insert(u.queue, cc.oversizedQueue(u.queue))
 		}
 	}
 	cc.evict()
+}
+
+// grow counts delta bytes more (or fewer) for held queue q. The caller
+// holds mu.
+func (cc *checkpointCache) grow(q *ckQueue, delta int) {
+	q.bytes += delta
+	cc.bytes += delta
 }
 
 // forget drops the queues a batch that failed to commit touched: what the
