@@ -48,63 +48,35 @@ func (g *globals) clusterMasters(ctx context.Context, cluster string) ([]string,
 	return addrs, nil
 }
 
-// groupSettings are updateSubGroup's optional settings, as mqadmin takes
-// them: booleans and numbers as text, applied only when given.
-type groupSettings struct {
-	consumeEnable, fromMin, broadcast, orderly, notify string
-	retryQueues, retryMax                              string
-	brokerID, slowBrokerID                             string
-}
+// javaBool is a flag holding a boolean given as text, as mqadmin reads
+// its options with Java's Boolean.parseBoolean: "true" in any case is
+// true, anything else false ("-s false", which a Go bool flag would take
+// as an argument).
+type javaBool struct{ dst *bool }
 
-// apply sets on gc the settings given (changed names the flags set).
-func (s groupSettings) apply(gc *meta.SubscriptionGroupConfig, changed func(string) bool) error {
-	// Java's Boolean.parseBoolean: "true" in any case, anything else false.
-	boolOf := func(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "true") }
-	for _, b := range []struct {
-		flag string
-		v    string
-		dst  *bool
-	}{{"consumeEnable", s.consumeEnable, &gc.ConsumeEnable}, {"consumeFromMinEnable", s.fromMin, &gc.ConsumeFromMinEnable},
-		{"consumeBroadcastEnable", s.broadcast, &gc.ConsumeBroadcastEnable}, {"consumeMessageOrderly", s.orderly, &gc.ConsumeMessageOrderly},
-		{"notifyConsumerIdsChanged", s.notify, &gc.NotifyConsumerIdsChangedEnable}} {
-		if changed(b.flag) {
-			*b.dst = boolOf(b.v)
-		}
-	}
-	for _, n := range []struct {
-		flag string
-		v    string
-		dst  *int
-	}{{"retryQueueNums", s.retryQueues, &gc.RetryQueueNums}, {"retryMaxTimes", s.retryMax, &gc.RetryMaxTimes}} {
-		if !changed(n.flag) {
-			continue
-		}
-		v, err := strconv.Atoi(strings.TrimSpace(n.v))
-		if err != nil {
-			return fmt.Errorf("--%s %q: want an integer", n.flag, n.v)
-		}
-		*n.dst = v
-	}
-	for _, n := range []struct {
-		flag string
-		v    string
-		dst  *int64
-	}{{"brokerId", s.brokerID, &gc.BrokerID}, {"whichBrokerWhenConsumeSlowly", s.slowBrokerID, &gc.WhichBrokerWhenConsumeSlowly}} {
-		if !changed(n.flag) {
-			continue
-		}
-		v, err := strconv.ParseInt(strings.TrimSpace(n.v), 10, 64)
-		if err != nil {
-			return fmt.Errorf("--%s %q: want an integer", n.flag, n.v)
-		}
-		*n.dst = v
-	}
+// Set implements pflag.Value.
+func (b javaBool) Set(v string) error {
+	*b.dst = strings.EqualFold(strings.TrimSpace(v), "true")
 	return nil
 }
 
+// String implements pflag.Value.
+func (b javaBool) String() string {
+	if b.dst == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*b.dst)
+}
+
+// Type implements pflag.Value.
+func (javaBool) Type() string { return "true|false" }
+
 func updateSubGroupCmd(g *globals) *cobra.Command {
-	var group, cluster string
-	var s groupSettings
+	var cluster string
+	// The settings given replace mqadmin's starting point: RocketMQ's
+	// defaults with broadcast and consume-from-min off.
+	gc := meta.NewSubscriptionGroupConfig("")
+	gc.ConsumeBroadcastEnable, gc.ConsumeFromMinEnable = false, false
 	cmd := &cobra.Command{
 		Use:   "updateSubGroup",
 		Short: "create or update a consumer group's subscription config on a broker or every master of a cluster (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)",
@@ -116,11 +88,7 @@ and --attributes are not offered: retries follow the delay levels
 (messageDelayLevel), and RocketMQ knows no group attribute.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			gc := meta.NewSubscriptionGroupConfig(strings.TrimSpace(group))
-			gc.ConsumeBroadcastEnable, gc.ConsumeFromMinEnable = false, false
-			if err := s.apply(&gc, cmd.Flags().Changed); err != nil {
-				return err
-			}
+			gc.GroupName = strings.TrimSpace(gc.GroupName)
 			body, err := json.Marshal(gc)
 			if err != nil {
 				return err
@@ -140,23 +108,24 @@ and --attributes are not offered: retries follow the delay levels
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&group, "groupName", "g", "", "consumer group name")
+	f.StringVarP(&gc.GroupName, "groupName", "g", "", "consumer group name")
 	f.StringVarP(&cluster, "clusterName", "c", "", "every master of this cluster instead of -b")
-	f.StringVarP(&s.consumeEnable, "consumeEnable", "s", "", "consume enable (true or false)")
-	f.StringVarP(&s.fromMin, "consumeFromMinEnable", "m", "", "a new consumer starts from the minimum offset (true or false)")
-	f.StringVarP(&s.broadcast, "consumeBroadcastEnable", "d", "", "broadcast (true or false)")
-	f.StringVarP(&s.orderly, "consumeMessageOrderly", "o", "", "consume orderly (true or false)")
-	f.StringVarP(&s.retryQueues, "retryQueueNums", "q", "", "retry queues")
-	f.StringVarP(&s.retryMax, "retryMaxTimes", "r", "", "retry max times")
-	f.StringVarP(&s.brokerID, "brokerId", "i", "", "broker id consumers read from")
-	f.StringVarP(&s.slowBrokerID, "whichBrokerWhenConsumeSlowly", "w", "", "broker id consumers read from when consuming slowly")
-	f.StringVarP(&s.notify, "notifyConsumerIdsChanged", "a", "", "notify consumers when the group's members change (true or false)")
+	f.VarP(javaBool{&gc.ConsumeEnable}, "consumeEnable", "s", "consume enable")
+	f.VarP(javaBool{&gc.ConsumeFromMinEnable}, "consumeFromMinEnable", "m", "a new consumer starts from the minimum offset")
+	f.VarP(javaBool{&gc.ConsumeBroadcastEnable}, "consumeBroadcastEnable", "d", "broadcast")
+	f.VarP(javaBool{&gc.ConsumeMessageOrderly}, "consumeMessageOrderly", "o", "consume orderly")
+	f.VarP(javaBool{&gc.NotifyConsumerIdsChangedEnable}, "notifyConsumerIdsChanged", "a", "notify consumers when the group's members change")
+	f.IntVarP(&gc.RetryQueueNums, "retryQueueNums", "q", gc.RetryQueueNums, "retry queues")
+	f.IntVarP(&gc.RetryMaxTimes, "retryMaxTimes", "r", gc.RetryMaxTimes, "retry max times")
+	f.Int64VarP(&gc.BrokerID, "brokerId", "i", gc.BrokerID, "broker id consumers read from")
+	f.Int64VarP(&gc.WhichBrokerWhenConsumeSlowly, "whichBrokerWhenConsumeSlowly", "w", gc.WhichBrokerWhenConsumeSlowly, "broker id consumers read from when consuming slowly")
 	_ = cmd.MarkFlagRequired("groupName")
 	return cmd
 }
 
 func deleteSubGroupCmd(g *globals) *cobra.Command {
-	var group, cluster, removeOffset string
+	var group, cluster string
+	var removeOffset bool
 	cmd := &cobra.Command{
 		Use:   "deleteSubGroup",
 		Short: "delete a consumer group from a broker or every master of a cluster (DELETE_SUBSCRIPTIONGROUP), with its offsets when -r true",
@@ -167,7 +136,7 @@ and the name server.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			group = strings.TrimSpace(group)
 			h := remoting.Header{"groupName": group}
-			h.SetBool("cleanOffset", strings.EqualFold(strings.TrimSpace(removeOffset), "true"))
+			h.SetBool("cleanOffset", removeOffset)
 			targets, err := g.groupTargets(cmd.Context(), cluster)
 			if err != nil {
 				return err
@@ -192,7 +161,7 @@ and the name server.`,
 	f := cmd.Flags()
 	f.StringVarP(&group, "groupName", "g", "", "consumer group name")
 	f.StringVarP(&cluster, "clusterName", "c", "", "every master of this cluster instead of -b")
-	f.StringVarP(&removeOffset, "removeOffset", "r", "", "remove the group's offsets too (true or false)")
+	f.VarP(javaBool{&removeOffset}, "removeOffset", "r", "remove the group's offsets too")
 	_ = cmd.MarkFlagRequired("groupName")
 	return cmd
 }
