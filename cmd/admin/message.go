@@ -254,9 +254,6 @@ func (g *globals) sendTargetOf(ctx context.Context, topic, brokerName string, qi
 		}
 		return sendTarget{}, fmt.Errorf("no writable queue of %s on %s", topic, where)
 	}
-	sort.Slice(choices, func(i, j int) bool {
-		return choices[i].brokerName < choices[j].brokerName || (choices[i].brokerName == choices[j].brokerName && choices[i].queueID < choices[j].queueID)
-	})
 	return choices[seed%len(choices)], nil
 }
 
