@@ -17,16 +17,22 @@ import (
 // an orderly consumer handles its own retries.
 
 // blocked reports whether st locks its queue at now for a pop with
-// attemptID.
-func blocked(st *kvindex.OrderState, attemptID string, now int64) bool {
+// attemptID and invisible time invisible (ms). A batch without an
+// invisible time of its own (one imported from a RocketMQ version that
+// did not record it) is judged with the pop's, as RocketMQ's
+// OrderInfo.needBlock does.
+func blocked(st *kvindex.OrderState, attemptID string, invisible, now int64) bool {
 	if len(st.Messages) == 0 || (st.AttemptID != "" && st.AttemptID == attemptID) {
 		return false
+	}
+	if st.InvisibleTime > 0 {
+		invisible = st.InvisibleTime
 	}
 	for i, m := range st.Messages {
 		if st.Acked&(1<<i) != 0 {
 			continue
 		}
-		deadline := st.PopTime + st.InvisibleTime
+		deadline := st.PopTime + invisible
 		if m.NextVisibleAt != 0 {
 			deadline = m.NextVisibleAt
 		}
@@ -37,13 +43,14 @@ func blocked(st *kvindex.OrderState, attemptID string, now int64) bool {
 	return false
 }
 
-// orderBlocked reports whether a group's orderly batch locks a queue now.
+// orderBlocked reports whether a group's orderly batch locks a queue now,
+// for a NOTIFICATION, which has no invisible time (RocketMQ asks with 0).
 func (s *Service) orderBlocked(group, topic string, queueID int32, attemptID string) (bool, error) {
 	st, ok, err := s.store.Order(group, topic, queueID)
 	if err != nil || !ok {
 		return false, err
 	}
-	return blocked(&st, attemptID, s.now()), nil
+	return blocked(&st, attemptID, 0, s.now()), nil
 }
 
 // popOrderQueue pops the next batch of one queue for an orderly consumer.
@@ -67,7 +74,7 @@ func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *Po
 	if err != nil {
 		return false, err
 	}
-	if hasPrev && blocked(&prev, req.AttemptID, res.PopTime) {
+	if hasPrev && blocked(&prev, req.AttemptID, req.InvisibleTime, res.PopTime) {
 		// Locked by another batch: its messages count as left behind,
 		// as RocketMQ counts them.
 		return false, s.addRest(req, src, res)
