@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -35,12 +36,13 @@ func importRocketMQConfig(db *kvindex.DB, root string, log zerolog.Logger) (pend
 		return false, fmt.Errorf("import the RocketMQ config of %s: %w", root, err)
 	}
 	if !c.Empty() {
-		counts, err := importConfig(db, c)
+		counts, err := importConfig(db, c, time.Now().UnixMilli())
 		if err != nil {
 			return false, fmt.Errorf("import the RocketMQ config of %s: %w", root, err)
 		}
 		log.Info().Strs("files", c.Files).Int("topics", counts[0]).Int("groups", counts[1]).Int("offsets", counts[2]).
-			Int("delayOffsets", counts[3]).Int("requestModes", counts[4]).Msg("imported the config of the RocketMQ store")
+			Int("delayOffsets", counts[3]).Int("requestModes", counts[4]).Int("orderlyBatches", counts[5]).
+			Msg("imported the config of the RocketMQ store")
 	}
 	return true, nil
 }
@@ -102,8 +104,9 @@ func seedQueueStarts(cqs *kvindex.CQ, root string, unitsPerFile int, minPhy int6
 }
 
 // importConfig writes what db lacks of c and returns how many topics,
-// groups, consumer offsets, delay offsets and request modes it wrote.
-func importConfig(db *kvindex.DB, c rmqconfig.Config) (counts [5]int, err error) {
+// groups, consumer offsets, delay offsets, request modes and orderly POP
+// batches it wrote; now (ms) ages the batches.
+func importConfig(db *kvindex.DB, c rmqconfig.Config, now int64) (counts [6]int, err error) {
 	topics, err := db.Topics(len(c.Topics) + 1)
 	if err != nil {
 		return counts, err
@@ -145,6 +148,9 @@ func importConfig(db *kvindex.DB, c rmqconfig.Config) (counts [5]int, err error)
 	}
 	modes, err := importRequestModes(db, c.RequestModes)
 	if err != nil {
+		return counts, err
+	}
+	if counts[5], err = importOrderInfos(db, topics, groups, c.OrderInfos, now); err != nil {
 		return counts, err
 	}
 	if c.HasTimerCheck {
@@ -193,6 +199,67 @@ func importRequestModes(db *kvindex.DB, modes []rmqconfig.RequestMode) (int, err
 		n++
 	}
 	return n, nil
+}
+
+// orderInfoIdle is how long RocketMQ keeps the orderly batch of a queue
+// its group stopped consuming (ConsumerOrderInfoManager's clean span).
+const orderInfoIdle = 24 * time.Hour
+
+// importOrderInfos writes the orderly POP batches of consumerOrderInfo.json
+// that the index lacks and returns how many. A batch still in flight
+// keeps its queue locked for the group after the move, its messages are
+// acknowledged with the receipt handles RocketMQ gave (same popTime), and
+// their consumption counts carry on; without it a moved broker would hand
+// the batch's messages to a second consumer at once and restart their
+// counts. Batches RocketMQ's next persist would drop are skipped, as are
+// those with nothing left to lock: topic or group gone, queue past the
+// topic's read queues, idle for 24 h, or every message acknowledged.
+func importOrderInfos(db *kvindex.DB, topics *kvindex.Topics, groups *kvindex.Groups, infos []rmqconfig.OrderInfo, now int64) (int, error) {
+	if len(infos) == 0 {
+		return 0, nil
+	}
+	store := db.Pop()
+	b := store.NewBatch()
+	defer b.Close()
+	n := 0
+	for _, info := range infos {
+		tc, ok, err := topics.Get(info.Topic)
+		if err != nil {
+			return 0, err
+		}
+		if !ok || info.QueueID >= int32(tc.ReadQueueNums) {
+			continue
+		}
+		if _, ok, err := groups.Get(info.Group); err != nil || !ok {
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		all := uint64(1)<<len(info.Offsets) - 1 // len <= 64: 1<<64 is 0 in Go, and 0-1 all ones
+		if len(info.Offsets) == 0 || info.Acked&all == all || now-info.LastConsume > orderInfoIdle.Milliseconds() {
+			continue
+		}
+		if _, ok, err := store.Order(info.Group, info.Topic, info.QueueID); err != nil || ok {
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		st := kvindex.OrderState{Group: info.Group, Topic: info.Topic, QueueID: info.QueueID, PopTime: info.PopTime,
+			InvisibleTime: info.InvisibleTime, Acked: info.Acked & all, AttemptID: info.AttemptID}
+		for _, off := range info.Offsets {
+			st.Messages = append(st.Messages, kvindex.OrderMessage{QueueOffset: off, Consumed: info.Consumed[off], NextVisibleAt: info.NextVisible[off]})
+		}
+		if err := b.SetOrder(&st); err != nil {
+			return 0, fmt.Errorf("orderly batch of %s on %s/%d: %w", info.Group, info.Topic, info.QueueID, err)
+		}
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return n, b.Commit(true)
 }
 
 // putAbsent writes the configs whose names get does not find and returns

@@ -180,12 +180,7 @@ func testOpenRocketMQStoreTimers(t *testing.T, takenIn int64, want int) {
 	page := make([]byte, 4096)
 	binary.BigEndian.PutUint64(page, uint64(now.Add(90*time.Minute).UnixMilli()))
 	binary.BigEndian.PutUint64(page[16:], uint64(takenIn))
-	if err := os.MkdirAll(filepath.Join(store, "config"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(store, "config", "timercheck"), page, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeRocketMQConfig(t, store, "timercheck", string(page))
 	b = startTestBrokerAt(t, store, nil)
 	b.caughtUp()
 	due, err := b.db.Timers().Due(now.Add(3*time.Hour).UnixMilli(), 10)

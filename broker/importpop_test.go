@@ -67,20 +67,12 @@ func testOpenRocketMQStorePop(t *testing.T, cluster string) {
 	if err := os.RemoveAll(filepath.Join(store, kvindex.DirName)); err != nil {
 		t.Fatal(err)
 	}
-	writeConfig := func(name, body string) {
-		if err := os.MkdirAll(filepath.Join(store, "config"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(store, "config", name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	writeConfig("topics.json", `{"topicConfigTable":{
+	writeRocketMQConfig(t, store, "topics.json", `{"topicConfigTable":{
 		"PopT":{"topicName":"PopT","readQueueNums":1,"writeQueueNums":1,"perm":6,"topicFilterType":"SINGLE_TAG"},
 		"`+revive+`":{"topicName":"`+revive+`","readQueueNums":8,"writeQueueNums":8,"perm":6,"topicFilterType":"SINGLE_TAG"}}}`)
-	writeConfig("subscriptionGroup.json", `{"subscriptionGroupTable":{"cg-pop":{"groupName":"cg-pop","retryMaxTimes":16,"retryQueueNums":1,"consumeEnable":true}}}`)
-	writeConfig("messageRequestMode.json", `{"messageRequestModeMap":{"PopT":{"cg-pop":{"consumerGroup":"cg-pop","mode":"POP","popShareQueueNum":0,"topic":"PopT"}}}}`)
-	writeConfig("consumerOffset.json", `{"offsetTable":{"PopT@cg-pop":{0:5},"`+revive+`@CID_RMQ_SYS_REVIVE_GROUP":{0:0}}}`)
+	writeRocketMQConfig(t, store, "subscriptionGroup.json", `{"subscriptionGroupTable":{"cg-pop":{"groupName":"cg-pop","retryMaxTimes":16,"retryQueueNums":1,"consumeEnable":true}}}`)
+	writeRocketMQConfig(t, store, "messageRequestMode.json", `{"messageRequestModeMap":{"PopT":{"cg-pop":{"consumerGroup":"cg-pop","mode":"POP","popShareQueueNum":0,"topic":"PopT"}}}}`)
+	writeRocketMQConfig(t, store, "consumerOffset.json", `{"offsetTable":{"PopT@cg-pop":{0:5},"`+revive+`@CID_RMQ_SYS_REVIVE_GROUP":{0:0}}}`)
 
 	b = startTestBrokerAt(t, store, map[string]string{"brokerClusterName": cluster})
 	c = b.client(nil)

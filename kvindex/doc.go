@@ -273,7 +273,10 @@
 // offset, and messages delivered before count one more consumption
 // (consumedCount, reported in orderCountInfo). Synced before the pop, ack
 // or change of invisible time is answered; deleted when every message is
-// acknowledged.
+// acknowledged. The first open of an Apache RocketMQ store imports its
+// config/consumerOrderInfo.json here, and kvdump export-rocketmq writes
+// it back; a batch imported without an invisible time has 0, and is
+// judged by each pop's invisible time, as RocketMQ does.
 //
 // # 0x54 request mode: SET_MESSAGE_REQUEST_MODE
 //

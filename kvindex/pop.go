@@ -450,6 +450,24 @@ func (s *PopStore) Order(group, topic string, queueID int32) (OrderState, bool, 
 	return st, true, nil
 }
 
+// EachOrder calls fn for every orderly batch in flight, in key order
+// (group, topic, queue), until fn returns false.
+func (s *PopStore) EachOrder(fn func(OrderState) bool) error {
+	var derr error
+	err := s.db.Scan([]byte{prefixPopOrder}, func(k, v []byte) bool {
+		st, err := decodeOrderState(k, v)
+		if err != nil {
+			derr = fmt.Errorf("order state key %x: %w", k, err)
+			return false
+		}
+		return fn(st)
+	})
+	if err != nil {
+		return err
+	}
+	return derr
+}
+
 // SetRequestMode stores a topic and group's request mode JSON durably.
 func (s *PopStore) SetRequestMode(topic, group string, body []byte) error {
 	if err := checkGroupTopic(group, topic); err != nil {

@@ -24,9 +24,10 @@ func exportCommand(o *globalOptions) *cobra.Command {
 		Use:   "export-rocketmq [--out DIR] [--force]",
 		Short: "Write the store's topics, groups and offsets as Apache RocketMQ's config files: the way back to RocketMQ",
 		Long: `Writes the topics, subscription groups, consumer offsets, delay-level
-progress and POP request modes of a stopped store as the config files of
-an Apache RocketMQ broker (topics.json, subscriptionGroup.json,
-consumerOffset.json, delayOffset.json, messageRequestMode.json) into
+progress, POP request modes and orderly POP batches in flight of a
+stopped store as the config files of an Apache RocketMQ broker
+(topics.json, subscriptionGroup.json, consumerOffset.json,
+delayOffset.json, messageRequestMode.json, consumerOrderInfo.json) into
 --out, by default the store's own config/ directory, keeping what they
 replace as .bak files. With RocketMQ's consumequeue/ files complete (the
 broker ran with storeType=file or rocksdbCQDoubleWriteEnable=true), an
@@ -69,14 +70,17 @@ move.`,
 
 // exportLine is the JSON report of an export.
 type exportLine struct {
-	Kind         string   `json:"kind"`
-	Dir          string   `json:"dir"`
-	Topics       int      `json:"topics"`
-	Groups       int      `json:"groups"`
-	Offsets      int      `json:"offsets"`
-	DelayLevels  int      `json:"delayLevels"`
-	RequestModes int      `json:"requestModes"`
-	Warnings     []string `json:"warnings,omitempty"`
+	Kind         string `json:"kind"`
+	Dir          string `json:"dir"`
+	Topics       int    `json:"topics"`
+	Groups       int    `json:"groups"`
+	Offsets      int    `json:"offsets"`
+	DelayLevels  int    `json:"delayLevels"`
+	RequestModes int    `json:"requestModes"`
+	// OrderlyBatches counts the orderly POP batches in flight written
+	// to consumerOrderInfo.json.
+	OrderlyBatches int      `json:"orderlyBatches"`
+	Warnings       []string `json:"warnings,omitempty"`
 }
 
 func runExport(ctx context.Context, s *store, w *output, dir string, force bool) error {
@@ -119,7 +123,7 @@ func runExport(ctx context.Context, s *store, w *output, dir string, force bool)
 	}
 	problems = append(problems, leftover...)
 	line := exportLine{Kind: "export", Dir: dir, Topics: len(c.Topics), Groups: len(c.Groups), Offsets: len(c.Offsets),
-		DelayLevels: len(c.DelayOffsets), RequestModes: len(c.RequestModes), Warnings: problems}
+		DelayLevels: len(c.DelayOffsets), RequestModes: len(c.RequestModes), OrderlyBatches: len(c.OrderInfos), Warnings: problems}
 	if w.json {
 		return w.object(line)
 	}
@@ -133,8 +137,8 @@ func runExport(ctx context.Context, s *store, w *output, dir string, force bool)
 			return err
 		}
 	}
-	return w.line(fmt.Sprintf("wrote %d topics, %d groups, %d consumer offsets, %d delay levels and %d request modes to %s",
-		line.Topics, line.Groups, line.Offsets, line.DelayLevels, line.RequestModes, dir))
+	return w.line(fmt.Sprintf("wrote %d topics, %d groups, %d consumer offsets, %d delay levels, %d request modes and %d orderly POP batches to %s",
+		line.Topics, line.Groups, line.Offsets, line.DelayLevels, line.RequestModes, line.OrderlyBatches, dir))
 }
 
 // unportable is the state of a store Apache RocketMQ cannot take over.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/broker"
+	"github.com/rocketkv/rocketkv/internal/popclient"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -59,6 +61,13 @@ func TestExportRocketMQConfig(t *testing.T) {
 		exportSend(t, c, "ExpT", "m"+strconv.Itoa(i), "")
 	}
 	exportCommit(t, c, "cg-exp", "ExpT", 3)
+	// An orderly POP consumer's batch in flight: RocketMQ takes it over
+	// from consumerOrderInfo.json, the queue locked for the group.
+	ordered, err := popclient.New(c, "").Pop(context.Background(), popclient.PopRequest{Group: "cg-ord", Topic: "ExpT", QueueID: 0,
+		MaxMsgNums: 2, InvisibleTime: time.Minute, Order: true, AttemptID: "att-exp"})
+	if err != nil || len(ordered.Messages) != 2 {
+		t.Fatalf("orderly pop: %v %+v", err, ordered)
+	}
 	// A timer message rocketkv delivers before the export: RocketMQ's timer
 	// must not take it in again.
 	exportSend(t, c, "ExpTimer", "later", "TIMER_DELAY_MS\x01100\x02")
@@ -96,6 +105,10 @@ func TestExportRocketMQConfig(t *testing.T) {
 	if !found {
 		t.Fatalf("consumerOffset.json lacks cg-exp's offset 3: %+v", cfg.Offsets)
 	}
+	if len(cfg.OrderInfos) != 1 || fmt.Sprintf("%+v", cfg.OrderInfos[0]) != fmt.Sprintf("%+v", rmqconfig.OrderInfo{Topic: "ExpT", Group: "cg-ord",
+		PopTime: ordered.PopTime, InvisibleTime: time.Minute.Milliseconds(), Offsets: []int64{0, 1}, LastConsume: ordered.PopTime, AttemptID: "att-exp"}) {
+		t.Fatalf("consumerOrderInfo.json: %+v, want the orderly batch popped at %d", cfg.OrderInfos, ordered.PopTime)
+	}
 	if !cfg.HasTimerCheck || cfg.TimerQueueOffset != 1 {
 		t.Fatalf("timercheck: %v, queue offset %d, want 1 (past the delivered timer message)", cfg.HasTimerCheck, cfg.TimerQueueOffset)
 	}
@@ -117,6 +130,16 @@ func TestExportRocketMQConfig(t *testing.T) {
 	resp, err = c.Invoke(context.Background(), remoting.NewRequest(remoting.GetMaxOffset, map[string]string{"topic": "ExpT", "queueId": "0"}, nil))
 	if err != nil || resp.ExtFields["offset"] != "5" {
 		t.Fatalf("max offset after the way back: %v %+v", err, resp)
+	}
+	// The orderly batch came back with the config: the queue is still
+	// locked for its group, and the batch's attempt gets it again.
+	pc := popclient.New(c, "")
+	for attempt, want := range map[string]int{"att-other": 0, "att-exp": 2} {
+		res, err := pc.Pop(context.Background(), popclient.PopRequest{Group: "cg-ord", Topic: "ExpT", QueueID: 0,
+			MaxMsgNums: 2, InvisibleTime: time.Minute, Order: true, AttemptID: attempt})
+		if err != nil || len(res.Messages) != want {
+			t.Fatalf("orderly pop with attempt %s after the way back: %v %d messages, want %d", attempt, err, len(res.Messages), want)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@
 //	consumerOffset.json     {"offsetTable":{"<topic>@<group>":{<queueId>:<offset>,...}}}
 //	delayOffset.json        {"offsetTable":{<delayLevel>:<offset>,...}}
 //	messageRequestMode.json {"messageRequestModeMap":{"<topic>":{"<group>":{SetMessageRequestModeRequestBody}}}}
+//	consumerOrderInfo.json  {"table":{"<topic>@<group>":{<queueId>:{OrderInfo}}}} (see OrderInfo)
 //	timercheck              4 KiB, big-endian: lastReadTimeMs int64 | lastTimerLogFlushPos int64 |
 //	                        lastTimerQueueOffset int64 | ... (RocketMQ 5's timer checkpoint;
 //	                        the first and the third are read)
@@ -57,6 +58,9 @@ type Config struct {
 	// RequestModes are the groups switched to POP (or back to PULL) with
 	// SET_MESSAGE_REQUEST_MODE, in topic and group order.
 	RequestModes []RequestMode
+	// OrderInfos are the batches orderly POP consumers had in flight, in
+	// group, topic and queue order.
+	OrderInfos []OrderInfo
 	// DelayOffsets maps a delay level (1-based) to the next
 	// SCHEDULE_TOPIC_XXXX offset of its queue (level-1) to deliver.
 	DelayOffsets map[int]int64
@@ -106,6 +110,7 @@ func Read(root string) (Config, error) {
 		{"consumerOffset.json", c.parseOffsets},
 		{"delayOffset.json", c.parseDelayOffsets},
 		{"messageRequestMode.json", c.parseRequestModes},
+		{"consumerOrderInfo.json", c.parseOrderInfos},
 	}
 	for _, s := range steps {
 		file, err := readWithBackup(filepath.Join(dir, s.name), s.parse)

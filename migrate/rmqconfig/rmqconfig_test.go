@@ -131,6 +131,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"offsetTable":{1:1}}`))
 	f.Add([]byte(`{"topicConfigTable":{"T":{"topicName":"T","readQueueNums":4}}}`))
 	f.Add([]byte(`{"subscriptionGroupTable":{"G":{"groupName":"G"}}}`))
+	f.Add([]byte(orderInfoFile))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var c Config
 		_ = c.parseTopics(data)
@@ -138,6 +139,7 @@ func FuzzParse(f *testing.F) {
 		_ = c.parseOffsets(data)
 		_ = c.parseDelayOffsets(data)
 		_ = c.parseRequestModes(data)
+		_ = c.parseOrderInfos(data)
 	})
 }
 

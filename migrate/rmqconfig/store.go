@@ -55,6 +55,9 @@ func FromStore(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen in
 	if c.RequestModes, err = StoreRequestModes(ctx, db); err != nil {
 		return c, err
 	}
+	if c.OrderInfos, err = StoreOrderInfos(ctx, db); err != nil {
+		return c, err
+	}
 	return c, ctx.Err()
 }
 
@@ -125,6 +128,38 @@ func StoreRequestModes(ctx context.Context, db *kvindex.DB) ([]RequestMode, erro
 		return nil, fmt.Errorf("read the request modes: %w", err)
 	}
 	return modes, ctx.Err()
+}
+
+// StoreOrderInfos returns the orderly POP batches in flight in a rocketkv
+// store as RocketMQ's ConsumerOrderInfoManager holds them. rocketkv does
+// not keep when a group last popped or acked a queue; the batch's pop
+// time stands for it (RocketMQ drops a batch idle for 24 h).
+func StoreOrderInfos(ctx context.Context, db *kvindex.DB) ([]OrderInfo, error) {
+	var infos []OrderInfo
+	if err := db.Pop().EachOrder(func(st kvindex.OrderState) bool {
+		info := OrderInfo{Topic: st.Topic, Group: st.Group, QueueID: st.QueueID, PopTime: st.PopTime,
+			InvisibleTime: st.InvisibleTime, LastConsume: st.PopTime, Acked: st.Acked, AttemptID: st.AttemptID}
+		for _, m := range st.Messages {
+			info.Offsets = append(info.Offsets, m.QueueOffset)
+			if m.Consumed > 0 {
+				if info.Consumed == nil {
+					info.Consumed = map[int64]int32{}
+				}
+				info.Consumed[m.QueueOffset] = m.Consumed
+			}
+			if m.NextVisibleAt != 0 {
+				if info.NextVisible == nil {
+					info.NextVisible = map[int64]int64{}
+				}
+				info.NextVisible[m.QueueOffset] = m.NextVisibleAt
+			}
+		}
+		infos = append(infos, info)
+		return ctx.Err() == nil
+	}); err != nil {
+		return nil, fmt.Errorf("read the orderly POP batches: %w", err)
+	}
+	return infos, ctx.Err()
 }
 
 // OpenTransactions counts the open transactions of a rocketkv store and

@@ -19,7 +19,8 @@ import (
 // Write writes c into dir (a store's <storePathRootDir>/config) as the
 // files Read reads, in the layout RocketMQ's ConfigManager writes them:
 // topics.json, subscriptionGroup.json, consumerOffset.json,
-// delayOffset.json and messageRequestMode.json, integer map keys unquoted
+// delayOffset.json, messageRequestMode.json and consumerOrderInfo.json,
+// integer map keys unquoted
 // as fastjson writes them. As RocketMQ's persist does, a file's previous
 // content is kept as <file>.bak; each file is replaced atomically. The
 // timer checkpoint is WriteTimerCheckpoint's. version stamps the files
@@ -67,6 +68,7 @@ func Write(dir string, c Config, version meta.DataVersion) error {
 				Map map[string]map[string]RequestMode `json:"messageRequestModeMap"`
 			}{modes}, "", "\t")
 		}},
+		{"consumerOrderInfo.json", func() ([]byte, error) { return EncodeOrderInfos(c.OrderInfos) }},
 	}
 	for _, f := range files {
 		body, err := f.body()

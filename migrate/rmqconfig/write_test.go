@@ -19,6 +19,7 @@ func TestWriteReadsBackAsRocketMQWroteIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	orig.RequestModes = []RequestMode{{Topic: "TopicA", ConsumerGroup: "GroupA", Mode: "POP", PopShareQueueNum: 2}}
+	orig.OrderInfos = sampleOrderInfos()
 	root := t.TempDir()
 	dir := filepath.Join(root, "config")
 	if err := Write(dir, orig, meta.DataVersion{Counter: 7, Timestamp: 1700000000000}); err != nil {
@@ -34,6 +35,7 @@ func TestWriteReadsBackAsRocketMQWroteIt(t *testing.T) {
 		"offsets":       {orig.Offsets, back.Offsets},
 		"delay offsets": {orig.DelayOffsets, back.DelayOffsets},
 		"request modes": {orig.RequestModes, back.RequestModes},
+		"order infos":   {orig.OrderInfos, back.OrderInfos},
 	} {
 		if !reflect.DeepEqual(pair[0], pair[1]) {
 			t.Errorf("%s differ after the round trip:\n got %+v\nwant %+v", name, pair[1], pair[0])
@@ -50,6 +52,12 @@ func TestWriteReadsBackAsRocketMQWroteIt(t *testing.T) {
 	delays, err := os.ReadFile(filepath.Join(dir, "delayOffset.json"))
 	if err != nil || !strings.Contains(string(delays), `"offsetTable":{1:1}`) {
 		t.Errorf("delayOffset.json: %v\n%s", err, delays)
+	}
+	// fastjson's rendering of RocketMQ's OrderInfo, as orderInfoFile has
+	// it.
+	orders, err := os.ReadFile(filepath.Join(dir, "consumerOrderInfo.json"))
+	if line := `1:{"a":"attempt-7","cm":1,"i":30000,"l":1700000005000,"o":[7,1,3],"oc":{7:2,8:2,10:1},"ot":{8:1700000090000},"popTime":1700000000000}`; err != nil || !strings.Contains(string(orders), line) {
+		t.Errorf("consumerOrderInfo.json: %v; want the line %s in\n%s", err, line, orders)
 	}
 	topics, err := os.ReadFile(filepath.Join(dir, "topics.json"))
 	if err != nil || !strings.Contains(string(topics), `"counter": 7`) {

@@ -1,0 +1,97 @@
+package rmqconfig
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// orderInfoFile is consumerOrderInfo.json in the shape fastjson gives
+// RocketMQ 5.3's ConsumerOrderInfoManager: short field names, bare integer
+// keys, null fields left out. Queue 1 of TopicA is a batch of offsets 7, 8
+// and 10 (filtered: 9 did not match) popped twice before, 7 acknowledged,
+// 8 given a later deadline; queue 0 of %RETRY%... is a retry topic's batch
+// without attempt id or counts.
+const orderInfoFile = `{
+	"table":{
+		"TopicA@GroupA":{
+			1:{"a":"attempt-7","cm":1,"i":30000,"l":1700000005000,"o":[7,1,3],"oc":{7:2,8:2,10:1},"ot":{8:1700000090000},"popTime":1700000000000}
+		},
+		"%RETRY%GroupB_TopicB@GroupB":{
+			0:{"cm":0,"i":60000,"l":1700000001000,"o":[42],"popTime":1700000001000}
+		}
+	}
+}`
+
+// sampleOrderInfos is what orderInfoFile holds.
+func sampleOrderInfos() []OrderInfo {
+	return []OrderInfo{
+		{Topic: "TopicA", Group: "GroupA", QueueID: 1, PopTime: 1700000000000, InvisibleTime: 30000,
+			Offsets: []int64{7, 8, 10}, NextVisible: map[int64]int64{8: 1700000090000}, Consumed: map[int64]int32{7: 2, 8: 2, 10: 1},
+			LastConsume: 1700000005000, Acked: 1, AttemptID: "attempt-7"},
+		{Topic: "%RETRY%GroupB_TopicB", Group: "GroupB", QueueID: 0, PopTime: 1700000001000, InvisibleTime: 60000,
+			Offsets: []int64{42}, LastConsume: 1700000001000},
+	}
+}
+
+func TestReadOrderInfos(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "config")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "consumerOrderInfo.json"), []byte(orderInfoFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sampleOrderInfos()
+	if !reflect.DeepEqual(c.OrderInfos, want) {
+		t.Fatalf("order infos\n got %+v\nwant %+v", c.OrderInfos, want)
+	}
+	if len(c.Files) != 1 || filepath.Base(c.Files[0]) != "consumerOrderInfo.json" {
+		t.Fatalf("files read: %v", c.Files)
+	}
+}
+
+func TestParseOrderInfoErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, data string
+		bad        bool // the OrderInfo itself is refused (errBadOrderInfo)
+	}{
+		{"key without @", `{"table":{"TopicA":{0:{"o":[1]}}}}`, false},
+		{"queue not a number", `{"table":{"T@G":{q:{"o":[1]}}}}`, false},
+		{"negative queue", `{"table":{"T@G":{-1:{"o":[1]}}}}`, false},
+		{"offsets not ascending", `{"table":{"T@G":{0:{"o":[5,2,1]}}}}`, true},
+		{"negative first offset", `{"table":{"T@G":{0:{"o":[-3]}}}}`, true},
+		{"pop time a string", `{"table":{"T@G":{0:{"popTime":"soon","o":[1]}}}}`, true},
+		{"count key not an offset", `{"table":{"T@G":{0:{"o":[1],"oc":{"x":1}}}}}`, true},
+		{"too many offsets", `{"table":{"T@G":{0:{"o":[` + ascending(65) + `]}}}}`, true},
+		{"not an object", `[1]`, false},
+	} {
+		var c Config
+		err := c.parseOrderInfos([]byte(tc.data))
+		if err == nil {
+			t.Errorf("%s: no error", tc.name)
+			continue
+		}
+		if got := errors.Is(err, errBadOrderInfo); got != tc.bad {
+			t.Errorf("%s: %v; errBadOrderInfo %v, want %v", tc.name, err, got, tc.bad)
+		}
+	}
+}
+
+// ascending returns "0,1,...,n-1".
+func ascending(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = strconv.Itoa(i)
+	}
+	return strings.Join(parts, ",")
+}
