@@ -31,6 +31,9 @@ func importRocketMQConfig(db *kvindex.DB, root string, log zerolog.Logger) (pend
 	if _, done, err := db.RocketMQConfigImported(); err != nil || done {
 		return false, err
 	}
+	if err := rmqconfig.CheckPopState(root); err != nil {
+		return false, fmt.Errorf("import the RocketMQ store %s: %w", root, err)
+	}
 	c, err := rmqconfig.Read(root)
 	if err != nil {
 		return false, fmt.Errorf("import the RocketMQ config of %s: %w", root, err)

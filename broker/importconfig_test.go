@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -217,6 +219,33 @@ func TestOpenRocketMQStoreRefusesAnUnreadableConfig(t *testing.T) {
 	mended := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"})
 	if got := committedOffset(t, mended.client(nil), "GroupA", "TopicA", 0); got != 5 {
 		t.Fatalf("GroupA on TopicA/0 after the mended open: committed %d, want 5", got)
+	}
+}
+
+// A RocketMQ store whose POP messages in flight are in RocketMQ's KV POP
+// RocksDB (kvStore/) does not open: rocketkv cannot read them, and without
+// them they would never be re-delivered. Once RocketMQ exported them to
+// its revive topic and the directory is moved aside, the store opens.
+func TestOpenRocketMQStoreRefusesKVPopState(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	kv := filepath.Join(store, rmqconfig.KVPopDir)
+	if err := os.MkdirAll(kv, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(kv, "CURRENT"), []byte("MANIFEST-000005\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := startError(t, map[string]string{"storePathRootDir": store, "listenPort": "0",
+		"brokerIP1": "127.0.0.1", "mappedFileSizeCommitLog": "16384"})
+	if !errors.Is(err, rmqconfig.ErrRocksDBPopState) || !strings.Contains(err.Error(), "exportPopRecord") {
+		t.Fatalf("start over a store with KV POP state: %v, want the refusal naming exportPopRecord", err)
+	}
+	if err := os.Rename(kv, kv+".exported"); err != nil {
+		t.Fatal(err)
+	}
+	moved := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"})
+	if got := committedOffset(t, moved.client(nil), "GroupA", "TopicA", 0); got != 5 {
+		t.Fatalf("GroupA on TopicA/0 after kvStore/ was moved aside: committed %d, want 5", got)
 	}
 }
 

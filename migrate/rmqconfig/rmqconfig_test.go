@@ -216,3 +216,25 @@ func TestReadRefusesRocksDBConfig(t *testing.T) {
 		t.Fatalf("a RocksDB config directory: %v", err)
 	}
 }
+
+// A store with RocketMQ's KV POP state is refused, naming the way out; an
+// absent or empty kvStore/ is not.
+func TestCheckPopState(t *testing.T) {
+	root := t.TempDir()
+	if err := CheckPopState(root); err != nil {
+		t.Fatalf("no kvStore/: %v", err)
+	}
+	dir := filepath.Join(root, KVPopDir)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckPopState(root); err != nil {
+		t.Fatalf("empty kvStore/: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "CURRENT"), []byte("MANIFEST-000005\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckPopState(root); !errors.Is(err, ErrRocksDBPopState) || !strings.Contains(err.Error(), "exportPopRecord") {
+		t.Fatalf("kvStore/ with a database: %v", err)
+	}
+}
