@@ -47,6 +47,9 @@ func importRocketMQConfig(db *kvindex.DB, root string, log zerolog.Logger) (pend
 			Int("delayOffsets", counts[3]).Int("requestModes", counts[4]).Int("orderlyBatches", counts[5]).
 			Msg("imported the config of the RocketMQ store")
 	}
+	for _, note := range c.NotCarried {
+		log.Warn().Str("root", root).Msg("not carried over from the RocketMQ store: " + note)
+	}
 	return true, nil
 }
 

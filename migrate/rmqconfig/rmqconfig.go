@@ -75,6 +75,10 @@ type Config struct {
 	// (and delivers it if overdue) when it restarts. -1 when the
 	// timercheck is too short to hold it.
 	TimerQueueOffset int64
+	// NotCarried says, one line per file, what the store holds that
+	// rocketkv does not take over (features it does not have: static
+	// topics, LMQ); the broker logs each line when it imports the store.
+	NotCarried []string
 	// Files are the files read (a ".bak" when the main file was unusable).
 	Files []string
 }
@@ -104,16 +108,25 @@ func Read(root string) (Config, error) {
 	steps := []struct {
 		name  string
 		parse func([]byte) error
+		// notCarried files are only reported on (Config.NotCarried):
+		// one that cannot be read is a note, not an error.
+		notCarried bool
 	}{
-		{"topics.json", c.parseTopics},
-		{"subscriptionGroup.json", c.parseGroups},
-		{"consumerOffset.json", c.parseOffsets},
-		{"delayOffset.json", c.parseDelayOffsets},
-		{"messageRequestMode.json", c.parseRequestModes},
-		{"consumerOrderInfo.json", c.parseOrderInfos},
+		{"topics.json", c.parseTopics, false},
+		{"subscriptionGroup.json", c.parseGroups, false},
+		{"consumerOffset.json", c.parseOffsets, false},
+		{"delayOffset.json", c.parseDelayOffsets, false},
+		{"messageRequestMode.json", c.parseRequestModes, false},
+		{"consumerOrderInfo.json", c.parseOrderInfos, false},
+		{"topicQueueMapping.json", c.parseQueueMappings, true},
+		{"lmqConsumerOffset.json", c.parseLmqOffsets, true},
 	}
 	for _, s := range steps {
 		file, err := readWithBackup(filepath.Join(dir, s.name), s.parse)
+		if err != nil && s.notCarried {
+			c.NotCarried = append(c.NotCarried, fmt.Sprintf("%s: unreadable, nothing of it is carried over: %v", s.name, err))
+			continue
+		}
 		if err != nil {
 			return Config{}, err
 		}

@@ -140,6 +140,8 @@ func FuzzParse(f *testing.F) {
 		_ = c.parseDelayOffsets(data)
 		_ = c.parseRequestModes(data)
 		_ = c.parseOrderInfos(data)
+		_ = c.parseQueueMappings(data)
+		_ = c.parseLmqOffsets(data)
 	})
 }
 
@@ -236,5 +238,43 @@ func TestCheckPopState(t *testing.T) {
 	}
 	if err := CheckPopState(root); !errors.Is(err, ErrRocksDBPopState) || !strings.Contains(err.Error(), "exportPopRecord") {
 		t.Fatalf("kvStore/ with a database: %v", err)
+	}
+}
+
+// The files of features rocketkv lacks are reported on, not imported and
+// not fatal: static topics, LMQ offsets, and an unreadable one of them.
+func TestReadReportsWhatIsNotCarried(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "config")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("topicQueueMapping.json", `{"dataVersion":{"counter":1,"timestamp":1},"topicQueueMappingInfoMap":{"StaticB":{"bname":"b"},"StaticA":{"bname":"b"}}}`)
+	write("lmqConsumerOffset.json", `{"offsetTable":{"%LMQ%x@g":{0:3}},"lmqOffsetTable":{"%LMQ%y@g":4,"%LMQ%z@g":5}}`)
+	c, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"topicQueueMapping.json: the logical queues of 2 static topics (StaticA, StaticB) are not carried over; rocketkv serves their physical queues",
+		"lmqConsumerOffset.json: 3 consumer offsets of light message queues (LMQ) are not carried over; rocketkv has no LMQ",
+	}
+	if !reflect.DeepEqual(c.NotCarried, want) || len(c.Files) != 2 {
+		t.Fatalf("not carried %q, files %v", c.NotCarried, c.Files)
+	}
+
+	write("topicQueueMapping.json", `{"topicQueueMappingInfoMap":{`)
+	write("lmqConsumerOffset.json", `{"lmqOffsetTable":{}}`)
+	c, err = Read(root)
+	if err != nil {
+		t.Fatalf("an unreadable topicQueueMapping.json stopped the import: %v", err)
+	}
+	if len(c.NotCarried) != 1 || !strings.HasPrefix(c.NotCarried[0], "topicQueueMapping.json: unreadable") {
+		t.Fatalf("not carried %q", c.NotCarried)
 	}
 }

@@ -1,0 +1,78 @@
+package rmqconfig
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rocketkv/rocketkv/internal/adminbody"
+)
+
+// Files of features rocketkv does not have: their content is read only to
+// tell the operator what does not move with the store (Config.NotCarried).
+//
+//	topicQueueMapping.json  {"dataVersion":{...},"topicQueueMappingInfoMap":{"<topic>":{TopicQueueMappingDetail}}}
+//	                        static topics: logical queues mapped onto brokers' physical ones
+//	lmqConsumerOffset.json  {"offsetTable":{...},"lmqOffsetTable":{"<key>":<offset>}}
+//	                        consumer offsets of light message queues (LMQ, used by RocketMQ MQTT)
+
+func (c *Config) parseQueueMappings(data []byte) error {
+	topics, err := tableKeys(data, "topicQueueMappingInfoMap")
+	if err != nil {
+		return err
+	}
+	if len(topics) > 0 {
+		c.NotCarried = append(c.NotCarried, fmt.Sprintf("topicQueueMapping.json: the logical queues of %d static topics (%s) are not carried over; rocketkv serves their physical queues",
+			len(topics), names(topics)))
+	}
+	return nil
+}
+
+func (c *Config) parseLmqOffsets(data []byte) error {
+	n := 0
+	for _, field := range []string{"offsetTable", "lmqOffsetTable"} {
+		keys, err := tableKeys(data, field)
+		if err != nil {
+			return err
+		}
+		n += len(keys)
+	}
+	if n > 0 {
+		c.NotCarried = append(c.NotCarried, fmt.Sprintf("lmqConsumerOffset.json: %d consumer offsets of light message queues (LMQ) are not carried over; rocketkv has no LMQ", n))
+	}
+	return nil
+}
+
+// tableKeys returns the keys of the object named field of a config file
+// (none when it is absent or null), sorted.
+func tableKeys(data []byte, field string) ([]string, error) {
+	top, err := adminbody.Members(data)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range top {
+		if unquote(m.Key) != field || string(m.Value) == "null" {
+			continue
+		}
+		members, err := adminbody.Members(m.Value)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		keys := make([]string, 0, len(members))
+		for _, k := range members {
+			keys = append(keys, unquote(k.Key))
+		}
+		sort.Strings(keys)
+		return keys, nil
+	}
+	return nil, nil
+}
+
+// names lists up to five names, then how many more.
+func names(all []string) string {
+	const shown = 5
+	if len(all) <= shown {
+		return strings.Join(all, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(all[:shown], ", "), len(all)-shown)
+}
