@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/kvindex"
@@ -246,6 +248,23 @@ func TestOpenRocketMQStoreRefusesKVPopState(t *testing.T) {
 	moved := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"})
 	if got := committedOffset(t, moved.client(nil), "GroupA", "TopicA", 0); got != 5 {
 		t.Fatalf("GroupA on TopicA/0 after kvStore/ was moved aside: committed %d, want 5", got)
+	}
+}
+
+// A RocketMQ store with static topics and LMQ offsets opens with a warning
+// naming each, since neither moves with the store.
+func TestOpenRocketMQStoreWarnsWhatIsNotCarried(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	writeRocketMQConfig(t, store, "topicQueueMapping.json", `{"topicQueueMappingInfoMap":{"StaticA":{"bname":"broker-a"}}}`)
+	writeRocketMQConfig(t, store, "lmqConsumerOffset.json", `{"lmqOffsetTable":{"%LMQ%x@g":4}}`)
+	logs := &testutil.SyncBuffer{}
+	startTestBrokerWith(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"}, func(b *Broker) {
+		b.root = zerolog.New(logs)
+	})
+	for _, want := range []string{"1 static topics (StaticA)", "1 consumer offsets of light message queues"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("no warning with %q in the broker's log:\n%s", want, logs.String())
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package namesrv
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"hash/crc32"
@@ -9,31 +8,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/remoting"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // waitFor polls cond; the 10 s deadline only guards against hangs.
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -53,7 +35,7 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func startNameServer(t *testing.T, mutate func(*Config)) (*Server, *syncBuffer) {
+func startNameServer(t *testing.T, mutate func(*Config)) (*Server, *testutil.SyncBuffer) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Remoting.Addr = "127.0.0.1:0"
@@ -61,7 +43,7 @@ func startNameServer(t *testing.T, mutate func(*Config)) (*Server, *syncBuffer) 
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	s, err := NewServer(cfg, zerolog.New(logs))
 	if err != nil {
 		t.Fatal(err)

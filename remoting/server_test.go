@@ -14,26 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rs/zerolog"
 )
-
-// syncBuffer collects log output from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // waitFor polls cond until it holds, failing the test after 10 s. The
 // deadline only guards against hangs; no assertion depends on timing.
@@ -54,9 +37,9 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func startServer(t *testing.T, cfg ServerConfig, h Handler) (*Server, *syncBuffer) {
+func startServer(t *testing.T, cfg ServerConfig, h Handler) (*Server, *testutil.SyncBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	cfg.Addr = "127.0.0.1:0"
 	if cfg.EventLoops == 0 {
 		cfg.EventLoops = 2
@@ -602,7 +585,7 @@ func TestShutdownWithHeldRequest(t *testing.T) {
 	holds := make(chan held, 1)
 	mux := NewMux()
 	mux.HandleFunc(PullMessage, func(_ context.Context, conn *Conn, req *Command) { holds <- held{conn, req} })
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	s := NewServer(ServerConfig{Addr: "127.0.0.1:0", EventLoops: 1}, mux, zerolog.New(logs))
 	if err := s.Start(testCtx(t)); err != nil {
 		t.Fatal(err)

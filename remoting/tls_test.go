@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rs/zerolog"
 )
 
@@ -37,7 +38,7 @@ func clientTLS() *tls.Config {
 
 // startTLSServer starts a server in the given mode with a self-signed
 // certificate.
-func startTLSServer(t *testing.T, mode TLSMode, cfg ServerConfig, h Handler) (*Server, *syncBuffer) {
+func startTLSServer(t *testing.T, mode TLSMode, cfg ServerConfig, h Handler) (*Server, *testutil.SyncBuffer) {
 	t.Helper()
 	cfg.TLSMode = mode
 	if cfg.TLS == nil {
