@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,23 +26,6 @@ func jsonResponse(req *remoting.Command, v any) *remoting.Command {
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	resp.Body = body
 	return resp
-}
-
-// parseAttributes reads CreateTopicRequestHeader's attributes
-// ("+key=value,+key2=value2"; "-key" removes, which a new topic ignores).
-func parseAttributes(s string) map[string]string {
-	out := map[string]string{}
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if !strings.HasPrefix(part, "+") {
-			continue
-		}
-		k, v, ok := strings.Cut(part[1:], "=")
-		if ok && k != "" {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // processCreateTopic answers UPDATE_AND_CREATE_TOPIC.
@@ -76,9 +57,19 @@ func (b *Broker) processCreateTopic(_ context.Context, _ *remoting.Conn, req *re
 	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm, tc.TopicSysFlag = int(r), int(w), int(perm), int(sys)
 	tc.TopicFilterType = h.OptString("topicFilterType", meta.SingleTag)
 	tc.Order = h.OptBool("order", false)
-	tc.Attributes = parseAttributes(h.OptString("attributes", ""))
-	if err := b.topics.put(tc); err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	mods, refusal := meta.ParseAttributeModifications(h.OptString("attributes", ""))
+	if refusal != "" {
+		return remoting.NewResponse(req, remoting.SystemError, refusal)
+	}
+	if mixedType(mods) {
+		return remoting.NewResponse(req, remoting.InvalidParameter, mixedRefusal)
+	}
+	tc.Attributes = mods
+	if refusal, err := b.topics.createOrUpdate([]meta.TopicConfig{tc}); err != nil || refusal != "" {
+		if err != nil {
+			refusal = err.Error()
+		}
+		return remoting.NewResponse(req, remoting.SystemError, refusal)
 	}
 	b.log.Info().Str("topic", topic).Int("read", tc.ReadQueueNums).Int("write", tc.WriteQueueNums).Msg("topic created or updated")
 	return remoting.NewResponse(req, remoting.Success, "")
@@ -167,15 +158,16 @@ func (b *Broker) processCreateTopicList(_ context.Context, _ *remoting.Conn, req
 		if tc.TopicFilterType == "" {
 			body.TopicConfigList[i].TopicFilterType = meta.SingleTag
 		}
-		if tc.Attributes == nil {
-			body.TopicConfigList[i].Attributes = map[string]string{}
+		if mixedType(tc.Attributes) {
+			return remoting.NewResponse(req, remoting.InvalidParameter, mixedRefusal)
 		}
 	}
-	const chunk = 10000
-	for i := 0; i < len(body.TopicConfigList); i += chunk {
-		if err := b.topics.put(body.TopicConfigList[i:min(i+chunk, len(body.TopicConfigList))]...); err != nil {
-			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	// Each config's attributes are modifications, as in a single create.
+	if refusal, err := b.topics.createOrUpdate(body.TopicConfigList); err != nil || refusal != "" {
+		if err != nil {
+			refusal = err.Error()
 		}
+		return remoting.NewResponse(req, remoting.SystemError, refusal)
 	}
 	b.log.Info().Int("topics", len(body.TopicConfigList)).Msg("topics created in bulk")
 	return remoting.NewResponse(req, remoting.Success, "")
@@ -286,11 +278,8 @@ func decodeGroupConfig(raw []byte) (meta.SubscriptionGroupConfig, bool) {
 
 // groupAttributesRefusal is what RocketMQ 5.3 answers a subscription
 // group config whose attributes it would apply ("" when it has none):
-// attributes come as modifications of the group's current ones ("+key"
-// adds or changes, "-key" removes; only "+" when the group is new), and
-// RocketMQ knows no group attribute (SubscriptionGroupAttributes.ALL is
-// empty), so every well-formed one is an unsupported key. The remark is
-// its AttributeUtil's, for the first key in name order.
+// they are modifications of the group's current ones, and RocketMQ knows
+// no group attribute, so every well-formed one is an unsupported key.
 func (b *Broker) groupAttributesRefusal(gc meta.SubscriptionGroupConfig) (string, error) {
 	if len(gc.Attributes) == 0 {
 		return "", nil
@@ -299,25 +288,8 @@ func (b *Broker) groupAttributesRefusal(gc meta.SubscriptionGroupConfig) (string
 	if err != nil {
 		return "", fmt.Errorf("read subscription group %s: %w", gc.GroupName, err)
 	}
-	keys := slices.Sorted(maps.Keys(gc.Attributes))
-	for _, k := range keys {
-		if len(k) < 2 {
-			return "kv string format wrong.", nil // no name after the sign
-		}
-		real := k[1:]
-		_, has := cur.Attributes[real]
-		switch {
-		case strings.ContainsAny(real, "+-"):
-			return "kv string format wrong.", nil
-		case !exists && k[0] != '+':
-			return "only add attribute is supported while creating topic. key: " + real, nil
-		case exists && k[0] == '-' && !has:
-			return "attempt to delete a nonexistent key: " + real, nil
-		case exists && k[0] != '+' && k[0] != '-':
-			return "wrong format key: " + real, nil
-		}
-	}
-	return "unsupported key: " + keys[0][1:], nil
+	_, refusal := meta.AlterAttributes(!exists, meta.GroupAttributes, cur.Attributes, gc.Attributes)
+	return refusal, nil
 }
 
 // processGetAllGroups answers GET_ALL_SUBSCRIPTIONGROUP_CONFIG.

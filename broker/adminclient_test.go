@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -174,6 +175,82 @@ func TestCreateGroupRefusesAttributes(t *testing.T) {
 	for _, name := range []string{"g-new", "gl-ok", "gl-attr"} {
 		if _, ok, err := b.groups.Get(name); err != nil || ok {
 			t.Errorf("group %s stored from a refused request (%v)", name, err)
+		}
+	}
+}
+
+// Topic attributes are modifications applied to the topic's current
+// ones with RocketMQ 5.3's rules and remarks; the values rocketkv cannot
+// honour (BatchCQ queues, compaction) are refused rather than stored.
+func TestTopicAttributes(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	create := func(topic, attrs string) *remoting.Command {
+		return call(t, c, remoting.UpdateAndCreateTopic, map[string]string{"topic": topic, "readQueueNums": "4",
+			"writeQueueNums": "4", "perm": "6", "attributes": attrs}, nil)
+	}
+	attrsOf := func(topic string) map[string]string {
+		tc, ok, err := b.topics.get(topic)
+		if err != nil || !ok {
+			t.Fatalf("topic %s: %v %v", topic, ok, err)
+		}
+		return tc.Attributes
+	}
+	if r := create("TA", "+message.type=FIFO,+queue.type=SimpleCQ,+reserve.time=60"); r.Code != remoting.Success {
+		t.Fatalf("create with attributes: %d %s", r.Code, r.Remark)
+	}
+	if got := attrsOf("TA"); fmt.Sprint(got) != "map[message.type:FIFO queue.type:SimpleCQ reserve.time:60]" {
+		t.Fatalf("stored attributes %v", got)
+	}
+	// An update changes what it names and keeps the rest; "-" removes.
+	if r := create("TA", "+message.type=NORMAL"); r.Code != remoting.Success {
+		t.Fatalf("update: %d %s", r.Code, r.Remark)
+	}
+	if r := create("TA", "-reserve.time"); r.Code != remoting.Success {
+		t.Fatalf("remove: %d %s", r.Code, r.Remark)
+	}
+	if got := attrsOf("TA"); fmt.Sprint(got) != "map[message.type:NORMAL queue.type:SimpleCQ]" {
+		t.Fatalf("attributes after the update and the removal: %v", got)
+	}
+	for _, tc := range []struct {
+		topic, attrs string
+		code         int32
+		remark       string
+	}{
+		{"TA", "+priority=1", remoting.SystemError, "unsupported key: priority"},
+		{"TA", "+queue.type=SimpleCQ", remoting.SystemError, "attempt to update an unchangeable attribute. key: queue.type"},
+		{"TA", "-queue.type", remoting.SystemError, "attempt to update an unchangeable attribute. key: queue.type"},
+		{"TA", "-reserve.time", remoting.SystemError, "attempt to delete a nonexistent key: reserve.time"},
+		{"TA", "message.type=FIFO", remoting.SystemError, "add/alter attribute format is wrong: message.type"},
+		{"TA", "+message.type=MIXED", remoting.InvalidParameter, "MIXED message type is not supported."},
+		{"TB", "-message.type", remoting.SystemError, "only add attribute is supported while creating topic. key: message.type"},
+		{"TB", "+queue.type=BatchCQ", remoting.SystemError, "queue.type=BatchCQ is not supported by rocketkv: its ConsumeQueue holds one entry per message (SimpleCQ)"},
+		{"TB", "+cleanup.policy=COMPACTION", remoting.SystemError, "cleanup.policy=COMPACTION is not supported by rocketkv: retention deletes a topic's messages by age and disk use (DELETE), it never compacts them by key"},
+	} {
+		if r := create(tc.topic, tc.attrs); r.Code != tc.code || r.Remark != tc.remark {
+			t.Errorf("%s %s: %d %q, want %d %q", tc.topic, tc.attrs, r.Code, r.Remark, tc.code, tc.remark)
+		}
+	}
+	if got := attrsOf("TA"); fmt.Sprint(got) != "map[message.type:NORMAL queue.type:SimpleCQ]" {
+		t.Fatalf("attributes after refused updates: %v", got)
+	}
+	// A list carries each topic's modifications in its attributes map.
+	list := `{"topicConfigList":[{"topicName":"TL1","readQueueNums":2,"writeQueueNums":2,"perm":6,"attributes":{"+message.type":"DELAY"}},
+		{"topicName":"TA","readQueueNums":4,"writeQueueNums":4,"perm":6,"attributes":{"-message.type":""}}]}`
+	if r := call(t, c, remoting.UpdateAndCreateTopicList, nil, []byte(list)); r.Code != remoting.Success {
+		t.Fatalf("topic list: %d %s", r.Code, r.Remark)
+	}
+	if got := fmt.Sprint(attrsOf("TL1"), attrsOf("TA")); got != "map[message.type:DELAY] map[queue.type:SimpleCQ]" {
+		t.Fatalf("attributes after the list: %s", got)
+	}
+	refused := `{"topicConfigList":[{"topicName":"TL2","readQueueNums":2,"writeQueueNums":2,"perm":6},
+		{"topicName":"TL3","readQueueNums":2,"writeQueueNums":2,"perm":6,"attributes":{"+cleanup.policy":"COMPACTION"}}]}`
+	if r := call(t, c, remoting.UpdateAndCreateTopicList, nil, []byte(refused)); r.Code != remoting.SystemError || !strings.HasPrefix(r.Remark, "cleanup.policy=COMPACTION") {
+		t.Fatalf("topic list with a compacted topic: %d %q", r.Code, r.Remark)
+	}
+	for _, topic := range []string{"TB", "TL2", "TL3"} {
+		if _, ok, err := b.topics.get(topic); err != nil || ok {
+			t.Errorf("topic %s stored from a refused request (%v)", topic, err)
 		}
 	}
 }

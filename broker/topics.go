@@ -138,6 +138,63 @@ func (m *topicManager) put(cfgs ...meta.TopicConfig) error {
 	return nil
 }
 
+// createOrUpdate stores topic configs whose Attributes are RocketMQ
+// attribute modifications ("+key", "-key"): each config's attributes
+// become its topic's current ones with the modifications applied
+// (meta.AlterAttributes), unless one of them is refused; then nothing is
+// stored and the refusal is returned. It holds the get-or-create lock, so
+// that changes of one topic apply one after the other (RocketMQ's
+// updateAndCreateTopic is synchronized). Configs are stored in chunks of
+// 10,000 (a bulk creation of a million topics).
+func (m *topicManager) createOrUpdate(cfgs []meta.TopicConfig) (refusal string, err error) {
+	m.create.Lock()
+	defer m.create.Unlock()
+	for i := range cfgs {
+		tc := &cfgs[i]
+		cur, exists, err := m.get(tc.TopicName)
+		if err != nil {
+			return "", err
+		}
+		attrs, refusal := meta.AlterAttributes(!exists, meta.TopicAttributes, cur.Attributes, tc.Attributes)
+		if refusal == "" {
+			refusal = unsupportedTopicAttributes(tc.Attributes)
+		}
+		if refusal != "" {
+			return refusal, nil
+		}
+		tc.Attributes = attrs
+	}
+	const chunk = 10000
+	for i := 0; i < len(cfgs); i += chunk {
+		if err := m.put(cfgs[i:min(i+chunk, len(cfgs))]...); err != nil {
+			return "", err
+		}
+	}
+	return "", nil
+}
+
+// unsupportedTopicAttributes refuses the topic attribute values RocketMQ
+// accepts and rocketkv cannot honour ("" when mods sets none): taking
+// them would promise behaviour the store does not have.
+func unsupportedTopicAttributes(mods map[string]string) string {
+	switch {
+	case mods["+"+meta.AttrQueueType] == "BatchCQ":
+		return "queue.type=BatchCQ is not supported by rocketkv: its ConsumeQueue holds one entry per message (SimpleCQ)"
+	case mods["+"+meta.AttrCleanupPolicy] == "COMPACTION":
+		return "cleanup.policy=COMPACTION is not supported by rocketkv: retention deletes a topic's messages by age and disk use (DELETE), it never compacts them by key"
+	}
+	return ""
+}
+
+// mixedRefusal is RocketMQ's answer to a topic created or changed to the
+// MIXED message type while enableMixedMessageType is off (its default;
+// rocketkv has no such switch).
+const mixedRefusal = "MIXED message type is not supported."
+
+// mixedType reports whether attribute modifications set the MIXED
+// message type.
+func mixedType(mods map[string]string) bool { return mods["+"+meta.AttrMessageType] == "MIXED" }
+
 // createOnSend returns the config of topic, creating it from the template
 // topic when it does not exist, as RocketMQ's
 // createTopicInSendMessageMethod. It answers the code and remark of a

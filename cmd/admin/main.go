@@ -168,7 +168,7 @@ func createTopicsCmd(g *globals) *cobra.Command {
 }
 
 func updateTopicCmd(g *globals) *cobra.Command {
-	var topic string
+	var topic, attributes string
 	var read, write, perm int
 	var order bool
 	cmd := &cobra.Command{
@@ -181,6 +181,9 @@ func updateTopicCmd(g *globals) *cobra.Command {
 			h.SetInt32("writeQueueNums", int32(write))
 			h.SetInt32("perm", int32(perm))
 			h.SetBool("order", order)
+			if attributes != "" {
+				h["attributes"] = attributes
+			}
 			if _, err := g.invoke(cmd.Context(), g.broker, remoting.UpdateAndCreateTopic, h, nil); err != nil {
 				return err
 			}
@@ -194,6 +197,7 @@ func updateTopicCmd(g *globals) *cobra.Command {
 	f.IntVarP(&write, "write", "w", 8, "write queues")
 	f.IntVarP(&perm, "perm", "p", 6, "permission (4 read, 2 write)")
 	f.BoolVarP(&order, "order", "o", false, "ordered topic")
+	f.StringVarP(&attributes, "attributes", "a", "", "attribute modifications, as mqadmin's: +message.type=FIFO adds or changes, -reserve.time removes (comma-separated)")
 	_ = cmd.MarkFlagRequired("topic")
 	return cmd
 }

@@ -105,6 +105,13 @@ func TestBulkCreateAndInspect(t *testing.T) {
 	if _, err := run(t, "updateTopic", "-b", br, "-t", "Single", "-r", "3", "-w", "3"); err != nil {
 		t.Fatal(err)
 	}
+	// Attribute modifications go to the broker as mqadmin sends them.
+	if _, err := run(t, "updateTopic", "-b", br, "-t", "Single", "-r", "3", "-w", "3", "-a", "+message.type=FIFO"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "updateTopic", "-b", br, "-t", "Single", "-a", "+priority=1"); err == nil || !strings.Contains(err.Error(), "unsupported key: priority") {
+		t.Fatalf("an unknown attribute: %v", err)
+	}
 	if _, err := run(t, "deleteTopic", "-b", br, "-n", ns, "-t", "Bulk7"); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/meta"
 )
 
 // Files of features rocketkv does not have: their content is read only to
@@ -75,4 +76,29 @@ func names(all []string) string {
 		return strings.Join(all, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(all[:shown], ", "), len(all)-shown)
+}
+
+// noteTopicsNotCarried notes the topics whose attributes ask for what
+// rocketkv does not do: a BatchCQ topic's records each hold a batch of
+// messages that RocketMQ counts one queue offset apiece, where rocketkv
+// indexes one entry per record; a compacted topic would lose its latest
+// values to age-based retention.
+func (c *Config) noteTopicsNotCarried() {
+	var batch, compacted []string
+	for _, t := range c.Topics {
+		if t.Attributes[meta.AttrQueueType] == "BatchCQ" {
+			batch = append(batch, t.TopicName)
+		}
+		if t.Attributes[meta.AttrCleanupPolicy] == "COMPACTION" {
+			compacted = append(compacted, t.TopicName)
+		}
+	}
+	if len(batch) > 0 {
+		c.NotCarried = append(c.NotCarried, fmt.Sprintf("topics.json: %d BatchCQ topics (%s): rocketkv has no batch ConsumeQueue and indexes each batch record as one message at its first offset, so consumers cannot read these topics as RocketMQ numbered them; drain them before the move",
+			len(batch), names(batch)))
+	}
+	if len(compacted) > 0 {
+		c.NotCarried = append(c.NotCarried, fmt.Sprintf("topics.json: %d compacted topics (cleanup.policy=COMPACTION: %s): rocketkv does not compact; retention deletes their messages by age like any topic's",
+			len(compacted), names(compacted)))
+	}
 }

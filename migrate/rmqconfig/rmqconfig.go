@@ -134,6 +134,7 @@ func Read(root string) (Config, error) {
 			c.Files = append(c.Files, file)
 		}
 	}
+	c.noteTopicsNotCarried()
 	check := filepath.Join(dir, "timercheck")
 	switch data, err := os.ReadFile(check); {
 	case errors.Is(err, fs.ErrNotExist):

@@ -256,6 +256,9 @@ func TestReadReportsWhatIsNotCarried(t *testing.T) {
 	}
 	write("topicQueueMapping.json", `{"dataVersion":{"counter":1,"timestamp":1},"topicQueueMappingInfoMap":{"StaticB":{"bname":"b"},"StaticA":{"bname":"b"}}}`)
 	write("lmqConsumerOffset.json", `{"offsetTable":{"%LMQ%x@g":{0:3}},"lmqOffsetTable":{"%LMQ%y@g":4,"%LMQ%z@g":5}}`)
+	write("topics.json", `{"topicConfigTable":{"Plain":{"topicName":"Plain","attributes":{"message.type":"FIFO"}},
+		"Batched":{"topicName":"Batched","attributes":{"queue.type":"BatchCQ"}},
+		"Compacted":{"topicName":"Compacted","attributes":{"cleanup.policy":"COMPACTION"}}}}`)
 	c, err := Read(root)
 	if err != nil {
 		t.Fatal(err)
@@ -263,13 +266,16 @@ func TestReadReportsWhatIsNotCarried(t *testing.T) {
 	want := []string{
 		"topicQueueMapping.json: the logical queues of 2 static topics (StaticA, StaticB) are not carried over; rocketkv serves their physical queues",
 		"lmqConsumerOffset.json: 3 consumer offsets of light message queues (LMQ) are not carried over; rocketkv has no LMQ",
+		"topics.json: 1 BatchCQ topics (Batched): rocketkv has no batch ConsumeQueue and indexes each batch record as one message at its first offset, so consumers cannot read these topics as RocketMQ numbered them; drain them before the move",
+		"topics.json: 1 compacted topics (cleanup.policy=COMPACTION: Compacted): rocketkv does not compact; retention deletes their messages by age like any topic's",
 	}
-	if !reflect.DeepEqual(c.NotCarried, want) || len(c.Files) != 2 {
+	if !reflect.DeepEqual(c.NotCarried, want) || len(c.Files) != 3 {
 		t.Fatalf("not carried %q, files %v", c.NotCarried, c.Files)
 	}
 
 	write("topicQueueMapping.json", `{"topicQueueMappingInfoMap":{`)
 	write("lmqConsumerOffset.json", `{"lmqOffsetTable":{}}`)
+	write("topics.json", `{"topicConfigTable":{}}`)
 	c, err = Read(root)
 	if err != nil {
 		t.Fatalf("an unreadable topicQueueMapping.json stopped the import: %v", err)
