@@ -8,11 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -24,23 +24,6 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func freeAddr(t *testing.T) string {
@@ -59,7 +42,7 @@ func TestServesAndStopsOnSignal(t *testing.T) {
 			addr := freeAddr(t)
 			cmd := exec.Command(os.Args[0], "--listen", addr, "--log-format", "json", "--log-level", "info")
 			cmd.Env = append(os.Environ(), "NAMESRV_TEST_AS_MAIN=1")
-			logs := &lockedBuffer{}
+			logs := &testutil.SyncBuffer{}
 			cmd.Stderr = logs
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)

@@ -53,63 +53,18 @@ type OrderInfo struct {
 const maxOrderBatch = 64
 
 func (c *Config) parseOrderInfos(data []byte) error {
-	top, err := adminbody.Members(data)
-	if err != nil {
-		return err
-	}
 	c.OrderInfos = c.OrderInfos[:0]
-	for _, m := range top {
-		if string(m.Key) != `"table"` || string(m.Value) == "null" {
-			continue
-		}
-		groups, err := adminbody.Members(m.Value)
+	err := eachQueueValue(data, "table", "order info", func(topic, group string, qid int32, value []byte) error {
+		info, err := parseOrderInfo(value)
 		if err != nil {
-			return fmt.Errorf("table: %w", err)
+			return err
 		}
-		for _, g := range groups {
-			var key string
-			if err := json.Unmarshal(g.Key, &key); err != nil {
-				return fmt.Errorf("order info key %s: %w", g.Key, err)
-			}
-			topic, group, ok := cutLast(key, "@")
-			if !ok || topic == "" || group == "" {
-				return fmt.Errorf("order info key %q is not <topic>@<group>", key)
-			}
-			if string(g.Value) == "null" {
-				continue
-			}
-			queues, err := adminbody.Members(g.Value)
-			if err != nil {
-				return fmt.Errorf("order info of %s: %w", key, err)
-			}
-			for _, q := range queues {
-				qid, err := strconv.ParseInt(unquote(q.Key), 10, 32)
-				if err != nil || qid < 0 {
-					return fmt.Errorf("order info of %s: queue %s: not a queue id", key, q.Key)
-				}
-				if string(q.Value) == "null" {
-					continue
-				}
-				info, err := parseOrderInfo(q.Value)
-				if err != nil {
-					return fmt.Errorf("order info of %s queue %d: %w", key, qid, err)
-				}
-				info.Topic, info.Group, info.QueueID = topic, group, int32(qid)
-				c.OrderInfos = append(c.OrderInfos, info)
-			}
-		}
-	}
-	sort.Slice(c.OrderInfos, func(i, j int) bool {
-		a, b := c.OrderInfos[i], c.OrderInfos[j]
-		if a.Group != b.Group {
-			return a.Group < b.Group
-		}
-		if a.Topic != b.Topic {
-			return a.Topic < b.Topic
-		}
-		return a.QueueID < b.QueueID
+		info.Topic, info.Group, info.QueueID = topic, group, qid
+		c.OrderInfos = append(c.OrderInfos, info)
+		return nil
 	})
-	return nil
+	sortByQueue(c.OrderInfos, func(o *OrderInfo) (string, string, int32) { return o.Group, o.Topic, o.QueueID })
+	return err
 }
 
 // errBadOrderInfo is wrapped by every complaint about one OrderInfo.
@@ -206,30 +161,16 @@ func intMap[V any](data []byte, value func(string) (V, error)) (map[int64]V, err
 // from it).
 func EncodeOrderInfos(infos []OrderInfo) ([]byte, error) {
 	byKey := map[string][]OrderInfo{}
-	var keys []string
 	for _, info := range infos {
 		k := info.Topic + "@" + info.Group
-		if byKey[k] == nil {
-			keys = append(keys, k)
-		}
 		byKey[k] = append(byKey[k], info)
 	}
-	sort.Strings(keys)
 	var b bytes.Buffer
-	b.WriteString("{\n\t\"table\":{")
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		name, err := json.Marshal(k)
-		if err != nil {
-			return nil, err
-		}
-		b.WriteString("\n\t\t")
-		b.Write(name)
-		b.WriteString(":{")
+	b.WriteString("{\n")
+	err := appendKeyedTable(&b, "table", byKey, func(k string) error {
 		queues := byKey[k]
 		sort.Slice(queues, func(i, j int) bool { return queues[i].QueueID < queues[j].QueueID })
+		b.WriteByte('{')
 		for j, info := range queues {
 			if j > 0 {
 				b.WriteByte(',')
@@ -238,12 +179,16 @@ func EncodeOrderInfos(infos []OrderInfo) ([]byte, error) {
 			b.WriteString(strconv.Itoa(int(info.QueueID)))
 			b.WriteByte(':')
 			if err := appendOrderInfo(&b, info); err != nil {
-				return nil, fmt.Errorf("order info of %s queue %d: %w", k, info.QueueID, err)
+				return fmt.Errorf("order info of %s queue %d: %w", k, info.QueueID, err)
 			}
 		}
 		b.WriteString("\n\t\t}")
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	b.WriteString("\n\t}\n}\n")
+	b.WriteString("\n}\n")
 	return b.Bytes(), nil
 }
 

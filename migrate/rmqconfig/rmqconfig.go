@@ -268,47 +268,82 @@ func offsetTable(data []byte) ([]adminbody.Member, error) {
 }
 
 func (c *Config) parseOffsets(data []byte) error {
-	table, err := offsetTable(data)
+	c.Offsets = c.Offsets[:0]
+	err := eachQueueValue(data, "offsetTable", "offsets", func(topic, group string, qid int32, value []byte) error {
+		off, err := strconv.ParseInt(string(value), 10, 64)
+		if err != nil {
+			return fmt.Errorf("offset %s: %w", value, err)
+		}
+		c.Offsets = append(c.Offsets, Offset{Group: group, Topic: topic, QueueID: qid, Offset: off})
+		return nil
+	})
+	sortByQueue(c.Offsets, func(o *Offset) (string, string, int32) { return o.Group, o.Topic, o.QueueID })
+	return err
+}
+
+// eachQueueValue walks the table named field of a config file, keyed by
+// "<topic>@<group>" and then by queue id ({"<field>":{"T@G":{0:v,...}}}),
+// calling fn with each value that is not null. what names the table's
+// content in errors.
+func eachQueueValue(data []byte, field, what string, fn func(topic, group string, qid int32, value []byte) error) error {
+	top, err := adminbody.Members(data)
 	if err != nil {
 		return err
 	}
-	c.Offsets = c.Offsets[:0]
-	for _, m := range table {
-		var key string
-		if err := json.Unmarshal(m.Key, &key); err != nil {
-			return fmt.Errorf("offset key %s: %w", m.Key, err)
+	for _, m := range top {
+		if unquote(m.Key) != field || string(m.Value) == "null" {
+			continue
 		}
-		topic, group, ok := cutLast(key, "@")
-		if !ok || topic == "" || group == "" {
-			return fmt.Errorf("offset key %q is not <topic>@<group>", key)
-		}
-		queues, err := adminbody.Members(m.Value)
+		table, err := adminbody.Members(m.Value)
 		if err != nil {
-			return fmt.Errorf("offsets of %s: %w", key, err)
+			return fmt.Errorf("%s: %w", field, err)
 		}
-		for _, q := range queues {
-			qid, err := strconv.ParseInt(unquote(q.Key), 10, 32)
-			if err != nil {
-				return fmt.Errorf("offsets of %s: queue %s: %w", key, q.Key, err)
+		for _, g := range table {
+			var key string
+			if err := json.Unmarshal(g.Key, &key); err != nil {
+				return fmt.Errorf("%s key %s: %w", what, g.Key, err)
 			}
-			off, err := strconv.ParseInt(string(q.Value), 10, 64)
-			if err != nil {
-				return fmt.Errorf("offsets of %s: queue %d: offset %s: %w", key, qid, q.Value, err)
+			topic, group, ok := cutLast(key, "@")
+			if !ok || topic == "" || group == "" {
+				return fmt.Errorf("%s key %q is not <topic>@<group>", what, key)
 			}
-			c.Offsets = append(c.Offsets, Offset{Group: group, Topic: topic, QueueID: int32(qid), Offset: off})
+			if string(g.Value) == "null" {
+				continue
+			}
+			queues, err := adminbody.Members(g.Value)
+			if err != nil {
+				return fmt.Errorf("%s of %s: %w", what, key, err)
+			}
+			for _, q := range queues {
+				qid, err := strconv.ParseInt(unquote(q.Key), 10, 32)
+				if err != nil || qid < 0 {
+					return fmt.Errorf("%s of %s: queue %s: not a queue id", what, key, q.Key)
+				}
+				if string(q.Value) == "null" {
+					continue
+				}
+				if err := fn(topic, group, int32(qid), q.Value); err != nil {
+					return fmt.Errorf("%s of %s: queue %d: %w", what, key, qid, err)
+				}
+			}
 		}
 	}
-	sort.Slice(c.Offsets, func(i, j int) bool {
-		a, b := c.Offsets[i], c.Offsets[j]
-		if a.Group != b.Group {
-			return a.Group < b.Group
-		}
-		if a.Topic != b.Topic {
-			return a.Topic < b.Topic
-		}
-		return a.QueueID < b.QueueID
-	})
 	return nil
+}
+
+// sortByQueue orders s by group, topic and queue id, as key gives them.
+func sortByQueue[T any](s []T, key func(*T) (group, topic string, qid int32)) {
+	sort.Slice(s, func(i, j int) bool {
+		ag, at, aq := key(&s[i])
+		bg, bt, bq := key(&s[j])
+		if ag != bg {
+			return ag < bg
+		}
+		if at != bt {
+			return at < bt
+		}
+		return aq < bq
+	})
 }
 
 func (c *Config) parseDelayOffsets(data []byte) error {

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -149,27 +151,15 @@ func EncodeOffsets(offsets []Offset, version meta.DataVersion) ([]byte, error) {
 		}
 		byKey[k][int64(o.QueueID)] = o.Offset
 	}
-	keys := make([]string, 0, len(byKey))
-	for k := range byKey {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b bytes.Buffer
-	b.WriteString("{\n\t\"offsetTable\":{")
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		name, err := json.Marshal(k)
-		if err != nil {
-			return nil, err
-		}
-		b.WriteString("\n\t\t")
-		b.Write(name)
-		b.WriteByte(':')
+	b.WriteString("{\n")
+	if err := appendKeyedTable(&b, "offsetTable", byKey, func(k string) error {
 		appendIntTable(&b, byKey[k])
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	b.WriteString("\n\t},\n")
+	b.WriteString(",\n")
 	if err := appendVersion(&b, version); err != nil {
 		return nil, err
 	}
@@ -194,6 +184,31 @@ func EncodeDelayOffsets(levels map[int]int64, version meta.DataVersion) ([]byte,
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// appendKeyedTable writes "\t\"<field>\":{", then a line per key of
+// table in key order ("\t\t<key as JSON>:" and what value writes), then
+// "\n\t}": a ConfigManager table keyed by "<topic>@<group>".
+func appendKeyedTable[V any](b *bytes.Buffer, field string, table map[string]V, value func(key string) error) error {
+	keys := slices.Sorted(maps.Keys(table))
+	b.WriteString("\t\"" + field + "\":{")
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		name, err := json.Marshal(k)
+		if err != nil {
+			return err
+		}
+		b.WriteString("\n\t\t")
+		b.Write(name)
+		b.WriteByte(':')
+		if err := value(k); err != nil {
+			return err
+		}
+	}
+	b.WriteString("\n\t}")
+	return nil
 }
 
 // appendIntTable writes {k:v,...} with unquoted integer keys in key order.
