@@ -242,7 +242,9 @@ func importOrderInfos(db *kvindex.DB, topics *kvindex.Topics, groups *kvindex.Gr
 			}
 			continue
 		}
-		all := uint64(1)<<len(info.Offsets) - 1 // len <= 64: 1<<64 is 0 in Go, and 0-1 all ones
+		// One bit per message of the batch (at most 64: for 64 the shift
+		// gives 0 and the subtraction all ones).
+		all := uint64(1)<<len(info.Offsets) - 1
 		if len(info.Offsets) == 0 || info.Acked&all == all || now-info.LastConsume > orderInfoIdle.Milliseconds() {
 			continue
 		}
