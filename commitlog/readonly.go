@@ -171,6 +171,16 @@ func (l *ReadOnlyLog) findEnd() (int64, error) {
 	}
 }
 
+// SegmentSizes returns the sizes of the segment files that are not
+// empty, in offset order.
+func (l *ReadOnlyLog) SegmentSizes() []int64 {
+	sizes := make([]int64, len(l.segs))
+	for i, s := range l.segs {
+		sizes[i] = s.size
+	}
+	return sizes
+}
+
 // MinOffset returns the first offset still stored: the start of the oldest
 // segment.
 func (l *ReadOnlyLog) MinOffset() int64 { return l.min }

@@ -24,8 +24,8 @@ It never modifies a store. It reads a stopped store read-only (refusing a
 store a running broker holds), or, with --broker, a consistent checkpoint of
 a running broker's index; run it on the broker's machine then.
 
-Exit status: 0 on success, 1 when verify or compare-cq finds differences, 2 on
-errors.`,
+Exit status: 0 on success, 1 when verify or compare-cq finds differences or
+check-rocketmq finds a store a broker would refuse, 2 on errors.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
@@ -62,6 +62,7 @@ errors.`,
 		txnCommand(o),
 		timerCommand(o),
 		exportCommand(o),
+		rocketmqCheckCommand(o),
 	)
 	return root
 }

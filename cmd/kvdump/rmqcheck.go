@@ -1,0 +1,208 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
+)
+
+func rocketmqCheckCommand(o *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "check-rocketmq",
+		Short: "Before a broker first opens an Apache RocketMQ store: what it will take over, what stops it, what stays behind; exit status 1 when it would refuse the store",
+		Long: `check-rocketmq reads an Apache RocketMQ store (--store, its
+storePathRootDir; --commitlog for another storePathCommitLog) and reports
+what a rocketkv broker's first open of it would do, without opening it:
+
+  the CommitLog it serves as it is (segments, their size, its offsets),
+  the config it imports (topics, groups, consumer offsets, delay-level
+  progress, POP request modes, orderly POP batches, the timer's progress),
+  what refuses the store (config kept in RocksDB, POP state in RocketMQ's
+  KV POP RocksDB, segments of different sizes), with the way out,
+  what it warns about and does not carry over (static topics, LMQ offsets,
+  BatchCQ and compacted topics).
+
+POP messages in flight in the revive topic are taken over at the first
+open but not counted here (that needs the whole CommitLog read).
+
+It changes nothing. Exit status 1 when the first open would be refused.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.broker != "" {
+				return errors.New("check-rocketmq reads a RocketMQ store (--store), not a running broker")
+			}
+			r, err := checkRocketMQ(o.store, o.commitLog, time.Now().UnixMilli())
+			if err != nil {
+				return err
+			}
+			if err := printRocketMQCheck(newOutput(cmd.OutOrStdout(), o.json), r); err != nil {
+				return err
+			}
+			if len(r.Refusals) > 0 {
+				return storeRefused{len(r.Refusals)}
+			}
+			return nil
+		},
+	}
+}
+
+// storeRefused is check-rocketmq's result when a broker would refuse the
+// store (exit status 1).
+type storeRefused struct{ n int }
+
+func (e storeRefused) Error() string {
+	return fmt.Sprintf("a broker would refuse this store (%d reasons above)", e.n)
+}
+
+// Is makes the refusal exit with status 1, as differences do.
+func (e storeRefused) Is(target error) bool { return target == errDifferences }
+
+// rocketmqCheck is what check-rocketmq found.
+type rocketmqCheck struct {
+	Kind  string `json:"kind"`
+	Store string `json:"store"`
+	// Opened is set when the store has a rocketkv index already: once
+	// its first open finished, nothing is imported again.
+	Opened bool `json:"opened"`
+	// CommitLog describes the segment directory.
+	CommitLog struct {
+		Dir          string  `json:"dir"`
+		Segments     int     `json:"segments"`
+		SegmentSizes []int64 `json:"segmentSizes"`
+		MinOffset    int64   `json:"minOffset"`
+		MaxOffset    int64   `json:"maxOffset"`
+	} `json:"commitLog"`
+	// FileConsumeQueue is set when consumequeue/ exists: the queues whose
+	// records retention deleted keep their offsets from it.
+	FileConsumeQueue bool     `json:"fileConsumeQueue"`
+	ConfigFiles      []string `json:"configFiles"`
+	Topics           int      `json:"topics"`
+	Groups           int      `json:"groups"`
+	Offsets          int      `json:"offsets"`
+	DelayLevels      int      `json:"delayLevels"`
+	RequestModes     int      `json:"requestModes"`
+	OrderlyBatches   int      `json:"orderlyBatches"`
+	TimerProgress    bool     `json:"timerProgress"`
+	// Refusals stop the first open; Warnings name what does not move.
+	Refusals []string `json:"refusals,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// checkRocketMQ inspects the store at root (segDir: its CommitLog
+// directory when not root/commitlog); now (ms) ages what the import ages.
+// An error is a store it could not read at all; what would refuse it is
+// in Refusals.
+func checkRocketMQ(root, segDir string, now int64) (rocketmqCheck, error) {
+	r := rocketmqCheck{Kind: "check-rocketmq", Store: root}
+	if _, err := os.Stat(root); err != nil {
+		return r, fmt.Errorf("check the RocketMQ store %s: %w", root, err)
+	}
+	if fi, err := os.Stat(filepath.Join(root, kvindex.DirName)); err == nil && fi.IsDir() {
+		r.Opened = true
+	}
+	if segDir == "" {
+		segDir = commitlog.SegmentDirOf(root)
+	}
+	r.CommitLog.Dir = segDir
+	switch log, err := commitlog.OpenReadOnlyDir(segDir); {
+	case errors.Is(err, fs.ErrNotExist):
+		r.Refusals = append(r.Refusals, fmt.Sprintf("no CommitLog directory %s (set storePathCommitLog, or --commitlog here)", segDir))
+	case err != nil:
+		r.Refusals = append(r.Refusals, "the CommitLog cannot be read: "+err.Error())
+	default:
+		sizes := log.SegmentSizes()
+		r.CommitLog.Segments, r.CommitLog.MinOffset, r.CommitLog.MaxOffset = len(sizes), log.MinOffset(), log.MaxOffset()
+		r.CommitLog.SegmentSizes = slices.Compact(slices.Sorted(slices.Values(sizes)))
+		// The broker takes the size from the files and accepts another
+		// size only for a last file of zeros (a preallocation a crash
+		// interrupted), which it removes.
+		if len(sizes) > 1 && slices.ContainsFunc(sizes[:len(sizes)-1], func(s int64) bool { return s != sizes[0] }) {
+			r.Refusals = append(r.Refusals, fmt.Sprintf("CommitLog segments of different sizes %v: a store's segments all have mappedFileSizeCommitLog bytes", r.CommitLog.SegmentSizes))
+		}
+		if err := log.Close(); err != nil {
+			return r, err
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(root, "consumequeue")); err == nil && fi.IsDir() {
+		r.FileConsumeQueue = true
+	}
+	if err := rmqconfig.CheckPopState(root); err != nil {
+		r.Refusals = append(r.Refusals, err.Error())
+	}
+	c, err := rmqconfig.Read(root)
+	if err != nil {
+		r.Refusals = append(r.Refusals, err.Error())
+		return r, nil
+	}
+	r.ConfigFiles = c.Files
+	r.Topics, r.Groups, r.Offsets, r.DelayLevels, r.RequestModes = len(c.Topics), len(c.Groups), len(c.Offsets), len(c.DelayOffsets), len(c.RequestModes)
+	r.OrderlyBatches = len(c.OrderInfos)
+	r.TimerProgress = c.HasTimerCheck
+	r.Warnings = c.NotCarried
+	return r, nil
+}
+
+func printRocketMQCheck(out *output, r rocketmqCheck) error {
+	if out.json {
+		return out.object(r)
+	}
+	var lines []string
+	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+	add("store %s", r.Store)
+	if r.Opened {
+		add("a rocketkv index is present (%s/): once a broker's first open of the store finished, nothing is imported again", kvindex.DirName)
+	}
+	if r.CommitLog.Segments > 0 {
+		add("CommitLog %s: %d segments of %v bytes, offsets %d to %d", r.CommitLog.Dir, r.CommitLog.Segments,
+			r.CommitLog.SegmentSizes, r.CommitLog.MinOffset, r.CommitLog.MaxOffset)
+	} else if len(r.Refusals) == 0 || !strings.Contains(r.Refusals[0], "CommitLog") {
+		add("CommitLog %s: empty", r.CommitLog.Dir)
+	}
+	if sizes := r.CommitLog.SegmentSizes; len(sizes) == 1 && sizes[0] != defaultSegmentSize {
+		add("set mappedFileSizeCommitLog=%d in the broker's config: new segments then have the size of these (the default is %d)", sizes[0], int64(defaultSegmentSize))
+	}
+	if r.FileConsumeQueue {
+		add("consumequeue/: present (queues whose records retention deleted keep their offsets from it)")
+	}
+	add("config files: %s", orNone(r.ConfigFiles))
+	add("imported at the first open: %d topics, %d groups, %d consumer offsets, %d delay levels, %d request modes, %d orderly POP batches (before the import skips the stale ones), timer progress %v",
+		r.Topics, r.Groups, r.Offsets, r.DelayLevels, r.RequestModes, r.OrderlyBatches, r.TimerProgress)
+	for _, w := range r.Warnings {
+		add("warning: not carried over: %s", w)
+	}
+	for _, why := range r.Refusals {
+		add("refused: %s", why)
+	}
+	if len(r.Refusals) == 0 {
+		add("a broker can open this store")
+	}
+	for _, l := range lines {
+		if err := out.line("%s", l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// defaultSegmentSize is mappedFileSizeCommitLog's default, RocketMQ's and
+// rocketkv's.
+const defaultSegmentSize = 1 << 30
+
+// orNone joins names, or says none.
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
+)
+
+// check-rocketmq on the store Apache RocketMQ 4.9.8 wrote: what a first
+// open would serve and import, and that it can open it; nothing is
+// written.
+func TestCheckRocketMQ(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	out := mustKvdump(t, "--store", store, "check-rocketmq")
+	for _, want := range []string{
+		"4 segments of [16384] bytes, offsets 0 to 53272",
+		"set mappedFileSizeCommitLog=16384",
+		"consumequeue/: present",
+		"11 topics, 9 groups, 7 consumer offsets, 1 delay levels",
+		"a broker can open this store",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(store, kvindex.DirName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("check-rocketmq created an index: %v", err)
+	}
+
+	var r rocketmqCheck
+	if err := json.Unmarshal([]byte(mustKvdump(t, "--store", store, "--json", "check-rocketmq")), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Topics != 11 || r.CommitLog.Segments != 4 || !r.FileConsumeQueue || len(r.Refusals) != 0 || r.Opened {
+		t.Fatalf("JSON report %+v", r)
+	}
+}
+
+// A store a broker would refuse exits with status 1 and says why and what
+// to do; what would not be carried over is listed as warnings.
+func TestCheckRocketMQRefusal(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	kv := filepath.Join(store, rmqconfig.KVPopDir)
+	if err := os.MkdirAll(kv, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		filepath.Join(kv, "CURRENT"):                             "MANIFEST-000005\n",
+		filepath.Join(store, "config", "topicQueueMapping.json"): `{"topicQueueMappingInfoMap":{"StaticA":{}}}`,
+	} {
+		if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _, err := runKvdump(t, "--store", store, "check-rocketmq")
+	if !errors.Is(err, errDifferences) || exitStatus(err) != exitDifferences {
+		t.Fatalf("a refused store: %v (exit status %d), want status 1", err, exitStatus(err))
+	}
+	for _, want := range []string{"refused: " + rmqconfig.ErrRocksDBPopState.Error(), "exportPopRecord",
+		"warning: not carried over: topicQueueMapping.json: the logical queues of 1 static topics (StaticA)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "a broker can open this store") {
+		t.Fatalf("a refused store reported as openable:\n%s", out)
+	}
+
+	// A segment of another size than the others (not the last).
+	if err := os.Truncate(filepath.Join(store, "commitlog", "00000000000000016384"), 8192); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = runKvdump(t, "--store", store, "check-rocketmq")
+	if exitStatus(err) != exitDifferences || !strings.Contains(out, "refused: CommitLog segments of different sizes [8192 16384]") {
+		t.Fatalf("segments of two sizes: %v\n%s", err, out)
+	}
+}
