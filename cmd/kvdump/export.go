@@ -70,17 +70,29 @@ move.`,
 
 // exportLine is the JSON report of an export.
 type exportLine struct {
-	Kind         string `json:"kind"`
-	Dir          string `json:"dir"`
-	Topics       int    `json:"topics"`
-	Groups       int    `json:"groups"`
-	Offsets      int    `json:"offsets"`
-	DelayLevels  int    `json:"delayLevels"`
-	RequestModes int    `json:"requestModes"`
-	// OrderlyBatches counts the orderly POP batches in flight written
-	// to consumerOrderInfo.json.
-	OrderlyBatches int      `json:"orderlyBatches"`
-	Warnings       []string `json:"warnings,omitempty"`
+	Kind string `json:"kind"`
+	Dir  string `json:"dir"`
+	configCounts
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// configCounts counts the tables of RocketMQ's config files: what an
+// export writes, or what a first open imports.
+type configCounts struct {
+	Topics       int `json:"topics"`
+	Groups       int `json:"groups"`
+	Offsets      int `json:"offsets"`
+	DelayLevels  int `json:"delayLevels"`
+	RequestModes int `json:"requestModes"`
+	// OrderlyBatches counts the orderly POP batches in flight
+	// (consumerOrderInfo.json).
+	OrderlyBatches int `json:"orderlyBatches"`
+}
+
+// countConfig counts the tables of c.
+func countConfig(c rmqconfig.Config) configCounts {
+	return configCounts{Topics: len(c.Topics), Groups: len(c.Groups), Offsets: len(c.Offsets), DelayLevels: len(c.DelayOffsets),
+		RequestModes: len(c.RequestModes), OrderlyBatches: len(c.OrderInfos)}
 }
 
 func runExport(ctx context.Context, s *store, w *output, dir string, force bool) error {
@@ -122,8 +134,7 @@ func runExport(ctx context.Context, s *store, w *output, dir string, force bool)
 		return err
 	}
 	problems = append(problems, leftover...)
-	line := exportLine{Kind: "export", Dir: dir, Topics: len(c.Topics), Groups: len(c.Groups), Offsets: len(c.Offsets),
-		DelayLevels: len(c.DelayOffsets), RequestModes: len(c.RequestModes), OrderlyBatches: len(c.OrderInfos), Warnings: problems}
+	line := exportLine{Kind: "export", Dir: dir, configCounts: countConfig(c), Warnings: problems}
 	if w.json {
 		return w.object(line)
 	}

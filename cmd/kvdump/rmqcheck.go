@@ -87,13 +87,8 @@ type rocketmqCheck struct {
 	// records retention deleted keep their offsets from it.
 	FileConsumeQueue bool     `json:"fileConsumeQueue"`
 	ConfigFiles      []string `json:"configFiles"`
-	Topics           int      `json:"topics"`
-	Groups           int      `json:"groups"`
-	Offsets          int      `json:"offsets"`
-	DelayLevels      int      `json:"delayLevels"`
-	RequestModes     int      `json:"requestModes"`
-	OrderlyBatches   int      `json:"orderlyBatches"`
-	TimerProgress    bool     `json:"timerProgress"`
+	configCounts
+	TimerProgress bool `json:"timerProgress"`
 	// Refusals stop the first open; Warnings name what does not move.
 	Refusals []string `json:"refusals,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
@@ -146,8 +141,7 @@ func checkRocketMQ(root, segDir string, now int64) (rocketmqCheck, error) {
 		return r, nil
 	}
 	r.ConfigFiles = c.Files
-	r.Topics, r.Groups, r.Offsets, r.DelayLevels, r.RequestModes = len(c.Topics), len(c.Groups), len(c.Offsets), len(c.DelayOffsets), len(c.RequestModes)
-	r.OrderlyBatches = len(c.OrderInfos)
+	r.configCounts = countConfig(c)
 	r.TimerProgress = c.HasTimerCheck
 	r.Warnings = c.NotCarried
 	return r, nil
