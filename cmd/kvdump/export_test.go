@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/rocketkv/rocketkv/internal/popclient"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
+	"github.com/rocketkv/rocketkv/migrate/rmqpop"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -43,6 +45,9 @@ func exportCommit(t *testing.T, c *remoting.Client, group, topic string, offset 
 	}
 }
 
+// reviveTopic is the revive topic of the test brokers' cluster.
+const reviveTopic = rmqpop.TopicPrefix + "DefaultCluster"
+
 func stopBroker(t *testing.T, b *broker.Broker) {
 	t.Helper()
 	if err := b.Shutdown(context.Background()); err != nil {
@@ -61,6 +66,12 @@ func TestExportRocketMQConfig(t *testing.T) {
 		exportSend(t, c, "ExpT", "m"+strconv.Itoa(i), "")
 	}
 	exportCommit(t, c, "cg-exp", "ExpT", 3)
+	// Two check-points in the revive topic, as a RocketMQ store leaves
+	// them (taken over at a first open): RocketMQ must not revive them
+	// again after the way back.
+	for i := 0; i < 2; i++ {
+		exportSend(t, c, reviveTopic, `{"so":0,"pt":1,"it":1,"n":1,"q":0,"t":"ExpT","c":"cg-old","d":[0],"bn":"broker-a"}`, "TAGS\x01ck\x02")
+	}
 	// An orderly POP consumer's batch in flight: RocketMQ takes it over
 	// from consumerOrderInfo.json, the queue locked for the group.
 	ordered, err := popclient.New(c, "").Pop(context.Background(), popclient.PopRequest{Group: "cg-ord", Topic: "ExpT", QueueID: 0,
@@ -104,6 +115,9 @@ func TestExportRocketMQConfig(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("consumerOffset.json lacks cg-exp's offset 3: %+v", cfg.Offsets)
+	}
+	if !slices.Contains(cfg.Offsets, rmqconfig.Offset{Group: rmqpop.ProgressGroup, Topic: reviveTopic, QueueID: 0, Offset: 2}) {
+		t.Fatalf("consumerOffset.json does not put the revive progress past the revive topic's check-points: %+v", cfg.Offsets)
 	}
 	if len(cfg.OrderInfos) != 1 || fmt.Sprintf("%+v", cfg.OrderInfos[0]) != fmt.Sprintf("%+v", rmqconfig.OrderInfo{Topic: "ExpT", Group: "cg-ord",
 		PopTime: ordered.PopTime, InvisibleTime: time.Minute.Milliseconds(), Offsets: []int64{0, 1}, LastConsume: ordered.PopTime, AttemptID: "att-exp"}) {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/migrate/rmqpop"
 )
 
 // TransCheckGroup is the consumer group under which RocketMQ's
@@ -68,12 +70,17 @@ func FromStore(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen in
 // progress (TransCheckGroup on the half and op topics) is set past every
 // ended transaction: at firstOpen, the half-topic offset of the first
 // open transaction (OpenTransactions), when one is open (firstOpen >= 0),
-// else at the end of each topic; ends gives the ends.
+// else at the end of each topic; ends gives the ends. The POP revive's
+// progress (rmqpop.ProgressGroup) is set at the end of every queue of
+// every revive topic: the check-points there were taken over when the
+// store was first opened by rocketkv (which keeps POP state in its index
+// and writes none), and RocketMQ reading them again would re-deliver
+// messages rocketkv revived or saw acknowledged since.
 func StoreOffsets(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen int64) ([]Offset, error) {
 	var offsets []Offset
 	if err := db.ConsumerOffsets().Each("", func(u kvindex.OffsetUpdate) bool {
 		switch u.Group {
-		case meta.ScheduleOffsetGroup, TransCheckGroup: // delayOffset.json; set below
+		case meta.ScheduleOffsetGroup, TransCheckGroup, rmqpop.ProgressGroup: // delayOffset.json; set below
 		default:
 			offsets = append(offsets, Offset{Group: u.Group, Topic: u.Topic, QueueID: u.QueueID, Offset: u.Offset})
 		}
@@ -93,7 +100,42 @@ func StoreOffsets(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen
 			offsets = append(offsets, Offset{Group: TransCheckGroup, Topic: topic, Offset: end})
 		}
 	}
-	return offsets, ctx.Err()
+	revive, err := reviveProgress(db, ends)
+	if err != nil {
+		return nil, err
+	}
+	return append(offsets, revive...), ctx.Err()
+}
+
+// reviveProgress is rmqpop.ProgressGroup's offset at the end of each
+// queue of each revive topic (rmqpop.TopicPrefix) that holds messages.
+func reviveProgress(db *kvindex.DB, ends QueueEnds) ([]Offset, error) {
+	topics, err := db.Topics(1)
+	if err != nil {
+		return nil, err
+	}
+	var revive []meta.TopicConfig
+	if err := topics.Each(func(tc meta.TopicConfig) bool {
+		if strings.HasPrefix(tc.TopicName, rmqpop.TopicPrefix) {
+			revive = append(revive, tc)
+		}
+		return true
+	}); err != nil {
+		return nil, fmt.Errorf("read the topics: %w", err)
+	}
+	var offsets []Offset
+	for _, tc := range revive {
+		for q := range int32(tc.QueueCount()) {
+			end, err := ends.MaxOffset(tc.TopicName, q)
+			if err != nil {
+				return nil, fmt.Errorf("read the end of %s/%d: %w", tc.TopicName, q, err)
+			}
+			if end > 0 {
+				offsets = append(offsets, Offset{Group: rmqpop.ProgressGroup, Topic: tc.TopicName, QueueID: q, Offset: end})
+			}
+		}
+	}
+	return offsets, nil
 }
 
 // StoreDelayOffsets returns the scheduler's progress of a rocketkv store
