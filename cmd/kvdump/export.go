@@ -42,7 +42,9 @@ rocketkv are renamed *.before-rocketkv-export (left, with a warning, when
 messages again.
 
 State RocketMQ cannot take over stops the export unless --force is given:
-POP messages in flight (RocketMQ would never revive them), timer messages
+POP messages in flight (RocketMQ would never revive them; let the broker
+run with the POP consumers stopped until their invisible time has passed,
+and it revives them into the retry topics), timer messages
 not yet due (with --force RocketMQ's timer takes in the parked messages
 from the first of them, and timer messages after it that rocketkv already
 delivered are delivered again) and open transactions (with --force the
@@ -173,7 +175,7 @@ func unportableState(s *store) (unportable, error) {
 		return u, err
 	}
 	if inFlight > 0 {
-		u.problems = append(u.problems, fmt.Sprintf("%d POP messages are in flight", inFlight))
+		u.problems = append(u.problems, fmt.Sprintf("%d POP messages are in flight (run the broker with its POP consumers stopped until their invisible time has passed: it revives them into the retry topics, which RocketMQ serves)", inFlight))
 	}
 	parked := 0
 	err = s.db.Scan([]byte{kvindex.PrefixTimer}, func(k, v []byte) bool {

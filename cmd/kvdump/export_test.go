@@ -172,10 +172,18 @@ func TestExportRefusesWhatRocketMQCannotTakeOver(t *testing.T) {
 	b, c = startBroker(t, store, map[string]string{"rocksdbCQDoubleWriteEnable": "true"})
 	exportSend(t, c, "ExpT", "half", "TRAN_MSG\x01true\x02PGROUP\x01pg\x02")
 	exportSend(t, c, "ExpTimer", "in an hour", "TIMER_DELAY_MS\x013600000\x02")
+	exportSend(t, c, "ExpT", "popped", "")
+	if res, err := popclient.New(c, "").Pop(context.Background(), popclient.PopRequest{Group: "cg-pop", Topic: "ExpT", QueueID: 0,
+		MaxMsgNums: 1, InvisibleTime: time.Hour, PollTime: 5 * time.Second}); err != nil || len(res.Messages) != 1 {
+		t.Fatalf("pop: %v %+v", err, res)
+	}
 	stopBroker(t, b)
-	if _, _, err := runKvdump(t, "--store", store, "export-rocketmq"); err == nil || !strings.Contains(err.Error(), "1 transactions are open") ||
-		!strings.Contains(err.Error(), "1 timer messages are not due yet") {
-		t.Fatalf("export with an open transaction and a parked timer message: %v", err)
+	_, _, err := runKvdump(t, "--store", store, "export-rocketmq")
+	for _, want := range []string{"1 transactions are open", "1 timer messages are not due yet",
+		"1 POP messages are in flight (run the broker with its POP consumers stopped until their invisible time has passed"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("export with an open transaction, a parked timer message and a message popped: %v, want %q", err, want)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(store, "config", "consumerOffset.json")); err == nil {
 		t.Fatal("a refused export wrote files")
