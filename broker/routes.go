@@ -87,6 +87,7 @@ func (b *Broker) routes() {
 	handle(remoting.BatchAckMessage, b.slaveRefusesWrites(b.processBatchAck))
 	handle(remoting.ChangeMessageInvisibleTime, b.slaveRefusesWrites(b.processChangeInvisibleTime))
 	handle(remoting.PeekMessage, b.processPeek)
+	handle(remoting.PopRollback, b.slaveRefusesWrites(b.processPopRollback))
 	handle(remoting.Notification, b.processNotification)
 	handle(remoting.PollingInfo, b.processPollingInfo)
 	handle(remoting.QueryAssignment, b.processQueryAssignment)

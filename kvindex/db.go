@@ -364,6 +364,40 @@ func (d *DB) MarkRocketMQPopImported(at int64) error {
 	return d.setMetaInt64(metaPopImported, at)
 }
 
+// PopRollback is the record of the last POP_ROLLBACK: the POP messages in
+// flight before At (ms; when it began) were written to queue 0 of the
+// revive topic Topic as RocketMQ check-points, from queue offset From on.
+//
+//	value: from int64 | at int64 | topic
+type PopRollback struct {
+	Topic    string
+	From, At int64
+}
+
+// SetPopRollback records (durably) a POP_ROLLBACK.
+func (d *DB) SetPopRollback(r PopRollback) error {
+	v := binary.BigEndian.AppendUint64(nil, uint64(r.From))
+	v = binary.BigEndian.AppendUint64(v, uint64(r.At))
+	if err := d.pdb.Set(metaKey(metaPopRollback), append(v, r.Topic...), pebble.Sync); err != nil {
+		return fmt.Errorf("record the POP rollback: %w", err)
+	}
+	return nil
+}
+
+// LastPopRollback returns the record of the last POP_ROLLBACK; ok is
+// false when there was none.
+func (d *DB) LastPopRollback() (r PopRollback, ok bool, err error) {
+	v, err := d.get(metaKey(metaPopRollback))
+	if err != nil || v == nil {
+		return r, false, err
+	}
+	if len(v) < 16 {
+		return r, false, fmt.Errorf("meta %s: %d bytes: %w", metaPopRollback, len(v), ErrBadKey)
+	}
+	r.From, r.At, r.Topic = int64(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:])), string(v[16:])
+	return r, true, nil
+}
+
 // metaInt64 reads the int64 value of the meta key name; ok is false when
 // the key is absent (or its value is not 8 bytes, which err then says).
 func (d *DB) metaInt64(name string) (v int64, ok bool, err error) {

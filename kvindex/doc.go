@@ -112,6 +112,11 @@
 //	"rmqPopImported" value: ms int64           when that store's POP in-flight state (the
 //	                                           check-points and acks of its revive topic)
 //	                                           became pop checkpoints (0x55/0x56)
+//	"popRollback" value: from int64 | at int64 | topic
+//	                                           the last POP_ROLLBACK wrote the checkpoints in
+//	                                           flight as of at (ms) to queue 0 of the revive
+//	                                           topic as RocketMQ check-points, from queue
+//	                                           offset from on (the way back)
 //
 // # 0x10 cq entry: one ConsumeQueue unit
 //

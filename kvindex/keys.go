@@ -54,6 +54,9 @@ const (
 	// metaPopImported: the POP in-flight state of an Apache RocketMQ
 	// store (its revive topic) was imported (value: when, ms).
 	metaPopImported = "rmqPopImported"
+	// metaPopRollback: the POP state in flight was written to a revive
+	// topic as RocketMQ check-points (POP_ROLLBACK; value: PopRollback).
+	metaPopRollback = "popRollback"
 )
 
 // schemaVersion is the layout version this code writes. Version 1 stored

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,9 +43,10 @@ rocketkv are renamed *.before-rocketkv-export (left, with a warning, when
 messages again.
 
 State RocketMQ cannot take over stops the export unless --force is given:
-POP messages in flight (RocketMQ would never revive them; let the broker
-run with the POP consumers stopped until their invisible time has passed,
-and it revives them into the retry topics), timer messages
+POP messages in flight that no POP_ROLLBACK handed to RocketMQ's revive
+(stop the POP consumers and send it with mqadmin exportPopRecord; or let
+the broker run until their invisible time has passed, and it revives them
+into the retry topics), timer messages
 not yet due (with --force RocketMQ's timer takes in the parked messages
 from the first of them, and timer messages after it that rocketkv already
 delivered are delivered again) and open transactions (with --force the
@@ -154,6 +156,27 @@ func runExport(ctx context.Context, s *store, w *output, dir string, force bool)
 		line.Topics, line.Groups, line.Offsets, line.DelayLevels, line.RequestModes, line.OrderlyBatches, dir))
 }
 
+// popNotRolledBack counts the POP messages in flight that the last
+// POP_ROLLBACK did not write to the revive topic (all of them without
+// one): those popped after it began, or in its first millisecond.
+func popNotRolledBack(db *kvindex.DB) (int, error) {
+	r, ok, err := db.LastPopRollback()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	err = db.Pop().DueCheckpoints(0, math.MaxInt64, 0, func(c kvindex.Checkpoint) bool {
+		if !ok || c.PopTime >= r.At {
+			n += len(c.Offsets)
+		}
+		return true
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read the POP messages in flight: %w", err)
+	}
+	return n, nil
+}
+
 // unportable is the state of a store Apache RocketMQ cannot take over.
 type unportable struct {
 	problems []string
@@ -170,12 +193,12 @@ type unportable struct {
 // timer keyspace) and open transactions.
 func unportableState(s *store) (unportable, error) {
 	u := unportable{firstOpen: -1, firstParked: -1}
-	_, inFlight, err := s.db.Pop().CountInFlight()
+	inFlight, err := popNotRolledBack(s.db)
 	if err != nil {
 		return u, err
 	}
 	if inFlight > 0 {
-		u.problems = append(u.problems, fmt.Sprintf("%d POP messages are in flight (run the broker with its POP consumers stopped until their invisible time has passed: it revives them into the retry topics, which RocketMQ serves)", inFlight))
+		u.problems = append(u.problems, fmt.Sprintf("%d POP messages are in flight (stop the POP consumers, then send POP_ROLLBACK to the broker with mqadmin exportPopRecord -b <its address>: it hands them to RocketMQ's revive; or let the broker run until their invisible time has passed: it revives them into the retry topics, which RocketMQ serves)", inFlight))
 	}
 	parked := 0
 	err = s.db.Scan([]byte{kvindex.PrefixTimer}, func(k, v []byte) bool {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -116,7 +117,8 @@ func TestExportRocketMQConfig(t *testing.T) {
 	if !found {
 		t.Fatalf("consumerOffset.json lacks cg-exp's offset 3: %+v", cfg.Offsets)
 	}
-	if !slices.Contains(cfg.Offsets, rmqconfig.Offset{Group: rmqpop.ProgressGroup, Topic: reviveTopic, QueueID: 0, Offset: 2}) {
+	// The revive's offset is the last one it handled (1), not the next.
+	if !slices.Contains(cfg.Offsets, rmqconfig.Offset{Group: rmqpop.ProgressGroup, Topic: reviveTopic, QueueID: 0, Offset: 1}) {
 		t.Fatalf("consumerOffset.json does not put the revive progress past the revive topic's check-points: %+v", cfg.Offsets)
 	}
 	if len(cfg.OrderInfos) != 1 || fmt.Sprintf("%+v", cfg.OrderInfos[0]) != fmt.Sprintf("%+v", rmqconfig.OrderInfo{Topic: "ExpT", Group: "cg-ord",
@@ -180,7 +182,7 @@ func TestExportRefusesWhatRocketMQCannotTakeOver(t *testing.T) {
 	stopBroker(t, b)
 	_, _, err := runKvdump(t, "--store", store, "export-rocketmq")
 	for _, want := range []string{"1 transactions are open", "1 timer messages are not due yet",
-		"1 POP messages are in flight (run the broker with its POP consumers stopped until their invisible time has passed"} {
+		"1 POP messages are in flight (stop the POP consumers, then send POP_ROLLBACK"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("export with an open transaction, a parked timer message and a message popped: %v, want %q", err, want)
 		}
@@ -209,5 +211,80 @@ func TestExportRefusesWhatRocketMQCannotTakeOver(t *testing.T) {
 	mustKvdump(t, "--store", store, "export-rocketmq", "--force", "--out", filepath.Join(other, "config"))
 	if cfg, err := rmqconfig.Read(other); err != nil || !cfg.HasTimerCheck || cfg.TimerQueueOffset != 0 {
 		t.Fatalf("timercheck of a forced export: %+v %v, want queue offset 0", cfg.TimerQueueOffset, err)
+	}
+}
+
+// The way back with POP messages in flight: POP_ROLLBACK writes them to
+// the revive topic as RocketMQ check-points and the export starts
+// RocketMQ's revive at them; a message popped after the rollback is not
+// among them and stops the export (unless forced). A broker opening the
+// exported store as RocketMQ's (rocketkv's own import reads a revive topic
+// as RocketMQ's revive does) has the rolled-back messages in flight again:
+// the client's receipt handle of before acks one, the other stays.
+func TestExportHandsPopInFlightToRocketMQ(t *testing.T) {
+	store := t.TempDir()
+	b, c := startBroker(t, store, map[string]string{"rocksdbCQDoubleWriteEnable": "true"})
+	// Check-points RocketMQ left before the store came to rocketkv.
+	for i := 0; i < 2; i++ {
+		exportSend(t, c, reviveTopic, `{"so":0,"pt":1,"it":1,"n":1,"q":0,"t":"ExpP","c":"cg-old","d":[0],"bn":"broker-a"}`, "TAGS\x01ck\x02")
+	}
+	for i := 0; i < 4; i++ {
+		exportSend(t, c, "ExpP", "m"+strconv.Itoa(i), "")
+	}
+	pc := popclient.New(c, "")
+	pop := func(n int) popclient.PopResult {
+		res, err := pc.Pop(context.Background(), popclient.PopRequest{Group: "cg-pop", Topic: "ExpP", QueueID: 0,
+			MaxMsgNums: n, InvisibleTime: time.Hour, PollTime: 5 * time.Second})
+		if err != nil || len(res.Messages) != n {
+			t.Fatalf("pop %d: %v %+v", n, err, res)
+		}
+		return res
+	}
+	popped := pop(3)
+	if code, err := pc.Ack(context.Background(), "cg-pop", popped.Messages[1]); err != nil || code != remoting.Success {
+		t.Fatalf("ack: %d %v", code, err)
+	}
+	// Pops and the rollback are told apart by the millisecond.
+	time.Sleep(5 * time.Millisecond)
+	resp, err := c.Invoke(context.Background(), remoting.NewRequest(remoting.PopRollback, nil, nil))
+	if err != nil || resp.Code != remoting.Success {
+		t.Fatalf("POP_ROLLBACK: %v %+v", err, resp)
+	}
+	pop(1) // after the rollback
+	stopBroker(t, b)
+
+	if _, _, err := runKvdump(t, "--store", store, "export-rocketmq"); err == nil || !strings.Contains(err.Error(), "1 POP messages are in flight") {
+		t.Fatalf("export with a message popped after the rollback: %v", err)
+	}
+	mustKvdump(t, "--store", store, "export-rocketmq", "--force")
+	cfg, err := rmqconfig.Read(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(cfg.Offsets, rmqconfig.Offset{Group: rmqpop.ProgressGroup, Topic: reviveTopic, QueueID: 0, Offset: 1}) {
+		t.Fatalf("the revive progress does not stop just before the rolled-back check-points (offset 2): %+v", cfg.Offsets)
+	}
+
+	if err := os.RemoveAll(filepath.Join(store, kvindex.DirName)); err != nil {
+		t.Fatal(err)
+	}
+	b, c = startBroker(t, store, map[string]string{"storeType": "file"})
+	if code, err := popclient.New(c, "").Ack(context.Background(), "cg-pop", popped.Messages[0]); err != nil || code != remoting.Success {
+		t.Fatalf("ack with the handle of before the way back: %d %v", code, err)
+	}
+	stopBroker(t, b)
+	var offsets []int64
+	for _, line := range strings.Split(strings.TrimSpace(mustKvdump(t, "--store", store, "--json", "pop", "--group", "cg-pop")), "\n") {
+		var r kvindex.InFlight
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		if r.PopTime != popped.PopTime || r.CKOffset != popped.Messages[0].Handle.CKOffset {
+			t.Fatalf("in flight after the way back: %+v, want the pop of %d", r, popped.PopTime)
+		}
+		offsets = append(offsets, r.QueueOffset)
+	}
+	if fmt.Sprint(offsets) != "[2]" {
+		t.Fatalf("in flight after the way back: %v, want [2]", offsets)
 	}
 }

@@ -71,11 +71,13 @@ func FromStore(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen in
 // ended transaction: at firstOpen, the half-topic offset of the first
 // open transaction (OpenTransactions), when one is open (firstOpen >= 0),
 // else at the end of each topic; ends gives the ends. The POP revive's
-// progress (rmqpop.ProgressGroup) is set at the end of every queue of
-// every revive topic: the check-points there were taken over when the
+// progress (rmqpop.ProgressGroup) is set at the last message of every
+// queue of every revive topic: the check-points there were taken over when the
 // store was first opened by rocketkv (which keeps POP state in its index
 // and writes none), and RocketMQ reading them again would re-deliver
-// messages rocketkv revived or saw acknowledged since.
+// messages rocketkv revived or saw acknowledged since. The exception is
+// where the last POP_ROLLBACK wrote the check-points in flight
+// (kvindex.PopRollback): RocketMQ's revive starts with them.
 func StoreOffsets(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen int64) ([]Offset, error) {
 	var offsets []Offset
 	if err := db.ConsumerOffsets().Each("", func(u kvindex.OffsetUpdate) bool {
@@ -107,10 +109,16 @@ func StoreOffsets(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen
 	return append(offsets, revive...), ctx.Err()
 }
 
-// reviveProgress is rmqpop.ProgressGroup's offset at the end of each
-// queue of each revive topic (rmqpop.TopicPrefix) that holds messages.
+// reviveProgress is rmqpop.ProgressGroup's offset at the last message of
+// each queue of each revive topic (rmqpop.TopicPrefix) that holds
+// messages, or just before the check-points the last POP_ROLLBACK wrote,
+// so that RocketMQ's revive starts with them.
 func reviveProgress(db *kvindex.DB, ends QueueEnds) ([]Offset, error) {
 	topics, err := db.Topics(1)
+	if err != nil {
+		return nil, err
+	}
+	rollback, rolledBack, err := db.LastPopRollback()
 	if err != nil {
 		return nil, err
 	}
@@ -130,8 +138,14 @@ func reviveProgress(db *kvindex.DB, ends QueueEnds) ([]Offset, error) {
 			if err != nil {
 				return nil, fmt.Errorf("read the end of %s/%d: %w", tc.TopicName, q, err)
 			}
+			if rolledBack && rollback.Topic == tc.TopicName && q == 0 {
+				end = min(end, rollback.From)
+			}
+			// Unlike a consumer's, the revive's offset is the last one
+			// it handled: it reads on from the next. Without one it reads
+			// from 0.
 			if end > 0 {
-				offsets = append(offsets, Offset{Group: rmqpop.ProgressGroup, Topic: tc.TopicName, QueueID: q, Offset: end})
+				offsets = append(offsets, Offset{Group: rmqpop.ProgressGroup, Topic: tc.TopicName, QueueID: q, Offset: end - 1})
 			}
 		}
 	}

@@ -1,0 +1,120 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/migrate/rmqpop"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// The way back to Apache RocketMQ for POP messages in flight. RocketMQ
+// keeps them as check-point messages in its revive topic; rocketkv keeps
+// them in its index, which RocketMQ does not read. POP_ROLLBACK (what
+// mqadmin exportPopRecord sends; RocketMQ answers it by moving its KV POP
+// records to the revive topic) writes every checkpoint in flight to the
+// revive topic's queue 0 as a RocketMQ check-point and records from which
+// offset (kvindex.PopRollback). kvdump export-rocketmq then starts
+// RocketMQ's revive there, so that it re-delivers what stays unacked.
+// rocketkv keeps its own checkpoints and goes on reviving them itself if
+// it keeps serving the store. Acks after the rollback do not reach
+// RocketMQ, which may then deliver those messages once more (at least
+// once); stop the POP consumers first.
+
+// reviveQueueNum is RocketMQ's default count of revive queues, the
+// queues of a revive topic rocketkv creates.
+const reviveQueueNum = 8
+
+// rollbackBatch is how many check-points go into one CommitLog append.
+const rollbackBatch = 64
+
+// processPopRollback answers POP_ROLLBACK.
+func (b *Broker) processPopRollback(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	n, r, err := b.rollbackPop(ctx)
+	if err != nil {
+		b.log.Error().Err(err).Msg("POP rollback: the check-points in flight were not all written to the revive topic")
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	b.log.Info().Int("checkpoints", n).Int64("from", r.From).Int64("at", r.At).
+		Msg("POP rollback: the check-points in flight are in the revive topic for Apache RocketMQ")
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// rollbackPop writes the checkpoints in flight to queue 0 of the
+// cluster's revive topic and records the rollback; it returns how many.
+func (b *Broker) rollbackPop(ctx context.Context) (int, kvindex.PopRollback, error) {
+	topic := rmqpop.TopicPrefix + b.cfg.BrokerClusterName
+	if _, err := b.topics.ensureSystemTopic(topic, reviveQueueNum, meta.PermRead|meta.PermWrite); err != nil {
+		return 0, kvindex.PopRollback{}, fmt.Errorf("create the revive topic %s: %w", topic, err)
+	}
+	r := kvindex.PopRollback{Topic: topic, From: -1, At: time.Now().UnixMilli()}
+	var cks []kvindex.Checkpoint
+	if err := b.db.Pop().DueCheckpoints(0, math.MaxInt64, 0, func(c kvindex.Checkpoint) bool {
+		if len(c.Offsets) > 0 {
+			cks = append(cks, c)
+		}
+		return ctx.Err() == nil
+	}); err != nil {
+		return 0, r, fmt.Errorf("read the checkpoints in flight: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, r, err
+	}
+	n := len(cks)
+	for len(cks) > 0 {
+		batch := cks[:min(rollbackBatch, len(cks))]
+		cks = cks[len(batch):]
+		msgs := make([]*commitlog.Message, 0, len(batch))
+		for i := range batch {
+			m, err := b.checkpointMessage(topic, &batch[i])
+			if err != nil {
+				return 0, r, err
+			}
+			msgs = append(msgs, m)
+		}
+		res, err := b.putMessages(ctx, msgs, true)
+		if err != nil {
+			return 0, r, fmt.Errorf("write check-points to %s: %w", topic, err)
+		}
+		if r.From < 0 {
+			r.From = res.QueueOffset
+		}
+	}
+	if r.From < 0 {
+		// Nothing in flight: RocketMQ's revive starts at the end.
+		end, err := b.qoffsets.Next(topic, 0)
+		if err != nil {
+			return 0, r, err
+		}
+		r.From = end
+	}
+	if err := b.db.SetPopRollback(r); err != nil {
+		return 0, r, err
+	}
+	return n, r, nil
+}
+
+// checkpointMessage is the revive-topic message RocketMQ's broker writes
+// for a pop (buildCkMsg): tag "ck", the PopCheckPoint body and its unique
+// key, in queue 0, the revive queue of rocketkv's receipt handles. It is
+// stored at once rather than through the timer: RocketMQ's revive waits
+// for a check-point's time either way.
+func (b *Broker) checkpointMessage(topic string, c *kvindex.Checkpoint) (*commitlog.Message, error) {
+	ck := rmqpop.Checkpoint{Group: c.Group, Topic: c.Topic, QueueID: c.QueueID, StartOffset: c.CKOffset, PopTime: c.PopTime,
+		InvisibleTime: c.VisibleAt - c.PopTime, BrokerName: b.cfg.BrokerName, RePuts: c.Attempts, Offsets: c.Offsets}
+	body, err := rmqpop.EncodeCheckpoint(ck)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().UnixMilli()
+	return &commitlog.Message{
+		Topic: topic, QueueID: 0, BornTimestamp: now, BornHost: b.storeHost, StoreHost: b.storeHost, Body: body,
+		Properties: commitlog.FormatProperties(map[string]string{commitlog.PropertyTags: rmqpop.TagCheckpoint,
+			"UNIQ_KEY": rmqpop.CheckpointUniqKey(ck)}),
+	}, nil
+}
