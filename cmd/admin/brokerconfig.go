@@ -195,6 +195,24 @@ func deleteExpiredCommitLogCmd(g *globals) *cobra.Command {
 	}
 }
 
+// exportPopRecordCmd is mqadmin exportPopRecord: POP_ROLLBACK, which
+// makes the broker write its POP messages in flight to the revive topic as
+// RocketMQ check-points (the way back to Apache RocketMQ).
+func exportPopRecordCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "exportPopRecord",
+		Short: "make the broker write its POP messages in flight to the revive topic as RocketMQ check-points, before the way back to Apache RocketMQ (POP_ROLLBACK); stop the POP consumers first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := g.invoke(cmd.Context(), g.broker, remoting.PopRollback, nil, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "success: %s wrote its POP messages in flight to the revive topic\n", g.broker)
+			return nil
+		},
+	}
+}
+
 // queryCQCmd is mqadmin queryCq: ConsumeQueue units of one queue.
 func queryCQCmd(g *globals) *cobra.Command {
 	var topic, group string

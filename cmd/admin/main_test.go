@@ -158,6 +158,9 @@ func TestDrainCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRoutePerm("6")
+	if out, err := run(t, "exportPopRecord", "-b", br); err != nil || !strings.Contains(out, "success") {
+		t.Fatalf("exportPopRecord: %q %v", out, err)
+	}
 	if out, err := run(t, "deleteExpiredCommitLog", "-b", br); err != nil || !strings.Contains(out, "success") {
 		t.Fatalf("deleteExpiredCommitLog: %q %v", out, err)
 	}
