@@ -181,33 +181,32 @@ func writePermCmd(g *globals, use string, code int32, countField, verb string) *
 
 // deleteExpiredCommitLogCmd is mqadmin deleteExpiredCommitLog.
 func deleteExpiredCommitLogCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "deleteExpiredCommitLog",
-		Short: "make the broker delete CommitLog segments older than fileReservedTime now rather than at deleteWhen (DELETE_EXPIRED_COMMITLOG)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := g.invoke(cmd.Context(), g.broker, remoting.DeleteExpiredCommitLog, nil, nil); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "success: %s deletes its expired CommitLog segments within its next cleaner passes\n", g.broker)
-			return nil
-		},
-	}
+	return brokerActionCmd(g, "deleteExpiredCommitLog",
+		"make the broker delete CommitLog segments older than fileReservedTime now rather than at deleteWhen (DELETE_EXPIRED_COMMITLOG)",
+		remoting.DeleteExpiredCommitLog, "deletes its expired CommitLog segments within its next cleaner passes")
 }
 
 // exportPopRecordCmd is mqadmin exportPopRecord: POP_ROLLBACK, which
 // makes the broker write its POP messages in flight to the revive topic as
 // RocketMQ check-points (the way back to Apache RocketMQ).
 func exportPopRecordCmd(g *globals) *cobra.Command {
+	return brokerActionCmd(g, "exportPopRecord",
+		"make the broker write its POP messages in flight to the revive topic as RocketMQ check-points, before the way back to Apache RocketMQ (POP_ROLLBACK); stop the POP consumers first",
+		remoting.PopRollback, "wrote its POP messages in flight to the revive topic")
+}
+
+// brokerActionCmd is a command that sends one request without fields to
+// the broker (-b) and reports "success: <broker> <done>".
+func brokerActionCmd(g *globals, use, short string, code int32, done string) *cobra.Command {
 	return &cobra.Command{
-		Use:   "exportPopRecord",
-		Short: "make the broker write its POP messages in flight to the revive topic as RocketMQ check-points, before the way back to Apache RocketMQ (POP_ROLLBACK); stop the POP consumers first",
+		Use:   use,
+		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := g.invoke(cmd.Context(), g.broker, remoting.PopRollback, nil, nil); err != nil {
+			if _, err := g.invoke(cmd.Context(), g.broker, code, nil, nil); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "success: %s wrote its POP messages in flight to the revive topic\n", g.broker)
+			fmt.Fprintf(cmd.OutOrStdout(), "success: %s %s\n", g.broker, done)
 			return nil
 		},
 	}
