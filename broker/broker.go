@@ -213,13 +213,18 @@ func brokerIP(configured string) (netip.Addr, error) {
 
 // Addr returns the address clients use: brokerIP1:listenPort (the bound
 // port when listenPort was 0).
-func (b *Broker) Addr() string {
+func (b *Broker) Addr() string { return b.hostAddr().String() }
+
+// hostAddr is Addr as an address: brokerIP1 and the port listened on.
+// Request handlers use it rather than storeHost, which listenPort 0 sets
+// only once they may run.
+func (b *Broker) hostAddr() netip.AddrPort {
 	if b.server != nil {
 		if a, ok := b.server.Addr().(*net.TCPAddr); ok {
-			return netip.AddrPortFrom(b.hostIP, uint16(a.Port)).String()
+			return netip.AddrPortFrom(b.hostIP, uint16(a.Port))
 		}
 	}
-	return netip.AddrPortFrom(b.hostIP, uint16(b.cfg.ListenPort)).String()
+	return netip.AddrPortFrom(b.hostIP, uint16(b.cfg.ListenPort))
 }
 
 // Start opens and recovers the store, catches the index up with the

@@ -111,9 +111,9 @@ func (b *Broker) checkpointMessage(topic string, c *kvindex.Checkpoint) (*commit
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now().UnixMilli()
+	host := b.hostAddr()
 	return &commitlog.Message{
-		Topic: topic, QueueID: 0, BornTimestamp: now, BornHost: b.storeHost, StoreHost: b.storeHost, Body: body,
+		Topic: topic, QueueID: 0, BornTimestamp: time.Now().UnixMilli(), BornHost: host, StoreHost: host, Body: body,
 		Properties: commitlog.FormatProperties(map[string]string{commitlog.PropertyTags: rmqpop.TagCheckpoint,
 			"UNIQ_KEY": rmqpop.CheckpointUniqKey(ck)}),
 	}, nil
