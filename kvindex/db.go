@@ -370,8 +370,9 @@ func (d *DB) MarkRocketMQPopImported(at int64) error {
 //
 //	value: from int64 | at int64 | topic
 type PopRollback struct {
-	Topic    string
-	From, At int64
+	Topic string `json:"topic"`
+	From  int64  `json:"from"`
+	At    int64  `json:"at"`
 }
 
 // SetPopRollback records (durably) a POP_ROLLBACK.

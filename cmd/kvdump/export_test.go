@@ -252,6 +252,10 @@ func TestExportHandsPopInFlightToRocketMQ(t *testing.T) {
 	}
 	pop(1) // after the rollback
 	stopBroker(t, b)
+	if out := mustKvdump(t, "--store", store, "summary"); !strings.Contains(out, "pops before ") ||
+		!strings.Contains(out, "written to "+reviveTopic+"/0 from offset 2") {
+		t.Fatalf("summary after the rollback:\n%s", out)
+	}
 
 	if _, _, err := runKvdump(t, "--store", store, "export-rocketmq"); err == nil || !strings.Contains(err.Error(), "1 POP messages are in flight") {
 		t.Fatalf("export with a message popped after the rollback: %v", err)

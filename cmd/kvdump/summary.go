@@ -48,6 +48,8 @@ type summaryLine struct {
 	Queues         int64  `json:"queues"`
 	PopCheckpoints int64  `json:"popCheckpoints"`
 	PopInFlight    int64  `json:"popInFlight"`
+	// PopRollback is the last POP_ROLLBACK, when there was one.
+	PopRollback *kvindex.PopRollback `json:"popRollback,omitempty"`
 	// TxnOpenHalves and TxnEnded are the keys of the transaction
 	// keyspaces: half messages not yet ended, and ended transactions.
 	TxnOpenHalves int64 `json:"txnOpenHalves"`
@@ -95,6 +97,11 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 	}
 	if sum.PopCheckpoints, sum.PopInFlight, err = s.db.Pop().CountInFlight(); err != nil {
 		return err
+	}
+	if r, ok, err := s.db.LastPopRollback(); err != nil {
+		return err
+	} else if ok {
+		sum.PopRollback = &r
 	}
 	var layouts []string
 	for _, name := range []string{kvindex.LayoutKV, kvindex.LayoutFile} {
@@ -161,6 +168,9 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 	t.row("topics", num(sum.Topics))
 	t.row("queues", num(sum.Queues))
 	t.row("pop in flight", fmt.Sprintf("%d messages in %d checkpoints", sum.PopInFlight, sum.PopCheckpoints))
+	if r := sum.PopRollback; r != nil {
+		t.row("pop rollback", fmt.Sprintf("pops before %s written to %s/0 from offset %d", formatTime(r.At), r.Topic, r.From))
+	}
 	t.row("transactions", fmt.Sprintf("%d half messages open, %d ended", sum.TxnOpenHalves, sum.TxnEnded))
 	t.row("timer messages", fmt.Sprintf("%d waiting", sum.TimerMessages))
 	t.row("access control (ACL 2.0)", fmt.Sprintf("%d users, %d access lists", sum.Users, sum.ACLs))
