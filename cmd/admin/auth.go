@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rocketkv/rocketkv/meta"
-	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -32,25 +30,7 @@ func (t *authTarget) addrs(ctx context.Context, g *globals) ([]string, error) {
 	if t.cluster == "" {
 		return []string{g.broker}, nil
 	}
-	resp, err := g.invoke(ctx, g.namesrv, remoting.GetBrokerClusterInfo, nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	var ci namesrv.ClusterInfo
-	if err := json.Unmarshal(resp.Body, &ci); err != nil {
-		return nil, fmt.Errorf("decode cluster info: %w", err)
-	}
-	var out []string
-	for _, name := range ci.ClusterAddrTable[t.cluster] {
-		for _, a := range ci.BrokerAddrTable[name].BrokerAddrs {
-			out = append(out, a)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("the name server knows no broker of cluster %s", t.cluster)
-	}
-	sort.Strings(out)
-	return out, nil
+	return g.clusterBrokers(ctx, t.cluster, false)
 }
 
 // splitList reads a comma-separated flag as mqadmin does: blanks trimmed,

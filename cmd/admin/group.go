@@ -27,6 +27,12 @@ func (g *globals) groupTargets(ctx context.Context, cluster string) ([]string, e
 // clusterMasters returns the master address of every broker group of a
 // cluster, as the name server knows them.
 func (g *globals) clusterMasters(ctx context.Context, cluster string) ([]string, error) {
+	return g.clusterBrokers(ctx, cluster, true)
+}
+
+// clusterBrokers returns the addresses of a cluster's brokers, masters
+// only or every one, sorted, as the name server knows them.
+func (g *globals) clusterBrokers(ctx context.Context, cluster string, mastersOnly bool) ([]string, error) {
 	resp, err := g.invoke(ctx, g.namesrv, remoting.GetBrokerClusterInfo, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("cluster info: %w", err)
@@ -37,12 +43,18 @@ func (g *globals) clusterMasters(ctx context.Context, cluster string) ([]string,
 	}
 	var addrs []string
 	for _, name := range info.ClusterAddrTable[cluster] {
-		if a, ok := info.BrokerAddrTable[name].BrokerAddrs[0]; ok {
-			addrs = append(addrs, a)
+		for id, a := range info.BrokerAddrTable[name].BrokerAddrs {
+			if id == 0 || !mastersOnly {
+				addrs = append(addrs, a)
+			}
 		}
 	}
 	if len(addrs) == 0 {
-		return nil, fmt.Errorf("cluster %q has no master broker the name server %s knows", cluster, g.namesrv)
+		what := "broker"
+		if mastersOnly {
+			what = "master broker"
+		}
+		return nil, fmt.Errorf("cluster %q has no %s the name server %s knows", cluster, what, g.namesrv)
 	}
 	sort.Strings(addrs)
 	return addrs, nil
