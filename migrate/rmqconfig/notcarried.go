@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/meta"
 )
 
@@ -47,26 +46,16 @@ func (c *Config) parseLmqOffsets(data []byte) error {
 // tableKeys returns the keys of the object named field of a config file
 // (none when it is absent or null), sorted.
 func tableKeys(data []byte, field string) ([]string, error) {
-	top, err := adminbody.Members(data)
+	members, err := tableMembers(data, field)
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range top {
-		if unquote(m.Key) != field || string(m.Value) == "null" {
-			continue
-		}
-		members, err := adminbody.Members(m.Value)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", field, err)
-		}
-		keys := make([]string, 0, len(members))
-		for _, k := range members {
-			keys = append(keys, unquote(k.Key))
-		}
-		sort.Strings(keys)
-		return keys, nil
+	keys := make([]string, 0, len(members))
+	for _, k := range members {
+		keys = append(keys, unquote(k.Key))
 	}
-	return nil, nil
+	sort.Strings(keys)
+	return keys, nil
 }
 
 // names lists up to five names, then how many more.

@@ -250,19 +250,23 @@ func (b byName[T]) Swap(i, j int) {
 	b.names[i], b.names[j] = b.names[j], b.names[i]
 }
 
-// offsetTable returns the members of the file's offsetTable object.
-func offsetTable(data []byte) ([]adminbody.Member, error) {
+// tableMembers returns the members of the object a config file holds
+// under field (RocketMQ's ConfigManager tables: {"<field>":{...}}); none
+// when it is absent or null.
+func tableMembers(data []byte, field string) ([]adminbody.Member, error) {
 	top, err := adminbody.Members(data)
 	if err != nil {
 		return nil, err
 	}
 	for _, m := range top {
-		if string(m.Key) == `"offsetTable"` {
-			if string(m.Value) == "null" {
-				return nil, nil
-			}
-			return adminbody.Members(m.Value)
+		if unquote(m.Key) != field || string(m.Value) == "null" {
+			continue
 		}
+		members, err := adminbody.Members(m.Value)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		return members, nil
 	}
 	return nil, nil
 }
@@ -286,45 +290,36 @@ func (c *Config) parseOffsets(data []byte) error {
 // calling fn with each value that is not null. what names the table's
 // content in errors.
 func eachQueueValue(data []byte, field, what string, fn func(topic, group string, qid int32, value []byte) error) error {
-	top, err := adminbody.Members(data)
+	table, err := tableMembers(data, field)
 	if err != nil {
 		return err
 	}
-	for _, m := range top {
-		if unquote(m.Key) != field || string(m.Value) == "null" {
+	for _, g := range table {
+		var key string
+		if err := json.Unmarshal(g.Key, &key); err != nil {
+			return fmt.Errorf("%s key %s: %w", what, g.Key, err)
+		}
+		topic, group, ok := cutLast(key, "@")
+		if !ok || topic == "" || group == "" {
+			return fmt.Errorf("%s key %q is not <topic>@<group>", what, key)
+		}
+		if string(g.Value) == "null" {
 			continue
 		}
-		table, err := adminbody.Members(m.Value)
+		queues, err := adminbody.Members(g.Value)
 		if err != nil {
-			return fmt.Errorf("%s: %w", field, err)
+			return fmt.Errorf("%s of %s: %w", what, key, err)
 		}
-		for _, g := range table {
-			var key string
-			if err := json.Unmarshal(g.Key, &key); err != nil {
-				return fmt.Errorf("%s key %s: %w", what, g.Key, err)
+		for _, q := range queues {
+			qid, err := strconv.ParseInt(unquote(q.Key), 10, 32)
+			if err != nil || qid < 0 {
+				return fmt.Errorf("%s of %s: queue %s: not a queue id", what, key, q.Key)
 			}
-			topic, group, ok := cutLast(key, "@")
-			if !ok || topic == "" || group == "" {
-				return fmt.Errorf("%s key %q is not <topic>@<group>", what, key)
-			}
-			if string(g.Value) == "null" {
+			if string(q.Value) == "null" {
 				continue
 			}
-			queues, err := adminbody.Members(g.Value)
-			if err != nil {
-				return fmt.Errorf("%s of %s: %w", what, key, err)
-			}
-			for _, q := range queues {
-				qid, err := strconv.ParseInt(unquote(q.Key), 10, 32)
-				if err != nil || qid < 0 {
-					return fmt.Errorf("%s of %s: queue %s: not a queue id", what, key, q.Key)
-				}
-				if string(q.Value) == "null" {
-					continue
-				}
-				if err := fn(topic, group, int32(qid), q.Value); err != nil {
-					return fmt.Errorf("%s of %s: queue %d: %w", what, key, qid, err)
-				}
+			if err := fn(topic, group, int32(qid), q.Value); err != nil {
+				return fmt.Errorf("%s of %s: queue %d: %w", what, key, qid, err)
 			}
 		}
 	}
@@ -347,7 +342,7 @@ func sortByQueue[T any](s []T, key func(*T) (group, topic string, qid int32)) {
 }
 
 func (c *Config) parseDelayOffsets(data []byte) error {
-	table, err := offsetTable(data)
+	table, err := tableMembers(data, "offsetTable")
 	if err != nil {
 		return err
 	}
