@@ -49,6 +49,23 @@ func exportCommit(t *testing.T, c *remoting.Client, group, topic string, offset 
 // reviveTopic is the revive topic of the test brokers' cluster.
 const reviveTopic = rmqpop.TopicPrefix + "DefaultCluster"
 
+// waitQueueEnd waits until queue 0 of topic holds want messages (the
+// broker dispatched them); the 10 s deadline only guards against hangs.
+func waitQueueEnd(t *testing.T, c *remoting.Client, topic string, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := c.Invoke(context.Background(), remoting.NewRequest(remoting.GetMaxOffset, map[string]string{"topic": topic, "queueId": "0"}, nil))
+		if err == nil && resp.ExtFields["offset"] == strconv.FormatInt(want, 10) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/0 does not reach %d messages: %v %+v", topic, want, err, resp)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func stopBroker(t *testing.T, b *broker.Broker) {
 	t.Helper()
 	if err := b.Shutdown(context.Background()); err != nil {
@@ -75,6 +92,7 @@ func TestExportRocketMQConfig(t *testing.T) {
 	}
 	// An orderly POP consumer's batch in flight: RocketMQ takes it over
 	// from consumerOrderInfo.json, the queue locked for the group.
+	waitQueueEnd(t, c, "ExpT", 5)
 	ordered, err := popclient.New(c, "").Pop(context.Background(), popclient.PopRequest{Group: "cg-ord", Topic: "ExpT", QueueID: 0,
 		MaxMsgNums: 2, InvisibleTime: time.Minute, Order: true, AttemptID: "att-exp"})
 	if err != nil || len(ordered.Messages) != 2 {
@@ -83,17 +101,7 @@ func TestExportRocketMQConfig(t *testing.T) {
 	// A timer message rocketkv delivers before the export: RocketMQ's timer
 	// must not take it in again.
 	exportSend(t, c, "ExpTimer", "later", "TIMER_DELAY_MS\x01100\x02")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := c.Invoke(context.Background(), remoting.NewRequest(remoting.GetMaxOffset, map[string]string{"topic": "ExpTimer", "queueId": "0"}, nil))
-		if err == nil && resp.ExtFields["offset"] == "1" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the timer message was not delivered: %v %+v", err, resp)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitQueueEnd(t, c, "ExpTimer", 1) // the timer message delivered
 	stopBroker(t, b)
 	// What RocketMQ's own timer left before the store came to rocketkv.
 	if err := os.MkdirAll(filepath.Join(store, "timerlog"), 0o755); err != nil {
@@ -231,6 +239,7 @@ func TestExportHandsPopInFlightToRocketMQ(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		exportSend(t, c, "ExpP", "m"+strconv.Itoa(i), "")
 	}
+	waitQueueEnd(t, c, "ExpP", 4) // a pop returns what is dispatched when it looks
 	pc := popclient.New(c, "")
 	pop := func(n int) popclient.PopResult {
 		res, err := pc.Pop(context.Background(), popclient.PopRequest{Group: "cg-pop", Topic: "ExpP", QueueID: 0,
