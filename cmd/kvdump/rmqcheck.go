@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -42,7 +41,7 @@ It changes nothing. Exit status 1 when the first open would be refused.`,
 			if o.broker != "" {
 				return errors.New("check-rocketmq reads a RocketMQ store (--store), not a running broker")
 			}
-			r, err := checkRocketMQ(o.store, o.commitLog, time.Now().UnixMilli())
+			r, err := checkRocketMQ(o.store, o.commitLog)
 			if err != nil {
 				return err
 			}
@@ -83,6 +82,8 @@ type rocketmqCheck struct {
 		MinOffset    int64   `json:"minOffset"`
 		MaxOffset    int64   `json:"maxOffset"`
 	} `json:"commitLog"`
+	// logRead is set when the CommitLog directory could be read.
+	logRead bool
 	// FileConsumeQueue is set when consumequeue/ exists: the queues whose
 	// records retention deleted keep their offsets from it.
 	FileConsumeQueue bool     `json:"fileConsumeQueue"`
@@ -95,10 +96,9 @@ type rocketmqCheck struct {
 }
 
 // checkRocketMQ inspects the store at root (segDir: its CommitLog
-// directory when not root/commitlog); now (ms) ages what the import ages.
-// An error is a store it could not read at all; what would refuse it is
-// in Refusals.
-func checkRocketMQ(root, segDir string, now int64) (rocketmqCheck, error) {
+// directory when not root/commitlog). An error is a store it could not
+// read at all; what would refuse it is in Refusals.
+func checkRocketMQ(root, segDir string) (rocketmqCheck, error) {
 	r := rocketmqCheck{Kind: "check-rocketmq", Store: root}
 	if _, err := os.Stat(root); err != nil {
 		return r, fmt.Errorf("check the RocketMQ store %s: %w", root, err)
@@ -116,6 +116,7 @@ func checkRocketMQ(root, segDir string, now int64) (rocketmqCheck, error) {
 	case err != nil:
 		r.Refusals = append(r.Refusals, "the CommitLog cannot be read: "+err.Error())
 	default:
+		r.logRead = true
 		sizes := log.SegmentSizes()
 		r.CommitLog.Segments, r.CommitLog.MinOffset, r.CommitLog.MaxOffset = len(sizes), log.MinOffset(), log.MaxOffset()
 		r.CommitLog.SegmentSizes = slices.Compact(slices.Sorted(slices.Values(sizes)))
@@ -151,8 +152,12 @@ func printRocketMQCheck(out *output, r rocketmqCheck) error {
 	if out.json {
 		return out.object(r)
 	}
-	var lines []string
-	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+	var err error
+	add := func(format string, args ...any) {
+		if err == nil {
+			err = out.line(format, args...)
+		}
+	}
 	add("store %s", r.Store)
 	if r.Opened {
 		add("a rocketkv index is present (%s/): once a broker's first open of the store finished, nothing is imported again", kvindex.DirName)
@@ -160,11 +165,11 @@ func printRocketMQCheck(out *output, r rocketmqCheck) error {
 	if r.CommitLog.Segments > 0 {
 		add("CommitLog %s: %d segments of %v bytes, offsets %d to %d", r.CommitLog.Dir, r.CommitLog.Segments,
 			r.CommitLog.SegmentSizes, r.CommitLog.MinOffset, r.CommitLog.MaxOffset)
-	} else if len(r.Refusals) == 0 || !strings.Contains(r.Refusals[0], "CommitLog") {
+	} else if r.logRead {
 		add("CommitLog %s: empty", r.CommitLog.Dir)
 	}
-	if sizes := r.CommitLog.SegmentSizes; len(sizes) == 1 && sizes[0] != defaultSegmentSize {
-		add("set mappedFileSizeCommitLog=%d in the broker's config: new segments then have the size of these (the default is %d)", sizes[0], int64(defaultSegmentSize))
+	if sizes := r.CommitLog.SegmentSizes; len(sizes) == 1 && sizes[0] != commitlog.DefaultSegmentSize {
+		add("set mappedFileSizeCommitLog=%d in the broker's config: new segments then have the size of these (the default is %d)", sizes[0], int64(commitlog.DefaultSegmentSize))
 	}
 	if r.FileConsumeQueue {
 		add("consumequeue/: present (queues whose records retention deleted keep their offsets from it)")
@@ -181,17 +186,8 @@ func printRocketMQCheck(out *output, r rocketmqCheck) error {
 	if len(r.Refusals) == 0 {
 		add("a broker can open this store")
 	}
-	for _, l := range lines {
-		if err := out.line("%s", l); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
-
-// defaultSegmentSize is mappedFileSizeCommitLog's default, RocketMQ's and
-// rocketkv's.
-const defaultSegmentSize = 1 << 30
 
 // orNone joins names, or says none.
 func orNone(names []string) string {

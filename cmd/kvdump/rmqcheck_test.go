@@ -73,6 +73,13 @@ func TestCheckRocketMQRefusal(t *testing.T) {
 		t.Fatalf("a refused store reported as openable:\n%s", out)
 	}
 
+	// A CommitLog directory that is not there.
+	missing := filepath.Join(store, "elsewhere")
+	out, _, err = runKvdump(t, "--store", store, "--commitlog", missing, "check-rocketmq")
+	if exitStatus(err) != exitDifferences || !strings.Contains(out, "refused: no CommitLog directory "+missing) || strings.Contains(out, ": empty") {
+		t.Fatalf("a missing CommitLog directory: %v\n%s", err, out)
+	}
+
 	// A segment of another size than the others (not the last).
 	if err := os.Truncate(filepath.Join(store, "commitlog", "00000000000000016384"), 8192); err != nil {
 		t.Fatal(err)
