@@ -156,9 +156,6 @@ func (m *topicManager) createOrUpdate(cfgs []meta.TopicConfig) (refusal string, 
 			return "", err
 		}
 		attrs, refusal := meta.AlterAttributes(!exists, meta.TopicAttributes, cur.Attributes, tc.Attributes)
-		if refusal == "" {
-			refusal = unsupportedTopicAttributes(tc.Attributes)
-		}
 		if refusal != "" {
 			return refusal, nil
 		}
@@ -171,19 +168,6 @@ func (m *topicManager) createOrUpdate(cfgs []meta.TopicConfig) (refusal string, 
 		}
 	}
 	return "", nil
-}
-
-// unsupportedTopicAttributes refuses the topic attribute values RocketMQ
-// accepts and rocketkv cannot honour ("" when mods sets none): taking
-// them would promise behaviour the store does not have.
-func unsupportedTopicAttributes(mods map[string]string) string {
-	switch {
-	case mods["+"+meta.AttrQueueType] == "BatchCQ":
-		return "queue.type=BatchCQ is not supported by rocketkv: its ConsumeQueue holds one entry per message (SimpleCQ)"
-	case mods["+"+meta.AttrCleanupPolicy] == "COMPACTION":
-		return "cleanup.policy=COMPACTION is not supported by rocketkv: retention deletes a topic's messages by age and disk use (DELETE), it never compacts them by key"
-	}
-	return ""
 }
 
 // mixedRefusal is RocketMQ's answer to a topic created or changed to the

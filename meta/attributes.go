@@ -24,14 +24,17 @@ type Attribute struct {
 	Verify func(value string) string
 }
 
-// enumAttribute accepts the values of a set (RocketMQ's EnumAttribute).
-func enumAttribute(changeable bool, values ...string) Attribute {
+// enumAttribute accepts the values of a set (RocketMQ's EnumAttribute),
+// except those of unsupported, which RocketMQ accepts and rocketkv refuses
+// with the remark given: taking them would promise behaviour the store
+// does not have.
+func enumAttribute(changeable bool, values []string, unsupported map[string]string) Attribute {
 	set := strings.Join(values, ", ")
 	return Attribute{Changeable: changeable, Verify: func(v string) string {
-		if slices.Contains(values, v) {
-			return ""
+		if !slices.Contains(values, v) {
+			return "value is not in set: [" + set + "]"
 		}
-		return "value is not in set: [" + set + "]"
+		return unsupported[v]
 	}}
 }
 
@@ -58,12 +61,14 @@ const (
 )
 
 // TopicAttributes are the attributes RocketMQ 5.3 knows for a topic
-// (TopicAttributes.ALL).
+// (TopicAttributes.ALL), with the values rocketkv cannot honour refused.
 var TopicAttributes = map[string]Attribute{
-	AttrQueueType:     enumAttribute(false, "BatchCQ", "SimpleCQ"),
-	AttrCleanupPolicy: enumAttribute(false, "COMPACTION", "DELETE"),
-	AttrMessageType:   enumAttribute(true, "DELAY", "FIFO", "MIXED", "NORMAL", "TRANSACTION", "UNSPECIFIED"),
-	AttrReserveTime:   longRangeAttribute(true, -1, 1<<63-1),
+	AttrQueueType: enumAttribute(false, []string{"BatchCQ", "SimpleCQ"}, map[string]string{
+		"BatchCQ": "queue.type=BatchCQ is not supported by rocketkv: its ConsumeQueue holds one entry per message (SimpleCQ)"}),
+	AttrCleanupPolicy: enumAttribute(false, []string{"COMPACTION", "DELETE"}, map[string]string{
+		"COMPACTION": "cleanup.policy=COMPACTION is not supported by rocketkv: retention deletes a topic's messages by age and disk use (DELETE), it never compacts them by key"}),
+	AttrMessageType: enumAttribute(true, []string{"DELAY", "FIFO", "MIXED", "NORMAL", "TRANSACTION", "UNSPECIFIED"}, nil),
+	AttrReserveTime: longRangeAttribute(true, -1, 1<<63-1),
 }
 
 // GroupAttributes are the attributes RocketMQ 5.3 knows for a

@@ -58,6 +58,8 @@ func TestAlterAttributes(t *testing.T) {
 			"value is not in set: [DELAY, FIFO, MIXED, NORMAL, TRANSACTION, UNSPECIFIED]"},
 		{"value out of range", true, map[string]string{"+reserve.time": "-2"}, nil, "value is not in range(-1, 9223372036854775807)"},
 		{"not a number", true, map[string]string{"+reserve.time": "soon"}, nil, `For input string: "soon"`},
+		{"BatchCQ, which rocketkv cannot honour", true, map[string]string{"+queue.type": "BatchCQ"}, nil,
+			"queue.type=BatchCQ is not supported by rocketkv: its ConsumeQueue holds one entry per message (SimpleCQ)"},
 	} {
 		cur := current
 		if tc.create {
