@@ -78,3 +78,30 @@ func TestAlterAttributes(t *testing.T) {
 		t.Fatalf("group attribute: %q", refusal)
 	}
 }
+
+// FuzzAttributeModifications: any attributes header a client sends is
+// parsed and applied, to a new topic or an existing one, without a panic;
+// what is applied keeps only known attributes.
+func FuzzAttributeModifications(f *testing.F) {
+	for _, s := range []string{"", "+message.type=FIFO,-reserve.time", "+=", "-", ",,", "+a=b=c", "+queue.type=BatchCQ", "+reserve.time=9223372036854775808"} {
+		f.Add(s)
+	}
+	current := map[string]string{"message.type": "FIFO", "queue.type": "SimpleCQ"}
+	f.Fuzz(func(t *testing.T, s string) {
+		mods, refusal := ParseAttributeModifications(s)
+		if refusal != "" {
+			return
+		}
+		for _, create := range []bool{true, false} {
+			attrs, refusal := AlterAttributes(create, TopicAttributes, current, mods)
+			if refusal != "" {
+				continue
+			}
+			for k := range attrs {
+				if _, ok := TopicAttributes[k]; !ok {
+					t.Fatalf("%q applied an unknown attribute %q: %v", s, k, attrs)
+				}
+			}
+		}
+	})
+}
