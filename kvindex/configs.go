@@ -45,6 +45,9 @@ type Topics = ConfigTable[meta.TopicConfig]
 // Groups is the table of subscription group configs.
 type Groups = ConfigTable[meta.SubscriptionGroupConfig]
 
+// GroupForbiddens is the table of what groups may not do on topics.
+type GroupForbiddens = ConfigTable[meta.GroupForbidden]
+
 // Users is the table of ACL 2.0 users, by username.
 type Users = ConfigTable[meta.UserInfo]
 
@@ -65,6 +68,15 @@ func (d *DB) Topics(cacheSize int) (*Topics, error) {
 func (d *DB) Groups(cacheSize int) (*Groups, error) {
 	return openConfigTable(d, prefixGroup, "group", metaGroupsVer, cacheSize,
 		func(g meta.SubscriptionGroupConfig) string { return g.GroupName })
+}
+
+// GroupForbiddens opens the table of what consumer groups are forbidden
+// on topics (keyspace 0x44, RocketMQ's forbiddenTable), caching up to
+// cacheSize entries, absent groups included: every pull without a posted
+// subscription reads it.
+func (d *DB) GroupForbiddens(cacheSize int) (*GroupForbiddens, error) {
+	return openConfigTable(d, prefixForbidden, "group forbidden", metaForbidVer, cacheSize,
+		func(f meta.GroupForbidden) string { return f.Group })
 }
 
 // Users opens the table of ACL 2.0 users (keyspace 0x42).

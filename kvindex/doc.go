@@ -37,6 +37,7 @@
 //	0x41    group config    no         broker (create/update/delete group)
 //	0x42    auth user       no         broker (ACL 2.0: AUTH_*_USER, initAuthenticationUser, migration)
 //	0x43    auth acl        no         broker (ACL 2.0: AUTH_*_ACL, AUTH_DELETE_USER, migration)
+//	0x44    group forbidden no         broker (UPDATE_AND_GET_GROUP_FORBIDDEN, delete group, migration)
 //	0x50    pop in-flight   no         schema 2 only: moved to 0x55/0x56 when opened for writing
 //	0x51    pop ack index   no         schema 2 only: deleted with 0x50
 //	0x52    pop position    no         pop service (pop)
@@ -95,6 +96,7 @@
 //	"groupsVer"   value: counter int64 | timestamp int64   group table DataVersion
 //	                                           (on a slave, set to its master's by
 //	                                           Replace with the table it copies)
+//	"groupForbiddenVer" value: as groupsVer                group forbidden table DataVersion
 //	"cqMinApplied" value: offset int64         the CommitLog minimum the KV ConsumeQueue
 //	                                           minima were last corrected to (so a restart
 //	                                           does not visit every queue again)
@@ -193,6 +195,16 @@
 // request signatures, so it cannot be stored hashed. Their data versions
 // are the meta keys authUsersVer and authAclsVer (as topicsVer). Deleting a
 // user deletes its access list in the same request.
+//
+// # 0x44 group forbidden
+//
+//	key:   0x44 | group         value: GroupForbidden JSON (meta.GroupForbidden: group, topics {topic: bits})
+//
+// RocketMQ's forbiddenTable of subscriptionGroup.json: per group and topic
+// a bit set, bit i forbidding the permission of PermName index i (2:
+// read). A group's entry lives apart from its 0x41 config (it may exist
+// without one) and goes when the group is deleted. Its data version is
+// the meta key groupForbiddenVer.
 //
 // # 0x50 pop in-flight, 0x51 pop ack index (schema 2)
 //

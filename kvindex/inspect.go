@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,7 @@ const (
 	PrefixGroupConfig    = prefixGroup
 	PrefixAuthUser       = prefixAuthUser
 	PrefixAuthACL        = prefixAuthACL
+	PrefixGroupForbidden = prefixForbidden
 )
 
 // ErrUnknownKeyspace is returned by DecodeKey for a key whose prefix byte
@@ -67,6 +69,7 @@ func Keyspaces() []Keyspace {
 		{PrefixGroupConfig, "group-config", false},
 		{PrefixAuthUser, "auth-user", false},
 		{PrefixAuthACL, "auth-acl", false},
+		{PrefixGroupForbidden, "group-forbidden", false},
 	}, slices.Concat(popKeyspaces(), txnKeyspaces(), timerKeyspaces())...)
 }
 
@@ -126,10 +129,11 @@ type RebuildStartRecord struct {
 	Offset  int64  `json:"offset"`
 }
 
-// DataVersionRecord is meta "topicsVer" or "groupsVer": the DataVersion of
-// the topic or group config table.
+// DataVersionRecord is the meta key holding the DataVersion of a config
+// table ("topicsVer", "groupsVer", "authUsersVer", "authAclsVer",
+// "groupForbiddenVer").
 type DataVersionRecord struct {
-	// Table is "topics" or "groups".
+	// Table is "topics", "groups", "users", "acls" or "groupForbidden".
 	Table     string `json:"table"`
 	Counter   int64  `json:"counter"`
 	Timestamp int64  `json:"timestamp"`
@@ -216,6 +220,13 @@ type GroupConfigRecord struct {
 	Config meta.SubscriptionGroupConfig `json:"config"`
 }
 
+// GroupForbiddenRecord is what one group is forbidden on topics (keyspace
+// 0x44). Name comes from the key.
+type GroupForbiddenRecord struct {
+	Name      string              `json:"name"`
+	Forbidden meta.GroupForbidden `json:"forbidden"`
+}
+
 func mustKeyspace(p byte) Keyspace { k, _ := KeyspaceOf(p); return k }
 
 // Keyspace implements Record.
@@ -259,6 +270,9 @@ func (TopicConfigRecord) Keyspace() Keyspace { return mustKeyspace(PrefixTopicCo
 
 // Keyspace implements Record.
 func (GroupConfigRecord) Keyspace() Keyspace { return mustKeyspace(PrefixGroupConfig) }
+
+// Keyspace implements Record.
+func (GroupForbiddenRecord) Keyspace() Keyspace { return mustKeyspace(PrefixGroupForbidden) }
 
 // String implements Record.
 func (r SchemaRecord) String() string { return fmt.Sprintf("schema=%d", r.Version) }
@@ -357,6 +371,17 @@ func (r GroupConfigRecord) String() string {
 		r.Name, c.ConsumeEnable, c.ConsumeBroadcastEnable, c.ConsumeMessageOrderly, c.RetryMaxTimes)
 }
 
+// String implements Record: the group and each topic's bits, in topic
+// order.
+func (r GroupForbiddenRecord) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "group=%q", r.Name)
+	for _, t := range slices.Sorted(maps.Keys(r.Forbidden.Topics)) {
+		fmt.Fprintf(&b, " %q=%d", t, r.Forbidden.Topics[t])
+	}
+	return b.String()
+}
+
 // DecodeKey decodes one key and its value following doc.go. It returns an
 // error wrapping ErrUnknownKeyspace when the prefix byte is not one of
 // doc.go's, and one wrapping ErrBadKey when the key or value does not
@@ -444,6 +469,12 @@ func DecodeKey(key, value []byte) (Record, error) {
 		return GroupConfigRecord{Name: string(key[1:]), Config: c}, nil
 	case PrefixAuthUser, PrefixAuthACL:
 		return decodeAuthKey(key, value)
+	case PrefixGroupForbidden:
+		var f meta.GroupForbidden
+		if err := json.Unmarshal(value, &f); err != nil {
+			return nil, fmt.Errorf("group forbidden %q: %w: %w", key[1:], ErrBadKey, err)
+		}
+		return GroupForbiddenRecord{Name: string(key[1:]), Forbidden: f}, nil
 	}
 	if r, ok, err := decodePopKey(key, value); ok {
 		return r, err
@@ -480,12 +511,12 @@ func decodeMeta(key, value []byte) (Record, error) {
 			return nil, bad()
 		}
 		return CQWrittenRecord{Layout: strings.TrimPrefix(name, metaCQWritten), Offset: off}, nil
-	case metaTopicsVer, metaGroupsVer, metaUsersVer, metaACLsVer:
+	case metaTopicsVer, metaGroupsVer, metaUsersVer, metaACLsVer, metaForbidVer:
 		if len(value) != 16 {
 			return nil, bad()
 		}
 		table := map[string]string{metaTopicsVer: "topics", metaGroupsVer: "groups",
-			metaUsersVer: "users", metaACLsVer: "acls"}[name]
+			metaUsersVer: "users", metaACLsVer: "acls", metaForbidVer: "groupForbidden"}[name]
 		return DataVersionRecord{Table: table, Counter: int64(binary.BigEndian.Uint64(value)),
 			Timestamp: int64(binary.BigEndian.Uint64(value[8:]))}, nil
 	}

@@ -98,6 +98,14 @@ func TestDecodeKeyDispatchedStore(t *testing.T) {
 	if err := groups.Put(gc); err != nil {
 		t.Fatal(err)
 	}
+	forbidden, err := s.db.GroupForbiddens(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gf := meta.GroupForbidden{Group: "G9", Topics: map[string]int{"TopicA": 4, "TopicB": 6}}
+	if err := forbidden.Put(gf); err != nil {
+		t.Fatal(err)
+	}
 	end := s.log.MaxOffset()
 	s.close(t)
 
@@ -159,17 +167,21 @@ func TestDecodeKeyDispatchedStore(t *testing.T) {
 	})
 	check("topic-config", []Record{TopicConfigRecord{Name: "TopicA", Config: tc}})
 	check("group-config", []Record{GroupConfigRecord{Name: "G1", Config: gc}})
+	check("group-forbidden", []Record{GroupForbiddenRecord{Name: "G9", Forbidden: gf}})
+	if s := got["group-forbidden"][0].String(); s != `group="G9" "TopicA"=4 "TopicB"=6` {
+		t.Errorf("group forbidden record shows %s", s)
+	}
 	check("cq-min", nil)
 	metas := got["meta"]
-	if len(metas) != 5 {
+	if len(metas) != 6 {
 		t.Fatalf("meta records %v", metas)
 	}
-	// "cqWritten.kv" < "dispatched" < "groupsVer" < "schema" < "topicsVer"
+	// "cqWritten.kv" < "dispatched" < "groupForbiddenVer" < "groupsVer" < "schema" < "topicsVer"
 	if metas[0] != (CQWrittenRecord{Layout: LayoutKV, Offset: end}) || metas[1] != (DispatchedRecord{Offset: end}) ||
-		metas[3] != (SchemaRecord{Version: schemaVersion}) {
+		metas[4] != (SchemaRecord{Version: schemaVersion}) {
 		t.Errorf("meta records %v, want kv written and dispatched %d and schema %d", metas, end, schemaVersion)
 	}
-	for i, table := range map[int]string{2: "groups", 4: "topics"} {
+	for i, table := range map[int]string{2: "groupForbidden", 3: "groups", 5: "topics"} {
 		v, ok := metas[i].(DataVersionRecord)
 		if !ok || v.Table != table || v.Counter != 1 || v.Timestamp <= 0 {
 			t.Errorf("meta record %d: %#v, want %s version 1", i, metas[i], table)
@@ -332,6 +344,8 @@ func TestDecodeKeyRejectsMalformed(t *testing.T) {
 		{"group json", nameKey(PrefixGroupConfig, "G"), []byte("[]"), ErrBadKey},
 		{"user json", nameKey(PrefixAuthUser, "u"), []byte(`{"username":1}`), ErrBadKey},
 		{"acl json", nameKey(PrefixAuthACL, "User:u"), []byte(`{"policies":{}}`), ErrBadKey},
+		{"group forbidden json", nameKey(PrefixGroupForbidden, "G"), []byte(`{"topics":{"T":"4"}}`), ErrBadKey},
+		{"group forbidden version length", metaKey(metaForbidVer), make([]byte, 17), ErrBadKey},
 		{"users version length", metaKey(metaUsersVer), make([]byte, 15), ErrBadKey},
 		{"schema length", metaKey(metaSchema), []byte{1}, ErrBadKey},
 		{"dispatched length", metaKey(metaDispatched), []byte{1}, ErrBadKey},
@@ -516,6 +530,7 @@ func FuzzDecodeKey(f *testing.F) {
 	f.Add(nameKey(PrefixTopicConfig, "T"), []byte(`{"topicName":"T","readQueueNums":4}`))
 	f.Add(nameKey(PrefixGroupConfig, "G"), []byte(`{"groupName":"G"}`))
 	f.Add(nameKey(PrefixAuthUser, "alice"), []byte(`{"username":"alice","password":"pw","userType":"Normal","userStatus":"enable"}`))
+	f.Add(nameKey(PrefixGroupForbidden, "G"), []byte(`{"group":"G","topics":{"T":4}}`))
 	f.Add(nameKey(PrefixAuthACL, "User:alice"), []byte(`{"subject":"User:alice","policies":[{"policyType":"Custom","entries":[{"resource":"Topic:t*","actions":["Pub"],"sourceIps":["10.0.0.0/8"],"decision":"Allow"}]}]}`))
 	f.Add(metaKey(metaACLsVer), make([]byte, 16))
 	f.Add(metaKey(metaDispatched), putInt64(8))

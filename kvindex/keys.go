@@ -20,6 +20,7 @@ const (
 	prefixGroup      byte = 0x41
 	prefixAuthUser   byte = 0x42
 	prefixAuthACL    byte = 0x43
+	prefixForbidden  byte = 0x44
 )
 
 // Meta key names.
@@ -30,6 +31,7 @@ const (
 	metaGroupsVer  = "groupsVer"
 	metaUsersVer   = "authUsersVer"
 	metaACLsVer    = "authAclsVer"
+	metaForbidVer  = "groupForbiddenVer"
 	metaMinApplied = "cqMinApplied"
 	// metaCQWritten + layout name ("kv", "file"): the CommitLog offset
 	// below which that ConsumeQueue layout holds every record's entry.
