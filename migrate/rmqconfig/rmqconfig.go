@@ -24,8 +24,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,9 +54,12 @@ type RequestMode struct {
 // Config is what a store's config files hold. Topics and Groups are in
 // name order, Offsets in group, topic, queue order.
 type Config struct {
-	Topics  []meta.TopicConfig
-	Groups  []meta.SubscriptionGroupConfig
-	Offsets []Offset
+	Topics []meta.TopicConfig
+	Groups []meta.SubscriptionGroupConfig
+	// Forbidden is subscriptionGroup.json's forbiddenTable: what groups
+	// may not do on topics, in group order.
+	Forbidden []meta.GroupForbidden
+	Offsets   []Offset
 	// RequestModes are the groups switched to POP (or back to PULL) with
 	// SET_MESSAGE_REQUEST_MODE, in topic and group order.
 	RequestModes []RequestMode
@@ -199,7 +204,37 @@ func (c *Config) parseGroups(data []byte) (err error) {
 			}
 			return gc.GroupName, &gc.Attributes
 		})
+	if err != nil {
+		return err
+	}
+	c.Forbidden, err = parseForbidden(data)
 	return err
+}
+
+// parseForbidden reads the forbiddenTable of subscriptionGroup.json
+// ({"<group>":{"<topic>":bits}}, RocketMQ 4.9.4 and later) in group
+// order. Bits of zero or below mean none (RocketMQ's reading): such
+// topics, and groups left with none, are dropped.
+func parseForbidden(data []byte) ([]meta.GroupForbidden, error) {
+	var f struct {
+		Table map[string]map[string]int `json:"forbiddenTable"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("forbiddenTable: %w", err)
+	}
+	var out []meta.GroupForbidden
+	for _, group := range slices.Sorted(maps.Keys(f.Table)) {
+		topics := map[string]int{}
+		for topic, bits := range f.Table[group] {
+			if bits > 0 {
+				topics[topic] = bits
+			}
+		}
+		if len(topics) > 0 {
+			out = append(out, meta.GroupForbidden{Group: group, Topics: topics})
+		}
+	}
+	return out, nil
 }
 
 // parseTable reads the config table named field of a ConfigManager file

@@ -63,6 +63,46 @@ func TestReadRocketMQ498(t *testing.T) {
 	if !reflect.DeepEqual(c.DelayOffsets, map[int]int64{1: 1}) {
 		t.Errorf("delay offsets %v, want {1:1}", c.DelayOffsets)
 	}
+	if len(c.Forbidden) != 0 {
+		t.Errorf("forbidden %v, want none (the fixture forbids nothing)", c.Forbidden)
+	}
+}
+
+// subscriptionGroup.json's forbiddenTable, as RocketMQ 4.9.4+ writes it
+// (SubscriptionGroupManager.encode: fastjson, pretty), becomes
+// Config.Forbidden; bits of zero or below forbid nothing.
+func TestReadForbiddenTable(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "config")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := `{
+	"dataVersion":{"counter":3,"timestamp":1700000000000},
+	"forbiddenTable":{
+		"GroupB":{"TopicA":4,"TopicC":0},
+		"GroupA":{"TopicB":4,"TopicA":6},
+		"GroupZ":{"TopicA":-1}
+	},
+	"subscriptionGroupTable":{"GroupA":{"groupName":"GroupA"}}
+}`
+	if err := os.WriteFile(filepath.Join(dir, "subscriptionGroup.json"), []byte(file), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []meta.GroupForbidden{
+		{Group: "GroupA", Topics: map[string]int{"TopicA": 6, "TopicB": 4}},
+		{Group: "GroupB", Topics: map[string]int{"TopicA": 4}},
+	}
+	if !reflect.DeepEqual(c.Forbidden, want) {
+		t.Errorf("forbidden %+v\nwant %+v", c.Forbidden, want)
+	}
+	if len(c.Groups) != 1 || c.Groups[0].GroupName != "GroupA" {
+		t.Errorf("groups %+v", c.Groups)
+	}
 }
 
 func TestReadFallsBackToTheBackup(t *testing.T) {
@@ -116,6 +156,8 @@ func TestParseErrors(t *testing.T) {
 		{"queue not a number", (*Config).parseOffsets, `{"offsetTable":{"T@G":{q:1}}}`},
 		{"delay level zero", (*Config).parseDelayOffsets, `{"offsetTable":{0:1}}`},
 		{"topic config of the wrong type", (*Config).parseTopics, `{"topicConfigTable":{"T":{"readQueueNums":"four"}}}`},
+		{"forbidden bits not a number", (*Config).parseGroups, `{"forbiddenTable":{"G":{"T":"4"}}}`},
+		{"forbidden group not an object", (*Config).parseGroups, `{"forbiddenTable":{"G":4}}`},
 		{"not an object", (*Config).parseOffsets, `[1,2]`},
 	} {
 		var c Config
@@ -131,6 +173,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"offsetTable":{1:1}}`))
 	f.Add([]byte(`{"topicConfigTable":{"T":{"topicName":"T","readQueueNums":4}}}`))
 	f.Add([]byte(`{"subscriptionGroupTable":{"G":{"groupName":"G"}}}`))
+	f.Add([]byte(`{"forbiddenTable":{"G":{"T":4}},"subscriptionGroupTable":{}}`))
 	f.Add([]byte(orderInfoFile))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var c Config

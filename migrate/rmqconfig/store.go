@@ -22,7 +22,8 @@ type QueueEnds interface {
 }
 
 // FromStore reads the config of a rocketkv store as RocketMQ's config
-// files hold it (the timer's progress left out): topics, groups,
+// files hold it (the timer's progress left out): topics, groups (with
+// what they are forbidden),
 // consumer offsets (StoreOffsets), delay offsets (StoreDelayOffsets) and
 // request modes (StoreRequestModes). kvdump export-rocketmq writes it
 // with Write.
@@ -47,6 +48,16 @@ func FromStore(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen in
 		return ctx.Err() == nil
 	}); err != nil {
 		return c, fmt.Errorf("read the subscription groups: %w", err)
+	}
+	forbidden, err := db.GroupForbiddens(1)
+	if err != nil {
+		return c, err
+	}
+	if err := forbidden.Each(func(f meta.GroupForbidden) bool {
+		c.Forbidden = append(c.Forbidden, f)
+		return ctx.Err() == nil
+	}); err != nil {
+		return c, fmt.Errorf("read what groups are forbidden: %w", err)
 	}
 	if c.Offsets, err = StoreOffsets(ctx, db, ends, firstOpen); err != nil {
 		return c, err

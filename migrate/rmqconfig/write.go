@@ -39,6 +39,12 @@ func Write(dir string, c Config, version meta.DataVersion) error {
 	for _, g := range c.Groups {
 		groups[g.GroupName] = g
 	}
+	forbidden := make(map[string]map[string]int, len(c.Forbidden))
+	for _, f := range c.Forbidden {
+		if len(f.Topics) > 0 {
+			forbidden[f.Group] = f.Topics
+		}
+	}
 	modes := map[string]map[string]RequestMode{}
 	for _, m := range c.RequestModes {
 		if modes[m.Topic] == nil {
@@ -61,7 +67,7 @@ func Write(dir string, c Config, version meta.DataVersion) error {
 				DataVersion            meta.DataVersion                        `json:"dataVersion"`
 				ForbiddenTable         map[string]map[string]int               `json:"forbiddenTable"`
 				SubscriptionGroupTable map[string]meta.SubscriptionGroupConfig `json:"subscriptionGroupTable"`
-			}{version, map[string]map[string]int{}, groups}, "", "\t")
+			}{version, forbidden, groups}, "", "\t")
 		}},
 		{"consumerOffset.json", func() ([]byte, error) { return EncodeOffsets(c.Offsets, version) }},
 		{"delayOffset.json", func() ([]byte, error) { return EncodeDelayOffsets(c.DelayOffsets, version) }},

@@ -20,6 +20,7 @@ func TestWriteReadsBackAsRocketMQWroteIt(t *testing.T) {
 	}
 	orig.RequestModes = []RequestMode{{Topic: "TopicA", ConsumerGroup: "GroupA", Mode: "POP", PopShareQueueNum: 2}}
 	orig.OrderInfos = sampleOrderInfos()
+	orig.Forbidden = []meta.GroupForbidden{{Group: "GroupA", Topics: map[string]int{"TopicA": 4, "TopicB": 6}}}
 	root := t.TempDir()
 	dir := filepath.Join(root, "config")
 	if err := Write(dir, orig, meta.DataVersion{Counter: 7, Timestamp: 1700000000000}); err != nil {
@@ -36,6 +37,7 @@ func TestWriteReadsBackAsRocketMQWroteIt(t *testing.T) {
 		"delay offsets": {orig.DelayOffsets, back.DelayOffsets},
 		"request modes": {orig.RequestModes, back.RequestModes},
 		"order infos":   {orig.OrderInfos, back.OrderInfos},
+		"forbidden":     {orig.Forbidden, back.Forbidden},
 	} {
 		if !reflect.DeepEqual(pair[0], pair[1]) {
 			t.Errorf("%s differ after the round trip:\n got %+v\nwant %+v", name, pair[1], pair[0])
