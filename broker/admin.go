@@ -298,11 +298,15 @@ func (b *Broker) processGetAllGroups(_ context.Context, _ *remoting.Conn, req *r
 	if err := b.groups.Each(func(g meta.SubscriptionGroupConfig) bool { table[g.GroupName] = g; return true }); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
+	forbidden, err := b.forbidden.all()
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
 	return jsonResponse(req, struct {
 		SubscriptionGroupTable map[string]meta.SubscriptionGroupConfig `json:"subscriptionGroupTable"`
 		ForbiddenTable         map[string]map[string]int               `json:"forbiddenTable"`
 		DataVersion            meta.DataVersion                        `json:"dataVersion"`
-	}{table, map[string]map[string]int{}, b.groups.Version()})
+	}{table, forbidden, b.groups.Version()})
 }
 
 // processGetGroup answers GET_SUBSCRIPTIONGROUP_CONFIG.
@@ -322,7 +326,7 @@ func (b *Broker) processGetGroup(_ context.Context, _ *remoting.Conn, req *remot
 }
 
 // processDeleteGroup answers DELETE_SUBSCRIPTIONGROUP (and removes the
-// group's offsets when cleanOffset is set).
+// group's offsets when cleanOffset is set, and what it was forbidden).
 func (b *Broker) processDeleteGroup(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	h := remoting.Header(req.ExtFields)
 	group, err := h.String("groupName")
@@ -330,6 +334,10 @@ func (b *Broker) processDeleteGroup(_ context.Context, _ *remoting.Conn, req *re
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	if err := b.groups.Delete(group); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	// As RocketMQ, what the group was forbidden goes with it.
+	if err := b.forbidden.drop(group); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	b.resets.forgetGroup(group)

@@ -79,7 +79,7 @@ var authRules = map[int32]authRule{
 	remoting.CheckRocksdbCqWriteProgress:     {actions: authGet, fields: []authField{topicField}},
 	codeQueryCorrectionOffset:                {actions: authGet, fields: []authField{{name: "filterGroups", typ: auth.TypeGroup, sep: ","}, {name: "compareGroup", typ: auth.TypeGroup}, topicField}},
 	codeCloneGroupOffset:                     {actions: authUpdate, fields: []authField{{name: "destGroup", typ: auth.TypeGroup}, topicField}},
-	codeUpdateAndGetGroupForbidden:           {actions: authUpdate, fields: []authField{groupField, topicField}},
+	remoting.UpdateAndGetGroupForbidden:      {actions: authUpdate, fields: []authField{groupField, topicField}},
 	remoting.GetBrokerMemberGroup:            {actions: authGet, fields: []authField{{name: "clusterName", typ: auth.TypeCluster}}},
 	// The cluster.
 	remoting.GetProducerConnectionList: {cluster: true, actions: authGet},
@@ -113,12 +113,11 @@ var authRules = map[int32]authRule{
 // whose needs the table above keeps, so a later processor is not left
 // unchecked.
 const (
-	codeQueryCorrectionOffset      int32 = 308
-	codeCloneGroupOffset           int32 = 314
-	codeGetAllProducerInfo         int32 = 328
-	codeUpdateAndGetGroupForbidden int32 = 353
-	codeExportRocksDBConfigToJSON  int32 = 355
-	codeGetRouteInfoByTopic        int32 = 105
+	codeQueryCorrectionOffset     int32 = 308
+	codeCloneGroupOffset          int32 = 314
+	codeGetAllProducerInfo        int32 = 328
+	codeExportRocksDBConfigToJSON int32 = 355
+	codeGetRouteInfoByTopic       int32 = 105
 )
 
 // authNeeds returns what req needs under ACL 2.0: the cases of RocketMQ

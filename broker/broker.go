@@ -72,14 +72,16 @@ type Broker struct {
 	disp     *kvindex.Dispatcher
 	topics   *topicManager
 	groups   *kvindex.Groups
-	offsets  *kvindex.ConsumerOffsets
-	clients  *clientManager
-	locks    *lockManager
-	holds    *pullHolds
-	popSvc   *pop.Service
-	txns     *txn.Service
-	timers   *timer.Service
-	popHolds *popHolds
+	// forbidden is what groups may not do on topics.
+	forbidden *forbiddenGroups
+	offsets   *kvindex.ConsumerOffsets
+	clients   *clientManager
+	locks     *lockManager
+	holds     *pullHolds
+	popSvc    *pop.Service
+	txns      *txn.Service
+	timers    *timer.Service
+	popHolds  *popHolds
 	// resets are offset resets the pull consumers have not seen yet.
 	resets offsetResets
 	stats  *brokerstats.Stats
@@ -443,6 +445,11 @@ func (b *Broker) openStores(ctx context.Context) error {
 	if b.groups, err = db.Groups(0); err != nil {
 		return err
 	}
+	forbidden, err := db.GroupForbiddens(0)
+	if err != nil {
+		return err
+	}
+	b.forbidden = &forbiddenGroups{table: forbidden}
 	b.offsets = db.ConsumerOffsets()
 	return nil
 }

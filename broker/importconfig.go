@@ -44,7 +44,7 @@ func importRocketMQConfig(db *kvindex.DB, root string, log zerolog.Logger) (pend
 			return false, fmt.Errorf("import the RocketMQ config of %s: %w", root, err)
 		}
 		log.Info().Strs("files", c.Files).Int("topics", counts[0]).Int("groups", counts[1]).Int("offsets", counts[2]).
-			Int("delayOffsets", counts[3]).Int("requestModes", counts[4]).Int("orderlyBatches", counts[5]).
+			Int("delayOffsets", counts[3]).Int("requestModes", counts[4]).Int("orderlyBatches", counts[5]).Int("forbiddenGroups", counts[6]).
 			Msg("imported the config of the RocketMQ store")
 	}
 	for _, note := range c.NotCarried {
@@ -110,9 +110,10 @@ func seedQueueStarts(cqs *kvindex.CQ, root string, unitsPerFile int, minPhy int6
 }
 
 // importConfig writes what db lacks of c and returns how many topics,
-// groups, consumer offsets, delay offsets, request modes and orderly POP
-// batches it wrote; now (ms) ages the batches.
-func importConfig(db *kvindex.DB, c rmqconfig.Config, now int64) (counts [6]int, err error) {
+// groups, consumer offsets, delay offsets, request modes, orderly POP
+// batches and groups' forbidden entries it wrote; now (ms) ages the
+// batches.
+func importConfig(db *kvindex.DB, c rmqconfig.Config, now int64) (counts [7]int, err error) {
 	topics, err := db.Topics(len(c.Topics) + 1)
 	if err != nil {
 		return counts, err
@@ -125,6 +126,13 @@ func importConfig(db *kvindex.DB, c rmqconfig.Config, now int64) (counts [6]int,
 		return counts, err
 	}
 	if counts[1], err = putAbsent(c.Groups, groups.Get, groups.Put, func(g meta.SubscriptionGroupConfig) string { return g.GroupName }); err != nil {
+		return counts, err
+	}
+	forbidden, err := db.GroupForbiddens(len(c.Forbidden) + 1)
+	if err != nil {
+		return counts, err
+	}
+	if counts[6], err = putAbsent(c.Forbidden, forbidden.Get, forbidden.Put, func(f meta.GroupForbidden) string { return f.Group }); err != nil {
 		return counts, err
 	}
 	offsets := db.ConsumerOffsets()

@@ -16,6 +16,20 @@ const (
 	pullSubscription = 4
 )
 
+// Why a pull was refused with NO_PERMISSION, in the answer's
+// forbiddenType field (RocketMQ's ForbiddenType).
+const (
+	forbiddenBroadcasting = 4 // BROADCASTING_DISABLE_FORBIDDEN: the group may not consume by broadcast
+	forbiddenSubscription = 5 // SUBSCRIPTION_FORBIDDEN: the group is forbidden to read the topic
+)
+
+// forbiddenPull gives a NO_PERMISSION pull answer its forbiddenType.
+func forbiddenPull(resp *remoting.Command, forbiddenType int32) *remoting.Command {
+	resp.ExtFields = map[string]string{}
+	remoting.Header(resp.ExtFields).SetInt32("forbiddenType", forbiddenType)
+	return resp
+}
+
 // pullHeader is PullMessageRequestHeader.
 type pullHeader struct {
 	group          string
@@ -133,7 +147,16 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		case !known:
 			return fail(remoting.SubscriptionNotExist, "the consumer's group info not exist, group: %s", p.group)
 		case model == modelBroadcasting && !gc.ConsumeBroadcastEnable:
-			return fail(remoting.NoPermission, "the consumer group[%s] can not consume by broadcast way", p.group)
+			return forbiddenPull(fail(remoting.NoPermission, "the consumer group[%s] can not consume by broadcast way", p.group), forbiddenBroadcasting)
+		}
+		// RocketMQ looks at the forbidden table only here, for pulls
+		// that do not post their subscription (the Java push consumer's).
+		if forbidden, err := b.forbidden.readForbidden(p.group, p.topic); err != nil {
+			return fail(remoting.SystemError, "%v", err)
+		} else if forbidden {
+			return forbiddenPull(fail(remoting.NoPermission, "the consumer group[%s] is forbidden for topic[%s]", p.group, p.topic), forbiddenSubscription)
+		}
+		switch {
 		case s == nil:
 			return fail(remoting.SubscriptionNotExist, "the consumer's subscription not exist, group: %s topic: %s", p.group, p.topic)
 		case s.SubVersion < p.subVersion:

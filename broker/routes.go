@@ -61,6 +61,7 @@ func (b *Broker) routes() {
 	handle(remoting.GetAllDelayOffset, b.processGetAllDelayOffset)
 	handle(remoting.GetSubscriptionGroupConfig, b.processGetGroup)
 	handle(remoting.DeleteSubscriptionGroup, b.processDeleteGroup)
+	handle(remoting.UpdateAndGetGroupForbidden, b.processGroupForbidden)
 	handle(remoting.InvokeBrokerToResetOffset, b.processResetOffset)
 	handle(remoting.GetBrokerRuntimeInfo, b.processRuntimeInfo)
 	handle(remoting.GetTopicStatsInfo, b.processTopicStats)

@@ -97,6 +97,7 @@ const (
 	UpdateGlobalWhiteAddrsConfig         int32 = 53  // UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (mqadmin updateGlobalWhiteAddr)
 	QueryConsumeQueue                    int32 = 321 // QUERY_CONSUME_QUEUE (mqadmin queryCq)
 	CheckRocksdbCqWriteProgress          int32 = 354 // CHECK_ROCKSDB_CQ_WRITE_PROGRESS (mqadmin checkRocksdbCqWriteProgress)
+	UpdateAndGetGroupForbidden           int32 = 353 // UPDATE_AND_GET_GROUP_FORBIDDEN (MQAdminExt.updateAndGetGroupReadForbidden)
 	AuthCreateUser                       int32 = 3001
 	AuthUpdateUser                       int32 = 3002
 	AuthDeleteUser                       int32 = 3003
