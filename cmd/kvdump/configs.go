@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +29,15 @@ func groupsCommand(o *globalOptions) *cobra.Command {
 		Short: "Subscription group configs (JSON: RocketMQ's SubscriptionGroupConfig, one per line)",
 		Args:  cobra.NoArgs,
 		RunE:  withStore(o, runGroups),
+	}
+}
+
+func forbiddenCommand(o *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "forbidden",
+		Short: "What consumer groups are forbidden on topics (RocketMQ's forbiddenTable; JSON: one group per line)",
+		Args:  cobra.NoArgs,
+		RunE:  withStore(o, runForbidden),
 	}
 }
 
@@ -57,6 +68,27 @@ func runGroups(ctx context.Context, s *store, out *output) error {
 				strconv.Itoa(c.RetryQueueNums), strconv.Itoa(c.RetryMaxTimes), num(c.BrokerID), num(c.WhichBrokerWhenConsumeSlowly),
 				attributes(c.Attributes)}
 		})
+	}))
+}
+
+func runForbidden(ctx context.Context, s *store, out *output) error {
+	table, err := s.db.GroupForbiddens(1)
+	if err != nil {
+		return err
+	}
+	l := newListing(ctx, out, "GROUP", "TOPIC", "BITS", "READ")
+	return l.finish(table.Each(func(f meta.GroupForbidden) bool {
+		if l.t == nil {
+			return l.emit(f, nil)
+		}
+		for _, topic := range slices.Sorted(maps.Keys(f.Topics)) {
+			read := "allowed"
+			if f.Forbidden(topic, meta.ForbidReadIndex) {
+				read = "forbidden"
+			}
+			l.t.row(cell(f.Group), cell(topic), strconv.Itoa(f.Topics[topic]), read)
+		}
+		return l.ctx.Err() == nil
 	}))
 }
 

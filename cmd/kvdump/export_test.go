@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/rocketkv/rocketkv/broker"
 	"github.com/rocketkv/rocketkv/internal/popclient"
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 	"github.com/rocketkv/rocketkv/migrate/rmqpop"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -84,6 +86,11 @@ func TestExportRocketMQConfig(t *testing.T) {
 		exportSend(t, c, "ExpT", "m"+strconv.Itoa(i), "")
 	}
 	exportCommit(t, c, "cg-exp", "ExpT", 3)
+	// A group forbidden to read a topic stays so in RocketMQ.
+	if resp, err := c.Invoke(context.Background(), remoting.NewRequest(remoting.UpdateAndGetGroupForbidden,
+		map[string]string{"group": "cg-exp", "topic": "ExpOther", "readable": "false"}, nil)); err != nil || resp.Code != remoting.Success {
+		t.Fatalf("forbid: %v %+v", err, resp)
+	}
 	// Two check-points in the revive topic, as a RocketMQ store leaves
 	// them (taken over at a first open): RocketMQ must not revive them
 	// again after the way back.
@@ -132,6 +139,9 @@ func TestExportRocketMQConfig(t *testing.T) {
 	if len(cfg.OrderInfos) != 1 || fmt.Sprintf("%+v", cfg.OrderInfos[0]) != fmt.Sprintf("%+v", rmqconfig.OrderInfo{Topic: "ExpT", Group: "cg-ord",
 		PopTime: ordered.PopTime, InvisibleTime: time.Minute.Milliseconds(), Offsets: []int64{0, 1}, LastConsume: ordered.PopTime, AttemptID: "att-exp"}) {
 		t.Fatalf("consumerOrderInfo.json: %+v, want the orderly batch popped at %d", cfg.OrderInfos, ordered.PopTime)
+	}
+	if want := []meta.GroupForbidden{{Group: "cg-exp", Topics: map[string]int{"ExpOther": meta.PermRead}}}; !reflect.DeepEqual(cfg.Forbidden, want) {
+		t.Fatalf("subscriptionGroup.json's forbiddenTable: %+v, want %+v", cfg.Forbidden, want)
 	}
 	if !cfg.HasTimerCheck || cfg.TimerQueueOffset != 1 {
 		t.Fatalf("timercheck: %v, queue offset %d, want 1 (past the delivered timer message)", cfg.HasTimerCheck, cfg.TimerQueueOffset)

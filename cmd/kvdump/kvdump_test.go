@@ -29,12 +29,14 @@ type sent struct {
 // scenario is a store built through the real append, dispatch, offset and
 // config code, and what was written to it.
 type scenario struct {
-	root    string
-	msgs    []sent
-	end     int64
-	topics  []meta.TopicConfig
-	groups  []meta.SubscriptionGroupConfig
-	offsets []kvindex.OffsetUpdate
+	root   string
+	msgs   []sent
+	end    int64
+	topics []meta.TopicConfig
+	groups []meta.SubscriptionGroupConfig
+	// forbidden is G2's entry of the forbidden table.
+	forbidden meta.GroupForbidden
+	offsets   []kvindex.OffsetUpdate
 }
 
 func (sc *scenario) queue(topic string, qid int32) []sent {
@@ -98,6 +100,14 @@ func buildScenario(t *testing.T, keepOpen bool) (*scenario, *testStore) {
 	if err := groups.Put(sc.groups...); err != nil {
 		t.Fatal(err)
 	}
+	sc.forbidden = meta.GroupForbidden{Group: "G2", Topics: map[string]int{"TopicB": meta.PermRead, "TopicA": meta.PermWrite}}
+	forbidden, err := s.db.GroupForbiddens(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := forbidden.Put(sc.forbidden); err != nil {
+		t.Fatal(err)
+	}
 	if !keepOpen {
 		s.close(t)
 		return sc, nil
@@ -128,6 +138,9 @@ func TestSummary(t *testing.T) {
 	add("meta", 1+len("cqWritten.kv"), 8) // the KV ConsumeQueue's progress, in every dispatch batch
 	add("meta", 1+len("topicsVer"), 16)
 	add("meta", 1+len("groupsVer"), 16)
+	add("meta", 1+len("groupForbiddenVer"), 16)
+	fb, _ := json.Marshal(sc.forbidden)
+	add("group-forbidden", 1+len(sc.forbidden.Group), len(fb))
 	for _, m := range sc.msgs {
 		add("cq", 1+2+len(m.topic)+4+8, 28)
 		add("cq-journal", 1+8, 8+2+len(m.topic)+4+8) // one dispatch batch per message
@@ -299,6 +312,12 @@ func TestOffsetsTopicsGroups(t *testing.T) {
 		t.Errorf("groups:\n%s\nwant:\n%s", got, want)
 	}
 	checkJSON(t, "groups --json", jsonLines(t, mustKvdump(t, "--store", sc.root, "--json", "groups")), asJSON(t, sc.groups[0]), asJSON(t, sc.groups[1]))
+
+	rows = [][]string{{"GROUP", "TOPIC", "BITS", "READ"}, {"G2", "TopicA", "2", "allowed"}, {"G2", "TopicB", "4", "forbidden"}}
+	if got, want := mustKvdump(t, "--store", sc.root, "forbidden"), alignRows(rows...); got != want {
+		t.Errorf("forbidden:\n%s\nwant:\n%s", got, want)
+	}
+	checkJSON(t, "forbidden --json", jsonLines(t, mustKvdump(t, "--store", sc.root, "--json", "forbidden")), asJSON(t, sc.forbidden))
 }
 
 func TestKeys(t *testing.T) {
