@@ -190,3 +190,60 @@ func (g *globals) deleteTopicEverywhere(ctx context.Context, brokers []string, t
 	}
 	return nil
 }
+
+func groupForbiddenCmd(g *globals) *cobra.Command {
+	var group, topic, cluster, readable string
+	cmd := &cobra.Command{
+		Use:   "groupForbidden",
+		Short: "show, forbid or allow a consumer group's reads of a topic (UPDATE_AND_GET_GROUP_FORBIDDEN)",
+		Long: `groupForbidden forbids a consumer group to read a topic (--readable false),
+allows it again (--readable true), or shows whether it may (no --readable),
+on the -b broker or every master of a -c cluster, as RocketMQ's
+MQAdminExt.updateAndGetGroupReadForbidden (mqadmin has no command for it).
+A forbidden group's pulls that do not post their subscription (the Java
+push consumer's) get NO_PERMISSION, as RocketMQ answers them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h := remoting.Header{"group": strings.TrimSpace(group), "topic": strings.TrimSpace(topic)}
+			if cmd.Flags().Changed("readable") {
+				v := strings.TrimSpace(readable)
+				if !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
+					return fmt.Errorf("--readable %q: want true or false", readable)
+				}
+				h["readable"] = strings.ToLower(v)
+			}
+			targets, err := g.groupTargets(cmd.Context(), cluster)
+			if err != nil {
+				return err
+			}
+			for _, addr := range targets {
+				resp, err := g.invoke(cmd.Context(), addr, remoting.UpdateAndGetGroupForbidden, h, nil)
+				if err != nil {
+					return err
+				}
+				var body struct {
+					Group    string `json:"group"`
+					Topic    string `json:"topic"`
+					Readable bool   `json:"readable"`
+				}
+				if err := json.Unmarshal(resp.Body, &body); err != nil {
+					return fmt.Errorf("answer of %s: %w", addr, err)
+				}
+				state := "may read"
+				if !body.Readable {
+					state = "is forbidden to read"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "group [%s] %s topic [%s] on broker [%s]\n", body.Group, state, body.Topic, addr)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&group, "groupName", "g", "", "consumer group name")
+	f.StringVarP(&topic, "topic", "t", "", "topic name")
+	f.StringVarP(&readable, "readable", "r", "", "false forbids the group to read the topic, true allows it again; absent only shows")
+	f.StringVarP(&cluster, "clusterName", "c", "", "every master of this cluster instead of -b")
+	_ = cmd.MarkFlagRequired("groupName")
+	_ = cmd.MarkFlagRequired("topic")
+	return cmd
+}

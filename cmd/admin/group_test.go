@@ -123,3 +123,32 @@ func TestDeleteSubGroup(t *testing.T) {
 		t.Fatalf("topic DT: %v", err)
 	}
 }
+
+// groupForbidden forbids, shows and allows a group's reads of a topic,
+// on one broker or a cluster's masters.
+func TestGroupForbidden(t *testing.T) {
+	ns, b := startClusterWith(t, nil)
+	out, err := run(t, "groupForbidden", "-b", b.Addr(), "-g", "GF", "-t", "FT")
+	if err != nil || out != "group [GF] may read topic [FT] on broker ["+b.Addr()+"]\n" {
+		t.Fatalf("groupForbidden before any change: %q %v", out, err)
+	}
+	// The cluster's masters come from the name server once the broker
+	// registered: a topic's route says it did.
+	if _, err := run(t, "updateTopic", "-b", b.Addr(), "-t", "FT", "-r", "1", "-w", "1"); err != nil {
+		t.Fatal(err)
+	}
+	waitRoute(t, ns, "FT")
+	out, err = run(t, "groupForbidden", "-c", "DefaultCluster", "-n", ns, "-g", "GF", "-t", "FT", "-r", "FALSE")
+	if err != nil || out != "group [GF] is forbidden to read topic [FT] on broker ["+b.Addr()+"]\n" {
+		t.Fatalf("groupForbidden -r false: %q %v", out, err)
+	}
+	if out, err := run(t, "groupForbidden", "-b", b.Addr(), "-g", "GF", "-t", "FT"); err != nil || !strings.Contains(out, "is forbidden to read") {
+		t.Fatalf("groupForbidden after forbidding: %q %v", out, err)
+	}
+	if _, err := run(t, "groupForbidden", "-b", b.Addr(), "-g", "GF", "-t", "FT", "-r", "maybe"); err == nil || !strings.Contains(err.Error(), "maybe") {
+		t.Errorf("groupForbidden -r maybe: %v, want an error naming the value", err)
+	}
+	if out, err := run(t, "groupForbidden", "-b", b.Addr(), "-g", "GF", "-t", "FT", "-r", "true"); err != nil || !strings.Contains(out, "may read") {
+		t.Fatalf("groupForbidden -r true: %q %v", out, err)
+	}
+}
