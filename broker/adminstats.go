@@ -2,7 +2,8 @@ package broker
 
 // Statistics and connection queries of the admin tools: mqadmin
 // topicStatus, consumerProgress, consumerConnection, producerConnection,
-// topicConsumeByWho and the RocketMQ dashboard ask a broker these.
+// producer, topicConsumeByWho and the RocketMQ dashboard ask a broker
+// these.
 //
 // TopicStatsTable and ConsumeStats are written in fastjson's object-keyed
 // map form (internal/adminbody); the connection and group list bodies are
@@ -269,6 +270,13 @@ func (b *Broker) processProducerConnection(_ context.Context, _ *remoting.Conn, 
 	return jsonResponse(req, adminbody.ProducerConnection{ConnectionSet: conns})
 }
 
+// processAllProducerInfo answers GET_ALL_PRODUCER_INFO (mqadmin producer):
+// the clients of every producer group, as RocketMQ's
+// ProducerManager.getProducerTable. The request has no fields.
+func (b *Broker) processAllProducerInfo(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return jsonResponse(req, adminbody.ProducerTableInfo{Data: b.clients.producerTable()})
+}
+
 // processTopicConsumeByWho answers QUERY_TOPIC_CONSUME_BY_WHO: the groups
 // subscribed to a topic now and those with offsets committed on it.
 func (b *Broker) processTopicConsumeByWho(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -362,6 +370,26 @@ func (m *clientManager) producerConnections(group string) ([]adminbody.Connectio
 		return nil, false
 	}
 	return sortedConnections(g), true
+}
+
+// producerTable describes the clients of every producer group, each
+// group's in client id order. Every group a heartbeat named is there,
+// the clients' own (CLIENT_INNER_PRODUCER) included, as in RocketMQ; a
+// group leaves with its last client, so none is empty.
+func (m *clientManager) producerTable() map[string][]adminbody.ProducerInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string][]adminbody.ProducerInfo, len(m.producers))
+	for group, channels := range m.producers {
+		list := make([]adminbody.ProducerInfo, 0, len(channels))
+		for _, c := range channels {
+			list = append(list, adminbody.ProducerInfo{ClientID: c.clientID, Language: c.language,
+				LastUpdateTimestamp: c.lastUpdate.UnixMilli(), RemoteIP: "/" + c.conn.RemoteAddr().String(), Version: c.version})
+		}
+		sort.Slice(list, func(i, j int) bool { return list[i].ClientID < list[j].ClientID })
+		out[group] = list
+	}
+	return out
 }
 
 // subscribedTopics returns the topics a group subscribes to; live is false

@@ -1,12 +1,14 @@
 package broker
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/adminbody"
@@ -301,6 +303,67 @@ func TestProducerConnectionList(t *testing.T) {
 	if r.Code != remoting.SystemError || r.Remark != "the producer group[np] not exist" {
 		t.Fatalf("unknown producer group: %d %q", r.Code, r.Remark)
 	}
+}
+
+func TestAllProducerInfo(t *testing.T) {
+	b := startTestBroker(t, nil)
+	admin := b.client(nil)
+	r := call(t, admin, remoting.GetAllProducerInfo, nil, nil)
+	if r.Code != remoting.Success || string(r.Body) != `{"data":{}}` {
+		t.Fatalf("no producers: %d %q %s", r.Code, r.Remark, r.Body)
+	}
+
+	before := time.Now().UnixMilli()
+	p1, p2, p3 := b.client(nil), b.client(nil), b.client(nil)
+	heartbeat(t, p2, heartbeatBody("10.0.0.2@2", "pa", "", nil))
+	heartbeat(t, p1, heartbeatBody("10.0.0.1@1", "pa", "", nil))
+	// A Java client: language and version come from the request header.
+	hb := remoting.NewRequest(remoting.HeartBeat, nil, heartbeatBody("10.0.0.3@3", "pb", "", nil))
+	hb.Language, hb.Version = "JAVA", 475
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if resp, err := p3.Invoke(ctx, hb); err != nil || resp.Code != remoting.Success {
+		t.Fatalf("java heartbeat: %v %v", resp, err)
+	}
+	after := time.Now().UnixMilli()
+
+	r = call(t, admin, remoting.GetAllProducerInfo, nil, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("producer info: %d %q", r.Code, r.Remark)
+	}
+	var got adminbody.ProducerTableInfo
+	if err := json.Unmarshal(r.Body, &got); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+	// The heartbeat times are only known to a range: take them from the
+	// answer once they are plausible, then compare the body byte for byte.
+	stamp := func(group string, i int) string {
+		if len(got.Data[group]) <= i {
+			t.Fatalf("group %s has no client %d: %s", group, i, r.Body)
+		}
+		ts := got.Data[group][i].LastUpdateTimestamp
+		if ts < before || ts > after {
+			t.Errorf("%s client %d: lastUpdateTimestamp %d not within [%d, %d]", group, i, ts, before, after)
+		}
+		return strconv.FormatInt(ts, 10)
+	}
+	goVersion := strconv.Itoa(int(remoting.CurrentVersion))
+	want := `{"data":{` +
+		`"pa":[` +
+		`{"clientId":"10.0.0.1@1","language":"GO","lastUpdateTimestamp":` + stamp("pa", 0) + `,"remoteIP":"/` + p1.LocalAddr().String() + `","version":` + goVersion + `},` +
+		`{"clientId":"10.0.0.2@2","language":"GO","lastUpdateTimestamp":` + stamp("pa", 1) + `,"remoteIP":"/` + p2.LocalAddr().String() + `","version":` + goVersion + `}],` +
+		`"pb":[` +
+		`{"clientId":"10.0.0.3@3","language":"JAVA","lastUpdateTimestamp":` + stamp("pb", 0) + `,"remoteIP":"/` + p3.LocalAddr().String() + `","version":475}]}}`
+	if string(r.Body) != want {
+		t.Fatalf("producer info\n got %s\nwant %s", r.Body, want)
+	}
+
+	// A group leaves with its last connection.
+	_ = p3.Close()
+	waitFor(t, "group pb gone", func() bool {
+		r := call(t, admin, remoting.GetAllProducerInfo, nil, nil)
+		return r.Code == remoting.Success && !strings.Contains(string(r.Body), `"pb"`) && strings.Contains(string(r.Body), `"pa"`)
+	})
 }
 
 func TestQueryTopicConsumeByWho(t *testing.T) {

@@ -70,6 +70,7 @@ func (b *Broker) routes() {
 	handle(remoting.ViewBrokerStatsData, b.processViewBrokerStatsData)
 	handle(remoting.GetConsumerConnectionList, b.processConsumerConnection)
 	handle(remoting.GetProducerConnectionList, b.processProducerConnection)
+	handle(remoting.GetAllProducerInfo, b.processAllProducerInfo)
 	handle(remoting.QueryTopicConsumeByWho, b.processTopicConsumeByWho)
 	handle(remoting.QueryTopicsByConsumer, b.processTopicsByConsumer)
 	handle(remoting.QuerySubscriptionByConsumer, b.processSubscriptionByConsumer)

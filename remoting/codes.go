@@ -75,6 +75,7 @@ const (
 	GetTopicStatsInfo                    int32 = 202 // GET_TOPIC_STATS_INFO
 	GetConsumerConnectionList            int32 = 203 // GET_CONSUMER_CONNECTION_LIST
 	GetProducerConnectionList            int32 = 204 // GET_PRODUCER_CONNECTION_LIST
+	GetAllProducerInfo                   int32 = 328 // GET_ALL_PRODUCER_INFO (mqadmin producer)
 	GetConsumeStats                      int32 = 208 // GET_CONSUME_STATS
 	ViewBrokerStatsData                  int32 = 315 // VIEW_BROKER_STATS_DATA: mqadmin statsAll, the dashboard
 	GetBrokerConsumeStats                int32 = 317 // GET_BROKER_CONSUME_STATS

@@ -162,6 +162,26 @@ type ProducerConnection struct {
 	ConnectionSet []Connection `json:"connectionSet"`
 }
 
+// ProducerInfo is one client of a producer group in a
+// GET_ALL_PRODUCER_INFO body (RocketMQ's ProducerInfo). RemoteIP is the
+// client's address as Java's SocketAddress.toString writes it, with a
+// leading slash ("/10.0.0.1:53211"); LastUpdateTimestamp is the time of
+// its last heartbeat, in ms. Fields are in fastjson's alphabetical order.
+type ProducerInfo struct {
+	ClientID            string `json:"clientId"`
+	Language            string `json:"language"`
+	LastUpdateTimestamp int64  `json:"lastUpdateTimestamp"`
+	RemoteIP            string `json:"remoteIP"`
+	Version             int32  `json:"version"`
+}
+
+// ProducerTableInfo is the body of GET_ALL_PRODUCER_INFO (RocketMQ's
+// ProducerTableInfo): the clients of every producer group with one, by
+// group name.
+type ProducerTableInfo struct {
+	Data map[string][]ProducerInfo `json:"data"`
+}
+
 // EncodeResetOffset writes a ResetOffsetBody: {"offsetTable":{<queue>:offset}}.
 func EncodeResetOffset(table map[MessageQueue]int64) []byte {
 	dst := append([]byte(nil), `{"offsetTable":`...)
