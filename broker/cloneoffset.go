@@ -1,0 +1,129 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// processCloneGroupOffset answers CLONE_GROUP_OFFSET (mqadmin
+// cloneGroupOffset): the committed offsets of srcGroup on a topic become
+// destGroup's, queue by queue, replacing the ones destGroup had on those
+// queues. As in RocketMQ, a topic this broker has no config for is
+// skipped, and so, unless the request says offline, is a topic the source
+// group's online consumers do not subscribe to (its offsets there are left
+// from an earlier subscription).
+//
+// A queue the source has no offset on keeps the destination's, where
+// RocketMQ replaces the destination's whole queue map and so drops it: a
+// position the destination group reached there is a better restart point
+// than none, and the clone stays one batch of writes.
+//
+// A blank topic means every topic the source group has committed offsets
+// on. RocketMQ lists those topics but then clones the blank topic's
+// offsets for each, which copies nothing; this broker clones each topic it
+// listed. Its %RETRY% topics are left out of that list: a retry topic
+// belongs to the group that consumes it, and the destination group would
+// only carry offsets on the source's retry topic that nothing reads.
+//
+// The offsets of every topic are written in one durable batch, through the
+// committed-offset table (its cache, and the slaves that copy the table
+// from GET_ALL_CONSUMER_OFFSET, see them as any commit). A reset of a
+// cloned destination queue still waiting for that group's next pull is
+// dropped, where RocketMQ keeps it: the older reset would otherwise move
+// the group's next pull away from the cloned offset. Live consumers of the
+// destination group still commit the offsets they hold over the clone, as
+// in RocketMQ; the tool is meant for a group that is not running.
+//
+// The answer is SUCCESS whatever was skipped, as RocketMQ's.
+func (b *Broker) processCloneGroupOffset(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	groups, bad := requiredFields(req, "srcGroup", "destGroup")
+	if bad != nil {
+		return bad
+	}
+	src, dest := groups[0], groups[1]
+	h := remoting.Header(req.ExtFields)
+	topic := strings.TrimSpace(h.OptString("topic", ""))
+	offline := h.OptBool("offline", false)
+
+	byTopic, err := b.groupOffsetsByTopic(src)
+	if err != nil {
+		b.log.Error().Err(err).Str("srcGroup", src).Msg("clone group offset failed")
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	topics := []string{topic}
+	if topic == "" {
+		topics = topics[:0]
+		for t := range byTopic {
+			if !meta.IsRetryTopic(t) {
+				topics = append(topics, t)
+			}
+		}
+	}
+	subscribed, live := b.clients.subscribedTopics(src)
+	var updates []kvindex.OffsetUpdate
+	for _, t := range topics {
+		if _, ok, err := b.topicConfig(t); err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		} else if !ok {
+			b.log.Warn().Str("srcGroup", src).Str("destGroup", dest).Str("topic", t).Msg("clone group offset: no such topic on this broker, skipped")
+			continue
+		}
+		if !offline && live && !subscribed[t] {
+			b.log.Warn().Str("srcGroup", src).Str("destGroup", dest).Str("topic", t).
+				Msg("clone group offset: topic not in the online source group's subscription, skipped")
+			continue
+		}
+		for _, u := range byTopic[t] {
+			u.Group = dest
+			updates = append(updates, u)
+		}
+	}
+	if err := b.cloneOffsets(updates); err != nil {
+		b.log.Error().Err(err).Str("srcGroup", src).Str("destGroup", dest).Str("topic", topic).Msg("clone group offset failed")
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	b.log.Info().Str("srcGroup", src).Str("destGroup", dest).Str("topic", topic).Bool("offline", offline).
+		Int("queues", len(updates)).Stringer("by", conn.RemoteAddr()).Msg("consumer group offsets cloned")
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// groupOffsetsByTopic returns a group's committed offsets grouped by
+// topic.
+func (b *Broker) groupOffsetsByTopic(group string) (map[string][]kvindex.OffsetUpdate, error) {
+	out := make(map[string][]kvindex.OffsetUpdate)
+	err := b.offsets.Each(group, func(u kvindex.OffsetUpdate) bool {
+		out[u.Topic] = append(out[u.Topic], u)
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read offsets of group %s: %w", group, err)
+	}
+	return out, nil
+}
+
+// cloneOffsets commits the cloned offsets in one durable batch, after
+// dropping the resets of those queues that wait for a pull; they are put
+// back if the batch fails.
+func (b *Broker) cloneOffsets(updates []kvindex.OffsetUpdate) error {
+	if len(updates) == 0 {
+		return nil
+	}
+	dropped := make(map[int]int64)
+	for i, u := range updates {
+		if off, ok := b.resets.take(u.Group, u.Topic, u.QueueID); ok {
+			dropped[i] = off
+		}
+	}
+	if err := b.offsets.SetMany(updates, true); err != nil {
+		for i, off := range dropped {
+			b.resets.restore(updates[i].Group, updates[i].Topic, updates[i].QueueID, off)
+		}
+		return fmt.Errorf("commit %d cloned offsets of %s: %w", len(updates), updates[0].Group, err)
+	}
+	return nil
+}
