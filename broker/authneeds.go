@@ -78,14 +78,14 @@ var authRules = map[int32]authRule{
 	remoting.ResumeCheckHalfMessage:          {actions: authUpdate, fields: []authField{topicField}},
 	remoting.CheckRocksdbCqWriteProgress:     {actions: authGet, fields: []authField{topicField}},
 	codeQueryCorrectionOffset:                {actions: authGet, fields: []authField{{name: "filterGroups", typ: auth.TypeGroup, sep: ","}, {name: "compareGroup", typ: auth.TypeGroup}, topicField}},
-	codeCloneGroupOffset:                     {actions: authUpdate, fields: []authField{{name: "destGroup", typ: auth.TypeGroup}, topicField}},
+	remoting.CloneGroupOffset:                {actions: authUpdate, fields: []authField{{name: "destGroup", typ: auth.TypeGroup}, topicField}},
 	remoting.UpdateAndGetGroupForbidden:      {actions: authUpdate, fields: []authField{groupField, topicField}},
 	remoting.GetBrokerMemberGroup:            {actions: authGet, fields: []authField{{name: "clusterName", typ: auth.TypeCluster}}},
 	// The cluster.
 	remoting.GetProducerConnectionList: {cluster: true, actions: authGet},
 	remoting.GetBrokerConsumeStats:     {cluster: true, actions: authGet},
 	remoting.ViewBrokerStatsData:       {cluster: true, actions: authGet},
-	codeGetAllProducerInfo:             {cluster: true, actions: authGet},
+	remoting.GetAllProducerInfo:        {cluster: true, actions: authGet},
 	codeExportRocksDBConfigToJSON:      {cluster: true, actions: authGet},
 	remoting.AuthCreateUser:            {cluster: true, actions: authUpdate},
 	remoting.AuthUpdateUser:            {cluster: true, actions: authUpdate},
@@ -114,8 +114,6 @@ var authRules = map[int32]authRule{
 // unchecked.
 const (
 	codeQueryCorrectionOffset     int32 = 308
-	codeCloneGroupOffset          int32 = 314
-	codeGetAllProducerInfo        int32 = 328
 	codeExportRocksDBConfigToJSON int32 = 355
 	codeGetRouteInfoByTopic       int32 = 105
 )

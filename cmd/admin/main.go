@@ -15,9 +15,12 @@
 //	admin consumerProgress   -b 127.0.0.1:10911 -g GroupA [-t TopicA]
 //	admin brokerConsumeStats -b 127.0.0.1:10911 [-l 100] [-o]
 //	admin consumerConnection -b 127.0.0.1:10911 -g GroupA
+//	admin producer           -b 127.0.0.1:10911
 //	admin resetOffsetByTime  -n 127.0.0.1:9876 -g GroupA -t TopicA -s 2026-11-30#12:00:00:000
 //	admin updateSubGroup     -b 127.0.0.1:10911 -g GroupA -r 3 -s true (or -c DefaultCluster)
 //	admin deleteSubGroup     -c DefaultCluster -g GroupA -r true
+//	admin groupForbidden     -b 127.0.0.1:10911 -g GroupA -t TopicA [-r false|true]
+//	admin cloneGroupOffset   -n 127.0.0.1:9876 -s GroupA -d GroupB -t TopicA [-o]
 //	admin queryMsgByKey      -n 127.0.0.1:9876 -t TopicA -k order-42
 //	admin queryMsgById       -i 7F00000100002A9F0000000000000400 [--body]
 //	admin sendMessage        -n 127.0.0.1:9876 -t TopicA -p "hello" [-k order-42] [-c TagA]
