@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
-	"github.com/rocketkv/rocketkv/cq"
-	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -183,27 +181,9 @@ func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *re
 	if err := b.topics.table.Delete(topic); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	// A ConsumeQueue layout not written now drops the topic when it
-	// catches up.
-	if err := b.db.RecordTopicDeleted(topic, b.clog.MaxOffset()); err != nil {
+	if err := b.dropTopicQueues(topic); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	err = b.disp.Quiesced(func() error {
-		for _, s := range []cq.Store{b.cqs, b.cqMirror} {
-			if s == nil {
-				continue
-			}
-			if err := s.DeleteTopic(topic); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
-	}
-	b.qoffsets.Forget(topic, kvindex.AnyQueue)
-	b.resets.forgetTopic(topic)
 	b.stats.TopicDeleted(topic)
 	groups := map[string]bool{}
 	if err := b.groupsWithOffsetsOn(topic, groups); err != nil {

@@ -100,9 +100,11 @@ var authRules = map[int32]authRule{
 	// Beyond RocketMQ 5.3, whose headers for these carry no annotation, so
 	// that any signed user could change the broker: they need Update on
 	// the cluster.
-	remoting.UpdateBrokerConfig:     {cluster: true, actions: authUpdate},
-	remoting.DeleteExpiredCommitLog: {cluster: true, actions: authUpdate},
-	remoting.PopRollback:            {cluster: true, actions: authUpdate},
+	remoting.UpdateBrokerConfig:       {cluster: true, actions: authUpdate},
+	remoting.DeleteExpiredCommitLog:   {cluster: true, actions: authUpdate},
+	remoting.CleanExpiredConsumeQueue: {cluster: true, actions: authUpdate},
+	remoting.CleanUnusedTopic:         {cluster: true, actions: authUpdate},
+	remoting.PopRollback:              {cluster: true, actions: authUpdate},
 	// rocketkv's own: a checkpoint is a copy of the whole index, users'
 	// passwords included, which AUTH_GET_USER guards with Get on the
 	// cluster too.

@@ -79,6 +79,8 @@ func (b *Broker) routes() {
 	handle(remoting.GetBrokerConfig, b.processGetBrokerConfig)
 	handle(remoting.UpdateBrokerConfig, b.processUpdateBrokerConfig)
 	handle(remoting.DeleteExpiredCommitLog, b.processDeleteExpiredCommitLog)
+	handle(remoting.CleanExpiredConsumeQueue, b.processCleanExpiredConsumeQueue)
+	handle(remoting.CleanUnusedTopic, b.processCleanUnusedTopic)
 	handle(remoting.QueryConsumeQueue, b.processQueryConsumeQueue)
 	handle(remoting.CheckRocksdbCqWriteProgress, b.processCheckCQWriteProgress)
 	handle(remoting.GetConsumerRunningInfo, b.processConsumerRunningInfo)

@@ -290,6 +290,17 @@ func (d *Dispatcher) LogMinOffsetChanged(newMin int64) {
 	}
 }
 
+// ReapplyLogMin applies the CommitLog minimum to every ConsumeQueue layout
+// and the key index again, whether or not it moved since it was last
+// applied: entries of records retention deleted go (the file layout's
+// expired files with them), and each queue's minimum moves past them.
+// Retention does the same each time it deletes segments; this is for an
+// administrator who asks (CLEAN_EXPIRED_CONSUMEQUEUE). It sweeps every
+// queue.
+func (d *Dispatcher) ReapplyLogMin(minOff int64) error {
+	return d.correctMin(minOff, true)
+}
+
 // correctMin applies the CommitLog minimum to the ConsumeQueue and the key
 // index. The KV ConsumeQueue persists its minima, so the sweep over every
 // queue runs only when the minimum moved past the one last applied

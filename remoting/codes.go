@@ -93,6 +93,8 @@ const (
 	GetSystemTopicListFromBroker         int32 = 305 // GET_SYSTEM_TOPIC_LIST_FROM_BROKER
 	ResumeCheckHalfMessage               int32 = 323 // RESUME_CHECK_HALF_MESSAGE
 	DeleteExpiredCommitLog               int32 = 329 // DELETE_EXPIRED_COMMITLOG (mqadmin deleteExpiredCommitLog)
+	CleanExpiredConsumeQueue             int32 = 306 // CLEAN_EXPIRED_CONSUMEQUEUE (mqadmin cleanExpiredCQ)
+	CleanUnusedTopic                     int32 = 316 // CLEAN_UNUSED_TOPIC (mqadmin cleanUnusedTopic)
 	UpdateAndCreateACLConfig             int32 = 50  // UPDATE_AND_CREATE_ACL_CONFIG (mqadmin updateAclConfig)
 	DeleteACLConfig                      int32 = 51  // DELETE_ACL_CONFIG (mqadmin deleteAclConfig)
 	GetBrokerClusterACLInfo              int32 = 52  // GET_BROKER_CLUSTER_ACL_INFO (mqadmin clusterAclConfigVersion)

@@ -1,0 +1,116 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// lmqTopicPrefix starts the names of RocketMQ's light message queues
+// (MixAll.LMQ_PREFIX), which cleanUnusedTopic leaves alone.
+const lmqTopicPrefix = "%LMQ%"
+
+// processCleanUnusedTopic answers CLEAN_UNUSED_TOPIC (mqadmin
+// cleanUnusedTopic): the ConsumeQueue of every topic the broker has no
+// config for is dropped from every layout, system and LMQ topics
+// excepted, as RocketMQ's cleanUnusedTopic. Such queues are left by a
+// RocketMQ store whose CommitLog holds records of topics its topics.json
+// no longer names (the first open indexes every record). Consumer offsets
+// are kept, as in RocketMQ. The answer is SUCCESS; the log names the
+// topics dropped.
+func (b *Broker) processCleanUnusedTopic(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	unused, err := b.unusedTopics()
+	if err != nil {
+		b.log.Error().Err(err).Msg("clean unused topics failed")
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	for _, topic := range unused {
+		if err := b.dropTopicQueues(topic); err != nil {
+			b.log.Error().Err(err).Str("topic", topic).Msg("clean unused topics failed")
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+	}
+	b.log.Warn().Strs("topics", unused).Stringer("by", conn.RemoteAddr()).Msg("dropped the ConsumeQueues of topics without a config")
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// unusedTopics lists, in name order, the topics some ConsumeQueue layout
+// holds queues of while the topic table has no config for them, system
+// and LMQ topics left out.
+func (b *Broker) unusedTopics() ([]string, error) {
+	seen := map[string]bool{}
+	for _, s := range []cq.Store{b.cqs, b.cqMirror} {
+		if s == nil {
+			continue
+		}
+		if err := s.Queues(func(topic string, _ int32) bool {
+			seen[topic] = true
+			return true
+		}); err != nil {
+			return nil, fmt.Errorf("list the ConsumeQueue's topics: %w", err)
+		}
+	}
+	var unused []string
+	for topic := range seen {
+		if b.isSystemTopic(topic) || strings.HasPrefix(topic, lmqTopicPrefix) {
+			continue
+		}
+		if _, ok, err := b.topics.table.Get(topic); err != nil {
+			return nil, err
+		} else if !ok {
+			unused = append(unused, topic)
+		}
+	}
+	slices.Sort(unused)
+	return unused, nil
+}
+
+// dropTopicQueues drops every queue of topic from the ConsumeQueue
+// layouts written now, and records the drop for a layout that catches up
+// later, as a topic deletion does; the topic's cached queue offsets and
+// pending resets go too.
+func (b *Broker) dropTopicQueues(topic string) error {
+	if err := b.db.RecordTopicDeleted(topic, b.clog.MaxOffset()); err != nil {
+		return err
+	}
+	err := b.disp.Quiesced(func() error {
+		for _, s := range []cq.Store{b.cqs, b.cqMirror} {
+			if s == nil {
+				continue
+			}
+			if err := s.DeleteTopic(topic); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("drop the ConsumeQueue of %s: %w", topic, err)
+	}
+	b.qoffsets.Forget(topic, kvindex.AnyQueue)
+	b.resets.forgetTopic(topic)
+	return nil
+}
+
+// processCleanExpiredConsumeQueue answers CLEAN_EXPIRED_CONSUMEQUEUE
+// (mqadmin cleanExpiredCQ): the CommitLog's minimum is applied to every
+// ConsumeQueue layout again, so entries of records retention deleted go
+// (the file layout's expired files with them). Retention does this each
+// time it deletes segments, so there is seldom anything left to do.
+// RocketMQ also destroys a queue whose every entry expired, which restarts
+// its numbering at 0 below the offsets its consumers committed; here such
+// a queue stays, empty, with its numbering.
+func (b *Broker) processCleanExpiredConsumeQueue(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	minOff := b.clog.MinOffset()
+	if err := b.disp.ReapplyLogMin(minOff); err != nil {
+		b.log.Error().Err(err).Int64("min", minOff).Msg("clean expired ConsumeQueues failed")
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	b.log.Info().Int64("commitLogMin", minOff).Stringer("by", conn.RemoteAddr()).Msg("expired ConsumeQueue entries cleaned")
+	return remoting.NewResponse(req, remoting.Success, "")
+}
