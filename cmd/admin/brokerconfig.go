@@ -186,6 +186,20 @@ func deleteExpiredCommitLogCmd(g *globals) *cobra.Command {
 		remoting.DeleteExpiredCommitLog, "deletes its expired CommitLog segments within its next cleaner passes")
 }
 
+// cleanUnusedTopicCmd is mqadmin cleanUnusedTopic.
+func cleanUnusedTopicCmd(g *globals) *cobra.Command {
+	return brokerActionCmd(g, "cleanUnusedTopic",
+		"make the broker drop the ConsumeQueues of topics it has no config for, system and LMQ topics excepted (CLEAN_UNUSED_TOPIC)",
+		remoting.CleanUnusedTopic, "dropped the ConsumeQueues of topics without a config")
+}
+
+// cleanExpiredCQCmd is mqadmin cleanExpiredCQ.
+func cleanExpiredCQCmd(g *globals) *cobra.Command {
+	return brokerActionCmd(g, "cleanExpiredCQ",
+		"make the broker drop ConsumeQueue entries of records retention deleted now (CLEAN_EXPIRED_CONSUMEQUEUE)",
+		remoting.CleanExpiredConsumeQueue, "dropped its expired ConsumeQueue entries")
+}
+
 // exportPopRecordCmd is mqadmin exportPopRecord: POP_ROLLBACK, which
 // makes the broker write its POP messages in flight to the revive topic as
 // RocketMQ check-points (the way back to Apache RocketMQ).

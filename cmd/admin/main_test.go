@@ -164,6 +164,13 @@ func TestDrainCommands(t *testing.T) {
 	if out, err := run(t, "deleteExpiredCommitLog", "-b", br); err != nil || !strings.Contains(out, "success") {
 		t.Fatalf("deleteExpiredCommitLog: %q %v", out, err)
 	}
+	for _, action := range []string{"cleanUnusedTopic", "cleanExpiredCQ"} {
+		if out, err := run(t, action, "-b", br); err != nil || out != "success: "+br+" "+map[string]string{
+			"cleanUnusedTopic": "dropped the ConsumeQueues of topics without a config",
+			"cleanExpiredCQ":   "dropped its expired ConsumeQueue entries"}[action]+"\n" {
+			t.Fatalf("%s: %q %v", action, out, err)
+		}
+	}
 	if _, err := run(t, "updateBrokerConfig", "-b", br, "-k", "listenPort", "-v", "1"); err == nil || !strings.Contains(err.Error(), "cannot change while the broker runs") {
 		t.Fatalf("changing listenPort: %v", err)
 	}
