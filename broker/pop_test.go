@@ -708,6 +708,49 @@ func TestStaleCommittedOffsetHealsOnNextPop(t *testing.T) {
 	}
 }
 
+// A pop waits for the index's write-ahead log once however many queues it
+// read (the queue that fills it commits durably, else one flush at the
+// end), and not at all when it found nothing.
+func TestPopWaitsForTheIndexOnce(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	createTopic(t, rc, "PW", 2, 2)
+	for i := range 40 {
+		mustSend(t, rc, "PW", 0, fmt.Sprintf("a%d", i), "")
+	}
+	for i := range 3 {
+		mustSend(t, rc, "PW", 1, fmt.Sprintf("b%d", i), "")
+	}
+	b.caughtUp()
+	flushes := func() int64 {
+		n, err := strconv.ParseInt(runtimeInfo(t, rc)["indexWalFlushes"], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, step := range []struct {
+		name    string
+		queue   int32
+		max     int
+		want    int
+		flushes int64
+	}{
+		{"filled by one queue", 0, 32, 32, 1},
+		{"two queues, neither fills it", -1, 32, 11, 1},
+		{"nothing left", -1, 32, 0, 0},
+	} {
+		before := flushes()
+		res, err := c.Pop(ctx20(t), popclient.PopRequest{Group: "g", Topic: "PW", QueueID: step.queue, MaxMsgNums: step.max, InvisibleTime: time.Minute})
+		if err != nil || len(res.Messages) != step.want {
+			t.Fatalf("%s: %v, %d messages, want %d", step.name, err, len(res.Messages), step.want)
+		}
+		if n := flushes() - before; n != step.flushes {
+			t.Errorf("%s: the pop waited for the index %d times, want %d", step.name, n, step.flushes)
+		}
+	}
+}
+
 // A batch ack naming several queues waits for the index's write-ahead log
 // once, not once per queue, and acknowledges every entry.
 func TestBatchAckWaitsForTheIndexOnce(t *testing.T) {

@@ -88,7 +88,8 @@ type DB struct {
 	// walFS holds back the write-ahead log's syncs under WALSyncInterval
 	// until SyncWAL (nil otherwise).
 	walFS *intervalSyncFS
-	// flushes counts the Flush calls that waited for the write-ahead log.
+	// flushes counts the waits for the write-ahead log: Flush calls and
+	// PopBatch.CommitDurable commits.
 	flushes atomic.Int64
 	// blockCache is Options.CacheSize.
 	blockCache int64
@@ -465,8 +466,8 @@ func (d *DB) BlockCache() BlockCacheStats {
 }
 
 // Flushes returns how many times writers waited for the write-ahead log
-// (Flush calls): one per durable request at most, fewer when requests
-// share a wait.
+// (Flush calls and PopBatch.CommitDurable commits): one per durable
+// request at most.
 func (d *DB) Flushes() int64 { return d.flushes.Load() }
 
 // SyncWAL makes every write so far survive a power failure, whatever

@@ -274,6 +274,7 @@ func decodeRequestMode(k, v []byte) (RequestMode, error) {
 // PopBatch collects POP state changes that commit atomically.
 type PopBatch struct {
 	b         *pebble.Batch
+	db        *DB
 	key       []byte
 	val       []byte
 	cache     *positionCache
@@ -283,11 +284,14 @@ type PopBatch struct {
 	positions []positionUpdate // set in the batch, cached once committed
 	committed []positionUpdate // likewise, committed offsets
 	ckUpdates []ckUpdate       // likewise, checkpoint writes
+	// unwaited is set by CommitDurable until its wait ran: Close waits
+	// first, as Pebble requires.
+	unwaited bool
 }
 
 // NewBatch returns an empty batch; Close releases it.
 func (s *PopStore) NewBatch() *PopBatch {
-	return &PopBatch{b: s.db.pdb.NewBatch(), cache: s.db.positions, offsets: s.db.committed, floors: s.db.floors, cks: s.db.cks}
+	return &PopBatch{b: s.db.pdb.NewBatch(), db: s.db, cache: s.db.positions, offsets: s.db.committed, floors: s.db.floors, cks: s.db.cks}
 }
 
 func checkGroupTopic(group, topic string) error {
@@ -364,7 +368,48 @@ func (p *PopBatch) Commit(sync bool) error {
 	if sync {
 		opts = pebble.Sync
 	}
-	if err := p.b.Commit(opts); err != nil {
+	return p.settle(p.b.Commit(opts))
+}
+
+// CommitDurable commits the batch as Commit(true) does, in one pass
+// through the database's commit pipeline, but returns as soon as its
+// writes are applied and visible: wait, which the caller must call once
+// before Close, returns when they are also as durable as Options.WALSync
+// says (under WALSyncInterval, handed to the operating system). A caller
+// commits under a lock and waits after releasing it, so a slow log write
+// or fdatasync does not hold the lock, and needs no separate Flush, a
+// second pass through the pipeline, to make the batch durable. The
+// write-ahead log is written in order, so the wait covers every commit
+// made before this one as well.
+//
+// It uses Pebble's ApplyNoSyncWait, which Pebble marks experimental
+// (CockroachDB applies its raft writes this way).
+func (p *PopBatch) CommitDurable() (wait func() error, err error) {
+	if p.db.readOnly {
+		return nil, fmt.Errorf("commit pop state: %w", pebble.ErrReadOnly)
+	}
+	if err := p.settle(p.db.pdb.ApplyNoSyncWait(p.b, pebble.Sync)); err != nil {
+		return nil, err
+	}
+	p.unwaited = true
+	p.db.flushes.Add(1)
+	return func() error {
+		if !p.unwaited {
+			return nil
+		}
+		p.unwaited = false
+		if err := p.b.SyncWait(); err != nil {
+			return fmt.Errorf("sync pop state: %w", err)
+		}
+		return nil
+	}, nil
+}
+
+// settle brings the caches up to date with a batch whose commit
+// returned err: the batch's writes when it succeeded, the checkpoints it
+// touched forgotten when it failed.
+func (p *PopBatch) settle(err error) error {
+	if err != nil {
 		p.cks.forget(p.ckUpdates)
 		clear(p.ckUpdates)
 		p.ckUpdates = p.ckUpdates[:0]
@@ -380,8 +425,15 @@ func (p *PopBatch) Commit(sync bool) error {
 	return nil
 }
 
-// Close releases the batch.
-func (p *PopBatch) Close() { _ = p.b.Close() }
+// Close releases the batch, after the wait of a CommitDurable nobody
+// waited for.
+func (p *PopBatch) Close() {
+	if p.unwaited {
+		p.unwaited = false
+		_ = p.b.SyncWait()
+	}
+	_ = p.b.Close()
+}
 
 // ForgetTimers adds the deletion of timer entries to the batch: an import
 // that takes parked messages out of the timer commits that with what it

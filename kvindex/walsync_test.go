@@ -136,3 +136,69 @@ func TestWALSyncInterval(t *testing.T) {
 		}
 	})
 }
+
+// TestCommitDurable checks PopBatch.CommitDurable in both WALSync modes:
+// the batch is visible as soon as it returns, its wait returns once the
+// log holds it (written, and synced under WALSyncAlways), it counts as one
+// wait for the log, and a batch closed without its wait is still waited
+// for and kept.
+func TestCommitDurable(t *testing.T) {
+	for _, mode := range []WALSync{WALSyncAlways, WALSyncInterval} {
+		t.Run(map[WALSync]string{WALSyncAlways: "always", WALSyncInterval: "interval"}[mode], func(t *testing.T) {
+			dir := t.TempDir()
+			fs := &walCountingFS{FS: vfs.Default}
+			db, err := Open(Options{Dir: dir, FS: fs, WALSync: mode, Logger: zerolog.Nop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := db.Pop()
+			syncs, writes, flushes := fs.syncs.Load(), fs.writes.Load(), db.Flushes()
+			b := s.NewBatch()
+			if err := b.SetPosition("G", "T", 0, 7); err != nil {
+				t.Fatal(err)
+			}
+			wait, err := b.CommitDurable()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pos, ok, err := s.Position("G", "T", 0); err != nil || !ok || pos != 7 {
+				t.Fatalf("position before the wait: %d %v %v, want 7", pos, ok, err)
+			}
+			if err := wait(); err != nil {
+				t.Fatal(err)
+			}
+			b.Close()
+			if fs.writes.Load() == writes {
+				t.Fatal("the wait returned before the log was written")
+			}
+			if synced := fs.syncs.Load() > syncs; synced != (mode == WALSyncAlways) {
+				t.Fatalf("log synced: %v, want %v", synced, mode == WALSyncAlways)
+			}
+			if n := db.Flushes() - flushes; n != 1 {
+				t.Fatalf("a durable commit counted %d waits for the log, want 1", n)
+			}
+			// Closed without its wait: Close waits, nothing is lost.
+			b = s.NewBatch()
+			if err := b.SetPosition("G", "T", 1, 9); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.CommitDurable(); err != nil {
+				t.Fatal(err)
+			}
+			b.Close()
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			db, err = Open(Options{Dir: dir, WALSync: mode, Logger: zerolog.Nop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			for q, want := range map[int32]int64{0: 7, 1: 9} {
+				if pos, ok, err := db.Pop().Position("G", "T", q); err != nil || !ok || pos != want {
+					t.Fatalf("position of queue %d after reopening: %d %v %v, want %d", q, pos, ok, err, want)
+				}
+			}
+		})
+	}
+}

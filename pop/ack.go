@@ -63,26 +63,24 @@ type AckEntry struct {
 // their results.
 func (s *Service) AckBatch(entries []AckEntry) ([]AckResult, error) {
 	results := make([]AckResult, 0, len(entries))
-	wrote, orderly := false, false
+	var dur durability
+	defer dur.release()
 	var err error
-	for _, e := range entries {
+	for i, e := range entries {
 		var r AckResult
 		if e.Orderly {
 			r, err = s.ackOrderUnsynced(e.Group, e.Topic, e.QueueID, e.Offsets, e.PopTime)
-			orderly = true
+			dur.unsynced()
 		} else {
-			r, err = s.ackQueueUnsynced(e.Group, e.Topic, e.QueueID, e.CKOffset, e.Offsets, e.PopTime, e.InvisibleTime)
+			r, err = s.ackQueueUnsynced(e.Group, e.Topic, e.QueueID, e.CKOffset, e.Offsets, e.PopTime, e.InvisibleTime, i == len(entries)-1, &dur)
 		}
 		if err != nil {
 			break
 		}
-		wrote = wrote || r.Deleted > 0
 		results = append(results, r)
 	}
-	if wrote || orderly {
-		if serr := s.sync(); serr != nil {
-			return results, errors.Join(err, serr)
-		}
+	if serr := dur.finish(s); serr != nil {
+		return results, errors.Join(err, serr)
 	}
 	// Orderly queues whose batches were acknowledged can be popped again
 	// now that the acks are durable.
@@ -99,16 +97,19 @@ func (s *Service) AckBatch(entries []AckEntry) ([]AckResult, error) {
 // group's committed offset was among them, it moves to the smallest
 // offset left in flight in the same commit.
 func (s *Service) ackQueue(group, topic string, queueID int32, ckOffset int64, offsets []int64, popTime, invisibleTime int64) (AckResult, error) {
-	res, err := s.ackQueueUnsynced(group, topic, queueID, ckOffset, offsets, popTime, invisibleTime)
-	if err == nil && res.Deleted > 0 {
-		err = s.sync()
+	var dur durability
+	defer dur.release()
+	res, err := s.ackQueueUnsynced(group, topic, queueID, ckOffset, offsets, popTime, invisibleTime, true, &dur)
+	if err == nil {
+		err = dur.finish(s)
 	}
 	return res, err
 }
 
-// ackQueueUnsynced is ackQueue without the sync, which the caller makes
-// when Deleted is above zero.
-func (s *Service) ackQueueUnsynced(group, topic string, queueID int32, ckOffset int64, offsets []int64, popTime, invisibleTime int64) (AckResult, error) {
+// ackQueueUnsynced is ackQueue leaving what its commit needs to be
+// durable to dur (the caller's finish): with last set the commit is made
+// with CommitDurable, else without a wait.
+func (s *Service) ackQueueUnsynced(group, topic string, queueID int32, ckOffset int64, offsets []int64, popTime, invisibleTime int64, last bool, dur *durability) (AckResult, error) {
 	var res AckResult
 	if len(offsets) == 0 {
 		return res, nil
@@ -129,7 +130,12 @@ func (s *Service) ackQueueUnsynced(group, topic string, queueID int32, ckOffset 
 			return nil
 		}
 		b := s.store.NewBatch()
-		defer b.Close()
+		closeBatch := true
+		defer func() {
+			if closeBatch {
+				b.Close()
+			}
+		}()
 		if err := b.RewriteCheckpoint(&ck); err != nil {
 			return err
 		}
@@ -148,8 +154,18 @@ func (s *Service) ackQueueUnsynced(group, topic string, queueID int32, ckOffset 
 				return err
 			}
 		}
-		if err := b.Commit(false); err != nil {
-			return err
+		if last {
+			closeBatch = false
+			wait, err := commitDurable(b)
+			if err != nil {
+				return err
+			}
+			dur.durable(wait)
+		} else {
+			if err := b.Commit(false); err != nil {
+				return err
+			}
+			dur.unsynced()
 		}
 		res.Deleted = len(removed)
 		return nil

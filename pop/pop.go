@@ -138,7 +138,8 @@ func (s *Service) pop(req PopRequest) (PopResult, error) {
 		sources = append(append(sources, normal...), retry...)
 	}
 	var info InfoBuilder
-	wrote := false
+	var dur durability
+	defer dur.release()
 	var busy []source
 	// First pass: skip queues another pop of the group is reading. When
 	// that leaves the pop empty, wait for them in a second pass rather
@@ -146,17 +147,20 @@ func (s *Service) pop(req PopRequest) (PopResult, error) {
 	for pass := 0; pass < 2; pass++ {
 		for _, src := range sources {
 			remain := req.MaxMsgNums - res.count()
-			var got, skipped bool
+			var skipped bool
 			var err error
 			if req.Order {
+				var got bool
 				got, skipped, err = s.popOrderQueue(req, src, remain, pass == 1, &res, &info)
+				if got {
+					dur.unsynced()
+				}
 			} else {
-				got, skipped, err = s.popQueue(req, src, remain, pass == 1, &res, &info)
+				skipped, err = s.popQueue(req, src, remain, pass == 1, &res, &info, &dur)
 			}
 			if err != nil {
 				return res, err
 			}
-			wrote = wrote || got
 			if skipped {
 				busy = append(busy, src)
 			}
@@ -177,10 +181,8 @@ func (s *Service) pop(req PopRequest) (PopResult, error) {
 	res.StartOffsetInfo = info.StartOffsetInfo()
 	res.MsgOffsetInfo = info.MsgOffsetInfo()
 	res.OrderCountInfo = info.OrderCountInfo()
-	if wrote {
-		if err := s.sync(); err != nil {
-			return res, err
-		}
+	if err := dur.finish(s); err != nil {
+		return res, err
 	}
 	return res, nil
 }
@@ -205,24 +207,25 @@ func (s *Service) startOffset(group, topic string, queueID int32, initMode int32
 	return max(maxOff-1, 0), false, err
 }
 
-// popQueue pops up to remain messages of one queue into res. It returns
-// whether it committed state that needs a sync.
-func (s *Service) popQueue(req PopRequest, src source, remain int, wait bool, res *PopResult, info *InfoBuilder) (wrote, skipped bool, err error) {
+// popQueue pops up to remain messages of one queue into res, noting in
+// dur what its commit still needs to be durable.
+func (s *Service) popQueue(req PopRequest, src source, remain int, wait bool, res *PopResult, info *InfoBuilder, dur *durability) (skipped bool, err error) {
 	if remain <= 0 {
-		return false, false, s.addRest(req, src, res)
+		return false, s.addRest(req, src, res)
 	}
 	unlock, ok := s.queueLock(req.Group, src, wait)
 	if !ok {
-		return false, true, nil
+		return true, nil
 	}
-	wrote, r, err := s.popLocked(req, src, remain, res)
+	r, err := s.popLocked(req, src, remain, res, dur)
 	unlock()
 	if err != nil || len(r.offsets) == 0 {
-		return wrote, false, err
+		return false, err
 	}
 	// The offsets are taken and recorded: the bodies are read outside
-	// the lock, so the next pop of the queue need not wait for them.
-	return wrote, false, s.finishPop(req, src, r, res, info)
+	// the lock, so the next pop of the queue need not wait for them (nor
+	// for the log write of its record, which dur waits for at the end).
+	return false, s.finishPop(req, src, r, res, info)
 }
 
 // queueLock locks a group's queue for a pop: waiting when wait is set,
@@ -237,28 +240,36 @@ func (s *Service) queueLock(group string, src source, wait bool) (func(), bool) 
 // popLocked takes up to remain messages of one queue whose lock the
 // caller holds and records them in flight. Records are read only when the
 // filter needs them; finishPop reads the others.
-func (s *Service) popLocked(req PopRequest, src source, remain int, res *PopResult) (bool, readResult, error) {
+func (s *Service) popLocked(req PopRequest, src source, remain int, res *PopResult, dur *durability) (readResult, error) {
 	pos, known, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, true)
 	if err != nil {
-		return false, readResult{}, err
+		return readResult{}, err
 	}
 	r, err := s.readQueue(src.topic, src.queueID, pos, remain, src.filter, true)
 	if err != nil {
-		return false, readResult{}, err
+		return readResult{}, err
 	}
 	res.RestNum += max(r.max-r.next, 0)
 	if r.next == pos && known {
-		return false, readResult{}, nil // nothing new, nothing to record
+		return readResult{}, nil // nothing new, nothing to record
 	}
-	wrote, err := s.recordPop(req, src, r, res)
-	return wrote, r, err
+	// A queue that fills the pop is its last write: commit it durably,
+	// waited for once the lock is released.
+	last := len(r.offsets) >= remain
+	return r, s.recordPop(req, src, r, res, last, dur)
 }
 
 // recordPop commits a pop of one queue: its checkpoint, position and
-// committed offset in one batch. The caller holds the queue's lock.
-func (s *Service) recordPop(req PopRequest, src source, r readResult, res *PopResult) (bool, error) {
+// committed offset in one batch, noted in dur. The caller holds the
+// queue's lock; with last set the commit is durable, its wait left to dur.
+func (s *Service) recordPop(req PopRequest, src source, r readResult, res *PopResult, last bool, dur *durability) error {
 	b := s.store.NewBatch()
-	defer b.Close()
+	closeBatch := true
+	defer func() {
+		if closeBatch {
+			b.Close()
+		}
+	}()
 	// The committed offset follows the smallest offset in flight: an
 	// earlier pop's, else this pop's first, else the new position.
 	fallback := r.next
@@ -266,7 +277,7 @@ func (s *Service) recordPop(req PopRequest, src source, r readResult, res *PopRe
 		fallback = r.offsets[0]
 	}
 	if err := s.committed(b, req.Group, src.topic, src.queueID, fallback); err != nil {
-		return false, err
+		return err
 	}
 	if len(r.offsets) > 0 {
 		ck := kvindex.Checkpoint{
@@ -275,19 +286,29 @@ func (s *Service) recordPop(req PopRequest, src source, r readResult, res *PopRe
 			RetryFlag: src.flag[0] - '0', Offsets: r.offsets,
 		}
 		if err := b.PutCheckpoint(&ck); err != nil {
-			return false, err
+			return err
 		}
 	}
 	if err := b.SetPosition(req.Group, src.topic, src.queueID, r.next); err != nil {
-		return false, err
+		return err
 	}
-	if err := b.Commit(false); err != nil {
-		return false, err
+	if last {
+		closeBatch = false
+		wait, err := commitDurable(b)
+		if err != nil {
+			return err
+		}
+		dur.durable(wait)
+	} else {
+		if err := b.Commit(false); err != nil {
+			return err
+		}
+		dur.unsynced()
 	}
 	if len(r.offsets) > 0 {
 		s.noteDeadline(res.PopTime + req.InvisibleTime)
 	}
-	return true, nil
+	return nil
 }
 
 // finishPop adds the records of a queue's popped messages to res, reading
