@@ -20,60 +20,64 @@ import (
 // offset 4 and three from queue 2 at offset 10 reports
 // startOffsetInfo "1 0 4;0 2 10" and msgOffsetInfo "1 0 4,5;0 2 10,11,12".
 
-// InfoBuilder accumulates the header strings of one pop response.
+// InfoBuilder accumulates the header strings of one pop response. The
+// numbers are appended in place (strconv.AppendInt): a pop of 32 messages
+// formatted 33 strings of them before.
 type InfoBuilder struct {
-	start, msg, order strings.Builder
+	start, msg, order []byte
 }
 
-func sep(b *strings.Builder) {
-	if b.Len() > 0 {
-		b.WriteByte(';')
+// entry starts an entry "<flag> <queueId> " of b, after a ';' when b has
+// one already.
+func entry(b []byte, flag string, queueID int32) []byte {
+	if len(b) > 0 {
+		b = append(b, ';')
 	}
+	b = append(b, flag...)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(queueID), 10)
+	return append(b, ' ')
 }
 
 // AddQueue appends the startOffsetInfo and msgOffsetInfo entries of one
 // queue (offsets non-empty).
 func (ib *InfoBuilder) AddQueue(flag string, queueID int32, ckOffset int64, offsets []int64) {
-	sep(&ib.start)
-	ib.start.WriteString(flag)
-	ib.start.WriteByte(' ')
-	ib.start.WriteString(strconv.Itoa(int(queueID)))
-	ib.start.WriteByte(' ')
-	ib.start.WriteString(strconv.FormatInt(ckOffset, 10))
-	sep(&ib.msg)
-	ib.msg.WriteString(flag)
-	ib.msg.WriteByte(' ')
-	ib.msg.WriteString(strconv.Itoa(int(queueID)))
-	ib.msg.WriteByte(' ')
+	ib.start = strconv.AppendInt(entry(ib.start, flag, queueID), ckOffset, 10)
+	ib.msg = entry(ib.msg, flag, queueID)
 	for i, o := range offsets {
 		if i > 0 {
-			ib.msg.WriteByte(',')
+			ib.msg = append(ib.msg, ',')
 		}
-		ib.msg.WriteString(strconv.FormatInt(o, 10))
+		ib.msg = strconv.AppendInt(ib.msg, o, 10)
 	}
 }
 
-// AddOrderOffset appends the orderCountInfo entry of one message.
+// AddOrderOffset appends the orderCountInfo entry of one message:
+// "<flag> qo<queueId>%<offset> <count>".
 func (ib *InfoBuilder) AddOrderOffset(flag string, queueID int32, offset int64, count int32) {
-	sep(&ib.order)
-	fmt.Fprintf(&ib.order, "%s qo%d%%%d %d", flag, queueID, offset, count)
+	if len(ib.order) > 0 {
+		ib.order = append(ib.order, ';')
+	}
+	ib.order = append(append(ib.order, flag...), " qo"...)
+	ib.order = strconv.AppendInt(ib.order, int64(queueID), 10)
+	ib.order = strconv.AppendInt(append(ib.order, '%'), offset, 10)
+	ib.order = strconv.AppendInt(append(ib.order, ' '), int64(count), 10)
 }
 
 // AddOrderQueue appends the per-queue orderCountInfo entry (the smallest
 // count of the queue's messages, for older clients).
 func (ib *InfoBuilder) AddOrderQueue(flag string, queueID int32, count int32) {
-	sep(&ib.order)
-	fmt.Fprintf(&ib.order, "%s %d %d", flag, queueID, count)
+	ib.order = strconv.AppendInt(entry(ib.order, flag, queueID), int64(count), 10)
 }
 
 // StartOffsetInfo returns the startOffsetInfo string.
-func (ib *InfoBuilder) StartOffsetInfo() string { return ib.start.String() }
+func (ib *InfoBuilder) StartOffsetInfo() string { return string(ib.start) }
 
 // MsgOffsetInfo returns the msgOffsetInfo string.
-func (ib *InfoBuilder) MsgOffsetInfo() string { return ib.msg.String() }
+func (ib *InfoBuilder) MsgOffsetInfo() string { return string(ib.msg) }
 
 // OrderCountInfo returns the orderCountInfo string.
-func (ib *InfoBuilder) OrderCountInfo() string { return ib.order.String() }
+func (ib *InfoBuilder) OrderCountInfo() string { return string(ib.order) }
 
 // ErrBadInfo is returned by the header parsers for malformed strings.
 var ErrBadInfo = errors.New("pop: malformed pop response header info")
