@@ -2,7 +2,6 @@ package broker
 
 import (
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -96,20 +95,7 @@ func TestCleanUnusedTopic(t *testing.T) {
 // ConsumeQueues again: entries left pointing below it go, and the queue
 // keeps its numbering.
 func TestCleanExpiredConsumeQueue(t *testing.T) {
-	offHour := strconv.Itoa((time.Now().Hour() + 12) % 24)
-	b := startTestBroker(t, map[string]string{
-		"mappedFileSizeCommitLog": "65536", "cleanResourceInterval": "20",
-		"deleteWhen": offHour, "diskMaxUsedSpaceRatio": "95", "rocksdbCQDoubleWriteEnable": "true",
-	})
-	c := b.client(nil)
-	body := strings.Repeat("x", 4096)
-	for i := 0; i < 40; i++ {
-		mustSend(t, c, "ExpireT", 0, body, "")
-	}
-	b.caughtUp()
-	if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("fileReservedTime=0")); r.Code != remoting.Success {
-		t.Fatalf("UPDATE_BROKER_CONFIG: %d %s", r.Code, r.Remark)
-	}
+	b, c := startExpiringBroker(t, map[string]string{"rocksdbCQDoubleWriteEnable": "true"})
 	if r := call(t, c, remoting.DeleteExpiredCommitLog, nil, nil); r.Code != remoting.Success {
 		t.Fatalf("DELETE_EXPIRED_COMMITLOG: %d %s", r.Code, r.Remark)
 	}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -240,14 +241,19 @@ func TestUpdateBrokerConfigRetention(t *testing.T) {
 	}
 }
 
-// mqadmin deleteExpiredCommitLog after lowering fileReservedTime frees the
-// disk at once instead of at the next deleteWhen hour.
-func TestDeleteExpiredCommitLog(t *testing.T) {
-	offHour := strconv.Itoa((time.Now().Hour() + 12) % 24)
-	b := startTestBroker(t, map[string]string{
+// startExpiringBroker starts a broker with 64 KiB CommitLog segments
+// whose cleaner never sees a deleteWhen hour, sends 40 messages of 4 KiB
+// to queue 0 of ExpireT and sets fileReservedTime=0: every full segment
+// has expired, and only DELETE_EXPIRED_COMMITLOG (or the disk's use)
+// deletes them.
+func startExpiringBroker(t *testing.T, overrides map[string]string) (*testBroker, *remoting.Client) {
+	t.Helper()
+	settings := map[string]string{
 		"mappedFileSizeCommitLog": "65536", "cleanResourceInterval": "20",
-		"deleteWhen": offHour, "diskMaxUsedSpaceRatio": "95",
-	})
+		"deleteWhen": strconv.Itoa((time.Now().Hour() + 12) % 24), "diskMaxUsedSpaceRatio": "95",
+	}
+	maps.Copy(settings, overrides)
+	b := startTestBroker(t, settings)
 	c := b.client(nil)
 	body := strings.Repeat("x", 4096)
 	for i := 0; i < 40; i++ {
@@ -257,6 +263,13 @@ func TestDeleteExpiredCommitLog(t *testing.T) {
 	if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("fileReservedTime=0")); r.Code != remoting.Success {
 		t.Fatalf("UPDATE_BROKER_CONFIG: %d %s", r.Code, r.Remark)
 	}
+	return b, c
+}
+
+// mqadmin deleteExpiredCommitLog after lowering fileReservedTime frees the
+// disk at once instead of at the next deleteWhen hour.
+func TestDeleteExpiredCommitLog(t *testing.T) {
+	b, c := startExpiringBroker(t, nil)
 	// Every full segment has expired, but the hour is not a deleteWhen
 	// hour: the cleaner's passes leave them.
 	time.Sleep(200 * time.Millisecond)

@@ -154,18 +154,9 @@ func (s *Service) ackQueueUnsynced(group, topic string, queueID int32, ckOffset 
 				return err
 			}
 		}
-		if last {
-			closeBatch = false
-			wait, err := commitDurable(b)
-			if err != nil {
-				return err
-			}
-			dur.durable(wait)
-		} else {
-			if err := b.Commit(false); err != nil {
-				return err
-			}
-			dur.unsynced()
+		closeBatch = false
+		if err := dur.commit(b, last); err != nil {
+			return err
 		}
 		res.Deleted = len(removed)
 		return nil

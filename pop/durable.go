@@ -49,16 +49,25 @@ func (d *durability) release() {
 	d.waits = nil
 }
 
-// commitDurable commits b with CommitDurable and returns its wait, which
-// also releases b; on an error b is released at once.
-func commitDurable(b *kvindex.PopBatch) (func() error, error) {
+// commit commits b, durably when last is set (its wait left to finish),
+// else without a wait, and takes b over: b is released once committed, or
+// once waited for.
+func (d *durability) commit(b *kvindex.PopBatch, last bool) error {
+	if !last {
+		defer b.Close()
+		if err := b.Commit(false); err != nil {
+			return err
+		}
+		d.unsynced()
+		return nil
+	}
 	wait, err := b.CommitDurable()
 	if err != nil {
 		b.Close()
-		return nil, err
+		return err
 	}
 	done := false
-	return func() error {
+	d.durable(func() error {
 		if done {
 			return nil
 		}
@@ -66,5 +75,6 @@ func commitDurable(b *kvindex.PopBatch) (func() error, error) {
 		err := wait()
 		b.Close()
 		return err
-	}, nil
+	})
+	return nil
 }

@@ -292,18 +292,9 @@ func (s *Service) recordPop(req PopRequest, src source, r readResult, res *PopRe
 	if err := b.SetPosition(req.Group, src.topic, src.queueID, r.next); err != nil {
 		return err
 	}
-	if last {
-		closeBatch = false
-		wait, err := commitDurable(b)
-		if err != nil {
-			return err
-		}
-		dur.durable(wait)
-	} else {
-		if err := b.Commit(false); err != nil {
-			return err
-		}
-		dur.unsynced()
+	closeBatch = false
+	if err := dur.commit(b, last); err != nil {
+		return err
 	}
 	if len(r.offsets) > 0 {
 		s.noteDeadline(res.PopTime + req.InvisibleTime)
