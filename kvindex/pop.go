@@ -284,9 +284,10 @@ type PopBatch struct {
 	positions []positionUpdate // set in the batch, cached once committed
 	committed []positionUpdate // likewise, committed offsets
 	ckUpdates []ckUpdate       // likewise, checkpoint writes
-	// unwaited is set by CommitDurable until its wait ran: Close waits
-	// first, as Pebble requires.
-	unwaited bool
+	// unwaited is set by CommitDurable until its wait ran; a Close
+	// meanwhile only sets closeAfterWait (Pebble's batch must not be
+	// closed before its wait), and the wait closes the batch.
+	unwaited, closeAfterWait, closed bool
 }
 
 // NewBatch returns an empty batch; Close releases it.
@@ -373,14 +374,16 @@ func (p *PopBatch) Commit(sync bool) error {
 
 // CommitDurable commits the batch as Commit(true) does, in one pass
 // through the database's commit pipeline, but returns as soon as its
-// writes are applied and visible: wait, which the caller must call once
-// before Close, returns when they are also as durable as Options.WALSync
-// says (under WALSyncInterval, handed to the operating system). A caller
-// commits under a lock and waits after releasing it, so a slow log write
-// or fdatasync does not hold the lock, and needs no separate Flush, a
-// second pass through the pipeline, to make the batch durable. The
-// write-ahead log is written in order, so the wait covers every commit
-// made before this one as well.
+// writes are applied and visible: wait, which the caller must call (from
+// the goroutine that committed; later calls return nil), returns when
+// they are also as durable as Options.WALSync says (under
+// WALSyncInterval, handed to the operating system). A caller commits
+// under a lock and waits after releasing it, so a slow log write or
+// fdatasync does not hold the lock, and needs no separate Flush, a second
+// pass through the pipeline, to make the batch durable. The write-ahead
+// log is written in order, so the wait covers every commit made before
+// this one as well. Close may come before the wait (a deferred Close
+// under the lock): the batch is then released by the wait.
 //
 // It uses Pebble's ApplyNoSyncWait, which Pebble marks experimental
 // (CockroachDB applies its raft writes this way).
@@ -398,7 +401,11 @@ func (p *PopBatch) CommitDurable() (wait func() error, err error) {
 			return nil
 		}
 		p.unwaited = false
-		if err := p.b.SyncWait(); err != nil {
+		err := p.b.SyncWait()
+		if p.closeAfterWait {
+			p.Close()
+		}
+		if err != nil {
 			return fmt.Errorf("sync pop state: %w", err)
 		}
 		return nil
@@ -425,13 +432,17 @@ func (p *PopBatch) settle(err error) error {
 	return nil
 }
 
-// Close releases the batch, after the wait of a CommitDurable nobody
-// waited for.
+// Close releases the batch; after a CommitDurable whose wait has not run
+// yet, the wait releases it. Closing twice is harmless.
 func (p *PopBatch) Close() {
-	if p.unwaited {
-		p.unwaited = false
-		_ = p.b.SyncWait()
+	if p.closed {
+		return
 	}
+	if p.unwaited {
+		p.closeAfterWait = true
+		return
+	}
+	p.closed = true
 	_ = p.b.Close()
 }
 

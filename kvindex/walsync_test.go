@@ -140,8 +140,8 @@ func TestWALSyncInterval(t *testing.T) {
 // TestCommitDurable checks PopBatch.CommitDurable in both WALSync modes:
 // the batch is visible as soon as it returns, its wait returns once the
 // log holds it (written, and synced under WALSyncAlways), it counts as one
-// wait for the log, and a batch closed without its wait is still waited
-// for and kept.
+// wait for the log, and a batch closed before its wait is released by
+// the wait and kept.
 func TestCommitDurable(t *testing.T) {
 	for _, mode := range []WALSync{WALSyncAlways, WALSyncInterval} {
 		t.Run(map[WALSync]string{WALSyncAlways: "always", WALSyncInterval: "interval"}[mode], func(t *testing.T) {
@@ -177,13 +177,22 @@ func TestCommitDurable(t *testing.T) {
 			if n := db.Flushes() - flushes; n != 1 {
 				t.Fatalf("a durable commit counted %d waits for the log, want 1", n)
 			}
-			// Closed without its wait: Close waits, nothing is lost.
+			// Closed before its wait (a deferred Close under a lock): the
+			// wait still waits, releases the batch, and nothing is lost.
 			b = s.NewBatch()
 			if err := b.SetPosition("G", "T", 1, 9); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := b.CommitDurable(); err != nil {
+			wait, err = b.CommitDurable()
+			if err != nil {
 				t.Fatal(err)
+			}
+			b.Close()
+			if err := wait(); err != nil {
+				t.Fatal(err)
+			}
+			if err := wait(); err != nil {
+				t.Fatalf("a second wait: %v", err)
 			}
 			b.Close()
 			if err := db.Close(); err != nil {

@@ -68,11 +68,11 @@ func (s *Service) AckBatch(entries []AckEntry) ([]AckResult, error) {
 	var err error
 	for i, e := range entries {
 		var r AckResult
+		last := i == len(entries)-1
 		if e.Orderly {
-			r, err = s.ackOrderUnsynced(e.Group, e.Topic, e.QueueID, e.Offsets, e.PopTime)
-			dur.unsynced()
+			r, err = s.ackOrderUnsynced(e.Group, e.Topic, e.QueueID, e.Offsets, e.PopTime, last, &dur)
 		} else {
-			r, err = s.ackQueueUnsynced(e.Group, e.Topic, e.QueueID, e.CKOffset, e.Offsets, e.PopTime, e.InvisibleTime, i == len(entries)-1, &dur)
+			r, err = s.ackQueueUnsynced(e.Group, e.Topic, e.QueueID, e.CKOffset, e.Offsets, e.PopTime, e.InvisibleTime, last, &dur)
 		}
 		if err != nil {
 			break
@@ -130,12 +130,7 @@ func (s *Service) ackQueueUnsynced(group, topic string, queueID int32, ckOffset 
 			return nil
 		}
 		b := s.store.NewBatch()
-		closeBatch := true
-		defer func() {
-			if closeBatch {
-				b.Close()
-			}
-		}()
+		defer b.Close()
 		if err := b.RewriteCheckpoint(&ck); err != nil {
 			return err
 		}
@@ -154,7 +149,6 @@ func (s *Service) ackQueueUnsynced(group, topic string, queueID int32, ckOffset 
 				return err
 			}
 		}
-		closeBatch = false
 		if err := dur.commit(b, last); err != nil {
 			return err
 		}
@@ -207,6 +201,8 @@ func (s *Service) ChangeInvisibleTime(group, topic string, queueID int32, offset
 	}
 	now := s.now()
 	res := ChangeResult{PopTime: now, InvisibleTime: invisibleTime, ReviveQID: h.ReviveQID}
+	var dur durability
+	defer dur.release()
 	unlock := s.lock(group, topic, queueID)
 	err := func() error {
 		defer unlock()
@@ -230,7 +226,7 @@ func (s *Service) ChangeInvisibleTime(group, topic string, queueID int32, offset
 		if err := b.PutCheckpoint(&next); err != nil {
 			return err
 		}
-		if err := b.Commit(false); err != nil {
+		if err := dur.commit(b, true); err != nil {
 			return err
 		}
 		s.noteDeadline(next.VisibleAt)
@@ -242,9 +238,8 @@ func (s *Service) ChangeInvisibleTime(group, topic string, queueID int32, offset
 	}
 	if res.Changed {
 		s.kick()
-		return res, s.sync()
 	}
-	return res, nil
+	return res, dur.finish(s)
 }
 
 // InFlight returns the in-flight view of a message, for tests and tools.

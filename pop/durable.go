@@ -50,11 +50,10 @@ func (d *durability) release() {
 }
 
 // commit commits b, durably when last is set (its wait left to finish),
-// else without a wait, and takes b over: b is released once committed, or
-// once waited for.
+// else without a wait. The caller closes b as usual, a deferred Close
+// under the queue's lock included: the wait releases a durable batch.
 func (d *durability) commit(b *kvindex.PopBatch, last bool) error {
 	if !last {
-		defer b.Close()
 		if err := b.Commit(false); err != nil {
 			return err
 		}
@@ -63,18 +62,8 @@ func (d *durability) commit(b *kvindex.PopBatch, last bool) error {
 	}
 	wait, err := b.CommitDurable()
 	if err != nil {
-		b.Close()
 		return err
 	}
-	done := false
-	d.durable(func() error {
-		if done {
-			return nil
-		}
-		done = true
-		err := wait()
-		b.Close()
-		return err
-	})
+	d.durable(wait)
 	return nil
 }

@@ -53,52 +53,52 @@ func (s *Service) orderBlocked(group, topic string, queueID int32, attemptID str
 	return blocked(&st, attemptID, 0, s.now()), nil
 }
 
-// popOrderQueue pops the next batch of one queue for an orderly consumer.
-func (s *Service) popOrderQueue(req PopRequest, src source, remain int, wait bool, res *PopResult, info *InfoBuilder) (wrote, skipped bool, err error) {
+// popOrderQueue pops the next batch of one queue for an orderly consumer,
+// noting in dur what its commit still needs to be durable.
+func (s *Service) popOrderQueue(req PopRequest, src source, remain int, wait bool, res *PopResult, info *InfoBuilder, dur *durability) (skipped bool, err error) {
 	if remain <= 0 {
-		return false, false, s.addRest(req, src, res)
+		return false, s.addRest(req, src, res)
 	}
 	unlock, ok := s.queueLock(req.Group, src, wait)
 	if !ok {
-		return false, true, nil
+		return true, nil
 	}
 	defer unlock()
-	wrote, err = s.popOrderLocked(req, src, remain, res, info)
-	return wrote, false, err
+	return false, s.popOrderLocked(req, src, remain, res, info, dur)
 }
 
 // popOrderLocked pops one queue for an orderly consumer; the caller holds
 // the queue's lock.
-func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *PopResult, info *InfoBuilder) (bool, error) {
+func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *PopResult, info *InfoBuilder, dur *durability) error {
 	prev, hasPrev, err := s.store.Order(req.Group, src.topic, src.queueID)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if hasPrev && blocked(&prev, req.AttemptID, req.InvisibleTime, res.PopTime) {
 		// Locked by another batch: its messages count as left behind,
 		// as RocketMQ counts them.
-		return false, s.addRest(req, src, res)
+		return s.addRest(req, src, res)
 	}
 	pos, known, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, false)
 	if err != nil {
-		return false, err
+		return err
 	}
 	r, err := s.readQueue(src.topic, src.queueID, pos, min(remain, kvindex.MaxOrderBatch), src.filter, false)
 	if err != nil {
-		return false, err
+		return err
 	}
 	res.RestNum += max(r.max-r.next, 0)
 	b := s.store.NewBatch()
 	defer b.Close()
 	if len(r.offsets) == 0 {
 		if known && r.next == pos {
-			return false, nil
+			return nil
 		}
 		// Nothing matched: the consumer is done up to next.
 		if err := b.SetCommitted(req.Group, src.topic, src.queueID, r.next); err != nil {
-			return false, err
+			return err
 		}
-		return true, b.Commit(false)
+		return dur.commit(b, false)
 	}
 	st := kvindex.OrderState{
 		Group: req.Group, Topic: src.topic, QueueID: src.queueID,
@@ -133,19 +133,20 @@ func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *Po
 	}
 	info.AddOrderQueue(src.flag, src.queueID, minCount)
 	if err := b.SetOrder(&st); err != nil {
-		return false, err
+		return err
 	}
 	if err := b.SetCommitted(req.Group, src.topic, src.queueID, r.from); err != nil {
-		return false, err
+		return err
 	}
-	if err := b.Commit(false); err != nil {
-		return false, err
+	// A batch that fills the pop is its last write.
+	if err := dur.commit(b, len(r.offsets) >= remain); err != nil {
+		return err
 	}
 	info.AddQueue(src.flag, src.queueID, r.from, r.offsets)
 	for _, rec := range r.records {
 		res.add(rec)
 	}
-	return true, nil
+	return nil
 }
 
 // ackOrder acknowledges messages of a queue's orderly batch and moves the
@@ -154,20 +155,23 @@ func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *Po
 // earlier batch changes nothing; an offset that is not in the batch is
 // ErrIllegalOffset.
 func (s *Service) ackOrder(group, topic string, queueID int32, offsets []int64, popTime int64) (AckResult, error) {
-	res, err := s.ackOrderUnsynced(group, topic, queueID, offsets, popTime)
+	var dur durability
+	defer dur.release()
+	res, err := s.ackOrderUnsynced(group, topic, queueID, offsets, popTime, true, &dur)
 	if err != nil {
 		return res, err
 	}
-	if err := s.sync(); err != nil {
+	if err := dur.finish(s); err != nil {
 		return res, err
 	}
 	s.cfg.OnQueueReady(topic, queueID)
 	return res, nil
 }
 
-// ackOrderUnsynced is ackOrder without the sync and the wake-up of the
-// queue's pops, which the caller makes in that order.
-func (s *Service) ackOrderUnsynced(group, topic string, queueID int32, offsets []int64, popTime int64) (AckResult, error) {
+// ackOrderUnsynced is ackOrder leaving what its commit needs to be
+// durable to dur (durable when last is set) and the wake-up of the
+// queue's pops to the caller, after dur's finish.
+func (s *Service) ackOrderUnsynced(group, topic string, queueID int32, offsets []int64, popTime int64, last bool, dur *durability) (AckResult, error) {
 	var res AckResult
 	unlock := s.lock(group, topic, queueID)
 	err := func() error {
@@ -225,7 +229,7 @@ func (s *Service) ackOrderUnsynced(group, topic string, queueID int32, offsets [
 		if err := b.SetCommitted(group, topic, queueID, next); err != nil {
 			return err
 		}
-		return b.Commit(false)
+		return dur.commit(b, last)
 	}()
 	if err != nil {
 		return res, fmt.Errorf("orderly ack %s on %s/%d: %w", group, topic, queueID, err)
@@ -249,6 +253,8 @@ func nextOrderOffset(st *kvindex.OrderState) int64 {
 // popTime, as RocketMQ answers.
 func (s *Service) changeOrder(group, topic string, queueID int32, offset int64, h Handle, invisibleTime int64) (ChangeResult, error) {
 	res := ChangeResult{PopTime: h.PopTime, InvisibleTime: h.InvisibleTime, ReviveQID: h.ReviveQID}
+	var dur durability
+	defer dur.release()
 	unlock := s.lock(group, topic, queueID)
 	err := func() error {
 		defer unlock()
@@ -276,13 +282,10 @@ func (s *Service) changeOrder(group, topic string, queueID int32, offset int64, 
 		if err := b.SetOrder(&st); err != nil {
 			return err
 		}
-		return b.Commit(false)
+		return dur.commit(b, true)
 	}()
 	if err != nil {
 		return res, fmt.Errorf("change invisible time of orderly %s on %s/%d@%d: %w", group, topic, queueID, offset, err)
 	}
-	if res.Changed {
-		return res, s.sync()
-	}
-	return res, nil
+	return res, dur.finish(s)
 }

@@ -150,11 +150,7 @@ func (s *Service) pop(req PopRequest) (PopResult, error) {
 			var skipped bool
 			var err error
 			if req.Order {
-				var got bool
-				got, skipped, err = s.popOrderQueue(req, src, remain, pass == 1, &res, &info)
-				if got {
-					dur.unsynced()
-				}
+				skipped, err = s.popOrderQueue(req, src, remain, pass == 1, &res, &info, &dur)
 			} else {
 				skipped, err = s.popQueue(req, src, remain, pass == 1, &res, &info, &dur)
 			}
@@ -264,12 +260,7 @@ func (s *Service) popLocked(req PopRequest, src source, remain int, res *PopResu
 // queue's lock; with last set the commit is durable, its wait left to dur.
 func (s *Service) recordPop(req PopRequest, src source, r readResult, res *PopResult, last bool, dur *durability) error {
 	b := s.store.NewBatch()
-	closeBatch := true
-	defer func() {
-		if closeBatch {
-			b.Close()
-		}
-	}()
+	defer b.Close()
 	// The committed offset follows the smallest offset in flight: an
 	// earlier pop's, else this pop's first, else the new position.
 	fallback := r.next
@@ -292,7 +283,6 @@ func (s *Service) recordPop(req PopRequest, src source, r readResult, res *PopRe
 	if err := b.SetPosition(req.Group, src.topic, src.queueID, r.next); err != nil {
 		return err
 	}
-	closeBatch = false
 	if err := dur.commit(b, last); err != nil {
 		return err
 	}
