@@ -150,7 +150,8 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 			return forbiddenPull(fail(remoting.NoPermission, "the consumer group[%s] can not consume by broadcast way", p.group), forbiddenBroadcasting)
 		}
 		// RocketMQ looks at the forbidden table only here, for pulls
-		// that do not post their subscription (the Java push consumer's).
+		// that do not post their subscription (the Java and Go push
+		// consumers' by default).
 		if forbidden, err := b.forbidden.readForbidden(p.group, p.topic); err != nil {
 			return fail(remoting.SystemError, "%v", err)
 		} else if forbidden {
