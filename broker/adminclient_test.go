@@ -253,6 +253,29 @@ func TestTopicAttributes(t *testing.T) {
 			t.Errorf("topic %s stored from a refused request (%v)", topic, err)
 		}
 	}
+	// A list long enough to read its topics in one pass applies the same
+	// rules to the topics that exist.
+	bulk := func(taAttrs string) []byte {
+		var items []string
+		for i := range bulkReadMin + 5 {
+			items = append(items, fmt.Sprintf(`{"topicName":"BL%d","readQueueNums":1,"writeQueueNums":1,"perm":6}`, i))
+		}
+		items = append(items, `{"topicName":"TA","readQueueNums":4,"writeQueueNums":4,"perm":6,"attributes":{`+taAttrs+`}}`)
+		return []byte(`{"topicConfigList":[` + strings.Join(items, ",") + `]}`)
+	}
+	if r := call(t, c, remoting.UpdateAndCreateTopicList, nil, bulk(`"+queue.type":"SimpleCQ"`)); r.Code != remoting.SystemError ||
+		r.Remark != "attempt to update an unchangeable attribute. key: queue.type" {
+		t.Fatalf("bulk list changing an existing topic's queue.type: %d %q", r.Code, r.Remark)
+	}
+	if _, ok, _ := b.topics.get("BL0"); ok {
+		t.Fatal("a refused bulk list stored its topics")
+	}
+	if r := call(t, c, remoting.UpdateAndCreateTopicList, nil, bulk(`"+message.type":"FIFO"`)); r.Code != remoting.Success {
+		t.Fatalf("bulk list: %d %s", r.Code, r.Remark)
+	}
+	if got := fmt.Sprint(attrsOf("TA"), attrsOf("BL3")); got != "map[message.type:FIFO queue.type:SimpleCQ] map[]" {
+		t.Fatalf("attributes after the bulk list: %s", got)
+	}
 }
 
 func TestCreateGroupListAndSystemTopics(t *testing.T) {

@@ -149,11 +149,27 @@ func (m *topicManager) put(cfgs ...meta.TopicConfig) error {
 func (m *topicManager) createOrUpdate(cfgs []meta.TopicConfig) (refusal string, err error) {
 	m.create.Lock()
 	defer m.create.Unlock()
+	// A bulk request reads the topics it names in one pass over the
+	// table instead of one point read each (kvindex.ConfigTable.GetMany).
+	var stored map[string]meta.TopicConfig
+	if len(cfgs) >= bulkReadMin {
+		names := make([]string, len(cfgs))
+		for i := range cfgs {
+			names[i] = cfgs[i].TopicName
+		}
+		var err error
+		if stored, err = m.table.GetMany(names); err != nil {
+			return "", err
+		}
+	}
 	for i := range cfgs {
 		tc := &cfgs[i]
-		cur, exists, err := m.get(tc.TopicName)
-		if err != nil {
-			return "", err
+		cur, exists := stored[tc.TopicName]
+		if stored == nil {
+			var err error
+			if cur, exists, err = m.get(tc.TopicName); err != nil {
+				return "", err
+			}
 		}
 		attrs, refusal := meta.AlterAttributes(!exists, meta.TopicAttributes, cur.Attributes, tc.Attributes)
 		if refusal != "" {
@@ -169,6 +185,10 @@ func (m *topicManager) createOrUpdate(cfgs []meta.TopicConfig) (refusal string, 
 	}
 	return "", nil
 }
+
+// bulkReadMin is the size from which createOrUpdate reads the topics of
+// a request with one iterator rather than a cached point read each.
+const bulkReadMin = 64
 
 // mixedRefusal is RocketMQ's answer to a topic created or changed to the
 // MIXED message type while enableMixedMessageType is off (its default;

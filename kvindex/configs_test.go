@@ -1,6 +1,7 @@
 package kvindex
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/rocketkv/rocketkv/meta"
@@ -157,6 +158,47 @@ func TestConfigCacheRemembersAbsence(t *testing.T) {
 	}
 	if _, ok, err := topics.Get("Late"); err != nil || ok {
 		t.Fatalf("after delete: ok %v err %v", ok, err)
+	}
+}
+
+// GetMany answers, for names in any order and with repeats, the stored
+// configs among them, neighbours of other tables and prefixes left out,
+// without touching the cache.
+func TestGetMany(t *testing.T) {
+	db := openDBAt(t, t.TempDir())
+	topics, err := db.Topics(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := topics.Put(meta.NewTopicConfig("A", 1), meta.NewTopicConfig("AB", 2), meta.NewTopicConfig("C", 3), meta.NewTopicConfig("E", 5)); err != nil {
+		t.Fatal(err)
+	}
+	groups, err := db.Groups(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := groups.Put(meta.NewSubscriptionGroupConfig("B")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := topics.GetMany([]string{"E", "B", "A", "A", "Z", "D", ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got["A"].ReadQueueNums != 1 || got["E"].ReadQueueNums != 5 {
+		t.Fatalf("GetMany: %+v, want A and E", got)
+	}
+	if got, err := topics.GetMany(nil); err != nil || len(got) != 0 {
+		t.Fatalf("GetMany of nothing: %v %v", got, err)
+	}
+	if topics.cache.Contains("Z") || topics.cache.Contains("D") {
+		t.Fatal("GetMany filled the cache")
+	}
+	// A stored config that does not decode is an error naming it.
+	if err := db.pdb.Set(nameKey(prefixTopic, "Bad"), []byte("{"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := topics.GetMany([]string{"A", "Bad"}); err == nil || !strings.Contains(err.Error(), "Bad") {
+		t.Fatalf("GetMany over an undecodable config: %v", err)
 	}
 }
 
