@@ -449,7 +449,9 @@ func (b *Broker) openStores(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.forbidden = &forbiddenGroups{table: forbidden}
+	if b.forbidden, err = newForbiddenGroups(forbidden); err != nil {
+		return err
+	}
 	b.offsets = db.ConsumerOffsets()
 	return nil
 }

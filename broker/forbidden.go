@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
+	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -18,10 +20,28 @@ import (
 type forbiddenGroups struct {
 	table *kvindex.GroupForbiddens
 	mu    sync.Mutex
+	// entries counts the groups with an entry (the table is written only
+	// here once the broker runs), so that the pulls of a broker that
+	// forbids nothing, nearly every one, skip the table's cache.
+	entries atomic.Int64
+}
+
+// newForbiddenGroups wraps the opened table.
+func newForbiddenGroups(table *kvindex.GroupForbiddens) (*forbiddenGroups, error) {
+	n, err := table.Count()
+	if err != nil {
+		return nil, fmt.Errorf("count the groups' forbidden entries: %w", err)
+	}
+	f := &forbiddenGroups{table: table}
+	f.entries.Store(int64(n))
+	return f, nil
 }
 
 // readForbidden reports whether group may not read topic.
 func (f *forbiddenGroups) readForbidden(group, topic string) (bool, error) {
+	if f.entries.Load() == 0 {
+		return false, nil
+	}
 	gf, ok, err := f.table.Get(group)
 	if err != nil || !ok {
 		return false, err
@@ -29,28 +49,35 @@ func (f *forbiddenGroups) readForbidden(group, topic string) (bool, error) {
 	return gf.Forbidden(topic, meta.ForbidReadIndex), nil
 }
 
-// set sets (on) or clears bit index of group's topic and returns the
-// group's entry afterwards and whether it changed.
-func (f *forbiddenGroups) set(group, topic string, index int, on bool) (meta.GroupForbidden, bool, error) {
+// set sets (on) or clears bit index of group's topic and reports whether
+// that changed anything.
+func (f *forbiddenGroups) set(group, topic string, index int, on bool) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	cur, _, err := f.table.Get(group)
+	cur, had, err := f.table.Get(group)
 	if err != nil {
-		return cur, false, err
+		return false, err
 	}
 	cur.Group = group
 	next, changed := cur.With(topic, index, on)
 	switch {
 	case !changed:
+		return false, nil
 	case len(next.Topics) == 0:
 		err = f.table.Delete(group)
 	default:
 		err = f.table.Put(next)
 	}
 	if err != nil {
-		return cur, false, fmt.Errorf("forbid group %s on topic %s: %w", group, topic, err)
+		return false, fmt.Errorf("forbid group %s on topic %s: %w", group, topic, err)
 	}
-	return next, changed, nil
+	switch has := len(next.Topics) > 0; {
+	case has && !had:
+		f.entries.Add(1)
+	case !has && had:
+		f.entries.Add(-1)
+	}
+	return true, nil
 }
 
 // drop forgets everything group was forbidden (the group was deleted).
@@ -63,6 +90,7 @@ func (f *forbiddenGroups) drop(group string) error {
 	if err := f.table.Delete(group); err != nil {
 		return fmt.Errorf("drop what group %s was forbidden: %w", group, err)
 	}
+	f.entries.Add(-1)
 	return nil
 }
 
@@ -77,14 +105,6 @@ func (f *forbiddenGroups) all() (map[string]map[string]int, error) {
 	return out, err
 }
 
-// groupForbiddenBody is RocketMQ's GroupForbidden, the answer to
-// UPDATE_AND_GET_GROUP_FORBIDDEN (fields in fastjson's order).
-type groupForbiddenBody struct {
-	Group    string `json:"group"`
-	Readable bool   `json:"readable"`
-	Topic    string `json:"topic"`
-}
-
 // processGroupForbidden answers UPDATE_AND_GET_GROUP_FORBIDDEN: with a
 // readable field it forbids (false) or allows (true) the group to read
 // the topic; either way it answers whether the group may read it now.
@@ -97,7 +117,7 @@ func (b *Broker) processGroupForbidden(_ context.Context, conn *remoting.Conn, r
 	h := remoting.Header(req.ExtFields)
 	if h.Has("readable") {
 		readable, _ := h.Bool("readable") // present, so no error: Java's Boolean.parseBoolean
-		_, changed, err := b.forbidden.set(group, topic, meta.ForbidReadIndex, !readable)
+		changed, err := b.forbidden.set(group, topic, meta.ForbidReadIndex, !readable)
 		if err != nil {
 			b.log.Error().Err(err).Str("group", group).Str("topic", topic).Msg("group forbidden not updated")
 			return remoting.NewResponse(req, remoting.SystemError, err.Error())
@@ -111,5 +131,5 @@ func (b *Broker) processGroupForbidden(_ context.Context, conn *remoting.Conn, r
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	return jsonResponse(req, groupForbiddenBody{Group: group, Readable: !forbidden, Topic: topic})
+	return jsonResponse(req, adminbody.GroupForbidden{Group: group, Readable: !forbidden, Topic: topic})
 }

@@ -7,11 +7,12 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
 // forbid sends UPDATE_AND_GET_GROUP_FORBIDDEN; readable "" only asks.
-func forbid(t *testing.T, c *remoting.Client, group, topic, readable string) groupForbiddenBody {
+func forbid(t *testing.T, c *remoting.Client, group, topic, readable string) adminbody.GroupForbidden {
 	t.Helper()
 	ext := map[string]string{"group": group, "topic": topic}
 	if readable != "" {
@@ -21,7 +22,7 @@ func forbid(t *testing.T, c *remoting.Client, group, topic, readable string) gro
 	if r.Code != remoting.Success {
 		t.Fatalf("group forbidden %s/%s readable=%q: %d %s", group, topic, readable, r.Code, r.Remark)
 	}
-	var body groupForbiddenBody
+	var body adminbody.GroupForbidden
 	if err := json.Unmarshal(r.Body, &body); err != nil {
 		t.Fatalf("group forbidden body %s: %v", r.Body, err)
 	}
@@ -66,11 +67,11 @@ func TestGroupReadForbidden(t *testing.T) {
 	if r := pull("fg", "FT", false); r.Code != remoting.Success {
 		t.Fatalf("pull before any forbid: %d %s", r.Code, r.Remark)
 	}
-	if got := forbid(t, c, "fg", "FT", ""); got != (groupForbiddenBody{Group: "fg", Readable: true, Topic: "FT"}) {
+	if got := forbid(t, c, "fg", "FT", ""); got != (adminbody.GroupForbidden{Group: "fg", Readable: true, Topic: "FT"}) {
 		t.Errorf("asked before any forbid: %+v", got)
 	}
 
-	if got := forbid(t, c, "fg", "FT", "false"); got != (groupForbiddenBody{Group: "fg", Readable: false, Topic: "FT"}) {
+	if got := forbid(t, c, "fg", "FT", "false"); got != (adminbody.GroupForbidden{Group: "fg", Readable: false, Topic: "FT"}) {
 		t.Errorf("after forbidding: %+v", got)
 	}
 	r := pull("fg", "FT", false)
@@ -165,5 +166,14 @@ func TestOpenRocketMQStoreKeepsGroupForbidden(t *testing.T) {
 	}
 	if want := map[string]map[string]int{"fg": {"FT": 4}}; !reflect.DeepEqual(forbiddenTableOf(t, c), want) {
 		t.Errorf("forbidden table %v, want %v", forbiddenTableOf(t, c), want)
+	}
+	// And enforced on pulls from the start.
+	mustSend(t, c, "FT", 0, "m", "")
+	b.caughtUp()
+	call(t, c, remoting.HeartBeat, nil, []byte(`{"clientID":"10.0.0.1@1","consumerDataSet":[{"groupName":"fg","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","subscriptionDataSet":[{"topic":"FT","subString":"*"}]}]}`))
+	req := pullReq("fg", "FT", 0, 0, 0, 0, "*")
+	req["sysFlag"] = "0"
+	if r := call(t, c, remoting.PullMessage, req, nil); r.Code != remoting.NoPermission {
+		t.Errorf("pull of an imported forbidden group: %d %s", r.Code, r.Remark)
 	}
 }
