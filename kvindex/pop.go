@@ -284,10 +284,10 @@ type PopBatch struct {
 	positions []positionUpdate // set in the batch, cached once committed
 	committed []positionUpdate // likewise, committed offsets
 	ckUpdates []ckUpdate       // likewise, checkpoint writes
-	// unwaited is set by CommitDurable until its wait ran; a Close
-	// meanwhile only sets closeAfterWait (Pebble's batch must not be
-	// closed before its wait), and the wait closes the batch.
-	unwaited, closeAfterWait, closed bool
+	// unwaited is set by CommitDurable until its wait ran: a Close
+	// meanwhile is left to the wait (Pebble's batch must not be closed
+	// before it), which releases the batch.
+	unwaited, closed bool
 }
 
 // NewBatch returns an empty batch; Close releases it.
@@ -402,9 +402,7 @@ func (p *PopBatch) CommitDurable() (wait func() error, err error) {
 		}
 		p.unwaited = false
 		err := p.b.SyncWait()
-		if p.closeAfterWait {
-			p.Close()
-		}
+		p.Close() // nothing uses a committed batch again
 		if err != nil {
 			return fmt.Errorf("sync pop state: %w", err)
 		}
@@ -439,7 +437,6 @@ func (p *PopBatch) Close() {
 		return
 	}
 	if p.unwaited {
-		p.closeAfterWait = true
 		return
 	}
 	p.closed = true
