@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -201,7 +202,8 @@ allows it again (--readable true), or shows whether it may (no --readable),
 on the -b broker or every master of a -c cluster, as RocketMQ's
 MQAdminExt.updateAndGetGroupReadForbidden (mqadmin has no command for it).
 A forbidden group's pulls that do not post their subscription (the Java
-push consumer's) get NO_PERMISSION, as RocketMQ answers them.`,
+and Go push consumers' by default) get NO_PERMISSION, as RocketMQ
+answers them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h := remoting.Header{"group": strings.TrimSpace(group), "topic": strings.TrimSpace(topic)}
@@ -221,11 +223,7 @@ push consumer's) get NO_PERMISSION, as RocketMQ answers them.`,
 				if err != nil {
 					return err
 				}
-				var body struct {
-					Group    string `json:"group"`
-					Topic    string `json:"topic"`
-					Readable bool   `json:"readable"`
-				}
+				var body adminbody.GroupForbidden
 				if err := json.Unmarshal(resp.Body, &body); err != nil {
 					return fmt.Errorf("answer of %s: %w", addr, err)
 				}

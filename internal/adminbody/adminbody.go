@@ -162,6 +162,15 @@ type ProducerConnection struct {
 	ConnectionSet []Connection `json:"connectionSet"`
 }
 
+// GroupForbidden is the body of UPDATE_AND_GET_GROUP_FORBIDDEN's answer
+// (RocketMQ's GroupForbidden, fields in fastjson's order): whether the
+// group may read the topic after the request.
+type GroupForbidden struct {
+	Group    string `json:"group"`
+	Readable bool   `json:"readable"`
+	Topic    string `json:"topic"`
+}
+
 // ProducerInfo is one client of a producer group in a
 // GET_ALL_PRODUCER_INFO body (RocketMQ's ProducerInfo). RemoteIP is the
 // client's address as Java's SocketAddress.toString writes it, with a

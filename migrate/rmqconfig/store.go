@@ -29,35 +29,15 @@ type QueueEnds interface {
 // with Write.
 func FromStore(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen int64) (Config, error) {
 	var c Config
-	topics, err := db.Topics(1)
-	if err != nil {
+	var err error
+	if c.Topics, err = allConfigs(ctx, db.Topics, "the topics"); err != nil {
 		return c, err
 	}
-	if err := topics.Each(func(tc meta.TopicConfig) bool {
-		c.Topics = append(c.Topics, tc)
-		return ctx.Err() == nil
-	}); err != nil {
-		return c, fmt.Errorf("read the topics: %w", err)
-	}
-	groups, err := db.Groups(1)
-	if err != nil {
+	if c.Groups, err = allConfigs(ctx, db.Groups, "the subscription groups"); err != nil {
 		return c, err
 	}
-	if err := groups.Each(func(gc meta.SubscriptionGroupConfig) bool {
-		c.Groups = append(c.Groups, gc)
-		return ctx.Err() == nil
-	}); err != nil {
-		return c, fmt.Errorf("read the subscription groups: %w", err)
-	}
-	forbidden, err := db.GroupForbiddens(1)
-	if err != nil {
+	if c.Forbidden, err = allConfigs(ctx, db.GroupForbiddens, "what groups are forbidden"); err != nil {
 		return c, err
-	}
-	if err := forbidden.Each(func(f meta.GroupForbidden) bool {
-		c.Forbidden = append(c.Forbidden, f)
-		return ctx.Err() == nil
-	}); err != nil {
-		return c, fmt.Errorf("read what groups are forbidden: %w", err)
 	}
 	if c.Offsets, err = StoreOffsets(ctx, db, ends, firstOpen); err != nil {
 		return c, err
@@ -72,6 +52,23 @@ func FromStore(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen in
 		return c, err
 	}
 	return c, ctx.Err()
+}
+
+// allConfigs reads every config of the table open opens, in name order;
+// what names the table in errors.
+func allConfigs[T any](ctx context.Context, open func(cacheSize int) (*kvindex.ConfigTable[T], error), what string) ([]T, error) {
+	table, err := open(1)
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	if err := table.Each(func(cfg T) bool {
+		out = append(out, cfg)
+		return ctx.Err() == nil
+	}); err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	return out, nil
 }
 
 // StoreOffsets returns the committed consumer offsets of a rocketkv store
