@@ -161,6 +161,10 @@ func TestDrainCommands(t *testing.T) {
 	if out, err := run(t, "exportPopRecord", "-b", br); err != nil || !strings.Contains(out, "success") {
 		t.Fatalf("exportPopRecord: %q %v", out, err)
 	}
+	// exportPopRecord created the revive topic, a new topic data version
+	// the broker registers shortly; a wipe the name server takes before
+	// that registration lasts only until it (as in RocketMQ), so wait.
+	waitRoute(t, ns, "rmq_sys_REVIVE_LOG_DefaultCluster")
 	if out, err := run(t, "deleteExpiredCommitLog", "-b", br); err != nil || !strings.Contains(out, "success") {
 		t.Fatalf("deleteExpiredCommitLog: %q %v", out, err)
 	}
