@@ -86,7 +86,7 @@ var authRules = map[int32]authRule{
 	remoting.GetBrokerConsumeStats:     {cluster: true, actions: authGet},
 	remoting.ViewBrokerStatsData:       {cluster: true, actions: authGet},
 	remoting.GetAllProducerInfo:        {cluster: true, actions: authGet},
-	codeExportRocksDBConfigToJSON:      {cluster: true, actions: authGet},
+	remoting.ExportRocksDBConfigToJSON: {cluster: true, actions: authGet},
 	remoting.AuthCreateUser:            {cluster: true, actions: authUpdate},
 	remoting.AuthUpdateUser:            {cluster: true, actions: authUpdate},
 	remoting.AuthDeleteUser:            {cluster: true, actions: authUpdate},
@@ -115,9 +115,8 @@ var authRules = map[int32]authRule{
 // whose needs the table above keeps, so a later processor is not left
 // unchecked.
 const (
-	codeQueryCorrectionOffset     int32 = 308
-	codeExportRocksDBConfigToJSON int32 = 355
-	codeGetRouteInfoByTopic       int32 = 105
+	codeQueryCorrectionOffset int32 = 308
+	codeGetRouteInfoByTopic   int32 = 105
 )
 
 // authNeeds returns what req needs under ACL 2.0: the cases of RocketMQ

@@ -67,6 +67,9 @@ type Broker struct {
 	fileCQ   *filecq.Store // set when the file layout is written
 	kvCQ     *kvindex.CQ   // set when the Pebble layout is written
 	cqCheck  cqChecks      // CHECK_ROCKSDB_CQ_WRITE_PROGRESS runs one at a time
+	// exportMu makes EXPORT_ROCKSDB_CONFIG_TO_JSON requests write the
+	// config files one at a time.
+	exportMu sync.Mutex
 	qoffsets *kvindex.QueueOffsets
 	notifier *kvindex.Notifier
 	disp     *kvindex.Dispatcher

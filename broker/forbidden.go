@@ -94,14 +94,24 @@ func (f *forbiddenGroups) drop(group string) error {
 	return nil
 }
 
+// list returns the table's entries in group order.
+func (f *forbiddenGroups) list() ([]meta.GroupForbidden, error) {
+	var out []meta.GroupForbidden
+	err := f.table.Each(func(gf meta.GroupForbidden) bool {
+		out = append(out, gf)
+		return true
+	})
+	return out, err
+}
+
 // all returns the table as RocketMQ's forbiddenTable: group -> topic ->
 // bits.
 func (f *forbiddenGroups) all() (map[string]map[string]int, error) {
-	out := map[string]map[string]int{}
-	err := f.table.Each(func(gf meta.GroupForbidden) bool {
+	entries, err := f.list()
+	out := make(map[string]map[string]int, len(entries))
+	for _, gf := range entries {
 		out[gf.Group] = gf.Topics
-		return true
-	})
+	}
 	return out, err
 }
 

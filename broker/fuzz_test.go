@@ -32,6 +32,7 @@ var fuzzCodes = []int32{
 	remoting.AuthCreateUser, remoting.AuthUpdateUser, remoting.AuthDeleteUser, remoting.AuthGetUser, remoting.AuthListUser,
 	remoting.AuthCreateACL, remoting.AuthUpdateACL, remoting.AuthDeleteACL, remoting.AuthGetACL, remoting.AuthListACL,
 	remoting.UpdateAndGetGroupForbidden, remoting.CloneGroupOffset, remoting.GetAllProducerInfo,
+	remoting.ExportRocksDBConfigToJSON,
 }
 
 // fuzzACLFile admits every address (so every processor is reached) and
@@ -60,6 +61,7 @@ func FuzzRequests(f *testing.F) {
 		[]byte(`{"clientId":"c","group":"g","subscriptionData":{"topic":"T","subString":"a BETWEEN 1 AND 2","expressionType":"SQL92"}}`))
 	f.Add(uint8(slices.Index(fuzzCodes, remoting.UpdateAndGetGroupForbidden)), "group=g;topic=T;readable=false", []byte(nil))
 	f.Add(uint8(slices.Index(fuzzCodes, remoting.CloneGroupOffset)), "srcGroup=a;destGroup=b;topic=;offline=true", []byte(nil))
+	f.Add(uint8(slices.Index(fuzzCodes, remoting.ExportRocksDBConfigToJSON)), "configType=topics;;CONSUMEROFFSETS; x", []byte(nil))
 	f.Add(uint8(slices.Index(fuzzCodes, remoting.RecallMessage)), "producerGroup=pg;topic=T;recallHandle=djEgVCBiIDEgeD8-", []byte(nil))
 	f.Add(uint8(slices.Index(fuzzCodes, remoting.UpdateAndCreateACLConfig)), "accessKey=fuzzuser1;secretKey=fuzzsecret2;topicPerms=A=PUB,B=SUB|PUB;whiteRemoteAddress=10.*.*.*", []byte(nil))
 	f.Add(uint8(slices.Index(fuzzCodes, remoting.UpdateGlobalWhiteAddrsConfig)), "globalWhiteAddrs=1.2.3.{4,5},::1", []byte(nil))

@@ -81,6 +81,7 @@ func (b *Broker) routes() {
 	handle(remoting.DeleteExpiredCommitLog, b.processDeleteExpiredCommitLog)
 	handle(remoting.CleanExpiredConsumeQueue, b.processCleanExpiredConsumeQueue)
 	handle(remoting.CleanUnusedTopic, b.processCleanUnusedTopic)
+	handle(remoting.ExportRocksDBConfigToJSON, b.processExportConfigToJSON)
 	handle(remoting.QueryConsumeQueue, b.processQueryConsumeQueue)
 	handle(remoting.CheckRocksdbCqWriteProgress, b.processCheckCQWriteProgress)
 	handle(remoting.GetConsumerRunningInfo, b.processConsumerRunningInfo)

@@ -95,6 +95,7 @@ const (
 	DeleteExpiredCommitLog               int32 = 329 // DELETE_EXPIRED_COMMITLOG (mqadmin deleteExpiredCommitLog)
 	CleanExpiredConsumeQueue             int32 = 306 // CLEAN_EXPIRED_CONSUMEQUEUE (mqadmin cleanExpiredCQ)
 	CleanUnusedTopic                     int32 = 316 // CLEAN_UNUSED_TOPIC (mqadmin cleanUnusedTopic)
+	ExportRocksDBConfigToJSON            int32 = 355 // EXPORT_ROCKSDB_CONFIG_TO_JSON (mqadmin rocksDBConfigToJson -b / -n -c)
 	UpdateAndCreateACLConfig             int32 = 50  // UPDATE_AND_CREATE_ACL_CONFIG (mqadmin updateAclConfig)
 	DeleteACLConfig                      int32 = 51  // DELETE_ACL_CONFIG (mqadmin deleteAclConfig)
 	GetBrokerClusterACLInfo              int32 = 52  // GET_BROKER_CLUSTER_ACL_INFO (mqadmin clusterAclConfigVersion)

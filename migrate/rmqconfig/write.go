@@ -13,10 +13,24 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/rocketkv/rocketkv/internal/atomicfile"
 	"github.com/rocketkv/rocketkv/meta"
 )
+
+// The files Write writes, in the order it writes them.
+const (
+	TopicsFile       = "topics.json"
+	GroupsFile       = "subscriptionGroup.json"
+	OffsetsFile      = "consumerOffset.json"
+	DelayOffsetsFile = "delayOffset.json"
+	RequestModesFile = "messageRequestMode.json"
+	OrderInfosFile   = "consumerOrderInfo.json"
+)
+
+// configFiles are the files Write writes, in order.
+var configFiles = []string{TopicsFile, GroupsFile, OffsetsFile, DelayOffsetsFile, RequestModesFile, OrderInfosFile}
 
 // Write writes c into dir (a store's <storePathRootDir>/config) as the
 // files Read reads, in the layout RocketMQ's ConfigManager writes them:
@@ -28,66 +42,72 @@ import (
 // timer checkpoint is WriteTimerCheckpoint's. version stamps the files
 // that carry a dataVersion.
 func Write(dir string, c Config, version meta.DataVersion) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create config directory %s: %w", dir, err)
-	}
-	topics := make(map[string]meta.TopicConfig, len(c.Topics))
-	for _, t := range c.Topics {
-		topics[t.TopicName] = t
-	}
-	groups := make(map[string]meta.SubscriptionGroupConfig, len(c.Groups))
-	for _, g := range c.Groups {
-		groups[g.GroupName] = g
-	}
-	forbidden := make(map[string]map[string]int, len(c.Forbidden))
-	for _, f := range c.Forbidden {
-		if len(f.Topics) > 0 {
-			forbidden[f.Group] = f.Topics
-		}
-	}
-	modes := map[string]map[string]RequestMode{}
-	for _, m := range c.RequestModes {
-		if modes[m.Topic] == nil {
-			modes[m.Topic] = map[string]RequestMode{}
-		}
-		modes[m.Topic][m.ConsumerGroup] = m
-	}
-	files := []struct {
-		name string
-		body func() ([]byte, error)
-	}{
-		{"topics.json", func() ([]byte, error) {
-			return json.MarshalIndent(struct {
-				DataVersion      meta.DataVersion            `json:"dataVersion"`
-				TopicConfigTable map[string]meta.TopicConfig `json:"topicConfigTable"`
-			}{version, topics}, "", "\t")
-		}},
-		{"subscriptionGroup.json", func() ([]byte, error) {
-			return json.MarshalIndent(struct {
-				DataVersion            meta.DataVersion                        `json:"dataVersion"`
-				ForbiddenTable         map[string]map[string]int               `json:"forbiddenTable"`
-				SubscriptionGroupTable map[string]meta.SubscriptionGroupConfig `json:"subscriptionGroupTable"`
-			}{version, forbidden, groups}, "", "\t")
-		}},
-		{"consumerOffset.json", func() ([]byte, error) { return EncodeOffsets(c.Offsets, version) }},
-		{"delayOffset.json", func() ([]byte, error) { return EncodeDelayOffsets(c.DelayOffsets, version) }},
-		{"messageRequestMode.json", func() ([]byte, error) {
-			return json.MarshalIndent(struct {
-				Map map[string]map[string]RequestMode `json:"messageRequestModeMap"`
-			}{modes}, "", "\t")
-		}},
-		{"consumerOrderInfo.json", func() ([]byte, error) { return EncodeOrderInfos(c.OrderInfos) }},
-	}
-	for _, f := range files {
-		body, err := f.body()
-		if err != nil {
-			return fmt.Errorf("encode %s: %w", f.name, err)
-		}
-		if err := replaceKeepingBackup(filepath.Join(dir, f.name), body); err != nil {
+	for _, name := range configFiles {
+		if err := WriteFile(dir, name, c, version); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// WriteFile writes one of Write's files, name (TopicsFile, ...), from the
+// table of c it holds, as Write does.
+func WriteFile(dir, name string, c Config, version meta.DataVersion) error {
+	var body []byte
+	var err error
+	switch name {
+	case TopicsFile:
+		topics := make(map[string]meta.TopicConfig, len(c.Topics))
+		for _, t := range c.Topics {
+			topics[t.TopicName] = t
+		}
+		body, err = json.MarshalIndent(struct {
+			DataVersion      meta.DataVersion            `json:"dataVersion"`
+			TopicConfigTable map[string]meta.TopicConfig `json:"topicConfigTable"`
+		}{version, topics}, "", "\t")
+	case GroupsFile:
+		groups := make(map[string]meta.SubscriptionGroupConfig, len(c.Groups))
+		for _, g := range c.Groups {
+			groups[g.GroupName] = g
+		}
+		forbidden := make(map[string]map[string]int, len(c.Forbidden))
+		for _, f := range c.Forbidden {
+			if len(f.Topics) > 0 {
+				forbidden[f.Group] = f.Topics
+			}
+		}
+		body, err = json.MarshalIndent(struct {
+			DataVersion            meta.DataVersion                        `json:"dataVersion"`
+			ForbiddenTable         map[string]map[string]int               `json:"forbiddenTable"`
+			SubscriptionGroupTable map[string]meta.SubscriptionGroupConfig `json:"subscriptionGroupTable"`
+		}{version, forbidden, groups}, "", "\t")
+	case OffsetsFile:
+		body, err = EncodeOffsets(c.Offsets, version)
+	case DelayOffsetsFile:
+		body, err = EncodeDelayOffsets(c.DelayOffsets, version)
+	case RequestModesFile:
+		modes := map[string]map[string]RequestMode{}
+		for _, m := range c.RequestModes {
+			if modes[m.Topic] == nil {
+				modes[m.Topic] = map[string]RequestMode{}
+			}
+			modes[m.Topic][m.ConsumerGroup] = m
+		}
+		body, err = json.MarshalIndent(struct {
+			Map map[string]map[string]RequestMode `json:"messageRequestModeMap"`
+		}{modes}, "", "\t")
+	case OrderInfosFile:
+		body, err = EncodeOrderInfos(c.OrderInfos)
+	default:
+		return fmt.Errorf("write config file %s: not one of %s", name, strings.Join(configFiles, ", "))
+	}
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", name, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create config directory %s: %w", dir, err)
+	}
+	return replaceKeepingBackup(filepath.Join(dir, name), body)
 }
 
 // TimerCheckpointSize is the size of RocketMQ 5's config/timercheck (a
