@@ -44,12 +44,10 @@ func appendBinaryHeader(dst []byte, c *Command) ([]byte, error) {
 	dst = append(dst, c.Remark...)
 	extLenAt := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
-	var stack [16]string
-	for _, k := range sortedKeys(stack[:0], c.ExtFields) {
+	for k, v := range c.ExtFields { // in the map's order, as appendJSONHeader
 		if len(k) > math.MaxInt16 {
 			return dst, fmt.Errorf("%w: ext field key of %d bytes", ErrNotEncodable, len(k))
 		}
-		v := c.ExtFields[k]
 		dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
 		dst = append(dst, k...)
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))

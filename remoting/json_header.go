@@ -3,7 +3,6 @@ package remoting
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/rocketkv/rocketkv/internal/jsonscan"
@@ -40,26 +39,20 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 	dst = append(dst, `,"remark":`...)
 	dst = jsonscan.AppendString(dst, c.Remark)
 	dst = append(dst, `,"extFields":{`...)
-	var stack [16]string
-	keys := sortedKeys(stack[:0], c.ExtFields)
-	for i, k := range keys {
-		if i > 0 {
+	// In the map's order, as Java's HashMap writes them: sorting the keys
+	// of every frame cost 5 % of a load generator's CPU, and no reader
+	// depends on the order.
+	first := true
+	for k, v := range c.ExtFields {
+		if !first {
 			dst = append(dst, ',')
 		}
+		first = false
 		dst = jsonscan.AppendString(dst, k)
 		dst = append(dst, ':')
-		dst = jsonscan.AppendString(dst, c.ExtFields[k])
+		dst = jsonscan.AppendString(dst, v)
 	}
 	return append(dst, "}}"...)
-}
-
-// sortedKeys appends the keys of m to buf in byte order.
-func sortedKeys(buf []string, m map[string]string) []string {
-	for k := range m {
-		buf = append(buf, k)
-	}
-	slices.Sort(buf)
-	return buf
 }
 
 // decodeJSONHeader fills the header fields of c from a JSON header.
