@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"sync"
@@ -104,14 +105,18 @@ type popRun struct {
 	// pullCPU and popCPU are the CPU time per message of the pull and the
 	// pop+ack phases: the broker's when the benchmark started its process,
 	// else (in process, or --broker) this process's.
-	pullCPU, popCPU  time.Duration
-	rssBefore        int64
-	rssAfter         int64
-	lateP50, lateP99 int64
-	lateMax          int64
-	revived          int64
-	inFlight         int64
-	streamed         float64 // pops/s the stream achieved (with --stream-rate)
+	pullCPU, popCPU time.Duration
+	// pullGenCPU and popGenCPU are this process's (the load generator's)
+	// CPU time per message of the two phases, when the broker is a
+	// process of its own (0 otherwise): the two share the machine.
+	pullGenCPU, popGenCPU time.Duration
+	rssBefore             int64
+	rssAfter              int64
+	lateP50, lateP99      int64
+	lateMax               int64
+	revived               int64
+	inFlight              int64
+	streamed              float64 // pops/s the stream achieved (with --stream-rate)
 }
 
 func runPopBench(ctx context.Context, w io.Writer, o popOptions) error {
@@ -146,6 +151,9 @@ func runPopBench(ctx context.Context, w io.Writer, o popOptions) error {
 		}
 		fmt.Fprintf(w, "run %d: pull %s msg/s; pop+ack %s msg/s; ratio %.2f; %s per message: pull %s, pop+ack %s",
 			i+1, fmtNum(r.pullRate), fmtNum(r.popRate), ratio(r.popRate, r.pullRate), cpuWhose(t), fmtDur(r.pullCPU), fmtDur(r.popCPU))
+		if t.PID > 0 {
+			fmt.Fprintf(w, "; load generator CPU per message: pull %s, pop+ack %s", fmtDur(r.pullGenCPU), fmtDur(r.popGenCPU))
+		}
 		if o.hold > 0 {
 			what := "revived"
 			if o.streamRate > 0 {
@@ -183,6 +191,11 @@ func popOnce(ctx context.Context, t *target, o popOptions, run int) (popRun, err
 		return r, err
 	}
 	total := fill.TotalAcked
+	// The phases' goroutines (and their connections' readers and
+	// writers, started by them) carry a profiler label: --cpuprofile's
+	// samples of one phase are then -tagfocus phase=pull (or pop).
+	defer pprof.SetGoroutineLabels(ctx)
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("phase", "pull")))
 	// Baseline: long-polling pulls of the same messages.
 	meter := &cpuMeter{pid: t.PID}
 	meter.mark(true)
@@ -198,6 +211,9 @@ func popOnce(ctx context.Context, t *target, o popOptions, run int) (popRun, err
 	r.pullRate = float64(cs.Consumed()) / time.Since(start).Seconds()
 	meter.mark(false)
 	r.pullCPU = meter.use.perMessageOf(cs.Consumed())
+	if meter.use.brokerKnown {
+		r.pullGenCPU, _ = meter.use.perMessage(cs.Consumed())
+	}
 	if cerr := cs.Close(); err == nil {
 		err = cerr
 	}
@@ -205,6 +221,7 @@ func popOnce(ctx context.Context, t *target, o popOptions, run int) (popRun, err
 		return r, fmt.Errorf("pull drain: %w", err)
 	}
 	// POP consumers of a new group: pop, then batch-ack each response.
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("phase", "pop")))
 	meter.mark(true)
 	start = time.Now()
 	n, end, err := popDrain(ctx, addr, topic, "BenchPopGroup", o, total, true, nil)
@@ -214,6 +231,9 @@ func popOnce(ctx context.Context, t *target, o popOptions, run int) (popRun, err
 	r.popRate = float64(n) / end.Sub(start).Seconds()
 	meter.mark(false)
 	r.popCPU = meter.use.perMessageOf(n)
+	if meter.use.brokerKnown {
+		r.popGenCPU, _ = meter.use.perMessage(n)
+	}
 	if meter.err != nil {
 		return r, fmt.Errorf("measure CPU: %w", meter.err)
 	}
