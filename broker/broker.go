@@ -389,6 +389,8 @@ func (b *Broker) openStores(ctx context.Context) error {
 	lcfg.DeleteWhen = rules.DeleteWhen
 	lcfg.DiskMaxUsedSpaceRatio = rules.DiskMaxUsedSpaceRatio
 	lcfg.KeepUnexpiredWhenFull = rules.KeepUnexpiredWhenFull
+	lcfg.DiskForceCleanRatio = rules.DiskForceCleanRatio
+	lcfg.DiskWarningLevelRatio = rules.DiskWarningLevelRatio
 	lcfg.CleanInterval = b.cfg.CleanResourceInterval
 	lcfg.RecoverFrom = from
 	lcfg.StoreHost = b.storeHost

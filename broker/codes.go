@@ -21,6 +21,7 @@ func appendErrorCode(err error) int32 {
 	case errors.Is(err, kvindex.ErrDispatchBehind):
 		return remoting.SystemBusy
 	case errors.Is(err, commitlog.ErrDiskFull),
+		errors.Is(err, commitlog.ErrStoreFull),
 		errors.Is(err, commitlog.ErrMapFailed),
 		errors.Is(err, commitlog.ErrClosed),
 		errors.Is(err, commitlog.ErrReplica),

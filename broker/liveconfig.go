@@ -33,6 +33,10 @@ var runtimeKeys = map[string]bool{
 	"deleteWhen":              true,
 	"diskMaxUsedSpaceRatio":   true,
 	"cleanFileForciblyEnable": true,
+	// A nearly full disk: when to start forced deletion, when to refuse
+	// sends.
+	"diskSpaceCleanForciblyRatio": true,
+	"diskSpaceWarningLevelRatio":  true,
 	// Features an operator turns on for a running broker's clients.
 	"enablePropertyFilter":              true,
 	"recallMessageEnable":               true,
@@ -160,7 +164,8 @@ func (b *Broker) updateConfig(props map[string]string) (changed []string, inert 
 	}
 	v := b.live.cur.Load().version
 	b.live.cur.Store(&liveSnapshot{cfg: next, version: meta.DataVersion{Counter: v.Counter + 1, Timestamp: time.Now().UnixMilli()}})
-	for _, k := range []string{"fileReservedTime", "deleteWhen", "diskMaxUsedSpaceRatio", "cleanFileForciblyEnable"} {
+	for _, k := range []string{"fileReservedTime", "deleteWhen", "diskMaxUsedSpaceRatio", "cleanFileForciblyEnable",
+		"diskSpaceCleanForciblyRatio", "diskSpaceWarningLevelRatio"} {
 		if before[k] != after[k] {
 			b.clog.SetRetention(retentionOf(&next))
 			break
@@ -197,6 +202,8 @@ func retentionOf(cfg *configs.Broker) commitlog.Retention {
 		DeleteWhen:            cfg.DeleteWhen,
 		DiskMaxUsedSpaceRatio: float64(cfg.DiskMaxUsedSpaceRatio),
 		KeepUnexpiredWhenFull: !cfg.CleanFileForciblyEnable,
+		DiskForceCleanRatio:   float64(cfg.DiskSpaceCleanForciblyRatio),
+		DiskWarningLevelRatio: float64(cfg.DiskSpaceWarningLevelRatio),
 	}
 }
 

@@ -109,13 +109,16 @@ type appendScratch struct {
 // each group commit allocates one channel shared by all its waiters.
 //
 // Errors (nothing was appended): ErrInvalidAppend, ErrMessageTooLarge,
-// ErrPropertiesTooLarge, ErrTopicTooLong, ErrDiskFull, ErrMapFailed,
-// ErrClosed, or ctx's error if ctx is done on entry. When the records are
+// ErrPropertiesTooLarge, ErrTopicTooLong, ErrDiskFull, ErrStoreFull,
+// ErrMapFailed, ErrClosed, or ctx's error if ctx is done on entry. When the records are
 // in the log the error is nil; Status then says whether a requested flush
 // was confirmed.
 func (l *Log) Append(ctx context.Context, req AppendRequest) (AppendResult, error) {
 	if err := ctx.Err(); err != nil {
 		return AppendResult{}, err
+	}
+	if l.storeFull.Load() {
+		return AppendResult{}, l.storeFullError()
 	}
 	sc := l.scratch.Get().(*appendScratch)
 	defer l.scratch.Put(sc)

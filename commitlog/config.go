@@ -78,6 +78,14 @@ type Config struct {
 	// oldest segments are deleted even if not expired (85, RocketMQ's
 	// diskSpaceCleanForciblyRatio).
 	DiskForceCleanRatio float64
+	// DiskWarningLevelRatio is the disk usage, in percent, above which
+	// appends are refused with ErrStoreFull until retention has brought
+	// it back below (90, RocketMQ's diskSpaceWarningLevelRatio): the last
+	// tenth of the disk is left to the index and to the deletion of
+	// segments, instead of a full disk failing writes half way. The
+	// retention cleaner checks it every CleanInterval, and Open once. It
+	// and DiskForceCleanRatio are start values; SetRetention changes them.
+	DiskWarningLevelRatio float64
 	// KeepUnexpiredWhenFull never deletes a segment younger than
 	// FileReservedTime, however full the disk (RocketMQ's
 	// cleanFileForciblyEnable=false): appends then fail with ErrDiskFull
@@ -120,6 +128,7 @@ const (
 	DefaultFileReservedTime      = 72 * time.Hour
 	DefaultDiskMaxUsedSpaceRatio = 75
 	DefaultDiskForceCleanRatio   = 85
+	DefaultDiskWarningLevelRatio = 90
 	DefaultCleanInterval         = 10 * time.Second
 )
 
@@ -140,6 +149,7 @@ func DefaultConfig(dir string) Config {
 		DeleteWhen:            []int{4},
 		DiskMaxUsedSpaceRatio: DefaultDiskMaxUsedSpaceRatio,
 		DiskForceCleanRatio:   DefaultDiskForceCleanRatio,
+		DiskWarningLevelRatio: DefaultDiskWarningLevelRatio,
 		CleanInterval:         DefaultCleanInterval,
 	}
 }
@@ -193,6 +203,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.DiskForceCleanRatio <= 0 {
 		c.DiskForceCleanRatio = d.DiskForceCleanRatio
+	}
+	if c.DiskWarningLevelRatio <= 0 {
+		c.DiskWarningLevelRatio = d.DiskWarningLevelRatio
 	}
 	if c.CleanInterval <= 0 {
 		c.CleanInterval = d.CleanInterval

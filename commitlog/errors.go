@@ -52,6 +52,11 @@ var (
 	// allocated because the disk is full (ENOSPC from fallocate). The log
 	// is left exactly as it was; a later Append succeeds once space returns.
 	ErrDiskFull = errors.New("commitlog: disk full")
+	// ErrStoreFull is returned by Append while the disk holding the
+	// segments is used above Config.DiskWarningLevelRatio (RocketMQ's
+	// "disk full" running flag): nothing is appended until the retention
+	// cleaner sees the usage back below it.
+	ErrStoreFull = errors.New("commitlog: disk usage above the warning level, appends refused")
 	// ErrMapFailed is returned by Append (and Open) when a segment file
 	// cannot be memory-mapped.
 	ErrMapFailed = errors.New("commitlog: mmap failed")

@@ -61,6 +61,13 @@ type Log struct {
 
 	// retention holds the deletion rules in force (SetRetention).
 	retention atomic.Pointer[Retention]
+	// storeFull is set while the disk is used above DiskWarningLevelRatio
+	// (appends refused); usedPercent holds the usage last seen
+	// and warningLevel the level it was compared with (math.Float64bits).
+	// All three are written by checkDiskSpace.
+	storeFull    atomic.Bool
+	usedPercent  atomic.Uint64
+	warningLevel atomic.Uint64
 	// manualPasses counts down the cleaner passes DeleteExpiredSoon asked
 	// for.
 	manualPasses atomic.Int32
@@ -155,6 +162,8 @@ func Open(cfg Config) (*Log, error) {
 		DeleteWhen:            slices.Clone(cfg.DeleteWhen),
 		DiskMaxUsedSpaceRatio: cfg.DiskMaxUsedSpaceRatio,
 		KeepUnexpiredWhenFull: cfg.KeepUnexpiredWhenFull,
+		DiskForceCleanRatio:   cfg.DiskForceCleanRatio,
+		DiskWarningLevelRatio: cfg.DiskWarningLevelRatio,
 	})
 	if cfg.BeforeFlush != nil {
 		l.flushHook.Store(&cfg.BeforeFlush)
@@ -203,6 +212,9 @@ func Open(cfg Config) (*Log, error) {
 		l.adviseActive(seg, l.writePos.Load()-seg.start)
 	}
 	l.replicaPos.Store(l.writePos.Load())
+	if _, err := l.checkDiskSpace(); err != nil {
+		l.log.Warn().Err(err).Msg("disk usage unknown at open: appends are not refused until the cleaner reads it")
+	}
 	if err := writeSmallFile(l.fs, abortPath, []byte(strconv.Itoa(os.Getpid()))); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -30,12 +31,22 @@ type Retention struct {
 	// FileReservedTime, however full the disk (Config's field of the same
 	// name).
 	KeepUnexpiredWhenFull bool
+	// DiskForceCleanRatio and DiskWarningLevelRatio are Config's fields
+	// of the same names; zero keeps the value in force.
+	DiskForceCleanRatio, DiskWarningLevelRatio float64
 }
 
 // SetRetention replaces the retention rules; the next pass of the cleaner
 // (or call of DeleteExpired) follows them.
 func (l *Log) SetRetention(r Retention) {
 	r.DeleteWhen = slices.Clone(r.DeleteWhen)
+	cur := l.retention.Load()
+	if r.DiskForceCleanRatio <= 0 {
+		r.DiskForceCleanRatio = cur.DiskForceCleanRatio
+	}
+	if r.DiskWarningLevelRatio <= 0 {
+		r.DiskWarningLevelRatio = cur.DiskWarningLevelRatio
+	}
 	l.retention.Store(&r)
 }
 
@@ -93,13 +104,12 @@ func (l *Log) cleanOnce() (int, error) {
 		l.manualPasses.CompareAndSwap(n, n-1)
 		hourOK = true
 	}
-	usage, err := l.fs.Statfs(l.segDir)
+	ratio, err := l.checkDiskSpace()
 	if err != nil {
 		return 0, fmt.Errorf("retention: %w", err)
 	}
-	ratio := usage.UsedRatio()
 	over := ratio > rules.DiskMaxUsedSpaceRatio
-	force := ratio > l.cfg.DiskForceCleanRatio && !rules.KeepUnexpiredWhenFull
+	force := ratio > rules.DiskForceCleanRatio && !rules.KeepUnexpiredWhenFull
 	if !hourOK && !over && !force {
 		return 0, nil
 	}
@@ -170,11 +180,40 @@ func (l *Log) DeleteExpired(now time.Time, force bool) (int, error) {
 }
 
 // DiskUsedPercent is how full, in percent, the file system holding the
-// segments is: what retention compares with DiskMaxUsedSpaceRatio.
+// segments is: what retention compares with DiskMaxUsedSpaceRatio. Like
+// every retention pass, it also refuses or resumes appends at
+// DiskWarningLevelRatio.
 func (l *Log) DiskUsedPercent() (float64, error) {
+	return l.checkDiskSpace()
+}
+
+// checkDiskSpace reads how full the file system holding the segments is,
+// and refuses appends (ErrStoreFull) while it is used above
+// DiskWarningLevelRatio, logging each change of that state.
+func (l *Log) checkDiskSpace() (float64, error) {
 	usage, err := l.fs.Statfs(l.segDir)
 	if err != nil {
 		return 0, fmt.Errorf("disk usage of %s: %w", l.segDir, err)
 	}
-	return usage.UsedRatio(), nil
+	ratio := usage.UsedRatio()
+	level := l.retention.Load().DiskWarningLevelRatio
+	l.usedPercent.Store(math.Float64bits(ratio))
+	l.warningLevel.Store(math.Float64bits(level))
+	full := ratio > level
+	if l.storeFull.Swap(full) != full {
+		if full {
+			l.log.Error().Float64("usedPercent", ratio).Float64("warningLevel", level).Str("dir", l.segDir).
+				Msg("disk almost full: appends are refused until retention brings the usage below the warning level")
+		} else {
+			l.log.Info().Float64("usedPercent", ratio).Float64("warningLevel", level).Str("dir", l.segDir).
+				Msg("disk usage back below the warning level: appends resume")
+		}
+	}
+	return ratio, nil
+}
+
+// storeFullError is the error of an append refused while storeFull is set.
+func (l *Log) storeFullError() error {
+	return fmt.Errorf("append: %w: %.1f%% of the disk holding %s is used, above the warning level of %.0f%%",
+		ErrStoreFull, math.Float64frombits(l.usedPercent.Load()), l.segDir, math.Float64frombits(l.warningLevel.Load()))
 }

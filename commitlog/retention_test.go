@@ -1,8 +1,10 @@
 package commitlog
 
 import (
+	"context"
 	"errors"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -119,9 +121,9 @@ func TestRetentionDiskRatio(t *testing.T) {
 	}
 	// Above DiskForceCleanRatio (85%): the oldest go whatever their age,
 	// but never the active segment.
-	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 5})
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 12})
 	if n, err := l.cleanOnce(); err != nil || n != 2 {
-		t.Fatalf("95%% used: deleted %d, %v", n, err)
+		t.Fatalf("88%% used: deleted %d, %v", n, err)
 	}
 	if n, _ := l.cleanOnce(); n != 0 {
 		t.Fatalf("the active segment was deleted")
@@ -182,7 +184,7 @@ func TestCleanerGoroutine(t *testing.T) {
 	cfg := testConfig(t, 4096)
 	cfg.CleanInterval = 5 * time.Millisecond
 	ffs := vfs.NewFaulty(vfs.OS{})
-	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 1}) // forces deletion
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 12}) // forces deletion, below the warning level
 	cfg.FS = ffs
 	l := mustOpen(t, cfg)
 	defer l.Close()
@@ -253,5 +255,52 @@ func TestDeleteExpiredSoon(t *testing.T) {
 	l.DeleteExpiredSoon()
 	if n, err := l.cleanOnce(); err != nil || n != 2 {
 		t.Fatalf("a second DeleteExpiredSoon: deleted %d, %v; want 2", n, err)
+	}
+}
+
+// Above DiskWarningLevelRatio (90%) appends are refused with ErrStoreFull
+// from the first check of the disk that sees it (a retention pass, or
+// Open), nothing is written, and they resume once a check sees the usage
+// back below it.
+func TestAppendsRefusedAboveWarningLevel(t *testing.T) {
+	l, _, ffs, _ := retentionLog(t)
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 9})
+	if _, err := l.Append(context.Background(), AppendRequest{Message: testMessage("T", 0, 0, 10)}); err != nil {
+		t.Fatalf("append before any pass saw the disk at 91%%: %v", err)
+	}
+	if _, err := l.cleanOnce(); err != nil {
+		t.Fatal(err)
+	}
+	end := l.MaxOffset()
+	_, err := l.Append(context.Background(), AppendRequest{Message: testMessage("T", 0, 0, 10)})
+	if !errors.Is(err, ErrStoreFull) || !strings.Contains(err.Error(), "91.0%") {
+		t.Fatalf("append at 91%% used: %v, want ErrStoreFull naming the usage", err)
+	}
+	if l.MaxOffset() != end {
+		t.Fatalf("a refused append moved the end %d -> %d", end, l.MaxOffset())
+	}
+	// Exactly at the level is not above it.
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 10})
+	if _, err := l.DiskUsedPercent(); err != nil {
+		t.Fatal(err)
+	}
+	r := mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, 0, 10)})
+	if r.PhyOffset != end {
+		t.Fatalf("append after the usage fell back at %d, want %d", r.PhyOffset, end)
+	}
+}
+
+// A log opened on a disk above the warning level refuses appends at once.
+func TestOpenAboveWarningLevelRefusesAppends(t *testing.T) {
+	cfg := testConfig(t, 4096)
+	ffs := vfs.NewFaulty(vfs.OS{})
+	ffs.SetUsage(&vfs.DiskUsage{Total: 1000, Free: 40})
+	cfg.FS = ffs
+	cfg.CleanInterval = time.Hour
+	cfg.DiskWarningLevelRatio = 95
+	l := mustOpen(t, cfg)
+	defer l.Close()
+	if _, err := l.Append(context.Background(), AppendRequest{Message: testMessage("T", 0, 0, 10)}); !errors.Is(err, ErrStoreFull) {
+		t.Fatalf("append on a 96%% used disk with the level at 95%%: %v, want ErrStoreFull", err)
 	}
 }

@@ -185,8 +185,15 @@ type Broker struct {
 	// CleanFileForciblyEnable lets retention delete the oldest segments
 	// before their fileReservedTime when the disk is nearly full.
 	CleanFileForciblyEnable bool
-	CleanResourceInterval   time.Duration
-	CheckCRCOnRecover       bool
+	// DiskSpaceCleanForciblyRatio is the disk use (%) above which that
+	// forced deletion starts (RocketMQ's key, 85).
+	DiskSpaceCleanForciblyRatio int
+	// DiskSpaceWarningLevelRatio is the disk use (%) above which sends
+	// are refused with SERVICE_NOT_AVAILABLE until retention frees space
+	// (RocketMQ's key, 90).
+	DiskSpaceWarningLevelRatio int
+	CleanResourceInterval      time.Duration
+	CheckCRCOnRecover          bool
 	// MessageIndexEnable indexes every message's KEYS and UNIQ_KEY for
 	// QUERY_MESSAGE (RocketMQ's key of the same name).
 	MessageIndexEnable bool

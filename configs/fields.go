@@ -121,6 +121,8 @@ var brokerFields = slices.Concat([]field[Broker]{
 	hourList("deleteWhen", "04", func(b *Broker) *[]int { return &b.DeleteWhen }),
 	intRange("diskMaxUsedSpaceRatio", "75", 10, 95, func(b *Broker) *int { return &b.DiskMaxUsedSpaceRatio }),
 	boolean("cleanFileForciblyEnable", "true", func(b *Broker) *bool { return &b.CleanFileForciblyEnable }),
+	intRange("diskSpaceCleanForciblyRatio", "85", 10, 100, func(b *Broker) *int { return &b.DiskSpaceCleanForciblyRatio }),
+	intRange("diskSpaceWarningLevelRatio", "90", 10, 100, func(b *Broker) *int { return &b.DiskSpaceWarningLevelRatio }),
 	millis("cleanResourceInterval", "10000", func(b *Broker) *time.Duration { return &b.CleanResourceInterval }),
 	boolean("checkCRCOnRecover", "true", func(b *Broker) *bool { return &b.CheckCRCOnRecover }),
 	str("indexCheckpointDir", "", func(b *Broker) *string { return &b.IndexCheckpointDir }),
