@@ -180,32 +180,41 @@ func (l *Log) DeleteExpired(now time.Time, force bool) (int, error) {
 }
 
 // DiskUsedPercent is how full, in percent, the file system holding the
-// segments is: what retention compares with DiskMaxUsedSpaceRatio. Like
+// segments is (or the store root's, when that one is elsewhere and
+// fuller): what retention compares with its ratios. Like
 // every retention pass, it also refuses or resumes appends at
 // DiskWarningLevelRatio.
 func (l *Log) DiskUsedPercent() (float64, error) {
 	return l.checkDiskSpace()
 }
 
-// checkDiskSpace reads how full the file system holding the segments is,
-// and refuses appends (ErrStoreFull) while it is used above
+// checkDiskSpace reads how full the file system holding the segments is
+// (or the store root's, when SegmentDir is elsewhere and that one is
+// fuller: the root holds the checkpoint, and a broker's index), and
+// refuses appends (ErrStoreFull) while it is used above
 // DiskWarningLevelRatio, logging each change of that state.
 func (l *Log) checkDiskSpace() (float64, error) {
-	usage, err := l.fs.Statfs(l.segDir)
-	if err != nil {
-		return 0, fmt.Errorf("disk usage of %s: %w", l.segDir, err)
+	ratio := 0.0
+	for i, dir := range []string{l.segDir, l.cfg.Dir} {
+		if i > 0 && dir == l.segDir {
+			break
+		}
+		usage, err := l.fs.Statfs(dir)
+		if err != nil {
+			return 0, fmt.Errorf("disk usage of %s: %w", dir, err)
+		}
+		ratio = max(ratio, usage.UsedRatio())
 	}
-	ratio := usage.UsedRatio()
 	level := l.retention.Load().DiskWarningLevelRatio
 	l.usedPercent.Store(math.Float64bits(ratio))
 	l.warningLevel.Store(math.Float64bits(level))
 	full := ratio > level
 	if l.storeFull.Swap(full) != full {
 		if full {
-			l.log.Error().Float64("usedPercent", ratio).Float64("warningLevel", level).Str("dir", l.segDir).
+			l.log.Error().Float64("usedPercent", ratio).Float64("warningLevel", level).Str("dir", l.cfg.Dir).
 				Msg("disk almost full: appends are refused until retention brings the usage below the warning level")
 		} else {
-			l.log.Info().Float64("usedPercent", ratio).Float64("warningLevel", level).Str("dir", l.segDir).
+			l.log.Info().Float64("usedPercent", ratio).Float64("warningLevel", level).Str("dir", l.cfg.Dir).
 				Msg("disk usage back below the warning level: appends resume")
 		}
 	}
@@ -215,5 +224,5 @@ func (l *Log) checkDiskSpace() (float64, error) {
 // storeFullError is the error of an append refused while storeFull is set.
 func (l *Log) storeFullError() error {
 	return fmt.Errorf("append: %w: %.1f%% of the disk holding %s is used, above the warning level of %.0f%%",
-		ErrStoreFull, math.Float64frombits(l.usedPercent.Load()), l.segDir, math.Float64frombits(l.warningLevel.Load()))
+		ErrStoreFull, math.Float64frombits(l.usedPercent.Load()), l.cfg.Dir, math.Float64frombits(l.warningLevel.Load()))
 }

@@ -304,3 +304,26 @@ func TestOpenAboveWarningLevelRefusesAppends(t *testing.T) {
 		t.Fatalf("append on a 96%% used disk with the level at 95%%: %v, want ErrStoreFull", err)
 	}
 }
+
+// With the segments on a file system of their own, the store root's (the
+// checkpoint's, and a broker's index) counts too: the fuller one decides.
+func TestWarningLevelWatchesTheStoreRootToo(t *testing.T) {
+	cfg := testConfig(t, 4096)
+	cfg.SegmentDir = t.TempDir()
+	ffs := vfs.NewFaulty(vfs.OS{})
+	ffs.SetUsageOf(cfg.SegmentDir, &vfs.DiskUsage{Total: 100, Free: 90})
+	ffs.SetUsageOf(cfg.Dir, &vfs.DiskUsage{Total: 100, Free: 50})
+	cfg.FS = ffs
+	cfg.CleanInterval = time.Hour
+	l := mustOpen(t, cfg)
+	defer l.Close()
+	mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, 0, 10)})
+	ffs.SetUsageOf(cfg.Dir, &vfs.DiskUsage{Total: 100, Free: 4})
+	if used, err := l.DiskUsedPercent(); err != nil || used != 96 {
+		t.Fatalf("DiskUsedPercent = %v, %v, want the root's 96", used, err)
+	}
+	_, err := l.Append(context.Background(), AppendRequest{Message: testMessage("T", 0, 0, 10)})
+	if !errors.Is(err, ErrStoreFull) || !strings.Contains(err.Error(), cfg.Dir) {
+		t.Fatalf("append with the root's disk at 96%%: %v, want ErrStoreFull naming %s", err, cfg.Dir)
+	}
+}

@@ -26,6 +26,7 @@ type Faulty struct {
 	allocFull  bool  // every Allocate fails with ENOSPC
 	failMap    int   // number of following Map calls that fail
 	usage      *DiskUsage
+	usageOf    map[string]DiskUsage // by path, before usage
 }
 
 // NewFaulty returns a Faulty FS passing everything through to inner until a
@@ -72,6 +73,21 @@ func (f *Faulty) SetUsage(u *DiskUsage) {
 	}
 	f.usage = u
 	f.mu.Unlock()
+}
+
+// SetUsageOf makes Statfs of path (exactly) report u, whatever SetUsage
+// set; nil removes it.
+func (f *Faulty) SetUsageOf(path string, u *DiskUsage) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if u == nil {
+		delete(f.usageOf, path)
+		return
+	}
+	if f.usageOf == nil {
+		f.usageOf = map[string]DiskUsage{}
+	}
+	f.usageOf[path] = *u
 }
 
 // OpenFile implements FS.
@@ -132,10 +148,14 @@ func (f *Faulty) Map(file File, length int) (mmap.MMap, error) {
 	return f.inner.Map(file, length)
 }
 
-// Statfs implements FS, reporting the configured usage if one is set.
+// Statfs implements FS, reporting the configured usage if one is set
+// (SetUsageOf's for path, else SetUsage's).
 func (f *Faulty) Statfs(path string) (DiskUsage, error) {
 	f.mu.Lock()
 	u := f.usage
+	if pu, ok := f.usageOf[path]; ok {
+		u = &pu
+	}
 	f.mu.Unlock()
 	if u != nil {
 		return *u, nil
