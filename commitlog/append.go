@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"net/netip"
+	"strconv"
 )
 
 // QueueOffsetAssigner hands out ConsumeQueue offsets. The Log calls Assign
@@ -33,6 +35,44 @@ type AppendRequest struct {
 	// SyncFlush (RocketMQ's WAIT property). It has no effect under
 	// AsyncFlush.
 	WaitFlush bool
+	// MultiDispatch names, for a single message that gets a queue offset,
+	// the light message queues (RocketMQ's LMQ, the names of its
+	// INNER_MULTI_DISPATCH property) its record is also indexed in, ""
+	// standing for a name that is none. Under the append lock the
+	// Assigner gives each named queue (queue id 0) its next offset, after
+	// the message's own, and the record is written with them in its
+	// INNER_MULTI_QUEUE_OFFSET property, comma-separated in the same
+	// order ("" for the names that are none), as RocketMQ's append writes
+	// it; the dispatcher indexes the record in each queue at its offset.
+	// Needs an Assigner.
+	MultiDispatch []string
+}
+
+// Properties of multi-dispatch (RocketMQ's light message queues).
+const (
+	// PropertyMultiDispatch names the queues a message is also
+	// dispatched to, comma-separated (INNER_MULTI_DISPATCH).
+	PropertyMultiDispatch = "INNER_MULTI_DISPATCH"
+	// PropertyMultiQueueOffset holds the message's offset in each of
+	// them, in the same order (INNER_MULTI_QUEUE_OFFSET).
+	PropertyMultiQueueOffset = "INNER_MULTI_QUEUE_OFFSET"
+	// MultiDispatchSeparator separates the names and the offsets.
+	MultiDispatchSeparator = ","
+)
+
+// multiQueueOffsets is the PropertyMultiQueueOffset value for names: each
+// name's offset from offset (skipped for "" names), joined.
+func multiQueueOffsets(names []string, offset func(name string) int64) string {
+	var b []byte
+	for i, name := range names {
+		if i > 0 {
+			b = append(b, MultiDispatchSeparator...)
+		}
+		if name != "" {
+			b = strconv.AppendInt(b, offset(name), 10)
+		}
+	}
+	return string(b)
 }
 
 // AppendStatus is the outcome of a successful Append.
@@ -131,6 +171,20 @@ func (l *Log) Append(ctx context.Context, req AppendRequest) (AppendResult, erro
 		msgs = sc.one[:]
 		defer func() { sc.one[0] = nil }()
 	}
+	// A multi-dispatched message is encoded here with the largest
+	// offsets it could get: the checks of size pass for its real
+	// encoding, which replaces this one under the lock, and the space it
+	// needs there is at most this one's.
+	var multi Message
+	if len(req.MultiDispatch) > 0 {
+		if len(msgs) != 1 || req.Assigner == nil || !hasQueueOffset(msgs[0].SysFlag) {
+			return AppendResult{}, fmt.Errorf("append: %w: multi-dispatch needs a single message with a queue offset and an assigner", ErrInvalidAppend)
+		}
+		multi = *msgs[0]
+		multi.Properties = RewriteProperties(multi.Properties, nil, [2]string{PropertyMultiQueueOffset,
+			multiQueueOffsets(req.MultiDispatch, func(string) int64 { return math.MaxInt64 })})
+		msgs = []*Message{&multi}
+	}
 	if err := l.encode(sc, msgs); err != nil {
 		return AppendResult{}, err
 	}
@@ -175,6 +229,17 @@ func (l *Log) Append(ctx context.Context, req AppendRequest) (AppendResult, erro
 	var base int64
 	if n > 0 && req.Assigner != nil {
 		base = req.Assigner.Assign(first.Topic, first.QueueID, n)
+	}
+	if len(req.MultiDispatch) > 0 {
+		multi.Properties = RewriteProperties(first.Properties, nil, [2]string{PropertyMultiQueueOffset,
+			multiQueueOffsets(req.MultiDispatch, func(name string) int64 { return req.Assigner.Assign(name, 0, 1) })})
+		if err := l.encode(sc, msgs); err != nil {
+			// Cannot happen: the encoding before the lock passed the same
+			// checks with a longer property.
+			l.mu.Unlock()
+			return AppendResult{}, fmt.Errorf("append: [BUG] re-encoding a multi-dispatched message: %w", err)
+		}
+		total = int64(len(sc.buf))
 	}
 	ts := l.cfg.Now().UnixMilli()
 	qo := base

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,6 +83,12 @@ type DispatcherOptions struct {
 	// DelayLevels computes the tagsCode (delivery time) of
 	// SCHEDULE_TOPIC_XXXX records; RocketMQ's default levels when nil.
 	DelayLevels []time.Duration
+	// MultiDispatch indexes a record also in each light message queue
+	// (meta.IsLMQ) its INNER_MULTI_DISPATCH property names, at the offset
+	// its INNER_MULTI_QUEUE_OFFSET property gives (RocketMQ's
+	// enableMultiDispatch), when its topic allows it
+	// (meta.TopicAllowsLMQ).
+	MultiDispatch bool
 	// SkipKeyIndex leaves records out of the key index (RocketMQ's
 	// messageIndexEnable=false): dispatch writes one key per record
 	// instead of two or more, and key queries find nothing new.
@@ -711,16 +719,18 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 				return 0, fmt.Errorf("commit hook at %d: %w", e.Offset, err)
 			}
 		}
-		if ent, ok := d.entryOf(&m, e); ok {
-			entries = append(entries, ent)
-			q := queueIDOf(m.Topic, m.QueueID)
+		from := len(entries)
+		entries = d.entriesOf(entries, &m, e)
+		for _, ent := range entries[from:] {
+			off := ent.Entry.QueueOffset
+			q := queueIDOf(ent.Topic, ent.QueueID)
 			i, ok := touched[q]
 			if ok {
-				queues[i].next = max(queues[i].next, m.QueueOffset+1)
+				queues[i].next = max(queues[i].next, off+1)
 			} else {
 				i = len(queues)
 				touched[q] = i
-				queues = append(queues, pendingQueue{topic: m.Topic, qid: m.QueueID, first: m.QueueOffset, next: m.QueueOffset + 1})
+				queues = append(queues, pendingQueue{topic: ent.Topic, qid: ent.QueueID, first: off, next: off + 1})
 			}
 			if collect {
 				d.addCode(queues, i, ent.Entry.TagsCode)
@@ -855,6 +865,43 @@ func (d *Dispatcher) entryOf(m *commitlog.Message, e commitlog.Entry) (cq.Dispat
 		TagsCode:       d.tagsCode(m),
 		StoreTimestamp: m.StoreTimestamp,
 	}}, true
+}
+
+// entriesOf appends to out the ConsumeQueue entries of the record e
+// decoded as m: its own (entryOf) and, under MultiDispatch, one in each
+// light message queue its properties name, at the offset they give.
+// Names that are not a light message queue's, and offsets that are
+// missing or not a number, are skipped.
+func (d *Dispatcher) entriesOf(out []cq.Dispatch, m *commitlog.Message, e commitlog.Entry) []cq.Dispatch {
+	ent, ok := d.entryOf(m, e)
+	if !ok {
+		return out
+	}
+	out = append(out, ent)
+	if !d.opts.MultiDispatch || !meta.TopicAllowsLMQ(m.Topic) {
+		return out
+	}
+	names, ok := commitlog.LookupProperty(m.Properties, commitlog.PropertyMultiDispatch)
+	if !ok {
+		return out
+	}
+	offsets, ok := commitlog.LookupProperty(m.Properties, commitlog.PropertyMultiQueueOffset)
+	if !ok {
+		return out
+	}
+	for names != "" {
+		var name, offset string
+		name, names, _ = strings.Cut(names, commitlog.MultiDispatchSeparator)
+		offset, offsets, _ = strings.Cut(offsets, commitlog.MultiDispatchSeparator)
+		off, err := strconv.ParseInt(offset, 10, 64)
+		if !meta.IsLMQ(name) || err != nil || off < 0 {
+			continue
+		}
+		lmq := ent
+		lmq.Topic, lmq.QueueID, lmq.Entry.QueueOffset = name, 0, off
+		out = append(out, lmq)
+	}
+	return out
 }
 
 // tagsCode is the ConsumeQueue tag code of a record: the delivery time for

@@ -487,9 +487,7 @@ func (d *Dispatcher) fillLayout(l layout, from, to int64, deleted map[string]int
 		if at, ok := deleted[m.Topic]; ok && e.Offset < at {
 			continue
 		}
-		if ent, ok := d.entryOf(&m, e); ok {
-			entries = append(entries, ent)
-		}
+		entries = d.entriesOf(entries, &m, e)
 		if len(entries) >= catchUpBatch {
 			if err := put(); err != nil {
 				return err

@@ -87,6 +87,23 @@ func IsRetryTopic(topic string) bool { return strings.HasPrefix(topic, RetryGrou
 // IsDLQTopic reports whether topic is a %DLQ% topic.
 func IsDLQTopic(topic string) bool { return strings.HasPrefix(topic, DLQGroupTopicPrefix) }
 
+// LMQPrefix starts the names of light message queues (RocketMQ's LMQ):
+// queues a message sent to another topic is also dispatched to (its
+// INNER_MULTI_DISPATCH property names them). Each has one queue, id 0,
+// no topic config, and is read like a topic of its own; a consumer group
+// whose name has the prefix has no config either.
+const LMQPrefix = "%LMQ%"
+
+// IsLMQ reports whether a topic or group name is a light message queue's.
+func IsLMQ(name string) bool { return strings.HasPrefix(name, LMQPrefix) }
+
+// TopicAllowsLMQ reports whether messages of topic are dispatched to the
+// light message queues they name: not those of retry topics, system
+// topics or SCHEDULE_TOPIC_XXXX (RocketMQ's MixAll.topicAllowsLMQ).
+func TopicAllowsLMQ(topic string) bool {
+	return !IsRetryTopic(topic) && !strings.HasPrefix(topic, "rmq_sys_") && topic != ScheduleTopic
+}
+
 // GroupRetryPolicy is RocketMQ's retry policy of a group.
 type GroupRetryPolicy struct {
 	Type string `json:"type"`
