@@ -39,6 +39,11 @@ func (b *Broker) processCreateTopic(_ context.Context, _ *remoting.Conn, req *re
 	if notSendable[topic] || topic == autoCreateTopic {
 		return remoting.NewResponse(req, remoting.InvalidParameter, "The topic["+topic+"] is conflict with system topic.")
 	}
+	if b.cfg.EnableLMQ && meta.IsLMQ(topic) {
+		// As RocketMQ: a light message queue keeps its fixed config (one
+		// queue); an update of it is answered and dropped.
+		return remoting.NewResponse(req, remoting.Success, "")
+	}
 	tc := meta.NewTopicConfig(topic, 8)
 	r, err1 := h.OptInt32("readQueueNums", 8)
 	w, err2 := h.OptInt32("writeQueueNums", 8)
@@ -87,6 +92,9 @@ func (b *Broker) processCreateGroupList(_ context.Context, _ *remoting.Conn, req
 		gc, ok := decodeGroupConfig(raw)
 		if !ok {
 			return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("malformed subscription group %d of the list", i))
+		}
+		if b.lmqGroup(gc.GroupName) {
+			continue
 		}
 		if refusal, err := b.groupAttributesRefusal(gc); err != nil || refusal != "" {
 			return remoting.NewResponse(req, remoting.SystemError, cmp.Or(refusal, fmt.Sprint(err)))
@@ -236,6 +244,9 @@ func (b *Broker) processCreateGroup(_ context.Context, _ *remoting.Conn, req *re
 	if !ok {
 		return remoting.NewResponse(req, remoting.SystemError, "malformed subscription group body")
 	}
+	if b.lmqGroup(gc.GroupName) {
+		return remoting.NewResponse(req, remoting.Success, "")
+	}
 	if refusal, err := b.groupAttributesRefusal(gc); err != nil || refusal != "" {
 		return remoting.NewResponse(req, remoting.SystemError, cmp.Or(refusal, fmt.Sprint(err)))
 	}
@@ -295,11 +306,11 @@ func (b *Broker) processGetGroup(_ context.Context, _ *remoting.Conn, req *remot
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	gc, ok, err := b.groups.Get(group)
+	gc, err := b.groupConfig(group, false)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	if !ok {
+	if gc.GroupName == "" {
 		return remoting.NewResponse(req, remoting.SubscriptionGroupNotExist, "The consumer group "+group+" does not exist")
 	}
 	return jsonResponse(req, gc)

@@ -429,7 +429,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 	b.disp, err = kvindex.NewDispatcher(kvindex.DispatcherOptions{
 		Log: clog, DB: db, Store: b.cqs, Mirror: b.cqMirror, FileFlushInterval: b.cfg.FlushIntervalConsumeQueue,
 		OpenFileLayout: b.openFileLayoutReadOnly, Offsets: b.qoffsets, Notifier: b.notifier,
-		SkipKeyIndex: !b.cfg.MessageIndexEnable, MaxLagBytes: b.cfg.MaxDispatchLagBytes, BatchInterval: b.cfg.DispatchBatchInterval,
+		SkipKeyIndex: !b.cfg.MessageIndexEnable, MultiDispatch: b.cfg.EnableLMQ && b.cfg.EnableMultiDispatch, MaxLagBytes: b.cfg.MaxDispatchLagBytes, BatchInterval: b.cfg.DispatchBatchInterval,
 		Hooks: hooks, CommitHook: b.txns.CommitHook(), Logger: b.root, DelayLevels: b.delayLevels,
 	})
 	if err != nil {

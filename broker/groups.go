@@ -9,6 +9,9 @@ import (
 // autoCreateSubscriptionGroup is on; otherwise the zero config (empty
 // GroupName) says it does not exist.
 func (b *Broker) groupConfig(group string, create bool) (meta.SubscriptionGroupConfig, error) {
+	if b.lmqGroup(group) {
+		return meta.NewSubscriptionGroupConfig(group), nil
+	}
 	gc, ok, err := b.groups.Get(group)
 	if err != nil || ok {
 		return gc, err
@@ -22,4 +25,12 @@ func (b *Broker) groupConfig(group string, create bool) (meta.SubscriptionGroupC
 	}
 	b.log.Info().Str("group", group).Msg("subscription group auto-created")
 	return gc, nil
+}
+
+// lmqGroup reports whether group is a light message queue's under
+// enableLmq: its config is RocketMQ's defaults, never stored however many
+// such groups there are, and an update of it is answered and dropped
+// (LmqSubscriptionGroupManager).
+func (b *Broker) lmqGroup(group string) bool {
+	return b.cfg.EnableLMQ && meta.IsLMQ(group)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -25,6 +27,12 @@ func (b *Broker) putMessages(ctx context.Context, msgs []*commitlog.Message, wai
 	req := commitlog.AppendRequest{Assigner: b.qoffsets, WaitFlush: waitFlush}
 	if len(msgs) == 1 {
 		req.Message = first
+		lmqs, err := b.acquireLMQs(first)
+		if err != nil {
+			return commitlog.AppendResult{}, fmt.Errorf("put to %s/%d: %w", first.Topic, first.QueueID, err)
+		}
+		defer b.releaseLMQs(lmqs)
+		req.MultiDispatch = lmqs
 	} else {
 		req.Batch = msgs
 	}
@@ -38,6 +46,52 @@ func (b *Broker) putMessages(ctx context.Context, msgs []*commitlog.Message, wai
 		res = b.waitSlaves(ctx, res)
 	}
 	return res, nil
+}
+
+// acquireLMQs returns the light message queues a message is dispatched to
+// as well (commitlog.AppendRequest.MultiDispatch: "" for names that are
+// none), each acquired in the queue offset table, or nil: under
+// enableLmq and enableMultiDispatch, for a message that gets a queue
+// offset, of a topic that allows it, whose INNER_MULTI_DISPATCH names at
+// least one. releaseLMQs undoes the acquisitions.
+func (b *Broker) acquireLMQs(m *commitlog.Message) ([]string, error) {
+	if !b.cfg.EnableLMQ || !b.cfg.EnableMultiDispatch || !meta.TopicAllowsLMQ(m.Topic) {
+		return nil, nil
+	}
+	switch commitlog.TransactionType(m.SysFlag) {
+	case commitlog.TransactionPrepared, commitlog.TransactionRollback:
+		return nil, nil
+	}
+	names, ok := commitlog.LookupProperty(m.Properties, commitlog.PropertyMultiDispatch)
+	if !ok || names == "" {
+		return nil, nil
+	}
+	lmqs := strings.Split(names, commitlog.MultiDispatchSeparator)
+	found := false
+	for i, name := range lmqs {
+		if !meta.IsLMQ(name) {
+			lmqs[i] = ""
+			continue
+		}
+		if err := b.qoffsets.Acquire(name, 0); err != nil {
+			b.releaseLMQs(lmqs[:i])
+			return nil, err
+		}
+		found = true
+	}
+	if !found {
+		return nil, nil
+	}
+	return lmqs, nil
+}
+
+// releaseLMQs releases the queues acquireLMQs acquired.
+func (b *Broker) releaseLMQs(lmqs []string) {
+	for _, name := range lmqs {
+		if name != "" {
+			b.qoffsets.Release(name, 0)
+		}
+	}
 }
 
 // Pull read limits.

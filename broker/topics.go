@@ -74,7 +74,19 @@ func newTopicManager(b *Broker) (*topicManager, error) {
 }
 
 func (m *topicManager) get(topic string) (meta.TopicConfig, bool, error) {
+	if m.b.cfg.EnableLMQ && meta.IsLMQ(topic) {
+		return lmqTopicConfig(topic), true, nil
+	}
 	return m.table.Get(topic)
+}
+
+// lmqTopicConfig is the config a light message queue has under enableLmq,
+// never stored: one queue, readable and writable (RocketMQ's
+// LmqTopicConfigManager).
+func lmqTopicConfig(topic string) meta.TopicConfig {
+	tc := meta.NewTopicConfig(topic, 1)
+	tc.Perm = meta.PermRead | meta.PermWrite
+	return tc
 }
 
 // ensureSystemTopics creates the topics RocketMQ's broker creates at start

@@ -197,6 +197,13 @@ type Broker struct {
 	// MessageIndexEnable indexes every message's KEYS and UNIQ_KEY for
 	// QUERY_MESSAGE (RocketMQ's key of the same name).
 	MessageIndexEnable bool
+	// EnableLMQ serves light message queues (RocketMQ's enableLmq): topics
+	// and groups named %LMQ%... exist without a config, with one queue.
+	EnableLMQ bool
+	// EnableMultiDispatch dispatches a message also into the light
+	// message queues its INNER_MULTI_DISPATCH property names (RocketMQ's
+	// enableMultiDispatch; with EnableLMQ).
+	EnableMultiDispatch bool
 	// IndexCheckpointDir is where index checkpoints for kvdump go; empty
 	// means <StorePathRootDir>/checkpoints. A request may only name a
 	// directory inside it.

@@ -127,6 +127,8 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("checkCRCOnRecover", "true", func(b *Broker) *bool { return &b.CheckCRCOnRecover }),
 	str("indexCheckpointDir", "", func(b *Broker) *string { return &b.IndexCheckpointDir }),
 	boolean("messageIndexEnable", "true", func(b *Broker) *bool { return &b.MessageIndexEnable }),
+	boolean("enableLmq", "false", func(b *Broker) *bool { return &b.EnableLMQ }),
+	boolean("enableMultiDispatch", "false", func(b *Broker) *bool { return &b.EnableMultiDispatch }),
 	micros("dispatchBatchIntervalMicros", "500", 1_000_000, func(b *Broker) *time.Duration { return &b.DispatchBatchInterval }),
 	i64Range("maxDispatchLagBytes", strconv.FormatInt(DefaultMaxDispatchLagBytes, 10), 0, 1<<40, func(b *Broker) *int64 { return &b.MaxDispatchLagBytes }),
 	millis("waitTimeMillsInSendQueue", "200", func(b *Broker) *time.Duration { return &b.WaitTimeMillsInSendQueue }),

@@ -118,6 +118,7 @@ var brokerInert = []inert[Broker]{
 	inertBool[Broker]("transferMsgByHeap", "pull responses are built from the CommitLog by the Go runtime; there is no heap or zero-copy choice"),
 	inertBool[Broker]("warmMapedFileEnable", "new CommitLog segments are always preallocated and prefaulted"),
 	inertInt[Broker]("osPageCacheBusyTimeOutMills", "the append lock is not timed; sends are held back by maxDispatchLagBytes and waitTimeMillsInSendQueue"),
+	inertInt[Broker]("maxLmqConsumeQueueNum", "a light message queue costs index entries, not files: rocketkv does not cap how many there are"),
 	inertInt[Broker]("redeleteHangedFileInterval", "a deleted segment that is still being read is unmapped when its last reader ends; no file hangs to be deleted again"),
 	inertBool[Broker]("enableConsumeQueueExt", "no consumequeue_ext files; property filters are evaluated on the messages"),
 	inertInt[Broker]("maxHashSlotNum", "the message key index is kept in Pebble, not in IndexFiles"),

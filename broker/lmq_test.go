@@ -1,0 +1,145 @@
+package broker
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// lmqProps is a message's properties naming light message queues.
+func lmqProps(names string) string {
+	return commitlog.PropertyMultiDispatch + "\x01" + names + "\x02"
+}
+
+// Under enableLmq and enableMultiDispatch a message sent to a topic is also
+// read from each light message queue its INNER_MULTI_DISPATCH names, as a
+// topic of its own with one queue and no config, by a group without a
+// config, whose offsets are kept; long polling on one is woken by the
+// dispatch; the record carries its offset in each (INNER_MULTI_QUEUE_OFFSET);
+// and all of it survives a restart.
+func TestLightMessageQueues(t *testing.T) {
+	store := t.TempDir()
+	set := map[string]string{"enableLmq": "true", "enableMultiDispatch": "true"}
+	b := startTestBrokerAt(t, store, set)
+	c := b.client(nil)
+	createTopic(t, c, "Parent", 2, 2)
+	for i, body := range []string{"m0", "m1", "m2"} {
+		mustSend(t, c, "Parent", int32(i%2), body, lmqProps("%LMQ%dev1,NotLMQ,%LMQ%dev2"))
+	}
+	mustSend(t, c, "Parent", 0, "only-dev2", lmqProps("%LMQ%dev2"))
+	b.caughtUp()
+	pull := func(c *remoting.Client, topic string, offset int64, suspend time.Duration) (*remoting.Command, []commitlog.Message) {
+		t.Helper()
+		flag := 0
+		if suspend > 0 {
+			flag = pullSuspend
+		}
+		r := call(t, c, remoting.PullMessage, pullReq("%LMQ%g1", topic, 0, offset, flag, suspend, "*"), nil)
+		if r.Code != remoting.Success {
+			return r, nil
+		}
+		return r, decodeRecords(t, r.Body)
+	}
+	bodies := func(ms []commitlog.Message) string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, string(m.Body))
+		}
+		return strings.Join(out, " ")
+	}
+	r, ms := pull(c, "%LMQ%dev1", 0, 0)
+	if got := bodies(ms); r.Code != remoting.Success || got != "m0 m1 m2" {
+		t.Fatalf("pull of %%LMQ%%dev1: %d %q, want m0 m1 m2", r.Code, got)
+	}
+	for i, m := range ms {
+		if v, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyMultiQueueOffset); v != fmt.Sprintf("%d,,%d", i, i) {
+			t.Errorf("record %d: %s = %q", i, commitlog.PropertyMultiQueueOffset, v)
+		}
+	}
+	if _, ms := pull(c, "%LMQ%dev2", 0, 0); bodies(ms) != "m0 m1 m2 only-dev2" {
+		t.Fatalf("pull of %%LMQ%%dev2: %q", bodies(ms))
+	}
+	if r, _ := pull(c, "NotLMQ", 0, 0); r.Code != remoting.TopicNotExist {
+		t.Errorf("pull of a name that is no light message queue: %d %s", r.Code, r.Remark)
+	}
+	// The light message queue's group commits and reads its offset, with
+	// no config of its own; creating one (or the queue's topic) is
+	// answered and dropped.
+	if r := call(t, c, remoting.UpdateConsumerOffset, map[string]string{
+		"consumerGroup": "%LMQ%g1", "topic": "%LMQ%dev1", "queueId": "0", "commitOffset": "2"}, nil); r.Code != remoting.Success {
+		t.Fatalf("commit of %%LMQ%%g1: %d %s", r.Code, r.Remark)
+	}
+	if r := call(t, c, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"%LMQ%g1","retryMaxTimes":3}`)); r.Code != remoting.Success {
+		t.Fatalf("create %%LMQ%%g1: %d %s", r.Code, r.Remark)
+	}
+	createTopic(t, c, "%LMQ%dev1", 8, 8)
+	if off := committedOffset(t, c, "%LMQ%g1", "%LMQ%dev1", 0); off != 2 {
+		t.Fatalf("committed offset of %%LMQ%%g1 on %%LMQ%%dev1: %d", off)
+	}
+	if r := call(t, c, remoting.GetMaxOffset, map[string]string{"topic": "%LMQ%dev2", "queueId": "0"}, nil); r.Code != remoting.Success || r.ExtFields["offset"] != "4" {
+		t.Errorf("max offset of %%LMQ%%dev2: %d %v", r.Code, r.ExtFields)
+	}
+	// A held pull of a light message queue is woken by the dispatch.
+	done := make(chan string, 1)
+	go func() {
+		c2 := b.client(nil)
+		_, ms := pull(c2, "%LMQ%dev1", 3, 10*time.Second)
+		done <- bodies(ms)
+	}()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	mustSend(t, c, "Parent", 1, "late", lmqProps("%LMQ%dev1"))
+	select {
+	case got := <-done:
+		if got != "late" || time.Since(start) > 5*time.Second {
+			t.Fatalf("held pull of %%LMQ%%dev1 answered %q after %v", got, time.Since(start))
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("held pull of a light message queue never woken")
+	}
+	// No config was stored for either.
+	if _, ok, _ := b.topics.table.Get("%LMQ%dev1"); ok {
+		t.Error("a topic config was stored for a light message queue")
+	}
+	if _, ok, _ := b.groups.Get("%LMQ%g1"); ok {
+		t.Error("a group config was stored for a light message queue's group")
+	}
+	// After a restart the queues and offsets are there, and numbering
+	// goes on.
+	b.stop()
+	b = startTestBrokerAt(t, store, set)
+	c = b.client(nil)
+	mustSend(t, c, "Parent", 0, "after", lmqProps("%LMQ%dev1"))
+	b.caughtUp()
+	if _, ms := pull(c, "%LMQ%dev1", 0, 0); bodies(ms) != "m0 m1 m2 late after" {
+		t.Fatalf("pull of %%LMQ%%dev1 after a restart: %q", bodies(ms))
+	}
+	if off := committedOffset(t, c, "%LMQ%g1", "%LMQ%dev1", 0); off != 2 {
+		t.Fatalf("committed offset after a restart: %d", off)
+	}
+}
+
+// Without enableLmq the property is stored as sent and nothing else
+// happens: the light message queue does not exist.
+func TestLightMessageQueuesOff(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enableMultiDispatch": "true"})
+	c := b.client(nil)
+	mustSend(t, c, "Parent", 0, "m0", lmqProps("%LMQ%dev1"))
+	b.caughtUp()
+	r := call(t, c, remoting.PullMessage, pullReq("g", "%LMQ%dev1", 0, 0, 0, 0, "*"), nil)
+	if r.Code != remoting.TopicNotExist {
+		t.Fatalf("pull of a light message queue with enableLmq off: %d %s", r.Code, r.Remark)
+	}
+	r = call(t, c, remoting.PullMessage, pullReq("g", "Parent", 0, 0, 0, 0, "*"), nil)
+	ms := decodeRecords(t, r.Body)
+	if len(ms) != 1 {
+		t.Fatalf("pull of Parent: %d %d records", r.Code, len(ms))
+	}
+	if _, ok := commitlog.LookupProperty(ms[0].Properties, commitlog.PropertyMultiQueueOffset); ok {
+		t.Errorf("offsets written with enableLmq off: %q", ms[0].Properties)
+	}
+}
