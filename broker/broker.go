@@ -363,7 +363,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 		return fmt.Errorf("open index: %w", err)
 	}
 	b.db = db
-	firstOpen, err := importRocketMQConfig(db, root, b.component("import"))
+	firstOpen, err := importRocketMQConfig(db, root, b.cfg.EnableLMQ, b.component("import"))
 	if err != nil {
 		return err
 	}

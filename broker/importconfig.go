@@ -27,14 +27,17 @@ import (
 // open (seedQueueStarts) and then records it (MarkRocketMQConfigImported):
 // it runs once; a crash before that record repeats it harmlessly. A store
 // without config files is recorded the same way.
-func importRocketMQConfig(db *kvindex.DB, root string, log zerolog.Logger) (pending bool, err error) {
+//
+// With lmq (enableLmq) the consumer offsets are read as a RocketMQ broker
+// with enableLmq reads them (rmqconfig.ReadOptions.LMQ).
+func importRocketMQConfig(db *kvindex.DB, root string, lmq bool, log zerolog.Logger) (pending bool, err error) {
 	if _, done, err := db.RocketMQConfigImported(); err != nil || done {
 		return false, err
 	}
 	if err := rmqconfig.CheckPopState(root); err != nil {
 		return false, fmt.Errorf("import the RocketMQ store %s: %w", root, err)
 	}
-	c, err := rmqconfig.Read(root)
+	c, err := rmqconfig.ReadWith(root, rmqconfig.ReadOptions{LMQ: lmq})
 	if err != nil {
 		return false, fmt.Errorf("import the RocketMQ config of %s: %w", root, err)
 	}

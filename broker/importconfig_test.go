@@ -268,6 +268,22 @@ func TestOpenRocketMQStoreWarnsWhatIsNotCarried(t *testing.T) {
 	}
 }
 
+// With enableLmq a RocketMQ store's lmqConsumerOffset.json is where the
+// offsets come from, light message queues' among them, as RocketMQ with
+// enableLmq loads them.
+func TestOpenRocketMQStoreWithLMQOffsets(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	writeRocketMQConfig(t, store, "lmqConsumerOffset.json", `{"offsetTable":{"TopicA@GroupA":{0:2}},"lmqOffsetTable":{"%LMQ%x@%LMQ%g":4}}`)
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "enableLmq": "true"})
+	c := b.client(nil)
+	if got := committedOffset(t, c, "%LMQ%g", "%LMQ%x", 0); got != 4 {
+		t.Errorf("light message queue offset after the import: %d, want 4", got)
+	}
+	if got := committedOffset(t, c, "GroupA", "TopicA", 0); got != 2 {
+		t.Errorf("GroupA on TopicA/0: %d, want lmqConsumerOffset.json's 2", got)
+	}
+}
+
 // A RocketMQ store whose retention deleted every CommitLog segment that
 // held some queues' records (TopicB's, the delay level's): the queues keep
 // RocketMQ's offsets. Before, they were rebuilt empty and numbered new

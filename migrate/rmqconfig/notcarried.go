@@ -3,6 +3,7 @@ package rmqconfig
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/rocketkv/rocketkv/meta"
@@ -14,7 +15,8 @@ import (
 //	topicQueueMapping.json  {"dataVersion":{...},"topicQueueMappingInfoMap":{"<topic>":{TopicQueueMappingDetail}}}
 //	                        static topics: logical queues mapped onto brokers' physical ones
 //	lmqConsumerOffset.json  {"offsetTable":{...},"lmqOffsetTable":{"<key>":<offset>}}
-//	                        consumer offsets of light message queues (LMQ, used by RocketMQ MQTT)
+//	                        every consumer offset of a broker with enableLmq (light message
+//	                        queues, used by RocketMQ MQTT); carried with ReadOptions.LMQ
 
 func (c *Config) parseQueueMappings(data []byte) error {
 	topics, err := tableKeys(data, "topicQueueMappingInfoMap")
@@ -28,7 +30,10 @@ func (c *Config) parseQueueMappings(data []byte) error {
 	return nil
 }
 
-func (c *Config) parseLmqOffsets(data []byte) error {
+func (c *Config) parseLmqOffsets(data []byte, carry bool) error {
+	if carry {
+		return c.parseLmqOffsetsCarried(data)
+	}
 	n := 0
 	for _, field := range []string{"offsetTable", "lmqOffsetTable"} {
 		keys, err := tableKeys(data, field)
@@ -38,8 +43,47 @@ func (c *Config) parseLmqOffsets(data []byte) error {
 		n += len(keys)
 	}
 	if n > 0 {
-		c.NotCarried = append(c.NotCarried, fmt.Sprintf("lmqConsumerOffset.json: %d consumer offsets of light message queues (LMQ) are not carried over; rocketkv has no LMQ", n))
+		c.NotCarried = append(c.NotCarried, fmt.Sprintf("lmqConsumerOffset.json: %d consumer offsets of light message queues (LMQ) are not carried over: the RocketMQ broker ran with enableLmq, and rocketkv reads them with enableLmq=true", n))
 	}
+	return nil
+}
+
+// parseLmqOffsetsCarried reads lmqConsumerOffset.json as a RocketMQ broker
+// with enableLmq loads it: its offsets replace consumerOffset.json's.
+func (c *Config) parseLmqOffsetsCarried(data []byte) error {
+	var offsets []Offset
+	err := eachQueueValue(data, "offsetTable", "offsets", func(topic, group string, qid int32, value []byte) error {
+		off, err := strconv.ParseInt(string(value), 10, 64)
+		if err != nil {
+			return fmt.Errorf("offset %s: %w", value, err)
+		}
+		offsets = append(offsets, Offset{Group: group, Topic: topic, QueueID: qid, Offset: off})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	lmq, err := tableMembers(data, "lmqOffsetTable")
+	if err != nil {
+		return err
+	}
+	for _, m := range lmq {
+		key := unquote(m.Key)
+		topic, group, ok := cutLast(key, "@")
+		if !ok || topic == "" || group == "" {
+			return fmt.Errorf("light message queue offset key %q is not <topic>@<group>", key)
+		}
+		if string(m.Value) == "null" {
+			continue
+		}
+		off, err := strconv.ParseInt(string(m.Value), 10, 64)
+		if err != nil {
+			return fmt.Errorf("light message queue offset of %s: %s: %w", key, m.Value, err)
+		}
+		offsets = append(offsets, Offset{Group: group, Topic: topic, QueueID: 0, Offset: off})
+	}
+	sortByQueue(offsets, func(o *Offset) (string, string, int32) { return o.Group, o.Topic, o.QueueID })
+	c.Offsets = offsets
 	return nil
 }
 

@@ -96,8 +96,22 @@ func (c Config) Empty() bool { return len(c.Files) == 0 }
 // does not read.
 var ErrRocksDBConfig = errors.New("the RocketMQ store keeps its config in RocksDB")
 
+// ReadOptions are what ReadWith reads differently from Read.
+type ReadOptions struct {
+	// LMQ reads the consumer offsets as a RocketMQ broker with enableLmq
+	// loads them: from lmqConsumerOffset.json when it exists (both its
+	// tables: offsetTable as consumerOffset.json's, and lmqOffsetTable,
+	// one offset per "<topic>@<group>" of a light message queue, queue
+	// 0), in place of consumerOffset.json's. Without it that file is only
+	// reported (NotCarried).
+	LMQ bool
+}
+
 // Read reads the config files under root/config.
-func Read(root string) (Config, error) {
+func Read(root string) (Config, error) { return ReadWith(root, ReadOptions{}) }
+
+// ReadWith reads the config files under root/config with o.
+func ReadWith(root string, o ReadOptions) (Config, error) {
 	var c Config
 	dir := filepath.Join(root, "config")
 	// A broker with storeType=defaultRocksDB keeps these tables in RocksDB
@@ -124,7 +138,7 @@ func Read(root string) (Config, error) {
 		{"messageRequestMode.json", c.parseRequestModes, false},
 		{"consumerOrderInfo.json", c.parseOrderInfos, false},
 		{"topicQueueMapping.json", c.parseQueueMappings, true},
-		{"lmqConsumerOffset.json", c.parseLmqOffsets, true},
+		{"lmqConsumerOffset.json", func(data []byte) error { return c.parseLmqOffsets(data, o.LMQ) }, !o.LMQ},
 	}
 	for _, s := range steps {
 		file, err := readWithBackup(filepath.Join(dir, s.name), s.parse)

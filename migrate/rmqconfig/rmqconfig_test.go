@@ -184,7 +184,8 @@ func FuzzParse(f *testing.F) {
 		_ = c.parseRequestModes(data)
 		_ = c.parseOrderInfos(data)
 		_ = c.parseQueueMappings(data)
-		_ = c.parseLmqOffsets(data)
+		_ = c.parseLmqOffsets(data, false)
+		_ = c.parseLmqOffsets(data, true)
 	})
 }
 
@@ -308,7 +309,7 @@ func TestReadReportsWhatIsNotCarried(t *testing.T) {
 	}
 	want := []string{
 		"topicQueueMapping.json: the logical queues of 2 static topics (StaticA, StaticB) are not carried over; rocketkv serves their physical queues",
-		"lmqConsumerOffset.json: 3 consumer offsets of light message queues (LMQ) are not carried over; rocketkv has no LMQ",
+		"lmqConsumerOffset.json: 3 consumer offsets of light message queues (LMQ) are not carried over: the RocketMQ broker ran with enableLmq, and rocketkv reads them with enableLmq=true",
 		"topics.json: 1 BatchCQ topics (Batched): rocketkv has no batch ConsumeQueue and indexes each batch record as one message at its first offset, so consumers cannot read these topics as RocketMQ numbered them; drain them before the move",
 		"topics.json: 1 compacted topics (cleanup.policy=COMPACTION: Compacted): rocketkv does not compact; retention deletes their messages by age like any topic's",
 	}
@@ -325,5 +326,47 @@ func TestReadReportsWhatIsNotCarried(t *testing.T) {
 	}
 	if len(c.NotCarried) != 1 || !strings.HasPrefix(c.NotCarried[0], "topicQueueMapping.json: unreadable") {
 		t.Fatalf("not carried %q", c.NotCarried)
+	}
+}
+
+// With ReadOptions.LMQ the offsets come from lmqConsumerOffset.json, as a
+// RocketMQ broker with enableLmq loads them: both its tables, in place of
+// consumerOffset.json's; without that file, consumerOffset.json's stay.
+func TestReadLMQOffsets(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "config")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("consumerOffset.json", `{"offsetTable":{"T@g":{0:1}}}`)
+	c, err := ReadWith(root, ReadOptions{LMQ: true})
+	if err != nil || !reflect.DeepEqual(c.Offsets, []Offset{{Group: "g", Topic: "T", QueueID: 0, Offset: 1}}) {
+		t.Fatalf("without lmqConsumerOffset.json: %+v %v", c.Offsets, err)
+	}
+	write("lmqConsumerOffset.json", `{"offsetTable":{"T@g":{0:7,1:8}},"lmqOffsetTable":{"%LMQ%dev1@%LMQ%g1":4,"%LMQ%dev2@%LMQ%g1":5,"%LMQ%x@g":null},"dataVersion":{"counter":3}}`)
+	c, err = ReadWith(root, ReadOptions{LMQ: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Offset{
+		{Group: "%LMQ%g1", Topic: "%LMQ%dev1", QueueID: 0, Offset: 4},
+		{Group: "%LMQ%g1", Topic: "%LMQ%dev2", QueueID: 0, Offset: 5},
+		{Group: "g", Topic: "T", QueueID: 0, Offset: 7},
+		{Group: "g", Topic: "T", QueueID: 1, Offset: 8},
+	}
+	if !reflect.DeepEqual(c.Offsets, want) || len(c.NotCarried) != 0 {
+		t.Fatalf("offsets %+v (not carried %q), want %+v", c.Offsets, c.NotCarried, want)
+	}
+	// With LMQ an unreadable file is an error, not a note.
+	for _, bad := range []string{`{"lmqOffsetTable":{"nokey":1}}`, `{"lmqOffsetTable":{"%LMQ%a@g":"x"}}`, `{"lmqOffsetTable":`} {
+		write("lmqConsumerOffset.json", bad)
+		if _, err := ReadWith(root, ReadOptions{LMQ: true}); err == nil {
+			t.Errorf("lmqConsumerOffset.json %s read without an error", bad)
+		}
 	}
 }
