@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/popclient"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -142,4 +143,50 @@ func TestLightMessageQueuesOff(t *testing.T) {
 	if _, ok := commitlog.LookupProperty(ms[0].Properties, commitlog.PropertyMultiQueueOffset); ok {
 		t.Errorf("offsets written with enableLmq off: %q", ms[0].Properties)
 	}
+}
+
+// POP from a light message queue: the broker pops the queue's entries and
+// acks them at their offsets in it (which the client reads from
+// INNER_MULTI_QUEUE_OFFSET, as the Java client does), not at the parent
+// topic's.
+func TestPopLightMessageQueue(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enableLmq": "true", "enableMultiDispatch": "true"})
+	c := b.client(nil)
+	// Parent/0 offsets 0..3; %LMQ%p1 gets the last two at 0 and 1.
+	mustSend(t, c, "Parent", 0, "x0", "")
+	mustSend(t, c, "Parent", 0, "x1", lmqProps("%LMQ%other"))
+	mustSend(t, c, "Parent", 0, "m0", lmqProps("%LMQ%other,%LMQ%p1"))
+	mustSend(t, c, "Parent", 0, "m1", lmqProps("%LMQ%p1"))
+	b.caughtUp()
+	pc, _ := popClient(b)
+	req := popclient.PopRequest{Group: "%LMQ%pg", Topic: "%LMQ%p1", QueueID: -1, MaxMsgNums: 8, InvisibleTime: time.Second}
+	res := mustPop(t, pc, req)
+	if res.Code != remoting.Success || bodiesOf(res.Messages) != "m0 m1" {
+		t.Fatalf("pop of %%LMQ%%p1: %d %q", res.Code, bodiesOf(res.Messages))
+	}
+	for i, m := range res.Messages {
+		if m.Handle.QueueID != 0 || m.Handle.QueueOffset != int64(i) {
+			t.Fatalf("handle of %s: queue %d offset %d, want 0 and %d", m.Body, m.Handle.QueueID, m.Handle.QueueOffset, i)
+		}
+		if code, err := pc.Ack(ctx20(t), "%LMQ%pg", m); err != nil || code != remoting.Success {
+			t.Fatalf("ack of %s: %d %v", m.Body, code, err)
+		}
+	}
+	if off := committedOffset(t, c, "%LMQ%pg", "%LMQ%p1", 0); off != 2 {
+		t.Fatalf("committed offset after the acks: %d, want 2", off)
+	}
+	// Acked: nothing comes back after the invisible time.
+	time.Sleep(1500 * time.Millisecond)
+	req.PollTime = 200 * time.Millisecond
+	if res := mustPop(t, pc, req); len(res.Messages) != 0 {
+		t.Fatalf("acked messages popped again: %q", bodiesOf(res.Messages))
+	}
+}
+
+func bodiesOf(ms []popclient.Message) string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, string(m.Body))
+	}
+	return strings.Join(out, " ")
 }

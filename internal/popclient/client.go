@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -151,13 +152,22 @@ func (c *Client) decodePop(resp *remoting.Command, topic, group string) (PopResu
 			}
 		} else {
 			flag := pop.RetryFlagOf(m.Topic)
-			pm.Handle = pop.Handle{CKOffset: info.start(flag, m.QueueID), PopTime: res.PopTime, InvisibleTime: res.InvisibleTime,
-				ReviveQID: res.ReviveQID, RetryFlag: flag, BrokerName: c.BrokerName, QueueID: m.QueueID, QueueOffset: m.QueueOffset}
+			qid, qoff := m.QueueID, m.QueueOffset
+			if meta.IsLMQ(topic) && flag == pop.FlagNormal {
+				// A light message queue's message is its parent topic's
+				// record: its place in the queue is in its properties, as
+				// the Java client reads it.
+				if qid, qoff, err = lmqPosition(&m, topic); err != nil {
+					return res, err
+				}
+			}
+			pm.Handle = pop.Handle{CKOffset: info.start(flag, qid), PopTime: res.PopTime, InvisibleTime: res.InvisibleTime,
+				ReviveQID: res.ReviveQID, RetryFlag: flag, BrokerName: c.BrokerName, QueueID: qid, QueueOffset: qoff}
 		}
 		if pm.RealTopic, err = topics.of(pm.Handle.RetryFlag); err != nil {
 			return res, err
 		}
-		pm.OrderCount = info.orderCount(pm.Handle.RetryFlag, m.QueueID, m.QueueOffset)
+		pm.OrderCount = info.orderCount(pm.Handle.RetryFlag, pm.Handle.QueueID, pm.Handle.QueueOffset)
 		if !info.listed(pm.Handle.RetryFlag, pm.Handle.QueueID) {
 			return res, fmt.Errorf("message %s/%d@%d missing from msgOffsetInfo", m.Topic, m.QueueID, m.QueueOffset)
 		}
@@ -167,6 +177,25 @@ func (c *Client) decodePop(resp *remoting.Command, topic, group string) (PopResu
 		res.Messages = append(res.Messages, pm)
 	}
 	return res, nil
+}
+
+// lmqPosition returns the queue id (0) and offset of a record popped from
+// the light message queue lmq: the offset its INNER_MULTI_QUEUE_OFFSET
+// gives at lmq's place in its INNER_MULTI_DISPATCH.
+func lmqPosition(m *commitlog.Message, lmq string) (int32, int64, error) {
+	names, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyMultiDispatch)
+	offsets, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyMultiQueueOffset)
+	ns, offs := strings.Split(names, commitlog.MultiDispatchSeparator), strings.Split(offsets, commitlog.MultiDispatchSeparator)
+	for i, name := range ns {
+		if name == lmq && i < len(offs) {
+			off, err := strconv.ParseInt(offs[i], 10, 64)
+			if err != nil {
+				return 0, 0, fmt.Errorf("message %s/%d@%d popped from %s: offset %q: %w", m.Topic, m.QueueID, m.QueueOffset, lmq, offs[i], err)
+			}
+			return 0, off, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("message %s/%d@%d popped from %s does not name it in %s", m.Topic, m.QueueID, m.QueueOffset, lmq, commitlog.PropertyMultiDispatch)
 }
 
 // popCKPair is how a POP_CK pair starts inside a properties string.
