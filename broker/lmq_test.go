@@ -64,6 +64,14 @@ func TestLightMessageQueues(t *testing.T) {
 	if _, ms := pull(c, "%LMQ%dev2", 0, 0); bodies(ms) != "m0 m1 m2 only-dev2" {
 		t.Fatalf("pull of %%LMQ%%dev2: %q", bodies(ms))
 	}
+	// A light message queue's name becomes an index key and, in
+	// double-write, a directory: one that is no valid topic name is
+	// refused.
+	for _, bad := range []string{"%LMQ%a/../../x", "%LMQ%" + strings.Repeat("x", 123)} {
+		if r := sendV2(t, c, "Parent", 0, "bad", lmqProps("%LMQ%dev1,"+bad)); r.Code != remoting.MessageIllegal || !strings.Contains(r.Remark, "light message queue") {
+			t.Errorf("send naming light message queue %q: %d %s", bad, r.Code, r.Remark)
+		}
+	}
 	if r, _ := pull(c, "NotLMQ", 0, 0); r.Code != remoting.TopicNotExist {
 		t.Errorf("pull of a name that is no light message queue: %d %s", r.Code, r.Remark)
 	}

@@ -73,6 +73,11 @@ func (b *Broker) acquireLMQs(m *commitlog.Message) ([]string, error) {
 			lmqs[i] = ""
 			continue
 		}
+		if !meta.ValidLMQ(name) {
+			b.releaseLMQs(lmqs[:i])
+			return nil, fmt.Errorf("%w: light message queue %q in %s: at most 127 of the characters ^[%%|a-zA-Z0-9_-]+$",
+				commitlog.ErrInvalidAppend, name, commitlog.PropertyMultiDispatch)
+		}
 		if err := b.qoffsets.Acquire(name, 0); err != nil {
 			b.releaseLMQs(lmqs[:i])
 			return nil, err

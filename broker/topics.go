@@ -26,15 +26,7 @@ var notSendable = map[string]bool{
 
 // validTopicChars reports whether topic matches RocketMQ's
 // ^[%|a-zA-Z0-9_-]+$ (a loop: this runs on every send).
-func validTopicChars(topic string) bool {
-	for i := 0; i < len(topic); i++ {
-		c := topic[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '%' || c == '|' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return topic != ""
-}
+func validTopicChars(topic string) bool { return meta.ValidTopicChars(topic) }
 
 // validateTopicName applies RocketMQ's topic rules: the allowed characters,
 // at most 127 bytes (255 for %RETRY% and %DLQ% topics). It returns the

@@ -870,8 +870,8 @@ func (d *Dispatcher) entryOf(m *commitlog.Message, e commitlog.Entry) (cq.Dispat
 // entriesOf appends to out the ConsumeQueue entries of the record e
 // decoded as m: its own (entryOf) and, under MultiDispatch, one in each
 // light message queue its properties name, at the offset they give.
-// Names that are not a light message queue's, and offsets that are
-// missing or not a number, are skipped.
+// Names that are not a valid light message queue's (meta.ValidLMQ), and
+// offsets that are missing or not a number, are skipped.
 func (d *Dispatcher) entriesOf(out []cq.Dispatch, m *commitlog.Message, e commitlog.Entry) []cq.Dispatch {
 	ent, ok := d.entryOf(m, e)
 	if !ok {
@@ -894,7 +894,7 @@ func (d *Dispatcher) entriesOf(out []cq.Dispatch, m *commitlog.Message, e commit
 		name, names, _ = strings.Cut(names, commitlog.MultiDispatchSeparator)
 		offset, offsets, _ = strings.Cut(offsets, commitlog.MultiDispatchSeparator)
 		off, err := strconv.ParseInt(offset, 10, 64)
-		if !meta.IsLMQ(name) || err != nil || off < 0 {
+		if !meta.ValidLMQ(name) || err != nil || off < 0 {
 			continue
 		}
 		lmq := ent

@@ -38,6 +38,9 @@ func TestDispatchMultiDispatch(t *testing.T) {
 	// A retry topic's record carries the properties but is not dispatched
 	// to them; nor is a name that is not a light message queue's.
 	put("%RETRY%g", props+commitlog.PropertyMultiQueueOffset+"\x010,0,0\x02", nil)
+	// A record naming a queue that is no valid topic name (written by
+	// another broker) is not dispatched to it.
+	put("Parent2", commitlog.PropertyMultiDispatch+"\x01%LMQ%a/../x\x02"+commitlog.PropertyMultiQueueOffset+"\x010\x02", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.disp.CatchUp(ctx); err != nil {
@@ -56,7 +59,7 @@ func TestDispatchMultiDispatch(t *testing.T) {
 				}
 			}
 		}
-		for _, q := range []string{"NotLMQ", ""} {
+		for _, q := range []string{"NotLMQ", "", "%LMQ%a/../x"} {
 			if hi, err := store.MaxOffset(q, 0); err != nil || hi != 0 {
 				t.Errorf("%s: queue %q got entries (max %d, %v)", layout, q, hi, err)
 			}

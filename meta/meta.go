@@ -97,6 +97,26 @@ const LMQPrefix = "%LMQ%"
 // IsLMQ reports whether a topic or group name is a light message queue's.
 func IsLMQ(name string) bool { return strings.HasPrefix(name, LMQPrefix) }
 
+// ValidLMQ reports whether name is a light message queue's and a valid
+// topic name (RocketMQ's characters, at most 127 bytes): the names a
+// message may be dispatched to, which become ConsumeQueue keys and file
+// ConsumeQueue directories.
+func ValidLMQ(name string) bool {
+	return IsLMQ(name) && len(name) <= 127 && ValidTopicChars(name)
+}
+
+// ValidTopicChars reports whether topic is not empty and made of the
+// characters RocketMQ allows in topic names (^[%|a-zA-Z0-9_-]+$).
+func ValidTopicChars(topic string) bool {
+	for i := 0; i < len(topic); i++ {
+		c := topic[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '%' || c == '|' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return topic != ""
+}
+
 // TopicAllowsLMQ reports whether messages of topic are dispatched to the
 // light message queues they name: not those of retry topics, system
 // topics or SCHEDULE_TOPIC_XXXX (RocketMQ's MixAll.topicAllowsLMQ).
