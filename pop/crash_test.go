@@ -221,11 +221,43 @@ func TestPopSurvivesSIGKILL(t *testing.T) {
 }
 
 func popSurvivesSIGKILL(t *testing.T) {
-	dir := t.TempDir()
-	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
 	l := &ledger{deliveries: map[string][]*delivery{}}
-	const brokerName = "broker-a"
+	runCrashLoad(t, crashLoad{
+		seed: 7, topic: crashTopic, queues: 4, messages: crashMessages,
+		body: func(i int) string { return fmt.Sprintf("id-%d", i) },
+		consume: func(stop context.Context, addr string, rng *rand.Rand, ackAll bool) {
+			consume(stop, addr, crashBrokerName, l, rng, ackAll)
+		},
+		// Revive re-delivers what expired while the broker was down once
+		// its deadline passed.
+		drained: func() bool { return allAcked(l) }, drainFor: 40 * time.Second,
+		verify: func(t *testing.T) { verifyLedger(t, l) },
+	})
+}
 
+// crashBrokerName is the child brokers' name.
+const crashBrokerName = "broker-a"
+
+// crashLoad is one SIGKILL crash test of POP consumers.
+type crashLoad struct {
+	seed     uint64
+	topic    string
+	queues   int
+	messages int
+	body     func(i int) string // message i's body, sent to queue i % queues
+	consume  func(stop context.Context, addr string, rng *rand.Rand, ackAll bool)
+	drained  func() bool
+	drainFor time.Duration
+	verify   func(t *testing.T)
+}
+
+// runCrashLoad sends load's messages to a child broker, kills it six
+// times at random moments under three consumers, then runs one consumer
+// acking everything until drained (or drainFor passed), verifies, and
+// dumps the index's POP state when the test failed.
+func runCrashLoad(t *testing.T, load crashLoad) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(load.seed, uint64(time.Now().UnixNano())))
 	c := startBrokerChild(t, dir)
 	func() {
 		rc, err := remoting.Dial(context.Background(), c.addr, remoting.ClientOptions{})
@@ -233,12 +265,12 @@ func popSurvivesSIGKILL(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer rc.Close()
-		for i := 0; i < crashMessages; i++ {
+		for i := 0; i < load.messages; i++ {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			resp, err := rc.Invoke(ctx, remoting.NewRequest(remoting.SendMessageV2, map[string]string{
-				"a": "pg", "b": crashTopic, "c": "TBW102", "d": "4", "e": strconv.Itoa(i % 4), "f": "0",
+				"a": "pg", "b": load.topic, "c": "TBW102", "d": strconv.Itoa(load.queues), "e": strconv.Itoa(i % load.queues), "f": "0",
 				"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": "",
-			}, []byte(fmt.Sprintf("id-%d", i))))
+			}, []byte(load.body(i))))
 			cancel()
 			if err != nil || resp.Code != remoting.Success {
 				t.Fatalf("send %d: %v %v", i, err, resp)
@@ -257,7 +289,7 @@ func popSurvivesSIGKILL(t *testing.T) {
 			seed := rng.Uint64()
 			go func() {
 				defer wg.Done()
-				consume(ctx, c.addr, brokerName, l, rand.New(rand.NewPCG(seed, 1)), false)
+				load.consume(ctx, c.addr, rand.New(rand.NewPCG(seed, 1)), false)
 			}()
 		}
 		time.Sleep(time.Duration(300+rng.IntN(500)) * time.Millisecond)
@@ -265,17 +297,15 @@ func popSurvivesSIGKILL(t *testing.T) {
 		cancel()
 		wg.Wait()
 	}
-	// Drain: ack everything, including what expired while the broker was
-	// down (revive re-delivers it once its deadline passed).
 	c = startBrokerChild(t, dir)
 	defer c.kill()
-	deadline := time.Now().Add(40 * time.Second)
-	for !allAcked(l) && time.Now().Before(deadline) {
+	deadline := time.Now().Add(load.drainFor)
+	for !load.drained() && time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		consume(ctx, c.addr, brokerName, l, rng, true)
+		load.consume(ctx, c.addr, rng, true)
 		cancel()
 	}
-	verifyLedger(t, l)
+	load.verify(t)
 	if t.Failed() {
 		_ = c.cmd.Process.Signal(syscall.SIGTERM)
 		_ = c.cmd.Wait()

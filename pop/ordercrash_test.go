@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -162,65 +160,17 @@ func TestOrderlyPopSurvivesSIGKILL(t *testing.T) {
 }
 
 func orderlyPopSurvivesSIGKILL(t *testing.T) {
-	dir := t.TempDir()
-	rng := rand.New(rand.NewPCG(11, uint64(time.Now().UnixNano())))
 	l := &orderLedger{}
-	const brokerName = "broker-a"
-
-	c := startBrokerChild(t, dir)
-	func() {
-		rc, err := remoting.Dial(context.Background(), c.addr, remoting.ClientOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rc.Close()
-		for i := 0; i < orderQueues*orderPerQueue; i++ {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			resp, err := rc.Invoke(ctx, remoting.NewRequest(remoting.SendMessageV2, map[string]string{
-				"a": "pg", "b": orderTopic, "c": "TBW102", "d": strconv.Itoa(orderQueues), "e": strconv.Itoa(i % orderQueues), "f": "0",
-				"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": "",
-			}, []byte(fmt.Sprintf("q%d-%d", i%orderQueues, i/orderQueues))))
-			cancel()
-			if err != nil || resp.Code != remoting.Success {
-				t.Fatalf("send %d: %v %v", i, err, resp)
-			}
-		}
-	}()
-	const kills = 6
-	for k := 0; k < kills; k++ {
-		if k > 0 {
-			c = startBrokerChild(t, dir)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		for w := 0; w < 3; w++ {
-			wg.Add(1)
-			seed := rng.Uint64()
-			go func() {
-				defer wg.Done()
-				consumeOrderly(ctx, c.addr, brokerName, l, rand.New(rand.NewPCG(seed, 1)), false)
-			}()
-		}
-		time.Sleep(time.Duration(300+rng.IntN(500)) * time.Millisecond)
-		c.kill()
-		cancel()
-		wg.Wait()
-	}
-	// Drain: ack everything; batches left unacked come back once expired.
-	c = startBrokerChild(t, dir)
-	defer c.kill()
-	deadline := time.Now().Add(60 * time.Second)
-	for !allOrderAcked(l) && time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		consumeOrderly(ctx, c.addr, brokerName, l, rng, true)
-		cancel()
-	}
-	verifyOrderLedger(t, l)
-	if t.Failed() {
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		_ = c.cmd.Wait()
-		dumpPopState(t, dir)
-	}
+	runCrashLoad(t, crashLoad{
+		seed: 11, topic: orderTopic, queues: orderQueues, messages: orderQueues * orderPerQueue,
+		body: func(i int) string { return fmt.Sprintf("q%d-%d", i%orderQueues, i/orderQueues) },
+		consume: func(stop context.Context, addr string, rng *rand.Rand, ackAll bool) {
+			consumeOrderly(stop, addr, crashBrokerName, l, rng, ackAll)
+		},
+		// Batches left unacked come back once expired.
+		drained: func() bool { return allOrderAcked(l) }, drainFor: 60 * time.Second,
+		verify: func(t *testing.T) { verifyOrderLedger(t, l) },
+	})
 }
 
 // byOffset groups a ledger's deliveries by queue and offset.
