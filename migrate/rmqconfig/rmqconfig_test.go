@@ -288,16 +288,7 @@ func TestCheckPopState(t *testing.T) {
 // The files of features rocketkv lacks are reported on, not imported and
 // not fatal: static topics, LMQ offsets, and an unreadable one of them.
 func TestReadReportsWhatIsNotCarried(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "config")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, body string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	root, write := configDir(t)
 	write("topicQueueMapping.json", `{"dataVersion":{"counter":1,"timestamp":1},"topicQueueMappingInfoMap":{"StaticB":{"bname":"b"},"StaticA":{"bname":"b"}}}`)
 	write("lmqConsumerOffset.json", `{"offsetTable":{"%LMQ%x@g":{0:3}},"lmqOffsetTable":{"%LMQ%y@g":4,"%LMQ%z@g":5}}`)
 	write("topics.json", `{"topicConfigTable":{"Plain":{"topicName":"Plain","attributes":{"message.type":"FIFO"}},
@@ -333,16 +324,7 @@ func TestReadReportsWhatIsNotCarried(t *testing.T) {
 // RocketMQ broker with enableLmq loads them: both its tables, in place of
 // consumerOffset.json's; without that file, consumerOffset.json's stay.
 func TestReadLMQOffsets(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "config")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, body string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	root, write := configDir(t)
 	write("consumerOffset.json", `{"offsetTable":{"T@g":{0:1}}}`)
 	c, err := ReadWith(root, ReadOptions{LMQ: true})
 	if err != nil || !reflect.DeepEqual(c.Offsets, []Offset{{Group: "g", Topic: "T", QueueID: 0, Offset: 1}}) {
@@ -367,6 +349,23 @@ func TestReadLMQOffsets(t *testing.T) {
 		write("lmqConsumerOffset.json", bad)
 		if _, err := ReadWith(root, ReadOptions{LMQ: true}); err == nil {
 			t.Errorf("lmqConsumerOffset.json %s read without an error", bad)
+		}
+	}
+}
+
+// configDir returns a store root with an empty config directory, and a
+// function that writes one of its files.
+func configDir(t *testing.T) (root string, write func(name, body string)) {
+	t.Helper()
+	root = t.TempDir()
+	dir := filepath.Join(root, "config")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return root, func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
