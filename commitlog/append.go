@@ -150,9 +150,9 @@ type appendScratch struct {
 //
 // Errors (nothing was appended): ErrInvalidAppend, ErrMessageTooLarge,
 // ErrPropertiesTooLarge, ErrTopicTooLong, ErrDiskFull, ErrStoreFull,
-// ErrMapFailed, ErrClosed, or ctx's error if ctx is done on entry. When the records are
-// in the log the error is nil; Status then says whether a requested flush
-// was confirmed.
+// ErrMapFailed, ErrClosed, or ctx's error if ctx is done on entry. When
+// the records are in the log the error is nil; Status then says whether a
+// requested flush was confirmed.
 func (l *Log) Append(ctx context.Context, req AppendRequest) (AppendResult, error) {
 	if err := ctx.Err(); err != nil {
 		return AppendResult{}, err
