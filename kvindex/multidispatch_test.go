@@ -7,6 +7,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/meta"
 )
 
 // With MultiDispatch a record is indexed in its own queue and in each light
@@ -82,4 +83,28 @@ func TestDispatchMultiDispatch(t *testing.T) {
 	if es, err := s.store.Get("%LMQ%b", 0, 3, 1); err != nil || len(es) != 1 || es[0].PhyOffset != phys[3] {
 		t.Fatalf("fourth entry of %%LMQ%%b after the restart: %v %v", es, err)
 	}
+}
+
+// FuzzMultiDispatchProperties: whatever a record's properties hold, the
+// dispatcher indexes it in its own queue and only in valid light message
+// queues at offsets that are not negative.
+func FuzzMultiDispatchProperties(f *testing.F) {
+	f.Add("%LMQ%a,x,%LMQ%b", "0,,7")
+	f.Add("%LMQ%a,%LMQ%a", "1,2")
+	f.Add("%LMQ%../x,%LMQ%", "-1,abc")
+	f.Add(",,,", ",,")
+	d := &Dispatcher{opts: DispatcherOptions{MultiDispatch: true}}
+	f.Fuzz(func(t *testing.T, names, offsets string) {
+		props := commitlog.RewriteProperties("", nil, [2]string{commitlog.PropertyMultiDispatch, names}, [2]string{commitlog.PropertyMultiQueueOffset, offsets})
+		m := &commitlog.Message{Topic: "Parent", QueueID: 1, QueueOffset: 5, Properties: props}
+		out := d.entriesOf(nil, m, commitlog.Entry{Offset: 100, Size: 60})
+		if len(out) == 0 || out[0].Topic != "Parent" || out[0].Entry.QueueOffset != 5 {
+			t.Fatalf("own entry missing: %+v", out)
+		}
+		for _, e := range out[1:] {
+			if !meta.ValidLMQ(e.Topic) || e.QueueID != 0 || e.Entry.QueueOffset < 0 || e.Entry.PhyOffset != 100 {
+				t.Fatalf("entry %+v from names %q offsets %q", e, names, offsets)
+			}
+		}
+	})
 }
