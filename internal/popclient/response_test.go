@@ -301,10 +301,15 @@ func FuzzDecodePop(f *testing.F) {
 	f.Add(h["reviveQid"], h["startOffsetInfo"], h["msgOffsetInfo"], h["orderCountInfo"], seed.Body)
 	f.Add("0", "0 0 3", "0 0 3;1 0 3", "", slices.Concat(record(f, testTopic, 0, 3, "POP_CK\x013 1 2 0 1 b 0 3\x02"),
 		record(f, "%RETRY%g+"+testTopic, 0, 3, "")))
+	f.Add("0", "0 0 3", "0 0 3", "", record(f, testTopic, 1, 9, "INNER_MULTI_DISPATCH\x01%LMQ%x,%LMQ%"+testTopic+"\x02INNER_MULTI_QUEUE_OFFSET\x015,3\x02"))
 	f.Fuzz(func(t *testing.T, reviveQid, startInfo, msgInfo, orderInfo string, body []byte) {
-		checkDecodePop(t, &remoting.Command{Code: remoting.Success, Body: body, ExtFields: map[string]string{
+		resp := &remoting.Command{Code: remoting.Success, Body: body, ExtFields: map[string]string{
 			"popTime": "1", "invisibleTime": "2", "reviveQid": reviveQid,
-			"startOffsetInfo": startInfo, "msgOffsetInfo": msgInfo, "orderCountInfo": orderInfo}})
+			"startOffsetInfo": startInfo, "msgOffsetInfo": msgInfo, "orderCountInfo": orderInfo}}
+		checkDecodePop(t, resp)
+		// Popped from a light message queue: the records' places come
+		// from their properties; nothing may panic.
+		_, _ = (&Client{BrokerName: testBroker}).decodePop(resp, "%LMQ%"+testTopic, testGroup)
 	})
 }
 
