@@ -66,6 +66,32 @@ func TestMain(m *testing.M) {
 // ephemeral range: a broker restarted on its port after a kill must not
 // find it taken as the local port of some client's outgoing connection
 // (CI saw "bind: address already in use" that way).
+// portClaims remembers the ports freePort handed out in this process:
+// parallel tests choose ports at random, and a port checked free by one
+// test is not bound until its process starts, so a second test could be
+// given it meanwhile (a broker once failed to bind its fast channel so).
+type portClaims struct {
+	mu    sync.Mutex
+	ports map[int]bool
+}
+
+// claim reports whether port was not handed out before, and claims it.
+func (c *portClaims) claim(port int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ports[port] {
+		return false
+	}
+	if c.ports == nil {
+		c.ports = map[int]bool{}
+	}
+	c.ports[port] = true
+	return true
+}
+
+// handedOut is the test binary's one record of the ports it gave out.
+var handedOut portClaims
+
 func freePort(t testing.TB) int {
 	t.Helper()
 	lo := 32768 // Linux's default start of ip_local_port_range
@@ -78,6 +104,9 @@ func freePort(t testing.TB) int {
 	}
 	for range 1000 {
 		port := 10000 + rand.IntN(lo-10000)
+		if !handedOut.claim(port) {
+			continue
+		}
 		l, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
 		if err != nil {
 			continue
