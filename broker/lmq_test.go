@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -188,6 +189,25 @@ func TestPopLightMessageQueue(t *testing.T) {
 	req.PollTime = 200 * time.Millisecond
 	if res := mustPop(t, pc, req); len(res.Messages) != 0 {
 		t.Fatalf("acked messages popped again: %q", bodiesOf(res.Messages))
+	}
+}
+
+// QUERY_ASSIGNMENT of a light message queue (a Java push consumer with
+// server-side rebalance, RocketMQ's LMQPushPopConsumer example) answers its
+// one queue on this broker.
+func TestQueryAssignmentLightMessageQueue(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enableLmq": "true", "enableMultiDispatch": "true"})
+	c := b.client(nil)
+	body, _ := json.Marshal(queryAssignmentBody{Topic: "%LMQ%q", ConsumerGroup: "%LMQ%g", ClientID: "c1", StrategyName: "AVG", MessageModel: modelClustering})
+	r := call(t, c, remoting.QueryAssignment, nil, body)
+	var out struct {
+		MessageQueueAssignments []queueAssignment `json:"messageQueueAssignments"`
+	}
+	if r.Code != remoting.Success || json.Unmarshal(r.Body, &out) != nil {
+		t.Fatalf("query assignment %d %s", r.Code, r.Body)
+	}
+	if a := out.MessageQueueAssignments; len(a) != 1 || a[0].MessageQueue.Topic != "%LMQ%q" || a[0].MessageQueue.QueueID != 0 || a[0].MessageQueue.BrokerName != b.cfg.BrokerName {
+		t.Fatalf("assignment of a light message queue: %+v", a)
 	}
 }
 
