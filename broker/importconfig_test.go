@@ -261,7 +261,7 @@ func TestOpenRocketMQStoreWarnsWhatIsNotCarried(t *testing.T) {
 	startTestBrokerWith(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"}, func(b *Broker) {
 		b.root = zerolog.New(logs)
 	})
-	for _, want := range []string{"1 static topics (StaticA)", "1 consumer offsets of light message queues"} {
+	for _, want := range []string{"1 static topics (StaticA)", "1 consumer offsets (of light message queues"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("no warning with %q in the broker's log:\n%s", want, logs.String())
 		}

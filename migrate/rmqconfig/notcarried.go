@@ -34,16 +34,34 @@ func (c *Config) parseLmqOffsets(data []byte, carry bool) error {
 	if carry {
 		return c.parseLmqOffsetsCarried(data)
 	}
-	n := 0
-	for _, field := range []string{"offsetTable", "lmqOffsetTable"} {
-		keys, err := tableKeys(data, field)
+	// What would be lost: the light message queues' offsets, and the
+	// others where they differ from consumerOffset.json's (a RocketMQ
+	// broker with enableLmq updates only this file; kvdump export-rocketmq
+	// writes both alike).
+	lmq, err := tableKeys(data, "lmqOffsetTable")
+	if err != nil {
+		return err
+	}
+	known := make(map[Offset]bool, len(c.Offsets))
+	for _, o := range c.Offsets {
+		known[o] = true
+	}
+	n := len(lmq)
+	err = eachQueueValue(data, "offsetTable", "offsets", func(topic, group string, qid int32, value []byte) error {
+		off, err := strconv.ParseInt(string(value), 10, 64)
 		if err != nil {
-			return err
+			return fmt.Errorf("offset %s: %w", value, err)
 		}
-		n += len(keys)
+		if !known[Offset{Group: group, Topic: topic, QueueID: qid, Offset: off}] {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if n > 0 {
-		c.NotCarried = append(c.NotCarried, fmt.Sprintf("lmqConsumerOffset.json: %d consumer offsets of light message queues (LMQ) are not carried over: the RocketMQ broker ran with enableLmq, and rocketkv reads them with enableLmq=true", n))
+		c.NotCarried = append(c.NotCarried, fmt.Sprintf("lmqConsumerOffset.json: %d consumer offsets (of light message queues, or other than consumerOffset.json's) are not carried over: the RocketMQ broker ran with enableLmq, and rocketkv reads them with enableLmq=true", n))
 	}
 	return nil
 }

@@ -300,7 +300,7 @@ func TestReadReportsWhatIsNotCarried(t *testing.T) {
 	}
 	want := []string{
 		"topicQueueMapping.json: the logical queues of 2 static topics (StaticA, StaticB) are not carried over; rocketkv serves their physical queues",
-		"lmqConsumerOffset.json: 3 consumer offsets of light message queues (LMQ) are not carried over: the RocketMQ broker ran with enableLmq, and rocketkv reads them with enableLmq=true",
+		"lmqConsumerOffset.json: 3 consumer offsets (of light message queues, or other than consumerOffset.json's) are not carried over: the RocketMQ broker ran with enableLmq, and rocketkv reads them with enableLmq=true",
 		"topics.json: 1 BatchCQ topics (Batched): rocketkv has no batch ConsumeQueue and indexes each batch record as one message at its first offset, so consumers cannot read these topics as RocketMQ numbered them; drain them before the move",
 		"topics.json: 1 compacted topics (cleanup.policy=COMPACTION: Compacted): rocketkv does not compact; retention deletes their messages by age like any topic's",
 	}

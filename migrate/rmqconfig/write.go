@@ -19,7 +19,7 @@ import (
 	"github.com/rocketkv/rocketkv/meta"
 )
 
-// The files Write writes, in the order it writes them.
+// The files Write writes.
 const (
 	TopicsFile       = "topics.json"
 	GroupsFile       = "subscriptionGroup.json"
@@ -27,15 +27,20 @@ const (
 	DelayOffsetsFile = "delayOffset.json"
 	RequestModesFile = "messageRequestMode.json"
 	OrderInfosFile   = "consumerOrderInfo.json"
+	// LmqOffsetsFile is where a RocketMQ broker with enableLmq keeps every
+	// consumer offset (and reads none from OffsetsFile).
+	LmqOffsetsFile = "lmqConsumerOffset.json"
 )
 
 // configFiles are the files Write writes, in order.
-var configFiles = []string{TopicsFile, GroupsFile, OffsetsFile, DelayOffsetsFile, RequestModesFile, OrderInfosFile}
+var configFiles = []string{TopicsFile, GroupsFile, OffsetsFile, LmqOffsetsFile, DelayOffsetsFile, RequestModesFile, OrderInfosFile}
 
 // Write writes c into dir (a store's <storePathRootDir>/config) as the
 // files Read reads, in the layout RocketMQ's ConfigManager writes them:
 // topics.json, subscriptionGroup.json, consumerOffset.json,
-// delayOffset.json, messageRequestMode.json and consumerOrderInfo.json,
+// lmqConsumerOffset.json (the same offsets, for a RocketMQ broker with
+// enableLmq), delayOffset.json, messageRequestMode.json and
+// consumerOrderInfo.json,
 // integer map keys unquoted
 // as fastjson writes them. As RocketMQ's persist does, a file's previous
 // content is kept as <file>.bak; each file is replaced atomically. The
@@ -83,6 +88,8 @@ func WriteFile(dir, name string, c Config, version meta.DataVersion) error {
 		}{version, forbidden, groups}, "", "\t")
 	case OffsetsFile:
 		body, err = EncodeOffsets(c.Offsets, version)
+	case LmqOffsetsFile:
+		body, err = EncodeLmqOffsets(c.Offsets, version)
 	case DelayOffsetsFile:
 		body, err = EncodeDelayOffsets(c.DelayOffsets, version)
 	case RequestModesFile:
@@ -181,6 +188,48 @@ func EncodeOffsets(offsets []Offset, version meta.DataVersion) ([]byte, error) {
 	b.WriteString("{\n")
 	if err := appendKeyedTable(&b, "offsetTable", byKey, func(k string) error {
 		appendIntTable(&b, byKey[k])
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	b.WriteString(",\n")
+	if err := appendVersion(&b, version); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// EncodeLmqOffsets writes lmqConsumerOffset.json as RocketMQ's
+// LmqConsumerOffsetManager encodes it: the offsets of groups that are not
+// a light message queue's in offsetTable, as EncodeOffsets writes them,
+// and those of light message queues' groups (meta.IsLMQ) in
+// lmqOffsetTable, one offset per "<topic>@<group>" (their one queue's):
+// {"offsetTable":{...},"lmqOffsetTable":{"<topic>@<group>":<offset>},"dataVersion":{...}}.
+func EncodeLmqOffsets(offsets []Offset, version meta.DataVersion) ([]byte, error) {
+	byKey := map[string]map[int64]int64{}
+	lmq := map[string]int64{}
+	for _, o := range offsets {
+		k := o.Topic + "@" + o.Group
+		if meta.IsLMQ(o.Group) {
+			lmq[k] = o.Offset
+			continue
+		}
+		if byKey[k] == nil {
+			byKey[k] = map[int64]int64{}
+		}
+		byKey[k][int64(o.QueueID)] = o.Offset
+	}
+	var b bytes.Buffer
+	b.WriteString("{\n")
+	if err := appendKeyedTable(&b, "offsetTable", byKey, func(k string) error {
+		appendIntTable(&b, byKey[k])
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	b.WriteString(",\n")
+	if err := appendKeyedTable(&b, "lmqOffsetTable", lmq, func(k string) error {
+		b.WriteString(strconv.FormatInt(lmq[k], 10))
 		return nil
 	}); err != nil {
 		return nil, err

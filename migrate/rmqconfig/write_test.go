@@ -30,6 +30,10 @@ func TestWriteReadsBackAsRocketMQWroteIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// lmqConsumerOffset.json holds the same offsets: nothing to warn of.
+	if len(back.NotCarried) != 0 {
+		t.Errorf("the written config reads back with warnings: %q", back.NotCarried)
+	}
 	for name, pair := range map[string][2]any{
 		"topics":        {orig.Topics, back.Topics},
 		"groups":        {orig.Groups, back.Groups},
@@ -71,6 +75,38 @@ func TestWriteReadsBackAsRocketMQWroteIt(t *testing.T) {
 	}
 	if bak, err := os.ReadFile(filepath.Join(dir, "consumerOffset.json.bak")); err != nil || string(bak) != string(offsets) {
 		t.Fatalf("the replaced file was not kept as its backup: %v", err)
+	}
+}
+
+// The light message queues' offsets are written to lmqConsumerOffset.json
+// as RocketMQ's LmqConsumerOffsetManager writes them, beside the others:
+// a RocketMQ broker with enableLmq (which reads only that file) finds them
+// all, and one without finds the others in consumerOffset.json.
+func TestWriteLmqOffsets(t *testing.T) {
+	offsets := []Offset{
+		{Group: "%LMQ%g", Topic: "%LMQ%q", QueueID: 0, Offset: 9},
+		{Group: "g", Topic: "T", QueueID: 0, Offset: 1},
+		{Group: "g", Topic: "T", QueueID: 1, Offset: 2},
+	}
+	root := t.TempDir()
+	dir := filepath.Join(root, "config")
+	if err := Write(dir, Config{Offsets: offsets}, meta.DataVersion{Counter: 1}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, LmqOffsetsFile))
+	if err != nil || !strings.Contains(string(data), `"lmqOffsetTable":{`+"\n\t\t"+`"%LMQ%q@%LMQ%g":9`) || !strings.Contains(string(data), `"T@g":{0:1,1:2}`) {
+		t.Fatalf("lmqConsumerOffset.json: %v\n%s", err, data)
+	}
+	withLMQ, err := ReadWith(root, ReadOptions{LMQ: true})
+	if err != nil || !reflect.DeepEqual(withLMQ.Offsets, offsets) {
+		t.Fatalf("read back with enableLmq: %+v %v", withLMQ.Offsets, err)
+	}
+	without, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(without.NotCarried) != 1 || !strings.Contains(without.NotCarried[0], "1 consumer offsets") {
+		t.Fatalf("read back without enableLmq: not carried %q", without.NotCarried)
 	}
 }
 
