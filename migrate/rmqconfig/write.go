@@ -176,20 +176,9 @@ func replaceKeepingBackup(path string, data []byte) error {
 // also the body RocketMQ answers GET_ALL_CONSUMER_OFFSET with, which a
 // slave parses with fastjson (ConsumerOffsetSerializeWrapper).
 func EncodeOffsets(offsets []Offset, version meta.DataVersion) ([]byte, error) {
-	byKey := map[string]map[int64]int64{}
-	for _, o := range offsets {
-		k := o.Topic + "@" + o.Group
-		if byKey[k] == nil {
-			byKey[k] = map[int64]int64{}
-		}
-		byKey[k][int64(o.QueueID)] = o.Offset
-	}
 	var b bytes.Buffer
 	b.WriteString("{\n")
-	if err := appendKeyedTable(&b, "offsetTable", byKey, func(k string) error {
-		appendIntTable(&b, byKey[k])
-		return nil
-	}); err != nil {
+	if err := appendOffsetTable(&b, offsets); err != nil {
 		return nil, err
 	}
 	b.WriteString(",\n")
@@ -206,25 +195,18 @@ func EncodeOffsets(offsets []Offset, version meta.DataVersion) ([]byte, error) {
 // lmqOffsetTable, one offset per "<topic>@<group>" (their one queue's):
 // {"offsetTable":{...},"lmqOffsetTable":{"<topic>@<group>":<offset>},"dataVersion":{...}}.
 func EncodeLmqOffsets(offsets []Offset, version meta.DataVersion) ([]byte, error) {
-	byKey := map[string]map[int64]int64{}
+	var others []Offset
 	lmq := map[string]int64{}
 	for _, o := range offsets {
-		k := o.Topic + "@" + o.Group
 		if meta.IsLMQ(o.Group) {
-			lmq[k] = o.Offset
-			continue
+			lmq[o.Topic+"@"+o.Group] = o.Offset
+		} else {
+			others = append(others, o)
 		}
-		if byKey[k] == nil {
-			byKey[k] = map[int64]int64{}
-		}
-		byKey[k][int64(o.QueueID)] = o.Offset
 	}
 	var b bytes.Buffer
 	b.WriteString("{\n")
-	if err := appendKeyedTable(&b, "offsetTable", byKey, func(k string) error {
-		appendIntTable(&b, byKey[k])
-		return nil
-	}); err != nil {
+	if err := appendOffsetTable(&b, others); err != nil {
 		return nil, err
 	}
 	b.WriteString(",\n")
@@ -259,6 +241,24 @@ func EncodeDelayOffsets(levels map[int]int64, version meta.DataVersion) ([]byte,
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// appendOffsetTable writes ConsumerOffsetManager's offsetTable member:
+// "\t\"offsetTable\":{" and a line per "<topic>@<group>" with its queues'
+// offsets, queue ids unquoted.
+func appendOffsetTable(b *bytes.Buffer, offsets []Offset) error {
+	byKey := map[string]map[int64]int64{}
+	for _, o := range offsets {
+		k := o.Topic + "@" + o.Group
+		if byKey[k] == nil {
+			byKey[k] = map[int64]int64{}
+		}
+		byKey[k][int64(o.QueueID)] = o.Offset
+	}
+	return appendKeyedTable(b, "offsetTable", byKey, func(k string) error {
+		appendIntTable(b, byKey[k])
+		return nil
+	})
 }
 
 // appendKeyedTable writes "\t\"<field>\":{", then a line per key of
