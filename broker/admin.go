@@ -39,11 +39,6 @@ func (b *Broker) processCreateTopic(_ context.Context, _ *remoting.Conn, req *re
 	if notSendable[topic] || topic == autoCreateTopic {
 		return remoting.NewResponse(req, remoting.InvalidParameter, "The topic["+topic+"] is conflict with system topic.")
 	}
-	if b.cfg.EnableLMQ && meta.IsLMQ(topic) {
-		// As RocketMQ: a light message queue keeps its fixed config (one
-		// queue); an update of it is answered and dropped.
-		return remoting.NewResponse(req, remoting.Success, "")
-	}
 	tc := meta.NewTopicConfig(topic, 8)
 	r, err1 := h.OptInt32("readQueueNums", 8)
 	w, err2 := h.OptInt32("writeQueueNums", 8)
@@ -93,7 +88,7 @@ func (b *Broker) processCreateGroupList(_ context.Context, _ *remoting.Conn, req
 		if !ok {
 			return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("malformed subscription group %d of the list", i))
 		}
-		if b.lmqGroup(gc.GroupName) {
+		if b.lmqName(gc.GroupName) {
 			continue
 		}
 		if refusal, err := b.groupAttributesRefusal(gc); err != nil || refusal != "" {
@@ -244,7 +239,7 @@ func (b *Broker) processCreateGroup(_ context.Context, _ *remoting.Conn, req *re
 	if !ok {
 		return remoting.NewResponse(req, remoting.SystemError, "malformed subscription group body")
 	}
-	if b.lmqGroup(gc.GroupName) {
+	if b.lmqName(gc.GroupName) {
 		return remoting.NewResponse(req, remoting.Success, "")
 	}
 	if refusal, err := b.groupAttributesRefusal(gc); err != nil || refusal != "" {
@@ -284,12 +279,12 @@ func (b *Broker) groupAttributesRefusal(gc meta.SubscriptionGroupConfig) (string
 }
 
 // processGetAllGroups answers GET_ALL_SUBSCRIPTIONGROUP_CONFIG.
-func (b *Broker) processGetAllGroups(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) processGetAllGroups(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	table := map[string]meta.SubscriptionGroupConfig{}
 	if err := b.groups.Each(func(g meta.SubscriptionGroupConfig) bool { table[g.GroupName] = g; return true }); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	forbidden, err := b.forbidden.all()
+	forbidden, err := b.forbidden.all(ctx)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}

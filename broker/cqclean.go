@@ -4,16 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
-
-// lmqTopicPrefix starts the names of RocketMQ's light message queues
-// (MixAll.LMQ_PREFIX), which cleanUnusedTopic leaves alone.
-const lmqTopicPrefix = "%LMQ%"
 
 // processCleanUnusedTopic answers CLEAN_UNUSED_TOPIC (mqadmin
 // cleanUnusedTopic): the ConsumeQueue of every topic the broker has no
@@ -57,7 +53,7 @@ func (b *Broker) unusedTopics() ([]string, error) {
 	}
 	var unused []string
 	for topic := range seen {
-		if b.isSystemTopic(topic) || strings.HasPrefix(topic, lmqTopicPrefix) {
+		if b.isSystemTopic(topic) || meta.IsLMQ(topic) {
 			continue
 		}
 		if _, ok, err := b.topics.table.Get(topic); err != nil {

@@ -91,24 +91,15 @@ func (b *Broker) exportConfigFile(ctx context.Context, dir, file string) error {
 	switch file {
 	case rmqconfig.TopicsFile:
 		version = b.topics.table.Version()
-		err = b.topics.table.Each(func(tc meta.TopicConfig) bool {
-			c.Topics = append(c.Topics, tc)
-			return ctx.Err() == nil
-		})
+		c.Topics, err = b.topics.table.All(ctx)
 	case rmqconfig.GroupsFile:
 		version = b.groups.Version()
-		if err = b.groups.Each(func(g meta.SubscriptionGroupConfig) bool {
-			c.Groups = append(c.Groups, g)
-			return ctx.Err() == nil
-		}); err == nil {
-			c.Forbidden, err = b.forbidden.list()
+		if c.Groups, err = b.groups.All(ctx); err == nil {
+			c.Forbidden, err = b.forbidden.table.All(ctx)
 		}
 	case rmqconfig.OffsetsFile:
 		version = answerVersion()
-		var firstOpen int64
-		if _, firstOpen, err = rmqconfig.OpenTransactions(b.db); err == nil {
-			c.Offsets, err = rmqconfig.StoreOffsets(ctx, b.db, b.cqs, firstOpen)
-		}
+		c.Offsets, err = b.rocketMQOffsets(ctx)
 	}
 	if err == nil {
 		err = ctx.Err()

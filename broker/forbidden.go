@@ -94,20 +94,10 @@ func (f *forbiddenGroups) drop(group string) error {
 	return nil
 }
 
-// list returns the table's entries in group order.
-func (f *forbiddenGroups) list() ([]meta.GroupForbidden, error) {
-	var out []meta.GroupForbidden
-	err := f.table.Each(func(gf meta.GroupForbidden) bool {
-		out = append(out, gf)
-		return true
-	})
-	return out, err
-}
-
 // all returns the table as RocketMQ's forbiddenTable: group -> topic ->
 // bits.
-func (f *forbiddenGroups) all() (map[string]map[string]int, error) {
-	entries, err := f.list()
+func (f *forbiddenGroups) all(ctx context.Context) (map[string]map[string]int, error) {
+	entries, err := f.table.All(ctx)
 	out := make(map[string]map[string]int, len(entries))
 	for _, gf := range entries {
 		out[gf.Group] = gf.Topics

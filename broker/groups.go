@@ -9,7 +9,7 @@ import (
 // autoCreateSubscriptionGroup is on; otherwise the zero config (empty
 // GroupName) says it does not exist.
 func (b *Broker) groupConfig(group string, create bool) (meta.SubscriptionGroupConfig, error) {
-	if b.lmqGroup(group) {
+	if b.lmqName(group) {
 		return meta.NewSubscriptionGroupConfig(group), nil
 	}
 	gc, ok, err := b.groups.Get(group)
@@ -27,10 +27,10 @@ func (b *Broker) groupConfig(group string, create bool) (meta.SubscriptionGroupC
 	return gc, nil
 }
 
-// lmqGroup reports whether group is a light message queue's under
-// enableLmq: its config is RocketMQ's defaults, never stored however many
-// such groups there are, and an update of it is answered and dropped
-// (LmqSubscriptionGroupManager).
-func (b *Broker) lmqGroup(group string) bool {
-	return b.cfg.EnableLMQ && meta.IsLMQ(group)
+// lmqName reports whether a topic or group name is a light message
+// queue's under enableLmq: its config is RocketMQ's fixed one, never
+// stored however many there are, and an update of it is answered and
+// dropped (LmqTopicConfigManager, LmqSubscriptionGroupManager).
+func (b *Broker) lmqName(name string) bool {
+	return b.cfg.EnableLMQ && meta.IsLMQ(name)
 }

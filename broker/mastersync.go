@@ -24,11 +24,7 @@ import (
 // not in it (GET_ALL_DELAY_OFFSET has it); the transaction checker's is
 // set past every ended transaction, as export-rocketmq writes it.
 func (b *Broker) processGetAllConsumerOffset(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	_, firstOpen, err := rmqconfig.OpenTransactions(b.db)
-	if err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
-	}
-	offsets, err := rmqconfig.StoreOffsets(ctx, b.db, b.cqs, firstOpen)
+	offsets, err := b.rocketMQOffsets(ctx)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
@@ -39,6 +35,19 @@ func (b *Broker) processGetAllConsumerOffset(ctx context.Context, _ *remoting.Co
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	resp.Body = body
 	return resp
+}
+
+// rocketMQOffsets returns the committed consumer offsets as RocketMQ's
+// ConsumerOffsetManager holds them (rmqconfig.StoreOffsets), the
+// transaction checker's set past every ended transaction: what
+// GET_ALL_CONSUMER_OFFSET answers and EXPORT_ROCKSDB_CONFIG_TO_JSON
+// writes.
+func (b *Broker) rocketMQOffsets(ctx context.Context) ([]rmqconfig.Offset, error) {
+	_, firstOpen, err := rmqconfig.OpenTransactions(b.db)
+	if err != nil {
+		return nil, err
+	}
+	return rmqconfig.StoreOffsets(ctx, b.db, b.cqs, firstOpen)
 }
 
 // processGetAllDelayOffset answers GET_ALL_DELAY_OFFSET with the text of

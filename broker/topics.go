@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/rocketkv/rocketkv/kvindex"
@@ -66,7 +67,7 @@ func newTopicManager(b *Broker) (*topicManager, error) {
 }
 
 func (m *topicManager) get(topic string) (meta.TopicConfig, bool, error) {
-	if m.b.cfg.EnableLMQ && meta.IsLMQ(topic) {
+	if m.b.lmqName(topic) {
 		return lmqTopicConfig(topic), true, nil
 	}
 	return m.table.Get(topic)
@@ -153,6 +154,9 @@ func (m *topicManager) put(cfgs ...meta.TopicConfig) error {
 func (m *topicManager) createOrUpdate(cfgs []meta.TopicConfig) (refusal string, err error) {
 	m.create.Lock()
 	defer m.create.Unlock()
+	// As RocketMQ: a light message queue keeps its fixed config (one
+	// queue); an update of it is answered and dropped.
+	cfgs = slices.DeleteFunc(cfgs, func(tc meta.TopicConfig) bool { return m.b.lmqName(tc.TopicName) })
 	// A bulk request reads the topics it names in one pass over the
 	// table instead of one point read each (kvindex.ConfigTable.GetMany).
 	var stored map[string]meta.TopicConfig

@@ -2,6 +2,7 @@ package kvindex
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -337,6 +338,19 @@ func (t *ConfigTable[T]) Each(fn func(T) bool) error {
 		return err
 	}
 	return derr
+}
+
+// All returns every config in name order (Each collecting them), or ctx's
+// error when it ends first.
+func (t *ConfigTable[T]) All(ctx context.Context) ([]T, error) {
+	var out []T
+	if err := t.Each(func(cfg T) bool {
+		out = append(out, cfg)
+		return ctx.Err() == nil
+	}); err != nil {
+		return nil, fmt.Errorf("read the %s configs: %w", t.what, err)
+	}
+	return out, ctx.Err()
 }
 
 // Count returns the number of configs (a scan of the keyspace).

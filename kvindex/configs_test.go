@@ -1,6 +1,8 @@
 package kvindex
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -293,5 +295,26 @@ func TestAuthTablesPersist(t *testing.T) {
 	topics, _ := db2.Topics(0)
 	if n, _ := topics.Count(); n != 0 {
 		t.Fatalf("%d topics, want none: the user keyspace leaked into the topics'", n)
+	}
+}
+
+// All lists a table's configs in name order, and stops with the context.
+func TestConfigTableAll(t *testing.T) {
+	db := openDBAt(t, t.TempDir())
+	topics, err := db.Topics(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := topics.Put(meta.NewTopicConfig("B", 1), meta.NewTopicConfig("A", 2)); err != nil {
+		t.Fatal(err)
+	}
+	all, err := topics.All(context.Background())
+	if err != nil || len(all) != 2 || all[0].TopicName != "A" || all[1].TopicName != "B" {
+		t.Fatalf("All = %+v, %v", all, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := topics.All(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("All with a cancelled context: %v", err)
 	}
 }

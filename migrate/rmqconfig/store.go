@@ -30,13 +30,13 @@ type QueueEnds interface {
 func FromStore(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen int64) (Config, error) {
 	var c Config
 	var err error
-	if c.Topics, err = allConfigs(ctx, db.Topics, "the topics"); err != nil {
+	if c.Topics, err = allConfigs(ctx, db.Topics); err != nil {
 		return c, err
 	}
-	if c.Groups, err = allConfigs(ctx, db.Groups, "the subscription groups"); err != nil {
+	if c.Groups, err = allConfigs(ctx, db.Groups); err != nil {
 		return c, err
 	}
-	if c.Forbidden, err = allConfigs(ctx, db.GroupForbiddens, "what groups are forbidden"); err != nil {
+	if c.Forbidden, err = allConfigs(ctx, db.GroupForbiddens); err != nil {
 		return c, err
 	}
 	if c.Offsets, err = StoreOffsets(ctx, db, ends, firstOpen); err != nil {
@@ -54,21 +54,13 @@ func FromStore(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen in
 	return c, ctx.Err()
 }
 
-// allConfigs reads every config of the table open opens, in name order;
-// what names the table in errors.
-func allConfigs[T any](ctx context.Context, open func(cacheSize int) (*kvindex.ConfigTable[T], error), what string) ([]T, error) {
+// allConfigs reads every config of the table open opens, in name order.
+func allConfigs[T any](ctx context.Context, open func(cacheSize int) (*kvindex.ConfigTable[T], error)) ([]T, error) {
 	table, err := open(1)
 	if err != nil {
 		return nil, err
 	}
-	var out []T
-	if err := table.Each(func(cfg T) bool {
-		out = append(out, cfg)
-		return ctx.Err() == nil
-	}); err != nil {
-		return nil, fmt.Errorf("read %s: %w", what, err)
-	}
-	return out, nil
+	return table.All(ctx)
 }
 
 // StoreOffsets returns the committed consumer offsets of a rocketkv store
