@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/spf13/cobra"
 
@@ -28,20 +27,12 @@ The destination group's consumers should be stopped: a running one commits
 the offsets it holds over the copied ones.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			targets := []cloneTarget{{addr: g.broker}}
+			targets := []brokerTarget{{addr: g.broker}}
 			if !cmd.Flags().Changed("broker") {
-				route, err := g.route(cmd.Context(), topic)
-				if err != nil {
+				var err error
+				if targets, err = g.namedMasters(cmd.Context(), topic); err != nil {
 					return err
 				}
-				targets = targets[:0]
-				for name, addr := range mastersByName(route) {
-					targets = append(targets, cloneTarget{name: name, addr: addr})
-				}
-				if len(targets) == 0 {
-					return fmt.Errorf("route of %s names no master broker", topic)
-				}
-				sort.Slice(targets, func(i, j int) bool { return targets[i].name < targets[j].name })
 			}
 			h := remoting.Header{"srcGroup": src, "destGroup": dest, "topic": topic}
 			h.SetBool("offline", offline)
@@ -70,15 +61,4 @@ the offsets it holds over the copied ones.`,
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd
-}
-
-// cloneTarget is a broker a clone goes to; name is empty for the -b one.
-type cloneTarget struct{ name, addr string }
-
-// String names the broker as the output lines do.
-func (t cloneTarget) String() string {
-	if t.name == "" {
-		return t.addr
-	}
-	return t.name + " " + t.addr
 }

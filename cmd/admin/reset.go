@@ -90,21 +90,49 @@ func resetOn(cmd *cobra.Command, g *globals, addrs []string, h remoting.Header) 
 	return w.Flush()
 }
 
-// masters returns the master address of every broker group holding topic.
+// masters returns the master address of every broker group holding
+// topic, in address order.
 func (g *globals) masters(ctx context.Context, topic string) ([]string, error) {
+	named, err := g.namedMasters(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	addrs := make([]string, len(named))
+	for i, m := range named {
+		addrs[i] = m.addr
+	}
+	sort.Strings(addrs)
+	return addrs, nil
+}
+
+// namedMasters returns the master of every broker group holding topic,
+// with the group's name, in name order.
+func (g *globals) namedMasters(ctx context.Context, topic string) ([]brokerTarget, error) {
 	route, err := g.route(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
-	var addrs []string
-	for _, a := range mastersByName(route) {
-		addrs = append(addrs, a)
+	var out []brokerTarget
+	for name, addr := range mastersByName(route) {
+		out = append(out, brokerTarget{name: name, addr: addr})
 	}
-	if len(addrs) == 0 {
+	if len(out) == 0 {
 		return nil, fmt.Errorf("route of %s names no master broker", topic)
 	}
-	sort.Strings(addrs)
-	return addrs, nil
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
+}
+
+// brokerTarget is a broker a request goes to; name is empty for one given
+// with -b.
+type brokerTarget struct{ name, addr string }
+
+// String names the broker as the output lines do.
+func (t brokerTarget) String() string {
+	if t.name == "" {
+		return t.addr
+	}
+	return t.name + " " + t.addr
 }
 
 // parseResetTime reads -s: "now", -1, milliseconds since the epoch,
