@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"math"
 	"net/netip"
 	"strconv"
+	"strings"
 )
 
 // QueueOffsetAssigner hands out ConsumeQueue offsets. The Log calls Assign
@@ -59,6 +61,35 @@ const (
 	// MultiDispatchSeparator separates the names and the offsets.
 	MultiDispatchSeparator = ","
 )
+
+// MultiDispatched yields the queues a record's properties dispatch it to
+// (PropertyMultiDispatch) with its offset in each (PropertyMultiQueueOffset
+// at the same place), -1 where that offset is missing, negative or not a
+// number. A record without both properties yields nothing.
+func MultiDispatched(props string) iter.Seq2[string, int64] {
+	return func(yield func(string, int64) bool) {
+		names, ok := LookupProperty(props, PropertyMultiDispatch)
+		if !ok {
+			return
+		}
+		offsets, ok := LookupProperty(props, PropertyMultiQueueOffset)
+		if !ok {
+			return
+		}
+		for names != "" {
+			var name, offset string
+			name, names, _ = strings.Cut(names, MultiDispatchSeparator)
+			offset, offsets, _ = strings.Cut(offsets, MultiDispatchSeparator)
+			off, err := strconv.ParseInt(offset, 10, 64)
+			if err != nil || off < 0 {
+				off = -1
+			}
+			if !yield(name, off) {
+				return
+			}
+		}
+	}
+}
 
 // multiQueueOffsets is the PropertyMultiQueueOffset value for names: each
 // name's offset from offset (skipped for "" names), joined.

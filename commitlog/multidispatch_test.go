@@ -3,6 +3,7 @@ package commitlog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -53,5 +54,31 @@ func TestAppendMultiDispatch(t *testing.T) {
 	}
 	if c.calls != before {
 		t.Fatalf("a refused multi-dispatch assigned %d offsets", c.calls-before)
+	}
+}
+
+// MultiDispatched pairs each name with the offset at its place, -1 where
+// there is none or it is no offset; without both properties it yields
+// nothing.
+func TestMultiDispatched(t *testing.T) {
+	props := func(names, offsets string) string {
+		return RewriteProperties("", nil, [2]string{PropertyMultiDispatch, names}, [2]string{PropertyMultiQueueOffset, offsets})
+	}
+	for _, tc := range []struct {
+		props string
+		want  string
+	}{
+		{props("%LMQ%a,x,%LMQ%b,%LMQ%c,%LMQ%d", "3,,-2,zz"), "%LMQ%a=3 x=-1 %LMQ%b=-1 %LMQ%c=-1 %LMQ%d=-1"},
+		{props("%LMQ%a", "0,9"), "%LMQ%a=0"},
+		{PropertyMultiDispatch + "\x01%LMQ%a\x02", ""},
+		{PropertyMultiQueueOffset + "\x010\x02", ""},
+	} {
+		var got []string
+		for name, off := range MultiDispatched(tc.props) {
+			got = append(got, fmt.Sprintf("%s=%d", name, off))
+		}
+		if s := strings.Join(got, " "); s != tc.want {
+			t.Errorf("MultiDispatched(%q) = %q, want %q", tc.props, s, tc.want)
+		}
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -881,20 +879,8 @@ func (d *Dispatcher) entriesOf(out []cq.Dispatch, m *commitlog.Message, e commit
 	if !d.opts.MultiDispatch || !meta.TopicAllowsLMQ(m.Topic) {
 		return out
 	}
-	names, ok := commitlog.LookupProperty(m.Properties, commitlog.PropertyMultiDispatch)
-	if !ok {
-		return out
-	}
-	offsets, ok := commitlog.LookupProperty(m.Properties, commitlog.PropertyMultiQueueOffset)
-	if !ok {
-		return out
-	}
-	for names != "" {
-		var name, offset string
-		name, names, _ = strings.Cut(names, commitlog.MultiDispatchSeparator)
-		offset, offsets, _ = strings.Cut(offsets, commitlog.MultiDispatchSeparator)
-		off, err := strconv.ParseInt(offset, 10, 64)
-		if !meta.ValidLMQ(name) || err != nil || off < 0 {
+	for name, off := range commitlog.MultiDispatched(m.Properties) {
+		if !meta.ValidLMQ(name) || off < 0 {
 			continue
 		}
 		lmq := ent

@@ -183,17 +183,14 @@ func (c *Client) decodePop(resp *remoting.Command, topic, group string) (PopResu
 // the light message queue lmq: the offset its INNER_MULTI_QUEUE_OFFSET
 // gives at lmq's place in its INNER_MULTI_DISPATCH.
 func lmqPosition(m *commitlog.Message, lmq string) (int32, int64, error) {
-	names, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyMultiDispatch)
-	offsets, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyMultiQueueOffset)
-	ns, offs := strings.Split(names, commitlog.MultiDispatchSeparator), strings.Split(offsets, commitlog.MultiDispatchSeparator)
-	for i, name := range ns {
-		if name == lmq && i < len(offs) {
-			off, err := strconv.ParseInt(offs[i], 10, 64)
-			if err != nil {
-				return 0, 0, fmt.Errorf("message %s/%d@%d popped from %s: offset %q: %w", m.Topic, m.QueueID, m.QueueOffset, lmq, offs[i], err)
-			}
-			return 0, off, nil
+	for name, off := range commitlog.MultiDispatched(m.Properties) {
+		if name != lmq {
+			continue
 		}
+		if off < 0 {
+			return 0, 0, fmt.Errorf("message %s/%d@%d popped from %s: no offset there in %s", m.Topic, m.QueueID, m.QueueOffset, lmq, commitlog.PropertyMultiQueueOffset)
+		}
+		return 0, off, nil
 	}
 	return 0, 0, fmt.Errorf("message %s/%d@%d popped from %s does not name it in %s", m.Topic, m.QueueID, m.QueueOffset, lmq, commitlog.PropertyMultiDispatch)
 }
