@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -198,15 +197,7 @@ func TestPopLightMessageQueue(t *testing.T) {
 func TestQueryAssignmentLightMessageQueue(t *testing.T) {
 	b := startTestBroker(t, map[string]string{"enableLmq": "true", "enableMultiDispatch": "true"})
 	c := b.client(nil)
-	body, _ := json.Marshal(queryAssignmentBody{Topic: "%LMQ%q", ConsumerGroup: "%LMQ%g", ClientID: "c1", StrategyName: "AVG", MessageModel: modelClustering})
-	r := call(t, c, remoting.QueryAssignment, nil, body)
-	var out struct {
-		MessageQueueAssignments []queueAssignment `json:"messageQueueAssignments"`
-	}
-	if r.Code != remoting.Success || json.Unmarshal(r.Body, &out) != nil {
-		t.Fatalf("query assignment %d %s", r.Code, r.Body)
-	}
-	if a := out.MessageQueueAssignments; len(a) != 1 || a[0].MessageQueue.Topic != "%LMQ%q" || a[0].MessageQueue.QueueID != 0 || a[0].MessageQueue.BrokerName != b.cfg.BrokerName {
+	if a := queryAssignment(t, c, "%LMQ%q", "%LMQ%g", "c1"); len(a) != 1 || a[0].MessageQueue.Topic != "%LMQ%q" || a[0].MessageQueue.QueueID != 0 || a[0].MessageQueue.BrokerName != b.cfg.BrokerName {
 		t.Fatalf("assignment of a light message queue: %+v", a)
 	}
 }

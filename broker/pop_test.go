@@ -503,21 +503,26 @@ func TestConcurrentPopsNeverShareAMessage(t *testing.T) {
 	}
 }
 
+// queryAssignment sends a clustering QUERY_ASSIGNMENT (average strategy)
+// and returns the assignments, failing the test unless it succeeds.
+func queryAssignment(t *testing.T, c *remoting.Client, topic, group, clientID string) []queueAssignment {
+	t.Helper()
+	body, _ := json.Marshal(queryAssignmentBody{Topic: topic, ConsumerGroup: group, ClientID: clientID, StrategyName: "AVG", MessageModel: modelClustering})
+	r := call(t, c, remoting.QueryAssignment, nil, body)
+	var out struct {
+		MessageQueueAssignments []queueAssignment `json:"messageQueueAssignments"`
+	}
+	if r.Code != remoting.Success || json.Unmarshal(r.Body, &out) != nil {
+		t.Fatalf("query assignment %d %s", r.Code, r.Body)
+	}
+	return out.MessageQueueAssignments
+}
+
 func TestQueryAssignmentAndRequestMode(t *testing.T) {
 	b := startTestBroker(t, nil)
 	_, rc := popClient(b)
 	mustSend(t, rc, "QA", 0, "x", "")
-	query := func() []queueAssignment {
-		body, _ := json.Marshal(queryAssignmentBody{Topic: "QA", ConsumerGroup: "g", ClientID: "c1", StrategyName: "AVG", MessageModel: modelClustering})
-		r := call(t, rc, remoting.QueryAssignment, nil, body)
-		var out struct {
-			MessageQueueAssignments []queueAssignment `json:"messageQueueAssignments"`
-		}
-		if r.Code != remoting.Success || json.Unmarshal(r.Body, &out) != nil {
-			t.Fatalf("query assignment %d %s", r.Code, r.Body)
-		}
-		return out.MessageQueueAssignments
-	}
+	query := func() []queueAssignment { return queryAssignment(t, rc, "QA", "g", "c1") }
 	if a := query(); len(a) != 4 || a[0].Mode != modePull {
 		t.Fatalf("pull assignment %+v", a)
 	}
