@@ -39,6 +39,13 @@ import (
 // destination group still commit the offsets they hold over the clone, as
 // in RocketMQ; the tool is meant for a group that is not running.
 //
+// A destination queue the destination group pops moves as a reset
+// (INVOKE_BROKER_TO_RESET_OFFSET) moves it: its pop position becomes the
+// cloned offset and an orderly batch in flight stops blocking it. In
+// RocketMQ a pop starts from the committed offset, so a clone moves the
+// group's pops there; rocketkv keeps a pop position beside the committed
+// offset, which would otherwise go on from where the group was.
+//
 // The answer is SUCCESS whatever was skipped, as RocketMQ's.
 func (b *Broker) processCloneGroupOffset(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	groups, bad := requiredFields(req, "srcGroup", "destGroup")
@@ -107,8 +114,9 @@ func (b *Broker) groupOffsetsByTopic(group string) (map[string][]kvindex.OffsetU
 }
 
 // cloneOffsets commits the cloned offsets in one durable batch, after
-// dropping the resets of those queues that wait for a pull; they are put
-// back if the batch fails.
+// dropping the resets of those queues that wait for a pull (they are put
+// back if the batch fails), then moves the pop state of the queues the
+// destination group pops.
 func (b *Broker) cloneOffsets(updates []kvindex.OffsetUpdate) error {
 	if len(updates) == 0 {
 		return nil
@@ -124,6 +132,19 @@ func (b *Broker) cloneOffsets(updates []kvindex.OffsetUpdate) error {
 			b.resets.restore(updates[i].Group, updates[i].Topic, updates[i].QueueID, off)
 		}
 		return fmt.Errorf("commit %d cloned offsets of %s: %w", len(updates), updates[0].Group, err)
+	}
+	byTopic := make(map[string]map[int32]int64)
+	for _, u := range updates {
+		if byTopic[u.Topic] == nil {
+			byTopic[u.Topic] = make(map[int32]int64)
+		}
+		byTopic[u.Topic][u.QueueID] = u.Offset
+	}
+	group := updates[0].Group
+	for topic, targets := range byTopic {
+		if _, err := b.popSvc.ResetOffsets(group, topic, targets); err != nil {
+			return fmt.Errorf("move pops of %s on %s to the cloned offsets: %w", group, topic, err)
+		}
 	}
 	return nil
 }

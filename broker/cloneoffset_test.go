@@ -5,7 +5,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rocketkv/rocketkv/internal/popclient"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -224,5 +226,42 @@ func TestCloneGroupOffsetRefusesMissingGroup(t *testing.T) {
 	}
 	if got := f.offsets(t, "dst", "CT", 4); got != "- - - -" {
 		t.Errorf("a refused clone wrote dst on CT: %s", got)
+	}
+}
+
+// TestCloneGroupOffsetMovesPops: a destination group that pops the cloned
+// queue pops on from the cloned offset, whether it pops unordered (its
+// pop position moves back over messages it holds) or orderly (the batch
+// it holds no longer locks the queue), as a reset moves it.
+func TestCloneGroupOffsetMovesPops(t *testing.T) {
+	f := newCloneFixture(t)
+	pc := popclient.New(f.c, f.b.cfg.BrokerName)
+	for _, tc := range []struct {
+		group string
+		order bool
+		held  string // what the group pops before the clone
+	}{
+		{group: "dst", order: false, held: "[m0 m1 m2]"},
+		{group: "odst", order: true, held: "[m0 m1]"},
+	} {
+		req := popclient.PopRequest{Group: tc.group, Topic: "CT", QueueID: 0, MaxMsgNums: 2,
+			InvisibleTime: time.Minute, Order: tc.order}
+		if !tc.order {
+			req.MaxMsgNums = 3
+		}
+		if res := mustPop(t, pc, req); fmt.Sprint(bodies(res.Messages)) != tc.held {
+			t.Fatalf("%s: pop before the clone: %d %v", tc.group, res.Code, bodies(res.Messages))
+		}
+		if res := mustPop(t, pc, req); res.Code != remoting.PollingTimeout {
+			t.Fatalf("%s: pop with everything held: %d %v", tc.group, res.Code, bodies(res.Messages))
+		}
+		f.clone(t, map[string]string{"srcGroup": "src", "destGroup": tc.group, "topic": "CT"})
+		res := mustPop(t, pc, req)
+		if res.Code != remoting.Success || fmt.Sprint(bodies(res.Messages)) != "[m2]" {
+			t.Fatalf("%s: pop after cloning offset 2: %d %v", tc.group, res.Code, bodies(res.Messages))
+		}
+		if got := committedOffset(t, f.c, tc.group, "CT", 0); got != 2 {
+			t.Fatalf("%s: committed offset %d after the clone, want 2", tc.group, got)
+		}
 	}
 }
