@@ -17,7 +17,8 @@ import (
 )
 
 func rocketmqCheckCommand(o *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	var lmq bool
+	cmd := &cobra.Command{
 		Use:   "check-rocketmq",
 		Short: "Before a broker first opens an Apache RocketMQ store: what it will take over, what stops it, what stays behind; exit status 1 when it would refuse the store",
 		Long: `check-rocketmq reads an Apache RocketMQ store (--store, its
@@ -35,13 +36,17 @@ what a rocketkv broker's first open of it would do, without opening it:
 POP messages in flight in the revive topic are taken over at the first
 open but not counted here (that needs the whole CommitLog read).
 
+With --enable-lmq the consumer offsets are read as a broker configured
+with enableLmq=true reads them (from lmqConsumerOffset.json, light message
+queues' offsets included), for a store whose RocketMQ broker ran with it.
+
 It changes nothing. Exit status 1 when the first open would be refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.broker != "" {
 				return errors.New("check-rocketmq reads a RocketMQ store (--store), not a running broker")
 			}
-			r, err := checkRocketMQ(o.store, o.commitLog)
+			r, err := checkRocketMQ(o.store, o.commitLog, lmq)
 			if err != nil {
 				return err
 			}
@@ -54,6 +59,8 @@ It changes nothing. Exit status 1 when the first open would be refused.`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&lmq, "enable-lmq", false, "read the consumer offsets as a broker with enableLmq=true does")
+	return cmd
 }
 
 // storeRefused is check-rocketmq's result when a broker would refuse the
@@ -96,9 +103,10 @@ type rocketmqCheck struct {
 }
 
 // checkRocketMQ inspects the store at root (segDir: its CommitLog
-// directory when not root/commitlog). An error is a store it could not
-// read at all; what would refuse it is in Refusals.
-func checkRocketMQ(root, segDir string) (rocketmqCheck, error) {
+// directory when not root/commitlog) as a broker with enableLmq set to lmq
+// would import it. An error is a store it could not read at all; what
+// would refuse it is in Refusals.
+func checkRocketMQ(root, segDir string, lmq bool) (rocketmqCheck, error) {
 	r := rocketmqCheck{Kind: "check-rocketmq", Store: root}
 	if _, err := os.Stat(root); err != nil {
 		return r, fmt.Errorf("check the RocketMQ store %s: %w", root, err)
@@ -136,7 +144,7 @@ func checkRocketMQ(root, segDir string) (rocketmqCheck, error) {
 	if err := rmqconfig.CheckPopState(root); err != nil {
 		r.Refusals = append(r.Refusals, err.Error())
 	}
-	c, err := rmqconfig.Read(root)
+	c, err := rmqconfig.ReadWith(root, rmqconfig.ReadOptions{LMQ: lmq})
 	if err != nil {
 		r.Refusals = append(r.Refusals, err.Error())
 		return r, nil

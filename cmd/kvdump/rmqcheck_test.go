@@ -89,3 +89,26 @@ func TestCheckRocketMQRefusal(t *testing.T) {
 		t.Fatalf("segments of two sizes: %v\n%s", err, out)
 	}
 }
+
+// A store whose RocketMQ broker ran with enableLmq keeps its offsets in
+// lmqConsumerOffset.json: check-rocketmq warns that a broker without
+// enableLmq leaves them behind, and with --enable-lmq counts them as
+// imported, as such a broker reads them.
+func TestCheckRocketMQLMQOffsets(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	lmq := `{"offsetTable":{"T@g":{0:7,1:8}},"lmqOffsetTable":{"%LMQ%dev1@%LMQ%g1":4,"%LMQ%dev2@%LMQ%g1":5}}`
+	if err := os.WriteFile(filepath.Join(store, "config", "lmqConsumerOffset.json"), []byte(lmq), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := mustKvdump(t, "--store", store, "check-rocketmq")
+	for _, want := range []string{"7 consumer offsets", "warning: not carried over: lmqConsumerOffset.json", "enableLmq=true"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("without --enable-lmq, the report lacks %q:\n%s", want, out)
+		}
+	}
+	out = mustKvdump(t, "--store", store, "check-rocketmq", "--enable-lmq")
+	if !strings.Contains(out, "4 consumer offsets") || strings.Contains(out, "lmqConsumerOffset.json:") ||
+		!strings.Contains(out, "lmqConsumerOffset.json") {
+		t.Fatalf("with --enable-lmq: want the file read and its 4 offsets imported, no warning:\n%s", out)
+	}
+}
