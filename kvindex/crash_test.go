@@ -51,6 +51,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(childEnvRebuildAlone); dir != "" {
 		os.Exit(runRebuildAloneChild(dir))
 	}
+	if dir := os.Getenv(childEnvWALFull); dir != "" {
+		os.Exit(runWALFullChild(dir))
+	}
 	os.Exit(m.Run())
 }
 

@@ -133,14 +133,17 @@ func Open(opts Options) (*DB, error) {
 	if opts.ReadOnly && fs == nil {
 		fs = readOnlyFS{vfs.Default}
 	}
+	logger := pebbleLogger{opts.Logger.With().Str("component", "pebble").Logger()}
 	var walFS *intervalSyncFS
-	if !opts.ReadOnly && opts.WALSync == WALSyncInterval {
-		inner := fs
-		if inner == nil {
-			inner = vfs.Default
+	if !opts.ReadOnly {
+		if fs == nil {
+			fs = vfs.Default
 		}
-		walFS = newIntervalSyncFS(inner)
-		fs = walFS
+		fs = walFailStopFS{FS: fs, stop: logger.Fatalf}
+		if opts.WALSync == WALSyncInterval {
+			walFS = newIntervalSyncFS(fs)
+			fs = walFS
+		}
 	}
 	cache := pebble.NewCache(pebbleCacheSize(opts.CacheSize, opts.MemTableSize))
 	stalls := &writeStalls{log: opts.Logger.With().Str("component", "pebble").Logger()}
@@ -162,7 +165,7 @@ func Open(opts Options) (*DB, error) {
 		FormatMajorVersion: pebble.FormatNewest,
 		ReadOnly:           opts.ReadOnly,
 		ErrorIfNotExists:   opts.ReadOnly,
-		Logger:             pebbleLogger{opts.Logger.With().Str("component", "pebble").Logger()},
+		Logger:             logger,
 		FS:                 fs,
 	}
 	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionBalanced })

@@ -80,7 +80,9 @@ func (fs *intervalSyncFS) track(f vfs.File, name string) *intervalWAL {
 }
 
 // syncAll fdatasyncs every open log written since its last sync and
-// returns the first error (the logs that failed stay due).
+// returns the first error. A failed fdatasync stops the process before
+// that (walFailStopFS, which the logs are opened through); the logs that
+// failed stay due only for a stop that returns.
 func (fs *intervalSyncFS) syncAll() error {
 	fs.mu.Lock()
 	open := make([]*intervalWAL, 0, len(fs.wals))
