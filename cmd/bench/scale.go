@@ -398,17 +398,28 @@ type scaleBroker struct {
 func (b *scaleBroker) start(ctx context.Context) (time.Duration, error) {
 	began := time.Now()
 	var extra []string
+	conf := make(map[string]string, len(b.conf))
+	for k, v := range b.conf {
+		conf[k] = v
+	}
 	if b.o.pprof {
+		// The broker's ports first, then a profiling port apart from
+		// them: a port the system handed out twice would have the broker
+		// serve its profiles where it then fails to listen for clients.
+		listen, err := brokerPort()
+		if err != nil {
+			return 0, err
+		}
+		conf["listenPort"] = strconv.Itoa(listen)
 		port, err := freePort()
+		for err == nil && port >= listen-2 && port <= listen+1 {
+			port, err = freePort()
+		}
 		if err != nil {
 			return 0, err
 		}
 		b.pprofAt = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		extra = append(extra, "--pprof", b.pprofAt)
-	}
-	conf := make(map[string]string, len(b.conf))
-	for k, v := range b.conf {
-		conf[k] = v
 	}
 	t, err := startProcess(ctx, b.o.brokerBin, b.store, conf, extra...)
 	if err != nil {

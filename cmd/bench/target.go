@@ -219,18 +219,21 @@ func brokerPort() (int, error) {
 }
 
 // startProcess runs the broker binary on store with conf as --set
-// overrides (listenPort is chosen here), followed by extraArgs (e.g.
-// --pprof), and returns once it listens.
+// overrides (listenPort is chosen here unless conf sets it: see
+// brokerPort), followed by extraArgs (e.g. --pprof), and returns once it
+// listens.
 func startProcess(ctx context.Context, bin, store string, conf map[string]string, extraArgs ...string) (*target, error) {
 	path, err := brokerBinary(bin)
 	if err != nil {
 		return nil, err
 	}
-	port, err := brokerPort()
+	port, err := strconv.Atoi(conf["listenPort"])
 	if err != nil {
-		return nil, err
+		if port, err = brokerPort(); err != nil {
+			return nil, err
+		}
+		conf["listenPort"] = strconv.Itoa(port)
 	}
-	conf["listenPort"] = strconv.Itoa(port)
 	args := []string{"--store", store}
 	for k, v := range conf {
 		if k == "storePathRootDir" {
