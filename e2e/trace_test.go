@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 )
+
+// traceTestRan is set once TestMessageTraceTopic started in this process.
+var traceTestRan atomic.Bool
 
 // TestMessageTraceTopic: with traceTopicEnable and autoCreateTopicEnable
 // off (a production broker.conf), the broker creates the trace topic at
@@ -18,6 +22,13 @@ import (
 // record of a send names the message's key and can be looked up by it, as
 // rocketmq-dashboard's trace view does.
 func TestMessageTraceTopic(t *testing.T) {
+	if traceTestRan.Swap(true) {
+		// The Go client makes one trace client per process (instance
+		// INNER_TRACE_CLIENT_DEFAULT) on the first name server it is
+		// given; a second producer with trace on another name server gets
+		// none and panics on its first send (go test -count=2 did).
+		t.Skip("the Go client's trace client is bound to the first run's name server")
+	}
 	t.Parallel()
 	ns := startNamesrv(t)
 	b := startBroker(t, ns, brokerOpts{sets: []string{"autoCreateTopicEnable=false", "traceTopicEnable=true"}})
