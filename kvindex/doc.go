@@ -21,7 +21,9 @@
 // offset, which is written in the same batch. The other keyspaces are
 // written with sync before the update is acknowledged, so it survives a
 // crash (consumer offsets piggybacked on pulls excepted: see
-// ConsumerOffsets.SetLazy).
+// ConsumerOffsets.SetLazy). A write or sync of the write-ahead log that
+// fails stops the process (walfailstop.go): Pebble cannot go on after
+// one, and a restart recovers both kinds from the log and the CommitLog.
 //
 // # Keyspaces
 //
