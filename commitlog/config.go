@@ -110,6 +110,19 @@ type Config struct {
 	// BeforeFlush, when set, is called by the flusher before each flush:
 	// a seam for fault tests (a disk whose flushes stall or slow down).
 	BeforeFlush func()
+	// Stop is called, once, when a flush of the segments fails (msync
+	// reports a write-back error: an I/O error of the device). The log
+	// cannot tell which bytes appended since the last good flush reached
+	// the disk, and a later sync that succeeds would prove nothing about
+	// them (after a failed write-back the kernel may have marked their
+	// pages clean, so they are neither retried nor kept), so from then on
+	// it reports nothing as flushed: sync-flush appends time out
+	// (FLUSH_DISK_TIMEOUT), and Flush, WaitDurable and Close return
+	// ErrFlushFailed. nil: log the error at fatal level and exit the
+	// process with status 2, so that a restart recovers the log from its
+	// files, verifying the records past the checkpoint of the last good
+	// flush (as the index stops at a failed write of its log).
+	Stop func(err error)
 	// Replica makes the log a copy of a master's (brokerRole=SLAVE): its
 	// bytes arrive through AppendReplica exactly as they lie in the
 	// master's segments, and Append is refused (ErrReplica). SegmentSize

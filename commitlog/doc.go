@@ -128,7 +128,10 @@
 // copying encoded bytes into the mapping; the end offset is then published
 // atomically, so readers (which take no lock) never see a partial record.
 // Flushing runs on a background goroutine: with SyncFlush, appends that
-// wait share one msync (group commit). Mapped segments are reference
+// wait share one msync (group commit). A flush that fails is final: the
+// log reports nothing as flushed after it and calls Config.Stop (by
+// default the process ends; see Config.Stop for why a retry cannot be
+// trusted). Mapped segments are reference
 // counted, so a View or Reader keeps a segment readable after retention
 // deleted it. The codec functions are safe for concurrent use; an Encoder
 // or a Reader is not.

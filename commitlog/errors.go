@@ -52,6 +52,11 @@ var (
 	// allocated because the disk is full (ENOSPC from fallocate). The log
 	// is left exactly as it was; a later Append succeeds once space returns.
 	ErrDiskFull = errors.New("commitlog: disk full")
+	// ErrFlushFailed is returned (wrapping the first failure) by Flush,
+	// WaitDurable and Close once a flush of the segments failed: nothing
+	// appended since the last good flush is known to be on disk, and the
+	// log stops reporting anything as flushed (see Config.Stop).
+	ErrFlushFailed = errors.New("commitlog: a flush failed; what was appended since the last good flush is not known to be on disk")
 	// ErrStoreFull is returned by Append while the disk holding the
 	// segments is used above Config.DiskWarningLevelRatio (RocketMQ's
 	// "disk full" running flag): nothing is appended until the retention

@@ -3,7 +3,10 @@ package commitlog
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // syncFlushTick is how often the group-commit flusher looks for work
@@ -101,6 +104,10 @@ func (l *Log) flushTo(target int64) error {
 	if target <= from {
 		return nil
 	}
+	if failed := l.flushFailed.Load(); failed != nil {
+		l.flushDone(*failed)
+		return *failed
+	}
 	if h := l.flushHook.Load(); h != nil {
 		(*h)()
 	}
@@ -121,7 +128,12 @@ func (l *Log) flushTo(target int64) error {
 		s.release()
 		off = to
 	}
-	if err == nil && ts > 0 {
+	if err != nil {
+		err = l.failFlush(from, err)
+		l.flushDone(err)
+		return err
+	}
+	if ts > 0 {
 		// Before publishing the flushed offset: whoever sees the offset
 		// sees the checkpoint that goes with it.
 		l.ckMu.Lock()
@@ -129,15 +141,46 @@ func (l *Log) flushTo(target int64) error {
 		l.ckMu.Unlock()
 	}
 	l.flushMu.Lock()
-	if err == nil {
-		l.flushedPos.Store(target)
-		l.flushes.Add(1)
-	}
+	l.flushedPos.Store(target)
+	l.flushes.Add(1)
+	l.flushMu.Unlock()
+	l.flushDone(nil)
+	return nil
+}
+
+// flushDone records the outcome of a flush and wakes those waiting for
+// one.
+func (l *Log) flushDone(err error) {
+	l.flushMu.Lock()
 	l.flushErr = err
 	close(l.flushCh)
 	l.flushCh = make(chan struct{})
 	l.flushMu.Unlock()
-	return err
+}
+
+// failFlush makes err, a failed flush of what follows from (the end of
+// the last good flush), the log's lasting flush failure and calls
+// Config.Stop with it, once; it returns the failure (wrapping
+// ErrFlushFailed).
+func (l *Log) failFlush(from int64, err error) error {
+	failure := fmt.Errorf("%w: flushed up to %d: %w", ErrFlushFailed, from, err)
+	if !l.flushFailed.CompareAndSwap(nil, &failure) {
+		return *l.flushFailed.Load()
+	}
+	l.log.Error().Err(err).Int64("flushed", from).Int64("written", l.writePos.Load()).
+		Msg("commitlog flush failed: nothing appended since the last good flush is known to be on disk; no append is reported flushed any more")
+	l.stopFn(failure)
+	return failure
+}
+
+// stopOnFlushFailure is Config.Stop's default: the process ends, and the
+// next start recovers the log from its files.
+func stopOnFlushFailure(log *zerolog.Logger) func(error) {
+	return func(err error) {
+		log.WithLevel(zerolog.FatalLevel).Err(err).Msg("stopping: the CommitLog cannot go on after a failed flush; restart to recover it from its files")
+		_, _ = fmt.Fprintf(os.Stderr, "commitlog fatal: %v\n", err)
+		os.Exit(2)
+	}
 }
 
 // WaitFlushed is what an Append with WaitFlush does after the append, for
@@ -179,11 +222,12 @@ func (l *Log) WaitDurable(ctx context.Context, end int64) error {
 		if l.closedFlag.Load() {
 			return fmt.Errorf("wait for the flush to %d (flushed to %d): %w", end, l.flushedPos.Load(), ErrClosed)
 		}
+		if failed := l.flushFailed.Load(); failed != nil {
+			return fmt.Errorf("wait for the flush to %d: %w", end, *failed)
+		}
 		l.flushMu.Lock()
 		flushErr := l.flushErr
 		l.flushMu.Unlock()
-		// A flush that failed (flushErr) is tried again by the flusher:
-		// the wait goes on until the disk takes it.
 		l.log.Warn().Int64("end", end).Int64("flushed", l.flushedPos.Load()).Dur("waited", time.Since(start)).
 			AnErr("lastFlushError", flushErr).Msg("the flush takes longer than syncFlushTimeout; still waiting for it")
 	}

@@ -85,10 +85,14 @@ type Log struct {
 	flushMu   sync.Mutex
 	flushCh   chan struct{} // closed after every flush
 	flushErr  error         // last flush error, guarded by flushMu
-	ckMu      sync.Mutex
-	ck        Checkpoint             // guarded by ckMu
-	flushHook atomic.Pointer[func()] // Config.BeforeFlush, or a test's: called by flushTo before syncing
-	flushes   atomic.Int64           // completed flushes (benchmarks report the grouping)
+	// flushFailed holds the first flush failure (wrapping ErrFlushFailed):
+	// once set, nothing is flushed or reported flushed again (Config.Stop).
+	flushFailed atomic.Pointer[error]
+	stopFn      func(error) // Config.Stop or its default
+	ckMu        sync.Mutex
+	ck          Checkpoint             // guarded by ckMu
+	flushHook   atomic.Pointer[func()] // Config.BeforeFlush, or a test's: called by flushTo before syncing
+	flushes     atomic.Int64           // completed flushes (benchmarks report the grouping)
 
 	// prefaulting
 	prefaultKick chan struct{}
@@ -165,6 +169,10 @@ func Open(cfg Config) (*Log, error) {
 		DiskForceCleanRatio:   cfg.DiskForceCleanRatio,
 		DiskWarningLevelRatio: cfg.DiskWarningLevelRatio,
 	})
+	l.stopFn = cfg.Stop
+	if l.stopFn == nil {
+		l.stopFn = stopOnFlushFailure(&l.log)
+	}
 	if cfg.BeforeFlush != nil {
 		l.flushHook.Store(&cfg.BeforeFlush)
 	}

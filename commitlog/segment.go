@@ -101,8 +101,8 @@ func (s *segment) flushRange(from, to int64) error {
 		return nil
 	}
 	from &^= pageSize - 1
-	if err := unix.Msync(s.data[from:to], unix.MS_SYNC); err != nil {
-		return fmt.Errorf("msync segment %s: %w", s.path, err)
+	if err := s.fs.SyncMapped(s.data[from:to]); err != nil {
+		return fmt.Errorf("sync [%d, %d) of segment %s: %w", s.start+from, s.start+to, s.path, err)
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ type Faulty struct {
 	failAllocN []int // 1-based Allocate calls that fail with ENOSPC
 	allocFull  bool  // every Allocate fails with ENOSPC
 	failMap    int   // number of following Map calls that fail
+	failSync   int   // number of following SyncMapped calls that fail
 	usage      *DiskUsage
 	usageOf    map[string]DiskUsage // by path, before usage
 }
@@ -146,6 +147,28 @@ func (f *Faulty) Map(file File, length int) (mmap.MMap, error) {
 		return nil, fmt.Errorf("mmap %s: %w", file.Name(), ErrInjected)
 	}
 	return f.inner.Map(file, length)
+}
+
+// FailSyncs makes the next n SyncMapped calls fail as a write-back error
+// does (EIO), without syncing.
+func (f *Faulty) FailSyncs(n int) {
+	f.mu.Lock()
+	f.failSync = n
+	f.mu.Unlock()
+}
+
+// SyncMapped implements FS, failing as configured.
+func (f *Faulty) SyncMapped(b []byte) error {
+	f.mu.Lock()
+	fail := f.failSync > 0
+	if fail {
+		f.failSync--
+	}
+	f.mu.Unlock()
+	if fail {
+		return fmt.Errorf("msync: %w (%w)", syscall.EIO, ErrInjected)
+	}
+	return f.inner.SyncMapped(b)
 }
 
 // Statfs implements FS, reporting the configured usage if one is set

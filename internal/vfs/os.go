@@ -112,6 +112,14 @@ func (OS) Map(f File, length int) (mmap.MMap, error) {
 	return m, nil
 }
 
+// SyncMapped implements FS with msync(MS_SYNC).
+func (OS) SyncMapped(b []byte) error {
+	if err := unix.Msync(b, unix.MS_SYNC); err != nil {
+		return &os.PathError{Op: "msync", Path: "mapping", Err: err}
+	}
+	return nil
+}
+
 // OSFile returns the underlying *os.File.
 func (f osFile) OSFile() *os.File { return f.File }
 

@@ -79,6 +79,11 @@ type FS interface {
 	ZeroRange(f File, off, length int64) error
 	// Map maps the first length bytes of f shared and read-write.
 	Map(f File, length int) (mmap.MMap, error)
+	// SyncMapped writes the pages of b, a range of a mapping Map returned,
+	// to stable storage (msync with MS_SYNC, on Linux a ranged
+	// fdatasync), and reports a write-back error the kernel met since the
+	// last sync of the file.
+	SyncMapped(b []byte) error
 	// Statfs reports the usage of the file system holding path.
 	Statfs(path string) (DiskUsage, error)
 	// Lock creates (if needed) and exclusively locks the file name with an

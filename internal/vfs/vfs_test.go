@@ -34,6 +34,9 @@ func TestOSAllocateMapZeroRange(t *testing.T) {
 	for i := range m {
 		m[i] = 0xAB
 	}
+	if err := fs.SyncMapped(m[4096:8192]); err != nil {
+		t.Fatalf("SyncMapped: %v", err)
+	}
 	if err := fs.ZeroRange(f, 100, 10000); err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +117,14 @@ func TestFaulty(t *testing.T) {
 	m, err := fs.Map(f, 4096)
 	if err != nil {
 		t.Fatal(err)
+	}
+	m[0] = 1
+	fs.FailSyncs(1)
+	if err := fs.SyncMapped(m); !errors.Is(err, syscall.EIO) || !errors.Is(err, ErrInjected) {
+		t.Fatalf("SyncMapped: err = %v, want an injected EIO", err)
+	}
+	if err := fs.SyncMapped(m); err != nil {
+		t.Fatalf("SyncMapped after the failure: %v", err)
 	}
 	m.Unmap()
 	fs.SetUsage(&DiskUsage{Total: 100, Free: 10, Avail: 5})
