@@ -26,6 +26,7 @@ type Faulty struct {
 	allocFull  bool  // every Allocate fails with ENOSPC
 	failMap    int   // number of following Map calls that fail
 	failSync   int   // number of following SyncMapped calls that fail
+	failFSync  int   // number of following File.Sync calls that fail
 	usage      *DiskUsage
 	usageOf    map[string]DiskUsage // by path, before usage
 }
@@ -91,9 +92,50 @@ func (f *Faulty) SetUsageOf(path string, u *DiskUsage) {
 	f.usageOf[path] = *u
 }
 
-// OpenFile implements FS.
+// OpenFile implements FS. The file's Sync fails as FailFileSyncs sets.
 func (f *Faulty) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
-	return f.inner.OpenFile(name, flag, perm)
+	file, err := f.inner.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return faultyFile{File: file, fs: f}, nil
+}
+
+// FailFileSyncs makes the next n Sync calls of files this FS opened fail
+// as a write-back error does (EIO), without syncing.
+func (f *Faulty) FailFileSyncs(n int) {
+	f.mu.Lock()
+	f.failFSync = n
+	f.mu.Unlock()
+}
+
+// faultyFile is a file a Faulty FS opened.
+type faultyFile struct {
+	File
+	fs *Faulty
+}
+
+// Sync implements File, failing as configured.
+func (f faultyFile) Sync() error {
+	f.fs.mu.Lock()
+	fail := f.fs.failFSync > 0
+	if fail {
+		f.fs.failFSync--
+	}
+	f.fs.mu.Unlock()
+	if fail {
+		return &os.PathError{Op: "fsync", Path: f.Name(), Err: fmt.Errorf("%w (%w)", syscall.EIO, ErrInjected)}
+	}
+	return f.File.Sync()
+}
+
+// OSFile returns the *os.File under the file when it has one (OS.Map
+// maps it).
+func (f faultyFile) OSFile() *os.File {
+	if of, ok := f.File.(interface{ OSFile() *os.File }); ok {
+		return of.OSFile()
+	}
+	return nil
 }
 
 // Remove implements FS.

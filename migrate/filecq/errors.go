@@ -31,6 +31,15 @@ var (
 	// SeedStart for such a queue offset. Nothing of the call is written.
 	ErrInvalidEntry = errors.New("filecq: entry cannot be stored")
 
+	// ErrSyncFailed is returned (wrapping the first failure) by every
+	// Flush after an fsync of a file or directory failed: what was written
+	// since the last good Flush is not known to be on disk, and a later
+	// fsync that succeeds would not prove it (after a failed write-back
+	// the kernel may have dropped the pages), so the store never reports
+	// it durable. The caller's recorded progress stays at the last good
+	// Flush; a restart writes the entries again from there.
+	ErrSyncFailed = errors.New("filecq: an fsync failed; what was written since the last good flush is not known to be on disk")
+
 	// ErrNoStoreTime is returned by OffsetByTime on a non-empty queue when
 	// Options.StoreTime is nil: the file layout keeps no store timestamps.
 	ErrNoStoreTime = errors.New("filecq: no store-time lookup configured")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/rocketkv/rocketkv/cq"
@@ -124,5 +125,40 @@ func TestMapFailure(t *testing.T) {
 	}
 	if hi, _ := s.MaxOffset("TopicA", 0); hi != 3 {
 		t.Errorf("max %d, want 3", hi)
+	}
+}
+
+// A failed fsync is final: every later Flush reports it, even once the
+// disk syncs again, so that the caller never records entries written
+// since the last good Flush as durable; writes and reads go on.
+func TestSyncFailureIsFinal(t *testing.T) {
+	faulty := vfs.NewFaulty(vfs.OS{})
+	s, err := filecq.Open(filecq.Options{Dir: t.TempDir(), UnitsPerFile: 10, FS: faulty})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Put([]cq.Dispatch{byteEntry(0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatalf("flush before the fault: %v", err)
+	}
+	if err := s.Put([]cq.Dispatch{byteEntry(1)}); err != nil {
+		t.Fatal(err)
+	}
+	faulty.FailFileSyncs(1)
+	first := s.Flush()
+	if !errors.Is(first, filecq.ErrSyncFailed) || !errors.Is(first, syscall.EIO) {
+		t.Fatalf("flush with a failing fsync: %v, want ErrSyncFailed wrapping EIO", first)
+	}
+	if err := s.Put([]cq.Dispatch{byteEntry(2)}); err != nil {
+		t.Fatalf("put after the failed flush: %v", err)
+	}
+	if err := s.Flush(); !errors.Is(err, filecq.ErrSyncFailed) || err.Error() != first.Error() {
+		t.Fatalf("flush once fsyncs work again: %v, want the first failure %v", err, first)
+	}
+	if es, err := s.Get("TopicA", 0, 0, 10); err != nil || len(es) != 3 {
+		t.Fatalf("get after the failed flush: %+v, %v", es, err)
 	}
 }

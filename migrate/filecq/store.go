@@ -44,6 +44,7 @@ type Store struct {
 	openFiles   int
 	pendingSync map[string]struct{} // files written, then closed before a Flush
 	dirtyDirs   map[string]struct{} // directories whose entries changed
+	syncFailed  error               // the first failed fsync's error, wrapping ErrSyncFailed (see there)
 }
 
 var _ cq.Store = (*Store)(nil)
@@ -285,7 +286,8 @@ func (s *Store) Queues(fn func(topic string, queueID int32) bool) error {
 // Flush implements cq.Store: it fsyncs every file written since the last
 // Flush (writes go through pwrite, so fsync rather than msync is what makes
 // them durable) and the directories whose entries changed. A read-only
-// store has nothing to flush.
+// store has nothing to flush. Once an fsync failed, every Flush returns
+// ErrSyncFailed (see there).
 func (s *Store) Flush() error {
 	if err := s.enter(); err != nil {
 		return err
@@ -299,6 +301,10 @@ func (s *Store) Flush() error {
 
 func (s *Store) flush() error {
 	s.mu.Lock()
+	if failed := s.syncFailed; failed != nil {
+		s.mu.Unlock()
+		return failed
+	}
 	var qs []*queue
 	for e := s.lru.Front(); e != nil; e = e.Next() {
 		q := e.Value.(*queue)
@@ -360,7 +366,19 @@ func (s *Store) flush() error {
 		}
 		s.mu.Unlock()
 	}
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if errors.Is(err, ErrSyncFailed) {
+		// A failed fsync is final; the paths that could not be opened
+		// (too many open files, say) are tried again by the next Flush.
+		s.mu.Lock()
+		if s.syncFailed == nil {
+			s.syncFailed = err
+			s.log.Error().Err(err).Msg("file ConsumeQueue fsync failed: nothing written since the last good flush is reported durable any more; a restart writes it again from the CommitLog")
+		}
+		err = s.syncFailed
+		s.mu.Unlock()
+	}
+	return err
 }
 
 // syncPath fsyncs a file or directory by name; one that is gone since
@@ -375,8 +393,11 @@ func (s *Store) syncPath(p string) error {
 	}
 	serr := f.Sync()
 	cerr := f.Close()
-	if err := errors.Join(serr, cerr); err != nil {
-		return fmt.Errorf("sync %s: %w", p, err)
+	if serr != nil {
+		return fmt.Errorf("sync %s: %w: %w", p, ErrSyncFailed, serr)
+	}
+	if cerr != nil {
+		return fmt.Errorf("sync %s: close: %w", p, cerr)
 	}
 	return nil
 }
