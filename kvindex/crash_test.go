@@ -228,18 +228,27 @@ func verifyIndex(t *testing.T, s *stack) {
 
 // runOffsetsChild commits increasing consumer offsets from four goroutines
 // (each owning its own queues) and prints each commit once it returned.
-func runOffsetsChild(root string) int {
-	opts := Options{Dir: root, Logger: zerolog.Nop()}
+// openChildIndex opens a crash-test child's index with the WALSync mode
+// childEnvWALSync names and prints "ready", or prints why it could not.
+func openChildIndex(opts Options) (*DB, bool) {
 	if os.Getenv(childEnvWALSync) == "interval" {
 		opts.WALSync = WALSyncInterval
 	}
 	db, err := Open(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		return nil, false
+	}
+	fmt.Println("ready")
+	return db, true
+}
+
+func runOffsetsChild(root string) int {
+	db, ok := openChildIndex(Options{Dir: root, Logger: zerolog.Nop()})
+	if !ok {
 		return 3
 	}
 	offsets := db.ConsumerOffsets()
-	fmt.Println("ready")
 	var mu sync.Mutex
 	out := bufio.NewWriter(os.Stdout)
 	var wg sync.WaitGroup

@@ -65,17 +65,11 @@ func runWALFullChild(dir string) int {
 	if os.Getenv(childEnvWALFail) == "sync" {
 		inject = failingSyncs(&full)
 	}
-	opts := Options{Dir: dir, FS: errorfs.Wrap(vfs.Default, inject), Logger: zerolog.New(os.Stderr)}
-	if os.Getenv(childEnvWALSync) == "interval" {
-		opts.WALSync = WALSyncInterval
-	}
-	db, err := Open(opts)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	db, ok := openChildIndex(Options{Dir: dir, FS: errorfs.Wrap(vfs.Default, inject), Logger: zerolog.New(os.Stderr)})
+	if !ok {
 		return 3
 	}
 	offsets := db.ConsumerOffsets()
-	fmt.Println("ready")
 	for q := range int32(walFullOffsets) {
 		if err := offsets.Set("G", "T", q, 100+int64(q)); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -84,7 +78,7 @@ func runWALFullChild(dir string) int {
 		fmt.Printf("acked %d\n", q)
 	}
 	full.Store(true)
-	if opts.WALSync == WALSyncInterval {
+	if os.Getenv(childEnvWALSync) == "interval" {
 		// The broker's periodic sync.
 		if err := db.SyncWAL(); err != nil {
 			fmt.Fprintf(os.Stderr, "SyncWAL: %v\n", err)

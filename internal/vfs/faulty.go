@@ -117,13 +117,7 @@ type faultyFile struct {
 
 // Sync implements File, failing as configured.
 func (f faultyFile) Sync() error {
-	f.fs.mu.Lock()
-	fail := f.fs.failFSync > 0
-	if fail {
-		f.fs.failFSync--
-	}
-	f.fs.mu.Unlock()
-	if fail {
+	if f.fs.take(&f.fs.failFSync) {
 		return &os.PathError{Op: "fsync", Path: f.Name(), Err: fmt.Errorf("%w (%w)", syscall.EIO, ErrInjected)}
 	}
 	return f.File.Sync()
@@ -177,15 +171,21 @@ func (f *Faulty) ZeroRange(file File, off, length int64) error {
 	return f.inner.ZeroRange(file, off, length)
 }
 
+// take uses up one of the failures a counter of f still holds and reports
+// whether there was one.
+func (f *Faulty) take(counter *int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if *counter <= 0 {
+		return false
+	}
+	*counter--
+	return true
+}
+
 // Map implements FS, failing as configured.
 func (f *Faulty) Map(file File, length int) (mmap.MMap, error) {
-	f.mu.Lock()
-	fail := f.failMap > 0
-	if fail {
-		f.failMap--
-	}
-	f.mu.Unlock()
-	if fail {
+	if f.take(&f.failMap) {
 		return nil, fmt.Errorf("mmap %s: %w", file.Name(), ErrInjected)
 	}
 	return f.inner.Map(file, length)
@@ -201,13 +201,7 @@ func (f *Faulty) FailSyncs(n int) {
 
 // SyncMapped implements FS, failing as configured.
 func (f *Faulty) SyncMapped(b []byte) error {
-	f.mu.Lock()
-	fail := f.failSync > 0
-	if fail {
-		f.failSync--
-	}
-	f.mu.Unlock()
-	if fail {
+	if f.take(&f.failSync) {
 		return fmt.Errorf("msync: %w (%w)", syscall.EIO, ErrInjected)
 	}
 	return f.inner.SyncMapped(b)
