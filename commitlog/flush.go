@@ -105,7 +105,7 @@ func (l *Log) flushTo(target int64) error {
 		return nil
 	}
 	if failed := l.flushFailed.Load(); failed != nil {
-		l.flushDone(*failed)
+		l.flushDone(*failed, 0)
 		return *failed
 	}
 	if h := l.flushHook.Load(); h != nil {
@@ -130,7 +130,7 @@ func (l *Log) flushTo(target int64) error {
 	}
 	if err != nil {
 		err = l.failFlush(from, err)
-		l.flushDone(err)
+		l.flushDone(err, 0)
 		return err
 	}
 	if ts > 0 {
@@ -140,18 +140,18 @@ func (l *Log) flushTo(target int64) error {
 		l.ck.PhysicMsgTimestamp = ts
 		l.ckMu.Unlock()
 	}
-	l.flushMu.Lock()
-	l.flushedPos.Store(target)
-	l.flushes.Add(1)
-	l.flushMu.Unlock()
-	l.flushDone(nil)
+	l.flushDone(nil, target)
 	return nil
 }
 
-// flushDone records the outcome of a flush and wakes those waiting for
-// one.
-func (l *Log) flushDone(err error) {
+// flushDone records the outcome of a flush, with the new flushed offset
+// when it succeeded, and wakes those waiting for one.
+func (l *Log) flushDone(err error, flushed int64) {
 	l.flushMu.Lock()
+	if err == nil {
+		l.flushedPos.Store(flushed)
+		l.flushes.Add(1)
+	}
 	l.flushErr = err
 	close(l.flushCh)
 	l.flushCh = make(chan struct{})
