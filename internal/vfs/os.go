@@ -102,7 +102,7 @@ func writeZeros(f File, off, length int64) error {
 // wrapper exposing the *os.File through an OSFile method).
 func (OS) Map(f File, length int) (mmap.MMap, error) {
 	of, ok := f.(interface{ OSFile() *os.File })
-	if !ok {
+	if !ok || of.OSFile() == nil {
 		return nil, fmt.Errorf("map %s: not an OS file", f.Name())
 	}
 	m, err := mmap.MapRegion(of.OSFile(), length, mmap.RDWR, 0, 0)
