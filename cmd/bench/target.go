@@ -249,6 +249,8 @@ func startProcess(ctx context.Context, bin, store string, conf map[string]string
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// A benchmark killed outright does not leave its broker running.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
 		_ = os.Remove(logPath)
