@@ -756,30 +756,12 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 			}
 		}
 	}
-	var pending cqPending
-	if d.kv != nil {
-		d.kv.mu.Lock()
-		defer d.kv.mu.Unlock()
-		if len(entries) > 0 {
-			p, err := d.kv.putBatch(b, entries)
-			if err != nil {
-				return 0, err
-			}
-			pending = p
-		}
-		if err := b.Set(metaKey(metaCQWritten+LayoutKV), putInt64(end), nil); err != nil {
-			return 0, fmt.Errorf("record the kv ConsumeQueue's progress: %w", err)
-		}
+	if err := d.commitBatch(b, entries, end); err != nil {
+		return 0, err
 	}
-	if err := b.Set(metaKey(metaDispatched), putInt64(end), nil); err != nil {
-		return 0, fmt.Errorf("record dispatched offset: %w", err)
-	}
-	if err := b.Commit(pebble.NoSync); err != nil {
-		return 0, fmt.Errorf("commit dispatch batch up to %d: %w", end, err)
-	}
-	if d.kv != nil {
-		d.kv.publish(pending)
-	}
+	// After the KV ConsumeQueue's lock is released: Assign, which holds
+	// the offset table's lock, may read the ConsumeQueue (a queue not in
+	// the table), which takes that lock.
 	for _, q := range queues {
 		if d.opts.Offsets != nil {
 			d.opts.Offsets.Dispatched(q.topic, q.qid, q.next)
@@ -805,6 +787,37 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 	d.next.Store(end)
 	d.wake(nil)
 	return n, nil
+}
+
+// commitBatch adds the batch's entries to the KV ConsumeQueue's writes in
+// b, with the progress records up to end, commits b and publishes the new
+// queue ends, all under the KV ConsumeQueue's lock.
+func (d *Dispatcher) commitBatch(b *pebble.Batch, entries []cq.Dispatch, end int64) error {
+	var pending cqPending
+	if d.kv != nil {
+		d.kv.mu.Lock()
+		defer d.kv.mu.Unlock()
+		if len(entries) > 0 {
+			p, err := d.kv.putBatch(b, entries)
+			if err != nil {
+				return err
+			}
+			pending = p
+		}
+		if err := b.Set(metaKey(metaCQWritten+LayoutKV), putInt64(end), nil); err != nil {
+			return fmt.Errorf("record the kv ConsumeQueue's progress: %w", err)
+		}
+	}
+	if err := b.Set(metaKey(metaDispatched), putInt64(end), nil); err != nil {
+		return fmt.Errorf("record dispatched offset: %w", err)
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("commit dispatch batch up to %d: %w", end, err)
+	}
+	if d.kv != nil {
+		d.kv.publish(pending)
+	}
+	return nil
 }
 
 // addCode adds a tag code of an entry of the batch's queue i, unless it

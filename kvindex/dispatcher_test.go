@@ -520,3 +520,47 @@ func TestArrivalPropertiesUnreadable(t *testing.T) {
 		t.Fatal("the properties of an entry past the log's end are reported known")
 	}
 }
+
+// Appends to queues the offset table does not hold (which read the
+// ConsumeQueue under the table's lock) while the dispatcher indexes the
+// records before them (which tells the table what it indexed) never
+// deadlock: the dispatcher tells the table after it released the
+// ConsumeQueue's lock. TestDispatchMultiDispatch hung once this way in CI.
+func TestAssignOfUnheldQueuesWhileDispatching(t *testing.T) {
+	root := t.TempDir()
+	cfg := commitlog.DefaultConfig("")
+	cfg.SegmentSize = 4 << 20
+	s := openStackWith(t, root, cfg, LayoutKV, "")
+	const topics = 3000
+	done := make(chan error, 1)
+	go func() {
+		for i := range topics {
+			// A new topic each time: Assign loads the queue, and the
+			// ConsumeQueue checks whether the topic has entries.
+			m := &commitlog.Message{Topic: fmt.Sprintf("Unheld%d", i), Body: []byte("b"), BornTimestamp: 1}
+			if _, err := s.log.Append(context.Background(), commitlog.AppendRequest{Message: m, Assigner: s.offsets}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		// Not closed: the stack's goroutines are stuck for good.
+		t.Fatal("appends to unheld queues stopped while the dispatcher ran (lock-order deadlock)")
+	}
+	defer s.close(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.disp.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.store.MaxOffset(fmt.Sprintf("Unheld%d", topics-1), 0); err != nil || got != 1 {
+		t.Fatalf("last topic's queue end %d %v, want 1", got, err)
+	}
+}
