@@ -25,10 +25,6 @@ var notSendable = map[string]bool{
 	meta.TransCheckMaxTopic: true, selfTestTopic: true, offsetMovedTopic: true,
 }
 
-// validTopicChars reports whether topic matches RocketMQ's
-// ^[%|a-zA-Z0-9_-]+$ (a loop: this runs on every send).
-func validTopicChars(topic string) bool { return meta.ValidTopicChars(topic) }
-
 // validateTopicName applies RocketMQ's topic rules: the allowed characters,
 // at most 127 bytes (255 for %RETRY% and %DLQ% topics). It returns the
 // remark of the refusal, or "".
@@ -43,7 +39,7 @@ func validateTopicName(topic string) string {
 	if len(topic) > limit {
 		return fmt.Sprintf("The specified topic is longer than topic max length %d.", limit)
 	}
-	if !validTopicChars(topic) {
+	if !meta.ValidTopicChars(topic) {
 		return fmt.Sprintf("The specified topic[%s] contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", topic)
 	}
 	return ""

@@ -19,8 +19,8 @@ var ErrBadJSONHeader = errors.New("bad JSON header")
 const extFieldsHint = 14
 
 // appendJSONHeader appends the JSON header of c to dst. Field order is the
-// Go client's; ext fields are sorted by key (the order fastjson writes) so
-// the output is deterministic; every ext value is written as a JSON string.
+// Go client's; ext fields come in the map's order (see below); every ext
+// value is written as a JSON string.
 func appendJSONHeader(dst []byte, c *Command) []byte {
 	dst = append(dst, `{"code":`...)
 	dst = strconv.AppendInt(dst, int64(c.Code), 10)
