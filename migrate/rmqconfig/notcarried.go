@@ -46,19 +46,15 @@ func (c *Config) parseLmqOffsets(data []byte, carry bool) error {
 	for _, o := range c.Offsets {
 		known[o] = true
 	}
-	n := len(lmq)
-	err = eachQueueValue(data, "offsetTable", "offsets", func(topic, group string, qid int32, value []byte) error {
-		off, err := strconv.ParseInt(string(value), 10, 64)
-		if err != nil {
-			return fmt.Errorf("offset %s: %w", value, err)
-		}
-		if !known[Offset{Group: group, Topic: topic, QueueID: qid, Offset: off}] {
-			n++
-		}
-		return nil
-	})
+	others, err := readOffsetTable(nil, data)
 	if err != nil {
 		return err
+	}
+	n := len(lmq)
+	for _, o := range others {
+		if !known[o] {
+			n++
+		}
 	}
 	if n > 0 {
 		c.NotCarried = append(c.NotCarried, fmt.Sprintf("lmqConsumerOffset.json: %d consumer offsets (of light message queues, or other than consumerOffset.json's) are not carried over: the RocketMQ broker ran with enableLmq, and rocketkv reads them with enableLmq=true", n))
@@ -69,15 +65,7 @@ func (c *Config) parseLmqOffsets(data []byte, carry bool) error {
 // parseLmqOffsetsCarried reads lmqConsumerOffset.json as a RocketMQ broker
 // with enableLmq loads it: its offsets replace consumerOffset.json's.
 func (c *Config) parseLmqOffsetsCarried(data []byte) error {
-	var offsets []Offset
-	err := eachQueueValue(data, "offsetTable", "offsets", func(topic, group string, qid int32, value []byte) error {
-		off, err := strconv.ParseInt(string(value), 10, 64)
-		if err != nil {
-			return fmt.Errorf("offset %s: %w", value, err)
-		}
-		offsets = append(offsets, Offset{Group: group, Topic: topic, QueueID: qid, Offset: off})
-		return nil
-	})
+	offsets, err := readOffsetTable(nil, data)
 	if err != nil {
 		return err
 	}
@@ -100,7 +88,7 @@ func (c *Config) parseLmqOffsetsCarried(data []byte) error {
 		}
 		offsets = append(offsets, Offset{Group: group, Topic: topic, QueueID: 0, Offset: off})
 	}
-	sortByQueue(offsets, func(o *Offset) (string, string, int32) { return o.Group, o.Topic, o.QueueID })
+	sortOffsets(offsets)
 	c.Offsets = offsets
 	return nil
 }

@@ -321,17 +321,30 @@ func tableMembers(data []byte, field string) ([]adminbody.Member, error) {
 }
 
 func (c *Config) parseOffsets(data []byte) error {
-	c.Offsets = c.Offsets[:0]
+	var err error
+	c.Offsets, err = readOffsetTable(c.Offsets[:0], data)
+	sortOffsets(c.Offsets)
+	return err
+}
+
+// readOffsetTable appends to out the offsets of a ConsumerOffsetManager
+// file's offsetTable ({"offsetTable":{"T@G":{0:v,...}}}), in file order,
+// up to the first one that is not a number.
+func readOffsetTable(out []Offset, data []byte) ([]Offset, error) {
 	err := eachQueueValue(data, "offsetTable", "offsets", func(topic, group string, qid int32, value []byte) error {
 		off, err := strconv.ParseInt(string(value), 10, 64)
 		if err != nil {
 			return fmt.Errorf("offset %s: %w", value, err)
 		}
-		c.Offsets = append(c.Offsets, Offset{Group: group, Topic: topic, QueueID: qid, Offset: off})
+		out = append(out, Offset{Group: group, Topic: topic, QueueID: qid, Offset: off})
 		return nil
 	})
-	sortByQueue(c.Offsets, func(o *Offset) (string, string, int32) { return o.Group, o.Topic, o.QueueID })
-	return err
+	return out, err
+}
+
+// sortOffsets puts offsets in group, topic, queue order.
+func sortOffsets(offsets []Offset) {
+	sortByQueue(offsets, func(o *Offset) (string, string, int32) { return o.Group, o.Topic, o.QueueID })
 }
 
 // eachQueueValue walks the table named field of a config file, keyed by
