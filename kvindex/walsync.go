@@ -81,8 +81,8 @@ func (fs *intervalSyncFS) track(f vfs.File, name string) *intervalWAL {
 
 // syncAll fdatasyncs every open log written since its last sync and
 // returns the first error. A failed fdatasync stops the process before
-// that (walFailStopFS, which the logs are opened through); the logs that
-// failed stay due only for a stop that returns.
+// that returns (walFailStopFS, which the logs are opened through): a
+// failed log is not synced again.
 func (fs *intervalSyncFS) syncAll() error {
 	fs.mu.Lock()
 	open := make([]*intervalWAL, 0, len(fs.wals))
@@ -142,7 +142,6 @@ func (w *intervalWAL) syncNow() error {
 		return nil
 	}
 	if err := w.File.SyncData(); err != nil {
-		w.dirty.Store(true)
 		return fmt.Errorf("sync %s: %w", w.name, err)
 	}
 	w.fs.syncs.Add(1)
