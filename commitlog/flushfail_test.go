@@ -1,12 +1,10 @@
 package commitlog
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/internal/vfs"
 )
 
@@ -177,28 +176,19 @@ func TestFlushFailureStopsTheProcess(t *testing.T) {
 		t.Skip("spawns a child process")
 	}
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestFlushFailureChildProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), flushFailChildEnv+"="+dir)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
-		t.Fatalf("child ended with %v, want exit status 2\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
-	if strings.Contains(stdout.String(), "SURVIVED") {
-		t.Fatalf("the append that met the failed flush was answered:\n%s", stdout.String())
+	stdout, stderr := testutil.RunChildToExit(t, 30*time.Second, 2,
+		[]string{"-test.run=^TestFlushFailureChildProcess$", "-test.count=1"}, flushFailChildEnv+"="+dir)
+	if strings.Contains(stdout, "SURVIVED") {
+		t.Fatalf("the append that met the failed flush was answered:\n%s", stdout)
 	}
 	for _, want := range []string{"commitlog fatal", ErrFlushFailed.Error(), SegmentName(0), "input/output error"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Fatalf("the child's last words lack %q:\n%s", want, stderr.String())
+		if !strings.Contains(stderr, want) {
+			t.Fatalf("the child's last words lack %q:\n%s", want, stderr)
 		}
 	}
-	acked := strings.Count(stdout.String(), "ACK ")
+	acked := strings.Count(stdout, "ACK ")
 	if acked != flushFailAcked {
-		t.Fatalf("%d records acknowledged before the failure, want %d:\n%s", acked, flushFailAcked, stdout.String())
+		t.Fatalf("%d records acknowledged before the failure, want %d:\n%s", acked, flushFailAcked, stdout)
 	}
 	l := mustOpen(t, crashConfig(dir))
 	defer l.Close()

@@ -2,11 +2,9 @@ package kvindex
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -16,6 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rs/zerolog"
 )
 
@@ -130,30 +129,19 @@ func TestWALWriteFailureStopsTheProcess(t *testing.T) {
 		mode := tc.mode
 		t.Run(mode+"/"+tc.fail, func(t *testing.T) {
 			dir := t.TempDir()
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), childEnvWALFull+"="+dir, childEnvWALSync+"="+mode, childEnvWALFail+"="+tc.fail)
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			if ctx.Err() != nil {
-				t.Fatalf("the child hung after its log's disk filled:\n%s", stderr.String())
-			}
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) || exit.ExitCode() != 2 {
-				t.Fatalf("child ended with %v, want exit status 2\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-			}
-			if strings.Contains(stdout.String(), "survived") {
+			// A child that hangs after its log's disk filled fails here.
+			stdout, stderr := testutil.RunChildToExit(t, 20*time.Second, 2, []string{"-test.run=^$"},
+				childEnvWALFull+"="+dir, childEnvWALSync+"="+mode, childEnvWALFail+"="+tc.fail)
+			if strings.Contains(stdout, "survived") {
 				t.Fatal("the child went on after its log writes failed")
 			}
 			for _, want := range append([]string{"index write-ahead log", "restart once the disk has room"}, tc.want...) {
-				if !strings.Contains(stderr.String(), want) {
-					t.Fatalf("the child's last words lack %q:\n%s", want, stderr.String())
+				if !strings.Contains(stderr, want) {
+					t.Fatalf("the child's last words lack %q:\n%s", want, stderr)
 				}
 			}
-			if got := strings.Count(stdout.String(), "acked "); got != walFullOffsets {
-				t.Fatalf("child acknowledged %d offsets before its disk filled, want %d:\n%s", got, walFullOffsets, stdout.String())
+			if got := strings.Count(stdout, "acked "); got != walFullOffsets {
+				t.Fatalf("child acknowledged %d offsets before its disk filled, want %d:\n%s", got, walFullOffsets, stdout)
 			}
 
 			db := openDBAt(t, dir)

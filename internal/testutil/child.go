@@ -2,6 +2,9 @@ package testutil
 
 import (
 	"bufio"
+	"bytes"
+	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -91,4 +94,35 @@ func KillWindow(t testing.TB, env, done string) time.Duration {
 	window := time.Since(start) * 3 / 2
 	KillChild(cmd)
 	return window
+}
+
+// RunChildToExit runs the test binary again with args and env
+// ("NAME=value" each) added, waits for it to end, and returns its stdout
+// and stderr. It fails the test when the child runs longer than timeout
+// (it is killed then) or ends with an exit status other than want.
+func RunChildToExit(t testing.TB, timeout time.Duration, want int, args []string, env ...string) (stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("the child did not end within %s (hung):\nstdout:\n%s\nstderr:\n%s", timeout, out.String(), errOut.String())
+	}
+	got := 0
+	if err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("run the child: %v", err)
+		}
+		got = exit.ExitCode()
+	}
+	if got != want {
+		t.Fatalf("child ended with exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", got, want, out.String(), errOut.String())
+	}
+	return out.String(), errOut.String()
 }
