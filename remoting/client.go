@@ -64,6 +64,11 @@ type ClientOptions struct {
 	// TLS, when set, makes the connection TLS (RocketMQ's tls.enable);
 	// the handshake is part of Dial.
 	TLS *tls.Config
+	// DialContext, when set, opens the TCP connection instead of a
+	// net.Dialer with KeepAlive (through a tunnel, say, or with bytes
+	// written ahead of the client's own, as a load balancer writes a
+	// PROXY protocol header).
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func (o ClientOptions) withDefaults() ClientOptions {
@@ -123,8 +128,11 @@ type Client struct {
 // Dial connects to addr ("host:port").
 func Dial(ctx context.Context, addr string, opts ClientOptions) (*Client, error) {
 	opts = opts.withDefaults()
-	d := net.Dialer{KeepAlive: opts.KeepAlive}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	dial := opts.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{KeepAlive: opts.KeepAlive}).DialContext
+	}
+	conn, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}

@@ -65,20 +65,39 @@ type Conn struct {
 	flushing  bool
 	flushFn   gnet.AsyncCallback
 
-	// undetected is set while the first byte, which tells TLS from
-	// plaintext, has not arrived; frames sent meanwhile wait in outq.
+	// undetected is set while the first bytes, which tell a PROXY
+	// protocol header, TLS and plaintext apart, have not arrived; frames
+	// sent meanwhile wait in outq.
 	// tls is the TLS state of a TLS connection, nil for plaintext. Both
 	// change only on the event loop, under mu, which reads them without
 	// it.
 	undetected bool
 	tls        *tlsConn
+	// proxyPending is set while a PROXY protocol header may still open
+	// the connection, proxyRead once one has; both belong to the event
+	// loop. client is the client's address the header gave (nil: the
+	// peer is the client).
+	proxyPending bool
+	proxyRead    bool
+	client       atomic.Pointer[net.TCPAddr]
 }
 
 // ID returns the connection's id, unique within its server.
 func (c *Conn) ID() uint64 { return c.id }
 
-// RemoteAddr returns the peer's address.
-func (c *Conn) RemoteAddr() net.Addr { return c.remote }
+// RemoteAddr returns the client's address: the source a PROXY protocol
+// header gave, or else the socket's peer. It is what RocketMQ reports as a
+// channel's remote address (access control, connection lists).
+func (c *Conn) RemoteAddr() net.Addr {
+	if a := c.client.Load(); a != nil {
+		return a
+	}
+	return c.remote
+}
+
+// PeerAddr returns the socket's peer: the load balancer when the
+// connection opened with a PROXY protocol header, the client otherwise.
+func (c *Conn) PeerAddr() net.Addr { return c.remote }
 
 // LocalAddr returns the server-side address of the connection.
 func (c *Conn) LocalAddr() net.Addr { return c.local }
@@ -99,7 +118,12 @@ func (c *Conn) Closed() bool {
 }
 
 // String describes the connection for logs.
-func (c *Conn) String() string { return fmt.Sprintf("conn#%d(%s)", c.id, c.remote) }
+func (c *Conn) String() string {
+	if a := c.client.Load(); a != nil {
+		return fmt.Sprintf("conn#%d(%s via %s)", c.id, a, c.remote)
+	}
+	return fmt.Sprintf("conn#%d(%s)", c.id, c.remote)
+}
 
 // ClientInfo returns what is known about the client.
 func (c *Conn) ClientInfo() ClientInfo {

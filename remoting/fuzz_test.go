@@ -191,3 +191,43 @@ func FuzzFrameSplitter(f *testing.F) {
 		}
 	})
 }
+
+// FuzzProxyHeader: the PROXY protocol framing and parsing never panic;
+// the framing never claims bytes that are not there, never finds a header
+// where none can start, and asks for more only of a prefix; a parsed
+// client address is a usable TCP address.
+func FuzzProxyHeader(f *testing.F) {
+	v1 := tcpHeader(f, 1, "192.0.2.1:1234", "198.51.100.1:10911")
+	v2 := tcpHeader(f, 2, "[2001:db8::1]:1234", "[2001:db8::2]:10911")
+	for _, seed := range [][]byte{v1, v2, v1[:9], v2[:15], []byte("PROXY UNKNOWN\r\n"), append(append([]byte{}, v2...), v1...)} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		size, more, err := proxyHeaderSize(data)
+		switch {
+		case err != nil:
+			if !errors.Is(err, ErrBadProxyHeader) || size != 0 || more {
+				t.Fatalf("error %v with size %d, more %v", err, size, more)
+			}
+			return
+		case size > len(data) || size < 0:
+			t.Fatalf("size %d of %d bytes", size, len(data))
+		case more && size != 0:
+			t.Fatalf("more with size %d", size)
+		case !mayOpenProxyHeader(data) && (size != 0 || more):
+			t.Fatalf("a header found in %q", data)
+		case size == 0:
+			return
+		}
+		client, err := parseProxyHeader(data[:size])
+		if err != nil {
+			if !errors.Is(err, ErrBadProxyHeader) {
+				t.Fatalf("error not wrapping ErrBadProxyHeader: %v", err)
+			}
+			return
+		}
+		if client != nil && (client.Port == 0 || client.IP == nil) {
+			t.Fatalf("unusable client address %v", client)
+		}
+	})
+}

@@ -72,6 +72,11 @@ type ServerConfig struct {
 	// (DefaultTLSHandshakeTimeout); a handshake not done by then closes
 	// the connection.
 	TLSHandshakeTimeout time.Duration
+	// ProxyProtocol says which connections may open with a PROXY
+	// protocol header (version 1 or 2) naming the client behind a load
+	// balancer; the zero value accepts one from any peer, as RocketMQ
+	// does. The header comes before TLS.
+	ProxyProtocol ProxyProtocol
 	// OnAnswer, when set, is told of every answer the server's
 	// connections give a request (Conn.Reply): the broker's
 	// rocketmq_rpc_latency. It runs on the goroutine that answers (a
@@ -453,7 +458,8 @@ func (e *eventHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	c.flushFn = c.flush
-	c.undetected = s.cfg.TLSMode != TLSDisabled
+	c.proxyPending = !s.cfg.ProxyProtocol.Disabled
+	c.undetected = s.cfg.TLSMode != TLSDisabled || c.proxyPending
 	c.touch()
 	gc.SetContext(c)
 	s.mu.Lock()
@@ -515,9 +521,9 @@ func (s *Server) runHook(c *Conn, fn func()) {
 
 // OnTraffic cuts the inbound bytes into frames and queues them for the
 // workers. A frame larger than MaxFrameSize or with a bad length word
-// closes the connection. The first bytes of a connection decide between
-// TLS and plaintext (unless TLS is disabled); a TLS connection's bytes go
-// to its TLS reader instead.
+// closes the connection. The first bytes of a connection may be a PROXY
+// protocol header and then decide between TLS and plaintext (unless TLS
+// is disabled); a TLS connection's bytes go to its TLS reader instead.
 func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 	s := e.s
 	c, ok := gc.Context().(*Conn)
@@ -529,7 +535,7 @@ func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 		if gc.InboundBuffered() == 0 {
 			return gnet.None // woken by a Send, no byte yet
 		}
-		if a := e.detect(gc, c); a != gnet.None {
+		if a := e.detect(gc, c); a != gnet.None || c.undetected {
 			return a
 		}
 	}
@@ -560,6 +566,14 @@ func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 				s.log.Warn().Stringer("conn", c).Msg("closing connection: it opens a TLS handshake and TLS is disabled (tls.server.mode)")
 				return gnet.Close
 			}
+			if mayOpenProxyHeader(head) {
+				why := "PROXY protocol headers are refused (proxyProtocolEnable=false)"
+				if c.proxyRead {
+					why = "a second PROXY protocol header"
+				}
+				s.log.Warn().Stringer("conn", c).Msg("closing connection: " + why)
+				return gnet.Close
+			}
 			s.log.Warn().Err(err).Stringer("conn", c).Msg("closing connection: bad frame length")
 			return gnet.Close
 		}
@@ -575,16 +589,27 @@ func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 	}
 }
 
-// detect reads the first byte of a connection: a TLS handshake record
-// starts TLS, anything else is plaintext, which enforcing mode refuses.
-// It returns gnet.Close to refuse the connection.
+// detect reads the first bytes of a connection: a PROXY protocol header
+// when one may come, then the first byte after it: a TLS handshake record
+// starts TLS (unless TLS is disabled), anything else is plaintext, which
+// enforcing mode refuses. It returns gnet.Close to refuse the connection;
+// c.undetected stays set while it waits for more bytes.
 func (e *eventHandler) detect(gc gnet.Conn, c *Conn) gnet.Action {
 	s := e.s
+	if c.proxyPending {
+		done, refuse := e.readProxyHeader(gc, c)
+		if refuse {
+			return gnet.Close
+		}
+		if !done || gc.InboundBuffered() == 0 {
+			return gnet.None
+		}
+	}
 	first, err := gc.Peek(1)
 	if err != nil || len(first) == 0 {
 		return gnet.None
 	}
-	if first[0] == tlsRecordHandshake {
+	if first[0] == tlsRecordHandshake && s.cfg.TLSMode != TLSDisabled {
 		s.startTLS(gc, c)
 		return gnet.None
 	}

@@ -297,7 +297,7 @@ func (s *Server) startTLS(gc gnet.Conn, c *Conn) {
 		t.pipe.recycle(out)
 		return nil
 	}
-	t.pipe = newTLSPipe(c.local, c.remote,
+	t.pipe = newTLSPipe(c.local, c.RemoteAddr(),
 		func() error { return gc.Wake(t.flushFn) },
 		func() { _ = c.Close() })
 	// Two frames of the largest size (and their records' overhead) may
