@@ -384,7 +384,7 @@ func (m *clientManager) producerTable() map[string][]adminbody.ProducerInfo {
 		list := make([]adminbody.ProducerInfo, 0, len(channels))
 		for _, c := range channels {
 			list = append(list, adminbody.ProducerInfo{ClientID: c.clientID, Language: c.language,
-				LastUpdateTimestamp: c.lastUpdate.UnixMilli(), RemoteIP: "/" + c.conn.RemoteAddr().String(), Version: c.version})
+				LastUpdateTimestamp: c.lastUpdate.UnixMilli(), RemoteIP: "/" + c.conn.PeerAddr().String(), Version: c.version})
 		}
 		sort.Slice(list, func(i, j int) bool { return list[i].ClientID < list[j].ClientID })
 		out[group] = list

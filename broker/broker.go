@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -310,10 +309,14 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	// The server is created last: when it is listening the broker must be
 	// able to answer everything.
 	scfg := remoting.ServerConfig{
-		Addr:        net.JoinHostPort("", strconv.Itoa(b.cfg.ListenPort)),
+		Addr:        b.cfg.ListenAddr(b.cfg.ListenPort),
 		IdleTimeout: b.cfg.ChannelExpiredTimeout,
 		TLSMode:     tlsMode,
 		TLS:         tlsConfig,
+		ProxyProtocol: remoting.ProxyProtocol{
+			Disabled: !b.cfg.ProxyProtocol.Enable,
+			Trusted:  b.cfg.ProxyProtocol.TrustedNetworks,
+		},
 	}
 	if b.metrics != nil {
 		// rocketmq_rpc_latency, on both ports as RocketMQ records it.

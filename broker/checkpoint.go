@@ -16,9 +16,12 @@ import (
 // checkpoint of the index for kvdump to read while the broker runs. Only a
 // client on this machine may ask (it has to read the files), and only for a
 // directory inside the configured checkpoint directory: the request must
-// not let a client make the broker write wherever it can.
+// not let a client make the broker write wherever it can. Both the socket's
+// peer and the client a PROXY protocol header names must be local: a header
+// can claim any address, and a balancer on this machine forwards remote
+// clients.
 func (b *Broker) processCheckpoint(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if !loopbackPeer(conn.RemoteAddr()) {
+	if !loopbackPeer(conn.PeerAddr()) || !loopbackPeer(conn.RemoteAddr()) {
 		b.log.Warn().Stringer("remote", conn.RemoteAddr()).Msg("index checkpoint refused: not a loopback client")
 		return remoting.NewResponse(req, remoting.NoPermission,
 			"index checkpoints are served to clients on the broker's machine only (kvdump must read the files)")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strconv"
 
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -54,7 +53,7 @@ func (b *Broker) startFastChannel(ctx context.Context, handler remoting.Handler,
 	if port < 0 {
 		return nil
 	}
-	cfg.Addr = net.JoinHostPort("", strconv.Itoa(port))
+	cfg.Addr = b.cfg.ListenAddr(port)
 	b.fastServer = remoting.NewServer(cfg, fastChannelHandler{next: handler}, b.component("remoting-fast"))
 	if err := b.fastServer.Start(ctx); err != nil {
 		b.fastServer = nil

@@ -234,7 +234,7 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		Flag:           h.flag,
 		SysFlag:        sysFlag,
 		BornTimestamp:  h.bornTimestamp,
-		BornHost:       addrPort(conn.RemoteAddr()),
+		BornHost:       addrPort(conn.PeerAddr()),
 		ReconsumeTimes: reconsume,
 		Body:           req.Body,
 		Properties:     props,
@@ -394,7 +394,7 @@ func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoti
 	if len(items) == 0 {
 		return remoting.NewResponse(req, remoting.MessageIllegal, "empty batch")
 	}
-	born := addrPort(conn.RemoteAddr())
+	born := addrPort(conn.PeerAddr())
 	msgs := make([]*commitlog.Message, len(items))
 	for i, it := range items {
 		if len(it.Properties) > maxPropertiesLen {

@@ -54,11 +54,14 @@ type Broker struct {
 	BrokerID          int64
 	BrokerIP1         string
 	ListenPort        int
-	NamesrvAddr       string
-	BrokerRole        string
-	BrokerPermission  int
-	RegionID          string
-	TraceOn           bool
+	// BindAddress is the address the listeners (listenPort, the fast
+	// channel) bind; "0.0.0.0" (the default) is every interface.
+	BindAddress      string
+	NamesrvAddr      string
+	BrokerRole       string
+	BrokerPermission int
+	RegionID         string
+	TraceOn          bool
 	// StoreReplyMessageEnable stores request/reply replies in the reply
 	// topic besides pushing them to the requester.
 	StoreReplyMessageEnable bool
@@ -280,6 +283,9 @@ type Broker struct {
 
 	// TLS is the listener's TLS (RocketMQ's tls.server.* keys).
 	TLS TLS
+	// ProxyProtocol says which connections of the listeners may open with
+	// a PROXY protocol header.
+	ProxyProtocol ProxyProtocol
 	// TLSEnable is tls.enable: whether the broker dials the name servers
 	// with TLS. "true" or "false"; empty (the default) follows RocketMQ:
 	// TLS when tls.server.mode is enforcing.
@@ -343,3 +349,7 @@ func (b *Broker) DialNamesrvTLS() bool {
 // set. The values are RocketMQ's defaults unless the field table says
 // otherwise.
 func DefaultBroker() Broker { return brokerSchema.defaults() }
+
+// ListenAddr is the address a listener of the broker on port binds:
+// bindAddress and port, with 0.0.0.0 standing for every interface.
+func (b *Broker) ListenAddr(port int) string { return listenAddr(b.BindAddress, port) }

@@ -40,6 +40,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	i64("brokerId", "0", func(b *Broker) *int64 { return &b.BrokerID }),
 	str("brokerIP1", "", func(b *Broker) *string { return &b.BrokerIP1 }),
 	intRange("listenPort", "10911", 0, 65535, func(b *Broker) *int { return &b.ListenPort }),
+	str("bindAddress", "0.0.0.0", func(b *Broker) *string { return &b.BindAddress }),
 	str("namesrvAddr", "", func(b *Broker) *string { return &b.NamesrvAddr }),
 	oneOf("brokerRole", "ASYNC_MASTER", []string{"ASYNC_MASTER", "SYNC_MASTER", "SLAVE"}, func(b *Broker) *string { return &b.BrokerRole }),
 	intRange("brokerPermission", "6", 0, 15, func(b *Broker) *int { return &b.BrokerPermission }),
@@ -152,7 +153,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 
 	boolean("aclEnable", "false", func(b *Broker) *bool { return &b.AclEnable }),
 	str("plainAclFile", "", func(b *Broker) *string { return &b.PlainAclFile }),
-}, authFields(), tlsServerFields(func(b *Broker) *TLS { return &b.TLS }), []field[Broker]{
+}, authFields(), tlsServerFields(func(b *Broker) *TLS { return &b.TLS }), proxyProtocolFields(func(b *Broker) *ProxyProtocol { return &b.ProxyProtocol }), []field[Broker]{
 	oneOf("tls.enable", "", []string{"", "true", "false"}, func(b *Broker) *string { return &b.TLSEnable }),
 
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(b *Broker) *string { return &b.LogLevel }),

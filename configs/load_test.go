@@ -225,6 +225,9 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"b.conf", "messageDelayLevel=1s 5x\n", "messageDelayLevel"},
 		{"b.conf", "maxTransferCountOnMessageInMemory=0\n", "maxTransferCountOnMessageInMemory"},
 		{"b.conf", "haTransferBatchSize=4194304\n", "haTransferBatchSize"},
+		{"b.conf", "proxyProtocolTrustedNetworks=10.0.0.0/33\n", "proxyProtocolTrustedNetworks"},
+		{"b.conf", "proxyProtocolTrustedNetworks=lb.example\n", "proxyProtocolTrustedNetworks"},
+		{"b.conf", "proxyProtocolEnable=maybe\n", "proxyProtocolEnable"},
 	}
 	for _, c := range cases {
 		_, err := LoadBroker(writeFile(t, c.name, c.content), nil)

@@ -46,6 +46,9 @@ type Namesrv struct {
 	ConfigBlackList string
 	// TLS is the listener's TLS (RocketMQ's tls.server.* keys).
 	TLS TLS
+	// ProxyProtocol says which connections may open with a PROXY protocol
+	// header.
+	ProxyProtocol ProxyProtocol
 	// LogLevel is trace, debug, info, warn or error.
 	LogLevel string
 	// LogFormat is auto (console on a terminal, JSON otherwise), console or
@@ -67,7 +70,7 @@ var namesrvFields = slices.Concat([]field[Namesrv]{
 	boolean("deleteTopicWithBrokerRegistration", "false", func(n *Namesrv) *bool { return &n.DeleteTopicWithBrokerRegistration }),
 	millisRange("scanNotActiveBrokerInterval", "5000", 1, func(n *Namesrv) *time.Duration { return &n.ScanNotActiveBrokerInterval }),
 	str("configBlackList", "configBlackList;configStorePath;kvConfigPath", func(n *Namesrv) *string { return &n.ConfigBlackList }),
-}, tlsServerFields(func(n *Namesrv) *TLS { return &n.TLS }), []field[Namesrv]{
+}, tlsServerFields(func(n *Namesrv) *TLS { return &n.TLS }), proxyProtocolFields(func(n *Namesrv) *ProxyProtocol { return &n.ProxyProtocol }), []field[Namesrv]{
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(n *Namesrv) *string { return &n.LogLevel }),
 	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(n *Namesrv) *string { return &n.LogFormat }),
 })
@@ -147,12 +150,15 @@ func (n *Namesrv) Settings() map[string]string { return namesrvSchema.settings(n
 
 // ListenAddr is the address to listen on: bindAddress and listenPort, with
 // 0.0.0.0 standing for every interface.
-func (n *Namesrv) ListenAddr() string {
-	host := n.BindAddress
-	if host == "0.0.0.0" {
-		host = ""
+func (n *Namesrv) ListenAddr() string { return listenAddr(n.BindAddress, n.ListenPort) }
+
+// listenAddr joins a bind address and a port, with 0.0.0.0 standing for
+// every interface (IPv6 included, as Java binds it).
+func listenAddr(bind string, port int) string {
+	if bind == "0.0.0.0" {
+		bind = ""
 	}
-	return net.JoinHostPort(host, strconv.Itoa(n.ListenPort))
+	return net.JoinHostPort(bind, strconv.Itoa(port))
 }
 
 // BlackListed reports the keys of props UPDATE_NAMESRV_CONFIG must refuse:

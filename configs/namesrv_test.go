@@ -91,6 +91,7 @@ func TestNamesrvBadValuesNameTheKey(t *testing.T) {
 		"scanNotActiveBrokerInterval=0\n":     "scanNotActiveBrokerInterval",
 		"logLevel=loud\n":                     "logLevel",
 		"deleteTopicWithBrokerRegistration=2": "deleteTopicWithBrokerRegistration",
+		"proxyProtocolTrustedNetworks=10.1/8": "proxyProtocolTrustedNetworks",
 	} {
 		_, err := LoadNamesrv(writeFile(t, "n.properties", content), nil)
 		if err == nil || !strings.Contains(err.Error(), key) {

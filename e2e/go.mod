@@ -2,7 +2,10 @@ module github.com/rocketkv/rocketkv/e2e
 
 go 1.26.8
 
-require github.com/apache/rocketmq-client-go/v2 v2.1.3-0.20251226070945-2173d070fd1b
+require (
+	github.com/apache/rocketmq-client-go/v2 v2.1.3-0.20251226070945-2173d070fd1b
+	github.com/pires/go-proxyproto v0.15.0
+)
 
 require (
 	github.com/emirpasic/gods v1.12.0 // indirect

@@ -45,6 +45,7 @@ func ConfigFrom(n configs.Namesrv, file string) Config {
 	cfg.DeleteTopicWithBrokerRegistration = n.DeleteTopicWithBrokerRegistration
 	cfg.KVConfigPath = n.KVConfigPath
 	cfg.TLS = n.TLS
+	cfg.Remoting.ProxyProtocol = remoting.ProxyProtocol{Disabled: !n.ProxyProtocol.Enable, Trusted: n.ProxyProtocol.TrustedNetworks}
 	cfg.Settings = &n
 	cfg.ConfigFile = file
 	return cfg
@@ -66,6 +67,7 @@ func settingsOf(cfg Config) configs.Namesrv {
 	n.DeleteTopicWithBrokerRegistration = cfg.DeleteTopicWithBrokerRegistration
 	n.KVConfigPath = cfg.KVConfigPath
 	n.TLS = cfg.TLS
+	n.ProxyProtocol = configs.ProxyProtocol{Enable: !cfg.Remoting.ProxyProtocol.Disabled, TrustedNetworks: cfg.Remoting.ProxyProtocol.Trusted}
 	// The mode in force: set directly on the listener, or off.
 	if cfg.Remoting.TLS != nil || cfg.Remoting.TLSMode != remoting.TLSDisabled || n.TLS.Mode == "" {
 		n.TLS.Mode = cfg.Remoting.TLSMode.String()

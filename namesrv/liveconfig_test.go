@@ -1,10 +1,12 @@
 package namesrv
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -47,16 +49,18 @@ func configLines(t *testing.T, c *remoting.Client) map[string]string {
 }
 
 func TestGetNamesrvConfigReportsTheConfigurationInForce(t *testing.T) {
-	ns, _ := startFromFile(t, "scanNotActiveBrokerInterval=2000\nenableTopicList=false\nserverWorkerThreads=4\n")
+	ns, _ := startFromFile(t, "scanNotActiveBrokerInterval=2000\nenableTopicList=false\nserverWorkerThreads=4\nproxyProtocolTrustedNetworks=127.0.0.1\n")
 	got := configLines(t, dial(t, ns))
 	port := ns.Addr().String()[strings.LastIndexByte(ns.Addr().String(), ':')+1:]
 	for k, want := range map[string]string{
-		"listenPort":                  port,
-		"bindAddress":                 "127.0.0.1",
-		"scanNotActiveBrokerInterval": "2000",
-		"enableTopicList":             "false",
-		"enableAllTopicList":          "true",
-		"kvConfigPath":                "",
+		"listenPort":                   port,
+		"bindAddress":                  "127.0.0.1",
+		"scanNotActiveBrokerInterval":  "2000",
+		"enableTopicList":              "false",
+		"enableAllTopicList":           "true",
+		"kvConfigPath":                 "",
+		"proxyProtocolEnable":          "true",
+		"proxyProtocolTrustedNetworks": "127.0.0.1/32",
 	} {
 		if v, ok := got[k]; !ok || v != want {
 			t.Errorf("%s = %q (present %v), want %q", k, v, ok, want)
@@ -257,5 +261,35 @@ func TestGetBrokerMemberGroup(t *testing.T) {
 	}
 	if resp := invoke(t, c, remoting.GetBrokerMemberGroup, map[string]string{"clusterName": "C"}, nil); resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, "brokerName") {
 		t.Fatalf("without brokerName: %v", resp)
+	}
+}
+
+// The PROXY protocol keys reach the listener: a header from a peer the
+// file does not trust closes the connection.
+func TestNamesrvProxyProtocolSettings(t *testing.T) {
+	for content, accepted := range map[string]bool{
+		"":                            true,
+		"proxyProtocolEnable=false\n": false,
+		"proxyProtocolTrustedNetworks=10.0.0.0/8\n": false,
+	} {
+		ns, _ := startFromFile(t, content)
+		conn, err := net.Dial("tcp", ns.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		// A version 1 header, then GET_NAMESRV_CONFIG.
+		frame, err := remoting.Encode(remoting.NewRequest(remoting.GetNamesrvConfig, nil, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Write(append([]byte("PROXY TCP4 192.0.2.1 192.0.2.2 1000 9876\r\n"), frame...)); err != nil {
+			t.Fatal(err)
+		}
+		_, err = remoting.NewFrameReader(conn, 0).ReadFrame()
+		_ = conn.Close()
+		if accepted != (err == nil) {
+			t.Errorf("%q: answer error %v, accepted=%v wanted", content, err, accepted)
+		}
 	}
 }
