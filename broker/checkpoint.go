@@ -22,7 +22,7 @@ import (
 // clients.
 func (b *Broker) processCheckpoint(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	if !loopbackPeer(conn.PeerAddr()) || !loopbackPeer(conn.RemoteAddr()) {
-		b.log.Warn().Stringer("remote", conn.RemoteAddr()).Msg("index checkpoint refused: not a loopback client")
+		b.log.Warn().Stringer("conn", conn).Msg("index checkpoint refused: not a loopback client")
 		return remoting.NewResponse(req, remoting.NoPermission,
 			"index checkpoints are served to clients on the broker's machine only (kvdump must read the files)")
 	}
