@@ -2,6 +2,7 @@ package configs
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -107,7 +108,11 @@ var brokerFields = slices.Concat([]field[Broker]{
 
 	str("storePathRootDir", DefaultStoreRoot(), func(b *Broker) *string { return &b.StorePathRootDir }),
 	commitLogPath("storePathCommitLog", func(b *Broker) *string { return &b.StorePathCommitLog }),
-	oneOf("storeType", StoreTypeKV, []string{StoreTypeKV, StoreTypeFile}, func(b *Broker) *string { return &b.StoreType }),
+	// RocketMQ's own values name the same two layouts: its file
+	// ConsumeQueue (default) and its ConsumeQueue in an embedded KV store
+	// (defaultRocksDB), so its migration steps read the same here.
+	oneOfAliased("storeType", StoreTypeKV, []string{StoreTypeKV, StoreTypeFile},
+		map[string]string{"default": StoreTypeFile, "defaultRocksDB": StoreTypeKV}, func(b *Broker) *string { return &b.StoreType }),
 	boolean("rocksdbCQDoubleWriteEnable", "false", func(b *Broker) *bool { return &b.CQDoubleWrite }),
 	millisRange("flushIntervalConsumeQueue", "1000", 1, func(b *Broker) *time.Duration { return &b.FlushIntervalConsumeQueue }),
 	withAliases(i64Range("mappedFileSizeCommitLog", "1073741824", 4096, 1<<40, func(b *Broker) *int64 { return &b.MappedFileSizeCommitLog }), "mapedFileSizeCommitLog"),
@@ -128,6 +133,8 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("checkCRCOnRecover", "true", func(b *Broker) *bool { return &b.CheckCRCOnRecover }),
 	str("indexCheckpointDir", "", func(b *Broker) *string { return &b.IndexCheckpointDir }),
 	boolean("messageIndexEnable", "true", func(b *Broker) *bool { return &b.MessageIndexEnable }),
+	intRange("maxMsgsNumBatch", "64", 1, 1<<16, func(b *Broker) *int { return &b.MaxMsgsNumBatch }),
+	intRange("defaultQueryMaxNum", "32", 1, 1<<16, func(b *Broker) *int { return &b.DefaultQueryMaxNum }),
 	boolean("enableLmq", "false", func(b *Broker) *bool { return &b.EnableLMQ }),
 	boolean("enableMultiDispatch", "false", func(b *Broker) *bool { return &b.EnableMultiDispatch }),
 	micros("dispatchBatchIntervalMicros", "500", 1_000_000, func(b *Broker) *time.Duration { return &b.DispatchBatchInterval }),
@@ -194,6 +201,27 @@ func oneOf[T any](key, def string, allowed []string, ptr func(*T) *string) field
 		}
 		return fmt.Errorf("%q is not one of %s", raw, strings.Join(allowed, ", "))
 	}, get: func(b *T) string { return *ptr(b) }}
+}
+
+// oneOfAliased is oneOf that also takes other spellings of the allowed
+// values, in any case, each kept as the value it stands for.
+func oneOfAliased[T any](key, def string, allowed []string, aliases map[string]string, ptr func(*T) *string) field[T] {
+	f := oneOf(key, def, allowed, ptr)
+	set := f.set
+	names := slices.Sorted(maps.Keys(aliases))
+	f.set = func(c *T, raw string) error {
+		for _, alias := range names {
+			if strings.EqualFold(raw, alias) {
+				*ptr(c) = aliases[alias]
+				return nil
+			}
+		}
+		if err := set(c, raw); err != nil {
+			return fmt.Errorf("%w (or %s)", err, strings.Join(names, ", "))
+		}
+		return nil
+	}
+	return f
 }
 
 // parseBool reads a boolean value as the keys' error messages name it.

@@ -304,3 +304,19 @@ func TestIndexWALSyncFollowsFlushDiskType(t *testing.T) {
 		}
 	}
 }
+
+// storeType takes RocketMQ's values, in any case, as the layouts they
+// name.
+func TestStoreTypeTakesRocketMQsValues(t *testing.T) {
+	for raw, want := range map[string]string{"kv": StoreTypeKV, "FILE": StoreTypeFile, "default": StoreTypeFile,
+		"defaultRocksDB": StoreTypeKV, "DefaultRocksDb": StoreTypeKV} {
+		got, err := LoadBroker("", map[string]string{"storeType": raw})
+		if err != nil || got.Broker.StoreType != want {
+			t.Errorf("storeType=%s: %q %v, want %q", raw, got.Broker.StoreType, err, want)
+		}
+	}
+	_, err := LoadBroker("", map[string]string{"storeType": "rocksdb"})
+	if err == nil || !strings.Contains(err.Error(), "storeType") || !strings.Contains(err.Error(), "defaultRocksDB") {
+		t.Errorf("storeType=rocksdb: %v", err)
+	}
+}
