@@ -9,13 +9,10 @@ import (
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
-// maxQueryResults caps QUERY_MESSAGE answers (RocketMQ's
-// defaultQueryMaxNum).
-const maxQueryResults = 32
-
 // processQueryMessage answers QUERY_MESSAGE: messages of a topic by key (a
 // word of KEYS) or, with _UNIQUE_KEY_QUERY, by UNIQ_KEY, within a store
-// time range.
+// time range. As RocketMQ, a query by unique key returns at most
+// defaultQueryMaxNum messages and any query at most maxMsgsNumBatch.
 func (b *Broker) processQueryMessage(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	h := remoting.Header(req.ExtFields)
 	topic, err := h.String("topic")
@@ -26,16 +23,16 @@ func (b *Broker) processQueryMessage(_ context.Context, _ *remoting.Conn, req *r
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	maxNum, _ := h.OptInt32("maxNum", maxQueryResults)
+	maxNum, _ := h.OptInt32("maxNum", int32(b.cfg.DefaultQueryMaxNum))
 	begin, _ := h.OptInt64("beginTimestamp", 0)
 	end, _ := h.OptInt64("endTimestamp", 0)
 	kind := kvindex.KindKey
 	if h.OptBool("_UNIQUE_KEY_QUERY", false) {
 		kind = kvindex.KindUniqKey
-		maxNum = maxQueryResults
+		maxNum = int32(b.cfg.DefaultQueryMaxNum)
 	}
-	if maxNum <= 0 || maxNum > maxQueryResults {
-		maxNum = maxQueryResults
+	if maxNum <= 0 || int(maxNum) > b.cfg.MaxMsgsNumBatch {
+		maxNum = int32(b.cfg.MaxMsgsNumBatch)
 	}
 	records := map[int64][]byte{} // verified records by offset
 	found, err := b.db.KeyIndex().Lookup(kvindex.KeyQuery{

@@ -516,3 +516,30 @@ func TestPullTransferLimits(t *testing.T) {
 		t.Errorf("pull with maxTransferCountOnMessageInMemory=10 answered %d messages", len(got))
 	}
 }
+
+// A query by key returns at most maxMsgsNumBatch messages (64 by default,
+// what mqadmin queryMsgByKey asks for), whatever its maxNum, as RocketMQ.
+func TestQueryByKeyCaps(t *testing.T) {
+	for _, tc := range []struct {
+		settings map[string]string
+		maxNum   string
+		want     int
+	}{
+		{nil, "64", 64},
+		{nil, "1000", 64},
+		{nil, "5", 5},
+		{map[string]string{"maxMsgsNumBatch": "10"}, "64", 10},
+	} {
+		b := startTestBroker(t, tc.settings)
+		c := b.client(nil)
+		for i := range 70 {
+			mustSend(t, c, "Many", 0, strconv.Itoa(i), "KEYS\x01many\x02")
+		}
+		b.caughtUp()
+		r := call(t, c, remoting.QueryMessage, map[string]string{"topic": "Many", "key": "many", "maxNum": tc.maxNum,
+			"beginTimestamp": "0", "endTimestamp": strconv.FormatInt(time.Now().UnixMilli()+1000, 10)}, nil)
+		if got := len(decodeRecords(t, r.Body)); r.Code != remoting.Success || got != tc.want {
+			t.Errorf("settings %v, maxNum %s: %d messages (code %d), want %d", tc.settings, tc.maxNum, got, r.Code, tc.want)
+		}
+	}
+}

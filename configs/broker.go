@@ -200,6 +200,12 @@ type Broker struct {
 	// MessageIndexEnable indexes every message's KEYS and UNIQ_KEY for
 	// QUERY_MESSAGE (RocketMQ's key of the same name).
 	MessageIndexEnable bool
+	// MaxMsgsNumBatch caps the messages a query by key returns, whatever
+	// the request's maxNum.
+	MaxMsgsNumBatch int
+	// DefaultQueryMaxNum is the maxNum of a query by unique key (the
+	// clients' lookup by message id), whatever the request says.
+	DefaultQueryMaxNum int
 	// EnableLMQ serves light message queues (RocketMQ's enableLmq): topics
 	// and groups named %LMQ%... exist without a config, with one queue.
 	EnableLMQ bool
