@@ -309,10 +309,12 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	// The server is created last: when it is listening the broker must be
 	// able to answer everything.
 	scfg := remoting.ServerConfig{
-		Addr:        b.cfg.ListenAddr(b.cfg.ListenPort),
-		IdleTimeout: b.cfg.ChannelExpiredTimeout,
-		TLSMode:     tlsMode,
-		TLS:         tlsConfig,
+		Addr:             b.cfg.ListenAddr(b.cfg.ListenPort),
+		IdleTimeout:      b.cfg.Listener.IdleTimeout(),
+		SocketSendBuffer: b.cfg.Listener.SendBuffer,
+		SocketRecvBuffer: b.cfg.Listener.RecvBuffer,
+		TLSMode:          tlsMode,
+		TLS:              tlsConfig,
 		ProxyProtocol: remoting.ProxyProtocol{
 			Disabled: !b.cfg.ProxyProtocol.Enable,
 			Trusted:  b.cfg.ProxyProtocol.TrustedNetworks,

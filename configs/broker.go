@@ -115,7 +115,7 @@ type Broker struct {
 	// Consumption.
 	LongPollingEnable     bool
 	ShortPollingTime      time.Duration
-	ChannelExpiredTimeout time.Duration
+	ChannelExpiredTimeout time.Duration // heartbeat expiry of producers and consumers
 	// EnablePropertyFilter serves SQL92 subscriptions (filter package).
 	EnablePropertyFilter bool
 	// RecallMessageEnable serves RECALL_MESSAGE; a broker that is not
@@ -292,6 +292,8 @@ type Broker struct {
 	// ProxyProtocol says which connections of the listeners may open with
 	// a PROXY protocol header.
 	ProxyProtocol ProxyProtocol
+	// Listener is the listeners' idle timeout and socket buffers.
+	Listener Listener
 	// TLSEnable is tls.enable: whether the broker dials the name servers
 	// with TLS. "true" or "false"; empty (the default) follows RocketMQ:
 	// TLS when tls.server.mode is enforcing.

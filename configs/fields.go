@@ -87,6 +87,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 
 	boolean("longPollingEnable", "true", func(b *Broker) *bool { return &b.LongPollingEnable }),
 	boolean("enablePropertyFilter", "false", func(b *Broker) *bool { return &b.EnablePropertyFilter }),
+	notImplemented[Broker]("filterSupportRetry", "messages of a group's retry topic are delivered without the SQL92 filter of the topic they were first sent to, as RocketMQ's default (false) delivers them"),
 	boolean("recallMessageEnable", "false", func(b *Broker) *bool { return &b.RecallMessageEnable }),
 	boolean("allowRecallWhenBrokerNotWriteable", "true", func(b *Broker) *bool { return &b.AllowRecallWhenBrokerNotWriteable }),
 	millis("shortPollingTimeMills", "1000", func(b *Broker) *time.Duration { return &b.ShortPollingTime }),
@@ -160,7 +161,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 
 	boolean("aclEnable", "false", func(b *Broker) *bool { return &b.AclEnable }),
 	str("plainAclFile", "", func(b *Broker) *string { return &b.PlainAclFile }),
-}, authFields(), tlsServerFields(func(b *Broker) *TLS { return &b.TLS }), proxyProtocolFields(func(b *Broker) *ProxyProtocol { return &b.ProxyProtocol }), []field[Broker]{
+}, authFields(), tlsServerFields(func(b *Broker) *TLS { return &b.TLS }), proxyProtocolFields(func(b *Broker) *ProxyProtocol { return &b.ProxyProtocol }), listenerFields(func(b *Broker) *Listener { return &b.Listener }), []field[Broker]{
 	oneOf("tls.enable", "", []string{"", "true", "false"}, func(b *Broker) *string { return &b.TLSEnable }),
 
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(b *Broker) *string { return &b.LogLevel }),

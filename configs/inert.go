@@ -112,6 +112,23 @@ var brokerInert = []inert[Broker]{
 	inertInt[Broker]("serverSelectorThreads", "no Netty server: the network event loops are sized by the Go runtime"),
 	inertInt[Broker]("clientWorkerThreads", "no Netty client: outgoing connections run on goroutines"),
 
+	// NettyClientConfig: the broker's connections to name servers (and a
+	// slave's to its master) are Go connections with the system's socket
+	// settings; each request carries its own timeout.
+	inertInt[Broker]("clientCallbackExecutorThreads", "no Netty client: outgoing connections run on goroutines"),
+	inertInt[Broker]("clientOnewaySemaphoreValue", "outgoing requests are not bounded by a semaphore"),
+	inertInt[Broker]("clientAsyncSemaphoreValue", "outgoing requests are not bounded by a semaphore"),
+	inertInt[Broker]("connectTimeoutMillis", "a connection to a name server is bounded by the timeout of the request that opens it (registerBrokerTimeoutMills for registrations)"),
+	inertInt[Broker]("channelNotActiveInterval", "no Netty client: a closed connection to a name server is dialled again by the next request"),
+	inertInt[Broker]("clientChannelMaxIdleTimeSeconds", "connections to name servers are kept open while the broker runs"),
+	inertInt[Broker]("clientSocketSndBufSize", "connections to name servers use the system's socket buffers"),
+	inertInt[Broker]("clientSocketRcvBufSize", "connections to name servers use the system's socket buffers"),
+	inertBool[Broker]("clientPooledByteBufAllocatorEnable", "no Netty client buffers"),
+	inertBool[Broker]("clientCloseSocketIfTimeout", "a connection to a name server is kept after a request times out"),
+
+	// Pull flow control by Netty writability: answers are never dropped.
+	inertBool[Broker]("enableNetWorkFlowControl", "pulls are answered whatever the connection's unsent bytes; RocketMQ drops the answer to a pull on a connection Netty reports unwritable"),
+
 	// The way RocketMQ's store does its work, where rocketkv's differs.
 	inertBool[Broker]("useReentrantLockWhenPutMessage", "the CommitLog append lock is a Go mutex; there is no spin lock to choose"),
 	inertBool[Broker]("transientStorePoolEnable", "appends are written into the mapped segment directly; there is no off-heap write buffer pool"),
@@ -125,6 +142,15 @@ var brokerInert = []inert[Broker]{
 	inertInt[Broker]("maxIndexNum", "the message key index is kept in Pebble, not in IndexFiles"),
 	inertInt[Broker]("accessMessageInMemoryMaxRatio", "page cache residency is not estimated; every pull is answered with the in-memory limits"),
 	inertBool[Broker]("enableScheduleMessageStats", "delay-level statistics are not kept"),
+	inertInt[Broker]("flushConsumeQueueLeastPages", "the file ConsumeQueue is flushed every flushIntervalConsumeQueue, however little was written"),
+	inertBool[Broker]("messageIndexSafe", "the key index is written to Pebble with the ConsumeQueue and recovered with it; there are no IndexFiles to recover"),
+	inertBool[Broker]("enableCalcFilterBitMap", "no consume-queue bit maps of filter results: tag and SQL92 filters are evaluated on each entry and message"),
+	inertInt[Broker]("expectConsumerNumUseFilter", "no consume-queue bit maps of filter results: tag and SQL92 filters are evaluated on each entry and message"),
+	inertInt[Broker]("maxErrorRateOfBloomFilter", "no consume-queue bit maps of filter results: tag and SQL92 filters are evaluated on each entry and message"),
+	inertInt[Broker]("filterDataCleanTimeSpan", "no consume-queue bit maps of filter results: tag and SQL92 filters are evaluated on each entry and message"),
+	inertBool[Broker]("enablePopBufferMerge", "POP checkpoints are written to the index directly; there is no buffer to merge them in"),
+	inertBool[Broker]("enablePopLog", "no separate POP operation log"),
+	inertBool[Broker]("isolateLogEnable", "the broker writes one log stream (stderr), whatever the broker's role"),
 	inertBool[Broker]("offsetCheckInSlave", "it lets a slave write OFFSET_MOVED_EVENT messages, which rocketkv does not write on any role"),
 
 	// Keys RocketMQ 5.3 itself does not read.

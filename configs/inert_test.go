@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // An inert key is accepted and reported with its reason, a really unknown
@@ -108,5 +109,29 @@ func TestYAMLListsInertKeys(t *testing.T) {
 				t.Errorf("%s: %s is both a key and an inert key", c.file, k)
 			}
 		}
+	}
+}
+
+// A broker.conf with RocketMQ's common tuning keys written out loads with
+// no unknown key, and the keys rocketkv honours take their values.
+func TestTunedRocketMQBrokerConf(t *testing.T) {
+	got, err := LoadBroker("testdata/rocketmq-tuned-broker.conf", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.UnknownKeys) != 0 {
+		t.Errorf("unknown keys: %v", got.UnknownKeys)
+	}
+	b := got.Broker
+	if b.StoreType != StoreTypeFile || b.MaxMsgsNumBatch != 64 || b.Listener.MaxIdle != 120*time.Second ||
+		b.Listener.SendBuffer != 65535 || b.Listener.RecvBuffer != 65535 || b.FileReservedTime != 48*time.Hour {
+		t.Errorf("loaded %+v", b)
+	}
+	if got.Broker.Listener.IdleTimeout() != 120*time.Second {
+		t.Errorf("idle timeout %v", got.Broker.Listener.IdleTimeout())
+	}
+	never := Listener{}
+	if never.IdleTimeout() >= 0 {
+		t.Errorf("serverChannelMaxIdleTimeSeconds=0 gives idle timeout %v, want never (negative)", never.IdleTimeout())
 	}
 }

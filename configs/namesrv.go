@@ -49,6 +49,8 @@ type Namesrv struct {
 	// ProxyProtocol says which connections may open with a PROXY protocol
 	// header.
 	ProxyProtocol ProxyProtocol
+	// Listener is the listener's idle timeout and socket buffers.
+	Listener Listener
 	// LogLevel is trace, debug, info, warn or error.
 	LogLevel string
 	// LogFormat is auto (console on a terminal, JSON otherwise), console or
@@ -70,13 +72,13 @@ var namesrvFields = slices.Concat([]field[Namesrv]{
 	boolean("deleteTopicWithBrokerRegistration", "false", func(n *Namesrv) *bool { return &n.DeleteTopicWithBrokerRegistration }),
 	millisRange("scanNotActiveBrokerInterval", "5000", 1, func(n *Namesrv) *time.Duration { return &n.ScanNotActiveBrokerInterval }),
 	str("configBlackList", "configBlackList;configStorePath;kvConfigPath", func(n *Namesrv) *string { return &n.ConfigBlackList }),
-}, tlsServerFields(func(n *Namesrv) *TLS { return &n.TLS }), proxyProtocolFields(func(n *Namesrv) *ProxyProtocol { return &n.ProxyProtocol }), []field[Namesrv]{
+}, tlsServerFields(func(n *Namesrv) *TLS { return &n.TLS }), proxyProtocolFields(func(n *Namesrv) *ProxyProtocol { return &n.ProxyProtocol }), listenerFields(func(n *Namesrv) *Listener { return &n.Listener }), []field[Namesrv]{
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(n *Namesrv) *string { return &n.LogLevel }),
 	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(n *Namesrv) *string { return &n.LogFormat }),
 })
 
 // namesrvSchema is the name server's key table with its lookups.
-var namesrvSchema = newSchema(namesrvFields, nil).withInert(namesrvInert)
+var namesrvSchema = newSchema(namesrvFields, nil).withInert(slices.Concat(namesrvInert, nettyServerInert[Namesrv]()))
 
 // DefaultKVConfigPath is RocketMQ's default kvConfigPath,
 // ~/namesrv/kvConfig.json, so a name server that replaces RocketMQ's finds

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/magiconair/properties"
 
@@ -46,6 +47,8 @@ func ConfigFrom(n configs.Namesrv, file string) Config {
 	cfg.KVConfigPath = n.KVConfigPath
 	cfg.TLS = n.TLS
 	cfg.Remoting.ProxyProtocol = remoting.ProxyProtocol{Disabled: !n.ProxyProtocol.Enable, Trusted: n.ProxyProtocol.TrustedNetworks}
+	cfg.Remoting.IdleTimeout = n.Listener.IdleTimeout()
+	cfg.Remoting.SocketSendBuffer, cfg.Remoting.SocketRecvBuffer = n.Listener.SendBuffer, n.Listener.RecvBuffer
 	cfg.Settings = &n
 	cfg.ConfigFile = file
 	return cfg
@@ -68,6 +71,8 @@ func settingsOf(cfg Config) configs.Namesrv {
 	n.KVConfigPath = cfg.KVConfigPath
 	n.TLS = cfg.TLS
 	n.ProxyProtocol = configs.ProxyProtocol{Enable: !cfg.Remoting.ProxyProtocol.Disabled, TrustedNetworks: cfg.Remoting.ProxyProtocol.Trusted}
+	n.Listener = configs.Listener{MaxIdle: maxIdleSetting(cfg.Remoting.IdleTimeout),
+		SendBuffer: cfg.Remoting.SocketSendBuffer, RecvBuffer: cfg.Remoting.SocketRecvBuffer}
 	// The mode in force: set directly on the listener, or off.
 	if cfg.Remoting.TLS != nil || cfg.Remoting.TLSMode != remoting.TLSDisabled || n.TLS.Mode == "" {
 		n.TLS.Mode = cfg.Remoting.TLSMode.String()
@@ -247,4 +252,17 @@ func (s *Server) getBrokerMemberGroup(_ context.Context, _ *remoting.Conn, req *
 	resp := success(req)
 	resp.Body = appendMemberGroupJSON(nil, cluster, name, s.reg.MemberGroup(name))
 	return resp
+}
+
+// maxIdleSetting reports a listener's idle timeout as
+// serverChannelMaxIdleTimeSeconds sets it: zero is the server's default,
+// negative is never (0).
+func maxIdleSetting(idle time.Duration) time.Duration {
+	switch {
+	case idle == 0:
+		return remoting.DefaultIdleTimeout
+	case idle < 0:
+		return 0
+	}
+	return idle
 }

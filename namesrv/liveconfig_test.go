@@ -49,18 +49,22 @@ func configLines(t *testing.T, c *remoting.Client) map[string]string {
 }
 
 func TestGetNamesrvConfigReportsTheConfigurationInForce(t *testing.T) {
-	ns, _ := startFromFile(t, "scanNotActiveBrokerInterval=2000\nenableTopicList=false\nserverWorkerThreads=4\nproxyProtocolTrustedNetworks=127.0.0.1\n")
+	ns, _ := startFromFile(t, "scanNotActiveBrokerInterval=2000\nenableTopicList=false\nserverWorkerThreads=4\nproxyProtocolTrustedNetworks=127.0.0.1\n"+
+		"serverChannelMaxIdleTimeSeconds=0\nserverSocketRcvBufSize=65536\n")
 	got := configLines(t, dial(t, ns))
 	port := ns.Addr().String()[strings.LastIndexByte(ns.Addr().String(), ':')+1:]
 	for k, want := range map[string]string{
-		"listenPort":                   port,
-		"bindAddress":                  "127.0.0.1",
-		"scanNotActiveBrokerInterval":  "2000",
-		"enableTopicList":              "false",
-		"enableAllTopicList":           "true",
-		"kvConfigPath":                 "",
-		"proxyProtocolEnable":          "true",
-		"proxyProtocolTrustedNetworks": "127.0.0.1/32",
+		"listenPort":                      port,
+		"bindAddress":                     "127.0.0.1",
+		"scanNotActiveBrokerInterval":     "2000",
+		"enableTopicList":                 "false",
+		"enableAllTopicList":              "true",
+		"kvConfigPath":                    "",
+		"proxyProtocolEnable":             "true",
+		"proxyProtocolTrustedNetworks":    "127.0.0.1/32",
+		"serverChannelMaxIdleTimeSeconds": "0",
+		"serverSocketRcvBufSize":          "65536",
+		"serverSocketSndBufSize":          "0",
 	} {
 		if v, ok := got[k]; !ok || v != want {
 			t.Errorf("%s = %q (present %v), want %q", k, v, ok, want)

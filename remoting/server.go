@@ -59,6 +59,10 @@ type ServerConfig struct {
 	// TCPKeepAlive sets the TCP keep-alive period of accepted connections;
 	// zero leaves the system default.
 	TCPKeepAlive time.Duration
+	// SocketSendBuffer and SocketRecvBuffer set SO_SNDBUF and SO_RCVBUF
+	// of accepted connections in bytes (on the listener, whose sockets
+	// inherit them); zero leaves the system's.
+	SocketSendBuffer, SocketRecvBuffer int
 	// TLSMode says whether connections may (TLSPermissive) or must
 	// (TLSEnforcing) use TLS; the zero value, TLSDisabled, serves
 	// plaintext only. TLS and plaintext share the port: the first byte of
@@ -210,6 +214,12 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	if s.cfg.TCPKeepAlive > 0 {
 		opts = append(opts, gnet.WithTCPKeepAlive(s.cfg.TCPKeepAlive))
+	}
+	if s.cfg.SocketSendBuffer > 0 {
+		opts = append(opts, gnet.WithSocketSendBuffer(s.cfg.SocketSendBuffer))
+	}
+	if s.cfg.SocketRecvBuffer > 0 {
+		opts = append(opts, gnet.WithSocketRecvBuffer(s.cfg.SocketRecvBuffer))
 	}
 	// booted gets OnBoot's verdict and then Run's result; two slots so the
 	// Run goroutine never blocks on it.
