@@ -181,4 +181,9 @@ var namesrvInert = []inert[Namesrv]{
 	inertBool[Namesrv]("notifyMinBrokerIdChanged", "brokers are not told when their group's smallest broker id changes (slave acting master is not there)"),
 	inertBool[Namesrv]("supportActingMaster", "slave acting master is not there"),
 	inertInt[Namesrv]("waitSecondsForService", "routes are served from start; there is no controller-mode warm-up"),
+	inertBool[Namesrv]("needWaitForService", "routes are served from start; there is no controller-mode warm-up"),
+	inertInt[Namesrv]("clientRequestThreadPoolQueueCapacity", "no thread pools; requests waiting for a worker are bounded by one queue (SYSTEM_BUSY when full)"),
+	inertInt[Namesrv]("defaultThreadPoolQueueCapacity", "no thread pools; requests waiting for a worker are bounded by one queue (SYSTEM_BUSY when full)"),
+	inertInt[Namesrv]("unRegisterBrokerQueueCapacity", "unregistrations are applied as they arrive; there is no queue to size"),
+	inert[Namesrv]{key: "productEnvName", reason: "it names the environment in RocketMQ's logs only", parse: func(string) error { return nil }},
 }

@@ -48,5 +48,7 @@ func nettyServerInert[T any]() []inert[T] {
 		inertBool[T]("useEpollNativeSelector", "the network event loops always use epoll on Linux"),
 		inertInt[T]("writeBufferHighWaterMark", "no Netty write buffer: unsent answers wait in the event loop's buffer, which has no water marks"),
 		inertInt[T]("writeBufferLowWaterMark", "no Netty write buffer: unsent answers wait in the event loop's buffer, which has no water marks"),
+		inertBool[T]("enableShutdownGracefully", "no Netty event loop groups: the server closes its connections at once when it stops"),
+		inertInt[T]("shutdownWaitTimeSeconds", "no Netty event loop groups: the server closes its connections at once when it stops"),
 	}
 }

@@ -71,6 +71,7 @@ var namesrvFields = slices.Concat([]field[Namesrv]{
 	boolean("enableTopicList", "true", func(n *Namesrv) *bool { return &n.EnableTopicList }),
 	boolean("deleteTopicWithBrokerRegistration", "false", func(n *Namesrv) *bool { return &n.DeleteTopicWithBrokerRegistration }),
 	millisRange("scanNotActiveBrokerInterval", "5000", 1, func(n *Namesrv) *time.Duration { return &n.ScanNotActiveBrokerInterval }),
+	notImplemented[Namesrv]("enableControllerInNamesrv", "there is no controller (RocketMQ 5's automatic failover) to embed; brokers replicate with classic master-slave HA"),
 	str("configBlackList", "configBlackList;configStorePath;kvConfigPath", func(n *Namesrv) *string { return &n.ConfigBlackList }),
 }, tlsServerFields(func(n *Namesrv) *TLS { return &n.TLS }), proxyProtocolFields(func(n *Namesrv) *ProxyProtocol { return &n.ProxyProtocol }), listenerFields(func(n *Namesrv) *Listener { return &n.Listener }), []field[Namesrv]{
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(n *Namesrv) *string { return &n.LogLevel }),

@@ -134,3 +134,21 @@ func TestPersistNamesrvSettings(t *testing.T) {
 		t.Fatalf("file after persist:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// A namesrv.properties with every key of RocketMQ 5.3's NamesrvConfig and
+// NettyServerConfig written out loads with no unknown key.
+func TestRocketMQNamesrvPropertiesLoad(t *testing.T) {
+	got, err := LoadNamesrv("testdata/rocketmq-namesrv.properties", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.UnknownKeys) != 0 {
+		t.Errorf("unknown keys: %v", got.UnknownKeys)
+	}
+	if got.Namesrv.ListenPort != 9876 || got.Namesrv.Listener.MaxIdle != 120*time.Second {
+		t.Errorf("loaded %+v", got.Namesrv)
+	}
+	if _, err := LoadNamesrv("", map[string]string{"enableControllerInNamesrv": "true"}); err == nil || !strings.Contains(err.Error(), "enableControllerInNamesrv") {
+		t.Errorf("enableControllerInNamesrv=true: %v", err)
+	}
+}
