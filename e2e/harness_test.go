@@ -272,6 +272,8 @@ type brokerOpts struct {
 	cluster string
 	store   string
 	sets    []string
+	// conf is a configuration file given with -c; sets win over it.
+	conf string
 }
 
 func startBroker(t testing.TB, ns *namesrv, o brokerOpts) *brokerProc {
@@ -286,11 +288,15 @@ func startBroker(t testing.TB, ns *namesrv, o brokerOpts) *brokerProc {
 		o.store = filepath.Join(t.TempDir(), "store-"+o.name)
 	}
 	port := freePort(t)
-	args := []string{"-n", ns.addr, "--store", o.store,
-		"--set", "brokerName=" + o.name, "--set", "brokerClusterName=" + o.cluster,
+	var args []string
+	if o.conf != "" {
+		args = append(args, "-c", o.conf)
+	}
+	args = append(args, "-n", ns.addr, "--store", o.store,
+		"--set", "brokerName="+o.name, "--set", "brokerClusterName="+o.cluster,
 		"--set", fmt.Sprintf("listenPort=%d", port), "--set", "brokerIP1=127.0.0.1",
 		"--set", "mappedFileSizeCommitLog=67108864", "--set", "logFormat=json",
-		"--set", "registerNameServerPeriod=2000", "--set", "logLevel=debug"}
+		"--set", "registerNameServerPeriod=2000", "--set", "logLevel=debug")
 	// The HA port defaults to listenPort+1, which may be another test's
 	// port: every broker gets one of its own.
 	haPort := 0
