@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rocketkv/rocketkv/internal/netprefix"
 	"github.com/rocketkv/rocketkv/meta"
 )
 
@@ -39,22 +40,11 @@ func ParseSourceIP(s string) (netip.Prefix, error) {
 	if strings.TrimSpace(s) == "" {
 		return netip.Prefix{}, fmt.Errorf("the source ip is empty")
 	}
-	if strings.Contains(s, "/") {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return netip.Prefix{}, fmt.Errorf("the source ip %q is invalid: %w", s, err)
-		}
-		if p.Addr().Is4In6() && p.Bits() >= 96 {
-			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
-		}
-		return p.Masked(), nil
-	}
-	a, err := netip.ParseAddr(s)
+	p, err := netprefix.Parse(s)
 	if err != nil {
 		return netip.Prefix{}, fmt.Errorf("the source ip %q is invalid: %w", s, err)
 	}
-	a = a.Unmap()
-	return netip.PrefixFrom(a, a.BitLen()), nil
+	return p, nil
 }
 
 // Compile checks an access list as RocketMQ's AuthorizationMetadataManager

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/rocketkv/rocketkv/internal/netprefix"
 )
 
 // ProxyProtocol is a listener's PROXY protocol setting: whether a
@@ -60,17 +62,9 @@ func networkList[T any](key string, ptr func(*T) *[]netip.Prefix) field[T] {
 
 // parseNetwork reads one network: a CIDR prefix or a single address.
 func parseNetwork(s string) (netip.Prefix, error) {
-	if strings.Contains(s, "/") {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return netip.Prefix{}, fmt.Errorf("network %q: want an address or a CIDR prefix such as 10.0.0.0/8: %w", s, err)
-		}
-		return p.Masked(), nil
-	}
-	a, err := netip.ParseAddr(s)
+	p, err := netprefix.Parse(s)
 	if err != nil {
 		return netip.Prefix{}, fmt.Errorf("network %q: want an address or a CIDR prefix such as 10.0.0.0/8: %w", s, err)
 	}
-	a = a.Unmap()
-	return netip.PrefixFrom(a, a.BitLen()), nil
+	return p, nil
 }

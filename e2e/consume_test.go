@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -451,19 +450,10 @@ func TestClusteringSplitsQueues(t *testing.T) {
 // consumerIDs asks a broker for the client ids of a consumer group.
 func consumerIDs(t testing.TB, broker, group string) []string {
 	t.Helper()
-	r, err := rawInvoke(broker, codeGetConsumerList, map[string]string{"consumerGroup": group}, nil)
-	if err != nil {
-		t.Fatalf("get consumer list: %v", err)
-	}
-	if r.Code != respSuccess {
-		return nil
-	}
 	var body struct {
 		ConsumerIDList []string `json:"consumerIdList"`
 	}
-	if err := json.Unmarshal(r.Body, &body); err != nil {
-		t.Fatalf("decode consumer list %q: %v", r.Body, err)
-	}
+	invokeJSON(t, broker, codeGetConsumerList, map[string]string{"consumerGroup": group}, &body)
 	return body.ConsumerIDList
 }
 

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -158,21 +157,12 @@ func TestThroughAProxyProtocolBalancer(t *testing.T) {
 // (GET_CONSUMER_CONNECTION_LIST, as mqadmin consumerConnection).
 func consumerAddrs(t testing.TB, broker, group string) []string {
 	t.Helper()
-	r, err := rawInvoke(broker, codeGetConsumerConnectionList, map[string]string{"consumerGroup": group}, nil)
-	if err != nil {
-		t.Fatalf("consumer connection list: %v", err)
-	}
-	if r.Code != respSuccess {
-		return nil
-	}
 	var body struct {
 		ConnectionSet []struct {
 			ClientAddr string `json:"clientAddr"`
 		} `json:"connectionSet"`
 	}
-	if err := json.Unmarshal(r.Body, &body); err != nil {
-		t.Fatalf("decode consumer connections %q: %v", r.Body, err)
-	}
+	invokeJSON(t, broker, codeGetConsumerConnectionList, map[string]string{"consumerGroup": group}, &body)
 	var out []string
 	for _, c := range body.ConnectionSet {
 		out = append(out, c.ClientAddr)

@@ -249,3 +249,21 @@ func waitDispatched(t testing.TB, broker, topic string, queues int, want int64) 
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// invokeJSON sends one request and decodes a SUCCESS answer's JSON body
+// into v; it reports whether the answer was SUCCESS (v is left alone
+// otherwise). A failed request or an undecodable body fails the test.
+func invokeJSON(t testing.TB, addr string, code int, ext map[string]string, v any) bool {
+	t.Helper()
+	r, err := rawInvoke(addr, code, ext, nil)
+	if err != nil {
+		t.Fatalf("request %d to %s: %v", code, addr, err)
+	}
+	if r.Code != respSuccess {
+		return false
+	}
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode the answer to request %d %q: %v", code, r.Body, err)
+	}
+	return true
+}
