@@ -168,10 +168,10 @@ func parseProxyHeader(h []byte) (*net.TCPAddr, error) {
 }
 
 // readProxyHeader reads the PROXY protocol header that may open c, on the
-// event loop. It returns done once the question is settled (a header
-// read, or the first bytes are not one) and gnet.Close, with a log line,
+// event loop. It reports done once the question is settled (a header
+// read, or the first bytes are not one) and closeConn, after a log line,
 // for a header that is refused or bad; while a header is still arriving
-// it returns neither.
+// it reports neither.
 func (e *eventHandler) readProxyHeader(gc gnet.Conn, c *Conn) (done, closeConn bool) {
 	s := e.s
 	// No header is longer than a version 2 one of the largest length.
