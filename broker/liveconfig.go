@@ -41,6 +41,9 @@ var runtimeKeys = map[string]bool{
 	"enablePropertyFilter":              true,
 	"recallMessageEnable":               true,
 	"allowRecallWhenBrokerNotWriteable": true,
+	// Query caps, read by each query.
+	"maxMsgsNumBatch":    true,
+	"defaultQueryMaxNum": true,
 }
 
 // configBlackList are the keys RocketMQ never lets UPDATE_BROKER_CONFIG

@@ -23,16 +23,17 @@ func (b *Broker) processQueryMessage(_ context.Context, _ *remoting.Conn, req *r
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	maxNum, _ := h.OptInt32("maxNum", int32(b.cfg.DefaultQueryMaxNum))
+	cur := b.current()
+	maxNum, _ := h.OptInt32("maxNum", int32(cur.DefaultQueryMaxNum))
 	begin, _ := h.OptInt64("beginTimestamp", 0)
 	end, _ := h.OptInt64("endTimestamp", 0)
 	kind := kvindex.KindKey
 	if h.OptBool("_UNIQUE_KEY_QUERY", false) {
 		kind = kvindex.KindUniqKey
-		maxNum = int32(b.cfg.DefaultQueryMaxNum)
+		maxNum = int32(cur.DefaultQueryMaxNum)
 	}
-	if maxNum <= 0 || int(maxNum) > b.cfg.MaxMsgsNumBatch {
-		maxNum = int32(b.cfg.MaxMsgsNumBatch)
+	if maxNum <= 0 || int(maxNum) > cur.MaxMsgsNumBatch {
+		maxNum = int32(cur.MaxMsgsNumBatch)
 	}
 	records := map[int64][]byte{} // verified records by offset
 	found, err := b.db.KeyIndex().Lookup(kvindex.KeyQuery{

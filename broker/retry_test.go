@@ -518,7 +518,8 @@ func TestPullTransferLimits(t *testing.T) {
 }
 
 // A query by key returns at most maxMsgsNumBatch messages (64 by default,
-// what mqadmin queryMsgByKey asks for), whatever its maxNum, as RocketMQ.
+// what mqadmin queryMsgByKey asks for), whatever its maxNum, as RocketMQ;
+// UPDATE_BROKER_CONFIG changes the cap of the next query.
 func TestQueryByKeyCaps(t *testing.T) {
 	for _, tc := range []struct {
 		settings map[string]string
@@ -529,13 +530,21 @@ func TestQueryByKeyCaps(t *testing.T) {
 		{nil, "1000", 64},
 		{nil, "5", 5},
 		{map[string]string{"maxMsgsNumBatch": "10"}, "64", 10},
+		{map[string]string{"maxMsgsNumBatch": "10", "update": "maxMsgsNumBatch=20"}, "64", 20},
 	} {
+		update := tc.settings["update"]
+		delete(tc.settings, "update")
 		b := startTestBroker(t, tc.settings)
 		c := b.client(nil)
 		for i := range 70 {
 			mustSend(t, c, "Many", 0, strconv.Itoa(i), "KEYS\x01many\x02")
 		}
 		b.caughtUp()
+		if update != "" { // UPDATE_BROKER_CONFIG, as mqadmin updateBrokerConfig
+			if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte(update)); r.Code != remoting.Success {
+				t.Fatalf("update %s: %d %s", update, r.Code, r.Remark)
+			}
+		}
 		r := call(t, c, remoting.QueryMessage, map[string]string{"topic": "Many", "key": "many", "maxNum": tc.maxNum,
 			"beginTimestamp": "0", "endTimestamp": strconv.FormatInt(time.Now().UnixMilli()+1000, 10)}, nil)
 		if got := len(decodeRecords(t, r.Body)); r.Code != remoting.Success || got != tc.want {
