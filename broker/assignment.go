@@ -87,15 +87,22 @@ func (b *Broker) processGetAllRequestMode(_ context.Context, _ *remoting.Conn, r
 }
 
 // requestMode returns the mode of a topic and group: the stored one, or
-// PULL (always PULL for retry topics).
+// defaultMessageRequestMode (with defaultPopShareQueueNum when POP); always
+// PULL for retry topics.
 func (b *Broker) requestMode(topic, group string) (requestModeBody, error) {
 	m := requestModeBody{Topic: topic, ConsumerGroup: group, Mode: modePull}
 	if meta.IsRetryTopic(topic) {
 		return m, nil
 	}
 	raw, err := b.db.Pop().RequestMode(topic, group)
-	if err != nil || raw == nil {
+	if err != nil {
 		return m, err
+	}
+	if raw == nil {
+		if cur := b.current(); cur.DefaultMessageRequestMode == modePop {
+			m.Mode, m.PopShareQueueNum = modePop, cur.DefaultPopShareQueueNum
+		}
+		return m, nil
 	}
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return requestModeBody{Topic: topic, ConsumerGroup: group, Mode: modePull}, nil

@@ -41,6 +41,10 @@ var runtimeKeys = map[string]bool{
 	"enablePropertyFilter":              true,
 	"recallMessageEnable":               true,
 	"allowRecallWhenBrokerNotWriteable": true,
+	// The request mode of groups that set none, read by each
+	// QUERY_ASSIGNMENT.
+	"defaultMessageRequestMode": true,
+	"defaultPopShareQueueNum":   true,
 	// Query caps, read by each query.
 	"maxMsgsNumBatch":    true,
 	"defaultQueryMaxNum": true,

@@ -546,6 +546,51 @@ func TestQueryAssignmentAndRequestMode(t *testing.T) {
 	}
 }
 
+// defaultMessageRequestMode and defaultPopShareQueueNum are the mode of a
+// group that set none, as RocketMQ's QUERY_ASSIGNMENT gives it; a set mode
+// and retry topics (always PULL) are not affected, and an update takes
+// effect at the next assignment.
+func TestDefaultMessageRequestMode(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"defaultMessageRequestMode": "POP"})
+	_, rc := popClient(b)
+	mustSend(t, rc, "DM", 0, "x", "")
+	if a := queryAssignment(t, rc, "DM", "g", "c1"); len(a) != 1 || a[0].Mode != modePop || a[0].MessageQueue.QueueID != -1 {
+		t.Fatalf("assignment of a group without a mode: %+v", a)
+	}
+	set, _ := json.Marshal(requestModeBody{Topic: "DM", ConsumerGroup: "pulls", Mode: "PULL"})
+	if r := call(t, rc, remoting.SetMessageRequestMode, nil, set); r.Code != remoting.Success {
+		t.Fatalf("set mode %d", r.Code)
+	}
+	if a := queryAssignment(t, rc, "DM", "pulls", "c1"); len(a) != 4 || a[0].Mode != modePull {
+		t.Fatalf("a group that set PULL: %+v", a)
+	}
+	mustSend(t, rc, "%RETRY%g", 0, "r", "")
+	if a := queryAssignment(t, rc, "%RETRY%g", "g", "c1"); len(a) == 0 || a[0].Mode != modePull {
+		t.Fatalf("retry topic: %+v", a)
+	}
+	// Three clients of g: with defaultPopShareQueueNum=1 each pops its own
+	// queues and its neighbour's, not every queue (-1).
+	for _, id := range []string{"c1", "c2", "c3"} {
+		heartbeat(t, b.client(nil), heartbeatBody(id, "", "g", map[string]string{"DM": "*"}))
+	}
+	if a := queryAssignment(t, rc, "DM", "g", "c1"); len(a) != 1 || a[0].MessageQueue.QueueID != -1 {
+		t.Fatalf("three clients, popShareQueueNum -1: %+v", a)
+	}
+	if r := call(t, rc, remoting.UpdateBrokerConfig, nil, []byte("defaultPopShareQueueNum=1")); r.Code != remoting.Success {
+		t.Fatalf("update: %d %s", r.Code, r.Remark)
+	}
+	shared := queryAssignment(t, rc, "DM", "g", "c1")
+	if len(shared) < 2 || len(shared) >= 4 || shared[0].Mode != modePop || shared[0].MessageQueue.QueueID < 0 {
+		t.Fatalf("three clients, popShareQueueNum 1: %+v, want some of the 4 queues", shared)
+	}
+	if r := call(t, rc, remoting.UpdateBrokerConfig, nil, []byte("defaultMessageRequestMode=PULL")); r.Code != remoting.Success {
+		t.Fatalf("update: %d %s", r.Code, r.Remark)
+	}
+	if a := queryAssignment(t, rc, "DM", "g", "c1"); len(a) == 0 || a[0].Mode != modePull || a[0].MessageQueue.QueueID < 0 {
+		t.Fatalf("after the default went back to PULL: %+v", a)
+	}
+}
+
 func TestShutdownAnswersHeldPops(t *testing.T) {
 	b := startTestBroker(t, nil)
 	c, rc := popClient(b)

@@ -116,6 +116,11 @@ type Broker struct {
 	LongPollingEnable     bool
 	ShortPollingTime      time.Duration
 	ChannelExpiredTimeout time.Duration // heartbeat expiry of producers and consumers
+	// DefaultMessageRequestMode is the request mode (PULL or POP) that
+	// QUERY_ASSIGNMENT gives a group and topic no SET_MESSAGE_REQUEST_MODE
+	// named, and DefaultPopShareQueueNum its popShareQueueNum when POP.
+	DefaultMessageRequestMode string
+	DefaultPopShareQueueNum   int
 	// EnablePropertyFilter serves SQL92 subscriptions (filter package).
 	EnablePropertyFilter bool
 	// RecallMessageEnable serves RECALL_MESSAGE; a broker that is not
