@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/rocketkv/rocketkv/internal/adminbody"
@@ -175,5 +176,29 @@ func TestOpenRocketMQStoreKeepsGroupForbidden(t *testing.T) {
 	req["sysFlag"] = "0"
 	if r := call(t, c, remoting.PullMessage, req, nil); r.Code != remoting.NoPermission {
 		t.Errorf("pull of an imported forbidden group: %d %s", r.Code, r.Remark)
+	}
+}
+
+// litePullMessageEnable=false refuses lite pulls (NO_PERMISSION,
+// BROKER_FORBIDDEN) and leaves other pulls alone; an update turns them
+// back on.
+func TestLitePullMessageEnable(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"litePullMessageEnable": "false"})
+	c := b.client(nil)
+	mustSend(t, c, "LP", 0, "x", "")
+	b.caughtUp()
+	req := pullReq("lp", "LP", 0, 0, 0, 0, "*")
+	r := call(t, c, remoting.LitePullMessage, req, nil)
+	if r.Code != remoting.NoPermission || header(r, "forbiddenType") != 1 || !strings.Contains(r.Remark, "for lite pull consumer is forbidden") {
+		t.Fatalf("lite pull: %d %q forbiddenType %q", r.Code, r.Remark, r.ExtFields["forbiddenType"])
+	}
+	if r := call(t, c, remoting.PullMessage, req, nil); r.Code != remoting.Success {
+		t.Fatalf("pull: %d %s", r.Code, r.Remark)
+	}
+	if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("litePullMessageEnable=true")); r.Code != remoting.Success {
+		t.Fatalf("update: %d %s", r.Code, r.Remark)
+	}
+	if r := call(t, c, remoting.LitePullMessage, req, nil); r.Code != remoting.Success {
+		t.Fatalf("lite pull after the update: %d %s", r.Code, r.Remark)
 	}
 }

@@ -41,6 +41,8 @@ var runtimeKeys = map[string]bool{
 	"enablePropertyFilter":              true,
 	"recallMessageEnable":               true,
 	"allowRecallWhenBrokerNotWriteable": true,
+	// Lite pull consumers on or off, read by each lite pull.
+	"litePullMessageEnable": true,
 	// The request mode of groups that set none, read by each
 	// QUERY_ASSIGNMENT.
 	"defaultMessageRequestMode": true,

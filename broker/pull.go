@@ -19,6 +19,7 @@ const (
 // Why a pull was refused with NO_PERMISSION, in the answer's
 // forbiddenType field (RocketMQ's ForbiddenType).
 const (
+	forbiddenBroker       = 1 // BROKER_FORBIDDEN: the broker refuses this kind of pull
 	forbiddenBroadcasting = 4 // BROADCASTING_DISABLE_FORBIDDEN: the group may not consume by broadcast
 	forbiddenSubscription = 5 // SUBSCRIPTION_FORBIDDEN: the group is forbidden to read the topic
 )
@@ -110,6 +111,9 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	}
 	if !meta.Readable(b.permission()) {
 		return fail(remoting.NoPermission, "the broker[%s] pulling message is forbidden", b.cfg.BrokerName)
+	}
+	if req.Code == remoting.LitePullMessage && !b.current().LitePullMessageEnable {
+		return forbiddenPull(fail(remoting.NoPermission, "the broker[%s] for lite pull consumer is forbidden", b.cfg.BrokerIP1), forbiddenBroker)
 	}
 	gc, err := b.groupConfig(p.group, true)
 	if err != nil {

@@ -113,7 +113,10 @@ type Broker struct {
 	SlaveSyncInterval time.Duration
 
 	// Consumption.
-	LongPollingEnable     bool
+	LongPollingEnable bool
+	// LitePullMessageEnable serves LITE_PULL_MESSAGE (the lite pull
+	// consumers'); false refuses it with NO_PERMISSION, BROKER_FORBIDDEN.
+	LitePullMessageEnable bool
 	ShortPollingTime      time.Duration
 	ChannelExpiredTimeout time.Duration // heartbeat expiry of producers and consumers
 	// DefaultMessageRequestMode is the request mode (PULL or POP) that

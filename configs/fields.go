@@ -86,6 +86,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	millisRange("slaveSyncIntervalMillis", "60000", 1, func(b *Broker) *time.Duration { return &b.SlaveSyncInterval }),
 
 	boolean("longPollingEnable", "true", func(b *Broker) *bool { return &b.LongPollingEnable }),
+	boolean("litePullMessageEnable", "true", func(b *Broker) *bool { return &b.LitePullMessageEnable }),
 	boolean("enablePropertyFilter", "false", func(b *Broker) *bool { return &b.EnablePropertyFilter }),
 	notImplemented[Broker]("filterSupportRetry", "messages of a group's retry topic are delivered without the SQL92 filter of the topic they were first sent to, as RocketMQ's default (false) delivers them"),
 	boolean("recallMessageEnable", "false", func(b *Broker) *bool { return &b.RecallMessageEnable }),

@@ -169,6 +169,7 @@ var brokerInert = []inert[Broker]{
 	inertInt[Broker]("accessMessageInMemoryMaxRatio", "page cache residency is not estimated; every pull is answered with the in-memory limits"),
 	inertInt[Broker]("maxTransferBytesOnMessageInDisk", "page cache residency is not estimated; every pull is answered with the in-memory limits (maxTransferBytesOnMessageInMemory)"),
 	inertInt[Broker]("maxTransferCountOnMessageInDisk", "page cache residency is not estimated; every pull is answered with the in-memory limits (maxTransferCountOnMessageInMemory)"),
+	inertBool[Broker]("timerInterceptDelayLevel", "RocketMQ 5.3 reads it nowhere"),
 	inertBool[Broker]("enableScheduleMessageStats", "delay-level statistics are not kept"),
 	inertInt[Broker]("flushConsumeQueueLeastPages", "the file ConsumeQueue is flushed every flushIntervalConsumeQueue, however little was written"),
 	inertBool[Broker]("messageIndexSafe", "the key index is written to Pebble with the ConsumeQueue and recovered with it; there are no IndexFiles to recover"),
