@@ -124,6 +124,9 @@ func (m *clientManager) heartbeat(conn *remoting.Conn, hb *heartbeatData, langua
 		if cd.GroupName == "" {
 			continue
 		}
+		if cd.ConsumeType == consumeActively && m.b.current().RejectPullConsumerEnable {
+			continue // rejectPullConsumerEnable: pull consumers are not registered
+		}
 		gc, err := m.b.groupConfig(cd.GroupName, true)
 		if err != nil {
 			return err
@@ -443,11 +446,36 @@ func (m *clientManager) consumerMetrics() []metrics.Connection {
 	return out
 }
 
+// consumeActively is the ConsumeType of pull consumers (Java's
+// DefaultMQPullConsumer and DefaultLitePullConsumer, the Go pull consumer).
+const consumeActively = "CONSUME_ACTIVELY"
+
+// pullerKnown reports whether a pull of group over conn may go on under
+// rejectPullConsumerEnable, as RocketMQ decides: a group of push consumers
+// may, and a group of pull consumers (or none) only over a connection
+// that registered it, which heartbeats of pull consumers no longer do.
+func (m *clientManager) pullerKnown(group string, conn *remoting.Conn) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.consumers[group]
+	if g != nil && g.consumeType != consumeActively {
+		return true
+	}
+	if g != nil {
+		for _, ch := range g.channels {
+			if ch.conn == conn {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // consumeModeOf is RocketMQ's ConsumeType label: CONSUME_PASSIVELY is
 // "push", CONSUME_ACTIVELY "pull", CONSUME_POP "pop".
 func consumeModeOf(consumeType string) string {
 	switch consumeType {
-	case "CONSUME_ACTIVELY":
+	case consumeActively:
 		return "pull"
 	case "CONSUME_POP":
 		return "pop"

@@ -202,3 +202,36 @@ func TestLitePullMessageEnable(t *testing.T) {
 		t.Fatalf("lite pull after the update: %d %s", r.Code, r.Remark)
 	}
 }
+
+// rejectPullConsumerEnable keeps pull consumers out as RocketMQ does: their
+// heartbeats register nothing and their pulls are answered
+// SUBSCRIPTION_NOT_EXIST; push consumers and RocketMQ's own groups pull
+// on, and an update lets pull consumers back in.
+func TestRejectPullConsumerEnable(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"rejectPullConsumerEnable": "true"})
+	c := b.client(nil)
+	mustSend(t, c, "RP", 0, "x", "")
+	b.caughtUp()
+	pullHB := strings.Replace(string(heartbeatBody("puller@1", "", "pc", map[string]string{"RP": "*"})),
+		"CONSUME_PASSIVELY", "CONSUME_ACTIVELY", 1)
+	heartbeat(t, c, []byte(pullHB))
+	if ids := b.clients.consumerIDs("pc"); len(ids) != 0 {
+		t.Fatalf("a pull consumer registered: %v", ids)
+	}
+	r := call(t, c, remoting.PullMessage, pullReq("pc", "RP", 0, 0, 0, 0, "*"), nil)
+	if r.Code != remoting.SubscriptionNotExist || !strings.HasPrefix(r.Remark, "the consumer's group info not exist, or the pull consumer is rejected by server.") {
+		t.Fatalf("pull of a pull consumer: %d %q", r.Code, r.Remark)
+	}
+	heartbeat(t, c, heartbeatBody("pusher@1", "", "push", map[string]string{"RP": "*"}))
+	for _, group := range []string{"push", "TOOLS_CONSUMER", "CID_RMQ_SYS_X"} {
+		if r := call(t, c, remoting.PullMessage, pullReq(group, "RP", 0, 0, 0, 0, "*"), nil); r.Code != remoting.Success {
+			t.Fatalf("pull of %s: %d %s", group, r.Code, r.Remark)
+		}
+	}
+	if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("rejectPullConsumerEnable=false")); r.Code != remoting.Success {
+		t.Fatalf("update: %d %s", r.Code, r.Remark)
+	}
+	if r := call(t, c, remoting.PullMessage, pullReq("pc", "RP", 0, 0, 0, 0, "*"), nil); r.Code != remoting.Success {
+		t.Fatalf("pull of a pull consumer after the update: %d %s", r.Code, r.Remark)
+	}
+}

@@ -115,6 +115,9 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	if req.Code == remoting.LitePullMessage && !b.current().LitePullMessageEnable {
 		return forbiddenPull(fail(remoting.NoPermission, "the broker[%s] for lite pull consumer is forbidden", b.cfg.BrokerIP1), forbiddenBroker)
 	}
+	if b.current().RejectPullConsumerEnable && !sysPullGroup(p.group) && !b.clients.pullerKnown(p.group, conn) {
+		return fail(remoting.SubscriptionNotExist, "the consumer's group info not exist, or the pull consumer is rejected by server.%s", faqSuggestion)
+	}
 	gc, err := b.groupConfig(p.group, true)
 	if err != nil {
 		return fail(remoting.SystemError, "%v", err)

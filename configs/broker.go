@@ -117,8 +117,12 @@ type Broker struct {
 	// LitePullMessageEnable serves LITE_PULL_MESSAGE (the lite pull
 	// consumers'); false refuses it with NO_PERMISSION, BROKER_FORBIDDEN.
 	LitePullMessageEnable bool
-	ShortPollingTime      time.Duration
-	ChannelExpiredTimeout time.Duration // heartbeat expiry of producers and consumers
+	// RejectPullConsumerEnable keeps pull consumers out: their heartbeats
+	// register nothing and their pulls are answered SUBSCRIPTION_NOT_EXIST,
+	// RocketMQ's own groups excepted.
+	RejectPullConsumerEnable bool
+	ShortPollingTime         time.Duration
+	ChannelExpiredTimeout    time.Duration // heartbeat expiry of producers and consumers
 	// DefaultMessageRequestMode is the request mode (PULL or POP) that
 	// QUERY_ASSIGNMENT gives a group and topic no SET_MESSAGE_REQUEST_MODE
 	// named, and DefaultPopShareQueueNum its popShareQueueNum when POP.

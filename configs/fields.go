@@ -87,6 +87,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 
 	boolean("longPollingEnable", "true", func(b *Broker) *bool { return &b.LongPollingEnable }),
 	boolean("litePullMessageEnable", "true", func(b *Broker) *bool { return &b.LitePullMessageEnable }),
+	boolean("rejectPullConsumerEnable", "false", func(b *Broker) *bool { return &b.RejectPullConsumerEnable }),
 	boolean("enablePropertyFilter", "false", func(b *Broker) *bool { return &b.EnablePropertyFilter }),
 	notImplemented[Broker]("filterSupportRetry", "messages of a group's retry topic are delivered without the SQL92 filter of the topic they were first sent to, as RocketMQ's default (false) delivers them"),
 	boolean("recallMessageEnable", "false", func(b *Broker) *bool { return &b.RecallMessageEnable }),
