@@ -464,3 +464,37 @@ func TestTraceTopicEnable(t *testing.T) {
 		t.Fatalf("start with msgTraceTopicName %q: %v, want an error naming the key", "bad topic", err)
 	}
 }
+
+// clusterTopicEnable and brokerTopicEnable decide, at each start as in
+// RocketMQ, whether the topics named after the cluster and the broker are
+// readable and writable; they stay inheritable either way.
+func TestClusterAndBrokerTopicPermissions(t *testing.T) {
+	store := t.TempDir()
+	perm := func(b *testBroker, topic string) int {
+		t.Helper()
+		tc, ok, err := b.topics.get(topic)
+		if err != nil || !ok {
+			t.Fatalf("topic %s: %v %v", topic, ok, err)
+		}
+		return tc.Perm
+	}
+	b := startTestBrokerAt(t, store, map[string]string{"clusterTopicEnable": "false"})
+	if p := perm(b, "DefaultCluster"); p != meta.PermInherit {
+		t.Fatalf("cluster topic perm %d with clusterTopicEnable=false, want %d (inherit only)", p, meta.PermInherit)
+	}
+	if p := perm(b, "broker-a"); p != meta.PermInherit|meta.PermRead|meta.PermWrite {
+		t.Fatalf("broker topic perm %d", p)
+	}
+	if r := sendV2(t, b.client(nil), "DefaultCluster", 0, "x", ""); r.Code != remoting.NoPermission {
+		t.Fatalf("send to the cluster topic: %d %s", r.Code, r.Remark)
+	}
+	b.stop()
+
+	b = startTestBrokerAt(t, store, map[string]string{"brokerTopicEnable": "false"})
+	if p := perm(b, "DefaultCluster"); p != meta.PermInherit|meta.PermRead|meta.PermWrite {
+		t.Fatalf("cluster topic perm %d after a restart with clusterTopicEnable=true", p)
+	}
+	if p := perm(b, "broker-a"); p != meta.PermInherit {
+		t.Fatalf("broker topic perm %d with brokerTopicEnable=false", p)
+	}
+}

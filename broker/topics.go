@@ -88,10 +88,14 @@ func (m *topicManager) ensureSystemTopics() error {
 		meta.NewTopicConfig(meta.ScheduleTopic, scheduleQueueNums),
 		meta.NewTopicConfig(m.b.replyTopic(), 1),
 	}
+	// The topics named after the cluster and the broker (templates of
+	// topics created on send) are readable and writable only with
+	// clusterTopicEnable and brokerTopicEnable; RocketMQ sets their
+	// permission at each start.
 	cluster := meta.NewTopicConfig(cfg.BrokerClusterName, 1)
-	cluster.Perm = meta.PermInherit | meta.PermRead | meta.PermWrite
+	cluster.Perm = nameTopicPerm(cfg.ClusterTopicEnable)
 	brokerT := meta.NewTopicConfig(cfg.BrokerName, 1)
-	brokerT.Perm = meta.PermInherit | meta.PermRead | meta.PermWrite
+	brokerT.Perm = nameTopicPerm(cfg.BrokerTopicEnable)
 	want = append(want, cluster, brokerT)
 	if cfg.TraceTopicEnable {
 		if remark := validateTopicName(cfg.MsgTraceTopicName); remark != "" {
@@ -106,12 +110,16 @@ func (m *topicManager) ensureSystemTopics() error {
 	}
 	var missing []meta.TopicConfig
 	for _, tc := range want {
-		_, ok, err := m.table.Get(tc.TopicName)
+		have, ok, err := m.table.Get(tc.TopicName)
 		if err != nil {
 			return fmt.Errorf("system topic %s: %w", tc.TopicName, err)
 		}
-		if !ok {
+		switch {
+		case !ok:
 			missing = append(missing, tc)
+		case (tc.TopicName == cluster.TopicName || tc.TopicName == brokerT.TopicName) && have.Perm != tc.Perm:
+			have.Perm = tc.Perm
+			missing = append(missing, have)
 		}
 	}
 	if !cfg.AutoCreateTopicEnable {
@@ -126,6 +134,15 @@ func (m *topicManager) ensureSystemTopics() error {
 		return fmt.Errorf("create system topics: %w", err)
 	}
 	return nil
+}
+
+// nameTopicPerm is the permission of the topic named after the cluster or
+// the broker: inheritable always, readable and writable when enabled.
+func nameTopicPerm(enabled bool) int {
+	if enabled {
+		return meta.PermInherit | meta.PermRead | meta.PermWrite
+	}
+	return meta.PermInherit
 }
 
 // put creates or replaces topic configs and schedules a registration.

@@ -81,7 +81,12 @@ type Broker struct {
 	SlaveReadEnable         bool
 
 	// Topics and groups.
-	AutoCreateTopicEnable       bool
+	AutoCreateTopicEnable bool
+	// ClusterTopicEnable and BrokerTopicEnable make the topics named after
+	// the cluster and the broker readable and writable (they are always
+	// inheritable: templates of topics created on send).
+	ClusterTopicEnable          bool
+	BrokerTopicEnable           bool
 	AutoCreateSubscriptionGroup bool
 	DefaultTopicQueueNums       int
 	// MaxTransferCountOnMessageInMemory and

@@ -70,6 +70,8 @@ var brokerFields = slices.Concat([]field[Broker]{
 
 	boolean("autoCreateTopicEnable", "true", func(b *Broker) *bool { return &b.AutoCreateTopicEnable }),
 	boolean("autoCreateSubscriptionGroup", "true", func(b *Broker) *bool { return &b.AutoCreateSubscriptionGroup }),
+	boolean("clusterTopicEnable", "true", func(b *Broker) *bool { return &b.ClusterTopicEnable }),
+	boolean("brokerTopicEnable", "true", func(b *Broker) *bool { return &b.BrokerTopicEnable }),
 	intRange("defaultTopicQueueNums", "8", 1, 65535, func(b *Broker) *int { return &b.DefaultTopicQueueNums }),
 	delayLevels("messageDelayLevel", meta.DefaultMessageDelayLevel, func(b *Broker) *string { return &b.MessageDelayLevel }),
 	boolean("notifyConsumerIdsChangedEnable", "true", func(b *Broker) *bool { return &b.NotifyConsumerIdsChangedEnable }),
