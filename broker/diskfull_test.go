@@ -37,9 +37,7 @@ func TestSendsRefusedAboveDiskWarningLevel(t *testing.T) {
 	if max := b.clog.MaxOffset(); max != 0 {
 		t.Fatalf("a refused send wrote to the CommitLog (end %d)", max)
 	}
-	if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("diskSpaceWarningLevelRatio=100")); r.Code != remoting.Success {
-		t.Fatalf("raising the warning level: %d %s", r.Code, r.Remark)
-	}
+	updateConfig(t, c, "diskSpaceWarningLevelRatio=100")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		r := sendV2(t, c, "DiskT", 0, "m", "")

@@ -195,9 +195,7 @@ func TestLitePullMessageEnable(t *testing.T) {
 	if r := call(t, c, remoting.PullMessage, req, nil); r.Code != remoting.Success {
 		t.Fatalf("pull: %d %s", r.Code, r.Remark)
 	}
-	if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("litePullMessageEnable=true")); r.Code != remoting.Success {
-		t.Fatalf("update: %d %s", r.Code, r.Remark)
-	}
+	updateConfig(t, c, "litePullMessageEnable=true")
 	if r := call(t, c, remoting.LitePullMessage, req, nil); r.Code != remoting.Success {
 		t.Fatalf("lite pull after the update: %d %s", r.Code, r.Remark)
 	}
@@ -228,9 +226,7 @@ func TestRejectPullConsumerEnable(t *testing.T) {
 			t.Fatalf("pull of %s: %d %s", group, r.Code, r.Remark)
 		}
 	}
-	if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("rejectPullConsumerEnable=false")); r.Code != remoting.Success {
-		t.Fatalf("update: %d %s", r.Code, r.Remark)
-	}
+	updateConfig(t, c, "rejectPullConsumerEnable=false")
 	if r := call(t, c, remoting.PullMessage, pullReq("pc", "RP", 0, 0, 0, 0, "*"), nil); r.Code != remoting.Success {
 		t.Fatalf("pull of a pull consumer after the update: %d %s", r.Code, r.Remark)
 	}

@@ -109,6 +109,15 @@ func (tb *testBroker) client(handler func(context.Context, *remoting.Command) *r
 	return c
 }
 
+// updateConfig sends UPDATE_BROKER_CONFIG (as mqadmin updateBrokerConfig)
+// and fails the test unless the broker took it.
+func updateConfig(t *testing.T, c *remoting.Client, body string) {
+	t.Helper()
+	if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte(body)); r.Code != remoting.Success {
+		t.Fatalf("update %q: %d %s", body, r.Code, r.Remark)
+	}
+}
+
 // call invokes one request with a timeout.
 func call(t *testing.T, c *remoting.Client, code int32, ext map[string]string, body []byte) *remoting.Command {
 	t.Helper()

@@ -576,16 +576,12 @@ func TestDefaultMessageRequestMode(t *testing.T) {
 	if a := queryAssignment(t, rc, "DM", "g", "c1"); len(a) != 1 || a[0].MessageQueue.QueueID != -1 {
 		t.Fatalf("three clients, popShareQueueNum -1: %+v", a)
 	}
-	if r := call(t, rc, remoting.UpdateBrokerConfig, nil, []byte("defaultPopShareQueueNum=1")); r.Code != remoting.Success {
-		t.Fatalf("update: %d %s", r.Code, r.Remark)
-	}
+	updateConfig(t, rc, "defaultPopShareQueueNum=1")
 	shared := queryAssignment(t, rc, "DM", "g", "c1")
 	if len(shared) < 2 || len(shared) >= 4 || shared[0].Mode != modePop || shared[0].MessageQueue.QueueID < 0 {
 		t.Fatalf("three clients, popShareQueueNum 1: %+v, want some of the 4 queues", shared)
 	}
-	if r := call(t, rc, remoting.UpdateBrokerConfig, nil, []byte("defaultMessageRequestMode=PULL")); r.Code != remoting.Success {
-		t.Fatalf("update: %d %s", r.Code, r.Remark)
-	}
+	updateConfig(t, rc, "defaultMessageRequestMode=PULL")
 	if a := queryAssignment(t, rc, "DM", "g", "c1"); len(a) == 0 || a[0].Mode != modePull || a[0].MessageQueue.QueueID < 0 {
 		t.Fatalf("after the default went back to PULL: %+v", a)
 	}

@@ -541,9 +541,7 @@ func TestQueryByKeyCaps(t *testing.T) {
 		}
 		b.caughtUp()
 		if update != "" { // UPDATE_BROKER_CONFIG, as mqadmin updateBrokerConfig
-			if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte(update)); r.Code != remoting.Success {
-				t.Fatalf("update %s: %d %s", update, r.Code, r.Remark)
-			}
+			updateConfig(t, c, update)
 		}
 		r := call(t, c, remoting.QueryMessage, map[string]string{"topic": "Many", "key": "many", "maxNum": tc.maxNum,
 			"beginTimestamp": "0", "endTimestamp": strconv.FormatInt(time.Now().UnixMilli()+1000, 10)}, nil)

@@ -160,9 +160,7 @@ func TestEnablePropertyFilterAtRuntime(t *testing.T) {
 	if r := call(t, c, remoting.PullMessage, sqlPull("g", "a > 3"), nil); r.Code != remoting.SystemError {
 		t.Fatalf("SQL92 pull before the update: %d %q", r.Code, r.Remark)
 	}
-	if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("enablePropertyFilter=true")); r.Code != remoting.Success {
-		t.Fatalf("UPDATE_BROKER_CONFIG: %d %q", r.Code, r.Remark)
-	}
+	updateConfig(t, c, "enablePropertyFilter=true")
 	if r := call(t, c, remoting.PullMessage, sqlPull("g", "a > 3"), nil); r.Code != remoting.Success || pulledBodies(t, r) != "m4 m5" {
 		t.Fatalf("SQL92 pull after the update: %d %q", r.Code, r.Remark)
 	}
