@@ -113,7 +113,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		return fail(remoting.NoPermission, "the broker[%s] pulling message is forbidden", b.cfg.BrokerName)
 	}
 	if req.Code == remoting.LitePullMessage && !b.current().LitePullMessageEnable {
-		return forbiddenPull(fail(remoting.NoPermission, "the broker[%s] for lite pull consumer is forbidden", b.cfg.BrokerIP1), forbiddenBroker)
+		return forbiddenPull(fail(remoting.NoPermission, "the broker[%s] for lite pull consumer is forbidden", b.storeHost.Addr()), forbiddenBroker)
 	}
 	if b.current().RejectPullConsumerEnable && !sysPullGroup(p.group) && !b.clients.pullerKnown(p.group, conn) {
 		return fail(remoting.SubscriptionNotExist, "the consumer's group info not exist, or the pull consumer is rejected by server.%s", faqSuggestion)

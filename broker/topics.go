@@ -108,7 +108,7 @@ func (m *topicManager) ensureSystemTopics() error {
 		tbw.Perm = meta.PermInherit | meta.PermRead | meta.PermWrite
 		want = append(want, tbw)
 	}
-	var missing []meta.TopicConfig
+	var changed []meta.TopicConfig
 	for _, tc := range want {
 		have, ok, err := m.table.Get(tc.TopicName)
 		if err != nil {
@@ -116,10 +116,10 @@ func (m *topicManager) ensureSystemTopics() error {
 		}
 		switch {
 		case !ok:
-			missing = append(missing, tc)
+			changed = append(changed, tc)
 		case (tc.TopicName == cluster.TopicName || tc.TopicName == brokerT.TopicName) && have.Perm != tc.Perm:
 			have.Perm = tc.Perm
-			missing = append(missing, have)
+			changed = append(changed, have)
 		}
 	}
 	if !cfg.AutoCreateTopicEnable {
@@ -127,10 +127,10 @@ func (m *topicManager) ensureSystemTopics() error {
 		// to unknown topics fail with TOPIC_NOT_EXIST.
 		if tbw, ok, err := m.table.Get(autoCreateTopic); err == nil && ok && meta.Inheritable(tbw.Perm) {
 			tbw.Perm = meta.PermRead | meta.PermWrite
-			missing = append(missing, tbw)
+			changed = append(changed, tbw)
 		}
 	}
-	if err := m.table.Put(missing...); err != nil {
+	if err := m.table.Put(changed...); err != nil {
 		return fmt.Errorf("create system topics: %w", err)
 	}
 	return nil
