@@ -115,9 +115,6 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	if req.Code == remoting.LitePullMessage && !b.current().LitePullMessageEnable {
 		return forbiddenPull(fail(remoting.NoPermission, "the broker[%s] for lite pull consumer is forbidden", b.storeHost.Addr()), forbiddenBroker)
 	}
-	if b.current().RejectPullConsumerEnable && !sysPullGroup(p.group) && !b.clients.pullerKnown(p.group, conn) {
-		return fail(remoting.SubscriptionNotExist, "the consumer's group info not exist, or the pull consumer is rejected by server.%s", faqSuggestion)
-	}
 	gc, err := b.groupConfig(p.group, true)
 	if err != nil {
 		return fail(remoting.SystemError, "%v", err)
@@ -141,6 +138,10 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	if p.queueID < 0 || int(p.queueID) >= tc.ReadQueueNums {
 		return fail(remoting.InvalidParameter, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
 			p.queueID, p.topic, tc.ReadQueueNums, conn.RemoteAddr())
+	}
+	// After the group and topic checks, as RocketMQ checks it.
+	if b.current().RejectPullConsumerEnable && !sysPullGroup(p.group) && !b.clients.pullerKnown(p.group, conn) {
+		return fail(remoting.SubscriptionNotExist, "the consumer's group info not exist, or the pull consumer is rejected by server.%s", faqSuggestion)
 	}
 	var sub *subscription
 	if p.sysFlag&pullSubscription != 0 {
