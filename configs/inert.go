@@ -3,6 +3,7 @@ package configs
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -64,6 +65,24 @@ func inertBool[T any](key, reason string) inert[T] {
 	}}
 }
 
+// inertInts are inert integer keys that share a reason.
+func inertInts[T any](reason string, keys ...string) []inert[T] {
+	out := make([]inert[T], len(keys))
+	for i, k := range keys {
+		out[i] = inertInt[T](k, reason)
+	}
+	return out
+}
+
+// inertBools are inert boolean keys that share a reason.
+func inertBools[T any](reason string, keys ...string) []inert[T] {
+	out := make([]inert[T], len(keys))
+	for i, k := range keys {
+		out[i] = inertBool[T](k, reason)
+	}
+	return out
+}
+
 // inertInt is an inert key whose value must be an integer (Java's int or
 // long).
 func inertInt[T any](key, reason string) inert[T] {
@@ -95,7 +114,7 @@ func inertRootPath(key, name, reason string) inert[Broker] {
 // effect. A key belongs here only if ignoring it cannot change what is
 // stored or delivered; a key for a missing feature whose use would matter
 // is a notImplemented field instead (fields.go).
-var brokerInert = []inert[Broker]{
+var brokerInert = slices.Concat([]inert[Broker]{
 	// Java thread pools: rocketkv answers requests on its network event
 	// loops and hands slow work to goroutines; there are no per-request
 	// pools to size.
@@ -115,25 +134,6 @@ var brokerInert = []inert[Broker]{
 	inertInt[Broker]("batchDispatchRequestThreadPoolNums", "one dispatcher goroutine writes the index in batches"),
 	inertInt[Broker]("recoverThreadPoolNums", "recovery verifies the CommitLog on one goroutine and rebuilds the index from it"),
 	inertInt[Broker]("sendThreadPoolQueueCapacity", "only sends waiting for the index queue, at most 4096 of them (runtime info's sendThreadPoolQueueCapacity)"),
-	inertInt[Broker]("pullThreadPoolQueueCapacity", "no per-request-code queues; requests wait for a worker in one queue of 10,000 (SYSTEM_BUSY when full)"),
-	inertInt[Broker]("litePullThreadPoolQueueCapacity", "no per-request-code queues; requests wait for a worker in one queue of 10,000 (SYSTEM_BUSY when full)"),
-	inertInt[Broker]("replyThreadPoolQueueCapacity", "no per-request-code queues; requests wait for a worker in one queue of 10,000 (SYSTEM_BUSY when full)"),
-	inertInt[Broker]("queryThreadPoolQueueCapacity", "no per-request-code queues; requests wait for a worker in one queue of 10,000 (SYSTEM_BUSY when full)"),
-	inertInt[Broker]("clientManagerThreadPoolQueueCapacity", "no per-request-code queues; requests wait for a worker in one queue of 10,000 (SYSTEM_BUSY when full)"),
-	inertInt[Broker]("consumerManagerThreadPoolQueueCapacity", "no per-request-code queues; requests wait for a worker in one queue of 10,000 (SYSTEM_BUSY when full)"),
-	inertInt[Broker]("heartbeatThreadPoolQueueCapacity", "no per-request-code queues; requests wait for a worker in one queue of 10,000 (SYSTEM_BUSY when full)"),
-	inertInt[Broker]("endTransactionPoolQueueCapacity", "no per-request-code queues; requests wait for a worker in one queue of 10,000 (SYSTEM_BUSY when full)"),
-	inertInt[Broker]("adminBrokerThreadPoolQueueCapacity", "no per-request-code queues; requests wait for a worker in one queue of 10,000 (SYSTEM_BUSY when full)"),
-	inertInt[Broker]("ackThreadPoolQueueCapacity", "no per-request-code queues; requests wait for a worker in one queue of 10,000 (SYSTEM_BUSY when full)"),
-	inertInt[Broker]("loadBalanceThreadPoolQueueCapacity", "no per-request-code queues; requests wait for a worker in one queue of 10,000 (SYSTEM_BUSY when full)"),
-	inertInt[Broker]("putThreadPoolQueueCapacity", "no per-request-code queues; requests wait for a worker in one queue of 10,000 (SYSTEM_BUSY when full)"),
-	inertBool[Broker]("brokerFastFailureEnable", "only sends waiting for the index expire (waitTimeMillsInSendQueue); other requests are not expired in a queue"),
-	inertInt[Broker]("waitTimeMillsInPullQueue", "only sends waiting for the index expire (waitTimeMillsInSendQueue); other requests are not expired in a queue"),
-	inertInt[Broker]("waitTimeMillsInLitePullQueue", "only sends waiting for the index expire (waitTimeMillsInSendQueue); other requests are not expired in a queue"),
-	inertInt[Broker]("waitTimeMillsInHeartbeatQueue", "only sends waiting for the index expire (waitTimeMillsInSendQueue); other requests are not expired in a queue"),
-	inertInt[Broker]("waitTimeMillsInTransactionQueue", "only sends waiting for the index expire (waitTimeMillsInSendQueue); other requests are not expired in a queue"),
-	inertInt[Broker]("waitTimeMillsInAckQueue", "only sends waiting for the index expire (waitTimeMillsInSendQueue); other requests are not expired in a queue"),
-	inertInt[Broker]("waitTimeMillsInAdminBrokerQueue", "only sends waiting for the index expire (waitTimeMillsInSendQueue); other requests are not expired in a queue"),
 	inertInt[Broker]("serverWorkerThreads", "no Netty server: the network event loops are sized by the Go runtime"),
 	inertInt[Broker]("serverSelectorThreads", "no Netty server: the network event loops are sized by the Go runtime"),
 	inertInt[Broker]("clientWorkerThreads", "no Netty client: outgoing connections run on goroutines"),
@@ -173,10 +173,6 @@ var brokerInert = []inert[Broker]{
 	inertBool[Broker]("enableScheduleMessageStats", "delay-level statistics are not kept"),
 	inertInt[Broker]("flushConsumeQueueLeastPages", "the file ConsumeQueue is flushed every flushIntervalConsumeQueue, however little was written"),
 	inertBool[Broker]("messageIndexSafe", "the key index is written to Pebble with the ConsumeQueue and recovered with it; there are no IndexFiles to recover"),
-	inertBool[Broker]("enableCalcFilterBitMap", "no consume-queue bit maps of filter results: tag and SQL92 filters are evaluated on each entry and message"),
-	inertInt[Broker]("expectConsumerNumUseFilter", "no consume-queue bit maps of filter results: tag and SQL92 filters are evaluated on each entry and message"),
-	inertInt[Broker]("maxErrorRateOfBloomFilter", "no consume-queue bit maps of filter results: tag and SQL92 filters are evaluated on each entry and message"),
-	inertInt[Broker]("filterDataCleanTimeSpan", "no consume-queue bit maps of filter results: tag and SQL92 filters are evaluated on each entry and message"),
 	inertBool[Broker]("enablePopBufferMerge", "POP checkpoints are written to the index directly; there is no buffer to merge them in"),
 	inertBool[Broker]("enablePopLog", "no separate POP operation log"),
 	inertBool[Broker]("isolateLogEnable", "the broker writes one log stream (stderr), whatever the broker's role"),
@@ -195,7 +191,30 @@ var brokerInert = []inert[Broker]{
 	inertRootPath("abortFile", "abort", "RocketMQ reads no such key and keeps the abort file at <storePathRootDir>/abort; so does rocketkv"),
 	inertRootPath("storePathConsumeQueue", "consumequeue", "RocketMQ reads no such key and keeps the file ConsumeQueue in <storePathRootDir>/consumequeue; so does rocketkv"),
 	inertRootPath("storePathIndex", "index", "RocketMQ reads no such key and keeps its IndexFiles in <storePathRootDir>/index; rocketkv keeps the key index in Pebble"),
-}
+},
+	// Thread pools' queues and how long requests may wait in them.
+	inertInts[Broker](reasonQueueCapacity, "pullThreadPoolQueueCapacity", "litePullThreadPoolQueueCapacity",
+		"replyThreadPoolQueueCapacity", "queryThreadPoolQueueCapacity", "clientManagerThreadPoolQueueCapacity",
+		"consumerManagerThreadPoolQueueCapacity", "heartbeatThreadPoolQueueCapacity", "endTransactionPoolQueueCapacity",
+		"adminBrokerThreadPoolQueueCapacity", "ackThreadPoolQueueCapacity", "loadBalanceThreadPoolQueueCapacity",
+		"putThreadPoolQueueCapacity"),
+	inertInts[Broker](reasonQueueWait, "waitTimeMillsInPullQueue", "waitTimeMillsInLitePullQueue",
+		"waitTimeMillsInHeartbeatQueue", "waitTimeMillsInTransactionQueue", "waitTimeMillsInAckQueue",
+		"waitTimeMillsInAdminBrokerQueue"),
+	inertBools[Broker](reasonQueueWait, "brokerFastFailureEnable"),
+	// Filter bit maps in the ConsumeQueue's extension files.
+	inertInts[Broker](reasonFilterBitMap, "expectConsumerNumUseFilter", "maxErrorRateOfBloomFilter", "filterDataCleanTimeSpan"),
+	inertBools[Broker](reasonFilterBitMap, "enableCalcFilterBitMap"),
+)
+
+// Reasons shared by several of brokerInert's keys.
+const (
+	// reasonQueueCapacity: 10,000 is remoting.DefaultQueueSize, the
+	// broker's worker queue.
+	reasonQueueCapacity = "no per-request-code queues; requests wait for a worker in one queue of 10,000 (SYSTEM_BUSY when full)"
+	reasonQueueWait     = "only sends waiting for the index expire (waitTimeMillsInSendQueue); other requests are not expired in a queue"
+	reasonFilterBitMap  = "no consume-queue bit maps of filter results: tag and SQL92 filters are evaluated on each entry and message"
+)
 
 // namesrvInert lists the RocketMQ name server keys (NamesrvConfig and its
 // Netty settings) that rocketkv's name server accepts without effect.
