@@ -263,6 +263,8 @@ func FuzzLoadBroker(f *testing.F) {
 	f.Add([]byte("brokerName=a\nlistenPort=1\n"), false)
 	f.Add([]byte("listenPort: 1\ndeleteWhen: \"04\"\n"), true)
 	f.Add([]byte("a=\\\n b\n!c\n#d"), false)
+	f.Add([]byte("proxyProtocolTrustedNetworks=10.0.0.0/8, ::ffff:192.0.2.0/120,192.0.2.7\nstoreType=defaultRocksDB\n"+
+		"serverChannelMaxIdleTimeSeconds=0\nserverSocketRcvBufSize=65536\nsendThreadPoolQueueCapacity=1\n"), false)
 	f.Fuzz(func(t *testing.T, content []byte, yaml bool) {
 		_, _ = LoadBroker(writeFuzzConfig(t, content, yaml), nil)
 	})

@@ -2,6 +2,7 @@ package configs
 
 import (
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -151,4 +152,29 @@ func TestRocketMQNamesrvPropertiesLoad(t *testing.T) {
 	if _, err := LoadNamesrv("", map[string]string{"enableControllerInNamesrv": "true"}); err == nil || !strings.Contains(err.Error(), "enableControllerInNamesrv") {
 		t.Errorf("enableControllerInNamesrv=true: %v", err)
 	}
+}
+
+// FuzzLoadNamesrv: a namesrv.properties or YAML file either fails to load
+// with an error or loads to settings that load again to the same
+// configuration.
+func FuzzLoadNamesrv(f *testing.F) {
+	seed, err := os.ReadFile("testdata/rocketmq-namesrv.properties")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed, false)
+	f.Add([]byte("listenPort: 1\nproxyProtocolTrustedNetworks: 10.0.0.0/8\n"), true)
+	f.Fuzz(func(t *testing.T, content []byte, yaml bool) {
+		loaded, err := LoadNamesrv(writeFuzzConfig(t, content, yaml), nil)
+		if err != nil {
+			return
+		}
+		again, err := LoadNamesrv("", loaded.Namesrv.Settings())
+		if err != nil {
+			t.Fatalf("settings %v do not load: %v", loaded.Namesrv.Settings(), err)
+		}
+		if !reflect.DeepEqual(again.Namesrv, loaded.Namesrv) {
+			t.Fatalf("settings load to %+v, want %+v", again.Namesrv, loaded.Namesrv)
+		}
+	})
 }
