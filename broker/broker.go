@@ -20,6 +20,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/internal/listenconf"
 	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/internal/uniqid"
 	"github.com/rocketkv/rocketkv/kvindex"
@@ -308,18 +309,8 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	}
 	// The server is created last: when it is listening the broker must be
 	// able to answer everything.
-	scfg := remoting.ServerConfig{
-		Addr:             b.cfg.ListenAddr(b.cfg.ListenPort),
-		IdleTimeout:      b.cfg.Listener.IdleTimeout(),
-		SocketSendBuffer: b.cfg.Listener.SendBuffer,
-		SocketRecvBuffer: b.cfg.Listener.RecvBuffer,
-		TLSMode:          tlsMode,
-		TLS:              tlsConfig,
-		ProxyProtocol: remoting.ProxyProtocol{
-			Disabled: !b.cfg.ProxyProtocol.Enable,
-			Trusted:  b.cfg.ProxyProtocol.TrustedNetworks,
-		},
-	}
+	scfg := remoting.ServerConfig{Addr: b.cfg.ListenAddr(b.cfg.ListenPort), TLSMode: tlsMode, TLS: tlsConfig}
+	listenconf.Apply(&scfg, b.cfg.Listener, b.cfg.ProxyProtocol)
 	if b.metrics != nil {
 		// rocketmq_rpc_latency, on both ports as RocketMQ records it.
 		scfg.OnAnswer = b.metrics.Answered

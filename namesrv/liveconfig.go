@@ -15,6 +15,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/internal/listenconf"
 	"github.com/rocketkv/rocketkv/internal/logging"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -46,9 +47,7 @@ func ConfigFrom(n configs.Namesrv, file string) Config {
 	cfg.DeleteTopicWithBrokerRegistration = n.DeleteTopicWithBrokerRegistration
 	cfg.KVConfigPath = n.KVConfigPath
 	cfg.TLS = n.TLS
-	cfg.Remoting.ProxyProtocol = remoting.ProxyProtocol{Disabled: !n.ProxyProtocol.Enable, Trusted: n.ProxyProtocol.TrustedNetworks}
-	cfg.Remoting.IdleTimeout = n.Listener.IdleTimeout()
-	cfg.Remoting.SocketSendBuffer, cfg.Remoting.SocketRecvBuffer = n.Listener.SendBuffer, n.Listener.RecvBuffer
+	listenconf.Apply(&cfg.Remoting, n.Listener, n.ProxyProtocol)
 	cfg.Settings = &n
 	cfg.ConfigFile = file
 	return cfg
