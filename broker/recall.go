@@ -159,7 +159,7 @@ func (b *Broker) processRecallMessage(ctx context.Context, conn *remoting.Conn, 
 		[2]string{"PGROUP", group},
 	)
 	msg := &commitlog.Message{Topic: handle.topic, QueueID: 0, BornTimestamp: now.UnixMilli(),
-		BornHost: addrPort(conn.PeerAddr()), Body: []byte("0"), Properties: props}
+		BornHost: bornHost(conn), Body: []byte("0"), Properties: props}
 	if err := b.park(msg, 0); err != nil {
 		b.log.Warn().Err(err).Str("topic", topic).Str("uniqKey", handle.uniqKey).Msg("recall: the cancel cannot be parked")
 		return fail(remoting.SystemError, "recall failed, execute error")

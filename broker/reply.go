@@ -48,7 +48,7 @@ func (b *Broker) processReply(ctx context.Context, conn *remoting.Conn, req *rem
 	}
 	msg := &commitlog.Message{
 		Topic: h.topic, QueueID: qid, Flag: h.flag, SysFlag: h.sysFlag, BornTimestamp: h.bornTimestamp,
-		BornHost: addrPort(conn.PeerAddr()), ReconsumeTimes: h.reconsumeTimes, Body: req.Body, Properties: h.properties,
+		BornHost: bornHost(conn), ReconsumeTimes: h.reconsumeTimes, Body: req.Body, Properties: h.properties,
 	}
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	rh := remoting.Header{}

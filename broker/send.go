@@ -153,8 +153,12 @@ func parseSendHeader(req *remoting.Command) (sendHeader, error) {
 	return s, nil
 }
 
-// addrPort converts a connection address for the born host field.
-func addrPort(a net.Addr) netip.AddrPort {
+// bornHost is the born host stored in a message a client sent over conn:
+// the socket's peer, as RocketMQ stores channel.remoteAddress(), even when
+// a PROXY protocol header named the client behind a load balancer (the
+// header's client is what access control and connection lists see).
+func bornHost(conn *remoting.Conn) netip.AddrPort {
+	a := conn.PeerAddr()
 	if a == nil {
 		return netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
 	}
@@ -234,7 +238,7 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		Flag:           h.flag,
 		SysFlag:        sysFlag,
 		BornTimestamp:  h.bornTimestamp,
-		BornHost:       addrPort(conn.PeerAddr()),
+		BornHost:       bornHost(conn),
 		ReconsumeTimes: reconsume,
 		Body:           req.Body,
 		Properties:     props,
@@ -394,7 +398,7 @@ func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoti
 	if len(items) == 0 {
 		return remoting.NewResponse(req, remoting.MessageIllegal, "empty batch")
 	}
-	born := addrPort(conn.PeerAddr())
+	born := bornHost(conn)
 	msgs := make([]*commitlog.Message, len(items))
 	for i, it := range items {
 		if len(it.Properties) > maxPropertiesLen {
