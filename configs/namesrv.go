@@ -156,7 +156,7 @@ func (n *Namesrv) Settings() map[string]string { return namesrvSchema.settings(n
 func (n *Namesrv) ListenAddr() string { return listenAddr(n.BindAddress, n.ListenPort) }
 
 // listenAddr joins a bind address and a port, with 0.0.0.0 standing for
-// every interface (IPv6 included, as Java binds it).
+// every interface, IPv6 included.
 func listenAddr(bind string, port int) string {
 	if bind == "0.0.0.0" {
 		bind = ""
