@@ -77,6 +77,8 @@ func formatOf(path string) string {
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".yaml", ".yml":
 		return "yaml"
+	case ".json":
+		return "json"
 	default:
 		return "properties"
 	}

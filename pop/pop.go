@@ -185,7 +185,8 @@ func (s *Service) pop(req PopRequest) (PopResult, error) {
 
 // startOffset returns where a group's pop of a queue starts: its pop
 // position, else its committed offset, else the queue's minimum (InitMin
-// and pop-retry topics) or last message (InitMax).
+// and pop-retry topics) or last message (InitMax; 0 while the queue's
+// first message is in memory, see Config.InMemory).
 func (s *Service) startOffset(group, topic string, queueID int32, initMode int32, usePosition bool) (int64, bool, error) {
 	if usePosition {
 		if pos, ok, err := s.store.Position(group, topic, queueID); err != nil || ok {
@@ -198,6 +199,21 @@ func (s *Service) startOffset(group, topic string, queueID int32, initMode int32
 	if initMode == InitMin || RetryFlagOf(topic) != FlagNormal {
 		off, err := s.cfg.CQ.MinOffset(topic, queueID)
 		return off, false, err
+	}
+	if s.cfg.InMemory != nil {
+		minOff, err := s.cfg.CQ.MinOffset(topic, queueID)
+		if err != nil {
+			return 0, false, err
+		}
+		if minOff <= 0 {
+			first, err := s.cfg.CQ.Get(topic, queueID, 0, 1)
+			if err != nil {
+				return 0, false, err
+			}
+			if len(first) > 0 && s.cfg.InMemory(first[0].PhyOffset) {
+				return 0, false, nil
+			}
+		}
 	}
 	maxOff, err := s.cfg.CQ.MaxOffset(topic, queueID)
 	return max(maxOff-1, 0), false, err

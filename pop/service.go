@@ -79,6 +79,13 @@ type Config struct {
 	// ReviveIdle is the longest the revive loop sleeps when nothing is due
 	// (default 100 ms); it also wakes at the next deadline.
 	ReviveIdle time.Duration
+	// InMemory reports whether a CommitLog offset is still in the page
+	// cache. With it, a group's first pop of a queue with InitMax starts
+	// at 0 instead of the last message when the queue's first message
+	// still is (RocketMQ's initPopOffsetByCheckMsgInMem, on by default):
+	// a consumer group created just after its topic's first messages
+	// gets them. nil always starts at the last message.
+	InMemory func(phyOffset int64) bool
 	// OnQueueReady is called when an orderly ack or a revive may have made
 	// messages of a queue poppable (to wake held pops); it must not block.
 	OnQueueReady func(topic string, queueID int32)

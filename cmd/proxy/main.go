@@ -1,0 +1,149 @@
+// Command proxy serves RocketMQ 5's gRPC protocol in front of rocketkv
+// brokers, as RocketMQ's proxy does in cluster mode (mqproxy): RocketMQ 5
+// clients (Java 5.x, Go v5, C++, .NET, Node.js, Python, Rust) connect to
+// it on port 8081, and it finds brokers through the name servers.
+//
+//	proxy [-c rmq-proxy.json] [-n 127.0.0.1:9876] [--listen :8081]
+//
+// -c reads RocketMQ proxy's rmq-proxy.json (or the same keys as properties
+// or YAML; configs/proxy.yaml documents them); flags win over the file.
+// -p prints the configuration that would run and exits. It stops cleanly
+// on SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/grpcproxy"
+	"github.com/rocketkv/rocketkv/internal/logging"
+)
+
+// options are the command-line flags.
+type options struct {
+	config       string
+	print        bool
+	shutdownWait time.Duration
+	overrides    map[string]string
+}
+
+func main() {
+	if err := newCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "proxy:", err)
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
+	var (
+		o                                 options
+		listen, namesrv, level, logFormat string
+		sets                              []string
+	)
+	cmd := &cobra.Command{
+		Use:           "proxy",
+		Short:         "RocketMQ 5 gRPC proxy for rocketkv brokers",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := cmd.Flags()
+			o.overrides = map[string]string{}
+			if f.Changed("listen") {
+				host, port, err := net.SplitHostPort(listen)
+				if err != nil {
+					return fmt.Errorf("--listen %q: %w", listen, err)
+				}
+				if host == "" {
+					host = "0.0.0.0"
+				}
+				o.overrides["bindAddress"], o.overrides["grpcServerPort"] = host, port
+			}
+			if f.Changed("namesrv") {
+				o.overrides["namesrvAddr"] = namesrv
+			} else if env := os.Getenv("NAMESRV_ADDR"); env != "" && o.config == "" {
+				o.overrides["namesrvAddr"] = env
+			}
+			for flag, key := range map[string]string{"log-level": "logLevel", "log-format": "logFormat"} {
+				if f.Changed(flag) {
+					o.overrides[key], _ = f.GetString(flag)
+				}
+			}
+			for _, kv := range sets {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return fmt.Errorf("--set %q: want key=value", kv)
+				}
+				if _, dup := o.overrides[k]; !dup {
+					o.overrides[k] = v
+				}
+			}
+			if o.print {
+				return printConfig(cmd.OutOrStdout(), o)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return run(ctx, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.config, "config", "c", "", "rmq-proxy.json, properties or YAML configuration (RocketMQ proxy's keys, see configs/proxy.yaml)")
+	f.BoolVarP(&o.print, "print-config", "p", false, "print the configuration that would run, then exit")
+	f.StringVar(&listen, "listen", ":8081", "gRPC listen address (overrides bindAddress and grpcServerPort)")
+	f.StringVarP(&namesrv, "namesrv", "n", "127.0.0.1:9876", "name server addresses, ';'-separated (overrides namesrvAddr; NAMESRV_ADDR when neither is given)")
+	f.StringVar(&level, "log-level", "info", "log level: trace, debug, info, warn or error (overrides logLevel)")
+	f.StringVar(&logFormat, "log-format", string(logging.Auto), "log format: auto, console or json (overrides logFormat)")
+	f.StringArrayVar(&sets, "set", nil, "override one configuration key: --set key=value (repeatable)")
+	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 10*time.Second, "how long a shutdown may wait for calls in progress")
+	return cmd
+}
+
+// printConfig writes the configuration that would run as key=value lines.
+func printConfig(w io.Writer, o options) error {
+	loaded, err := configs.LoadProxy(o.config, o.overrides)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(configs.PropertiesText(loaded.Proxy.Settings()))
+	return err
+}
+
+// run serves until ctx is done, then shuts down.
+func run(ctx context.Context, o options) error {
+	loaded, err := configs.LoadProxy(o.config, o.overrides)
+	if err != nil {
+		return err
+	}
+	set := loaded.Proxy
+	log, err := logging.New(os.Stderr, set.LogLevel, logging.Format(set.LogFormat))
+	if err != nil {
+		return err
+	}
+	logging.IgnoredKeys(log, o.config, loaded.UnknownKeys, loaded.InertKeys)
+	srv, err := grpcproxy.New(grpcproxy.ConfigFrom(set, log))
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	log.Info().Msg("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownWait)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}

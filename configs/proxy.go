@@ -1,0 +1,177 @@
+package configs
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Proxy is the gRPC proxy's configuration, under the key names of
+// RocketMQ's proxy (ProxyConfig, rmq-proxy.json). configs/proxy.yaml
+// documents every key with its default; bin/proxy -c reads RocketMQ's
+// rmq-proxy.json, a properties file or YAML.
+type Proxy struct {
+	// ProxyMode must be cluster: the proxy reaches brokers through the
+	// name servers (RocketMQ's local mode embeds a proxy in a broker).
+	ProxyMode string
+	// GrpcServerPort is the port gRPC clients connect to (8081).
+	GrpcServerPort int
+	// BindAddress is the address it listens on; "0.0.0.0" means every
+	// interface.
+	BindAddress string
+	// NamesrvAddr lists the name servers, ';'-separated.
+	NamesrvAddr string
+	// MaxMessageSize is the largest message body accepted, in bytes.
+	MaxMessageSize int
+	// MaxUserPropertySize bounds a message's user properties, tag and keys.
+	MaxUserPropertySize int
+	// MaxMessageGroupSize bounds a message group's bytes.
+	MaxMessageGroupSize int
+	// MaxDelayTime is the latest a delivery time may lie ahead.
+	MaxDelayTime time.Duration
+	// MinInvisibleTimeForRecv and MaxInvisibleTime bound a receive's
+	// invisible time.
+	MinInvisibleTimeForRecv, MaxInvisibleTime time.Duration
+	// DefaultInvisibleTime is the invisible time of auto-renewed messages.
+	DefaultInvisibleTime time.Duration
+	// MinLongPollingTimeout and MaxLongPollingTimeout bound a receive's
+	// long polling.
+	MinLongPollingTimeout, MaxLongPollingTimeout time.Duration
+	// LongPollingBatchSize is the receive batch size consumers are told.
+	LongPollingBatchSize int
+	// ProducerMaxAttempts, ProducerBackoffInitial, ProducerBackoffMax and
+	// ProducerBackoffMultiplier are the send retry policy producers are
+	// told.
+	ProducerMaxAttempts       int
+	ProducerBackoffInitial    time.Duration
+	ProducerBackoffMax        time.Duration
+	ProducerBackoffMultiplier int
+	// EnableProxyAutoRenew renews the handles of messages received with
+	// auto_renew; RenewAheadTime, RenewMaxTime and RenewSchedulePeriod
+	// tune it.
+	EnableProxyAutoRenew                              bool
+	RenewAheadTime, RenewMaxTime, RenewSchedulePeriod time.Duration
+	// ClientIdleTime is how long a silent client's settings are kept.
+	ClientIdleTime time.Duration
+	// TopicRouteCacheRefresh is how long a route is reused.
+	TopicRouteCacheRefresh time.Duration
+	// GrpcMaxInboundMessageSize bounds one gRPC request.
+	GrpcMaxInboundMessageSize int
+	// LogLevel is trace, debug, info, warn or error.
+	LogLevel string
+	// LogFormat is auto, console or json.
+	LogFormat string
+}
+
+// proxyFields is the single list of keys the proxy understands; proxy.yaml
+// documents each (a test checks both agree).
+var proxyFields = []field[Proxy]{
+	oneOf("proxyMode", "cluster", []string{"cluster"}, func(p *Proxy) *string { return &p.ProxyMode }),
+	intRange("grpcServerPort", "8081", 0, 65535, func(p *Proxy) *int { return &p.GrpcServerPort }),
+	str("bindAddress", "0.0.0.0", func(p *Proxy) *string { return &p.BindAddress }),
+	str("namesrvAddr", "127.0.0.1:9876", func(p *Proxy) *string { return &p.NamesrvAddr }),
+	intRange("maxMessageSize", "4194304", 1, 1<<30, func(p *Proxy) *int { return &p.MaxMessageSize }),
+	intRange("maxUserPropertySize", "16384", 1, 1<<30, func(p *Proxy) *int { return &p.MaxUserPropertySize }),
+	intRange("maxMessageGroupSize", "64", 1, 1<<20, func(p *Proxy) *int { return &p.MaxMessageGroupSize }),
+	millisRange("maxDelayTimeMills", "86400000", 1, func(p *Proxy) *time.Duration { return &p.MaxDelayTime }),
+	millis("minInvisibleTimeMillsForRecv", "10000", func(p *Proxy) *time.Duration { return &p.MinInvisibleTimeForRecv }),
+	millisRange("maxInvisibleTimeMills", "43200000", 1, func(p *Proxy) *time.Duration { return &p.MaxInvisibleTime }),
+	millisRange("defaultInvisibleTimeMills", "60000", 1, func(p *Proxy) *time.Duration { return &p.DefaultInvisibleTime }),
+	millisRange("grpcClientConsumerMinLongPollingTimeoutMillis", "5000", 1, func(p *Proxy) *time.Duration { return &p.MinLongPollingTimeout }),
+	millisRange("grpcClientConsumerMaxLongPollingTimeoutMillis", "20000", 1, func(p *Proxy) *time.Duration { return &p.MaxLongPollingTimeout }),
+	intRange("grpcClientConsumerLongPollingBatchSize", "32", 1, 1024, func(p *Proxy) *int { return &p.LongPollingBatchSize }),
+	intRange("grpcClientProducerMaxAttempts", "3", 1, 1000, func(p *Proxy) *int { return &p.ProducerMaxAttempts }),
+	millis("grpcClientProducerBackoffInitialMillis", "10", func(p *Proxy) *time.Duration { return &p.ProducerBackoffInitial }),
+	millis("grpcClientProducerBackoffMaxMillis", "1000", func(p *Proxy) *time.Duration { return &p.ProducerBackoffMax }),
+	intRange("grpcClientProducerBackoffMultiplier", "2", 1, 1000, func(p *Proxy) *int { return &p.ProducerBackoffMultiplier }),
+	boolean("enableProxyAutoRenew", "true", func(p *Proxy) *bool { return &p.EnableProxyAutoRenew }),
+	millis("renewAheadTimeMillis", "10000", func(p *Proxy) *time.Duration { return &p.RenewAheadTime }),
+	millisRange("renewMaxTimeMillis", "10800000", 1, func(p *Proxy) *time.Duration { return &p.RenewMaxTime }),
+	millisRange("renewSchedulePeriodMillis", "5000", 1, func(p *Proxy) *time.Duration { return &p.RenewSchedulePeriod }),
+	millisRange("grpcClientIdleTimeMills", "120000", 1, func(p *Proxy) *time.Duration { return &p.ClientIdleTime }),
+	seconds("topicRouteServiceCacheRefreshSeconds", "20", func(p *Proxy) *time.Duration { return &p.TopicRouteCacheRefresh }),
+	intRange("grpcMaxInboundMessageSize", "136314880", 1024, 1<<31-1, func(p *Proxy) *int { return &p.GrpcMaxInboundMessageSize }),
+	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(p *Proxy) *string { return &p.LogLevel }),
+	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(p *Proxy) *string { return &p.LogFormat }),
+}
+
+// proxyInert are rmq-proxy.json keys that tune parts of RocketMQ's proxy
+// rocketkv's has no counterpart of: thread pools and their queues (Go
+// schedules goroutines), and the Remoting port of RocketMQ's proxy
+// (rocketkv's brokers serve Remoting clients themselves).
+var proxyInert = func() []inert[Proxy] {
+	var out []inert[Proxy]
+	for _, k := range []string{"grpcBossLoopNum", "grpcWorkerLoopNum", "grpcThreadPoolNums", "grpcThreadPoolQueueCapacity",
+		"grpcProducerThreadPoolNums", "grpcProducerThreadQueueCapacity", "grpcConsumerThreadPoolNums",
+		"grpcConsumerThreadQueueCapacity", "grpcRouteThreadPoolNums", "grpcRouteThreadQueueCapacity",
+		"grpcClientManagerThreadPoolNums", "grpcClientManagerThreadQueueCapacity", "grpcTransactionThreadPoolNums",
+		"grpcTransactionThreadQueueCapacity", "renewThreadPoolNums", "renewMaxThreadPoolNums", "renewThreadPoolQueueCapacity",
+		"topicRouteServiceThreadPoolNums", "topicRouteServiceThreadPoolQueueCapacity"} {
+		out = append(out, inertInt[Proxy](k, "a Java thread pool's size or queue; rocketkv's proxy runs each call on its own goroutine"))
+	}
+	out = append(out, inertInt[Proxy]("remotingListenPort", "RocketMQ's proxy also serves Remoting clients; rocketkv's brokers serve them directly"))
+	return out
+}()
+
+// proxySchema is the proxy's key table with its lookups.
+var proxySchema = newSchema(proxyFields, nil).withInert(proxyInert)
+
+// DefaultProxy returns RocketMQ proxy's defaults.
+func DefaultProxy() Proxy { return proxySchema.defaults() }
+
+// LoadedProxy is the outcome of reading a proxy configuration.
+type LoadedProxy struct {
+	// Proxy is the resulting configuration.
+	Proxy Proxy
+	// UnknownKeys lists keys of the file the proxy does not know.
+	UnknownKeys []string
+	// InertKeys lists keys accepted without effect, with the reason.
+	InertKeys []InertKey
+}
+
+// LoadProxy reads a proxy configuration: path may be empty (defaults
+// only), RocketMQ's rmq-proxy.json (JSON), a properties file or YAML;
+// overrides win over the file and must name known keys.
+func LoadProxy(path string, overrides map[string]string) (LoadedProxy, error) {
+	out := LoadedProxy{Proxy: DefaultProxy()}
+	var inerts []inertFound[Proxy]
+	if path != "" {
+		unknown, in, err := proxySchema.load(path, &out.Proxy)
+		if err != nil {
+			return LoadedProxy{}, err
+		}
+		out.UnknownKeys, inerts = unknown, in
+	}
+	if _, in, err := proxySchema.apply(&out.Proxy, overrides); err != nil {
+		return LoadedProxy{}, fmt.Errorf("override: %w", err)
+	} else {
+		inerts = append(inerts, in...)
+	}
+	if out.Proxy.MaxLongPollingTimeout < out.Proxy.MinLongPollingTimeout {
+		return LoadedProxy{}, fmt.Errorf("grpcClientConsumerMaxLongPollingTimeoutMillis (%v) is below grpcClientConsumerMinLongPollingTimeoutMillis (%v)",
+			out.Proxy.MaxLongPollingTimeout, out.Proxy.MinLongPollingTimeout)
+	}
+	if out.Proxy.MaxInvisibleTime < out.Proxy.MinInvisibleTimeForRecv {
+		return LoadedProxy{}, fmt.Errorf("maxInvisibleTimeMills (%v) is below minInvisibleTimeMillsForRecv (%v)",
+			out.Proxy.MaxInvisibleTime, out.Proxy.MinInvisibleTimeForRecv)
+	}
+	out.InertKeys = report(inerts, &out.Proxy)
+	return out, nil
+}
+
+// ProxyKeys returns every key the proxy understands, in table order.
+func ProxyKeys() []string { return proxySchema.keys() }
+
+// ListenAddr is the gRPC listen address: bindAddress and grpcServerPort.
+func (p *Proxy) ListenAddr() string { return listenAddr(p.BindAddress, p.GrpcServerPort) }
+
+// NamesrvAddrs splits namesrvAddr at ';' (and ','), dropping blanks.
+func (p *Proxy) NamesrvAddrs() []string {
+	return slices.DeleteFunc(strings.FieldsFunc(p.NamesrvAddr, func(r rune) bool { return r == ';' || r == ',' }),
+		func(s string) bool { return strings.TrimSpace(s) == "" })
+}
+
+// Settings returns every key's current value as text under its canonical
+// name.
+func (p *Proxy) Settings() map[string]string { return proxySchema.settings(p) }

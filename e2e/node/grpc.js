@@ -1,0 +1,157 @@
+'use strict';
+// Produces and consumes through rocketkv's gRPC proxy (bin/proxy) with
+// RocketMQ 5's Node.js client, rocketmq-client-nodejs, unchanged. Driven by
+// e2e/grpc_test.go, which starts a name server, a broker and the proxy and
+// checks the broker's side afterwards.
+//
+// Environment: ENDPOINT (the proxy's host:port), TOPIC, FIFO_TOPIC (a
+// topic of message.type FIFO), GROUP, COUNT, TIMEOUT_MS. Prints one line "RESULT {...}" and exits 0 when every check
+// below held, 1 otherwise.
+const { Producer, SimpleConsumer, PushConsumer, ConsumeResult } = require('rocketmq-client-nodejs');
+
+const endpoints = process.env.ENDPOINT;
+const topic = process.env.TOPIC;
+const fifoTopic = process.env.FIFO_TOPIC;
+const group = process.env.GROUP;
+const count = Number(process.env.COUNT || 20);
+const deadline = Date.now() + Number(process.env.TIMEOUT_MS || 90000);
+const quiet = { info() {}, warn() {}, debug() {}, error: console.error, close() {} };
+const failures = [];
+const check = (ok, what) => { if (!ok) failures.push(what); };
+
+async function produce(result) {
+  const producer = new Producer({ endpoints, namespace: '', topics: [ topic, fifoTopic ], logger: quiet });
+  await producer.startup();
+  for (let i = 0; i < count; i++) {
+    const receipt = await producer.send({
+      topic, tag: 'TagGrpc', keys: [ `key-${i}` ],
+      properties: new Map([[ 'seq', String(i) ]]),
+      body: Buffer.from(`grpc-${i}`),
+    });
+    check(typeof receipt.messageId === 'string' && receipt.messageId.length > 0, `send ${i}: no message id`);
+    result.ids[i] = receipt.messageId;
+    result.sent++;
+  }
+  for (let i = 0; i < count / 2; i++) {
+    await producer.send({ topic, tag: 'TagOther', body: Buffer.from(`other-${i}`) });
+    result.sentOther++;
+  }
+  // A message group's messages land in one queue, in order (the test
+  // checks the queues); a FIFO topic refuses a message without a group on
+  // the client's side, as with RocketMQ.
+  for (let i = 0; i < 6; i++) {
+    await producer.send({ topic: fifoTopic, messageGroup: 'order-1', body: Buffer.from(`fifo-${i}`) });
+    result.sentFifo++;
+  }
+  try {
+    await producer.send({ topic: fifoTopic, body: Buffer.from('no group') });
+    failures.push('a NORMAL message was accepted for the FIFO topic');
+  } catch (e) {
+    check(/message type/.test(String(e.message)), `FIFO topic refused a NORMAL message with ${e.message}`);
+  }
+  // A property the system owns is refused with a clear error.
+  try {
+    await producer.send({ topic, body: Buffer.from('x'), properties: new Map([[ 'UNIQ_KEY', 'mine' ]]) });
+    failures.push('a message with the system property UNIQ_KEY was accepted');
+  } catch (e) {
+    result.refused = String(e.message || e);
+  }
+  await producer.shutdown();
+}
+
+// A simple consumer receives every TagGrpc message, none of the others;
+// every fifth is put back for a second (changeInvisibleDuration) and must
+// come again with its delivery attempt at 2.
+async function consumeSimple(result) {
+  const consumer = new SimpleConsumer({
+    endpoints, namespace: '', consumerGroup: group, logger: quiet,
+    subscriptions: new Map([[ topic, 'TagGrpc' ]]), awaitDuration: 5000,
+  });
+  await consumer.startup();
+  const acked = new Set();
+  const putBack = new Set();
+  while (acked.size < count && Date.now() < deadline) {
+    const messages = await consumer.receive(16, 15000);
+    for (const m of messages) {
+      const seq = Number(m.properties.get('seq'));
+      check(m.tag === 'TagGrpc', `received tag ${m.tag}`);
+      check(m.keys.includes(`key-${seq}`), `message ${seq} has keys ${m.keys}`);
+      check(m.body.toString() === `grpc-${seq}`, `message ${seq} has body ${m.body}`);
+      check(m.messageId === result.ids[seq], `message ${seq} has id ${m.messageId}, sent as ${result.ids[seq]}`);
+      check(!m.corrupted, `message ${seq}: body digest does not match`);
+      if (seq % 5 === 0 && !putBack.has(seq)) {
+        putBack.add(seq);
+        await consumer.changeInvisibleDuration(m, 1000);
+        result.putBack++;
+        continue;
+      }
+      if (putBack.has(seq)) {
+        check(m.deliveryAttempt === 2, `message ${seq} came back with delivery attempt ${m.deliveryAttempt}`);
+        result.cameBack++;
+      }
+      if (acked.has(seq)) {
+        result.redelivered++;
+      }
+      await consumer.ack(m);
+      acked.add(seq);
+    }
+  }
+  result.simpleAcked = acked.size;
+  // Everything was acknowledged: nothing comes again.
+  const rest = await consumer.receive(16, 15000);
+  result.leftover = rest.length;
+  await consumer.shutdown();
+}
+
+// A push consumer of another group gets every message of the topic; the
+// first delivery of every seventh TagGrpc message fails and is retried.
+async function consumePush(result) {
+  const seen = new Map();
+  const succeeded = new Set();
+  let resolveAll;
+  const all = new Promise(resolve => { resolveAll = resolve; });
+  const want = result.sent + result.sentOther;
+  const consumer = new PushConsumer({
+    endpoints, namespace: '', consumerGroup: `${group}-push`, logger: quiet,
+    subscriptions: new Map([[ topic, '*' ]]),
+    messageListener: {
+      async consume(m) {
+        const body = m.body.toString();
+        const n = (seen.get(body) || 0) + 1;
+        seen.set(body, n);
+        const seq = m.properties.get('seq');
+        if (seq !== undefined && Number(seq) % 7 === 0 && n === 1) {
+          return ConsumeResult.FAILURE;
+        }
+        if (n === 2) {
+          result.pushRetried++;
+        }
+        succeeded.add(body);
+        if (succeeded.size >= want) {
+          resolveAll();
+        }
+        return ConsumeResult.SUCCESS;
+      },
+    },
+  });
+  await consumer.startup();
+  await Promise.race([ all, new Promise(resolve => setTimeout(resolve, Math.max(deadline - Date.now(), 0))) ]);
+  result.pushConsumed = succeeded.size;
+  await consumer.shutdown();
+}
+
+(async () => {
+  const result = { sent: 0, sentOther: 0, ids: [], putBack: 0, cameBack: 0, redelivered: 0, simpleAcked: 0,
+    leftover: -1, pushConsumed: 0, pushRetried: 0, sentFifo: 0, refused: '' };
+  try {
+    await produce(result);
+    await consumeSimple(result);
+    await consumePush(result);
+  } catch (e) {
+    failures.push(String(e && e.stack || e));
+  }
+  delete result.ids;
+  result.failures = failures;
+  console.log('RESULT ' + JSON.stringify(result));
+  process.exit(failures.length === 0 ? 0 : 1);
+})();

@@ -1,0 +1,219 @@
+package grpcproxy
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+)
+
+// Metadata keys every RocketMQ 5 client sends with each call.
+const (
+	mdClientID  = "x-mq-client-id"
+	mdNamespace = "x-mq-namespace"
+	mdLanguage  = "x-mq-language"
+	mdVersion   = "x-mq-client-version"
+)
+
+// caller is who sent a call: the client id and namespace from the
+// metadata, and the peer's address.
+type caller struct {
+	clientID, namespace, language, version, addr string
+}
+
+// callerOf reads the caller from a call's context.
+func callerOf(ctx context.Context) caller {
+	var c caller
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		first := func(k string) string {
+			if v := md.Get(k); len(v) > 0 {
+				return v[0]
+			}
+			return ""
+		}
+		c.clientID, c.namespace = first(mdClientID), first(mdNamespace)
+		c.language, c.version = first(mdLanguage), first(mdVersion)
+	}
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		c.addr = p.Addr.String()
+	}
+	return c
+}
+
+// wrap returns a resource's name as the brokers know it: RocketMQ's
+// namespaces prefix names with "namespace%".
+func wrap(r *rmqpb.Resource) string {
+	if r == nil {
+		return ""
+	}
+	if ns := r.GetResourceNamespace(); ns != "" && !strings.HasPrefix(r.GetName(), ns+"%") {
+		return ns + "%" + r.GetName()
+	}
+	return r.GetName()
+}
+
+// unwrap strips a namespace prefix from a name the brokers know.
+func unwrap(name, namespace string) string {
+	if namespace != "" {
+		return strings.TrimPrefix(name, namespace+"%")
+	}
+	return name
+}
+
+// clientState is what the proxy keeps of one client: its last settings,
+// when it was last heard from, and its telemetry stream's sender.
+type clientState struct {
+	settings *rmqpb.Settings
+	seen     time.Time
+	group    string
+}
+
+// clientRegistry holds the clients' settings by client id.
+type clientRegistry struct {
+	mu      sync.Mutex
+	clients map[string]*clientState
+}
+
+func newClientRegistry() *clientRegistry {
+	return &clientRegistry{clients: map[string]*clientState{}}
+}
+
+// touch records that the client was heard from.
+func (r *clientRegistry) touch(id string) {
+	if id == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.clients[id]; c != nil {
+		c.seen = time.Now()
+		return
+	}
+	r.clients[id] = &clientState{seen: time.Now()}
+}
+
+// setSettings stores the settings a client sent.
+func (r *clientRegistry) setSettings(id string, s *rmqpb.Settings) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.clients[id]
+	if c == nil {
+		c = &clientState{}
+		r.clients[id] = c
+	}
+	c.settings, c.seen = s, time.Now()
+	if sub := s.GetSubscription(); sub != nil {
+		c.group = wrap(sub.GetGroup())
+	}
+}
+
+// settings returns a copy of the client's settings, or nil.
+func (r *clientRegistry) settings(id string) *rmqpb.Settings {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.clients[id]; c != nil && c.settings != nil {
+		return proto.Clone(c.settings).(*rmqpb.Settings)
+	}
+	return nil
+}
+
+// remove forgets a client.
+func (r *clientRegistry) remove(id string) {
+	r.mu.Lock()
+	delete(r.clients, id)
+	r.mu.Unlock()
+}
+
+// expire forgets clients not heard from since before and returns their
+// ids.
+func (r *clientRegistry) expire(before time.Time) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var gone []string
+	for id, c := range r.clients {
+		if c.seen.Before(before) {
+			delete(r.clients, id)
+			gone = append(gone, id)
+		}
+	}
+	return gone
+}
+
+// defaultRetryDelays are the pauses before each redelivery of a group
+// whose retry policy is CUSTOMIZED, RocketMQ's delay levels 3 to 18.
+var defaultRetryDelays = []time.Duration{
+	time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second,
+	time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute, 5 * time.Minute,
+	6 * time.Minute, 7 * time.Minute, 8 * time.Minute, 9 * time.Minute, 10 * time.Minute,
+	20 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour,
+}
+
+// groupPolicy is what the settings of a consumer take from its group's
+// configuration.
+type groupPolicy struct {
+	orderly       bool
+	retryMaxTimes int
+	exponential   bool
+}
+
+// producerSettings completes a producer's settings with the proxy's retry
+// policy and publishing limits.
+func (s *Server) producerSettings(in *rmqpb.Settings) *rmqpb.Settings {
+	out := proto.Clone(in).(*rmqpb.Settings)
+	out.BackoffPolicy = &rmqpb.RetryPolicy{
+		MaxAttempts: int32(s.cfg.ProducerMaxAttempts),
+		Strategy: &rmqpb.RetryPolicy_ExponentialBackoff{ExponentialBackoff: &rmqpb.ExponentialBackoff{
+			Initial:    durationpb.New(s.cfg.ProducerBackoffInitial),
+			Max:        durationpb.New(s.cfg.ProducerBackoffMax),
+			Multiplier: s.cfg.ProducerBackoffMultiplier,
+		}},
+	}
+	pub := out.GetPublishing()
+	if pub == nil {
+		pub = &rmqpb.Publishing{}
+		out.PubSub = &rmqpb.Settings_Publishing{Publishing: pub}
+	}
+	pub.ValidateMessageType = true
+	pub.MaxBodySize = int32(s.cfg.MaxMessageSize)
+	out.Metric = &rmqpb.Metric{On: false}
+	return out
+}
+
+// consumerSettings completes a consumer's settings with its group's
+// policy: FIFO or not, the number of deliveries and the pauses between
+// them, the receive batch size and the long polling time.
+func (s *Server) consumerSettings(in *rmqpb.Settings, gp groupPolicy) *rmqpb.Settings {
+	out := proto.Clone(in).(*rmqpb.Settings)
+	sub := out.GetSubscription()
+	if sub == nil {
+		sub = &rmqpb.Subscription{}
+		out.PubSub = &rmqpb.Settings_Subscription{Subscription: sub}
+	}
+	fifo := gp.orderly
+	batch := int32(s.cfg.ReceiveBatchSize)
+	sub.Fifo = &fifo
+	sub.ReceiveBatchSize = &batch
+	sub.LongPollingTimeout = durationpb.New(s.cfg.MaxLongPolling)
+	policy := &rmqpb.RetryPolicy{MaxAttempts: int32(gp.retryMaxTimes + 1)}
+	if gp.exponential {
+		policy.Strategy = &rmqpb.RetryPolicy_ExponentialBackoff{ExponentialBackoff: &rmqpb.ExponentialBackoff{
+			Initial: durationpb.New(time.Second), Max: durationpb.New(2 * time.Hour), Multiplier: 2,
+		}}
+	} else {
+		next := make([]*durationpb.Duration, len(defaultRetryDelays))
+		for i, d := range defaultRetryDelays {
+			next[i] = durationpb.New(d)
+		}
+		policy.Strategy = &rmqpb.RetryPolicy_CustomizedBackoff{CustomizedBackoff: &rmqpb.CustomizedBackoff{Next: next}}
+	}
+	out.BackoffPolicy = policy
+	out.Metric = &rmqpb.Metric{On: false}
+	return out
+}

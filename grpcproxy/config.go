@@ -1,0 +1,153 @@
+package grpcproxy
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// Config configures a proxy. The defaults are RocketMQ proxy's
+// (ProxyConfig); the comments name its keys.
+type Config struct {
+	// Addr is the gRPC listen address (grpcServerPort 8081).
+	Addr string
+	// NamesrvAddrs are the name servers asked for routes (namesrvAddr).
+	NamesrvAddrs []string
+	// RequestTimeout bounds each Remoting request to a broker or name
+	// server, long polling excluded.
+	RequestTimeout time.Duration
+	// RouteTTL is how long a topic's route is reused before it is asked
+	// again (topicRouteServiceCacheRefreshSeconds, 20 s).
+	RouteTTL time.Duration
+	// MaxMessageSize is the largest body accepted (maxMessageSize, 4 MiB).
+	MaxMessageSize int
+	// MaxUserPropertySize bounds the bytes of a message's user properties,
+	// tag and keys together (maxUserPropertySize, 16 KiB).
+	MaxUserPropertySize int
+	// MaxMessageGroupSize bounds a message group's bytes
+	// (maxMessageGroupSize, 64).
+	MaxMessageGroupSize int
+	// MaxDelay is the latest a delivery time may lie ahead
+	// (maxDelayTimeMills, one day).
+	MaxDelay time.Duration
+	// MinInvisible and MaxInvisible bound a receive's invisible duration
+	// (minInvisibleTimeMillsForRecv 10 s, maxInvisibleTimeMills 12 h).
+	MinInvisible, MaxInvisible time.Duration
+	// DefaultInvisible is the invisible time of messages received with
+	// auto_renew (defaultInvisibleTimeMills, 60 s).
+	DefaultInvisible time.Duration
+	// MinLongPolling and MaxLongPolling bound a receive's long polling
+	// (grpcClientConsumerMinLongPollingTimeoutMillis 5 s,
+	// grpcClientConsumerMaxLongPollingTimeoutMillis 20 s).
+	MinLongPolling, MaxLongPolling time.Duration
+	// ReceiveBatchSize is the batch size consumers are told to use
+	// (grpcClientConsumerLongPollingBatchSize, 32).
+	ReceiveBatchSize int
+	// ProducerMaxAttempts, ProducerBackoffInitial, ProducerBackoffMax and
+	// ProducerBackoffMultiplier are the send retry policy producers are
+	// told (grpcClientProducerMaxAttempts 3, ...BackoffInitialMillis 10,
+	// ...BackoffMaxMillis 1000, ...BackoffMultiplier 2).
+	ProducerMaxAttempts       int
+	ProducerBackoffInitial    time.Duration
+	ProducerBackoffMax        time.Duration
+	ProducerBackoffMultiplier float32
+	// AutoRenew turns on the renewal of handles received with auto_renew
+	// (enableProxyAutoRenew, true); RenewAhead is how long before a
+	// handle's expiry it is renewed (renewAheadTimeMillis, 10 s), RenewMax
+	// how long a message is renewed at most (renewMaxTimeMillis, 3 h) and
+	// RenewPeriod how often the renewals are looked at
+	// (renewSchedulePeriodMillis, 5 s).
+	AutoRenew                         bool
+	RenewAhead, RenewMax, RenewPeriod time.Duration
+	// ClientIdle is how long a client's settings and renewals are kept
+	// after its last request (grpcClientIdleTimeMills, 120 s).
+	ClientIdle time.Duration
+	// MaxRecvMsgSize bounds one gRPC request (grpcMaxInboundMessageSize,
+	// 130 MiB).
+	MaxRecvMsgSize int
+	// Remoting configures the connections to brokers and name servers
+	// (TLS, for example).
+	Remoting remoting.ClientOptions
+	// Log receives the proxy's log lines.
+	Log zerolog.Logger
+}
+
+// DefaultConfig returns RocketMQ proxy's defaults with name servers at
+// 127.0.0.1:9876.
+func DefaultConfig() Config {
+	return Config{
+		Addr:                      ":8081",
+		NamesrvAddrs:              []string{"127.0.0.1:9876"},
+		RequestTimeout:            5 * time.Second,
+		RouteTTL:                  20 * time.Second,
+		MaxMessageSize:            4 << 20,
+		MaxUserPropertySize:       16 << 10,
+		MaxMessageGroupSize:       64,
+		MaxDelay:                  24 * time.Hour,
+		MinInvisible:              10 * time.Second,
+		MaxInvisible:              12 * time.Hour,
+		DefaultInvisible:          60 * time.Second,
+		MinLongPolling:            5 * time.Second,
+		MaxLongPolling:            20 * time.Second,
+		ReceiveBatchSize:          32,
+		ProducerMaxAttempts:       3,
+		ProducerBackoffInitial:    10 * time.Millisecond,
+		ProducerBackoffMax:        time.Second,
+		ProducerBackoffMultiplier: 2,
+		AutoRenew:                 true,
+		RenewAhead:                10 * time.Second,
+		RenewMax:                  3 * time.Hour,
+		RenewPeriod:               5 * time.Second,
+		ClientIdle:                120 * time.Second,
+		MaxRecvMsgSize:            130 << 20,
+		Log:                       zerolog.Nop(),
+	}
+}
+
+// validate reports the first setting a proxy cannot run with.
+func (c *Config) validate() error {
+	switch {
+	case len(c.NamesrvAddrs) == 0:
+		return errors.New("grpcproxy: no name server address")
+	case c.RequestTimeout <= 0:
+		return fmt.Errorf("grpcproxy: request timeout %v is not positive", c.RequestTimeout)
+	case c.MinLongPolling <= 0 || c.MaxLongPolling < c.MinLongPolling:
+		return fmt.Errorf("grpcproxy: long polling bounds %v..%v are not a range", c.MinLongPolling, c.MaxLongPolling)
+	case c.MinInvisible < 0 || c.MaxInvisible < c.MinInvisible:
+		return fmt.Errorf("grpcproxy: invisible time bounds %v..%v are not a range", c.MinInvisible, c.MaxInvisible)
+	case c.AutoRenew && (c.RenewPeriod <= 0 || c.DefaultInvisible <= c.RenewAhead):
+		return fmt.Errorf("grpcproxy: auto-renewal needs a positive period and a default invisible time (%v) above the renew-ahead time (%v)", c.DefaultInvisible, c.RenewAhead)
+	case c.ReceiveBatchSize <= 0 || c.MaxMessageSize <= 0:
+		return errors.New("grpcproxy: batch size and message size must be positive")
+	}
+	return nil
+}
+
+// ConfigFrom builds a proxy's Config from its configuration keys.
+func ConfigFrom(p configs.Proxy, log zerolog.Logger) Config {
+	c := DefaultConfig()
+	c.Addr = p.ListenAddr()
+	c.NamesrvAddrs = p.NamesrvAddrs()
+	c.RouteTTL = p.TopicRouteCacheRefresh
+	c.MaxMessageSize = p.MaxMessageSize
+	c.MaxUserPropertySize = p.MaxUserPropertySize
+	c.MaxMessageGroupSize = p.MaxMessageGroupSize
+	c.MaxDelay = p.MaxDelayTime
+	c.MinInvisible, c.MaxInvisible, c.DefaultInvisible = p.MinInvisibleTimeForRecv, p.MaxInvisibleTime, p.DefaultInvisibleTime
+	c.MinLongPolling, c.MaxLongPolling = p.MinLongPollingTimeout, p.MaxLongPollingTimeout
+	c.ReceiveBatchSize = p.LongPollingBatchSize
+	c.ProducerMaxAttempts = p.ProducerMaxAttempts
+	c.ProducerBackoffInitial, c.ProducerBackoffMax = p.ProducerBackoffInitial, p.ProducerBackoffMax
+	c.ProducerBackoffMultiplier = float32(p.ProducerBackoffMultiplier)
+	c.AutoRenew = p.EnableProxyAutoRenew
+	c.RenewAhead, c.RenewMax, c.RenewPeriod = p.RenewAheadTime, p.RenewMaxTime, p.RenewSchedulePeriod
+	c.ClientIdle = p.ClientIdleTime
+	c.MaxRecvMsgSize = p.GrpcMaxInboundMessageSize
+	c.Log = log
+	return c
+}

@@ -1,0 +1,319 @@
+package grpcproxy
+
+import (
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
+	"crypto/md5"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+)
+
+// Properties a Remoting message keeps the protocol's system properties in
+// (RocketMQ's MessageConst).
+const (
+	propTags          = "TAGS"
+	propKeys          = "KEYS"
+	propUniqKey       = "UNIQ_KEY"
+	propWait          = "WAIT"
+	propDelayLevel    = "DELAY"
+	propTimerDeliver  = "TIMER_DELIVER_MS"
+	propTimerDelaySec = "TIMER_DELAY_SEC"
+	propShardingKey   = "__SHARDINGKEY"
+	propTraceContext  = "TRACE_CONTEXT"
+	propBornHost      = "__BORNHOST"
+	propBornTimestamp = "BORN_TIMESTAMP"
+	propProducerGroup = "PGROUP"
+	propReconsumeTime = "RECONSUME_TIME"
+	propTranMsg       = "TRAN_MSG"
+	propPopCK         = "POP_CK"
+	propDLQOrigTopic  = "DLQ_ORIGIN_TOPIC"
+	propDLQOrigMsgID  = "DLQ_ORIGIN_MESSAGE_ID"
+)
+
+// systemPropertyNames are the property names a user property may not
+// take (RocketMQ's MessageConst.STRING_HASH_SET).
+var systemPropertyNames = map[string]bool{}
+
+func init() {
+	for _, n := range strings.Fields(`TRACE_ON MSG_REGION KEYS TAGS WAIT DELAY RETRY_TOPIC REAL_TOPIC REAL_QID
+		TRAN_MSG PGROUP MIN_OFFSET MAX_OFFSET BUYER_ID ORIGIN_MESSAGE_ID TRANSFER_FLAG CORRECTION_FLAG
+		MQ2_FLAG RECONSUME_TIME UNIQ_KEY MAX_RECONSUME_TIMES CONSUME_START_TIME POP_CK POP_CK_OFFSET
+		1ST_POP_TIME TRAN_PREPARED_QUEUE_OFFSET DUP_INFO EXTEND_UNIQ_INFO INSTANCE_ID CORRELATION_ID
+		REPLY_TO_CLIENT TTL ARRIVE_TIME PUSH_REPLY_TIME CLUSTER MSG_TYPE INNER_MULTI_QUEUE_OFFSET
+		INNER_MULTI_DISPATCH __SHARDINGKEY TRACE_CONTEXT TIMER_DELAY_SEC TIMER_DELIVER_MS __BORNHOST
+		TIMER_OUT_MS TIMER_ENQUEUE_MS TIMER_DEQUEUE_MS TIMER_ROLL_TIMES TIMER_DEL_UNIQKEY
+		BORN_TIMESTAMP DLQ_ORIGIN_TOPIC DLQ_ORIGIN_MESSAGE_ID CHECK_IMMUNITY_TIME_IN_SECONDS
+		INNER_NUM INNER_BASE CRC32 TRANSACTION_ID`) {
+		systemPropertyNames[n] = true
+	}
+}
+
+// outgoing is one message ready for SEND_MESSAGE_V2.
+type outgoing struct {
+	props     string
+	body      []byte
+	born      int64
+	messageID string
+	group     string // message group (FIFO), or ""
+}
+
+// buildOutgoing checks a message as RocketMQ's proxy does and turns it
+// into a Remoting message's properties and body. topic is the wrapped
+// topic every message of the request must name; peer is the caller's
+// address, the born host when the message names none.
+func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Time) (outgoing, error) {
+	var o outgoing
+	if wrap(m.GetTopic()) != topic {
+		return o, fail(rmqpb.Code_MESSAGE_CORRUPTED, "every message of a request must name the same topic (%s, not %s)", topic, wrap(m.GetTopic()))
+	}
+	sp := m.GetSystemProperties()
+	if sp == nil {
+		return o, fail(rmqpb.Code_MESSAGE_CORRUPTED, "message without system properties")
+	}
+	body := m.GetBody()
+	if sp.GetBodyEncoding() == rmqpb.Encoding_GZIP {
+		plain, err := inflate(gzipReader, body, s.cfg.MaxMessageSize)
+		if err != nil {
+			return o, fail(rmqpb.Code_MESSAGE_CORRUPTED, "message body is not valid gzip: %v", err)
+		}
+		body = plain
+	}
+	if len(body) == 0 {
+		return o, fail(rmqpb.Code_MESSAGE_BODY_EMPTY, "message body cannot be empty")
+	}
+	if len(body) > s.cfg.MaxMessageSize {
+		return o, fail(rmqpb.Code_MESSAGE_BODY_TOO_LARGE, "message body of %d bytes exceeds the maximum %d", len(body), s.cfg.MaxMessageSize)
+	}
+	if sp.GetMessageId() == "" {
+		return o, fail(rmqpb.Code_ILLEGAL_MESSAGE_ID, "message id cannot be empty")
+	}
+	props := make(map[string]string, len(m.GetUserProperties())+8)
+	size := 0
+	for k, v := range m.GetUserProperties() {
+		switch {
+		case systemPropertyNames[k]:
+			return o, fail(rmqpb.Code_ILLEGAL_MESSAGE_PROPERTY_KEY, "property %s is used by the system", k)
+		case k == "" || hasControl(k) || hasControl(v):
+			return o, fail(rmqpb.Code_ILLEGAL_MESSAGE_PROPERTY_KEY, "property %q cannot be empty or hold control characters", k)
+		}
+		props[k] = v
+		size += len(k) + len(v)
+	}
+	if tag := sp.GetTag(); sp.Tag != nil {
+		if strings.TrimSpace(tag) == "" || strings.Contains(tag, "|") || hasControl(tag) {
+			return o, fail(rmqpb.Code_ILLEGAL_MESSAGE_TAG, "tag %q must not be blank or hold '|' or control characters", tag)
+		}
+		props[propTags] = tag
+		size += len(tag)
+	}
+	for _, k := range sp.GetKeys() {
+		if strings.TrimSpace(k) == "" || hasControl(k) {
+			return o, fail(rmqpb.Code_ILLEGAL_MESSAGE_KEY, "key %q must not be blank or hold control characters", k)
+		}
+		size += len(k)
+	}
+	if len(sp.GetKeys()) > 0 {
+		props[propKeys] = strings.Join(sp.GetKeys(), " ")
+	}
+	if size > s.cfg.MaxUserPropertySize {
+		return o, fail(rmqpb.Code_MESSAGE_PROPERTIES_TOO_LARGE, "user properties, tag and keys take %d bytes, more than %d", size, s.cfg.MaxUserPropertySize)
+	}
+	if sp.GetMessageType() == rmqpb.MessageType_TRANSACTION {
+		return o, fail(rmqpb.Code_UNSUPPORTED, "transactional messages are not supported through rocketkv's gRPC proxy yet; send them with a Remoting client")
+	}
+	props[propUniqKey] = sp.GetMessageId()
+	if ts := sp.GetDeliveryTimestamp(); sp.DeliveryTimestamp != nil {
+		if err := ts.CheckValid(); err != nil {
+			return o, fail(rmqpb.Code_ILLEGAL_DELIVERY_TIME, "delivery time: %v", err)
+		}
+		at := ts.AsTime()
+		if at.Sub(now) > s.cfg.MaxDelay {
+			return o, fail(rmqpb.Code_ILLEGAL_DELIVERY_TIME, "delivery time %s is more than %v ahead", at.Format(time.RFC3339), s.cfg.MaxDelay)
+		}
+		props[propTimerDeliver] = strconv.FormatInt(at.UnixMilli(), 10)
+	}
+	props[propReconsumeTime] = strconv.Itoa(int(sp.GetDeliveryAttempt()))
+	props[propProducerGroup] = topic
+	if g := sp.GetMessageGroup(); g != "" {
+		if strings.TrimSpace(g) == "" || hasControl(g) || len(g) >= s.cfg.MaxMessageGroupSize {
+			return o, fail(rmqpb.Code_ILLEGAL_MESSAGE_GROUP, "message group %q must not be blank, hold control characters or reach %d bytes", g, s.cfg.MaxMessageGroupSize)
+		}
+		props[propShardingKey] = g
+		o.group = g
+	}
+	if tc := sp.GetTraceContext(); tc != "" {
+		props[propTraceContext] = tc
+	}
+	if bh := sp.GetBornHost(); bh != "" {
+		props[propBornHost] = bh
+	} else if peer != "" {
+		props[propBornHost] = peer
+	}
+	o.born = now.UnixMilli()
+	if bt := sp.GetBornTimestamp(); bt != nil && bt.IsValid() {
+		o.born = bt.AsTime().UnixMilli()
+		props[propBornTimestamp] = strconv.FormatInt(o.born, 10)
+	}
+	props[propWait] = "true"
+	o.props = commitlog.FormatProperties(props)
+	o.body = body
+	o.messageID = sp.GetMessageId()
+	return o, nil
+}
+
+// hasControl reports whether s holds a control character.
+func hasControl(s string) bool {
+	return strings.IndexFunc(s, unicode.IsControl) >= 0
+}
+
+// received is one popped message with what the proxy adds to it.
+type received struct {
+	msg       commitlog.Message
+	handle    Handle
+	topic     string // the topic the client asked for, as it named it
+	invisible time.Duration
+}
+
+// toProto converts a popped message into the protocol's message, as
+// RocketMQ's proxy does (GrpcConverter.buildMessage): system properties
+// from the properties RocketMQ keeps them in, user properties from the
+// rest, the body decompressed.
+func toProto(r *received) (*rmqpb.Message, error) {
+	m := &r.msg
+	props := commitlog.ParseProperties(m.Properties)
+	body := m.Body
+	if ct := commitlog.CompressionType(m.SysFlag); ct != 0 {
+		plain, err := decompress(ct, body)
+		if err != nil {
+			return nil, fmt.Errorf("message %s/%d@%d: %w", m.Topic, m.QueueID, m.QueueOffset, err)
+		}
+		body = plain
+	}
+	sum := md5.Sum(body)
+	sp := &rmqpb.SystemProperties{
+		MessageId:      props[propUniqKey],
+		BodyDigest:     &rmqpb.Digest{Type: rmqpb.DigestType_MD5, Checksum: strings.ToUpper(hex.EncodeToString(sum[:]))},
+		BodyEncoding:   rmqpb.Encoding_IDENTITY,
+		BornTimestamp:  timestamppb.New(time.UnixMilli(m.BornTimestamp)),
+		StoreTimestamp: timestamppb.New(time.UnixMilli(m.StoreTimestamp)),
+		StoreHost:      m.StoreHost.String(),
+		QueueId:        m.QueueID,
+	}
+	if sp.MessageId == "" {
+		sp.MessageId = commitlog.MessageID(m.StoreHost, m.PhyOffset)
+	}
+	if t, ok := props[propTags]; ok {
+		sp.Tag = &t
+	}
+	if k := props[propKeys]; k != "" {
+		sp.Keys = strings.Fields(k)
+	}
+	switch {
+	case props[propTranMsg] == "true":
+		sp.MessageType = rmqpb.MessageType_TRANSACTION
+	case props[propDelayLevel] != "" || props[propTimerDeliver] != "" || props[propTimerDelaySec] != "":
+		sp.MessageType = rmqpb.MessageType_DELAY
+	case props[propShardingKey] != "":
+		sp.MessageType = rmqpb.MessageType_FIFO
+	default:
+		sp.MessageType = rmqpb.MessageType_NORMAL
+	}
+	if bh := props[propBornHost]; bh != "" {
+		sp.BornHost = bh
+	} else {
+		sp.BornHost = m.BornHost.String()
+	}
+	if v, err := strconv.ParseInt(props[propTimerDeliver], 10, 64); err == nil {
+		sp.DeliveryTimestamp = timestamppb.New(time.UnixMilli(v))
+	}
+	if g, ok := props[propShardingKey]; ok {
+		sp.MessageGroup = &g
+	}
+	rh := r.handle.String()
+	sp.ReceiptHandle = &rh
+	qo := m.QueueOffset
+	sp.QueueOffset = &qo
+	sp.InvisibleDuration = durationpb.New(r.invisible)
+	attempt := m.ReconsumeTimes + 1
+	sp.DeliveryAttempt = &attempt
+	if tc, ok := props[propTraceContext]; ok {
+		sp.TraceContext = &tc
+	}
+	if t, id := props[propDLQOrigTopic], props[propDLQOrigMsgID]; t != "" && id != "" {
+		sp.DeadLetterQueue = &rmqpb.DeadLetterQueue{Topic: t, MessageId: id}
+	}
+	user := make(map[string]string, len(props))
+	for k, v := range props {
+		if !systemPropertyNames[k] && utf8.ValidString(k) && utf8.ValidString(v) {
+			user[k] = v
+		}
+	}
+	return &rmqpb.Message{
+		Topic:            &rmqpb.Resource{Name: r.topic},
+		UserProperties:   user,
+		SystemProperties: sp,
+		Body:             body,
+	}, nil
+}
+
+// maxInflated bounds a decompressed body: RocketMQ's largest message is
+// well under it, and a hostile body cannot make the proxy allocate more.
+const maxInflated = 256 << 20
+
+// decompress inflates a stored body compressed by a Remoting producer
+// with the sysFlag's algorithm.
+func decompress(ct int32, body []byte) ([]byte, error) {
+	switch ct {
+	case commitlog.CompressionZLIB:
+		return inflate(zlibReader, body, maxInflated)
+	case commitlog.CompressionLZ4:
+		return inflate(func(r io.Reader) (io.Reader, error) { return lz4.NewReader(r), nil }, body, maxInflated)
+	case commitlog.CompressionZSTD:
+		d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxInflated))
+		if err != nil {
+			return nil, fmt.Errorf("zstd body: %w", err)
+		}
+		defer d.Close()
+		out, err := d.DecodeAll(body, nil)
+		if err != nil {
+			return nil, fmt.Errorf("zstd body: %w", err)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("body compressed with unknown type %#x", ct)
+}
+
+func zlibReader(r io.Reader) (io.Reader, error) { return zlib.NewReader(r) }
+func gzipReader(r io.Reader) (io.Reader, error) { return gzip.NewReader(r) }
+
+// inflate reads all of a compressed body through open, refusing more than
+// limit bytes of output.
+func inflate(open func(io.Reader) (io.Reader, error), body []byte, limit int) ([]byte, error) {
+	r, err := open(bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	out, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > limit {
+		return nil, fmt.Errorf("decompressed body exceeds %d bytes", limit)
+	}
+	return out, nil
+}

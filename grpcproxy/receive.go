@@ -1,0 +1,389 @@
+package grpcproxy
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/internal/popclient"
+	"github.com/rocketkv/rocketkv/pop"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// popInitModeMax is ConsumeInitMode.MAX: a group without an offset starts
+// at the end of a queue (the broker starts at 0 while the queue's first
+// message is still in memory), as RocketMQ's proxy pops.
+const popInitModeMax = 1
+
+// pollReserve is kept from a receive's deadline for the answer to travel
+// back (longPollingReserveTimeInMillis).
+const pollReserve = 100 * time.Millisecond
+
+// ReceiveMessage pops messages of a topic for a group from one broker
+// group (the one the request's queue names, or the next in turn) with
+// long polling, and streams a status, the messages and the time they were
+// sent, as RocketMQ's proxy does. Messages delivered more often than the
+// group's retry policy allows go to the dead-letter queue instead.
+func (s *Server) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream rmqpb.MessagingService_ReceiveMessageServer) error {
+	ctx := stream.Context()
+	who := callerOf(ctx)
+	s.clients.touch(who.clientID)
+	msgs, err := s.receive(ctx, who, req)
+	send := func(r *rmqpb.ReceiveMessageResponse) bool {
+		if err := stream.Send(r); err != nil {
+			s.log.Debug().Err(err).Str("client", who.clientID).Msg("receive answer not delivered")
+			return false
+		}
+		return true
+	}
+	switch {
+	case err != nil:
+		if !send(&rmqpb.ReceiveMessageResponse{Content: &rmqpb.ReceiveMessageResponse_Status{Status: statusOf(err)}}) {
+			return nil
+		}
+	case len(msgs) == 0:
+		st := &rmqpb.Status{Code: rmqpb.Code_MESSAGE_NOT_FOUND, Message: "no new message"}
+		if !send(&rmqpb.ReceiveMessageResponse{Content: &rmqpb.ReceiveMessageResponse_Status{Status: st}}) {
+			return nil
+		}
+	default:
+		if !send(&rmqpb.ReceiveMessageResponse{Content: &rmqpb.ReceiveMessageResponse_Status{Status: okStatus()}}) {
+			s.nack(who, msgs)
+			return nil
+		}
+		for i, m := range msgs {
+			if !send(&rmqpb.ReceiveMessageResponse{Content: &rmqpb.ReceiveMessageResponse_Message{Message: m.proto}}) {
+				s.nack(who, msgs[i:])
+				return nil
+			}
+		}
+	}
+	send(&rmqpb.ReceiveMessageResponse{Content: &rmqpb.ReceiveMessageResponse_DeliveryTimestamp{DeliveryTimestamp: timestamppb.Now()}})
+	return nil
+}
+
+// popped is a message ready to stream with what a nack of it needs.
+type popped struct {
+	proto  *rmqpb.Message
+	handle Handle
+	group  string
+	topic  string // the real topic: the retry topic for retried messages
+	addr   string
+}
+
+// receive pops for ReceiveMessage.
+func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMessageRequest) ([]popped, error) {
+	topicRes := req.GetMessageQueue().GetTopic()
+	topic, group := wrap(topicRes), wrap(req.GetGroup())
+	if err := checkTopic(topic); err != nil {
+		return nil, err
+	}
+	if err := checkGroup(group); err != nil {
+		return nil, err
+	}
+	poll := s.cfg.MaxLongPolling
+	if req.LongPollingTimeout != nil {
+		poll = req.GetLongPollingTimeout().AsDuration()
+	}
+	poll = min(max(poll, s.cfg.MinLongPolling), s.cfg.MaxLongPolling)
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl) - pollReserve
+		if poll > left {
+			if left < s.cfg.MinLongPolling {
+				return nil, fail(rmqpb.Code_ILLEGAL_POLLING_TIME, "the %v left before the deadline are not enough for long polling (at least %v)", left.Round(time.Millisecond), s.cfg.MinLongPolling)
+			}
+			poll = left
+		}
+	}
+	autoRenew := s.cfg.AutoRenew && req.GetAutoRenew()
+	invisible := s.cfg.DefaultInvisible
+	if !autoRenew {
+		invisible = req.GetInvisibleDuration().AsDuration()
+		if invisible < s.cfg.MinInvisible || invisible > s.cfg.MaxInvisible {
+			return nil, fail(rmqpb.Code_ILLEGAL_INVISIBLE_TIME, "invisible duration %v is outside %v..%v", invisible, s.cfg.MinInvisible, s.cfg.MaxInvisible)
+		}
+	}
+	expType, exp := filterOf(req.GetFilterExpression())
+	batch := int(req.GetBatchSize())
+	if batch <= 0 {
+		batch = s.cfg.ReceiveBatchSize
+	}
+	r, err := s.routes.get(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	brokerName := req.GetMessageQueue().GetBroker().GetName()
+	addr, ok := r.masters[brokerName]
+	if !ok {
+		readable := r.readableBrokers()
+		if len(readable) == 0 {
+			return nil, fail(rmqpb.Code_FORBIDDEN, "topic %s has no readable queue", topic)
+		}
+		brokerName = readable[s.next.Add(1)%uint64(len(readable))].BrokerName
+		addr = r.masters[brokerName]
+	}
+	settings := s.consumerSettingsOf(ctx, who.clientID, r, group)
+	rc, err := s.pool.Get(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	pc := popclient.New(rc, brokerName)
+	cctx, cancel := context.WithTimeout(ctx, poll+s.cfg.RequestTimeout)
+	defer cancel()
+	res, err := pc.Pop(cctx, popclient.PopRequest{
+		Group: group, Topic: topic, QueueID: -1, MaxMsgNums: batch, InvisibleTime: invisible,
+		PollTime: poll, InitMode: popInitModeMax, Exp: exp, ExpType: expType,
+		Order: settings.GetSubscription().GetFifo(), AttemptID: req.GetAttemptId(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch res.Code {
+	case remoting.Success:
+	case remoting.PullNotFound, remoting.PollingTimeout:
+		return nil, nil
+	default:
+		return nil, remotingFailure("pop from "+brokerName, &remoting.Command{Code: res.Code, Remark: res.Remark})
+	}
+	maxAttempts := int(settings.GetBackoffPolicy().GetMaxAttempts())
+	out := make([]popped, 0, len(res.Messages))
+	for i := range res.Messages {
+		pm := &res.Messages[i]
+		h := Handle{Handle: pm.Handle, CommitLogOffset: pm.PhyOffset}
+		p := popped{handle: h, group: group, topic: pm.RealTopic, addr: addr}
+		if maxAttempts > 0 && int(pm.ReconsumeTimes)+1 > maxAttempts {
+			// Delivered as often as the group allows: to the dead-letter
+			// queue, as RocketMQ's proxy filters a pop's result.
+			msgID, _ := commitlog.LookupProperty(pm.Properties, propUniqKey)
+			if err := s.toDLQ(ctx, addr, group, topic, p, msgID); err != nil {
+				s.log.Warn().Err(err).Str("group", group).Str("topic", topic).Msg("message over its delivery attempts not moved to the dead-letter queue")
+			}
+			continue
+		}
+		m, err := toProto(&received{msg: pm.Message, handle: h, topic: unwrap(topic, topicRes.GetResourceNamespace()), invisible: invisible})
+		if err != nil {
+			s.log.Error().Err(err).Str("group", group).Msg("popped message cannot be converted; it is delivered again after its invisible time")
+			continue
+		}
+		m.Topic.ResourceNamespace = topicRes.GetResourceNamespace()
+		p.proto = m
+		if autoRenew {
+			s.renewer.add(who.clientID, m.GetSystemProperties().GetMessageId(), p, invisible)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// nack makes messages that could not be streamed to the client visible
+// again after a second (RocketMQ's proxy's NACK_INVISIBLE_TIME).
+func (s *Server) nack(who caller, msgs []popped) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	defer cancel()
+	for _, p := range msgs {
+		s.renewer.remove(who.clientID, p.proto.GetSystemProperties().GetMessageId())
+		if _, _, err := s.changeInvisible(ctx, p.addr, p.group, p.topic, p.handle, time.Second); err != nil {
+			s.log.Warn().Err(err).Str("group", p.group).Msg("message not streamed could not be made visible again; it is after its invisible time")
+		}
+	}
+}
+
+// AckMessage acknowledges received messages by their receipt handles.
+func (s *Server) AckMessage(ctx context.Context, req *rmqpb.AckMessageRequest) (*rmqpb.AckMessageResponse, error) {
+	who := callerOf(ctx)
+	s.clients.touch(who.clientID)
+	topic, group := wrap(req.GetTopic()), wrap(req.GetGroup())
+	if err := checkTopic(topic); err != nil {
+		return &rmqpb.AckMessageResponse{Status: statusOf(err)}, nil
+	}
+	if err := checkGroup(group); err != nil {
+		return &rmqpb.AckMessageResponse{Status: statusOf(err)}, nil
+	}
+	out := &rmqpb.AckMessageResponse{}
+	codes := map[rmqpb.Code]bool{}
+	for _, e := range req.GetEntries() {
+		st := statusOf(s.ackOne(ctx, who, topic, group, e.GetMessageId(), e.GetReceiptHandle()))
+		codes[st.GetCode()] = true
+		out.Entries = append(out.Entries, &rmqpb.AckMessageResultEntry{MessageId: e.GetMessageId(), ReceiptHandle: e.GetReceiptHandle(), Status: st})
+	}
+	switch {
+	case len(out.Entries) == 0:
+		out.Status = &rmqpb.Status{Code: rmqpb.Code_BAD_REQUEST, Message: "no entry to acknowledge"}
+	case len(codes) > 1:
+		out.Status = &rmqpb.Status{Code: rmqpb.Code_MULTIPLE_RESULTS, Message: "the entries had different results"}
+	default:
+		out.Status = out.Entries[0].GetStatus()
+	}
+	return out, nil
+}
+
+// ackOne acknowledges one message: with the handle of its latest renewal
+// when the proxy renews it, else with the handle the client holds.
+func (s *Server) ackOne(ctx context.Context, who caller, topic, group, msgID, handle string) error {
+	h, err := ParseHandle(handle)
+	if err != nil {
+		return fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "%v", err)
+	}
+	if latest, ok := s.renewer.remove(who.clientID, msgID); ok {
+		h = latest
+	}
+	addr, err := s.masterOf(ctx, topic, h.BrokerName)
+	if err != nil {
+		return err
+	}
+	realTopic, err := pop.RealTopic(topic, group, h.RetryFlag)
+	if err != nil {
+		return fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "%v", err)
+	}
+	resp, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.AckMessage, map[string]string{
+		"consumerGroup": group, "topic": realTopic, "queueId": strconv.Itoa(int(h.QueueID)),
+		"extraInfo": h.Handle.String(), "offset": strconv.FormatInt(h.QueueOffset, 10),
+	}, nil))
+	if err != nil {
+		return err
+	}
+	if resp.Code != remoting.Success {
+		return remotingFailure("ack", resp)
+	}
+	return nil
+}
+
+// ChangeInvisibleDuration makes a received message invisible for the given
+// time from now (a consumer's nack asks for its retry pause) and answers
+// the new receipt handle.
+func (s *Server) ChangeInvisibleDuration(ctx context.Context, req *rmqpb.ChangeInvisibleDurationRequest) (*rmqpb.ChangeInvisibleDurationResponse, error) {
+	who := callerOf(ctx)
+	s.clients.touch(who.clientID)
+	topic, group := wrap(req.GetTopic()), wrap(req.GetGroup())
+	if err := checkTopic(topic); err != nil {
+		return &rmqpb.ChangeInvisibleDurationResponse{Status: statusOf(err)}, nil
+	}
+	if err := checkGroup(group); err != nil {
+		return &rmqpb.ChangeInvisibleDurationResponse{Status: statusOf(err)}, nil
+	}
+	d := req.GetInvisibleDuration().AsDuration()
+	if d < 0 || d > s.cfg.MaxInvisible {
+		return &rmqpb.ChangeInvisibleDurationResponse{Status: statusOf(fail(rmqpb.Code_ILLEGAL_INVISIBLE_TIME, "invisible duration %v is outside 0..%v", d, s.cfg.MaxInvisible))}, nil
+	}
+	h, err := ParseHandle(req.GetReceiptHandle())
+	if err != nil {
+		return &rmqpb.ChangeInvisibleDurationResponse{Status: statusOf(fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "%v", err))}, nil
+	}
+	if latest, ok := s.renewer.remove(who.clientID, req.GetMessageId()); ok {
+		h = latest // the client now decides when it is due
+	}
+	addr, err := s.masterOf(ctx, topic, h.BrokerName)
+	if err != nil {
+		return &rmqpb.ChangeInvisibleDurationResponse{Status: statusOf(err)}, nil
+	}
+	realTopic, err := pop.RealTopic(topic, group, h.RetryFlag)
+	if err != nil {
+		return &rmqpb.ChangeInvisibleDurationResponse{Status: statusOf(fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "%v", err))}, nil
+	}
+	nh, st, err := s.changeInvisible(ctx, addr, group, realTopic, h, d)
+	if err != nil {
+		return &rmqpb.ChangeInvisibleDurationResponse{Status: statusOf(err)}, nil
+	}
+	return &rmqpb.ChangeInvisibleDurationResponse{Status: st, ReceiptHandle: nh.String()}, nil
+}
+
+// changeInvisible sends CHANGE_MESSAGE_INVISIBLETIME for a handle on the
+// real topic and returns the new handle (the pop's start becomes the
+// message's offset, as RocketMQ's clients rebuild it).
+func (s *Server) changeInvisible(ctx context.Context, addr, group, realTopic string, h Handle, d time.Duration) (Handle, *rmqpb.Status, error) {
+	resp, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.ChangeMessageInvisibleTime, map[string]string{
+		"consumerGroup": group, "topic": realTopic, "queueId": strconv.Itoa(int(h.QueueID)),
+		"extraInfo": h.Handle.String(), "offset": strconv.FormatInt(h.QueueOffset, 10),
+		"invisibleTime": strconv.FormatInt(d.Milliseconds(), 10),
+	}, nil))
+	if err != nil {
+		return h, nil, err
+	}
+	if resp.Code != remoting.Success {
+		return h, nil, remotingFailure("change invisible time", resp)
+	}
+	rh := remoting.Header(resp.ExtFields)
+	nh := h
+	nh.CKOffset = h.QueueOffset
+	if nh.PopTime, err = rh.Int64("popTime"); err != nil {
+		return h, nil, err
+	}
+	if nh.InvisibleTime, err = rh.Int64("invisibleTime"); err != nil {
+		return h, nil, err
+	}
+	q, err := rh.Int32("reviveQid")
+	if err != nil {
+		return h, nil, err
+	}
+	nh.ReviveQID = q
+	return nh, okStatus(), nil
+}
+
+// ForwardMessageToDeadLetterQueue moves a received message to its group's
+// dead-letter queue (a consumer gave up on it) and acknowledges it.
+func (s *Server) ForwardMessageToDeadLetterQueue(ctx context.Context, req *rmqpb.ForwardMessageToDeadLetterQueueRequest) (*rmqpb.ForwardMessageToDeadLetterQueueResponse, error) {
+	who := callerOf(ctx)
+	s.clients.touch(who.clientID)
+	topic, group := wrap(req.GetTopic()), wrap(req.GetGroup())
+	answer := func(err error) (*rmqpb.ForwardMessageToDeadLetterQueueResponse, error) {
+		return &rmqpb.ForwardMessageToDeadLetterQueueResponse{Status: statusOf(err)}, nil
+	}
+	if err := checkTopic(topic); err != nil {
+		return answer(err)
+	}
+	if err := checkGroup(group); err != nil {
+		return answer(err)
+	}
+	h, err := ParseHandle(req.GetReceiptHandle())
+	if err != nil {
+		return answer(fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "%v", err))
+	}
+	if latest, ok := s.renewer.remove(who.clientID, req.GetMessageId()); ok {
+		h = latest
+	}
+	addr, err := s.masterOf(ctx, topic, h.BrokerName)
+	if err != nil {
+		return answer(err)
+	}
+	realTopic, err := pop.RealTopic(topic, group, h.RetryFlag)
+	if err != nil {
+		return answer(fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "%v", err))
+	}
+	p := popped{handle: h, group: group, topic: realTopic, addr: addr}
+	return answer(s.toDLQ(ctx, addr, group, topic, p, req.GetMessageId()))
+}
+
+// toDLQ sends a popped message to its group's dead-letter queue
+// (CONSUMER_SEND_MSG_BACK with delay level -1, by CommitLog offset) and
+// then acknowledges it, so that it is not delivered again.
+func (s *Server) toDLQ(ctx context.Context, addr, group, topic string, p popped, msgID string) error {
+	h := map[string]string{
+		"offset": strconv.FormatInt(p.handle.CommitLogOffset, 10), "group": group, "delayLevel": "-1",
+		"originTopic": topic, "unitMode": "false", "maxReconsumeTimes": "0",
+	}
+	if msgID != "" {
+		h["originMsgId"] = msgID
+	}
+	resp, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.ConsumerSendMsgBack, h, nil))
+	if err != nil {
+		return err
+	}
+	if resp.Code != remoting.Success {
+		return remotingFailure("forward to the dead-letter queue", resp)
+	}
+	resp, err = s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.AckMessage, map[string]string{
+		"consumerGroup": group, "topic": p.topic, "queueId": strconv.Itoa(int(p.handle.QueueID)),
+		"extraInfo": p.handle.Handle.String(), "offset": strconv.FormatInt(p.handle.QueueOffset, 10),
+	}, nil))
+	if err != nil {
+		return err
+	}
+	if resp.Code != remoting.Success {
+		return remotingFailure("ack after forwarding to the dead-letter queue", resp)
+	}
+	return nil
+}

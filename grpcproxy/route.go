@@ -1,0 +1,135 @@
+package grpcproxy
+
+import (
+	"context"
+	"net"
+	"strconv"
+
+	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/namesrv"
+)
+
+// QueryRoute answers a topic's queues, every one served at the endpoint
+// the client used: in cluster mode the proxy, not the broker, is what
+// clients talk to.
+func (s *Server) QueryRoute(ctx context.Context, req *rmqpb.QueryRouteRequest) (*rmqpb.QueryRouteResponse, error) {
+	s.clients.touch(callerOf(ctx).clientID)
+	topic := wrap(req.GetTopic())
+	if err := checkTopic(topic); err != nil {
+		return &rmqpb.QueryRouteResponse{Status: statusOf(err)}, nil
+	}
+	r, err := s.routes.get(ctx, topic)
+	if err != nil {
+		s.log.Debug().Err(err).Str("topic", topic).Msg("query route failed")
+		return &rmqpb.QueryRouteResponse{Status: statusOf(err)}, nil
+	}
+	endpoints := s.endpointsFor(req.GetEndpoints())
+	var mqs []*rmqpb.MessageQueue
+	for _, qd := range r.route.QueueDatas {
+		if _, ok := r.masters[qd.BrokerName]; !ok {
+			continue
+		}
+		broker := &rmqpb.Broker{Name: qd.BrokerName, Id: int32(namesrv.MasterID), Endpoints: endpoints}
+		mqs = append(mqs, queuesOf(qd, req.GetTopic(), r.types, broker)...)
+	}
+	return &rmqpb.QueryRouteResponse{Status: okStatus(), MessageQueues: mqs}, nil
+}
+
+// queuesOf lists a broker group's queues as RocketMQ's proxy does:
+// read-only ones first, then write-only, then read-write, numbered from 0.
+func queuesOf(qd namesrv.QueueData, topic *rmqpb.Resource, types []rmqpb.MessageType, broker *rmqpb.Broker) []*rmqpb.MessageQueue {
+	readable, writable := qd.Perm&namesrv.PermRead != 0, qd.Perm&namesrv.PermWrite != 0
+	var r, w, rw, none int32
+	switch {
+	case readable && writable:
+		rw = min(qd.ReadQueueNums, qd.WriteQueueNums)
+		r, w = qd.ReadQueueNums-rw, qd.WriteQueueNums-rw
+	case writable:
+		w = qd.WriteQueueNums
+	case readable:
+		r = qd.ReadQueueNums
+	default:
+		none = max(1, qd.ReadQueueNums, qd.WriteQueueNums)
+	}
+	var mqs []*rmqpb.MessageQueue
+	id := int32(0)
+	add := func(n int32, p rmqpb.Permission) {
+		for range n {
+			mqs = append(mqs, &rmqpb.MessageQueue{Topic: topic, Id: id, Permission: p, Broker: broker, AcceptMessageTypes: types})
+			id++
+		}
+	}
+	add(r, rmqpb.Permission_READ)
+	add(w, rmqpb.Permission_WRITE)
+	add(rw, rmqpb.Permission_READ_WRITE)
+	add(none, rmqpb.Permission_NONE)
+	return mqs
+}
+
+// endpointsFor returns the endpoints a client should reach brokers at:
+// the ones it used to reach the proxy.
+func (s *Server) endpointsFor(asked *rmqpb.Endpoints) *rmqpb.Endpoints {
+	if asked != nil && len(asked.GetAddresses()) > 0 {
+		return asked
+	}
+	host, port, _ := net.SplitHostPort(s.Addr().String())
+	p, _ := strconv.Atoi(port)
+	return &rmqpb.Endpoints{Scheme: rmqpb.AddressScheme_IPv4, Addresses: []*rmqpb.Address{{Host: host, Port: int32(p)}}}
+}
+
+// QueryAssignment answers which queues a push consumer of the group
+// receives from: one queue -1 per readable broker group (the broker then
+// pops from all of them), or every readable queue when the group consumes
+// in order.
+func (s *Server) QueryAssignment(ctx context.Context, req *rmqpb.QueryAssignmentRequest) (*rmqpb.QueryAssignmentResponse, error) {
+	s.clients.touch(callerOf(ctx).clientID)
+	topic, group := wrap(req.GetTopic()), wrap(req.GetGroup())
+	if err := checkTopic(topic); err != nil {
+		return &rmqpb.QueryAssignmentResponse{Status: statusOf(err)}, nil
+	}
+	if err := checkGroup(group); err != nil {
+		return &rmqpb.QueryAssignmentResponse{Status: statusOf(err)}, nil
+	}
+	r, err := s.routes.get(ctx, topic)
+	if err != nil {
+		return &rmqpb.QueryAssignmentResponse{Status: statusOf(err)}, nil
+	}
+	gp := s.groupPolicy(ctx, r, group)
+	endpoints := s.endpointsFor(req.GetEndpoints())
+	var as []*rmqpb.Assignment
+	for _, qd := range r.readableBrokers() {
+		broker := &rmqpb.Broker{Name: qd.BrokerName, Id: int32(namesrv.MasterID), Endpoints: endpoints}
+		perm := rmqpb.Permission_READ
+		if qd.Perm&namesrv.PermWrite != 0 {
+			perm = rmqpb.Permission_READ_WRITE
+		}
+		if gp.orderly {
+			for i := range qd.ReadQueueNums {
+				as = append(as, &rmqpb.Assignment{MessageQueue: &rmqpb.MessageQueue{Topic: req.GetTopic(), Id: i, Permission: perm, Broker: broker}})
+			}
+			continue
+		}
+		as = append(as, &rmqpb.Assignment{MessageQueue: &rmqpb.MessageQueue{Topic: req.GetTopic(), Id: -1, Permission: perm, Broker: broker}})
+	}
+	if len(as) == 0 {
+		return &rmqpb.QueryAssignmentResponse{Status: &rmqpb.Status{Code: rmqpb.Code_FORBIDDEN, Message: "no readable queue"}}, nil
+	}
+	return &rmqpb.QueryAssignmentResponse{Status: okStatus(), Assignments: as}, nil
+}
+
+// checkTopic refuses topic names RocketMQ refuses.
+func checkTopic(topic string) error {
+	if !meta.ValidTopicChars(topic) || len(topic) > 127 {
+		return fail(rmqpb.Code_ILLEGAL_TOPIC, "topic %q is empty, longer than 127 bytes or holds characters other than letters, digits, %%, |, _ and -", topic)
+	}
+	return nil
+}
+
+// checkGroup refuses group names RocketMQ refuses.
+func checkGroup(group string) error {
+	if !meta.ValidTopicChars(group) || len(group) > 255 {
+		return fail(rmqpb.Code_ILLEGAL_CONSUMER_GROUP, "consumer group %q is empty, longer than 255 bytes or holds characters other than letters, digits, %%, |, _ and -", group)
+	}
+	return nil
+}

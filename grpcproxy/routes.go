@@ -1,0 +1,204 @@
+package grpcproxy
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/namesrv"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// topicRoute is what the proxy knows of one topic: its name server route,
+// the masters by broker group and the message types the topic accepts.
+type topicRoute struct {
+	route   namesrv.TopicRouteData
+	masters map[string]string // broker name -> master address
+	types   []rmqpb.MessageType
+	at      time.Time
+}
+
+// writeQueue is one writable queue of a topic on a master.
+type writeQueue struct {
+	broker, addr string
+	queueID      int32
+}
+
+// writeQueues lists the writable queues of the route's masters, ordered
+// by broker name and queue id.
+func (r *topicRoute) writeQueues() []writeQueue {
+	var qs []writeQueue
+	for _, qd := range r.route.QueueDatas {
+		addr, ok := r.masters[qd.BrokerName]
+		if !ok || qd.Perm&namesrv.PermWrite == 0 {
+			continue
+		}
+		for i := int32(0); i < qd.WriteQueueNums; i++ {
+			qs = append(qs, writeQueue{broker: qd.BrokerName, addr: addr, queueID: i})
+		}
+	}
+	slices.SortFunc(qs, func(a, b writeQueue) int {
+		return cmp.Or(cmp.Compare(a.broker, b.broker), cmp.Compare(a.queueID, b.queueID))
+	})
+	return qs
+}
+
+// readableBrokers lists the broker groups with a master and readable
+// queues, by name.
+func (r *topicRoute) readableBrokers() []namesrv.QueueData {
+	var qds []namesrv.QueueData
+	for _, qd := range r.route.QueueDatas {
+		if _, ok := r.masters[qd.BrokerName]; ok && qd.Perm&namesrv.PermRead != 0 && qd.ReadQueueNums > 0 {
+			qds = append(qds, qd)
+		}
+	}
+	slices.SortFunc(qds, func(a, b namesrv.QueueData) int { return cmp.Compare(a.BrokerName, b.BrokerName) })
+	return qds
+}
+
+// routes caches topic routes from the name servers.
+type routes struct {
+	pool    *remoting.ClientPool
+	namesrv []string
+	ttl     time.Duration
+	timeout time.Duration
+
+	mu    sync.Mutex
+	cache map[string]*topicRoute
+}
+
+func newRoutes(pool *remoting.ClientPool, cfg *Config) *routes {
+	return &routes{pool: pool, namesrv: cfg.NamesrvAddrs, ttl: cfg.RouteTTL, timeout: cfg.RequestTimeout, cache: map[string]*topicRoute{}}
+}
+
+// get returns the topic's route, asking the name servers when the cached
+// one is older than the TTL. A topic no name server knows is
+// TOPIC_NOT_FOUND.
+func (rs *routes) get(ctx context.Context, topic string) (*topicRoute, error) {
+	rs.mu.Lock()
+	r := rs.cache[topic]
+	rs.mu.Unlock()
+	if r != nil && time.Since(r.at) < rs.ttl {
+		return r, nil
+	}
+	fresh, err := rs.fetch(ctx, topic)
+	if err != nil {
+		if r != nil && !isNotFound(err) {
+			return r, nil // a name server hiccup: the last route still serves
+		}
+		if isNotFound(err) {
+			rs.mu.Lock()
+			delete(rs.cache, topic)
+			rs.mu.Unlock()
+		}
+		return nil, err
+	}
+	rs.mu.Lock()
+	rs.cache[topic] = fresh
+	rs.mu.Unlock()
+	return fresh, nil
+}
+
+// forget drops a cached route, so that the next request asks again (after
+// a broker answered that it has no such topic, for example).
+func (rs *routes) forget(topic string) {
+	rs.mu.Lock()
+	delete(rs.cache, topic)
+	rs.mu.Unlock()
+}
+
+func isNotFound(err error) bool {
+	var se *statusError
+	return errors.As(err, &se) && se.code == rmqpb.Code_TOPIC_NOT_FOUND
+}
+
+// fetch asks the name servers in turn for the topic's route, then a
+// master for the topic's message type.
+func (rs *routes) fetch(ctx context.Context, topic string) (*topicRoute, error) {
+	var lastErr error
+	for _, ns := range rs.namesrv {
+		cctx, cancel := context.WithTimeout(ctx, rs.timeout)
+		resp, err := rs.pool.Invoke(cctx, ns, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil))
+		cancel()
+		if err != nil {
+			lastErr = fmt.Errorf("route of %s from name server %s: %w", topic, ns, err)
+			continue
+		}
+		if resp.Code == remoting.TopicNotExist {
+			return nil, fail(rmqpb.Code_TOPIC_NOT_FOUND, "topic %s does not exist", topic)
+		}
+		if resp.Code != remoting.Success {
+			lastErr = remotingFailure("route of "+topic, resp)
+			continue
+		}
+		r := &topicRoute{masters: map[string]string{}, at: time.Now()}
+		if err := json.Unmarshal(resp.Body, &r.route); err != nil {
+			return nil, fmt.Errorf("route of %s from name server %s: %w", topic, ns, err)
+		}
+		for _, bd := range r.route.BrokerDatas {
+			if a, ok := bd.BrokerAddrs[namesrv.MasterID]; ok && a != "" {
+				r.masters[bd.BrokerName] = a
+			}
+		}
+		r.types = rs.messageTypes(ctx, topic, r)
+		return r, nil
+	}
+	return nil, lastErr
+}
+
+// messageTypes reads the topic's message.type attribute from one of its
+// masters (GET_TOPIC_CONFIG) and returns the types its queues accept, as
+// RocketMQ's proxy does: a topic without the attribute is NORMAL, MIXED
+// accepts every type. When no master answers, every type is accepted
+// rather than a producer refused on a guess.
+func (rs *routes) messageTypes(ctx context.Context, topic string, r *topicRoute) []rmqpb.MessageType {
+	all := []rmqpb.MessageType{rmqpb.MessageType_NORMAL, rmqpb.MessageType_FIFO, rmqpb.MessageType_DELAY, rmqpb.MessageType_TRANSACTION}
+	for _, addr := range sortedValues(r.masters) {
+		cctx, cancel := context.WithTimeout(ctx, rs.timeout)
+		resp, err := rs.pool.Invoke(cctx, addr, remoting.NewRequest(remoting.GetTopicConfig, map[string]string{"topic": topic}, nil))
+		cancel()
+		if err != nil || resp.Code != remoting.Success {
+			continue
+		}
+		var tc meta.TopicConfig
+		if json.Unmarshal(resp.Body, &tc) != nil {
+			continue
+		}
+		switch tc.Attributes[meta.AttrMessageType] {
+		case "", "NORMAL":
+			return []rmqpb.MessageType{rmqpb.MessageType_NORMAL}
+		case "FIFO":
+			return []rmqpb.MessageType{rmqpb.MessageType_FIFO}
+		case "DELAY":
+			return []rmqpb.MessageType{rmqpb.MessageType_DELAY}
+		case "TRANSACTION":
+			return []rmqpb.MessageType{rmqpb.MessageType_TRANSACTION}
+		case "MIXED":
+			return all
+		default:
+			return []rmqpb.MessageType{rmqpb.MessageType_MESSAGE_TYPE_UNSPECIFIED}
+		}
+	}
+	return all
+}
+
+// sortedValues returns m's values ordered by key.
+func sortedValues(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	vals := make([]string, len(keys))
+	for i, k := range keys {
+		vals[i] = m[k]
+	}
+	return vals
+}

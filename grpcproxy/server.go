@@ -1,0 +1,183 @@
+package grpcproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// Server is a gRPC proxy: New builds it, Start listens and serves,
+// Shutdown stops it and every goroutine it started.
+type Server struct {
+	rmqpb.UnimplementedMessagingServiceServer
+
+	cfg     Config
+	log     zerolog.Logger
+	pool    *remoting.ClientPool
+	routes  *routes
+	clients *clientRegistry
+	renewer *renewer
+	grpc    *grpc.Server
+
+	// next spreads sends without a message group over a topic's queues
+	// and receives without a broker over its broker groups.
+	next atomic.Uint64
+
+	ln     net.Listener
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New builds a proxy from cfg; it does not listen yet.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Log.With().Str("component", "grpcproxy").Logger()}
+	opts := cfg.Remoting
+	opts.Log = s.log
+	s.pool = remoting.NewClientPool(opts)
+	s.routes = newRoutes(s.pool, &s.cfg)
+	s.clients = newClientRegistry()
+	s.renewer = newRenewer(s)
+	s.grpc = grpc.NewServer(
+		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),
+		// Clients ping idle connections; RocketMQ's proxy lets them.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.ChainUnaryInterceptor(s.recoverUnary),
+		grpc.ChainStreamInterceptor(s.recoverStream),
+	)
+	rmqpb.RegisterMessagingServiceServer(s.grpc, s)
+	return s, nil
+}
+
+// Start listens on the configured address and serves until Shutdown.
+func (s *Server) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("grpcproxy: listen on %s: %w", s.cfg.Addr, err)
+	}
+	s.ln = ln
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		if err := s.grpc.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			s.log.Error().Err(err).Msg("gRPC server stopped")
+		}
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.housekeep(bg)
+	}()
+	s.log.Info().Str("addr", ln.Addr().String()).Strs("namesrv", s.cfg.NamesrvAddrs).Msg("gRPC proxy listening")
+	return nil
+}
+
+// Addr is the address the proxy listens on (after Start).
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Shutdown stops accepting calls, lets running ones finish until ctx ends
+// (then cuts them), stops the background work and closes the Remoting
+// connections.
+func (s *Server) Shutdown(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		s.grpc.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.grpc.Stop()
+		<-done
+	}
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+	return s.pool.Close()
+}
+
+// housekeep forgets idle clients and renews handles until ctx ends.
+func (s *Server) housekeep(ctx context.Context) {
+	period := s.cfg.RenewPeriod
+	if period <= 0 {
+		period = 5 * time.Second
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			for _, id := range s.clients.expire(now.Add(-s.cfg.ClientIdle)) {
+				s.renewer.dropClient(id)
+				s.log.Info().Str("client", id).Msg("client idle, forgotten")
+			}
+			if s.cfg.AutoRenew {
+				s.renewer.renewDue(ctx, now)
+			}
+		}
+	}
+}
+
+// recoverUnary turns a handler's panic into an INTERNAL error and a log
+// line instead of a dead proxy.
+func (s *Server) recoverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error().Str("method", info.FullMethod).Interface("panic", r).Msg("handler panicked")
+			err = fmt.Errorf("grpcproxy: %s failed", info.FullMethod)
+		}
+	}()
+	return h(ctx, req)
+}
+
+// recoverStream is recoverUnary for streaming calls.
+func (s *Server) recoverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error().Str("method", info.FullMethod).Interface("panic", r).Msg("handler panicked")
+			err = fmt.Errorf("grpcproxy: %s failed", info.FullMethod)
+		}
+	}()
+	return h(srv, ss)
+}
+
+// invoke sends one Remoting request to addr within the request timeout
+// plus extra (a long poll's time).
+func (s *Server) invoke(ctx context.Context, addr string, extra time.Duration, req *remoting.Command) (*remoting.Command, error) {
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout+extra)
+	defer cancel()
+	resp, err := s.pool.Invoke(cctx, addr, req)
+	if err != nil {
+		return nil, fmt.Errorf("request %d to %s: %w", req.Code, addr, err)
+	}
+	return resp, nil
+}
+
+// masterOf returns the master address of a broker group of topic.
+func (s *Server) masterOf(ctx context.Context, topic, brokerName string) (string, error) {
+	r, err := s.routes.get(ctx, topic)
+	if err != nil {
+		return "", err
+	}
+	if addr, ok := r.masters[brokerName]; ok {
+		return addr, nil
+	}
+	return "", fail(rmqpb.Code_NOT_FOUND, "broker group %s of topic %s has no master", brokerName, topic)
+}

@@ -1,0 +1,235 @@
+package grpcproxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// groupPolicy reads a consumer group's configuration from one master of
+// the topic (GET_SUBSCRIPTIONGROUP_CONFIG). A group no master knows yet
+// (brokers create groups on first use) has RocketMQ's defaults.
+func (s *Server) groupPolicy(ctx context.Context, r *topicRoute, group string) groupPolicy {
+	gp := groupPolicy{retryMaxTimes: 16}
+	for _, addr := range sortedValues(r.masters) {
+		resp, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.GetSubscriptionGroupConfig, map[string]string{"group": group}, nil))
+		if err != nil || resp.Code != remoting.Success {
+			continue
+		}
+		var gc meta.SubscriptionGroupConfig
+		if json.Unmarshal(resp.Body, &gc) != nil {
+			continue
+		}
+		gp.orderly, gp.retryMaxTimes = gc.ConsumeMessageOrderly, gc.RetryMaxTimes
+		gp.exponential = gc.GroupRetryPolicy != nil && strings.EqualFold(gc.GroupRetryPolicy.Type, "EXPONENTIAL")
+		break
+	}
+	return gp
+}
+
+// Telemetry is the client's settings stream: each Settings the client
+// sends is stored and answered with the settings that apply (the proxy's
+// retry policy and limits for producers, the group's policy for
+// consumers). Clients wait for that first answer before they start.
+func (s *Server) Telemetry(stream rmqpb.MessagingService_TelemetryServer) error {
+	ctx := stream.Context()
+	who := callerOf(ctx)
+	for {
+		cmd, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		settings := cmd.GetSettings()
+		if settings == nil {
+			continue // thread stack traces and verify results: nothing asked for them
+		}
+		if who.clientID == "" {
+			st := &rmqpb.Status{Code: rmqpb.Code_CLIENT_ID_REQUIRED, Message: "the x-mq-client-id metadata is required"}
+			if err := stream.Send(&rmqpb.TelemetryCommand{Status: st}); err != nil {
+				return err
+			}
+			continue
+		}
+		s.clients.setSettings(who.clientID, settings)
+		answer, err := s.answerSettings(ctx, settings)
+		if err != nil {
+			if err := stream.Send(&rmqpb.TelemetryCommand{Status: statusOf(err)}); err != nil {
+				return err
+			}
+			continue
+		}
+		s.log.Debug().Str("client", who.clientID).Str("type", settings.GetClientType().String()).Msg("client settings")
+		if err := stream.Send(&rmqpb.TelemetryCommand{Status: okStatus(), Command: &rmqpb.TelemetryCommand_Settings{Settings: answer}}); err != nil {
+			return err
+		}
+	}
+}
+
+// answerSettings merges a client's settings with what applies to it.
+func (s *Server) answerSettings(ctx context.Context, in *rmqpb.Settings) (*rmqpb.Settings, error) {
+	if in.GetPublishing() != nil || in.GetClientType() == rmqpb.ClientType_PRODUCER {
+		return s.producerSettings(in), nil
+	}
+	sub := in.GetSubscription()
+	if sub == nil {
+		return in, nil
+	}
+	group := wrap(sub.GetGroup())
+	if err := checkGroup(group); err != nil {
+		return nil, err
+	}
+	gp := groupPolicy{retryMaxTimes: 16}
+	for _, e := range sub.GetSubscriptions() {
+		if r, err := s.routes.get(ctx, wrap(e.GetTopic())); err == nil {
+			gp = s.groupPolicy(ctx, r, group)
+			break
+		}
+	}
+	return s.consumerSettings(in, gp), nil
+}
+
+// consumerSettingsOf returns the settings a consumer's receives follow: its
+// stored settings merged with the group's policy (defaults when it sent
+// none).
+func (s *Server) consumerSettingsOf(ctx context.Context, clientID string, r *topicRoute, group string) *rmqpb.Settings {
+	in := s.clients.settings(clientID)
+	if in == nil {
+		in = &rmqpb.Settings{}
+	}
+	return s.consumerSettings(in, s.groupPolicy(ctx, r, group))
+}
+
+// Heartbeat keeps the client alive in the proxy and registers a consumer
+// with the masters of the topics it subscribes (HEART_BEAT, consume type
+// CONSUME_POP), so that the brokers list it among the group's clients.
+func (s *Server) Heartbeat(ctx context.Context, req *rmqpb.HeartbeatRequest) (*rmqpb.HeartbeatResponse, error) {
+	who := callerOf(ctx)
+	if who.clientID == "" {
+		return &rmqpb.HeartbeatResponse{Status: &rmqpb.Status{Code: rmqpb.Code_CLIENT_ID_REQUIRED, Message: "the x-mq-client-id metadata is required"}}, nil
+	}
+	s.clients.touch(who.clientID)
+	ct := req.GetClientType()
+	if req.GetGroup() == nil || (ct != rmqpb.ClientType_PUSH_CONSUMER && ct != rmqpb.ClientType_SIMPLE_CONSUMER) {
+		return &rmqpb.HeartbeatResponse{Status: okStatus()}, nil
+	}
+	group := wrap(req.GetGroup())
+	if err := checkGroup(group); err != nil {
+		return &rmqpb.HeartbeatResponse{Status: statusOf(err)}, nil
+	}
+	settings := s.clients.settings(who.clientID)
+	body, masters := s.consumerHeartbeat(ctx, who.clientID, group, settings)
+	for _, addr := range masters {
+		resp, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.HeartBeat, nil, body))
+		if err == nil && resp.Code != remoting.Success {
+			err = remotingFailure("heartbeat", resp)
+		}
+		if err != nil {
+			s.log.Warn().Err(err).Str("client", who.clientID).Str("broker", addr).Msg("heartbeat to broker failed")
+		}
+	}
+	return &rmqpb.HeartbeatResponse{Status: okStatus()}, nil
+}
+
+// heartbeatConsumer and heartbeatSubscription are the parts of a
+// HEART_BEAT body (RocketMQ's HeartbeatData) a POP consumer sends.
+type heartbeatConsumer struct {
+	GroupName           string                  `json:"groupName"`
+	ConsumeType         string                  `json:"consumeType"`
+	MessageModel        string                  `json:"messageModel"`
+	ConsumeFromWhere    string                  `json:"consumeFromWhere"`
+	SubscriptionDataSet []heartbeatSubscription `json:"subscriptionDataSet"`
+	UnitMode            bool                    `json:"unitMode"`
+}
+
+type heartbeatSubscription struct {
+	Topic          string   `json:"topic"`
+	SubString      string   `json:"subString"`
+	TagsSet        []string `json:"tagsSet"`
+	CodeSet        []int    `json:"codeSet"`
+	SubVersion     int64    `json:"subVersion"`
+	ExpressionType string   `json:"expressionType"`
+}
+
+// consumerHeartbeat builds a consumer's HEART_BEAT body from its settings'
+// subscriptions and lists the masters of the topics it subscribes.
+func (s *Server) consumerHeartbeat(ctx context.Context, clientID, group string, settings *rmqpb.Settings) ([]byte, []string) {
+	cd := heartbeatConsumer{GroupName: group, ConsumeType: "CONSUME_POP", MessageModel: "CLUSTERING",
+		ConsumeFromWhere: "CONSUME_FROM_LAST_OFFSET", SubscriptionDataSet: []heartbeatSubscription{}}
+	seen := map[string]bool{}
+	var masters []string
+	for _, e := range settings.GetSubscription().GetSubscriptions() {
+		topic := wrap(e.GetTopic())
+		expType, exp := filterOf(e.GetExpression())
+		hs := heartbeatSubscription{Topic: topic, SubString: exp, ExpressionType: expType, TagsSet: []string{}, CodeSet: []int{}, SubVersion: time.Now().UnixMilli()}
+		if expType == "TAG" && exp != "*" {
+			for _, t := range strings.Split(exp, "||") {
+				if t = strings.TrimSpace(t); t != "" {
+					hs.TagsSet = append(hs.TagsSet, t)
+				}
+			}
+		}
+		cd.SubscriptionDataSet = append(cd.SubscriptionDataSet, hs)
+		r, err := s.routes.get(ctx, topic)
+		if err != nil {
+			continue
+		}
+		for _, addr := range sortedValues(r.masters) {
+			if !seen[addr] {
+				seen[addr] = true
+				masters = append(masters, addr)
+			}
+		}
+	}
+	body, _ := json.Marshal(struct {
+		ClientID        string              `json:"clientID"`
+		ProducerDataSet []struct{}          `json:"producerDataSet"`
+		ConsumerDataSet []heartbeatConsumer `json:"consumerDataSet"`
+	}{clientID, []struct{}{}, []heartbeatConsumer{cd}})
+	return body, masters
+}
+
+// filterOf returns the Remoting expression type and expression of a
+// filter: TAG "*" when none is given.
+func filterOf(f *rmqpb.FilterExpression) (expType, exp string) {
+	exp = strings.TrimSpace(f.GetExpression())
+	if f.GetType() == rmqpb.FilterType_SQL {
+		return "SQL92", exp
+	}
+	if exp == "" {
+		exp = "*"
+	}
+	return "TAG", exp
+}
+
+// NotifyClientTermination unregisters a closing client from the brokers
+// (UNREGISTER_CLIENT) and forgets its settings and renewals.
+func (s *Server) NotifyClientTermination(ctx context.Context, req *rmqpb.NotifyClientTerminationRequest) (*rmqpb.NotifyClientTerminationResponse, error) {
+	who := callerOf(ctx)
+	if who.clientID == "" {
+		return &rmqpb.NotifyClientTerminationResponse{Status: &rmqpb.Status{Code: rmqpb.Code_CLIENT_ID_REQUIRED, Message: "the x-mq-client-id metadata is required"}}, nil
+	}
+	settings := s.clients.settings(who.clientID)
+	s.clients.remove(who.clientID)
+	s.renewer.dropClient(who.clientID)
+	if req.GetGroup() != nil && settings.GetSubscription() != nil {
+		group := wrap(req.GetGroup())
+		_, masters := s.consumerHeartbeat(ctx, who.clientID, group, settings)
+		for _, addr := range masters {
+			if _, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.UnregisterClient,
+				map[string]string{"clientID": who.clientID, "consumerGroup": group}, nil)); err != nil {
+				s.log.Warn().Err(err).Str("client", who.clientID).Str("broker", addr).Msg("unregister from broker failed")
+			}
+		}
+	}
+	return &rmqpb.NotifyClientTerminationResponse{Status: okStatus()}, nil
+}
