@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,18 +72,7 @@ func TestNodeAliOns(t *testing.T) {
 // test when Node.js or ali-ons is not installed.
 func aliOnsScript(t *testing.T) (node, dir string) {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the ali-ons test needs Node.js")
-	}
-	dir, err = filepath.Abs("node")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ali-ons")); err != nil {
-		t.Skip("e2e/node/node_modules/ali-ons is missing: run `npm ci` in e2e/node")
-	}
-	return node, dir
+	return nodeClientScript(t, "ali-ons")
 }
 
 // aliOnsResult is the RESULT line of node/test.js.

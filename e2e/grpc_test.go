@@ -1,0 +1,174 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// proxyProc is a started bin/proxy.
+type proxyProc struct {
+	*proc
+	addr string
+}
+
+// startProxy starts the gRPC proxy on a free loopback port, finding
+// brokers through the name server ns.
+func startProxy(t testing.TB, ns *namesrv, sets ...string) *proxyProc {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	args := []string{"--listen", addr, "-n", ns.addr, "--log-format", "json", "--log-level", "debug"}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	p := startProc(t, "proxy", args...)
+	waitListening(t, addr)
+	return &proxyProc{proc: p, addr: addr}
+}
+
+// createTopicWithAttributes creates a topic with topic attributes given as
+// mqadmin's -a writes them ("+message.type=FIFO").
+func createTopicWithAttributes(t testing.TB, broker, topic string, queues int, attributes string) {
+	t.Helper()
+	n := strconv.Itoa(queues)
+	r, err := rawInvoke(broker, codeUpdateAndCreateTopic, map[string]string{
+		"topic": topic, "defaultTopic": "TBW102", "readQueueNums": n, "writeQueueNums": n,
+		"perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false",
+		"attributes": attributes,
+	}, nil)
+	if err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+	if r.Code != respSuccess {
+		t.Fatalf("create topic %s: code %d %s", topic, r.Code, r.Remark)
+	}
+}
+
+// grpcResult is the RESULT line of node/grpc.js.
+type grpcResult struct {
+	Sent         int      `json:"sent"`
+	SentOther    int      `json:"sentOther"`
+	SentFifo     int      `json:"sentFifo"`
+	PutBack      int      `json:"putBack"`
+	CameBack     int      `json:"cameBack"`
+	Redelivered  int      `json:"redelivered"`
+	SimpleAcked  int      `json:"simpleAcked"`
+	Leftover     int      `json:"leftover"`
+	PushConsumed int      `json:"pushConsumed"`
+	PushRetried  int      `json:"pushRetried"`
+	Refused      string   `json:"refused"`
+	Failures     []string `json:"failures"`
+}
+
+// TestNodeGRPCThroughProxy runs node/grpc.js: RocketMQ 5's Node.js client
+// (rocketmq-client-nodejs, gRPC), unchanged, reaches the broker only
+// through bin/proxy. Its producer sends count TagGrpc messages (keys and a
+// user property) and count/2 TagOther ones; a message naming a system
+// property is refused. A simple consumer receives every TagGrpc message
+// and none of the others, puts every fifth back for a second and gets it
+// again as its second delivery, acknowledges all, and then receives
+// nothing more. A push consumer of a second group gets every message of
+// the topic, every seventh TagGrpc message after failing it once. Six
+// messages of one message group go to a FIFO topic, whose type also makes
+// the client refuse a message without a group. Then the broker's side:
+// the topic holds what was sent, and the message group's messages are all
+// in one queue.
+func TestNodeGRPCThroughProxy(t *testing.T) {
+	node, dir := nodeClientScript(t, "rocketmq-client-nodejs")
+	t.Parallel()
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{})
+	const topic, fifoTopic, count = "NodeGrpc", "NodeGrpcFifo", 20
+	createTopic(t, b.addr, topic, 4)
+	createTopicWithAttributes(t, b.addr, fifoTopic, 4, "+message.type=FIFO")
+	waitRoute(t, ns.addr, topic, b.name)
+	waitRoute(t, ns.addr, fifoTopic, b.name)
+	px := startProxy(t, ns)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "grpc.js")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "ENDPOINT="+px.addr, "TOPIC="+topic, "FIFO_TOPIC="+fifoTopic,
+		"GROUP=node-grpc-cg", "COUNT="+strconv.Itoa(count), "TIMEOUT_MS=90000")
+	out, err := cmd.CombinedOutput()
+	t.Logf("node grpc.js output:\n%s", out)
+	var r grpcResult
+	found := false
+	for _, line := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
+			if err := json.Unmarshal([]byte(rest), &r); err != nil {
+				t.Fatalf("bad RESULT line %q: %v", line, err)
+			}
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("node grpc.js printed no RESULT line (%v)", err)
+	}
+	for _, f := range r.Failures {
+		t.Errorf("grpc.js: %s", f)
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) || err != nil {
+		t.Fatalf("node grpc.js failed: %v", err)
+	}
+	if r.Sent != count || r.SentOther != count/2 || r.SentFifo != 6 {
+		t.Errorf("sent %d TagGrpc, %d TagOther and %d FIFO messages, want %d, %d and 6", r.Sent, r.SentOther, r.SentFifo, count, count/2)
+	}
+	if !strings.Contains(r.Refused, "40007") || !strings.Contains(r.Refused, "UNIQ_KEY") {
+		t.Errorf("a message with the system property UNIQ_KEY was refused with %q, want ILLEGAL_MESSAGE_PROPERTY_KEY (40007) naming it", r.Refused)
+	}
+	if r.SimpleAcked != count || r.Redelivered != 0 || r.Leftover != 0 {
+		t.Errorf("simple consumer acknowledged %d of %d messages, got %d twice and %d after acknowledging all", r.SimpleAcked, count, r.Redelivered, r.Leftover)
+	}
+	if want := (count + 4) / 5; r.PutBack != want || r.CameBack != want {
+		t.Errorf("simple consumer put %d messages back and got %d again, want %d each", r.PutBack, r.CameBack, want)
+	}
+	if want := count + count/2; r.PushConsumed != want {
+		t.Errorf("push consumer consumed %d distinct messages, want %d", r.PushConsumed, want)
+	}
+	if want := (count + 6) / 7; r.PushRetried != want {
+		t.Errorf("push consumer got %d failed messages again, want %d", r.PushRetried, want)
+	}
+	waitDispatched(t, b.addr, topic, 4, int64(count+count/2))
+	waitDispatched(t, b.addr, fifoTopic, 4, 6)
+	var used []int
+	for q := range 4 {
+		if n := maxOffset(t, b.addr, fifoTopic, q); n > 0 {
+			used = append(used, q)
+			if n != 6 {
+				t.Errorf("FIFO queue %d holds %d messages of the group, want all 6 in one queue", q, n)
+			}
+		}
+	}
+	if len(used) != 1 {
+		t.Errorf("the message group's messages are in queues %v, want one", used)
+	}
+}
+
+// nodeClientScript returns node and the e2e/node directory, or skips the
+// test when Node.js or the named client package is not installed.
+func nodeClientScript(t *testing.T, pkg string) (node, dir string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the Node client tests need Node.js")
+	}
+	dir, err = filepath.Abs("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg)); err != nil {
+		t.Skipf("e2e/node/node_modules/%s is missing: run `npm ci` in e2e/node", pkg)
+	}
+	return node, dir
+}
