@@ -2,7 +2,6 @@ package configs
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -111,6 +110,9 @@ var proxyInert = func() []inert[Proxy] {
 		out = append(out, inertInt[Proxy](k, "a Java thread pool's size or queue; rocketkv's proxy runs each call on its own goroutine"))
 	}
 	out = append(out, inertInt[Proxy]("remotingListenPort", "RocketMQ's proxy also serves Remoting clients; rocketkv's brokers serve them directly"))
+	// RocketMQ ships rmq-proxy.json with this key alone.
+	out = append(out, inert[Proxy]{key: "rocketMQClusterName", parse: func(string) error { return nil },
+		reason: "the proxy serves the brokers of every cluster the name servers know; RocketMQ's proxy uses it for its local-mode broker and its heartbeat-sync topic"})
 	return out
 }()
 
@@ -166,10 +168,16 @@ func ProxyKeys() []string { return proxySchema.keys() }
 // ListenAddr is the gRPC listen address: bindAddress and grpcServerPort.
 func (p *Proxy) ListenAddr() string { return listenAddr(p.BindAddress, p.GrpcServerPort) }
 
-// NamesrvAddrs splits namesrvAddr at ';' (and ','), dropping blanks.
+// NamesrvAddrs splits namesrvAddr at ';' (and ','), trimming spaces and
+// dropping blanks.
 func (p *Proxy) NamesrvAddrs() []string {
-	return slices.DeleteFunc(strings.FieldsFunc(p.NamesrvAddr, func(r rune) bool { return r == ';' || r == ',' }),
-		func(s string) bool { return strings.TrimSpace(s) == "" })
+	var out []string
+	for _, a := range strings.FieldsFunc(p.NamesrvAddr, func(r rune) bool { return r == ';' || r == ',' }) {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Settings returns every key's current value as text under its canonical

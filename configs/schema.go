@@ -3,8 +3,10 @@ package configs
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -211,7 +213,7 @@ func (s *schema[T]) load(path string, c *T) (unknown []string, inerts []inertFou
 	keys := v.AllKeys()
 	sort.Strings(keys)
 	for _, k := range keys {
-		val := strings.TrimSpace(fmt.Sprint(v.Get(k)))
+		val := valueText(v.Get(k))
 		f, ok := s.lookup(k)
 		if !ok {
 			if ik, ok := s.lookupInert(k); ok {
@@ -229,4 +231,15 @@ func (s *schema[T]) load(path string, c *T) (unknown []string, inerts []inertFou
 		}
 	}
 	return unknown, inerts, nil
+}
+
+// valueText is a value read by viper as the text a key's parser takes.
+// JSON numbers arrive as float64, whose default text for a million or
+// more is an exponent (4194304 prints as 4.194304e+06): whole numbers are
+// written as integers.
+func valueText(v any) string {
+	if f, ok := v.(float64); ok && f == math.Trunc(f) && math.Abs(f) < 1<<63 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strings.TrimSpace(fmt.Sprint(v))
 }

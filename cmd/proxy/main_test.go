@@ -1,0 +1,291 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/namesrv"
+)
+
+// TestMain lets the test binary act as the proxy command, so the signal
+// test runs the real main in a child process.
+func TestMain(m *testing.M) {
+	if os.Getenv("PROXY_TEST_AS_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// execute runs the proxy command with args in this process.
+func execute(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newCommand()
+	cmd.SetArgs(args)
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func writeConfig(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// checkPrinted fails the test for each line of want missing from the
+// printed configuration out.
+func checkPrinted(t *testing.T, out string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains("\n"+out, "\n"+w+"\n") {
+			t.Errorf("printed configuration lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+// -p prints what would run: --listen's address and port, -n's name
+// servers, a --set key, and the defaults for the rest.
+func TestPrintConfig(t *testing.T) {
+	out, err := execute(t, "-p", "--listen", "127.0.0.1:18081", "-n", "10.0.0.1:9876;10.0.0.2:9876", "--set", "maxMessageSize=1048576")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPrinted(t, out, "grpcServerPort=18081", "bindAddress=127.0.0.1", "namesrvAddr=10.0.0.1:9876;10.0.0.2:9876",
+		"maxMessageSize=1048576", "proxyMode=cluster", "grpcClientConsumerLongPollingBatchSize=32")
+	out, err = execute(t, "-p", "--listen", ":18082")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPrinted(t, out, "grpcServerPort=18082", "bindAddress=0.0.0.0")
+}
+
+// An rmq-proxy.json given with -c is read, and the flags given on the
+// command line win over it.
+func TestPrintConfigFromRMQProxyJSON(t *testing.T) {
+	file := writeConfig(t, "rmq-proxy.json", `{"rocketMQClusterName": "DefaultCluster", "namesrvAddr": "10.0.0.1:9876",
+ "grpcServerPort": 19081, "maxMessageSize": 2097152, "logLevel": "warn"}`)
+	out, err := execute(t, "-c", file, "-p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPrinted(t, out, "grpcServerPort=19081", "namesrvAddr=10.0.0.1:9876", "maxMessageSize=2097152", "logLevel=warn")
+	out, err = execute(t, "-c", file, "-p", "--listen", "127.0.0.1:18081", "-n", "10.0.0.9:9876", "--log-level", "debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPrinted(t, out, "grpcServerPort=18081", "namesrvAddr=10.0.0.9:9876", "logLevel=debug", "maxMessageSize=2097152")
+}
+
+// --set sets any key, winning over the file but not over the dedicated
+// flags; one without '=' or with a bad value is an error.
+func TestSetFlag(t *testing.T) {
+	file := writeConfig(t, "rmq-proxy.json", `{"renewAheadTimeMillis": 20000, "defaultInvisibleTimeMills": 90000}`)
+	out, err := execute(t, "-c", file, "-p", "--set", "renewAheadTimeMillis=5000", "--set", "grpcServerPort=1",
+		"--listen", "127.0.0.1:18081")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPrinted(t, out, "renewAheadTimeMillis=5000", "defaultInvisibleTimeMills=90000", "grpcServerPort=18081")
+	for _, c := range []struct {
+		set, want string
+	}{
+		{"maxMessageSize", "key=value"},
+		{"=1", "key=value"},
+		{"maxMessageSize=big", "maxMessageSize"},
+		{"proxyMode=local", "proxyMode"},
+		{"noSuchKey=1", "noSuchKey"},
+	} {
+		if _, err := execute(t, "-p", "--set", c.set); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--set %s: error %v, want one naming %q", c.set, err, c.want)
+		}
+	}
+}
+
+// NAMESRV_ADDR names the name servers when neither -n nor -c does; -n
+// wins over it, and so does a file given with -c.
+func TestNamesrvAddrEnv(t *testing.T) {
+	t.Setenv("NAMESRV_ADDR", "10.1.1.1:9876")
+	file := writeConfig(t, "rmq-proxy.json", `{"namesrvAddr": "10.2.2.2:9876"}`)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "namesrvAddr=10.1.1.1:9876"},
+		{[]string{"-n", "10.3.3.3:9876"}, "namesrvAddr=10.3.3.3:9876"},
+		{[]string{"-c", file}, "namesrvAddr=10.2.2.2:9876"},
+	} {
+		out, err := execute(t, append([]string{"-p"}, c.args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPrinted(t, out, c.want)
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	if _, err := execute(t, "-p", "extra"); err == nil {
+		t.Error("positional argument accepted")
+	}
+	if _, err := execute(t, "-p", "--listen", "nowhere"); err == nil || !strings.Contains(err.Error(), "--listen") {
+		t.Errorf("listen address without a port: %v", err)
+	}
+	if _, err := execute(t, "-p", "--log-level", "loud"); err == nil || !strings.Contains(err.Error(), "logLevel") {
+		t.Errorf("bad log level: %v", err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing.json")
+	if _, err := execute(t, "-p", "-c", missing); err == nil || !strings.Contains(err.Error(), "missing.json") {
+		t.Errorf("missing config file: %v", err)
+	}
+	bad := writeConfig(t, "rmq-proxy.json", `{"grpcServerPort": 99999}`)
+	if _, err := execute(t, "-p", "-c", bad); err == nil || !strings.Contains(err.Error(), "grpcServerPort") {
+		t.Errorf("bad grpcServerPort: %v", err)
+	}
+}
+
+// startNamesrv runs a name server in process and returns its address.
+func startNamesrv(t *testing.T) string {
+	t.Helper()
+	cfg := namesrv.DefaultConfig()
+	cfg.Remoting.Addr = "127.0.0.1:0"
+	ns, err := namesrv.NewServer(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
+	return ns.Addr().String()
+}
+
+// A proxy started with -c serves gRPC on the file's port, asks the file's
+// name servers for routes, and releases its port when its context ends.
+func TestServesFromConfigFile(t *testing.T) {
+	ns := startNamesrv(t)
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	file := writeConfig(t, "rmq-proxy.json", `{"rocketMQClusterName": "DefaultCluster", "bindAddress": "127.0.0.1",
+ "grpcServerPort": `+port+`, "namesrvAddr": "`+ns+`", "logLevel": "warn"}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, options{config: file, shutdownWait: 5 * time.Second}) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}
+	defer stop()
+
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := rmqpb.NewMessagingServiceClient(conn)
+	qctx, qcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer qcancel()
+	// WaitForReady: the proxy may not listen yet.
+	resp, err := client.QueryRoute(qctx, &rmqpb.QueryRouteRequest{Topic: &rmqpb.Resource{Name: "NoSuchTopic"}}, grpc.WaitForReady(true))
+	if err != nil {
+		t.Fatalf("query route: %v", err)
+	}
+	if code := resp.GetStatus().GetCode(); code != rmqpb.Code_TOPIC_NOT_FOUND {
+		t.Fatalf("route of a topic the name server does not know: %v, want TOPIC_NOT_FOUND", resp.GetStatus())
+	}
+
+	stop()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("port still held after run returned: %v", err)
+	}
+	_ = ln.Close()
+}
+
+// main serves until SIGTERM or SIGINT, then shuts down and exits 0.
+func TestServesAndStopsOnSignal(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			addr := freeAddr(t)
+			cmd := exec.Command(os.Args[0], "--listen", addr, "-n", freeAddr(t), "--log-format", "json", "--log-level", "info")
+			cmd.Env = append(os.Environ(), "PROXY_TEST_AS_MAIN=1")
+			logs := &testutil.SyncBuffer{}
+			cmd.Stderr = logs
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			t.Cleanup(func() {
+				if cmd.ProcessState == nil {
+					_ = cmd.Process.Kill()
+				}
+			})
+
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var d net.Dialer
+			for {
+				c, err := d.DialContext(ctx, "tcp", addr)
+				if err == nil {
+					_ = c.Close()
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("proxy never listened: %v\n%s", err, logs)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Fatalf("exit: %v\n%s", err, logs)
+				}
+			case <-ctx.Done():
+				t.Fatalf("no exit after %v\n%s", sig, logs)
+			}
+			if !strings.Contains(logs.String(), "shutting down") {
+				t.Fatalf("no shutdown in the log:\n%s", logs)
+			}
+		})
+	}
+}
