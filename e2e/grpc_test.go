@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,18 +55,24 @@ func createTopicWithAttributes(t testing.TB, broker, topic string, queues int, a
 
 // grpcResult is the RESULT line of node/grpc.js.
 type grpcResult struct {
-	Sent         int      `json:"sent"`
-	SentOther    int      `json:"sentOther"`
-	SentFifo     int      `json:"sentFifo"`
-	PutBack      int      `json:"putBack"`
-	CameBack     int      `json:"cameBack"`
-	Redelivered  int      `json:"redelivered"`
-	SimpleAcked  int      `json:"simpleAcked"`
-	Leftover     int      `json:"leftover"`
-	PushConsumed int      `json:"pushConsumed"`
-	PushRetried  int      `json:"pushRetried"`
-	Refused      string   `json:"refused"`
-	Failures     []string `json:"failures"`
+	Sent         int    `json:"sent"`
+	SentOther    int    `json:"sentOther"`
+	SentFifo     int    `json:"sentFifo"`
+	PutBack      int    `json:"putBack"`
+	CameBack     int    `json:"cameBack"`
+	Redelivered  int    `json:"redelivered"`
+	SimpleAcked  int    `json:"simpleAcked"`
+	Leftover     int    `json:"leftover"`
+	PushConsumed int    `json:"pushConsumed"`
+	PushRetried  int    `json:"pushRetried"`
+	Refused      string `json:"refused"`
+	// TxnDelivered are the bodies a consumer of the transaction topic got,
+	// TxnChecked those the producer's checker was asked about.
+	TxnDelivered []string `json:"txnDelivered"`
+	TxnChecked   []string `json:"txnChecked"`
+	// DelayDelivered are the bodies a consumer of the delay topic got.
+	DelayDelivered []string `json:"delayDelivered"`
+	Failures       []string `json:"failures"`
 }
 
 // TestNodeGRPCThroughProxy runs node/grpc.js: RocketMQ 5's Node.js client
@@ -78,19 +85,26 @@ type grpcResult struct {
 // nothing more. A push consumer of a second group gets every message of
 // the topic, every seventh TagGrpc message after failing it once. Six
 // messages of one message group go to a FIFO topic, whose type also makes
-// the client refuse a message without a group. Then the broker's side:
-// the topic holds what was sent, and the message group's messages are all
-// in one queue.
+// the client refuse a message without a group. On a transaction topic one
+// transaction is committed, one rolled back and one left open, which the
+// broker's check puts to the producer's checker through the proxy (it
+// commits): a consumer gets the committed two only. On a delay topic one
+// of two delay messages is recalled: a consumer gets the other, at its
+// time. Then the broker's side: the topic holds what was sent, and the
+// message group's messages are all in one queue.
 func TestNodeGRPCThroughProxy(t *testing.T) {
 	node, dir := nodeClientScript(t, "rocketmq-client-nodejs")
 	t.Parallel()
 	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
-	const topic, fifoTopic, count = "NodeGrpc", "NodeGrpcFifo", 20
+	b := startBroker(t, ns, brokerOpts{sets: []string{"transactionTimeOut=1000", "transactionCheckInterval=1000", "recallMessageEnable=true"}})
+	const topic, fifoTopic, txnTopic, delayTopic, count = "NodeGrpc", "NodeGrpcFifo", "NodeGrpcTxn", "NodeGrpcDelay", 20
 	createTopic(t, b.addr, topic, 4)
 	createTopicWithAttributes(t, b.addr, fifoTopic, 4, "+message.type=FIFO")
-	waitRoute(t, ns.addr, topic, b.name)
-	waitRoute(t, ns.addr, fifoTopic, b.name)
+	createTopicWithAttributes(t, b.addr, txnTopic, 2, "+message.type=TRANSACTION")
+	createTopicWithAttributes(t, b.addr, delayTopic, 2, "+message.type=DELAY")
+	for _, tp := range []string{topic, fifoTopic, txnTopic, delayTopic} {
+		waitRoute(t, ns.addr, tp, b.name)
+	}
 	px := startProxy(t, ns)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -98,6 +112,7 @@ func TestNodeGRPCThroughProxy(t *testing.T) {
 	cmd := exec.CommandContext(ctx, node, "grpc.js")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "ENDPOINT="+px.addr, "TOPIC="+topic, "FIFO_TOPIC="+fifoTopic,
+		"TXN_TOPIC="+txnTopic, "DELAY_TOPIC="+delayTopic,
 		"GROUP=node-grpc-cg", "COUNT="+strconv.Itoa(count), "TIMEOUT_MS=90000")
 	out, err := cmd.CombinedOutput()
 	t.Logf("node grpc.js output:\n%s", out)
@@ -138,6 +153,15 @@ func TestNodeGRPCThroughProxy(t *testing.T) {
 	}
 	if want := (count + 6) / 7; r.PushRetried != want {
 		t.Errorf("push consumer got %d failed messages again, want %d", r.PushRetried, want)
+	}
+	if got := strings.Join(r.TxnDelivered, ","); got != "txn-commit,txn-orphan" {
+		t.Errorf("transaction consumer got %q, want the committed txn-commit and the checked-and-committed txn-orphan", got)
+	}
+	if !slices.Contains(r.TxnChecked, "txn-orphan") {
+		t.Errorf("the producer's checker was asked about %q, want txn-orphan among them", r.TxnChecked)
+	}
+	if got := strings.Join(r.DelayDelivered, ","); got != "delay-keep" {
+		t.Errorf("delay consumer got %q, want delay-keep only (delay-recall was recalled)", got)
 	}
 	waitDispatched(t, b.addr, topic, 4, int64(count+count/2))
 	waitDispatched(t, b.addr, fifoTopic, 4, 6)

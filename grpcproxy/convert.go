@@ -43,7 +43,12 @@ const (
 	propPopCK         = "POP_CK"
 	propDLQOrigTopic  = "DLQ_ORIGIN_TOPIC"
 	propDLQOrigMsgID  = "DLQ_ORIGIN_MESSAGE_ID"
+	propCheckImmunity = "CHECK_IMMUNITY_TIME_IN_SECONDS"
 )
+
+// maxTransactionRecovery bounds a half message's orphaned-transaction
+// recovery time (RocketMQ proxy's maxTransactionRecoverySecond).
+const maxTransactionRecovery = time.Hour
 
 // systemPropertyNames are the property names a user property may not
 // take (RocketMQ's MessageConst.STRING_HASH_SET).
@@ -70,6 +75,7 @@ type outgoing struct {
 	born      int64
 	messageID string
 	group     string // message group (FIFO), or ""
+	sysFlag   int32  // TransactionPrepared for a half message
 }
 
 // buildOutgoing checks a message as RocketMQ's proxy does and turns it
@@ -134,7 +140,15 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 		return o, fail(rmqpb.Code_MESSAGE_PROPERTIES_TOO_LARGE, "user properties, tag and keys take %d bytes, more than %d", size, s.cfg.MaxUserPropertySize)
 	}
 	if sp.GetMessageType() == rmqpb.MessageType_TRANSACTION {
-		return o, fail(rmqpb.Code_UNSUPPORTED, "transactional messages are not supported through rocketkv's gRPC proxy yet; send them with a Remoting client")
+		props[propTranMsg] = "true"
+		o.sysFlag = commitlog.TransactionPrepared
+		if d := sp.GetOrphanedTransactionRecoveryDuration(); d != nil {
+			secs := int64(d.AsDuration() / time.Second)
+			if secs < 0 || time.Duration(secs)*time.Second > maxTransactionRecovery {
+				return o, fail(rmqpb.Code_BAD_REQUEST, "orphaned transaction recovery of %v is outside 0..%v", d.AsDuration(), maxTransactionRecovery)
+			}
+			props[propCheckImmunity] = strconv.FormatInt(secs, 10)
+		}
 	}
 	props[propUniqKey] = sp.GetMessageId()
 	if ts := sp.GetDeliveryTimestamp(); sp.DeliveryTimestamp != nil {
@@ -181,7 +195,8 @@ func hasControl(s string) bool {
 	return strings.IndexFunc(s, unicode.IsControl) >= 0
 }
 
-// received is one popped message with what the proxy adds to it.
+// received is one popped message with what the proxy adds to it (a
+// transaction check's half message has no handle).
 type received struct {
 	msg       commitlog.Message
 	handle    Handle
@@ -244,11 +259,13 @@ func toProto(r *received) (*rmqpb.Message, error) {
 	if g, ok := props[propShardingKey]; ok {
 		sp.MessageGroup = &g
 	}
-	rh := r.handle.String()
-	sp.ReceiptHandle = &rh
+	if r.handle.BrokerName != "" {
+		rh := r.handle.String()
+		sp.ReceiptHandle = &rh
+		sp.InvisibleDuration = durationpb.New(r.invisible)
+	}
 	qo := m.QueueOffset
 	sp.QueueOffset = &qo
-	sp.InvisibleDuration = durationpb.New(r.invisible)
 	attempt := m.ReconsumeTimes + 1
 	sp.DeliveryAttempt = &attempt
 	if tc, ok := props[propTraceContext]; ok {

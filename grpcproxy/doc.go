@@ -22,8 +22,16 @@
 //	ChangeInvisibleDuration  CHANGE_MESSAGE_INVISIBLETIME
 //	ForwardMessageToDLQ      CONSUMER_SEND_MSG_BACK (delay level -1), then
 //	                         ACK_MESSAGE
-//	Heartbeat                HEART_BEAT (consumers, CONSUME_POP)
+//	Heartbeat                HEART_BEAT (consumers as CONSUME_POP,
+//	                         producers under each topic as their group)
 //	NotifyClientTermination  UNREGISTER_CLIENT
+//	EndTransaction           END_TRANSACTION, with the half message's place
+//	                         remembered from its send or its check
+//	(broker's check)         CHECK_TRANSACTION_STATE on the proxy's
+//	                         connection becomes a
+//	                         RecoverOrphanedTransactionCommand on a
+//	                         producer's telemetry stream
+//	RecallMessage            RECALL_MESSAGE
 //	Telemetry                the client's settings in, the merged settings
 //	                         out (retry policy, batch size, long polling)
 //
@@ -31,12 +39,13 @@
 // message's CommitLog offset, nine space-separated fields as RocketMQ's
 // proxy writes them (see Handle), so that a handle names its broker group,
 // queue and message without any state in the proxy: proxies can be
-// restarted or load-balanced freely. The one piece of state is the
-// auto-renewal of handles received with auto_renew (push consumers),
-// which lives with the client's connection.
+// restarted or load-balanced freely. What a proxy does keep, as
+// RocketMQ's does: the clients' settings and telemetry streams, the
+// renewal of handles received with auto_renew (push consumers), and the
+// half messages of transactions until they end (an EndTransaction must
+// come through the proxy that saw the send or the check, as with
+// RocketMQ's).
 //
-// Not served (answered UNSUPPORTED with a message naming it): transactional
-// messages (EndTransaction and the orphaned-transaction check need the
-// broker's check to reach a gRPC client), PullMessage and the offset
-// requests of the 5.x lite pull consumer, RecallMessage.
+// Not served (gRPC's UNIMPLEMENTED): PullMessage and the offset requests
+// of the 5.x lite pull consumer.
 package grpcproxy

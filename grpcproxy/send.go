@@ -2,9 +2,11 @@ package grpcproxy
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -79,7 +81,7 @@ func (s *Server) send(ctx context.Context, who caller, req *rmqpb.SendMessageReq
 func (s *Server) sendOne(ctx context.Context, topic string, q writeQueue, o outgoing) *rmqpb.SendResultEntry {
 	h := map[string]string{
 		"a": topic, "b": topic, "c": "TBW102", "d": "4",
-		"e": strconv.Itoa(int(q.queueID)), "f": "0", "g": strconv.FormatInt(o.born, 10), "h": "0",
+		"e": strconv.Itoa(int(q.queueID)), "f": strconv.Itoa(int(o.sysFlag)), "g": strconv.FormatInt(o.born, 10), "h": "0",
 		"i": o.props, "j": "0", "k": "false", "m": "false",
 	}
 	resp, err := s.invoke(ctx, q.addr, 0, remoting.NewRequest(remoting.SendMessageV2, h, o.body))
@@ -91,8 +93,21 @@ func (s *Server) sendOne(ctx context.Context, topic string, q writeQueue, o outg
 	}
 	rh := remoting.Header(resp.ExtFields)
 	off, _ := rh.OptInt64("queueOffset", 0)
-	return &rmqpb.SendResultEntry{Status: okStatus(), MessageId: o.messageID, Offset: off,
-		TransactionId: rh.OptString("transactionId", "")}
+	e := &rmqpb.SendResultEntry{Status: okStatus(), MessageId: o.messageID, Offset: off,
+		TransactionId: rh.OptString("transactionId", ""), RecallHandle: rh.OptString("recallHandle", "")}
+	if o.sysFlag == commitlog.TransactionPrepared {
+		// The half message's place, for the EndTransaction to come: its
+		// half-queue offset and the CommitLog offset in its offset id.
+		_, phy, err := commitlog.ParseMessageID(rh.OptString("msgId", ""))
+		if err != nil {
+			return &rmqpb.SendResultEntry{Status: statusOf(fmt.Errorf("half message sent, but its offset id: %w", err))}
+		}
+		if e.TransactionId == "" {
+			e.TransactionId = o.messageID
+		}
+		s.txns.put(topic, e.TransactionId, txnData{addr: q.addr, broker: q.broker, tranStateTableOffset: off, commitLogOffset: phy, at: time.Now()})
+	}
+	return e
 }
 
 // javaStringHash is Java's String.hashCode of s's UTF-16 code units, the

@@ -27,6 +27,8 @@ type Server struct {
 	pool    *remoting.ClientPool
 	routes  *routes
 	clients *clientRegistry
+	streams *streamRegistry
+	txns    *txnTable
 	renewer *renewer
 	grpc    *grpc.Server
 
@@ -47,9 +49,12 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Log.With().Str("component", "grpcproxy").Logger()}
 	opts := cfg.Remoting
 	opts.Log = s.log
+	opts.Handler = s.brokerRequest
 	s.pool = remoting.NewClientPool(opts)
 	s.routes = newRoutes(s.pool, &s.cfg)
 	s.clients = newClientRegistry()
+	s.streams = newStreamRegistry()
+	s.txns = newTxnTable()
 	s.renewer = newRenewer(s)
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),

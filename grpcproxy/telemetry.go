@@ -41,6 +41,11 @@ func (s *Server) groupPolicy(ctx context.Context, r *topicRoute, group string) g
 func (s *Server) Telemetry(stream rmqpb.MessagingService_TelemetryServer) error {
 	ctx := stream.Context()
 	who := callerOf(ctx)
+	ts := &telemetryStream{stream: stream}
+	if who.clientID != "" {
+		s.streams.open(who.clientID, ts)
+		defer s.streams.close(who.clientID, ts)
+	}
 	for {
 		cmd, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -55,7 +60,7 @@ func (s *Server) Telemetry(stream rmqpb.MessagingService_TelemetryServer) error 
 		}
 		if who.clientID == "" {
 			st := &rmqpb.Status{Code: rmqpb.Code_CLIENT_ID_REQUIRED, Message: "the x-mq-client-id metadata is required"}
-			if err := stream.Send(&rmqpb.TelemetryCommand{Status: st}); err != nil {
+			if err := ts.send(&rmqpb.TelemetryCommand{Status: st}); err != nil {
 				return err
 			}
 			continue
@@ -63,13 +68,23 @@ func (s *Server) Telemetry(stream rmqpb.MessagingService_TelemetryServer) error 
 		s.clients.setSettings(who.clientID, settings)
 		answer, err := s.answerSettings(ctx, settings)
 		if err != nil {
-			if err := stream.Send(&rmqpb.TelemetryCommand{Status: statusOf(err)}); err != nil {
+			if err := ts.send(&rmqpb.TelemetryCommand{Status: statusOf(err)}); err != nil {
 				return err
 			}
 			continue
 		}
+		if pub := settings.GetPublishing(); pub != nil {
+			topics := map[string]bool{}
+			for _, t := range pub.GetTopics() {
+				topics[wrap(t)] = true
+			}
+			s.streams.setTopics(ts, topics)
+			// Registered at once, so that the brokers' transaction checks
+			// find the producer before its first heartbeat.
+			s.producerHeartbeat(ctx, who.clientID, settings)
+		}
 		s.log.Debug().Str("client", who.clientID).Str("type", settings.GetClientType().String()).Msg("client settings")
-		if err := stream.Send(&rmqpb.TelemetryCommand{Status: okStatus(), Command: &rmqpb.TelemetryCommand_Settings{Settings: answer}}); err != nil {
+		if err := ts.send(&rmqpb.TelemetryCommand{Status: okStatus(), Command: &rmqpb.TelemetryCommand_Settings{Settings: answer}}); err != nil {
 			return err
 		}
 	}
@@ -119,6 +134,10 @@ func (s *Server) Heartbeat(ctx context.Context, req *rmqpb.HeartbeatRequest) (*r
 	}
 	s.clients.touch(who.clientID)
 	ct := req.GetClientType()
+	if ct == rmqpb.ClientType_PRODUCER {
+		s.producerHeartbeat(ctx, who.clientID, s.clients.settings(who.clientID))
+		return &rmqpb.HeartbeatResponse{Status: okStatus()}, nil
+	}
 	if req.GetGroup() == nil || (ct != rmqpb.ClientType_PUSH_CONSUMER && ct != rmqpb.ClientType_SIMPLE_CONSUMER) {
 		return &rmqpb.HeartbeatResponse{Status: okStatus()}, nil
 	}
@@ -198,6 +217,52 @@ func (s *Server) consumerHeartbeat(ctx context.Context, clientID, group string, 
 	return body, masters
 }
 
+// producerHeartbeat registers a producer with the masters of the topics
+// it publishes to, under each topic as its producer group (the group
+// RocketMQ's proxy gives gRPC producers, which transactional half
+// messages carry in PGROUP): the brokers' transaction checks then come to
+// the proxy, which passes them on over the producer's telemetry stream.
+func (s *Server) producerHeartbeat(ctx context.Context, clientID string, settings *rmqpb.Settings) {
+	for addr, groups := range s.producerGroupsByMaster(ctx, settings) {
+		type producerData struct {
+			GroupName string `json:"groupName"`
+		}
+		pds := make([]producerData, len(groups))
+		for i, g := range groups {
+			pds[i] = producerData{GroupName: g}
+		}
+		body, _ := json.Marshal(struct {
+			ClientID        string         `json:"clientID"`
+			ProducerDataSet []producerData `json:"producerDataSet"`
+			ConsumerDataSet []struct{}     `json:"consumerDataSet"`
+		}{clientID, pds, []struct{}{}})
+		resp, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.HeartBeat, nil, body))
+		if err == nil && resp.Code != remoting.Success {
+			err = remotingFailure("producer heartbeat", resp)
+		}
+		if err != nil {
+			s.log.Warn().Err(err).Str("client", clientID).Str("broker", addr).Msg("producer heartbeat to broker failed")
+		}
+	}
+}
+
+// producerGroupsByMaster maps each master of a producer's topics to the
+// topics (its producer groups) it holds.
+func (s *Server) producerGroupsByMaster(ctx context.Context, settings *rmqpb.Settings) map[string][]string {
+	out := map[string][]string{}
+	for _, t := range settings.GetPublishing().GetTopics() {
+		topic := wrap(t)
+		r, err := s.routes.get(ctx, topic)
+		if err != nil {
+			continue
+		}
+		for _, addr := range sortedValues(r.masters) {
+			out[addr] = append(out[addr], topic)
+		}
+	}
+	return out
+}
+
 // filterOf returns the Remoting expression type and expression of a
 // filter: TAG "*" when none is given.
 func filterOf(f *rmqpb.FilterExpression) (expType, exp string) {
@@ -221,6 +286,14 @@ func (s *Server) NotifyClientTermination(ctx context.Context, req *rmqpb.NotifyC
 	settings := s.clients.settings(who.clientID)
 	s.clients.remove(who.clientID)
 	s.renewer.dropClient(who.clientID)
+	for addr, groups := range s.producerGroupsByMaster(ctx, settings) {
+		for _, g := range groups {
+			if _, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.UnregisterClient,
+				map[string]string{"clientID": who.clientID, "producerGroup": g}, nil)); err != nil {
+				s.log.Warn().Err(err).Str("client", who.clientID).Str("broker", addr).Msg("unregister from broker failed")
+			}
+		}
+	}
 	if req.GetGroup() != nil && settings.GetSubscription() != nil {
 		group := wrap(req.GetGroup())
 		_, masters := s.consumerHeartbeat(ctx, who.clientID, group, settings)

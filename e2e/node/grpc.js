@@ -5,13 +5,17 @@
 // checks the broker's side afterwards.
 //
 // Environment: ENDPOINT (the proxy's host:port), TOPIC, FIFO_TOPIC (a
-// topic of message.type FIFO), GROUP, COUNT, TIMEOUT_MS. Prints one line "RESULT {...}" and exits 0 when every check
+// topic of message.type FIFO), TXN_TOPIC (TRANSACTION), DELAY_TOPIC
+// (DELAY), GROUP, COUNT, TIMEOUT_MS. Prints one line "RESULT {...}" and exits 0 when every check
 // below held, 1 otherwise.
 const { Producer, SimpleConsumer, PushConsumer, ConsumeResult } = require('rocketmq-client-nodejs');
+const { TransactionResolution } = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
 
 const endpoints = process.env.ENDPOINT;
 const topic = process.env.TOPIC;
 const fifoTopic = process.env.FIFO_TOPIC;
+const txnTopic = process.env.TXN_TOPIC;
+const delayTopic = process.env.DELAY_TOPIC;
 const group = process.env.GROUP;
 const count = Number(process.env.COUNT || 20);
 const deadline = Date.now() + Number(process.env.TIMEOUT_MS || 90000);
@@ -140,13 +144,98 @@ async function consumePush(result) {
   await consumer.shutdown();
 }
 
+// Transactions: one committed, one rolled back, one left open that the
+// broker's check asks the producer about (its checker commits it). A
+// consumer then gets exactly the committed two.
+async function transactions(result) {
+  const checked = [];
+  const producer = new Producer({
+    endpoints, namespace: '', topics: [ txnTopic ], logger: quiet,
+    checker: {
+      async check(m) {
+        checked.push(m.body.toString());
+        return m.body.toString() === 'txn-orphan' ? TransactionResolution.COMMIT : TransactionResolution.ROLLBACK;
+      },
+    },
+  });
+  await producer.startup();
+  const commit = producer.beginTransaction();
+  await producer.send({ topic: txnTopic, body: Buffer.from('txn-commit') }, commit);
+  await commit.commit();
+  const rollback = producer.beginTransaction();
+  await producer.send({ topic: txnTopic, body: Buffer.from('txn-rollback') }, rollback);
+  await rollback.rollback();
+  const orphan = producer.beginTransaction();
+  await producer.send({ topic: txnTopic, body: Buffer.from('txn-orphan') }, orphan);
+
+  const consumer = new SimpleConsumer({
+    endpoints, namespace: '', consumerGroup: `${group}-txn`, logger: quiet,
+    subscriptions: new Map([[ txnTopic, '*' ]]), awaitDuration: 5000,
+  });
+  await consumer.startup();
+  const got = new Set();
+  while (got.size < 2 && Date.now() < deadline) {
+    for (const m of await consumer.receive(16, 15000)) {
+      got.add(m.body.toString());
+      await consumer.ack(m);
+    }
+  }
+  // The rolled-back message must not come, even late.
+  for (const m of await consumer.receive(16, 15000)) {
+    got.add(m.body.toString());
+  }
+  result.txnDelivered = [ ...got ].sort();
+  result.txnChecked = checked;
+  await consumer.shutdown();
+  await producer.shutdown();
+}
+
+// A delay message can be recalled before it is due: the broker never
+// delivers it; another one is delivered at its time, not more than the
+// timer's precision before.
+async function delays(result) {
+  const producer = new Producer({ endpoints, namespace: '', topics: [ delayTopic ], logger: quiet });
+  await producer.startup();
+  const at = new Date(Date.now() + 3000);
+  const keep = await producer.send({ topic: delayTopic, body: Buffer.from('delay-keep'), deliveryTimestamp: at });
+  const drop = await producer.send({ topic: delayTopic, body: Buffer.from('delay-recall'), deliveryTimestamp: at });
+  check(typeof drop.recallHandle === 'string' && drop.recallHandle.length > 0, 'a delay message got no recall handle');
+  const recalled = await producer.recallMessage(delayTopic, drop.recallHandle);
+  check(recalled.messageId === drop.messageId, `recall answered message id ${recalled.messageId}, want ${drop.messageId}`);
+  const consumer = new SimpleConsumer({
+    endpoints, namespace: '', consumerGroup: `${group}-delay`, logger: quiet,
+    subscriptions: new Map([[ delayTopic, '*' ]]), awaitDuration: 5000,
+  });
+  await consumer.startup();
+  const got = [];
+  while (got.length < 1 && Date.now() < deadline) {
+    for (const m of await consumer.receive(16, 15000)) {
+      got.push(m.body.toString());
+      // Timers fire by the second (RocketMQ's timerPrecisionMs): at most
+      // that early.
+      check(Date.now() >= at.getTime() - 1000, `delay message delivered ${at.getTime() - Date.now()} ms early`);
+      await consumer.ack(m);
+    }
+  }
+  for (const m of await consumer.receive(16, 15000)) {
+    got.push(m.body.toString());
+  }
+  result.delayDelivered = got.sort();
+  check(keep.messageId.length > 0, 'delay message without id');
+  await consumer.shutdown();
+  await producer.shutdown();
+}
+
 (async () => {
   const result = { sent: 0, sentOther: 0, ids: [], putBack: 0, cameBack: 0, redelivered: 0, simpleAcked: 0,
-    leftover: -1, pushConsumed: 0, pushRetried: 0, sentFifo: 0, refused: '' };
+    leftover: -1, pushConsumed: 0, pushRetried: 0, sentFifo: 0, refused: '',
+    txnDelivered: [], txnChecked: [], delayDelivered: [] };
   try {
     await produce(result);
     await consumeSimple(result);
     await consumePush(result);
+    await transactions(result);
+    await delays(result);
   } catch (e) {
     failures.push(String(e && e.stack || e));
   }

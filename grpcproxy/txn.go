@@ -1,0 +1,245 @@
+package grpcproxy
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// Transaction states of END_TRANSACTION's commitOrRollback (RocketMQ's
+// MessageSysFlag): commit and rollback.
+const (
+	endCommit   = "8"
+	endRollback = "12"
+)
+
+// txnKeep bounds how long the proxy remembers a half message for the
+// client's EndTransaction (RocketMQ proxy's maxTransactionRecoverySecond,
+// an hour), and txnMax how many it remembers.
+const (
+	txnKeep = time.Hour
+	txnMax  = 100_000
+)
+
+// txnData is what END_TRANSACTION needs of a half message besides the
+// client's request: where it is stored.
+type txnData struct {
+	addr, broker         string
+	tranStateTableOffset int64
+	commitLogOffset      int64
+	at                   time.Time
+}
+
+// txnTable remembers half messages by producer group (the topic, as
+// RocketMQ's proxy names gRPC producers' groups) and transaction id, from
+// their send or from the broker's check, until they end.
+type txnTable struct {
+	mu sync.Mutex
+	m  map[string]txnData
+}
+
+func newTxnTable() *txnTable { return &txnTable{m: map[string]txnData{}} }
+
+func txnKey(group, id string) string { return group + "\x00" + id }
+
+// put remembers a half message, forgetting the expired ones (and, when the
+// table is full, the oldest) first.
+func (t *txnTable) put(group, id string, d txnData) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.m) >= txnMax {
+		oldest, at := "", d.at
+		for k, v := range t.m {
+			if time.Since(v.at) > txnKeep {
+				delete(t.m, k)
+			} else if v.at.Before(at) {
+				oldest, at = k, v.at
+			}
+		}
+		if len(t.m) >= txnMax && oldest != "" {
+			delete(t.m, oldest)
+		}
+	}
+	t.m[txnKey(group, id)] = d
+}
+
+// take returns and forgets a half message.
+func (t *txnTable) take(group, id string) (txnData, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := txnKey(group, id)
+	d, ok := t.m[k]
+	delete(t.m, k)
+	if ok && time.Since(d.at) > txnKeep {
+		return d, false
+	}
+	return d, ok
+}
+
+// EndTransaction commits or rolls back a half message the client sent
+// through a proxy (or was asked about by the broker's check through it).
+func (s *Server) EndTransaction(ctx context.Context, req *rmqpb.EndTransactionRequest) (*rmqpb.EndTransactionResponse, error) {
+	who := callerOf(ctx)
+	s.clients.touch(who.clientID)
+	answer := func(err error) (*rmqpb.EndTransactionResponse, error) {
+		return &rmqpb.EndTransactionResponse{Status: statusOf(err)}, nil
+	}
+	topic := wrap(req.GetTopic())
+	if err := checkTopic(topic); err != nil {
+		return answer(err)
+	}
+	id := req.GetTransactionId()
+	if strings.TrimSpace(id) == "" {
+		return answer(fail(rmqpb.Code_INVALID_TRANSACTION_ID, "transaction id cannot be empty"))
+	}
+	var state string
+	switch req.GetResolution() {
+	case rmqpb.TransactionResolution_COMMIT:
+		state = endCommit
+	case rmqpb.TransactionResolution_ROLLBACK:
+		state = endRollback
+	default:
+		// Unknown: the broker's check asks again later, as RocketMQ leaves it.
+		return answer(nil)
+	}
+	d, ok := s.txns.take(topic, id)
+	if !ok {
+		return answer(fail(rmqpb.Code_INVALID_TRANSACTION_ID, "no half message of transaction %s on topic %s passed through this proxy (or it ended)", id, topic))
+	}
+	h := map[string]string{
+		"producerGroup": topic, "tranStateTableOffset": strconv.FormatInt(d.tranStateTableOffset, 10),
+		"commitLogOffset": strconv.FormatInt(d.commitLogOffset, 10), "commitOrRollback": state,
+		"fromTransactionCheck": strconv.FormatBool(req.GetSource() == rmqpb.TransactionSource_SOURCE_SERVER_CHECK),
+		"msgId":                req.GetMessageId(), "transactionId": id,
+	}
+	resp, err := s.invoke(ctx, d.addr, 0, remoting.NewRequest(remoting.EndTransaction, h, nil))
+	if err == nil && resp.Code != remoting.Success {
+		err = remotingFailure("end transaction", resp)
+	}
+	if err != nil {
+		s.txns.put(topic, id, d) // the client may try again
+		return answer(err)
+	}
+	return answer(nil)
+}
+
+// brokerRequest answers what a broker asks the proxy on its Remoting
+// connection: the transaction check of a half message whose producer
+// group the proxy registered for its gRPC producers.
+func (s *Server) brokerRequest(_ context.Context, req *remoting.Command) *remoting.Command {
+	if req.Code != remoting.CheckTransactionState {
+		return remoting.NotSupportedResponse(req)
+	}
+	if err := s.checkTransaction(req); err != nil {
+		s.log.Warn().Err(err).Msg("transaction check not passed on to a client")
+	}
+	return nil // oneway
+}
+
+// checkTransaction passes a broker's CHECK_TRANSACTION_STATE on to a
+// producer of the message's topic over its telemetry stream
+// (RecoverOrphanedTransactionCommand), remembering the half message for
+// the EndTransaction the client answers with.
+func (s *Server) checkTransaction(req *remoting.Command) error {
+	h := remoting.Header(req.ExtFields)
+	m, err := commitlog.Decode(req.Body)
+	if err != nil {
+		return fmt.Errorf("check of a half message: %w", err)
+	}
+	tso, err := h.Int64("tranStateTableOffset")
+	if err != nil {
+		return fmt.Errorf("check of a half message: %w", err)
+	}
+	clo, err := h.Int64("commitLogOffset")
+	if err != nil {
+		return fmt.Errorf("check of a half message: %w", err)
+	}
+	id := h.OptString("transactionId", "")
+	if id == "" {
+		id, _ = commitlog.LookupProperty(m.Properties, propUniqKey)
+	}
+	group, _ := commitlog.LookupProperty(m.Properties, propProducerGroup)
+	// The header names the half topic; the record carries the real one.
+	topic := m.Topic
+	if group == "" {
+		group = topic
+	}
+	broker := h.OptString("bname", "")
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	defer cancel()
+	addr, err := s.masterOf(ctx, topic, broker)
+	if err != nil {
+		return fmt.Errorf("check of transaction %s: %w", id, err)
+	}
+	pm, err := toProto(&received{msg: m, topic: topic})
+	if err != nil {
+		return fmt.Errorf("check of transaction %s: %w", id, err)
+	}
+	s.txns.put(group, id, txnData{addr: addr, broker: broker, tranStateTableOffset: tso, commitLogOffset: clo, at: time.Now()})
+	cmd := &rmqpb.TelemetryCommand{Command: &rmqpb.TelemetryCommand_RecoverOrphanedTransactionCommand{
+		RecoverOrphanedTransactionCommand: &rmqpb.RecoverOrphanedTransactionCommand{Message: pm, TransactionId: id}}}
+	if !s.streams.sendToProducer(topic, cmd) {
+		return fmt.Errorf("check of transaction %s on %s: no producer of the topic is connected", id, topic)
+	}
+	return nil
+}
+
+// errBadRecallHandle is a recall handle the proxy cannot route.
+var errBadRecallHandle = errors.New("grpcproxy: malformed recall handle")
+
+// recallBroker returns the broker group a recall handle names: the handle
+// is base64 (URL alphabet) of "v1 topic brokerName deliverMs uniqKey".
+func recallBroker(handle string) (string, error) {
+	raw, err := base64.URLEncoding.DecodeString(handle)
+	if err != nil {
+		raw, err = base64.RawURLEncoding.DecodeString(handle)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: not base64", errBadRecallHandle)
+	}
+	f := strings.Split(string(raw), " ")
+	if len(f) < 5 || f[0] != "v1" || f[2] == "" {
+		return "", fmt.Errorf("%w: %d fields", errBadRecallHandle, len(f))
+	}
+	return f[2], nil
+}
+
+// RecallMessage cancels a delay message before it is delivered, by the
+// recall handle its send answered (RECALL_MESSAGE to its broker).
+func (s *Server) RecallMessage(ctx context.Context, req *rmqpb.RecallMessageRequest) (*rmqpb.RecallMessageResponse, error) {
+	who := callerOf(ctx)
+	s.clients.touch(who.clientID)
+	answer := func(id string, err error) (*rmqpb.RecallMessageResponse, error) {
+		return &rmqpb.RecallMessageResponse{Status: statusOf(err), MessageId: id}, nil
+	}
+	topic := wrap(req.GetTopic())
+	if err := checkTopic(topic); err != nil {
+		return answer("", err)
+	}
+	broker, err := recallBroker(req.GetRecallHandle())
+	if err != nil {
+		return answer("", fail(rmqpb.Code_BAD_REQUEST, "%v", err))
+	}
+	addr, err := s.masterOf(ctx, topic, broker)
+	if err != nil {
+		return answer("", err)
+	}
+	resp, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.RecallMessage,
+		map[string]string{"topic": topic, "producerGroup": topic, "recallHandle": req.GetRecallHandle()}, nil))
+	if err != nil {
+		return answer("", err)
+	}
+	if resp.Code != remoting.Success {
+		return answer("", remotingFailure("recall", resp))
+	}
+	return answer(remoting.Header(resp.ExtFields).OptString("msgId", ""), nil)
+}
