@@ -5,6 +5,7 @@
 //	broker -c broker.yaml --set listenPort=10921
 //	broker -c broker.conf --pprof 127.0.0.1:6060   # profiles at http://127.0.0.1:6060/debug/pprof/
 //	broker -c broker.conf -p                        # print the configuration that would run, as mqbroker -p
+//	broker -c broker.conf --enable-proxy [-pc rmq-proxy.json]   # also serve RocketMQ 5's gRPC clients on :8081, as mqbroker --enable-proxy
 //
 // The configuration file is RocketMQ's broker.conf (key=value) or YAML with
 // the same keys (see configs/broker.yaml). It stops cleanly on SIGINT or
@@ -28,10 +29,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/rocketkv/rocketkv/broker"
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/grpcproxy"
 	"github.com/rocketkv/rocketkv/internal/logging"
 )
 
@@ -43,10 +46,17 @@ type options struct {
 	shutdownWait time.Duration
 	pprofAddr    string
 	print        bool
+	// enableProxy also runs the gRPC proxy (bin/proxy) in the broker's
+	// process, configured by proxyConfig (rmq-proxy.json), finding
+	// brokers through the broker's name servers.
+	enableProxy bool
+	proxyConfig string
 }
 
 func main() {
-	if err := newCommand().Execute(); err != nil {
+	cmd := newCommand()
+	cmd.SetArgs(rocketmqArgs(os.Args[1:]))
+	if err := cmd.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "broker:", err)
 		os.Exit(1)
 	}
@@ -77,7 +87,27 @@ func newCommand() *cobra.Command {
 	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 30*time.Second, "how long a clean shutdown may take")
 	f.BoolVarP(&o.print, "print-config", "p", false, "print the configuration that would run (every key, key=value), then exit")
 	f.StringVar(&o.pprofAddr, "pprof", "", "serve Go's profiling endpoints (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; off when empty")
+	f.BoolVar(&o.enableProxy, "enable-proxy", false, "also serve RocketMQ 5's gRPC clients (the proxy of bin/proxy, on grpcServerPort 8081), as mqbroker --enable-proxy")
+	f.StringVar(&o.proxyConfig, "proxy-config", "", "the proxy's rmq-proxy.json (also -pc, as RocketMQ's); namesrvAddr defaults to the broker's")
 	return cmd
+}
+
+// rocketmqArgs rewrites the flags of RocketMQ's mqbroker that a flag
+// parser would read otherwise: "-pc FILE" (the proxy's configuration),
+// which would be -p and -c.
+func rocketmqArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		switch {
+		case a == "-pc":
+			out = append(out, "--proxy-config")
+		case strings.HasPrefix(a, "-pc="):
+			out = append(out, "--proxy-config="+strings.TrimPrefix(a, "-pc="))
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // printConfig writes the configuration that would run as key=value lines.
@@ -145,10 +175,47 @@ func run(ctx context.Context, o options) error {
 	if err := b.Start(ctx); err != nil {
 		return err
 	}
+	var px *grpcproxy.Server
+	if o.enableProxy {
+		if px, err = startProxy(ctx, o.proxyConfig, cfg, log); err != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), o.shutdownWait)
+			defer cancel()
+			return errors.Join(err, b.Shutdown(sctx))
+		}
+	}
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownWait)
 	defer cancel()
-	return b.Shutdown(sctx)
+	var pxErr error
+	if px != nil {
+		pxErr = px.Shutdown(sctx)
+	}
+	return errors.Join(pxErr, b.Shutdown(sctx))
+}
+
+// startProxy starts the gRPC proxy next to the broker: its configuration
+// from path (RocketMQ's rmq-proxy.json, or none), its name servers the
+// broker's unless the file names others. Unlike RocketMQ's local mode it
+// reaches this broker (and the others) through the name servers.
+func startProxy(ctx context.Context, path string, cfg configs.Broker, log zerolog.Logger) (*grpcproxy.Server, error) {
+	loaded, err := configs.LoadProxy(path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("proxy configuration: %w", err)
+	}
+	pcfg := loaded.Proxy
+	if pcfg.NamesrvAddr == configs.DefaultProxy().NamesrvAddr && cfg.NamesrvAddr != "" {
+		pcfg.NamesrvAddr = cfg.NamesrvAddr // the file names none of its own
+	}
+	plog := log.With().Str("component", "grpcproxy").Logger()
+	logging.IgnoredKeys(plog, path, loaded.UnknownKeys, loaded.InertKeys)
+	px, err := grpcproxy.New(grpcproxy.ConfigFrom(pcfg, log))
+	if err != nil {
+		return nil, err
+	}
+	if err := px.Start(ctx); err != nil {
+		return nil, err
+	}
+	return px, nil
 }
 
 // servePprof serves net/http/pprof's handlers on addr from a goroutine; the

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/namesrv"
+)
+
+// RocketMQ's "-pc FILE" reaches the proxy-config flag instead of being
+// read as -p -c; other arguments pass unchanged.
+func TestRocketMQArgs(t *testing.T) {
+	got := rocketmqArgs([]string{"-c", "broker.conf", "--enable-proxy", "-pc", "rmq-proxy.json", "-pc=x.json", "-p"})
+	want := []string{"-c", "broker.conf", "--enable-proxy", "--proxy-config", "rmq-proxy.json", "--proxy-config=x.json", "-p"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("rocketmqArgs = %q, want %q", got, want)
+	}
+}
+
+// --enable-proxy serves gRPC clients from the broker's process, on the
+// port of the proxy's configuration file, with the broker's name server:
+// a route query answers the broker's queues; the proxy stops with the
+// broker.
+func TestEnableProxy(t *testing.T) {
+	nc := namesrv.DefaultConfig()
+	nc.Remoting.Addr = "127.0.0.1:0"
+	ns, err := namesrv.NewServer(nc, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
+
+	port := freePort(t)
+	pc := filepath.Join(t.TempDir(), "rmq-proxy.json")
+	if err := os.WriteFile(pc, fmt.Appendf(nil, `{"rocketMQClusterName":"DefaultCluster","grpcServerPort":%d,"bindAddress":"127.0.0.1"}`, port), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := options{enableProxy: true, proxyConfig: pc, shutdownWait: 10 * time.Second, namesrv: ns.Addr().String(),
+		store: t.TempDir(), sets: []string{"listenPort=0", "brokerIP1=127.0.0.1", "mappedFileSizeCommitLog=4194304",
+			"logLevel=error", "fastListenPort=0", "haListenPort=0"}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, o) }()
+	t.Cleanup(cancel)
+
+	conn, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", port), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := rmqpb.NewMessagingServiceClient(conn)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cctx, ccancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), "x-mq-client-id", "enable-proxy-test"), 2*time.Second)
+		resp, err := client.QueryRoute(cctx, &rmqpb.QueryRouteRequest{Topic: &rmqpb.Resource{Name: "TBW102"}})
+		ccancel()
+		if err == nil && resp.GetStatus().GetCode() == rmqpb.Code_OK && len(resp.GetMessageQueues()) > 0 {
+			if b := resp.GetMessageQueues()[0].GetBroker().GetName(); b != "broker-a" {
+				t.Fatalf("the route names broker %q, want the broker of this process, broker-a", b)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no route through the broker's proxy after 30 s: %v %v", resp.GetStatus(), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("broker with proxy stopped with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("broker with proxy did not stop within 30 s")
+	}
+	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+		t.Errorf("the proxy's port is still taken after the stop: %v", err)
+	} else {
+		_ = l.Close()
+	}
+}
+
+// freePort returns a loopback port nothing listens on.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
