@@ -2,6 +2,7 @@ package configs
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -57,6 +58,11 @@ type Proxy struct {
 	TopicRouteCacheRefresh time.Duration
 	// GrpcMaxInboundMessageSize bounds one gRPC request.
 	GrpcMaxInboundMessageSize int
+	// TLS is the gRPC port's TLS (RocketMQ's tls.server.* keys).
+	TLS TLS
+	// ProxyProtocol says which connections may open with a PROXY protocol
+	// header.
+	ProxyProtocol ProxyProtocol
 	// LogLevel is trace, debug, info, warn or error.
 	LogLevel string
 	// LogFormat is auto, console or json.
@@ -65,7 +71,7 @@ type Proxy struct {
 
 // proxyFields is the single list of keys the proxy understands; proxy.yaml
 // documents each (a test checks both agree).
-var proxyFields = []field[Proxy]{
+var proxyFields = slices.Concat([]field[Proxy]{
 	oneOf("proxyMode", "cluster", []string{"cluster"}, func(p *Proxy) *string { return &p.ProxyMode }),
 	intRange("grpcServerPort", "8081", 0, 65535, func(p *Proxy) *int { return &p.GrpcServerPort }),
 	str("bindAddress", "0.0.0.0", func(p *Proxy) *string { return &p.BindAddress }),
@@ -91,9 +97,10 @@ var proxyFields = []field[Proxy]{
 	millisRange("grpcClientIdleTimeMills", "120000", 1, func(p *Proxy) *time.Duration { return &p.ClientIdleTime }),
 	seconds("topicRouteServiceCacheRefreshSeconds", "20", func(p *Proxy) *time.Duration { return &p.TopicRouteCacheRefresh }),
 	intRange("grpcMaxInboundMessageSize", "136314880", 1024, 1<<31-1, func(p *Proxy) *int { return &p.GrpcMaxInboundMessageSize }),
+}, tlsServerFields(func(p *Proxy) *TLS { return &p.TLS }), proxyProtocolFields(func(p *Proxy) *ProxyProtocol { return &p.ProxyProtocol }), []field[Proxy]{
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(p *Proxy) *string { return &p.LogLevel }),
 	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(p *Proxy) *string { return &p.LogFormat }),
-}
+})
 
 // proxyInert are rmq-proxy.json keys that tune parts of RocketMQ's proxy
 // rocketkv's has no counterpart of: thread pools and their queues (Go

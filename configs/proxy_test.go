@@ -46,8 +46,11 @@ func TestProxyDefaultsAreRocketMQs(t *testing.T) {
 		ClientIdleTime:            120 * time.Second,
 		TopicRouteCacheRefresh:    20 * time.Second,
 		GrpcMaxInboundMessageSize: 130 << 20,
-		LogLevel:                  "info",
-		LogFormat:                 "auto",
+		TLS: TLS{Mode: "permissive", TestModeEnable: true, ConfigFile: "/etc/rocketmq/tls.properties",
+			NeedClientAuth: "none"},
+		ProxyProtocol: ProxyProtocol{Enable: true},
+		LogLevel:      "info",
+		LogFormat:     "auto",
 	}
 	if got := DefaultProxy(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults\n%+v\nwant RocketMQ proxy's\n%+v", got, want)

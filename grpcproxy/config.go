@@ -1,13 +1,16 @@
 package grpcproxy
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/tlsconf"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -73,6 +76,17 @@ type Config struct {
 	// Remoting configures the connections to brokers and name servers
 	// (TLS, for example).
 	Remoting remoting.ClientOptions
+	// TLSMode and TLS are the gRPC port's TLS (RocketMQ's tls.server.*
+	// keys): disabled serves plaintext, permissive both on one port,
+	// enforcing TLS only.
+	TLSMode remoting.TLSMode
+	TLS     *tls.Config
+	// ProxyProtocolDisabled refuses PROXY protocol headers on the gRPC
+	// port; ProxyProtocolTrusted, when not empty, lists the balancers'
+	// networks allowed to send one (empty trusts every peer, as
+	// RocketMQ's proxy does).
+	ProxyProtocolDisabled bool
+	ProxyProtocolTrusted  []netip.Prefix
 	// Log receives the proxy's log lines.
 	Log zerolog.Logger
 }
@@ -128,9 +142,15 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// ConfigFrom builds a proxy's Config from its configuration keys.
-func ConfigFrom(p configs.Proxy, log zerolog.Logger) Config {
+// ConfigFrom builds a proxy's Config from its configuration keys; a TLS
+// certificate or key that cannot be loaded is an error naming the key.
+func ConfigFrom(p configs.Proxy, log zerolog.Logger) (Config, error) {
 	c := DefaultConfig()
+	mode, tc, err := tlsconf.Listener("proxy", p.TLS, log.With().Str("component", "grpcproxy").Logger())
+	if err != nil {
+		return c, err
+	}
+	c.TLSMode, c.TLS = mode, tc
 	c.Addr = p.ListenAddr()
 	c.NamesrvAddrs = p.NamesrvAddrs()
 	c.RouteTTL = p.TopicRouteCacheRefresh
@@ -148,6 +168,8 @@ func ConfigFrom(p configs.Proxy, log zerolog.Logger) Config {
 	c.RenewAhead, c.RenewMax, c.RenewPeriod = p.RenewAheadTime, p.RenewMaxTime, p.RenewSchedulePeriod
 	c.ClientIdle = p.ClientIdleTime
 	c.MaxRecvMsgSize = p.GrpcMaxInboundMessageSize
+	c.ProxyProtocolDisabled = !p.ProxyProtocol.Enable
+	c.ProxyProtocolTrusted = p.ProxyProtocol.TrustedNetworks
 	c.Log = log
-	return c
+	return c, nil
 }

@@ -2,9 +2,11 @@ package grpcproxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +59,7 @@ func New(cfg Config) (*Server, error) {
 	s.txns = newTxnTable()
 	s.renewer = newRenewer(s)
 	s.grpc = grpc.NewServer(
+		grpc.Creds(&sniffCreds{mode: cfg.TLSMode, tls: withH2(cfg.TLS)}),
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),
 		// Clients ping idle connections; RocketMQ's proxy lets them.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
@@ -67,6 +70,19 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// withH2 returns a copy of tc that negotiates HTTP/2 by ALPN, which gRPC
+// clients require.
+func withH2(tc *tls.Config) *tls.Config {
+	if tc == nil {
+		return nil
+	}
+	tc = tc.Clone()
+	if !slices.Contains(tc.NextProtos, "h2") {
+		tc.NextProtos = append([]string{"h2"}, tc.NextProtos...)
+	}
+	return tc
+}
+
 // Start listens on the configured address and serves until Shutdown.
 func (s *Server) Start(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.cfg.Addr)
@@ -74,12 +90,13 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("grpcproxy: listen on %s: %w", s.cfg.Addr, err)
 	}
 	s.ln = ln
+	served := proxyProtocolListener(ln, s.cfg.ProxyProtocolDisabled, s.cfg.ProxyProtocolTrusted)
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
-		if err := s.grpc.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		if err := s.grpc.Serve(served); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			s.log.Error().Err(err).Msg("gRPC server stopped")
 		}
 	}()
@@ -87,7 +104,7 @@ func (s *Server) Start(ctx context.Context) error {
 		defer s.wg.Done()
 		s.housekeep(bg)
 	}()
-	s.log.Info().Str("addr", ln.Addr().String()).Strs("namesrv", s.cfg.NamesrvAddrs).Msg("gRPC proxy listening")
+	s.log.Info().Str("addr", ln.Addr().String()).Strs("namesrv", s.cfg.NamesrvAddrs).Stringer("tls", s.cfg.TLSMode).Msg("gRPC proxy listening")
 	return nil
 }
 

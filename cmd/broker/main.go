@@ -208,7 +208,11 @@ func startProxy(ctx context.Context, path string, cfg configs.Broker, log zerolo
 	}
 	plog := log.With().Str("component", "grpcproxy").Logger()
 	logging.IgnoredKeys(plog, path, loaded.UnknownKeys, loaded.InertKeys)
-	px, err := grpcproxy.New(grpcproxy.ConfigFrom(pcfg, log))
+	pc, err := grpcproxy.ConfigFrom(pcfg, log)
+	if err != nil {
+		return nil, err
+	}
+	px, err := grpcproxy.New(pc)
 	if err != nil {
 		return nil, err
 	}

@@ -131,7 +131,11 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	logging.IgnoredKeys(log, o.config, loaded.UnknownKeys, loaded.InertKeys)
-	srv, err := grpcproxy.New(grpcproxy.ConfigFrom(set, log))
+	pc, err := grpcproxy.ConfigFrom(set, log)
+	if err != nil {
+		return err
+	}
+	srv, err := grpcproxy.New(pc)
 	if err != nil {
 		return err
 	}
