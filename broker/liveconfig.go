@@ -43,6 +43,8 @@ var runtimeKeys = map[string]bool{
 	"allowRecallWhenBrokerNotWriteable": true,
 	// Lite pull consumers on or off, read by each lite pull.
 	"litePullMessageEnable": true,
+	// Where a new group's pops start, read by each first pop.
+	"initPopOffsetByCheckMsgInMem": true,
 	// Pull consumers kept out, read by each heartbeat and pull.
 	"rejectPullConsumerEnable": true,
 	// The request mode of groups that set none, read by each

@@ -399,6 +399,14 @@ func TestPopTagFilterAndInitMode(t *testing.T) {
 	if got := bodies(res.Messages); fmt.Sprint(got) != "[m1 m3 m5]" || res.Header["msgOffsetInfo"] != "0 0 1,3,5" {
 		t.Fatalf("filtered pop %v %q", got, res.Header["msgOffsetInfo"])
 	}
+	// InitMax starts a new group at 0 while the queue's first message is
+	// in memory (initPopOffsetByCheckMsgInMem, RocketMQ's default), at the
+	// last message otherwise.
+	memPop := mustPop(t, c, popclient.PopRequest{Group: "gmem", Topic: "TF", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute, InitMode: pop.InitMax})
+	if got := bodies(memPop.Messages); fmt.Sprint(got) != "[m0 m1 m2 m3 m4 m5]" {
+		t.Fatalf("init max pop with the queue in memory %v, want every message", got)
+	}
+	updateConfig(t, rc, "initPopOffsetByCheckMsgInMem=false\n")
 	maxPop := mustPop(t, c, popclient.PopRequest{Group: "gmax", Topic: "TF", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute, InitMode: pop.InitMax})
 	if got := bodies(maxPop.Messages); fmt.Sprint(got) != "[m5]" {
 		t.Fatalf("init max pop %v", got)

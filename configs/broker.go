@@ -126,6 +126,11 @@ type Broker struct {
 	// register nothing and their pulls are answered SUBSCRIPTION_NOT_EXIST,
 	// RocketMQ's own groups excepted.
 	RejectPullConsumerEnable bool
+	// InitPopOffsetByCheckMsgInMem makes a group's first pop of a queue
+	// with ConsumeInitMode.MAX (what RocketMQ 5's gRPC proxy sends) start
+	// at 0 instead of the last message while the queue's first message is
+	// still in memory.
+	InitPopOffsetByCheckMsgInMem bool
 	ShortPollingTime         time.Duration
 	ChannelExpiredTimeout    time.Duration // heartbeat expiry of producers and consumers
 	// DefaultMessageRequestMode is the request mode (PULL or POP) that

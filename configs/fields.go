@@ -89,6 +89,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 
 	boolean("longPollingEnable", "true", func(b *Broker) *bool { return &b.LongPollingEnable }),
 	boolean("litePullMessageEnable", "true", func(b *Broker) *bool { return &b.LitePullMessageEnable }),
+	boolean("initPopOffsetByCheckMsgInMem", "true", func(b *Broker) *bool { return &b.InitPopOffsetByCheckMsgInMem }),
 	boolean("rejectPullConsumerEnable", "false", func(b *Broker) *bool { return &b.RejectPullConsumerEnable }),
 	boolean("enablePropertyFilter", "false", func(b *Broker) *bool { return &b.EnablePropertyFilter }),
 	notImplemented[Broker]("filterSupportRetry", "messages of a group's retry topic are delivered without the SQL92 filter of the topic they were first sent to, as RocketMQ's default (false) delivers them"),
