@@ -6,6 +6,7 @@ import (
 	"compress/zlib"
 	"crypto/md5"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -94,6 +95,9 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 	body := m.GetBody()
 	if sp.GetBodyEncoding() == rmqpb.Encoding_GZIP {
 		plain, err := inflate(gzipReader, body, s.cfg.MaxMessageSize)
+		if errors.Is(err, errInflatedTooLarge) {
+			return o, fail(rmqpb.Code_MESSAGE_BODY_TOO_LARGE, "message body inflates to more than the maximum %d bytes", s.cfg.MaxMessageSize)
+		}
 		if err != nil {
 			return o, fail(rmqpb.Code_MESSAGE_CORRUPTED, "message body is not valid gzip: %v", err)
 		}
@@ -210,7 +214,7 @@ type received struct {
 // rest, the body decompressed.
 func toProto(r *received) (*rmqpb.Message, error) {
 	m := &r.msg
-	props := commitlog.ParseProperties(m.Properties)
+	props := validUTF8(commitlog.ParseProperties(m.Properties))
 	body := m.Body
 	if ct := commitlog.CompressionType(m.SysFlag); ct != 0 {
 		plain, err := decompress(ct, body)
@@ -276,7 +280,7 @@ func toProto(r *received) (*rmqpb.Message, error) {
 	}
 	user := make(map[string]string, len(props))
 	for k, v := range props {
-		if !systemPropertyNames[k] && utf8.ValidString(k) && utf8.ValidString(v) {
+		if !systemPropertyNames[k] {
 			user[k] = v
 		}
 	}
@@ -286,6 +290,21 @@ func toProto(r *received) (*rmqpb.Message, error) {
 		SystemProperties: sp,
 		Body:             body,
 	}, nil
+}
+
+// validUTF8 makes every key and value of props valid UTF-8, bytes that are
+// not replaced by U+FFFD as Java's decoding replaces them: a Remoting
+// producer may store any bytes, and gRPC refuses to send a string that is
+// not UTF-8, which would fail the whole receive.
+func validUTF8(props map[string]string) map[string]string {
+	for k, v := range props {
+		if utf8.ValidString(k) && utf8.ValidString(v) {
+			continue
+		}
+		delete(props, k)
+		props[strings.ToValidUTF8(k, "\uFFFD")] = strings.ToValidUTF8(v, "\uFFFD")
+	}
+	return props
 }
 
 // maxInflated bounds a decompressed body: RocketMQ's largest message is
@@ -318,6 +337,10 @@ func decompress(ct int32, body []byte) ([]byte, error) {
 func zlibReader(r io.Reader) (io.Reader, error) { return zlib.NewReader(r) }
 func gzipReader(r io.Reader) (io.Reader, error) { return gzip.NewReader(r) }
 
+// errInflatedTooLarge is inflate's error for a body that decompresses to
+// more than its limit.
+var errInflatedTooLarge = errors.New("decompressed body exceeds the limit")
+
 // inflate reads all of a compressed body through open, refusing more than
 // limit bytes of output.
 func inflate(open func(io.Reader) (io.Reader, error), body []byte, limit int) ([]byte, error) {
@@ -330,7 +353,7 @@ func inflate(open func(io.Reader) (io.Reader, error), body []byte, limit int) ([
 		return nil, err
 	}
 	if len(out) > limit {
-		return nil, fmt.Errorf("decompressed body exceeds %d bytes", limit)
+		return nil, fmt.Errorf("%w (%d bytes)", errInflatedTooLarge, limit)
 	}
 	return out, nil
 }
