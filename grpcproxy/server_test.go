@@ -46,7 +46,7 @@ type testCluster struct {
 // startTestCluster starts a name server, a broker registered with it and
 // a proxy whose configuration is the default changed for fast tests and
 // then by mutate; everything stops when the test ends.
-func startTestCluster(t *testing.T, mutate func(*Config)) *testCluster {
+func startTestCluster(t testing.TB, mutate func(*Config)) *testCluster {
 	t.Helper()
 	ctx := context.Background()
 	nc := namesrv.DefaultConfig()
@@ -115,7 +115,7 @@ func startTestCluster(t *testing.T, mutate func(*Config)) *testCluster {
 
 // invoke sends one Remoting request to addr and returns the answer,
 // failing the test when none comes.
-func (c *testCluster) invoke(t *testing.T, addr string, code int32, ext map[string]string, body []byte) *remoting.Command {
+func (c *testCluster) invoke(t testing.TB, addr string, code int32, ext map[string]string, body []byte) *remoting.Command {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -129,7 +129,7 @@ func (c *testCluster) invoke(t *testing.T, addr string, code int32, ext map[stri
 // createTopic creates a topic of queues read and write queues on the
 // broker (attributes as UPDATE_AND_CREATE_TOPIC takes them, e.g.
 // "+message.type=FIFO") and waits until the name server routes it.
-func (c *testCluster) createTopic(t *testing.T, topic string, queues int, attributes string) {
+func (c *testCluster) createTopic(t testing.TB, topic string, queues int, attributes string) {
 	t.Helper()
 	n := strconv.Itoa(queues)
 	ext := map[string]string{
