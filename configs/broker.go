@@ -131,8 +131,8 @@ type Broker struct {
 	// at 0 instead of the last message while the queue's first message is
 	// still in memory.
 	InitPopOffsetByCheckMsgInMem bool
-	ShortPollingTime         time.Duration
-	ChannelExpiredTimeout    time.Duration // heartbeat expiry of producers and consumers
+	ShortPollingTime             time.Duration
+	ChannelExpiredTimeout        time.Duration // heartbeat expiry of producers and consumers
 	// DefaultMessageRequestMode is the request mode (PULL or POP) that
 	// QUERY_ASSIGNMENT gives a group and topic no SET_MESSAGE_REQUEST_MODE
 	// named, and DefaultPopShareQueueNum its popShareQueueNum when POP.
