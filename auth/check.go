@@ -104,12 +104,43 @@ func (c *Checker) Check(r *Request) error {
 		}
 	}
 	if authn {
-		if err := authenticate(r, s); err != nil {
+		if err := authenticate(s, func(password string) bool {
+			_, signed := r.Fields[acl.FieldSignature]
+			return signed && acl.SignatureMatches(r.Fields, r.Body, r.Version, password)
+		}); err != nil {
 			return err
 		}
 	}
 	if authz {
 		return c.authorize(r, s)
+	}
+	return nil
+}
+
+// CheckSigned decides a request signed some other way than a Remoting
+// request (RocketMQ 5's gRPC clients sign a date header): name is the
+// user it claims, signedBy reports whether that user's password signed it,
+// needs are what it does from remote. As Check, nil when allowed, a
+// *Denied when refused; the whitelists of request codes do not apply.
+func (c *Checker) CheckSigned(name string, signedBy func(password string) bool, remote netip.Addr, needs []Need) error {
+	authz := c.cfg.Authorization && len(needs) > 0
+	if !c.cfg.Authentication && !authz {
+		return nil
+	}
+	s := signer{name: name}
+	if name != "" {
+		var err error
+		if s.user, s.found, err = c.store.User(name); err != nil {
+			return fmt.Errorf("read user %s: %w", name, err)
+		}
+	}
+	if c.cfg.Authentication {
+		if err := authenticate(s, signedBy); err != nil {
+			return err
+		}
+	}
+	if authz {
+		return c.authorize(&Request{Remote: remote, Needs: needs}, s)
 	}
 	return nil
 }
@@ -123,8 +154,9 @@ type signer struct {
 }
 
 // authenticate is RocketMQ's DefaultAuthenticationHandler: the AccessKey
-// names an enabled user whose password signed the request.
-func authenticate(r *Request, s signer) error {
+// names an enabled user whose password signed the request (signedBy
+// reports that).
+func authenticate(s signer, signedBy func(password string) bool) error {
 	switch {
 	case s.name == "":
 		return denied("username cannot be null.")
@@ -133,7 +165,7 @@ func authenticate(r *Request, s signer) error {
 	case IsDisabled(s.user):
 		return denied("User:%s is disabled.", s.name)
 	}
-	if _, signed := r.Fields[acl.FieldSignature]; !signed || !acl.SignatureMatches(r.Fields, r.Body, r.Version, s.user.Password) {
+	if !signedBy(s.user.Password) {
 		return denied("check signature failed.")
 	}
 	return nil

@@ -58,6 +58,19 @@ type Proxy struct {
 	TopicRouteCacheRefresh time.Duration
 	// GrpcMaxInboundMessageSize bounds one gRPC request.
 	GrpcMaxInboundMessageSize int
+	// AuthenticationEnabled and AuthorizationEnabled check gRPC calls
+	// with RocketMQ 5.3's ACL 2.0 (AuthConfig's keys), with the users and
+	// access lists of the brokers, each kept for AuthCacheRefresh
+	// (aclCacheRefreshSecond).
+	AuthenticationEnabled, AuthorizationEnabled bool
+	AuthenticationMetadataProvider               string
+	AuthorizationMetadataProvider                string
+	AuthCacheRefresh                             time.Duration
+	// EnableAclRPCHookForClusterMode signs the proxy's Remoting requests
+	// with InnerClientAuthenticationCredentials ({"accessKey","secretKey"}),
+	// for brokers that check ACL.
+	EnableAclRPCHookForClusterMode       bool
+	InnerClientAuthenticationCredentials string
 	// TLS is the gRPC port's TLS (RocketMQ's tls.server.* keys).
 	TLS TLS
 	// ProxyProtocol says which connections may open with a PROXY protocol
@@ -97,6 +110,14 @@ var proxyFields = slices.Concat([]field[Proxy]{
 	millisRange("grpcClientIdleTimeMills", "120000", 1, func(p *Proxy) *time.Duration { return &p.ClientIdleTime }),
 	seconds("topicRouteServiceCacheRefreshSeconds", "20", func(p *Proxy) *time.Duration { return &p.TopicRouteCacheRefresh }),
 	intRange("grpcMaxInboundMessageSize", "136314880", 1024, 1<<31-1, func(p *Proxy) *int { return &p.GrpcMaxInboundMessageSize }),
+	boolean("authenticationEnabled", "false", func(p *Proxy) *bool { return &p.AuthenticationEnabled }),
+	boolean("authorizationEnabled", "false", func(p *Proxy) *bool { return &p.AuthorizationEnabled }),
+	className("authenticationMetadataProvider", func(p *Proxy) *string { return &p.AuthenticationMetadataProvider }, ProxyAuthenticationMetadataProvider),
+	className("authorizationMetadataProvider", func(p *Proxy) *string { return &p.AuthorizationMetadataProvider }, ProxyAuthorizationMetadataProvider),
+	secondsFrom0("aclCacheRefreshSecond", "20", func(p *Proxy) *time.Duration { return &p.AuthCacheRefresh }),
+	boolean("enableAclRpcHookForClusterMode", "false", func(p *Proxy) *bool { return &p.EnableAclRPCHookForClusterMode }),
+	checkedSecret("innerClientAuthenticationCredentials", func(raw string) error { _, _, err := ParseInnerCredentials(raw); return err },
+		func(p *Proxy) *string { return &p.InnerClientAuthenticationCredentials }),
 }, tlsServerFields(func(p *Proxy) *TLS { return &p.TLS }), proxyProtocolFields(func(p *Proxy) *ProxyProtocol { return &p.ProxyProtocol }), []field[Proxy]{
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(p *Proxy) *string { return &p.LogLevel }),
 	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(p *Proxy) *string { return &p.LogFormat }),
@@ -122,6 +143,18 @@ var proxyInert = func() []inert[Proxy] {
 		reason: "the proxy serves the brokers of every cluster the name servers know; RocketMQ's proxy uses it for its local-mode broker and its heartbeat-sync topic"})
 	return out
 }()
+
+// The metadata providers RocketMQ's proxy reads users and access lists
+// through: from the brokers, as rocketkv's proxy always does.
+const (
+	ProxyAuthenticationMetadataProvider = "org.apache.rocketmq.proxy.auth.ProxyAuthenticationMetadataProvider"
+	ProxyAuthorizationMetadataProvider  = "org.apache.rocketmq.proxy.auth.ProxyAuthorizationMetadataProvider"
+)
+
+// secondsFrom0 reads a duration in whole seconds, 0 included.
+func secondsFrom0[T any](key, def string, ptr func(*T) *time.Duration) field[T] {
+	return inUnit(key, def, time.Second, "seconds", 0, 1<<31-1, ptr)
+}
 
 // proxySchema is the proxy's key table with its lookups.
 var proxySchema = newSchema(proxyFields, nil).withInert(proxyInert)

@@ -46,6 +46,7 @@ func TestProxyDefaultsAreRocketMQs(t *testing.T) {
 		ClientIdleTime:            120 * time.Second,
 		TopicRouteCacheRefresh:    20 * time.Second,
 		GrpcMaxInboundMessageSize: 130 << 20,
+		AuthCacheRefresh:          20 * time.Second,
 		TLS: TLS{Mode: "permissive", TestModeEnable: true, ConfigFile: "/etc/rocketmq/tls.properties",
 			NeedClientAuth: "none"},
 		ProxyProtocol: ProxyProtocol{Enable: true},

@@ -87,6 +87,18 @@ type Config struct {
 	// RocketMQ's proxy does).
 	ProxyProtocolDisabled bool
 	ProxyProtocolTrusted  []netip.Prefix
+	// Authentication checks that each call is signed by a user the
+	// brokers have (authenticationEnabled); Authorization checks the
+	// user's access list for what the call does (authorizationEnabled).
+	// Users and access lists are read from the brokers and kept for
+	// AuthCacheTTL (aclCacheRefreshSeconds).
+	Authentication, Authorization bool
+	AuthCacheTTL                  time.Duration
+	// InnerAccessKey and InnerSecretKey sign the proxy's own Remoting
+	// requests, for brokers that check ACL (RocketMQ proxy's
+	// innerClientAuthenticationCredentials with
+	// enableAclRpcHookForClusterMode); empty sends them unsigned.
+	InnerAccessKey, InnerSecretKey string
 	// Log receives the proxy's log lines.
 	Log zerolog.Logger
 }
@@ -119,6 +131,7 @@ func DefaultConfig() Config {
 		RenewPeriod:               5 * time.Second,
 		ClientIdle:                120 * time.Second,
 		MaxRecvMsgSize:            130 << 20,
+		AuthCacheTTL:              20 * time.Second,
 		Log:                       zerolog.Nop(),
 	}
 }
@@ -170,6 +183,17 @@ func ConfigFrom(p configs.Proxy, log zerolog.Logger) (Config, error) {
 	c.MaxRecvMsgSize = p.GrpcMaxInboundMessageSize
 	c.ProxyProtocolDisabled = !p.ProxyProtocol.Enable
 	c.ProxyProtocolTrusted = p.ProxyProtocol.TrustedNetworks
+	c.Authentication, c.Authorization, c.AuthCacheTTL = p.AuthenticationEnabled, p.AuthorizationEnabled, p.AuthCacheRefresh
+	if p.EnableAclRPCHookForClusterMode {
+		creds, ok, err := configs.ParseInnerCredentials(p.InnerClientAuthenticationCredentials)
+		if err != nil {
+			return c, fmt.Errorf("innerClientAuthenticationCredentials: %w", err)
+		}
+		if !ok {
+			return c, errors.New("enableAclRpcHookForClusterMode needs innerClientAuthenticationCredentials, the account the proxy signs its requests to brokers as")
+		}
+		c.InnerAccessKey, c.InnerSecretKey = creds.AccessKey, creds.SecretKey
+	}
 	c.Log = log
 	return c, nil
 }

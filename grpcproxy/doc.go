@@ -46,6 +46,14 @@
 // come through the proxy that saw the send or the check, as with
 // RocketMQ's).
 //
-// Not served (gRPC's UNIMPLEMENTED): PullMessage and the offset requests
-// of the 5.x lite pull consumer.
+// With ACL 2.0 on (Config.Authentication, Config.Authorization) every
+// call is checked before its handler: the clients sign a date-time header
+// with the user's password, users and access lists come from the brokers
+// (AUTH_GET_USER, AUTH_GET_ACL), and what a call needs (Pub on a send's
+// topic, Sub on a receive's topic and group, ...) is decided by package
+// auth as the broker decides Remoting requests. The proxy's own Remoting
+// requests are signed with its inner account when one is configured.
+//
+// Not served, as by RocketMQ 5.3's proxy (gRPC's UNIMPLEMENTED):
+// PullMessage and the offset requests of the lite pull consumer.
 package grpcproxy

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/rocketkv/rocketkv/acl"
+	"github.com/rocketkv/rocketkv/auth"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -32,6 +34,9 @@ type Server struct {
 	streams *streamRegistry
 	txns    *txnTable
 	renewer *renewer
+	// checker authenticates and authorizes calls when ACL is on; nil
+	// when it is off.
+	checker *auth.Checker
 	grpc    *grpc.Server
 
 	// next spreads sends without a message group over a topic's queues
@@ -52,19 +57,27 @@ func New(cfg Config) (*Server, error) {
 	opts := cfg.Remoting
 	opts.Log = s.log
 	opts.Handler = s.brokerRequest
+	if cfg.InnerAccessKey != "" {
+		// The brokers check ACL: the proxy signs as its own account.
+		opts.BeforeRequest = acl.RequestSigner(cfg.InnerAccessKey, cfg.InnerSecretKey)
+	}
 	s.pool = remoting.NewClientPool(opts)
 	s.routes = newRoutes(s.pool, &s.cfg)
 	s.clients = newClientRegistry()
 	s.streams = newStreamRegistry()
 	s.txns = newTxnTable()
 	s.renewer = newRenewer(s)
+	if cfg.Authentication || cfg.Authorization {
+		s.checker = auth.NewChecker(auth.Config{Authentication: cfg.Authentication, Authorization: cfg.Authorization},
+			&remoteAuthStore{s: s, ttl: cfg.AuthCacheTTL, users: map[string]cachedUser{}, acls: map[string]cachedACL{}})
+	}
 	s.grpc = grpc.NewServer(
 		grpc.Creds(&sniffCreds{mode: cfg.TLSMode, tls: withH2(cfg.TLS)}),
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),
 		// Clients ping idle connections; RocketMQ's proxy lets them.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
-		grpc.ChainUnaryInterceptor(s.recoverUnary),
-		grpc.ChainStreamInterceptor(s.recoverStream),
+		grpc.ChainUnaryInterceptor(s.recoverUnary, s.authUnary),
+		grpc.ChainStreamInterceptor(s.recoverStream, s.authStream),
 	)
 	rmqpb.RegisterMessagingServiceServer(s.grpc, s)
 	return s, nil

@@ -48,6 +48,12 @@ type testCluster struct {
 // then by mutate; everything stops when the test ends.
 func startTestCluster(t testing.TB, mutate func(*Config)) *testCluster {
 	t.Helper()
+	return startTestClusterWith(t, nil, mutate)
+}
+
+// startTestClusterWith is startTestCluster with broker settings added.
+func startTestClusterWith(t testing.TB, brokerSettings map[string]string, mutate func(*Config)) *testCluster {
+	t.Helper()
 	ctx := context.Background()
 	nc := namesrv.DefaultConfig()
 	nc.Remoting.Addr = "127.0.0.1:0"
@@ -60,10 +66,12 @@ func startTestCluster(t testing.TB, mutate func(*Config)) *testCluster {
 	}
 	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
 
-	loaded, err := configs.LoadBroker("", map[string]string{
+	settings := map[string]string{
 		"storePathRootDir": t.TempDir(), "listenPort": "0", "brokerIP1": "127.0.0.1",
 		"namesrvAddr": ns.Addr().String(), "mappedFileSizeCommitLog": "4194304",
-	})
+	}
+	maps.Copy(settings, brokerSettings)
+	loaded, err := configs.LoadBroker("", settings)
 	if err != nil {
 		t.Fatalf("broker configuration: %v", err)
 	}
