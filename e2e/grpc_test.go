@@ -196,3 +196,80 @@ func nodeClientScript(t *testing.T, pkg string) (node, dir string) {
 	}
 	return node, dir
 }
+
+// TestNodeGRPCWithACL runs node/grpc-acl.js through a proxy with ACL 2.0
+// on in front of a broker with ACL 2.0 on: the Node client's signed calls
+// (sessionCredentials) are accepted for a user allowed to publish to and
+// consume the topic as the group, which sends and receives every message;
+// a wrong secret is refused as unauthenticated. The proxy reaches the
+// broker as its inner account, a Super user.
+func TestNodeGRPCWithACL(t *testing.T) {
+	node, dir := nodeClientScript(t, "rocketmq-client-nodejs")
+	t.Parallel()
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{sets: []string{
+		"authenticationEnabled=true", "authorizationEnabled=true",
+		`initAuthenticationUser={"username":"e2eRoot","password":"root-secret"}`,
+	}})
+	const topic, group, count = "NodeGrpcAcl", "node-grpc-acl-cg", 5
+	asRoot := func(code int, ext map[string]string, body []byte) {
+		t.Helper()
+		r, err := rawInvoke(b.addr, code, signedFields(ext, body, "e2eRoot", "root-secret"), body)
+		if err != nil || r.Code != respSuccess {
+			t.Fatalf("request %d as the super user: %v %+v", code, err, r)
+		}
+	}
+	asRoot(codeUpdateAndCreateTopic, map[string]string{"topic": topic, "defaultTopic": "TBW102", "readQueueNums": "2",
+		"writeQueueNums": "2", "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}, nil)
+	waitRoute(t, ns.addr, topic, b.name)
+	asRoot(codeAuthCreateUser, map[string]string{"username": "grpcApp"}, []byte(`{"password":"app-secret","userType":"Normal"}`))
+	acl, err := json.Marshal(map[string]any{"subject": "User:grpcApp", "policies": []any{map[string]any{"policyType": "Custom",
+		"entries": []any{
+			map[string]any{"resource": "Topic:" + topic, "actions": []string{"Pub", "Sub"}, "decision": "Allow"},
+			map[string]any{"resource": "Group:" + group, "actions": []string{"Sub"}, "decision": "Allow"},
+		}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asRoot(codeAuthCreateACL, map[string]string{"subject": "User:grpcApp"}, acl)
+	px := startProxy(t, ns, "authenticationEnabled=true", "authorizationEnabled=true",
+		"enableAclRpcHookForClusterMode=true", `innerClientAuthenticationCredentials={"accessKey":"e2eRoot","secretKey":"root-secret"}`)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "grpc-acl.js")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "ENDPOINT="+px.addr, "TOPIC="+topic, "GROUP="+group,
+		"ACCESS_KEY=grpcApp", "SECRET_KEY=app-secret", "COUNT="+strconv.Itoa(count), "TIMEOUT_MS=60000")
+	out, runErr := cmd.CombinedOutput()
+	t.Logf("node grpc-acl.js output:\n%s", out)
+	var r struct {
+		Sent, Received int
+		WrongSecret    string
+		Failures       []string
+	}
+	found := false
+	for _, line := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
+			if err := json.Unmarshal([]byte(rest), &r); err != nil {
+				t.Fatalf("bad RESULT line %q: %v", line, err)
+			}
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("node grpc-acl.js printed no RESULT line (%v)", runErr)
+	}
+	for _, f := range r.Failures {
+		t.Errorf("grpc-acl.js: %s", f)
+	}
+	if runErr != nil {
+		t.Fatalf("node grpc-acl.js failed: %v", runErr)
+	}
+	if r.Sent != count || r.Received != count {
+		t.Errorf("signed client sent %d and received %d messages, want %d each", r.Sent, r.Received, count)
+	}
+	if !strings.Contains(r.WrongSecret, "check signature failed") {
+		t.Errorf("a wrong secret was refused with %q, want the signature check's refusal", r.WrongSecret)
+	}
+}
