@@ -117,18 +117,7 @@ func TestNodeGRPCThroughProxy(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	t.Logf("node grpc.js output:\n%s", out)
 	var r grpcResult
-	found := false
-	for _, line := range strings.Split(string(out), "\n") {
-		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
-			if err := json.Unmarshal([]byte(rest), &r); err != nil {
-				t.Fatalf("bad RESULT line %q: %v", line, err)
-			}
-			found = true
-		}
-	}
-	if !found {
-		t.Fatalf("node grpc.js printed no RESULT line (%v)", err)
-	}
+	readNodeResult(t, "grpc.js", out, &r)
 	for _, f := range r.Failures {
 		t.Errorf("grpc.js: %s", f)
 	}
@@ -248,18 +237,7 @@ func TestNodeGRPCWithACL(t *testing.T) {
 		WrongSecret    string
 		Failures       []string
 	}
-	found := false
-	for _, line := range strings.Split(string(out), "\n") {
-		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
-			if err := json.Unmarshal([]byte(rest), &r); err != nil {
-				t.Fatalf("bad RESULT line %q: %v", line, err)
-			}
-			found = true
-		}
-	}
-	if !found {
-		t.Fatalf("node grpc-acl.js printed no RESULT line (%v)", runErr)
-	}
+	readNodeResult(t, "grpc-acl.js", out, &r)
 	for _, f := range r.Failures {
 		t.Errorf("grpc-acl.js: %s", f)
 	}

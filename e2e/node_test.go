@@ -114,19 +114,24 @@ func runAliOns(t *testing.T, node, dir, ns, topic string, count int) aliOnsResul
 		t.Fatalf("run node test.js: %v", err)
 	}
 	var result aliOnsResult
-	found := false
+	readNodeResult(t, "test.js", out, &result)
+	return result
+}
+
+// readNodeResult decodes the JSON of the line "RESULT {...}" a Node script
+// printed into v, failing the test when there is none or it does not
+// decode.
+func readNodeResult(t *testing.T, script string, out []byte, v any) {
+	t.Helper()
 	for _, line := range strings.Split(string(out), "\n") {
 		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
-			if err := json.Unmarshal([]byte(rest), &result); err != nil {
-				t.Fatalf("bad RESULT line %q: %v", line, err)
+			if err := json.Unmarshal([]byte(rest), v); err != nil {
+				t.Fatalf("%s: bad RESULT line %q: %v", script, line, err)
 			}
-			found = true
+			return
 		}
 	}
-	if !found {
-		t.Fatal("node test.js printed no RESULT line")
-	}
-	return result
+	t.Fatalf("%s printed no RESULT line", script)
 }
 
 // checkDelivery checks that ali-ons sent and consumed count messages, got

@@ -55,7 +55,7 @@ func (s *Server) send(ctx context.Context, who caller, req *rmqpb.SendMessageReq
 	}
 	var q writeQueue
 	if len(outs) == 1 && outs[0].group != "" {
-		q = qs[consistentHash(int64(javaStringHash(outs[0].group)), len(qs))]
+		q = qs[consistentHash(groupHash(outs[0].group), len(qs))]
 	} else {
 		q = qs[s.next.Add(1)%uint64(len(qs))]
 	}
@@ -110,21 +110,10 @@ func (s *Server) sendOne(ctx context.Context, topic string, q writeQueue, o outg
 	return e
 }
 
-// javaStringHash is Java's String.hashCode of s's UTF-16 code units, the
-// hash RocketMQ's proxy spreads message groups with.
-func javaStringHash(s string) int32 {
-	var h int32
-	for _, r := range s {
-		if r >= 0x10000 {
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	return h
-}
+// groupHash is the hash RocketMQ's proxy spreads message groups with:
+// Java's String.hashCode of the group (which is also how the ConsumeQueue
+// codes tags).
+func groupHash(group string) int64 { return commitlog.TagsCode(group) }
 
 // consistentHash maps input to a bucket in [0, buckets) so that few
 // inputs move when buckets changes by one: Guava's

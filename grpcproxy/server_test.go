@@ -908,13 +908,13 @@ func TestFifoMessageGroupQueue(t *testing.T) {
 	groups := []string{"order-0"}
 	for i := 1; len(groups) < 2; i++ {
 		g := fmt.Sprintf("order-%d", i)
-		if consistentHash(int64(javaStringHash(g)), queues) != consistentHash(int64(javaStringHash(groups[0])), queues) {
+		if consistentHash(groupHash(g), queues) != consistentHash(groupHash(groups[0]), queues) {
 			groups = append(groups, g)
 		}
 	}
 	want := make([]int64, queues)
 	for _, g := range groups {
-		q := consistentHash(int64(javaStringHash(g)), queues)
+		q := consistentHash(groupHash(g), queues)
 		for i := range 3 {
 			m := newMessage(topic, fmt.Sprintf("%s-%d", g, i))
 			m.SystemProperties.MessageType = rmqpb.MessageType_FIFO

@@ -35,6 +35,7 @@ import (
 	"github.com/rocketkv/rocketkv/broker"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/grpcproxy"
+	"github.com/rocketkv/rocketkv/internal/cliflags"
 	"github.com/rocketkv/rocketkv/internal/logging"
 )
 
@@ -123,12 +124,8 @@ func printConfig(w io.Writer, o options) error {
 // loadConfig reads the configuration file with the flags' overrides.
 func loadConfig(o options) (configs.Loaded, error) {
 	overrides := map[string]string{}
-	for _, s := range o.sets {
-		k, v, ok := strings.Cut(s, "=")
-		if !ok || k == "" {
-			return configs.Loaded{}, fmt.Errorf("--set %q: want key=value", s)
-		}
-		overrides[k] = v
+	if err := cliflags.AddSets(o.sets, overrides); err != nil {
+		return configs.Loaded{}, err
 	}
 	if o.namesrv != "" {
 		overrides["namesrvAddr"] = o.namesrv

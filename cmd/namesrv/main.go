@@ -15,17 +15,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/cliflags"
 	"github.com/rocketkv/rocketkv/internal/logging"
 	"github.com/rocketkv/rocketkv/namesrv"
 )
@@ -64,7 +63,7 @@ func newCommand() *cobra.Command {
 			f := cmd.Flags()
 			o.overrides = map[string]string{}
 			if f.Changed("listen") {
-				if err := listenOverrides(listen, o.overrides); err != nil {
+				if err := cliflags.AddListen(listen, "bindAddress", "listenPort", o.overrides); err != nil {
 					return err
 				}
 			}
@@ -77,14 +76,8 @@ func newCommand() *cobra.Command {
 				o.overrides["orderMessageEnable"] = strconv.FormatBool(orderMessage)
 			}
 			// --set comes last: the dedicated flags above win over it.
-			for _, kv := range sets {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" {
-					return fmt.Errorf("--set %q: want key=value", kv)
-				}
-				if _, dup := o.overrides[k]; !dup {
-					o.overrides[k] = v
-				}
+			if err := cliflags.AddSets(sets, o.overrides); err != nil {
+				return err
 			}
 			if o.print {
 				return printConfig(cmd.OutOrStdout(), o)
@@ -105,20 +98,6 @@ func newCommand() *cobra.Command {
 	f.StringArrayVar(&sets, "set", nil, "override one configuration key: --set key=value (repeatable), e.g. --set tls.server.mode=enforcing")
 	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 10*time.Second, "how long a shutdown may take")
 	return cmd
-}
-
-// listenOverrides turns a --listen address into bindAddress and listenPort.
-func listenOverrides(listen string, overrides map[string]string) error {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return fmt.Errorf("--listen %q: %w", listen, err)
-	}
-	if host == "" {
-		host = "0.0.0.0"
-	}
-	overrides["bindAddress"] = host
-	overrides["listenPort"] = port
-	return nil
 }
 
 // printConfig writes the configuration that would run as key=value lines.

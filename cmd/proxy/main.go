@@ -16,10 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -27,6 +25,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/grpcproxy"
+	"github.com/rocketkv/rocketkv/internal/cliflags"
 	"github.com/rocketkv/rocketkv/internal/logging"
 )
 
@@ -61,14 +60,9 @@ func newCommand() *cobra.Command {
 			f := cmd.Flags()
 			o.overrides = map[string]string{}
 			if f.Changed("listen") {
-				host, port, err := net.SplitHostPort(listen)
-				if err != nil {
-					return fmt.Errorf("--listen %q: %w", listen, err)
+				if err := cliflags.AddListen(listen, "bindAddress", "grpcServerPort", o.overrides); err != nil {
+					return err
 				}
-				if host == "" {
-					host = "0.0.0.0"
-				}
-				o.overrides["bindAddress"], o.overrides["grpcServerPort"] = host, port
 			}
 			if f.Changed("namesrv") {
 				o.overrides["namesrvAddr"] = namesrv
@@ -80,14 +74,8 @@ func newCommand() *cobra.Command {
 					o.overrides[key], _ = f.GetString(flag)
 				}
 			}
-			for _, kv := range sets {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" {
-					return fmt.Errorf("--set %q: want key=value", kv)
-				}
-				if _, dup := o.overrides[k]; !dup {
-					o.overrides[k] = v
-				}
+			if err := cliflags.AddSets(sets, o.overrides); err != nil {
+				return err
 			}
 			if o.print {
 				return printConfig(cmd.OutOrStdout(), o)
