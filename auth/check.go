@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -136,6 +137,10 @@ func (c *Checker) CheckSigned(name string, signedBy func(password string) bool, 
 	}
 	if c.cfg.Authentication {
 		if err := authenticate(s, signedBy); err != nil {
+			var d *Denied
+			if errors.As(err, &d) {
+				d.Authentication = true
+			}
 			return err
 		}
 	}

@@ -127,7 +127,12 @@ func cloneACL(a meta.AclInfo) meta.AclInfo {
 
 // Denied is a refused request. Its message is the remark RocketMQ 5.3's
 // broker answers NO_PERMISSION with for the same refusal.
-type Denied struct{ Reason string }
+type Denied struct {
+	Reason string
+	// Authentication is set when the signer was refused (who), not what
+	// it asked for.
+	Authentication bool
+}
 
 // Error returns the remark.
 func (d *Denied) Error() string { return d.Reason }

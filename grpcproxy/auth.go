@@ -14,11 +14,13 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/rocketkv/rocketkv/auth"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
@@ -53,7 +55,8 @@ func credentialsOf(md metadata.MD) (user, signature, dateTime string, ok bool) {
 		k, v, _ := strings.Cut(strings.TrimSpace(item), "=")
 		switch k {
 		case "Credential":
-			user = v
+			// The C++ client writes AK/region/service: the user is the AK.
+			user, _, _ = strings.Cut(v, "/")
 		case "Signature":
 			signature = v
 		}
@@ -114,6 +117,10 @@ func needsOf(req any) []auth.Need {
 		if r.GetGroup() != nil {
 			return []auth.Need{group(r.GetGroup())}
 		}
+	case *rmqpb.NotifyClientTerminationRequest:
+		if r.GetGroup() != nil {
+			return []auth.Need{group(r.GetGroup())}
+		}
 	case *rmqpb.TelemetryCommand:
 		s := r.GetSettings()
 		var needs []auth.Need
@@ -132,9 +139,9 @@ func needsOf(req any) []auth.Need {
 }
 
 // checkCall authenticates and authorizes one call (or one message of a
-// stream) with the proxy's checker; nil when allowed. A refusal is a gRPC
-// status, Unauthenticated or PermissionDenied with RocketMQ's remark, and
-// a log line.
+// stream) with the proxy's checker; nil when allowed. A refusal is a
+// statusError with RocketMQ's code (UNAUTHORIZED for who signed,
+// FORBIDDEN for what it asked) and remark, and a log line.
 func (s *Server) checkCall(ctx context.Context, method string, req any) error {
 	if s.checker == nil {
 		return nil
@@ -157,31 +164,72 @@ func (s *Server) checkCall(ctx context.Context, method string, req any) error {
 	var denied *auth.Denied
 	if !errors.As(err, &denied) {
 		s.log.Error().Err(err).Str("method", method).Str("user", user).Msg("access check failed")
-		return status.Error(codes.Unavailable, "access check failed: "+err.Error())
+		return fail(rmqpb.Code_INTERNAL_SERVER_ERROR, "access check failed: %v", err)
 	}
-	code := codes.PermissionDenied
-	if strings.Contains(denied.Reason, "signature") || strings.Contains(denied.Reason, "is not found") || strings.Contains(denied.Reason, "cannot be null") {
-		code = codes.Unauthenticated
+	code := rmqpb.Code_FORBIDDEN
+	if denied.Authentication {
+		code = rmqpb.Code_UNAUTHORIZED
 	}
 	s.log.Warn().Str("method", method).Str("user", user).Stringer("remote", remote).Str("reason", denied.Reason).Msg("call refused")
-	return status.Error(code, denied.Reason)
+	return fail(code, "%s", denied.Reason)
 }
 
-// authUnary checks a unary call before its handler.
+// authUnary checks a unary call before its handler; a refusal is answered
+// in the call's response Status, as RocketMQ's proxy answers it.
 func (s *Server) authUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	if err := s.checkCall(ctx, info.FullMethod, req); err != nil {
-		return nil, err
+		if resp := refusal(req, statusOf(err)); resp != nil {
+			return resp, nil
+		}
+		return nil, status.Error(codes.PermissionDenied, err.Error())
 	}
 	return h(ctx, req)
 }
 
+// refusal returns the response of req's call carrying only st; nil for a
+// request type the proxy does not serve.
+func refusal(req any, st *rmqpb.Status) any {
+	switch req.(type) {
+	case *rmqpb.QueryRouteRequest:
+		return &rmqpb.QueryRouteResponse{Status: st}
+	case *rmqpb.HeartbeatRequest:
+		return &rmqpb.HeartbeatResponse{Status: st}
+	case *rmqpb.SendMessageRequest:
+		return &rmqpb.SendMessageResponse{Status: st}
+	case *rmqpb.QueryAssignmentRequest:
+		return &rmqpb.QueryAssignmentResponse{Status: st}
+	case *rmqpb.AckMessageRequest:
+		return &rmqpb.AckMessageResponse{Status: st}
+	case *rmqpb.ForwardMessageToDeadLetterQueueRequest:
+		return &rmqpb.ForwardMessageToDeadLetterQueueResponse{Status: st}
+	case *rmqpb.EndTransactionRequest:
+		return &rmqpb.EndTransactionResponse{Status: st}
+	case *rmqpb.NotifyClientTerminationRequest:
+		return &rmqpb.NotifyClientTerminationResponse{Status: st}
+	case *rmqpb.ChangeInvisibleDurationRequest:
+		return &rmqpb.ChangeInvisibleDurationResponse{Status: st}
+	case *rmqpb.RecallMessageRequest:
+		return &rmqpb.RecallMessageResponse{Status: st}
+	}
+	return nil
+}
+
+// errRefusalAnswered ends a stream whose refusal was already sent on it.
+var errRefusalAnswered = errors.New("grpcproxy: refusal answered on the stream")
+
 // authStream checks every message a streaming call receives (the receive's
-// request, each telemetry command).
+// request, each telemetry command). A refused receive is answered with
+// its status and the delivery time; a refused telemetry command ends its
+// stream with gRPC's Unauthenticated or PermissionDenied.
 func (s *Server) authStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 	if s.checker == nil {
 		return h(srv, ss)
 	}
-	return h(srv, &checkedStream{ServerStream: ss, s: s, method: info.FullMethod})
+	err := h(srv, &checkedStream{ServerStream: ss, s: s, method: info.FullMethod})
+	if errors.Is(err, errRefusalAnswered) {
+		return nil
+	}
+	return err
 }
 
 // checkedStream is a server stream whose received messages are checked.
@@ -191,23 +239,59 @@ type checkedStream struct {
 	method string
 }
 
+// RecvMsg receives a message and checks it; a refusal is sent on the
+// stream as the call's kind of answer and ends it.
 func (c *checkedStream) RecvMsg(m any) error {
 	if err := c.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}
-	return c.s.checkCall(c.Context(), c.method, m)
+	err := c.s.checkCall(c.Context(), c.method, m)
+	if err == nil {
+		return nil
+	}
+	st := statusOf(err)
+	switch m.(type) {
+	case *rmqpb.ReceiveMessageRequest:
+		_ = c.SendMsg(&rmqpb.ReceiveMessageResponse{Content: &rmqpb.ReceiveMessageResponse_Status{Status: st}})
+		_ = c.SendMsg(&rmqpb.ReceiveMessageResponse{Content: &rmqpb.ReceiveMessageResponse_DeliveryTimestamp{DeliveryTimestamp: timestamppb.Now()}})
+	default:
+		// A telemetry stream may carry a transaction check sent from
+		// another goroutine: its refusal ends it with gRPC's status
+		// rather than a second sender.
+		code := codes.PermissionDenied
+		if st.GetCode() == rmqpb.Code_UNAUTHORIZED {
+			code = codes.Unauthenticated
+		}
+		return status.Error(code, st.GetMessage())
+	}
+	return errRefusalAnswered
 }
+
+// authCacheSize bounds the users and the access lists a proxy keeps
+// (RocketMQ's aclCacheMaxNum is 20,000): the names come from unverified
+// credentials, so the caches must not grow with them.
+const authCacheSize = 20_000
 
 // remoteAuthStore reads users and access lists from the brokers
 // (AUTH_GET_USER, AUTH_GET_ACL), as RocketMQ's proxy reads them, keeping
-// each answer for a while (aclCacheRefreshSeconds).
+// each answer, found or not, for a while (aclCacheRefreshSecond) in
+// bounded caches, and the brokers' list as long.
 type remoteAuthStore struct {
-	s   *Server
-	ttl time.Duration
+	s     *Server
+	ttl   time.Duration
+	users *lru.Cache[string, cachedUser]
+	acls  *lru.Cache[string, cachedACL]
 
-	mu    sync.Mutex
-	users map[string]cachedUser
-	acls  map[string]cachedACL
+	mu        sync.Mutex
+	masters   []string
+	mastersAt time.Time
+}
+
+// newRemoteAuthStore returns an empty store.
+func newRemoteAuthStore(s *Server, ttl time.Duration) *remoteAuthStore {
+	users, _ := lru.New[string, cachedUser](authCacheSize)
+	acls, _ := lru.New[string, cachedACL](authCacheSize)
+	return &remoteAuthStore{s: s, ttl: ttl, users: users, acls: acls}
 }
 
 type cachedUser struct {
@@ -224,9 +308,7 @@ type cachedACL struct {
 
 // User implements auth.Store.
 func (r *remoteAuthStore) User(name string) (meta.UserInfo, bool, error) {
-	r.mu.Lock()
-	c, hit := r.users[name]
-	r.mu.Unlock()
+	c, hit := r.users.Get(name)
 	if hit && time.Since(c.at) < r.ttl {
 		return c.u, c.ok, nil
 	}
@@ -241,17 +323,13 @@ func (r *remoteAuthStore) User(name string) (meta.UserInfo, bool, error) {
 		}
 		c.ok = true
 	}
-	r.mu.Lock()
-	r.users[name] = c
-	r.mu.Unlock()
+	r.users.Add(name, c)
 	return c.u, c.ok, nil
 }
 
 // ACL implements auth.Store.
 func (r *remoteAuthStore) ACL(subject string) (meta.AclInfo, bool, error) {
-	r.mu.Lock()
-	c, hit := r.acls[subject]
-	r.mu.Unlock()
+	c, hit := r.acls.Get(subject)
 	if hit && time.Since(c.at) < r.ttl {
 		return c.a, c.ok, nil
 	}
@@ -266,9 +344,7 @@ func (r *remoteAuthStore) ACL(subject string) (meta.AclInfo, bool, error) {
 		}
 		c.ok = true
 	}
-	r.mu.Lock()
-	r.acls[subject] = c
-	r.mu.Unlock()
+	r.acls.Add(subject, c)
 	return c.a, c.ok, nil
 }
 
@@ -280,7 +356,7 @@ var errNoSuchSubject = errors.New("no such subject")
 func (r *remoteAuthStore) ask(code int32, ext map[string]string) (*remoting.Command, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.s.cfg.RequestTimeout)
 	defer cancel()
-	masters, err := r.s.allMasters(ctx)
+	masters, err := r.brokers(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -302,6 +378,25 @@ func (r *remoteAuthStore) ask(code int32, ext map[string]string) (*remoting.Comm
 		last = errors.New("no broker known to read users and access lists from")
 	}
 	return nil, last
+}
+
+// brokers returns the masters to read from, asking the name servers at
+// most once per TTL.
+func (r *remoteAuthStore) brokers(ctx context.Context) ([]string, error) {
+	r.mu.Lock()
+	m, at := r.masters, r.mastersAt
+	r.mu.Unlock()
+	if len(m) > 0 && time.Since(at) < max(r.ttl, time.Second) {
+		return m, nil
+	}
+	m, err := r.s.allMasters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.masters, r.mastersAt = m, time.Now()
+	r.mu.Unlock()
+	return m, nil
 }
 
 // allMasters lists the master of every broker group the name servers

@@ -11,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
 	"github.com/rocketkv/rocketkv/acl"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
@@ -62,23 +60,26 @@ func TestProxyACL(t *testing.T) {
 	asRoot(remoting.AuthCreateACL, map[string]string{"subject": "User:alice"}, meta.AclInfo{Subject: "User:alice", Policies: []meta.PolicyInfo{{
 		PolicyType: "Custom", Entries: []meta.PolicyEntryInfo{{Resource: "Topic:AuthOK", Actions: []string{"Pub"}, Decision: "Allow"}}}}})
 
-	send := func(ctx context.Context, topic string) error {
+	// send answers the send's status code (INTERNAL_ERROR for a gRPC
+	// failure).
+	send := func(ctx context.Context, topic string) rmqpb.Code {
 		m := newMessage(topic, "acl")
 		resp, err := c.rpc.SendMessage(ctx, &rmqpb.SendMessageRequest{Messages: []*rmqpb.Message{m}})
-		if err == nil && resp.GetStatus().GetCode() != rmqpb.Code_OK {
-			return fmt.Errorf("send answered %v", resp.GetStatus())
+		if err != nil {
+			t.Logf("send to %s: %v", topic, err)
+			return rmqpb.Code_INTERNAL_ERROR
 		}
-		return err
+		return resp.GetStatus().GetCode()
 	}
 	// alice's allowed send: waits for the route of the new topic.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		err := send(signedCtx(t, "alice", "alice-pw"), "AuthOK")
-		if err == nil {
+		code := send(signedCtx(t, "alice", "alice-pw"), "AuthOK")
+		if code == rmqpb.Code_OK {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("alice's send to AuthOK: %v", err)
+			t.Fatalf("alice's send to AuthOK: %v", code)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -86,31 +87,39 @@ func TestProxyACL(t *testing.T) {
 		name  string
 		ctx   context.Context
 		topic string
-		want  codes.Code
+		want  rmqpb.Code
 	}{
-		{"unsigned", callCtx(t, "anonymous", 5*time.Second), "AuthOK", codes.Unauthenticated},
-		{"wrong password", signedCtx(t, "alice", "guess"), "AuthOK", codes.Unauthenticated},
-		{"unknown user", signedCtx(t, "mallory", "x"), "AuthOK", codes.Unauthenticated},
-		{"not allowed", signedCtx(t, "alice", "alice-pw"), "AuthNo", codes.PermissionDenied},
+		{"unsigned", callCtx(t, "anonymous", 5*time.Second), "AuthOK", rmqpb.Code_UNAUTHORIZED},
+		{"wrong password", signedCtx(t, "alice", "guess"), "AuthOK", rmqpb.Code_UNAUTHORIZED},
+		{"unknown user", signedCtx(t, "mallory", "x"), "AuthOK", rmqpb.Code_UNAUTHORIZED},
+		{"C++ credential of an unknown user", signedCtx(t, "mallory/cn-hangzhou/rmq", "x"), "AuthOK", rmqpb.Code_UNAUTHORIZED},
+		{"not allowed", signedCtx(t, "alice", "alice-pw"), "AuthNo", rmqpb.Code_FORBIDDEN},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := send(tc.ctx, tc.topic)
-			if status.Code(err) != tc.want {
-				t.Fatalf("send to %s: %v, want %v", tc.topic, err, tc.want)
+			if got := send(tc.ctx, tc.topic); got != tc.want {
+				t.Fatalf("send to %s answered %v, want %v", tc.topic, got, tc.want)
 			}
 		})
+	}
+	// The C++ client writes its credential as AK/region/service.
+	if got := send(signedCtx(t, "alice/cn-hangzhou/rmq", "alice-pw"), "AuthOK"); got != rmqpb.Code_OK {
+		t.Fatalf("alice's send with a C++-style credential answered %v, want OK", got)
 	}
 	// A stream is checked too: alice may not receive.
 	stream, err := c.rpc.ReceiveMessage(signedCtx(t, "alice", "alice-pw"), receiveRequest("ag", "AuthOK", 10*time.Second, time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := stream.Recv(); status.Code(err) != codes.PermissionDenied {
-		t.Fatalf("alice's receive: %v, want PermissionDenied", err)
+	first, err := stream.Recv()
+	if err != nil || first.GetStatus().GetCode() != rmqpb.Code_FORBIDDEN {
+		t.Fatalf("alice's receive answered %v %v, want a FORBIDDEN status", first, err)
+	}
+	if last, err := stream.Recv(); err != nil || last.GetDeliveryTimestamp() == nil {
+		t.Fatalf("after the refusal: %v %v, want the delivery time", last, err)
 	}
 	// root, a Super user, may do anything.
-	if err := send(signedCtx(t, root, rootPW), "AuthNo"); err != nil {
-		t.Fatalf("root's send to AuthNo: %v", err)
+	if got := send(signedCtx(t, root, rootPW), "AuthNo"); got != rmqpb.Code_OK {
+		t.Fatalf("root's send to AuthNo answered %v", got)
 	}
 }
 

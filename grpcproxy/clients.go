@@ -53,7 +53,7 @@ func wrap(r *rmqpb.Resource) string {
 	if r == nil {
 		return ""
 	}
-	if ns := r.GetResourceNamespace(); ns != "" && !strings.HasPrefix(r.GetName(), ns+"%") {
+	if ns := r.GetResourceNamespace(); ns != "" && r.GetName() != "" && !strings.HasPrefix(r.GetName(), ns+"%") {
 		return ns + "%" + r.GetName()
 	}
 	return r.GetName()

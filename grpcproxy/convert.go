@@ -77,6 +77,21 @@ type outgoing struct {
 	messageID string
 	group     string // message group (FIFO), or ""
 	sysFlag   int32  // TransactionPrepared for a half message
+	delay     bool   // a delivery time is set
+}
+
+// messageType is the type RocketMQ's proxy gives a message by its
+// properties (TopicMessageType.parseFromMessageProperty).
+func (o *outgoing) messageType() rmqpb.MessageType {
+	switch {
+	case o.sysFlag == commitlog.TransactionPrepared:
+		return rmqpb.MessageType_TRANSACTION
+	case o.delay:
+		return rmqpb.MessageType_DELAY
+	case o.group != "":
+		return rmqpb.MessageType_FIFO
+	}
+	return rmqpb.MessageType_NORMAL
 }
 
 // buildOutgoing checks a message as RocketMQ's proxy does and turns it
@@ -164,6 +179,7 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 			return o, fail(rmqpb.Code_ILLEGAL_DELIVERY_TIME, "delivery time %s is more than %v ahead", at.Format(time.RFC3339), s.cfg.MaxDelay)
 		}
 		props[propTimerDeliver] = strconv.FormatInt(at.UnixMilli(), 10)
+		o.delay = true
 	}
 	props[propReconsumeTime] = strconv.Itoa(int(sp.GetDeliveryAttempt()))
 	props[propProducerGroup] = topic

@@ -2,6 +2,7 @@ package grpcproxy
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -112,6 +113,7 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 	if batch <= 0 {
 		batch = s.cfg.ReceiveBatchSize
 	}
+	batch = min(batch, pop.MaxPopMessages) // as RocketMQ's proxy clamps it
 	r, err := s.routes.get(ctx, topic)
 	if err != nil {
 		return nil, err
@@ -172,7 +174,7 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 		m.Topic.ResourceNamespace = topicRes.GetResourceNamespace()
 		p.proto = m
 		if autoRenew {
-			s.renewer.add(who.clientID, m.GetSystemProperties().GetMessageId(), p, invisible)
+			s.renewer.add(who.clientID, h.String(), p, invisible)
 		}
 		out = append(out, p)
 	}
@@ -185,7 +187,7 @@ func (s *Server) nack(who caller, msgs []popped) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
 	for _, p := range msgs {
-		s.renewer.remove(who.clientID, p.proto.GetSystemProperties().GetMessageId())
+		s.renewer.remove(ctx, who.clientID, p.handle.String())
 		if _, _, err := s.changeInvisible(ctx, p.addr, p.group, p.topic, p.handle, time.Second); err != nil {
 			s.log.Warn().Err(err).Str("group", p.group).Msg("message not streamed could not be made visible again; it is after its invisible time")
 		}
@@ -228,8 +230,11 @@ func (s *Server) ackOne(ctx context.Context, who caller, topic, group, msgID, ha
 	if err != nil {
 		return fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "%v", err)
 	}
-	if latest, ok := s.renewer.remove(who.clientID, msgID); ok {
+	if latest, ok := s.renewer.remove(ctx, who.clientID, handle); ok {
 		h = latest
+	}
+	if err := checkNotExpired(h); err != nil {
+		return err
 	}
 	addr, err := s.masterOf(ctx, topic, h.BrokerName)
 	if err != nil {
@@ -273,8 +278,11 @@ func (s *Server) ChangeInvisibleDuration(ctx context.Context, req *rmqpb.ChangeI
 	if err != nil {
 		return &rmqpb.ChangeInvisibleDurationResponse{Status: statusOf(fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "%v", err))}, nil
 	}
-	if latest, ok := s.renewer.remove(who.clientID, req.GetMessageId()); ok {
+	if latest, ok := s.renewer.remove(ctx, who.clientID, req.GetReceiptHandle()); ok {
 		h = latest // the client now decides when it is due
+	}
+	if err := checkNotExpired(h); err != nil {
+		return &rmqpb.ChangeInvisibleDurationResponse{Status: statusOf(err)}, nil
 	}
 	addr, err := s.masterOf(ctx, topic, h.BrokerName)
 	if err != nil {
@@ -342,8 +350,11 @@ func (s *Server) ForwardMessageToDeadLetterQueue(ctx context.Context, req *rmqpb
 	if err != nil {
 		return answer(fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "%v", err))
 	}
-	if latest, ok := s.renewer.remove(who.clientID, req.GetMessageId()); ok {
+	if latest, ok := s.renewer.remove(ctx, who.clientID, req.GetReceiptHandle()); ok {
 		h = latest
+	}
+	if err := checkNotExpired(h); err != nil {
+		return answer(err)
 	}
 	addr, err := s.masterOf(ctx, topic, h.BrokerName)
 	if err != nil {
@@ -353,8 +364,36 @@ func (s *Server) ForwardMessageToDeadLetterQueue(ctx context.Context, req *rmqpb
 	if err != nil {
 		return answer(fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "%v", err))
 	}
+	if err := s.checkHandleNamesRecord(ctx, addr, realTopic, h); err != nil {
+		return answer(err)
+	}
 	p := popped{handle: h, group: group, topic: realTopic, addr: addr}
 	return answer(s.toDLQ(ctx, addr, group, topic, p, req.GetMessageId()))
+}
+
+// checkHandleNamesRecord reads the record at a handle's CommitLog offset
+// (VIEW_MESSAGE_BY_ID) and refuses the handle unless the record is the
+// message it names: of its real topic, queue and offset. The broker copies
+// whatever record lies at the offset into the dead-letter queue, and a
+// handle is client input: without this, a client allowed to consume one
+// topic could copy any message into its group's dead-letter queue.
+func (s *Server) checkHandleNamesRecord(ctx context.Context, addr, realTopic string, h Handle) error {
+	resp, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.ViewMessageByID,
+		map[string]string{"offset": strconv.FormatInt(h.CommitLogOffset, 10)}, nil))
+	if err != nil {
+		return err
+	}
+	if resp.Code != remoting.Success {
+		return fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "the receipt handle names no message (broker answered %d: %s)", resp.Code, resp.Remark)
+	}
+	m, err := commitlog.Decode(resp.Body)
+	if err != nil {
+		return fmt.Errorf("message at %d: %w", h.CommitLogOffset, err)
+	}
+	if m.Topic != realTopic || m.QueueID != h.QueueID || m.QueueOffset != h.QueueOffset {
+		return fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "the receipt handle does not name the message stored at its CommitLog offset")
+	}
+	return nil
 }
 
 // toDLQ sends a popped message to its group's dead-letter queue
@@ -384,6 +423,17 @@ func (s *Server) toDLQ(ctx context.Context, addr, group, topic string, p popped,
 	}
 	if resp.Code != remoting.Success {
 		return remotingFailure("ack after forwarding to the dead-letter queue", resp)
+	}
+	return nil
+}
+
+// checkNotExpired refuses a handle whose invisible time is over, as
+// RocketMQ's proxy does: the broker would answer an ack of it OK without
+// acknowledging anything (the message is delivered again), and a client
+// told OK would not know.
+func checkNotExpired(h Handle) error {
+	if h.PopTime+h.InvisibleTime <= time.Now().UnixMilli() {
+		return fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "receipt handle is expired")
 	}
 	return nil
 }

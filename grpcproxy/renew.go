@@ -11,13 +11,19 @@ import (
 // handle expires it is renewed for the default invisible time, until the
 // client acknowledges or nacks the message, goes away, or the message has
 // been renewed for the maximum time. The client keeps the handle it was
-// given; acks and nacks use the latest renewal's.
+// given; acks and nacks use the latest renewal's. Renewals are keyed by
+// the handle the client was given, which names one delivery (a message id
+// may come twice, when a producer sent it again).
 type renewer struct {
 	s  *Server
 	mu sync.Mutex
-	// byClient holds each client's renewals by message id.
+	// byClient holds each client's renewals by the handle it was given.
 	byClient map[string]map[string]*renewal
 }
+
+// renewWorkers bounds the renewals sent at once, so that a broker that
+// does not answer delays the others by a request timeout at most.
+const renewWorkers = 8
 
 // renewal is one message being kept invisible.
 type renewal struct {
@@ -34,9 +40,10 @@ func newRenewer(s *Server) *renewer {
 	return &renewer{s: s, byClient: map[string]map[string]*renewal{}}
 }
 
-// add starts renewing a received message.
-func (r *renewer) add(clientID, msgID string, p popped, invisible time.Duration) {
-	if clientID == "" || msgID == "" {
+// add starts renewing a received message, under the handle the client
+// was given.
+func (r *renewer) add(clientID, handle string, p popped, invisible time.Duration) {
+	if clientID == "" || handle == "" {
 		return
 	}
 	now := time.Now()
@@ -47,28 +54,34 @@ func (r *renewer) add(clientID, msgID string, p popped, invisible time.Duration)
 		m = map[string]*renewal{}
 		r.byClient[clientID] = m
 	}
-	m[msgID] = &renewal{p: p, first: now, expires: now.Add(invisible)}
+	m[handle] = &renewal{p: p, first: now, expires: now.Add(invisible)}
 }
 
-// remove stops renewing a message and returns its latest handle, after
-// waiting for a renewal on its way.
-func (r *renewer) remove(clientID, msgID string) (Handle, bool) {
+// remove stops renewing the delivery the client holds handle of and
+// returns its latest handle, after waiting for a renewal on its way (until
+// ctx ends: then the handle the client holds is used).
+func (r *renewer) remove(ctx context.Context, clientID, handle string) (Handle, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := r.byClient[clientID]
-	rn, ok := m[msgID]
+	rn, ok := m[handle]
 	for ok && rn.busy != nil {
 		busy := rn.busy
 		r.mu.Unlock()
-		<-busy
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			r.mu.Lock()
+			return Handle{}, false
+		}
 		r.mu.Lock()
 		m = r.byClient[clientID]
-		rn, ok = m[msgID]
+		rn, ok = m[handle]
 	}
 	if !ok {
 		return Handle{}, false
 	}
-	delete(m, msgID)
+	delete(m, handle)
 	if len(m) == 0 {
 		delete(r.byClient, clientID)
 	}
@@ -83,7 +96,8 @@ func (r *renewer) dropClient(clientID string) {
 	r.mu.Unlock()
 }
 
-// due is a renewal picked for renewing.
+// due is a renewal picked for renewing; msgID is the key it is kept
+// under (the handle the client was given).
 type due struct {
 	clientID, msgID string
 	rn              *renewal
@@ -109,26 +123,42 @@ func (r *renewer) renewDue(ctx context.Context, now time.Time) {
 		}
 	}
 	r.mu.Unlock()
+	sem := make(chan struct{}, renewWorkers)
+	var wg sync.WaitGroup
 	for i, d := range work {
-		if ctx.Err() != nil {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
 			r.release(work[i:])
 			return
 		}
-		nh, _, err := r.s.changeInvisible(ctx, d.rn.p.addr, d.rn.p.group, d.rn.p.topic, d.rn.p.handle, r.s.cfg.DefaultInvisible)
-		r.mu.Lock()
-		if err != nil {
-			r.s.log.Warn().Err(err).Str("client", d.clientID).Str("msgId", d.msgID).Msg("handle renewal failed; the message is delivered again after its invisible time")
-			if m := r.byClient[d.clientID]; m[d.msgID] == d.rn {
-				delete(m, d.msgID)
-			}
-		} else {
-			d.rn.p.handle = nh
-			d.rn.expires = time.Now().Add(r.s.cfg.DefaultInvisible)
-		}
-		close(d.rn.busy)
-		d.rn.busy = nil
-		r.mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r.renewOne(ctx, d)
+		}()
 	}
+	wg.Wait()
+}
+
+// renewOne sends one renewal and records its outcome.
+func (r *renewer) renewOne(ctx context.Context, d due) {
+	nh, _, err := r.s.changeInvisible(ctx, d.rn.p.addr, d.rn.p.group, d.rn.p.topic, d.rn.p.handle, r.s.cfg.DefaultInvisible)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.s.log.Warn().Err(err).Str("client", d.clientID).Str("handle", d.msgID).Msg("handle renewal failed; the message is delivered again after its invisible time")
+		if m := r.byClient[d.clientID]; m[d.msgID] == d.rn {
+			delete(m, d.msgID)
+		}
+	} else {
+		d.rn.p.handle = nh
+		d.rn.expires = time.Now().Add(r.s.cfg.DefaultInvisible)
+	}
+	close(d.rn.busy)
+	d.rn.busy = nil
 }
 
 // release lets waiters of renewals that were not sent go on.

@@ -91,7 +91,14 @@ func (rs *routes) get(ctx context.Context, topic string) (*topicRoute, error) {
 	fresh, err := rs.fetch(ctx, topic)
 	if err != nil {
 		if r != nil && !isNotFound(err) {
-			return r, nil // a name server hiccup: the last route still serves
+			// A name server hiccup: the last route serves one more TTL,
+			// so that calls do not each wait for the name servers.
+			stale := *r
+			stale.at = time.Now()
+			rs.mu.Lock()
+			rs.cache[topic] = &stale
+			rs.mu.Unlock()
+			return &stale, nil
 		}
 		if isNotFound(err) {
 			rs.mu.Lock()

@@ -38,16 +38,36 @@ func (s *Server) send(ctx context.Context, who caller, req *rmqpb.SendMessageReq
 	}
 	now := time.Now()
 	outs := make([]outgoing, len(msgs))
+	// Every message is checked before any is sent, as RocketMQ's proxy
+	// does. A gzip body is inflated to be checked and inflated again
+	// just before its send, so that a request holds one inflated body at
+	// a time; all of them together may not inflate to more than a
+	// request may carry.
+	budget := s.cfg.MaxRecvMsgSize
 	for i, m := range msgs {
 		o, err := s.buildOutgoing(m, topic, who.addr, now)
 		if err != nil {
 			return nil, err
+		}
+		if budget -= len(o.body); budget < 0 {
+			return nil, fail(rmqpb.Code_PAYLOAD_TOO_LARGE, "the request's message bodies hold more than %d bytes", s.cfg.MaxRecvMsgSize)
+		}
+		if m.GetSystemProperties().GetBodyEncoding() == rmqpb.Encoding_GZIP {
+			o.body = nil
 		}
 		outs[i] = o
 	}
 	r, err := s.routes.get(ctx, topic)
 	if err != nil {
 		return nil, err
+	}
+	if len(r.types) == 1 { // one type: MIXED topics, and unknown ones, accept any
+		for _, o := range outs {
+			if t := o.messageType(); t != r.types[0] {
+				return nil, fail(rmqpb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+					"topic %s takes %s messages; this one is %s", topic, r.types[0], t)
+			}
+		}
 	}
 	qs := r.writeQueues()
 	if len(qs) == 0 {
@@ -61,7 +81,12 @@ func (s *Server) send(ctx context.Context, who caller, req *rmqpb.SendMessageReq
 	}
 	out := &rmqpb.SendMessageResponse{}
 	codes := map[rmqpb.Code]bool{}
-	for _, o := range outs {
+	for i, o := range outs {
+		if o.body == nil {
+			if o, err = s.buildOutgoing(msgs[i], topic, who.addr, now); err != nil {
+				return nil, err // it passed the same check a moment ago
+			}
+		}
 		e := s.sendOne(ctx, topic, q, o)
 		if e.GetStatus().GetCode() == rmqpb.Code_TOPIC_NOT_FOUND {
 			s.routes.forget(topic)

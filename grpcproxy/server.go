@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
@@ -37,7 +38,10 @@ type Server struct {
 	// checker authenticates and authorizes calls when ACL is on; nil
 	// when it is off.
 	checker *auth.Checker
-	grpc    *grpc.Server
+	// policies caches consumer groups' policies (bounded: group names
+	// come from clients).
+	policies *lru.Cache[string, cachedPolicy]
+	grpc     *grpc.Server
 
 	// next spreads sends without a message group over a topic's queues
 	// and receives without a broker over its broker groups.
@@ -67,9 +71,10 @@ func New(cfg Config) (*Server, error) {
 	s.streams = newStreamRegistry()
 	s.txns = newTxnTable()
 	s.renewer = newRenewer(s)
+	s.policies, _ = lru.New[string, cachedPolicy](authCacheSize)
 	if cfg.Authentication || cfg.Authorization {
 		s.checker = auth.NewChecker(auth.Config{Authentication: cfg.Authentication, Authorization: cfg.Authorization},
-			&remoteAuthStore{s: s, ttl: cfg.AuthCacheTTL, users: map[string]cachedUser{}, acls: map[string]cachedACL{}})
+			newRemoteAuthStore(s, cfg.AuthCacheTTL))
 	}
 	s.grpc = grpc.NewServer(
 		grpc.Creds(&sniffCreds{mode: cfg.TLSMode, tls: withH2(cfg.TLS)}),
@@ -117,6 +122,9 @@ func (s *Server) Start(ctx context.Context) error {
 		defer s.wg.Done()
 		s.housekeep(bg)
 	}()
+	if s.cfg.Authorization && !s.cfg.ProxyProtocolDisabled && len(s.cfg.ProxyProtocolTrusted) == 0 {
+		s.log.Warn().Msg("authorization is on and PROXY protocol headers are trusted from every peer: a client can claim any source address to access lists that name addresses; set proxyProtocolTrustedNetworks")
+	}
 	s.log.Info().Str("addr", ln.Addr().String()).Strs("namesrv", s.cfg.NamesrvAddrs).Stringer("tls", s.cfg.TLSMode).Msg("gRPC proxy listening")
 	return nil
 }

@@ -17,7 +17,11 @@ import (
 // the topic (GET_SUBSCRIPTIONGROUP_CONFIG). A group no master knows yet
 // (brokers create groups on first use) has RocketMQ's defaults.
 func (s *Server) groupPolicy(ctx context.Context, r *topicRoute, group string) groupPolicy {
+	if c, ok := s.policies.Get(group); ok && time.Since(c.at) < s.cfg.RouteTTL {
+		return c.gp
+	}
 	gp := groupPolicy{retryMaxTimes: 16}
+	defer func() { s.policies.Add(group, cachedPolicy{gp: gp, at: time.Now()}) }()
 	for _, addr := range sortedValues(r.masters) {
 		resp, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.GetSubscriptionGroupConfig, map[string]string{"group": group}, nil))
 		if err != nil || resp.Code != remoting.Success {
@@ -42,10 +46,12 @@ func (s *Server) Telemetry(stream rmqpb.MessagingService_TelemetryServer) error 
 	ctx := stream.Context()
 	who := callerOf(ctx)
 	ts := &telemetryStream{stream: stream}
-	if who.clientID != "" {
-		s.streams.open(who.clientID, ts)
-		defer s.streams.close(who.clientID, ts)
-	}
+	opened := false
+	defer func() {
+		if opened {
+			s.streams.close(who.clientID, ts)
+		}
+	}()
 	for {
 		cmd, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -64,6 +70,13 @@ func (s *Server) Telemetry(stream rmqpb.MessagingService_TelemetryServer) error 
 				return err
 			}
 			continue
+		}
+		if !opened {
+			// Registered only now, once the stream's first settings passed
+			// the access check: a stream that names another client's id
+			// cannot take its place before.
+			s.streams.open(who.clientID, ts)
+			opened = true
 		}
 		s.clients.setSettings(who.clientID, settings)
 		answer, err := s.answerSettings(ctx, settings)
@@ -305,4 +318,11 @@ func (s *Server) NotifyClientTermination(ctx context.Context, req *rmqpb.NotifyC
 		}
 	}
 	return &rmqpb.NotifyClientTerminationResponse{Status: okStatus()}, nil
+}
+
+// cachedPolicy is a group's policy as read at a time; groups' policies are
+// kept for the route TTL, so that receives do not each ask a broker.
+type cachedPolicy struct {
+	gp groupPolicy
+	at time.Time
 }
