@@ -63,9 +63,9 @@ type Proxy struct {
 	// access lists of the brokers, each kept for AuthCacheRefresh
 	// (aclCacheRefreshSecond).
 	AuthenticationEnabled, AuthorizationEnabled bool
-	AuthenticationMetadataProvider               string
-	AuthorizationMetadataProvider                string
-	AuthCacheRefresh                             time.Duration
+	AuthenticationMetadataProvider              string
+	AuthorizationMetadataProvider               string
+	AuthCacheRefresh                            time.Duration
 	// EnableAclRPCHookForClusterMode signs the proxy's Remoting requests
 	// with InnerClientAuthenticationCredentials ({"accessKey","secretKey"}),
 	// for brokers that check ACL.
