@@ -8,18 +8,21 @@ import (
 	"strings"
 )
 
-// AddSets adds each "key=value" of sets to overrides, leaving keys already
-// there alone (a dedicated flag wins over --set). A set without '=' or
-// with an empty key is an error quoting it.
+// AddSets adds each "key=value" of sets to overrides: a key already there
+// is left alone (a dedicated flag wins over --set), and of two sets of one
+// key the later wins. A set without '=' or with an empty key is an error
+// quoting it.
 func AddSets(sets []string, overrides map[string]string) error {
+	fromSets := map[string]bool{}
 	for _, kv := range sets {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return fmt.Errorf("--set %q: want key=value", kv)
 		}
-		if _, dup := overrides[k]; !dup {
-			overrides[k] = v
+		if _, flag := overrides[k]; flag && !fromSets[k] {
+			continue
 		}
+		overrides[k], fromSets[k] = v, true
 	}
 	return nil
 }

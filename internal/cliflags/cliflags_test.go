@@ -6,14 +6,15 @@ import (
 	"testing"
 )
 
-// --set adds keys without replacing those a dedicated flag set, and
-// refuses a set that is not key=value.
+// --set adds keys without replacing those a dedicated flag set, the later
+// of two sets of a key winning (the e2e harness sets brokerIP1 and a test
+// sets it again), and refuses a set that is not key=value.
 func TestAddSets(t *testing.T) {
 	o := map[string]string{"listenPort": "1"}
-	if err := AddSets([]string{"listenPort=2", "a=b=c", "empty="}, o); err != nil {
+	if err := AddSets([]string{"listenPort=2", "a=b=c", "empty=", "brokerIP1=127.0.0.1", "brokerIP1=127.0.0.2"}, o); err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]string{"listenPort": "1", "a": "b=c", "empty": ""}; !maps.Equal(o, want) {
+	if want := map[string]string{"listenPort": "1", "a": "b=c", "empty": "", "brokerIP1": "127.0.0.2"}; !maps.Equal(o, want) {
 		t.Fatalf("overrides %v, want %v", o, want)
 	}
 	for _, bad := range []string{"novalue", "=v"} {
