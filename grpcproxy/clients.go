@@ -59,6 +59,16 @@ func wrap(r *rmqpb.Resource) string {
 	return r.GetName()
 }
 
+// splitNamespace splits a name the brokers know into its namespace and
+// the name a client of that namespace uses ("ns%Orders" is ns, Orders);
+// system names, which start with '%', and names without one have none.
+func splitNamespace(name string) (namespace, short string) {
+	if i := strings.IndexByte(name, '%'); i > 0 {
+		return name[:i], name[i+1:]
+	}
+	return "", name
+}
+
 // unwrap strips a namespace prefix from a name the brokers know.
 func unwrap(name, namespace string) string {
 	if namespace != "" {

@@ -88,12 +88,31 @@ func (r *renewer) remove(ctx context.Context, clientID, handle string) (Handle, 
 	return rn.p.handle, true
 }
 
-// dropClient stops renewing a client's messages: they become visible
-// again when their current invisible time ends.
-func (r *renewer) dropClient(clientID string) {
+// clearInvisible is the invisible time left to the messages of a client
+// that went away (RocketMQ proxy's invisibleTimeMillisWhenClear): they
+// are delivered to another consumer a second later, not when the renewed
+// time would have ended.
+const clearInvisible = time.Second
+
+// dropClient stops renewing a client's messages and makes them visible
+// again after clearInvisible (those whose renewal is on its way keep the
+// time it gives them).
+func (r *renewer) dropClient(ctx context.Context, clientID string) {
 	r.mu.Lock()
+	m := r.byClient[clientID]
 	delete(r.byClient, clientID)
+	var clear []popped
+	for _, rn := range m {
+		if rn.busy == nil {
+			clear = append(clear, rn.p)
+		}
+	}
 	r.mu.Unlock()
+	for _, p := range clear {
+		if _, _, err := r.s.changeInvisible(ctx, p.addr, p.group, p.topic, p.handle, clearInvisible); err != nil {
+			r.s.log.Warn().Err(err).Str("client", clientID).Str("group", p.group).Msg("message of a client gone away not made visible again; it is after its invisible time")
+		}
+	}
 }
 
 // due is a renewal picked for renewing; msgID is the key it is kept

@@ -64,3 +64,96 @@ func TestTerminationNeedsTheGroup(t *testing.T) {
 		t.Fatalf("needs of a termination: %v, want Sub on Group:g", needs)
 	}
 }
+
+// blockedStream is a telemetry stream whose client stopped reading: Send
+// blocks until released.
+type blockedStream struct {
+	rmqpb.MessagingService_TelemetryServer
+	release chan struct{}
+	sent    chan *rmqpb.TelemetryCommand
+}
+
+func (b *blockedStream) Send(cmd *rmqpb.TelemetryCommand) error {
+	<-b.release
+	b.sent <- cmd
+	return nil
+}
+
+// A transaction check passes over a producer whose stream is stuck in a
+// send and goes to another producer of the topic, instead of waiting
+// behind it.
+func TestCheckSkipsABlockedProducer(t *testing.T) {
+	r := newStreamRegistry()
+	stuck := &blockedStream{release: make(chan struct{}), sent: make(chan *rmqpb.TelemetryCommand, 4)}
+	ready := &blockedStream{release: make(chan struct{}), sent: make(chan *rmqpb.TelemetryCommand, 4)}
+	close(ready.release)
+	a, b := &telemetryStream{stream: stuck}, &telemetryStream{stream: ready}
+	r.open("a", a)
+	r.open("b", b)
+	r.setTopics(a, map[string]bool{"T": true})
+	r.setTopics(b, map[string]bool{"T": true})
+	go func() { _ = a.send(&rmqpb.TelemetryCommand{}) }() // blocks: a's client reads nothing
+	deadline := time.Now().Add(5 * time.Second)
+	for a.mu.TryLock() {
+		a.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("the blocked send did not start")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := range 3 {
+		if !r.sendToProducer("T", &rmqpb.TelemetryCommand{}) {
+			t.Fatalf("check %d was not delivered while one producer of two is blocked", i)
+		}
+	}
+	if len(ready.sent) != 3 {
+		t.Fatalf("the reading producer got %d checks, want all 3", len(ready.sent))
+	}
+	close(stuck.release)
+}
+
+// When a push consumer goes away (NotifyClientTermination), the messages
+// the proxy renewed for it are delivered to another consumer a second
+// later, as RocketMQ's proxy clears them, not when the renewed invisible
+// time (30 s here) would end.
+func TestTerminationClearsRenewals(t *testing.T) {
+	c := startTestCluster(t, func(cfg *Config) { cfg.DefaultInvisible, cfg.RenewAhead = 30*time.Second, 10*time.Second })
+	const topic, group = "ClearRenew", "GroupClear"
+	c.createTopic(t, topic, 1, "")
+	c.send(t, "clear-producer", newMessage(topic, "clear-body"))
+	req := receiveRequest(group, topic, 0, time.Second)
+	req.AutoRenew = true
+	got := c.receiveN(t, "leaving", req, 1)[0]
+	if d := got.GetSystemProperties().GetInvisibleDuration().AsDuration(); d != 30*time.Second {
+		t.Fatalf("auto-renewed message invisible for %v, want 30s", d)
+	}
+	resp, err := c.rpc.NotifyClientTermination(callCtx(t, "leaving", 5*time.Second), &rmqpb.NotifyClientTerminationRequest{Group: &rmqpb.Resource{Name: group}})
+	if err != nil || resp.GetStatus().GetCode() != rmqpb.Code_OK {
+		t.Fatalf("NotifyClientTermination: %v %v", resp.GetStatus(), err)
+	}
+	start := time.Now()
+	again := c.receiveN(t, "staying", receiveRequest(group, topic, 10*time.Second, time.Second), 1)[0]
+	if waited := time.Since(start); waited > 10*time.Second {
+		t.Fatalf("the message came again after %v, want about a second", waited)
+	}
+	if again.GetSystemProperties().GetMessageId() != got.GetSystemProperties().GetMessageId() {
+		t.Fatalf("received %s, want the message the leaving client held", again.GetSystemProperties().GetMessageId())
+	}
+}
+
+// A name the brokers know splits into the namespace and the client's name,
+// as RocketMQ's proxy hands a transaction check's topic to its client.
+func TestSplitNamespace(t *testing.T) {
+	for _, tc := range []struct{ in, ns, name string }{
+		{"Orders", "", "Orders"},
+		{"prod%Orders", "prod", "Orders"},
+		{"%RETRY%g", "", "%RETRY%g"},
+	} {
+		if ns, name := splitNamespace(tc.in); ns != tc.ns || name != tc.name {
+			t.Errorf("splitNamespace(%q) = %q, %q; want %q, %q", tc.in, ns, name, tc.ns, tc.name)
+		}
+		if tc.ns != "" && wrap(&rmqpb.Resource{ResourceNamespace: tc.ns, Name: tc.name}) != tc.in {
+			t.Errorf("wrap does not undo splitNamespace(%q)", tc.in)
+		}
+	}
+}

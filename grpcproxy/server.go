@@ -168,7 +168,7 @@ func (s *Server) housekeep(ctx context.Context) {
 			return
 		case now := <-t.C:
 			for _, id := range s.clients.expire(now.Add(-s.cfg.ClientIdle)) {
-				s.renewer.dropClient(id)
+				s.renewer.dropClient(ctx, id)
 				s.log.Info().Str("client", id).Msg("client idle, forgotten")
 			}
 			if s.cfg.AutoRenew {

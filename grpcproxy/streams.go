@@ -23,6 +23,17 @@ func (t *telemetryStream) send(cmd *rmqpb.TelemetryCommand) error {
 	return t.stream.Send(cmd)
 }
 
+// trySend sends one command unless another send is on its way on the
+// stream (a client that stopped reading blocks gRPC's Send): a broker's
+// check then goes to another producer instead of waiting behind it.
+func (t *telemetryStream) trySend(cmd *rmqpb.TelemetryCommand) bool {
+	if !t.mu.TryLock() {
+		return false
+	}
+	defer t.mu.Unlock()
+	return t.stream.Send(cmd) == nil
+}
+
 // streamRegistry holds the open telemetry streams by client id, so that
 // the proxy can reach a client outside a call of its own (a broker's
 // transaction check).
@@ -60,7 +71,8 @@ func (r *streamRegistry) setTopics(ts *telemetryStream, topics map[string]bool) 
 }
 
 // sendToProducer sends cmd to one connected producer of topic, the next
-// in turn, trying the others when a send fails; false when none took it.
+// in turn, trying the others when a send fails or its stream is busy;
+// false when none took it (the broker checks again later).
 func (r *streamRegistry) sendToProducer(topic string, cmd *rmqpb.TelemetryCommand) bool {
 	r.mu.Lock()
 	var cands []*telemetryStream
@@ -73,7 +85,7 @@ func (r *streamRegistry) sendToProducer(topic string, cmd *rmqpb.TelemetryComman
 	start := r.next
 	r.mu.Unlock()
 	for i := range cands {
-		if cands[(start+uint64(i))%uint64(len(cands))].send(cmd) == nil {
+		if cands[(start+uint64(i))%uint64(len(cands))].trySend(cmd) {
 			return true
 		}
 	}

@@ -298,7 +298,7 @@ func (s *Server) NotifyClientTermination(ctx context.Context, req *rmqpb.NotifyC
 	}
 	settings := s.clients.settings(who.clientID)
 	s.clients.remove(who.clientID)
-	s.renewer.dropClient(who.clientID)
+	s.renewer.dropClient(ctx, who.clientID)
 	for addr, groups := range s.producerGroupsByMaster(ctx, settings) {
 		for _, g := range groups {
 			if _, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.UnregisterClient,

@@ -184,6 +184,8 @@ func (s *Server) checkTransaction(req *remoting.Command) error {
 	if err != nil {
 		return fmt.Errorf("check of transaction %s: %w", id, err)
 	}
+	ns, name := splitNamespace(topic)
+	pm.Topic = &rmqpb.Resource{ResourceNamespace: ns, Name: name}
 	s.txns.put(group, id, txnData{addr: addr, broker: broker, tranStateTableOffset: tso, commitLogOffset: clo, at: time.Now()})
 	cmd := &rmqpb.TelemetryCommand{Command: &rmqpb.TelemetryCommand_RecoverOrphanedTransactionCommand{
 		RecoverOrphanedTransactionCommand: &rmqpb.RecoverOrphanedTransactionCommand{Message: pm, TransactionId: id}}}
