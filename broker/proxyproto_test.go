@@ -83,7 +83,15 @@ func TestProxyProtocolClientAddress(t *testing.T) {
 		t.Fatalf("producer connections %+v, want one from %s", list.ConnectionSet, client)
 	}
 
-	pulled := call(t, white, remoting.PullMessage, pullReq("cg-proxied", "ProxiedT", 0, 0, 0, 0, "*"), nil)
+	// The send is acknowledged once stored; its ConsumeQueue entry, which
+	// a pull reads, follows asynchronously.
+	var pulled *remoting.Command
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		pulled = call(t, white, remoting.PullMessage, pullReq("cg-proxied", "ProxiedT", 0, 0, 0, 0, "*"), nil)
+		if pulled.Code != remoting.PullNotFound || time.Now().After(deadline) {
+			break
+		}
+	}
 	wantSuccess(t, pulled, "pull")
 	msgs := decodeRecords(t, pulled.Body)
 	if len(msgs) != 1 {
