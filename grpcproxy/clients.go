@@ -2,6 +2,7 @@ package grpcproxy
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/meta"
 )
 
 // Metadata keys every RocketMQ 5 client sends with each call.
@@ -77,12 +79,11 @@ func unwrap(name, namespace string) string {
 	return name
 }
 
-// clientState is what the proxy keeps of one client: its last settings,
-// when it was last heard from, and its telemetry stream's sender.
+// clientState is what the proxy keeps of one client: its last settings
+// and when it was last heard from.
 type clientState struct {
 	settings *rmqpb.Settings
 	seen     time.Time
-	group    string
 }
 
 // clientRegistry holds the clients' settings by client id.
@@ -119,9 +120,6 @@ func (r *clientRegistry) setSettings(id string, s *rmqpb.Settings) {
 		r.clients[id] = c
 	}
 	c.settings, c.seen = s, time.Now()
-	if sub := s.GetSubscription(); sub != nil {
-		c.group = wrap(sub.GetGroup())
-	}
 }
 
 // settings returns a copy of the client's settings, or nil.
@@ -157,13 +155,15 @@ func (r *clientRegistry) expire(before time.Time) []string {
 }
 
 // defaultRetryDelays are the pauses before each redelivery of a group
-// whose retry policy is CUSTOMIZED, RocketMQ's delay levels 3 to 18.
-var defaultRetryDelays = []time.Duration{
-	time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second,
-	time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute, 5 * time.Minute,
-	6 * time.Minute, 7 * time.Minute, 8 * time.Minute, 9 * time.Minute, 10 * time.Minute,
-	20 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour,
-}
+// whose retry policy is CUSTOMIZED: RocketMQ's 18 delay levels, as its
+// CustomizedRetryPolicy lists them.
+var defaultRetryDelays = func() []time.Duration {
+	d, err := meta.ParseDelayLevels(meta.DefaultMessageDelayLevel)
+	if err != nil {
+		panic(fmt.Sprintf("grpcproxy: RocketMQ's delay levels do not parse: %v", err))
+	}
+	return d
+}()
 
 // groupPolicy is what the settings of a consumer take from its group's
 // configuration.

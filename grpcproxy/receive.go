@@ -244,10 +244,7 @@ func (s *Server) ackOne(ctx context.Context, who caller, topic, group, msgID, ha
 	if err != nil {
 		return fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "%v", err)
 	}
-	resp, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.AckMessage, map[string]string{
-		"consumerGroup": group, "topic": realTopic, "queueId": strconv.Itoa(int(h.QueueID)),
-		"extraInfo": h.Handle.String(), "offset": strconv.FormatInt(h.QueueOffset, 10),
-	}, nil))
+	resp, err := s.invoke(ctx, addr, 0, popclient.AckRequest(group, realTopic, h.Handle))
 	if err != nil {
 		return err
 	}
@@ -303,32 +300,18 @@ func (s *Server) ChangeInvisibleDuration(ctx context.Context, req *rmqpb.ChangeI
 // real topic and returns the new handle (the pop's start becomes the
 // message's offset, as RocketMQ's clients rebuild it).
 func (s *Server) changeInvisible(ctx context.Context, addr, group, realTopic string, h Handle, d time.Duration) (Handle, *rmqpb.Status, error) {
-	resp, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.ChangeMessageInvisibleTime, map[string]string{
-		"consumerGroup": group, "topic": realTopic, "queueId": strconv.Itoa(int(h.QueueID)),
-		"extraInfo": h.Handle.String(), "offset": strconv.FormatInt(h.QueueOffset, 10),
-		"invisibleTime": strconv.FormatInt(d.Milliseconds(), 10),
-	}, nil))
+	resp, err := s.invoke(ctx, addr, 0, popclient.ChangeInvisibleRequest(group, realTopic, h.Handle, d))
 	if err != nil {
 		return h, nil, err
 	}
 	if resp.Code != remoting.Success {
 		return h, nil, remotingFailure("change invisible time", resp)
 	}
-	rh := remoting.Header(resp.ExtFields)
-	nh := h
-	nh.CKOffset = h.QueueOffset
-	if nh.PopTime, err = rh.Int64("popTime"); err != nil {
-		return h, nil, err
-	}
-	if nh.InvisibleTime, err = rh.Int64("invisibleTime"); err != nil {
-		return h, nil, err
-	}
-	q, err := rh.Int32("reviveQid")
+	ph, err := popclient.ChangedHandle(h.Handle, resp)
 	if err != nil {
 		return h, nil, err
 	}
-	nh.ReviveQID = q
-	return nh, okStatus(), nil
+	return Handle{Handle: ph, CommitLogOffset: h.CommitLogOffset}, okStatus(), nil
 }
 
 // ForwardMessageToDeadLetterQueue moves a received message to its group's
@@ -414,10 +397,7 @@ func (s *Server) toDLQ(ctx context.Context, addr, group, topic string, p popped,
 	if resp.Code != remoting.Success {
 		return remotingFailure("forward to the dead-letter queue", resp)
 	}
-	resp, err = s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.AckMessage, map[string]string{
-		"consumerGroup": group, "topic": p.topic, "queueId": strconv.Itoa(int(p.handle.QueueID)),
-		"extraInfo": p.handle.Handle.String(), "offset": strconv.FormatInt(p.handle.QueueOffset, 10),
-	}, nil))
+	resp, err = s.invoke(ctx, addr, 0, popclient.AckRequest(group, p.topic, p.handle.Handle))
 	if err != nil {
 		return err
 	}

@@ -159,17 +159,57 @@ func (s *Server) Heartbeat(ctx context.Context, req *rmqpb.HeartbeatRequest) (*r
 		return &rmqpb.HeartbeatResponse{Status: statusOf(err)}, nil
 	}
 	settings := s.clients.settings(who.clientID)
-	body, masters := s.consumerHeartbeat(ctx, who.clientID, group, settings)
-	for _, addr := range masters {
-		resp, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.HeartBeat, nil, body))
-		if err == nil && resp.Code != remoting.Success {
-			err = remotingFailure("heartbeat", resp)
-		}
-		if err != nil {
-			s.log.Warn().Err(err).Str("client", who.clientID).Str("broker", addr).Msg("heartbeat to broker failed")
-		}
+	body := consumerHeartbeat(who.clientID, group, settings)
+	for addr := range s.mastersOf(ctx, subscribedTopics(settings)) {
+		s.tell(ctx, who.clientID, addr, "consumer heartbeat", remoting.NewRequest(remoting.HeartBeat, nil, body))
 	}
 	return &rmqpb.HeartbeatResponse{Status: okStatus()}, nil
+}
+
+// tell sends a client's registration (or its end) to a broker, logging a
+// failure: the client's next heartbeat tries again.
+func (s *Server) tell(ctx context.Context, clientID, addr, what string, req *remoting.Command) {
+	resp, err := s.invoke(ctx, addr, 0, req)
+	if err == nil && resp.Code != remoting.Success {
+		err = remotingFailure(what, resp)
+	}
+	if err != nil {
+		s.log.Warn().Err(err).Str("client", clientID).Str("broker", addr).Msg(what + " to broker failed")
+	}
+}
+
+// mastersOf maps each master of the given (wrapped) topics to the topics
+// it holds; topics without a route are left out.
+func (s *Server) mastersOf(ctx context.Context, topics []string) map[string][]string {
+	out := map[string][]string{}
+	for _, topic := range topics {
+		r, err := s.routes.get(ctx, topic)
+		if err != nil {
+			continue
+		}
+		for _, addr := range r.masters {
+			out[addr] = append(out[addr], topic)
+		}
+	}
+	return out
+}
+
+// subscribedTopics and publishedTopics are the wrapped topics of a
+// consumer's subscriptions and of a producer's settings.
+func subscribedTopics(settings *rmqpb.Settings) []string {
+	var topics []string
+	for _, e := range settings.GetSubscription().GetSubscriptions() {
+		topics = append(topics, wrap(e.GetTopic()))
+	}
+	return topics
+}
+
+func publishedTopics(settings *rmqpb.Settings) []string {
+	var topics []string
+	for _, t := range settings.GetPublishing().GetTopics() {
+		topics = append(topics, wrap(t))
+	}
+	return topics
 }
 
 // heartbeatConsumer and heartbeatSubscription are the parts of a
@@ -192,17 +232,14 @@ type heartbeatSubscription struct {
 	ExpressionType string   `json:"expressionType"`
 }
 
-// consumerHeartbeat builds a consumer's HEART_BEAT body from its settings'
-// subscriptions and lists the masters of the topics it subscribes.
-func (s *Server) consumerHeartbeat(ctx context.Context, clientID, group string, settings *rmqpb.Settings) ([]byte, []string) {
+// consumerHeartbeat builds a consumer's HEART_BEAT body from its
+// settings' subscriptions.
+func consumerHeartbeat(clientID, group string, settings *rmqpb.Settings) []byte {
 	cd := heartbeatConsumer{GroupName: group, ConsumeType: "CONSUME_POP", MessageModel: "CLUSTERING",
 		ConsumeFromWhere: "CONSUME_FROM_LAST_OFFSET", SubscriptionDataSet: []heartbeatSubscription{}}
-	seen := map[string]bool{}
-	var masters []string
 	for _, e := range settings.GetSubscription().GetSubscriptions() {
-		topic := wrap(e.GetTopic())
 		expType, exp := filterOf(e.GetExpression())
-		hs := heartbeatSubscription{Topic: topic, SubString: exp, ExpressionType: expType, TagsSet: []string{}, CodeSet: []int{}, SubVersion: time.Now().UnixMilli()}
+		hs := heartbeatSubscription{Topic: wrap(e.GetTopic()), SubString: exp, ExpressionType: expType, TagsSet: []string{}, CodeSet: []int{}, SubVersion: time.Now().UnixMilli()}
 		if expType == "TAG" && exp != "*" {
 			for _, t := range strings.Split(exp, "||") {
 				if t = strings.TrimSpace(t); t != "" {
@@ -211,23 +248,13 @@ func (s *Server) consumerHeartbeat(ctx context.Context, clientID, group string, 
 			}
 		}
 		cd.SubscriptionDataSet = append(cd.SubscriptionDataSet, hs)
-		r, err := s.routes.get(ctx, topic)
-		if err != nil {
-			continue
-		}
-		for _, addr := range sortedValues(r.masters) {
-			if !seen[addr] {
-				seen[addr] = true
-				masters = append(masters, addr)
-			}
-		}
 	}
 	body, _ := json.Marshal(struct {
 		ClientID        string              `json:"clientID"`
 		ProducerDataSet []struct{}          `json:"producerDataSet"`
 		ConsumerDataSet []heartbeatConsumer `json:"consumerDataSet"`
 	}{clientID, []struct{}{}, []heartbeatConsumer{cd}})
-	return body, masters
+	return body
 }
 
 // producerHeartbeat registers a producer with the masters of the topics
@@ -236,10 +263,10 @@ func (s *Server) consumerHeartbeat(ctx context.Context, clientID, group string, 
 // messages carry in PGROUP): the brokers' transaction checks then come to
 // the proxy, which passes them on over the producer's telemetry stream.
 func (s *Server) producerHeartbeat(ctx context.Context, clientID string, settings *rmqpb.Settings) {
-	for addr, groups := range s.producerGroupsByMaster(ctx, settings) {
-		type producerData struct {
-			GroupName string `json:"groupName"`
-		}
+	type producerData struct {
+		GroupName string `json:"groupName"`
+	}
+	for addr, groups := range s.mastersOf(ctx, publishedTopics(settings)) {
 		pds := make([]producerData, len(groups))
 		for i, g := range groups {
 			pds[i] = producerData{GroupName: g}
@@ -249,31 +276,8 @@ func (s *Server) producerHeartbeat(ctx context.Context, clientID string, setting
 			ProducerDataSet []producerData `json:"producerDataSet"`
 			ConsumerDataSet []struct{}     `json:"consumerDataSet"`
 		}{clientID, pds, []struct{}{}})
-		resp, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.HeartBeat, nil, body))
-		if err == nil && resp.Code != remoting.Success {
-			err = remotingFailure("producer heartbeat", resp)
-		}
-		if err != nil {
-			s.log.Warn().Err(err).Str("client", clientID).Str("broker", addr).Msg("producer heartbeat to broker failed")
-		}
+		s.tell(ctx, clientID, addr, "producer heartbeat", remoting.NewRequest(remoting.HeartBeat, nil, body))
 	}
-}
-
-// producerGroupsByMaster maps each master of a producer's topics to the
-// topics (its producer groups) it holds.
-func (s *Server) producerGroupsByMaster(ctx context.Context, settings *rmqpb.Settings) map[string][]string {
-	out := map[string][]string{}
-	for _, t := range settings.GetPublishing().GetTopics() {
-		topic := wrap(t)
-		r, err := s.routes.get(ctx, topic)
-		if err != nil {
-			continue
-		}
-		for _, addr := range sortedValues(r.masters) {
-			out[addr] = append(out[addr], topic)
-		}
-	}
-	return out
 }
 
 // filterOf returns the Remoting expression type and expression of a
@@ -299,22 +303,17 @@ func (s *Server) NotifyClientTermination(ctx context.Context, req *rmqpb.NotifyC
 	settings := s.clients.settings(who.clientID)
 	s.clients.remove(who.clientID)
 	s.renewer.dropClient(ctx, who.clientID)
-	for addr, groups := range s.producerGroupsByMaster(ctx, settings) {
+	for addr, groups := range s.mastersOf(ctx, publishedTopics(settings)) {
 		for _, g := range groups {
-			if _, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.UnregisterClient,
-				map[string]string{"clientID": who.clientID, "producerGroup": g}, nil)); err != nil {
-				s.log.Warn().Err(err).Str("client", who.clientID).Str("broker", addr).Msg("unregister from broker failed")
-			}
+			s.tell(ctx, who.clientID, addr, "unregister", remoting.NewRequest(remoting.UnregisterClient,
+				map[string]string{"clientID": who.clientID, "producerGroup": g}, nil))
 		}
 	}
 	if req.GetGroup() != nil && settings.GetSubscription() != nil {
 		group := wrap(req.GetGroup())
-		_, masters := s.consumerHeartbeat(ctx, who.clientID, group, settings)
-		for _, addr := range masters {
-			if _, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.UnregisterClient,
-				map[string]string{"clientID": who.clientID, "consumerGroup": group}, nil)); err != nil {
-				s.log.Warn().Err(err).Str("client", who.clientID).Str("broker", addr).Msg("unregister from broker failed")
-			}
+		for addr := range s.mastersOf(ctx, subscribedTopics(settings)) {
+			s.tell(ctx, who.clientID, addr, "unregister", remoting.NewRequest(remoting.UnregisterClient,
+				map[string]string{"clientID": who.clientID, "consumerGroup": group}, nil))
 		}
 	}
 	return &rmqpb.NotifyClientTerminationResponse{Status: okStatus()}, nil

@@ -1,5 +1,5 @@
 // Package popclient is a POP consumer over the Remoting protocol, for
-// tests and benchmarks (the Go client v2 has no POP). It sends the
+// tests, benchmarks and the gRPC proxy (the Go client v2 has no POP). It sends the
 // requests a Java 5.x client sends and builds each message's receipt
 // handle from the pop response header the way the Java client does
 // (MQClientAPIImpl.processPopResponse): POP_CK when the broker put one,
@@ -283,14 +283,52 @@ func (c *Client) Ack(ctx context.Context, group string, m Message) (int32, error
 
 // AckHandle acknowledges by handle: topic is the real topic.
 func (c *Client) AckHandle(ctx context.Context, group, topic string, h pop.Handle) (int32, error) {
-	resp, err := c.rc.Invoke(ctx, remoting.NewRequest(remoting.AckMessage, map[string]string{
-		"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(int(h.QueueID)),
-		"extraInfo": h.String(), "offset": strconv.FormatInt(h.QueueOffset, 10),
-	}, nil))
+	resp, err := c.rc.Invoke(ctx, AckRequest(group, topic, h))
 	if err != nil {
 		return 0, err
 	}
 	return resp.Code, nil
+}
+
+// AckRequest is the ACK_MESSAGE of the message a handle names; topic is
+// the real topic (the pop-retry topic of a retried message).
+func AckRequest(group, topic string, h pop.Handle) *remoting.Command {
+	return remoting.NewRequest(remoting.AckMessage, map[string]string{
+		"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(int(h.QueueID)),
+		"extraInfo": h.String(), "offset": strconv.FormatInt(h.QueueOffset, 10),
+	}, nil)
+}
+
+// ChangeInvisibleRequest is the CHANGE_MESSAGE_INVISIBLETIME that makes
+// the message a handle names invisible for d from now; topic is the real
+// topic.
+func ChangeInvisibleRequest(group, topic string, h pop.Handle, d time.Duration) *remoting.Command {
+	return remoting.NewRequest(remoting.ChangeMessageInvisibleTime, map[string]string{
+		"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(int(h.QueueID)),
+		"extraInfo": h.String(), "offset": strconv.FormatInt(h.QueueOffset, 10),
+		"invisibleTime": strconv.FormatInt(d.Milliseconds(), 10),
+	}, nil)
+}
+
+// ChangedHandle is the handle after a successful change of invisible time
+// answered resp, as the Java client rebuilds it: the pop's start becomes
+// the message's offset, the pop time, invisible time and revive queue the
+// answer's.
+func ChangedHandle(h pop.Handle, resp *remoting.Command) (pop.Handle, error) {
+	rh := remoting.Header(resp.ExtFields)
+	nh := h
+	nh.CKOffset = h.QueueOffset
+	var err error
+	if nh.PopTime, err = rh.Int64("popTime"); err != nil {
+		return h, err
+	}
+	if nh.InvisibleTime, err = rh.Int64("invisibleTime"); err != nil {
+		return h, err
+	}
+	if nh.ReviveQID, err = rh.Int32("reviveQid"); err != nil {
+		return h, err
+	}
+	return nh, nil
 }
 
 // BatchAck acknowledges messages in one BATCH_ACK_MESSAGE, one entry per
@@ -344,32 +382,15 @@ func sameAck(a *pop.BatchAck, h *pop.Handle) bool {
 // ckQueueOffset = the message offset).
 func (c *Client) ChangeInvisibleTime(ctx context.Context, group string, m Message, d time.Duration) (int32, pop.Handle, error) {
 	h := m.Handle
-	resp, err := c.rc.Invoke(ctx, remoting.NewRequest(remoting.ChangeMessageInvisibleTime, map[string]string{
-		"consumerGroup": group, "topic": m.RealTopic, "queueId": strconv.Itoa(int(h.QueueID)),
-		"extraInfo": h.String(), "offset": strconv.FormatInt(h.QueueOffset, 10),
-		"invisibleTime": strconv.FormatInt(d.Milliseconds(), 10),
-	}, nil))
+	resp, err := c.rc.Invoke(ctx, ChangeInvisibleRequest(group, m.RealTopic, h, d))
 	if err != nil {
 		return 0, h, err
 	}
 	if resp.Code != remoting.Success {
 		return resp.Code, h, nil
 	}
-	rh := remoting.Header(resp.ExtFields)
-	nh := h
-	nh.CKOffset = h.QueueOffset
-	if nh.PopTime, err = rh.Int64("popTime"); err != nil {
-		return resp.Code, h, err
-	}
-	if nh.InvisibleTime, err = rh.Int64("invisibleTime"); err != nil {
-		return resp.Code, h, err
-	}
-	q, err := rh.Int32("reviveQid")
-	if err != nil {
-		return resp.Code, h, err
-	}
-	nh.ReviveQID = q
-	return resp.Code, nh, nil
+	nh, err := ChangedHandle(h, resp)
+	return resp.Code, nh, err
 }
 
 // Peek sends PEEK_MESSAGE and returns the code and the messages.
