@@ -4,12 +4,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net/netip"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/listenconf"
 	"github.com/rocketkv/rocketkv/internal/tlsconf"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -81,12 +81,10 @@ type Config struct {
 	// enforcing TLS only.
 	TLSMode remoting.TLSMode
 	TLS     *tls.Config
-	// ProxyProtocolDisabled refuses PROXY protocol headers on the gRPC
-	// port; ProxyProtocolTrusted, when not empty, lists the balancers'
-	// networks allowed to send one (empty trusts every peer, as
-	// RocketMQ's proxy does).
-	ProxyProtocolDisabled bool
-	ProxyProtocolTrusted  []netip.Prefix
+	// ProxyProtocol says which peers may open a gRPC connection with a
+	// PROXY protocol header, as on the Remoting ports (the zero value:
+	// any peer, as RocketMQ's proxy).
+	ProxyProtocol remoting.ProxyProtocol
 	// Authentication checks that each call is signed by a user the
 	// brokers have (authenticationEnabled); Authorization checks the
 	// user's access list for what the call does (authorizationEnabled).
@@ -181,8 +179,7 @@ func ConfigFrom(p configs.Proxy, log zerolog.Logger) (Config, error) {
 	c.RenewAhead, c.RenewMax, c.RenewPeriod = p.RenewAheadTime, p.RenewMaxTime, p.RenewSchedulePeriod
 	c.ClientIdle = p.ClientIdleTime
 	c.MaxRecvMsgSize = p.GrpcMaxInboundMessageSize
-	c.ProxyProtocolDisabled = !p.ProxyProtocol.Enable
-	c.ProxyProtocolTrusted = p.ProxyProtocol.TrustedNetworks
+	c.ProxyProtocol = listenconf.ProxyProtocol(p.ProxyProtocol)
 	c.Authentication, c.Authorization, c.AuthCacheTTL = p.AuthenticationEnabled, p.AuthorizationEnabled, p.AuthCacheRefresh
 	if p.EnableAclRPCHookForClusterMode {
 		creds, ok, err := configs.ParseInnerCredentials(p.InnerClientAuthenticationCredentials)

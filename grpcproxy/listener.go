@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"time"
 
 	"github.com/pires/go-proxyproto"
@@ -21,45 +20,22 @@ import (
 const handshakeTimeout = 10 * time.Second
 
 // proxyProtocolListener wraps ln so that connections may open with a
-// PROXY protocol header (v1 or v2) from a trusted peer, as RocketMQ's
-// proxy accepts on its gRPC port: the header's source becomes the
-// connection's remote address (the born host of messages sent without
-// one). A header from a peer outside trusted (empty trusts every peer), or
-// any header when disabled, fails the connection.
-func proxyProtocolListener(ln net.Listener, disabled bool, trusted []netip.Prefix) net.Listener {
+// PROXY protocol header (v1 or v2) from a peer the policy trusts, as
+// RocketMQ's proxy accepts on its gRPC port: the header's source becomes
+// the connection's remote address (the born host of messages sent
+// without one). A header from a peer it does not trust, or any header
+// when headers are disabled, fails the connection.
+func proxyProtocolListener(ln net.Listener, policy remoting.ProxyProtocol) net.Listener {
 	return &proxyproto.Listener{
 		Listener:          ln,
 		ReadHeaderTimeout: handshakeTimeout,
 		ConnPolicy: func(o proxyproto.ConnPolicyOptions) (proxyproto.Policy, error) {
-			if disabled || !trustedPeer(o.Upstream, trusted) {
+			if policy.Disabled || !policy.Trusts(o.Upstream) {
 				return proxyproto.REJECT, nil
 			}
 			return proxyproto.USE, nil
 		},
 	}
-}
-
-// trustedPeer reports whether peer lies in one of the trusted networks
-// (every peer when there are none).
-func trustedPeer(peer net.Addr, trusted []netip.Prefix) bool {
-	if len(trusted) == 0 {
-		return true
-	}
-	ta, ok := peer.(*net.TCPAddr)
-	if !ok {
-		return false
-	}
-	ip, ok := netip.AddrFromSlice(ta.IP)
-	if !ok {
-		return false
-	}
-	ip = ip.Unmap()
-	for _, n := range trusted {
-		if n.Contains(ip) {
-			return true
-		}
-	}
-	return false
 }
 
 // sniffCreds are gRPC transport credentials that serve TLS and plaintext

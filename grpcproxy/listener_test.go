@@ -111,7 +111,7 @@ func TestGRPCPortProxyProtocol(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ln := proxyProtocolListener(raw, tc.disabled, tc.trusted)
+			ln := proxyProtocolListener(raw, remoting.ProxyProtocol{Disabled: tc.disabled, Trusted: tc.trusted})
 			defer ln.Close()
 			c, err := net.Dial("tcp", raw.Addr().String())
 			if err != nil {

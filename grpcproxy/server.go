@@ -108,7 +108,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("grpcproxy: listen on %s: %w", s.cfg.Addr, err)
 	}
 	s.ln = ln
-	served := proxyProtocolListener(ln, s.cfg.ProxyProtocolDisabled, s.cfg.ProxyProtocolTrusted)
+	served := proxyProtocolListener(ln, s.cfg.ProxyProtocol)
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
 	s.wg.Add(2)
@@ -122,7 +122,7 @@ func (s *Server) Start(ctx context.Context) error {
 		defer s.wg.Done()
 		s.housekeep(bg)
 	}()
-	if s.cfg.Authorization && !s.cfg.ProxyProtocolDisabled && len(s.cfg.ProxyProtocolTrusted) == 0 {
+	if s.cfg.Authorization && !s.cfg.ProxyProtocol.Disabled && len(s.cfg.ProxyProtocol.Trusted) == 0 {
 		s.log.Warn().Msg("authorization is on and PROXY protocol headers are trusted from every peer: a client can claim any source address to access lists that name addresses; set proxyProtocolTrustedNetworks")
 	}
 	s.log.Info().Str("addr", ln.Addr().String()).Strs("namesrv", s.cfg.NamesrvAddrs).Stringer("tls", s.cfg.TLSMode).Msg("gRPC proxy listening")

@@ -74,8 +74,9 @@ type ProxyProtocol struct {
 	Trusted []netip.Prefix
 }
 
-// trusts reports whether peer may send a header.
-func (p ProxyProtocol) trusts(peer net.Addr) bool {
+// Trusts reports whether peer may send a header (the gRPC proxy's
+// listener asks it too).
+func (p ProxyProtocol) Trusts(peer net.Addr) bool {
 	if len(p.Trusted) == 0 {
 		return true
 	}
@@ -190,7 +191,7 @@ func (e *eventHandler) readProxyHeader(gc gnet.Conn, c *Conn) (done, closeConn b
 		c.proxyPending = false
 		return true, false
 	}
-	if !s.cfg.ProxyProtocol.trusts(c.remote) {
+	if !s.cfg.ProxyProtocol.Trusts(c.remote) {
 		s.log.Warn().Stringer("conn", c).Msg("closing connection: PROXY protocol header from a peer outside proxyProtocolTrustedNetworks")
 		return false, true
 	}

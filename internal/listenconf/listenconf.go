@@ -14,5 +14,11 @@ import (
 func Apply(cfg *remoting.ServerConfig, l configs.Listener, p configs.ProxyProtocol) {
 	cfg.IdleTimeout = l.IdleTimeout()
 	cfg.SocketSendBuffer, cfg.SocketRecvBuffer = l.SendBuffer, l.RecvBuffer
-	cfg.ProxyProtocol = remoting.ProxyProtocol{Disabled: !p.Enable, Trusted: p.TrustedNetworks}
+	cfg.ProxyProtocol = ProxyProtocol(p)
+}
+
+// ProxyProtocol is the PROXY protocol policy the keys p say (the gRPC
+// proxy's listener takes it as the Remoting servers do).
+func ProxyProtocol(p configs.ProxyProtocol) remoting.ProxyProtocol {
+	return remoting.ProxyProtocol{Disabled: !p.Enable, Trusted: p.TrustedNetworks}
 }
