@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pierrec/lz4/v4"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
@@ -158,5 +159,22 @@ func FuzzDecompress(f *testing.F) {
 				t.Fatalf("%d bytes compressed with %s came back as %d other bytes", len(data), c.name, len(out))
 			}
 		}
+	})
+}
+
+// FuzzCredentials: any authorization header a client sends either names
+// a user and a signature or is refused; the user never carries the C++
+// client's /region/service suffix. It never panics.
+func FuzzCredentials(f *testing.F) {
+	f.Add("MQv2-HMAC-SHA1 Credential=alice, SignedHeaders=x-mq-date-time, Signature=ABCDEF", "20261202T081500Z")
+	f.Add("MQv2-HMAC-SHA1 Credential=ak/region/svc, SignedHeaders=x-mq-date-time, Signature=00", "")
+	f.Add("Basic x", "")
+	f.Fuzz(func(t *testing.T, authorization, dateTime string) {
+		md := metadata.Pairs(mdAuthorization, authorization, mdDateTime, dateTime)
+		user, sig, _, ok := credentialsOf(md)
+		if ok && (user == "" || sig == "" || strings.Contains(user, "/")) {
+			t.Fatalf("credentialsOf(%q) = user %q, signature %q", authorization, user, sig)
+		}
+		_ = signatureMatches(sig, dateTime, "password")
 	})
 }

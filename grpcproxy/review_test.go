@@ -157,3 +157,39 @@ func TestSplitNamespace(t *testing.T) {
 		}
 	}
 }
+
+// A receipt handle is client input: forwarding to the dead-letter queue
+// refuses one whose CommitLog offset is another message's (the broker
+// would copy whatever lies there), and an EndTransaction of a transaction
+// the proxy never saw is INVALID_TRANSACTION_ID.
+func TestRefusesForgedIdentifiers(t *testing.T) {
+	c := startTestCluster(t, nil)
+	const topic, group = "Forged", "GroupForged"
+	c.createTopic(t, topic, 1, "")
+	c.send(t, "forger", newMessage(topic, "first"))
+	c.send(t, "forger", newMessage(topic, "second"))
+	msgs := c.receiveN(t, "forger", receiveRequest(group, topic, 30*time.Second, time.Second), 2)
+	first, err := ParseHandle(msgs[0].GetSystemProperties().GetReceiptHandle())
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := ParseHandle(msgs[1].GetSystemProperties().GetReceiptHandle())
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := first
+	forged.CommitLogOffset = second.CommitLogOffset
+	resp, err := c.rpc.ForwardMessageToDeadLetterQueue(callCtx(t, "forger", 5*time.Second), &rmqpb.ForwardMessageToDeadLetterQueueRequest{
+		Group: &rmqpb.Resource{Name: group}, Topic: &rmqpb.Resource{Name: topic},
+		ReceiptHandle: forged.String(), MessageId: msgs[0].GetSystemProperties().GetMessageId()})
+	if err != nil || resp.GetStatus().GetCode() != rmqpb.Code_INVALID_RECEIPT_HANDLE {
+		t.Fatalf("forwarding with a forged handle answered %v %v, want INVALID_RECEIPT_HANDLE", resp.GetStatus(), err)
+	}
+	for _, id := range []string{"", "never-sent"} {
+		end, err := c.rpc.EndTransaction(callCtx(t, "forger", 5*time.Second), &rmqpb.EndTransactionRequest{
+			Topic: &rmqpb.Resource{Name: topic}, TransactionId: id, MessageId: "x", Resolution: rmqpb.TransactionResolution_COMMIT})
+		if err != nil || end.GetStatus().GetCode() != rmqpb.Code_INVALID_TRANSACTION_ID {
+			t.Fatalf("EndTransaction of %q answered %v %v, want INVALID_TRANSACTION_ID", id, end.GetStatus(), err)
+		}
+	}
+}
