@@ -124,11 +124,6 @@ func TopicAllowsLMQ(topic string) bool {
 	return !IsRetryTopic(topic) && !strings.HasPrefix(topic, "rmq_sys_") && topic != ScheduleTopic
 }
 
-// GroupRetryPolicy is RocketMQ's retry policy of a group.
-type GroupRetryPolicy struct {
-	Type string `json:"type"`
-}
-
 // SubscriptionGroupConfig is RocketMQ's SubscriptionGroupConfig as JSON.
 type SubscriptionGroupConfig struct {
 	GroupName                      string            `json:"groupName"`
@@ -144,7 +139,18 @@ type SubscriptionGroupConfig struct {
 	NotifyConsumerIdsChangedEnable bool              `json:"notifyConsumerIdsChangedEnable"`
 	GroupSysFlag                   int               `json:"groupSysFlag"`
 	ConsumeTimeoutMinute           int               `json:"consumeTimeoutMinute"`
-	Attributes                     map[string]string `json:"attributes"`
+	// SubscriptionDataSet lists the subscriptions a group was given
+	// (RocketMQ 5's static subscriptions; kept and returned, not applied).
+	SubscriptionDataSet []SimpleSubscriptionData `json:"subscriptionDataSet,omitempty"`
+	Attributes          map[string]string        `json:"attributes"`
+}
+
+// SimpleSubscriptionData is one entry of a group's subscriptionDataSet.
+type SimpleSubscriptionData struct {
+	Topic          string `json:"topic"`
+	ExpressionType string `json:"expressionType"`
+	Expression     string `json:"expression"`
+	Version        int64  `json:"version"`
 }
 
 // NewSubscriptionGroupConfig returns a group config with RocketMQ's

@@ -84,6 +84,35 @@ func (b javaBool) String() string {
 // Type implements pflag.Value.
 func (javaBool) Type() string { return "true|false" }
 
+// retryPolicyFlag is mqadmin's -p: a group's retry policy as JSON.
+type retryPolicyFlag struct{ dst **meta.GroupRetryPolicy }
+
+// Set implements pflag.Value.
+func (f retryPolicyFlag) Set(v string) error {
+	var p meta.GroupRetryPolicy
+	if err := json.Unmarshal([]byte(strings.TrimSpace(v)), &p); err != nil {
+		return fmt.Errorf("groupRetryPolicy %s is not a retry policy's JSON: %w", v, err)
+	}
+	if !strings.EqualFold(p.Type, meta.RetryPolicyExponential) && !strings.EqualFold(p.Type, meta.RetryPolicyCustomized) {
+		return fmt.Errorf("groupRetryPolicy %s: type %q is neither %s nor %s", v, p.Type, meta.RetryPolicyCustomized, meta.RetryPolicyExponential)
+	}
+	p.Type = strings.ToUpper(p.Type)
+	*f.dst = &p
+	return nil
+}
+
+// String implements pflag.Value.
+func (f retryPolicyFlag) String() string {
+	if f.dst == nil || *f.dst == nil {
+		return ""
+	}
+	b, _ := json.Marshal(*f.dst)
+	return string(b)
+}
+
+// Type implements pflag.Value.
+func (retryPolicyFlag) Type() string { return "json" }
+
 func updateSubGroupCmd(g *globals) *cobra.Command {
 	var cluster string
 	// The settings given replace mqadmin's starting point: RocketMQ's
@@ -96,9 +125,12 @@ func updateSubGroupCmd(g *globals) *cobra.Command {
 		Long: `updateSubGroup creates or updates a consumer group, as mqadmin updateSubGroup:
 the config starts from RocketMQ's defaults with broadcast and consume-from-min
 off, whatever the group had, and the settings given replace them. Booleans are
-given as text (-s false), as mqadmin takes them. mqadmin's -p (groupRetryPolicy)
-and --attributes are not offered: retries follow the delay levels
-(messageDelayLevel), and RocketMQ knows no group attribute.`,
+given as text (-s false), as mqadmin takes them. -p sets the group's retry
+policy, the pauses gRPC consumers are told to wait before each redelivery,
+as JSON: {"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":5000,
+"max":7200000,"multiplier":2}} or {"type":"CUSTOMIZED","customizedRetryPolicy":
+{"next":[1000,5000,10000]}} (ms). mqadmin's --attributes is not offered:
+RocketMQ knows no group attribute.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			gc.GroupName = strings.TrimSpace(gc.GroupName)
@@ -132,6 +164,7 @@ and --attributes are not offered: retries follow the delay levels
 	f.IntVarP(&gc.RetryMaxTimes, "retryMaxTimes", "r", gc.RetryMaxTimes, "retry max times")
 	f.Int64VarP(&gc.BrokerID, "brokerId", "i", gc.BrokerID, "broker id consumers read from")
 	f.Int64VarP(&gc.WhichBrokerWhenConsumeSlowly, "whichBrokerWhenConsumeSlowly", "w", gc.WhichBrokerWhenConsumeSlowly, "broker id consumers read from when consuming slowly")
+	f.VarP(retryPolicyFlag{&gc.GroupRetryPolicy}, "groupRetryPolicy", "p", "the group's retry policy as JSON (CUSTOMIZED, RocketMQ's delay levels, when not given)")
 	_ = cmd.MarkFlagRequired("groupName")
 	return cmd
 }

@@ -56,7 +56,16 @@ func TestUpdateSubGroup(t *testing.T) {
 	if gc, _ := groupOf(t, c, "GA"); !gc.ConsumeBroadcastEnable || !gc.ConsumeMessageOrderly || gc.BrokerID != 1 || gc.RetryMaxTimes != 16 || !gc.ConsumeEnable {
 		t.Fatalf("group GA after updateSubGroup -c: %+v", gc)
 	}
-	for _, bad := range [][]string{{"-q", "two"}, {"-i", "x"}} {
+	// -p gives the group a retry policy of its own, as mqadmin's -p.
+	policy := `{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":2000,"max":60000,"multiplier":3}}`
+	if out, err := run(t, "updateSubGroup", "-b", b.Addr(), "-g", "GA", "-p", policy); err != nil {
+		t.Fatalf("updateSubGroup -p: %q %v", out, err)
+	}
+	gc, _ = groupOf(t, c, "GA")
+	if p := gc.GroupRetryPolicy; p == nil || p.Type != "EXPONENTIAL" || p.Exponential == nil || *p.Exponential != (meta.ExponentialRetryPolicy{Initial: 2000, Max: 60000, Multiplier: 3}) {
+		t.Fatalf("group GA after updateSubGroup -p %s: retry policy %+v", policy, gc.GroupRetryPolicy)
+	}
+	for _, bad := range [][]string{{"-q", "two"}, {"-i", "x"}, {"-p", "{type:"}, {"-p", `{"type":"LINEAR"}`}} {
 		if _, err := run(t, append([]string{"updateSubGroup", "-b", b.Addr(), "-g", "GB"}, bad...)...); err == nil || !strings.Contains(err.Error(), bad[1]) {
 			t.Errorf("updateSubGroup %v: %v, want an error naming the value", bad, err)
 		}

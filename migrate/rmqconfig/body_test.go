@@ -1,6 +1,7 @@
 package rmqconfig
 
 import (
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -121,4 +122,38 @@ func sameOffsets(a, b []Offset) bool {
 	}
 	tb, _ := table(b)
 	return reflect.DeepEqual(ta, tb)
+}
+
+// A RocketMQ 5 group with its own retry policies and static
+// subscriptions, as subscriptionGroup.json holds it, keeps them through
+// the import and the export: the proxy tells gRPC consumers those pauses.
+func TestGroupRetryPolicyCarried(t *testing.T) {
+	const table = `{"dataVersion":{"counter":1,"stateVersion":0,"timestamp":5},"subscriptionGroupTable":{"G":{"groupName":"G",` +
+		`"groupRetryPolicy":{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":2000,"max":600000,"multiplier":4},` +
+		`"customizedRetryPolicy":{"next":[1000,3000]}},` +
+		`"subscriptionDataSet":[{"expression":"tagA","expressionType":"TAG","topic":"T","version":3}]}}}`
+	groups, _, err := ParseGroups([]byte(table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := meta.GroupRetryPolicy{Type: "EXPONENTIAL", Exponential: &meta.ExponentialRetryPolicy{Initial: 2000, Max: 600000, Multiplier: 4},
+		Customized: &meta.CustomizedRetryPolicy{Next: []int64{1000, 3000}}}
+	if len(groups) != 1 || groups[0].GroupRetryPolicy == nil || !reflect.DeepEqual(*groups[0].GroupRetryPolicy, want) {
+		t.Fatalf("groups %+v, want the retry policy %+v", groups, want)
+	}
+	subs := []meta.SimpleSubscriptionData{{Topic: "T", ExpressionType: "TAG", Expression: "tagA", Version: 3}}
+	if !reflect.DeepEqual(groups[0].SubscriptionDataSet, subs) {
+		t.Fatalf("subscriptionDataSet %+v, want %+v", groups[0].SubscriptionDataSet, subs)
+	}
+	root := t.TempDir()
+	if err := Write(filepath.Join(root, "config"), Config{Groups: groups}, meta.DataVersion{Counter: 2}); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.Groups, groups) {
+		t.Fatalf("exported and read again:\n got %+v\nwant %+v", back.Groups, groups)
+	}
 }
