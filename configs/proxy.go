@@ -52,6 +52,9 @@ type Proxy struct {
 	// tune it.
 	EnableProxyAutoRenew                              bool
 	RenewAheadTime, RenewMaxTime, RenewSchedulePeriod time.Duration
+	// MaxRenewRetryTimes is how often a renewal that failed to reach its
+	// broker is tried again before the message is left to expire.
+	MaxRenewRetryTimes int
 	// ClientIdleTime is how long a silent client's settings are kept.
 	ClientIdleTime time.Duration
 	// TopicRouteCacheRefresh is how long a route is reused.
@@ -107,6 +110,7 @@ var proxyFields = slices.Concat([]field[Proxy]{
 	millis("renewAheadTimeMillis", "10000", func(p *Proxy) *time.Duration { return &p.RenewAheadTime }),
 	millisRange("renewMaxTimeMillis", "10800000", 1, func(p *Proxy) *time.Duration { return &p.RenewMaxTime }),
 	millisRange("renewSchedulePeriodMillis", "5000", 1, func(p *Proxy) *time.Duration { return &p.RenewSchedulePeriod }),
+	intRange("maxRenewRetryTimes", "3", 0, 1000, func(p *Proxy) *int { return &p.MaxRenewRetryTimes }),
 	millisRange("grpcClientIdleTimeMills", "120000", 1, func(p *Proxy) *time.Duration { return &p.ClientIdleTime }),
 	seconds("topicRouteServiceCacheRefreshSeconds", "20", func(p *Proxy) *time.Duration { return &p.TopicRouteCacheRefresh }),
 	intRange("grpcMaxInboundMessageSize", "136314880", 1024, 1<<31-1, func(p *Proxy) *int { return &p.GrpcMaxInboundMessageSize }),

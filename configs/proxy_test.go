@@ -43,6 +43,7 @@ func TestProxyDefaultsAreRocketMQs(t *testing.T) {
 		RenewAheadTime:            10 * time.Second,
 		RenewMaxTime:              3 * time.Hour,
 		RenewSchedulePeriod:       5 * time.Second,
+		MaxRenewRetryTimes:        3,
 		ClientIdleTime:            120 * time.Second,
 		TopicRouteCacheRefresh:    20 * time.Second,
 		GrpcMaxInboundMessageSize: 130 << 20,

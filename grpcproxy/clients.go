@@ -2,7 +2,6 @@ package grpcproxy
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -154,23 +153,14 @@ func (r *clientRegistry) expire(before time.Time) []string {
 	return gone
 }
 
-// defaultRetryDelays are the pauses before each redelivery of a group
-// whose retry policy is CUSTOMIZED: RocketMQ's 18 delay levels, as its
-// CustomizedRetryPolicy lists them.
-var defaultRetryDelays = func() []time.Duration {
-	d, err := meta.ParseDelayLevels(meta.DefaultMessageDelayLevel)
-	if err != nil {
-		panic(fmt.Sprintf("grpcproxy: RocketMQ's delay levels do not parse: %v", err))
-	}
-	return d
-}()
-
 // groupPolicy is what the settings of a consumer take from its group's
 // configuration.
 type groupPolicy struct {
 	orderly       bool
 	retryMaxTimes int
-	exponential   bool
+	// retry is the group's retry policy (nil: RocketMQ's default, the
+	// delay levels).
+	retry *meta.GroupRetryPolicy
 }
 
 // producerSettings completes a producer's settings with the proxy's retry
@@ -212,14 +202,25 @@ func (s *Server) consumerSettings(in *rmqpb.Settings, gp groupPolicy) *rmqpb.Set
 	sub.ReceiveBatchSize = &batch
 	sub.LongPollingTimeout = durationpb.New(s.cfg.MaxLongPolling)
 	policy := &rmqpb.RetryPolicy{MaxAttempts: int32(gp.retryMaxTimes + 1)}
-	if gp.exponential {
+	// As RocketMQ's proxy: the policy of the group's type, or that
+	// type's default when the group gives none.
+	if gp.retry.IsExponential() {
+		e := meta.DefaultExponentialRetryPolicy()
+		if gp.retry.Exponential != nil {
+			e = *gp.retry.Exponential
+		}
 		policy.Strategy = &rmqpb.RetryPolicy_ExponentialBackoff{ExponentialBackoff: &rmqpb.ExponentialBackoff{
-			Initial: durationpb.New(time.Second), Max: durationpb.New(2 * time.Hour), Multiplier: 2,
+			Initial: durationpb.New(meta.Millis(e.Initial)), Max: durationpb.New(meta.Millis(e.Max)),
+			Multiplier: float32(e.Multiplier),
 		}}
 	} else {
-		next := make([]*durationpb.Duration, len(defaultRetryDelays))
-		for i, d := range defaultRetryDelays {
-			next[i] = durationpb.New(d)
+		c := meta.DefaultCustomizedRetryPolicy()
+		if gp.retry != nil && gp.retry.Customized != nil {
+			c = *gp.retry.Customized
+		}
+		next := make([]*durationpb.Duration, len(c.Next))
+		for i, ms := range c.Next {
+			next[i] = durationpb.New(meta.Millis(ms))
 		}
 		policy.Strategy = &rmqpb.RetryPolicy_CustomizedBackoff{CustomizedBackoff: &rmqpb.CustomizedBackoff{Next: next}}
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -64,9 +65,17 @@ type Config struct {
 	// handle's expiry it is renewed (renewAheadTimeMillis, 10 s), RenewMax
 	// how long a message is renewed at most (renewMaxTimeMillis, 3 h) and
 	// RenewPeriod how often the renewals are looked at
-	// (renewSchedulePeriodMillis, 5 s).
+	// (renewSchedulePeriodMillis, 5 s). RenewPolicy is the invisible
+	// time of a message's n-th renewal, the last one for later renewals
+	// (RocketMQ proxy's RenewStrategyPolicy: 1 m, 3 m, 5 m, 10 m, 30 m,
+	// 1 h); MaxRenewRetry is how often a renewal that did not reach its
+	// broker is tried again (maxRenewRetryTimes, 3). A message renewed for
+	// RenewMax is given back: visible again after its group's retry
+	// pause.
 	AutoRenew                         bool
 	RenewAhead, RenewMax, RenewPeriod time.Duration
+	RenewPolicy                       []time.Duration
+	MaxRenewRetry                     int
 	// ClientIdle is how long a client's settings and renewals are kept
 	// after its last request (grpcClientIdleTimeMills, 120 s).
 	ClientIdle time.Duration
@@ -127,6 +136,8 @@ func DefaultConfig() Config {
 		RenewAhead:                10 * time.Second,
 		RenewMax:                  3 * time.Hour,
 		RenewPeriod:               5 * time.Second,
+		RenewPolicy:               []time.Duration{time.Minute, 3 * time.Minute, 5 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour},
+		MaxRenewRetry:             3,
 		ClientIdle:                120 * time.Second,
 		MaxRecvMsgSize:            130 << 20,
 		AuthCacheTTL:              20 * time.Second,
@@ -147,6 +158,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("grpcproxy: invisible time bounds %v..%v are not a range", c.MinInvisible, c.MaxInvisible)
 	case c.AutoRenew && (c.RenewPeriod <= 0 || c.DefaultInvisible <= c.RenewAhead):
 		return fmt.Errorf("grpcproxy: auto-renewal needs a positive period and a default invisible time (%v) above the renew-ahead time (%v)", c.DefaultInvisible, c.RenewAhead)
+	case c.AutoRenew && (len(c.RenewPolicy) == 0 || slices.Min(c.RenewPolicy) <= c.RenewAhead):
+		return fmt.Errorf("grpcproxy: auto-renewal needs renewal invisible times (%v) above the renew-ahead time (%v)", c.RenewPolicy, c.RenewAhead)
 	case c.ReceiveBatchSize <= 0 || c.MaxMessageSize <= 0:
 		return errors.New("grpcproxy: batch size and message size must be positive")
 	}
@@ -177,6 +190,7 @@ func ConfigFrom(p configs.Proxy, log zerolog.Logger) (Config, error) {
 	c.ProducerBackoffMultiplier = float32(p.ProducerBackoffMultiplier)
 	c.AutoRenew = p.EnableProxyAutoRenew
 	c.RenewAhead, c.RenewMax, c.RenewPeriod = p.RenewAheadTime, p.RenewMaxTime, p.RenewSchedulePeriod
+	c.MaxRenewRetry = p.MaxRenewRetryTimes
 	c.ClientIdle = p.ClientIdleTime
 	c.MaxRecvMsgSize = p.GrpcMaxInboundMessageSize
 	c.ProxyProtocol = listenconf.ProxyProtocol(p.ProxyProtocol)

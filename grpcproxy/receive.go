@@ -161,7 +161,7 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 			// Delivered as often as the group allows: to the dead-letter
 			// queue, as RocketMQ's proxy filters a pop's result.
 			msgID, _ := commitlog.LookupProperty(pm.Properties, propUniqKey)
-			if err := s.toDLQ(ctx, addr, group, topic, p, msgID); err != nil {
+			if err := s.toDLQ(ctx, addr, group, p, msgID); err != nil {
 				s.log.Warn().Err(err).Str("group", group).Str("topic", topic).Msg("message over its delivery attempts not moved to the dead-letter queue")
 			}
 			continue
@@ -351,7 +351,7 @@ func (s *Server) ForwardMessageToDeadLetterQueue(ctx context.Context, req *rmqpb
 		return answer(err)
 	}
 	p := popped{handle: h, group: group, topic: realTopic, addr: addr}
-	return answer(s.toDLQ(ctx, addr, group, topic, p, req.GetMessageId()))
+	return answer(s.toDLQ(ctx, addr, group, p, req.GetMessageId()))
 }
 
 // checkHandleNamesRecord reads the record at a handle's CommitLog offset
@@ -381,11 +381,13 @@ func (s *Server) checkHandleNamesRecord(ctx context.Context, addr, realTopic str
 
 // toDLQ sends a popped message to its group's dead-letter queue
 // (CONSUMER_SEND_MSG_BACK with delay level -1, by CommitLog offset) and
-// then acknowledges it, so that it is not delivered again.
-func (s *Server) toDLQ(ctx context.Context, addr, group, topic string, p popped, msgID string) error {
+// then acknowledges it, so that it is not delivered again. The request's
+// originTopic is the topic the message was popped from, the retry topic
+// for a retried message, as RocketMQ's proxy sends it.
+func (s *Server) toDLQ(ctx context.Context, addr, group string, p popped, msgID string) error {
 	h := map[string]string{
 		"offset": strconv.FormatInt(p.handle.CommitLogOffset, 10), "group": group, "delayLevel": "-1",
-		"originTopic": topic, "unitMode": "false", "maxReconsumeTimes": "0",
+		"originTopic": p.topic, "unitMode": "false", "maxReconsumeTimes": "0",
 	}
 	if msgID != "" {
 		h["originMsgId"] = msgID

@@ -583,6 +583,13 @@ func TestTelemetrySettings(t *testing.T) {
 	orderly.RetryMaxTimes = 3
 	orderly.GroupRetryPolicy = &meta.GroupRetryPolicy{Type: "EXPONENTIAL"}
 	c.createGroup(t, orderly)
+	exponential := meta.NewSubscriptionGroupConfig("TeleExponential")
+	exponential.GroupRetryPolicy = &meta.GroupRetryPolicy{Type: "EXPONENTIAL",
+		Exponential: &meta.ExponentialRetryPolicy{Initial: 1500, Max: 90000, Multiplier: 3}}
+	c.createGroup(t, exponential)
+	customized := meta.NewSubscriptionGroupConfig("TeleCustomized")
+	customized.GroupRetryPolicy = &meta.GroupRetryPolicy{Type: "CUSTOMIZED", Customized: &meta.CustomizedRetryPolicy{Next: []int64{250, 500, 750}}}
+	c.createGroup(t, customized)
 	consumer := func(group string) *rmqpb.Settings {
 		return &rmqpb.Settings{
 			ClientType:     rmqpb.ClientType_SIMPLE_CONSUMER.Enum(),
@@ -651,6 +658,27 @@ func TestTelemetrySettings(t *testing.T) {
 		s := answer.GetSettings()
 		if !s.GetSubscription().GetFifo() || s.GetBackoffPolicy().GetMaxAttempts() != 4 || s.GetBackoffPolicy().GetExponentialBackoff() == nil {
 			t.Errorf("fifo %v, backoff %v; want fifo, 4 attempts, exponential", s.GetSubscription().GetFifo(), s.GetBackoffPolicy())
+		}
+		eb := s.GetBackoffPolicy().GetExponentialBackoff()
+		if eb.GetInitial().AsDuration() != 5*time.Second || eb.GetMax().AsDuration() != 2*time.Hour || eb.GetMultiplier() != 2 {
+			t.Errorf("exponential backoff %v, want RocketMQ's default 5s..2h x2 for a group that names the type alone", eb)
+		}
+	})
+
+	// The pauses a group's retry policy gives are what its consumers are
+	// told, whichever of the two kinds it is.
+	t.Run("consumer of a group with its own exponential policy", func(t *testing.T) {
+		answer := c.telemetryOnce(t, "tele-exponential", consumer("TeleExponential"))
+		eb := answer.GetSettings().GetBackoffPolicy().GetExponentialBackoff()
+		if eb.GetInitial().AsDuration() != 1500*time.Millisecond || eb.GetMax().AsDuration() != 90*time.Second || eb.GetMultiplier() != 3 {
+			t.Errorf("exponential backoff %v, want the group's 1.5s..90s x3", eb)
+		}
+	})
+	t.Run("consumer of a group with its own customized policy", func(t *testing.T) {
+		answer := c.telemetryOnce(t, "tele-customized", consumer("TeleCustomized"))
+		next := answer.GetSettings().GetBackoffPolicy().GetCustomizedBackoff().GetNext()
+		if len(next) != 3 || next[0].AsDuration() != 250*time.Millisecond || next[2].AsDuration() != 750*time.Millisecond {
+			t.Errorf("customized backoff %v, want the group's 250ms, 500ms, 750ms", next)
 		}
 	})
 

@@ -17,12 +17,19 @@ import (
 // the topic (GET_SUBSCRIPTIONGROUP_CONFIG). A group no master knows yet
 // (brokers create groups on first use) has RocketMQ's defaults.
 func (s *Server) groupPolicy(ctx context.Context, r *topicRoute, group string) groupPolicy {
+	return s.groupPolicyAt(ctx, sortedValues(r.masters), group)
+}
+
+// groupPolicyAt reads a consumer group's configuration from the first of
+// the brokers that answers, or gives RocketMQ's defaults; answers are
+// cached for the route's time to live.
+func (s *Server) groupPolicyAt(ctx context.Context, brokers []string, group string) groupPolicy {
 	if c, ok := s.policies.Get(group); ok && time.Since(c.at) < s.cfg.RouteTTL {
 		return c.gp
 	}
 	gp := groupPolicy{retryMaxTimes: 16}
 	defer func() { s.policies.Add(group, cachedPolicy{gp: gp, at: time.Now()}) }()
-	for _, addr := range sortedValues(r.masters) {
+	for _, addr := range brokers {
 		resp, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.GetSubscriptionGroupConfig, map[string]string{"group": group}, nil))
 		if err != nil || resp.Code != remoting.Success {
 			continue
@@ -31,8 +38,7 @@ func (s *Server) groupPolicy(ctx context.Context, r *topicRoute, group string) g
 		if json.Unmarshal(resp.Body, &gc) != nil {
 			continue
 		}
-		gp.orderly, gp.retryMaxTimes = gc.ConsumeMessageOrderly, gc.RetryMaxTimes
-		gp.exponential = gc.GroupRetryPolicy != nil && strings.EqualFold(gc.GroupRetryPolicy.Type, "EXPONENTIAL")
+		gp.orderly, gp.retryMaxTimes, gp.retry = gc.ConsumeMessageOrderly, gc.RetryMaxTimes, gc.GroupRetryPolicy
 		break
 	}
 	return gp
