@@ -15,6 +15,7 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -281,6 +282,9 @@ type remoteAuthStore struct {
 	ttl   time.Duration
 	users *lru.Cache[string, cachedUser]
 	acls  *lru.Cache[string, cachedACL]
+	// loads collapses concurrent misses of one user or access list into
+	// one request to the brokers.
+	loads singleflight.Group
 
 	mu        sync.Mutex
 	masters   []string
@@ -312,19 +316,29 @@ func (r *remoteAuthStore) User(name string) (meta.UserInfo, bool, error) {
 	if hit && time.Since(c.at) < r.ttl {
 		return c.u, c.ok, nil
 	}
-	resp, err := r.ask(remoting.AuthGetUser, map[string]string{"username": name})
+	v, err, _ := r.loads.Do("user\x00"+name, func() (any, error) { return r.loadUser(name) })
 	if err != nil {
 		return meta.UserInfo{}, false, err
 	}
-	c = cachedUser{at: time.Now()}
+	c = v.(cachedUser)
+	return c.u, c.ok, nil
+}
+
+// loadUser asks the brokers for a user and caches the answer.
+func (r *remoteAuthStore) loadUser(name string) (cachedUser, error) {
+	resp, err := r.ask(remoting.AuthGetUser, map[string]string{"username": name})
+	if err != nil {
+		return cachedUser{}, err
+	}
+	c := cachedUser{at: time.Now()}
 	if len(resp.Body) > 0 {
 		if err := json.Unmarshal(resp.Body, &c.u); err != nil {
-			return meta.UserInfo{}, false, fmt.Errorf("user %s from a broker: %w", name, err)
+			return cachedUser{}, fmt.Errorf("user %s from a broker: %w", name, err)
 		}
 		c.ok = true
 	}
 	r.users.Add(name, c)
-	return c.u, c.ok, nil
+	return c, nil
 }
 
 // ACL implements auth.Store.
@@ -333,19 +347,30 @@ func (r *remoteAuthStore) ACL(subject string) (meta.AclInfo, bool, error) {
 	if hit && time.Since(c.at) < r.ttl {
 		return c.a, c.ok, nil
 	}
-	resp, err := r.ask(remoting.AuthGetACL, map[string]string{"subject": subject})
-	if err != nil && !errors.Is(err, errNoSuchSubject) {
+	v, err, _ := r.loads.Do("acl\x00"+subject, func() (any, error) { return r.loadACL(subject) })
+	if err != nil {
 		return meta.AclInfo{}, false, err
 	}
-	c = cachedACL{at: time.Now()}
+	c = v.(cachedACL)
+	return c.a, c.ok, nil
+}
+
+// loadACL asks the brokers for a subject's access list and caches the
+// answer.
+func (r *remoteAuthStore) loadACL(subject string) (cachedACL, error) {
+	resp, err := r.ask(remoting.AuthGetACL, map[string]string{"subject": subject})
+	if err != nil && !errors.Is(err, errNoSuchSubject) {
+		return cachedACL{}, err
+	}
+	c := cachedACL{at: time.Now()}
 	if err == nil && len(resp.Body) > 0 {
 		if err := json.Unmarshal(resp.Body, &c.a); err != nil {
-			return meta.AclInfo{}, false, fmt.Errorf("access list of %s from a broker: %w", subject, err)
+			return cachedACL{}, fmt.Errorf("access list of %s from a broker: %w", subject, err)
 		}
 		c.ok = true
 	}
 	r.acls.Add(subject, c)
-	return c.a, c.ok, nil
+	return c, nil
 }
 
 // errNoSuchSubject is a broker's answer to AUTH_GET_ACL for a user it does

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/namesrv"
@@ -72,6 +74,10 @@ type routes struct {
 
 	mu    sync.Mutex
 	cache map[string]*topicRoute
+	// loads collapses concurrent misses of one topic into one lookup
+	// (clients reconnecting after a restart all ask for their routes at
+	// once).
+	loads singleflight.Group
 }
 
 func newRoutes(pool *remoting.ClientPool, cfg *Config) *routes {
@@ -88,12 +94,31 @@ func (rs *routes) get(ctx context.Context, topic string) (*topicRoute, error) {
 	if r != nil && time.Since(r.at) < rs.ttl {
 		return r, nil
 	}
+	ch := rs.loads.DoChan(topic, func() (any, error) {
+		// Not cancelled with the caller that started it: the others
+		// wait for it too (each name server call has its own timeout).
+		return rs.refresh(context.WithoutCancel(ctx), topic, r)
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*topicRoute), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// refresh asks the name servers for the topic's route and caches it;
+// old is the cached route that expired, if any.
+func (rs *routes) refresh(ctx context.Context, topic string, old *topicRoute) (*topicRoute, error) {
 	fresh, err := rs.fetch(ctx, topic)
 	if err != nil {
-		if r != nil && !isNotFound(err) {
+		if old != nil && !isNotFound(err) {
 			// A name server hiccup: the last route serves one more TTL,
 			// so that calls do not each wait for the name servers.
-			stale := *r
+			stale := *old
 			stale.at = time.Now()
 			rs.mu.Lock()
 			rs.cache[topic] = &stale

@@ -13,6 +13,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/singleflight"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
@@ -41,7 +42,9 @@ type Server struct {
 	// policies caches consumer groups' policies (bounded: group names
 	// come from clients).
 	policies *lru.Cache[string, cachedPolicy]
-	grpc     *grpc.Server
+	// policyLoads collapses concurrent misses of one group's policy.
+	policyLoads singleflight.Group
+	grpc        *grpc.Server
 
 	// next spreads sends without a message group over a topic's queues
 	// and receives without a broker over its broker groups.
@@ -69,7 +72,7 @@ func New(cfg Config) (*Server, error) {
 	s.routes = newRoutes(s.pool, &s.cfg)
 	s.clients = newClientRegistry()
 	s.streams = newStreamRegistry()
-	s.txns = newTxnTable()
+	s.txns = newTxnTable(txnMax)
 	s.renewer = newRenewer(s)
 	s.policies, _ = lru.New[string, cachedPolicy](authCacheSize)
 	if cfg.Authentication || cfg.Authorization {

@@ -27,6 +27,15 @@ func (s *Server) groupPolicyAt(ctx context.Context, brokers []string, group stri
 	if c, ok := s.policies.Get(group); ok && time.Since(c.at) < s.cfg.RouteTTL {
 		return c.gp
 	}
+	v, _, _ := s.policyLoads.Do(group, func() (any, error) {
+		return s.loadGroupPolicy(context.WithoutCancel(ctx), brokers, group), nil
+	})
+	return v.(groupPolicy)
+}
+
+// loadGroupPolicy asks the brokers in turn for the group's configuration
+// and caches what it gives.
+func (s *Server) loadGroupPolicy(ctx context.Context, brokers []string, group string) groupPolicy {
 	gp := groupPolicy{retryMaxTimes: 16}
 	defer func() { s.policies.Add(group, cachedPolicy{gp: gp, at: time.Now()}) }()
 	for _, addr := range brokers {

@@ -1,0 +1,80 @@
+package grpcproxy
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// countingNamesrv is a name server that answers every route request with
+// an empty route after a pause, counting the requests.
+func countingNamesrv(t *testing.T, pause time.Duration) (addr string, asked *atomic.Int32) {
+	t.Helper()
+	asked = new(atomic.Int32)
+	mux := remoting.NewMux()
+	mux.HandleFunc(remoting.GetRouteInfoByTopic, func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
+		asked.Add(1)
+		time.Sleep(pause)
+		resp := remoting.NewResponse(req, remoting.Success, "")
+		resp.Body = []byte(`{"queueDatas":[],"brokerDatas":[]}`)
+		_ = conn.Reply(req, resp)
+	})
+	ns := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"}, mux, zerolog.Nop())
+	if err := ns.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
+	return ns.Addr().String(), asked
+}
+
+// Concurrent lookups of a route that is not cached ask the name servers
+// once, and a caller that gives up does not fail the others waiting for
+// the same lookup.
+func TestRouteMissesCollapse(t *testing.T) {
+	addr, asked := countingNamesrv(t, 300*time.Millisecond)
+	cfg := DefaultConfig()
+	cfg.NamesrvAddrs = []string{addr}
+	pool := remoting.NewClientPool(remoting.ClientOptions{})
+	t.Cleanup(func() { _ = pool.Close() })
+	rs := newRoutes(pool, &cfg)
+
+	impatient, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		_, err := rs.get(impatient, "CollapseT")
+		first <- err
+	}()
+	for asked.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-first; err == nil {
+		t.Fatal("a cancelled lookup returned a route")
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := rs.get(context.Background(), "CollapseT")
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("lookup failed: %v", err)
+		}
+	}
+	if n := asked.Load(); n != 1 {
+		t.Fatalf("the name server was asked %d times for one route, want once", n)
+	}
+}
