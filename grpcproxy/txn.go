@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -41,48 +43,38 @@ type txnData struct {
 
 // txnTable remembers half messages by producer group (the topic, as
 // RocketMQ's proxy names gRPC producers' groups) and transaction id, from
-// their send or from the broker's check, until they end.
+// their send or from the broker's check, until they end. When full, the
+// half message remembered or looked up longest ago is forgotten.
 type txnTable struct {
-	mu sync.Mutex
-	m  map[string]txnData
+	mu sync.Mutex // makes take's look-up and removal one step
+	m  *lru.Cache[string, txnData]
 }
 
-func newTxnTable() *txnTable { return &txnTable{m: map[string]txnData{}} }
+// newTxnTable returns a table of size half messages (at least one).
+func newTxnTable(size int) *txnTable {
+	m, _ := lru.New[string, txnData](max(size, 1))
+	return &txnTable{m: m}
+}
 
 func txnKey(group, id string) string { return group + "\x00" + id }
 
-// put remembers a half message, forgetting the expired ones (and, when the
-// table is full, the oldest) first.
-func (t *txnTable) put(group, id string, d txnData) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.m) >= txnMax {
-		oldest, at := "", d.at
-		for k, v := range t.m {
-			if time.Since(v.at) > txnKeep {
-				delete(t.m, k)
-			} else if v.at.Before(at) {
-				oldest, at = k, v.at
-			}
-		}
-		if len(t.m) >= txnMax && oldest != "" {
-			delete(t.m, oldest)
-		}
-	}
-	t.m[txnKey(group, id)] = d
-}
+// put remembers a half message.
+func (t *txnTable) put(group, id string, d txnData) { t.m.Add(txnKey(group, id), d) }
 
-// take returns and forgets a half message.
+// take returns and forgets a half message; one remembered longer than
+// txnKeep is forgotten without being returned.
 func (t *txnTable) take(group, id string) (txnData, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	k := txnKey(group, id)
-	d, ok := t.m[k]
-	delete(t.m, k)
-	if ok && time.Since(d.at) > txnKeep {
+	d, ok := t.m.Peek(txnKey(group, id))
+	if !ok {
 		return d, false
 	}
-	return d, ok
+	t.m.Remove(txnKey(group, id))
+	if time.Since(d.at) > txnKeep {
+		return d, false
+	}
+	return d, true
 }
 
 // EndTransaction commits or rolls back a half message the client sent
