@@ -180,8 +180,20 @@ type LoadedProxy struct {
 // only), RocketMQ's rmq-proxy.json (JSON), a properties file or YAML;
 // overrides win over the file and must name known keys.
 func LoadProxy(path string, overrides map[string]string) (LoadedProxy, error) {
+	return LoadProxyWith(path, nil, overrides)
+}
+
+// LoadProxyWith is LoadProxy with defaults that replace the built-in ones
+// and give way to the file: what RocketMQ's proxy takes from its
+// environment (NAMESRV_ADDR) or, run in a broker, from the broker.
+func LoadProxyWith(path string, defaults, overrides map[string]string) (LoadedProxy, error) {
 	out := LoadedProxy{Proxy: DefaultProxy()}
 	var inerts []inertFound[Proxy]
+	if _, in, err := proxySchema.apply(&out.Proxy, defaults); err != nil {
+		return LoadedProxy{}, fmt.Errorf("default: %w", err)
+	} else {
+		inerts = append(inerts, in...)
+	}
 	if path != "" {
 		unknown, in, err := proxySchema.load(path, &out.Proxy)
 		if err != nil {

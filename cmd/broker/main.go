@@ -195,14 +195,15 @@ func run(ctx context.Context, o options) error {
 // broker's unless the file names others. Unlike RocketMQ's local mode it
 // reaches this broker (and the others) through the name servers.
 func startProxy(ctx context.Context, path string, cfg configs.Broker, log zerolog.Logger) (*grpcproxy.Server, error) {
-	loaded, err := configs.LoadProxy(path, nil)
+	var defaults map[string]string
+	if cfg.NamesrvAddr != "" {
+		defaults = map[string]string{"namesrvAddr": cfg.NamesrvAddr} // unless the file names its own
+	}
+	loaded, err := configs.LoadProxyWith(path, defaults, nil)
 	if err != nil {
 		return nil, fmt.Errorf("proxy configuration: %w", err)
 	}
 	pcfg := loaded.Proxy
-	if pcfg.NamesrvAddr == configs.DefaultProxy().NamesrvAddr && cfg.NamesrvAddr != "" {
-		pcfg.NamesrvAddr = cfg.NamesrvAddr // the file names none of its own
-	}
 	plog := log.With().Str("component", "grpcproxy").Logger()
 	logging.IgnoredKeys(plog, path, loaded.UnknownKeys, loaded.InertKeys)
 	pc, err := grpcproxy.ConfigFrom(pcfg, log)

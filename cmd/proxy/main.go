@@ -34,7 +34,8 @@ type options struct {
 	config       string
 	print        bool
 	shutdownWait time.Duration
-	overrides    map[string]string
+	// defaults give way to the file, overrides win over it.
+	defaults, overrides map[string]string
 }
 
 func main() {
@@ -66,8 +67,10 @@ func newCommand() *cobra.Command {
 			}
 			if f.Changed("namesrv") {
 				o.overrides["namesrvAddr"] = namesrv
-			} else if env := os.Getenv("NAMESRV_ADDR"); env != "" && o.config == "" {
-				o.overrides["namesrvAddr"] = env
+			} else if env := os.Getenv("NAMESRV_ADDR"); env != "" {
+				// RocketMQ's proxy starts from NAMESRV_ADDR; its file's
+				// namesrvAddr, when it has one, wins.
+				o.defaults = map[string]string{"namesrvAddr": env}
 			}
 			for flag, key := range map[string]string{"log-level": "logLevel", "log-format": "logFormat"} {
 				if f.Changed(flag) {
@@ -89,7 +92,7 @@ func newCommand() *cobra.Command {
 	f.StringVarP(&o.config, "config", "c", "", "rmq-proxy.json, properties or YAML configuration (RocketMQ proxy's keys, see configs/proxy.yaml)")
 	f.BoolVarP(&o.print, "print-config", "p", false, "print the configuration that would run, then exit")
 	f.StringVar(&listen, "listen", ":8081", "gRPC listen address (overrides bindAddress and grpcServerPort)")
-	f.StringVarP(&namesrv, "namesrv", "n", "127.0.0.1:9876", "name server addresses, ';'-separated (overrides namesrvAddr; NAMESRV_ADDR when neither is given)")
+	f.StringVarP(&namesrv, "namesrv", "n", "127.0.0.1:9876", "name server addresses, ';'-separated (overrides namesrvAddr; without either, NAMESRV_ADDR)")
 	f.StringVar(&level, "log-level", "info", "log level: trace, debug, info, warn or error (overrides logLevel)")
 	f.StringVar(&logFormat, "log-format", string(logging.Auto), "log format: auto, console or json (overrides logFormat)")
 	f.StringArrayVar(&sets, "set", nil, "override one configuration key: --set key=value (repeatable)")
@@ -99,7 +102,7 @@ func newCommand() *cobra.Command {
 
 // printConfig writes the configuration that would run as key=value lines.
 func printConfig(w io.Writer, o options) error {
-	loaded, err := configs.LoadProxy(o.config, o.overrides)
+	loaded, err := configs.LoadProxyWith(o.config, o.defaults, o.overrides)
 	if err != nil {
 		return err
 	}
@@ -109,7 +112,7 @@ func printConfig(w io.Writer, o options) error {
 
 // run serves until ctx is done, then shuts down.
 func run(ctx context.Context, o options) error {
-	loaded, err := configs.LoadProxy(o.config, o.overrides)
+	loaded, err := configs.LoadProxyWith(o.config, o.defaults, o.overrides)
 	if err != nil {
 		return err
 	}

@@ -131,11 +131,13 @@ func TestSetFlag(t *testing.T) {
 	}
 }
 
-// NAMESRV_ADDR names the name servers when neither -n nor -c does; -n
-// wins over it, and so does a file given with -c.
+// NAMESRV_ADDR names the name servers when neither -n nor the file given
+// with -c does, as RocketMQ's proxy starts from it; -n wins over both, and
+// a file's namesrvAddr over the environment.
 func TestNamesrvAddrEnv(t *testing.T) {
 	t.Setenv("NAMESRV_ADDR", "10.1.1.1:9876")
 	file := writeConfig(t, "rmq-proxy.json", `{"namesrvAddr": "10.2.2.2:9876"}`)
+	silent := writeConfig(t, "rmq-proxy-no-namesrv.json", `{"grpcServerPort": 18081}`)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -143,6 +145,8 @@ func TestNamesrvAddrEnv(t *testing.T) {
 		{nil, "namesrvAddr=10.1.1.1:9876"},
 		{[]string{"-n", "10.3.3.3:9876"}, "namesrvAddr=10.3.3.3:9876"},
 		{[]string{"-c", file}, "namesrvAddr=10.2.2.2:9876"},
+		{[]string{"-c", silent}, "namesrvAddr=10.1.1.1:9876"},
+		{[]string{"-c", file, "-n", "10.3.3.3:9876"}, "namesrvAddr=10.3.3.3:9876"},
 	} {
 		out, err := execute(t, append([]string{"-p"}, c.args...)...)
 		if err != nil {
