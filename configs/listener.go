@@ -14,6 +14,11 @@ type Listener struct {
 	// RecvBuffer is serverSocketRcvBufSize, their SO_RCVBUF; 0 leaves the
 	// system's.
 	RecvBuffer int
+	// WriteBufferHighWaterMark and WriteBufferLowWaterMark bound the
+	// answers waiting for a client's socket, in bytes: past the high mark
+	// the client's requests are not read until the answers drain to the
+	// low mark. 0 (either) is Netty's 64 KiB and 32 KiB, as in RocketMQ.
+	WriteBufferHighWaterMark, WriteBufferLowWaterMark int
 }
 
 // IdleTimeout is MaxIdle as a remoting server's idle timeout, which is
@@ -32,6 +37,8 @@ func listenerFields[T any](ptr func(*T) *Listener) []field[T] {
 		inUnit("serverChannelMaxIdleTimeSeconds", "120", time.Second, "seconds", 0, 1<<32, func(c *T) *time.Duration { return &ptr(c).MaxIdle }),
 		intRange("serverSocketSndBufSize", "0", 0, 1<<30, func(c *T) *int { return &ptr(c).SendBuffer }),
 		intRange("serverSocketRcvBufSize", "0", 0, 1<<30, func(c *T) *int { return &ptr(c).RecvBuffer }),
+		intRange("writeBufferHighWaterMark", "0", 0, 1<<30, func(c *T) *int { return &ptr(c).WriteBufferHighWaterMark }),
+		intRange("writeBufferLowWaterMark", "0", 0, 1<<30, func(c *T) *int { return &ptr(c).WriteBufferLowWaterMark }),
 	}
 }
 
@@ -46,8 +53,6 @@ func nettyServerInert[T any]() []inert[T] {
 		inertBool[T]("serverPooledByteBufAllocatorEnable", "no Netty buffers: frames are read into Go slices from a pool"),
 		inertBool[T]("serverNettyWorkerGroupEnable", "no Netty server: requests run on the network event loops and a pool of goroutines"),
 		inertBool[T]("useEpollNativeSelector", "the network event loops always use epoll on Linux"),
-		inertInt[T]("writeBufferHighWaterMark", "no Netty write buffer: unsent answers wait in the event loop's buffer, which has no water marks"),
-		inertInt[T]("writeBufferLowWaterMark", "no Netty write buffer: unsent answers wait in the event loop's buffer, which has no water marks"),
 		inertBool[T]("enableShutdownGracefully", "no Netty event loop groups: the server closes its connections at once when it stops"),
 		inertInt[T]("shutdownWaitTimeSeconds", "no Netty event loop groups: the server closes its connections at once when it stops"),
 	}

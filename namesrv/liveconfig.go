@@ -71,7 +71,8 @@ func settingsOf(cfg Config) configs.Namesrv {
 	n.TLS = cfg.TLS
 	n.ProxyProtocol = configs.ProxyProtocol{Enable: !cfg.Remoting.ProxyProtocol.Disabled, TrustedNetworks: cfg.Remoting.ProxyProtocol.Trusted}
 	n.Listener = configs.Listener{MaxIdle: maxIdleSetting(cfg.Remoting.IdleTimeout),
-		SendBuffer: cfg.Remoting.SocketSendBuffer, RecvBuffer: cfg.Remoting.SocketRecvBuffer}
+		SendBuffer: cfg.Remoting.SocketSendBuffer, RecvBuffer: cfg.Remoting.SocketRecvBuffer,
+		WriteBufferHighWaterMark: cfg.Remoting.WriteBufferHighWaterMark, WriteBufferLowWaterMark: cfg.Remoting.WriteBufferLowWaterMark}
 	// The mode in force: set directly on the listener, or off.
 	if cfg.Remoting.TLS != nil || cfg.Remoting.TLSMode != remoting.TLSDisabled || n.TLS.Mode == "" {
 		n.TLS.Mode = cfg.Remoting.TLSMode.String()

@@ -64,6 +64,11 @@ type Conn struct {
 	spareRel  []func()
 	flushing  bool
 	flushFn   gnet.AsyncCallback
+	// paused is set while the connection's requests are not read because
+	// its answers pile up unread (ServerConfig.WriteBufferHighWaterMark);
+	// it belongs to the event loop, which resumeFn runs on.
+	paused   bool
+	resumeFn gnet.AsyncCallback
 
 	// undetected is set while the first bytes, which tell a PROXY
 	// protocol header, TLS and plaintext apart, have not arrived; frames
@@ -354,6 +359,9 @@ func (c *Conn) flush(gc gnet.Conn, _ error) error {
 	// Writev has written what the socket took and copied the rest into
 	// gnet's outbound buffer: no queued byte is referenced any more.
 	c.releaseQueue(q, bufs, bodies)
+	if !closed {
+		c.srv.pauseIfBehind(gc, c)
+	}
 	return nil
 }
 

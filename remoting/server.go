@@ -34,6 +34,11 @@ const (
 	// DefaultQueueSize is the default number of received frames waiting for
 	// a worker (Java's send pool queue holds 10,000).
 	DefaultQueueSize = 10000
+	// DefaultWriteBufferHighWaterMark and DefaultWriteBufferLowWaterMark
+	// are Netty's write buffer water marks, which RocketMQ keeps unless
+	// both of its keys are set.
+	DefaultWriteBufferHighWaterMark = 64 << 10
+	DefaultWriteBufferLowWaterMark  = 32 << 10
 )
 
 // ServerConfig configures a Server. Zero values select the defaults.
@@ -81,6 +86,16 @@ type ServerConfig struct {
 	// balancer; the zero value accepts one from any peer, as RocketMQ
 	// does. The header comes before TLS.
 	ProxyProtocol ProxyProtocol
+	// WriteBufferHighWaterMark and WriteBufferLowWaterMark bound the
+	// answers a plaintext connection may have waiting for its socket, in
+	// bytes (RocketMQ's keys of the same names; when either is not
+	// positive, Netty's 64 KiB and 32 KiB): once more than the high mark
+	// waits, the server reads no more requests of the connection until
+	// the waiting answers drain to the low mark, as RocketMQ stops
+	// reading a channel that is not writable. A client that keeps sending
+	// without reading is closed once 4 x MaxFrameSize of its requests
+	// wait. TLS connections bound their backlog in their TLS pipe.
+	WriteBufferHighWaterMark, WriteBufferLowWaterMark int
 	// OnAnswer, when set, is told of every answer the server's
 	// connections give a request (Conn.Reply): the broker's
 	// rocketmq_rpc_latency. It runs on the goroutine that answers (a
@@ -107,6 +122,10 @@ func (c *ServerConfig) withDefaults() ServerConfig {
 	if out.TLSHandshakeTimeout <= 0 {
 		out.TLSHandshakeTimeout = DefaultTLSHandshakeTimeout
 	}
+	if out.WriteBufferHighWaterMark <= 0 || out.WriteBufferLowWaterMark <= 0 {
+		out.WriteBufferHighWaterMark, out.WriteBufferLowWaterMark = DefaultWriteBufferHighWaterMark, DefaultWriteBufferLowWaterMark
+	}
+	out.WriteBufferLowWaterMark = min(out.WriteBufferLowWaterMark, out.WriteBufferHighWaterMark)
 	if out.TLS != nil {
 		out.TLS = out.TLS.Clone()
 	}
@@ -468,6 +487,7 @@ func (e *eventHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	c.flushFn = c.flush
+	c.resumeFn = func(gc gnet.Conn, _ error) error { e.resume(gc, c); return nil }
 	c.proxyPending = !s.cfg.ProxyProtocol.Disabled
 	c.undetected = s.cfg.TLSMode != TLSDisabled || c.proxyPending
 	c.touch()
@@ -561,6 +581,23 @@ func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 		}
 		return gnet.None
 	}
+	if c.paused {
+		// Answers pile up unread: the requests wait in gnet's buffer,
+		// up to a bound.
+		if in := gc.InboundBuffered(); in > 4*s.cfg.MaxFrameSize {
+			s.log.Warn().Stringer("conn", c).Int("buffered", in).
+				Msg("closing connection: it sends requests without reading their answers")
+			return gnet.Close
+		}
+		return gnet.None
+	}
+	return e.readFrames(gc, c, now)
+}
+
+// readFrames cuts a plaintext connection's buffered bytes into frames and
+// queues them for the workers.
+func (e *eventHandler) readFrames(gc gnet.Conn, c *Conn, now int64) gnet.Action {
+	s := e.s
 	for {
 		buffered := gc.InboundBuffered()
 		if buffered < 4 {
@@ -596,6 +633,46 @@ func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 			return gnet.Close
 		}
 		s.enqueue(c, frame, now)
+	}
+}
+
+// resumePoll is how often a connection whose requests are not read
+// checks whether its answers have drained.
+const resumePoll = 2 * time.Millisecond
+
+// pauseIfBehind stops reading c's requests when more of its answers wait
+// for the socket than the high water mark allows (on the event loop,
+// after a flush).
+func (s *Server) pauseIfBehind(gc gnet.Conn, c *Conn) {
+	if c.paused || gc.OutboundBuffered() <= s.cfg.WriteBufferHighWaterMark {
+		return
+	}
+	c.paused = true
+	s.log.Warn().Stringer("conn", c).Int("buffered", gc.OutboundBuffered()).Int("lowWaterMark", s.cfg.WriteBufferLowWaterMark).
+		Msg("the client does not read its answers: its requests are not read until they drain to the low water mark")
+	c.scheduleResume()
+}
+
+// scheduleResume checks again, after resumePoll on c's event loop,
+// whether c's answers have drained.
+func (c *Conn) scheduleResume() {
+	time.AfterFunc(resumePoll, func() { _ = c.gc.Wake(c.resumeFn) }) // fails only once c is closed
+}
+
+// resume reads c's requests again once its waiting answers are down to
+// the low water mark (on the event loop).
+func (e *eventHandler) resume(gc gnet.Conn, c *Conn) {
+	if !c.paused || c.Closed() {
+		return
+	}
+	if gc.OutboundBuffered() > e.s.cfg.WriteBufferLowWaterMark {
+		c.scheduleResume()
+		return
+	}
+	c.paused = false
+	e.s.log.Info().Stringer("conn", c).Msg("the client reads its answers again: reading its requests again")
+	if e.readFrames(gc, c, c.touch()) == gnet.Close {
+		_ = gc.Close()
 	}
 }
 

@@ -9,11 +9,13 @@ import (
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
-// Apply sets cfg's idle timeout, socket buffers and PROXY protocol policy
+// Apply sets cfg's idle timeout, socket buffers, write buffer water marks
+// and PROXY protocol policy
 // from the listener settings l and p.
 func Apply(cfg *remoting.ServerConfig, l configs.Listener, p configs.ProxyProtocol) {
 	cfg.IdleTimeout = l.IdleTimeout()
 	cfg.SocketSendBuffer, cfg.SocketRecvBuffer = l.SendBuffer, l.RecvBuffer
+	cfg.WriteBufferHighWaterMark, cfg.WriteBufferLowWaterMark = l.WriteBufferHighWaterMark, l.WriteBufferLowWaterMark
 	cfg.ProxyProtocol = ProxyProtocol(p)
 }
 

@@ -1,0 +1,129 @@
+package remoting
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// startBigAnswerServer starts a server whose handler answers every
+// request with a 64 KiB body and counts the requests it handled; the
+// server's socket send buffer is small, so unread answers pile up in the
+// server rather than in the kernel.
+func startBigAnswerServer(t *testing.T, cfg ServerConfig) (*Server, *atomic.Int64, func() string) {
+	t.Helper()
+	var handled atomic.Int64
+	body := make([]byte, 64<<10)
+	mux := NewMux()
+	mux.HandleFunc(SendMessageV2, func(_ context.Context, conn *Conn, req *Command) {
+		handled.Add(1)
+		resp := NewResponse(req, Success, "")
+		resp.Body = body
+		_ = conn.Reply(req, resp)
+	})
+	cfg.SocketSendBuffer = 16 << 10
+	s, logs := startServer(t, cfg, mux)
+	return s, &handled, logs.String
+}
+
+// smallWindowConn dials s with a small receive buffer, so that the
+// server's answers stop at once when it does not read.
+func smallWindowConn(t *testing.T, s *Server) *net.TCPConn {
+	t.Helper()
+	c, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := c.(*net.TCPConn)
+	_ = tc.SetReadBuffer(16 << 10)
+	t.Cleanup(func() { _ = tc.Close() })
+	return tc
+}
+
+// A client that sends requests without reading their answers is not read
+// from once its answers pile up past the high water mark (as RocketMQ
+// stops reading an unwritable channel); when it reads them, the server
+// reads its requests again and answers every one.
+func TestUnreadAnswersPauseTheConnection(t *testing.T) {
+	s, handled, logs := startBigAnswerServer(t, ServerConfig{})
+	raw := smallWindowConn(t, s)
+	const sent = 300 // 19 MiB of answers
+	for i := range sent {
+		// One at a time: a pause stops the reads that follow it, not
+		// those of requests already buffered.
+		writeCommand(t, raw, &Command{Code: SendMessageV2, Language: "GO", Opaque: int32(i + 1)})
+		time.Sleep(time.Millisecond)
+	}
+	// The handler stops well short of every request while nothing is read.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs(), "does not read its answers") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no pause after %d requests handled, logs:\n%s", handled.Load(), logs())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := handled.Load(); n >= sent {
+		t.Fatalf("all %d requests handled while their answers were not read", n)
+	}
+	// Reading the answers lets the rest be handled (by a pool of
+	// workers: in any order).
+	fr := NewFrameReader(raw, 0)
+	_ = raw.SetReadDeadline(time.Now().Add(20 * time.Second))
+	answered := map[int32]bool{}
+	for range sent {
+		frame, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("after %d answers: %v (handled %d)", len(answered), err, handled.Load())
+		}
+		resp, err := Decode(frame)
+		if err != nil || resp.Opaque < 1 || resp.Opaque > sent || answered[resp.Opaque] || len(resp.Body) != 64<<10 {
+			t.Fatalf("answer opaque %d, %d body bytes, %v", resp.Opaque, len(resp.Body), err)
+		}
+		answered[resp.Opaque] = true
+	}
+	if !strings.Contains(logs(), "reads its answers again") {
+		t.Errorf("no log line for the resumed connection:\n%s", logs())
+	}
+}
+
+// A client that keeps sending while its answers are not read is closed
+// once 4 x MaxFrameSize of its requests wait, with a log line; the
+// requests it had are not all handled.
+func TestUnreadAnswersAndMoreRequestsClose(t *testing.T) {
+	s, handled, logs := startBigAnswerServer(t, ServerConfig{MaxFrameSize: 64 << 10})
+	raw := smallWindowConn(t, s)
+	frame, err := Encode(&Command{Code: SendMessageV2, Language: "GO", Opaque: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := []byte(strings.Repeat(string(frame), 1000))
+	_ = raw.SetWriteDeadline(time.Now().Add(20 * time.Second))
+	var werr error
+	for i := 0; i < 400 && werr == nil; i++ { // up to 400,000 requests
+		_, werr = raw.Write(batch)
+	}
+	if werr == nil {
+		t.Fatalf("the connection took every request while reading no answer (handled %d)", handled.Load())
+	}
+	if errors.Is(werr, context.DeadlineExceeded) || isTimeout(werr) {
+		t.Fatalf("writes blocked instead of the connection closing: %v", werr)
+	}
+	if !strings.Contains(logs(), "sends requests without reading their answers") {
+		t.Fatalf("no log line for the closed connection:\n%s", logs())
+	}
+	_ = raw.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, raw); err != nil && isTimeout(err) {
+		t.Fatalf("the connection was not closed: %v", err)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
