@@ -145,6 +145,18 @@ func checkpointValue(dst []byte, c *Checkpoint) []byte {
 	return dst
 }
 
+// uvarint reads a varint as checkpointValue writes it: binary.Uvarint,
+// refused (n == 0) when not in its shortest form, which ends in a zero
+// byte and which this package never writes, so that every value decoded
+// encodes back to the same bytes.
+func uvarint(b []byte) (uint64, int) {
+	x, n := binary.Uvarint(b)
+	if n > 1 && b[n-1] == 0 {
+		return 0, 0
+	}
+	return x, n
+}
+
 // decodeCheckpoint decodes a 0x56 key and its value.
 func decodeCheckpoint(k, v []byte) (Checkpoint, error) {
 	var c Checkpoint
@@ -160,7 +172,7 @@ func decodeCheckpoint(k, v []byte) (Checkpoint, error) {
 	c.RetryFlag = v[16]
 	c.Attempts = int32(binary.BigEndian.Uint32(v[17:]))
 	v = v[checkpointValueFixed:]
-	n, w := binary.Uvarint(v)
+	n, w := uvarint(v)
 	if w <= 0 || n == 0 || n > MaxCheckpointSpan || c.CKOffset < 0 {
 		return c, ErrBadKey
 	}
@@ -168,7 +180,7 @@ func decodeCheckpoint(k, v []byte) (Checkpoint, error) {
 	c.Offsets = make([]int64, 0, n)
 	prev := c.CKOffset
 	for i := uint64(0); i < n; i++ {
-		d, w := binary.Uvarint(v)
+		d, w := uvarint(v)
 		if w <= 0 || (i > 0 && d == 0) || d >= MaxCheckpointSpan {
 			return c, ErrBadKey
 		}
@@ -189,7 +201,7 @@ func decodeCheckpointDue(k, v []byte) (Checkpoint, int, error) {
 	if err != nil {
 		return c, 0, err
 	}
-	n, w := binary.Uvarint(v)
+	n, w := uvarint(v)
 	if w <= 0 || w != len(v) || n == 0 || n > MaxCheckpointSpan {
 		return c, 0, ErrBadKey
 	}
