@@ -3,7 +3,10 @@ package grpcproxy
 import (
 	"context"
 	"net"
+	"net/netip"
 	"strconv"
+
+	"google.golang.org/grpc/peer"
 
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
 	"github.com/rocketkv/rocketkv/meta"
@@ -24,7 +27,7 @@ func (s *Server) QueryRoute(ctx context.Context, req *rmqpb.QueryRouteRequest) (
 		s.log.Debug().Err(err).Str("topic", topic).Msg("query route failed")
 		return &rmqpb.QueryRouteResponse{Status: statusOf(err)}, nil
 	}
-	endpoints := s.endpointsFor(req.GetEndpoints())
+	endpoints := s.endpointsFor(ctx, req.GetEndpoints())
 	var mqs []*rmqpb.MessageQueue
 	for _, qd := range r.route.QueueDatas {
 		if _, ok := r.masters[qd.BrokerName]; !ok {
@@ -68,14 +71,28 @@ func queuesOf(qd namesrv.QueueData, topic *rmqpb.Resource, types []rmqpb.Message
 }
 
 // endpointsFor returns the endpoints a client should reach brokers at:
-// the ones it used to reach the proxy.
-func (s *Server) endpointsFor(asked *rmqpb.Endpoints) *rmqpb.Endpoints {
+// the ones it used to reach the proxy, or, when it names none, the
+// address its connection reached.
+func (s *Server) endpointsFor(ctx context.Context, asked *rmqpb.Endpoints) *rmqpb.Endpoints {
 	if asked != nil && len(asked.GetAddresses()) > 0 {
 		return asked
 	}
-	host, port, _ := net.SplitHostPort(s.Addr().String())
+	// The address the client reached, not the listen address ("::" when
+	// the proxy listens on every interface).
+	addr := s.Addr()
+	if p, ok := peer.FromContext(ctx); ok && p.LocalAddr != nil {
+		addr = p.LocalAddr
+	}
+	host, port, _ := net.SplitHostPort(addr.String())
 	p, _ := strconv.Atoi(port)
-	return &rmqpb.Endpoints{Scheme: rmqpb.AddressScheme_IPv4, Addresses: []*rmqpb.Address{{Host: host, Port: int32(p)}}}
+	scheme := rmqpb.AddressScheme_DOMAIN_NAME
+	if ip, err := netip.ParseAddr(host); err == nil {
+		scheme = rmqpb.AddressScheme_IPv6
+		if ip.Unmap().Is4() {
+			scheme, host = rmqpb.AddressScheme_IPv4, ip.Unmap().String()
+		}
+	}
+	return &rmqpb.Endpoints{Scheme: scheme, Addresses: []*rmqpb.Address{{Host: host, Port: int32(p)}}}
 }
 
 // QueryAssignment answers which queues a push consumer of the group
@@ -96,7 +113,7 @@ func (s *Server) QueryAssignment(ctx context.Context, req *rmqpb.QueryAssignment
 		return &rmqpb.QueryAssignmentResponse{Status: statusOf(err)}, nil
 	}
 	gp := s.groupPolicy(ctx, r, group)
-	endpoints := s.endpointsFor(req.GetEndpoints())
+	endpoints := s.endpointsFor(ctx, req.GetEndpoints())
 	var as []*rmqpb.Assignment
 	for _, qd := range r.readableBrokers() {
 		broker := &rmqpb.Broker{Name: qd.BrokerName, Id: int32(namesrv.MasterID), Endpoints: endpoints}

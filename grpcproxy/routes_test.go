@@ -2,13 +2,19 @@ package grpcproxy
 
 import (
 	"context"
+	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -76,5 +82,31 @@ func TestRouteMissesCollapse(t *testing.T) {
 	}
 	if n := asked.Load(); n != 1 {
 		t.Fatalf("the name server was asked %d times for one route, want once", n)
+	}
+}
+
+// A route query that names no endpoints is answered with the address the
+// client's connection reached, not the proxy's listen address, which is
+// "::" when it listens on every interface.
+func TestRouteEndpointsWithoutTheClients(t *testing.T) {
+	c := startTestCluster(t, func(cfg *Config) { cfg.Addr = ":0" })
+	_, port, err := net.SplitHostPort(c.proxy.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(net.JoinHostPort("127.0.0.1", port), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	resp, err := rmqpb.NewMessagingServiceClient(conn).QueryRoute(callCtx(t, "no-endpoints", 10*time.Second),
+		&rmqpb.QueryRouteRequest{Topic: &rmqpb.Resource{Name: "TBW102"}})
+	if err != nil || resp.GetStatus().GetCode() != rmqpb.Code_OK || len(resp.GetMessageQueues()) == 0 {
+		t.Fatalf("QueryRoute: %v %v", resp.GetStatus(), err)
+	}
+	p, _ := strconv.Atoi(port)
+	want := &rmqpb.Endpoints{Scheme: rmqpb.AddressScheme_IPv4, Addresses: []*rmqpb.Address{{Host: "127.0.0.1", Port: int32(p)}}}
+	if got := resp.GetMessageQueues()[0].GetBroker().GetEndpoints(); !proto.Equal(got, want) {
+		t.Fatalf("endpoints %v, want the address the client reached, %v", got, want)
 	}
 }

@@ -423,7 +423,7 @@ func TestQueryRoute(t *testing.T) {
 	}{
 		{"normal topic at the proxy's address", "RouteNormal", c.proxyEndpoints(t), rmqpb.Code_OK, 4, []rmqpb.MessageType{rmqpb.MessageType_NORMAL}},
 		{"endpoints the client named are answered back", "RouteNormal", domain, rmqpb.Code_OK, 4, []rmqpb.MessageType{rmqpb.MessageType_NORMAL}},
-		{"no endpoints named: the proxy's listen address", "RouteNormal", nil, rmqpb.Code_OK, 4, []rmqpb.MessageType{rmqpb.MessageType_NORMAL}},
+		{"no endpoints named: the address the client reached", "RouteNormal", nil, rmqpb.Code_OK, 4, []rmqpb.MessageType{rmqpb.MessageType_NORMAL}},
 		{"FIFO topic", "RouteFifo", c.proxyEndpoints(t), rmqpb.Code_OK, 2, []rmqpb.MessageType{rmqpb.MessageType_FIFO}},
 		{"DELAY topic", "RouteDelay", c.proxyEndpoints(t), rmqpb.Code_OK, 1, []rmqpb.MessageType{rmqpb.MessageType_DELAY}},
 		{"unknown topic", "RouteMissing", c.proxyEndpoints(t), rmqpb.Code_TOPIC_NOT_FOUND, 0, nil},
