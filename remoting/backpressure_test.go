@@ -2,7 +2,9 @@ package remoting
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -16,6 +18,11 @@ import (
 // server's socket send buffer is small, so unread answers pile up in the
 // server rather than in the kernel.
 func startBigAnswerServer(t *testing.T, cfg ServerConfig) (*Server, *atomic.Int64, func() string) {
+	return startBigAnswerServerMode(t, cfg, TLSDisabled)
+}
+
+// startBigAnswerServerMode is startBigAnswerServer with a TLS mode.
+func startBigAnswerServerMode(t *testing.T, cfg ServerConfig, mode TLSMode) (*Server, *atomic.Int64, func() string) {
 	t.Helper()
 	var handled atomic.Int64
 	body := make([]byte, 64<<10)
@@ -27,7 +34,7 @@ func startBigAnswerServer(t *testing.T, cfg ServerConfig) (*Server, *atomic.Int6
 		_ = conn.Reply(req, resp)
 	})
 	cfg.SocketSendBuffer = 16 << 10
-	s, logs := startServer(t, cfg, mux)
+	s, logs := startTLSServer(t, mode, cfg, mux)
 	return s, &handled, logs.String
 }
 
@@ -48,10 +55,32 @@ func smallWindowConn(t *testing.T, s *Server) *net.TCPConn {
 // A client that sends requests without reading their answers is not read
 // from once its answers pile up past the high water mark (as RocketMQ
 // stops reading an unwritable channel); when it reads them, the server
-// reads its requests again and answers every one.
+// reads its requests again and answers every one. Plaintext and TLS alike.
 func TestUnreadAnswersPauseTheConnection(t *testing.T) {
-	s, handled, logs := startBigAnswerServer(t, ServerConfig{})
-	raw := smallWindowConn(t, s)
+	for _, useTLS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tls=%v", useTLS), func(t *testing.T) {
+			mode := TLSDisabled
+			if useTLS {
+				mode = TLSPermissive
+			}
+			s, handled, logs := startBigAnswerServerMode(t, ServerConfig{}, mode)
+			var raw net.Conn = smallWindowConn(t, s)
+			if useTLS {
+				tc := tls.Client(raw, clientTLS())
+				if err := tc.Handshake(); err != nil {
+					t.Fatal(err)
+				}
+				raw = tc
+			}
+			checkPauseAndResume(t, raw, handled, logs)
+		})
+	}
+}
+
+// checkPauseAndResume sends requests one at a time without reading, waits
+// for the server to stop reading them, then reads every answer.
+func checkPauseAndResume(t *testing.T, raw net.Conn, handled *atomic.Int64, logs func() string) {
+	t.Helper()
 	const sent = 300 // 19 MiB of answers
 	for i := range sent {
 		// One at a time: a pause stops the reads that follow it, not

@@ -87,14 +87,14 @@ type ServerConfig struct {
 	// does. The header comes before TLS.
 	ProxyProtocol ProxyProtocol
 	// WriteBufferHighWaterMark and WriteBufferLowWaterMark bound the
-	// answers a plaintext connection may have waiting for its socket, in
-	// bytes (RocketMQ's keys of the same names; when either is not
-	// positive, Netty's 64 KiB and 32 KiB): once more than the high mark
-	// waits, the server reads no more requests of the connection until
-	// the waiting answers drain to the low mark, as RocketMQ stops
-	// reading a channel that is not writable. A client that keeps sending
-	// without reading is closed once 4 x MaxFrameSize of its requests
-	// wait. TLS connections bound their backlog in their TLS pipe.
+	// answers a connection may have waiting for its socket, in bytes
+	// (RocketMQ's keys of the same names; when either is not positive,
+	// Netty's 64 KiB and 32 KiB): once more than the high mark waits,
+	// the server reads no more requests of the connection (plaintext or
+	// TLS) until the waiting answers drain to the low mark, as RocketMQ
+	// stops reading a channel that is not writable. A client that keeps
+	// sending without reading is closed once 4 x MaxFrameSize of its
+	// requests wait.
 	WriteBufferHighWaterMark, WriteBufferLowWaterMark int
 	// OnAnswer, when set, is told of every answer the server's
 	// connections give a request (Conn.Reply): the broker's
@@ -569,6 +569,23 @@ func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 			return a
 		}
 	}
+	if c.paused {
+		// Answers pile up unread: the requests wait in gnet's buffer,
+		// up to a bound.
+		if in := gc.InboundBuffered(); in > 4*s.cfg.MaxFrameSize {
+			s.log.Warn().Stringer("conn", c).Int("buffered", in).
+				Msg("closing connection: it sends requests without reading their answers")
+			return gnet.Close
+		}
+		return gnet.None
+	}
+	return e.consume(gc, c, now)
+}
+
+// consume takes a connection's buffered bytes: a TLS connection's go to
+// its TLS reader, a plaintext one's are cut into frames for the workers.
+func (e *eventHandler) consume(gc gnet.Conn, c *Conn, now int64) gnet.Action {
+	s := e.s
 	if t := c.tls; t != nil {
 		in, _ := gc.Next(-1)
 		if len(in) > 0 {
@@ -578,16 +595,6 @@ func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 				}
 				return gnet.Close
 			}
-		}
-		return gnet.None
-	}
-	if c.paused {
-		// Answers pile up unread: the requests wait in gnet's buffer,
-		// up to a bound.
-		if in := gc.InboundBuffered(); in > 4*s.cfg.MaxFrameSize {
-			s.log.Warn().Stringer("conn", c).Int("buffered", in).
-				Msg("closing connection: it sends requests without reading their answers")
-			return gnet.Close
 		}
 		return gnet.None
 	}
@@ -671,7 +678,7 @@ func (e *eventHandler) resume(gc gnet.Conn, c *Conn) {
 	}
 	c.paused = false
 	e.s.log.Info().Stringer("conn", c).Msg("the client reads its answers again: reading its requests again")
-	if e.readFrames(gc, c, c.touch()) == gnet.Close {
+	if e.consume(gc, c, c.touch()) == gnet.Close {
 		_ = gc.Close()
 	}
 }

@@ -295,6 +295,9 @@ func (s *Server) startTLS(gc gnet.Conn, c *Conn) {
 			_, _ = gc.Write(out)
 		}
 		t.pipe.recycle(out)
+		if !closed {
+			s.pauseIfBehind(gc, c)
+		}
 		return nil
 	}
 	t.pipe = newTLSPipe(c.local, c.RemoteAddr(),
