@@ -69,6 +69,10 @@ type Conn struct {
 	// it belongs to the event loop, which resumeFn runs on.
 	paused   bool
 	resumeFn gnet.AsyncCallback
+	// pauses counts the pauses, pauseLoggedAt is the server clock of the
+	// last one logged (event loop only).
+	pauses        int64
+	pauseLoggedAt int64
 
 	// undetected is set while the first bytes, which tell a PROXY
 	// protocol header, TLS and plaintext apart, have not arrived; frames

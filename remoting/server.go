@@ -655,10 +655,20 @@ func (s *Server) pauseIfBehind(gc gnet.Conn, c *Conn) {
 		return
 	}
 	c.paused = true
-	s.log.Warn().Stringer("conn", c).Int("buffered", gc.OutboundBuffered()).Int("lowWaterMark", s.cfg.WriteBufferLowWaterMark).
-		Msg("the client does not read its answers: its requests are not read until they drain to the low water mark")
+	c.pauses++
+	// A slow consumer may pause many times a second: one line per
+	// connection every pauseLogEvery at most.
+	if now := s.clock(); c.pauseLoggedAt == 0 || time.Duration(now-c.pauseLoggedAt) >= pauseLogEvery {
+		s.log.Warn().Stringer("conn", c).Int("buffered", gc.OutboundBuffered()).Int("lowWaterMark", s.cfg.WriteBufferLowWaterMark).
+			Int64("pauses", c.pauses).
+			Msg("the client does not read its answers: its requests are not read until they drain to the low water mark")
+		c.pauseLoggedAt = now
+	}
 	c.scheduleResume()
 }
+
+// pauseLogEvery spaces the log lines of a connection's pauses.
+const pauseLogEvery = 10 * time.Second
 
 // scheduleResume checks again, after resumePoll on c's event loop,
 // whether c's answers have drained.
@@ -677,7 +687,7 @@ func (e *eventHandler) resume(gc gnet.Conn, c *Conn) {
 		return
 	}
 	c.paused = false
-	e.s.log.Info().Stringer("conn", c).Msg("the client reads its answers again: reading its requests again")
+	e.s.log.Debug().Stringer("conn", c).Msg("the client reads its answers again: reading its requests again")
 	if e.consume(gc, c, c.touch()) == gnet.Close {
 		_ = gc.Close()
 	}
