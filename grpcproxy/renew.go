@@ -131,19 +131,18 @@ type due struct {
 }
 
 // renewDue renews every handle that expires within the renew-ahead time,
-// and gives back those renewed for the maximum time.
+// or gives it back when it has been renewed for the maximum time.
 func (r *renewer) renewDue(ctx context.Context, now time.Time) {
 	var work []due
 	r.mu.Lock()
 	for cid, m := range r.byClient {
 		for mid, rn := range m {
-			switch {
-			case now.Sub(rn.first) >= r.s.cfg.RenewMax:
+			if rn.expires.Sub(now) <= r.s.cfg.RenewAhead {
+				// Due: renewed again, or, once it has been renewed for
+				// the maximum time, given back (as RocketMQ's proxy, when
+				// its handle is about to expire).
 				rn.busy = make(chan struct{})
-				work = append(work, due{cid, mid, rn, true})
-			case rn.expires.Sub(now) <= r.s.cfg.RenewAhead:
-				rn.busy = make(chan struct{})
-				work = append(work, due{cid, mid, rn, false})
+				work = append(work, due{cid, mid, rn, now.Sub(rn.first) >= r.s.cfg.RenewMax})
 			}
 		}
 	}

@@ -9,23 +9,23 @@ import (
 	"github.com/rocketkv/rocketkv/meta"
 )
 
-// A message renewed for renewMaxTimeMillis is given back as RocketMQ's
-// proxy gives it back: visible again after its group's retry pause for
-// its next delivery, not when the last renewal (a minute here) ends, and
-// not at once.
+// A message renewed for renewMaxTimeMillis is given back, when its
+// handle is next about to expire, as RocketMQ's proxy gives it back:
+// visible again after its group's retry pause for its next delivery, not
+// when the last renewal ends.
 func TestRenewalGivesBackAfterTheGroupsRetryPause(t *testing.T) {
 	c := startTestCluster(t, func(cfg *Config) {
 		cfg.DefaultInvisible = 3 * time.Second
 		cfg.RenewAhead = 2 * time.Second
 		cfg.RenewPeriod = 200 * time.Millisecond
-		cfg.RenewPolicy = []time.Duration{time.Minute}
+		cfg.RenewPolicy = []time.Duration{3 * time.Second}
 		cfg.RenewMax = 2 * time.Second
 	})
 	const topic, group = "GiveBackT", "GroupGiveBack"
 	c.createTopic(t, topic, 1, "")
 	gc := meta.NewSubscriptionGroupConfig(group)
-	// A first redelivery waits next[0+2]: 4 s.
-	gc.GroupRetryPolicy = &meta.GroupRetryPolicy{Type: meta.RetryPolicyCustomized, Customized: &meta.CustomizedRetryPolicy{Next: []int64{1, 1, 4000}}}
+	// A first redelivery waits next[0+2]: 8 s.
+	gc.GroupRetryPolicy = &meta.GroupRetryPolicy{Type: meta.RetryPolicyCustomized, Customized: &meta.CustomizedRetryPolicy{Next: []int64{1, 1, 8000}}}
 	c.createGroup(t, gc)
 	c.send(t, "give-back-producer", newMessage(topic, "held too long"))
 
@@ -33,12 +33,14 @@ func TestRenewalGivesBackAfterTheGroupsRetryPause(t *testing.T) {
 	req.AutoRenew = true
 	start := time.Now()
 	got := c.receiveN(t, "holder", req, 1)[0]
-	// Renewed for a minute at about 1 s, given back at about 2 s with a
-	// 4 s pause: another consumer gets it again at about 6 s.
+	// Renewed for 3 s at about 1 s; due again at about 2 s, when it has
+	// been held for the maximum time: given back with an 8 s pause, so
+	// another consumer gets it at about 10 s (the last renewal alone
+	// would have ended at about 4 s).
 	again := c.receiveN(t, "other", receiveRequest(group, topic, 10*time.Second, 5*time.Second), 1)[0]
 	waited := time.Since(start)
-	if waited < 5*time.Second || waited > 30*time.Second {
-		t.Fatalf("delivered again after %v, want about 6 s: 2 s of renewals and the group's 4 s pause", waited)
+	if waited < 7*time.Second || waited > 25*time.Second {
+		t.Fatalf("delivered again after %v, want about 10 s: 2 s of renewals and the group's 8 s pause", waited)
 	}
 	if again.GetSystemProperties().GetMessageId() != got.GetSystemProperties().GetMessageId() || again.GetSystemProperties().GetDeliveryAttempt() != 2 {
 		t.Fatalf("received %s attempt %d, want %s attempt 2", again.GetSystemProperties().GetMessageId(),
