@@ -15,8 +15,8 @@ import (
 
 // startBigAnswerServer starts a server whose handler answers every
 // request with a 64 KiB body and counts the requests it handled; the
-// server's socket send buffer is small, so unread answers pile up in the
-// server rather than in the kernel.
+// server's socket send buffer is small, so unread answers (19 MiB in the
+// tests, more than loopback's buffers hold) pile up in the server.
 func startBigAnswerServer(t *testing.T, cfg ServerConfig) (*Server, *atomic.Int64, func() string) {
 	return startBigAnswerServerMode(t, cfg, TLSDisabled)
 }
@@ -33,23 +33,23 @@ func startBigAnswerServerMode(t *testing.T, cfg ServerConfig, mode TLSMode) (*Se
 		resp.Body = body
 		_ = conn.Reply(req, resp)
 	})
-	cfg.SocketSendBuffer = 16 << 10
+	cfg.SocketSendBuffer = 256 << 10
 	s, logs := startTLSServer(t, mode, cfg, mux)
 	return s, &handled, logs.String
 }
 
-// smallWindowConn dials s with a small receive buffer, so that the
-// server's answers stop at once when it does not read.
-func smallWindowConn(t *testing.T, s *Server) *net.TCPConn {
+// dialRaw dials s with a plain TCP connection. Its receive buffer keeps
+// the system's size: a small one (16 KiB) left loopback TCP stuck with a
+// window below its 64 KiB segment size, the sender waiting for a window
+// the receiver could never open, whatever the server did.
+func dialRaw(t *testing.T, s *Server) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", s.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := c.(*net.TCPConn)
-	_ = tc.SetReadBuffer(16 << 10)
-	t.Cleanup(func() { _ = tc.Close() })
-	return tc
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 // A client that sends requests without reading their answers is not read
@@ -64,7 +64,7 @@ func TestUnreadAnswersPauseTheConnection(t *testing.T) {
 				mode = TLSPermissive
 			}
 			s, handled, logs := startBigAnswerServerMode(t, ServerConfig{}, mode)
-			var raw net.Conn = smallWindowConn(t, s)
+			var raw net.Conn = dialRaw(t, s)
 			if useTLS {
 				tc := tls.Client(raw, clientTLS())
 				if err := tc.Handshake(); err != nil {
@@ -108,7 +108,7 @@ func checkPauseAndResume(t *testing.T, raw net.Conn, handled *atomic.Int64, logs
 	for range sent {
 		frame, err := fr.ReadFrame()
 		if err != nil {
-			t.Fatalf("after %d answers: %v (handled %d)", len(answered), err, handled.Load())
+			t.Fatalf("after %d answers: %v (handled %d), logs:\n%s", len(answered), err, handled.Load(), logs())
 		}
 		resp, err := Decode(frame)
 		if err != nil || resp.Opaque < 1 || resp.Opaque > sent || answered[resp.Opaque] || len(resp.Body) != 64<<10 {
@@ -126,7 +126,7 @@ func checkPauseAndResume(t *testing.T, raw net.Conn, handled *atomic.Int64, logs
 // requests it had are not all handled.
 func TestUnreadAnswersAndMoreRequestsClose(t *testing.T) {
 	s, handled, logs := startBigAnswerServer(t, ServerConfig{MaxFrameSize: 64 << 10})
-	raw := smallWindowConn(t, s)
+	raw := dialRaw(t, s)
 	frame, err := Encode(&Command{Code: SendMessageV2, Language: "GO", Opaque: 1})
 	if err != nil {
 		t.Fatal(err)
