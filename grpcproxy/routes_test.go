@@ -99,10 +99,20 @@ func TestRouteEndpointsWithoutTheClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	resp, err := rmqpb.NewMessagingServiceClient(conn).QueryRoute(callCtx(t, "no-endpoints", 10*time.Second),
-		&rmqpb.QueryRouteRequest{Topic: &rmqpb.Resource{Name: "TBW102"}})
-	if err != nil || resp.GetStatus().GetCode() != rmqpb.Code_OK || len(resp.GetMessageQueues()) == 0 {
-		t.Fatalf("QueryRoute: %v %v", resp.GetStatus(), err)
+	// TBW102 is routed once the broker's first registration reaches the
+	// name server.
+	deadline := time.Now().Add(20 * time.Second)
+	var resp *rmqpb.QueryRouteResponse
+	for {
+		resp, err = rmqpb.NewMessagingServiceClient(conn).QueryRoute(callCtx(t, "no-endpoints", 10*time.Second),
+			&rmqpb.QueryRouteRequest{Topic: &rmqpb.Resource{Name: "TBW102"}})
+		if err == nil && resp.GetStatus().GetCode() == rmqpb.Code_OK && len(resp.GetMessageQueues()) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("QueryRoute: %v %v", resp.GetStatus(), err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	p, _ := strconv.Atoi(port)
 	want := &rmqpb.Endpoints{Scheme: rmqpb.AddressScheme_IPv4, Addresses: []*rmqpb.Address{{Host: "127.0.0.1", Port: int32(p)}}}
