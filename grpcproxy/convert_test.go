@@ -7,6 +7,7 @@ import (
 	"compress/zlib"
 	"crypto/md5"
 	"fmt"
+	"io"
 	"maps"
 	"net/netip"
 	"slices"
@@ -56,14 +57,20 @@ func validMessage() *rmqpb.Message {
 
 // gzipped returns b compressed with gzip.
 func gzipped(t testing.TB, b []byte) []byte {
+	return compressed(t, "gzip", func(w io.Writer) io.WriteCloser { return gzip.NewWriter(w) }, b)
+}
+
+// compressed returns b written through the stream compressor newWriter
+// makes (name is for failures).
+func compressed(t testing.TB, name string, newWriter func(io.Writer) io.WriteCloser, b []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w := gzip.NewWriter(&buf)
+	w := newWriter(&buf)
 	if _, err := w.Write(b); err != nil {
-		t.Fatalf("gzip %d bytes: %v", len(b), err)
+		t.Fatalf("%s %d bytes: %v", name, len(b), err)
 	}
 	if err := w.Close(); err != nil {
-		t.Fatalf("gzip %d bytes: %v", len(b), err)
+		t.Fatalf("%s %d bytes: %v", name, len(b), err)
 	}
 	return buf.Bytes()
 }
@@ -569,30 +576,12 @@ func compressors() []struct {
 
 // zlibbed returns b compressed with zlib.
 func zlibbed(t testing.TB, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	w := zlib.NewWriter(&buf)
-	if _, err := w.Write(b); err != nil {
-		t.Fatalf("zlib: %v", err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatalf("zlib: %v", err)
-	}
-	return buf.Bytes()
+	return compressed(t, "zlib", func(w io.Writer) io.WriteCloser { return zlib.NewWriter(w) }, b)
 }
 
 // lz4Framed returns b compressed as one LZ4 frame.
 func lz4Framed(t testing.TB, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	w := lz4.NewWriter(&buf)
-	if _, err := w.Write(b); err != nil {
-		t.Fatalf("lz4: %v", err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatalf("lz4: %v", err)
-	}
-	return buf.Bytes()
+	return compressed(t, "lz4", func(w io.Writer) io.WriteCloser { return lz4.NewWriter(w) }, b)
 }
 
 // zstded returns b compressed with zstd.

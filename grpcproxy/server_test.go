@@ -15,17 +15,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/rocketkv/rocketkv/broker"
 	"github.com/rocketkv/rocketkv/commitlog"
-	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/internal/clustertest"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -55,38 +53,12 @@ func startTestCluster(t testing.TB, mutate func(*Config)) *testCluster {
 func startTestClusterWith(t testing.TB, brokerSettings map[string]string, mutate func(*Config)) *testCluster {
 	t.Helper()
 	ctx := context.Background()
-	nc := namesrv.DefaultConfig()
-	nc.Remoting.Addr = "127.0.0.1:0"
-	ns, err := namesrv.NewServer(nc, zerolog.Nop())
-	if err != nil {
-		t.Fatalf("name server: %v", err)
-	}
-	if err := ns.Start(ctx); err != nil {
-		t.Fatalf("start name server: %v", err)
-	}
-	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
-
-	settings := map[string]string{
-		"storePathRootDir": t.TempDir(), "listenPort": "0", "brokerIP1": "127.0.0.1",
-		"namesrvAddr": ns.Addr().String(), "mappedFileSizeCommitLog": "4194304",
-	}
-	maps.Copy(settings, brokerSettings)
-	loaded, err := configs.LoadBroker("", settings)
-	if err != nil {
-		t.Fatalf("broker configuration: %v", err)
-	}
-	b, err := broker.New(loaded.Broker, zerolog.Nop())
-	if err != nil {
-		t.Fatalf("broker: %v", err)
-	}
-	if err := b.Start(ctx); err != nil {
-		t.Fatalf("start broker: %v", err)
-	}
-	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+	nsAddr := clustertest.StartNamesrv(t)
+	b, bcfg := clustertest.StartBroker(t, nsAddr, brokerSettings)
 
 	cfg := DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
-	cfg.NamesrvAddrs = []string{ns.Addr().String()}
+	cfg.NamesrvAddrs = []string{nsAddr}
 	cfg.RouteTTL = 500 * time.Millisecond
 	cfg.RequestTimeout = 3 * time.Second
 	cfg.MinLongPolling = 500 * time.Millisecond
@@ -118,7 +90,7 @@ func startTestClusterWith(t testing.TB, brokerSettings map[string]string, mutate
 	pool := remoting.NewClientPool(remoting.ClientOptions{})
 	t.Cleanup(func() { _ = pool.Close() })
 	return &testCluster{proxy: p, rpc: rmqpb.NewMessagingServiceClient(conn), pool: pool,
-		nsAddr: ns.Addr().String(), brokerAddr: b.Addr(), brokerName: loaded.Broker.BrokerName}
+		nsAddr: nsAddr, brokerAddr: b.Addr(), brokerName: bcfg.BrokerName}
 }
 
 // invoke sends one Remoting request to addr and returns the answer,

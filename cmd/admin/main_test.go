@@ -11,11 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/rocketkv/rocketkv/broker"
-	"github.com/rocketkv/rocketkv/configs"
-	"github.com/rocketkv/rocketkv/namesrv"
+	"github.com/rocketkv/rocketkv/internal/clustertest"
 )
 
 // startCluster runs a name server and a broker in process.
@@ -29,35 +26,7 @@ func startCluster(t *testing.T) (nsAddr, brokerAddr string) {
 // the broker itself.
 func startClusterWith(t *testing.T, settings map[string]string) (nsAddr string, b *broker.Broker) {
 	t.Helper()
-	ctx := context.Background()
-	nc := namesrv.DefaultConfig()
-	nc.Remoting.Addr = "127.0.0.1:0"
-	ns, err := namesrv.NewServer(nc, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ns.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
-	o := map[string]string{
-		"storePathRootDir": t.TempDir(), "listenPort": "0", "brokerIP1": "127.0.0.1",
-		"namesrvAddr": ns.Addr().String(), "mappedFileSizeCommitLog": "4194304",
-	}
-	maps.Copy(o, settings)
-	loaded, err := configs.LoadBroker("", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err = broker.New(loaded.Broker, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
-	return ns.Addr().String(), b
+	return clustertest.Start(t, settings)
 }
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -303,27 +272,14 @@ func TestTLSFlag(t *testing.T) {
 func TestHAStatus(t *testing.T) {
 	fast := map[string]string{"haSendHeartbeatInterval": "50", "registerNameServerPeriod": "200"}
 	ns, master := startClusterWith(t, fast)
-	o := map[string]string{
-		"storePathRootDir": t.TempDir(), "listenPort": "0", "brokerIP1": "127.0.0.1", "namesrvAddr": ns,
-		"mappedFileSizeCommitLog": "4194304", "brokerRole": "SLAVE", "brokerId": "1",
-	}
-	maps.Copy(o, fast)
-	loaded, err := configs.LoadBroker("", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slave, err := broker.New(loaded.Broker, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := slave.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = slave.Shutdown(context.Background()) })
+	slaveSettings := map[string]string{"brokerRole": "SLAVE", "brokerId": "1"}
+	maps.Copy(slaveSettings, fast)
+	slave, _ := clustertest.StartBroker(t, ns, slaveSettings)
 	if _, err := run(t, "updateTopic", "-b", master.Addr(), "-t", "HaT", "--read", "1", "--write", "1"); err != nil {
 		t.Fatal(err)
 	}
 	var out string
+	var err error
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		out, err = run(t, "haStatus", "-b", master.Addr())

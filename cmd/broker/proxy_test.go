@@ -10,13 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
-	"github.com/rocketkv/rocketkv/namesrv"
+	"github.com/rocketkv/rocketkv/internal/clustertest"
 )
 
 // RocketMQ's "-pc FILE" reaches the proxy-config flag instead of being
@@ -34,23 +33,14 @@ func TestRocketMQArgs(t *testing.T) {
 // a route query answers the broker's queues; the proxy stops with the
 // broker.
 func TestEnableProxy(t *testing.T) {
-	nc := namesrv.DefaultConfig()
-	nc.Remoting.Addr = "127.0.0.1:0"
-	ns, err := namesrv.NewServer(nc, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ns.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
+	nsAddr := clustertest.StartNamesrv(t)
 
 	port := freePort(t)
 	pc := filepath.Join(t.TempDir(), "rmq-proxy.json")
 	if err := os.WriteFile(pc, fmt.Appendf(nil, `{"rocketMQClusterName":"DefaultCluster","grpcServerPort":%d,"bindAddress":"127.0.0.1"}`, port), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o := options{enableProxy: true, proxyConfig: pc, shutdownWait: 10 * time.Second, namesrv: ns.Addr().String(),
+	o := options{enableProxy: true, proxyConfig: pc, shutdownWait: 10 * time.Second, namesrv: nsAddr,
 		store: t.TempDir(), sets: []string{"listenPort=0", "brokerIP1=127.0.0.1", "mappedFileSizeCommitLog=4194304",
 			"logLevel=error", "fastListenPort=0", "haListenPort=0"}}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -12,13 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/internal/clustertest"
 	"github.com/rocketkv/rocketkv/internal/testutil"
-	"github.com/rocketkv/rocketkv/namesrv"
 )
 
 // TestMain lets the test binary act as the proxy command, so the signal
@@ -177,20 +176,7 @@ func TestBadFlags(t *testing.T) {
 }
 
 // startNamesrv runs a name server in process and returns its address.
-func startNamesrv(t *testing.T) string {
-	t.Helper()
-	cfg := namesrv.DefaultConfig()
-	cfg.Remoting.Addr = "127.0.0.1:0"
-	ns, err := namesrv.NewServer(cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ns.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
-	return ns.Addr().String()
-}
+func startNamesrv(t *testing.T) string { return clustertest.StartNamesrv(t) }
 
 // A proxy started with -c serves gRPC on the file's port, asks the file's
 // name servers for routes, and releases its port when its context ends.
