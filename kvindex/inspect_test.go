@@ -529,6 +529,9 @@ func FuzzDecodeKey(f *testing.F) {
 	f.Add(consumerOffsetKey("G", "T", 2), putInt64(6))
 	f.Add(nameKey(PrefixTopicConfig, "T"), []byte(`{"topicName":"T","readQueueNums":4}`))
 	f.Add(nameKey(PrefixGroupConfig, "G"), []byte(`{"groupName":"G"}`))
+	f.Add(nameKey(PrefixGroupConfig, "G"), []byte(`{"groupName":"G","groupRetryPolicy":{"type":"EXPONENTIAL",`+
+		`"exponentialRetryPolicy":{"initial":1000},"customizedRetryPolicy":{"next":[1,2]}},`+
+		`"subscriptionDataSet":[{"topic":"T","expressionType":"TAG","expression":"*","version":1}]}`))
 	f.Add(nameKey(PrefixAuthUser, "alice"), []byte(`{"username":"alice","password":"pw","userType":"Normal","userStatus":"enable"}`))
 	f.Add(nameKey(PrefixGroupForbidden, "G"), []byte(`{"group":"G","topics":{"T":4}}`))
 	f.Add(nameKey(PrefixAuthACL, "User:alice"), []byte(`{"subject":"User:alice","policies":[{"policyType":"Custom","entries":[{"resource":"Topic:t*","actions":["Pub"],"sourceIps":["10.0.0.0/8"],"decision":"Allow"}]}]}`))

@@ -81,13 +81,15 @@ func DefaultExponentialRetryPolicy() ExponentialRetryPolicy {
 }
 
 // DefaultCustomizedRetryPolicy is RocketMQ's CustomizedRetryPolicy
-// without settings: the 18 delay levels, 1 s to 2 h.
+// without settings: its list is RocketMQ's delay levels
+// (DefaultMessageDelayLevel), 1 s to 2 h.
 func DefaultCustomizedRetryPolicy() CustomizedRetryPolicy {
-	return CustomizedRetryPolicy{Next: []int64{
-		1000, 5000, 10000, 30000,
-		60000, 2 * 60000, 3 * 60000, 4 * 60000, 5 * 60000, 6 * 60000, 7 * 60000, 8 * 60000, 9 * 60000, 10 * 60000,
-		20 * 60000, 30 * 60000, 3600 * 1000, 2 * 3600 * 1000,
-	}}
+	levels, _ := ParseDelayLevels(DefaultMessageDelayLevel) // a constant that parses (TestParseDelayLevels)
+	next := make([]int64, len(levels))
+	for i, d := range levels {
+		next[i] = d.Milliseconds()
+	}
+	return CustomizedRetryPolicy{Next: next}
 }
 
 // IsExponential reports whether the policy's type is EXPONENTIAL (in any
