@@ -231,7 +231,7 @@ func popSurvivesSIGKILL(t *testing.T) {
 		// Revive re-delivers what expired while the broker was down once
 		// its deadline passed.
 		drained: func() bool { return allAcked(l) }, drainFor: 40 * time.Second,
-		verify: func(t *testing.T) { verifyLedger(t, l) },
+		verify: func(t *testing.T) []string { return verifyLedger(t, l) },
 	})
 }
 
@@ -248,7 +248,9 @@ type crashLoad struct {
 	consume  func(stop context.Context, addr string, rng *rand.Rand, ackAll bool)
 	drained  func() bool
 	drainFor time.Duration
-	verify   func(t *testing.T)
+	// verify checks the ledger and returns the bodies of the messages
+	// it found wrong, whose records the failure dump lists.
+	verify func(t *testing.T) []string
 }
 
 // runCrashLoad sends load's messages to a child broker, kills it six
@@ -305,11 +307,11 @@ func runCrashLoad(t *testing.T, load crashLoad) {
 		load.consume(ctx, c.addr, rng, true)
 		cancel()
 	}
-	load.verify(t)
+	suspects := load.verify(t)
 	if t.Failed() {
 		_ = c.cmd.Process.Signal(syscall.SIGTERM)
 		_ = c.cmd.Wait()
-		dumpPopState(t, dir)
+		dumpPopState(t, dir, load.topic, suspects)
 	}
 }
 
@@ -336,7 +338,7 @@ func ackedSomeDelivery(ds []*delivery) bool {
 	return false
 }
 
-func verifyLedger(t *testing.T, l *ledger) {
+func verifyLedger(t *testing.T, l *ledger) (suspects []string) {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -357,6 +359,7 @@ func verifyLedger(t *testing.T, l *ledger) {
 					d.msg.QueueOffset, d.popTime, d.deadline, d.msg.ReconsumeTimes, d.msg.Handle.String())
 			}
 			t.Errorf("%s lost (now %d): %d deliveries, none acked:%s", id, time.Now().UnixMilli(), len(ds), b.String())
+			suspects = append(suspects, id)
 			continue
 		}
 		// A stored message (topic, queue, offset) is delivered once: a
@@ -365,6 +368,7 @@ func verifyLedger(t *testing.T, l *ledger) {
 			w := where{d.msg.RealTopic, d.msg.QueueID, d.msg.QueueOffset}
 			if prev := at[w]; prev != nil {
 				t.Errorf("%s: %s/%d@%d delivered at %d and again at %d", id, w.topic, w.queue, w.offset, prev.popTime, d.popTime)
+				suspects = append(suspects, id)
 			}
 			at[w] = d
 		}
@@ -401,11 +405,21 @@ func verifyLedger(t *testing.T, l *ledger) {
 			// Some delivery of the previous count must have expired
 			// unacked (or been acked only after its deadline): a message
 			// acked in time is never revived. The re-delivery normally
-			// comes after that delivery's deadline; it may come earlier
-			// only from a copy the test never saw (popped by a request
-			// whose answer a kill cut off), which is counted.
-			ok, early := false, false
+			// comes after that delivery's deadline. It may also come from
+			// a copy the test never saw: a revive cut short by a kill
+			// leaves two copies, and a pop whose answer a kill cut off
+			// hands one out unseen, to be revived at its own deadline.
+			// That is certain when the re-delivery came before the
+			// deadline of every delivery the test saw (none of them can
+			// have been revived yet) or before that of an expired one;
+			// such re-deliveries are counted. One that came after the
+			// deadline of a delivery acked in time, with no expired
+			// delivery before it, would be an acknowledged pop revived.
+			ok, early, beforeAll := false, false, true
 			for _, d := range gens[counts[j-1]] {
+				if first.popTime >= d.deadline {
+					beforeAll = false
+				}
 				if d.ackedAt == 0 || d.ackedAt >= d.deadline {
 					if first.popTime >= d.deadline {
 						ok = true
@@ -414,17 +428,19 @@ func verifyLedger(t *testing.T, l *ledger) {
 					}
 				}
 			}
-			if !ok && early {
+			if !ok && (early || beforeAll) {
 				unseen++
 				ok = true
 			}
 			if !ok {
 				var b strings.Builder
 				for _, d := range gens[counts[j-1]] {
-					fmt.Fprintf(&b, " [popTime %d deadline %d ackedAt %d]", d.popTime, d.deadline, d.ackedAt)
+					fmt.Fprintf(&b, " [%s/%d@%d popTime %d deadline %d ackedAt %d]", d.msg.RealTopic, d.msg.QueueID,
+						d.msg.QueueOffset, d.popTime, d.deadline, d.ackedAt)
 				}
-				t.Errorf("%s re-delivered (reconsume %d) at %d with no expired delivery of reconsume %d before:%s",
-					id, counts[j], first.popTime, counts[j-1], b.String())
+				t.Errorf("%s re-delivered (reconsume %d, %s/%d@%d) at %d with no expired delivery of reconsume %d before:%s",
+					id, counts[j], first.msg.RealTopic, first.msg.QueueID, first.msg.QueueOffset, first.popTime, counts[j-1], b.String())
+				suspects = append(suspects, id)
 			}
 		}
 	}
@@ -436,4 +452,5 @@ func verifyLedger(t *testing.T, l *ledger) {
 	}
 	t.Logf("%d messages, %d re-deliveries, %d expired unacked deliveries, %d duplicate copies and %d re-deliveries of unseen copies from revives cut short by a kill",
 		crashMessages, redelivered, expiredUnacked, copies, unseen)
+	return suspects
 }

@@ -2,6 +2,7 @@ package pop_test
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -10,9 +11,11 @@ import (
 	"github.com/rocketkv/rocketkv/kvindex"
 )
 
-// dumpPopState logs the POP state and the non-topic records of a stopped
-// store, to diagnose a failed crash test.
-func dumpPopState(t *testing.T, dir string) {
+// dumpPopState logs the POP state of a stopped store and its CommitLog
+// records, to diagnose a failed crash test: the records with one of the
+// given bodies, or, when none is given, those not of the load's topic
+// (revived copies).
+func dumpPopState(t *testing.T, dir, topic string, bodies []string) {
 	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(dir, kvindex.DirName), ReadOnly: true, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Log(err)
@@ -43,7 +46,7 @@ func dumpPopState(t *testing.T, dir string) {
 			break
 		}
 		m, _ := commitlog.Decode(e.Data)
-		if m.Topic != "CrashT" {
+		if len(bodies) > 0 && slices.Contains(bodies, string(m.Body)) || len(bodies) == 0 && m.Topic != topic {
 			t.Logf("LOG %s/%d@%d %s reconsume %d", m.Topic, m.QueueID, m.QueueOffset, m.Body, m.ReconsumeTimes)
 		}
 	}

@@ -169,7 +169,7 @@ func orderlyPopSurvivesSIGKILL(t *testing.T) {
 		},
 		// Batches left unacked come back once expired.
 		drained: func() bool { return allOrderAcked(l) }, drainFor: 60 * time.Second,
-		verify: func(t *testing.T) { verifyOrderLedger(t, l) },
+		verify: func(t *testing.T) []string { verifyOrderLedger(t, l); return nil },
 	})
 }
 

@@ -11,10 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/rocketkv/rocketkv/broker"
-	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/clustertest"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -23,25 +21,10 @@ import (
 // of the test (the broker cleanly, unless the test shut it down).
 func startBroker(t *testing.T, store string, settings map[string]string) (*broker.Broker, *remoting.Client) {
 	t.Helper()
-	o := map[string]string{
-		"storePathRootDir": store, "listenPort": "0", "brokerIP1": "127.0.0.1",
-		"mappedFileSizeCommitLog": "4194304",
-	}
+	o := map[string]string{"storePathRootDir": store}
 	maps.Copy(o, settings)
-	loaded, err := configs.LoadBroker("", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := broker.New(loaded.Broker, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := b.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
-	c, err := remoting.Dial(ctx, b.Addr(), remoting.ClientOptions{})
+	b, _ := clustertest.StartBroker(t, "", o)
+	c, err := remoting.Dial(context.Background(), b.Addr(), remoting.ClientOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
