@@ -2,6 +2,7 @@ package grpcproxy
 
 import (
 	"errors"
+	"net"
 	"testing"
 	"time"
 
@@ -68,5 +69,158 @@ func TestBrokerVerdict(t *testing.T) {
 	}
 	if brokerVerdict(errors.New("connection reset")) {
 		t.Error("a lost connection counted as the broker's verdict")
+	}
+}
+
+// renewalOf returns the renewal kept for the handle a client was given,
+// or nil.
+func (r *renewer) renewalOf(clientID, handle string) *renewal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byClient[clientID][handle]
+}
+
+// unreachable points a renewal at addr, standing for its broker while
+// the broker cannot be reached, and returns the address it had.
+func (r *renewer) unreachable(rn *renewal, addr string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	was := rn.p.addr
+	rn.p.addr = addr
+	return was
+}
+
+// failures returns the renewals in a row of rn that did not reach the
+// broker, and the renewals made.
+func (r *renewer) failures(rn *renewal) (failed, renewed int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return rn.failed, rn.renewed
+}
+
+// deadAddr returns a loopback address nothing listens on: a connection
+// to it is refused, as to a broker that is down.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// renewFailureConfig renews a 5 s handle from 1 s on, every 250 ms, for
+// 20 s at a time.
+func renewFailureConfig(retries int) func(*Config) {
+	return func(cfg *Config) {
+		cfg.DefaultInvisible = 5 * time.Second
+		cfg.RenewAhead = 4 * time.Second
+		cfg.RenewPeriod = 250 * time.Millisecond
+		cfg.RenewPolicy = []time.Duration{20 * time.Second}
+		cfg.MaxRenewRetry = retries
+	}
+}
+
+// A renewal that does not reach the broker is tried again at the next
+// rounds; once the broker answers, the message stays invisible past the
+// handle's first invisible time and the client's ack uses the renewed
+// handle.
+func TestRenewalRetriedUntilTheBrokerAnswers(t *testing.T) {
+	c := startTestCluster(t, renewFailureConfig(5))
+	const topic, group = "RenewRetryT", "GroupRenewRetry"
+	c.createTopic(t, topic, 1, "")
+	c.send(t, "renew-retry-producer", newMessage(topic, "renewed after two failures"))
+	req := receiveRequest(group, topic, 0, 2*time.Second)
+	req.AutoRenew = true
+	start := time.Now()
+	got := c.receiveN(t, "holder", req, 1)[0]
+	handle := got.GetSystemProperties().GetReceiptHandle()
+	rn := c.proxy.renewer.renewalOf("holder", handle)
+	if rn == nil {
+		t.Fatal("the received message is not being renewed")
+	}
+	brokerAddr := c.proxy.renewer.unreachable(rn, deadAddr(t))
+	// Due at about 1 s; two rounds fail, then the broker is back.
+	for failed, _ := c.proxy.renewer.failures(rn); failed < 2; failed, _ = c.proxy.renewer.failures(rn) {
+		if time.Since(start) > 3500*time.Millisecond {
+			t.Fatalf("%d failed renewals 3.5 s after the receive, want 2 (a round every 250 ms from 1 s)", failed)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.proxy.renewer.unreachable(rn, brokerAddr)
+	for failed, renewed := c.proxy.renewer.failures(rn); renewed == 0; failed, renewed = c.proxy.renewer.failures(rn) {
+		if c.proxy.renewer.renewalOf("holder", handle) == nil {
+			t.Fatal("the renewal was given up after failures that did not reach the broker, fewer than maxRenewRetryTimes")
+		}
+		if time.Since(start) > 4500*time.Millisecond {
+			t.Fatalf("not renewed 4.5 s after the receive (%d failures in a row)", failed)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The first handle ended at 5 s: the renewal keeps the message from
+	// another consumer until 8 s and after.
+	c.expectNothing(t, "other", receiveRequest(group, topic, 10*time.Second, time.Second), 8*time.Second-time.Since(start))
+	if st := c.ack(t, "holder", group, topic, got.GetSystemProperties().GetMessageId(), handle); st.GetCode() != rmqpb.Code_OK {
+		t.Fatalf("ack after the renewals: %v", st)
+	}
+}
+
+// A renewal that does not reach the broker maxRenewRetryTimes times more
+// is given up: the message comes back when its handle's invisible time
+// ends. So does a message whose give-back (renewMaxTimeMillis) cannot
+// reach the broker.
+func TestRenewalGivenUpWhenTheBrokerStaysAway(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		renewMax time.Duration
+	}{
+		{"renewal", time.Hour},
+		{"give-back", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := startTestCluster(t, func(cfg *Config) {
+				renewFailureConfig(2)(cfg)
+				cfg.RenewMax = tc.renewMax
+			})
+			const topic, group = "RenewGiveUpT", "GroupRenewGiveUp"
+			c.createTopic(t, topic, 1, "")
+			c.send(t, "renew-give-up-producer", newMessage(topic, "renewals never reach the broker"))
+			req := receiveRequest(group, topic, 0, 2*time.Second)
+			req.AutoRenew = true
+			start := time.Now()
+			got := c.receiveN(t, "holder", req, 1)[0]
+			handle := got.GetSystemProperties().GetReceiptHandle()
+			rn := c.proxy.renewer.renewalOf("holder", handle)
+			if rn == nil {
+				t.Fatal("the received message is not being renewed")
+			}
+			c.proxy.renewer.unreachable(rn, deadAddr(t))
+			// Due at about 1 s: the renewal fails three times (the first
+			// try and two more) and is given up by about 1.75 s; a give-back
+			// is tried once.
+			for c.proxy.renewer.renewalOf("holder", handle) != nil {
+				if time.Since(start) > 4500*time.Millisecond {
+					failed, _ := c.proxy.renewer.failures(rn)
+					t.Fatalf("still renewing 4.5 s after the receive, %d failures in a row", failed)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if failed, _ := c.proxy.renewer.failures(rn); tc.renewMax > 0 && failed != 2 {
+				t.Errorf("given up after %d retries, want maxRenewRetryTimes (2)", failed)
+			}
+			again := c.receiveN(t, "other", receiveRequest(group, topic, 10*time.Second, 5*time.Second), 1)[0]
+			waited := time.Since(start)
+			if waited < 4500*time.Millisecond || waited > 15*time.Second {
+				t.Fatalf("delivered again after %v, want about 5 s: when the first handle ends", waited)
+			}
+			if again.GetSystemProperties().GetMessageId() != got.GetSystemProperties().GetMessageId() || again.GetSystemProperties().GetDeliveryAttempt() != 2 {
+				t.Fatalf("received %s attempt %d, want %s attempt 2", again.GetSystemProperties().GetMessageId(),
+					again.GetSystemProperties().GetDeliveryAttempt(), got.GetSystemProperties().GetMessageId())
+			}
+		})
 	}
 }
