@@ -83,6 +83,15 @@ func inertBools[T any](reason string, keys ...string) []inert[T] {
 	return out
 }
 
+// inertStrings are inert keys of any text value that share a reason.
+func inertStrings[T any](reason string, keys ...string) []inert[T] {
+	out := make([]inert[T], len(keys))
+	for i, k := range keys {
+		out[i] = inert[T]{key: k, reason: reason, parse: func(string) error { return nil }}
+	}
+	return out
+}
+
 // inertInt is an inert key whose value must be an integer (Java's int or
 // long).
 func inertInt[T any](key, reason string) inert[T] {
@@ -179,8 +188,8 @@ var brokerInert = slices.Concat([]inert[Broker]{
 	inertBool[Broker]("offsetCheckInSlave", "it lets a slave write OFFSET_MOVED_EVENT messages, which rocketkv does not write on any role"),
 
 	// Keys RocketMQ 5.3 itself does not read.
-	inertBool[Broker]("highSpeedMode", "RocketMQ declares it but nothing reads it"),
-	inertBool[Broker]("debugLockEnable", "RocketMQ declares it but nothing reads it"),
+	inertBool[Broker]("highSpeedMode", reasonUnread),
+	inertBool[Broker]("debugLockEnable", reasonUnread),
 	inertBool[Broker]("commercialEnable", "RocketMQ 5 no longer has this key"),
 	inertBool[Broker]("isEnableBatchPush", "RocketMQ does not read this spelling (its key is enableBatchPush, a DLedger setting)"),
 	inertInt[Broker]("maxDelayTime", "RocketMQ 5.3's broker reads no such key"),
@@ -205,6 +214,45 @@ var brokerInert = slices.Concat([]inert[Broker]{
 	// Filter bit maps in the ConsumeQueue's extension files.
 	inertInts[Broker](reasonFilterBitMap, "expectConsumerNumUseFilter", "maxErrorRateOfBloomFilter", "filterDataCleanTimeSpan"),
 	inertBools[Broker](reasonFilterBitMap, "enableCalcFilterBitMap"),
+	// Keys RocketMQ 5.3's BrokerConfig, MessageStoreConfig and
+	// NettyClientConfig declare, with getters no class calls.
+	inertInts[Broker](reasonUnread, "cleanOfflineBrokerInterval", "cleanSwapedMapInterval",
+		"commitLogForceSwapMapInterval", "commitLogSwapMapInterval", "commitLogSwapMapReserveFileNum",
+		"dispatchCqCacheNum", "dispatchCqThreads", "flushConsumerOffsetHistoryInterval",
+		"logicQueueForceSwapMapInterval", "logicQueueSwapMapInterval", "logicQueueSwapMapReserveFileNum",
+		"maxBatchDeleteFilesNum", "maxReconnectIntervalTimeSeconds", "maxRecoveryCommitlogFiles",
+		"maxSlaveResendLength", "maxTopicLength", "memTableFlushIntervalMs", "pullBatchMaxMessageCount",
+		"putMessageTimeout", "putMsgIndexHightWater", "rocksdbFlushWalFrequency", "rocksdbWalFileRollingThreshold"),
+	inertBools[Broker](reasonUnread, "dispatchFromSenderThread", "enableAsyncReput", "enableCleanExpiredOffset",
+		"mappedFileSwapEnable", "realTimePersistRocksDBConfig"),
+	// Settings of mechanisms whose switch rocketkv refuses (fields.go:
+	// enableDLegerCommitLog, enableControllerMode): with the switch off,
+	// RocketMQ does not read them either.
+	inertStrings[Broker](reasonDLedger, "dLegerGroup", "dLegerPeers", "dLegerSelfId", "preferredLeaderId",
+		"storePathDLedgerCommitLog"),
+	inertBools[Broker](reasonDLedger, "enableBatchPush"),
+	inertStrings[Broker](reasonController, "controllerAddr", "storePathEpochFile", "storePathBrokerIdentity"),
+	inertInts[Broker](reasonController, "controllerHeartBeatTimeoutMills", "syncControllerMetadataPeriod",
+		"checkSyncStateSetPeriod", "syncBrokerMetadataPeriod", "brokerElectionPriority"),
+	inertBools[Broker](reasonController, "fetchControllerAddrByDnsLookup", "asyncLearner", "syncFromLastFile",
+		"allAckInSyncStateSet"),
+	// RocketMQ's RocksDB store (storeType=defaultRocksDB and its
+	// RocksDB-kept offsets and configs).
+	inertStrings[Broker](reasonRocksDB, "rocksdbCompressionType", "bottomMostCompressionTypeForConsumeQueueStore"),
+	inertInts[Broker](reasonRocksDB, "cleanRocksDBDirtyCQIntervalMin", "statRocksDBCQIntervalSec"),
+	inertBools[Broker](reasonRocksDB, "enableRocksDBLog"),
+	// The off-heap write buffers of transientStorePoolEnable and the
+	// service that commits them into the mapped file.
+	inertInts[Broker](reasonTransientPool, "transientStorePoolSize", "commitIntervalCommitLog",
+		"commitCommitLogLeastPages", "commitCommitLogThoroughInterval"),
+	inertBools[Broker](reasonTransientPool, "fastFailIfNoBufferInStorePool"),
+	// Periodic flushes of what rocketkv writes to the index as it changes.
+	inertInts[Broker]("consumer offsets are written to the index as they are committed; there is no consumerOffset.json to flush",
+		"flushConsumerOffsetInterval"),
+	inertInts[Broker]("the delay levels' progress is written to the index as it advances; there is no delayOffset.json to flush",
+		"flushDelayOffsetInterval"),
+	inertInts[Broker]("one goroutine reads due timer messages back and stores them in their topics; there are no timer thread pools",
+		"timerGetMessageThreadNum", "timerPutMessageThreadNum"),
 )
 
 // Reasons shared by several of brokerInert's keys.
@@ -214,6 +262,11 @@ const (
 	reasonQueueCapacity = "no per-request-code queues; requests wait for a worker in one queue of 10,000 (SYSTEM_BUSY when full)"
 	reasonQueueWait     = "only sends waiting for the index expire (waitTimeMillsInSendQueue); other requests are not expired in a queue"
 	reasonFilterBitMap  = "no consume-queue bit maps of filter results: tag and SQL92 filters are evaluated on each entry and message"
+	reasonUnread        = "RocketMQ 5.3 declares it but nothing reads it"
+	reasonDLedger       = "a DLedger CommitLog setting; rocketkv refuses enableDLegerCommitLog and replicates with classic master-slave HA"
+	reasonController    = "a controller-mode setting; rocketkv refuses enableControllerMode and replicates with classic master-slave HA"
+	reasonRocksDB       = "a setting of RocketMQ's RocksDB store; rocketkv's index is Pebble, set by the index* keys"
+	reasonTransientPool = "appends are written into the mapped segment directly; there is no off-heap write buffer pool to size or commit"
 )
 
 // namesrvInert lists the RocketMQ name server keys (NamesrvConfig and its
