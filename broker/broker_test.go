@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -189,6 +190,18 @@ func TestSendValidation(t *testing.T) {
 		if r := sendV2(t, c, tc.topic, tc.qid, tc.body, ""); r.Code != tc.want {
 			t.Errorf("%s: code %d (%s), want %d", tc.name, r.Code, r.Remark, tc.want)
 		}
+	}
+	// The property that ties a revived message to its revive is the
+	// broker's: a client's message to a pop-retry topic or DLQ with it is
+	// refused (it would cancel a revive), to any other topic it is kept.
+	forged := kvindex.PropertyRevivedFrom + "\x010/0/1/gT\x02"
+	for _, topic := range []string{"%RETRY%g_T", "%DLQ%g"} {
+		if r := sendV2(t, c, topic, 0, "x", forged); r.Code != remoting.MessageIllegal || !strings.Contains(r.Remark, kvindex.PropertyRevivedFrom) {
+			t.Errorf("send to %s with %s: code %d (%s), want MessageIllegal", topic, kvindex.PropertyRevivedFrom, r.Code, r.Remark)
+		}
+	}
+	if r := sendV2(t, c, "Plain", 0, "x", forged); r.Code != remoting.Success {
+		t.Errorf("send to a normal topic with %s: code %d (%s)", kvindex.PropertyRevivedFrom, r.Code, r.Remark)
 	}
 	nb := startTestBroker(t, map[string]string{"autoCreateTopicEnable": "false"})
 	if r := sendV2(t, nb.client(nil), "Unknown", 0, "x", ""); r.Code != remoting.TopicNotExist {

@@ -50,6 +50,11 @@ func (a popBroker) Put(ctx context.Context, msgs []*commitlog.Message) error {
 	return nil
 }
 
+// WaitDispatched implements pop.Broker.
+func (a popBroker) WaitDispatched(ctx context.Context) error {
+	return a.b.disp.WaitFor(ctx, a.b.clog.MaxOffset())
+}
+
 // popFilter adapts a subscription to pop.Filter.
 type popFilter struct{ s *subscription }
 

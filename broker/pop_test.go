@@ -306,6 +306,82 @@ func TestPopReviveRetryAndDLQ(t *testing.T) {
 	if st := b.popSvc.ReviveStats(); st.Retried < 1 || st.DLQ != 1 {
 		t.Fatalf("revive stats %+v", st)
 	}
+	// The revive's own property is kept from POP consumers; the DLQ
+	// message names the delivery it re-delivered; and every intent went
+	// with the indexing of its put message.
+	if _, ok := props[kvindex.PropertyRevivedFrom]; ok {
+		t.Errorf("a popped retry message carries %s", kvindex.PropertyRevivedFrom)
+	}
+	from, err := kvindex.ParseRevivedFrom(commitlog.ParseProperties(dl[0].Properties)[kvindex.PropertyRevivedFrom])
+	if err != nil || from.Group != "gr" || from.Topic != "%RETRY%gr_RV" || from.QueueID != 0 || from.QueueOffset != 0 {
+		t.Errorf("DLQ message revived from %+v (%v), want group gr, %%RETRY%%gr_RV/0@0", from, err)
+	}
+	if n := reviveIntents(t, b); n != 0 {
+		t.Errorf("%d revive intents left after the revives were indexed", n)
+	}
+}
+
+// reviveIntents counts the broker's revive intents.
+func reviveIntents(t *testing.T, b *testBroker) int {
+	t.Helper()
+	n := 0
+	if err := b.db.Pop().ReviveIntents(func(kvindex.ReviveIntent) bool { n++; return true }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A revive that a crash cut short after its checkpoint gave way to its
+// intent, before the put reached the CommitLog, is put when the broker
+// starts again, once: the message comes back with reconsume 1 and no
+// intent is left.
+func TestReviveIntentLeftByACrashIsPutAtStart(t *testing.T) {
+	store := t.TempDir()
+	b := startTestBrokerAt(t, store, nil)
+	c, rc := popClient(b)
+	mustSend(t, rc, "RI", 0, "half revived", "")
+	b.caughtUp()
+	first := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "RI", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Hour})
+	if len(first.Messages) != 1 {
+		t.Fatalf("first pop: code %d, %d messages", first.Code, len(first.Messages))
+	}
+	// What a revive of this pop commits before its put: the checkpoint
+	// gives way to the message's intent.
+	ck, ok, err := b.db.Pop().Checkpoint("g", "RI", 0, first.Messages[0].Handle.CKOffset, first.PopTime)
+	if err != nil || !ok {
+		t.Fatalf("checkpoint of the pop: %v %v", ok, err)
+	}
+	batch := b.db.Pop().NewBatch()
+	in := kvindex.IntentOf(&ck, ck.Offsets[0])
+	if err := batch.DeleteCheckpoint(&ck); err != nil {
+		t.Fatal(err)
+	}
+	if err := batch.PutReviveIntent(&in); err != nil {
+		t.Fatal(err)
+	}
+	if err := batch.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	batch.Close()
+	b.stop()
+
+	b = startTestBrokerAt(t, store, nil)
+	c, _ = popClient(b)
+	var got []popclient.Message
+	for deadline := time.Now().Add(10 * time.Second); len(got) == 0 && time.Now().Before(deadline); {
+		got = mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "RI", QueueID: -1, MaxMsgNums: 4,
+			InvisibleTime: time.Hour, PollTime: time.Second}).Messages
+	}
+	if len(got) != 1 || string(got[0].Body) != "half revived" || got[0].ReconsumeTimes != 1 || got[0].RealTopic != "%RETRY%g_RI" {
+		t.Fatalf("after the restart popped %d messages %v, want the half revived one from %%RETRY%%g_RI with reconsume 1", len(got), bodies(got))
+	}
+	if more := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "RI", QueueID: -1, MaxMsgNums: 4,
+		InvisibleTime: time.Hour, PollTime: time.Second}).Messages; len(more) != 0 {
+		t.Fatalf("popped %v more: the revive was put twice", bodies(more))
+	}
+	if n := reviveIntents(t, b); n != 0 {
+		t.Errorf("%d revive intents left after the restart put them", n)
+	}
 }
 
 func TestPopLongPollingAndNotification(t *testing.T) {

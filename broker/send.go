@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 	"github.com/rocketkv/rocketkv/timer"
@@ -326,6 +327,9 @@ func (b *Broker) checkSend(conn *remoting.Conn, req *remoting.Command, h sendHea
 	if len(req.Body) > b.cfg.MaxMessageSize {
 		return 0, fail(remoting.MessageIllegal, "the message body size %d is larger than maxMessageSize %d", len(req.Body), b.cfg.MaxMessageSize)
 	}
+	if kvindex.ClaimsRevive(h.topic, h.properties) {
+		return 0, fail(remoting.MessageIllegal, "the property %s of a message to %s is the broker's own", kvindex.PropertyRevivedFrom, h.topic)
+	}
 	tc, code, remark := b.topics.createOnSend(h.topic, h.defaultTopic, int(h.defaultTopicQueueNums))
 	if code != remoting.Success {
 		return 0, fail(code, "%s", remark)
@@ -403,6 +407,9 @@ func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoti
 	for i, it := range items {
 		if len(it.Properties) > maxPropertiesLen {
 			return remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf("batch message %d: properties longer than %d", i, maxPropertiesLen))
+		}
+		if kvindex.ClaimsRevive(h.topic, it.Properties) {
+			return remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf("batch message %d: the property %s is the broker's own", i, kvindex.PropertyRevivedFrom))
 		}
 		msgs[i] = &commitlog.Message{
 			Topic: h.topic, QueueID: qid, Flag: it.Flag, SysFlag: h.sysFlag,

@@ -47,6 +47,7 @@
 //	0x54    request mode    no         broker (SET_MESSAGE_REQUEST_MODE)
 //	0x55    pop ck deadline no         pop service, in the same batches as 0x56
 //	0x56    pop checkpoint  no         pop service (pop, ack, change invisible time, revive)
+//	0x57    pop revive      no         pop service (revive); dispatcher (records put by revive)
 //	0x60    txn half        no         dispatcher (half messages); transaction service (checks, end)
 //	0x61    txn end         no         transaction service (END_TRANSACTION, discard); dispatcher (committed records)
 //	0x62    txn RocketMQ op yes        dispatcher (op messages of an Apache RocketMQ store); never deleted
@@ -267,6 +268,23 @@
 // from the revive cursor) up to now; each names its checkpoint, which
 // revive reads under the queue's lock. The count, not updated by acks,
 // sizes revive rounds without reading the checkpoints.
+//
+// # 0x57 pop revive intent: a message being re-delivered
+//
+//	key:   0x57 | groupLen uint16 | group | topicLen uint16 | topic | queueId int32 | queueOffset int64
+//	value: ckOffset int64 | popTime int64 | invisibleTime int64 | retryFlag uint8 | attempts int32
+//	       (the fields of the checkpoint the message was in)
+//
+// Revive deletes a due checkpoint and writes an intent for each of its
+// messages in one durable batch, then puts the messages to the pop-retry
+// topic or the DLQ with the property RKV_REVIVED_FROM naming the intent
+// (queueId/queueOffset/len(group)/group topic). The dispatcher deletes
+// the intent in the batch that indexes the put message, so an intent
+// outlives its put only when the put never reached the CommitLog: the POP
+// service puts those when it starts, after the dispatcher caught up.
+// Neither a crash nor a failed put delivers a revived message twice or
+// loses it. A put that fails gives its intents that are left back to a
+// checkpoint, to be revived again later.
 //
 // # 0x52 pop position: where a group's next pop of a queue starts
 //

@@ -14,6 +14,7 @@ const (
 	PrefixRequestMode = prefixPopRequestMd
 	PrefixPopCKDue    = prefixPopCKDue
 	PrefixPopCK       = prefixPopCK
+	PrefixPopRevive   = prefixPopRevive
 )
 
 // popKeyspaces are the POP keyspaces of doc.go, in prefix order.
@@ -26,6 +27,7 @@ func popKeyspaces() []Keyspace {
 		{PrefixRequestMode, "request-mode", false},
 		{PrefixPopCKDue, "pop-checkpoint-due", false},
 		{PrefixPopCK, "pop-checkpoint", false},
+		{PrefixPopRevive, "pop-revive-intent", false},
 	}
 }
 
@@ -48,6 +50,19 @@ type PopCheckpointRecord struct{ Checkpoint }
 type PopCheckpointDueRecord struct {
 	Checkpoint
 	Count int `json:"count"`
+}
+
+// PopReviveRecord is a message a revive is re-delivering (keyspace
+// 0x57).
+type PopReviveRecord struct{ ReviveIntent }
+
+// Keyspace implements Record.
+func (PopReviveRecord) Keyspace() Keyspace { return mustKeyspace(PrefixPopRevive) }
+
+// String implements Record.
+func (r PopReviveRecord) String() string {
+	return fmt.Sprintf("group=%q topic=%q queue=%d offset=%d ckOffset=%d popTime=%s invisibleTime=%d retry=%d attempts=%d",
+		r.Group, r.Topic, r.QueueID, r.QueueOffset, r.CKOffset, FormatMillis(r.PopTime), r.InvisibleTime, r.RetryFlag, r.Attempts)
 }
 
 // PopPositionRecord is a group's next pop offset on a queue (keyspace
@@ -175,6 +190,9 @@ func decodePopKey(key, value []byte) (rec Record, ok bool, err error) {
 			off, err = getInt64(value)
 		}
 		return decoded(PopPositionRecord{PopPosition{Group: g, Topic: t, QueueID: q, Offset: off}}, err)
+	case PrefixPopRevive:
+		r, err := decodeReviveIntent(key, value)
+		return decoded(PopReviveRecord{r}, err)
 	case PrefixPopOrder:
 		st, err := decodeOrderState(key, value)
 		return decoded(PopOrderRecord{st}, err)

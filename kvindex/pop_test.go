@@ -404,6 +404,8 @@ func FuzzDecodePopKey(f *testing.F) {
 	ck := Checkpoint{Group: "g", Topic: "T", QueueID: 1, CKOffset: 3, Offsets: []int64{4, 6, 4000}, VisibleAt: 20, PopTime: 10}
 	f.Add(checkpointKey(nil, "g", "T", 1, 3, 10), checkpointValue(nil, &ck))
 	f.Add(checkpointDueKey(nil, &ck), []byte{3})
+	in := IntentOf(&ck, 6)
+	f.Add(reviveKey(nil, &in), reviveValue(nil, &in))
 	f.Fuzz(func(t *testing.T, k, v []byte) {
 		rec, err := DecodeKey(k, v)
 		if err != nil {
@@ -427,6 +429,13 @@ func FuzzDecodePopKey(f *testing.F) {
 			}
 			if got := binary.AppendUvarint(nil, uint64(x.Count)); string(got) != string(v) {
 				t.Fatalf("checkpoint deadline value does not round-trip: %x -> %x", v, got)
+			}
+		case PopReviveRecord:
+			if got := reviveKey(nil, &x.ReviveIntent); string(got) != string(k) {
+				t.Fatalf("revive intent key does not round-trip: %x -> %x", k, got)
+			}
+			if got := reviveValue(nil, &x.ReviveIntent); string(got) != string(v) {
+				t.Fatalf("revive intent value does not round-trip: %x -> %x", v, got)
 			}
 		case PopOrderRecord:
 			if got := encodeOrderState(&x.OrderState); string(got) != string(v) {

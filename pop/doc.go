@@ -1,6 +1,6 @@
 // Package pop is rocketkv's POP consumption: RocketMQ 5's pop, ack, batch
 // ack, change of invisible time, revive and orderly pop, with all state in
-// the kvindex database (keyspaces 0x52-0x56, laid out in kvindex/doc.go).
+// the kvindex database (keyspaces 0x52-0x57, laid out in kvindex/doc.go).
 //
 // A pop reads messages of a queue from the group's pop position (keyspace
 // 0x52), records one checkpoint for them (0x56, named by the receipt
@@ -15,7 +15,11 @@
 // goroutine of the Service, scans the checkpoints whose deadline passed,
 // in deadline order, and re-puts their messages to the group's pop-retry
 // topic (reconsumeTimes + 1) or, past the group's retryMaxTimes, its DLQ,
-// before deleting the checkpoints: at least once, never lost.
+// exactly once: the checkpoints give way to revive intents (0x57) in one
+// durable batch before the put, each put message names its intent
+// (kvindex.PropertyRevivedFrom) and the dispatcher deletes the intent when
+// it indexes the message; intents a crash left are put when the service
+// starts again.
 //
 // Orderly pops keep one batch per group and queue (0x53) and lock the
 // queue until the batch is acknowledged or expired; see order.go.

@@ -372,16 +372,19 @@ func (s *Service) addRest(req PopRequest, src source, res *PopResult) error {
 
 // reencodeRetry rewrites a pop-retry record under the requested topic with
 // a POP_CK property holding its handle (kept when already present), as
-// RocketMQ does unless popResponseReturnActualRetryTopic is set.
+// RocketMQ does unless popResponseReturnActualRetryTopic is set, and
+// without the revive's own property (kvindex.PropertyRevivedFrom).
 func reencodeRetry(rec []byte, topic string, h Handle) ([]byte, error) {
 	m, err := commitlog.Decode(rec)
 	if err != nil {
 		return nil, fmt.Errorf("decode retry record: %w", err)
 	}
 	m.Topic = topic
+	var set [][2]string
 	if _, ok := commitlog.LookupProperty(m.Properties, PropertyPopCK); !ok {
-		m.Properties = appendProperty(m.Properties, PropertyPopCK, h.String())
+		set = append(set, [2]string{PropertyPopCK, h.String()})
 	}
+	m.Properties = commitlog.RewriteProperties(m.Properties, []string{kvindex.PropertyRevivedFrom}, set...)
 	out, err := commitlog.AppendRecord(nil, &m)
 	if err != nil {
 		return nil, fmt.Errorf("re-encode retry record: %w", err)
@@ -392,21 +395,12 @@ func reencodeRetry(rec []byte, topic string, h Handle) ([]byte, error) {
 // Property names the POP service reads or writes (RocketMQ's
 // MessageConst).
 const (
-	PropertyPopCK         = "POP_CK"
-	PropertyFirstPopTime  = "1ST_POP_TIME"
-	propDLQOriginTopic    = "DLQ_ORIGIN_TOPIC"
-	propDLQOriginMsgID    = "DLQ_ORIGIN_MESSAGE_ID"
-	propUniqKey           = "UNIQ_KEY"
-	propertySeparatorByte = commitlog.PropertySeparator
+	PropertyPopCK        = "POP_CK"
+	PropertyFirstPopTime = "1ST_POP_TIME"
+	propDLQOriginTopic   = "DLQ_ORIGIN_TOPIC"
+	propDLQOriginMsgID   = "DLQ_ORIGIN_MESSAGE_ID"
+	propUniqKey          = "UNIQ_KEY"
 )
-
-// appendProperty adds name=value to a properties string.
-func appendProperty(props, name, value string) string {
-	if props != "" && props[len(props)-1] != propertySeparatorByte {
-		props += string(rune(propertySeparatorByte))
-	}
-	return props + name + string(rune(commitlog.NameValueSeparator)) + value + string(rune(propertySeparatorByte))
-}
 
 // Peek reads what a pop of one queue (or of every queue with -1) would
 // return, from the group's pop positions, without changing anything.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,9 @@ var reviveBackoff = []time.Duration{10 * time.Second, 30 * time.Second, time.Min
 // until the next deadline, ReviveIdle, or a kick, whichever comes first.
 func (s *Service) reviveLoop(ctx context.Context) {
 	defer close(s.done)
+	if _, err := s.reviveIntents(ctx); err != nil && ctx.Err() == nil {
+		s.log.Error().Err(err).Msg("revive: messages whose revive a crash cut short not put; they are put at the next start")
+	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -76,10 +80,13 @@ type queueKey struct {
 // checkpoints still current (not acknowledged or changed meanwhile) are
 // re-put to the group's pop-retry topic with reconsumeTimes + 1 and
 // 1ST_POP_TIME, or to %DLQ%<group> once the message was consumed
-// retryMaxTimes times; then the checkpoints are deleted and the committed
-// offset moves. The re-put comes first: a crash in between re-delivers a
-// message twice, never loses it. A failed re-put pushes the checkpoint's
-// deadline back (reviveBackoff) with the messages it still holds.
+// retryMaxTimes times, and the committed offset moves. The checkpoints
+// are replaced by revive intents in one durable batch before the put, and
+// the dispatcher deletes each intent with the indexing of its put message,
+// so a crash anywhere neither loses a message nor puts it twice (intents
+// left are put by reviveIntents at the next start). A message that could
+// not be read, or whose put failed, goes back to a checkpoint due after
+// reviveBackoff.
 func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 	now := s.now()
 	s.lowerCursor()
@@ -217,7 +224,6 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 			entries[e.QueueOffset] = e
 		}
 	}
-	var retry, dlq []*commitlog.Message
 	// The revived messages' bodies alias these views until they are put.
 	var views []*commitlog.View
 	defer func() {
@@ -226,9 +232,9 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 		}
 	}()
 	failed := make([][]int64, len(cks)) // offsets of cks[i] to retry later
+	var out []revived
 	done := 0
-	var maxTimes int32
-	var maxLoaded bool
+	maxTimes := int32(-1)
 	for i := range cks {
 		c := &cks[i]
 		for _, off := range c.Offsets {
@@ -244,28 +250,19 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 				continue // deleted by retention: nothing to re-deliver
 			}
 			views = append(views, v)
-			if !maxLoaded {
+			if maxTimes < 0 {
 				if maxTimes, err = s.cfg.Broker.RetryMaxTimes(c.Group); err != nil {
 					return 0, err
 				}
-				maxLoaded = true
 			}
-			out := s.reviveMessage(&m, c.Group, c.Topic, c.PopTime, maxTimes)
-			if out.Topic == meta.DLQTopic(c.Group) {
-				dlq = append(dlq, out)
-			} else {
-				retry = append(retry, out)
-			}
+			in := kvindex.IntentOf(c, off)
+			out = append(out, revived{msg: s.reviveMessage(&m, c.Group, c.Topic, c.PopTime, maxTimes, &in), intent: in})
 		}
 	}
-	if !s.putRevived(ctx, retry, dlq) {
-		// Some may have been put: they are re-delivered again later, which
-		// at-least-once allows; none is lost.
-		for i := range cks {
-			failed[i] = cks[i].Offsets
-		}
-		done, retry, dlq = 0, nil, nil
-	}
+	// The checkpoints go and the intents come in one durable batch before
+	// the put: after a crash, each message is either in the CommitLog,
+	// its intent deleted when it was indexed, or still an intent, put when
+	// the service starts again; never both, never neither.
 	for i := range cks {
 		c := &cks[i]
 		if len(failed[i]) == 0 {
@@ -285,11 +282,17 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 			s.lateness.add(now - c.VisibleAt)
 		}
 	}
-	if err := b.Commit(false); err != nil {
+	for i := range out {
+		if err := b.PutReviveIntent(&out[i].intent); err != nil {
+			return 0, err
+		}
+	}
+	if err := commitDurable(b); err != nil {
 		return 0, err
 	}
-	s.revived.Add(int64(len(retry)))
-	s.dlq.Add(int64(len(dlq)))
+	if err := s.putIntents(ctx, out, now); err != nil {
+		return 0, err
+	}
 	handled := 0
 	for i := range cks {
 		handled += len(cks[i].Offsets)
@@ -298,6 +301,183 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 		return handled, s.moveCommitted(k.group, k.topic, k.queueID)
 	}
 	return handled, nil
+}
+
+// revived is a message a revive puts and the intent it carries out.
+type revived struct {
+	msg    *commitlog.Message
+	intent kvindex.ReviveIntent
+}
+
+// commitDurable commits b and waits until it is as durable as the index's
+// WAL sync mode makes an answered request.
+func commitDurable(b *kvindex.PopBatch) error {
+	wait, err := b.CommitDurable()
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// putIntents puts the revived messages (their intents already durable)
+// to the pop-retry topic and the DLQ. When a put fails, the intents left
+// once the dispatcher has indexed what did reach the CommitLog go back to
+// their checkpoints, due again after reviveBackoff.
+func (s *Service) putIntents(ctx context.Context, out []revived, now int64) error {
+	var retry, dlq []*commitlog.Message
+	for i := range out {
+		if out[i].msg.Topic == meta.DLQTopic(out[i].intent.Group) {
+			dlq = append(dlq, out[i].msg)
+		} else {
+			retry = append(retry, out[i].msg)
+		}
+	}
+	if s.putRevived(ctx, retry, dlq) {
+		s.revived.Add(int64(len(retry)))
+		s.dlq.Add(int64(len(dlq)))
+		return nil
+	}
+	// Some may have been put; the dispatcher tells which. Past a shutdown
+	// too: intents left are otherwise only put at the next start.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackWait)
+	defer cancel()
+	if err := s.cfg.Broker.WaitDispatched(wctx); err != nil {
+		return fmt.Errorf("revive: wait for the dispatch of a failed put (its messages are put at the next start): %w", err)
+	}
+	b := s.store.NewBatch()
+	defer b.Close()
+	back := map[kvindex.CheckpointName]*kvindex.Checkpoint{}
+	var order []kvindex.CheckpointName
+	for i := range out {
+		in := &out[i].intent
+		left, err := s.store.ReviveIntentExists(in)
+		if err != nil {
+			return err
+		}
+		if !left {
+			continue // put: its intent went with its indexing
+		}
+		if err := b.DeleteReviveIntent(in); err != nil {
+			return err
+		}
+		name := kvindex.CheckpointName{CKOffset: in.CKOffset, PopTime: in.PopTime}
+		c := back[name]
+		if c == nil {
+			ck := in.Checkpoint()
+			ck.Offsets = nil
+			ck.VisibleAt = now + reviveBackoff[min(int(in.Attempts), len(reviveBackoff)-1)].Milliseconds()
+			ck.Attempts++
+			c = &ck
+			back[name] = c
+			order = append(order, name)
+		}
+		c.Offsets = append(c.Offsets, in.QueueOffset)
+	}
+	for _, name := range order {
+		c := back[name]
+		slices.Sort(c.Offsets)
+		if err := b.PutCheckpoint(c); err != nil {
+			return err
+		}
+	}
+	return commitDurable(b)
+}
+
+// giveBackWait bounds how long a failed revive put waits for the
+// dispatcher before its intents go back to checkpoints.
+const giveBackWait = 30 * time.Second
+
+// reviveIntents puts the messages whose revive intents a crash left (their
+// checkpoints deleted, their puts never in the CommitLog): it runs when the
+// service starts, after the dispatcher caught up with the CommitLog, so
+// every intent left is a message not put.
+func (s *Service) reviveIntents(ctx context.Context) (int, error) {
+	if err := s.cfg.Broker.WaitDispatched(ctx); err != nil {
+		return 0, fmt.Errorf("revive: wait for the dispatch of the CommitLog: %w", err)
+	}
+	byQueue := map[queueKey][]kvindex.ReviveIntent{}
+	var order []queueKey
+	if err := s.store.ReviveIntents(func(in kvindex.ReviveIntent) bool {
+		k := queueKey{in.Group, in.Topic, in.QueueID}
+		if _, ok := byQueue[k]; !ok {
+			order = append(order, k)
+		}
+		byQueue[k] = append(byQueue[k], in)
+		return true
+	}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, k := range order {
+		m, err := s.reviveQueueIntents(ctx, k, byQueue[k])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		s.cfg.OnQueueReady(k.topic, k.queueID)
+	}
+	if n > 0 {
+		s.log.Warn().Int("messages", n).Msg("revive: put the messages whose revive a crash cut short before their put")
+	}
+	return n, nil
+}
+
+// reviveQueueIntents puts the messages of one queue's intents left by a
+// crash.
+func (s *Service) reviveQueueIntents(ctx context.Context, k queueKey, intents []kvindex.ReviveIntent) (int, error) {
+	unlock := s.lock(k.group, k.topic, k.queueID)
+	defer unlock()
+	now := s.now()
+	maxTimes, err := s.cfg.Broker.RetryMaxTimes(k.group)
+	if err != nil {
+		return 0, err
+	}
+	var views []*commitlog.View
+	defer func() {
+		for _, v := range views {
+			v.Release()
+		}
+	}()
+	b := s.store.NewBatch()
+	defer b.Close()
+	var out []revived
+	for i := range intents {
+		in := &intents[i]
+		m, v, ok, err := s.readMessage(in.Topic, in.QueueID, in.QueueOffset)
+		if err != nil {
+			// Given back to a checkpoint, revived again later.
+			s.log.Warn().Err(err).Str("group", in.Group).Str("topic", in.Topic).Int32("queue", in.QueueID).
+				Int64("offset", in.QueueOffset).Msg("revive: read failed; retrying later")
+			c := in.Checkpoint()
+			c.VisibleAt = now + reviveBackoff[min(int(in.Attempts), len(reviveBackoff)-1)].Milliseconds()
+			c.Attempts++
+			if err := b.DeleteReviveIntent(in); err != nil {
+				return 0, err
+			}
+			if err := b.PutCheckpoint(&c); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if !ok {
+			// Deleted by retention: nothing to re-deliver.
+			if err := b.DeleteReviveIntent(in); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		views = append(views, v)
+		out = append(out, revived{msg: s.reviveMessage(&m, in.Group, in.Topic, in.PopTime, maxTimes, in), intent: *in})
+	}
+	if !b.Empty() {
+		if err := commitDurable(b); err != nil {
+			return 0, err
+		}
+	}
+	if err := s.putIntents(ctx, out, now); err != nil {
+		return 0, err
+	}
+	return len(intents), s.moveCommitted(k.group, k.topic, k.queueID)
 }
 
 // putRevived puts the revived messages to their pop-retry topic and DLQ
@@ -360,8 +540,9 @@ func (s *Service) readEntry(topic string, queueID int32, offset int64, entries m
 // reviveMessage builds the message a revive puts for a message group
 // popped from topic at popTime: to the group's pop-retry topic of the
 // original topic with reconsumeTimes + 1, or to the group's DLQ once the
-// message was already consumed maxTimes times.
-func (s *Service) reviveMessage(m *commitlog.Message, group, topic string, popTime int64, maxTimes int32) *commitlog.Message {
+// message was already consumed maxTimes times, with the property naming
+// its intent in.
+func (s *Service) reviveMessage(m *commitlog.Message, group, topic string, popTime int64, maxTimes int32, in *kvindex.ReviveIntent) *commitlog.Message {
 	origin := originalTopic(topic, group)
 	out := &commitlog.Message{
 		QueueID: 0, Flag: m.Flag, SysFlag: m.SysFlag &^ (commitlog.FlagBornHostV6 | commitlog.FlagStoreHostV6),
@@ -382,6 +563,7 @@ func (s *Service) reviveMessage(m *commitlog.Message, group, topic string, popTi
 			set = [][2]string{{PropertyFirstPopTime, strconv.FormatInt(popTime, 10)}}
 		}
 	}
+	set = append(set, [2]string{kvindex.PropertyRevivedFrom, in.PropertyValue()})
 	out.Properties = commitlog.RewriteProperties(m.Properties, []string{PropertyPopCK}, set...)
 	return out
 }

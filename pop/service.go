@@ -52,6 +52,9 @@ type Broker interface {
 	// Put appends messages of one topic and queue (revive), assigning
 	// queue offsets; it returns once they are in the CommitLog.
 	Put(ctx context.Context, msgs []*commitlog.Message) error
+	// WaitDispatched returns once every record in the CommitLog when it
+	// was called is indexed (revive intents of put messages deleted).
+	WaitDispatched(ctx context.Context) error
 }
 
 // Config configures a Service.
