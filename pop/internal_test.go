@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -171,5 +172,63 @@ func TestReviveDeletesDeadlineEntriesWithoutCheckpoint(t *testing.T) {
 	}
 	if len(left) != 1 || left[0].VisibleAt != 5_000_000 || len(left[0].Offsets) != 2 {
 		t.Fatalf("after the round: %+v", left)
+	}
+}
+
+// Messages whose revive put failed (or whose intent a crash left and
+// whose read then failed) go back to the checkpoint they came from, due
+// after the first backoff: several of one checkpoint into one, merged
+// with the messages of it still there (those a revive could not read).
+func TestGiveBackMergesIntoTheirCheckpoint(t *testing.T) {
+	db, err := kvindex.Open(kvindex.Options{Dir: t.TempDir(), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := &Service{store: db.Pop(), log: zerolog.Nop()}
+	const now = 1_000_000
+	// One checkpoint whose offset 5 could not be read (moved on, first
+	// attempt failed) and whose 6 and 7 were not put; another whose 9 was
+	// not put.
+	moved := kvindex.Checkpoint{Group: "G", Topic: "T", CKOffset: 5, PopTime: 900_000, InvisibleTime: 60_000,
+		VisibleAt: now + reviveBackoff[0].Milliseconds(), Attempts: 1, Offsets: []int64{5}}
+	orig := moved
+	orig.Attempts, orig.Offsets = 0, []int64{5, 6, 7}
+	other := kvindex.Checkpoint{Group: "G", Topic: "T", CKOffset: 8, PopTime: 910_000, InvisibleTime: 60_000, Offsets: []int64{9}}
+	b := s.store.NewBatch()
+	if err := b.PutCheckpoint(&moved); err != nil {
+		t.Fatal(err)
+	}
+	in6, in7, in9 := kvindex.IntentOf(&orig, 6), kvindex.IntentOf(&orig, 7), kvindex.IntentOf(&other, 9)
+	for _, in := range []*kvindex.ReviveIntent{&in6, &in7, &in9} {
+		if err := b.PutReviveIntent(in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+
+	g := s.store.NewBatch()
+	if err := s.giveBack(g, []*kvindex.ReviveIntent{&in6, &in7, &in9}, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	var cks []kvindex.Checkpoint
+	if err := s.store.DueCheckpoints(0, math.MaxInt64, 0, func(c kvindex.Checkpoint) bool { cks = append(cks, c); return true }); err != nil {
+		t.Fatal(err)
+	}
+	due := now + reviveBackoff[0].Milliseconds()
+	if len(cks) != 2 || cks[0].CKOffset != 5 || !slices.Equal(cks[0].Offsets, []int64{5, 6, 7}) || cks[0].VisibleAt != due || cks[0].Attempts != 1 ||
+		cks[1].CKOffset != 8 || !slices.Equal(cks[1].Offsets, []int64{9}) || cks[1].VisibleAt != due || cks[1].Attempts != 1 || cks[1].PopTime != 910_000 {
+		t.Fatalf("checkpoints after the give-back: %+v", cks)
+	}
+	n := 0
+	if err := s.store.ReviveIntents(func(kvindex.ReviveIntent) bool { n++; return true }); err != nil || n != 0 {
+		t.Fatalf("%d intents left (%v)", n, err)
 	}
 }

@@ -346,41 +346,71 @@ func (s *Service) putIntents(ctx context.Context, out []revived, now int64) erro
 	}
 	b := s.store.NewBatch()
 	defer b.Close()
-	back := map[kvindex.CheckpointName]*kvindex.Checkpoint{}
-	var order []kvindex.CheckpointName
+	var left []*kvindex.ReviveIntent
 	for i := range out {
 		in := &out[i].intent
-		left, err := s.store.ReviveIntentExists(in)
+		ok, err := s.store.ReviveIntentExists(in)
 		if err != nil {
 			return err
 		}
-		if !left {
-			continue // put: its intent went with its indexing
+		if ok { // not put: its intent would have gone with its indexing
+			left = append(left, in)
 		}
+	}
+	if err := s.giveBack(b, left, now); err != nil {
+		return err
+	}
+	return commitDurable(b)
+}
+
+// giveBack deletes intents in b and gives their messages back to the
+// checkpoints they came from, due again after reviveBackoff: merged into
+// a checkpoint of the same name still there (one whose other messages
+// could not be read), else one made anew.
+func (s *Service) giveBack(b *kvindex.PopBatch, intents []*kvindex.ReviveIntent, now int64) error {
+	byName := map[kvindex.CheckpointName][]*kvindex.ReviveIntent{}
+	var names []kvindex.CheckpointName
+	for _, in := range intents {
 		if err := b.DeleteReviveIntent(in); err != nil {
 			return err
 		}
 		name := kvindex.CheckpointName{CKOffset: in.CKOffset, PopTime: in.PopTime}
-		c := back[name]
-		if c == nil {
-			ck := in.Checkpoint()
-			ck.Offsets = nil
-			ck.VisibleAt = now + reviveBackoff[min(int(in.Attempts), len(reviveBackoff)-1)].Milliseconds()
-			ck.Attempts++
-			c = &ck
-			back[name] = c
-			order = append(order, name)
+		if byName[name] == nil {
+			names = append(names, name)
 		}
-		c.Offsets = append(c.Offsets, in.QueueOffset)
+		byName[name] = append(byName[name], in)
 	}
-	for _, name := range order {
-		c := back[name]
+	for _, name := range names {
+		ins := byName[name]
+		first := ins[0]
+		c := first.Checkpoint()
+		c.Offsets = nil
+		c.VisibleAt = now + reviveBackoff[min(int(first.Attempts), len(reviveBackoff)-1)].Milliseconds()
+		c.Attempts++
+		old, ok, err := s.store.Checkpoint(first.Group, first.Topic, first.QueueID, name.CKOffset, name.PopTime)
+		if err != nil {
+			return err
+		}
+		if ok {
+			c.Offsets = slices.Clone(old.Offsets)
+			c.VisibleAt = min(c.VisibleAt, old.VisibleAt)
+			c.Attempts = max(c.Attempts, old.Attempts)
+		}
+		for _, in := range ins {
+			if !slices.Contains(c.Offsets, in.QueueOffset) {
+				c.Offsets = append(c.Offsets, in.QueueOffset)
+			}
+		}
 		slices.Sort(c.Offsets)
-		if err := b.PutCheckpoint(c); err != nil {
+		if ok {
+			if err := b.MoveCheckpoint(&old, &c); err != nil {
+				return err
+			}
+		} else if err := b.PutCheckpoint(&c); err != nil {
 			return err
 		}
 	}
-	return commitDurable(b)
+	return nil
 }
 
 // giveBackWait bounds how long a failed revive put waits for the
@@ -441,6 +471,7 @@ func (s *Service) reviveQueueIntents(ctx context.Context, k queueKey, intents []
 	b := s.store.NewBatch()
 	defer b.Close()
 	var out []revived
+	var unread []*kvindex.ReviveIntent
 	for i := range intents {
 		in := &intents[i]
 		m, v, ok, err := s.readMessage(in.Topic, in.QueueID, in.QueueOffset)
@@ -448,15 +479,7 @@ func (s *Service) reviveQueueIntents(ctx context.Context, k queueKey, intents []
 			// Given back to a checkpoint, revived again later.
 			s.log.Warn().Err(err).Str("group", in.Group).Str("topic", in.Topic).Int32("queue", in.QueueID).
 				Int64("offset", in.QueueOffset).Msg("revive: read failed; retrying later")
-			c := in.Checkpoint()
-			c.VisibleAt = now + reviveBackoff[min(int(in.Attempts), len(reviveBackoff)-1)].Milliseconds()
-			c.Attempts++
-			if err := b.DeleteReviveIntent(in); err != nil {
-				return 0, err
-			}
-			if err := b.PutCheckpoint(&c); err != nil {
-				return 0, err
-			}
+			unread = append(unread, in)
 			continue
 		}
 		if !ok {
@@ -468,6 +491,9 @@ func (s *Service) reviveQueueIntents(ctx context.Context, k queueKey, intents []
 		}
 		views = append(views, v)
 		out = append(out, revived{msg: s.reviveMessage(&m, in.Group, in.Topic, in.PopTime, maxTimes, in), intent: *in})
+	}
+	if err := s.giveBack(b, unread, now); err != nil {
+		return 0, err
 	}
 	if !b.Empty() {
 		if err := commitDurable(b); err != nil {
