@@ -38,10 +38,17 @@ func TestRenewalGivesBackAfterTheGroupsRetryPause(t *testing.T) {
 	// been held for the maximum time: given back with an 8 s pause, so
 	// another consumer gets it at about 10 s (the last renewal alone
 	// would have ended at about 4 s).
+	c.redelivered(t, group, topic, got, start, 7*time.Second, 25*time.Second, "about 10 s: 2 s of renewals and the group's 8 s pause")
+}
+
+// redelivered has client "other" receive got's message again and fails
+// the test unless it comes as delivery attempt 2 between lo and hi after
+// start (want says when it is expected).
+func (c *testCluster) redelivered(t *testing.T, group, topic string, got *rmqpb.Message, start time.Time, lo, hi time.Duration, want string) {
+	t.Helper()
 	again := c.receiveN(t, "other", receiveRequest(group, topic, 10*time.Second, 5*time.Second), 1)[0]
-	waited := time.Since(start)
-	if waited < 7*time.Second || waited > 25*time.Second {
-		t.Fatalf("delivered again after %v, want about 10 s: 2 s of renewals and the group's 8 s pause", waited)
+	if waited := time.Since(start); waited < lo || waited > hi {
+		t.Fatalf("delivered again after %v, want %s", waited, want)
 	}
 	if again.GetSystemProperties().GetMessageId() != got.GetSystemProperties().GetMessageId() || again.GetSystemProperties().GetDeliveryAttempt() != 2 {
 		t.Fatalf("received %s attempt %d, want %s attempt 2", again.GetSystemProperties().GetMessageId(),
@@ -113,6 +120,35 @@ func deadAddr(t *testing.T) string {
 	return addr
 }
 
+// unreachableRenewal is a message received with auto-renewal whose
+// renewal a test pointed at a dead address.
+type unreachableRenewal struct {
+	msg        *rmqpb.Message
+	handle     string // the handle the client holds
+	rn         *renewal
+	brokerAddr string    // the address the renewal had
+	received   time.Time // when the receive was sent
+}
+
+// receiveUnreachable sends one message to a new one-queue topic, has
+// client "holder" receive it with auto-renewal, and points its renewal at
+// a dead address.
+func receiveUnreachable(t *testing.T, c *testCluster, topic, group string) unreachableRenewal {
+	t.Helper()
+	c.createTopic(t, topic, 1, "")
+	c.send(t, "renew-producer", newMessage(topic, "renewals that cannot reach the broker"))
+	req := receiveRequest(group, topic, 0, 2*time.Second)
+	req.AutoRenew = true
+	u := unreachableRenewal{received: time.Now()}
+	u.msg = c.receiveN(t, "holder", req, 1)[0]
+	u.handle = u.msg.GetSystemProperties().GetReceiptHandle()
+	if u.rn = c.proxy.renewer.renewalOf("holder", u.handle); u.rn == nil {
+		t.Fatal("the received message is not being renewed")
+	}
+	u.brokerAddr = c.proxy.renewer.unreachable(u.rn, deadAddr(t))
+	return u
+}
+
 // renewFailureConfig renews a 5 s handle from 1 s on, every 250 ms, for
 // 20 s at a time.
 func renewFailureConfig(retries int) func(*Config) {
@@ -132,18 +168,8 @@ func renewFailureConfig(retries int) func(*Config) {
 func TestRenewalRetriedUntilTheBrokerAnswers(t *testing.T) {
 	c := startTestCluster(t, renewFailureConfig(5))
 	const topic, group = "RenewRetryT", "GroupRenewRetry"
-	c.createTopic(t, topic, 1, "")
-	c.send(t, "renew-retry-producer", newMessage(topic, "renewed after two failures"))
-	req := receiveRequest(group, topic, 0, 2*time.Second)
-	req.AutoRenew = true
-	start := time.Now()
-	got := c.receiveN(t, "holder", req, 1)[0]
-	handle := got.GetSystemProperties().GetReceiptHandle()
-	rn := c.proxy.renewer.renewalOf("holder", handle)
-	if rn == nil {
-		t.Fatal("the received message is not being renewed")
-	}
-	brokerAddr := c.proxy.renewer.unreachable(rn, deadAddr(t))
+	u := receiveUnreachable(t, c, topic, group)
+	start, got, handle, rn := u.received, u.msg, u.handle, u.rn
 	// Due at about 1 s; two rounds fail, then the broker is back.
 	for failed, _ := c.proxy.renewer.failures(rn); failed < 2; failed, _ = c.proxy.renewer.failures(rn) {
 		if time.Since(start) > 3500*time.Millisecond {
@@ -151,7 +177,7 @@ func TestRenewalRetriedUntilTheBrokerAnswers(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	c.proxy.renewer.unreachable(rn, brokerAddr)
+	c.proxy.renewer.unreachable(rn, u.brokerAddr)
 	for failed, renewed := c.proxy.renewer.failures(rn); renewed == 0; failed, renewed = c.proxy.renewer.failures(rn) {
 		if c.proxy.renewer.renewalOf("holder", handle) == nil {
 			t.Fatal("the renewal was given up after failures that did not reach the broker, fewer than maxRenewRetryTimes")
@@ -187,18 +213,8 @@ func TestRenewalGivenUpWhenTheBrokerStaysAway(t *testing.T) {
 				cfg.RenewMax = tc.renewMax
 			})
 			const topic, group = "RenewGiveUpT", "GroupRenewGiveUp"
-			c.createTopic(t, topic, 1, "")
-			c.send(t, "renew-give-up-producer", newMessage(topic, "renewals never reach the broker"))
-			req := receiveRequest(group, topic, 0, 2*time.Second)
-			req.AutoRenew = true
-			start := time.Now()
-			got := c.receiveN(t, "holder", req, 1)[0]
-			handle := got.GetSystemProperties().GetReceiptHandle()
-			rn := c.proxy.renewer.renewalOf("holder", handle)
-			if rn == nil {
-				t.Fatal("the received message is not being renewed")
-			}
-			c.proxy.renewer.unreachable(rn, deadAddr(t))
+			u := receiveUnreachable(t, c, topic, group)
+			start, got, handle, rn := u.received, u.msg, u.handle, u.rn
 			// Due at about 1 s: the renewal fails three times (the first
 			// try and two more) and is given up by about 1.75 s; a give-back
 			// is tried once.
@@ -212,15 +228,7 @@ func TestRenewalGivenUpWhenTheBrokerStaysAway(t *testing.T) {
 			if failed, _ := c.proxy.renewer.failures(rn); tc.renewMax > 0 && failed != 2 {
 				t.Errorf("given up after %d retries, want maxRenewRetryTimes (2)", failed)
 			}
-			again := c.receiveN(t, "other", receiveRequest(group, topic, 10*time.Second, 5*time.Second), 1)[0]
-			waited := time.Since(start)
-			if waited < 4500*time.Millisecond || waited > 15*time.Second {
-				t.Fatalf("delivered again after %v, want about 5 s: when the first handle ends", waited)
-			}
-			if again.GetSystemProperties().GetMessageId() != got.GetSystemProperties().GetMessageId() || again.GetSystemProperties().GetDeliveryAttempt() != 2 {
-				t.Fatalf("received %s attempt %d, want %s attempt 2", again.GetSystemProperties().GetMessageId(),
-					again.GetSystemProperties().GetDeliveryAttempt(), got.GetSystemProperties().GetMessageId())
-			}
+			c.redelivered(t, group, topic, got, start, 4500*time.Millisecond, 15*time.Second, "about 5 s: when the first handle ends")
 		})
 	}
 }

@@ -272,8 +272,8 @@
 // # 0x57 pop revive intent: a message being re-delivered
 //
 //	key:   0x57 | groupLen uint16 | group | topicLen uint16 | topic | queueId int32 | queueOffset int64
-//	value: ckOffset int64 | popTime int64 | invisibleTime int64 | retryFlag uint8 | attempts int32
-//	       (the fields of the checkpoint the message was in)
+//	value: popTime int64 | invisibleTime int64 | ckOffset int64 | retryFlag uint8 | attempts int32
+//	       (the fields of the checkpoint the message was in; 0x50's value)
 //
 // Revive deletes a due checkpoint and writes an intent for each of its
 // messages in one durable batch, then puts the messages to the pop-retry

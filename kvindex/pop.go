@@ -134,17 +134,37 @@ func groupTopicQueue(dst []byte, prefix byte, group, topic string, queueID int32
 func decodePopInFlight(k, v []byte) (InFlight, error) {
 	var r InFlight
 	at, g, t, q, rest, err := decodeDeadlineKey(k, prefixPopInFlight)
-	if err != nil || len(rest) != 8 || len(v) != popInFlightValueLen {
+	if err != nil || len(rest) != 8 || !decodeInFlightValue(&r, v) {
 		return r, ErrBadKey
 	}
 	r.VisibleAt, r.Group, r.Topic, r.QueueID = at, g, t, q
 	r.QueueOffset = int64(binary.BigEndian.Uint64(rest))
+	return r, nil
+}
+
+// popInFlightValue is the value of an in-flight record (0x50) and of a
+// revive intent (0x57): popTime | invisibleTime | ckOffset | retryFlag |
+// attempts.
+func popInFlightValue(dst []byte, r *InFlight) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(r.PopTime))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(r.InvisibleTime))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(r.CKOffset))
+	dst = append(dst, r.RetryFlag)
+	return binary.BigEndian.AppendUint32(dst, uint32(r.Attempts))
+}
+
+// decodeInFlightValue sets the fields of r that popInFlightValue holds,
+// reporting false when v is not of its size.
+func decodeInFlightValue(r *InFlight, v []byte) bool {
+	if len(v) != popInFlightValueLen {
+		return false
+	}
 	r.PopTime = int64(binary.BigEndian.Uint64(v))
 	r.InvisibleTime = int64(binary.BigEndian.Uint64(v[8:]))
 	r.CKOffset = int64(binary.BigEndian.Uint64(v[16:]))
 	r.RetryFlag = v[24]
 	r.Attempts = int32(binary.BigEndian.Uint32(v[25:]))
-	return r, nil
+	return true
 }
 
 // deadlineKey is prefix | visibleAt | groupLen | group | topicLen | topic |

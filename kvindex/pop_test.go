@@ -405,7 +405,7 @@ func FuzzDecodePopKey(f *testing.F) {
 	f.Add(checkpointKey(nil, "g", "T", 1, 3, 10), checkpointValue(nil, &ck))
 	f.Add(checkpointDueKey(nil, &ck), []byte{3})
 	in := IntentOf(&ck, 6)
-	f.Add(reviveKey(nil, &in), reviveValue(nil, &in))
+	f.Add(reviveKey(nil, &in), popInFlightValue(nil, &in.InFlight))
 	f.Fuzz(func(t *testing.T, k, v []byte) {
 		rec, err := DecodeKey(k, v)
 		if err != nil {
@@ -434,7 +434,7 @@ func FuzzDecodePopKey(f *testing.F) {
 			if got := reviveKey(nil, &x.ReviveIntent); string(got) != string(k) {
 				t.Fatalf("revive intent key does not round-trip: %x -> %x", k, got)
 			}
-			if got := reviveValue(nil, &x.ReviveIntent); string(got) != string(v) {
+			if got := popInFlightValue(nil, &x.InFlight); string(got) != string(v) {
 				t.Fatalf("revive intent value does not round-trip: %x -> %x", v, got)
 			}
 		case PopOrderRecord:

@@ -11,14 +11,6 @@ func popInFlightKey(dst []byte, r *InFlight) []byte {
 	return binary.BigEndian.AppendUint64(dst, uint64(r.QueueOffset))
 }
 
-func popInFlightValue(dst []byte, r *InFlight) []byte {
-	dst = binary.BigEndian.AppendUint64(dst, uint64(r.PopTime))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(r.InvisibleTime))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(r.CKOffset))
-	dst = append(dst, r.RetryFlag)
-	return binary.BigEndian.AppendUint32(dst, uint32(r.Attempts))
-}
-
 func popAckKey(dst []byte, group, topic string, queueID int32, offset int64) []byte {
 	dst = groupTopicQueue(dst, prefixPopAckIndex, group, topic, queueID)
 	return binary.BigEndian.AppendUint64(dst, uint64(offset))

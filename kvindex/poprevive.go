@@ -28,31 +28,18 @@ const PropertyRevivedFrom = "RKV_REVIVED_FROM"
 // put message's ConsumeQueue entry. An intent found when the POP service
 // starts, after the dispatcher caught up with the CommitLog, is a message
 // whose put never reached the CommitLog: it is put then.
-type ReviveIntent struct {
-	// Group, Topic, QueueID and QueueOffset locate the popped message
-	// (Topic is the pop-retry topic for a retried one).
-	Group       string `json:"group"`
-	Topic       string `json:"topic"`
-	QueueID     int32  `json:"queueId"`
-	QueueOffset int64  `json:"queueOffset"`
-	// CKOffset, PopTime, InvisibleTime, RetryFlag and Attempts are the
-	// fields of the checkpoint the message was in, to give it back to one
-	// when its put fails; PopTime is also the re-delivery's 1ST_POP_TIME.
-	CKOffset      int64 `json:"ckOffset"`
-	PopTime       int64 `json:"popTime"`
-	InvisibleTime int64 `json:"invisibleTime"`
-	RetryFlag     uint8 `json:"retryFlag"`
-	Attempts      int32 `json:"attempts"`
-}
-
-// reviveValueLen is the size of an intent's value: ckOffset, popTime,
-// invisibleTime, retryFlag, attempts.
-const reviveValueLen = 8 + 8 + 8 + 1 + 4
+//
+// It is the message's in-flight view of its checkpoint, VisibleAt
+// excepted (zero: the checkpoint's deadline is not kept); PopTime is also
+// the re-delivery's 1ST_POP_TIME, and the other fields give the message
+// back to its checkpoint when its put fails.
+type ReviveIntent struct{ InFlight }
 
 // IntentOf returns the intent of re-delivering offset of checkpoint c.
 func IntentOf(c *Checkpoint, offset int64) ReviveIntent {
-	return ReviveIntent{Group: c.Group, Topic: c.Topic, QueueID: c.QueueID, QueueOffset: offset, CKOffset: c.CKOffset,
-		PopTime: c.PopTime, InvisibleTime: c.InvisibleTime, RetryFlag: c.RetryFlag, Attempts: c.Attempts}
+	in := ReviveIntent{c.message(offset)}
+	in.VisibleAt = 0
+	return in
 }
 
 // Checkpoint returns the checkpoint that holds the intent's message alone
@@ -60,14 +47,6 @@ func IntentOf(c *Checkpoint, offset int64) ReviveIntent {
 func (i *ReviveIntent) Checkpoint() Checkpoint {
 	return Checkpoint{Group: i.Group, Topic: i.Topic, QueueID: i.QueueID, CKOffset: i.CKOffset, PopTime: i.PopTime,
 		InvisibleTime: i.InvisibleTime, RetryFlag: i.RetryFlag, Attempts: i.Attempts, Offsets: []int64{i.QueueOffset}}
-}
-
-func reviveValue(dst []byte, i *ReviveIntent) []byte {
-	dst = binary.BigEndian.AppendUint64(dst, uint64(i.CKOffset))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(i.PopTime))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(i.InvisibleTime))
-	dst = append(dst, i.RetryFlag)
-	return binary.BigEndian.AppendUint32(dst, uint32(i.Attempts))
 }
 
 func reviveKey(dst []byte, i *ReviveIntent) []byte {
@@ -78,16 +57,11 @@ func reviveKey(dst []byte, i *ReviveIntent) []byte {
 func decodeReviveIntent(k, v []byte) (ReviveIntent, error) {
 	var r ReviveIntent
 	g, t, q, rest, err := decodeGroupTopicQueue(k, prefixPopRevive)
-	if err != nil || len(rest) != 8 || len(v) != reviveValueLen {
+	if err != nil || len(rest) != 8 || !decodeInFlightValue(&r.InFlight, v) {
 		return r, ErrBadKey
 	}
 	r.Group, r.Topic, r.QueueID = g, t, q
 	r.QueueOffset = int64(binary.BigEndian.Uint64(rest))
-	r.CKOffset = int64(binary.BigEndian.Uint64(v))
-	r.PopTime = int64(binary.BigEndian.Uint64(v[8:]))
-	r.InvisibleTime = int64(binary.BigEndian.Uint64(v[16:]))
-	r.RetryFlag = v[24]
-	r.Attempts = int32(binary.BigEndian.Uint32(v[25:]))
 	return r, nil
 }
 
@@ -135,7 +109,7 @@ func (p *PopBatch) PutReviveIntent(i *ReviveIntent) error {
 		return fmt.Errorf("revive intent: %w", err)
 	}
 	p.key = reviveKey(p.key[:0], i)
-	p.val = reviveValue(p.val[:0], i)
+	p.val = popInFlightValue(p.val[:0], &i.InFlight)
 	if err := p.b.Set(p.key, p.val, nil); err != nil {
 		return fmt.Errorf("revive intent of %s on %s/%d@%d: %w", i.Group, i.Topic, i.QueueID, i.QueueOffset, err)
 	}

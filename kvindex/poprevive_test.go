@@ -37,7 +37,7 @@ func TestReviveIntentStored(t *testing.T) {
 	if ok, err := db.Pop().ReviveIntentExists(&want[0]); err != nil || !ok {
 		t.Fatalf("intent exists: %v %v", ok, err)
 	}
-	rec, err := DecodeKey(reviveKey(nil, &want[0]), reviveValue(nil, &want[0]))
+	rec, err := DecodeKey(reviveKey(nil, &want[0]), popInFlightValue(nil, &want[0].InFlight))
 	if r, ok := rec.(PopReviveRecord); err != nil || !ok || r.ReviveIntent != want[0] {
 		t.Fatalf("DecodeKey: %#v %v", rec, err)
 	}
@@ -57,7 +57,7 @@ func TestReviveIntentStored(t *testing.T) {
 // The property value names an intent's key fields and parses back; what
 // is not of its form is refused.
 func TestParseRevivedFrom(t *testing.T) {
-	in := ReviveIntent{Group: "g/1", Topic: "%RETRY%g/1_T", QueueID: 3, QueueOffset: 1 << 40}
+	in := ReviveIntent{InFlight{Group: "g/1", Topic: "%RETRY%g/1_T", QueueID: 3, QueueOffset: 1 << 40}}
 	v := in.PropertyValue()
 	if v != "3/1099511627776/3/g/1%RETRY%g/1_T" {
 		t.Fatalf("property value %q", v)
