@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -181,25 +182,54 @@ func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *re
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	if err := b.topics.table.Delete(topic); err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
-	}
-	if err := b.dropTopicQueues(topic); err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
-	}
-	b.stats.TopicDeleted(topic)
 	groups := map[string]bool{}
 	if err := b.groupsWithOffsetsOn(topic, groups); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	for g := range groups {
-		if err := b.offsets.DeleteGroupTopic(g, topic); err != nil {
+	doomed := []string{topic}
+	if b.current().ClearRetryTopicWhenDeleteTopic {
+		// As RocketMQ: the pop-retry topics of the groups that consumed
+		// the topic, those that exist.
+		for g := range groups {
+			for _, rt := range []string{pop.RetryTopicV2(topic, g), pop.RetryTopicV1(topic, g)} {
+				if _, ok, err := b.topicConfig(rt); err != nil {
+					return remoting.NewResponse(req, remoting.SystemError, err.Error())
+				} else if ok {
+					doomed = append(doomed, rt)
+				}
+			}
+		}
+	}
+	for _, t := range doomed {
+		if err := b.deleteTopic(t); err != nil {
 			return remoting.NewResponse(req, remoting.SystemError, err.Error())
 		}
 	}
 	b.register.trigger()
-	b.log.Info().Str("topic", topic).Msg("topic deleted")
+	b.log.Info().Str("topic", topic).Strs("retryTopics", doomed[1:]).Msg("topic deleted")
 	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// deleteTopic deletes a topic's config, queues, statistics and the
+// consumer offsets of every group on it.
+func (b *Broker) deleteTopic(topic string) error {
+	if err := b.topics.table.Delete(topic); err != nil {
+		return err
+	}
+	if err := b.dropTopicQueues(topic); err != nil {
+		return err
+	}
+	b.stats.TopicDeleted(topic)
+	groups := map[string]bool{}
+	if err := b.groupsWithOffsetsOn(topic, groups); err != nil {
+		return err
+	}
+	for g := range groups {
+		if err := b.offsets.DeleteGroupTopic(g, topic); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // processGetTopicConfig answers GET_TOPIC_CONFIG.

@@ -51,6 +51,9 @@ var runtimeKeys = map[string]bool{
 	// QUERY_ASSIGNMENT.
 	"defaultMessageRequestMode": true,
 	"defaultPopShareQueueNum":   true,
+	// Whether a topic's deletion takes its pop-retry topics along, read
+	// by each deletion.
+	"clearRetryTopicWhenDeleteTopic": true,
 	// Query caps, read by each query.
 	"maxMsgsNumBatch":    true,
 	"defaultQueryMaxNum": true,

@@ -922,3 +922,43 @@ func TestBatchAckWaitsForTheIndexOnce(t *testing.T) {
 		}
 	}
 }
+
+// Deleting a topic deletes the pop-retry topics of the groups that
+// consumed it (clearRetryTopicWhenDeleteTopic, true by default as in
+// RocketMQ 5.3), not other topics' retry topics; with the key off they
+// stay.
+func TestDeleteTopicTakesItsPopRetryTopics(t *testing.T) {
+	for _, clear := range []bool{true, false} {
+		t.Run(strconv.FormatBool(clear), func(t *testing.T) {
+			b := startTestBroker(t, map[string]string{"clearRetryTopicWhenDeleteTopic": strconv.FormatBool(clear)})
+			c, rc := popClient(b)
+			// A message of each topic popped and left to expire: revive
+			// creates the group's pop-retry topic of each.
+			for _, topic := range []string{"Doomed", "Kept"} {
+				mustSend(t, rc, topic, 0, "x", "")
+				b.caughtUp()
+				if res := mustPop(t, c, popclient.PopRequest{Group: "dg", Topic: topic, QueueID: 0, MaxMsgNums: 1, InvisibleTime: 100 * time.Millisecond}); len(res.Messages) != 1 {
+					t.Fatalf("pop of %s: code %d", topic, res.Code)
+				}
+			}
+			for _, rt := range []string{"%RETRY%dg_Doomed", "%RETRY%dg_Kept"} {
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+					if _, ok, err := b.topicConfig(rt); err != nil || ok {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%s not created by revive", rt)
+					}
+				}
+			}
+			if r := call(t, rc, remoting.DeleteTopicInBroker, map[string]string{"topic": "Doomed"}, nil); r.Code != remoting.Success {
+				t.Fatalf("delete topic: %d %s", r.Code, r.Remark)
+			}
+			for rt, want := range map[string]bool{"Doomed": false, "%RETRY%dg_Doomed": !clear, "Kept": true, "%RETRY%dg_Kept": true} {
+				if _, ok, err := b.topicConfig(rt); err != nil || ok != want {
+					t.Errorf("after deleting Doomed, %s exists: %v (%v), want %v", rt, ok, err, want)
+				}
+			}
+		})
+	}
+}

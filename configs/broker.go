@@ -145,6 +145,11 @@ type Broker struct {
 	RecallMessageEnable               bool
 	AllowRecallWhenBrokerNotWriteable bool
 
+	// ClearRetryTopicWhenDeleteTopic makes DELETE_TOPIC_IN_BROKER also
+	// delete the pop-retry topics (V1 and V2) of the groups with offsets
+	// on the topic, as RocketMQ 5.3 does by default.
+	ClearRetryTopicWhenDeleteTopic bool
+
 	// POP consumption.
 	EnableRetryTopicV2                 bool
 	RetrieveMessageFromPopRetryTopicV1 bool

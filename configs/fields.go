@@ -98,6 +98,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	millis("shortPollingTimeMills", "1000", func(b *Broker) *time.Duration { return &b.ShortPollingTime }),
 	millis("channelExpiredTimeout", "120000", func(b *Broker) *time.Duration { return &b.ChannelExpiredTimeout }),
 	boolean("enableRetryTopicV2", "false", func(b *Broker) *bool { return &b.EnableRetryTopicV2 }),
+	boolean("clearRetryTopicWhenDeleteTopic", "true", func(b *Broker) *bool { return &b.ClearRetryTopicWhenDeleteTopic }),
 	oneOf("defaultMessageRequestMode", "PULL", []string{"PULL", "POP"}, func(b *Broker) *string { return &b.DefaultMessageRequestMode }),
 	intRange("defaultPopShareQueueNum", "-1", -1, 1<<16, func(b *Broker) *int { return &b.DefaultPopShareQueueNum }),
 	boolean("retrieveMessageFromPopRetryTopicV1", "true", func(b *Broker) *bool { return &b.RetrieveMessageFromPopRetryTopicV1 }),
