@@ -16,10 +16,10 @@ import (
 
 func popCommand(o *globalOptions) *cobra.Command {
 	var group, topic, dueBefore string
-	var orderly bool
+	var orderly, reviving bool
 	cmd := &cobra.Command{
-		Use:   "pop [--group G] [--topic T] [--due-before TIME] [--orderly]",
-		Short: "POP in-flight messages in deadline order (checkpoints, keyspaces 0x55/0x56), or orderly batches (0x53)",
+		Use:   "pop [--group G] [--topic T] [--due-before TIME] [--orderly | --reviving]",
+		Short: "POP in-flight messages in deadline order (checkpoints, keyspaces 0x55/0x56), orderly batches (0x53) or revive intents (0x57)",
 		Long: `pop lists the messages popped and not yet acknowledged, earliest visibility
 deadline first: the messages revive re-delivers once their deadline passes.
 Each row is one message of a checkpoint (one pop of one queue); CK OFFSET and
@@ -28,15 +28,24 @@ broker of this version keeps its records in the old keyspaces 0x50/0x51, which
 "kvdump raw --prefix 50" decodes but this listing does not show.
 --due-before takes RFC 3339 (2026-05-06T07:08:09Z) or milliseconds since the
 epoch. --topic matches the topic a message was read from or, for pop-retry
-topics, the topic they retry. --orderly lists the orderly pop batches instead.`,
+topics, the topic they retry. --orderly lists the orderly pop batches instead.
+--reviving lists the revive intents instead: messages whose checkpoint a
+revive replaced and whose put to the retry topic or DLQ a crash cut short;
+the broker puts them when it starts.`,
 		Args: cobra.NoArgs,
 		RunE: withStore(o, func(ctx context.Context, s *store, out *output) error {
 			before, err := dueBound(dueBefore)
 			if err != nil {
 				return err
 			}
+			if orderly && reviving {
+				return fmt.Errorf("--orderly and --reviving list different things; give one")
+			}
 			if orderly {
 				return runPopOrder(ctx, s, out, group, topic)
+			}
+			if reviving {
+				return runPopReviving(ctx, s, out, group, topic)
 			}
 			return runPop(ctx, s, out, group, topic, before)
 		}),
@@ -45,6 +54,7 @@ topics, the topic they retry. --orderly lists the orderly pop batches instead.`,
 	cmd.Flags().StringVar(&topic, "topic", "", "only this topic (and its pop-retry topics)")
 	cmd.Flags().StringVar(&dueBefore, "due-before", "", "only records visible again at or before this time")
 	cmd.Flags().BoolVar(&orderly, "orderly", false, "list orderly pop batches instead of in-flight messages")
+	cmd.Flags().BoolVar(&reviving, "reviving", false, "list revive intents (messages whose revive a crash cut short) instead of in-flight messages")
 	return cmd
 }
 
@@ -89,6 +99,23 @@ func runPop(ctx context.Context, s *store, out *output, group, topic string, bef
 	})
 	if err := l.finish(err); err != nil {
 		return fmt.Errorf("list in-flight messages: %w", err)
+	}
+	return nil
+}
+
+func runPopReviving(ctx context.Context, s *store, out *output, group, topic string) error {
+	l := newListing(ctx, out, "GROUP", "TOPIC", "QUEUE", "OFFSET", "POP TIME", "INVISIBLE MS", "CK OFFSET", "RETRY", "ATTEMPTS")
+	err := s.db.Pop().ReviveIntents(func(r kvindex.ReviveIntent) bool {
+		if (group != "" && r.Group != group) || !topicMatches(r.Topic, r.Group, topic) {
+			return l.skip()
+		}
+		return l.emit(r, func() []string {
+			return []string{cell(r.Group), cell(r.Topic), num(r.QueueID), num(r.QueueOffset), formatTime(r.PopTime),
+				num(r.InvisibleTime), num(r.CKOffset), num(int32(r.RetryFlag)), num(r.Attempts)}
+		})
+	})
+	if err := l.finish(err); err != nil {
+		return fmt.Errorf("list revive intents: %w", err)
 	}
 	return nil
 }

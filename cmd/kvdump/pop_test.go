@@ -31,6 +31,12 @@ func TestPop(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A message whose revive a crash cut short before its put.
+	reviving := kvindex.ReviveIntent{InFlight: kvindex.InFlight{Group: "G2", Topic: "TopicB", QueueID: 2, QueueOffset: 11,
+		PopTime: base - 40000, InvisibleTime: 30000, CKOffset: 10, Attempts: 1}}
+	if err := b.PutReviveIntent(&reviving); err != nil {
+		t.Fatal(err)
+	}
 	if err := b.SetOrder(&kvindex.OrderState{Group: "G2", Topic: "TopicB", QueueID: 1, PopTime: base, InvisibleTime: 5000, Acked: 1,
 		AttemptID: "a1", Messages: []kvindex.OrderMessage{{QueueOffset: 3}, {QueueOffset: 4, Consumed: 2}}}); err != nil {
 		t.Fatal(err)
@@ -62,6 +68,17 @@ func TestPop(t *testing.T) {
 	if got := mustKvdump(t, "--store", root, "pop", "--orderly"); got != want {
 		t.Errorf("pop --orderly:\n%s\nwant:\n%s", got, want)
 	}
+	want = alignRows([]string{"GROUP", "TOPIC", "QUEUE", "OFFSET", "POP TIME", "INVISIBLE MS", "CK OFFSET", "RETRY", "ATTEMPTS"},
+		[]string{"G2", "TopicB", "2", "11", kvindex.FormatMillis(base - 40000), "30000", "10", "0", "1"})
+	if got := mustKvdump(t, "--store", root, "pop", "--reviving"); got != want {
+		t.Errorf("pop --reviving:\n%s\nwant:\n%s", got, want)
+	}
+	if got := mustKvdump(t, "--store", root, "pop", "--reviving", "--group", "G1"); strings.Contains(got, "TopicB") {
+		t.Errorf("pop --reviving --group G1 lists G2's intent:\n%s", got)
+	}
+	if _, _, err := runKvdump(t, "--store", root, "pop", "--reviving", "--orderly"); err == nil {
+		t.Error("--reviving with --orderly was accepted")
+	}
 	if _, _, err := runKvdump(t, "--store", root, "pop", "--due-before", "yesterday"); err == nil {
 		t.Error("a bad --due-before was accepted")
 	}
@@ -84,9 +101,13 @@ func TestPop(t *testing.T) {
 			if n, m := fmt.Sprint(l["popCheckpoints"]), fmt.Sprint(l["popInFlight"]); n != "3" || m != "4" {
 				t.Errorf("summary counts %s checkpoints and %s messages in flight, want 3 and 4", n, m)
 			}
+			if r := fmt.Sprint(l["popReviving"]); r != "1" {
+				t.Errorf("summary counts %s revive intents, want 1", r)
+			}
 		}
 	}
-	if got := mustKvdump(t, "--store", root, "summary"); !strings.Contains(got, "4 messages in 3 checkpoints") {
+	if got := mustKvdump(t, "--store", root, "summary"); !strings.Contains(got, "4 messages in 3 checkpoints") ||
+		!strings.Contains(got, "1 messages whose revive a crash cut short") {
 		t.Errorf("summary table:\n%s", got)
 	}
 }

@@ -48,6 +48,9 @@ type summaryLine struct {
 	Queues         int64  `json:"queues"`
 	PopCheckpoints int64  `json:"popCheckpoints"`
 	PopInFlight    int64  `json:"popInFlight"`
+	// PopReviving is the revive intents (0x57): messages whose revive a
+	// crash cut short before their put, put by the broker's next start.
+	PopReviving int64 `json:"popReviving"`
 	// PopRollback is the last POP_ROLLBACK, when there was one.
 	PopRollback *kvindex.PopRollback `json:"popRollback,omitempty"`
 	// TxnOpenHalves and TxnEnded are the keys of the transaction
@@ -96,6 +99,9 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 		return fmt.Errorf("count queues: %w", err)
 	}
 	if sum.PopCheckpoints, sum.PopInFlight, err = s.db.Pop().CountInFlight(); err != nil {
+		return err
+	}
+	if err := s.db.Pop().ReviveIntents(func(kvindex.ReviveIntent) bool { sum.PopReviving++; return true }); err != nil {
 		return err
 	}
 	if r, ok, err := s.db.LastPopRollback(); err != nil {
@@ -168,6 +174,9 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 	t.row("topics", num(sum.Topics))
 	t.row("queues", num(sum.Queues))
 	t.row("pop in flight", fmt.Sprintf("%d messages in %d checkpoints", sum.PopInFlight, sum.PopCheckpoints))
+	if sum.PopReviving > 0 {
+		t.row("pop reviving", fmt.Sprintf("%d messages whose revive a crash cut short (put by the broker's next start)", sum.PopReviving))
+	}
 	if r := sum.PopRollback; r != nil {
 		t.row("pop rollback", fmt.Sprintf("pops before %s written to %s/0 from offset %d", formatTime(r.At), r.Topic, r.From))
 	}
