@@ -200,8 +200,15 @@ func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *re
 			}
 		}
 	}
-	for _, t := range doomed {
-		if err := b.deleteTopic(t); err != nil {
+	for i, t := range doomed {
+		on := groups
+		if i > 0 {
+			on = map[string]bool{}
+			if err := b.groupsWithOffsetsOn(t, on); err != nil {
+				return remoting.NewResponse(req, remoting.SystemError, err.Error())
+			}
+		}
+		if err := b.deleteTopic(t, on); err != nil {
 			return remoting.NewResponse(req, remoting.SystemError, err.Error())
 		}
 	}
@@ -211,8 +218,8 @@ func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *re
 }
 
 // deleteTopic deletes a topic's config, queues, statistics and the
-// consumer offsets of every group on it.
-func (b *Broker) deleteTopic(topic string) error {
+// consumer offsets of groups, the groups with offsets on it.
+func (b *Broker) deleteTopic(topic string, groups map[string]bool) error {
 	if err := b.topics.table.Delete(topic); err != nil {
 		return err
 	}
@@ -220,10 +227,6 @@ func (b *Broker) deleteTopic(topic string) error {
 		return err
 	}
 	b.stats.TopicDeleted(topic)
-	groups := map[string]bool{}
-	if err := b.groupsWithOffsetsOn(topic, groups); err != nil {
-		return err
-	}
 	for g := range groups {
 		if err := b.offsets.DeleteGroupTopic(g, topic); err != nil {
 			return err

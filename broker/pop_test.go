@@ -322,10 +322,10 @@ func TestPopReviveRetryAndDLQ(t *testing.T) {
 }
 
 // reviveIntents counts the broker's revive intents.
-func reviveIntents(t *testing.T, b *testBroker) int {
+func reviveIntents(t *testing.T, b *testBroker) int64 {
 	t.Helper()
-	n := 0
-	if err := b.db.Pop().ReviveIntents(func(kvindex.ReviveIntent) bool { n++; return true }); err != nil {
+	n, err := b.db.Pop().CountReviveIntents()
+	if err != nil {
 		t.Fatal(err)
 	}
 	return n

@@ -189,11 +189,11 @@ func LoadProxy(path string, overrides map[string]string) (LoadedProxy, error) {
 func LoadProxyWith(path string, defaults, overrides map[string]string) (LoadedProxy, error) {
 	out := LoadedProxy{Proxy: DefaultProxy()}
 	var inerts []inertFound[Proxy]
-	if _, in, err := proxySchema.apply(&out.Proxy, defaults); err != nil {
+	_, in, err := proxySchema.apply(&out.Proxy, defaults)
+	if err != nil {
 		return LoadedProxy{}, fmt.Errorf("default: %w", err)
-	} else {
-		inerts = append(inerts, in...)
 	}
+	inerts = append(inerts, in...)
 	if path != "" {
 		unknown, in, err := proxySchema.load(path, &out.Proxy)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/meta"
 )
 
 // prefixPopRevive is keyspace 0x57: the messages a revive is putting to
@@ -149,6 +150,13 @@ func (s *PopStore) ReviveIntents(fn func(ReviveIntent) bool) error {
 	return nil
 }
 
+// CountReviveIntents returns how many intents there are.
+func (s *PopStore) CountReviveIntents() (int64, error) {
+	var n int64
+	err := s.ReviveIntents(func(ReviveIntent) bool { n++; return true })
+	return n, err
+}
+
 // ReviveIntentExists reports whether the intent for i's message is still
 // there.
 func (s *PopStore) ReviveIntentExists(i *ReviveIntent) (bool, error) {
@@ -164,9 +172,7 @@ func (s *PopStore) ReviveIntentExists(i *ReviveIntent) (bool, error) {
 
 // revivedTopic reports whether a topic can hold messages put by a revive:
 // a pop-retry topic (%RETRY%) or a dead-letter queue (%DLQ%).
-func revivedTopic(topic string) bool {
-	return strings.HasPrefix(topic, "%RETRY%") || strings.HasPrefix(topic, "%DLQ%")
-}
+func revivedTopic(topic string) bool { return meta.IsRetryTopic(topic) || meta.IsDLQTopic(topic) }
 
 // ClaimsRevive reports whether a message of topic with props would be
 // taken by the dispatcher for one put by a revive: the broker refuses such

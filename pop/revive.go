@@ -256,7 +256,7 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 				}
 			}
 			in := kvindex.IntentOf(c, off)
-			out = append(out, revived{msg: s.reviveMessage(&m, c.Group, c.Topic, c.PopTime, maxTimes, &in), intent: in})
+			out = append(out, revived{msg: s.reviveMessage(&m, maxTimes, &in), intent: in})
 		}
 	}
 	// The checkpoints go and the intents come in one durable batch before
@@ -272,7 +272,7 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 		} else {
 			moved := *c
 			moved.Offsets = failed[i]
-			moved.VisibleAt = now + reviveBackoff[min(int(c.Attempts), len(reviveBackoff)-1)].Milliseconds()
+			moved.VisibleAt = retryAt(now, c.Attempts)
 			moved.Attempts++
 			if err := b.MoveCheckpoint(c, &moved); err != nil {
 				return 0, err
@@ -385,7 +385,7 @@ func (s *Service) giveBack(b *kvindex.PopBatch, intents []*kvindex.ReviveIntent,
 		first := ins[0]
 		c := first.Checkpoint()
 		c.Offsets = nil
-		c.VisibleAt = now + reviveBackoff[min(int(first.Attempts), len(reviveBackoff)-1)].Milliseconds()
+		c.VisibleAt = retryAt(now, first.Attempts)
 		c.Attempts++
 		old, ok, err := s.store.Checkpoint(first.Group, first.Topic, first.QueueID, name.CKOffset, name.PopTime)
 		if err != nil {
@@ -411,6 +411,12 @@ func (s *Service) giveBack(b *kvindex.PopBatch, intents []*kvindex.ReviveIntent,
 		}
 	}
 	return nil
+}
+
+// retryAt is when a revive that failed after attempts earlier failures
+// is tried again (reviveBackoff).
+func retryAt(now int64, attempts int32) int64 {
+	return now + reviveBackoff[min(int(attempts), len(reviveBackoff)-1)].Milliseconds()
 }
 
 // giveBackWait bounds how long a failed revive put waits for the
@@ -490,7 +496,7 @@ func (s *Service) reviveQueueIntents(ctx context.Context, k queueKey, intents []
 			continue
 		}
 		views = append(views, v)
-		out = append(out, revived{msg: s.reviveMessage(&m, in.Group, in.Topic, in.PopTime, maxTimes, in), intent: *in})
+		out = append(out, revived{msg: s.reviveMessage(&m, maxTimes, in), intent: *in})
 	}
 	if err := s.giveBack(b, unread, now); err != nil {
 		return 0, err
@@ -563,13 +569,14 @@ func (s *Service) readEntry(topic string, queueID int32, offset int64, entries m
 	return s.readAt(topic, queueID, e)
 }
 
-// reviveMessage builds the message a revive puts for a message group
-// popped from topic at popTime: to the group's pop-retry topic of the
-// original topic with reconsumeTimes + 1, or to the group's DLQ once the
-// message was already consumed maxTimes times, with the property naming
-// its intent in.
-func (s *Service) reviveMessage(m *commitlog.Message, group, topic string, popTime int64, maxTimes int32, in *kvindex.ReviveIntent) *commitlog.Message {
-	origin := originalTopic(topic, group)
+// reviveMessage builds the message a revive puts for m, the message of
+// intent in (its group popped it from its topic at its popTime): to the
+// group's pop-retry topic of the original topic with reconsumeTimes + 1,
+// or to the group's DLQ once the message was already consumed maxTimes
+// times, with the property naming the intent.
+func (s *Service) reviveMessage(m *commitlog.Message, maxTimes int32, in *kvindex.ReviveIntent) *commitlog.Message {
+	group := in.Group
+	origin := originalTopic(in.Topic, group)
 	out := &commitlog.Message{
 		QueueID: 0, Flag: m.Flag, SysFlag: m.SysFlag &^ (commitlog.FlagBornHostV6 | commitlog.FlagStoreHostV6),
 		BornTimestamp: m.BornTimestamp, BornHost: s.cfg.StoreHost, StoreHost: s.cfg.StoreHost,
@@ -586,7 +593,7 @@ func (s *Service) reviveMessage(m *commitlog.Message, group, topic string, popTi
 	} else {
 		out.Topic = s.reviveTopic(origin, group)
 		if _, ok := commitlog.LookupProperty(m.Properties, PropertyFirstPopTime); !ok || m.ReconsumeTimes == 0 {
-			set = [][2]string{{PropertyFirstPopTime, strconv.FormatInt(popTime, 10)}}
+			set = [][2]string{{PropertyFirstPopTime, strconv.FormatInt(in.PopTime, 10)}}
 		}
 	}
 	set = append(set, [2]string{kvindex.PropertyRevivedFrom, in.PropertyValue()})

@@ -13,16 +13,12 @@ import (
 	"time"
 )
 
-// startBigAnswerServer starts a server whose handler answers every
-// request with a 64 KiB body and counts the requests it handled; the
-// server's socket send buffer is small, so unread answers (19 MiB in the
-// tests, more than loopback's buffers hold) pile up in the server.
-func startBigAnswerServer(t *testing.T, cfg ServerConfig) (*Server, *atomic.Int64, func() string) {
-	return startBigAnswerServerMode(t, cfg, TLSDisabled)
-}
-
-// startBigAnswerServerMode is startBigAnswerServer with a TLS mode.
-func startBigAnswerServerMode(t *testing.T, cfg ServerConfig, mode TLSMode) (*Server, *atomic.Int64, func() string) {
+// startBigAnswerServer starts a server in TLS mode mode whose handler
+// answers every request with a 64 KiB body and counts the requests it
+// handled; the server's socket send buffer is small, so unread answers
+// (19 MiB in the tests, more than loopback's buffers hold) pile up in the
+// server.
+func startBigAnswerServer(t *testing.T, cfg ServerConfig, mode TLSMode) (*Server, *atomic.Int64, func() string) {
 	t.Helper()
 	var handled atomic.Int64
 	body := make([]byte, 64<<10)
@@ -63,7 +59,7 @@ func TestUnreadAnswersPauseTheConnection(t *testing.T) {
 			if useTLS {
 				mode = TLSPermissive
 			}
-			s, handled, logs := startBigAnswerServerMode(t, ServerConfig{}, mode)
+			s, handled, logs := startBigAnswerServer(t, ServerConfig{}, mode)
 			var raw net.Conn = dialRaw(t, s)
 			if useTLS {
 				tc := tls.Client(raw, clientTLS())
@@ -125,7 +121,7 @@ func checkPauseAndResume(t *testing.T, raw net.Conn, handled *atomic.Int64, logs
 // once 4 x MaxFrameSize of its requests wait, with a log line; the
 // requests it had are not all handled.
 func TestUnreadAnswersAndMoreRequestsClose(t *testing.T) {
-	s, handled, logs := startBigAnswerServer(t, ServerConfig{MaxFrameSize: 64 << 10})
+	s, handled, logs := startBigAnswerServer(t, ServerConfig{MaxFrameSize: 64 << 10}, TLSDisabled)
 	raw := dialRaw(t, s)
 	frame, err := Encode(&Command{Code: SendMessageV2, Language: "GO", Opaque: 1})
 	if err != nil {

@@ -178,11 +178,11 @@ func popNotRolledBack(db *kvindex.DB) (int, error) {
 	// Messages whose revive a crash cut short before their put: no
 	// checkpoint holds them any more, and only rocketkv's next start puts
 	// them.
-	err = db.Pop().ReviveIntents(func(kvindex.ReviveIntent) bool { n++; return true })
+	reviving, err := db.Pop().CountReviveIntents()
 	if err != nil {
 		return 0, fmt.Errorf("read the POP messages being revived: %w", err)
 	}
-	return n, nil
+	return n + int(reviving), nil
 }
 
 // unportable is the state of a store Apache RocketMQ cannot take over.

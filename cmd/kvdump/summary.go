@@ -101,7 +101,7 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 	if sum.PopCheckpoints, sum.PopInFlight, err = s.db.Pop().CountInFlight(); err != nil {
 		return err
 	}
-	if err := s.db.Pop().ReviveIntents(func(kvindex.ReviveIntent) bool { sum.PopReviving++; return true }); err != nil {
+	if sum.PopReviving, err = s.db.Pop().CountReviveIntents(); err != nil {
 		return err
 	}
 	if r, ok, err := s.db.LastPopRollback(); err != nil {
