@@ -3,9 +3,11 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -332,55 +334,174 @@ func reviveIntents(t *testing.T, b *testBroker) int64 {
 }
 
 // A revive that a crash cut short after its checkpoint gave way to its
-// intent, before the put reached the CommitLog, is put when the broker
-// starts again, once: the message comes back with reconsume 1 and no
-// intent is left.
+// revive batch is finished when the broker starts again, once: the
+// message comes back with reconsume 1 whether the put had not stored it
+// yet or had, and no batch is left. So is an intent an earlier version
+// left in keyspace 0x57 (one per message, its put never stored).
 func TestReviveIntentLeftByACrashIsPutAtStart(t *testing.T) {
-	store := t.TempDir()
-	b := startTestBrokerAt(t, store, nil)
-	c, rc := popClient(b)
-	mustSend(t, rc, "RI", 0, "half revived", "")
-	b.caughtUp()
-	first := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "RI", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Hour})
-	if len(first.Messages) != 1 {
-		t.Fatalf("first pop: code %d, %d messages", first.Code, len(first.Messages))
-	}
-	// What a revive of this pop commits before its put: the checkpoint
-	// gives way to the message's intent.
-	ck, ok, err := b.db.Pop().Checkpoint("g", "RI", 0, first.Messages[0].Handle.CKOffset, first.PopTime)
-	if err != nil || !ok {
-		t.Fatalf("checkpoint of the pop: %v %v", ok, err)
-	}
-	batch := b.db.Pop().NewBatch()
-	in := kvindex.IntentOf(&ck, ck.Offsets[0])
-	if err := batch.DeleteCheckpoint(&ck); err != nil {
-		t.Fatal(err)
-	}
-	if err := batch.PutReviveIntent(&in); err != nil {
-		t.Fatal(err)
-	}
-	if err := batch.Commit(true); err != nil {
-		t.Fatal(err)
-	}
-	batch.Close()
-	b.stop()
+	for _, tc := range []struct {
+		name string
+		// leave writes what the crash left, in place of ck.
+		leave func(t *testing.T, b *testBroker, batch *kvindex.PopBatch, ck *kvindex.Checkpoint)
+	}{
+		{"batch, put not stored", func(t *testing.T, b *testBroker, batch *kvindex.PopBatch, ck *kvindex.Checkpoint) {
+			if err := batch.PutReviveBatch(&kvindex.ReviveBatch{Checkpoint: *ck}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"batch, put stored", func(t *testing.T, b *testBroker, batch *kvindex.PopBatch, ck *kvindex.Checkpoint) {
+			if err := batch.PutReviveBatch(&kvindex.ReviveBatch{Checkpoint: *ck}); err != nil {
+				t.Fatal(err)
+			}
+			in := kvindex.IntentOf(ck, ck.Offsets[0])
+			m := &commitlog.Message{Topic: "%RETRY%g_RI", Body: []byte("half revived"), ReconsumeTimes: 1,
+				BornHost: b.storeHost, StoreHost: b.storeHost,
+				Properties: kvindex.PropertyRevivedFrom + "\x01" + in.PropertyValue() + "\x02"}
+			if err := (popBroker{b.Broker}).EnsureTopic(m.Topic); err != nil {
+				t.Fatal(err)
+			}
+			if err := (popBroker{b.Broker}).Put(context.Background(), []*commitlog.Message{m}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"intent of an earlier version", func(t *testing.T, b *testBroker, batch *kvindex.PopBatch, ck *kvindex.Checkpoint) {
+			in := kvindex.IntentOf(ck, ck.Offsets[0])
+			if err := batch.PutReviveIntent(&in); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := t.TempDir()
+			b := startTestBrokerAt(t, store, nil)
+			c, rc := popClient(b)
+			mustSend(t, rc, "RI", 0, "half revived", "")
+			b.caughtUp()
+			first := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "RI", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Hour})
+			if len(first.Messages) != 1 {
+				t.Fatalf("first pop: code %d, %d messages", first.Code, len(first.Messages))
+			}
+			// What a revive of this pop commits before its put: the
+			// checkpoint gives way to its batch (or intent).
+			ck, ok, err := b.db.Pop().Checkpoint("g", "RI", 0, first.Messages[0].Handle.CKOffset, first.PopTime)
+			if err != nil || !ok {
+				t.Fatalf("checkpoint of the pop: %v %v", ok, err)
+			}
+			batch := b.db.Pop().NewBatch()
+			if err := batch.DeleteCheckpoint(&ck); err != nil {
+				t.Fatal(err)
+			}
+			tc.leave(t, b, batch, &ck)
+			if err := batch.Commit(true); err != nil {
+				t.Fatal(err)
+			}
+			batch.Close()
+			b.caughtUp()
+			b.stop()
 
-	b = startTestBrokerAt(t, store, nil)
-	c, _ = popClient(b)
-	var got []popclient.Message
-	for deadline := time.Now().Add(10 * time.Second); len(got) == 0 && time.Now().Before(deadline); {
-		got = mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "RI", QueueID: -1, MaxMsgNums: 4,
-			InvisibleTime: time.Hour, PollTime: time.Second}).Messages
+			b = startTestBrokerAt(t, store, nil)
+			c, _ = popClient(b)
+			var got []popclient.Message
+			for deadline := time.Now().Add(10 * time.Second); len(got) == 0 && time.Now().Before(deadline); {
+				got = mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "RI", QueueID: -1, MaxMsgNums: 4,
+					InvisibleTime: time.Hour, PollTime: time.Second}).Messages
+			}
+			if len(got) != 1 || string(got[0].Body) != "half revived" || got[0].ReconsumeTimes != 1 || got[0].RealTopic != "%RETRY%g_RI" {
+				t.Fatalf("after the restart popped %d messages %v, want the half revived one from %%RETRY%%g_RI with reconsume 1", len(got), bodies(got))
+			}
+			if more := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "RI", QueueID: -1, MaxMsgNums: 4,
+				InvisibleTime: time.Hour, PollTime: time.Second}).Messages; len(more) != 0 {
+				t.Fatalf("popped %v more: the revive was put twice", bodies(more))
+			}
+			if n := reviveIntents(t, b); n != 0 {
+				t.Errorf("%d messages still reviving after the restart finished them", n)
+			}
+		})
 	}
-	if len(got) != 1 || string(got[0].Body) != "half revived" || got[0].ReconsumeTimes != 1 || got[0].RealTopic != "%RETRY%g_RI" {
-		t.Fatalf("after the restart popped %d messages %v, want the half revived one from %%RETRY%%g_RI with reconsume 1", len(got), bodies(got))
+}
+
+// A revive put that fails after part of the messages reached the CommitLog
+// gives the others back to their checkpoints, due after the first backoff,
+// and leaves no batch: every message is then stored once or in a
+// checkpoint, never both.
+func TestFailedRevivePutGivesBackWhatDidNotLand(t *testing.T) {
+	// The first revive put waits until every pop is due, so the second
+	// round revives the 268 other messages at once: two puts (256
+	// messages at most each), the second of which fails.
+	var puts atomic.Int32
+	release := make(chan struct{})
+	b := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) {
+		b.beforePut = func(msgs []*commitlog.Message) error {
+			if msgs[0].Topic != "%RETRY%g_FP" {
+				return nil
+			}
+			switch puts.Add(1) {
+			case 1:
+				<-release
+			case 3:
+				return errors.New("the round's second put fails")
+			}
+			return nil
+		}
+	})
+	c, rc := popClient(b)
+	const n = 300
+	for i := range n {
+		mustSend(t, rc, "FP", 0, fmt.Sprintf("m%d", i), "")
 	}
-	if more := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "RI", QueueID: -1, MaxMsgNums: 4,
-		InvisibleTime: time.Hour, PollTime: time.Second}).Messages; len(more) != 0 {
-		t.Fatalf("popped %v more: the revive was put twice", bodies(more))
+	b.caughtUp()
+	// The first pop is due alone, long before the others.
+	invisible := 200 * time.Millisecond
+	for popped := 0; popped < n; invisible = 1500 * time.Millisecond {
+		res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "FP", QueueID: 0, MaxMsgNums: 32, InvisibleTime: invisible})
+		if len(res.Messages) == 0 || popped == 0 && len(res.Messages) != 32 {
+			t.Fatalf("pop after %d: code %d, %d messages", popped, res.Code, len(res.Messages))
+		}
+		popped += len(res.Messages)
 	}
-	if n := reviveIntents(t, b); n != 0 {
-		t.Errorf("%d revive intents left after the restart put them", n)
+	time.Sleep(2 * time.Second)
+	close(release)
+	const failed = n - 32 - 256
+	// Once the failed put is over: the messages of the puts before it are
+	// stored, those of the failed one back in checkpoints (due 10 s
+	// later), none reviving, none both.
+	var inCheckpoints, stored int64
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d puts: %d messages stored, %d in checkpoints, %d reviving; want %d, %d, 0",
+				puts.Load(), stored, inCheckpoints, reviveIntents(t, b), n-failed, failed)
+		}
+		if puts.Load() < 3 {
+			continue
+		}
+		b.caughtUp()
+		_, msgs, err := b.db.Pop().CountInFlight()
+		if err != nil {
+			t.Fatal(err)
+		}
+		inCheckpoints = msgs
+		stored, _ = b.cqs.MaxOffset("%RETRY%g_FP", 0)
+		if inCheckpoints == failed && stored == n-failed && reviveIntents(t, b) == 0 {
+			break
+		}
+	}
+	seen := map[string]bool{}
+	for off := int64(0); off < stored; {
+		resp := call(t, rc, remoting.PullMessage, pullReq("x", "%RETRY%g_FP", 0, off, 0, 0, "*"), nil)
+		ms := decodeRecords(t, resp.Body)
+		if resp.Code != remoting.Success || len(ms) == 0 {
+			t.Fatalf("pull of the retry topic at %d: %d %s", off, resp.Code, resp.Remark)
+		}
+		for _, m := range ms {
+			if seen[string(m.Body)] {
+				t.Fatalf("%s stored twice in the retry topic", m.Body)
+			}
+			seen[string(m.Body)] = true
+		}
+		off += int64(len(ms))
+	}
+	if int64(len(seen)) != stored {
+		t.Fatalf("pulled %d of the %d stored messages", len(seen), stored)
 	}
 }
 

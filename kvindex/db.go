@@ -93,6 +93,9 @@ type DB struct {
 	flushes atomic.Int64
 	// blockCache is Options.CacheSize.
 	blockCache int64
+	// legacyIntents is set while keyspace 0x57 may hold revive intents of
+	// an earlier version, which the dispatcher deletes (poprevive.go).
+	legacyIntents atomic.Bool
 
 	// journalTop is the largest first offset a CQ journal record may
 	// have, once journalTopKnown (see journalMayExist).
@@ -208,6 +211,13 @@ func Open(opts Options) (*DB, error) {
 		cache.Unref()
 		return nil, err
 	}
+	legacy, err := d.hasKeys(prefixPopRevive)
+	if err != nil {
+		_ = pdb.Close()
+		cache.Unref()
+		return nil, err
+	}
+	d.legacyIntents.Store(legacy)
 	return d, nil
 }
 

@@ -711,7 +711,7 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 				return 0, fmt.Errorf("dispatch hook of %s at %d: %w", m.Topic, e.Offset, err)
 			}
 		}
-		if err := dispatchRevived(b, &m); err != nil {
+		if err := dispatchRevived(d.opts.DB, b, &m); err != nil {
 			d.log.Warn().Err(err).Int64("offset", e.Offset).Str("topic", m.Topic).Msg("revived record names no revive intent; indexed as it is")
 		}
 		tx := commitlog.TransactionType(m.SysFlag)

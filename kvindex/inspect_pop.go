@@ -15,6 +15,7 @@ const (
 	PrefixPopCKDue    = prefixPopCKDue
 	PrefixPopCK       = prefixPopCK
 	PrefixPopRevive   = prefixPopRevive
+	PrefixPopReviveB  = prefixPopReviveBatch
 )
 
 // popKeyspaces are the POP keyspaces of doc.go, in prefix order.
@@ -28,6 +29,7 @@ func popKeyspaces() []Keyspace {
 		{PrefixPopCKDue, "pop-checkpoint-due", false},
 		{PrefixPopCK, "pop-checkpoint", false},
 		{PrefixPopRevive, "pop-revive-intent", false},
+		{PrefixPopReviveB, "pop-revive-batch", false},
 	}
 }
 
@@ -52,12 +54,19 @@ type PopCheckpointDueRecord struct {
 	Count int `json:"count"`
 }
 
-// PopReviveRecord is a message a revive is re-delivering (keyspace
-// 0x57).
+// PopReviveRecord is a message an earlier version's revive was
+// re-delivering (keyspace 0x57).
 type PopReviveRecord struct{ ReviveIntent }
 
 // Keyspace implements Record.
 func (PopReviveRecord) Keyspace() Keyspace { return mustKeyspace(PrefixPopRevive) }
+
+// PopReviveBatchRecord is the messages of one checkpoint a revive is
+// re-delivering (keyspace 0x58).
+type PopReviveBatchRecord struct{ ReviveBatch }
+
+// Keyspace implements Record.
+func (PopReviveBatchRecord) Keyspace() Keyspace { return mustKeyspace(PrefixPopReviveB) }
 
 // String implements Record.
 func (r PopReviveRecord) String() string {
@@ -120,6 +129,12 @@ func (r PopCheckpointRecord) String() string {
 	return fmt.Sprintf("group=%q topic=%q queue=%d ckOffset=%d popTime=%s invisibleTime=%d visibleAt=%s retry=%d attempts=%d offsets=%v",
 		r.Group, r.Topic, r.QueueID, r.CKOffset, FormatMillis(r.PopTime), r.InvisibleTime, FormatMillis(r.VisibleAt),
 		r.RetryFlag, r.Attempts, r.Offsets)
+}
+
+// String implements Record.
+func (r PopReviveBatchRecord) String() string {
+	return PopCheckpointRecord{r.Checkpoint}.String() + fmt.Sprintf(" floors=retryV1:%d,retryV2:%d,dlq:%d",
+		r.Floors.RetryV1, r.Floors.RetryV2, r.Floors.DLQ)
 }
 
 // String implements Record.
@@ -193,6 +208,9 @@ func decodePopKey(key, value []byte) (rec Record, ok bool, err error) {
 	case PrefixPopRevive:
 		r, err := decodeReviveIntent(key, value)
 		return decoded(PopReviveRecord{r}, err)
+	case PrefixPopReviveB:
+		r, err := decodeReviveBatch(key, value)
+		return decoded(PopReviveBatchRecord{r}, err)
 	case PrefixPopOrder:
 		st, err := decodeOrderState(key, value)
 		return decoded(PopOrderRecord{st}, err)

@@ -406,6 +406,8 @@ func FuzzDecodePopKey(f *testing.F) {
 	f.Add(checkpointDueKey(nil, &ck), []byte{3})
 	in := IntentOf(&ck, 6)
 	f.Add(reviveKey(nil, &in), popInFlightValue(nil, &in.InFlight))
+	rb := ReviveBatch{Checkpoint: ck, Floors: ReviveFloors{RetryV1: 7, RetryV2: 0, DLQ: 1 << 33}}
+	f.Add(reviveBatchKey(nil, &rb), reviveBatchValue(nil, &rb))
 	f.Fuzz(func(t *testing.T, k, v []byte) {
 		rec, err := DecodeKey(k, v)
 		if err != nil {
@@ -429,6 +431,13 @@ func FuzzDecodePopKey(f *testing.F) {
 			}
 			if got := binary.AppendUvarint(nil, uint64(x.Count)); string(got) != string(v) {
 				t.Fatalf("checkpoint deadline value does not round-trip: %x -> %x", v, got)
+			}
+		case PopReviveBatchRecord:
+			if got := reviveBatchKey(nil, &x.ReviveBatch); string(got) != string(k) {
+				t.Fatalf("revive batch key does not round-trip: %x -> %x", k, got)
+			}
+			if got := reviveBatchValue(nil, &x.ReviveBatch); string(got) != string(v) {
+				t.Fatalf("revive batch value does not round-trip: %x -> %x", v, got)
 			}
 		case PopReviveRecord:
 			if got := reviveKey(nil, &x.ReviveIntent); string(got) != string(k) {

@@ -13,28 +13,172 @@ import (
 	"github.com/rocketkv/rocketkv/meta"
 )
 
-// prefixPopRevive is keyspace 0x57: the messages a revive is putting to
-// their pop-retry topic or DLQ (see doc.go).
+// prefixPopRevive is keyspace 0x57: the messages an earlier version's
+// revive was putting, one key each (see doc.go). Read, never written.
 const prefixPopRevive byte = 0x57
 
+// prefixPopReviveBatch is keyspace 0x58: the messages of one checkpoint a
+// revive is putting (see doc.go).
+const prefixPopReviveBatch byte = 0x58
+
 // PropertyRevivedFrom is the property of a message put by a revive that
-// names the delivery it re-delivers: ReviveIntent.PropertyValue. The
-// dispatcher deletes that intent when it indexes the message, in the same
-// batch, so the message is put exactly once whatever a crash interrupts.
+// names the delivery it re-delivers: ReviveIntent.PropertyValue. After a
+// crash or a failed put it tells which messages of a ReviveBatch reached
+// the CommitLog, so each is put exactly once.
 const PropertyRevivedFrom = "RKV_REVIVED_FROM"
 
-// ReviveIntent is one message a revive is re-delivering (keyspace 0x57):
-// the revive deleted its checkpoint and wrote this intent in one durable
-// batch before putting the message, and the dispatcher deletes it with the
-// put message's ConsumeQueue entry. An intent found when the POP service
-// starts, after the dispatcher caught up with the CommitLog, is a message
-// whose put never reached the CommitLog: it is put then.
+// ReviveIntent is one message a revive is re-delivering: a message of a
+// ReviveBatch, or one key of keyspace 0x57, written by an earlier version
+// (which the dispatcher deleted with the put message's ConsumeQueue entry).
 //
 // It is the message's in-flight view of its checkpoint, VisibleAt
 // excepted (zero: the checkpoint's deadline is not kept); PopTime is also
 // the re-delivery's 1ST_POP_TIME, and the other fields give the message
 // back to its checkpoint when its put fails.
 type ReviveIntent struct{ InFlight }
+
+// ReviveFloors are the ConsumeQueue max offsets, read before a revive's
+// put, of queue 0 of the topics it can put a group's messages to: the
+// pop-retry topic of either naming and the group's DLQ. Every message the
+// put stores is at or above them, so a scan from them finds what a put cut
+// short did store.
+type ReviveFloors struct {
+	RetryV1 int64 `json:"retryV1"`
+	RetryV2 int64 `json:"retryV2"`
+	DLQ     int64 `json:"dlq"`
+}
+
+// ReviveBatch is the messages of one checkpoint a revive is putting
+// (keyspace 0x58): the checkpoint as it was, Offsets the messages being
+// put, and the floors read before the put. The revive deletes the
+// checkpoint and writes the batch in one durable commit before the put,
+// and deletes the batch once the put is done. A batch found when the POP
+// service starts, or after a put failed, is a put a crash or an error cut
+// short: the messages found above the floors with their PropertyRevivedFrom
+// were stored; the others are put then (or given back to a checkpoint).
+type ReviveBatch struct {
+	Checkpoint
+	Floors ReviveFloors `json:"floors"`
+}
+
+// Intents returns the batch's messages one by one.
+func (r *ReviveBatch) Intents() []ReviveIntent {
+	out := make([]ReviveIntent, len(r.Offsets))
+	for i, off := range r.Offsets {
+		out[i] = IntentOf(&r.Checkpoint, off)
+	}
+	return out
+}
+
+// reviveBatchKey is 0x58 | the checkpoint's key | first offset: a message
+// is in one batch at a time, so the first offset tells batches of one
+// checkpoint apart.
+func reviveBatchKey(dst []byte, r *ReviveBatch) []byte {
+	start := len(dst)
+	dst = checkpointKey(dst, r.Group, r.Topic, r.QueueID, r.CKOffset, r.PopTime)
+	dst[start] = prefixPopReviveBatch
+	return binary.BigEndian.AppendUint64(dst, uint64(r.Offsets[0]))
+}
+
+// reviveFloorsLen is the size of the floors at the start of a 0x58 value.
+const reviveFloorsLen = 24
+
+// reviveBatchValue is retryV1 | retryV2 | dlq floors (int64 each) | the
+// checkpoint's value.
+func reviveBatchValue(dst []byte, r *ReviveBatch) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(r.Floors.RetryV1))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(r.Floors.RetryV2))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(r.Floors.DLQ))
+	return checkpointValue(dst, &r.Checkpoint)
+}
+
+func decodeReviveBatch(k, v []byte) (ReviveBatch, error) {
+	var r ReviveBatch
+	if len(k) < 9 || k[0] != prefixPopReviveBatch || len(v) < reviveFloorsLen {
+		return r, ErrBadKey
+	}
+	ck := append([]byte{prefixPopCK}, k[1:len(k)-8]...)
+	c, err := decodeCheckpoint(ck, v[reviveFloorsLen:])
+	if err != nil || c.Offsets[0] != int64(binary.BigEndian.Uint64(k[len(k)-8:])) {
+		return r, ErrBadKey
+	}
+	r.Checkpoint = c
+	r.Floors = ReviveFloors{RetryV1: int64(binary.BigEndian.Uint64(v)), RetryV2: int64(binary.BigEndian.Uint64(v[8:])),
+		DLQ: int64(binary.BigEndian.Uint64(v[16:]))}
+	if r.Floors.RetryV1 < 0 || r.Floors.RetryV2 < 0 || r.Floors.DLQ < 0 {
+		return r, ErrBadKey
+	}
+	return r, nil
+}
+
+// PutReviveBatch records in the batch that the messages of r are being
+// re-delivered.
+func (p *PopBatch) PutReviveBatch(r *ReviveBatch) error {
+	if err := checkCheckpoint(&r.Checkpoint); err != nil {
+		return fmt.Errorf("revive batch: %w", err)
+	}
+	p.key = reviveBatchKey(p.key[:0], r)
+	p.val = reviveBatchValue(p.val[:0], r)
+	if err := p.b.Set(p.key, p.val, nil); err != nil {
+		return fmt.Errorf("revive batch of %s on %s/%d@%d: %w", r.Group, r.Topic, r.QueueID, r.Offsets[0], err)
+	}
+	return nil
+}
+
+// DeleteReviveBatch deletes a revive batch in the batch: its messages were
+// put or given back to a checkpoint.
+func (p *PopBatch) DeleteReviveBatch(r *ReviveBatch) error {
+	p.key = reviveBatchKey(p.key[:0], r)
+	if err := p.b.Delete(p.key, nil); err != nil {
+		return fmt.Errorf("delete revive batch of %s on %s/%d@%d: %w", r.Group, r.Topic, r.QueueID, r.Offsets[0], err)
+	}
+	return nil
+}
+
+// ReviveBatches calls fn with every revive batch, in key order (by group,
+// topic, queue and checkpoint), until fn returns false.
+func (s *PopStore) ReviveBatches(fn func(ReviveBatch) bool) error {
+	return s.scanKeyspace(prefixPopReviveBatch, "revive batch", func(k, v []byte) (bool, error) {
+		r, err := decodeReviveBatch(k, v)
+		if err != nil {
+			return false, err
+		}
+		return fn(r), nil
+	})
+}
+
+// scanKeyspace calls fn with every key of one keyspace and its value until
+// fn returns false or an error.
+func (s *PopStore) scanKeyspace(prefix byte, what string, fn func(k, v []byte) (bool, error)) error {
+	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefix}, UpperBound: []byte{prefix + 1}})
+	if err != nil {
+		return fmt.Errorf("%ss: %w", what, err)
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		more, err := fn(it.Key(), it.Value())
+		if err != nil {
+			return fmt.Errorf("%s %x: %w", what, it.Key(), err)
+		}
+		if !more {
+			break
+		}
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("%ss: %w", what, err)
+	}
+	return nil
+}
+
+// hasKeys reports whether a keyspace holds any key.
+func (d *DB) hasKeys(prefix byte) (bool, error) {
+	found := false
+	err := (&PopStore{db: d}).scanKeyspace(prefix, fmt.Sprintf("keyspace %#x", prefix), func(k, v []byte) (bool, error) {
+		found = true
+		return false, nil
+	})
+	return found, err
+}
 
 // IntentOf returns the intent of re-delivering offset of checkpoint c.
 func IntentOf(c *Checkpoint, offset int64) ReviveIntent {
@@ -103,12 +247,13 @@ func ParseRevivedFrom(v string) (ReviveIntent, error) {
 	return r, nil
 }
 
-// PutReviveIntent records in the batch that the message of i is being
-// re-delivered.
+// PutReviveIntent writes i in keyspace 0x57 as an earlier version did
+// (tests of the upgrade path), and makes the dispatcher delete it.
 func (p *PopBatch) PutReviveIntent(i *ReviveIntent) error {
 	if err := checkGroupTopic(i.Group, i.Topic); err != nil {
 		return fmt.Errorf("revive intent: %w", err)
 	}
+	p.db.legacyIntents.Store(true)
 	p.key = reviveKey(p.key[:0], i)
 	p.val = popInFlightValue(p.val[:0], &i.InFlight)
 	if err := p.b.Set(p.key, p.val, nil); err != nil {
@@ -117,8 +262,7 @@ func (p *PopBatch) PutReviveIntent(i *ReviveIntent) error {
 	return nil
 }
 
-// DeleteReviveIntent deletes an intent in the batch: its message is given
-// back to a checkpoint instead.
+// DeleteReviveIntent deletes a 0x57 intent in the batch.
 func (p *PopBatch) DeleteReviveIntent(i *ReviveIntent) error {
 	p.key = reviveKey(p.key[:0], i)
 	if err := p.b.Delete(p.key, nil); err != nil {
@@ -127,47 +271,48 @@ func (p *PopBatch) DeleteReviveIntent(i *ReviveIntent) error {
 	return nil
 }
 
-// ReviveIntents calls fn with every intent, in key order (by group, topic,
-// queue and offset), until fn returns false.
-func (s *PopStore) ReviveIntents(fn func(ReviveIntent) bool) error {
-	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixPopRevive}, UpperBound: []byte{prefixPopRevive + 1}})
-	if err != nil {
-		return fmt.Errorf("revive intents: %w", err)
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		r, err := decodeReviveIntent(it.Key(), it.Value())
+// LegacyReviveIntents calls fn with every intent of keyspace 0x57 (an
+// earlier version's), in key order, until fn returns false.
+func (s *PopStore) LegacyReviveIntents(fn func(ReviveIntent) bool) error {
+	return s.scanKeyspace(prefixPopRevive, "revive intent", func(k, v []byte) (bool, error) {
+		r, err := decodeReviveIntent(k, v)
 		if err != nil {
-			return fmt.Errorf("revive intent %x: %w", it.Key(), err)
+			return false, err
 		}
-		if !fn(r) {
-			break
-		}
-	}
-	if err := it.Error(); err != nil {
-		return fmt.Errorf("revive intents: %w", err)
-	}
-	return nil
+		return fn(r), nil
+	})
 }
 
-// CountReviveIntents returns how many intents there are.
+// LegacyReviveIntentsDone tells the dispatcher that keyspace 0x57 is empty
+// and stays so: it no longer looks for intents to delete.
+func (s *PopStore) LegacyReviveIntentsDone() { s.db.legacyIntents.Store(false) }
+
+// ReviveIntents calls fn with every message being re-delivered, those of
+// revive batches and those of keyspace 0x57, until fn returns false.
+func (s *PopStore) ReviveIntents(fn func(ReviveIntent) bool) error {
+	more := true
+	err := s.LegacyReviveIntents(func(r ReviveIntent) bool {
+		more = fn(r)
+		return more
+	})
+	if err != nil || !more {
+		return err
+	}
+	return s.ReviveBatches(func(r ReviveBatch) bool {
+		for _, in := range r.Intents() {
+			if more = fn(in); !more {
+				break
+			}
+		}
+		return more
+	})
+}
+
+// CountReviveIntents returns how many messages are being re-delivered.
 func (s *PopStore) CountReviveIntents() (int64, error) {
 	var n int64
 	err := s.ReviveIntents(func(ReviveIntent) bool { n++; return true })
 	return n, err
-}
-
-// ReviveIntentExists reports whether the intent for i's message is still
-// there.
-func (s *PopStore) ReviveIntentExists(i *ReviveIntent) (bool, error) {
-	_, closer, err := s.db.pdb.Get(reviveKey(nil, i))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("revive intent of %s on %s/%d@%d: %w", i.Group, i.Topic, i.QueueID, i.QueueOffset, err)
-	}
-	return true, closer.Close()
 }
 
 // revivedTopic reports whether a topic can hold messages put by a revive:
@@ -185,12 +330,13 @@ func ClaimsRevive(topic, props string) bool {
 	return ok
 }
 
-// dispatchRevived deletes, in the dispatch batch w, the revive intent the
-// record names, if it names one. A malformed value is logged by the
+// dispatchRevived deletes, in the dispatch batch w, the 0x57 revive intent
+// the record names, if it names one and such intents may exist (written by
+// an earlier version and not yet put). A malformed value is logged by the
 // caller's logger and otherwise ignored: the record is indexed all the
 // same.
-func dispatchRevived(w *pebble.Batch, m *commitlog.Message) error {
-	if !revivedTopic(m.Topic) {
+func dispatchRevived(db *DB, w *pebble.Batch, m *commitlog.Message) error {
+	if !db.legacyIntents.Load() || !revivedTopic(m.Topic) {
 		return nil
 	}
 	v, ok := commitlog.LookupProperty(m.Properties, PropertyRevivedFrom)

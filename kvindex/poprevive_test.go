@@ -2,55 +2,122 @@ package kvindex
 
 import (
 	"errors"
+	"reflect"
 	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/commitlog"
 )
 
-// An intent keeps every field of the checkpoint its message was in, and
-// DecodeKey shows it.
-func TestReviveIntentStored(t *testing.T) {
+// A revive batch keeps every field of the checkpoint its messages were
+// in and its floors; ReviveIntents and CountReviveIntents see its messages
+// one by one beside an earlier version's intents, and DecodeKey shows it.
+func TestReviveBatchStored(t *testing.T) {
 	db := openTestDB(t)
 	ck := Checkpoint{Group: "g", Topic: "%RETRY%g_T", QueueID: 2, CKOffset: 40, PopTime: 1_700_000_000_000,
-		InvisibleTime: 60_000, RetryFlag: 1, Attempts: 3, Offsets: []int64{41, 43}}
+		VisibleAt: 1_700_000_060_000, InvisibleTime: 60_000, RetryFlag: 1, Attempts: 3, Offsets: []int64{41, 43}}
+	want := ReviveBatch{Checkpoint: ck, Floors: ReviveFloors{RetryV1: 5, RetryV2: 0, DLQ: 1 << 40}}
+	// Another part of the same checkpoint, given back and revived again.
+	again := want
+	again.Offsets = []int64{44}
+	legacy := IntentOf(&Checkpoint{Group: "a", Topic: "T", CKOffset: 1, PopTime: 2, Offsets: []int64{1}}, 1)
+	if db.legacyIntents.Load() {
+		t.Fatal("a new store expects intents of an earlier version")
+	}
 	b := db.Pop().NewBatch()
 	defer b.Close()
-	want := []ReviveIntent{IntentOf(&ck, 41), IntentOf(&ck, 43)}
-	for i := range want {
-		if err := b.PutReviveIntent(&want[i]); err != nil {
+	for _, r := range []*ReviveBatch{&want, &again} {
+		if err := b.PutReviveBatch(r); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := b.PutReviveIntent(&legacy); err != nil {
+		t.Fatal(err)
 	}
 	if err := b.Commit(true); err != nil {
 		t.Fatal(err)
 	}
-	var got []ReviveIntent
-	if err := db.Pop().ReviveIntents(func(r ReviveIntent) bool { got = append(got, r); return true }); err != nil {
+	var got []ReviveBatch
+	if err := db.Pop().ReviveBatches(func(r ReviveBatch) bool { got = append(got, r); return true }); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
-		t.Fatalf("intents %+v, want %+v", got, want)
+	if len(got) != 2 || !reflect.DeepEqual(got[0], want) || !reflect.DeepEqual(got[1], again) {
+		t.Fatalf("batches %+v, want %+v and %+v", got, want, again)
 	}
-	back := got[1].Checkpoint()
-	if back.CKOffset != 40 || back.PopTime != ck.PopTime || back.InvisibleTime != 60_000 || back.RetryFlag != 1 ||
-		back.Attempts != 3 || len(back.Offsets) != 1 || back.Offsets[0] != 43 {
-		t.Fatalf("checkpoint of the intent %+v", back)
+	var intents []ReviveIntent
+	if err := db.Pop().ReviveIntents(func(r ReviveIntent) bool { intents = append(intents, r); return true }); err != nil {
+		t.Fatal(err)
 	}
-	if ok, err := db.Pop().ReviveIntentExists(&want[0]); err != nil || !ok {
-		t.Fatalf("intent exists: %v %v", ok, err)
+	in43 := IntentOf(&ck, 43)
+	if len(intents) != 4 || intents[0] != legacy || intents[2] != in43 || intents[3].QueueOffset != 44 {
+		t.Fatalf("intents %+v", intents)
 	}
-	rec, err := DecodeKey(reviveKey(nil, &want[0]), popInFlightValue(nil, &want[0].InFlight))
-	if r, ok := rec.(PopReviveRecord); err != nil || !ok || r.ReviveIntent != want[0] {
+	if back := in43.Checkpoint(); back.CKOffset != 40 || back.PopTime != ck.PopTime || back.InvisibleTime != 60_000 ||
+		back.RetryFlag != 1 || back.Attempts != 3 || !reflect.DeepEqual(back.Offsets, []int64{43}) {
+		t.Fatalf("checkpoint of an intent %+v", back)
+	}
+	rec, err := DecodeKey(reviveBatchKey(nil, &want), reviveBatchValue(nil, &want))
+	if r, ok := rec.(PopReviveBatchRecord); err != nil || !ok || !reflect.DeepEqual(r.ReviveBatch, want) {
 		t.Fatalf("DecodeKey: %#v %v", rec, err)
 	}
 	d := db.Pop().NewBatch()
 	defer d.Close()
-	if err := d.DeleteReviveIntent(&want[0]); err != nil {
+	if err := d.DeleteReviveBatch(&want); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DeleteReviveIntent(&legacy); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Commit(true); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := db.Pop().ReviveIntentExists(&want[0]); err != nil || ok {
-		t.Fatalf("deleted intent exists: %v %v", ok, err)
+	if n, err := db.Pop().CountReviveIntents(); err != nil || n != 1 {
+		t.Fatalf("%d messages reviving after deleting a batch and the intent, want 1 (%v)", n, err)
+	}
+}
+
+// A store opened with intents of an earlier version in keyspace 0x57 has
+// the dispatcher delete those its put messages name, until the POP service
+// says they are gone.
+func TestLegacyIntentsDeletedByTheDispatcher(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(Options{Dir: dir, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := IntentOf(&Checkpoint{Group: "g", Topic: "T", CKOffset: 1, PopTime: 2, Offsets: []int64{1}}, 1)
+	b := db.Pop().NewBatch()
+	if err := b.PutReviveIntent(&in); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(Options{Dir: dir, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if !db.legacyIntents.Load() {
+		t.Fatal("a store with 0x57 intents does not expect them")
+	}
+	put := &commitlog.Message{Topic: "%RETRY%g_T", Properties: PropertyRevivedFrom + "\x01" + in.PropertyValue() + "\x02"}
+	w := db.pdb.NewBatch()
+	if err := dispatchRevived(db, w, put); err != nil {
+		t.Fatal(err)
+	}
+	if w.Count() != 1 {
+		t.Fatalf("the dispatch batch holds %d writes, want the intent's deletion", w.Count())
+	}
+	db.Pop().LegacyReviveIntentsDone()
+	w = db.pdb.NewBatch()
+	if err := dispatchRevived(db, w, put); err != nil || w.Count() != 0 {
+		t.Fatalf("after LegacyReviveIntentsDone the dispatch batch holds %d writes (%v), want none", w.Count(), err)
 	}
 }
 

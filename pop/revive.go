@@ -233,10 +233,17 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 	}()
 	failed := make([][]int64, len(cks)) // offsets of cks[i] to retry later
 	var out []revived
+	var batches []kvindex.ReviveBatch
 	done := 0
 	maxTimes := int32(-1)
+	floors, err := s.floors(k.group, k.topic)
+	if err != nil {
+		return 0, err
+	}
 	for i := range cks {
 		c := &cks[i]
+		batch := kvindex.ReviveBatch{Checkpoint: *c, Floors: floors}
+		batch.Offsets = nil
 		for _, off := range c.Offsets {
 			m, v, ok, err := s.readEntry(c.Topic, c.QueueID, off, entries)
 			if err != nil {
@@ -257,12 +264,17 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 			}
 			in := kvindex.IntentOf(c, off)
 			out = append(out, revived{msg: s.reviveMessage(&m, maxTimes, &in), intent: in})
+			batch.Offsets = append(batch.Offsets, off)
+		}
+		if len(batch.Offsets) > 0 {
+			batches = append(batches, batch)
 		}
 	}
-	// The checkpoints go and the intents come in one durable batch before
-	// the put: after a crash, each message is either in the CommitLog,
-	// its intent deleted when it was indexed, or still an intent, put when
-	// the service starts again; never both, never neither.
+	// The checkpoints go and the revive batches come in one durable commit
+	// before the put: after a crash, a batch left names each of its
+	// messages the put stored (found above its floors by their property)
+	// and those it did not, put when the service starts again; never both,
+	// never neither.
 	for i := range cks {
 		c := &cks[i]
 		if len(failed[i]) == 0 {
@@ -282,15 +294,15 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 			s.lateness.add(now - c.VisibleAt)
 		}
 	}
-	for i := range out {
-		if err := b.PutReviveIntent(&out[i].intent); err != nil {
+	for i := range batches {
+		if err := b.PutReviveBatch(&batches[i]); err != nil {
 			return 0, err
 		}
 	}
 	if err := commitDurable(b); err != nil {
 		return 0, err
 	}
-	if err := s.putIntents(ctx, out, now); err != nil {
+	if err := s.putIntents(ctx, out, batches, now); err != nil {
 		return 0, err
 	}
 	handled := 0
@@ -319,11 +331,12 @@ func commitDurable(b *kvindex.PopBatch) error {
 	return wait()
 }
 
-// putIntents puts the revived messages (their intents already durable)
-// to the pop-retry topic and the DLQ. When a put fails, the intents left
-// once the dispatcher has indexed what did reach the CommitLog go back to
-// their checkpoints, due again after reviveBackoff.
-func (s *Service) putIntents(ctx context.Context, out []revived, now int64) error {
+// putIntents puts the revived messages (their revive batches already
+// durable) to the pop-retry topic and the DLQ, and deletes the batches.
+// When a put fails, once the dispatcher has indexed what did reach the
+// CommitLog, the messages not stored go back to their checkpoints, due
+// again after reviveBackoff.
+func (s *Service) putIntents(ctx context.Context, out []revived, batches []kvindex.ReviveBatch, now int64) error {
 	var retry, dlq []*commitlog.Message
 	for i := range out {
 		if out[i].msg.Topic == meta.DLQTopic(out[i].intent.Group) {
@@ -332,29 +345,39 @@ func (s *Service) putIntents(ctx context.Context, out []revived, now int64) erro
 			retry = append(retry, out[i].msg)
 		}
 	}
+	b := s.store.NewBatch()
+	defer b.Close()
 	if s.putRevived(ctx, retry, dlq) {
 		s.revived.Add(int64(len(retry)))
 		s.dlq.Add(int64(len(dlq)))
-		return nil
+		// Not waited for: a batch a crash keeps finds its messages stored.
+		for i := range batches {
+			if err := b.DeleteReviveBatch(&batches[i]); err != nil {
+				return err
+			}
+		}
+		return b.Commit(false)
 	}
 	// Some may have been put; the dispatcher tells which. Past a shutdown
-	// too: intents left are otherwise only put at the next start.
+	// too: batches left are otherwise only put at the next start.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackWait)
 	defer cancel()
 	if err := s.cfg.Broker.WaitDispatched(wctx); err != nil {
 		return fmt.Errorf("revive: wait for the dispatch of a failed put (its messages are put at the next start): %w", err)
 	}
-	b := s.store.NewBatch()
-	defer b.Close()
+	stored, err := s.storedRevives(batches)
+	if err != nil {
+		return fmt.Errorf("revive: find what a failed put stored (its messages are put at the next start): %w", err)
+	}
 	var left []*kvindex.ReviveIntent
-	for i := range out {
-		in := &out[i].intent
-		ok, err := s.store.ReviveIntentExists(in)
-		if err != nil {
+	for i := range batches {
+		if err := b.DeleteReviveBatch(&batches[i]); err != nil {
 			return err
 		}
-		if ok { // not put: its intent would have gone with its indexing
-			left = append(left, in)
+		for _, in := range batches[i].Intents() {
+			if !stored[reviveKeyOf(&in)] {
+				left = append(left, &in)
+			}
 		}
 	}
 	if err := s.giveBack(b, left, now); err != nil {
@@ -363,17 +386,111 @@ func (s *Service) putIntents(ctx context.Context, out []revived, now int64) erro
 	return commitDurable(b)
 }
 
-// giveBack deletes intents in b and gives their messages back to the
-// checkpoints they came from, due again after reviveBackoff: merged into
-// a checkpoint of the same name still there (one whose other messages
-// could not be read), else one made anew.
+// revivedKey names a message a revive re-delivers.
+type revivedKey struct {
+	group, topic string
+	queueID      int32
+	offset       int64
+}
+
+func reviveKeyOf(in *kvindex.ReviveIntent) revivedKey {
+	return revivedKey{in.Group, in.Topic, in.QueueID, in.QueueOffset}
+}
+
+// floors returns the revive floors of group's messages of topic: the
+// ConsumeQueue max offsets of the topics a revive can put them to.
+func (s *Service) floors(group, topic string) (kvindex.ReviveFloors, error) {
+	var f kvindex.ReviveFloors
+	for _, d := range s.reviveDestinations(group, topic, &f) {
+		max, err := s.cfg.CQ.MaxOffset(d.topic, 0)
+		if err != nil {
+			return f, fmt.Errorf("revive: max offset of %s: %w", d.topic, err)
+		}
+		*d.floor = max
+	}
+	return f, nil
+}
+
+// reviveDestination is a topic a revive can put to and its floor.
+type reviveDestination struct {
+	topic string
+	floor *int64
+}
+
+// reviveDestinations lists the topics a revive can put group's messages of
+// topic to (queue 0 of each), with the field of f that holds its floor.
+func (s *Service) reviveDestinations(group, topic string, f *kvindex.ReviveFloors) []reviveDestination {
+	origin := originalTopic(topic, group)
+	return []reviveDestination{{RetryTopicV1(origin, group), &f.RetryV1}, {RetryTopicV2(origin, group), &f.RetryV2},
+		{meta.DLQTopic(group), &f.DLQ}}
+}
+
+// storedRevives returns the messages of batches that a put stored: those
+// named by the PropertyRevivedFrom of a record at or above a batch's floor
+// of a topic it can put to. The caller waited for the dispatcher to reach
+// the CommitLog's end.
+func (s *Service) storedRevives(batches []kvindex.ReviveBatch) (map[revivedKey]bool, error) {
+	from := map[string]int64{} // topic -> lowest floor
+	for i := range batches {
+		r := &batches[i]
+		f := r.Floors
+		for _, d := range s.reviveDestinations(r.Group, r.Topic, &f) {
+			if low, ok := from[d.topic]; !ok || *d.floor < low {
+				from[d.topic] = *d.floor
+			}
+		}
+	}
+	stored := map[revivedKey]bool{}
+	for topic, floor := range from {
+		if err := s.scanRevived(topic, floor, stored); err != nil {
+			return nil, err
+		}
+	}
+	return stored, nil
+}
+
+// scanRevived adds to stored the messages named by the records of queue 0
+// of topic from offset from on.
+func (s *Service) scanRevived(topic string, from int64, stored map[revivedKey]bool) error {
+	low, err := s.cfg.CQ.MinOffset(topic, 0)
+	if err != nil {
+		return fmt.Errorf("min offset of %s: %w", topic, err)
+	}
+	for off := max(from, low); ; {
+		entries, err := s.cfg.CQ.Get(topic, 0, off, 256)
+		if err != nil {
+			return fmt.Errorf("read %s@%d: %w", topic, off, err)
+		}
+		if len(entries) == 0 {
+			return nil
+		}
+		for _, e := range entries {
+			m, v, ok, err := s.readAt(topic, 0, e)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			if p, found := commitlog.LookupProperty(m.Properties, kvindex.PropertyRevivedFrom); found {
+				if in, err := kvindex.ParseRevivedFrom(p); err == nil {
+					stored[reviveKeyOf(&in)] = true
+				}
+			}
+			v.Release()
+		}
+		off = entries[len(entries)-1].QueueOffset + 1
+	}
+}
+
+// giveBack gives the messages of intents back, in b, to the checkpoints
+// they came from, due again after reviveBackoff: merged into a checkpoint
+// of the same name still there (one whose other messages could not be
+// read), else one made anew. The caller deletes the intents' records.
 func (s *Service) giveBack(b *kvindex.PopBatch, intents []*kvindex.ReviveIntent, now int64) error {
 	byName := map[kvindex.CheckpointName][]*kvindex.ReviveIntent{}
 	var names []kvindex.CheckpointName
 	for _, in := range intents {
-		if err := b.DeleteReviveIntent(in); err != nil {
-			return err
-		}
 		name := kvindex.CheckpointName{CKOffset: in.CKOffset, PopTime: in.PopTime}
 		if byName[name] == nil {
 			names = append(names, name)
@@ -423,29 +540,43 @@ func retryAt(now int64, attempts int32) int64 {
 // dispatcher before its intents go back to checkpoints.
 const giveBackWait = 30 * time.Second
 
-// reviveIntents puts the messages whose revive intents a crash left (their
-// checkpoints deleted, their puts never in the CommitLog): it runs when the
-// service starts, after the dispatcher caught up with the CommitLog, so
-// every intent left is a message not put.
+// reviveIntents finishes the revives a crash cut short: it runs when the
+// service starts, after the dispatcher caught up with the CommitLog. The
+// messages of revive batches left that no record above their floors names
+// were not stored: they are put now. Intents an earlier version left in
+// keyspace 0x57 (those whose put reached the CommitLog were deleted by the
+// dispatcher) become batches first.
 func (s *Service) reviveIntents(ctx context.Context) (int, error) {
 	if err := s.cfg.Broker.WaitDispatched(ctx); err != nil {
 		return 0, fmt.Errorf("revive: wait for the dispatch of the CommitLog: %w", err)
 	}
-	byQueue := map[queueKey][]kvindex.ReviveIntent{}
+	if err := s.convertLegacyIntents(); err != nil {
+		return 0, err
+	}
+	byQueue := map[queueKey][]kvindex.ReviveBatch{}
 	var order []queueKey
-	if err := s.store.ReviveIntents(func(in kvindex.ReviveIntent) bool {
-		k := queueKey{in.Group, in.Topic, in.QueueID}
+	var all []kvindex.ReviveBatch
+	if err := s.store.ReviveBatches(func(r kvindex.ReviveBatch) bool {
+		k := queueKey{r.Group, r.Topic, r.QueueID}
 		if _, ok := byQueue[k]; !ok {
 			order = append(order, k)
 		}
-		byQueue[k] = append(byQueue[k], in)
+		byQueue[k] = append(byQueue[k], r)
+		all = append(all, r)
 		return true
 	}); err != nil {
 		return 0, err
 	}
+	if len(all) == 0 {
+		return 0, nil
+	}
+	stored, err := s.storedRevives(all)
+	if err != nil {
+		return 0, fmt.Errorf("revive: find what the puts a crash cut short stored: %w", err)
+	}
 	n := 0
 	for _, k := range order {
-		m, err := s.reviveQueueIntents(ctx, k, byQueue[k])
+		m, err := s.reviveQueueBatches(ctx, k, byQueue[k], stored)
 		n += m
 		if err != nil {
 			return n, err
@@ -458,9 +589,64 @@ func (s *Service) reviveIntents(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// reviveQueueIntents puts the messages of one queue's intents left by a
-// crash.
-func (s *Service) reviveQueueIntents(ctx context.Context, k queueKey, intents []kvindex.ReviveIntent) (int, error) {
+// convertLegacyIntents replaces the intents of keyspace 0x57 (an earlier
+// version's, their messages not put) by revive batches with floors of
+// now, and then tells the dispatcher to stop looking for them.
+func (s *Service) convertLegacyIntents() error {
+	var legacy []kvindex.ReviveIntent
+	if err := s.store.LegacyReviveIntents(func(in kvindex.ReviveIntent) bool {
+		legacy = append(legacy, in)
+		return true
+	}); err != nil {
+		return err
+	}
+	if len(legacy) > 0 {
+		type name struct {
+			k        queueKey
+			ckOffset int64
+			popTime  int64
+		}
+		batches := map[name]*kvindex.ReviveBatch{}
+		var names []name
+		b := s.store.NewBatch()
+		defer b.Close()
+		for i := range legacy {
+			in := &legacy[i]
+			if err := b.DeleteReviveIntent(in); err != nil {
+				return err
+			}
+			n := name{queueKey{in.Group, in.Topic, in.QueueID}, in.CKOffset, in.PopTime}
+			r := batches[n]
+			if r == nil {
+				f, err := s.floors(in.Group, in.Topic)
+				if err != nil {
+					return err
+				}
+				r = &kvindex.ReviveBatch{Checkpoint: in.Checkpoint(), Floors: f}
+				r.Offsets = nil
+				batches[n] = r
+				names = append(names, n)
+			}
+			r.Offsets = append(r.Offsets, in.QueueOffset)
+		}
+		for _, n := range names {
+			r := batches[n]
+			slices.Sort(r.Offsets)
+			if err := b.PutReviveBatch(r); err != nil {
+				return err
+			}
+		}
+		if err := commitDurable(b); err != nil {
+			return err
+		}
+	}
+	s.store.LegacyReviveIntentsDone()
+	return nil
+}
+
+// reviveQueueBatches puts the messages of one queue's revive batches left
+// by a crash that the crash kept from being stored.
+func (s *Service) reviveQueueBatches(ctx context.Context, k queueKey, batches []kvindex.ReviveBatch, stored map[revivedKey]bool) (int, error) {
 	unlock := s.lock(k.group, k.topic, k.queueID)
 	defer unlock()
 	now := s.now()
@@ -478,38 +664,52 @@ func (s *Service) reviveQueueIntents(ctx context.Context, k queueKey, intents []
 	defer b.Close()
 	var out []revived
 	var unread []*kvindex.ReviveIntent
-	for i := range intents {
-		in := &intents[i]
-		m, v, ok, err := s.readMessage(in.Topic, in.QueueID, in.QueueOffset)
-		if err != nil {
-			// Given back to a checkpoint, revived again later.
-			s.log.Warn().Err(err).Str("group", in.Group).Str("topic", in.Topic).Int32("queue", in.QueueID).
-				Int64("offset", in.QueueOffset).Msg("revive: read failed; retrying later")
-			unread = append(unread, in)
-			continue
+	var left []kvindex.ReviveBatch // the batches' messages still to put
+	n := 0
+	for i := range batches {
+		r := &batches[i]
+		if err := b.DeleteReviveBatch(r); err != nil {
+			return 0, err
 		}
-		if !ok {
-			// Deleted by retention: nothing to re-deliver.
-			if err := b.DeleteReviveIntent(in); err != nil {
+		rest := *r
+		rest.Offsets = nil
+		for _, in := range r.Intents() {
+			n++
+			if stored[reviveKeyOf(&in)] {
+				continue
+			}
+			m, v, ok, err := s.readMessage(in.Topic, in.QueueID, in.QueueOffset)
+			if err != nil {
+				// Given back to a checkpoint, revived again later.
+				s.log.Warn().Err(err).Str("group", in.Group).Str("topic", in.Topic).Int32("queue", in.QueueID).
+					Int64("offset", in.QueueOffset).Msg("revive: read failed; retrying later")
+				unread = append(unread, &in)
+				continue
+			}
+			if !ok {
+				continue // deleted by retention: nothing to re-deliver
+			}
+			views = append(views, v)
+			out = append(out, revived{msg: s.reviveMessage(&m, maxTimes, &in), intent: in})
+			rest.Offsets = append(rest.Offsets, in.QueueOffset)
+		}
+		if len(rest.Offsets) > 0 {
+			if err := b.PutReviveBatch(&rest); err != nil {
 				return 0, err
 			}
-			continue
+			left = append(left, rest)
 		}
-		views = append(views, v)
-		out = append(out, revived{msg: s.reviveMessage(&m, maxTimes, in), intent: *in})
 	}
 	if err := s.giveBack(b, unread, now); err != nil {
 		return 0, err
 	}
-	if !b.Empty() {
-		if err := commitDurable(b); err != nil {
-			return 0, err
-		}
-	}
-	if err := s.putIntents(ctx, out, now); err != nil {
+	if err := commitDurable(b); err != nil {
 		return 0, err
 	}
-	return len(intents), s.moveCommitted(k.group, k.topic, k.queueID)
+	if err := s.putIntents(ctx, out, left, now); err != nil {
+		return 0, err
+	}
+	return n, s.moveCommitted(k.group, k.topic, k.queueID)
 }
 
 // putRevived puts the revived messages to their pop-retry topic and DLQ
