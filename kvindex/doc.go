@@ -47,7 +47,8 @@
 //	0x54    request mode    no         broker (SET_MESSAGE_REQUEST_MODE)
 //	0x55    pop ck deadline no         pop service, in the same batches as 0x56
 //	0x56    pop checkpoint  no         pop service (pop, ack, change invisible time, revive)
-//	0x57    pop revive      no         pop service (revive); dispatcher (records put by revive)
+//	0x57    pop revive      no         earlier versions' revive; deleted by the dispatcher and the pop service's start
+//	0x58    revive batch    no         pop service (revive)
 //	0x60    txn half        no         dispatcher (half messages); transaction service (checks, end)
 //	0x61    txn end         no         transaction service (END_TRANSACTION, discard); dispatcher (committed records)
 //	0x62    txn RocketMQ op yes        dispatcher (op messages of an Apache RocketMQ store); never deleted
@@ -269,22 +270,39 @@
 // revive reads under the queue's lock. The count, not updated by acks,
 // sizes revive rounds without reading the checkpoints.
 //
-// # 0x57 pop revive intent: a message being re-delivered
+// # 0x58 pop revive batch: the messages of one checkpoint being re-delivered
+//
+//	key:   0x58 | groupLen uint16 | group | topicLen uint16 | topic | queueId int32 | ckOffset int64 | popTime int64 | first offset int64
+//	value: retryV1 floor int64 | retryV2 floor int64 | dlq floor int64 | the 0x56 value of the checkpoint
+//	       (visibleAt, invisibleTime, retryFlag, attempts, the offsets being put)
+//
+// Revive deletes a due checkpoint and writes its batch in one durable
+// commit, then puts the messages to the pop-retry topic or the DLQ, each
+// with the property RKV_REVIVED_FROM naming it (queueId/queueOffset/
+// len(group)/group topic), and deletes the batch, unsynced, once the put
+// returned. The floors are the ConsumeQueue max offsets, read before the
+// put, of queue 0 of the group's pop-retry topic of either naming and of
+// its DLQ: every message the put stores lies at or above them. A batch
+// left by a crash (found when the POP service starts, after the
+// dispatcher caught up) or by a failed put is settled by reading those
+// queues from the floors: the messages their records name were stored;
+// the others are put then (at start) or given back to a checkpoint (after
+// a failed put). Neither a crash nor a failed put delivers a revived
+// message twice or loses it. The first offset tells apart two batches of
+// one checkpoint (a part given back and revived again).
+//
+// # 0x57 pop revive intent: an earlier version's message being re-delivered
 //
 //	key:   0x57 | groupLen uint16 | group | topicLen uint16 | topic | queueId int32 | queueOffset int64
 //	value: popTime int64 | invisibleTime int64 | ckOffset int64 | retryFlag uint8 | attempts int32
 //	       (the fields of the checkpoint the message was in; 0x50's value)
 //
-// Revive deletes a due checkpoint and writes an intent for each of its
-// messages in one durable batch, then puts the messages to the pop-retry
-// topic or the DLQ with the property RKV_REVIVED_FROM naming the intent
-// (queueId/queueOffset/len(group)/group topic). The dispatcher deletes
-// the intent in the batch that indexes the put message, so an intent
-// outlives its put only when the put never reached the CommitLog: the POP
-// service puts those when it starts, after the dispatcher caught up.
-// Neither a crash nor a failed put delivers a revived message twice or
-// loses it. A put that fails gives its intents that are left back to a
-// checkpoint, to be revived again later.
+// Written by the versions before 0x58, one per message, and deleted by the
+// dispatcher in the batch that indexed the put message naming it. No
+// longer written: a store opened with 0x57 keys has the dispatcher delete
+// them as before until the POP service, at its start (after the
+// dispatcher caught up, so every intent left is a message not put), has
+// turned them into 0x58 batches.
 //
 // # 0x52 pop position: where a group's next pop of a queue starts
 //

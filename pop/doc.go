@@ -15,11 +15,14 @@
 // goroutine of the Service, scans the checkpoints whose deadline passed,
 // in deadline order, and re-puts their messages to the group's pop-retry
 // topic (reconsumeTimes + 1) or, past the group's retryMaxTimes, its DLQ,
-// exactly once: the checkpoints give way to revive intents (0x57) in one
-// durable batch before the put, each put message names its intent
-// (kvindex.PropertyRevivedFrom) and the dispatcher deletes the intent when
-// it indexes the message; intents a crash left are put when the service
-// starts again.
+// exactly once: each checkpoint gives way to a revive batch (0x58) in one
+// durable commit before the put, holding the ConsumeQueue max offsets of
+// the topics the put can store to; each put message names its delivery
+// (kvindex.PropertyRevivedFrom); the batch is deleted once the put
+// returns. A batch a crash or a failed put left is settled from the
+// records above its floors: the messages they name were stored, the others
+// are put when the service starts again (or, after a failed put, given
+// back to a checkpoint).
 //
 // Orderly pops keep one batch per group and queue (0x53) and lock the
 // queue until the batch is acknowledged or expired; see order.go.

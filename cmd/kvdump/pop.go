@@ -19,7 +19,7 @@ func popCommand(o *globalOptions) *cobra.Command {
 	var orderly, reviving bool
 	cmd := &cobra.Command{
 		Use:   "pop [--group G] [--topic T] [--due-before TIME] [--orderly | --reviving]",
-		Short: "POP in-flight messages in deadline order (checkpoints, keyspaces 0x55/0x56), orderly batches (0x53) or revive intents (0x57)",
+		Short: "POP in-flight messages in deadline order (checkpoints, keyspaces 0x55/0x56), orderly batches (0x53) or messages being revived (0x58, 0x57)",
 		Long: `pop lists the messages popped and not yet acknowledged, earliest visibility
 deadline first: the messages revive re-delivers once their deadline passes.
 Each row is one message of a checkpoint (one pop of one queue); CK OFFSET and
@@ -29,9 +29,10 @@ broker of this version keeps its records in the old keyspaces 0x50/0x51, which
 --due-before takes RFC 3339 (2026-05-06T07:08:09Z) or milliseconds since the
 epoch. --topic matches the topic a message was read from or, for pop-retry
 topics, the topic they retry. --orderly lists the orderly pop batches instead.
---reviving lists the revive intents instead: messages whose checkpoint a
-revive replaced and whose put to the retry topic or DLQ a crash cut short;
-the broker puts them when it starts.`,
+--reviving lists the messages being revived instead: those whose checkpoint a
+revive replaced by a revive batch (0x58; 0x57 intents of an earlier version)
+and whose put to the retry topic or DLQ has not returned, or was cut short by
+a crash; at its start the broker puts those the CommitLog does not hold.`,
 		Args: cobra.NoArgs,
 		RunE: withStore(o, func(ctx context.Context, s *store, out *output) error {
 			before, err := dueBound(dueBefore)

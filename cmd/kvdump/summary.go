@@ -48,8 +48,9 @@ type summaryLine struct {
 	Queues         int64  `json:"queues"`
 	PopCheckpoints int64  `json:"popCheckpoints"`
 	PopInFlight    int64  `json:"popInFlight"`
-	// PopReviving is the revive intents (0x57): messages whose revive a
-	// crash cut short before their put, put by the broker's next start.
+	// PopReviving is the messages of revive batches (0x58) and of an
+	// earlier version's revive intents (0x57): messages whose put a revive
+	// has not finished, or a crash cut short (finished at the next start).
 	PopReviving int64 `json:"popReviving"`
 	// PopRollback is the last POP_ROLLBACK, when there was one.
 	PopRollback *kvindex.PopRollback `json:"popRollback,omitempty"`
