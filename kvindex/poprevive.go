@@ -138,8 +138,14 @@ func (p *PopBatch) DeleteReviveBatch(r *ReviveBatch) error {
 // ReviveBatches calls fn with every revive batch, in key order (by group,
 // topic, queue and checkpoint), until fn returns false.
 func (s *PopStore) ReviveBatches(fn func(ReviveBatch) bool) error {
-	return s.scanKeyspace(prefixPopReviveBatch, "revive batch", func(k, v []byte) (bool, error) {
-		r, err := decodeReviveBatch(k, v)
+	return scanDecoded(s, prefixPopReviveBatch, "revive batch", decodeReviveBatch, fn)
+}
+
+// scanDecoded calls fn with every key of one keyspace decoded, until fn
+// returns false.
+func scanDecoded[T any](s *PopStore, prefix byte, what string, decode func(k, v []byte) (T, error), fn func(T) bool) error {
+	return s.scanKeyspace(prefix, what, func(k, v []byte) (bool, error) {
+		r, err := decode(k, v)
 		if err != nil {
 			return false, err
 		}
@@ -274,13 +280,7 @@ func (p *PopBatch) DeleteReviveIntent(i *ReviveIntent) error {
 // LegacyReviveIntents calls fn with every intent of keyspace 0x57 (an
 // earlier version's), in key order, until fn returns false.
 func (s *PopStore) LegacyReviveIntents(fn func(ReviveIntent) bool) error {
-	return s.scanKeyspace(prefixPopRevive, "revive intent", func(k, v []byte) (bool, error) {
-		r, err := decodeReviveIntent(k, v)
-		if err != nil {
-			return false, err
-		}
-		return fn(r), nil
-	})
+	return scanDecoded(s, prefixPopRevive, "revive intent", decodeReviveIntent, fn)
 }
 
 // LegacyReviveIntentsDone tells the dispatcher that keyspace 0x57 is empty

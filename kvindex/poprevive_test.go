@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/rs/zerolog"
-
 	"github.com/rocketkv/rocketkv/commitlog"
 )
 
@@ -82,10 +80,7 @@ func TestReviveBatchStored(t *testing.T) {
 // says they are gone.
 func TestLegacyIntentsDeletedByTheDispatcher(t *testing.T) {
 	dir := t.TempDir()
-	db, err := Open(Options{Dir: dir, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openDBAt(t, dir)
 	in := IntentOf(&Checkpoint{Group: "g", Topic: "T", CKOffset: 1, PopTime: 2, Offsets: []int64{1}}, 1)
 	b := db.Pop().NewBatch()
 	if err := b.PutReviveIntent(&in); err != nil {
@@ -98,11 +93,7 @@ func TestLegacyIntentsDeletedByTheDispatcher(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err = Open(Options{Dir: dir, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db = openDBAt(t, dir)
 	if !db.legacyIntents.Load() {
 		t.Fatal("a store with 0x57 intents does not expect them")
 	}
