@@ -286,8 +286,8 @@
 // left by a crash (found when the POP service starts, after the
 // dispatcher caught up) or by a failed put is settled by reading those
 // queues from the floors: the messages their records name were stored;
-// the others are put then (at start) or given back to a checkpoint (after
-// a failed put). Neither a crash nor a failed put delivers a revived
+// the others go back to their checkpoint, due at once at start (the next
+// revive round puts them) or after the revive backoff after a failed put. Neither a crash nor a failed put delivers a revived
 // message twice or loses it. The first offset tells apart two batches of
 // one checkpoint (a part given back and revived again).
 //
@@ -302,7 +302,7 @@
 // longer written: a store opened with 0x57 keys has the dispatcher delete
 // them as before until the POP service, at its start (after the
 // dispatcher caught up, so every intent left is a message not put), has
-// turned them into 0x58 batches.
+// given their messages back to their checkpoints, due at once.
 //
 // # 0x52 pop position: where a group's next pop of a queue starts
 //

@@ -55,7 +55,7 @@ type ReviveFloors struct {
 // and deletes the batch once the put is done. A batch found when the POP
 // service starts, or after a put failed, is a put a crash or an error cut
 // short: the messages found above the floors with their PropertyRevivedFrom
-// were stored; the others are put then (or given back to a checkpoint).
+// were stored; the others go back to their checkpoint, to be revived again.
 type ReviveBatch struct {
 	Checkpoint
 	Floors ReviveFloors `json:"floors"`
@@ -319,9 +319,11 @@ func (s *PopStore) CountReviveIntents() (int64, error) {
 // a pop-retry topic (%RETRY%) or a dead-letter queue (%DLQ%).
 func revivedTopic(topic string) bool { return meta.IsRetryTopic(topic) || meta.IsDLQTopic(topic) }
 
-// ClaimsRevive reports whether a message of topic with props would be
-// taken by the dispatcher for one put by a revive: the broker refuses such
-// a message from a client, which could otherwise cancel a revive.
+// ClaimsRevive reports whether a message of topic with props would pass
+// for one put by a revive: the broker refuses such a message from a
+// client, which could otherwise make a revive cut short by a crash or a
+// failed put take an unstored message for stored (and lose it), or delete
+// an earlier version's intent.
 func ClaimsRevive(topic, props string) bool {
 	if !revivedTopic(topic) {
 		return false

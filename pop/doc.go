@@ -21,8 +21,8 @@
 // (kvindex.PropertyRevivedFrom); the batch is deleted once the put
 // returns. A batch a crash or a failed put left is settled from the
 // records above its floors: the messages they name were stored, the others
-// are put when the service starts again (or, after a failed put, given
-// back to a checkpoint).
+// go back to their checkpoint, due at once when the service starts again
+// (or after reviveBackoff, after a failed put).
 //
 // Orderly pops keep one batch per group and queue (0x53) and lock the
 // queue until the batch is acknowledged or expired; see order.go.

@@ -207,7 +207,7 @@ func TestGiveBackMergesIntoTheirCheckpoint(t *testing.T) {
 	b.Close()
 
 	g := s.store.NewBatch()
-	if err := s.giveBack(g, []*kvindex.ReviveIntent{&in6, &in7, &in9}, now); err != nil {
+	if err := s.giveBack(g, []*kvindex.ReviveIntent{&in6, &in7, &in9}, now, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Commit(true); err != nil {

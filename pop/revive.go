@@ -81,12 +81,11 @@ type queueKey struct {
 // re-put to the group's pop-retry topic with reconsumeTimes + 1 and
 // 1ST_POP_TIME, or to %DLQ%<group> once the message was consumed
 // retryMaxTimes times, and the committed offset moves. The checkpoints
-// are replaced by revive intents in one durable batch before the put, and
-// the dispatcher deletes each intent with the indexing of its put message,
-// so a crash anywhere neither loses a message nor puts it twice (intents
-// left are put by reviveIntents at the next start). A message that could
-// not be read, or whose put failed, goes back to a checkpoint due after
-// reviveBackoff.
+// are replaced by revive batches in one durable commit before the put,
+// and the batches deleted after it, so a crash anywhere neither loses a
+// message nor puts it twice (reviveIntents settles the batches left at
+// the next start). A message that could not be read, or whose put failed,
+// goes back to a checkpoint due after reviveBackoff.
 func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 	now := s.now()
 	s.lowerCursor()
@@ -273,8 +272,8 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 	// The checkpoints go and the revive batches come in one durable commit
 	// before the put: after a crash, a batch left names each of its
 	// messages the put stored (found above its floors by their property)
-	// and those it did not, put when the service starts again; never both,
-	// never neither.
+	// and those it did not, revived again when the service starts; never
+	// both, never neither.
 	for i := range cks {
 		c := &cks[i]
 		if len(failed[i]) == 0 {
@@ -380,7 +379,7 @@ func (s *Service) putIntents(ctx context.Context, out []revived, batches []kvind
 			}
 		}
 	}
-	if err := s.giveBack(b, left, now); err != nil {
+	if err := s.giveBack(b, left, now, true); err != nil {
 		return err
 	}
 	return commitDurable(b)
@@ -484,10 +483,12 @@ func (s *Service) scanRevived(topic string, from int64, stored map[revivedKey]bo
 }
 
 // giveBack gives the messages of intents back, in b, to the checkpoints
-// they came from, due again after reviveBackoff: merged into a checkpoint
-// of the same name still there (one whose other messages could not be
-// read), else one made anew. The caller deletes the intents' records.
-func (s *Service) giveBack(b *kvindex.PopBatch, intents []*kvindex.ReviveIntent, now int64) error {
+// they came from: merged into a checkpoint of the same name still there
+// (one whose other messages could not be read), else one made anew. After
+// a failed put (failed) they are due again after reviveBackoff, with one
+// more attempt; otherwise (a revive a crash cut short) due at now. The
+// caller holds the queue's lock and deletes the intents' records.
+func (s *Service) giveBack(b *kvindex.PopBatch, intents []*kvindex.ReviveIntent, now int64, failed bool) error {
 	byName := map[kvindex.CheckpointName][]*kvindex.ReviveIntent{}
 	var names []kvindex.CheckpointName
 	for _, in := range intents {
@@ -502,8 +503,11 @@ func (s *Service) giveBack(b *kvindex.PopBatch, intents []*kvindex.ReviveIntent,
 		first := ins[0]
 		c := first.Checkpoint()
 		c.Offsets = nil
-		c.VisibleAt = retryAt(now, first.Attempts)
-		c.Attempts++
+		c.VisibleAt = now
+		if failed {
+			c.VisibleAt = retryAt(now, first.Attempts)
+			c.Attempts++
+		}
 		old, ok, err := s.store.Checkpoint(first.Group, first.Topic, first.QueueID, name.CKOffset, name.PopTime)
 		if err != nil {
 			return err
@@ -537,38 +541,50 @@ func retryAt(now int64, attempts int32) int64 {
 }
 
 // giveBackWait bounds how long a failed revive put waits for the
-// dispatcher before its intents go back to checkpoints.
+// dispatcher before its messages not stored go back to checkpoints.
 const giveBackWait = 30 * time.Second
 
-// reviveIntents finishes the revives a crash cut short: it runs when the
+// reviveIntents settles the revives a crash cut short: it runs when the
 // service starts, after the dispatcher caught up with the CommitLog. The
-// messages of revive batches left that no record above their floors names
-// were not stored: they are put now. Intents an earlier version left in
-// keyspace 0x57 (those whose put reached the CommitLog were deleted by the
-// dispatcher) become batches first.
+// messages of revive batches left that a record above their floors names
+// were stored and are done; the others, and the intents an earlier
+// version left in keyspace 0x57 (those whose put reached the CommitLog
+// were deleted by the dispatcher), go back to their checkpoints, due at
+// once: the revive rounds that follow put them.
 func (s *Service) reviveIntents(ctx context.Context) (int, error) {
 	if err := s.cfg.Broker.WaitDispatched(ctx); err != nil {
 		return 0, fmt.Errorf("revive: wait for the dispatch of the CommitLog: %w", err)
 	}
-	if err := s.convertLegacyIntents(); err != nil {
-		return 0, err
+	type queueLeft struct {
+		legacy  []kvindex.ReviveIntent
+		batches []kvindex.ReviveBatch
 	}
-	byQueue := map[queueKey][]kvindex.ReviveBatch{}
+	byQueue := map[queueKey]*queueLeft{}
 	var order []queueKey
-	var all []kvindex.ReviveBatch
-	if err := s.store.ReviveBatches(func(r kvindex.ReviveBatch) bool {
-		k := queueKey{r.Group, r.Topic, r.QueueID}
-		if _, ok := byQueue[k]; !ok {
+	of := func(k queueKey) *queueLeft {
+		q := byQueue[k]
+		if q == nil {
+			q = &queueLeft{}
+			byQueue[k] = q
 			order = append(order, k)
 		}
-		byQueue[k] = append(byQueue[k], r)
-		all = append(all, r)
+		return q
+	}
+	if err := s.store.LegacyReviveIntents(func(in kvindex.ReviveIntent) bool {
+		q := of(queueKey{in.Group, in.Topic, in.QueueID})
+		q.legacy = append(q.legacy, in)
 		return true
 	}); err != nil {
 		return 0, err
 	}
-	if len(all) == 0 {
-		return 0, nil
+	var all []kvindex.ReviveBatch
+	if err := s.store.ReviveBatches(func(r kvindex.ReviveBatch) bool {
+		q := of(queueKey{r.Group, r.Topic, r.QueueID})
+		q.batches = append(q.batches, r)
+		all = append(all, r)
+		return true
+	}); err != nil {
+		return 0, err
 	}
 	stored, err := s.storedRevives(all)
 	if err != nil {
@@ -576,140 +592,49 @@ func (s *Service) reviveIntents(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, k := range order {
-		m, err := s.reviveQueueBatches(ctx, k, byQueue[k], stored)
+		q := byQueue[k]
+		m, err := s.settleQueue(k, q.legacy, q.batches, stored)
 		n += m
 		if err != nil {
 			return n, err
 		}
-		s.cfg.OnQueueReady(k.topic, k.queueID)
 	}
+	s.store.LegacyReviveIntentsDone()
 	if n > 0 {
-		s.log.Warn().Int("messages", n).Msg("revive: put the messages whose revive a crash cut short before their put")
+		s.log.Warn().Int("messages", n).Msg("revive: messages whose revive a crash cut short before their put are due again")
 	}
 	return n, nil
 }
 
-// convertLegacyIntents replaces the intents of keyspace 0x57 (an earlier
-// version's, their messages not put) by revive batches with floors of
-// now, and then tells the dispatcher to stop looking for them.
-func (s *Service) convertLegacyIntents() error {
-	var legacy []kvindex.ReviveIntent
-	if err := s.store.LegacyReviveIntents(func(in kvindex.ReviveIntent) bool {
-		legacy = append(legacy, in)
-		return true
-	}); err != nil {
-		return err
-	}
-	if len(legacy) > 0 {
-		type name struct {
-			k        queueKey
-			ckOffset int64
-			popTime  int64
-		}
-		batches := map[name]*kvindex.ReviveBatch{}
-		var names []name
-		b := s.store.NewBatch()
-		defer b.Close()
-		for i := range legacy {
-			in := &legacy[i]
-			if err := b.DeleteReviveIntent(in); err != nil {
-				return err
-			}
-			n := name{queueKey{in.Group, in.Topic, in.QueueID}, in.CKOffset, in.PopTime}
-			r := batches[n]
-			if r == nil {
-				f, err := s.floors(in.Group, in.Topic)
-				if err != nil {
-					return err
-				}
-				r = &kvindex.ReviveBatch{Checkpoint: in.Checkpoint(), Floors: f}
-				r.Offsets = nil
-				batches[n] = r
-				names = append(names, n)
-			}
-			r.Offsets = append(r.Offsets, in.QueueOffset)
-		}
-		for _, n := range names {
-			r := batches[n]
-			slices.Sort(r.Offsets)
-			if err := b.PutReviveBatch(r); err != nil {
-				return err
-			}
-		}
-		if err := commitDurable(b); err != nil {
-			return err
-		}
-	}
-	s.store.LegacyReviveIntentsDone()
-	return nil
-}
-
-// reviveQueueBatches puts the messages of one queue's revive batches left
-// by a crash that the crash kept from being stored.
-func (s *Service) reviveQueueBatches(ctx context.Context, k queueKey, batches []kvindex.ReviveBatch, stored map[revivedKey]bool) (int, error) {
+// settleQueue deletes one queue's intents and revive batches left by a
+// crash and gives the messages not stored back to their checkpoints, due
+// at once; it returns how many it gave back.
+func (s *Service) settleQueue(k queueKey, legacy []kvindex.ReviveIntent, batches []kvindex.ReviveBatch, stored map[revivedKey]bool) (int, error) {
 	unlock := s.lock(k.group, k.topic, k.queueID)
 	defer unlock()
-	now := s.now()
-	maxTimes, err := s.cfg.Broker.RetryMaxTimes(k.group)
-	if err != nil {
-		return 0, err
-	}
-	var views []*commitlog.View
-	defer func() {
-		for _, v := range views {
-			v.Release()
-		}
-	}()
 	b := s.store.NewBatch()
 	defer b.Close()
-	var out []revived
-	var unread []*kvindex.ReviveIntent
-	var left []kvindex.ReviveBatch // the batches' messages still to put
-	n := 0
-	for i := range batches {
-		r := &batches[i]
-		if err := b.DeleteReviveBatch(r); err != nil {
+	var left []*kvindex.ReviveIntent
+	for i := range legacy {
+		if err := b.DeleteReviveIntent(&legacy[i]); err != nil {
 			return 0, err
 		}
-		rest := *r
-		rest.Offsets = nil
-		for _, in := range r.Intents() {
-			n++
-			if stored[reviveKeyOf(&in)] {
-				continue
-			}
-			m, v, ok, err := s.readMessage(in.Topic, in.QueueID, in.QueueOffset)
-			if err != nil {
-				// Given back to a checkpoint, revived again later.
-				s.log.Warn().Err(err).Str("group", in.Group).Str("topic", in.Topic).Int32("queue", in.QueueID).
-					Int64("offset", in.QueueOffset).Msg("revive: read failed; retrying later")
-				unread = append(unread, &in)
-				continue
-			}
-			if !ok {
-				continue // deleted by retention: nothing to re-deliver
-			}
-			views = append(views, v)
-			out = append(out, revived{msg: s.reviveMessage(&m, maxTimes, &in), intent: in})
-			rest.Offsets = append(rest.Offsets, in.QueueOffset)
+		left = append(left, &legacy[i])
+	}
+	for i := range batches {
+		if err := b.DeleteReviveBatch(&batches[i]); err != nil {
+			return 0, err
 		}
-		if len(rest.Offsets) > 0 {
-			if err := b.PutReviveBatch(&rest); err != nil {
-				return 0, err
+		for _, in := range batches[i].Intents() {
+			if !stored[reviveKeyOf(&in)] {
+				left = append(left, &in)
 			}
-			left = append(left, rest)
 		}
 	}
-	if err := s.giveBack(b, unread, now); err != nil {
+	if err := s.giveBack(b, left, s.now(), false); err != nil {
 		return 0, err
 	}
-	if err := commitDurable(b); err != nil {
-		return 0, err
-	}
-	if err := s.putIntents(ctx, out, left, now); err != nil {
-		return 0, err
-	}
-	return n, s.moveCommitted(k.group, k.topic, k.queueID)
+	return len(left), commitDurable(b)
 }
 
 // putRevived puts the revived messages to their pop-retry topic and DLQ

@@ -53,7 +53,8 @@ type Broker interface {
 	// queue offsets; it returns once they are in the CommitLog.
 	Put(ctx context.Context, msgs []*commitlog.Message) error
 	// WaitDispatched returns once every record in the CommitLog when it
-	// was called is indexed (revive intents of put messages deleted).
+	// was called is indexed: what a revive put stored is then found in
+	// the ConsumeQueue.
 	WaitDispatched(ctx context.Context) error
 }
 

@@ -159,7 +159,7 @@ func runExport(ctx context.Context, s *store, w *output, dir string, force bool)
 // popNotRolledBack counts the POP messages in flight that the last
 // POP_ROLLBACK did not write to the revive topic (all of them without
 // one): those popped after it began, or in its first millisecond; and
-// those a crash left half revived (keyspace 0x57).
+// those whose revive has not finished (keyspaces 0x58 and 0x57).
 func popNotRolledBack(db *kvindex.DB) (int, error) {
 	r, ok, err := db.LastPopRollback()
 	if err != nil {
@@ -175,9 +175,8 @@ func popNotRolledBack(db *kvindex.DB) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read the POP messages in flight: %w", err)
 	}
-	// Messages whose revive a crash cut short before their put: no
-	// checkpoint holds them any more, and only rocketkv's next start puts
-	// them.
+	// Messages whose revive a crash cut short: no checkpoint holds them
+	// any more, and only rocketkv's next start revives those not stored.
 	reviving, err := db.Pop().CountReviveIntents()
 	if err != nil {
 		return 0, fmt.Errorf("read the POP messages being revived: %w", err)

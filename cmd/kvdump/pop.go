@@ -32,7 +32,8 @@ topics, the topic they retry. --orderly lists the orderly pop batches instead.
 --reviving lists the messages being revived instead: those whose checkpoint a
 revive replaced by a revive batch (0x58; 0x57 intents of an earlier version)
 and whose put to the retry topic or DLQ has not returned, or was cut short by
-a crash; at its start the broker puts those the CommitLog does not hold.`,
+a crash; at its start the broker revives again those the CommitLog does not
+hold.`,
 		Args: cobra.NoArgs,
 		RunE: withStore(o, func(ctx context.Context, s *store, out *output) error {
 			before, err := dueBound(dueBefore)
@@ -55,7 +56,7 @@ a crash; at its start the broker puts those the CommitLog does not hold.`,
 	cmd.Flags().StringVar(&topic, "topic", "", "only this topic (and its pop-retry topics)")
 	cmd.Flags().StringVar(&dueBefore, "due-before", "", "only records visible again at or before this time")
 	cmd.Flags().BoolVar(&orderly, "orderly", false, "list orderly pop batches instead of in-flight messages")
-	cmd.Flags().BoolVar(&reviving, "reviving", false, "list revive intents (messages whose revive a crash cut short) instead of in-flight messages")
+	cmd.Flags().BoolVar(&reviving, "reviving", false, "list the messages being revived (whose revive a crash may have cut short) instead of in-flight messages")
 	return cmd
 }
 
@@ -116,7 +117,7 @@ func runPopReviving(ctx context.Context, s *store, out *output, group, topic str
 		})
 	})
 	if err := l.finish(err); err != nil {
-		return fmt.Errorf("list revive intents: %w", err)
+		return fmt.Errorf("list the messages being revived: %w", err)
 	}
 	return nil
 }

@@ -107,7 +107,7 @@ func TestPop(t *testing.T) {
 		}
 	}
 	if got := mustKvdump(t, "--store", root, "summary"); !strings.Contains(got, "4 messages in 3 checkpoints") ||
-		!strings.Contains(got, "1 messages whose revive a crash cut short") {
+		!strings.Contains(got, "1 messages whose revive has not finished") {
 		t.Errorf("summary table:\n%s", got)
 	}
 }

@@ -176,7 +176,7 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 	t.row("queues", num(sum.Queues))
 	t.row("pop in flight", fmt.Sprintf("%d messages in %d checkpoints", sum.PopInFlight, sum.PopCheckpoints))
 	if sum.PopReviving > 0 {
-		t.row("pop reviving", fmt.Sprintf("%d messages whose revive a crash cut short (put by the broker's next start)", sum.PopReviving))
+		t.row("pop reviving", fmt.Sprintf("%d messages whose revive has not finished (a crash's are settled at the broker's next start)", sum.PopReviving))
 	}
 	if r := sum.PopRollback; r != nil {
 		t.row("pop rollback", fmt.Sprintf("pops before %s written to %s/0 from offset %d", formatTime(r.At), r.Topic, r.From))
