@@ -116,6 +116,9 @@ type Broker struct {
 	// beforePut, when set, may refuse a put before it reaches the
 	// CommitLog: a seam for tests of failed appends.
 	beforePut func(msgs []*commitlog.Message) error
+	// reviveGiveBackWait is pop.Config.GiveBackWait (0: its default);
+	// tests shorten it.
+	reviveGiveBackWait time.Duration
 	// wakeEveryHeld makes every dispatch re-run the requests held on its
 	// queue whatever their filters, as before held requests were checked
 	// against the dispatched tag codes: the baseline the long-polling

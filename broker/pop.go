@@ -68,6 +68,7 @@ func (b *Broker) startPop() error {
 		BrokerName: b.cfg.BrokerName, StoreHost: b.storeHost,
 		RetryTopicV2: b.cfg.EnableRetryTopicV2, ReadRetryV1: b.cfg.RetrieveMessageFromPopRetryTopicV1,
 		OnQueueReady: func(topic string, queueID int32) { b.popHolds.notify(topic, queueID) },
+		GiveBackWait: b.reviveGiveBackWait,
 		InMemory:     func(phy int64) bool { return b.current().InitPopOffsetByCheckMsgInMem && b.inMemory(phy) },
 		Logger:       b.root,
 	})

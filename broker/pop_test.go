@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/popclient"
 	"github.com/rocketkv/rocketkv/kvindex"
@@ -502,6 +504,80 @@ func TestFailedRevivePutGivesBackWhatDidNotLand(t *testing.T) {
 	}
 	if int64(len(seen)) != stored {
 		t.Fatalf("pulled %d of the %d stored messages", len(seen), stored)
+	}
+}
+
+// A revive put that fails while the dispatcher is far behind cannot tell
+// at once what it stored, so its revive batch stays; once the dispatcher
+// has caught up, a later revive round settles it (not only the next
+// start): the messages go back to their checkpoint, due after the
+// backoff, and none is left reviving or stored.
+func TestFailedRevivePutSettledOnceTheDispatcherCatchesUp(t *testing.T) {
+	stall := make(chan struct{})
+	var holdOnce, releaseOnce sync.Once
+	var puts atomic.Int32
+	b := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) {
+		b.reviveGiveBackWait = 200 * time.Millisecond
+		b.dispatchHooks = map[string]kvindex.Hook{"Stall": kvindex.HookFunc(func(*pebble.Batch, *commitlog.Message) error {
+			holdOnce.Do(func() { <-stall }) // the first record holds dispatch up
+			return nil
+		})}
+		b.beforePut = func(msgs []*commitlog.Message) error {
+			if msgs[0].Topic == "%RETRY%g_FS" && puts.Add(1) == 1 {
+				return errors.New("the revive put fails")
+			}
+			return nil
+		}
+	})
+	release := func() { releaseOnce.Do(func() { close(stall) }) }
+	t.Cleanup(release) // registered after the broker's: runs before its shutdown
+	c, rc := popClient(b)
+	const n = 5
+	for i := range n {
+		mustSend(t, rc, "FS", 0, fmt.Sprintf("m%d", i), "")
+	}
+	b.caughtUp()
+	res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "FS", QueueID: 0, MaxMsgNums: 32, InvisibleTime: 300 * time.Millisecond})
+	if len(res.Messages) != n {
+		t.Fatalf("popped %d messages, want %d", len(res.Messages), n)
+	}
+	mustSend(t, rc, "Stall", 0, "hold dispatch", "")
+	for deadline := time.Now().Add(10 * time.Second); puts.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the popped messages were never revived")
+		}
+	}
+	// Past the put's wait for the dispatcher, and a few rounds that could
+	// not settle the batch with dispatch still held up.
+	time.Sleep(time.Second)
+	if _, inCheckpoints, err := b.db.Pop().CountInFlight(); err != nil || inCheckpoints != 0 || reviveIntents(t, b) != n {
+		t.Fatalf("with dispatch held up: %d in checkpoints (%v), %d reviving; want 0 and %d", inCheckpoints, err, reviveIntents(t, b), n)
+	}
+	released := time.Now()
+	release()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, inCheckpoints, err := b.db.Pop().CountInFlight()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reviving := reviveIntents(t, b)
+		if inCheckpoints == n && reviving == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dispatch released: %d in checkpoints, %d reviving; want %d and 0", inCheckpoints, reviving, n)
+		}
+	}
+	var cks []kvindex.Checkpoint
+	if err := b.db.Pop().DueCheckpoints(0, math.MaxInt64, 0, func(ck kvindex.Checkpoint) bool { cks = append(cks, ck); return true }); err != nil {
+		t.Fatal(err)
+	}
+	backoff := released.Add(9 * time.Second).UnixMilli() // the first backoff is 10 s
+	if len(cks) != 1 || len(cks[0].Offsets) != n || cks[0].VisibleAt < backoff || cks[0].Attempts != 1 {
+		t.Fatalf("checkpoints after the settle %+v; want one of %d messages, due after %d, attempt 1", cks, n, backoff)
+	}
+	if stored, _ := b.cqs.MaxOffset("%RETRY%g_FS", 0); stored != 0 || puts.Load() != 1 {
+		t.Fatalf("%d messages stored in the retry topic after %d puts; want 0 after 1", stored, puts.Load())
 	}
 }
 

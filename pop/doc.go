@@ -20,9 +20,12 @@
 // the topics the put can store to; each put message names its delivery
 // (kvindex.PropertyRevivedFrom); the batch is deleted once the put
 // returns. A batch a crash or a failed put left is settled from the
-// records above its floors: the messages they name were stored, the others
-// go back to their checkpoint, due at once when the service starts again
-// (or after reviveBackoff, after a failed put).
+// records above its floors once the dispatcher has indexed them: the
+// messages they name were stored, the others go back to their checkpoint.
+// A crash's batches are settled when the service starts again, due at
+// once; a failed put's right after it, or, when the dispatcher is more
+// than Config.GiveBackWait behind, before a later round once it has caught up,
+// due after reviveBackoff.
 //
 // Orderly pops keep one batch per group and queue (0x53) and lock the
 // queue until the batch is acknowledged or expired; see order.go.

@@ -242,9 +242,10 @@ func (f *failingBroker) Put(context.Context, []*commitlog.Message) error {
 }
 
 // A revive put that fails while the dispatcher cannot be waited for
-// cannot tell what it stored: its revive batch stays for the next start
-// and the round reports it. (broker TestFailedRevivePutGivesBackWhatDidNotLand
-// covers the give-back.)
+// cannot tell what it stored: its revive batch stays and the round
+// reports it. (broker TestFailedRevivePutGivesBackWhatDidNotLand covers
+// the give-back, TestFailedRevivePutSettledOnceTheDispatcherCatchesUp the
+// settle of the batch left.)
 func TestFailedRevivePutWithTheDispatcherStuckKeepsItsBatch(t *testing.T) {
 	db, err := kvindex.Open(kvindex.Options{Dir: t.TempDir(), Logger: zerolog.Nop()})
 	if err != nil {

@@ -2,6 +2,7 @@ package pop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -26,11 +27,19 @@ var reviveBackoff = []time.Duration{10 * time.Second, 30 * time.Second, time.Min
 // reviveLoop revives due records until ctx ends: a round handles up to
 // ReviveBatch records in deadline order; when fewer were due it sleeps
 // until the next deadline, ReviveIdle, or a kick, whichever comes first.
+//
+// Revive batches left behind are settled before the rounds: at start
+// those of a crash (waiting for the dispatcher as long as it takes), and
+// after a failed round those whose put could not tell what it stored
+// (waiting at most settleWait before each round until it succeeds).
 func (s *Service) reviveLoop(ctx context.Context) {
 	defer close(s.done)
-	if _, err := s.reviveIntents(ctx); err != nil && ctx.Err() == nil {
-		s.log.Error().Err(err).Msg("revive: messages whose revive a crash cut short not put; they are put at the next start")
+	unsettled := false
+	if _, err := s.reviveIntents(ctx, false); err != nil && ctx.Err() == nil {
+		s.log.Error().Err(err).Msg("revive: messages whose revive a crash cut short not settled yet; tried again before each round")
+		unsettled = true
 	}
+	afterFailure := false
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -40,6 +49,9 @@ func (s *Service) reviveLoop(ctx context.Context) {
 		case <-timer.C:
 		case <-s.wake:
 		}
+		if unsettled {
+			unsettled = !s.settleLeft(ctx, afterFailure)
+		}
 		t0 := time.Now()
 		n, err := s.ReviveOnce(ctx)
 		if n > 0 {
@@ -47,6 +59,9 @@ func (s *Service) reviveLoop(ctx context.Context) {
 		}
 		if err != nil && ctx.Err() == nil {
 			s.log.Error().Err(err).Msg("revive round failed")
+			// The round may have left revive batches (a put that failed
+			// before the dispatcher could tell what it stored).
+			unsettled, afterFailure = true, true
 		}
 		wait := s.cfg.ReviveIdle
 		if n >= s.cfg.ReviveBatch && err == nil {
@@ -62,6 +77,28 @@ func (s *Service) reviveLoop(ctx context.Context) {
 		}
 		timer.Reset(wait)
 	}
+}
+
+// settleWait bounds how long the revive loop waits for the dispatcher
+// before a round when revive batches are left to settle; a round goes on
+// without them when it is not enough.
+const settleWait = 100 * time.Millisecond
+
+// settleLeft settles the revive batches left by a crash (afterFailure
+// false) or by failed rounds (true: the messages not stored go back to
+// their checkpoints after reviveBackoff, as after any failed put) and
+// reports whether none is left. It runs between rounds, so every batch it
+// finds is left over.
+func (s *Service) settleLeft(ctx context.Context, afterFailure bool) bool {
+	wctx, cancel := context.WithTimeout(ctx, settleWait)
+	defer cancel()
+	if _, err := s.reviveIntents(wctx, afterFailure); err != nil {
+		if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+			s.log.Error().Err(err).Msg("revive: revive batches left not settled; tried again before the next round")
+		}
+		return false
+	}
+	return true
 }
 
 // reviveWorkers is how many queues a revive round handles at once.
@@ -83,9 +120,11 @@ type queueKey struct {
 // retryMaxTimes times, and the committed offset moves. The checkpoints
 // are replaced by revive batches in one durable commit before the put,
 // and the batches deleted after it, so a crash anywhere neither loses a
-// message nor puts it twice (reviveIntents settles the batches left at
-// the next start). A message that could not be read, or whose put failed,
-// goes back to a checkpoint due after reviveBackoff.
+// message nor puts it twice (reviveIntents settles the batches a crash
+// leaves at the next start, and those of a failed put that could not yet
+// tell what it stored before a later round). A message that could not be
+// read, or whose put failed, goes back to a checkpoint due after
+// reviveBackoff.
 func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 	now := s.now()
 	s.lowerCursor()
@@ -358,15 +397,15 @@ func (s *Service) putIntents(ctx context.Context, out []revived, batches []kvind
 		return b.Commit(false)
 	}
 	// Some may have been put; the dispatcher tells which. Past a shutdown
-	// too: batches left are otherwise only put at the next start.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveBackWait)
+	// too: a batch left then is only settled at the next start.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.GiveBackWait)
 	defer cancel()
 	if err := s.cfg.Broker.WaitDispatched(wctx); err != nil {
-		return fmt.Errorf("revive: wait for the dispatch of a failed put (its messages are put at the next start): %w", err)
+		return fmt.Errorf("revive: wait for the dispatch of a failed put (its revive batches are settled once the dispatcher catches up): %w", err)
 	}
 	stored, err := s.storedRevives(batches)
 	if err != nil {
-		return fmt.Errorf("revive: find what a failed put stored (its messages are put at the next start): %w", err)
+		return fmt.Errorf("revive: find what a failed put stored (its revive batches are settled before a later round): %w", err)
 	}
 	var left []*kvindex.ReviveIntent
 	for i := range batches {
@@ -540,18 +579,16 @@ func retryAt(now int64, attempts int32) int64 {
 	return now + reviveBackoff[min(int(attempts), len(reviveBackoff)-1)].Milliseconds()
 }
 
-// giveBackWait bounds how long a failed revive put waits for the
-// dispatcher before its messages not stored go back to checkpoints.
-const giveBackWait = 30 * time.Second
-
-// reviveIntents settles the revives a crash cut short: it runs when the
-// service starts, after the dispatcher caught up with the CommitLog. The
-// messages of revive batches left that a record above their floors names
-// were stored and are done; the others, and the intents an earlier
-// version left in keyspace 0x57 (those whose put reached the CommitLog
-// were deleted by the dispatcher), go back to their checkpoints, due at
-// once: the revive rounds that follow put them.
-func (s *Service) reviveIntents(ctx context.Context) (int, error) {
+// reviveIntents settles the revives a crash or a failed round cut short:
+// it runs between revive rounds (first when the service starts), after
+// the dispatcher caught up with the CommitLog. The messages of revive
+// batches left that a record above their floors names were stored and
+// are done; the others, and the intents an earlier version left in
+// keyspace 0x57 (those whose put reached the CommitLog were deleted by
+// the dispatcher), go back to their checkpoints: due at once after a
+// crash, after reviveBackoff after a failed put (afterFailure). The
+// revive rounds that follow put them.
+func (s *Service) reviveIntents(ctx context.Context, afterFailure bool) (int, error) {
 	if err := s.cfg.Broker.WaitDispatched(ctx); err != nil {
 		return 0, fmt.Errorf("revive: wait for the dispatch of the CommitLog: %w", err)
 	}
@@ -593,7 +630,7 @@ func (s *Service) reviveIntents(ctx context.Context) (int, error) {
 	n := 0
 	for _, k := range order {
 		q := byQueue[k]
-		m, err := s.settleQueue(k, q.legacy, q.batches, stored)
+		m, err := s.settleQueue(k, q.legacy, q.batches, stored, afterFailure)
 		n += m
 		if err != nil {
 			return n, err
@@ -601,15 +638,19 @@ func (s *Service) reviveIntents(ctx context.Context) (int, error) {
 	}
 	s.store.LegacyReviveIntentsDone()
 	if n > 0 {
-		s.log.Warn().Int("messages", n).Msg("revive: messages whose revive a crash cut short before their put are due again")
+		what := "revive: messages whose revive a crash cut short before their put are due again"
+		if afterFailure {
+			what = "revive: messages a failed revive put did not store are back in their checkpoints"
+		}
+		s.log.Warn().Int("messages", n).Msg(what)
 	}
 	return n, nil
 }
 
 // settleQueue deletes one queue's intents and revive batches left by a
-// crash and gives the messages not stored back to their checkpoints, due
-// at once; it returns how many it gave back.
-func (s *Service) settleQueue(k queueKey, legacy []kvindex.ReviveIntent, batches []kvindex.ReviveBatch, stored map[revivedKey]bool) (int, error) {
+// crash or a failed round and gives the messages not stored back to their
+// checkpoints (giveBack); it returns how many it gave back.
+func (s *Service) settleQueue(k queueKey, legacy []kvindex.ReviveIntent, batches []kvindex.ReviveBatch, stored map[revivedKey]bool, afterFailure bool) (int, error) {
 	unlock := s.lock(k.group, k.topic, k.queueID)
 	defer unlock()
 	b := s.store.NewBatch()
@@ -631,7 +672,7 @@ func (s *Service) settleQueue(k queueKey, legacy []kvindex.ReviveIntent, batches
 			}
 		}
 	}
-	if err := s.giveBack(b, left, s.now(), false); err != nil {
+	if err := s.giveBack(b, left, s.now(), afterFailure); err != nil {
 		return 0, err
 	}
 	return len(left), commitDurable(b)

@@ -83,6 +83,12 @@ type Config struct {
 	// ReviveIdle is the longest the revive loop sleeps when nothing is due
 	// (default 100 ms); it also wakes at the next deadline.
 	ReviveIdle time.Duration
+	// GiveBackWait bounds how long a failed revive put waits for the
+	// dispatcher to index what it stored before the messages it did not
+	// store go back to their checkpoints (default 30 s). Past it the
+	// revive batch stays and is settled before a later round, once the
+	// dispatcher has caught up.
+	GiveBackWait time.Duration
 	// InMemory reports whether a CommitLog offset is still in the page
 	// cache. With it, a group's first pop of a queue with InitMax starts
 	// at 0 instead of the last message when the queue's first message
@@ -154,6 +160,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.ReviveIdle <= 0 {
 		cfg.ReviveIdle = 100 * time.Millisecond
+	}
+	if cfg.GiveBackWait <= 0 {
+		cfg.GiveBackWait = 30 * time.Second
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
