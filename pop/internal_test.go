@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/maphash"
 	"math"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -288,5 +289,71 @@ func TestFailedRevivePutWithTheDispatcherStuckKeepsItsBatch(t *testing.T) {
 	}
 	if st := s.ReviveStats(); st.Retried != 0 {
 		t.Fatalf("revive stats %+v count a failed put", st)
+	}
+}
+
+// oneQueue serves the entries of queue 0 of one topic; the rest of
+// cq.Store is not used.
+type oneQueue struct {
+	cq.Store
+	topic   string
+	entries []cq.Entry
+}
+
+func (q *oneQueue) MinOffset(string, int32) (int64, error) { return 0, nil }
+
+func (q *oneQueue) Get(topic string, queueID int32, from int64, max int) ([]cq.Entry, error) {
+	if topic != q.topic || queueID != 0 || from >= int64(len(q.entries)) {
+		return nil, nil
+	}
+	return q.entries[from:min(int64(len(q.entries)), from+int64(max))], nil
+}
+
+// TestStoredRevivesSkipsUndecodableRecords checks that settling a revive
+// batch is not stopped by a record of the pop-retry topic that cannot be
+// decoded: the records around it still tell what was stored, and the
+// batch's other messages count as not stored (put again) instead of the
+// settle failing before every round, their revive never finished.
+func TestStoredRevivesSkipsUndecodableRecords(t *testing.T) {
+	cfg := commitlog.DefaultConfig(t.TempDir())
+	cfg.SegmentSize = 1 << 20
+	cfg.Logger = zerolog.Nop()
+	l, err := commitlog.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ck := kvindex.Checkpoint{Group: "G", Topic: "T", CKOffset: 4, PopTime: 900_000, InvisibleTime: 60_000, Offsets: []int64{4, 5, 6}}
+	batch := kvindex.ReviveBatch{Checkpoint: ck}
+	retry := RetryTopicV1("T", "G")
+	host := netip.MustParseAddrPort("127.0.0.1:10911")
+	var stored []cq.Entry
+	for _, in := range batch.Intents() {
+		if in.QueueOffset == 5 {
+			continue // the put did not store this one
+		}
+		m := &commitlog.Message{Topic: retry, Body: []byte("revived"), BornHost: host, StoreHost: host,
+			Properties: kvindex.PropertyRevivedFrom + "\x01" + in.PropertyValue() + "\x02"}
+		res, err := l.Append(context.Background(), commitlog.AppendRequest{Message: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, cq.Entry{PhyOffset: res.PhyOffset, Size: res.Records[0].Size})
+	}
+	// Between the two records, an entry that points inside the first.
+	bad := cq.Entry{PhyOffset: stored[0].PhyOffset + 8, Size: stored[0].Size}
+	entries := []cq.Entry{stored[0], bad, stored[1]}
+	for i := range entries {
+		entries[i].QueueOffset = int64(i)
+	}
+	s := &Service{cfg: Config{Log: l, CQ: &oneQueue{topic: retry, entries: entries}}, log: zerolog.Nop()}
+	got, err := s.storedRevives([]kvindex.ReviveBatch{batch})
+	if err != nil {
+		t.Fatalf("stored revives past an undecodable record: %v", err)
+	}
+	for off, want := range map[int64]bool{4: true, 5: false, 6: true} {
+		if k := (revivedKey{"G", "T", 0, off}); got[k] != want {
+			t.Errorf("offset %d stored: %v, want %v (found %v)", off, got[k], want, got)
+		}
 	}
 }

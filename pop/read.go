@@ -132,7 +132,10 @@ func (s *Service) readAt(topic string, queueID int32, e cq.Entry) (commitlog.Mes
 	m, err := commitlog.Decode(v.Data)
 	if err != nil {
 		v.Release()
-		return commitlog.Message{}, nil, false, fmt.Errorf("decode %s/%d@%d: %w", topic, queueID, offset, err)
+		return commitlog.Message{}, nil, false, fmt.Errorf("decode %s/%d@%d: %w: %w", topic, queueID, offset, errUndecodable, err)
 	}
 	return m, v, true, nil
 }
+
+// errUndecodable marks a record readAt read but could not decode.
+var errUndecodable = errors.New("record cannot be decoded")

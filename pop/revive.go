@@ -488,7 +488,9 @@ func (s *Service) storedRevives(batches []kvindex.ReviveBatch) (map[revivedKey]b
 }
 
 // scanRevived adds to stored the messages named by the records of queue 0
-// of topic from offset from on.
+// of topic from offset from on. A record that cannot be decoded is
+// skipped (and logged): it names no message, so a revive it might have
+// stored is put again, at least once rather than never.
 func (s *Service) scanRevived(topic string, from int64, stored map[revivedKey]bool) error {
 	low, err := s.cfg.CQ.MinOffset(topic, 0)
 	if err != nil {
@@ -504,6 +506,10 @@ func (s *Service) scanRevived(topic string, from int64, stored map[revivedKey]bo
 		}
 		for _, e := range entries {
 			m, v, ok, err := s.readAt(topic, 0, e)
+			if errors.Is(err, errUndecodable) {
+				s.log.Warn().Err(err).Msg("revive: a record that cannot be decoded is taken for no stored revive")
+				continue
+			}
 			if err != nil {
 				return err
 			}
