@@ -39,7 +39,7 @@ func (s *Service) reviveLoop(ctx context.Context) {
 		s.log.Error().Err(err).Msg("revive: messages whose revive a crash cut short not settled yet; tried again before each round")
 		unsettled = true
 	}
-	afterFailure := false
+	afterFailure, settleLogged := false, false
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -50,7 +50,13 @@ func (s *Service) reviveLoop(ctx context.Context) {
 		case <-s.wake:
 		}
 		if unsettled {
-			unsettled = !s.settleLeft(ctx, afterFailure)
+			switch err := s.settleLeft(ctx, afterFailure); {
+			case err == nil:
+				unsettled, settleLogged = false, false
+			case !settleLogged && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded):
+				s.log.Error().Err(err).Msg("revive: revive batches left not settled; tried again before each round")
+				settleLogged = true // once until a settle succeeds
+			}
 		}
 		t0 := time.Now()
 		n, err := s.ReviveOnce(ctx)
@@ -86,19 +92,14 @@ const settleWait = 100 * time.Millisecond
 
 // settleLeft settles the revive batches left by a crash (afterFailure
 // false) or by failed rounds (true: the messages not stored go back to
-// their checkpoints after reviveBackoff, as after any failed put) and
-// reports whether none is left. It runs between rounds, so every batch it
-// finds is left over.
-func (s *Service) settleLeft(ctx context.Context, afterFailure bool) bool {
+// their checkpoints after reviveBackoff, as after any failed put), waiting
+// at most settleWait for the dispatcher; nil means none is left. It runs
+// between rounds, so every batch it finds is left over.
+func (s *Service) settleLeft(ctx context.Context, afterFailure bool) error {
 	wctx, cancel := context.WithTimeout(ctx, settleWait)
 	defer cancel()
-	if _, err := s.reviveIntents(wctx, afterFailure); err != nil {
-		if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
-			s.log.Error().Err(err).Msg("revive: revive batches left not settled; tried again before the next round")
-		}
-		return false
-	}
-	return true
+	_, err := s.reviveIntents(wctx, afterFailure)
+	return err
 }
 
 // reviveWorkers is how many queues a revive round handles at once.
