@@ -65,11 +65,10 @@ func TestReviveCursorFollowsLateDeadlines(t *testing.T) {
 	}
 }
 
-// TestFinishPopSkipsDeletedMessages checks the lazy pop path: a message
-// recorded in flight whose record retention deleted before the pop read
-// its body is left out of the answer, as the eager read leaves it out,
-// instead of failing a pop whose records are already committed.
-func TestFinishPopSkipsDeletedMessages(t *testing.T) {
+// openTestLog opens a CommitLog of 1 MiB segments in a temporary
+// directory, closed when the test ends.
+func openTestLog(t *testing.T) *commitlog.Log {
+	t.Helper()
 	cfg := commitlog.DefaultConfig(t.TempDir())
 	cfg.SegmentSize = 1 << 20
 	cfg.Logger = zerolog.Nop()
@@ -77,7 +76,16 @@ func TestFinishPopSkipsDeletedMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// TestFinishPopSkipsDeletedMessages checks the lazy pop path: a message
+// recorded in flight whose record retention deleted before the pop read
+// its body is left out of the answer, as the eager read leaves it out,
+// instead of failing a pop whose records are already committed.
+func TestFinishPopSkipsDeletedMessages(t *testing.T) {
+	l := openTestLog(t)
 	s := &Service{cfg: Config{Log: l}}
 	gone := cq.Entry{QueueOffset: 5, PhyOffset: 1 << 40, Size: 100} // past the log: ErrOffsetOutOfRange
 	r := readResult{from: 5, offsets: []int64{5, 6}, records: [][]byte{nil, []byte("kept")},
@@ -315,14 +323,7 @@ func (q *oneQueue) Get(topic string, queueID int32, from int64, max int) ([]cq.E
 // batch's other messages count as not stored (put again) instead of the
 // settle failing before every round, their revive never finished.
 func TestStoredRevivesSkipsUndecodableRecords(t *testing.T) {
-	cfg := commitlog.DefaultConfig(t.TempDir())
-	cfg.SegmentSize = 1 << 20
-	cfg.Logger = zerolog.Nop()
-	l, err := commitlog.Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openTestLog(t)
 	ck := kvindex.Checkpoint{Group: "G", Topic: "T", CKOffset: 4, PopTime: 900_000, InvisibleTime: 60_000, Offsets: []int64{4, 5, 6}}
 	batch := kvindex.ReviveBatch{Checkpoint: ck}
 	retry := RetryTopicV1("T", "G")
