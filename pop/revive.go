@@ -34,12 +34,11 @@ var reviveBackoff = []time.Duration{10 * time.Second, 30 * time.Second, time.Min
 // (waiting at most settleWait before each round until it succeeds).
 func (s *Service) reviveLoop(ctx context.Context) {
 	defer close(s.done)
-	unsettled := false
+	var left leftovers
 	if _, err := s.reviveIntents(ctx, false); err != nil && ctx.Err() == nil {
 		s.log.Error().Err(err).Msg("revive: messages whose revive a crash cut short not settled yet; tried again before each round")
-		unsettled = true
+		left.pending = true
 	}
-	afterFailure, settleLogged := false, false
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -49,14 +48,8 @@ func (s *Service) reviveLoop(ctx context.Context) {
 		case <-timer.C:
 		case <-s.wake:
 		}
-		if unsettled {
-			switch err := s.settleLeft(ctx, afterFailure); {
-			case err == nil:
-				unsettled, settleLogged = false, false
-			case !settleLogged && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded):
-				s.log.Error().Err(err).Msg("revive: revive batches left not settled; tried again before each round")
-				settleLogged = true // once until a settle succeeds
-			}
+		if left.pending {
+			s.settleLeft(ctx, &left)
 		}
 		t0 := time.Now()
 		n, err := s.ReviveOnce(ctx)
@@ -67,7 +60,7 @@ func (s *Service) reviveLoop(ctx context.Context) {
 			s.log.Error().Err(err).Msg("revive round failed")
 			// The round may have left revive batches (a put that failed
 			// before the dispatcher could tell what it stored).
-			unsettled, afterFailure = true, true
+			left.pending, left.afterFailure = true, true
 		}
 		wait := s.cfg.ReviveIdle
 		if n >= s.cfg.ReviveBatch && err == nil {
@@ -90,16 +83,33 @@ func (s *Service) reviveLoop(ctx context.Context) {
 // without them when it is not enough.
 const settleWait = 100 * time.Millisecond
 
-// settleLeft settles the revive batches left by a crash (afterFailure
-// false) or by failed rounds (true: the messages not stored go back to
-// their checkpoints after reviveBackoff, as after any failed put), waiting
-// at most settleWait for the dispatcher; nil means none is left. It runs
-// between rounds, so every batch it finds is left over.
-func (s *Service) settleLeft(ctx context.Context, afterFailure bool) error {
+// leftovers is the revive loop's record of revive batches left to settle.
+type leftovers struct {
+	// pending: a crash's settle or a revive round failed, and batches may
+	// be left.
+	pending bool
+	// afterFailure: a round failed, so the messages not stored go back to
+	// their checkpoints after reviveBackoff, as after any failed put (a
+	// crash's come back at once).
+	afterFailure bool
+	// logged: the current streak of failed settles was logged.
+	logged bool
+}
+
+// settleLeft settles the revive batches left over, waiting at most
+// settleWait for the dispatcher, and clears left.pending when none is
+// left. It runs between rounds, so every batch it finds is left over. A
+// failure other than the wait is logged once a streak.
+func (s *Service) settleLeft(ctx context.Context, left *leftovers) {
 	wctx, cancel := context.WithTimeout(ctx, settleWait)
 	defer cancel()
-	_, err := s.reviveIntents(wctx, afterFailure)
-	return err
+	switch _, err := s.reviveIntents(wctx, left.afterFailure); {
+	case err == nil:
+		left.pending, left.logged = false, false
+	case !left.logged && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded):
+		s.log.Error().Err(err).Msg("revive: revive batches left not settled; tried again before each round")
+		left.logged = true
+	}
 }
 
 // reviveWorkers is how many queues a revive round handles at once.
