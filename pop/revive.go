@@ -418,21 +418,8 @@ func (s *Service) putIntents(ctx context.Context, out []revived, batches []kvind
 	if err != nil {
 		return fmt.Errorf("revive: find what a failed put stored (its revive batches are settled before a later round): %w", err)
 	}
-	var left []*kvindex.ReviveIntent
-	for i := range batches {
-		if err := b.DeleteReviveBatch(&batches[i]); err != nil {
-			return err
-		}
-		for _, in := range batches[i].Intents() {
-			if !stored[reviveKeyOf(&in)] {
-				left = append(left, &in)
-			}
-		}
-	}
-	if err := s.giveBack(b, left, now, true); err != nil {
-		return err
-	}
-	return commitDurable(b)
+	_, err = s.settle(b, nil, batches, stored, now, true)
+	return err
 }
 
 // revivedKey names a message a revive re-delivers.
@@ -672,6 +659,14 @@ func (s *Service) settleQueue(k queueKey, legacy []kvindex.ReviveIntent, batches
 	defer unlock()
 	b := s.store.NewBatch()
 	defer b.Close()
+	return s.settle(b, legacy, batches, stored, s.now(), afterFailure)
+}
+
+// settle deletes, in b, one queue's 0x57 intents and revive batches,
+// gives their messages not stored back to their checkpoints (giveBack:
+// failed says whether after a failed put) and commits b durably; it
+// returns how many it gave back. The caller holds the queue's lock.
+func (s *Service) settle(b *kvindex.PopBatch, legacy []kvindex.ReviveIntent, batches []kvindex.ReviveBatch, stored map[revivedKey]bool, now int64, failed bool) (int, error) {
 	var left []*kvindex.ReviveIntent
 	for i := range legacy {
 		if err := b.DeleteReviveIntent(&legacy[i]); err != nil {
@@ -689,7 +684,7 @@ func (s *Service) settleQueue(k queueKey, legacy []kvindex.ReviveIntent, batches
 			}
 		}
 	}
-	if err := s.giveBack(b, left, s.now(), afterFailure); err != nil {
+	if err := s.giveBack(b, left, now, failed); err != nil {
 		return 0, err
 	}
 	return len(left), commitDurable(b)
