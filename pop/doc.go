@@ -25,7 +25,12 @@
 // A crash's batches are settled when the service starts again, due at
 // once; a failed put's right after it, or, when the dispatcher is more
 // than Config.GiveBackWait behind, before a later round once it has caught up,
-// due after reviveBackoff.
+// due after reviveBackoff. A message whose record retention deleted is
+// not re-delivered; nor is one whose record cannot be decoded (logged as
+// an error and counted in ReviveStats.Undecodable), as RocketMQ's revive
+// drops a message it cannot get from its own store. A read that fails
+// for another reason goes back to the checkpoint, retried with the
+// backoff.
 //
 // Orderly pops keep one batch per group and queue (0x53) and lock the
 // queue until the batch is acknowledged or expired; see order.go.

@@ -310,6 +310,13 @@ type oneQueue struct {
 
 func (q *oneQueue) MinOffset(string, int32) (int64, error) { return 0, nil }
 
+func (q *oneQueue) MaxOffset(topic string, queueID int32) (int64, error) {
+	if topic != q.topic || queueID != 0 {
+		return 0, nil
+	}
+	return int64(len(q.entries)), nil
+}
+
 func (q *oneQueue) Get(topic string, queueID int32, from int64, max int) ([]cq.Entry, error) {
 	if topic != q.topic || queueID != 0 || from >= int64(len(q.entries)) {
 		return nil, nil
@@ -356,5 +363,81 @@ func TestStoredRevivesSkipsUndecodableRecords(t *testing.T) {
 		if k := (revivedKey{"G", "T", 0, off}); got[k] != want {
 			t.Errorf("offset %d stored: %v, want %v (found %v)", off, got[k], want, got)
 		}
+	}
+}
+
+// puttingBroker is a pop.Broker whose puts succeed; it keeps what they
+// put.
+type puttingBroker struct{ put []*commitlog.Message }
+
+func (p *puttingBroker) ReadQueueNums(string) (int, bool, error) { return 1, true, nil }
+func (p *puttingBroker) EnsureTopic(string) error                { return nil }
+func (p *puttingBroker) RetryMaxTimes(string) (int32, error)     { return 16, nil }
+func (p *puttingBroker) WaitDispatched(context.Context) error    { return nil }
+func (p *puttingBroker) Put(_ context.Context, msgs []*commitlog.Message) error {
+	p.put = append(p.put, msgs...)
+	return nil
+}
+
+// TestReviveDropsUndecodableMessages checks that a revive round drops an
+// expired message whose record cannot be decoded, as RocketMQ's revive
+// drops a message it cannot get from its store, instead of giving it back
+// to its checkpoint to fail again every backoff for ever; the other
+// message of the checkpoint is revived as usual.
+func TestReviveDropsUndecodableMessages(t *testing.T) {
+	l := openTestLog(t)
+	host := netip.MustParseAddrPort("127.0.0.1:10911")
+	m := &commitlog.Message{Topic: "T", Body: []byte("popped"), BornHost: host, StoreHost: host}
+	res, err := l.Append(context.Background(), commitlog.AppendRequest{Message: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := cq.Entry{QueueOffset: 0, PhyOffset: res.PhyOffset, Size: res.Records[0].Size}
+	// The entry of offset 1 points inside that record; a record after it
+	// keeps the bytes it names within the log.
+	if _, err := l.Append(context.Background(), commitlog.AppendRequest{Message: &commitlog.Message{Topic: "other", BornHost: host, StoreHost: host}}); err != nil {
+		t.Fatal(err)
+	}
+	bad := cq.Entry{QueueOffset: 1, PhyOffset: res.PhyOffset + 8, Size: res.Records[0].Size}
+	db, err := kvindex.Open(kvindex.Options{Dir: t.TempDir(), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.UnixMilli(1_000_000)
+	pb := &puttingBroker{}
+	s := &Service{cfg: Config{Now: func() time.Time { return now }, ReviveBatch: 100, OnQueueReady: func(string, int32) {},
+		Log: l, CQ: &oneQueue{topic: "T", entries: []cq.Entry{good, bad}}, Broker: pb, Offsets: db.ConsumerOffsets()},
+		store: db.Pop(), seed: maphash.MakeSeed(), wake: make(chan struct{}, 1), log: zerolog.Nop()}
+	s.lowDeadline.Store(math.MaxInt64)
+	ck := kvindex.Checkpoint{Group: "G", Topic: "T", CKOffset: 0, Offsets: []int64{0, 1}, PopTime: 900_000, InvisibleTime: 60_000, VisibleAt: 960_000}
+	b := s.store.NewBatch()
+	if err := b.PutCheckpoint(&ck); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+
+	if _, err := s.ReviveOnce(context.Background()); err != nil {
+		t.Fatalf("revive round: %v", err)
+	}
+	if len(pb.put) != 1 || pb.put[0].Topic != RetryTopicV1("T", "G") || string(pb.put[0].Body) != "popped" {
+		t.Fatalf("revive put %d messages (%+v), want the decodable one to the pop-retry topic", len(pb.put), pb.put)
+	}
+	var left []kvindex.Checkpoint
+	if err := s.store.DueCheckpoints(0, math.MaxInt64, 0, func(c kvindex.Checkpoint) bool { left = append(left, c); return true }); err != nil {
+		t.Fatal(err)
+	}
+	reviving, err := s.store.CountReviveIntents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 || reviving != 0 {
+		t.Fatalf("after the round: checkpoints %+v, %d messages reviving; want none", left, reviving)
+	}
+	if st := s.ReviveStats(); st.Retried != 1 || st.Undecodable != 1 {
+		t.Fatalf("revive stats %+v, want 1 retried and 1 undecodable", st)
 	}
 }

@@ -295,6 +295,15 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 		batch.Offsets = nil
 		for _, off := range c.Offsets {
 			m, v, ok, err := s.readEntry(c.Topic, c.QueueID, off, entries)
+			if errors.Is(err, errUndecodable) {
+				// Reading it again decodes the same bytes: as RocketMQ's
+				// revive does with a message it cannot get from its own
+				// store, it is dropped instead of retried for ever.
+				s.log.Error().Err(err).Str("group", c.Group).Str("topic", c.Topic).Int32("queue", c.QueueID).
+					Int64("offset", off).Msg("revive: message cannot be decoded; dropped, not re-delivered")
+				s.undecodable.Add(1)
+				err, ok = nil, false
+			}
 			if err != nil {
 				s.log.Warn().Err(err).Str("group", c.Group).Str("topic", c.Topic).Int32("queue", c.QueueID).
 					Int64("offset", off).Msg("revive: read failed; retrying later")
@@ -303,7 +312,7 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 			}
 			done++
 			if !ok {
-				continue // deleted by retention: nothing to re-deliver
+				continue // deleted by retention or undecodable: nothing to re-deliver
 			}
 			views = append(views, v)
 			if maxTimes < 0 {
@@ -793,6 +802,9 @@ func originalTopic(topic, group string) string {
 type ReviveStats struct {
 	// Retried and DLQ count messages re-put to pop-retry topics and DLQs.
 	Retried, DLQ int64
+	// Undecodable counts messages a revive dropped because their record
+	// could not be decoded.
+	Undecodable int64
 	// LatenessMillis are samples of how late after their deadline records
 	// were revived (the most recent ones, at most 65536).
 	LatenessMillis []int64
@@ -800,7 +812,7 @@ type ReviveStats struct {
 
 // ReviveStats returns the revive counters.
 func (s *Service) ReviveStats() ReviveStats {
-	return ReviveStats{Retried: s.revived.Load(), DLQ: s.dlq.Load(), LatenessMillis: s.lateness.samples()}
+	return ReviveStats{Retried: s.revived.Load(), DLQ: s.dlq.Load(), Undecodable: s.undecodable.Load(), LatenessMillis: s.lateness.samples()}
 }
 
 // lateness keeps the most recent revive lateness samples.

@@ -146,6 +146,7 @@ type Service struct {
 	lowDeadline atomic.Int64
 	revived     atomic.Int64
 	dlq         atomic.Int64
+	undecodable atomic.Int64
 }
 
 const lockStripes = 1024
