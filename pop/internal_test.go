@@ -34,13 +34,7 @@ func TestReviveCursorFollowsLateDeadlines(t *testing.T) {
 
 	rec := kvindex.Checkpoint{Group: "G", Topic: "T", QueueID: 0, CKOffset: 5, Offsets: []int64{7},
 		VisibleAt: 1_060_000, PopTime: 1_000_000, InvisibleTime: 60_000}
-	b := s.store.NewBatch()
-	if err := b.PutCheckpoint(&rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Commit(true); err != nil {
-		t.Fatal(err)
-	}
+	putCheckpoints(t, s, rec)
 	// A revive round with nothing due moves the cursor up to now - margin.
 	s.lowerCursor()
 	s.cursor = max(s.cursor, s.now()-reviveCursorMargin)
@@ -62,6 +56,21 @@ func TestReviveCursorFollowsLateDeadlines(t *testing.T) {
 	}
 	if len(due) != 1 || len(due[0].Offsets) != 1 || due[0].Offsets[0] != 7 || due[0].VisibleAt != 990_000 {
 		t.Fatalf("due from the cursor: %+v", due)
+	}
+}
+
+// putCheckpoints writes cks, in order, in one durable commit.
+func putCheckpoints(t *testing.T, s *Service, cks ...kvindex.Checkpoint) {
+	t.Helper()
+	b := s.store.NewBatch()
+	defer b.Close()
+	for i := range cks {
+		if err := b.PutCheckpoint(&cks[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -117,14 +126,7 @@ func TestChangeInvisibleTimeInThePopMillisecond(t *testing.T) {
 	s.lowDeadline.Store(math.MaxInt64)
 	ck := kvindex.Checkpoint{Group: "G", Topic: "T", CKOffset: 7, Offsets: []int64{7, 8},
 		VisibleAt: 1_060_000, PopTime: 1_000_000, InvisibleTime: 60_000}
-	b := s.store.NewBatch()
-	if err := b.PutCheckpoint(&ck); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Commit(true); err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
+	putCheckpoints(t, s, ck)
 	old := Handle{CKOffset: 7, PopTime: ck.PopTime, InvisibleTime: ck.InvisibleTime}
 	res, err := s.ChangeInvisibleTime("G", "T", 0, 7, old, 60_000)
 	if err != nil || !res.Changed || res.PopTime != 1_000_001 {
@@ -161,18 +163,9 @@ func TestReviveDeletesDeadlineEntriesWithoutCheckpoint(t *testing.T) {
 		seed: maphash.MakeSeed(), wake: make(chan struct{}, 1), log: zerolog.Nop()}
 	s.lowDeadline.Store(math.MaxInt64)
 	ck := kvindex.Checkpoint{Group: "G", Topic: "T", CKOffset: 3, Offsets: []int64{3, 4}, PopTime: 900_000, InvisibleTime: 60_000, VisibleAt: 960_000}
-	b := s.store.NewBatch()
-	if err := b.PutCheckpoint(&ck); err != nil {
-		t.Fatal(err)
-	}
-	ck.VisibleAt = 5_000_000 // the record moves on; its first entry stays behind
-	if err := b.PutCheckpoint(&ck); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Commit(true); err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
+	later := ck
+	later.VisibleAt = 5_000_000 // the record moves on; its first entry stays behind
+	putCheckpoints(t, s, ck, later)
 	if n, err := s.ReviveOnce(context.Background()); err != nil || n != 0 {
 		t.Fatalf("revive round: %d messages, %v", n, err)
 	}
@@ -205,15 +198,8 @@ func TestGiveBackMergesIntoTheirCheckpoint(t *testing.T) {
 	orig := moved
 	orig.Attempts, orig.Offsets = 0, []int64{5, 6, 7}
 	other := kvindex.Checkpoint{Group: "G", Topic: "T", CKOffset: 8, PopTime: 910_000, InvisibleTime: 60_000, Offsets: []int64{9}}
-	b := s.store.NewBatch()
-	if err := b.PutCheckpoint(&moved); err != nil {
-		t.Fatal(err)
-	}
+	putCheckpoints(t, s, moved)
 	in6, in7, in9 := kvindex.IntentOf(&orig, 6), kvindex.IntentOf(&orig, 7), kvindex.IntentOf(&other, 9)
-	if err := b.Commit(true); err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
 
 	g := s.store.NewBatch()
 	if err := s.giveBack(g, []*kvindex.ReviveIntent{&in6, &in7, &in9}, now, true); err != nil {
@@ -411,14 +397,7 @@ func TestReviveDropsUndecodableMessages(t *testing.T) {
 		store: db.Pop(), seed: maphash.MakeSeed(), wake: make(chan struct{}, 1), log: zerolog.Nop()}
 	s.lowDeadline.Store(math.MaxInt64)
 	ck := kvindex.Checkpoint{Group: "G", Topic: "T", CKOffset: 0, Offsets: []int64{0, 1}, PopTime: 900_000, InvisibleTime: 60_000, VisibleAt: 960_000}
-	b := s.store.NewBatch()
-	if err := b.PutCheckpoint(&ck); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Commit(true); err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
+	putCheckpoints(t, s, ck)
 
 	if _, err := s.ReviveOnce(context.Background()); err != nil {
 		t.Fatalf("revive round: %v", err)
