@@ -380,6 +380,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 	lcfg.FlushLeastPages = b.cfg.FlushCommitLogLeastPages
 	lcfg.FlushThoroughInterval = b.cfg.FlushCommitLogThorough
 	lcfg.SyncFlushTimeout = b.cfg.SyncFlushTimeout
+	lcfg.ReadUncommitted = b.cfg.ReadUnCommitted
 	lcfg.MaxMessageSize = b.cfg.MaxMessageSize
 	lcfg.CheckCRCOnRecover = b.cfg.CheckCRCOnRecover
 	// The retention rules come from retentionOf, as UPDATE_BROKER_CONFIG's do.

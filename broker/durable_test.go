@@ -175,3 +175,44 @@ func recordsFrom(t *testing.T, b *testBroker, phy int64) int {
 	}
 	return n
 }
+
+// Under SYNC_FLUSH consumers see a message only once it is flushed
+// (readUnCommitted=false, RocketMQ's default): a send that did not wait
+// for its flush is not pulled while the flush is stalled, and a pull held
+// for it is answered when the flush comes. With readUnCommitted=true it
+// is pulled at once.
+func TestSyncFlushShowsConsumersFlushedMessagesOnly(t *testing.T) {
+	t.Run("default", func(t *testing.T) {
+		b, open := stalledFlushBroker(t, nil)
+		c := b.client(nil)
+		createTopic(t, c, "Unflushed", 1, 1)
+		if r := sendV2(t, c, "Unflushed", 0, "early", "WAIT\x01false\x02"); r.Code != remoting.Success {
+			t.Fatalf("WAIT=false send: %d %s", r.Code, r.Remark)
+		}
+		time.Sleep(200 * time.Millisecond) // time for the dispatcher to index it, if it would
+		if r := call(t, c, remoting.PullMessage, pullReq("g", "Unflushed", 0, 0, 0, 0, "*"), nil); r.Code == remoting.Success {
+			t.Fatalf("pulled %d bytes of a message whose flush is stalled", len(r.Body))
+		}
+		held := b.holdPull(c, pullReq("g", "Unflushed", 0, 0, pullSuspend, 15*time.Second, "*"))
+		open()
+		a := <-held
+		if a.resp == nil || a.resp.Code != remoting.Success {
+			t.Fatalf("held pull after the flush: %+v", a.resp)
+		}
+		if msgs := decodeRecords(t, a.resp.Body); len(msgs) != 1 || string(msgs[0].Body) != "early" {
+			t.Fatalf("held pull after the flush got %+v", msgs)
+		}
+	})
+	t.Run("readUnCommitted", func(t *testing.T) {
+		b, _ := stalledFlushBroker(t, map[string]string{"readUnCommitted": "true"})
+		c := b.client(nil)
+		createTopic(t, c, "Unflushed", 1, 1)
+		if r := sendV2(t, c, "Unflushed", 0, "early", "WAIT\x01false\x02"); r.Code != remoting.Success {
+			t.Fatalf("WAIT=false send: %d %s", r.Code, r.Remark)
+		}
+		waitFor(t, "the unflushed message pulled", func() bool {
+			r := call(t, c, remoting.PullMessage, pullReq("g", "Unflushed", 0, 0, 0, 0, "*"), nil)
+			return r.Code == remoting.Success && len(decodeRecords(t, r.Body)) == 1
+		})
+	})
+}

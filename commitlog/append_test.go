@@ -570,3 +570,68 @@ func TestNilViewReleasesNothing(t *testing.T) {
 	var v *View
 	v.Release() // must not panic
 }
+
+// Under SyncFlush a confirmed reader (the dispatcher's) sees a record only
+// once it is flushed, and its Wait returns when the flush comes; a plain
+// reader, and a confirmed one with ReadUncommitted or under AsyncFlush,
+// see it at once.
+func TestConfirmedReaderStopsAtTheFlush(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		flush     FlushType
+		uncommit  bool
+		waitFlush bool // the record is seen only after the flush
+	}{
+		{"sync", SyncFlush, false, true},
+		{"sync, readUnCommitted", SyncFlush, true, false},
+		{"async", AsyncFlush, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, 64<<10)
+			cfg.FlushType, cfg.ReadUncommitted = tc.flush, tc.uncommit
+			cfg.FlushInterval = time.Hour // the async flusher stays out of the way
+			l := mustOpen(t, cfg)
+			defer l.Close()
+			held := make(chan struct{})
+			var once sync.Once
+			release := func() { once.Do(func() { close(held) }) }
+			defer release() // before Close, whose flush the hook would hold
+			hook := func() { <-held }
+			l.flushHook.Store(&hook)
+			confirmed, plain := l.NewConfirmedReader(0), l.NewReader(0)
+			defer confirmed.Close()
+			defer plain.Close()
+			r := mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, 0, 10)})
+			if e, err := plain.Next(); err != nil || e.Offset != r.PhyOffset {
+				t.Fatalf("plain reader: %+v, %v", e, err)
+			}
+			e, err := confirmed.Next()
+			if !tc.waitFlush {
+				release()
+				if err != nil || e.Offset != r.PhyOffset {
+					t.Fatalf("confirmed reader: %+v, %v; want the record at once", e, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNoMoreData) {
+				t.Fatalf("confirmed reader before the flush: %+v, %v; want ErrNoMoreData", e, err)
+			}
+			if got := l.ConfirmedOffset(); got != r.PhyOffset {
+				t.Fatalf("confirmed offset before the flush %d, want %d", got, r.PhyOffset)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			err = confirmed.Wait(ctx)
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Wait with the flush held: %v, want the deadline", err)
+			}
+			release()
+			if err := confirmed.Wait(context.Background()); err != nil {
+				t.Fatalf("Wait after the flush: %v", err)
+			}
+			if e, err := confirmed.Next(); err != nil || e.Offset != r.PhyOffset {
+				t.Fatalf("confirmed reader after the flush: %+v, %v", e, err)
+			}
+		})
+	}
+}

@@ -48,6 +48,13 @@ type Config struct {
 	SegmentSize int64
 	// FlushType is AsyncFlush (default) or SyncFlush.
 	FlushType FlushType
+	// ReadUncommitted lets confirmed readers (NewConfirmedReader: the
+	// dispatcher) read records the flusher has not made durable yet under
+	// SyncFlush, RocketMQ's readUnCommitted (default false). Without it,
+	// under SyncFlush, consumers never see a record that a power failure
+	// could take back. Under AsyncFlush confirmed readers always read up
+	// to the write position, as RocketMQ's reput does.
+	ReadUncommitted bool
 	// FlushInterval is the period of the async flusher (500 ms).
 	FlushInterval time.Duration
 	// FlushLeastPages is the number of dirty 4 KiB pages the async flusher

@@ -114,7 +114,7 @@
 //	m, err := commitlog.Decode(v.Data) // m.Body aliases v.Data
 //	v.Release()
 //
-//	r := l.NewReader(from) // the dispatcher's tail
+//	r := l.NewConfirmedReader(from) // the dispatcher's tail: under SyncFlush, flushed records only
 //	for {
 //		e, err := r.Next()
 //		if err == commitlog.ErrNoMoreData { r.Wait(ctx); continue }

@@ -98,11 +98,39 @@ type Reader struct {
 	l   *Log
 	off int64
 	seg *segment // held reference, or nil
+	// confirmed: the Reader ends at ConfirmedOffset, not at the write
+	// position.
+	confirmed bool
 }
 
 // NewReader returns a Reader positioned at from, which must be a record
 // start (for example an offset a previous Reader returned, or MinOffset).
+// It reads up to the write position.
 func (l *Log) NewReader(from int64) *Reader { return &Reader{l: l, off: from} }
+
+// NewConfirmedReader is NewReader for a reader that must only see
+// records up to ConfirmedOffset: the dispatcher, so that what consumers
+// are shown under SyncFlush is on disk.
+func (l *Log) NewConfirmedReader(from int64) *Reader {
+	return &Reader{l: l, off: from, confirmed: l.stopsAtFlushed()}
+}
+
+// ConfirmedOffset is the end of the records confirmed readers see
+// (RocketMQ's confirm offset): under SyncFlush the flushed offset, unless
+// Config.ReadUncommitted; otherwise the write position.
+func (l *Log) ConfirmedOffset() int64 {
+	end := l.writePos.Load()
+	if l.stopsAtFlushed() {
+		end = min(end, l.flushedPos.Load())
+	}
+	return end
+}
+
+// stopsAtFlushed reports whether confirmed readers stop at the flushed
+// offset.
+func (l *Log) stopsAtFlushed() bool {
+	return l.cfg.FlushType == SyncFlush && !l.cfg.ReadUncommitted
+}
 
 // Offset returns the offset of the next record the Reader will yield.
 func (r *Reader) Offset() int64 { return r.off }
@@ -118,6 +146,9 @@ func (r *Reader) Next() (Entry, error) {
 			return Entry{}, ErrClosed
 		}
 		end := l.writePos.Load()
+		if r.confirmed {
+			end = min(end, l.flushedPos.Load())
+		}
 		if r.off >= end {
 			return Entry{}, ErrNoMoreData
 		}
@@ -164,9 +195,39 @@ func (r *Reader) Next() (Entry, error) {
 	}
 }
 
-// Wait blocks until there is data past the Reader's offset, ctx ends or
-// the log closes (ErrClosed).
-func (r *Reader) Wait(ctx context.Context) error { return r.l.WaitBeyond(ctx, r.off) }
+// Wait blocks until there is data past the Reader's offset (for a
+// confirmed Reader, confirmed data), ctx ends or the log closes
+// (ErrClosed).
+func (r *Reader) Wait(ctx context.Context) error {
+	if r.confirmed {
+		return r.l.waitFlushedBeyond(ctx, r.off)
+	}
+	return r.l.WaitBeyond(ctx, r.off)
+}
+
+// waitFlushedBeyond blocks until ConfirmedOffset() > offset under
+// SyncFlush, ctx ends (its error) or the log closes (ErrClosed). Flushes
+// wake it; the flusher runs after every append.
+func (l *Log) waitFlushedBeyond(ctx context.Context, offset int64) error {
+	for {
+		l.flushMu.Lock()
+		ch := l.flushCh
+		l.flushMu.Unlock()
+		if l.ConfirmedOffset() > offset {
+			return nil
+		}
+		if l.closedFlag.Load() {
+			return ErrClosed
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.stop:
+			return ErrClosed
+		}
+	}
+}
 
 // Close releases the Reader's segment reference. The last Entry's Data is
 // invalid afterwards.

@@ -208,10 +208,14 @@ type Broker struct {
 	FlushCommitLogLeastPages   int
 	FlushCommitLogThorough     time.Duration
 	SyncFlushTimeout           time.Duration
-	MaxMessageSize             int
-	FileReservedTime           time.Duration
-	DeleteWhen                 []int
-	DiskMaxUsedSpaceRatio      int
+	// ReadUnCommitted lets consumers see, under SYNC_FLUSH, messages not
+	// flushed yet (readUnCommitted; default false: the index follows the
+	// flushed offset, as RocketMQ's reput follows its confirm offset).
+	ReadUnCommitted       bool
+	MaxMessageSize        int
+	FileReservedTime      time.Duration
+	DeleteWhen            []int
+	DiskMaxUsedSpaceRatio int
 	// CleanFileForciblyEnable lets retention delete the oldest segments
 	// before their fileReservedTime when the disk is nearly full.
 	CleanFileForciblyEnable bool

@@ -131,6 +131,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	intRange("flushCommitLogLeastPages", "4", 0, 1<<20, func(b *Broker) *int { return &b.FlushCommitLogLeastPages }),
 	millis("flushCommitLogThoroughInterval", "10000", func(b *Broker) *time.Duration { return &b.FlushCommitLogThorough }),
 	millis("syncFlushTimeout", "5000", func(b *Broker) *time.Duration { return &b.SyncFlushTimeout }),
+	boolean("readUnCommitted", "false", func(b *Broker) *bool { return &b.ReadUnCommitted }),
 	intRange("maxMessageSize", "4194304", 1, 1<<30, func(b *Broker) *int { return &b.MaxMessageSize }),
 	hours("fileReservedTime", "72", func(b *Broker) *time.Duration { return &b.FileReservedTime }),
 	hourList("deleteWhen", "04", func(b *Broker) *[]int { return &b.DeleteWhen }),

@@ -535,7 +535,7 @@ func (d *Dispatcher) wake(stopErr error) {
 
 func (d *Dispatcher) run(ctx context.Context) {
 	defer close(d.done)
-	r := d.opts.Log.NewReader(d.next.Load())
+	r := d.opts.Log.NewConfirmedReader(d.next.Load())
 	defer r.Close()
 	backoff := 10 * time.Millisecond
 	// lastStart is when the last batch that was not full began (zero
@@ -573,7 +573,7 @@ func (d *Dispatcher) run(ctx context.Context) {
 					err = serr
 				} else if moved {
 					r.Close()
-					r = d.opts.Log.NewReader(d.next.Load())
+					r = d.opts.Log.NewConfirmedReader(d.next.Load())
 					continue
 				}
 			}
@@ -588,7 +588,7 @@ func (d *Dispatcher) run(ctx context.Context) {
 			}
 			backoff = min(2*backoff, 5*time.Second)
 			r.Close()
-			r = d.opts.Log.NewReader(d.next.Load())
+			r = d.opts.Log.NewConfirmedReader(d.next.Load())
 			continue
 		}
 		backoff = 10 * time.Millisecond
