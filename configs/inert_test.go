@@ -135,3 +135,36 @@ func TestTunedRocketMQBrokerConf(t *testing.T) {
 		t.Errorf("serverChannelMaxIdleTimeSeconds=0 gives idle timeout %v, want never (negative)", never.IdleTimeout())
 	}
 }
+
+// The RocketMQ 5.3 keys of mechanisms rocketkv does without load quietly
+// with their reasons, typed (a double included); the switches of
+// behaviour it does not have stop the load when set, naming the key; and
+// autoMessageVersionOnTopicLen=false is warned about.
+func TestRocketMQ53Keys(t *testing.T) {
+	quiet := "reviveQueueNum=8\nenablePopBatchAck=true\ntimerFlushIntervalMs=1000\nlogicalDiskSpaceCleanForciblyThreshold=0.8\n" +
+		"metricsGrpcExporterTarget=http://otel:4317\nautoMessageVersionOnTopicLen=true\nduplicationEnable=false\nmessageStorePlugIn=\n"
+	got, err := LoadBroker(writeFile(t, "broker.conf", quiet), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.UnknownKeys) != 0 || len(got.InertKeys) != 6 {
+		t.Errorf("unknown %v, inert %+v; want none unknown and 6 inert", got.UnknownKeys, got.InertKeys)
+	}
+	for _, k := range got.InertKeys {
+		if k.Reason == "" || k.Warning != "" {
+			t.Errorf("%s: reason %q, warning %q", k.Key, k.Reason, k.Warning)
+		}
+	}
+	for _, content := range []string{"logicalDiskSpaceCleanForciblyThreshold=most\n", "duplicationEnable=true\n",
+		"enabledAppendPropCRC=true\n", "messageStorePlugIn=org.example.TieredStore\n", "timerStopEnqueue=true\n"} {
+		_, err := LoadBroker(writeFile(t, "b.conf", content), nil)
+		key, _, _ := strings.Cut(content, "=")
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%q: error %v does not name %s", content, err, key)
+		}
+	}
+	got, err = LoadBroker(writeFile(t, "b.conf", "autoMessageVersionOnTopicLen=false\n"), nil)
+	if err != nil || len(got.InertKeys) != 1 || !strings.Contains(got.InertKeys[0].Warning, "V2") {
+		t.Errorf("autoMessageVersionOnTopicLen=false: %+v, %v; want a warning", got.InertKeys, err)
+	}
+}

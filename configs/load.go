@@ -54,7 +54,7 @@ func LoadBroker(path string, overrides map[string]string) (Loaded, error) {
 var brokerSchema = newSchema(brokerFields, func(b Broker) Broker {
 	b.DeleteWhen = slices.Clone(b.DeleteWhen)
 	return b
-}).withInert(slices.Concat(brokerInert, nettyServerInert[Broker]()))
+}).withInert(slices.Concat(brokerInert, brokerInertRocketMQ53, nettyServerInert[Broker]()))
 
 // Apply sets the given keys (RocketMQ's names, their aliases, any case) on
 // b as a configuration file would, in key order, and returns the canonical
