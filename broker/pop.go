@@ -67,10 +67,11 @@ func (b *Broker) startPop() error {
 		DB: b.db, CQ: b.cqs, Log: b.clog, Offsets: b.offsets, Broker: popBroker{b},
 		BrokerName: b.cfg.BrokerName, StoreHost: b.storeHost,
 		RetryTopicV2: b.cfg.EnableRetryTopicV2, ReadRetryV1: b.cfg.RetrieveMessageFromPopRetryTopicV1,
-		OnQueueReady: func(topic string, queueID int32) { b.popHolds.notify(topic, queueID) },
-		GiveBackWait: b.reviveGiveBackWait,
-		InMemory:     func(phy int64) bool { return b.current().InitPopOffsetByCheckMsgInMem && b.inMemory(phy) },
-		Logger:       b.root,
+		RetryFirstPercent: retryFirstPercent(b.cfg.PopFromRetryProbability),
+		OnQueueReady:      func(topic string, queueID int32) { b.popHolds.notify(topic, queueID) },
+		GiveBackWait:      b.reviveGiveBackWait,
+		InMemory:          func(phy int64) bool { return b.current().InitPopOffsetByCheckMsgInMem && b.inMemory(phy) },
+		Logger:            b.root,
 	})
 	if err != nil {
 		return err
@@ -522,4 +523,13 @@ func (b *Broker) processPollingInfo(_ context.Context, _ *remoting.Conn, req *re
 	h.SetInt32("pollingNum", int32(b.popHolds.count(popHoldKey{topic, group, queueID})))
 	resp.ExtFields = h
 	return resp
+}
+
+// retryFirstPercent is pop.Config.RetryFirstPercent for
+// popFromRetryProbability, whose 0 (never first) pop.Config spells -1.
+func retryFirstPercent(p int) int {
+	if p == 0 {
+		return -1
+	}
+	return p
 }

@@ -1159,3 +1159,20 @@ func TestDeleteTopicTakesItsPopRetryTopics(t *testing.T) {
 		})
 	}
 }
+
+// popFromRetryProbability decides whether a pop reads the group's
+// pop-retry topic before the topic: at 100 every pop does, at 0 none (the
+// retry message comes only once the topic leaves room).
+func TestPopFromRetryProbability(t *testing.T) {
+	for _, tc := range []struct{ percent, first string }{{"100", "retried"}, {"0", "new"}} {
+		b := startTestBroker(t, map[string]string{"popFromRetryProbability": tc.percent})
+		c, rc := popClient(b)
+		mustSend(t, rc, "PR", 0, "new", "")
+		mustSend(t, rc, pop.RetryTopicV1("PR", "g"), 0, "retried", "")
+		b.caughtUp()
+		res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "PR", QueueID: -1, MaxMsgNums: 1, InvisibleTime: time.Minute})
+		if got := bodies(res.Messages); len(got) != 1 || got[0] != tc.first {
+			t.Errorf("popFromRetryProbability=%s: first pop got %v, want %s", tc.percent, got, tc.first)
+		}
+	}
+}

@@ -153,8 +153,11 @@ type Broker struct {
 	// POP consumption.
 	EnableRetryTopicV2                 bool
 	RetrieveMessageFromPopRetryTopicV1 bool
-	PopPollingSize                     int
-	MaxPopPollingSize                  int
+	// PopFromRetryProbability is the percent of a group's pops that read
+	// its pop-retry topics before the topic (popFromRetryProbability).
+	PopFromRetryProbability int
+	PopPollingSize          int
+	MaxPopPollingSize       int
 	// PopLongPollingForceNotifyInterval: a held POP whose filter rejects
 	// the new messages of its queue is woken all the same when one of
 	// them is at a queue offset whose successor is a multiple of this

@@ -102,6 +102,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	oneOf("defaultMessageRequestMode", "PULL", []string{"PULL", "POP"}, func(b *Broker) *string { return &b.DefaultMessageRequestMode }),
 	intRange("defaultPopShareQueueNum", "-1", -1, 1<<16, func(b *Broker) *int { return &b.DefaultPopShareQueueNum }),
 	boolean("retrieveMessageFromPopRetryTopicV1", "true", func(b *Broker) *bool { return &b.RetrieveMessageFromPopRetryTopicV1 }),
+	intRange("popFromRetryProbability", "20", 0, 100, func(b *Broker) *int { return &b.PopFromRetryProbability }),
 	intRange("popPollingSize", "1024", 0, 1<<30, func(b *Broker) *int { return &b.PopPollingSize }),
 	intRange("maxPopPollingSize", "100000", 0, 1<<30, func(b *Broker) *int { return &b.MaxPopPollingSize }),
 	i64Range("popLongPollingForceNotifyInterval", "800", math.MinInt64, math.MaxInt64, func(b *Broker) *int64 { return &b.PopLongPollingForceNotifyInterval }),

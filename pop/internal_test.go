@@ -420,3 +420,25 @@ func TestReviveDropsUndecodableMessages(t *testing.T) {
 		t.Fatalf("revive stats %+v, want 1 retried and 1 undecodable", st)
 	}
 }
+
+// retryFirst spreads popFromRetryProbability's share evenly over a
+// group's pops: exactly that many of every 100, every fifth at 20, none
+// at a negative value, all at 100 or more.
+func TestRetryFirstShare(t *testing.T) {
+	for _, tc := range []struct{ percent, want int }{{20, 20}, {33, 33}, {50, 50}, {1, 1}, {100, 100}, {150, 100}, {-1, 0}} {
+		n := 0
+		for c := uint64(1000); c < 1100; c++ {
+			if retryFirst(c, tc.percent) {
+				n++
+			}
+		}
+		if n != tc.want {
+			t.Errorf("percent %d: %d of 100 pops read retry first, want %d", tc.percent, n, tc.want)
+		}
+	}
+	for c := uint64(0); c < 20; c++ {
+		if retryFirst(c, 20) != (c%5 == 0) {
+			t.Errorf("percent 20, pop %d: retry first %v, want every fifth", c, retryFirst(c, 20))
+		}
+	}
+}

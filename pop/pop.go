@@ -67,8 +67,8 @@ type source struct {
 	filter  Filter
 }
 
-// Pop pops messages: pop-retry topics first on every fifth request of a
-// group and topic (otherwise after the requested queues while the batch is
+// Pop pops messages: pop-retry topics first on Config.RetryFirstPercent of
+// a group's requests of a topic (every fifth by default; otherwise after the requested queues while the batch is
 // not full), each queue from the group's pop position, recording every
 // delivered message in flight before returning. Orderly pops read from
 // the committed offset and lock the queue instead (order.go).
@@ -132,7 +132,7 @@ func (s *Service) pop(req PopRequest) (PopResult, error) {
 		}
 	}
 	var sources []source
-	if count%5 == 0 {
+	if retryFirst(count, s.cfg.RetryFirstPercent) {
 		sources = append(append(sources, retry...), normal...)
 	} else {
 		sources = append(append(sources, normal...), retry...)
@@ -489,4 +489,15 @@ func (s *Service) HasMessage(group, topic string, queueID int32, order bool, att
 		}
 	}
 	return false, nil
+}
+
+// retryFirst reports whether the count-th pop of a group's topic reads
+// the pop-retry topics first, for percent of the pops spread evenly: at
+// 20, every fifth.
+func retryFirst(count uint64, percent int) bool {
+	if percent <= 0 {
+		return false
+	}
+	p := uint64(min(percent, 100))
+	return (count%100)*p%100 < p
 }

@@ -77,6 +77,13 @@ type Config struct {
 	// ReadRetryV1 makes pops read V1 pop-retry topics
 	// (retrieveMessageFromPopRetryTopicV1, default true in RocketMQ).
 	ReadRetryV1 bool
+	// RetryFirstPercent is the share, in percent, of a group's
+	// non-orderly pops of a topic that read its pop-retry topics before
+	// the topic itself (RocketMQ's popFromRetryProbability; the others
+	// read them after, when the topic leaves room). Zero means RocketMQ's
+	// default, 20; a negative value, never first. The pops that read them
+	// first are spread evenly over the group's requests.
+	RetryFirstPercent int
 	// ReviveBatch bounds the records one revive round handles (default
 	// 4096).
 	ReviveBatch int
@@ -159,6 +166,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.ReviveBatch <= 0 {
 		cfg.ReviveBatch = 4096
 	}
+	if cfg.RetryFirstPercent == 0 {
+		cfg.RetryFirstPercent = 20
+	}
 	if cfg.ReviveIdle <= 0 {
 		cfg.ReviveIdle = 100 * time.Millisecond
 	}
@@ -230,8 +240,8 @@ func (s *Service) stripe(group, topic string, queueID int32) *sync.Mutex {
 	return &s.locks[h.Sum64()%lockStripes]
 }
 
-// nextRequest counts pops per group and topic; every fifth starts with the
-// pop-retry topics (RocketMQ's KV POP rule).
+// nextRequest counts pops per group and topic; retryFirst picks by the
+// count those that start with the pop-retry topics.
 func (s *Service) nextRequest(group, topic string) uint64 {
 	k := group + "@" + topic
 	s.reqMu.Lock()
