@@ -565,3 +565,23 @@ func TestShutdownAnswersFilteredHeldPull(t *testing.T) {
 		t.Fatal("shutdown waited for the pull's own timeout")
 	}
 }
+
+// With autoCreateSubscriptionGroup off, a system group (CID_RMQ_SYS_...)
+// is still created on first use unless enableCreateSysGroup is off too,
+// as RocketMQ does; other unknown groups are refused.
+func TestSystemGroupsCreatedWithAutoCreateOff(t *testing.T) {
+	for _, tc := range []struct {
+		sysCreate string
+		want      int32
+	}{{"true", remoting.PullNotFound}, {"false", remoting.SubscriptionGroupNotExist}} {
+		b := startTestBroker(t, map[string]string{"autoCreateSubscriptionGroup": "false", "enableCreateSysGroup": tc.sysCreate})
+		c := b.client(nil)
+		createTopic(t, c, "SysG", 1, 1)
+		if r := call(t, c, remoting.PullMessage, pullReq("CID_RMQ_SYS_TEST", "SysG", 0, 0, 0, 0, "*"), nil); r.Code != tc.want {
+			t.Errorf("enableCreateSysGroup=%s: pull of a new system group answered %d %s, want %d", tc.sysCreate, r.Code, r.Remark, tc.want)
+		}
+		if r := call(t, c, remoting.PullMessage, pullReq("plain-new", "SysG", 0, 0, 0, 0, "*"), nil); r.Code != remoting.SubscriptionGroupNotExist {
+			t.Errorf("enableCreateSysGroup=%s: pull of a new plain group answered %d %s", tc.sysCreate, r.Code, r.Remark)
+		}
+	}
+}

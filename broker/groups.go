@@ -1,13 +1,16 @@
 package broker
 
 import (
+	"strings"
+
 	"github.com/rocketkv/rocketkv/meta"
 )
 
 // groupConfig returns a subscription group's config. A missing group is
 // created with RocketMQ's defaults when create is set and
-// autoCreateSubscriptionGroup is on; otherwise the zero config (empty
-// GroupName) says it does not exist.
+// autoCreateSubscriptionGroup is on, or, with enableCreateSysGroup, when
+// it is a system group (CID_RMQ_SYS_...); otherwise the zero config
+// (empty GroupName) says it does not exist.
 func (b *Broker) groupConfig(group string, create bool) (meta.SubscriptionGroupConfig, error) {
 	if b.lmqName(group) {
 		return meta.NewSubscriptionGroupConfig(group), nil
@@ -16,7 +19,7 @@ func (b *Broker) groupConfig(group string, create bool) (meta.SubscriptionGroupC
 	if err != nil || ok {
 		return gc, err
 	}
-	if !create || !b.current().AutoCreateSubscriptionGroup {
+	if cur := b.current(); !create || !(cur.AutoCreateSubscriptionGroup || cur.EnableCreateSysGroup && strings.HasPrefix(group, sysGroupPrefix)) {
 		return meta.SubscriptionGroupConfig{}, nil
 	}
 	gc = meta.NewSubscriptionGroupConfig(group)
@@ -34,3 +37,7 @@ func (b *Broker) groupConfig(group string, create bool) (meta.SubscriptionGroupC
 func (b *Broker) lmqName(name string) bool {
 	return b.cfg.EnableLMQ && meta.IsLMQ(name)
 }
+
+// sysGroupPrefix starts the names of RocketMQ's system consumer groups
+// (MixAll.CID_RMQ_SYS_PREFIX).
+const sysGroupPrefix = "CID_RMQ_SYS_"

@@ -17,5 +17,5 @@ var sysPullGroups = map[string]bool{
 
 // sysPullGroup reports whether group is one of RocketMQ's own.
 func sysPullGroup(group string) bool {
-	return sysPullGroups[group] || strings.HasPrefix(group, "CID_RMQ_SYS_")
+	return sysPullGroups[group] || strings.HasPrefix(group, sysGroupPrefix)
 }

@@ -88,7 +88,10 @@ type Broker struct {
 	ClusterTopicEnable          bool
 	BrokerTopicEnable           bool
 	AutoCreateSubscriptionGroup bool
-	DefaultTopicQueueNums       int
+	// EnableCreateSysGroup creates a CID_RMQ_SYS_ group on first use even
+	// with AutoCreateSubscriptionGroup off (enableCreateSysGroup).
+	EnableCreateSysGroup  bool
+	DefaultTopicQueueNums int
 	// MaxTransferCountOnMessageInMemory and
 	// MaxTransferBytesOnMessageInMemory bound one pull's answer (the
 	// first message always goes, whatever its size).

@@ -70,6 +70,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 
 	boolean("autoCreateTopicEnable", "true", func(b *Broker) *bool { return &b.AutoCreateTopicEnable }),
 	boolean("autoCreateSubscriptionGroup", "true", func(b *Broker) *bool { return &b.AutoCreateSubscriptionGroup }),
+	boolean("enableCreateSysGroup", "true", func(b *Broker) *bool { return &b.EnableCreateSysGroup }),
 	boolean("clusterTopicEnable", "true", func(b *Broker) *bool { return &b.ClusterTopicEnable }),
 	boolean("brokerTopicEnable", "true", func(b *Broker) *bool { return &b.BrokerTopicEnable }),
 	intRange("defaultTopicQueueNums", "8", 1, 65535, func(b *Broker) *int { return &b.DefaultTopicQueueNums }),
