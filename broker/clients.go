@@ -441,7 +441,7 @@ func (m *clientManager) consumerMetrics() []metrics.Connection {
 	out := make([]metrics.Connection, 0, len(counts))
 	for k, n := range counts {
 		out = append(out, metrics.Connection{Group: k.group, Language: k.lang, Version: k.ver, ConsumeMode: k.mode,
-			System: strings.HasPrefix(k.group, sysGroupPrefix), Count: n})
+			System: isSysGroup(k.group), Count: n})
 	}
 	return out
 }

@@ -19,7 +19,8 @@ func (b *Broker) groupConfig(group string, create bool) (meta.SubscriptionGroupC
 	if err != nil || ok {
 		return gc, err
 	}
-	if cur := b.current(); !create || !(cur.AutoCreateSubscriptionGroup || cur.EnableCreateSysGroup && strings.HasPrefix(group, sysGroupPrefix)) {
+	cur := b.current()
+	if !create || !(cur.AutoCreateSubscriptionGroup || cur.EnableCreateSysGroup && isSysGroup(group)) {
 		return meta.SubscriptionGroupConfig{}, nil
 	}
 	gc = meta.NewSubscriptionGroupConfig(group)
@@ -38,6 +39,6 @@ func (b *Broker) lmqName(name string) bool {
 	return b.cfg.EnableLMQ && meta.IsLMQ(name)
 }
 
-// sysGroupPrefix starts the names of RocketMQ's system consumer groups
-// (MixAll.CID_RMQ_SYS_PREFIX).
-const sysGroupPrefix = "CID_RMQ_SYS_"
+// isSysGroup reports whether group is one of RocketMQ's system consumer
+// groups, named CID_RMQ_SYS_... (MixAll.isSysConsumerGroup).
+func isSysGroup(group string) bool { return strings.HasPrefix(group, "CID_RMQ_SYS_") }

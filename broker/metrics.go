@@ -144,7 +144,7 @@ func (b *Broker) countOut(topic, group string, n int, bytes int) {
 	if b.metrics == nil || meta.IsRetryTopic(topic) || meta.IsDLQTopic(topic) {
 		return
 	}
-	b.metrics.Out(topic, group, b.isSystemTopic(topic) || strings.HasPrefix(group, sysGroupPrefix), n, int64(bytes))
+	b.metrics.Out(topic, group, b.isSystemTopic(topic) || isSysGroup(group), n, int64(bytes))
 }
 
 // countDLQ counts messages put to dead-letter topics: the group is the
@@ -162,7 +162,7 @@ func (b *Broker) countDLQ(msgs []*commitlog.Message) {
 		if real, ok := commitlog.LookupProperty(m.Properties, propRetryTopic); ok && meta.IsRetryTopic(origin) {
 			origin = real // a retried message: the topic it was first sent to
 		}
-		b.metrics.ToDLQ(group, origin, b.isSystemTopic(origin) || strings.HasPrefix(group, sysGroupPrefix))
+		b.metrics.ToDLQ(group, origin, b.isSystemTopic(origin) || isSysGroup(group))
 	}
 }
 
@@ -271,7 +271,7 @@ func (b *Broker) consumerLags() ([]metrics.Lag, error) {
 		// order), so one row is open at a time.
 		if n := len(out); n == 0 || out[n-1].Group != u.Group || out[n-1].Topic != u.Topic {
 			out = append(out, metrics.Lag{Group: u.Group, Topic: u.Topic, Retry: meta.IsRetryTopic(u.Topic),
-				System: b.isSystemTopic(u.Topic) || strings.HasPrefix(u.Group, sysGroupPrefix)})
+				System: b.isSystemTopic(u.Topic) || isSysGroup(u.Group)})
 		}
 		l := &out[len(out)-1]
 		from := min(max(u.Offset, lo), hi)

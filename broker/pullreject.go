@@ -1,7 +1,5 @@
 package broker
 
-import "strings"
-
 // faqSuggestion is the tip RocketMQ appends to the remark of a pull of an
 // unknown group (FAQUrl.suggestTodo of SUBSCRIPTION_GROUP_NOT_EXIST).
 const faqSuggestion = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
@@ -17,5 +15,5 @@ var sysPullGroups = map[string]bool{
 
 // sysPullGroup reports whether group is one of RocketMQ's own.
 func sysPullGroup(group string) bool {
-	return sysPullGroups[group] || strings.HasPrefix(group, sysGroupPrefix)
+	return sysPullGroups[group] || isSysGroup(group)
 }

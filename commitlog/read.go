@@ -147,7 +147,7 @@ func (r *Reader) Next() (Entry, error) {
 		}
 		end := l.writePos.Load()
 		if r.confirmed {
-			end = min(end, l.flushedPos.Load())
+			end = l.ConfirmedOffset()
 		}
 		if r.off >= end {
 			return Entry{}, ErrNoMoreData
@@ -206,27 +206,15 @@ func (r *Reader) Wait(ctx context.Context) error {
 }
 
 // waitFlushedBeyond blocks until ConfirmedOffset() > offset under
-// SyncFlush, ctx ends (its error) or the log closes (ErrClosed). Flushes
-// wake it; the flusher runs after every append.
+// SyncFlush: until a record past offset is written, then until it is
+// flushed (WaitDurable, which logs a flush slower than syncFlushTimeout
+// and reports a failed one). It returns ctx's error when ctx ends and
+// ErrClosed when the log closes first.
 func (l *Log) waitFlushedBeyond(ctx context.Context, offset int64) error {
-	for {
-		l.flushMu.Lock()
-		ch := l.flushCh
-		l.flushMu.Unlock()
-		if l.ConfirmedOffset() > offset {
-			return nil
-		}
-		if l.closedFlag.Load() {
-			return ErrClosed
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-l.stop:
-			return ErrClosed
-		}
+	if err := l.WaitBeyond(ctx, offset); err != nil {
+		return err
 	}
+	return l.WaitDurable(ctx, offset+1)
 }
 
 // Close releases the Reader's segment reference. The last Entry's Data is

@@ -171,7 +171,8 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 
 // brokerRefusedRocketMQ53 are RocketMQ 5.3 switches of behaviour rocketkv
 // does not have and whose use would change what is stored or delivered:
-// the broker refuses to start with them set (true).
+// the broker refuses to start with them set (true, or any value of
+// messageStorePlugIn).
 var brokerRefusedRocketMQ53 = []field[Broker]{
 	notImplemented[Broker]("duplicationEnable", "there is no duplication mode: every append gets this broker's queue offsets and store time"),
 	notImplemented[Broker]("enablePopMessageThreshold", "POP does not stop serving a queue for the number of its messages in flight (popInflightMessageThreshold)"),

@@ -68,10 +68,11 @@ type source struct {
 }
 
 // Pop pops messages: pop-retry topics first on Config.RetryFirstPercent of
-// a group's requests of a topic (every fifth by default; otherwise after the requested queues while the batch is
-// not full), each queue from the group's pop position, recording every
-// delivered message in flight before returning. Orderly pops read from
-// the committed offset and lock the queue instead (order.go).
+// a group's requests of a topic (every fifth by default; otherwise after
+// the requested queues while the batch is not full), each queue from the
+// group's pop position, recording every delivered message in flight
+// before returning. Orderly pops read from the committed offset and lock
+// the queue instead (order.go).
 func (s *Service) Pop(req PopRequest) (PopResult, error) {
 	res, err := s.pop(req)
 	res.finish()
