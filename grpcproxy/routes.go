@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -151,38 +150,24 @@ func isNotFound(err error) bool {
 	return errors.As(err, &se) && se.code == rmqpb.Code_TOPIC_NOT_FOUND
 }
 
-// fetch asks the name servers in turn for the topic's route, then a
-// master for the topic's message type.
+// fetch asks the name servers for the topic's route, then a master for
+// the topic's message type.
 func (rs *routes) fetch(ctx context.Context, topic string) (*topicRoute, error) {
-	var lastErr error
-	for _, ns := range rs.namesrv {
-		cctx, cancel := context.WithTimeout(ctx, rs.timeout)
-		resp, err := rs.pool.Invoke(cctx, ns, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil))
-		cancel()
-		if err != nil {
-			lastErr = fmt.Errorf("route of %s from name server %s: %w", topic, ns, err)
-			continue
-		}
-		if resp.Code == remoting.TopicNotExist {
-			return nil, fail(rmqpb.Code_TOPIC_NOT_FOUND, "topic %s does not exist", topic)
-		}
-		if resp.Code != remoting.Success {
-			lastErr = remotingFailure("route of "+topic, resp)
-			continue
-		}
-		r := &topicRoute{masters: map[string]string{}, at: time.Now()}
-		if err := json.Unmarshal(resp.Body, &r.route); err != nil {
-			return nil, fmt.Errorf("route of %s from name server %s: %w", topic, ns, err)
-		}
-		for _, bd := range r.route.BrokerDatas {
-			if a, ok := bd.BrokerAddrs[namesrv.MasterID]; ok && a != "" {
-				r.masters[bd.BrokerName] = a
-			}
-		}
-		r.types = rs.messageTypes(ctx, topic, r)
-		return r, nil
+	route, err := namesrv.FetchRoute(ctx, rs.pool, rs.namesrv, topic, rs.timeout)
+	if errors.Is(err, namesrv.ErrTopicNotExist) {
+		return nil, fail(rmqpb.Code_TOPIC_NOT_FOUND, "topic %s does not exist", topic)
 	}
-	return nil, lastErr
+	if err != nil {
+		return nil, err
+	}
+	r := &topicRoute{route: route, masters: map[string]string{}, at: time.Now()}
+	for _, bd := range r.route.BrokerDatas {
+		if a, ok := bd.BrokerAddrs[namesrv.MasterID]; ok && a != "" {
+			r.masters[bd.BrokerName] = a
+		}
+	}
+	r.types = rs.messageTypes(ctx, topic, r)
+	return r, nil
 }
 
 // messageTypes reads the topic's message.type attribute from one of its

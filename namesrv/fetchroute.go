@@ -1,0 +1,50 @@
+package namesrv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// ErrTopicNotExist is wrapped by FetchRoute's error when a name server
+// answers TOPIC_NOT_EXIST: no broker registered the topic.
+var ErrTopicNotExist = errors.New("no broker registered the topic")
+
+// FetchRoute asks the name servers at addrs in turn for topic's route
+// (GET_ROUTEINFO_BY_TOPIC), each within timeout, and returns the first
+// route one of them gives. An answer of TOPIC_NOT_EXIST ends the search
+// with an error wrapping ErrTopicNotExist; any other failure moves on to
+// the next name server, and the last failure is returned when none gave a
+// route.
+func FetchRoute(ctx context.Context, pool *remoting.ClientPool, addrs []string, topic string, timeout time.Duration) (TopicRouteData, error) {
+	if len(addrs) == 0 {
+		return TopicRouteData{}, fmt.Errorf("route of %s: %w", topic, ErrNoNameServer)
+	}
+	var lastErr error
+	for _, addr := range addrs {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		resp, err := pool.Invoke(cctx, addr, remoting.NewRequest(remoting.GetRouteInfoByTopic, remoting.Header{"topic": topic}, nil))
+		cancel()
+		switch {
+		case err != nil:
+			lastErr = fmt.Errorf("route of %s from name server %s: %w", topic, addr, err)
+			continue
+		case resp.Code == remoting.TopicNotExist:
+			return TopicRouteData{}, fmt.Errorf("route of %s from name server %s: %w", topic, addr, ErrTopicNotExist)
+		case resp.Code != remoting.Success:
+			lastErr = fmt.Errorf("route of %s from name server %s: code %d: %s", topic, addr, resp.Code, resp.Remark)
+			continue
+		}
+		var route TopicRouteData
+		if err := json.Unmarshal(resp.Body, &route); err != nil {
+			lastErr = fmt.Errorf("route of %s from name server %s: decode: %w", topic, addr, err)
+			continue
+		}
+		return route, nil
+	}
+	return TopicRouteData{}, lastErr
+}

@@ -1,0 +1,54 @@
+package namesrv
+
+import (
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// FetchRoute moves past a name server it cannot reach, returns the first
+// route it is given, and says when the topic is unknown.
+func TestFetchRoute(t *testing.T) {
+	ns, _ := startNameServer(t, nil)
+	pool := remoting.NewClientPool(remoting.ClientOptions{})
+	defer pool.Close()
+	// Two topics: a first registration of one topic is refused.
+	body := &RegisterBrokerBody{DataVersion: DataVersion{Counter: 1, Timestamp: 1}, TopicConfigTable: map[string]TopicConfig{
+		"T":      {TopicName: "T", ReadQueueNums: 4, WriteQueueNums: 2, Perm: 6, TopicFilterType: SingleTag},
+		"TBW102": {TopicName: "TBW102", ReadQueueNums: 8, WriteQueueNums: 8, Perm: 7, TopicFilterType: SingleTag},
+	}}
+	if _, err := NewRegistrar(pool, ns.Addr().String(), zerolog.Nop()).Register(testCtx(t), brokerInfo("broker-a", "10.0.0.1:10911", 0), body); err != nil {
+		t.Fatal(err)
+	}
+	// A closed port: nothing listens there.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	_ = l.Close()
+	addrs := []string{dead, ns.Addr().String()}
+
+	route, err := FetchRoute(testCtx(t), pool, addrs, "T", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(route.QueueDatas) != 1 || route.QueueDatas[0].BrokerName != "broker-a" || route.QueueDatas[0].ReadQueueNums != 4 ||
+		len(route.BrokerDatas) != 1 || route.BrokerDatas[0].BrokerAddrs[MasterID] != "10.0.0.1:10911" {
+		t.Fatalf("route %+v", route)
+	}
+	if _, err := FetchRoute(testCtx(t), pool, addrs, "nobody", 2*time.Second); !errors.Is(err, ErrTopicNotExist) {
+		t.Fatalf("unknown topic: %v", err)
+	}
+	if _, err := FetchRoute(testCtx(t), pool, []string{dead}, "T", 2*time.Second); err == nil || errors.Is(err, ErrTopicNotExist) {
+		t.Fatalf("no name server reachable: %v", err)
+	}
+	if _, err := FetchRoute(testCtx(t), pool, nil, "T", 2*time.Second); !errors.Is(err, ErrNoNameServer) {
+		t.Fatalf("no name server: %v", err)
+	}
+}
