@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/rocketkv/rocketkv/kvindex"
@@ -28,19 +28,35 @@ type requestModeBody struct {
 
 // processSetRequestMode answers SET_MESSAGE_REQUEST_MODE: the mode is kept
 // durably and reported by QUERY_ASSIGNMENT to the group's clients, which
-// then pull or pop. Retry topics always pull.
+// then pull or pop. Retry topics always pull; the topic must exist here and
+// the group too (or be created, as a subscription would create it).
 func (b *Broker) processSetRequestMode(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	var body requestModeBody
 	if err := json.Unmarshal(req.Body, &body); err != nil || body.Topic == "" || body.ConsumerGroup == "" {
 		return remoting.NewResponse(req, remoting.SystemError, "bad set message request mode body")
 	}
 	if meta.IsRetryTopic(body.Topic) {
-		return remoting.NewResponse(req, remoting.SystemError, "retry topic is not allowed to set mode")
+		return remoting.NewResponse(req, remoting.NoPermission, "retry topic is not allowed to set mode")
+	}
+	if _, ok, err := b.topicConfig(body.Topic); err != nil || !ok {
+		return topicOrGroupMissing(req, err, remoting.TopicNotExist, "topic["+body.Topic+"] not exist")
+	}
+	if gc, err := b.groupConfig(body.ConsumerGroup, true); err != nil || gc.GroupName == "" {
+		return topicOrGroupMissing(req, err, remoting.SubscriptionGroupNotExist, "subscription group does not exist")
 	}
 	if err := setRequestMode(b.db, body); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// topicOrGroupMissing answers a request naming a topic or group that could
+// not be read (err) or does not exist (code and remark).
+func topicOrGroupMissing(req *remoting.Command, err error, code int32, remark string) *remoting.Command {
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	return remoting.NewResponse(req, code, remark)
 }
 
 // setRequestMode stores a group's request mode on a topic: POP, or PULL
@@ -132,11 +148,16 @@ type queueAssignment struct {
 }
 
 // processQueryAssignment answers QUERY_ASSIGNMENT (server-side rebalance,
-// used by Java 5.x clients): this broker's queues of the topic, divided
-// among the group's live clients averagely in PULL mode; in POP mode each
-// client pops every queue (queueId -1) unless popShareQueueNum asks for
-// sharing. Unknown topics answer a null assignment, as RocketMQ does.
-func (b *Broker) processQueryAssignment(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+// used by Java 5.x clients) as RocketMQ's QueryAssignmentProcessor does.
+// The queues divided are the readable queues of the topic on every broker
+// group (assignRoutes), so any broker a client asks gives the same answer.
+// In PULL mode they are divided among the group's live clients by the
+// named strategy; in POP mode each client pops every queue (queueId -1 per
+// broker group) unless popShareQueueNum asks for sharing. A broadcasting
+// client, or any client with serverLoadBalancerEnable off, is given every
+// queue. A null assignment (an unknown topic or strategy, or no route from
+// the name servers) tells the client to keep the queues it has.
+func (b *Broker) processQueryAssignment(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	var body queryAssignmentBody
 	if err := json.Unmarshal(req.Body, &body); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, "bad query assignment body: "+err.Error())
@@ -145,44 +166,18 @@ func (b *Broker) processQueryAssignment(_ context.Context, _ *remoting.Conn, req
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	var assigned []assignedQueue
-	tc, ok, err := b.topicConfig(body.Topic)
+	all, found, err := b.assignRoutes.queues(ctx, body.Topic)
 	if err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
-	}
-	if ok {
-		all := make([]assignedQueue, tc.ReadQueueNums)
-		for i := range all {
-			all[i] = assignedQueue{BrokerName: b.cfg.BrokerName, QueueID: int32(i), Topic: body.Topic}
-		}
-		cids := b.clients.consumerIDs(body.ConsumerGroup)
-		if body.ClientID != "" && !contains(cids, body.ClientID) {
-			cids = append(cids, body.ClientID)
-		}
-		sort.Strings(cids)
-		switch {
-		case body.MessageModel == modelBroadcasting:
-			assigned = all
-		case mode.Mode == modePop && (mode.PopShareQueueNum <= 0 || mode.PopShareQueueNum >= len(cids)-1):
-			assigned = []assignedQueue{{BrokerName: b.cfg.BrokerName, QueueID: -1, Topic: body.Topic}}
-		case mode.Mode == modePop:
-			idx := indexOf(cids, body.ClientID)
-			assigned = allocateAveragely(all, cids, idx)
-			for i := 1; i <= mode.PopShareQueueNum; i++ {
-				assigned = append(assigned, allocateAveragely(all, cids, (idx+i)%len(cids))...)
-			}
-		default:
-			assigned = allocateAveragely(all, cids, indexOf(cids, body.ClientID))
-		}
+		b.log.Warn().Err(err).Str("topic", body.Topic).Str("group", body.ConsumerGroup).Msg("query assignment: queues unknown, nothing assigned")
 	}
 	var out struct {
 		MessageQueueAssignments []queueAssignment `json:"messageQueueAssignments"`
 	}
-	if ok {
-		out.MessageQueueAssignments = []queueAssignment{}
-	}
-	for _, q := range assigned {
-		out.MessageQueueAssignments = append(out.MessageQueueAssignments, queueAssignment{MessageQueue: q, Mode: mode.Mode, Attachments: map[string]string{}})
+	if assigned, ok := b.assign(body, mode, all, found && err == nil); ok {
+		out.MessageQueueAssignments = make([]queueAssignment, 0, len(assigned))
+		for _, q := range assigned {
+			out.MessageQueueAssignments = append(out.MessageQueueAssignments, queueAssignment{MessageQueue: q, Mode: mode.Mode, Attachments: map[string]string{}})
+		}
 	}
 	raw, err := json.Marshal(out)
 	if err != nil {
@@ -193,16 +188,79 @@ func (b *Broker) processQueryAssignment(_ context.Context, _ *remoting.Conn, req
 	return resp
 }
 
+// assign picks the client's queues among all, the topic's readable queues
+// in order, and reports false for a null assignment.
+func (b *Broker) assign(body queryAssignmentBody, mode requestModeBody, all []assignedQueue, found bool) ([]assignedQueue, bool) {
+	if !found {
+		return nil, false
+	}
+	if body.MessageModel == modelBroadcasting || !b.current().ServerLoadBalancerEnable {
+		return all, true
+	}
+	if len(all) == 0 {
+		// RocketMQ's strategies refuse an empty queue list.
+		return nil, false
+	}
+	strategy, ok := allocationStrategies[body.StrategyName]
+	if !ok {
+		b.log.Warn().Str("strategy", body.StrategyName).Str("group", body.ConsumerGroup).Msg("query assignment: unknown allocation strategy, nothing assigned")
+		return nil, false
+	}
+	// The asking client counts even before its heartbeat reaches this
+	// broker: it is alive, and leaving it out would give it nothing.
+	cids := b.clients.consumerIDs(body.ConsumerGroup)
+	if !contains(cids, body.ClientID) {
+		cids = append(cids, body.ClientID)
+		slices.Sort(cids)
+	}
+	idx := indexOf(cids, body.ClientID)
+	if mode.Mode != modePop {
+		return strategy(all, len(cids), idx), true
+	}
+	share := mode.PopShareQueueNum
+	switch {
+	case share <= 0 || share >= len(cids)-1:
+		// Every client pops every queue: one queue -1 per broker group.
+		var out []assignedQueue
+		for _, q := range all {
+			if len(out) == 0 || out[len(out)-1].BrokerName != q.BrokerName {
+				out = append(out, assignedQueue{BrokerName: q.BrokerName, QueueID: -1, Topic: q.Topic})
+			}
+		}
+		return out, true
+	case len(cids) <= len(all):
+		// Its own share and those of the share clients after it.
+		out := strategy(all, len(cids), idx)
+		for i := 1; i <= share; i++ {
+			out = append(out, strategy(all, len(cids), (idx+i)%len(cids))...)
+		}
+		return out, true
+	default:
+		// More clients than queues: each is given one, round the queues.
+		return []assignedQueue{all[idx%len(all)]}, true
+	}
+}
+
+// allocationStrategies are the strategies QUERY_ASSIGNMENT knows, by the
+// name clients send (AllocateMessageQueueStrategy.getName). An empty name
+// is taken as the average strategy, every client's default.
+var allocationStrategies = map[string]func(all []assignedQueue, clients, idx int) []assignedQueue{
+	"":              allocateAveragely,
+	"AVG":           allocateAveragely,
+	"AVG_BY_CIRCLE": allocateAveragelyByCircle,
+}
+
 // allocateAveragely is RocketMQ's AllocateMessageQueueAveragely for the
-// client at index idx of the sorted client ids.
-func allocateAveragely(all []assignedQueue, cids []string, idx int) []assignedQueue {
-	if idx < 0 || len(cids) == 0 || len(all) == 0 {
+// client at index idx of the sorted client ids: consecutive runs of
+// queues, the first clients taking one more when they do not divide.
+func allocateAveragely(all []assignedQueue, clients, idx int) []assignedQueue {
+	if idx < 0 || clients == 0 || len(all) == 0 {
 		return nil
 	}
-	n, c := len(all), len(cids)
-	mod := n % c
-	size := n / c
-	if n <= c {
+	n := len(all)
+	mod := n % clients
+	size := n / clients
+	if n <= clients {
 		size = 1
 	} else if mod > 0 && idx < mod {
 		size++
@@ -213,7 +271,21 @@ func allocateAveragely(all []assignedQueue, cids []string, idx int) []assignedQu
 	}
 	var out []assignedQueue
 	for i := 0; i < min(size, n-start); i++ {
-		out = append(out, all[(start+i)%n])
+		out = append(out, all[start+i])
+	}
+	return out
+}
+
+// allocateAveragelyByCircle is RocketMQ's
+// AllocateMessageQueueAveragelyByCircle: the client at index idx takes
+// every clients-th queue from queue idx.
+func allocateAveragelyByCircle(all []assignedQueue, clients, idx int) []assignedQueue {
+	if idx < 0 || clients == 0 {
+		return nil
+	}
+	var out []assignedQueue
+	for i := idx; i < len(all); i += clients {
+		out = append(out, all[i])
 	}
 	return out
 }

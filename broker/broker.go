@@ -92,7 +92,9 @@ type Broker struct {
 	// it between New and Start.
 	statsClock func() time.Time
 	register   *registrar
-	uniq       *uniqid.Gen
+	// assignRoutes holds the topic routes QUERY_ASSIGNMENT divides.
+	assignRoutes *assignRoutes
+	uniq         *uniqid.Gen
 	// timerCfg is the timer part of cfg, read by every send.
 	timerCfg timer.Config
 	// delayLevels are the delays of RocketMQ's messageDelayLevel.
@@ -281,6 +283,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.locks = newLockManager(time.Minute)
 	b.holds = newPullHolds(b)
 	b.register = newRegistrar(b)
+	b.assignRoutes = newAssignRoutes(b)
 	if err := b.topics.ensureSystemTopics(); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -41,18 +42,26 @@ func startTestNameServer(t *testing.T) *namesrv.Server {
 // with perm.
 func waitForRoutePerm(t *testing.T, ns *namesrv.Server, topic string, perm int32) {
 	t.Helper()
+	waitForRoute(t, ns, topic, fmt.Sprintf("one broker group with perm %d", perm), func(r *namesrv.TopicRouteData) bool {
+		return len(r.QueueDatas) == 1 && r.QueueDatas[0].Perm == perm
+	})
+}
+
+// waitForRoute waits until the name server's route of topic satisfies ok
+// (want says what that is, for the failure).
+func waitForRoute(t *testing.T, ns *namesrv.Server, topic, want string, ok func(*namesrv.TopicRouteData) bool) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	var last any = "no route"
+	var last *namesrv.TopicRouteData
 	for time.Now().Before(deadline) {
-		if r, ok := ns.Registry().Route(topic); ok && len(r.QueueDatas) == 1 {
-			if r.QueueDatas[0].Perm == perm {
+		if r, found := ns.Registry().Route(topic); found {
+			if last = r; ok(r) {
 				return
 			}
-			last = r.QueueDatas[0].Perm
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("route of %s: perm %v, want %d", topic, last, perm)
+	t.Fatalf("route of %s: %+v, want %s", topic, last, want)
 }
 
 // brokerSettings reads GET_BROKER_CONFIG as a map and its version.

@@ -815,7 +815,7 @@ func TestQueryAssignmentAndRequestMode(t *testing.T) {
 		t.Fatalf("pop assignment %+v", a)
 	}
 	retry, _ := json.Marshal(requestModeBody{Topic: "%RETRY%g", ConsumerGroup: "g", Mode: "POP"})
-	if r := call(t, rc, remoting.SetMessageRequestMode, nil, retry); r.Code != remoting.SystemError {
+	if r := call(t, rc, remoting.SetMessageRequestMode, nil, retry); r.Code != remoting.NoPermission {
 		t.Fatalf("set mode on a retry topic %d", r.Code)
 	}
 	r := call(t, rc, remoting.GetAllMessageRequestMode, nil, nil)

@@ -141,6 +141,13 @@ type Broker struct {
 	// named, and DefaultPopShareQueueNum its popShareQueueNum when POP.
 	DefaultMessageRequestMode string
 	DefaultPopShareQueueNum   int
+	// ServerLoadBalancerEnable makes QUERY_ASSIGNMENT divide a topic's
+	// queues among the group's clients; off, every client is given every
+	// queue.
+	ServerLoadBalancerEnable bool
+	// LoadBalancePollNameServerInterval is how long QUERY_ASSIGNMENT uses a
+	// topic's route from the name servers before asking for it again.
+	LoadBalancePollNameServerInterval time.Duration
 	// EnablePropertyFilter serves SQL92 subscriptions (filter package).
 	EnablePropertyFilter bool
 	// RecallMessageEnable serves RECALL_MESSAGE; a broker that is not

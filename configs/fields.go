@@ -102,6 +102,8 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("clearRetryTopicWhenDeleteTopic", "true", func(b *Broker) *bool { return &b.ClearRetryTopicWhenDeleteTopic }),
 	oneOf("defaultMessageRequestMode", "PULL", []string{"PULL", "POP"}, func(b *Broker) *string { return &b.DefaultMessageRequestMode }),
 	intRange("defaultPopShareQueueNum", "-1", -1, 1<<16, func(b *Broker) *int { return &b.DefaultPopShareQueueNum }),
+	boolean("serverLoadBalancerEnable", "true", func(b *Broker) *bool { return &b.ServerLoadBalancerEnable }),
+	millis("loadBalancePollNameServerInterval", "30000", func(b *Broker) *time.Duration { return &b.LoadBalancePollNameServerInterval }),
 	boolean("retrieveMessageFromPopRetryTopicV1", "true", func(b *Broker) *bool { return &b.RetrieveMessageFromPopRetryTopicV1 }),
 	intRange("popFromRetryProbability", "20", 0, 100, func(b *Broker) *int { return &b.PopFromRetryProbability }),
 	intRange("popPollingSize", "1024", 0, 1<<30, func(b *Broker) *int { return &b.PopPollingSize }),

@@ -80,7 +80,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertBool[Broker]("isBrokerContainer", "RocketMQ reads no such key: it is a field name its configuration dumps print, set only by a broker container"),
 	inertBool[Broker]("isInBrokerContainer", "RocketMQ reads no key of this spelling (its setter's key is inBrokerContainer, and BrokerStartup sets it false anyway); configuration dumps print it"),
 	inertBool[Broker]("isScanAvailableNameSrv", "RocketMQ reads no key of this spelling (its setter's key is scanAvailableNameSrv); configuration dumps print it"),
-	inertInt[Broker]("loadBalancePollNameServerInterval", "QUERY_ASSIGNMENT assigns the queues of the broker's own topic config; the broker polls no routes from the name servers"),
 	inertBool[Broker]("lockInStrictMode", "orderly-consumer queue locks are taken on the broker asked; locking on a quorum of the group's totalReplicas belongs to slave acting master, which rocketkv refuses"),
 	inertFloat[Broker]("logicalDiskSpaceCleanForciblyThreshold", "read only when replicasPerDiskPartition is above 1 (brokers sharing one disk); rocketkv cleans by the disk's whole usage (diskMaxUsedSpaceRatio, diskSpaceCleanForciblyRatio)"),
 	inertInt[Broker]("mappedFileSizeConsumeQueueExt", "no consumequeue_ext files (enableConsumeQueueExt has no effect); property filters are evaluated on the messages"),
