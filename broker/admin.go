@@ -37,8 +37,8 @@ func (b *Broker) processCreateTopic(_ context.Context, _ *remoting.Conn, req *re
 	if remark := validateTopicName(topic); remark != "" {
 		return remoting.NewResponse(req, remoting.InvalidParameter, remark)
 	}
-	if notSendable[topic] || topic == autoCreateTopic {
-		return remoting.NewResponse(req, remoting.InvalidParameter, "The topic["+topic+"] is conflict with system topic.")
+	if remark := b.systemTopicRefusal(topic); remark != "" {
+		return remoting.NewResponse(req, remoting.InvalidParameter, remark)
 	}
 	tc := meta.NewTopicConfig(topic, 8)
 	r, err1 := h.OptInt32("readQueueNums", 8)
@@ -60,7 +60,7 @@ func (b *Broker) processCreateTopic(_ context.Context, _ *remoting.Conn, req *re
 	if refusal != "" {
 		return remoting.NewResponse(req, remoting.SystemError, refusal)
 	}
-	if mixedType(mods) {
+	if b.refusesMixedType(mods) {
 		return remoting.NewResponse(req, remoting.InvalidParameter, mixedRefusal)
 	}
 	tc.Attributes = mods
@@ -125,6 +125,19 @@ func (b *Broker) isSystemTopic(topic string) bool {
 	return notSendable[topic] || strings.HasPrefix(topic, systemTopicPrefix)
 }
 
+// systemTopicRefusal returns the remark refusing an admin request to
+// create, update or delete topic, or "" when it may go ahead. With
+// validateSystemTopicWhenUpdateTopic (RocketMQ's default) every system
+// topic is refused; without it, still the broker's internal topics and
+// TBW102, whose configuration and messages the broker owns (deleting
+// SCHEDULE_TOPIC_XXXX would drop every scheduled message).
+func (b *Broker) systemTopicRefusal(topic string) string {
+	if b.current().ValidateSystemTopicWhenUpdateTopic && b.isSystemTopic(topic) || notSendable[topic] || topic == autoCreateTopic {
+		return "The topic[" + topic + "] is conflict with system topic."
+	}
+	return ""
+}
+
 // processSystemTopicList answers GET_SYSTEM_TOPIC_LIST_FROM_BROKER: the
 // broker's topics that RocketMQ's TopicValidator calls system topics.
 func (b *Broker) processSystemTopicList(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -154,13 +167,16 @@ func (b *Broker) processCreateTopicList(_ context.Context, _ *remoting.Conn, req
 		if remark := validateTopicName(tc.TopicName); remark != "" {
 			return remoting.NewResponse(req, remoting.InvalidParameter, remark)
 		}
+		if remark := b.systemTopicRefusal(tc.TopicName); remark != "" {
+			return remoting.NewResponse(req, remoting.InvalidParameter, remark)
+		}
 		if tc.ReadQueueNums <= 0 || tc.WriteQueueNums <= 0 {
 			return remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf("topic %s: queue numbers must be positive", tc.TopicName))
 		}
 		if tc.TopicFilterType == "" {
 			body.TopicConfigList[i].TopicFilterType = meta.SingleTag
 		}
-		if mixedType(tc.Attributes) {
+		if b.refusesMixedType(tc.Attributes) {
 			return remoting.NewResponse(req, remoting.InvalidParameter, mixedRefusal)
 		}
 	}
@@ -181,6 +197,9 @@ func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *re
 	topic, err := remoting.Header(req.ExtFields).String("topic")
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if remark := b.systemTopicRefusal(topic); remark != "" {
+		return remoting.NewResponse(req, remoting.InvalidParameter, remark)
 	}
 	groups := map[string]bool{}
 	if err := b.groupsWithOffsetsOn(topic, groups); err != nil {

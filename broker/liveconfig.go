@@ -51,17 +51,20 @@ var runtimeKeys = map[string]bool{
 	// QUERY_ASSIGNMENT.
 	"defaultMessageRequestMode": true,
 	"defaultPopShareQueueNum":   true,
+	// How QUERY_ASSIGNMENT divides queues and how long it keeps a route,
+	// read by each.
+	"serverLoadBalancerEnable":          true,
+	"loadBalancePollNameServerInterval": true,
 	// Whether a topic's deletion takes its pop-retry topics along, read
 	// by each deletion.
 	"clearRetryTopicWhenDeleteTopic": true,
+	// What topic admin requests may do, read by each.
+	"validateSystemTopicWhenUpdateTopic": true,
+	"enableMixedMessageType":             true,
 	// Query caps, read by each query.
 	"maxMsgsNumBatch":    true,
 	"defaultQueryMaxNum": true,
 }
-
-// configBlackList are the keys RocketMQ never lets UPDATE_BROKER_CONFIG
-// touch (its configBlackList default).
-var configBlackList = []string{"configBlackList", "brokerConfigPath"}
 
 // liveConfig is the configuration in force: the start configuration with
 // the runtime keys as last updated. Readers load an immutable snapshot;
@@ -115,10 +118,9 @@ func (b *Broker) processUpdateBrokerConfig(_ context.Context, conn *remoting.Con
 		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("update broker config: the body is not a properties text: %v", err))
 	}
 	props := p.Map()
-	for _, k := range configBlackList {
-		if _, ok := props[k]; ok {
-			return remoting.NewResponse(req, remoting.NoPermission, "Can not update config in black list.")
-		}
+	if black := b.cfg.BlackListed(props); len(black) > 0 {
+		b.log.Warn().Strs("keys", black).Stringer("conn", conn).Msg("update broker config: keys in configBlackList refused")
+		return remoting.NewResponse(req, remoting.NoPermission, "Can not update config in black list.")
 	}
 	changed, inert, unsaved, err := b.updateConfig(props)
 	if err != nil {

@@ -143,7 +143,8 @@ func TestUpdateBrokerConfigRefusals(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(original), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) { b.SetConfigFile(conf) })
+	b := startTestBrokerWith(t, t.TempDir(), map[string]string{"configBlackList": "configBlackList;brokerConfigPath;deleteWhen"},
+		func(b *Broker) { b.SetConfigFile(conf) })
 	c := b.client(nil)
 	before, v0 := brokerSettings(t, c)
 	for _, tc := range []struct {
@@ -158,6 +159,9 @@ func TestUpdateBrokerConfigRefusals(t *testing.T) {
 		{"mapedFileSizeCommitLog=8192", remoting.SystemError, "mappedFileSizeCommitLog cannot change while the broker runs"},
 		{"brokerPermission=4\nbrokerConfigPath=/etc/passwd", remoting.NoPermission, "Can not update config in black list."},
 		{"configBlackList=", remoting.NoPermission, "Can not update config in black list."},
+		{"rocketmqHome=/opt/rocketmq", remoting.NoPermission, "Can not update config in black list."},
+		// A runtime key the operator locked with configBlackList.
+		{"deleteWhen=05", remoting.NoPermission, "Can not update config in black list."},
 	} {
 		r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte(tc.body))
 		if r.Code != tc.code || !strings.Contains(r.Remark, tc.remark) {

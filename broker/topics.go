@@ -212,13 +212,14 @@ func (m *topicManager) createOrUpdate(cfgs []meta.TopicConfig) (refusal string, 
 const bulkReadMin = 64
 
 // mixedRefusal is RocketMQ's answer to a topic created or changed to the
-// MIXED message type while enableMixedMessageType is off (its default;
-// rocketkv has no such switch).
+// MIXED message type while enableMixedMessageType is off (its default).
 const mixedRefusal = "MIXED message type is not supported."
 
-// mixedType reports whether attribute modifications set the MIXED
-// message type.
-func mixedType(mods map[string]string) bool { return mods["+"+meta.AttrMessageType] == "MIXED" }
+// refusesMixedType reports whether attribute modifications set the MIXED
+// message type while enableMixedMessageType is off.
+func (b *Broker) refusesMixedType(mods map[string]string) bool {
+	return !b.current().EnableMixedMessageType && mods["+"+meta.AttrMessageType] == "MIXED"
+}
 
 // createOnSend returns the config of topic, creating it from the template
 // topic when it does not exist, as RocketMQ's

@@ -90,8 +90,19 @@ type Broker struct {
 	AutoCreateSubscriptionGroup bool
 	// EnableCreateSysGroup creates a CID_RMQ_SYS_ group on first use even
 	// with AutoCreateSubscriptionGroup off (enableCreateSysGroup).
-	EnableCreateSysGroup  bool
-	DefaultTopicQueueNums int
+	EnableCreateSysGroup bool
+	// ConfigBlackList names, ';'-separated, keys UPDATE_BROKER_CONFIG may
+	// not change, on top of configBlackList, brokerConfigPath and
+	// rocketmqHome.
+	ConfigBlackList string
+	// ValidateSystemTopicWhenUpdateTopic refuses topic creation, update
+	// and deletion by admin requests for every system topic; off, only
+	// those whose configuration the broker owns are refused.
+	ValidateSystemTopicWhenUpdateTopic bool
+	// EnableMixedMessageType lets admin requests give a topic the MIXED
+	// message type.
+	EnableMixedMessageType bool
+	DefaultTopicQueueNums  int
 	// MaxTransferCountOnMessageInMemory and
 	// MaxTransferBytesOnMessageInMemory bound one pull's answer (the
 	// first message always goes, whatever its size).
@@ -405,3 +416,12 @@ func DefaultBroker() Broker { return brokerSchema.defaults() }
 // ListenAddr is the address a listener of the broker on port binds:
 // bindAddress and port, with 0.0.0.0 standing for every interface.
 func (b *Broker) ListenAddr(port int) string { return listenAddr(b.BindAddress, port) }
+
+// BlackListed reports the keys of props UPDATE_BROKER_CONFIG must refuse:
+// configBlackList, brokerConfigPath and rocketmqHome, which RocketMQ never
+// lets it change, plus those configBlackList names, compared exactly as
+// RocketMQ's broker compares them.
+func (b *Broker) BlackListed(props map[string]string) []string {
+	same := func(k string) string { return k }
+	return blackListed(props, []string{"configBlackList", "brokerConfigPath", "rocketmqHome"}, b.ConfigBlackList, same)
+}

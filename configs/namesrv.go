@@ -169,18 +169,29 @@ func listenAddr(bind string, port int) string {
 // kvConfigPath, rocketmqHome) plus those configBlackList names, compared
 // without regard to case.
 func (n *Namesrv) BlackListed(props map[string]string) []string {
-	black := map[string]bool{"configblacklist": true, "configstorepath": true, "kvconfigpath": true, "rocketmqhome": true}
-	for _, k := range strings.Split(n.ConfigBlackList, ";") {
+	lower := func(k string) string { return strings.ToLower(strings.TrimSpace(k)) }
+	return blackListed(props, []string{"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"}, n.ConfigBlackList, lower)
+}
+
+// blackListed returns the keys of props that are among always or the
+// ';'-separated list, both compared after norm.
+func blackListed(props map[string]string, always []string, list string, norm func(string) string) []string {
+	black := map[string]bool{}
+	for _, k := range always {
+		black[norm(k)] = true
+	}
+	for _, k := range strings.Split(list, ";") {
 		if k = strings.TrimSpace(k); k != "" {
-			black[strings.ToLower(k)] = true
+			black[norm(k)] = true
 		}
 	}
 	var out []string
 	for k := range props {
-		if black[strings.ToLower(strings.TrimSpace(k))] {
+		if black[norm(k)] {
 			out = append(out, k)
 		}
 	}
+	slices.Sort(out)
 	return out
 }
 
