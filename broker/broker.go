@@ -92,6 +92,9 @@ type Broker struct {
 	// it between New and Start.
 	statsClock func() time.Time
 	register   *registrar
+	// hotBytes is how far from the end of the CommitLog records are taken
+	// to be in the page cache (accessMessageInMemoryMaxRatio).
+	hotBytes int64
 	// assignRoutes holds the topic routes QUERY_ASSIGNMENT divides.
 	assignRoutes *assignRoutes
 	uniq         *uniqid.Gen
@@ -181,6 +184,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		timerCfg:         timerConfig(cfg),
 		statusAskTimeout: consumerStatusTimeout,
 		lagTTL:           lagTTL,
+		hotBytes:         physicalMemory() * int64(cfg.AccessMessageInMemoryMaxRatio) / 100,
 	}
 	b.live.cur.Store(&liveSnapshot{cfg: cfg, version: meta.DataVersion{Timestamp: time.Now().UnixMilli()}})
 	b.busyLog = b.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second})

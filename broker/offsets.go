@@ -68,15 +68,21 @@ func (b *Broker) processQueryConsumerOffset(_ context.Context, _ *remoting.Conn,
 }
 
 // inMemory reports whether a CommitLog offset is recent enough to be in the
-// page cache, RocketMQ's checkInMemByCommitOffset: within 40% of the
-// machine's memory from the end of the log.
+// page cache, RocketMQ's checkInMemByCommitOffset: within
+// accessMessageInMemoryMaxRatio of the machine's memory from the end of the
+// log.
 func (b *Broker) inMemory(phy int64) bool {
+	return b.clog.MaxOffset()-phy <= b.hotBytes
+}
+
+// physicalMemory returns the machine's memory in bytes (8 GiB when the
+// kernel does not say).
+func physicalMemory() int64 {
 	var si syscall.Sysinfo_t
-	mem := int64(8 << 30)
-	if syscall.Sysinfo(&si) == nil {
-		mem = int64(si.Totalram) * int64(si.Unit)
+	if syscall.Sysinfo(&si) != nil {
+		return 8 << 30
 	}
-	return b.clog.MaxOffset()-phy <= mem*40/100
+	return int64(si.Totalram) * int64(si.Unit)
 }
 
 // processUpdateConsumerOffset answers UPDATE_CONSUMER_OFFSET: the commit is

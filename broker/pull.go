@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -197,6 +198,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		}
 	}
 	code := r.status.pullCode(p.queueOffset)
+	suggest, code := b.suggestBroker(gc, r, code)
 	if code == remoting.PullNotFound && allowSuspend && p.sysFlag&pullSuspend != 0 {
 		timeout := p.suspendTimeout
 		if !b.cfg.LongPollingEnable {
@@ -228,7 +230,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		}
 	}
 	b.pulled.note(p.group, p.topic, p.queueID, r.nextBegin) // the consumer gauges' pull offset
-	resp := pullResponse(req, code, r.status.String(), r.nextBegin, r.minOffset, r.maxOffset, tc.TopicSysFlag, gc.GroupSysFlag)
+	resp := pullResponse(req, code, r.status.String(), r.nextBegin, r.minOffset, r.maxOffset, tc.TopicSysFlag, gc.GroupSysFlag, suggest)
 	if code == remoting.Success {
 		b.bodies.attach(resp, r.body)
 		b.countOut(p.topic, p.group, r.count, len(r.body))
@@ -236,6 +238,32 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		b.stats.Miss()
 	}
 	return resp
+}
+
+// suggestBroker returns the broker id a pull's answer tells the consumer to
+// pull from next (suggestWhichBrokerId) and the answer's code, as
+// RocketMQ's pull processor decides them. Without slaveReadEnable it is
+// always the master. With it, a consumer reading records older than the
+// page cache holds (accessMessageInMemoryMaxRatio) is sent to the group's
+// whichBrokerWhenConsumeSlowly, one keeping up to the group's brokerId. A
+// slave whose master is registered sends a consumer keeping up back to
+// the master, at once (PULL_RETRY_IMMEDIATELY) when it had nothing for it.
+func (b *Broker) suggestBroker(gc meta.SubscriptionGroupConfig, r getResult, code int32) (int64, int32) {
+	behind := r.lastPhy >= 0 && !b.inMemory(r.lastPhy)
+	suggest := int64(namesrv.MasterID)
+	if b.cfg.SlaveReadEnable {
+		suggest = gc.BrokerID
+		if behind {
+			suggest = gc.WhichBrokerWhenConsumeSlowly
+		}
+	}
+	if b.isSlave() && !behind && b.masterAddr() != "" {
+		suggest = namesrv.MasterID
+		if code != remoting.Success {
+			code = remoting.PullRetryImmediately
+		}
+	}
+	return suggest, code
 }
 
 // pullResetAnswer answers a pull of a queue whose offset an administrator
@@ -251,17 +279,18 @@ func (b *Broker) pullResetAnswer(req *remoting.Command, p pullHeader, topicSysFl
 	b.log.Info().Str("group", p.group).Str("topic", p.topic).Int32("queue", p.queueID).Int64("from", p.queueOffset).
 		Int64("to", offset).Msg("pull told of an offset reset")
 	return pullResponse(req, remoting.PullOffsetMoved, fmt.Sprintf("the queue was reset to start from %d", offset),
-		offset, minOff, maxOff, topicSysFlag, groupSysFlag)
+		offset, minOff, maxOff, topicSysFlag, groupSysFlag, namesrv.MasterID)
 }
 
-// pullResponse is a PULL_MESSAGE answer with its header fields.
-func pullResponse(req *remoting.Command, code int32, remark string, next, minOff, maxOff int64, topicSysFlag, groupSysFlag int) *remoting.Command {
+// pullResponse is a PULL_MESSAGE answer with its header fields; suggest is
+// the broker id to pull from next.
+func pullResponse(req *remoting.Command, code int32, remark string, next, minOff, maxOff int64, topicSysFlag, groupSysFlag int, suggest int64) *remoting.Command {
 	resp := remoting.NewResponse(req, code, remark)
 	rh := remoting.Header{}
 	rh.SetInt64("nextBeginOffset", next)
 	rh.SetInt64("minOffset", minOff)
 	rh.SetInt64("maxOffset", maxOff)
-	rh.SetInt64("suggestWhichBrokerId", 0)
+	rh.SetInt64("suggestWhichBrokerId", suggest)
 	rh.SetInt32("topicSysFlag", int32(topicSysFlag))
 	rh.SetInt32("groupSysFlag", int32(groupSysFlag))
 	resp.ExtFields = rh

@@ -153,12 +153,16 @@ type getResult struct {
 	nextBegin int64
 	minOffset int64
 	maxOffset int64
+	// lastPhy is the CommitLog offset of the last entry read, filtered
+	// out or not, and -1 when none was: how far behind the log's end the
+	// reader is (RocketMQ's maxPhyOffsetPulling).
+	lastPhy int64
 }
 
 // getMessages reads up to maxNums messages of a queue from offset that pass
 // filter, following RocketMQ's DefaultMessageStore.getMessage rules.
 func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums, maxBytes int, filter *subscription) (getResult, error) {
-	var r getResult
+	r := getResult{lastPhy: -1}
 	var err error
 	if r.minOffset, err = b.cqs.MinOffset(topic, queueID); err != nil {
 		return r, err
@@ -206,6 +210,7 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 			}
 			scanned++
 			next = e.QueueOffset + 1
+			r.lastPhy = e.PhyOffset
 			if !filter.matchesCode(e.TagsCode) {
 				continue
 			}

@@ -79,6 +79,10 @@ type Broker struct {
 	InSyncReplicas          int
 	MinInSyncReplicas       int
 	SlaveReadEnable         bool
+	// AccessMessageInMemoryMaxRatio is the share (%) of the machine's
+	// memory from the end of the CommitLog taken to be in the page cache:
+	// pulls of older messages are sent to a slave under SlaveReadEnable.
+	AccessMessageInMemoryMaxRatio int
 
 	// Topics and groups.
 	AutoCreateTopicEnable bool

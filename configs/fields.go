@@ -61,6 +61,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	intRange("inSyncReplicas", "1", 1, 64, func(b *Broker) *int { return &b.InSyncReplicas }),
 	intRange("minInSyncReplicas", "1", 1, 64, func(b *Broker) *int { return &b.MinInSyncReplicas }),
 	boolean("slaveReadEnable", "false", func(b *Broker) *bool { return &b.SlaveReadEnable }),
+	intRange("accessMessageInMemoryMaxRatio", "40", 0, 100, func(b *Broker) *int { return &b.AccessMessageInMemoryMaxRatio }),
 	// RocketMQ 5's other replication modes are not there: a file that
 	// turns one on is refused rather than run with classic HA unnoticed.
 	notImplemented[Broker]("enableControllerMode", "rocketkv replicates with RocketMQ's classic master-slave HA only (brokerRole); automatic failover through controllers is not there"),

@@ -1,0 +1,86 @@
+package broker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// suggestedBroker pulls queue 0 of topic from offset for group g and
+// returns the answer's code and suggestWhichBrokerId.
+func suggestedBroker(t *testing.T, c *remoting.Client, topic string, offset int64) (int32, string) {
+	t.Helper()
+	r := call(t, c, remoting.PullMessage, pullReq("g", topic, 0, offset, pullSuspend, time.Second, "*"), nil)
+	return r.Code, r.ExtFields["suggestWhichBrokerId"]
+}
+
+// With slaveReadEnable, a master sends a consumer reading messages older
+// than accessMessageInMemoryMaxRatio of the machine's memory to the
+// group's whichBrokerWhenConsumeSlowly (1 by default, the first slave),
+// and keeps the others on the group's brokerId. Without it every answer
+// names the master. accessMessageInMemoryMaxRatio=0 makes every message
+// old.
+func TestMasterSuggestsTheSlaveToSlowConsumers(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		settings map[string]string
+		want     string
+	}{
+		{"slave read, old messages", map[string]string{"slaveReadEnable": "true", "accessMessageInMemoryMaxRatio": "0"}, "1"},
+		{"slave read, recent messages", map[string]string{"slaveReadEnable": "true"}, "0"},
+		{"no slave read", map[string]string{"accessMessageInMemoryMaxRatio": "0"}, "0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := startTestBroker(t, tc.settings)
+			c := b.client(nil)
+			mustSend(t, c, "SR", 0, "one", "")
+			mustSend(t, c, "SR", 0, "two", "")
+			b.caughtUp()
+			if code, got := suggestedBroker(t, c, "SR", 0); code != remoting.Success || got != tc.want {
+				t.Fatalf("pull: code %d, suggestWhichBrokerId %q, want %s", code, got, tc.want)
+			}
+		})
+	}
+}
+
+// A slave serving reads sends a consumer that keeps up back to its master,
+// at once when it has nothing for it rather than holding the pull; one
+// reading old messages it serves, naming itself.
+func TestSlaveSendsConsumersKeepingUpToTheMaster(t *testing.T) {
+	ns := startTestNameServer(t)
+	addr := ns.Addr().String()
+	master := startTestBroker(t, withHA(map[string]string{"namesrvAddr": addr}))
+	mc := master.client(nil)
+	mustSend(t, mc, "SR", 0, "one", "")
+	master.caughtUp()
+	slaves := map[string]*testBroker{}
+	for name, ratio := range map[string]string{"recent": "40", "old": "0"} {
+		slaves[name] = startTestBroker(t, withHA(map[string]string{"namesrvAddr": addr, "brokerRole": "SLAVE",
+			"brokerId": map[string]string{"recent": "1", "old": "2"}[name], "haMasterAddress": master.haServerAddr(),
+			"slaveReadEnable": "true", "accessMessageInMemoryMaxRatio": ratio}))
+	}
+	for name, s := range slaves {
+		waitReplicated(t, master, s)
+		deadline := time.Now().Add(10 * time.Second)
+		for s.masterAddr() == "" && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if s.masterAddr() == "" {
+			t.Fatalf("slave %s never learnt its master's address", name)
+		}
+		createTopic(t, s.client(nil), "SR", 4, 4) // the slave's own copy of the config, until it syncs
+	}
+
+	sc := slaves["recent"].client(nil)
+	if code, got := suggestedBroker(t, sc, "SR", 0); code != remoting.Success || got != "0" {
+		t.Errorf("slave, recent message: code %d, suggestWhichBrokerId %q, want SUCCESS and 0", code, got)
+	}
+	// A held pull would be answered PULL_NOT_FOUND when its second ends.
+	if code, got := suggestedBroker(t, sc, "SR", 1); code != remoting.PullRetryImmediately || got != "0" {
+		t.Errorf("slave, at the end of the queue: code %d, suggestWhichBrokerId %q, want PULL_RETRY_IMMEDIATELY and 0", code, got)
+	}
+	if code, got := suggestedBroker(t, slaves["old"].client(nil), "SR", 0); code != remoting.Success || got != "1" {
+		t.Errorf("slave, old message: code %d, suggestWhichBrokerId %q, want SUCCESS and 1", code, got)
+	}
+}
