@@ -67,11 +67,12 @@ func (b *Broker) startPop() error {
 		DB: b.db, CQ: b.cqs, Log: b.clog, Offsets: b.offsets, Broker: popBroker{b},
 		BrokerName: b.cfg.BrokerName, StoreHost: b.storeHost,
 		RetryTopicV2: b.cfg.EnableRetryTopicV2, ReadRetryV1: b.cfg.RetrieveMessageFromPopRetryTopicV1,
-		RetryFirstPercent: retryFirstPercent(b.cfg.PopFromRetryProbability),
-		OnQueueReady:      func(topic string, queueID int32) { b.popHolds.notify(topic, queueID) },
-		GiveBackWait:      b.reviveGiveBackWait,
-		InMemory:          func(phy int64) bool { return b.current().InitPopOffsetByCheckMsgInMem && b.inMemory(phy) },
-		Logger:            b.root,
+		RetryFirstPercent:     retryFirstPercent(b.cfg.PopFromRetryProbability),
+		OnQueueReady:          func(topic string, queueID int32) { b.popHolds.notify(topic, queueID) },
+		QuietOrderLockRelease: !b.cfg.EnableNotifyAfterPopOrderLockRelease,
+		GiveBackWait:          b.reviveGiveBackWait,
+		InMemory:              func(phy int64) bool { return b.current().InitPopOffsetByCheckMsgInMem && b.inMemory(phy) },
+		Logger:                b.root,
 	})
 	if err != nil {
 		return err
@@ -234,7 +235,10 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 				conn.ServeHeldFunc(req, func() *remoting.Command { return b.pop(conn, req, p) })
 			}) {
 		case holdOK:
-			if res.RestNum > 0 {
+			// Messages left behind that another pop can get (not those
+			// an orderly batch locks: this pop, woken, would find them
+			// locked again and spin until the lock ran out).
+			if res.RestNum > res.RestLocked {
 				b.popHolds.notify(p.topic, p.queueID)
 			}
 			return nil
@@ -244,7 +248,7 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 			code = remoting.PollingTimeout
 		}
 		remark = "NO_MESSAGE_IN_QUEUE"
-	} else if res.RestNum > 0 {
+	} else if res.RestNum > res.RestLocked {
 		b.popHolds.notify(p.topic, p.queueID)
 	}
 	resp = remoting.NewResponse(req, code, remark)

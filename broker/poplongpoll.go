@@ -42,6 +42,8 @@ type popHolds struct {
 	// woken counts the requests a dispatch re-ran (tests and benchmarks
 	// read it: a dispatch their filter rejects must not count).
 	woken atomic.Int64
+	// reruns counts the requests re-run for any reason (tests read it).
+	reruns atomic.Int64
 }
 
 // popHeld is one held request.
@@ -144,6 +146,7 @@ func (r *popHeld) fireIf(byDispatch bool, done func()) bool {
 		return false
 	}
 	r.fired = true
+	h.reruns.Add(1)
 	if byDispatch {
 		h.woken.Add(1)
 	}

@@ -178,6 +178,9 @@ type Broker struct {
 	// POP consumption.
 	EnableRetryTopicV2                 bool
 	RetrieveMessageFromPopRetryTopicV1 bool
+	// EnableNotifyAfterPopOrderLockRelease wakes the pops held on an
+	// orderly queue when its batch is acknowledged or its lock runs out.
+	EnableNotifyAfterPopOrderLockRelease bool
 	// PopFromRetryProbability is the percent of a group's pops that read
 	// its pop-retry topics before the topic (popFromRetryProbability).
 	PopFromRetryProbability int

@@ -85,7 +85,7 @@ func (s *Service) AckBatch(entries []AckEntry) ([]AckResult, error) {
 	// Orderly queues whose batches were acknowledged can be popped again
 	// now that the acks are durable.
 	for _, e := range entries[:len(results)] {
-		if e.Orderly {
+		if e.Orderly && !s.cfg.QuietOrderLockRelease {
 			s.cfg.OnQueueReady(e.Topic, e.QueueID)
 		}
 	}

@@ -33,7 +33,9 @@
 // backoff.
 //
 // Orderly pops keep one batch per group and queue (0x53) and lock the
-// queue until the batch is acknowledged or expired; see order.go.
+// queue until the batch is acknowledged or expired; see order.go. Both
+// call Config.OnQueueReady for the queue, the expiry from a timer per
+// locked queue (orderwake.go), so that pops held on it wake then.
 //
 // The wire forms live here too: the receipt handle (Handle, the POP_CK
 // property and ack extraInfo), the pop response header strings

@@ -76,8 +76,11 @@ func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *Po
 	}
 	if hasPrev && blocked(&prev, req.AttemptID, req.InvisibleTime, res.PopTime) {
 		// Locked by another batch: its messages count as left behind,
-		// as RocketMQ counts them.
-		return s.addRest(req, src, res)
+		// as RocketMQ counts them, and as locked.
+		before := res.RestNum
+		err := s.addRest(req, src, res)
+		res.RestLocked += res.RestNum - before
+		return err
 	}
 	pos, known, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, false)
 	if err != nil {
@@ -142,6 +145,7 @@ func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *Po
 	if err := dur.commit(b, len(r.offsets) >= remain); err != nil {
 		return err
 	}
+	s.orderWakes.set(&st, res.PopTime)
 	info.AddQueue(src.flag, src.queueID, r.from, r.offsets)
 	for _, rec := range r.records {
 		res.add(rec)
@@ -164,7 +168,9 @@ func (s *Service) ackOrder(group, topic string, queueID int32, offsets []int64, 
 	if err := dur.finish(s); err != nil {
 		return res, err
 	}
-	s.cfg.OnQueueReady(topic, queueID)
+	if !s.cfg.QuietOrderLockRelease {
+		s.cfg.OnQueueReady(topic, queueID)
+	}
 	return res, nil
 }
 
@@ -215,9 +221,10 @@ func (s *Service) ackOrderUnsynced(group, topic string, queueID int32, offsets [
 		if next < 0 {
 			return nil
 		}
+		done := st.Acked == 1<<len(st.Messages)-1
 		if ok && res.Deleted > 0 {
 			var err error
-			if st.Acked == 1<<len(st.Messages)-1 {
+			if done {
 				err = b.DeleteOrder(group, topic, queueID)
 			} else {
 				err = b.SetOrder(&st)
@@ -229,7 +236,15 @@ func (s *Service) ackOrderUnsynced(group, topic string, queueID int32, offsets [
 		if err := b.SetCommitted(group, topic, queueID, next); err != nil {
 			return err
 		}
-		return dur.commit(b, last)
+		if err := dur.commit(b, last); err != nil {
+			return err
+		}
+		if ok && done {
+			s.orderWakes.clear(group, topic, queueID)
+		} else if ok && res.Deleted > 0 {
+			s.orderWakes.set(&st, s.now())
+		}
+		return nil
 	}()
 	if err != nil {
 		return res, fmt.Errorf("orderly ack %s on %s/%d: %w", group, topic, queueID, err)
@@ -282,7 +297,11 @@ func (s *Service) changeOrder(group, topic string, queueID int32, offset int64, 
 		if err := b.SetOrder(&st); err != nil {
 			return err
 		}
-		return dur.commit(b, true)
+		if err := dur.commit(b, true); err != nil {
+			return err
+		}
+		s.orderWakes.set(&st, s.now())
+		return nil
 	}()
 	if err != nil {
 		return res, fmt.Errorf("change invisible time of orderly %s on %s/%d@%d: %w", group, topic, queueID, offset, err)

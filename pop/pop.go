@@ -53,7 +53,11 @@ type PopResult struct {
 	InvisibleTime int64
 	ReviveQID     int32
 	// RestNum counts messages left behind in the queues read.
-	RestNum         int64
+	RestNum int64
+	// RestLocked is the part of RestNum that orderly batches lock: no
+	// pop of the group gets it before the batch is acknowledged or its
+	// lock runs out, so it is no reason to wake held pops.
+	RestLocked      int64
 	StartOffsetInfo string
 	MsgOffsetInfo   string
 	OrderCountInfo  string

@@ -103,9 +103,15 @@ type Config struct {
 	// a consumer group created just after its topic's first messages
 	// gets them. nil always starts at the last message.
 	InMemory func(phyOffset int64) bool
-	// OnQueueReady is called when an orderly ack or a revive may have made
-	// messages of a queue poppable (to wake held pops); it must not block.
+	// OnQueueReady is called when an orderly ack, the end of an orderly
+	// batch's lock or a revive may have made messages of a queue poppable
+	// (to wake held pops); it must not block.
 	OnQueueReady func(topic string, queueID int32)
+	// QuietOrderLockRelease leaves the pops held on an orderly queue
+	// asleep when its batch is acknowledged or its lock runs out
+	// (RocketMQ's enableNotifyAfterPopOrderLockRelease=false); they then
+	// pop it at the end of their poll time.
+	QuietOrderLockRelease bool
 	// Now is the clock (time.Now when nil).
 	Now    func() time.Time
 	Logger zerolog.Logger
@@ -138,6 +144,9 @@ type Service struct {
 	wake   chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
+	// orderWakes wakes held pops when an orderly lock runs out (nil under
+	// QuietOrderLockRelease).
+	orderWakes *orderWakes
 
 	lateness lateness
 	// cursor is the revive loop's lower bound: no record is due before
@@ -188,6 +197,9 @@ func New(cfg Config) (*Service, error) {
 		seed:     maphash.MakeSeed(),
 		reqCount: map[string]uint64{},
 		wake:     make(chan struct{}, 1),
+	}
+	if !cfg.QuietOrderLockRelease {
+		s.orderWakes = newOrderWakes(cfg.OnQueueReady)
 	}
 	s.lowDeadline.Store(math.MaxInt64)
 	return s, nil
@@ -331,6 +343,18 @@ func (s *Service) sync() error {
 
 // Start runs the revive loop until Close.
 func (s *Service) Start() {
+	if s.orderWakes != nil {
+		// The batches in flight from before the start (or imported from
+		// RocketMQ) free their queues on time too.
+		now := s.now()
+		err := s.store.EachOrder(func(st kvindex.OrderState) bool {
+			s.orderWakes.set(&st, now)
+			return true
+		})
+		if err != nil {
+			s.log.Error().Err(err).Msg("orderly batches not read: held pops of their queues wake at the end of their poll time")
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.done = make(chan struct{})
@@ -339,6 +363,7 @@ func (s *Service) Start() {
 
 // Close stops revive and waits for it.
 func (s *Service) Close() error {
+	s.orderWakes.close()
 	if s.cancel == nil {
 		return nil
 	}
