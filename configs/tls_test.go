@@ -107,6 +107,11 @@ func TestDialNamesrvTLS(t *testing.T) {
 			t.Errorf("mode %s, tls.enable %q: %v, want %v", tc.mode, tc.enable, got, tc.want)
 		}
 	}
+	// A RocketMQ broker.conf names it useTLS (NettyClientConfig).
+	b := DefaultBroker()
+	if _, err := b.Apply(map[string]string{"tls.server.mode": TLSModePermissive, "useTLS": "true"}); err != nil || !b.DialNamesrvTLS() {
+		t.Errorf("useTLS=true: %v, dial with TLS %v", err, b.DialNamesrvTLS())
+	}
 }
 
 // The key password is never reported, and the mask fed back (a report
