@@ -67,12 +67,13 @@ func (b *Broker) startPop() error {
 		DB: b.db, CQ: b.cqs, Log: b.clog, Offsets: b.offsets, Broker: popBroker{b},
 		BrokerName: b.cfg.BrokerName, StoreHost: b.storeHost,
 		RetryTopicV2: b.cfg.EnableRetryTopicV2, ReadRetryV1: b.cfg.RetrieveMessageFromPopRetryTopicV1,
-		RetryFirstPercent:     retryFirstPercent(b.cfg.PopFromRetryProbability),
-		OnQueueReady:          func(topic string, queueID int32) { b.popHolds.notify(topic, queueID) },
-		QuietOrderLockRelease: !b.cfg.EnableNotifyAfterPopOrderLockRelease,
-		GiveBackWait:          b.reviveGiveBackWait,
-		InMemory:              func(phy int64) bool { return b.current().InitPopOffsetByCheckMsgInMem && b.inMemory(phy) },
-		Logger:                b.root,
+		RetryFirstPercent:      retryFirstPercent(b.cfg.PopFromRetryProbability),
+		OnQueueReady:           func(topic string, queueID int32) { b.popHolds.notify(topic, queueID) },
+		QuietOrderLockRelease:  !b.cfg.EnableNotifyAfterPopOrderLockRelease,
+		ReturnActualRetryTopic: b.cfg.PopResponseReturnActualRetryTopic,
+		GiveBackWait:           b.reviveGiveBackWait,
+		InMemory:               func(phy int64) bool { return b.current().InitPopOffsetByCheckMsgInMem && b.inMemory(phy) },
+		Logger:                 b.root,
 	})
 	if err != nil {
 		return err

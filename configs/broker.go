@@ -181,6 +181,9 @@ type Broker struct {
 	// EnableNotifyAfterPopOrderLockRelease wakes the pops held on an
 	// orderly queue when its batch is acknowledged or its lock runs out.
 	EnableNotifyAfterPopOrderLockRelease bool
+	// PopResponseReturnActualRetryTopic answers pops with pop-retry
+	// messages under their own topic, without POP_CK.
+	PopResponseReturnActualRetryTopic bool
 	// PopFromRetryProbability is the percent of a group's pops that read
 	// its pop-retry topics before the topic (popFromRetryProbability).
 	PopFromRetryProbability int

@@ -343,10 +343,14 @@ func (s *Service) finishPop(req PopRequest, src source, r readResult, res *PopRe
 			rec, view = v.Data, v
 		}
 		if src.flag != FlagNormal {
-			h := Handle{CKOffset: r.from, PopTime: res.PopTime, InvisibleTime: req.InvisibleTime, ReviveQID: res.ReviveQID,
+			h := &Handle{CKOffset: r.from, PopTime: res.PopTime, InvisibleTime: req.InvisibleTime, ReviveQID: res.ReviveQID,
 				RetryFlag: src.flag, BrokerName: s.cfg.BrokerName, QueueID: src.queueID, QueueOffset: r.offsets[i]}
+			topic := req.Topic
+			if s.cfg.ReturnActualRetryTopic {
+				topic, h = "", nil
+			}
 			var err error
-			if rec, err = reencodeRetry(rec, req.Topic, h); err != nil {
+			if rec, err = reencodeRetry(rec, topic, h); err != nil {
 				view.Release()
 				return err
 			}
@@ -378,15 +382,19 @@ func (s *Service) addRest(req PopRequest, src source, res *PopResult) error {
 // reencodeRetry rewrites a pop-retry record under the requested topic with
 // a POP_CK property holding its handle (kept when already present), as
 // RocketMQ does unless popResponseReturnActualRetryTopic is set, and
-// without the revive's own property (kvindex.PropertyRevivedFrom).
-func reencodeRetry(rec []byte, topic string, h Handle) ([]byte, error) {
+// without the revive's own property (kvindex.PropertyRevivedFrom). An
+// empty topic keeps the record's (the pop-retry topic), and a nil handle
+// adds no POP_CK: the client builds the handle from the answer's header.
+func reencodeRetry(rec []byte, topic string, h *Handle) ([]byte, error) {
 	m, err := commitlog.Decode(rec)
 	if err != nil {
 		return nil, fmt.Errorf("decode retry record: %w", err)
 	}
-	m.Topic = topic
+	if topic != "" {
+		m.Topic = topic
+	}
 	var set [][2]string
-	if _, ok := commitlog.LookupProperty(m.Properties, PropertyPopCK); !ok {
+	if _, ok := commitlog.LookupProperty(m.Properties, PropertyPopCK); !ok && h != nil {
 		set = append(set, [2]string{PropertyPopCK, h.String()})
 	}
 	m.Properties = commitlog.RewriteProperties(m.Properties, []string{kvindex.PropertyRevivedFrom}, set...)

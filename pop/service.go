@@ -107,6 +107,11 @@ type Config struct {
 	// batch's lock or a revive may have made messages of a queue poppable
 	// (to wake held pops); it must not block.
 	OnQueueReady func(topic string, queueID int32)
+	// ReturnActualRetryTopic answers a pop with its pop-retry messages
+	// under their own topic and without a POP_CK property, instead of
+	// under the topic popped with their handle in POP_CK
+	// (popResponseReturnActualRetryTopic).
+	ReturnActualRetryTopic bool
 	// QuietOrderLockRelease leaves the pops held on an orderly queue
 	// asleep when its batch is acknowledged or its lock runs out
 	// (RocketMQ's enableNotifyAfterPopOrderLockRelease=false); they then
