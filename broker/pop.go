@@ -71,6 +71,7 @@ func (b *Broker) startPop() error {
 		OnQueueReady:           func(topic string, queueID int32) { b.popHolds.notify(topic, queueID) },
 		QuietOrderLockRelease:  !b.cfg.EnableNotifyAfterPopOrderLockRelease,
 		ReturnActualRetryTopic: b.cfg.PopResponseReturnActualRetryTopic,
+		DropExhaustedRevives:   b.cfg.SkipWhenCKRePutReachMaxTimes,
 		GiveBackWait:           b.reviveGiveBackWait,
 		InMemory:               func(phy int64) bool { return b.current().InitPopOffsetByCheckMsgInMem && b.inMemory(phy) },
 		Logger:                 b.root,

@@ -184,6 +184,9 @@ type Broker struct {
 	// PopResponseReturnActualRetryTopic answers pops with pop-retry
 	// messages under their own topic, without POP_CK.
 	PopResponseReturnActualRetryTopic bool
+	// SkipWhenCKRePutReachMaxTimes drops a message whose revive failed 17
+	// times instead of retrying it every 2 h for ever.
+	SkipWhenCKRePutReachMaxTimes bool
 	// PopFromRetryProbability is the percent of a group's pops that read
 	// its pop-retry topics before the topic (popFromRetryProbability).
 	PopFromRetryProbability int

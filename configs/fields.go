@@ -111,6 +111,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("retrieveMessageFromPopRetryTopicV1", "true", func(b *Broker) *bool { return &b.RetrieveMessageFromPopRetryTopicV1 }),
 	boolean("enableNotifyAfterPopOrderLockRelease", "true", func(b *Broker) *bool { return &b.EnableNotifyAfterPopOrderLockRelease }),
 	boolean("popResponseReturnActualRetryTopic", "false", func(b *Broker) *bool { return &b.PopResponseReturnActualRetryTopic }),
+	boolean("skipWhenCKRePutReachMaxTimes", "false", func(b *Broker) *bool { return &b.SkipWhenCKRePutReachMaxTimes }),
 	intRange("popFromRetryProbability", "20", 0, 100, func(b *Broker) *int { return &b.PopFromRetryProbability }),
 	intRange("popPollingSize", "1024", 0, 1<<30, func(b *Broker) *int { return &b.PopPollingSize }),
 	intRange("maxPopPollingSize", "100000", 0, 1<<30, func(b *Broker) *int { return &b.MaxPopPollingSize }),

@@ -30,7 +30,8 @@
 // an error and counted in ReviveStats.Undecodable), as RocketMQ's revive
 // drops a message it cannot get from its own store. A read that fails
 // for another reason goes back to the checkpoint, retried with the
-// backoff.
+// backoff; so does a failed put. Under Config.DropExhaustedRevives a
+// message is dropped at its failure after maxReviveAttempts.
 //
 // Orderly pops keep one batch per group and queue (0x53) and lock the
 // queue until the batch is acknowledged or expired; see order.go. Both

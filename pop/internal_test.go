@@ -3,6 +3,7 @@ package pop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"math"
 	"net/netip"
@@ -440,5 +441,98 @@ func TestRetryFirstShare(t *testing.T) {
 		if retryFirst(c, 20) != (c%5 == 0) {
 			t.Errorf("percent 20, pop %d: retry first %v, want every fifth", c, retryFirst(c, 20))
 		}
+	}
+}
+
+// A message whose revive failed maxReviveAttempts times is dropped at its
+// next failure under DropExhaustedRevives (skipWhenCKRePutReachMaxTimes),
+// and given back for another try every 2 h without it.
+func TestGiveBackDropsExhaustedRevives(t *testing.T) {
+	for _, drop := range []bool{false, true} {
+		t.Run(fmt.Sprint("drop=", drop), func(t *testing.T) {
+			db, err := kvindex.Open(kvindex.Options{Dir: t.TempDir(), Logger: zerolog.Nop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			s := &Service{cfg: Config{DropExhaustedRevives: drop}, store: db.Pop(), log: zerolog.Nop()}
+			const now = 1_000_000
+			tired := kvindex.Checkpoint{Group: "G", Topic: "T", CKOffset: 5, PopTime: 900_000, InvisibleTime: 60_000,
+				Attempts: maxReviveAttempts, Offsets: []int64{5}}
+			fresh := kvindex.Checkpoint{Group: "G", Topic: "T", CKOffset: 8, PopTime: 910_000, InvisibleTime: 60_000,
+				Attempts: maxReviveAttempts - 1, Offsets: []int64{8}}
+			in5, in8 := kvindex.IntentOf(&tired, 5), kvindex.IntentOf(&fresh, 8)
+			g := s.store.NewBatch()
+			if err := s.giveBack(g, []*kvindex.ReviveIntent{&in5, &in8}, now, true); err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Commit(true); err != nil {
+				t.Fatal(err)
+			}
+			g.Close()
+			var got []string
+			if err := s.store.DueCheckpoints(0, math.MaxInt64, 0, func(c kvindex.Checkpoint) bool {
+				got = append(got, fmt.Sprintf("%d:%d@%d", c.CKOffset, c.Attempts, c.VisibleAt-now))
+				return true
+			}); err != nil {
+				t.Fatal(err)
+			}
+			last := reviveBackoff[len(reviveBackoff)-1].Milliseconds()
+			want := []string{fmt.Sprintf("5:%d@%d", maxReviveAttempts+1, last), fmt.Sprintf("8:%d@%d", maxReviveAttempts, last)}
+			if drop {
+				want = want[1:]
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("checkpoints after the give-back %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// unreadableQueue answers the revive's range read with nothing and fails
+// every read of one entry; its queues are empty.
+type unreadableQueue struct{ cq.Store }
+
+func (unreadableQueue) MaxOffset(string, int32) (int64, error) { return 0, nil }
+
+func (unreadableQueue) Get(_ string, _ int32, _ int64, max int) ([]cq.Entry, error) {
+	if max > 1 {
+		return nil, nil
+	}
+	return nil, errors.New("read error")
+}
+
+// A message that cannot be read is dropped at its failure after
+// maxReviveAttempts under DropExhaustedRevives, and kept for another try
+// without it.
+func TestReviveDropsExhaustedUnreadableMessages(t *testing.T) {
+	for _, drop := range []bool{false, true} {
+		t.Run(fmt.Sprint("drop=", drop), func(t *testing.T) {
+			db, err := kvindex.Open(kvindex.Options{Dir: t.TempDir(), Logger: zerolog.Nop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			now := time.UnixMilli(1_000_000)
+			s := &Service{cfg: Config{Now: func() time.Time { return now }, ReviveBatch: 100, OnQueueReady: func(string, int32) {},
+				CQ: unreadableQueue{}, Broker: &puttingBroker{}, Offsets: db.ConsumerOffsets(), DropExhaustedRevives: drop},
+				store: db.Pop(), seed: maphash.MakeSeed(), wake: make(chan struct{}, 1), log: zerolog.Nop()}
+			s.lowDeadline.Store(math.MaxInt64)
+			putCheckpoints(t, s, kvindex.Checkpoint{Group: "G", Topic: "T", CKOffset: 0, Offsets: []int64{0, 1}, PopTime: 900_000,
+				InvisibleTime: 60_000, VisibleAt: 960_000, Attempts: maxReviveAttempts})
+			if _, err := s.ReviveOnce(context.Background()); err != nil {
+				t.Fatalf("revive round: %v", err)
+			}
+			var left []kvindex.Checkpoint
+			if err := s.store.DueCheckpoints(0, math.MaxInt64, 0, func(c kvindex.Checkpoint) bool { left = append(left, c); return true }); err != nil {
+				t.Fatal(err)
+			}
+			if drop && len(left) != 0 {
+				t.Fatalf("checkpoints left %+v, want the exhausted one dropped", left)
+			}
+			if !drop && (len(left) != 1 || left[0].Attempts != maxReviveAttempts+1) {
+				t.Fatalf("checkpoints left %+v, want it kept with one more attempt", left)
+			}
+		})
 	}
 }

@@ -19,10 +19,22 @@ import (
 
 // reviveBackoff is how far a failed revive pushes a record's deadline, by
 // attempt (RocketMQ's REWRITE_INTERVALS_IN_SECONDS); past the last entry
-// the last one repeats: a record is never dropped.
+// the last one repeats: a record is never dropped, unless
+// Config.DropExhaustedRevives drops it after maxReviveAttempts.
 var reviveBackoff = []time.Duration{10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute,
 	3 * time.Minute, 4 * time.Minute, 5 * time.Minute, 6 * time.Minute, 7 * time.Minute, 8 * time.Minute,
 	9 * time.Minute, 10 * time.Minute, 20 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour}
+
+// maxReviveAttempts is how many failed revives of a message
+// Config.DropExhaustedRevives allows: as many as RocketMQ re-puts a
+// checkpoint (its 17 rewrite intervals), about 6.5 hours of retries.
+const maxReviveAttempts = 17
+
+// exhausted reports whether a message whose revive failed attempts times
+// before is dropped at its next failure.
+func (s *Service) exhausted(attempts int32) bool {
+	return s.cfg.DropExhaustedRevives && attempts >= maxReviveAttempts
+}
 
 // reviveLoop revives due records until ctx ends: a round handles up to
 // ReviveBatch records in deadline order; when fewer were due it sleeps
@@ -335,7 +347,11 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 	// both, never neither.
 	for i := range cks {
 		c := &cks[i]
-		if len(failed[i]) == 0 {
+		if len(failed[i]) == 0 || s.exhausted(c.Attempts) {
+			if len(failed[i]) > 0 {
+				s.log.Warn().Str("group", c.Group).Str("topic", c.Topic).Int32("queue", c.QueueID).Ints64("offsets", failed[i]).
+					Int32("attempts", c.Attempts+1).Msg("revive: read failed too many times; dropped, not re-delivered (skipWhenCKRePutReachMaxTimes)")
+			}
 			if err := b.DeleteCheckpoint(c); err != nil {
 				return 0, err
 			}
@@ -553,6 +569,13 @@ func (s *Service) giveBack(b *kvindex.PopBatch, intents []*kvindex.ReviveIntent,
 	for _, name := range names {
 		ins := byName[name]
 		first := ins[0]
+		if failed && s.exhausted(first.Attempts) {
+			for _, in := range ins {
+				s.log.Warn().Str("group", in.Group).Str("topic", in.Topic).Int32("queue", in.QueueID).Int64("offset", in.QueueOffset).
+					Int32("attempts", first.Attempts+1).Msg("revive: put failed too many times; dropped, not re-delivered (skipWhenCKRePutReachMaxTimes)")
+			}
+			continue
+		}
 		c := first.Checkpoint()
 		c.Offsets = nil
 		c.VisibleAt = now

@@ -107,6 +107,11 @@ type Config struct {
 	// batch's lock or a revive may have made messages of a queue poppable
 	// (to wake held pops); it must not block.
 	OnQueueReady func(topic string, queueID int32)
+	// DropExhaustedRevives drops a message whose revive failed
+	// maxReviveAttempts times (its record unreadable, or its put to the
+	// pop-retry topic refused) instead of retrying it every 2 h for ever
+	// (RocketMQ's skipWhenCKRePutReachMaxTimes).
+	DropExhaustedRevives bool
 	// ReturnActualRetryTopic answers a pop with its pop-retry messages
 	// under their own topic and without a POP_CK property, instead of
 	// under the topic popped with their handle in POP_CK
