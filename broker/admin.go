@@ -415,14 +415,15 @@ func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *re
 	runtime.ReadMemStats(&ms)
 	cache := b.db.BlockCache()
 	table := map[string]string{
-		"brokerVersionDesc":    "V5_3_4 (rocketkv)",
-		"brokerVersion":        itoa(int64(remoting.CurrentVersion)),
-		"bootTimestamp":        itoa(b.started.UnixMilli()),
-		"runtime":              time.Since(b.started).Round(time.Second).String(),
-		"putMessageBytesTotal": itoa(b.stats.PutBytes()),
-		"putMessageSizeTotal":  itoa(b.stats.PutBytes()),
-		"putMessageTimesTotal": itoa(b.stats.PutMessages()),
-		"brokerActive":         "true",
+		"brokerVersionDesc":               "V5_3_4 (rocketkv)",
+		"brokerVersion":                   itoa(int64(remoting.CurrentVersion)),
+		"bootTimestamp":                   itoa(b.started.UnixMilli()),
+		"runtime":                         time.Since(b.started).Round(time.Second).String(),
+		"putMessageBytesTotal":            itoa(b.stats.PutBytes()),
+		"putMessageSizeTotal":             itoa(b.stats.PutBytes()),
+		"putMessageTimesTotal":            itoa(b.stats.PutMessages()),
+		"brokerActive":                    "true",
+		"startAcceptSendRequestTimeStamp": itoa(b.current().StartAcceptSendRequestTimeStamp),
 		// Sends waiting for the index under flow control (see admitted):
 		// what RocketMQ's send queue holds.
 		"sendThreadPoolQueueSize":     itoa(int64(len(b.admitSlots))),

@@ -38,8 +38,13 @@ var runtimeKeys = map[string]bool{
 	"diskSpaceCleanForciblyRatio": true,
 	"diskSpaceWarningLevelRatio":  true,
 	// Features an operator turns on for a running broker's clients.
-	"enablePropertyFilter":              true,
-	"recallMessageEnable":               true,
+	"enablePropertyFilter": true,
+	"recallMessageEnable":  true,
+	// Protecting the page cache from slow consumers, read by each pull.
+	"disableConsumeIfConsumerReadSlowly": true,
+	"consumerFallbehindThreshold":        true,
+	// Holding producers off until a time, read by each send.
+	"startAcceptSendRequestTimeStamp":   true,
 	"allowRecallWhenBrokerNotWriteable": true,
 	// Lite pull consumers on or off, read by each lite pull.
 	"litePullMessageEnable": true,

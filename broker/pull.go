@@ -197,6 +197,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 			b.log.Warn().Err(err).Str("group", p.group).Msg("commit offset on pull")
 		}
 	}
+	b.protectFromSlowReader(gc, r.lastPhy)
 	code := r.status.pullCode(p.queueOffset)
 	suggest, code := b.suggestBroker(gc, r, code)
 	if code == remoting.PullNotFound && allowSuspend && p.sysFlag&pullSuspend != 0 {
@@ -238,6 +239,30 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		b.stats.Miss()
 	}
 	return resp
+}
+
+// protectFromSlowReader turns the group's consumption off when this pull
+// read at lastPhy, further than consumerFallbehindThreshold behind the
+// end of the CommitLog, under disableConsumeIfConsumerReadSlowly
+// (RocketMQ's protectBroker, which looks at each group's last pull every
+// three minutes). This pull is still answered; the group's next ones are
+// refused until an operator turns it back on.
+func (b *Broker) protectFromSlowReader(gc meta.SubscriptionGroupConfig, lastPhy int64) {
+	cur := b.current()
+	if !cur.DisableConsumeIfConsumerReadSlowly || lastPhy < 0 || b.lmqName(gc.GroupName) {
+		return
+	}
+	behind := b.clog.MaxOffset() - lastPhy
+	if behind <= cur.ConsumerFallbehindThreshold {
+		return
+	}
+	gc.ConsumeEnable = false
+	if err := b.groups.Put(gc); err != nil {
+		b.log.Error().Err(err).Str("group", gc.GroupName).Msg("disable a slow consumer group")
+		return
+	}
+	b.log.Warn().Str("group", gc.GroupName).Int64("behindBytes", behind).
+		Msg("consumer group reads too far behind the CommitLog (consumerFallbehindThreshold): its consumption is disabled")
 }
 
 // suggestBroker returns the broker id a pull's answer tells the consumer to

@@ -116,6 +116,9 @@ func (b *Broker) processRecallMessage(ctx context.Context, conn *remoting.Conn, 
 	if b.cfg.BrokerRole == "SLAVE" {
 		return fail(remoting.SlaveNotAvailable, "recall failed, broker service not available")
 	}
+	if _, ok := b.sendsAcceptedFrom(); !ok {
+		return fail(remoting.ServiceNotAvailable, "recall failed, broker service not available")
+	}
 	if !meta.Writable(b.current().BrokerPermission) && !b.current().AllowRecallWhenBrokerNotWriteable {
 		return fail(remoting.ServiceNotAvailable, "recall failed, broker service not available")
 	}

@@ -302,6 +302,17 @@ func (b *Broker) park(m *commitlog.Message, level int) error {
 	return nil
 }
 
+// sendsAcceptedFrom reports whether sends are accepted now, and when not,
+// from when they are (startAcceptSendRequestTimeStamp, in RocketMQ's
+// format): an operator holds producers off a broker until then.
+func (b *Broker) sendsAcceptedFrom() (string, bool) {
+	from := b.current().StartAcceptSendRequestTimeStamp
+	if from <= 0 || time.Now().UnixMilli() >= from {
+		return "", true
+	}
+	return time.UnixMilli(from).Format("2006-01-02 15:04:05,000"), false
+}
+
 // checkSend applies RocketMQ's checks of a send (SendMessageProcessor's
 // msgCheck and more) shared by sends and replies: the broker and topic
 // are writable, the topic name, properties and body are valid, the topic
@@ -311,6 +322,9 @@ func (b *Broker) park(m *commitlog.Message, level int) error {
 func (b *Broker) checkSend(conn *remoting.Conn, req *remoting.Command, h sendHeader) (qid int32, refused *remoting.Command) {
 	fail := func(code int32, format string, args ...any) *remoting.Command {
 		return remoting.NewResponse(req, code, fmt.Sprintf(format, args...))
+	}
+	if from, ok := b.sendsAcceptedFrom(); !ok {
+		return 0, fail(remoting.SystemError, "broker unable to service, until %s", from)
 	}
 	if !meta.Writable(b.permission()) {
 		return 0, fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", b.cfg.BrokerName)

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -82,5 +83,33 @@ func TestSlaveSendsConsumersKeepingUpToTheMaster(t *testing.T) {
 	}
 	if code, got := suggestedBroker(t, slaves["old"].client(nil), "SR", 0); code != remoting.Success || got != "1" {
 		t.Errorf("slave, old message: code %d, suggestWhichBrokerId %q, want SUCCESS and 1", code, got)
+	}
+}
+
+// disableConsumeIfConsumerReadSlowly turns off the consumption of a group
+// whose pull read further behind the CommitLog's end than
+// consumerFallbehindThreshold (0 here: any message but the last): that
+// pull is answered, the next ones refused.
+func TestSlowConsumerGroupDisabled(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		b := startTestBroker(t, map[string]string{"disableConsumeIfConsumerReadSlowly": strconv.FormatBool(on), "consumerFallbehindThreshold": "0"})
+		c := b.client(nil)
+		mustSend(t, c, "Slow", 0, "one", "")
+		mustSend(t, c, "Slow", 0, "two", "")
+		b.caughtUp()
+		if code, _ := suggestedBroker(t, c, "Slow", 0); code != remoting.Success {
+			t.Fatalf("on=%v: first pull: code %d", on, code)
+		}
+		gc, err := b.groupConfig("g", false)
+		if err != nil || gc.ConsumeEnable == on {
+			t.Fatalf("on=%v: group after a pull far behind: consumeEnable %v (%v)", on, gc.ConsumeEnable, err)
+		}
+		want := int32(remoting.Success)
+		if on {
+			want = remoting.NoPermission
+		}
+		if code, _ := suggestedBroker(t, c, "Slow", 0); code != want {
+			t.Fatalf("on=%v: next pull: code %d, want %d", on, code, want)
+		}
 	}
 }

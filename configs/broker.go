@@ -83,6 +83,11 @@ type Broker struct {
 	// memory from the end of the CommitLog taken to be in the page cache:
 	// pulls of older messages are sent to a slave under SlaveReadEnable.
 	AccessMessageInMemoryMaxRatio int
+	// DisableConsumeIfConsumerReadSlowly turns a group's consumption off
+	// when one of its pulls reads further than ConsumerFallbehindThreshold
+	// bytes behind the end of the CommitLog.
+	DisableConsumeIfConsumerReadSlowly bool
+	ConsumerFallbehindThreshold        int64
 
 	// Topics and groups.
 	AutoCreateTopicEnable bool
@@ -167,7 +172,10 @@ type Broker struct {
 	EnablePropertyFilter bool
 	// RecallMessageEnable serves RECALL_MESSAGE; a broker that is not
 	// writable serves it only with AllowRecallWhenBrokerNotWriteable.
-	RecallMessageEnable               bool
+	RecallMessageEnable bool
+	// StartAcceptSendRequestTimeStamp (ms since the epoch) refuses sends,
+	// replies and recalls until then.
+	StartAcceptSendRequestTimeStamp   int64
 	AllowRecallWhenBrokerNotWriteable bool
 
 	// ClearRetryTopicWhenDeleteTopic makes DELETE_TOPIC_IN_BROKER also

@@ -61,6 +61,8 @@ var brokerFields = slices.Concat([]field[Broker]{
 	intRange("inSyncReplicas", "1", 1, 64, func(b *Broker) *int { return &b.InSyncReplicas }),
 	intRange("minInSyncReplicas", "1", 1, 64, func(b *Broker) *int { return &b.MinInSyncReplicas }),
 	boolean("slaveReadEnable", "false", func(b *Broker) *bool { return &b.SlaveReadEnable }),
+	boolean("disableConsumeIfConsumerReadSlowly", "false", func(b *Broker) *bool { return &b.DisableConsumeIfConsumerReadSlowly }),
+	i64Range("consumerFallbehindThreshold", "17179869184", 0, math.MaxInt64, func(b *Broker) *int64 { return &b.ConsumerFallbehindThreshold }),
 	intRange("accessMessageInMemoryMaxRatio", "40", 0, 100, func(b *Broker) *int { return &b.AccessMessageInMemoryMaxRatio }),
 	// RocketMQ 5's other replication modes are not there: a file that
 	// turns one on is refused rather than run with classic HA unnoticed.
@@ -99,6 +101,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("enablePropertyFilter", "false", func(b *Broker) *bool { return &b.EnablePropertyFilter }),
 	notImplemented[Broker]("filterSupportRetry", "messages of a group's retry topic are delivered without the SQL92 filter of the topic they were first sent to, as RocketMQ's default (false) delivers them"),
 	boolean("recallMessageEnable", "false", func(b *Broker) *bool { return &b.RecallMessageEnable }),
+	i64Range("startAcceptSendRequestTimeStamp", "0", 0, math.MaxInt64, func(b *Broker) *int64 { return &b.StartAcceptSendRequestTimeStamp }),
 	boolean("allowRecallWhenBrokerNotWriteable", "true", func(b *Broker) *bool { return &b.AllowRecallWhenBrokerNotWriteable }),
 	millis("shortPollingTimeMills", "1000", func(b *Broker) *time.Duration { return &b.ShortPollingTime }),
 	millis("channelExpiredTimeout", "120000", func(b *Broker) *time.Duration { return &b.ChannelExpiredTimeout }),

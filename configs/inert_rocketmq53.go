@@ -40,7 +40,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertInt[Broker]("compactionThreadNum", "compacted topics (cleanup.policy=COMPACTION) are refused; there are no compaction threads"),
 	inertBool[Broker]("compatibleWithOldNameSrv", "a slave-acting-master setting; rocketkv refuses enableSlaveActingMaster"),
 	inertString[Broker]("configManagerVersion", "topics, groups and consumer offsets are kept in the index whatever the version; a RocketMQ store kept with v2 (config/rdb) is refused at import until exported to JSON"),
-	inertInt[Broker]("consumerFallbehindThreshold", "read only with disableConsumeIfConsumerReadSlowly, which rocketkv does not have: slow groups are never disabled"),
 	inertInt[Broker]("consumerOffsetUpdateVersionStep", "consumer offsets carry no data version: each commit is written to the index, and slaves copy the offsets whatever the version"),
 	inertInt[Broker]("correctLogicMinOffsetForceInterval", "ConsumeQueue minimums move with the CommitLog minimum each time retention deletes segments; there is no periodic correction pass"),
 	inertInt[Broker]("correctLogicMinOffsetSleepInterval", "ConsumeQueue minimums move with the CommitLog minimum each time retention deletes segments; there is no periodic correction pass to pace"),
