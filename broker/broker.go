@@ -427,7 +427,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 	}
 	b.txns = txn.New(tcfg, db.Transactions(), recordStore{b: b}, b.askTransaction, b.root)
 	b.timers = timer.New(db.Timers(), recordStore{b: b}, timer.Options{Progress: db.RocketMQTimerProgress, QueueProgress: db.RocketMQTimerQueueOffset,
-		Dispatched: func() int64 { return b.disp.Dispatched() }}, b.root)
+		Dispatched: func() int64 { return b.disp.Dispatched() }, Paused: func() bool { return b.current().TimerStopDequeue }}, b.root)
 	hooks := map[string]kvindex.Hook{meta.TransHalfTopic: b.txns.HalfHook(), meta.TransOpHalfTopic: b.txns.OpHook(),
 		meta.TimerTopic: b.timers.Hook()}
 	for topic, h := range b.dispatchHooks {

@@ -40,6 +40,8 @@ var runtimeKeys = map[string]bool{
 	// Features an operator turns on for a running broker's clients.
 	"enablePropertyFilter": true,
 	"recallMessageEnable":  true,
+	// Holding due timer messages back, read by each delivery round.
+	"timerStopDequeue": true,
 	// Protecting the page cache from slow consumers, read by each pull.
 	"disableConsumeIfConsumerReadSlowly": true,
 	"consumerFallbehindThreshold":        true,

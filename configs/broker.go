@@ -224,6 +224,9 @@ type Broker struct {
 	// TIMER_DELAY_MS).
 	// TimerWheelEnable accepts timer messages; when false they are refused.
 	TimerWheelEnable bool
+	// TimerStopDequeue stops the delivery of due timer messages until it
+	// is turned off again.
+	TimerStopDequeue bool
 	// TimerPrecision is timerPrecisionMs: delivery times are rounded down
 	// to it (RocketMQ takes 100, 200, 500 or 1000 ms; other values are
 	// rounded down to one of those).

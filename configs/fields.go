@@ -126,6 +126,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	intRange("transactionCheckMax", "15", 1, 1<<30, func(b *Broker) *int { return &b.TransactionCheckMax }),
 
 	boolean("timerWheelEnable", "true", func(b *Broker) *bool { return &b.TimerWheelEnable }),
+	boolean("timerStopDequeue", "false", func(b *Broker) *bool { return &b.TimerStopDequeue }),
 	millisRange("timerPrecisionMs", "1000", 1, func(b *Broker) *time.Duration { return &b.TimerPrecision }),
 	seconds("timerMaxDelaySec", "259200", func(b *Broker) *time.Duration { return &b.TimerMaxDelay }),
 

@@ -40,6 +40,8 @@ type Service struct {
 	store  Store
 	log    zerolog.Logger
 	now    func() time.Time
+	// paused reports whether delivery is stopped (Options.Paused).
+	paused func() bool
 
 	// progress reads the timer progress of the Apache RocketMQ store the
 	// index was opened on, once, for the first parked message dispatched.
@@ -167,12 +169,20 @@ type Options struct {
 	// committed every record (kvindex.Dispatcher.Dispatched); without it
 	// an indexed entry counts as committed at once.
 	Dispatched func() int64
+	// Paused reports whether delivery is stopped (RocketMQ's
+	// timerStopDequeue): due messages stay parked, and are delivered,
+	// late, once it reports false. Without it delivery never pauses.
+	Paused func() bool
 }
 
 // New returns a timer service over the index's timer keyspace.
 func New(timers *kvindex.Timers, store Store, opts Options, log zerolog.Logger) *Service {
+	paused := opts.Paused
+	if paused == nil {
+		paused = func() bool { return false }
+	}
 	return &Service{timers: timers, store: store, progress: opts.Progress, queueProgress: opts.QueueProgress,
-		dispatched: opts.Dispatched, now: time.Now, takenIn: math.MaxInt64,
+		dispatched: opts.Dispatched, paused: paused, now: time.Now, takenIn: math.MaxInt64,
 		log: log.With().Str("component", "timer").Logger()}
 }
 
@@ -229,10 +239,14 @@ func (s *Service) readProgress() {
 	s.deliveredTo = ms
 }
 
-// Run delivers due messages every 100 ms until ctx ends; a failed round
-// is logged and retried at the next tick.
+// Run delivers due messages every 100 ms until ctx ends, except while
+// Options.Paused says delivery is stopped; a failed round is logged and
+// retried at the next tick.
 func (s *Service) Run(ctx context.Context) {
 	periodic.Run(ctx, tick, func(ctx context.Context) {
+		if s.paused() {
+			return
+		}
 		if _, err := s.DeliverDue(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn().Err(err).Msg("deliver timer messages")
 		}
