@@ -385,6 +385,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 	}
 	lcfg.FlushInterval = b.cfg.FlushIntervalCommitLog
 	lcfg.FlushLeastPages = b.cfg.FlushCommitLogLeastPages
+	lcfg.WakeFlushOnAppend = b.cfg.WakeFlushWhenPutMessage
 	lcfg.FlushThoroughInterval = b.cfg.FlushCommitLogThorough
 	lcfg.SyncFlushTimeout = b.cfg.SyncFlushTimeout
 	lcfg.ReadUncommitted = b.cfg.ReadUnCommitted

@@ -320,6 +320,8 @@ func (l *Log) Append(ctx context.Context, req AppendRequest) (AppendResult, erro
 		if req.WaitFlush && !l.waitFlushed(ctx, end) {
 			res.Status = FlushDiskTimeout
 		}
+	} else if l.cfg.WakeFlushOnAppend {
+		l.kickFlusher()
 	}
 	return res, nil
 }

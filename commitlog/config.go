@@ -63,6 +63,10 @@ type Config struct {
 	// FlushThoroughInterval ...unless this long has passed since the last
 	// flush of everything (10 s).
 	FlushThoroughInterval time.Duration
+	// WakeFlushOnAppend wakes the async flusher at every append, so that
+	// it flushes as soon as FlushLeastPages are dirty rather than at its
+	// next FlushInterval (RocketMQ's wakeFlushWhenPutMessage).
+	WakeFlushOnAppend bool
 	// SyncFlushTimeout bounds how long an Append waits for its group commit
 	// before it returns FlushDiskTimeout (5 s).
 	SyncFlushTimeout time.Duration

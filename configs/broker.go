@@ -255,7 +255,9 @@ type Broker struct {
 	FlushIntervalCommitLog     time.Duration
 	FlushCommitLogLeastPages   int
 	FlushCommitLogThorough     time.Duration
-	SyncFlushTimeout           time.Duration
+	// WakeFlushWhenPutMessage wakes the async flusher at every put.
+	WakeFlushWhenPutMessage bool
+	SyncFlushTimeout        time.Duration
 	// ReadUnCommitted lets consumers see, under SYNC_FLUSH, messages not
 	// flushed yet (readUnCommitted; default false: the index follows the
 	// flushed offset, as RocketMQ's reput follows its confirm offset).

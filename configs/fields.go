@@ -144,6 +144,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	oneOf("flushDiskType", AsyncFlush, []string{AsyncFlush, SyncFlush}, func(b *Broker) *string { return &b.FlushDiskType }),
 	millis("flushIntervalCommitLog", "500", func(b *Broker) *time.Duration { return &b.FlushIntervalCommitLog }),
 	intRange("flushCommitLogLeastPages", "4", 0, 1<<20, func(b *Broker) *int { return &b.FlushCommitLogLeastPages }),
+	boolean("wakeFlushWhenPutMessage", "false", func(b *Broker) *bool { return &b.WakeFlushWhenPutMessage }),
 	millis("flushCommitLogThoroughInterval", "10000", func(b *Broker) *time.Duration { return &b.FlushCommitLogThorough }),
 	millis("syncFlushTimeout", "5000", func(b *Broker) *time.Duration { return &b.SyncFlushTimeout }),
 	boolean("readUnCommitted", "false", func(b *Broker) *bool { return &b.ReadUnCommitted }),
