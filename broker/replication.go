@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/ha"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -96,6 +97,7 @@ func (b *Broker) startReplication() error {
 		HousekeepingInterval: b.cfg.HAHousekeepingInterval,
 		TransferBatchSize:    b.cfg.HATransferBatchSize,
 		MaxGapNotInSync:      b.cfg.HAMaxGapNotInSync,
+		MaxBytesPerSecond:    haRateLimit(b.cfg),
 		Logger:               b.root,
 	})
 	if err := srv.Start(); err != nil {
@@ -252,4 +254,13 @@ func unixMillis(t time.Time) int64 {
 		return 0
 	}
 	return t.UnixMilli()
+}
+
+// haRateLimit is what a master may send each slave per second: 0 (no
+// limit) unless haFlowControlEnable.
+func haRateLimit(cfg configs.Broker) int64 {
+	if !cfg.HAFlowControlEnable {
+		return 0
+	}
+	return cfg.MaxHATransferByteInSecond
 }

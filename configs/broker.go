@@ -75,10 +75,14 @@ type Broker struct {
 	HAHousekeepingInterval  time.Duration
 	HATransferBatchSize     int
 	HAMaxGapNotInSync       int64
-	SlaveTimeout            time.Duration
-	InSyncReplicas          int
-	MinInSyncReplicas       int
-	SlaveReadEnable         bool
+	// HAFlowControlEnable caps what each slave is sent per second at
+	// MaxHATransferByteInSecond.
+	HAFlowControlEnable       bool
+	MaxHATransferByteInSecond int64
+	SlaveTimeout              time.Duration
+	InSyncReplicas            int
+	MinInSyncReplicas         int
+	SlaveReadEnable           bool
 	// AccessMessageInMemoryMaxRatio is the share (%) of the machine's
 	// memory from the end of the CommitLog taken to be in the page cache:
 	// pulls of older messages are sent to a slave under SlaveReadEnable.

@@ -57,6 +57,8 @@ var brokerFields = slices.Concat([]field[Broker]{
 	millisRange("haHousekeepingInterval", "20000", 1, func(b *Broker) *time.Duration { return &b.HAHousekeepingInterval }),
 	intRange("haTransferBatchSize", "32768", 1, 4<<20-12, func(b *Broker) *int { return &b.HATransferBatchSize }),
 	i64Range("haMaxGapNotInSync", "268435456", 1, 1<<50, func(b *Broker) *int64 { return &b.HAMaxGapNotInSync }),
+	boolean("haFlowControlEnable", "false", func(b *Broker) *bool { return &b.HAFlowControlEnable }),
+	i64Range("maxHaTransferByteInSecond", "104857600", 1, math.MaxInt64, func(b *Broker) *int64 { return &b.MaxHATransferByteInSecond }),
 	millisRange("slaveTimeout", "3000", 1, func(b *Broker) *time.Duration { return &b.SlaveTimeout }),
 	intRange("inSyncReplicas", "1", 1, 64, func(b *Broker) *int { return &b.InSyncReplicas }),
 	intRange("minInSyncReplicas", "1", 1, 64, func(b *Broker) *int { return &b.MinInSyncReplicas }),

@@ -88,7 +88,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertInt[Broker]("maxChecksumRange", "RocketMQ 5.3 reads it only in a CommitLog checksum method that nothing calls"),
 	inertInt[Broker]("maxConsumeQueueScan", "consumer lag metrics count every message past the offsets; filtered lag is not estimated by sampling the ConsumeQueue"),
 	inertInt[Broker]("maxFilterMessageSize", "a filtered pull examines up to 4,096 entries and the client pulls again from where it stopped; what is delivered is the same"),
-	inertInt[Broker]("maxHaTransferByteInSecond", "read only with haFlowControlEnable, which rocketkv does not have: slaves are sent the log as fast as they take it"),
 	inertInt[Broker]("maxOffsetMapSize", "compacted topics (cleanup.policy=COMPACTION) are refused; there is no compaction offset map to size"),
 	inertInt[Broker]("maxStatsIdleTimeInMinutes", "statistics items idle for 25 hours are dropped, once their day window is flat; the limit is not configurable (statistics only)"),
 	inertInt[Broker]("metricGrpcExporterIntervalInMills", "read only by RocketMQ's OTLP gRPC exporter; rocketkv serves Prometheus only and refuses metricsExporterType=OTLP_GRPC"),

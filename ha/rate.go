@@ -35,6 +35,19 @@ func (r *rate) perSecondAt(now time.Time) int64 {
 	return r.last
 }
 
+// budgetAt returns how many bytes may still go in the current second at
+// now under limit bytes per second, and when that is none, how long until
+// the next second starts (RocketMQ's FlowMonitor.canTransferMaxByteNum).
+func (r *rate) budgetAt(now time.Time, limit int64) (int64, time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.roll(now)
+	if left := limit - r.cur; left > 0 {
+		return left, 0
+	}
+	return 0, max(r.start.Add(time.Second).Sub(now), time.Millisecond)
+}
+
 // roll closes the windows that ended before now. Caller holds mu.
 func (r *rate) roll(now time.Time) {
 	if r.start.IsZero() {

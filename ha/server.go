@@ -54,6 +54,10 @@ type ServerConfig struct {
 	// MaxGapNotInSync is haMaxGapNotInSync: a slave whose acknowledgement
 	// is this far behind the log's end is not in sync.
 	MaxGapNotInSync int64
+	// MaxBytesPerSecond caps what each slave is sent in a second
+	// (maxHaTransferByteInSecond under haFlowControlEnable); 0 sends as
+	// fast as the slave takes it.
+	MaxBytesPerSecond int64
 	// Logger receives the server's events.
 	Logger zerolog.Logger
 }
@@ -303,7 +307,19 @@ func (s *Server) transfer(ctx context.Context, c *slaveConn) {
 	header := make([]byte, 0, TransferHeaderSize)
 	lastWrite := time.Now()
 	for ctx.Err() == nil {
-		v, err := s.cfg.Log.ReadStream(next, s.cfg.TransferBatchSize)
+		size := s.cfg.TransferBatchSize
+		if limit := s.cfg.MaxBytesPerSecond; limit > 0 {
+			left, wait := c.flow.budgetAt(time.Now(), limit)
+			if left == 0 {
+				select {
+				case <-ctx.Done():
+				case <-time.After(wait):
+				}
+				continue
+			}
+			size = int(min(int64(size), left))
+		}
+		v, err := s.cfg.Log.ReadStream(next, size)
 		if err != nil {
 			s.drop(c, fmt.Errorf("read the CommitLog at %d for the slave (retention may have deleted it: rebuild the slave from a copy): %w", next, err))
 			return
