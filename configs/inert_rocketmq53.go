@@ -2,7 +2,9 @@ package configs
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // brokerInertRocketMQ53 lists the rest of the keys RocketMQ 5.3's
@@ -164,6 +166,9 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 			}
 			return "autoMessageVersionOnTopicLen=false is not followed: a topic longer than 127 bytes is still written in the V2 format, since the V1 format cannot hold its length"
 		}},
+	inertInt[Broker]("disappearTimeAfterStart", "RocketMQ holds its POP revive back this long after a start (brokers in a container); rocketkv's revive starts once the broker serves"),
+	inertBool[Broker]("metricsInDelta", "read only by RocketMQ's OTLP gRPC and logging exporters; rocketkv serves Prometheus, whose counters are cumulative, and refuses the others"),
+	inertInt[Broker]("replicasPerDiskPartition", "RocketMQ 5.3 reads it nowhere"),
 }
 
 // brokerRefusedRocketMQ53 are RocketMQ 5.3 switches of behaviour rocketkv
@@ -178,6 +183,34 @@ var brokerRefusedRocketMQ53 = []field[Broker]{
 	notImplemented[Broker]("forceVerifyPropCRC", "recovery checks body CRCs (checkCRCOnRecover); records carry no CRC32 property to verify"),
 	notImplemented[Broker]("fetchNameSrvAddrByDnsLookup", "a name server address is dialled by name, reaching one of the hosts behind it; list every name server in namesrvAddr instead"),
 	notSet[Broker]("messageStorePlugIn", "rocketkv loads no message store plug-ins (Java classes)"),
+	alwaysOn[Broker]("useServerSideResetOffset", "offset resets are RocketMQ 5's server-side ones: the broker sets the offsets and tells each pull consumer at its next pull; it does not push RESET_CONSUMER_CLIENT_OFFSET to the clients"),
+	onlyValues[Broker]("socksProxyConfig", []string{"", "{}"}, "the broker dials name servers and masters directly, through no SOCKS proxy"),
+}
+
+// alwaysOn is a boolean key rocketkv always behaves as true for and
+// refuses false.
+func alwaysOn[T any](key, why string) field[T] {
+	return field[T]{key: key, def: "true", set: func(_ *T, raw string) error {
+		v, err := parseBool(raw)
+		if err != nil {
+			return err
+		}
+		if !v {
+			return fmt.Errorf("false: %s", why)
+		}
+		return nil
+	}, get: func(*T) string { return "true" }}
+}
+
+// onlyValues is a text key rocketkv refuses any value of but those in ok,
+// the first of which is its default.
+func onlyValues[T any](key string, ok []string, why string) field[T] {
+	return field[T]{key: key, def: ok[0], set: func(_ *T, raw string) error {
+		if !slices.Contains(ok, strings.TrimSpace(raw)) {
+			return fmt.Errorf("%q: %s", raw, why)
+		}
+		return nil
+	}, get: func(*T) string { return ok[0] }}
 }
 
 // notSet is a text key rocketkv refuses any value of but the empty one.

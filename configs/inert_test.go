@@ -142,7 +142,8 @@ func TestTunedRocketMQBrokerConf(t *testing.T) {
 // autoMessageVersionOnTopicLen=false is warned about.
 func TestRocketMQ53Keys(t *testing.T) {
 	quiet := "reviveQueueNum=8\nenablePopBatchAck=true\ntimerFlushIntervalMs=1000\nlogicalDiskSpaceCleanForciblyThreshold=0.8\n" +
-		"metricsGrpcExporterTarget=http://otel:4317\nautoMessageVersionOnTopicLen=true\nduplicationEnable=false\nmessageStorePlugIn=\n"
+		"metricsGrpcExporterTarget=http://otel:4317\nautoMessageVersionOnTopicLen=true\nduplicationEnable=false\nmessageStorePlugIn=\n" +
+		"useServerSideResetOffset=true\nsocksProxyConfig={}\n"
 	got, err := LoadBroker(writeFile(t, "broker.conf", quiet), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +157,8 @@ func TestRocketMQ53Keys(t *testing.T) {
 		}
 	}
 	for _, content := range []string{"logicalDiskSpaceCleanForciblyThreshold=most\n", "duplicationEnable=true\n",
-		"enabledAppendPropCRC=true\n", "messageStorePlugIn=org.example.TieredStore\n", "timerStopEnqueue=true\n"} {
+		"enabledAppendPropCRC=true\n", "messageStorePlugIn=org.example.TieredStore\n", "timerStopEnqueue=true\n",
+		"useServerSideResetOffset=false\n", `socksProxyConfig={"10.0.0.1:9876":{"addr":"proxy:1080"}}` + "\n"} {
 		_, err := LoadBroker(writeFile(t, "b.conf", content), nil)
 		key, _, _ := strings.Cut(content, "=")
 		if err == nil || !strings.Contains(err.Error(), key) {
