@@ -201,6 +201,10 @@ func (b *Broker) assign(body queryAssignmentBody, mode requestModeBody, all []as
 		// RocketMQ's strategies refuse an empty queue list.
 		return nil, false
 	}
+	if body.ClientID == "" {
+		// RocketMQ's strategies refuse an empty client id too.
+		return nil, false
+	}
 	strategy, ok := allocationStrategies[body.StrategyName]
 	if !ok {
 		b.log.Warn().Str("strategy", body.StrategyName).Str("group", body.ConsumerGroup).Msg("query assignment: unknown allocation strategy, nothing assigned")

@@ -178,6 +178,7 @@ func TestAssignDividesQueues(t *testing.T) {
 		{"a client the broker has not heard of counts", queryAssignmentBody{ClientID: "c0", StrategyName: "AVG"}, pull, 8, true, "b0/0 b0/1", false},
 		{"more clients than queues", queryAssignmentBody{ClientID: "c3", StrategyName: "AVG"}, pull, 2, true, "", false},
 		{"unknown strategy", queryAssignmentBody{ClientID: "c1", StrategyName: "CONSISTENT_HASH"}, pull, 8, true, "", true},
+		{"no client id", queryAssignmentBody{StrategyName: "AVG"}, pull, 8, true, "", true},
 		{"unknown topic", queryAssignmentBody{ClientID: "c1", StrategyName: "AVG"}, pull, 0, false, "", true},
 		{"no readable queue", queryAssignmentBody{ClientID: "c1", StrategyName: "AVG"}, pull, 0, true, "", true},
 		{"broadcasting takes every queue", queryAssignmentBody{ClientID: "c1", StrategyName: "AVG", MessageModel: modelBroadcasting}, pull, 8, true, text(queues(8)), false},

@@ -127,8 +127,7 @@ func (r *assignRoutes) refresh(ctx context.Context, topic string) ([]assignedQue
 	if err != nil {
 		old, ok := r.cache[topic]
 		if !ok {
-			b.log.Warn().Err(err).Str("topic", topic).Msg("query assignment: no route from the name servers; nothing assigned")
-			return nil, err
+			return nil, err // logged by the query, which assigns nothing
 		}
 		b.log.Warn().Err(err).Str("topic", topic).Msg("query assignment: no route from the name servers; the last one serves on")
 		old.at = time.Now()

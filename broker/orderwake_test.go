@@ -18,13 +18,7 @@ func TestHeldOrderlyPopWokenWhenItsLockRunsOut(t *testing.T) {
 	for _, notify := range []bool{true, false} {
 		t.Run("notify="+strconv.FormatBool(notify), func(t *testing.T) {
 			b := startTestBroker(t, map[string]string{"enableNotifyAfterPopOrderLockRelease": strconv.FormatBool(notify)})
-			c, rc := popClient(b)
-			sendBodies(t, rc, "OW", 2)
-			b.caughtUp()
-			req := popclient.PopRequest{Group: "g", Topic: "OW", QueueID: 0, MaxMsgNums: 2, InvisibleTime: 300 * time.Millisecond, Order: true}
-			if first := mustPop(t, c, req); fmt.Sprint(bodies(first.Messages)) != "[m0 m1]" {
-				t.Fatalf("first batch %v", bodies(first.Messages))
-			}
+			c, req := lockOrderlyQueue(t, b, 300*time.Millisecond)
 			held := req
 			held.InvisibleTime = time.Minute
 			held.PollTime = 20 * time.Second
@@ -59,17 +53,11 @@ func TestHeldOrderlyPopWokenWhenItsLockRunsOut(t *testing.T) {
 func TestHeldOrderlyPopWokenAfterARestart(t *testing.T) {
 	store := t.TempDir()
 	b := startTestBrokerAt(t, store, nil)
-	c, rc := popClient(b)
-	sendBodies(t, rc, "OW", 2)
-	b.caughtUp()
-	req := popclient.PopRequest{Group: "g", Topic: "OW", QueueID: 0, MaxMsgNums: 2, InvisibleTime: 2 * time.Second, Order: true}
-	if first := mustPop(t, c, req); fmt.Sprint(bodies(first.Messages)) != "[m0 m1]" {
-		t.Fatalf("first batch %v", bodies(first.Messages))
-	}
+	_, req := lockOrderlyQueue(t, b, 2*time.Second)
 	b.stop()
 
 	b = startTestBrokerAt(t, store, nil)
-	c, _ = popClient(b)
+	c, _ := popClient(b)
 	held := req
 	held.PollTime = 20 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -78,4 +66,19 @@ func TestHeldOrderlyPopWokenAfterARestart(t *testing.T) {
 	if err != nil || fmt.Sprint(bodies(res.Messages)) != "[m0 m1]" {
 		t.Fatalf("held pop after the restart: %v %v (not woken when the lock ran out)", err, bodies(res.Messages))
 	}
+}
+
+// lockOrderlyQueue sends two messages to queue 0 of topic OW and pops them
+// as an orderly batch of group g with the invisible time given, which
+// locks the queue; it returns the client and the request.
+func lockOrderlyQueue(t *testing.T, b *testBroker, invisible time.Duration) (*popclient.Client, popclient.PopRequest) {
+	t.Helper()
+	c, rc := popClient(b)
+	sendBodies(t, rc, "OW", 2)
+	b.caughtUp()
+	req := popclient.PopRequest{Group: "g", Topic: "OW", QueueID: 0, MaxMsgNums: 2, InvisibleTime: invisible, Order: true}
+	if first := mustPop(t, c, req); fmt.Sprint(bodies(first.Messages)) != "[m0 m1]" {
+		t.Fatalf("first batch %v", bodies(first.Messages))
+	}
+	return c, req
 }

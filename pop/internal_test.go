@@ -450,11 +450,7 @@ func TestRetryFirstShare(t *testing.T) {
 func TestGiveBackDropsExhaustedRevives(t *testing.T) {
 	for _, drop := range []bool{false, true} {
 		t.Run(fmt.Sprint("drop=", drop), func(t *testing.T) {
-			db, err := kvindex.Open(kvindex.Options{Dir: t.TempDir(), Logger: zerolog.Nop()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := openIndex(t)
 			s := &Service{cfg: Config{DropExhaustedRevives: drop}, store: db.Pop(), log: zerolog.Nop()}
 			const now = 1_000_000
 			tired := kvindex.Checkpoint{Group: "G", Topic: "T", CKOffset: 5, PopTime: 900_000, InvisibleTime: 60_000,
@@ -508,11 +504,7 @@ func (unreadableQueue) Get(_ string, _ int32, _ int64, max int) ([]cq.Entry, err
 func TestReviveDropsExhaustedUnreadableMessages(t *testing.T) {
 	for _, drop := range []bool{false, true} {
 		t.Run(fmt.Sprint("drop=", drop), func(t *testing.T) {
-			db, err := kvindex.Open(kvindex.Options{Dir: t.TempDir(), Logger: zerolog.Nop()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := openIndex(t)
 			now := time.UnixMilli(1_000_000)
 			s := &Service{cfg: Config{Now: func() time.Time { return now }, ReviveBatch: 100, OnQueueReady: func(string, int32) {},
 				CQ: unreadableQueue{}, Broker: &puttingBroker{}, Offsets: db.ConsumerOffsets(), DropExhaustedRevives: drop},
@@ -535,4 +527,15 @@ func TestReviveDropsExhaustedUnreadableMessages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openIndex opens an index in a temporary directory, closed with the test.
+func openIndex(t *testing.T) *kvindex.DB {
+	t.Helper()
+	db, err := kvindex.Open(kvindex.Options{Dir: t.TempDir(), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
