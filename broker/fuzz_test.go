@@ -32,7 +32,7 @@ var fuzzCodes = []int32{
 	remoting.AuthCreateUser, remoting.AuthUpdateUser, remoting.AuthDeleteUser, remoting.AuthGetUser, remoting.AuthListUser,
 	remoting.AuthCreateACL, remoting.AuthUpdateACL, remoting.AuthDeleteACL, remoting.AuthGetACL, remoting.AuthListACL,
 	remoting.UpdateAndGetGroupForbidden, remoting.CloneGroupOffset, remoting.GetAllProducerInfo,
-	remoting.ExportRocksDBConfigToJSON,
+	remoting.ExportRocksDBConfigToJSON, remoting.QueryAssignment, remoting.SetMessageRequestMode, remoting.DeleteTopicInBroker,
 }
 
 // fuzzACLFile admits every address (so every processor is reached) and
@@ -70,6 +70,10 @@ func FuzzRequests(f *testing.F) {
 		[]byte(`{"subject":"User:u1","policies":[{"policyType":"Custom","entries":[{"resource":"Topic:t*","actions":["Pub"],"sourceIps":["10.0.0.0/8"],"decision":"Allow"}]}]}`))
 	f.Add(uint8(slices.Index(fuzzCodes, remoting.AuthDeleteACL)), "subject=User:u1;resource=Topic:t*;policyType=Default", []byte(nil))
 	f.Add(uint8(slices.Index(fuzzCodes, remoting.AuthListACL)), "subjectFilter=u;resourceFilter=Topic", []byte(nil))
+	f.Add(uint8(slices.Index(fuzzCodes, remoting.QueryAssignment)), "",
+		[]byte(`{"topic":"T","consumerGroup":"g","clientId":"","strategyName":"AVG_BY_CIRCLE","messageModel":"CLUSTERING"}`))
+	f.Add(uint8(slices.Index(fuzzCodes, remoting.SetMessageRequestMode)), "", []byte(`{"topic":"T","consumerGroup":"g","mode":"POP","popShareQueueNum":-7}`))
+	f.Add(uint8(slices.Index(fuzzCodes, remoting.DeleteTopicInBroker)), "topic=TBW102", []byte(nil))
 	aclFile := filepath.Join(f.TempDir(), "plain_acl.yml")
 	if err := os.WriteFile(aclFile, []byte(fuzzACLFile), 0o644); err != nil {
 		f.Fatal(err)
