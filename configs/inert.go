@@ -287,3 +287,18 @@ var namesrvInert = []inert[Namesrv]{
 	inertInt[Namesrv]("unRegisterBrokerQueueCapacity", "unregistrations are applied as they arrive; there is no queue to size"),
 	inert[Namesrv]{key: "productEnvName", reason: "it names the environment in RocketMQ's logs only", parse: func(string) error { return nil }},
 }
+
+// namesrvClientInert are RocketMQ's NettyClientConfig keys, which its name
+// server reads for the connections of its embedded controller: rocketkv's
+// name server opens no connections.
+var namesrvClientInert = slices.Concat(
+	inertInts[Namesrv](namesrvDialsNothing, "channelNotActiveInterval", "clientAsyncSemaphoreValue", "clientCallbackExecutorThreads",
+		"clientChannelMaxIdleTimeSeconds", "clientOnewaySemaphoreValue", "clientSocketRcvBufSize", "clientSocketSndBufSize",
+		"clientWorkerThreads", "connectTimeoutMillis", "maxReconnectIntervalTimeSeconds"),
+	inertBools[Namesrv](namesrvDialsNothing, "clientCloseSocketIfTimeout", "clientPooledByteBufAllocatorEnable", "disableCallbackExecutor",
+		"disableNettyWorkerGroup", "enableReconnectForGoAway", "isScanAvailableNameSrv", "useTLS"),
+	inertStrings[Namesrv](namesrvDialsNothing, "socksProxyConfig"),
+)
+
+// namesrvDialsNothing is the reason of namesrvClientInert's keys.
+const namesrvDialsNothing = "a client connection setting (NettyClientConfig), read by RocketMQ's name server for its embedded controller; rocketkv's name server opens no connections"

@@ -79,7 +79,7 @@ var namesrvFields = slices.Concat([]field[Namesrv]{
 })
 
 // namesrvSchema is the name server's key table with its lookups.
-var namesrvSchema = newSchema(namesrvFields, nil).withInert(slices.Concat(namesrvInert, nettyServerInert[Namesrv]()))
+var namesrvSchema = newSchema(namesrvFields, nil).withInert(slices.Concat(namesrvInert, namesrvClientInert, nettyServerInert[Namesrv]()))
 
 // DefaultKVConfigPath is RocketMQ's default kvConfigPath,
 // ~/namesrv/kvConfig.json, so a name server that replaces RocketMQ's finds

@@ -136,8 +136,9 @@ func TestPersistNamesrvSettings(t *testing.T) {
 	}
 }
 
-// A namesrv.properties with every key of RocketMQ 5.3's NamesrvConfig and
-// NettyServerConfig written out loads with no unknown key.
+// A namesrv.properties with every key of RocketMQ 5.3's NamesrvConfig,
+// NettyServerConfig and NettyClientConfig written out loads with no
+// unknown key.
 func TestRocketMQNamesrvPropertiesLoad(t *testing.T) {
 	got, err := LoadNamesrv("testdata/rocketmq-namesrv.properties", nil)
 	if err != nil {
