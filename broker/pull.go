@@ -190,7 +190,9 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		b.log.Error().Err(err).Str("topic", p.topic).Int32("queue", p.queueID).Msg("pull read failed")
 		return fail(remoting.SystemError, "read failed: %v", err)
 	}
-	if allowSuspend && p.sysFlag&pullCommitOffset != 0 && p.commitOffset >= 0 {
+	// A slave takes its consumer offsets from its master; a pull's commit
+	// is the master's to store (RocketMQ's slave ignores it too).
+	if allowSuspend && p.sysFlag&pullCommitOffset != 0 && p.commitOffset >= 0 && !b.isSlave() {
 		if _, err := b.resets.commitUnlessReset(p.group, p.topic, p.queueID, func() error {
 			return b.offsets.SetLazy(p.group, p.topic, p.queueID, p.commitOffset)
 		}); err != nil {

@@ -84,6 +84,14 @@ func TestSlaveSendsConsumersKeepingUpToTheMaster(t *testing.T) {
 	if code, got := suggestedBroker(t, slaves["old"].client(nil), "SR", 0); code != remoting.Success || got != "1" {
 		t.Errorf("slave, old message: code %d, suggestWhichBrokerId %q, want SUCCESS and 1", code, got)
 	}
+	// The offset a pull commits is the master's to store: the slave takes
+	// its offsets from the master.
+	req := pullReq("g", "SR", 0, 1, pullCommitOffset, 0, "*")
+	req["commitOffset"] = "1"
+	call(t, sc, remoting.PullMessage, req, nil)
+	if off, ok, err := slaves["recent"].offsets.Get("g", "SR", 0); err != nil || ok {
+		t.Errorf("the slave stored the offset %d a pull committed (%v)", off, err)
+	}
 }
 
 // disableConsumeIfConsumerReadSlowly turns off the consumption of a group
