@@ -101,6 +101,7 @@ func (b *Broker) routes() {
 	handle(remoting.GetAllMessageRequestMode, b.processGetAllRequestMode)
 	handle(remoting.GetBrokerHAStatus, b.processHAStatus)
 	handle(remoting.GetTimerWatermark, b.processTimerWatermark)
+	handle(remoting.GetPopState, b.processPopState)
 	handle(remoting.GetTimerCheckPoint, b.processGetTimerCheckPoint)
 	handle(remoting.GetTimerMetrics, b.processGetTimerMetrics)
 }

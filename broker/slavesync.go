@@ -35,6 +35,19 @@ import (
 //	                     asked of a master that does not answer it): the
 //	                     parked timer messages the master delivered are
 //	                     forgotten once this slave holds their copies
+//	POP in-flight state  every time, after the consumer offsets
+//	                     (rocketkv's GetPopState, not asked of a master
+//	                     that does not answer it): replaced wholesale
+//
+// With the POP state a promoted slave re-delivers what was in flight on
+// its master when it last synced, once its invisible time is over, and
+// keeps the locks of orderly batches. Without it (a master that does not
+// answer GetPopState, or a state too large to copy) nothing popped is
+// lost either, since a group's committed offset stays at its smallest
+// message in flight; but every message from there on is popped again at
+// once, acknowledged ones included, and orderly queues are free. The state
+// comes after the offsets, so a message popped between the two copies is
+// either past the copied offset (popped again) or has its checkpoint.
 //
 // A table that fails to come or to apply does not stop the others.
 
@@ -102,11 +115,13 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 		{"delay offsets", remoting.GetAllDelayOffset, b.applyMasterDelayOffsets},
 		{"subscription groups", remoting.GetAllSubscriptionGroupConfig, b.applyMasterGroups},
 		{"request modes", remoting.GetAllMessageRequestMode, b.applyMasterRequestModes},
+		// rocketkv's own, after the consumer offsets (see above).
+		{"POP in-flight state", remoting.GetPopState, b.applyMasterPopState},
 	}
 	var errs []error
 	for _, s := range steps {
 		body, err := askMaster(ctx, c, s.code)
-		if errors.Is(err, errNotSupported) && s.code == remoting.GetTimerWatermark {
+		if errors.Is(err, errNotSupported) && (s.code == remoting.GetTimerWatermark || s.code == remoting.GetPopState) {
 			continue
 		}
 		if err == nil {
@@ -173,6 +188,35 @@ func (b *Broker) processTimerWatermark(_ context.Context, _ *remoting.Conn, req 
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	resp.Body = body
 	return resp
+}
+
+// maxPopStateCopy bounds a copy of the POP in-flight state: some 100,000
+// checkpoints. A master with more answers an error, and its slave keeps
+// the last copy it took.
+const maxPopStateCopy = 15 << 20
+
+// processPopState answers GetPopState: a copy of this broker's POP
+// in-flight state, for its slaves.
+func (b *Broker) processPopState(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	body, n, err := b.db.AppendPopState(nil, maxPopStateCopy)
+	if err != nil {
+		b.log.Warn().Err(err).Int("keys", n).Msg("POP state not copied for a slave: a promoted slave would not re-deliver what is in flight")
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	resp.Body = body
+	return resp
+}
+
+// applyMasterPopState replaces this slave's POP in-flight state with its
+// master's copy.
+func (b *Broker) applyMasterPopState(body []byte) error {
+	n, err := b.db.ReplacePopState(body)
+	if err != nil {
+		return err
+	}
+	b.log.Debug().Int("keys", n).Msg("POP in-flight state copied from the master")
+	return nil
 }
 
 // applyMasterTimerWatermark forgets the parked timer messages the master

@@ -288,6 +288,18 @@ func (cc *checkpointCache) forget(updates []ckUpdate) {
 	}
 }
 
+// purge forgets every held queue, after the checkpoints were replaced;
+// loads under way install nothing.
+func (cc *checkpointCache) purge() {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	for k := range cc.loading {
+		cc.loading[k] = false
+	}
+	cc.queues.Purge()
+	cc.bytes = 0
+}
+
 // markStale tells a load of the queue under way that a commit touched
 // it, so it installs nothing. The caller holds mu.
 func (cc *checkpointCache) markStale(key string) {

@@ -37,6 +37,13 @@ func newCheckpointFloors(capacity int) *checkpointFloors {
 	return &checkpointFloors{cache: slablru.New[string, int64](capacity)}
 }
 
+// purge forgets every floor, after the checkpoints were replaced.
+func (f *checkpointFloors) purge() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cache.Purge()
+}
+
 // get returns the floor of a queue prefix; ok is false when unknown.
 func (f *checkpointFloors) get(prefix []byte) (int64, bool) {
 	f.mu.Lock()

@@ -42,6 +42,16 @@ const (
 	// order whose record lies below CommitLog offset belowPhy was
 	// delivered (or dropped), and its copy lies below copiesEnd.
 	GetTimerWatermark int32 = 10002
+
+	// GetPopState asks a rocketkv master for a copy of its POP in-flight
+	// state (a rocketkv slave asks it with its metadata sync, after the
+	// consumer offsets: the state lives in the master's index only, and a
+	// promoted slave without it pops every message again from each queue's
+	// smallest in-flight offset, acknowledged ones included, and frees the
+	// queues orderly batches lock). No ext fields; the answer is SUCCESS
+	// with the copy as its body (kvindex.DB.AppendPopState's format), or
+	// SYSTEM_ERROR when the state is larger than a copy may be.
+	GetPopState int32 = 10003
 )
 
 // Ext field names of CheckpointIndex.

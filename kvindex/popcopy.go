@@ -1,0 +1,164 @@
+package kvindex
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// A POP state copy carries a POP service's in-flight state from a master's
+// index to its slave's, so that a promoted slave re-delivers what was in
+// flight and not what was acknowledged, and keeps orderly queues locked
+// (RocketMQ replicates the same state as checkpoint messages in its
+// CommitLog). It holds every key of the keyspaces in popStatePrefixes,
+// read from one snapshot:
+//
+//	copy:  version (1 byte, popCopyVersion) | pair*
+//	pair:  uvarint len(key) | key | uvarint len(value) | value
+//
+// Keys are in ascending order and each starts with one of popStatePrefixes.
+
+// popCopyVersion is the version byte a copy starts with.
+const popCopyVersion = 1
+
+// popStatePrefixes are the keyspaces a POP state copy holds: positions,
+// orderly batches, checkpoints with their deadline index, and revive
+// batches. Request modes (0x54) travel with RocketMQ's own request, and
+// the schema-2 and legacy keyspaces (0x50, 0x51, 0x57) are never written
+// by a running broker.
+var popStatePrefixes = []byte{prefixPopPosition, prefixPopOrder, prefixPopCKDue, prefixPopCK, prefixPopReviveBatch}
+
+// ErrPopStateTooBig is returned by AppendPopState when the state passes
+// the size asked for.
+var ErrPopStateTooBig = errors.New("the POP in-flight state is larger than a copy may be")
+
+// ErrBadPopState is wrapped by ReplacePopState's error for a copy that
+// does not decode.
+var ErrBadPopState = errors.New("bad POP state copy")
+
+// AppendPopState appends a copy of the POP in-flight state to dst, read
+// from one snapshot, and returns it with the number of keys. It fails with
+// ErrPopStateTooBig when the copy would pass max bytes.
+func (d *DB) AppendPopState(dst []byte, max int) ([]byte, int, error) {
+	snap := d.pdb.NewSnapshot()
+	defer snap.Close()
+	dst = append(dst, popCopyVersion)
+	start, n := len(dst), 0
+	for _, p := range popStatePrefixes {
+		prefix := []byte{p}
+		it, err := snap.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+		if err != nil {
+			return dst, n, fmt.Errorf("copy POP state %x: %w", p, err)
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			v, err := it.ValueAndErr()
+			if err != nil {
+				_ = it.Close()
+				return dst, n, fmt.Errorf("copy POP state %x: %w", p, err)
+			}
+			k := it.Key()
+			dst = binary.AppendUvarint(dst, uint64(len(k)))
+			dst = append(dst, k...)
+			dst = binary.AppendUvarint(dst, uint64(len(v)))
+			dst = append(dst, v...)
+			n++
+			if len(dst)-start > max {
+				_ = it.Close()
+				return dst, n, fmt.Errorf("%w (%d bytes)", ErrPopStateTooBig, max)
+			}
+		}
+		if err := it.Close(); err != nil {
+			return dst, n, fmt.Errorf("copy POP state %x: %w", p, err)
+		}
+	}
+	return dst, n, nil
+}
+
+// decodePopState calls fn for every pair of a copy, in order; the slices
+// alias copy. It checks the whole copy: the version, every length, that
+// every key starts with one of popStatePrefixes and that the keys ascend.
+func decodePopState(copy []byte, fn func(k, v []byte)) error {
+	if len(copy) == 0 || copy[0] != popCopyVersion {
+		return fmt.Errorf("%w: version %v, want %d", ErrBadPopState, copy[:min(len(copy), 1)], popCopyVersion)
+	}
+	rest := copy[1:]
+	var prev []byte
+	next := func(what string) ([]byte, error) {
+		l, n := binary.Uvarint(rest)
+		if n <= 0 || l > uint64(len(rest)-n) {
+			return nil, fmt.Errorf("%w: %s length at byte %d", ErrBadPopState, what, len(copy)-len(rest))
+		}
+		b := rest[n : n+int(l)]
+		rest = rest[n+int(l):]
+		return b, nil
+	}
+	for len(rest) > 0 {
+		k, err := next("key")
+		if err != nil {
+			return err
+		}
+		v, err := next("value")
+		if err != nil {
+			return err
+		}
+		if len(k) == 0 || !isPopStatePrefix(k[0]) {
+			return fmt.Errorf("%w: key %x is not of the POP state", ErrBadPopState, k)
+		}
+		if prev != nil && string(k) <= string(prev) {
+			return fmt.Errorf("%w: key %x after %x", ErrBadPopState, k, prev)
+		}
+		prev = k
+		fn(k, v)
+	}
+	return nil
+}
+
+func isPopStatePrefix(p byte) bool {
+	for _, x := range popStatePrefixes {
+		if p == x {
+			return true
+		}
+	}
+	return false
+}
+
+// ReplacePopState replaces this index's POP in-flight state with a copy
+// AppendPopState made, in one synced batch, and returns the number of keys
+// it holds now. A copy that does not decode changes nothing. It is for a
+// slave, whose POP service writes nothing: a POP service writing
+// meanwhile would lose its writes.
+func (d *DB) ReplacePopState(copy []byte) (int, error) {
+	if err := decodePopState(copy, func(_, _ []byte) {}); err != nil {
+		return 0, err
+	}
+	b := d.pdb.NewBatch()
+	defer b.Close()
+	for _, p := range popStatePrefixes {
+		prefix := []byte{p}
+		if err := b.DeleteRange(prefix, prefixEnd(prefix), nil); err != nil {
+			return 0, fmt.Errorf("replace POP state: %w", err)
+		}
+	}
+	n := 0
+	var setErr error
+	_ = decodePopState(copy, func(k, v []byte) {
+		if setErr == nil {
+			setErr = b.Set(k, v, nil)
+			n++
+		}
+	})
+	if setErr != nil {
+		return 0, fmt.Errorf("replace POP state: %w", setErr)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return 0, fmt.Errorf("replace POP state: %w", err)
+	}
+	// The caches derived from the replaced keys would answer from the old
+	// state.
+	d.positions.purge()
+	d.floors.purge()
+	d.cks.purge()
+	return n, nil
+}

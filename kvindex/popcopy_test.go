@@ -1,0 +1,123 @@
+package kvindex
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+// popStateOf returns the POP state keys and values of db, in order.
+func popStateOf(t testing.TB, db *DB) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, p := range popStatePrefixes {
+		if err := db.Scan([]byte{p}, func(k, v []byte) bool { out[string(k)] = string(v); return true }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// A slave's POP state becomes its master's: checkpoints, orderly batches,
+// positions and revive batches, its own of before gone; the caches read
+// the new state, and a copy of the slave is byte for byte the master's.
+func TestPopStateCopy(t *testing.T) {
+	master, slave := openTestDB(t), openTestDB(t)
+	ck := Checkpoint{Group: "G", Topic: "T", QueueID: 1, CKOffset: 10, PopTime: 1000, InvisibleTime: 60_000, VisibleAt: 61_000, Offsets: []int64{10, 12}}
+	putCheckpoints(t, master.Pop(), ck)
+	b := master.Pop().NewBatch()
+	if err := b.SetOrder(&OrderState{Group: "G", Topic: "O", QueueID: 0, PopTime: 5, InvisibleTime: 9, Messages: []OrderMessage{{QueueOffset: 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetPosition("G", "T", 1, 13); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutReviveBatch(&ReviveBatch{Checkpoint: Checkpoint{Group: "G", Topic: "T", QueueID: 2, CKOffset: 4, PopTime: 900, Offsets: []int64{4}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	// The slave's own state, read once so that its caches hold it.
+	stale := Checkpoint{Group: "G", Topic: "T", QueueID: 1, CKOffset: 7, PopTime: 700, InvisibleTime: 60_000, VisibleAt: 60_700, Offsets: []int64{7}}
+	putCheckpoints(t, slave.Pop(), stale)
+	if off, ok, err := slave.Pop().MinInFlight("G", "T", 1, 0); err != nil || !ok || off != 7 {
+		t.Fatalf("slave's in-flight minimum before the copy: %d %v %v", off, ok, err)
+	}
+
+	copy, n, err := master.AppendPopState(nil, 1<<20)
+	if err != nil || n != 5 {
+		t.Fatalf("copy of the master: %d keys, %v; want 5 (checkpoint, deadline, order, position, revive batch)", n, err)
+	}
+	if got, err := slave.ReplacePopState(copy); err != nil || got != n {
+		t.Fatalf("replace: %d keys, %v", got, err)
+	}
+	if m, s := popStateOf(t, master), popStateOf(t, slave); len(m) != n || len(s) != n {
+		t.Fatalf("%d keys on the master, %d on the slave, want %d", len(m), len(s), n)
+	} else {
+		for k, v := range m {
+			if s[k] != v {
+				t.Fatalf("key %x: %x on the slave, %x on the master", k, s[k], v)
+			}
+		}
+	}
+	if off, ok, err := slave.Pop().MinInFlight("G", "T", 1, 0); err != nil || !ok || off != 10 {
+		t.Fatalf("slave's in-flight minimum after the copy: %d %v %v, want 10", off, ok, err)
+	}
+	if pos, ok, err := slave.Pop().Position("G", "T", 1); err != nil || !ok || pos != 13 {
+		t.Fatalf("slave's position after the copy: %d %v %v, want 13", pos, ok, err)
+	}
+	again, _, err := slave.AppendPopState(nil, 1<<20)
+	if err != nil || !bytes.Equal(again, copy) {
+		t.Fatalf("a copy of the slave differs from the master's (%v)", err)
+	}
+
+	if _, _, err := master.AppendPopState(nil, 10); !errors.Is(err, ErrPopStateTooBig) {
+		t.Fatalf("a copy past its size: %v", err)
+	}
+	for name, bad := range map[string][]byte{
+		"no version":        nil,
+		"other version":     {2},
+		"cut key":           append([]byte{popCopyVersion, 5}, 0x56),
+		"foreign keyspace":  {popCopyVersion, 1, 0x30, 0},
+		"keys out of order": {popCopyVersion, 2, 0x56, 2, 0, 1, 0x53, 0},
+	} {
+		if _, err := slave.ReplacePopState(bad); !errors.Is(err, ErrBadPopState) {
+			t.Errorf("%s: %v, want ErrBadPopState", name, err)
+		}
+	}
+	if s := popStateOf(t, slave); len(s) != n {
+		t.Fatalf("a refused copy changed the slave: %d keys", len(s))
+	}
+}
+
+// FuzzReplacePopState: arbitrary bytes never panic; a copy refused leaves
+// the state alone, and one accepted is what a copy of the state gives.
+func FuzzReplacePopState(f *testing.F) {
+	seed := openTestDB(f)
+	putCheckpoints(f, seed.Pop(), Checkpoint{Group: "G", Topic: "T", CKOffset: 1, PopTime: 2, InvisibleTime: 3, VisibleAt: 5, Offsets: []int64{1}})
+	good, _, err := seed.AppendPopState(nil, 1<<20)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add([]byte{popCopyVersion})
+	f.Add([]byte{popCopyVersion, 1, 0x52, 0})
+	db := openTestDB(f)
+	f.Fuzz(func(t *testing.T, copy []byte) {
+		before, _, err := db.AppendPopState(nil, 1<<24)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ReplacePopState(copy); err != nil {
+			if after, _, _ := db.AppendPopState(nil, 1<<24); !bytes.Equal(after, before) {
+				t.Fatalf("a refused copy (%v) changed the state", err)
+			}
+			return
+		}
+		if after, _, _ := db.AppendPopState(nil, 1<<24); !bytes.Equal(after, copy) {
+			t.Fatalf("state after an accepted copy:\n%x\nwant\n%x", after, copy)
+		}
+	})
+}
