@@ -243,11 +243,11 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	return resp
 }
 
-// protectFromSlowReader turns the group's consumption off when this pull
-// read at lastPhy, further than consumerFallbehindThreshold behind the
+// protectFromSlowReader turns the group's consumption off when a pull or
+// pop read at lastPhy, further than consumerFallbehindThreshold behind the
 // end of the CommitLog, under disableConsumeIfConsumerReadSlowly
-// (RocketMQ's protectBroker, which looks at each group's last pull every
-// three minutes). This pull is still answered; the group's next ones are
+// (RocketMQ's protectBroker, which looks at each group's last read every
+// three minutes). This read is still answered; the group's next ones are
 // refused until an operator turns it back on.
 func (b *Broker) protectFromSlowReader(gc meta.SubscriptionGroupConfig, lastPhy int64) {
 	cur := b.current()

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketkv/rocketkv/internal/popclient"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -119,5 +120,23 @@ func TestSlowConsumerGroupDisabled(t *testing.T) {
 		if code, _ := suggestedBroker(t, c, "Slow", 0); code != want {
 			t.Fatalf("on=%v: next pull: code %d, want %d", on, code, want)
 		}
+	}
+}
+
+// A pop reading as far behind is treated the same way.
+func TestSlowPopGroupDisabled(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"disableConsumeIfConsumerReadSlowly": "true", "consumerFallbehindThreshold": "0"})
+	c, rc := popClient(b)
+	sendBodies(t, rc, "SlowPop", 2)
+	b.caughtUp()
+	req := popclient.PopRequest{Group: "gp", Topic: "SlowPop", QueueID: -1, MaxMsgNums: 1, InvisibleTime: time.Minute}
+	if res := mustPop(t, c, req); res.Code != remoting.Success || len(res.Messages) != 1 {
+		t.Fatalf("first pop: %d, %d messages", res.Code, len(res.Messages))
+	}
+	if gc, err := b.groupConfig("gp", false); err != nil || gc.ConsumeEnable {
+		t.Fatalf("group after a pop far behind: consumeEnable %v (%v)", gc.ConsumeEnable, err)
+	}
+	if res := mustPop(t, c, req); res.Code != remoting.NoPermission {
+		t.Fatalf("next pop: %d, want NO_PERMISSION", res.Code)
 	}
 }

@@ -91,6 +91,7 @@ func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *Po
 		return err
 	}
 	res.RestNum += max(r.max-r.next, 0)
+	res.noteRead(r.lastPhy)
 	b := s.store.NewBatch()
 	defer b.Close()
 	if len(r.offsets) == 0 {

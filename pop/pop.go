@@ -54,6 +54,10 @@ type PopResult struct {
 	ReviveQID     int32
 	// RestNum counts messages left behind in the queues read.
 	RestNum int64
+	// LowestPhy is the smallest of the CommitLog offsets of the last
+	// entry each queue read, -1 when none was read: how far behind the
+	// log's end the pop read (the broker's disableConsumeIfConsumerReadSlowly).
+	LowestPhy int64
 	// RestLocked is the part of RestNum that orderly batches lock: no
 	// pop of the group gets it before the batch is acknowledged or its
 	// lock runs out, so it is no reason to wake held pops.
@@ -61,6 +65,14 @@ type PopResult struct {
 	StartOffsetInfo string
 	MsgOffsetInfo   string
 	OrderCountInfo  string
+}
+
+// noteRead folds the CommitLog offset of a queue read's last entry (-1:
+// none) into LowestPhy.
+func (r *PopResult) noteRead(lastPhy int64) {
+	if lastPhy >= 0 && (r.LowestPhy < 0 || lastPhy < r.LowestPhy) {
+		r.LowestPhy = lastPhy
+	}
 }
 
 // source is one queue a pop reads.
@@ -104,7 +116,7 @@ func (res *PopResult) finish() {
 }
 
 func (s *Service) pop(req PopRequest) (PopResult, error) {
-	res := PopResult{PopTime: s.now(), InvisibleTime: req.InvisibleTime, Body: req.Body[:0]}
+	res := PopResult{PopTime: s.now(), InvisibleTime: req.InvisibleTime, Body: req.Body[:0], LowestPhy: -1}
 	if req.Order {
 		res.ReviveQID = OrderReviveQueue
 	}
@@ -267,6 +279,7 @@ func (s *Service) popLocked(req PopRequest, src source, remain int, res *PopResu
 		return readResult{}, err
 	}
 	res.RestNum += max(r.max-r.next, 0)
+	res.noteRead(r.lastPhy)
 	if r.next == pos && known {
 		return readResult{}, nil // nothing new, nothing to record
 	}

@@ -26,6 +26,9 @@ type readResult struct {
 	// next is the offset after the last examined entry.
 	next     int64
 	min, max int64
+	// lastPhy is the CommitLog offset of the last examined entry, -1 when
+	// none was (how far behind the log's end the reader is).
+	lastPhy int64
 }
 
 // readQueue reads up to n messages of a queue from offset that pass f.
@@ -33,7 +36,7 @@ type readResult struct {
 // the corrected offset). Records are copies. With lazy and no filter the
 // records are not read (only their entries).
 func (s *Service) readQueue(topic string, queueID int32, offset int64, n int, f Filter, lazy bool) (readResult, error) {
-	var r readResult
+	r := readResult{lastPhy: -1}
 	var err error
 	if r.min, err = s.cfg.CQ.MinOffset(topic, queueID); err != nil {
 		return r, fmt.Errorf("min offset of %s/%d: %w", topic, queueID, err)
@@ -72,6 +75,7 @@ func (s *Service) readQueue(topic string, queueID int32, offset int64, n int, f 
 			}
 			scanned++
 			r.next = e.QueueOffset + 1
+			r.lastPhy = e.PhyOffset
 			if f == nil && lazy {
 				r.offsets = append(r.offsets, e.QueueOffset)
 				r.records = append(r.records, nil)
