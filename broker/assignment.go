@@ -213,11 +213,11 @@ func (b *Broker) assign(body queryAssignmentBody, mode requestModeBody, all []as
 	// The asking client counts even before its heartbeat reaches this
 	// broker: it is alive, and leaving it out would give it nothing.
 	cids := b.clients.consumerIDs(body.ConsumerGroup)
-	if !contains(cids, body.ClientID) {
+	if !slices.Contains(cids, body.ClientID) {
 		cids = append(cids, body.ClientID)
 		slices.Sort(cids)
 	}
-	idx := indexOf(cids, body.ClientID)
+	idx := slices.Index(cids, body.ClientID)
 	if mode.Mode != modePop {
 		return strategy(all, len(cids), idx), true
 	}
@@ -292,15 +292,4 @@ func allocateAveragelyByCircle(all []assignedQueue, clients, idx int) []assigned
 		out = append(out, all[i])
 	}
 	return out
-}
-
-func contains(s []string, v string) bool { return indexOf(s, v) >= 0 }
-
-func indexOf(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }

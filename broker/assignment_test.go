@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -207,5 +209,42 @@ func TestServerLoadBalancerOff(t *testing.T) {
 	mustSend(t, c, "LB", 0, "x", "")
 	if got := queuesText(queryAssignment(t, c, "LB", "g", "c2")); got != "broker-a/0 broker-a/1 broker-a/2 broker-a/3" {
 		t.Fatalf("assignment with the balancer off: %s", got)
+	}
+}
+
+// The route decides the other broker groups' queues only: this broker's
+// come from its own topic config (a route's count for it is ignored), a
+// group the route says is not readable has none, and a topic the name
+// servers do not know yet (not registered) still gets this broker's.
+func TestQueryAssignmentMergesTheRouteWithItsOwnQueues(t *testing.T) {
+	route := `{"brokerDatas":[],"queueDatas":[` +
+		`{"brokerName":"broker-z","perm":6,"readQueueNums":2,"writeQueueNums":2,"topicSysFlag":0},` +
+		`{"brokerName":"broker-a","perm":6,"readQueueNums":99,"writeQueueNums":99,"topicSysFlag":0},` +
+		`{"brokerName":"broker-w","perm":2,"readQueueNums":3,"writeQueueNums":3,"topicSysFlag":0}]}`
+	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"},
+		remoting.RespondFunc(func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+			if req.Code != remoting.GetRouteInfoByTopic {
+				return remoting.NewResponse(req, remoting.SystemError, "not a name server")
+			}
+			if req.ExtFields["topic"] != "Routed" {
+				return remoting.NewResponse(req, remoting.TopicNotExist, "no route")
+			}
+			resp := remoting.NewResponse(req, remoting.Success, "")
+			resp.Body = []byte(route)
+			return resp
+		}), zerolog.Nop())
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	b := startTestBroker(t, map[string]string{"namesrvAddr": srv.Addr().String()})
+	c := b.client(nil)
+	mustSend(t, c, "Routed", 0, "x", "")
+	mustSend(t, c, "Unregistered", 0, "x", "")
+	if got := queuesText(queryAssignment(t, c, "Routed", "g", "c1")); got != "broker-a/0 broker-a/1 broker-a/2 broker-a/3 broker-z/0 broker-z/1" {
+		t.Errorf("routed topic: %s", got)
+	}
+	if got := queuesText(queryAssignment(t, c, "Unregistered", "g", "c1")); got != "broker-a/0 broker-a/1 broker-a/2 broker-a/3" {
+		t.Errorf("topic the name server does not know: %s", got)
 	}
 }

@@ -65,7 +65,7 @@ func (r *assignRoutes) queues(ctx context.Context, topic string) ([]assignedQueu
 			all = append(all, assignedQueue{BrokerName: b.cfg.BrokerName, QueueID: int32(i), Topic: topic})
 		}
 	}
-	if b.lmqName(topic) || b.register == nil || len(b.register.ns.NameServers()) == 0 {
+	if b.lmqName(topic) || len(b.register.ns.NameServers()) == 0 {
 		return all, local, nil
 	}
 	others, routed, err := r.others(ctx, topic)

@@ -38,16 +38,17 @@ var runtimeKeys = map[string]bool{
 	"diskSpaceCleanForciblyRatio": true,
 	"diskSpaceWarningLevelRatio":  true,
 	// Features an operator turns on for a running broker's clients.
-	"enablePropertyFilter": true,
-	"recallMessageEnable":  true,
+	"enablePropertyFilter":              true,
+	"recallMessageEnable":               true,
+	"allowRecallWhenBrokerNotWriteable": true,
 	// Holding due timer messages back, read by each delivery round.
 	"timerStopDequeue": true,
-	// Protecting the page cache from slow consumers, read by each pull.
+	// Protecting the page cache from slow consumers, read by each pull
+	// and pop.
 	"disableConsumeIfConsumerReadSlowly": true,
 	"consumerFallbehindThreshold":        true,
 	// Holding producers off until a time, read by each send.
-	"startAcceptSendRequestTimeStamp":   true,
-	"allowRecallWhenBrokerNotWriteable": true,
+	"startAcceptSendRequestTimeStamp": true,
 	// Lite pull consumers on or off, read by each lite pull.
 	"litePullMessageEnable": true,
 	// Where a new group's pops start, read by each first pop.

@@ -226,11 +226,7 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 		b.log.Error().Err(err).Str("group", p.group).Str("topic", p.topic).Msg("pop failed")
 		return remoting.NewResponse(req, remoting.SystemError, "pop failed: "+err.Error())
 	}
-	if b.current().DisableConsumeIfConsumerReadSlowly && res.LowestPhy >= 0 {
-		if gc, err := b.groupConfig(p.group, false); err == nil && gc.GroupName != "" {
-			b.protectFromSlowReader(gc, res.LowestPhy)
-		}
-	}
+	b.protectFromSlowReader(p.group, res.LowestPhy)
 	code, remark := remoting.Success, "FOUND"
 	if len(res.Records) == 0 {
 		ready := func() bool {

@@ -199,7 +199,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 			b.log.Warn().Err(err).Str("group", p.group).Msg("commit offset on pull")
 		}
 	}
-	b.protectFromSlowReader(gc, r.lastPhy)
+	b.protectFromSlowReader(p.group, r.lastPhy)
 	code := r.status.pullCode(p.queueOffset)
 	suggest, code := b.suggestBroker(gc, r, code)
 	if code == remoting.PullNotFound && allowSuspend && p.sysFlag&pullSuspend != 0 {
@@ -249,14 +249,18 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 // (RocketMQ's protectBroker, which looks at each group's last read every
 // three minutes). This read is still answered; the group's next ones are
 // refused until an operator turns it back on.
-func (b *Broker) protectFromSlowReader(gc meta.SubscriptionGroupConfig, lastPhy int64) {
+func (b *Broker) protectFromSlowReader(group string, lastPhy int64) {
 	cur := b.current()
-	if !cur.DisableConsumeIfConsumerReadSlowly || lastPhy < 0 || b.lmqName(gc.GroupName) {
+	if !cur.DisableConsumeIfConsumerReadSlowly || lastPhy < 0 || b.lmqName(group) {
 		return
 	}
 	behind := b.clog.MaxOffset() - lastPhy
 	if behind <= cur.ConsumerFallbehindThreshold {
 		return
+	}
+	gc, err := b.groupConfig(group, false)
+	if err != nil || gc.GroupName == "" || !gc.ConsumeEnable {
+		return // unreadable, gone, or disabled already
 	}
 	gc.ConsumeEnable = false
 	if err := b.groups.Put(gc); err != nil {
@@ -276,8 +280,11 @@ func (b *Broker) protectFromSlowReader(gc meta.SubscriptionGroupConfig, lastPhy 
 // slave whose master is registered sends a consumer keeping up back to
 // the master, at once (PULL_RETRY_IMMEDIATELY) when it had nothing for it.
 func (b *Broker) suggestBroker(gc meta.SubscriptionGroupConfig, r getResult, code int32) (int64, int32) {
+	suggest := namesrv.MasterID
+	if !b.cfg.SlaveReadEnable && !b.isSlave() {
+		return suggest, code // the common case: nothing to work out
+	}
 	behind := r.lastPhy >= 0 && !b.inMemory(r.lastPhy)
-	suggest := int64(namesrv.MasterID)
 	if b.cfg.SlaveReadEnable {
 		suggest = gc.BrokerID
 		if behind {

@@ -107,21 +107,23 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 		what  string
 		code  int32
 		apply func([]byte) error
+		// own marks rocketkv's own requests, which an Apache RocketMQ
+		// master does not answer: skipped then.
+		own bool
 	}{
-		// rocketkv's own: an Apache RocketMQ master does not answer it.
-		{"delivered timer messages", remoting.GetTimerWatermark, b.applyMasterTimerWatermark},
-		{"topics", remoting.GetAllTopicConfig, b.applyMasterTopics},
-		{"consumer offsets", remoting.GetAllConsumerOffset, b.applyMasterOffsets},
-		{"delay offsets", remoting.GetAllDelayOffset, b.applyMasterDelayOffsets},
-		{"subscription groups", remoting.GetAllSubscriptionGroupConfig, b.applyMasterGroups},
-		{"request modes", remoting.GetAllMessageRequestMode, b.applyMasterRequestModes},
-		// rocketkv's own, after the consumer offsets (see above).
-		{"POP in-flight state", remoting.GetPopState, b.applyMasterPopState},
+		{"delivered timer messages", remoting.GetTimerWatermark, b.applyMasterTimerWatermark, true},
+		{"topics", remoting.GetAllTopicConfig, b.applyMasterTopics, false},
+		{"consumer offsets", remoting.GetAllConsumerOffset, b.applyMasterOffsets, false},
+		{"delay offsets", remoting.GetAllDelayOffset, b.applyMasterDelayOffsets, false},
+		{"subscription groups", remoting.GetAllSubscriptionGroupConfig, b.applyMasterGroups, false},
+		{"request modes", remoting.GetAllMessageRequestMode, b.applyMasterRequestModes, false},
+		// After the consumer offsets (see above).
+		{"POP in-flight state", remoting.GetPopState, b.applyMasterPopState, true},
 	}
 	var errs []error
 	for _, s := range steps {
 		body, err := askMaster(ctx, c, s.code)
-		if errors.Is(err, errNotSupported) && (s.code == remoting.GetTimerWatermark || s.code == remoting.GetPopState) {
+		if errors.Is(err, errNotSupported) && s.own {
 			continue
 		}
 		if err == nil {
@@ -200,7 +202,7 @@ const maxPopStateCopy = 15 << 20
 func (b *Broker) processPopState(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	body, n, err := b.db.AppendPopState(nil, maxPopStateCopy)
 	if err != nil {
-		b.log.Warn().Err(err).Int("keys", n).Msg("POP state not copied for a slave: a promoted slave would not re-deliver what is in flight")
+		b.log.Warn().Err(err).Int("keys", n).Msg("POP state not copied for a slave: promoted, it would pop every message again from each queue's committed offset")
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	resp := remoting.NewResponse(req, remoting.Success, "")

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -76,19 +77,20 @@ func (d *DB) AppendPopState(dst []byte, max int) ([]byte, int, error) {
 	return dst, n, nil
 }
 
-// decodePopState calls fn for every pair of a copy, in order; the slices
-// alias copy. It checks the whole copy: the version, every length, that
-// every key starts with one of popStatePrefixes and that the keys ascend.
-func decodePopState(copy []byte, fn func(k, v []byte)) error {
-	if len(copy) == 0 || copy[0] != popCopyVersion {
-		return fmt.Errorf("%w: version %v, want %d", ErrBadPopState, copy[:min(len(copy), 1)], popCopyVersion)
+// decodePopState calls fn for every pair of a copy, in order, until fn
+// fails; the slices alias state. It checks the version, every length, that
+// every key starts with one of popStatePrefixes and that the keys ascend,
+// and fails at the first pair that does not.
+func decodePopState(state []byte, fn func(k, v []byte) error) error {
+	if len(state) == 0 || state[0] != popCopyVersion {
+		return fmt.Errorf("%w: version %v, want %d", ErrBadPopState, state[:min(len(state), 1)], popCopyVersion)
 	}
-	rest := copy[1:]
+	rest := state[1:]
 	var prev []byte
 	next := func(what string) ([]byte, error) {
 		l, n := binary.Uvarint(rest)
 		if n <= 0 || l > uint64(len(rest)-n) {
-			return nil, fmt.Errorf("%w: %s length at byte %d", ErrBadPopState, what, len(copy)-len(rest))
+			return nil, fmt.Errorf("%w: %s length at byte %d", ErrBadPopState, what, len(state)-len(rest))
 		}
 		b := rest[n : n+int(l)]
 		rest = rest[n+int(l):]
@@ -103,36 +105,26 @@ func decodePopState(copy []byte, fn func(k, v []byte)) error {
 		if err != nil {
 			return err
 		}
-		if len(k) == 0 || !isPopStatePrefix(k[0]) {
+		if len(k) == 0 || !slices.Contains(popStatePrefixes, k[0]) {
 			return fmt.Errorf("%w: key %x is not of the POP state", ErrBadPopState, k)
 		}
 		if prev != nil && string(k) <= string(prev) {
 			return fmt.Errorf("%w: key %x after %x", ErrBadPopState, k, prev)
 		}
 		prev = k
-		fn(k, v)
+		if err := fn(k, v); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-func isPopStatePrefix(p byte) bool {
-	for _, x := range popStatePrefixes {
-		if p == x {
-			return true
-		}
-	}
-	return false
-}
-
 // ReplacePopState replaces this index's POP in-flight state with a copy
 // AppendPopState made, in one synced batch, and returns the number of keys
-// it holds now. A copy that does not decode changes nothing. It is for a
-// slave, whose POP service writes nothing: a POP service writing
-// meanwhile would lose its writes.
-func (d *DB) ReplacePopState(copy []byte) (int, error) {
-	if err := decodePopState(copy, func(_, _ []byte) {}); err != nil {
-		return 0, err
-	}
+// it holds now. A copy that does not decode changes nothing: the batch is
+// dropped uncommitted. It is for a slave, whose POP service writes
+// nothing: a POP service writing meanwhile would lose its writes.
+func (d *DB) ReplacePopState(state []byte) (int, error) {
 	b := d.pdb.NewBatch()
 	defer b.Close()
 	for _, p := range popStatePrefixes {
@@ -142,15 +134,12 @@ func (d *DB) ReplacePopState(copy []byte) (int, error) {
 		}
 	}
 	n := 0
-	var setErr error
-	_ = decodePopState(copy, func(k, v []byte) {
-		if setErr == nil {
-			setErr = b.Set(k, v, nil)
-			n++
-		}
+	err := decodePopState(state, func(k, v []byte) error {
+		n++
+		return b.Set(k, v, nil)
 	})
-	if setErr != nil {
-		return 0, fmt.Errorf("replace POP state: %w", setErr)
+	if err != nil {
+		return 0, fmt.Errorf("replace POP state: %w", err)
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return 0, fmt.Errorf("replace POP state: %w", err)

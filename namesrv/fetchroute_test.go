@@ -1,8 +1,10 @@
 package namesrv
 
 import (
+	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,4 +53,38 @@ func TestFetchRoute(t *testing.T) {
 	if _, err := FetchRoute(testCtx(t), pool, nil, "T", 2*time.Second); !errors.Is(err, ErrNoNameServer) {
 		t.Fatalf("no name server: %v", err)
 	}
+
+	// A name server that fails, or answers a body that is not a route, is
+	// passed over for the next one.
+	failing := startAnswering(t, func(req *remoting.Command) *remoting.Command {
+		return remoting.NewResponse(req, remoting.SystemError, "busy")
+	})
+	garbled := startAnswering(t, func(req *remoting.Command) *remoting.Command {
+		resp := remoting.NewResponse(req, remoting.Success, "")
+		resp.Body = []byte(`{"queueDatas":`)
+		return resp
+	})
+	if route, err := FetchRoute(testCtx(t), pool, []string{failing, garbled, ns.Addr().String()}, "T", 2*time.Second); err != nil || len(route.QueueDatas) != 1 {
+		t.Fatalf("route past a failing and a garbled name server: %+v, %v", route, err)
+	}
+	if _, err := FetchRoute(testCtx(t), pool, []string{failing, garbled}, "T", 2*time.Second); err == nil || !strings.Contains(err.Error(), "decode") {
+		t.Fatalf("only a failing and a garbled name server: %v, want the last one's decode error", err)
+	}
+	if _, err := FetchRoute(testCtx(t), pool, []string{failing}, "T", 2*time.Second); err == nil || !strings.Contains(err.Error(), "busy") {
+		t.Fatalf("a failing name server: %v, want its remark", err)
+	}
+}
+
+// startAnswering starts a Remoting server answering every request with
+// answer and returns its address.
+func startAnswering(t *testing.T, answer func(*remoting.Command) *remoting.Command) string {
+	t.Helper()
+	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"},
+		remoting.RespondFunc(func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command { return answer(req) }),
+		zerolog.Nop())
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	return srv.Addr().String()
 }
