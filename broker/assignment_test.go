@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -221,23 +219,18 @@ func TestQueryAssignmentMergesTheRouteWithItsOwnQueues(t *testing.T) {
 		`{"brokerName":"broker-z","perm":6,"readQueueNums":2,"writeQueueNums":2,"topicSysFlag":0},` +
 		`{"brokerName":"broker-a","perm":6,"readQueueNums":99,"writeQueueNums":99,"topicSysFlag":0},` +
 		`{"brokerName":"broker-w","perm":2,"readQueueNums":3,"writeQueueNums":3,"topicSysFlag":0}]}`
-	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"},
-		remoting.RespondFunc(func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-			if req.Code != remoting.GetRouteInfoByTopic {
-				return remoting.NewResponse(req, remoting.SystemError, "not a name server")
-			}
-			if req.ExtFields["topic"] != "Routed" {
-				return remoting.NewResponse(req, remoting.TopicNotExist, "no route")
-			}
-			resp := remoting.NewResponse(req, remoting.Success, "")
-			resp.Body = []byte(route)
-			return resp
-		}), zerolog.Nop())
-	if err := srv.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-	b := startTestBroker(t, map[string]string{"namesrvAddr": srv.Addr().String()})
+	addr := startRemotingServer(t, remoting.RespondFunc(func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		if req.Code != remoting.GetRouteInfoByTopic {
+			return remoting.NewResponse(req, remoting.SystemError, "not a name server")
+		}
+		if req.ExtFields["topic"] != "Routed" {
+			return remoting.NewResponse(req, remoting.TopicNotExist, "no route")
+		}
+		resp := remoting.NewResponse(req, remoting.Success, "")
+		resp.Body = []byte(route)
+		return resp
+	}))
+	b := startTestBroker(t, map[string]string{"namesrvAddr": addr})
 	c := b.client(nil)
 	mustSend(t, c, "Routed", 0, "x", "")
 	mustSend(t, c, "Unregistered", 0, "x", "")

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/rocketkv/rocketkv/acl"
 	"github.com/rocketkv/rocketkv/auth"
 	"github.com/rocketkv/rocketkv/meta"
@@ -412,12 +410,8 @@ func TestAuthInnerCredentialsSignRegistration(t *testing.T) {
 		}
 		_ = conn.Reply(req, remoting.NewResponse(req, remoting.Success, ""))
 	})
-	ns := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"}, mux, zerolog.Nop())
-	if err := ns.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
-	b := startTestBroker(t, authSettings(map[string]string{"namesrvAddr": ns.Addr().String(),
+	nsAddr := startRemotingServer(t, mux)
+	b := startTestBroker(t, authSettings(map[string]string{"namesrvAddr": nsAddr,
 		"innerClientAuthenticationCredentials": `{"accessKey":"inner","secretKey":"inner-password"}`}))
 	select {
 	case f := <-got:

@@ -288,3 +288,16 @@ func pullAll(t *testing.T, b *testBroker, c *remoting.Client, topic string, qid 
 	t.Fatalf("pull %s/%d: %d %s", topic, qid, resp.Code, resp.Remark)
 	return nil
 }
+
+// startRemotingServer starts a Remoting server on a loopback port that
+// answers with h (a stand-in for a name server or a master), stopped when
+// the test ends, and returns its address.
+func startRemotingServer(t testing.TB, h remoting.Handler) string {
+	t.Helper()
+	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"}, h, zerolog.Nop())
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	return srv.Addr().String()
+}

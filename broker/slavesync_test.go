@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -295,16 +293,11 @@ func FuzzApplyMasterBodies(f *testing.F) {
 // timer request, which an Apache RocketMQ master never answers, is
 // skipped without an error.
 func TestSyncSkipsTheTimerRequestAMasterDoesNotKnow(t *testing.T) {
-	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"},
-		remoting.RespondFunc(func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-			return remoting.NotSupportedResponse(req)
-		}), zerolog.Nop())
-	if err := srv.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown(context.Background())
+	master := startRemotingServer(t, remoting.RespondFunc(func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		return remoting.NotSupportedResponse(req)
+	}))
 	slave := startTestBroker(t, nil)
-	err := slave.syncFromMaster(t.Context(), srv.Addr().String())
+	err := slave.syncFromMaster(t.Context(), master)
 	if err == nil {
 		t.Fatal("a master that answers nothing synced")
 	}
