@@ -50,9 +50,11 @@ into the retry topics), timer messages
 not yet due (with --force RocketMQ's timer takes in the parked messages
 from the first of them, and timer messages after it that rocketkv already
 delivered are delivered again) and open transactions (with --force the
-checker is pointed at the first open one: RocketMQ asks the producers
-about every transaction after it again, and a commit rocketkv already
-stored is stored and delivered a second time). The message-key index is
+checker is pointed at the first open one and at the op messages stored
+after it: RocketMQ asks the producers about the open ones, and knows the
+ones rocketkv ended from the op messages rocketkv writes; a transaction
+ended by a rocketkv older than those, after the first open one, is asked
+about again, and a commit answered then is stored a second time). The message-key index is
 not exported: RocketMQ's query by key finds only messages stored after the
 move.`,
 		Args: cobra.NoArgs,

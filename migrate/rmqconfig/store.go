@@ -3,9 +3,12 @@ package rmqconfig
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
+	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/migrate/rmqpop"
@@ -15,10 +18,12 @@ import (
 // transaction checker keeps its progress in the half and op topics.
 const TransCheckGroup = "CID_RMQ_SYS_TRANS"
 
-// QueueEnds gives the end (next offset) of a queue: a cq.Store, or the
+// QueueEnds gives the bounds and entries of a queue: a cq.Store, or the
 // KV ConsumeQueue of a stopped store.
 type QueueEnds interface {
 	MaxOffset(topic string, queueID int32) (int64, error)
+	MinOffset(topic string, queueID int32) (int64, error)
+	Get(topic string, queueID int32, from int64, max int) ([]cq.Entry, error)
 }
 
 // FromStore reads the config of a rocketkv store as RocketMQ's config
@@ -69,8 +74,9 @@ func allConfigs[T any](ctx context.Context, open func(cacheSize int) (*kvindex.C
 // delayOffset.json (StoreDelayOffsets). The transaction checker's
 // progress (TransCheckGroup on the half and op topics) is set past every
 // ended transaction: at firstOpen, the half-topic offset of the first
-// open transaction (OpenTransactions), when one is open (firstOpen >= 0),
-// else at the end of each topic; ends gives the ends. The POP revive's
+// open transaction (OpenTransactions), and the first op message stored
+// after it, when one is open (firstOpen >= 0), else at the end of each
+// topic (transCheckFrom); ends gives the queues. The POP revive's
 // progress (rmqpop.ProgressGroup) is set at the last message of every
 // queue of every revive topic: the check-points there were taken over when the
 // store was first opened by rocketkv (which keeps POP state in its index
@@ -90,16 +96,14 @@ func StoreOffsets(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen
 	}); err != nil {
 		return nil, fmt.Errorf("read the consumer offsets: %w", err)
 	}
-	for _, topic := range []string{meta.TransHalfTopic, meta.TransOpHalfTopic} {
-		end, err := ends.MaxOffset(topic, 0)
-		if err != nil {
-			return nil, fmt.Errorf("read the end of %s: %w", topic, err)
-		}
-		if topic == meta.TransHalfTopic && firstOpen >= 0 {
-			end = firstOpen
-		}
-		if end > 0 {
-			offsets = append(offsets, Offset{Group: TransCheckGroup, Topic: topic, Offset: end})
+	halfFrom, opFrom, err := transCheckFrom(ends, firstOpen)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range []Offset{{Topic: meta.TransHalfTopic, Offset: halfFrom}, {Topic: meta.TransOpHalfTopic, Offset: opFrom}} {
+		if o.Offset > 0 {
+			o.Group = TransCheckGroup
+			offsets = append(offsets, o)
 		}
 	}
 	revive, err := reviveProgress(db, ends)
@@ -107,6 +111,51 @@ func StoreOffsets(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen
 		return nil, err
 	}
 	return append(offsets, revive...), ctx.Err()
+}
+
+// transCheckFrom returns where RocketMQ's transaction checker is to read
+// the half topic and the op topic (queue 0 of each): with no transaction
+// open (firstOpen < 0), their ends; else the first open half, and the
+// first op message stored after it. Every op that ends a half from the
+// first open one on was stored after that half, so RocketMQ reads all of
+// them and asks no producer about a transaction rocketkv ended; the ops
+// before it end halves RocketMQ does not read.
+func transCheckFrom(q QueueEnds, firstOpen int64) (halfFrom, opFrom int64, err error) {
+	opEnd, err := q.MaxOffset(meta.TransOpHalfTopic, 0)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read the end of %s: %w", meta.TransOpHalfTopic, err)
+	}
+	if firstOpen < 0 {
+		halfEnd, err := q.MaxOffset(meta.TransHalfTopic, 0)
+		if err != nil {
+			return 0, 0, fmt.Errorf("read the end of %s: %w", meta.TransHalfTopic, err)
+		}
+		return halfEnd, opEnd, nil
+	}
+	half, err := q.Get(meta.TransHalfTopic, 0, firstOpen, 1)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read the first open half (%s offset %d): %w", meta.TransHalfTopic, firstOpen, err)
+	}
+	if len(half) == 0 {
+		return 0, 0, fmt.Errorf("the first open half (%s offset %d) has no ConsumeQueue entry", meta.TransHalfTopic, firstOpen)
+	}
+	opMin, err := q.MinOffset(meta.TransOpHalfTopic, 0)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read the start of %s: %w", meta.TransOpHalfTopic, err)
+	}
+	var searchErr error
+	n := sort.Search(int(opEnd-opMin), func(i int) bool {
+		op, err := q.Get(meta.TransOpHalfTopic, 0, opMin+int64(i), 1)
+		if err != nil || len(op) == 0 {
+			searchErr = errors.Join(err, fmt.Errorf("no entry at %d", opMin+int64(i)))
+			return true
+		}
+		return op[0].PhyOffset > half[0].PhyOffset
+	})
+	if searchErr != nil {
+		return 0, 0, fmt.Errorf("find the first op after the open half at %d: %w", half[0].PhyOffset, searchErr)
+	}
+	return firstOpen, opMin + int64(n), nil
 }
 
 // reviveProgress is rmqpop.ProgressGroup's offset at the last message of
