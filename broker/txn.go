@@ -41,15 +41,17 @@ type recordStore struct {
 	b *Broker
 }
 
-// Put stores a committed, discarded, resumed or due message. A committed
-// message with a delay level or a timer property waits in the schedule or
-// timer topic, as RocketMQ's put does for COMMIT records.
+// Put stores a committed, discarded, resumed or due message, or a
+// transaction's op message. A committed message with a delay level or a
+// timer property waits in the schedule or timer topic, as RocketMQ's put
+// does for COMMIT records.
 func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.AppendResult, error) {
-	if m.Topic == meta.TransCheckMaxTopic || m.Topic == meta.TransHalfTopic {
+	switch m.Topic {
+	case meta.TransCheckMaxTopic, meta.TransHalfTopic, meta.TransOpHalfTopic:
 		if _, err := s.b.topics.ensureSystemTopic(m.Topic, 1, meta.PermRead|meta.PermWrite); err != nil {
 			return commitlog.AppendResult{}, err
 		}
-	} else {
+	default:
 		level := 0
 		if commitlog.TransactionType(m.SysFlag) == commitlog.TransactionCommit {
 			level = delayLevelOf(m.Properties)

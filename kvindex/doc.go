@@ -51,7 +51,7 @@
 //	0x58    revive batch    no         pop service (revive)
 //	0x60    txn half        no         dispatcher (half messages); transaction service (checks, end)
 //	0x61    txn end         no         transaction service (END_TRANSACTION, discard); dispatcher (committed records)
-//	0x62    txn RocketMQ op yes        dispatcher (op messages of an Apache RocketMQ store); never deleted
+//	0x62    txn RocketMQ op yes        dispatcher (op messages, RocketMQ's or rocketkv's); deleted below the half queue's minimum
 //	0x70    timer           yes        dispatcher (rmq_sys_wheel_timer records); deleted by the timer at delivery
 //
 // Prefixes 0x50-0x5F are reserved for POP, 0x60-0x6F for transactions,
@@ -370,28 +370,30 @@
 // message is in the CommitLog; range-deleted below its minimum by
 // retention.
 //
-// # 0x62 txn RocketMQ op: a half message an Apache RocketMQ store ended
+// # 0x62 txn RocketMQ op: a half message an op message ended
 //
 //	key:   0x62 | halfQueueOffset int64
 //	value: 0x01
 //
-// RocketMQ ends a transaction with an op message in
-// RMQ_SYS_TRANS_OP_HALF_TOPIC, tag "d", whose body lists the half-queue
-// offsets it ended ("1203,1204,"). The dispatcher writes one key per
-// offset when it indexes such a record, so the transactions a migrated
-// store ended stay ended: the checker forgets a half whose queue offset
-// (or, for RocketMQ's immunity re-puts, whose TRAN_PREPARED_QUEUE_OFFSET)
-// has one. Halves below RocketMQ's check progress (the consumer offset of
+// An op message in RMQ_SYS_TRANS_OP_HALF_TOPIC, tag "d", ends the halves
+// whose queue offsets its body lists, comma-separated ("1203,1204,", or
+// "1203" as RocketMQ 4 and rocketkv write one). Apache RocketMQ writes one
+// for every transaction that ends; rocketkv writes one after each end it
+// records in 0x61 (commit, rollback, given up), so a slave, which copies
+// the CommitLog but not this index, and Apache RocketMQ reading an
+// exported store learn which transactions ended. The dispatcher writes
+// one key per offset when it indexes an op message, and the checker and
+// END_TRANSACTION forget a half whose queue offset (or, for RocketMQ's
+// immunity re-puts, whose TRAN_PREPARED_QUEUE_OFFSET) has one. Halves
+// below RocketMQ's check progress (the consumer offset of
 // CID_RMQ_SYS_TRANS on the half topic, imported with the store's
 // consumerOffset.json) were handled by RocketMQ, ended or stored again,
-// and are not recorded open at all. rocketkv itself writes no op messages.
+// and are not recorded open at all.
 //
-// The keys are never deleted: they are keyed by half-queue offset, not
-// CommitLog offset, so the retention that range-deletes 0x60 and 0x61
-// below the CommitLog minimum (Transactions.DropBelow) cannot bound them.
-// Only the op messages of a store migrated from RocketMQ write them, so
-// there is at most one key per half offset those op messages list;
-// dispatching such a record again rewrites the same keys.
+// Keyed by half-queue offset, not CommitLog offset, the keys are
+// range-deleted below the half topic's ConsumeQueue minimum after
+// retention (Transactions.DropOpsBelow), not with 0x60 and 0x61.
+// Dispatching an op message again rewrites the same keys.
 //
 // # 0x70 timer: a timer message waiting for its delivery time
 //

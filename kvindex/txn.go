@@ -245,8 +245,8 @@ func (t *Transactions) OpenHalvesFrom(from int64, fn func(TxnHalf) bool) error {
 // DropBelow deletes the open halves and ended transactions of half
 // messages below the CommitLog's new minimum offset: retention deleted
 // them, so they can be neither checked nor ended again. Nothing lies below
-// an offset of 0 or less. RocketMQ's op keys (0x62), keyed by half-queue
-// offset, are kept (see doc.go).
+// an offset of 0 or less. The op keys (0x62), keyed by half-queue offset,
+// are DropOpsBelow's.
 func (t *Transactions) DropBelow(minPhy int64) error {
 	if minPhy <= 0 {
 		// Keys hold offsets as uint64: a negative bound would be the
@@ -266,9 +266,24 @@ func (t *Transactions) DropBelow(minPhy int64) error {
 	return nil
 }
 
+// DropOpsBelow deletes the op keys (0x62) of the halves below queue
+// offset halfQueueMin of the half topic: retention deleted those halves,
+// so no check or END_TRANSACTION can ask about them again. Nothing lies
+// below an offset of 0 or less.
+func (t *Transactions) DropOpsBelow(halfQueueMin int64) error {
+	if halfQueueMin <= 0 {
+		return nil
+	}
+	if err := t.db.pdb.DeleteRange(txnKey(prefixTxnOp, 0), txnKey(prefixTxnOp, halfQueueMin), pebble.NoSync); err != nil {
+		return fmt.Errorf("drop transaction ops below half queue offset %d: %w", halfQueueMin, err)
+	}
+	return nil
+}
+
 // AddRocketMQOp records in w, the dispatcher's batch that indexes an op
-// message of an Apache RocketMQ store (RMQ_SYS_TRANS_OP_HALF_TOPIC, tag
-// "d"), that the half at halfQueueOffset in the half topic ended.
+// message in RocketMQ's format (RMQ_SYS_TRANS_OP_HALF_TOPIC, tag "d",
+// written by Apache RocketMQ or by rocketkv), that the half at
+// halfQueueOffset in the half topic ended.
 func (t *Transactions) AddRocketMQOp(w *pebble.Batch, halfQueueOffset int64) error {
 	if halfQueueOffset < 0 {
 		return nil
@@ -280,16 +295,16 @@ func (t *Transactions) AddRocketMQOp(w *pebble.Batch, halfQueueOffset int64) err
 	return nil
 }
 
-// HasRocketMQOps reports whether any op message of an Apache RocketMQ
-// store was recorded (a store never migrated from RocketMQ has none).
+// HasRocketMQOps reports whether any op message was recorded (a store
+// whose transactions never ended has none).
 func (t *Transactions) HasRocketMQOps() (bool, error) {
 	found := false
 	err := t.db.Scan([]byte{prefixTxnOp}, func(_, _ []byte) bool { found = true; return false })
 	return found, err
 }
 
-// RocketMQOpEnded reports whether an op message of an Apache RocketMQ
-// store ended the half at halfQueueOffset.
+// RocketMQOpEnded reports whether an op message ended the half at
+// halfQueueOffset.
 func (t *Transactions) RocketMQOpEnded(halfQueueOffset int64) (bool, error) {
 	if halfQueueOffset < 0 {
 		return false, nil

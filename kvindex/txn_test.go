@@ -578,6 +578,22 @@ func TestTxnRocketMQOps(t *testing.T) {
 	if got := rocketMQOps(t, db); !reflect.DeepEqual(got, want) {
 		t.Errorf("op keys after DropBelow %v, want %v", got, want)
 	}
+	// DropOpsBelow bounds them by the half queue's minimum; a bound of 0
+	// or less drops nothing.
+	for _, bound := range []int64{0, -1, math.MinInt64} {
+		if err := tx.DropOpsBelow(bound); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := rocketMQOps(t, db); !reflect.DeepEqual(got, want) {
+		t.Errorf("op keys after DropOpsBelow(0 or less) %v, want %v", got, want)
+	}
+	if err := tx.DropOpsBelow(1204); err != nil {
+		t.Fatal(err)
+	}
+	if got := rocketMQOps(t, db); !reflect.DeepEqual(got, []int64{1204}) {
+		t.Errorf("op keys after DropOpsBelow(1204) %v, want [1204]", got)
+	}
 	if k, ok := KeyspaceOf(prefixTxnOp); !ok || k.Name != "txn-rocketmq-op" || !k.Derivable {
 		t.Errorf("KeyspaceOf(0x62) = %+v %v, want txn-rocketmq-op, derivable", k, ok)
 	}

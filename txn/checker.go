@@ -121,7 +121,7 @@ func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStat
 		st.Gone++
 		return s.state.ForgetHalf(h.PhyOffset)
 	}
-	if byOp, err := s.endedByRocketMQ(&half); err != nil {
+	if byOp, err := s.endedByOp(&half); err != nil {
 		return err
 	} else if byOp {
 		st.Ended++
@@ -162,6 +162,7 @@ func (s *Service) discard(ctx context.Context, half *commitlog.Message, h kvinde
 	if err := s.state.End(h.PhyOffset, kvindex.TxnEnd{State: kvindex.TxnDiscarded, At: s.now().UnixMilli()}); err != nil {
 		return err
 	}
+	s.putOp(ctx, half)
 	st.Discarded++
 	uniq, _ := commitlog.LookupProperty(half.Properties, propUniqKey)
 	s.log.Warn().Int64("half", h.PhyOffset).Str("msgId", uniq).Int32("checks", h.Checks).
@@ -170,9 +171,20 @@ func (s *Service) discard(ctx context.Context, half *commitlog.Message, h kvinde
 }
 
 // LogMinOffsetChanged forgets the transactions of halves retention
-// deleted; register it with the CommitLog's OnMinOffsetChange.
+// deleted, and the op keys of the halves before the half queue's minimum;
+// register it with the CommitLog's OnMinOffsetChange.
 func (s *Service) LogMinOffsetChanged(newMin int64) {
 	if err := s.state.DropBelow(newMin); err != nil {
 		s.log.Warn().Err(err).Int64("minOffset", newMin).Msg("drop transactions below the CommitLog minimum")
+	}
+	if s.cfg.HalfQueueMin == nil {
+		return
+	}
+	halfMin, err := s.cfg.HalfQueueMin()
+	if err == nil {
+		err = s.state.DropOpsBelow(halfMin)
+	}
+	if err != nil {
+		s.log.Warn().Err(err).Int64("minOffset", newMin).Msg("drop transaction ops below the half queue's minimum")
 	}
 }

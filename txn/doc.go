@@ -15,6 +15,9 @@
 //	   |                           sysFlag COMMIT, PREPARED TX OFFSET = half
 //	   |                           dispatcher (committed record) --------> 0x61 commit
 //	   |                           synced end ---------------------------> 0x61 end, 0x60 deleted
+//	   |                           op message (RMQ_SYS_TRANS_OP_HALF_TOPIC,
+//	   |                           tag d, body = half queue offset)
+//	   |                           dispatcher (op) ----------------------> 0x62 ended by op
 //	   |
 //	   | <-- CHECK_TRANSACTION_STATE   checker: open halves older than
 //	   |     (half, real topic)        transactionTimeOut, every
@@ -26,7 +29,10 @@
 // RMQ_SYS_TRANS_OP_HALF_TOPIC and re-puts every half it checks at the end
 // of the half queue; rocketkv keeps both in the index (keyspaces 0x60 and
 // 0x61, described in kvindex/doc.go), so a check is a rewrite of one key
-// and the half is stored once.
+// and the half is stored once. It writes the op message all the same,
+// after the end is recorded: a slave copies the CommitLog, not the
+// index, and learns from the ops (0x62) which transactions its master
+// ended; Apache RocketMQ reading an exported store does too.
 //
 // # Guarantees
 //

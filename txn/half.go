@@ -3,6 +3,7 @@ package txn
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/meta"
@@ -95,6 +96,23 @@ func discardedMessage(half *commitlog.Message, checks int32) *commitlog.Message 
 		Body:           half.Body,
 		Properties: commitlog.RewriteProperties(half.Properties, nil,
 			[2]string{PropCheckTimes, strconv.Itoa(int(checks))}),
+	}
+}
+
+// opMessage is the op message that ends a half, as Apache RocketMQ 4
+// writes one: RMQ_SYS_TRANS_OP_HALF_TOPIC, the half's queue, tag "d", WAIT
+// true, and the half's queue offset in decimal as the body. RocketMQ 5
+// batches several offsets into one body, each followed by a comma; both
+// versions read a single offset without one.
+func opMessage(half *commitlog.Message, now time.Time) *commitlog.Message {
+	return &commitlog.Message{
+		Topic:         meta.TransOpHalfTopic,
+		QueueID:       half.QueueID,
+		BornTimestamp: now.UnixMilli(),
+		BornHost:      half.StoreHost,
+		Body:          strconv.AppendInt(nil, half.QueueOffset, 10),
+		Properties: commitlog.RewriteProperties("", nil,
+			[2]string{commitlog.PropertyTags, opTag}, [2]string{commitlog.PropertyWait, "true"}),
 	}
 }
 

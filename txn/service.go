@@ -40,6 +40,11 @@ type Config struct {
 	// up after its checks), with the topic the message was sent to and its
 	// born timestamp (Unix ms): the broker's commit and rollback metrics.
 	OnEnd func(realTopic string, state kvindex.TxnState, bornMs int64)
+	// HalfQueueMin, when set, returns the first queue offset of the half
+	// topic's queue 0 that retention left: the op keys of the halves
+	// before it are dropped with the transactions below the CommitLog
+	// minimum.
+	HalfQueueMin func() (int64, error)
 }
 
 // DefaultConfig returns RocketMQ's defaults.
@@ -102,8 +107,8 @@ type Service struct {
 	// before it (the checker's goroutine only).
 	scanFrom int64
 
-	// ops is set once the index holds an op message of a store migrated
-	// from RocketMQ: only then do ends need looking up by queue offset.
+	// ops is set once the index holds an op message: only then do ends
+	// need looking up by queue offset.
 	ops     atomic.Bool
 	opsOnce sync.Once
 }
@@ -156,10 +161,10 @@ func (s *Service) HalfHook() kvindex.Hook {
 	})
 }
 
-// OpHook is the dispatcher hook of RMQ_SYS_TRANS_OP_HALF_TOPIC, whose
-// records only a store written by Apache RocketMQ holds: an op message
-// (tag "d") ends the halves whose queue offsets its body lists,
-// comma-separated. Anything else in the topic is ignored.
+// OpHook is the dispatcher hook of RMQ_SYS_TRANS_OP_HALF_TOPIC: an op
+// message (tag "d"), written by Apache RocketMQ or by rocketkv's putOp,
+// ends the halves whose queue offsets its body lists, comma-separated.
+// Anything else in the topic is ignored.
 func (s *Service) OpHook() kvindex.Hook {
 	return kvindex.HookFunc(func(w *pebble.Batch, m *commitlog.Message) error {
 		if tag, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyTags); tag != opTag {
@@ -195,10 +200,12 @@ func opOffsets(body []byte) []int64 {
 // opTag is the tag of RocketMQ's op messages that end halves.
 const opTag = "d"
 
-// endedByRocketMQ reports whether an op message of the Apache RocketMQ
-// store this index came from ended the half: by its queue offset, or by
-// the original's (TRAN_PREPARED_QUEUE_OFFSET) for an immunity re-put.
-func (s *Service) endedByRocketMQ(half *commitlog.Message) (bool, error) {
+// endedByOp reports whether an op message ended the half: by its queue
+// offset, or by the original's (TRAN_PREPARED_QUEUE_OFFSET) for an
+// Apache RocketMQ immunity re-put. On a master the index's own end
+// (0x61) is found first; the ops tell a promoted slave and a store
+// migrated from RocketMQ.
+func (s *Service) endedByOp(half *commitlog.Message) (bool, error) {
 	s.opsOnce.Do(func() {
 		if has, err := s.state.HasRocketMQOps(); err != nil || has {
 			s.ops.Store(true) // on an error, look them up
@@ -313,12 +320,8 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 	if !req.FromTransactionCheck && s.pastImmunity(&half) {
 		return ErrTooLate
 	}
-	if byOp, err := s.endedByRocketMQ(&half); err != nil {
-		return fmt.Errorf("end transaction: %w", err)
-	} else if byOp {
-		s.log.Debug().Int64("half", req.CommitLogOffset).Msg("END_TRANSACTION for a transaction the migrated store had ended; nothing to do")
-		return nil
-	}
+	// How the index says the transaction ended comes first: an op
+	// message does not say which way.
 	ended, ok, err := s.state.Ended(req.CommitLogOffset)
 	if err != nil {
 		return fmt.Errorf("end transaction: %w", err)
@@ -327,6 +330,12 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 		if ended.State != req.State {
 			return fmt.Errorf("%w: %s", ErrAlreadyEnded, ended.State)
 		}
+		return nil
+	}
+	if byOp, err := s.endedByOp(&half); err != nil {
+		return fmt.Errorf("end transaction: %w", err)
+	} else if byOp {
+		s.log.Debug().Int64("half", req.CommitLogOffset).Msg("END_TRANSACTION for a transaction an op message ended (a migrated store's, or a master's before this broker was promoted); nothing to do")
 		return nil
 	}
 	if req.State == kvindex.TxnCommit {
@@ -341,6 +350,7 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 	if err := s.state.End(req.CommitLogOffset, kvindex.TxnEnd{State: req.State, At: s.now().UnixMilli()}); err != nil {
 		return fmt.Errorf("end transaction: %w", err)
 	}
+	s.putOp(ctx, &half)
 	s.log.Debug().Str("group", req.ProducerGroup).Str("msgId", req.MsgID).Int64("half", req.CommitLogOffset).
 		Stringer("state", req.State).Bool("fromCheck", req.FromTransactionCheck).Msg("transaction ended")
 	if s.cfg.OnEnd != nil {
@@ -348,6 +358,20 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 		s.cfg.OnEnd(topic, req.State, half.BornTimestamp)
 	}
 	return nil
+}
+
+// putOp stores the op message of a half whose end was just recorded, in
+// RocketMQ's format: a slave learns from it that the transaction ended
+// (it copies the CommitLog, not the index), and so does Apache RocketMQ
+// reading an exported store. The end recorded in the index is what this
+// broker goes by, so a failed put is logged, not answered: a promoted
+// slave or RocketMQ would then ask the producer about the half again, as
+// RocketMQ's own failed op puts make it do.
+func (s *Service) putOp(ctx context.Context, half *commitlog.Message) {
+	if _, err := s.store.Put(ctx, opMessage(half, s.now())); err != nil {
+		s.log.Warn().Err(err).Int64("half", half.PhyOffset).Int64("halfQueueOffset", half.QueueOffset).
+			Msg("store the op message of an ended transaction; a promoted slave would ask the producer about it again")
+	}
 }
 
 // ErrNotHalf: the message named is not a transaction's half (neither in

@@ -59,6 +59,19 @@ func (s *testStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.Ap
 	return res, err
 }
 
+// putsIn returns the messages Put stored in topic, in order.
+func (s *testStore) putsIn(topic string) []*commitlog.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var in []*commitlog.Message
+	for _, m := range s.puts {
+		if m.Topic == topic {
+			in = append(in, m)
+		}
+	}
+	return in
+}
+
 func (s *testStore) Read(phy int64) (commitlog.Message, bool, error) {
 	s.mu.Lock()
 	gone := s.gone[phy]
@@ -78,7 +91,8 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 	f.svc.now = func() time.Time { return f.now }
 	f.log.OnMinOffsetChange(f.svc.LogMinOffsetChanged)
 	f.disp = f.st.StartDispatcher(t, kvindex.DispatcherOptions{
-		Hooks: map[string]kvindex.Hook{meta.TransHalfTopic: f.svc.HalfHook()}, CommitHook: f.svc.CommitHook()})
+		Hooks:      map[string]kvindex.Hook{meta.TransHalfTopic: f.svc.HalfHook(), meta.TransOpHalfTopic: f.svc.OpHook()},
+		CommitHook: f.svc.CommitHook()})
 	return f
 }
 
@@ -163,8 +177,11 @@ func TestEndKeepsTheTransactionOpenWhenTheCommitCannotBeStored(t *testing.T) {
 	if err := f.svc.End(context.Background(), commitReq(h)); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.store.puts) != 1 || f.store.puts[0].Topic != "T" || f.store.puts[0].QueueID != 1 {
-		t.Fatalf("stored %d committed messages, want 1 in T/1: %+v", len(f.store.puts), f.store.puts)
+	if got := f.store.putsIn("T"); len(got) != 1 || got[0].QueueID != 1 {
+		t.Fatalf("stored %d committed messages, want 1 in T/1: %+v", len(got), got)
+	}
+	if ops := f.store.putsIn(meta.TransOpHalfTopic); len(ops) != 1 {
+		t.Fatalf("stored %d op messages for one commit, want 1", len(ops))
 	}
 }
 
@@ -211,8 +228,8 @@ func TestCheckSchedule(t *testing.T) {
 		c.MsgID != "U2" || c.TransactionID != "U2" || c.Topic != meta.TransHalfTopic || body.Topic != "T" || body.QueueID != 1 {
 		t.Fatalf("check %+v, body %+v (%v)", c, body, err)
 	}
-	if len(f.store.puts) != 1 || f.store.puts[0].Topic != meta.TransCheckMaxTopic {
-		t.Fatalf("discard stored %+v", f.store.puts)
+	if got := f.store.putsIn(meta.TransCheckMaxTopic); len(got) != 1 || len(f.store.puts) != 2 {
+		t.Fatalf("discard stored %+v, want the half in %s and its op", f.store.puts, meta.TransCheckMaxTopic)
 	}
 	if e, ended, _ := f.db.Transactions().Ended(h.PhyOffset); !ended || e.State != kvindex.TxnDiscarded {
 		t.Fatalf("discarded transaction ended %+v %v", e, ended)
