@@ -26,7 +26,7 @@ import (
 )
 
 // childBrokerEnv makes the test binary run a broker (until SIGTERM or
-// SIGKILL) instead of the tests: "storeDir port".
+// SIGKILL) instead of the tests: "storeDir port [key=value ...]".
 const childBrokerEnv = "ROCKETKV_TEST_BROKER_CHILD"
 
 func TestMain(m *testing.M) {
@@ -37,13 +37,22 @@ func TestMain(m *testing.M) {
 }
 
 func runChildBroker(spec string) int {
-	store, port, _ := strings.Cut(spec, " ")
-	loaded, err := configs.LoadBroker("", map[string]string{
-		"storePathRootDir": store, "listenPort": port, "brokerIP1": "127.0.0.1",
-		"mappedFileSizeCommitLog": strconv.Itoa(16 << 20),
+	fields := strings.Fields(spec)
+	if len(fields) < 2 {
+		fmt.Fprintf(os.Stderr, "%s=%q: want \"storeDir port [key=value ...]\"\n", childBrokerEnv, spec)
+		return 2
+	}
+	settings := map[string]string{
+		"storePathRootDir": fields[0], "listenPort": fields[1], "brokerIP1": "127.0.0.1",
+		"mappedFileSizeCommitLog": strconv.Itoa(childSegmentSize),
 		// listenPort+1 and -2 are not known to be free.
 		"haListenPort": "-1", "fastListenPort": "-1",
-	})
+	}
+	for _, kv := range fields[2:] {
+		k, v, _ := strings.Cut(kv, "=")
+		settings[k] = v
+	}
+	loaded, err := configs.LoadBroker("", settings)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -68,18 +77,23 @@ func runChildBroker(spec string) int {
 	return 0
 }
 
+// childSegmentSize is a child broker's CommitLog segment size; a slave
+// of one needs the same.
+const childSegmentSize = 16 << 20
+
 // childBroker is a broker in a child process, so it can be SIGKILLed.
 type childBroker struct {
 	t     *testing.T
 	store string
 	port  int
+	extra []string // key=value settings
 	cmd   *exec.Cmd
 	addr  string
 }
 
-func startChildBroker(t *testing.T, store string, port int) *childBroker {
+func startChildBroker(t *testing.T, store string, port int, extra ...string) *childBroker {
 	t.Helper()
-	cb := &childBroker{t: t, store: store, port: port}
+	cb := &childBroker{t: t, store: store, port: port, extra: extra}
 	cb.start()
 	t.Cleanup(func() { cb.kill() })
 	return cb
@@ -87,7 +101,8 @@ func startChildBroker(t *testing.T, store string, port int) *childBroker {
 
 func (cb *childBroker) start() {
 	cb.t.Helper()
-	cb.cmd, cb.addr = testutil.StartChild(cb.t, fmt.Sprintf("%s=%s %d", childBrokerEnv, cb.store, cb.port))
+	spec := strings.Join(append([]string{cb.store, strconv.Itoa(cb.port)}, cb.extra...), " ")
+	cb.cmd, cb.addr = testutil.StartChild(cb.t, childBrokerEnv+"="+spec)
 }
 
 func (cb *childBroker) kill() {
