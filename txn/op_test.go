@@ -86,7 +86,7 @@ func TestEveryEndStoresItsOpMessage(t *testing.T) {
 // forgets all three halves and asks no producer about them.
 func TestAPromotedSlaveKnowsWhichTransactionsEnded(t *testing.T) {
 	f := newFixture(t, Config{CheckMax: 1})
-	endAllThreeWays(t, f)
+	halves := endAllThreeWays(t, f)
 	asked := f.askedCount()
 
 	slaveDB, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(t.TempDir(), "kvindex"), Logger: zerolog.Nop()})
@@ -112,6 +112,29 @@ func TestAPromotedSlaveKnowsWhichTransactionsEnded(t *testing.T) {
 	}
 	if f.askedCount() != asked {
 		t.Fatal("the master was asked again")
+	}
+
+	// A late END_TRANSACTION on the promoted slave is answered as the
+	// master would: the committed message tells a commit, an op without
+	// one a rollback or a give-up.
+	for _, tc := range []struct {
+		half  int
+		state kvindex.TxnState
+		ok    bool
+	}{
+		{0, kvindex.TxnCommit, true}, {0, kvindex.TxnRollback, false},
+		{1, kvindex.TxnRollback, true}, {1, kvindex.TxnCommit, false},
+		{2, kvindex.TxnRollback, true}, {2, kvindex.TxnCommit, false},
+	} {
+		req := commitReq(halves[tc.half])
+		req.State, req.FromTransactionCheck = tc.state, true
+		err := slave.svc.End(context.Background(), req)
+		if tc.ok && err != nil || !tc.ok && !errors.Is(err, ErrAlreadyEnded) {
+			t.Errorf("END_TRANSACTION %s of half %d on the promoted slave: %v", tc.state, tc.half, err)
+		}
+	}
+	if len(slave.store.puts) != 0 {
+		t.Fatalf("late ends stored %d messages on the promoted slave", len(slave.store.puts))
 	}
 }
 

@@ -335,7 +335,13 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 	if byOp, err := s.endedByOp(&half); err != nil {
 		return fmt.Errorf("end transaction: %w", err)
 	} else if byOp {
-		s.log.Debug().Int64("half", req.CommitLogOffset).Msg("END_TRANSACTION for a transaction an op message ended (a migrated store's, or a master's before this broker was promoted); nothing to do")
+		// An op message ended it (a migrated store's, or a master's
+		// before this broker was promoted) and no commit is indexed: a
+		// commit's message precedes its op in the CommitLog, so the
+		// transaction was rolled back or given up.
+		if req.State == kvindex.TxnCommit {
+			return fmt.Errorf("%w: rolled back or given up (an op message ended it, and no committed message names it)", ErrAlreadyEnded)
+		}
 		return nil
 	}
 	if req.State == kvindex.TxnCommit {
