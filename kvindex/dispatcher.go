@@ -74,6 +74,9 @@ type DispatcherOptions struct {
 	Notifier *Notifier
 	// Hooks by topic.
 	Hooks map[string]Hook
+	// Compaction, when set, gets a copy of every record of the topics it
+	// compacts, in the batch that indexes it.
+	Compaction *Compaction
 	// CommitHook, when set, sees every record whose transaction type is
 	// COMMIT (the committed copy of a transactional message), whatever its
 	// topic, in the same way as Hooks.
@@ -692,6 +695,10 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 	// One Message for the batch: handing it to a hook makes it escape, so
 	// one declared per record cost a heap allocation per record.
 	var m commitlog.Message
+	compaction := d.opts.Compaction
+	if compaction != nil {
+		compaction.beginBatch()
+	}
 	n := 0
 	for n < d.opts.MaxBatchRecords {
 		e, err := r.Next()
@@ -709,6 +716,11 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 		if h := d.opts.Hooks[m.Topic]; h != nil {
 			if err := h.Dispatch(b, &m); err != nil {
 				return 0, fmt.Errorf("dispatch hook of %s at %d: %w", m.Topic, e.Offset, err)
+			}
+		}
+		if compaction.Compacts(m.Topic) {
+			if err := compaction.add(b, &m, e.Data); err != nil {
+				return 0, fmt.Errorf("compact %s at %d: %w", m.Topic, e.Offset, err)
 			}
 		}
 		if err := dispatchRevived(d.opts.DB, b, &m); err != nil {

@@ -53,9 +53,12 @@
 //	0x61    txn end         no         transaction service (END_TRANSACTION, discard); dispatcher (committed records)
 //	0x62    txn RocketMQ op yes        dispatcher (op messages, RocketMQ's or rocketkv's); deleted below the half queue's minimum
 //	0x70    timer           yes        dispatcher (rmq_sys_wheel_timer records); deleted by the timer at delivery
+//	0x80    compacted       no         dispatcher (records of compacted topics); superseded copies deleted by it
+//	0x81    compaction key  no         dispatcher, with 0x80
+//	0x82    compaction exp. no         dispatcher, with 0x80; deleted with the copies it names below the CommitLog minimum
 //
 // Prefixes 0x50-0x5F are reserved for POP, 0x60-0x6F for transactions,
-// 0x70-0x7F for timers.
+// 0x70-0x7F for timers, 0x80-0x8F for compacted topics.
 //
 // # 0x01 meta
 //
@@ -414,4 +417,36 @@
 // The entries are derivable, but which were delivered is recorded only by
 // their deletion: re-dispatching records already delivered (after a crash
 // right after their dispatch) delivers them again, at least once.
+//
+// # 0x80 compacted: the copy of a message of a compacted topic
+//
+//	key:   0x80 | topicLen uint16 | topic | queueId uint32 | queueOffset int64
+//	value: the message's record, as the CommitLog holds it
+//
+// For a topic whose attribute cleanup.policy is COMPACTION, the
+// dispatcher copies each record here in the batch that indexes it, so the
+// messages outlive CommitLog retention, and deletes the copy of the
+// message with the same KEYS value it supersedes. A pull of a compacted
+// topic reads these copies (the newest message of each key, plus what
+// 0x82 keeps) instead of the ConsumeQueue, as RocketMQ's compaction store
+// answers its getMessage. Deleted with the topic.
+//
+// # 0x81 compaction key: the newest message of a key
+//
+//	key:   0x81 | topicLen uint16 | topic | queueId uint32 | key (the KEYS value)
+//	value: queueOffset int64
+//
+// Written with each copy of a message that has a key, tombstones (empty
+// bodies) included; deleted with the topic, and with the tombstone it
+// names when that expires.
+//
+// # 0x82 compaction expiry: copies kept while their record is in the CommitLog
+//
+//	key:   0x82 | phyOffset int64 | the 0x80 key of the copy
+//	value: the message's key ("" for none)
+//
+// Messages without a key and tombstones are kept only as long as their
+// records: retention deletes, below the CommitLog's new minimum, these
+// entries, the copies they name and a tombstone's 0x81 entry when it still
+// names the tombstone.
 package kvindex

@@ -70,7 +70,7 @@ func Keyspaces() []Keyspace {
 		{PrefixAuthUser, "auth-user", false},
 		{PrefixAuthACL, "auth-acl", false},
 		{PrefixGroupForbidden, "group-forbidden", false},
-	}, slices.Concat(popKeyspaces(), txnKeyspaces(), timerKeyspaces())...)
+	}, slices.Concat(popKeyspaces(), txnKeyspaces(), timerKeyspaces(), compactionKeyspaces())...)
 }
 
 // KeyspaceOf returns the keyspace of a prefix byte; ok is false when doc.go
@@ -483,6 +483,9 @@ func DecodeKey(key, value []byte) (Record, error) {
 		return r, err
 	}
 	if r, ok, err := decodeTimerKey(key, value); ok {
+		return r, err
+	}
+	if r, ok, err := decodeCompactionKey(key, value); ok {
 		return r, err
 	}
 	return nil, fmt.Errorf("key %x: prefix %#02x: %w", key, key[0], ErrUnknownKeyspace)

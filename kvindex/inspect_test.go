@@ -549,6 +549,15 @@ func FuzzDecodeKey(f *testing.F) {
 	f.Add(txnKey(PrefixTxnOp, 1203), []byte{1})
 	f.Add(timerKey(1700000000000, 4096), []byte{0, 0, 1, 0})
 	f.Add(timerKey(0, 1<<40), []byte{0xff, 0xff, 0xff, 0xff})
+	rec, err := commitlog.AppendRecord(nil, &commitlog.Message{Topic: "C", QueueOffset: 5, Body: []byte("v"),
+		Properties: "KEYS\x01k\x02", BornHost: netip.MustParseAddrPort("127.0.0.1:1"), StoreHost: netip.MustParseAddrPort("127.0.0.1:2")})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(compactedKey("C", 0, 5), rec)
+	f.Add(compactKeyKey("C", 0, "k"), putInt64(5))
+	f.Add(compactExpiryKey(4096, "C", 0, 5), []byte("k"))
+	f.Add(compactExpiryKey(4096, "C", 0, 6), []byte{})
 	f.Add([]byte{0x7f}, []byte{})
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		r, err := DecodeKey(key, value)
@@ -571,6 +580,18 @@ func FuzzDecodeKey(f *testing.F) {
 		case TimerRecord:
 			if k, v := timerKey(r.DeliverMs, r.PhyOffset), binary.BigEndian.AppendUint32(nil, uint32(r.Size)); string(k) != string(key) || string(v) != string(value) {
 				t.Fatalf("timer %x=%x decoded as %+v, which encodes as %x=%x", key, value, r, k, v)
+			}
+		case CompactKeyRecord:
+			if k, v := compactKeyKey(r.Topic, r.QueueID, r.Key), putInt64(r.QueueOffset); string(k) != string(key) || string(v) != string(value) {
+				t.Fatalf("compaction key %x=%x decoded as %+v, which encodes as %x=%x", key, value, r, k, v)
+			}
+		case CompactExpiryRecord:
+			if k := compactExpiryKey(r.PhyOffset, r.Topic, r.QueueID, r.QueueOffset); string(k) != string(key) || r.Key != string(value) {
+				t.Fatalf("compaction expiry %x=%x decoded as %+v, which encodes as %x", key, value, r, k)
+			}
+		case CompactedRecord:
+			if k := compactedKey(r.Topic, r.QueueID, r.QueueOffset); string(k) != string(key) || r.Size != len(value) {
+				t.Fatalf("compacted %x decoded as %+v, which encodes as %x", key, r, k)
 			}
 		case TxnOpRecord:
 			if k := txnKey(PrefixTxnOp, r.HalfQueueOffset); string(k) != string(key) || len(value) != 1 {

@@ -68,6 +68,12 @@ func (t TopicConfig) QueueCount() int {
 	return max(t.ReadQueueNums, t.WriteQueueNums)
 }
 
+// Compacted reports whether the topic asks for compaction by message key
+// (attribute cleanup.policy=COMPACTION) rather than deletion by age.
+func (t TopicConfig) Compacted() bool {
+	return t.Attributes[AttrCleanupPolicy] == "COMPACTION"
+}
+
 // RetryGroupTopicPrefix and DLQGroupTopicPrefix name the per-group system
 // topics.
 const (

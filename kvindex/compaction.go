@@ -1,0 +1,267 @@
+package kvindex
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// Compaction keyspaces; see doc.go.
+const (
+	prefixCompacted     byte = 0x80
+	prefixCompactKey    byte = 0x81
+	prefixCompactExpiry byte = 0x82
+)
+
+// Compaction keeps the messages of compacted topics (cleanup.policy=
+// COMPACTION) in the index, so they outlive CommitLog retention: for each
+// message key of a queue the newest message, and, as long as their records
+// are in the CommitLog, the messages without a key and the tombstones
+// (empty bodies). The dispatcher copies each record of a compacted topic
+// here in the batch that indexes it, and deletes the copy of the message
+// it supersedes; a pull of a compacted topic reads the copies.
+//
+// It is safe for concurrent use; the dispatcher's calls come from its one
+// goroutine.
+type Compaction struct {
+	db     *DB
+	topics atomic.Pointer[map[string]struct{}]
+
+	// pending holds the keys the dispatcher's current batch set, which a
+	// later record of the same batch must see before the batch commits
+	// (the dispatcher's goroutine only).
+	pending map[compactKey]int64
+	mu      sync.Mutex // serialises SetTopics' read-modify-write
+}
+
+// compactKey names a message key in a queue.
+type compactKey struct {
+	topic string
+	qid   int32
+	key   string
+}
+
+// NewCompaction returns the compaction store of db, compacting the
+// topics whose configs in topics ask for it.
+func NewCompaction(db *DB, topics []meta.TopicConfig) *Compaction {
+	c := &Compaction{db: db, pending: map[compactKey]int64{}}
+	set := map[string]struct{}{}
+	for _, tc := range topics {
+		if tc.Compacted() {
+			set[tc.TopicName] = struct{}{}
+		}
+	}
+	c.topics.Store(&set)
+	return c
+}
+
+// Compacts reports whether the topic is compacted.
+func (c *Compaction) Compacts(topic string) bool {
+	if c == nil {
+		return false
+	}
+	set := *c.topics.Load()
+	if len(set) == 0 {
+		return false
+	}
+	_, ok := set[topic]
+	return ok
+}
+
+// TopicChanged records that a topic was created, updated (compacted
+// says whether it asks for compaction now) or deleted (compacted false).
+func (c *Compaction) TopicChanged(topic string, compacted bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := *c.topics.Load()
+	if _, ok := old[topic]; ok == compacted {
+		return
+	}
+	set := make(map[string]struct{}, len(old)+1)
+	for t := range old {
+		set[t] = struct{}{}
+	}
+	if compacted {
+		set[topic] = struct{}{}
+	} else {
+		delete(set, topic)
+	}
+	c.topics.Store(&set)
+}
+
+func compactedKey(topic string, qid int32, off int64) []byte {
+	return binary.BigEndian.AppendUint64(queuePrefix(prefixCompacted, topic, qid), uint64(off))
+}
+
+func compactKeyKey(topic string, qid int32, key string) []byte {
+	return append(queuePrefix(prefixCompactKey, topic, qid), key...)
+}
+
+func compactExpiryKey(phy int64, topic string, qid int32, off int64) []byte {
+	b := binary.BigEndian.AppendUint64([]byte{prefixCompactExpiry}, uint64(phy))
+	return append(b, compactedKey(topic, qid, off)...)
+}
+
+// beginBatch forgets the keys of the dispatcher's last batch, committed
+// or failed.
+func (c *Compaction) beginBatch() { clear(c.pending) }
+
+// add copies the record of m, a message of a compacted topic, into w and
+// deletes the copy of the message with the same key it supersedes. A
+// message without a key, or with an empty body (a tombstone: the key's
+// earlier message goes, the tombstone stays for consumers to see until a
+// newer message of the key supersedes it), is kept only as long as its
+// record is in the CommitLog. A record dispatched again after a newer
+// message of its key changes nothing.
+func (c *Compaction) add(w *pebble.Batch, m *commitlog.Message, rec []byte) error {
+	key, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyKeys)
+	self := compactedKey(m.Topic, m.QueueID, m.QueueOffset)
+	if key != "" {
+		ck := compactKey{m.Topic, m.QueueID, key}
+		prev, ok := c.pending[ck]
+		if !ok {
+			v, err := c.db.get(compactKeyKey(m.Topic, m.QueueID, key))
+			if err != nil {
+				return fmt.Errorf("compaction: read key %q of %s/%d: %w", key, m.Topic, m.QueueID, err)
+			}
+			if len(v) == 8 {
+				prev, ok = int64(binary.BigEndian.Uint64(v)), true
+			}
+		}
+		if ok && prev > m.QueueOffset {
+			return nil // superseded already: dispatched again
+		}
+		if ok && prev < m.QueueOffset {
+			if err := w.Delete(compactedKey(m.Topic, m.QueueID, prev), nil); err != nil {
+				return fmt.Errorf("compaction: drop %s/%d@%d: %w", m.Topic, m.QueueID, prev, err)
+			}
+		}
+		c.pending[ck] = m.QueueOffset
+		if err := w.Set(compactKeyKey(m.Topic, m.QueueID, key), binary.BigEndian.AppendUint64(nil, uint64(m.QueueOffset)), nil); err != nil {
+			return fmt.Errorf("compaction: key %q of %s/%d: %w", key, m.Topic, m.QueueID, err)
+		}
+	}
+	if key == "" || len(m.Body) == 0 {
+		// The value names the key, whose entry goes with a tombstone.
+		if err := w.Set(compactExpiryKey(m.PhyOffset, m.Topic, m.QueueID, m.QueueOffset), []byte(key), nil); err != nil {
+			return fmt.Errorf("compaction: expiry of %s/%d@%d: %w", m.Topic, m.QueueID, m.QueueOffset, err)
+		}
+	}
+	if err := w.Set(self, rec, nil); err != nil {
+		return fmt.Errorf("compaction: copy %s/%d@%d: %w", m.Topic, m.QueueID, m.QueueOffset, err)
+	}
+	return nil
+}
+
+// Read calls fn with the copies of the queue's messages from queue offset
+// from on, in offset order, until fn returns false. rec is valid only
+// during the call.
+func (c *Compaction) Read(topic string, qid int32, from int64, fn func(off int64, rec []byte) bool) error {
+	p := queuePrefix(prefixCompacted, topic, qid)
+	it, err := c.db.pdb.NewIter(&pebble.IterOptions{LowerBound: compactedKey(topic, qid, max(from, 0)), UpperBound: prefixEnd(p)})
+	if err != nil {
+		return fmt.Errorf("compaction: read %s/%d: %w", topic, qid, err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if len(k) != len(p)+8 {
+			return errors.Join(fmt.Errorf("compaction: key %x of %s/%d: %w", k, topic, qid, ErrBadKey), it.Close())
+		}
+		if !fn(int64(binary.BigEndian.Uint64(k[len(p):])), it.Value()) {
+			break
+		}
+	}
+	return it.Close()
+}
+
+// MinOffset returns the queue offset of the queue's first copy; ok is
+// false when it holds none.
+func (c *Compaction) MinOffset(topic string, qid int32) (off int64, ok bool, err error) {
+	err = c.Read(topic, qid, 0, func(o int64, _ []byte) bool {
+		off, ok = o, true
+		return false
+	})
+	return off, ok, err
+}
+
+// DropBelow deletes the copies kept only while their records are in the
+// CommitLog (messages without a key, tombstones) whose records lie below
+// the CommitLog's new minimum offset minPhy.
+func (c *Compaction) DropBelow(minPhy int64) error {
+	if minPhy <= 0 {
+		return nil
+	}
+	lower := []byte{prefixCompactExpiry}
+	upper := binary.BigEndian.AppendUint64([]byte{prefixCompactExpiry}, uint64(minPhy))
+	b := c.db.pdb.NewBatch()
+	defer b.Close()
+	it, err := c.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("compaction: drop below %d: %w", minPhy, err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := c.expire(b, it.Key(), it.Value()); err != nil {
+			return errors.Join(fmt.Errorf("compaction: drop below %d: %w", minPhy, err), it.Close())
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("compaction: drop below %d: %w", minPhy, err)
+	}
+	if err := b.DeleteRange(lower, upper, nil); err != nil {
+		return fmt.Errorf("compaction: drop below %d: %w", minPhy, err)
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("compaction: drop below %d: %w", minPhy, err)
+	}
+	return nil
+}
+
+// expire adds to b the deletion of the copy an expiry entry names and,
+// for a tombstone still the newest message of its key, of the key's entry.
+func (c *Compaction) expire(b *pebble.Batch, k, key []byte) error {
+	if len(k) < 9 {
+		return fmt.Errorf("expiry key %x: %w", k, ErrBadKey)
+	}
+	rec := k[9:]
+	topic, qid, off, err := decodeCompactedKey(rec)
+	if err != nil {
+		return fmt.Errorf("expiry key %x: %w", k, err)
+	}
+	if err := b.Delete(rec, nil); err != nil {
+		return err
+	}
+	if len(key) == 0 {
+		return nil
+	}
+	kk := compactKeyKey(topic, qid, string(key))
+	v, err := c.db.get(kk)
+	if err != nil || len(v) != 8 || int64(binary.BigEndian.Uint64(v)) != off {
+		return err // a newer message of the key, or none
+	}
+	return b.Delete(kk, nil)
+}
+
+// DropTopic deletes the copies and keys of a deleted topic. Its expiry
+// entries stay until retention passes them; the copies they name are
+// gone by then.
+func (c *Compaction) DropTopic(topic string) error {
+	b := c.db.pdb.NewBatch()
+	defer b.Close()
+	for _, p := range []byte{prefixCompacted, prefixCompactKey} {
+		tp := topicPrefix(p, topic)
+		if err := b.DeleteRange(tp, prefixEnd(tp), nil); err != nil {
+			return fmt.Errorf("compaction: drop topic %s: %w", topic, err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("compaction: drop topic %s: %w", topic, err)
+	}
+	return nil
+}

@@ -1,0 +1,194 @@
+package kvindex
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// compactionStack is a stack whose dispatcher compacts topic "C".
+func compactionStack(t *testing.T) (*stack, *Compaction) {
+	t.Helper()
+	var c *Compaction
+	root := t.TempDir()
+	cfg := commitlog.DefaultConfig(root)
+	cfg.SegmentSize = 64 << 10
+	cfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
+	s := openStackWith(t, root, cfg, LayoutKV, "", func(o *DispatcherOptions) {
+		tc := meta.NewTopicConfig("C", 1)
+		tc.Attributes[meta.AttrCleanupPolicy] = "COMPACTION"
+		c = NewCompaction(o.DB, []meta.TopicConfig{tc, meta.NewTopicConfig("plain", 1)})
+		o.Compaction = c
+	})
+	t.Cleanup(func() { s.close(t) })
+	return s, c
+}
+
+// putKV appends "key=value" messages (key "-" for none, an empty value
+// for a tombstone) to queue 0 of topic, each alone or all in one
+// dispatcher batch, and waits until they are dispatched.
+func putKV(t *testing.T, s *stack, topic string, kvs ...string) {
+	t.Helper()
+	for _, kv := range kvs {
+		key, value, _ := strings.Cut(kv, "=")
+		props := map[string]string{"TAGS": "t"}
+		if key != "-" {
+			props["KEYS"] = key
+		}
+		if err := s.offsets.Acquire(topic, 0); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.log.Append(context.Background(), commitlog.AppendRequest{Assigner: s.offsets, Message: &commitlog.Message{
+			Topic: topic, Body: []byte(value), Properties: commitlog.FormatProperties(props),
+			BornHost: netip.MustParseAddrPort("127.0.0.1:1"),
+		}})
+		s.offsets.Release(topic, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.disp.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// compacted lists the copies of queue 0 of topic as "offset:key=value".
+func compacted(t *testing.T, c *Compaction, topic string) string {
+	t.Helper()
+	var out []string
+	if err := c.Read(topic, 0, 0, func(off int64, rec []byte) bool {
+		m, err := commitlog.Decode(rec)
+		if err != nil {
+			t.Fatalf("copy at %d: %v", off, err)
+		}
+		if m.QueueOffset != off || m.Topic != topic {
+			t.Fatalf("copy at %d is the record of %s@%d", off, m.Topic, m.QueueOffset)
+		}
+		key, _ := commitlog.LookupProperty(m.Properties, "KEYS")
+		out = append(out, fmt.Sprintf("%d:%s=%s", off, key, m.Body))
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(out, " ")
+}
+
+// The newest message of each key stays; a tombstone drops the key's
+// earlier message and stays until a newer one comes; messages without a
+// key stay. Keys set in one dispatcher batch see each other.
+func TestCompactionKeepsTheNewestMessageOfEachKey(t *testing.T) {
+	s, c := compactionStack(t)
+	putKV(t, s, "C", "a=1", "b=1", "a=2", "-=loose", "c=1")
+	if got, want := compacted(t, c, "C"), "1:b=1 2:a=2 3:=loose 4:c=1"; got != want {
+		t.Fatalf("after the first messages: %s, want %s", got, want)
+	}
+	putKV(t, s, "C", "b=", "c=2")
+	if got, want := compacted(t, c, "C"), "2:a=2 3:=loose 5:b= 6:c=2"; got != want {
+		t.Fatalf("after a tombstone of b: %s, want %s", got, want)
+	}
+	putKV(t, s, "C", "b=3")
+	if got, want := compacted(t, c, "C"), "2:a=2 3:=loose 6:c=2 7:b=3"; got != want {
+		t.Fatalf("after b came back: %s, want %s", got, want)
+	}
+	if off, ok, err := c.MinOffset("C", 0); off != 2 || !ok || err != nil {
+		t.Fatalf("MinOffset = %d %v %v, want 2", off, ok, err)
+	}
+	// Other topics are not copied.
+	putKV(t, s, "plain", "a=1")
+	if got := compacted(t, c, "plain"); got != "" {
+		t.Fatalf("a topic without compaction has copies: %s", got)
+	}
+	if _, ok, err := c.MinOffset("plain", 0); ok || err != nil {
+		t.Fatalf("MinOffset of an uncompacted topic: %v %v", ok, err)
+	}
+}
+
+// Dispatching the log again (a crash before the dispatched offset moved,
+// or a rebuild) leaves the same copies.
+func TestCompactionAfterDispatchingAgain(t *testing.T) {
+	s, c := compactionStack(t)
+	putKV(t, s, "C", "a=1", "a=2", "b=", "-=x")
+	want := compacted(t, c, "C")
+	if err := s.disp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.SetDispatched(0); err != nil {
+		t.Fatal(err)
+	}
+	s.startDispatcher(t, DispatcherOptions{Compaction: c})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.disp.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := compacted(t, c, "C"); got != want {
+		t.Fatalf("after dispatching again: %s, want %s", got, want)
+	}
+}
+
+// Retention deletes the tombstones and messages without a key whose
+// records left the CommitLog, and the key entry of such a tombstone; the
+// newest message of a key stays whatever its age.
+func TestCompactionRetention(t *testing.T) {
+	s, c := compactionStack(t)
+	putKV(t, s, "C", "a=1", "b=1", "b=", "-=x")
+	var phys []int64
+	if err := c.Read("C", 0, 0, func(_ int64, rec []byte) bool {
+		m, _ := commitlog.Decode(rec)
+		phys = append(phys, m.PhyOffset)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	putKV(t, s, "C", "c=1")
+	if err := c.DropBelow(phys[len(phys)-1] + 1); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := compacted(t, c, "C"), "0:a=1 4:c=1"; got != want {
+		t.Fatalf("after retention: %s, want %s", got, want)
+	}
+	if v, err := s.db.get(compactKeyKey("C", 0, "b")); v != nil || err != nil {
+		t.Fatalf("key entry of the expired tombstone of b: %x %v", v, err)
+	}
+	if v, err := s.db.get(compactKeyKey("C", 0, "a")); len(v) != 8 || err != nil {
+		t.Fatalf("key entry of a: %x %v", v, err)
+	}
+	// A new message of an expired key is kept as any other.
+	putKV(t, s, "C", "b=2")
+	if got, want := compacted(t, c, "C"), "0:a=1 4:c=1 5:b=2"; got != want {
+		t.Fatalf("after b came back: %s, want %s", got, want)
+	}
+	if err := c.DropTopic("C"); err != nil {
+		t.Fatal(err)
+	}
+	if got := compacted(t, c, "C"); got != "" {
+		t.Fatalf("after the topic was deleted: %s", got)
+	}
+}
+
+// TopicChanged starts and stops the copies of a topic.
+func TestCompactionTopicChanged(t *testing.T) {
+	s, c := compactionStack(t)
+	c.TopicChanged("late", true)
+	putKV(t, s, "late", "a=1", "a=2")
+	if got, want := compacted(t, c, "late"), "1:a=2"; got != want {
+		t.Fatalf("a topic made compacted: %s, want %s", got, want)
+	}
+	c.TopicChanged("late", false)
+	c.TopicChanged("C", true) // no change
+	putKV(t, s, "late", "a=3")
+	if got, want := compacted(t, c, "late"), "1:a=2"; got != want {
+		t.Fatalf("a topic no longer compacted: %s, want %s", got, want)
+	}
+	if !c.Compacts("C") || c.Compacts("late") || (*Compaction)(nil).Compacts("C") {
+		t.Fatal("Compacts answers wrongly")
+	}
+}
