@@ -122,11 +122,16 @@ func TestOpenRocketMQStore(t *testing.T) {
 	if e, ok, _ := b.db.Transactions().Ended(fixtureHalfCommitted); !ok || e.State != kvindex.TxnCommit {
 		t.Errorf("committed transaction: %+v %v", e, ok)
 	}
-	// A late commit of the rolled-back transaction stores nothing.
+	// A late commit of the rolled-back transaction is refused, as on a
+	// broker that rolled it back itself (its op message names it and no
+	// committed message does), and stores nothing.
 	h := sentHalf{uniq: "C0A8011410921B6D3586000186F60056", phy: fixtureHalfRolledBack, queueOffset: 1}
 	before := len(queryKey(t, c, "TopicA", "tx-key-1"))
-	if r := endTxn(t, c, h, "TxProducerGroup", 8, true); r.Code != remoting.Success {
-		t.Fatalf("commit of a transaction RocketMQ ended: %d %s", r.Code, r.Remark)
+	if r := endTxn(t, c, h, "TxProducerGroup", 8, true); r.Code != remoting.SystemError || !strings.Contains(r.Remark, "already ended") {
+		t.Fatalf("commit of a transaction RocketMQ rolled back: %d %s", r.Code, r.Remark)
+	}
+	if r := endTxn(t, c, h, "TxProducerGroup", 12, true); r.Code != remoting.Success {
+		t.Fatalf("rollback of a transaction RocketMQ rolled back: %d %s", r.Code, r.Remark)
 	}
 	b.caughtUp()
 	if after := len(queryKey(t, c, "TopicA", "tx-key-1")); before != 0 || after != 0 {
