@@ -181,7 +181,7 @@ func TestCreateGroupRefusesAttributes(t *testing.T) {
 
 // Topic attributes are modifications applied to the topic's current
 // ones with RocketMQ 5.3's rules and remarks; the values rocketkv cannot
-// honour (BatchCQ queues, compaction) are refused rather than stored.
+// honour (BatchCQ queues) are refused rather than stored.
 func TestTopicAttributes(t *testing.T) {
 	b := startTestBroker(t, nil)
 	c := b.client(nil)
@@ -225,7 +225,6 @@ func TestTopicAttributes(t *testing.T) {
 		{"TA", "+message.type=MIXED", remoting.InvalidParameter, "MIXED message type is not supported."},
 		{"TB", "-message.type", remoting.SystemError, "only add attribute is supported while creating topic. key: message.type"},
 		{"TB", "+queue.type=BatchCQ", remoting.SystemError, "queue.type=BatchCQ is not supported by rocketkv: its ConsumeQueue holds one entry per message (SimpleCQ)"},
-		{"TB", "+cleanup.policy=COMPACTION", remoting.SystemError, "cleanup.policy=COMPACTION is not supported by rocketkv: retention deletes a topic's messages by age and disk use (DELETE), it never compacts them by key"},
 	} {
 		if r := create(tc.topic, tc.attrs); r.Code != tc.code || r.Remark != tc.remark {
 			t.Errorf("%s %s: %d %q, want %d %q", tc.topic, tc.attrs, r.Code, r.Remark, tc.code, tc.remark)
@@ -244,9 +243,9 @@ func TestTopicAttributes(t *testing.T) {
 		t.Fatalf("attributes after the list: %s", got)
 	}
 	refused := `{"topicConfigList":[{"topicName":"TL2","readQueueNums":2,"writeQueueNums":2,"perm":6},
-		{"topicName":"TL3","readQueueNums":2,"writeQueueNums":2,"perm":6,"attributes":{"+cleanup.policy":"COMPACTION"}}]}`
-	if r := call(t, c, remoting.UpdateAndCreateTopicList, nil, []byte(refused)); r.Code != remoting.SystemError || !strings.HasPrefix(r.Remark, "cleanup.policy=COMPACTION") {
-		t.Fatalf("topic list with a compacted topic: %d %q", r.Code, r.Remark)
+		{"topicName":"TL3","readQueueNums":2,"writeQueueNums":2,"perm":6,"attributes":{"+queue.type":"BatchCQ"}}]}`
+	if r := call(t, c, remoting.UpdateAndCreateTopicList, nil, []byte(refused)); r.Code != remoting.SystemError || !strings.HasPrefix(r.Remark, "queue.type=BatchCQ") {
+		t.Fatalf("topic list with a BatchCQ topic: %d %q", r.Code, r.Remark)
 	}
 	for _, topic := range []string{"TB", "TL2", "TL3"} {
 		if _, ok, err := b.topics.get(topic); err != nil || ok {

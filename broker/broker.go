@@ -84,7 +84,10 @@ type Broker struct {
 	popSvc    *pop.Service
 	txns      *txn.Service
 	timers    *timer.Service
-	popHolds  *popHolds
+	// compaction keeps the copies of compacted topics' messages; nil
+	// with enableCompaction false.
+	compaction *kvindex.Compaction
+	popHolds   *popHolds
 	// resets are offset resets the pull consumers have not seen yet.
 	resets offsetResets
 	stats  *brokerstats.Stats
@@ -430,6 +433,11 @@ func (b *Broker) openStores(ctx context.Context) error {
 	b.txns = txn.New(tcfg, db.Transactions(), recordStore{b: b}, b.askTransaction, b.root)
 	b.timers = timer.New(db.Timers(), recordStore{b: b}, timer.Options{Progress: db.RocketMQTimerProgress, QueueProgress: db.RocketMQTimerQueueOffset,
 		Dispatched: func() int64 { return b.disp.Dispatched() }, Paused: func() bool { return b.current().TimerStopDequeue }}, b.root)
+	if b.cfg.EnableCompaction {
+		if b.compaction, err = openCompaction(db); err != nil {
+			return err
+		}
+	}
 	hooks := map[string]kvindex.Hook{meta.TransHalfTopic: b.txns.HalfHook(), meta.TransOpHalfTopic: b.txns.OpHook(),
 		meta.TimerTopic: b.timers.Hook()}
 	for topic, h := range b.dispatchHooks {
@@ -439,7 +447,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 		Log: clog, DB: db, Store: b.cqs, Mirror: b.cqMirror, FileFlushInterval: b.cfg.FlushIntervalConsumeQueue,
 		OpenFileLayout: b.openFileLayoutReadOnly, Offsets: b.qoffsets, Notifier: b.notifier,
 		SkipKeyIndex: !b.cfg.MessageIndexEnable, MultiDispatch: b.cfg.EnableLMQ && b.cfg.EnableMultiDispatch, MaxLagBytes: b.cfg.MaxDispatchLagBytes, BatchInterval: b.cfg.DispatchBatchInterval,
-		Hooks: hooks, CommitHook: b.txns.CommitHook(), Logger: b.root, DelayLevels: b.delayLevels,
+		Hooks: hooks, CommitHook: b.txns.CommitHook(), Compaction: b.compaction, Logger: b.root, DelayLevels: b.delayLevels,
 	})
 	if err != nil {
 		return err
@@ -449,6 +457,9 @@ func (b *Broker) openStores(ctx context.Context) error {
 	}
 	clog.OnMinOffsetChange(b.disp.LogMinOffsetChanged)
 	clog.OnMinOffsetChange(b.txns.LogMinOffsetChanged)
+	if b.compaction != nil {
+		clog.OnMinOffsetChange(b.compactionLogMinChanged)
+	}
 	b.disp.Start()
 	if err := b.disp.CatchUp(ctx); err != nil {
 		return fmt.Errorf("dispatch the CommitLog tail: %w", err)

@@ -83,7 +83,7 @@ func (b *Broker) dropTopicQueues(topic string) error {
 				return err
 			}
 		}
-		return nil
+		return b.dropCompactedTopic(topic)
 	})
 	if err != nil {
 		return fmt.Errorf("drop the ConsumeQueue of %s: %w", topic, err)

@@ -351,6 +351,12 @@ func (b *Broker) checkSend(conn *remoting.Conn, req *remoting.Command, h sendHea
 	if !meta.Writable(tc.Perm) {
 		return 0, fail(remoting.NoPermission, "the topic[%s] sending message is forbidden", h.topic)
 	}
+	if tc.Compacted() && !h.batch {
+		// As RocketMQ's SendMessageProcessor (a batch is not checked).
+		if keys, _ := commitlog.LookupProperty(h.properties, commitlog.PropertyKeys); strings.TrimSpace(keys) == "" {
+			return 0, fail(remoting.MessageIllegal, "Required message key is missing")
+		}
+	}
 	qid = h.queueID
 	if qid < 0 {
 		qid = int32(rand.IntN(max(tc.WriteQueueNums, 1)))

@@ -266,6 +266,21 @@ func (b *Broker) applyMasterTopics(body []byte) error {
 	if err != nil {
 		return err
 	}
+	b.compactionTopicsChanged(topics)
+	if len(removed) > 0 && b.compaction != nil {
+		// Quiesced, as deleteTopic: no batch of the dispatcher copies a
+		// record of a topic after its copies are deleted.
+		if err := b.disp.Quiesced(func() error {
+			for _, topic := range removed {
+				if err := b.dropCompactedTopic(topic); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("drop the copies of the master's deleted topics: %w", err)
+		}
+	}
 	b.register.trigger()
 	b.log.Info().Int("topics", len(topics)).Strs("removed", removed).Msg("took over the master's topics")
 	return nil

@@ -162,6 +162,9 @@ type getResult struct {
 // getMessages reads up to maxNums messages of a queue from offset that pass
 // filter, following RocketMQ's DefaultMessageStore.getMessage rules.
 func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums, maxBytes int, filter *subscription) (getResult, error) {
+	if b.compaction.Compacts(topic) {
+		return b.getCompacted(topic, queueID, offset, maxNums, maxBytes, filter)
+	}
 	r := getResult{lastPhy: -1}
 	var err error
 	if r.minOffset, err = b.cqs.MinOffset(topic, queueID); err != nil {
@@ -184,13 +187,7 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 		r.status, r.nextBegin = getOffsetOverflowBadly, r.maxOffset
 		return r, nil
 	}
-	// RocketMQ's maxTransferCountOnMessageInMemory and
-	// maxTransferBytesOnMessageInMemory (rocketkv does not tell memory
-	// from disk: its reads are of the mapped CommitLog either way).
-	maxNums = min(max(maxNums, 1), b.cfg.MaxTransferCountOnMessageInMemory)
-	if maxBytes <= 0 || maxBytes > b.cfg.MaxTransferBytesOnMessageInMemory {
-		maxBytes = b.cfg.MaxTransferBytesOnMessageInMemory
-	}
+	maxNums, maxBytes = b.transferLimits(maxNums, maxBytes)
 	next := offset
 	scanned := 0
 	full := false // maxNums or maxBytes reached: the batch ends before next
@@ -251,6 +248,18 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 		r.status = getNoMatched
 	}
 	return r, nil
+}
+
+// transferLimits bounds a read's message count and bytes by RocketMQ's
+// maxTransferCountOnMessageInMemory and maxTransferBytesOnMessageInMemory
+// (rocketkv does not tell memory from disk: its reads are of the mapped
+// CommitLog either way).
+func (b *Broker) transferLimits(maxNums, maxBytes int) (int, int) {
+	maxNums = min(max(maxNums, 1), b.cfg.MaxTransferCountOnMessageInMemory)
+	if maxBytes <= 0 || maxBytes > b.cfg.MaxTransferBytesOnMessageInMemory {
+		maxBytes = b.cfg.MaxTransferBytesOnMessageInMemory
+	}
+	return maxNums, maxBytes
 }
 
 // readRecord returns a copy of the record at a CommitLog offset, or ok

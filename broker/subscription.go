@@ -132,10 +132,18 @@ func (s *subscription) matchesRecord(rec []byte) bool {
 	if err != nil {
 		return false
 	}
-	if s.sql != nil {
-		return s.sqlTakes(m.Properties)
+	return s.matchesProperties(m.Properties)
+}
+
+// matchesProperties is matchesRecord for a message already decoded.
+func (s *subscription) matchesProperties(props string) bool {
+	if s == nil || s.all {
+		return true
 	}
-	tag, _ := commitlog.LookupProperty(m.Properties, "TAGS")
+	if s.sql != nil {
+		return s.sqlTakes(props)
+	}
+	tag, _ := commitlog.LookupProperty(props, "TAGS")
 	_, ok := s.tags[tag]
 	return ok
 }

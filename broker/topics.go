@@ -150,6 +150,7 @@ func (m *topicManager) put(cfgs ...meta.TopicConfig) error {
 	if err := m.table.Put(cfgs...); err != nil {
 		return err
 	}
+	m.b.compactionTopicsChanged(cfgs)
 	if m.b.register != nil {
 		m.b.register.trigger()
 	}

@@ -226,6 +226,12 @@ type Broker struct {
 
 	// Timer messages (RocketMQ 5's TIMER_DELIVER_MS, TIMER_DELAY_SEC,
 	// TIMER_DELAY_MS).
+	// EnableCompaction keeps the newest message of each key of the topics
+	// whose cleanup.policy is COMPACTION past CommitLog retention, and
+	// serves their pulls from those copies (RocketMQ's compaction store);
+	// when false such topics are retained by age like any other.
+	EnableCompaction bool
+
 	// TimerWheelEnable accepts timer messages; when false they are refused.
 	TimerWheelEnable bool
 	// TimerStopDequeue stops the delivery of due timer messages until it

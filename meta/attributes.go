@@ -65,10 +65,9 @@ const (
 var TopicAttributes = map[string]Attribute{
 	AttrQueueType: enumAttribute(false, []string{"BatchCQ", "SimpleCQ"}, map[string]string{
 		"BatchCQ": "queue.type=BatchCQ is not supported by rocketkv: its ConsumeQueue holds one entry per message (SimpleCQ)"}),
-	AttrCleanupPolicy: enumAttribute(false, []string{"COMPACTION", "DELETE"}, map[string]string{
-		"COMPACTION": "cleanup.policy=COMPACTION is not supported by rocketkv: retention deletes a topic's messages by age and disk use (DELETE), it never compacts them by key"}),
-	AttrMessageType: enumAttribute(true, []string{"DELAY", "FIFO", "MIXED", "NORMAL", "TRANSACTION", "UNSPECIFIED"}, nil),
-	AttrReserveTime: longRangeAttribute(true, -1, 1<<63-1),
+	AttrCleanupPolicy: enumAttribute(false, []string{"COMPACTION", "DELETE"}, nil),
+	AttrMessageType:   enumAttribute(true, []string{"DELAY", "FIFO", "MIXED", "NORMAL", "TRANSACTION", "UNSPECIFIED"}, nil),
+	AttrReserveTime:   longRangeAttribute(true, -1, 1<<63-1),
 }
 
 // GroupAttributes are the attributes RocketMQ 5.3 knows for a

@@ -120,8 +120,9 @@ func names(all []string) string {
 // noteTopicsNotCarried notes the topics whose attributes ask for what
 // rocketkv does not do: a BatchCQ topic's records each hold a batch of
 // messages that RocketMQ counts one queue offset apiece, where rocketkv
-// indexes one entry per record; a compacted topic would lose its latest
-// values to age-based retention.
+// indexes one entry per record; a compacted topic's keys are carried
+// over only while their newest messages are in the CommitLog (RocketMQ's
+// compaction logs are not read).
 func (c *Config) noteTopicsNotCarried() {
 	var batch, compacted []string
 	for _, t := range c.Topics {
@@ -137,7 +138,7 @@ func (c *Config) noteTopicsNotCarried() {
 			len(batch), names(batch)))
 	}
 	if len(compacted) > 0 {
-		c.NotCarried = append(c.NotCarried, fmt.Sprintf("topics.json: %d compacted topics (cleanup.policy=COMPACTION: %s): rocketkv does not compact; retention deletes their messages by age like any topic's",
+		c.NotCarried = append(c.NotCarried, fmt.Sprintf("topics.json: %d compacted topics (cleanup.policy=COMPACTION: %s): rocketkv compacts them from the messages still in the CommitLog; RocketMQ's compaction logs (compaction/) are not read, so a key whose newest message left the CommitLog is not carried over",
 			len(compacted), names(compacted)))
 	}
 }

@@ -302,7 +302,7 @@ func TestReadReportsWhatIsNotCarried(t *testing.T) {
 		"topicQueueMapping.json: the logical queues of 2 static topics (StaticA, StaticB) are not carried over; rocketkv serves their physical queues",
 		"lmqConsumerOffset.json: 3 consumer offsets (of light message queues, or other than consumerOffset.json's) are not carried over: the RocketMQ broker ran with enableLmq, and rocketkv reads them with enableLmq=true",
 		"topics.json: 1 BatchCQ topics (Batched): rocketkv has no batch ConsumeQueue and indexes each batch record as one message at its first offset, so consumers cannot read these topics as RocketMQ numbered them; drain them before the move",
-		"topics.json: 1 compacted topics (cleanup.policy=COMPACTION: Compacted): rocketkv does not compact; retention deletes their messages by age like any topic's",
+		"topics.json: 1 compacted topics (cleanup.policy=COMPACTION: Compacted): rocketkv compacts them from the messages still in the CommitLog; RocketMQ's compaction logs (compaction/) are not read, so a key whose newest message left the CommitLog is not carried over",
 	}
 	if !reflect.DeepEqual(c.NotCarried, want) || len(c.Files) != 3 {
 		t.Fatalf("not carried %q, files %v", c.NotCarried, c.Files)

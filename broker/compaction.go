@@ -1,0 +1,148 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// openCompaction returns the compaction store of db over the topics its
+// configs make compacted, read before the dispatcher starts.
+func openCompaction(db *kvindex.DB) (*kvindex.Compaction, error) {
+	topics, err := db.Topics(1)
+	if err != nil {
+		return nil, fmt.Errorf("read the topics for compaction: %w", err)
+	}
+	var compacted []meta.TopicConfig
+	if err := topics.Each(func(tc meta.TopicConfig) bool {
+		if tc.Compacted() {
+			compacted = append(compacted, tc)
+		}
+		return true
+	}); err != nil {
+		return nil, fmt.Errorf("read the topics for compaction: %w", err)
+	}
+	return kvindex.NewCompaction(db, compacted), nil
+}
+
+// compactionLogMinChanged drops the copies of compacted topics kept only
+// while their records were in the CommitLog; register it with the
+// CommitLog's OnMinOffsetChange.
+func (b *Broker) compactionLogMinChanged(newMin int64) {
+	if err := b.compaction.DropBelow(newMin); err != nil {
+		b.log.Warn().Err(err).Int64("minOffset", newMin).Msg("drop the copies of compacted topics below the CommitLog minimum")
+	}
+}
+
+// compactionTopicsChanged tells the compaction store which of the stored
+// topic configs ask for compaction now.
+func (b *Broker) compactionTopicsChanged(cfgs []meta.TopicConfig) {
+	if b.compaction == nil {
+		return
+	}
+	for _, tc := range cfgs {
+		b.compaction.TopicChanged(tc.TopicName, tc.Compacted())
+	}
+}
+
+// dropCompactedTopic stops the copies of a deleted topic and deletes
+// those it has.
+func (b *Broker) dropCompactedTopic(topic string) error {
+	if b.compaction == nil {
+		return nil
+	}
+	b.compaction.TopicChanged(topic, false)
+	return b.compaction.DropTopic(topic)
+}
+
+// getCompacted is getMessages for a compacted topic: it reads the copies
+// the compaction store keeps instead of the ConsumeQueue, as RocketMQ's
+// compaction store answers getMessage. Queue offsets stay those the
+// messages were stored with; an offset whose message was compacted away
+// reads on from the next copy, and one below the first copy from the
+// first. The queue's maximum is the ConsumeQueue's, its minimum the first
+// copy's.
+func (b *Broker) getCompacted(topic string, queueID int32, offset int64, maxNums, maxBytes int, filter *subscription) (getResult, error) {
+	r := getResult{lastPhy: -1}
+	var err error
+	if r.maxOffset, err = b.cqs.MaxOffset(topic, queueID); err != nil {
+		return r, err
+	}
+	first, ok, err := b.compaction.MinOffset(topic, queueID)
+	if err != nil {
+		return r, err
+	}
+	r.minOffset = r.maxOffset
+	if ok {
+		r.minOffset = min(first, r.maxOffset)
+	}
+	switch {
+	case r.maxOffset == 0:
+		r.status, r.nextBegin = getNoMessageInQueue, 0
+		return r, nil
+	case offset == r.maxOffset:
+		r.status, r.nextBegin = getOffsetOverflowOne, offset
+		return r, nil
+	case offset > r.maxOffset:
+		r.status, r.nextBegin = getOffsetOverflowBadly, r.maxOffset
+		return r, nil
+	}
+	maxNums, maxBytes = b.transferLimits(maxNums, maxBytes)
+	next, scanned := offset, 0
+	var decodeErr error
+	err = b.compaction.Read(topic, queueID, offset, func(off int64, rec []byte) bool {
+		if off >= r.maxOffset || scanned >= maxScanEntries || r.count >= maxNums || (r.count > 0 && len(r.body)+len(rec) > maxBytes) {
+			return false
+		}
+		m, err := commitlog.Decode(rec)
+		if err != nil {
+			decodeErr = fmt.Errorf("copy of %s/%d@%d: %w", topic, queueID, off, err)
+			return false
+		}
+		scanned++
+		next, r.lastPhy = off+1, m.PhyOffset
+		if filter.matchesProperties(m.Properties) {
+			if r.body == nil {
+				r.body = b.bodies.get(min(maxBytes, len(rec)*maxNums))
+			}
+			r.body = append(r.body, rec...)
+			r.count++
+		}
+		return true
+	})
+	if err = errors.Join(err, decodeErr); err != nil {
+		return r, err
+	}
+	if r.count == 0 && scanned == 0 {
+		// Nothing kept from offset to the queue's end: every message
+		// there was superseded.
+		next = r.maxOffset
+	}
+	r.nextBegin = next
+	switch {
+	case r.count > 0:
+		r.status = getFound
+	default:
+		r.status = getNoMatched
+	}
+	return r, nil
+}
+
+// minOffset answers GET_MIN_OFFSET: the ConsumeQueue's minimum, or for a
+// compacted topic the first copy's when lower, so that a consumer that
+// seeks to the beginning (RocketMQ's example of a compacted topic) reads
+// every key retention would have taken away.
+func (b *Broker) minOffset(topic string, queueID int32) (int64, error) {
+	minOff, err := b.cqs.MinOffset(topic, queueID)
+	if err != nil || !b.compaction.Compacts(topic) {
+		return minOff, err
+	}
+	first, ok, err := b.compaction.MinOffset(topic, queueID)
+	if err != nil || !ok {
+		return minOff, err
+	}
+	return min(minOff, first), nil
+}

@@ -1,0 +1,125 @@
+package broker
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// pulledKV pulls queue 0 of topic from offset 0 until the queue's end,
+// once everything sent is dispatched, and returns what it read as
+// "offset:key=body".
+func pulledKV(t *testing.T, b *testBroker, c *remoting.Client, topic string) string {
+	t.Helper()
+	b.caughtUp()
+	var out []string
+	for off, pulls := int64(0), 0; pulls < 100; pulls++ {
+		r := call(t, c, remoting.PullMessage, pullReq("reader", topic, 0, off, 0, 0, "*"), nil)
+		next, _ := strconv.ParseInt(r.ExtFields["nextBeginOffset"], 10, 64)
+		switch r.Code {
+		case remoting.Success:
+			for _, m := range decodeRecords(t, r.Body) {
+				key, _ := commitlog.LookupProperty(m.Properties, "KEYS")
+				out = append(out, fmt.Sprintf("%d:%s=%s", m.QueueOffset, key, m.Body))
+			}
+		case remoting.PullRetryImmediately:
+		default:
+			return strings.Join(out, " ")
+		}
+		off = next
+	}
+	t.Fatal("the pulls did not reach the queue's end")
+	return ""
+}
+
+// A topic created with cleanup.policy=COMPACTION keeps the newest message
+// of each key past CommitLog retention and across a restart; its pulls
+// read those copies at the offsets the messages were stored with, and its
+// minimum offset is the first copy's. A send without a key is refused as
+// RocketMQ refuses it; deleting the topic deletes the copies.
+func TestCompactedTopicKeepsTheNewestMessageOfEachKey(t *testing.T) {
+	store := t.TempDir()
+	settings := map[string]string{
+		"mappedFileSizeCommitLog": "65536", "cleanResourceInterval": "20",
+		"deleteWhen": strconv.Itoa((time.Now().Hour() + 12) % 24), "diskMaxUsedSpaceRatio": "95",
+	}
+	b := startTestBrokerAt(t, store, settings)
+	c := b.client(nil)
+	create := call(t, c, remoting.UpdateAndCreateTopic, map[string]string{"topic": "CT", "readQueueNums": "1",
+		"writeQueueNums": "1", "perm": "6", "attributes": "+cleanup.policy=COMPACTION"}, nil)
+	if create.Code != remoting.Success {
+		t.Fatalf("create a compacted topic: %d %s", create.Code, create.Remark)
+	}
+	if r := sendV2(t, c, "CT", 0, "no key", ""); r.Code != remoting.MessageIllegal || r.Remark != "Required message key is missing" {
+		t.Fatalf("send without a key: %d %q", r.Code, r.Remark)
+	}
+	// Keys k0-k2 three times over, 4 KiB each with the filler of another
+	// topic, so the early ones are in segments retention deletes.
+	filler := strings.Repeat("x", 4096)
+	for round := range 3 {
+		for k := range 3 {
+			mustSend(t, c, "CT", 0, fmt.Sprintf("r%d", round), fmt.Sprintf("KEYS\x01k%d\x02", k))
+			for range 2 {
+				mustSend(t, c, "FillT", 0, filler, "")
+			}
+		}
+	}
+	want := "6:k0=r2 7:k1=r2 8:k2=r2"
+	if got := pulledKV(t, b, c, "CT"); got != want {
+		t.Fatalf("before retention: %s, want %s", got, want)
+	}
+	if lo, hi := queueBounds(t, c, "CT"); lo != 0 || hi != 9 {
+		t.Fatalf("compacted queue [%d, %d), want [0, 9)", lo, hi)
+	}
+
+	if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("fileReservedTime=0")); r.Code != remoting.Success {
+		t.Fatalf("UPDATE_BROKER_CONFIG: %d %s", r.Code, r.Remark)
+	}
+	if r := call(t, c, remoting.DeleteExpiredCommitLog, nil, nil); r.Code != remoting.Success {
+		t.Fatalf("DELETE_EXPIRED_COMMITLOG: %d %s", r.Code, r.Remark)
+	}
+	waitFor(t, "retention past the compacted topic's messages", func() bool {
+		lo, _ := queueBounds(t, c, "FillT")
+		return lo > 12
+	})
+	if got := pulledKV(t, b, c, "CT"); got != want {
+		t.Fatalf("after retention: %s, want %s", got, want)
+	}
+	// The ConsumeQueue's minimum moved past the deleted records; the
+	// queue's is the first copy's.
+	if cqMin, err := b.cqs.MinOffset("CT", 0); err != nil || cqMin <= 6 {
+		t.Fatalf("ConsumeQueue minimum %d (%v): retention did not reach the compacted messages", cqMin, err)
+	}
+	if lo, hi := queueBounds(t, c, "CT"); lo != 6 || hi != 9 {
+		t.Fatalf("compacted queue after retention [%d, %d), want [6, 9)", lo, hi)
+	}
+
+	b.stop()
+	b = startTestBrokerAt(t, store, settings)
+	c = b.client(nil)
+	if got := pulledKV(t, b, c, "CT"); got != want {
+		t.Fatalf("after a restart: %s, want %s", got, want)
+	}
+	mustSend(t, c, "CT", 0, "r3", "KEYS\x01k1\x02")
+	if got, want := pulledKV(t, b, c, "CT"), "6:k0=r2 8:k2=r2 9:k1=r3"; got != want {
+		t.Fatalf("after a new message of k1: %s, want %s", got, want)
+	}
+	// A pull from an offset whose message was compacted away reads on
+	// from the next copy.
+	r := call(t, c, remoting.PullMessage, pullReq("reader", "CT", 0, 7, 0, 0, "*"), nil)
+	if ms := decodeRecords(t, r.Body); r.Code != remoting.Success || len(ms) != 2 || ms[0].QueueOffset != 8 {
+		t.Fatalf("pull from a compacted-away offset: %d, %d messages", r.Code, len(ms))
+	}
+
+	if r := call(t, c, remoting.DeleteTopicInBroker, map[string]string{"topic": "CT"}, nil); r.Code != remoting.Success {
+		t.Fatalf("delete the topic: %d %s", r.Code, r.Remark)
+	}
+	if off, ok, err := b.compaction.MinOffset("CT", 0); ok || err != nil {
+		t.Fatalf("a copy at %d outlived the topic (%v)", off, err)
+	}
+}
