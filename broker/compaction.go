@@ -38,14 +38,62 @@ func (b *Broker) compactionLogMinChanged(newMin int64) {
 }
 
 // compactionTopicsChanged tells the compaction store which of the stored
-// topic configs ask for compaction now.
-func (b *Broker) compactionTopicsChanged(cfgs []meta.TopicConfig) {
+// topic configs ask for compaction now, and returns those that became
+// compacted.
+func (b *Broker) compactionTopicsChanged(cfgs []meta.TopicConfig) []meta.TopicConfig {
 	if b.compaction == nil {
-		return
+		return nil
 	}
+	var became []meta.TopicConfig
 	for _, tc := range cfgs {
-		b.compaction.TopicChanged(tc.TopicName, tc.Compacted())
+		if b.compaction.TopicChanged(tc.TopicName, tc.Compacted()) {
+			became = append(became, tc)
+		}
 	}
+	return became
+}
+
+// backfillCompaction copies the records of a topic that became compacted
+// that the dispatcher indexed before: a slave learns that a topic of its
+// master is compacted at its next sync, and its dispatcher indexed the
+// topic's records as any topic's until then. The dispatcher is quiesced
+// meanwhile, so nothing it indexes is copied twice or out of order.
+func (b *Broker) backfillCompaction(tc meta.TopicConfig) error {
+	const chunk = 256
+	return b.disp.Quiesced(func() error {
+		for q := range int32(tc.QueueCount()) {
+			from, err := b.cqs.MinOffset(tc.TopicName, q)
+			if err != nil {
+				return err
+			}
+			for {
+				entries, err := b.cqs.Get(tc.TopicName, q, from, chunk)
+				if err != nil {
+					return fmt.Errorf("read %s/%d for compaction: %w", tc.TopicName, q, err)
+				}
+				if len(entries) == 0 {
+					break
+				}
+				recs := make([][]byte, 0, len(entries))
+				for _, e := range entries {
+					v, err := b.clog.Read(e.PhyOffset, e.Size)
+					if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
+						continue // deleted by retention
+					}
+					if err != nil {
+						return fmt.Errorf("copy %s/%d@%d for compaction: %w", tc.TopicName, q, e.QueueOffset, err)
+					}
+					recs = append(recs, append([]byte(nil), v.Data...))
+					v.Release()
+				}
+				if err := b.compaction.CopyRecords(recs); err != nil {
+					return fmt.Errorf("copy %s/%d for compaction: %w", tc.TopicName, q, err)
+				}
+				from = entries[len(entries)-1].QueueOffset + 1
+			}
+		}
+		return nil
+	})
 }
 
 // dropCompactedTopic stops the copies of a deleted topic and deletes

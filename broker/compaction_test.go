@@ -123,3 +123,37 @@ func TestCompactedTopicKeepsTheNewestMessageOfEachKey(t *testing.T) {
 		t.Fatalf("a copy at %d outlived the topic (%v)", off, err)
 	}
 }
+
+// A slave learns that a topic of its master is compacted at its next
+// sync; the records its dispatcher indexed before then are copied at that
+// sync, and later ones as they are indexed.
+func TestSlaveCopiesACompactedTopicItLearnsOfLate(t *testing.T) {
+	master := startTestBroker(t, withHA(nil))
+	slave := startTestBroker(t, withHA(map[string]string{"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr(),
+		"slaveReadEnable": "true"}))
+	mc := master.client(nil)
+	create := call(t, mc, remoting.UpdateAndCreateTopic, map[string]string{"topic": "CT", "readQueueNums": "1",
+		"writeQueueNums": "1", "perm": "6", "attributes": "+cleanup.policy=COMPACTION"}, nil)
+	if create.Code != remoting.Success {
+		t.Fatalf("create a compacted topic: %d %s", create.Code, create.Remark)
+	}
+	for _, kv := range []string{"k0=r0", "k1=r0", "k0=r1"} {
+		key, value, _ := strings.Cut(kv, "=")
+		mustSend(t, mc, "CT", 0, value, "KEYS\x01"+key+"\x02")
+	}
+	waitReplicated(t, master, slave)
+	slave.caughtUp()
+	if off, ok, err := slave.compaction.MinOffset("CT", 0); ok || err != nil {
+		t.Fatalf("the slave copied the record at %d before it knew the topic (%v): the test does not test what it says", off, err)
+	}
+	syncSlave(t, slave, master)
+	sc := slave.client(nil)
+	if got, want := pulledKV(t, slave, sc, "CT"), "1:k1=r0 2:k0=r1"; got != want {
+		t.Fatalf("the slave's copies after the sync: %s, want %s", got, want)
+	}
+	mustSend(t, mc, "CT", 0, "r1", "KEYS\x01k1\x02")
+	waitReplicated(t, master, slave)
+	if got, want := pulledKV(t, slave, sc, "CT"), "2:k0=r1 3:k1=r1"; got != want {
+		t.Fatalf("the slave's copies after a later message: %s, want %s", got, want)
+	}
+}

@@ -262,11 +262,19 @@ func (b *Broker) applyMasterTopics(body []byte) error {
 	if sameVersion(b.topics.table.Version(), version) {
 		return nil
 	}
+	// Before the table: a crash between the two leaves the topic
+	// uncompacted in the table, so the next sync copies its records again
+	// (the copies are idempotent) rather than never.
+	for _, tc := range b.compactionTopicsChanged(topics) {
+		if err := b.backfillCompaction(tc); err != nil {
+			b.compaction.TopicChanged(tc.TopicName, false) // the next sync tries again
+			return err
+		}
+	}
 	removed, err := b.topics.table.Replace(topics, version)
 	if err != nil {
 		return err
 	}
-	b.compactionTopicsChanged(topics)
 	if len(removed) > 0 && b.compaction != nil {
 		// Quiesced, as deleteTopic: no batch of the dispatcher copies a
 		// record of a topic after its copies are deleted.

@@ -38,7 +38,7 @@ type Compaction struct {
 	// later record of the same batch must see before the batch commits
 	// (the dispatcher's goroutine only).
 	pending map[compactKey]int64
-	mu      sync.Mutex // serialises SetTopics' read-modify-write
+	mu      sync.Mutex // serialises TopicChanged's read-modify-write
 }
 
 // compactKey names a message key in a queue.
@@ -77,12 +77,13 @@ func (c *Compaction) Compacts(topic string) bool {
 
 // TopicChanged records that a topic was created, updated (compacted
 // says whether it asks for compaction now) or deleted (compacted false).
-func (c *Compaction) TopicChanged(topic string, compacted bool) {
+// It reports whether the topic became compacted by it.
+func (c *Compaction) TopicChanged(topic string, compacted bool) (became bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := *c.topics.Load()
 	if _, ok := old[topic]; ok == compacted {
-		return
+		return false
 	}
 	set := make(map[string]struct{}, len(old)+1)
 	for t := range old {
@@ -94,6 +95,31 @@ func (c *Compaction) TopicChanged(topic string, compacted bool) {
 		delete(set, topic)
 	}
 	c.topics.Store(&set)
+	return compacted
+}
+
+// CopyRecords copies records of a compacted topic, given in queue-offset
+// order, as the dispatcher copies those it indexes: for the records it
+// indexed before it knew the topic was compacted (a slave learns of its
+// master's topics at its next sync). The dispatcher must be quiesced.
+func (c *Compaction) CopyRecords(recs [][]byte) error {
+	c.beginBatch()
+	defer c.beginBatch()
+	b := c.db.pdb.NewBatch()
+	defer b.Close()
+	for _, rec := range recs {
+		m, err := commitlog.Decode(rec)
+		if err != nil {
+			return fmt.Errorf("compaction: copy a record: %w", err)
+		}
+		if err := c.add(b, &m, rec); err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("compaction: copy %d records: %w", len(recs), err)
+	}
+	return nil
 }
 
 func compactedKey(topic string, qid int32, off int64) []byte {

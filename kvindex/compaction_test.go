@@ -177,13 +177,16 @@ func TestCompactionRetention(t *testing.T) {
 // TopicChanged starts and stops the copies of a topic.
 func TestCompactionTopicChanged(t *testing.T) {
 	s, c := compactionStack(t)
-	c.TopicChanged("late", true)
+	if !c.TopicChanged("late", true) || c.TopicChanged("late", true) {
+		t.Fatal("TopicChanged does not report the change to compacted once")
+	}
 	putKV(t, s, "late", "a=1", "a=2")
 	if got, want := compacted(t, c, "late"), "1:a=2"; got != want {
 		t.Fatalf("a topic made compacted: %s, want %s", got, want)
 	}
-	c.TopicChanged("late", false)
-	c.TopicChanged("C", true) // no change
+	if c.TopicChanged("late", false) || c.TopicChanged("C", true) {
+		t.Fatal("TopicChanged reports a topic that did not become compacted")
+	}
 	putKV(t, s, "late", "a=3")
 	if got, want := compacted(t, c, "late"), "1:a=2"; got != want {
 		t.Fatalf("a topic no longer compacted: %s, want %s", got, want)
