@@ -274,6 +274,25 @@ func (c *Compaction) expire(b *pebble.Batch, k, key []byte) error {
 	return b.Delete(kk, nil)
 }
 
+// CompactedTopics lists the topics that have copies, in name order
+// (by key: length-prefixed names), one seek per topic.
+func (d *DB) CompactedTopics() ([]string, error) {
+	it, err := d.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixCompacted}, UpperBound: []byte{prefixCompacted + 1}})
+	if err != nil {
+		return nil, fmt.Errorf("compaction: list topics: %w", err)
+	}
+	var topics []string
+	for ok := it.First(); ok; {
+		topic, _, _, err := decodeCompactedKey(it.Key())
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("compaction: key %x: %w", it.Key(), err), it.Close())
+		}
+		topics = append(topics, topic)
+		ok = it.SeekGE(prefixEnd(topicPrefix(prefixCompacted, topic)))
+	}
+	return topics, it.Close()
+}
+
 // DropTopic deletes the copies and keys of a deleted topic. Its expiry
 // entries stay until retention passes them; the copies they name are
 // gone by then.

@@ -195,3 +195,18 @@ func TestCompactionTopicChanged(t *testing.T) {
 		t.Fatal("Compacts answers wrongly")
 	}
 }
+
+// CompactedTopics lists each topic with copies once.
+func TestCompactedTopics(t *testing.T) {
+	s, c := compactionStack(t)
+	c.TopicChanged("B", true)
+	c.TopicChanged("AA", true)
+	putKV(t, s, "C", "a=1", "b=1")
+	putKV(t, s, "B", "a=1", "-=x")
+	putKV(t, s, "AA", "a=1")
+	putKV(t, s, "plain", "a=1")
+	got, err := s.db.CompactedTopics()
+	if err != nil || strings.Join(got, ",") != "B,C,AA" {
+		t.Fatalf("CompactedTopics = %v %v, want B, C, AA (names by length, then bytes)", got, err)
+	}
+}

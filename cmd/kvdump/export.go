@@ -43,7 +43,8 @@ rocketkv are renamed *.before-rocketkv-export (left, with a warning, when
 messages again.
 
 State RocketMQ cannot take over stops the export unless --force is given:
-POP messages in flight that no POP_ROLLBACK handed to RocketMQ's revive
+the messages kept for compacted topics (RocketMQ serves those topics from
+compaction logs it builds from new messages only), POP messages in flight that no POP_ROLLBACK handed to RocketMQ's revive
 (stop the POP consumers and send it with mqadmin exportPopRecord; or let
 the broker run until their invisible time has passed, and it revives them
 into the retry topics), timer messages
@@ -199,7 +200,8 @@ type unportable struct {
 
 // unportableState reads what of the store Apache RocketMQ cannot take
 // over: POP messages in flight, timer messages not due (one pass over the
-// timer keyspace) and open transactions.
+// timer keyspace), the messages kept for compacted topics and open
+// transactions.
 func unportableState(s *store) (unportable, error) {
 	u := unportable{firstOpen: -1, firstParked: -1}
 	inFlight, err := popNotRolledBack(s.db)
@@ -227,6 +229,14 @@ func unportableState(s *store) (unportable, error) {
 	}
 	if parked > 0 {
 		u.problems = append(u.problems, fmt.Sprintf("%d timer messages are not due yet", parked))
+	}
+	compacted, err := s.db.CompactedTopics()
+	if err != nil {
+		return u, err
+	}
+	if len(compacted) > 0 {
+		u.problems = append(u.problems, fmt.Sprintf("%d compacted topics (%s) keep their messages in rocketkv's index: RocketMQ serves a compacted topic from its compaction logs alone, which it builds from the messages stored after the move, so their consumers would read none of the kept ones",
+			len(compacted), strings.Join(compacted, ", ")))
 	}
 	open, firstOpen, err := rmqconfig.OpenTransactions(s.db)
 	if err != nil {

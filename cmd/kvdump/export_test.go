@@ -193,6 +193,11 @@ func TestExportRefusesWhatRocketMQCannotTakeOver(t *testing.T) {
 	exportSend(t, c, "ExpT", "half", "TRAN_MSG\x01true\x02PGROUP\x01pg\x02")
 	exportSend(t, c, "ExpTimer", "in an hour", "TIMER_DELAY_MS\x013600000\x02")
 	exportSend(t, c, "ExpT", "popped", "")
+	if r, err := c.Invoke(context.Background(), remoting.NewRequest(remoting.UpdateAndCreateTopic, map[string]string{"topic": "ExpCompact",
+		"readQueueNums": "1", "writeQueueNums": "1", "perm": "6", "attributes": "+cleanup.policy=COMPACTION"}, nil)); err != nil || r.Code != remoting.Success {
+		t.Fatalf("create a compacted topic: %v %+v", err, r)
+	}
+	exportSend(t, c, "ExpCompact", "kept", "KEYS\x01k\x02")
 	if res, err := popclient.New(c, "").Pop(context.Background(), popclient.PopRequest{Group: "cg-pop", Topic: "ExpT", QueueID: 0,
 		MaxMsgNums: 1, InvisibleTime: time.Hour, PollTime: 5 * time.Second}); err != nil || len(res.Messages) != 1 {
 		t.Fatalf("pop: %v %+v", err, res)
@@ -200,7 +205,8 @@ func TestExportRefusesWhatRocketMQCannotTakeOver(t *testing.T) {
 	stopBroker(t, b)
 	_, _, err := runKvdump(t, "--store", store, "export-rocketmq")
 	for _, want := range []string{"1 transactions are open", "1 timer messages are not due yet",
-		"1 POP messages are in flight (stop the POP consumers, then send POP_ROLLBACK"} {
+		"1 POP messages are in flight (stop the POP consumers, then send POP_ROLLBACK",
+		"1 compacted topics (ExpCompact) keep their messages in rocketkv's index"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("export with an open transaction, a parked timer message and a message popped: %v, want %q", err, want)
 		}
