@@ -44,10 +44,16 @@ type recordStore struct {
 // Put stores a committed, discarded, resumed or due message, or a
 // transaction's op message. A committed message with a delay level or a
 // timer property waits in the schedule or timer topic, as RocketMQ's put
-// does for COMMIT records.
+// does for COMMIT records. An op message is not waited for, as RocketMQ
+// does not wait for its own (the end it follows is synced in the index).
 func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.AppendResult, error) {
 	switch m.Topic {
-	case meta.TransCheckMaxTopic, meta.TransHalfTopic, meta.TransOpHalfTopic:
+	case meta.TransOpHalfTopic:
+		if _, err := s.b.topics.ensureSystemTopic(m.Topic, 1, meta.PermRead|meta.PermWrite); err != nil {
+			return commitlog.AppendResult{}, err
+		}
+		return s.b.putMessages(ctx, []*commitlog.Message{m}, false)
+	case meta.TransCheckMaxTopic, meta.TransHalfTopic:
 		if _, err := s.b.topics.ensureSystemTopic(m.Topic, 1, meta.PermRead|meta.PermWrite); err != nil {
 			return commitlog.AppendResult{}, err
 		}

@@ -99,12 +99,12 @@ func discardedMessage(half *commitlog.Message, checks int32) *commitlog.Message 
 	}
 }
 
-// opMessage is the op message that ends a half, as Apache RocketMQ 4
-// writes one: RMQ_SYS_TRANS_OP_HALF_TOPIC, the half's queue, tag "d", WAIT
-// true, and the half's queue offset in decimal as the body. RocketMQ 5
-// batches several offsets into one body, each followed by a comma; both
-// versions read a single offset without one.
-func opMessage(half *commitlog.Message, now time.Time) *commitlog.Message {
+// opMessage is the op message that ends a half: RMQ_SYS_TRANS_OP_HALF_TOPIC,
+// the half's queue, tag "d", WAIT true, a fresh UNIQ_KEY (uniq; none when
+// empty, as RocketMQ 4 writes them) and the half's queue offset in decimal
+// as the body. RocketMQ 5 batches several offsets into one body, each
+// followed by a comma; both versions read a single offset without one.
+func opMessage(half *commitlog.Message, uniq string, now time.Time) *commitlog.Message {
 	return &commitlog.Message{
 		Topic:         meta.TransOpHalfTopic,
 		QueueID:       half.QueueID,
@@ -112,7 +112,7 @@ func opMessage(half *commitlog.Message, now time.Time) *commitlog.Message {
 		BornHost:      half.StoreHost,
 		Body:          strconv.AppendInt(nil, half.QueueOffset, 10),
 		Properties: commitlog.RewriteProperties("", nil,
-			[2]string{commitlog.PropertyTags, opTag}, [2]string{commitlog.PropertyWait, "true"}),
+			[2]string{commitlog.PropertyTags, opTag}, [2]string{commitlog.PropertyWait, "true"}, [2]string{propUniqKey, uniq}),
 	}
 }
 

@@ -45,12 +45,13 @@ func endAllThreeWays(t *testing.T, f *fixture) []*commitlog.Message {
 }
 
 // Every end the index records (commit, rollback, given up) is followed by
-// an op message in RocketMQ 4's format: RMQ_SYS_TRANS_OP_HALF_TOPIC queue
-// 0, tag "d" (tagsCode 100, as in the RocketMQ 4.9.8 fixture), WAIT true,
-// and the half's queue offset in decimal as the body. The dispatcher
-// records each as ending its half.
+// an op message: RMQ_SYS_TRANS_OP_HALF_TOPIC queue 0, tag "d" (tagsCode
+// 100, as in the RocketMQ 4.9.8 fixture), WAIT true, a fresh UNIQ_KEY (as
+// RocketMQ 5 writes them) and the half's queue offset in decimal as the
+// body. The dispatcher records each as ending its half.
 func TestEveryEndStoresItsOpMessage(t *testing.T) {
-	f := newFixture(t, Config{CheckMax: 1})
+	ids := 0
+	f := newFixture(t, Config{CheckMax: 1, NewUniqID: func() string { ids++; return "OP" + strconv.Itoa(ids) }})
 	halves := endAllThreeWays(t, f)
 	entries, err := f.db.ConsumeQueue(16).Get(meta.TransOpHalfTopic, 0, 0, 32)
 	if err != nil {
@@ -67,7 +68,8 @@ func TestEveryEndStoresItsOpMessage(t *testing.T) {
 		}
 		p := commitlog.ParseProperties(m.Properties)
 		if m.Topic != meta.TransOpHalfTopic || m.QueueID != 0 || m.QueueOffset != int64(i) ||
-			string(m.Body) != strconv.FormatInt(h.QueueOffset, 10) || len(p) != 2 || p["TAGS"] != "d" || p["WAIT"] != "true" ||
+			string(m.Body) != strconv.FormatInt(h.QueueOffset, 10) || len(p) != 3 || p["TAGS"] != "d" || p["WAIT"] != "true" ||
+			p["UNIQ_KEY"] != "OP"+strconv.Itoa(i+1) ||
 			m.SysFlag != 0 || m.Flag != 0 || m.BornHost != storetest.StoreHost {
 			t.Errorf("op message %d for the half at queue offset %d: %+v, properties %v", i, h.QueueOffset, m, p)
 		}

@@ -45,6 +45,9 @@ type Config struct {
 	// before it are dropped with the transactions below the CommitLog
 	// minimum.
 	HalfQueueMin func() (int64, error)
+	// NewUniqID, when set, gives each op message its UNIQ_KEY, as
+	// RocketMQ 5 gives one.
+	NewUniqID func() string
 }
 
 // DefaultConfig returns RocketMQ's defaults.
@@ -367,14 +370,19 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 }
 
 // putOp stores the op message of a half whose end was just recorded, in
-// RocketMQ's format: a slave learns from it that the transaction ended
+// RocketMQ's format, without waiting for its flush, as RocketMQ writes
+// it: a slave learns from it that the transaction ended
 // (it copies the CommitLog, not the index), and so does Apache RocketMQ
 // reading an exported store. The end recorded in the index is what this
 // broker goes by, so a failed put is logged, not answered: a promoted
 // slave or RocketMQ would then ask the producer about the half again, as
 // RocketMQ's own failed op puts make it do.
 func (s *Service) putOp(ctx context.Context, half *commitlog.Message) {
-	if _, err := s.store.Put(ctx, opMessage(half, s.now())); err != nil {
+	uniq := ""
+	if s.cfg.NewUniqID != nil {
+		uniq = s.cfg.NewUniqID()
+	}
+	if _, err := s.store.Put(ctx, opMessage(half, uniq, s.now())); err != nil {
 		s.log.Warn().Err(err).Int64("half", half.PhyOffset).Int64("halfQueueOffset", half.QueueOffset).
 			Msg("store the op message of an ended transaction; a promoted slave would ask the producer about it again")
 	}
