@@ -28,15 +28,15 @@ const (
 // here in the batch that indexes it, and deletes the copy of the message
 // it supersedes; a pull of a compacted topic reads the copies.
 //
-// It is safe for concurrent use; the dispatcher's calls come from its one
-// goroutine.
+// It is safe for concurrent use; the copies are written under the
+// dispatcher's writeMu, by its batches and by backfills (CopyRecords).
 type Compaction struct {
 	db     *DB
 	topics atomic.Pointer[map[string]struct{}]
 
-	// pending holds the keys the dispatcher's current batch set, which a
-	// later record of the same batch must see before the batch commits
-	// (the dispatcher's goroutine only).
+	// pending holds the keys the batch being written set, which a later
+	// record of the same batch must see before the batch commits (under
+	// the dispatcher's writeMu).
 	pending map[compactKey]int64
 	mu      sync.Mutex // serialises TopicChanged's read-modify-write
 }
@@ -101,23 +101,38 @@ func (c *Compaction) TopicChanged(topic string, compacted bool) (became bool) {
 // CopyRecords copies records of a compacted topic, given in queue-offset
 // order, as the dispatcher copies those it indexes: for the records it
 // indexed before it knew the topic was compacted (a slave learns of its
-// master's topics at its next sync). The dispatcher must be quiesced.
+// master's topics at its next sync). The dispatcher must be quiesced
+// (Dispatcher.Quiesced).
 func (c *Compaction) CopyRecords(recs [][]byte) error {
-	c.beginBatch()
-	defer c.beginBatch()
 	b := c.db.pdb.NewBatch()
 	defer b.Close()
+	if err := c.addRecords(b, recs); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("compaction: copy %d records: %w", len(recs), err)
+	}
+	return nil
+}
+
+// addRecords adds to w the copies of records, in log order, of the topics
+// compacted now: the dispatcher's batch or a backfill, which hold the
+// dispatcher's writeMu. A topic deleted since the record was read is
+// skipped.
+func (c *Compaction) addRecords(w *pebble.Batch, recs [][]byte) error {
+	clear(c.pending)
+	defer clear(c.pending)
 	for _, rec := range recs {
 		m, err := commitlog.Decode(rec)
 		if err != nil {
 			return fmt.Errorf("compaction: copy a record: %w", err)
 		}
-		if err := c.add(b, &m, rec); err != nil {
-			return err
+		if !c.Compacts(m.Topic) {
+			continue
 		}
-	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("compaction: copy %d records: %w", len(recs), err)
+		if err := c.add(w, &m, rec); err != nil {
+			return fmt.Errorf("compact %s at %d: %w", m.Topic, m.PhyOffset, err)
+		}
 	}
 	return nil
 }
@@ -134,10 +149,6 @@ func compactExpiryKey(phy int64, topic string, qid int32, off int64) []byte {
 	b := binary.BigEndian.AppendUint64([]byte{prefixCompactExpiry}, uint64(phy))
 	return append(b, compactedKey(topic, qid, off)...)
 }
-
-// beginBatch forgets the keys of the dispatcher's last batch, committed
-// or failed.
-func (c *Compaction) beginBatch() { clear(c.pending) }
 
 // add copies the record of m, a message of a compacted topic, into w and
 // deletes the copy of the message with the same key it supersedes. A

@@ -134,6 +134,9 @@ type Dispatcher struct {
 	files   []cq.Store
 	// keyBatch collects a batch's key-index entries (reused).
 	keyBatch keyBatch
+	// compactRecs are copies of the batch's records of compacted topics,
+	// copied into the index under writeMu (reused).
+	compactRecs [][]byte
 
 	// writeMu is held while a batch is written to the ConsumeQueues, so
 	// Quiesced can read them between batches. Lock order: minMu, then
@@ -696,9 +699,10 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 	// one declared per record cost a heap allocation per record.
 	var m commitlog.Message
 	compaction := d.opts.Compaction
-	if compaction != nil {
-		compaction.beginBatch()
-	}
+	defer func() {
+		clear(d.compactRecs)
+		d.compactRecs = d.compactRecs[:0]
+	}()
 	n := 0
 	for n < d.opts.MaxBatchRecords {
 		e, err := r.Next()
@@ -719,9 +723,7 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 			}
 		}
 		if compaction.Compacts(m.Topic) {
-			if err := compaction.add(b, &m, e.Data); err != nil {
-				return 0, fmt.Errorf("compact %s at %d: %w", m.Topic, e.Offset, err)
-			}
+			d.compactRecs = append(d.compactRecs, append([]byte(nil), e.Data...))
 		}
 		if err := dispatchRevived(d.opts.DB, b, &m); err != nil {
 			d.log.Warn().Err(err).Int64("offset", e.Offset).Str("topic", m.Topic).Msg("revived record names no revive intent; indexed as it is")
@@ -764,6 +766,13 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 	}
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
+	if len(d.compactRecs) > 0 {
+		// Under writeMu, as a backfill (Compaction.CopyRecords) and a
+		// topic's deletion run: they see no copy half made.
+		if err := compaction.addRecords(b, d.compactRecs); err != nil {
+			return 0, err
+		}
+	}
 	if len(entries) > 0 {
 		for _, f := range d.files {
 			if err := f.Put(entries); err != nil {
