@@ -127,15 +127,7 @@ func (b *Broker) getCompacted(topic string, queueID int32, offset int64, maxNums
 	if ok {
 		r.minOffset = min(first, r.maxOffset)
 	}
-	switch {
-	case r.maxOffset == 0:
-		r.status, r.nextBegin = getNoMessageInQueue, 0
-		return r, nil
-	case offset == r.maxOffset:
-		r.status, r.nextBegin = getOffsetOverflowOne, offset
-		return r, nil
-	case offset > r.maxOffset:
-		r.status, r.nextBegin = getOffsetOverflowBadly, r.maxOffset
+	if r.outOfBounds(offset, false) {
 		return r, nil
 	}
 	maxNums, maxBytes = b.transferLimits(maxNums, maxBytes)

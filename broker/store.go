@@ -173,18 +173,7 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 	if r.maxOffset, err = b.cqs.MaxOffset(topic, queueID); err != nil {
 		return r, err
 	}
-	switch {
-	case r.maxOffset == 0:
-		r.status, r.nextBegin = getNoMessageInQueue, 0
-		return r, nil
-	case offset < r.minOffset:
-		r.status, r.nextBegin = getOffsetTooSmall, r.minOffset
-		return r, nil
-	case offset == r.maxOffset:
-		r.status, r.nextBegin = getOffsetOverflowOne, offset
-		return r, nil
-	case offset > r.maxOffset:
-		r.status, r.nextBegin = getOffsetOverflowBadly, r.maxOffset
+	if r.outOfBounds(offset, true) {
 		return r, nil
 	}
 	maxNums, maxBytes = b.transferLimits(maxNums, maxBytes)
@@ -248,6 +237,25 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 		r.status = getNoMatched
 	}
 	return r, nil
+}
+
+// outOfBounds sets r's status and next offset for a read from offset
+// outside the queue's [minOffset, maxOffset) and reports whether it was;
+// with belowMin false an offset below the minimum reads on from it.
+func (r *getResult) outOfBounds(offset int64, belowMin bool) bool {
+	switch {
+	case r.maxOffset == 0:
+		r.status, r.nextBegin = getNoMessageInQueue, 0
+	case belowMin && offset < r.minOffset:
+		r.status, r.nextBegin = getOffsetTooSmall, r.minOffset
+	case offset == r.maxOffset:
+		r.status, r.nextBegin = getOffsetOverflowOne, offset
+	case offset > r.maxOffset:
+		r.status, r.nextBegin = getOffsetOverflowBadly, r.maxOffset
+	default:
+		return false
+	}
+	return true
 }
 
 // transferLimits bounds a read's message count and bytes by RocketMQ's

@@ -1,12 +1,10 @@
 package kvindex
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/meta"
@@ -41,23 +39,9 @@ func putKV(t *testing.T, s *stack, topic string, kvs ...string) {
 		if key != "-" {
 			props["KEYS"] = key
 		}
-		if err := s.offsets.Acquire(topic, 0); err != nil {
-			t.Fatal(err)
-		}
-		_, err := s.log.Append(context.Background(), commitlog.AppendRequest{Assigner: s.offsets, Message: &commitlog.Message{
-			Topic: topic, Body: []byte(value), Properties: commitlog.FormatProperties(props),
-			BornHost: netip.MustParseAddrPort("127.0.0.1:1"),
-		}})
-		s.offsets.Release(topic, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s.appendMessage(t, topic, 0, []byte(value), props)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.disp.CatchUp(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s.catchUp(t)
 }
 
 // compacted lists the copies of queue 0 of topic as "offset:key=value".
@@ -124,11 +108,7 @@ func TestCompactionAfterDispatchingAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.startDispatcher(t, DispatcherOptions{Compaction: c})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.disp.CatchUp(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s.catchUp(t)
 	if got := compacted(t, c, "C"); got != want {
 		t.Fatalf("after dispatching again: %s, want %s", got, want)
 	}

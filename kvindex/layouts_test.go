@@ -31,19 +31,31 @@ func layoutsConfig(root string) commitlog.Config {
 func (s *stack) put(t *testing.T, topic string, qid int32, n int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
-		if err := s.offsets.Acquire(topic, qid); err != nil {
-			t.Fatal(err)
-		}
-		_, err := s.log.Append(context.Background(), commitlog.AppendRequest{Assigner: s.offsets, Message: &commitlog.Message{
-			Topic: topic, QueueID: qid, Body: make([]byte, 1000),
-			Properties: commitlog.FormatProperties(map[string]string{"TAGS": fmt.Sprintf("t%d", i%3)}),
-			BornHost:   netip.MustParseAddrPort("127.0.0.1:1"),
-		}})
-		s.offsets.Release(topic, qid)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s.appendMessage(t, topic, qid, make([]byte, 1000), map[string]string{"TAGS": fmt.Sprintf("t%d", i%3)})
 	}
+	s.catchUp(t)
+}
+
+// appendMessage appends one message to a queue, its queue offset assigned
+// as the broker assigns it.
+func (s *stack) appendMessage(t *testing.T, topic string, qid int32, body []byte, props map[string]string) {
+	t.Helper()
+	if err := s.offsets.Acquire(topic, qid); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.log.Append(context.Background(), commitlog.AppendRequest{Assigner: s.offsets, Message: &commitlog.Message{
+		Topic: topic, QueueID: qid, Body: body, Properties: commitlog.FormatProperties(props),
+		BornHost: netip.MustParseAddrPort("127.0.0.1:1"),
+	}})
+	s.offsets.Release(topic, qid)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// catchUp waits until the dispatcher indexed everything appended.
+func (s *stack) catchUp(t *testing.T) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.disp.CatchUp(ctx); err != nil {
