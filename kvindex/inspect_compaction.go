@@ -82,14 +82,7 @@ func (r CompactExpiryRecord) String() string {
 
 // decodeCompactedKey splits a 0x80 key: prefix | topic | queueId | offset.
 func decodeCompactedKey(k []byte) (topic string, qid int32, off int64, err error) {
-	if len(k) < 1 || k[0] != prefixCompacted {
-		return "", 0, 0, ErrBadKey
-	}
-	topic, rest, err := readString16(k[1:])
-	if err != nil || len(rest) != 12 {
-		return "", 0, 0, ErrBadKey
-	}
-	return topic, int32(binary.BigEndian.Uint32(rest)), int64(binary.BigEndian.Uint64(rest[4:])), nil
+	return decodeQueueOffsetKey(prefixCompacted, k)
 }
 
 // decodeCompactionKey decodes a key of a compaction keyspace; ok is false

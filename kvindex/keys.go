@@ -144,7 +144,13 @@ func appendCQKey(dst []byte, topic string, queueID int32, queueOffset int64) []b
 
 // decodeCQKey splits a cq key.
 func decodeCQKey(k []byte) (topic string, queueID int32, queueOffset int64, err error) {
-	if len(k) < 1 || k[0] != prefixCQ {
+	return decodeQueueOffsetKey(prefixCQ, k)
+}
+
+// decodeQueueOffsetKey splits a key prefix | topicLen | topic | queueId |
+// queueOffset (cq and compacted keys).
+func decodeQueueOffsetKey(prefix byte, k []byte) (topic string, queueID int32, queueOffset int64, err error) {
+	if len(k) < 1 || k[0] != prefix {
 		return "", 0, 0, ErrBadKey
 	}
 	topic, rest, err := readString16(k[1:])
