@@ -30,9 +30,11 @@ func openCompaction(db *kvindex.DB) (*kvindex.Compaction, error) {
 
 // compactionLogMinChanged drops the copies of compacted topics kept only
 // while their records were in the CommitLog; register it with the
-// CommitLog's OnMinOffsetChange.
+// CommitLog's OnMinOffsetChange. The dispatcher is quiesced meanwhile: a
+// batch making a newer message of a tombstone's key the newest must not
+// commit between the read of the key's entry and its deletion.
 func (b *Broker) compactionLogMinChanged(newMin int64) {
-	if err := b.compaction.DropBelow(newMin); err != nil {
+	if err := b.disp.Quiesced(func() error { return b.compaction.DropBelow(newMin) }); err != nil {
 		b.log.Warn().Err(err).Int64("minOffset", newMin).Msg("drop the copies of compacted topics below the CommitLog minimum")
 	}
 }

@@ -230,7 +230,9 @@ func (c *Compaction) MinOffset(topic string, qid int32) (off int64, ok bool, err
 
 // DropBelow deletes the copies kept only while their records are in the
 // CommitLog (messages without a key, tombstones) whose records lie below
-// the CommitLog's new minimum offset minPhy.
+// the CommitLog's new minimum offset minPhy. The dispatcher must be
+// quiesced (Dispatcher.Quiesced), as it reads a tombstone's key entry
+// before deleting it.
 func (c *Compaction) DropBelow(minPhy int64) error {
 	if minPhy <= 0 {
 		return nil
