@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/popclient"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -39,8 +42,8 @@ func pulledKV(t *testing.T, b *testBroker, c *remoting.Client, topic string) str
 
 // A topic created with cleanup.policy=COMPACTION keeps the newest message
 // of each key past CommitLog retention and across a restart; its pulls
-// read those copies at the offsets the messages were stored with, and its
-// minimum offset is the first copy's. A send without a key is refused as
+// and pops read those copies at the offsets the messages were stored
+// with, and its minimum offset is the first copy's. A send without a key is refused as
 // RocketMQ refuses it; deleting the topic deletes the copies.
 func TestCompactedTopicKeepsTheNewestMessageOfEachKey(t *testing.T) {
 	store := t.TempDir()
@@ -105,6 +108,25 @@ func TestCompactedTopicKeepsTheNewestMessageOfEachKey(t *testing.T) {
 	if got := pulledKV(t, b, c, "CT"); got != want {
 		t.Fatalf("after a restart: %s, want %s", got, want)
 	}
+	// A POP consumer reads the copies too, from the first of them for a
+	// new group, and its acks commit the offset past the compacted gaps.
+	pc, _ := popClient(b)
+	req := popclient.PopRequest{Group: "pg", Topic: "CT", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute, InitMode: pop.InitMin}
+	res := mustPop(t, pc, req)
+	var popped []string
+	for _, m := range res.Messages {
+		key, _ := commitlog.LookupProperty(m.Properties, "KEYS")
+		popped = append(popped, fmt.Sprintf("%d:%s=%s", m.QueueOffset, key, m.Body))
+		if code, err := pc.Ack(ctx20(t), "pg", m); code != remoting.Success || err != nil {
+			t.Fatalf("ack of %s: %d %v", m.Body, code, err)
+		}
+	}
+	if got := strings.Join(popped, " "); got != want {
+		t.Fatalf("popped after retention: %s, want %s", got, want)
+	}
+	if off := committedOffset(t, c, "pg", "CT", 0); off != 9 {
+		t.Fatalf("committed offset after the acks: %d, want 9", off)
+	}
 	mustSend(t, c, "CT", 0, "r3", "KEYS\x01k1\x02")
 	if got, want := pulledKV(t, b, c, "CT"), "6:k0=r2 8:k2=r2 9:k1=r3"; got != want {
 		t.Fatalf("after a new message of k1: %s, want %s", got, want)
@@ -155,5 +177,44 @@ func TestSlaveCopiesACompactedTopicItLearnsOfLate(t *testing.T) {
 	waitReplicated(t, master, slave)
 	if got, want := pulledKV(t, slave, sc, "CT"), "2:k0=r1 3:k1=r1"; got != want {
 		t.Fatalf("the slave's copies after a later message: %s, want %s", got, want)
+	}
+}
+
+// A pop of a compacted topic spans at most one checkpoint's offsets
+// (kvindex.MaxCheckpointSpan), however far apart the copies lie: the
+// next pop goes on from where the span ended, and the acks of both
+// commit the offset past the queue's last message.
+func TestPopOfSparseCompactedCopies(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	create := call(t, c, remoting.UpdateAndCreateTopic, map[string]string{"topic": "CS", "readQueueNums": "1",
+		"writeQueueNums": "1", "perm": "6", "attributes": "+cleanup.policy=COMPACTION"}, nil)
+	if create.Code != remoting.Success {
+		t.Fatalf("create a compacted topic: %d %s", create.Code, create.Remark)
+	}
+	const updates = kvindex.MaxCheckpointSpan + 900
+	mustSend(t, c, "CS", 0, "a", "KEYS\x01a\x02")
+	for i := range updates {
+		mustSend(t, c, "CS", 0, strconv.Itoa(i), "KEYS\x01b\x02")
+	}
+	mustSend(t, c, "CS", 0, "c", "KEYS\x01c\x02")
+	b.caughtUp()
+	pc, _ := popClient(b)
+	req := popclient.PopRequest{Group: "pg", Topic: "CS", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute, InitMode: pop.InitMin}
+	var popped []string
+	for range 2 {
+		for _, m := range mustPop(t, pc, req).Messages {
+			popped = append(popped, fmt.Sprintf("%d:%s", m.QueueOffset, m.Body))
+			if code, err := pc.Ack(ctx20(t), "pg", m); code != remoting.Success || err != nil {
+				t.Fatalf("ack of %s: %d %v", m.Body, code, err)
+			}
+		}
+	}
+	want := fmt.Sprintf("0:a %d:%d %d:c", updates, updates-1, updates+1)
+	if got := strings.Join(popped, " "); got != want {
+		t.Fatalf("popped %s, want %s (the first pop ending at offset %d)", got, want, kvindex.MaxCheckpointSpan)
+	}
+	if off := committedOffset(t, c, "pg", "CS", 0); off != updates+2 {
+		t.Fatalf("committed offset after the acks: %d, want %d", off, updates+2)
 	}
 }

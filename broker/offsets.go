@@ -185,10 +185,11 @@ func (b *Broker) processEarliestMsgStoreTime(_ context.Context, _ *remoting.Conn
 	return resp
 }
 
-// queueRange is the ConsumeQueue range of a queue: its min offset and the
-// offset after its last entry.
+// queueRange is the range of a queue: its min offset (a compacted
+// topic's first copy when lower, see minOffset) and the offset after its
+// last entry.
 func (b *Broker) queueRange(topic string, queueID int32) (minOff, maxOff int64, err error) {
-	if minOff, err = b.cqs.MinOffset(topic, queueID); err != nil {
+	if minOff, err = b.minOffset(topic, queueID); err != nil {
 		return 0, 0, fmt.Errorf("min offset of %s/%d: %w", topic, queueID, err)
 	}
 	if maxOff, err = b.cqs.MaxOffset(topic, queueID); err != nil {

@@ -74,6 +74,7 @@ func (b *Broker) startPop() error {
 		DropExhaustedRevives:   b.cfg.SkipWhenCKRePutReachMaxTimes,
 		GiveBackWait:           b.reviveGiveBackWait,
 		InMemory:               func(phy int64) bool { return b.current().InitPopOffsetByCheckMsgInMem && b.inMemory(phy) },
+		Compaction:             b.compaction,
 		Logger:                 b.root,
 	})
 	if err != nil {

@@ -214,7 +214,7 @@ func (s *Service) startOffset(group, topic string, queueID int32, initMode int32
 		return off, true, err
 	}
 	if initMode == InitMin || RetryFlagOf(topic) != FlagNormal {
-		off, err := s.cfg.CQ.MinOffset(topic, queueID)
+		off, err := s.minOffset(topic, queueID)
 		return off, false, err
 	}
 	if s.cfg.InMemory != nil {

@@ -36,6 +36,9 @@ type readResult struct {
 // the corrected offset). Records are copies. With lazy and no filter the
 // records are not read (only their entries).
 func (s *Service) readQueue(topic string, queueID int32, offset int64, n int, f Filter, lazy bool) (readResult, error) {
+	if s.cfg.Compaction.Compacts(topic) {
+		return s.readCompacted(topic, queueID, offset, n, f)
+	}
 	r := readResult{lastPhy: -1}
 	var err error
 	if r.min, err = s.cfg.CQ.MinOffset(topic, queueID); err != nil {
@@ -104,6 +107,72 @@ func (s *Service) readQueue(topic string, queueID int32, offset int64, n int, f 
 		}
 	}
 	return r, nil
+}
+
+// readCompacted is readQueue for a compacted topic: it reads the copies
+// the compaction store keeps (records always read), stepping over the
+// offsets compacted away. The offsets it examines span at most
+// maxReadScan, so that a pop's offsets fit one checkpoint.
+func (s *Service) readCompacted(topic string, queueID int32, offset int64, n int, f Filter) (readResult, error) {
+	r := readResult{lastPhy: -1}
+	var err error
+	if r.min, err = s.minOffset(topic, queueID); err != nil {
+		return r, err
+	}
+	if r.max, err = s.cfg.CQ.MaxOffset(topic, queueID); err != nil {
+		return r, fmt.Errorf("max offset of %s/%d: %w", topic, queueID, err)
+	}
+	offset = min(max(offset, r.min), r.max)
+	r.from, r.next = offset, offset
+	end := min(r.max, offset+maxReadScan)
+	complete := true // every copy up to end was examined
+	var decodeErr error
+	err = s.cfg.Compaction.Read(topic, queueID, offset, func(off int64, rec []byte) bool {
+		if off >= end {
+			return false
+		}
+		if len(r.offsets) >= n {
+			complete = false
+			return false
+		}
+		m, err := commitlog.Decode(rec)
+		if err != nil {
+			decodeErr = fmt.Errorf("copy of %s/%d@%d: %w", topic, queueID, off, err)
+			return false
+		}
+		r.next, r.lastPhy = off+1, m.PhyOffset
+		tag, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyTags)
+		code := commitlog.TagsCode(tag)
+		if f != nil && (!f.MatchesCode(code) || !f.MatchesRecord(rec)) {
+			return true
+		}
+		r.offsets = append(r.offsets, off)
+		r.records = append(r.records, append([]byte(nil), rec...))
+		r.entries = append(r.entries, cq.Entry{QueueOffset: off, PhyOffset: m.PhyOffset, Size: int32(len(rec)),
+			TagsCode: code, StoreTimestamp: m.StoreTimestamp})
+		return true
+	})
+	if err = errors.Join(err, decodeErr); err != nil {
+		return r, err
+	}
+	if complete {
+		r.next = end // what lies between the last copy and end was compacted away
+	}
+	return r, nil
+}
+
+// minOffset is the queue's first offset: the ConsumeQueue's, or for a
+// compacted topic its first copy's when lower.
+func (s *Service) minOffset(topic string, queueID int32) (int64, error) {
+	minOff, err := s.cfg.CQ.MinOffset(topic, queueID)
+	if err != nil || !s.cfg.Compaction.Compacts(topic) {
+		return minOff, err
+	}
+	first, ok, err := s.cfg.Compaction.MinOffset(topic, queueID)
+	if err != nil || !ok {
+		return minOff, err
+	}
+	return min(minOff, first), nil
 }
 
 // readMessage returns the message at a queue offset and the view of the

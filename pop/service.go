@@ -103,6 +103,10 @@ type Config struct {
 	// a consumer group created just after its topic's first messages
 	// gets them. nil always starts at the last message.
 	InMemory func(phyOffset int64) bool
+	// Compaction, when set, holds the copies of compacted topics' messages:
+	// pops of such a topic read them, as RocketMQ's pops read its
+	// compaction store.
+	Compaction *kvindex.Compaction
 	// OnQueueReady is called when an orderly ack, the end of an orderly
 	// batch's lock or a revive may have made messages of a queue poppable
 	// (to wake held pops); it must not block.
