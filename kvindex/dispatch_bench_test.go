@@ -11,13 +11,14 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/meta"
 )
 
 // BenchmarkDispatch measures the dispatcher alone: b.N records of 1 KiB
 // (8 queues of one topic, with TAGS, KEYS and UNIQ_KEY properties) are
 // appended to the CommitLog before the timer starts, and the time is the
 // dispatcher's indexing them from the start of the log.
-func BenchmarkDispatch(b *testing.B) { benchDispatch(b, nil) }
+func BenchmarkDispatch(b *testing.B) { benchDispatch(b, nil, benchCompaction{}) }
 
 // BenchmarkDispatchNotifier is BenchmarkDispatch with a Notifier: idle
 // (nothing held: no tag codes collected) and held (a request held on
@@ -25,17 +26,35 @@ func BenchmarkDispatch(b *testing.B) { benchDispatch(b, nil) }
 // batch collects, groups and sorts the codes and asks the match once per
 // queue), against none in the same run.
 func BenchmarkDispatchNotifier(b *testing.B) {
-	b.Run("none", func(b *testing.B) { benchDispatch(b, nil) })
-	b.Run("idle", func(b *testing.B) { benchDispatch(b, NewNotifier()) })
+	b.Run("none", func(b *testing.B) { benchDispatch(b, nil, benchCompaction{}) })
+	b.Run("idle", func(b *testing.B) { benchDispatch(b, NewNotifier(), benchCompaction{}) })
 	b.Run("held", func(b *testing.B) {
 		n := NewNotifier()
 		w := n.WaitMatch("BenchDispatch", AnyQueue, func(Arrival) bool { return false }, func() {})
 		defer w.Cancel()
-		benchDispatch(b, n)
+		benchDispatch(b, n, benchCompaction{})
 	})
 }
 
-func benchDispatch(b *testing.B, n *Notifier) {
+// BenchmarkDispatchCompaction is BenchmarkDispatch with the topic
+// compacted (cleanup.policy=COMPACTION: each record copied into the
+// index, the copy of the key's previous message deleted), against the
+// topic not compacted in the same run: with every key distinct (nothing
+// superseded) and with 1,000 keys (nearly every message supersedes one).
+func BenchmarkDispatchCompaction(b *testing.B) {
+	b.Run("plain", func(b *testing.B) { benchDispatch(b, nil, benchCompaction{}) })
+	b.Run("compacted/distinct-keys", func(b *testing.B) { benchDispatch(b, nil, benchCompaction{on: true}) })
+	b.Run("compacted/1k-keys", func(b *testing.B) { benchDispatch(b, nil, benchCompaction{on: true, keys: 1000}) })
+}
+
+// benchCompaction says whether benchDispatch's topic is compacted, and
+// over how many message keys (0: every message its own).
+type benchCompaction struct {
+	on   bool
+	keys int
+}
+
+func benchDispatch(b *testing.B, n *Notifier, bc benchCompaction) {
 	root := b.TempDir()
 	db, err := Open(Options{Dir: filepath.Join(root, DirName), Logger: zerolog.Nop()})
 	if err != nil {
@@ -54,9 +73,13 @@ func benchDispatch(b *testing.B, n *Notifier) {
 	body := make([]byte, 1024)
 	for i := 0; i < b.N; i++ {
 		qid := int32(i % 8)
+		key := i
+		if bc.keys > 0 {
+			key = i % bc.keys
+		}
 		m := &commitlog.Message{
 			Topic: "BenchDispatch", QueueID: qid, Body: body,
-			Properties:    fmt.Sprintf("TAGS\x01tag%d\x02KEYS\x01order-%d\x02UNIQ_KEY\x017F000001%024X\x02", i%3, i, i),
+			Properties:    fmt.Sprintf("TAGS\x01tag%d\x02KEYS\x01order-%d\x02UNIQ_KEY\x017F000001%024X\x02", i%3, key, i),
 			BornTimestamp: time.Now().UnixMilli(),
 			BornHost:      netip.MustParseAddrPort("127.0.0.1:5000"),
 		}
@@ -69,7 +92,13 @@ func benchDispatch(b *testing.B, n *Notifier) {
 			b.Fatal(err)
 		}
 	}
-	disp, err := NewDispatcher(DispatcherOptions{Log: l, DB: db, Store: store, Offsets: offsets, Notifier: n, Logger: zerolog.Nop()})
+	var compaction *Compaction
+	if bc.on {
+		tc := meta.NewTopicConfig("BenchDispatch", 8)
+		tc.Attributes[meta.AttrCleanupPolicy] = "COMPACTION"
+		compaction = NewCompaction(db, []meta.TopicConfig{tc})
+	}
+	disp, err := NewDispatcher(DispatcherOptions{Log: l, DB: db, Store: store, Offsets: offsets, Notifier: n, Compaction: compaction, Logger: zerolog.Nop()})
 	if err != nil {
 		b.Fatal(err)
 	}
