@@ -40,6 +40,17 @@ func pulledKV(t *testing.T, b *testBroker, c *remoting.Client, topic string) str
 	return ""
 }
 
+// createCompactedTopic creates a topic of one queue with
+// cleanup.policy=COMPACTION.
+func createCompactedTopic(t *testing.T, c *remoting.Client, topic string) {
+	t.Helper()
+	r := call(t, c, remoting.UpdateAndCreateTopic, map[string]string{"topic": topic, "readQueueNums": "1",
+		"writeQueueNums": "1", "perm": "6", "attributes": "+cleanup.policy=COMPACTION"}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("create the compacted topic %s: %d %s", topic, r.Code, r.Remark)
+	}
+}
+
 // A topic created with cleanup.policy=COMPACTION keeps the newest message
 // of each key past CommitLog retention and across a restart; its pulls
 // and pops read those copies at the offsets the messages were stored
@@ -53,11 +64,7 @@ func TestCompactedTopicKeepsTheNewestMessageOfEachKey(t *testing.T) {
 	}
 	b := startTestBrokerAt(t, store, settings)
 	c := b.client(nil)
-	create := call(t, c, remoting.UpdateAndCreateTopic, map[string]string{"topic": "CT", "readQueueNums": "1",
-		"writeQueueNums": "1", "perm": "6", "attributes": "+cleanup.policy=COMPACTION"}, nil)
-	if create.Code != remoting.Success {
-		t.Fatalf("create a compacted topic: %d %s", create.Code, create.Remark)
-	}
+	createCompactedTopic(t, c, "CT")
 	if r := sendV2(t, c, "CT", 0, "no key", ""); r.Code != remoting.MessageIllegal || r.Remark != "Required message key is missing" {
 		t.Fatalf("send without a key: %d %q", r.Code, r.Remark)
 	}
@@ -154,11 +161,7 @@ func TestSlaveCopiesACompactedTopicItLearnsOfLate(t *testing.T) {
 	slave := startTestBroker(t, withHA(map[string]string{"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr(),
 		"slaveReadEnable": "true"}))
 	mc := master.client(nil)
-	create := call(t, mc, remoting.UpdateAndCreateTopic, map[string]string{"topic": "CT", "readQueueNums": "1",
-		"writeQueueNums": "1", "perm": "6", "attributes": "+cleanup.policy=COMPACTION"}, nil)
-	if create.Code != remoting.Success {
-		t.Fatalf("create a compacted topic: %d %s", create.Code, create.Remark)
-	}
+	createCompactedTopic(t, mc, "CT")
 	for _, kv := range []string{"k0=r0", "k1=r0", "k0=r1"} {
 		key, value, _ := strings.Cut(kv, "=")
 		mustSend(t, mc, "CT", 0, value, "KEYS\x01"+key+"\x02")
@@ -187,11 +190,7 @@ func TestSlaveCopiesACompactedTopicItLearnsOfLate(t *testing.T) {
 func TestPopOfSparseCompactedCopies(t *testing.T) {
 	b := startTestBroker(t, nil)
 	c := b.client(nil)
-	create := call(t, c, remoting.UpdateAndCreateTopic, map[string]string{"topic": "CS", "readQueueNums": "1",
-		"writeQueueNums": "1", "perm": "6", "attributes": "+cleanup.policy=COMPACTION"}, nil)
-	if create.Code != remoting.Success {
-		t.Fatalf("create a compacted topic: %d %s", create.Code, create.Remark)
-	}
+	createCompactedTopic(t, c, "CS")
 	const updates = kvindex.MaxCheckpointSpan + 900
 	mustSend(t, c, "CS", 0, "a", "KEYS\x01a\x02")
 	for i := range updates {
