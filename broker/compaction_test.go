@@ -217,3 +217,41 @@ func TestPopOfSparseCompactedCopies(t *testing.T) {
 		t.Fatalf("committed offset after the acks: %d, want %d", off, updates+2)
 	}
 }
+
+// A message of a compacted topic popped and not acknowledged is
+// re-delivered once its invisible time is over, even when retention
+// deleted its record meanwhile: the revive reads the copy.
+func TestReviveOfACompactedMessageAfterRetention(t *testing.T) {
+	b := startTestBroker(t, map[string]string{
+		"mappedFileSizeCommitLog": "65536", "cleanResourceInterval": "20",
+		"deleteWhen": strconv.Itoa((time.Now().Hour() + 12) % 24), "diskMaxUsedSpaceRatio": "95",
+	})
+	c := b.client(nil)
+	createCompactedTopic(t, c, "CR")
+	mustSend(t, c, "CR", 0, "v", "KEYS\x01k\x02")
+	filler := strings.Repeat("x", 4096)
+	for range 40 {
+		mustSend(t, c, "FillT", 0, filler, "")
+	}
+	b.caughtUp()
+	pc, _ := popClient(b)
+	req := popclient.PopRequest{Group: "rg", Topic: "CR", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Second,
+		InitMode: pop.InitMin, PollTime: time.Second}
+	if got := bodies(mustPop(t, pc, req).Messages); fmt.Sprint(got) != "[v]" {
+		t.Fatalf("first pop: %v", got)
+	}
+	if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("fileReservedTime=0")); r.Code != remoting.Success {
+		t.Fatalf("UPDATE_BROKER_CONFIG: %d %s", r.Code, r.Remark)
+	}
+	if r := call(t, c, remoting.DeleteExpiredCommitLog, nil, nil); r.Code != remoting.Success {
+		t.Fatalf("DELETE_EXPIRED_COMMITLOG: %d %s", r.Code, r.Remark)
+	}
+	waitFor(t, "retention past the popped message's record", func() bool { return b.clog.MinOffset() > 0 })
+	var again []popclient.Message
+	for deadline := time.Now().Add(20 * time.Second); len(again) == 0 && time.Now().Before(deadline); {
+		again = mustPop(t, pc, req).Messages
+	}
+	if len(again) != 1 || string(again[0].Body) != "v" || again[0].ReconsumeTimes != 1 {
+		t.Fatalf("after its invisible time: %d messages, want v again, reconsumed once", len(again))
+	}
+}

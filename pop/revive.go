@@ -772,11 +772,43 @@ const maxReviveSpan = 8192
 // readEntry reads the message at offset through its entry in entries, or
 // through the ConsumeQueue when entries lacks it; see readAt for the view.
 func (s *Service) readEntry(topic string, queueID int32, offset int64, entries map[int64]cq.Entry) (commitlog.Message, *commitlog.View, bool, error) {
-	e, ok := entries[offset]
-	if !ok {
-		return s.readMessage(topic, queueID, offset)
+	var (
+		m   commitlog.Message
+		v   *commitlog.View
+		ok  bool
+		err error
+	)
+	if e, found := entries[offset]; found {
+		m, v, ok, err = s.readAt(topic, queueID, e)
+	} else {
+		m, v, ok, err = s.readMessage(topic, queueID, offset)
 	}
-	return s.readAt(topic, queueID, e)
+	if err == nil && !ok && s.cfg.Compaction.Compacts(topic) {
+		return s.readCopy(topic, queueID, offset)
+	}
+	return m, v, ok, err
+}
+
+// readCopy returns the copy a compacted topic keeps of the message at a
+// queue offset whose record retention deleted; ok is false when there is
+// none (a newer message of its key superseded it). The message is a copy:
+// no view to release.
+func (s *Service) readCopy(topic string, queueID int32, offset int64) (commitlog.Message, *commitlog.View, bool, error) {
+	var rec []byte
+	err := s.cfg.Compaction.Read(topic, queueID, offset, func(off int64, r []byte) bool {
+		if off == offset {
+			rec = append([]byte(nil), r...)
+		}
+		return false
+	})
+	if err != nil || rec == nil {
+		return commitlog.Message{}, nil, false, err
+	}
+	m, err := commitlog.Decode(rec)
+	if err != nil {
+		return commitlog.Message{}, nil, false, fmt.Errorf("copy of %s/%d@%d: %w: %w", topic, queueID, offset, errUndecodable, err)
+	}
+	return m, nil, true, nil
 }
 
 // reviveMessage builds the message a revive puts for m, the message of
