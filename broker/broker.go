@@ -459,7 +459,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 	clog.OnMinOffsetChange(b.disp.LogMinOffsetChanged)
 	clog.OnMinOffsetChange(b.txns.LogMinOffsetChanged)
 	if b.compaction != nil {
-		clog.OnMinOffsetChange(b.compactionLogMinChanged)
+		clog.OnMinOffsetChange(b.compactionRetention(b.disp))
 	}
 	b.disp.Start()
 	if err := b.disp.CatchUp(ctx); err != nil {

@@ -28,14 +28,19 @@ func openCompaction(db *kvindex.DB) (*kvindex.Compaction, error) {
 	return kvindex.NewCompaction(db, compacted), nil
 }
 
-// compactionLogMinChanged drops the copies of compacted topics kept only
-// while their records were in the CommitLog; register it with the
-// CommitLog's OnMinOffsetChange. The dispatcher is quiesced meanwhile: a
-// batch making a newer message of a tombstone's key the newest must not
-// commit between the read of the key's entry and its deletion.
-func (b *Broker) compactionLogMinChanged(newMin int64) {
-	if err := b.disp.Quiesced(func() error { return b.compaction.DropBelow(newMin) }); err != nil {
-		b.log.Warn().Err(err).Int64("minOffset", newMin).Msg("drop the copies of compacted topics below the CommitLog minimum")
+// compactionRetention returns the CommitLog's OnMinOffsetChange callback
+// that drops the copies of compacted topics kept only while their records
+// were in the CommitLog. The dispatcher is quiesced meanwhile: a batch
+// making a newer message of a tombstone's key the newest must not commit
+// between the read of the key's entry and its deletion. It holds disp and
+// the compaction store itself: the cleaner calling it runs until the
+// CommitLog closes, after the broker has let go of its dispatcher.
+func (b *Broker) compactionRetention(disp *kvindex.Dispatcher) func(newMin int64) {
+	c, log := b.compaction, b.log
+	return func(newMin int64) {
+		if err := disp.Quiesced(func() error { return c.DropBelow(newMin) }); err != nil {
+			log.Warn().Err(err).Int64("minOffset", newMin).Msg("drop the copies of compacted topics below the CommitLog minimum")
+		}
 	}
 }
 
