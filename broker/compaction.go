@@ -118,21 +118,16 @@ func (b *Broker) dropCompactedTopic(topic string) error {
 // compaction store answers getMessage. Queue offsets stay those the
 // messages were stored with; an offset whose message was compacted away
 // reads on from the next copy, and one below the first copy from the
-// first. The queue's maximum is the ConsumeQueue's, its minimum the first
-// copy's.
+// first. The queue's maximum is the ConsumeQueue's, its minimum
+// minOffset's.
 func (b *Broker) getCompacted(topic string, queueID int32, offset int64, maxNums, maxBytes int, filter *subscription) (getResult, error) {
 	r := getResult{lastPhy: -1}
 	var err error
 	if r.maxOffset, err = b.cqs.MaxOffset(topic, queueID); err != nil {
 		return r, err
 	}
-	first, ok, err := b.compaction.MinOffset(topic, queueID)
-	if err != nil {
+	if r.minOffset, err = b.minOffset(topic, queueID); err != nil {
 		return r, err
-	}
-	r.minOffset = r.maxOffset
-	if ok {
-		r.minOffset = min(first, r.maxOffset)
 	}
 	if r.outOfBounds(offset, false) {
 		return r, nil
@@ -184,12 +179,8 @@ func (b *Broker) getCompacted(topic string, queueID int32, offset int64, maxNums
 // every key retention would have taken away.
 func (b *Broker) minOffset(topic string, queueID int32) (int64, error) {
 	minOff, err := b.cqs.MinOffset(topic, queueID)
-	if err != nil || !b.compaction.Compacts(topic) {
+	if err != nil {
 		return minOff, err
 	}
-	first, ok, err := b.compaction.MinOffset(topic, queueID)
-	if err != nil || !ok {
-		return minOff, err
-	}
-	return min(minOff, first), nil
+	return b.compaction.QueueMin(topic, queueID, minOff)
 }

@@ -158,8 +158,7 @@ func TestCompactedTopicKeepsTheNewestMessageOfEachKey(t *testing.T) {
 // sync, and later ones as they are indexed.
 func TestSlaveCopiesACompactedTopicItLearnsOfLate(t *testing.T) {
 	master := startTestBroker(t, withHA(nil))
-	slave := startTestBroker(t, withHA(map[string]string{"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr(),
-		"slaveReadEnable": "true"}))
+	slave := startSlaveOf(t, master, map[string]string{"slaveReadEnable": "true"})
 	mc := master.client(nil)
 	createCompactedTopic(t, mc, "CT")
 	for _, kv := range []string{"k0=r0", "k1=r0", "k0=r1"} {

@@ -20,7 +20,7 @@ import (
 // from the committed offset (m0's) on again, m1 included.
 func TestPromotedSlaveRedeliversWhatWasInFlight(t *testing.T) {
 	master := startTestBroker(t, withHA(nil))
-	slave := startTestBroker(t, withHA(map[string]string{"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr()}))
+	slave := startSlaveOf(t, master, nil)
 	c, rc := popClient(master)
 	sendBodies(t, rc, "PF", 2)
 	master.caughtUp()

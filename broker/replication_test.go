@@ -31,6 +31,17 @@ func withHA(kv map[string]string) map[string]string {
 	return out
 }
 
+// startSlaveOf starts a slave (brokerId 1) replicating master, with the
+// fast HA settings and the settings of extra.
+func startSlaveOf(t *testing.T, master *testBroker, extra map[string]string) *testBroker {
+	t.Helper()
+	kv := map[string]string{"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr()}
+	for k, v := range extra {
+		kv[k] = v
+	}
+	return startTestBroker(t, withHA(kv))
+}
+
 // waitReplicated waits until the slave's CommitLog ends where the
 // master's does.
 func waitReplicated(t *testing.T, master, slave *testBroker) {
@@ -55,8 +66,7 @@ func TestSyncMasterWaitsForItsSlave(t *testing.T) {
 	if resp.Code != remoting.FlushSlaveTimeout {
 		t.Fatalf("send without a slave: code %d %s, want FLUSH_SLAVE_TIMEOUT", resp.Code, resp.Remark)
 	}
-	slave := startTestBroker(t, withHA(map[string]string{
-		"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr(), "slaveReadEnable": "true"}))
+	slave := startSlaveOf(t, master, map[string]string{"slaveReadEnable": "true"})
 	waitReplicated(t, master, slave)
 	for i := range 20 {
 		mustSend(t, mc, "TopicHA", int32(i%2), "with a slave", "")
@@ -100,8 +110,7 @@ func TestSyncMasterWaitsForItsSlave(t *testing.T) {
 
 func TestSlaveRefusesPullsWithoutSlaveRead(t *testing.T) {
 	master := startTestBroker(t, withHA(nil))
-	slave := startTestBroker(t, withHA(map[string]string{
-		"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr()}))
+	slave := startSlaveOf(t, master, nil)
 	mc := master.client(nil)
 	mustSend(t, mc, "TopicHA", 0, "x", "")
 	waitReplicated(t, master, slave)
@@ -182,8 +191,7 @@ func TestNewSlaveIndexesFromItsFirstSegment(t *testing.T) {
 	if master.clog.MaxOffset() <= master.clog.SegmentSize() {
 		t.Fatalf("master ends at %d, within its first segment", master.clog.MaxOffset())
 	}
-	slave := startTestBroker(t, withHA(map[string]string{
-		"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr()}))
+	slave := startSlaveOf(t, master, nil)
 	waitReplicated(t, master, slave) // catches the dispatcher up
 	if min := slave.clog.MinOffset(); min == 0 {
 		t.Fatal("the slave copied segment 0")
@@ -220,8 +228,7 @@ func TestSyncMasterSendBackWaitsForItsSlave(t *testing.T) {
 	if r := sendBack(); r.Code != remoting.SystemError {
 		t.Fatalf("send back without a slave: %d %s, want SYSTEM_ERROR", r.Code, r.Remark)
 	}
-	slave := startTestBroker(t, withHA(map[string]string{
-		"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr()}))
+	slave := startSlaveOf(t, master, nil)
 	waitReplicated(t, master, slave)
 	if r := sendBack(); r.Code != remoting.Success {
 		t.Fatalf("send back with a slave: %d %s", r.Code, r.Remark)
@@ -236,8 +243,7 @@ func TestSyncMasterSendBackWaitsForItsSlave(t *testing.T) {
 // a slave promoted after losing the HA link still delivers the message.
 func TestSyncMasterDelayProgressWaitsForSlaves(t *testing.T) {
 	master := startTestBroker(t, withHA(map[string]string{"brokerRole": "SYNC_MASTER", "inSyncReplicas": "2", "slaveTimeout": "300"}))
-	slave := startTestBroker(t, withHA(map[string]string{
-		"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr()}))
+	slave := startSlaveOf(t, master, nil)
 	mc := master.client(nil)
 	waitReplicated(t, master, slave)
 	if r := sendV2(t, mc, "Dly", 0, "in one second", "DELAY\x011\x02"); r.Code != remoting.Success {
@@ -271,8 +277,7 @@ func TestSyncMasterDelayProgressWaitsForSlaves(t *testing.T) {
 // it again; one not yet due stays and is delivered by the promoted slave.
 func TestSlaveForgetsTimerMessagesItsMasterDelivered(t *testing.T) {
 	master := startTestBroker(t, withHA(map[string]string{"timerPrecisionMs": "100"}))
-	slave := startTestBroker(t, withHA(map[string]string{
-		"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr(), "timerPrecisionMs": "100"}))
+	slave := startSlaveOf(t, master, map[string]string{"timerPrecisionMs": "100"})
 	mc := master.client(nil)
 	mustSend(t, mc, "TmT", 0, "soon", "UNIQ_KEY\x01TM-1\x02TIMER_DELAY_MS\x01300\x02")
 	mustSend(t, mc, "TmT", 1, "later", "UNIQ_KEY\x01TM-2\x02TIMER_DELAY_MS\x013000\x02")

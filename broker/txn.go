@@ -48,14 +48,12 @@ type recordStore struct {
 // does not wait for its own (the end it follows is synced in the index).
 func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.AppendResult, error) {
 	switch m.Topic {
-	case meta.TransOpHalfTopic:
+	case meta.TransCheckMaxTopic, meta.TransHalfTopic, meta.TransOpHalfTopic:
 		if _, err := s.b.topics.ensureSystemTopic(m.Topic, 1, meta.PermRead|meta.PermWrite); err != nil {
 			return commitlog.AppendResult{}, err
 		}
-		return s.b.putMessages(ctx, []*commitlog.Message{m}, false)
-	case meta.TransCheckMaxTopic, meta.TransHalfTopic:
-		if _, err := s.b.topics.ensureSystemTopic(m.Topic, 1, meta.PermRead|meta.PermWrite); err != nil {
-			return commitlog.AppendResult{}, err
+		if m.Topic == meta.TransOpHalfTopic {
+			return s.b.putMessages(ctx, []*commitlog.Message{m}, false)
 		}
 	default:
 		level := 0

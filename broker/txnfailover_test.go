@@ -12,7 +12,7 @@ import (
 // one. Promoted, it asks the producer about the open transaction only.
 func TestPromotedSlaveKnowsWhichTransactionsEnded(t *testing.T) {
 	master := startTestBroker(t, withHA(nil))
-	slave := startTestBroker(t, withHA(map[string]string{"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr()}))
+	slave := startSlaveOf(t, master, nil)
 	c := master.client(nil)
 	born := time.Now().UnixMilli()
 	committed := sendHalf(t, c, "TxF", 0, "UNIQ-F-C", "committed", "", born)

@@ -228,6 +228,20 @@ func (c *Compaction) MinOffset(topic string, qid int32) (off int64, ok bool, err
 	return off, ok, err
 }
 
+// QueueMin is the first offset of a queue whose ConsumeQueue starts at
+// cqMin: cqMin, or for a compacted topic its first copy's when lower
+// (retention moved the ConsumeQueue past messages the copies keep).
+func (c *Compaction) QueueMin(topic string, qid int32, cqMin int64) (int64, error) {
+	if !c.Compacts(topic) {
+		return cqMin, nil
+	}
+	first, ok, err := c.MinOffset(topic, qid)
+	if err != nil || !ok {
+		return cqMin, err
+	}
+	return min(cqMin, first), nil
+}
+
 // DropBelow deletes the copies kept only while their records are in the
 // CommitLog (messages without a key, tombstones) whose records lie below
 // the CommitLog's new minimum offset minPhy. The dispatcher must be

@@ -162,17 +162,13 @@ func (s *Service) readCompacted(topic string, queueID int32, offset int64, n int
 }
 
 // minOffset is the queue's first offset: the ConsumeQueue's, or for a
-// compacted topic its first copy's when lower.
+// compacted topic its first copy's when lower (Compaction.QueueMin).
 func (s *Service) minOffset(topic string, queueID int32) (int64, error) {
 	minOff, err := s.cfg.CQ.MinOffset(topic, queueID)
-	if err != nil || !s.cfg.Compaction.Compacts(topic) {
-		return minOff, err
+	if err != nil {
+		return minOff, fmt.Errorf("min offset of %s/%d: %w", topic, queueID, err)
 	}
-	first, ok, err := s.cfg.Compaction.MinOffset(topic, queueID)
-	if err != nil || !ok {
-		return minOff, err
-	}
-	return min(minOff, first), nil
+	return s.cfg.Compaction.QueueMin(topic, queueID, minOff)
 }
 
 // readMessage returns the message at a queue offset and the view of the
