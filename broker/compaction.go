@@ -134,14 +134,8 @@ func (b *Broker) getCompacted(topic string, queueID int32, offset int64, maxNums
 	}
 	maxNums, maxBytes = b.transferLimits(maxNums, maxBytes)
 	next, scanned := offset, 0
-	var decodeErr error
-	err = b.compaction.Read(topic, queueID, offset, func(off int64, rec []byte) bool {
+	err = b.compaction.Read(topic, queueID, offset, func(off int64, rec []byte, m *commitlog.Message) bool {
 		if off >= r.maxOffset || scanned >= maxScanEntries || r.count >= maxNums || (r.count > 0 && len(r.body)+len(rec) > maxBytes) {
-			return false
-		}
-		m, err := commitlog.Decode(rec)
-		if err != nil {
-			decodeErr = fmt.Errorf("copy of %s/%d@%d: %w", topic, queueID, off, err)
 			return false
 		}
 		scanned++
@@ -155,7 +149,7 @@ func (b *Broker) getCompacted(topic string, queueID int32, offset int64, maxNums
 		}
 		return true
 	})
-	if err = errors.Join(err, decodeErr); err != nil {
+	if err != nil {
 		return r, err
 	}
 	if r.count == 0 && scanned == 0 {

@@ -198,9 +198,24 @@ func (c *Compaction) add(w *pebble.Batch, m *commitlog.Message, rec []byte) erro
 }
 
 // Read calls fn with the copies of the queue's messages from queue offset
-// from on, in offset order, until fn returns false. rec is valid only
-// during the call.
-func (c *Compaction) Read(topic string, qid int32, from int64, fn func(off int64, rec []byte) bool) error {
+// from on, in offset order, each as its record and decoded, until fn
+// returns false. rec and m's byte fields are valid only during the call.
+// A copy that does not decode stops the read with an error.
+func (c *Compaction) Read(topic string, qid int32, from int64, fn func(off int64, rec []byte, m *commitlog.Message) bool) error {
+	var decodeErr error
+	err := c.scan(topic, qid, from, func(off int64, rec []byte) bool {
+		m, err := commitlog.Decode(rec)
+		if err != nil {
+			decodeErr = fmt.Errorf("compaction: copy of %s/%d@%d: %w", topic, qid, off, err)
+			return false
+		}
+		return fn(off, rec, &m)
+	})
+	return errors.Join(err, decodeErr)
+}
+
+// scan is Read without the decoding.
+func (c *Compaction) scan(topic string, qid int32, from int64, fn func(off int64, rec []byte) bool) error {
 	p := queuePrefix(prefixCompacted, topic, qid)
 	it, err := c.db.pdb.NewIter(&pebble.IterOptions{LowerBound: compactedKey(topic, qid, max(from, 0)), UpperBound: prefixEnd(p)})
 	if err != nil {
@@ -221,7 +236,7 @@ func (c *Compaction) Read(topic string, qid int32, from int64, fn func(off int64
 // MinOffset returns the queue offset of the queue's first copy; ok is
 // false when it holds none.
 func (c *Compaction) MinOffset(topic string, qid int32) (off int64, ok bool, err error) {
-	err = c.Read(topic, qid, 0, func(o int64, _ []byte) bool {
+	err = c.scan(topic, qid, 0, func(o int64, _ []byte) bool {
 		off, ok = o, true
 		return false
 	})

@@ -48,11 +48,7 @@ func putKV(t *testing.T, s *stack, topic string, kvs ...string) {
 func compacted(t *testing.T, c *Compaction, topic string) string {
 	t.Helper()
 	var out []string
-	if err := c.Read(topic, 0, 0, func(off int64, rec []byte) bool {
-		m, err := commitlog.Decode(rec)
-		if err != nil {
-			t.Fatalf("copy at %d: %v", off, err)
-		}
+	if err := c.Read(topic, 0, 0, func(off int64, _ []byte, m *commitlog.Message) bool {
 		if m.QueueOffset != off || m.Topic != topic {
 			t.Fatalf("copy at %d is the record of %s@%d", off, m.Topic, m.QueueOffset)
 		}
@@ -121,8 +117,7 @@ func TestCompactionRetention(t *testing.T) {
 	s, c := compactionStack(t)
 	putKV(t, s, "C", "a=1", "b=1", "b=", "-=x")
 	var phys []int64
-	if err := c.Read("C", 0, 0, func(_ int64, rec []byte) bool {
-		m, _ := commitlog.Decode(rec)
+	if err := c.Read("C", 0, 0, func(_ int64, _ []byte, m *commitlog.Message) bool {
 		phys = append(phys, m.PhyOffset)
 		return true
 	}); err != nil {

@@ -126,18 +126,12 @@ func (s *Service) readCompacted(topic string, queueID int32, offset int64, n int
 	r.from, r.next = offset, offset
 	end := min(r.max, offset+maxReadScan)
 	complete := true // every copy up to end was examined
-	var decodeErr error
-	err = s.cfg.Compaction.Read(topic, queueID, offset, func(off int64, rec []byte) bool {
+	err = s.cfg.Compaction.Read(topic, queueID, offset, func(off int64, rec []byte, m *commitlog.Message) bool {
 		if off >= end {
 			return false
 		}
 		if len(r.offsets) >= n {
 			complete = false
-			return false
-		}
-		m, err := commitlog.Decode(rec)
-		if err != nil {
-			decodeErr = fmt.Errorf("copy of %s/%d@%d: %w", topic, queueID, off, err)
 			return false
 		}
 		r.next, r.lastPhy = off+1, m.PhyOffset
@@ -152,7 +146,7 @@ func (s *Service) readCompacted(topic string, queueID int32, offset int64, n int
 			TagsCode: code, StoreTimestamp: m.StoreTimestamp})
 		return true
 	})
-	if err = errors.Join(err, decodeErr); err != nil {
+	if err != nil {
 		return r, err
 	}
 	if complete {

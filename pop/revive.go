@@ -794,21 +794,19 @@ func (s *Service) readEntry(topic string, queueID int32, offset int64, entries m
 // none (a newer message of its key superseded it). The message is a copy:
 // no view to release.
 func (s *Service) readCopy(topic string, queueID int32, offset int64) (commitlog.Message, *commitlog.View, bool, error) {
-	var rec []byte
-	err := s.cfg.Compaction.Read(topic, queueID, offset, func(off int64, r []byte) bool {
+	var found bool
+	var m commitlog.Message
+	err := s.cfg.Compaction.Read(topic, queueID, offset, func(off int64, _ []byte, cm *commitlog.Message) bool {
 		if off == offset {
-			rec = append([]byte(nil), r...)
+			m, found = *cm, true
+			m.Body = append([]byte(nil), cm.Body...) // the body must outlive the read
 		}
 		return false
 	})
-	if err != nil || rec == nil {
-		return commitlog.Message{}, nil, false, err
-	}
-	m, err := commitlog.Decode(rec)
 	if err != nil {
-		return commitlog.Message{}, nil, false, fmt.Errorf("copy of %s/%d@%d: %w: %w", topic, queueID, offset, errUndecodable, err)
+		return commitlog.Message{}, nil, false, fmt.Errorf("%w: %w", errUndecodable, err)
 	}
-	return m, nil, true, nil
+	return m, nil, found, nil
 }
 
 // reviveMessage builds the message a revive puts for m, the message of
