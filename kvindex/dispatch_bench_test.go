@@ -40,9 +40,11 @@ func BenchmarkDispatchNotifier(b *testing.B) {
 // compacted (cleanup.policy=COMPACTION: each record copied into the
 // index, the copy of the key's previous message deleted), against the
 // topic not compacted in the same run: with every key distinct (nothing
-// superseded) and with 1,000 keys (nearly every message supersedes one).
+// superseded) and with 1,000 keys (nearly every message supersedes one),
+// and the topic not compacted while another one is.
 func BenchmarkDispatchCompaction(b *testing.B) {
 	b.Run("plain", func(b *testing.B) { benchDispatch(b, nil, benchCompaction{}) })
+	b.Run("plain/another-topic-compacted", func(b *testing.B) { benchDispatch(b, nil, benchCompaction{other: true}) })
 	b.Run("compacted/distinct-keys", func(b *testing.B) { benchDispatch(b, nil, benchCompaction{on: true}) })
 	b.Run("compacted/1k-keys", func(b *testing.B) { benchDispatch(b, nil, benchCompaction{on: true, keys: 1000}) })
 }
@@ -52,6 +54,9 @@ func BenchmarkDispatchCompaction(b *testing.B) {
 type benchCompaction struct {
 	on   bool
 	keys int
+	// other compacts another topic only: what the dispatch of a topic
+	// not compacted pays when some topic is.
+	other bool
 }
 
 func benchDispatch(b *testing.B, n *Notifier, bc benchCompaction) {
@@ -93,8 +98,12 @@ func benchDispatch(b *testing.B, n *Notifier, bc benchCompaction) {
 		}
 	}
 	var compaction *Compaction
-	if bc.on {
-		tc := meta.NewTopicConfig("BenchDispatch", 8)
+	if bc.on || bc.other {
+		name := "BenchDispatch"
+		if bc.other {
+			name = "AnotherTopic"
+		}
+		tc := meta.NewTopicConfig(name, 8)
 		tc.Attributes[meta.AttrCleanupPolicy] = "COMPACTION"
 		compaction = NewCompaction(db, []meta.TopicConfig{tc})
 	}
