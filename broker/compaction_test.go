@@ -188,6 +188,18 @@ func TestSlaveCopiesACompactedTopicItLearnsOfLate(t *testing.T) {
 	if got, want := pulledKV(t, slave, sc, "CT"), "2:k0=r1 3:k1=r1"; got != want {
 		t.Fatalf("the slave's copies after a later message: %s, want %s", got, want)
 	}
+	// The master deletes the topic: the slave drops its copies at the
+	// next sync.
+	if r := call(t, mc, remoting.DeleteTopicInBroker, map[string]string{"topic": "CT"}, nil); r.Code != remoting.Success {
+		t.Fatalf("delete the topic on the master: %d %s", r.Code, r.Remark)
+	}
+	syncSlave(t, slave, master)
+	if off, ok, err := slave.compaction.MinOffset("CT", 0); ok || err != nil {
+		t.Fatalf("a copy at %d outlived the master's deletion of the topic on the slave (%v)", off, err)
+	}
+	if slave.compaction.Compacts("CT") {
+		t.Fatal("the slave still compacts the deleted topic")
+	}
 }
 
 // A pop of a compacted topic spans at most one checkpoint's offsets
