@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -340,5 +341,55 @@ func TestTimerRequestsOfARocketMQSlave(t *testing.T) {
 			(before != 0 && before != m.DataVersion.Timestamp) {
 			t.Fatalf("GET_TIMER_METRICS: %d %q", r.Code, r.Body)
 		}
+	}
+}
+
+// A master that took sends its slave never received, then was replaced by
+// that slave and rejoined as the new master's slave, keeps its own log and
+// takes nothing from the new master: the bytes past what the two share
+// differ, and the new master's records would otherwise follow the old
+// master's orphans in one CommitLog.
+func TestDemotedMasterRejoiningAsSlaveKeepsItsLog(t *testing.T) {
+	master := startTestBroker(t, withHA(nil))
+	slave := startSlaveOf(t, master, nil)
+	mc := master.client(nil)
+	send := func(c *remoting.Client, from, n int, tag string) {
+		t.Helper()
+		for i := from; i < from+n; i++ {
+			if r := sendV2(t, c, "Rejoin", 0, fmt.Sprintf("%s-%04d", tag, i), ""); r.Code != remoting.Success {
+				t.Fatalf("send %d: %d %s", i, r.Code, r.Remark)
+			}
+		}
+	}
+	send(mc, 0, 20, "both")
+	waitReplicated(t, master, slave)
+	shared := slave.clog.MaxOffset()
+	// The HA link goes; the master takes sends the slave never gets.
+	if err := master.repl.server.Close(); err != nil {
+		t.Fatal(err)
+	}
+	send(mc, 20, 10, "orph")
+	oldEnd := master.clog.MaxOffset()
+	master.stop()
+	slave.stop()
+
+	promoted := startTestBrokerAt(t, slave.store, withHA(nil))
+	send(promoted.client(nil), 20, 30, "news")
+	rejoined := startTestBrokerAt(t, master.store, withHA(map[string]string{
+		"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": promoted.haServerAddr()}))
+	deadline := time.Now().Add(20 * time.Second)
+	for rejoined.repl.client.Status().DivergedAt < 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the rejoined master (end %d) never found that its log differs from the new master's (end %d)",
+				rejoined.clog.ReplicaOffset(), promoted.clog.MaxOffset())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if at := rejoined.repl.client.Status().DivergedAt; at < shared || at >= oldEnd {
+		t.Fatalf("divergence found at %d; the logs differ from %d on (the old master ends at %d)", at, shared, oldEnd)
+	}
+	time.Sleep(300 * time.Millisecond) // heartbeats of the new master
+	if end := rejoined.clog.ReplicaOffset(); end != oldEnd {
+		t.Fatalf("the rejoined master's CommitLog ends at %d, was %d: it took the new master's bytes", end, oldEnd)
 	}
 }

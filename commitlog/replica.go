@@ -28,16 +28,32 @@ import (
 // error). Below MinOffset, or in a gap between segments, it returns an
 // error wrapping ErrOffsetOutOfRange. Release the View.
 func (l *Log) ReadStream(offset int64, max int) (*View, error) {
+	return l.readRaw(offset, max, l.writePos.Load())
+}
+
+// ReadReplica returns a view of the bytes a replica holds from offset to
+// ReplicaOffset (an unfinished record's received bytes included) or the
+// end of the segment holding offset, at most max bytes: what a slave
+// compares with its master's bytes when it reconnects. At or past
+// ReplicaOffset it returns a View with no Data; below MinOffset an error
+// wrapping ErrOffsetOutOfRange. Only the goroutine that calls
+// AppendReplica may call it. Release the View.
+func (l *Log) ReadReplica(offset int64, max int) (*View, error) {
+	return l.readRaw(offset, max, l.ReplicaOffset())
+}
+
+// readRaw returns a view of the bytes from offset up to end or the end of
+// the segment holding offset, at most max.
+func (l *Log) readRaw(offset int64, max int, end int64) (*View, error) {
 	if l.closedFlag.Load() {
 		return nil, ErrClosed
 	}
-	end := l.writePos.Load()
 	if offset >= end {
 		return &View{Offset: offset}, nil
 	}
 	s := l.acquireSegment(offset)
 	if s == nil {
-		return nil, fmt.Errorf("stream from %d: no segment holds it (first offset %d): %w", offset, l.MinOffset(), ErrOffsetOutOfRange)
+		return nil, fmt.Errorf("read the log from %d: no segment holds it (first offset %d): %w", offset, l.MinOffset(), ErrOffsetOutOfRange)
 	}
 	// A segment behind the active one is readable to its end (its blank
 	// filler and the bytes after it included).

@@ -147,6 +147,24 @@ func TestReplicaShowsOnlyWholeRecords(t *testing.T) {
 	if _, err := rd.Next(); !errors.Is(err, ErrNoMoreData) {
 		t.Fatalf("the cut record is visible: %v", err)
 	}
+	// The cut record's bytes are the replica's to compare with its master's
+	// (ReadReplica), not a reader's (ReadStream).
+	raw, err := r.ReadReplica(1, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(raw.Data, v.Data[1:cut]) {
+		t.Fatalf("ReadReplica(1) gave %d bytes, want the %d received after offset 1", len(raw.Data), cut-1)
+	}
+	raw.Release()
+	if sv, err := r.ReadStream(1, 1<<20); err != nil || len(sv.Data) != int(first)-1 {
+		t.Fatalf("ReadStream(1) gave %d bytes (%v), want the %d up to the whole record's end", len(sv.Data), err, first-1)
+	} else {
+		sv.Release()
+	}
+	if tail, err := r.ReadReplica(int64(cut), 10); err != nil || len(tail.Data) != 0 {
+		t.Fatalf("ReadReplica at the replica's end: %d bytes, %v", len(tail.Data), err)
+	}
 	if err := r.AppendReplica(int64(cut)+1, v.Data[cut+1:]); !errors.Is(err, ErrReplicaGap) {
 		t.Fatalf("a piece after a gap: %v, want ErrReplicaGap", err)
 	}

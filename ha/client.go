@@ -1,6 +1,7 @@
 package ha
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +10,24 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/commitlog"
 )
+
+// DefaultVerifyWindow is how many bytes below its end a reconnecting
+// slave asks its master for again, to compare them with its own before it
+// takes new ones.
+const DefaultVerifyWindow = 64 << 10
+
+// divergedRetry is the least wait before a slave whose CommitLog differs
+// from its master's dials again: only an operator can mend it.
+const divergedRetry = time.Minute
+
+// ErrDiverged reports that the master's bytes below the slave's end are not
+// the slave's: the slave holds records its master never wrote (a demoted
+// master that rejoined as a slave, or the slave of a master that lost its
+// unflushed tail and took new sends at the same offsets).
+var ErrDiverged = errors.New("ha: the slave's CommitLog differs from the master's")
 
 // Replica is a slave's CommitLog as the client writes it
 // (commitlog.Log with Config.Replica).
@@ -18,6 +36,11 @@ type Replica interface {
 	ReplicaOffset() int64
 	// AppendReplica writes bytes the master sent at off.
 	AppendReplica(off int64, data []byte) error
+	// MinOffset is the first offset the replica holds.
+	MinOffset() int64
+	// ReadReplica returns the replica's bytes from off up to its end or
+	// the end of their segment, at most max (commitlog.Log.ReadReplica).
+	ReadReplica(off int64, max int) (*commitlog.View, error)
 }
 
 // ClientConfig configures a Client. Zero durations take the defaults.
@@ -34,8 +57,12 @@ type ClientConfig struct {
 	// this long is dropped and dialled again.
 	HousekeepingInterval time.Duration
 	// RetryInterval is the wait before dialling again after a failure (5 s,
-	// as RocketMQ's slave).
+	// as RocketMQ's slave; at least a minute once the logs diverged).
 	RetryInterval time.Duration
+	// VerifyWindow is how many bytes below its end the slave asks for
+	// again at each connection and compares with its own
+	// (DefaultVerifyWindow when 0).
+	VerifyWindow int64
 	// Logger receives the client's events.
 	Logger zerolog.Logger
 }
@@ -54,7 +81,8 @@ type Client struct {
 	connected bool
 	lastRead  time.Time
 	lastWrite time.Time
-	flow      rate // bytes received
+	flow      rate  // bytes received
+	diverged  int64 // first offset found to differ from the master's, -1 for none
 }
 
 // ClientStatus describes the client's connection.
@@ -69,6 +97,10 @@ type ClientStatus struct {
 	LastWrite time.Time
 	// BytesPerSecond is what it received in the last whole second.
 	BytesPerSecond int64
+	// DivergedAt is the first offset where the master's bytes were found
+	// to differ from the replica's at the last connection, -1 when they
+	// did not.
+	DivergedAt int64
 }
 
 // NewClient returns a client; Run starts it.
@@ -82,7 +114,10 @@ func NewClient(cfg ClientConfig) *Client {
 	if cfg.RetryInterval <= 0 {
 		cfg.RetryInterval = 5 * time.Second
 	}
-	return &Client{cfg: cfg, log: cfg.Logger.With().Str("component", "ha").Logger()}
+	if cfg.VerifyWindow <= 0 {
+		cfg.VerifyWindow = DefaultVerifyWindow
+	}
+	return &Client{cfg: cfg, log: cfg.Logger.With().Str("component", "ha").Logger(), diverged: -1}
 }
 
 // Status returns the client's connection state.
@@ -90,7 +125,7 @@ func (c *Client) Status() ClientStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return ClientStatus{Master: c.master, Connected: c.connected, LastRead: c.lastRead, LastWrite: c.lastWrite,
-		BytesPerSecond: c.flow.perSecond()}
+		BytesPerSecond: c.flow.perSecond(), DivergedAt: c.diverged}
 }
 
 // Run replicates until ctx ends: it dials the master, follows it, and
@@ -109,8 +144,15 @@ func (c *Client) Run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		c.log.Warn().Err(err).Str("master", addr).Dur("retryIn", c.cfg.RetryInterval).Msg("replication from the master stopped")
-		if !sleep(ctx, c.cfg.RetryInterval) {
+		retry := c.cfg.RetryInterval
+		if errors.Is(err, ErrDiverged) {
+			retry = max(retry, divergedRetry)
+			c.log.Error().Err(err).Str("master", addr).Dur("retryIn", retry).
+				Msg("replication refused: this slave holds records its master never wrote; stop it and rebuild its store from a copy of the master (or start it empty)")
+		} else {
+			c.log.Warn().Err(err).Str("master", addr).Dur("retryIn", retry).Msg("replication from the master stopped")
+		}
+		if !sleep(ctx, retry) {
 			return
 		}
 	}
@@ -140,11 +182,12 @@ func (c *Client) follow(ctx context.Context, addr string) error {
 	}
 	now := time.Now()
 	c.setState(addr, true, now)
-	reported := c.cfg.Log.ReplicaOffset()
+	chk := c.newTailCheck()
+	reported := chk.pos
 	if err := c.report(conn, reported); err != nil {
 		return err
 	}
-	c.log.Info().Str("master", addr).Int64("offset", reported).Msg("replicating the master's CommitLog")
+	c.log.Info().Str("master", addr).Int64("offset", chk.end).Int64("verifyFrom", chk.pos).Msg("replicating the master's CommitLog")
 	lastReport, lastRead := now, now
 	var r transferReader
 	buf := make([]byte, 256<<10)
@@ -162,10 +205,10 @@ func (c *Client) follow(ctx context.Context, addr string) error {
 			c.setState(addr, true, lastRead)
 			c.flow.add(n)
 			r.feed(buf[:n])
-			if err := c.apply(&r); err != nil {
+			if err := c.apply(&r, &chk); err != nil {
 				return err
 			}
-			if end := c.cfg.Log.ReplicaOffset(); end > reported {
+			if end := chk.acknowledged(c.cfg.Log.ReplicaOffset()); end > reported {
 				reported = end
 				if err := c.report(conn, reported); err != nil {
 					return err
@@ -185,8 +228,10 @@ func (c *Client) follow(ctx context.Context, addr string) error {
 	}
 }
 
-// apply writes the whole transfers buffered in r into the replica.
-func (c *Client) apply(r *transferReader) error {
+// apply writes the whole transfers buffered in r into the replica,
+// comparing what falls below the end the replica had when the connection
+// opened with the replica's own bytes.
+func (c *Client) apply(r *transferReader, chk *tailCheck) error {
 	for {
 		off, body, ok, err := r.next()
 		if err != nil {
@@ -194,6 +239,24 @@ func (c *Client) apply(r *transferReader) error {
 		}
 		if !ok {
 			return nil
+		}
+		if !chk.done() {
+			if len(body) == 0 {
+				continue // a heartbeat of a master whose end is below the replica's
+			}
+			if off != chk.pos {
+				return fmt.Errorf("the master sent bytes at %d, the slave asked for them from %d: %w", off, chk.pos, ErrProtocol)
+			}
+			n := int(min(int64(len(body)), chk.end-chk.pos))
+			if err := c.compare(off, body[:n]); err != nil {
+				return err
+			}
+			chk.pos += int64(n)
+			c.setDiverged(-1)
+			off, body = off+int64(n), body[n:]
+			if len(body) == 0 {
+				continue
+			}
 		}
 		if end := c.cfg.Log.ReplicaOffset(); end != 0 && off != end {
 			return fmt.Errorf("the master sent bytes at %d, the replica ends at %d: %w", off, end, ErrProtocol)
@@ -205,6 +268,76 @@ func (c *Client) apply(r *transferReader) error {
 			return fmt.Errorf("write the master's bytes at %d: %w", off, err)
 		}
 	}
+}
+
+// tailCheck is the part of a replica below its end that the slave asked
+// its master for again when the connection opened: [pos, end) is still to
+// be compared.
+type tailCheck struct {
+	pos, end int64
+}
+
+// newTailCheck starts a connection's check at VerifyWindow bytes below the
+// replica's end, or at its first byte. An empty replica checks nothing
+// (and reports 0: the master starts it at its newest segment), and the
+// check never starts at 0, which a master would read as an empty slave.
+func (c *Client) newTailCheck() tailCheck {
+	end := c.cfg.Log.ReplicaOffset()
+	if end == 0 {
+		return tailCheck{}
+	}
+	from := max(end-c.cfg.VerifyWindow, c.cfg.Log.MinOffset(), 1)
+	return tailCheck{pos: min(from, end), end: end}
+}
+
+// done reports whether the check is over.
+func (t *tailCheck) done() bool { return t.pos >= t.end }
+
+// acknowledged is what the slave may report holding: the replica's end
+// once the check is over, the bytes compared so far before (bytes not
+// yet compared may not be the master's).
+func (t *tailCheck) acknowledged(replicaEnd int64) int64 {
+	if t.done() {
+		return replicaEnd
+	}
+	return t.pos
+}
+
+// compare checks the master's bytes at off against the replica's.
+func (c *Client) compare(off int64, master []byte) error {
+	for len(master) > 0 {
+		v, err := c.cfg.Log.ReadReplica(off, len(master))
+		if err != nil {
+			return fmt.Errorf("read the slave's own bytes at %d to compare them with the master's: %w", off, err)
+		}
+		own := v.Data
+		if len(own) == 0 {
+			v.Release()
+			return fmt.Errorf("the slave's bytes at %d are gone while it compared them with the master's", off)
+		}
+		if !bytes.Equal(own, master[:len(own)]) {
+			at := off
+			for i := range own {
+				if own[i] != master[i] {
+					at = off + int64(i)
+					break
+				}
+			}
+			v.Release()
+			c.setDiverged(at)
+			return fmt.Errorf("%w: the bytes at %d differ (the slave holds up to %d)", ErrDiverged, at, c.cfg.Log.ReplicaOffset())
+		}
+		n := len(own)
+		v.Release()
+		off, master = off+int64(n), master[n:]
+	}
+	return nil
+}
+
+func (c *Client) setDiverged(at int64) {
+	c.mu.Lock()
+	c.diverged = at
+	c.mu.Unlock()
 }
 
 // report sends the replica's end to the master.

@@ -31,11 +31,34 @@
 // empty), and either side closes a connection that has been silent for
 // haHousekeepingInterval (20 s).
 //
+// # A reconnecting slave compares its tail
+//
+// A slave that holds bytes first reports VerifyWindow (64 KiB) below its
+// end, or its first byte (never 0), and compares what the master sends up
+// to its end with its own bytes before it appends the rest; until then it
+// reports only the bytes compared. Bytes that differ mean the slave holds
+// records its master never wrote: a demoted master rejoining as the slave
+// of the one that replaced it, or the slave of a master that lost its
+// unflushed tail and took new sends at the same offsets. Such a slave
+// takes nothing (ErrDiverged), logs why and dials again after a minute;
+// its store must be rebuilt from the master's. Without the check the
+// master's records would follow the orphans whenever a record boundary of
+// the master falls on the slave's end (records of equal sizes put one
+// there), and the slave's log would hold both histories. RocketMQ's
+// classic HA has no such check (its controller mode truncates by epoch);
+// a RocketMQ master serves the earlier start like any other.
+//
+//	slave:   ...shared | orphan records |            (end E)
+//	report:             ^ E - 64 KiB
+//	master:  ...shared | new records          | ...
+//	                   ^ first differing byte: refused
+//
 // # Acknowledgement
 //
 // A slave's last report is its acknowledged offset. A slave whose first
 // report is past the master's end holds bytes this master never wrote (a
-// demoted master, or a master that lost its unflushed tail): its
+// demoted master, or a master that lost its unflushed tail; a RocketMQ
+// slave reports its end as is, a rocketkv slave finds it by itself): its
 // acknowledgements never count, and it is never in sync (RocketMQ counts
 // them). A SYNC_MASTER with
 // inSyncReplicas >= 2 answers a send only once inSyncReplicas-1 slaves

@@ -165,9 +165,12 @@ func TestSlaveResumesAfterMasterRestart(t *testing.T) {
 	defer r.Close()
 	s2 := startServer(t, m)
 	addr.Store(s2.Addr().String())
-	startClient(t, r, &addr)
+	c, _ := startClient(t, r, &addr)
 	waitFor(t, "the second catch-up", func() bool { return r.MaxOffset() == m.MaxOffset() })
 	sameBytes(t, m, r, r.MinOffset())
+	if st := c.Status(); st.DivergedAt != -1 {
+		t.Fatalf("the slave found its tail differing from its master's at %d", st.DivergedAt)
+	}
 }
 
 func TestNothingIsAcknowledgedWithoutASlave(t *testing.T) {
@@ -366,29 +369,25 @@ func TestTransferFitsRocketMQSlaveBuffer(t *testing.T) {
 // A slave ahead of its master (a demoted master, or a master that lost
 // its unflushed tail to a power cut) acknowledges offsets the master
 // never sent it: counted, a SYNC_MASTER answered sends the slave did not
-// hold.
+// hold. The slave here reports its end as RocketMQ's slave does (a
+// rocketkv slave compares its tail first, see TestDivergedSlaveIsRefused).
 func TestAckOfASlaveAheadNeverCounts(t *testing.T) {
 	old := openLog(t, t.TempDir(), false) // the slave's former master
 	defer old.Close()
 	appendN(t, old, 0, 30)
-	r := openLog(t, t.TempDir(), true)
-	defer r.Close()
-	v, err := old.ReadStream(0, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.AppendReplica(0, v.Data); err != nil {
-		t.Fatal(err)
-	}
-	v.Release()
 
 	m := openLog(t, t.TempDir(), false) // the new master: fewer records
 	defer m.Close()
 	appendN(t, m, 0, 5)
 	s := startServer(t, m)
-	var addr atomic.Value
-	addr.Store(s.Addr().String())
-	startClient(t, r, &addr)
+	conn, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write(appendReport(nil, old.MaxOffset())); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "the slave's report", func() bool { return len(s.Slaves(0)) == 1 && s.Slaves(0)[0].AckOffset > 0 })
 
 	appendN(t, m, 100, 3) // a SYNC_MASTER's send
@@ -400,5 +399,90 @@ func TestAckOfASlaveAheadNeverCounts(t *testing.T) {
 	}
 	if st := s.Slaves(end); st[0].InSync || s.InSyncSlaves(end) != 0 {
 		t.Fatalf("a slave ahead of the master is in sync: %+v", st)
+	}
+}
+
+// appendFilled appends records i in [from, from+n) of appendN's sizes,
+// topic and properties with bodies of fill: another log's records at the
+// same offsets, with other bytes.
+func appendFilled(t *testing.T, l *commitlog.Log, from, n int, fill byte) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		body := bytes.Repeat([]byte{fill}, 200+(i*53)%2500)
+		m := &commitlog.Message{Topic: "TopicHA", QueueID: int32(i % 3), Body: body, BornTimestamp: int64(i),
+			BornHost: netip.MustParseAddrPort("10.0.0.2:4000"), Properties: fmt.Sprintf("UNIQ_KEY\x01K%06d", i),
+			QueueOffset: int64(i)}
+		if _, err := l.Append(context.Background(), commitlog.AppendRequest{Message: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// copyInto writes l's bytes [0, end) into the replica r.
+func copyInto(t *testing.T, l, r *commitlog.Log, end int64) {
+	t.Helper()
+	for off := int64(0); off < end; {
+		v, err := l.ReadStream(off, int(end-off))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.AppendReplica(off, v.Data); err != nil {
+			t.Fatal(err)
+		}
+		off += int64(len(v.Data))
+		v.Release()
+	}
+}
+
+// A demoted master rejoins as a slave of the slave that replaced it: the
+// records it took after the last it replicated are not the new master's,
+// and the new master wrote others of the same sizes at the same offsets,
+// so its records start exactly where the old tail ends and parse as its
+// continuation. The slave must find that its tail differs and take
+// nothing, rather than splice the new master's records after its own.
+func TestDivergedSlaveIsRefused(t *testing.T) {
+	oldMaster := openLog(t, t.TempDir(), false)
+	defer oldMaster.Close()
+	appendN(t, oldMaster, 0, 40)
+	shared := oldMaster.MaxOffset() // what both logs hold
+	appendFilled(t, oldMaster, 40, 20, 0xAA)
+
+	// The new master replicated [0, shared), then was promoted and took
+	// other records of the same sizes.
+	newDir := t.TempDir()
+	promoted := openLog(t, newDir, true)
+	copyInto(t, oldMaster, promoted, shared)
+	if err := promoted.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m := openLog(t, newDir, false)
+	defer m.Close()
+	appendFilled(t, m, 40, 30, 0x55)
+
+	// The old master comes back as a slave, its whole log intact.
+	r := openLog(t, t.TempDir(), true)
+	defer r.Close()
+	copyInto(t, oldMaster, r, oldMaster.MaxOffset())
+	end := r.ReplicaOffset()
+	if end >= m.MaxOffset() {
+		t.Fatalf("the new master (%d) must be ahead of the slave (%d) for its bytes to follow the slave's", m.MaxOffset(), end)
+	}
+
+	s := startServer(t, m)
+	var addr atomic.Value
+	addr.Store(s.Addr().String())
+	c, _ := startClient(t, r, &addr)
+	waitFor(t, "the divergence to be found", func() bool { return c.Status().DivergedAt >= 0 })
+	if at := c.Status().DivergedAt; at < shared || at >= end {
+		t.Fatalf("divergence found at %d; the logs differ from %d on (the slave ends at %d)", at, shared, end)
+	}
+	time.Sleep(200 * time.Millisecond) // a few heartbeats and redials
+	if r.ReplicaOffset() != end {
+		t.Fatalf("the diverged slave took the master's bytes: end %d, was %d", r.ReplicaOffset(), end)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if s.WaitAcked(ctx, shared+1, 1) {
+		t.Fatalf("the diverged slave acknowledged bytes past the shared prefix (%d)", shared)
 	}
 }
