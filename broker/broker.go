@@ -59,6 +59,9 @@ type Broker struct {
 	// use Addr instead.
 	hostIP  netip.Addr
 	started time.Time
+	// cutAt is where Start cuts a slave's CommitLog (CutCommitLogAt), 0
+	// for nowhere.
+	cutAt int64
 
 	clog     *commitlog.Log
 	db       *kvindex.DB
@@ -408,11 +411,22 @@ func (b *Broker) openStores(ctx context.Context) error {
 	lcfg.Logger = b.root
 	lcfg.BeforeFlush = b.beforeFlush
 	lcfg.Replica = b.isSlave()
+	if b.cutAt > 0 {
+		if !b.isSlave() {
+			return fmt.Errorf("cut the CommitLog at %d: only a slave's (brokerRole=SLAVE) is cut: a master's records are the messages it acknowledged", b.cutAt)
+		}
+		lcfg.CutAt = b.cutAt
+	}
 	clog, err := commitlog.Open(lcfg)
 	if err != nil {
 		return fmt.Errorf("open commitlog: %w", err)
 	}
 	b.clog = clog
+	if b.cutAt > 0 {
+		info := clog.RecoveryInfo()
+		b.log.Warn().Int64("cutAt", b.cutAt).Int64("cutBytes", info.CutBytes).
+			Msg("slave's CommitLog cut where it parted from its master's; the index drops what it held past the cut and the master sends the rest")
+	}
 
 	if err := b.openConsumeQueues(db, clog.MinOffset(), firstOpen); err != nil {
 		return err

@@ -50,6 +50,13 @@ func (r *replication) load(p *atomic.Pointer[string]) string {
 // isSlave reports whether the broker is a slave (brokerRole=SLAVE).
 func (b *Broker) isSlave() bool { return b.cfg.BrokerRole == roleSlave }
 
+// CutCommitLogAt makes Start cut a slave's CommitLog at offset before
+// anything reads it: the records from there on, which the slave's HA
+// client found are not its master's (it logs the offset as cutAt), are
+// removed with their index entries, and the master sends its own. Start
+// refuses it on a master. Call it before Start.
+func (b *Broker) CutCommitLogAt(offset int64) { b.cutAt = offset }
+
 // checkRole applies RocketMQ's start-up rules of brokerRole: a master's
 // brokerId is 0, a slave's above 0.
 func checkRole(cfgRole string, brokerID int64) (int64, error) {

@@ -345,10 +345,11 @@ func TestTimerRequestsOfARocketMQSlave(t *testing.T) {
 }
 
 // A master that took sends its slave never received, then was replaced by
-// that slave and rejoined as the new master's slave, keeps its own log and
-// takes nothing from the new master: the bytes past what the two share
-// differ, and the new master's records would otherwise follow the old
-// master's orphans in one CommitLog.
+// that slave and rejoined as the new master's slave, takes nothing from
+// the new master: the bytes past what the two share differ, and the new
+// master's records would otherwise follow the old master's orphans in one
+// CommitLog. Started again with the cut its HA client found, it drops the
+// orphans and their index entries and serves the new master's messages.
 func TestDemotedMasterRejoiningAsSlaveKeepsItsLog(t *testing.T) {
 	master := startTestBroker(t, withHA(nil))
 	slave := startSlaveOf(t, master, nil)
@@ -375,21 +376,64 @@ func TestDemotedMasterRejoiningAsSlaveKeepsItsLog(t *testing.T) {
 
 	promoted := startTestBrokerAt(t, slave.store, withHA(nil))
 	send(promoted.client(nil), 20, 30, "news")
-	rejoined := startTestBrokerAt(t, master.store, withHA(map[string]string{
-		"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": promoted.haServerAddr()}))
+	asSlave := withHA(map[string]string{"brokerRole": "SLAVE", "brokerId": "1",
+		"haMasterAddress": promoted.haServerAddr(), "slaveReadEnable": "true"})
+	rejoined := startTestBrokerAt(t, master.store, asSlave)
 	deadline := time.Now().Add(20 * time.Second)
-	for rejoined.repl.client.Status().DivergedAt < 0 {
+	for d := rejoined.repl.client.Status().Diverged; d == nil || !d.Final; d = rejoined.repl.client.Status().Diverged {
 		if time.Now().After(deadline) {
-			t.Fatalf("the rejoined master (end %d) never found that its log differs from the new master's (end %d)",
+			t.Fatalf("the rejoined master (end %d) never found where its log parts from the new master's (end %d)",
 				rejoined.clog.ReplicaOffset(), promoted.clog.MaxOffset())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if at := rejoined.repl.client.Status().DivergedAt; at < shared || at >= oldEnd {
-		t.Fatalf("divergence found at %d; the logs differ from %d on (the old master ends at %d)", at, shared, oldEnd)
+	d := rejoined.repl.client.Status().Diverged
+	if !d.Exact || d.At != shared {
+		t.Fatalf("divergence %+v; the old master's records from %d are its own", *d, shared)
 	}
 	time.Sleep(300 * time.Millisecond) // heartbeats of the new master
 	if end := rejoined.clog.ReplicaOffset(); end != oldEnd {
 		t.Fatalf("the rejoined master's CommitLog ends at %d, was %d: it took the new master's bytes", end, oldEnd)
+	}
+	rejoined.stop()
+
+	// Cutting is a slave's mend only: as a master the store refuses it.
+	asMaster := withHA(nil)
+	asMaster["storePathRootDir"] = master.store
+	loaded, err := configs.LoadBroker("", asMaster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(loaded.Broker, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.CutCommitLogAt(d.At)
+	if err := b.Start(t.Context()); err == nil || !strings.Contains(err.Error(), "only a slave's") {
+		t.Fatalf("a master started with a cut: %v", err)
+	}
+
+	mended := startTestBrokerWith(t, master.store, asSlave, func(b *Broker) { b.CutCommitLogAt(d.At) })
+	waitReplicated(t, promoted, mended)
+	mended.caughtUp()
+	var got []commitlog.Message
+	for mc := mended.client(nil); len(got) < 50; {
+		resp := call(t, mc, remoting.PullMessage, pullReq("inspect", "Rejoin", 0, int64(len(got)), 0, 0, "*"), nil)
+		if resp.Code != remoting.Success {
+			break
+		}
+		got = append(got, decodeRecords(t, resp.Body)...)
+	}
+	if len(got) != 50 {
+		t.Fatalf("the mended slave holds %d messages of Rejoin/0, the new master 50", len(got))
+	}
+	for i, m := range got {
+		want := fmt.Sprintf("both-%04d", i)
+		if i >= 20 {
+			want = fmt.Sprintf("news-%04d", i)
+		}
+		if string(m.Body) != want || m.QueueOffset != int64(i) {
+			t.Fatalf("message %d of the mended slave: %q at queue offset %d, want %q", i, m.Body, m.QueueOffset, want)
+		}
 	}
 }

@@ -109,6 +109,12 @@ type Config struct {
 	// offset up to which the index has dispatched records. Values <= 0
 	// mean no hint. Recovery is correct without it.
 	RecoverFrom int64
+	// CutAt, when positive, ends the log at this offset at Open: the
+	// records from there on are removed as a damaged tail would be. It
+	// must be the start of a record (or of a segment's blank filler) at
+	// or below the recovered end, else Open fails. It mends a slave whose
+	// records past that offset are not its master's (ha.ErrDiverged).
+	CutAt int64
 	// StoreHost is written into every appended record and its message id.
 	// When invalid (zero), each message's own StoreHost is kept.
 	StoreHost netip.AddrPort

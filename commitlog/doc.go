@@ -99,7 +99,9 @@
 // zeroed and later segments deleted. After Close the scan covers the last
 // three segments; after a crash it starts at the last segment whose first
 // record is older than the checkpoint's timestamp minus 3 s, or earlier if
-// Config.RecoverFrom says so. RecoveryInfo reports what happened.
+// Config.RecoverFrom says so. Config.CutAt ends the log at a record start
+// of the operator's choosing the same way (a slave's records that are not
+// its master's). RecoveryInfo reports what happened.
 //
 // # Usage
 //

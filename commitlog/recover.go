@@ -201,7 +201,10 @@ func (l *Log) recoveryStart(abnormal bool) int {
 			}
 		}
 	}
-	if h := l.cfg.RecoverFrom; h > 0 {
+	for _, h := range []int64{l.cfg.RecoverFrom, l.cfg.CutAt} {
+		if h <= 0 {
+			continue
+		}
 		for i, s := range l.segs {
 			if h < s.end() {
 				idx = min(idx, i)
@@ -231,6 +234,11 @@ scan:
 	for i := idx; i < len(l.segs); i++ {
 		s := l.segs[i]
 		for pos := int64(0); ; {
+			if cut := l.cfg.CutAt; cut > 0 && s.start+pos == cut {
+				cutSeg, cutPos = i, pos
+				cutReason = fmt.Errorf("cut at %d as asked (Config.CutAt)", cut)
+				break scan
+			}
 			if pos+blankFillerLength > s.size {
 				break // no room for anything: move to the next segment
 			}
@@ -262,6 +270,10 @@ scan:
 	}
 	s := l.segs[cutSeg]
 	end = s.start + cutPos
+	if cut := l.cfg.CutAt; cut > 0 && cut != end {
+		return fmt.Errorf("cut the log at %d: %w: not the start of a record between %d and the recovered end %d",
+			cut, ErrOffsetOutOfRange, info.FirstScanned, end)
+	}
 	if !abnormal && cutReason == nil && cutPos < s.size {
 		// A clean shutdown leaves zeros after the end. If the bytes right
 		// after the zero header are not zero, the tail was damaged

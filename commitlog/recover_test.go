@@ -500,3 +500,58 @@ func TestAbnormalRecoveryZeroesWholeTail(t *testing.T) {
 		t.Fatalf("scanned %d records, want 10", len(got))
 	}
 }
+
+// CutAt ends the log at a record start, over segment rolls, and the log
+// goes on from there; an offset that is not a record start is refused
+// and changes nothing.
+func TestCutAt(t *testing.T) {
+	cfg := testConfig(t, 16<<10)
+	l := mustOpen(t, cfg)
+	c := newCounter()
+	var starts []int64
+	for i := range 60 {
+		res := mustAppend(t, l, AppendRequest{Message: testMessage("TopicC", 0, i, 500+i*7), Assigner: c})
+		starts = append(starts, res.Records[0].Offset)
+	}
+	end := l.MaxOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cut := starts[20]
+	if cut/cfg.SegmentSize == end/cfg.SegmentSize {
+		t.Fatalf("the cut (%d) must lie segments before the end (%d)", cut, end)
+	}
+
+	bad := cfg
+	bad.CutAt = cut + 1
+	if _, err := Open(bad); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("a cut inside a record: %v, want ErrOffsetOutOfRange", err)
+	}
+	past := cfg
+	past.CutAt = end + 100
+	if _, err := Open(past); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("a cut past the end: %v, want ErrOffsetOutOfRange", err)
+	}
+	l = mustOpen(t, cfg)
+	if l.MaxOffset() != end || len(scanAll(t, l)) != 60 {
+		t.Fatalf("refused cuts changed the log: end %d (was %d)", l.MaxOffset(), end)
+	}
+	l.Close()
+
+	at := cfg
+	at.CutAt = cut
+	l = mustOpen(t, at)
+	if l.MaxOffset() != cut || len(scanAll(t, l)) != 20 {
+		t.Fatalf("after the cut at %d: end %d, %d records", cut, l.MaxOffset(), len(scanAll(t, l)))
+	}
+	res := mustAppend(t, l, AppendRequest{Message: testMessage("TopicC", 0, 99, 300), Assigner: newCounter()})
+	if res.Records[0].Offset != cut {
+		t.Fatalf("the next append went to %d, want the cut %d", res.Records[0].Offset, cut)
+	}
+	l.Close()
+	l = mustOpen(t, cfg) // a normal reopen sees the cut log and the new record, nothing of the old tail
+	defer l.Close()
+	if got := scanAll(t, l); len(got) != 21 {
+		t.Fatalf("reopened after the cut: %d records, want 21", len(got))
+	}
+}

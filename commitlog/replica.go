@@ -260,3 +260,44 @@ func (l *Log) zeroReplicaTailLocked() {
 	}
 	l.replicaPos.Store(l.writePos.Load())
 }
+
+// RecordStart returns the start of the record, or segment blank filler,
+// that holds offset, walking the records of offset's segment from the
+// segment's start. An offset at or past MaxOffset gives MaxOffset (a
+// replica's unfinished record starts there). Below MinOffset it returns
+// an error wrapping ErrOffsetOutOfRange; bytes that do not parse as
+// records give ErrBadMagic or ErrCorrupt.
+func (l *Log) RecordStart(offset int64) (int64, error) {
+	if l.closedFlag.Load() {
+		return 0, ErrClosed
+	}
+	end := l.writePos.Load()
+	if offset >= end {
+		return end, nil
+	}
+	s := l.acquireSegment(offset)
+	if s == nil {
+		return 0, fmt.Errorf("record start of %d: below the first offset %d: %w", offset, l.MinOffset(), ErrOffsetOutOfRange)
+	}
+	defer s.release()
+	for pos := s.start; ; {
+		rel := pos - s.start
+		if rel+blankFillerLength > s.size {
+			return pos, nil // the bytes too few for a filler at a segment's end
+		}
+		n, err := RecordSize(s.data[rel:])
+		if errors.Is(err, ErrBlank) {
+			return pos, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("record start of %d: record at %d: %w", offset, pos, err)
+		}
+		if n <= 0 {
+			return 0, fmt.Errorf("record start of %d: record at %d: %w: size %d", offset, pos, ErrCorrupt, n)
+		}
+		if pos+int64(n) > offset {
+			return pos, nil
+		}
+		pos += int64(n)
+	}
+}

@@ -20,8 +20,15 @@ import (
 const DefaultVerifyWindow = 64 << 10
 
 // divergedRetry is the least wait before a slave whose CommitLog differs
-// from its master's dials again: only an operator can mend it.
+// from its master's dials again once it knows where: only an operator can
+// mend it.
 const divergedRetry = time.Minute
+
+// headerAgreement is how many bytes from the first record compared must
+// agree with the master's for a difference after them to be the point
+// where the logs part: a record header up to its store timestamp and
+// host, which two different records do not share.
+const headerAgreement = 96
 
 // ErrDiverged reports that the master's bytes below the slave's end are not
 // the slave's: the slave holds records its master never wrote (a demoted
@@ -41,6 +48,9 @@ type Replica interface {
 	// ReadReplica returns the replica's bytes from off up to its end or
 	// the end of their segment, at most max (commitlog.Log.ReadReplica).
 	ReadReplica(off int64, max int) (*commitlog.View, error)
+	// RecordStart returns the start of the record holding off
+	// (commitlog.Log.RecordStart).
+	RecordStart(off int64) (int64, error)
 }
 
 // ClientConfig configures a Client. Zero durations take the defaults.
@@ -81,8 +91,26 @@ type Client struct {
 	connected bool
 	lastRead  time.Time
 	lastWrite time.Time
-	flow      rate  // bytes received
-	diverged  int64 // first offset found to differ from the master's, -1 for none
+	flow      rate        // bytes received
+	diverged  *Divergence // what the last comparison found, nil when it agreed
+	window    int64       // the next connection's VerifyWindow, widened while no agreement is found
+}
+
+// Divergence is where a slave found its CommitLog to differ from its
+// master's.
+type Divergence struct {
+	// At is where the slave's log stops being its master's: the start of
+	// its first record that differs when Exact, else the record start the
+	// comparison began at (the logs differ there or earlier).
+	At int64
+	// Exact is true when the bytes before At agreed with the master's
+	// (a record header at least): cutting the slave's CommitLog at At
+	// mends it.
+	Exact bool
+	// Final is true when no comparison from further back can help: the
+	// place is known (Exact), or the logs differ from the first record
+	// the slave holds.
+	Final bool
 }
 
 // ClientStatus describes the client's connection.
@@ -97,10 +125,9 @@ type ClientStatus struct {
 	LastWrite time.Time
 	// BytesPerSecond is what it received in the last whole second.
 	BytesPerSecond int64
-	// DivergedAt is the first offset where the master's bytes were found
-	// to differ from the replica's at the last connection, -1 when they
-	// did not.
-	DivergedAt int64
+	// Diverged is where the master's bytes were found to differ from the
+	// replica's at the last comparison, nil when they did not.
+	Diverged *Divergence
 }
 
 // NewClient returns a client; Run starts it.
@@ -117,7 +144,7 @@ func NewClient(cfg ClientConfig) *Client {
 	if cfg.VerifyWindow <= 0 {
 		cfg.VerifyWindow = DefaultVerifyWindow
 	}
-	return &Client{cfg: cfg, log: cfg.Logger.With().Str("component", "ha").Logger(), diverged: -1}
+	return &Client{cfg: cfg, log: cfg.Logger.With().Str("component", "ha").Logger(), window: cfg.VerifyWindow}
 }
 
 // Status returns the client's connection state.
@@ -125,7 +152,7 @@ func (c *Client) Status() ClientStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return ClientStatus{Master: c.master, Connected: c.connected, LastRead: c.lastRead, LastWrite: c.lastWrite,
-		BytesPerSecond: c.flow.perSecond(), DivergedAt: c.diverged}
+		BytesPerSecond: c.flow.perSecond(), Diverged: c.diverged}
 }
 
 // Run replicates until ctx ends: it dials the master, follows it, and
@@ -145,10 +172,20 @@ func (c *Client) Run(ctx context.Context) {
 			return
 		}
 		retry := c.cfg.RetryInterval
-		if errors.Is(err, ErrDiverged) {
-			retry = max(retry, divergedRetry)
-			c.log.Error().Err(err).Str("master", addr).Dur("retryIn", retry).
-				Msg("replication refused: this slave holds records its master never wrote; stop it and rebuild its store from a copy of the master (or start it empty)")
+		if d := c.Status().Diverged; errors.Is(err, ErrDiverged) && d != nil {
+			switch {
+			case d.Exact:
+				retry = max(retry, divergedRetry)
+				c.log.Error().Err(err).Str("master", addr).Int64("cutAt", d.At).Dur("retryIn", retry).
+					Msg("replication refused: this slave holds records its master never wrote, from cutAt on; stop it and start it once with --cut-commitlog-at=<cutAt> to remove them (they are not on the master)")
+			case d.Final:
+				retry = max(retry, divergedRetry)
+				c.log.Error().Err(err).Str("master", addr).Dur("retryIn", retry).
+					Msg("replication refused: this slave's CommitLog differs from its master's from the first record it holds; rebuild its store from a copy of the master (or start it empty)")
+			default:
+				c.log.Warn().Err(err).Str("master", addr).Int64("window", c.window).
+					Msg("the slave's CommitLog differs from its master's where the comparison began; comparing from further back")
+			}
 		} else {
 			c.log.Warn().Err(err).Str("master", addr).Dur("retryIn", retry).Msg("replication from the master stopped")
 		}
@@ -182,7 +219,10 @@ func (c *Client) follow(ctx context.Context, addr string) error {
 	}
 	now := time.Now()
 	c.setState(addr, true, now)
-	chk := c.newTailCheck()
+	chk, err := c.newTailCheck()
+	if err != nil {
+		return err
+	}
 	reported := chk.pos
 	if err := c.report(conn, reported); err != nil {
 		return err
@@ -248,11 +288,14 @@ func (c *Client) apply(r *transferReader, chk *tailCheck) error {
 				return fmt.Errorf("the master sent bytes at %d, the slave asked for them from %d: %w", off, chk.pos, ErrProtocol)
 			}
 			n := int(min(int64(len(body)), chk.end-chk.pos))
-			if err := c.compare(off, body[:n]); err != nil {
+			if err := c.compare(*chk, off, body[:n]); err != nil {
 				return err
 			}
 			chk.pos += int64(n)
-			c.setDiverged(-1)
+			if chk.done() {
+				c.window = c.cfg.VerifyWindow
+				c.setDiverged(nil)
+			}
 			off, body = off+int64(n), body[n:]
 			if len(body) == 0 {
 				continue
@@ -272,22 +315,30 @@ func (c *Client) apply(r *transferReader, chk *tailCheck) error {
 
 // tailCheck is the part of a replica below its end that the slave asked
 // its master for again when the connection opened: [pos, end) is still to
-// be compared.
+// be compared; the master's bytes from start, a record start, must agree
+// up to agreeAt for a later difference to say where the logs part.
 type tailCheck struct {
-	pos, end int64
+	start, agreeAt int64
+	pos, end       int64
 }
 
-// newTailCheck starts a connection's check at VerifyWindow bytes below the
-// replica's end, or at its first byte. An empty replica checks nothing
-// (and reports 0: the master starts it at its newest segment), and the
-// check never starts at 0, which a master would read as an empty slave.
-func (c *Client) newTailCheck() tailCheck {
+// newTailCheck starts a connection's check at the record start at or
+// below the window's bytes under the replica's end, or at its first
+// record. An empty replica checks nothing (and reports 0: the master
+// starts it at its newest segment), and the check never starts at 0,
+// which a master would read as an empty slave.
+func (c *Client) newTailCheck() (tailCheck, error) {
 	end := c.cfg.Log.ReplicaOffset()
 	if end == 0 {
-		return tailCheck{}
+		return tailCheck{}, nil
 	}
-	from := max(end-c.cfg.VerifyWindow, c.cfg.Log.MinOffset(), 1)
-	return tailCheck{pos: min(from, end), end: end}
+	start, err := c.cfg.Log.RecordStart(max(end-c.window, c.cfg.Log.MinOffset()))
+	if err != nil {
+		return tailCheck{}, fmt.Errorf("find where to compare the slave's CommitLog with the master's: %w", err)
+	}
+	start = max(start, 1) // the first record of a log starting at 0 is compared from its second byte
+	start = min(start, end)
+	return tailCheck{start: start, agreeAt: min(start+headerAgreement, end), pos: start, end: end}, nil
 }
 
 // done reports whether the check is over.
@@ -303,8 +354,9 @@ func (t *tailCheck) acknowledged(replicaEnd int64) int64 {
 	return t.pos
 }
 
-// compare checks the master's bytes at off against the replica's.
-func (c *Client) compare(off int64, master []byte) error {
+// compare checks the master's bytes at off against the replica's and, at
+// the first that differs, records where the logs part.
+func (c *Client) compare(chk tailCheck, off int64, master []byte) error {
 	for len(master) > 0 {
 		v, err := c.cfg.Log.ReadReplica(off, len(master))
 		if err != nil {
@@ -315,28 +367,59 @@ func (c *Client) compare(off int64, master []byte) error {
 			v.Release()
 			return fmt.Errorf("the slave's bytes at %d are gone while it compared them with the master's", off)
 		}
-		if !bytes.Equal(own, master[:len(own)]) {
-			at := off
-			for i := range own {
-				if own[i] != master[i] {
-					at = off + int64(i)
-					break
-				}
-			}
-			v.Release()
-			c.setDiverged(at)
-			return fmt.Errorf("%w: the bytes at %d differ (the slave holds up to %d)", ErrDiverged, at, c.cfg.Log.ReplicaOffset())
-		}
-		n := len(own)
+		i := mismatch(own, master)
 		v.Release()
-		off, master = off+int64(n), master[n:]
+		if i >= 0 {
+			return c.diverge(chk, off+int64(i))
+		}
+		off, master = off+int64(len(own)), master[len(own):]
 	}
 	return nil
 }
 
-func (c *Client) setDiverged(at int64) {
+// mismatch returns the index of the first byte where own and the same
+// bytes of master differ, -1 when none does.
+func mismatch(own, master []byte) int {
+	if bytes.Equal(own, master[:len(own)]) {
+		return -1
+	}
+	for i := range own {
+		if own[i] != master[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// diverge records that the logs differ at byte at and returns ErrDiverged.
+// With the first compared record's header in agreement the slave's log
+// stops being the master's at the record holding at; otherwise the next
+// connection compares from four times as far back.
+func (c *Client) diverge(chk tailCheck, at int64) error {
+	d := &Divergence{At: chk.start}
+	if at >= chk.agreeAt {
+		cut, err := c.cfg.Log.RecordStart(at)
+		if err != nil {
+			return fmt.Errorf("%w at %d; finding the record that holds it: %v", ErrDiverged, at, err)
+		}
+		d.At, d.Exact, d.Final = cut, true, true
+		c.window = c.cfg.VerifyWindow
+	} else if chk.start <= max(c.cfg.Log.MinOffset(), 1) {
+		d.Final = true
+	} else {
+		c.window *= 4
+	}
+	c.setDiverged(d)
+	if d.Exact {
+		return fmt.Errorf("%w: the bytes at %d differ, those from %d agree; the slave's records from %d (to %d) are not the master's",
+			ErrDiverged, at, chk.start, d.At, chk.end)
+	}
+	return fmt.Errorf("%w: the bytes at %d differ, the comparison began at %d (the slave holds up to %d)", ErrDiverged, at, chk.start, chk.end)
+}
+
+func (c *Client) setDiverged(d *Divergence) {
 	c.mu.Lock()
-	c.diverged = at
+	c.diverged = d
 	c.mu.Unlock()
 }
 

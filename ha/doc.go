@@ -33,25 +33,33 @@
 //
 // # A reconnecting slave compares its tail
 //
-// A slave that holds bytes first reports VerifyWindow (64 KiB) below its
-// end, or its first byte (never 0), and compares what the master sends up
-// to its end with its own bytes before it appends the rest; until then it
-// reports only the bytes compared. Bytes that differ mean the slave holds
-// records its master never wrote: a demoted master rejoining as the slave
-// of the one that replaced it, or the slave of a master that lost its
-// unflushed tail and took new sends at the same offsets. Such a slave
-// takes nothing (ErrDiverged), logs why and dials again after a minute;
-// its store must be rebuilt from the master's. Without the check the
-// master's records would follow the orphans whenever a record boundary of
-// the master falls on the slave's end (records of equal sizes put one
-// there), and the slave's log would hold both histories. RocketMQ's
-// classic HA has no such check (its controller mode truncates by epoch);
-// a RocketMQ master serves the earlier start like any other.
+// A slave that holds bytes first reports the record start at or below
+// VerifyWindow (64 KiB) under its end (never 0, which asks for the newest
+// segment), and compares what the master sends up to its end with its
+// own bytes before it appends the rest; until then it reports only the
+// bytes compared. Bytes that differ mean the slave holds records its
+// master never wrote: a demoted master rejoining as the slave of the one
+// that replaced it, or the slave of a master that lost its unflushed
+// tail and took new sends at the same offsets. Such a slave takes nothing
+// (ErrDiverged). When the first compared record's header agreed, the logs
+// part at the slave's record holding the first differing byte
+// (Divergence.At, exact): the slave logs it and dials again after a
+// minute, and started once with that cut (commitlog.Config.CutAt, the
+// broker's --cut-commitlog-at) it drops the records from there and
+// follows the master. When the bytes differ from the first compared, the
+// next connection compares from four times as far back, down to the
+// slave's first record, where logs that share nothing are refused for
+// good. Without the check the master's records would follow the orphans
+// whenever a record boundary of the master falls on the slave's end
+// (records of equal sizes put one there), and the slave's log would hold
+// both histories. RocketMQ's classic HA has no such check (its controller
+// mode truncates by epoch); a RocketMQ master serves the earlier start
+// like any other.
 //
 //	slave:   ...shared | orphan records |            (end E)
-//	report:             ^ E - 64 KiB
+//	report:        ^ a record start near E - 64 KiB
 //	master:  ...shared | new records          | ...
-//	                   ^ first differing byte: refused
+//	                   ^ Divergence.At: cut here
 //
 // # Acknowledgement
 //

@@ -168,8 +168,8 @@ func TestSlaveResumesAfterMasterRestart(t *testing.T) {
 	c, _ := startClient(t, r, &addr)
 	waitFor(t, "the second catch-up", func() bool { return r.MaxOffset() == m.MaxOffset() })
 	sameBytes(t, m, r, r.MinOffset())
-	if st := c.Status(); st.DivergedAt != -1 {
-		t.Fatalf("the slave found its tail differing from its master's at %d", st.DivergedAt)
+	if st := c.Status(); st.Diverged != nil {
+		t.Fatalf("the slave found its tail differing from its master's: %+v", *st.Diverged)
 	}
 }
 
@@ -441,28 +441,7 @@ func copyInto(t *testing.T, l, r *commitlog.Log, end int64) {
 // continuation. The slave must find that its tail differs and take
 // nothing, rather than splice the new master's records after its own.
 func TestDivergedSlaveIsRefused(t *testing.T) {
-	oldMaster := openLog(t, t.TempDir(), false)
-	defer oldMaster.Close()
-	appendN(t, oldMaster, 0, 40)
-	shared := oldMaster.MaxOffset() // what both logs hold
-	appendFilled(t, oldMaster, 40, 20, 0xAA)
-
-	// The new master replicated [0, shared), then was promoted and took
-	// other records of the same sizes.
-	newDir := t.TempDir()
-	promoted := openLog(t, newDir, true)
-	copyInto(t, oldMaster, promoted, shared)
-	if err := promoted.Close(); err != nil {
-		t.Fatal(err)
-	}
-	m := openLog(t, newDir, false)
-	defer m.Close()
-	appendFilled(t, m, 40, 30, 0x55)
-
-	// The old master comes back as a slave, its whole log intact.
-	r := openLog(t, t.TempDir(), true)
-	defer r.Close()
-	copyInto(t, oldMaster, r, oldMaster.MaxOffset())
+	m, r, shared := divergedLogs(t, 40, 20)
 	end := r.ReplicaOffset()
 	if end >= m.MaxOffset() {
 		t.Fatalf("the new master (%d) must be ahead of the slave (%d) for its bytes to follow the slave's", m.MaxOffset(), end)
@@ -472,9 +451,9 @@ func TestDivergedSlaveIsRefused(t *testing.T) {
 	var addr atomic.Value
 	addr.Store(s.Addr().String())
 	c, _ := startClient(t, r, &addr)
-	waitFor(t, "the divergence to be found", func() bool { return c.Status().DivergedAt >= 0 })
-	if at := c.Status().DivergedAt; at < shared || at >= end {
-		t.Fatalf("divergence found at %d; the logs differ from %d on (the slave ends at %d)", at, shared, end)
+	d := waitDiverged(t, c)
+	if !d.Exact || d.At != shared {
+		t.Fatalf("divergence found %+v; the slave's records from %d are not the master's", *d, shared)
 	}
 	time.Sleep(200 * time.Millisecond) // a few heartbeats and redials
 	if r.ReplicaOffset() != end {
@@ -484,5 +463,76 @@ func TestDivergedSlaveIsRefused(t *testing.T) {
 	defer cancel()
 	if s.WaitAcked(ctx, shared+1, 1) {
 		t.Fatalf("the diverged slave acknowledged bytes past the shared prefix (%d)", shared)
+	}
+}
+
+// waitDiverged waits for the client to know where its log parts from the
+// master's.
+func waitDiverged(t *testing.T, c *Client) *Divergence {
+	t.Helper()
+	waitFor(t, "the divergence to be found", func() bool { d := c.Status().Diverged; return d != nil && d.Final })
+	return c.Status().Diverged
+}
+
+// divergedLogs returns a master and a replica that share their first
+// shared records, then hold orphan records on the replica and other
+// records of the same sizes on the master.
+func divergedLogs(t *testing.T, shared, orphans int) (master, replica *commitlog.Log, sharedEnd int64) {
+	t.Helper()
+	oldMaster := openLog(t, t.TempDir(), false)
+	appendN(t, oldMaster, 0, shared)
+	sharedEnd = oldMaster.MaxOffset()
+	appendFilled(t, oldMaster, shared, orphans, 0xAA)
+	dir := t.TempDir()
+	promoted := openLog(t, dir, true)
+	copyInto(t, oldMaster, promoted, sharedEnd)
+	if err := promoted.Close(); err != nil {
+		t.Fatal(err)
+	}
+	master = openLog(t, dir, false)
+	t.Cleanup(func() { master.Close() })
+	appendFilled(t, master, shared, orphans+20, 0x55)
+	replica = openLog(t, t.TempDir(), true)
+	t.Cleanup(func() { replica.Close() })
+	copyInto(t, oldMaster, replica, oldMaster.MaxOffset())
+	oldMaster.Close()
+	return master, replica, sharedEnd
+}
+
+// A slave whose orphan records fill more than its first comparison
+// compares from further back until it finds the records both logs share.
+func TestDivergenceBeforeTheWindowIsFound(t *testing.T) {
+	m, r, shared := divergedLogs(t, 30, 30)
+	const window = 8 << 10
+	if r.ReplicaOffset()-shared <= 2*window {
+		t.Fatalf("the orphans (%d bytes) must fill more than two windows of %d", r.ReplicaOffset()-shared, window)
+	}
+	s := startServer(t, m)
+	hb, hk := fast()
+	c := NewClient(ClientConfig{MasterAddr: func() string { return s.Addr().String() }, Log: r, VerifyWindow: window,
+		HeartbeatInterval: hb, HousekeepingInterval: hk, RetryInterval: 20 * time.Millisecond, Logger: zerolog.Nop()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if d := waitDiverged(t, c); !d.Exact || d.At != shared {
+		t.Fatalf("divergence found %+v; the slave's records from %d are not the master's", *d, shared)
+	}
+}
+
+// Logs that share nothing are refused for good: no comparison from
+// further back can find where they part.
+func TestUnrelatedLogsAreRefusedForGood(t *testing.T) {
+	m, r, _ := divergedLogs(t, 0, 20)
+	s := startServer(t, m)
+	var addr atomic.Value
+	addr.Store(s.Addr().String())
+	c, _ := startClient(t, r, &addr)
+	end := r.ReplicaOffset()
+	if d := waitDiverged(t, c); d.Exact {
+		t.Fatalf("logs that share nothing parted at %+v", *d)
+	}
+	if r.ReplicaOffset() != end {
+		t.Fatalf("the slave took the master's bytes: end %d, was %d", r.ReplicaOffset(), end)
 	}
 }
