@@ -31,7 +31,7 @@ const divergedRetry = time.Minute
 const headerAgreement = 96
 
 // ErrDiverged reports that the master's bytes below the slave's end are not
-// the slave's: the slave holds records its master never wrote (a demoted
+// the slave's: the slave holds records its master does not have (a demoted
 // master that rejoined as a slave, or the slave of a master that lost its
 // unflushed tail and took new sends at the same offsets).
 var ErrDiverged = errors.New("ha: the slave's CommitLog differs from the master's")
@@ -177,7 +177,7 @@ func (c *Client) Run(ctx context.Context) {
 			case d.Exact:
 				retry = max(retry, divergedRetry)
 				c.log.Error().Err(err).Str("master", addr).Int64("cutAt", d.At).Dur("retryIn", retry).
-					Msg("replication refused: this slave holds records its master never wrote, from cutAt on; stop it and start it once with --cut-commitlog-at=<cutAt> to remove them (they are not on the master)")
+					Msg("replication refused: from cutAt on this slave holds records its master does not have; if the master's history is the one to keep, stop this slave and start it once with --cut-commitlog-at=<cutAt> to remove them (they may be messages a master acknowledged before it failed: read them first, or promote this broker instead)")
 			case d.Final:
 				retry = max(retry, divergedRetry)
 				c.log.Error().Err(err).Str("master", addr).Dur("retryIn", retry).

@@ -38,9 +38,11 @@
 // segment), and compares what the master sends up to its end with its
 // own bytes before it appends the rest; until then it reports only the
 // bytes compared. Bytes that differ mean the slave holds records its
-// master never wrote: a demoted master rejoining as the slave of the one
-// that replaced it, or the slave of a master that lost its unflushed
-// tail and took new sends at the same offsets. Such a slave takes nothing
+// master does not have: a demoted master rejoining as the slave of the
+// one that replaced it, or the slave of a master that lost its unflushed
+// tail and took new sends at the same offsets (then the slave's records
+// may be messages that master acknowledged: which history to keep is the
+// operator's call). Such a slave takes nothing
 // (ErrDiverged). When the first compared record's header agreed, the logs
 // part at the slave's record holding the first differing byte
 // (Divergence.At, exact): the slave logs it and dials again after a
