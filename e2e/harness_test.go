@@ -274,6 +274,8 @@ type brokerOpts struct {
 	sets    []string
 	// conf is a configuration file given with -c; sets win over it.
 	conf string
+	// args are more command-line arguments.
+	args []string
 }
 
 func startBroker(t testing.TB, ns *namesrv, o brokerOpts) *brokerProc {
@@ -314,6 +316,7 @@ func startBroker(t testing.TB, ns *namesrv, o brokerOpts) *brokerProc {
 	if !slices.ContainsFunc(o.sets, func(s string) bool { return strings.HasPrefix(s, "fastListenPort=") }) {
 		args = append(args, "--set", fmt.Sprintf("fastListenPort=%d", freePort(t)))
 	}
+	args = append(args, o.args...)
 	p := startProc(t, "broker", args...)
 	b := &brokerProc{proc: p, addr: fmt.Sprintf("127.0.0.1:%d", port), store: o.store, name: o.name,
 		haAddr: fmt.Sprintf("127.0.0.1:%d", haPort)}
