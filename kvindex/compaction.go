@@ -352,3 +352,71 @@ func (c *Compaction) DropTopic(topic string) error {
 	}
 	return nil
 }
+
+// DropAbove deletes the copies of records at or past end, with their
+// expiry entries and the key entries that name them: the CommitLog lost
+// those records (a tail cut at recovery), and the queue offsets they held
+// will be given to other messages, which the copies would shadow (a key
+// entry naming a later offset makes the dispatcher skip the key's
+// messages below it). A key whose newest message was cut has no copy
+// until its next message: the copy of the one before was dropped when
+// the cut one was dispatched. It scans every copy (recovery only) and
+// returns how many it dropped.
+func (c *Compaction) DropAbove(end int64) (int, error) {
+	it, err := c.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixCompacted}, UpperBound: []byte{prefixCompacted + 1}})
+	if err != nil {
+		return 0, fmt.Errorf("compaction: drop from %d: %w", end, err)
+	}
+	b := c.db.pdb.NewBatch()
+	defer b.Close()
+	fail := func(err error) (int, error) {
+		return 0, errors.Join(fmt.Errorf("compaction: drop from %d: %w", end, err), it.Close())
+	}
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		rec, err := it.ValueAndErr()
+		if err != nil {
+			return fail(err)
+		}
+		m, err := commitlog.Decode(rec)
+		if err != nil {
+			return fail(fmt.Errorf("copy %x: %w", it.Key(), err))
+		}
+		if m.PhyOffset < end {
+			continue
+		}
+		topic, qid, off, err := decodeCompactedKey(it.Key())
+		if err != nil {
+			return fail(err)
+		}
+		if err := b.Delete(it.Key(), nil); err != nil {
+			return fail(err)
+		}
+		n++
+		key, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyKeys)
+		if key == "" {
+			continue
+		}
+		kk := compactKeyKey(topic, qid, key)
+		v, err := c.db.get(kk)
+		if err != nil {
+			return fail(err)
+		}
+		if len(v) == 8 && int64(binary.BigEndian.Uint64(v)) == off {
+			if err := b.Delete(kk, nil); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	if err := it.Close(); err != nil {
+		return 0, fmt.Errorf("compaction: drop from %d: %w", end, err)
+	}
+	lower := binary.BigEndian.AppendUint64([]byte{prefixCompactExpiry}, uint64(max(end, 0)))
+	if err := b.DeleteRange(lower, []byte{prefixCompactExpiry + 1}, nil); err != nil {
+		return 0, fmt.Errorf("compaction: drop from %d: %w", end, err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return 0, fmt.Errorf("compaction: drop from %d: %w", end, err)
+	}
+	return n, nil
+}

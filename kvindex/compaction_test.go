@@ -185,3 +185,75 @@ func TestCompactedTopics(t *testing.T) {
 		t.Fatalf("CompactedTopics = %v %v, want B, C, AA (names by length, then bytes)", got, err)
 	}
 }
+
+// A CommitLog cut at recovery (a slave's records that were not its
+// master's, a tail a power failure lost) takes with it the copies,
+// transaction halves and ends and timer entries of the records past the
+// cut: the offsets will hold other records. A key entry naming a cut
+// copy's later queue offset would make the dispatcher skip the key's
+// next message below it as superseded.
+func TestRecoveryDropsWhatRecordsPastTheCutWrote(t *testing.T) {
+	root := t.TempDir()
+	cfg := commitlog.DefaultConfig(root)
+	cfg.SegmentSize = 64 << 10
+	cfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
+	var c *Compaction
+	withCompaction := func(o *DispatcherOptions) {
+		tc := meta.NewTopicConfig("C", 1)
+		tc.Attributes[meta.AttrCleanupPolicy] = "COMPACTION"
+		c = NewCompaction(o.DB, []meta.TopicConfig{tc})
+		o.Compaction = c
+	}
+	s := openStackWith(t, root, cfg, LayoutKV, "", withCompaction)
+	putKV(t, s, "C", "a=1", "b=1")
+	cut := s.log.MaxOffset()
+	putKV(t, s, "C", "a=2", "c=1") // queue offsets 2 and 3, to be cut
+	// What hooks wrote for records on both sides of the cut.
+	w := s.db.pdb.NewBatch()
+	for _, phy := range []int64{0, cut, cut + 100} {
+		if err := s.db.Timers().Add(w, TimerEntry{DeliverMs: 1000, PhyOffset: phy, Size: 100}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.db.Transactions().AddHalf(w, TxnHalf{PhyOffset: phy, QueueOffset: phy}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.db.Transactions().AddCommitted(w, phy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	s.close(t)
+
+	cfg.CutAt = cut
+	s = openStackWith(t, root, cfg, LayoutKV, "", withCompaction)
+	defer s.close(t)
+	if got, want := compacted(t, c, "C"), "1:b=1"; got != want {
+		t.Fatalf("copies after the cut: %s, want %s (a=1's copy went when a=2 came)", got, want)
+	}
+	putKV(t, s, "C", "c=2", "a=3") // queue offsets 2 and 3 again
+	if got, want := compacted(t, c, "C"), "1:b=1 2:c=2 3:a=3"; got != want {
+		t.Fatalf("copies of the messages after the cut: %s, want %s", got, want)
+	}
+	due, err := s.db.Timers().Due(2000, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(due) != 1 || due[0].PhyOffset != 0 {
+		t.Fatalf("timer entries after the cut: %+v, want only the one at 0", due)
+	}
+	for _, phy := range []int64{0, cut, cut + 100} {
+		_, half, err := s.db.Transactions().Half(phy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ended, err := s.db.Transactions().Ended(phy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if keep := phy < cut; half != keep || ended != keep {
+			t.Fatalf("transaction at %d after the cut at %d: half %v, ended %v", phy, cut, half, ended)
+		}
+	}
+}

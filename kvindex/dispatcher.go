@@ -239,7 +239,8 @@ func NewDispatcher(opts DispatcherOptions) (*Dispatcher, error) {
 }
 
 // Recover brings the index in line with the recovered CommitLog before
-// dispatch starts: entries pointing past the log's end are removed, the
+// dispatch starts: entries pointing past the log's end are removed (with
+// the transaction, timer and compaction keys of those records), the
 // dispatched offset is moved into the log's range, ConsumeQueue minima
 // are corrected to the log's minimum, and every ConsumeQueue layout
 // written is brought up to the dispatched offset (a file ConsumeQueue may
@@ -271,6 +272,9 @@ func (d *Dispatcher) Recover() (int64, error) {
 			return 0, fmt.Errorf("recover index: %w", err)
 		}
 		if from > end {
+			if err := d.dropAbove(end); err != nil {
+				return 0, fmt.Errorf("recover index: %w", err)
+			}
 			d.log.Warn().Int64("dispatched", from).Int64("logEnd", end).Msg("index was ahead of the recovered CommitLog; truncated it")
 			from = end
 		}
@@ -290,6 +294,29 @@ func (d *Dispatcher) Recover() (int64, error) {
 	d.next.Store(from)
 	d.log.Info().Int64("from", from).Int64("logEnd", end).Int64("logMin", minOff).Msg("dispatch recovered")
 	return from, nil
+}
+
+// dropAbove removes what the dispatch of records at or past end wrote
+// beyond the ConsumeQueue and the key index: transaction halves and
+// ends, timer entries and compacted copies. The offsets past end will
+// hold other records.
+func (d *Dispatcher) dropAbove(end int64) error {
+	if err := d.opts.DB.Transactions().DropAbove(end); err != nil {
+		return err
+	}
+	timers, err := d.opts.DB.Timers().DropAbove(end)
+	if err != nil {
+		return err
+	}
+	copies := 0
+	if d.opts.Compaction != nil {
+		if copies, err = d.opts.Compaction.DropAbove(end); err != nil {
+			return err
+		}
+	}
+	d.log.Info().Int64("logEnd", end).Int("timers", timers).Int("compactedCopies", copies).
+		Msg("dropped the index entries of records past the recovered CommitLog's end")
+	return nil
 }
 
 // LogMinOffsetChanged applies a new CommitLog minimum (retention deleted

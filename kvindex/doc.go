@@ -57,6 +57,14 @@
 //	0x81    compaction key  no         dispatcher, with 0x80
 //	0x82    compaction exp. no         dispatcher, with 0x80; deleted with the copies it names below the CommitLog minimum
 //
+// When recovery finds the index ahead of the CommitLog (a tail a power
+// failure lost, or a slave's log cut where it parted from its master's,
+// commitlog.Config.CutAt), the dispatcher deletes what records past the
+// log's end wrote: ConsumeQueue and key-index entries, 0x60 and 0x61 of
+// halves past it, 0x70 entries past it, and 0x80-0x82 copies of records
+// past it with the key entries naming them (Dispatcher.Recover). The 0x62
+// ops that records past it wrote stay.
+//
 // Prefixes 0x50-0x5F are reserved for POP, 0x60-0x6F for transactions,
 // 0x70-0x7F for timers, 0x80-0x8F for compacted topics.
 //

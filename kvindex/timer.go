@@ -2,6 +2,7 @@ package kvindex
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -131,4 +132,42 @@ func (t *Timers) Delete(entries []TimerEntry) error {
 		return fmt.Errorf("delete %d delivered timers: %w", len(entries), err)
 	}
 	return nil
+}
+
+// DropAbove deletes the entries of timer messages at or past end: the
+// CommitLog lost those records (a tail cut at recovery), and the offsets
+// will hold other records, which a delivery would read instead. It scans
+// every entry (recovery only).
+func (t *Timers) DropAbove(end int64) (int, error) {
+	it, err := t.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTimer}, UpperBound: []byte{prefixTimer + 1}})
+	if err != nil {
+		return 0, fmt.Errorf("drop timers from %d: %w", end, err)
+	}
+	b := t.db.pdb.NewBatch()
+	defer b.Close()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return 0, errors.Join(fmt.Errorf("drop timers from %d: %w", end, err), it.Close())
+		}
+		e, err := decodeTimer(it.Key(), v)
+		if err != nil {
+			return 0, errors.Join(fmt.Errorf("drop timers from %d: %w", end, err), it.Close())
+		}
+		if e.PhyOffset < end {
+			continue
+		}
+		if err := b.Delete(it.Key(), nil); err != nil {
+			return 0, errors.Join(fmt.Errorf("drop timers from %d: %w", end, err), it.Close())
+		}
+		n++
+	}
+	if err := it.Close(); err != nil {
+		return 0, fmt.Errorf("drop timers from %d: %w", end, err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return 0, fmt.Errorf("drop timers from %d: %w", end, err)
+	}
+	return n, nil
 }

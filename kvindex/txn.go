@@ -323,3 +323,22 @@ func (t *Transactions) RocketMQOpEnded(halfQueueOffset int64) (bool, error) {
 func (t *Transactions) RocketMQCheckProgress() (int64, bool, error) {
 	return t.db.ConsumerOffsets().Get(rocketMQCheckGroup, meta.TransHalfTopic, 0)
 }
+
+// DropAbove deletes the open halves and ended transactions of half
+// messages at or past end: the CommitLog lost those records (a tail cut at
+// recovery), and the offsets will hold other records. Ends recorded for
+// halves below end by records past it stay (their ends are not undone).
+func (t *Transactions) DropAbove(end int64) error {
+	end = max(end, 0)
+	b := t.db.pdb.NewBatch()
+	defer b.Close()
+	for _, p := range []byte{prefixTxnHalf, prefixTxnEnd} {
+		if err := b.DeleteRange(txnKey(p, end), []byte{p + 1}, nil); err != nil {
+			return fmt.Errorf("drop transactions from %d: %w", end, err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("drop transactions from %d: %w", end, err)
+	}
+	return nil
+}
