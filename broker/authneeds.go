@@ -102,6 +102,7 @@ var authRules = map[int32]authRule{
 	// the cluster.
 	remoting.UpdateBrokerConfig:       {cluster: true, actions: authUpdate},
 	remoting.DeleteExpiredCommitLog:   {cluster: true, actions: authUpdate},
+	remoting.SetCommitLogReadMode:     {cluster: true, actions: authUpdate},
 	remoting.CleanExpiredConsumeQueue: {cluster: true, actions: authUpdate},
 	remoting.CleanUnusedTopic:         {cluster: true, actions: authUpdate},
 	remoting.PopRollback:              {cluster: true, actions: authUpdate},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +73,9 @@ var runtimeKeys = map[string]bool{
 	// Query caps, read by each query.
 	"maxMsgsNumBatch":    true,
 	"defaultQueryMaxNum": true,
+	// Read-ahead of the CommitLog's sealed segments, applied to them at
+	// once (also SET_COMMITLOG_READ_MODE).
+	"dataReadAheadEnable": true,
 }
 
 // liveConfig is the configuration in force: the start configuration with
@@ -197,6 +201,9 @@ func (b *Broker) updateConfig(props map[string]string) (changed []string, inert 
 			break
 		}
 	}
+	if old.DataReadAheadEnable != next.DataReadAheadEnable {
+		b.clog.SetRandomReads(!next.DataReadAheadEnable)
+	}
 	if old.BrokerPermission != next.BrokerPermission {
 		if err := b.topics.table.Touch(); err != nil {
 			// The permission is in force; a Java name server may keep the
@@ -219,6 +226,39 @@ func (b *Broker) processDeleteExpiredCommitLog(_ context.Context, conn *remoting
 	b.log.Info().Stringer("conn", conn).Msg("deletion of expired CommitLog segments requested")
 	b.clog.DeleteExpiredSoon()
 	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// Read-ahead modes of SET_COMMITLOG_READ_MODE, as Linux's madvise
+// advice values RocketMQ's mqadmin sends.
+const (
+	readAheadNormal = "0" // MADV_NORMAL
+	readAheadRandom = "1" // MADV_RANDOM
+)
+
+// processSetCommitLogReadMode answers SET_COMMITLOG_READ_MODE (mqadmin
+// setCommitLogReadAheadMode -m 0|1): READ_AHEAD_MODE 1 advises the
+// CommitLog's sealed segments for random reads, 0 gives them the kernel's
+// read-ahead again. It is dataReadAheadEnable changed with
+// UPDATE_BROKER_CONFIG (written back into the configuration file, where
+// RocketMQ's lasts until restart); the answers are RocketMQ's.
+func (b *Broker) processSetCommitLogReadMode(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	mode, ok := req.ExtFields["READ_AHEAD_MODE"]
+	if !ok {
+		b.log.Warn().Stringer("conn", conn).Msg("set commitlog readahead mode: no READ_AHEAD_MODE")
+		return remoting.NewResponse(req, remoting.SystemError, "set commitlog readahead mode param error")
+	}
+	if mode != readAheadNormal && mode != readAheadRandom {
+		b.log.Warn().Stringer("conn", conn).Str("mode", mode).Msg("set commitlog readahead mode: neither 0 nor 1")
+		return remoting.NewResponse(req, remoting.InvalidParameter, "set commitlog readahead mode param value error")
+	}
+	changed, _, unsaved, err := b.updateConfig(map[string]string{"dataReadAheadEnable": strconv.FormatBool(mode == readAheadNormal)})
+	if err != nil {
+		b.log.Error().Err(err).Stringer("conn", conn).Msg("set commitlog readahead mode failed")
+		return remoting.NewResponse(req, remoting.SystemError, "set commitlog readahead mode failed")
+	}
+	b.log.Info().Stringer("conn", conn).Str("mode", mode).Bool("changed", len(changed) > 0).AnErr("unsaved", unsaved).
+		Msg("commitlog readahead mode set")
+	return remoting.NewResponse(req, remoting.Success, "set commitlog readahead mode success, mode: "+mode)
 }
 
 // retentionOf is the CommitLog retention part of a configuration.

@@ -332,3 +332,91 @@ func TestUpdateBrokerConfigWhenTheFileCannotBeWritten(t *testing.T) {
 		t.Fatalf("a configuration file appeared: %v", err)
 	}
 }
+
+// randomAdvisedSegments counts the sealed CommitLog segments of b the
+// process has mapped (those below the one being written), and those of
+// them advised MADV_RANDOM ("rr" in the VmFlags of /proc/self/smaps).
+func randomAdvisedSegments(t *testing.T, b *testBroker) (random, sealed int) {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no /proc/self/smaps: %v", err)
+	}
+	dir := filepath.Join(b.store, "commitlog") + string(filepath.Separator)
+	end := b.clog.MaxOffset()
+	active := fmt.Sprintf("%020d", end-end%b.clog.SegmentSize())
+	rr := map[string]bool{}
+	cur := ""
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if fields := strings.Fields(line); len(fields) >= 6 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
+			cur = ""
+			if p := fields[len(fields)-1]; strings.HasPrefix(p, dir) {
+				cur = p
+				if _, seen := rr[p]; !seen {
+					rr[p] = false
+				}
+			}
+			continue
+		}
+		if flags, ok := strings.CutPrefix(line, "VmFlags:"); ok && cur != "" {
+			rr[cur] = rr[cur] || strings.Contains(flags+" ", " rr ")
+		}
+	}
+	for p, isRandom := range rr {
+		if filepath.Base(p) >= active {
+			continue
+		}
+		sealed++
+		if isRandom {
+			random++
+		}
+	}
+	return random, sealed
+}
+
+// mqadmin setCommitLogReadAheadMode -m 1 advises the CommitLog's sealed
+// segments for random reads and -m 0 undoes it, with RocketMQ's answers;
+// the mode is dataReadAheadEnable, written back into the configuration
+// file.
+func TestSetCommitLogReadMode(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "broker.yaml")
+	if err := os.WriteFile(conf, []byte("# rocketkv\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := startTestBrokerWith(t, t.TempDir(), map[string]string{"mappedFileSizeCommitLog": "65536"}, func(b *Broker) { b.SetConfigFile(conf) })
+	c := b.client(nil)
+	body := strings.Repeat("x", 4096)
+	for range 40 {
+		mustSend(t, c, "ReadModeT", 0, body, "")
+	}
+	if random, sealed := randomAdvisedSegments(t, b); sealed < 2 || random != 0 {
+		t.Fatalf("before any mode was set: %d of %d sealed segments advised random", random, sealed)
+	}
+	set := func(ext map[string]string) *remoting.Command {
+		return call(t, c, remoting.SetCommitLogReadMode, ext, nil)
+	}
+	if r := set(nil); r.Code != remoting.SystemError || r.Remark != "set commitlog readahead mode param error" {
+		t.Fatalf("without READ_AHEAD_MODE: %d %s", r.Code, r.Remark)
+	}
+	if r := set(map[string]string{"READ_AHEAD_MODE": "2"}); r.Code != remoting.InvalidParameter || r.Remark != "set commitlog readahead mode param value error" {
+		t.Fatalf("READ_AHEAD_MODE 2: %d %s", r.Code, r.Remark)
+	}
+	if r := set(map[string]string{"READ_AHEAD_MODE": "1"}); r.Code != remoting.Success || r.Remark != "set commitlog readahead mode success, mode: 1" {
+		t.Fatalf("READ_AHEAD_MODE 1: %d %s", r.Code, r.Remark)
+	}
+	if random, sealed := randomAdvisedSegments(t, b); random != sealed {
+		t.Fatalf("random reads: %d of %d sealed segments advised random", random, sealed)
+	}
+	if !strings.Contains(string(call(t, c, remoting.GetBrokerConfig, nil, nil).Body), "dataReadAheadEnable=false\n") {
+		t.Fatal("GET_BROKER_CONFIG does not report dataReadAheadEnable=false")
+	}
+	if raw, err := os.ReadFile(conf); err != nil || !strings.Contains(string(raw), "dataReadAheadEnable: false\n") {
+		t.Fatalf("broker.yaml after the change (%v):\n%s", err, raw)
+	}
+	if r := set(map[string]string{"READ_AHEAD_MODE": "0"}); r.Code != remoting.Success {
+		t.Fatalf("READ_AHEAD_MODE 0: %d %s", r.Code, r.Remark)
+	}
+	if random, sealed := randomAdvisedSegments(t, b); random != 0 {
+		t.Fatalf("read-ahead again: %d of %d sealed segments advised random", random, sealed)
+	}
+}

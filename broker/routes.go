@@ -79,6 +79,7 @@ func (b *Broker) routes() {
 	handle(remoting.GetBrokerConfig, b.processGetBrokerConfig)
 	handle(remoting.UpdateBrokerConfig, b.processUpdateBrokerConfig)
 	handle(remoting.DeleteExpiredCommitLog, b.processDeleteExpiredCommitLog)
+	handle(remoting.SetCommitLogReadMode, b.processSetCommitLogReadMode)
 	handle(remoting.CleanExpiredConsumeQueue, b.processCleanExpiredConsumeQueue)
 	handle(remoting.CleanUnusedTopic, b.processCleanUnusedTopic)
 	handle(remoting.ExportRocksDBConfigToJSON, b.processExportConfigToJSON)

@@ -455,14 +455,45 @@ func (l *Log) adviseActive(s *segment, from int64) {
 	}
 }
 
-// adviseSealed undoes adviseActive for a segment no longer written.
+// adviseSealed gives a segment no longer written the read advice in
+// force: random reads (SetRandomReads), or the kernel's read-ahead, which
+// undoes adviseActive (a sync-flush log's active segment has small
+// pages; an async-flush log's needs nothing undone unless told to read
+// at random before).
 func (l *Log) adviseSealed(s *segment) {
-	if l.cfg.FlushType != SyncFlush {
-		return
+	var err error
+	switch {
+	case l.randomReads.Load():
+		err = s.adviseSmallPages(0)
+	case l.cfg.FlushType == SyncFlush || l.randomReadsSet.Load():
+		err = s.adviseNormal()
 	}
-	if err := s.adviseNormal(); err != nil {
-		l.log.Warn().Err(err).Msg("a sealed segment keeps small pages; reading it from disk reads a page at a time")
+	if err != nil {
+		l.log.Warn().Err(err).Bool("randomReads", l.randomReads.Load()).Msg("a sealed segment keeps its earlier read advice")
 	}
+}
+
+// adviseSealedSegments gives every segment but the active one the read
+// advice in force.
+func (l *Log) adviseSealedSegments() {
+	l.segsMu.RLock()
+	segs := l.segs[:max(len(l.segs)-1, 0)]
+	for _, s := range segs {
+		l.adviseSealed(s)
+	}
+	l.segsMu.RUnlock()
+}
+
+// SetRandomReads changes Config.RandomReads for the segments no longer
+// written, those there are and those to come (RocketMQ's
+// SET_COMMITLOG_READ_MODE). The segment being written keeps its advice:
+// its pages are the ones in memory.
+func (l *Log) SetRandomReads(random bool) {
+	l.mu.Lock() // no roll seals a segment meanwhile
+	defer l.mu.Unlock()
+	l.randomReads.Store(random)
+	l.randomReadsSet.Store(true)
+	l.adviseSealedSegments()
 }
 
 // prealloc is a segment being created in the background.

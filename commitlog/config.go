@@ -76,6 +76,12 @@ type Config struct {
 	// CheckCRCOnRecover makes recovery verify body CRCs (true). Only
 	// DefaultConfig sets it; a zero Config leaves it off.
 	CheckCRCOnRecover bool
+	// RandomReads advises the segments no longer written for random
+	// access (MADV_RANDOM): a read from disk fetches the pages it touches
+	// and no read-ahead, which keeps consumers reading old messages at
+	// random from filling the page cache (RocketMQ's
+	// dataReadAheadEnable=false). SetRandomReads changes it.
+	RandomReads bool
 	// FileReservedTime is how long a segment is kept after its last
 	// modification (72 h).
 	FileReservedTime time.Duration

@@ -48,6 +48,11 @@ type Log struct {
 	lock    io.Closer
 	ckFile  *checkpointFile
 
+	randomReads atomic.Bool // Config.RandomReads as last set
+	// randomReadsSet is true once SetRandomReads ran: sealed segments may
+	// then carry random advice an async-flush log must undo.
+	randomReadsSet atomic.Bool
+
 	mu      sync.Mutex // append lock
 	pending *prealloc  // next segment being preallocated; guarded by mu
 	closed  bool       // guarded by mu; mirrored in closedFlag
@@ -216,8 +221,12 @@ func Open(cfg Config) (*Log, error) {
 		return nil, err
 	}
 	l.activeAllocated = l.allocateActive() == nil
+	l.randomReads.Store(cfg.RandomReads)
 	if seg := l.activeSegment(); seg != nil {
 		l.adviseActive(seg, l.writePos.Load()-seg.start)
+	}
+	if cfg.RandomReads {
+		l.adviseSealedSegments()
 	}
 	l.replicaPos.Store(l.writePos.Load())
 	if _, err := l.checkDiskSpace(); err != nil {

@@ -288,6 +288,10 @@ type Broker struct {
 	DiskSpaceWarningLevelRatio int
 	CleanResourceInterval      time.Duration
 	CheckCRCOnRecover          bool
+	// DataReadAheadEnable leaves the kernel's read-ahead on for the
+	// CommitLog segments no longer written; false advises them for random
+	// reads (RocketMQ's key, true; SET_COMMITLOG_READ_MODE changes it).
+	DataReadAheadEnable bool
 	// MessageIndexEnable indexes every message's KEYS and UNIQ_KEY for
 	// QUERY_MESSAGE (RocketMQ's key of the same name).
 	MessageIndexEnable bool

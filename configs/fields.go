@@ -160,6 +160,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	intRange("diskSpaceWarningLevelRatio", "90", 10, 100, func(b *Broker) *int { return &b.DiskSpaceWarningLevelRatio }),
 	millis("cleanResourceInterval", "10000", func(b *Broker) *time.Duration { return &b.CleanResourceInterval }),
 	boolean("checkCRCOnRecover", "true", func(b *Broker) *bool { return &b.CheckCRCOnRecover }),
+	boolean("dataReadAheadEnable", "true", func(b *Broker) *bool { return &b.DataReadAheadEnable }),
 	str("indexCheckpointDir", "", func(b *Broker) *string { return &b.IndexCheckpointDir }),
 	boolean("messageIndexEnable", "true", func(b *Broker) *bool { return &b.MessageIndexEnable }),
 	intRange("maxMsgsNumBatch", "64", 1, 1<<16, func(b *Broker) *int { return &b.MaxMsgsNumBatch }),

@@ -45,7 +45,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertInt[Broker]("consumerOffsetUpdateVersionStep", "consumer offsets carry no data version: each commit is written to the index, and slaves copy the offsets whatever the version"),
 	inertInt[Broker]("correctLogicMinOffsetForceInterval", "ConsumeQueue minimums move with the CommitLog minimum each time retention deletes segments; there is no periodic correction pass"),
 	inertInt[Broker]("correctLogicMinOffsetSleepInterval", "ConsumeQueue minimums move with the CommitLog minimum each time retention deletes segments; there is no periodic correction pass to pace"),
-	inertBool[Broker]("dataReadAheadEnable", "performance only: segments are advised for the kernel's read-ahead by rocketkv's own rules (random while a sync-flush segment is written, normal once sealed)"),
 	inertInt[Broker]("delayOffsetUpdateVersionStep", "delay-level progress carries no data version: it is written to the index as it advances, and slaves copy it whatever the version"),
 	inertInt[Broker]("deleteCommitLogFilesInterval", "a retention pass deletes its expired segments without pausing between them; their files go when their last reader is done"),
 	inertInt[Broker]("deleteConsumeQueueFilesInterval", "ConsumeQueue entries and files of deleted segments are dropped as the CommitLog minimum moves, without pausing between queues"),

@@ -186,6 +186,30 @@ func deleteExpiredCommitLogCmd(g *globals) *cobra.Command {
 		remoting.DeleteExpiredCommitLog, "deletes its expired CommitLog segments within its next cleaner passes")
 }
 
+// setCommitLogReadAheadModeCmd is mqadmin setCommitLogReadAheadMode:
+// SET_COMMITLOG_READ_MODE with -m 1 (random reads) or 0 (read-ahead).
+func setCommitLogReadAheadModeCmd(g *globals) *cobra.Command {
+	var mode string
+	cmd := &cobra.Command{
+		Use:   "setCommitLogReadAheadMode",
+		Short: "advise the broker's sealed CommitLog segments for random reads (-m 1) or the kernel's read-ahead (-m 0) (SET_COMMITLOG_READ_MODE)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if mode != "0" && mode != "1" {
+				return fmt.Errorf("-m must be 0 (read-ahead) or 1 (random reads), not %q", mode)
+			}
+			resp, err := g.invoke(cmd.Context(), g.broker, remoting.SetCommitLogReadMode, map[string]string{"READ_AHEAD_MODE": mode}, nil)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", g.broker, resp.Remark)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&mode, "commitLogReadAheadMode", "m", "", "1 for random reads, 0 for read-ahead (required)")
+	return cmd
+}
+
 // cleanUnusedTopicCmd is mqadmin cleanUnusedTopic.
 func cleanUnusedTopicCmd(g *globals) *cobra.Command {
 	return brokerActionCmd(g, "cleanUnusedTopic",

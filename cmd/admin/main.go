@@ -100,7 +100,7 @@ func newRoot(out io.Writer) *cobra.Command {
 	pf.StringVar(&g.secretKey, "secret-key", "", "the account's secret key (default $ROCKETKV_SECRET_KEY, which keeps it off the command line)")
 	root.AddCommand(cloneGroupOffsetCmd(g), createTopicsCmd(g), updateTopicCmd(g), deleteTopicCmd(g), topicListCmd(g),
 		topicRouteCmd(g), clusterListCmd(g), brokerStatusCmd(g), topicStatusCmd(g), consumerProgressCmd(g), brokerConsumeStatsCmd(g),
-		consumerConnectionCmd(g), resetOffsetCmd(g), updateBrokerConfigCmd(g), getBrokerConfigCmd(g), updateNamesrvConfigCmd(g), getNamesrvConfigCmd(g), deleteExpiredCommitLogCmd(g), cleanUnusedTopicCmd(g), cleanExpiredCQCmd(g), exportPopRecordCmd(g), rocksDBConfigToJSONCmd(g), queryCQCmd(g),
+		consumerConnectionCmd(g), resetOffsetCmd(g), updateBrokerConfigCmd(g), getBrokerConfigCmd(g), updateNamesrvConfigCmd(g), getNamesrvConfigCmd(g), deleteExpiredCommitLogCmd(g), setCommitLogReadAheadModeCmd(g), cleanUnusedTopicCmd(g), cleanExpiredCQCmd(g), exportPopRecordCmd(g), rocksDBConfigToJSONCmd(g), queryCQCmd(g),
 		checkCQWriteProgressCmd(g), statsAllCmd(g), haStatusCmd(g), updateSubGroupCmd(g), deleteSubGroupCmd(g), groupForbiddenCmd(g),
 		queryMsgByKeyCmd(g), queryMsgByIDCmd(g), queryMsgByUniqueKeyCmd(g), sendMessageCmd(g), consumeMessageCmd(g),
 		writePermCmd(g, "wipeWritePerm", remoting.WipeWritePermOfBroker, "wipeTopicCount", "wipe"),

@@ -137,6 +137,12 @@ func TestDrainCommands(t *testing.T) {
 	if out, err := run(t, "deleteExpiredCommitLog", "-b", br); err != nil || !strings.Contains(out, "success") {
 		t.Fatalf("deleteExpiredCommitLog: %q %v", out, err)
 	}
+	if out, err := run(t, "setCommitLogReadAheadMode", "-b", br, "-m", "1"); err != nil || out != br+": set commitlog readahead mode success, mode: 1\n" {
+		t.Fatalf("setCommitLogReadAheadMode: %q %v", out, err)
+	}
+	if _, err := run(t, "setCommitLogReadAheadMode", "-b", br, "-m", "2"); err == nil {
+		t.Fatal("setCommitLogReadAheadMode -m 2 accepted")
+	}
 	for _, action := range []string{"cleanUnusedTopic", "cleanExpiredCQ"} {
 		if out, err := run(t, action, "-b", br); err != nil || out != "success: "+br+" "+map[string]string{
 			"cleanUnusedTopic": "dropped the ConsumeQueues of topics without a config",
