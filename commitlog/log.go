@@ -49,6 +49,7 @@ type Log struct {
 	ckFile  *checkpointFile
 
 	randomReads atomic.Bool // Config.RandomReads as last set
+	hints       boundaryHints
 	// randomReadsSet is true once SetRandomReads ran: sealed segments may
 	// then carry random advice an async-flush log must undo.
 	randomReadsSet atomic.Bool

@@ -258,6 +258,7 @@ scan:
 			}
 			lastTS = recordStoreTimestamp(s.data[pos:])
 			info.Records++
+			l.hints.note(s.start + pos)
 			pos += int64(n)
 		}
 	}

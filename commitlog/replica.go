@@ -170,7 +170,7 @@ func (l *Log) completeRecordsLocked(wp, rp int64) (int64, int64, error) {
 			return wp, ts, fmt.Errorf("replica at %d: no segment holds it: %w", wp, ErrCorrupt)
 		}
 		avail := min(rp, s.end()) - s.start
-		rel, last, err := scanWholeRecords(s.data[:avail:s.size], s.start, wp-s.start)
+		rel, last, err := scanWholeRecords(s.data[:avail:s.size], s.start, wp-s.start, l.hints.note)
 		if last > 0 {
 			ts = last
 		}
@@ -192,8 +192,8 @@ func (l *Log) completeRecordsLocked(wp, rp int64) (int64, int64, error) {
 // cap(seg), once its end has arrived and the rest is a blank filler or too
 // small for a record), the store timestamp of the last record, and an
 // error wrapping ErrCorrupt or ErrBadMagic for bytes that cannot continue
-// a log.
-func scanWholeRecords(seg []byte, base, rel int64) (int64, int64, error) {
+// a log. It passes the start of every whole record to note.
+func scanWholeRecords(seg []byte, base, rel int64, note func(int64)) (int64, int64, error) {
 	size, got := int64(cap(seg)), int64(len(seg))
 	var ts int64
 	for rel < got {
@@ -237,6 +237,7 @@ func scanWholeRecords(seg []byte, base, rel int64) (int64, int64, error) {
 			return rel, ts, fmt.Errorf("replica at %d: %w: physical offset field %d (the logs diverged)", base+rel, ErrCorrupt, off)
 		}
 		ts = recordStoreTimestamp(rec)
+		note(base + rel)
 		rel += int64(n)
 	}
 	return rel, ts, nil
@@ -263,7 +264,9 @@ func (l *Log) zeroReplicaTailLocked() {
 
 // RecordStart returns the start of the record, or segment blank filler,
 // that holds offset, walking the records of offset's segment from the
-// segment's start. An offset at or past MaxOffset gives MaxOffset (a
+// last record start below it that recovery or replication noted (one
+// every 16 KiB of the last 128 MiB), else from the segment's start. An
+// offset at or past MaxOffset gives MaxOffset (a
 // replica's unfinished record starts there). Below MinOffset it returns
 // an error wrapping ErrOffsetOutOfRange; bytes that do not parse as
 // records give ErrBadMagic or ErrCorrupt.
@@ -280,7 +283,11 @@ func (l *Log) RecordStart(offset int64) (int64, error) {
 		return 0, fmt.Errorf("record start of %d: below the first offset %d: %w", offset, l.MinOffset(), ErrOffsetOutOfRange)
 	}
 	defer s.release()
-	for pos := s.start; ; {
+	pos := s.start
+	if h, ok := l.hints.before(offset); ok && h > pos {
+		pos = h
+	}
+	for {
 		rel := pos - s.start
 		if rel+blankFillerLength > s.size {
 			return pos, nil // the bytes too few for a filler at a segment's end

@@ -271,7 +271,7 @@ func FuzzScanWholeRecords(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, room uint16) {
 		seg := make([]byte, len(data), len(data)+int(room))
 		copy(seg, data)
-		rel, _, err := scanWholeRecords(seg, 0, 0)
+		rel, _, err := scanWholeRecords(seg, 0, 0, func(int64) {})
 		if rel < 0 || rel > int64(cap(seg)) || (rel > int64(len(seg)) && rel != int64(cap(seg))) {
 			t.Fatalf("scan ended at %d of %d received bytes (segment %d)", rel, len(seg), cap(seg))
 		}
