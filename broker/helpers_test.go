@@ -71,6 +71,13 @@ func startTestBrokerWith(t testing.TB, store string, overrides map[string]string
 // returns why Start failed, or nil after shutting down one that started.
 func startError(t testing.TB, settings map[string]string) error {
 	t.Helper()
+	return startErrorWith(t, settings, nil)
+}
+
+// startErrorWith is startError with a function that adjusts the broker
+// between New and Start.
+func startErrorWith(t testing.TB, settings map[string]string, adjust func(*Broker)) error {
+	t.Helper()
 	loaded, err := configs.LoadBroker("", settings)
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +85,9 @@ func startError(t testing.TB, settings map[string]string) error {
 	b, err := New(loaded.Broker, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if adjust != nil {
+		adjust(b)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

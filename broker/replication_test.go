@@ -398,18 +398,10 @@ func TestDemotedMasterRejoiningAsSlaveKeepsItsLog(t *testing.T) {
 	rejoined.stop()
 
 	// Cutting is a slave's mend only: as a master the store refuses it.
-	asMaster := withHA(nil)
-	asMaster["storePathRootDir"] = master.store
-	loaded, err := configs.LoadBroker("", asMaster)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(loaded.Broker, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.CutCommitLogAt(d.At)
-	if err := b.Start(t.Context()); err == nil || !strings.Contains(err.Error(), "only a slave's") {
+	asMaster := withHA(map[string]string{"storePathRootDir": master.store, "listenPort": "0", "brokerIP1": "127.0.0.1",
+		"mappedFileSizeCommitLog": strconv.Itoa(4 << 20)})
+	err := startErrorWith(t, asMaster, func(b *Broker) { b.CutCommitLogAt(d.At) })
+	if err == nil || !strings.Contains(err.Error(), "only a slave's") {
 		t.Fatalf("a master started with a cut: %v", err)
 	}
 

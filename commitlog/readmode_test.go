@@ -35,17 +35,18 @@ func TestSetRandomReads(t *testing.T) {
 	if len(sealed()) < 2 {
 		t.Fatalf("want two sealed segments, have %d", len(sealed()))
 	}
-	for _, s := range l.segs {
-		if !noneRandom(t, l, s.start) {
-			t.Fatalf("%s advised random before it was asked", s.path)
+	// each checks every segment of segs with advised.
+	each := func(segs []*segment, advised func(*testing.T, *Log, int64) bool, what string) {
+		t.Helper()
+		for _, s := range segs {
+			if !advised(t, l, s.start) {
+				t.Fatalf("%s: %s", s.path, what)
+			}
 		}
 	}
+	each(l.segs, noneRandom, "advised random before it was asked")
 	l.SetRandomReads(true)
-	for _, s := range sealed() {
-		if !allRandom(t, l, s.start) {
-			t.Fatalf("sealed %s not advised random", s.path)
-		}
-	}
+	each(sealed(), allRandom, "sealed, not advised random")
 	active := l.segs[len(l.segs)-1]
 	if !noneRandom(t, l, active.start) {
 		t.Fatalf("the active segment %s was advised random", active.path)
@@ -55,11 +56,7 @@ func TestSetRandomReads(t *testing.T) {
 		t.Fatalf("%s, sealed after the change, not advised random", active.path)
 	}
 	l.SetRandomReads(false)
-	for _, s := range sealed() {
-		if !noneRandom(t, l, s.start) {
-			t.Fatalf("%s still advised random", s.path)
-		}
-	}
+	each(sealed(), noneRandom, "still advised random")
 }
 
 // A log opened with RandomReads advises its sealed segments at once.

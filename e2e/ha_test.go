@@ -21,13 +21,23 @@ import (
 // receives every message the dead master acknowledged with SEND_OK after
 // the committed part, and nothing of the committed part again (the slave
 // had synchronized the consumer offsets).
+// fastHA shortens the HA heartbeats and the slaves' metadata sync.
+var fastHA = []string{"haSendHeartbeatInterval=200", "slaveSyncIntervalMillis=300"}
+
+// startSlave starts a SLAVE (brokerId 1) of broker-a on store, with more
+// command-line arguments, and waits until it replicates its master.
+func startSlave(t *testing.T, ns *namesrv, store string, args ...string) *brokerProc {
+	t.Helper()
+	b := startBroker(t, ns, brokerOpts{store: store, sets: append([]string{"brokerRole=SLAVE", "brokerId=1"}, fastHA...), args: args})
+	b.waitLog(t, "replicating the master's CommitLog", 30*time.Second)
+	return b
+}
+
 func TestSlaveKeepsWhatASyncMasterAcknowledged(t *testing.T) {
 	t.Parallel()
 	ns := startNamesrv(t)
-	fastHA := []string{"haSendHeartbeatInterval=200", "slaveSyncIntervalMillis=300"}
 	master := startBroker(t, ns, brokerOpts{sets: append([]string{"brokerRole=SYNC_MASTER", "inSyncReplicas=2"}, fastHA...)})
-	slave := startBroker(t, ns, brokerOpts{store: t.TempDir() + "/slave", sets: append([]string{"brokerRole=SLAVE", "brokerId=1"}, fastHA...)})
-	slave.waitLog(t, "replicating the master's CommitLog", 30*time.Second)
+	slave := startSlave(t, ns, t.TempDir()+"/slave")
 	const topic, group, queues = "E2EHA", "cg-ha", 4
 	createTopic(t, master.addr, topic, queues)
 	waitRoute(t, ns.addr, topic, master.name)

@@ -24,14 +24,11 @@ import (
 func TestDemotedMasterRejoinsAfterTheCut(t *testing.T) {
 	t.Parallel()
 	ns := startNamesrv(t)
-	fast := []string{"haSendHeartbeatInterval=200", "slaveSyncIntervalMillis=300"}
-	slaveSets := append([]string{"brokerRole=SLAVE", "brokerId=1"}, fast...)
 	dirA, dirB := t.TempDir()+"/a", t.TempDir()+"/b"
 	const topic = "E2ERejoin"
 
-	a := startBroker(t, ns, brokerOpts{store: dirA, sets: fast})
-	b := startBroker(t, ns, brokerOpts{store: dirB, sets: slaveSets})
-	b.waitLog(t, "replicating the master's CommitLog", 30*time.Second)
+	a := startBroker(t, ns, brokerOpts{store: dirA, sets: fastHA})
+	b := startSlave(t, ns, dirB)
 	createTopic(t, a.addr, topic, 1)
 	waitRoute(t, ns.addr, topic, a.name)
 	sendN(t, newProducer(t, ns.addr, "pg-rejoin-1"), topic, "both-", 30)
@@ -41,16 +38,15 @@ func TestDemotedMasterRejoinsAfterTheCut(t *testing.T) {
 	sendN(t, newProducer(t, ns.addr, "pg-rejoin-2"), topic, "orph-", 10)
 	a.kill()
 
-	promoted := startBroker(t, ns, brokerOpts{store: dirB, sets: fast})
+	promoted := startBroker(t, ns, brokerOpts{store: dirB, sets: fastHA})
 	waitRoute(t, ns.addr, topic, promoted.name)
 	sendN(t, newProducer(t, ns.addr, "pg-rejoin-3"), topic, "news-", 30)
 
-	rejoined := startBroker(t, ns, brokerOpts{store: dirA, sets: slaveSets})
+	rejoined := startSlave(t, ns, dirA)
 	rejoined.waitLog(t, "replication refused", 30*time.Second)
 	cut := loggedInt(t, rejoined.proc, "replication refused", "cutAt")
 	rejoined.stop(t)
-	mended := startBroker(t, ns, brokerOpts{store: dirA, sets: slaveSets,
-		args: []string{"--cut-commitlog-at=" + strconv.FormatInt(cut, 10)}})
+	mended := startSlave(t, ns, dirA, "--cut-commitlog-at="+strconv.FormatInt(cut, 10))
 	mended.waitLog(t, "slave's CommitLog cut", 30*time.Second)
 	waitSlaveMax(t, mended.addr, topic, 60)
 	if n := mended.countLog("replication refused"); n != 0 {
@@ -59,7 +55,7 @@ func TestDemotedMasterRejoinsAfterTheCut(t *testing.T) {
 	mended.stop(t)
 	promoted.stop(t)
 
-	final := startBroker(t, ns, brokerOpts{store: dirA, sets: fast})
+	final := startBroker(t, ns, brokerOpts{store: dirA, sets: fastHA})
 	waitRoute(t, ns.addr, topic, final.name)
 	got := newCollector()
 	startPushConsumer(t, ns.addr, "cg-rejoin", topic, consumer.MessageSelector{}, got,
