@@ -62,6 +62,11 @@ type Broker struct {
 	// cutAt is where Start cuts a slave's CommitLog (CutCommitLogAt), 0
 	// for nowhere.
 	cutAt int64
+	// popCopies are the paged POP state copies slaves are reading, of
+	// popCopyPage bytes a page; popCopyMax bounds a copy in one answer.
+	popCopies   popCopies
+	popCopyPage int
+	popCopyMax  int
 
 	clog     *commitlog.Log
 	db       *kvindex.DB
@@ -191,6 +196,8 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		statusAskTimeout: consumerStatusTimeout,
 		lagTTL:           lagTTL,
 		hotBytes:         physicalMemory() * int64(cfg.AccessMessageInMemoryMaxRatio) / 100,
+		popCopyPage:      popCopyPageBytes,
+		popCopyMax:       maxPopStateCopy,
 	}
 	b.live.cur.Store(&liveSnapshot{cfg: cfg, version: meta.DataVersion{Timestamp: time.Now().UnixMilli()}})
 	b.busyLog = b.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second})
@@ -671,6 +678,7 @@ func (b *Broker) closeStores() []error {
 		b.clog = nil
 	}
 	if b.db != nil {
+		b.popCopies.closeAll()
 		if err := b.db.Close(); err != nil {
 			errs = append(errs, err)
 		}

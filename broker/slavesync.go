@@ -36,13 +36,14 @@ import (
 //	                     parked timer messages the master delivered are
 //	                     forgotten once this slave holds their copies
 //	POP in-flight state  every time, after the consumer offsets
-//	                     (rocketkv's GetPopState, not asked of a master
-//	                     that does not answer it): replaced wholesale
+//	                     (rocketkv's GetPopState in pages, see
+//	                     popcopy.go; not asked of a master that does not
+//	                     answer it): replaced wholesale
 //
 // With the POP state a promoted slave re-delivers what was in flight on
 // its master when it last synced, once its invisible time is over, and
 // keeps the locks of orderly batches. Without it (a master that does not
-// answer GetPopState, or a state too large to copy) nothing popped is
+// answer GetPopState, or pages that stop coming) nothing popped is
 // lost either, since a group's committed offset stays at its smallest
 // message in flight; but every message from there on is popped again at
 // once, acknowledged ones included, and orderly queues are free. The state
@@ -110,19 +111,27 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 		// own marks rocketkv's own requests, which an Apache RocketMQ
 		// master does not answer: skipped then.
 		own bool
+		// ask fetches the body when one request does not (askMaster).
+		ask func(context.Context, *remoting.Client) ([]byte, error)
 	}{
-		{"delivered timer messages", remoting.GetTimerWatermark, b.applyMasterTimerWatermark, true},
-		{"topics", remoting.GetAllTopicConfig, b.applyMasterTopics, false},
-		{"consumer offsets", remoting.GetAllConsumerOffset, b.applyMasterOffsets, false},
-		{"delay offsets", remoting.GetAllDelayOffset, b.applyMasterDelayOffsets, false},
-		{"subscription groups", remoting.GetAllSubscriptionGroupConfig, b.applyMasterGroups, false},
-		{"request modes", remoting.GetAllMessageRequestMode, b.applyMasterRequestModes, false},
+		{"delivered timer messages", remoting.GetTimerWatermark, b.applyMasterTimerWatermark, true, nil},
+		{"topics", remoting.GetAllTopicConfig, b.applyMasterTopics, false, nil},
+		{"consumer offsets", remoting.GetAllConsumerOffset, b.applyMasterOffsets, false, nil},
+		{"delay offsets", remoting.GetAllDelayOffset, b.applyMasterDelayOffsets, false, nil},
+		{"subscription groups", remoting.GetAllSubscriptionGroupConfig, b.applyMasterGroups, false, nil},
+		{"request modes", remoting.GetAllMessageRequestMode, b.applyMasterRequestModes, false, nil},
 		// After the consumer offsets (see above).
-		{"POP in-flight state", remoting.GetPopState, b.applyMasterPopState, true},
+		{"POP in-flight state", remoting.GetPopState, b.applyMasterPopState, true, askMasterPopState},
 	}
 	var errs []error
 	for _, s := range steps {
-		body, err := askMaster(ctx, c, s.code)
+		var body []byte
+		var err error
+		if s.ask != nil {
+			body, err = s.ask(ctx, c)
+		} else {
+			body, err = askMaster(ctx, c, s.code)
+		}
 		if errors.Is(err, errNotSupported) && s.own {
 			continue
 		}
@@ -142,9 +151,19 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 // askMaster sends one bodiless GET_ALL_* request and returns the body of
 // a successful answer.
 func askMaster(ctx context.Context, c *remoting.Client, code int32) ([]byte, error) {
+	resp, err := invokeMaster(ctx, c, code, nil)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// invokeMaster sends one bodiless request and returns a successful
+// answer.
+func invokeMaster(ctx context.Context, c *remoting.Client, code int32, ext map[string]string) (*remoting.Command, error) {
 	ctx, cancel := context.WithTimeout(ctx, masterCallTimeout)
 	defer cancel()
-	resp, err := c.Invoke(ctx, remoting.NewRequest(code, nil, nil))
+	resp, err := c.Invoke(ctx, remoting.NewRequest(code, ext, nil))
 	if err != nil {
 		return nil, fmt.Errorf("request %d: %w", code, err)
 	}
@@ -154,7 +173,7 @@ func askMaster(ctx context.Context, c *remoting.Client, code int32) ([]byte, err
 	if resp.Code != remoting.Success {
 		return nil, fmt.Errorf("request %d: answer %d %s", code, resp.Code, resp.Remark)
 	}
-	return resp.Body, nil
+	return resp, nil
 }
 
 // errNotSupported is a master's REQUEST_CODE_NOT_SUPPORTED.
@@ -192,15 +211,19 @@ func (b *Broker) processTimerWatermark(_ context.Context, _ *remoting.Conn, req 
 	return resp
 }
 
-// maxPopStateCopy bounds a copy of the POP in-flight state: some 100,000
-// checkpoints. A master with more answers an error, and its slave keeps
-// the last copy it took.
+// maxPopStateCopy bounds a copy of the POP in-flight state asked for in
+// one answer (by a slave of an earlier version; see popcopy.go for the
+// pages): some 100,000 checkpoints. A master with more answers an error,
+// and its slave keeps the last copy it took.
 const maxPopStateCopy = 15 << 20
 
 // processPopState answers GetPopState: a copy of this broker's POP
 // in-flight state, for its slaves.
 func (b *Broker) processPopState(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	body, n, err := b.db.AppendPopState(nil, maxPopStateCopy)
+	if req.ExtFields[popCopyFieldPaged] == "true" {
+		return b.processPopStatePage(req)
+	}
+	body, n, err := b.db.AppendPopState(nil, b.popCopyMax)
 	if err != nil {
 		b.log.Warn().Err(err).Int("keys", n).Msg("POP state not copied for a slave: promoted, it would pop every message again from each queue's committed offset")
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())

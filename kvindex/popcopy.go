@@ -41,40 +41,90 @@ var ErrBadPopState = errors.New("bad POP state copy")
 
 // AppendPopState appends a copy of the POP in-flight state to dst, read
 // from one snapshot, and returns it with the number of keys. It fails with
-// ErrPopStateTooBig when the copy would pass max bytes.
+// ErrPopStateTooBig when the copy would pass max bytes by more than its
+// last pair.
 func (d *DB) AppendPopState(dst []byte, max int) ([]byte, int, error) {
-	snap := d.pdb.NewSnapshot()
-	defer snap.Close()
+	r := d.NewPopStateReader()
+	defer r.Close()
+	dst, n, done, err := r.Page(dst, max)
+	if err != nil || done {
+		return dst, n, err
+	}
+	if _, more, done, err := r.Page(nil, 1); err != nil || more > 0 || !done {
+		return dst, n, errors.Join(fmt.Errorf("%w (%d bytes)", ErrPopStateTooBig, max), err)
+	}
+	return dst, n, nil
+}
+
+// PopStateReader reads a copy of the POP in-flight state in pages, all
+// from the snapshot taken when it was opened: joined with
+// AppendPopStatePage, its pages are the copy AppendPopState would have
+// made then, however the state changed meanwhile. Close it.
+type PopStateReader struct {
+	snap   *pebble.Snapshot
+	prefix int    // the keyspace being read, an index into popStatePrefixes
+	after  []byte // the last key read in it, nil before the first
+}
+
+// NewPopStateReader opens a reader on a snapshot of the index.
+func (d *DB) NewPopStateReader() *PopStateReader {
+	return &PopStateReader{snap: d.pdb.NewSnapshot()}
+}
+
+// Page appends to dst the version byte and the next pairs of the copy,
+// stopping once they pass max bytes (a page holds at least one pair when
+// any is left), and returns it with the number of pairs and whether the
+// copy is complete.
+func (r *PopStateReader) Page(dst []byte, max int) ([]byte, int, bool, error) {
 	dst = append(dst, popCopyVersion)
 	start, n := len(dst), 0
-	for _, p := range popStatePrefixes {
-		prefix := []byte{p}
-		it, err := snap.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	for ; r.prefix < len(popStatePrefixes); r.prefix, r.after = r.prefix+1, nil {
+		p := []byte{popStatePrefixes[r.prefix]}
+		lower := p
+		if r.after != nil {
+			lower = append(slices.Clip(r.after), 0) // the first key after it
+		}
+		it, err := r.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(p)})
 		if err != nil {
-			return dst, n, fmt.Errorf("copy POP state %x: %w", p, err)
+			return dst, n, false, fmt.Errorf("copy POP state %x: %w", p, err)
 		}
 		for ok := it.First(); ok; ok = it.Next() {
+			if len(dst)-start >= max && n > 0 {
+				return dst, n, false, it.Close()
+			}
 			v, err := it.ValueAndErr()
 			if err != nil {
-				_ = it.Close()
-				return dst, n, fmt.Errorf("copy POP state %x: %w", p, err)
+				return dst, n, false, errors.Join(fmt.Errorf("copy POP state %x: %w", p, err), it.Close())
 			}
 			k := it.Key()
 			dst = binary.AppendUvarint(dst, uint64(len(k)))
 			dst = append(dst, k...)
 			dst = binary.AppendUvarint(dst, uint64(len(v)))
 			dst = append(dst, v...)
+			r.after = append(r.after[:0], k...)
 			n++
-			if len(dst)-start > max {
-				_ = it.Close()
-				return dst, n, fmt.Errorf("%w (%d bytes)", ErrPopStateTooBig, max)
-			}
 		}
 		if err := it.Close(); err != nil {
-			return dst, n, fmt.Errorf("copy POP state %x: %w", p, err)
+			return dst, n, false, fmt.Errorf("copy POP state %x: %w", p, err)
 		}
 	}
-	return dst, n, nil
+	return dst, n, true, nil
+}
+
+// Close releases the reader's snapshot.
+func (r *PopStateReader) Close() error { return r.snap.Close() }
+
+// AppendPopStatePage appends a page of a PopStateReader to the copy made
+// of the pages before it (nil for the first). The joined copy is checked
+// whole by ReplacePopState.
+func AppendPopStatePage(copy, page []byte) ([]byte, error) {
+	if len(page) == 0 || page[0] != popCopyVersion {
+		return copy, fmt.Errorf("%w: page version %v, want %d", ErrBadPopState, page[:min(len(page), 1)], popCopyVersion)
+	}
+	if len(copy) == 0 {
+		return append(copy, page...), nil
+	}
+	return append(copy, page[1:]...), nil
 }
 
 // decodePopState calls fn for every pair of a copy, in order, until fn

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // popStateOf returns the POP state keys and values of db, in order.
@@ -89,6 +91,58 @@ func TestPopStateCopy(t *testing.T) {
 	}
 	if s := popStateOf(t, slave); len(s) != n {
 		t.Fatalf("a refused copy changed the slave: %d keys", len(s))
+	}
+}
+
+// A copy read in pages is the state of the moment the reader opened,
+// whatever pops and acks change while the pages are read, and joined it
+// is the copy AppendPopState made then.
+func TestPopStatePages(t *testing.T) {
+	master, slave := openTestDB(t), openTestDB(t)
+	var cks []Checkpoint
+	for q := range 200 {
+		off := int64(q * 10)
+		cks = append(cks, Checkpoint{Group: "G", Topic: "T", QueueID: int32(q), CKOffset: off, PopTime: 1000, InvisibleTime: 60_000,
+			VisibleAt: 61_000 + int64(q), Offsets: []int64{off, off + 1}})
+	}
+	putCheckpoints(t, master.Pop(), cks...)
+	whole, n, err := master.AppendPopState(nil, 1<<20)
+	if err != nil || n != 400 {
+		t.Fatalf("whole copy: %d keys, %v", n, err)
+	}
+	r := master.NewPopStateReader()
+	defer r.Close()
+	var joined []byte
+	pages, keys := 0, 0
+	for done := false; !done; pages++ {
+		var page []byte
+		var k int
+		page, k, done, err = r.Page(nil, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys += k
+		if joined, err = AppendPopStatePage(joined, page); err != nil {
+			t.Fatal(err)
+		}
+		if pages == 0 {
+			// The state changes after the first page: checkpoints go and
+			// come, in keyspaces the reader has not reached yet.
+			putCheckpoints(t, master.Pop(), Checkpoint{Group: "G", Topic: "T", QueueID: 999, CKOffset: 5, PopTime: 2000,
+				InvisibleTime: 60_000, VisibleAt: 62_000, Offsets: []int64{5}})
+			if err := master.pdb.DeleteRange([]byte{prefixPopCK}, []byte{prefixPopCK + 1}, pebble.Sync); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if pages < 10 || keys != n || !bytes.Equal(joined, whole) {
+		t.Fatalf("%d pages of %d keys joined to %d bytes; the whole copy has %d keys, %d bytes", pages, keys, len(joined), n, len(whole))
+	}
+	if got, err := slave.ReplacePopState(joined); err != nil || got != n {
+		t.Fatalf("replace with the joined pages: %d keys, %v", got, err)
+	}
+	if _, err := AppendPopStatePage(joined, []byte{2, 1, 0x56, 0}); !errors.Is(err, ErrBadPopState) {
+		t.Fatalf("a page of another version: %v", err)
 	}
 }
 

@@ -48,9 +48,12 @@ const (
 	// consumer offsets: the state lives in the master's index only, and a
 	// promoted slave without it pops every message again from each queue's
 	// smallest in-flight offset, acknowledged ones included, and frees the
-	// queues orderly batches lock). No ext fields; the answer is SUCCESS
-	// with the copy as its body (kvindex.DB.AppendPopState's format), or
-	// SYSTEM_ERROR when the state is larger than a copy may be.
+	// queues orderly batches lock). Without ext fields the answer is
+	// SUCCESS with the copy as its body (kvindex.DB.AppendPopState's
+	// format), or SYSTEM_ERROR when the state is larger than one answer
+	// may be. With paged=true (and session=<id> after the first page) it
+	// is one page of a copy read from one snapshot, with the ext fields
+	// session and done (broker/popcopy.go).
 	GetPopState int32 = 10003
 )
 
