@@ -72,7 +72,10 @@ type grpcResult struct {
 	TxnChecked   []string `json:"txnChecked"`
 	// DelayDelivered are the bodies a consumer of the delay topic got.
 	DelayDelivered []string `json:"delayDelivered"`
-	Failures       []string `json:"failures"`
+	// CompactDelivered are the bodies a new group of the compacted topic
+	// got.
+	CompactDelivered []string `json:"compactDelivered"`
+	Failures         []string `json:"failures"`
 }
 
 // TestNodeGRPCThroughProxy runs node/grpc.js: RocketMQ 5's Node.js client
@@ -98,11 +101,13 @@ func TestNodeGRPCThroughProxy(t *testing.T) {
 	ns := startNamesrv(t)
 	b := startBroker(t, ns, brokerOpts{sets: []string{"transactionTimeOut=1000", "transactionCheckInterval=1000", "recallMessageEnable=true"}})
 	const topic, fifoTopic, txnTopic, delayTopic, count = "NodeGrpc", "NodeGrpcFifo", "NodeGrpcTxn", "NodeGrpcDelay", 20
+	const compactTopic = "NodeGrpcCompact"
 	createTopic(t, b.addr, topic, 4)
 	createTopicWithAttributes(t, b.addr, fifoTopic, 4, "+message.type=FIFO")
 	createTopicWithAttributes(t, b.addr, txnTopic, 2, "+message.type=TRANSACTION")
 	createTopicWithAttributes(t, b.addr, delayTopic, 2, "+message.type=DELAY")
-	for _, tp := range []string{topic, fifoTopic, txnTopic, delayTopic} {
+	createTopicWithAttributes(t, b.addr, compactTopic, 1, "+cleanup.policy=COMPACTION")
+	for _, tp := range []string{topic, fifoTopic, txnTopic, delayTopic, compactTopic} {
 		waitRoute(t, ns.addr, tp, b.name)
 	}
 	px := startProxy(t, ns)
@@ -112,7 +117,7 @@ func TestNodeGRPCThroughProxy(t *testing.T) {
 	cmd := exec.CommandContext(ctx, node, "grpc.js")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "ENDPOINT="+px.addr, "TOPIC="+topic, "FIFO_TOPIC="+fifoTopic,
-		"TXN_TOPIC="+txnTopic, "DELAY_TOPIC="+delayTopic,
+		"TXN_TOPIC="+txnTopic, "DELAY_TOPIC="+delayTopic, "COMPACT_TOPIC="+compactTopic,
 		"GROUP=node-grpc-cg", "COUNT="+strconv.Itoa(count), "TIMEOUT_MS=90000")
 	out, err := cmd.CombinedOutput()
 	t.Logf("node grpc.js output:\n%s", out)
@@ -151,6 +156,9 @@ func TestNodeGRPCThroughProxy(t *testing.T) {
 	}
 	if got := strings.Join(r.DelayDelivered, ","); got != "delay-keep" {
 		t.Errorf("delay consumer got %q, want delay-keep only (delay-recall was recalled)", got)
+	}
+	if got := strings.Join(r.CompactDelivered, ","); got != "k1=v2,k2=v1" {
+		t.Errorf("a new group of the compacted topic got %q, want the newest message of each key: k1=v2,k2=v1", got)
 	}
 	waitDispatched(t, b.addr, topic, 4, int64(count+count/2))
 	waitDispatched(t, b.addr, fifoTopic, 4, 6)

@@ -6,7 +6,8 @@
 //
 // Environment: ENDPOINT (the proxy's host:port), TOPIC, FIFO_TOPIC (a
 // topic of message.type FIFO), TXN_TOPIC (TRANSACTION), DELAY_TOPIC
-// (DELAY), GROUP, COUNT, TIMEOUT_MS. Prints one line "RESULT {...}" and exits 0 when every check
+// (DELAY), COMPACT_TOPIC (cleanup.policy COMPACTION), GROUP, COUNT,
+// TIMEOUT_MS. Prints one line "RESULT {...}" and exits 0 when every check
 // below held, 1 otherwise.
 const { Producer, SimpleConsumer, PushConsumer, ConsumeResult } = require('rocketmq-client-nodejs');
 const { TransactionResolution } = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
@@ -16,6 +17,7 @@ const topic = process.env.TOPIC;
 const fifoTopic = process.env.FIFO_TOPIC;
 const txnTopic = process.env.TXN_TOPIC;
 const delayTopic = process.env.DELAY_TOPIC;
+const compactTopic = process.env.COMPACT_TOPIC;
 const group = process.env.GROUP;
 const count = Number(process.env.COUNT || 20);
 const deadline = Date.now() + Number(process.env.TIMEOUT_MS || 90000);
@@ -226,16 +228,45 @@ async function delays(result) {
   await producer.shutdown();
 }
 
+// compacted sends three messages of two keys to the compacted topic and
+// receives what a new group gets: the newest message of each key.
+async function compacted(result) {
+  const producer = new Producer({ endpoints, namespace: '', topics: [ compactTopic ], logger: quiet });
+  await producer.startup();
+  for (const [ key, value ] of [ [ 'k1', 'v1' ], [ 'k2', 'v1' ], [ 'k1', 'v2' ] ]) {
+    await producer.send({ topic: compactTopic, keys: [ key ], body: Buffer.from(`${key}=${value}`) });
+  }
+  await producer.shutdown();
+  const consumer = new SimpleConsumer({
+    endpoints, namespace: '', consumerGroup: `${group}-compact`, logger: quiet,
+    subscriptions: new Map([[ compactTopic, '*' ]]), awaitDuration: 3000,
+  });
+  await consumer.startup();
+  const got = [];
+  while (got.length < 2 && Date.now() < deadline) {
+    for (const m of await consumer.receive(16, 15000)) {
+      got.push(m.body.toString());
+      await consumer.ack(m);
+    }
+  }
+  for (const m of await consumer.receive(16, 15000)) {
+    got.push(m.body.toString());
+  }
+  result.compactDelivered = got.sort();
+  await consumer.shutdown();
+}
+
 (async () => {
   const result = { sent: 0, sentOther: 0, ids: [], putBack: 0, cameBack: 0, redelivered: 0, simpleAcked: 0,
     leftover: -1, pushConsumed: 0, pushRetried: 0, sentFifo: 0, refused: '',
-    txnDelivered: [], txnChecked: [], delayDelivered: [] };
+    txnDelivered: [], txnChecked: [], delayDelivered: [], compactDelivered: [] };
   try {
     await produce(result);
     await consumeSimple(result);
     await consumePush(result);
     await transactions(result);
     await delays(result);
+    await compacted(result);
   } catch (e) {
     failures.push(String(e && e.stack || e));
   }
