@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -115,6 +116,14 @@ func TestCompactedTopicKeepsTheNewestMessageOfEachKey(t *testing.T) {
 	}
 	if lo, hi := queueBounds(t, c, "CT"); lo != 6 || hi != 9 {
 		t.Fatalf("compacted queue after retention [%d, %d), want [6, 9)", lo, hi)
+	}
+	// A query by key finds the newest message of the key in its copy when
+	// its record, and the key index's entries with it, are gone (k0's, at
+	// queue offset 6, below the ConsumeQueue's minimum).
+	q := call(t, c, remoting.QueryMessage, map[string]string{"topic": "CT", "key": "k0", "maxNum": "32",
+		"beginTimestamp": "0", "endTimestamp": strconv.FormatInt(math.MaxInt64, 10)}, nil)
+	if ms := decodeRecords(t, q.Body); q.Code != remoting.Success || len(ms) != 1 || string(ms[0].Body) != "r2" || ms[0].QueueOffset != 6 {
+		t.Fatalf("query of k0 after retention: %d %s, %d messages", q.Code, q.Remark, len(ms))
 	}
 
 	b.stop()

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -51,6 +52,11 @@ func (b *Broker) processQueryMessage(_ context.Context, _ *remoting.Conn, req *r
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
+	if kind == kvindex.KindKey {
+		if found, err = b.compactedByKey(topic, key, begin, end, int(maxNum), found, records); err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+	}
 	if len(found) == 0 {
 		remark := "can not find message, maybe time range not correct"
 		if !b.cfg.MessageIndexEnable {
@@ -71,6 +77,36 @@ func (b *Broker) processQueryMessage(_ context.Context, _ *remoting.Conn, req *r
 	resp.ExtFields = rh
 	resp.Body = body
 	return resp
+}
+
+// compactedByKey adds to found, up to limit entries, the newest message of
+// key (a message's whole KEYS, the compaction key) in each queue of a
+// compacted topic from its copy, when the key index did not find it (its
+// record left the CommitLog, which took the index entries with it) and it
+// was stored in [begin, end] (end 0: no bound); records gets the copies.
+func (b *Broker) compactedByKey(topic, key string, begin, end int64, limit int, found []kvindex.KeyIndexEntry, records map[int64][]byte) ([]kvindex.KeyIndexEntry, error) {
+	if b.compaction == nil || !b.compaction.Compacts(topic) || len(found) >= limit {
+		return found, nil
+	}
+	tc, ok, err := b.topicConfig(topic)
+	if err != nil || !ok {
+		return found, err
+	}
+	for qid := range int32(max(tc.ReadQueueNums, tc.WriteQueueNums)) {
+		rec, m, ok, err := b.compaction.Newest(topic, qid, key)
+		if err != nil {
+			return found, fmt.Errorf("query by key %q of compacted topic %s: %w", key, topic, err)
+		}
+		if !ok || records[m.PhyOffset] != nil || m.StoreTimestamp < begin || (end > 0 && m.StoreTimestamp > end) {
+			continue
+		}
+		records[m.PhyOffset] = rec
+		found = append(found, kvindex.KeyIndexEntry{Topic: topic, Kind: kvindex.KindKey, Key: key, PhyOffset: m.PhyOffset, StoreTimestamp: m.StoreTimestamp})
+		if len(found) >= limit {
+			break
+		}
+	}
+	return found, nil
 }
 
 // carriesKey checks that a record still has the key the index points at it

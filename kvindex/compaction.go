@@ -243,6 +243,25 @@ func (c *Compaction) MinOffset(topic string, qid int32) (off int64, ok bool, err
 	return off, ok, err
 }
 
+// Newest returns the copy of the newest message of key in a queue of a
+// compacted topic, decoded, with its queue offset; ok is false when the
+// queue has no message of the key (or only a tombstone's copy that
+// retention dropped). m's byte fields alias the returned record.
+func (c *Compaction) Newest(topic string, qid int32, key string) (rec []byte, m commitlog.Message, ok bool, err error) {
+	v, err := c.db.get(compactKeyKey(topic, qid, key))
+	if err != nil || len(v) != 8 {
+		return nil, m, false, err
+	}
+	off := int64(binary.BigEndian.Uint64(v))
+	if rec, err = c.db.get(compactedKey(topic, qid, off)); err != nil || rec == nil {
+		return nil, m, false, err
+	}
+	if m, err = commitlog.Decode(rec); err != nil {
+		return nil, m, false, fmt.Errorf("compaction: copy of %s/%d@%d: %w", topic, qid, off, err)
+	}
+	return rec, m, true, nil
+}
+
 // QueueMin is the first offset of a queue whose ConsumeQueue starts at
 // cqMin: cqMin, or for a compacted topic its first copy's when lower
 // (retention moved the ConsumeQueue past messages the copies keep).
