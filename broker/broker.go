@@ -62,6 +62,11 @@ type Broker struct {
 	// cutAt is where Start cuts a slave's CommitLog (CutCommitLogAt), 0
 	// for nowhere.
 	cutAt int64
+	// timerMetrics is metrics for the timer service's callbacks, which
+	// run before the exporter starts (nil until then: counts nothing).
+	timerMetrics atomic.Pointer[metrics.Broker]
+	// timerCensusTTL is how long the timer gauges' count is reused.
+	timerCensusTTL time.Duration
 	// popCopies are the paged POP state copies slaves are reading, of
 	// popCopyPage bytes a page; popCopyMax bounds a copy in one answer.
 	popCopies   popCopies
@@ -198,6 +203,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		hotBytes:         physicalMemory() * int64(cfg.AccessMessageInMemoryMaxRatio) / 100,
 		popCopyPage:      popCopyPageBytes,
 		popCopyMax:       maxPopStateCopy,
+		timerCensusTTL:   timerCensusTTL,
 	}
 	b.live.cur.Store(&liveSnapshot{cfg: cfg, version: meta.DataVersion{Timestamp: time.Now().UnixMilli()}})
 	b.busyLog = b.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second})
@@ -455,7 +461,10 @@ func (b *Broker) openStores(ctx context.Context) error {
 	}
 	b.txns = txn.New(tcfg, db.Transactions(), recordStore{b: b}, b.askTransaction, b.root)
 	b.timers = timer.New(db.Timers(), recordStore{b: b}, timer.Options{Progress: db.RocketMQTimerProgress, QueueProgress: db.RocketMQTimerQueueOffset,
-		Dispatched: func() int64 { return b.disp.Dispatched() }, Paused: func() bool { return b.current().TimerStopDequeue }}, b.root)
+		Dispatched: func() int64 { return b.disp.Dispatched() }, Paused: func() bool { return b.current().TimerStopDequeue },
+		// The dispatcher indexes parked messages before the exporter starts.
+		Enqueued: func(topic string, d time.Duration) { b.timerMetrics.Load().TimerEnqueued(topic, d) },
+		Dequeued: func(topic string) { b.timerMetrics.Load().TimerDequeued(topic) }}, b.root)
 	if b.cfg.EnableCompaction {
 		if b.compaction, err = openCompaction(db); err != nil {
 			return err

@@ -72,6 +72,10 @@ func (b *Broker) startMetrics() error {
 			return 0, false
 		},
 	}
+	if b.cfg.TimerWheelEnable {
+		census := &cached[metrics.TimerCensus]{ttl: b.timerCensusTTL, compute: b.timerCensus}
+		src.Timers = func() (metrics.TimerCensus, bool) { return census.get(b.log), true }
+	}
 	if b.cfg.EnableLagAndDlqMetrics {
 		b.pulled = newPullPositions()
 		lags := &cached[[]metrics.Lag]{ttl: b.lagTTL, compute: b.consumerLags}
@@ -82,6 +86,7 @@ func (b *Broker) startMetrics() error {
 		names = metrics.UnitSuffixed
 	}
 	b.metrics = metrics.New(labels, src, names)
+	b.timerMetrics.Store(b.metrics)
 	host := b.cfg.MetricsPromExporterHost
 	if host == "" {
 		host = b.hostIP.String()
@@ -187,6 +192,28 @@ func messageTypeOf(props string) string {
 // last value, logs, and is not tried again before the ttl has passed
 // either, so a lasting failure costs one computation and one log line per
 // ttl, not one per scrape.
+// timerCensusTTL bounds how often a scrape counts the timer messages
+// waiting (a read of every timer key).
+const timerCensusTTL = 15 * time.Second
+
+// timerCensus counts the timer messages waiting, for the timer gauges.
+func (b *Broker) timerCensus() (metrics.TimerCensus, error) {
+	now := time.Now().UnixMilli()
+	bounds := make([]int64, len(metrics.TimerBounds))
+	for i, s := range metrics.TimerBounds {
+		bounds[i] = int64(s) * 1000
+	}
+	c, err := b.db.Timers().Census(now, bounds)
+	if err != nil {
+		return metrics.TimerCensus{}, err
+	}
+	out := metrics.TimerCensus{Waiting: c.Waiting, Within: c.Within}
+	if c.FirstDueMs > 0 {
+		out.BehindSeconds = (now - c.FirstDueMs) / 1000
+	}
+	return out, nil
+}
+
 type cached[T any] struct {
 	ttl     time.Duration
 	compute func() (T, error)

@@ -360,3 +360,56 @@ func TestCachedMetricsValueBacksOffAfterAFailure(t *testing.T) {
 		t.Fatalf("%d computations for three gets within the ttl after a failure, want 2 in all", calls)
 	}
 }
+
+// The timer metrics RocketMQ 5's store exports: timer messages taken in
+// and delivered by destination topic, how far ahead of their birth they
+// were due, how many wait, and how many are due within each bound.
+func TestTimerMetrics(t *testing.T) {
+	b := startTestBrokerWith(t, t.TempDir(), map[string]string{
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+		"timerPrecisionMs": "100",
+	}, func(b *Broker) { b.timerCensusTTL = 0 }) // each scrape counts
+	c := b.client(nil)
+	now := time.Now()
+	at := func(d time.Duration) string {
+		return "TIMER_DELIVER_MS\x01" + strconv.FormatInt(now.Add(d).UnixMilli(), 10) + "\x02"
+	}
+	mustSend(t, c, "TmMetric", 0, "soon", at(1500*time.Millisecond))
+	mustSend(t, c, "TmMetric", 0, "later", at(10*time.Minute))
+	b.caughtUp()
+	text := scrapeMetrics(t, b)
+	store := []string{`storage_type="local"`, `storage_medium="disk"`}
+	topic := append([]string{`topic="TmMetric"`}, store...)
+	for metric, want := range map[string]float64{
+		"rocketmq_timer_enqueue_total":                 2,
+		"rocketmq_delay_message_latency_seconds_count": 2,
+	} {
+		if got := metricValue(t, text, metric, topic...); got != want {
+			t.Errorf("%s = %v, want %v", metric, got, want)
+		}
+	}
+	if got := metricValue(t, text, "rocketmq_delay_message_latency_seconds_bucket", append(topic, `le="60"`)...); got != 1 {
+		t.Errorf("timer messages due within a minute of their birth: %v, want 1", got)
+	}
+	if got := metricValue(t, text, "rocketmq_timer_dequeue_lag", store...); got != 2 {
+		t.Errorf("timer messages waiting: %v, want 2", got)
+	}
+	for bound, want := range map[string]float64{"5": 1, "60": 0, "900": 1, "86400": 0} {
+		if got := metricValue(t, text, "rocketmq_timer_message_snapshot", append([]string{`timer_bound_s="` + bound + `"`}, store...)...); got != want {
+			t.Errorf("timer messages due within the %s s bound: %v, want %v", bound, got, want)
+		}
+	}
+	waitFor(t, "the first timer message's delivery", func() bool {
+		return strings.Contains(scrapeMetrics(t, b), `rocketmq_timer_dequeue_total{`)
+	})
+	text = scrapeMetrics(t, b)
+	if got := metricValue(t, text, "rocketmq_timer_dequeue_total", topic...); got != 1 {
+		t.Errorf("timer messages delivered: %v, want 1", got)
+	}
+	if got := metricValue(t, text, "rocketmq_timer_dequeue_lag", store...); got != 1 {
+		t.Errorf("timer messages waiting after a delivery: %v, want 1", got)
+	}
+	if got := metricValue(t, text, "rocketmq_timer_dequeue_latency_milliseconds", store...); got != 0 {
+		t.Errorf("seconds behind with nothing due: %v, want 0", got)
+	}
+}

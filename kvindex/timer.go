@@ -171,3 +171,51 @@ func (t *Timers) DropAbove(end int64) (int, error) {
 	}
 	return n, nil
 }
+
+// TimerCensus counts the timer messages waiting at one moment.
+type TimerCensus struct {
+	// Waiting counts every entry.
+	Waiting int64
+	// FirstDueMs is the earliest delivery time of an entry due at the
+	// moment (0 when none is due).
+	FirstDueMs int64
+	// Within counts, per bound of the bounds asked for, the entries due
+	// after the previous bound (or the moment) and at most the bound
+	// ahead of the moment.
+	Within []int64
+}
+
+// Census counts the entries at nowMs, with the bounds (ms ahead of nowMs,
+// ascending) of Within. It reads every key (a scrape's worth of work, not
+// a hot path).
+func (t *Timers) Census(nowMs int64, bounds []int64) (TimerCensus, error) {
+	c := TimerCensus{Within: make([]int64, len(bounds))}
+	it, err := t.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTimer}, UpperBound: []byte{prefixTimer + 1}})
+	if err != nil {
+		return c, fmt.Errorf("count timers: %w", err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if len(k) != timerKeyLen {
+			return c, errors.Join(fmt.Errorf("count timers: key %x: %w", k, ErrBadKey), it.Close())
+		}
+		due := int64(binary.BigEndian.Uint64(k[1:9]))
+		c.Waiting++
+		if due <= nowMs {
+			if c.FirstDueMs == 0 {
+				c.FirstDueMs = due // keys ascend by delivery time
+			}
+			continue
+		}
+		for i, b := range bounds {
+			if due-nowMs <= b {
+				c.Within[i]++
+				break
+			}
+		}
+	}
+	if err := it.Close(); err != nil {
+		return c, fmt.Errorf("count timers: %w", err)
+	}
+	return c, nil
+}

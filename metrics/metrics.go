@@ -7,7 +7,8 @@
 // and fed by the broker's processors, rocketmq_rpc_latency by the
 // remoting servers (Answered, their OnAnswer); gauges (permission, topic
 // and group numbers, connections, the store's, the consumers' lag, in
-// flight and ready messages) are read from the broker at each scrape
+// flight and ready messages, the timer messages waiting) are read from
+// the broker at each scrape
 // through Sources. Every series carries the
 // broker's constant labels: cluster, node_type="broker", node_id (the
 // broker name) and the pairs of metricsLabel.
@@ -64,7 +65,32 @@ const (
 	FinishMessageLatency  = "rocketmq_finish_message_latency"
 	TopicCreateTime       = "rocketmq_topic_create_execution_time"
 	GroupCreateTime       = "rocketmq_consumer_group_create_execution_time"
+	TimerEnqueueTotal     = "rocketmq_timer_enqueue_total"
+	TimerDequeueTotal     = "rocketmq_timer_dequeue_total"
+	DelayMessageLatency   = "rocketmq_delay_message_latency"
+	TimerDequeueLag       = "rocketmq_timer_dequeue_lag"
+	TimerDequeueLatency   = "rocketmq_timer_dequeue_latency"
+	TimerMessageSnapshot  = "rocketmq_timer_message_snapshot"
 )
+
+// TimerBounds are the windows of rocketmq_timer_message_snapshot, in
+// seconds ahead (RocketMQ's TimerMetrics timerDist): 5 s, 1 min, 5 min,
+// 15 min, 1 h, 4 h, 8 h, 24 h.
+var TimerBounds = []int{5, 60, 300, 900, 3600, 14400, 28800, 86400}
+
+// TimerCensus is what the timer gauges read at a scrape.
+type TimerCensus struct {
+	// Waiting counts the timer messages not yet delivered
+	// (rocketmq_timer_dequeue_lag: RocketMQ counts every message left in
+	// its timing wheel).
+	Waiting int64
+	// BehindSeconds is how long the earliest message due has waited, in
+	// seconds (rocketmq_timer_dequeue_latency, which RocketMQ records in
+	// seconds under the unit ms).
+	BehindSeconds int64
+	// Within counts the messages due in each window of TimerBounds.
+	Within []int64
+}
 
 // The buckets of the histograms, as RocketMQ 5 registers their views:
 // message sizes in bytes, transaction finish latencies in seconds (RocketMQ
@@ -73,6 +99,9 @@ var (
 	messageSizeBuckets   = []float64{1 << 10, 4 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20}
 	finishLatencyBuckets = []float64{5, 60, 10 * 60, 60 * 60, 12 * 60 * 60, 24 * 60 * 60}
 	createTimeBuckets    = []float64{10, 100, 1000, 3000, 5000}
+	// delayLatencyBuckets are seconds from a timer message's birth to its
+	// delivery time: 1 min, 10 min, 1 h, 12 h, 1 day, 3 days.
+	delayLatencyBuckets = []float64{60, 600, 3600, 12 * 3600, 24 * 3600, 3 * 24 * 3600}
 )
 
 // Message types of the message_type label (TopicMessageType's metrics
@@ -141,6 +170,9 @@ type Sources struct {
 	// Lags feeds the consumer gauges (enableLagAndDlqMetrics): lag,
 	// in flight, ready and queueing latency.
 	Lags func() []Lag
+	// Timers feeds the timer gauges (dequeue lag and latency, the
+	// snapshot); ok false leaves them out of the scrape.
+	Timers func() (TimerCensus, bool)
 }
 
 // variableLabels are the label names the metrics set per series; a
@@ -150,7 +182,7 @@ var variableLabels = map[string]bool{
 	"language": true, "version": true, "protocol_type": true, "consume_mode": true,
 	"cluster": true, "node_type": true, "node_id": true, "invocation_status": true,
 	"request_code": true, "response_code": true, "is_long_polling": true, "result": true,
-	"storage_type": true, "storage_medium": true,
+	"storage_type": true, "storage_medium": true, "timer_bound_s": true,
 }
 
 // ValidConstLabel reports whether name may be a constant label (from
@@ -177,6 +209,9 @@ type Broker struct {
 	finishLatency *prometheus.HistogramVec
 	topicCreate   *prometheus.HistogramVec
 	groupCreate   *prometheus.HistogramVec
+	timerEnqueue  *prometheus.CounterVec
+	timerDequeue  *prometheus.CounterVec
+	delayLatency  *prometheus.HistogramVec
 	rpc           *rpcSeries
 }
 
@@ -216,12 +251,22 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 	m.groupCreate = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Name(GroupCreateTime),
 		Help: "Milliseconds an UPDATE_AND_CREATE_SUBSCRIPTIONGROUP(_LIST) took.", ConstLabels: c,
 		Buckets: createTimeBuckets}, []string{"invocation_status"})
+	// The store's metrics carry DefaultStoreMetricsManager's two labels.
+	sc := prometheus.Labels{"storage_type": "local", "storage_medium": "disk"}
+	maps.Copy(sc, c)
+	m.timerEnqueue = prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(TimerEnqueueTotal),
+		Help: "Timer messages taken in, by destination topic.", ConstLabels: sc}, []string{"topic"})
+	m.timerDequeue = prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(TimerDequeueTotal),
+		Help: "Timer messages delivered, by destination topic.", ConstLabels: sc}, []string{"topic"})
+	m.delayLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Name(DelayMessageLatency),
+		Help: "Seconds from a timer message's birth to its delivery time, when taken in.", ConstLabels: sc,
+		Buckets: delayLatencyBuckets}, []string{"topic"})
 	rpc := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Name(RPCLatency),
 		Help: "Milliseconds from the read of a request to its answer (a long-polling hold included).", ConstLabels: c,
 		Buckets: rpcLatencyBuckets}, []string{"protocol_type", "request_code", "response_code", "is_long_polling", "result"})
 	m.rpc = newRPCSeries(rpc)
 	m.reg.MustRegister(m.messagesIn, m.throughputIn, m.messagesOut, m.throughputOut, m.toDLQ, m.commits, m.rollbacks,
-		m.messageSize, m.finishLatency, m.topicCreate, m.groupCreate, rpc)
+		m.messageSize, m.finishLatency, m.topicCreate, m.groupCreate, m.timerEnqueue, m.timerDequeue, m.delayLatency, rpc)
 	gauge := func(name, help string, f func() float64) {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: c}, f))
 	}
@@ -234,9 +279,6 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 	if f := src.ConsumerGroupCount; f != nil {
 		gauge(names.Name(ConsumerGroupNumber), "Subscription groups of the broker.", func() float64 { return float64(f()) })
 	}
-	// The store's gauges carry DefaultStoreMetricsManager's two labels.
-	sc := prometheus.Labels{"storage_type": "local", "storage_medium": "disk"}
-	maps.Copy(sc, c)
 	storeGauge := func(name, help string, f func() float64) {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: sc}, f))
 	}
@@ -262,6 +304,13 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 				[]string{"consumer_group", "language", "version", "consume_mode", "protocol_type", "is_system"}, c),
 		})
 	}
+	if src.Timers != nil {
+		m.reg.MustRegister(&timerGauges{src: src.Timers,
+			lag:      prometheus.NewDesc(names.Name(TimerDequeueLag), "Timer messages not yet delivered.", nil, sc),
+			latency:  prometheus.NewDesc(names.Name(TimerDequeueLatency), "Seconds the earliest timer message due has waited.", nil, sc),
+			snapshot: prometheus.NewDesc(names.Name(TimerMessageSnapshot), "Timer messages due within each bound (seconds ahead) past the one before.", []string{"timer_bound_s"}, sc),
+		})
+	}
 	if src.Lags != nil {
 		labels := []string{"consumer_group", "topic", "is_retry", "is_system"}
 		m.reg.MustRegister(&lags{src: src.Lags,
@@ -276,6 +325,50 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 		})
 	}
 	return m
+}
+
+// timerGauges collects the timer gauges at each scrape, from one census.
+type timerGauges struct {
+	src                    func() (TimerCensus, bool)
+	lag, latency, snapshot *prometheus.Desc
+}
+
+func (g *timerGauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- g.lag
+	ch <- g.latency
+	ch <- g.snapshot
+}
+
+func (g *timerGauges) Collect(ch chan<- prometheus.Metric) {
+	c, ok := g.src()
+	if !ok {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(g.lag, prometheus.GaugeValue, float64(c.Waiting))
+	ch <- prometheus.MustNewConstMetric(g.latency, prometheus.GaugeValue, float64(c.BehindSeconds))
+	for i, b := range TimerBounds {
+		if i < len(c.Within) {
+			ch <- prometheus.MustNewConstMetric(g.snapshot, prometheus.GaugeValue, float64(c.Within[i]), strconv.Itoa(b))
+		}
+	}
+}
+
+// TimerEnqueued counts a timer message taken in for topic (its
+// destination) and records how far ahead of its birth it is due.
+func (m *Broker) TimerEnqueued(topic string, dueAfterBirth time.Duration) {
+	if m == nil {
+		return
+	}
+	m.timerEnqueue.WithLabelValues(topic).Inc()
+	m.delayLatency.WithLabelValues(topic).Observe(float64(dueAfterBirth / time.Second))
+}
+
+// TimerDequeued counts a timer message delivered to topic.
+func (m *Broker) TimerDequeued(topic string) {
+	if m == nil {
+		return
+	}
+	m.timerDequeue.WithLabelValues(topic).Inc()
 }
 
 // maybeGauge is a gauge read at each scrape that may have no value.

@@ -75,6 +75,12 @@ var declared = map[string]declaration{
 	TopicCreateTime:       {histogram, "milliseconds"},
 	GroupCreateTime:       {histogram, "milliseconds"},
 	RPCLatency:            {histogram, "milliseconds"},
+	TimerEnqueueTotal:     {counter, ""},
+	TimerDequeueTotal:     {counter, ""},
+	DelayMessageLatency:   {histogram, "seconds"},
+	TimerDequeueLag:       {gauge, ""},
+	TimerDequeueLatency:   {gauge, "milliseconds"},
+	TimerMessageSnapshot:  {gauge, ""},
 }
 
 // Name returns the name under which metric, one of this package's metric

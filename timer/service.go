@@ -42,6 +42,10 @@ type Service struct {
 	now    func() time.Time
 	// paused reports whether delivery is stopped (Options.Paused).
 	paused func() bool
+	// enqueued and dequeued are Options.Enqueued and Dequeued (no-ops
+	// when unset).
+	enqueued func(topic string, dueAfterBirth time.Duration)
+	dequeued func(topic string)
 
 	// progress reads the timer progress of the Apache RocketMQ store the
 	// index was opened on, once, for the first parked message dispatched.
@@ -173,6 +177,11 @@ type Options struct {
 	// timerStopDequeue): due messages stay parked, and are delivered,
 	// late, once it reports false. Without it delivery never pauses.
 	Paused func() bool
+	// Enqueued, when set, sees every parked message indexed: its
+	// destination topic and how long after its birth it is due (the
+	// broker's timer metrics). Dequeued sees every delivered one.
+	Enqueued func(topic string, dueAfterBirth time.Duration)
+	Dequeued func(topic string)
 }
 
 // New returns a timer service over the index's timer keyspace.
@@ -181,9 +190,16 @@ func New(timers *kvindex.Timers, store Store, opts Options, log zerolog.Logger) 
 	if paused == nil {
 		paused = func() bool { return false }
 	}
+	enqueued, dequeued := opts.Enqueued, opts.Dequeued
+	if enqueued == nil {
+		enqueued = func(string, time.Duration) {}
+	}
+	if dequeued == nil {
+		dequeued = func(string) {}
+	}
 	return &Service{timers: timers, store: store, progress: opts.Progress, queueProgress: opts.QueueProgress,
 		dispatched: opts.Dispatched, paused: paused, now: time.Now, takenIn: math.MaxInt64,
-		log: log.With().Str("component", "timer").Logger()}
+		enqueued: enqueued, dequeued: dequeued, log: log.With().Str("component", "timer").Logger()}
 }
 
 // Hook is the dispatcher hook of rmq_sys_wheel_timer: it indexes each
@@ -209,7 +225,12 @@ func (s *Service) Hook() kvindex.Hook {
 			s.late = append(s.late, kvindex.TimerEntry{DeliverMs: due, PhyOffset: m.PhyOffset})
 			s.lateMu.Unlock()
 		}
-		return s.timers.Add(w, kvindex.TimerEntry{DeliverMs: due, PhyOffset: m.PhyOffset, Size: m.StoreSize})
+		if err := s.timers.Add(w, kvindex.TimerEntry{DeliverMs: due, PhyOffset: m.PhyOffset, Size: m.StoreSize}); err != nil {
+			return err
+		}
+		topic, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyRealTopic)
+		s.enqueued(topic, time.Duration(due-m.BornTimestamp)*time.Millisecond)
+		return nil
 	})
 }
 
@@ -414,6 +435,9 @@ const maxAppendBatch = 64
 func (s *Service) put(ctx context.Context, entries []kvindex.TimerEntry, msgs []*commitlog.Message) (done, stored int, err error) {
 	err = s.store.PutBatch(ctx, msgs)
 	if err == nil {
+		for _, m := range msgs {
+			s.dequeued(m.Topic)
+		}
 		return len(msgs), len(msgs), nil
 	}
 	if !permanent(err) || len(msgs) == 1 {
