@@ -463,6 +463,15 @@ func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *re
 		table["consumeQueueOpenFiles"] = itoa(int64(b.fileCQ.OpenFiles()))
 		table["consumeQueueMappings"] = itoa(int64(b.fileCQ.OpenMappings()))
 	}
+	if c := b.repl.client; c != nil {
+		// A slave that found its CommitLog differing from its master's
+		// takes nothing until mended (ha.ErrDiverged): where it parts,
+		// and whether cutting there mends it.
+		if d := c.Status().Diverged; d != nil {
+			table["haDivergedAt"] = itoa(d.At)
+			table["haDivergedExact"] = strconv.FormatBool(d.Exact)
+		}
+	}
 	// Which ConsumeQueue layouts are written, and which one serves reads.
 	table["consumeQueueReads"] = b.cfg.StoreType
 	table["consumeQueueDoubleWrite"] = strconv.FormatBool(b.cqMirror != nil)

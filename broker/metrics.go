@@ -72,6 +72,9 @@ func (b *Broker) startMetrics() error {
 			return 0, false
 		},
 	}
+	if c := b.repl.client; c != nil {
+		src.Diverged = func() bool { return c.Status().Diverged != nil }
+	}
 	if b.cfg.TimerWheelEnable {
 		census := &cached[metrics.TimerCensus]{ttl: b.timerCensusTTL, compute: b.timerCensus}
 		src.Timers = func() (metrics.TimerCensus, bool) { return census.get(b.log), true }

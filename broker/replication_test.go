@@ -377,7 +377,8 @@ func TestDemotedMasterRejoiningAsSlaveKeepsItsLog(t *testing.T) {
 	promoted := startTestBrokerAt(t, slave.store, withHA(nil))
 	send(promoted.client(nil), 20, 30, "news")
 	asSlave := withHA(map[string]string{"brokerRole": "SLAVE", "brokerId": "1",
-		"haMasterAddress": promoted.haServerAddr(), "slaveReadEnable": "true"})
+		"haMasterAddress": promoted.haServerAddr(), "slaveReadEnable": "true",
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0"})
 	rejoined := startTestBrokerAt(t, master.store, asSlave)
 	deadline := time.Now().Add(20 * time.Second)
 	for d := rejoined.repl.client.Status().Diverged; d == nil || !d.Final; d = rejoined.repl.client.Status().Diverged {
@@ -395,6 +396,13 @@ func TestDemotedMasterRejoiningAsSlaveKeepsItsLog(t *testing.T) {
 	if end := rejoined.clog.ReplicaOffset(); end != oldEnd {
 		t.Fatalf("the rejoined master's CommitLog ends at %d, was %d: it took the new master's bytes", end, oldEnd)
 	}
+	// Operators see it in mqadmin brokerStatus and in an alertable gauge.
+	if info := runtimeInfo(t, rejoined.client(nil)); info["haDivergedAt"] != strconv.FormatInt(shared, 10) || info["haDivergedExact"] != "true" {
+		t.Fatalf("runtime info of the refused slave: haDivergedAt %q, haDivergedExact %q", info["haDivergedAt"], info["haDivergedExact"])
+	}
+	if v := metricValue(t, scrapeMetrics(t, rejoined), "rocketkv_ha_diverged", `node_id="broker-a"`); v != 1 {
+		t.Fatalf("rocketkv_ha_diverged of the refused slave: %v", v)
+	}
 	rejoined.stop()
 
 	// Cutting is a slave's mend only: as a master the store refuses it.
@@ -407,6 +415,12 @@ func TestDemotedMasterRejoiningAsSlaveKeepsItsLog(t *testing.T) {
 
 	mended := startTestBrokerWith(t, master.store, asSlave, func(b *Broker) { b.CutCommitLogAt(d.At) })
 	waitReplicated(t, promoted, mended)
+	if v := metricValue(t, scrapeMetrics(t, mended), "rocketkv_ha_diverged", `node_id="broker-a"`); v != 0 {
+		t.Fatalf("rocketkv_ha_diverged of the mended slave: %v", v)
+	}
+	if _, ok := runtimeInfo(t, mended.client(nil))["haDivergedAt"]; ok {
+		t.Fatal("the mended slave still reports a divergence")
+	}
 	mended.caughtUp()
 	var got []commitlog.Message
 	for mc := mended.client(nil); len(got) < 50; {

@@ -71,6 +71,11 @@ const (
 	TimerDequeueLag       = "rocketmq_timer_dequeue_lag"
 	TimerDequeueLatency   = "rocketmq_timer_dequeue_latency"
 	TimerMessageSnapshot  = "rocketmq_timer_message_snapshot"
+	// HADiverged is rocketkv's own: 1 on a slave that refuses to
+	// replicate because its CommitLog holds records its master does not
+	// have (ha.ErrDiverged), else 0. RocketMQ exports no replication
+	// metric.
+	HADiverged = "rocketkv_ha_diverged"
 )
 
 // TimerBounds are the windows of rocketmq_timer_message_snapshot, in
@@ -173,6 +178,8 @@ type Sources struct {
 	// Timers feeds the timer gauges (dequeue lag and latency, the
 	// snapshot); ok false leaves them out of the scrape.
 	Timers func() (TimerCensus, bool)
+	// Diverged feeds rocketkv_ha_diverged (a slave's only).
+	Diverged func() bool
 }
 
 // variableLabels are the label names the metrics set per series; a
@@ -302,6 +309,14 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 				[]string{"language", "version", "protocol_type"}, c),
 			consumers: prometheus.NewDesc(names.Name(ConsumerConnections), "Live consumer clients.",
 				[]string{"consumer_group", "language", "version", "consume_mode", "protocol_type", "is_system"}, c),
+		})
+	}
+	if f := src.Diverged; f != nil {
+		gauge(HADiverged, "1 while this slave refuses to replicate: its CommitLog holds records its master does not have.", func() float64 {
+			if f() {
+				return 1
+			}
+			return 0
 		})
 	}
 	if src.Timers != nil {
