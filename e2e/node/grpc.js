@@ -209,23 +209,32 @@ async function delays(result) {
     subscriptions: new Map([[ delayTopic, '*' ]]), awaitDuration: 5000,
   });
   await consumer.startup();
+  result.delayDelivered = await receiveBodies(consumer, 1, () => {
+    // Timers fire by the second (RocketMQ's timerPrecisionMs): at most
+    // that early.
+    check(Date.now() >= at.getTime() - 1000, `delay message delivered ${at.getTime() - Date.now()} ms early`);
+  });
+  check(keep.messageId.length > 0, 'delay message without id');
+  await consumer.shutdown();
+  await producer.shutdown();
+}
+
+// receiveBodies receives and acks until want messages came (or the
+// deadline), calling seen at each, then receives once more without
+// acking, and returns the bodies of all it got, sorted.
+async function receiveBodies(consumer, want, seen) {
   const got = [];
-  while (got.length < 1 && Date.now() < deadline) {
+  while (got.length < want && Date.now() < deadline) {
     for (const m of await consumer.receive(16, 15000)) {
       got.push(m.body.toString());
-      // Timers fire by the second (RocketMQ's timerPrecisionMs): at most
-      // that early.
-      check(Date.now() >= at.getTime() - 1000, `delay message delivered ${at.getTime() - Date.now()} ms early`);
+      seen(m);
       await consumer.ack(m);
     }
   }
   for (const m of await consumer.receive(16, 15000)) {
     got.push(m.body.toString());
   }
-  result.delayDelivered = got.sort();
-  check(keep.messageId.length > 0, 'delay message without id');
-  await consumer.shutdown();
-  await producer.shutdown();
+  return got.sort();
 }
 
 // compacted sends three messages of two keys to the compacted topic and
@@ -242,17 +251,7 @@ async function compacted(result) {
     subscriptions: new Map([[ compactTopic, '*' ]]), awaitDuration: 3000,
   });
   await consumer.startup();
-  const got = [];
-  while (got.length < 2 && Date.now() < deadline) {
-    for (const m of await consumer.receive(16, 15000)) {
-      got.push(m.body.toString());
-      await consumer.ack(m);
-    }
-  }
-  for (const m of await consumer.receive(16, 15000)) {
-    got.push(m.body.toString());
-  }
-  result.compactDelivered = got.sort();
+  result.compactDelivered = await receiveBodies(consumer, 2, () => {});
   await consumer.shutdown();
 }
 
