@@ -175,3 +175,32 @@ func FuzzReplacePopState(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendPopStatePage: two pages as a slave receives them (parts of a
+// copy, or arbitrary bytes) never panic when joined, and the joined copy
+// goes through ReplacePopState's whole check (TestPopStatePages joins real
+// pages back into the copy).
+func FuzzAppendPopStatePage(f *testing.F) {
+	seed := openTestDB(f)
+	putCheckpoints(f, seed.Pop(), Checkpoint{Group: "G", Topic: "T", CKOffset: 1, PopTime: 2, InvisibleTime: 3, VisibleAt: 5, Offsets: []int64{1}},
+		Checkpoint{Group: "G", Topic: "T", QueueID: 1, CKOffset: 4, PopTime: 2, InvisibleTime: 3, VisibleAt: 5, Offsets: []int64{4}})
+	good, _, err := seed.AppendPopState(nil, 1<<20)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good, []byte{popCopyVersion})
+	f.Add([]byte{popCopyVersion}, good)
+	f.Add([]byte{}, good)
+	f.Add([]byte{2, 1}, []byte{popCopyVersion, 1, 0x52, 0})
+	db := openTestDB(f)
+	f.Fuzz(func(t *testing.T, first, second []byte) {
+		joined, err := AppendPopStatePage(nil, first)
+		if err != nil {
+			return
+		}
+		if joined, err = AppendPopStatePage(joined, second); err != nil {
+			return
+		}
+		_, _ = db.ReplacePopState(joined) // checked whole; refusals are FuzzReplacePopState's
+	})
+}
