@@ -372,26 +372,35 @@ func (c *Compaction) DropTopic(topic string) error {
 	return nil
 }
 
+// CompactedKey names a key of a queue of a compacted topic.
+type CompactedKey struct {
+	Topic   string
+	QueueID int32
+	Key     string
+}
+
 // DropAbove deletes the copies of records at or past end, with their
 // expiry entries and the key entries that name them: the CommitLog lost
 // those records (a tail cut at recovery), and the queue offsets they held
 // will be given to other messages, which the copies would shadow (a key
 // entry naming a later offset makes the dispatcher skip the key's
-// messages below it). A key whose newest message was cut has no copy
-// until its next message: the copy of the one before was dropped when
-// the cut one was dispatched. It scans every copy (recovery only) and
-// returns how many it dropped.
-func (c *Compaction) DropAbove(end int64) (int, error) {
+// messages below it). It returns how many copies it dropped and the keys
+// whose entries went with them: their copy of the message before was
+// dropped when the cut one was dispatched, and the caller may copy that
+// message again (CopyRecords) while its record is in the CommitLog. It
+// scans every copy (recovery only).
+func (c *Compaction) DropAbove(end int64) (int, []CompactedKey, error) {
 	it, err := c.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixCompacted}, UpperBound: []byte{prefixCompacted + 1}})
 	if err != nil {
-		return 0, fmt.Errorf("compaction: drop from %d: %w", end, err)
+		return 0, nil, fmt.Errorf("compaction: drop from %d: %w", end, err)
 	}
 	b := c.db.pdb.NewBatch()
 	defer b.Close()
-	fail := func(err error) (int, error) {
-		return 0, errors.Join(fmt.Errorf("compaction: drop from %d: %w", end, err), it.Close())
+	fail := func(err error) (int, []CompactedKey, error) {
+		return 0, nil, errors.Join(fmt.Errorf("compaction: drop from %d: %w", end, err), it.Close())
 	}
 	n := 0
+	var lost []CompactedKey
 	for ok := it.First(); ok; ok = it.Next() {
 		rec, err := it.ValueAndErr()
 		if err != nil {
@@ -425,17 +434,18 @@ func (c *Compaction) DropAbove(end int64) (int, error) {
 			if err := b.Delete(kk, nil); err != nil {
 				return fail(err)
 			}
+			lost = append(lost, CompactedKey{Topic: topic, QueueID: qid, Key: key})
 		}
 	}
 	if err := it.Close(); err != nil {
-		return 0, fmt.Errorf("compaction: drop from %d: %w", end, err)
+		return 0, nil, fmt.Errorf("compaction: drop from %d: %w", end, err)
 	}
 	lower := binary.BigEndian.AppendUint64([]byte{prefixCompactExpiry}, uint64(max(end, 0)))
 	if err := b.DeleteRange(lower, []byte{prefixCompactExpiry + 1}, nil); err != nil {
-		return 0, fmt.Errorf("compaction: drop from %d: %w", end, err)
+		return 0, nil, fmt.Errorf("compaction: drop from %d: %w", end, err)
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return 0, fmt.Errorf("compaction: drop from %d: %w", end, err)
+		return 0, nil, fmt.Errorf("compaction: drop from %d: %w", end, err)
 	}
-	return n, nil
+	return n, lost, nil
 }

@@ -308,15 +308,63 @@ func (d *Dispatcher) dropAbove(end int64) error {
 	if err != nil {
 		return err
 	}
-	copies := 0
-	if d.opts.Compaction != nil {
-		if copies, err = d.opts.Compaction.DropAbove(end); err != nil {
+	copies, restored := 0, 0
+	if c := d.opts.Compaction; c != nil {
+		var lost []CompactedKey
+		if copies, lost, err = c.DropAbove(end); err != nil {
+			return err
+		}
+		if restored, err = d.recopyNewest(lost); err != nil {
 			return err
 		}
 	}
-	d.log.Info().Int64("logEnd", end).Int("timers", timers).Int("compactedCopies", copies).
+	d.log.Info().Int64("logEnd", end).Int("timers", timers).Int("compactedCopies", copies).Int("compactedRestored", restored).
 		Msg("dropped the index entries of records past the recovered CommitLog's end")
 	return nil
+}
+
+// recopyNewest copies again, for each key whose newest message was cut
+// with the log's tail, the key's newest message left in the CommitLog,
+// found through the key index (none without it): its copy was dropped
+// when the cut message was dispatched. It returns how many it copied.
+func (d *Dispatcher) recopyNewest(keys []CompactedKey) (int, error) {
+	if len(keys) == 0 || d.opts.SkipKeyIndex {
+		return 0, nil
+	}
+	var recs [][]byte
+	for _, k := range keys {
+		var rec []byte
+		_, err := d.keys.Lookup(KeyQuery{Topic: k.Topic, Key: k.Key, Kind: KindKey, Max: 1, MinPhyOffset: d.opts.Log.MinOffset(),
+			Verify: func(e KeyIndexEntry) (int64, bool) {
+				v, err := d.opts.Log.ReadRecord(e.PhyOffset)
+				if err != nil {
+					return 0, false
+				}
+				defer v.Release()
+				m, err := commitlog.Decode(v.Data)
+				if err != nil || m.Topic != k.Topic || m.QueueID != k.QueueID {
+					return 0, false
+				}
+				if key, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyKeys); key != k.Key {
+					return 0, false
+				}
+				rec = append([]byte(nil), v.Data...)
+				return m.StoreTimestamp, true
+			}})
+		if err != nil {
+			return 0, fmt.Errorf("find the message of %s/%d before the cut one of key %q: %w", k.Topic, k.QueueID, k.Key, err)
+		}
+		if rec != nil {
+			recs = append(recs, rec)
+		}
+	}
+	if len(recs) == 0 {
+		return 0, nil
+	}
+	if err := d.opts.Compaction.CopyRecords(recs); err != nil {
+		return 0, err
+	}
+	return len(recs), nil
 }
 
 // LogMinOffsetChanged applies a new CommitLog minimum (retention deleted
