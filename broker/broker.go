@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/semaphore"
 
@@ -67,6 +68,9 @@ type Broker struct {
 	timerMetrics atomic.Pointer[metrics.Broker]
 	// timerCensusTTL is how long the timer gauges' count is reused.
 	timerCensusTTL time.Duration
+	// syncEncoder compresses the metadata answers slaves accept
+	// compressed (synccompress.go).
+	syncEncoder *zstd.Encoder
 	// popCopies are the paged POP state copies slaves are reading, of
 	// popCopyPage bytes a page; popCopyMax bounds a copy in one answer.
 	popCopies   popCopies
@@ -206,6 +210,11 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		timerCensusTTL:   timerCensusTTL,
 	}
 	b.live.cur.Store(&liveSnapshot{cfg: cfg, version: meta.DataVersion{Timestamp: time.Now().UnixMilli()}})
+	enc, err := newSyncEncoder()
+	if err != nil {
+		return nil, err
+	}
+	b.syncEncoder = enc
 	b.busyLog = b.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Second})
 	b.refusedLog = b.log.Sample(&zerolog.BurstSampler{Burst: refusedLogBurst, Period: time.Second})
 	b.admitSlots = make(chan struct{}, maxAdmitWaiters)

@@ -50,7 +50,9 @@ import (
 // comes after the offsets, so a message popped between the two copies is
 // either past the copied offset (popped again) or has its checkpoint.
 //
-// A table that fails to come or to apply does not stop the others.
+// A table that fails to come or to apply does not stop the others. The
+// GET_ALL_* tables come compressed from a rocketkv master
+// (synccompress.go).
 
 // masterCallTimeout bounds the connection to the master and each request
 // on it (RocketMQ's BrokerOuterAPI waits 3 s for an answer).
@@ -151,11 +153,15 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 // askMaster sends one bodiless GET_ALL_* request and returns the body of
 // a successful answer.
 func askMaster(ctx context.Context, c *remoting.Client, code int32) ([]byte, error) {
-	resp, err := invokeMaster(ctx, c, code, nil)
+	resp, err := invokeMaster(ctx, c, code, map[string]string{syncFieldAccept: syncEncodingZstd})
 	if err != nil {
 		return nil, err
 	}
-	return resp.Body, nil
+	body, err := syncBody(resp)
+	if err != nil {
+		return nil, fmt.Errorf("request %d: %w", code, err)
+	}
+	return body, nil
 }
 
 // invokeMaster sends one bodiless request and returns a successful

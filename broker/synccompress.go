@@ -1,0 +1,85 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// A slave copies its master's metadata with RocketMQ's GET_ALL_* requests,
+// whose answers are JSON tables in one frame. At a million queues those
+// tables pass the 16 MiB a frame may hold (some 94,000 topics in
+// GET_ALL_TOPIC_CONFIG; in GET_ALL_CONSUMER_OFFSET about 12 bytes a queue
+// and group), and the copy failed every time, as it does between Apache
+// RocketMQ brokers. A rocketkv slave asks with syncFieldAccept, and a
+// rocketkv master answers a table of syncCompressMin bytes or more
+// zstd-compressed, naming it in syncFieldEncoding (the tables shrink
+// about tenfold). Apache RocketMQ ignores the field both ways: its master
+// answers plain JSON, and a rocketkv master answers its slaves, which do
+// not ask, plain JSON.
+const (
+	// syncFieldAccept is the request's ext field: "zstd".
+	syncFieldAccept = "rkvAcceptEncoding"
+	// syncFieldEncoding is the answer's ext field when its body is
+	// compressed: "zstd".
+	syncFieldEncoding = "rkvContentEncoding"
+	syncEncodingZstd  = "zstd"
+	// syncCompressMin is the smallest body worth compressing.
+	syncCompressMin = 64 << 10
+	// maxSyncBody bounds a decompressed answer: a hostile or broken
+	// master cannot make the slave allocate more.
+	maxSyncBody = 1 << 30
+)
+
+// compressedForSlaves answers as f, compressing a large body for a slave
+// that accepts it.
+func (b *Broker) compressedForSlaves(f remoting.RespondFunc) remoting.RespondFunc {
+	return func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+		resp := f(ctx, conn, req)
+		if resp == nil || resp.Code != remoting.Success || req.ExtFields[syncFieldAccept] != syncEncodingZstd ||
+			len(resp.Body) < syncCompressMin {
+			return resp
+		}
+		resp.Body = b.syncEncoder.EncodeAll(resp.Body, make([]byte, 0, len(resp.Body)/4))
+		if resp.ExtFields == nil {
+			resp.ExtFields = map[string]string{}
+		}
+		resp.ExtFields[syncFieldEncoding] = syncEncodingZstd
+		return resp
+	}
+}
+
+// newSyncEncoder returns the encoder of compressed metadata answers: one
+// goroutine per call of EncodeAll, none of its own.
+func newSyncEncoder() (*zstd.Encoder, error) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, fmt.Errorf("zstd encoder for slaves' metadata copies: %w", err)
+	}
+	return enc, nil
+}
+
+// syncBody returns the body of a master's metadata answer, decompressed
+// when the master compressed it.
+func syncBody(resp *remoting.Command) ([]byte, error) {
+	switch enc := resp.ExtFields[syncFieldEncoding]; enc {
+	case "":
+		return resp.Body, nil
+	case syncEncodingZstd:
+		d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxSyncBody), zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, fmt.Errorf("zstd decoder: %w", err)
+		}
+		defer d.Close()
+		body, err := d.DecodeAll(resp.Body, nil)
+		if err != nil {
+			return nil, fmt.Errorf("decompress the master's answer (%d bytes): %w", len(resp.Body), err)
+		}
+		return body, nil
+	default:
+		return nil, fmt.Errorf("the master's answer is in an encoding this slave does not know: %q", enc)
+	}
+}

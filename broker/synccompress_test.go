@@ -1,0 +1,84 @@
+package broker
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// A large metadata table goes to a rocketkv slave compressed, and plain
+// to a slave that does not ask (Apache RocketMQ's); the slave's copy is
+// the master's.
+func TestSlaveSyncCompressesLargeTables(t *testing.T) {
+	master := startTestBroker(t, nil)
+	slave := startTestBroker(t, nil)
+	var ups []kvindex.OffsetUpdate
+	for tp := range 200 {
+		for q := range 100 {
+			ups = append(ups, kvindex.OffsetUpdate{Group: "cg-big", Topic: fmt.Sprintf("Big-%03d", tp), QueueID: int32(q), Offset: int64(tp*1000 + q)})
+		}
+	}
+	if err := master.offsets.SetMany(ups, true); err != nil {
+		t.Fatal(err)
+	}
+	c := master.client(nil)
+	plain := call(t, c, remoting.GetAllConsumerOffset, nil, nil)
+	packed := call(t, c, remoting.GetAllConsumerOffset, map[string]string{syncFieldAccept: syncEncodingZstd}, nil)
+	if plain.Code != remoting.Success || packed.Code != remoting.Success {
+		t.Fatalf("GET_ALL_CONSUMER_OFFSET: %d %s / %d %s", plain.Code, plain.Remark, packed.Code, packed.Remark)
+	}
+	if plain.ExtFields[syncFieldEncoding] != "" || packed.ExtFields[syncFieldEncoding] != syncEncodingZstd {
+		t.Fatalf("encodings: plain %q, asked %q", plain.ExtFields[syncFieldEncoding], packed.ExtFields[syncFieldEncoding])
+	}
+	if len(plain.Body) < syncCompressMin || len(packed.Body)*4 > len(plain.Body) {
+		t.Fatalf("%d bytes compressed to %d", len(plain.Body), len(packed.Body))
+	}
+	body, err := syncBody(packed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := rmqconfig.ParseOffsets(plain.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := rmqconfig.ParseOffsets(body); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("the decompressed table differs from the plain one (%v)", err)
+	}
+
+	syncSlave(t, slave, master)
+	for _, u := range ups {
+		if off, ok, err := slave.offsets.Get(u.Group, u.Topic, u.QueueID); err != nil || !ok || off != u.Offset {
+			t.Fatalf("slave's offset of %s %s/%d: %d %v %v, want %d", u.Group, u.Topic, u.QueueID, off, ok, err, u.Offset)
+		}
+	}
+	// A small table stays plain, asked or not.
+	if r := call(t, c, remoting.GetAllDelayOffset, map[string]string{syncFieldAccept: syncEncodingZstd}, nil); r.ExtFields[syncFieldEncoding] != "" {
+		t.Fatalf("a small table compressed: %q", r.ExtFields[syncFieldEncoding])
+	}
+	// Bytes that do not decompress are an error, not a panic.
+	bad := &remoting.Command{Body: []byte("not zstd"), ExtFields: map[string]string{syncFieldEncoding: syncEncodingZstd}}
+	if _, err := syncBody(bad); err == nil {
+		t.Fatal("garbage decompressed")
+	}
+	if _, err := syncBody(&remoting.Command{ExtFields: map[string]string{syncFieldEncoding: "br"}}); err == nil {
+		t.Fatal("an unknown encoding taken")
+	}
+}
+
+// FuzzSyncBody: a master's compressed answer, or arbitrary bytes claiming
+// to be one, never panics the slave.
+func FuzzSyncBody(f *testing.F) {
+	enc, err := newSyncEncoder()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(enc.EncodeAll([]byte(`{"offsetTable":{}}`), nil))
+	f.Add([]byte("not zstd"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		_, _ = syncBody(&remoting.Command{Body: raw, ExtFields: map[string]string{syncFieldEncoding: syncEncodingZstd}})
+	})
+}
