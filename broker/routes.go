@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -53,11 +54,11 @@ func (b *Broker) routes() {
 	handle(remoting.AuthDeleteACL, b.processDeleteACL)
 	handle(remoting.AuthGetACL, b.processGetACL)
 	handle(remoting.AuthListACL, b.processListACL)
-	handle(remoting.GetAllTopicConfig, b.compressedForSlaves(b.processGetAllTopicConfig))
+	handle(remoting.GetAllTopicConfig, unlessUnchanged(func() meta.DataVersion { return b.topics.table.Version() }, b.compressedForSlaves(b.processGetAllTopicConfig)))
 	handle(remoting.UpdateAndCreateSubscriptionGroup, b.timedGroupCreate(b.processCreateGroup))
 	handle(remoting.UpdateAndCreateSubscriptionGroupList, b.timedGroupCreate(b.processCreateGroupList))
 	handle(remoting.GetSystemTopicListFromBroker, b.processSystemTopicList)
-	handle(remoting.GetAllSubscriptionGroupConfig, b.compressedForSlaves(b.processGetAllGroups))
+	handle(remoting.GetAllSubscriptionGroupConfig, unlessUnchanged(func() meta.DataVersion { return b.groups.Version() }, b.compressedForSlaves(b.processGetAllGroups)))
 	handle(remoting.GetAllConsumerOffset, b.compressedForSlaves(b.processGetAllConsumerOffset))
 	handle(remoting.GetAllDelayOffset, b.compressedForSlaves(b.processGetAllDelayOffset))
 	handle(remoting.GetSubscriptionGroupConfig, b.processGetGroup)

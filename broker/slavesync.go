@@ -51,8 +51,8 @@ import (
 // either past the copied offset (popped again) or has its checkpoint.
 //
 // A table that fails to come or to apply does not stop the others. The
-// GET_ALL_* tables come compressed from a rocketkv master
-// (synccompress.go).
+// GET_ALL_* tables come compressed from a rocketkv master, and the topic
+// and group tables only when their version changed (synccompress.go).
 
 // masterCallTimeout bounds the connection to the master and each request
 // on it (RocketMQ's BrokerOuterAPI waits 3 s for an answer).
@@ -117,10 +117,10 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 		ask func(context.Context, *remoting.Client) ([]byte, error)
 	}{
 		{"delivered timer messages", remoting.GetTimerWatermark, b.applyMasterTimerWatermark, true, nil},
-		{"topics", remoting.GetAllTopicConfig, b.applyMasterTopics, false, nil},
+		{"topics", remoting.GetAllTopicConfig, b.applyMasterTopics, false, askIfChanged(remoting.GetAllTopicConfig, b.topics.table.Version)},
 		{"consumer offsets", remoting.GetAllConsumerOffset, b.applyMasterOffsets, false, nil},
 		{"delay offsets", remoting.GetAllDelayOffset, b.applyMasterDelayOffsets, false, nil},
-		{"subscription groups", remoting.GetAllSubscriptionGroupConfig, b.applyMasterGroups, false, nil},
+		{"subscription groups", remoting.GetAllSubscriptionGroupConfig, b.applyMasterGroups, false, askIfChanged(remoting.GetAllSubscriptionGroupConfig, b.groups.Version)},
 		{"request modes", remoting.GetAllMessageRequestMode, b.applyMasterRequestModes, false, nil},
 		// After the consumer offsets (see above).
 		{"POP in-flight state", remoting.GetPopState, b.applyMasterPopState, true, askMasterPopState},
@@ -137,7 +137,7 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 		if errors.Is(err, errNotSupported) && s.own {
 			continue
 		}
-		if err == nil {
+		if err == nil && body != nil {
 			err = s.apply(body)
 		}
 		if err != nil {
@@ -161,7 +161,34 @@ func askMaster(ctx context.Context, c *remoting.Client, code int32) ([]byte, err
 	if err != nil {
 		return nil, fmt.Errorf("request %d: %w", code, err)
 	}
+	if body == nil {
+		body = []byte{} // nil means nothing to apply; an empty answer is the apply's to judge
+	}
 	return body, nil
+}
+
+// askIfChanged asks for a table whose data version the slave names: a
+// nil body, and nothing to apply, when the master's is the same
+// (unlessUnchanged); the table otherwise, or from a master that does not
+// know the field.
+func askIfChanged(code int32, version func() meta.DataVersion) func(context.Context, *remoting.Client) ([]byte, error) {
+	return func(ctx context.Context, c *remoting.Client) ([]byte, error) {
+		resp, err := invokeMaster(ctx, c, code, map[string]string{syncFieldAccept: syncEncodingZstd, syncFieldHaveVersion: versionField(version())})
+		if err != nil {
+			return nil, err
+		}
+		if resp.ExtFields[syncFieldNotModified] == "true" {
+			return nil, nil
+		}
+		body, err := syncBody(resp)
+		if err != nil {
+			return nil, fmt.Errorf("request %d: %w", code, err)
+		}
+		if body == nil {
+			body = []byte{}
+		}
+		return body, nil
+	}
 }
 
 // invokeMaster sends one bodiless request and returns a successful

@@ -3,9 +3,11 @@ package broker
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -81,5 +83,34 @@ func syncBody(resp *remoting.Command) ([]byte, error) {
 		return body, nil
 	default:
 		return nil, fmt.Errorf("the master's answer is in an encoding this slave does not know: %q", enc)
+	}
+}
+
+// A rocketkv slave also names the data version of its topic and group
+// tables (syncFieldHaveVersion, "counter:timestamp"), and a rocketkv
+// master whose table has that version answers syncFieldNotModified with
+// no body instead of the table: the slave takes a table over only when
+// its version changed, and a million topics' table need not be built and
+// sent every minute to be thrown away.
+const (
+	syncFieldHaveVersion = "rkvHaveVersion"
+	syncFieldNotModified = "rkvNotModified"
+)
+
+// versionField encodes a data version for syncFieldHaveVersion.
+func versionField(v meta.DataVersion) string {
+	return strconv.FormatInt(v.Counter, 10) + ":" + strconv.FormatInt(v.Timestamp, 10)
+}
+
+// unlessUnchanged answers as f, or syncFieldNotModified when the request
+// names the version the table has now.
+func unlessUnchanged(version func() meta.DataVersion, f remoting.RespondFunc) remoting.RespondFunc {
+	return func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+		if have, ok := req.ExtFields[syncFieldHaveVersion]; ok && have == versionField(version()) {
+			resp := remoting.NewResponse(req, remoting.Success, "")
+			resp.ExtFields = map[string]string{syncFieldNotModified: "true"}
+			return resp
+		}
+		return f(ctx, conn, req)
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 // A large metadata table goes to a rocketkv slave compressed, and plain
 // to a slave that does not ask (Apache RocketMQ's); the slave's copy is
-// the master's.
+// the master's. A table whose version the slave has is not sent again.
 func TestSlaveSyncCompressesLargeTables(t *testing.T) {
 	master := startTestBroker(t, nil)
 	slave := startTestBroker(t, nil)
@@ -54,6 +54,20 @@ func TestSlaveSyncCompressesLargeTables(t *testing.T) {
 		if off, ok, err := slave.offsets.Get(u.Group, u.Topic, u.QueueID); err != nil || !ok || off != u.Offset {
 			t.Fatalf("slave's offset of %s %s/%d: %d %v %v, want %d", u.Group, u.Topic, u.QueueID, off, ok, err, u.Offset)
 		}
+	}
+	// The topic table the slave took over is not sent again while its
+	// version stays; a new topic changes it.
+	have := map[string]string{syncFieldHaveVersion: versionField(slave.topics.table.Version())}
+	if r := call(t, c, remoting.GetAllTopicConfig, have, nil); r.Code != remoting.Success || r.ExtFields[syncFieldNotModified] != "true" || len(r.Body) != 0 {
+		t.Fatalf("topics at the slave's version: %d %q, %d bytes", r.Code, r.ExtFields[syncFieldNotModified], len(r.Body))
+	}
+	createTopic(t, c, "NewAfterSync", 4, 4)
+	if r := call(t, c, remoting.GetAllTopicConfig, have, nil); r.ExtFields[syncFieldNotModified] != "" || len(r.Body) == 0 {
+		t.Fatalf("topics after a change: %q, %d bytes", r.ExtFields[syncFieldNotModified], len(r.Body))
+	}
+	syncSlave(t, slave, master)
+	if _, ok := topicTable(t, slave)["NewAfterSync"]; !ok {
+		t.Fatal("the slave did not take over the changed topic table")
 	}
 	// A small table stays plain, asked or not.
 	if r := call(t, c, remoting.GetAllDelayOffset, map[string]string{syncFieldAccept: syncEncodingZstd}, nil); r.ExtFields[syncFieldEncoding] != "" {
