@@ -381,26 +381,37 @@ func (b *Broker) applyMasterOffsets(body []byte) error {
 	if err != nil {
 		return err
 	}
-	theirs := map[groupTopic]map[int32]bool{}
-	updates := make([]kvindex.OffsetUpdate, 0, len(offsets))
+	theirs := map[groupTopic]map[int32]int64{}
 	for _, o := range offsets {
 		if o.Group == scheduleOffsetGroup {
 			continue
 		}
 		k := groupTopic{o.Group, o.Topic}
 		if theirs[k] == nil {
-			theirs[k] = map[int32]bool{}
+			theirs[k] = map[int32]int64{}
 		}
-		theirs[k][o.QueueID] = true
-		updates = append(updates, kvindex.OffsetUpdate{Group: o.Group, Topic: o.Topic, QueueID: o.QueueID, Offset: o.Offset})
+		theirs[k][o.QueueID] = o.Offset
 	}
 	// A pair with queues the master does not list loses them: the master's
-	// map replaces ours whole.
+	// map replaces ours whole. Offsets we hold already are not written
+	// again (at a million queues most stay the same between syncs).
 	stale := map[groupTopic]bool{}
+	same := map[groupTopic]map[int32]bool{}
 	if err := b.offsets.Each("", func(u kvindex.OffsetUpdate) bool {
 		k := groupTopic{u.Group, u.Topic}
-		if q, ok := theirs[k]; ok && !q[u.QueueID] {
+		q, ok := theirs[k]
+		if !ok {
+			return true
+		}
+		off, listed := q[u.QueueID]
+		switch {
+		case !listed:
 			stale[k] = true
+		case off == u.Offset:
+			if same[k] == nil {
+				same[k] = map[int32]bool{}
+			}
+			same[k][u.QueueID] = true
 		}
 		return true
 	}); err != nil {
@@ -410,6 +421,18 @@ func (b *Broker) applyMasterOffsets(body []byte) error {
 		if err := b.offsets.DeleteGroupTopic(k.group, k.topic); err != nil {
 			return err
 		}
+	}
+	var updates []kvindex.OffsetUpdate
+	for k, q := range theirs {
+		for qid, off := range q {
+			if !stale[k] && same[k][qid] {
+				continue
+			}
+			updates = append(updates, kvindex.OffsetUpdate{Group: k.group, Topic: k.topic, QueueID: qid, Offset: off})
+		}
+	}
+	if len(updates) == 0 {
+		return nil
 	}
 	return b.offsets.SetMany(updates, true)
 }

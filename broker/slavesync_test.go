@@ -145,6 +145,15 @@ func TestSlaveSyncCopiesTheMasterAsRocketMQ(t *testing.T) {
 	if got := offsetTable(t, slave); !reflect.DeepEqual(got, want) {
 		t.Errorf("slave offsets\n%v\nwant\n%v", got, want)
 	}
+	// The next sync writes only what moved: one offset of a pair whose
+	// other offsets stay.
+	commit(t, mc, "gA", "SyncA", 0, 50)
+	syncSlave(t, slave, master)
+	delete(want, kvindex.OffsetUpdate{Group: "gA", Topic: "SyncA", QueueID: 0, Offset: 5})
+	want[kvindex.OffsetUpdate{Group: "gA", Topic: "SyncA", QueueID: 0, Offset: 50}] = true
+	if got := offsetTable(t, slave); !reflect.DeepEqual(got, want) {
+		t.Errorf("slave offsets after a second sync\n%v\nwant\n%v", got, want)
+	}
 	if got, want := requestModes(t, slave), requestModes(t, master); !reflect.DeepEqual(got, want) || len(got) != 1 {
 		t.Errorf("slave request modes %v, want the master's %v", got, want)
 	}
