@@ -269,11 +269,11 @@ func (b *Broker) processPopState(_ context.Context, _ *remoting.Conn, req *remot
 // applyMasterPopState replaces this slave's POP in-flight state with its
 // master's copy.
 func (b *Broker) applyMasterPopState(body []byte) error {
-	n, err := b.db.ReplacePopState(body)
+	n, written, err := b.db.ReplacePopState(body)
 	if err != nil {
 		return err
 	}
-	b.log.Debug().Int("keys", n).Msg("POP in-flight state copied from the master")
+	b.log.Debug().Int("keys", n).Int("written", written).Msg("POP in-flight state copied from the master")
 	return nil
 }
 

@@ -171,33 +171,74 @@ func decodePopState(state []byte, fn func(k, v []byte) error) error {
 
 // ReplacePopState replaces this index's POP in-flight state with a copy
 // AppendPopState made, in one synced batch, and returns the number of keys
-// it holds now. A copy that does not decode changes nothing: the batch is
+// it holds now and how many keys it wrote or deleted: the copy is merged
+// with the state in key order, so a key that holds the copy's value
+// already is not written again (a slave's sync copies a state that mostly
+// stays). A copy that does not decode changes nothing: the batch is
 // dropped uncommitted. It is for a slave, whose POP service writes
 // nothing: a POP service writing meanwhile would lose its writes.
-func (d *DB) ReplacePopState(state []byte) (int, error) {
+func (d *DB) ReplacePopState(state []byte) (keys, written int, err error) {
+	it, err := d.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{popStatePrefixes[0]},
+		UpperBound: []byte{popStatePrefixes[len(popStatePrefixes)-1] + 1}})
+	if err != nil {
+		return 0, 0, fmt.Errorf("replace POP state: %w", err)
+	}
 	b := d.pdb.NewBatch()
 	defer b.Close()
-	for _, p := range popStatePrefixes {
-		prefix := []byte{p}
-		if err := b.DeleteRange(prefix, prefixEnd(prefix), nil); err != nil {
-			return 0, fmt.Errorf("replace POP state: %w", err)
+	// own is the state's next key (of the POP keyspaces: request modes
+	// and legacy keys lie between them and stay), nil past the last.
+	ok := it.First()
+	own := func() []byte {
+		for ; ok; ok = it.Next() {
+			if slices.Contains(popStatePrefixes, it.Key()[0]) {
+				return it.Key()
+			}
 		}
+		return nil
 	}
-	n := 0
-	err := decodePopState(state, func(k, v []byte) error {
-		n++
+	err = decodePopState(state, func(k, v []byte) error {
+		keys++
+		for o := own(); o != nil && string(o) < string(k); o = own() {
+			if err := b.Delete(o, nil); err != nil {
+				return err
+			}
+			ok = it.Next()
+		}
+		if o := own(); o != nil && string(o) == string(k) {
+			cur, err := it.ValueAndErr()
+			if err != nil {
+				return err
+			}
+			ok = it.Next()
+			if string(cur) == string(v) {
+				return nil
+			}
+		}
 		return b.Set(k, v, nil)
 	})
+	if err == nil {
+		for o := own(); o != nil; o = own() {
+			if err = b.Delete(o, nil); err != nil {
+				break
+			}
+			ok = it.Next()
+		}
+	}
+	err = errors.Join(err, it.Close())
 	if err != nil {
-		return 0, fmt.Errorf("replace POP state: %w", err)
+		return 0, 0, fmt.Errorf("replace POP state: %w", err)
+	}
+	written = int(b.Count())
+	if written == 0 {
+		return keys, 0, nil
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return 0, fmt.Errorf("replace POP state: %w", err)
+		return 0, 0, fmt.Errorf("replace POP state: %w", err)
 	}
 	// The caches derived from the replaced keys would answer from the old
 	// state.
 	d.positions.purge()
 	d.floors.purge()
 	d.cks.purge()
-	return n, nil
+	return keys, written, nil
 }

@@ -48,12 +48,22 @@ func TestPopStateCopy(t *testing.T) {
 		t.Fatalf("slave's in-flight minimum before the copy: %d %v %v", off, ok, err)
 	}
 
+	// A request mode (0x54, between the POP keyspaces) is not the copy's.
+	if err := slave.Pop().SetRequestMode("T", "G", []byte(`{"mode":"POP"}`)); err != nil {
+		t.Fatal(err)
+	}
 	copy, n, err := master.AppendPopState(nil, 1<<20)
 	if err != nil || n != 5 {
 		t.Fatalf("copy of the master: %d keys, %v; want 5 (checkpoint, deadline, order, position, revive batch)", n, err)
 	}
-	if got, err := slave.ReplacePopState(copy); err != nil || got != n {
-		t.Fatalf("replace: %d keys, %v", got, err)
+	if got, written, err := slave.ReplacePopState(copy); err != nil || got != n || written != n+2 {
+		t.Fatalf("replace: %d keys, %d written, %v; want %d keys, and the slave's two deleted", got, written, err, n)
+	}
+	if got, written, err := slave.ReplacePopState(copy); err != nil || got != n || written != 0 {
+		t.Fatalf("the same copy again: %d keys, %d written, %v; want nothing written", got, written, err)
+	}
+	if mode, err := slave.Pop().RequestMode("T", "G"); err != nil || string(mode) != `{"mode":"POP"}` {
+		t.Fatalf("the slave's request mode after the copy: %q %v", mode, err)
 	}
 	if m, s := popStateOf(t, master), popStateOf(t, slave); len(m) != n || len(s) != n {
 		t.Fatalf("%d keys on the master, %d on the slave, want %d", len(m), len(s), n)
@@ -85,7 +95,7 @@ func TestPopStateCopy(t *testing.T) {
 		"foreign keyspace":  {popCopyVersion, 1, 0x30, 0},
 		"keys out of order": {popCopyVersion, 2, 0x56, 2, 0, 1, 0x53, 0},
 	} {
-		if _, err := slave.ReplacePopState(bad); !errors.Is(err, ErrBadPopState) {
+		if _, _, err := slave.ReplacePopState(bad); !errors.Is(err, ErrBadPopState) {
 			t.Errorf("%s: %v, want ErrBadPopState", name, err)
 		}
 	}
@@ -138,7 +148,7 @@ func TestPopStatePages(t *testing.T) {
 	if pages < 10 || keys != n || !bytes.Equal(joined, whole) {
 		t.Fatalf("%d pages of %d keys joined to %d bytes; the whole copy has %d keys, %d bytes", pages, keys, len(joined), n, len(whole))
 	}
-	if got, err := slave.ReplacePopState(joined); err != nil || got != n {
+	if got, _, err := slave.ReplacePopState(joined); err != nil || got != n {
 		t.Fatalf("replace with the joined pages: %d keys, %v", got, err)
 	}
 	if _, err := AppendPopStatePage(joined, []byte{2, 1, 0x56, 0}); !errors.Is(err, ErrBadPopState) {
@@ -164,7 +174,7 @@ func FuzzReplacePopState(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.ReplacePopState(copy); err != nil {
+		if _, _, err := db.ReplacePopState(copy); err != nil {
 			if after, _, _ := db.AppendPopState(nil, 1<<24); !bytes.Equal(after, before) {
 				t.Fatalf("a refused copy (%v) changed the state", err)
 			}
@@ -201,6 +211,6 @@ func FuzzAppendPopStatePage(f *testing.F) {
 		if joined, err = AppendPopStatePage(joined, second); err != nil {
 			return
 		}
-		_, _ = db.ReplacePopState(joined) // checked whole; refusals are FuzzReplacePopState's
+		_, _, _ = db.ReplacePopState(joined) // checked whole; refusals are FuzzReplacePopState's
 	})
 }
