@@ -207,8 +207,10 @@ func TestRecoveryDropsWhatRecordsPastTheCutWrote(t *testing.T) {
 	}
 	s := openStackWith(t, root, cfg, LayoutKV, "", withCompaction)
 	putKV(t, s, "C", "a=1", "b=1")
+	putKV(t, s, meta.TransHalfTopic, "-=h0", "-=h1")
 	cut := s.log.MaxOffset()
 	putKV(t, s, "C", "a=2", "c=1") // queue offsets 2 and 3, to be cut
+	putKV(t, s, meta.TransHalfTopic, "-=h2")
 	// What hooks wrote for records on both sides of the cut.
 	w := s.db.pdb.NewBatch()
 	for _, phy := range []int64{0, cut, cut + 100} {
@@ -219,6 +221,13 @@ func TestRecoveryDropsWhatRecordsPastTheCutWrote(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := s.db.Transactions().AddCommitted(w, phy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Ops ending the halves at queue offsets 0 and 2, written by op
+	// messages past the cut; the half at 2 goes with the cut.
+	for _, halfOff := range []int64{0, 2} {
+		if err := s.db.Transactions().AddRocketMQOp(w, halfOff); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -257,6 +266,17 @@ func TestRecoveryDropsWhatRecordsPastTheCutWrote(t *testing.T) {
 		}
 		if keep := phy < cut; half != keep || ended != keep {
 			t.Fatalf("transaction at %d after the cut at %d: half %v, ended %v", phy, cut, half, ended)
+		}
+	}
+	// The half stored next takes queue offset 2 again: no op ends it.
+	putKV(t, s, meta.TransHalfTopic, "-=h2 again")
+	for halfOff, want := range map[int64]bool{0: true, 1: false, 2: false} {
+		ended, err := s.db.Transactions().RocketMQOpEnded(halfOff)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ended != want {
+			t.Fatalf("half at queue offset %d ended by an op after the cut: %v, want %v", halfOff, ended, want)
 		}
 	}
 }

@@ -301,7 +301,13 @@ func (d *Dispatcher) Recover() (int64, error) {
 // ends, timer entries and compacted copies. The offsets past end will
 // hold other records.
 func (d *Dispatcher) dropAbove(end int64) error {
-	if err := d.opts.DB.Transactions().DropAbove(end); err != nil {
+	// The serving ConsumeQueue is cut at end already: its half queue
+	// ends where the halves left in the log end.
+	halfEnd, err := d.opts.Store.MaxOffset(meta.TransHalfTopic, 0)
+	if err != nil {
+		return fmt.Errorf("read the half queue's end: %w", err)
+	}
+	if err := d.opts.DB.Transactions().DropAbove(end, halfEnd); err != nil {
 		return err
 	}
 	timers, err := d.opts.DB.Timers().DropAbove(end)

@@ -61,10 +61,12 @@
 // failure lost, or a slave's log cut where it parted from its master's,
 // commitlog.Config.CutAt), the dispatcher deletes what records past the
 // log's end wrote: ConsumeQueue and key-index entries, 0x60 and 0x61 of
-// halves past it, 0x70 entries past it, and 0x80-0x82 copies of records
-// past it with the key entries naming them, copying again the message
-// before a cut one of its key when the key index finds it in the log
-// (Dispatcher.Recover). The 0x62 ops that records past it wrote stay.
+// halves past it, 0x62 ops of half queue offsets past the half queue's
+// new end, 0x70 entries past it, and 0x80-0x82 copies of records past it
+// with the key entries naming them, copying again the message before a
+// cut one of its key when the key index finds it in the log
+// (Dispatcher.Recover). Ends (0x61, 0x62) that records past the log's end
+// recorded for halves before it stay, as a master's ends are not undone.
 //
 // Prefixes 0x50-0x5F are reserved for POP, 0x60-0x6F for transactions,
 // 0x70-0x7F for timers, 0x80-0x8F for compacted topics.

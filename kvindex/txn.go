@@ -325,17 +325,24 @@ func (t *Transactions) RocketMQCheckProgress() (int64, bool, error) {
 }
 
 // DropAbove deletes the open halves and ended transactions of half
-// messages at or past end: the CommitLog lost those records (a tail cut at
-// recovery), and the offsets will hold other records. Ends recorded for
-// halves below end by records past it stay (their ends are not undone).
-func (t *Transactions) DropAbove(end int64) error {
-	end = max(end, 0)
+// messages at or past end, and the op keys (0x62) of halves at or past
+// queue offset halfQueueEnd of the half topic: the CommitLog lost those
+// records (a tail cut at recovery), and the offsets will hold other
+// records. Ends recorded for halves below end by records past it stay
+// (their ends are not undone).
+func (t *Transactions) DropAbove(end, halfQueueEnd int64) error {
+	end, halfQueueEnd = max(end, 0), max(halfQueueEnd, 0)
 	b := t.db.pdb.NewBatch()
 	defer b.Close()
 	for _, p := range []byte{prefixTxnHalf, prefixTxnEnd} {
 		if err := b.DeleteRange(txnKey(p, end), []byte{p + 1}, nil); err != nil {
 			return fmt.Errorf("drop transactions from %d: %w", end, err)
 		}
+	}
+	// An op past the half queue's end names a half the cut removed; the
+	// half stored next at that queue offset would read as ended.
+	if err := b.DeleteRange(txnKey(prefixTxnOp, halfQueueEnd), []byte{prefixTxnOp + 1}, nil); err != nil {
+		return fmt.Errorf("drop transaction ops from half queue offset %d: %w", halfQueueEnd, err)
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("drop transactions from %d: %w", end, err)
