@@ -87,6 +87,33 @@ func TestRecordStartWithHints(t *testing.T) {
 				if err != nil || got != starts[i] {
 					t.Fatalf("%s: RecordStart(%d) = %d, %v; want %d", what, off, got, err, starts[i])
 				}
+				if got, err := l.MessageStart(off); err != nil || got != starts[i] {
+					t.Fatalf("%s: MessageStart(%d) = %d, %v; want %d", what, off, got, err, starts[i])
+				}
+			}
+			// A sealed segment ends with its filler: MessageStart of any of
+			// its bytes is the last message's start.
+			if filler := starts[len(starts)-1]; seg+l.segSize < l.MaxOffset() {
+				for _, off := range []int64{filler, filler + 5, seg + l.segSize - 1} {
+					if got, err := l.RecordStart(off); err != nil || got != filler {
+						t.Fatalf("%s: RecordStart(%d) in the filler = %d, %v; want %d", what, off, got, err, filler)
+					}
+					if got, err := l.MessageStart(off); err != nil || got != starts[len(starts)-2] {
+						t.Fatalf("%s: MessageStart(%d) in the filler = %d, %v; want %d", what, off, got, err, starts[len(starts)-2])
+					}
+				}
+				// From a hint at the filler itself.
+				l.hints.mu.Lock()
+				saved := l.hints.offs
+				l.hints.offs = []int64{filler}
+				l.hints.mu.Unlock()
+				got, err := l.MessageStart(filler + 1)
+				l.hints.mu.Lock()
+				l.hints.offs = saved
+				l.hints.mu.Unlock()
+				if err != nil || got != starts[len(starts)-2] {
+					t.Fatalf("%s: MessageStart(%d) with a hint at the filler = %d, %v; want %d", what, filler+1, got, err, starts[len(starts)-2])
+				}
 			}
 		}
 	}

@@ -271,6 +271,20 @@ func (l *Log) zeroReplicaTailLocked() {
 // an error wrapping ErrOffsetOutOfRange; bytes that do not parse as
 // records give ErrBadMagic or ErrCorrupt.
 func (l *Log) RecordStart(offset int64) (int64, error) {
+	return l.recordStart(offset, false)
+}
+
+// MessageStart is RecordStart, but an offset in a segment's blank filler
+// (or in the few bytes after the last record where no filler fits) gives
+// the start of the last message before it in the segment: a filler says
+// nothing of which log it belongs to, as any two logs with a record ending
+// at the same offset have the same filler there. A segment holding no
+// message before its filler gives the filler's start.
+func (l *Log) MessageStart(offset int64) (int64, error) {
+	return l.recordStart(offset, true)
+}
+
+func (l *Log) recordStart(offset int64, messageOnly bool) (int64, error) {
 	if l.closedFlag.Load() {
 		return 0, ErrClosed
 	}
@@ -283,18 +297,30 @@ func (l *Log) RecordStart(offset int64) (int64, error) {
 		return 0, fmt.Errorf("record start of %d: below the first offset %d: %w", offset, l.MinOffset(), ErrOffsetOutOfRange)
 	}
 	defer s.release()
-	pos := s.start
+	pos, prev := s.start, int64(-1)
 	if h, ok := l.hints.before(offset); ok && h > pos {
 		pos = h
+	}
+	atFiller := func() (int64, error) {
+		switch {
+		case !messageOnly:
+			return pos, nil
+		case prev >= 0:
+			return prev, nil
+		case pos > s.start:
+			// Walked from a hint at the filler: walk to the message before it.
+			return l.recordStart(pos-1, true)
+		}
+		return pos, nil
 	}
 	for {
 		rel := pos - s.start
 		if rel+blankFillerLength > s.size {
-			return pos, nil // the bytes too few for a filler at a segment's end
+			return atFiller() // the bytes too few for a filler at a segment's end
 		}
 		n, err := RecordSize(s.data[rel:])
 		if errors.Is(err, ErrBlank) {
-			return pos, nil
+			return atFiller()
 		}
 		if err != nil {
 			return 0, fmt.Errorf("record start of %d: record at %d: %w", offset, pos, err)
@@ -305,6 +331,7 @@ func (l *Log) RecordStart(offset int64) (int64, error) {
 		if pos+int64(n) > offset {
 			return pos, nil
 		}
+		prev = pos
 		pos += int64(n)
 	}
 }

@@ -51,6 +51,9 @@ type Replica interface {
 	// RecordStart returns the start of the record holding off
 	// (commitlog.Log.RecordStart).
 	RecordStart(off int64) (int64, error)
+	// MessageStart is RecordStart that steps back from a segment's blank
+	// filler to the message before it (commitlog.Log.MessageStart).
+	MessageStart(off int64) (int64, error)
 }
 
 // ClientConfig configures a Client. Zero durations take the defaults.
@@ -282,10 +285,22 @@ func (c *Client) apply(r *transferReader, chk *tailCheck) error {
 		}
 		if !chk.done() {
 			if len(body) == 0 {
-				continue // a heartbeat of a master whose end is below the replica's
+				if off == chk.pos {
+					// A heartbeat: the master has nothing from chk.pos on,
+					// and the slave holds bytes up to chk.end.
+					return c.diverge(*chk, chk.pos)
+				}
+				continue
 			}
 			if off != chk.pos {
-				return fmt.Errorf("the master sent bytes at %d, the slave asked for them from %d: %w", off, chk.pos, ErrProtocol)
+				if chk.pos != chk.start || off < chk.pos || off > chk.end || chk.masterStart {
+					return fmt.Errorf("the master sent bytes at %d, the slave asked for them from %d: %w", off, chk.pos, ErrProtocol)
+				}
+				// The master's log starts at off (retention deleted what
+				// the slave asked for): compare from there, a segment's
+				// first record.
+				*chk = tailCheck{start: off, agreeAt: min(off+headerAgreement, chk.end), pos: off, end: chk.end, masterStart: true}
+				c.log.Info().Int64("verifyFrom", off).Msg("the master's CommitLog starts above where the slave asked to compare from; comparing from its start")
 			}
 			n := int(min(int64(len(body)), chk.end-chk.pos))
 			if err := c.compare(*chk, off, body[:n]); err != nil {
@@ -320,19 +335,24 @@ func (c *Client) apply(r *transferReader, chk *tailCheck) error {
 type tailCheck struct {
 	start, agreeAt int64
 	pos, end       int64
+	// masterStart is true when start is the master's first offset: the
+	// master holds nothing further back to compare.
+	masterStart bool
 }
 
-// newTailCheck starts a connection's check at the record start at or
+// newTailCheck starts a connection's check at the message start at or
 // below the window's bytes under the replica's end, or at its first
-// record. An empty replica checks nothing (and reports 0: the master
-// starts it at its newest segment), and the check never starts at 0,
-// which a master would read as an empty slave.
+// record. It never starts at a segment's blank filler: any two logs with a
+// record ending at the same offset have the same filler there, so its
+// bytes agreeing would say nothing. An empty replica checks nothing (and
+// reports 0: the master starts it at its newest segment), and the check
+// never starts at 0, which a master would read as an empty slave.
 func (c *Client) newTailCheck() (tailCheck, error) {
 	end := c.cfg.Log.ReplicaOffset()
 	if end == 0 {
 		return tailCheck{}, nil
 	}
-	start, err := c.cfg.Log.RecordStart(max(end-c.window, c.cfg.Log.MinOffset()))
+	start, err := c.cfg.Log.MessageStart(max(end-c.window, c.cfg.Log.MinOffset()))
 	if err != nil {
 		return tailCheck{}, fmt.Errorf("find where to compare the slave's CommitLog with the master's: %w", err)
 	}
@@ -397,16 +417,25 @@ func mismatch(own, master []byte) int {
 // connection compares from four times as far back.
 func (c *Client) diverge(chk tailCheck, at int64) error {
 	d := &Divergence{At: chk.start}
+	var cut int64
+	var err error
 	if at >= chk.agreeAt {
-		cut, err := c.cfg.Log.RecordStart(at)
-		if err != nil {
-			return fmt.Errorf("%w at %d; finding the record that holds it: %v", ErrDiverged, at, err)
-		}
+		cut, err = c.cfg.Log.RecordStart(at)
+	}
+	switch {
+	case err != nil:
+		c.setDiverged(d)
+		return fmt.Errorf("%w at %d; finding the record that holds it: %v", ErrDiverged, at, err)
+	case at >= chk.agreeAt && cut > 0:
 		d.At, d.Exact, d.Final = cut, true, true
 		c.window = c.cfg.VerifyWindow
-	} else if chk.start <= max(c.cfg.Log.MinOffset(), 1) {
-		d.Final = true
-	} else {
+	case at >= chk.agreeAt:
+		// The first record differs after its header: a log that is not
+		// its master's from its first record is rebuilt, not cut.
+		d.At, d.Final = 0, true
+	case chk.masterStart || chk.start <= max(c.cfg.Log.MinOffset(), 1):
+		d.Final = true // nothing further back to compare
+	default:
 		c.window *= 4
 	}
 	c.setDiverged(d)

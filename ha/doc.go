@@ -33,11 +33,15 @@
 //
 // # A reconnecting slave compares its tail
 //
-// A slave that holds bytes first reports the record start at or below
+// A slave that holds bytes first reports the message start at or below
 // VerifyWindow (64 KiB) under its end (never 0, which asks for the newest
-// segment), and compares what the master sends up to its end with its
-// own bytes before it appends the rest; until then it reports only the
-// bytes compared. Bytes that differ mean the slave holds records its
+// segment; never a segment's blank filler, which any two logs with a
+// record ending at the same offset share), and compares what the master
+// sends up to its end with its own bytes before it appends the rest;
+// until then it reports only the bytes compared. A master whose retention
+// deleted that start sends from its first offset, and the slave compares
+// from there. A heartbeat before the slave's end (the master has nothing
+// more) and bytes that differ both mean the slave holds records its
 // master does not have: a demoted master rejoining as the slave of the
 // one that replaced it, or the slave of a master that lost its unflushed
 // tail and took new sends at the same offsets (then the slave's records
@@ -50,8 +54,8 @@
 // broker's --cut-commitlog-at) it drops the records from there and
 // follows the master. When the bytes differ from the first compared, the
 // next connection compares from four times as far back, down to the
-// slave's first record, where logs that share nothing are refused for
-// good. Without the check the master's records would follow the orphans
+// slave's first record or the master's, where logs that share nothing
+// are refused for good. Without the check the master's records would follow the orphans
 // whenever a record boundary of the master falls on the slave's end
 // (records of equal sizes put one there), and the slave's log would hold
 // both histories. RocketMQ's classic HA has no such check (its controller

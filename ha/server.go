@@ -31,6 +31,8 @@ type Source interface {
 	WaitBeyond(ctx context.Context, offset int64) error
 	// MaxOffset is the log's end.
 	MaxOffset() int64
+	// MinOffset is the log's first offset.
+	MinOffset() int64
 	// SegmentSize is the size of the log's segments.
 	SegmentSize() int64
 }
@@ -301,6 +303,13 @@ func (s *Server) transfer(ctx context.Context, c *slaveConn) {
 		// serves one.
 		end := s.cfg.Log.MaxOffset()
 		next = end - end%s.cfg.Log.SegmentSize()
+	} else if first := s.cfg.Log.MinOffset(); next < first {
+		// Retention deleted what the slave asked for: send from the
+		// first byte held (a segment's start). A rocketkv slave compares
+		// from there; any other takes it as a gap and reconnects, as
+		// it did when the connection was dropped.
+		s.log.Warn().Str("slave", c.addr).Int64("asked", next).Int64("from", first).Msg("the slave asked for CommitLog bytes retention deleted; sending from the first offset held")
+		next = first
 	}
 	s.log.Info().Str("slave", c.addr).Int64("from", next).Msg("transferring the CommitLog to the slave")
 	c.next.Store(next)
