@@ -1,8 +1,11 @@
 package broker
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/klauspost/compress/zstd"
@@ -32,8 +35,12 @@ const (
 	// syncCompressMin is the smallest body worth compressing.
 	syncCompressMin = 64 << 10
 	// maxSyncBody bounds a decompressed answer: a hostile or broken
-	// master cannot make the slave allocate more.
-	maxSyncBody = 1 << 30
+	// master cannot make the slave allocate much more. A million topics'
+	// table is some 180 MB of JSON.
+	maxSyncBody = 256 << 20
+	// syncMaxWindow bounds the window a compressed answer may ask the
+	// decoder for (newSyncEncoder's frames use at most 8 MiB).
+	syncMaxWindow = 16 << 20
 )
 
 // compressedForSlaves answers as f, compressing a large body for a slave
@@ -71,19 +78,41 @@ func syncBody(resp *remoting.Command) ([]byte, error) {
 	case "":
 		return resp.Body, nil
 	case syncEncodingZstd:
-		d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxSyncBody), zstd.WithDecoderConcurrency(1))
-		if err != nil {
-			return nil, fmt.Errorf("zstd decoder: %w", err)
-		}
-		defer d.Close()
-		body, err := d.DecodeAll(resp.Body, nil)
-		if err != nil {
-			return nil, fmt.Errorf("decompress the master's answer (%d bytes): %w", len(resp.Body), err)
-		}
-		return body, nil
+		return decompressSyncBody(resp.Body, maxSyncBody)
 	default:
 		return nil, fmt.Errorf("the master's answer is in an encoding this slave does not know: %q", enc)
 	}
+}
+
+// decompressSyncBody decompresses a zstd answer into exactly the bytes
+// its frame header declares (newSyncEncoder's EncodeAll declares them),
+// at most limit: a body that does not declare its size, declares more,
+// or holds more or less than it declares is refused without allocating
+// more than it declared. (A one-shot decode grows its output as frames
+// come, to several times the limit before refusing them.)
+func decompressSyncBody(body []byte, limit int64) ([]byte, error) {
+	var h zstd.Header
+	if err := h.Decode(body); err != nil {
+		return nil, fmt.Errorf("the master's compressed answer (%d bytes): frame header: %w", len(body), err)
+	}
+	if !h.HasFCS || h.FrameContentSize > uint64(limit) {
+		return nil, fmt.Errorf("the master's compressed answer (%d bytes) declares no size, or more than %d bytes (%d)", len(body), limit, h.FrameContentSize)
+	}
+	d, err := zstd.NewReader(bytes.NewReader(body), zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxWindow(syncMaxWindow), zstd.WithDecoderMaxMemory(uint64(limit)))
+	if err != nil {
+		return nil, fmt.Errorf("zstd decoder: %w", err)
+	}
+	defer d.Close()
+	out := make([]byte, h.FrameContentSize)
+	if _, err := io.ReadFull(d, out); err != nil {
+		return nil, fmt.Errorf("decompress the master's answer (%d bytes, %d declared): %w", len(body), len(out), err)
+	}
+	var more [1]byte
+	if n, err := io.ReadFull(d, more[:]); n != 0 || !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("decompress the master's answer (%d bytes): more than the %d bytes declared, or bad bytes after them: %v", len(body), len(out), err)
+	}
+	return out, nil
 }
 
 // A rocketkv slave also names the data version of its topic and group

@@ -1,9 +1,13 @@
 package broker
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
+	"runtime"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
@@ -80,6 +84,54 @@ func TestSlaveSyncCompressesLargeTables(t *testing.T) {
 	}
 	if _, err := syncBody(&remoting.Command{ExtFields: map[string]string{syncFieldEncoding: "br"}}); err == nil {
 		t.Fatal("an unknown encoding taken")
+	}
+}
+
+// A compressed answer is taken only as the bytes its frame declares, at
+// most the limit: frames of zeros compress a thousandfold, and one that
+// declares no size (or a small one, followed by more) is refused before
+// the slave allocates what it expands to.
+func TestSyncBodyBombIsRefused(t *testing.T) {
+	const limit = 16 << 20
+	enc, err := newSyncEncoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeros := make([]byte, 1<<20)
+	var undeclared bytes.Buffer
+	w, err := zstd.NewWriter(&undeclared, zstd.WithWindowSize(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 64 {
+		if _, err := w.Write(zeros); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	small := enc.EncodeAll([]byte(`{"offsetTable":{}}`), nil)
+	for name, bomb := range map[string][]byte{
+		"no declared size":         undeclared.Bytes(),
+		"more than declared":       append(append([]byte(nil), small...), undeclared.Bytes()...),
+		"declared over the limit":  enc.EncodeAll(bytes.Repeat(zeros, 17), nil),
+		"declared, then cut short": enc.EncodeAll(bytes.Repeat([]byte("{}"), 1<<19), nil)[:100],
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := decompressSyncBody(bomb, limit)
+		runtime.ReadMemStats(&after)
+		if err == nil {
+			t.Fatalf("%s: %d compressed bytes taken", name, len(bomb))
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > limit/2 {
+			t.Fatalf("%s: refusing it allocated %d bytes", name, alloc)
+		}
+	}
+	body := bytes.Repeat([]byte("{}"), limit/2)
+	if got, err := decompressSyncBody(enc.EncodeAll(body, nil), limit); err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("a body of the limit's size: %d bytes, %v", len(got), err)
 	}
 }
 
