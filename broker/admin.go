@@ -275,6 +275,10 @@ func (b *Broker) processGetTopicConfig(_ context.Context, _ *remoting.Conn, req 
 // processGetAllTopicConfig answers GET_ALL_TOPIC_CONFIG with RocketMQ's
 // TopicConfigSerializeWrapper.
 func (b *Broker) processGetAllTopicConfig(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	// The version is read first: a change made during the scan bumps it
+	// after its contents, so the answer never names a version newer than
+	// what it holds (a slave holding it would be told "not modified").
+	version := b.topics.table.Version()
 	table := map[string]meta.TopicConfig{}
 	if err := b.topics.table.Each(func(tc meta.TopicConfig) bool { table[tc.TopicName] = tc; return true }); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
@@ -282,7 +286,7 @@ func (b *Broker) processGetAllTopicConfig(_ context.Context, _ *remoting.Conn, r
 	return jsonResponse(req, struct {
 		TopicConfigTable map[string]meta.TopicConfig `json:"topicConfigTable"`
 		DataVersion      meta.DataVersion            `json:"dataVersion"`
-	}{table, b.topics.table.Version()})
+	}{table, version})
 }
 
 // processCreateGroup answers UPDATE_AND_CREATE_SUBSCRIPTIONGROUP.
@@ -332,6 +336,7 @@ func (b *Broker) groupAttributesRefusal(gc meta.SubscriptionGroupConfig) (string
 
 // processGetAllGroups answers GET_ALL_SUBSCRIPTIONGROUP_CONFIG.
 func (b *Broker) processGetAllGroups(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	version := b.groups.Version() // first, as processGetAllTopicConfig's
 	table := map[string]meta.SubscriptionGroupConfig{}
 	if err := b.groups.Each(func(g meta.SubscriptionGroupConfig) bool { table[g.GroupName] = g; return true }); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
@@ -344,7 +349,7 @@ func (b *Broker) processGetAllGroups(ctx context.Context, _ *remoting.Conn, req 
 		SubscriptionGroupTable map[string]meta.SubscriptionGroupConfig `json:"subscriptionGroupTable"`
 		ForbiddenTable         map[string]map[string]int               `json:"forbiddenTable"`
 		DataVersion            meta.DataVersion                        `json:"dataVersion"`
-	}{table, forbidden, b.groups.Version()})
+	}{table, forbidden, version})
 }
 
 // processGetGroup answers GET_SUBSCRIPTIONGROUP_CONFIG.

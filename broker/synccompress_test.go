@@ -2,14 +2,18 @@ package broker
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -147,4 +151,53 @@ func FuzzSyncBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		_, _ = syncBody(&remoting.Command{Body: raw, ExtFields: map[string]string{syncFieldEncoding: syncEncodingZstd}})
 	})
+}
+
+// A topic table answered while topics are created names a version no
+// newer than its contents: a slave holding that version is told "not
+// modified" at its next sync, and would otherwise keep a table missing
+// the topics created during the scan until the next change.
+func TestTopicTableAnswerNeverNamesANewerVersion(t *testing.T) {
+	b := startTestBroker(t, nil)
+	base := b.topics.table.Version().Counter
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for i := range 3000 {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if err := b.topics.table.Put(meta.NewTopicConfig(fmt.Sprintf("New%d", i), 1)); err != nil {
+				done <- err
+				return
+			}
+			time.Sleep(50 * time.Microsecond) // spread over the answers
+		}
+		done <- nil
+	}()
+	defer func() {
+		close(stop)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}()
+	for range 300 {
+		resp := b.processGetAllTopicConfig(context.Background(), nil, remoting.NewRequest(remoting.GetAllTopicConfig, nil, nil))
+		topics, v, err := rmqconfig.ParseTopics(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		created := 0
+		for _, tc := range topics {
+			if strings.HasPrefix(tc.TopicName, "New") {
+				created++
+			}
+		}
+		if v.Counter > base+int64(created) {
+			t.Fatalf("an answer names version %d and holds the %d topics of version %d", v.Counter, created, base+int64(created))
+		}
+	}
 }
