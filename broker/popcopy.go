@@ -55,14 +55,22 @@ const (
 )
 
 // popCopies are the paged copies a master is serving.
+//
+// Goroutines: each copy has a timer that closes it popCopyIdle after its
+// last page was asked for (a slave that stops reading pins a snapshot of
+// the index, which keeps Pebble from dropping what was overwritten since);
+// closing a copy stops it.
 type popCopies struct {
+	// idle is how long a copy outlives its last page (popCopyIdle when 0).
+	idle     time.Duration
 	mu       sync.Mutex
 	sessions map[string]*popCopy
 }
 
 // popCopy is one paged copy: its reader and when a page was last asked.
 type popCopy struct {
-	used time.Time // guarded by popCopies.mu
+	used  time.Time   // guarded by popCopies.mu
+	timer *time.Timer // closes the copy once idle; guarded by popCopies.mu
 
 	mu     sync.Mutex // serialises the reader's pages with its closing
 	reader *kvindex.PopStateReader
@@ -114,7 +122,31 @@ func (p *popCopies) start(db *kvindex.DB, now time.Time) (string, *popCopy, erro
 		p.sessions = map[string]*popCopy{}
 	}
 	p.sessions[id] = c
+	c.timer = time.AfterFunc(p.idleAfter(), func() { p.expireIdle(id) })
 	return id, c, nil
+}
+
+func (p *popCopies) idleAfter() time.Duration {
+	if p.idle > 0 {
+		return p.idle
+	}
+	return popCopyIdle
+}
+
+// expireIdle closes the copy id names if no page was asked for since
+// idleAfter, else waits for the rest of that time again.
+func (p *popCopies) expireIdle(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := p.sessions[id]
+	if !ok {
+		return
+	}
+	if left := p.idleAfter() - time.Since(c.used); left > 0 {
+		c.timer.Reset(left)
+		return
+	}
+	p.closeLocked(id)
 }
 
 // get returns the copy id names, nil when it ended or expired.
@@ -147,7 +179,7 @@ func (p *popCopies) closeAll() {
 
 func (p *popCopies) expireLocked(now time.Time) {
 	for id, c := range p.sessions {
-		if now.Sub(c.used) > popCopyIdle {
+		if now.Sub(c.used) > p.idleAfter() {
 			p.closeLocked(id)
 		}
 	}
@@ -155,6 +187,7 @@ func (p *popCopies) expireLocked(now time.Time) {
 
 func (p *popCopies) closeLocked(id string) {
 	if c, ok := p.sessions[id]; ok {
+		c.timer.Stop()
 		c.close()
 		delete(p.sessions, id)
 	}
@@ -173,7 +206,7 @@ func (b *Broker) processPopStatePage(req *remoting.Command) *remoting.Command {
 		}
 	} else if c = b.popCopies.get(id, now); c == nil {
 		return remoting.NewResponse(req, remoting.SystemError,
-			fmt.Sprintf("POP state copy %s ended or expired (a copy's pages must come within %s of each other)", id, popCopyIdle))
+			fmt.Sprintf("POP state copy %s ended or expired (a copy's pages must come within %s of each other)", id, b.popCopies.idleAfter()))
 	}
 	page, done, err := c.page(b.popCopyPage)
 	if err != nil || done {
@@ -206,11 +239,17 @@ func askMasterPopState(ctx context.Context, c *remoting.Client) ([]byte, error) 
 		if !paged {
 			return resp.Body, nil // a master that answers the whole copy at once
 		}
+		before := len(joined)
 		if joined, err = kvindex.AppendPopStatePage(joined, resp.Body); err != nil {
 			return nil, err
 		}
 		if done == "true" {
 			return joined, nil
+		}
+		if len(joined) == before {
+			// A master's page holds at least one pair unless it is the
+			// last: without this a broken one would keep the sync here.
+			return nil, errors.New("a page of the POP state copy that is not the last held nothing")
 		}
 		if len(joined) > maxPopStateJoined {
 			return nil, fmt.Errorf("the POP state copy passed %d bytes", maxPopStateJoined)

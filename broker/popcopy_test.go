@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +65,80 @@ func TestPopStateCopiedInPages(t *testing.T) {
 	// The slave holds the same state, under the default bound.
 	if r := call(t, slave.client(nil), remoting.GetPopState, nil, nil); r.Code != remoting.Success || !bytes.Equal(r.Body, whole) {
 		t.Fatalf("the whole copy in one answer: %d %s, %d bytes", r.Code, r.Remark, len(r.Body))
+	}
+}
+
+// A copy whose slave stops asking for pages is closed once idle, without
+// another copy starting: its snapshot would keep Pebble from dropping
+// what changed since.
+func TestAnAbandonedPopStateCopyIsClosed(t *testing.T) {
+	master := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) {
+		b.popCopyPage = 2048
+		b.popCopies.idle = 200 * time.Millisecond
+	})
+	putInFlight(t, master, 100)
+	c := master.client(nil)
+	r := call(t, c, remoting.GetPopState, map[string]string{popCopyFieldPaged: "true"}, nil)
+	if r.Code != remoting.Success || r.ExtFields[popCopyFieldDone] != "false" {
+		t.Fatalf("the first page: %d %s, done %q", r.Code, r.Remark, r.ExtFields[popCopyFieldDone])
+	}
+	session := r.ExtFields[popCopyFieldSession]
+	master.popCopies.mu.Lock()
+	served := master.popCopies.sessions[session]
+	master.popCopies.mu.Unlock()
+	// Pages asked within the idle time keep it open.
+	for range 3 {
+		time.Sleep(100 * time.Millisecond)
+		if r := call(t, c, remoting.GetPopState, map[string]string{popCopyFieldPaged: "true", popCopyFieldSession: session}, nil); r.Code != remoting.Success {
+			t.Fatalf("a page within the idle time: %d %s", r.Code, r.Remark)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		served.mu.Lock()
+		closed := served.closed
+		served.mu.Unlock()
+		if closed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an abandoned copy is still open 10 s after its last page")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	master.popCopies.mu.Lock()
+	open := len(master.popCopies.sessions)
+	master.popCopies.mu.Unlock()
+	if open != 0 {
+		t.Fatalf("%d copies listed after the abandoned one closed", open)
+	}
+}
+
+// A master whose pages stop growing the copy before its last is refused,
+// not asked again forever.
+func TestAnEmptyPageBeforeTheLastIsRefused(t *testing.T) {
+	b := startTestBroker(t, nil)
+	r := b.db.NewPopStateReader()
+	empty, _, _, err := r.Page(nil, 1<<20) // the version byte alone
+	_ = r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := remoting.NewMux()
+	mux.HandleFunc(remoting.GetPopState, func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
+		resp := remoting.NewResponse(req, remoting.Success, "")
+		resp.ExtFields = map[string]string{popCopyFieldSession: "s", popCopyFieldDone: "false"}
+		resp.Body = empty
+		_ = conn.Reply(req, resp)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := remoting.Dial(ctx, startRemotingServer(t, mux), remoting.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := askMasterPopState(ctx, c); err == nil || ctx.Err() != nil {
+		t.Fatalf("pages holding nothing: %v (context %v)", err, ctx.Err())
 	}
 }
