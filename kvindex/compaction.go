@@ -384,23 +384,23 @@ type CompactedKey struct {
 // those records (a tail cut at recovery), and the queue offsets they held
 // will be given to other messages, which the copies would shadow (a key
 // entry naming a later offset makes the dispatcher skip the key's
-// messages below it). It returns how many copies it dropped and the keys
-// whose entries went with them: their copy of the message before was
-// dropped when the cut one was dispatched, and the caller may copy that
-// message again (CopyRecords) while its record is in the CommitLog. It
-// scans every copy (recovery only).
-func (c *Compaction) DropAbove(end int64) (int, []CompactedKey, error) {
+// messages below it). It returns how many copies it dropped. A key whose
+// entry named a dropped copy is marked instead (PendingRestores): its
+// copy of the message before was dropped when the cut one was dispatched,
+// and the caller copies that message again (CopyRecords) while its record
+// is in the CommitLog, then clears what is left (ClearRestores). It scans
+// every copy (recovery only).
+func (c *Compaction) DropAbove(end int64) (int, error) {
 	it, err := c.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixCompacted}, UpperBound: []byte{prefixCompacted + 1}})
 	if err != nil {
-		return 0, nil, fmt.Errorf("compaction: drop from %d: %w", end, err)
+		return 0, fmt.Errorf("compaction: drop from %d: %w", end, err)
 	}
 	b := c.db.pdb.NewBatch()
 	defer b.Close()
-	fail := func(err error) (int, []CompactedKey, error) {
-		return 0, nil, errors.Join(fmt.Errorf("compaction: drop from %d: %w", end, err), it.Close())
+	fail := func(err error) (int, error) {
+		return 0, errors.Join(fmt.Errorf("compaction: drop from %d: %w", end, err), it.Close())
 	}
 	n := 0
-	var lost []CompactedKey
 	for ok := it.First(); ok; ok = it.Next() {
 		rec, err := it.ValueAndErr()
 		if err != nil {
@@ -431,21 +431,72 @@ func (c *Compaction) DropAbove(end int64) (int, []CompactedKey, error) {
 			return fail(err)
 		}
 		if len(v) == 8 && int64(binary.BigEndian.Uint64(v)) == off {
-			if err := b.Delete(kk, nil); err != nil {
+			// Marked, not deleted: a crash before the key's message
+			// before is copied again leaves the marker for the next
+			// recovery to find (PendingRestores).
+			if err := b.Set(kk, restorePending, nil); err != nil {
 				return fail(err)
 			}
-			lost = append(lost, CompactedKey{Topic: topic, QueueID: qid, Key: key})
 		}
 	}
 	if err := it.Close(); err != nil {
-		return 0, nil, fmt.Errorf("compaction: drop from %d: %w", end, err)
+		return 0, fmt.Errorf("compaction: drop from %d: %w", end, err)
 	}
 	lower := binary.BigEndian.AppendUint64([]byte{prefixCompactExpiry}, uint64(max(end, 0)))
 	if err := b.DeleteRange(lower, []byte{prefixCompactExpiry + 1}, nil); err != nil {
-		return 0, nil, fmt.Errorf("compaction: drop from %d: %w", end, err)
+		return 0, fmt.Errorf("compaction: drop from %d: %w", end, err)
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return 0, nil, fmt.Errorf("compaction: drop from %d: %w", end, err)
+		return 0, fmt.Errorf("compaction: drop from %d: %w", end, err)
 	}
-	return n, lost, nil
+	return n, nil
+}
+
+// restorePending is the value of a key entry (0x81) whose newest message
+// a recovery cut: every reader takes an entry of another length than 8
+// as none.
+var restorePending = []byte{0}
+
+// PendingRestores lists the keys DropAbove marked whose messages before
+// are not copied again yet. It scans every key entry (recovery only).
+func (c *Compaction) PendingRestores() ([]CompactedKey, error) {
+	var keys []CompactedKey
+	err := c.db.Scan([]byte{prefixCompactKey}, func(k, v []byte) bool {
+		if len(v) != len(restorePending) {
+			return true
+		}
+		topic, rest, err := readString16(k[1:])
+		if err != nil || len(rest) < 4 {
+			return true // not ours to judge here; kvdump check reports it
+		}
+		keys = append(keys, CompactedKey{Topic: topic, QueueID: int32(binary.BigEndian.Uint32(rest)), Key: string(rest[4:])})
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("compaction: keys to restore: %w", err)
+	}
+	return keys, nil
+}
+
+// ClearRestores deletes the markers of keys still pending (a key whose
+// message before was copied again has an entry naming it instead).
+func (c *Compaction) ClearRestores(keys []CompactedKey) error {
+	b := c.db.pdb.NewBatch()
+	defer b.Close()
+	for _, k := range keys {
+		kk := compactKeyKey(k.Topic, k.QueueID, k.Key)
+		v, err := c.db.get(kk)
+		if err != nil {
+			return fmt.Errorf("compaction: clear restore of %q: %w", k.Key, err)
+		}
+		if len(v) == len(restorePending) {
+			if err := b.Delete(kk, nil); err != nil {
+				return fmt.Errorf("compaction: clear restore of %q: %w", k.Key, err)
+			}
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("compaction: clear restores: %w", err)
+	}
+	return nil
 }

@@ -280,3 +280,49 @@ func TestRecoveryDropsWhatRecordsPastTheCutWrote(t *testing.T) {
 		}
 	}
 }
+
+// A recovery that stops after dropping the cut copies and before copying
+// the messages before them again (a crash, a failed read) leaves the keys
+// marked: the next recovery copies them, and the mark goes.
+func TestRecoveryRestoresKeysAfterAStopInBetween(t *testing.T) {
+	root := t.TempDir()
+	cfg := commitlog.DefaultConfig(root)
+	cfg.SegmentSize = 64 << 10
+	cfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
+	var c *Compaction
+	withCompaction := func(o *DispatcherOptions) {
+		tc := meta.NewTopicConfig("C", 1)
+		tc.Attributes[meta.AttrCleanupPolicy] = "COMPACTION"
+		c = NewCompaction(o.DB, []meta.TopicConfig{tc})
+		o.Compaction = c
+	}
+	s := openStackWith(t, root, cfg, LayoutKV, "", withCompaction)
+	putKV(t, s, "C", "a=1", "b=1")
+	cut := s.log.MaxOffset()
+	putKV(t, s, "C", "a=2", "c=1")
+	// The first recovery dropped the copies past the cut, then stopped.
+	if n, err := c.DropAbove(cut); err != nil || n != 2 {
+		t.Fatalf("DropAbove: %d copies, %v; want 2", n, err)
+	}
+	pending, err := c.PendingRestores()
+	if err != nil || len(pending) != 2 {
+		t.Fatalf("keys to restore: %v, %v; want a and c", pending, err)
+	}
+	if _, _, ok, err := c.Newest("C", 0, "a"); ok || err != nil {
+		t.Fatalf("a key pending its restore has a newest message: %v %v", ok, err)
+	}
+	s.close(t)
+
+	cfg.CutAt = cut
+	s = openStackWith(t, root, cfg, LayoutKV, "", withCompaction)
+	defer s.close(t)
+	if got, want := compacted(t, c, "C"), "0:a=1 1:b=1"; got != want {
+		t.Fatalf("copies after the second recovery: %s, want %s", got, want)
+	}
+	if pending, err := c.PendingRestores(); err != nil || len(pending) != 0 {
+		t.Fatalf("keys still marked after the restore: %v, %v", pending, err)
+	}
+	if _, m, ok, err := c.Newest("C", 0, "a"); !ok || err != nil || string(m.Body) != "1" {
+		t.Fatalf("a's newest message after the restore: %v %v %q", ok, err, m.Body)
+	}
+}

@@ -316,11 +316,19 @@ func (d *Dispatcher) dropAbove(end int64) error {
 	}
 	copies, restored := 0, 0
 	if c := d.opts.Compaction; c != nil {
-		var lost []CompactedKey
-		if copies, lost, err = c.DropAbove(end); err != nil {
+		if copies, err = c.DropAbove(end); err != nil {
+			return err
+		}
+		// The keys this cut marked, and those of a recovery that stopped
+		// before copying them again.
+		lost, err := c.PendingRestores()
+		if err != nil {
 			return err
 		}
 		if restored, err = d.recopyNewest(lost); err != nil {
+			return err
+		}
+		if err := c.ClearRestores(lost); err != nil {
 			return err
 		}
 	}

@@ -449,7 +449,11 @@
 //
 // Written with each copy of a message that has a key, tombstones (empty
 // bodies) included; deleted with the topic, and with the tombstone it
-// names when that expires.
+// names when that expires. A recovery that cuts the message an entry
+// names sets the value to the single byte 0x00 (restore pending) until
+// it has copied the key's message before again, so a crash in between
+// leaves the next recovery the key to restore; readers take any value
+// but 8 bytes as no entry.
 //
 // # 0x82 compaction expiry: copies kept while their record is in the CommitLog
 //

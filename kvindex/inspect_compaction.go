@@ -1,6 +1,7 @@
 package kvindex
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -42,7 +43,10 @@ type CompactKeyRecord struct {
 	Topic       string `json:"topic"`
 	QueueID     int32  `json:"queueId"`
 	Key         string `json:"key"`
-	QueueOffset int64  `json:"queueOffset"`
+	QueueOffset int64  `json:"queueOffset"` // -1 while RestorePending
+	// RestorePending marks a key whose newest message a recovery cut,
+	// before the message before it is copied again.
+	RestorePending bool `json:"restorePending,omitempty"`
 }
 
 // CompactExpiryRecord is a copy kept only while its record is in the
@@ -72,6 +76,9 @@ func (r CompactedRecord) String() string {
 
 // String implements Record.
 func (r CompactKeyRecord) String() string {
+	if r.RestorePending {
+		return fmt.Sprintf("topic=%s queueId=%d key=%q restorePending", r.Topic, r.QueueID, r.Key)
+	}
 	return fmt.Sprintf("topic=%s queueId=%d key=%q queueOffset=%d", r.Topic, r.QueueID, r.Key, r.QueueOffset)
 }
 
@@ -106,11 +113,16 @@ func decodeCompactionKey(key, value []byte) (rec Record, ok bool, err error) {
 			Keys: keys, BodyLen: len(m.Body)}, true, nil
 	case PrefixCompactKey:
 		topic, rest, err := readString16(key[1:])
-		if err != nil || len(rest) < 4 || len(value) != 8 {
+		if err != nil || len(rest) < 4 || (len(value) != 8 && !bytes.Equal(value, restorePending)) {
 			return nil, true, bad()
 		}
-		return CompactKeyRecord{Topic: topic, QueueID: int32(binary.BigEndian.Uint32(rest)), Key: string(rest[4:]),
-			QueueOffset: int64(binary.BigEndian.Uint64(value))}, true, nil
+		r := CompactKeyRecord{Topic: topic, QueueID: int32(binary.BigEndian.Uint32(rest)), Key: string(rest[4:]), QueueOffset: -1}
+		if len(value) == 8 {
+			r.QueueOffset = int64(binary.BigEndian.Uint64(value))
+		} else {
+			r.RestorePending = true
+		}
+		return r, true, nil
 	case PrefixCompactExpiry:
 		if len(key) < 9 {
 			return nil, true, bad()

@@ -556,6 +556,7 @@ func FuzzDecodeKey(f *testing.F) {
 	}
 	f.Add(compactedKey("C", 0, 5), rec)
 	f.Add(compactKeyKey("C", 0, "k"), putInt64(5))
+	f.Add(compactKeyKey("C", 0, "k"), restorePending)
 	f.Add(compactExpiryKey(4096, "C", 0, 5), []byte("k"))
 	f.Add(compactExpiryKey(4096, "C", 0, 6), []byte{})
 	f.Add([]byte{0x7f}, []byte{})
@@ -582,7 +583,11 @@ func FuzzDecodeKey(f *testing.F) {
 				t.Fatalf("timer %x=%x decoded as %+v, which encodes as %x=%x", key, value, r, k, v)
 			}
 		case CompactKeyRecord:
-			if k, v := compactKeyKey(r.Topic, r.QueueID, r.Key), putInt64(r.QueueOffset); string(k) != string(key) || string(v) != string(value) {
+			v := putInt64(r.QueueOffset)
+			if r.RestorePending {
+				v = restorePending
+			}
+			if k := compactKeyKey(r.Topic, r.QueueID, r.Key); string(k) != string(key) || string(v) != string(value) {
 				t.Fatalf("compaction key %x=%x decoded as %+v, which encodes as %x=%x", key, value, r, k, v)
 			}
 		case CompactExpiryRecord:
