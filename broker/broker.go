@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/internal/atomicfile"
 	"github.com/rocketkv/rocketkv/internal/listenconf"
 	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/internal/uniqid"
@@ -434,20 +436,33 @@ func (b *Broker) openStores(ctx context.Context) error {
 	lcfg.Logger = b.root
 	lcfg.BeforeFlush = b.beforeFlush
 	lcfg.Replica = b.isSlave()
-	if b.cutAt > 0 {
+	cut := b.cutAt
+	if cut > 0 {
 		if !b.isSlave() {
-			return fmt.Errorf("cut the CommitLog at %d: only a slave's (brokerRole=SLAVE) is cut: a master's records are the messages it acknowledged", b.cutAt)
+			return fmt.Errorf("cut the CommitLog at %d: only a slave's (brokerRole=SLAVE) is cut: a master's records are the messages it acknowledged", cut)
 		}
-		lcfg.CutAt = b.cutAt
+		if done, err := cutDone(root); err != nil {
+			return err
+		} else if done == cut {
+			// The flag left in a service's command line: cutting again
+			// would drop what the master sent since.
+			b.log.Warn().Int64("cutAt", cut).Str("file", filepath.Join(root, cutDoneFile)).
+				Msg("the CommitLog was cut at this offset already; not cutting again (remove --cut-commitlog-at)")
+			cut = 0
+		}
+		lcfg.CutAt = cut
 	}
 	clog, err := commitlog.Open(lcfg)
 	if err != nil {
 		return fmt.Errorf("open commitlog: %w", err)
 	}
 	b.clog = clog
-	if b.cutAt > 0 {
+	if cut > 0 {
+		if err := atomicfile.WriteFile(filepath.Join(root, cutDoneFile), []byte(strconv.FormatInt(cut, 10)+"\n"), 0o644); err != nil {
+			return fmt.Errorf("note the CommitLog's cut at %d: %w", cut, err)
+		}
 		info := clog.RecoveryInfo()
-		b.log.Warn().Int64("cutAt", b.cutAt).Int64("cutBytes", info.CutBytes).
+		b.log.Warn().Int64("cutAt", cut).Int64("cutBytes", info.CutBytes).
 			Msg("slave's CommitLog cut where it parted from its master's; the index drops what it held past the cut and the master sends the rest")
 	}
 

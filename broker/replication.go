@@ -3,10 +3,15 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -55,7 +60,31 @@ func (b *Broker) isSlave() bool { return b.cfg.BrokerRole == roleSlave }
 // client found are not its master's (it logs the offset as cutAt), are
 // removed with their index entries, and the master sends its own. Start
 // refuses it on a master. Call it before Start.
+//
+// It cuts once: the offset is noted in the store (cutDoneFile), and a
+// start asked to cut at the offset noted there does not cut again.
 func (b *Broker) CutCommitLogAt(offset int64) { b.cutAt = offset }
+
+// cutDoneFile, in the store's root, holds the offset of the last cut
+// CutCommitLogAt made.
+const cutDoneFile = "commitlog-cut"
+
+// cutDone returns the offset of the last cut made in the store at root,
+// 0 for none.
+func cutDone(root string) (int64, error) {
+	raw, err := os.ReadFile(filepath.Join(root, cutDoneFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the CommitLog's last cut: %w", err)
+	}
+	off, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("read the CommitLog's last cut from %s: %w", filepath.Join(root, cutDoneFile), err)
+	}
+	return off, nil
+}
 
 // checkRole applies RocketMQ's start-up rules of brokerRole: a master's
 // brokerId is 0, a slave's above 0.

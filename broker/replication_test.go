@@ -442,4 +442,12 @@ func TestDemotedMasterRejoiningAsSlaveKeepsItsLog(t *testing.T) {
 			t.Fatalf("message %d of the mended slave: %q at queue offset %d, want %q", i, m.Body, m.QueueOffset, want)
 		}
 	}
+	// The flag left on the command line does not cut again what the
+	// master sent since.
+	end := mended.clog.MaxOffset()
+	mended.stop()
+	again := startTestBrokerWith(t, master.store, asSlave, func(b *Broker) { b.CutCommitLogAt(d.At) })
+	if cut := again.clog.RecoveryInfo().CutBytes; cut != 0 || again.clog.MaxOffset() < end {
+		t.Fatalf("a restart with the same cut cut %d bytes (end %d, was %d)", cut, again.clog.MaxOffset(), end)
+	}
 }

@@ -93,7 +93,7 @@ func newCommand() *cobra.Command {
 	f.StringVar(&o.pprofAddr, "pprof", "", "serve Go's profiling endpoints (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; off when empty")
 	f.BoolVar(&o.enableProxy, "enable-proxy", false, "also serve RocketMQ 5's gRPC clients (the proxy of bin/proxy, on grpcServerPort 8081), as mqbroker --enable-proxy")
 	f.StringVar(&o.proxyConfig, "proxy-config", "", "the proxy's rmq-proxy.json (also -pc, as RocketMQ's); namesrvAddr defaults to the broker's")
-	f.Int64Var(&o.cutCommitLogAt, "cut-commitlog-at", 0, "a slave only, once: remove its CommitLog records from this offset on (the cutAt its log gives when they are not its master's) before it starts")
+	f.Int64Var(&o.cutCommitLogAt, "cut-commitlog-at", 0, "a slave only, once: remove its CommitLog records from this offset on (the cutAt its log gives when they are not its master's) before it starts (a restart asked for the same offset does not cut again)")
 	return cmd
 }
 
