@@ -65,6 +65,7 @@ type popCopies struct {
 	idle     time.Duration
 	mu       sync.Mutex
 	sessions map[string]*popCopy
+	closed   bool // closeAll ran: the index is closing, no copy may start
 }
 
 // popCopy is one paged copy: its reader and when a page was last asked.
@@ -105,9 +106,14 @@ func (p *popCopies) start(db *kvindex.DB, now time.Time) (string, *popCopy, erro
 		return "", nil, fmt.Errorf("name a POP state copy: %w", err)
 	}
 	id := hex.EncodeToString(raw[:])
-	c := &popCopy{reader: db.NewPopStateReader(), used: now}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		// A request that outlived the server's shutdown: a snapshot
+		// taken now would outlive the index.
+		return "", nil, errors.New("the broker is shutting down")
+	}
+	c := &popCopy{reader: db.NewPopStateReader(), used: now}
 	p.expireLocked(now)
 	if len(p.sessions) >= maxPopCopies {
 		oldest := ""
@@ -168,10 +174,12 @@ func (p *popCopies) end(id string) {
 	p.closeLocked(id)
 }
 
-// closeAll closes every copy (the index is closing).
+// closeAll closes every copy, and refuses new ones (the index is
+// closing).
 func (p *popCopies) closeAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.closed = true
 	for id := range p.sessions {
 		p.closeLocked(id)
 	}

@@ -142,3 +142,15 @@ func TestAnEmptyPageBeforeTheLastIsRefused(t *testing.T) {
 		t.Fatalf("pages holding nothing: %v (context %v)", err, ctx.Err())
 	}
 }
+
+// Once the copies are closed for the index's closing, a request that
+// outlived the server's shutdown starts none (its snapshot would outlive
+// the index).
+func TestNoPopStateCopyStartsAfterCloseAll(t *testing.T) {
+	b := startTestBroker(t, nil)
+	var copies popCopies
+	copies.closeAll()
+	if _, c, err := copies.start(b.db, time.Now()); err == nil || c != nil {
+		t.Fatalf("a copy started after closeAll: %v", err)
+	}
+}
