@@ -293,6 +293,9 @@ func (c *Client) apply(r *transferReader, chk *tailCheck) error {
 				continue
 			}
 			if off != chk.pos {
+				if chk.pos == chk.start && off > chk.end && !chk.masterStart {
+					return fmt.Errorf("the master's CommitLog starts at %d, past this slave's end %d: its retention deleted what the slave lacks; rebuild the slave's store from a copy of the master's", off, chk.end)
+				}
 				if chk.pos != chk.start || off < chk.pos || off > chk.end || chk.masterStart {
 					return fmt.Errorf("the master sent bytes at %d, the slave asked for them from %d: %w", off, chk.pos, ErrProtocol)
 				}

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -191,6 +193,56 @@ func TestASlaveAheadOfAnIdleMasterIsFound(t *testing.T) {
 	if d := waitDiverged(t, c); !d.Exact || d.At != shared {
 		t.Fatalf("divergence %+v; the slave's records from %d are past the master's end", *d, shared)
 	}
+	if r.ReplicaOffset() != end {
+		t.Fatalf("the slave's end moved from %d to %d", end, r.ReplicaOffset())
+	}
+}
+
+// lockedBuffer is a log sink the test reads while the client writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A slave whose end is below everything its master still holds takes
+// nothing and says that it must be rebuilt.
+func TestASlaveBehindTheMastersRetentionIsToldToRebuild(t *testing.T) {
+	m := openLog(t, t.TempDir(), false)
+	defer m.Close()
+	appendN(t, m, 0, 30)
+	r := openLog(t, t.TempDir(), true)
+	defer r.Close()
+	copyInto(t, m, r, 4096)
+	appendN(t, m, 30, 120)
+	if _, err := m.DeleteExpired(time.Now(), true); err != nil {
+		t.Fatal(err)
+	}
+	end := r.ReplicaOffset()
+	if m.MinOffset() <= end {
+		t.Fatalf("the master's first offset %d must lie past the slave's end %d", m.MinOffset(), end)
+	}
+	s := startServer(t, m)
+	var logs lockedBuffer
+	hb, hk := fast()
+	c := NewClient(ClientConfig{MasterAddr: func() string { return s.Addr().String() }, Log: r,
+		HeartbeatInterval: hb, HousekeepingInterval: hk, RetryInterval: 20 * time.Millisecond, Logger: zerolog.New(&logs)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the slave to say it must be rebuilt", func() bool { return strings.Contains(logs.String(), "rebuild the slave's store") })
 	if r.ReplicaOffset() != end {
 		t.Fatalf("the slave's end moved from %d to %d", end, r.ReplicaOffset())
 	}
