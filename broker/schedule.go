@@ -143,6 +143,12 @@ func (b *Broker) deliverDue(ctx context.Context, level int, off int64) (next, st
 // it (0 when there was nothing to deliver).
 func (b *Broker) deliverScheduled(ctx context.Context, phy int64) (int64, error) {
 	_, m, ok, err := b.readRecord(phy)
+	if commitlog.NoRecordAt(err) {
+		// A damaged record stays damaged: waiting on it would hold
+		// back every later message of the level.
+		b.log.Error().Err(err).Int64("phy", phy).Msg("delayed message unreadable; dropped")
+		return 0, nil
+	}
 	if err != nil || !ok {
 		return 0, err // a record gone with retention is skipped
 	}
@@ -158,6 +164,10 @@ func (b *Broker) deliverScheduled(ctx context.Context, phy int64) (int64, error)
 		Properties: commitlog.RewriteProperties(m.Properties, []string{propDelay, timer.PropDeliverMs, timer.PropDelaySec, timer.PropDelayMs}),
 	}
 	res, err := b.putMessages(ctx, []*commitlog.Message{out}, false)
+	if commitlog.Unstorable(err) {
+		b.log.Error().Err(err).Int64("phy", phy).Str("topic", topic).Msg("delayed message can never be stored in its topic; dropped")
+		return 0, nil
+	}
 	if err != nil {
 		return 0, err
 	}

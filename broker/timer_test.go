@@ -2,6 +2,7 @@ package broker
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -198,5 +199,56 @@ func TestTimerEntryBehindTheCursorIsDelivered(t *testing.T) {
 	got := waitDelivered(t, b, c, "TmLate", 0, 2)
 	if string(got[1].Body) != "behind" {
 		t.Fatalf("delivered %q second, want the entry behind the cursor", got[1].Body)
+	}
+}
+
+// A timer or delayed message that can never be stored in its topic (here
+// it names a light message queue whose name is invalid, which the send to
+// the parking topic does not check) is dropped when it comes due; the
+// messages due after it are delivered, where they waited behind it for
+// good.
+func TestAnUnstorableDelayedMessageDoesNotHoldBackTheOthers(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enableLmq": "true", "enableMultiDispatch": "true", "timerPrecisionMs": "100"})
+	c := b.client(nil)
+	for _, topic := range []string{"Unstorable", "After", "DelayUnstorable"} {
+		createTopic(t, c, topic, 1, 1)
+	}
+	bad := lmqProps("%LMQ%" + strings.Repeat("x", 123))
+	if r := sendV2(t, c, "Unstorable", 0, "never", "TIMER_DELAY_MS\x01100\x02"+bad); r.Code != remoting.Success {
+		t.Fatalf("the timer send: %d %s", r.Code, r.Remark)
+	}
+	time.Sleep(500 * time.Millisecond) // due, and a round has failed to store it
+	mustSend(t, c, "After", 0, "later", "TIMER_DELAY_MS\x01100\x02")
+	waitDelivered(t, b, c, "After", 0, 1)
+
+	if r := sendV2(t, c, "DelayUnstorable", 0, "never", "DELAY\x011\x02"+bad); r.Code != remoting.Success {
+		t.Fatalf("the delayed send: %d %s", r.Code, r.Remark)
+	}
+	mustSend(t, c, "DelayUnstorable", 0, "later", "DELAY\x011\x02")
+	waitDelivered(t, b, c, "DelayUnstorable", 0, 1)
+	if got := pullAll(t, b, c, "DelayUnstorable", 0); len(got) != 1 || string(got[0].Body) != "later" {
+		t.Fatalf("delivered of delay level 1: %d messages", len(got))
+	}
+}
+
+// Timer messages due together that name a light message queue are stored
+// in it too, as a message sent with the property alone is: the timer
+// stores them one by one.
+func TestTimerMessagesDueTogetherReachTheirLightQueues(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enableLmq": "true", "enableMultiDispatch": "true", "timerPrecisionMs": "1000"})
+	c := b.client(nil)
+	createTopic(t, c, "LmqTimer", 1, 1)
+	deliver := (time.Now().UnixMilli()/1000+2)*1000 + 500
+	for _, body := range []string{"a", "b", "c"} {
+		mustSend(t, c, "LmqTimer", 0, body, "TIMER_DELIVER_MS\x01"+strconv.FormatInt(deliver, 10)+"\x02"+lmqProps("%LMQ%timerDev"))
+	}
+	waitDelivered(t, b, c, "LmqTimer", 0, 3)
+	b.caughtUp()
+	r := call(t, c, remoting.PullMessage, pullReq("%LMQ%g", "%LMQ%timerDev", 0, 0, 0, 0, "*"), nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("pull of the light queue: %d %s", r.Code, r.Remark)
+	}
+	if got := decodeRecords(t, r.Body); len(got) != 3 {
+		t.Fatalf("the light queue holds %d of the 3 delivered timer messages", len(got))
 	}
 }

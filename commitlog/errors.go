@@ -101,3 +101,13 @@ func NoRecordAt(err error) bool {
 	return errors.Is(err, ErrOffsetOutOfRange) || errors.Is(err, ErrBadMagic) || errors.Is(err, ErrCorrupt) ||
 		errors.Is(err, ErrBlank) || errors.Is(err, ErrTruncated)
 }
+
+// Unstorable reports whether err, from Append, is about the message
+// itself (too large, properties too large, topic name too long, an
+// invalid request such as a bad light message queue name): no retry
+// stores it. Other errors (disk full, a closed log, a context) are the
+// log's, and a later attempt may succeed.
+func Unstorable(err error) bool {
+	return errors.Is(err, ErrMessageTooLarge) || errors.Is(err, ErrPropertiesTooLarge) ||
+		errors.Is(err, ErrTopicTooLong) || errors.Is(err, ErrInvalidAppend)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -433,6 +434,11 @@ const maxAppendBatch = 64
 // were stored; on an error the messages after the done ones wait for the
 // next round.
 func (s *Service) put(ctx context.Context, entries []kvindex.TimerEntry, msgs []*commitlog.Message) (done, stored int, err error) {
+	if len(msgs) > 1 && slices.ContainsFunc(msgs, multiDispatched) {
+		// Only a message stored alone also goes to the light message
+		// queues it names (as RocketMQ re-puts each timer message alone).
+		return s.putEach(ctx, entries, msgs)
+	}
 	err = s.store.PutBatch(ctx, msgs)
 	if err == nil {
 		for _, m := range msgs {
@@ -448,6 +454,11 @@ func (s *Service) put(ctx context.Context, entries []kvindex.TimerEntry, msgs []
 		}
 		return 0, 0, fmt.Errorf("deliver %d timer messages to %s/%d: %w", len(msgs), msgs[0].Topic, msgs[0].QueueID, err)
 	}
+	return s.putEach(ctx, entries, msgs)
+}
+
+// putEach is put of each message alone, in order, up to the first error.
+func (s *Service) putEach(ctx context.Context, entries []kvindex.TimerEntry, msgs []*commitlog.Message) (done, stored int, err error) {
 	for i := range msgs {
 		d, n, err := s.put(ctx, entries[i:i+1], msgs[i:i+1])
 		done += d
@@ -457,6 +468,13 @@ func (s *Service) put(ctx context.Context, entries []kvindex.TimerEntry, msgs []
 		}
 	}
 	return done, stored, nil
+}
+
+// multiDispatched reports whether m names light message queues to be
+// dispatched to as well (INNER_MULTI_DISPATCH).
+func multiDispatched(m *commitlog.Message) bool {
+	v, ok := commitlog.LookupProperty(m.Properties, commitlog.PropertyMultiDispatch)
+	return ok && v != ""
 }
 
 // lowerCursor moves the cursor back to the committed late entries that
@@ -516,10 +534,7 @@ func wholeTimes(due []kvindex.TimerEntry) []kvindex.TimerEntry {
 // permanent reports whether a put failed for the message itself (it can
 // never be stored), rather than for the store (disk full, shutting
 // down), which a later round retries.
-func permanent(err error) bool {
-	return errors.Is(err, commitlog.ErrMessageTooLarge) || errors.Is(err, commitlog.ErrPropertiesTooLarge) ||
-		errors.Is(err, commitlog.ErrTopicTooLong)
-}
+func permanent(err error) bool { return commitlog.Unstorable(err) }
 
 // cancelKey is what a TIMER_DEL_UNIQKEY names a parked message by.
 func cancelKey(parked *commitlog.Message) string {
