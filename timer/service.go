@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -69,6 +70,17 @@ type Service struct {
 	// moves the cursor back to those that are committed.
 	lateMu sync.Mutex
 	late   []kvindex.TimerEntry
+	// lateLost is true when late was full (maxLate: no round emptied it,
+	// as on a slave or while delivery is stopped) and entries were left
+	// out; lateLostBelow is past the last left out. A round then scans
+	// from the keyspace's start instead of the cursor.
+	lateLost      bool
+	lateLostBelow int64
+	maxLate       int // the list's bound (maxLate; tests lower it)
+	// cursorAt is cursorMs as the last round left it, for the hook: an
+	// entry due before it is late whenever it is due (the clock stepped
+	// back).
+	cursorAt atomic.Int64
 
 	wmMu sync.Mutex
 	wm   Watermark // after the last round
@@ -102,6 +114,7 @@ func (s *Service) Watermark() Watermark {
 // committed were folded in: every entry before the cursor and below
 // committed is gone from the index.
 func (s *Service) setWatermark(committed int64) {
+	s.cursorAt.Store(s.cursorMs)
 	s.wmMu.Lock()
 	s.wm = Watermark{CursorMs: s.cursorMs, CursorPhy: s.cursorPhy, BelowPhy: committed}
 	s.wmMu.Unlock()
@@ -162,6 +175,10 @@ func (s *Service) ForgetDelivered(w Watermark) (int, error) {
 // commits.
 const lateWindow = time.Minute
 
+// maxLate bounds the late list: past it, entries are left out and a
+// round rescans the keyspace from its start.
+const maxLate = 1 << 16
+
 // Options are the optional parts of a Service.
 type Options struct {
 	// Progress returns the timer progress of an Apache RocketMQ store the
@@ -199,7 +216,7 @@ func New(timers *kvindex.Timers, store Store, opts Options, log zerolog.Logger) 
 		dequeued = func(string) {}
 	}
 	return &Service{timers: timers, store: store, progress: opts.Progress, queueProgress: opts.QueueProgress,
-		dispatched: opts.Dispatched, paused: paused, now: time.Now, takenIn: math.MaxInt64,
+		dispatched: opts.Dispatched, paused: paused, now: time.Now, takenIn: math.MaxInt64, maxLate: maxLate,
 		enqueued: enqueued, dequeued: dequeued, log: log.With().Str("component", "timer").Logger()}
 }
 
@@ -221,9 +238,13 @@ func (s *Service) Hook() kvindex.Hook {
 		if due < s.deliveredTo && m.QueueOffset < s.takenIn {
 			return nil
 		}
-		if due <= s.now().Add(lateWindow).UnixMilli() {
+		if due <= s.now().Add(lateWindow).UnixMilli() || due < s.cursorAt.Load() {
 			s.lateMu.Lock()
-			s.late = append(s.late, kvindex.TimerEntry{DeliverMs: due, PhyOffset: m.PhyOffset})
+			if len(s.late) < s.maxLate {
+				s.late = append(s.late, kvindex.TimerEntry{DeliverMs: due, PhyOffset: m.PhyOffset})
+			} else {
+				s.lateLost, s.lateLostBelow = true, max(s.lateLostBelow, m.PhyOffset+1)
+			}
 			s.lateMu.Unlock()
 		}
 		if err := s.timers.Add(w, kvindex.TimerEntry{DeliverMs: due, PhyOffset: m.PhyOffset, Size: m.StoreSize}); err != nil {
@@ -488,6 +509,16 @@ func (s *Service) lowerCursor() int64 {
 	}
 	s.lateMu.Lock()
 	defer s.lateMu.Unlock()
+	if s.lateLost {
+		// Entries were left out of the list: scan from the start (what
+		// was delivered is gone from the keyspace), until every entry
+		// left out is committed and so seen by the scan.
+		s.cursorMs, s.cursorPhy = 0, 0
+		s.lateLost = s.lateLostBelow > committed
+		if !s.lateLost {
+			s.log.Warn().Int("late", len(s.late)).Msg("timer entries indexed behind the delivery position overflowed their list; rescanned from the start")
+		}
+	}
 	keep := s.late[:0]
 	for _, e := range s.late {
 		if e.PhyOffset >= committed {

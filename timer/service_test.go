@@ -598,3 +598,63 @@ func TestWatermarkCoversWhatWasDelivered(t *testing.T) {
 		t.Fatalf("second watermark: forgot %d (%v), keeps %v", n, err, slave.pending())
 	}
 }
+
+// The clock steps back by more than lateWindow after a round: an entry
+// indexed then, due before the rounds' position but more than a minute
+// after its indexing, is still delivered when it is due.
+func TestClockSteppedBackEntryBehindTheCursorIsDelivered(t *testing.T) {
+	f := newFixture(t)
+	f.park("A", "Orders", 0, 100, "")
+	f.caughtUp()
+	f.at(101)
+	if n := f.roundOK(); n != 1 {
+		t.Fatalf("delivered %d, want A", n)
+	}
+	f.at(0) // the clock steps back 101 s
+	f.park("B", "Orders", 0, 90, "")
+	f.caughtUp()
+	for _, sec := range []int{95, 120, 300} {
+		f.at(sec)
+		f.roundOK()
+	}
+	if n := f.deliveries()["B"]; n != 1 {
+		t.Fatalf("B (due at +90 s, behind the position at +101 s) delivered %d times; pending %v", n, f.pending())
+	}
+}
+
+// With no round to empty it (a slave, or delivery stopped), the list of
+// entries indexed behind the rounds' position stays bounded; the entries
+// left out of it are found when rounds resume, by a scan from the start.
+func TestLateEntriesOverflowToARescan(t *testing.T) {
+	f := newFixture(t)
+	f.svc.maxLate = 10
+	f.park("A", "Orders", 0, 100, "")
+	f.caughtUp()
+	f.at(101)
+	if n := f.roundOK(); n != 1 {
+		t.Fatalf("delivered %d, want A", n)
+	}
+	for i := range 25 {
+		// Sent before, due behind the position; those left out of the
+		// list are due before those in it, which the cursor goes back to.
+		due := 50
+		if i >= 10 {
+			due = 40
+		}
+		f.parkAt(time.UnixMilli(base), fmt.Sprintf("L%d", i), "Orders", 0, due, "")
+	}
+	f.caughtUp()
+	f.svc.lateMu.Lock()
+	held := len(f.svc.late)
+	f.svc.lateMu.Unlock()
+	if held > 10 {
+		t.Fatalf("the late list holds %d entries, bound 10", held)
+	}
+	f.at(120)
+	f.roundOK()
+	for i := range 25 {
+		if n := f.deliveries()[fmt.Sprintf("L%d", i)]; n != 1 {
+			t.Fatalf("L%d delivered %d times; pending %v", i, n, f.pending())
+		}
+	}
+}
