@@ -134,12 +134,13 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 		return nil, err
 	}
 	pc := popclient.New(rc, brokerName)
+	fifo := settings.GetSubscription().GetFifo()
 	cctx, cancel := context.WithTimeout(ctx, poll+s.cfg.RequestTimeout)
 	defer cancel()
 	res, err := pc.Pop(cctx, popclient.PopRequest{
 		Group: group, Topic: topic, QueueID: -1, MaxMsgNums: batch, InvisibleTime: invisible,
 		PollTime: poll, InitMode: popInitModeMax, Exp: exp, ExpType: expType,
-		Order: settings.GetSubscription().GetFifo(), AttemptID: req.GetAttemptId(),
+		Order: fifo, AttemptID: req.GetAttemptId(),
 	})
 	if err != nil {
 		return nil, err
@@ -155,6 +156,12 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 	out := make([]popped, 0, len(res.Messages))
 	for i := range res.Messages {
 		pm := &res.Messages[i]
+		if fifo {
+			// An orderly pop redelivers the stored message unchanged: its
+			// consumption count is the answer's orderCountInfo, as
+			// RocketMQ's client reads it into reconsumeTimes.
+			pm.ReconsumeTimes = max(pm.ReconsumeTimes, pm.OrderCount)
+		}
 		h := Handle{Handle: pm.Handle, CommitLogOffset: pm.PhyOffset}
 		p := popped{handle: h, group: group, topic: pm.RealTopic, addr: addr}
 		if maxAttempts > 0 && int(pm.ReconsumeTimes)+1 > maxAttempts {
