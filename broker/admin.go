@@ -103,26 +103,19 @@ func (b *Broker) processCreateGroupList(_ context.Context, _ *remoting.Conn, req
 	return remoting.NewResponse(req, remoting.Success, "")
 }
 
-// systemTopicPrefix starts the names RocketMQ's TopicValidator counts as
-// system topics whatever they are.
-const systemTopicPrefix = "rmq_sys_"
-
 // isSystemTopic reports whether RocketMQ's TopicValidator counts topic as
 // a system topic: the topics no client may send to, the broker's own
 // (cluster, broker and reply topics), the trace and benchmark topics and
 // every rmq_sys_ topic.
 func (b *Broker) isSystemTopic(topic string) bool {
-	switch topic {
-	case autoCreateTopic, "BenchmarkTest", "RMQ_SYS_TRACE_TOPIC", b.cfg.BrokerClusterName, b.cfg.BrokerName:
+	if meta.IsSystemTopic(topic) || topic == b.cfg.BrokerClusterName || topic == b.cfg.BrokerName {
 		return true
 	}
 	if b.cfg.TraceTopicEnable && topic == b.cfg.MsgTraceTopicName {
 		return true
 	}
-	if cluster, ok := strings.CutSuffix(topic, replyTopicSuffix); ok && cluster == b.cfg.BrokerClusterName {
-		return true // the reply topic, without building its name on every send
-	}
-	return notSendable[topic] || strings.HasPrefix(topic, systemTopicPrefix)
+	cluster, ok := strings.CutSuffix(topic, replyTopicSuffix)
+	return ok && cluster == b.cfg.BrokerClusterName // the reply topic, without building its name on every send
 }
 
 // systemTopicRefusal returns the remark refusing an admin request to

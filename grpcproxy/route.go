@@ -140,6 +140,9 @@ func checkTopic(topic string) error {
 	if !meta.ValidTopicChars(topic) || len(topic) > 127 {
 		return fail(rmqpb.Code_ILLEGAL_TOPIC, "topic %q is empty, longer than 127 bytes or holds characters other than letters, digits, %%, |, _ and -", topic)
 	}
+	if meta.IsSystemTopic(topic) {
+		return fail(rmqpb.Code_ILLEGAL_TOPIC, "cannot access system topic %s", topic)
+	}
 	return nil
 }
 
@@ -147,6 +150,9 @@ func checkTopic(topic string) error {
 func checkGroup(group string) error {
 	if !meta.ValidTopicChars(group) || len(group) > 255 {
 		return fail(rmqpb.Code_ILLEGAL_CONSUMER_GROUP, "consumer group %q is empty, longer than 255 bytes or holds characters other than letters, digits, %%, |, _ and -", group)
+	}
+	if meta.IsSystemGroup(group) {
+		return fail(rmqpb.Code_ILLEGAL_CONSUMER_GROUP, "cannot use system consumer group %s", group)
 	}
 	return nil
 }

@@ -99,13 +99,14 @@ func TestRouteEndpointsWithoutTheClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	// TBW102 is routed once the broker's first registration reaches the
-	// name server.
+	// The topic is routed once the broker's registration of it reaches
+	// the name server.
+	c.createTopic(t, "RouteNoEndpoints", 1, "")
 	deadline := time.Now().Add(20 * time.Second)
 	var resp *rmqpb.QueryRouteResponse
 	for {
 		resp, err = rmqpb.NewMessagingServiceClient(conn).QueryRoute(callCtx(t, "no-endpoints", 10*time.Second),
-			&rmqpb.QueryRouteRequest{Topic: &rmqpb.Resource{Name: "TBW102"}})
+			&rmqpb.QueryRouteRequest{Topic: &rmqpb.Resource{Name: "RouteNoEndpoints"}})
 		if err == nil && resp.GetStatus().GetCode() == rmqpb.Code_OK && len(resp.GetMessageQueues()) > 0 {
 			break
 		}
@@ -118,5 +119,26 @@ func TestRouteEndpointsWithoutTheClients(t *testing.T) {
 	want := &rmqpb.Endpoints{Scheme: rmqpb.AddressScheme_IPv4, Addresses: []*rmqpb.Address{{Host: "127.0.0.1", Port: int32(p)}}}
 	if got := resp.GetMessageQueues()[0].GetBroker().GetEndpoints(); !proto.Equal(got, want) {
 		t.Fatalf("endpoints %v, want the address the client reached, %v", got, want)
+	}
+}
+
+// System topics and consumer groups are refused as RocketMQ's proxy
+// refuses them: a client can neither route, send to nor receive from the
+// broker's own topics, nor consume as one of its groups.
+func TestSystemTopicsAndGroupsAreRefused(t *testing.T) {
+	c := startTestCluster(t, nil)
+	c.createTopic(t, "UserTopic", 1, "")
+	for _, topic := range []string{"TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "rmq_sys_wheel_timer"} {
+		r, err := c.rpc.QueryRoute(callCtx(t, "sys", 5*time.Second), &rmqpb.QueryRouteRequest{Topic: &rmqpb.Resource{Name: topic}, Endpoints: c.proxyEndpoints(t)})
+		if err != nil || r.GetStatus().GetCode() != rmqpb.Code_ILLEGAL_TOPIC {
+			t.Errorf("QueryRoute %s: %v %v, want ILLEGAL_TOPIC", topic, r.GetStatus(), err)
+		}
+		s, err := c.rpc.SendMessage(callCtx(t, "sys", 5*time.Second), &rmqpb.SendMessageRequest{Messages: []*rmqpb.Message{newMessage(topic, "injected")}})
+		if err != nil || s.GetStatus().GetCode() != rmqpb.Code_ILLEGAL_TOPIC {
+			t.Errorf("SendMessage to %s: %v %v, want ILLEGAL_TOPIC", topic, s.GetStatus(), err)
+		}
+	}
+	if st, msgs := c.receiveOnce(t, "sys", receiveRequest("CID_RMQ_SYS_X", "UserTopic", 20*time.Second, time.Second), 10*time.Second); st.GetCode() != rmqpb.Code_ILLEGAL_CONSUMER_GROUP || len(msgs) != 0 {
+		t.Errorf("receive as CID_RMQ_SYS_X: %v, %d messages; want ILLEGAL_CONSUMER_GROUP", st, len(msgs))
 	}
 }

@@ -248,6 +248,25 @@ const (
 	TransCheckMaxTopic = "TRANS_CHECK_MAX_TIME_TOPIC"
 )
 
+// IsSystemTopic reports whether RocketMQ's TopicValidator counts topic as
+// a system topic whatever the broker: TBW102, the schedule, transaction,
+// trace, benchmark, self-test and offset-moved topics, and every rmq_sys_
+// topic. (A broker also counts its cluster's and its own name, and its
+// trace and reply topics.)
+func IsSystemTopic(topic string) bool {
+	switch topic {
+	case "TBW102", ScheduleTopic, "BenchmarkTest", TransHalfTopic, "RMQ_SYS_TRACE_TOPIC", TransOpHalfTopic,
+		TransCheckMaxTopic, "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT":
+		return true
+	}
+	return strings.HasPrefix(topic, "rmq_sys_")
+}
+
+// IsSystemGroup reports whether group is one of RocketMQ's own consumer
+// groups (CID_RMQ_SYS_..., MixAll.isSysConsumerGroup), which clients may
+// not use.
+func IsSystemGroup(group string) bool { return strings.HasPrefix(group, "CID_RMQ_SYS_") }
+
 // DefaultMessageDelayLevel is RocketMQ's messageDelayLevel.
 const DefaultMessageDelayLevel = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 
