@@ -318,6 +318,14 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 		full := len(due) == deliverBatch
 		if full {
 			due = wholeTimes(due)
+			if due[0].DeliverMs == due[len(due)-1].DeliverMs {
+				// One delivery time fills the batch: read the rest of it,
+				// so a cancel after the first deliverBatch of its time
+				// still meets its message, as RocketMQ reads a whole slot.
+				if due, err = s.wholeSlot(due); err != nil {
+					return delivered, err
+				}
+			}
 		}
 		n, err := s.deliverBatch(ctx, due, now)
 		s.setWatermark(committed)
@@ -544,6 +552,28 @@ func (s *Service) advanceCursor(due []kvindex.TimerEntry, handled []bool) {
 	}
 	last := due[len(due)-1]
 	s.cursorMs, s.cursorPhy = last.DeliverMs, last.PhyOffset+1
+}
+
+// maxSlot bounds the entries of one delivery time a round reads
+// together (wholeSlot); a cancel past it in a larger slot may miss its
+// message.
+const maxSlot = 64 * deliverBatch
+
+// wholeSlot extends due, a full batch of one delivery time, with the
+// other entries of that time, up to maxSlot.
+func (s *Service) wholeSlot(due []kvindex.TimerEntry) ([]kvindex.TimerEntry, error) {
+	for len(due) < maxSlot {
+		last := due[len(due)-1]
+		more, err := s.timers.DueFrom(last.DeliverMs, last.PhyOffset+1, last.DeliverMs, deliverBatch)
+		if err != nil {
+			return nil, err
+		}
+		due = append(due, more...)
+		if len(more) < deliverBatch {
+			break
+		}
+	}
+	return due, nil
 }
 
 // wholeTimes drops from a full batch the entries of its last delivery

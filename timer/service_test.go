@@ -658,3 +658,30 @@ func TestLateEntriesOverflowToARescan(t *testing.T) {
 		}
 	}
 }
+
+// A cancel reaches its message at their delivery time however many other
+// messages share it: RocketMQ reads a whole slot's cancels before its
+// messages, and a round reads a delivery time that fills its batch whole.
+func TestCancelBeyondAFullBatchOfItsTime(t *testing.T) {
+	f := newFixture(t)
+	f.park("T", "Orders", 1, 5, "")
+	for i := range deliverBatch {
+		f.park(fmt.Sprintf("F%d", i), "Other", 0, 5, "")
+	}
+	f.park("X", "Orders", 1, 5, "TIMER_DEL_UNIQKEY\x01Orders+T\x02")
+	f.caughtUp()
+	f.at(10)
+	f.roundOK()
+	d := f.deliveries()
+	if d["T"] != 0 || d["X"] != 0 {
+		t.Fatalf("the cancelled message delivered %d times, the cancel %d", d["T"], d["X"])
+	}
+	for i := range deliverBatch {
+		if n := d[fmt.Sprintf("F%d", i)]; n != 1 {
+			t.Fatalf("F%d delivered %d times", i, n)
+		}
+	}
+	if p := f.pending(); len(p) != 0 {
+		t.Fatalf("entries left after the round: %v", p)
+	}
+}
