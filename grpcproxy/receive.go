@@ -135,7 +135,11 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 	}
 	pc := popclient.New(rc, brokerName)
 	fifo := settings.GetSubscription().GetFifo()
-	cctx, cancel := context.WithTimeout(ctx, poll+s.cfg.RequestTimeout)
+	// Not cancelled with the client: a broker's long poll goes on when its
+	// request is abandoned and pops what arrives, invisible for the
+	// whole invisible time. The answer is waited for, and what the gone
+	// client cannot take is nacked (visible again after a second).
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), poll+s.cfg.RequestTimeout)
 	defer cancel()
 	res, err := pc.Pop(cctx, popclient.PopRequest{
 		Group: group, Topic: topic, QueueID: -1, MaxMsgNums: batch, InvisibleTime: invisible,
