@@ -52,7 +52,7 @@
 //	0x60    txn half        no         dispatcher (half messages); transaction service (checks, end)
 //	0x61    txn end         no         transaction service (END_TRANSACTION, discard); dispatcher (committed records)
 //	0x62    txn RocketMQ op yes        dispatcher (op messages, RocketMQ's or rocketkv's); deleted below the half queue's minimum
-//	0x70    timer           yes        dispatcher (rmq_sys_wheel_timer records); deleted by the timer at delivery
+//	0x70    timer           yes        dispatcher (rmq_sys_wheel_timer records); deleted by the timer at delivery, on a slave by the master's watermark
 //	0x80    compacted       no         dispatcher (records of compacted topics); superseded copies deleted by it
 //	0x81    compaction key  no         dispatcher, with 0x80
 //	0x82    compaction exp. no         dispatcher, with 0x80; deleted with the copies it names below the CommitLog minimum
@@ -416,9 +416,13 @@
 //
 // Written by the dispatcher, in the batch that indexes a record of
 // rmq_sys_wheel_timer, at the record's TIMER_OUT_MS. The delivery time
-// comes first, so the messages due are one range scan from the start of
-// the keyspace up to now: the timer re-puts each to its REAL_TOPIC and
-// REAL_QID and deletes its entry (one synced batch per round). RocketMQ's
+// comes first, so the messages due are one range scan up to now, from
+// the position the last round left (moved back to entries indexed behind
+// it; from the keyspace's start after a restart or when too many were):
+// the timer re-puts each to its REAL_TOPIC and REAL_QID and deletes its
+// entry (one synced batch per round). A slave deletes the entries its
+// master's watermark says were delivered (Timers.ForgetDelivered), and
+// recovery those of records past a cut log's end (DropAbove). RocketMQ's
 // timerlog and timerwheel files, and their roll of delays beyond the
 // wheel, have no counterpart: any delay up to timerMaxDelaySec is one key
 // (a store migrated from RocketMQ can hold a message and its roll, with
