@@ -26,6 +26,8 @@ type Proxy struct {
 	MaxMessageSize int
 	// MaxUserPropertySize bounds a message's user properties, tag and keys.
 	MaxUserPropertySize int
+	// UserPropertyMaxNum bounds how many user properties a message has.
+	UserPropertyMaxNum int
 	// MaxMessageGroupSize bounds a message group's bytes.
 	MaxMessageGroupSize int
 	// MaxDelayTime is the latest a delivery time may lie ahead.
@@ -94,6 +96,7 @@ var proxyFields = slices.Concat([]field[Proxy]{
 	str("namesrvAddr", "127.0.0.1:9876", func(p *Proxy) *string { return &p.NamesrvAddr }),
 	intRange("maxMessageSize", "4194304", 1, 1<<30, func(p *Proxy) *int { return &p.MaxMessageSize }),
 	intRange("maxUserPropertySize", "16384", 1, 1<<30, func(p *Proxy) *int { return &p.MaxUserPropertySize }),
+	intRange("userPropertyMaxNum", "128", 1, 1<<20, func(p *Proxy) *int { return &p.UserPropertyMaxNum }),
 	intRange("maxMessageGroupSize", "64", 1, 1<<20, func(p *Proxy) *int { return &p.MaxMessageGroupSize }),
 	millisRange("maxDelayTimeMills", "86400000", 1, func(p *Proxy) *time.Duration { return &p.MaxDelayTime }),
 	millis("minInvisibleTimeMillsForRecv", "10000", func(p *Proxy) *time.Duration { return &p.MinInvisibleTimeForRecv }),

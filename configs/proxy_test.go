@@ -27,6 +27,7 @@ func TestProxyDefaultsAreRocketMQs(t *testing.T) {
 		NamesrvAddr:               "127.0.0.1:9876",
 		MaxMessageSize:            4194304,
 		MaxUserPropertySize:       16 << 10,
+		UserPropertyMaxNum:        128,
 		MaxMessageGroupSize:       64,
 		MaxDelayTime:              24 * time.Hour,
 		MinInvisibleTimeForRecv:   10 * time.Second,

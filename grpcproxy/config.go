@@ -33,6 +33,9 @@ type Config struct {
 	// MaxUserPropertySize bounds the bytes of a message's user properties,
 	// tag and keys together (maxUserPropertySize, 16 KiB).
 	MaxUserPropertySize int
+	// UserPropertyMaxNum bounds how many user properties a message has
+	// (userPropertyMaxNum, 128).
+	UserPropertyMaxNum int
 	// MaxMessageGroupSize bounds a message group's bytes
 	// (maxMessageGroupSize, 64).
 	MaxMessageGroupSize int
@@ -120,6 +123,7 @@ func DefaultConfig() Config {
 		RouteTTL:                  20 * time.Second,
 		MaxMessageSize:            4 << 20,
 		MaxUserPropertySize:       16 << 10,
+		UserPropertyMaxNum:        128,
 		MaxMessageGroupSize:       64,
 		MaxDelay:                  24 * time.Hour,
 		MinInvisible:              10 * time.Second,
@@ -180,6 +184,7 @@ func ConfigFrom(p configs.Proxy, log zerolog.Logger) (Config, error) {
 	c.RouteTTL = p.TopicRouteCacheRefresh
 	c.MaxMessageSize = p.MaxMessageSize
 	c.MaxUserPropertySize = p.MaxUserPropertySize
+	c.UserPropertyMaxNum = p.UserPropertyMaxNum
 	c.MaxMessageGroupSize = p.MaxMessageGroupSize
 	c.MaxDelay = p.MaxDelayTime
 	c.MinInvisible, c.MaxInvisible, c.DefaultInvisible = p.MinInvisibleTimeForRecv, p.MaxInvisibleTime, p.DefaultInvisibleTime

@@ -127,6 +127,9 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 	if sp.GetMessageId() == "" {
 		return o, fail(rmqpb.Code_ILLEGAL_MESSAGE_ID, "message id cannot be empty")
 	}
+	if n := len(m.GetUserProperties()); n > s.cfg.UserPropertyMaxNum {
+		return o, fail(rmqpb.Code_MESSAGE_PROPERTIES_TOO_LARGE, "%d user properties, more than %d", n, s.cfg.UserPropertyMaxNum)
+	}
 	props := make(map[string]string, len(m.GetUserProperties())+8)
 	size := 0
 	for k, v := range m.GetUserProperties() {

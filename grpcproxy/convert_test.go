@@ -85,6 +85,7 @@ func TestBuildOutgoingRefuses(t *testing.T) {
 	small := func(c *Config) {
 		c.MaxMessageSize = 16
 		c.MaxUserPropertySize = 32
+		c.UserPropertyMaxNum = 3
 		c.MaxMessageGroupSize = 8
 		c.MaxDelay = time.Hour
 	}
@@ -132,6 +133,11 @@ func TestBuildOutgoingRefuses(t *testing.T) {
 		{"blank key", "", func(m *rmqpb.Message) { m.SystemProperties.Keys = []string{"k1", " "} }, rmqpb.Code_ILLEGAL_MESSAGE_KEY},
 		{"user properties, tag and keys over the maximum", "", func(m *rmqpb.Message) {
 			m.UserProperties["u2"] = strings.Repeat("v", 32)
+		}, rmqpb.Code_MESSAGE_PROPERTIES_TOO_LARGE},
+		{"more user properties than the maximum", "", func(m *rmqpb.Message) {
+			for _, k := range []string{"a", "b", "c", "d"} {
+				m.UserProperties[k] = ""
+			}
 		}, rmqpb.Code_MESSAGE_PROPERTIES_TOO_LARGE},
 		{"transaction recovery time over an hour", "", func(m *rmqpb.Message) {
 			m.SystemProperties.MessageType = rmqpb.MessageType_TRANSACTION
