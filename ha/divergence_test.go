@@ -35,11 +35,7 @@ func appendSized(size int) func(t *testing.T, l *commitlog.Log, from, n int, fil
 
 func openLogSegments(t *testing.T, dir string, replica bool, segment int64) *commitlog.Log {
 	t.Helper()
-	cfg := commitlog.DefaultConfig(dir)
-	cfg.SegmentSize = segment
-	cfg.StoreHost = netip.MustParseAddrPort("10.0.0.1:10911")
-	cfg.Replica = replica
-	l, err := commitlog.Open(cfg)
+	l, err := commitlog.Open(logConfig(dir, replica, segment))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,15 +22,20 @@ const testSegment = 64 << 10
 
 func openLog(t *testing.T, dir string, replica bool) *commitlog.Log {
 	t.Helper()
-	cfg := commitlog.DefaultConfig(dir)
-	cfg.SegmentSize = testSegment
-	cfg.StoreHost = netip.MustParseAddrPort("10.0.0.1:10911")
-	cfg.Replica = replica
-	l, err := commitlog.Open(cfg)
+	l, err := commitlog.Open(logConfig(dir, replica, testSegment))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// logConfig is the configuration of the tests' logs.
+func logConfig(dir string, replica bool, segment int64) commitlog.Config {
+	cfg := commitlog.DefaultConfig(dir)
+	cfg.SegmentSize = segment
+	cfg.StoreHost = netip.MustParseAddrPort("10.0.0.1:10911")
+	cfg.Replica = replica
+	return cfg
 }
 
 func appendN(t *testing.T, l *commitlog.Log, from, n int) {
@@ -507,14 +512,7 @@ func TestDivergenceBeforeTheWindowIsFound(t *testing.T) {
 	if r.ReplicaOffset()-shared <= 2*window {
 		t.Fatalf("the orphans (%d bytes) must fill more than two windows of %d", r.ReplicaOffset()-shared, window)
 	}
-	s := startServer(t, m)
-	hb, hk := fast()
-	c := NewClient(ClientConfig{MasterAddr: func() string { return s.Addr().String() }, Log: r, VerifyWindow: window,
-		HeartbeatInterval: hb, HousekeepingInterval: hk, RetryInterval: 20 * time.Millisecond, Logger: zerolog.Nop()})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); c.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	c := runClient(t, startServer(t, m), r, window)
 	if d := waitDiverged(t, c); !d.Exact || d.At != shared {
 		t.Fatalf("divergence found %+v; the slave's records from %d are not the master's", *d, shared)
 	}

@@ -194,18 +194,8 @@ func TestCompactedTopics(t *testing.T) {
 // next message below it as superseded. A key whose newest message was
 // cut gets the copy of its message before back.
 func TestRecoveryDropsWhatRecordsPastTheCutWrote(t *testing.T) {
-	root := t.TempDir()
-	cfg := commitlog.DefaultConfig(root)
-	cfg.SegmentSize = 64 << 10
-	cfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
-	var c *Compaction
-	withCompaction := func(o *DispatcherOptions) {
-		tc := meta.NewTopicConfig("C", 1)
-		tc.Attributes[meta.AttrCleanupPolicy] = "COMPACTION"
-		c = NewCompaction(o.DB, []meta.TopicConfig{tc})
-		o.Compaction = c
-	}
-	s := openStackWith(t, root, cfg, LayoutKV, "", withCompaction)
+	root, cfg, open := compactedStack(t)
+	s, c := open()
 	putKV(t, s, "C", "a=1", "b=1")
 	putKV(t, s, meta.TransHalfTopic, "-=h0", "-=h1")
 	cut := s.log.MaxOffset()
@@ -237,7 +227,7 @@ func TestRecoveryDropsWhatRecordsPastTheCutWrote(t *testing.T) {
 	s.close(t)
 
 	cfg.CutAt = cut
-	s = openStackWith(t, root, cfg, LayoutKV, "", withCompaction)
+	s = openStackWith(t, root, *cfg, LayoutKV, "", withCompaction(&c))
 	defer s.close(t)
 	// a=1's copy went when a=2 came: it is copied again, a's newest
 	// message left in the CommitLog.
@@ -285,18 +275,8 @@ func TestRecoveryDropsWhatRecordsPastTheCutWrote(t *testing.T) {
 // the messages before them again (a crash, a failed read) leaves the keys
 // marked: the next recovery copies them, and the mark goes.
 func TestRecoveryRestoresKeysAfterAStopInBetween(t *testing.T) {
-	root := t.TempDir()
-	cfg := commitlog.DefaultConfig(root)
-	cfg.SegmentSize = 64 << 10
-	cfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
-	var c *Compaction
-	withCompaction := func(o *DispatcherOptions) {
-		tc := meta.NewTopicConfig("C", 1)
-		tc.Attributes[meta.AttrCleanupPolicy] = "COMPACTION"
-		c = NewCompaction(o.DB, []meta.TopicConfig{tc})
-		o.Compaction = c
-	}
-	s := openStackWith(t, root, cfg, LayoutKV, "", withCompaction)
+	root, cfg, open := compactedStack(t)
+	s, c := open()
 	putKV(t, s, "C", "a=1", "b=1")
 	cut := s.log.MaxOffset()
 	putKV(t, s, "C", "a=2", "c=1")
@@ -314,7 +294,7 @@ func TestRecoveryRestoresKeysAfterAStopInBetween(t *testing.T) {
 	s.close(t)
 
 	cfg.CutAt = cut
-	s = openStackWith(t, root, cfg, LayoutKV, "", withCompaction)
+	s = openStackWith(t, root, *cfg, LayoutKV, "", withCompaction(&c))
 	defer s.close(t)
 	if got, want := compacted(t, c, "C"), "0:a=1 1:b=1"; got != want {
 		t.Fatalf("copies after the second recovery: %s, want %s", got, want)
@@ -324,5 +304,31 @@ func TestRecoveryRestoresKeysAfterAStopInBetween(t *testing.T) {
 	}
 	if _, m, ok, err := c.Newest("C", 0, "a"); !ok || err != nil || string(m.Body) != "1" {
 		t.Fatalf("a's newest message after the restore: %v %v %q", ok, err, m.Body)
+	}
+}
+
+// withCompaction makes a stack's dispatcher compact topic C, and sets *c
+// to its Compaction.
+func withCompaction(c **Compaction) func(o *DispatcherOptions) {
+	return func(o *DispatcherOptions) {
+		tc := meta.NewTopicConfig("C", 1)
+		tc.Attributes[meta.AttrCleanupPolicy] = "COMPACTION"
+		*c = NewCompaction(o.DB, []meta.TopicConfig{tc})
+		o.Compaction = *c
+	}
+}
+
+// compactedStack returns a store root, the CommitLog configuration of its
+// stacks (64 KiB segments) and an opener of a stack that compacts topic C.
+func compactedStack(t *testing.T) (string, *commitlog.Config, func() (*stack, *Compaction)) {
+	t.Helper()
+	root := t.TempDir()
+	cfg := commitlog.DefaultConfig(root)
+	cfg.SegmentSize = 64 << 10
+	cfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
+	return root, &cfg, func() (*stack, *Compaction) {
+		var c *Compaction
+		s := openStackWith(t, root, cfg, LayoutKV, "", withCompaction(&c))
+		return s, c
 	}
 }
