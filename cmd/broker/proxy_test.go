@@ -57,7 +57,9 @@ func TestEnableProxy(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		cctx, ccancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), "x-mq-client-id", "enable-proxy-test"), 2*time.Second)
-		resp, err := client.QueryRoute(cctx, &rmqpb.QueryRouteRequest{Topic: &rmqpb.Resource{Name: "TBW102"}})
+		// The broker routes the topic named after its cluster (TBW102, a
+		// system topic, is not routed to gRPC clients).
+		resp, err := client.QueryRoute(cctx, &rmqpb.QueryRouteRequest{Topic: &rmqpb.Resource{Name: "DefaultCluster"}})
 		ccancel()
 		if err == nil && resp.GetStatus().GetCode() == rmqpb.Code_OK && len(resp.GetMessageQueues()) > 0 {
 			if b := resp.GetMessageQueues()[0].GetBroker().GetName(); b != "broker-a" {
