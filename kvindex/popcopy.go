@@ -209,8 +209,9 @@ func (d *DB) ReplacePopState(state []byte) (keys, written int, err error) {
 			if err != nil {
 				return err
 			}
+			same := string(cur) == string(v) // before Next: cur is the iterator's
 			ok = it.Next()
-			if string(cur) == string(v) {
+			if same {
 				return nil
 			}
 		}
