@@ -153,8 +153,10 @@ func deliveryTime(props string, nowMs int64) (int64, bool, error) {
 		if !ok {
 			continue
 		}
+		// A negative delay or time is one already come: RocketMQ stores
+		// such a message at once.
 		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 || n > (1<<62)/p.scale {
+		if err != nil || n < -(1<<62)/p.scale || n > (1<<62)/p.scale {
 			return 0, false, fmt.Errorf("%w: %s=%q", ErrBadTime, p.name, v)
 		}
 		return p.base + n*p.scale, true, nil
