@@ -1,6 +1,8 @@
 package grpcproxy
 
 import (
+	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -47,4 +49,33 @@ func TestFifoRedeliveryCountsAttemptsToTheDeadLetterQueue(t *testing.T) {
 		}
 	}
 	c.waitMaxOffsets(t, "%DLQ%"+group, []int64{1})
+}
+
+// A group's policy read while no broker answers is the default one for
+// that call only: the next call, with the broker back, reads the real one
+// (an orderly group taken for a concurrent one for a whole route TTL would
+// lose its order). One the broker gave is cached.
+func TestGroupPolicyIsNotCachedWhenNoBrokerAnswered(t *testing.T) {
+	c := startTestCluster(t, nil)
+	gc := meta.NewSubscriptionGroupConfig("PolicyOrderly")
+	gc.ConsumeMessageOrderly = true
+	c.createGroup(t, gc)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if gp := c.proxy.groupPolicyAt(ctx, []string{gone}, "PolicyOrderly"); gp.orderly {
+		t.Fatalf("a policy read from no broker: %+v", gp)
+	}
+	if gp := c.proxy.groupPolicyAt(ctx, []string{gone, c.brokerAddr}, "PolicyOrderly"); !gp.orderly {
+		t.Fatalf("the broker's policy after a failed read: %+v, want orderly", gp)
+	}
+	// Cached now: read without any broker.
+	if gp := c.proxy.groupPolicyAt(ctx, nil, "PolicyOrderly"); !gp.orderly {
+		t.Fatalf("the cached policy: %+v, want orderly", gp)
+	}
 }

@@ -22,25 +22,43 @@ func (s *Server) groupPolicy(ctx context.Context, r *topicRoute, group string) g
 
 // groupPolicyAt reads a consumer group's configuration from the first of
 // the brokers that answers, or gives RocketMQ's defaults; answers are
-// cached for the route's time to live.
+// cached for the route's time to live. It returns the defaults, without
+// caching them, when no broker answered (a FIFO group must not be taken
+// for a concurrent one for a whole TTL after a broker's hiccup) or ctx
+// ended first.
 func (s *Server) groupPolicyAt(ctx context.Context, brokers []string, group string) groupPolicy {
 	if c, ok := s.policies.Get(group); ok && time.Since(c.at) < s.cfg.RouteTTL {
 		return c.gp
 	}
-	v, _, _ := s.policyLoads.Do(group, func() (any, error) {
+	ch := s.policyLoads.DoChan(group, func() (any, error) {
 		return s.loadGroupPolicy(context.WithoutCancel(ctx), brokers, group), nil
 	})
-	return v.(groupPolicy)
+	select {
+	case r := <-ch:
+		return r.Val.(groupPolicy)
+	case <-ctx.Done():
+		return defaultGroupPolicy()
+	}
 }
 
+// defaultGroupPolicy is RocketMQ's subscription group defaults.
+func defaultGroupPolicy() groupPolicy { return groupPolicy{retryMaxTimes: 16} }
+
 // loadGroupPolicy asks the brokers in turn for the group's configuration
-// and caches what it gives.
+// and caches what the first that answers gives (the defaults when it
+// knows no such group).
 func (s *Server) loadGroupPolicy(ctx context.Context, brokers []string, group string) groupPolicy {
-	gp := groupPolicy{retryMaxTimes: 16}
-	defer func() { s.policies.Add(group, cachedPolicy{gp: gp, at: time.Now()}) }()
+	gp := defaultGroupPolicy()
 	for _, addr := range brokers {
 		resp, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.GetSubscriptionGroupConfig, map[string]string{"group": group}, nil))
-		if err != nil || resp.Code != remoting.Success {
+		if err != nil {
+			continue
+		}
+		if resp.Code != remoting.Success {
+			if resp.Code == remoting.SubscriptionGroupNotExist {
+				s.policies.Add(group, cachedPolicy{gp: gp, at: time.Now()})
+				return gp
+			}
 			continue
 		}
 		var gc meta.SubscriptionGroupConfig
@@ -48,7 +66,8 @@ func (s *Server) loadGroupPolicy(ctx context.Context, brokers []string, group st
 			continue
 		}
 		gp.orderly, gp.retryMaxTimes, gp.retry = gc.ConsumeMessageOrderly, gc.RetryMaxTimes, gc.GroupRetryPolicy
-		break
+		s.policies.Add(group, cachedPolicy{gp: gp, at: time.Now()})
+		return gp
 	}
 	return gp
 }
