@@ -13,10 +13,7 @@ import (
 // code: the one place where storage errors become wire codes.
 func appendErrorCode(err error) int32 {
 	switch {
-	case errors.Is(err, commitlog.ErrMessageTooLarge),
-		errors.Is(err, commitlog.ErrPropertiesTooLarge),
-		errors.Is(err, commitlog.ErrTopicTooLong),
-		errors.Is(err, commitlog.ErrInvalidAppend):
+	case commitlog.Unstorable(err):
 		return remoting.MessageIllegal
 	case errors.Is(err, kvindex.ErrDispatchBehind):
 		return remoting.SystemBusy

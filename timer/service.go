@@ -475,8 +475,8 @@ func (s *Service) put(ctx context.Context, entries []kvindex.TimerEntry, msgs []
 		}
 		return len(msgs), len(msgs), nil
 	}
-	if !permanent(err) || len(msgs) == 1 {
-		if permanent(err) {
+	if !commitlog.Unstorable(err) || len(msgs) == 1 {
+		if commitlog.Unstorable(err) {
 			s.log.Error().Err(err).Int64("phyOffset", entries[0].PhyOffset).Str("topic", msgs[0].Topic).
 				Msg("timer message can never be stored in its topic; dropped")
 			return 1, 0, nil
@@ -591,11 +591,6 @@ func wholeTimes(due []kvindex.TimerEntry) []kvindex.TimerEntry {
 	}
 	return due[:i]
 }
-
-// permanent reports whether a put failed for the message itself (it can
-// never be stored), rather than for the store (disk full, shutting
-// down), which a later round retries.
-func permanent(err error) bool { return commitlog.Unstorable(err) }
 
 // cancelKey is what a TIMER_DEL_UNIQKEY names a parked message by.
 func cancelKey(parked *commitlog.Message) string {
