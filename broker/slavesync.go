@@ -153,18 +153,7 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 // askMaster sends one bodiless GET_ALL_* request and returns the body of
 // a successful answer.
 func askMaster(ctx context.Context, c *remoting.Client, code int32) ([]byte, error) {
-	resp, err := invokeMaster(ctx, c, code, map[string]string{syncFieldAccept: syncEncodingZstd})
-	if err != nil {
-		return nil, err
-	}
-	body, err := syncBody(resp)
-	if err != nil {
-		return nil, fmt.Errorf("request %d: %w", code, err)
-	}
-	if body == nil {
-		body = []byte{} // nil means nothing to apply; an empty answer is the apply's to judge
-	}
-	return body, nil
+	return askMasterWith(ctx, c, code, map[string]string{syncFieldAccept: syncEncodingZstd})
 }
 
 // askIfChanged asks for a table whose data version the slave names: a
@@ -173,22 +162,30 @@ func askMaster(ctx context.Context, c *remoting.Client, code int32) ([]byte, err
 // know the field.
 func askIfChanged(code int32, version func() meta.DataVersion) func(context.Context, *remoting.Client) ([]byte, error) {
 	return func(ctx context.Context, c *remoting.Client) ([]byte, error) {
-		resp, err := invokeMaster(ctx, c, code, map[string]string{syncFieldAccept: syncEncodingZstd, syncFieldHaveVersion: versionField(version())})
-		if err != nil {
-			return nil, err
-		}
-		if resp.ExtFields[syncFieldNotModified] == "true" {
-			return nil, nil
-		}
-		body, err := syncBody(resp)
-		if err != nil {
-			return nil, fmt.Errorf("request %d: %w", code, err)
-		}
-		if body == nil {
-			body = []byte{}
-		}
-		return body, nil
+		return askMasterWith(ctx, c, code, map[string]string{syncFieldAccept: syncEncodingZstd, syncFieldHaveVersion: versionField(version())})
 	}
+}
+
+// askMasterWith sends one bodiless request with ext and returns the
+// answer's body, decompressed: nil (nothing to apply) when the master
+// says the table did not change, empty for an empty answer (the apply's
+// to judge).
+func askMasterWith(ctx context.Context, c *remoting.Client, code int32, ext map[string]string) ([]byte, error) {
+	resp, err := invokeMaster(ctx, c, code, ext)
+	if err != nil {
+		return nil, err
+	}
+	if resp.ExtFields[syncFieldNotModified] == "true" {
+		return nil, nil
+	}
+	body, err := syncBody(resp)
+	if err != nil {
+		return nil, fmt.Errorf("request %d: %w", code, err)
+	}
+	if body == nil {
+		body = []byte{}
+	}
+	return body, nil
 }
 
 // invokeMaster sends one bodiless request and returns a successful
