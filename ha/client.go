@@ -284,37 +284,9 @@ func (c *Client) apply(r *transferReader, chk *tailCheck) error {
 			return nil
 		}
 		if !chk.done() {
-			if len(body) == 0 {
-				if off == chk.pos {
-					// A heartbeat: the master has nothing from chk.pos on,
-					// and the slave holds bytes up to chk.end.
-					return c.diverge(*chk, chk.pos)
-				}
-				continue
-			}
-			if off != chk.pos {
-				if chk.pos == chk.start && off > chk.end && !chk.masterStart {
-					return fmt.Errorf("the master's CommitLog starts at %d, past this slave's end %d: its retention deleted what the slave lacks; rebuild the slave's store from a copy of the master's", off, chk.end)
-				}
-				if chk.pos != chk.start || off < chk.pos || off > chk.end || chk.masterStart {
-					return fmt.Errorf("the master sent bytes at %d, the slave asked for them from %d: %w", off, chk.pos, ErrProtocol)
-				}
-				// The master's log starts at off (retention deleted what
-				// the slave asked for): compare from there, a segment's
-				// first record.
-				*chk = tailCheck{start: off, agreeAt: min(off+headerAgreement, chk.end), pos: off, end: chk.end, masterStart: true}
-				c.log.Info().Int64("verifyFrom", off).Msg("the master's CommitLog starts above where the slave asked to compare from; comparing from its start")
-			}
-			n := int(min(int64(len(body)), chk.end-chk.pos))
-			if err := c.compare(*chk, off, body[:n]); err != nil {
+			if off, body, err = c.check(chk, off, body); err != nil {
 				return err
 			}
-			chk.pos += int64(n)
-			if chk.done() {
-				c.window = c.cfg.VerifyWindow
-				c.setDiverged(nil)
-			}
-			off, body = off+int64(n), body[n:]
 			if len(body) == 0 {
 				continue
 			}
@@ -329,6 +301,41 @@ func (c *Client) apply(r *transferReader, chk *tailCheck) error {
 			return fmt.Errorf("write the master's bytes at %d: %w", off, err)
 		}
 	}
+}
+
+// check compares the part of a transfer at off below the check's end with
+// the replica's bytes and returns the rest, to append.
+func (c *Client) check(chk *tailCheck, off int64, body []byte) (int64, []byte, error) {
+	if len(body) == 0 {
+		if off == chk.pos {
+			// A heartbeat: the master has nothing from chk.pos on, and
+			// the slave holds bytes up to chk.end.
+			return 0, nil, c.diverge(*chk, chk.pos)
+		}
+		return off, nil, nil
+	}
+	if off != chk.pos {
+		if chk.pos == chk.start && off > chk.end && !chk.masterStart {
+			return 0, nil, fmt.Errorf("the master's CommitLog starts at %d, past this slave's end %d: its retention deleted what the slave lacks; rebuild the slave's store from a copy of the master's", off, chk.end)
+		}
+		if chk.pos != chk.start || off < chk.pos || off > chk.end || chk.masterStart {
+			return 0, nil, fmt.Errorf("the master sent bytes at %d, the slave asked for them from %d: %w", off, chk.pos, ErrProtocol)
+		}
+		// The master's log starts at off (retention deleted what the
+		// slave asked for): compare from there, a segment's first record.
+		*chk = tailCheck{start: off, agreeAt: min(off+headerAgreement, chk.end), pos: off, end: chk.end, masterStart: true}
+		c.log.Info().Int64("verifyFrom", off).Msg("the master's CommitLog starts above where the slave asked to compare from; comparing from its start")
+	}
+	n := int(min(int64(len(body)), chk.end-chk.pos))
+	if err := c.compare(*chk, off, body[:n]); err != nil {
+		return 0, nil, err
+	}
+	chk.pos += int64(n)
+	if chk.done() {
+		c.window = c.cfg.VerifyWindow
+		c.setDiverged(nil)
+	}
+	return off + int64(n), body[n:], nil
 }
 
 // tailCheck is the part of a replica below its end that the slave asked
