@@ -65,6 +65,10 @@ type Broker struct {
 	// cutAt is where Start cuts a slave's CommitLog (CutCommitLogAt), 0
 	// for nowhere.
 	cutAt int64
+	// recoveryStep, when set (crash tests only), is called after each
+	// step of Start's recovery that changes the store: stepCommitLogCut
+	// and the dispatcher's (kvindex.DispatcherOptions.RecoveryStep).
+	recoveryStep func(step string)
 	// timerMetrics is metrics for the timer service's callbacks, which
 	// run before the exporter starts (nil until then: counts nothing).
 	timerMetrics atomic.Pointer[metrics.Broker]
@@ -458,6 +462,9 @@ func (b *Broker) openStores(ctx context.Context) error {
 	}
 	b.clog = clog
 	if cut > 0 {
+		if b.recoveryStep != nil {
+			b.recoveryStep(stepCommitLogCut)
+		}
 		if err := atomicfile.WriteFile(filepath.Join(root, cutDoneFile), []byte(strconv.FormatInt(cut, 10)+"\n"), 0o644); err != nil {
 			return fmt.Errorf("note the CommitLog's cut at %d: %w", cut, err)
 		}
@@ -504,6 +511,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 		OpenFileLayout: b.openFileLayoutReadOnly, Offsets: b.qoffsets, Notifier: b.notifier,
 		SkipKeyIndex: !b.cfg.MessageIndexEnable, MultiDispatch: b.cfg.EnableLMQ && b.cfg.EnableMultiDispatch, MaxLagBytes: b.cfg.MaxDispatchLagBytes, BatchInterval: b.cfg.DispatchBatchInterval,
 		Hooks: hooks, CommitHook: b.txns.CommitHook(), Compaction: b.compaction, Logger: b.root, DelayLevels: b.delayLevels,
+		RecoveryStep: b.recoveryStep,
 	})
 	if err != nil {
 		return err

@@ -69,6 +69,10 @@ func (b *Broker) CutCommitLogAt(offset int64) { b.cutAt = offset }
 // CutCommitLogAt made.
 const cutDoneFile = "commitlog-cut"
 
+// stepCommitLogCut names the step of a start that cut the CommitLog,
+// before the cut is noted in cutDoneFile (Broker.recoveryStep).
+const stepCommitLogCut = "commitlog cut"
+
 // cutDone returns the offset of the last cut made in the store at root,
 // 0 for none.
 func cutDone(root string) (int64, error) {

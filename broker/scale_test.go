@@ -48,9 +48,18 @@ func runChildBroker(spec string) int {
 		// listenPort+1 and -2 are not known to be free.
 		"haListenPort": "-1", "fastListenPort": "-1",
 	}
+	var cutAt int64
+	killAt := ""
 	for _, kv := range fields[2:] {
 		k, v, _ := strings.Cut(kv, "=")
-		settings[k] = v
+		switch k {
+		case childCutAt: // Broker.CutCommitLogAt
+			cutAt, _ = strconv.ParseInt(v, 10, 64)
+		case childKillAtStep: // a recovery step, spaces as underscores
+			killAt = strings.ReplaceAll(v, "_", " ")
+		default:
+			settings[k] = v
+		}
 	}
 	loaded, err := configs.LoadBroker("", settings)
 	if err != nil {
@@ -61,6 +70,15 @@ func runChildBroker(spec string) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
+	}
+	b.CutCommitLogAt(cutAt)
+	if killAt != "" {
+		b.recoveryStep = func(step string) {
+			if step == killAt {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {} // the signal is on its way
+			}
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
@@ -76,6 +94,14 @@ func runChildBroker(spec string) int {
 	}
 	return 0
 }
+
+// Settings of a child broker's spec that are not broker settings: the
+// offset to cut its CommitLog at, and the recovery step after which it
+// SIGKILLs itself (Broker.recoveryStep).
+const (
+	childCutAt      = "cutAt"
+	childKillAtStep = "killAtStep"
+)
 
 // childSegmentSize is a child broker's CommitLog segment size; a slave
 // of one needs the same.

@@ -115,6 +115,28 @@ type DispatcherOptions struct {
 	// CommitLog's flushed offset (default 1 s), by a goroutine of its own.
 	PruneInterval time.Duration
 	Logger        zerolog.Logger
+	// RecoveryStep, when set, is called by Recover after each of its
+	// steps that changes the database, with the step's name: the seam of
+	// the crash tests that kill a broker in the middle of a recovery.
+	RecoveryStep func(step string)
+}
+
+// Names of Recover's steps, as given to DispatcherOptions.RecoveryStep.
+const (
+	StepIndexCut            = "index cut"
+	StepTransactionsDropped = "transactions dropped"
+	StepTimersDropped       = "timers dropped"
+	StepCopiesDropped       = "copies dropped"
+	StepCopiesRestored      = "copies restored"
+	StepRestoresCleared     = "restores cleared"
+	StepDispatchedSet       = "dispatched set"
+)
+
+// step tells RecoveryStep that Recover finished a step.
+func (d *Dispatcher) step(name string) {
+	if d.opts.RecoveryStep != nil {
+		d.opts.RecoveryStep(name)
+	}
 }
 
 // Dispatcher tails the CommitLog and indexes every record: ConsumeQueue
@@ -271,6 +293,7 @@ func (d *Dispatcher) Recover() (int64, error) {
 		if err := d.keys.Truncate(end); err != nil {
 			return 0, fmt.Errorf("recover index: %w", err)
 		}
+		d.step(StepIndexCut)
 		if from > end {
 			if err := d.dropAbove(end); err != nil {
 				return 0, fmt.Errorf("recover index: %w", err)
@@ -288,6 +311,7 @@ func (d *Dispatcher) Recover() (int64, error) {
 	if err := d.opts.DB.SetDispatched(from); err != nil {
 		return 0, err
 	}
+	d.step(StepDispatchedSet)
 	if err := d.catchUpLayouts(from, minOff, end, hadDispatched); err != nil {
 		return 0, fmt.Errorf("recover index: %w", err)
 	}
@@ -310,15 +334,18 @@ func (d *Dispatcher) dropAbove(end int64) error {
 	if err := d.opts.DB.Transactions().DropAbove(end, halfEnd); err != nil {
 		return err
 	}
+	d.step(StepTransactionsDropped)
 	timers, err := d.opts.DB.Timers().DropAbove(end)
 	if err != nil {
 		return err
 	}
+	d.step(StepTimersDropped)
 	copies, restored := 0, 0
 	if c := d.opts.Compaction; c != nil {
 		if copies, err = c.DropAbove(end); err != nil {
 			return err
 		}
+		d.step(StepCopiesDropped)
 		// The keys this cut marked, and those of a recovery that stopped
 		// before copying them again.
 		lost, err := c.PendingRestores()
@@ -328,9 +355,11 @@ func (d *Dispatcher) dropAbove(end int64) error {
 		if restored, err = d.recopyNewest(lost); err != nil {
 			return err
 		}
+		d.step(StepCopiesRestored)
 		if err := c.ClearRestores(lost); err != nil {
 			return err
 		}
+		d.step(StepRestoresCleared)
 	}
 	d.log.Info().Int64("logEnd", end).Int("timers", timers).Int("compactedCopies", copies).Int("compactedRestored", restored).
 		Msg("dropped the index entries of records past the recovered CommitLog's end")
