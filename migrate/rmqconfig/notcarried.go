@@ -46,7 +46,7 @@ func (c *Config) parseLmqOffsets(data []byte, carry bool) error {
 	for _, o := range c.Offsets {
 		known[o] = true
 	}
-	others, err := readOffsetTable(nil, data)
+	others, _, err := readOffsetTable(nil, data)
 	if err != nil {
 		return err
 	}
@@ -65,10 +65,11 @@ func (c *Config) parseLmqOffsets(data []byte, carry bool) error {
 // parseLmqOffsetsCarried reads lmqConsumerOffset.json as a RocketMQ broker
 // with enableLmq loads it: its offsets replace consumerOffset.json's.
 func (c *Config) parseLmqOffsetsCarried(data []byte) error {
-	offsets, err := readOffsetTable(nil, data)
+	offsets, skipped, err := readOffsetTable(nil, data)
 	if err != nil {
 		return err
 	}
+	c.noteNegativeQueues("lmqConsumerOffset.json", skipped)
 	lmq, err := tableMembers(data, "lmqOffsetTable")
 	if err != nil {
 		return err

@@ -54,7 +54,7 @@ const maxOrderBatch = 64
 
 func (c *Config) parseOrderInfos(data []byte) error {
 	c.OrderInfos = c.OrderInfos[:0]
-	err := eachQueueValue(data, "table", "order info", func(topic, group string, qid int32, value []byte) error {
+	skipped, err := eachQueueValue(data, "table", "order info", func(topic, group string, qid int32, value []byte) error {
 		info, err := parseOrderInfo(value)
 		if err != nil {
 			return err
@@ -64,6 +64,9 @@ func (c *Config) parseOrderInfos(data []byte) error {
 		return nil
 	})
 	sortByQueue(c.OrderInfos, func(o *OrderInfo) (string, string, int32) { return o.Group, o.Topic, o.QueueID })
+	if err == nil {
+		c.noteNegativeQueues("consumerOrderInfo.json", skipped)
+	}
 	return err
 }
 

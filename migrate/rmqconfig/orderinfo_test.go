@@ -67,7 +67,6 @@ func TestParseOrderInfoErrors(t *testing.T) {
 	}{
 		{"key without @", `{"table":{"TopicA":{0:{"o":[1]}}}}`, false},
 		{"queue not a number", `{"table":{"T@G":{q:{"o":[1]}}}}`, false},
-		{"negative queue", `{"table":{"T@G":{-1:{"o":[1]}}}}`, false},
 		{"offsets not ascending", `{"table":{"T@G":{0:{"o":[5,2,1]}}}}`, true},
 		{"negative first offset", `{"table":{"T@G":{0:{"o":[-3]}}}}`, true},
 		{"pop time a string", `{"table":{"T@G":{0:{"popTime":"soon","o":[1]}}}}`, true},
@@ -84,6 +83,13 @@ func TestParseOrderInfoErrors(t *testing.T) {
 		if got := errors.Is(err, errBadOrderInfo); got != tc.bad {
 			t.Errorf("%s: %v; errBadOrderInfo %v, want %v", tc.name, err, got, tc.bad)
 		}
+	}
+	// A negative queue id is no queue's: skipped with a note, as in
+	// consumerOffset.json.
+	var c Config
+	if err := c.parseOrderInfos([]byte(`{"table":{"T@G":{-1:{"o":[1]},0:{"o":[4]}}}}`)); err != nil || len(c.OrderInfos) != 1 ||
+		c.OrderInfos[0].QueueID != 0 || len(c.NotCarried) != 1 || !strings.Contains(c.NotCarried[0], "T@G queue -1") {
+		t.Errorf("order infos with a negative queue: %v, %+v, notes %q", err, c.OrderInfos, c.NotCarried)
 	}
 }
 

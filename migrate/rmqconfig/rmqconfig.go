@@ -82,7 +82,9 @@ type Config struct {
 	TimerQueueOffset int64
 	// NotCarried says, one line per file, what the store holds that
 	// rocketkv does not take over (features it does not have: static
-	// topics, LMQ); the broker logs each line when it imports the store.
+	// topics, LMQ; entries of negative queue ids; a file read from its
+	// backup because it was unreadable); the broker logs each line when
+	// it imports the store.
 	NotCarried []string
 	// Files are the files read (a ".bak" when the main file was unusable).
 	Files []string
@@ -141,7 +143,13 @@ func ReadWith(root string, o ReadOptions) (Config, error) {
 		{"lmqConsumerOffset.json", func(data []byte) error { return c.parseLmqOffsets(data, o.LMQ) }, !o.LMQ},
 	}
 	for _, s := range steps {
-		file, err := readWithBackup(filepath.Join(dir, s.name), s.parse)
+		file, passedOver, err := readWithBackup(filepath.Join(dir, s.name), s.parse)
+		if passedOver != nil {
+			// The backup is the persist before the last: what changed
+			// in between (offsets committed since, say) is older there.
+			c.NotCarried = append(c.NotCarried, fmt.Sprintf("%s: unreadable, its backup %s (the copy before the last write) was read instead: %v",
+				s.name, filepath.Base(file), passedOver))
+		}
 		if err != nil && s.notCarried {
 			c.NotCarried = append(c.NotCarried, fmt.Sprintf("%s: unreadable, nothing of it is carried over: %v", s.name, err))
 			continue
@@ -173,8 +181,10 @@ func ReadWith(root string, o ReadOptions) (Config, error) {
 }
 
 // readWithBackup parses path, or path.bak when path is missing, empty or
-// unparsable, and returns the file it used ("" when neither exists).
-func readWithBackup(path string, parse func([]byte) error) (string, error) {
+// unparsable, and returns the file it used ("" when neither exists) and,
+// when it used path.bak, why path was passed over (nil when it was
+// missing or empty).
+func readWithBackup(path string, parse func([]byte) error) (used string, passedOver, err error) {
 	var errs []error
 	for _, p := range []string{path, path + ".bak"} {
 		data, err := os.ReadFile(p)
@@ -182,7 +192,7 @@ func readWithBackup(path string, parse func([]byte) error) (string, error) {
 			continue
 		}
 		if err != nil {
-			return "", fmt.Errorf("read RocketMQ config %s: %w", p, err)
+			return "", nil, fmt.Errorf("read RocketMQ config %s: %w", p, err)
 		}
 		if len(strings.TrimSpace(string(data))) == 0 {
 			continue // RocketMQ treats an empty file as absent
@@ -191,9 +201,9 @@ func readWithBackup(path string, parse func([]byte) error) (string, error) {
 			errs = append(errs, fmt.Errorf("RocketMQ config %s: %w", p, err))
 			continue
 		}
-		return p, nil
+		return p, errors.Join(errs...), nil
 	}
-	return "", errors.Join(errs...)
+	return "", nil, errors.Join(errs...)
 }
 
 func (c *Config) parseTopics(data []byte) (err error) {
@@ -321,17 +331,33 @@ func tableMembers(data []byte, field string) ([]adminbody.Member, error) {
 }
 
 func (c *Config) parseOffsets(data []byte) error {
-	var err error
-	c.Offsets, err = readOffsetTable(c.Offsets[:0], data)
+	var (
+		err     error
+		skipped []string
+	)
+	c.Offsets, skipped, err = readOffsetTable(c.Offsets[:0], data)
 	sortOffsets(c.Offsets)
+	if err == nil {
+		c.noteNegativeQueues("consumerOffset.json", skipped)
+	}
 	return err
+}
+
+// noteNegativeQueues notes, for the broker's log, the entries of a file
+// keyed by a negative queue id, which were skipped.
+func (c *Config) noteNegativeQueues(file string, skipped []string) {
+	if len(skipped) > 0 {
+		c.NotCarried = append(c.NotCarried, fmt.Sprintf("%s: %d entries of negative queue ids (no queue has one; a client committed them unchecked) are not carried over: %s",
+			file, len(skipped), strings.Join(skipped, ", ")))
+	}
 }
 
 // readOffsetTable appends to out the offsets of a ConsumerOffsetManager
 // file's offsetTable ({"offsetTable":{"T@G":{0:v,...}}}), in file order,
-// up to the first one that is not a number.
-func readOffsetTable(out []Offset, data []byte) ([]Offset, error) {
-	err := eachQueueValue(data, "offsetTable", "offsets", func(topic, group string, qid int32, value []byte) error {
+// up to the first one that is not a number. Offsets of negative queue ids
+// are skipped and listed in skipped.
+func readOffsetTable(out []Offset, data []byte) (_ []Offset, skipped []string, err error) {
+	skipped, err = eachQueueValue(data, "offsetTable", "offsets", func(topic, group string, qid int32, value []byte) error {
 		off, err := strconv.ParseInt(string(value), 10, 64)
 		if err != nil {
 			return fmt.Errorf("offset %s: %w", value, err)
@@ -339,7 +365,7 @@ func readOffsetTable(out []Offset, data []byte) ([]Offset, error) {
 		out = append(out, Offset{Group: group, Topic: topic, QueueID: qid, Offset: off})
 		return nil
 	})
-	return out, err
+	return out, skipped, err
 }
 
 // sortOffsets puts offsets in group, topic, queue order.
@@ -350,42 +376,48 @@ func sortOffsets(offsets []Offset) {
 // eachQueueValue walks the table named field of a config file, keyed by
 // "<topic>@<group>" and then by queue id ({"<field>":{"T@G":{0:v,...}}}),
 // calling fn with each value that is not null. what names the table's
-// content in errors.
-func eachQueueValue(data []byte, field, what string, fn func(topic, group string, qid int32, value []byte) error) error {
+// content in errors. Entries of a negative queue id are skipped and
+// listed in skipped ("T@G queue -1"): RocketMQ does not check the queue
+// id a client commits an offset for, and loads such a file.
+func eachQueueValue(data []byte, field, what string, fn func(topic, group string, qid int32, value []byte) error) (skipped []string, err error) {
 	table, err := tableMembers(data, field)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, g := range table {
 		var key string
 		if err := json.Unmarshal(g.Key, &key); err != nil {
-			return fmt.Errorf("%s key %s: %w", what, g.Key, err)
+			return skipped, fmt.Errorf("%s key %s: %w", what, g.Key, err)
 		}
 		topic, group, ok := cutLast(key, "@")
 		if !ok || topic == "" || group == "" {
-			return fmt.Errorf("%s key %q is not <topic>@<group>", what, key)
+			return skipped, fmt.Errorf("%s key %q is not <topic>@<group>", what, key)
 		}
 		if string(g.Value) == "null" {
 			continue
 		}
 		queues, err := adminbody.Members(g.Value)
 		if err != nil {
-			return fmt.Errorf("%s of %s: %w", what, key, err)
+			return skipped, fmt.Errorf("%s of %s: %w", what, key, err)
 		}
 		for _, q := range queues {
 			qid, err := strconv.ParseInt(unquote(q.Key), 10, 32)
-			if err != nil || qid < 0 {
-				return fmt.Errorf("%s of %s: queue %s: not a queue id", what, key, q.Key)
+			if err != nil {
+				return skipped, fmt.Errorf("%s of %s: queue %s: not a queue id", what, key, q.Key)
+			}
+			if qid < 0 {
+				skipped = append(skipped, fmt.Sprintf("%s queue %d", key, qid))
+				continue
 			}
 			if string(q.Value) == "null" {
 				continue
 			}
 			if err := fn(topic, group, int32(qid), q.Value); err != nil {
-				return fmt.Errorf("%s of %s: queue %d: %w", what, key, qid, err)
+				return skipped, fmt.Errorf("%s of %s: queue %d: %w", what, key, qid, err)
 			}
 		}
 	}
-	return nil
+	return skipped, nil
 }
 
 // sortByQueue orders s by group, topic and queue id, as key gives them.

@@ -124,12 +124,53 @@ func TestReadFallsBackToTheBackup(t *testing.T) {
 	if len(c.Topics) == 0 || len(c.Groups) == 0 {
 		t.Fatalf("backups gave %d topics and %d groups", len(c.Topics), len(c.Groups))
 	}
+	// The broker logs that the older copy was read, and why: only the
+	// unreadable file, not the missing one.
+	var notes []string
+	for _, n := range c.NotCarried {
+		if strings.Contains(n, ".bak") {
+			notes = append(notes, n)
+		}
+	}
+	if len(notes) != 1 || !strings.HasPrefix(notes[0], "topics.json: unreadable, its backup topics.json.bak") {
+		t.Fatalf("notes of the backups read: %q", notes)
+	}
 	// With neither file usable the error names both.
 	if err := os.WriteFile(filepath.Join(cfg, "topics.json.bak"), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Read(root); err == nil || !strings.Contains(err.Error(), "topics.json:") || !strings.Contains(err.Error(), "topics.json.bak:") {
 		t.Fatalf("both topic files broken: %v", err)
+	}
+}
+
+// An offset committed for a negative queue id (RocketMQ does not check the
+// queue id of UPDATE_CONSUMER_OFFSET, and loads the file it persists) is
+// skipped with a note; the file's other offsets are read, not its older
+// backup's.
+func TestReadSkipsOffsetsOfNegativeQueues(t *testing.T) {
+	root := t.TempDir()
+	cfg := filepath.Join(root, "config")
+	if err := os.MkdirAll(cfg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{
+		"consumerOffset.json":     "{\n\t\"offsetTable\":{\n\t\t\"TopicA@GroupA\":{-1:3,0:10\n\t\t}\n\t}\n}",
+		"consumerOffset.json.bak": "{\n\t\"offsetTable\":{\n\t\t\"TopicA@GroupA\":{0:5\n\t\t}\n\t}\n}",
+	} {
+		if err := os.WriteFile(filepath.Join(cfg, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Offset{{Group: "GroupA", Topic: "TopicA", QueueID: 0, Offset: 10}}; !reflect.DeepEqual(c.Offsets, want) {
+		t.Fatalf("offsets %+v (from %v), want %+v", c.Offsets, c.Files, want)
+	}
+	if len(c.NotCarried) != 1 || !strings.Contains(c.NotCarried[0], "TopicA@GroupA queue -1") {
+		t.Fatalf("notes %q", c.NotCarried)
 	}
 }
 
