@@ -9,10 +9,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/migrate/filecq"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 )
 
@@ -140,6 +142,9 @@ func checkRocketMQ(root, segDir string, lmq bool) (rocketmqCheck, error) {
 	}
 	if fi, err := os.Stat(filepath.Join(root, "consumequeue")); err == nil && fi.IsDir() {
 		r.FileConsumeQueue = true
+		if err := readConsumeQueue(root, r.CommitLog.MinOffset); err != nil {
+			r.Refusals = append(r.Refusals, err.Error())
+		}
 	}
 	if err := rmqconfig.CheckPopState(root); err != nil {
 		r.Refusals = append(r.Refusals, err.Error())
@@ -154,6 +159,44 @@ func checkRocketMQ(root, segDir string, lmq bool) (rocketmqCheck, error) {
 	r.TimerProgress = c.HasTimerCheck
 	r.Warnings = c.NotCarried
 	return r, nil
+}
+
+// readConsumeQueue reads the bounds of every queue of the file
+// ConsumeQueue under root, with the units per file its files hold, as a
+// broker's first open reads them (the queues whose records retention
+// deleted start past them); logMin is the CommitLog's minimum (0 when it
+// could not be read). Files it cannot read, torn ones for example, refuse
+// the store.
+func readConsumeQueue(root string, logMin int64) error {
+	fail := func(err error) error {
+		return fmt.Errorf("the consumequeue cannot be read (move it aside: queues whose records retention deleted then restart at offset 0): %w", err)
+	}
+	units, ok := filecq.DetectUnitsPerFile(nil, root)
+	if !ok {
+		units = filecq.DefaultUnitsPerFile
+	}
+	files, err := filecq.OpenReadOnly(filecq.Options{Dir: root, UnitsPerFile: units, Logger: zerolog.Nop()})
+	if err != nil {
+		return fail(err)
+	}
+	defer files.Close()
+	if err := files.CorrectMin(logMin); err != nil {
+		return fail(err)
+	}
+	var qerr error
+	err = files.Queues(func(topic string, qid int32) bool {
+		if _, qerr = files.MinOffset(topic, qid); qerr == nil {
+			_, qerr = files.MaxOffset(topic, qid)
+		}
+		if qerr != nil {
+			qerr = fmt.Errorf("queue %s/%d: %w", topic, qid, qerr)
+		}
+		return qerr == nil
+	})
+	if err = errors.Join(err, qerr); err != nil {
+		return fail(err)
+	}
+	return nil
 }
 
 func printRocketMQCheck(out *output, r rocketmqCheck) error {

@@ -80,6 +80,24 @@ func TestCheckRocketMQRefusal(t *testing.T) {
 		t.Fatalf("a missing CommitLog directory: %v\n%s", err, out)
 	}
 
+	// A consumequeue file torn at a size no whole file has, which the
+	// broker's first open refuses (TestOpenRocketMQStoreRefusesAnUnreadableConsumeQueue).
+	torn := filepath.Join(store, "consumequeue", "TornTopic", "0")
+	if err := os.MkdirAll(torn, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(torn, "00000000000000000000"), make([]byte, 7*20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = runKvdump(t, "--store", store, "check-rocketmq")
+	if exitStatus(err) != exitDifferences || !strings.Contains(out, "refused: the consumequeue cannot be read (move it aside") ||
+		!strings.Contains(out, "TornTopic") {
+		t.Fatalf("a torn consumequeue file: %v\n%s", err, out)
+	}
+	if err := os.RemoveAll(filepath.Join(store, "consumequeue", "TornTopic")); err != nil {
+		t.Fatal(err)
+	}
+
 	// A segment of another size than the others (not the last).
 	if err := os.Truncate(filepath.Join(store, "commitlog", "00000000000000016384"), 8192); err != nil {
 		t.Fatal(err)
