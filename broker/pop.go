@@ -75,6 +75,7 @@ func (b *Broker) startPop() error {
 		GiveBackWait:           b.reviveGiveBackWait,
 		InMemory:               func(phy int64) bool { return b.current().InitPopOffsetByCheckMsgInMem && b.inMemory(phy) },
 		Compaction:             b.compaction,
+		MaxTransferBytes:       b.cfg.MaxTransferBytesOnMessageInMemory,
 		Logger:                 b.root,
 	})
 	if err != nil {

@@ -86,7 +86,7 @@ func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *Po
 	if err != nil {
 		return err
 	}
-	r, err := s.readQueue(src.topic, src.queueID, pos, min(remain, kvindex.MaxOrderBatch), src.filter, false)
+	r, err := s.readQueue(src.topic, src.queueID, pos, min(remain, kvindex.MaxOrderBatch), s.cfg.MaxTransferBytes, src.filter, false)
 	if err != nil {
 		return err
 	}

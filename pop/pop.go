@@ -164,6 +164,9 @@ func (s *Service) pop(req PopRequest) (PopResult, error) {
 	for pass := 0; pass < 2; pass++ {
 		for _, src := range sources {
 			remain := req.MaxMsgNums - res.count()
+			if res.count() > 0 && len(res.Body) >= maxPopBody {
+				remain = 0 // the rest is counted, not read
+			}
 			var skipped bool
 			var err error
 			if req.Order {
@@ -199,6 +202,12 @@ func (s *Service) pop(req PopRequest) (PopResult, error) {
 	}
 	return res, nil
 }
+
+// maxPopBody is the size of a pop's answer past which it reads no
+// further queue: RocketMQ's clients refuse frames over 16 MiB, and each
+// queue adds at most Config.MaxTransferBytes or one message (4 MiB by
+// default). RocketMQ bounds only each queue's read.
+const maxPopBody = 8 << 20
 
 // startOffset returns where a group's pop of a queue starts: its pop
 // position, else its committed offset, else the queue's minimum (InitMin
@@ -274,7 +283,7 @@ func (s *Service) popLocked(req PopRequest, src source, remain int, res *PopResu
 	if err != nil {
 		return readResult{}, err
 	}
-	r, err := s.readQueue(src.topic, src.queueID, pos, remain, src.filter, true)
+	r, err := s.readQueue(src.topic, src.queueID, pos, remain, s.cfg.MaxTransferBytes, src.filter, true)
 	if err != nil {
 		return readResult{}, err
 	}
@@ -457,7 +466,7 @@ func (s *Service) Peek(group, topic string, queueID int32, maxNums int, initMode
 			rest += max(maxOff-pos, 0)
 			continue
 		}
-		r, err := s.readQueue(topic, q, pos, maxNums-len(out), nil, false)
+		r, err := s.readQueue(topic, q, pos, maxNums-len(out), s.cfg.MaxTransferBytes, nil, false)
 		if err != nil {
 			return nil, 0, err
 		}

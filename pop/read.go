@@ -26,18 +26,22 @@ type readResult struct {
 	// next is the offset after the last examined entry.
 	next     int64
 	min, max int64
+	// bytes is the size of the messages' records.
+	bytes int
 	// lastPhy is the CommitLog offset of the last examined entry, -1 when
 	// none was (how far behind the log's end the reader is).
 	lastPhy int64
 }
 
-// readQueue reads up to n messages of a queue from offset that pass f.
-// An offset outside the queue's range is moved into it (RocketMQ commits
-// the corrected offset). Records are copies. With lazy and no filter the
-// records are not read (only their entries).
-func (s *Service) readQueue(topic string, queueID int32, offset int64, n int, f Filter, lazy bool) (readResult, error) {
+// readQueue reads up to n messages of a queue from offset that pass f,
+// and stops before a message that would take their records past maxBytes
+// (the first is always taken). An offset outside the queue's range is
+// moved into it (RocketMQ commits the corrected offset). Records are
+// copies. With lazy and no filter the records are not read (only their
+// entries).
+func (s *Service) readQueue(topic string, queueID int32, offset int64, n, maxBytes int, f Filter, lazy bool) (readResult, error) {
 	if s.cfg.Compaction.Compacts(topic) {
-		return s.readCompacted(topic, queueID, offset, n, f)
+		return s.readCompacted(topic, queueID, offset, n, maxBytes, f)
 	}
 	r := readResult{lastPhy: -1}
 	var err error
@@ -58,7 +62,8 @@ func (s *Service) readQueue(topic string, queueID int32, offset int64, n int, f 
 		r.entries = make([]cq.Entry, 0, want)
 	}
 	scanned := 0
-	for len(r.offsets) < n && r.next < r.max && scanned < maxReadScan {
+	full := false // the next message would pass maxBytes
+	for !full && len(r.offsets) < n && r.next < r.max && scanned < maxReadScan {
 		want := n - len(r.offsets)
 		if f != nil {
 			// A filter skips entries: read ahead.
@@ -76,6 +81,10 @@ func (s *Service) readQueue(topic string, queueID int32, offset int64, n int, f 
 			if len(r.offsets) >= n {
 				break
 			}
+			if len(r.offsets) > 0 && r.bytes+int(e.Size) > maxBytes && (f == nil || f.MatchesCode(e.TagsCode)) {
+				full = true // left for the next pop
+				break
+			}
 			scanned++
 			r.next = e.QueueOffset + 1
 			r.lastPhy = e.PhyOffset
@@ -83,6 +92,7 @@ func (s *Service) readQueue(topic string, queueID int32, offset int64, n int, f 
 				r.offsets = append(r.offsets, e.QueueOffset)
 				r.records = append(r.records, nil)
 				r.entries = append(r.entries, e)
+				r.bytes += int(e.Size)
 				continue
 			}
 			if f != nil && !f.MatchesCode(e.TagsCode) {
@@ -99,6 +109,7 @@ func (s *Service) readQueue(topic string, queueID int32, offset int64, n int, f 
 				r.offsets = append(r.offsets, e.QueueOffset)
 				r.records = append(r.records, append([]byte(nil), v.Data...))
 				r.entries = append(r.entries, e)
+				r.bytes += len(v.Data)
 			}
 			v.Release()
 		}
@@ -113,7 +124,7 @@ func (s *Service) readQueue(topic string, queueID int32, offset int64, n int, f 
 // the compaction store keeps (records always read), stepping over the
 // offsets compacted away. The offsets it examines span at most
 // maxReadScan, so that a pop's offsets fit one checkpoint.
-func (s *Service) readCompacted(topic string, queueID int32, offset int64, n int, f Filter) (readResult, error) {
+func (s *Service) readCompacted(topic string, queueID int32, offset int64, n, maxBytes int, f Filter) (readResult, error) {
 	r := readResult{lastPhy: -1}
 	var err error
 	if r.min, err = s.minOffset(topic, queueID); err != nil {
@@ -134,12 +145,18 @@ func (s *Service) readCompacted(topic string, queueID int32, offset int64, n int
 			complete = false
 			return false
 		}
-		r.next, r.lastPhy = off+1, m.PhyOffset
 		tag, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyTags)
 		code := commitlog.TagsCode(tag)
-		if f != nil && (!f.MatchesCode(code) || !f.MatchesRecord(rec)) {
+		matches := f == nil || (f.MatchesCode(code) && f.MatchesRecord(rec))
+		if matches && len(r.offsets) > 0 && r.bytes+len(rec) > maxBytes {
+			complete = false // left for the next pop
+			return false
+		}
+		r.next, r.lastPhy = off+1, m.PhyOffset
+		if !matches {
 			return true
 		}
+		r.bytes += len(rec)
 		r.offsets = append(r.offsets, off)
 		r.records = append(r.records, append([]byte(nil), rec...))
 		r.entries = append(r.entries, cq.Entry{QueueOffset: off, PhyOffset: m.PhyOffset, Size: int32(len(rec)),

@@ -126,6 +126,11 @@ type Config struct {
 	// (RocketMQ's enableNotifyAfterPopOrderLockRelease=false); they then
 	// pop it at the end of their poll time.
 	QuietOrderLockRelease bool
+	// MaxTransferBytes bounds the bytes of the messages a pop takes from
+	// one queue, the first always taken (RocketMQ's
+	// maxTransferBytesOnMessageInMemory, at which its pops stop reading a
+	// queue; zero means its default, 256 KiB).
+	MaxTransferBytes int
 	// Now is the clock (time.Now when nil).
 	Now    func() time.Time
 	Logger zerolog.Logger
@@ -197,6 +202,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.GiveBackWait <= 0 {
 		cfg.GiveBackWait = 30 * time.Second
+	}
+	if cfg.MaxTransferBytes <= 0 {
+		cfg.MaxTransferBytes = 256 << 10
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
