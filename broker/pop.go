@@ -237,7 +237,7 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 		}
 		switch b.popHolds.hold(popHoldKey{p.topic, p.group, p.queueID}, p.bornTime+p.pollTime, b.popWaitTopics(p.topic, p.group, p.order),
 			b.popArrivalMatch(sub), ready, func() {
-				conn.ServeHeldFunc(req, func() *remoting.Command { return b.pop(conn, req, p) })
+				rerunHeld(conn, req, func() *remoting.Command { return b.pop(conn, req, p) })
 			}) {
 		case holdOK:
 			// Messages left behind that another pop can get (not those
@@ -498,7 +498,7 @@ func (b *Broker) notification(conn *remoting.Conn, req *remoting.Command, n noti
 		// answer.
 		switch b.popHolds.hold(popHoldKey{n.topic, n.group, n.queueID}, n.bornTime+n.pollTime, b.popWaitTopics(n.topic, n.group, n.order),
 			nil, ready, func() {
-				conn.ServeHeldFunc(req, func() *remoting.Command { return b.notification(conn, req, n) })
+				rerunHeld(conn, req, func() *remoting.Command { return b.notification(conn, req, n) })
 			}) {
 		case holdOK:
 			return nil

@@ -6,7 +6,21 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/remoting"
 )
+
+// rerunHeld answers a request long polling held, unless its connection
+// closed meanwhile: nobody would read the answer, and a pop would take
+// messages out of sight until their invisible time ran out (RocketMQ's
+// PopLongPollingService drops a woken request whose channel is gone).
+func rerunHeld(conn *remoting.Conn, req *remoting.Command, answer func() *remoting.Command) {
+	conn.ServeHeldFunc(req, func() *remoting.Command {
+		if conn.Closed() {
+			return nil
+		}
+		return answer()
+	})
+}
 
 // popHoldKey names a queue of held pops: RocketMQ's polling key
 // topic@group@queueId (queueId -1 for pops of every queue).

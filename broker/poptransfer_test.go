@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -60,3 +61,32 @@ func TestPopAnswersFitAClientsFrame(t *testing.T) {
 		t.Fatalf("pop of 3 MiB messages on 4 queues: %d messages (%d bytes), rest %d; want 3, rest 5", len(res.Messages), size, res.RestNum)
 	}
 }
+
+// A pop held for a consumer whose connection has closed takes nothing
+// when a message wakes it: the message stays for the live consumers, not
+// out of sight for the dead request's invisible time (RocketMQ's
+// PopLongPollingService drops such a request too).
+func TestAHeldPopOfAClosedConnectionTakesNothing(t *testing.T) {
+	b := startTestBroker(t, nil)
+	_, rc := popClient(b)
+	createTopic(t, rc, "HeldClosed", 1, 1)
+	dead, deadConn := popClient(b)
+	go func() {
+		_, _ = dead.Pop(context.Background(), popclient.PopRequest{Group: "g", Topic: "HeldClosed", QueueID: 0, MaxMsgNums: 1,
+			InvisibleTime: time.Minute, PollTime: 15 * time.Second})
+	}()
+	waitFor(t, "the pop held", func() bool { return b.popHolds.count(popHoldKey{"HeldClosed", "g", 0}) == 1 })
+	conns := b.server.ConnCount()
+	_ = deadConn.Close()
+	waitFor(t, "the close seen", func() bool { return b.server.ConnCount() < conns })
+	reruns := b.popHolds.reruns.Load()
+	mustSend(t, rc, "HeldClosed", 0, "m1", "")
+	waitFor(t, "the held pop woken", func() bool { return b.popHolds.reruns.Load() > reruns })
+	time.Sleep(200 * time.Millisecond) // the woken pop's turn on a worker
+	live, _ := popClient(b)
+	res := mustPop(t, live, popclient.PopRequest{Group: "g", Topic: "HeldClosed", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Minute})
+	if len(res.Messages) != 1 || string(res.Messages[0].Body) != "m1" {
+		t.Fatalf("a live consumer got %d messages (code %d): the held pop of the closed connection took m1", len(res.Messages), res.Code)
+	}
+}
+

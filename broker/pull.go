@@ -341,6 +341,6 @@ func (b *Broker) holdPull(conn *remoting.Conn, req *remoting.Command, p pullHead
 			return err == nil && maxOff > p.queueOffset
 		},
 		func() {
-			conn.ServeHeldFunc(req, func() *remoting.Command { return b.pull(conn, req, p, false) })
+			rerunHeld(conn, req, func() *remoting.Command { return b.pull(conn, req, p, false) })
 		})
 }
