@@ -89,4 +89,3 @@ func TestAHeldPopOfAClosedConnectionTakesNothing(t *testing.T) {
 		t.Fatalf("a live consumer got %d messages (code %d): the held pop of the closed connection took m1", len(res.Messages), res.Code)
 	}
 }
-
