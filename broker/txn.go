@@ -80,15 +80,21 @@ func (s recordStore) PutBatch(ctx context.Context, msgs []*commitlog.Message) er
 }
 
 // flushed turns an append that SYNC_FLUSH did not confirm in time into an
-// error: the transaction service records a transaction's end only once
-// what it stored is durable, and the END_TRANSACTION or check that comes
-// again finds the transaction ended by the dispatcher (txn.CommitHook)
-// rather than storing the message twice.
+// error wrapping txn.ErrNotDurable: the transaction service records a
+// transaction's end only once what it stored is durable, and does not
+// store it again meanwhile.
 func (s recordStore) flushed(res commitlog.AppendResult, err error) (commitlog.AppendResult, error) {
 	if err == nil && res.Status == commitlog.FlushDiskTimeout {
-		err = fmt.Errorf("stored at %d but not flushed within syncFlushTimeout", res.PhyOffset)
+		err = fmt.Errorf("stored at %d but not flushed within syncFlushTimeout: %w", res.PhyOffset, txn.ErrNotDurable)
 	}
 	return res, err
+}
+
+// WaitDurable reports whether the CommitLog is durable up to end, waiting
+// for its flush at most syncFlushTimeout (at once under ASYNC_FLUSH, whose
+// appends count as stored).
+func (s recordStore) WaitDurable(ctx context.Context, end int64) bool {
+	return s.b.clog.WaitFlushed(ctx, end)
 }
 
 // Read returns the record at a CommitLog offset.

@@ -43,6 +43,9 @@ type PassStats struct {
 	Ended int
 	// Gone halves had left the CommitLog.
 	Gone int
+	// Unflushed halves were committed, their message stored but not yet
+	// confirmed durable: not asked about, they end once it is.
+	Unflushed int
 }
 
 // CheckDue makes one pass over the open halves: each whose next check
@@ -100,6 +103,7 @@ func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStat
 		return err
 	} else if ended {
 		st.Ended++
+		s.forgetUnflushed(h.PhyOffset)
 		return s.state.ForgetHalf(h.PhyOffset)
 	}
 	if cur, open, err := s.state.Half(h.PhyOffset); err != nil {
@@ -119,7 +123,21 @@ func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStat
 	}
 	if !ok || half.Topic != meta.TransHalfTopic {
 		st.Gone++
+		s.forgetUnflushed(h.PhyOffset)
 		return s.state.ForgetHalf(h.PhyOffset)
+	}
+	if end, ok := s.unflushedCommit(h.PhyOffset); ok {
+		// Committed, its message stored: asking the producer would
+		// store it again. The transaction ends once it is durable.
+		if !s.store.WaitDurable(ctx, end) {
+			st.Unflushed++
+			return nil
+		}
+		group, _ := commitlog.LookupProperty(half.Properties, PropProducerGroup)
+		uniq, _ := commitlog.LookupProperty(half.Properties, propUniqKey)
+		st.Ended++
+		return s.recordEnd(ctx, &half, EndRequest{ProducerGroup: group, TranStateTableOffset: h.QueueOffset,
+			CommitLogOffset: h.PhyOffset, State: kvindex.TxnCommit, MsgID: uniq})
 	}
 	if byOp, err := s.endedByOp(&half); err != nil {
 		return err

@@ -40,7 +40,12 @@
 // half for the whole commit, an END_TRANSACTION for an ended transaction
 // changes nothing, and the dispatcher ends the transaction of every
 // committed record it indexes, so a crash between storing the message and
-// the synced end cannot make the checker ask again. A rolled-back or
+// the synced end cannot make the checker ask again. A commit whose
+// message was stored but not confirmed durable in time (SYNC_FLUSH with a
+// slow disk; the dispatcher indexes only flushed records then) is noted
+// in memory: the producer is not asked about the half, a repeated commit
+// waits for the flush instead of storing again, and the transaction ends
+// once the message is durable. A rolled-back or
 // discarded transaction never stores its message. An open half is checked
 // until it ends, is discarded, or leaves the CommitLog with retention.
 package txn

@@ -58,12 +58,23 @@ func DefaultConfig() Config {
 // Store is what the service needs of the broker's message store.
 type Store interface {
 	// Put stores a message in its topic and queue and returns when it is
-	// as durable as an acknowledged send.
+	// as durable as an acknowledged send. A message stored but not
+	// durable in the time a send waits (SYNC_FLUSH's syncFlushTimeout)
+	// is an error wrapping ErrNotDurable, with the AppendResult of what
+	// was stored.
 	Put(ctx context.Context, m *commitlog.Message) (commitlog.AppendResult, error)
 	// Read returns the record at a CommitLog offset; ok is false when
 	// there is none there (retention deleted it, or never a record).
 	Read(phy int64) (m commitlog.Message, ok bool, err error)
+	// WaitDurable reports whether everything stored before end is
+	// durable, waiting at most as long as a send waits for its flush.
+	WaitDurable(ctx context.Context, end int64) bool
 }
+
+// ErrNotDurable is wrapped by a Store's Put that stored a message but
+// could not confirm it durable in time. A commit stored so is not stored
+// again: the transaction ends once it is durable.
+var ErrNotDurable = errors.New("stored, but not durable within the flush timeout")
 
 // Check is one CHECK_TRANSACTION_STATE for a producer group.
 type Check struct {
@@ -114,6 +125,14 @@ type Service struct {
 	// need looking up by queue offset.
 	ops     atomic.Bool
 	opsOnce sync.Once
+	// unflushed maps the CommitLog offset of a half whose committed
+	// message was stored but not confirmed durable (ErrNotDurable) to the
+	// end of that message: its transaction ends once the message is
+	// durable, and is neither stored again nor asked about meanwhile.
+	// Entries go when the transaction ends; every one names an open half,
+	// which the checker visits.
+	unflushedMu sync.Mutex
+	unflushed   map[int64]int64
 }
 
 // New returns a service over the index's transaction state.
@@ -330,10 +349,22 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 		return fmt.Errorf("end transaction: %w", err)
 	}
 	if ok {
+		s.forgetUnflushed(req.CommitLogOffset) // ended by its record's dispatch
 		if ended.State != req.State {
 			return fmt.Errorf("%w: %s", ErrAlreadyEnded, ended.State)
 		}
 		return nil
+	}
+	if end, ok := s.unflushedCommit(req.CommitLogOffset); ok {
+		// The message of an earlier commit is stored: it ends the
+		// transaction once durable, and is not stored again.
+		if req.State != kvindex.TxnCommit {
+			return fmt.Errorf("%w: %s (its message is stored, not yet flushed)", ErrAlreadyEnded, kvindex.TxnCommit)
+		}
+		if !s.store.WaitDurable(ctx, end) {
+			return fmt.Errorf("end transaction: the committed message stored before %d: %w", end, ErrNotDurable)
+		}
+		return s.recordEnd(ctx, &half, req)
 	}
 	if byOp, err := s.endedByOp(&half); err != nil {
 		return fmt.Errorf("end transaction: %w", err)
@@ -352,14 +383,25 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 		if err != nil {
 			return fmt.Errorf("end transaction: %w", err)
 		}
-		if _, err := s.store.Put(ctx, m); err != nil {
+		res, err := s.store.Put(ctx, m)
+		if errors.Is(err, ErrNotDurable) {
+			s.noteUnflushed(req.CommitLogOffset, res.PhyOffset+res.WroteBytes)
+		}
+		if err != nil {
 			return fmt.Errorf("end transaction: store the committed message: %w", err)
 		}
 	}
+	return s.recordEnd(ctx, &half, req)
+}
+
+// recordEnd records the end of the transaction of half, whose committed
+// message (for a commit) is durable, and stores its op message.
+func (s *Service) recordEnd(ctx context.Context, half *commitlog.Message, req EndRequest) error {
 	if err := s.state.End(req.CommitLogOffset, kvindex.TxnEnd{State: req.State, At: s.now().UnixMilli()}); err != nil {
 		return fmt.Errorf("end transaction: %w", err)
 	}
-	s.putOp(ctx, &half)
+	s.forgetUnflushed(req.CommitLogOffset)
+	s.putOp(ctx, half)
 	s.log.Debug().Str("group", req.ProducerGroup).Str("msgId", req.MsgID).Int64("half", req.CommitLogOffset).
 		Stringer("state", req.State).Bool("fromCheck", req.FromTransactionCheck).Msg("transaction ended")
 	if s.cfg.OnEnd != nil {
@@ -367,6 +409,34 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 		s.cfg.OnEnd(topic, req.State, half.BornTimestamp)
 	}
 	return nil
+}
+
+// noteUnflushed notes that the committed message of the half at phy is
+// stored up to end but not confirmed durable.
+func (s *Service) noteUnflushed(phy, end int64) {
+	s.unflushedMu.Lock()
+	defer s.unflushedMu.Unlock()
+	if s.unflushed == nil {
+		s.unflushed = map[int64]int64{}
+	}
+	s.unflushed[phy] = end
+}
+
+// unflushedCommit returns the end of the stored, unconfirmed committed
+// message of the half at phy; ok is false when there is none.
+func (s *Service) unflushedCommit(phy int64) (end int64, ok bool) {
+	s.unflushedMu.Lock()
+	defer s.unflushedMu.Unlock()
+	end, ok = s.unflushed[phy]
+	return end, ok
+}
+
+// forgetUnflushed drops the note of the half at phy: its transaction
+// ended, or the half is gone.
+func (s *Service) forgetUnflushed(phy int64) {
+	s.unflushedMu.Lock()
+	defer s.unflushedMu.Unlock()
+	delete(s.unflushed, phy)
 }
 
 // putOp stores the op message of a half whose end was just recorded, in

@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -33,19 +34,21 @@ type fixture struct {
 }
 
 // testStore appends to the fixture's log; failPut makes Put fail, gone
-// makes Read find nothing at an offset.
+// makes Read find nothing at an offset, and stalled makes what Put
+// stores undurable: Put reports ErrNotDurable, WaitDurable false.
 type testStore struct {
 	f  *fixture
 	mu sync.Mutex
 	storetest.Offsets
 	failPut error
+	stalled bool
 	gone    map[int64]bool
 	puts    []*commitlog.Message
 }
 
 func (s *testStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.AppendResult, error) {
 	s.mu.Lock()
-	err := s.failPut
+	err, stalled := s.failPut, s.stalled
 	s.mu.Unlock()
 	if err != nil {
 		return commitlog.AppendResult{}, err
@@ -55,8 +58,23 @@ func (s *testStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.Ap
 		s.mu.Lock()
 		s.puts = append(s.puts, m)
 		s.mu.Unlock()
+		if stalled {
+			err = fmt.Errorf("stored at %d: %w", res.PhyOffset, ErrNotDurable)
+		}
 	}
 	return res, err
+}
+
+func (s *testStore) WaitDurable(context.Context, int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.stalled
+}
+
+func (s *testStore) stall(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stalled = on
 }
 
 // putsIn returns the messages Put stored in topic, in order.
