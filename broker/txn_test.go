@@ -332,11 +332,25 @@ func TestTransactionGivenUpAfterCheckMax(t *testing.T) {
 	if err != nil || !ended || e.State != kvindex.TxnDiscarded {
 		t.Fatalf("end of the discarded transaction: %+v %v %v", e, ended, err)
 	}
-	if r := endTxn(t, c, h, "pg", 8, true); r.Code != remoting.SystemError {
-		t.Fatalf("commit of a discarded transaction answered %d %s", r.Code, r.Remark)
-	}
 	if got := pullAll(t, b, c, "TxD", 0); len(got) != 0 {
 		t.Fatalf("a discarded transaction delivered %d messages", len(got))
+	}
+	// A rollback changes nothing; the producer's late commit stores the
+	// message, once, as RocketMQ stores it (its give-up only copies the
+	// half aside).
+	if r := endTxn(t, c, h, "pg", 12, false); r.Code != remoting.Success {
+		t.Fatalf("rollback of a discarded transaction answered %d %s", r.Code, r.Remark)
+	}
+	for range 2 {
+		if r := endTxn(t, c, h, "pg", 8, false); r.Code != remoting.Success {
+			t.Fatalf("late commit of a discarded transaction answered %d %s", r.Code, r.Remark)
+		}
+	}
+	if got := pullAll(t, b, c, "TxD", 0); len(got) != 1 || string(got[0].Body) != "lost cause" {
+		t.Fatalf("after a late commit TxD holds %d messages, want the committed one", len(got))
+	}
+	if r := endTxn(t, c, h, "pg", 12, false); r.Code == remoting.Success {
+		t.Fatal("a rollback after the late commit succeeded")
 	}
 }
 

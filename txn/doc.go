@@ -45,7 +45,9 @@
 // slow disk; the dispatcher indexes only flushed records then) is noted
 // in memory: the producer is not asked about the half, a repeated commit
 // waits for the flush instead of storing again, and the transaction ends
-// once the message is durable. A rolled-back or
-// discarded transaction never stores its message. An open half is checked
-// until it ends, is discarded, or leaves the CommitLog with retention.
+// once the message is durable. A rolled-back transaction never stores its
+// message; one given up after transactionCheckMax checks stores it when
+// its producer commits late, as RocketMQ does (its give-up only copies
+// the half aside). An open half is checked until it ends, is discarded,
+// or leaves the CommitLog with retention.
 package txn

@@ -319,7 +319,8 @@ var (
 
 // End commits or rolls back the transaction of a half message. A request
 // for a transaction that already ended the same way changes nothing and
-// succeeds.
+// succeeds; so does a rollback of one given up after its checks, and a
+// late commit of such a one stores its message, as RocketMQ's does.
 func (s *Service) End(ctx context.Context, req EndRequest) error {
 	if req.State != kvindex.TxnCommit && req.State != kvindex.TxnRollback {
 		return fmt.Errorf("end transaction: state %d is neither commit nor rollback", req.State)
@@ -348,7 +349,16 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 	if err != nil {
 		return fmt.Errorf("end transaction: %w", err)
 	}
-	if ok {
+	givenUp := ok && ended.State == kvindex.TxnDiscarded
+	switch {
+	case givenUp && req.State == kvindex.TxnCommit:
+		// A late commit of a transaction given up after its checks:
+		// RocketMQ's give-up only copies the half aside, and its
+		// END_TRANSACTION stores the commit, so this stores it too (the
+		// op message of the give-up is not a rollback).
+	case givenUp:
+		return nil // a rollback: nothing was stored
+	case ok:
 		s.forgetUnflushed(req.CommitLogOffset) // ended by its record's dispatch
 		if ended.State != req.State {
 			return fmt.Errorf("%w: %s", ErrAlreadyEnded, ended.State)
@@ -368,7 +378,7 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 	}
 	if byOp, err := s.endedByOp(&half); err != nil {
 		return fmt.Errorf("end transaction: %w", err)
-	} else if byOp {
+	} else if byOp && !givenUp {
 		// An op message ended it (a migrated store's, or a master's
 		// before this broker was promoted) and no commit is indexed: a
 		// commit's message precedes its op in the CommitLog, so the
