@@ -85,7 +85,7 @@ const (
 	posBornTimestamp  = 40
 	posBornHost       = 48
 	minRecordV1V4V4   = 91 // V1, both hosts IPv4, empty body, topic and properties
-	maxPropertiesLen  = 32767
+	maxPropertiesLen  = MaxPropertiesLen
 	maxTopicLenV1     = 127
 	maxTopicLenV2     = 32767
 	blankFillerLength = 8 // [remaining:4][BlankMagic:4]
@@ -556,3 +556,7 @@ func recordStoreTimestamp(rec []byte) int64 {
 
 // recordPhyOffset returns the PHYSICALOFFSET of an encoded record.
 func recordPhyOffset(rec []byte) int64 { return int64(binary.BigEndian.Uint64(rec[posPhyOffset:])) }
+
+// MaxPropertiesLen is the longest properties string a record holds (its
+// length is a 2-byte signed field).
+const MaxPropertiesLen = 32767

@@ -174,7 +174,13 @@ func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStat
 // discard stores a half given up after transactionCheckMax checks in
 // TRANS_CHECK_MAX_TIME_TOPIC and ends its transaction.
 func (s *Service) discard(ctx context.Context, half *commitlog.Message, h kvindex.TxnHalf, st *PassStats) error {
-	if _, err := s.store.Put(ctx, discardedMessage(half, h.Checks)); err != nil {
+	if _, err := s.store.Put(ctx, discardedMessage(half, h.Checks)); commitlog.Unstorable(err) {
+		// No retry stores this copy: the transaction is given up all
+		// the same, its half left where it is, rather than retried at
+		// every pass.
+		s.log.Error().Err(err).Int64("half", h.PhyOffset).
+			Msg("the copy of a transaction given up cannot be stored in " + meta.TransCheckMaxTopic + "; given up without it")
+	} else if err != nil {
 		return fmt.Errorf("discard half at %d: %w", h.PhyOffset, err)
 	}
 	if err := s.state.End(h.PhyOffset, kvindex.TxnEnd{State: kvindex.TxnDiscarded, At: s.now().UnixMilli()}); err != nil {

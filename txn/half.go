@@ -94,9 +94,20 @@ func discardedMessage(half *commitlog.Message, checks int32) *commitlog.Message 
 		BornHost:       half.BornHost,
 		ReconsumeTimes: half.ReconsumeTimes,
 		Body:           half.Body,
-		Properties: commitlog.RewriteProperties(half.Properties, nil,
-			[2]string{PropCheckTimes, strconv.Itoa(int(checks))}),
+		Properties:     withCheckTimes(half.Properties, checks),
 	}
+}
+
+// withCheckTimes returns properties with TRANSACTION_CHECK_TIMES set to
+// checks, or unchanged when the property would not fit a record (a half
+// whose properties are near the 32,767-byte limit): its check and its
+// give-up then go without the count rather than never.
+func withCheckTimes(props string, checks int32) string {
+	out := commitlog.RewriteProperties(props, nil, [2]string{PropCheckTimes, strconv.Itoa(int(checks))})
+	if len(out) > commitlog.MaxPropertiesLen {
+		return props
+	}
+	return out
 }
 
 // opMessage is the op message that ends a half: RMQ_SYS_TRANS_OP_HALF_TOPIC,
@@ -126,7 +137,7 @@ func checkBody(half *commitlog.Message, checks int32) ([]byte, error) {
 	}
 	m := *half
 	m.Topic, m.QueueID = topic, qid
-	m.Properties = commitlog.RewriteProperties(half.Properties, nil, [2]string{PropCheckTimes, strconv.Itoa(int(checks))})
+	m.Properties = withCheckTimes(half.Properties, checks)
 	body, err := commitlog.AppendRecord(nil, &m)
 	if err != nil {
 		return nil, fmt.Errorf("encode half at %d for a check: %w", half.PhyOffset, err)

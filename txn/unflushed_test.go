@@ -3,9 +3,12 @@ package txn
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 )
@@ -66,5 +69,44 @@ func TestACommitNotYetDurableIsNotStoredTwice(t *testing.T) {
 	}
 	if ops := f.store.putsIn(meta.TransOpHalfTopic); len(ops) != 1 {
 		t.Fatalf("%d op messages, want 1", len(ops))
+	}
+}
+
+// A half whose properties leave no room for TRANSACTION_CHECK_TIMES is
+// asked about and given up without the count, instead of failing every
+// pass; a give-up whose copy no retry can store gives the transaction up
+// without it.
+func TestAHalfTooLargeForItsCheckCountIsCheckedAndGivenUp(t *testing.T) {
+	f := newFixture(t, Config{Timeout: time.Second, CheckInterval: time.Second, CheckMax: 1})
+	probe := &commitlog.Message{Topic: "T", QueueID: 1, Properties: "PGROUP\x01pg\x02UNIQ_KEY\x01U-BIG\x02TRAN_MSG\x01true\x02PAD\x01\x02"}
+	ToHalf(probe)
+	pad := strings.Repeat("x", commitlog.MaxPropertiesLen-len(probe.Properties)-10)
+	h := f.sendHalf("U-BIG", "PAD\x01"+pad+"\x02")
+	if n := len(h.Properties); n > commitlog.MaxPropertiesLen || n+len(PropCheckTimes+"\x011\x02") <= commitlog.MaxPropertiesLen {
+		t.Fatalf("properties of %d bytes: the test does not test what it says", n)
+	}
+	f.now = time.Now().Add(time.Minute)
+	if ps := f.pass(); ps.Checked != 1 {
+		t.Fatalf("first pass %+v, want the producer asked", ps)
+	}
+	f.now = f.now.Add(time.Minute)
+	if ps := f.pass(); ps.Discarded != 1 {
+		t.Fatalf("second pass %+v, want the half given up", ps)
+	}
+	if got := f.store.putsIn(meta.TransCheckMaxTopic); len(got) != 1 {
+		t.Fatalf("%d copies given up, want 1", len(got))
+	}
+
+	// A copy no retry stores (the store refuses the message itself).
+	h = f.sendHalf("U-REFUSED", "")
+	f.now = time.Now().Add(time.Minute)
+	f.pass()
+	f.store.failPut = fmt.Errorf("put: %w", commitlog.ErrMessageTooLarge)
+	f.now = f.now.Add(time.Minute)
+	if ps := f.pass(); ps.Discarded != 1 {
+		t.Fatalf("pass with an unstorable copy %+v, want the half given up", ps)
+	}
+	if e, ok, err := f.db.Transactions().Ended(h.PhyOffset); err != nil || !ok || e.State != kvindex.TxnDiscarded {
+		t.Fatalf("end of the transaction whose copy was refused: %+v %v %v", e, ok, err)
 	}
 }
