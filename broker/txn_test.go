@@ -535,3 +535,29 @@ func TestRecordStoreRefusesUnflushedAppends(t *testing.T) {
 		t.Fatalf("PUT_OK append: %v", err)
 	}
 }
+
+// END_TRANSACTION and RESUME_CHECK_HALF_MESSAGE naming offsets where no
+// half starts (negative, huge, inside a record) or message ids that do
+// not decode are refused, without a panic or a hang, and the half is
+// committed afterwards.
+func TestEndTransactionRefusesOffsetsNamingNoHalf(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	h := sendHalf(t, c, "TxHostile", 0, "UNIQ-H", "x", "", time.Now().UnixMilli())
+	b.caughtUp()
+	for _, phy := range []int64{-1, -1 << 62, 1<<63 - 1, h.phy + 1, h.phy - 1} {
+		r := endTxn(t, c, sentHalf{h.uniq, phy, h.queueOffset}, "pg", 8, false)
+		if r.Code != remoting.SystemError {
+			t.Errorf("commit at %d answered %d %s", phy, r.Code, r.Remark)
+		}
+	}
+	for _, id := range []string{"", "zz", "0000000000000000FFFFFFFFFFFFFFFF", "7F000001000000000000000000000000000000"} {
+		r := call(t, c, remoting.ResumeCheckHalfMessage, map[string]string{"msgId": id}, nil)
+		if r.Code == remoting.Success {
+			t.Errorf("resume of %q answered success", id)
+		}
+	}
+	if r := endTxn(t, c, h, "pg", 8, false); r.Code != remoting.Success {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+}
