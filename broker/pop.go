@@ -364,6 +364,15 @@ func (b *Broker) processBatchAck(_ context.Context, _ *remoting.Conn, req *remot
 	if len(body.Acks) == 0 {
 		return remoting.NewResponse(req, remoting.NoMessage, "")
 	}
+	total := 0
+	for i := range body.Acks {
+		total += body.Acks[i].Count()
+	}
+	if total > pop.MaxBatchAckOffsets {
+		b.log.Warn().Int("offsets", total).Int("entries", len(body.Acks)).Msg("BATCH_ACK_MESSAGE refused: it acknowledges more offsets than any pops returned")
+		return remoting.NewResponse(req, remoting.SystemError,
+			fmt.Sprintf("batch ack of %d offsets: at most %d in one request", total, pop.MaxBatchAckOffsets))
+	}
 	entries := make([]pop.AckEntry, 0, len(body.Acks))
 	for i := range body.Acks {
 		a := &body.Acks[i]

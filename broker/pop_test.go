@@ -1,12 +1,14 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -210,6 +212,19 @@ func TestPopErrorCodes(t *testing.T) {
 	}
 	if r := call(t, rc, remoting.BatchAckMessage, nil, []byte(`{"acks":[{`)); r.Code != remoting.SystemError {
 		t.Fatalf("malformed batch ack %d", r.Code)
+	}
+	// Bit sets naming more offsets than any pops returned (each byte of
+	// bits would make 64 bytes of offsets) are refused whole.
+	var many pop.BatchAckBody
+	for range pop.MaxBatchAckOffsets/kvindex.MaxCheckpointSpan + 1 {
+		many.Acks = append(many.Acks, pop.BatchAck{ConsumerGroup: "g", Topic: "EC", Retry: "0", QueueID: 0,
+			PopTime: m.Handle.PopTime, InvisibleTime: 60000, Bits: bytes.Repeat([]byte{0xff}, kvindex.MaxCheckpointSpan/8)})
+	}
+	if r := call(t, rc, remoting.BatchAckMessage, nil, many.AppendJSON(nil)); r.Code != remoting.SystemError || !strings.Contains(r.Remark, "at most") {
+		t.Fatalf("batch ack of %d offsets: %d %s", len(many.Acks)*kvindex.MaxCheckpointSpan, r.Code, r.Remark)
+	}
+	if _, ok, _ := b.popSvc.InFlight("g", "EC", 0, 0); !ok {
+		t.Fatal("the refused batch ack acknowledged the message")
 	}
 }
 

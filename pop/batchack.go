@@ -4,10 +4,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 
 	"github.com/rocketkv/rocketkv/internal/jsonscan"
+	"github.com/rocketkv/rocketkv/kvindex"
 )
 
 // BatchAckBody is the JSON body of BATCH_ACK_MESSAGE (RocketMQ's
@@ -301,6 +303,10 @@ func (a *BatchAck) Offsets() []int64 {
 // increasing order, without walking bits beyond hi (a body may carry a
 // bit set far larger than any queue).
 func (a *BatchAck) OffsetsIn(lo, hi int64) []int64 {
+	// Only a checkpoint's offsets can be acknowledged, and every
+	// checkpoint lies within kvindex.MaxCheckpointSpan of its first
+	// offset, the entry's StartOffset.
+	hi = min(hi, a.StartOffset+kvindex.MaxCheckpointSpan-1)
 	var out []int64
 	for i, by := range a.Bits {
 		if by == 0 {
@@ -318,6 +324,23 @@ func (a *BatchAck) OffsetsIn(lo, hi int64) []int64 {
 	}
 	return out
 }
+
+// Count returns how many offsets the entry acknowledges that a
+// checkpoint can hold: the bits set within kvindex.MaxCheckpointSpan of
+// StartOffset.
+func (a *BatchAck) Count() int {
+	n := 0
+	for _, by := range a.Bits[:min(len(a.Bits), kvindex.MaxCheckpointSpan/8)] {
+		n += bits.OnesCount8(by)
+	}
+	return n
+}
+
+// MaxBatchAckOffsets bounds the offsets one BATCH_ACK_MESSAGE may
+// acknowledge (Count over its entries): a pop returns at most 32 messages
+// of a queue, and one request's bit sets would otherwise make 64 times
+// their bytes of offsets.
+const MaxBatchAckOffsets = 1 << 20
 
 // MaxAckBits bounds the bit set of one ack entry: an acknowledged offset
 // lies at most this many offsets minus one above the entry's StartOffset

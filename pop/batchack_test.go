@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/rocketkv/rocketkv/kvindex"
 )
 
 // checkAppendJSON fails t when the body AppendJSON writes for b is not
@@ -102,4 +104,21 @@ func FuzzAppendJSON(f *testing.F) {
 			{ConsumerGroup: topic, Topic: retry, Retry: group, StartOffset: pt},
 		}})
 	})
+}
+
+// An entry's bit set counts only within a checkpoint's span of its
+// StartOffset, whatever its length and the queue's range: a body's bytes
+// cannot make more offsets than a checkpoint holds.
+func TestBatchAckOffsetsStayWithinACheckpointsSpan(t *testing.T) {
+	a := BatchAck{StartOffset: 100, Bits: bytes.Repeat([]byte{0xff}, 1<<20)}
+	got := a.OffsetsIn(0, 1<<40)
+	if len(got) != kvindex.MaxCheckpointSpan || got[0] != 100 || got[len(got)-1] != 100+kvindex.MaxCheckpointSpan-1 {
+		t.Fatalf("%d offsets from %v to %v, want the %d of the span from 100", len(got), got[0], got[len(got)-1], kvindex.MaxCheckpointSpan)
+	}
+	if n := a.Count(); n != kvindex.MaxCheckpointSpan {
+		t.Fatalf("Count %d, want %d", n, kvindex.MaxCheckpointSpan)
+	}
+	if got := a.OffsetsIn(150, 160); len(got) != 11 || got[0] != 150 {
+		t.Fatalf("offsets in [150, 160]: %v", got)
+	}
 }
