@@ -109,6 +109,21 @@ func TestFinishPopSkipsDeletedMessages(t *testing.T) {
 	if len(res.Records) != 1 || string(res.Records[0]) != "kept" || string(res.Body) != "kept" {
 		t.Fatalf("records %q, want only the one still in the log", res.Records)
 	}
+	if got := info.MsgOffsetInfo(); got != "0 0 6" {
+		t.Fatalf("msgOffsetInfo %q, want the kept message's offset only", got)
+	}
+	// A queue whose every popped message is gone has no entry: one
+	// without offsets fails the client's parse of the whole header.
+	r = readResult{from: 5, offsets: []int64{5}, records: [][]byte{nil}, entries: []cq.Entry{gone}, next: 6}
+	if err := s.finishPop(PopRequest{Topic: "T"}, source{topic: "T", queueID: 3, flag: FlagNormal}, r, &res, &info); err != nil {
+		t.Fatalf("finishPop: %v", err)
+	}
+	if got, want := info.MsgOffsetInfo(), "0 0 6"; got != want {
+		t.Fatalf("msgOffsetInfo %q after a queue whose messages are gone, want %q", got, want)
+	}
+	if got, want := info.StartOffsetInfo(), "0 0 5"; got != want {
+		t.Fatalf("startOffsetInfo %q after a queue whose messages are gone, want %q", got, want)
+	}
 }
 
 // TestChangeInvisibleTimeInThePopMillisecond checks a change of invisible

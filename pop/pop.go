@@ -381,7 +381,11 @@ func (s *Service) finishPop(req PopRequest, src source, r readResult, res *PopRe
 		view.Release()
 		kept = append(kept, r.offsets[i])
 	}
-	info.AddQueue(src.flag, src.queueID, r.from, kept)
+	if len(kept) > 0 {
+		// An entry without offsets fails the client's parse of the
+		// whole header (RocketMQ's ExtraInfoUtil wants three fields).
+		info.AddQueue(src.flag, src.queueID, r.from, kept)
+	}
 	return nil
 }
 
