@@ -48,8 +48,9 @@ func indexDump(t *testing.T, db *kvindex.DB) []string {
 // the recovery that cut ends, at its next start with the same flag, with
 // the index a recovery that ran through leaves: the cut records' queue
 // entries, keys, transaction halves, op marks and ends, timer entries and
-// compacted copies are gone, and a compacted key whose newest message was
-// cut has its message before back.
+// compacted copies are gone, a compacted key whose newest message was cut
+// has its message before back, and a transaction whose committed message
+// was cut is open again.
 func TestCutRecoverySurvivesSIGKILLAfterEveryStep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test")
@@ -125,10 +126,12 @@ func TestCutRecoverySurvivesSIGKILLAfterEveryStep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Ends recorded below the cut by records past it stay
-		// (kvindex.Transactions.DropAbove): only the half past it goes.
-		if gone := h == cutHalf; gone != (!isOpen && !ended) {
-			t.Fatalf("half %s at %d after the cut at %d: open %v, ended %v", h.uniq, h.phy, cut, isOpen, ended)
+		// The half past the cut goes; the commit whose message went
+		// with the cut is open again (its producer is asked about it);
+		// the ends before the cut stay.
+		wantOpen, wantEnded := h == endedPastTheCut, h == committed || h == rolledBack
+		if isOpen != wantOpen || ended != wantEnded {
+			t.Fatalf("half %s at %d after the cut at %d: open %v, ended %v; want %v, %v", h.uniq, h.phy, cut, isOpen, ended, wantOpen, wantEnded)
 		}
 	}
 	slave.stop()

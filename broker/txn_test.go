@@ -2,6 +2,9 @@ package broker
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -559,5 +562,63 @@ func TestEndTransactionRefusesOffsetsNamingNoHalf(t *testing.T) {
 	}
 	if r := endTxn(t, c, h, "pg", 8, false); r.Code != remoting.Success {
 		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+}
+
+// A commit whose message a power failure lost with the CommitLog's
+// unflushed tail is asked about again after the restart, as RocketMQ asks
+// again when its op message is lost, and the producer's second commit
+// stores the message: the end the index had made durable does not
+// outlive the message it recorded.
+func TestACommitWhoseMessageAPowerFailureLostIsAskedAgain(t *testing.T) {
+	store := t.TempDir()
+	settings := map[string]string{"transactionTimeOut": "200", "transactionCheckInterval": "300"}
+	b := startTestBrokerAt(t, store, map[string]string{"transactionCheckInterval": "3600000"})
+	c := b.client(nil)
+	h := sendHalf(t, c, "TxLost", 0, "UNIQ-LOST", "lost with the tail", "", time.Now().UnixMilli())
+	b.caughtUp()
+	tail := b.clog.MaxOffset()
+	if r := endTxn(t, c, h, "pg", 8, false); r.Code != remoting.Success {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+	if got := pullAll(t, b, c, "TxLost", 0); len(got) != 1 {
+		t.Fatalf("the committed message is not in its queue: %d messages", len(got))
+	}
+	end := b.clog.MaxOffset()
+	b.stop()
+
+	// The power failure: the pages of the commit's records never reached
+	// the disk, and the broker did not stop cleanly.
+	seg := filepath.Join(store, "commitlog", fmt.Sprintf("%020d", 0))
+	f, err := os.OpenFile(seg, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, end-tail), tail); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(store, "abort"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	b = startTestBrokerAt(t, store, settings)
+	if got := b.clog.MaxOffset(); got != tail {
+		t.Fatalf("the recovered log ends at %d, want %d (the lost tail cut)", got, tail)
+	}
+	var rec checkRecorder
+	producer := b.client(rec.handle)
+	heartbeat(t, producer, heartbeatBody("10.0.0.9@1", "pg", "", nil))
+	waitFor(t, "a check of the transaction whose commit was lost", func() bool { return rec.count() > 0 })
+	if got := rec.first().ExtFields["commitLogOffset"]; got != strconv.FormatInt(h.phy, 10) {
+		t.Fatalf("the check names the half at %s, want %d", got, h.phy)
+	}
+	if r := endTxn(t, producer, h, "pg", 8, true); r.Code != remoting.Success {
+		t.Fatalf("commit from the check: %d %s", r.Code, r.Remark)
+	}
+	if got := pullAll(t, b, producer, "TxLost", 0); len(got) != 1 || string(got[0].Body) != "lost with the tail" {
+		t.Fatalf("after the second commit TxLost holds %d messages, want the committed one", len(got))
 	}
 }

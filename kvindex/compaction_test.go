@@ -192,7 +192,9 @@ func TestCompactedTopics(t *testing.T) {
 // cut: the offsets will hold other records. A key entry naming a cut
 // copy's later queue offset would make the dispatcher skip the key's
 // next message below it as superseded. A key whose newest message was
-// cut gets the copy of its message before back.
+// cut gets the copy of its message before back. A commit or an op key a
+// record past the cut wrote for a half before it is undone, the half
+// open again.
 func TestRecoveryDropsWhatRecordsPastTheCutWrote(t *testing.T) {
 	root, cfg, open := compactedStack(t)
 	s, c := open()
@@ -201,6 +203,11 @@ func TestRecoveryDropsWhatRecordsPastTheCutWrote(t *testing.T) {
 	cut := s.log.MaxOffset()
 	putKV(t, s, "C", "a=2", "c=1") // queue offsets 2 and 3, to be cut
 	putKV(t, s, meta.TransHalfTopic, "-=h2")
+	halves, err := s.store.Get(meta.TransHalfTopic, 0, 0, 2)
+	if err != nil || len(halves) != 2 {
+		t.Fatalf("halves h0 and h1: %+v %v", halves, err)
+	}
+	h1 := halves[1].PhyOffset
 	// What hooks wrote for records on both sides of the cut.
 	w := s.db.pdb.NewBatch()
 	for _, phy := range []int64{0, cut, cut + 100} {
@@ -210,18 +217,31 @@ func TestRecoveryDropsWhatRecordsPastTheCutWrote(t *testing.T) {
 		if err := s.db.Transactions().AddHalf(w, TxnHalf{PhyOffset: phy, QueueOffset: phy}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.db.Transactions().AddCommitted(w, phy); err != nil {
+		if err := s.db.Transactions().AddCommitted(w, phy, cut+200); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A commit by a record before the cut, of a half ended by its
+	// END_TRANSACTION (no open half left).
+	if err := s.db.Transactions().AddCommitted(w, 1, 5); err != nil {
+		t.Fatal(err)
 	}
 	// Ops ending the halves at queue offsets 0 and 2, written by op
-	// messages past the cut; the half at 2 goes with the cut.
+	// messages past the cut (the half at 2 goes with the cut), and one
+	// of a store from before ops named their message, at 1.
 	for _, halfOff := range []int64{0, 2} {
-		if err := s.db.Transactions().AddRocketMQOp(w, halfOff); err != nil {
+		if err := s.db.Transactions().AddRocketMQOp(w, halfOff, cut+300); err != nil {
 			t.Fatal(err)
 		}
 	}
+	if err := w.Set(txnKey(prefixTxnOp, 1), []byte{1}, nil); err != nil {
+		t.Fatal(err)
+	}
 	if err := w.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	// h1's END_TRANSACTION committed it with a message past the cut.
+	if err := s.db.Transactions().End(h1, TxnEnd{State: TxnCommit, At: 1, By: cut + 400}); err != nil {
 		t.Fatal(err)
 	}
 	s.close(t)
@@ -245,22 +265,32 @@ func TestRecoveryDropsWhatRecordsPastTheCutWrote(t *testing.T) {
 	if len(due) != 1 || due[0].PhyOffset != 0 {
 		t.Fatalf("timer entries after the cut: %+v, want only the one at 0", due)
 	}
-	for _, phy := range []int64{0, cut, cut + 100} {
-		_, half, err := s.db.Transactions().Half(phy)
+	// The commits whose messages went with the cut are open again, the
+	// one whose half had ended recorded open from its record; the commit
+	// by a record before the cut stays; the transactions of halves past
+	// the cut are gone.
+	for _, tc := range []struct {
+		phy         int64
+		open, ended bool
+	}{{0, true, false}, {1, false, true}, {h1, true, false}, {cut, false, false}, {cut + 100, false, false}} {
+		h, open, err := s.db.Transactions().Half(tc.phy)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, ended, err := s.db.Transactions().Ended(phy)
+		_, ended, err := s.db.Transactions().Ended(tc.phy)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if keep := phy < cut; half != keep || ended != keep {
-			t.Fatalf("transaction at %d after the cut at %d: half %v, ended %v", phy, cut, half, ended)
+		if open != tc.open || ended != tc.ended {
+			t.Fatalf("transaction at %d after the cut at %d: open %v, ended %v; want %v, %v", tc.phy, cut, open, ended, tc.open, tc.ended)
+		}
+		if tc.phy == h1 && (h.QueueOffset != 1 || h.StoreTimestamp != halves[1].StoreTimestamp || h.Checks != 0) {
+			t.Fatalf("h1 opened again as %+v", h)
 		}
 	}
 	// The half stored next takes queue offset 2 again: no op ends it.
 	putKV(t, s, meta.TransHalfTopic, "-=h2 again")
-	for halfOff, want := range map[int64]bool{0: true, 1: false, 2: false} {
+	for halfOff, want := range map[int64]bool{0: false, 1: true, 2: false} {
 		ended, err := s.db.Transactions().RocketMQOpEnded(halfOff)
 		if err != nil {
 			t.Fatal(err)

@@ -331,7 +331,8 @@ func (d *Dispatcher) dropAbove(end int64) error {
 	if err != nil {
 		return fmt.Errorf("read the half queue's end: %w", err)
 	}
-	if err := d.opts.DB.Transactions().DropAbove(end, halfEnd); err != nil {
+	reopened, err := d.opts.DB.Transactions().DropAbove(end, halfEnd, d.halfAt)
+	if err != nil {
 		return err
 	}
 	d.step(StepTransactionsDropped)
@@ -362,8 +363,27 @@ func (d *Dispatcher) dropAbove(end int64) error {
 		d.step(StepRestoresCleared)
 	}
 	d.log.Info().Int64("logEnd", end).Int("timers", timers).Int("compactedCopies", copies).Int("compactedRestored", restored).
-		Msg("dropped the index entries of records past the recovered CommitLog's end")
+		Int("transactionsReopened", reopened).Msg("dropped the index entries of records past the recovered CommitLog's end")
 	return nil
+}
+
+// halfAt returns the open half of the half message at a CommitLog offset,
+// due for a check at once: a transaction whose commit the log lost. ok is
+// false when no half message starts there.
+func (d *Dispatcher) halfAt(phy int64) (TxnHalf, bool, error) {
+	v, err := d.opts.Log.ReadRecord(phy)
+	if errors.Is(err, commitlog.ErrOffsetOutOfRange) || commitlog.NoRecordAt(err) {
+		return TxnHalf{}, false, nil
+	}
+	if err != nil {
+		return TxnHalf{}, false, fmt.Errorf("read the half message at %d: %w", phy, err)
+	}
+	defer v.Release()
+	m, err := commitlog.Decode(v.Data)
+	if err != nil || m.Topic != meta.TransHalfTopic {
+		return TxnHalf{}, false, nil
+	}
+	return TxnHalf{PhyOffset: phy, QueueOffset: m.QueueOffset, StoreTimestamp: m.StoreTimestamp, NextCheckAt: m.StoreTimestamp}, true, nil
 }
 
 // recopyNewest copies again, for each key whose newest message was cut

@@ -65,8 +65,11 @@
 // new end, 0x70 entries past it, and 0x80-0x82 copies of records past it
 // with the key entries naming them, copying again the message before a
 // cut one of its key when the key index finds it in the log
-// (Dispatcher.Recover). Ends (0x61, 0x62) that records past the log's end
-// recorded for halves before it stay, as a master's ends are not undone.
+// (Dispatcher.Recover). Of the ends records past the log's end recorded
+// for halves before it, commits (0x61 naming their committed message) and
+// op keys (0x62 naming their op message) are undone, the halves recorded
+// open again, so their producers are asked about them; rollbacks, give-ups
+// and ends written before the offsets were recorded stay.
 //
 // Prefixes 0x50-0x5F are reserved for POP, 0x60-0x6F for transactions,
 // 0x70-0x7F for timers, 0x80-0x8F for compacted topics.
@@ -371,15 +374,20 @@
 // # 0x61 txn end: how the transaction of a half message ended
 //
 //	key:   0x61 | halfPhyOffset int64
-//	value: state uint8 (8 commit, 12 rollback, 1 discarded) | endTimestamp int64   (9 bytes)
+//	value: state uint8 (8 commit, 12 rollback, 1 discarded) | endTimestamp int64
+//	       [| committedPhyOffset int64]   (9 bytes, or 17 for a commit naming its message)
 //
 // Written with sync by END_TRANSACTION (after the committed message is
-// stored) and by the checker when it gives up (after the half is stored in
-// TRANS_CHECK_MAX_TIME_TOPIC). The dispatcher also writes a commit, with
-// endTimestamp 0, for every record whose transaction type is COMMIT, from
-// its PREPARED TX OFFSET: a crash between storing the committed message
-// and the synced write still ends the transaction, so no check asks the
-// producer again and no second copy is stored. An END_TRANSACTION for a
+// stored, flushed as a send's and indexed, so the dispatch progress past
+// it is durable with the end) and by the checker when it gives up (after
+// the half is stored in TRANS_CHECK_MAX_TIME_TOPIC). The dispatcher also
+// writes a commit, with endTimestamp 0, for every record whose transaction
+// type is COMMIT, from its PREPARED TX OFFSET: a crash between storing the
+// committed message and the synced write still ends the transaction, so
+// no check asks the producer again and no second copy is stored. A
+// commit's committedPhyOffset lets a recovery whose CommitLog lost that
+// message (a power failure before its flush, a slave's cut) open the
+// transaction again. An END_TRANSACTION for a
 // transaction that already ended changes nothing. Kept while the half
 // message is in the CommitLog; range-deleted below its minimum by
 // retention.
@@ -387,7 +395,7 @@
 // # 0x62 txn RocketMQ op: a half message an op message ended
 //
 //	key:   0x62 | halfQueueOffset int64
-//	value: 0x01
+//	value: opPhyOffset int64 (the op message's CommitLog offset; 0x01 in indexes written before it was kept)
 //
 // An op message in RMQ_SYS_TRANS_OP_HALF_TOPIC, tag "d", ends the halves
 // whose queue offsets its body lists, comma-separated ("1203,1204,", or

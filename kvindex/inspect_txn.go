@@ -31,19 +31,30 @@ type TxnEndRecord struct {
 	// State is "COMMIT_MESSAGE", "ROLLBACK_MESSAGE" or "DISCARDED".
 	State string `json:"state"`
 	At    int64  `json:"at"`
+	// By is the CommitLog offset of a commit's committed message (0 when
+	// not recorded).
+	By int64 `json:"by,omitempty"`
 }
 
 // TxnOpRecord is an op message of an Apache RocketMQ store: the half at
 // HalfQueueOffset ended (keyspace 0x62).
 type TxnOpRecord struct {
 	HalfQueueOffset int64 `json:"halfQueueOffset"`
+	// OpPhyOffset is the CommitLog offset of the op message, -1 when
+	// not recorded (an index written before it was).
+	OpPhyOffset int64 `json:"opPhyOffset"`
 }
 
 // Keyspace implements Record.
 func (TxnOpRecord) Keyspace() Keyspace { return mustKeyspace(PrefixTxnOp) }
 
 // String implements Record.
-func (r TxnOpRecord) String() string { return fmt.Sprintf("halfQueueOffset=%d", r.HalfQueueOffset) }
+func (r TxnOpRecord) String() string {
+	if r.OpPhyOffset < 0 {
+		return fmt.Sprintf("halfQueueOffset=%d", r.HalfQueueOffset)
+	}
+	return fmt.Sprintf("halfQueueOffset=%d opPhyOffset=%d", r.HalfQueueOffset, r.OpPhyOffset)
+}
 
 // Keyspace implements Record.
 func (TxnHalfRecord) Keyspace() Keyspace { return mustKeyspace(PrefixTxnHalf) }
@@ -63,6 +74,9 @@ func (r TxnEndRecord) String() string {
 	if r.At != 0 {
 		at = FormatMillis(r.At)
 	}
+	if r.By > 0 {
+		return fmt.Sprintf("halfPhyOffset=%d state=%s at=%s by=%d", r.HalfPhyOffset, r.State, at, r.By)
+	}
 	return fmt.Sprintf("halfPhyOffset=%d state=%s at=%s", r.HalfPhyOffset, r.State, at)
 }
 
@@ -77,16 +91,20 @@ func decodeTxnKey(key, value []byte) (rec Record, ok bool, err error) {
 		}
 		return TxnHalfRecord{h}, true, nil
 	case PrefixTxnOp:
-		if len(key) != 9 || len(value) != 1 {
+		if len(key) != 9 || (len(value) != 1 && len(value) != 8) {
 			return nil, true, fmt.Errorf("txn op key %x value %x: %w", key, value, ErrBadKey)
 		}
-		return TxnOpRecord{HalfQueueOffset: int64(binary.BigEndian.Uint64(key[1:]))}, true, nil
+		r := TxnOpRecord{HalfQueueOffset: int64(binary.BigEndian.Uint64(key[1:])), OpPhyOffset: -1}
+		if len(value) == 8 {
+			r.OpPhyOffset = int64(binary.BigEndian.Uint64(value))
+		}
+		return r, true, nil
 	case PrefixTxnEnd:
 		phy, e, err := decodeTxnEnd(key, value)
 		if err != nil {
 			return nil, true, err
 		}
-		return TxnEndRecord{HalfPhyOffset: phy, State: e.State.String(), At: e.At}, true, nil
+		return TxnEndRecord{HalfPhyOffset: phy, State: e.State.String(), At: e.At, By: e.By}, true, nil
 	}
 	return nil, false, nil
 }

@@ -24,7 +24,11 @@ const rocketMQCheckGroup = "CID_RMQ_SYS_TRANS"
 
 const (
 	txnHalfValueLen = 28
-	txnEndValueLen  = 9
+	// txnEndValueLen is an end's value without the record that carried
+	// it (stores before the field, rollbacks, give-ups);
+	// txnEndByValueLen, with it.
+	txnEndValueLen   = 9
+	txnEndByValueLen = 17
 )
 
 // TxnHalf is a half message whose transaction has not ended (keyspace
@@ -78,6 +82,11 @@ type TxnEnd struct {
 	// At is when it ended, in Unix milliseconds (0 when the dispatcher
 	// learnt it from a committed record).
 	At int64
+	// By is the CommitLog offset of the committed message of a commit, 0
+	// when not known (rollbacks, give-ups, ends written before the field):
+	// a recovery whose CommitLog lost that record opens the transaction
+	// again (DropAbove).
+	By int64
 }
 
 // Transactions is the transaction state: the open half messages (0x60)
@@ -116,14 +125,23 @@ func decodeTxnHalf(k, v []byte) (TxnHalf, error) {
 }
 
 func encodeTxnEnd(e TxnEnd) []byte {
-	return binary.BigEndian.AppendUint64([]byte{byte(e.State)}, uint64(e.At))
+	v := append(make([]byte, 0, txnEndByValueLen), byte(e.State))
+	v = binary.BigEndian.AppendUint64(v, uint64(e.At))
+	if e.By > 0 {
+		v = binary.BigEndian.AppendUint64(v, uint64(e.By))
+	}
+	return v
 }
 
 func decodeTxnEnd(k, v []byte) (int64, TxnEnd, error) {
-	if len(k) != 9 || k[0] != prefixTxnEnd || len(v) != txnEndValueLen {
+	if len(k) != 9 || k[0] != prefixTxnEnd || (len(v) != txnEndValueLen && len(v) != txnEndByValueLen) {
 		return 0, TxnEnd{}, fmt.Errorf("txn end key %x value %x: %w", k, v, ErrBadKey)
 	}
-	return int64(binary.BigEndian.Uint64(k[1:])), TxnEnd{State: TxnState(v[0]), At: int64(binary.BigEndian.Uint64(v[1:]))}, nil
+	e := TxnEnd{State: TxnState(v[0]), At: int64(binary.BigEndian.Uint64(v[1:]))}
+	if len(v) == txnEndByValueLen {
+		e.By = int64(binary.BigEndian.Uint64(v[9:]))
+	}
+	return int64(binary.BigEndian.Uint64(k[1:])), e, nil
 }
 
 // AddHalf records an open half message in w, the dispatcher's batch that
@@ -135,13 +153,12 @@ func (t *Transactions) AddHalf(w *pebble.Batch, h TxnHalf) error {
 	return nil
 }
 
-// AddCommitted records in w, the dispatcher's batch that indexes a
-// committed transactional record, that the transaction of the half at
-// halfPhy committed. A crash between storing the committed message and
-// End leaves the transaction ended all the same once the record is
-// dispatched again.
-func (t *Transactions) AddCommitted(w *pebble.Batch, halfPhy int64) error {
-	if err := w.Set(txnKey(prefixTxnEnd, halfPhy), encodeTxnEnd(TxnEnd{State: TxnCommit}), nil); err != nil {
+// AddCommitted records in w, the dispatcher's batch that indexes the
+// committed record at by, that the transaction of the half at halfPhy
+// committed. A crash between storing the committed message and End leaves
+// the transaction ended all the same once the record is dispatched again.
+func (t *Transactions) AddCommitted(w *pebble.Batch, halfPhy, by int64) error {
+	if err := w.Set(txnKey(prefixTxnEnd, halfPhy), encodeTxnEnd(TxnEnd{State: TxnCommit, By: by}), nil); err != nil {
 		return fmt.Errorf("record commit of the half at %d: %w", halfPhy, err)
 	}
 	return nil
@@ -280,16 +297,15 @@ func (t *Transactions) DropOpsBelow(halfQueueMin int64) error {
 	return nil
 }
 
-// AddRocketMQOp records in w, the dispatcher's batch that indexes an op
-// message in RocketMQ's format (RMQ_SYS_TRANS_OP_HALF_TOPIC, tag "d",
-// written by Apache RocketMQ or by rocketkv), that the half at
+// AddRocketMQOp records in w, the dispatcher's batch that indexes the op
+// message at opPhy in RocketMQ's format (RMQ_SYS_TRANS_OP_HALF_TOPIC, tag
+// "d", written by Apache RocketMQ or by rocketkv), that the half at
 // halfQueueOffset in the half topic ended.
-func (t *Transactions) AddRocketMQOp(w *pebble.Batch, halfQueueOffset int64) error {
+func (t *Transactions) AddRocketMQOp(w *pebble.Batch, halfQueueOffset, opPhy int64) error {
 	if halfQueueOffset < 0 {
 		return nil
 	}
-	// One byte, not none: an empty value reads back as absent (DB.get).
-	if err := w.Set(txnKey(prefixTxnOp, halfQueueOffset), []byte{1}, nil); err != nil {
+	if err := w.Set(txnKey(prefixTxnOp, halfQueueOffset), binary.BigEndian.AppendUint64(nil, uint64(opPhy)), nil); err != nil {
 		return fmt.Errorf("record RocketMQ op for half %d: %w", halfQueueOffset, err)
 	}
 	return nil
@@ -328,24 +344,78 @@ func (t *Transactions) RocketMQCheckProgress() (int64, bool, error) {
 // messages at or past end, and the op keys (0x62) of halves at or past
 // queue offset halfQueueEnd of the half topic: the CommitLog lost those
 // records (a tail cut at recovery), and the offsets will hold other
-// records. Ends recorded for halves below end by records past it stay
-// (their ends are not undone).
-func (t *Transactions) DropAbove(end, halfQueueEnd int64) error {
+// records. It also undoes what records past end recorded for halves
+// before it: a commit whose committed message is past end (By) and an
+// op key written by an op message past end are deleted, and a half they
+// had closed is recorded open again, from half (which returns the half
+// at a CommitLog offset; ok false when the log has none there), so its
+// producer is asked about it. Ends written before TxnEnd.By existed, and
+// rollbacks, stay. It returns how many transactions it opened again. It
+// scans every end and op key (recovery only), in one synced batch.
+func (t *Transactions) DropAbove(end, halfQueueEnd int64, half func(phy int64) (TxnHalf, bool, error)) (int, error) {
 	end, halfQueueEnd = max(end, 0), max(halfQueueEnd, 0)
 	b := t.db.pdb.NewBatch()
 	defer b.Close()
+	fail := func(err error) (int, error) { return 0, fmt.Errorf("drop transactions from %d: %w", end, err) }
 	for _, p := range []byte{prefixTxnHalf, prefixTxnEnd} {
 		if err := b.DeleteRange(txnKey(p, end), []byte{p + 1}, nil); err != nil {
-			return fmt.Errorf("drop transactions from %d: %w", end, err)
+			return fail(err)
 		}
 	}
 	// An op past the half queue's end names a half the cut removed; the
 	// half stored next at that queue offset would read as ended.
 	if err := b.DeleteRange(txnKey(prefixTxnOp, halfQueueEnd), []byte{prefixTxnOp + 1}, nil); err != nil {
-		return fmt.Errorf("drop transaction ops from half queue offset %d: %w", halfQueueEnd, err)
+		return fail(err)
+	}
+	var undone []int64 // halves whose commits the log lost
+	var scanErr error
+	err := t.db.Scan([]byte{prefixTxnEnd}, func(k, v []byte) bool {
+		phy, e, err := decodeTxnEnd(k, v)
+		if err != nil || phy >= end {
+			return true // a bad key is kvdump check's to report
+		}
+		if e.State == TxnCommit && e.By >= end {
+			if scanErr = b.Delete(k, nil); scanErr != nil {
+				return false
+			}
+			undone = append(undone, phy)
+		}
+		return true
+	})
+	if err = errors.Join(err, scanErr); err != nil {
+		return fail(err)
+	}
+	err = t.db.Scan([]byte{prefixTxnOp}, func(k, v []byte) bool {
+		if len(v) == 8 && int64(binary.BigEndian.Uint64(v)) >= end {
+			scanErr = b.Delete(k, nil)
+		}
+		return scanErr == nil
+	})
+	if err = errors.Join(err, scanErr); err != nil {
+		return fail(err)
+	}
+	opened := 0
+	for _, phy := range undone {
+		if v, err := t.db.get(txnKey(prefixTxnHalf, phy)); err != nil {
+			return fail(err)
+		} else if v != nil {
+			opened++ // open still (a slave's: the dispatcher recorded it)
+			continue
+		}
+		h, ok, err := half(phy)
+		if err != nil {
+			return fail(err)
+		}
+		if !ok {
+			continue
+		}
+		if err := t.AddHalf(b, h); err != nil {
+			return fail(err)
+		}
+		opened++
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("drop transactions from %d: %w", end, err)
+		return fail(err)
 	}
-	return nil
+	return opened, nil
 }

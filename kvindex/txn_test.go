@@ -60,7 +60,7 @@ func opCommitted(phy int64) txnOp {
 	return txnOp{fmt.Sprintf("committed %d", phy), func(_ *testing.T, db *DB) error {
 		b := db.pdb.NewBatch()
 		defer b.Close()
-		if err := db.Transactions().AddCommitted(b, phy); err != nil {
+		if err := db.Transactions().AddCommitted(b, phy, phy+1); err != nil {
 			return err
 		}
 		return b.Commit(pebble.NoSync)
@@ -276,7 +276,7 @@ func TestTxnAddHalfIsPartOfTheBatch(t *testing.T) {
 	if err := tx.AddHalf(b, testHalf(100)); err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.AddCommitted(b, 100); err != nil {
+	if err := tx.AddCommitted(b, 100, 200); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := tx.Half(100); ok || err != nil {
@@ -291,7 +291,7 @@ func TestTxnAddHalfIsPartOfTheBatch(t *testing.T) {
 	if h, ok, err := tx.Half(100); !ok || err != nil || h != testHalf(100) {
 		t.Fatalf("half after commit: %+v %v %v", h, ok, err)
 	}
-	if e, ok, err := tx.Ended(100); !ok || err != nil || e != (TxnEnd{State: TxnCommit}) {
+	if e, ok, err := tx.Ended(100); !ok || err != nil || e != (TxnEnd{State: TxnCommit, By: 200}) {
 		t.Fatalf("end after commit: %+v %v %v", e, ok, err)
 	}
 }
@@ -409,14 +409,14 @@ func TestDecodeTxnKeyspaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A commit the dispatcher learnt from a committed record has no time.
-	if err := tx.AddCommitted(b, 3); err != nil {
+	if err := tx.AddCommitted(b, 3, 4); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
 	b.Close()
-	for phy, e := range map[int64]TxnEnd{1: {TxnRollback, txnBase}, 2: {TxnDiscarded, txnBase}, 4096: {TxnCommit, txnBase + 5}} {
+	for phy, e := range map[int64]TxnEnd{1: {State: TxnRollback, At: txnBase}, 2: {State: TxnDiscarded, At: txnBase}, 4096: {State: TxnCommit, At: txnBase + 5}} {
 		if err := tx.End(phy, e); err != nil {
 			t.Fatal(err)
 		}
@@ -439,8 +439,8 @@ func TestDecodeTxnKeyspaces(t *testing.T) {
 			"halfPhyOffset=1 state=ROLLBACK_MESSAGE at=2026-01-01T00:00:00.000Z"},
 		{TxnEndRecord{HalfPhyOffset: 2, State: "DISCARDED", At: txnBase},
 			"halfPhyOffset=2 state=DISCARDED at=2026-01-01T00:00:00.000Z"},
-		{TxnEndRecord{HalfPhyOffset: 3, State: "COMMIT_MESSAGE"},
-			"halfPhyOffset=3 state=COMMIT_MESSAGE at=-"},
+		{TxnEndRecord{HalfPhyOffset: 3, State: "COMMIT_MESSAGE", By: 4},
+			"halfPhyOffset=3 state=COMMIT_MESSAGE at=- by=4"},
 		{TxnEndRecord{HalfPhyOffset: 5, State: "TxnState(7)", At: txnBase},
 			"halfPhyOffset=5 state=TxnState(7) at=2026-01-01T00:00:00.000Z"},
 		{TxnEndRecord{HalfPhyOffset: 4096, State: "COMMIT_MESSAGE", At: txnBase + 5},
@@ -504,7 +504,7 @@ func rocketMQOps(t *testing.T, db *DB) []int64 {
 		if !ok {
 			t.Fatalf("key %x decoded as %#v", k, r)
 		}
-		if want := fmt.Sprintf("halfQueueOffset=%d", op.HalfQueueOffset); r.String() != want {
+		if want := fmt.Sprintf("halfQueueOffset=%d opPhyOffset=%d", op.HalfQueueOffset, 1000+op.HalfQueueOffset); r.String() != want {
 			t.Errorf("key %x: text %q, want %q", k, r.String(), want)
 		}
 		offs = append(offs, op.HalfQueueOffset)
@@ -528,7 +528,7 @@ func TestTxnRocketMQOps(t *testing.T) {
 		b := db.pdb.NewBatch()
 		defer b.Close()
 		for _, off := range offs {
-			if err := tx.AddRocketMQOp(b, off); err != nil {
+			if err := tx.AddRocketMQOp(b, off, 1000+off); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -103,7 +103,7 @@ func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStat
 		return err
 	} else if ended {
 		st.Ended++
-		s.forgetUnflushed(h.PhyOffset)
+		s.forgetUnsettled(h.PhyOffset)
 		return s.state.ForgetHalf(h.PhyOffset)
 	}
 	if cur, open, err := s.state.Half(h.PhyOffset); err != nil {
@@ -123,13 +123,14 @@ func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStat
 	}
 	if !ok || half.Topic != meta.TransHalfTopic {
 		st.Gone++
-		s.forgetUnflushed(h.PhyOffset)
+		s.forgetUnsettled(h.PhyOffset)
 		return s.state.ForgetHalf(h.PhyOffset)
 	}
-	if end, ok := s.unflushedCommit(h.PhyOffset); ok {
+	if sc, ok := s.unsettledCommit(h.PhyOffset); ok {
 		// Committed, its message stored: asking the producer would
-		// store it again. The transaction ends once it is durable.
-		if !s.store.WaitDurable(ctx, end) {
+		// store it again. The transaction ends once it is durable and
+		// indexed.
+		if err := s.settle(ctx, sc); err != nil {
 			st.Unflushed++
 			return nil
 		}
@@ -137,7 +138,7 @@ func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStat
 		uniq, _ := commitlog.LookupProperty(half.Properties, propUniqKey)
 		st.Ended++
 		return s.recordEnd(ctx, &half, EndRequest{ProducerGroup: group, TranStateTableOffset: h.QueueOffset,
-			CommitLogOffset: h.PhyOffset, State: kvindex.TxnCommit, MsgID: uniq})
+			CommitLogOffset: h.PhyOffset, State: kvindex.TxnCommit, MsgID: uniq}, sc.phy)
 	}
 	if byOp, err := s.endedByOp(&half); err != nil {
 		return err

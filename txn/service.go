@@ -48,6 +48,10 @@ type Config struct {
 	// NewUniqID, when set, gives each op message its UNIQ_KEY, as
 	// RocketMQ 5 gives one.
 	NewUniqID func() string
+	// WaitDispatched, when set, waits until the dispatcher indexed every
+	// record before a CommitLog offset (kvindex.Dispatcher.WaitFor): a
+	// commit's end is recorded only after its message is indexed.
+	WaitDispatched func(ctx context.Context, end int64) error
 }
 
 // DefaultConfig returns RocketMQ's defaults.
@@ -125,15 +129,18 @@ type Service struct {
 	// need looking up by queue offset.
 	ops     atomic.Bool
 	opsOnce sync.Once
-	// unflushed maps the CommitLog offset of a half whose committed
-	// message was stored but not confirmed durable (ErrNotDurable) to the
-	// end of that message: its transaction ends once the message is
-	// durable, and is neither stored again nor asked about meanwhile.
+	// unsettled maps the CommitLog offset of a half whose committed
+	// message was stored but is not yet durable (ErrNotDurable) or not yet
+	// indexed to that message: its transaction ends once the message is
+	// both, and is neither stored again nor asked about meanwhile.
 	// Entries go when the transaction ends; every one names an open half,
 	// which the checker visits.
-	unflushedMu sync.Mutex
-	unflushed   map[int64]int64
+	unsettledMu sync.Mutex
+	unsettled   map[int64]storedCommit
 }
+
+// storedCommit is where a committed message was stored: [phy, end).
+type storedCommit struct{ phy, end int64 }
 
 // New returns a service over the index's transaction state.
 func New(cfg Config, state *kvindex.Transactions, store Store, ask Asker, log zerolog.Logger) *Service {
@@ -193,7 +200,7 @@ func (s *Service) OpHook() kvindex.Hook {
 			return nil
 		}
 		for _, off := range opOffsets(m.Body) {
-			if err := s.state.AddRocketMQOp(w, off); err != nil {
+			if err := s.state.AddRocketMQOp(w, off, m.PhyOffset); err != nil {
 				return err
 			}
 			s.ops.Store(true)
@@ -274,7 +281,7 @@ func (s *Service) CommitHook() kvindex.Hook {
 		if _, ended, err := s.state.Ended(phy); err != nil || ended {
 			return err
 		}
-		return s.state.AddCommitted(w, phy)
+		return s.state.AddCommitted(w, phy, m.PhyOffset)
 	})
 }
 
@@ -359,22 +366,22 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 	case givenUp:
 		return nil // a rollback: nothing was stored
 	case ok:
-		s.forgetUnflushed(req.CommitLogOffset) // ended by its record's dispatch
+		s.forgetUnsettled(req.CommitLogOffset) // ended by its record's dispatch
 		if ended.State != req.State {
 			return fmt.Errorf("%w: %s", ErrAlreadyEnded, ended.State)
 		}
 		return nil
 	}
-	if end, ok := s.unflushedCommit(req.CommitLogOffset); ok {
+	if sc, ok := s.unsettledCommit(req.CommitLogOffset); ok {
 		// The message of an earlier commit is stored: it ends the
-		// transaction once durable, and is not stored again.
+		// transaction once durable and indexed, and is not stored again.
 		if req.State != kvindex.TxnCommit {
 			return fmt.Errorf("%w: %s (its message is stored, not yet flushed)", ErrAlreadyEnded, kvindex.TxnCommit)
 		}
-		if !s.store.WaitDurable(ctx, end) {
-			return fmt.Errorf("end transaction: the committed message stored before %d: %w", end, ErrNotDurable)
+		if err := s.settle(ctx, sc); err != nil {
+			return fmt.Errorf("end transaction: %w", err)
 		}
-		return s.recordEnd(ctx, &half, req)
+		return s.recordEnd(ctx, &half, req, sc.phy)
 	}
 	if byOp, err := s.endedByOp(&half); err != nil {
 		return fmt.Errorf("end transaction: %w", err)
@@ -394,23 +401,53 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 			return fmt.Errorf("end transaction: %w", err)
 		}
 		res, err := s.store.Put(ctx, m)
+		sc := storedCommit{phy: res.PhyOffset, end: res.PhyOffset + res.WroteBytes}
 		if errors.Is(err, ErrNotDurable) {
-			s.noteUnflushed(req.CommitLogOffset, res.PhyOffset+res.WroteBytes)
+			s.noteUnsettled(req.CommitLogOffset, sc)
 		}
 		if err != nil {
 			return fmt.Errorf("end transaction: store the committed message: %w", err)
 		}
+		if err := s.waitDispatched(ctx, sc.end); err != nil {
+			s.noteUnsettled(req.CommitLogOffset, sc)
+			return fmt.Errorf("end transaction: %w", err)
+		}
+		return s.recordEnd(ctx, &half, req, sc.phy)
 	}
-	return s.recordEnd(ctx, &half, req)
+	return s.recordEnd(ctx, &half, req, 0)
+}
+
+// settle waits until the committed message sc is durable and indexed.
+func (s *Service) settle(ctx context.Context, sc storedCommit) error {
+	if !s.store.WaitDurable(ctx, sc.end) {
+		return fmt.Errorf("the committed message stored at %d: %w", sc.phy, ErrNotDurable)
+	}
+	return s.waitDispatched(ctx, sc.end)
+}
+
+// waitDispatched waits until the dispatcher indexed every record before
+// end (Config.WaitDispatched): an end recorded after is durable only with
+// the dispatch progress past its committed message, so a recovery whose
+// CommitLog lost that message finds the index ahead of the log and opens
+// the transaction again (kvindex.Transactions.DropAbove).
+func (s *Service) waitDispatched(ctx context.Context, end int64) error {
+	if s.cfg.WaitDispatched == nil {
+		return nil
+	}
+	if err := s.cfg.WaitDispatched(ctx, end); err != nil {
+		return fmt.Errorf("wait until the committed message before %d is indexed: %w", end, err)
+	}
+	return nil
 }
 
 // recordEnd records the end of the transaction of half, whose committed
-// message (for a commit) is durable, and stores its op message.
-func (s *Service) recordEnd(ctx context.Context, half *commitlog.Message, req EndRequest) error {
-	if err := s.state.End(req.CommitLogOffset, kvindex.TxnEnd{State: req.State, At: s.now().UnixMilli()}); err != nil {
+// message (for a commit; at CommitLog offset by) is durable and indexed,
+// and stores its op message.
+func (s *Service) recordEnd(ctx context.Context, half *commitlog.Message, req EndRequest, by int64) error {
+	if err := s.state.End(req.CommitLogOffset, kvindex.TxnEnd{State: req.State, At: s.now().UnixMilli(), By: by}); err != nil {
 		return fmt.Errorf("end transaction: %w", err)
 	}
-	s.forgetUnflushed(req.CommitLogOffset)
+	s.forgetUnsettled(req.CommitLogOffset)
 	s.putOp(ctx, half)
 	s.log.Debug().Str("group", req.ProducerGroup).Str("msgId", req.MsgID).Int64("half", req.CommitLogOffset).
 		Stringer("state", req.State).Bool("fromCheck", req.FromTransactionCheck).Msg("transaction ended")
@@ -421,32 +458,33 @@ func (s *Service) recordEnd(ctx context.Context, half *commitlog.Message, req En
 	return nil
 }
 
-// noteUnflushed notes that the committed message of the half at phy is
-// stored up to end but not confirmed durable.
-func (s *Service) noteUnflushed(phy, end int64) {
-	s.unflushedMu.Lock()
-	defer s.unflushedMu.Unlock()
-	if s.unflushed == nil {
-		s.unflushed = map[int64]int64{}
+// noteUnsettled notes that the committed message of the half at phy is
+// stored at sc but not yet durable or indexed.
+func (s *Service) noteUnsettled(phy int64, sc storedCommit) {
+	s.unsettledMu.Lock()
+	defer s.unsettledMu.Unlock()
+	if s.unsettled == nil {
+		s.unsettled = map[int64]storedCommit{}
 	}
-	s.unflushed[phy] = end
+	s.unsettled[phy] = sc
 }
 
-// unflushedCommit returns the end of the stored, unconfirmed committed
-// message of the half at phy; ok is false when there is none.
-func (s *Service) unflushedCommit(phy int64) (end int64, ok bool) {
-	s.unflushedMu.Lock()
-	defer s.unflushedMu.Unlock()
-	end, ok = s.unflushed[phy]
-	return end, ok
+// unsettledCommit returns where the committed message of the half at phy
+// was stored when it is not yet durable or indexed; ok is false when
+// there is none.
+func (s *Service) unsettledCommit(phy int64) (sc storedCommit, ok bool) {
+	s.unsettledMu.Lock()
+	defer s.unsettledMu.Unlock()
+	sc, ok = s.unsettled[phy]
+	return sc, ok
 }
 
-// forgetUnflushed drops the note of the half at phy: its transaction
+// forgetUnsettled drops the note of the half at phy: its transaction
 // ended, or the half is gone.
-func (s *Service) forgetUnflushed(phy int64) {
-	s.unflushedMu.Lock()
-	defer s.unflushedMu.Unlock()
-	delete(s.unflushed, phy)
+func (s *Service) forgetUnsettled(phy int64) {
+	s.unsettledMu.Lock()
+	defer s.unsettledMu.Unlock()
+	delete(s.unsettled, phy)
 }
 
 // putOp stores the op message of a half whose end was just recorded, in
