@@ -208,7 +208,7 @@ func (l *Log) Append(ctx context.Context, req AppendRequest) (AppendResult, erro
 	// needs there is at most this one's.
 	var multi Message
 	if len(req.MultiDispatch) > 0 {
-		if len(msgs) != 1 || req.Assigner == nil || !hasQueueOffset(msgs[0].SysFlag) {
+		if len(msgs) != 1 || msgs[0] == nil || req.Assigner == nil || !hasQueueOffset(msgs[0].SysFlag) {
 			return AppendResult{}, fmt.Errorf("append: %w: multi-dispatch needs a single message with a queue offset and an assigner", ErrInvalidAppend)
 		}
 		multi = *msgs[0]
@@ -287,7 +287,7 @@ func (l *Log) Append(ctx context.Context, req AppendRequest) (AppendResult, erro
 		PatchPhyOffset(rec, pos+int64(off))
 		PatchStoreTimestamp(rec, ts)
 	}
-	copy(seg.data[pos-seg.start:], sc.buf)
+	writeHeadersLast(seg.data[pos-seg.start:], sc.buf, sc.offs)
 	end := pos + total
 	l.lastStoreTS.Store(ts) // before the end: see flushTo
 	l.writePos.Store(end)
@@ -543,4 +543,35 @@ func (l *Log) waitPrealloc() {
 	if p != nil {
 		<-p.done
 	}
+}
+
+// writeHeadersLast copies the records of buf, starting at offs, to dst
+// in the order of writeSpans: each one's size and magic after the rest of
+// them, so that a copy a crash (a SIGKILL mid-copy) cuts short leaves a
+// record whose size is zero, which recovery takes for the log's end,
+// never a record whose lengths, offsets and body CRC hold while its
+// properties end in zeros.
+func writeHeadersLast(dst, buf []byte, offs []int) {
+	for _, sp := range writeSpans(offs, len(buf)) {
+		copy(dst[sp[0]:sp[1]], buf[sp[0]:sp[1]])
+	}
+}
+
+// writeSpans returns the byte ranges [from, to) of records starting at
+// offs in a buffer of size total, in the order they are written: every
+// record's bytes past its first 8, then every record's first 8 (its size
+// and magic).
+func writeSpans(offs []int, total int) [][2]int {
+	spans := make([][2]int, 0, 2*len(offs))
+	for i, off := range offs {
+		end := total
+		if i+1 < len(offs) {
+			end = offs[i+1]
+		}
+		spans = append(spans, [2]int{off + 8, end})
+	}
+	for _, off := range offs {
+		spans = append(spans, [2]int{off, off + 8})
+	}
+	return spans
 }
