@@ -31,19 +31,14 @@ type Checkpoint struct {
 }
 
 // MinTimestamp returns the timestamp abnormal recovery compares segments'
-// first store timestamps with: the smaller of PhysicMsgTimestamp and
-// LogicsMsgTimestamp minus 3 s, floored at 0, like RocketMQ's
-// getMinTimestamp, except that a zero (never written) field is ignored:
-// rocketkv keeps its index progress in Pebble and never writes the logics
-// field, which would otherwise force a full scan on every abnormal start.
+// first store timestamps with: PhysicMsgTimestamp minus 3 s, floored at 0.
+// RocketMQ's getMinTimestamp also takes LogicsMsgTimestamp when smaller,
+// to rebuild its file ConsumeQueue from there; rocketkv keeps its index
+// progress in Pebble and never writes that field, so in a store migrated
+// from RocketMQ it stays at the migration's time for good and would make
+// every abnormal start scan everything written since.
 func (c Checkpoint) MinTimestamp() int64 {
-	m := int64(0)
-	for _, v := range []int64{c.PhysicMsgTimestamp, c.LogicsMsgTimestamp} {
-		if v > 0 && (m == 0 || v < m) {
-			m = v
-		}
-	}
-	return max(m-3000, 0)
+	return max(c.PhysicMsgTimestamp-3000, 0)
 }
 
 func (c Checkpoint) marshal() []byte {

@@ -48,7 +48,7 @@ func TestCheckpointMinTimestamp(t *testing.T) {
 	}{
 		{Checkpoint{}, 0},
 		{Checkpoint{PhysicMsgTimestamp: 10_000}, 7_000},
-		{Checkpoint{PhysicMsgTimestamp: 10_000, LogicsMsgTimestamp: 9_000}, 6_000},
+		{Checkpoint{PhysicMsgTimestamp: 10_000, LogicsMsgTimestamp: 9_000}, 7_000}, // logics is RocketMQ's, never written here
 		{Checkpoint{PhysicMsgTimestamp: 10_000, LogicsMsgTimestamp: 19_000}, 7_000},
 		{Checkpoint{LogicsMsgTimestamp: 2_000}, 0},
 	} {
