@@ -201,7 +201,17 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	}
 	b.protectFromSlowReader(p.group, r.lastPhy)
 	code := r.status.pullCode(p.queueOffset)
+	moved := code == remoting.PullOffsetMoved
 	suggest, code := b.suggestBroker(gc, r, code)
+	if moved && b.isSlave() {
+		// A slave may hold less of the queue than its master (behind in
+		// replication, or new): RocketMQ's slave (offsetCheckInSlave
+		// false) never moves a consumer's offset, but sends it back to
+		// the group's broker at once, from where it was. A moved offset
+		// would be stored by the client and consumed again from the
+		// master.
+		code, r.nextBegin, suggest = remoting.PullRetryImmediately, p.queueOffset, gc.BrokerID
+	}
 	if code == remoting.PullNotFound && allowSuspend && p.sysFlag&pullSuspend != 0 {
 		timeout := p.suspendTimeout
 		if !b.cfg.LongPollingEnable {

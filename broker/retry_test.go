@@ -550,3 +550,31 @@ func TestQueryByKeyCaps(t *testing.T) {
 		}
 	}
 }
+
+// A send-back to a group whose retry topic an operator made read-only is
+// NO_PERMISSION, as RocketMQ's consumerSendMsgBack answers: the client
+// then consumes the message again itself.
+func TestSendBackToAReadOnlyRetryTopicIsRefused(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	ensureGroup(t, c, "gro")
+	mustSend(t, c, "SBT", 0, "a", "")
+	b.caughtUp()
+	r := call(t, c, remoting.PullMessage, pullReq("gro", "SBT", 0, 0, 0, 0, "*"), nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("pull: %d %s", r.Code, r.Remark)
+	}
+	m := decodeRecords(t, r.Body)[0]
+	if r := call(t, c, remoting.UpdateAndCreateTopic, map[string]string{
+		"topic": "%RETRY%gro", "defaultTopic": "TBW102", "readQueueNums": "1",
+		"writeQueueNums": "1", "perm": "4", "topicFilterType": "SINGLE_TAG",
+	}, nil); r.Code != remoting.Success {
+		t.Fatalf("make the retry topic read-only: %d %s", r.Code, r.Remark)
+	}
+	r = call(t, c, remoting.ConsumerSendMsgBack, map[string]string{
+		"offset": strconv.FormatInt(m.PhyOffset, 10), "group": "gro", "delayLevel": "0", "originTopic": "SBT",
+	}, nil)
+	if r.Code != remoting.NoPermission {
+		t.Fatalf("send back to a read-only retry topic: code %d %q; RocketMQ: NO_PERMISSION (%d)", r.Code, r.Remark, remoting.NoPermission)
+	}
+}

@@ -69,6 +69,11 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
+	if !meta.Writable(tc.Perm) {
+		// An operator made the retry topic read-only: the client keeps
+		// the message and consumes it again itself.
+		return remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the topic[%s] sending message is forbidden", topic))
+	}
 	qid := int32(rand.IntN(max(tc.WriteQueueNums, 1)))
 	toDLQ := m.ReconsumeTimes >= maxTimes || delayLevel < 0
 	if toDLQ {

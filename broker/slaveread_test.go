@@ -140,3 +140,27 @@ func TestSlowPopGroupDisabled(t *testing.T) {
 		t.Fatalf("next pop: %d, want NO_PERMISSION", res.Code)
 	}
 }
+
+// A slave never moves a consumer's offset, as RocketMQ's slave does not
+// (offsetCheckInSlave false): a pull outside what it holds (behind its
+// master in replication, or new) is PULL_RETRY_IMMEDIATELY from the same
+// offset, sending the consumer to the group's broker, with or without its
+// master known. A moved offset would be stored by the client and consumed
+// again from the master.
+func TestASlaveDoesNotMoveConsumerOffsets(t *testing.T) {
+	for _, masterKnown := range []bool{false, true} {
+		s := startTestBroker(t, map[string]string{"brokerRole": "SLAVE", "brokerId": "1", "slaveReadEnable": "true"})
+		if masterKnown {
+			a := "127.0.0.1:1"
+			s.repl.masterAddr.Store(&a)
+		}
+		c := s.client(nil)
+		createTopic(t, c, "SlaveOffsets", 1, 1)
+		r := call(t, c, remoting.PullMessage, pullReq("g", "SlaveOffsets", 0, 5, 0, 0, "*"), nil)
+		if r.Code != remoting.PullRetryImmediately || r.ExtFields["nextBeginOffset"] != "5" || r.ExtFields["suggestWhichBrokerId"] != "0" {
+			t.Fatalf("master known %v: pull at 5 of a queue the slave holds nothing of: code %d (%s) nextBeginOffset %s suggest %s; want %d from 5, broker 0",
+				masterKnown, r.Code, r.Remark, r.ExtFields["nextBeginOffset"], r.ExtFields["suggestWhichBrokerId"], remoting.PullRetryImmediately)
+		}
+		s.stop()
+	}
+}
