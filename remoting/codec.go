@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 )
 
 // DefaultMaxFrameSize is Java's frame limit (com.rocketmq.remoting.frameMaxLength):
@@ -172,12 +173,25 @@ func (f *FrameReader) ReadFrame() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	frame := make([]byte, n)
-	if _, err := io.ReadFull(f.r, frame); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	// The buffer grows with the bytes that arrive, at most doubling: a
+	// peer that declares a large frame and sends nothing more holds
+	// frameReadChunk bytes, not the declared size.
+	frame := make([]byte, 0, min(n, frameReadChunk))
+	for len(frame) < n {
+		want := min(n-len(frame), max(len(frame), frameReadChunk))
+		frame = slices.Grow(frame, want)
+		got, err := io.ReadFull(f.r, frame[len(frame):len(frame)+want])
+		frame = frame[:len(frame)+got]
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
 		}
-		return nil, err
 	}
 	return frame, nil
 }
+
+// frameReadChunk is the most ReadFrame allocates ahead of the bytes that
+// arrived.
+const frameReadChunk = 64 << 10

@@ -2,11 +2,13 @@ package remoting
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"io"
 	"maps"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -419,5 +421,35 @@ func TestHeader(t *testing.T) {
 	out.Set("msgId", "AB")
 	if !maps.Equal(out, Header{"queueId": "-1", "offset": "1099511627776", "TRACE_ON": "true", "msgId": "AB"}) {
 		t.Fatal(out)
+	}
+}
+
+// ReadFrame allocates as the frame's bytes arrive: a peer that declares a
+// frame of nearly MaxFrameSize and sends nothing more (a TLS connection's
+// reader, the client's) costs a read chunk, not the declared size; a
+// large frame arriving in pieces is read whole.
+func TestReadFrameAllocatesAsBytesArrive(t *testing.T) {
+	var head [4]byte
+	binary.BigEndian.PutUint32(head[:], DefaultMaxFrameSize-4)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := NewFrameReader(bytes.NewReader(head[:]), DefaultMaxFrameSize).ReadFrame()
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("a frame cut after its length word: %v, want io.ErrUnexpectedEOF", err)
+	}
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 1<<20 {
+		t.Fatalf("a length word alone allocated %d bytes", grown)
+	}
+
+	body := make([]byte, 3<<20+17)
+	for i := range body {
+		body[i] = byte(i * 7)
+	}
+	frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+	frame = append(frame, body...)
+	got, err := NewFrameReader(iotest.HalfReader(bytes.NewReader(frame)), DefaultMaxFrameSize).ReadFrame()
+	if err != nil || !bytes.Equal(got, frame) {
+		t.Fatalf("a %d-byte frame read in halves: %d bytes, %v", len(frame), len(got), err)
 	}
 }
