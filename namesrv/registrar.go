@@ -135,7 +135,7 @@ func (r *Registrar) Register(ctx context.Context, info BrokerInfo, body *Registe
 		h.SetInt64("heartbeatTimeoutMillis", info.HeartbeatTimeout.Milliseconds())
 	}
 	if info.ZoneName != "" {
-		h.Set("__ZONE_NAME", info.ZoneName)
+		h.Set(extZoneName, info.ZoneName)
 	}
 	results := r.each(ctx, addrs, func(ctx context.Context, addr string) Registration {
 		reg := Registration{NameServer: addr}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -241,7 +243,7 @@ func (s *Server) registerBroker(_ context.Context, conn *remoting.Conn, req *rem
 		HAServerAddr: r.String("haServerAddr"),
 		BrokerID:     r.Int64("brokerId"),
 		Timeout:      time.Duration(r.OptInt64("heartbeatTimeoutMillis", 0)) * time.Millisecond,
-		ZoneName:     h.OptString("__ZONE_NAME", ""),
+		ZoneName:     h.OptString(extZoneName, ""),
 		ConnID:       conn.ID(),
 	}
 	compressed := r.OptBool("compressed", false)
@@ -348,9 +350,40 @@ func (s *Server) getRouteInfo(_ context.Context, _ *remoting.Conn, req *remoting
 	if s.settings().OrderMessageEnable {
 		route.OrderTopicConf, _ = s.kv.Get(OrderTopicConfigNamespace, topic)
 	}
+	if zoneMode, _ := strconv.ParseBool(req.ExtFields[extZoneMode]); zoneMode && strings.TrimSpace(req.ExtFields[extZoneName]) != "" {
+		route.keepZone(req.ExtFields[extZoneName])
+	}
 	resp := success(req)
 	resp.Body = route.AppendJSON(make([]byte, 0, 256))
 	return resp
+}
+
+// Ext fields of a client in zone mode (-Drocketmq.zone.mode): it asks for
+// the routes of its own zone.
+const (
+	extZoneMode = "__ZONE_MODE"
+	extZoneName = "__ZONE_NAME"
+)
+
+// keepZone keeps the broker groups of zone (case-insensitive) and those
+// without a master, whose slaves a consumer may read from whatever their
+// zone, with their queues and filter servers, as RocketMQ's name server
+// answers a client in zone mode (its ZoneRouteRPCHook).
+func (r *TopicRouteData) keepZone(zone string) {
+	removed := map[string]bool{}
+	kept := r.BrokerDatas[:0]
+	for _, bd := range r.BrokerDatas {
+		if _, hasMaster := bd.BrokerAddrs[MasterID]; !hasMaster || strings.EqualFold(bd.ZoneName, zone) {
+			kept = append(kept, bd)
+			continue
+		}
+		removed[bd.BrokerName] = true
+		for _, addr := range bd.BrokerAddrs {
+			delete(r.FilterServerTable, addr)
+		}
+	}
+	r.BrokerDatas = kept
+	r.QueueDatas = slices.DeleteFunc(r.QueueDatas, func(q QueueData) bool { return removed[q.BrokerName] })
 }
 
 func (s *Server) getClusterInfo(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {

@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -452,6 +453,60 @@ func TestBrokerPermissionAndListRequests(t *testing.T) {
 	} {
 		if resp := invoke(t, c, code, nil, nil); resp.Code != remoting.Success || string(resp.Body) != want {
 			t.Errorf("code %d: %d %s, want %s", code, resp.Code, resp.Body, want)
+		}
+	}
+}
+
+// A client in zone mode (__ZONE_MODE, __ZONE_NAME) gets the broker groups
+// of its zone (the name compared case-insensitively) and those without a
+// master, whose slaves it may read from, with their queues only, as
+// RocketMQ's name server answers it; other clients get every group.
+func TestZoneModeRoutesKeepTheClientsZone(t *testing.T) {
+	ns, _ := startNameServer(t, nil)
+	reg := ns.Registry()
+	for _, b := range []struct {
+		name, addr, zone string
+		id               int64
+	}{
+		{"broker-a", "10.0.0.1:10911", "zoneA", 0},
+		{"broker-b", "10.0.0.2:10911", "zoneB", 0},
+		{"broker-c", "10.0.0.3:10911", "zoneB", 0},
+		{"broker-c", "10.0.0.4:10911", "zoneB", 1},
+	} {
+		if _, err := reg.Register(RegisterRequest{ClusterName: "C", BrokerName: b.name, BrokerAddr: b.addr, BrokerID: b.id,
+			ZoneName: b.zone, Body: topicsBody(1, "T:4:4:6", "TBW102:8:8:7")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg.Unregister("C", "10.0.0.3:10911", "broker-c") // broker-c's master is down
+	c := dial(t, ns)
+	for _, tc := range []struct {
+		ext  map[string]string
+		want []string
+	}{
+		{map[string]string{"__ZONE_MODE": "true", "__ZONE_NAME": "ZONEA"}, []string{"broker-a", "broker-c"}},
+		{map[string]string{"__ZONE_MODE": "true", "__ZONE_NAME": "zoneB"}, []string{"broker-b", "broker-c"}},
+		{map[string]string{"__ZONE_MODE": "true", "__ZONE_NAME": " "}, []string{"broker-a", "broker-b", "broker-c"}},
+		{map[string]string{"__ZONE_MODE": "false", "__ZONE_NAME": "zoneA"}, []string{"broker-a", "broker-b", "broker-c"}},
+		{map[string]string{}, []string{"broker-a", "broker-b", "broker-c"}},
+	} {
+		tc.ext["topic"] = "T"
+		resp := invoke(t, c, remoting.GetRouteInfoByTopic, tc.ext, nil)
+		var route TopicRouteData
+		if resp.Code != remoting.Success || json.Unmarshal(resp.Body, &route) != nil {
+			t.Fatalf("%v %s", resp, resp.Body)
+		}
+		var groups, queues []string
+		for _, bd := range route.BrokerDatas {
+			groups = append(groups, bd.BrokerName)
+		}
+		for _, qd := range route.QueueDatas {
+			queues = append(queues, qd.BrokerName)
+		}
+		slices.Sort(groups)
+		slices.Sort(queues)
+		if !slices.Equal(groups, tc.want) || !slices.Equal(queues, tc.want) {
+			t.Errorf("route for %v: groups %v, queues %v; want %v", tc.ext, groups, queues, tc.want)
 		}
 	}
 }
