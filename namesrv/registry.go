@@ -416,6 +416,17 @@ func (r *Registry) unregisterLocked(clusterName, brokerAddr, brokerName string) 
 		}
 	}
 	if len(g.addrs) > 0 {
+		if _, hasMaster := g.addrs[MasterID]; !hasMaster && g.enableActingMaster {
+			// The master went and a slave acts for it: producers must
+			// stop sending to the group now, not at the slave's next
+			// registration, as RocketMQ wipes the write permission.
+			for topic := range r.brokerTopics[brokerName] {
+				if qd, ok := r.queueData(topic, brokerName); ok && qd.Perm&PermWrite != 0 {
+					qd.Perm &^= PermWrite
+					r.putQueueData(topic, qd)
+				}
+			}
+		}
 		return
 	}
 	delete(r.groups, brokerName)

@@ -452,3 +452,46 @@ func TestSystemAndUnitTopicLists(t *testing.T) {
 		}
 	}
 }
+
+// When the master of a group in slave-acting-master mode unregisters (or
+// expires, or its connection closes) and slaves are left, the group's
+// queues lose their write permission at once, as RocketMQ wipes it:
+// producers stop sending to a group without a master. A group not in that
+// mode keeps its permission; the master's return restores it.
+func TestAMasterLeavingAnActingMasterGroupWipesItsWritePermission(t *testing.T) {
+	for _, acting := range []bool{true, false} {
+		r := NewRegistry(RegistryOptions{})
+		register := func(addr string, id int64) {
+			t.Helper()
+			if _, err := r.Register(RegisterRequest{ClusterName: "C", BrokerName: "a", BrokerAddr: addr, BrokerID: id,
+				EnableActingMaster: &acting, Body: topicsBody(1, "T:2:2:6", "U:2:2:6")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		perms := func() []int32 {
+			var out []int32
+			for _, topic := range []string{"T", "U"} {
+				route, ok := r.Route(topic)
+				if !ok || len(route.QueueDatas) != 1 {
+					t.Fatalf("route of %s: %+v %v", topic, route, ok)
+				}
+				out = append(out, route.QueueDatas[0].Perm)
+			}
+			return out
+		}
+		register("1.1.1.1:1", 0)
+		register("1.1.1.2:1", 1)
+		r.Unregister("C", "1.1.1.1:1", "a")
+		want := PermRead | PermWrite
+		if acting {
+			want = PermRead
+		}
+		if got := perms(); got[0] != want || got[1] != want {
+			t.Fatalf("acting master %v: queue perms %v after the master left, want %d", acting, got, want)
+		}
+		register("1.1.1.1:1", 0)
+		if got := perms(); got[0] != PermRead|PermWrite || got[1] != PermRead|PermWrite {
+			t.Fatalf("acting master %v: queue perms %v after the master came back", acting, got)
+		}
+	}
+}
