@@ -69,6 +69,9 @@ type Conn struct {
 	// it belongs to the event loop, which resumeFn runs on.
 	paused   bool
 	resumeFn gnet.AsyncCallback
+	// feedFn consumes the bytes a TLS connection's pipe had no room for,
+	// once it has (on the event loop).
+	feedFn gnet.AsyncCallback
 	// pauses counts the pauses, pauseLoggedAt is the server clock of the
 	// last one logged (event loop only).
 	pauses        int64

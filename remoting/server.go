@@ -488,6 +488,12 @@ func (e *eventHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	c.flushFn = c.flush
 	c.resumeFn = func(gc gnet.Conn, _ error) error { e.resume(gc, c); return nil }
+	c.feedFn = func(gc gnet.Conn, _ error) error {
+		if !c.paused && !c.Closed() && e.consume(gc, c, c.touch()) == gnet.Close {
+			_ = gc.Close()
+		}
+		return nil
+	}
 	c.proxyPending = !s.cfg.ProxyProtocol.Disabled
 	c.undetected = s.cfg.TLSMode != TLSDisabled || c.proxyPending
 	c.touch()
@@ -587,14 +593,22 @@ func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 func (e *eventHandler) consume(gc gnet.Conn, c *Conn, now int64) gnet.Action {
 	s := e.s
 	if t := c.tls; t != nil {
-		in, _ := gc.Next(-1)
-		if len(in) > 0 {
-			if err := t.pipe.feed(in); err != nil {
-				if errors.Is(err, errTLSBacklog) {
-					s.log.Warn().Err(err).Stringer("conn", c).Int("limit", t.pipe.maxPending).Msg("closing TLS connection")
-				}
-				return gnet.Close
-			}
+		// The pipe takes what it has room for; the rest waits in gnet's
+		// buffer, under the bound of a paused connection, until the TLS
+		// reader has decrypted enough (feedFn).
+		in, _ := gc.Peek(-1)
+		if len(in) == 0 {
+			return gnet.None
+		}
+		n, err := t.pipe.feed(in)
+		if err != nil {
+			return gnet.Close
+		}
+		_, _ = gc.Discard(n)
+		if rest := gc.InboundBuffered(); rest > 4*s.cfg.MaxFrameSize {
+			s.log.Warn().Stringer("conn", c).Int("buffered", rest).Int("limit", t.pipe.maxPending).
+				Msg("closing TLS connection: it sends faster than its bytes are decrypted")
+			return gnet.Close
 		}
 		return gnet.None
 	}

@@ -92,11 +92,12 @@ type tlsPipe struct {
 	// block.
 	closeConn func()
 
-	// maxPending bounds the ciphertext received and not yet decrypted: a
-	// client that sends faster than its bytes are decrypted has its
-	// connection closed instead of growing the broker's memory (0: no
-	// bound).
+	// maxPending bounds the ciphertext received and not yet decrypted
+	// (0: no bound): feed takes no more, and the rest waits in the event
+	// loop's buffer until Read has made room, when roomFn (which must not
+	// block) is called.
 	maxPending int
+	roomFn     func()
 
 	mu       sync.Mutex
 	in       []byte // ciphertext received; in[inOff:] is not read yet
@@ -105,6 +106,7 @@ type tlsPipe struct {
 	spare    []byte // the previous out, for reuse
 	outSched bool   // schedule was called and takeOut has not run yet
 	closed   bool
+	wantRoom bool // feed left bytes for want of room: call roomFn
 
 	readable chan struct{} // one token: in has grown
 	done     chan struct{} // closed by shutdown
@@ -121,22 +123,22 @@ func newTLSPipe(local, remote net.Addr, schedule func() error, closeConn func())
 	}
 }
 
-// errTLSBacklog: a TLS client sent more than maxPending bytes ahead of
-// their decryption.
-var errTLSBacklog = errors.New("TLS client sends faster than its bytes are decrypted")
-
-// feed appends ciphertext received from the socket. b is copied. It
-// fails once the pipe is shut down, or with errTLSBacklog when the bytes
-// not yet decrypted would pass maxPending.
-func (p *tlsPipe) feed(b []byte) error {
+// feed appends ciphertext received from the socket, as much of b as the
+// bytes not yet decrypted leave room for under maxPending, and returns
+// how much it took; b is copied. When it takes less than all of b, roomFn
+// is called once Read has decrypted half of what is pending. It fails
+// once the pipe is shut down.
+func (p *tlsPipe) feed(b []byte) (int, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return net.ErrClosed
+		return 0, net.ErrClosed
 	}
-	if p.maxPending > 0 && len(p.in)-p.inOff+len(b) > p.maxPending {
-		p.mu.Unlock()
-		return errTLSBacklog
+	if p.maxPending > 0 {
+		if room := p.maxPending - (len(p.in) - p.inOff); len(b) > room {
+			b = b[:max(room, 0)]
+			p.wantRoom = true
+		}
 	}
 	// Move the unread bytes to the front before the buffer would grow, or
 	// once most of it is read: the buffer then holds what is unread and
@@ -147,11 +149,13 @@ func (p *tlsPipe) feed(b []byte) error {
 	}
 	p.in = append(p.in, b...)
 	p.mu.Unlock()
-	select {
-	case p.readable <- struct{}{}:
-	default:
+	if len(b) > 0 {
+		select {
+		case p.readable <- struct{}{}:
+		default:
+		}
 	}
-	return nil
+	return len(b), nil
 }
 
 // takeOut returns the ciphertext waiting to be written and whether the
@@ -210,7 +214,14 @@ func (p *tlsPipe) Read(b []byte) (int, error) {
 					p.in = nil
 				}
 			}
+			room := p.wantRoom && len(p.in)-p.inOff <= p.maxPending/2
+			if room {
+				p.wantRoom = false
+			}
 			p.mu.Unlock()
+			if room && p.roomFn != nil {
+				p.roomFn()
+			}
 			return n, nil
 		}
 		p.mu.Unlock()
@@ -304,8 +315,9 @@ func (s *Server) startTLS(gc gnet.Conn, c *Conn) {
 		func() error { return gc.Wake(t.flushFn) },
 		func() { _ = c.Close() })
 	// Two frames of the largest size (and their records' overhead) may
-	// wait for decryption; more is a client not waiting for answers.
+	// wait for decryption; the rest waits in the event loop's buffer.
 	t.pipe.maxPending = 2*s.cfg.MaxFrameSize + 1<<20
+	t.pipe.roomFn = func() { _ = gc.Wake(c.feedFn) } // fails only once c is closed
 	t.tc = tls.Server(t.pipe, s.cfg.TLS)
 
 	c.mu.Lock()

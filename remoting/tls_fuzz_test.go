@@ -149,7 +149,7 @@ func checkTLSStream(t *testing.T, cfg *tls.Config, raw bool, data, sizes []byte)
 		if raw {
 			go h.pumpOut(io.Discard)
 			for _, c := range chunks(data, sizes) {
-				if h.pipe.feed(c) != nil {
+				if _, err := h.pipe.feed(c); err != nil {
 					break
 				}
 			}
@@ -169,7 +169,7 @@ func checkTLSStream(t *testing.T, cfg *tls.Config, raw bool, data, sizes []byte)
 			buf := make([]byte, 32<<10)
 			for {
 				n, err := serverEnd.Read(buf)
-				if n > 0 && h.pipe.feed(buf[:n]) != nil {
+				if _, ferr := h.pipe.feed(buf[:n]); n > 0 && ferr != nil {
 					return
 				}
 				if err != nil {

@@ -519,23 +519,32 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
-// A TLS client cannot make the server hold more than maxPending bytes of
-// ciphertext ahead of their decryption.
+// The pipe holds at most maxPending bytes of ciphertext ahead of their
+// decryption: feed takes what fits, and asks for the rest (roomFn) once
+// the reader has decrypted half of what was pending.
 func TestTLSPipeBoundsTheBacklog(t *testing.T) {
 	p := newTLSPipe(nil, nil, func() error { return nil }, func() {})
+	rooms := 0
+	p.roomFn = func() { rooms++ }
 	p.maxPending = 10
-	if err := p.feed(make([]byte, 6)); err != nil {
-		t.Fatal(err)
+	if n, err := p.feed(make([]byte, 6)); n != 6 || err != nil {
+		t.Fatalf("feed: %d %v", n, err)
 	}
-	if err := p.feed(make([]byte, 6)); !errors.Is(err, errTLSBacklog) {
-		t.Fatalf("feeding past the bound: %v, want errTLSBacklog", err)
+	if n, err := p.feed(make([]byte, 6)); n != 4 || err != nil {
+		t.Fatalf("feeding past the bound took %d bytes (%v), want the 4 that fit", n, err)
+	}
+	if n, err := p.feed(make([]byte, 6)); n != 0 || err != nil {
+		t.Fatalf("feeding a full pipe took %d bytes (%v)", n, err)
 	}
 	buf := make([]byte, 4)
-	if n, err := p.Read(buf); n != 4 || err != nil {
-		t.Fatalf("read: %d %v", n, err)
+	if n, err := p.Read(buf); n != 4 || err != nil || rooms != 0 {
+		t.Fatalf("read: %d %v, %d calls for room with 6 of 10 pending", n, err, rooms)
 	}
-	if err := p.feed(make([]byte, 8)); err != nil {
-		t.Fatalf("feeding after a read made room: %v", err)
+	if n, err := p.Read(buf); n != 4 || err != nil || rooms != 1 {
+		t.Fatalf("read: %d %v, %d calls for room with 2 of 10 pending, want 1", n, err, rooms)
+	}
+	if n, err := p.feed(make([]byte, 8)); n != 8 || err != nil {
+		t.Fatalf("feeding after a read made room: %d %v", n, err)
 	}
 	// A reader that always leaves a byte unread does not let the buffer
 	// grow with everything ever fed.
@@ -543,8 +552,8 @@ func TestTLSPipeBoundsTheBacklog(t *testing.T) {
 	chunk := make([]byte, 8<<10)
 	one := make([]byte, len(chunk))
 	for i := 0; i < 4096; i++ { // 32 MiB through the pipe
-		if err := p.feed(chunk); err != nil {
-			t.Fatalf("feed %d: %v", i, err)
+		if n, err := p.feed(chunk); n != len(chunk) || err != nil {
+			t.Fatalf("feed %d: %d %v", i, n, err)
 		}
 		if n, err := p.Read(one); n != len(one) || err != nil {
 			t.Fatalf("read %d: %d %v", i, n, err)
@@ -554,7 +563,7 @@ func TestTLSPipeBoundsTheBacklog(t *testing.T) {
 		t.Fatalf("the buffer grew to %d bytes for %d unread", c, len(p.in)-p.inOff)
 	}
 	p.shutdown()
-	if err := p.feed([]byte{1}); !errors.Is(err, net.ErrClosed) {
+	if _, err := p.feed([]byte{1}); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("feeding a shut pipe: %v", err)
 	}
 }
