@@ -27,7 +27,7 @@ func withTxnHooks(o *kvindex.DispatcherOptions) {
 			StoreTimestamp: m.StoreTimestamp, NextCheckAt: m.StoreTimestamp + txnCheckDelay})
 	})}
 	o.CommitHook = kvindex.HookFunc(func(b *pebble.Batch, m *commitlog.Message) error {
-		return tx.AddCommitted(b, m.PreparedTransactionOffset)
+		return tx.AddCommitted(b, m.PreparedTransactionOffset, m.PhyOffset)
 	})
 }
 
@@ -46,8 +46,8 @@ func TestTxn(t *testing.T) {
 		}
 		halves = append(halves, res.PhyOffset)
 	}
-	s.sendMessage(t, &commitlog.Message{Topic: "TopicA", Body: []byte("half 1"), SysFlag: commitlog.TransactionCommit,
-		PreparedTransactionOffset: halves[1], Properties: commitlog.FormatProperties(map[string]string{"PGROUP": "PG"})})
+	committed := s.sendMessage(t, &commitlog.Message{Topic: "TopicA", Body: []byte("half 1"), SysFlag: commitlog.TransactionCommit,
+		PreparedTransactionOffset: halves[1], Properties: commitlog.FormatProperties(map[string]string{"PGROUP": "PG"})}).PhyOffset
 	tx := s.db.Transactions()
 	for i, e := range map[int]kvindex.TxnEnd{0: {State: kvindex.TxnRollback, At: base + 1000}, 4: {State: kvindex.TxnDiscarded, At: base + 2000}} {
 		if err := tx.End(halves[i], e); err != nil {
@@ -97,7 +97,11 @@ func TestTxn(t *testing.T) {
 		return asJSON(t, m)
 	}
 	endJSON := func(i int, state string, at int64) map[string]any {
-		return asJSON(t, map[string]any{"kind": "end", "halfPhyOffset": halves[i], "state": state, "at": at})
+		m := map[string]any{"kind": "end", "halfPhyOffset": halves[i], "state": state, "at": at}
+		if state == "COMMIT_MESSAGE" {
+			m["by"] = committed // the committed copy that ended it
+		}
+		return asJSON(t, m)
 	}
 	checkJSON(t, "txn --json", jsonLines(t, mustKvdump(t, "--store", root, "--json", "txn")),
 		halfJSON(1, base+txnCheckDelay, 0, "COMMIT_MESSAGE"), halfJSON(2, base+120_000, 2, ""), halfJSON(3, base+txnCheckDelay, 0, ""), halfJSON(5, base+txnCheckDelay, 0, ""),
