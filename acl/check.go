@@ -58,14 +58,17 @@ func GroupResource(group string, p Perm) Resource {
 // 225), offset resets (INVOKE_BROKER_TO_RESET_OFFSET 222), deleting
 // CommitLog files (DELETE_EXPIRED_COMMITLOG 329) and the edits of the ACL
 // itself (aclEditCodes).
-var adminCodes = [...]int32{17, 25, 215, 200, 207, 18, 225, 222, 329, 50, 51, 53}
+var adminCodes = [...]int32{17, 25, 215, 200, 207, 18, 225, 222, 329, 50, 51, 53,
+	3001, 3002, 3003, 3004, 3005, 3006, 3007, 3008, 3009, 3010}
 
 // aclEditCodes edit the ACL (UPDATE_AND_CREATE_ACL_CONFIG,
-// DELETE_ACL_CONFIG, UPDATE_GLOBAL_WHITE_ADDRS_CONFIG). RocketMQ lets any
-// account, and any white-listed address, send them; here they need a
-// signed admin account whatever the white lists say: nobody may grant
-// themselves permissions.
-var aclEditCodes = [...]int32{50, 51, 53}
+// DELETE_ACL_CONFIG, UPDATE_GLOBAL_WHITE_ADDRS_CONFIG), or read and edit
+// the users and policies of ACL 2.0 (AUTH_CREATE_USER 3001 to
+// AUTH_LIST_ACL 3010, which return passwords and outlive a switch to ACL
+// 2.0). RocketMQ lets any account, and any white-listed address, send
+// them; here they need a signed admin account whatever the white lists
+// say: nobody may grant themselves permissions.
+var aclEditCodes = [...]int32{50, 51, 53, 3001, 3002, 3003, 3004, 3005, 3006, 3007, 3008, 3009, 3010}
 
 // Denied is a refused request. Its message is RocketMQ's AclException
 // message for the same refusal.

@@ -96,11 +96,13 @@ func ParseResource(key string) (Resource, error) {
 		return Resource{}, fmt.Errorf("resource %q: the type %q is not Cluster, Namespace, Topic or Group", key, typ)
 	}
 	switch {
-	case name == "*", strings.HasPrefix(name, "*"):
+	case name == "*":
 		return Resource{Type: t, Pattern: PatternAny}, nil
 	case strings.HasSuffix(name, "*"):
-		prefix, _, _ := strings.Cut(name, "*")
-		return Resource{Type: t, Name: prefix, Pattern: PatternPrefixed}, nil
+		// As RocketMQ's Resource.of: a name ending in '*' is the prefix
+		// before that last '*'; a '*' anywhere else is a literal
+		// character ("Topic:*-prod" names one topic, not every one).
+		return Resource{Type: t, Name: strings.TrimSuffix(name, "*"), Pattern: PatternPrefixed}, nil
 	case name == "":
 		return Resource{}, fmt.Errorf("resource %q has no name (write %s:* for every one)", key, t)
 	}

@@ -134,6 +134,11 @@ func aclResources(req *remoting.Command) []acl.Resource {
 	case remoting.RecallMessage:
 		add(f["topic"], acl.Pub)
 	case remoting.ConsumerSendMsgBack:
+		// Beyond RocketMQ 5.3's plain ACL: Sub on the message's topic
+		// (the processor refuses a message of another topic).
+		if t := f["originTopic"]; strings.TrimSpace(t) != "" {
+			add(t, acl.Sub)
+		}
 		group(f["group"])
 	case remoting.PullMessage, remoting.LitePullMessage:
 		consume(f["topic"], f["consumerGroup"])

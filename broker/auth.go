@@ -202,3 +202,8 @@ func authAnswer(err error) (code int32, remark string) {
 	}
 	return remoting.SystemError, "access control: " + err.Error()
 }
+
+// accessControlled reports whether requests are checked (plain ACL or
+// ACL 2.0): processors then refuse what the check could not see, such as
+// a message read by offset that is not of the topic the check was of.
+func (b *Broker) accessControlled() bool { return b.acl != nil || b.cfg.Auth.Enabled() }

@@ -144,22 +144,27 @@ func authNeeds(req *remoting.Command, cluster string) []auth.Need {
 		need(auth.Topic(topic), actions...)
 	}
 	// send: Pub on the topic; a send to a retry topic is a consumer's
-	// send-back and needs Sub on its group (the group field, else the
-	// retry topic's).
-	send := func(topic, group string) {
+	// send-back and needs Sub on the group whose retry topic it is.
+	// RocketMQ 5.3 checks the producer group field instead, which names
+	// any group the sender likes (Java's fallback send-back names
+	// CLIENT_INNER_PRODUCER): it let a consumer of one group write into
+	// another group's retry topic.
+	send := func(topic string) {
 		if !auth.IsRetryTopic(topic) {
 			need(auth.Topic(topic), auth.ActionPub)
 			return
 		}
-		if strings.TrimSpace(group) == "" {
-			group = topic
-		}
-		need(auth.Group(group), auth.ActionSub)
+		need(auth.Group(topic), auth.ActionSub)
 	}
-	// consume: actions on the topic (a retry topic adds nothing: the group
-	// covers it) and on the group.
+	// consume: actions on the topic, or on the group a retry topic
+	// belongs to (RocketMQ 5.3 checks nothing for a retry topic, which
+	// let a group read another's retries), and on the group.
 	consume := func(topic, group string, actions ...auth.Action) {
-		if !auth.IsRetryTopic(topic) {
+		if auth.IsRetryTopic(topic) {
+			if owner := auth.Group(topic); owner != auth.Group(group) {
+				need(owner, actions...)
+			}
+		} else {
 			need(auth.Topic(topic), actions...)
 		}
 		need(auth.Group(group), actions...)
@@ -173,16 +178,27 @@ func authNeeds(req *remoting.Command, cluster string) []auth.Need {
 		}
 	case remoting.SendMessage, remoting.SendReplyMessage:
 		// SEND_REPLY_MESSAGE: beyond RocketMQ 5.3, which leaves it unchecked.
-		send(f["topic"], f["group"])
+		send(f["topic"])
 	case remoting.SendMessageV2, remoting.SendBatchMessage, remoting.SendReplyMessageV2:
-		send(sendTopic(f), f["a"])
+		send(sendTopic(f))
 	case remoting.RecallMessage:
 		need(auth.Topic(f["topic"]), auth.ActionPub)
 	case remoting.EndTransaction:
 		if t := f["topic"]; strings.TrimSpace(t) != "" {
 			need(auth.Topic(t), auth.ActionPub)
 		}
+	case remoting.ViewMessageByID:
+		// Get on the topic named, whose messages only the processor
+		// returns under access control; without one (a 4.x client), Get
+		// on every topic (only a policy on Topic:* grants a topic of
+		// no name). RocketMQ 5.3 checks nothing then.
+		need(auth.Topic(strings.TrimSpace(f["topic"])), auth.ActionGet)
 	case remoting.ConsumerSendMsgBack:
+		// Beyond RocketMQ 5.3: Sub on the message's topic too (the
+		// processor refuses a message of another topic).
+		if t := f["originTopic"]; strings.TrimSpace(t) != "" {
+			topicOrGroup(t, auth.ActionSub)
+		}
 		need(auth.Group(f["group"]), auth.ActionSub)
 	case remoting.PullMessage, remoting.LitePullMessage:
 		// LITE_PULL_MESSAGE: beyond RocketMQ 5.3, which leaves it unchecked.

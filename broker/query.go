@@ -132,12 +132,16 @@ func (b *Broker) processViewMessage(_ context.Context, _ *remoting.Conn, req *re
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	rec, _, ok, err := b.readClientRecord(off)
+	rec, m, ok, err := b.readClientRecord(off)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	if !ok {
 		return remoting.NewResponse(req, remoting.SystemError, "can not find message by the offset, "+remoting.Header(req.ExtFields).OptString("offset", ""))
+	}
+	if topic := remoting.Header(req.ExtFields).OptString("topic", ""); topic != "" && topic != m.Topic && b.accessControlled() {
+		// The check was of the topic named; the message is another's.
+		return remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the message at offset %d is not of topic %s", off, topic))
 	}
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	resp.Body = rec

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"strings"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -48,6 +49,14 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 	}
 	if !ok {
 		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("look message by offset failed, %d", offset))
+	}
+	if origin := h.OptString("originTopic", ""); b.accessControlled() && m.Topic != origin && !ownRetryTopic(m.Topic, group) {
+		// Under access control a send-back copies only a message of the
+		// topic it names (whose Sub the check asked for), or a retry of
+		// the group's own: any other offset would copy a topic the group
+		// may not read into its retry topic.
+		return remoting.NewResponse(req, remoting.NoPermission,
+			fmt.Sprintf("the message at offset %d is of topic %s, not of originTopic %q nor a retry of group %s", offset, m.Topic, origin, group))
 	}
 	maxTimes := int32(gc.RetryMaxTimes)
 	if h.Has("maxReconsumeTimes") && conn.ClientInfo().Version >= 121 {
@@ -118,4 +127,11 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 		b.stats.SendBack(group, back)
 		return remoting.NewResponse(req, remoting.Success, "")
 	})
+}
+
+// ownRetryTopic reports whether topic is a retry topic of group: its
+// classic one (%RETRY%group) or a POP retry topic of it.
+func ownRetryTopic(topic, group string) bool {
+	rest, ok := strings.CutPrefix(topic, meta.RetryTopic(group))
+	return ok && (rest == "" || rest[0] == '_' || rest[0] == '+')
 }
