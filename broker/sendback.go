@@ -1,10 +1,10 @@
 package broker
 
 import (
-	"strings"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/meta"
