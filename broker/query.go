@@ -117,8 +117,10 @@ func carriesKey(m commitlog.Message, kind byte, key string) bool {
 		return v == key
 	}
 	keys, _ := commitlog.LookupProperty(m.Properties, propKeys)
-	for _, k := range strings.Fields(keys) {
-		if k == key {
+	// Split as the index splits them (RocketMQ's KEY_SEPARATOR, one
+	// space): a key may hold tabs or other spaces.
+	for k := range strings.SplitSeq(keys, " ") {
+		if k != "" && k == key {
 			return true
 		}
 	}

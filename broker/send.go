@@ -415,6 +415,11 @@ func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoti
 	if commitlog.TransactionType(h.sysFlag) != commitlog.TransactionNotType {
 		return remoting.NewResponse(req, remoting.MessageIllegal, "batch request does not support transaction messages")
 	}
+	if delayLevelOf(h.properties) > 0 {
+		// As RocketMQ's asyncPutMessages: a batch is stored as it comes,
+		// never parked in the schedule topic.
+		return remoting.NewResponse(req, remoting.MessageIllegal, "batch request does not support delay messages")
+	}
 	items, err := commitlog.DecodeBatch(req.Body)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.MessageIllegal, "malformed batch body: "+err.Error())

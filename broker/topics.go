@@ -78,6 +78,13 @@ func lmqTopicConfig(topic string) meta.TopicConfig {
 	return tc
 }
 
+// benchmarkTopic is RocketMQ's RMQ_SYS_BENCHMARK_TOPIC, created at start
+// with benchmarkQueueNums queues as RocketMQ's TopicConfigManager does.
+const (
+	benchmarkTopic     = "BenchmarkTest"
+	benchmarkQueueNums = 1024
+)
+
 // ensureSystemTopics creates the topics RocketMQ's broker creates at start
 // when they are missing.
 func (m *topicManager) ensureSystemTopics() error {
@@ -87,6 +94,8 @@ func (m *topicManager) ensureSystemTopics() error {
 		meta.NewTopicConfig(offsetMovedTopic, 1),
 		meta.NewTopicConfig(meta.ScheduleTopic, scheduleQueueNums),
 		meta.NewTopicConfig(m.b.replyTopic(), 1),
+		// The default topic of RocketMQ's benchmark producer.
+		meta.NewTopicConfig(benchmarkTopic, benchmarkQueueNums),
 	}
 	// The topics named after the cluster and the broker (templates of
 	// topics created on send) are readable and writable only with
@@ -227,7 +236,7 @@ func (b *Broker) refusesMixedType(mods map[string]string) bool {
 // createTopicInSendMessageMethod. It answers the code and remark of a
 // refusal.
 func (m *topicManager) createOnSend(topic, template string, queueNums int) (meta.TopicConfig, int32, string) {
-	if tc, ok, err := m.table.Get(topic); err != nil {
+	if tc, ok, err := m.get(topic); err != nil { // a light message queue's fixed config included
 		return tc, remoting.SystemError, err.Error()
 	} else if ok {
 		return tc, remoting.Success, ""

@@ -1,0 +1,87 @@
+package broker
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// Under enableLmq a send straight to a light message queue is taken
+// whatever autoCreateTopicEnable says: its config is the fixed one-queue
+// one (RocketMQ's LmqTopicConfigManager.selectTopicConfig).
+func TestASendToALightMessageQueueUsesItsFixedConfig(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enableLmq": "true", "enableMultiDispatch": "true", "autoCreateTopicEnable": "false"})
+	c := b.client(nil)
+	r := sendV2(t, c, "%LMQ%dev1", 0, "direct", "")
+	if r.Code != remoting.Success {
+		t.Fatalf("send to %%LMQ%%dev1: %d %s, want SUCCESS (RocketMQ: the LMQ has a fixed one-queue config)", r.Code, r.Remark)
+	}
+}
+
+// With auto-create on, a direct send to a light message queue stores no
+// topic config for it (RocketMQ stores none), and a queue id past its one
+// queue is refused: a message there would never be consumed.
+func TestASendToALightMessageQueueHasOneQueue(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enableLmq": "true", "enableMultiDispatch": "true"})
+	c := b.client(nil)
+	r := sendV2(t, c, "%LMQ%dev2", 2, "direct", "")
+	if tc, ok, _ := b.topics.table.Get("%LMQ%dev2"); ok {
+		t.Errorf("a send stored a topic config for the LMQ: %d/%d queues", tc.ReadQueueNums, tc.WriteQueueNums)
+	}
+	if r.Code != remoting.InvalidParameter {
+		t.Fatalf("send to %%LMQ%%dev2 queue 2: %d %s, want INVALID_PARAMETER (an LMQ has one queue)", r.Code, r.Remark)
+	}
+}
+
+// A key of KEYS is a word between single spaces (RocketMQ's
+// KEY_SEPARATOR " "), so a key holding another white-space character is
+// indexed whole and found by a query for it.
+func TestAQueryFindsKeysHoldingOtherSpaces(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	for _, key := range []string{"order\t1", "订单\u3000123"} {
+		mustSend(t, c, "KT", 0, "body", "KEYS\x01"+key+"\x02")
+		b.caughtUp()
+		r := call(t, c, remoting.QueryMessage, map[string]string{"topic": "KT", "key": key, "maxNum": "32",
+			"beginTimestamp": "0", "endTimestamp": strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)}, nil)
+		if r.Code != remoting.Success {
+			t.Errorf("query by key %q: %d %s, want SUCCESS", key, r.Code, r.Remark)
+		}
+	}
+}
+
+// A batch whose header carries a delay level is refused
+// (MESSAGE_ILLEGAL), as RocketMQ's CommitLog.asyncPutMessages refuses it,
+// not stored for immediate delivery.
+func TestABatchWithADelayLevelIsRefused(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	var body []byte
+	for i := 0; i < 2; i++ {
+		var err error
+		if body, err = commitlog.AppendBatchItem(body, 0, []byte("b"+strconv.Itoa(i)), "UNIQ_KEY\x01u"+strconv.Itoa(i)+"\x02"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := call(t, c, remoting.SendBatchMessage, map[string]string{
+		"a": "pg", "b": "BT", "c": "TBW102", "d": "4", "e": "0", "f": "0",
+		"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": "DELAY\x013\x02", "m": "true",
+	}, body)
+	if r.Code != remoting.MessageIllegal {
+		t.Fatalf("batch with DELAY=3: %d %s, want MESSAGE_ILLEGAL", r.Code, r.Remark)
+	}
+}
+
+// BenchmarkTest, the default topic of RocketMQ's benchmark producer, is
+// created at start with 1024 queues as RocketMQ's TopicConfigManager
+// creates it (an administrator cannot: it is a system topic name).
+func TestTheBenchmarkTopicExists(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"autoCreateTopicEnable": "false"})
+	c := b.client(nil)
+	if r := sendV2(t, c, "BenchmarkTest", 1000, "bench", ""); r.Code != remoting.Success {
+		t.Fatalf("send to BenchmarkTest queue 1000: %d %s, want SUCCESS", r.Code, r.Remark)
+	}
+}
