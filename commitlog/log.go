@@ -236,6 +236,11 @@ func Open(cfg Config) (*Log, error) {
 	if err := writeSmallFile(l.fs, abortPath, []byte(strconv.Itoa(os.Getpid()))); err != nil {
 		return nil, err
 	}
+	// The abort file's directory entry must survive a power failure too:
+	// without it the next start takes the crash for a clean stop.
+	if err := syncDir(l.fs, filepath.Dir(abortPath)); err != nil {
+		return nil, err
+	}
 	l.wg.Add(3)
 	go l.flusher()
 	go l.cleaner()

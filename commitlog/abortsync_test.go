@@ -1,0 +1,67 @@
+package commitlog
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/rocketkv/rocketkv/internal/vfs"
+)
+
+// syncRecorder is a file system that records, in order, the files it
+// creates and the directories it syncs.
+type syncRecorder struct {
+	vfs.FS
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *syncRecorder) note(e string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+func (r *syncRecorder) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	if flag&os.O_CREATE != 0 {
+		if _, err := os.Stat(name); os.IsNotExist(err) {
+			r.note("create " + name)
+		}
+	}
+	f, err := r.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return recordedFile{File: f, r: r}, nil
+}
+
+type recordedFile struct {
+	vfs.File
+	r *syncRecorder
+}
+
+func (f recordedFile) Sync() error {
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		f.r.note("sync dir " + f.Name())
+	}
+	return f.File.Sync()
+}
+
+// Open creates the abort file and then syncs its directory: a power
+// failure that kept the file's bytes but not its directory entry would
+// make the next start take the crash for a clean stop.
+func TestTheAbortFileSurvivesAPowerFailure(t *testing.T) {
+	cfg := testConfig(t, 64<<10)
+	rec := &syncRecorder{FS: vfs.OS{}}
+	cfg.FS = rec
+	l := mustOpen(t, cfg)
+	defer l.Close()
+	abort := filepath.Join(cfg.Dir, abortFileName)
+	created := slices.Index(rec.events, "create "+abort)
+	synced := slices.Index(rec.events[created+1:], "sync dir "+filepath.Dir(abort))
+	if created < 0 || synced < 0 {
+		t.Fatalf("events %q: the abort file's directory is not synced after the file is created", rec.events)
+	}
+}
