@@ -17,7 +17,7 @@ const prefaultAhead = 16 << 20
 // to a page runs the file system's page_mkwrite). The pages hold zeros, so
 // their becoming dirty changes nothing on disk.
 func (s *segment) populate(from, to int64) error {
-	from &^= pageSize - 1
+	from &^= osPageSize - 1
 	if to > s.size {
 		to = s.size
 	}

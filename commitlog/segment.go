@@ -19,6 +19,11 @@ import (
 // pageSize is the unit of dirty-page accounting (RocketMQ's OS_PAGE_SIZE).
 const pageSize = 4096
 
+// osPageSize is the kernel's page size, to which the addresses given to
+// msync and madvise are aligned (64 KiB on some arm64 kernels, where an
+// address aligned to 4 KiB only is EINVAL).
+var osPageSize = int64(os.Getpagesize())
+
 // segmentNameLen is the length of a segment file name: the start offset,
 // zero-padded to 20 decimal digits.
 const segmentNameLen = 20
@@ -100,7 +105,7 @@ func (s *segment) flushRange(from, to int64) error {
 	if to <= from {
 		return nil
 	}
-	from &^= pageSize - 1
+	from &^= osPageSize - 1
 	if err := s.fs.SyncMapped(s.data[from:to]); err != nil {
 		return fmt.Errorf("sync [%d, %d) of segment %s: %w", s.start+from, s.start+to, s.path, err)
 	}
@@ -117,7 +122,7 @@ func (s *segment) flushRange(from, to int64) error {
 // pages enter the page cache, which for the active segment is while it is
 // written.
 func (s *segment) adviseSmallPages(from int64) error {
-	from = max(from, 0) &^ (pageSize - 1)
+	from = max(from, 0) &^ (osPageSize - 1)
 	if from >= s.size {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/rocketkv/rocketkv/internal/vfs"
 )
@@ -63,5 +64,49 @@ func TestTheAbortFileSurvivesAPowerFailure(t *testing.T) {
 	synced := slices.Index(rec.events[created+1:], "sync dir "+filepath.Dir(abort))
 	if created < 0 || synced < 0 {
 		t.Fatalf("events %q: the abort file's directory is not synced after the file is created", rec.events)
+	}
+}
+
+// mappedSyncRecorder records the ranges msync is asked for.
+type mappedSyncRecorder struct {
+	vfs.FS
+	mu    sync.Mutex
+	syncs [][]byte
+}
+
+func (r *mappedSyncRecorder) SyncMapped(b []byte) error {
+	r.mu.Lock()
+	r.syncs = append(r.syncs, b)
+	r.mu.Unlock()
+	return r.FS.SyncMapped(b)
+}
+
+// A flush asks msync for a range starting on a page of the kernel's page
+// size, whatever it is (64 KiB on some arm64 kernels, where an address
+// aligned to 4 KiB only fails with EINVAL).
+func TestFlushesStartOnTheKernelsPages(t *testing.T) {
+	defer func(old int64) { osPageSize = old }(osPageSize)
+	osPageSize = 64 << 10 // a multiple of the real one: msync takes it
+	cfg := testConfig(t, 1<<20)
+	rec := &mappedSyncRecorder{FS: vfs.OS{}}
+	cfg.FS = rec
+	l := mustOpen(t, cfg)
+	defer l.Close()
+	for i := range 100 {
+		mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, i, 900)})
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	seg := l.activeSegment()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.syncs) == 0 {
+		t.Fatal("no msync")
+	}
+	for _, b := range rec.syncs {
+		if off := int64(uintptr(unsafe.Pointer(&b[0])) - uintptr(unsafe.Pointer(&seg.data[0]))); off%osPageSize != 0 {
+			t.Fatalf("msync of a range at %d of the segment, not on a %d-byte page", off, osPageSize)
+		}
 	}
 }
