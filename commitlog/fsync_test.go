@@ -92,11 +92,14 @@ func TestFlushesStartOnTheKernelsPages(t *testing.T) {
 	cfg.FS = rec
 	l := mustOpen(t, cfg)
 	defer l.Close()
-	for i := range 100 {
-		mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, i, 900)})
-	}
-	if err := l.Flush(); err != nil {
-		t.Fatal(err)
+	// Flushes that end inside a 64 KiB page: the next starts there.
+	for round := range 3 {
+		for i := range 7 {
+			mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, round*10+i, 900)})
+		}
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	seg := l.activeSegment()
 	rec.mu.Lock()
