@@ -180,6 +180,11 @@ func (b *Broker) processResetOffset(_ context.Context, conn *remoting.Conn, req 
 		b.log.Warn().Int32("code", code).Str("remark", remark).Stringer("by", conn.RemoteAddr()).Msg("consumer offset reset refused")
 		return remoting.NewResponse(req, code, remark)
 	}
+	if b.isSlave() {
+		// A slave's offsets are its master's, copied every sync: a
+		// reset here would be undone (RocketMQ refuses it too).
+		return refuse(remoting.SystemError, "Can not reset offset in slave broker")
+	}
 	r, err := parseResetRequest(req)
 	if err != nil {
 		return refuse(remoting.SystemError, "bad reset offset request header: "+err.Error())

@@ -280,3 +280,13 @@ func TestResetWaitsForCommitsUnderWay(t *testing.T) {
 		t.Fatalf("after a restore the reset is %d, want the newer 5", off)
 	}
 }
+
+// A slave refuses a reset, as RocketMQ's does: its offsets are its
+// master's, copied at every sync, which would undo it.
+func TestASlaveRefusesAnOffsetReset(t *testing.T) {
+	s := startTestBroker(t, map[string]string{"brokerRole": "SLAVE", "brokerId": "1"})
+	resp := call(t, s.client(nil), remoting.InvokeBrokerToResetOffset, resetReq("g", "T", 0, -1, 0), nil)
+	if resp.Code != remoting.SystemError || resp.Remark != "Can not reset offset in slave broker" {
+		t.Fatalf("reset on a slave: %d %s", resp.Code, resp.Remark)
+	}
+}
