@@ -937,7 +937,11 @@ func (c *CQ) dropCached(updates []boundsUpdate) {
 }
 
 // Truncate implements cq.Store using the journal: only queues named by
-// journal records whose range ends past phyOffset are visited.
+// journal records whose range ends past phyOffset are visited. The journal
+// keeps only what the CommitLog had not flushed when it was last pruned;
+// a cut before its first record (a slave's log cut where it parted from
+// its master's, commitlog.Config.CutAt) may take entries of pruned
+// records, so then every queue is swept instead.
 func (c *CQ) Truncate(phyOffset int64) error {
 	if err := c.check(); err != nil {
 		return err
@@ -950,6 +954,7 @@ func (c *CQ) Truncate(phyOffset int64) error {
 		queues     []journalQueue
 	}
 	var recs []rec
+	journalFirst := int64(-1) // the first offset the journal still covers
 	// The journal is short (PruneJournal keeps only what the CommitLog has
 	// not made durable), so read all of it: records of arbitrary Puts may
 	// overlap.
@@ -959,6 +964,9 @@ func (c *CQ) Truncate(phyOffset int64) error {
 			recs = nil
 			phyOffset = -1
 			return false
+		}
+		if journalFirst < 0 {
+			journalFirst = int64(binary.BigEndian.Uint64(k[1:]))
 		}
 		if end > phyOffset {
 			recs = append(recs, rec{int64(binary.BigEndian.Uint64(k[1:])), end, queues})
@@ -971,9 +979,6 @@ func (c *CQ) Truncate(phyOffset int64) error {
 	if phyOffset < 0 {
 		return fmt.Errorf("truncate cq: journal record: %w", ErrBadKey)
 	}
-	if len(recs) == 0 {
-		return nil
-	}
 	b := c.db.pdb.NewBatch()
 	defer b.Close()
 	// Per queue, scan from the smallest first offset any record names: a
@@ -981,6 +986,16 @@ func (c *CQ) Truncate(phyOffset int64) error {
 	// its new offsets.
 	from := map[qkey]int64{}
 	var order []qkey
+	if journalFirst < 0 || journalFirst > phyOffset {
+		// Records before the journal's first were pruned: every queue
+		// may hold entries past the cut.
+		if err := c.sweepFrom(phyOffset, from, &order); err != nil {
+			return fmt.Errorf("truncate cq at %d: %w", phyOffset, err)
+		}
+	}
+	if len(recs) == 0 && len(order) == 0 {
+		return nil
+	}
 	for _, r := range recs {
 		for _, jq := range r.queues {
 			q := qkey{jq.topic, jq.queueID}
@@ -1012,6 +1027,52 @@ func (c *CQ) Truncate(phyOffset int64) error {
 	}
 	c.dropCached(updates)
 	c.applyBounds(updates)
+	return nil
+}
+
+// sweepFrom adds to from (and order) every queue whose last entry's record
+// starts at or after phyOffset, with the first such entry's queue offset,
+// found by binary search (entries are in CommitLog order within a queue).
+func (c *CQ) sweepFrom(phyOffset int64, from map[qkey]int64, order *[]qkey) error {
+	var queues []qkey
+	if err := c.Queues(func(topic string, qid int32) bool {
+		queues = append(queues, qkey{topic, qid})
+		return true
+	}); err != nil {
+		return err
+	}
+	for _, q := range queues {
+		qb, err := c.readBounds(q)
+		if err != nil {
+			return err
+		}
+		if !qb.exists || qb.min >= qb.max {
+			continue
+		}
+		last, err := c.mustEntryAt(q.topic, q.qid, qb.max-1)
+		if err != nil {
+			return err
+		}
+		if last.PhyOffset < phyOffset {
+			continue
+		}
+		var serr error
+		i := sort.Search(int(qb.max-qb.min), func(i int) bool {
+			e, err := c.mustEntryAt(q.topic, q.qid, qb.min+int64(i))
+			if err != nil {
+				serr = err
+				return true
+			}
+			return e.PhyOffset >= phyOffset
+		})
+		if serr != nil {
+			return serr
+		}
+		if _, ok := from[q]; !ok {
+			*order = append(*order, q)
+		}
+		from[q] = qb.min + int64(i)
+	}
 	return nil
 }
 
