@@ -47,4 +47,3 @@ func TestACutBelowThePrunedJournalDropsTheEntriesPastIt(t *testing.T) {
 		t.Fatalf("queue max offset after the cut: %d, want 3", maxOff)
 	}
 }
-

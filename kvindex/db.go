@@ -79,6 +79,9 @@ type DB struct {
 	positions *positionCache
 	// committed caches the committed offsets (0x30) the same way.
 	committed *positionCache
+	// offsetsMu orders the commits of consumer offsets with their
+	// application to committed.
+	offsetsMu sync.Mutex
 	// floors bounds the seeks of PopStore.MinInFlight (popfloor.go).
 	floors *checkpointFloors
 	// cks holds the live checkpoints of the queues POP uses most

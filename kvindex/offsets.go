@@ -86,14 +86,25 @@ func (o *ConsumerOffsets) SetMany(updates []OffsetUpdate, durable bool) error {
 		}
 		cached = append(cached, positionUpdate{string(k), u.Offset})
 	}
-	opts := pebble.NoSync
-	if durable {
-		opts = pebble.Sync
+	// The cache takes the commits in the order the database does: two
+	// commits of one offset racing (a pull's and an UPDATE_CONSUMER_OFFSET)
+	// left the cache with the one the database overwrote. The sync waits
+	// outside the lock, so durable commits still share fsyncs.
+	o.db.offsetsMu.Lock()
+	err := b.Commit(pebble.NoSync)
+	if err == nil {
+		o.db.committed.apply(cached)
 	}
-	if err := b.Commit(opts); err != nil {
+	o.db.offsetsMu.Unlock()
+	if err != nil {
 		return fmt.Errorf("commit %d offsets: %w", len(updates), err)
 	}
-	o.db.committed.apply(cached)
+	if durable {
+		// A synced empty write syncs the log up to it, this batch included.
+		if err := o.db.pdb.LogData(nil, pebble.Sync); err != nil {
+			return fmt.Errorf("sync %d offsets: %w", len(updates), err)
+		}
+	}
 	return nil
 }
 

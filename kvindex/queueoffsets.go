@@ -28,6 +28,23 @@ type QueueOffsets struct {
 	mu      sync.Mutex
 	entries *slablru.Cache[qkey, offsetEntry] // may exceed capacity while entries are pinned
 	names   *topicNames                       // the topic strings of entries' keys
+	// dropped counts, per bucket of queues (dropBucket), the entries
+	// evicted or forgotten: a load that read the index while the count of
+	// its bucket moved may predate an entry assigned and dropped in
+	// between, and is done again.
+	dropped [dropBuckets]uint64
+}
+
+// dropBuckets is the number of buckets of QueueOffsets.dropped.
+const dropBuckets = 64
+
+// dropBucket returns the bucket of QueueOffsets.dropped of a queue.
+func dropBucket(q qkey) int {
+	h := uint32(2166136261) ^ uint32(q.qid)
+	for i := 0; i < len(q.topic); i++ {
+		h = (h ^ uint32(q.topic[i])) * 16777619
+	}
+	return int(h % dropBuckets)
 }
 
 type offsetEntry struct {
@@ -54,28 +71,52 @@ func NewQueueOffsets(store cq.Store, capacity int, log zerolog.Logger) *QueueOff
 // Release. Call it before appending to the queue.
 func (t *QueueOffsets) Acquire(topic string, queueID int32) error {
 	q := queueIDOf(topic, queueID)
-	t.mu.Lock()
-	if e, ok := t.entries.Ref(q); ok {
+	bucket := dropBucket(q)
+	for attempt := 0; ; attempt++ {
+		t.mu.Lock()
+		if e, ok := t.entries.Ref(q); ok {
+			e.pending++
+			t.mu.Unlock()
+			return nil
+		}
+		if attempt == maxLoadAttempts {
+			// Drops keep racing the loads: load under the lock.
+			defer t.mu.Unlock()
+			next, err := t.store.MaxOffset(topic, queueID)
+			if err != nil {
+				return fmt.Errorf("load next offset of %s/%d: %w", topic, queueID, err)
+			}
+			t.insert(q, next).pending++
+			return nil
+		}
+		seen := t.dropped[bucket]
+		t.mu.Unlock()
+
+		next, err := t.store.MaxOffset(topic, queueID)
+		if err != nil {
+			return fmt.Errorf("load next offset of %s/%d: %w", topic, queueID, err)
+		}
+
+		t.mu.Lock()
+		e, ok := t.entries.Ref(q)
+		if !ok && t.dropped[bucket] != seen {
+			// Another appender may have loaded the queue, assigned
+			// offsets past next and had them dropped once dispatched,
+			// while this load read the index: read it again.
+			t.mu.Unlock()
+			continue
+		}
+		if !ok {
+			e = t.insert(q, next)
+		}
 		e.pending++
 		t.mu.Unlock()
 		return nil
 	}
-	t.mu.Unlock()
-
-	next, err := t.store.MaxOffset(topic, queueID)
-	if err != nil {
-		return fmt.Errorf("load next offset of %s/%d: %w", topic, queueID, err)
-	}
-
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e, ok := t.entries.Ref(q)
-	if !ok {
-		e = t.insert(q, next)
-	}
-	e.pending++
-	return nil
 }
+
+// maxLoadAttempts bounds Acquire's loads outside the lock.
+const maxLoadAttempts = 3
 
 // insert adds a loaded queue and evicts idle ones beyond capacity. t.mu is
 // held. The pointer is valid until the table changes again.
@@ -90,8 +131,12 @@ func (t *QueueOffsets) insert(q qkey, next int64) *offsetEntry {
 // evict drops up to n evictable queues from the cold end, looking at a
 // bounded number of candidates so the append path never scans the table.
 func (t *QueueOffsets) evict(n int) {
-	t.entries.EvictOldest(n, 4*n+16, func(_ qkey, e *offsetEntry) bool {
-		return e.pending == 0 && e.next == e.dispatched
+	t.entries.EvictOldest(n, 4*n+16, func(q qkey, e *offsetEntry) bool {
+		if e.pending == 0 && e.next == e.dispatched {
+			t.dropped[dropBucket(q)]++
+			return true
+		}
+		return false
 	})
 }
 
@@ -155,7 +200,11 @@ func (t *QueueOffsets) Forget(topic string, queueID int32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.entries.RemoveIf(func(q qkey, _ offsetEntry) bool {
-		return q.topic == topic && (queueID == AnyQueue || q.qid == queueID)
+		if q.topic == topic && (queueID == AnyQueue || q.qid == queueID) {
+			t.dropped[dropBucket(q)]++
+			return true
+		}
+		return false
 	})
 }
 
