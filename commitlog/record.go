@@ -534,6 +534,15 @@ func PatchQueueOffset(rec []byte, queueOffset int64) {
 	binary.BigEndian.PutUint64(rec[posQueueOffset:], uint64(queueOffset))
 }
 
+// PhyOffsetOf returns the physical offset field of an encoded record; ok
+// is false when rec is too short to hold one.
+func PhyOffsetOf(rec []byte) (off int64, ok bool) {
+	if len(rec) < posPhyOffset+8 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(rec[posPhyOffset:])), true
+}
+
 // PatchPhyOffset overwrites PHYSICALOFFSET of the encoded record rec.
 func PatchPhyOffset(rec []byte, phyOffset int64) {
 	binary.BigEndian.PutUint64(rec[posPhyOffset:], uint64(phyOffset))

@@ -321,6 +321,17 @@ func (c *Compaction) expire(b *pebble.Batch, k, key []byte) error {
 	if err != nil {
 		return fmt.Errorf("expiry key %x: %w", k, err)
 	}
+	// The copy at the offset must be the record the entry names: a topic
+	// deleted and created again numbers its queues from 0 again, and its
+	// new copies sit at the offsets of the old ones, whose expiry entries
+	// DropTopic leaves.
+	cp, err := c.db.get(rec)
+	if err != nil {
+		return err
+	}
+	if phy, ok := commitlog.PhyOffsetOf(cp); !ok || phy != int64(binary.BigEndian.Uint64(k[1:9])) {
+		return nil
+	}
 	if err := b.Delete(rec, nil); err != nil {
 		return err
 	}
