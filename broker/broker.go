@@ -342,6 +342,11 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		return err
 	}
 
+	if !b.isSlave() {
+		if err := b.correctDelayProgress(); err != nil {
+			return err
+		}
+	}
 	b.mux = remoting.NewMux()
 	b.routes()
 	var handler remoting.Handler = b.mux

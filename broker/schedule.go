@@ -50,6 +50,42 @@ func (b *Broker) scheduleLoop(ctx context.Context) {
 	})
 }
 
+// lowerDelayProgress lowers the stored progress off of a delay level to
+// its queue's end when it is past it, and returns the progress to use. A
+// progress past the end (the parked copies it passed went with a
+// CommitLog tail a power failure lost, or a master's progress was copied
+// ahead of this broker's log) would skip the next messages parked there:
+// RocketMQ's correctDelayOffset lowers it too. It is stored at once, or
+// the next message parked would raise the end past it unseen.
+func (b *Broker) lowerDelayProgress(level int, off int64) (int64, error) {
+	qid := int32(level - 1)
+	maxOff, err := b.cqs.MaxOffset(meta.ScheduleTopic, qid)
+	if err != nil || off <= maxOff {
+		return off, err
+	}
+	b.log.Warn().Int("level", level).Int64("progress", off).Int64("queueEnd", maxOff).
+		Msg("delay level progress past its queue's end; lowered to the end")
+	if err := b.offsets.Set(scheduleOffsetGroup, meta.ScheduleTopic, qid, maxOff); err != nil {
+		return off, err
+	}
+	return maxOff, nil
+}
+
+// correctDelayProgress lowers every delay level's progress past its
+// queue's end (lowerDelayProgress) before the broker takes sends.
+func (b *Broker) correctDelayProgress() error {
+	for level := 1; level <= len(b.delayLevels); level++ {
+		off, ok, err := b.offsets.Get(scheduleOffsetGroup, meta.ScheduleTopic, int32(level-1))
+		if err == nil && ok {
+			_, err = b.lowerDelayProgress(level, off)
+		}
+		if err != nil {
+			return fmt.Errorf("correct the progress of delay level %d: %w", level, err)
+		}
+	}
+	return nil
+}
+
 // deliverLevel delivers the due messages of one delay level and records
 // the level's progress past them. An error part way (a read or a put that
 // failed) still records the progress past what was delivered before it:
@@ -74,6 +110,13 @@ func (b *Broker) deliverLevel(ctx context.Context, level int) error {
 		return err
 	} else if !ok || off < minOff {
 		off = minOff
+	}
+	if ok {
+		lowered, err := b.lowerDelayProgress(level, off)
+		if err != nil {
+			return err
+		}
+		off = min(off, lowered)
 	}
 	start := off
 	off, stored, deliverErr := b.deliverDue(ctx, level, off)
