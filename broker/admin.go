@@ -244,7 +244,9 @@ func (b *Broker) deleteTopic(topic string, groups map[string]bool) error {
 			return err
 		}
 	}
-	return nil
+	// Pop positions too: a topic created again numbers its queues from
+	// 0, and a stale position past their end would skip its messages.
+	return b.db.Pop().DeletePositions("", topic)
 }
 
 // processGetTopicConfig answers GET_TOPIC_CONFIG.
@@ -380,6 +382,10 @@ func (b *Broker) processDeleteGroup(_ context.Context, _ *remoting.Conn, req *re
 	b.stats.GroupDeleted(group)
 	if h.OptBool("cleanOffset", false) {
 		if err := b.offsets.DeleteGroup(group); err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+		// And where its pops stood, or a pop would go on from there.
+		if err := b.db.Pop().DeletePositions(group, ""); err != nil {
 			return remoting.NewResponse(req, remoting.SystemError, err.Error())
 		}
 	}

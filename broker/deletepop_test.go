@@ -1,0 +1,80 @@
+package broker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/internal/popclient"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// A group that popped a topic, the topic deleted and created again: the
+// new topic numbers its messages from 0, so the group's pops must start
+// from the new queue's beginning (RocketMQ cleans the group's offsets on
+// the topic; a pop then starts from the init position).
+func TestADeletedTopicTakesItsPopPositions(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	sendBodies(t, rc, "Reborn", 5)
+	b.caughtUp()
+	res := mustPop(t, c, popclient.PopRequest{Group: "rg", Topic: "Reborn", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute})
+	if len(res.Messages) != 5 {
+		t.Fatalf("first pop: code %d, %d messages", res.Code, len(res.Messages))
+	}
+	for _, m := range res.Messages {
+		if code, err := c.Ack(ctx20(t), "rg", m); err != nil || code != remoting.Success {
+			t.Fatalf("ack: %d %v", code, err)
+		}
+	}
+	if r := call(t, rc, remoting.DeleteTopicInBroker, map[string]string{"topic": "Reborn"}, nil); r.Code != remoting.Success {
+		t.Fatalf("delete topic: %d %s", r.Code, r.Remark)
+	}
+	if pos, ok, _ := b.db.Pop().Position("rg", "Reborn", 0); ok {
+		t.Logf("after the deletion the group's pop position is still %d", pos)
+	}
+	if r := call(t, rc, remoting.UpdateAndCreateTopic, map[string]string{"topic": "Reborn", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}, nil); r.Code != remoting.Success {
+		t.Fatalf("create topic: %d %s", r.Code, r.Remark)
+	}
+	sendBodies(t, rc, "Reborn", 3)
+	b.caughtUp()
+	res = mustPop(t, c, popclient.PopRequest{Group: "rg", Topic: "Reborn", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute, InitMode: 0})
+	if len(res.Messages) != 3 {
+		t.Fatalf("pop after the topic was deleted and created again: code %d %s, %d messages %v, want the 3 new ones",
+			res.Code, res.Remark, len(res.Messages), bodies(res.Messages))
+	}
+}
+
+// DELETE_SUBSCRIPTIONGROUP with cleanOffset: RocketMQ drops the group's
+// offsets, so a pop of the group created again starts from its init mode
+// (MIN here: the whole queue again).
+func TestADeletedGroupsCleanedOffsetsTakeItsPopPositions(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	sendBodies(t, rc, "GT", 5)
+	b.caughtUp()
+	ensureGroup(t, rc, "cg")
+	res := mustPop(t, c, popclient.PopRequest{Group: "cg", Topic: "GT", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute})
+	if len(res.Messages) != 5 {
+		t.Fatalf("first pop: code %d, %d messages", res.Code, len(res.Messages))
+	}
+	for _, m := range res.Messages {
+		if code, err := c.Ack(ctx20(t), "cg", m); err != nil || code != remoting.Success {
+			t.Fatalf("ack: %d %v", code, err)
+		}
+	}
+	if r := call(t, rc, remoting.DeleteSubscriptionGroup, map[string]string{"groupName": "cg", "cleanOffset": "true"}, nil); r.Code != remoting.Success {
+		t.Fatalf("delete group: %d %s", r.Code, r.Remark)
+	}
+	if _, ok, _ := b.offsets.Get("cg", "GT", 0); ok {
+		t.Fatal("committed offset kept")
+	}
+	if pos, ok, _ := b.db.Pop().Position("cg", "GT", 0); ok {
+		t.Logf("after the deletion the group's pop position is still %d", pos)
+	}
+	ensureGroup(t, rc, "cg")
+	res = mustPop(t, c, popclient.PopRequest{Group: "cg", Topic: "GT", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute, InitMode: 0})
+	if len(res.Messages) != 5 {
+		t.Fatalf("pop after the group was deleted with cleanOffset: code %d %s, %d messages, want the 5 from the queue's start",
+			res.Code, res.Remark, len(res.Messages))
+	}
+}
