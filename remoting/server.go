@@ -604,7 +604,9 @@ func (e *eventHandler) consume(gc gnet.Conn, c *Conn, now int64) gnet.Action {
 		if err != nil {
 			return gnet.Close
 		}
-		_, _ = gc.Discard(n)
+		if n > 0 { // gnet's Discard(0) discards everything buffered
+			_, _ = gc.Discard(n)
+		}
 		if rest := gc.InboundBuffered(); rest > 4*s.cfg.MaxFrameSize {
 			s.log.Warn().Stringer("conn", c).Int("buffered", rest).Int("limit", t.pipe.maxPending).
 				Msg("closing TLS connection: it sends faster than its bytes are decrypted")
