@@ -92,6 +92,7 @@ func (s *Service) CheckDue(ctx context.Context) (PassStats, error) {
 		// holds across a crash, but for the checks of the pass it ends.
 		errs = append(errs, s.state.Sync())
 	}
+	errs = append(errs, s.sweepUnsettled())
 	return st, errors.Join(errs...)
 }
 

@@ -260,9 +260,10 @@ func (s *Service) endedByOp(half *commitlog.Message) (bool, error) {
 // CommitHook is the dispatcher's hook for committed records: each ends the
 // transaction of the half its PREPARED TX OFFSET names, when that record
 // is a half of the same message (UNIQ_KEY) whose transaction has not
-// ended. Copies of a committed message keep its COMMIT bits but not
-// always the offset (a consumer's retry, a delayed delivery: offset 0),
-// and a transaction that ended stays as it ended.
+// ended, or was given up (a late commit stores its message: End). Copies
+// of a committed message keep its COMMIT bits but not always the offset
+// (a consumer's retry, a delayed delivery: offset 0), and a transaction
+// that ended otherwise stays as it ended.
 func (s *Service) CommitHook() kvindex.Hook {
 	return kvindex.HookFunc(func(w *pebble.Batch, m *commitlog.Message) error {
 		phy := m.PreparedTransactionOffset
@@ -278,7 +279,7 @@ func (s *Service) CommitHook() kvindex.Hook {
 			half.Topic != meta.TransHalfTopic || halfUniq != uniq {
 			return nil
 		}
-		if _, ended, err := s.state.Ended(phy); err != nil || ended {
+		if e, ended, err := s.state.Ended(phy); err != nil || (ended && e.State != kvindex.TxnDiscarded) {
 			return err
 		}
 		return s.state.AddCommitted(w, phy, m.PhyOffset)
@@ -477,6 +478,33 @@ func (s *Service) unsettledCommit(phy int64) (sc storedCommit, ok bool) {
 	defer s.unsettledMu.Unlock()
 	sc, ok = s.unsettled[phy]
 	return sc, ok
+}
+
+// sweepUnsettled drops the notes of transactions that ended meanwhile
+// (their committed messages indexed: CommitHook recorded the commit), and
+// of halves retention took: the checker, which forgets a note when it
+// visits its half, does not visit a given-up half a late commit noted.
+func (s *Service) sweepUnsettled() error {
+	s.unsettledMu.Lock()
+	phys := make([]int64, 0, len(s.unsettled))
+	for phy := range s.unsettled {
+		phys = append(phys, phy)
+	}
+	s.unsettledMu.Unlock()
+	for _, phy := range phys {
+		e, ended, err := s.state.Ended(phy)
+		if err != nil {
+			return err
+		}
+		_, open, err := s.state.Half(phy)
+		if err != nil {
+			return err
+		}
+		if (ended && e.State != kvindex.TxnDiscarded) || (!ended && !open) {
+			s.forgetUnsettled(phy)
+		}
+	}
+	return nil
 }
 
 // forgetUnsettled drops the note of the half at phy: its transaction
