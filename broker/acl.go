@@ -136,8 +136,12 @@ func aclResources(req *remoting.Command) []acl.Resource {
 	case remoting.ConsumerSendMsgBack:
 		// Beyond RocketMQ 5.3's plain ACL: Sub on the message's topic
 		// (the processor refuses a message of another topic).
-		if t := f["originTopic"]; strings.TrimSpace(t) != "" {
-			add(t, acl.Sub)
+		if o := strings.TrimSpace(f["originTopic"]); o != "" {
+			if t, ok := sendBackOriginTopic(o, f["group"]); !ok {
+				add(o, acl.Sub) // another group's retry topic: its group
+			} else if t != "" {
+				add(t, acl.Sub)
+			}
 		}
 		group(f["group"])
 	case remoting.PullMessage, remoting.LitePullMessage:

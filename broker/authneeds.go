@@ -192,12 +192,16 @@ func authNeeds(req *remoting.Command, cluster string) []auth.Need {
 		// returns under access control; without one (a 4.x client), Get
 		// on every topic (only a policy on Topic:* grants a topic of
 		// no name). RocketMQ 5.3 checks nothing then.
-		need(auth.Topic(strings.TrimSpace(f["topic"])), auth.ActionGet)
+		topicOrGroup(strings.TrimSpace(f["topic"]), auth.ActionGet)
 	case remoting.ConsumerSendMsgBack:
 		// Beyond RocketMQ 5.3: Sub on the message's topic too (the
 		// processor refuses a message of another topic).
-		if t := f["originTopic"]; strings.TrimSpace(t) != "" {
-			topicOrGroup(t, auth.ActionSub)
+		if o := strings.TrimSpace(f["originTopic"]); o != "" {
+			if t, ok := sendBackOriginTopic(o, f["group"]); !ok {
+				need(auth.Group(o), auth.ActionSub)
+			} else if t != "" {
+				need(auth.Topic(t), auth.ActionSub)
+			}
 		}
 		need(auth.Group(f["group"]), auth.ActionSub)
 	case remoting.PullMessage, remoting.LitePullMessage:

@@ -50,7 +50,7 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 	if !ok {
 		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("look message by offset failed, %d", offset))
 	}
-	if origin := h.OptString("originTopic", ""); b.accessControlled() && m.Topic != origin && !ownRetryTopic(m.Topic, group) {
+	if origin := h.OptString("originTopic", ""); b.accessControlled() && !b.sendBackAllowed(m, origin, group) {
 		// Under access control a send-back copies only a message of the
 		// topic it names (whose Sub the check asked for), or a retry of
 		// the group's own: any other offset would copy a topic the group
@@ -129,9 +129,40 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 	})
 }
 
-// ownRetryTopic reports whether topic is a retry topic of group: its
-// classic one (%RETRY%group) or a POP retry topic of it.
-func ownRetryTopic(topic, group string) bool {
-	rest, ok := strings.CutPrefix(topic, meta.RetryTopic(group))
-	return ok && (rest == "" || rest[0] == '_' || rest[0] == '+')
+// sendBackOriginTopic returns the topic a send-back's originTopic must be
+// readable on, besides the group: originTopic itself, the topic of the
+// group's POP retry topic it names (%RETRY%group_T, %RETRY%group+T, as
+// RocketMQ's proxy sends them), or none for the group's own retry topic.
+// Another retry topic names its own group (ok false: check the group).
+func sendBackOriginTopic(origin, group string) (topic string, ok bool) {
+	if !meta.IsRetryTopic(origin) {
+		return origin, true
+	}
+	own := meta.RetryTopic(group)
+	if origin == own {
+		return "", true
+	}
+	if rest, cut := strings.CutPrefix(origin, own); cut && len(rest) > 1 && (rest[0] == '_' || rest[0] == '+') {
+		return rest[1:], true
+	}
+	return "", false
+}
+
+// sendBackAllowed reports whether, under access control, a send-back of
+// group naming origin may copy the record m: one of the group's own retry
+// topic, or of origin itself (whose topic the check covered), unless
+// origin's %RETRY%g_T form is in fact the classic retry topic of a group
+// named g_T (group names may hold '_'), which the check did not cover.
+func (b *Broker) sendBackAllowed(m commitlog.Message, origin, group string) bool {
+	if m.Topic == meta.RetryTopic(group) {
+		return true
+	}
+	if m.Topic != origin {
+		return false
+	}
+	if rest, cut := strings.CutPrefix(origin, meta.RetryTopic(group)+"_"); cut && rest != "" {
+		gc, err := b.groupConfig(strings.TrimPrefix(origin, meta.RetryGroupTopicPrefix), false)
+		return err == nil && gc.GroupName == ""
+	}
+	return true
 }
