@@ -1,9 +1,6 @@
 package broker
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,20 +73,7 @@ func TestADelayProgressPastALostTailIsLowered(t *testing.T) {
 	end := b.clog.MaxOffset()
 	b.stop()
 
-	seg := filepath.Join(store, "commitlog", fmt.Sprintf("%020d", 0))
-	f, err := os.OpenFile(seg, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt(make([]byte, end-tail), tail); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(store, "abort"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	losePower(t, store, tail, end)
 
 	b = startTestBrokerAt(t, store, nil)
 	c = b.client(nil)

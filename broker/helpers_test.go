@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -310,4 +312,25 @@ func startRemotingServer(t testing.TB, h remoting.Handler) string {
 	}
 	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 	return srv.Addr().String()
+}
+
+// losePower makes the stopped broker's store at store look as a power
+// failure leaves it: the CommitLog bytes [tail, end) of its first segment
+// never reached the disk (zeros), and the abort file says the broker did
+// not stop cleanly.
+func losePower(t *testing.T, store string, tail, end int64) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(store, "commitlog", fmt.Sprintf("%020d", 0)), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, end-tail), tail); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(store, "abort"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

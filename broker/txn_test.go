@@ -2,9 +2,6 @@ package broker
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -589,20 +586,7 @@ func TestACommitWhoseMessageAPowerFailureLostIsAskedAgain(t *testing.T) {
 
 	// The power failure: the pages of the commit's records never reached
 	// the disk, and the broker did not stop cleanly.
-	seg := filepath.Join(store, "commitlog", fmt.Sprintf("%020d", 0))
-	f, err := os.OpenFile(seg, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt(make([]byte, end-tail), tail); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(store, "abort"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	losePower(t, store, tail, end)
 
 	b = startTestBrokerAt(t, store, settings)
 	if got := b.clog.MaxOffset(); got != tail {

@@ -839,19 +839,10 @@ func (c *CQ) correctMinChunk(queues []qkey, minPhy int64) error {
 		if first.PhyOffset >= minPhy {
 			continue
 		}
-		var serr error
-		i := sort.Search(int(qb.max-qb.min), func(i int) bool {
-			e, err := c.mustEntryAt(q.topic, q.qid, qb.min+int64(i))
-			if err != nil {
-				serr = err
-				return true
-			}
-			return e.PhyOffset >= minPhy
-		})
-		if serr != nil {
-			return serr
+		newMin, err := c.firstAtOrAfter(q, qb, minPhy)
+		if err != nil {
+			return err
 		}
-		newMin := qb.min + int64(i)
 		p := queuePrefix(prefixCQ, q.topic, q.qid)
 		if err := b.DeleteRange(p, cqKey(q.topic, q.qid, newMin), nil); err != nil {
 			return fmt.Errorf("cq %s/%d: %w", q.topic, q.qid, err)
@@ -1030,6 +1021,22 @@ func (c *CQ) Truncate(phyOffset int64) error {
 	return nil
 }
 
+// firstAtOrAfter returns the queue offset of the first entry of q (whose
+// bounds are qb) whose record starts at or after phy, qb.max when none
+// does: a binary search, entries being in CommitLog order within a queue.
+func (c *CQ) firstAtOrAfter(q qkey, qb queueBounds, phy int64) (int64, error) {
+	var serr error
+	i := sort.Search(int(qb.max-qb.min), func(i int) bool {
+		e, err := c.mustEntryAt(q.topic, q.qid, qb.min+int64(i))
+		if err != nil {
+			serr = err
+			return true
+		}
+		return e.PhyOffset >= phy
+	})
+	return qb.min + int64(i), serr
+}
+
 // sweepFrom adds to from (and order) every queue whose last entry's record
 // starts at or after phyOffset, with the first such entry's queue offset,
 // found by binary search (entries are in CommitLog order within a queue).
@@ -1056,22 +1063,14 @@ func (c *CQ) sweepFrom(phyOffset int64, from map[qkey]int64, order *[]qkey) erro
 		if last.PhyOffset < phyOffset {
 			continue
 		}
-		var serr error
-		i := sort.Search(int(qb.max-qb.min), func(i int) bool {
-			e, err := c.mustEntryAt(q.topic, q.qid, qb.min+int64(i))
-			if err != nil {
-				serr = err
-				return true
-			}
-			return e.PhyOffset >= phyOffset
-		})
-		if serr != nil {
-			return serr
+		first, err := c.firstAtOrAfter(q, qb, phyOffset)
+		if err != nil {
+			return err
 		}
 		if _, ok := from[q]; !ok {
 			*order = append(*order, q)
 		}
-		from[q] = qb.min + int64(i)
+		from[q] = first
 	}
 	return nil
 }
