@@ -19,11 +19,7 @@ import (
 // ACL 2.0, end to end: alice (Sub on her group ag only) writes into the
 // retry topic of group victim, whose consumers will consume it.
 func TestACL2ASendToAnotherGroupsRetryTopicIsRefused(t *testing.T) {
-	b := startTestBroker(t, authSettings(nil))
-	c := b.client(nil)
-	root := asUser{t, c, "root", "root-password"}
-	alice := asUser{t, c, "alice", "alice-password"}
-	setUpAlice(t, root)
+	_, _, alice := brokerWithAlice(t)
 	f := sendV2Fields("%RETRY%victim")
 	f["a"] = "ag"
 	resp := alice.call(remoting.SendMessageV2, f, []byte("injected"))
@@ -36,20 +32,12 @@ func TestACL2ASendToAnotherGroupsRetryTopicIsRefused(t *testing.T) {
 // (the retry topic was dropped instead of being read as its group).
 func TestACL2APullOfAnotherGroupsRetryTopicIsRefused(t *testing.T) {
 	for _, code := range []int32{remoting.PullMessage, remoting.LitePullMessage, remoting.QueryConsumerOffset, remoting.UpdateConsumerOffset} {
-		var needs []string
-		for _, n := range authNeeds(remoting.NewRequest(code, map[string]string{"topic": "%RETRY%victim", "consumerGroup": "mine"}, nil), "C") {
-			needs = append(needs, n.String())
-		}
-		if got := strings.Join(needs, "|"); !strings.Contains(got, "Group:victim") {
+		if got := needsOf(code, map[string]string{"topic": "%RETRY%victim", "consumerGroup": "mine"}); !strings.Contains(got, "Group:victim") {
 			t.Errorf("code %d of %%RETRY%%victim as group mine needs %q: nothing on Group:victim", code, got)
 		}
 	}
 
-	b := startTestBroker(t, authSettings(nil))
-	c := b.client(nil)
-	root := asUser{t, c, "root", "root-password"}
-	alice := asUser{t, c, "alice", "alice-password"}
-	setUpAlice(t, root)
+	b, root, alice := brokerWithAlice(t)
 	// A message of group victim's retry topic (root may write anywhere).
 	f := sendV2Fields("%RETRY%victim")
 	f["a"] = "victim"
@@ -68,11 +56,7 @@ func TestACL2APullOfAnotherGroupsRetryTopicIsRefused(t *testing.T) {
 // ACL 2.0: VIEW_MESSAGE_BY_ID is checked on its topic field, but the
 // processor returns the record at the offset whatever its topic.
 func TestACL2AViewByIDOfAnotherTopicsMessageIsRefused(t *testing.T) {
-	b := startTestBroker(t, authSettings(nil))
-	c := b.client(nil)
-	root := asUser{t, c, "root", "root-password"}
-	alice := asUser{t, c, "alice", "alice-password"}
-	setUpAlice(t, root)
+	b, root, alice := brokerWithAlice(t)
 	sent := root.must(remoting.SendMessageV2, sendV2Fields("Secret"), []byte("top secret"))
 	_, phy, err := commitlog.ParseMessageID(sent.ExtFields["msgId"])
 	if err != nil {
@@ -156,4 +140,15 @@ func TestACL1OnlyAdminsManageACL2Users(t *testing.T) {
 	if len(leaks) > 0 {
 		t.Fatalf("non-admin producer1 under aclEnable:\n%s", strings.Join(leaks, "\n"))
 	}
+}
+
+// brokerWithAlice starts a broker under ACL 2.0 with the users of
+// setUpAlice, and returns it with root's and alice's clients.
+func brokerWithAlice(t *testing.T) (*testBroker, asUser, asUser) {
+	t.Helper()
+	b := startTestBroker(t, authSettings(nil))
+	c := b.client(nil)
+	root := asUser{t, c, "root", "root-password"}
+	setUpAlice(t, root)
+	return b, root, asUser{t, c, "alice", "alice-password"}
 }

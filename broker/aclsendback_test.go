@@ -51,11 +51,7 @@ func TestASendBackOfAPopRetryMessageNeedsItsTopic(t *testing.T) {
 // the DLQ a message she popped from ag's POP retry topic of AuthT, as the
 // proxy does: refused on Group:ag_AuthT.
 func TestACL2ASendBackOfAPopRetryMessageIsTaken(t *testing.T) {
-	b := startTestBroker(t, authSettings(nil))
-	c := b.client(nil)
-	root := asUser{t, c, "root", "root-password"}
-	alice := asUser{t, c, "alice", "alice-password"}
-	setUpAlice(t, root)
+	b, root, alice := brokerWithAlice(t)
 	retry := "%RETRY%ag_AuthT"
 	f := sendV2Fields(retry)
 	f["a"] = "ag"

@@ -55,22 +55,30 @@ func dialRaw(t *testing.T, s *Server) net.Conn {
 func TestUnreadAnswersPauseTheConnection(t *testing.T) {
 	for _, useTLS := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tls=%v", useTLS), func(t *testing.T) {
-			mode := TLSDisabled
-			if useTLS {
-				mode = TLSPermissive
-			}
-			s, handled, logs := startBigAnswerServer(t, ServerConfig{}, mode)
-			var raw net.Conn = dialRaw(t, s)
-			if useTLS {
-				tc := tls.Client(raw, clientTLS())
-				if err := tc.Handshake(); err != nil {
-					t.Fatal(err)
-				}
-				raw = tc
-			}
+			raw, handled, logs := dialBigAnswerServer(t, useTLS)
 			checkPauseAndResume(t, raw, handled, logs)
 		})
 	}
+}
+
+// dialBigAnswerServer starts a big-answer server (startBigAnswerServer)
+// and connects to it, over TLS when useTLS.
+func dialBigAnswerServer(t *testing.T, useTLS bool) (net.Conn, *atomic.Int64, func() string) {
+	t.Helper()
+	mode := TLSDisabled
+	if useTLS {
+		mode = TLSPermissive
+	}
+	s, handled, logs := startBigAnswerServer(t, ServerConfig{}, mode)
+	var raw net.Conn = dialRaw(t, s)
+	if useTLS {
+		tc := tls.Client(raw, clientTLS())
+		if err := tc.Handshake(); err != nil {
+			t.Fatal(err)
+		}
+		raw = tc
+	}
+	return raw, handled, logs
 }
 
 // checkPauseAndResume sends requests one at a time without reading, waits

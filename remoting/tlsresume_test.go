@@ -1,9 +1,7 @@
 package remoting
 
 import (
-	"crypto/tls"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -19,19 +17,7 @@ import (
 func TestAResumedConnectionAnswersEverythingOverTLSToo(t *testing.T) {
 	for _, useTLS := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tls=%v", useTLS), func(t *testing.T) {
-			mode := TLSDisabled
-			if useTLS {
-				mode = TLSPermissive
-			}
-			s, handled, logs := startBigAnswerServer(t, ServerConfig{}, mode)
-			var raw net.Conn = dialRaw(t, s)
-			if useTLS {
-				tc := tls.Client(raw, clientTLS())
-				if err := tc.Handshake(); err != nil {
-					t.Fatal(err)
-				}
-				raw = tc
-			}
+			raw, handled, logs := dialBigAnswerServer(t, useTLS)
 			const sent = 160 // 160 x 256 KiB = 40 MiB of requests
 			body := make([]byte, 256<<10)
 			var all []byte
