@@ -552,26 +552,30 @@ func (l *Log) waitPrealloc() {
 // never a record whose lengths, offsets and body CRC hold while its
 // properties end in zeros.
 func writeHeadersLast(dst, buf []byte, offs []int) {
-	for _, sp := range writeSpans(offs, len(buf)) {
+	for sp := range writeSpans(offs, len(buf)) {
 		copy(dst[sp[0]:sp[1]], buf[sp[0]:sp[1]])
 	}
 }
 
-// writeSpans returns the byte ranges [from, to) of records starting at
+// writeSpans yields the byte ranges [from, to) of records starting at
 // offs in a buffer of size total, in the order they are written: every
 // record's bytes past its first 8, then every record's first 8 (its size
-// and magic).
-func writeSpans(offs []int, total int) [][2]int {
-	spans := make([][2]int, 0, 2*len(offs))
-	for i, off := range offs {
-		end := total
-		if i+1 < len(offs) {
-			end = offs[i+1]
+// and magic). It allocates nothing: it runs on every append.
+func writeSpans(offs []int, total int) iter.Seq[[2]int] {
+	return func(yield func([2]int) bool) {
+		for i, off := range offs {
+			end := total
+			if i+1 < len(offs) {
+				end = offs[i+1]
+			}
+			if !yield([2]int{off + 8, end}) {
+				return
+			}
 		}
-		spans = append(spans, [2]int{off + 8, end})
+		for _, off := range offs {
+			if !yield([2]int{off, off + 8}) {
+				return
+			}
+		}
 	}
-	for _, off := range offs {
-		spans = append(spans, [2]int{off, off + 8})
-	}
-	return spans
 }

@@ -44,7 +44,7 @@ func TestACrashMidCopyKeepsOnlyWholeRecords(t *testing.T) {
 	if len(offs) != 3 {
 		t.Fatalf("the batch holds %d records, want 3", len(offs))
 	}
-	spans := writeSpans(offs, len(image))
+	spans := slices.Collect(writeSpans(offs, len(image)))
 	for j, sp := range spans {
 		for _, cut := range []int{sp[0] + 1, (sp[0] + sp[1]) / 2, sp[1] - 1} {
 			t.Run(fmt.Sprintf("span%d_byte%d", j, cut), func(t *testing.T) {
@@ -81,5 +81,13 @@ func TestACrashMidCopyKeepsOnlyWholeRecords(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// The copy of an append runs on every append: it allocates nothing.
+func TestWriteHeadersLastAllocatesNothing(t *testing.T) {
+	buf, dst, offs := make([]byte, 300), make([]byte, 300), []int{0, 100, 200}
+	if n := testing.AllocsPerRun(100, func() { writeHeadersLast(dst, buf, offs) }); n != 0 {
+		t.Fatalf("%v allocations per copy", n)
 	}
 }
