@@ -2,6 +2,7 @@ package kvindex
 
 import (
 	"fmt"
+	"hash/maphash"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -33,18 +34,15 @@ type QueueOffsets struct {
 	// its bucket moved may predate an entry assigned and dropped in
 	// between, and is done again.
 	dropped [dropBuckets]uint64
+	seed    maphash.Seed
 }
 
 // dropBuckets is the number of buckets of QueueOffsets.dropped.
 const dropBuckets = 64
 
 // dropBucket returns the bucket of QueueOffsets.dropped of a queue.
-func dropBucket(q qkey) int {
-	h := uint32(2166136261) ^ uint32(q.qid)
-	for i := 0; i < len(q.topic); i++ {
-		h = (h ^ uint32(q.topic[i])) * 16777619
-	}
-	return int(h % dropBuckets)
+func (t *QueueOffsets) dropBucket(q qkey) int {
+	return int(maphash.Comparable(t.seed, q) % dropBuckets)
 }
 
 type offsetEntry struct {
@@ -63,7 +61,7 @@ func NewQueueOffsets(store cq.Store, capacity int, log zerolog.Logger) *QueueOff
 	if capacity <= 0 {
 		capacity = DefaultQueueOffsetsCapacity
 	}
-	return &QueueOffsets{store: store, capacity: capacity, log: log,
+	return &QueueOffsets{store: store, capacity: capacity, log: log, seed: maphash.MakeSeed(),
 		entries: slablru.New[qkey, offsetEntry](capacity), names: newTopicNames(defaultTopicNames)}
 }
 
@@ -71,13 +69,16 @@ func NewQueueOffsets(store cq.Store, capacity int, log zerolog.Logger) *QueueOff
 // Release. Call it before appending to the queue.
 func (t *QueueOffsets) Acquire(topic string, queueID int32) error {
 	q := queueIDOf(topic, queueID)
-	bucket := dropBucket(q)
+	bucket := -1 // hashed on the first miss: a hit, the common case, needs none
 	for attempt := 0; ; attempt++ {
 		t.mu.Lock()
 		if e, ok := t.entries.Ref(q); ok {
 			e.pending++
 			t.mu.Unlock()
 			return nil
+		}
+		if bucket < 0 {
+			bucket = t.dropBucket(q)
 		}
 		if attempt == maxLoadAttempts {
 			// Drops keep racing the loads: load under the lock.
@@ -133,7 +134,7 @@ func (t *QueueOffsets) insert(q qkey, next int64) *offsetEntry {
 func (t *QueueOffsets) evict(n int) {
 	t.entries.EvictOldest(n, 4*n+16, func(q qkey, e *offsetEntry) bool {
 		if e.pending == 0 && e.next == e.dispatched {
-			t.dropped[dropBucket(q)]++
+			t.dropped[t.dropBucket(q)]++
 			return true
 		}
 		return false
@@ -201,7 +202,7 @@ func (t *QueueOffsets) Forget(topic string, queueID int32) {
 	defer t.mu.Unlock()
 	t.entries.RemoveIf(func(q qkey, _ offsetEntry) bool {
 		if q.topic == topic && (queueID == AnyQueue || q.qid == queueID) {
-			t.dropped[dropBucket(q)]++
+			t.dropped[t.dropBucket(q)]++
 			return true
 		}
 		return false
