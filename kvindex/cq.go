@@ -803,11 +803,8 @@ func (c *CQ) CorrectMin(minPhyOffset int64) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	var queues []qkey
-	if err := c.Queues(func(topic string, qid int32) bool {
-		queues = append(queues, qkey{topic, qid})
-		return true
-	}); err != nil {
+	queues, err := c.allQueues()
+	if err != nil {
 		return fmt.Errorf("correct cq minimum to %d: %w", minPhyOffset, err)
 	}
 	for start := 0; start < len(queues); start += correctMinChunk {
@@ -1021,6 +1018,17 @@ func (c *CQ) Truncate(phyOffset int64) error {
 	return nil
 }
 
+// allQueues lists every queue (Queues), for the sweeps that visit each
+// one under locks Queues must not hold.
+func (c *CQ) allQueues() ([]qkey, error) {
+	var queues []qkey
+	err := c.Queues(func(topic string, qid int32) bool {
+		queues = append(queues, qkey{topic, qid})
+		return true
+	})
+	return queues, err
+}
+
 // firstAtOrAfter returns the queue offset of the first entry of q (whose
 // bounds are qb) whose record starts at or after phy, qb.max when none
 // does: a binary search, entries being in CommitLog order within a queue.
@@ -1041,11 +1049,8 @@ func (c *CQ) firstAtOrAfter(q qkey, qb queueBounds, phy int64) (int64, error) {
 // starts at or after phyOffset, with the first such entry's queue offset,
 // found by binary search (entries are in CommitLog order within a queue).
 func (c *CQ) sweepFrom(phyOffset int64, from map[qkey]int64, order *[]qkey) error {
-	var queues []qkey
-	if err := c.Queues(func(topic string, qid int32) bool {
-		queues = append(queues, qkey{topic, qid})
-		return true
-	}); err != nil {
+	queues, err := c.allQueues()
+	if err != nil {
 		return err
 	}
 	for _, q := range queues {
