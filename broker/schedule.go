@@ -54,9 +54,9 @@ func (b *Broker) scheduleLoop(ctx context.Context) {
 // its queue's end when it is past it, and returns the progress to use. A
 // progress past the end (the parked copies it passed went with a
 // CommitLog tail a power failure lost, or a master's progress was copied
-// ahead of this broker's log) would skip the next messages parked there:
-// RocketMQ's correctDelayOffset lowers it too. It is stored at once, or
-// the next message parked would raise the end past it unseen.
+// ahead of a slave's log before it was restarted as a master) would skip
+// the next messages parked there: RocketMQ's correctDelayOffset lowers it
+// too. It is stored at once, before any message is parked.
 func (b *Broker) lowerDelayProgress(level int, off int64) (int64, error) {
 	qid := int32(level - 1)
 	maxOff, err := b.cqs.MaxOffset(meta.ScheduleTopic, qid)
@@ -72,7 +72,9 @@ func (b *Broker) lowerDelayProgress(level int, off int64) (int64, error) {
 }
 
 // correctDelayProgress lowers every delay level's progress past its
-// queue's end (lowerDelayProgress) before the broker takes sends.
+// queue's end (lowerDelayProgress) before the broker takes sends; the
+// delivery loop runs only on a broker started as master, so once at start
+// covers every way a progress gets ahead.
 func (b *Broker) correctDelayProgress() error {
 	for level := 1; level <= len(b.delayLevels); level++ {
 		off, ok, err := b.offsets.Get(scheduleOffsetGroup, meta.ScheduleTopic, int32(level-1))
@@ -110,13 +112,6 @@ func (b *Broker) deliverLevel(ctx context.Context, level int) error {
 		return err
 	} else if !ok || off < minOff {
 		off = minOff
-	}
-	if ok {
-		lowered, err := b.lowerDelayProgress(level, off)
-		if err != nil {
-			return err
-		}
-		off = min(off, lowered)
 	}
 	start := off
 	off, stored, deliverErr := b.deliverDue(ctx, level, off)
