@@ -133,8 +133,9 @@ type Service struct {
 	// message was stored but is not yet durable (ErrNotDurable) or not yet
 	// indexed to that message: its transaction ends once the message is
 	// both, and is neither stored again nor asked about meanwhile.
-	// Entries go when the transaction ends; every one names an open half,
-	// which the checker visits.
+	// Entries go when the transaction ends: End, the checker visiting the
+	// open half, or its sweep (sweepUnsettled) for a half no longer open
+	// (a given-up one's late commit, one retention took).
 	unsettledMu sync.Mutex
 	unsettled   map[int64]storedCommit
 }

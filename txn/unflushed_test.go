@@ -110,3 +110,38 @@ func TestAHalfTooLargeForItsCheckCountIsCheckedAndGivenUp(t *testing.T) {
 		t.Fatalf("end of the transaction whose copy was refused: %+v %v %v", e, ok, err)
 	}
 }
+
+// A commit stored and durable whose message the dispatcher has not
+// indexed in time (Config.WaitDispatched failing: a dispatcher far behind,
+// the request's deadline) fails without recording the end, and is not
+// stored again: a repeated commit waits for the indexing and then ends
+// the transaction, its message in its queue once.
+func TestACommitNotYetIndexedIsNotStoredTwice(t *testing.T) {
+	f := newFixture(t, Config{Timeout: time.Second, CheckInterval: time.Second})
+	h := f.sendHalf("U-UNINDEXED", "")
+	behind := errors.New("the dispatcher is behind")
+	fail := true
+	f.svc.cfg.WaitDispatched = func(ctx context.Context, end int64) error {
+		if fail {
+			return behind
+		}
+		return f.disp.WaitFor(ctx, end)
+	}
+	if err := f.svc.End(context.Background(), commitReq(h)); !errors.Is(err, behind) {
+		t.Fatalf("commit with the dispatcher behind: %v", err)
+	}
+	fail = false
+	if err := f.svc.End(context.Background(), commitReq(h)); err != nil {
+		t.Fatalf("repeated commit once indexed: %v", err)
+	}
+	if n := len(f.store.putsIn("T")); n != 1 {
+		t.Fatalf("the committed message stored %d times", n)
+	}
+	if _, ok := f.svc.unsettledCommit(h.PhyOffset); ok {
+		t.Fatal("the note outlived the end")
+	}
+	f.caughtUp()
+	if entries, err := f.db.ConsumeQueue(16).Get("T", 1, 0, 32); err != nil || len(entries) != 1 {
+		t.Fatalf("the committed transaction is in T/1 %d times (%v), want once", len(entries), err)
+	}
+}
