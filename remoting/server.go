@@ -578,7 +578,7 @@ func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 	if c.paused {
 		// Answers pile up unread: the requests wait in gnet's buffer,
 		// up to a bound.
-		if in := gc.InboundBuffered(); in > 4*s.cfg.MaxFrameSize {
+		if in := gc.InboundBuffered(); in > s.maxInbound() {
 			s.log.Warn().Stringer("conn", c).Int("buffered", in).
 				Msg("closing connection: it sends requests without reading their answers")
 			return gnet.Close
@@ -588,6 +588,11 @@ func (e *eventHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 	return e.consume(gc, c, now)
 }
 
+// maxInbound bounds the bytes a connection's requests may hold in gnet's
+// inbound buffer while they are not read: a paused connection's, or a TLS
+// connection's beyond what its pipe takes.
+func (s *Server) maxInbound() int { return 4 * s.cfg.MaxFrameSize }
+
 // consume takes a connection's buffered bytes: a TLS connection's go to
 // its TLS reader, a plaintext one's are cut into frames for the workers.
 func (e *eventHandler) consume(gc gnet.Conn, c *Conn, now int64) gnet.Action {
@@ -596,10 +601,14 @@ func (e *eventHandler) consume(gc gnet.Conn, c *Conn, now int64) gnet.Action {
 		// The pipe takes what it has room for; the rest waits in gnet's
 		// buffer, under the bound of a paused connection, until the TLS
 		// reader has decrypted enough (feedFn).
-		in, _ := gc.Peek(-1)
-		if len(in) == 0 {
+		// Peek no more than the pipe takes (gnet copies what it peeks
+		// when its ring wraps); at least one byte, so that a full pipe
+		// notes it is wanted.
+		want := gc.InboundBuffered()
+		if want == 0 {
 			return gnet.None
 		}
+		in, _ := gc.Peek(max(min(want, t.pipe.room()), 1))
 		n, err := t.pipe.feed(in)
 		if err != nil {
 			return gnet.Close
@@ -607,8 +616,8 @@ func (e *eventHandler) consume(gc gnet.Conn, c *Conn, now int64) gnet.Action {
 		if n > 0 { // gnet's Discard(0) discards everything buffered
 			_, _ = gc.Discard(n)
 		}
-		if rest := gc.InboundBuffered(); rest > 4*s.cfg.MaxFrameSize {
-			s.log.Warn().Stringer("conn", c).Int("buffered", rest).Int("limit", t.pipe.maxPending).
+		if rest := gc.InboundBuffered(); rest > s.maxInbound() {
+			s.log.Warn().Stringer("conn", c).Int("buffered", rest).Int("limit", s.maxInbound()).
 				Msg("closing TLS connection: it sends faster than its bytes are decrypted")
 			return gnet.Close
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -121,6 +122,17 @@ func newTLSPipe(local, remote net.Addr, schedule func() error, closeConn func())
 		readable:  make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
+}
+
+// room returns how many bytes feed takes now (math.MaxInt without a
+// bound).
+func (p *tlsPipe) room() int {
+	if p.maxPending <= 0 {
+		return math.MaxInt
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return max(p.maxPending-(len(p.in)-p.inOff), 0)
 }
 
 // feed appends ciphertext received from the socket, as much of b as the

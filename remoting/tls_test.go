@@ -530,8 +530,14 @@ func TestTLSPipeBoundsTheBacklog(t *testing.T) {
 	if n, err := p.feed(make([]byte, 6)); n != 6 || err != nil {
 		t.Fatalf("feed: %d %v", n, err)
 	}
+	if r := p.room(); r != 4 {
+		t.Fatalf("room %d with 6 of 10 pending", r)
+	}
 	if n, err := p.feed(make([]byte, 6)); n != 4 || err != nil {
 		t.Fatalf("feeding past the bound took %d bytes (%v), want the 4 that fit", n, err)
+	}
+	if r := p.room(); r != 0 {
+		t.Fatalf("room %d in a full pipe", r)
 	}
 	if n, err := p.feed(make([]byte, 6)); n != 0 || err != nil {
 		t.Fatalf("feeding a full pipe took %d bytes (%v)", n, err)
