@@ -362,6 +362,11 @@ func TestDecodeKeyRejectsMalformed(t *testing.T) {
 		{"txn end empty value", txnKey(PrefixTxnEnd, 1), nil, ErrBadKey},
 		{"txn op empty value", txnKey(PrefixTxnOp, 1), nil, ErrBadKey},
 		{"txn op long value", txnKey(PrefixTxnOp, 1), []byte{1, 1}, ErrBadKey},
+		{"txn op value between the forms", txnKey(PrefixTxnOp, 1), make([]byte, 9), ErrBadKey},
+		{"txn end value between the forms", txnKey(PrefixTxnEnd, 1), make([]byte, 16), ErrBadKey},
+		{"txn end value past the forms", txnKey(PrefixTxnEnd, 1), make([]byte, 18), ErrBadKey},
+		{"txn end naming no record", txnKey(PrefixTxnEnd, 1), make([]byte, 17), ErrBadKey},
+		{"txn op naming no record", txnKey(PrefixTxnOp, 1), putInt64(-1), ErrBadKey},
 		{"txn op short key", txnKey(PrefixTxnOp, 1)[:8], []byte{1}, ErrBadKey},
 		{"txn op long key", append(txnKey(PrefixTxnOp, 1), 0), []byte{1}, ErrBadKey},
 		{"txn op bare prefix", []byte{PrefixTxnOp}, []byte{1}, ErrBadKey},
@@ -547,6 +552,8 @@ func FuzzDecodeKey(f *testing.F) {
 	f.Add(txnKey(PrefixTxnEnd, 4096), encodeTxnEnd(TxnEnd{State: TxnRollback, At: 1700000000000}))
 	f.Add(txnKey(PrefixTxnEnd, 0), encodeTxnEnd(TxnEnd{State: TxnCommit}))
 	f.Add(txnKey(PrefixTxnOp, 1203), []byte{1})
+	f.Add(txnKey(PrefixTxnEnd, 4096), encodeTxnEnd(TxnEnd{State: TxnCommit, At: 1700000000000, By: 8192}))
+	f.Add(txnKey(PrefixTxnOp, 1203), putInt64(8192))
 	f.Add(timerKey(1700000000000, 4096), []byte{0, 0, 1, 0})
 	f.Add(timerKey(0, 1<<40), []byte{0xff, 0xff, 0xff, 0xff})
 	rec, err := commitlog.AppendRecord(nil, &commitlog.Message{Topic: "C", QueueOffset: 5, Body: []byte("v"),
@@ -599,12 +606,16 @@ func FuzzDecodeKey(f *testing.F) {
 				t.Fatalf("compacted %x decoded as %+v, which encodes as %x", key, r, k)
 			}
 		case TxnOpRecord:
-			if k := txnKey(PrefixTxnOp, r.HalfQueueOffset); string(k) != string(key) || len(value) != 1 {
-				t.Fatalf("txn op %x=%x decoded as %+v, which encodes as %x", key, value, r, k)
+			v := value[:min(len(value), 1)] // an index from before ops named their message: one byte, any
+			if r.OpPhyOffset >= 0 {
+				v = putInt64(r.OpPhyOffset)
+			}
+			if k := txnKey(PrefixTxnOp, r.HalfQueueOffset); string(k) != string(key) || string(v) != string(value) {
+				t.Fatalf("txn op %x=%x decoded as %+v, which encodes as %x=%x", key, value, r, k, v)
 			}
 		case TxnEndRecord:
 			_, e, err := decodeTxnEnd(key, value)
-			if err != nil || r.State != e.State.String() || r.At != e.At {
+			if err != nil || r.State != e.State.String() || r.At != e.At || r.By != e.By {
 				t.Fatalf("txn end %x=%x decoded as %+v, and as %+v %v by decodeTxnEnd", key, value, r, e, err)
 			}
 			if k, v := txnKey(PrefixTxnEnd, r.HalfPhyOffset), encodeTxnEnd(e); string(k) != string(key) || string(v) != string(value) {

@@ -96,7 +96,9 @@ func decodeTxnKey(key, value []byte) (rec Record, ok bool, err error) {
 		}
 		r := TxnOpRecord{HalfQueueOffset: int64(binary.BigEndian.Uint64(key[1:])), OpPhyOffset: -1}
 		if len(value) == 8 {
-			r.OpPhyOffset = int64(binary.BigEndian.Uint64(value))
+			if r.OpPhyOffset = int64(binary.BigEndian.Uint64(value)); r.OpPhyOffset < 0 {
+				return nil, true, fmt.Errorf("txn op key %x value %x: no record at %d: %w", key, value, r.OpPhyOffset, ErrBadKey)
+			}
 		}
 		return r, true, nil
 	case PrefixTxnEnd:

@@ -139,7 +139,10 @@ func decodeTxnEnd(k, v []byte) (int64, TxnEnd, error) {
 	}
 	e := TxnEnd{State: TxnState(v[0]), At: int64(binary.BigEndian.Uint64(v[1:]))}
 	if len(v) == txnEndByValueLen {
-		e.By = int64(binary.BigEndian.Uint64(v[9:]))
+		if e.By = int64(binary.BigEndian.Uint64(v[9:])); e.By <= 0 {
+			// encodeTxnEnd writes the field only for a record's offset.
+			return 0, TxnEnd{}, fmt.Errorf("txn end key %x value %x: no record at %d: %w", k, v, e.By, ErrBadKey)
+		}
 	}
 	return int64(binary.BigEndian.Uint64(k[1:])), e, nil
 }
