@@ -141,6 +141,9 @@ func FrameLength(b []byte, maxFrameSize int) (int, error) {
 type FrameReader struct {
 	r   *bufio.Reader
 	max int
+	// chunk is the most ReadFrame allocates ahead of the bytes that
+	// arrived (frameReadChunk; tests make it small).
+	chunk int
 }
 
 // NewFrameReader returns a FrameReader over r that rejects frames larger
@@ -155,7 +158,7 @@ func newFrameReaderSize(r io.Reader, maxFrameSize, bufSize int) *FrameReader {
 	if maxFrameSize <= 0 {
 		maxFrameSize = DefaultMaxFrameSize
 	}
-	return &FrameReader{r: bufio.NewReaderSize(r, bufSize), max: maxFrameSize}
+	return &FrameReader{r: bufio.NewReaderSize(r, bufSize), max: maxFrameSize, chunk: frameReadChunk}
 }
 
 // ReadFrame returns the next whole frame, length word included, in a new
@@ -175,10 +178,10 @@ func (f *FrameReader) ReadFrame() ([]byte, error) {
 	}
 	// The buffer grows with the bytes that arrive, at most doubling: a
 	// peer that declares a large frame and sends nothing more holds
-	// frameReadChunk bytes, not the declared size.
-	frame := make([]byte, 0, min(n, frameReadChunk))
+	// f.chunk bytes, not the declared size.
+	frame := make([]byte, 0, min(n, f.chunk))
 	for len(frame) < n {
-		want := min(n-len(frame), max(len(frame), frameReadChunk))
+		want := min(n-len(frame), max(len(frame), f.chunk))
 		frame = slices.Grow(frame, want)
 		got, err := io.ReadFull(f.r, frame[len(frame):len(frame)+want])
 		frame = frame[:len(frame)+got]
@@ -192,6 +195,6 @@ func (f *FrameReader) ReadFrame() ([]byte, error) {
 	return frame, nil
 }
 
-// frameReadChunk is the most ReadFrame allocates ahead of the bytes that
-// arrived.
+// frameReadChunk is the most a FrameReader allocates ahead of the bytes
+// that arrived.
 const frameReadChunk = 64 << 10
