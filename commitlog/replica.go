@@ -18,7 +18,11 @@ import (
 // MaxOffset stays on a record boundary, so readers, the dispatcher and the
 // flusher see whole records only; ReplicaOffset is what the replica
 // reports to its master (RocketMQ's slave reports every byte it holds) and
-// where the next piece must start. A piece never crosses a segment end:
+// where the next piece must start. The unfinished record's first 8 bytes
+// (its size and magic) stay out of the mapping until its last byte came,
+// and every record a piece completes gets its size and magic after the
+// rest of it, so a slave killed at any moment leaves only whole records
+// before the first zero size. A piece never crosses a segment end:
 // the master sends a segment's tail, blank filler included, before the
 // next segment's first byte, and segment sizes must agree.
 
@@ -33,13 +37,31 @@ func (l *Log) ReadStream(offset int64, max int) (*View, error) {
 
 // ReadReplica returns a view of the bytes a replica holds from offset to
 // ReplicaOffset (an unfinished record's received bytes included) or the
-// end of the segment holding offset, at most max bytes: what a slave
+// end of the segment holding offset, at most limit bytes: what a slave
 // compares with its master's bytes when it reconnects. At or past
 // ReplicaOffset it returns a View with no Data; below MinOffset an error
 // wrapping ErrOffsetOutOfRange. Only the goroutine that calls
 // AppendReplica may call it. Release the View.
-func (l *Log) ReadReplica(offset int64, max int) (*View, error) {
-	return l.readRaw(offset, max, l.ReplicaOffset())
+func (l *Log) ReadReplica(offset int64, limit int) (*View, error) {
+	v, err := l.readRaw(offset, limit, l.ReplicaOffset())
+	if err != nil || len(v.Data) == 0 {
+		return v, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	wp, h := l.writePos.Load(), l.held
+	end := v.Offset + int64(len(v.Data))
+	if h.n == 0 || end <= wp || v.Offset >= wp+int64(h.n) {
+		return v, nil
+	}
+	// The unfinished record's first bytes are held, not mapped: a copy
+	// with them in place.
+	data := append([]byte(nil), v.Data...)
+	v.Release()
+	for x := max(v.Offset, wp); x < min(end, wp+int64(h.n)); x++ {
+		data[x-v.Offset] = h.b[x-wp]
+	}
+	return &View{Offset: offset, Data: data}, nil
 }
 
 // readRaw returns a view of the bytes from offset up to end or the end of
@@ -131,10 +153,20 @@ func (l *Log) AppendReplica(off int64, data []byte) error {
 		// a refusal moves back into the one before.
 		return fmt.Errorf("replicate %d bytes at %d: %w: the piece crosses the segment end at %d", len(data), off, ErrCorrupt, seg.end())
 	}
-	copy(seg.data[rp-seg.start:], data)
+	wp := l.writePos.Load()
+	if wp < seg.start {
+		return fmt.Errorf("replicate %d bytes at %d: %w: the record at %d is unfinished in the segment before", len(data), off, ErrCorrupt, wp)
+	}
+	p := replicaPiece{seg: seg, wp: wp, rp: rp, data: data, held: l.held}
+	tail := p.tail(&l.unitStarts)
+	p.place(l.unitStarts, tail)
+	l.held = p.heldAt(tail)
 	rp += int64(len(data))
 	l.replicaPos.Store(rp)
-	wp, ts, err := l.completeRecordsLocked(l.writePos.Load(), rp)
+	wp, ts, err := l.completeRecordsLocked(wp, tail)
+	if err == nil && wp != tail {
+		err = fmt.Errorf("replica at %d: %w: records end at %d where their sizes said %d", wp, ErrCorrupt, wp, tail)
+	}
 	if ts > 0 {
 		l.lastStoreTS.Store(ts) // before the end: see flushTo
 	}
@@ -154,6 +186,134 @@ func (l *Log) AppendReplica(off int64, data []byte) error {
 		}
 	}
 	return err
+}
+
+// heldHeader is the first bytes (size and magic: blankFillerLength) of
+// the record or segment tail at a replica's MaxOffset that a piece cut
+// short. They stay out of the mapping until the record's last byte came,
+// so a slave killed mid-record leaves zeros where the record's size
+// belongs: recovery reads the log's end there, never a record whose
+// lengths and body CRC hold while its properties end in zeros.
+type heldHeader struct {
+	b [blankFillerLength]byte
+	n int
+}
+
+// replicaPiece places one piece a master sent (data, at the replica's
+// end rp) into the active segment seg, whose records are whole up to wp
+// (the unit at wp, when wp < rp, has its first held.n bytes in held).
+type replicaPiece struct {
+	seg  *segment
+	wp   int64
+	rp   int64
+	data []byte
+	held heldHeader
+}
+
+// end is where the piece ends.
+func (p *replicaPiece) end() int64 { return p.rp + int64(len(p.data)) }
+
+// byteAt returns the byte at log offset x (wp <= x < end()): from held,
+// the piece or the mapping.
+func (p *replicaPiece) byteAt(x int64) byte {
+	switch {
+	case x >= p.rp:
+		return p.data[x-p.rp]
+	case x-p.wp < int64(p.held.n):
+		return p.held.b[x-p.wp]
+	default:
+		return p.seg.data[x-p.seg.start]
+	}
+}
+
+// headerEnd is where the header window of a unit starting at pos ends:
+// blankFillerLength bytes, or fewer at the segment's end.
+func (p *replicaPiece) headerEnd(pos int64) int64 {
+	return min(pos+blankFillerLength, p.seg.end())
+}
+
+// tail walks the units (records, a blank filler, the few bytes at a
+// segment's end too small for one) from wp through the piece, appending
+// the start of every unit the piece completes to starts (reset first),
+// and returns the start of the unit it leaves unfinished, end() when
+// none. A size or magic that cannot continue a log stops the walk at
+// end(): the whole piece goes into the mapping, where
+// completeRecordsLocked refuses it.
+func (p *replicaPiece) tail(starts *[]int64) int64 {
+	*starts = (*starts)[:0]
+	end, segEnd := p.end(), p.seg.end()
+	pos := p.wp
+	for pos < end {
+		unitEnd := segEnd
+		if segEnd-pos >= blankFillerLength {
+			if pos+blankFillerLength > end {
+				return pos
+			}
+			var hdr [blankFillerLength]byte
+			for i := range hdr {
+				hdr[i] = p.byteAt(pos + int64(i))
+			}
+			n, err := RecordSize(hdr[:])
+			switch {
+			case errors.Is(err, ErrBlank):
+				if int64(n) != segEnd-pos {
+					return end
+				}
+			case err != nil, n < minRecordV1V4V4, pos+int64(n) > segEnd:
+				return end
+			default:
+				unitEnd = pos + int64(n)
+			}
+		}
+		if unitEnd > end {
+			return pos
+		}
+		*starts = append(*starts, pos)
+		pos = unitEnd
+	}
+	return pos
+}
+
+// place writes the piece into the mapping: first every byte outside the
+// header windows of the units in starts (whole now) and of the unit at
+// tail (unfinished), then the headers of the whole units in order, each
+// once the rest of its unit is in place. The unfinished unit's header
+// bytes stay out (heldAt keeps them).
+func (p *replicaPiece) place(starts []int64, tail int64) {
+	end := p.end()
+	cur := p.rp
+	skip := func(pos int64) {
+		if pos > cur {
+			to := min(pos, end)
+			copy(p.seg.data[cur-p.seg.start:to-p.seg.start], p.data[cur-p.rp:to-p.rp])
+		}
+		cur = max(cur, p.headerEnd(pos))
+	}
+	for _, s := range starts {
+		skip(s)
+	}
+	if tail < end {
+		skip(tail)
+	}
+	if cur < end {
+		copy(p.seg.data[cur-p.seg.start:end-p.seg.start], p.data[cur-p.rp:])
+	}
+	for _, s := range starts {
+		for x := s; x < p.headerEnd(s); x++ {
+			p.seg.data[x-p.seg.start] = p.byteAt(x)
+		}
+	}
+}
+
+// heldAt returns the header bytes of the unfinished unit at tail that
+// arrived (none when tail is the piece's end).
+func (p *replicaPiece) heldAt(tail int64) heldHeader {
+	var h heldHeader
+	for x := tail; x < min(p.headerEnd(tail), p.end()); x++ {
+		h.b[h.n] = p.byteAt(x)
+		h.n++
+	}
+	return h
 }
 
 // completeRecordsLocked walks whole records and segment tails from wp (a
@@ -259,6 +419,7 @@ func (l *Log) zeroReplicaTailLocked() {
 		clear(s.data[wp-s.start : stop-s.start])
 		wp = stop
 	}
+	l.held = heldHeader{}
 	l.replicaPos.Store(l.writePos.Load())
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -379,4 +381,112 @@ func TestReplicaZeroesRefusedBytes(t *testing.T) {
 	}
 	stream(t, m, r, rand.New(rand.NewPCG(7, 8)), 7000)
 	sameRecords(t, m, r, 0)
+}
+
+// A slave killed (SIGKILL: the mapping's bytes stay in the page cache)
+// after any piece keeps, after recovery, only the master's whole records:
+// a record a piece cut short reads as the log's end, never as a record
+// whose lengths and body CRC hold while its properties end in zeros. The
+// replica keeps an unfinished record's size and magic out of the mapping
+// until its last byte arrived.
+func TestAReplicaKilledMidRecordKeepsOnlyWholeRecords(t *testing.T) {
+	m := fillMaster(t, 12)
+	var starts []int64
+	rd := m.NewReader(0)
+	for {
+		e, err := rd.Next()
+		if err != nil {
+			break
+		}
+		starts = append(starts, e.Offset)
+	}
+	rd.Close()
+	if len(starts) < 4 {
+		t.Fatalf("the master holds %d records, want at least 4", len(starts))
+	}
+	// The third record, cut at every byte of its header and then every
+	// 13th byte, its properties' last bytes included; the piece that cuts
+	// it starts inside the record before it, so a piece both completes a
+	// record and starts another.
+	start, end := starts[2], starts[3]
+	var cuts []int64
+	for c := start + 1; c < end; c++ {
+		if c < start+12 || (c-start)%13 == 0 || c > end-40 {
+			cuts = append(cuts, c)
+		}
+	}
+	for _, cut := range cuts {
+		dir := t.TempDir()
+		r := openReplica(t, dir, replicaTestSegment)
+		for from := int64(0); from < cut; {
+			to := min(from+int64(100+(cut%7)*50), cut)
+			if from < start-30 && to > start-30 {
+				to = start - 30 // the last piece starts in the record before
+			}
+			v, err := m.ReadStream(from, int(to-from))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.AppendReplica(from, v.Data); err != nil {
+				t.Fatalf("AppendReplica(%d, %d bytes): %v", from, len(v.Data), err)
+			}
+			v.Release()
+			from = to
+		}
+		if r.MaxOffset() != start || r.ReplicaOffset() != cut {
+			t.Fatalf("cut at %d: MaxOffset %d ReplicaOffset %d, want %d and %d", cut, r.MaxOffset(), r.ReplicaOffset(), start, cut)
+		}
+		// What the slave compares with its master on a reconnect is the
+		// master's bytes, the held ones included.
+		own, err := r.ReadReplica(start-5, int(cut-start+5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs, err := m.ReadStream(start-5, int(cut-start+5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(own.Data, theirs.Data) {
+			t.Fatalf("cut at %d: ReadReplica gives bytes other than the master's", cut)
+		}
+		own.Release()
+		theirs.Release()
+		image, err := os.ReadFile(segPath(dir, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		killed := testConfig(t, replicaTestSegment)
+		killed.Replica = true
+		if err := os.MkdirAll(filepath.Dir(segPath(killed.Dir, 0)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(segPath(killed.Dir, 0), image, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		markAbort(t, killed.Dir)
+		k := mustOpen(t, killed)
+		if k.MaxOffset() != start {
+			k.Close()
+			t.Fatalf("cut at byte %d of a %d-byte record: the killed slave recovered to %d, want the record's start %d", cut-start, end-start, k.MaxOffset(), start)
+		}
+		for i, off := range starts[:2] {
+			mv, err := m.ReadRecord(off)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kv, err := k.ReadRecord(off)
+			if err != nil {
+				t.Fatalf("cut at %d: record %d of the killed slave: %v", cut, i, err)
+			}
+			if !bytes.Equal(mv.Data, kv.Data) {
+				t.Fatalf("cut at %d: record %d of the killed slave differs from the master's", cut, i)
+			}
+			mv.Release()
+			kv.Release()
+		}
+		k.Close()
+	}
 }
