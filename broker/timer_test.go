@@ -252,3 +252,23 @@ func TestTimerMessagesDueTogetherReachTheirLightQueues(t *testing.T) {
 		t.Fatalf("the light queue holds %d of the 3 delivered timer messages", len(got))
 	}
 }
+
+// A producer's TIMER_DELAY_MS=1000 on a broker with timerPrecisionMs=1000
+// (the default) is stored in its topic no earlier than 1 s after the
+// send, as with Apache RocketMQ (TimerMessageStore reads slot TIMER_OUT_MS
+// once now rounded down has passed it), though TIMER_OUT_MS is the send
+// time plus 1 s rounded down to the second.
+func TestTimerDelayMsIsStoredNoEarlierThanAsked(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"timerPrecisionMs": "1000"})
+	c := b.client(nil)
+	// Send late in a second, so that the floor is far below the asked time.
+	for time.Now().UnixMilli()%1000 < 800 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	sentAt := time.Now().UnixMilli()
+	mustSend(t, c, "TmEarly", 0, "early", "UNIQ_KEY\x01EARLY-1\x02TIMER_DELAY_MS\x011000\x02")
+	got := waitDelivered(t, b, c, "TmEarly", 0, 1)
+	if d := got[0].StoreTimestamp - sentAt; d < 1000 {
+		t.Fatalf("TIMER_DELAY_MS=1000 stored in its topic %d ms after the send", d)
+	}
+}

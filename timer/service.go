@@ -48,6 +48,9 @@ type Service struct {
 	// when unset).
 	enqueued func(topic string, dueAfterBirth time.Duration)
 	dequeued func(topic string)
+	// precisionMs is Options.Precision: an entry is due once now passes
+	// its TIMER_OUT_MS by it.
+	precisionMs int64
 
 	// progress reads the timer progress of the Apache RocketMQ store the
 	// index was opened on, once, for the first parked message dispatched.
@@ -122,11 +125,12 @@ func (s *Service) setWatermark(committed int64) {
 
 // DeliveredBefore is a time before which the parked messages the service
 // indexed were delivered: the earliest entry still waiting from the
-// rounds' cursor on, else the cursor, else now. It is RocketMQ's
+// rounds' cursor on, else the cursor, else now less the precision (the
+// slot now falls in is read once it has passed). It is RocketMQ's
 // lastReadTimeMs, which a RocketMQ slave copies from its master.
 func (s *Service) DeliveredBefore(now time.Time) (int64, error) {
 	w := s.Watermark()
-	t := now.UnixMilli()
+	t := now.UnixMilli() - s.precisionMs // the slot of now is not read yet
 	if w.CursorMs > 0 {
 		t = min(t, w.CursorMs)
 	}
@@ -200,6 +204,12 @@ type Options struct {
 	// broker's timer metrics). Dequeued sees every delivered one.
 	Enqueued func(topic string, dueAfterBirth time.Duration)
 	Dequeued func(topic string)
+	// Precision is timerPrecisionMs (Config.Precision; default 1 s). A
+	// message parked at TIMER_OUT_MS is delivered once now reaches
+	// TIMER_OUT_MS plus the precision, as RocketMQ reads a wheel slot only
+	// after its time has passed: never before the time asked for (Park
+	// rounds TIMER_OUT_MS down by up to one precision).
+	Precision time.Duration
 }
 
 // New returns a timer service over the index's timer keyspace.
@@ -215,7 +225,11 @@ func New(timers *kvindex.Timers, store Store, opts Options, log zerolog.Logger) 
 	if dequeued == nil {
 		dequeued = func(string) {}
 	}
-	return &Service{timers: timers, store: store, progress: opts.Progress, queueProgress: opts.QueueProgress,
+	precision := opts.Precision
+	if precision <= 0 {
+		precision = DefaultConfig().Precision
+	}
+	return &Service{timers: timers, store: store, progress: opts.Progress, queueProgress: opts.QueueProgress, precisionMs: precision.Milliseconds(),
 		dispatched: opts.Dispatched, paused: paused, now: time.Now, takenIn: math.MaxInt64, maxLate: maxLate,
 		enqueued: enqueued, dequeued: dequeued, log: log.With().Str("component", "timer").Logger()}
 }
@@ -307,7 +321,7 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 	for ctx.Err() == nil {
 		now := s.now()
 		committed := s.lowerCursor()
-		due, err := s.timers.DueFrom(s.cursorMs, s.cursorPhy, now.UnixMilli(), deliverBatch)
+		due, err := s.timers.DueFrom(s.cursorMs, s.cursorPhy, now.UnixMilli()-s.precisionMs, deliverBatch)
 		if err != nil {
 			return delivered, err
 		}

@@ -685,3 +685,49 @@ func TestCancelBeyondAFullBatchOfItsTime(t *testing.T) {
 		t.Fatalf("entries left after the round: %v", p)
 	}
 }
+
+// A parked message is never delivered before the time it asked for: Park
+// rounds TIMER_OUT_MS down by up to one precision (RocketMQ's wheel
+// slot), and a round takes an entry only once now has passed its slot, as
+// RocketMQ's TimerMessageStore reads slot TIMER_OUT_MS only while it is
+// below currWriteTimeMs (now rounded down). It is delivered at the end of
+// its slot.
+func TestATimerMessageIsNeverDeliveredBeforeItsTime(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		sentMs      int64
+		props       string
+		askedMs     int64 // the time the producer asked for
+		deliveredMs int64 // the first time a round takes it
+	}{
+		{"deliver at a whole second", base, "TIMER_DELIVER_MS\x01" + strconv.FormatInt(base+5000, 10), base + 5000, base + 5000},
+		{"deliver within a second", base, "TIMER_DELIVER_MS\x01" + strconv.FormatInt(base+5500, 10), base + 5500, base + 6000},
+		{"one second's delay sent late in a second", base + 999, "TIMER_DELAY_SEC\x011", base + 1999, base + 2000},
+		{"a delay in ms", base + 250, "TIMER_DELAY_MS\x011000", base + 1250, base + 2000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.nowMs.Store(c.sentMs)
+			m := &commitlog.Message{Topic: "Orders", QueueID: 1, BornTimestamp: c.sentMs, Body: []byte("b"),
+				Properties: "UNIQ_KEY\x01E\x02" + c.props + "\x02"}
+			if ok, err := Park(m, time.UnixMilli(c.sentMs), DefaultConfig()); err != nil || !ok {
+				t.Fatalf("park: %v %v", ok, err)
+			}
+			f.appendParked(m, "E")
+			f.caughtUp()
+			for _, at := range []int64{c.askedMs - 1000, c.askedMs - 1, c.deliveredMs - 1} {
+				if at < c.sentMs {
+					continue
+				}
+				f.nowMs.Store(at)
+				if n := f.roundOK(); n != 0 {
+					t.Fatalf("asked for %d, delivered at %d", c.askedMs, at)
+				}
+			}
+			f.nowMs.Store(c.deliveredMs)
+			if n := f.roundOK(); n != 1 {
+				t.Fatalf("asked for %d: a round at %d delivered %d messages, want 1", c.askedMs, c.deliveredMs, n)
+			}
+		})
+	}
+}
