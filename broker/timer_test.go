@@ -83,8 +83,8 @@ func TestTimerMessagesRefused(t *testing.T) {
 	if r := sendV2(t, oc, "TmR", 0, "x", "TIMER_DELAY_SEC\x015\x02"); r.Code != remoting.SystemError {
 		t.Errorf("timer message with timerWheelEnable=false answered %d %s", r.Code, r.Remark)
 	}
-	if r := sendV2(t, oc, "TmR", 0, "x", "TIMER_DELAY_SEC\x010\x02"); r.Code != remoting.Success {
-		t.Errorf("a timer message already due with timerWheelEnable=false answered %d %s", r.Code, r.Remark)
+	if r := sendV2(t, oc, "TmR", 0, "x", "TIMER_DELAY_SEC\x010\x02"); r.Code != remoting.SystemError {
+		t.Errorf("a timer message already due with timerWheelEnable=false answered %d %s, want SYSTEM_ERROR as RocketMQ's WHEEL_TIMER_NOT_ENABLE", r.Code, r.Remark)
 	}
 	if got := pullAll(t, b, c, "TmR", 0); len(got) != 0 {
 		t.Fatalf("refused timer messages were stored: %d", len(got))

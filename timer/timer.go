@@ -109,6 +109,11 @@ func Park(m *commitlog.Message, now time.Time, cfg Config) (bool, error) {
 	if _, ok := commitlog.LookupProperty(m.Properties, PropOutMs); ok {
 		return false, nil
 	}
+	if !cfg.Enable && hasTimerProperty(m.Properties) {
+		// RocketMQ refuses it before reading the time (HookUtils:
+		// WHEEL_TIMER_NOT_ENABLE), whatever the time says.
+		return false, ErrDisabled
+	}
 	deliverMs, ok, err := deliveryTime(m.Properties, now.UnixMilli())
 	if err != nil || !ok {
 		return false, err
@@ -119,9 +124,6 @@ func Park(m *commitlog.Message, now time.Time, cfg Config) (bool, error) {
 			return false, ErrCancelTooLate
 		}
 		return false, nil
-	}
-	if !cfg.Enable {
-		return false, ErrDisabled
 	}
 	if deliverMs-nowMs > cfg.MaxDelay.Milliseconds() {
 		return false, fmt.Errorf("%w %dms", ErrTooLate, cfg.MaxDelay.Milliseconds())
@@ -139,6 +141,17 @@ func Park(m *commitlog.Message, now time.Time, cfg Config) (bool, error) {
 	m.Topic = meta.TimerTopic
 	m.QueueID = 0
 	return true, nil
+}
+
+// hasTimerProperty reports whether props ask for a delivery time
+// (TIMER_DELAY_SEC, TIMER_DELAY_MS or TIMER_DELIVER_MS).
+func hasTimerProperty(props string) bool {
+	for _, name := range []string{PropDelaySec, PropDelayMs, PropDeliverMs} {
+		if _, ok := commitlog.LookupProperty(props, name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // deliveryTime reads TIMER_DELAY_SEC, TIMER_DELAY_MS or TIMER_DELIVER_MS,

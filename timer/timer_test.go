@@ -39,7 +39,11 @@ func TestPark(t *testing.T) {
 		{name: "just within the max delay", props: base + "TIMER_DELAY_SEC\x01259200\x02", parked: true, outMs: "1700259200000"},
 		{name: "past the max delay", props: base + "TIMER_DELAY_MS\x01259200001\x02", err: ErrTooLate},
 		{name: "disabled", props: base + "TIMER_DELAY_SEC\x015\x02", cfg: Config{Enable: false, Precision: time.Second, MaxDelay: time.Hour}, err: ErrDisabled},
-		{name: "disabled, time already come", props: base + "TIMER_DELAY_SEC\x010\x02", cfg: Config{Enable: false, Precision: time.Second, MaxDelay: time.Hour}},
+		// RocketMQ refuses any timer property on a broker without the
+		// wheel, before it reads the time (HookUtils.handleScheduleMessage).
+		{name: "disabled, time already come", props: base + "TIMER_DELAY_SEC\x010\x02", cfg: Config{Enable: false, Precision: time.Second, MaxDelay: time.Hour}, err: ErrDisabled},
+		{name: "disabled, a time in the past", props: base + "TIMER_DELIVER_MS\x011\x02", cfg: Config{Enable: false, Precision: time.Second, MaxDelay: time.Hour}, err: ErrDisabled},
+		{name: "disabled, not a number", props: base + "TIMER_DELAY_MS\x01soon\x02", cfg: Config{Enable: false, Precision: time.Second, MaxDelay: time.Hour}, err: ErrDisabled},
 		{name: "not a number", props: base + "TIMER_DELAY_SEC\x01soon\x02", err: ErrBadTime},
 		{name: "negative delay: come, stored at once as RocketMQ", props: base + "TIMER_DELAY_MS\x01-5\x02"},
 		{name: "negative time", props: base + "TIMER_DELIVER_MS\x01-1\x02"},
