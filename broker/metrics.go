@@ -174,18 +174,20 @@ func (b *Broker) countDLQ(msgs []*commitlog.Message) {
 	}
 }
 
-// messageTypeOf is RocketMQ's TopicMessageType of a send's properties.
+// messageTypeOf is RocketMQ's TopicMessageType of a send's properties
+// (BrokerMetricsManager.getMessageType): a prepared transaction, else a
+// message group's (FIFO), else one with a delivery time or delay level.
 func messageTypeOf(props string) string {
-	if v, _ := commitlog.LookupProperty(props, txn.PropTransactionPrepared); v == "true" {
+	if v, _ := commitlog.LookupProperty(props, txn.PropTransactionPrepared); strings.EqualFold(v, "true") {
 		return metrics.TypeTransaction
-	}
-	for _, k := range []string{propDelay, timer.PropDeliverMs, timer.PropDelaySec, timer.PropDelayMs} {
-		if _, ok := commitlog.LookupProperty(props, k); ok {
-			return metrics.TypeDelay
-		}
 	}
 	if _, ok := commitlog.LookupProperty(props, "__SHARDINGKEY"); ok {
 		return metrics.TypeFIFO
+	}
+	for _, k := range []string{"__STARTDELIVERTIME", propDelay, timer.PropDeliverMs, timer.PropDelaySec, timer.PropDelayMs} {
+		if _, ok := commitlog.LookupProperty(props, k); ok {
+			return metrics.TypeDelay
+		}
 	}
 	return metrics.TypeNormal
 }

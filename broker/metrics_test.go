@@ -413,3 +413,28 @@ func TestTimerMetrics(t *testing.T) {
 		t.Errorf("seconds behind with nothing due: %v, want 0", got)
 	}
 }
+
+// A send's message_type label is RocketMQ's (BrokerMetricsManager.
+// getMessageType): a prepared transaction first (TRAN_MSG read as Java's
+// Boolean.parseBoolean), then a message group (FIFO), then a delivery
+// time or delay level of any kind, __STARTDELIVERTIME included.
+func TestMessageTypeOfASendIsRocketMQs(t *testing.T) {
+	for _, c := range []struct{ props, want string }{
+		{"", metrics.TypeNormal},
+		{"TAGS\x01a\x02", metrics.TypeNormal},
+		{"TRAN_MSG\x01true\x02", metrics.TypeTransaction},
+		{"TRAN_MSG\x01TRUE\x02DELAY\x013\x02", metrics.TypeTransaction},
+		{"TRAN_MSG\x01false\x02", metrics.TypeNormal},
+		{"__SHARDINGKEY\x01k\x02", metrics.TypeFIFO},
+		{"__SHARDINGKEY\x01k\x02TIMER_DELAY_SEC\x015\x02", metrics.TypeFIFO},
+		{"__STARTDELIVERTIME\x011700000005000\x02", metrics.TypeDelay},
+		{"DELAY\x013\x02", metrics.TypeDelay},
+		{"TIMER_DELIVER_MS\x011700000005000\x02", metrics.TypeDelay},
+		{"TIMER_DELAY_SEC\x015\x02", metrics.TypeDelay},
+		{"TIMER_DELAY_MS\x015000\x02", metrics.TypeDelay},
+	} {
+		if got := messageTypeOf(c.props); got != c.want {
+			t.Errorf("%q: message_type %q, want %q", c.props, got, c.want)
+		}
+	}
+}
