@@ -502,7 +502,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 		// The dispatcher indexes parked messages before the exporter starts.
 		Enqueued:  func(topic string, d time.Duration) { b.timerMetrics.Load().TimerEnqueued(topic, d) },
 		Dequeued:  func(topic string) { b.timerMetrics.Load().TimerDequeued(topic) },
-		Precision: b.timerCfg.Precision}, b.root)
+		Precision: b.timerCfg.Precision, RollWindow: b.timerCfg.RollWindow}, b.root)
 	if b.cfg.EnableCompaction {
 		if b.compaction, err = openCompaction(db); err != nil {
 			return err

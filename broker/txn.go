@@ -30,7 +30,8 @@ func timerConfig(cfg configs.Broker) timer.Config {
 			p = c
 		}
 	}
-	return timer.Config{Enable: cfg.TimerWheelEnable, Precision: p, MaxDelay: cfg.TimerMaxDelay}
+	roll := time.Duration(cfg.TimerRollWindowSlot) * p
+	return timer.Config{Enable: cfg.TimerWheelEnable, Precision: p, MaxDelay: cfg.TimerMaxDelay, RollWindow: roll}
 }
 
 // recordStore gives the transaction and timer services the broker's

@@ -244,6 +244,11 @@ type Broker struct {
 	// TimerMaxDelay is timerMaxDelaySec: timer messages due later are
 	// refused.
 	TimerMaxDelay time.Duration
+	// TimerRollWindowSlot is timerRollWindowSlot (in slots of
+	// TimerPrecision; default two days' worth): a timer message due
+	// further ahead of its store time is parked again (rolled) within
+	// that window, so CommitLog retention keeps a copy until it is due.
+	TimerRollWindowSlot int
 
 	// Store.
 	StorePathRootDir string

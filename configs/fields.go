@@ -132,6 +132,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("enableCompaction", "true", func(b *Broker) *bool { return &b.EnableCompaction }),
 	millisRange("timerPrecisionMs", "1000", 1, func(b *Broker) *time.Duration { return &b.TimerPrecision }),
 	seconds("timerMaxDelaySec", "259200", func(b *Broker) *time.Duration { return &b.TimerMaxDelay }),
+	intRange("timerRollWindowSlot", "172800", 2, 1<<31-1, func(b *Broker) *int { return &b.TimerRollWindowSlot }),
 
 	str("storePathRootDir", DefaultStoreRoot(), func(b *Broker) *string { return &b.StorePathRootDir }),
 	commitLogPath("storePathCommitLog", func(b *Broker) *string { return &b.StorePathCommitLog }),

@@ -142,7 +142,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertInt[Broker]("timerFlushIntervalMs", "parked timer messages are keys of the index, written durably with it (indexWalSync); there are no timerlog, timerwheel or checkpoint files to flush"),
 	inertInt[Broker]("timerMetricSmallThreshold", "rocketkv keeps no per-topic counts of waiting timer messages (GET_TIMER_METRICS answers an empty table), so there are none to revise"),
 	inertInt[Broker]("timerProgressLogIntervalMs", "no periodic timer progress log line; delivery failures are logged as they happen"),
-	inertInt[Broker]("timerRollWindowSlot", "no timing wheel: any delay up to timerMaxDelaySec is one index key, so nothing is rolled through the wheel again"),
 	inertBool[Broker]("timerSkipUnknownError", "timer messages are not skipped on errors: a read or put that fails for a passing reason is retried the next round; only a record that is damaged or gone, or that can never be stored, is dropped with a log line"),
 	inertBool[Broker]("timerWarmEnable", "RocketMQ 5.3 declares it but nothing reads it"),
 	inertInt[Broker]("topicQueueLockNum", "queue offsets are assigned under the CommitLog append lock; there are no per-queue lock stripes to size"),

@@ -423,20 +423,24 @@
 //	value: size int32
 //
 // Written by the dispatcher, in the batch that indexes a record of
-// rmq_sys_wheel_timer, at the record's TIMER_OUT_MS. The delivery time
+// rmq_sys_wheel_timer, at the record's TIMER_OUT_MS, or at a roll point
+// when that is timerRollWindowSlot or more after the record's store time
+// (timer.Service.Hook). The delivery time
 // comes first, so the messages due are one range scan up to now, from
 // the position the last round left (moved back to entries indexed behind
 // it; from the keyspace's start after a restart or when too many were):
-// the timer re-puts each to its REAL_TOPIC and REAL_QID and deletes its
-// entry (one synced batch per round). A slave deletes the entries its
-// master's watermark says were delivered (Timers.ForgetDelivered), and
-// recovery those of records past a cut log's end (DropAbove). RocketMQ's
-// timerlog and timerwheel files, and their roll of delays beyond the
-// wheel, have no counterpart: any delay up to timerMaxDelaySec is one key
-// (a store migrated from RocketMQ can hold a message and its roll, with
-// TIMER_ROLL_TIMES, at one time: the timer delivers it once). An entry
-// whose record left the CommitLog is dropped when it comes due (as in
-// RocketMQ, a fileReservedTime shorter than the delay loses the message).
+// the timer re-puts each to its REAL_TOPIC and REAL_QID (at a roll point:
+// to rmq_sys_wheel_timer again, TIMER_ROLL_TIMES counted up, so that a
+// record of it stays younger than fileReservedTime, as RocketMQ rolls it)
+// and deletes its entry (one synced batch per round). A slave deletes the
+// entries its master's watermark says were delivered
+// (Timers.ForgetDelivered), and recovery those of records past a cut
+// log's end (DropAbove). RocketMQ's timerlog and timerwheel files have no
+// counterpart (a store migrated from RocketMQ, or a crash between a roll
+// and its entry's deletion, can hold a message and its roll at one time:
+// the timer delivers it once). An entry whose record left the CommitLog
+// is dropped when it comes due (a forced deletion of a nearly full disk
+// can lose a parked message, in RocketMQ too).
 // The entries are derivable, but which were delivered is recorded only by
 // their deletion: re-dispatching records already delivered (after a crash
 // right after their dispatch) delivers them again, at least once.

@@ -20,8 +20,8 @@ const (
 // TimerEntry is a timer message waiting for its delivery time (keyspace
 // 0x70): the record parked in rmq_sys_wheel_timer.
 type TimerEntry struct {
-	// DeliverMs is when the message is due, in Unix milliseconds
-	// (its TIMER_OUT_MS).
+	// DeliverMs is when the message is due, in Unix milliseconds (its
+	// TIMER_OUT_MS), or its roll point (timer.Service.Hook).
 	DeliverMs int64 `json:"deliverMs"`
 	// PhyOffset and Size locate the parked record in the CommitLog.
 	PhyOffset int64 `json:"phyOffset"`

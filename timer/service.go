@@ -17,6 +17,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
 )
 
 // Store is what the service needs of the broker's message store.
@@ -51,6 +52,8 @@ type Service struct {
 	// precisionMs is Options.Precision: an entry is due once now passes
 	// its TIMER_OUT_MS by it.
 	precisionMs int64
+	// rollWindowMs is Options.RollWindow (rollPoint).
+	rollWindowMs int64
 
 	// progress reads the timer progress of the Apache RocketMQ store the
 	// index was opened on, once, for the first parked message dispatched.
@@ -210,6 +213,10 @@ type Options struct {
 	// after its time has passed: never before the time asked for (Park
 	// rounds TIMER_OUT_MS down by up to one precision).
 	Precision time.Duration
+	// RollWindow is Config.RollWindow (default 2 days): a parked message
+	// due further ahead of its store time is indexed within it and, when
+	// that comes, parked again (rolled) instead of delivered.
+	RollWindow time.Duration
 }
 
 // New returns a timer service over the index's timer keyspace.
@@ -225,49 +232,84 @@ func New(timers *kvindex.Timers, store Store, opts Options, log zerolog.Logger) 
 	if dequeued == nil {
 		dequeued = func(string) {}
 	}
-	precision := opts.Precision
+	def := DefaultConfig()
+	precision, roll := opts.Precision, opts.RollWindow
 	if precision <= 0 {
-		precision = DefaultConfig().Precision
+		precision = def.Precision
 	}
-	return &Service{timers: timers, store: store, progress: opts.Progress, queueProgress: opts.QueueProgress, precisionMs: precision.Milliseconds(),
+	if roll <= 0 {
+		roll = def.RollWindow
+	}
+	return &Service{timers: timers, store: store, progress: opts.Progress, queueProgress: opts.QueueProgress,
+		precisionMs: precision.Milliseconds(), rollWindowMs: roll.Milliseconds(),
 		dispatched: opts.Dispatched, paused: paused, now: time.Now, takenIn: math.MaxInt64, maxLate: maxLate,
 		enqueued: enqueued, dequeued: dequeued, log: log.With().Str("component", "timer").Logger()}
 }
 
 // Hook is the dispatcher hook of rmq_sys_wheel_timer: it indexes each
 // parked message at its TIMER_OUT_MS (a record without a valid one is due
-// at once). In a store migrated from Apache RocketMQ 5, a message RocketMQ
-// had taken in (below its lastTimerQueueOffset) and that was due before
-// its timer progress was delivered there and is left out; one it had not
-// taken in is delivered, overdue or not, as RocketMQ would on restart.
+// at once), or, when that is a roll window or more after the record's
+// store time, at a roll point within the window (rollPoint), where the
+// delivery round parks it again. In a store migrated from Apache RocketMQ
+// 5, a message RocketMQ had taken in (below its lastTimerQueueOffset) and
+// that was due before its timer progress was delivered there and is left
+// out; one it had not taken in is delivered, overdue or not, as RocketMQ
+// would on restart.
 func (s *Service) Hook() kvindex.Hook {
 	return kvindex.HookFunc(func(w *pebble.Batch, m *commitlog.Message) error {
 		s.progressOnce.Do(s.readProgress)
-		due := m.StoreTimestamp
-		if v, ok := commitlog.LookupProperty(m.Properties, PropOutMs); ok {
-			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
-				due = n
-			}
-		}
+		due := parkedDue(m)
 		if due < s.deliveredTo && m.QueueOffset < s.takenIn {
 			return nil
 		}
-		if due <= s.now().Add(lateWindow).UnixMilli() || due < s.cursorAt.Load() {
+		at := rollPoint(due, m.StoreTimestamp, s.rollWindowMs)
+		if at <= s.now().Add(lateWindow).UnixMilli() || at < s.cursorAt.Load() {
 			s.lateMu.Lock()
 			if len(s.late) < s.maxLate {
-				s.late = append(s.late, kvindex.TimerEntry{DeliverMs: due, PhyOffset: m.PhyOffset})
+				s.late = append(s.late, kvindex.TimerEntry{DeliverMs: at, PhyOffset: m.PhyOffset})
 			} else {
 				s.lateLost, s.lateLostBelow = true, max(s.lateLostBelow, m.PhyOffset+1)
 			}
 			s.lateMu.Unlock()
 		}
-		if err := s.timers.Add(w, kvindex.TimerEntry{DeliverMs: due, PhyOffset: m.PhyOffset, Size: m.StoreSize}); err != nil {
+		if err := s.timers.Add(w, kvindex.TimerEntry{DeliverMs: at, PhyOffset: m.PhyOffset, Size: m.StoreSize}); err != nil {
 			return err
 		}
-		topic, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyRealTopic)
-		s.enqueued(topic, time.Duration(due-m.BornTimestamp)*time.Millisecond)
+		if _, rolled := commitlog.LookupProperty(m.Properties, PropRollTimes); !rolled {
+			topic, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyRealTopic)
+			s.enqueued(topic, time.Duration(due-m.BornTimestamp)*time.Millisecond)
+		}
 		return nil
 	})
+}
+
+// parkedDue is when a parked record is due: its TIMER_OUT_MS, else (no
+// valid one) its store time.
+func parkedDue(m *commitlog.Message) int64 {
+	if v, ok := commitlog.LookupProperty(m.Properties, PropOutMs); ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			return n
+		}
+	}
+	return m.StoreTimestamp
+}
+
+// rollPoint is where a record stored at stored and due at due is indexed:
+// at due when that is less than a roll window after stored; else at a roll
+// point within the window, where it is parked again (a fresh record that
+// CommitLog retention keeps), as RocketMQ's TimerMessageStore.doEnqueue
+// rolls it: half a window after stored when the rest after one window
+// would be under a third of a window, else a whole window after stored.
+// It depends on the record alone, so a slave and a re-dispatch index the
+// same key.
+func rollPoint(due, stored, window int64) int64 {
+	if window <= 0 || due-stored < window {
+		return due
+	}
+	if due-stored-window < window/3 {
+		return stored + window/2
+	}
+	return stored + window
 }
 
 // readProgress reads the migrated store's timer progress, once.
@@ -363,7 +405,8 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 		key string
 	}
 	cancelled := map[timeKey]bool{}
-	rolled := map[string]bool{} // cancel keys of messages RocketMQ rolled
+	rolled := map[string]bool{}                  // cancel keys of messages RocketMQ rolled
+	outs := make([]*commitlog.Message, len(due)) // nil: nothing to put
 	for i, e := range due {
 		m, ok, err := s.store.Read(e.PhyOffset)
 		if commitlog.NoRecordAt(err) {
@@ -375,6 +418,12 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 		}
 		if !ok {
 			s.log.Warn().Int64("phyOffset", e.PhyOffset).Msg("timer message gone from the CommitLog before its time; dropped")
+			continue
+		}
+		if parkedDue(&m) > e.DeliverMs {
+			// A roll point (Hook): parked again, a cancel too, even when
+			// overdue by now, so that it meets its cancel at its time.
+			outs[i] = rolledCopy(&m)
 			continue
 		}
 		if key, ok := commitlog.LookupProperty(m.Properties, PropDeleteKey); ok {
@@ -391,7 +440,6 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 	// migrated from it can hold a message twice, at one delivery time:
 	// only the first is delivered.
 	delivering := map[string]bool{}
-	outs := make([]*commitlog.Message, len(due)) // nil: nothing to deliver
 	for i, e := range due {
 		m := parked[i]
 		if m != nil && rolled[cancelKey(m)] {
@@ -445,7 +493,9 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 			entries[j] = due[i]
 		}
 		done, n, err := s.put(ctx, entries, r.msgs)
-		delivered += n
+		if r.msgs[0].Topic != meta.TimerTopic {
+			delivered += n // not rolls
+		}
 		for _, i := range r.idx[:done] {
 			handled[i] = true
 		}
@@ -485,7 +535,9 @@ func (s *Service) put(ctx context.Context, entries []kvindex.TimerEntry, msgs []
 	err = s.store.PutBatch(ctx, msgs)
 	if err == nil {
 		for _, m := range msgs {
-			s.dequeued(m.Topic)
+			if m.Topic != meta.TimerTopic { // a roll stays parked
+				s.dequeued(m.Topic)
+			}
 		}
 		return len(msgs), len(msgs), nil
 	}
@@ -611,6 +663,30 @@ func cancelKey(parked *commitlog.Message) string {
 	topic, _ := commitlog.LookupProperty(parked.Properties, commitlog.PropertyRealTopic)
 	uniq, _ := commitlog.LookupProperty(parked.Properties, commitlog.PropertyUniqID)
 	return topic + "+" + uniq
+}
+
+// rolledCopy is a parked record parked again at a roll point: the same
+// message in the timer topic, TIMER_OUT_MS kept, TIMER_ROLL_TIMES counted
+// up (RocketMQ's name and count).
+func rolledCopy(parked *commitlog.Message) *commitlog.Message {
+	times := 1
+	if v, ok := commitlog.LookupProperty(parked.Properties, PropRollTimes); ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 && n < math.MaxInt32 {
+			times = n + 1
+		}
+	}
+	return &commitlog.Message{
+		Topic:                     parked.Topic,
+		QueueID:                   parked.QueueID,
+		Flag:                      parked.Flag,
+		SysFlag:                   parked.SysFlag,
+		BornTimestamp:             parked.BornTimestamp,
+		BornHost:                  parked.BornHost,
+		ReconsumeTimes:            parked.ReconsumeTimes,
+		PreparedTransactionOffset: parked.PreparedTransactionOffset,
+		Body:                      parked.Body,
+		Properties:                commitlog.RewriteProperties(parked.Properties, nil, [2]string{PropRollTimes, strconv.Itoa(times)}),
+	}
 }
 
 // errDropped marks a parked message that cannot be delivered.

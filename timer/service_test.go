@@ -96,9 +96,10 @@ func tooLarge(_ int, msgs []*commitlog.Message) error {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{t: t, st: storetest.Open(t)}
-	f.log, f.db = f.st.Log, f.st.DB
+	f := &fixture{t: t}
 	f.nowMs.Store(base)
+	f.st = storetest.OpenWithClock(t, func() time.Time { return time.UnixMilli(f.nowMs.Load()) })
+	f.log, f.db = f.st.Log, f.st.DB
 	f.store = &fakeStore{f: f, Offsets: storetest.Offsets{}}
 	f.svc = New(f.db.Timers(), f.store, Options{Dispatched: func() int64 { return f.disp.Dispatched() }}, zerolog.Nop())
 	f.svc.now = func() time.Time { return time.UnixMilli(f.nowMs.Load()) }
@@ -729,5 +730,99 @@ func TestATimerMessageIsNeverDeliveredBeforeItsTime(t *testing.T) {
 				t.Fatalf("asked for %d: a round at %d delivered %d messages, want 1", c.askedMs, c.deliveredMs, n)
 			}
 		})
+	}
+}
+
+// rollPoint follows RocketMQ's TimerMessageStore.doEnqueue: a message due
+// a roll window or more after its store time is indexed within the
+// window, half of it when the rest after one window would be under a
+// third of a window.
+func TestRollPoint(t *testing.T) {
+	const day = int64(24 * time.Hour / time.Millisecond)
+	window := 2 * day
+	for _, c := range []struct{ due, stored, window, want int64 }{
+		{due: 5 * day, stored: 0, window: window, want: 2 * day},         // 3 days past the window
+		{due: 2*day + 1000, stored: 0, window: window, want: day},        // just past it: half a window
+		{due: 2*day + 2*day/3 - 1, stored: 0, window: window, want: day}, // under a third of a window past it
+		{due: 2*day + 2*day/3, stored: 0, window: window, want: 2 * day}, // a third past it
+		{due: 2*day - 1, stored: 0, window: window, want: 2*day - 1},     // within the window: its time
+		{due: 10 * day, stored: 3 * day, window: window, want: 5 * day},  // from the store time
+		{due: 1000, stored: 5000, window: window, want: 1000},            // overdue when stored
+		{due: 7 * day, stored: 0, window: 0, want: 7 * day},              // no window
+	} {
+		if got := rollPoint(c.due, c.stored, c.window); got != c.want {
+			t.Errorf("rollPoint(%d, %d, %d) = %d, want %d", c.due, c.stored, c.window, got, c.want)
+		}
+	}
+}
+
+// A message parked for longer than CommitLog retention keeps (here due in
+// 5 days, past a fileReservedTime of 72 h) is parked again at its roll
+// points (every 2 days at most), as RocketMQ rolls it through its wheel:
+// when retention deletes the segment of the first record, a copy in a
+// newer one is delivered, once, at its time.
+func TestALongDelayedMessageIsRolledPastRetention(t *testing.T) {
+	f := newFixture(t)
+	const day = 24 * time.Hour
+	due := base + int64(5*day/time.Millisecond)
+	m := &commitlog.Message{Topic: "Orders", QueueID: 1, BornTimestamp: base, Body: []byte("long"),
+		Properties: "UNIQ_KEY\x01LONG\x02TIMER_DELIVER_MS\x01" + strconv.FormatInt(due, 10) + "\x02"}
+	if ok, err := Park(m, time.UnixMilli(base), Config{Enable: true, Precision: time.Second, MaxDelay: 7 * day}); err != nil || !ok {
+		t.Fatalf("park: %v %v", ok, err)
+	}
+	first := f.appendParked(m, "LONG")
+	// Other traffic moves the log past the first segment.
+	for i := range 6 {
+		big := &commitlog.Message{Topic: "Other", Body: make([]byte, 300<<10), Properties: "UNIQ_KEY\x01o" + strconv.Itoa(i) + "\x02"}
+		if _, err := f.log.Append(context.Background(), commitlog.AppendRequest{Message: big, Assigner: f.store}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.caughtUp()
+	rolls := func() []*commitlog.Message {
+		var got []*commitlog.Message
+		for _, b := range f.store.batches() {
+			for _, m := range b {
+				if m.Topic == meta.TimerTopic {
+					got = append(got, m)
+				}
+			}
+		}
+		return got
+	}
+	// Two days after it was parked it is parked again, not delivered.
+	f.nowMs.Store(base + int64(2*day/time.Millisecond) + 1000)
+	if n := f.roundOK(); n != 0 {
+		t.Fatalf("a message due in 5 days was delivered after 2: %d", n)
+	}
+	if r := rolls(); len(r) != 1 || r[0].Properties != commitlog.RewriteProperties(m.Properties, nil, [2]string{PropRollTimes, "1"}) || string(r[0].Body) != "long" {
+		t.Fatalf("after 2 days: parked again %d times (%v), want once with TIMER_ROLL_TIMES 1 and the rest as parked", len(r), r)
+	}
+	f.caughtUp()
+	// Retention deletes the first record's segment a day later (it ages
+	// segments by their files' times: the real clock's).
+	if n, err := f.log.DeleteExpired(time.Now().Add(3*day+time.Hour), false); err != nil || n == 0 {
+		t.Fatalf("retention deleted %d segments: %v", n, err)
+	}
+	if _, ok, _ := f.store.Read(first.phy); ok {
+		t.Fatal("the first record is still readable after retention")
+	}
+	// Two days after the roll: parked again (1 day left, within the window).
+	f.nowMs.Store(base + int64(4*day/time.Millisecond) + 2000)
+	if n := f.roundOK(); n != 0 || len(rolls()) != 2 {
+		t.Fatalf("4 days after parking: %d delivered, parked again %d times in all, want 0 and 2", n, len(rolls()))
+	}
+	f.caughtUp()
+	f.nowMs.Store(due - 1)
+	if n := f.roundOK(); n != 0 {
+		t.Fatalf("delivered %d a millisecond before its time", n)
+	}
+	f.nowMs.Store(due)
+	if n := f.roundOK(); n != 1 {
+		t.Fatalf("at its time: delivered %d, want 1", n)
+	}
+	f.nowMs.Store(due + int64(day/time.Millisecond))
+	if n := f.roundOK(); n != 0 || len(rolls()) != 2 {
+		t.Fatalf("a day later: %d more delivered, %d rolls, want 0 and 2", n, len(rolls()))
 	}
 }

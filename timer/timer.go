@@ -59,11 +59,16 @@ type Config struct {
 	// MaxDelay is timerMaxDelaySec (default 3 days): a message due later
 	// is refused.
 	MaxDelay time.Duration
+	// RollWindow is timerRollWindowSlot slots of Precision (default 2
+	// days): a parked message due further ahead of its store time is
+	// parked again within it (Service.Hook), as RocketMQ rolls it through
+	// its wheel, so retention (fileReservedTime) keeps a copy of it.
+	RollWindow time.Duration
 }
 
 // DefaultConfig returns RocketMQ's defaults.
 func DefaultConfig() Config {
-	return Config{Enable: true, Precision: time.Second, MaxDelay: 72 * time.Hour}
+	return Config{Enable: true, Precision: time.Second, MaxDelay: 72 * time.Hour, RollWindow: 48 * time.Hour}
 }
 
 func (c Config) withDefaults() Config {
@@ -73,6 +78,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxDelay <= 0 {
 		c.MaxDelay = def.MaxDelay
+	}
+	if c.RollWindow <= 0 {
+		c.RollWindow = def.RollWindow
 	}
 	return c
 }

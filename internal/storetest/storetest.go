@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -34,6 +35,13 @@ type Store struct {
 // Open opens a new store in a fresh temporary directory of t.
 func Open(t testing.TB) *Store {
 	t.Helper()
+	return OpenWithClock(t, nil)
+}
+
+// OpenWithClock is Open with now as the CommitLog's clock for store
+// timestamps and retention (nil: time.Now).
+func OpenWithClock(t testing.TB, now func() time.Time) *Store {
+	t.Helper()
 	s := &Store{Dir: t.TempDir()}
 	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(s.Dir, "kvindex"), Logger: zerolog.Nop()})
 	if err != nil {
@@ -44,6 +52,7 @@ func Open(t testing.TB) *Store {
 	cfg.SegmentSize = SegmentSize
 	cfg.StoreHost = StoreHost
 	cfg.Logger = zerolog.Nop()
+	cfg.Now = now
 	if s.Log, err = commitlog.Open(cfg); err != nil {
 		_ = db.Close()
 		t.Fatalf("open the CommitLog: %v", err)
