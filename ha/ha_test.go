@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -532,5 +533,63 @@ func TestUnrelatedLogsAreRefusedForGood(t *testing.T) {
 	}
 	if r.ReplicaOffset() != end {
 		t.Fatalf("the slave took the master's bytes: end %d, was %d", r.ReplicaOffset(), end)
+	}
+}
+
+// failingListener is a listener whose first fails Accepts fail as when the
+// process is out of file descriptors.
+type failingListener struct {
+	net.Listener
+	fails atomic.Int32
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	if l.fails.Add(-1) >= 0 {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: syscall.EMFILE}
+	}
+	return l.Listener.Accept()
+}
+
+// A master whose accepts fail for a while (EMFILE on a broker with many
+// client connections) takes slaves again once they succeed, as RocketMQ's
+// HA accept loop logs and goes on: giving up left the port open with no
+// one serving it, and a SYNC_MASTER timing out every send until a
+// restart.
+func TestTheMasterAcceptsSlavesAgainAfterFailedAccepts(t *testing.T) {
+	m := openLog(t, t.TempDir(), false)
+	defer m.Close()
+	appendN(t, m, 0, 20)
+	var ln *failingListener
+	hb, hk := fast()
+	s := NewServer(ServerConfig{Addr: "127.0.0.1:0", Log: m, HeartbeatInterval: hb, HousekeepingInterval: hk,
+		TransferBatchSize: 5000, Logger: zerolog.Nop(),
+		Listen: func(addr string) (net.Listener, error) {
+			l, err := net.Listen("tcp", addr)
+			if err != nil {
+				return nil, err
+			}
+			ln = &failingListener{Listener: l}
+			ln.fails.Store(3)
+			return ln, nil
+		}})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := openLog(t, t.TempDir(), true)
+	defer r.Close()
+	var addr atomic.Value
+	addr.Store(s.Addr().String())
+	startClient(t, r, &addr)
+	deadline := time.Now().Add(30 * time.Second)
+	for r.MaxOffset() != m.MaxOffset() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no slave was served after %d failed accepts: replica end %d, master end %d",
+				3-max(ln.fails.Load(), 0), r.MaxOffset(), m.MaxOffset())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if ln.fails.Load() >= 0 {
+		t.Fatalf("only %d of the 3 failing accepts ran", 3-ln.fails.Load())
 	}
 }

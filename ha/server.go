@@ -62,6 +62,9 @@ type ServerConfig struct {
 	MaxBytesPerSecond int64
 	// Logger receives the server's events.
 	Logger zerolog.Logger
+	// Listen opens the listener on Addr (nil: net.Listen "tcp"); tests
+	// give one whose Accept fails.
+	Listen func(addr string) (net.Listener, error)
 }
 
 func (c ServerConfig) withDefaults() ServerConfig {
@@ -77,6 +80,9 @@ func (c ServerConfig) withDefaults() ServerConfig {
 	c.TransferBatchSize = min(c.TransferBatchSize, MaxTransferBody)
 	if c.MaxGapNotInSync <= 0 {
 		c.MaxGapNotInSync = DefaultMaxGapNotInSync
+	}
+	if c.Listen == nil {
+		c.Listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
 	}
 	return c
 }
@@ -146,7 +152,7 @@ func NewServer(cfg ServerConfig) *Server {
 
 // Start listens on the configured address and accepts slaves until Close.
 func (s *Server) Start() error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
+	ln, err := s.cfg.Listen(s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("ha: listen on %s (haListenPort): %w", s.cfg.Addr, err)
 	}
@@ -186,16 +192,35 @@ func (s *Server) Close() error {
 	return err
 }
 
+// Accept failures other than the listener's close (out of file
+// descriptors, a connection reset before it was taken) are retried after a
+// pause growing from minAcceptPause to maxAcceptPause, as RocketMQ's HA
+// accept loop logs and goes on: giving up would leave the port open with
+// no one taking its slaves until a restart.
+const (
+	minAcceptPause = 5 * time.Millisecond
+	maxAcceptPause = time.Second
+)
+
 func (s *Server) accept() {
 	defer s.wg.Done()
+	var pause time.Duration
 	for {
 		conn, err := s.ln.Accept()
 		if err != nil {
-			if s.ctx.Err() == nil {
-				s.log.Error().Err(err).Msg("HA accept failed; no more slaves are taken")
+			if s.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return
+			pause = min(max(2*pause, minAcceptPause), maxAcceptPause)
+			s.log.Error().Err(err).Dur("retryIn", pause).Msg("HA accept failed; accepting slaves again after a pause")
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-time.After(pause):
+			}
+			continue
 		}
+		pause = 0
 		if tc, ok := conn.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
