@@ -54,6 +54,8 @@ type Replica interface {
 	// MessageStart is RecordStart that steps back from a segment's blank
 	// filler to the message before it (commitlog.Log.MessageStart).
 	MessageStart(off int64) (int64, error)
+	// SegmentSize is the size of the replica's segments (the master's).
+	SegmentSize() int64
 }
 
 // ClientConfig configures a Client. Zero durations take the defaults.
@@ -97,6 +99,7 @@ type Client struct {
 	flow      rate        // bytes received
 	diverged  *Divergence // what the last comparison found, nil when it agreed
 	window    int64       // the next connection's VerifyWindow, widened while no agreement is found
+	narrowed  bool        // window was narrowed to the replica's last segment since the last agreement (check)
 }
 
 // Divergence is where a slave found its CommitLog to differ from its
@@ -307,12 +310,23 @@ func (c *Client) apply(r *transferReader, chk *tailCheck) error {
 // the replica's bytes and returns the rest, to append.
 func (c *Client) check(chk *tailCheck, off int64, body []byte) (int64, []byte, error) {
 	if len(body) == 0 {
-		if off == chk.pos {
-			// A heartbeat: the master has nothing from chk.pos on, and
-			// the slave holds bytes up to chk.end.
-			return 0, nil, c.diverge(*chk, chk.pos)
+		if off != chk.pos {
+			return off, nil, nil
 		}
-		return off, nil, nil
+		// A heartbeat: the master has nothing from chk.pos on, and the
+		// slave holds bytes up to chk.end. Before any byte was compared
+		// it may also be an Apache RocketMQ master whose retention
+		// deleted the segment the comparison starts in (it sends
+		// heartbeats there and does not skip to its first offset): it
+		// holds the segment of the slave's end if it holds that end, so
+		// the next connection compares from that segment, once.
+		last := chk.end - chk.end%c.cfg.Log.SegmentSize()
+		if chk.pos == chk.start && !chk.masterStart && chk.start < last && !c.narrowed {
+			c.narrowed = true
+			c.window = chk.end - last
+			return 0, nil, fmt.Errorf("the master sent nothing from %d, where the slave began comparing its bytes: comparing from its last segment at %d next", chk.pos, last)
+		}
+		return 0, nil, c.diverge(*chk, chk.pos)
 	}
 	if off != chk.pos {
 		if chk.pos == chk.start && off > chk.end && !chk.masterStart {
@@ -332,7 +346,7 @@ func (c *Client) check(chk *tailCheck, off int64, body []byte) (int64, []byte, e
 	}
 	chk.pos += int64(n)
 	if chk.done() {
-		c.window = c.cfg.VerifyWindow
+		c.window, c.narrowed = c.cfg.VerifyWindow, false
 		c.setDiverged(nil)
 	}
 	return off + int64(n), body[n:], nil
@@ -446,7 +460,7 @@ func (c *Client) diverge(chk tailCheck, at int64) error {
 	case chk.masterStart || chk.start <= max(c.cfg.Log.MinOffset(), 1):
 		d.Final = true // nothing further back to compare
 	default:
-		c.window *= 4
+		c.window = max(c.window, c.cfg.VerifyWindow) * 4
 	}
 	c.setDiverged(d)
 	if d.Exact {

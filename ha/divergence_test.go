@@ -243,3 +243,64 @@ func TestASlaveBehindTheMastersRetentionIsToldToRebuild(t *testing.T) {
 		t.Fatalf("the slave's end moved from %d to %d", end, r.ReplicaOffset())
 	}
 }
+
+// rocketmqSource serves a log as Apache RocketMQ's master does
+// (DefaultHAConnection.WriteSocketService): it transfers from the offset
+// the slave asked for, and CommitLog.getData below the first segment
+// returns null, so the master sends nothing there but a heartbeat at
+// that offset every haSendHeartbeatInterval; it never skips to its first
+// offset.
+type rocketmqSource struct{ l *commitlog.Log }
+
+func (s rocketmqSource) ReadStream(offset int64, max int) (*commitlog.View, error) {
+	if offset < s.l.MinOffset() {
+		return &commitlog.View{Offset: offset}, nil // getCommitLogData: null
+	}
+	return s.l.ReadStream(offset, max)
+}
+func (s rocketmqSource) WaitBeyond(ctx context.Context, offset int64) error {
+	return s.l.WaitBeyond(ctx, offset)
+}
+func (s rocketmqSource) MaxOffset() int64   { return s.l.MaxOffset() }
+func (s rocketmqSource) MinOffset() int64   { return 0 } // no skip to the first offset
+func (s rocketmqSource) SegmentSize() int64 { return s.l.SegmentSize() }
+
+// A rocketkv slave of an Apache RocketMQ master whose retention deleted
+// the segment below the slave's end, less than VerifyWindow under it,
+// holds exactly the master's bytes, and follows it, as RocketMQ's slave
+// would. Asking for its verify window it gets only heartbeats there
+// (RocketMQ's master does not skip to its first offset); it compares from
+// its last segment on the next connection instead of taking them for
+// "the master has nothing from here" and widening to a final refusal.
+func TestASlaveOfARocketMQMasterFollowsItPastRetention(t *testing.T) {
+	m := openLog(t, t.TempDir(), false)
+	defer m.Close()
+	appendN(t, m, 0, 150)
+	r := openLog(t, t.TempDir(), true)
+	defer r.Close()
+	copyInto(t, m, r, m.MaxOffset())
+	if _, err := m.DeleteExpired(time.Now(), true); err != nil {
+		t.Fatal(err)
+	}
+	if end := r.ReplicaOffset(); end-DefaultVerifyWindow >= m.MinOffset() || end < m.MinOffset() {
+		t.Fatalf("the slave's end %d must lie less than a window above the master's first offset %d", end, m.MinOffset())
+	}
+	appendN(t, m, 150, 20)
+	hb, hk := fast()
+	s := NewServer(ServerConfig{Addr: "127.0.0.1:0", Log: rocketmqSource{m}, HeartbeatInterval: hb, HousekeepingInterval: hk,
+		TransferBatchSize: 5000, Logger: zerolog.Nop()})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := runClient(t, s, r, 0)
+	deadline := time.Now().Add(5 * time.Second)
+	for r.ReplicaOffset() != m.MaxOffset() {
+		if time.Now().After(deadline) {
+			d := c.Status().Diverged
+			t.Fatalf("the slave never caught up with a master holding its bytes: replica end %d, master end %d, diverged %+v",
+				r.ReplicaOffset(), m.MaxOffset(), d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
