@@ -211,11 +211,16 @@ func unportableState(s *store) (unportable, error) {
 	if inFlight > 0 {
 		u.problems = append(u.problems, fmt.Sprintf("%d POP messages are in flight (stop the POP consumers, then send POP_ROLLBACK to the broker with mqadmin exportPopRecord -b <its address>: it hands them to RocketMQ's revive; or let the broker run until their invisible time has passed: it revives them into the retry topics, which RocketMQ serves)", inFlight))
 	}
+	// A key that does not decode fails the export: skipping it could hide
+	// a parked message, and the timer checkpoint would then be set past it
+	// (RocketMQ would never deliver it). decodeErr is kept apart from the
+	// Scan's own result, which would otherwise overwrite it with nil.
 	parked := 0
+	var decodeErr error
 	err = s.db.Scan([]byte{kvindex.PrefixTimer}, func(k, v []byte) bool {
 		rec, derr := kvindex.DecodeKey(k, v)
 		if derr != nil {
-			err = derr
+			decodeErr = derr
 			return false
 		}
 		if e := rec.(kvindex.TimerRecord).TimerEntry; u.firstParked < 0 || e.PhyOffset < u.firstParked {
@@ -224,6 +229,9 @@ func unportableState(s *store) (unportable, error) {
 		parked++
 		return true
 	})
+	if err == nil {
+		err = decodeErr
+	}
 	if err != nil {
 		return u, fmt.Errorf("read the parked timer messages: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/rocketkv/rocketkv/broker"
 	"github.com/rocketkv/rocketkv/internal/popclient"
 	"github.com/rocketkv/rocketkv/kvindex"
@@ -235,6 +237,46 @@ func TestExportRefusesWhatRocketMQCannotTakeOver(t *testing.T) {
 	mustKvdump(t, "--store", store, "export-rocketmq", "--force", "--out", filepath.Join(other, "config"))
 	if cfg, err := rmqconfig.Read(other); err != nil || !cfg.HasTimerCheck || cfg.TimerQueueOffset != 0 {
 		t.Fatalf("timercheck of a forced export: %+v %v, want queue offset 0", cfg.TimerQueueOffset, err)
+	}
+}
+
+// A timer key that does not decode fails the reading of the store's
+// unportable state instead of being taken for the end of the parked
+// messages: export-rocketmq would otherwise see no parked timer message
+// and put RocketMQ's timer checkpoint at the queue's end, past the
+// messages still parked, which RocketMQ would then never deliver.
+func TestExportFailsOnMalformedTimerKey(t *testing.T) {
+	root := t.TempDir()
+	s := openTestStore(t, root, 0)
+	s.send(t, "T", 0, nil, "m")
+	s.close(t)
+	editIndex(t, root, func(db *pebble.DB) {
+		if err := db.Set(docTimerKey(testClock.UnixMilli()+3600_000, 0), []byte{0, 0, 0, 100}, pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+	})
+	unportableOf := func() (unportable, error) {
+		t.Helper()
+		st, err := openStore(context.Background(), &globalOptions{store: root}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.close()
+		return unportableState(st)
+	}
+	// The parked message alone is seen.
+	if u, err := unportableOf(); err != nil || u.firstParked != 0 || !slices.Contains(u.problems, "1 timer messages are not due yet") {
+		t.Fatalf("unportableState with one parked timer message: %+v, %v", u, err)
+	}
+	// A malformed key sorting before it fails the scan.
+	editIndex(t, root, func(db *pebble.DB) {
+		if err := db.Set([]byte{kvindex.PrefixTimer, 0x00}, []byte{0, 0, 0, 1}, pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if u, err := unportableOf(); err == nil || !strings.Contains(err.Error(), "read the parked timer messages") {
+		t.Fatalf("unportableState with a malformed timer key: problems %q, firstParked %d, error %v; want the key's decode error",
+			u.problems, u.firstParked, err)
 	}
 }
 
