@@ -35,21 +35,31 @@
 //	float      = digits "." [digits] [exp] | "." digits [exp] | digits exp
 //
 // Spaces, tabs, line breaks, "--" line comments and "/* */" block
-// comments separate tokens. There is no arithmetic beyond the sign.
+// comments separate tokens. There is no arithmetic beyond the sign. A
+// string literal is the longest text of its form, as in RocketMQ's token
+// manager: where the text ends before a closing quote, the literal ends
+// at the last quote that closed it, and the lone quote after it starts
+// the next token, so that
+//
+//	a = 10 'x''
+//
+// is a = 10 and the literal 'x', not a = 10 and an unterminated literal.
 //
 // Parsing stops where the expression cannot go on, and the text after it
 // is ignored if its first token is one, as RocketMQ's parser does ("a = 1
-// b = 2" selects by a = 1). Compile refuses what RocketMQ's parser
-// refuses: an operand of AND, OR,
-// NOT or the whole selector that cannot be a boolean (a literal number or
-// string), ">", ">=", "<", "<=" or BETWEEN on a string, boolean or NULL
-// literal or on a comparison, "=" with a NULL literal (IS NULL is the
-// test), IN on anything but a property, BETWEEN bounds in the wrong order,
-// an integer beyond int64, a float beyond the double range. (RocketMQ also
-// refuses a float literal of zero, such as 0.0, by a quirk of its range
-// check; Compile accepts it.) It also refuses an expression longer than
-// 64 KiB or nested (parentheses, signs, NOTs) more than 256 levels deep,
-// which RocketMQ's parser meets as a stack overflow.
+// b = 2" selects by a = 1). A NOT after an operand goes on: it must begin
+// NOT CONTAINS, NOT STARTSWITH, NOT ENDSWITH, NOT BETWEEN or NOT IN
+// ("a = 1 NOT b = 2" is refused). Compile refuses what RocketMQ's parser
+// refuses: an operand of AND, OR, NOT or the whole selector that cannot
+// be a boolean (a literal number or string), ">", ">=", "<", "<=" or
+// BETWEEN on a string, boolean or NULL literal or on a comparison, "="
+// with a NULL literal (IS NULL is the test), IN on anything but a
+// property, BETWEEN bounds in the wrong order, an integer beyond int64, a
+// float beyond the double range. (RocketMQ also refuses a float literal
+// of zero, such as 0.0, by a quirk of its range check; Compile accepts
+// it.) It also refuses an expression longer than 64 KiB or nested
+// (parentheses, signs, NOTs) more than 256 levels deep, which RocketMQ's
+// parser meets as a stack overflow.
 //
 // # Evaluation
 //
@@ -61,12 +71,14 @@
 // RocketMQ's ComparisonExpression converts them: numbers widen (integer to
 // long to double), a string compared with a number is parsed as that
 // number's type (a property "10" equals 10, "10.5" compared with 10 is an
-// error), a string compared with a boolean is true only if it spells
-// "true" in any case; two strings compared with ">" and the like are
-// parsed as doubles. A property used alone as a condition ("WHERE flag")
-// is never true: properties are strings, not booleans. CONTAINS,
-// STARTSWITH and ENDSWITH, with or without NOT, are false for a missing
-// property and for an empty search string.
+// error; as in Java, an integer may be written in the decimal digits of
+// any script, "١٠" equals 10, a float only in ASCII digits), a string
+// compared with a boolean is true only if it spells "true" in any case;
+// two strings compared with ">" and the like are parsed as doubles. A
+// property used alone as a condition ("WHERE flag") is never true:
+// properties are strings, not booleans. CONTAINS, STARTSWITH and ENDSWITH,
+// with or without NOT, are false for a missing property and for an empty
+// search string.
 //
 // An evaluation that fails (a string that does not parse as the number it
 // is compared with) does not match, as RocketMQ logs the error and treats

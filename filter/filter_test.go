@@ -2,8 +2,10 @@ package filter
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // props builds a property lookup from "k=v" pairs.
@@ -190,6 +192,91 @@ func TestCompileRefuses(t *testing.T) {
 	}
 }
 
+// A NOT after a complete operand continues the comparison in RocketMQ's
+// parser: it must begin NOT CONTAINS, NOT STARTSWITH, NOT ENDSWITH, NOT
+// BETWEEN or NOT IN, and anything else after it is a ParseException. It
+// is not a token that ends the expression, after which the text would be
+// ignored ("a = 1 NOT b = 2" is not "a = 1").
+func TestCompileRefusesNotAfterAnOperand(t *testing.T) {
+	for _, expr := range []string{
+		"a = 1 NOT b = 2",
+		"a = 1 NOT",
+		"a NOT",
+		"(a = 1) NOT",
+		"a > 1 NOT (b = 2)",
+		"a = 1 NOT NOT b IN ('2')",
+		"a = 1 NOT #",
+		"a = 1 NOT 'open",
+	} {
+		e, err := Compile(expr)
+		var se *SyntaxError
+		if !errors.As(err, &se) {
+			t.Errorf("Compile(%q) = %v, %v; want a SyntaxError (RocketMQ's parser throws ParseException)", expr, e, err)
+		}
+	}
+	// NOT where the grammar takes it still compiles.
+	msg := props("a=10", "b=2")
+	for _, tc := range []struct {
+		expr string
+		want bool
+	}{
+		{"a NOT IN ('x')", true},
+		{"b NOT BETWEEN 3 AND 4", true},
+		{"a NOT CONTAINS 'x'", true},
+		{"a NOT STARTSWITH '1'", false},
+		{"a NOT ENDSWITH 'x'", true},
+		{"a = 10 AND NOT (b = 3)", true},
+		{"a = 10 b = 2", true}, // a token that ends the expression: the rest is ignored
+	} {
+		e, err := Compile(tc.expr)
+		if err != nil {
+			t.Errorf("Compile(%q): %v", tc.expr, err)
+			continue
+		}
+		if got := e.Matches(msg); got != tc.want {
+			t.Errorf("%q matches a=10, b=2: %v, want %v", tc.expr, got, tc.want)
+		}
+	}
+}
+
+// A string literal is the longest text that is one, as JavaCC's token
+// manager reads it: a doubled quote is an escaped quote when the literal
+// goes on after it, but a text ending before a closing quote ends the
+// literal at the last quote that closed it, and the lone quote after it
+// starts the next token. After a complete expression that next token is
+// read and ignored; where the expression needs it, the lone quote is
+// refused. The outcomes are those of RocketMQ's SelectorParser.
+func TestStringLiteralLongestMatch(t *testing.T) {
+	if toks := lex("'x''"); len(toks) != 2 || toks[0].kind != tokString || toks[0].text != "x" || toks[1].kind != tokErr {
+		t.Errorf(`lex("'x''") = %v, want the string 'x' then a lexical error`, toks)
+	}
+	msg := props("a=10", "b=x'")
+	for _, tc := range []struct {
+		expr string
+		want string // TRUE, FALSE or REFUSED
+	}{
+		{"a = 10 'x''", "TRUE"}, // a = 10, then the literal 'x'
+		{"a = 10 '''", "TRUE"},  // a = 10, then the literal ''
+		{"a IN ('10') OR b 'in ('')", "TRUE"},
+		{"b = 'x'''", "TRUE"},  // the escaped quote: b = x'
+		{"b = 'x'''x", "TRUE"}, // then the property x, ignored
+		{"b = 'x' OR b = 'y''", "REFUSED"},
+		{"b = 'x''", "REFUSED"},
+		{"b = 'x''x", "REFUSED"},
+		{"b IN ('x'')", "REFUSED"},
+		{"b = 'open", "REFUSED"},
+	} {
+		e, err := Compile(tc.expr)
+		got := "REFUSED"
+		if err == nil {
+			got = strings.ToUpper(strconv.FormatBool(e.Matches(msg)))
+		}
+		if got != tc.want {
+			t.Errorf("%q = %s (%v), want %s", tc.expr, got, err, tc.want)
+		}
+	}
+}
+
 // Long chains within the length limit compile and evaluate (the AND
 // chain is as deep as it is long) without exhausting the stack.
 func TestLongChains(t *testing.T) {
@@ -208,6 +295,90 @@ func TestLongChains(t *testing.T) {
 	comments := "a > " + strings.Repeat("-", 60000) + "5"
 	if _, err := Compile(comments); err == nil {
 		t.Fatal("60,000 minus signs compiled") // nesting, and quickly: no quadratic comment scan
+	}
+}
+
+// A property compared with an integer literal is parsed as Java's
+// Integer.valueOf or Long.valueOf parse it, with Character.digit: decimal
+// digits of any script count, as long as they are one UTF-16 char each.
+// Double.valueOf, for a float literal, takes ASCII digits only. The
+// outcomes are those of RocketMQ's filter on Java 17.
+func TestUnicodeDigitsCompareAsJavaIntegers(t *testing.T) {
+	msg := props(
+		"arabic=\u0661\u0660",                     // Arabic-Indic 10
+		"wide=\uff11\uff10",                       // full-width 10
+		"mixed=1\u0660",                           // 1, Arabic-Indic 0
+		"signed=-\uff11\uff10",                    // ASCII sign, full-width digits
+		"plus=+\u0661",                            // +1
+		"deva=\u0969\u0966",                       // Devanagari 30
+		"taiLaing=\ua9f1\ua9f0",                   // Myanmar Tai Laing 10 (Unicode 7.0)
+		"long=\u0663"+strings.Repeat("\u0660", 9), // 3000000000
+		"intMax=\u0662\u0661\u0664\u0667\u0664\u0668\u0663\u0666\u0664\u0667",
+		"math=\U0001d7cf\U0001d7ce", // mathematical bold 10: two surrogates each to Java
+		"super=\u00b2",              // superscript two: No, not Nd
+		"circled=\u2460",            // circled one: No
+		"wideSign=\uff0b1",          // full-width plus sign
+		"trail=\u0660x",
+		"space= 1",
+	)
+	for _, tc := range []struct {
+		expr string
+		want string // TRUE, FALSE or ERROR (the property does not parse)
+	}{
+		{"arabic = 10", "TRUE"},
+		{"arabic > 5", "TRUE"},
+		{"5 < arabic", "TRUE"},
+		{"arabic BETWEEN 9 AND 11", "TRUE"},
+		{"arabic = 11", "FALSE"},
+		{"wide = 10", "TRUE"},
+		{"mixed = 10", "TRUE"},
+		{"signed = -10", "TRUE"},
+		{"plus = 1", "TRUE"},
+		{"deva = 30", "TRUE"},
+		{"taiLaing = 10", "TRUE"},
+		{"long = 3000000000", "TRUE"},   // Long.valueOf
+		{"long > 2147483647", "ERROR"},  // Integer.valueOf: out of range
+		{"intMax = 2147483647", "TRUE"}, // Integer.valueOf at its limit
+		{"arabic = 10.0", "ERROR"},      // Double.valueOf: ASCII only
+		{"arabic > 5.5", "ERROR"},
+		{"math = 10", "ERROR"},
+		{"super = 2", "ERROR"},
+		{"circled = 1", "ERROR"},
+		{"wideSign = 1", "ERROR"},
+		{"trail = 0", "ERROR"},
+		{"space = 1", "ERROR"},
+	} {
+		e, err := Compile(tc.expr)
+		if err != nil {
+			t.Fatalf("Compile(%q): %v", tc.expr, err)
+		}
+		v, err := e.root.eval(msg)
+		got := v.String()
+		if err != nil {
+			if !errors.Is(err, errConvert) {
+				t.Errorf("%q: unexpected error %v", tc.expr, err)
+			}
+			got = "ERROR"
+		}
+		if got != tc.want {
+			t.Errorf("%q = %s, want %s", tc.expr, got, tc.want)
+		}
+	}
+}
+
+// javaDecimalDigit takes each digit's value from its distance to the start
+// of its range in unicode.Nd: every range of the Basic Multilingual Plane
+// must be whole runs from 0 to 9.
+func TestJavaDecimalDigitRuns(t *testing.T) {
+	for _, rg := range unicode.Nd.R16 {
+		if rg.Stride != 1 || (rg.Hi-rg.Lo+1)%10 != 0 {
+			t.Errorf("unicode.Nd range %U-%U (stride %d) is not runs of ten digits", rg.Lo, rg.Hi, rg.Stride)
+		}
+	}
+	for r, want := range map[rune]int{'0': 0, '9': 9, '\u0665': 5, '\uff19': 9, '\u1c49': 9, 'a': -1, '\u00b2': -1, '\U0001d7cf': -1} {
+		if got := javaDecimalDigit(r); got != want {
+			t.Errorf("javaDecimalDigit(%U) = %d, want %d", r, got, want)
+		}
 	}
 }
 

@@ -136,22 +136,34 @@ func skipSpace(src string, i, lastBreak int) int {
 	return i
 }
 
-// stringLiteral reads the quoted string starting at src[i], a single quote.
+// stringLiteral reads the quoted string starting at src[i], a single
+// quote: the longest text that is one (see the grammar in the package
+// documentation), as RocketMQ's JavaCC token manager takes it. A doubled
+// quote is an escaped quote if the literal goes on after it, but where
+// the text ends before a closing quote, the literal is the longest one
+// that was complete: 'x' followed by two quotes at the end is the
+// literal x, and the second of those quotes starts the next token. ok is
+// false only when no literal was complete.
 func stringLiteral(src string, i int) (value string, next int, ok bool) {
 	var b strings.Builder
+	complete, completeNext := -1, 0 // b.Len() and next of the longest complete literal
 	for j := i + 1; j < len(src); j++ {
 		if src[j] != '\'' {
 			b.WriteByte(src[j])
 			continue
 		}
 		if j+1 < len(src) && src[j+1] == '\'' {
+			complete, completeNext = b.Len(), j+1
 			b.WriteByte('\'')
 			j++
 			continue
 		}
 		return b.String(), j + 1, true
 	}
-	return "", 0, false
+	if complete < 0 {
+		return "", 0, false
+	}
+	return b.String()[:complete], completeNext, true
 }
 
 // number returns the kind and length of the longest integer or float

@@ -48,7 +48,8 @@ const (
 // nested deeper than RocketMQ's users write. As in RocketMQ, parsing
 // stops where the expression can no longer continue, and whatever text
 // follows is ignored as long as its first token is one ("a = 1 b" is
-// "a = 1").
+// "a = 1"); a NOT there continues it, and must begin NOT CONTAINS, NOT
+// BETWEEN and the like.
 func Compile(src string) (*Expr, error) {
 	if len(src) > maxLength {
 		return nil, &SyntaxError{Expr: src[:64] + "...", Msg: fmt.Sprintf("longer than %d bytes", maxLength)}
@@ -230,12 +231,15 @@ func (p *parser) comparison() (node, error) {
 		t := p.peek()
 		negd := false
 		if t.kind == tokNot {
-			switch p.peek2().kind {
+			// RocketMQ's parser takes a NOT after an operand as the start
+			// of NOT CONTAINS and the like, and refuses the expression if
+			// it is not one: "a = 1 NOT b = 2" is not "a = 1".
+			switch after := p.peek2(); after.kind {
 			case tokContains, tokStartsWith, tokEndsWith, tokBetween, tokIn:
 				p.next()
 				negd, t = true, p.peek()
 			default:
-				return left, nil
+				return nil, fmt.Errorf("expected CONTAINS, STARTSWITH, ENDSWITH, BETWEEN or IN after NOT at %d, found %s", t.pos, after)
 			}
 		}
 		switch {

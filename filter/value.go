@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // kind is the type of a value, after Java's boxed types.
@@ -177,14 +179,14 @@ func doubleBits(f float64) int64 {
 func parseAs(k kind, s string) (value, error) {
 	switch k {
 	case kInt:
-		n, err := strconv.ParseInt(s, 10, 32)
-		if err != nil {
+		n, ok := parseJavaInteger(s, 32)
+		if !ok {
 			return null, fmt.Errorf("%w: %q is not an int", errConvert, s)
 		}
 		return value{k: kInt, i: n}, nil
 	case kLong:
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
+		n, ok := parseJavaInteger(s, 64)
+		if !ok {
 			return null, fmt.Errorf("%w: %q is not a long", errConvert, s)
 		}
 		return value{k: kLong, i: n}, nil
@@ -194,6 +196,74 @@ func parseAs(k kind, s string) (value, error) {
 		return null, fmt.Errorf("%w: %q is not a double", errConvert, s)
 	}
 	return value{k: kDouble, f: f}, nil
+}
+
+// parseJavaInteger parses a string as Java's Integer.parseInt (bitSize
+// 32) or Long.parseLong (64) does: an optional ASCII sign, then decimal
+// digits, which Java reads with Character.digit and so takes from any
+// script (Arabic-Indic "١٠" and full-width "１０" are 10), nothing else
+// (no spaces), within the type's range.
+func parseJavaInteger(s string, bitSize int) (int64, bool) {
+	n, err := strconv.ParseInt(s, 10, bitSize)
+	if err == nil {
+		return n, true
+	}
+	if !errors.Is(err, strconv.ErrSyntax) || isASCII(s) {
+		return 0, false
+	}
+	// Other scripts' digits: made ASCII digits, which strconv parses and
+	// range-checks.
+	var b strings.Builder
+	b.Grow(len(s))
+	for i, r := range s {
+		if i == 0 && (r == '+' || r == '-') {
+			b.WriteRune(r)
+			continue
+		}
+		d := javaDecimalDigit(r)
+		if d < 0 {
+			return 0, false
+		}
+		b.WriteByte(byte('0' + d))
+	}
+	n, err = strconv.ParseInt(b.String(), 10, bitSize)
+	return n, err == nil
+}
+
+// javaDecimalDigit is Java's Character.digit(ch, 10) for the character r:
+// the value of a decimal digit (Unicode category Nd) of the Basic
+// Multilingual Plane, -1 for anything else. A digit beyond that plane is
+// two chars (surrogates) to Java, neither of them a digit; letters, which
+// Character.digit reads as 10 and above, are no decimal digits either.
+// Unicode lays each script's digits out as one run from 0 to 9, so a
+// digit's value is its distance from the start of its range in unicode.Nd
+// modulo 10. (The table is Go's Unicode version; a JDK of an older one,
+// such as Java 8's 6.2, does not know the few digits added since, such as
+// Myanmar's Tai Laing digits U+A9F0-U+A9F9.)
+func javaDecimalDigit(r rune) int {
+	if r > 0xFFFF {
+		return -1
+	}
+	c := uint16(r)
+	for _, rg := range unicode.Nd.R16 {
+		if c < rg.Lo {
+			break
+		}
+		if c <= rg.Hi {
+			return int(c-rg.Lo) % 10
+		}
+	}
+	return -1
+}
+
+// isASCII reports whether s has only ASCII characters.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // parseJavaDouble parses a string as Java's Double.valueOf: surrounding
