@@ -54,6 +54,8 @@ type Service struct {
 	precisionMs int64
 	// rollWindowMs is Options.RollWindow (rollPoint).
 	rollWindowMs int64
+	// chunkBytes is chunkBytes (deliverBatch).
+	chunkBytes int64
 
 	// progress reads the timer progress of the Apache RocketMQ store the
 	// index was opened on, once, for the first parked message dispatched.
@@ -241,7 +243,7 @@ func New(timers *kvindex.Timers, store Store, opts Options, log zerolog.Logger) 
 		roll = def.RollWindow
 	}
 	return &Service{timers: timers, store: store, progress: opts.Progress, queueProgress: opts.QueueProgress,
-		precisionMs: precision.Milliseconds(), rollWindowMs: roll.Milliseconds(),
+		precisionMs: precision.Milliseconds(), rollWindowMs: roll.Milliseconds(), chunkBytes: chunkBytes,
 		dispatched: opts.Dispatched, paused: paused, now: time.Now, takenIn: math.MaxInt64, maxLate: maxLate,
 		enqueued: enqueued, dequeued: dequeued, log: log.With().Str("component", "timer").Logger()}
 }
@@ -395,80 +397,165 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 
 // deliverBatch delivers due entries in order and deletes the entries it
 // handled; on a failed put it stops there, and the rest wait for the next
-// round.
+// round. It reads the parked records twice: once to learn what each is
+// (a roll, a cancel, a message cancelled or delivered already), keeping
+// no bodies, then in chunks of at most chunkBytes of records to put, so a
+// slot of many large messages is not held in memory at once.
 func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, now time.Time) (int, error) {
-	parked := make([]*commitlog.Message, len(due))
-	// A cancel reaches the message it names at its own delivery time
-	// only, as in RocketMQ's timing wheel, whatever else a round holds.
+	kinds, err := s.classify(due)
+	if err != nil {
+		return 0, err
+	}
+	handled := make([]bool, len(due))
+	for i, k := range kinds {
+		handled[i] = k == dueSkip // dropped, cancelled, delivered by a copy: nothing to put
+	}
+	delivered := 0
+	var putErr error
+	for from := 0; from < len(due) && putErr == nil; {
+		to, bytes := from, int64(0)
+		for to < len(due) && (to == from || bytes+int64(due[to].Size) <= s.chunkBytes) {
+			bytes += int64(due[to].Size)
+			to++
+		}
+		var n int
+		n, putErr = s.deliverChunk(ctx, due[from:to], kinds[from:to], handled[from:to], now)
+		delivered += n
+		from = to
+	}
+	var done []kvindex.TimerEntry
+	for i, h := range handled {
+		if h {
+			done = append(done, due[i])
+		}
+	}
+	if err := s.timers.Delete(done); err != nil {
+		return delivered, err
+	}
+	s.advanceCursor(due, handled)
+	return delivered, putErr
+}
+
+// chunkBytes bounds the parked records one chunk of a round reads and
+// puts together (Service.chunkBytes; tests lower it).
+const chunkBytes = 32 << 20
+
+// dueKind is what a round does with a due entry.
+type dueKind uint8
+
+const (
+	dueSkip    dueKind = iota // nothing to put: dropped, a cancel, cancelled, or a copy of one delivered
+	dueDeliver                // put in its real topic and queue
+	dueRoll                   // at a roll point: parked again
+)
+
+// classify reads the records of a round's entries and says what to do
+// with each. A cancel reaches the message it names at its own delivery
+// time only, as in RocketMQ's timing wheel, whatever else a round holds.
+// Apache RocketMQ parks a message due further ahead than its timing
+// wheel again when the wheel comes round (TIMER_ROLL_TIMES), as rocketkv
+// does at its roll points, so a store can hold a message twice at one
+// delivery time (a migrated one, or a crash between a roll and its
+// entry's deletion): only the first is delivered.
+func (s *Service) classify(due []kvindex.TimerEntry) ([]dueKind, error) {
 	type timeKey struct {
 		ms  int64
 		key string
 	}
+	kinds := make([]dueKind, len(due))
+	keys := make([]string, len(due))
 	cancelled := map[timeKey]bool{}
-	rolled := map[string]bool{}                  // cancel keys of messages RocketMQ rolled
-	outs := make([]*commitlog.Message, len(due)) // nil: nothing to put
+	rolled := map[string]bool{} // cancel keys of rolled messages
 	for i, e := range due {
-		m, ok, err := s.store.Read(e.PhyOffset)
-		if commitlog.NoRecordAt(err) {
-			s.log.Error().Err(err).Int64("phyOffset", e.PhyOffset).Msg("timer message damaged in the CommitLog; dropped")
-			continue
-		}
+		m, ok, err := s.readDue(e)
 		if err != nil {
-			return 0, fmt.Errorf("read timer message at %d: %w", e.PhyOffset, err)
+			return nil, err
 		}
 		if !ok {
-			s.log.Warn().Int64("phyOffset", e.PhyOffset).Msg("timer message gone from the CommitLog before its time; dropped")
 			continue
 		}
 		if parkedDue(&m) > e.DeliverMs {
 			// A roll point (Hook): parked again, a cancel too, even when
 			// overdue by now, so that it meets its cancel at its time.
-			outs[i] = rolledCopy(&m)
+			kinds[i] = dueRoll
 			continue
 		}
 		if key, ok := commitlog.LookupProperty(m.Properties, PropDeleteKey); ok {
 			cancelled[timeKey{e.DeliverMs, key}] = true
 			continue
 		}
+		keys[i] = cancelKey(&m)
 		if _, ok := commitlog.LookupProperty(m.Properties, PropRollTimes); ok {
-			rolled[cancelKey(&m)] = true
+			rolled[keys[i]] = true
 		}
-		parked[i] = &m
+		kinds[i] = dueDeliver
 	}
-	// Apache RocketMQ parks a message due further ahead than its timing
-	// wheel again when the wheel comes round (TIMER_ROLL_TIMES), so a store
-	// migrated from it can hold a message twice, at one delivery time:
-	// only the first is delivered.
 	delivering := map[string]bool{}
 	for i, e := range due {
-		m := parked[i]
-		if m != nil && rolled[cancelKey(m)] {
-			if k := cancelKey(m); delivering[k] {
-				m = nil // a roll of a message this round delivers
-			} else {
-				delivering[k] = true
-			}
-		}
-		if m == nil || cancelled[timeKey{e.DeliverMs, cancelKey(m)}] {
+		if kinds[i] != dueDeliver {
 			continue
 		}
-		out, err := deliveredMessage(m, now)
-		if err != nil {
-			s.log.Warn().Err(err).Int64("phyOffset", e.PhyOffset).Msg("timer message without a destination; dropped")
-			continue
+		k := keys[i]
+		switch {
+		case rolled[k] && delivering[k]:
+			kinds[i] = dueSkip // a copy of a message this round delivers
+		case cancelled[timeKey{e.DeliverMs, k}]:
+			kinds[i] = dueSkip
+		case rolled[k]:
+			delivering[k] = true
 		}
-		outs[i] = out
 	}
-	// The messages of one queue, in their order, go in one append; queues
-	// are independent, so the round need not keep the order across them.
+	return kinds, nil
+}
+
+// readDue reads the parked record of a due entry; ok is false (with a log
+// line) when it is damaged or gone from the CommitLog: the entry is
+// dropped.
+func (s *Service) readDue(e kvindex.TimerEntry) (commitlog.Message, bool, error) {
+	m, ok, err := s.store.Read(e.PhyOffset)
+	if commitlog.NoRecordAt(err) {
+		s.log.Error().Err(err).Int64("phyOffset", e.PhyOffset).Msg("timer message damaged in the CommitLog; dropped")
+		return m, false, nil
+	}
+	if err != nil {
+		return m, false, fmt.Errorf("read timer message at %d: %w", e.PhyOffset, err)
+	}
+	if !ok {
+		s.log.Warn().Int64("phyOffset", e.PhyOffset).Msg("timer message gone from the CommitLog before its time; dropped")
+	}
+	return m, ok, nil
+}
+
+// deliverChunk puts the entries of a chunk to deliver or roll, marking in
+// handled those done with, and returns how many it delivered (rolls are
+// not counted). The messages of one queue, in their order, go in one
+// append; queues are independent, so the order across them need not be
+// kept. On a failed put it stops: the rest wait for the next round.
+func (s *Service) deliverChunk(ctx context.Context, due []kvindex.TimerEntry, kinds []dueKind, handled []bool, now time.Time) (int, error) {
 	type run struct {
 		idx  []int
 		msgs []*commitlog.Message
 	}
 	var runs []*run
 	byQueue := map[string]*run{}
-	for i, out := range outs {
-		if out == nil {
+	for i, e := range due {
+		if kinds[i] == dueSkip {
+			continue
+		}
+		m, ok, err := s.readDue(e)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			handled[i] = true
+			continue
+		}
+		var out *commitlog.Message
+		if kinds[i] == dueRoll {
+			out = rolledCopy(&m)
+		} else if out, err = deliveredMessage(&m, now); err != nil {
+			s.log.Warn().Err(err).Int64("phyOffset", e.PhyOffset).Msg("timer message without a destination; dropped")
+			handled[i] = true
 			continue
 		}
 		k := out.Topic + "\x00" + strconv.Itoa(int(out.QueueID))
@@ -481,12 +568,7 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 		r.idx = append(r.idx, i)
 		r.msgs = append(r.msgs, out)
 	}
-	handled := make([]bool, len(due))
-	for i, out := range outs {
-		handled[i] = out == nil // dropped, cancelled, rolled: nothing to put
-	}
 	delivered := 0
-	var putErr error
 	for _, r := range runs {
 		entries := make([]kvindex.TimerEntry, len(r.idx))
 		for j, i := range r.idx {
@@ -500,21 +582,10 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 			handled[i] = true
 		}
 		if err != nil {
-			putErr = err
-			break // the rest of this run and the later ones wait for the next round
+			return delivered, err // the rest of this run and the later ones wait for the next round
 		}
 	}
-	var done []kvindex.TimerEntry
-	for i, h := range handled {
-		if h {
-			done = append(done, due[i])
-		}
-	}
-	if err := s.timers.Delete(done); err != nil {
-		return delivered, err
-	}
-	s.advanceCursor(due, handled)
-	return delivered, putErr
+	return delivered, nil
 }
 
 // maxAppendBatch bounds the messages of one append.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -824,5 +825,39 @@ func TestALongDelayedMessageIsRolledPastRetention(t *testing.T) {
 	f.nowMs.Store(due + int64(day/time.Millisecond))
 	if n := f.roundOK(); n != 0 || len(rolls()) != 2 {
 		t.Fatalf("a day later: %d more delivered, %d rolls, want 0 and 2", n, len(rolls()))
+	}
+}
+
+// A round reads and puts its records in chunks of at most chunkBytes (one
+// record at least), so a slot of many large messages is not held in
+// memory at once; a cancel still reaches its message in a later chunk,
+// every other message is delivered once, and a queue's messages keep
+// their order.
+func TestARoundPutsItsRecordsInChunks(t *testing.T) {
+	f := newFixture(t)
+	f.svc.chunkBytes = 1 // every record a chunk of its own
+	for i := range 6 {
+		f.park(fmt.Sprintf("C%d", i), "Orders", 1, 5, "")
+	}
+	f.park("X", "Orders", 1, 5, "TIMER_DEL_UNIQKEY\x01Orders+C4\x02")
+	f.caughtUp()
+	f.at(10)
+	if n := f.roundOK(); n != 5 {
+		t.Fatalf("delivered %d, want 5 (C4 cancelled)", n)
+	}
+	d := f.deliveries()
+	var order []string
+	for _, b := range f.store.batches() {
+		if len(b) != 1 {
+			t.Fatalf("a chunk of one record put %d messages together", len(b))
+		}
+		uniq, _ := commitlog.LookupProperty(b[0].Properties, commitlog.PropertyUniqID)
+		order = append(order, uniq)
+	}
+	if want := []string{"C0", "C1", "C2", "C3", "C5"}; !slices.Equal(order, want) || d["C4"] != 0 || d["X"] != 0 {
+		t.Fatalf("put %v (C4 %d times, the cancel %d), want %v", order, d["C4"], d["X"], want)
+	}
+	if p := f.pending(); len(p) != 0 {
+		t.Fatalf("entries left after the round: %v", p)
 	}
 }
