@@ -126,19 +126,7 @@ func TestAFillerDoesNotVouchForALog(t *testing.T) {
 // (retention deleted the segment before) compares from the master's first
 // offset and goes on, as a slave did before it compared at all.
 func TestSlaveResumesWhenRetentionDeletedWhereItWouldCompareFrom(t *testing.T) {
-	m := openLog(t, t.TempDir(), false)
-	defer m.Close()
-	appendN(t, m, 0, 150)
-	r := openLog(t, t.TempDir(), true)
-	defer r.Close()
-	copyInto(t, m, r, m.MaxOffset())
-	if _, err := m.DeleteExpired(time.Now(), true); err != nil {
-		t.Fatal(err)
-	}
-	if end := r.ReplicaOffset(); end-DefaultVerifyWindow >= m.MinOffset() || end < m.MinOffset() {
-		t.Fatalf("the slave's end %d must lie less than a window above the master's first offset %d", end, m.MinOffset())
-	}
-	appendN(t, m, 150, 20)
+	m, r := slaveEndingJustPastRetention(t)
 	var addr atomic.Value
 	addr.Store(startServer(t, m).Addr().String())
 	c, _ := startClient(t, r, &addr)
@@ -273,19 +261,7 @@ func (s rocketmqSource) SegmentSize() int64 { return s.l.SegmentSize() }
 // its last segment on the next connection instead of taking them for
 // "the master has nothing from here" and widening to a final refusal.
 func TestASlaveOfARocketMQMasterFollowsItPastRetention(t *testing.T) {
-	m := openLog(t, t.TempDir(), false)
-	defer m.Close()
-	appendN(t, m, 0, 150)
-	r := openLog(t, t.TempDir(), true)
-	defer r.Close()
-	copyInto(t, m, r, m.MaxOffset())
-	if _, err := m.DeleteExpired(time.Now(), true); err != nil {
-		t.Fatal(err)
-	}
-	if end := r.ReplicaOffset(); end-DefaultVerifyWindow >= m.MinOffset() || end < m.MinOffset() {
-		t.Fatalf("the slave's end %d must lie less than a window above the master's first offset %d", end, m.MinOffset())
-	}
-	appendN(t, m, 150, 20)
+	m, r := slaveEndingJustPastRetention(t)
 	hb, hk := fast()
 	s := NewServer(ServerConfig{Addr: "127.0.0.1:0", Log: rocketmqSource{m}, HeartbeatInterval: hb, HousekeepingInterval: hk,
 		TransferBatchSize: 5000, Logger: zerolog.Nop()})
@@ -303,4 +279,26 @@ func TestASlaveOfARocketMQMasterFollowsItPastRetention(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// slaveEndingJustPastRetention returns a master whose retention deleted
+// the segment before its first offset and a slave holding its bytes up to
+// less than a verify window above that offset, the master having gone on
+// since.
+func slaveEndingJustPastRetention(t *testing.T) (m, r *commitlog.Log) {
+	t.Helper()
+	m = openLog(t, t.TempDir(), false)
+	t.Cleanup(func() { m.Close() })
+	appendN(t, m, 0, 150)
+	r = openLog(t, t.TempDir(), true)
+	t.Cleanup(func() { r.Close() })
+	copyInto(t, m, r, m.MaxOffset())
+	if _, err := m.DeleteExpired(time.Now(), true); err != nil {
+		t.Fatal(err)
+	}
+	if end := r.ReplicaOffset(); end-DefaultVerifyWindow >= m.MinOffset() || end < m.MinOffset() {
+		t.Fatalf("the slave's end %d must lie less than a window above the master's first offset %d", end, m.MinOffset())
+	}
+	appendN(t, m, 150, 20)
+	return m, r
 }

@@ -746,9 +746,16 @@ func rolledCopy(parked *commitlog.Message) *commitlog.Message {
 			times = n + 1
 		}
 	}
+	return putCopy(parked, parked.Topic, parked.QueueID,
+		commitlog.RewriteProperties(parked.Properties, nil, [2]string{PropRollTimes, strconv.Itoa(times)}))
+}
+
+// putCopy is the message to put for a parked record: its fields, in topic
+// and queue, with properties props.
+func putCopy(parked *commitlog.Message, topic string, queue int32, props string) *commitlog.Message {
 	return &commitlog.Message{
-		Topic:                     parked.Topic,
-		QueueID:                   parked.QueueID,
+		Topic:                     topic,
+		QueueID:                   queue,
 		Flag:                      parked.Flag,
 		SysFlag:                   parked.SysFlag,
 		BornTimestamp:             parked.BornTimestamp,
@@ -756,7 +763,7 @@ func rolledCopy(parked *commitlog.Message) *commitlog.Message {
 		ReconsumeTimes:            parked.ReconsumeTimes,
 		PreparedTransactionOffset: parked.PreparedTransactionOffset,
 		Body:                      parked.Body,
-		Properties:                commitlog.RewriteProperties(parked.Properties, nil, [2]string{PropRollTimes, strconv.Itoa(times)}),
+		Properties:                props,
 	}
 }
 
@@ -771,18 +778,8 @@ func deliveredMessage(parked *commitlog.Message, now time.Time) (*commitlog.Mess
 	if !ok {
 		return nil, fmt.Errorf("%w: no valid REAL_TOPIC/REAL_QID", errDropped)
 	}
-	return &commitlog.Message{
-		Topic:                     topic,
-		QueueID:                   qid,
-		Flag:                      parked.Flag,
-		SysFlag:                   parked.SysFlag,
-		BornTimestamp:             parked.BornTimestamp,
-		BornHost:                  parked.BornHost,
-		ReconsumeTimes:            parked.ReconsumeTimes,
-		PreparedTransactionOffset: parked.PreparedTransactionOffset,
-		Body:                      parked.Body,
-		Properties: commitlog.RewriteProperties(parked.Properties, []string{commitlog.PropertyRealTopic, commitlog.PropertyRealQueueID},
+	return putCopy(parked, topic, qid,
+		commitlog.RewriteProperties(parked.Properties, []string{commitlog.PropertyRealTopic, commitlog.PropertyRealQueueID},
 			[2]string{PropEnqueueMs, strconv.FormatInt(parked.StoreTimestamp, 10)},
-			[2]string{PropDequeueMs, strconv.FormatInt(now.UnixMilli(), 10)}),
-	}, nil
+			[2]string{PropDequeueMs, strconv.FormatInt(now.UnixMilli(), 10)})), nil
 }
