@@ -195,6 +195,9 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 	if cfg.BrokerID, err = checkRole(cfg.BrokerRole, cfg.BrokerID); err != nil {
 		return nil, err
 	}
+	if err := checkSyncMasterPort(cfg.BrokerRole, cfg.HAListenPort, cfg.InSyncReplicas); err != nil {
+		return nil, err
+	}
 	levels, err := meta.ParseDelayLevels(cfg.MessageDelayLevel)
 	if err != nil {
 		return nil, fmt.Errorf("messageDelayLevel: %w", err)

@@ -102,6 +102,16 @@ func checkRole(cfgRole string, brokerID int64) (int64, error) {
 	return 0, nil
 }
 
+// checkSyncMasterPort refuses a SYNC_MASTER that waits for slaves
+// (inSyncReplicas above 1) without an HA port (haListenPort=-1): no slave
+// could ever follow it, and its sends would wait for none.
+func checkSyncMasterPort(role string, haPort, inSyncReplicas int) error {
+	if role == roleSyncMaster && haPort < 0 && inSyncReplicas > 1 {
+		return fmt.Errorf("brokerRole=SYNC_MASTER with inSyncReplicas=%d needs slaves, and haListenPort=-1 opens no port for them: set an haListenPort, or inSyncReplicas=1", inSyncReplicas)
+	}
+	return nil
+}
+
 // startReplication starts the HA server of a master or the HA client of
 // a slave.
 func (b *Broker) startReplication() error {

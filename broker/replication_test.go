@@ -451,3 +451,27 @@ func TestDemotedMasterRejoiningAsSlaveKeepsItsLog(t *testing.T) {
 		t.Fatalf("a restart with the same cut cut %d bytes (end %d, was %d)", cut, again.clog.MaxOffset(), end)
 	}
 }
+
+// A SYNC_MASTER whose sends wait for a slave (inSyncReplicas above 1) and
+// that opens no HA port (haListenPort=-1) is refused at start: no slave
+// could follow it, and it answered SEND_OK as if one had.
+func TestASyncMasterWithoutAnHAPortIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		role, port, replicas string
+		fails                bool
+	}{
+		{"SYNC_MASTER", "-1", "2", true},
+		{"SYNC_MASTER", "-1", "1", false},
+		{"SYNC_MASTER", "0", "2", false},
+		{"ASYNC_MASTER", "-1", "2", false},
+	} {
+		loaded, err := configs.LoadBroker("", map[string]string{"storePathRootDir": t.TempDir(), "brokerRole": tc.role,
+			"haListenPort": tc.port, "inSyncReplicas": tc.replicas})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(loaded.Broker, zerolog.Nop()); (err != nil) != tc.fails {
+			t.Errorf("%s haListenPort=%s inSyncReplicas=%s: error %v, want failure %v", tc.role, tc.port, tc.replicas, err, tc.fails)
+		}
+	}
+}
