@@ -188,6 +188,8 @@ func (b *Broker) popCheck(req *remoting.Command, group, topic string, queueID in
 	}
 	sub, err := newSubscription(topic, exp, expType, 0)
 	if err != nil {
+		b.refusedLog.Warn().Err(err).Str("group", group).Str("topic", topic).Str("subscription", exp).
+			Msg("pop refused: its subscription does not parse")
 		return fail(remoting.SubscriptionParseFailed, "parse the consumer's subscription failed")
 	}
 	if sub.all {

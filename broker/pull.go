@@ -148,6 +148,8 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	if p.sysFlag&pullSubscription != 0 {
 		sub, err = newSubscription(p.topic, p.subscription, p.expressionType, p.subVersion)
 		if err != nil {
+			b.refusedLog.Warn().Err(err).Str("group", p.group).Str("topic", p.topic).Str("subscription", p.subscription).
+				Msg("pull refused: its subscription does not parse")
 			return fail(remoting.SubscriptionParseFailed, "parse the consumer's subscription[%s] failed, group: %s: %v", p.subscription, p.group, err)
 		}
 	} else {
