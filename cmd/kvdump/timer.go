@@ -56,6 +56,10 @@ type timerLine struct {
 	// record has no valid one.
 	RealTopic   string `json:"realTopic,omitempty"`
 	RealQueueID *int32 `json:"realQueueId,omitempty"`
+	// DueMs is the parked record's TIMER_OUT_MS when the entry is at an
+	// earlier roll point (deliverMs), where the timer parks the message
+	// again; absent when the entry is at the delivery time.
+	DueMs int64 `json:"dueMs,omitempty"`
 	// MsgID is the client's message id (UNIQ_KEY), absent when none.
 	MsgID string `json:"msgId,omitempty"`
 	// Cancels is the message this one cancels when it comes due
@@ -86,7 +90,11 @@ func runTimer(ctx context.Context, s *store, out *output, before int64) error {
 			l.MessageError = err.Error()
 		}
 		return list.emit(l, func() []string {
-			row := []string{formatTime(e.DeliverMs), num(e.PhyOffset), num(e.Size)}
+			at := formatTime(e.DeliverMs)
+			if l.DueMs != 0 {
+				at += " (roll; due " + formatTime(l.DueMs) + ")"
+			}
+			row := []string{at, num(e.PhyOffset), num(e.Size)}
 			if l.MessageError != "" {
 				return append(row, "error: "+cell(l.MessageError), "-", "-", "-")
 			}
@@ -130,6 +138,11 @@ func readParked(s *store, l *timerLine) error {
 		if q, err := strconv.ParseInt(qs, 10, 32); err == nil && q >= 0 {
 			qid := int32(q)
 			l.RealQueueID = &qid
+		}
+	}
+	if v, ok := commitlog.LookupProperty(m.Properties, timer.PropOutMs); ok {
+		if due, err := strconv.ParseInt(v, 10, 64); err == nil && due > l.DeliverMs {
+			l.DueMs = due
 		}
 	}
 	l.MsgID, _ = commitlog.LookupProperty(m.Properties, commitlog.PropertyUniqID)

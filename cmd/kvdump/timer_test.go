@@ -60,6 +60,11 @@ func TestTimer(t *testing.T) {
 	if err := s.db.Timers().Delete([]kvindex.TimerEntry{{DeliverMs: at("07:09:09.000"), PhyOffset: f.PhyOffset, Size: int32(f.WroteBytes)}}); err != nil {
 		t.Fatal(err)
 	}
+	// h is due 2 days and an hour after it was parked: past the roll
+	// window, it is indexed at its roll point a day after it was parked.
+	h := parkAndSend(t, s, "TopicB", 1, map[string]string{timer.PropDelaySec: fmt.Sprint(2*24*3600 + 3600), "UNIQ_KEY": "UH"})
+	hRoll := testClock.UnixMilli() + 24*3600*1000
+	hDue := (testClock.UnixMilli() + (2*24*3600+3600)*1000) / 1000 * 1000
 	plain := s.send(t, "TopicA", 0, nil, "not a timer message")
 	end := s.log.MaxOffset()
 	s.close(t)
@@ -105,6 +110,7 @@ func TestTimer(t *testing.T) {
 		row("08:08:09.000", g, "TopicA", "1", "UG (cancels TopicA+UA)"),
 		errRow("09:00:00.000", c.PhyOffset, c.WroteBytes+1, fmt.Sprintf("record at %d is %d bytes, the entry says %d", c.PhyOffset, c.WroteBytes, c.WroteBytes+1)),
 		errRow("10:00:00.000", gone, 100, goneErr.Error()),
+		{kvindex.FormatMillis(hRoll) + " (roll; due " + kvindex.FormatMillis(hDue) + ")", num(h.PhyOffset), num(h.WroteBytes), "TopicB", "1", "UH", parked},
 	}
 	for _, cs := range []struct {
 		args []string
@@ -143,7 +149,9 @@ func TestTimer(t *testing.T) {
 		lineJSON("08:08:09.000", a, "TopicA", 1, "UA"),
 		withCancel(lineJSON("08:08:09.000", g, "TopicA", 1, "UG"), "TopicA+UA"),
 		errJSON("09:00:00.000", c.PhyOffset, c.WroteBytes+1, fmt.Sprintf("record at %d is %d bytes, the entry says %d", c.PhyOffset, c.WroteBytes, c.WroteBytes+1)),
-		errJSON("10:00:00.000", gone, 100, goneErr.Error()))
+		errJSON("10:00:00.000", gone, 100, goneErr.Error()),
+		asJSON(t, map[string]any{"kind": "timer", "deliverMs": hRoll, "dueMs": hDue, "phyOffset": h.PhyOffset, "size": h.WroteBytes,
+			"parkedAt": testClock.UnixMilli(), "realTopic": "TopicB", "realQueueId": 1, "msgId": "UH"}))
 	checkJSON(t, "timer --json --due-before", jsonLines(t, mustKvdump(t, "--store", root, "--json", "timer", "--due-before", "2026-05-06T07:08:09.123Z")),
 		lineJSON("07:08:09.123", e, "", 0, "UE"))
 
@@ -158,10 +166,10 @@ func TestTimer(t *testing.T) {
 			sum = l
 		}
 	}
-	if n := fmt.Sprint(sum["timerMessages"]); n != "9" {
-		t.Errorf("summary counts %s timer messages, want 9", n)
+	if n := fmt.Sprint(sum["timerMessages"]); n != "10" {
+		t.Errorf("summary counts %s timer messages, want 10", n)
 	}
-	if got := mustKvdump(t, "--store", root, "summary"); !regexp.MustCompile(`(?m)^timer messages +9 waiting$`).MatchString(got) {
+	if got := mustKvdump(t, "--store", root, "summary"); !regexp.MustCompile(`(?m)^timer messages +10 waiting$`).MatchString(got) {
 		t.Errorf("summary table:\n%s", got)
 	}
 	raw := regexp.MustCompile(fmt.Sprintf(`(?m)^timer +70%016x%016x +%08x +deliverAt=%s phyOffset=%d size=%d$`,
