@@ -124,8 +124,10 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 	if len(body) > s.cfg.MaxMessageSize {
 		return o, fail(rmqpb.Code_MESSAGE_BODY_TOO_LARGE, "message body of %d bytes exceeds the maximum %d", len(body), s.cfg.MaxMessageSize)
 	}
-	if sp.GetMessageId() == "" {
-		return o, fail(rmqpb.Code_ILLEGAL_MESSAGE_ID, "message id cannot be empty")
+	if strings.TrimSpace(sp.GetMessageId()) == "" {
+		// As RocketMQ's proxy (StringUtils.isBlank): an id of spaces
+		// names no message.
+		return o, fail(rmqpb.Code_ILLEGAL_MESSAGE_ID, "message id cannot be blank")
 	}
 	if n := len(m.GetUserProperties()); n > s.cfg.UserPropertyMaxNum {
 		return o, fail(rmqpb.Code_MESSAGE_PROPERTIES_TOO_LARGE, "%d user properties, more than %d", n, s.cfg.UserPropertyMaxNum)
@@ -142,21 +144,29 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 		props[k] = v
 		size += len(k) + len(v)
 	}
-	if tag := sp.GetTag(); sp.Tag != nil {
+	// An empty tag or key is no tag or key (the Go client sends SetTag("")
+	// as an empty tag); only a non-empty one is checked, as RocketMQ's
+	// proxy does (GrpcValidator.validateTag, validateMessageKey).
+	if tag := sp.GetTag(); tag != "" {
 		if strings.TrimSpace(tag) == "" || strings.Contains(tag, "|") || hasControl(tag) {
 			return o, fail(rmqpb.Code_ILLEGAL_MESSAGE_TAG, "tag %q must not be blank or hold '|' or control characters", tag)
 		}
 		props[propTags] = tag
 		size += len(tag)
 	}
+	keys := make([]string, 0, len(sp.GetKeys()))
 	for _, k := range sp.GetKeys() {
+		if k == "" {
+			continue
+		}
 		if strings.TrimSpace(k) == "" || hasControl(k) {
 			return o, fail(rmqpb.Code_ILLEGAL_MESSAGE_KEY, "key %q must not be blank or hold control characters", k)
 		}
+		keys = append(keys, k)
 		size += len(k)
 	}
-	if len(sp.GetKeys()) > 0 {
-		props[propKeys] = strings.Join(sp.GetKeys(), " ")
+	if len(keys) > 0 {
+		props[propKeys] = strings.Join(keys, " ")
 	}
 	if size > s.cfg.MaxUserPropertySize {
 		return o, fail(rmqpb.Code_MESSAGE_PROPERTIES_TOO_LARGE, "user properties, tag and keys take %d bytes, more than %d", size, s.cfg.MaxUserPropertySize)

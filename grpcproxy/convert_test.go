@@ -108,6 +108,7 @@ func TestBuildOutgoingRefuses(t *testing.T) {
 		}, rmqpb.Code_MESSAGE_BODY_EMPTY},
 		{"body one byte over the maximum", "", func(m *rmqpb.Message) { m.Body = make([]byte, 17) }, rmqpb.Code_MESSAGE_BODY_TOO_LARGE},
 		{"empty message id", "", func(m *rmqpb.Message) { m.SystemProperties.MessageId = "" }, rmqpb.Code_ILLEGAL_MESSAGE_ID},
+		{"blank message id", "", func(m *rmqpb.Message) { m.SystemProperties.MessageId = " \t " }, rmqpb.Code_ILLEGAL_MESSAGE_ID},
 		{"system property TAGS as a user property", "", func(m *rmqpb.Message) {
 			m.UserProperties["TAGS"] = "x"
 		}, rmqpb.Code_ILLEGAL_MESSAGE_PROPERTY_KEY},
@@ -124,7 +125,6 @@ func TestBuildOutgoingRefuses(t *testing.T) {
 		{"control character in a user property value", "", func(m *rmqpb.Message) {
 			m.UserProperties["u2"] = "x\x02y"
 		}, rmqpb.Code_ILLEGAL_MESSAGE_PROPERTY_KEY},
-		{"empty tag", "", func(m *rmqpb.Message) { m.SystemProperties.Tag = proto.String("") }, rmqpb.Code_ILLEGAL_MESSAGE_TAG},
 		{"blank tag", "", func(m *rmqpb.Message) { m.SystemProperties.Tag = proto.String("  \t ") }, rmqpb.Code_ILLEGAL_MESSAGE_TAG},
 		{"tag with '|'", "", func(m *rmqpb.Message) { m.SystemProperties.Tag = proto.String("a|b") }, rmqpb.Code_ILLEGAL_MESSAGE_TAG},
 		{"tag with a control character", "", func(m *rmqpb.Message) {
@@ -226,6 +226,36 @@ func TestBuildOutgoingAcceptsLimits(t *testing.T) {
 				t.Fatalf("buildOutgoing refused the message: %v", err)
 			}
 		})
+	}
+}
+
+// TestBuildOutgoingEmptyTagAndKeysAreNone checks that an empty tag (the Go
+// client's SetTag("")) and empty entries of the keys list are accepted
+// and stored as no tag and no key, as RocketMQ's proxy only checks a
+// non-empty tag or key (GrpcValidator.validateTag, validateMessageKey),
+// while a blank one is still refused (TestBuildOutgoingRefuses).
+func TestBuildOutgoingEmptyTagAndKeysAreNone(t *testing.T) {
+	s := configOnlyServer(nil)
+	m := validMessage()
+	m.SystemProperties.Tag = proto.String("")
+	m.SystemProperties.Keys = []string{"", "k1", "", "k2", ""}
+	o, err := s.buildOutgoing(m, "TopicA", "", time.Now())
+	if err != nil {
+		t.Fatalf("an empty tag and empty keys refused with %v (%v); RocketMQ's proxy accepts them", codeOf(err), err)
+	}
+	props := commitlog.ParseProperties(o.props)
+	if tag, ok := props["TAGS"]; ok {
+		t.Errorf("an empty tag is stored as TAGS %q, want no TAGS", tag)
+	}
+	if got := props["KEYS"]; got != "k1 k2" {
+		t.Errorf("KEYS = %q, want %q (the empty keys left out)", got, "k1 k2")
+	}
+	m.SystemProperties.Keys = []string{""}
+	if o, err = s.buildOutgoing(m, "TopicA", "", time.Now()); err != nil {
+		t.Fatalf("a keys list of one empty key refused with %v (%v)", codeOf(err), err)
+	}
+	if keys, ok := commitlog.ParseProperties(o.props)["KEYS"]; ok {
+		t.Errorf("a keys list of one empty key is stored as KEYS %q, want no KEYS", keys)
 	}
 }
 
