@@ -185,7 +185,7 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 		m.Topic.ResourceNamespace = topicRes.GetResourceNamespace()
 		p.proto = m
 		if autoRenew {
-			s.renewer.add(who.clientID, h.String(), p, invisible)
+			s.renewer.add(who.clientID, h.String(), held{handle: h, group: group, topic: pm.RealTopic, addr: addr, reconsumed: int(pm.ReconsumeTimes)}, invisible)
 		}
 		out = append(out, p)
 	}

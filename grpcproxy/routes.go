@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -24,6 +26,10 @@ type topicRoute struct {
 	masters map[string]string // broker name -> master address
 	types   []rmqpb.MessageType
 	at      time.Time
+	// refreshing is set once a refresh of this route, past its TTL, has
+	// been started, so that the calls answered with it meanwhile do not
+	// each start one.
+	refreshing atomic.Bool
 }
 
 // writeQueue is one writable queue of a topic on a master.
@@ -70,6 +76,8 @@ type routes struct {
 	namesrv []string
 	ttl     time.Duration
 	timeout time.Duration
+	// bg runs the lookups, which no caller cancels.
+	bg *background
 
 	mu    sync.Mutex
 	cache map[string]*topicRoute
@@ -79,34 +87,57 @@ type routes struct {
 	loads singleflight.Group
 }
 
-func newRoutes(pool *remoting.ClientPool, cfg *Config) *routes {
-	return &routes{pool: pool, namesrv: cfg.NamesrvAddrs, ttl: cfg.RouteTTL, timeout: cfg.RequestTimeout, cache: map[string]*topicRoute{}}
+func newRoutes(pool *remoting.ClientPool, cfg *Config, bg *background) *routes {
+	return &routes{pool: pool, namesrv: cfg.NamesrvAddrs, ttl: cfg.RouteTTL, timeout: cfg.RequestTimeout, bg: bg, cache: map[string]*topicRoute{}}
 }
 
-// get returns the topic's route, asking the name servers when the cached
-// one is older than the TTL. A topic no name server knows is
+// get returns the topic's route. A cached route is answered at once; once
+// it is older than the TTL it is refreshed in the background meanwhile,
+// and kept when the refresh fails, as RocketMQ's proxy does
+// (TopicRouteService: refreshAfterWrite), so that no call waits for the
+// name servers, each of which may take a request timeout to fail. Only a
+// route not cached is waited for. A topic no name server knows is
 // TOPIC_NOT_FOUND.
 func (rs *routes) get(ctx context.Context, topic string) (*topicRoute, error) {
 	rs.mu.Lock()
 	r := rs.cache[topic]
 	rs.mu.Unlock()
-	if r != nil && time.Since(r.at) < rs.ttl {
+	if r != nil {
+		if time.Since(r.at) >= rs.ttl && r.refreshing.CompareAndSwap(false, true) {
+			rs.load(topic, r) // not waited for: its result is cached
+		}
 		return r, nil
 	}
-	ch := rs.loads.DoChan(topic, func() (any, error) {
-		// Not cancelled with the caller that started it: the others
-		// wait for it too (each name server call has its own timeout).
-		return rs.refresh(context.WithoutCancel(ctx), topic, r)
-	})
 	select {
-	case res := <-ch:
+	case res := <-rs.load(topic, nil):
 		if res.Err != nil {
 			return nil, res.Err
 		}
 		return res.Val.(*topicRoute), nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, fmt.Errorf("route of %s: %w", topic, ctx.Err())
 	}
+}
+
+// load looks the topic's route up and caches it, or joins the lookup of
+// it on its way (clients reconnecting after a restart all ask for their
+// routes at once); old is the cached route, if any. The lookup is
+// background work: not cancelled with the caller that started it (others
+// may wait for it too), but with Shutdown, and bounded by loadTimeout.
+func (rs *routes) load(topic string, old *topicRoute) <-chan singleflight.Result {
+	return rs.loads.DoChan(topic, func() (any, error) {
+		return rs.bg.do(func(ctx context.Context) (any, error) {
+			ctx, cancel := context.WithTimeout(ctx, rs.loadTimeout())
+			defer cancel()
+			return rs.refresh(ctx, topic, old)
+		})
+	})
+}
+
+// loadTimeout bounds a route lookup: every name server in turn may take
+// a request timeout, and so may the masters asked for the message type.
+func (rs *routes) loadTimeout() time.Duration {
+	return rs.timeout * time.Duration(len(rs.namesrv)+2)
 }
 
 // refresh asks the name servers for the topic's route and caches it;
@@ -115,14 +146,13 @@ func (rs *routes) refresh(ctx context.Context, topic string, old *topicRoute) (*
 	fresh, err := rs.fetch(ctx, topic)
 	if err != nil {
 		if old != nil && !isNotFound(err) {
-			// A name server hiccup: the last route serves one more TTL,
-			// so that calls do not each wait for the name servers.
-			stale := *old
-			stale.at = time.Now()
+			// A name server hiccup: the last route serves one more TTL
+			// before it is refreshed again.
+			stale := &topicRoute{route: old.route, masters: old.masters, types: old.types, at: time.Now()}
 			rs.mu.Lock()
-			rs.cache[topic] = &stale
+			rs.cache[topic] = stale
 			rs.mu.Unlock()
-			return &stale, nil
+			return stale, nil
 		}
 		if isNotFound(err) {
 			rs.mu.Lock()

@@ -2,6 +2,7 @@ package grpcproxy
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"strconv"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -48,7 +50,9 @@ func TestRouteMissesCollapse(t *testing.T) {
 	cfg.NamesrvAddrs = []string{addr}
 	pool := remoting.NewClientPool(remoting.ClientOptions{})
 	t.Cleanup(func() { _ = pool.Close() })
-	rs := newRoutes(pool, &cfg)
+	bg := newBackground()
+	t.Cleanup(bg.stop)
+	rs := newRoutes(pool, &cfg, bg)
 
 	impatient, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
@@ -140,5 +144,131 @@ func TestSystemTopicsAndGroupsAreRefused(t *testing.T) {
 	}
 	if st, msgs := c.receiveOnce(t, "sys", receiveRequest("CID_RMQ_SYS_X", "UserTopic", 20*time.Second, time.Second), 10*time.Second); st.GetCode() != rmqpb.Code_ILLEGAL_CONSUMER_GROUP || len(msgs) != 0 {
 		t.Errorf("receive as CID_RMQ_SYS_X: %v, %d messages; want ILLEGAL_CONSUMER_GROUP", st, len(msgs))
+	}
+}
+
+// stallingServer is a Remoting server that answers the first request of
+// code with body and holds every later one unanswered until the test
+// ends: a name server or broker that hangs after its first answer. asked
+// counts the requests.
+func stallingServer(t *testing.T, code int32, body []byte) (addr string, asked *atomic.Int32) {
+	t.Helper()
+	asked = new(atomic.Int32)
+	release := make(chan struct{})
+	mux := remoting.NewMux()
+	mux.HandleFunc(code, func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) {
+		if asked.Add(1) > 1 {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return
+		}
+		resp := remoting.NewResponse(req, remoting.Success, "")
+		resp.Body = body
+		_ = conn.Reply(req, resp)
+	})
+	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"}, mux, zerolog.Nop())
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	t.Cleanup(func() { close(release) }) // before the shutdown
+	return srv.Addr().String(), asked
+}
+
+// stopWithin stops bg, failing the test unless it returns within 10 s.
+func stopWithin(t *testing.T, bg *background, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		bg.stop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("shutdown waited for %s", what)
+	}
+}
+
+// A cached route past its TTL is answered at once while it is refreshed
+// in the background, as RocketMQ's proxy does (TopicRouteService:
+// refreshAfterWrite): no call waits for a name server that hangs (each
+// may take a request timeout). Shutdown cancels the refresh, and a
+// refresh that failed keeps the route.
+func TestStaleRouteAnsweredWhileItIsRefreshed(t *testing.T) {
+	addr, asked := stallingServer(t, remoting.GetRouteInfoByTopic, []byte(`{"queueDatas":[],"brokerDatas":[]}`))
+	cfg := DefaultConfig()
+	cfg.NamesrvAddrs = []string{addr}
+	cfg.RouteTTL = time.Millisecond
+	cfg.RequestTimeout = time.Minute // a refresh outlasts the test
+	pool := remoting.NewClientPool(remoting.ClientOptions{})
+	t.Cleanup(func() { _ = pool.Close() })
+	bg := newBackground()
+	t.Cleanup(bg.stop)
+	rs := newRoutes(pool, &cfg, bg)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	cached, err := rs.get(ctx, "StaleT")
+	if err != nil {
+		t.Fatalf("first lookup: %v", err)
+	}
+	for time.Since(cached.at) <= cfg.RouteTTL {
+		time.Sleep(time.Millisecond)
+	}
+	for range 3 {
+		if got, err := rs.get(ctx, "StaleT"); err != nil || got != cached {
+			t.Fatalf("lookup of a route past its TTL answered %p, %v; want the cached route %p at once", got, err, cached)
+		}
+	}
+	waitFor(t, "the route refreshed in the background", func() bool { return asked.Load() >= 2 })
+	stopWithin(t, bg, "a route refresh held up by a name server that does not answer")
+	// Stopped, the proxy looks nothing up: a route is the one kept.
+	if _, err := rs.get(ctx, "StaleT"); err != nil {
+		t.Fatalf("after a failed refresh, lookup answered %v; want the route kept", err)
+	}
+}
+
+// A group's cached policy past the route TTL is answered at once while
+// it is refreshed in the background, as routes are: a receive does not
+// wait for a broker that hangs, nor gets the defaults (a FIFO group taken
+// for a concurrent one) meanwhile.
+func TestStaleGroupPolicyAnsweredWhileItIsRefreshed(t *testing.T) {
+	const group = "StalePolicyGroup"
+	gc := meta.NewSubscriptionGroupConfig(group)
+	gc.ConsumeMessageOrderly = true
+	body, err := json.Marshal(gc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, asked := stallingServer(t, remoting.GetSubscriptionGroupConfig, body)
+	p := startProxyWithoutCluster(t, func(cfg *Config) {
+		cfg.RouteTTL = time.Millisecond
+		cfg.RequestTimeout = time.Minute // a refresh outlasts the test
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	if gp := p.groupPolicyAt(ctx, []string{addr}, group); !gp.orderly {
+		t.Fatalf("first read: %+v, want orderly", gp)
+	}
+	c, ok := p.policies.Get(group)
+	if !ok {
+		t.Fatal("the policy read is not cached")
+	}
+	for time.Since(c.at) <= time.Millisecond {
+		time.Sleep(time.Millisecond)
+	}
+	for range 3 {
+		if gp := p.groupPolicyAt(ctx, []string{addr}, group); !gp.orderly {
+			t.Fatalf("read of a policy past its TTL answered %+v; want the cached orderly policy at once", gp)
+		}
+	}
+	waitFor(t, "the policy refreshed in the background", func() bool { return asked.Load() >= 2 })
+	stopWithin(t, p.bg, "a policy refresh held up by a broker that does not answer")
+	if gp := p.groupPolicyAt(ctx, []string{addr}, group); !gp.orderly {
+		t.Fatalf("after a failed refresh, read answered %+v; want the orderly policy kept", gp)
 	}
 }

@@ -41,10 +41,12 @@ type Server struct {
 	checker *auth.Checker
 	// policies caches consumer groups' policies (bounded: group names
 	// come from clients).
-	policies *lru.Cache[string, cachedPolicy]
-	// policyLoads collapses concurrent misses of one group's policy.
+	policies *lru.Cache[string, *cachedPolicy]
+	// policyLoads collapses concurrent reads of one group's policy.
 	policyLoads singleflight.Group
-	grpc        *grpc.Server
+	// bg owns the background work: renewals, route and policy refreshes.
+	bg   *background
+	grpc *grpc.Server
 
 	// next spreads sends without a message group over a topic's queues
 	// and receives without a broker over its broker groups.
@@ -69,12 +71,13 @@ func New(cfg Config) (*Server, error) {
 		opts.BeforeRequest = acl.RequestSigner(cfg.InnerAccessKey, cfg.InnerSecretKey)
 	}
 	s.pool = remoting.NewClientPool(opts)
-	s.routes = newRoutes(s.pool, &s.cfg)
+	s.bg = newBackground()
+	s.routes = newRoutes(s.pool, &s.cfg, s.bg)
 	s.clients = newClientRegistry()
 	s.streams = newStreamRegistry()
 	s.txns = newTxnTable(txnMax)
 	s.renewer = newRenewer(s)
-	s.policies, _ = lru.New[string, cachedPolicy](authCacheSize)
+	s.policies, _ = lru.New[string, *cachedPolicy](authCacheSize)
 	if cfg.Authentication || cfg.Authorization {
 		s.checker = auth.NewChecker(auth.Config{Authentication: cfg.Authentication, Authorization: cfg.Authorization},
 			newRemoteAuthStore(s, cfg.AuthCacheTTL))
@@ -154,10 +157,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.cancel()
 	}
 	s.wg.Wait()
+	s.bg.stop()
 	return s.pool.Close()
 }
 
-// housekeep forgets idle clients and renews handles until ctx ends.
+// housekeep forgets idle clients and queues the renewals due until ctx
+// ends; the renewer's workers send them, so that a broker that does not
+// answer does not hold up the loop.
 func (s *Server) housekeep(ctx context.Context) {
 	period := s.cfg.RenewPeriod
 	if period <= 0 {
@@ -171,11 +177,11 @@ func (s *Server) housekeep(ctx context.Context) {
 			return
 		case now := <-t.C:
 			for _, id := range s.clients.expire(now.Add(-s.cfg.ClientIdle)) {
-				s.renewer.dropClient(ctx, id)
+				s.renewer.dropClient(id)
 				s.log.Info().Str("client", id).Msg("client idle, forgotten")
 			}
 			if s.cfg.AutoRenew {
-				s.renewer.renewDue(ctx, now)
+				s.renewer.renewDue(now)
 			}
 		}
 	}

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
 	"github.com/rocketkv/rocketkv/meta"
@@ -22,19 +25,25 @@ func (s *Server) groupPolicy(ctx context.Context, r *topicRoute, group string) g
 
 // groupPolicyAt reads a consumer group's configuration from the first of
 // the brokers that answers, or gives RocketMQ's defaults; answers are
-// cached for the route's time to live. It returns the defaults, without
-// caching them, when no broker answered (a FIFO group must not be taken
-// for a concurrent one for a whole TTL after a broker's hiccup) or ctx
-// ended first.
+// cached for the route's time to live. A cached policy is answered at
+// once; once older than the TTL it is refreshed in the background
+// meanwhile, and kept when no broker answers the refresh, as routes are
+// (a call does not wait for a broker that hangs). Only a group not cached
+// waits for the brokers: it gets the defaults, not cached, when no broker
+// answered (a FIFO group must not be taken for a concurrent one for a
+// whole TTL after a broker's hiccup) or ctx ended first.
 func (s *Server) groupPolicyAt(ctx context.Context, brokers []string, group string) groupPolicy {
-	if c, ok := s.policies.Get(group); ok && time.Since(c.at) < s.cfg.RouteTTL {
+	if c, ok := s.policies.Get(group); ok {
+		if time.Since(c.at) >= s.cfg.RouteTTL && c.refreshing.CompareAndSwap(false, true) {
+			s.loadGroupPolicy(brokers, group, c) // not waited for: its result is cached
+		}
 		return c.gp
 	}
-	ch := s.policyLoads.DoChan(group, func() (any, error) {
-		return s.loadGroupPolicy(context.WithoutCancel(ctx), brokers, group), nil
-	})
 	select {
-	case r := <-ch:
+	case r := <-s.loadGroupPolicy(brokers, group, nil):
+		if r.Err != nil {
+			return defaultGroupPolicy()
+		}
 		return r.Val.(groupPolicy)
 	case <-ctx.Done():
 		return defaultGroupPolicy()
@@ -44,10 +53,26 @@ func (s *Server) groupPolicyAt(ctx context.Context, brokers []string, group stri
 // defaultGroupPolicy is RocketMQ's subscription group defaults.
 func defaultGroupPolicy() groupPolicy { return groupPolicy{retryMaxTimes: 16} }
 
-// loadGroupPolicy asks the brokers in turn for the group's configuration
+// loadGroupPolicy reads the group's policy, or joins the read of it on
+// its way, as background work: not cancelled with the caller that
+// started it, but with Shutdown, and bounded by a request timeout per
+// broker. old is the cached policy, if any.
+func (s *Server) loadGroupPolicy(brokers []string, group string, old *cachedPolicy) <-chan singleflight.Result {
+	return s.policyLoads.DoChan(group, func() (any, error) {
+		return s.bg.do(func(ctx context.Context) (any, error) {
+			ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout*time.Duration(max(len(brokers), 1)))
+			defer cancel()
+			return s.readGroupPolicy(ctx, brokers, group, old), nil
+		})
+	})
+}
+
+// readGroupPolicy asks the brokers in turn for the group's configuration
 // and caches what the first that answers gives (the defaults when it
-// knows no such group).
-func (s *Server) loadGroupPolicy(ctx context.Context, brokers []string, group string) groupPolicy {
+// knows no such group). When none answers, old, the cached policy, if
+// any, is kept for one more TTL; without one the defaults are returned,
+// not cached.
+func (s *Server) readGroupPolicy(ctx context.Context, brokers []string, group string, old *cachedPolicy) groupPolicy {
 	gp := defaultGroupPolicy()
 	for _, addr := range brokers {
 		resp, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.GetSubscriptionGroupConfig, map[string]string{"group": group}, nil))
@@ -56,7 +81,7 @@ func (s *Server) loadGroupPolicy(ctx context.Context, brokers []string, group st
 		}
 		if resp.Code != remoting.Success {
 			if resp.Code == remoting.SubscriptionGroupNotExist {
-				s.policies.Add(group, cachedPolicy{gp: gp, at: time.Now()})
+				s.policies.Add(group, &cachedPolicy{gp: gp, at: time.Now()})
 				return gp
 			}
 			continue
@@ -66,8 +91,12 @@ func (s *Server) loadGroupPolicy(ctx context.Context, brokers []string, group st
 			continue
 		}
 		gp.orderly, gp.retryMaxTimes, gp.retry = gc.ConsumeMessageOrderly, gc.RetryMaxTimes, gc.GroupRetryPolicy
-		s.policies.Add(group, cachedPolicy{gp: gp, at: time.Now()})
+		s.policies.Add(group, &cachedPolicy{gp: gp, at: time.Now()})
 		return gp
+	}
+	if old != nil {
+		s.policies.Add(group, &cachedPolicy{gp: old.gp, at: time.Now()})
+		return old.gp
 	}
 	return gp
 }
@@ -336,7 +365,7 @@ func (s *Server) NotifyClientTermination(ctx context.Context, req *rmqpb.NotifyC
 	}
 	settings := s.clients.settings(who.clientID)
 	s.clients.remove(who.clientID)
-	s.renewer.dropClient(ctx, who.clientID)
+	s.renewer.dropClient(who.clientID)
 	for addr, groups := range s.mastersOf(ctx, publishedTopics(settings)) {
 		for _, g := range groups {
 			s.tell(ctx, who.clientID, addr, "unregister", remoting.NewRequest(remoting.UnregisterClient,
@@ -358,4 +387,7 @@ func (s *Server) NotifyClientTermination(ctx context.Context, req *rmqpb.NotifyC
 type cachedPolicy struct {
 	gp groupPolicy
 	at time.Time
+	// refreshing is set once a refresh of this policy, past its TTL, has
+	// been started.
+	refreshing atomic.Bool
 }
