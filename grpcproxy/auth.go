@@ -310,13 +310,18 @@ type cachedACL struct {
 	at time.Time
 }
 
-// User implements auth.Store.
+// User implements auth.Store. A cached user is answered at once; past
+// the TTL it is read again in the background meanwhile (kept when that
+// fails), as RocketMQ's proxy caches (refreshAfterWrite), so that no call
+// waits for a broker that may take a request timeout to answer. Only a
+// user not cached, or any with a TTL of 0, is waited for.
 func (r *remoteAuthStore) User(name string) (meta.UserInfo, bool, error) {
 	c, hit := r.users.Get(name)
-	if hit && time.Since(c.at) < r.ttl {
+	load := func(ctx context.Context) (any, error) { return r.loadUser(ctx, name) }
+	if hit && r.fresh(c.at, "user\x00"+name, load) {
 		return c.u, c.ok, nil
 	}
-	v, err, _ := r.loads.Do("user\x00"+name, func() (any, error) { return r.loadUser(name) })
+	v, err, _ := r.loads.Do("user\x00"+name, func() (any, error) { return load(context.Background()) })
 	if err != nil {
 		return meta.UserInfo{}, false, err
 	}
@@ -324,9 +329,22 @@ func (r *remoteAuthStore) User(name string) (meta.UserInfo, bool, error) {
 	return c.u, c.ok, nil
 }
 
+// fresh reports whether an entry cached at may be answered: within the
+// TTL, or past it (load then runs in the background, once at a time per
+// key) unless the TTL is 0.
+func (r *remoteAuthStore) fresh(at time.Time, key string, load func(context.Context) (any, error)) bool {
+	if r.ttl <= 0 {
+		return false
+	}
+	if time.Since(at) >= r.ttl {
+		r.loads.DoChan(key, func() (any, error) { return r.s.bg.do(load) })
+	}
+	return true
+}
+
 // loadUser asks the brokers for a user and caches the answer.
-func (r *remoteAuthStore) loadUser(name string) (cachedUser, error) {
-	resp, err := r.ask(remoting.AuthGetUser, map[string]string{"username": name})
+func (r *remoteAuthStore) loadUser(ctx context.Context, name string) (cachedUser, error) {
+	resp, err := r.ask(ctx, remoting.AuthGetUser, map[string]string{"username": name})
 	if err != nil {
 		return cachedUser{}, err
 	}
@@ -341,13 +359,14 @@ func (r *remoteAuthStore) loadUser(name string) (cachedUser, error) {
 	return c, nil
 }
 
-// ACL implements auth.Store.
+// ACL implements auth.Store, cached as User.
 func (r *remoteAuthStore) ACL(subject string) (meta.AclInfo, bool, error) {
 	c, hit := r.acls.Get(subject)
-	if hit && time.Since(c.at) < r.ttl {
+	load := func(ctx context.Context) (any, error) { return r.loadACL(ctx, subject) }
+	if hit && r.fresh(c.at, "acl\x00"+subject, load) {
 		return c.a, c.ok, nil
 	}
-	v, err, _ := r.loads.Do("acl\x00"+subject, func() (any, error) { return r.loadACL(subject) })
+	v, err, _ := r.loads.Do("acl\x00"+subject, func() (any, error) { return load(context.Background()) })
 	if err != nil {
 		return meta.AclInfo{}, false, err
 	}
@@ -357,8 +376,8 @@ func (r *remoteAuthStore) ACL(subject string) (meta.AclInfo, bool, error) {
 
 // loadACL asks the brokers for a subject's access list and caches the
 // answer.
-func (r *remoteAuthStore) loadACL(subject string) (cachedACL, error) {
-	resp, err := r.ask(remoting.AuthGetACL, map[string]string{"subject": subject})
+func (r *remoteAuthStore) loadACL(ctx context.Context, subject string) (cachedACL, error) {
+	resp, err := r.ask(ctx, remoting.AuthGetACL, map[string]string{"subject": subject})
 	if err != nil && !errors.Is(err, errNoSuchSubject) {
 		return cachedACL{}, err
 	}
@@ -377,9 +396,10 @@ func (r *remoteAuthStore) loadACL(subject string) (cachedACL, error) {
 // not have.
 var errNoSuchSubject = errors.New("no such subject")
 
-// ask sends an auth metadata request to the first master that answers.
-func (r *remoteAuthStore) ask(code int32, ext map[string]string) (*remoting.Command, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), r.s.cfg.RequestTimeout)
+// ask sends an auth metadata request to the first master that answers,
+// within a request timeout and ctx.
+func (r *remoteAuthStore) ask(ctx context.Context, code int32, ext map[string]string) (*remoting.Command, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.s.cfg.RequestTimeout)
 	defer cancel()
 	masters, err := r.brokers(ctx)
 	if err != nil {

@@ -179,3 +179,54 @@ func topicFields(topic string) map[string]string {
 	return map[string]string{"topic": topic, "defaultTopic": "TBW102", "readQueueNums": "2",
 		"writeQueueNums": "2", "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}
 }
+
+// A cached user past the auth cache TTL is answered at once while it is
+// read again in the background, as RocketMQ's proxy caches
+// (refreshAfterWrite): no signed call waits for a broker that hangs (each
+// may take a request timeout). Shutdown cancels the read, and a read that
+// failed keeps the user.
+func TestStaleUserAnsweredWhileItIsReadAgain(t *testing.T) {
+	body, err := json.Marshal(meta.UserInfo{Username: "alice", Password: "secret", UserType: "Normal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, asked := stallingServer(t, remoting.AuthGetUser, body)
+	p := startProxyWithoutCluster(t, func(cfg *Config) {
+		cfg.RequestTimeout = time.Minute // a read outlasts the test
+	})
+	r := newRemoteAuthStore(p, time.Millisecond)
+	r.masters, r.mastersAt = []string{addr}, time.Now().Add(time.Hour)
+	user := func() (meta.UserInfo, bool, error) {
+		type answer struct {
+			u   meta.UserInfo
+			ok  bool
+			err error
+		}
+		ch := make(chan answer, 1)
+		go func() {
+			u, ok, err := r.User("alice")
+			ch <- answer{u, ok, err}
+		}()
+		select {
+		case a := <-ch:
+			return a.u, a.ok, a.err
+		case <-time.After(10 * time.Second):
+			t.Fatal("User waited for a broker that does not answer")
+			return meta.UserInfo{}, false, nil
+		}
+	}
+	if u, ok, err := user(); err != nil || !ok || u.Password != "secret" {
+		t.Fatalf("first read: %+v %v %v", u, ok, err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	for range 3 {
+		if u, ok, err := user(); err != nil || !ok || u.Password != "secret" {
+			t.Fatalf("read of a user past its TTL: %+v %v %v; want the cached user at once", u, ok, err)
+		}
+	}
+	waitFor(t, "the user read again in the background", func() bool { return asked.Load() >= 2 })
+	stopWithin(t, p.bg, "a user read held up by a broker that does not answer")
+	if u, ok, err := user(); err != nil || !ok || u.Password != "secret" {
+		t.Fatalf("after a failed read: %+v %v %v; want the user kept", u, ok, err)
+	}
+}
