@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -121,6 +122,12 @@ func (b *Broker) relayToConsumer(ctx context.Context, req *remoting.Command, bod
 	answer, err := conn.Request(ctx, remoting.NewRequest(req.Code, ext, body))
 	if err != nil {
 		b.log.Warn().Err(err).Int32("code", req.Code).Str("group", group).Str("clientId", clientID).Msg("relay to a consumer")
+		if errors.Is(err, context.DeadlineExceeded) {
+			// RocketMQ's callConsumer answers a client that did not
+			// answer in time with CONSUME_MSG_TIMEOUT.
+			return remoting.NewResponse(req, remoting.ConsumeMsgTimeout,
+				fmt.Sprintf("consumer <%s> <%s> Timeout: %v", group, clientID, err))
+		}
 		return remoting.NewResponse(req, remoting.SystemError,
 			fmt.Sprintf("invoke consumer <%s> <%s> Exception: %v", group, clientID, err))
 	}

@@ -24,13 +24,13 @@ func (b *Broker) processHeartbeat(_ context.Context, conn *remoting.Conn, req *r
 }
 
 // processUnregisterClient answers UNREGISTER_CLIENT.
-func (b *Broker) processUnregisterClient(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) processUnregisterClient(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	h := remoting.Header(req.ExtFields)
 	id, err := h.String("clientID")
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	b.clients.unregister(id, h.OptString("producerGroup", ""), h.OptString("consumerGroup", ""))
+	b.clients.unregister(conn, id, h.OptString("producerGroup", ""), h.OptString("consumerGroup", ""))
 	return remoting.NewResponse(req, remoting.Success, "")
 }
 

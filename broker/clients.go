@@ -131,6 +131,14 @@ func (m *clientManager) heartbeat(conn *remoting.Conn, hb *heartbeatData, langua
 		if err != nil {
 			return err
 		}
+		if gc.GroupName == "" {
+			// Not a group (autoCreateSubscriptionGroup off, or a name
+			// RocketMQ does not allow): skipped, as RocketMQ's heartbeat
+			// skips it, with no retry topic created for it.
+			m.b.refusedLog.Warn().Str("group", cd.GroupName).Str("clientId", hb.ClientID).
+				Msg("heartbeat of a consumer of a group that does not exist (autoCreateSubscriptionGroup is off, or the name is not allowed); not registered")
+			continue
+		}
 		retryQueues := gc.RetryQueueNums
 		if retryQueues <= 0 {
 			retryQueues = 1
@@ -192,7 +200,12 @@ func (m *clientManager) registerConsumer(cd consumerData, subs map[string]*subsc
 		if !ok {
 			changed = true
 			g.subs[topic] = s
-		} else if s.SubVersion > old.SubVersion || s.SubString != old.SubString {
+		} else if s.SubVersion > old.SubVersion {
+			// Only a newer subscription replaces one, as RocketMQ's
+			// ConsumerGroupInfo.updateSubscription: while a group rolls
+			// to a new expression, its old clients' heartbeats do not
+			// bring the old one back (the new clients' pulls, which name
+			// their version, would be refused as not the latest).
 			g.subs[topic] = s
 		}
 	}
@@ -228,13 +241,19 @@ func (m *clientManager) notifyChanged(group string) {
 	}
 }
 
-// unregister removes a client from the groups it names (UNREGISTER_CLIENT).
-func (m *clientManager) unregister(clientID, producerGroup, consumerGroup string) {
+// unregister removes a client of conn from the groups it names
+// (UNREGISTER_CLIENT). As RocketMQ unregisters by channel, a client
+// registered on another connection stays (client ids are public: any
+// connection could otherwise drop any consumer). The group's other
+// clients are told unless its notifyConsumerIdsChangedEnable is off.
+func (m *clientManager) unregister(conn *remoting.Conn, clientID, producerGroup, consumerGroup string) {
 	var notify []string
 	m.mu.Lock()
 	if producerGroup != "" {
 		if g := m.producers[producerGroup]; g != nil {
-			delete(g, clientID)
+			if c, ok := g[clientID]; ok && c.conn == conn {
+				delete(g, clientID)
+			}
 			if len(g) == 0 {
 				delete(m.producers, producerGroup)
 			}
@@ -242,7 +261,7 @@ func (m *clientManager) unregister(clientID, producerGroup, consumerGroup string
 	}
 	if consumerGroup != "" {
 		if g := m.consumers[consumerGroup]; g != nil {
-			if _, ok := g.channels[clientID]; ok {
+			if c, ok := g.channels[clientID]; ok && c.conn == conn {
 				delete(g.channels, clientID)
 				notify = append(notify, m.afterRemoval(g)...)
 			}
@@ -250,6 +269,9 @@ func (m *clientManager) unregister(clientID, producerGroup, consumerGroup string
 	}
 	m.mu.Unlock()
 	for _, g := range notify {
+		if gc, err := m.b.groupConfig(g, false); err == nil && gc.GroupName != "" && !gc.NotifyConsumerIdsChangedEnable {
+			continue
+		}
 		m.notifyChanged(g)
 	}
 }

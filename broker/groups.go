@@ -23,12 +23,28 @@ func (b *Broker) groupConfig(group string, create bool) (meta.SubscriptionGroupC
 	if !create || !(cur.AutoCreateSubscriptionGroup || cur.EnableCreateSysGroup && isSysGroup(group)) {
 		return meta.SubscriptionGroupConfig{}, nil
 	}
+	if !validGroupName(group) {
+		// RocketMQ's findSubscriptionGroupConfig creates none either
+		// (TopicValidator.validateGroup): its retry topic would not be a
+		// valid topic name.
+		return meta.SubscriptionGroupConfig{}, nil
+	}
 	gc = meta.NewSubscriptionGroupConfig(group)
 	if err := b.groups.Put(gc); err != nil {
 		return meta.SubscriptionGroupConfig{}, err
 	}
 	b.log.Info().Str("group", group).Msg("subscription group auto-created")
 	return gc, nil
+}
+
+// maxGroupNameLength is the longest group name RocketMQ creates: its
+// retry topic, %RETRY% and the name, is then a topic name of 127 bytes.
+const maxGroupNameLength = 120
+
+// validGroupName reports whether a group may be auto-created: RocketMQ's
+// topic characters (^[%|a-zA-Z0-9_-]+$), at most maxGroupNameLength bytes.
+func validGroupName(group string) bool {
+	return len(group) <= maxGroupNameLength && meta.ValidTopicChars(group)
 }
 
 // lmqName reports whether a topic or group name is a light message
