@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -374,6 +375,7 @@ func (m *Broker) TimerEnqueued(topic string, dueAfterBirth time.Duration) {
 	if m == nil {
 		return
 	}
+	topic = label(topic)
 	m.timerEnqueue.WithLabelValues(topic).Inc()
 	m.delayLatency.WithLabelValues(topic).Observe(float64(dueAfterBirth / time.Second))
 }
@@ -383,7 +385,7 @@ func (m *Broker) TimerDequeued(topic string) {
 	if m == nil {
 		return
 	}
-	m.timerDequeue.WithLabelValues(topic).Inc()
+	m.timerDequeue.WithLabelValues(label(topic)).Inc()
 }
 
 // maybeGauge is a gauge read at each scrape that may have no value.
@@ -415,8 +417,19 @@ func (l *lags) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (l *lags) Collect(ch chan<- prometheus.Metric) {
-	for _, g := range l.src() {
-		vals := []string{g.Group, g.Topic, strconv.FormatBool(g.Retry), strconv.FormatBool(g.System)}
+	rows := l.src()
+	var seen labelSet
+	for _, g := range rows {
+		if !utf8.ValidString(g.Group) || !utf8.ValidString(g.Topic) {
+			seen = labelSet{}
+			break
+		}
+	}
+	for _, g := range rows {
+		vals := []string{label(g.Group), label(g.Topic), strconv.FormatBool(g.Retry), strconv.FormatBool(g.System)}
+		if !seen.add(vals) {
+			continue
+		}
 		for _, v := range []struct {
 			desc  *prometheus.Desc
 			value int64
@@ -441,6 +454,7 @@ func (m *Broker) In(topic, messageType string, system bool, messages int, bytes 
 		return
 	}
 	sys := strconv.FormatBool(system)
+	topic = label(topic)
 	m.messagesIn.WithLabelValues(topic, messageType, sys).Add(float64(messages))
 	m.throughputIn.WithLabelValues(topic, messageType, sys).Add(float64(bytes))
 	m.messageSize.WithLabelValues(topic, messageType, sys).Observe(float64(bytes / int64(messages)))
@@ -452,6 +466,7 @@ func (m *Broker) Out(topic, group string, system bool, messages int, bytes int64
 		return
 	}
 	sys := strconv.FormatBool(system)
+	topic, group = label(topic), label(group)
 	m.messagesOut.WithLabelValues(topic, group, sys).Add(float64(messages))
 	m.throughputOut.WithLabelValues(topic, group, sys).Add(float64(bytes))
 }
@@ -462,7 +477,7 @@ func (m *Broker) ToDLQ(group, topic string, system bool) {
 	if m == nil {
 		return
 	}
-	m.toDLQ.WithLabelValues(group, topic, strconv.FormatBool(system)).Inc()
+	m.toDLQ.WithLabelValues(label(group), label(topic), strconv.FormatBool(system)).Inc()
 }
 
 // TransactionEnded counts a transaction of topic committed (or rolled
@@ -473,6 +488,7 @@ func (m *Broker) TransactionEnded(topic string, committed bool, age time.Duratio
 	if m == nil {
 		return
 	}
+	topic = label(topic)
 	if committed {
 		m.commits.WithLabelValues(topic).Inc()
 		m.finishLatency.WithLabelValues(topic).Observe(float64(age / time.Second))
@@ -520,15 +536,71 @@ func (c *connections) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *connections) Collect(ch chan<- prometheus.Metric) {
 	if c.src.Producers != nil {
-		for _, p := range c.src.Producers() {
-			ch <- prometheus.MustNewConstMetric(c.producers, prometheus.GaugeValue, float64(p.Count),
-				p.Language, p.Version, "remoting")
+		rows := c.src.Producers()
+		seen := newLabelSet(rows)
+		for _, p := range rows {
+			vals := []string{label(p.Language), label(p.Version), "remoting"}
+			if seen.add(vals) {
+				ch <- prometheus.MustNewConstMetric(c.producers, prometheus.GaugeValue, float64(p.Count), vals...)
+			}
 		}
 	}
 	if c.src.Consumers != nil {
-		for _, p := range c.src.Consumers() {
-			ch <- prometheus.MustNewConstMetric(c.consumers, prometheus.GaugeValue, float64(p.Count),
-				p.Group, p.Language, p.Version, p.ConsumeMode, "remoting", strconv.FormatBool(p.System))
+		rows := c.src.Consumers()
+		seen := newLabelSet(rows)
+		for _, p := range rows {
+			vals := []string{label(p.Group), label(p.Language), label(p.Version), label(p.ConsumeMode), "remoting",
+				strconv.FormatBool(p.System)}
+			if seen.add(vals) {
+				ch <- prometheus.MustNewConstMetric(c.consumers, prometheus.GaugeValue, float64(p.Count), vals...)
+			}
 		}
 	}
+}
+
+// label makes s a value Prometheus accepts as a label value: valid UTF-8.
+// Topic and group names, client languages and versions come from clients,
+// and a ROCKETMQ binary header carries them as raw bytes; WithLabelValues
+// and MustNewConstMetric panic on a value that is not UTF-8, and a metric
+// must never fail the request (or the scrape) that records it. Each run
+// of invalid bytes becomes U+FFFD; a valid value is returned as is,
+// without allocating.
+func label(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// labelSet keeps the label values a collector has sent in one scrape,
+// once label repaired one: two names that differ only in their invalid
+// bytes get the same values, and a registry refuses a scrape that
+// collects one series twice. The nil labelSet (no value needed repair:
+// the source's rows are distinct) keeps nothing.
+type labelSet map[string]struct{}
+
+// newLabelSet returns the labelSet for rows: nil unless a row has a
+// value label must repair.
+func newLabelSet(rows []Connection) labelSet {
+	for _, r := range rows {
+		if !utf8.ValidString(r.Group) || !utf8.ValidString(r.Language) || !utf8.ValidString(r.Version) ||
+			!utf8.ValidString(r.ConsumeMode) {
+			return labelSet{}
+		}
+	}
+	return nil
+}
+
+// add reports whether vals are new to the scrape, and records them; the
+// first row of a repaired name is kept, the others are left out.
+func (s labelSet) add(vals []string) bool {
+	if s == nil {
+		return true
+	}
+	k := strings.Join(vals, "\xff") // 0xff never occurs in valid UTF-8
+	if _, ok := s[k]; ok {
+		return false
+	}
+	s[k] = struct{}{}
+	return true
 }

@@ -182,3 +182,55 @@ func TestStoreGaugeWithoutAValueIsLeftOut(t *testing.T) {
 		t.Fatalf("scrape lacks %s:\n%s", want, text)
 	}
 }
+
+// A label value that is not valid UTF-8 (a topic or group name a client
+// wrote as raw bytes in a ROCKETMQ binary header) neither panics the
+// request that records it nor breaks the scrape: each run of invalid bytes
+// becomes U+FFFD. Two names that differ only in their invalid bytes share
+// one series of a gauge (the first row is kept), or the registry would
+// refuse the whole scrape for a series collected twice.
+func TestLabelValuesThatAreNotUTF8AreRepaired(t *testing.T) {
+	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"}, Sources{
+		Lags: func() []Lag {
+			return []Lag{{Group: "g\xff", Topic: "T", Messages: 3}, {Group: "g\xfe", Topic: "T", Messages: 9}}
+		},
+		Consumers: func() []Connection {
+			return []Connection{{Group: "g\xff", Language: "go", Version: "v\xc3", ConsumeMode: "push", Count: 1},
+				{Group: "g\xfe", Language: "go", Version: "v\xc3", ConsumeMode: "push", Count: 2}}
+		},
+		Producers: func() []Connection { return []Connection{{Language: "j\xffava", Version: "v5", Count: 4}} },
+	}, UnitSuffixed)
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("a label value that is not UTF-8 panicked: %v", r)
+			}
+		}()
+		m.In("T\xff", TypeNormal, false, 1, 10)
+		m.Out("T", "g\xff\xfe", false, 1, 10)
+		m.Out("T", "g\xfe", false, 1, 10)
+		m.ToDLQ("g\xff", "T\xff", false)
+		m.TransactionEnded("T\xff", true, time.Second)
+		m.TransactionEnded("T\xff", false, 0)
+		m.TimerEnqueued("T\xff", time.Minute)
+		m.TimerDequeued("T\xff")
+	}()
+	text := scrape(t, m)
+	for _, want := range []string{
+		`rocketmq_messages_in_total{cluster="c1",is_system="false",message_type="normal",node_id="b",node_type="broker",topic="T\uFFFD"} 1`,
+		// Both groups' deliveries, under the one repaired name.
+		`rocketmq_messages_out_total{cluster="c1",consumer_group="g\uFFFD",is_system="false",node_id="b",node_type="broker",topic="T"} 2`,
+		`rocketmq_send_to_dlq_messages_total{cluster="c1",consumer_group="g\uFFFD",is_system="false",node_id="b",node_type="broker",topic="T\uFFFD"} 1`,
+		`rocketmq_consumer_lag_messages{cluster="c1",consumer_group="g\uFFFD",is_retry="false",is_system="false",node_id="b",node_type="broker",topic="T"} 3`,
+		`rocketmq_consumer_connections{cluster="c1",consume_mode="push",consumer_group="g\uFFFD",is_system="false",language="go",node_id="b",node_type="broker",protocol_type="remoting",version="v\uFFFD"} 1`,
+		`rocketmq_producer_connections{cluster="c1",language="j\uFFFDava",node_id="b",node_type="broker",protocol_type="remoting",version="v5"} 4`,
+	} {
+		want = strings.ReplaceAll(want, `\uFFFD`, "\uFFFD")
+		if !strings.Contains(text, "\n"+want+"\n") {
+			t.Errorf("scrape lacks\n%s", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("scrape:\n%s", text)
+	}
+}

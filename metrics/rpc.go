@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"maps"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -45,9 +46,11 @@ type rpcKey struct {
 
 // rpcSeries finds the series of an answer without building its label
 // values: a copy-on-write map read with one atomic load, written under mu
-// when an answer of a new kind comes. Past maxRPCSeriesCached kinds (a
-// client making up request codes) the rest are looked up in the vector
-// each time, which costs the label hashing the cache saves.
+// when an answer of a new kind comes. Request codes no one defines share
+// one key (unknownRequest), so the kinds are the known request codes
+// times the response codes and outcomes the broker chose; past
+// maxRPCSeriesCached kinds the rest are looked up in the vector each
+// time, which costs the label hashing the cache saves.
 type rpcSeries struct {
 	vec  *prometheus.HistogramVec
 	mu   sync.Mutex
@@ -61,11 +64,34 @@ func newRPCSeries(vec *prometheus.HistogramVec) *rpcSeries {
 	return s
 }
 
+// unknownRequest stands in an rpcKey for every request code
+// remoting.KnownRequestCode does not know; it is not a known code itself.
+const unknownRequest int32 = math.MinInt32
+
+// requestCodeUnknown is the request_code label of a request code neither
+// RocketMQ nor rocketkv defines. RocketMQ writes such a code's number;
+// rocketkv does not, because the code is the client's to choose: a
+// client sending made-up codes would make a series of
+// rocketmq_rpc_latency per code, kept forever, growing the registry and
+// every scrape without bound.
+const requestCodeUnknown = "unknown"
+
+// requestCodeLabel is the request_code label of a key's request code.
+func requestCodeLabel(code int32) string {
+	if code == unknownRequest {
+		return requestCodeUnknown
+	}
+	return remoting.RequestCodeName(code)
+}
+
 func (s *rpcSeries) get(k rpcKey) prometheus.Observer {
+	if !remoting.KnownRequestCode(k.request) {
+		k.request = unknownRequest
+	}
 	if o, ok := (*s.seen.Load())[k]; ok {
 		return o
 	}
-	o := s.vec.WithLabelValues(protocolRemoting, remoting.RequestCodeName(k.request),
+	o := s.vec.WithLabelValues(protocolRemoting, requestCodeLabel(k.request),
 		remoting.ResponseCodeName(k.response), strconv.FormatBool(k.held), resultOf(k.outcome))
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -95,7 +121,10 @@ func resultOf(o remoting.AnswerOutcome) string {
 // remoting.ServerConfig.OnAnswer. The labels are RocketMQ's:
 // protocol_type "remoting", request_code and response_code the codes'
 // names (remoting.RequestCodeName), is_long_polling whether a long poll
-// held the request, result the outcome of the write.
+// held the request, result the outcome of the write. A request code
+// neither RocketMQ nor rocketkv defines is labelled "unknown", where
+// RocketMQ writes its number (requestCodeUnknown): the series stay
+// bounded whatever codes clients send.
 //
 // Cost: one atomic load and a map lookup to find the series, then the
 // histogram's atomic adds; no allocation once an answer of the kind was

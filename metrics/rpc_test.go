@@ -77,21 +77,64 @@ func testRPCLatencyAsRocketMQ(t *testing.T, naming Naming, name string) {
 	}
 }
 
-// Past maxRPCSeriesCached kinds of answer the rest still count.
+// Past maxRPCSeriesCached kinds of answer the rest still count. The kinds
+// differ by response code: request codes no one defines all share the
+// "unknown" series (TestRPCLatencySeriesAreBoundedUnderMadeUpRequestCodes),
+// so they can no longer fill the cache as this test once had them do.
 func TestRPCSeriesBeyondTheCache(t *testing.T) {
 	m := New(nil, Sources{}, UnitSuffixed)
 	for code := range int32(maxRPCSeriesCached + 10) {
-		m.Answered(remoting.Answer{RequestCode: 100000 + code})
+		m.Answered(remoting.Answer{RequestCode: remoting.SendMessageV2, ResponseCode: 100000 + code})
 	}
-	m.Answered(remoting.Answer{RequestCode: 100000 + maxRPCSeriesCached + 5})
+	m.Answered(remoting.Answer{RequestCode: remoting.SendMessageV2, ResponseCode: 100000 + maxRPCSeriesCached + 5})
 	if n := len(*m.rpc.seen.Load()); n != maxRPCSeriesCached {
 		t.Fatalf("%d kinds cached", n)
 	}
 	text := scrape(t, m)
-	want := `rocketmq_rpc_latency_milliseconds_count{is_long_polling="false",protocol_type="remoting",request_code="` +
-		"104101" + `",response_code="success",result="success"} 2`
+	want := `rocketmq_rpc_latency_milliseconds_count{is_long_polling="false",protocol_type="remoting",request_code="send_message_v2",response_code="` +
+		"104101" + `",result="success"} 2`
 	if !strings.Contains(text, want+"\n") {
 		t.Fatalf("scrape lacks %s", want)
+	}
+}
+
+// A request code neither RocketMQ nor rocketkv defines is the client's
+// choice: labelled by its number (as RocketMQ does) every made-up code
+// would add a series of rocketmq_rpc_latency, kept forever. They are all
+// labelled "unknown"; known codes, rocketkv's own among them, keep their
+// labels.
+func TestRPCLatencySeriesAreBoundedUnderMadeUpRequestCodes(t *testing.T) {
+	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"}, Sources{}, UnitSuffixed)
+	const codes = 20000
+	for i := range int32(codes) {
+		m.Answered(remoting.Answer{RequestCode: 1_000_000 + i, ResponseCode: remoting.RequestCodeNotSupported})
+	}
+	m.Answered(remoting.Answer{RequestCode: -7, ResponseCode: remoting.RequestCodeNotSupported})
+	m.Answered(remoting.Answer{RequestCode: remoting.PullMessage, ResponseCode: remoting.Success})
+	m.Answered(remoting.Answer{RequestCode: remoting.GetPopState, ResponseCode: remoting.Success})
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := 0
+	for _, mf := range mfs {
+		if strings.HasPrefix(mf.GetName(), RPCLatency) {
+			series += len(mf.GetMetric())
+		}
+	}
+	if series != 3 {
+		t.Errorf("%d made-up request codes and 2 known ones made %d series of %s, want 3", codes+1, series, RPCLatency)
+	}
+	text := scrape(t, m)
+	const p = `rocketmq_rpc_latency_milliseconds_count{cluster="c1",is_long_polling="false",node_id="b",node_type="broker",protocol_type="remoting",request_code=`
+	for _, want := range []string{
+		p + `"unknown",response_code="request_code_not_supported",result="success"} 20001`,
+		p + `"pull_message",response_code="success",result="success"} 1`,
+		p + `"10003",response_code="success",result="success"} 1`,
+	} {
+		if !strings.Contains(text, "\n"+want+"\n") {
+			t.Errorf("scrape lacks\n%s", want)
+		}
 	}
 }
 

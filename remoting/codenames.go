@@ -249,6 +249,21 @@ func RequestCodeName(code int32) string {
 	return strconv.FormatInt(int64(code), 10)
 }
 
+// KnownRequestCode reports whether code is a request code of Java's
+// RequestCode (5.3.3) or one of rocketkv's own (rocketkv_codes.go): the
+// codes a broker may label by name or number without a client choosing
+// how many labels there are.
+func KnownRequestCode(code int32) bool {
+	if _, ok := requestCodeNames[code]; ok {
+		return true
+	}
+	switch code {
+	case CheckpointIndex, GetTimerWatermark, GetPopState:
+		return true
+	}
+	return false
+}
+
 // ResponseCodeName returns the response_code label RocketMQ 5.3.3 gives a
 // response code: "success" for 0, "pull_not_found" for 19, the number for
 // a code Java's ResponseCode does not define.
