@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/vfs"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -411,6 +413,91 @@ func (b *Broker) earliestMessageTime() int64 {
 // keys mqadmin brokerStatus and clusterList and the dashboard read under
 // RocketMQ's names (rates, day totals, disk ratio, earliest message), and
 // rocketkv's own (dispatch lag, index and ConsumeQueue state).
+// putTimeBuckets are the buckets of RocketMQ's putMessageDistributeTime
+// (StoreStatsService.PUT_MESSAGE_ENTIRE_TIME_MAX_DESC).
+var putTimeBuckets = []string{"[<=0ms]", "[0~10ms]", "[10~50ms]", "[50~100ms]", "[100~200ms]", "[200~500ms]",
+	"[500ms~1s]", "[1~2s]", "[2~3s]", "[3~4s]", "[4~5s]", "[5~10s]", "[10s~]"}
+
+// addExporterKeys adds to a GET_BROKER_RUNTIME_INFO table the keys of
+// RocketMQ's StoreStatsService and AdminBrokerProcessor that
+// apache/rocketmq-exporter parses without a default (its
+// BrokerRuntimeStats: one key missing and it reports none of the
+// broker's rocketmq_brokeruntime_* metrics), in RocketMQ's formats.
+// Where rocketkv has no counterpart the value is the one RocketMQ writes
+// when the feature is idle or off:
+//
+//   - the pull and query thread pools: rocketkv serves pulls and queries
+//     on their connections' goroutines, with no queue: size, capacity and
+//     head wait 0; the send queue's head wait is 0 as well (the flow
+//     control slots keep no arrival times);
+//   - put and get latencies are not measured: every put in no bucket of
+//     putMessageDistributeTime, and the maxima 0;
+//   - dispatchMaxBuffer and pageCacheLockTimeMills 0 (RocketMQ's
+//     dispatcher buffers nothing, and no CommitLog lock is held);
+//   - remainTransientStoreBufferNumbs Integer.MAX_VALUE, RocketMQ's value
+//     with transientStorePoolEnable off (rocketkv has no transient pool).
+//
+// puts and putBytes are the messages and bytes stored since start
+// (putMessageAverageSize divides them as RocketMQ does, a total of 0
+// counted as 1); flushBehind is the CommitLog bytes not yet flushed.
+func addExporterKeys(table map[string]string, puts, putBytes, flushBehind int64) {
+	var dist strings.Builder
+	for _, b := range putTimeBuckets {
+		dist.WriteString(b + ":0 ")
+	}
+	table["putMessageDistributeTime"] = dist.String()
+	table["putMessageEntireTimeMax"] = "0"
+	table["getMessageEntireTimeMax"] = "0"
+	if puts == 0 {
+		puts = 1
+	}
+	table["putMessageAverageSize"] = javaDouble(float64(putBytes) / float64(puts))
+	table["dispatchMaxBuffer"] = "0"
+	table["pageCacheLockTimeMills"] = "0"
+	table["remainTransientStoreBufferNumbs"] = strconv.Itoa(math.MaxInt32)
+	table["remainHowManyDataToFlush"] = humanReadableByteCount(max(flushBehind, 0))
+	for _, pool := range []string{"pull", "query"} {
+		table[pool+"ThreadPoolQueueSize"] = "0"
+		table[pool+"ThreadPoolQueueCapacity"] = "0"
+		table[pool+"ThreadPoolQueueHeadWaitTimeMills"] = "0"
+	}
+	table["sendThreadPoolQueueHeadWaitTimeMills"] = "0"
+}
+
+// javaDouble formats v as Java's String.valueOf(double) does for the
+// values a runtime table holds: at least one decimal ("12.0", "0.5").
+func javaDouble(v float64) string {
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	if !strings.ContainsAny(s, ".eEN") {
+		s += ".0"
+	}
+	return s
+}
+
+// humanReadableByteCount is RocketMQ's MixAll.humanReadableByteCount(n,
+// false): "512 B" under 1 KiB, else one decimal and a binary unit
+// ("97.9 GiB").
+func humanReadableByteCount(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	exp := int(math.Log(float64(n)) / math.Log(unit))
+	exp = min(exp, 6)
+	return fmt.Sprintf("%.1f %ciB", float64(n)/math.Pow(unit, float64(exp)), "KMGTPE"[exp-1])
+}
+
+// formatRuntime is RocketMQ's StoreStatsService.getFormatRuntime: how
+// long the broker has run, "[ 1 days, 2 hours, 3 minutes, 4 seconds ]".
+func formatRuntime(d time.Duration) string {
+	d = max(d, 0)
+	days := d / (24 * time.Hour)
+	hours := d % (24 * time.Hour) / time.Hour
+	minutes := d % time.Hour / time.Minute
+	seconds := d % time.Minute / time.Second
+	return fmt.Sprintf("[ %d days, %d hours, %d minutes, %d seconds ]", days, hours, minutes, seconds)
+}
+
 func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	producers, consumers := b.clients.counts()
 	topics, _ := b.topics.table.Count()
@@ -422,7 +509,7 @@ func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *re
 		"brokerVersionDesc":               "V5_3_4 (rocketkv)",
 		"brokerVersion":                   itoa(int64(remoting.CurrentVersion)),
 		"bootTimestamp":                   itoa(b.started.UnixMilli()),
-		"runtime":                         time.Since(b.started).Round(time.Second).String(),
+		"runtime":                         formatRuntime(time.Since(b.started)),
 		"putMessageBytesTotal":            itoa(b.stats.PutBytes()),
 		"putMessageSizeTotal":             itoa(b.stats.PutBytes()),
 		"putMessageTimesTotal":            itoa(b.stats.PutMessages()),
@@ -454,6 +541,22 @@ func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *re
 		"connections":                 itoa(int64(b.server.ConnCount())),
 	}
 	b.stats.Runtime(table)
+	addExporterKeys(table, b.stats.PutMessages(), b.stats.PutBytes(), b.clog.MaxOffset()-b.clog.FlushedOffset())
+	if u, err := (vfs.OS{}).Statfs(b.cfg.StorePathRootDir); err == nil && u.Total > 0 {
+		// RocketMQ's AdminBrokerProcessor: the file system of
+		// storePathRootDir, Java's getTotalSpace and getFreeSpace.
+		table["commitLogDirCapacity"] = fmt.Sprintf("Total : %s, Free : %s.",
+			humanReadableByteCount(int64(u.Total)), humanReadableByteCount(int64(u.Free)))
+		// The ConsumeQueues (or the index that holds them) live under the
+		// store root: UtilAll.getDiskPartitionSpaceUsedPercent of it.
+		table["consumeQueueDiskRatio"] = strconv.FormatFloat(float64(u.Total-u.Free)/float64(u.Total), 'f', -1, 64)
+	} else {
+		// RocketMQ writes -1 for a ratio it cannot read, and no
+		// capacity; the exporter needs the key, so the sizes it cannot
+		// know are 0.
+		table["commitLogDirCapacity"] = "Total : 0 B, Free : 0 B."
+		table["consumeQueueDiskRatio"] = "-1"
+	}
 	table["earliestMessageTimeStamp"] = itoa(b.earliestMessageTime())
 	if used, err := b.clog.DiskUsedPercent(); err == nil {
 		table["commitLogDiskRatio"] = strconv.FormatFloat(used/100, 'f', -1, 64)

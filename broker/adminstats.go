@@ -77,7 +77,8 @@ func (b *Broker) storeTimeAt(topic string, queueID int32, offset int64) (ts int6
 }
 
 // processTopicStats answers GET_TOPIC_STATS_INFO: the offset range of every
-// queue of a topic and the store time of its newest message.
+// queue of a topic and the store time of its newest message, and the
+// rate of puts to the topic over the last minute (topicPutTps).
 func (b *Broker) processTopicStats(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	topic, bad := requiredField(req, "topic")
 	if bad != nil {
@@ -98,10 +99,10 @@ func (b *Broker) processTopicStats(_ context.Context, _ *remoting.Conn, req *rem
 		}
 		table[adminbody.MessageQueue{BrokerName: b.cfg.BrokerName, QueueID: q, Topic: topic}] = off
 	}
-	// The broker counts puts per broker, not per topic: no topic rate to
-	// report.
+	// topicPutTps is RocketMQ 5.3's brokerStatsManager.tpsTopicPutNums:
+	// the topic's TOPIC_PUT_NUMS rate over the last minute.
 	resp := remoting.NewResponse(req, remoting.Success, "")
-	resp.Body = adminbody.EncodeTopicStats(table, 0)
+	resp.Body = adminbody.EncodeTopicStats(table, b.stats.TopicPutTPS(topic))
 	return resp
 }
 

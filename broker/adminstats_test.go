@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -470,5 +472,119 @@ func TestBrokerConsumeStats(t *testing.T) {
 	ordered, total := stats("true")
 	if len(ordered["cg"]) != 1 || !reflect.DeepEqual(ordered["cg"][0], want[0]) || total != 0 {
 		t.Fatalf("isOrder: cg %+v, total diff %d", ordered["cg"], total)
+	}
+}
+
+// GET_TOPIC_STATS_INFO's topicPutTps is the topic's TOPIC_PUT_NUMS rate
+// over the last minute, RocketMQ 5.3's brokerStatsManager.tpsTopicPutNums
+// (mqadmin topicStatus prints it).
+func TestTopicStatsReportsThePutRate(t *testing.T) {
+	clk := testutil.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local))
+	b := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) { b.statsClock = clk.Now })
+	c := b.client(nil)
+	createTopic(t, c, "PutRateT", 1, 1)
+	createTopic(t, c, "OtherT", 1, 1)
+	for i := 0; i < 4; i++ {
+		mustSend(t, c, "PutRateT", 0, "m"+strconv.Itoa(i), "")
+	}
+	mustSend(t, c, "OtherT", 0, "o", "")
+	clk.Advance(10 * time.Second)
+	b.stats.Tick()
+	if d := viewStats(t, c, "TOPIC_PUT_NUMS", "PutRateT"); d.Minute.TPS != 0.4 {
+		t.Fatalf("TOPIC_PUT_NUMS minute %+v, want 0.4/s", d.Minute)
+	}
+	r := call(t, c, remoting.GetTopicStatsInfo, map[string]string{"topic": "PutRateT"}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("topic stats: %d %s", r.Code, r.Remark)
+	}
+	_, tps, err := adminbody.DecodeTopicStats(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tps != 0.4 {
+		t.Errorf("GET_TOPIC_STATS_INFO topicPutTps %v, want the topic's TOPIC_PUT_NUMS minute rate 0.4", tps)
+	}
+}
+
+// GET_BROKER_RUNTIME_INFO has every key apache/rocketmq-exporter's
+// BrokerRuntimeStats(KVTable) parses without a default (one missing key
+// and the exporter reports none of the broker's rocketmq_brokeruntime_*
+// metrics), in the formats of RocketMQ's StoreStatsService and
+// AdminBrokerProcessor that it parses.
+func TestRuntimeInfoHasEveryKeyTheExporterParses(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	mustSend(t, c, "RtKeysT", 0, "a", "")
+	info := runtimeInfo(t, c)
+	var missing []string
+	for _, k := range []string{
+		"msgPutTotalTodayNow", "putMessageDistributeTime", "putTps", "getMissTps", "getTransferedTps", "getTotalTps",
+		"getFoundTps", "commitLogDirCapacity", "sendThreadPoolQueueHeadWaitTimeMills",
+		"queryThreadPoolQueueHeadWaitTimeMills", "remainHowManyDataToFlush", "msgGetTotalTodayNow",
+		"queryThreadPoolQueueSize", "bootTimestamp", "msgPutTotalYesterdayMorning", "msgGetTotalYesterdayMorning",
+		"pullThreadPoolQueueSize", "commitLogMinOffset", "pullThreadPoolQueueHeadWaitTimeMills", "runtime",
+		"dispatchMaxBuffer", "brokerVersion", "consumeQueueDiskRatio", "pageCacheLockTimeMills", "commitLogDiskRatio",
+		"commitLogMaxOffset", "getMessageEntireTimeMax", "msgPutTotalTodayMorning", "putMessageTimesTotal",
+		"msgGetTotalTodayMorning", "brokerVersionDesc", "sendThreadPoolQueueSize", "startAcceptSendRequestTimeStamp",
+		"putMessageEntireTimeMax", "earliestMessageTimeStamp", "remainTransientStoreBufferNumbs",
+		"queryThreadPoolQueueCapacity", "putMessageAverageSize", "dispatchBehindBytes", "putMessageSizeTotal",
+		"sendThreadPoolQueueCapacity", "pullThreadPoolQueueCapacity",
+	} {
+		if _, ok := info[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("GET_BROKER_RUNTIME_INFO lacks %d keys rocketmq-exporter parses unconditionally: %v", len(missing), missing)
+	}
+	for k, re := range map[string]string{
+		// StoreStatsService.getFormatRuntime.
+		"runtime": `^\[ \d+ days, \d+ hours, \d+ minutes, \d+ seconds \]$`,
+		// MixAll.humanReadableByteCount(bytes, false) of the store root's
+		// file system.
+		"commitLogDirCapacity": `^Total : \d+( B|\.\d [KMGTPE]iB), Free : \d+( B|\.\d [KMGTPE]iB)\.$`,
+		// The exporter parses the number before the first space.
+		"remainHowManyDataToFlush": `^\d+( B|\.\d [KMGTPE]iB)$`,
+		// StoreStatsService.putMessageDistributeTimeToString.
+		"putMessageDistributeTime": `^\[<=0ms\]:\d+ \[0~10ms\]:\d+ \[10~50ms\]:\d+ \[50~100ms\]:\d+ \[100~200ms\]:\d+ ` +
+			`\[200~500ms\]:\d+ \[500ms~1s\]:\d+ \[1~2s\]:\d+ \[2~3s\]:\d+ \[3~4s\]:\d+ \[4~5s\]:\d+ \[5~10s\]:\d+ \[10s~\]:\d+ $`,
+		"putMessageAverageSize":           `^\d+\.\d+$`,
+		"consumeQueueDiskRatio":           `^(0(\.\d+)?|1|-1)$`,
+		"remainTransientStoreBufferNumbs": `^2147483647$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(info[k]) {
+			t.Errorf("%s %q is not in RocketMQ's format %s", k, info[k], re)
+		}
+	}
+	for _, k := range []string{"pullThreadPoolQueueSize", "pullThreadPoolQueueCapacity", "pullThreadPoolQueueHeadWaitTimeMills",
+		"queryThreadPoolQueueSize", "queryThreadPoolQueueCapacity", "queryThreadPoolQueueHeadWaitTimeMills",
+		"sendThreadPoolQueueHeadWaitTimeMills", "dispatchMaxBuffer", "pageCacheLockTimeMills",
+		"getMessageEntireTimeMax", "putMessageEntireTimeMax"} {
+		if _, err := strconv.ParseInt(info[k], 10, 64); err != nil {
+			t.Errorf("%s %q is not the integer the exporter parses", k, info[k])
+		}
+	}
+}
+
+// The helpers format as RocketMQ does: MixAll.humanReadableByteCount(n,
+// false) and StoreStatsService.getFormatRuntime.
+func TestRuntimeInfoFormats(t *testing.T) {
+	for n, want := range map[int64]string{
+		0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 5 << 20: "5.0 MiB",
+		105_151_127_552: "97.9 GiB", 3 << 40: "3.0 TiB",
+	} {
+		if got := humanReadableByteCount(n); got != want {
+			t.Errorf("humanReadableByteCount(%d) = %q, want %q", n, got, want)
+		}
+	}
+	d := 26*time.Hour + 3*time.Minute + 4*time.Second + 900*time.Millisecond
+	if got, want := formatRuntime(d), "[ 1 days, 2 hours, 3 minutes, 4 seconds ]"; got != want {
+		t.Errorf("formatRuntime(%v) = %q, want %q", d, got, want)
+	}
+	if got, want := javaDouble(12), "12.0"; got != want {
+		t.Errorf("javaDouble(12) = %q, want %q", got, want)
+	}
+	if got, want := javaDouble(2.5), "2.5"; got != want {
+		t.Errorf("javaDouble(2.5) = %q, want %q", got, want)
 	}
 }

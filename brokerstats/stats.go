@@ -202,6 +202,14 @@ func (s *Stats) GroupTPS(group, topic string) float64 {
 	return w.Minute.TPS
 }
 
+// TopicPutTPS is the rate at which producers stored messages in topic
+// over the last minute: RocketMQ's BrokerStatsManager.tpsTopicPutNums,
+// GET_TOPIC_STATS_INFO's topicPutTps. 0 for a topic without puts.
+func (s *Stats) TopicPutTPS(topic string) float64 {
+	w, _ := s.Lookup(TopicPutNums, topic)
+	return w.Minute.TPS
+}
+
 // PutMessages is the number of messages stored since start.
 func (s *Stats) PutMessages() int64 { return s.put.total.Load() }
 

@@ -2,6 +2,7 @@ package brokerstats
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -246,6 +247,79 @@ func TestConcurrentAddsAndSampling(t *testing.T) {
 	}
 	if s.PutMessages() != 8000 || s.GetMessages() != 8000 {
 		t.Fatalf("totals put %d get %d", s.PutMessages(), s.GetMessages())
+	}
+}
+
+// Counting, sampling, reading and deleting items from many goroutines at
+// once is free of races (run under -race): producers' and consumers'
+// counts, topic and group deletions, and the lookups of the admin
+// requests, while the sampler ticks across midnight.
+func TestConcurrentUseWithDeletionsAndReads(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 23, 59, 0, 0, time.Local)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	s := New("c", clock)
+	s.Tick()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				topic := "t" + strconv.Itoa(i%50)
+				s.Put(topic, 1, 10)
+				s.Stored(1, 10)
+				s.Get("g"+strconv.Itoa(w), topic, 2, 20)
+				s.Miss()
+				s.SendBack("g", topic)
+				if i%97 == 0 {
+					s.TopicDeleted(topic)
+					s.GroupDeleted("g" + strconv.Itoa(w))
+				}
+				s.Lookup(TopicPutNums, topic)
+				s.GroupTPS("g", topic)
+				s.TopicPutTPS(topic)
+			}
+		}(w)
+	}
+	for i := 0; i < 3000; i++ {
+		mu.Lock()
+		now = now.Add(time.Second)
+		mu.Unlock()
+		s.Tick()
+		if i%100 == 0 {
+			s.Runtime(map[string]string{})
+		}
+	}
+	close(stop)
+	wg.Wait()
+}
+
+// TopicPutTPS is a topic's TOPIC_PUT_NUMS rate over the last minute
+// (RocketMQ's tpsTopicPutNums, GET_TOPIC_STATS_INFO's topicPutTps), 0 for
+// a topic without puts.
+func TestTopicPutTPS(t *testing.T) {
+	s, c := newTestStats()
+	s.Tick()
+	s.Put("T", 3, 300)
+	s.Put("T", 1, 100)
+	s.Put("Other", 50, 50)
+	if got := s.TopicPutTPS("T"); got != 0 {
+		t.Errorf("rate of T %v before any sampling, want 0", got)
+	}
+	c.Advance(10 * time.Second)
+	s.Tick()
+	if got := s.TopicPutTPS("T"); !near(got, 0.4) {
+		t.Errorf("rate of T %v, want 0.4 (4 puts in 10 s)", got)
+	}
+	if got := s.TopicPutTPS("NONE"); got != 0 {
+		t.Errorf("rate of a topic without puts %v", got)
 	}
 }
 
