@@ -463,7 +463,7 @@ func (m *clientManager) consumerMetrics() []metrics.Connection {
 	out := make([]metrics.Connection, 0, len(counts))
 	for k, n := range counts {
 		out = append(out, metrics.Connection{Group: k.group, Language: k.lang, Version: k.ver, ConsumeMode: k.mode,
-			System: isSysGroup(k.group), Count: n})
+			System: isSystemGroup(k.group), Count: n})
 	}
 	return out
 }

@@ -155,6 +155,35 @@ func (b *Broker) countOut(topic, group string, n int, bytes int) {
 	b.metrics.Out(topic, group, b.isSystemTopic(topic) || isSysGroup(group), n, int64(bytes))
 }
 
+// countRetrySendToDLQ counts in rocketmq_send_to_dlq_messages_total a
+// send to retryTopic (%RETRY%group) that retryOrDLQ moved to the group's
+// dead-letter topic. The labels are those RocketMQ's
+// SendMessageProcessor.handleRetryAndDLQ writes: consumer_group the
+// send's producer group (a consumer sends its retries as the group it
+// consumes for), topic the retry topic sent to. RocketMQ counts when it
+// decides; rocketkv counts once the message is stored, so a put that
+// fails is not counted.
+func (b *Broker) countRetrySendToDLQ(producerGroup, retryTopic string) {
+	if b.metrics == nil {
+		return
+	}
+	b.metrics.ToDLQ(producerGroup, retryTopic, b.isSystemTopic(retryTopic) || isSystemGroup(producerGroup))
+}
+
+// isSystemGroup reports whether group is a system consumer group as
+// RocketMQ's BrokerMetricsManager.isSystemGroup tells it for the is_system
+// label of the DLQ counter, the consumer lag gauges and the consumer
+// connections: its name starts with CID_RMQ_SYS_ in any case. The
+// messages_out counters use isSysGroup (MixAll.isSysConsumerGroup),
+// which is case-sensitive, as RocketMQ's PullMessageProcessor and
+// PopMessageProcessor do.
+func isSystemGroup(group string) bool {
+	return len(group) >= len(sysGroupPrefix) && strings.EqualFold(group[:len(sysGroupPrefix)], sysGroupPrefix)
+}
+
+// sysGroupPrefix is RocketMQ's MixAll.CID_RMQ_SYS_PREFIX.
+const sysGroupPrefix = "CID_RMQ_SYS_"
+
 // countDLQ counts messages put to dead-letter topics: the group is the
 // DLQ's, the topic the original one the message carries.
 func (b *Broker) countDLQ(msgs []*commitlog.Message) {
@@ -170,7 +199,7 @@ func (b *Broker) countDLQ(msgs []*commitlog.Message) {
 		if real, ok := commitlog.LookupProperty(m.Properties, propRetryTopic); ok && meta.IsRetryTopic(origin) {
 			origin = real // a retried message: the topic it was first sent to
 		}
-		b.metrics.ToDLQ(group, origin, b.isSystemTopic(origin) || isSysGroup(group))
+		b.metrics.ToDLQ(group, origin, b.isSystemTopic(origin) || isSystemGroup(group))
 	}
 }
 
@@ -303,7 +332,7 @@ func (b *Broker) consumerLags() ([]metrics.Lag, error) {
 		// order), so one row is open at a time.
 		if n := len(out); n == 0 || out[n-1].Group != u.Group || out[n-1].Topic != u.Topic {
 			out = append(out, metrics.Lag{Group: u.Group, Topic: u.Topic, Retry: meta.IsRetryTopic(u.Topic),
-				System: b.isSystemTopic(u.Topic) || isSysGroup(u.Group)})
+				System: b.isSystemTopic(u.Topic) || isSystemGroup(u.Group)})
 		}
 		l := &out[len(out)-1]
 		from := min(max(u.Offset, lo), hi)

@@ -16,6 +16,7 @@ import (
 	"github.com/rocketkv/rocketkv/internal/popclient"
 	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/metrics"
 	"github.com/rocketkv/rocketkv/remoting"
 	"github.com/rs/zerolog"
@@ -436,5 +437,95 @@ func TestMessageTypeOfASendIsRocketMQs(t *testing.T) {
 		if got := messageTypeOf(c.props); got != c.want {
 			t.Errorf("%q: message_type %q, want %q", c.props, got, c.want)
 		}
+	}
+}
+
+// A send to %RETRY%group whose reconsume times are past the maximum is
+// stored in %DLQ%group and counted in rocketmq_send_to_dlq_messages_total
+// as RocketMQ's SendMessageProcessor.handleRetryAndDLQ counts it:
+// consumer_group the send's producer group, topic the retry topic sent
+// to.
+func TestRetrySendMovedToTheDLQIsCounted(t *testing.T) {
+	b := startTestBroker(t, map[string]string{
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+	})
+	c := b.client(nil)
+	ensureGroup(t, c, "g-dlqsend")
+	send := func(reconsume string) {
+		t.Helper()
+		r := call(t, c, remoting.SendMessageV2, map[string]string{
+			"a": "pg-dlqsend", "b": "%RETRY%g-dlqsend", "c": "TBW102", "d": "4", "e": "0",
+			"f": "0", "g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": "",
+			"j": reconsume, "l": "16",
+		}, []byte("dead"))
+		if r.Code != remoting.Success {
+			t.Fatalf("send with reconsumeTimes %s: %d %s", reconsume, r.Code, r.Remark)
+		}
+	}
+	send("3")  // a retry: stays in the retry topic, not counted
+	send("17") // past the maximum of 16: to the DLQ
+	b.caughtUp()
+	if got := pullAll(t, b, c, "%DLQ%g-dlqsend", 0); len(got) != 1 {
+		t.Fatalf("DLQ holds %d messages, want 1", len(got))
+	}
+	text := scrapeMetrics(t, b)
+	if v := metricValue(t, text, "rocketmq_send_to_dlq_messages_total", `consumer_group="pg-dlqsend"`,
+		`topic="%RETRY%g-dlqsend"`, `is_system="false"`); v != 1 {
+		t.Errorf("retry sends moved to the DLQ counted %v, want 1", v)
+	}
+}
+
+// The is_system label of the DLQ counter and the consumer gauges tells a
+// system group as RocketMQ's BrokerMetricsManager.isSystemGroup does:
+// the group lower-cased before matching cid_rmq_sys_. messages_out keeps
+// the case-sensitive MixAll.isSysConsumerGroup (isSysGroup).
+func TestIsSystemGroupIsCaseInsensitive(t *testing.T) {
+	for group, want := range map[string]bool{
+		"CID_RMQ_SYS_TRANS": true, "cid_rmq_sys_zz": true, "Cid_Rmq_Sys_x": true,
+		"CID_RMQ_SYS": false, "g": false, "": false, "xCID_RMQ_SYS_": false,
+	} {
+		if got := isSystemGroup(group); got != want {
+			t.Errorf("isSystemGroup(%q) = %v, want %v", group, got, want)
+		}
+	}
+	b := startTestBroker(t, map[string]string{
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+	})
+	b.countDLQ([]*commitlog.Message{{Topic: "%DLQ%cid_rmq_sys_zz", Properties: "DLQ_ORIGIN_TOPIC\x01ZZT\x02"}})
+	text := scrapeMetrics(t, b)
+	if v := metricValue(t, text, "rocketmq_send_to_dlq_messages_total", `consumer_group="cid_rmq_sys_zz"`,
+		`is_system="true"`); v != 1 {
+		t.Errorf("DLQ counter of group cid_rmq_sys_zz with is_system=\"true\": %v, want 1", v)
+	}
+}
+
+// A pull of a consumer group whose name is not valid UTF-8 (a ROCKETMQ
+// binary header carries ext fields as raw bytes) is answered with its
+// messages: the metrics label repairs the name rather than panicking,
+// which would have turned the answer into SYSTEM_ERROR. Such a group is
+// not auto-created (validGroupName), so the test stores its config as
+// one written before that check, or by a tool, would be.
+func TestPullOfAGroupNameThatIsNotUTF8IsAnswered(t *testing.T) {
+	b := startTestBroker(t, map[string]string{
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+	})
+	if err := b.groups.Put(meta.NewSubscriptionGroupConfig("bad\xffgroup")); err != nil {
+		t.Fatal(err)
+	}
+	c := b.client(nil)
+	mustSend(t, c, "Utf8T", 0, "a", "")
+	b.caughtUp()
+	req := remoting.NewRequest(remoting.PullMessage, pullReq("bad\xffgroup", "Utf8T", 0, 0, 0, 0, "*"), nil)
+	req.SerializeType = remoting.SerializeRocketMQ
+	r, err := c.Invoke(ctx20(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != 1 {
+		t.Fatalf("pull of group %q: %d %s", "bad\xffgroup", r.Code, r.Remark)
+	}
+	text := scrapeMetrics(t, b)
+	if v := metricValue(t, text, "rocketmq_messages_out_total", `consumer_group="bad`+"\uFFFD"+`group"`, `topic="Utf8T"`); v != 1 {
+		t.Errorf("messages out of the repaired group name: %v, want 1", v)
 	}
 }

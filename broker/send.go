@@ -264,6 +264,9 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		return fail(appendErrorCode(err), "put message failed: %v", err)
 	}
 	b.countIn(h.topic, props, 1, res.WroteBytes)
+	if topic != h.topic {
+		b.countRetrySendToDLQ(h.producerGroup, h.topic)
+	}
 	respQueue := h.queueIDResponse(qid, msg)
 	recall, hasRecall := b.recallHandleOf(msg, uniq)
 	return b.answerDurable(conn, req, res, waitFlush, func(res commitlog.AppendResult) *remoting.Command {
