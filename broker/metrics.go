@@ -18,6 +18,7 @@ import (
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/metrics"
+	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
 	"github.com/rocketkv/rocketkv/timer"
 	"github.com/rocketkv/rocketkv/txn"
@@ -328,21 +329,36 @@ func (b *Broker) consumerLags() ([]metrics.Lag, error) {
 			failed = err
 			return false
 		}
+		// A retry topic is reported as RocketMQ's ConsumerLagCalculator
+		// does: a POP group's retry topic of T as T with is_retry, a push
+		// group's own %RETRY%group not at all.
+		topic, retry := u.Topic, false
+		if meta.IsRetryTopic(u.Topic) {
+			origin, ok := pop.RetryOrigin(u.Topic, u.Group)
+			if !ok {
+				return true
+			}
+			topic, retry = origin, true
+		}
 		// Each returns a group's offsets of a topic together (key
 		// order), so one row is open at a time.
-		if n := len(out); n == 0 || out[n-1].Group != u.Group || out[n-1].Topic != u.Topic {
-			out = append(out, metrics.Lag{Group: u.Group, Topic: u.Topic, Retry: meta.IsRetryTopic(u.Topic),
-				System: b.isSystemTopic(u.Topic) || isSystemGroup(u.Group)})
+		if n := len(out); n == 0 || out[n-1].Group != u.Group || out[n-1].Topic != topic || out[n-1].Retry != retry {
+			out = append(out, metrics.Lag{Group: u.Group, Topic: topic, Retry: retry,
+				System: b.isSystemTopic(topic) || isSystemGroup(u.Group)})
 		}
 		l := &out[len(out)-1]
 		from := min(max(u.Offset, lo), hi)
 		key := groupQueue{u.Group, u.Topic, u.QueueID}
 		pos := from
+		lag := hi - from
 		if q, ok := pops[key]; ok {
 			l.Inflight += q.InFlight
 			if q.Position >= 0 {
 				pos = min(max(q.Position, from), hi)
 			}
+			// RocketMQ's POP lag: what is not popped yet and what is in
+			// flight, not what was acknowledged out of order.
+			lag = hi - pos + q.InFlight
 		} else if next, ok := pulled[key]; ok && next > from {
 			inflight[key] = true
 			pos = min(next, hi)
@@ -351,7 +367,7 @@ func (b *Broker) consumerLags() ([]metrics.Lag, error) {
 		if hi <= from {
 			return true
 		}
-		l.Messages += hi - from
+		l.Messages += lag
 		oldest := age(u.Topic, u.QueueID, from)
 		l.LatencyMillis = max(l.LatencyMillis, oldest)
 		if hi > pos {

@@ -34,6 +34,17 @@ func RetryTopicV2(topic, group string) string {
 	return meta.RetryGroupTopicPrefix + group + "+" + topic
 }
 
+// RetryOrigin returns the topic whose pop-retry topic (V1 or V2) of group
+// retryTopic is, and false when it is none (the group's own %RETRY%group,
+// or another group's).
+func RetryOrigin(retryTopic, group string) (string, bool) {
+	rest, ok := strings.CutPrefix(retryTopic, meta.RetryGroupTopicPrefix+group)
+	if !ok || len(rest) < 2 || (rest[0] != '_' && rest[0] != '+') {
+		return "", false
+	}
+	return rest[1:], true
+}
+
 // RetryFlagOf returns the retry flag of a topic name: FlagRetryV2 for a V2
 // pop-retry topic (a %RETRY% name with a '+'), FlagRetryV1 for any other
 // %RETRY% name, FlagNormal otherwise (RocketMQ's ExtraInfoUtil.getRetry).
