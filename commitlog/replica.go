@@ -139,7 +139,11 @@ func (l *Log) AppendReplica(off int64, data []byte) error {
 		}
 		l.activeAllocated = true
 	}
+	wp := l.writePos.Load()
 	if len(data) > 0 && rp == seg.end() {
+		if wp != rp {
+			return fmt.Errorf("replicate %d bytes at %d: %w: the record at %d is unfinished in the segment before", len(data), off, ErrCorrupt, wp)
+		}
 		next, err := l.newSegmentLocked(rp)
 		if err != nil {
 			return err
@@ -152,10 +156,6 @@ func (l *Log) AppendReplica(off int64, data []byte) error {
 		// taking it would leave a new segment active behind an end that
 		// a refusal moves back into the one before.
 		return fmt.Errorf("replicate %d bytes at %d: %w: the piece crosses the segment end at %d", len(data), off, ErrCorrupt, seg.end())
-	}
-	wp := l.writePos.Load()
-	if wp < seg.start {
-		return fmt.Errorf("replicate %d bytes at %d: %w: the record at %d is unfinished in the segment before", len(data), off, ErrCorrupt, wp)
 	}
 	p := replicaPiece{seg: seg, wp: wp, rp: rp, data: data, held: l.held}
 	tail := p.tail(&l.unitStarts)
@@ -237,7 +237,7 @@ func (p *replicaPiece) headerEnd(pos int64) int64 {
 // the start of every unit the piece completes to starts (reset first),
 // and returns the start of the unit it leaves unfinished, end() when
 // none. A size or magic that cannot continue a log stops the walk at
-// end(): the whole piece goes into the mapping, where
+// end() (invalidAt): the whole piece goes into the mapping, where
 // completeRecordsLocked refuses it.
 func (p *replicaPiece) tail(starts *[]int64) int64 {
 	*starts = (*starts)[:0]
@@ -257,10 +257,10 @@ func (p *replicaPiece) tail(starts *[]int64) int64 {
 			switch {
 			case errors.Is(err, ErrBlank):
 				if int64(n) != segEnd-pos {
-					return end
+					return p.invalidAt(starts, pos)
 				}
 			case err != nil, n < minRecordV1V4V4, pos+int64(n) > segEnd:
-				return end
+				return p.invalidAt(starts, pos)
 			default:
 				unitEnd = pos + int64(n)
 			}
@@ -272,6 +272,15 @@ func (p *replicaPiece) tail(starts *[]int64) int64 {
 		pos = unitEnd
 	}
 	return pos
+}
+
+// invalidAt ends a walk at a unit at pos whose size or magic cannot
+// continue a log: it is placed as a whole unit (its header too, from held
+// if it began there), so that completeRecordsLocked refuses it for what
+// it is, and the walk leaves nothing unfinished.
+func (p *replicaPiece) invalidAt(starts *[]int64, pos int64) int64 {
+	*starts = append(*starts, pos)
+	return p.end()
 }
 
 // place writes the piece into the mapping: first every byte outside the
