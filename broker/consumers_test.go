@@ -53,7 +53,7 @@ func TestAHeartbeatOfAnUnknownGroupRegistersNothingWithoutAutoCreate(t *testing.
 }
 
 // RocketMQ validates the name before auto-creating a group
-// (TopicValidator.validateGroup: ^[%|a-zA-Z0-9_-]+$; here at most 120 bytes, so that its retry topic is a valid topic name);
+// (TopicValidator.validateGroup: ^[%|a-zA-Z0-9_-]+$, at most 255 bytes as its clients' Validators.checkGroup);
 // an invalid one gets no config, no retry topic, no registration.
 func TestAHeartbeatCreatesNoGroupWithANameRocketMQRefuses(t *testing.T) {
 	b := startTestBroker(t, nil)

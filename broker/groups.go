@@ -37,12 +37,13 @@ func (b *Broker) groupConfig(group string, create bool) (meta.SubscriptionGroupC
 	return gc, nil
 }
 
-// maxGroupNameLength is the longest group name RocketMQ creates: its
-// retry topic, %RETRY% and the name, is then a topic name of 127 bytes.
-const maxGroupNameLength = 120
+// maxGroupNameLength is the longest group name RocketMQ's clients accept
+// (Validators.CHARACTER_MAX_LENGTH).
+const maxGroupNameLength = 255
 
 // validGroupName reports whether a group may be auto-created: RocketMQ's
-// topic characters (^[%|a-zA-Z0-9_-]+$), at most maxGroupNameLength bytes.
+// topic characters (^[%|a-zA-Z0-9_-]+$, which its clients check group
+// names against too), at most maxGroupNameLength bytes.
 func validGroupName(group string) bool {
 	return len(group) <= maxGroupNameLength && meta.ValidTopicChars(group)
 }
