@@ -350,6 +350,25 @@ func (m *clientManager) consumerIDs(group string) []string {
 	return ids
 }
 
+// onlineSubscriptions returns, for each group with a live client, the
+// topics its clients subscribe to.
+func (m *clientManager) onlineSubscriptions() map[string]map[string]bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]map[string]bool, len(m.consumers))
+	for name, g := range m.consumers {
+		if len(g.channels) == 0 {
+			continue
+		}
+		topics := make(map[string]bool, len(g.subs))
+		for t := range g.subs {
+			topics[t] = true
+		}
+		out[name] = topics
+	}
+	return out
+}
+
 // groupSubscription returns a group's subscription to a topic and whether
 // the group is known at all.
 func (m *clientManager) groupSubscription(group, topic string) (s *subscription, model string, known bool) {

@@ -274,9 +274,10 @@ func (c *cached[T]) get(log zerolog.Logger) T {
 	return v
 }
 
-// consumerLags computes the consumer gauges per consumer group and topic
-// with committed offsets, as RocketMQ's ConsumerLagCalculator reports
-// them for pull, push and POP consumers, queue by queue:
+// consumerLags computes the consumer gauges per consumer group with a
+// live client and topic it subscribes to with committed offsets, as
+// RocketMQ's ConsumerLagCalculator reports them for pull, push and POP
+// consumers, queue by queue:
 //
 //   - lag: the messages past the committed offset (from the queue's
 //     minimum when retention deleted the committed one), and the age of
@@ -312,6 +313,10 @@ func (b *Broker) consumerLags() ([]metrics.Lag, error) {
 	for _, q := range popped {
 		pops[groupQueue{q.Group, q.Topic, q.QueueID}] = q
 	}
+	// Only groups with a live client, and the topics they subscribe to,
+	// as RocketMQ's ConsumerLagCalculator: a group gone leaves no series
+	// behind (its committed offsets stay).
+	online := b.clients.onlineSubscriptions()
 	pulled := b.pulled.snapshot()
 	inflight := map[groupQueue]bool{} // the pull positions worth keeping
 	var out []metrics.Lag
@@ -339,6 +344,9 @@ func (b *Broker) consumerLags() ([]metrics.Lag, error) {
 				return true
 			}
 			topic, retry = origin, true
+		}
+		if !online[u.Group][topic] {
+			return true
 		}
 		// Each returns a group's offsets of a topic together (key
 		// order), so one row is open at a time.

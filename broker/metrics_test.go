@@ -208,6 +208,9 @@ func TestConsumerGaugesFollowTheConsumers(t *testing.T) {
 		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
 	}, func(b *Broker) { b.lagTTL = 0 }) // each scrape computes the gauges
 	c := b.client(nil)
+	// The gauges cover groups with a live client (a heartbeat).
+	heartbeat(t, c, heartbeatBody("10.0.0.9@gauges", "", "g-pull", map[string]string{"GaugePull": "*"}))
+	heartbeat(t, c, heartbeatBody("10.0.0.9@gauges", "", "g-pop", map[string]string{"GaugePop": "*"}))
 	type gauges struct{ lag, inflight, ready int64 }
 	read := func(group, topic string) (gauges, float64) {
 		t.Helper()
@@ -328,6 +331,7 @@ func TestConsumerGaugesSurviveAnUndecodablePopRecord(t *testing.T) {
 	}
 
 	b = startTestBrokerAt(t, store, settings)
+	heartbeat(t, b.client(nil), heartbeatBody("10.0.0.9@lag", "", "g-lag", map[string]string{"LagT": "*"}))
 	lags, err := b.consumerLags()
 	if err != nil {
 		t.Fatalf("consumer lags over an undecodable POP record: %v", err)
@@ -548,6 +552,9 @@ func TestConsumerLagOfARetryTopicIsLabelledByItsTopic(t *testing.T) {
 		ensureGroup(t, c, gt[0])
 		commit(t, c, gt[0], gt[1], 0, 0)
 	}
+	for _, g := range []string{"g-push", "g-pop"} {
+		heartbeat(t, c, heartbeatBody("10.0.0.9@retry", "", g, map[string]string{"LagRT": "*", "%RETRY%" + g: "*"}))
+	}
 	lags, err := b.consumerLags()
 	if err != nil {
 		t.Fatal(err)
@@ -559,5 +566,45 @@ func TestConsumerLagOfARetryTopicIsLabelledByItsTopic(t *testing.T) {
 	want := []string{"g-pop LagRT retry=true lag=1", "g-push LagRT retry=false lag=1"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("lag rows %q, want %q", got, want)
+	}
+}
+
+// The lag gauges cover the groups with a live client and the topics they
+// subscribe to, as RocketMQ's ConsumerLagCalculator: a group whose
+// clients are gone leaves no series behind, though its committed offsets
+// stay.
+func TestConsumerLagOnlyForOnlineGroups(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	mustSend(t, c, "LagOn", 0, "m", "")
+	mustSend(t, c, "LagOther", 0, "m", "")
+	b.caughtUp()
+	ensureGroup(t, c, "g-on")
+	commit(t, c, "g-on", "LagOn", 0, 0)
+	commit(t, c, "g-on", "LagOther", 0, 0)
+	rows := func() []string {
+		t.Helper()
+		lags, err := b.consumerLags()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, l := range lags {
+			out = append(out, l.Group+" "+l.Topic)
+		}
+		return out
+	}
+	if got := rows(); len(got) != 0 {
+		t.Fatalf("rows of a group with no client: %q", got)
+	}
+	consumer := b.client(nil)
+	heartbeat(t, consumer, heartbeatBody("10.0.0.9@on", "", "g-on", map[string]string{"LagOn": "*"}))
+	if got := rows(); !slices.Equal(got, []string{"g-on LagOn"}) {
+		t.Fatalf("rows of a group subscribed to LagOn: %q, want only g-on LagOn", got)
+	}
+	consumer.Close()
+	waitFor(t, "the group's client gone", func() bool { return len(b.clients.consumerIDs("g-on")) == 0 })
+	if got := rows(); len(got) != 0 {
+		t.Fatalf("rows after the group's client left: %q", got)
 	}
 }

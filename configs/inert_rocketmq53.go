@@ -153,7 +153,7 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertInt[Broker]("updateNameServerAddrPeriod", "the name server list (namesrvAddr, -n) is set at start; a host name in it is resolved again when a connection opens"),
 	inertBool[Broker]("useABSLock", "the CommitLog append lock is a Go mutex; there is no adaptive spin lock to choose"),
 	inertBool[Broker]("usePIDColdCtrStrategy", "no cold-read flow control of consumer groups: pulls are not throttled for reading from disk"),
-	inertBool[Broker]("useStaticSubscription", "consumer lag metrics cover every group and topic with committed offsets; the topics a group's config names are not consulted"),
+	inertBool[Broker]("useStaticSubscription", "consumer lag metrics cover the groups with a live client and the topics they subscribe to; the topics a group's config names are not consulted"),
 	inertBool[Broker]("wakeCommitWhenPutMessage", "appends are written into the mapped segment directly; there is no off-heap write buffer pool to size or commit"),
 	{key: "autoMessageVersionOnTopicLen", reason: "records of topics longer than 127 bytes are always written in the V2 format (two-byte topic length), which RocketMQ reads back",
 		parse: func(raw string) error { _, err := parseBool(raw); return err },
