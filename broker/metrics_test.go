@@ -155,7 +155,7 @@ func TestMetricsNameUnitSuffix(t *testing.T) {
 			cl := b.client(nil)
 			mustSend(t, cl, "UnitT", 0, "m", "")
 			b.caughtUp()
-			commit(t, cl, "g-unit", "UnitT", 0, 0) // one message behind: the consumer gauges
+			commit(t, cl, "g-unit", "UnitT", 0, 0)                                                          // one message behind: the consumer gauges
 			heartbeat(t, cl, heartbeatBody("10.0.0.9@unit", "", "g-unit", map[string]string{"UnitT": "*"})) // of a group with a live client
 			if r := call(t, cl, remoting.UpdateAndCreateTopic, map[string]string{"topic": "UnitCreated", "readQueueNums": "1",
 				"writeQueueNums": "1", "perm": "6"}, nil); r.Code != remoting.Success {
