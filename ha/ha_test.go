@@ -56,9 +56,20 @@ func fast() (time.Duration, time.Duration) { return 50 * time.Millisecond, 2 * t
 
 func startServer(t *testing.T, l *commitlog.Log) *Server {
 	t.Helper()
+	return startServerWith(t, l, nil)
+}
+
+// startServerWith is startServer with a function that adjusts the
+// server's configuration first.
+func startServerWith(t *testing.T, l *commitlog.Log, adjust func(*ServerConfig)) *Server {
+	t.Helper()
 	hb, hk := fast()
-	s := NewServer(ServerConfig{Addr: "127.0.0.1:0", Log: l, HeartbeatInterval: hb, HousekeepingInterval: hk,
-		TransferBatchSize: 5000, Logger: zerolog.Nop()})
+	cfg := ServerConfig{Addr: "127.0.0.1:0", Log: l, HeartbeatInterval: hb, HousekeepingInterval: hk,
+		TransferBatchSize: 5000, Logger: zerolog.Nop()}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	s := NewServer(cfg)
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -560,10 +571,8 @@ func TestTheMasterAcceptsSlavesAgainAfterFailedAccepts(t *testing.T) {
 	defer m.Close()
 	appendN(t, m, 0, 20)
 	var ln *failingListener
-	hb, hk := fast()
-	s := NewServer(ServerConfig{Addr: "127.0.0.1:0", Log: m, HeartbeatInterval: hb, HousekeepingInterval: hk,
-		TransferBatchSize: 5000, Logger: zerolog.Nop(),
-		Listen: func(addr string) (net.Listener, error) {
+	s := startServerWith(t, m, func(cfg *ServerConfig) {
+		cfg.Listen = func(addr string) (net.Listener, error) {
 			l, err := net.Listen("tcp", addr)
 			if err != nil {
 				return nil, err
@@ -571,11 +580,8 @@ func TestTheMasterAcceptsSlavesAgainAfterFailedAccepts(t *testing.T) {
 			ln = &failingListener{Listener: l}
 			ln.fails.Store(3)
 			return ln, nil
-		}})
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+		}
+	})
 	r := openLog(t, t.TempDir(), true)
 	defer r.Close()
 	var addr atomic.Value
