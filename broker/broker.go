@@ -181,6 +181,8 @@ type Broker struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	shutdown atomic.Bool
+	// closed is closed when Shutdown has closed the stores.
+	closed chan struct{}
 }
 
 // New validates cfg and returns a broker that is not started.
@@ -204,6 +206,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 	}
 	b := &Broker{
 		cfg:              cfg,
+		closed:           make(chan struct{}),
 		root:             log,
 		log:              log.With().Str("component", "broker").Logger(),
 		storeHost:        netip.AddrPortFrom(ip, uint16(cfg.ListenPort)),
@@ -673,7 +676,11 @@ func (b *Broker) syncLoop(ctx context.Context) {
 }
 
 // Shutdown unregisters from the name servers, stops serving, and closes the
-// stores cleanly (the next start is a normal recovery).
+// stores cleanly (the next start is a normal recovery). The stores close
+// only once every request handler has returned: when ctx ends before the
+// servers stopped, Shutdown returns that error at once and the rest of the
+// stop, the close of the stores included, runs when the last handler
+// returns (Closed tells when). Until then the store is as after a crash.
 func (b *Broker) Shutdown(ctx context.Context) error {
 	if b.cancel == nil || b.shutdown.Swap(true) {
 		return nil
@@ -682,14 +689,44 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	b.holds.releaseAll()
 	b.popHolds.releaseAll()
 	var errs []error
+	var running []*remoting.Server
 	for _, s := range []*remoting.Server{b.fastServer, b.server} {
 		if s == nil {
 			continue
 		}
 		if err := s.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
+			running = append(running, s)
 		}
 	}
+	if len(running) > 0 {
+		b.log.Error().Errs("errors", errs).
+			Msg("request handlers still run at the shutdown deadline; the stores close when they return")
+		go func() {
+			for _, s := range running {
+				<-s.Stopped()
+			}
+			stopCtx, cancel := context.WithTimeout(context.Background(), lateStopTimeout)
+			defer cancel()
+			if err := b.finishShutdown(stopCtx); err != nil {
+				b.log.Error().Err(err).Msg("late stop after the last handler returned")
+			}
+		}()
+		return errors.Join(errs...)
+	}
+	return errors.Join(append(errs, b.finishShutdown(ctx))...)
+}
+
+// lateStopTimeout bounds what a stop that outlived Shutdown's context
+// waits for (the metrics exporter's open scrapes).
+const lateStopTimeout = 5 * time.Second
+
+// finishShutdown is the part of Shutdown that runs once no request handler
+// runs: it stops the background work and closes the stores, then closes
+// the channel Closed returns.
+func (b *Broker) finishShutdown(ctx context.Context) error {
+	defer close(b.closed)
+	var errs []error
 	b.holds.stop()
 	if err := b.stopReplication(); err != nil {
 		errs = append(errs, err)
@@ -703,6 +740,11 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	b.log.Info().Msg("broker stopped")
 	return errors.Join(errs...)
 }
+
+// Closed is closed once a started broker's Shutdown has closed its
+// stores, which a Shutdown whose context ended before the last request
+// handler returned leaves to the moment it does.
+func (b *Broker) Closed() <-chan struct{} { return b.closed }
 
 // closeStores closes whatever openStores opened, in reverse order.
 func (b *Broker) closeStores() []error {

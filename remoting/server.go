@@ -288,6 +288,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
+// Stopped is closed once a Shutdown has stopped the server: every
+// connection closed and every handler returned. A Shutdown whose context
+// ended first leaves it open until then.
+func (s *Server) Stopped() <-chan struct{} { return s.stopped }
+
 // stop runs once: it cancels the handlers' contexts, stops the engine,
 // waits for the event loops to exit, then drains the workers and waits for
 // the OnClose hooks.
