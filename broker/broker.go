@@ -131,6 +131,12 @@ type Broker struct {
 	// schedPending are the delay levels whose last round waits for the
 	// slaves (owned by the schedule loop's goroutine).
 	schedPending map[int]scheduledRound
+	// schedShare is how many messages a delay level delivers in a turn
+	// (defaultScheduleShare; tests lower it).
+	schedShare int
+	// delayTurn, when set (tests), is called as each delay level's turn
+	// starts, on the schedule loop's goroutine.
+	delayTurn func(level int)
 	// dispatchHooks are handed to the dispatcher at Start: records of
 	// these topics are shown to the hook as they are indexed.
 	dispatchHooks map[string]kvindex.Hook
@@ -213,6 +219,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		hostIP:           ip,
 		delayLevels:      levels,
 		schedPending:     map[int]scheduledRound{},
+		schedShare:       defaultScheduleShare,
 		timerCfg:         timerConfig(cfg),
 		statusAskTimeout: consumerStatusTimeout,
 		lagTTL:           lagTTL,

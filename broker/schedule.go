@@ -40,15 +40,30 @@ type scheduledRound struct{ off, stored int64 }
 // re-puts every message whose delivery time (the entry's tag code) has
 // come. Delivery is at least once: a crash between the re-put and the
 // offset commit delivers again.
+//
+// The levels take turns of at most schedShare messages, and a pass after
+// which a level still had due messages is followed at once by the next:
+// a backlog in one level (a burst of retries at level 3) delays the
+// others by one turn, not by the whole backlog, as RocketMQ's task per
+// level does not.
 func (b *Broker) scheduleLoop(ctx context.Context) {
 	periodic.Run(ctx, 100*time.Millisecond, func(ctx context.Context) {
-		for level := 1; level <= len(b.delayLevels); level++ {
-			if err := b.deliverLevel(ctx, level); err != nil && ctx.Err() == nil {
-				b.log.Warn().Err(err).Int("level", level).Msg("deliver delayed messages")
+		for more := true; more && ctx.Err() == nil; {
+			more = false
+			for level := 1; level <= len(b.delayLevels); level++ {
+				left, err := b.deliverLevel(ctx, level)
+				if err != nil && ctx.Err() == nil {
+					b.log.Warn().Err(err).Int("level", level).Msg("deliver delayed messages")
+				}
+				more = more || (left && err == nil)
 			}
 		}
 	})
 }
+
+// defaultScheduleShare is how many messages a delay level delivers in a
+// turn before the other levels have theirs (Broker.schedShare).
+const defaultScheduleShare = 1024
 
 // lowerDelayProgress lowers the stored progress off of a delay level to
 // its queue's end when it is past it, and returns the progress to use. A
@@ -88,70 +103,78 @@ func (b *Broker) correctDelayProgress() error {
 	return nil
 }
 
-// deliverLevel delivers the due messages of one delay level and records
-// the level's progress past them. An error part way (a read or a put that
-// failed) still records the progress past what was delivered before it:
-// those copies are in the log, and the next round would deliver them
-// again.
-func (b *Broker) deliverLevel(ctx context.Context, level int) error {
+// deliverLevel delivers up to schedShare due messages of one delay level
+// and records the level's progress past them; it reports whether due
+// messages were left for its next turn. An error part way (a read or a
+// put that failed) still records the progress past what was delivered
+// before it: those copies are in the log, and the next round would
+// deliver them again.
+func (b *Broker) deliverLevel(ctx context.Context, level int) (bool, error) {
 	qid := int32(level - 1)
+	if b.delayTurn != nil {
+		b.delayTurn(level)
+	}
 	if p, ok := b.schedPending[level]; ok {
 		// Delivered before, not yet on enough slaves: no new delivery
 		// (and no second copy) until they hold it.
 		if !b.replicated(ctx, p.stored) {
-			return nil
+			return false, nil
 		}
 		delete(b.schedPending, level)
-		return b.offsets.Set(scheduleOffsetGroup, meta.ScheduleTopic, qid, p.off)
+		return false, b.offsets.Set(scheduleOffsetGroup, meta.ScheduleTopic, qid, p.off)
 	}
 	off, ok, err := b.offsets.Get(scheduleOffsetGroup, meta.ScheduleTopic, qid)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if minOff, err := b.cqs.MinOffset(meta.ScheduleTopic, qid); err != nil {
-		return err
+		return false, err
 	} else if !ok || off < minOff {
 		off = minOff
 	}
 	start := off
-	off, stored, deliverErr := b.deliverDue(ctx, level, off)
+	off, stored, left, deliverErr := b.deliverDue(ctx, level, off, b.schedShare)
 	if off == start {
-		return deliverErr
+		return false, deliverErr
 	}
 	// The progress is synced: what it moves past must be flushed first
 	// (under SYNC_FLUSH), or a machine crash could lose delivered
 	// messages whose parked copies are already behind the offset. One
-	// wait for the round, not one per message, and as long as the flush
+	// wait for the turn, not one per message, and as long as the flush
 	// takes: the delivered copies are in the log, and a round that gave
 	// up would deliver them again.
 	if stored > 0 {
 		if err := b.clog.WaitDurable(ctx, stored); err != nil {
-			return errors.Join(deliverErr, fmt.Errorf("delay level %d: progress stays at %d: %w", level, start, err))
+			return false, errors.Join(deliverErr, fmt.Errorf("delay level %d: progress stays at %d: %w", level, start, err))
 		}
 		// A SYNC_MASTER's slaves copy the progress (GET_ALL_DELAY_OFFSET):
 		// it must not pass copies they lack, or a failover loses them.
 		if !b.replicated(ctx, stored) {
 			b.schedPending[level] = scheduledRound{off: off, stored: stored}
-			return deliverErr
+			return false, deliverErr
 		}
 	}
 	if err := b.offsets.Set(scheduleOffsetGroup, meta.ScheduleTopic, qid, off); err != nil {
-		return errors.Join(deliverErr, err)
+		return false, errors.Join(deliverErr, err)
 	}
-	return deliverErr
+	return left, deliverErr
 }
 
-// deliverDue delivers the due messages of a delay level from queue
-// offset off on, and returns the offset after the last one it handled
-// and the CommitLog end after the last delivery (0 when none), with the
-// error that stopped it, if any.
-func (b *Broker) deliverDue(ctx context.Context, level int, off int64) (next, stored int64, err error) {
+// deliverDue delivers at most limit due messages of a delay level from
+// queue offset off on, and returns the offset after the last one it
+// handled, the CommitLog end after the last delivery (0 when none) and
+// whether it stopped at the limit with the next entry not yet read, with
+// the error that stopped it, if any.
+func (b *Broker) deliverDue(ctx context.Context, level int, off int64, limit int) (next, stored int64, left bool, err error) {
 	qid := int32(level - 1)
 	delay := b.delayLevels[level-1].Milliseconds()
-	for ctx.Err() == nil {
-		entries, err := b.cqs.Get(meta.ScheduleTopic, qid, off, 64)
+	for delivered := 0; ctx.Err() == nil; {
+		if delivered >= limit {
+			return off, stored, true, nil
+		}
+		entries, err := b.cqs.Get(meta.ScheduleTopic, qid, off, min(64, limit-delivered))
 		if err != nil || len(entries) == 0 {
-			return off, stored, err
+			return off, stored, false, err
 		}
 		now := time.Now().UnixMilli()
 		for _, e := range entries {
@@ -160,20 +183,18 @@ func (b *Broker) deliverDue(ctx context.Context, level int, off int64) (next, st
 				deliverAt = now // a clock step back: RocketMQ treats it as due
 			}
 			if deliverAt > now {
-				return off, stored, nil
+				return off, stored, false, nil
 			}
 			end, err := b.deliverScheduled(ctx, e.PhyOffset)
 			if err != nil {
-				return off, stored, err
+				return off, stored, false, err
 			}
 			stored = max(stored, end)
 			off = e.QueueOffset + 1
-		}
-		if len(entries) < 64 {
-			break
+			delivered++
 		}
 	}
-	return off, stored, nil
+	return off, stored, false, nil
 }
 
 // deliverScheduled re-puts one parked message to its real topic and queue
