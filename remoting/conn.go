@@ -246,12 +246,24 @@ func (c *Conn) Reply(req, resp *Command) error {
 	}
 	resp.Opaque = req.Opaque
 	resp.Flag |= FlagResponse
-	if observe == nil {
-		_, err := c.send(resp)
-		return err
-	}
 	code := resp.Code // resp belongs to the event loop once sent
 	now, err := c.send(resp)
+	if errors.Is(err, ErrNotEncodable) || errors.Is(err, ErrUnknownSerializeType) {
+		// An answer that cannot be framed (a header over 16 MiB, a code
+		// outside a ROCKETMQ header's int16) would leave the caller
+		// waiting for its timeout: it hears why instead.
+		c.srv.log.Error().Err(err).Int32("requestCode", req.Code).Stringer("conn", c).
+			Msg("answer not encodable; SYSTEM_ERROR sent instead")
+		fallback := NewResponse(req, SystemError, "the broker could not encode its answer: "+err.Error())
+		if fallback.SerializeType != SerializeRocketMQ {
+			fallback.SerializeType = SerializeJSON
+		}
+		code = fallback.Code
+		now, err = c.send(fallback)
+	}
+	if observe == nil {
+		return err
+	}
 	outcome := AnswerQueued
 	if err != nil {
 		outcome = AnswerFailed

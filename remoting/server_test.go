@@ -821,3 +821,45 @@ func TestReleaseBodyWhenTheSendFails(t *testing.T) {
 		t.Fatalf("released %d times, want once", released.Load())
 	}
 }
+
+// An answer that cannot be framed (here a header over the 24-bit length
+// field: a remark of 17 MiB; a ROCKETMQ header: a code outside int16) is
+// replaced by SYSTEM_ERROR naming why, and logged, instead of leaving the
+// caller waiting for its timeout.
+func TestAnUnencodableAnswerIsASystemError(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		binary bool
+		answer func(req *Command) *Command
+	}{
+		{"a header over 16 MiB", false, func(req *Command) *Command {
+			return NewResponse(req, Success, strings.Repeat("r", 17<<20))
+		}},
+		{"a code outside a ROCKETMQ header's int16", true, func(req *Command) *Command {
+			return NewResponse(req, 1<<20, "")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, logs := startServer(t, ServerConfig{}, RespondFunc(func(_ context.Context, _ *Conn, req *Command) *Command {
+				return tc.answer(req)
+			}))
+			c := dialServer(t, s, ClientOptions{})
+			req := NewRequest(310, nil, nil)
+			if tc.binary {
+				req.SerializeType = SerializeRocketMQ
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			resp, err := c.Invoke(ctx, req)
+			if err != nil {
+				t.Fatalf("invoke: %v (the unencodable answer left the caller waiting)", err)
+			}
+			if resp.Code != SystemError || !strings.Contains(resp.Remark, "not encodable") {
+				t.Fatalf("answer %d %q, want SYSTEM_ERROR saying the answer was not encodable", resp.Code, resp.Remark)
+			}
+			if !strings.Contains(logs.String(), "answer not encodable") {
+				t.Fatalf("no log line for the unencodable answer: %s", logs.String())
+			}
+		})
+	}
+}
