@@ -68,12 +68,26 @@ func (s *KVStore) Put(namespace, key, value string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	kv := s.table[namespace]
-	if kv == nil {
+	created := kv == nil
+	if created {
 		kv = make(map[string]string)
 		s.table[namespace] = kv
 	}
+	prev, had := kv[key]
 	kv[key] = value
-	return s.persistLocked()
+	if err := s.persistLocked(); err != nil {
+		// The caller hears the put failed: nobody may read it either.
+		switch {
+		case had:
+			kv[key] = prev
+		case created:
+			delete(s.table, namespace)
+		default:
+			delete(kv, key)
+		}
+		return err
+	}
+	return nil
 }
 
 // Get returns the value of key in namespace.
@@ -90,11 +104,16 @@ func (s *KVStore) Delete(namespace, key string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	kv := s.table[namespace]
-	if _, ok := kv[key]; !ok {
+	prev, ok := kv[key]
+	if !ok {
 		return nil
 	}
 	delete(kv, key)
-	return s.persistLocked()
+	if err := s.persistLocked(); err != nil {
+		kv[key] = prev // the caller hears the delete failed
+		return err
+	}
+	return nil
 }
 
 // List returns a copy of namespace's table, or false when the namespace

@@ -510,3 +510,46 @@ func TestZoneModeRoutesKeepTheClientsZone(t *testing.T) {
 		}
 	}
 }
+
+// A put or delete whose file write fails is answered with the error and
+// leaves the table as it was: nobody reads a value the caller was told
+// was not stored (RocketMQ keeps it in memory and only logs).
+func TestKVStoreKeepsNothingAWriteFailed(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "namesrv")
+	kv, err := OpenKVStore(filepath.Join(dir, "kvConfig.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Put("ns", "k", "v1"); err != nil {
+		t.Fatal(err)
+	}
+	// The directory becomes a file: every later write fails.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []struct {
+		name string
+		do   func() error
+	}{
+		{"replace a value", func() error { return kv.Put("ns", "k", "v2") }},
+		{"add a key", func() error { return kv.Put("ns", "new", "x") }},
+		{"add a namespace", func() error { return kv.Put("other", "k", "x") }},
+		{"delete a key", func() error { return kv.Delete("ns", "k") }},
+	} {
+		if err := op.do(); err == nil {
+			t.Fatalf("%s: no error with the file unwritable", op.name)
+		}
+	}
+	if v, ok := kv.Get("ns", "k"); !ok || v != "v1" {
+		t.Fatalf("ns/k after failed writes: %q %v, want v1", v, ok)
+	}
+	if _, ok := kv.Get("ns", "new"); ok {
+		t.Fatal("a key whose put failed is readable")
+	}
+	if _, ok := kv.List("other"); ok {
+		t.Fatal("a namespace whose put failed is listed")
+	}
+}
