@@ -81,7 +81,6 @@ type Log struct {
 	writePos    atomic.Int64 // readable end (MaxOffset)
 	replicaPos  atomic.Int64 // a replica's end of received bytes (ReplicaOffset); see replica.go
 	held        heldHeader   // a replica's unfinished record's first bytes, kept out of the mapping; under mu
-	unitStarts  []int64      // AppendReplica's scratch list of record starts; under mu
 	flushedPos  atomic.Int64
 	minOffset   atomic.Int64
 	lastStoreTS atomic.Int64 // store timestamp of the last append; stored before writePos

@@ -158,15 +158,12 @@ func (l *Log) AppendReplica(off int64, data []byte) error {
 		return fmt.Errorf("replicate %d bytes at %d: %w: the piece crosses the segment end at %d", len(data), off, ErrCorrupt, seg.end())
 	}
 	p := replicaPiece{seg: seg, wp: wp, rp: rp, data: data, held: l.held}
-	tail := p.tail(&l.unitStarts)
-	p.place(l.unitStarts, tail)
-	l.held = p.heldAt(tail)
+	wp, ts, err := p.apply(l.hints.note)
+	if err == nil {
+		l.held = p.heldAt(wp)
+	}
 	rp += int64(len(data))
 	l.replicaPos.Store(rp)
-	wp, ts, err := l.completeRecordsLocked(wp, tail)
-	if err == nil && wp != tail {
-		err = fmt.Errorf("replica at %d: %w: records end at %d where their sizes said %d", wp, ErrCorrupt, wp, tail)
-	}
 	if ts > 0 {
 		l.lastStoreTS.Store(ts) // before the end: see flushTo
 	}
@@ -232,85 +229,109 @@ func (p *replicaPiece) headerEnd(pos int64) int64 {
 	return min(pos+blankFillerLength, p.seg.end())
 }
 
-// tail walks the units (records, a blank filler, the few bytes at a
-// segment's end too small for one) from wp through the piece, appending
-// the start of every unit the piece completes to starts (reset first),
-// and returns the start of the unit it leaves unfinished, end() when
-// none. A size or magic that cannot continue a log stops the walk at
-// end() (invalidAt): the whole piece goes into the mapping, where
-// completeRecordsLocked refuses it.
-func (p *replicaPiece) tail(starts *[]int64) int64 {
-	*starts = (*starts)[:0]
-	end, segEnd := p.end(), p.seg.end()
-	pos := p.wp
-	for pos < end {
-		unitEnd := segEnd
-		if segEnd-pos >= blankFillerLength {
-			if pos+blankFillerLength > end {
-				return pos
-			}
-			var hdr [blankFillerLength]byte
-			for i := range hdr {
-				hdr[i] = p.byteAt(pos + int64(i))
-			}
-			n, err := RecordSize(hdr[:])
-			switch {
-			case errors.Is(err, ErrBlank):
-				if int64(n) != segEnd-pos {
-					return p.invalidAt(starts, pos)
-				}
-			case err != nil, n < minRecordV1V4V4, pos+int64(n) > segEnd:
-				return p.invalidAt(starts, pos)
-			default:
-				unitEnd = pos + int64(n)
-			}
-		}
-		if unitEnd > end {
-			return pos
-		}
-		*starts = append(*starts, pos)
-		pos = unitEnd
-	}
-	return pos
-}
-
-// invalidAt ends a walk at a unit at pos whose size or magic cannot
-// continue a log: it is placed as a whole unit (its header too, from held
-// if it began there), so that completeRecordsLocked refuses it for what
-// it is, and the walk leaves nothing unfinished.
-func (p *replicaPiece) invalidAt(starts *[]int64, pos int64) int64 {
-	*starts = append(*starts, pos)
-	return p.end()
-}
-
-// place writes the piece into the mapping: first every byte outside the
-// header windows of the units in starts (whole now) and of the unit at
-// tail (unfinished), then the headers of the whole units in order, each
-// once the rest of its unit is in place. The unfinished unit's header
-// bytes stay out (heldAt keeps them).
-func (p *replicaPiece) place(starts []int64, tail int64) {
+// apply walks the units (records, a blank filler, the few bytes at a
+// segment's end too small for one) from wp through the piece, once. It
+// writes every unit whose last byte the piece brings into the mapping
+// (unitAt has checked its size and magic; put writes its header last),
+// checks each record (Check, its physical offset field), passes its start
+// to note and keeps its store timestamp, then copies the rest of the piece
+// but the header window of the unit left unfinished (heldAt keeps those
+// bytes). It returns the start of that unit (end() when none), the store
+// timestamp of the last record passed, and for bytes that cannot continue
+// a log an error wrapping ErrCorrupt or ErrBadMagic, with the start of the
+// unit they belong to: the caller zeroes what the piece left from there.
+func (p *replicaPiece) apply(note func(int64)) (int64, int64, error) {
 	end := p.end()
-	cur := p.rp
-	skip := func(pos int64) {
-		if pos > cur {
-			to := min(pos, end)
-			copy(p.seg.data[cur-p.seg.start:to-p.seg.start], p.data[cur-p.rp:to-p.rp])
+	pos, ts := p.wp, int64(0)
+	for pos < end && p.headerEnd(pos) <= end {
+		to, record, err := p.unitAt(pos)
+		if err != nil {
+			return pos, ts, err
 		}
-		cur = max(cur, p.headerEnd(pos))
-	}
-	for _, s := range starts {
-		skip(s)
-	}
-	if tail < end {
-		skip(tail)
-	}
-	if cur < end {
-		copy(p.seg.data[cur-p.seg.start:end-p.seg.start], p.data[cur-p.rp:])
-	}
-	for _, s := range starts {
-		for x := s; x < p.headerEnd(s); x++ {
-			p.seg.data[x-p.seg.start] = p.byteAt(x)
+		if to > end {
+			break
 		}
+		p.put(pos, to)
+		if record {
+			rec := p.seg.data[pos-p.seg.start : to-p.seg.start]
+			if _, err := Check(rec, false); err != nil {
+				return pos, ts, fmt.Errorf("replica at %d: %w", pos, err)
+			}
+			if off := recordPhyOffset(rec); off != pos {
+				return pos, ts, fmt.Errorf("replica at %d: %w: physical offset field %d (the logs diverged)", pos, ErrCorrupt, off)
+			}
+			ts = recordStoreTimestamp(rec)
+			note(pos)
+		}
+		pos = to
+	}
+	if pos < end {
+		p.copyRange(max(p.rp, p.headerEnd(pos)), end)
+	}
+	return pos, ts, nil
+}
+
+// unitAt reads the size and magic of the unit at pos, whose header window
+// has arrived, and returns where the unit ends and whether it is a
+// record (not a blank filler or the bytes at a segment's end too small
+// for one). A size or magic that cannot continue a log (a bad magic code,
+// a record past its segment's end, a filler not running to it: the
+// master's segment size differs, or the logs diverged) is an error
+// wrapping ErrBadMagic or ErrCorrupt.
+func (p *replicaPiece) unitAt(pos int64) (int64, bool, error) {
+	segEnd := p.seg.end()
+	if segEnd-pos < blankFillerLength {
+		// Too little room for anything: the segment is done once the
+		// master has sent its last byte.
+		return segEnd, false, nil
+	}
+	var hdr [blankFillerLength]byte
+	if pos >= p.rp {
+		copy(hdr[:], p.data[pos-p.rp:])
+	} else {
+		for i := range hdr {
+			hdr[i] = p.byteAt(pos + int64(i))
+		}
+	}
+	n, err := RecordSize(hdr[:])
+	switch {
+	case errors.Is(err, ErrBlank):
+		if int64(n) != segEnd-pos {
+			return pos, false, fmt.Errorf("replica at %d: %w: blank filler of %d bytes where the segment has %d left (is mappedFileSizeCommitLog the master's?)",
+				pos, ErrCorrupt, n, segEnd-pos)
+		}
+		return segEnd, false, nil
+	case err != nil:
+		return pos, false, fmt.Errorf("replica at %d: %w", pos, err)
+	case n < minRecordV1V4V4 || pos+int64(n) > segEnd:
+		return pos, false, fmt.Errorf("replica at %d: %w: record of %d bytes in a segment with %d left (is mappedFileSizeCommitLog the master's?)",
+			pos, ErrCorrupt, n, segEnd-pos)
+	}
+	return pos + int64(n), true, nil
+}
+
+// put writes the unit [pos, to), whose last byte the piece brings, into
+// the mapping: the piece's bytes past its header window first (those
+// before rp are there already), then the header window, from held if the
+// unit began before the piece. A slave killed in between holds zeros
+// where the unit's size belongs.
+func (p *replicaPiece) put(pos, to int64) {
+	hdrEnd := p.headerEnd(pos)
+	p.copyRange(max(p.rp, hdrEnd), to)
+	if pos >= p.rp {
+		p.copyRange(pos, hdrEnd)
+		return
+	}
+	for x := pos; x < hdrEnd; x++ {
+		p.seg.data[x-p.seg.start] = p.byteAt(x)
+	}
+}
+
+// copyRange copies the piece's bytes [from, to) (rp <= from) into the
+// mapping; nothing when to <= from.
+func (p *replicaPiece) copyRange(from, to int64) {
+	if from < to {
+		copy(p.seg.data[from-p.seg.start:to-p.seg.start], p.data[from-p.rp:to-p.rp])
 	}
 }
 
@@ -323,93 +344,6 @@ func (p *replicaPiece) heldAt(tail int64) heldHeader {
 		h.n++
 	}
 	return h
-}
-
-// completeRecordsLocked walks whole records and segment tails from wp (a
-// record boundary) up to rp and returns the new boundary with the store
-// timestamp of the last record passed. It stops at a record rp cuts short.
-// Caller holds mu.
-func (l *Log) completeRecordsLocked(wp, rp int64) (int64, int64, error) {
-	var ts int64
-	for wp < rp {
-		l.segsMu.RLock()
-		s := l.findSegmentLocked(wp)
-		l.segsMu.RUnlock()
-		if s == nil {
-			return wp, ts, fmt.Errorf("replica at %d: no segment holds it: %w", wp, ErrCorrupt)
-		}
-		avail := min(rp, s.end()) - s.start
-		rel, last, err := scanWholeRecords(s.data[:avail:s.size], s.start, wp-s.start, l.hints.note)
-		if last > 0 {
-			ts = last
-		}
-		if err != nil {
-			return s.start + rel, ts, err
-		}
-		if rel < s.size {
-			return s.start + rel, ts, nil // a record is cut short
-		}
-		wp = s.end()
-	}
-	return wp, ts, nil
-}
-
-// scanWholeRecords walks the records of one segment's received bytes seg
-// (the segment starts at log offset base; len(seg) is how much of it has
-// arrived) from position rel, a record boundary. It returns the position
-// after the last whole record (the segment's full length, given as
-// cap(seg), once its end has arrived and the rest is a blank filler or too
-// small for a record), the store timestamp of the last record, and an
-// error wrapping ErrCorrupt or ErrBadMagic for bytes that cannot continue
-// a log. It passes the start of every whole record to note.
-func scanWholeRecords(seg []byte, base, rel int64, note func(int64)) (int64, int64, error) {
-	size, got := int64(cap(seg)), int64(len(seg))
-	var ts int64
-	for rel < got {
-		if size-rel < blankFillerLength {
-			// Too little room for anything: the segment is done once the
-			// master has sent its last byte.
-			if got < size {
-				break
-			}
-			return size, ts, nil
-		}
-		if got-rel < blankFillerLength {
-			break
-		}
-		n, err := RecordSize(seg[rel:got])
-		if errors.Is(err, ErrBlank) {
-			if int64(n) != size-rel {
-				return rel, ts, fmt.Errorf("replica at %d: %w: blank filler of %d bytes where the segment has %d left (is mappedFileSizeCommitLog the master's?)",
-					base+rel, ErrCorrupt, n, size-rel)
-			}
-			if got < size {
-				break // the filler is whole; the segment ends when its last byte came
-			}
-			return size, ts, nil
-		}
-		if err != nil {
-			return rel, ts, fmt.Errorf("replica at %d: %w", base+rel, err)
-		}
-		if n < minRecordV1V4V4 || rel+int64(n) > size {
-			return rel, ts, fmt.Errorf("replica at %d: %w: record of %d bytes in a segment with %d left (is mappedFileSizeCommitLog the master's?)",
-				base+rel, ErrCorrupt, n, size-rel)
-		}
-		if rel+int64(n) > got {
-			break
-		}
-		rec := seg[rel : rel+int64(n)]
-		if _, err := Check(rec, false); err != nil {
-			return rel, ts, fmt.Errorf("replica at %d: %w", base+rel, err)
-		}
-		if off := recordPhyOffset(rec); off != base+rel {
-			return rel, ts, fmt.Errorf("replica at %d: %w: physical offset field %d (the logs diverged)", base+rel, ErrCorrupt, off)
-		}
-		ts = recordStoreTimestamp(rec)
-		note(base + rel)
-		rel += int64(n)
-	}
-	return rel, ts, nil
 }
 
 // zeroReplicaTailLocked clears the bytes of an unfinished record past

@@ -251,10 +251,13 @@ func TestReadStreamBounds(t *testing.T) {
 	}
 }
 
-// FuzzScanWholeRecords feeds arbitrary received bytes to the replica's
-// record scanner: it must not panic, and everything it calls whole must
-// read back as records.
-func FuzzScanWholeRecords(f *testing.F) {
+// FuzzReplicaPieceApply feeds arbitrary bytes to the replica's unit walk
+// (replicaPiece.apply) in a segment len(data)+room bytes long, as one
+// piece and as two cut at any byte. It must not panic; both must stop at
+// the same unit with the same verdict; what they call whole must be the
+// stream's bytes and read back as records; and the header window of a
+// unit left unfinished must be held, not mapped.
+func FuzzReplicaPieceApply(f *testing.F) {
 	seed := mustOpen(f, testConfig(f, replicaTestSegment))
 	c := newCounter()
 	for i := range 5 {
@@ -264,31 +267,61 @@ func FuzzScanWholeRecords(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(append([]byte(nil), v.Data...), uint16(100))
-	f.Add(append([]byte(nil), v.Data[:70]...), uint16(3))
+	first, _ := RecordSize(v.Data)
+	f.Add(append([]byte(nil), v.Data...), uint16(100), uint16(first)+3)
+	f.Add(append([]byte(nil), v.Data...), uint16(0), uint16(len(v.Data)-5))
+	f.Add(append([]byte(nil), v.Data[:first+40]...), uint16(1000), uint16(first)+3) // ends in the second record
+	f.Add(append([]byte(nil), v.Data[:70]...), uint16(3), uint16(4))
 	v.Release()
 	seed.Close()
-	f.Add([]byte{0, 0, 0, 8, 0xcb, 0xd4, 0x33, 0x20}, uint16(0))
-	f.Add([]byte{0, 0, 0, 12, 0xcb, 0xd4, 0x33, 0x20, 0, 0, 0, 0}, uint16(0))
-	f.Fuzz(func(t *testing.T, data []byte, room uint16) {
-		seg := make([]byte, len(data), len(data)+int(room))
-		copy(seg, data)
-		rel, _, err := scanWholeRecords(seg, 0, 0, func(int64) {})
-		if rel < 0 || rel > int64(cap(seg)) || (rel > int64(len(seg)) && rel != int64(cap(seg))) {
-			t.Fatalf("scan ended at %d of %d received bytes (segment %d)", rel, len(seg), cap(seg))
+	f.Add([]byte{0, 0, 0, 8, 0xcb, 0xd4, 0x33, 0x20}, uint16(0), uint16(5))
+	f.Add([]byte{0, 0, 0, 12, 0xcb, 0xd4, 0x33, 0x20, 0, 0, 0, 0}, uint16(0), uint16(0))
+	f.Fuzz(func(t *testing.T, data []byte, room uint16, cut uint16) {
+		size := int64(len(data)) + int64(room)
+		noop := func(int64) {}
+		whole := &segment{size: size, data: make([]byte, size)}
+		p := replicaPiece{seg: whole, data: data}
+		pos, _, err := p.apply(noop)
+		if pos < 0 || pos > int64(len(data)) {
+			t.Fatalf("walk ended at %d of %d bytes", pos, len(data))
 		}
-		for pos := int64(0); pos < min(rel, int64(len(seg))); {
-			if int64(cap(seg))-pos < blankFillerLength {
+		at := int64(cut) % (int64(len(data)) + 1)
+		split := &segment{size: size, data: make([]byte, size)}
+		p1 := replicaPiece{seg: split, data: data[:at]}
+		pos2, _, err2 := p1.apply(noop)
+		if err2 == nil {
+			p2 := replicaPiece{seg: split, wp: pos2, rp: at, data: data[at:], held: p1.heldAt(pos2)}
+			pos2, _, err2 = p2.apply(noop)
+		}
+		if pos2 != pos || (err2 == nil) != (err == nil) {
+			t.Fatalf("cut at %d: the walk ends at %d (%v), whole at %d (%v)", at, pos2, err2, pos, err)
+		}
+		for _, s := range []*segment{whole, split} {
+			if !bytes.Equal(s.data[:pos], data[:pos]) {
+				t.Fatalf("the bytes before %d are not the stream's", pos)
+			}
+			if err != nil || pos == int64(len(data)) {
+				continue
+			}
+			if hdr := s.data[pos:min(p.headerEnd(pos), int64(len(data)))]; !allZero(hdr) {
+				t.Fatalf("the unfinished unit at %d has header bytes %x mapped", pos, hdr)
+			}
+			if from := min(p.headerEnd(pos), int64(len(data))); !bytes.Equal(s.data[from:len(data)], data[from:]) {
+				t.Fatalf("the unfinished unit's bytes after %d are not the stream's", from)
+			}
+		}
+		for at := int64(0); at < pos; {
+			if size-at < blankFillerLength {
 				break // the segment's last bytes, too few for a record
 			}
-			n, cerr := Check(seg[pos:], false)
+			n, cerr := Check(whole.data[at:pos], false)
 			if errors.Is(cerr, ErrBlank) {
 				break
 			}
 			if cerr != nil {
-				t.Fatalf("bytes at %d called whole do not check: %v (scan error %v)", pos, cerr, err)
+				t.Fatalf("bytes at %d called whole do not check: %v (walk error %v)", at, cerr, err)
 			}
-			pos += int64(n)
+			at += int64(n)
 		}
 	})
 }
