@@ -294,13 +294,15 @@ func (m *clientManager) removeConn(conn *remoting.Conn) {
 	m.removeWhere(func(c *clientChannel) bool { return c.conn == conn })
 }
 
-func (m *clientManager) removeWhere(drop func(*clientChannel) bool) {
+func (m *clientManager) removeWhere(drop func(*clientChannel) bool) []*clientChannel {
 	var notify []string
+	var dropped []*clientChannel
 	m.mu.Lock()
 	for name, g := range m.producers {
 		for id, c := range g {
 			if drop(c) {
 				delete(g, id)
+				dropped = append(dropped, c)
 			}
 		}
 		if len(g) == 0 {
@@ -312,6 +314,7 @@ func (m *clientManager) removeWhere(drop func(*clientChannel) bool) {
 		for id, c := range g.channels {
 			if drop(c) {
 				delete(g.channels, id)
+				dropped = append(dropped, c)
 				removed = true
 			}
 		}
@@ -323,15 +326,48 @@ func (m *clientManager) removeWhere(drop func(*clientChannel) bool) {
 	for _, g := range notify {
 		m.notifyChanged(g)
 	}
+	return dropped
 }
 
 // expireLoop removes clients whose heartbeats stopped for longer than
-// channelExpiredTimeout, scanning every 10 s.
+// channelExpiredTimeout, scanning every 10 s, and closes their
+// connections as RocketMQ's scan does: a client that stopped heartbeating
+// on an open connection (hung, or half-open TCP) holds it for nothing. A
+// connection that still carries another live client (the gRPC proxy's,
+// which heartbeats for all of its clients) stays open.
 func (m *clientManager) expireLoop(ctx context.Context) {
-	periodic.Run(ctx, 10*time.Second, func(context.Context) {
-		deadline := time.Now().Add(-m.b.cfg.ChannelExpiredTimeout)
-		m.removeWhere(func(c *clientChannel) bool { return c.lastUpdate.Before(deadline) || c.conn.Closed() })
-	})
+	periodic.Run(ctx, 10*time.Second, func(context.Context) { m.expire(time.Now()) })
+}
+
+// expire is one scan of expireLoop at now.
+func (m *clientManager) expire(now time.Time) {
+	deadline := now.Add(-m.b.cfg.ChannelExpiredTimeout)
+	dropped := m.removeWhere(func(c *clientChannel) bool { return c.lastUpdate.Before(deadline) || c.conn.Closed() })
+	if len(dropped) == 0 {
+		return
+	}
+	inUse := map[*remoting.Conn]bool{}
+	m.mu.Lock()
+	for _, g := range m.producers {
+		for _, c := range g {
+			inUse[c.conn] = true
+		}
+	}
+	for _, g := range m.consumers {
+		for _, c := range g.channels {
+			inUse[c.conn] = true
+		}
+	}
+	m.mu.Unlock()
+	for _, c := range dropped {
+		if inUse[c.conn] || c.conn.Closed() {
+			continue
+		}
+		inUse[c.conn] = true // closed once
+		m.b.log.Warn().Str("clientId", c.clientID).Stringer("conn", c.conn).
+			Msg("client expired: no heartbeat within channelExpiredTimeout; closing its connection")
+		_ = c.conn.Close()
+	}
 }
 
 // consumerIDs returns the client ids of a group, sorted.

@@ -173,3 +173,30 @@ func TestAnOlderSubscriptionDoesNotReplaceANewerOne(t *testing.T) {
 		t.Errorf("pull of the client with the newest subscription: code %d %q (RocketMQ: found)", r.Code, r.Remark)
 	}
 }
+
+// A client whose heartbeats stopped for channelExpiredTimeout is removed
+// and its connection closed, as RocketMQ's scan closes the channel; a
+// connection that still carries a live client (the gRPC proxy heartbeats
+// for all of its clients over one) stays open.
+func TestAnExpiredClientsConnectionIsClosedUnlessItCarriesALiveOne(t *testing.T) {
+	b := startTestBroker(t, nil)
+	alone, shared := b.client(nil), b.client(nil)
+	heartbeat(t, alone, consumerHeartbeat("expired-alone", "gx"))
+	heartbeat(t, shared, consumerHeartbeat("expired-shared", "gx"))
+	between := time.Now()
+	time.Sleep(50 * time.Millisecond)
+	heartbeat(t, shared, consumerHeartbeat("live", "gx"))
+
+	b.clients.expire(between.Add(b.cfg.ChannelExpiredTimeout))
+	if ids := b.clients.consumerIDs("gx"); len(ids) != 1 || ids[0] != "live" {
+		t.Fatalf("group after the scan: %v, want only the live client", ids)
+	}
+	select {
+	case <-alone.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the expired client's connection is still open")
+	}
+	if code, ids := consumerIDList(t, shared, "gx"); code != remoting.Success || len(ids) != 1 {
+		t.Fatalf("the connection carrying a live client: %d %v", code, ids)
+	}
+}
