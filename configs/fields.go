@@ -256,13 +256,18 @@ func oneOfAliased[T any](key, def string, allowed []string, aliases map[string]s
 	return f
 }
 
-// parseBool reads a boolean value as the keys' error messages name it.
+// parseBool reads a boolean value: true or false in any case, the values
+// RocketMQ's Boolean.parseBoolean gives their meaning. It reads anything
+// else as false, so "1", "yes" or "on" would turn a switch off there; such
+// a value is an error here rather than read either way.
 func parseBool(raw string) (bool, error) {
-	v, err := strconv.ParseBool(raw)
-	if err != nil {
-		return false, fmt.Errorf("%q is not true or false", raw)
+	switch {
+	case strings.EqualFold(raw, "true"):
+		return true, nil
+	case strings.EqualFold(raw, "false"):
+		return false, nil
 	}
-	return v, nil
+	return false, fmt.Errorf("%q is not true or false (RocketMQ reads anything but true as false)", raw)
 }
 
 func boolean[T any](key, def string, ptr func(*T) *bool) field[T] {

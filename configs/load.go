@@ -13,9 +13,11 @@ type Loaded struct {
 	// the overrides.
 	Broker Broker
 	// UnknownKeys lists keys of the file that rocketkv does not know, in
-	// the spelling the file used (lower-cased when the file is YAML). The
-	// caller logs them as warnings: RocketMQ broker.conf files commonly
-	// carry keys for features rocketkv does not have.
+	// the spelling the file used (lower-cased when the file is YAML or
+	// JSON), and the spellings in another case of a key that a properties
+	// file also gives in RocketMQ's spelling, which win (RocketMQ ignores
+	// the others). The caller logs them as warnings: RocketMQ broker.conf
+	// files commonly carry keys for features rocketkv does not have.
 	UnknownKeys []string
 	// InertKeys lists the RocketMQ keys of the file that rocketkv accepts
 	// without effect, with the reason (and a warning when the value asks

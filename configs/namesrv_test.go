@@ -58,7 +58,7 @@ noSuchNamesrvKey=1
 		n.ScanNotActiveBrokerInterval != 2*time.Second || n.LogLevel != "debug" {
 		t.Fatalf("loaded %+v", n)
 	}
-	if want := []string{"nosuchnamesrvkey"}; !slices.Equal(got.UnknownKeys, want) {
+	if want := []string{"noSuchNamesrvKey"}; !slices.Equal(got.UnknownKeys, want) {
 		t.Errorf("unknown keys %v, want %v", got.UnknownKeys, want)
 	}
 	var inert []string

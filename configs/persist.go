@@ -1,7 +1,6 @@
 package configs
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -60,46 +59,91 @@ func persistSettings(path string, settings map[string]string, canonical func(str
 
 // setPropertiesKeys rewrites the lines of a properties file that set one
 // of the keys (matched by canonical name or alias, any case), dropping
-// their continuation lines, and appends the keys it did not find.
+// their continuation lines, and appends the keys it did not find. Lines
+// are cut where Java's Properties.load cuts them, at "\n", "\r\n" or a
+// lone "\r"; every other line is kept byte for byte with its line break,
+// and the lines written end with the file's first line break ("\n" when
+// it has none).
 func setPropertiesKeys(raw []byte, settings map[string]string, canonical func(string) (string, bool)) []byte {
+	lines := naturalLines(raw)
+	eol := "\n"
+	if len(lines) > 0 && lines[0].eol != "" {
+		eol = lines[0].eol
+	}
 	done := make(map[string]bool, len(settings))
 	var out bytes.Buffer
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	skipping := false // inside the continuation lines of a replaced entry
 	kept := false     // inside the continuation lines of an entry kept as it is
-	for sc.Scan() {
-		line := sc.Text()
+	for _, l := range lines {
 		if skipping {
-			skipping = continues(line)
+			skipping = continues(l.text)
 			continue
 		}
 		if kept {
 			// Part of the value above, whatever it looks like.
-			kept = continues(line)
-			out.WriteString(line)
-			out.WriteByte('\n')
+			kept = continues(l.text)
+			out.WriteString(l.text + l.eol)
 			continue
 		}
-		key := propertiesKey(line)
+		key := propertiesKey(l.text)
 		if name, known := canonical(key); key != "" && known {
 			if v, ok := settings[name]; ok {
-				fmt.Fprintf(&out, "%s=%s\n", key, escapeProperty(v))
+				end := l.eol
+				if end == "" {
+					end = eol
+				}
+				fmt.Fprintf(&out, "%s=%s%s", key, escapeProperty(v), end)
 				done[name] = true
-				skipping = continues(line)
+				skipping = continues(l.text)
 				continue
 			}
 		}
-		kept = key != "" && continues(line)
-		out.WriteString(line)
-		out.WriteByte('\n')
+		kept = key != "" && continues(l.text)
+		out.WriteString(l.text + l.eol)
 	}
+	var added bytes.Buffer
 	for _, k := range sortedSettingKeys(settings) {
 		if !done[k] {
-			fmt.Fprintf(&out, "%s=%s\n", k, escapeProperty(settings[k]))
+			fmt.Fprintf(&added, "%s=%s%s", k, escapeProperty(settings[k]), eol)
 		}
 	}
+	if added.Len() == 0 {
+		return out.Bytes()
+	}
+	if b := out.Bytes(); len(b) > 0 && b[len(b)-1] != '\n' && b[len(b)-1] != '\r' {
+		out.WriteString(eol) // the last line had no line break
+	}
+	if kept {
+		// The file ends inside a continued value: an empty line ends it,
+		// or it would take in the first key added.
+		out.WriteString(eol)
+	}
+	out.Write(added.Bytes())
 	return out.Bytes()
+}
+
+// naturalLine is one line of a properties file and the line break that
+// ends it ("" for a last line without one).
+type naturalLine struct{ text, eol string }
+
+// naturalLines cuts a properties text at "\n", "\r\n" and lone "\r".
+func naturalLines(raw []byte) []naturalLine {
+	var out []naturalLine
+	s := string(raw)
+	for s != "" {
+		i := strings.IndexAny(s, "\r\n")
+		if i < 0 {
+			out = append(out, naturalLine{text: s})
+			break
+		}
+		n := 1
+		if s[i] == '\r' && i+1 < len(s) && s[i+1] == '\n' {
+			n = 2
+		}
+		out = append(out, naturalLine{text: s[:i], eol: s[i : i+n]})
+		s = s[i+n:]
+	}
+	return out
 }
 
 // escapeProperty writes a value so that a properties reader gives it back:

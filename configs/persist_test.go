@@ -66,6 +66,26 @@ func TestPersistSettings(t *testing.T) {
 		extra:  map[string]string{"mappedFileSizeCommitLog": "4096"},
 		after:  "mapedFileSizeCommitLog=4096\nbrokerPermission=4\ndeleteWhen=01;13\nfileReservedTime=12\n",
 	}, {
+		name:   "properties: CRLF line breaks kept, and used for the lines written",
+		file:   "crlf.conf",
+		before: "# windows\r\nbrokerPermission=6\r\nbrokerName=b\r\n",
+		after:  "# windows\r\nbrokerPermission=4\r\nbrokerName=b\r\ndeleteWhen=01;13\r\nfileReservedTime=12\r\n",
+	}, {
+		name:   "properties: lone CR line breaks cut lines, as Java cuts them",
+		file:   "cr.conf",
+		before: "brokerPermission=6\rlistenPort=1\rdeleteWhen=01;\\\r  02\rbrokerName=b",
+		after:  "brokerPermission=4\rlistenPort=1\rdeleteWhen=01;13\rbrokerName=b\rfileReservedTime=12\r",
+	}, {
+		name:   "properties: a file ending inside a continued value is closed before keys are added",
+		file:   "open.conf",
+		before: "brokerName=b\\",
+		after:  "brokerName=b\\\n\nbrokerPermission=4\ndeleteWhen=01;13\nfileReservedTime=12\n",
+	}, {
+		name:   "properties: a last line without a line break",
+		file:   "noeol.conf",
+		before: "brokerName=b\nbrokerPermission=6",
+		after:  "brokerName=b\nbrokerPermission=4\ndeleteWhen=01;13\nfileReservedTime=12\n",
+	}, {
 		name:   "yaml: replaced in place with its comment, new keys appended",
 		file:   "broker.yaml",
 		before: "# rocketkv\nbrokerName: broker-a\nbrokerPermission: 6 # read and write\n",

@@ -1,44 +1,276 @@
 package configs
 
 import (
+	"errors"
 	"fmt"
-
-	"github.com/magiconair/properties"
+	"slices"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
-// propertiesCodec lets viper read Java properties files such as RocketMQ's
-// broker.conf (key=value lines, '#' and '!' comments, backslash
-// continuations). Keys keep their spelling; viper lower-cases them itself.
-// Value expansion (${...}) is off: RocketMQ does not expand values either.
-type propertiesCodec struct{}
+// A properties file (broker.conf, namesrv.properties) is read here as
+// RocketMQ reads it: BrokerStartup and NamesrvStartup hand the file to
+// java.util.Properties.load(InputStream), whose rules are these.
+//
+//   - The text is cut into natural lines at "\n", "\r\n" or a lone "\r".
+//     Space, tab and form feed at the start of a natural line are skipped;
+//     a line left empty is blank, and one that then starts with '#' or '!'
+//     is a comment (a comment never continues onto the next line).
+//   - A natural line ending in an odd number of backslashes continues on
+//     the next one: that backslash and the line break are dropped, and so
+//     is the leading white space of the next line. A backslash at the very
+//     end of the text is dropped too.
+//   - The key runs up to the first '=', ':', space, tab or form feed not
+//     escaped by a backslash. White space after it is skipped, then one
+//     '=' or ':', then white space again; the rest of the logical line,
+//     trailing white space included, is the value. A line with a key only
+//     has the empty value; so does a line with a value only, whose key is
+//     empty ("=value").
+//   - In keys and values, \t \n \r \f stand for tab, line feed, carriage
+//     return and form feed, \uXXXX (exactly four hex digits) for that
+//     UTF-16 code unit, and a backslash before any other character for
+//     that character ("\=" is '=', "\\" a backslash, "\a" is 'a').
+//     A malformed \u escape is an error (Java throws).
+//   - A key given twice keeps its last value. Keys are case-sensitive.
+//
+// The one deliberate difference is the encoding. load(InputStream) takes
+// each byte as an ISO-8859-1 character, so "é" saved as UTF-8 reaches
+// RocketMQ as "Ã©". Here valid UTF-8 is read as UTF-8, what the file's
+// writer meant, and any byte that is not part of valid UTF-8 as the
+// ISO-8859-1 character Java reads: a file saved in ISO-8859-1 reads as in
+// Java.
+//
+// RocketMQ then sets its configuration from the entries with
+// MixAll.properties2Object; schema.loadProperties says how rocketkv's
+// handling of the entries compares.
 
-// Decode fills v with one entry per property.
-func (propertiesCodec) Decode(b []byte, v map[string]any) error {
-	loader := properties.Loader{Encoding: properties.UTF8, DisableExpansion: true}
-	p, err := loader.LoadBytes(b)
-	if err != nil {
-		return fmt.Errorf("parse properties: %w", err)
-	}
-	for _, k := range p.Keys() {
-		val, _ := p.Get(k)
-		v[k] = val
-	}
-	return nil
+// errBadUnicodeEscape is returned by parseProperties for a \u not followed
+// by four hexadecimal digits, on which Properties.load throws
+// IllegalArgumentException ("Malformed \uxxxx encoding") and RocketMQ does
+// not start.
+var errBadUnicodeEscape = errors.New(`malformed \uXXXX escape`)
+
+// property is one entry of a properties file.
+type property struct {
+	key, value string
+	// line is the natural line (from 1) the entry starts on.
+	line int
 }
 
-// Encode writes v as key=value lines. Nested maps are not representable in
-// a properties file and are rejected.
-func (propertiesCodec) Encode(v map[string]any) ([]byte, error) {
-	p := properties.NewProperties()
-	p.DisableExpansion = true
-	for k, val := range v {
-		if _, nested := val.(map[string]any); nested {
-			return nil, fmt.Errorf("encode properties: key %q holds a nested map", k)
+// parseProperties reads the entries of a properties text in file order,
+// a key given twice included (the later one is the key's value), as
+// java.util.Properties.load does (see the rules above). It fails only on a
+// malformed \u escape.
+func parseProperties(text []byte) ([]property, error) {
+	r := lineReader{in: decodeProperties(text), line: 1}
+	var out []property
+	for {
+		logical, line, ok := r.next()
+		if !ok {
+			return out, nil
 		}
-		if _, _, err := p.Set(k, fmt.Sprint(val)); err != nil {
-			return nil, fmt.Errorf("encode properties: key %q: %w", k, err)
+		rawKey, rawValue := splitEntry(logical)
+		key, err := unescapeProperty(rawKey)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: key: %w", line, err)
+		}
+		value, err := unescapeProperty(rawValue)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: key %s: %w", line, key, err)
+		}
+		out = append(out, property{key: key, value: value, line: line})
+	}
+}
+
+// decodeProperties decodes a properties text as UTF-8, taking each byte
+// that is not part of valid UTF-8 as its ISO-8859-1 character.
+func decodeProperties(text []byte) []rune {
+	out := make([]rune, 0, len(text))
+	for len(text) > 0 {
+		r, n := utf8.DecodeRune(text)
+		if r == utf8.RuneError && n == 1 {
+			r = rune(text[0])
+		}
+		out = append(out, r)
+		text = text[n:]
+	}
+	return out
+}
+
+// isPropertySpace reports the white space of properties files: space, tab
+// and form feed (not line breaks, which end a natural line).
+func isPropertySpace(c rune) bool { return c == ' ' || c == '\t' || c == '\f' }
+
+// lineReader cuts a properties text into logical lines: comments and blank
+// lines dropped, continued lines joined.
+type lineReader struct {
+	in  []rune
+	pos int
+	// line is the natural line (from 1) of in[pos].
+	line int
+	buf  []rune
+}
+
+// read returns the next character and moves past it, counting lines.
+func (r *lineReader) read() rune {
+	c := r.in[r.pos]
+	r.pos++
+	if c == '\n' || (c == '\r' && (r.pos == len(r.in) || r.in[r.pos] != '\n')) {
+		r.line++
+	}
+	return c
+}
+
+// next returns the next logical line (escapes still in it) and the natural
+// line it starts on, or false at the end of the text. The slice is reused
+// by the following call.
+func (r *lineReader) next() (logical []rune, line int, ok bool) {
+	r.buf = r.buf[:0]
+	skipSpace := true // at the start of a natural line
+	continued := false
+	backslash := false // the last character is an unescaped backslash
+	for r.pos < len(r.in) {
+		c := r.read()
+		if skipSpace {
+			if isPropertySpace(c) {
+				continue
+			}
+			// Blank lines between entries are skipped; an empty line
+			// after a continuation ends the entry.
+			if !continued && (c == '\r' || c == '\n') {
+				continue
+			}
+			skipSpace, continued = false, false
+		}
+		if len(r.buf) == 0 && (c == '#' || c == '!') {
+			for r.pos < len(r.in) {
+				if c := r.read(); c == '\r' || c == '\n' {
+					break
+				}
+			}
+			skipSpace = true
+			continue
+		}
+		if c != '\r' && c != '\n' {
+			if len(r.buf) == 0 {
+				line = r.line
+			}
+			r.buf = append(r.buf, c)
+			backslash = c == '\\' && !backslash
+			continue
+		}
+		if len(r.buf) == 0 {
+			skipSpace = true
+			continue
+		}
+		if !backslash || r.pos == len(r.in) {
+			break
+		}
+		// The line continues: drop the backslash and the line break
+		// ("\r\n" is one) and the next line's leading white space.
+		r.buf = r.buf[:len(r.buf)-1]
+		backslash = false
+		skipSpace, continued = true, true
+		if c == '\r' && r.pos < len(r.in) && r.in[r.pos] == '\n' {
+			r.read()
 		}
 	}
-	p.Sort()
-	return []byte(p.String()), nil
+	if len(r.buf) == 0 {
+		return nil, 0, false
+	}
+	if backslash { // a backslash ending the text
+		r.buf = r.buf[:len(r.buf)-1]
+	}
+	return r.buf, line, true
+}
+
+// splitEntry cuts a logical line into its key and value, both still
+// escaped.
+func splitEntry(line []rune) (key, value []rune) {
+	keyEnd, valueStart := len(line), len(line)
+	sep := false
+	backslash := false
+	for i, c := range line {
+		if !backslash && (c == '=' || c == ':') {
+			keyEnd, valueStart, sep = i, i+1, true
+			break
+		}
+		if !backslash && isPropertySpace(c) {
+			keyEnd, valueStart = i, i+1
+			break
+		}
+		backslash = c == '\\' && !backslash
+	}
+	for valueStart < len(line) {
+		c := line[valueStart]
+		if !isPropertySpace(c) {
+			if sep || (c != '=' && c != ':') {
+				break
+			}
+			sep = true
+		}
+		valueStart++
+	}
+	return line[:keyEnd], line[valueStart:]
+}
+
+// unescapeProperty resolves the escapes of a key or value. \u escapes are
+// UTF-16 code units: a surrogate pair makes one character, and a lone
+// surrogate (which a Java string may hold) becomes U+FFFD.
+func unescapeProperty(s []rune) (string, error) {
+	if !slices.Contains(s, '\\') {
+		return string(s), nil
+	}
+	units := make([]uint16, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' {
+			units = utf16.AppendRune(units, c)
+			continue
+		}
+		i++
+		if i == len(s) {
+			break // cannot happen: the line reader drops a final backslash
+		}
+		switch c = s[i]; c {
+		case 'u':
+			if i+4 >= len(s) {
+				return "", fmt.Errorf("%w: %q", errBadUnicodeEscape, string(s[i-1:]))
+			}
+			var v uint16
+			for _, h := range s[i+1 : i+5] {
+				d, ok := hexDigit(h)
+				if !ok {
+					return "", fmt.Errorf("%w: %q", errBadUnicodeEscape, string(s[i-1:i+5]))
+				}
+				v = v<<4 | d
+			}
+			units = append(units, v)
+			i += 4
+		case 't':
+			units = append(units, '\t')
+		case 'n':
+			units = append(units, '\n')
+		case 'r':
+			units = append(units, '\r')
+		case 'f':
+			units = append(units, '\f')
+		default:
+			units = utf16.AppendRune(units, c)
+		}
+	}
+	return string(utf16.Decode(units)), nil
+}
+
+// hexDigit is the value of an ASCII hexadecimal digit.
+func hexDigit(c rune) (uint16, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return uint16(c - '0'), true
+	case c >= 'a' && c <= 'f':
+		return uint16(c-'a') + 10, true
+	case c >= 'A' && c <= 'F':
+		return uint16(c-'A') + 10, true
+	}
+	return 0, false
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -193,19 +194,18 @@ func (s *schema[T]) apply(c *T, props map[string]string) ([]string, []inertFound
 
 // load reads the file at path (properties or YAML, by extension) into c
 // and returns the keys of the file the schema does not know, in the
-// spelling the file used (lower-cased by viper), and the inert keys it
-// holds. A value that does not parse, an inert key's included, is an
-// error naming the key and the file.
+// spelling the file used (lower-cased by viper for YAML and JSON), and the
+// inert keys it holds. A value that does not parse, an inert key's
+// included, is an error naming the key and the file.
 func (s *schema[T]) load(path string, c *T) (unknown []string, inerts []inertFound[T], err error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read config %s: %w", path, err)
 	}
-	reg := viper.NewCodecRegistry()
-	if err := reg.RegisterCodec("properties", propertiesCodec{}); err != nil {
-		return nil, nil, fmt.Errorf("register properties codec: %w", err)
+	if formatOf(path) == "properties" {
+		return s.loadProperties(path, raw, c)
 	}
-	v := viper.NewWithOptions(viper.WithCodecRegistry(reg))
+	v := viper.New()
 	v.SetConfigType(formatOf(path))
 	if err := v.ReadConfig(bytes.NewReader(raw)); err != nil {
 		return nil, nil, fmt.Errorf("parse config %s: %w", path, err)
@@ -229,6 +229,81 @@ func (s *schema[T]) load(path string, c *T) (unknown []string, inerts []inertFou
 		if err := f.set(c, val); err != nil {
 			return nil, nil, fmt.Errorf("config %s: key %s: %w", path, f.key, err)
 		}
+	}
+	return unknown, inerts, nil
+}
+
+// loadProperties sets c from the properties text raw of the file at path
+// (parseProperties reads it as java.util.Properties.load does) and
+// returns the keys the schema does not know, in the file's spelling and
+// order, and the inert keys met.
+//
+// RocketMQ sets its configuration from the entries with
+// MixAll.properties2Object: for each setter it looks up the key of exactly
+// the setter's name, trims the value only for a String setter, and parses
+// int and long with Integer.parseInt and Long.parseLong, boolean with
+// Boolean.parseBoolean ("true" in any case, anything else false); a value
+// that does not parse is skipped in silence, and so is a key with no
+// setter. rocketkv differs where RocketMQ would not do what the file says:
+// a value that does not parse is an error naming the key; every value is
+// trimmed, so "listenPort=10911 " is 10911 where RocketMQ keeps its
+// default; and a key is matched in any case. When a file sets a key both
+// in RocketMQ's spelling (the canonical name or an alias) and in another
+// case, the spelling RocketMQ reads wins wherever it stands, and the other
+// is reported unknown, as RocketMQ ignores it; otherwise the key's last
+// entry wins, as in Java.
+func (s *schema[T]) loadProperties(path string, raw []byte, c *T) (unknown []string, inerts []inertFound[T], err error) {
+	entries, err := parseProperties(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parse config %s: %w", path, err)
+	}
+	// The entry that sets each key (known or inert, by its canonical
+	// name), and whether it is spelled as RocketMQ spells the key.
+	type choice struct {
+		entry int
+		exact bool
+	}
+	chosen := make(map[string]choice)
+	target := make([]string, len(entries)) // "" for a key nobody knows
+	exact := make([]bool, len(entries))
+	for i, e := range entries {
+		if f, ok := s.lookup(e.key); ok {
+			target[i], exact[i] = "field "+f.key, e.key == f.key || slices.Contains(f.aliases, e.key)
+		} else if ik, ok := s.lookupInert(e.key); ok {
+			target[i], exact[i] = "inert "+ik.key, e.key == ik.key
+		} else {
+			continue
+		}
+		if prev, ok := chosen[target[i]]; !ok || exact[i] || !prev.exact {
+			chosen[target[i]] = choice{entry: i, exact: exact[i]}
+		}
+	}
+	reported := make(map[string]bool)
+	for i, e := range entries {
+		ch, known := chosen[target[i]]
+		if !known || ch.entry != i {
+			// Not set from this entry. Reported: a key nobody knows, and
+			// a spelling in another case of a key the file also spells as
+			// RocketMQ does (RocketMQ ignores both). Not reported: an
+			// entry that a later one of the key overrides, as in Java.
+			if (!known || ch.exact && !exact[i]) && !reported[e.key] {
+				reported[e.key] = true
+				unknown = append(unknown, e.key)
+			}
+			continue
+		}
+		val := strings.TrimSpace(e.value)
+		if f, ok := s.lookup(e.key); ok {
+			if err := f.set(c, val); err != nil {
+				return nil, nil, fmt.Errorf("config %s line %d: key %s: %w", path, e.line, f.key, err)
+			}
+			continue
+		}
+		ik, _ := s.lookupInert(e.key)
+		if err := ik.parse(val); err != nil {
+			return nil, nil, fmt.Errorf("config %s line %d: key %s: %w", path, e.line, ik.key, err)
+		}
+		inerts = append(inerts, inertFound[T]{k: ik, raw: val})
 	}
 	return unknown, inerts, nil
 }

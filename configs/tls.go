@@ -117,14 +117,20 @@ func (t TLS) WithConfigFile() (TLS, []string, error) {
 	if err != nil {
 		return TLS{}, nil, fmt.Errorf("tls.config.file: %w", err)
 	}
-	p := map[string]any{}
-	if err := (propertiesCodec{}).Decode(raw, p); err != nil {
+	entries, err := parseProperties(raw)
+	if err != nil {
 		return TLS{}, nil, fmt.Errorf("tls.config.file %s: %w", t.ConfigFile, err)
+	}
+	// Keys exactly as RocketMQ's TlsHelper looks them up; the last entry
+	// of a key wins.
+	p := make(map[string]string, len(entries))
+	for _, e := range entries {
+		p[e.key] = e.value
 	}
 	out := t
 	var set []string
 	for _, f := range tlsFileFields {
-		v, ok := p[f.key].(string)
+		v, ok := p[f.key]
 		if !ok {
 			continue
 		}
