@@ -397,12 +397,13 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 
 // deliverBatch delivers due entries in order and deletes the entries it
 // handled; on a failed put it stops there, and the rest wait for the next
-// round. It reads the parked records twice: once to learn what each is
-// (a roll, a cancel, a message cancelled or delivered already), keeping
-// no bodies, then in chunks of at most chunkBytes of records to put, so a
-// slot of many large messages is not held in memory at once.
+// round. It puts the records in chunks of at most chunkBytes, so a slot
+// of many large messages is not held in memory at once. A first pass
+// learns what each entry is (a roll, a cancel, a message cancelled or
+// delivered already) and keeps the records of the first chunk, which is
+// then put as read; a later chunk's records are read again.
 func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, now time.Time) (int, error) {
-	kinds, err := s.classify(due)
+	kinds, kept, err := s.classify(due, s.chunkEnd(due, 0))
 	if err != nil {
 		return 0, err
 	}
@@ -413,13 +414,10 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 	delivered := 0
 	var putErr error
 	for from := 0; from < len(due) && putErr == nil; {
-		to, bytes := from, int64(0)
-		for to < len(due) && (to == from || bytes+int64(due[to].Size) <= s.chunkBytes) {
-			bytes += int64(due[to].Size)
-			to++
-		}
+		to := s.chunkEnd(due, from)
 		var n int
-		n, putErr = s.deliverChunk(ctx, due[from:to], kinds[from:to], handled[from:to], now)
+		n, putErr = s.deliverChunk(ctx, due[from:to], kinds[from:to], handled[from:to], kept, now)
+		kept = nil // the first chunk's records only
 		delivered += n
 		from = to
 	}
@@ -436,8 +434,20 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 	return delivered, putErr
 }
 
+// chunkEnd returns where the chunk of due starting at from ends: after
+// as many entries as fit in chunkBytes of records, one at least.
+func (s *Service) chunkEnd(due []kvindex.TimerEntry, from int) int {
+	to, bytes := from, int64(0)
+	for to < len(due) && (to == from || bytes+int64(due[to].Size) <= s.chunkBytes) {
+		bytes += int64(due[to].Size)
+		to++
+	}
+	return to
+}
+
 // chunkBytes bounds the parked records one chunk of a round reads and
-// puts together (Service.chunkBytes; tests lower it).
+// puts together, and those the round's first pass keeps for its first
+// chunk (Service.chunkBytes; tests lower it).
 const chunkBytes = 32 << 20
 
 // dueKind is what a round does with a due entry.
@@ -456,23 +466,29 @@ const (
 // wheel again when the wheel comes round (TIMER_ROLL_TIMES), as rocketkv
 // does at its roll points, so a store can hold a message twice at one
 // delivery time (a migrated one, or a crash between a roll and its
-// entry's deletion): only the first is delivered.
-func (s *Service) classify(due []kvindex.TimerEntry) ([]dueKind, error) {
+// entry's deletion): only the first is delivered. kept holds the records
+// read of the first keep entries that are to be put (nil for the others),
+// for the round to put them without reading them again.
+func (s *Service) classify(due []kvindex.TimerEntry, keep int) (kinds []dueKind, kept []*commitlog.Message, err error) {
 	type timeKey struct {
 		ms  int64
 		key string
 	}
-	kinds := make([]dueKind, len(due))
+	kinds = make([]dueKind, len(due))
+	kept = make([]*commitlog.Message, keep)
 	keys := make([]string, len(due))
 	cancelled := map[timeKey]bool{}
 	rolled := map[string]bool{} // cancel keys of rolled messages
 	for i, e := range due {
 		m, ok, err := s.readDue(e)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !ok {
 			continue
+		}
+		if i < keep {
+			kept[i] = &m
 		}
 		if parkedDue(&m) > e.DeliverMs {
 			// A roll point (Hook): parked again, a cancel too, even when
@@ -482,6 +498,9 @@ func (s *Service) classify(due []kvindex.TimerEntry) ([]dueKind, error) {
 		}
 		if key, ok := commitlog.LookupProperty(m.Properties, PropDeleteKey); ok {
 			cancelled[timeKey{e.DeliverMs, key}] = true
+			if i < keep {
+				kept[i] = nil
+			}
 			continue
 		}
 		keys[i] = cancelKey(&m)
@@ -504,8 +523,11 @@ func (s *Service) classify(due []kvindex.TimerEntry) ([]dueKind, error) {
 		case rolled[k]:
 			delivering[k] = true
 		}
+		if kinds[i] == dueSkip && i < keep {
+			kept[i] = nil
+		}
 	}
-	return kinds, nil
+	return kinds, kept, nil
 }
 
 // readDue reads the parked record of a due entry; ok is false (with a log
@@ -528,10 +550,11 @@ func (s *Service) readDue(e kvindex.TimerEntry) (commitlog.Message, bool, error)
 
 // deliverChunk puts the entries of a chunk to deliver or roll, marking in
 // handled those done with, and returns how many it delivered (rolls are
-// not counted). The messages of one queue, in their order, go in one
+// not counted). It reads the records of those kept does not hold (kept
+// may be nil). The messages of one queue, in their order, go in one
 // append; queues are independent, so the order across them need not be
 // kept. On a failed put it stops: the rest wait for the next round.
-func (s *Service) deliverChunk(ctx context.Context, due []kvindex.TimerEntry, kinds []dueKind, handled []bool, now time.Time) (int, error) {
+func (s *Service) deliverChunk(ctx context.Context, due []kvindex.TimerEntry, kinds []dueKind, handled []bool, kept []*commitlog.Message, now time.Time) (int, error) {
 	type run struct {
 		idx  []int
 		msgs []*commitlog.Message
@@ -542,18 +565,25 @@ func (s *Service) deliverChunk(ctx context.Context, due []kvindex.TimerEntry, ki
 		if kinds[i] == dueSkip {
 			continue
 		}
-		m, ok, err := s.readDue(e)
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			handled[i] = true
-			continue
+		var m *commitlog.Message
+		if i < len(kept) && kept[i] != nil {
+			m = kept[i]
+		} else {
+			rec, ok, err := s.readDue(e)
+			if err != nil {
+				return 0, err
+			}
+			if !ok {
+				handled[i] = true
+				continue
+			}
+			m = &rec
 		}
 		var out *commitlog.Message
+		var err error
 		if kinds[i] == dueRoll {
-			out = rolledCopy(&m)
-		} else if out, err = deliveredMessage(&m, now); err != nil {
+			out = rolledCopy(m)
+		} else if out, err = deliveredMessage(m, now); err != nil {
 			s.log.Warn().Err(err).Int64("phyOffset", e.PhyOffset).Msg("timer message without a destination; dropped")
 			handled[i] = true
 			continue

@@ -29,7 +29,7 @@ const base = int64(1_700_000_000_000)
 // (txn's fixture lives in a _test file of its own package, so it cannot
 // be shared; this one is kept to what the timer needs.)
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	st    *storetest.Store
 	log   *commitlog.Log
 	db    *kvindex.DB
@@ -41,7 +41,8 @@ type fixture struct {
 
 // fakeStore appends to the fixture's log. fail, when set, is asked
 // before each PutBatch (call counts from 1) and can refuse it; stored
-// records every batch that was appended.
+// records every batch that was appended, reads how often each offset was
+// read.
 type fakeStore struct {
 	f  *fixture
 	mu sync.Mutex
@@ -49,6 +50,7 @@ type fakeStore struct {
 	calls  int
 	fail   func(call int, msgs []*commitlog.Message) error
 	stored [][]*commitlog.Message
+	reads  map[int64]int
 }
 
 func (s *fakeStore) PutBatch(ctx context.Context, msgs []*commitlog.Message) error {
@@ -71,7 +73,22 @@ func (s *fakeStore) PutBatch(ctx context.Context, msgs []*commitlog.Message) err
 }
 
 func (s *fakeStore) Read(phy int64) (commitlog.Message, bool, error) {
+	s.mu.Lock()
+	if s.reads == nil {
+		s.reads = map[int64]int{}
+	}
+	s.reads[phy]++
+	s.mu.Unlock()
 	return s.f.st.ReadMessage(phy)
+}
+
+// readCounts returns how often each offset was read, and forgets it.
+func (s *fakeStore) readCounts() map[int64]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.reads
+	s.reads = nil
+	return r
 }
 
 // batches returns the stored batches.
@@ -95,7 +112,7 @@ func tooLarge(_ int, msgs []*commitlog.Message) error {
 	return nil
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{t: t}
 	f.nowMs.Store(base)
@@ -859,5 +876,90 @@ func TestARoundPutsItsRecordsInChunks(t *testing.T) {
 	}
 	if p := f.pending(); len(p) != 0 {
 		t.Fatalf("entries left after the round: %v", p)
+	}
+}
+
+// A round reads each parked record once when its records fit in one
+// chunk: the first pass keeps them for the put. With a smaller chunk
+// it keeps only the first chunk's records (the memory bound), and reads
+// a later chunk's records again to put them; a cancel and the message it
+// cancels, which are not put, are read once wherever they are.
+func TestARoundReadsItsFirstChunkOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		chunk int // records per chunk; 0: chunkBytes
+		twice []string
+	}{
+		{name: "one chunk"},
+		{name: "chunks of 3 records", chunk: 3, twice: []string{"C3", "C5"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			phys := map[string]int64{}
+			for i := range 6 {
+				u := fmt.Sprintf("C%d", i)
+				phys[u] = f.park(u, "Orders", int32(i%2), 5, "").phy
+			}
+			phys["X"] = f.park("X", "Orders", 0, 5, "TIMER_DEL_UNIQKEY\x01Orders+C4\x02").phy
+			f.caughtUp()
+			if tc.chunk > 0 {
+				// The records are the same size but for their one-digit
+				// names: tc.chunk of them fill a chunk.
+				size := int64(f.pending()[0].Size)
+				f.svc.chunkBytes = int64(tc.chunk) * size
+			}
+			f.store.readCounts()
+			f.at(10)
+			if n := f.roundOK(); n != 5 {
+				t.Fatalf("delivered %d, want 5 (C4 cancelled)", n)
+			}
+			f.wantDelivered("C0", "C1", "C2", "C3", "C5")
+			reads := f.store.readCounts()
+			for u, phy := range phys {
+				want := 1
+				if slices.Contains(tc.twice, u) {
+					want = 2
+				}
+				if reads[phy] != want {
+					t.Errorf("%s read %d times, want %d (reads %v)", u, reads[phy], want, reads)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDeliverBurst times the round that delivers a burst: one slot
+// of maxSlot parked 1 KiB messages over 8 queues, all due at one time
+// (what `bench timer` sends), read from the CommitLog, put in their
+// topic and deleted from the index. Parking and indexing are not timed.
+func BenchmarkDeliverBurst(b *testing.B) {
+	f := newFixture(b)
+	body := strings.Repeat("b", 1024)
+	b.SetBytes(int64(maxSlot * len(body)))
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		sec := 10 * i
+		f.at(sec)
+		now := time.UnixMilli(f.nowMs.Load())
+		deliver := strconv.FormatInt(base+int64(sec+5)*1000, 10)
+		for j := range maxSlot {
+			m := &commitlog.Message{Topic: "Orders", QueueID: int32(j % 8), BornTimestamp: now.UnixMilli(), Body: []byte(body),
+				Properties: "UNIQ_KEY\x01" + strconv.Itoa(i) + "-" + strconv.Itoa(j) + "\x02TIMER_DELIVER_MS\x01" + deliver + "\x02"}
+			if ok, err := Park(m, now, DefaultConfig()); err != nil || !ok {
+				b.Fatalf("park: %v %v", ok, err)
+			}
+			if _, err := f.log.Append(context.Background(), commitlog.AppendRequest{Message: m, Assigner: f.store}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		f.caughtUp()
+		f.store.mu.Lock()
+		f.store.stored = nil
+		f.store.mu.Unlock()
+		f.at(sec + 6)
+		b.StartTimer()
+		if n := f.roundOK(); n != maxSlot {
+			b.Fatalf("delivered %d, want %d", n, maxSlot)
+		}
 	}
 }
