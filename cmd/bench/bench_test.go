@@ -339,8 +339,8 @@ func TestSmoke(t *testing.T) {
 		})
 	}
 	t.Run("timer", func(t *testing.T) {
-		out := runBench(t, append([]string{"timer", "--messages", "500", "--producers", "2", "--timeout", "1m"}, small...)...)
-		if !strings.Contains(out, "delivery/produce") {
+		out := runBench(t, append([]string{"timer", "--messages", "500", "--producers", "2", "--consumers", "2", "--timeout", "1m"}, small...)...)
+		if !strings.Contains(out, "delivery/plain") || !strings.Contains(out, "lateness p50") {
 			t.Fatalf("output:\n%s", out)
 		}
 	})

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -28,10 +27,11 @@ type featureOptions struct {
 	timeout   time.Duration
 }
 
-func (o *featureOptions) register(cmd *cobra.Command) {
+// register adds the flags to cmd; messages is the default of --messages.
+func (o *featureOptions) register(cmd *cobra.Command, messages int64) {
 	f := cmd.Flags()
 	o.target.register(f)
-	f.Int64Var(&o.messages, "messages", 100000, "messages per phase")
+	f.Int64Var(&o.messages, "messages", messages, "messages per phase")
 	f.IntVarP(&o.producers, "producers", "n", 4, "producer connections")
 	f.IntVarP(&o.inflight, "inflight", "k", 32, "requests in flight per producer")
 	f.IntVarP(&o.queues, "queues", "m", 8, "queues of the topics")
@@ -52,27 +52,6 @@ func (o featureOptions) load(topic string) loadConfig {
 		bodySize: o.body, count: o.messages}
 }
 
-func newTimerCommand() *cobra.Command {
-	var o featureOptions
-	cmd := &cobra.Command{
-		Use:   "timer",
-		Short: "Park N timer messages due at one instant; report how fast the broker delivers them against its own produce rate",
-		Long: `timer starts a broker on a temporary store (or drives --broker) and, in each
-run, first sends --messages plain messages (the baseline: the broker's
-produce rate), then --messages messages with TIMER_DELIVER_MS set to one
-instant far enough ahead for all of them to be parked first. It then polls
-the topic's max offsets every 10 ms until every message is delivered and
-reports the delivery rate (messages / time from the due instant to the
-last delivery), its ratio to the produce rate, and when the first and the
-last message arrived after the due instant (rounded to the timer's 1 s
-precision, as the broker rounds it).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runTimerBench(cmd.Context(), cmd.OutOrStdout(), o) },
-	}
-	o.register(cmd)
-	return cmd
-}
-
 func newTxnCommand() *cobra.Command {
 	var o featureOptions
 	cmd := &cobra.Command{
@@ -87,15 +66,14 @@ message is in its topic.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTxnBench(cmd.Context(), cmd.OutOrStdout(), o) },
 	}
-	o.register(cmd)
+	o.register(cmd, 100000)
 	return cmd
 }
 
-// featureRun is one run of `bench timer` or `bench txn`.
+// featureRun is one run of `bench txn`.
 type featureRun struct {
 	produceRate float64 // plain sends acknowledged per second
-	rate        float64 // timer deliveries or committed transactions per second
-	first, last time.Duration
+	rate        float64 // committed transactions per second
 }
 
 // topicTotal returns the messages a topic's queues hold.
@@ -170,78 +148,6 @@ func baseline(ctx context.Context, addr string, o featureOptions, topic string) 
 		return 0, fmt.Errorf("baseline: %d sends failed: %s", res.Failed, res.FirstError)
 	}
 	return res.Rate, nil
-}
-
-func runTimerBench(ctx context.Context, w io.Writer, o featureOptions) error {
-	if err := o.validate("timer"); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "timer: %d messages of %d B per phase, %d producers x %d in flight, %d queues, %d runs\n",
-		o.messages, o.body, o.producers, o.inflight, o.queues, o.runs)
-	fmt.Fprintf(w, "machine: %s\n", machineLine())
-	var runs []featureRun
-	for i := 0; i < o.runs; i++ {
-		plain, parked := fmt.Sprintf("BenchPlain%d", i), fmt.Sprintf("BenchTimer%d", i)
-		t, c, err := featureSetup(ctx, o, plain, parked)
-		if err != nil {
-			return err
-		}
-		r, err := timerRun(ctx, t.Addr, c, o, plain, parked)
-		_ = c.Close()
-		if cerr := t.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("run %d: %w", i+1, err)
-		}
-		fmt.Fprintf(w, "run %d (%s): produce %s msg/s; timer delivery %s msg/s (x%.2f of produce); first %v, last %v after due\n",
-			i+1, t.Kind, fmtNum(r.produceRate), fmtNum(r.rate), r.rate/r.produceRate, r.first.Round(time.Millisecond), r.last.Round(time.Millisecond))
-		runs = append(runs, r)
-	}
-	fmt.Fprintf(w, "median of %d: produce %s msg/s, timer delivery %s msg/s, delivery/produce %.2f, last message %v after due\n",
-		len(runs), fmtNum(medianOf(runs, func(r featureRun) float64 { return r.produceRate })),
-		fmtNum(medianOf(runs, func(r featureRun) float64 { return r.rate })),
-		medianOf(runs, func(r featureRun) float64 { return r.rate / r.produceRate }),
-		time.Duration(medianOf(runs, func(r featureRun) float64 { return float64(r.last) })).Round(time.Millisecond))
-	return nil
-}
-
-func timerRun(ctx context.Context, addr string, c *remoting.Client, o featureOptions, plain, parked string) (featureRun, error) {
-	var r featureRun
-	var err error
-	if r.produceRate, err = baseline(ctx, addr, o, plain); err != nil {
-		return r, err
-	}
-	// Due once every message can be parked at the measured rate, with
-	// room to spare; rounded as the broker rounds (1 s precision, an exact
-	// second one step earlier).
-	lead := time.Duration(float64(o.messages)/r.produceRate*2*float64(time.Second)) + 2*time.Second
-	due := time.Now().Add(lead).UnixMilli()
-	effective := due - due%1000
-	if due%1000 == 0 {
-		effective = due - 1000
-	}
-	cfg := o.load(parked)
-	deliverAt := "TIMER_DELIVER_MS\x01" + strconv.FormatInt(due, 10) + "\x02"
-	cfg.props = func(time.Time) string { return deliverAt }
-	res, err := runLoad(ctx, addr, cfg)
-	if err != nil {
-		return r, err
-	}
-	if res.Failed > 0 {
-		return r, fmt.Errorf("parking: %d sends failed: %s", res.Failed, res.FirstError)
-	}
-	if time.Now().UnixMilli() >= effective {
-		return r, errors.New("parking took longer than the lead: raise the lead or lower --messages")
-	}
-	first, all, err := waitTotal(ctx, c, parked, o.queues, o.messages, o.timeout)
-	if err != nil {
-		return r, err
-	}
-	dueAt := time.UnixMilli(effective)
-	r.first, r.last = first.Sub(dueAt), all.Sub(dueAt)
-	r.rate = float64(o.messages) / max(all.Sub(dueAt).Seconds(), 1e-3)
-	return r, nil
 }
 
 func runTxnBench(ctx context.Context, w io.Writer, o featureOptions) error {

@@ -7,6 +7,8 @@
 //	bench dispatch-lag  the dispatcher behind CommitLog appends at full rate
 //	bench pop           pop+ack against pull in the same run, RSS with many messages in flight, revive lateness
 //	bench scale         up to a million queues end to end on the broker binary, KV and file ConsumeQueue side by side
+//	bench timer         a burst of timer messages due at one instant, pulled: delivery rate and lateness vs plain produce->consume
+//	bench txn           transactional sends (half, then commit) vs plain sends
 //
 // Every subcommand prints the exact configuration, the machine, each run
 // and the medians; docs/BENCHMARKS.md records the figures. A subcommand is
