@@ -146,14 +146,118 @@ func (b *Broker) countIn(topic, props string, n int, bytes int64) {
 	b.metrics.In(topic, messageTypeOf(props), b.isSystemTopic(topic), n, bytes)
 }
 
-// countOut counts n records (bytes in all) of topic delivered to group, in
-// the broker statistics and the metrics.
+// countStored counts msgs, appended to the CommitLog by one put (bytes in
+// all): every one in the store's put rate and totals, and in the day
+// totals of GET_BROKER_RUNTIME_INFO (msgPutTotal*) those RocketMQ counts
+// in BROKER_PUT_NUMS_WITHOUT_SYSTEM_TOPIC (countsInDayTotals).
+func (b *Broker) countStored(msgs []*commitlog.Message, bytes int64) {
+	b.stats.Stored(len(msgs), bytes)
+	n := 0
+	var last string
+	counted := false
+	for i, m := range msgs {
+		if i == 0 || m.Topic != last { // a batch is of one topic
+			last, counted = m.Topic, !b.isSystemTopic(m.Topic)
+		}
+		if counted && b.countsInDayTotals(m) {
+			n++
+		}
+	}
+	if n > 0 {
+		b.stats.PutWithoutSystemTopic(n)
+	}
+}
+
+// countsInDayTotals reports whether RocketMQ would count m, stored in a
+// topic that is not a system topic, in BROKER_PUT_NUMS_WITHOUT_SYSTEM_TOPIC.
+// RocketMQ counts there the messages its processors store for a client or
+// deliver after holding them, each under the topic it is stored in
+// (BrokerStatsManager.incBrokerPutNums(topic, n), which leaves out system
+// topics): sends (SendMessageProcessor), commits (EndTransactionProcessor),
+// due delayed and timer messages (ScheduleMessageService,
+// TimerMessageStore), POP revives (PopReviveService), replies and recalls
+// (ReplyMessageProcessor, RecallMessageProcessor). So a half, its op
+// message, a delayed message parked in the schedule or timer topic, a
+// recall's cancel (parked in the timer topic) and a stored reply (in the
+// cluster's reply topic) are system-topic records, never counted; a
+// committed transaction counts once, a delayed message once, when it is
+// delivered. A consumer's send-back counts nowhere
+// (AbstractSendMessageProcessor.consumerSendMsgBack): its copy for a
+// retry topic waits in the schedule topic, and counts when delivered; its
+// copy moved to a dead-letter topic does not count. rocketkv's POP revive
+// moves a message consumed retryMaxTimes to the DLQ where RocketMQ's
+// consumer sends it back, so that copy does not count either. Both
+// carry DLQ_ORIGIN_MESSAGE_ID, which a send to a retry topic that lands
+// in the DLQ (counted, as RocketMQ counts it) does not.
+func (b *Broker) countsInDayTotals(m *commitlog.Message) bool {
+	if !meta.IsDLQTopic(m.Topic) {
+		return true
+	}
+	_, moved := commitlog.LookupProperty(m.Properties, propDLQOriginMsgID)
+	return !moved
+}
+
+// countOut counts n records (bytes in all) of topic delivered to group by
+// a pull, in the broker statistics and the metrics.
 func (b *Broker) countOut(topic, group string, n int, bytes int) {
-	b.stats.Get(group, topic, n, int64(bytes))
+	b.countGet(topic, group, n, bytes)
 	if b.metrics == nil || meta.IsRetryTopic(topic) || meta.IsDLQTopic(topic) {
 		return
 	}
 	b.metrics.Out(topic, group, b.isSystemTopic(topic) || isSysGroup(group), n, int64(bytes))
+}
+
+// countGet counts n records (bytes in all) of topic delivered to group in
+// the broker statistics: all of them in the store's get rates, those of a
+// topic that is not a system topic in the day totals (RocketMQ's
+// BROKER_GET_NUMS_WITHOUT_SYSTEM_TOPIC, counted under the requested topic
+// by its pulls and pops).
+func (b *Broker) countGet(topic, group string, n int, bytes int) {
+	b.stats.Get(group, topic, n, int64(bytes))
+	if !b.isSystemTopic(topic) {
+		b.stats.GetWithoutSystemTopic(n)
+	}
+}
+
+// countPopOut counts the records of a pop of topic by group, in the
+// broker statistics as a pull's, and in the metrics as RocketMQ's
+// PopMessageProcessor does: under the requested topic, whether a retry or
+// dead-letter topic or not, for each queue read with is_retry telling
+// the group's pop-retry topics (true) from topic itself (false).
+func (b *Broker) countPopOut(topic, group string, res *pop.PopResult) {
+	b.countGet(topic, group, len(res.Records), len(res.Body))
+	if b.metrics == nil {
+		return
+	}
+	system := b.isSystemTopic(topic) || isSysGroup(group)
+	retried, retriedBytes := popRetried(res.Records, res.MsgOffsetInfo)
+	b.metrics.PopOut(topic, group, system, false, len(res.Records)-retried, int64(len(res.Body))-retriedBytes)
+	b.metrics.PopOut(topic, group, system, true, retried, retriedBytes)
+}
+
+// popRetried returns how many of a pop's records came from the group's
+// pop-retry topics, and their bytes. msgOffsetInfo lists the queues read
+// in the order their records were added, each as
+// "<retryFlag> <queueId> <offset>,<offset>,..." (entries joined by ';',
+// pop.InfoBuilder), the flag pop.FlagNormal for the requested topic. It
+// walks the string in place, without allocating.
+func popRetried(records [][]byte, msgOffsetInfo string) (n int, bytes int64) {
+	next := 0
+	for rest := msgOffsetInfo; rest != "" && next < len(records); {
+		var entry string
+		entry, rest, _ = strings.Cut(rest, ";")
+		flag, tail, _ := strings.Cut(entry, " ")
+		_, offsets, _ := strings.Cut(tail, " ")
+		k := min(strings.Count(offsets, ",")+1, len(records)-next)
+		if flag != pop.FlagNormal {
+			n += k
+			for _, r := range records[next : next+k] {
+				bytes += int64(len(r))
+			}
+		}
+		next += k
+	}
+	return n, bytes
 }
 
 // countRetrySendToDLQ counts in rocketmq_send_to_dlq_messages_total a

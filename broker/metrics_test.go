@@ -19,6 +19,7 @@ import (
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/metrics"
+	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
 	"github.com/rs/zerolog"
 )
@@ -607,5 +608,72 @@ func TestConsumerLagOnlyForOnlineGroups(t *testing.T) {
 	waitFor(t, "the group's client gone", func() bool { return len(b.clients.consumerIDs("g-on")) == 0 })
 	if got := rows(); len(got) != 0 {
 		t.Fatalf("rows after the group's client left: %q", got)
+	}
+}
+
+// A pop's messages_out and throughput_out are counted per kind of queue
+// read, as RocketMQ's PopMessageProcessor counts them: under the
+// requested topic, is_retry="true" for the messages from the group's
+// pop-retry topic and "false" for the others. A pull's series carry no
+// is_retry.
+func TestPopMessagesOutTellRetries(t *testing.T) {
+	b := startTestBroker(t, map[string]string{
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+	})
+	c, rc := popClient(b)
+	mustSend(t, rc, "PopOutT", 0, "new-1", "")
+	mustSend(t, rc, "PopOutT", 0, "new-2", "")
+	mustSend(t, rc, pop.RetryTopicV1("PopOutT", "g-pop"), 0, "retried", "")
+	b.caughtUp()
+	res := mustPop(t, c, popclient.PopRequest{Group: "g-pop", Topic: "PopOutT", QueueID: -1, MaxMsgNums: 32, InvisibleTime: time.Minute})
+	if got := bodies(res.Messages); len(got) != 3 {
+		t.Fatalf("popped %v, want the 2 new messages and the retried one", got)
+	}
+	if r := call(t, rc, remoting.PullMessage, pullReq("g-pull", "PopOutT", 0, 0, 0, 0, "*"), nil); r.Code != remoting.Success {
+		t.Fatalf("pull: %d %s", r.Code, r.Remark)
+	}
+	text := scrapeMetrics(t, b)
+	group := `consumer_group="g-pop"`
+	if v := metricValue(t, text, "rocketmq_messages_out_total", group, `is_retry="false"`, `topic="PopOutT"`); v != 2 {
+		t.Errorf("messages_out of g-pop with is_retry=false: %v, want 2", v)
+	}
+	if v := metricValue(t, text, "rocketmq_messages_out_total", group, `is_retry="true"`, `topic="PopOutT"`); v != 1 {
+		t.Errorf("messages_out of g-pop with is_retry=true: %v, want 1", v)
+	}
+	fresh := metricValue(t, text, "rocketmq_throughput_out_total", group, `is_retry="false"`)
+	retried := metricValue(t, text, "rocketmq_throughput_out_total", group, `is_retry="true"`)
+	if fresh <= 0 || retried <= 0 {
+		t.Errorf("throughput_out of g-pop: %v bytes new, %v retried; want both", fresh, retried)
+	}
+	if v := metricValue(t, text, "rocketmq_messages_out_total", `consumer_group="g-pull"`, `topic="PopOutT"`); v != 2 {
+		t.Errorf("messages_out of the pull: %v, want 2", v)
+	}
+	if strings.Contains(text, `consumer_group="g-pull",is_retry=`) {
+		t.Error("a pull's series carries is_retry")
+	}
+	if t.Failed() {
+		t.Logf("scrape:\n%s", text)
+	}
+}
+
+// popRetried splits a pop's records by the queues msgOffsetInfo lists in
+// their order: those of entries whose flag is not the requested topic's
+// came from pop-retry topics.
+func TestPopRetriedFollowsMsgOffsetInfo(t *testing.T) {
+	recs := [][]byte{make([]byte, 10), make([]byte, 20), make([]byte, 30), make([]byte, 40), make([]byte, 50)}
+	for _, tc := range []struct {
+		info  string
+		n     int
+		bytes int64
+	}{
+		{"0 1 5,6", 0, 0},
+		{"1 0 4;0 2 10,11,12;2 0 7", 2, 10 + 50},
+		{"0 0 1,2,3,4;1 3 9", 1, 50},
+		{"", 0, 0},
+		{"1 0 4,5,6,7,8,9,10", 5, 150}, // more offsets than records: the records
+	} {
+		if n, bytes := popRetried(recs, tc.info); n != tc.n || bytes != tc.bytes {
+			t.Errorf("popRetried(%q) = %d, %d; want %d, %d", tc.info, n, bytes, tc.n, tc.bytes)
+		}
 	}
 }

@@ -273,7 +273,7 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 	if code == remoting.Success {
 		b.bodies.attach(resp, res.Body)
 		sent = true
-		b.countOut(p.topic, p.group, len(res.Records), len(res.Body))
+		b.countPopOut(p.topic, p.group, &res)
 	} else {
 		b.stats.Miss()
 	}

@@ -41,7 +41,7 @@ func (b *Broker) putMessages(ctx context.Context, msgs []*commitlog.Message, wai
 		b.log.Warn().Err(err).Str("topic", first.Topic).Int32("queue", first.QueueID).Msg("append failed")
 		return res, err
 	}
-	b.stats.Stored(len(msgs), res.WroteBytes)
+	b.countStored(msgs, res.WroteBytes)
 	if waitFlush {
 		res = b.waitSlaves(ctx, res)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -42,9 +43,10 @@ func TestBrokerStatistics(t *testing.T) {
 	if len(got) != 4 {
 		t.Fatalf("pulled %d messages, want 4", len(got))
 	}
-	// A send-back of one of them, by another group.
+	// A send-back of one of them, by another group. Its copy waits two
+	// hours (level 18) in the schedule topic, longer than the test runs.
 	r := call(t, c, remoting.ConsumerSendMsgBack, map[string]string{
-		"offset": strconv.FormatInt(got[0].PhyOffset, 10), "group": "G2", "delayLevel": "1",
+		"offset": strconv.FormatInt(got[0].PhyOffset, 10), "group": "G2", "delayLevel": "18",
 		"originMsgId": commitlog.MessageID(got[0].StoreHost, got[0].PhyOffset), "originTopic": "StatsT",
 	}, nil)
 	if r.Code != remoting.Success {
@@ -101,8 +103,8 @@ func TestBrokerStatistics(t *testing.T) {
 	}
 
 	info := runtimeInfo(t, c)
-	if info["msgPutTotalTodayNow"] != "5" || info["msgGetTotalTodayNow"] != "4" {
-		t.Errorf("day totals: put %s get %s, want 5 (4 sends and the send-back's copy) and 4",
+	if info["msgPutTotalTodayNow"] != "4" || info["msgGetTotalTodayNow"] != "4" {
+		t.Errorf("day totals: put %s get %s, want 4 (the sends; the send-back's copy waits in the schedule topic, a system topic) and 4",
 			info["msgPutTotalTodayNow"], info["msgGetTotalTodayNow"])
 	}
 	if ts, err := strconv.ParseInt(info["earliestMessageTimeStamp"], 10, 64); err != nil || ts != got[0].StoreTimestamp {
@@ -141,5 +143,64 @@ func TestBrokerStatistics(t *testing.T) {
 		if r := call(t, c, remoting.ViewBrokerStatsData, map[string]string{"statsName": k[0], "statsKey": k[1]}, nil); r.Code != remoting.SystemError {
 			t.Errorf("%s %s after the topic's deletion: %d", k[0], k[1], r.Code)
 		}
+	}
+}
+
+// GET_BROKER_RUNTIME_INFO's day totals count what RocketMQ's
+// BROKER_PUT_NUMS_WITHOUT_SYSTEM_TOPIC and
+// BROKER_GET_NUMS_WITHOUT_SYSTEM_TOPIC count: messages stored and
+// delivered outside system topics, by the puts RocketMQ counts. A
+// committed transaction is one message (not its half, op and committed
+// records), a delayed message one, when it is delivered (not when parked
+// in the schedule topic); a send-back to the dead-letter topic counts
+// nowhere, and a pull of a system topic is no get. The store's totals
+// still count every record.
+func TestDayTotalsLeaveOutSystemTopics(t *testing.T) {
+	clk := testutil.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local))
+	b := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) { b.statsClock = clk.Now })
+	c := b.client(nil)
+	createTopic(t, c, "DayT", 1, 1)
+	mustSend(t, c, "DayT", 0, "a", "")
+	mustSend(t, c, "DayT", 0, "b", "")
+	h := sendHalf(t, c, "DayT", 0, "UNIQ-DAY", "tx", "", time.Now().UnixMilli())
+	if r := endTxn(t, c, h, "pg", 8, false); r.Code != remoting.Success {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+	mustSend(t, c, "DayT", 0, "later", "DELAY\x011\x02")
+	// Waited for without a pull, which would count as a get.
+	waitFor(t, "the delayed message delivered", func() bool {
+		n, err := b.cqs.MaxOffset("DayT", 0)
+		return err == nil && n == 4
+	})
+	got := pullAll(t, b, c, "DayT", 0)
+	if len(got) != 4 {
+		t.Fatalf("pulled %d messages of DayT, want 2 sends, the commit and the delayed message", len(got))
+	}
+	if halves := pullAll(t, b, c, meta.TransHalfTopic, 0); len(halves) != 1 {
+		t.Fatalf("pulled %d halves, want 1", len(halves))
+	}
+	if r := call(t, c, remoting.ConsumerSendMsgBack, map[string]string{
+		"offset": strconv.FormatInt(got[0].PhyOffset, 10), "group": "G-day", "delayLevel": "-1",
+		"originMsgId": commitlog.MessageID(got[0].StoreHost, got[0].PhyOffset), "originTopic": "DayT",
+	}, nil); r.Code != remoting.Success {
+		t.Fatalf("send back to the DLQ: %d %s", r.Code, r.Remark)
+	}
+
+	info := runtimeInfo(t, c)
+	if info["msgPutTotalTodayNow"] != "4" || info["msgGetTotalTodayNow"] != "4" {
+		t.Errorf("day totals: put %s get %s, want 4 (2 sends, the commit, the delivered delayed message) and 4 (the pull of DayT)",
+			info["msgPutTotalTodayNow"], info["msgGetTotalTodayNow"])
+	}
+	// The store counts the half, its op message, the parked delayed
+	// message and the dead letter as well.
+	if stored, err := strconv.Atoi(info["putMessageTimesTotal"]); err != nil || stored < 8 {
+		t.Errorf("putMessageTimesTotal %q, want every record stored, at least 8", info["putMessageTimesTotal"])
+	}
+	// Past midnight the totals are this morning's.
+	clk.Advance(12 * time.Hour)
+	b.stats.Tick()
+	info = runtimeInfo(t, c)
+	if info["msgPutTotalTodayMorning"] != "4" || info["msgGetTotalTodayMorning"] != "4" {
+		t.Errorf("morning totals: put %s get %s, want 4 and 4", info["msgPutTotalTodayMorning"], info["msgGetTotalTodayMorning"])
 	}
 }

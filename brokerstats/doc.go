@@ -34,8 +34,12 @@
 // Stored messages, reads that found messages, reads that found none, and
 // messages delivered are sampled every second, 601 samples kept; the
 // runtime info reports each as "rate over 10 s, over 1 min, over 10 min".
-// The totals of stored and delivered messages are also taken at each local
-// midnight, so a tool can tell yesterday's and today's traffic apart.
+// The day totals count apart the messages stored and delivered outside
+// system topics, as RocketMQ's BROKER_PUT_NUMS_WITHOUT_SYSTEM_TOPIC and
+// BROKER_GET_NUMS_WITHOUT_SYSTEM_TOPIC do (a committed transaction is one
+// message there, not its half, op and commit records); they are also
+// taken at each local midnight, so a tool can tell yesterday's and
+// today's traffic apart.
 //
 // Stats.Run owns the sampling goroutine; it stops when its context ends.
 package brokerstats

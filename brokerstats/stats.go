@@ -89,6 +89,10 @@ type Stats struct {
 	put, getFound, getMiss, transferred rate
 	putBytes                            atomic.Int64
 	getMessages                         atomic.Int64
+	// The messages stored and delivered outside system topics, counted
+	// as RocketMQ counts its BROKER_PUT_NUMS_WITHOUT_SYSTEM_TOPIC and
+	// BROKER_GET_NUMS_WITHOUT_SYSTEM_TOPIC: the day totals.
+	userPut, userGet atomic.Int64
 
 	mu          sync.Mutex // guards the samples, the windows' schedules and the day totals
 	levels      levels
@@ -96,8 +100,8 @@ type Stats struct {
 	nextHour    time.Time
 	nextDay     time.Time
 	nextMorning time.Time
-	// Totals of stored and delivered messages at the last two local
-	// midnights (RocketMQ's BrokerStats).
+	// userPut and userGet at the last two local midnights (RocketMQ's
+	// BrokerStats).
 	putYesterdayMorning, putTodayMorning int64
 	getYesterdayMorning, getTodayMorning int64
 }
@@ -157,11 +161,25 @@ func (s *Stats) Put(topic string, msgs int, bytes int64) {
 
 // Stored records msgs messages (bytes in all) appended to the CommitLog,
 // whoever put them (sends, retries, timers, transactions): the store's put
-// rate and totals.
+// rate and totals. The day totals count apart (PutWithoutSystemTopic).
 func (s *Stats) Stored(msgs int, bytes int64) {
 	s.put.total.Add(int64(msgs))
 	s.putBytes.Add(bytes)
 }
+
+// PutWithoutSystemTopic records msgs messages stored in a topic that is
+// not a system topic, by a put RocketMQ counts in
+// BROKER_PUT_NUMS_WITHOUT_SYSTEM_TOPIC (BrokerStatsManager.
+// incBrokerPutNumsWithoutSystemTopic): the msgPutTotal day totals of
+// GET_BROKER_RUNTIME_INFO. Which topics are system topics, and which puts
+// count, is the caller's to tell.
+func (s *Stats) PutWithoutSystemTopic(msgs int) { s.userPut.Add(int64(msgs)) }
+
+// GetWithoutSystemTopic records msgs messages delivered to a consumer of
+// a topic that is not a system topic (RocketMQ's
+// BROKER_GET_NUMS_WITHOUT_SYSTEM_TOPIC): the msgGetTotal day totals of
+// GET_BROKER_RUNTIME_INFO.
+func (s *Stats) GetWithoutSystemTopic(msgs int) { s.userGet.Add(int64(msgs)) }
 
 // Get records a read (pull or pop) that delivered msgs messages (bytes in
 // all) of topic to group.
@@ -244,8 +262,8 @@ func (s *Stats) Tick() {
 		s.nextMorning = nextMidnight(now)
 	}
 	for !now.Before(s.nextMorning) {
-		s.putYesterdayMorning, s.putTodayMorning = s.putTodayMorning, s.put.total.Load()
-		s.getYesterdayMorning, s.getTodayMorning = s.getTodayMorning, s.getMessages.Load()
+		s.putYesterdayMorning, s.putTodayMorning = s.putTodayMorning, s.userPut.Load()
+		s.getYesterdayMorning, s.getTodayMorning = s.getTodayMorning, s.userGet.Load()
 		s.nextMorning = nextMidnight(s.nextMorning.Add(time.Hour))
 	}
 	if !now.Before(s.nextMinute) {
@@ -293,7 +311,10 @@ func nextMidnight(t time.Time) time.Time {
 // and getTransferredTps as "10s 1min 10min" rates (a rate not yet
 // measurable is left out of its string, as RocketMQ does), and the day
 // totals msgPutTotalTodayNow, msgPutTotalTodayMorning,
-// msgPutTotalYesterdayMorning and their msgGet counterparts.
+// msgPutTotalYesterdayMorning and their msgGet counterparts. The rates
+// count every message the store took in or gave out (RocketMQ's
+// StoreStatsService), the day totals only those outside system topics
+// (PutWithoutSystemTopic, GetWithoutSystemTopic; RocketMQ's BrokerStats).
 func (s *Stats) Runtime(table map[string]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -311,10 +332,10 @@ func (s *Stats) Runtime(table map[string]string) {
 	}
 	table["getTotalTps"] = strings.Join(total, " ")
 	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
-	table["msgPutTotalTodayNow"] = itoa(s.put.total.Load())
+	table["msgPutTotalTodayNow"] = itoa(s.userPut.Load())
 	table["msgPutTotalTodayMorning"] = itoa(s.putTodayMorning)
 	table["msgPutTotalYesterdayMorning"] = itoa(s.putYesterdayMorning)
-	table["msgGetTotalTodayNow"] = itoa(s.getMessages.Load())
+	table["msgGetTotalTodayNow"] = itoa(s.userGet.Load())
 	table["msgGetTotalTodayMorning"] = itoa(s.getTodayMorning)
 	table["msgGetTotalYesterdayMorning"] = itoa(s.getYesterdayMorning)
 }

@@ -158,10 +158,17 @@ func TestRuntimeRatesAndDayTotals(t *testing.T) {
 	if table["putTps"] != "  " || table["getTotalTps"] != "0.0 0.0 0.0" {
 		t.Errorf("rates before any interval: putTps %q getTotalTps %q", table["putTps"], table["getTotalTps"])
 	}
+	// Each second 50 records are stored, 30 of them outside system topics
+	// (the rest: halves, op messages, parked delayed messages), and 20
+	// delivered, 15 of them of topics that are not system topics: the
+	// rates count them all, the day totals only the others.
 	for i := 0; i < 30; i++ {
 		c.Advance(time.Second)
 		s.Stored(50, 50)
-		s.Get("G", "T", 20, 20)
+		s.PutWithoutSystemTopic(30)
+		s.Get("G", "T", 15, 15)
+		s.GetWithoutSystemTopic(15)
+		s.Get("G", "RMQ_SYS_TRANS_HALF_TOPIC", 5, 5)
 		s.Miss()
 		s.Tick()
 	}
@@ -170,11 +177,11 @@ func TestRuntimeRatesAndDayTotals(t *testing.T) {
 		"putTps":              "50.0 ",
 		"getTransferredTps":   "20.0 ",
 		"getTransferedTps":    "20.0 ",
-		"getFoundTps":         "1.0 ",
+		"getFoundTps":         "2.0 ",
 		"getMissTps":          "1.0 ",
-		"getTotalTps":         "2.0 0.0 0.0",
-		"msgPutTotalTodayNow": "1500",
-		"msgGetTotalTodayNow": "600",
+		"getTotalTps":         "3.0 0.0 0.0",
+		"msgPutTotalTodayNow": "900",
+		"msgGetTotalTodayNow": "450",
 	} {
 		if !strings.HasPrefix(table[key], want) && table[key] != want {
 			t.Errorf("%s = %q, want it to start with %q", key, table[key], want)
@@ -184,16 +191,18 @@ func TestRuntimeRatesAndDayTotals(t *testing.T) {
 	// stored before it, yesterday's what today's was.
 	c.Advance(12 * time.Hour)
 	s.Stored(7, 7)
+	s.PutWithoutSystemTopic(7)
 	s.Tick()
 	s.Runtime(table)
-	if table["msgPutTotalTodayMorning"] != "1507" || table["msgPutTotalYesterdayMorning"] != "0" ||
-		table["msgGetTotalTodayMorning"] != "600" {
+	if table["msgPutTotalTodayMorning"] != "907" || table["msgPutTotalYesterdayMorning"] != "0" ||
+		table["msgGetTotalTodayMorning"] != "450" {
 		t.Errorf("after midnight: %v", table)
 	}
 	c.Advance(24 * time.Hour)
 	s.Tick()
 	s.Runtime(table)
-	if table["msgPutTotalTodayMorning"] != "1507" || table["msgPutTotalYesterdayMorning"] != "1507" {
+	if table["msgPutTotalTodayMorning"] != "907" || table["msgPutTotalYesterdayMorning"] != "907" ||
+		table["msgGetTotalYesterdayMorning"] != "450" || table["msgPutTotalTodayNow"] != "907" {
 		t.Errorf("after a second midnight: %v", table)
 	}
 	if s.PutMessages() != 1507 || s.PutBytes() != 1507 || s.GetMessages() != 600 {

@@ -210,17 +210,22 @@ type Broker struct {
 	throughputIn  *prometheus.CounterVec
 	messagesOut   *prometheus.CounterVec
 	throughputOut *prometheus.CounterVec
-	toDLQ         *prometheus.CounterVec
-	commits       *prometheus.CounterVec
-	rollbacks     *prometheus.CounterVec
-	messageSize   *prometheus.HistogramVec
-	finishLatency *prometheus.HistogramVec
-	topicCreate   *prometheus.HistogramVec
-	groupCreate   *prometheus.HistogramVec
-	timerEnqueue  *prometheus.CounterVec
-	timerDequeue  *prometheus.CounterVec
-	delayLatency  *prometheus.HistogramVec
-	rpc           *rpcSeries
+	// popMessagesOut and popThroughputOut are the series of the same
+	// two metrics that pops feed: RocketMQ labels those with is_retry,
+	// a pull's without.
+	popMessagesOut   *prometheus.CounterVec
+	popThroughputOut *prometheus.CounterVec
+	toDLQ            *prometheus.CounterVec
+	commits          *prometheus.CounterVec
+	rollbacks        *prometheus.CounterVec
+	messageSize      *prometheus.HistogramVec
+	finishLatency    *prometheus.HistogramVec
+	topicCreate      *prometheus.HistogramVec
+	groupCreate      *prometheus.HistogramVec
+	timerEnqueue     *prometheus.CounterVec
+	timerDequeue     *prometheus.CounterVec
+	delayLatency     *prometheus.HistogramVec
+	rpc              *rpcSeries
 }
 
 // New builds the metrics of a broker with the given constant labels,
@@ -229,16 +234,22 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 	c := prometheus.Labels(labels)
 	in := []string{"topic", "message_type", "is_system"}
 	out := []string{"topic", "consumer_group", "is_system"}
+	popOut := []string{"topic", "consumer_group", "is_system", "is_retry"}
+	// A pull's and a pop's series of one metric share its help.
+	outOpts := prometheus.CounterOpts{Name: names.Name(MessagesOutTotal),
+		Help: "Messages delivered by pulls (not of retry or dead-letter topics) and pops (is_retry: from the group's pop-retry topics).", ConstLabels: c}
+	outBytesOpts := prometheus.CounterOpts{Name: names.Name(ThroughputOutTotal),
+		Help: "Bytes of the records delivered by pulls and pops.", ConstLabels: c}
 	m := &Broker{
 		reg: prometheus.NewRegistry(),
 		messagesIn: prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(MessagesInTotal),
 			Help: "Messages stored by producers' sends (not retries or dead letters).", ConstLabels: c}, in),
 		throughputIn: prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(ThroughputInTotal),
 			Help: "Bytes of the CommitLog records stored by producers' sends.", ConstLabels: c}, in),
-		messagesOut: prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(MessagesOutTotal),
-			Help: "Messages delivered by pulls and pops (not from retry or dead-letter topics).", ConstLabels: c}, out),
-		throughputOut: prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(ThroughputOutTotal),
-			Help: "Bytes of the records delivered by pulls and pops.", ConstLabels: c}, out),
+		messagesOut:      prometheus.NewCounterVec(outOpts, out),
+		throughputOut:    prometheus.NewCounterVec(outBytesOpts, out),
+		popMessagesOut:   prometheus.NewCounterVec(outOpts, popOut),
+		popThroughputOut: prometheus.NewCounterVec(outBytesOpts, popOut),
 	}
 	m.toDLQ = prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(SendToDLQTotal),
 		Help: "Messages moved to a group's dead-letter topic (send-back or POP revive past retryMaxTimes).", ConstLabels: c},
@@ -273,8 +284,9 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 		Help: "Milliseconds from the read of a request to its answer (a long-polling hold included).", ConstLabels: c,
 		Buckets: rpcLatencyBuckets}, []string{"protocol_type", "request_code", "response_code", "is_long_polling", "result"})
 	m.rpc = newRPCSeries(rpc)
-	m.reg.MustRegister(m.messagesIn, m.throughputIn, m.messagesOut, m.throughputOut, m.toDLQ, m.commits, m.rollbacks,
-		m.messageSize, m.finishLatency, m.topicCreate, m.groupCreate, m.timerEnqueue, m.timerDequeue, m.delayLatency, rpc)
+	m.reg.MustRegister(m.messagesIn, m.throughputIn, m.toDLQ, m.commits, m.rollbacks,
+		m.messageSize, m.finishLatency, m.topicCreate, m.groupCreate, m.timerEnqueue, m.timerDequeue, m.delayLatency, rpc,
+		unchecked{m.messagesOut, m.throughputOut, m.popMessagesOut, m.popThroughputOut})
 	gauge := func(name, help string, f func() float64) {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: c}, f))
 	}
@@ -469,6 +481,37 @@ func (m *Broker) Out(topic, group string, system bool, messages int, bytes int64
 	topic, group = label(topic), label(group)
 	m.messagesOut.WithLabelValues(topic, group, sys).Add(float64(messages))
 	m.throughputOut.WithLabelValues(topic, group, sys).Add(float64(bytes))
+}
+
+// PopOut counts messages of topic popped by group, from the group's
+// pop-retry topics of topic when retry is set: RocketMQ's
+// PopMessageProcessor labels a pop's series with is_retry, which a pull's
+// (Out) lack.
+func (m *Broker) PopOut(topic, group string, system, retry bool, messages int, bytes int64) {
+	if m == nil || messages <= 0 {
+		return
+	}
+	vals := []string{label(topic), label(group), strconv.FormatBool(system), strconv.FormatBool(retry)}
+	m.popMessagesOut.WithLabelValues(vals...).Add(float64(messages))
+	m.popThroughputOut.WithLabelValues(vals...).Add(float64(bytes))
+}
+
+// unchecked registers collectors whose metrics share a name but not their
+// label names, as rocketmq_messages_out_total's pull series (no is_retry)
+// and pop series do. A registry refuses two collectors that describe one
+// name with different labels; a collector that describes nothing is
+// registered unchecked, and its metrics of one name are gathered into one
+// family (their help must match).
+type unchecked []prometheus.Collector
+
+// Describe describes nothing: the collector is unchecked.
+func (unchecked) Describe(chan<- *prometheus.Desc) {}
+
+// Collect collects every collector's metrics.
+func (u unchecked) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range u {
+		c.Collect(ch)
+	}
 }
 
 // ToDLQ counts a message of topic (its original topic) that group's

@@ -234,3 +234,36 @@ func TestLabelValuesThatAreNotUTF8AreRepaired(t *testing.T) {
 		t.Logf("scrape:\n%s", text)
 	}
 }
+
+// A pop's series of rocketmq_messages_out_total and
+// rocketmq_throughput_out_total carry is_retry, a pull's do not, as
+// RocketMQ's PopMessageProcessor and DefaultPullMessageResultHandler label
+// them; both kinds are one family of the scrape.
+func TestPopSeriesCarryIsRetry(t *testing.T) {
+	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"}, Sources{}, UnitSuffixed)
+	m.Out("T", "g-pull", false, 2, 200)
+	m.PopOut("T", "g-pop", false, false, 3, 300)
+	m.PopOut("T", "g-pop", false, true, 1, 120)
+	m.PopOut("T", "g-pop", false, true, 0, 0) // nothing popped: not counted
+	var off *Broker
+	off.PopOut("T", "g-pop", false, true, 1, 1) // the exporter is off: no panic
+	text := scrape(t, m)
+	for _, want := range []string{
+		`rocketmq_messages_out_total{cluster="c1",consumer_group="g-pull",is_system="false",node_id="b",node_type="broker",topic="T"} 2`,
+		`rocketmq_messages_out_total{cluster="c1",consumer_group="g-pop",is_retry="false",is_system="false",node_id="b",node_type="broker",topic="T"} 3`,
+		`rocketmq_messages_out_total{cluster="c1",consumer_group="g-pop",is_retry="true",is_system="false",node_id="b",node_type="broker",topic="T"} 1`,
+		`rocketmq_throughput_out_total{cluster="c1",consumer_group="g-pop",is_retry="true",is_system="false",node_id="b",node_type="broker",topic="T"} 120`,
+	} {
+		if !strings.Contains(text, "\n"+want+"\n") {
+			t.Errorf("scrape lacks\n%s", want)
+		}
+	}
+	for _, name := range []string{"rocketmq_messages_out_total", "rocketmq_throughput_out_total"} {
+		if n := strings.Count(text, "# TYPE "+name+" counter\n"); n != 1 {
+			t.Errorf("%s is %d families, want 1", name, n)
+		}
+	}
+	if t.Failed() {
+		t.Logf("scrape:\n%s", text)
+	}
+}
