@@ -250,13 +250,13 @@ const (
 
 // IsSystemTopic reports whether RocketMQ's TopicValidator counts topic as
 // a system topic whatever the broker: TBW102, the schedule, transaction,
-// trace, benchmark, self-test and offset-moved topics, and every rmq_sys_
-// topic. (A broker also counts its cluster's and its own name, and its
-// trace and reply topics.)
+// trace, benchmark, self-test and offset-moved topics, the RocksDB
+// offsets' CHECKPOINT_TOPIC, and every rmq_sys_ topic. (A broker also
+// counts its cluster's and its own name, and its trace and reply topics.)
 func IsSystemTopic(topic string) bool {
 	switch topic {
 	case "TBW102", ScheduleTopic, "BenchmarkTest", TransHalfTopic, "RMQ_SYS_TRACE_TOPIC", TransOpHalfTopic,
-		TransCheckMaxTopic, "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT":
+		TransCheckMaxTopic, "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "CHECKPOINT_TOPIC":
 		return true
 	}
 	return strings.HasPrefix(topic, "rmq_sys_")

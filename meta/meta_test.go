@@ -56,3 +56,19 @@ func TestConfigJSONNames(t *testing.T) {
 		t.Fatal("version counter")
 	}
 }
+
+// IsSystemTopic holds TopicValidator's set (RocketMQ 5.3) and prefix;
+// the check is case-sensitive there too.
+func TestIsSystemTopic(t *testing.T) {
+	for topic, want := range map[string]bool{
+		"TBW102": true, "SCHEDULE_TOPIC_XXXX": true, "BenchmarkTest": true, "RMQ_SYS_TRANS_HALF_TOPIC": true,
+		"RMQ_SYS_TRACE_TOPIC": true, "RMQ_SYS_TRANS_OP_HALF_TOPIC": true, "TRANS_CHECK_MAX_TIME_TOPIC": true,
+		"SELF_TEST_TOPIC": true, "OFFSET_MOVED_EVENT": true, "CHECKPOINT_TOPIC": true,
+		"rmq_sys_wheel_timer": true, "rmq_sys_anything": true,
+		"checkpoint_topic": false, "RMQ_SYS_anything": false, "%RETRY%g": false, "TopicA": false,
+	} {
+		if got := IsSystemTopic(topic); got != want {
+			t.Errorf("IsSystemTopic(%q) = %v, want %v", topic, got, want)
+		}
+	}
+}
