@@ -124,6 +124,16 @@ type Service struct {
 	// scanFrom is where the checker's passes start: no open half lies
 	// before it (the checker's goroutine only).
 	scanFrom int64
+	// nextDue is, after a pass that listed every open half (listed), the
+	// earliest time one of them is due; a pass before it and before
+	// addedDue lists nothing (the checker's goroutine only).
+	nextDue int64
+	listed  bool
+	// listings counts the passes that listed the open halves.
+	listings int
+	// addedDue is the earliest time a half indexed since the last listing
+	// began is due (HalfHook, on the dispatcher's goroutine).
+	addedDue atomic.Int64
 
 	// ops is set once the index holds an op message: only then do ends
 	// need looking up by queue offset.
@@ -182,12 +192,15 @@ func (s *Service) HalfHook() kvindex.Hook {
 		if s.hasProgress && m.QueueOffset < s.progress {
 			return nil
 		}
-		return s.state.AddHalf(w, kvindex.TxnHalf{
+		h := kvindex.TxnHalf{
 			PhyOffset:      m.PhyOffset,
 			QueueOffset:    m.QueueOffset,
 			StoreTimestamp: m.StoreTimestamp,
 			NextCheckAt:    m.StoreTimestamp + s.firstCheckDelay(m.Properties).Milliseconds(),
-		})
+		}
+		for due := s.addedDue.Load(); h.NextCheckAt < due && !s.addedDue.CompareAndSwap(due, h.NextCheckAt); due = s.addedDue.Load() {
+		}
+		return s.state.AddHalf(w, h)
 	})
 }
 

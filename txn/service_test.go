@@ -335,8 +335,11 @@ func TestCheckerPassesStartAfterEndedHalves(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The commit record is appended but dispatched asynchronously; the
-	// cursor can only move past what the dispatcher has committed.
+	// cursor can only move past what the dispatcher has committed. The
+	// pass lists at the checked half's next check (nothing could be due
+	// before).
 	f.caughtUp()
+	f.now = f.now.Add(f.svc.cfg.CheckInterval)
 	if st := f.pass(); st != (PassStats{}) || f.svc.scanFrom != f.disp.Dispatched() {
 		t.Fatalf("pass %+v starts next at %d, want after everything dispatched (%d)", st, f.svc.scanFrom, f.disp.Dispatched())
 	}
@@ -379,5 +382,54 @@ func TestOnEndCountsEachEndOnce(t *testing.T) {
 	want := []ended{{topic, kvindex.TxnCommit, a.BornTimestamp}, {topic, kvindex.TxnRollback, b.BornTimestamp}}
 	if topic == "" || len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("OnEnd heard %v, want %v", got, want)
+	}
+}
+
+// A pass before any open half can be due lists none of them: the listing
+// walks every open half and the deletion marks of every half ended after
+// the oldest open one. A half indexed since the last listing, due
+// earlier, makes the next pass list again, and so does a checked half's
+// next check.
+func TestAPassListsNothingBeforeAHalfCanBeDue(t *testing.T) {
+	f := newFixture(t, Config{Timeout: 6 * time.Second, CheckInterval: 30 * time.Second, CheckMax: 5})
+	long := f.sendHalf("L", "CHECK_IMMUNITY_TIME_IN_SECONDS\x0160\x02")
+	open, _ := f.open(long.PhyOffset)
+	f.now = time.UnixMilli(open.StoreTimestamp + 1000)
+	listings := func() int { return f.svc.listings }
+	f.pass()
+	if listings() != 1 {
+		t.Fatalf("the first pass listed %d times, want 1", listings())
+	}
+	for i := range 5 {
+		f.now = f.now.Add(time.Second)
+		if st := f.pass(); st != (PassStats{}) {
+			t.Fatalf("pass %d: %+v", i, st)
+		}
+	}
+	if listings() != 1 {
+		t.Fatalf("passes before any half could be due listed %d times, want once", listings())
+	}
+	// A half due 6 s after its store time, before the long one.
+	short := f.sendHalf("S", "")
+	so, _ := f.open(short.PhyOffset)
+	f.now = time.UnixMilli(so.NextCheckAt)
+	if st := f.pass(); st.Checked != 1 || listings() != 2 {
+		t.Fatalf("pass when the new half is due: %+v after %d listings, want it checked by a second listing", st, listings())
+	}
+	// Its next check comes 30 s later, the long one's at +60 s.
+	f.now = f.now.Add(29 * time.Second)
+	if st := f.pass(); st != (PassStats{}) || listings() != 2 {
+		t.Fatalf("pass before the next check: %+v after %d listings", st, listings())
+	}
+	f.now = f.now.Add(time.Second)
+	if st := f.pass(); st.Checked != 1 || listings() != 3 {
+		t.Fatalf("pass at the short half's second check: %+v after %d listings", st, listings())
+	}
+	f.now = time.UnixMilli(open.NextCheckAt)
+	if st := f.pass(); st.Checked < 1 || listings() != 4 {
+		t.Fatalf("pass at the long half's first check: %+v after %d listings", st, listings())
+	}
+	if h, _ := f.open(long.PhyOffset); h.Checks != 1 {
+		t.Fatalf("the long half was checked %d times, want 1", h.Checks)
 	}
 }
