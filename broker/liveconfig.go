@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/magiconair/properties"
-
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/logging"
@@ -113,26 +111,33 @@ func (b *Broker) SetConfigFile(path string) {
 }
 
 // processUpdateBrokerConfig answers UPDATE_BROKER_CONFIG (mqadmin
-// updateBrokerConfig): the body is a properties text of keys to set. The
-// update is all or nothing: an unknown key, a value that does not parse or
-// a change to a key that is fixed while the broker runs refuses the whole
-// body with a remark naming the key. A change to brokerPermission moves
-// the topic data version on and re-registers with the name servers at
-// once, so routes carry the new permission.
+// updateBrokerConfig): the body is a properties text of keys to set, read
+// as RocketMQ's AdminBrokerProcessor reads it (configs.ParseProperties).
+// The update is all or nothing: an unknown key, an entry without a key, a
+// value that does not parse or a change to a key that is fixed while the
+// broker runs refuses the whole body with a remark naming the key. A
+// change to brokerPermission moves the topic data version on and
+// re-registers with the name servers at once, so routes carry the new
+// permission.
 func (b *Broker) processUpdateBrokerConfig(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	if len(req.Body) == 0 {
 		return remoting.NewResponse(req, remoting.Success, "")
 	}
-	loader := properties.Loader{Encoding: properties.UTF8, DisableExpansion: true}
-	p, err := loader.LoadBytes(req.Body)
+	props, err := configs.ParseProperties(req.Body)
 	if err != nil {
+		// RocketMQ answers SYSTEM_ERROR "string2Properties error".
 		b.log.Warn().Err(err).Stringer("conn", conn).Msg("update broker config: body is not a properties text")
 		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("update broker config: the body is not a properties text: %v", err))
 	}
-	props := p.Map()
 	if black := b.cfg.BlackListed(props); len(black) > 0 {
 		b.log.Warn().Strs("keys", black).Stringer("conn", conn).Msg("update broker config: keys in configBlackList refused")
 		return remoting.NewResponse(req, remoting.NoPermission, "Can not update config in black list.")
+	}
+	if _, ok := props[""]; ok {
+		// RocketMQ sets nothing from it and answers SUCCESS, as for any
+		// key it does not know; rocketkv refuses those.
+		b.log.Warn().Stringer("conn", conn).Msg("update broker config refused: an entry without a key")
+		return remoting.NewResponse(req, remoting.SystemError, "update broker config: an entry without a key (a line that starts with = or :); nothing was changed")
 	}
 	changed, inert, unsaved, err := b.updateConfig(props)
 	if err != nil {

@@ -420,3 +420,59 @@ func TestSetCommitLogReadMode(t *testing.T) {
 		t.Fatalf("read-ahead again: %d of %d sealed segments advised random", random, sealed)
 	}
 }
+
+// The body of UPDATE_BROKER_CONFIG is read as RocketMQ reads it
+// (MixAll.string2Properties, that is java.util.Properties.load): lines
+// continued over CRLF or a lone CR, a key continued on the next line, a
+// backslash ending the body, escapes in keys and values, the last of a
+// key given twice. The cases run in order on one broker, each moving the
+// settings on from the one before; want is the settings after the case.
+func TestUpdateBrokerConfigBodyReadAsJavaProperties(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	for _, tc := range []struct {
+		name   string
+		body   string
+		code   int32
+		remark string // in the answer's remark
+		want   map[string]string
+	}{
+		{"a value continued over CRLF", "deleteWhen=01;\\\r\n    13\r\nfileReservedTime=6\r\n", remoting.Success, "",
+			map[string]string{"deleteWhen": "01;13", "fileReservedTime": "6"}},
+		{"a value continued over a lone CR", "deleteWhen=02;\\\r 14\rfileReservedTime=7\r", remoting.Success, "",
+			map[string]string{"deleteWhen": "02;14", "fileReservedTime": "7"}},
+		{"a key continued on the next line", "fileReserved\\\n    Time=8\n", remoting.Success, "",
+			map[string]string{"fileReservedTime": "8"}},
+		{"a backslash ending the body", "fileReservedTime=9\\", remoting.Success, "",
+			map[string]string{"fileReservedTime": "9"}},
+		{"escapes in key and value", "file\\u0052eserved\\Time=1\\u0030\ndelete\\When=0\\u0033;2\\3\n", remoting.Success, "",
+			map[string]string{"fileReservedTime": "10", "deleteWhen": "03;23"}},
+		{"the last of a key given twice", "fileReservedTime=11\nfileReservedTime=12\n", remoting.Success, "",
+			map[string]string{"fileReservedTime": "12"}},
+		{"a comment ending in a backslash does not continue", "# fileReservedTime=1 \\\nfileReservedTime=13\n", remoting.Success, "",
+			map[string]string{"fileReservedTime": "13"}},
+		{"white space and ':' as separators", "fileReservedTime \t: 14\ndeleteWhen   05\n", remoting.Success, "",
+			map[string]string{"fileReservedTime": "14", "deleteWhen": "05"}},
+		{"an entry without a key", "=15\nfileReservedTime=15\n", remoting.SystemError, "an entry without a key",
+			map[string]string{"fileReservedTime": "14"}},
+		{"an entry without a key, ':' form", "  :15\nfileReservedTime=15\n", remoting.SystemError, "an entry without a key",
+			map[string]string{"fileReservedTime": "14"}},
+		{"an escaped ':' is part of the key", "fileReservedTime\\:x=15\n", remoting.SystemError, "unknown key fileReservedTime:x",
+			map[string]string{"fileReservedTime": "14"}},
+		{"a malformed \\u escape", "deleteWhen=06\nfileReservedTime=\\u00zz\n", remoting.SystemError, "not a properties text: line 2: key fileReservedTime",
+			map[string]string{"fileReservedTime": "14", "deleteWhen": "05"}},
+		{"only comments and blank lines", "# nothing\r\n\r\n   ! here\n", remoting.Success, "",
+			map[string]string{"fileReservedTime": "14", "deleteWhen": "05"}},
+	} {
+		r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte(tc.body))
+		if r.Code != tc.code || !strings.Contains(r.Remark, tc.remark) {
+			t.Errorf("%s: body %q: %d %q, want %d with %q", tc.name, tc.body, r.Code, r.Remark, tc.code, tc.remark)
+		}
+		got, _ := brokerSettings(t, c)
+		for k, v := range tc.want {
+			if got[k] != v {
+				t.Errorf("%s: body %q: %s=%q after it, want %q", tc.name, tc.body, k, got[k], v)
+			}
+		}
+	}
+}

@@ -43,6 +43,13 @@ import (
 // RocketMQ then sets its configuration from the entries with
 // MixAll.properties2Object; schema.loadProperties says how rocketkv's
 // handling of the entries compares.
+//
+// The bodies of UPDATE_BROKER_CONFIG and UPDATE_NAMESRV_CONFIG are
+// properties texts too, read by the same rules (ParseProperties). RocketMQ
+// decodes the body as UTF-8 (MixAll.DEFAULT_CHARSET), and
+// MixAll.string2Properties encodes that string back to UTF-8 and hands
+// the bytes to the same load(InputStream): the rules and the encoding
+// difference above apply to them as to files.
 
 // errBadUnicodeEscape is returned by parseProperties for a \u not followed
 // by four hexadecimal digits, on which Properties.load throws
@@ -80,6 +87,25 @@ func parseProperties(text []byte) ([]property, error) {
 		}
 		out = append(out, property{key: key, value: value, line: line})
 	}
+}
+
+// ParseProperties reads a properties text by the rules above and returns
+// its keys with their values as a java.util.Properties holds them: a key
+// given twice has its last value, and an entry without a key ("=value")
+// is there under the empty key. It is how RocketMQ reads the body of
+// UPDATE_BROKER_CONFIG and UPDATE_NAMESRV_CONFIG
+// (MixAll.string2Properties). It fails only on a malformed \u escape,
+// with an error naming the line, where string2Properties returns null.
+func ParseProperties(text []byte) (map[string]string, error) {
+	entries, err := parseProperties(text)
+	if err != nil {
+		return nil, err // it names the line; the caller says what the text is
+	}
+	out := make(map[string]string, len(entries))
+	for _, e := range entries {
+		out[e.key] = e.value
+	}
+	return out, nil
 }
 
 // decodeProperties decodes a properties text as UTF-8, taking each byte

@@ -127,6 +127,26 @@ func TestParsePropertiesEncodingAndOrder(t *testing.T) {
 	}
 }
 
+// ParseProperties, the reading of UPDATE_BROKER_CONFIG and
+// UPDATE_NAMESRV_CONFIG bodies, yields what Java's Properties holds after
+// load for every recorded input, the empty key of "=value" included, and
+// fails where Java throws.
+func TestParsePropertiesExportedAsJava(t *testing.T) {
+	for _, c := range readJavaCases(t) {
+		got, err := ParseProperties([]byte(c.input))
+		switch {
+		case c.err && !errors.Is(err, errBadUnicodeEscape):
+			t.Errorf("line %d (%s): %q: %q, %v; Java fails", c.line, c.comment, c.input, got, err)
+		case !c.err && (err != nil || !maps.Equal(got, c.want)):
+			t.Errorf("line %d (%s): %q read as %q (%v), Java reads %q", c.line, c.comment, c.input, got, err, c.want)
+		}
+	}
+	got, err := ParseProperties([]byte("=x\r\nfileReservedTime=1\r\nfileReservedTime=2\\\r\n  3\r\n"))
+	if want := map[string]string{"": "x", "fileReservedTime": "23"}; err != nil || !maps.Equal(got, want) {
+		t.Errorf("read as %q (%v), want %q", got, err, want)
+	}
+}
+
 // A malformed \u escape is an error naming the line, and the key when it
 // is in the value.
 func TestParsePropertiesErrorNamesTheLine(t *testing.T) {

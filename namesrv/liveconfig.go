@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/magiconair/properties"
-
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/internal/listenconf"
@@ -94,26 +92,32 @@ func settingsOf(cfg Config) configs.Namesrv {
 func (s *Server) settings() *configs.Namesrv { return s.live.Load() }
 
 // updateConfig answers UPDATE_NAMESRV_CONFIG (mqadmin updateNamesrvConfig):
-// the body is a properties text of keys to set. A key of the black list is
-// refused with NO_PERMISSION as RocketMQ does; otherwise the update is all
-// or nothing: an unknown key, a value that does not parse or a change to a
-// key fixed while the name server runs refuses the whole body with a
-// remark naming the key. A change is written back into the file the name
-// server was started from.
+// the body is a properties text of keys to set, read as RocketMQ's
+// DefaultRequestProcessor reads it (configs.ParseProperties). A key of the
+// black list is refused with NO_PERMISSION as RocketMQ does; otherwise the
+// update is all or nothing: an unknown key, an entry without a key, a
+// value that does not parse or a change to a key fixed while the name
+// server runs refuses the whole body with a remark naming the key. A
+// change is written back into the file the name server was started from.
 func (s *Server) updateConfig(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	if len(req.Body) == 0 {
 		return success(req)
 	}
-	loader := properties.Loader{Encoding: properties.UTF8, DisableExpansion: true}
-	p, err := loader.LoadBytes(req.Body)
+	props, err := configs.ParseProperties(req.Body)
 	if err != nil {
+		// RocketMQ answers SYSTEM_ERROR "string2Properties error".
 		s.log.Warn().Err(err).Stringer("conn", conn).Msg("update namesrv config: body is not a properties text")
 		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("update namesrv config: the body is not a properties text: %v", err))
 	}
-	props := p.Map()
 	if black := s.settings().BlackListed(props); len(black) > 0 {
 		s.log.Warn().Strs("keys", black).Stringer("conn", conn).Msg("update namesrv config refused: key in the black list")
 		return remoting.NewResponse(req, remoting.NoPermission, "Can not update config in black list.")
+	}
+	if _, ok := props[""]; ok {
+		// RocketMQ sets nothing from it and answers SUCCESS, as for any
+		// key it does not know; rocketkv refuses those.
+		s.log.Warn().Stringer("conn", conn).Msg("update namesrv config refused: an entry without a key")
+		return remoting.NewResponse(req, remoting.SystemError, "update namesrv config: an entry without a key (a line that starts with = or :); nothing was changed")
 	}
 	changed, inert, unsaved, err := s.applyUpdate(props)
 	if err != nil {

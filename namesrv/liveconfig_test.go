@@ -297,3 +297,57 @@ func TestNamesrvProxyProtocolSettings(t *testing.T) {
 		}
 	}
 }
+
+// The body of UPDATE_NAMESRV_CONFIG is read as RocketMQ reads it
+// (MixAll.string2Properties, that is java.util.Properties.load): lines
+// continued over CRLF, a key continued on the next line, a backslash
+// ending the body, escapes in keys and values, the last of a key given
+// twice. The cases run in order on one name server, each moving the
+// settings on from the one before; want is the settings after the case.
+func TestUpdateNamesrvConfigBodyReadAsJavaProperties(t *testing.T) {
+	ns, path := startFromFile(t, "# ours\n")
+	c := dial(t, ns)
+	for _, tc := range []struct {
+		name   string
+		body   string
+		code   int32
+		remark string // in the answer's remark
+		want   map[string]string
+	}{
+		{"a value continued over CRLF", "enableTopicList=fal\\\r\n    se\r\norderMessageEnable=true\r\n", remoting.Success, "",
+			map[string]string{"enableTopicList": "false", "orderMessageEnable": "true"}},
+		{"a key continued on the next line", "enableTopic\\\r\n  List=true\n", remoting.Success, "",
+			map[string]string{"enableTopicList": "true"}},
+		{"a backslash ending the body", "orderMessageEnable=false\\", remoting.Success, "",
+			map[string]string{"orderMessageEnable": "false"}},
+		{"escapes in key and value", "enable\\u0041ll\\TopicList=f\\u0061lse\n", remoting.Success, "",
+			map[string]string{"enableAllTopicList": "false"}},
+		{"the last of a key given twice", "enableAllTopicList=false\nenableAllTopicList=true\n", remoting.Success, "",
+			map[string]string{"enableAllTopicList": "true"}},
+		{"an entry without a key", "=true\norderMessageEnable=true\n", remoting.SystemError, "an entry without a key",
+			map[string]string{"orderMessageEnable": "false"}},
+		{"an escaped ':' is part of the key", "orderMessageEnable\\:x=true\n", remoting.SystemError, "unknown key orderMessageEnable:x",
+			map[string]string{"orderMessageEnable": "false"}},
+		{"a malformed \\u escape", "orderMessageEnable=\\u00zz\n", remoting.SystemError, "not a properties text: line 1: key orderMessageEnable",
+			map[string]string{"orderMessageEnable": "false"}},
+	} {
+		resp := invoke(t, c, remoting.UpdateNamesrvConfig, nil, []byte(tc.body))
+		if resp.Code != tc.code || !strings.Contains(resp.Remark, tc.remark) {
+			t.Errorf("%s: body %q: %d %q, want %d with %q", tc.name, tc.body, resp.Code, resp.Remark, tc.code, tc.remark)
+		}
+		got := configLines(t, c)
+		for k, v := range tc.want {
+			if got[k] != v {
+				t.Errorf("%s: body %q: %s=%q after it, want %q", tc.name, tc.body, k, got[k], v)
+			}
+		}
+	}
+	// What was read is what was written back.
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "# ours\nenableTopicList=true\norderMessageEnable=false\nenableAllTopicList=true\n"; string(raw) != want {
+		t.Fatalf("file after the updates:\n%s\nwant\n%s", raw, want)
+	}
+}
