@@ -85,7 +85,7 @@ func TestIgnoredKeysLogLevels(t *testing.T) {
 				!strings.Contains(l, `"value":"8"`) || strings.Contains(l, `"file":`) {
 				t.Errorf("inert override logged as %s", l)
 			}
-		case strings.Contains(l, `"key":"nosuchkey"`):
+		case strings.Contains(l, `"key":"noSuchKey"`): // the file's spelling
 			if !strings.Contains(l, `"level":"warn"`) || !strings.Contains(l, "unknown configuration key ignored") {
 				t.Errorf("unknown key logged as %s", l)
 			}
