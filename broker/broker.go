@@ -187,8 +187,9 @@ type Broker struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	shutdown atomic.Bool
-	// closed is closed when Shutdown has closed the stores.
-	closed chan struct{}
+	// closed is closed when Shutdown has closed the stores (markClosed).
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
 // New validates cfg and returns a broker that is not started.
@@ -301,9 +302,11 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 			}
 			_ = b.stopReplication()
 			_ = b.stopMetrics(context.Background())
+			b.register.halt(context.Background())
 			b.closeStores()
 			b.cancel()
 			b.shutdown.Store(true) // a Shutdown after a failed Start has nothing to stop
+			b.markClosed()
 		}
 	}()
 	root := b.cfg.StorePathRootDir
@@ -392,7 +395,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.goBackground("client-expiry", b.clients.expireLoop)
 	b.goBackground("lock-expiry", b.locks.expireLoop)
 	b.goBackground("index-sync", b.syncLoop)
-	b.goBackground("register", b.register.loop)
+	b.register.start()
 	if !b.isSlave() {
 		// They put messages; a slave's come from its master.
 		b.goBackground("schedule", b.scheduleLoop)
@@ -689,8 +692,19 @@ func (b *Broker) syncLoop(ctx context.Context) {
 // stop, the close of the stores included, runs when the last handler
 // returns (Closed tells when). Until then the store is as after a crash.
 func (b *Broker) Shutdown(ctx context.Context) error {
-	if b.cancel == nil || b.shutdown.Swap(true) {
+	if b.cancel == nil {
+		b.markClosed() // never started: nothing to stop
 		return nil
+	}
+	if b.shutdown.Swap(true) {
+		// Stopped by an earlier Shutdown or a failed Start: wait for
+		// that stop, as long as ctx allows.
+		select {
+		case <-b.closed:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("shutdown: the stop under way has not finished: %w", ctx.Err())
+		}
 	}
 	b.register.unregisterAll(ctx)
 	b.holds.releaseAll()
@@ -732,7 +746,7 @@ const lateStopTimeout = 5 * time.Second
 // runs: it stops the background work and closes the stores, then closes
 // the channel Closed returns.
 func (b *Broker) finishShutdown(ctx context.Context) error {
-	defer close(b.closed)
+	defer b.markClosed()
 	var errs []error
 	b.holds.stop()
 	if err := b.stopReplication(); err != nil {
@@ -748,10 +762,14 @@ func (b *Broker) finishShutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Closed is closed once a started broker's Shutdown has closed its
-// stores, which a Shutdown whose context ended before the last request
-// handler returned leaves to the moment it does.
+// Closed is closed once Shutdown has closed the stores, which a Shutdown
+// whose context ended before the last request handler returned leaves to
+// the moment it does (at once for a broker never started, and once a
+// failed Start has closed what it opened).
 func (b *Broker) Closed() <-chan struct{} { return b.closed }
+
+// markClosed closes the channel Closed returns, once.
+func (b *Broker) markClosed() { b.closeOnce.Do(func() { close(b.closed) }) }
 
 // closeStores closes whatever openStores opened, in reverse order.
 func (b *Broker) closeStores() []error {

@@ -25,6 +25,10 @@ type registrar struct {
 	// registered is set after the first successful registration (owned by
 	// the loop goroutine).
 	registered bool
+	// cancelLoop stops the loop goroutine started by start, which closes
+	// loopDone when it has returned.
+	cancelLoop context.CancelFunc
+	loopDone   chan struct{}
 }
 
 func newRegistrar(b *Broker) *registrar {
@@ -55,10 +59,45 @@ func (r *registrar) info() namesrv.BrokerInfo {
 	}
 }
 
+// start runs the registration loop on a goroutine of the broker's until
+// halt or the broker's context ends.
+func (r *registrar) start() {
+	ctx, cancel := context.WithCancel(r.b.ctx)
+	r.cancelLoop, r.loopDone = cancel, make(chan struct{})
+	r.b.goBackground("register", func(context.Context) {
+		defer close(r.loopDone)
+		r.loop(ctx)
+	})
+}
+
+// halt stops the registration loop, waiting until it returned (a
+// registration under way is cancelled) or ctx ends, so that nothing
+// registers the broker again after an unregistration; then the name
+// server connections close.
+func (r *registrar) halt(ctx context.Context) {
+	if r == nil {
+		return
+	}
+	r.stopLoop(ctx)
+	r.pool.Close()
+}
+
+// stopLoop cancels the registration loop and waits until it returned or
+// ctx ends.
+func (r *registrar) stopLoop(ctx context.Context) {
+	if r.cancelLoop == nil {
+		return
+	}
+	r.cancelLoop()
+	select {
+	case <-r.loopDone:
+	case <-ctx.Done():
+	}
+}
+
 // loop registers at start, then periodically and on triggers (coalesced
 // for a short while so a burst of topic creations makes one registration).
 func (r *registrar) loop(ctx context.Context) {
-	defer r.pool.Close()
 	if len(r.ns.NameServers()) == 0 {
 		<-ctx.Done()
 		return
@@ -138,8 +177,17 @@ func (r *registrar) registerOnce(ctx context.Context) {
 }
 
 // unregisterAll tells every name server the broker is going away.
+//
+// The registration loop is stopped first (a registration of a stopping
+// broker would put it back for as long as its requests take to drain),
+// and the name server connections close after.
 func (r *registrar) unregisterAll(ctx context.Context) {
-	if r == nil || len(r.ns.NameServers()) == 0 {
+	if r == nil {
+		return
+	}
+	defer r.pool.Close()
+	r.stopLoop(ctx)
+	if len(r.ns.NameServers()) == 0 {
 		return
 	}
 	uctx, cancel := context.WithTimeout(ctx, 3*time.Second)

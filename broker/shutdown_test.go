@@ -3,62 +3,152 @@ package broker
 import (
 	"context"
 	"errors"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
-// A request handler still running when Shutdown's context ends reads the
-// stores as if nothing had happened: they close once it returned, never
-// under it (Pebble panics on a closed database; the CommitLog's mapping
-// is gone).
-func TestAShutdownPastItsDeadlineClosesTheStoresAfterTheLastHandler(t *testing.T) {
-	tb := startTestBroker(t, nil)
-	c := tb.client(nil)
-	mustSend(t, c, "TopicShutdown", 0, "kept", "")
+// slowCode is a request code no RocketMQ client sends, served by the
+// handler blockHandler installs.
+const slowCode = 31999
 
-	const slowCode = 31999 // no RocketMQ code
-	entered, release := make(chan struct{}), make(chan struct{})
-	readErr := make(chan error, 1)
+// blockHandler makes tb answer slowCode with a handler that ignores its
+// context until release is called (when the test ends at the latest),
+// then reads the stores and reports their error on readErr; it sends one
+// such request and returns once the handler runs.
+func blockHandler(t *testing.T, tb *testBroker) (release func(), readErr <-chan error) {
+	t.Helper()
+	entered, gate := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(release)
+	errs := make(chan error, 1)
 	tb.mux.Handle(slowCode, remoting.RespondFunc(func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 		close(entered)
-		<-release // a handler that does not look at its context
+		<-gate // a handler that does not look at its context
 		v, err := tb.clog.ReadRecord(0)
 		if err == nil {
 			v.Release()
 			err = tb.db.Scan([]byte{0x01}, func(k, v []byte) bool { return false })
 		}
-		readErr <- err
+		errs <- err
 		return remoting.NewResponse(req, remoting.Success, "")
 	}))
+	c := tb.client(nil)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		_, _ = c.Invoke(ctx, remoting.NewRequest(slowCode, nil, nil))
 	}()
 	<-entered
+	return release, errs
+}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+// shutdownWithin calls Shutdown with a context of d.
+func shutdownWithin(tb *testBroker, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	if err := tb.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+	return tb.Shutdown(ctx)
+}
+
+// A request handler still running when Shutdown's context ends reads the
+// stores as if nothing had happened: they close once it returned, never
+// under it (Pebble panics on a closed database; the CommitLog's mapping
+// is gone). A second Shutdown meanwhile waits for that stop, as long as
+// its own context allows, instead of reporting a stop that has not
+// happened.
+func TestAShutdownPastItsDeadlineClosesTheStoresAfterTheLastHandler(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	mustSend(t, tb.client(nil), "TopicShutdown", 0, "kept", "")
+	release, readErr := blockHandler(t, tb)
+
+	if err := shutdownWithin(tb, 200*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Shutdown with a handler running past its deadline: %v, want the deadline's error", err)
+	}
+	if err := shutdownWithin(tb, 100*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a second Shutdown while the first's stop waits for a handler: %v, want the deadline's error", err)
 	}
 	select {
 	case <-tb.Closed():
 		t.Fatal("the stores were closed while a handler still ran")
 	default:
 	}
-	close(release)
+	release()
 	if err := <-readErr; err != nil {
 		t.Fatalf("the handler running past the shutdown deadline read the stores: %v", err)
 	}
+	if err := shutdownWithin(tb, 20*time.Second); err != nil {
+		t.Fatalf("a Shutdown once the handler returned: %v", err)
+	}
 	select {
 	case <-tb.Closed():
-	case <-time.After(20 * time.Second):
-		t.Fatal("the stores were not closed after the last handler returned")
+	default:
+		t.Fatal("Shutdown returned nil before the stores were closed")
 	}
 	if tb.clog != nil || tb.db != nil {
 		t.Fatal("Closed reported a stop that left the stores open")
+	}
+}
+
+// A broker past its shutdown deadline does not register itself with the
+// name servers again while its last handlers drain: the registration
+// loop stops before the unregistration.
+func TestAStoppingBrokerDoesNotRegisterAgain(t *testing.T) {
+	ns := startTestNameServer(t)
+	tb := startTestBroker(t, map[string]string{"namesrvAddr": ns.Addr().String(), "registerNameServerPeriod": "100"})
+	waitFor(t, "the broker registered", func() bool { return len(ns.Registry().ClusterInfo().BrokerAddrTable) == 1 })
+	blockHandler(t, tb)
+	if err := shutdownWithin(tb, 300*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown with a handler running past its deadline: %v", err)
+	}
+	if n := len(ns.Registry().ClusterInfo().BrokerAddrTable); n != 0 {
+		t.Fatalf("%d brokers registered after the unregistration", n)
+	}
+	time.Sleep(800 * time.Millisecond) // eight registration periods
+	if n := len(ns.Registry().ClusterInfo().BrokerAddrTable); n != 0 {
+		t.Fatalf("the stopping broker registered itself again (%d brokers)", n)
+	}
+}
+
+// Closed is closed for a broker never started, once Shutdown is called,
+// and after a Start that failed closed what it opened.
+func TestClosedAfterAFailedStartOrWithoutOne(t *testing.T) {
+	loaded, err := configs.LoadBroker("", map[string]string{"storePathRootDir": t.TempDir(), "brokerIP1": "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle, err := New(loaded.Broker, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idle.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown of a broker never started: %v", err)
+	}
+	select {
+	case <-idle.Closed():
+	default:
+		t.Fatal("Closed stayed open after Shutdown of a broker never started")
+	}
+
+	busy := startTestBroker(t, nil)
+	port := busy.hostAddr().Port()
+	err = startErrorWith(t, map[string]string{"storePathRootDir": t.TempDir(), "brokerIP1": "127.0.0.1",
+		"listenPort": strconv.Itoa(int(port))}, func(b *Broker) {
+		t.Cleanup(func() {
+			select {
+			case <-b.Closed():
+			case <-time.After(time.Second):
+				t.Error("Closed stayed open after a failed Start")
+			}
+		})
+	})
+	if err == nil {
+		t.Fatal("a broker started on a port in use")
 	}
 }
