@@ -13,10 +13,15 @@ import (
 // plus a timer. Whichever fires first hands the re-run to a small worker
 // pool; the re-run answers the client. RocketMQ's PullRequestHoldService.
 type pullHolds struct {
-	b       *Broker
-	jobs    chan func()
-	wg      sync.WaitGroup
-	stopped atomic.Bool
+	b    *Broker
+	jobs chan func()
+	// wg counts the workers and the re-runs a burst sent to goroutines of
+	// their own: stop waits for both.
+	wg sync.WaitGroup
+	// submitMu orders submit against stop: no re-run starts (nor is
+	// counted in wg) once stop closed jobs.
+	submitMu sync.Mutex
+	stopped  atomic.Bool
 
 	// woken counts the requests a dispatch re-ran (tests and benchmarks
 	// read it: a dispatch their filter rejects must not count).
@@ -87,30 +92,37 @@ func (h *pullHolds) releaseAll() {
 }
 
 // stop stops accepting holds, runs what is queued and waits for the
-// workers.
+// workers and the re-runs running on goroutines of their own: the stores
+// they read close after.
 func (h *pullHolds) stop() {
+	h.submitMu.Lock()
 	if h.stopped.Swap(true) {
+		h.submitMu.Unlock()
 		return
 	}
 	close(h.jobs)
+	h.submitMu.Unlock()
 	h.wg.Wait()
 }
 
 // submit queues a re-run without blocking the caller (the dispatcher's
 // goroutine or a timer); in a burst beyond the queue it runs on its own
-// goroutine.
+// goroutine, which stop waits for too. After stop a late wake-up is
+// dropped.
 func (h *pullHolds) submit(job func()) {
+	h.submitMu.Lock()
+	defer h.submitMu.Unlock()
 	if h.stopped.Load() {
 		return
 	}
-	defer func() {
-		// The channel closes at shutdown; a late wake-up is dropped.
-		_ = recover()
-	}()
 	select {
 	case h.jobs <- job:
 	default:
-		go job()
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			job()
+		}()
 	}
 }
 
