@@ -16,12 +16,16 @@ import (
 // first turn of level 1, not after its whole backlog.
 func TestADelayLevelBacklogDoesNotHoldBackTheOtherLevels(t *testing.T) {
 	gate := make(chan struct{})
-	var once sync.Once
+	var once, opened sync.Once
+	open := func() { opened.Do(func() { close(gate) }) }
 	b := startTestBrokerWith(t, t.TempDir(), map[string]string{"messageDelayLevel": "1s 2s"}, func(b *Broker) {
 		b.schedShare = 4
 		// The loop waits at its first turn until everything is due.
 		b.delayTurn = func(int) { once.Do(func() { <-gate }) }
 	})
+	// Registered after the broker's stop, so it runs first: a failure
+	// before the gate opens must not leave the loop waiting at it.
+	t.Cleanup(open)
 	c := b.client(nil)
 	const backlog = 60
 	for i := range backlog {
@@ -29,7 +33,7 @@ func TestADelayLevelBacklogDoesNotHoldBackTheOtherLevels(t *testing.T) {
 	}
 	mustSend(t, c, "DelayTurns", 0, "level 2", "DELAY\x012\x02")
 	time.Sleep(2200 * time.Millisecond) // the level-2 message is due
-	close(gate)
+	open()
 	var got []commitlog.Message
 	waitFor(t, "every delayed message delivered", func() bool {
 		got = pullAllOf(t, b, c, "DelayTurns", 0)
