@@ -57,50 +57,56 @@ func persistSettings(path string, settings map[string]string, canonical func(str
 	return nil
 }
 
-// setPropertiesKeys rewrites the lines of a properties file that set one
-// of the keys (matched by canonical name or alias, any case), dropping
-// their continuation lines, and appends the keys it did not find. Lines
-// are cut where Java's Properties.load cuts them, at "\n", "\r\n" or a
-// lone "\r"; every other line is kept byte for byte with its line break,
-// and the lines written end with the file's first line break ("\n" when
-// it has none).
+// setPropertiesKeys rewrites the entries of a properties file that set
+// one of the keys (matched by canonical name or alias, any case, escapes
+// resolved) and appends the keys it did not find, so that the file then
+// reads, by the rules of Properties.load, with those keys at their new
+// values and every other entry as it was.
+//
+// The file is read with the reader that loads it (lineReader), which
+// tells the bytes each entry is read from: a replaced entry's natural
+// lines, its continuation lines included, become one line "key=value"
+// with the key as the file spells it (escapes kept) and the line break
+// that ended the entry. Every other byte, comments and blank lines
+// included, is kept. Keys added end with the file's first line break
+// ("\n" when it has none).
 func setPropertiesKeys(raw []byte, settings map[string]string, canonical func(string) (string, bool)) []byte {
-	lines := naturalLines(raw)
-	eol := "\n"
-	if len(lines) > 0 && lines[0].eol != "" {
-		eol = lines[0].eol
-	}
+	eol := firstLineBreak(raw)
 	done := make(map[string]bool, len(settings))
 	var out bytes.Buffer
-	skipping := false // inside the continuation lines of a replaced entry
-	kept := false     // inside the continuation lines of an entry kept as it is
-	for _, l := range lines {
-		if skipping {
-			skipping = continues(l.text)
+	copied := 0 // raw[:copied] is in out, rewritten or not
+	// The last entry, kept as it is, ends the text inside a continuation
+	// (appending would extend it), and its logical line is empty.
+	unterminated, lastEmpty := false, false
+	r := newLineReader(raw)
+	for {
+		logical, _, ok := r.next()
+		if !ok {
+			break
+		}
+		unterminated, lastEmpty = r.unterminated, len(logical) == 0
+		rawKey, _ := splitEntry(logical)
+		key, err := unescapeProperty(rawKey)
+		if err != nil {
+			continue // a malformed \u: the file does not load; left as it is
+		}
+		name, known := canonical(key)
+		v, set := settings[name]
+		if key == "" || !known || !set {
 			continue
 		}
-		if kept {
-			// Part of the value above, whatever it looks like.
-			kept = continues(l.text)
-			out.WriteString(l.text + l.eol)
-			continue
-		}
-		key := propertiesKey(l.text)
-		if name, known := canonical(key); key != "" && known {
-			if v, ok := settings[name]; ok {
-				end := l.eol
-				if end == "" {
-					end = eol
-				}
-				fmt.Fprintf(&out, "%s=%s%s", key, escapeProperty(v), end)
-				done[name] = true
-				skipping = continues(l.text)
-				continue
-			}
-		}
-		kept = key != "" && continues(l.text)
-		out.WriteString(l.text + l.eol)
+		start, end := r.span()
+		out.Write(raw[copied:start])
+		out.WriteString(string(rawKey))
+		out.WriteByte('=')
+		out.WriteString(escapeProperty(v))
+		out.WriteString(lineBreakAtEnd(raw[start:end], eol))
+		copied = end
+		done[name] = true
+		unterminated = false
 	}
+	out.Write(raw[copied:])
+
 	var added bytes.Buffer
 	for _, k := range sortedSettingKeys(settings) {
 		if !done[k] {
@@ -110,40 +116,50 @@ func setPropertiesKeys(raw []byte, settings map[string]string, canonical func(st
 	if added.Len() == 0 {
 		return out.Bytes()
 	}
-	if b := out.Bytes(); len(b) > 0 && b[len(b)-1] != '\n' && b[len(b)-1] != '\r' {
+	if b := out.Bytes(); len(b) > 0 && lineBreakAtEnd(b, "") == "" {
 		out.WriteString(eol) // the last line had no line break
 	}
-	if kept {
-		// The file ends inside a continued value: an empty line ends it,
-		// or it would take in the first key added.
+	if unterminated {
+		if lastEmpty {
+			// The text ends in a line of a backslash alone, which Java
+			// reads as an entry of empty key and value only because the
+			// text ends there: "=" spells the entry out, so that it stays
+			// with lines after it.
+			out.WriteByte('=')
+		}
+		// An empty line ends the continued entry, or it would take in
+		// the first key added.
 		out.WriteString(eol)
 	}
 	out.Write(added.Bytes())
 	return out.Bytes()
 }
 
-// naturalLine is one line of a properties file and the line break that
-// ends it ("" for a last line without one).
-type naturalLine struct{ text, eol string }
-
-// naturalLines cuts a properties text at "\n", "\r\n" and lone "\r".
-func naturalLines(raw []byte) []naturalLine {
-	var out []naturalLine
-	s := string(raw)
-	for s != "" {
-		i := strings.IndexAny(s, "\r\n")
-		if i < 0 {
-			out = append(out, naturalLine{text: s})
-			break
-		}
-		n := 1
-		if s[i] == '\r' && i+1 < len(s) && s[i+1] == '\n' {
-			n = 2
-		}
-		out = append(out, naturalLine{text: s[:i], eol: s[i : i+n]})
-		s = s[i+n:]
+// firstLineBreak is the first line break of a properties text ("\n",
+// "\r\n" or a lone "\r"), or "\n" when it has none.
+func firstLineBreak(raw []byte) string {
+	i := bytes.IndexAny(raw, "\r\n")
+	if i < 0 {
+		return "\n"
 	}
-	return out
+	if raw[i] == '\r' && i+1 < len(raw) && raw[i+1] == '\n' {
+		return "\r\n"
+	}
+	return string(raw[i : i+1])
+}
+
+// lineBreakAtEnd is the line break that ends b, or otherwise (the last
+// line of a file without a final line break).
+func lineBreakAtEnd(b []byte, otherwise string) string {
+	switch {
+	case bytes.HasSuffix(b, []byte("\r\n")):
+		return "\r\n"
+	case bytes.HasSuffix(b, []byte("\n")):
+		return "\n"
+	case bytes.HasSuffix(b, []byte("\r")):
+		return "\r"
+	}
+	return otherwise
 }
 
 // escapeProperty writes a value so that a properties reader gives it back:
@@ -199,30 +215,6 @@ func plainYAML(v string) bool {
 		}
 	}
 	return true
-}
-
-// propertiesKey returns the key a properties line sets, or "" for a blank
-// line or a comment. Keys end at '=', ':' or white space (RocketMQ's keys
-// hold no escapes).
-func propertiesKey(line string) string {
-	t := strings.TrimLeft(line, " \t\f")
-	if t == "" || t[0] == '#' || t[0] == '!' {
-		return ""
-	}
-	if i := strings.IndexAny(t, "=: \t\f"); i >= 0 {
-		return t[:i]
-	}
-	return t
-}
-
-// continues reports whether a properties line continues on the next one:
-// it ends in an odd number of backslashes.
-func continues(line string) bool {
-	n := 0
-	for i := len(line) - 1; i >= 0 && line[i] == '\\'; i-- {
-		n++
-	}
-	return n%2 == 1
 }
 
 // setYAMLKeys sets the keys in the top-level mapping of a YAML document,

@@ -1,11 +1,14 @@
 package configs
 
 import (
+	"bytes"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestApplySetsKnownKeysAndRefusesTheRest(t *testing.T) {
@@ -195,25 +198,182 @@ func TestAuthKeys(t *testing.T) {
 	}
 }
 
+// Each case is a properties file, the settings persisted into it, and the
+// file after: an entry is found, replaced and kept as Properties.load reads
+// it, so the file then reads with the settings' values and every other
+// entry as before (checkPersisted).
+func TestPersistSettingsAsPropertiesLoadReads(t *testing.T) {
+	for _, tc := range []struct {
+		name, before, after string
+		settings            map[string]string // brokerPermission=4 when nil
+	}{{
+		name:   "an entry of empty key continued at the end does not take in the keys appended",
+		before: "brokerName=b\n=x\\",
+		after:  "brokerName=b\n=x\\\n\nbrokerPermission=4\n",
+	}, {
+		name:   "a separator alone continued at the end does not take in the keys appended",
+		before: "brokerName=b\n:\\\n",
+		after:  "brokerName=b\n:\\\n\nbrokerPermission=4\n",
+	}, {
+		name:   "a line of a backslash alone continues into nothing: the entry after it is replaced",
+		before: "brokerName=b\nbrokerPermission=6\n\\\nbrokerPermission=2\n",
+		after:  "brokerName=b\nbrokerPermission=4\n\\\nbrokerPermission=4\n",
+	}, {
+		name:   "a line of a backslash alone at the end is an entry of empty key, kept when keys are appended",
+		before: "brokerName=b\n\\",
+		after:  "brokerName=b\n\\\n=\nbrokerPermission=4\n",
+	}, {
+		name:   "a comment ending in a backslash does not continue",
+		before: "brokerName=b\n# c \\",
+		after:  "brokerName=b\n# c \\\nbrokerPermission=4\n",
+	}, {
+		name:   "an escaped key is the key it reads as, and keeps its spelling",
+		before: "brokerName=b\n\\brokerPermission=2\nbroker\\u0050ermission=3\n",
+		after:  "brokerName=b\n\\brokerPermission=4\nbroker\\u0050ermission=4\n",
+	}, {
+		name:   "a key continued onto the next line is replaced with its continuation lines",
+		before: "broker\\\n  Permission = 2 \\\r\n  3\r\nbrokerName=b\r\n",
+		after:  "brokerPermission=4\r\nbrokerName=b\r\n",
+	}, {
+		name:     "every entry of the key is replaced, in any case and by alias",
+		before:   "BrokerPermission=6\nbrokerpermission 2\nmapedFileSizeCommitLog:1\nmappedFileSizeCommitLog=2\n",
+		settings: map[string]string{"brokerPermission": "4", "mappedFileSizeCommitLog": "4096"},
+		after:    "BrokerPermission=4\nbrokerpermission=4\nmapedFileSizeCommitLog=4096\nmappedFileSizeCommitLog=4096\n",
+	}, {
+		name:     "an entry continued at the end is replaced and ends with the file's line break",
+		before:   "brokerName=b\rbrokerPermission=6\\",
+		settings: map[string]string{"brokerPermission": "4", "fileReservedTime": "12"},
+		after:    "brokerName=b\rbrokerPermission=4\rfileReservedTime=12\r",
+	}, {
+		name:   "bytes beyond ASCII, UTF-8 or not, are kept",
+		before: "# caf\u00e9\nbrokerName=\xe9t\xe9\nbrokerPermission=6\n\xff=1\n",
+		after:  "# caf\u00e9\nbrokerName=\xe9t\xe9\nbrokerPermission=4\n\xff=1\n",
+	}, {
+		name:     "a value read back as written: escapes, leading blank, separators",
+		before:   "brokerName=b\n",
+		settings: map[string]string{"brokerPermission": " =a\\b\n\tc: #"},
+		after:    "brokerName=b\nbrokerPermission=\\ =a\\\\b\\n\\tc: #\n",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			settings := tc.settings
+			if settings == nil {
+				settings = map[string]string{"brokerPermission": "4"}
+			}
+			path := filepath.Join(t.TempDir(), "broker.conf")
+			if err := os.WriteFile(path, []byte(tc.before), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := PersistSettings(path, settings); err != nil {
+				t.Fatal(err)
+			}
+			got := mustRead(t, path)
+			if got != tc.after {
+				t.Errorf("file after:\n%q\nwant:\n%q", got, tc.after)
+			}
+			if settings["brokerPermission"] == "4" {
+				loaded, err := LoadBroker(path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if loaded.Broker.BrokerPermission != 4 {
+					t.Errorf("loads brokerPermission=%d, want 4", loaded.Broker.BrokerPermission)
+				}
+			}
+			checkPersisted(t, []byte(tc.before), []byte(got), settings)
+		})
+	}
+}
+
+// checkPersisted checks that the properties text after, written by
+// PersistSettings into before, reads with every entry of a persisted key
+// (by canonical name or alias, any case) at its new value, at least one
+// such entry for each key, and every other entry as in before, in the
+// same order. When before sets none of the keys, it is kept byte for byte
+// at the start of after.
+func checkPersisted(t *testing.T, before, after []byte, settings map[string]string) {
+	t.Helper()
+	was, err := parseProperties(before)
+	if err != nil {
+		t.Fatalf("the text before does not parse: %v", err)
+	}
+	is, err := parseProperties(after)
+	if err != nil {
+		t.Fatalf("the text after does not parse: %v\nbefore:\n%q\nafter:\n%q", err, before, after)
+	}
+	others := func(entries []property) (rest [][2]string, targeted int) {
+		for _, e := range entries {
+			if name, ok := brokerSchema.canonical(e.key); ok {
+				if _, set := settings[name]; set {
+					targeted++
+					continue
+				}
+			}
+			rest = append(rest, [2]string{e.key, e.value})
+		}
+		return rest, targeted
+	}
+	wasRest, wasTargeted := others(was)
+	isRest, _ := others(is)
+	if !slices.Equal(wasRest, isRest) {
+		t.Errorf("the other entries changed:\n%q\nwant:\n%q", isRest, wasRest)
+	}
+	found := make(map[string]bool, len(settings))
+	for _, e := range is {
+		name, ok := brokerSchema.canonical(e.key)
+		v, set := settings[name]
+		if !ok || !set {
+			continue
+		}
+		found[name] = true
+		if e.value != v {
+			t.Errorf("line %d: %s=%q, want %q", e.line, e.key, e.value, v)
+		}
+	}
+	for k := range settings {
+		if !found[k] {
+			t.Errorf("no entry sets %s", k)
+		}
+	}
+	if wasTargeted == 0 && !bytes.HasPrefix(after, before) {
+		t.Errorf("the text before is not kept at the start of the text after")
+	}
+	if t.Failed() {
+		t.Fatalf("before:\n%q\nafter:\n%q", before, after)
+	}
+}
+
 // FuzzPersistSettings rewrites arbitrary files of both formats: it never
-// panics, and when a file loaded before, it loads after with the settings
-// written and every other key it had unchanged.
+// panics; a properties text that parsed before reads after with the keys
+// persisted at the values written and every other entry unchanged
+// (checkPersisted); and when a file loaded before, it loads after with the
+// settings written and every other key it had unchanged.
 func FuzzPersistSettings(f *testing.F) {
 	f.Add([]byte("brokerName=a\nbrokerPermission=6\n"), false, "4", "12")
 	f.Add([]byte("brokerPermission: 6 # rw\nlistenPort: 1\n"), true, "2", "0")
 	f.Add([]byte("deleteWhen=01;\\\n 02\n!c\n#d"), false, "6", "48")
 	f.Add([]byte(""), true, "4", "1")
+	f.Add([]byte("brokerName=b\n=x\\"), false, "4", "12")
+	f.Add([]byte("brokerName=b\nbrokerPermission=6\n\\\nbrokerPermission=2\n"), false, "4", "12")
+	f.Add([]byte("brokerName=b\n:\\\n"), false, "4", "12")
+	f.Add([]byte("\\brokerPermission=2\r\nfile\\\r\n ReservedTime 3\\\r\n\r\n\\"), false, "4", "12")
 	f.Fuzz(func(t *testing.T, content []byte, yaml bool, perm, reserved string) {
 		p := writeFuzzConfig(t, content, yaml)
 		before, loadErr := LoadBroker(p, nil)
 		settings := map[string]string{"brokerPermission": perm, "fileReservedTime": reserved}
 		want := before.Broker
-		if _, err := want.Apply(settings); err != nil || loadErr != nil {
-			_ = PersistSettings(p, settings) // only: no panic
-			return
-		}
+		_, applyErr := want.Apply(settings)
 		if err := PersistSettings(p, settings); err != nil {
-			t.Skipf("not rewritable: %v", err) // e.g. a YAML document that is not a mapping
+			if yaml {
+				t.Skipf("not rewritable: %v", err) // e.g. a YAML document that is not a mapping
+			}
+			t.Fatalf("persist into a properties file: %v", err)
+		}
+		if _, err := parseProperties(content); err == nil && !yaml && utf8.ValidString(perm) && utf8.ValidString(reserved) {
+			// Values reach PersistSettings as strings, valid UTF-8.
+			checkPersisted(t, content, []byte(mustRead(t, p)), settings)
+		}
+		if loadErr != nil || applyErr != nil {
+			return
 		}
 		after, err := LoadBroker(p, nil)
 		if err != nil {

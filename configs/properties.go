@@ -69,7 +69,7 @@ type property struct {
 // java.util.Properties.load does (see the rules above). It fails only on a
 // malformed \u escape.
 func parseProperties(text []byte) ([]property, error) {
-	r := lineReader{in: decodeProperties(text), line: 1}
+	r := newLineReader(text)
 	var out []property
 	for {
 		logical, line, ok := r.next()
@@ -109,18 +109,22 @@ func ParseProperties(text []byte) (map[string]string, error) {
 }
 
 // decodeProperties decodes a properties text as UTF-8, taking each byte
-// that is not part of valid UTF-8 as its ISO-8859-1 character.
-func decodeProperties(text []byte) []rune {
-	out := make([]rune, 0, len(text))
-	for len(text) > 0 {
-		r, n := utf8.DecodeRune(text)
+// that is not part of valid UTF-8 as its ISO-8859-1 character. offsets
+// holds the byte offset in text of each character, and len(text) after
+// the last.
+func decodeProperties(text []byte) (chars []rune, offsets []int) {
+	chars = make([]rune, 0, len(text))
+	offsets = make([]int, 0, len(text)+1)
+	for off := 0; off < len(text); {
+		r, n := utf8.DecodeRune(text[off:])
 		if r == utf8.RuneError && n == 1 {
-			r = rune(text[0])
+			r = rune(text[off])
 		}
-		out = append(out, r)
-		text = text[n:]
+		chars = append(chars, r)
+		offsets = append(offsets, off)
+		off += n
 	}
-	return out
+	return chars, append(offsets, len(text))
 }
 
 // isPropertySpace reports the white space of properties files: space, tab
@@ -128,14 +132,43 @@ func decodeProperties(text []byte) []rune {
 func isPropertySpace(c rune) bool { return c == ' ' || c == '\t' || c == '\f' }
 
 // lineReader cuts a properties text into logical lines: comments and blank
-// lines dropped, continued lines joined.
+// lines dropped, continued lines joined. Besides each logical line it
+// reports where in the text the line stands (span), so that a writer
+// (setPropertiesKeys) can replace an entry knowing exactly which bytes
+// Properties.load reads it from.
 type lineReader struct {
-	in  []rune
-	pos int
+	in []rune
+	// offset is the byte offset in the text of each character of in, and
+	// the text's length after the last.
+	offset []int
+	pos    int
 	// line is the natural line (from 1) of in[pos].
 	line int
 	buf  []rune
+	// start and end delimit, in bytes, the natural lines of the logical
+	// line last returned by next; see span.
+	start, end int
+	// unterminated reports that the logical line last returned by next
+	// ends the text inside a continuation: its last natural line ends in
+	// an odd number of backslashes, the last of which was dropped.
+	unterminated bool
 }
+
+// newLineReader reads the properties text text.
+func newLineReader(text []byte) *lineReader {
+	in, offset := decodeProperties(text)
+	return &lineReader{in: in, offset: offset, line: 1}
+}
+
+// span is the byte range of the text that the logical line last returned
+// by next was read from: from the start of the natural line holding its
+// first character (leading white space included) to the end of the line
+// break that ended it, or of the text. It takes in the continuation lines
+// and the empty line that may end them, not the lines of a backslash
+// alone that may come before (they continue into the first line but add
+// nothing to it). The text around a span reads the same when the span is
+// replaced by entries on lines of their own, each ending in a line break.
+func (r *lineReader) span() (start, end int) { return r.start, r.end }
 
 // read returns the next character and moves past it, counting lines.
 func (r *lineReader) read() rune {
@@ -149,12 +182,13 @@ func (r *lineReader) read() rune {
 
 // next returns the next logical line (escapes still in it) and the natural
 // line it starts on, or false at the end of the text. The slice is reused
-// by the following call.
+// by the following call. span and unterminated then describe that line.
 func (r *lineReader) next() (logical []rune, line int, ok bool) {
 	r.buf = r.buf[:0]
 	skipSpace := true // at the start of a natural line
 	continued := false
 	backslash := false // the last character is an unescaped backslash
+	first := 0         // the index in in of the first character of buf
 	for r.pos < len(r.in) {
 		c := r.read()
 		if skipSpace {
@@ -179,7 +213,7 @@ func (r *lineReader) next() (logical []rune, line int, ok bool) {
 		}
 		if c != '\r' && c != '\n' {
 			if len(r.buf) == 0 {
-				line = r.line
+				line, first = r.line, r.pos-1
 			}
 			r.buf = append(r.buf, c)
 			backslash = c == '\\' && !backslash
@@ -189,24 +223,35 @@ func (r *lineReader) next() (logical []rune, line int, ok bool) {
 			skipSpace = true
 			continue
 		}
+		// "\r\n" is one line break.
+		crlf := c == '\r' && r.pos < len(r.in) && r.in[r.pos] == '\n'
 		if !backslash || r.pos == len(r.in) {
+			if crlf {
+				r.read() // within the span; the next call would skip it
+			}
 			break
 		}
 		// The line continues: drop the backslash and the line break
-		// ("\r\n" is one) and the next line's leading white space.
+		// and the next line's leading white space.
 		r.buf = r.buf[:len(r.buf)-1]
 		backslash = false
 		skipSpace, continued = true, true
-		if c == '\r' && r.pos < len(r.in) && r.in[r.pos] == '\n' {
+		if crlf {
 			r.read()
 		}
 	}
 	if len(r.buf) == 0 {
 		return nil, 0, false
 	}
+	r.unterminated = backslash
 	if backslash { // a backslash ending the text
 		r.buf = r.buf[:len(r.buf)-1]
 	}
+	lineStart := first
+	for lineStart > 0 && r.in[lineStart-1] != '\r' && r.in[lineStart-1] != '\n' {
+		lineStart--
+	}
+	r.start, r.end = r.offset[lineStart], r.offset[r.pos]
 	return r.buf, line, true
 }
 
