@@ -516,9 +516,9 @@ func (b *Broker) openStores(ctx context.Context) error {
 	b.timers = timer.New(db.Timers(), recordStore{b: b}, timer.Options{Progress: db.RocketMQTimerProgress, QueueProgress: db.RocketMQTimerQueueOffset,
 		Dispatched: func() int64 { return b.disp.Dispatched() }, Paused: func() bool { return b.current().TimerStopDequeue },
 		// The dispatcher indexes parked messages before the exporter starts.
-		Enqueued:  func(topic string, d time.Duration) { b.timerMetrics.Load().TimerEnqueued(topic, d) },
-		Dequeued:  func(topic string) { b.timerMetrics.Load().TimerDequeued(topic) },
-		Precision: b.timerCfg.Precision, RollWindow: b.timerCfg.RollWindow}, b.root)
+		Enqueued:   func(topic string, d time.Duration) { b.timerMetrics.Load().TimerEnqueued(topic, d) },
+		Dequeued:   func(topic string) { b.timerMetrics.Load().TimerDequeued(topic) },
+		Properties: b.recordProperties, Precision: b.timerCfg.Precision, RollWindow: b.timerCfg.RollWindow}, b.root)
 	if b.cfg.EnableCompaction {
 		if b.compaction, err = openCompaction(db); err != nil {
 			return err

@@ -77,8 +77,26 @@ func (b *Broker) startMetrics() error {
 		src.Diverged = func() bool { return c.Status().Diverged != nil }
 	}
 	if b.cfg.TimerWheelEnable {
-		census := &cached[metrics.TimerCensus]{ttl: b.timerCensusTTL, compute: b.timerCensus}
-		src.Timers = func() (metrics.TimerCensus, bool) { return census.get(b.log), true }
+		b.countWaitingTimers()
+		cut := false // logged that rocketmq_timing_messages leaves topics out
+		census := &cached[metrics.TimerCensus]{ttl: b.timerCensusTTL, compute: func() (metrics.TimerCensus, error) {
+			c, err := b.timerCensus()
+			if err != nil {
+				return c, err
+			}
+			var topics int
+			if c.Timing, topics = b.timingRows(); topics > maxTimingSeries && !cut {
+				cut = true
+				b.log.Warn().Int("topics", topics).Int("series", maxTimingSeries).
+					Msg("more topics have timer messages waiting than rocketmq_timing_messages has series: those with the fewest are left out")
+			}
+			return c, nil
+		}}
+		src.Timers = func() (metrics.TimerCensus, bool) {
+			c := census.get(b.log)
+			c.EnqueueLag, c.EnqueueLatencyMillis = b.timerEnqueueBehind(time.Now().UnixMilli())
+			return c, true
+		}
 	}
 	if b.cfg.EnableLagAndDlqMetrics {
 		b.pulled = newPullPositions()
@@ -116,8 +134,12 @@ func (b *Broker) storageUsedBytes() (int64, bool) {
 	return int64(u.Total - u.Free), true
 }
 
-// stopMetrics stops the exporter.
+// stopMetrics stops the exporter, and the count of the timer messages
+// waiting if it still runs (before the stores close).
 func (b *Broker) stopMetrics(ctx context.Context) error {
+	if b.timers != nil {
+		b.timers.StopCounting()
+	}
 	if b.exporter == nil {
 		return nil
 	}
@@ -326,16 +348,13 @@ func messageTypeOf(props string) string {
 	return metrics.TypeNormal
 }
 
-// cached is a value computed at most once per ttl, for scrapes: the
-// counts and lags read whole keyspaces. A failed computation keeps the
-// last value, logs, and is not tried again before the ttl has passed
-// either, so a lasting failure costs one computation and one log line per
-// ttl, not one per scrape.
 // timerCensusTTL bounds how often a scrape counts the timer messages
 // waiting (a read of every timer key).
 const timerCensusTTL = 15 * time.Second
 
-// timerCensus counts the timer messages waiting, for the timer gauges.
+// timerCensus counts the timer messages waiting, for the timer gauges
+// (the enqueue gauges and rocketmq_timing_messages apart:
+// timerEnqueueBehind, timingRows).
 func (b *Broker) timerCensus() (metrics.TimerCensus, error) {
 	now := time.Now().UnixMilli()
 	bounds := make([]int64, len(metrics.TimerBounds))
@@ -353,6 +372,146 @@ func (b *Broker) timerCensus() (metrics.TimerCensus, error) {
 	return out, nil
 }
 
+// timingRows are the series of rocketmq_timing_messages (nil before the
+// timer has counted them), and how many topics have timer messages
+// waiting.
+func (b *Broker) timingRows() ([]metrics.TopicMessages, int) {
+	rows, topics, ok := b.timers.Waiting(maxTimingSeries)
+	if !ok {
+		return nil, 0
+	}
+	out := make([]metrics.TopicMessages, len(rows))
+	for i, r := range rows {
+		out[i] = metrics.TopicMessages{Topic: r.Topic, Messages: r.Messages}
+	}
+	return out, topics
+}
+
+// maxTimingSeries bounds the series of rocketmq_timing_messages: the
+// topics with the most timer messages waiting. RocketMQ has a series for
+// every topic its timer has held messages of (TimerMetrics).
+const maxTimingSeries = 1000
+
+// countWaitingTimers starts the count of the timer messages waiting by
+// topic (rocketmq_timing_messages), which the timer service keeps from
+// then on; stopMetrics stops it if it still runs. Nothing persists the
+// count: every start counts the timer index again, beside the rest (the
+// series appear when it is done: about a second for a million messages
+// waiting, see timer.BenchmarkCountWaiting). A failure leaves the metric
+// out.
+func (b *Broker) countWaitingTimers() {
+	b.timers.StartCounting(b.ctx, func(n int, took time.Duration, err error) {
+		if err != nil {
+			if b.ctx.Err() == nil {
+				b.log.Warn().Err(err).Msg("rocketmq_timing_messages left out")
+			}
+			return
+		}
+		b.log.Info().Int("messages", n).Dur("took", took).Msg("counted the timer messages waiting by topic")
+	})
+}
+
+// enqueueRecentMs is how long after the timer took a message in
+// rocketmq_timer_enqueue_latency still tells how long it waited
+// (TimerMessageStore.getEnqueueBehindMillis).
+const enqueueRecentMs = 2000
+
+// timerEnqueueBehind is rocketmq_timer_enqueue_lag and _latency at nowMs.
+//
+// RocketMQ's timer reads its topic's ConsumeQueue behind the dispatch
+// (TimerEnqueueGetService): its lag is the messages of the queue past its
+// read position (getEnqueueBehindMessages), its latency how long ago the
+// last message it read was stored, while it read one within the last 2 s,
+// else 0 (getEnqueueBehindMillis). rocketkv's dispatcher indexes a timer
+// message as it dispatches its record (timer.Service.Hook), so the timer
+// is behind as far as the dispatcher is on the timer topic: the lag is
+// the queue offsets of rmq_sys_wheel_timer handed out and not yet
+// dispatched, and, while there are some, the latency is the age of the
+// first of them; with none, RocketMQ's: since the last message indexed
+// was stored, within 2 s of its indexing.
+//
+// On a slave the master hands out the queue offsets: the lag reads 0
+// there, and the latency the second rule alone.
+func (b *Broker) timerEnqueueBehind(nowMs int64) (messages, millis int64) {
+	// The dispatched end first: the offsets handed out only grow.
+	end, err := b.cqs.MaxOffset(meta.TimerTopic, 0)
+	if err == nil {
+		next, err := b.qoffsets.Next(meta.TimerTopic, 0)
+		if err == nil {
+			messages = max(0, next-end)
+		}
+	}
+	if messages > 0 {
+		if stored, ok := b.firstUndispatchedTimer(); ok {
+			return messages, max(0, nowMs-stored)
+		}
+	}
+	if stored, indexed := b.timers.LastIndexed(); indexed > 0 && nowMs-indexed < enqueueRecentMs {
+		millis = max(0, nowMs-stored)
+	}
+	return messages, millis
+}
+
+// enqueueScanBytes bounds the CommitLog a scrape reads to find the first
+// timer message not yet dispatched (maxDispatchLagBytes, 4 MiB by
+// default, bounds how far the dispatcher trails the appends).
+const enqueueScanBytes = 4 << 20
+
+// firstUndispatchedTimer returns the store time of the first record of
+// rmq_sys_wheel_timer past the dispatched offset; past enqueueScanBytes
+// without one, that of the last record read (the timer message is later
+// still: its age is at most that one's). ok is false when no record
+// could be read.
+func (b *Broker) firstUndispatchedTimer() (storeMs int64, ok bool) {
+	from := b.disp.Dispatched()
+	r := b.clog.NewReader(from)
+	defer r.Close()
+	timerOnly := commitlog.DecodeOptions{Topics: func(t []byte) string {
+		if string(t) == meta.TimerTopic {
+			return meta.TimerTopic
+		}
+		return "" // not allocated: only the timer topic is looked for
+	}}
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return storeMs, ok
+		}
+		m, err := commitlog.DecodeWith(e.Data, timerOnly)
+		if err != nil {
+			return storeMs, ok
+		}
+		storeMs, ok = m.StoreTimestamp, true
+		if m.Topic == meta.TimerTopic || e.Offset+int64(e.Size)-from >= enqueueScanBytes {
+			return storeMs, ok
+		}
+	}
+}
+
+// recordProperties returns the properties of the record at phy, for the
+// timer's count of the messages waiting (timer.Options.Properties): the
+// record is decoded where it lies, its body neither copied nor read.
+func (b *Broker) recordProperties(phy int64) (string, bool, error) {
+	v, err := b.clog.ReadRecord(phy)
+	if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read the properties of the record at %d: %w", phy, err)
+	}
+	defer v.Release()
+	m, err := commitlog.DecodeWith(v.Data, commitlog.DecodeOptions{Topics: func([]byte) string { return "" }})
+	if err != nil {
+		return "", false, nil // as readRecord: not a record
+	}
+	return m.Properties, true, nil
+}
+
+// cached is a value computed at most once per ttl, for scrapes: the
+// counts and lags read whole keyspaces. A failed computation keeps the
+// last value, logs, and is not tried again before the ttl has passed
+// either, so a lasting failure costs one computation and one log line per
+// ttl, not one per scrape.
 type cached[T any] struct {
 	ttl     time.Duration
 	compute func() (T, error)

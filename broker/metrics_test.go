@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"path/filepath"
 	"regexp"
@@ -421,6 +422,100 @@ func TestTimerMetrics(t *testing.T) {
 	}
 	if got := metricValue(t, text, "rocketmq_timer_dequeue_latency_milliseconds", store...); got != 0 {
 		t.Errorf("seconds behind with nothing due: %v, want 0", got)
+	}
+}
+
+// timerMetricsSettings turn the exporter on, with a fine timer.
+var timerMetricsSettings = map[string]string{
+	"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+	"timerPrecisionMs": "100",
+}
+
+// rocketmq_timer_enqueue_lag and _latency: the timer takes a message in
+// as the dispatcher indexes it, so while the dispatcher is held up the
+// timer messages stored behind it are the lag, and the age of the first
+// of them the latency. Once they are indexed the latency is RocketMQ's:
+// how long ago the last one indexed was stored, for 2 s after, then 0.
+func TestTimerEnqueueGaugesFollowTheDispatcher(t *testing.T) {
+	o := maps.Clone(timerMetricsSettings)
+	o["maxDispatchLagBytes"] = strconv.Itoa(64 << 20) // sends are not held back
+	sb := startStalledBroker(t, o, func(b *Broker) { b.timerCensusTTL = 0 })
+	store := []string{`storage_type="local"`, `storage_medium="disk"`}
+	later := "TIMER_DELIVER_MS\x01" + strconv.FormatInt(time.Now().Add(10*time.Minute).UnixMilli(), 10) + "\x02"
+	sentAt := time.Now()
+	mustSend(t, sb.c, "TmEnq", 0, "one", later)
+	mustSend(t, sb.c, "TmEnq", 0, "two", later)
+	time.Sleep(300 * time.Millisecond)
+	text := scrapeMetrics(t, sb.testBroker)
+	if got := metricValue(t, text, "rocketmq_timer_enqueue_lag", store...); got != 2 {
+		t.Errorf("timer messages behind a held dispatcher: %v, want 2", got)
+	}
+	held := time.Since(sentAt).Milliseconds()
+	if got := metricValue(t, text, "rocketmq_timer_enqueue_latency_milliseconds", store...); got < 300 || got > float64(held) {
+		t.Errorf("latency of the first timer message behind the dispatcher: %v ms, want 300 to %d", got, held)
+	}
+	sb.release()
+	sb.caughtUp()
+	text = scrapeMetrics(t, sb.testBroker)
+	if got := metricValue(t, text, "rocketmq_timer_enqueue_lag", store...); got != 0 {
+		t.Errorf("timer messages behind once dispatched: %v, want 0", got)
+	}
+	if got := metricValue(t, text, "rocketmq_timer_enqueue_latency_milliseconds", store...); got < 300 {
+		t.Errorf("latency just after the timer took the messages in: %v ms, want how long they waited, 300 or more", got)
+	}
+	time.Sleep(2100 * time.Millisecond)
+	if got := metricValue(t, scrapeMetrics(t, sb.testBroker), "rocketmq_timer_enqueue_latency_milliseconds", store...); got != 0 {
+		t.Errorf("latency 2 s after the last message taken in: %v ms, want 0", got)
+	}
+}
+
+// rocketmq_timing_messages counts the timer messages waiting by
+// destination topic, as RocketMQ's TimerMetrics: a cancel waiting takes
+// the message it cancels off, a delivery its message. Nothing persists
+// the count: a restart counts the timer index again (beside the start)
+// and serves the same.
+func TestTimingMessagesByTopicSurviveARestart(t *testing.T) {
+	dir := t.TempDir()
+	noTTL := func(b *Broker) { b.timerCensusTTL = 0 }
+	b := startTestBrokerWith(t, dir, timerMetricsSettings, noTTL)
+	c := b.client(nil)
+	at := func(d time.Duration) string {
+		return "TIMER_DELIVER_MS\x01" + strconv.FormatInt(time.Now().Add(d).UnixMilli(), 10) + "\x02"
+	}
+	later := at(10 * time.Minute)
+	mustSend(t, c, "TmA", 0, "a1", "UNIQ_KEY\x01A1\x02"+later)
+	mustSend(t, c, "TmA", 1, "a2", "UNIQ_KEY\x01A2\x02"+later)
+	mustSend(t, c, "TmA", 0, "a-soon", "UNIQ_KEY\x01A3\x02"+at(1500*time.Millisecond))
+	mustSend(t, c, "TmB", 0, "b1", "UNIQ_KEY\x01B1\x02"+later)
+	mustSend(t, c, "TmB", 0, "b2", "UNIQ_KEY\x01B2\x02"+later)
+	mustSend(t, c, "TmB", 0, "cancel b2", "UNIQ_KEY\x01B3\x02"+later+"TIMER_DEL_UNIQKEY\x01TmB+B2\x02")
+	b.caughtUp()
+	store := []string{`storage_type="local"`, `storage_medium="disk"`}
+	timing := func(text, topic string) float64 {
+		t.Helper()
+		return metricValue(t, text, "rocketmq_timing_messages", append([]string{`topic="` + topic + `"`}, store...)...)
+	}
+	text := scrapeMetrics(t, b)
+	if a, bb := timing(text, "TmA"), timing(text, "TmB"); a != 3 || bb != 1 {
+		t.Errorf("waiting: TmA %v TmB %v, want 3 and 1 (2 less a cancel)", a, bb)
+	}
+	waitDelivered(t, b, c, "TmA", 0, 1)
+	text = scrapeMetrics(t, b)
+	if a, bb := timing(text, "TmA"), timing(text, "TmB"); a != 2 || bb != 1 {
+		t.Errorf("waiting after a delivery: TmA %v TmB %v, want 2 and 1", a, bb)
+	}
+	b.stop()
+
+	b = startTestBrokerWith(t, dir, timerMetricsSettings, noTTL)
+	waitFor(t, "the count of the timer messages waiting", func() bool {
+		text = scrapeMetrics(t, b)
+		return strings.Contains(text, "rocketmq_timing_messages{")
+	})
+	if a, bb := timing(text, "TmA"), timing(text, "TmB"); a != 2 || bb != 1 {
+		t.Errorf("waiting after a restart: TmA %v TmB %v, want 2 and 1", a, bb)
+	}
+	if t.Failed() {
+		t.Logf("scrape:\n%s", text)
 	}
 }
 

@@ -140,7 +140,7 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertBool[Broker]("timerEnableDisruptor", "no timer hand-off queues: one goroutine reads due timer messages back and stores them in their topics"),
 	inertBool[Broker]("timerEnableRetryUntilSuccess", "a due timer message whose put fails for the store (disk full, shutting down) is retried every round until stored, as with true; only one that can never be stored is dropped"),
 	inertInt[Broker]("timerFlushIntervalMs", "parked timer messages are keys of the index, written durably with it (indexWalSync); there are no timerlog, timerwheel or checkpoint files to flush"),
-	inertInt[Broker]("timerMetricSmallThreshold", "rocketkv keeps no per-topic counts of waiting timer messages (GET_TIMER_METRICS answers an empty table), so there are none to revise"),
+	inertInt[Broker]("timerMetricSmallThreshold", "rocketkv counts the waiting timer messages per topic from its timer index at each start (rocketmq_timing_messages), so there is no saved count to revise (GET_TIMER_METRICS answers an empty table)"),
 	inertInt[Broker]("timerProgressLogIntervalMs", "no periodic timer progress log line; delivery failures are logged as they happen"),
 	inertBool[Broker]("timerSkipUnknownError", "timer messages are not skipped on errors: a read or put that fails for a passing reason is retried the next round; only a record that is damaged or gone, or that can never be stored, is dropped with a log line"),
 	inertBool[Broker]("timerWarmEnable", "RocketMQ 5.3 declares it but nothing reads it"),

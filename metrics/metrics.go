@@ -7,7 +7,7 @@
 // and fed by the broker's processors, rocketmq_rpc_latency by the
 // remoting servers (Answered, their OnAnswer); gauges (permission, topic
 // and group numbers, connections, the store's, the consumers' lag, in
-// flight and ready messages, the timer messages waiting) are read from
+// flight and ready messages, the timer's) are read from
 // the broker at each scrape
 // through Sources. Every series carries the
 // broker's constant labels: cluster, node_type="broker", node_id (the
@@ -69,8 +69,11 @@ const (
 	TimerEnqueueTotal     = "rocketmq_timer_enqueue_total"
 	TimerDequeueTotal     = "rocketmq_timer_dequeue_total"
 	DelayMessageLatency   = "rocketmq_delay_message_latency"
+	TimerEnqueueLag       = "rocketmq_timer_enqueue_lag"
+	TimerEnqueueLatency   = "rocketmq_timer_enqueue_latency"
 	TimerDequeueLag       = "rocketmq_timer_dequeue_lag"
 	TimerDequeueLatency   = "rocketmq_timer_dequeue_latency"
+	TimingMessages        = "rocketmq_timing_messages"
 	TimerMessageSnapshot  = "rocketmq_timer_message_snapshot"
 	// HADiverged is rocketkv's own: 1 on a slave that refuses to
 	// replicate because its CommitLog holds records its master does not
@@ -86,6 +89,18 @@ var TimerBounds = []int{5, 60, 300, 900, 3600, 14400, 28800, 86400}
 
 // TimerCensus is what the timer gauges read at a scrape.
 type TimerCensus struct {
+	// EnqueueLag counts the timer messages stored and not yet taken into
+	// the timer (rocketmq_timer_enqueue_lag: RocketMQ counts the
+	// messages of its timer topic's queue past its timer's read
+	// position; rocketkv's timer takes a message in as the dispatcher
+	// indexes it).
+	EnqueueLag int64
+	// EnqueueLatencyMillis is how long the timer is behind in taking
+	// messages in, in ms (rocketmq_timer_enqueue_latency).
+	EnqueueLatencyMillis int64
+	// Timing counts the timer messages waiting by destination topic
+	// (rocketmq_timing_messages); nil leaves the metric out.
+	Timing []TopicMessages
 	// Waiting counts the timer messages not yet delivered
 	// (rocketmq_timer_dequeue_lag: RocketMQ counts every message left in
 	// its timing wheel).
@@ -96,6 +111,12 @@ type TimerCensus struct {
 	BehindSeconds int64
 	// Within counts the messages due in each window of TimerBounds.
 	Within []int64
+}
+
+// TopicMessages is a number of messages of one topic.
+type TopicMessages struct {
+	Topic    string
+	Messages int64
 }
 
 // The buckets of the histograms, as RocketMQ 5 registers their views:
@@ -176,8 +197,9 @@ type Sources struct {
 	// Lags feeds the consumer gauges (enableLagAndDlqMetrics): lag,
 	// in flight, ready and queueing latency.
 	Lags func() []Lag
-	// Timers feeds the timer gauges (dequeue lag and latency, the
-	// snapshot); ok false leaves them out of the scrape.
+	// Timers feeds the timer gauges (enqueue and dequeue lag and
+	// latency, timing messages, the snapshot); ok false leaves them out
+	// of the scrape.
 	Timers func() (TimerCensus, bool)
 	// Diverged feeds rocketkv_ha_diverged (a slave's only).
 	Diverged func() bool
@@ -334,8 +356,12 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 	}
 	if src.Timers != nil {
 		m.reg.MustRegister(&timerGauges{src: src.Timers,
+			enqueueLag: prometheus.NewDesc(names.Name(TimerEnqueueLag), "Timer messages stored and not yet indexed by the timer.", nil, sc),
+			enqueueLatency: prometheus.NewDesc(names.Name(TimerEnqueueLatency),
+				"Milliseconds the oldest timer message not yet indexed has waited; with none, since the last one indexed was stored, within 2 s of its indexing.", nil, sc),
 			lag:      prometheus.NewDesc(names.Name(TimerDequeueLag), "Timer messages not yet delivered.", nil, sc),
 			latency:  prometheus.NewDesc(names.Name(TimerDequeueLatency), "Seconds the earliest timer message due has waited.", nil, sc),
+			timing:   prometheus.NewDesc(names.Name(TimingMessages), "Timer messages waiting, by destination topic (less the cancels waiting).", []string{"topic"}, sc),
 			snapshot: prometheus.NewDesc(names.Name(TimerMessageSnapshot), "Timer messages due within each bound (seconds ahead) past the one before.", []string{"timer_bound_s"}, sc),
 		})
 	}
@@ -357,13 +383,16 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 
 // timerGauges collects the timer gauges at each scrape, from one census.
 type timerGauges struct {
-	src                    func() (TimerCensus, bool)
-	lag, latency, snapshot *prometheus.Desc
+	src                                                        func() (TimerCensus, bool)
+	enqueueLag, enqueueLatency, lag, latency, timing, snapshot *prometheus.Desc
 }
 
 func (g *timerGauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- g.enqueueLag
+	ch <- g.enqueueLatency
 	ch <- g.lag
 	ch <- g.latency
+	ch <- g.timing
 	ch <- g.snapshot
 }
 
@@ -372,8 +401,22 @@ func (g *timerGauges) Collect(ch chan<- prometheus.Metric) {
 	if !ok {
 		return
 	}
+	ch <- prometheus.MustNewConstMetric(g.enqueueLag, prometheus.GaugeValue, float64(c.EnqueueLag))
+	ch <- prometheus.MustNewConstMetric(g.enqueueLatency, prometheus.GaugeValue, float64(c.EnqueueLatencyMillis))
 	ch <- prometheus.MustNewConstMetric(g.lag, prometheus.GaugeValue, float64(c.Waiting))
 	ch <- prometheus.MustNewConstMetric(g.latency, prometheus.GaugeValue, float64(c.BehindSeconds))
+	var seen labelSet
+	for _, t := range c.Timing {
+		if !utf8.ValidString(t.Topic) {
+			seen = labelSet{}
+			break
+		}
+	}
+	for _, t := range c.Timing {
+		if v := label(t.Topic); seen.add([]string{v}) {
+			ch <- prometheus.MustNewConstMetric(g.timing, prometheus.GaugeValue, float64(t.Messages), v)
+		}
+	}
 	for i, b := range TimerBounds {
 		if i < len(c.Within) {
 			ch <- prometheus.MustNewConstMetric(g.snapshot, prometheus.GaugeValue, float64(c.Within[i]), strconv.Itoa(b))

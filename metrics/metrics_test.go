@@ -183,6 +183,39 @@ func TestStoreGaugeWithoutAValueIsLeftOut(t *testing.T) {
 	}
 }
 
+// The timer gauges of a census: the store's labels, the enqueue gauges
+// unlabelled, a series of rocketmq_timing_messages per topic; no series
+// at all when the census is not to be had.
+func TestTimerGauges(t *testing.T) {
+	have := true
+	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"}, Sources{
+		Timers: func() (TimerCensus, bool) {
+			return TimerCensus{EnqueueLag: 3, EnqueueLatencyMillis: 1500, Waiting: 9,
+				Timing: []TopicMessages{{"A", 7}, {"B", 2}}, Within: make([]int64, len(TimerBounds))}, have
+		},
+	}, UnitSuffixed)
+	text := scrape(t, m)
+	const store = `storage_medium="disk",storage_type="local"`
+	for _, want := range []string{
+		`rocketmq_timer_enqueue_lag{cluster="c1",node_id="b",node_type="broker",` + store + `} 3`,
+		`rocketmq_timer_enqueue_latency_milliseconds{cluster="c1",node_id="b",node_type="broker",` + store + `} 1500`,
+		`rocketmq_timer_dequeue_lag{cluster="c1",node_id="b",node_type="broker",` + store + `} 9`,
+		`rocketmq_timing_messages{cluster="c1",node_id="b",node_type="broker",` + store + `,topic="A"} 7`,
+		`rocketmq_timing_messages{cluster="c1",node_id="b",node_type="broker",` + store + `,topic="B"} 2`,
+	} {
+		if !strings.Contains(text, "\n"+want+"\n") {
+			t.Errorf("scrape lacks\n%s", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("scrape:\n%s", text)
+	}
+	have = false
+	if text := scrape(t, m); strings.Contains(text, "rocketmq_timer") || strings.Contains(text, "rocketmq_timing") {
+		t.Errorf("timer series without a census:\n%s", text)
+	}
+}
+
 // A label value that is not valid UTF-8 (a topic or group name a client
 // wrote as raw bytes in a ROCKETMQ binary header) neither panics the
 // request that records it nor breaks the scrape: each run of invalid bytes
@@ -199,6 +232,9 @@ func TestLabelValuesThatAreNotUTF8AreRepaired(t *testing.T) {
 				{Group: "g\xfe", Language: "go", Version: "v\xc3", ConsumeMode: "push", Count: 2}}
 		},
 		Producers: func() []Connection { return []Connection{{Language: "j\xffava", Version: "v5", Count: 4}} },
+		Timers: func() (TimerCensus, bool) {
+			return TimerCensus{Timing: []TopicMessages{{"T\xff", 5}, {"T\xfe", 2}}}, true
+		},
 	}, UnitSuffixed)
 	func() {
 		defer func() {
@@ -224,6 +260,7 @@ func TestLabelValuesThatAreNotUTF8AreRepaired(t *testing.T) {
 		`rocketmq_consumer_lag_messages{cluster="c1",consumer_group="g\uFFFD",is_retry="false",is_system="false",node_id="b",node_type="broker",topic="T"} 3`,
 		`rocketmq_consumer_connections{cluster="c1",consume_mode="push",consumer_group="g\uFFFD",is_system="false",language="go",node_id="b",node_type="broker",protocol_type="remoting",version="v\uFFFD"} 1`,
 		`rocketmq_producer_connections{cluster="c1",language="j\uFFFDava",node_id="b",node_type="broker",protocol_type="remoting",version="v5"} 4`,
+		`rocketmq_timing_messages{cluster="c1",node_id="b",node_type="broker",storage_medium="disk",storage_type="local",topic="T\uFFFD"} 5`,
 	} {
 		want = strings.ReplaceAll(want, `\uFFFD`, "\uFFFD")
 		if !strings.Contains(text, "\n"+want+"\n") {

@@ -78,8 +78,11 @@ var declared = map[string]declaration{
 	TimerEnqueueTotal:     {counter, ""},
 	TimerDequeueTotal:     {counter, ""},
 	DelayMessageLatency:   {histogram, "seconds"},
+	TimerEnqueueLag:       {gauge, ""},
+	TimerEnqueueLatency:   {gauge, "milliseconds"},
 	TimerDequeueLag:       {gauge, ""},
 	TimerDequeueLatency:   {gauge, "milliseconds"},
+	TimingMessages:        {gauge, ""},
 	TimerMessageSnapshot:  {gauge, ""},
 }
 

@@ -33,6 +33,15 @@ func TestNamesOfEveryMetric(t *testing.T) {
 		{TopicCreateTime, "rocketmq_topic_create_execution_time_milliseconds"},
 		{GroupCreateTime, "rocketmq_consumer_group_create_execution_time_milliseconds"},
 		{RPCLatency, "rocketmq_rpc_latency_milliseconds"},
+		{TimerEnqueueTotal, "rocketmq_timer_enqueue_total"},
+		{TimerDequeueTotal, "rocketmq_timer_dequeue_total"},
+		{DelayMessageLatency, "rocketmq_delay_message_latency_seconds"},
+		{TimerEnqueueLag, "rocketmq_timer_enqueue_lag"},
+		{TimerEnqueueLatency, "rocketmq_timer_enqueue_latency_milliseconds"},
+		{TimerDequeueLag, "rocketmq_timer_dequeue_lag"},
+		{TimerDequeueLatency, "rocketmq_timer_dequeue_latency_milliseconds"},
+		{TimingMessages, "rocketmq_timing_messages"},
+		{TimerMessageSnapshot, "rocketmq_timer_message_snapshot"},
 	} {
 		if got := UnitSuffixed.Name(c.bare); got != c.suffixed {
 			t.Errorf("UnitSuffixed.Name(%s) = %s, want %s", c.bare, got, c.suffixed)

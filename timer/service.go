@@ -49,6 +49,8 @@ type Service struct {
 	// when unset).
 	enqueued func(topic string, dueAfterBirth time.Duration)
 	dequeued func(topic string)
+	// properties is Options.Properties (nil: Store.Read).
+	properties func(phy int64) (string, bool, error)
 	// precisionMs is Options.Precision: an entry is due once now passes
 	// its TIMER_OUT_MS by it.
 	precisionMs int64
@@ -56,6 +58,8 @@ type Service struct {
 	rollWindowMs int64
 	// chunkBytes is chunkBytes (deliverBatch).
 	chunkBytes int64
+	// countPage is countPage (CountWaiting).
+	countPage int
 
 	// progress reads the timer progress of the Apache RocketMQ store the
 	// index was opened on, once, for the first parked message dispatched.
@@ -92,6 +96,16 @@ type Service struct {
 
 	wmMu sync.Mutex
 	wm   Watermark // after the last round
+
+	// hookedBelow is the end of the last record the hook saw: a record
+	// before it is one a failed dispatch batch hands it again, not
+	// counted twice (written by the hook alone).
+	hookedBelow atomic.Int64
+	// lastStoreMs is the store time of the last parked record the hook
+	// indexed, and lastIndexedMs when it did (LastIndexed).
+	lastStoreMs, lastIndexedMs atomic.Int64
+	// waiting counts the messages waiting by topic (CountWaiting).
+	waiting waitingCounts
 }
 
 // Watermark tells which parked messages a Service has handled (delivered
@@ -166,7 +180,7 @@ func (s *Service) ForgetDelivered(w Watermark) (int, error) {
 				covered = append(covered, e)
 			}
 		}
-		if err := s.timers.Delete(covered); err != nil {
+		if err := s.deleteWaiting(covered, func() ([]waitingDelta, error) { return s.readDeltas(covered) }); err != nil {
 			return gone, err
 		}
 		gone += len(covered)
@@ -204,6 +218,10 @@ type Options struct {
 	// timerStopDequeue): due messages stay parked, and are delivered,
 	// late, once it reports false. Without it delivery never pauses.
 	Paused func() bool
+	// Properties, when set, returns the properties of the record at a
+	// CommitLog offset, as Store.Read would (ok false: no record there),
+	// without the rest: CountWaiting reads a million of them at a start.
+	Properties func(phy int64) (props string, ok bool, err error)
 	// Enqueued, when set, sees every parked message indexed: its
 	// destination topic and how long after its birth it is due (the
 	// broker's timer metrics). Dequeued sees every delivered one.
@@ -243,9 +261,9 @@ func New(timers *kvindex.Timers, store Store, opts Options, log zerolog.Logger) 
 		roll = def.RollWindow
 	}
 	return &Service{timers: timers, store: store, progress: opts.Progress, queueProgress: opts.QueueProgress,
-		precisionMs: precision.Milliseconds(), rollWindowMs: roll.Milliseconds(), chunkBytes: chunkBytes,
+		precisionMs: precision.Milliseconds(), rollWindowMs: roll.Milliseconds(), chunkBytes: chunkBytes, countPage: countPage,
 		dispatched: opts.Dispatched, paused: paused, now: time.Now, takenIn: math.MaxInt64, maxLate: maxLate,
-		enqueued: enqueued, dequeued: dequeued, log: log.With().Str("component", "timer").Logger()}
+		enqueued: enqueued, dequeued: dequeued, properties: opts.Properties, log: log.With().Str("component", "timer").Logger()}
 }
 
 // Hook is the dispatcher hook of rmq_sys_wheel_timer: it indexes each
@@ -257,9 +275,20 @@ func New(timers *kvindex.Timers, store Store, opts Options, log zerolog.Logger) 
 // that was due before its timer progress was delivered there and is left
 // out; one it had not taken in is delivered, overdue or not, as RocketMQ
 // would on restart.
+//
+// It also keeps what the timer metrics read: the store time of the last
+// record indexed (LastIndexed), the count of messages waiting by topic
+// once CountWaiting has run, and Options.Enqueued; a record a failed
+// dispatch batch hands it again is indexed again but not counted again.
 func (s *Service) Hook() kvindex.Hook {
 	return kvindex.HookFunc(func(w *pebble.Batch, m *commitlog.Message) error {
 		s.progressOnce.Do(s.readProgress)
+		s.lastStoreMs.Store(m.StoreTimestamp)
+		s.lastIndexedMs.Store(s.now().UnixMilli())
+		fresh := m.PhyOffset >= s.hookedBelow.Load()
+		if fresh {
+			s.hookedBelow.Store(m.PhyOffset + int64(m.StoreSize))
+		}
 		due := parkedDue(m)
 		if due < s.deliveredTo && m.QueueOffset < s.takenIn {
 			return nil
@@ -277,12 +306,27 @@ func (s *Service) Hook() kvindex.Hook {
 		if err := s.timers.Add(w, kvindex.TimerEntry{DeliverMs: at, PhyOffset: m.PhyOffset, Size: m.StoreSize}); err != nil {
 			return err
 		}
+		if !fresh {
+			return nil
+		}
+		s.hooked(m.PhyOffset, m)
 		if _, rolled := commitlog.LookupProperty(m.Properties, PropRollTimes); !rolled {
 			topic, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyRealTopic)
 			s.enqueued(topic, time.Duration(due-m.BornTimestamp)*time.Millisecond)
 		}
 		return nil
 	})
+}
+
+// LastIndexed returns the store time of the last parked record the hook
+// indexed and when it indexed it, in Unix milliseconds (zeros before the
+// first): how long a timer message waited for the dispatcher to index it
+// (rocketmq_timer_enqueue_latency).
+func (s *Service) LastIndexed() (storeMs, indexedMs int64) {
+	// The hook writes the store time first: read after the time of
+	// indexing, it is as new as that one at least.
+	indexedMs = s.lastIndexedMs.Load()
+	return s.lastStoreMs.Load(), indexedMs
 }
 
 // parkedDue is when a parked record is due: its TIMER_OUT_MS, else (no
@@ -403,7 +447,7 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 // delivered already) and keeps the records of the first chunk, which is
 // then put as read; a later chunk's records are read again.
 func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, now time.Time) (int, error) {
-	kinds, kept, err := s.classify(due, s.chunkEnd(due, 0))
+	kinds, kept, deltas, err := s.classify(due, s.chunkEnd(due, 0))
 	if err != nil {
 		return 0, err
 	}
@@ -422,12 +466,14 @@ func (s *Service) deliverBatch(ctx context.Context, due []kvindex.TimerEntry, no
 		from = to
 	}
 	var done []kvindex.TimerEntry
+	var doneDeltas []waitingDelta
 	for i, h := range handled {
 		if h {
 			done = append(done, due[i])
+			doneDeltas = append(doneDeltas, deltas[i])
 		}
 	}
-	if err := s.timers.Delete(done); err != nil {
+	if err := s.deleteWaiting(done, func() ([]waitingDelta, error) { return doneDeltas, nil }); err != nil {
 		return delivered, err
 	}
 	s.advanceCursor(due, handled)
@@ -468,25 +514,28 @@ const (
 // delivery time (a migrated one, or a crash between a roll and its
 // entry's deletion): only the first is delivered. kept holds the records
 // read of the first keep entries that are to be put (nil for the others),
-// for the round to put them without reading them again.
-func (s *Service) classify(due []kvindex.TimerEntry, keep int) (kinds []dueKind, kept []*commitlog.Message, err error) {
+// for the round to put them without reading them again; deltas what each
+// entry counts among the messages waiting (CountWaiting).
+func (s *Service) classify(due []kvindex.TimerEntry, keep int) (kinds []dueKind, kept []*commitlog.Message, deltas []waitingDelta, err error) {
 	type timeKey struct {
 		ms  int64
 		key string
 	}
 	kinds = make([]dueKind, len(due))
 	kept = make([]*commitlog.Message, keep)
+	deltas = make([]waitingDelta, len(due))
 	keys := make([]string, len(due))
 	cancelled := map[timeKey]bool{}
 	rolled := map[string]bool{} // cancel keys of rolled messages
 	for i, e := range due {
 		m, ok, err := s.readDue(e)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if !ok {
 			continue
 		}
+		deltas[i] = waitingDeltaOf(m.Properties)
 		if i < keep {
 			kept[i] = &m
 		}
@@ -527,7 +576,7 @@ func (s *Service) classify(due []kvindex.TimerEntry, keep int) (kinds []dueKind,
 			kept[i] = nil
 		}
 	}
-	return kinds, kept, nil
+	return kinds, kept, deltas, nil
 }
 
 // readDue reads the parked record of a due entry; ok is false (with a log
