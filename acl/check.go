@@ -74,6 +74,7 @@ var aclEditCodes = [...]int32{50, 51, 53, 3001, 3002, 3003, 3004, 3005, 3006, 30
 // message for the same refusal.
 type Denied struct{ Reason string }
 
+// Error returns the refusal's reason.
 func (d *Denied) Error() string { return d.Reason }
 
 func denied(format string, args ...any) error { return &Denied{Reason: fmt.Sprintf(format, args...)} }

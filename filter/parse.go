@@ -30,6 +30,7 @@ type SyntaxError struct {
 	Msg  string
 }
 
+// Error names the expression and what is wrong with it.
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("SQL92 expression %q: %s", e.Expr, e.Msg)
 }

@@ -32,6 +32,7 @@ type SkippedError struct {
 	First error
 }
 
+// Error counts the records left out and gives the first one's error.
 func (e *SkippedError) Error() string {
 	return fmt.Sprintf("%d undecodable records left out, the first: %v", e.Count, e.First)
 }
