@@ -409,15 +409,6 @@ func (b *Broker) earliestMessageTime() int64 {
 	return m.StoreTimestamp
 }
 
-// processRuntimeInfo answers GET_BROKER_RUNTIME_INFO with a KVTable: the
-// keys mqadmin brokerStatus and clusterList and the dashboard read under
-// RocketMQ's names (rates, day totals, disk ratio, earliest message), and
-// rocketkv's own (dispatch lag, index and ConsumeQueue state).
-// putTimeBuckets are the buckets of RocketMQ's putMessageDistributeTime
-// (StoreStatsService.PUT_MESSAGE_ENTIRE_TIME_MAX_DESC).
-var putTimeBuckets = []string{"[<=0ms]", "[0~10ms]", "[10~50ms]", "[50~100ms]", "[100~200ms]", "[200~500ms]",
-	"[500ms~1s]", "[1~2s]", "[2~3s]", "[3~4s]", "[4~5s]", "[5~10s]", "[10s~]"}
-
 // addExporterKeys adds to a GET_BROKER_RUNTIME_INFO table the keys of
 // RocketMQ's StoreStatsService and AdminBrokerProcessor that
 // apache/rocketmq-exporter parses without a default (its
@@ -430,8 +421,6 @@ var putTimeBuckets = []string{"[<=0ms]", "[0~10ms]", "[10~50ms]", "[50~100ms]", 
 //     on their connections' goroutines, with no queue: size, capacity and
 //     head wait 0; the send queue's head wait is 0 as well (the flow
 //     control slots keep no arrival times);
-//   - put and get latencies are not measured: every put in no bucket of
-//     putMessageDistributeTime, and the maxima 0;
 //   - dispatchMaxBuffer and pageCacheLockTimeMills 0 (RocketMQ's
 //     dispatcher buffers nothing, and no CommitLog lock is held);
 //   - remainTransientStoreBufferNumbs Integer.MAX_VALUE, RocketMQ's value
@@ -441,13 +430,6 @@ var putTimeBuckets = []string{"[<=0ms]", "[0~10ms]", "[10~50ms]", "[50~100ms]", 
 // (putMessageAverageSize divides them as RocketMQ does, a total of 0
 // counted as 1); flushBehind is the CommitLog bytes not yet flushed.
 func addExporterKeys(table map[string]string, puts, putBytes, flushBehind int64) {
-	var dist strings.Builder
-	for _, b := range putTimeBuckets {
-		dist.WriteString(b + ":0 ")
-	}
-	table["putMessageDistributeTime"] = dist.String()
-	table["putMessageEntireTimeMax"] = "0"
-	table["getMessageEntireTimeMax"] = "0"
 	if puts == 0 {
 		puts = 1
 	}
@@ -498,6 +480,10 @@ func formatRuntime(d time.Duration) string {
 	return fmt.Sprintf("[ %d days, %d hours, %d minutes, %d seconds ]", days, hours, minutes, seconds)
 }
 
+// processRuntimeInfo answers GET_BROKER_RUNTIME_INFO with a KVTable: the
+// keys mqadmin brokerStatus and clusterList and the dashboard read under
+// RocketMQ's names (rates, day totals, disk ratio, earliest message), and
+// rocketkv's own (dispatch lag, index and ConsumeQueue state).
 func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	producers, consumers := b.clients.counts()
 	topics, _ := b.topics.table.Count()

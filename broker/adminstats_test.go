@@ -3,11 +3,13 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -586,5 +588,63 @@ func TestRuntimeInfoFormats(t *testing.T) {
 	}
 	if got, want := javaDouble(2.5), "2.5"; got != want {
 		t.Errorf("javaDouble(2.5) = %q, want %q", got, want)
+	}
+}
+
+// GET_BROKER_RUNTIME_INFO's put latencies count every put of the last
+// whole minute, a send whose answer waits for the group commit
+// (SYNC_FLUSH) as one that does not, a batch as one put, and a put the
+// store refused as a failure too (StoreStatsService, as
+// DefaultMessageStore.asyncPutMessage(s) counts them).
+func TestRuntimeInfoCountsPutLatencies(t *testing.T) {
+	for _, flush := range []string{"ASYNC_FLUSH", "SYNC_FLUSH"} {
+		t.Run(flush, func(t *testing.T) {
+			clk := testutil.NewClock(time.Date(2026, 12, 3, 12, 0, 0, 0, time.Local))
+			var refuse atomic.Bool
+			b := startTestBrokerWith(t, t.TempDir(), map[string]string{"flushDiskType": flush}, func(b *Broker) {
+				b.statsClock = clk.Now
+				b.beforePut = func([]*commitlog.Message) error {
+					if refuse.Load() {
+						return errors.New("refused by the test")
+					}
+					return nil
+				}
+			})
+			c := b.client(nil)
+			createTopic(t, c, "PutTimesT", 1, 1)
+			for i := range 5 {
+				mustSend(t, c, "PutTimesT", 0, "m"+strconv.Itoa(i), "")
+			}
+			mustSendBatch(t, c, "PutTimesT", []batchItem{{"b1", ""}, {"b2", ""}, {"b3", ""}})
+			refuse.Store(true)
+			if r := sendV2(t, c, "PutTimesT", 0, "refused", ""); r.Code == remoting.Success {
+				t.Fatal("a send the store refused succeeded")
+			}
+			refuse.Store(false)
+
+			info := runtimeInfo(t, c)
+			if info["putMessageFailedTimes"] != "1" {
+				t.Errorf("putMessageFailedTimes %q, want 1", info["putMessageFailedTimes"])
+			}
+			clk.Advance(time.Minute)
+			b.stats.Tick()
+			info = runtimeInfo(t, c)
+			var puts int
+			for _, field := range strings.Fields(info["putMessageDistributeTime"]) {
+				_, n, ok := strings.Cut(field, ":")
+				v, err := strconv.Atoi(n)
+				if !ok || err != nil {
+					t.Fatalf("putMessageDistributeTime %q: %q is not bucket:count", info["putMessageDistributeTime"], field)
+				}
+				puts += v
+			}
+			if puts != 7 {
+				t.Errorf("putMessageDistributeTime %q counts %d puts, want 7 (5 sends, a batch, a refused send)",
+					info["putMessageDistributeTime"], puts)
+			}
+			if _, err := strconv.ParseFloat(info["putLatency99"], 64); err != nil {
+				t.Errorf("putLatency99 %q: %v", info["putLatency99"], err)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
@@ -31,13 +32,20 @@ func (b *Broker) sendsWaitDurable() bool {
 // are flushed and replicated as the broker's roles require, with
 // FLUSH_DISK_TIMEOUT or FLUSH_SLAVE_TIMEOUT when they are not in time,
 // as RocketMQ's put does. answer builds the response from the final
-// result. The wait runs off the worker (see offWorker).
+// result. The wait runs off the worker (see offWorker). began is when the
+// append began (appendMessages): the put latency counts from it to the
+// end of the wait.
 func (b *Broker) answerDurable(conn *remoting.Conn, req *remoting.Command, res commitlog.AppendResult, waitFlush bool,
-	answer func(commitlog.AppendResult) *remoting.Command) *remoting.Command {
+	began time.Time, answer func(commitlog.AppendResult) *remoting.Command) *remoting.Command {
 	if !waitFlush || !b.sendsWaitDurable() {
+		b.stats.PutTook(time.Since(began), false)
 		return answer(res)
 	}
-	return b.offWorker(conn, req, func(ctx context.Context) *remoting.Command { return answer(b.durable(ctx, res)) })
+	return b.offWorker(conn, req, func(ctx context.Context) *remoting.Command {
+		res := b.durable(ctx, res)
+		b.stats.PutTook(time.Since(began), false)
+		return answer(res)
+	})
 }
 
 // offWorker runs serve, a request's processing that waits for a group

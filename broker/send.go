@@ -259,8 +259,10 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 			return fail(code, "%v", err)
 		}
 	}
-	res, err := b.putMessages(ctx, []*commitlog.Message{msg}, false)
+	began := time.Now()
+	res, err := b.appendMessages(ctx, []*commitlog.Message{msg}, false)
 	if err != nil {
+		b.stats.PutTook(time.Since(began), true)
 		return fail(appendErrorCode(err), "put message failed: %v", err)
 	}
 	b.countIn(h.topic, props, 1, res.WroteBytes)
@@ -269,7 +271,7 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	}
 	respQueue := h.queueIDResponse(qid, msg)
 	recall, hasRecall := b.recallHandleOf(msg, uniq)
-	return b.answerDurable(conn, req, res, waitFlush, func(res commitlog.AppendResult) *remoting.Command {
+	return b.answerDurable(conn, req, res, waitFlush, began, func(res commitlog.AppendResult) *remoting.Command {
 		resp := remoting.NewResponse(req, appendStatusCode(res.Status), "")
 		rh := remoting.Header{}
 		rh.Set("msgId", res.MsgIDs[0])
@@ -448,12 +450,14 @@ func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoti
 	if v, ok := commitlog.LookupProperty(h.properties, propWait); ok && v == "false" {
 		waitFlush = false
 	}
-	res, err := b.putMessages(ctx, msgs, false)
+	began := time.Now()
+	res, err := b.appendMessages(ctx, msgs, false)
 	if err != nil {
+		b.stats.PutTook(time.Since(began), true)
 		return remoting.NewResponse(req, appendErrorCode(err), "put batch failed: "+err.Error())
 	}
 	b.countIn(h.topic, h.properties, len(msgs), res.WroteBytes)
-	return b.answerDurable(conn, req, res, waitFlush, func(res commitlog.AppendResult) *remoting.Command {
+	return b.answerDurable(conn, req, res, waitFlush, began, func(res commitlog.AppendResult) *remoting.Command {
 		resp := remoting.NewResponse(req, appendStatusCode(res.Status), "")
 		rh := remoting.Header{}
 		rh.Set("msgId", strings.Join(res.MsgIDs, ","))

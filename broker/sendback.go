@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/meta"
@@ -109,8 +110,10 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 	// SYNC_MASTER's slaves (a send's WAIT property is not stored), and an
 	// unconfirmed one fails, as RocketMQ answers anything but PUT_OK (the
 	// client then consumes the message again).
-	res, err := b.putMessages(ctx, []*commitlog.Message{out}, false)
+	began := time.Now()
+	res, err := b.appendMessages(ctx, []*commitlog.Message{out}, false)
 	if err != nil {
+		b.stats.PutTook(time.Since(began), true)
 		return remoting.NewResponse(req, appendErrorCode(err), "send back failed: "+err.Error())
 	}
 	// Counted under the topic the message was first sent to, as RocketMQ.
@@ -119,7 +122,7 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 		back = t
 	}
 	counted := []*commitlog.Message{{Topic: out.Topic, Properties: out.Properties}} // not the body, while the answer waits
-	return b.answerDurable(conn, req, res, true, func(res commitlog.AppendResult) *remoting.Command {
+	return b.answerDurable(conn, req, res, true, began, func(res commitlog.AppendResult) *remoting.Command {
 		if res.Status != commitlog.PutOK {
 			return remoting.NewResponse(req, remoting.SystemError, "send back: the retry message is stored but "+res.Status.String())
 		}

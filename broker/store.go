@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/meta"
@@ -12,8 +13,19 @@ import (
 )
 
 // putMessages appends one message or a batch (same topic and queue) with
-// queue offsets assigned at append time.
+// queue offsets assigned at append time, and counts the time it took in
+// the put latencies (brokerstats.Stats.PutTook). A put whose caller waits
+// for it to be durable afterwards (answerDurable) calls appendMessages
+// instead and has the wait counted with it.
 func (b *Broker) putMessages(ctx context.Context, msgs []*commitlog.Message, waitFlush bool) (commitlog.AppendResult, error) {
+	began := time.Now()
+	res, err := b.appendMessages(ctx, msgs, waitFlush)
+	b.stats.PutTook(time.Since(began), err != nil)
+	return res, err
+}
+
+// appendMessages is putMessages without the count of its time.
+func (b *Broker) appendMessages(ctx context.Context, msgs []*commitlog.Message, waitFlush bool) (commitlog.AppendResult, error) {
 	first := msgs[0]
 	if b.beforePut != nil {
 		if err := b.beforePut(msgs); err != nil {
@@ -160,8 +172,10 @@ type getResult struct {
 }
 
 // getMessages reads up to maxNums messages of a queue from offset that pass
-// filter, following RocketMQ's DefaultMessageStore.getMessage rules.
+// filter, following RocketMQ's DefaultMessageStore.getMessage rules. The
+// time it takes counts in getMessageEntireTimeMax.
 func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums, maxBytes int, filter *subscription) (getResult, error) {
+	defer b.stats.GetTook(time.Now()) // getMessageEntireTimeMax
 	if b.compaction.Compacts(topic) {
 		return b.getCompacted(topic, queueID, offset, maxNums, maxBytes, filter)
 	}

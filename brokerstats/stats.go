@@ -93,6 +93,8 @@ type Stats struct {
 	// as RocketMQ counts its BROKER_PUT_NUMS_WITHOUT_SYSTEM_TOPIC and
 	// BROKER_GET_NUMS_WITHOUT_SYSTEM_TOPIC: the day totals.
 	userPut, userGet atomic.Int64
+	// putTimes is the put latencies and the read maximum (puttimes.go).
+	putTimes putTimes
 
 	mu          sync.Mutex // guards the samples, the windows' schedules and the day totals
 	levels      levels
@@ -118,6 +120,7 @@ func New(cluster string, now func() time.Time) *Stats {
 		day:    level{period: dayPeriod, max: daySamples},
 	}}
 	s.ticked.Store(now().UnixNano())
+	s.putTimes.current.Store(new(putMinute))
 	for _, t := range s.tables() {
 		t.ticked = &s.ticked
 	}
@@ -244,7 +247,8 @@ func (s *Stats) Run(ctx context.Context) {
 }
 
 // Tick takes the samples due at the clock's time: the store rates every
-// call (Run calls it every second), the minute windows every 10 s, the hour
+// call (Run calls it every second), the put latencies every minute, the
+// minute windows every 10 s, the hour
 // windows every 10 min, the day windows every hour, and the day totals at
 // local midnight. The first call takes every sample.
 func (s *Stats) Tick() {
@@ -258,6 +262,7 @@ func (s *Stats) Tick() {
 			r.samples = append(r.samples[:0], r.samples[len(r.samples)-rateSamples:]...)
 		}
 	}
+	s.tickPutTimes(now)
 	if s.nextMorning.IsZero() {
 		s.nextMorning = nextMidnight(now)
 	}
@@ -315,6 +320,10 @@ func nextMidnight(t time.Time) time.Time {
 // count every message the store took in or gave out (RocketMQ's
 // StoreStatsService), the day totals only those outside system topics
 // (PutWithoutSystemTopic, GetWithoutSystemTopic; RocketMQ's BrokerStats).
+// It also adds the put latencies of the last whole minute
+// (putMessageDistributeTime, putLatency99, putLatency999), the slowest
+// put and read since the start (putMessageEntireTimeMax,
+// getMessageEntireTimeMax) and putMessageFailedTimes; see PutTook.
 func (s *Stats) Runtime(table map[string]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -338,6 +347,7 @@ func (s *Stats) Runtime(table map[string]string) {
 	table["msgGetTotalTodayNow"] = itoa(s.userGet.Load())
 	table["msgGetTotalTodayMorning"] = itoa(s.getTodayMorning)
 	table["msgGetTotalYesterdayMorning"] = itoa(s.getYesterdayMorning)
+	s.putRuntime(table)
 }
 
 // tpsText is the "10s 1min 10min" string of a rate; the caller holds
