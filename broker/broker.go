@@ -349,6 +349,9 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	if err := b.startReplication(); err != nil {
 		return err
 	}
+	if b.cfg.TimerWheelEnable {
+		b.countWaitingTimers()
+	}
 	// The metrics first: the pop service's revive loop counts DLQ moves
 	// as soon as it starts.
 	if err := b.startMetrics(); err != nil {

@@ -2,12 +2,13 @@ package broker
 
 import (
 	"context"
-	"fmt"
+	"encoding/json"
 	"time"
 
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 	"github.com/rocketkv/rocketkv/remoting"
+	"github.com/rocketkv/rocketkv/timer"
 )
 
 // The answers a master gives the slaves that copy its metadata (RocketMQ's
@@ -89,14 +90,55 @@ func (b *Broker) processGetTimerCheckPoint(_ context.Context, _ *remoting.Conn, 
 }
 
 // processGetTimerMetrics answers GET_TIMER_METRICS (61), which a RocketMQ
-// 5 slave asks with each sync: RocketMQ's TimerMetricsSerializeWrapper.
-// rocketkv keeps no per-topic counts of waiting timer messages, so the
-// table is empty, with the broker's start as its version (a slave copies
-// it once).
+// 5 slave asks with each sync: RocketMQ's TimerMetricsSerializeWrapper,
+// the timer messages waiting by REAL_TOPIC (the count the timer service
+// keeps from its index, see timer.Service.Table), its data version moving
+// with every change to the count (a slave copies the table when the
+// version differs from its own). Every topic's timeStamp is the last
+// change to the count (RocketMQ's is the last to that topic's); topics
+// with nothing waiting are left out (RocketMQ keeps them at 0). Until the
+// count is done after a start (or with timerWheelEnable false) the table
+// is empty, versioned by the broker's start.
 func (b *Broker) processGetTimerMetrics(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	type metric struct {
+		Count     int64 `json:"count"`
+		TimeStamp int64 `json:"timeStamp"`
+	}
+	type dataVersion struct {
+		Counter      int64 `json:"counter"`
+		StateVersion int64 `json:"stateVersion"`
+		Timestamp    int64 `json:"timestamp"`
+	}
+	var body struct {
+		DataVersion dataVersion       `json:"dataVersion"`
+		TimingCount map[string]metric `json:"timingCount"`
+	}
+	body.DataVersion.Timestamp = b.started.UnixMilli()
+	body.TimingCount = map[string]metric{}
+	if table, ok := b.timerTable(); ok {
+		if table.Changes > 0 {
+			body.DataVersion = dataVersion{Counter: table.Changes, Timestamp: table.ChangedMs}
+		}
+		for _, t := range table.Topics {
+			body.TimingCount[t.Topic] = metric{Count: t.Messages, TimeStamp: body.DataVersion.Timestamp}
+		}
+	}
+	out, err := json.Marshal(body)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, "encode the timer metrics: "+err.Error())
+	}
 	resp := remoting.NewResponse(req, remoting.Success, "")
-	resp.Body = fmt.Appendf(nil, `{"dataVersion":{"counter":0,"stateVersion":0,"timestamp":%d},"timingCount":{}}`, b.started.UnixMilli())
+	resp.Body = out
 	return resp
+}
+
+// timerTable is the timer service's count of waiting messages, if it has
+// one.
+func (b *Broker) timerTable() (timer.WaitingTable, bool) {
+	if b.timers == nil {
+		return timer.WaitingTable{}, false
+	}
+	return b.timers.Table()
 }
 
 // answerVersion is the dataVersion of an offset table's answer. rocketkv

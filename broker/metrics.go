@@ -77,7 +77,6 @@ func (b *Broker) startMetrics() error {
 		src.Diverged = func() bool { return c.Status().Diverged != nil }
 	}
 	if b.cfg.TimerWheelEnable {
-		b.countWaitingTimers()
 		cut := false // logged that rocketmq_timing_messages leaves topics out
 		census := &cached[metrics.TimerCensus]{ttl: b.timerCensusTTL, compute: func() (metrics.TimerCensus, error) {
 			c, err := b.timerCensus()
@@ -393,8 +392,8 @@ func (b *Broker) timingRows() ([]metrics.TopicMessages, int) {
 const maxTimingSeries = 1000
 
 // countWaitingTimers starts the count of the timer messages waiting by
-// topic (rocketmq_timing_messages), which the timer service keeps from
-// then on; stopMetrics stops it if it still runs. Nothing persists the
+// topic (rocketmq_timing_messages, GET_TIMER_METRICS), which the timer
+// service keeps from then on; stopMetrics stops it if it still runs. Nothing persists the
 // count: every start counts the timer index again, beside the rest (the
 // series appear when it is done: about a second for a million messages
 // waiting, see timer.BenchmarkCountWaiting). A failure leaves the metric

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -270,5 +271,62 @@ func TestTimerDelayMsIsStoredNoEarlierThanAsked(t *testing.T) {
 	got := waitDelivered(t, b, c, "TmEarly", 0, 1)
 	if d := got[0].StoreTimestamp - sentAt; d < 1000 {
 		t.Fatalf("TIMER_DELAY_MS=1000 stored in its topic %d ms after the send", d)
+	}
+}
+
+// GET_TIMER_METRICS answers the timer messages waiting by REAL_TOPIC, as
+// RocketMQ's TimerMetricsSerializeWrapper, whether or not the metrics
+// exporter runs: a cancel takes its message off, and the data version
+// moves with every change (a RocketMQ slave copies the table only when it
+// does).
+func TestGetTimerMetricsCountsWaitingMessagesByTopic(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	later := "TIMER_DELIVER_MS\x01" + strconv.FormatInt(time.Now().Add(10*time.Minute).UnixMilli(), 10) + "\x02"
+	mustSend(t, c, "GtmA", 0, "a1", "UNIQ_KEY\x01A1\x02"+later)
+	mustSend(t, c, "GtmA", 0, "a2", "UNIQ_KEY\x01A2\x02"+later)
+	mustSend(t, c, "GtmB", 0, "b1", "UNIQ_KEY\x01B1\x02"+later)
+	mustSend(t, c, "GtmB", 0, "b2", "UNIQ_KEY\x01B2\x02"+later)
+	mustSend(t, c, "GtmB", 0, "cancel b2", "UNIQ_KEY\x01B3\x02"+later+"TIMER_DEL_UNIQKEY\x01GtmB+B2\x02")
+	b.caughtUp()
+	type metric struct {
+		Count     int64 `json:"count"`
+		TimeStamp int64 `json:"timeStamp"`
+	}
+	var m struct {
+		DataVersion struct {
+			Counter   int64 `json:"counter"`
+			Timestamp int64 `json:"timestamp"`
+		} `json:"dataVersion"`
+		TimingCount map[string]metric `json:"timingCount"`
+	}
+	get := func() {
+		t.Helper()
+		r := call(t, c, remoting.GetTimerMetrics, nil, nil)
+		if r.Code != remoting.Success {
+			t.Fatalf("GET_TIMER_METRICS: %d %s", r.Code, r.Remark)
+		}
+		m.TimingCount = nil
+		if err := json.Unmarshal(r.Body, &m); err != nil {
+			t.Fatalf("GET_TIMER_METRICS body %q: %v", r.Body, err)
+		}
+	}
+	waitFor(t, "the count of the timer messages waiting", func() bool {
+		get()
+		return len(m.TimingCount) > 0
+	})
+	if len(m.TimingCount) != 2 || m.TimingCount["GtmA"].Count != 2 || m.TimingCount["GtmB"].Count != 1 {
+		t.Fatalf("timingCount %+v, want GtmA 2 and GtmB 1 (2 less a cancel)", m.TimingCount)
+	}
+	if m.DataVersion.Counter == 0 || m.DataVersion.Timestamp == 0 || m.TimingCount["GtmA"].TimeStamp == 0 {
+		t.Errorf("dataVersion %+v, timeStamp %d: want a version of the count's changes", m.DataVersion, m.TimingCount["GtmA"].TimeStamp)
+	}
+	version := m.DataVersion.Counter
+	mustSend(t, c, "GtmA", 0, "a3", "UNIQ_KEY\x01A4\x02"+later)
+	b.caughtUp()
+	get()
+	if m.TimingCount["GtmA"].Count != 3 || m.DataVersion.Counter <= version {
+		t.Errorf("after one more: timingCount %+v, version %d (was %d), want GtmA 3 and a newer version",
+			m.TimingCount, m.DataVersion.Counter, version)
 	}
 }

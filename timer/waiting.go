@@ -71,6 +71,10 @@ type waitingCounts struct {
 	// ready: CountWaiting has counted the index; counts is whole.
 	ready  bool
 	counts map[string]int64
+	// changes counts the changes to counts, the last at changedMs (unix
+	// ms): GET_TIMER_METRICS's data version.
+	changes   int64
+	changedMs int64
 
 	// cancel stops the goroutine of StartCounting, which closes done.
 	cancel context.CancelFunc
@@ -96,6 +100,19 @@ func waitingDeltaOf(props string) waitingDelta {
 		return waitingDelta{topic, -1}
 	}
 	return waitingDelta{topic, 1}
+}
+
+// add adds deltas to the count and notes the change; the caller holds
+// w.mu.
+func (w *waitingCounts) add(deltas ...waitingDelta) {
+	for _, d := range deltas {
+		if d.delta != 0 {
+			w.changes++
+			w.changedMs = time.Now().UnixMilli()
+			break
+		}
+	}
+	addTo(w.counts, deltas...)
 }
 
 // addTo adds deltas to counts. A topic whose count comes to 0 is
@@ -125,7 +142,7 @@ func (s *Service) hooked(phy int64, m *commitlog.Message) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.on && phy >= w.from {
-		addTo(w.counts, waitingDeltaOf(m.Properties))
+		w.add(waitingDeltaOf(m.Properties))
 	}
 }
 
@@ -162,7 +179,7 @@ func (s *Service) deleteWaiting(entries []kvindex.TimerEntry, deltas func() ([]w
 	}
 	for i, e := range entries {
 		if e.PhyOffset >= w.from || !w.counting || !after(e, w.read) {
-			addTo(w.counts, waitingDelta{d[i].topic, -d[i].delta})
+			w.add(waitingDelta{d[i].topic, -d[i].delta})
 		}
 	}
 	return nil
@@ -242,7 +259,7 @@ func (s *Service) CountWaiting(ctx context.Context) (int, error) {
 		return n, fmt.Errorf("count waiting timer messages: %w", err)
 	}
 	for topic, c := range local {
-		addTo(w.counts, waitingDelta{topic, c})
+		w.add(waitingDelta{topic, c})
 	}
 	w.ready = true
 	return n, nil
@@ -338,6 +355,36 @@ func (s *Service) Waiting(limit int) (rows []TopicWaiting, topics int, ok bool) 
 		rows = rows[:limit]
 	}
 	return rows, topics, true
+}
+
+// WaitingTable is the whole count of waiting timer messages by topic.
+type WaitingTable struct {
+	// Topics holds every topic with messages waiting (a count above 0),
+	// in no order.
+	Topics []TopicWaiting
+	// Changes counts the changes to the count since it began, the last
+	// at ChangedMs (unix milliseconds; 0 while nothing changed).
+	Changes   int64
+	ChangedMs int64
+}
+
+// Table returns the whole count of waiting timer messages (RocketMQ's
+// TimerMetrics timingCount, which GET_TIMER_METRICS answers), or false
+// until CountWaiting has counted.
+func (s *Service) Table() (WaitingTable, bool) {
+	w := &s.waiting
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.ready {
+		return WaitingTable{}, false
+	}
+	t := WaitingTable{Topics: make([]TopicWaiting, 0, len(w.counts)), Changes: w.changes, ChangedMs: w.changedMs}
+	for topic, n := range w.counts {
+		if n > 0 {
+			t.Topics = append(t.Topics, TopicWaiting{topic, n})
+		}
+	}
+	return t, true
 }
 
 // readDeltas reads the records of entries and returns what each counted
