@@ -242,10 +242,11 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 				rerunHeld(conn, req, func() *remoting.Command { return b.pop(conn, req, p) })
 			}) {
 		case holdOK:
-			// Messages left behind that another pop can get (not those
-			// an orderly batch locks: this pop, woken, would find them
-			// locked again and spin until the lock ran out).
-			if res.RestNum > res.RestLocked {
+			// Messages left behind that another pop can get (RestNum
+			// leaves out those an orderly batch locks: this pop, woken,
+			// would find them locked again and spin until the lock ran
+			// out).
+			if res.RestNum > 0 {
 				b.popHolds.notify(p.topic, p.queueID)
 			}
 			return nil
@@ -255,7 +256,7 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 			code = remoting.PollingTimeout
 		}
 		remark = "NO_MESSAGE_IN_QUEUE"
-	} else if res.RestNum > res.RestLocked {
+	} else if res.RestNum > 0 {
 		b.popHolds.notify(p.topic, p.queueID)
 	}
 	resp = remoting.NewResponse(req, code, remark)

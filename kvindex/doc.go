@@ -344,8 +344,11 @@
 // batch's attemptId). An expired batch is popped again from the committed
 // offset, and messages delivered before count one more consumption
 // (consumedCount, reported in orderCountInfo). Synced before the pop, ack
-// or change of invisible time is answered; deleted when every message is
-// acknowledged. The first open of an Apache RocketMQ store imports its
+// or change of invisible time is answered. A batch whose messages are all
+// acknowledged stays, locking nothing, until the queue's next orderly pop
+// replaces it (an ack carrying another popTime then commits nothing, as
+// RocketMQ keeps its OrderInfo); an offset reset leaves an empty batch of
+// popTime -1 (no ack commits until the next pop). The first open of an Apache RocketMQ store imports its
 // config/consumerOrderInfo.json here, and kvdump export-rocketmq writes
 // it back; a batch imported without an invisible time has 0, and is
 // judged by each pop's invisible time, as RocketMQ does.

@@ -11,7 +11,8 @@ import (
 // queue delivers one batch at a time per group. The batch is kept in the
 // 0x53 keyspace; until each of its messages is acknowledged or past its
 // deadline the queue is locked (pops of it return nothing, unless they
-// repeat the batch's attemptId). An expired batch is read again from the
+// repeat the batch's attemptId). An acknowledged batch stays until the
+// next pop replaces it, so that late acks of older batches commit nothing. An expired batch is read again from the
 // committed offset, and messages delivered before count one more
 // consumption. No checkpoints are written and nothing is revived:
 // an orderly consumer handles its own retries.
@@ -57,6 +58,12 @@ func (s *Service) orderBlocked(group, topic string, queueID int32, attemptID str
 // noting in dur what its commit still needs to be durable.
 func (s *Service) popOrderQueue(req PopRequest, src source, remain int, wait bool, res *PopResult, info *InfoBuilder, dur *durability) (skipped bool, err error) {
 	if remain <= 0 {
+		// The pop is full: what the queue holds counts as left behind,
+		// unless a batch locks it (see popOrderLocked).
+		st, ok, err := s.store.Order(req.Group, src.topic, src.queueID)
+		if err != nil || (ok && blocked(&st, req.AttemptID, req.InvisibleTime, res.PopTime)) {
+			return false, err
+		}
 		return false, s.addRest(req, src, res)
 	}
 	unlock, ok := s.queueLock(req.Group, src, wait)
@@ -75,12 +82,10 @@ func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *Po
 		return err
 	}
 	if hasPrev && blocked(&prev, req.AttemptID, req.InvisibleTime, res.PopTime) {
-		// Locked by another batch: its messages count as left behind,
-		// as RocketMQ counts them, and as locked.
-		before := res.RestNum
-		err := s.addRest(req, src, res)
-		res.RestLocked += res.RestNum - before
-		return err
+		// Locked by another batch: what it holds back is not counted as
+		// left behind (RocketMQ since 5.3.1: no pop of the group can get
+		// it, so it is no reason to wake held pops).
+		return nil
 	}
 	pos, known, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, false)
 	if err != nil {
@@ -158,7 +163,11 @@ func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *Po
 // committed offset to the first unacknowledged one (RocketMQ's
 // commitAndNext). An offset below the committed offset or a popTime of an
 // earlier batch changes nothing; an offset that is not in the batch is
-// ErrIllegalOffset.
+// ErrIllegalOffset. Only a queue that never had an orderly batch commits
+// the offset after the acknowledged one: a batch stays recorded, all
+// acknowledged, until the next orderly pop of the queue replaces it (as
+// RocketMQ keeps its OrderInfo), so a late ack of an expired batch cannot
+// move the offset past messages a later batch has not had acknowledged.
 func (s *Service) ackOrder(group, topic string, queueID int32, offsets []int64, popTime int64) (AckResult, error) {
 	var dur durability
 	defer dur.release()
@@ -224,13 +233,7 @@ func (s *Service) ackOrderUnsynced(group, topic string, queueID int32, offsets [
 		}
 		done := st.Acked == 1<<len(st.Messages)-1
 		if ok && res.Deleted > 0 {
-			var err error
-			if done {
-				err = b.DeleteOrder(group, topic, queueID)
-			} else {
-				err = b.SetOrder(&st)
-			}
-			if err != nil {
+			if err := b.SetOrder(&st); err != nil {
 				return err
 			}
 		}

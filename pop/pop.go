@@ -52,16 +52,14 @@ type PopResult struct {
 	PopTime       int64
 	InvisibleTime int64
 	ReviveQID     int32
-	// RestNum counts messages left behind in the queues read.
+	// RestNum counts messages left behind in the queues read (not those
+	// an orderly batch locks: no pop of the group gets them before the
+	// batch is acknowledged or its lock runs out).
 	RestNum int64
 	// LowestPhy is the smallest of the CommitLog offsets of the last
 	// entry each queue read, -1 when none was read: how far behind the
 	// log's end the pop read (the broker's disableConsumeIfConsumerReadSlowly).
-	LowestPhy int64
-	// RestLocked is the part of RestNum that orderly batches lock: no
-	// pop of the group gets it before the batch is acknowledged or its
-	// lock runs out, so it is no reason to wake held pops.
-	RestLocked      int64
+	LowestPhy       int64
 	StartOffsetInfo string
 	MsgOffsetInfo   string
 	OrderCountInfo  string

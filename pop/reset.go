@@ -2,15 +2,24 @@ package pop
 
 import (
 	"fmt"
+
+	"github.com/rocketkv/rocketkv/kvindex"
 )
+
+// resetPopTime is the pop time of the empty batch an offset reset leaves
+// on an orderly queue: no pop has it (pop times are the broker's clock in
+// ms), so no ack matches it.
+const resetPopTime = -1
 
 // ResetOffsets moves a group's pops of a topic's queues to the offsets
 // targets gives by queue id, as an administrator's offset reset
 // (INVOKE_BROKER_TO_RESET_OFFSET) asks: the pop position and the committed
 // offset become the target, and an orderly queue's in-flight batch no
-// longer blocks it. Messages in flight stay in flight: one not
-// acknowledged is re-delivered after its deadline, as RocketMQ keeps its
-// in-flight records over a reset too. A queue the group never popped gets
+// longer blocks it; the acks of that batch still to come commit nothing
+// (RocketMQ's hasOffsetReset until the queue's next pop), so they cannot
+// move the offset back past the target. Messages in flight stay in
+// flight: one not acknowledged is re-delivered after its deadline, as
+// RocketMQ keeps its in-flight records over a reset too. A queue the group never popped gets
 // no pop state; popped reports the queues that had some. It returns once
 // the changes are durable (one sync for all of them).
 func (s *Service) ResetOffsets(group, topic string, targets map[int32]int64) (popped map[int32]bool, err error) {
@@ -55,7 +64,11 @@ func (s *Service) resetQueue(group, topic string, queueID int32, offset int64) (
 		}
 	}
 	if ordered {
-		if err := b.DeleteOrder(group, topic, queueID); err != nil {
+		// An empty batch of a pop time no ack carries: it locks nothing,
+		// every ack of the queue skips its commit, and the next orderly
+		// pop replaces it.
+		reset := kvindex.OrderState{Group: group, Topic: topic, QueueID: queueID, PopTime: resetPopTime}
+		if err := b.SetOrder(&reset); err != nil {
 			return false, err
 		}
 	}

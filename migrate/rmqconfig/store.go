@@ -242,6 +242,9 @@ func StoreRequestModes(ctx context.Context, db *kvindex.DB) ([]RequestMode, erro
 func StoreOrderInfos(ctx context.Context, db *kvindex.DB) ([]OrderInfo, error) {
 	var infos []OrderInfo
 	if err := db.Pop().EachOrder(func(st kvindex.OrderState) bool {
+		if len(st.Messages) == 0 {
+			return true // an offset reset's mark: RocketMQ keeps it in its offset table, not here
+		}
 		info := OrderInfo{Topic: st.Topic, Group: st.Group, QueueID: st.QueueID, PopTime: st.PopTime,
 			InvisibleTime: st.InvisibleTime, LastConsume: st.PopTime, Acked: st.Acked, AttemptID: st.AttemptID}
 		for _, m := range st.Messages {
