@@ -129,6 +129,19 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 		// names no message.
 		return o, fail(rmqpb.Code_ILLEGAL_MESSAGE_ID, "message id cannot be blank")
 	}
+	// The message id, trace context and born host go into the properties
+	// string as values: a control character (its separators are 0x01 and
+	// 0x02) would cut a value short and add properties of the client's
+	// choosing past every check here (TRAN_MSG, DELAY, REAL_TOPIC).
+	if hasControl(sp.GetMessageId()) {
+		return o, fail(rmqpb.Code_ILLEGAL_MESSAGE_ID, "message id %q holds control characters", sp.GetMessageId())
+	}
+	if hasControl(sp.GetTraceContext()) {
+		return o, fail(rmqpb.Code_BAD_REQUEST, "trace context %q holds control characters", sp.GetTraceContext())
+	}
+	if hasControl(sp.GetBornHost()) {
+		return o, fail(rmqpb.Code_BAD_REQUEST, "born host %q holds control characters", sp.GetBornHost())
+	}
 	if n := len(m.GetUserProperties()); n > s.cfg.UserPropertyMaxNum {
 		return o, fail(rmqpb.Code_MESSAGE_PROPERTIES_TOO_LARGE, "%d user properties, more than %d", n, s.cfg.UserPropertyMaxNum)
 	}

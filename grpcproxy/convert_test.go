@@ -109,6 +109,17 @@ func TestBuildOutgoingRefuses(t *testing.T) {
 		{"body one byte over the maximum", "", func(m *rmqpb.Message) { m.Body = make([]byte, 17) }, rmqpb.Code_MESSAGE_BODY_TOO_LARGE},
 		{"empty message id", "", func(m *rmqpb.Message) { m.SystemProperties.MessageId = "" }, rmqpb.Code_ILLEGAL_MESSAGE_ID},
 		{"blank message id", "", func(m *rmqpb.Message) { m.SystemProperties.MessageId = " \t " }, rmqpb.Code_ILLEGAL_MESSAGE_ID},
+		// Each would end its value in the properties string and add a
+		// property past the checks: here a transaction's TRAN_MSG.
+		{"message id carrying a property", "", func(m *rmqpb.Message) {
+			m.SystemProperties.MessageId = "id\x02TRAN_MSG\x01true"
+		}, rmqpb.Code_ILLEGAL_MESSAGE_ID},
+		{"trace context carrying a property", "", func(m *rmqpb.Message) {
+			m.SystemProperties.TraceContext = proto.String("tc\x02DELAY\x013")
+		}, rmqpb.Code_BAD_REQUEST},
+		{"born host carrying a property", "", func(m *rmqpb.Message) {
+			m.SystemProperties.BornHost = "10.0.0.1\x02REAL_TOPIC\x01other"
+		}, rmqpb.Code_BAD_REQUEST},
 		{"system property TAGS as a user property", "", func(m *rmqpb.Message) {
 			m.UserProperties["TAGS"] = "x"
 		}, rmqpb.Code_ILLEGAL_MESSAGE_PROPERTY_KEY},
