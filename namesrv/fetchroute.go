@@ -19,7 +19,8 @@ var ErrTopicNotExist = errors.New("no broker registered the topic")
 // route one of them gives. An answer of TOPIC_NOT_EXIST ends the search
 // with an error wrapping ErrTopicNotExist; any other failure moves on to
 // the next name server, and the last failure is returned when none gave a
-// route.
+// route. A route whose queue counts no broker can have (see
+// QueueData.checkCounts) counts as a failure of its name server.
 func FetchRoute(ctx context.Context, pool *remoting.ClientPool, addrs []string, topic string, timeout time.Duration) (TopicRouteData, error) {
 	if len(addrs) == 0 {
 		return TopicRouteData{}, fmt.Errorf("route of %s: %w", topic, ErrNoNameServer)
@@ -44,7 +45,23 @@ func FetchRoute(ctx context.Context, pool *remoting.ClientPool, addrs []string, 
 			lastErr = fmt.Errorf("route of %s from name server %s: decode: %w", topic, addr, err)
 			continue
 		}
+		if err := route.checkCounts(); err != nil {
+			lastErr = fmt.Errorf("route of %s from name server %s: %w", topic, addr, err)
+			continue
+		}
 		return route, nil
 	}
 	return TopicRouteData{}, lastErr
+}
+
+// checkCounts refuses a route with a queue data that checkCounts
+// refuses: one answer of 2^31 queues would have its reader build a list
+// of as many.
+func (r TopicRouteData) checkCounts() error {
+	for _, q := range r.QueueDatas {
+		if err := q.checkCounts(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -73,6 +73,22 @@ func TestFetchRoute(t *testing.T) {
 	if _, err := FetchRoute(testCtx(t), pool, []string{failing}, "T", 2*time.Second); err == nil || !strings.Contains(err.Error(), "busy") {
 		t.Fatalf("a failing name server: %v, want its remark", err)
 	}
+
+	// A route of more queues than any broker can have would have the
+	// reader (the gRPC proxy, a broker's assignment) list them all: its
+	// name server is passed over too.
+	huge := startAnswering(t, func(req *remoting.Command) *remoting.Command {
+		resp := remoting.NewResponse(req, remoting.Success, "")
+		resp.Body = []byte(`{"queueDatas":[{"brokerName":"broker-a","readQueueNums":2147483647,"writeQueueNums":4,"perm":6}],` +
+			`"brokerDatas":[{"brokerName":"broker-a","brokerAddrs":{"0":"10.0.0.1:10911"}}]}`)
+		return resp
+	})
+	if _, err := FetchRoute(testCtx(t), pool, []string{huge}, "T", 2*time.Second); err == nil || !strings.Contains(err.Error(), "2147483647") {
+		t.Fatalf("a route of 2^31-1 queues: %v, want it refused", err)
+	}
+	if route, err := FetchRoute(testCtx(t), pool, []string{huge, ns.Addr().String()}, "T", 2*time.Second); err != nil || route.QueueDatas[0].ReadQueueNums != 4 {
+		t.Fatalf("route past a name server of 2^31-1 queues: %+v, %v", route, err)
+	}
 }
 
 // startAnswering starts a Remoting server answering every request with

@@ -212,6 +212,18 @@ func (s *Server) registerTopic(_ context.Context, conn *remoting.Conn, req *remo
 // this; clients allocate a slot per queue).
 const maxRegisteredQueues = 65536
 
+// checkCounts refuses queue counts outside [0, maxRegisteredQueues] and
+// permission bits outside PERM_*: clients, the gRPC proxy and the
+// broker's assignments build lists of every queue from these numbers.
+func (q QueueData) checkCounts() error {
+	if q.ReadQueueNums < 0 || q.ReadQueueNums > maxRegisteredQueues || q.WriteQueueNums < 0 ||
+		q.WriteQueueNums > maxRegisteredQueues || q.Perm < 0 || q.Perm > PermPriority|PermRead|PermWrite|PermInherit {
+		return fmt.Errorf("broker %s: readQueueNums %d, writeQueueNums %d, perm %d: want queue counts in [0, %d] and perm bits of 15",
+			q.BrokerName, q.ReadQueueNums, q.WriteQueueNums, q.Perm, maxRegisteredQueues)
+	}
+	return nil
+}
+
 // decodeQueueDatas reads the queueDatas of a TopicRouteData body.
 func decodeQueueDatas(body []byte) ([]QueueData, error) {
 	if len(body) == 0 {
@@ -233,11 +245,8 @@ func decodeQueueDatas(body []byte) ([]QueueData, error) {
 			if strings.TrimSpace(q.BrokerName) == "" {
 				return nil, fmt.Errorf("decode topic route data: a queue data entry has no brokerName")
 			}
-			// Clients build their queue lists from these numbers.
-			if q.ReadQueueNums < 0 || q.ReadQueueNums > maxRegisteredQueues || q.WriteQueueNums < 0 ||
-				q.WriteQueueNums > maxRegisteredQueues || q.Perm < 0 || q.Perm > PermPriority|PermRead|PermWrite|PermInherit {
-				return nil, fmt.Errorf("decode topic route data: broker %s: readQueueNums %d, writeQueueNums %d, perm %d: want queue counts in [0, %d] and perm bits of 15",
-					q.BrokerName, q.ReadQueueNums, q.WriteQueueNums, q.Perm, maxRegisteredQueues)
+			if err := q.checkCounts(); err != nil {
+				return nil, fmt.Errorf("decode topic route data: %w", err)
 			}
 		}
 		return queues, nil
