@@ -2,8 +2,11 @@ package broker
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,5 +113,65 @@ func TestReplyNotStoredWhenDisabled(t *testing.T) {
 	}
 	if got := pullAll(t, b, requester, "DefaultCluster_REPLY_TOPIC", 0); len(got) != 0 {
 		t.Fatalf("reply stored with storeReplyMessageEnable=false: %d", len(got))
+	}
+}
+
+// As many replies at once as the server has workers all reach their
+// requester: each waits on a worker for the requester's answer to
+// PUSH_REPLY_MESSAGE_TO_CLIENT, and the answers used to be queued for
+// those same workers, so every push timed out (pushReplyTimeout, 10 s,
+// with nothing else served meanwhile) though the requester answered at
+// once. The event loop now hands a client's answer to its waiter, as
+// RocketMQ's Netty handler completes response futures on the IO thread
+// (NettyRemotingAbstract.processResponseCommand).
+func TestAsManyRepliesAsWorkersReachTheirRequester(t *testing.T) {
+	workers := max(16, 4*runtime.GOMAXPROCS(0)) // remoting's default
+	b := startTestBroker(t, nil)
+	var arrived atomic.Int32
+	all := make(chan struct{})
+	var once sync.Once
+	requester, err := remoting.Dial(context.Background(), b.Addr(), remoting.ClientOptions{
+		MaxHandlers: workers * 2,
+		Handler: func(_ context.Context, cmd *remoting.Command) *remoting.Command {
+			if cmd.Code != remoting.PushReplyMessageToClient {
+				return nil
+			}
+			if arrived.Add(1) == int32(workers) {
+				once.Do(func() { close(all) })
+			}
+			select { // answer once every push is in flight (at most 3 s)
+			case <-all:
+			case <-time.After(3 * time.Second):
+			}
+			return remoting.NewResponse(cmd, remoting.Success, "")
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = requester.Close() })
+	heartbeat(t, requester, heartbeatBody("10.0.0.7@req", "pg-req", "", nil))
+	replier := b.client(nil)
+
+	var wg sync.WaitGroup
+	codes := make([]string, workers)
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := sendReply(t, replier, fmt.Sprintf("CORRELATION_ID\x01c-%d\x02REPLY_TO_CLIENT\x0110.0.0.7@req\x02", i), "pong")
+			codes[i] = fmt.Sprintf("%d %s", r.Code, r.Remark)
+		}()
+	}
+	wg.Wait()
+	failed := 0
+	for _, c := range codes {
+		if c != "0 " {
+			failed++
+		}
+	}
+	if failed > 0 {
+		t.Fatalf("%d concurrent replies to a requester that answers every push: %d failed (first answer %q)",
+			workers, failed, codes[0])
 	}
 }

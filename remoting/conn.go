@@ -45,6 +45,10 @@ type Conn struct {
 	// of the last read or write, for the idle timeout.
 	lastActive atomic.Int64
 	infoSeen   atomic.Bool
+	// awaiting is len(pending), read without mu: while the broker waits
+	// for an answer on the connection, the event loop picks the client's
+	// responses out of its frames (Server.enqueue).
+	awaiting atomic.Int32
 
 	mu      sync.Mutex
 	closed  bool
@@ -450,6 +454,7 @@ func (c *Conn) Request(ctx context.Context, cmd *Command) (*Command, error) {
 		c.pending = make(map[int32]chan *Command)
 	}
 	c.pending[cmd.Opaque] = ch
+	c.awaiting.Store(int32(len(c.pending)))
 	c.mu.Unlock()
 	if err := c.Send(cmd); err != nil {
 		c.forget(cmd.Opaque)
@@ -470,6 +475,7 @@ func (c *Conn) Request(ctx context.Context, cmd *Command) (*Command, error) {
 func (c *Conn) forget(opaque int32) {
 	c.mu.Lock()
 	delete(c.pending, opaque)
+	c.awaiting.Store(int32(len(c.pending)))
 	c.mu.Unlock()
 }
 
@@ -479,6 +485,7 @@ func (c *Conn) deliver(resp *Command) bool {
 	c.mu.Lock()
 	ch, ok := c.pending[resp.Opaque]
 	delete(c.pending, resp.Opaque)
+	c.awaiting.Store(int32(len(c.pending)))
 	c.mu.Unlock()
 	if ok {
 		ch <- resp // buffered, and each channel gets at most one value
@@ -520,6 +527,7 @@ func (c *Conn) markClosed() ([]func(), map[int32]chan *Command) {
 	c.closed = true
 	hooks, pending := c.hooks, c.pending
 	c.hooks, c.pending = nil, nil
+	c.awaiting.Store(0)
 	c.cancel()
 	return hooks, pending
 }

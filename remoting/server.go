@@ -138,6 +138,8 @@ type job struct {
 	conn  *Conn
 	frame []byte
 	at    int64
+	// cmd is frame decoded, when enqueue had to decode it.
+	cmd *Command
 }
 
 // Server accepts Remoting connections on gnet event loops and runs the
@@ -367,6 +369,10 @@ func (s *Server) putBuffer(bp *[]byte) {
 func (s *Server) work() {
 	defer s.workers.Done()
 	for j := range s.jobs {
+		if j.cmd != nil {
+			s.serveRequest(j.conn, j.cmd, j.at)
+			continue
+		}
 		s.process(j.conn, j.frame, j.at)
 	}
 }
@@ -380,14 +386,24 @@ func (s *Server) process(conn *Conn, frame []byte, at int64) {
 		return
 	}
 	if cmd.IsResponse() {
-		if !conn.deliver(cmd) {
-			s.log.Debug().Stringer("conn", conn).Int32("opaque", cmd.Opaque).Msg("response matches no pending request")
-		}
+		s.deliver(conn, cmd)
 		return
 	}
+	s.serveRequest(conn, cmd, at)
+}
+
+// serveRequest serves a decoded request read at the server clock at.
+func (s *Server) serveRequest(conn *Conn, cmd *Command, at int64) {
 	conn.noteClient(cmd)
 	cmd.received = at
 	s.serve(conn, cmd, s.h)
+}
+
+// deliver hands a client's response to the Request waiting for it.
+func (s *Server) deliver(conn *Conn, resp *Command) {
+	if !conn.deliver(resp) {
+		s.log.Debug().Stringer("conn", conn).Int32("opaque", resp.Opaque).Msg("response matches no pending request")
+	}
 }
 
 // serve runs h for req, turning a panic into a SYSTEM_ERROR answer.
@@ -405,9 +421,27 @@ func (s *Server) serve(conn *Conn, req *Command, h Handler) {
 // enqueue hands a frame of c, read at the server clock at, to the workers
 // without blocking; a frame that finds the queue full is answered
 // SYSTEM_BUSY at once.
+//
+// While a handler waits for an answer on the connection (Conn.Request),
+// each frame is decoded here and a response goes to its waiter at once:
+// queued, it could wait behind the very workers that wait for it (as
+// many replies pushed to requesters as there are workers held them all
+// until their timeouts). A request decoded here goes to the workers
+// decoded.
 func (s *Server) enqueue(c *Conn, frame []byte, at int64) {
+	j := job{conn: c, frame: frame, at: at}
+	if c.awaiting.Load() > 0 {
+		if cmd, err := Decode(frame); err == nil {
+			if cmd.IsResponse() {
+				cmd.received = at
+				s.deliver(c, cmd)
+				return
+			}
+			j.cmd = cmd
+		}
+	}
 	select {
-	case s.jobs <- job{conn: c, frame: frame, at: at}:
+	case s.jobs <- j:
 	default:
 		s.overloaded(c, frame, at)
 	}
@@ -425,7 +459,7 @@ func (s *Server) overloaded(conn *Conn, frame []byte, at int64) {
 		s.log.Warn().Err(err).Stringer("conn", conn).Msg("closing connection: undecodable frame")
 		_ = conn.Close()
 	case cmd.IsResponse():
-		conn.deliver(cmd)
+		s.deliver(conn, cmd)
 	case cmd.IsOneway():
 		s.log.Warn().Stringer("conn", conn).Int32("code", cmd.Code).Msg("worker queue full: oneway request dropped")
 	default:
