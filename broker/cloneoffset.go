@@ -46,6 +46,11 @@ import (
 // group's pops there; rocketkv keeps a pop position beside the committed
 // offset, which would otherwise go on from where the group was.
 //
+// A clone of a group onto itself changes nothing, as RocketMQ's (it puts
+// a copy of the group's own table back): treated as a reset, it would move
+// the group's pops back to its committed offset and deliver its messages
+// in flight again.
+//
 // The answer is SUCCESS whatever was skipped, as RocketMQ's.
 func (b *Broker) processCloneGroupOffset(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	groups, bad := requiredFields(req, "srcGroup", "destGroup")
@@ -53,6 +58,9 @@ func (b *Broker) processCloneGroupOffset(_ context.Context, conn *remoting.Conn,
 		return bad
 	}
 	src, dest := groups[0], groups[1]
+	if src == dest {
+		return remoting.NewResponse(req, remoting.Success, "")
+	}
 	h := remoting.Header(req.ExtFields)
 	topic := strings.TrimSpace(h.OptString("topic", ""))
 	offline := h.OptBool("offline", false)

@@ -265,3 +265,30 @@ func TestCloneGroupOffsetMovesPops(t *testing.T) {
 		}
 	}
 }
+
+// mqadmin cloneGroupOffset -s g -d g changes nothing, as RocketMQ's
+// ConsumerOffsetManager.cloneOffset puts a copy of g's own table back: it
+// used to move g's pops back to its committed offset as a reset does, and
+// the messages g held in flight were popped again at once.
+func TestACloneOfAGroupOntoItselfChangesNothing(t *testing.T) {
+	b := startTestBroker(t, nil)
+	pc, rc := popClient(b)
+	sendBodies(t, rc, "CSelf", 3)
+	b.caughtUp()
+	req := popclient.PopRequest{Group: "pg", Topic: "CSelf", QueueID: 0, MaxMsgNums: 3, InvisibleTime: time.Minute}
+	first := mustPop(t, pc, req)
+	if fmt.Sprint(bodies(first.Messages)) != "[m0 m1 m2]" {
+		t.Fatalf("first pop %v", bodies(first.Messages))
+	}
+	if code, _ := pc.Ack(ctx20(t), "pg", first.Messages[0]); code != remoting.Success {
+		t.Fatalf("ack m0: %d", code)
+	}
+	r := call(t, rc, remoting.CloneGroupOffset, map[string]string{"srcGroup": "pg", "destGroup": "pg", "topic": "CSelf"}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("clone pg onto itself: %d %s", r.Code, r.Remark)
+	}
+	req.PollTime = 200 * time.Millisecond
+	if res := mustPop(t, pc, req); len(res.Messages) != 0 {
+		t.Fatalf("a clone of pg onto itself re-delivered %v, still in flight", bodies(res.Messages))
+	}
+}
