@@ -215,6 +215,11 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 	if sub != nil {
 		filter = popFilter{sub}
 	}
+	// A pop starts from the committed offset a reset set; the reset's
+	// wait for a pull ends here, as RocketMQ erases it at the queue's pop
+	// (getPopOffset). Left waiting, it would move a later pull of the
+	// group back past everything the pops consumed.
+	b.resets.takePopped(p.group, p.topic, p.queueID)
 	res, err := b.popSvc.Pop(pop.PopRequest{
 		Group: p.group, Topic: p.topic, QueueID: p.queueID, MaxMsgNums: int(max(p.maxMsgNums, 1)),
 		InvisibleTime: p.invisibleTime, InitMode: p.initMode, Order: p.order, AttemptID: p.attemptID, Filter: filter,

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -107,6 +108,16 @@ func (r *offsetResets) take(group, topic string, queueID int32) (int64, bool) {
 	return off, ok
 }
 
+// takePopped drops the waiting resets a pop of a group's queue (queueID
+// -1: of every queue of the topic) ends.
+func (r *offsetResets) takePopped(group, topic string, queueID int32) {
+	if queueID >= 0 {
+		r.take(group, topic, queueID)
+		return
+	}
+	r.forget(func(k resetKey) bool { return k.group == group && k.topic == topic })
+}
+
 // forgetGroup drops a deleted group's waiting resets.
 func (r *offsetResets) forgetGroup(group string) {
 	r.forget(func(k resetKey) bool { return k.group == group })
@@ -208,6 +219,10 @@ func (b *Broker) processResetOffset(_ context.Context, conn *remoting.Conn, req 
 			fmt.Sprintf("queueId %d is not a queue of %s (%d queues)", r.queueID, r.topic, tc.ReadQueueNums))
 	}
 	targets, err := b.resetTargets(r, tc.ReadQueueNums)
+	var outside *resetOutOfRange
+	if errors.As(err, &outside) {
+		return refuse(remoting.SystemError, outside.Error())
+	}
 	if err != nil {
 		return refuse(remoting.SystemError, fmt.Sprintf("reset %s of %s: %v", r.topic, r.group, err))
 	}
@@ -226,6 +241,14 @@ func (b *Broker) processResetOffset(_ context.Context, conn *remoting.Conn, req 
 	return resp
 }
 
+// resetOutOfRange is an explicit reset target outside the queue; its
+// message is RocketMQ's remark for it.
+type resetOutOfRange struct{ offset, min, max int64 }
+
+func (e *resetOutOfRange) Error() string {
+	return fmt.Sprintf("Target offset %d not in consume queue range [%d-%d]", e.offset, e.min, e.max)
+}
+
 // resetTargets computes the new offset of each queue a reset names.
 func (b *Broker) resetTargets(r resetRequest, queues int) (map[int32]int64, error) {
 	out := make(map[int32]int64)
@@ -234,8 +257,10 @@ func (b *Broker) resetTargets(r resetRequest, queues int) (map[int32]int64, erro
 		if err != nil {
 			return nil, err
 		}
-		if r.offset < lo || r.offset > hi {
-			return nil, fmt.Errorf("target offset %d not in consume queue range [%d-%d]", r.offset, lo, hi)
+		// RocketMQ's bounds (resetOffsetInner): up to one past the
+		// queue's end.
+		if r.offset < lo || r.offset > hi+1 {
+			return nil, &resetOutOfRange{offset: r.offset, min: lo, max: hi}
 		}
 		out[r.queueID] = r.offset
 		return out, nil

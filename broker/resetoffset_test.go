@@ -109,16 +109,24 @@ func TestResetOffsetForPullConsumers(t *testing.T) {
 	if got := mustReset(t, c, resetReq("rg", "RT", -1, -1, 0)); fmt.Sprint(got) != fmt.Sprint(map[int32]int64{0: 6, 1: 1, 2: 0, 3: 0}) {
 		t.Fatalf("reset to the end: %v", got)
 	}
-	// One queue to a given offset (mqadmin resetOffsetByQueueId).
+	// One queue to a given offset (mqadmin resetOffsetByQueueId), up to
+	// one past its end as RocketMQ's resetOffsetInner allows.
+	if got := mustReset(t, c, resetReq("rg", "RT", -1, 0, 7)); fmt.Sprint(got) != "map[0:7]" || committedOffset(t, c, "rg", "RT", 0) != 7 {
+		t.Fatalf("reset of queue 0 (end 6) to 7: %v", got)
+	}
 	if got := mustReset(t, c, resetReq("rg", "RT", -1, 0, 1)); fmt.Sprint(got) != "map[0:1]" || committedOffset(t, c, "rg", "RT", 0) != 1 {
 		t.Fatalf("reset of queue 0 to 1: %v", got)
+	}
+	if r := call(t, c, remoting.InvokeBrokerToResetOffset, resetReq("rg", "RT", -1, 0, 8), nil); r.Code != remoting.SystemError ||
+		r.Remark != "Target offset 8 not in consume queue range [0-6]" {
+		t.Errorf("reset of queue 0 (end 6) to 8: %d %q, want RocketMQ's refusal", r.Code, r.Remark)
 	}
 	for _, tc := range []struct {
 		name string
 		h    map[string]string
 		code int32
 	}{
-		{"offset past the queue", resetReq("rg", "RT", -1, 0, 7), remoting.SystemError},
+		{"offset two past the queue", resetReq("rg", "RT", -1, 0, 8), remoting.SystemError},
 		{"unknown topic", resetReq("rg", "Nope", -1, -1, 0), remoting.TopicNotExist},
 		{"queue not in the topic", resetReq("rg", "RT", -1, 4, 0), remoting.InvalidParameter},
 		{"no timestamp", map[string]string{"group": "rg", "topic": "RT"}, remoting.SystemError},
@@ -288,5 +296,39 @@ func TestASlaveRefusesAnOffsetReset(t *testing.T) {
 	resp := call(t, s.client(nil), remoting.InvokeBrokerToResetOffset, resetReq("g", "T", 0, -1, 0), nil)
 	if resp.Code != remoting.SystemError || resp.Remark != "Can not reset offset in slave broker" {
 		t.Fatalf("reset on a slave: %d %s", resp.Code, resp.Remark)
+	}
+}
+
+// A reset of a queue the group has not popped yet waits for a pull (the
+// group may pull it); the queue's next pop ends that wait, as RocketMQ
+// erases a waiting reset at a pop (PopMessageProcessor.getPopOffset ->
+// queryThenEraseResetOffset). It used to stay: once the group had popped
+// and acked past it, its first pull (consume mode switched back to PULL)
+// was moved back to the reset offset and everything was consumed again.
+func TestAPopEndsTheWaitOfAResetForAPull(t *testing.T) {
+	b := startTestBroker(t, nil)
+	pc, rc := popClient(b)
+	createTopic(t, rc, "RUP", 1, 1)
+	sendBodies(t, rc, "RUP", 4)
+	b.caughtUp()
+	ensureGroup(t, rc, "rup")
+	if got := mustReset(t, rc, resetReq("rup", "RUP", 0, -1, 0)); got[0] != 0 {
+		t.Fatalf("reset to time 0: %v", got)
+	}
+	res := mustPop(t, pc, popclient.PopRequest{Group: "rup", Topic: "RUP", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute})
+	if len(res.Messages) != 4 {
+		t.Fatalf("pop after the reset: %v", bodies(res.Messages))
+	}
+	for _, m := range res.Messages {
+		if code, _ := pc.Ack(ctx20(t), "rup", m); code != remoting.Success {
+			t.Fatalf("ack: %d", code)
+		}
+	}
+	if off := committedOffset(t, rc, "rup", "RUP", 0); off != 4 {
+		t.Fatalf("committed after acking everything: %d", off)
+	}
+	r := call(t, rc, remoting.PullMessage, pullReq("rup", "RUP", 0, 4, 0, 0, "*"), nil)
+	if r.Code == remoting.PullOffsetMoved {
+		t.Fatalf("pull at the committed offset 4 after the pops: moved to %s (the reset the pops consumed past)", r.ExtFields["nextBeginOffset"])
 	}
 }
