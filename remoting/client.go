@@ -112,12 +112,15 @@ type Client struct {
 	log  zerolog.Logger
 
 	opaque atomic.Int32
-	sendq  chan []byte
-	sem    chan struct{} // slots for Handler calls
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{} // closed by fail
-	wg     sync.WaitGroup
+	// lastRead is when the last frame arrived (UnixNano; the dial's time
+	// before any), for telling a server that stopped answering.
+	lastRead atomic.Int64
+	sendq    chan []byte
+	sem      chan struct{} // slots for Handler calls
+	ctx      context.Context
+	cancel   context.CancelFunc
+	done     chan struct{} // closed by fail
+	wg       sync.WaitGroup
 
 	mu       sync.Mutex // guards pending, closed, closeErr
 	pending  map[int32]*call
@@ -155,6 +158,7 @@ func Dial(ctx context.Context, addr string, opts ClientOptions) (*Client, error)
 		pending: make(map[int32]*call),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.lastRead.Store(time.Now().UnixNano())
 	c.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
@@ -178,6 +182,9 @@ func (c *Client) Err() error {
 	defer c.mu.Unlock()
 	return c.closeErr
 }
+
+// silentSince reports whether nothing arrived from the server since t.
+func (c *Client) silentSince(t time.Time) bool { return c.lastRead.Load() < t.UnixNano() }
 
 // Closed reports whether the client has stopped working.
 func (c *Client) Closed() bool {
@@ -263,7 +270,11 @@ func (c *Client) InvokeAsync(cmd *Command, cb func(*Command, error)) error {
 		}
 	})
 	c.mu.Unlock()
-	if err := c.enqueue(context.Background(), frame); err != nil {
+	// The wait for room in the send queue (a server that stopped reading
+	// fills it) ends with the call's own timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.AsyncTimeout)
+	defer cancel()
+	if err := c.enqueue(ctx, frame); err != nil {
 		if c.take(opaque) != nil {
 			cl.timer.Stop()
 			return fmt.Errorf("invoke code %d on %s: %w", req.Code, c.addr, err)
@@ -379,6 +390,7 @@ func (c *Client) readLoop() {
 			c.fail(fmt.Errorf("read from %s: %w", c.addr, err))
 			return
 		}
+		c.lastRead.Store(time.Now().UnixNano())
 		cmd, err := Decode(frame)
 		if err != nil {
 			c.log.Warn().Err(err).Msg("closing connection: undecodable frame")

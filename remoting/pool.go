@@ -5,13 +5,33 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // ErrPoolClosed is returned by ClientPool methods after Close.
 var ErrPoolClosed = errors.New("client pool closed")
 
+// ErrUnresponsive fails a pooled client whose server let a request time
+// out without sending anything since it was sent.
+var ErrUnresponsive = errors.New("server sent nothing until a request timed out")
+
+// unresponsiveAfter is how long a request must have waited, with nothing
+// arriving from the server meanwhile, for its timeout to drop the client:
+// a caller's short deadline alone (a gRPC client's, say) does not close a
+// connection other callers share.
+const unresponsiveAfter = 3 * time.Second
+
+// poolDialTimeout bounds a dial the pool makes for its callers (RocketMQ's
+// connectTimeoutMillis is 3 s): the dial is shared, so it does not end
+// with the first caller's context.
+const poolDialTimeout = 3 * time.Second
+
 // ClientPool keeps one Client per server address and redials an address
-// whose connection has failed. The broker uses it to reach name servers.
+// whose connection has failed. A client whose server answered nothing
+// while a request timed out is dropped too (RocketMQ's client closes a
+// channel on a timeout, clientCloseSocketIfTimeout): a hung process keeps
+// its TCP connection open, and the next request dials again. The broker
+// uses it to reach name servers, the gRPC proxy to reach brokers.
 type ClientPool struct {
 	opts ClientOptions
 
@@ -19,6 +39,18 @@ type ClientPool struct {
 	clients map[string]*Client
 	dialing map[string]*dialing
 	closed  bool
+	// closing counts the goroutines closing dropped clients (waiting for
+	// their handlers); Close waits for them.
+	closing sync.WaitGroup
+	// silence overrides unresponsiveAfter when set (tests).
+	silence time.Duration
+}
+
+func (p *ClientPool) unresponsiveAfter() time.Duration {
+	if p.silence > 0 {
+		return p.silence
+	}
+	return unresponsiveAfter
 }
 
 // dialing is a dial in progress that concurrent Gets of the same address
@@ -60,19 +92,40 @@ func (p *ClientPool) Get(ctx context.Context, addr string) (*Client, error) {
 		d = &dialing{done: make(chan struct{})}
 		p.dialing[addr] = d
 	}
-	p.mu.Unlock()
 	if stale != nil {
-		_ = stale.Close() // already failed: only waits for its goroutines
+		// Already failed: Close only waits for its goroutines, whose
+		// Handlers may call this pool for this address.
+		p.closeLater(stale)
 	}
-	if inFlight {
-		select {
-		case <-d.done:
-			return d.c, d.err
-		case <-ctx.Done():
-			return nil, fmt.Errorf("dial %s: %w", addr, ctx.Err())
-		}
+	p.mu.Unlock()
+	if !inFlight {
+		p.closing.Add(1)
+		go p.dial(addr, d)
 	}
+	select {
+	case <-d.done:
+		return d.c, d.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("dial %s: %w", addr, ctx.Err())
+	}
+}
 
+// closeLater closes a client dropped from the pool on a goroutine of its
+// own; the caller holds p.mu.
+func (p *ClientPool) closeLater(c *Client) {
+	p.closing.Add(1)
+	go func() {
+		defer p.closing.Done()
+		_ = c.Close()
+	}()
+}
+
+// dial dials addr for the Gets waiting on d, within poolDialTimeout, and
+// keeps the client unless the pool closed meanwhile.
+func (p *ClientPool) dial(addr string, d *dialing) {
+	defer p.closing.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), poolDialTimeout)
+	defer cancel()
 	d.c, d.err = Dial(ctx, addr, p.opts)
 	p.mu.Lock()
 	delete(p.dialing, addr)
@@ -86,17 +139,36 @@ func (p *ClientPool) Get(ctx context.Context, addr string) (*Client, error) {
 	}
 	p.mu.Unlock()
 	close(d.done)
-	return d.c, d.err
 }
 
 // Invoke sends cmd to addr through the pooled client and waits for the
-// answer.
+// answer. When ctx's deadline passes at least unresponsiveAfter after the
+// request went out and the server has sent nothing since, the client is
+// dropped (ErrUnresponsive fails its other calls) and the next Get dials
+// again.
 func (p *ClientPool) Invoke(ctx context.Context, addr string, cmd *Command) (*Command, error) {
 	c, err := p.Get(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
-	return c.Invoke(ctx, cmd)
+	sent := time.Now()
+	resp, err := c.Invoke(ctx, cmd)
+	if errors.Is(err, context.DeadlineExceeded) && time.Since(sent) >= p.unresponsiveAfter() && c.silentSince(sent) {
+		p.drop(addr, c)
+	}
+	return resp, err
+}
+
+// drop fails c, the pool's client for addr, as unresponsive and forgets
+// it.
+func (p *ClientPool) drop(addr string, c *Client) {
+	c.fail(fmt.Errorf("%s: %w", addr, ErrUnresponsive))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.clients[addr] == c {
+		delete(p.clients, addr)
+		p.closeLater(c)
+	}
 }
 
 // Close closes every client and makes later calls fail with ErrPoolClosed.
@@ -109,5 +181,6 @@ func (p *ClientPool) Close() error {
 	for _, c := range clients {
 		_ = c.Close()
 	}
+	p.closing.Wait()
 	return nil
 }
