@@ -815,6 +815,19 @@ func (c *CQ) CorrectMin(minPhyOffset int64) error {
 	return nil
 }
 
+// correctMinOf is CorrectMin for the given queues only.
+func (c *CQ) correctMinOf(queues []qkey, minPhyOffset int64) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	for start := 0; start < len(queues); start += correctMinChunk {
+		if err := c.correctMinChunk(queues[start:min(start+correctMinChunk, len(queues))], minPhyOffset); err != nil {
+			return fmt.Errorf("correct cq minimum to %d: %w", minPhyOffset, err)
+		}
+	}
+	return nil
+}
+
 func (c *CQ) correctMinChunk(queues []qkey, minPhy int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

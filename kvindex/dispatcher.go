@@ -156,6 +156,9 @@ type Dispatcher struct {
 	files   []cq.Store
 	// keyBatch collects a batch's key-index entries (reused).
 	keyBatch keyBatch
+	// lagged holds the queues of a batch that wrote entries of records
+	// retention had deleted (correctLagged's, reused).
+	lagged []qkey
 	// compactRecs are copies of the batch's records of compacted topics,
 	// copied into the index under writeMu (reused).
 	compactRecs [][]byte
@@ -490,6 +493,32 @@ func (d *Dispatcher) correctMin(minOff int64, always bool) error {
 	}
 	if err := d.opts.DB.pdb.Set(metaKey(metaMinApplied), putInt64(minOff), pebble.Sync); err != nil {
 		return fmt.Errorf("record applied minimum: %w", err)
+	}
+	return nil
+}
+
+// correctLagged applies the CommitLog minimum to the queues of a batch
+// that wrote entries of records retention had deleted, and drops the key
+// index below it again: each queue's minimum moves past those entries, as
+// retention's own correction (which ran before the batch's commit) moves
+// every queue's. The caller holds writeMu. The file layout, whose minima
+// come from its files at each start, is left to the next retention pass.
+func (d *Dispatcher) correctLagged(pending []pendingQueue) error {
+	queues := d.lagged[:0]
+	for _, q := range pending {
+		queues = append(queues, qkey{q.topic, q.qid})
+	}
+	d.lagged = queues
+	minOff := d.opts.Log.MinOffset()
+	if d.kv != nil {
+		if err := d.kv.correctMinOf(queues, minOff); err != nil {
+			return fmt.Errorf("correct the minima of %d queues dispatched behind retention: %w", len(queues), err)
+		}
+	}
+	if minOff > 0 {
+		if err := d.keys.DropBelow(minOff); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -920,6 +949,15 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 	}
 	if err := d.commitBatch(b, entries, end); err != nil {
 		return 0, err
+	}
+	if len(queues) > 0 && d.next.Load() < d.opts.Log.MinOffset() {
+		// Retention deleted records of this batch while it was read (the
+		// reader holds the segment it is in): a correction of the
+		// minima that ran before this commit missed its entries. Before
+		// anyone is told the batch is in.
+		if err := d.correctLagged(queues); err != nil {
+			return 0, err
+		}
 	}
 	// After the KV ConsumeQueue's lock is released: Assign, which holds
 	// the offset table's lock, may read the ConsumeQueue (a queue not in
