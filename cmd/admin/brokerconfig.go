@@ -14,26 +14,53 @@ import (
 )
 
 // updateBrokerConfigCmd is mqadmin updateBrokerConfig: set keys of a
-// running broker (written back into its configuration file).
+// running broker (written back into its configuration file), or with -c
+// of every master of a cluster (and its slaves with -a).
 func updateBrokerConfigCmd(g *globals) *cobra.Command {
 	var in settingsInput
+	var cluster, allBrokers string
 	cmd := &cobra.Command{
 		Use:   "updateBrokerConfig",
 		Short: "change a running broker's settings (UPDATE_BROKER_CONFIG), e.g. -k brokerPermission -v 4 to stop sends to it",
-		Args:  cobra.NoArgs,
+		Long: `updateBrokerConfig changes settings of the -b broker, or with -c of every
+master of the cluster (masters and slaves with -a, whose value mqadmin does
+not read either). With -c a broker that fails does not stop the others; the
+exit status tells whether any failed.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			body, err := in.body()
 			if err != nil {
 				return err
 			}
-			if _, err := g.invoke(cmd.Context(), g.broker, remoting.UpdateBrokerConfig, nil, body); err != nil {
+			if cluster == "" {
+				if _, err := g.invoke(cmd.Context(), g.broker, remoting.UpdateBrokerConfig, nil, body); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "update broker config success, %s\n", g.broker)
+				return nil
+			}
+			addrs, err := g.clusterBrokers(cmd.Context(), cluster, !cmd.Flags().Changed("updateAllBroker"))
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "update broker config success, %s\n", g.broker)
+			var failed []string
+			for _, addr := range addrs {
+				if _, err := g.invoke(cmd.Context(), addr, remoting.UpdateBrokerConfig, nil, body); err != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "update broker config failed, %s: %v\n", addr, err)
+					failed = append(failed, addr)
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "update broker config success, %s\n", addr)
+			}
+			if len(failed) > 0 {
+				return fmt.Errorf("update broker config failed on %s", strings.Join(failed, ", "))
+			}
 			return nil
 		},
 	}
 	in.flags(cmd)
+	cmd.Flags().StringVarP(&cluster, "clusterName", "c", "", "every master of this cluster instead of -b")
+	cmd.Flags().StringVarP(&allBrokers, "updateAllBroker", "a", "", "with -c, the slaves too (any value, as mqadmin)")
 	return cmd
 }
 
@@ -127,26 +154,61 @@ func getNamesrvConfigCmd(g *globals) *cobra.Command {
 	}
 }
 
-// getBrokerConfigCmd is mqadmin getBrokerConfig.
+// getBrokerConfigCmd is mqadmin getBrokerConfig: the settings of the -b
+// broker, or with -c of every broker of a cluster, each under a line
+// naming it as mqadmin's.
 func getBrokerConfigCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var cluster string
+	cmd := &cobra.Command{
 		Use:   "getBrokerConfig",
-		Short: "print a running broker's settings (GET_BROKER_CONFIG)",
+		Short: "print a running broker's settings, or every broker's of a cluster with -c (GET_BROKER_CONFIG)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			resp, err := g.invoke(cmd.Context(), g.broker, remoting.GetBrokerConfig, nil, nil)
+			out := cmd.OutOrStdout()
+			if cluster == "" {
+				resp, err := g.invoke(cmd.Context(), g.broker, remoting.GetBrokerConfig, nil, nil)
+				if err != nil {
+					return err
+				}
+				_, err = out.Write(resp.Body)
+				return err
+			}
+			groups, err := g.clusterGroups(cmd.Context(), cluster)
 			if err != nil {
 				return err
 			}
-			_, err = cmd.OutOrStdout().Write(resp.Body)
-			return err
+			for _, grp := range groups {
+				type target struct{ title, addr string }
+				targets := make([]target, 0, 1+len(grp.slaves))
+				if grp.master != "" {
+					targets = append(targets, target{fmt.Sprintf("============Master: %s============", grp.master), grp.master})
+				}
+				for _, s := range grp.slaves {
+					targets = append(targets, target{fmt.Sprintf("============My Master: %s=====Slave: %s============", grp.master, s), s})
+				}
+				for _, t := range targets {
+					resp, err := g.invoke(cmd.Context(), t.addr, remoting.GetBrokerConfig, nil, nil)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintln(out, t.title)
+					if _, err := out.Write(resp.Body); err != nil {
+						return err
+					}
+					fmt.Fprintln(out)
+				}
+			}
+			return nil
 		},
 	}
+	cmd.Flags().StringVarP(&cluster, "clusterName", "c", "", "every broker (masters and slaves) of this cluster instead of -b")
+	return cmd
 }
 
 // writePermCmd is mqadmin wipeWritePerm or addWritePerm: change the write
 // permission of a broker group's routes on every name server of -n
-// (addresses separated by ';').
+// (addresses separated by ';'). As mqadmin's, -b names the broker group,
+// not a broker address.
 func writePermCmd(g *globals, use string, code int32, countField, verb string) *cobra.Command {
 	var brokerName string
 	cmd := &cobra.Command{
@@ -155,9 +217,9 @@ func writePermCmd(g *globals, use string, code int32, countField, verb string) *
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if brokerName == "" {
-				return fmt.Errorf("--broker-name is required")
+				return fmt.Errorf("-b (--brokerName) is required")
 			}
-			addrs := namesrv.ParseNameServers(g.namesrv)
+			addrs := g.nameServers()
 			var failed []string
 			for _, addr := range addrs {
 				resp, err := g.invoke(cmd.Context(), addr, code, map[string]string{"brokerName": brokerName}, nil)
@@ -175,7 +237,8 @@ func writePermCmd(g *globals, use string, code int32, countField, verb string) *
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&brokerName, "broker-name", "", "the broker group (brokerName)")
+	cmd.Flags().StringVarP(&brokerName, "brokerName", "b", "", "the broker group (brokerName), as mqadmin's -b")
+	cmd.Flags().StringVar(&brokerName, "broker-name", "", "same as -b")
 	return cmd
 }
 

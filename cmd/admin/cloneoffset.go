@@ -55,8 +55,7 @@ the offsets it holds over the copied ones.`,
 	f.StringVarP(&src, "srcGroup", "s", "", "source consumer group")
 	f.StringVarP(&dest, "destGroup", "d", "", "destination consumer group")
 	f.StringVarP(&topic, "topic", "t", "", "topic")
-	f.VarP(javaBool{&offline}, "offline", "o", "clone even while the source group's online consumers do not subscribe to the topic (-o or -o=true)")
-	f.Lookup("offline").NoOptDefVal = "true"
+	f.VarP(javaBool{&offline}, "offline", "o", "true: clone even while the source group's online consumers do not subscribe to the topic (-o true|false, as mqadmin's)")
 	for _, name := range []string{"srcGroup", "destGroup", "topic"} {
 		_ = cmd.MarkFlagRequired(name)
 	}

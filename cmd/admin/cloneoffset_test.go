@@ -56,7 +56,7 @@ func TestCloneGroupOffset(t *testing.T) {
 	}
 
 	// One broker named with -b, offline given as mqadmin's flag.
-	if out, err := run(t, "cloneGroupOffset", "-b", br, "-s", "src", "-d", "other", "-t", "CL", "-o"); err != nil || strings.Count(out, "\n") != 1 {
+	if out, err := run(t, "cloneGroupOffset", "-b", br, "-s", "src", "-d", "other", "-t", "CL", "-o", "true"); err != nil || strings.Count(out, "\n") != 1 {
 		t.Fatalf("clone through -b: %v\n%s", err, out)
 	}
 	if got := offsets("other"); got != "5 7" {

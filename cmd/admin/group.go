@@ -34,13 +34,9 @@ func (g *globals) clusterMasters(ctx context.Context, cluster string) ([]string,
 // clusterBrokers returns the addresses of a cluster's brokers, masters
 // only or every one, sorted, as the name server knows them.
 func (g *globals) clusterBrokers(ctx context.Context, cluster string, mastersOnly bool) ([]string, error) {
-	resp, err := g.invoke(ctx, g.namesrv, remoting.GetBrokerClusterInfo, nil, nil)
+	info, err := g.clusterInfo(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("cluster info: %w", err)
-	}
-	var info namesrv.ClusterInfo
-	if err := json.Unmarshal(resp.Body, &info); err != nil {
-		return nil, fmt.Errorf("decode cluster info: %w", err)
+		return nil, err
 	}
 	var addrs []string
 	for _, name := range info.ClusterAddrTable[cluster] {
@@ -59,6 +55,53 @@ func (g *globals) clusterBrokers(ctx context.Context, cluster string, mastersOnl
 	}
 	sort.Strings(addrs)
 	return addrs, nil
+}
+
+// brokerGroup is a broker group of a cluster: its master's address ("" when
+// it has none) and its slaves', sorted.
+type brokerGroup struct {
+	name, master string
+	slaves       []string
+}
+
+// clusterGroups returns the broker groups of a cluster, by name, as the
+// name server knows them.
+func (g *globals) clusterGroups(ctx context.Context, cluster string) ([]brokerGroup, error) {
+	info, err := g.clusterInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []brokerGroup
+	for _, name := range info.ClusterAddrTable[cluster] {
+		grp := brokerGroup{name: name}
+		for id, a := range info.BrokerAddrTable[name].BrokerAddrs {
+			if id == 0 {
+				grp.master = a
+			} else {
+				grp.slaves = append(grp.slaves, a)
+			}
+		}
+		sort.Strings(grp.slaves)
+		out = append(out, grp)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("cluster %q has no broker the name server %s knows", cluster, g.namesrv)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
+}
+
+// clusterInfo asks the name servers for the clusters and their brokers.
+func (g *globals) clusterInfo(ctx context.Context) (namesrv.ClusterInfo, error) {
+	var info namesrv.ClusterInfo
+	resp, err := g.invokeNamesrv(ctx, remoting.GetBrokerClusterInfo, nil, nil)
+	if err != nil {
+		return info, fmt.Errorf("cluster info: %w", err)
+	}
+	if err := json.Unmarshal(resp.Body, &info); err != nil {
+		return info, fmt.Errorf("decode cluster info: %w", err)
+	}
+	return info, nil
 }
 
 // javaBool is a flag holding a boolean given as text, as mqadmin reads
@@ -212,17 +255,15 @@ and the name server.`,
 	return cmd
 }
 
-// deleteTopicEverywhere deletes topic from the brokers and the name server.
+// deleteTopicEverywhere deletes topic from the brokers and every name
+// server.
 func (g *globals) deleteTopicEverywhere(ctx context.Context, brokers []string, topic string) error {
 	for _, addr := range brokers {
 		if _, err := g.invoke(ctx, addr, remoting.DeleteTopicInBroker, remoting.Header{"topic": topic}, nil); err != nil {
 			return err
 		}
 	}
-	if _, err := g.invoke(ctx, g.namesrv, remoting.DeleteTopicInNamesrv, remoting.Header{"topic": topic}, nil); err != nil {
-		return err
-	}
-	return nil
+	return g.deleteTopicInNamesrvs(ctx, topic, "")
 }
 
 func groupForbiddenCmd(g *globals) *cobra.Command {

@@ -5,24 +5,24 @@
 // consumerConnection, and its resetOffsetByTime.
 //
 //	admin createTopics       -b 127.0.0.1:10911 --prefix Scale --count 10000 --queues 100
-//	admin updateTopic        -b 127.0.0.1:10911 -t TopicA -r 8 -w 8
-//	admin deleteTopic        -b 127.0.0.1:10911 -t TopicA
+//	admin updateTopic        -b 127.0.0.1:10911 -t TopicA -r 8 -w 8 [-o true] (or -c DefaultCluster)
+//	admin deleteTopic        -c DefaultCluster -t TopicA (or -b one broker)
 //	admin topicList          -n 127.0.0.1:9876
 //	admin topicRoute         -n 127.0.0.1:9876 -t TopicA
 //	admin clusterList        -n 127.0.0.1:9876
 //	admin brokerStatus       -b 127.0.0.1:10911
-//	admin topicStatus        -b 127.0.0.1:10911 -t TopicA
-//	admin consumerProgress   -b 127.0.0.1:10911 -g GroupA [-t TopicA]
-//	admin brokerConsumeStats -b 127.0.0.1:10911 [-l 100] [-o]
+//	admin topicStatus        -n 127.0.0.1:9876 -t TopicA (or -b one broker)
+//	admin consumerProgress   -n 127.0.0.1:9876 -g GroupA [-t TopicA] (or -b one broker)
+//	admin brokerConsumeStats -b 127.0.0.1:10911 [-l 100] [-o true] [-t 50000]
 //	admin consumerConnection -b 127.0.0.1:10911 -g GroupA
 //	admin producer           -b 127.0.0.1:10911
-//	admin resetOffsetByTime  -n 127.0.0.1:9876 -g GroupA -t TopicA -s 2026-11-30#12:00:00:000
+//	admin resetOffsetByTime  -n 127.0.0.1:9876 -g GroupA -t TopicA -s 2026-11-30#12:00:00:000 [-f false] [-c DefaultCluster]
 //	admin updateSubGroup     -b 127.0.0.1:10911 -g GroupA -r 3 -s true (or -c DefaultCluster)
 //	admin deleteSubGroup     -c DefaultCluster -g GroupA -r true
 //	admin groupForbidden     -b 127.0.0.1:10911 -g GroupA -t TopicA [-r false|true]
-//	admin cloneGroupOffset   -n 127.0.0.1:9876 -s GroupA -d GroupB -t TopicA [-o]
-//	admin queryMsgByKey      -n 127.0.0.1:9876 -t TopicA -k order-42
-//	admin queryMsgById       -i 7F00000100002A9F0000000000000400 [--body]
+//	admin cloneGroupOffset   -n 127.0.0.1:9876 -s GroupA -d GroupB -t TopicA [-o true]
+//	admin queryMsgByKey      -n 127.0.0.1:9876 -t TopicA -k order-42 [-b beginMs] [-e endMs] [-m 64]
+//	admin queryMsgById       [-t TopicA] -i 7F00000100002A9F0000000000000400 [--body]
 //	admin sendMessage        -n 127.0.0.1:9876 -t TopicA -p "hello" [-k order-42] [-c TagA]
 //	admin consumeMessage     -n 127.0.0.1:9876 -t TopicA [-o 100] [-c 10] [--body]
 //
@@ -31,6 +31,11 @@
 //
 //	admin createUser -b 127.0.0.1:10911 -u alice -p alice-secret [-t Normal]
 //	admin createAcl  -c DefaultCluster -s User:alice -r Topic:orders,Group:billing -a Pub,Sub -d Allow [-i 10.0.0.0/8]
+//
+// -n takes several name servers separated by ';', as mqadmin's. The flags
+// are mqadmin's where it has the command: -b is a broker address except
+// where mqadmin gives it another meaning (queryMsgByKey's begin time,
+// wipeWritePerm's broker name).
 package main
 
 import (
@@ -38,6 +43,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -49,6 +55,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/acl"
 	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -82,8 +89,11 @@ func (g *globals) clientOptions() remoting.ClientOptions {
 	return o
 }
 
+// defaultBroker is -b's default, the broker address of most commands.
+const defaultBroker = "127.0.0.1:10911"
+
 func newRoot(out io.Writer) *cobra.Command {
-	g := &globals{}
+	g := &globals{broker: defaultBroker}
 	root := &cobra.Command{
 		Use:           "admin",
 		Short:         "administer rocketkv brokers and name servers",
@@ -92,8 +102,7 @@ func newRoot(out io.Writer) *cobra.Command {
 	}
 	root.SetOut(out)
 	pf := root.PersistentFlags()
-	pf.StringVarP(&g.broker, "broker", "b", "127.0.0.1:10911", "broker address")
-	pf.StringVarP(&g.namesrv, "namesrv", "n", "127.0.0.1:9876", "name server address")
+	pf.StringVarP(&g.namesrv, "namesrv", "n", "127.0.0.1:9876", "name server address; several separated by ';' as mqadmin's (tried in turn)")
 	pf.DurationVar(&g.timeout, "timeout", 60*time.Second, "timeout of one request")
 	pf.BoolVar(&g.tls, "tls", false, "connect with TLS (certificates not verified, as RocketMQ's clients), for servers with tls.server.mode=enforcing")
 	pf.StringVar(&g.accessKey, "access-key", "", "ACL account to sign requests as (default $ROCKETKV_ACCESS_KEY)")
@@ -106,7 +115,71 @@ func newRoot(out io.Writer) *cobra.Command {
 		writePermCmd(g, "wipeWritePerm", remoting.WipeWritePermOfBroker, "wipeTopicCount", "wipe"),
 		writePermCmd(g, "addWritePerm", remoting.AddWritePermOfBroker, "addTopicCount", "add"), producerInfoCmd(g))
 	root.AddCommand(authCmds(g)...)
+	for _, c := range root.Commands() {
+		addBrokerFlag(c, g)
+	}
 	return root
+}
+
+// addBrokerFlag gives cmd and its subcommands -b, --broker, the broker
+// address, except those that take -b for something else as mqadmin's do
+// (queryMsgByKey's beginTimestamp, wipeWritePerm's brokerName).
+func addBrokerFlag(cmd *cobra.Command, g *globals) {
+	if cmd.Flags().ShorthandLookup("b") == nil && cmd.Flags().Lookup("broker") == nil {
+		cmd.Flags().StringVarP(&g.broker, "broker", "b", defaultBroker, "broker address")
+	}
+	for _, c := range cmd.Commands() {
+		addBrokerFlag(c, g)
+	}
+}
+
+// nameServers returns the addresses of -n, which holds one or several
+// separated by ';' as mqadmin's.
+func (g *globals) nameServers() []string {
+	return namesrv.ParseNameServers(g.namesrv)
+}
+
+// invokeNamesrv sends a request to the name servers of -n in turn, as
+// RocketMQ's clients fail over: one that cannot be reached (or does not
+// answer in time) gives way to the next; the first answer, a success or
+// not, is returned.
+func (g *globals) invokeNamesrv(ctx context.Context, code int32, ext map[string]string, body []byte) (*remoting.Command, error) {
+	addrs := g.nameServers()
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("no name server address in -n %q", g.namesrv)
+	}
+	var errs []error
+	for _, addr := range addrs {
+		resp, err := g.invoke(ctx, addr, code, ext, body)
+		if resp != nil || err == nil {
+			return resp, err
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("no name server of %s answered: %w", g.namesrv, errors.Join(errs...))
+}
+
+// deleteTopicInNamesrvs deletes topic from every name server of -n, as
+// mqadmin's deleteTopic does; cluster, when set, limits the deletion to
+// the routes of that cluster's brokers.
+func (g *globals) deleteTopicInNamesrvs(ctx context.Context, topic, cluster string) error {
+	h := remoting.Header{"topic": topic}
+	if cluster != "" {
+		h["clusterName"] = cluster
+	}
+	addrs := g.nameServers()
+	if len(addrs) == 0 {
+		return fmt.Errorf("no name server address in -n %q", g.namesrv)
+	}
+	for _, addr := range addrs {
+		if _, err := g.invoke(ctx, addr, remoting.DeleteTopicInNamesrv, h, nil); err != nil {
+			return fmt.Errorf("delete topic %s from name server %s: %w", topic, addr, err)
+		}
+	}
+	return nil
 }
 
 // invoke sends one request and returns the response, failing on anything
@@ -171,13 +244,16 @@ func createTopicsCmd(g *globals) *cobra.Command {
 }
 
 func updateTopicCmd(g *globals) *cobra.Command {
-	var topic, attributes string
+	var topic, attributes, cluster string
 	var read, write, perm int
 	var order bool
 	cmd := &cobra.Command{
 		Use:   "updateTopic",
-		Short: "create or update one topic (UPDATE_AND_CREATE_TOPIC)",
-		Args:  cobra.NoArgs,
+		Short: "create or update one topic on a broker or every master of a cluster (UPDATE_AND_CREATE_TOPIC)",
+		Long: `updateTopic creates or updates a topic on the -b broker, or with -c on every
+master broker of the cluster, as mqadmin updateTopic. Booleans are given as
+text as mqadmin takes them: -o true makes the topic ordered.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h := remoting.Header{"topic": topic, "defaultTopic": "TBW102", "topicFilterType": meta.SingleTag}
 			h.SetInt32("readQueueNums", int32(read))
@@ -187,42 +263,77 @@ func updateTopicCmd(g *globals) *cobra.Command {
 			if attributes != "" {
 				h["attributes"] = attributes
 			}
-			if _, err := g.invoke(cmd.Context(), g.broker, remoting.UpdateAndCreateTopic, h, nil); err != nil {
+			targets, err := g.groupTargets(cmd.Context(), cluster)
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "topic %s: %d read, %d write queues, perm %d\n", topic, read, write, perm)
+			for _, addr := range targets {
+				if _, err := g.invoke(cmd.Context(), addr, remoting.UpdateAndCreateTopic, h, nil); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "create topic to %s success.\n", addr)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "topic %s: %d read, %d write queues, perm %d, order %t\n", topic, read, write, perm, order)
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&topic, "topic", "t", "", "topic name")
-	f.IntVarP(&read, "read", "r", 8, "read queues")
-	f.IntVarP(&write, "write", "w", 8, "write queues")
+	f.StringVarP(&cluster, "clusterName", "c", "", "every master of this cluster instead of -b")
+	f.IntVarP(&read, "readQueueNums", "r", 8, "read queues")
+	f.IntVarP(&write, "writeQueueNums", "w", 8, "write queues")
 	f.IntVarP(&perm, "perm", "p", 6, "permission (4 read, 2 write)")
-	f.BoolVarP(&order, "order", "o", false, "ordered topic")
+	f.VarP(javaBool{&order}, "order", "o", "ordered topic (true|false)")
 	f.StringVarP(&attributes, "attributes", "a", "", "attribute modifications, as mqadmin's: +message.type=FIFO adds or changes, -reserve.time removes (comma-separated)")
+	aliasFlag(cmd, "readQueueNums", "read")
+	aliasFlag(cmd, "writeQueueNums", "write")
 	_ = cmd.MarkFlagRequired("topic")
 	return cmd
 }
 
+// aliasFlag adds alias, a hidden long name for the flag name of cmd, so
+// that an older spelling keeps working beside mqadmin's.
+func aliasFlag(cmd *cobra.Command, name, alias string) {
+	f := cmd.Flags().Lookup(name)
+	cmd.Flags().Var(f.Value, alias, f.Usage)
+	_ = cmd.Flags().MarkHidden(alias)
+}
+
+// deleteTopicCmd is mqadmin deleteTopic: with -c, the topic is deleted
+// from every master of the cluster and then from the name servers (for
+// that cluster); without, from the -b broker and the name servers.
 func deleteTopicCmd(g *globals) *cobra.Command {
-	var topic string
+	var topic, cluster string
 	cmd := &cobra.Command{
 		Use:   "deleteTopic",
-		Short: "delete a topic from a broker (DELETE_TOPIC_IN_BROKER) and the name server",
+		Short: "delete a topic from a broker or every master of a cluster (DELETE_TOPIC_IN_BROKER) and the name servers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := g.invoke(cmd.Context(), g.broker, remoting.DeleteTopicInBroker, remoting.Header{"topic": topic}, nil); err != nil {
+			targets, err := g.groupTargets(cmd.Context(), cluster)
+			if err != nil {
 				return err
 			}
-			if _, err := g.invoke(cmd.Context(), g.namesrv, remoting.DeleteTopicInNamesrv, remoting.Header{"topic": topic}, nil); err != nil {
+			for _, addr := range targets {
+				if _, err := g.invoke(cmd.Context(), addr, remoting.DeleteTopicInBroker, remoting.Header{"topic": topic}, nil); err != nil {
+					return err
+				}
+			}
+			if cluster != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "delete topic [%s] from cluster [%s] success.\n", topic, cluster)
+			}
+			if err := g.deleteTopicInNamesrvs(cmd.Context(), topic, cluster); err != nil {
 				return err
+			}
+			if cluster != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "delete topic [%s] from NameServer success.\n", topic)
+				return nil
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "topic %s deleted\n", topic)
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&topic, "topic", "t", "", "topic name")
+	cmd.Flags().StringVarP(&cluster, "clusterName", "c", "", "every master of this cluster instead of -b")
 	_ = cmd.MarkFlagRequired("topic")
 	return cmd
 }
@@ -247,7 +358,7 @@ func topicListCmd(g *globals) *cobra.Command {
 
 // allTopics lists every topic the name server knows, sorted.
 func (g *globals) allTopics(ctx context.Context) ([]string, error) {
-	resp, err := g.invoke(ctx, g.namesrv, remoting.GetAllTopicListFromNameServer, nil, nil)
+	resp, err := g.invokeNamesrv(ctx, remoting.GetAllTopicListFromNameServer, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +379,7 @@ func topicRouteCmd(g *globals) *cobra.Command {
 		Short: "print a topic's route as the name server answers it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			resp, err := g.invoke(cmd.Context(), g.namesrv, remoting.GetRouteInfoByTopic, remoting.Header{"topic": topic}, nil)
+			resp, err := g.invokeNamesrv(cmd.Context(), remoting.GetRouteInfoByTopic, remoting.Header{"topic": topic}, nil)
 			if err != nil {
 				return err
 			}
@@ -287,7 +398,7 @@ func clusterListCmd(g *globals) *cobra.Command {
 		Short: "print the clusters and brokers the name server knows",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			resp, err := g.invoke(cmd.Context(), g.namesrv, remoting.GetBrokerClusterInfo, nil, nil)
+			resp, err := g.invokeNamesrv(cmd.Context(), remoting.GetBrokerClusterInfo, nil, nil)
 			if err != nil {
 				return err
 			}

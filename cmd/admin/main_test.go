@@ -154,7 +154,7 @@ func TestDrainCommands(t *testing.T) {
 		t.Fatalf("changing listenPort: %v", err)
 	}
 
-	out, err = run(t, "wipeWritePerm", "-n", ns, "--broker-name", "broker-a")
+	out, err = run(t, "wipeWritePerm", "-n", ns, "-b", "broker-a") // mqadmin's -b: the broker name
 	if err != nil || !strings.Contains(out, "wipe write perm of broker[broker-a] in name server["+ns+"] OK") {
 		t.Fatalf("wipeWritePerm: %q %v", out, err)
 	}
@@ -165,7 +165,12 @@ func TestDrainCommands(t *testing.T) {
 	}
 	waitRoutePerm("6")
 	if _, err := run(t, "wipeWritePerm", "-n", ns); err == nil {
-		t.Fatal("wipeWritePerm without --broker-name succeeded")
+		t.Fatal("wipeWritePerm without -b succeeded")
+	}
+	// Several name servers, each told.
+	out, err = run(t, "addWritePerm", "-n", ns+";"+ns, "-b", "broker-a")
+	if err != nil || strings.Count(out, "OK") != 2 {
+		t.Fatalf("addWritePerm on two name servers: %q %v", out, err)
 	}
 }
 
@@ -211,7 +216,7 @@ func TestQueryCq(t *testing.T) {
 // two ConsumeQueue layouts and prints it; a broker that does not
 // double-write while reading the file layout fails the check (exit 1).
 func TestCheckRocksdbCqWriteProgress(t *testing.T) {
-	_, b := startClusterWith(t, map[string]string{"rocksdbCQDoubleWriteEnable": "true"})
+	ns, b := startClusterWith(t, map[string]string{"rocksdbCQDoubleWriteEnable": "true"})
 	if _, err := run(t, "updateTopic", "-b", b.Addr(), "-t", "CheckT", "--read", "3", "--write", "3"); err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +231,12 @@ func TestCheckRocksdbCqWriteProgress(t *testing.T) {
 	out, err := run(t, "checkRocksdbCqWriteProgress", "-b", b.Addr(), "--cf", "0")
 	if err != nil || !strings.Contains(out, "kv and file agree") || !strings.Contains(out, "3 entries compared") {
 		t.Fatalf("double-writing broker: %q %v", out, err)
+	}
+	// mqadmin's -c: every master of the cluster.
+	waitClusterMember(t, ns, b.Addr())
+	out, err = run(t, "checkRocksdbCqWriteProgress", "-n", ns, "-c", "DefaultCluster", "--cf", "0")
+	if err != nil || !strings.Contains(out, "kv and file agree") {
+		t.Fatalf("double-writing cluster: %q %v", out, err)
 	}
 	_, single := startClusterWith(t, map[string]string{"storeType": "file"})
 	out, err = run(t, "checkRocksdbCqWriteProgress", "-b", single.Addr())

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -24,14 +25,17 @@ import (
 // queryMessages asks every master of topic's route for the messages
 // indexed under key (a KEYS entry, or with unique the UNIQ_KEY of
 // QUERY_MESSAGE's _UNIQUE_KEY_QUERY) stored between begin and end (ms),
-// and returns them decoded, broker by broker. A broker that finds none
-// answers QUERY_NOT_FOUND, which is not an error here.
-func (g *globals) queryMessages(ctx context.Context, topic, key string, unique bool, maxNum int, begin, end int64) ([]commitlog.Message, error) {
-	masters, err := g.masters(ctx, topic)
+// and returns them decoded, broker by broker. cluster, when set, is
+// mqadmin's -c: only the route's brokers of that cluster are asked, and
+// for an LMQ or the timer wheel's topic it is the topic whose route is
+// used and that is queried. A broker that finds none answers
+// QUERY_NOT_FOUND, which is not an error here.
+func (g *globals) queryMessages(ctx context.Context, cluster, topic, key string, unique bool, maxNum int, begin, end int64) ([]commitlog.Message, error) {
+	masters, queryTopic, err := g.queryTargets(ctx, cluster, topic)
 	if err != nil {
 		return nil, err
 	}
-	h := remoting.Header{"topic": topic, "key": key}
+	h := remoting.Header{"topic": queryTopic, "key": key}
 	h.SetInt32("maxNum", int32(maxNum))
 	h.SetInt64("beginTimestamp", begin)
 	h.SetInt64("endTimestamp", end)
@@ -56,6 +60,50 @@ func (g *globals) queryMessages(ctx context.Context, topic, key string, unique b
 	return out, nil
 }
 
+// queryTargets returns the brokers a message query of topic goes to and
+// the topic it names, as RocketMQ's MQAdminImpl.queryMessage picks them:
+// the masters of topic's route, those of cluster only when it is set; for
+// an LMQ (or rmq_sys_wheel_timer) with cluster set, the masters of the
+// route of cluster (a cluster or the LMQ's parent topic), queried with it.
+func (g *globals) queryTargets(ctx context.Context, cluster, topic string) ([]string, string, error) {
+	lmq := strings.HasPrefix(topic, lmqPrefix)
+	routeTopic, queryTopic := topic, topic
+	if cluster != "" && (lmq || topic == wheelTimerTopic) {
+		routeTopic = cluster
+	}
+	if cluster != "" && lmq {
+		queryTopic = cluster
+	}
+	route, err := g.route(ctx, routeTopic)
+	if err != nil {
+		return nil, "", err
+	}
+	var addrs []string
+	for _, bd := range route.BrokerDatas {
+		if !lmq && cluster != "" && bd.Cluster != cluster {
+			continue
+		}
+		if a, ok := bd.BrokerAddrs[0]; ok {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		if cluster != "" {
+			return nil, "", fmt.Errorf("route of %s names no master broker of cluster %s", routeTopic, cluster)
+		}
+		return nil, "", fmt.Errorf("route of %s names no master broker", routeTopic)
+	}
+	sort.Strings(addrs)
+	return addrs, queryTopic, nil
+}
+
+// lmqPrefix starts the name of a light message queue, and wheelTimerTopic
+// is the timer wheel's topic; RocketMQ routes both by a cluster's name.
+const (
+	lmqPrefix       = "%LMQ%"
+	wheelTimerTopic = "rmq_sys_wheel_timer"
+)
+
 // clientMsgID is the id the clients show for a message: its UNIQ_KEY when
 // the producer set one, else the offset message id.
 func clientMsgID(m *commitlog.Message) string {
@@ -66,18 +114,20 @@ func clientMsgID(m *commitlog.Message) string {
 }
 
 func queryMsgByKeyCmd(g *globals) *cobra.Command {
-	var topic, key string
+	var topic, key, cluster string
 	var maxNum int
 	var begin, end int64
 	cmd := &cobra.Command{
 		Use:   "queryMsgByKey",
 		Short: "list the messages of a topic whose KEYS hold a key, from every master of its route (QUERY_MESSAGE)",
-		Args:  cobra.NoArgs,
+		Long: `queryMsgByKey lists the messages of a topic whose KEYS hold a key, stored
+from -b to -e (ms since the epoch), at most -m from each master of the
+topic's route, as mqadmin queryMsgByKey: its -b is the begin time here,
+not a broker. -c keeps to the brokers of a cluster (for an LMQ, it names
+the cluster or parent topic whose route to use).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if end <= 0 {
-				end = time.Now().UnixMilli() + 1
-			}
-			msgs, err := g.queryMessages(cmd.Context(), topic, key, false, maxNum, begin, end)
+			msgs, err := g.queryMessages(cmd.Context(), strings.TrimSpace(cluster), strings.TrimSpace(topic), strings.TrimSpace(key), false, maxNum, begin, end)
 			if err != nil {
 				return err
 			}
@@ -92,9 +142,10 @@ func queryMsgByKeyCmd(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVarP(&topic, "topic", "t", "", "topic name")
 	f.StringVarP(&key, "msgKey", "k", "", "message key")
-	f.IntVarP(&maxNum, "maxNum", "c", 64, "most messages a broker returns")
-	f.Int64Var(&begin, "beginTimestamp", 0, "store time from (ms since the epoch)")
-	f.Int64VarP(&end, "endTimestamp", "e", 0, "store time up to (ms since the epoch; 0: now)")
+	f.Int64VarP(&begin, "beginTimestamp", "b", 0, "store time from (ms since the epoch)")
+	f.Int64VarP(&end, "endTimestamp", "e", math.MaxInt64, "store time up to (ms since the epoch)")
+	f.IntVarP(&maxNum, "maxNum", "m", 64, "most messages a broker returns")
+	f.StringVarP(&cluster, "cluster", "c", "", "only the brokers of this cluster (for an LMQ: the cluster or parent topic whose route to use)")
 	_ = cmd.MarkFlagRequired("topic")
 	_ = cmd.MarkFlagRequired("msgKey")
 	return cmd
@@ -102,40 +153,78 @@ func queryMsgByKeyCmd(g *globals) *cobra.Command {
 
 func queryMsgByIDCmd(g *globals) *cobra.Command {
 	var ids []string
+	var topic, cluster string
 	var showBody bool
 	cmd := &cobra.Command{
 		Use:   "queryMsgById",
-		Short: "print a message by its offset message id, from the broker the id names or -b when given (VIEW_MESSAGE_BY_ID)",
-		Args:  cobra.NoArgs,
+		Short: "print a message by its offset message id, or by the id a client shows (UNIQ_KEY) with -t (VIEW_MESSAGE_BY_ID, QUERY_MESSAGE)",
+		Long: `queryMsgById prints messages by id, as mqadmin queryMsgById: an offset message
+id is read from the broker it names (or -b when given); an id that is not
+one, or that the broker does not find, is looked up as the id clients show
+(UNIQ_KEY) on every master of the route of -t (as RocketMQ's
+MQAdminExt.queryMessage falls back), which needs -t.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			topic, cluster = strings.TrimSpace(topic), strings.TrimSpace(cluster)
 			for _, id := range ids {
-				addr, phy, err := commitlog.ParseMessageID(strings.TrimSpace(id))
-				if err != nil {
-					return fmt.Errorf("message id %q: %w", id, err)
+				if id = strings.TrimSpace(id); id == "" {
+					continue
 				}
-				h := remoting.Header{}
-				h.SetInt64("offset", phy)
-				target := addr.String()
-				if cmd.Flags().Changed("broker") {
-					target = g.broker // a broker reached by another address than its store host
-				}
-				resp, err := g.invoke(cmd.Context(), target, remoting.ViewMessageByID, h, nil)
+				msgs, err := g.messagesByID(cmd, id, topic, cluster)
 				if err != nil {
 					return err
 				}
-				m, err := commitlog.Decode(resp.Body)
-				if err != nil {
-					return fmt.Errorf("decode message %s: %w", id, err)
+				for i := range msgs {
+					printMessage(cmd.OutOrStdout(), &msgs[i], showBody)
 				}
-				printMessage(cmd.OutOrStdout(), &m, showBody)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringSliceVarP(&ids, "msgId", "i", nil, "offset message id(s), comma-separated")
-	cmd.Flags().BoolVar(&showBody, "body", false, "print the body too (as text when it is UTF-8, else its length)")
+	f := cmd.Flags()
+	f.StringSliceVarP(&ids, "msgId", "i", nil, "message id(s), comma-separated: offset message ids, or with -t the ids clients show (UNIQ_KEY)")
+	f.StringVarP(&topic, "topic", "t", "", "the messages' topic (needed for ids that are not offset message ids)")
+	f.StringVarP(&cluster, "cluster", "c", "", "only the brokers of this cluster for a look-up by UNIQ_KEY (for an LMQ: the cluster or parent topic whose route to use)")
+	f.BoolVar(&showBody, "body", false, "print the body too (as text when it is UTF-8, else its length)")
 	_ = cmd.MarkFlagRequired("msgId")
 	return cmd
+}
+
+// messagesByID finds the message of an id: by its offset when it is an
+// offset message id, else, or when that finds nothing, by UNIQ_KEY in
+// topic (mqadmin's order).
+func (g *globals) messagesByID(cmd *cobra.Command, id, topic, cluster string) ([]commitlog.Message, error) {
+	addr, phy, err := commitlog.ParseMessageID(id)
+	if err == nil {
+		h := remoting.Header{}
+		h.SetInt64("offset", phy)
+		target := addr.String()
+		if cmd.Flags().Changed("broker") {
+			target = g.broker // a broker reached by another address than its store host
+		}
+		var resp *remoting.Command
+		resp, err = g.invoke(cmd.Context(), target, remoting.ViewMessageByID, h, nil)
+		if err == nil {
+			var m commitlog.Message
+			if m, err = commitlog.Decode(resp.Body); err == nil {
+				return []commitlog.Message{m}, nil
+			}
+			err = fmt.Errorf("decode message %s: %w", id, err)
+		}
+	} else {
+		err = fmt.Errorf("message id %q: %w", id, err)
+	}
+	if topic == "" {
+		return nil, fmt.Errorf("%w (give the topic with -t to look %s up as the id a client shows, its UNIQ_KEY)", err, id)
+	}
+	msgs, qerr := g.queryMessages(cmd.Context(), cluster, topic, id, true, 32, 0, math.MaxInt64)
+	if qerr != nil {
+		return nil, fmt.Errorf("message %s of %s: %w", id, topic, errors.Join(err, qerr))
+	}
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("no message of %s has the id %s (%w)", topic, id, err)
+	}
+	return msgs, nil
 }
 
 func queryMsgByUniqueKeyCmd(g *globals) *cobra.Command {
@@ -146,7 +235,7 @@ func queryMsgByUniqueKeyCmd(g *globals) *cobra.Command {
 		Short: "print the messages of a topic with a message id (UNIQ_KEY) a client showed (QUERY_MESSAGE, unique key)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			msgs, err := g.queryMessages(cmd.Context(), topic, id, true, 32, 0, time.Now().UnixMilli()+1)
+			msgs, err := g.queryMessages(cmd.Context(), "", topic, id, true, 32, 0, time.Now().UnixMilli()+1)
 			if err != nil {
 				return err
 			}
@@ -278,10 +367,10 @@ func mastersByName(route namesrv.TopicRouteData) map[string]string {
 	return masters
 }
 
-// route asks the name server for a topic's route.
+// route asks the name servers for a topic's route.
 func (g *globals) route(ctx context.Context, topic string) (namesrv.TopicRouteData, error) {
 	var route namesrv.TopicRouteData
-	resp, err := g.invoke(ctx, g.namesrv, remoting.GetRouteInfoByTopic, remoting.Header{"topic": topic}, nil)
+	resp, err := g.invokeNamesrv(ctx, remoting.GetRouteInfoByTopic, remoting.Header{"topic": topic}, nil)
 	if err != nil {
 		return route, fmt.Errorf("route of %s: %w", topic, err)
 	}

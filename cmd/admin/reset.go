@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,58 +19,88 @@ import (
 // holding the topic (or the one given with -b) to move the group's
 // consumer offsets to the first message stored at or after a time.
 func resetOffsetCmd(g *globals) *cobra.Command {
-	var group, topic, at string
+	var group, topic, at, cluster string
 	var queue int32
 	var offset int64
+	force := true
 	cmd := &cobra.Command{
 		Use:   "resetOffsetByTime",
 		Short: "move a consumer group's offsets of a topic to a store time, the end (-s -1) or one queue's offset (-q, -o)",
 		Long: `resetOffsetByTime moves a consumer group's committed offsets of a topic on every
-broker of the topic (from the name server's route; -b names one broker instead).
-Running consumers take the new offsets at their next pull.
+master broker of the topic's route (-c: only those of that cluster; for an
+LMQ, the route of the cluster or parent topic -c names), or on the broker -b
+names. Running consumers take the new offsets at their next pull.
 
   -s now | -1 (the end of each queue) | milliseconds since the epoch |
-     yyyy-MM-dd#HH:mm:ss:SSS (local time, as mqadmin) | RFC 3339`,
+     yyyy-MM-dd#HH:mm:ss:SSS (local time, as mqadmin) | RFC 3339
+  -f false: only move offsets back (mqadmin's force, true by default)
+  -q Q: only queue Q, to offset -o, or without -o to the queue's offset at -s
+     (found on each broker, as mqadmin does with -b)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
 			ts, err := parseResetTime(at, time.Now())
 			if err != nil {
 				return err
 			}
-			if (queue >= 0) != (offset >= 0) {
-				return fmt.Errorf("-q and -o go together")
+			if offset >= 0 && queue < 0 {
+				return fmt.Errorf("-o needs -q: an offset is one queue's")
 			}
 			addrs := []string{g.broker}
 			if !cmd.Flags().Changed("broker") {
-				if addrs, err = g.masters(cmd.Context(), topic); err != nil {
+				if addrs, _, err = g.queryTargets(ctx, strings.TrimSpace(cluster), topic); err != nil {
 					return err
 				}
 			}
-			h := remoting.Header{"group": group, "topic": topic, "isForce": "true"}
-			h.SetInt64("timestamp", ts)
-			if queue >= 0 {
+			header := func(addr string) (remoting.Header, error) {
+				h := remoting.Header{"group": group, "topic": topic}
+				h.SetBool("isForce", force)
+				h.SetInt64("timestamp", ts)
+				if queue < 0 {
+					return h, nil
+				}
+				off := offset
+				if off < 0 {
+					lookup := ts
+					if ts == -1 {
+						lookup = math.MaxInt64 // the end of the queue
+					}
+					var err error
+					if off, err = g.queueOffsetAt(ctx, addr, topic, int(queue), lookup); err != nil {
+						return nil, fmt.Errorf("offset of queue %d at %s: %w", queue, at, err)
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: reset consumer offset of queue %d to %d\n", addr, queue, off)
+				}
 				h.SetInt32("queueId", queue)
-				h.SetInt64("offset", offset)
+				h.SetInt64("offset", off)
+				return h, nil
 			}
-			return resetOn(cmd, g, addrs, h)
+			return resetOn(cmd, g, addrs, header)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&group, "group", "g", "", "consumer group")
 	f.StringVarP(&topic, "topic", "t", "", "topic")
 	f.StringVarP(&at, "timestamp", "s", "", "where to move to (see above)")
-	f.Int32VarP(&queue, "queue", "q", -1, "only this queue (with -o)")
-	f.Int64VarP(&offset, "offset", "o", -1, "the queue's new offset (with -q)")
+	f.VarP(javaBool{&force}, "force", "f", "false: do not move an offset forward (true|false)")
+	f.StringVarP(&cluster, "cluster", "c", "", "only the topic's masters of this cluster (for an LMQ: the cluster or parent topic whose route to use)")
+	f.Int32VarP(&queue, "queue", "q", -1, "only this queue")
+	f.Int64VarP(&offset, "offset", "o", -1, "the queue's new offset (with -q; default: its offset at -s)")
 	for _, name := range []string{"group", "topic"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd
 }
 
-// resetOn sends the reset to each broker and prints the new offsets.
-func resetOn(cmd *cobra.Command, g *globals, addrs []string, h remoting.Header) error {
+// resetOn sends the reset to each broker, with the header header makes
+// for it, and prints the new offsets.
+func resetOn(cmd *cobra.Command, g *globals, addrs []string, header func(addr string) (remoting.Header, error)) error {
 	all := make(map[adminbody.MessageQueue]int64)
 	for _, addr := range addrs {
+		h, err := header(addr)
+		if err != nil {
+			return err
+		}
 		resp, err := g.invoke(cmd.Context(), addr, remoting.InvokeBrokerToResetOffset, h, nil)
 		if err != nil {
 			return err

@@ -58,6 +58,20 @@ func TestResetOffsetByTime(t *testing.T) {
 	if offsetOf(0) != "1" || offsetOf(1) != "1" || strings.Count(out, "\n") != 2 {
 		t.Fatalf("after a reset of queue 0 to 1: %s %s\n%s", offsetOf(0), offsetOf(1), out)
 	}
+	// One queue without -o: its offset at -s, looked up on the broker
+	// (mqadmin's -b -q without -o); the other queue keeps its offset.
+	if out, err = run(t, "resetOffsetByTime", "-b", br, "-g", "rg", "-t", "RT", "-s", "-1", "-q", "0"); err != nil {
+		t.Fatal(err)
+	}
+	if offsetOf(0) != "3" || offsetOf(1) != "1" {
+		t.Fatalf("after a reset of queue 0 to its end: %s %s\n%s", offsetOf(0), offsetOf(1), out)
+	}
+	if out, err = run(t, "resetOffsetByTime", "-b", br, "-g", "rg", "-t", "RT", "-s", "2000-01-01#00:00:00:000", "-q", "0"); err != nil {
+		t.Fatal(err)
+	}
+	if offsetOf(0) != "0" || offsetOf(1) != "1" {
+		t.Fatalf("after a reset of queue 0 to 2000: %s %s\n%s", offsetOf(0), offsetOf(1), out)
+	}
 	// A time before everything: the start of each queue.
 	if _, err = run(t, "resetOffsetByTime", "-b", br, "-g", "rg", "-t", "RT", "-s", "2000-01-01#00:00:00:000"); err != nil {
 		t.Fatal(err)
@@ -67,7 +81,7 @@ func TestResetOffsetByTime(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"-s", "yesterday"},
-		{"-s", "now", "-q", "0"},
+		{"-s", "now", "-o", "0"},
 		{"-s", "-1", "-t", "NoSuchTopic"},
 	} {
 		base := []string{"resetOffsetByTime", "-b", br, "-g", "rg", "-t", "RT"}

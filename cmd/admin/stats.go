@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"sort"
 	"strconv"
 	"text/tabwriter"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -39,22 +41,40 @@ func newTable(out io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 }
 
+// statsTargets returns the brokers a statistics command asks: the -b
+// broker when given, else every master of routeTopic's route (mqadmin's
+// examineTopicStats and examineConsumeStats).
+func (g *globals) statsTargets(cmd *cobra.Command, routeTopic string) ([]string, error) {
+	if cmd.Flags().Changed("broker") {
+		return []string{g.broker}, nil
+	}
+	return g.masters(cmd.Context(), routeTopic)
+}
+
 func topicStatusCmd(g *globals) *cobra.Command {
 	var topic string
 	cmd := &cobra.Command{
 		Use:   "topicStatus",
-		Short: "print the offset range and last store time of every queue of a topic (GET_TOPIC_STATS_INFO)",
+		Short: "print the offset range and last store time of every queue of a topic, from every master of its route or -b (GET_TOPIC_STATS_INFO)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			resp, err := g.invoke(cmd.Context(), g.broker, remoting.GetTopicStatsInfo, remoting.Header{"topic": topic}, nil)
+			addrs, err := g.statsTargets(cmd, topic)
 			if err != nil {
 				return err
 			}
-			table, _, err := adminbody.DecodeTopicStats(resp.Body)
-			if err != nil {
-				return fmt.Errorf("topic status of %s: %w", topic, err)
+			all := map[adminbody.MessageQueue]adminbody.TopicOffset{}
+			for _, addr := range addrs {
+				resp, err := g.invoke(cmd.Context(), addr, remoting.GetTopicStatsInfo, remoting.Header{"topic": topic}, nil)
+				if err != nil {
+					return err
+				}
+				table, _, err := adminbody.DecodeTopicStats(resp.Body)
+				if err != nil {
+					return fmt.Errorf("topic status of %s on %s: %w", topic, addr, err)
+				}
+				maps.Copy(all, table)
 			}
-			return printTopicStatus(cmd.OutOrStdout(), table)
+			return printTopicStatus(cmd.OutOrStdout(), all)
 		},
 	}
 	cmd.Flags().StringVarP(&topic, "topic", "t", "", "topic name")
@@ -76,22 +96,35 @@ func consumerProgressCmd(g *globals) *cobra.Command {
 	var group, topic string
 	cmd := &cobra.Command{
 		Use:   "consumerProgress",
-		Short: "print a consumer group's offsets and lag per queue (GET_CONSUME_STATS)",
-		Args:  cobra.NoArgs,
+		Short: "print a consumer group's offsets and lag per queue, from every master of the route or -b (GET_CONSUME_STATS)",
+		Long: `consumerProgress prints a consumer group's offsets and lag per queue, asking
+-b, or every master of the route of -t (of the group's retry topic without
+-t), as mqadmin's examineConsumeStats.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			routeTopic := meta.RetryTopic(group)
 			h := remoting.Header{"consumerGroup": group}
 			if topic != "" {
 				h["topic"] = topic
+				routeTopic = topic
 			}
-			resp, err := g.invoke(cmd.Context(), g.broker, remoting.GetConsumeStats, h, nil)
+			addrs, err := g.statsTargets(cmd, routeTopic)
 			if err != nil {
 				return err
 			}
-			table, _, err := adminbody.DecodeConsumeStats(resp.Body)
-			if err != nil {
-				return fmt.Errorf("consumer progress of %s: %w", group, err)
+			all := map[adminbody.MessageQueue]adminbody.OffsetWrapper{}
+			for _, addr := range addrs {
+				resp, err := g.invoke(cmd.Context(), addr, remoting.GetConsumeStats, h, nil)
+				if err != nil {
+					return err
+				}
+				table, _, err := adminbody.DecodeConsumeStats(resp.Body)
+				if err != nil {
+					return fmt.Errorf("consumer progress of %s on %s: %w", group, addr, err)
+				}
+				maps.Copy(all, table)
 			}
-			return printConsumerProgress(cmd.OutOrStdout(), table)
+			return printConsumerProgress(cmd.OutOrStdout(), all)
 		},
 	}
 	f := cmd.Flags()
@@ -120,13 +153,19 @@ func printConsumerProgress(out io.Writer, table map[adminbody.MessageQueue]admin
 }
 
 func brokerConsumeStatsCmd(g *globals) *cobra.Command {
-	var level int64
+	var level, timeoutMillis int64
 	var order bool
 	cmd := &cobra.Command{
 		Use:   "brokerConsumeStats",
 		Short: "print every consumer group's offsets and lag on a broker (GET_BROKER_CONSUME_STATS)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("timeoutMillis") {
+				if timeoutMillis <= 0 {
+					return fmt.Errorf("-t %d: want a positive timeout in milliseconds", timeoutMillis)
+				}
+				g.timeout = time.Duration(timeoutMillis) * time.Millisecond
+			}
 			h := remoting.Header{"isOrder": strconv.FormatBool(order)}
 			resp, err := g.invoke(cmd.Context(), g.broker, remoting.GetBrokerConsumeStats, h, nil)
 			if err != nil {
@@ -141,7 +180,8 @@ func brokerConsumeStatsCmd(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.Int64VarP(&level, "level", "l", 0, "only queues whose diff is at least this")
-	f.BoolVarP(&order, "order", "o", false, "only ordered topics")
+	f.VarP(javaBool{&order}, "order", "o", "only ordered topics (true|false)")
+	f.Int64VarP(&timeoutMillis, "timeoutMillis", "t", 50000, "timeout of the request in milliseconds (as mqadmin's; --timeout too)")
 	return cmd
 }
 

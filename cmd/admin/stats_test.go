@@ -143,7 +143,7 @@ func TestStatsCommands(t *testing.T) {
 	if got := rows(out); !equalRows(got, want) {
 		t.Fatalf("brokerConsumeStats -l 1:\n%s\nwant rows %v", out, want)
 	}
-	if out, err = run(t, "brokerConsumeStats", "-b", br, "-o"); err != nil || len(rows(out)) != 1 {
+	if out, err = run(t, "brokerConsumeStats", "-b", br, "-o", "true"); err != nil || len(rows(out)) != 1 {
 		t.Fatalf("brokerConsumeStats -o (no ordered topic):\n%s(%v)", out, err)
 	}
 
