@@ -2,10 +2,13 @@ package configs
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -39,9 +42,12 @@ func persistSettings(path string, settings map[string]string, canonical func(str
 		return fmt.Errorf("persist settings: read %s: %w", path, err)
 	}
 	var out []byte
-	if formatOf(path) == "yaml" {
+	switch formatOf(path) {
+	case "yaml":
 		out, err = setYAMLKeys(raw, settings, canonical)
-	} else {
+	case "json":
+		out, err = setJSONKeys(raw, settings, canonical)
+	default:
 		out, err = setPropertiesKeys(raw, settings, canonical), nil
 	}
 	if err != nil {
@@ -260,6 +266,88 @@ func setYAMLKeys(raw []byte, settings map[string]string, canonical func(string) 
 	if err := enc.Close(); err != nil {
 		return nil, fmt.Errorf("encode yaml: %w", err)
 	}
+	return out.Bytes(), nil
+}
+
+// setJSONKeys sets the keys in the top-level object of a JSON document,
+// keeping the order of the other keys (the file is written indented). A
+// value replacing a number or a boolean stays one when it reads as one;
+// every other value, and every key added, is a string.
+func setJSONKeys(raw []byte, settings map[string]string, canonical func(string) (string, bool)) ([]byte, error) {
+	type member struct {
+		key   string
+		value json.RawMessage
+	}
+	var members []member
+	if len(bytes.TrimSpace(raw)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			return nil, fmt.Errorf("parse json: the document is not an object of keys")
+		}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return nil, fmt.Errorf("parse json: %w", err)
+			}
+			key, _ := tok.(string)
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				return nil, fmt.Errorf("parse json: value of %q: %w", key, err)
+			}
+			members = append(members, member{key, v})
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, fmt.Errorf("parse json: %w", err)
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			return nil, fmt.Errorf("parse json: more than one value in the document")
+		}
+	}
+	encode := func(old json.RawMessage, v string) json.RawMessage {
+		if len(old) > 0 && (old[0] == '-' || old[0] >= '0' && old[0] <= '9') && json.Valid([]byte(v)) {
+			if _, err := strconv.ParseFloat(v, 64); err == nil {
+				return json.RawMessage(v)
+			}
+		}
+		if (string(old) == "true" || string(old) == "false") && (v == "true" || v == "false") {
+			return json.RawMessage(v)
+		}
+		out, _ := json.Marshal(v)
+		return out
+	}
+	done := make(map[string]bool, len(settings))
+	for i, m := range members {
+		name, known := canonical(m.key)
+		if !known {
+			continue
+		}
+		if v, ok := settings[name]; ok {
+			members[i].value = encode(m.value, v)
+			done[name] = true
+		}
+	}
+	for _, k := range sortedSettingKeys(settings) {
+		if !done[k] {
+			members = append(members, member{k, encode(nil, settings[k])})
+		}
+	}
+	var compact bytes.Buffer
+	compact.WriteByte('{')
+	for i, m := range members {
+		if i > 0 {
+			compact.WriteByte(',')
+		}
+		key, _ := json.Marshal(m.key)
+		compact.Write(key)
+		compact.WriteByte(':')
+		compact.Write(m.value)
+	}
+	compact.WriteByte('}')
+	var out bytes.Buffer
+	if err := json.Indent(&out, compact.Bytes(), "", "  "); err != nil {
+		return nil, fmt.Errorf("encode json: %w", err)
+	}
+	out.WriteByte('\n')
 	return out.Bytes(), nil
 }
 

@@ -421,3 +421,39 @@ func TestPersistSettingsFollowsASymlink(t *testing.T) {
 		t.Fatalf("the linked file holds %q", got)
 	}
 }
+
+// A JSON configuration file (LoadBroker reads .json) is written back as
+// JSON: a key present keeps its place and, for a number or a boolean, its
+// kind; a key added goes last. The write-back used to append a properties
+// line after the object, and the broker did not start again.
+func TestPersistIntoAJSONFileReadsBack(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "broker.json")
+	if err := os.WriteFile(p, []byte(`{"brokerName": "broker-a", "brokerPermission": 6, "autoCreateTopicEnable": true}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := PersistSettings(p, map[string]string{"brokerPermission": "4", "autoCreateTopicEnable": "false", "deleteWhen": "05"}); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(p)
+	want := "{\n  \"brokerName\": \"broker-a\",\n  \"brokerPermission\": 4,\n  \"autoCreateTopicEnable\": false,\n  \"deleteWhen\": \"05\"\n}\n"
+	if string(raw) != want {
+		t.Errorf("file after the write-back:\n%s\nwant:\n%s", raw, want)
+	}
+	got, err := LoadBroker(p, nil)
+	if err != nil {
+		t.Fatalf("the file no longer loads: %v", err)
+	}
+	if got.Broker.BrokerPermission != 4 || got.Broker.BrokerName != "broker-a" || got.Broker.AutoCreateTopicEnable {
+		t.Errorf("read back: permission %d, name %q, autoCreateTopicEnable %v", got.Broker.BrokerPermission, got.Broker.BrokerName, got.Broker.AutoCreateTopicEnable)
+	}
+	p2 := filepath.Join(t.TempDir(), "namesrv.json")
+	if err := os.WriteFile(p2, []byte(`{"enableTopicList": true}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := PersistNamesrvSettings(p2, map[string]string{"enableTopicList": "false"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LoadNamesrv(p2, nil); err != nil || got.Namesrv.EnableTopicList {
+		t.Fatalf("name server file after the write-back: %v (enableTopicList %v)", err, got.Namesrv.EnableTopicList)
+	}
+}
