@@ -485,6 +485,12 @@ func (b *Broker) openStores(ctx context.Context) error {
 		return fmt.Errorf("open commitlog: %w", err)
 	}
 	b.clog = clog
+	if rules.FileReservedTime == 0 {
+		// fileReservedTime=0 keeps no sealed segment, as RocketMQ reads
+		// it and as an update to 0 applies it at once; commitlog.Config
+		// takes 0 for its default (72 h).
+		clog.SetRetention(rules)
+	}
 	if cut > 0 {
 		if b.recoveryStep != nil {
 			b.recoveryStep(stepCommitLogCut)

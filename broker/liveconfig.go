@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -164,16 +165,10 @@ func (b *Broker) updateConfig(props map[string]string) (changed []string, inert 
 	if _, inert, err = next.ApplyReporting(props); err != nil {
 		return nil, nil, nil, fmt.Errorf("update broker config: %w; nothing was changed", err)
 	}
-	before, after := old.Settings(), next.Settings()
-	keys := make([]string, 0, len(after))
-	for k := range after {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys) // the first fixed key by name is the one refused
+	after := next.Settings()
+	keys := old.ChangedKeys(&next) // secrets too, whose reports match
+	sort.Strings(keys)             // the first fixed key by name is the one refused
 	for _, k := range keys {
-		if before[k] == after[k] {
-			continue
-		}
 		if !runtimeKeys[k] {
 			return nil, nil, nil, fmt.Errorf("update broker config: %s cannot change while the broker runs (set it in the configuration file and restart); nothing was changed", k)
 		}
@@ -201,7 +196,7 @@ func (b *Broker) updateConfig(props map[string]string) (changed []string, inert 
 	b.live.cur.Store(&liveSnapshot{cfg: next, version: meta.DataVersion{Counter: v.Counter + 1, Timestamp: time.Now().UnixMilli()}})
 	for _, k := range []string{"fileReservedTime", "deleteWhen", "diskMaxUsedSpaceRatio", "cleanFileForciblyEnable",
 		"diskSpaceCleanForciblyRatio", "diskSpaceWarningLevelRatio"} {
-		if before[k] != after[k] {
+		if slices.Contains(changed, k) {
 			b.clog.SetRetention(retentionOf(&next))
 			break
 		}

@@ -3,6 +3,7 @@ package configs
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -443,6 +444,10 @@ func (b *Broker) IndexWALSyncMode() string {
 // value (durations in the key's whole units).
 func (b *Broker) Settings() map[string]string { return brokerSchema.settings(b) }
 
+// ChangedKeys lists the keys whose values differ between b and next,
+// secrets included (Settings reports them masked, so their texts match).
+func (b *Broker) ChangedKeys(next *Broker) []string { return brokerSchema.changed(b, next) }
+
 // DialNamesrvTLS reports whether the broker dials the name servers with
 // TLS: tls.enable, or when it is empty, whether tls.server.mode is
 // enforcing.
@@ -464,9 +469,22 @@ func (b *Broker) ListenAddr(port int) string { return listenAddr(b.BindAddress, 
 
 // BlackListed reports the keys of props UPDATE_BROKER_CONFIG must refuse:
 // configBlackList, brokerConfigPath and rocketmqHome, which RocketMQ never
-// lets it change, plus those configBlackList names, compared exactly as
-// RocketMQ's broker compares them.
+// lets it change, plus those configBlackList names. Keys are compared by
+// the key they set (any case, aliases, surrounding white space), as the
+// update reads them: RocketMQ compares exactly, but it also sets only a
+// key spelled exactly, so no other spelling gets past its list.
 func (b *Broker) BlackListed(props map[string]string) []string {
-	same := func(k string) string { return k }
-	return blackListed(props, []string{"configBlackList", "brokerConfigPath", "rocketmqHome"}, b.ConfigBlackList, same)
+	return blackListed(props, []string{"configBlackList", "brokerConfigPath", "rocketmqHome"}, b.ConfigBlackList,
+		keyNorm(brokerSchema.canonical))
+}
+
+// keyNorm compares configuration keys by the key they set, or, for a key
+// of no field, without regard to case and surrounding white space.
+func keyNorm(canonical func(string) (string, bool)) func(string) string {
+	return func(k string) string {
+		if c, ok := canonical(k); ok {
+			return c
+		}
+		return strings.ToLower(strings.TrimSpace(k))
+	}
 }

@@ -25,6 +25,9 @@ type field[T any] struct {
 	def     string
 	set     func(c *T, raw string) error
 	get     func(c *T) string
+	// value, when set, is the value itself where get reports it masked
+	// (a secret): what tells a change.
+	value func(c *T) string
 }
 
 // DefaultMaxDispatchLagBytes is the default of maxDispatchLagBytes: at the

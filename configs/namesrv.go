@@ -151,6 +151,10 @@ func (n *Namesrv) ApplyReporting(props map[string]string) ([]string, []InertKey,
 // name: what GET_NAMESRV_CONFIG reports.
 func (n *Namesrv) Settings() map[string]string { return namesrvSchema.settings(n) }
 
+// ChangedKeys lists the keys whose values differ between n and next,
+// secrets included (Settings reports them masked, so their texts match).
+func (n *Namesrv) ChangedKeys(next *Namesrv) []string { return namesrvSchema.changed(n, next) }
+
 // ListenAddr is the address to listen on: bindAddress and listenPort, with
 // 0.0.0.0 standing for every interface.
 func (n *Namesrv) ListenAddr() string { return listenAddr(n.BindAddress, n.ListenPort) }
@@ -167,10 +171,10 @@ func listenAddr(bind string, port int) string {
 // BlackListed reports the keys of props UPDATE_NAMESRV_CONFIG must refuse:
 // the keys RocketMQ never lets it change (configBlackList, configStorePath,
 // kvConfigPath, rocketmqHome) plus those configBlackList names, compared
-// without regard to case.
+// by the key they set (any case, aliases) as the update reads them.
 func (n *Namesrv) BlackListed(props map[string]string) []string {
-	lower := func(k string) string { return strings.ToLower(strings.TrimSpace(k)) }
-	return blackListed(props, []string{"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"}, n.ConfigBlackList, lower)
+	return blackListed(props, []string{"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"}, n.ConfigBlackList,
+		keyNorm(namesrvSchema.canonical))
 }
 
 // blackListed returns the keys of props that are among always or the

@@ -144,6 +144,22 @@ func (s *schema[T]) settings(c *T) map[string]string {
 	return out
 }
 
+// changed lists, in table order, the canonical keys whose values differ
+// between a and b (a secret's by its value, not its masked report).
+func (s *schema[T]) changed(a, b *T) []string {
+	var out []string
+	for _, f := range s.fields {
+		get := f.get
+		if f.value != nil {
+			get = f.value
+		}
+		if get(a) != get(b) {
+			out = append(out, f.key)
+		}
+	}
+	return out
+}
+
 // keys lists the canonical keys in table order.
 func (s *schema[T]) keys() []string {
 	out := make([]string, len(s.fields))

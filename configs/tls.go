@@ -68,7 +68,7 @@ func secret[T any](key string, ptr func(*T) *string) field[T] {
 			return ""
 		}
 		return maskedSecret
-	}}
+	}, value: func(c *T) string { return *ptr(c) }}
 }
 
 // tlsServerFields are the TLS keys of a server configuration T, whose TLS

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -143,11 +142,8 @@ func (s *Server) applyUpdate(props map[string]string) (changed []string, inert [
 	if _, inert, err = next.ApplyReporting(props); err != nil {
 		return nil, nil, nil, fmt.Errorf("update namesrv config: %w; nothing was changed", err)
 	}
-	before, after := old.Settings(), next.Settings()
-	for _, k := range slices.Sorted(maps.Keys(after)) {
-		if before[k] == after[k] {
-			continue
-		}
+	after := next.Settings()
+	for _, k := range slices.Sorted(slices.Values(old.ChangedKeys(&next))) { // secrets too, whose reports match
 		if !runtimeKeys[k] {
 			return nil, nil, nil, fmt.Errorf("update namesrv config: %s cannot change while the name server runs (set it in the configuration file and restart); nothing was changed", k)
 		}
