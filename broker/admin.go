@@ -30,7 +30,7 @@ func jsonResponse(req *remoting.Command, v any) *remoting.Command {
 }
 
 // processCreateTopic answers UPDATE_AND_CREATE_TOPIC.
-func (b *Broker) processCreateTopic(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) processCreateTopic(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	h := remoting.Header(req.ExtFields)
 	topic, err := h.String("topic")
 	if err != nil {
@@ -52,8 +52,8 @@ func (b *Broker) processCreateTopic(_ context.Context, _ *remoting.Conn, req *re
 			return remoting.NewResponse(req, remoting.SystemError, e.Error())
 		}
 	}
-	if r <= 0 || w <= 0 || r > 65535 || w > 65535 {
-		return remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf("queue numbers %d/%d out of range", r, w))
+	if !validQueueNums(int(r), int(w)) {
+		return remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf("queue numbers %d/%d out of range [0, %d]", r, w, maxTopicQueueNums))
 	}
 	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm, tc.TopicSysFlag = int(r), int(w), int(perm), int(sys)
 	tc.TopicFilterType = h.OptString("topicFilterType", meta.SingleTag)
@@ -73,7 +73,39 @@ func (b *Broker) processCreateTopic(_ context.Context, _ *remoting.Conn, req *re
 		return remoting.NewResponse(req, remoting.SystemError, refusal)
 	}
 	b.log.Info().Str("topic", topic).Int("read", tc.ReadQueueNums).Int("write", tc.WriteQueueNums).Msg("topic created or updated")
+	b.registerBeforeAnswer(ctx)
 	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// defaultListQueueNums is the queue count of an UPDATE_AND_CREATE_TOPIC_LIST
+// entry that names none (RocketMQ's TopicConfig default).
+const defaultListQueueNums = 16
+
+// maxTopicQueueNums bounds a topic's queue counts (clients and the name
+// server list every queue).
+const maxTopicQueueNums = 65535
+
+// validQueueNums reports whether a topic's read and write queue counts
+// are in [0, maxTopicQueueNums]. 0 is allowed as RocketMQ allows it: 0
+// write queues stops sends to the broker's queues of the topic while
+// consumers drain them.
+func validQueueNums(read, write int) bool {
+	return read >= 0 && write >= 0 && read <= maxTopicQueueNums && write <= maxTopicQueueNums
+}
+
+// registerBeforeAnswer registers the broker with the name servers and
+// waits for it (at most registerBrokerTimeoutMills), so that the routes
+// carry an admin change once it is answered, as RocketMQ's admin
+// processor registers before it answers: a producer started right after
+// mqadmin updateTopic finds the topic.
+func (b *Broker) registerBeforeAnswer(ctx context.Context) {
+	timeout := b.cfg.RegisterBrokerTimeout
+	if timeout <= 0 {
+		timeout = 24 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	b.register.registerAndWait(ctx)
 }
 
 // processCreateGroupList answers UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST:
@@ -151,12 +183,22 @@ func (b *Broker) processSystemTopicList(_ context.Context, _ *remoting.Conn, req
 
 // processCreateTopicList answers UPDATE_AND_CREATE_TOPIC_LIST: many topics
 // in one synced batch and one registration (bulk creation).
-func (b *Broker) processCreateTopicList(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	var body struct {
-		TopicConfigList []meta.TopicConfig `json:"topicConfigList"`
+func (b *Broker) processCreateTopicList(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var list struct {
+		TopicConfigList []json.RawMessage `json:"topicConfigList"`
 	}
-	if err := json.Unmarshal(req.Body, &body); err != nil {
+	if err := json.Unmarshal(req.Body, &list); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, "malformed topic list body: "+err.Error())
+	}
+	var body struct{ TopicConfigList []meta.TopicConfig }
+	for i, raw := range list.TopicConfigList {
+		// Over RocketMQ's TopicConfig defaults: what an entry leaves out
+		// is 16 read and write queues, perm 6, SINGLE_TAG.
+		tc := meta.NewTopicConfig("", defaultListQueueNums)
+		if err := json.Unmarshal(raw, &tc); err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("malformed topic %d of the list: %v", i, err))
+		}
+		body.TopicConfigList = append(body.TopicConfigList, tc)
 	}
 	for i, tc := range body.TopicConfigList {
 		if remark := validateTopicName(tc.TopicName); remark != "" {
@@ -165,8 +207,9 @@ func (b *Broker) processCreateTopicList(_ context.Context, _ *remoting.Conn, req
 		if remark := b.systemTopicRefusal(tc.TopicName); remark != "" {
 			return remoting.NewResponse(req, remoting.InvalidParameter, remark)
 		}
-		if tc.ReadQueueNums <= 0 || tc.WriteQueueNums <= 0 {
-			return remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf("topic %s: queue numbers must be positive", tc.TopicName))
+		if !validQueueNums(tc.ReadQueueNums, tc.WriteQueueNums) {
+			return remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf("topic %s: queue numbers %d/%d out of range [0, %d]",
+				tc.TopicName, tc.ReadQueueNums, tc.WriteQueueNums, maxTopicQueueNums))
 		}
 		if tc.TopicFilterType == "" {
 			body.TopicConfigList[i].TopicFilterType = meta.SingleTag
@@ -183,6 +226,7 @@ func (b *Broker) processCreateTopicList(_ context.Context, _ *remoting.Conn, req
 		return remoting.NewResponse(req, remoting.SystemError, refusal)
 	}
 	b.log.Info().Int("topics", len(body.TopicConfigList)).Msg("topics created in bulk")
+	b.registerBeforeAnswer(ctx)
 	return remoting.NewResponse(req, remoting.Success, "")
 }
 
@@ -192,6 +236,11 @@ func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *re
 	topic, err := remoting.Header(req.ExtFields).String("topic")
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if strings.TrimSpace(topic) == "" {
+		// As AdminBrokerProcessor.deleteTopic; it used to run a delete of
+		// the topic "".
+		return remoting.NewResponse(req, remoting.InvalidParameter, "The specified topic is blank.")
 	}
 	if remark := b.systemTopicRefusal(topic); remark != "" {
 		return remoting.NewResponse(req, remoting.InvalidParameter, remark)

@@ -120,7 +120,7 @@ func (b *Broker) SetConfigFile(path string) {
 // change to brokerPermission moves the topic data version on and
 // re-registers with the name servers at once, so routes carry the new
 // permission.
-func (b *Broker) processUpdateBrokerConfig(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) processUpdateBrokerConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	if len(req.Body) == 0 {
 		return remoting.NewResponse(req, remoting.Success, "")
 	}
@@ -147,6 +147,11 @@ func (b *Broker) processUpdateBrokerConfig(_ context.Context, conn *remoting.Con
 	}
 	if len(changed) > 0 {
 		b.log.Info().Stringer("conn", conn).Strs("keys", changed).Msg("broker config updated")
+	}
+	if slices.Contains(changed, "brokerPermission") {
+		// The routes carry the new permission once this is answered (a
+		// drain's producers move at their next route refresh).
+		b.registerBeforeAnswer(ctx)
 	}
 	logging.IgnoredKeys(b.log, "", nil, inert)
 	return remoting.NewResponse(req, remoting.Success, configs.UpdateRemark(unsaved, inert))

@@ -11,7 +11,8 @@ import (
 
 // compressAboveTopics turns compressed registration on by itself for large
 // topic tables, whatever compressedRegister says: a plain JSON body of
-// 10,000 topics is megabytes every 30 s per name server.
+// 10,000 topics is megabytes every 30 s per name server. Not when a topic
+// has a topicSysFlag (unit topics), which only the plain body carries.
 const compressAboveTopics = 1000
 
 // registrar registers the broker with every name server every
@@ -22,6 +23,9 @@ type registrar struct {
 	pool    *remoting.ClientPool
 	trigger func()
 	kick    chan struct{}
+	// waits are registerAndWait's requests: the loop registers and closes
+	// each once a registration that began after it asked has ended.
+	waits chan chan struct{}
 	// registered is set after the first successful registration (owned by
 	// the loop goroutine).
 	registered bool
@@ -35,10 +39,11 @@ func newRegistrar(b *Broker) *registrar {
 	pool := remoting.NewClientPool(remoting.ClientOptions{Log: b.component("namesrv-client"), TLS: b.namesrvClientTLS(),
 		BeforeRequest: b.innerSigner()})
 	r := &registrar{
-		b:    b,
-		pool: pool,
-		ns:   namesrv.NewRegistrar(pool, b.cfg.NamesrvAddr, b.component("registrar")),
-		kick: make(chan struct{}, 1),
+		b:     b,
+		pool:  pool,
+		ns:    namesrv.NewRegistrar(pool, b.cfg.NamesrvAddr, b.component("registrar")),
+		kick:  make(chan struct{}, 1),
+		waits: make(chan chan struct{}),
 	}
 	r.trigger = func() {
 		select {
@@ -106,14 +111,30 @@ func (r *registrar) loop(ctx context.Context) {
 	if period <= 0 {
 		period = 30 * time.Second
 	}
+	// RocketMQ registers at most every 60 s whatever the setting: a
+	// name server forgets a broker silent for 120 s.
+	period = min(period, maxRegisterPeriod)
 	t := time.NewTicker(period)
 	defer t.Stop()
 	r.registerOnce(ctx)
 	for {
+		var waiting []chan struct{}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case w := <-r.waits:
+			// Registered now, with every request that came meanwhile.
+			waiting = append(waiting, w)
+			for more := true; more; {
+				select {
+				case w := <-r.waits:
+					waiting = append(waiting, w)
+				case <-r.kick:
+				default:
+					more = false
+				}
+			}
 		case <-r.kick:
 			select {
 			case <-ctx.Done():
@@ -128,6 +149,38 @@ func (r *registrar) loop(ctx context.Context) {
 			}
 		}
 		r.registerOnce(ctx)
+		for _, w := range waiting {
+			close(w)
+		}
+	}
+}
+
+// maxRegisterPeriod bounds registerNameServerPeriod, as RocketMQ's
+// BrokerController does (min(period, 60 s)).
+const maxRegisterPeriod = 60 * time.Second
+
+// registerAndWait registers the broker with the name servers now and
+// returns once that registration ended (each name server answered or
+// failed), or ctx ends, or the loop stops: what an admin change whose
+// answer must find the routes changed waits for (RocketMQ's
+// updateAndCreateTopic and updateBrokerConfig register before they
+// answer). Without name servers it returns at once.
+func (r *registrar) registerAndWait(ctx context.Context) {
+	if r == nil || r.loopDone == nil || len(r.ns.NameServers()) == 0 {
+		return
+	}
+	done := make(chan struct{})
+	select {
+	case r.waits <- done:
+	case <-ctx.Done():
+		return
+	case <-r.loopDone:
+		return
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	case <-r.loopDone:
 	}
 }
 
@@ -137,7 +190,9 @@ func (r *registrar) registerOnce(ctx context.Context) {
 	ver := r.b.topics.table.Version()
 	perm := r.b.permission()
 	body.DataVersion = namesrv.DataVersion{Counter: ver.Counter, Timestamp: ver.Timestamp}
+	sysFlags := false // a topic the compressed body would lose its topicSysFlag of
 	err := r.b.topics.table.Each(func(tc meta.TopicConfig) bool {
+		sysFlags = sysFlags || tc.TopicSysFlag != 0
 		body.TopicConfigTable[tc.TopicName] = namesrv.TopicConfig{
 			Attributes: tc.Attributes, Order: tc.Order, Perm: int32(registeredPerm(tc.Perm, perm)),
 			ReadQueueNums: int32(tc.ReadQueueNums), WriteQueueNums: int32(tc.WriteQueueNums),
@@ -150,7 +205,9 @@ func (r *registrar) registerOnce(ctx context.Context) {
 		return
 	}
 	info := r.info()
-	info.Compressed = r.b.cfg.CompressedRegister || len(body.TopicConfigTable) > compressAboveTopics
+	// The compressed body has no topicSysFlag (RocketMQ's TopicConfig.encode
+	// leaves it out): compressed by itself only when no topic has one.
+	info.Compressed = r.b.cfg.CompressedRegister || len(body.TopicConfigTable) > compressAboveTopics && !sysFlags
 	timeout := r.b.cfg.RegisterBrokerTimeout
 	if timeout <= 0 {
 		timeout = 24 * time.Second

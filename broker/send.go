@@ -335,7 +335,7 @@ func (b *Broker) checkSend(conn *remoting.Conn, req *remoting.Command, h sendHea
 		return 0, fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", b.cfg.BrokerName)
 	}
 	if remark := validateTopicName(h.topic); remark != "" {
-		return 0, fail(remoting.SystemError, "%s", remark)
+		return 0, fail(remoting.InvalidParameter, "%s", remark) // as AbstractSendMessageProcessor.msgCheck
 	}
 	if notSendable[h.topic] {
 		return 0, fail(remoting.NoPermission, "Sending message to topic[%s] is forbidden.", h.topic)

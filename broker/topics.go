@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/rocketkv/rocketkv/kvindex"
@@ -25,22 +26,23 @@ var notSendable = map[string]bool{
 	meta.TransCheckMaxTopic: true, selfTestTopic: true, offsetMovedTopic: true,
 }
 
-// validateTopicName applies RocketMQ's topic rules: the allowed characters,
+// validateTopicName applies RocketMQ's topic rules (TopicValidator, in its
+// order and with its remarks): not blank, the allowed characters,
 // at most 127 bytes (255 for %RETRY% and %DLQ% topics). It returns the
 // remark of the refusal, or "".
 func validateTopicName(topic string) string {
-	if topic == "" {
+	if strings.TrimSpace(topic) == "" {
 		return "The specified topic is blank."
 	}
-	limit := 127
-	if meta.IsRetryTopic(topic) || meta.IsDLQTopic(topic) {
-		limit = 255
-	}
-	if len(topic) > limit {
-		return fmt.Sprintf("The specified topic is longer than topic max length %d.", limit)
-	}
 	if !meta.ValidTopicChars(topic) {
-		return fmt.Sprintf("The specified topic[%s] contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", topic)
+		return "The specified topic: " + topic + ", contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+	}
+	if meta.IsRetryTopic(topic) || meta.IsDLQTopic(topic) {
+		if len(topic) > 255 {
+			return "The specified topic is DLQ or Retry topic: " + topic + ", and it's longer than topic max length: 255"
+		}
+	} else if len(topic) > 127 {
+		return "The specified topic: " + topic + ", is longer than topic max length: 127"
 	}
 	return ""
 }
