@@ -296,8 +296,13 @@ func (b *Broker) deleteTopic(topic string, groups map[string]bool) error {
 		}
 	}
 	// Pop positions too: a topic created again numbers its queues from
-	// 0, and a stale position past their end would skip its messages.
-	return b.db.Pop().DeletePositions("", topic)
+	// 0, and a stale position past their end would skip its messages;
+	// and the checkpoints of messages in flight, which revive would read
+	// at the same offsets of a topic created again.
+	if err := b.db.Pop().DeletePositions("", topic); err != nil {
+		return err
+	}
+	return b.db.Pop().DeleteTopicCheckpoints(topic)
 }
 
 // processGetTopicConfig answers GET_TOPIC_CONFIG.

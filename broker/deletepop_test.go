@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -76,5 +78,48 @@ func TestADeletedGroupsCleanedOffsetsTakeItsPopPositions(t *testing.T) {
 	if len(res.Messages) != 5 {
 		t.Fatalf("pop after the group was deleted with cleanOffset: code %d %s, %d messages, want the 5 from the queue's start",
 			res.Code, res.Remark, len(res.Messages))
+	}
+}
+
+// A topic deleted with messages in flight takes their checkpoints along:
+// revive used to read the topic created again at the same offsets and
+// deliver its messages a second time, after they were acknowledged.
+func TestADeletedTopicTakesItsCheckpoints(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	sendBodies(t, rc, "RebornCK", 3)
+	b.caughtUp()
+	old := mustPop(t, c, popclient.PopRequest{Group: "rg", Topic: "RebornCK", QueueID: 0, MaxMsgNums: 32, InvisibleTime: 2 * time.Second})
+	if len(old.Messages) != 3 {
+		t.Fatalf("first pop: code %d, %d messages", old.Code, len(old.Messages))
+	}
+	if r := call(t, rc, remoting.DeleteTopicInBroker, map[string]string{"topic": "RebornCK"}, nil); r.Code != remoting.Success {
+		t.Fatalf("delete topic: %d %s", r.Code, r.Remark)
+	}
+	if _, inFlight, err := b.popSvc.InFlight("rg", "RebornCK", 0, 0); err != nil || inFlight {
+		t.Fatalf("after the deletion offset 0 of the deleted topic is still in flight (%v)", err)
+	}
+	if r := call(t, rc, remoting.UpdateAndCreateTopic, map[string]string{"topic": "RebornCK", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}, nil); r.Code != remoting.Success {
+		t.Fatalf("create topic: %d %s", r.Code, r.Remark)
+	}
+	for i := range 3 {
+		mustSend(t, rc, "RebornCK", 0, "new"+strconv.Itoa(i), "")
+	}
+	b.caughtUp()
+	fresh := mustPop(t, c, popclient.PopRequest{Group: "rg", Topic: "RebornCK", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute})
+	if got := fmt.Sprint(bodies(fresh.Messages)); got != "[new0 new1 new2]" {
+		t.Fatalf("pop of the topic created again: %v", got)
+	}
+	for _, m := range fresh.Messages {
+		if code, err := c.Ack(ctx20(t), "rg", m); err != nil || code != remoting.Success {
+			t.Fatalf("ack: %d %v", code, err)
+		}
+	}
+	// Past the old pop's invisible time nothing comes back, from the
+	// topic or its retry topic.
+	time.Sleep(3 * time.Second)
+	again := mustPop(t, c, popclient.PopRequest{Group: "rg", Topic: "RebornCK", QueueID: -1, MaxMsgNums: 32, InvisibleTime: time.Minute, PollTime: 2 * time.Second})
+	if len(again.Messages) != 0 {
+		t.Fatalf("after everything was acknowledged the group got %v again (checkpoints of the deleted topic revived)", bodies(again.Messages))
 	}
 }

@@ -1,6 +1,7 @@
 package kvindex
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -595,6 +596,65 @@ func (s *PopStore) EachRequestMode(fn func(RequestMode) bool) error {
 		return err
 	}
 	return derr
+}
+
+// DeleteTopicCheckpoints deletes every group's checkpoints of a deleted
+// topic (0x56, with their deadlines 0x55 and revive batches 0x58): left,
+// revive would read a topic created again under the same name at their
+// offsets and deliver its messages a second time, and they would hold its
+// committed offsets back until they expired. A revive already reading one
+// finds the topic's queues gone and puts nothing.
+func (s *PopStore) DeleteTopicCheckpoints(topic string) error {
+	b := s.NewBatch()
+	defer b.Close()
+	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixPopCK}, UpperBound: []byte{prefixPopCK + 1}})
+	if err != nil {
+		return fmt.Errorf("delete checkpoints on %q: %w", topic, err)
+	}
+	// Keys are by group first: one seek per group to its part of the
+	// topic.
+	for ok := it.First(); ok; {
+		g, _, err := readString16(it.Key()[1:])
+		if err != nil {
+			break // not ours to judge here; kvdump check reports it
+		}
+		lo := appendString16(topicPrefix(prefixPopCK, g), topic)
+		for ok = it.SeekGE(lo); ok && bytes.HasPrefix(it.Key(), lo); ok = it.Next() {
+			c, err := decodeCheckpoint(it.Key(), it.Value())
+			if err != nil {
+				continue // kvdump check reports it
+			}
+			if err := b.DeleteCheckpoint(&c); err != nil {
+				return errors.Join(fmt.Errorf("delete checkpoints on %q: %w", topic, err), it.Close())
+			}
+		}
+		ok = it.SeekGE(prefixEnd(topicPrefix(prefixPopCK, g)))
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("delete checkpoints on %q: %w", topic, err)
+	}
+	rit, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixPopReviveBatch}, UpperBound: []byte{prefixPopReviveBatch + 1}})
+	if err != nil {
+		return fmt.Errorf("delete revive batches on %q: %w", topic, err)
+	}
+	for ok := rit.First(); ok; {
+		g, _, err := readString16(rit.Key()[1:])
+		if err != nil {
+			break
+		}
+		lo := appendString16(topicPrefix(prefixPopReviveBatch, g), topic)
+		if err := b.b.DeleteRange(lo, prefixEnd(lo), nil); err != nil {
+			return errors.Join(fmt.Errorf("delete revive batches on %q: %w", topic, err), rit.Close())
+		}
+		ok = rit.SeekGE(prefixEnd(topicPrefix(prefixPopReviveBatch, g)))
+	}
+	if err := rit.Close(); err != nil {
+		return fmt.Errorf("delete revive batches on %q: %w", topic, err)
+	}
+	if err := b.Commit(true); err != nil {
+		return fmt.Errorf("delete checkpoints on %q: %w", topic, err)
+	}
+	return nil
 }
 
 // DeletePositions deletes the pop positions (0x52) and orderly batches
