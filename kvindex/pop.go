@@ -607,54 +607,52 @@ func (s *PopStore) EachRequestMode(fn func(RequestMode) bool) error {
 func (s *PopStore) DeleteTopicCheckpoints(topic string) error {
 	b := s.NewBatch()
 	defer b.Close()
-	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixPopCK}, UpperBound: []byte{prefixPopCK + 1}})
-	if err != nil {
-		return fmt.Errorf("delete checkpoints on %q: %w", topic, err)
-	}
-	// Keys are by group first: one seek per group to its part of the
-	// topic.
-	for ok := it.First(); ok; {
-		g, _, err := readString16(it.Key()[1:])
-		if err != nil {
-			break // not ours to judge here; kvdump check reports it
-		}
-		lo := appendString16(topicPrefix(prefixPopCK, g), topic)
-		for ok = it.SeekGE(lo); ok && bytes.HasPrefix(it.Key(), lo); ok = it.Next() {
+	err := s.eachGroupOfTopic(prefixPopCK, topic, func(it *pebble.Iterator, lo []byte) error {
+		for ok := it.SeekGE(lo); ok && bytes.HasPrefix(it.Key(), lo); ok = it.Next() {
 			c, err := decodeCheckpoint(it.Key(), it.Value())
 			if err != nil {
 				continue // kvdump check reports it
 			}
 			if err := b.DeleteCheckpoint(&c); err != nil {
-				return errors.Join(fmt.Errorf("delete checkpoints on %q: %w", topic, err), it.Close())
+				return err
 			}
 		}
-		ok = it.SeekGE(prefixEnd(topicPrefix(prefixPopCK, g)))
+		return nil
+	})
+	if err == nil {
+		err = s.eachGroupOfTopic(prefixPopReviveBatch, topic, func(_ *pebble.Iterator, lo []byte) error {
+			return b.b.DeleteRange(lo, prefixEnd(lo), nil)
+		})
 	}
-	if err := it.Close(); err != nil {
-		return fmt.Errorf("delete checkpoints on %q: %w", topic, err)
+	if err == nil {
+		err = b.Commit(true)
 	}
-	rit, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixPopReviveBatch}, UpperBound: []byte{prefixPopReviveBatch + 1}})
 	if err != nil {
-		return fmt.Errorf("delete revive batches on %q: %w", topic, err)
-	}
-	for ok := rit.First(); ok; {
-		g, _, err := readString16(rit.Key()[1:])
-		if err != nil {
-			break
-		}
-		lo := appendString16(topicPrefix(prefixPopReviveBatch, g), topic)
-		if err := b.b.DeleteRange(lo, prefixEnd(lo), nil); err != nil {
-			return errors.Join(fmt.Errorf("delete revive batches on %q: %w", topic, err), rit.Close())
-		}
-		ok = rit.SeekGE(prefixEnd(topicPrefix(prefixPopReviveBatch, g)))
-	}
-	if err := rit.Close(); err != nil {
-		return fmt.Errorf("delete revive batches on %q: %w", topic, err)
-	}
-	if err := b.Commit(true); err != nil {
 		return fmt.Errorf("delete checkpoints on %q: %w", topic, err)
 	}
 	return nil
+}
+
+// eachGroupOfTopic calls fn with the key prefix of each group's part of
+// topic in a keyspace keyed by group, then topic (prefix | groupLen |
+// group | topicLen | topic ...): one seek per group. fn may move it
+// within that part.
+func (s *PopStore) eachGroupOfTopic(prefix byte, topic string, fn func(it *pebble.Iterator, lo []byte) error) error {
+	it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{prefix}, UpperBound: []byte{prefix + 1}})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; {
+		g, _, err := readString16(it.Key()[1:])
+		if err != nil {
+			break // not ours to judge here; kvdump check reports it
+		}
+		if err := fn(it, appendString16(topicPrefix(prefix, g), topic)); err != nil {
+			return errors.Join(err, it.Close())
+		}
+		ok = it.SeekGE(prefixEnd(topicPrefix(prefix, g)))
+	}
+	return it.Close()
 }
 
 // DeletePositions deletes the pop positions (0x52) and orderly batches
@@ -677,24 +675,10 @@ func (s *PopStore) DeletePositions(group, topic string) error {
 			}
 			continue
 		}
-		// Keys are by group first: one seek per group to its part of
-		// the topic.
-		it, err := s.db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{p}, UpperBound: []byte{p + 1}})
+		err := s.eachGroupOfTopic(p, topic, func(_ *pebble.Iterator, lo []byte) error {
+			return b.DeleteRange(lo, prefixEnd(lo), nil)
+		})
 		if err != nil {
-			return fmt.Errorf("delete pop positions on %q: %w", topic, err)
-		}
-		for ok := it.First(); ok; {
-			g, _, err := readString16(it.Key()[1:])
-			if err != nil {
-				break // not ours to judge here; kvdump check reports it
-			}
-			lo := appendString16(topicPrefix(p, g), topic)
-			if err := b.DeleteRange(lo, prefixEnd(lo), nil); err != nil {
-				return errors.Join(fmt.Errorf("delete pop positions on %q: %w", topic, err), it.Close())
-			}
-			ok = it.SeekGE(prefixEnd(topicPrefix(p, g)))
-		}
-		if err := it.Close(); err != nil {
 			return fmt.Errorf("delete pop positions on %q: %w", topic, err)
 		}
 	}
