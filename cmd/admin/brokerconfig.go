@@ -43,19 +43,7 @@ exit status tells whether any failed.`,
 			if err != nil {
 				return err
 			}
-			var failed []string
-			for _, addr := range addrs {
-				if _, err := g.invoke(cmd.Context(), addr, remoting.UpdateBrokerConfig, nil, body); err != nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "update broker config failed, %s: %v\n", addr, err)
-					failed = append(failed, addr)
-					continue
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "update broker config success, %s\n", addr)
-			}
-			if len(failed) > 0 {
-				return fmt.Errorf("update broker config failed on %s", strings.Join(failed, ", "))
-			}
-			return nil
+			return g.invokeEach(cmd, addrs, "update broker config", remoting.UpdateBrokerConfig, body)
 		},
 	}
 	in.flags(cmd)
@@ -111,19 +99,7 @@ func updateNamesrvConfigCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var failed []string
-			for _, addr := range namesrv.ParseNameServers(g.namesrv) {
-				if _, err := g.invoke(cmd.Context(), addr, remoting.UpdateNamesrvConfig, nil, body); err != nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "update name server config failed, %s: %v\n", addr, err)
-					failed = append(failed, addr)
-					continue
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "update name server config success, %s\n", addr)
-			}
-			if len(failed) > 0 {
-				return fmt.Errorf("update name server config failed on %s", strings.Join(failed, ", "))
-			}
-			return nil
+			return g.invokeEach(cmd, namesrv.ParseNameServers(g.namesrv), "update name server config", remoting.UpdateNamesrvConfig, body)
 		},
 	}
 	in.flags(cmd)
@@ -365,4 +341,23 @@ func queryCQCmd(g *globals) *cobra.Command {
 	f.Int32VarP(&count, "count", "c", 10, "units to print")
 	f.StringVarP(&group, "group", "g", "", "consumer group whose subscription to show")
 	return cmd
+}
+
+// invokeEach sends a request of code with body to each address, printing
+// "<what> success, addr" or "<what> failed, addr: why" for each, and
+// fails naming the addresses that failed.
+func (g *globals) invokeEach(cmd *cobra.Command, addrs []string, what string, code int32, body []byte) error {
+	var failed []string
+	for _, addr := range addrs {
+		if _, err := g.invoke(cmd.Context(), addr, code, nil, body); err != nil {
+			fmt.Fprintf(cmd.OutOrStdout(), "%s failed, %s: %v\n", what, addr, err)
+			failed = append(failed, addr)
+			continue
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s success, %s\n", what, addr)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%s failed on %s", what, strings.Join(failed, ", "))
+	}
+	return nil
 }
