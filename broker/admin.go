@@ -126,6 +126,9 @@ func (b *Broker) processCreateGroupList(_ context.Context, _ *remoting.Conn, req
 		if b.lmqName(gc.GroupName) {
 			continue
 		}
+		if remark := validateGroupName(gc.GroupName); remark != "" {
+			return remoting.NewResponse(req, remoting.InvalidParameter, remark)
+		}
 		if refusal, err := b.groupAttributesRefusal(gc); err != nil || refusal != "" {
 			return remoting.NewResponse(req, remoting.SystemError, cmp.Or(refusal, fmt.Sprint(err)))
 		}
@@ -349,6 +352,9 @@ func (b *Broker) processCreateGroup(_ context.Context, _ *remoting.Conn, req *re
 	if b.lmqName(gc.GroupName) {
 		return remoting.NewResponse(req, remoting.Success, "")
 	}
+	if remark := validateGroupName(gc.GroupName); remark != "" {
+		return remoting.NewResponse(req, remoting.InvalidParameter, remark)
+	}
 	if refusal, err := b.groupAttributesRefusal(gc); err != nil || refusal != "" {
 		return remoting.NewResponse(req, remoting.SystemError, cmp.Or(refusal, fmt.Sprint(err)))
 	}
@@ -409,12 +415,14 @@ func (b *Broker) processGetGroup(_ context.Context, _ *remoting.Conn, req *remot
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	gc, err := b.groupConfig(group, false)
+	// As RocketMQ's findSubscriptionGroupConfig: a group that does not
+	// exist is created when autoCreateSubscriptionGroup allows.
+	gc, err := b.groupConfig(group, true)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	if gc.GroupName == "" {
-		return remoting.NewResponse(req, remoting.SubscriptionGroupNotExist, "The consumer group "+group+" does not exist")
+		return remoting.NewResponse(req, remoting.SubscriptionGroupNotExist, "No group in this broker")
 	}
 	return jsonResponse(req, gc)
 }

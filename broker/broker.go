@@ -341,6 +341,9 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	if err := b.topics.ensureSystemTopics(); err != nil {
 		return err
 	}
+	if err := b.ensureSystemGroups(); err != nil {
+		return err
+	}
 	if err := b.importRocketMQPop(); err != nil {
 		return err
 	}

@@ -181,7 +181,7 @@ func TestSendValidation(t *testing.T) {
 		body  string
 		want  int32
 	}{
-		{"illegal name", "bad topic!", 0, "x", remoting.SystemError},
+		{"illegal name", "bad topic!", 0, "x", remoting.InvalidParameter}, // RocketMQ 5.3.2+ (SYSTEM_ERROR before)
 		{"system topic", "SCHEDULE_TOPIC_XXXX", 0, "x", remoting.NoPermission},
 		{"too large", "Big", 0, strings.Repeat("x", 2000), remoting.MessageIllegal},
 		{"bad queue", "Q4", 99, "x", remoting.InvalidParameter},

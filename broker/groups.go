@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/rocketkv/rocketkv/meta"
@@ -37,15 +38,28 @@ func (b *Broker) groupConfig(group string, create bool) (meta.SubscriptionGroupC
 	return gc, nil
 }
 
-// maxGroupNameLength is the longest group name RocketMQ's clients accept
-// (Validators.CHARACTER_MAX_LENGTH).
-const maxGroupNameLength = 255
+// maxGroupNameLength is the longest group name RocketMQ 5.3.4's broker
+// takes (TopicValidator.GROUP_MAX_LENGTH).
+const maxGroupNameLength = 120
 
-// validGroupName reports whether a group may be auto-created: RocketMQ's
-// topic characters (^[%|a-zA-Z0-9_-]+$, which its clients check group
-// names against too), at most maxGroupNameLength bytes.
-func validGroupName(group string) bool {
-	return len(group) <= maxGroupNameLength && meta.ValidTopicChars(group)
+// validGroupName reports whether a group may be auto-created (see
+// validateGroupName).
+func validGroupName(group string) bool { return validateGroupName(group) == "" }
+
+// validateGroupName applies RocketMQ's group rules (TopicValidator.
+// validateGroup, in its order and with its remarks): not blank, the
+// characters ^[%|a-zA-Z0-9_-]+$, at most maxGroupNameLength bytes. It
+// returns the remark of the refusal, or "".
+func validateGroupName(group string) string {
+	switch {
+	case strings.TrimSpace(group) == "":
+		return "The specified group is blank."
+	case !meta.ValidTopicChars(group):
+		return "The specified group: " + group + ", contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+	case len(group) > maxGroupNameLength:
+		return fmt.Sprintf("The specified group: %s, is longer than group max length: %d", group, maxGroupNameLength)
+	}
+	return ""
 }
 
 // lmqName reports whether a topic or group name is a light message
@@ -59,3 +73,32 @@ func (b *Broker) lmqName(name string) bool {
 // isSysGroup reports whether group is one of RocketMQ's system consumer
 // groups, named CID_RMQ_SYS_... (MixAll.isSysConsumerGroup).
 func isSysGroup(group string) bool { return strings.HasPrefix(group, "CID_RMQ_SYS_") }
+
+// systemGroups are the subscription groups RocketMQ's broker always has
+// (SubscriptionGroupManager.init), with its defaults: its admin tools
+// pull as TOOLS_CONSUMER, and GET_ALL_SUBSCRIPTIONGROUP_CONFIG lists them.
+var systemGroups = []string{"TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY",
+	"CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_RMQ_SYS_TRANS"}
+
+// ensureSystemGroups creates the system groups that are missing; one
+// already there (changed by an administrator, or copied from a master)
+// is kept.
+func (b *Broker) ensureSystemGroups() error {
+	var missing []meta.SubscriptionGroupConfig
+	for _, g := range systemGroups {
+		_, ok, err := b.groups.Get(g)
+		if err != nil {
+			return fmt.Errorf("system group %s: %w", g, err)
+		}
+		if !ok {
+			missing = append(missing, meta.NewSubscriptionGroupConfig(g))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := b.groups.Put(missing...); err != nil {
+		return fmt.Errorf("create the system groups: %w", err)
+	}
+	return nil
+}

@@ -21,6 +21,8 @@ const (
 // forbiddenType field (RocketMQ's ForbiddenType).
 const (
 	forbiddenBroker       = 1 // BROKER_FORBIDDEN: the broker refuses this kind of pull
+	forbiddenGroup        = 2 // GROUP_FORBIDDEN: the group's consumeEnable is off
+	forbiddenTopic        = 3 // TOPIC_FORBIDDEN: the topic is not readable
 	forbiddenBroadcasting = 4 // BROADCASTING_DISABLE_FORBIDDEN: the group may not consume by broadcast
 	forbiddenSubscription = 5 // SUBSCRIPTION_FORBIDDEN: the group is forbidden to read the topic
 )
@@ -111,7 +113,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		return remoting.NewResponse(req, code, fmt.Sprintf(format, args...))
 	}
 	if !meta.Readable(b.permission()) {
-		return fail(remoting.NoPermission, "the broker[%s] pulling message is forbidden", b.cfg.BrokerName)
+		return forbiddenPull(fail(remoting.NoPermission, "the broker[%s] pulling message is forbidden", b.cfg.BrokerName), forbiddenBroker)
 	}
 	if req.Code == remoting.LitePullMessage && !b.current().LitePullMessageEnable {
 		return forbiddenPull(fail(remoting.NoPermission, "the broker[%s] for lite pull consumer is forbidden", b.hostIP), forbiddenBroker)
@@ -124,7 +126,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		return fail(remoting.SubscriptionGroupNotExist, "subscription group [%s] does not exist", p.group)
 	}
 	if !gc.ConsumeEnable {
-		return fail(remoting.NoPermission, "subscription group no permission, %s", p.group)
+		return forbiddenPull(fail(remoting.NoPermission, "subscription group no permission, %s", p.group), forbiddenGroup)
 	}
 	tc, ok, err := b.topicConfig(p.topic)
 	if err != nil {
@@ -134,7 +136,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		return fail(remoting.TopicNotExist, "topic[%s] not exist, apply first please!", p.topic)
 	}
 	if !meta.Readable(tc.Perm) {
-		return fail(remoting.NoPermission, "the topic[%s] pulling message is forbidden", p.topic)
+		return forbiddenPull(fail(remoting.NoPermission, "the topic[%s] pulling message is forbidden", p.topic), forbiddenTopic)
 	}
 	if p.queueID < 0 || int(p.queueID) >= tc.ReadQueueNums {
 		return fail(remoting.InvalidParameter, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
