@@ -415,9 +415,10 @@ func (b *Broker) processGetGroup(_ context.Context, _ *remoting.Conn, req *remot
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	// As RocketMQ's findSubscriptionGroupConfig: a group that does not
-	// exist is created when autoCreateSubscriptionGroup allows.
-	gc, err := b.groupConfig(group, true)
+	// RocketMQ's findSubscriptionGroupConfig creates a missing group here
+	// under autoCreateSubscriptionGroup; rocketkv does not, so a look at
+	// a group (bin/admin's checks among them) does not make it exist.
+	gc, err := b.groupConfig(group, false)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}

@@ -33,20 +33,11 @@ func TestAGroupListWithAnInvalidNameIsRefused(t *testing.T) {
 	}
 }
 
-// getSubscriptionGroup uses findSubscriptionGroupConfig, which auto-creates
-// the group under autoCreateSubscriptionGroup (default true).
-func TestGettingAMissingGroupCreatesIt(t *testing.T) {
-	b := startTestBroker(t, nil)
-	c := b.client(nil)
-	r := call(t, c, remoting.GetSubscriptionGroupConfig, map[string]string{"group": "neverSeen"}, nil)
-	if r.Code != remoting.Success {
-		t.Errorf("GET of a missing group with autoCreateSubscriptionGroup on: code %d %q, RocketMQ creates it and answers SUCCESS", r.Code, r.Remark)
-	}
-}
-
-// With auto-creation off, RocketMQ's remark is "No group in this broker".
+// A missing group is answered with RocketMQ's remark, "No group in this
+// broker" (RocketMQ creates it first under autoCreateSubscriptionGroup;
+// rocketkv does not create a group one only looks at).
 func TestGettingAMissingGroupAnswersRocketMQsRemark(t *testing.T) {
-	b := startTestBroker(t, map[string]string{"autoCreateSubscriptionGroup": "false"})
+	b := startTestBroker(t, nil)
 	c := b.client(nil)
 	r := call(t, c, remoting.GetSubscriptionGroupConfig, map[string]string{"group": "neverSeen"}, nil)
 	if r.Code != remoting.SubscriptionGroupNotExist || r.Remark != "No group in this broker" {
