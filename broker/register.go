@@ -44,6 +44,9 @@ func newRegistrar(b *Broker) *registrar {
 		ns:    namesrv.NewRegistrar(pool, b.cfg.NamesrvAddr, b.component("registrar")),
 		kick:  make(chan struct{}, 1),
 		waits: make(chan chan struct{}),
+		// Made here, not by start: registerAndWait reads it from request
+		// handlers, which nothing orders after start.
+		loopDone: make(chan struct{}),
 	}
 	r.trigger = func() {
 		select {
@@ -68,7 +71,7 @@ func (r *registrar) info() namesrv.BrokerInfo {
 // halt or the broker's context ends.
 func (r *registrar) start() {
 	ctx, cancel := context.WithCancel(r.b.ctx)
-	r.cancelLoop, r.loopDone = cancel, make(chan struct{})
+	r.cancelLoop = cancel
 	r.b.goBackground("register", func(context.Context) {
 		defer close(r.loopDone)
 		r.loop(ctx)
@@ -166,7 +169,7 @@ const maxRegisterPeriod = 60 * time.Second
 // updateAndCreateTopic and updateBrokerConfig register before they
 // answer). Without name servers it returns at once.
 func (r *registrar) registerAndWait(ctx context.Context) {
-	if r == nil || r.loopDone == nil || len(r.ns.NameServers()) == 0 {
+	if r == nil || len(r.ns.NameServers()) == 0 {
 		return
 	}
 	done := make(chan struct{})
