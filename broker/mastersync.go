@@ -104,20 +104,15 @@ func (b *Broker) processGetTimerMetrics(_ context.Context, _ *remoting.Conn, req
 		Count     int64 `json:"count"`
 		TimeStamp int64 `json:"timeStamp"`
 	}
-	type dataVersion struct {
-		Counter      int64 `json:"counter"`
-		StateVersion int64 `json:"stateVersion"`
-		Timestamp    int64 `json:"timestamp"`
-	}
 	var body struct {
-		DataVersion dataVersion       `json:"dataVersion"`
+		DataVersion meta.DataVersion  `json:"dataVersion"`
 		TimingCount map[string]metric `json:"timingCount"`
 	}
 	body.DataVersion.Timestamp = b.started.UnixMilli()
 	body.TimingCount = map[string]metric{}
 	if table, ok := b.timerTable(); ok {
 		if table.Changes > 0 {
-			body.DataVersion = dataVersion{Counter: table.Changes, Timestamp: table.ChangedMs}
+			body.DataVersion = meta.DataVersion{Counter: table.Changes, Timestamp: table.ChangedMs}
 		}
 		for _, t := range table.Topics {
 			body.TimingCount[t.Topic] = metric{Count: t.Messages, TimeStamp: body.DataVersion.Timestamp}

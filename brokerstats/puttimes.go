@@ -131,12 +131,7 @@ const putMinutePeriod = time.Minute
 func (s *Stats) PutTook(d time.Duration, failed bool) {
 	ms := d.Milliseconds()
 	s.putTimes.current.Load().add(ms)
-	for {
-		old := s.putTimes.putMax.Load()
-		if ms <= old || s.putTimes.putMax.CompareAndSwap(old, ms) {
-			break
-		}
-	}
+	raiseTo(&s.putTimes.putMax, ms)
 	if failed {
 		s.putTimes.failed.Add(1)
 	}
@@ -145,11 +140,16 @@ func (s *Stats) PutTook(d time.Duration, failed bool) {
 // GetTook records a read of the store that began at began and ends now
 // (the slowest is getMessageEntireTimeMax).
 func (s *Stats) GetTook(began time.Time) {
-	ms := time.Since(began).Milliseconds()
+	raiseTo(&s.putTimes.getMax, time.Since(began).Milliseconds())
+}
+
+// raiseTo raises max to v when v is larger (a load, and a compare-and-swap
+// only for a new maximum).
+func raiseTo(max *atomic.Int64, v int64) {
 	for {
-		old := s.putTimes.getMax.Load()
-		if ms <= old || s.putTimes.getMax.CompareAndSwap(old, ms) {
-			break
+		old := max.Load()
+		if v <= old || max.CompareAndSwap(old, v) {
+			return
 		}
 	}
 }
