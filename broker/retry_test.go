@@ -578,3 +578,38 @@ func TestSendBackToAReadOnlyRetryTopicIsRefused(t *testing.T) {
 		t.Fatalf("send back to a read-only retry topic: code %d %q; RocketMQ: NO_PERMISSION (%d)", r.Code, r.Remark, remoting.NoPermission)
 	}
 }
+
+// TestAMissingRetryTopicIsCreatedFromTheTemplateFirst checks a send to a
+// %RETRY% topic that does not exist (a client's send-back fallback sends
+// there with TBW102 as template): it takes the template's queues while
+// the template allows it, and one queue otherwise, as RocketMQ's
+// msgCheck falls back to createTopicInSendMessageBackMethod.
+func TestAMissingRetryTopicIsCreatedFromTheTemplateFirst(t *testing.T) {
+	for _, tc := range []struct {
+		autoCreate string
+		want       int
+	}{
+		{"true", 4},  // min(the client's 4, TBW102's 8 write queues)
+		{"false", 1}, // TBW102 not inheritable: the fallback
+	} {
+		t.Run("autoCreateTopicEnable="+tc.autoCreate, func(t *testing.T) {
+			b := startTestBroker(t, map[string]string{"autoCreateTopicEnable": tc.autoCreate})
+			c := b.client(nil)
+			h := map[string]string{"a": "pg", "b": "%RETRY%fresh", "c": "TBW102", "d": "4", "e": "0", "f": "0",
+				"g": "1", "h": "0", "i": "", "j": "1"}
+			if r := call(t, c, remoting.SendMessageV2, h, []byte("back")); r.Code != remoting.Success {
+				t.Fatalf("send: %d %s", r.Code, r.Remark)
+			}
+			cfg, ok, err := b.topics.get("%RETRY%fresh")
+			if err != nil || !ok {
+				t.Fatalf("retry topic not created: %v %v", ok, err)
+			}
+			if cfg.WriteQueueNums != tc.want || cfg.ReadQueueNums != tc.want {
+				t.Fatalf("retry topic has %d/%d queues, want %d", cfg.WriteQueueNums, cfg.ReadQueueNums, tc.want)
+			}
+			if cfg.Perm&meta.PermInherit != 0 || cfg.Perm&meta.PermWrite == 0 {
+				t.Fatalf("retry topic perm %d", cfg.Perm)
+			}
+		})
+	}
+}

@@ -235,8 +235,8 @@ func (b *Broker) refusesMixedType(mods map[string]string) bool {
 
 // createOnSend returns the config of topic, creating it from the template
 // topic when it does not exist, as RocketMQ's
-// createTopicInSendMessageMethod. It answers the code and remark of a
-// refusal.
+// createTopicInSendMessageMethod; a retry topic the template cannot give
+// still gets one queue. It answers the code and remark of a refusal.
 func (m *topicManager) createOnSend(topic, template string, queueNums int) (meta.TopicConfig, int32, string) {
 	if tc, ok, err := m.get(topic); err != nil { // a light message queue's fixed config included
 		return tc, remoting.SystemError, err.Error()
@@ -250,13 +250,6 @@ func (m *topicManager) createOnSend(topic, template string, queueNums int) (meta
 	} else if ok {
 		return tc, remoting.Success, ""
 	}
-	if meta.IsRetryTopic(topic) {
-		tc := meta.NewTopicConfig(topic, 1)
-		if err := m.put(tc); err != nil {
-			return tc, remoting.SystemError, err.Error()
-		}
-		return tc, remoting.Success, ""
-	}
 	if template == "" {
 		template = autoCreateTopic
 	}
@@ -265,6 +258,15 @@ func (m *topicManager) createOnSend(topic, template string, queueNums int) (meta
 		return tpl, remoting.SystemError, err.Error()
 	}
 	if !ok || !meta.Inheritable(tpl.Perm) {
+		if meta.IsRetryTopic(topic) {
+			// A retry topic the template cannot give gets one queue,
+			// as RocketMQ's createTopicInSendMessageBackMethod.
+			tc := meta.NewTopicConfig(topic, 1)
+			if err := m.put(tc); err != nil {
+				return tc, remoting.SystemError, err.Error()
+			}
+			return tc, remoting.Success, ""
+		}
 		return tpl, remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", topic)
 	}
 	if queueNums <= 0 || queueNums > tpl.WriteQueueNums {
