@@ -68,13 +68,12 @@ func (b *Broker) unusedTopics() ([]string, error) {
 
 // dropTopicQueues drops every queue of topic from the ConsumeQueue
 // layouts written now, and records the drop for a layout that catches up
-// later, as a topic deletion does; the topic's cached queue offsets and
-// pending resets go too.
+// later and for dispatch, which leaves out of the index the topic's
+// records appended before the drop that it reaches only after it, as a
+// topic deletion does; the topic's cached queue offsets and pending
+// resets go too.
 func (b *Broker) dropTopicQueues(topic string) error {
-	if err := b.db.RecordTopicDeleted(topic, b.clog.MaxOffset()); err != nil {
-		return err
-	}
-	err := b.disp.Quiesced(func() error {
+	err := b.disp.DeleteTopic(topic, func() error {
 		for _, s := range []cq.Store{b.cqs, b.cqMirror} {
 			if s == nil {
 				continue

@@ -174,6 +174,9 @@ type Dispatcher struct {
 	minMu sync.Mutex
 
 	next atomic.Int64 // next CommitLog offset to dispatch
+	// deleted holds the topic deletions dispatch has not passed (nil:
+	// none); written under writeMu, read by the loop once a batch.
+	deleted atomic.Pointer[deletedTopics]
 
 	mu      sync.Mutex
 	waiters []dispatchWaiter
@@ -315,9 +318,16 @@ func (d *Dispatcher) Recover() (int64, error) {
 		return 0, err
 	}
 	d.step(StepDispatchedSet)
-	if err := d.catchUpLayouts(from, minOff, end, hadDispatched); err != nil {
+	deleted, err := d.opts.DB.topicsDeleted(minOff, end)
+	if err != nil {
 		return 0, fmt.Errorf("recover index: %w", err)
 	}
+	if err := d.catchUpLayouts(from, minOff, end, hadDispatched, deleted); err != nil {
+		return 0, fmt.Errorf("recover index: %w", err)
+	}
+	// Dispatch from an offset below a deletion (a crash lost batches
+	// written after it) leaves the deleted topic's records out again.
+	d.deleted.Store(newDeletedTopics(deleted, from))
 	d.next.Store(from)
 	d.log.Info().Int64("from", from).Int64("logEnd", end).Int64("logMin", minOff).Msg("dispatch recovered")
 	return from, nil
@@ -736,6 +746,11 @@ func (d *Dispatcher) run(ctx context.Context) {
 		}
 		start := time.Now()
 		n, err := d.dispatchBatch(r)
+		if errors.Is(err, errDeletedMidBatch) {
+			r.Close()
+			r = d.opts.Log.NewConfirmedReader(d.next.Load())
+			continue
+		}
 		if err != nil {
 			if errors.Is(err, commitlog.ErrClosed) || ctx.Err() != nil {
 				d.wake(commitlog.ErrClosed)
@@ -866,6 +881,12 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 	// one declared per record cost a heap allocation per record.
 	var m commitlog.Message
 	compaction := d.opts.Compaction
+	// Records of topics deleted after they were appended are left out of
+	// the index; nil (no lookups) once dispatch has passed every deletion.
+	gone := d.deleted.Load()
+	// A record indexed with no entry of its own (a prepared or rolled
+	// back transactional record) leaves no queue to tell its topic by.
+	unqueued := false
 	defer func() {
 		clear(d.compactRecs)
 		d.compactRecs = d.compactRecs[:0]
@@ -889,7 +910,8 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 				return 0, fmt.Errorf("dispatch hook of %s at %d: %w", m.Topic, e.Offset, err)
 			}
 		}
-		if compaction.Compacts(m.Topic) {
+		beforeDeletion := gone.covers(m.Topic, e.Offset)
+		if !beforeDeletion && compaction.Compacts(m.Topic) {
 			d.compactRecs = append(d.compactRecs, append([]byte(nil), e.Data...))
 		}
 		if err := dispatchRevived(d.opts.DB, b, &m); err != nil {
@@ -902,7 +924,8 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 			}
 		}
 		from := len(entries)
-		entries = d.entriesOf(entries, &m, e)
+		entries = gone.filter(d.entriesOf(entries, &m, e), from)
+		unqueued = unqueued || (!beforeDeletion && len(entries) == from)
 		for _, ent := range entries[from:] {
 			off := ent.Entry.QueueOffset
 			q := queueIDOf(ent.Topic, ent.QueueID)
@@ -918,7 +941,7 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 				d.addCode(queues, i, ent.Entry.TagsCode)
 			}
 		}
-		if tx != commitlog.TransactionRollback && !d.opts.SkipKeyIndex {
+		if tx != commitlog.TransactionRollback && !d.opts.SkipKeyIndex && !beforeDeletion {
 			keys, _ := commitlog.LookupProperty(m.Properties, "KEYS")
 			uniq, _ := commitlog.LookupProperty(m.Properties, "UNIQ_KEY")
 			kb.add(m.Topic, keys, uniq, e.Offset, m.StoreTimestamp)
@@ -933,6 +956,9 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 	}
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
+	if mustReread(gone, d.deleted.Load(), queues, unqueued) {
+		return 0, errDeletedMidBatch
+	}
 	if len(d.compactRecs) > 0 {
 		// Under writeMu, as a backfill (Compaction.CopyRecords) and a
 		// topic's deletion run: they see no copy half made.
@@ -950,6 +976,7 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 	if err := d.commitBatch(b, entries, end); err != nil {
 		return 0, err
 	}
+	d.passDeleted(end)
 	if len(queues) > 0 && d.next.Load() < d.opts.Log.MinOffset() {
 		// Retention deleted records of this batch while it was read (the
 		// reader holds the segment it is in): a correction of the

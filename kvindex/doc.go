@@ -101,10 +101,15 @@
 //	                                           builds): the end of the newest record its
 //	                                           queues hold
 //	"topicDeleted.<topic>" value: offset int64 the topic was deleted when the CommitLog
-//	                                           ended here: a layout not written then drops
-//	                                           it when it catches up, and no catch-up puts
-//	                                           its records below the offset back; dropped
-//	                                           once retention passes the offset
+//	                                           ended here: dispatch (live, or again after
+//	                                           a restart) leaves the topic's records below
+//	                                           the offset out of the ConsumeQueue, the key
+//	                                           index and the compacted copies; a layout not
+//	                                           written then drops it when it catches up,
+//	                                           and no catch-up puts those records back;
+//	                                           moved back to the CommitLog's end when a
+//	                                           recovery cut the log below it; dropped once
+//	                                           retention passes the offset
 //	"rebuildStart.<layout>.<queueId>.<topic>" value: queue offset int64
 //	                                           where the queue stood in that layout when a
 //	                                           rebuild of it (the layout missed records

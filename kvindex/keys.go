@@ -37,7 +37,8 @@ const (
 	// below which that ConsumeQueue layout holds every record's entry.
 	metaCQWritten = "cqWritten."
 	// metaTopicDeleted + topic: the topic was deleted when the CommitLog
-	// ended at the value (for layouts not written at the time).
+	// ended at the value (for dispatch, which leaves its records below
+	// the value out, and for layouts not written at the time).
 	metaTopicDeleted = "topicDeleted."
 	// metaRebuildStart + layout + "." + queueId + "." + topic: where that
 	// queue stood in the layout when a rebuild of it began (the value, a

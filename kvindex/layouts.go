@@ -110,18 +110,6 @@ func (d *DB) LayoutProgress(name string) (offset int64, ok bool, err error) {
 	return d.metaInt64(metaCQWritten + name)
 }
 
-// RecordTopicDeleted notes, durably, that topic was deleted when the
-// CommitLog ended at end. A ConsumeQueue layout that was not written at
-// the time drops the topic when it next catches up, and no catch-up puts
-// the deleted topic's records below end back (a topic created again under
-// that name numbers its messages from 0).
-func (d *DB) RecordTopicDeleted(topic string, end int64) error {
-	if err := d.pdb.Set(metaKey(metaTopicDeleted+topic), putInt64(end), pebble.Sync); err != nil {
-		return fmt.Errorf("record the deletion of topic %s: %w", topic, err)
-	}
-	return nil
-}
-
 // rebuildStartName is the meta name of a queue's start in a layout being
 // rebuilt.
 func rebuildStartName(layout string, st QueueStart) string {
@@ -200,9 +188,12 @@ func (d *DB) completeLayout(layout string, end int64) error {
 }
 
 // topicsDeleted returns the recorded topic deletions, dropping those at or
-// below minOff: no record of them is left to put back, and a layout that
-// has not caught up past them is rebuilt anyway.
-func (d *DB) topicsDeleted(minOff int64) (map[string]int64, error) {
+// below minOff (no record of them is left to put back, and a layout that
+// has not caught up past them is rebuilt anyway) and moving back to end
+// those past the CommitLog's end (end, recovered after a crash, is below
+// a deletion recorded before it: every record left below end came before
+// the deletion, and those appended from end on are the topic's again).
+func (d *DB) topicsDeleted(minOff, end int64) (map[string]int64, error) {
 	lo := metaKey(metaTopicDeleted)
 	it, err := d.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
 	if err != nil {
@@ -224,10 +215,20 @@ func (d *DB) topicsDeleted(minOff int64) (map[string]int64, error) {
 			}
 			continue
 		}
+		if at > end {
+			at = end
+			if err := b.Set(append([]byte(nil), it.Key()...), putInt64(at), nil); err != nil {
+				_ = it.Close()
+				return nil, err
+			}
+		}
 		out[string(it.Key()[len(lo):])] = at
 	}
 	if err := it.Close(); err != nil {
 		return nil, fmt.Errorf("read topic deletions: %w", err)
+	}
+	if b.Empty() {
+		return out, nil
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return nil, fmt.Errorf("forget old topic deletions: %w", err)
@@ -260,13 +261,10 @@ func (d *Dispatcher) clampProgress(end int64) error {
 // deleted meanwhile. A layout that misses records the CommitLog no longer
 // holds is rebuilt from the CommitLog's minimum; its queues whose records
 // are all gone then stand where a complete layout says (or, with none, at
-// least where they stood in it).
-func (d *Dispatcher) catchUpLayouts(from, minOff, end int64, hadDispatched bool) error {
+// least where they stood in it). deleted are the recorded topic
+// deletions (DB.topicsDeleted).
+func (d *Dispatcher) catchUpLayouts(from, minOff, end int64, hadDispatched bool, deleted map[string]int64) error {
 	if err := d.clampProgress(end); err != nil {
-		return err
-	}
-	deleted, err := d.opts.DB.topicsDeleted(minOff)
-	if err != nil {
 		return err
 	}
 	type lagging struct {
@@ -297,6 +295,7 @@ func (d *Dispatcher) catchUpLayouts(from, minOff, end int64, hadDispatched bool)
 		}
 		var own []QueueStart
 		if start < minOff {
+			var err error
 			if own, err = d.rebuildLayout(l.layout); err != nil {
 				return err
 			}
@@ -317,7 +316,7 @@ func (d *Dispatcher) catchUpLayouts(from, minOff, end int64, hadDispatched bool)
 		}
 		d.log.Warn().Str("layout", l.name).Int64("from", start).Int64("to", from).
 			Msg("ConsumeQueue layout is behind the dispatched offset; writing what it misses from the CommitLog")
-		if err := d.fillLayout(l.layout, start, from, deleted, l.done < minOff); err != nil {
+		if err := d.fillLayout(l.layout, start, from, newDeletedTopics(deleted, start), l.done < minOff); err != nil {
 			return err
 		}
 		// Retention may have run while it was not written.
@@ -447,7 +446,7 @@ func (d *Dispatcher) rebuildLayout(l layout) ([]QueueStart, error) {
 // end (a rebuild only at the end: it is not resumable before its seeds are
 // written). Hooks and the key index are not run: they are complete up to
 // the dispatched offset already.
-func (d *Dispatcher) fillLayout(l layout, from, to int64, deleted map[string]int64, rebuild bool) error {
+func (d *Dispatcher) fillLayout(l layout, from, to int64, deleted *deletedTopics, rebuild bool) error {
 	r := d.opts.Log.NewReader(from)
 	defer r.Close()
 	var entries []cq.Dispatch
@@ -484,10 +483,8 @@ func (d *Dispatcher) fillLayout(l layout, from, to int64, deleted map[string]int
 		if err != nil {
 			return fmt.Errorf("decode record at %d: %w", e.Offset, err)
 		}
-		if at, ok := deleted[m.Topic]; ok && e.Offset < at {
-			continue
-		}
-		entries = d.entriesOf(entries, &m, e)
+		n := len(entries)
+		entries = deleted.filter(d.entriesOf(entries, &m, e), n)
 		if len(entries) >= catchUpBatch {
 			if err := put(); err != nil {
 				return err

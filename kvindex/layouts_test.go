@@ -289,10 +289,7 @@ func TestTopicDeletedWhileLayoutNotWritten(t *testing.T) {
 
 	s = openStackWith(t, root, layoutsConfig(root), LayoutKV, "")
 	// What DELETE_TOPIC does: record the deletion, drop the written layout.
-	if err := s.db.RecordTopicDeleted("T", s.log.MaxOffset()); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.store.DeleteTopic("T"); err != nil {
+	if err := s.disp.DeleteTopic("T", func() error { return s.store.DeleteTopic("T") }); err != nil {
 		t.Fatal(err)
 	}
 	s.offsets.Forget("T", AnyQueue)

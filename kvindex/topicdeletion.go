@@ -1,0 +1,169 @@
+package kvindex
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/rocketkv/rocketkv/cq"
+)
+
+// deletedTopics is the set of topic deletions dispatch has not passed:
+// for each topic, the CommitLog offset it was deleted at. A record of the
+// topic below that offset was appended before the deletion and is left
+// out of the index when dispatch reaches it later; the records from it on
+// belong to the topic created again. It is never changed once published
+// (a change publishes a new one), so the dispatch loop reads it without a
+// lock.
+type deletedTopics struct {
+	at  map[string]int64
+	low int64 // the lowest offset of at
+}
+
+// newDeletedTopics returns the set of the deletions of at that lie past
+// passed (nil when none does).
+func newDeletedTopics(at map[string]int64, passed int64) *deletedTopics {
+	var t *deletedTopics
+	for topic, off := range at {
+		if off <= passed {
+			continue
+		}
+		if t == nil {
+			t = &deletedTopics{at: map[string]int64{}, low: off}
+		}
+		t.at[topic] = off
+		t.low = min(t.low, off)
+	}
+	return t
+}
+
+// covers reports whether a record of topic at CommitLog offset phy was
+// appended before the topic's deletion.
+func (t *deletedTopics) covers(topic string, phy int64) bool {
+	if t == nil {
+		return false
+	}
+	at, ok := t.at[topic]
+	return ok && phy < at
+}
+
+// with returns the set with topic deleted at offset at added (a later
+// deletion of the same topic replaces an earlier one).
+func (t *deletedTopics) with(topic string, at int64) *deletedTopics {
+	out := map[string]int64{topic: at}
+	if t != nil {
+		for k, v := range t.at {
+			if k != topic {
+				out[k] = v
+			}
+		}
+	}
+	return newDeletedTopics(out, -1)
+}
+
+// filter drops from entries[from:] the entries of deleted topics below
+// their deletion (a record's own entry and its light message queue ones
+// alike) and returns what is left of entries.
+func (t *deletedTopics) filter(entries []cq.Dispatch, from int) []cq.Dispatch {
+	if t == nil {
+		return entries
+	}
+	kept := entries[:from]
+	for _, e := range entries[from:] {
+		if !t.covers(e.Topic, e.Entry.PhyOffset) {
+			kept = append(kept, e)
+		}
+	}
+	clear(entries[len(kept):])
+	return kept
+}
+
+// offset returns the offset topic was deleted at, 0 when it is not in
+// the set.
+func (t *deletedTopics) offset(topic string) int64 {
+	if t == nil {
+		return 0
+	}
+	return t.at[topic]
+}
+
+// errDeletedMidBatch is returned by dispatchBatch when a topic it has
+// records of was deleted after it began reading them: they were read
+// without that deletion, so the batch is written nowhere and read again.
+var errDeletedMidBatch = errors.New("a topic was deleted while the dispatch batch was read")
+
+// mustReread reports whether a batch that read its records with the
+// deletions gone must read them again, the deletions being cur when it
+// is about to be written: a topic it has entries of (queues) was deleted
+// meanwhile, or it indexed a record without an entry of its own
+// (unqueued), whose topic queues do not tell. A batch whose records are
+// all of other topics is written as it is, so that a run of deletions
+// does not hold dispatch back.
+func mustReread(gone, cur *deletedTopics, queues []pendingQueue, unqueued bool) bool {
+	if cur == gone {
+		return false
+	}
+	if unqueued {
+		return true
+	}
+	for _, q := range queues {
+		if cur.offset(q.topic) != gone.offset(q.topic) {
+			return true
+		}
+	}
+	return false
+}
+
+// DeleteTopic records that topic is deleted at the CommitLog's current
+// end and runs drop (which drops the topic's queues from the ConsumeQueue
+// layouts) while no dispatch batch is written. Records of the topic
+// appended before that end that dispatch has not indexed yet, now or
+// after a restart that dispatches from an earlier point, are left out of
+// the ConsumeQueue, the key index and the compacted copies: a topic
+// created again under the name shows none of the deleted topic's
+// messages. Hooks still see those records: the system topics they serve
+// are not deleted, and the transaction a committed record ends is ended
+// all the same. The record is synced before drop runs.
+func (d *Dispatcher) DeleteTopic(topic string, drop func() error) error {
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	end := d.opts.Log.MaxOffset()
+	if err := d.opts.DB.recordTopicDeleted(topic, end); err != nil {
+		return err
+	}
+	if end > d.next.Load() {
+		// Dispatch has records of the topic still to read; the batch
+		// reading them now, if any, sees the change and reads again.
+		d.deleted.Store(d.deleted.Load().with(topic, end))
+		d.log.Info().Str("topic", topic).Int64("deletedAt", end).Int64("dispatched", d.next.Load()).
+			Msg("topic deleted ahead of dispatch; its records below the deletion will not be indexed")
+	}
+	if drop == nil {
+		return nil
+	}
+	// drop's error is the caller's own, returned as it is.
+	return drop()
+}
+
+// passDeleted forgets the deletions dispatch has passed at end: every
+// record below them is indexed or left out already. The caller holds
+// writeMu.
+func (d *Dispatcher) passDeleted(end int64) {
+	if t := d.deleted.Load(); t != nil && t.low <= end {
+		d.deleted.Store(newDeletedTopics(t.at, end))
+	}
+}
+
+// recordTopicDeleted notes, durably, that topic was deleted when the
+// CommitLog ended at end. Dispatch leaves the topic's records below end
+// out of the index (a topic created again under that name numbers its
+// messages from 0), and a ConsumeQueue layout that was not written at the
+// time drops the topic when it next catches up, without putting those
+// records back.
+func (d *DB) recordTopicDeleted(topic string, end int64) error {
+	if err := d.pdb.Set(metaKey(metaTopicDeleted+topic), putInt64(end), pebble.Sync); err != nil {
+		return fmt.Errorf("record the deletion of topic %s: %w", topic, err)
+	}
+	return nil
+}

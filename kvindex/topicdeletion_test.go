@@ -1,0 +1,383 @@
+package kvindex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// dispatchGate is a dispatch hook that holds the dispatcher at a record:
+// armed, the first record it sees blocks the batch until release; failing,
+// every record fails its batch, so dispatch stays where it is.
+type dispatchGate struct {
+	armed   atomic.Bool
+	failing atomic.Bool
+	held    chan struct{} // closed when a record is held or a batch failed
+	release chan struct{}
+	seen    atomic.Bool
+}
+
+func newDispatchGate() *dispatchGate {
+	return &dispatchGate{held: make(chan struct{}), release: make(chan struct{})}
+}
+
+var errGateShut = errors.New("dispatch gate shut")
+
+// Dispatch implements Hook.
+func (g *dispatchGate) Dispatch(_ *pebble.Batch, _ *commitlog.Message) error {
+	if g.failing.Load() {
+		if g.seen.CompareAndSwap(false, true) {
+			close(g.held)
+		}
+		return errGateShut
+	}
+	if g.armed.CompareAndSwap(true, false) {
+		close(g.held)
+		<-g.release
+	}
+	return nil
+}
+
+// on makes the gate the hook of topic's records.
+func (g *dispatchGate) on(topic string) func(*DispatcherOptions) {
+	return func(o *DispatcherOptions) { o.Hooks = map[string]Hook{topic: g} }
+}
+
+// waitHeld waits until the gate holds the dispatcher.
+func (g *dispatchGate) waitHeld(t *testing.T) {
+	t.Helper()
+	select {
+	case <-g.held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the dispatcher never reached the gate")
+	}
+}
+
+// appendKeyed appends n messages to queue 0 of topic, keyed prefix-0,
+// prefix-1, ..., without waiting for their dispatch, and returns their
+// CommitLog offsets.
+func appendKeyed(t *testing.T, s *stack, topic, prefix string, n int, multi ...string) []int64 {
+	t.Helper()
+	var phys []int64
+	for i := range n {
+		props := map[string]string{"KEYS": fmt.Sprintf("%s-%d", prefix, i), "TAGS": "t"}
+		if len(multi) > 0 {
+			props[commitlog.PropertyMultiDispatch] = multi[0]
+		}
+		m := &commitlog.Message{Topic: topic, Body: []byte(prefix),
+			Properties: commitlog.FormatProperties(props), BornHost: netip.MustParseAddrPort("127.0.0.1:1")}
+		r, err := s.log.Append(context.Background(), commitlog.AppendRequest{Assigner: s.offsets, Message: m, MultiDispatch: multi})
+		if err != nil {
+			t.Fatal(err)
+		}
+		phys = append(phys, r.PhyOffset)
+	}
+	return phys
+}
+
+// deleteTopicAsBroker deletes topic as DELETE_TOPIC_IN_BROKER does: the
+// deletion is recorded with the dispatcher, which drops the topic from
+// every layout written (and runs more, when given), then the topic's
+// cached queue offsets go.
+func deleteTopicAsBroker(t *testing.T, s *stack, topic string, more ...func() error) {
+	t.Helper()
+	err := s.disp.DeleteTopic(topic, func() error {
+		for _, st := range []cq.Store{s.store, s.mirror} {
+			if st == nil {
+				continue
+			}
+			if err := st.DeleteTopic(topic); err != nil {
+				return err
+			}
+		}
+		for _, f := range more {
+			if err := f(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.offsets.Forget(topic, AnyQueue)
+}
+
+// wantQueue fails the test unless queue 0 of topic in st holds exactly
+// the records at phys, numbered from 0.
+func wantQueue(t *testing.T, st cq.Store, layout, topic string, phys []int64) {
+	t.Helper()
+	if got := bounds(t, st, topic, 0); got != [2]int64{0, int64(len(phys))} {
+		t.Errorf("%s: %s/0 spans %v, want [0,%d)", layout, topic, got, len(phys))
+	}
+	es, err := st.Get(topic, 0, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, e := range es {
+		got = append(got, e.PhyOffset)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(phys) {
+		t.Errorf("%s: %s/0 holds the records at %v, want %v", layout, topic, got, phys)
+	}
+}
+
+// keysFound returns how many of prefix-0 .. prefix-(n-1) the key index
+// finds in topic.
+func keysFound(t *testing.T, s *stack, topic, prefix string, n int) int {
+	t.Helper()
+	found := 0
+	for i := range n {
+		es, err := s.db.KeyIndex().Lookup(KeyQuery{Topic: topic, Key: fmt.Sprintf("%s-%d", prefix, i), Kind: KindKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found += len(es)
+	}
+	return found
+}
+
+// Records of a topic appended before its deletion that dispatch reaches
+// only after it (held at the first of them until the topic is deleted
+// and created again, and new messages are sent to it) are left out of
+// every ConsumeQueue layout and the key index: the topic created again
+// holds its new messages alone, numbered from 0. A topic deleted once
+// dispatch has indexed all its records is dropped as before. Either way
+// dispatch keeps no deletion to look records up against afterwards.
+func TestTopicDeletedAheadOfDispatch(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		read, mirror string
+		late         int // records appended before the deletion and held
+	}{
+		{"kv held", LayoutKV, "", 4},
+		{"kv and file held", LayoutKV, LayoutFile, 4},
+		{"file and kv held", LayoutFile, LayoutKV, 4},
+		{"kv all dispatched", LayoutKV, "", 0},
+		{"kv and file all dispatched", LayoutKV, LayoutFile, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newDispatchGate()
+			root := t.TempDir()
+			s := openStackWith(t, root, layoutsConfig(root), tc.read, tc.mirror, g.on("T"))
+			defer s.close(t)
+			appendKeyed(t, s, "T", "done", 3)
+			s.catchUp(t)
+			if tc.late > 0 {
+				g.armed.Store(true)
+				appendKeyed(t, s, "T", "late", tc.late)
+				g.waitHeld(t)
+			}
+			deleteTopicAsBroker(t, s, "T")
+			fresh := appendKeyed(t, s, "T", "new", 2)
+			close(g.release)
+			s.catchUp(t)
+
+			wantQueue(t, s.store, tc.read, "T", fresh)
+			if s.mirror != nil {
+				wantQueue(t, s.mirror, tc.mirror, "T", fresh)
+				s.agree(t)
+			}
+			if n := keysFound(t, s, "T", "late", tc.late); n != 0 {
+				t.Errorf("the key index finds %d keys of the deleted topic's held records", n)
+			}
+			if n := keysFound(t, s, "T", "new", 2); n != 2 {
+				t.Errorf("the key index finds %d of the 2 new keys", n)
+			}
+			if d := s.disp.deleted.Load(); d != nil {
+				t.Errorf("dispatch passed the deletion and still looks records up against %v", d.at)
+			}
+			// Messages sent later are indexed as any.
+			fresh = append(fresh, appendKeyed(t, s, "T", "later", 1)...)
+			s.catchUp(t)
+			wantQueue(t, s.store, tc.read, "T", fresh)
+		})
+	}
+}
+
+// The deletion outlives a restart: records of the deleted topic that
+// dispatch had not indexed when the broker stopped are left out when a
+// later start dispatches them, while the topic created again gets its new
+// messages from 0.
+func TestTopicDeletionSurvivesRestart(t *testing.T) {
+	g := newDispatchGate()
+	root := t.TempDir()
+	cfg := layoutsConfig(root)
+	s := openStackWith(t, root, cfg, LayoutKV, LayoutFile, g.on("T"))
+	appendKeyed(t, s, "T", "done", 3)
+	s.catchUp(t)
+	g.failing.Store(true)
+	appendKeyed(t, s, "T", "late", 4)
+	g.waitHeld(t)
+	deleteTopicAsBroker(t, s, "T")
+	s.close(t)
+	db := openTestDBAt(t, root)
+	at, _, err := db.metaInt64(metaDispatched)
+	deletedAt, ok, err2 := db.metaInt64(metaTopicDeleted + "T")
+	if err := errors.Join(err, err2, db.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if !ok || at >= deletedAt {
+		t.Fatalf("dispatched to %d, deletion recorded at %d (%v): the test does not stop dispatch before the deletion", at, deletedAt, ok)
+	}
+
+	s = openStackWith(t, root, cfg, LayoutKV, LayoutFile)
+	defer s.close(t)
+	fresh := appendKeyed(t, s, "T", "new", 2)
+	s.catchUp(t)
+	wantQueue(t, s.store, LayoutKV, "T", fresh)
+	wantQueue(t, s.mirror, LayoutFile, "T", fresh)
+	if n := keysFound(t, s, "T", "late", 4); n != 0 {
+		t.Errorf("the key index finds %d keys of the deleted topic's records dispatched after the restart", n)
+	}
+}
+
+// A deletion recorded past the end of a CommitLog whose recovery cut its
+// tail (lost before it was flushed) is moved back to that end: the
+// messages of the topic created again are appended from there on and are
+// indexed, not left out as records of the deleted topic.
+func TestTopicDeletionPastRecoveredEnd(t *testing.T) {
+	root := t.TempDir()
+	cfg := layoutsConfig(root)
+	s := openStack(t, root, cfg)
+	appendKeyed(t, s, "T", "done", 3)
+	s.catchUp(t)
+	end := s.log.MaxOffset()
+	s.close(t)
+	db := openTestDBAt(t, root)
+	err := db.recordTopicDeleted("T", end+1<<20)
+	if err := errors.Join(err, db.Close()); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openStack(t, root, cfg)
+	defer s.close(t)
+	fresh := appendKeyed(t, s, "T", "new", 2)
+	s.catchUp(t)
+	es, err := s.store.Get("T", 0, 3, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 2 || es[0].PhyOffset != fresh[0] || es[1].PhyOffset != fresh[1] {
+		t.Fatalf("T/0 after the done ones holds %v, want the new records at %v", es, fresh)
+	}
+	if v, _, err := s.db.metaInt64(metaTopicDeleted + "T"); err != nil || v != end {
+		t.Fatalf("deletion recorded at %d (%v), want the recovered end %d", v, err, end)
+	}
+}
+
+// A light message queue deleted while records multi-dispatched to it are
+// held gets none of their entries, while their own topic keeps them, and
+// the queue created again numbers its new entries from 0.
+func TestLightQueueDeletedAheadOfDispatch(t *testing.T) {
+	g := newDispatchGate()
+	root := t.TempDir()
+	cfg := layoutsConfig(root)
+	s := openStackWith(t, root, cfg, LayoutKV, "", g.on("Parent"), func(o *DispatcherOptions) { o.MultiDispatch = true })
+	defer s.close(t)
+	g.armed.Store(true)
+	const lmq = "%LMQ%a"
+	late := appendKeyed(t, s, "Parent", "late", 3, lmq)
+	g.waitHeld(t)
+	deleteTopicAsBroker(t, s, lmq)
+	fresh := appendKeyed(t, s, "Parent", "new", 2, lmq)
+	close(g.release)
+	s.catchUp(t)
+	wantQueue(t, s.store, LayoutKV, lmq, fresh)
+	wantQueue(t, s.store, LayoutKV, "Parent", append(late, fresh...))
+}
+
+// A compacted topic deleted and created again while records of it are
+// held gets no copies of them: the copies of the new messages alone
+// serve it.
+func TestCompactedTopicDeletedAheadOfDispatch(t *testing.T) {
+	g := newDispatchGate()
+	var c *Compaction
+	root := t.TempDir()
+	s := openStackWith(t, root, layoutsConfig(root), LayoutKV, "", g.on("C"), withCompaction(&c))
+	defer s.close(t)
+	g.armed.Store(true)
+	appendKeyed(t, s, "C", "late", 3)
+	g.waitHeld(t)
+	deleteTopicAsBroker(t, s, "C", func() error {
+		c.TopicChanged("C", false)
+		return c.DropTopic("C")
+	})
+	tc := meta.NewTopicConfig("C", 1)
+	tc.Attributes[meta.AttrCleanupPolicy] = "COMPACTION"
+	c.TopicChanged(tc.TopicName, tc.Compacted())
+	appendKeyed(t, s, "C", "new", 2)
+	close(g.release)
+	s.catchUp(t)
+	if got, want := compacted(t, c, "C"), "0:new-0=new 1:new-1=new"; got != want {
+		t.Errorf("copies of C created again: %q, want %q", got, want)
+	}
+}
+
+// A light message queue deleted while the file layout is not written is
+// left without the entries of records multi-dispatched to it before the
+// deletion when that layout catches up, as its own topic would be.
+func TestLightQueueDeletedWhileLayoutNotWritten(t *testing.T) {
+	root := t.TempDir()
+	cfg := layoutsConfig(root)
+	multi := func(o *DispatcherOptions) { o.MultiDispatch = true }
+	const lmq = "%LMQ%a"
+	s := openStackWith(t, root, cfg, LayoutKV, LayoutFile, multi)
+	s.close(t)
+
+	s = openStackWith(t, root, cfg, LayoutKV, "", multi)
+	old := appendKeyed(t, s, "Parent", "old", 3, lmq)
+	s.catchUp(t)
+	deleteTopicAsBroker(t, s, lmq)
+	fresh := appendKeyed(t, s, "Parent", "new", 2, lmq)
+	s.catchUp(t)
+	s.close(t)
+
+	s = openStackWith(t, root, cfg, LayoutFile, LayoutKV, multi)
+	defer s.close(t)
+	wantQueue(t, s.store, LayoutFile, lmq, fresh)
+	wantQueue(t, s.store, LayoutFile, "Parent", append(old, fresh...))
+	s.agree(t)
+}
+
+// A batch is read again only when a topic it wrote something of may have
+// been deleted while it read its records: one with entries in a queue of
+// a topic deleted since, or one with a record of no queue of its own. A
+// deletion of a topic the batch has nothing of lets it be written: a run
+// of deletions does not hold dispatch back.
+func TestMustRereadBatch(t *testing.T) {
+	before := newDeletedTopics(map[string]int64{"Old": 100}, 0)
+	queues := []pendingQueue{{topic: "A"}, {topic: "%LMQ%x"}, {topic: "Old"}}
+	for _, tc := range []struct {
+		name     string
+		gone     *deletedTopics
+		cur      *deletedTopics
+		unqueued bool
+		want     bool
+	}{
+		{"no deletion", nil, nil, true, false},
+		{"none since the batch began", before, before, true, false},
+		{"a topic of the batch", nil, newDeletedTopics(map[string]int64{"A": 500}, 0), false, true},
+		{"a light queue of the batch", nil, newDeletedTopics(map[string]int64{"%LMQ%x": 500}, 0), false, true},
+		{"a topic of the batch again", before, before.with("Old", 900), false, true},
+		{"another topic", before, before.with("B", 500), false, false},
+		{"another topic, a record without a queue", before, before.with("B", 500), true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := mustReread(tc.gone, tc.cur, queues, tc.unqueued); got != tc.want {
+				t.Errorf("mustReread = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
