@@ -360,7 +360,9 @@ func (b *Broker) popError(req *remoting.Command, err error) *remoting.Command {
 
 // processBatchAck answers BATCH_ACK_MESSAGE: every entry's offsets inside
 // its queue are acknowledged; entries of unknown topics and offsets out of
-// range are skipped, as RocketMQ does.
+// range are skipped, as RocketMQ does. An orderly offset outside its batch
+// makes the answer MESSAGE_ILLEGAL, the other offsets acknowledged all the
+// same (RocketMQ's ackOrderly per offset).
 func (b *Broker) processBatchAck(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	if len(req.Body) == 0 {
 		return remoting.NewResponse(req, remoting.NoMessage, "")

@@ -1284,3 +1284,41 @@ func TestPopFromRetryProbability(t *testing.T) {
 		}
 	}
 }
+
+// An orderly BATCH_ACK_MESSAGE entry with an offset outside its batch
+// acknowledges its other offsets all the same and answers MESSAGE_ILLEGAL
+// (RocketMQ's AckMessageProcessor calls commitAndNext per offset and goes
+// on after one answers -1); a change of invisible time of that offset
+// answers the handle's popTime and now + the new invisible time - popTime
+// (ChangeInvisibleTimeProcessor's orderly branch answers so whether or
+// not updateNextVisibleTime found the offset). The entry used to be
+// dropped whole, and the change to answer the old invisibleTime.
+func TestOrderlyBatchAckAndChangeOfAnOffsetOutsideTheBatch(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	sendBodies(t, rc, "OStray", 4)
+	b.caughtUp()
+	res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "OStray", QueueID: 0, MaxMsgNums: 2, InvisibleTime: time.Minute, Order: true})
+	if fmt.Sprint(bodies(res.Messages)) != "[m0 m1]" {
+		t.Fatalf("orderly pop %v", bodies(res.Messages))
+	}
+	stray := res.Messages[0]
+	stray.Handle.QueueOffset, stray.QueueOffset = 3, 3
+	if code, err := c.BatchAck(ctx20(t), "g", "OStray", []popclient.Message{res.Messages[0], res.Messages[1], stray}); err != nil || code != remoting.MessageIllegal {
+		t.Fatalf("batch ack with an offset outside the batch: %d %v, want MESSAGE_ILLEGAL", code, err)
+	}
+	if off, _, _ := b.offsets.Get("g", "OStray", 0); off != 2 {
+		t.Fatalf("committed %d after the batch ack, want 2: the offsets of the batch acknowledged", off)
+	}
+	const d = 5 * time.Second
+	before := time.Now().UnixMilli()
+	code, nh, err := c.ChangeInvisibleTime(ctx20(t), "g", stray, d)
+	after := time.Now().UnixMilli()
+	if err != nil || code != remoting.Success || nh.PopTime != res.PopTime || nh.ReviveQID != pop.OrderReviveQueue {
+		t.Fatalf("change of an offset outside the batch: %d %+v %v", code, nh, err)
+	}
+	if deadline := nh.PopTime + nh.InvisibleTime; deadline < before+d.Milliseconds() || deadline > after+d.Milliseconds() {
+		t.Fatalf("change answered invisibleTime %d: deadline %d, want now + %d in [%d, %d]",
+			nh.InvisibleTime, deadline, d.Milliseconds(), before+d.Milliseconds(), after+d.Milliseconds())
+	}
+}

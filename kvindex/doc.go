@@ -341,6 +341,7 @@
 //	key:   0x53 | groupLen uint16 | group | topicLen uint16 | topic | queueId int32
 //	value: popTime int64 | invisibleTime int64 | ackedBits uint64 | attemptIdLen uint16 | attemptId
 //	       | n uint16 | n x (queueOffset int64 | consumedCount int32 | nextVisibleAt int64)
+//	       [ | m uint16 | m x (queueOffset int64 | consumedCount int32) ]   carried counts, m >= 1
 //
 // RocketMQ's ConsumerOrderInfoManager entry. While a message of the batch
 // is neither acknowledged (bit i of ackedBits) nor past its deadline
@@ -348,7 +349,11 @@
 // for the group: orderly pops of it return nothing (unless they repeat the
 // batch's attemptId). An expired batch is popped again from the committed
 // offset, and messages delivered before count one more consumption
-// (consumedCount, reported in orderCountInfo). Synced before the pop, ack
+// (consumedCount, reported in orderCountInfo). A pop repeating the batch's
+// attemptId keeps its counts as they are, those of offsets the new batch
+// no longer holds included: the carried counts, written only when there
+// are some (a value without them has the layout older versions wrote).
+// Synced before the pop, ack
 // or change of invisible time is answered. A batch whose messages are all
 // acknowledged stays, locking nothing, until the queue's next orderly pop
 // replaces it (an ack carrying another popTime then commits nothing, as

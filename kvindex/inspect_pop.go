@@ -163,6 +163,16 @@ func (r PopOrderRecord) String() string {
 		}
 	}
 	b.WriteByte(']')
+	if len(r.Carried) > 0 {
+		b.WriteString(" carried=[")
+		for i, c := range r.Carried {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "%d/%d", c.QueueOffset, c.Consumed)
+		}
+		b.WriteByte(']')
+	}
 	return b.String()
 }
 

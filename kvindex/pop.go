@@ -94,6 +94,21 @@ type OrderState struct {
 	AttemptID string `json:"attemptId"`
 	// Messages are the batch in queue-offset order (at most 64).
 	Messages []OrderMessage `json:"messages"`
+	// Carried are consumption counts of offsets outside Messages, in
+	// queue-offset order (at most 64): a pop repeating the attemptId of
+	// the batch it replaces keeps that batch's whole count table, as
+	// RocketMQ's OrderInfo.mergeOffsetConsumedCount does, including the
+	// counts of offsets the new batch no longer holds.
+	Carried []OrderCount `json:"carried,omitempty"`
+}
+
+// OrderCount is the consumption count of an offset outside an orderly
+// batch (see OrderState.Carried).
+type OrderCount struct {
+	// QueueOffset is the message's offset in the queue.
+	QueueOffset int64 `json:"queueOffset"`
+	// Consumed is how many pops delivered it before.
+	Consumed int32 `json:"consumed"`
 }
 
 // MaxOrderBatch is the largest orderly batch OrderState can hold.
@@ -227,7 +242,7 @@ func decodePopAck(k, v []byte) (InFlight, error) {
 }
 
 func encodeOrderState(s *OrderState) []byte {
-	b := make([]byte, 0, 8+8+8+2+len(s.AttemptID)+2+20*len(s.Messages))
+	b := make([]byte, 0, 8+8+8+2+len(s.AttemptID)+2+20*len(s.Messages)+2+12*len(s.Carried))
 	b = binary.BigEndian.AppendUint64(b, uint64(s.PopTime))
 	b = binary.BigEndian.AppendUint64(b, uint64(s.InvisibleTime))
 	b = binary.BigEndian.AppendUint64(b, s.Acked)
@@ -237,6 +252,14 @@ func encodeOrderState(s *OrderState) []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(m.QueueOffset))
 		b = binary.BigEndian.AppendUint32(b, uint32(m.Consumed))
 		b = binary.BigEndian.AppendUint64(b, uint64(m.NextVisibleAt))
+	}
+	if len(s.Carried) == 0 {
+		return b // the form of a batch without carried counts, as before they existed
+	}
+	b = binary.BigEndian.AppendUint16(b, uint16(len(s.Carried)))
+	for _, c := range s.Carried {
+		b = binary.BigEndian.AppendUint64(b, uint64(c.QueueOffset))
+		b = binary.BigEndian.AppendUint32(b, uint32(c.Consumed))
 	}
 	return b
 }
@@ -256,7 +279,7 @@ func decodeOrderState(k, v []byte) (OrderState, error) {
 	}
 	n := int(binary.BigEndian.Uint16(rest))
 	rest = rest[2:]
-	if n > MaxOrderBatch || len(rest) != 20*n {
+	if n > MaxOrderBatch || len(rest) < 20*n {
 		return s, ErrBadKey
 	}
 	s.Messages = make([]OrderMessage, n)
@@ -267,6 +290,23 @@ func decodeOrderState(k, v []byte) (OrderState, error) {
 			NextVisibleAt: int64(binary.BigEndian.Uint64(rest[12:])),
 		}
 		rest = rest[20:]
+	}
+	if len(rest) == 0 {
+		return s, nil
+	}
+	// Carried counts: present only when there are some.
+	if len(rest) < 2 {
+		return s, ErrBadKey
+	}
+	m := int(binary.BigEndian.Uint16(rest))
+	rest = rest[2:]
+	if m == 0 || m > MaxOrderBatch || len(rest) != 12*m {
+		return s, ErrBadKey
+	}
+	s.Carried = make([]OrderCount, m)
+	for i := range s.Carried {
+		s.Carried[i] = OrderCount{QueueOffset: int64(binary.BigEndian.Uint64(rest)), Consumed: int32(binary.BigEndian.Uint32(rest[8:]))}
+		rest = rest[12:]
 	}
 	return s, nil
 }
@@ -359,8 +399,9 @@ func (p *PopBatch) SetOrder(s *OrderState) error {
 	if err := checkGroupTopic(s.Group, s.Topic); err != nil {
 		return fmt.Errorf("set order state: %w", err)
 	}
-	if len(s.Messages) > MaxOrderBatch || len(s.AttemptID) > maxKeyLen {
-		return fmt.Errorf("set order state of %s on %s/%d: %d messages (max %d)", s.Group, s.Topic, s.QueueID, len(s.Messages), MaxOrderBatch)
+	if len(s.Messages) > MaxOrderBatch || len(s.Carried) > MaxOrderBatch || len(s.AttemptID) > maxKeyLen {
+		return fmt.Errorf("set order state of %s on %s/%d: %d messages and %d carried counts (max %d each), attemptId of %d bytes",
+			s.Group, s.Topic, s.QueueID, len(s.Messages), len(s.Carried), MaxOrderBatch, len(s.AttemptID))
 	}
 	p.key = groupTopicQueue(p.key[:0], prefixPopOrder, s.Group, s.Topic, s.QueueID)
 	if err := p.b.Set(p.key, encodeOrderState(s), nil); err != nil {

@@ -400,6 +400,8 @@ func FuzzDecodePopKey(f *testing.F) {
 	f.Add(groupTopicQueue(nil, prefixPopPosition, "g", "T", 1), make([]byte, 8))
 	st := OrderState{Group: "g", Topic: "T", Messages: []OrderMessage{{QueueOffset: 1}}}
 	f.Add(groupTopicQueue(nil, prefixPopOrder, "g", "T", 0), encodeOrderState(&st))
+	st.Carried = []OrderCount{{QueueOffset: 2, Consumed: 3}}
+	f.Add(groupTopicQueue(nil, prefixPopOrder, "g", "T", 0), encodeOrderState(&st))
 	f.Add(requestModeKey("T", "g"), []byte("{}"))
 	ck := Checkpoint{Group: "g", Topic: "T", QueueID: 1, CKOffset: 3, Offsets: []int64{4, 6, 4000}, VisibleAt: 20, PopTime: 10}
 	f.Add(checkpointKey(nil, "g", "T", 1, 3, 10), checkpointValue(nil, &ck))

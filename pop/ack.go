@@ -58,19 +58,26 @@ type AckEntry struct {
 
 // AckBatch acknowledges the entries of a batch ack in order, as AckMany
 // each, and makes them durable with one sync rather than one per entry.
-// At the first entry that fails it stops; what the entries before it
-// changed is made durable all the same, and the error is returned with
-// their results.
+// An orderly entry with offsets outside its batch does not stop the
+// others (RocketMQ's AckMessageProcessor goes on after marking the
+// response MESSAGE_ILLEGAL): every entry is acknowledged, and the error
+// returned wraps ErrIllegalOffset. At the first entry that fails
+// otherwise it stops; what the entries before it changed is made durable
+// all the same, and the error is returned with their results.
 func (s *Service) AckBatch(entries []AckEntry) ([]AckResult, error) {
 	results := make([]AckResult, 0, len(entries))
 	var dur durability
 	defer dur.release()
 	var err error
+	var illegal []error
 	for i, e := range entries {
 		var r AckResult
 		last := i == len(entries)-1
 		if e.Orderly {
 			r, err = s.ackOrderUnsynced(e.Group, e.Topic, e.QueueID, e.Offsets, e.PopTime, last, &dur)
+			if errors.Is(err, ErrIllegalOffset) {
+				illegal, err = append(illegal, err), nil
+			}
 		} else {
 			r, err = s.ackQueueUnsynced(e.Group, e.Topic, e.QueueID, e.CKOffset, e.Offsets, e.PopTime, e.InvisibleTime, last, &dur)
 		}
@@ -81,6 +88,9 @@ func (s *Service) AckBatch(entries []AckEntry) ([]AckResult, error) {
 	}
 	if serr := dur.finish(s); serr != nil {
 		return results, errors.Join(err, serr)
+	}
+	if err == nil {
+		err = errors.Join(illegal...)
 	}
 	// Orderly queues whose batches were acknowledged can be popped again
 	// now that the acks are durable.

@@ -1,8 +1,11 @@
 package pop
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/rocketkv/rocketkv/kvindex"
 )
@@ -113,34 +116,12 @@ func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *Po
 		Group: req.Group, Topic: src.topic, QueueID: src.queueID,
 		PopTime: res.PopTime, InvisibleTime: req.InvisibleTime, AttemptID: req.AttemptID,
 	}
-	prevCount := map[int64]int32{}
+	var prevp *kvindex.OrderState
 	if hasPrev {
-		for _, m := range prev.Messages {
-			prevCount[m.QueueOffset] = m.Consumed
-		}
+		prevp = &prev
 	}
-	sameAttempt := hasPrev && prev.AttemptID != "" && prev.AttemptID == req.AttemptID
-	minCount := int32(math.MaxInt32)
-	counted := 0
-	for _, off := range r.offsets {
-		m := kvindex.OrderMessage{QueueOffset: off}
-		if c, seen := prevCount[off]; seen {
-			m.Consumed = c
-			if !sameAttempt {
-				m.Consumed = c + 1
-			}
-		}
-		if m.Consumed > 0 {
-			info.AddOrderOffset(src.flag, src.queueID, off, m.Consumed)
-			minCount = min(minCount, m.Consumed)
-			counted++
-		}
-		st.Messages = append(st.Messages, m)
-	}
-	if counted != len(st.Messages) {
-		minCount = 0
-	}
-	info.AddOrderQueue(src.flag, src.queueID, minCount)
+	st.Messages, st.Carried = mergeOrderCounts(prevp, req.AttemptID, r.offsets)
+	addOrderCounts(info, src, &st)
 	if err := b.SetOrder(&st); err != nil {
 		return err
 	}
@@ -159,36 +140,133 @@ func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *Po
 	return nil
 }
 
+// mergeOrderCounts gives the messages of a new batch of offsets replacing
+// prev (nil when the queue had none) their consumption counts, and
+// returns the counts carried for offsets outside it, as RocketMQ's
+// OrderInfo.mergeOffsetConsumedCount does. A pop repeating prev's
+// attemptId keeps prev's count table as it is: each message gets the
+// count the table has for it (none for one prev did not hold), and the
+// table's counts of offsets the new batch lacks are carried, so that a
+// later retry delivering them again finds them. Any other pop counts one
+// more for each message prev held and forgets the rest.
+func mergeOrderCounts(prev *kvindex.OrderState, attemptID string, offsets []int64) ([]kvindex.OrderMessage, []kvindex.OrderCount) {
+	msgs := make([]kvindex.OrderMessage, len(offsets))
+	for i, off := range offsets {
+		msgs[i].QueueOffset = off
+	}
+	if prev == nil {
+		return msgs, nil
+	}
+	if prev.AttemptID == "" || prev.AttemptID != attemptID {
+		held := make(map[int64]int32, len(prev.Messages))
+		for _, m := range prev.Messages {
+			held[m.QueueOffset] = m.Consumed
+		}
+		for i := range msgs {
+			if c, ok := held[msgs[i].QueueOffset]; ok {
+				msgs[i].Consumed = c + 1
+			}
+		}
+		return msgs, nil
+	}
+	table := make(map[int64]int32, len(prev.Messages)+len(prev.Carried))
+	for _, m := range prev.Messages {
+		if m.Consumed > 0 {
+			table[m.QueueOffset] = m.Consumed
+		}
+	}
+	for _, c := range prev.Carried {
+		table[c.QueueOffset] = c.Consumed
+	}
+	for i := range msgs {
+		if c, ok := table[msgs[i].QueueOffset]; ok {
+			msgs[i].Consumed = c
+			delete(table, msgs[i].QueueOffset)
+		}
+	}
+	carried := make([]kvindex.OrderCount, 0, len(table))
+	for off, c := range table {
+		carried = append(carried, kvindex.OrderCount{QueueOffset: off, Consumed: c})
+	}
+	slices.SortFunc(carried, func(a, b kvindex.OrderCount) int { return cmp.Compare(a.QueueOffset, b.QueueOffset) })
+	// The table never outgrows the batch it was built for (at most
+	// MaxOrderBatch); should a stored one have, the highest offsets,
+	// the next to be delivered again, are kept.
+	if n := len(carried); n > kvindex.MaxOrderBatch {
+		carried = carried[n-kvindex.MaxOrderBatch:]
+	}
+	if len(carried) == 0 {
+		carried = nil
+	}
+	return msgs, carried
+}
+
+// addOrderCounts appends the orderCountInfo entries of a batch, as
+// RocketMQ's ConsumerOrderInfoManager.update writes them: one per offset
+// of its count table (the messages counted before and the carried
+// counts), then the queue's entry for older clients: the smallest count of
+// the table, or 0 when the table and the batch differ in size (RocketMQ's
+// test for messages never delivered before; a carried count can make the
+// sizes agree while a message has none, and RocketMQ then reports the
+// smallest count all the same).
+func addOrderCounts(info *InfoBuilder, src source, st *kvindex.OrderState) {
+	minCount := int32(math.MaxInt32)
+	counted := 0
+	note := func(off int64, c int32) {
+		info.AddOrderOffset(src.flag, src.queueID, off, c)
+		minCount = min(minCount, c)
+		counted++
+	}
+	for _, m := range st.Messages {
+		if m.Consumed > 0 {
+			note(m.QueueOffset, m.Consumed)
+		}
+	}
+	for _, c := range st.Carried {
+		note(c.QueueOffset, c.Consumed)
+	}
+	if counted != len(st.Messages) {
+		minCount = 0
+	}
+	info.AddOrderQueue(src.flag, src.queueID, minCount)
+}
+
 // ackOrder acknowledges messages of a queue's orderly batch and moves the
 // committed offset to the first unacknowledged one (RocketMQ's
-// commitAndNext). An offset below the committed offset or a popTime of an
-// earlier batch changes nothing; an offset that is not in the batch is
-// ErrIllegalOffset. Only a queue that never had an orderly batch commits
-// the offset after the acknowledged one: a batch stays recorded, all
-// acknowledged, until the next orderly pop of the queue replaces it (as
-// RocketMQ keeps its OrderInfo), so a late ack of an expired batch cannot
-// move the offset past messages a later batch has not had acknowledged.
+// commitAndNext, once per offset). An offset below the committed offset
+// or a popTime of an earlier batch changes nothing. An offset that is not
+// in the batch changes nothing either, and the ack returns ErrIllegalOffset
+// once the other offsets are acknowledged: RocketMQ's AckMessageProcessor
+// marks the response MESSAGE_ILLEGAL and goes on with the next offset.
+// Only a queue that never had an orderly batch commits the offset after
+// the acknowledged one: a batch stays recorded, all acknowledged, until
+// the next orderly pop of the queue replaces it (as RocketMQ keeps its
+// OrderInfo), so a late ack of an expired batch cannot move the offset
+// past messages a later batch has not had acknowledged.
 func (s *Service) ackOrder(group, topic string, queueID int32, offsets []int64, popTime int64) (AckResult, error) {
 	var dur durability
 	defer dur.release()
 	res, err := s.ackOrderUnsynced(group, topic, queueID, offsets, popTime, true, &dur)
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrIllegalOffset) {
 		return res, err
 	}
-	if err := dur.finish(s); err != nil {
-		return res, err
+	if ferr := dur.finish(s); ferr != nil {
+		return res, ferr
 	}
 	if !s.cfg.QuietOrderLockRelease {
 		s.cfg.OnQueueReady(topic, queueID)
 	}
-	return res, nil
+	return res, err
 }
 
 // ackOrderUnsynced is ackOrder leaving what its commit needs to be
 // durable to dur (durable when last is set) and the wake-up of the
-// queue's pops to the caller, after dur's finish.
+// queue's pops to the caller, after dur's finish. An error wrapping
+// ErrIllegalOffset comes with the other offsets acknowledged; any other
+// error, with nothing changed.
 func (s *Service) ackOrderUnsynced(group, topic string, queueID int32, offsets []int64, popTime int64, last bool, dur *durability) (AckResult, error) {
 	var res AckResult
+	var stray []int64
 	unlock := s.lock(group, topic, queueID)
 	err := func() error {
 		defer unlock()
@@ -200,60 +278,87 @@ func (s *Service) ackOrderUnsynced(group, topic string, queueID int32, offsets [
 		if err != nil {
 			return err
 		}
-		b := s.store.NewBatch()
-		defer b.Close()
 		next := int64(-1)
 		for _, off := range offsets {
-			if off < committed {
-				continue
-			}
-			if !ok {
+			switch i := orderAckIndex(&st, ok, off, committed, popTime); {
+			case i == ackNoBatch:
 				// No batch known: RocketMQ commits the offset after it.
 				next = max(next, off+1)
-				continue
+			case i == ackStray:
+				stray = append(stray, off)
+			case i >= 0:
+				st.Acked |= 1 << i
+				res.Deleted++
+				next = nextOrderOffset(&st)
 			}
-			if popTime != st.PopTime {
-				continue
-			}
-			i := -1
-			for j, m := range st.Messages {
-				if m.QueueOffset == off {
-					i = j
-				}
-			}
-			if i < 0 {
-				return fmt.Errorf("%w: %d (batch %v)", ErrIllegalOffset, off, st.Messages)
-			}
-			st.Acked |= 1 << i
-			res.Deleted++
-			next = nextOrderOffset(&st)
 		}
 		if next < 0 {
 			return nil
 		}
-		done := st.Acked == 1<<len(st.Messages)-1
-		if ok && res.Deleted > 0 {
-			if err := b.SetOrder(&st); err != nil {
-				return err
-			}
-		}
-		if err := b.SetCommitted(group, topic, queueID, next); err != nil {
-			return err
-		}
-		if err := dur.commit(b, last); err != nil {
-			return err
-		}
-		if ok && done {
-			s.orderWakes.clear(group, topic, queueID)
-		} else if ok && res.Deleted > 0 {
-			s.orderWakes.set(&st, s.now())
-		}
-		return nil
+		return s.commitOrderAck(group, topic, queueID, &st, ok, res.Deleted > 0, next, last, dur)
 	}()
 	if err != nil {
 		return res, fmt.Errorf("orderly ack %s on %s/%d: %w", group, topic, queueID, err)
 	}
+	if len(stray) > 0 {
+		s.log.Warn().Str("group", group).Str("topic", topic).Int32("queue", queueID).Int64("popTime", popTime).
+			Ints64("offsets", stray).Msg("orderly ack of offsets outside the queue's batch")
+		return res, fmt.Errorf("orderly ack %s on %s/%d: %w: %v", group, topic, queueID, ErrIllegalOffset, stray)
+	}
 	return res, nil
+}
+
+// What orderAckIndex answers for an offset that acknowledges nothing.
+const (
+	ackSkip    = -1 // below the committed offset, or of another batch
+	ackNoBatch = -2 // the queue has no batch: commit the offset after it
+	ackStray   = -3 // not in the batch (RocketMQ: MESSAGE_ILLEGAL)
+)
+
+// orderAckIndex is the index in st (ok: the queue has a batch) of the
+// message an orderly ack of off with popTime acknowledges, or one of
+// ackSkip, ackNoBatch and ackStray.
+func orderAckIndex(st *kvindex.OrderState, ok bool, off, committed, popTime int64) int {
+	switch {
+	case off < committed:
+		return ackSkip
+	case !ok:
+		return ackNoBatch
+	case popTime != st.PopTime:
+		return ackSkip
+	}
+	for i, m := range st.Messages {
+		if m.QueueOffset == off {
+			return i
+		}
+	}
+	return ackStray
+}
+
+// commitOrderAck writes what an orderly ack of a queue changed: its batch
+// st (ok: the queue has one; changed: the ack set bits of it) and the
+// committed offset next; then moves or clears the queue's lock timer.
+func (s *Service) commitOrderAck(group, topic string, queueID int32, st *kvindex.OrderState, ok, changed bool, next int64, last bool, dur *durability) error {
+	b := s.store.NewBatch()
+	defer b.Close()
+	if ok && changed {
+		if err := b.SetOrder(st); err != nil {
+			return err
+		}
+	}
+	if err := b.SetCommitted(group, topic, queueID, next); err != nil {
+		return err
+	}
+	if err := dur.commit(b, last); err != nil {
+		return err
+	}
+	switch {
+	case ok && st.Acked == 1<<len(st.Messages)-1:
+		s.orderWakes.clear(group, topic, queueID)
+	case ok && changed:
+		s.orderWakes.set(st, s.now())
+	}
+	return nil
 }
 
 // nextOrderOffset is the first unacknowledged offset of a batch, or the
@@ -269,7 +374,12 @@ func nextOrderOffset(st *kvindex.OrderState) int64 {
 
 // changeOrder moves one message's deadline within an orderly batch; the
 // handle keeps its popTime and gets invisibleTime = new deadline -
-// popTime, as RocketMQ answers.
+// popTime, as RocketMQ's ChangeInvisibleTimeProcessor answers. It answers
+// so too when the batch does not hold the message (another batch's
+// handle, an offset outside it, no batch): RocketMQ's
+// updateNextVisibleTime then changes nothing, and the answer does not
+// depend on it. Only an offset below the committed one keeps the
+// handle's fields.
 func (s *Service) changeOrder(group, topic string, queueID int32, offset int64, h Handle, invisibleTime int64) (ChangeResult, error) {
 	res := ChangeResult{PopTime: h.PopTime, InvisibleTime: h.InvisibleTime, ReviveQID: h.ReviveQID}
 	var dur durability
@@ -281,11 +391,15 @@ func (s *Service) changeOrder(group, topic string, queueID int32, offset int64, 
 		if err != nil || offset < committed {
 			return err
 		}
+		deadline := s.now() + invisibleTime
 		st, ok, err := s.store.Order(group, topic, queueID)
-		if err != nil || !ok || st.PopTime != h.PopTime {
+		if err != nil {
 			return err
 		}
-		deadline := s.now() + invisibleTime
+		res.InvisibleTime = deadline - h.PopTime
+		if !ok || st.PopTime != h.PopTime {
+			return nil
+		}
 		for i := range st.Messages {
 			if st.Messages[i].QueueOffset == offset {
 				st.Messages[i].NextVisibleAt = deadline
@@ -295,7 +409,6 @@ func (s *Service) changeOrder(group, topic string, queueID int32, offset int64, 
 		if !res.Changed {
 			return nil
 		}
-		res.InvisibleTime = deadline - h.PopTime
 		b := s.store.NewBatch()
 		defer b.Close()
 		if err := b.SetOrder(&st); err != nil {
