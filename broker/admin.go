@@ -29,8 +29,16 @@ func jsonResponse(req *remoting.Command, v any) *remoting.Command {
 	return resp
 }
 
-// processCreateTopic answers UPDATE_AND_CREATE_TOPIC.
-func (b *Broker) processCreateTopic(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+// processCreateTopic answers UPDATE_AND_CREATE_TOPIC; its SUCCESS waits
+// for a registration (answerRegistered).
+func (b *Broker) processCreateTopic(_ context.Context, _ *remoting.Conn, req *remoting.Command) (*remoting.Command, bool) {
+	resp := b.createTopic(req)
+	return resp, resp.Code == remoting.Success
+}
+
+// createTopic creates or updates the topic of an UPDATE_AND_CREATE_TOPIC
+// request and returns the answer.
+func (b *Broker) createTopic(req *remoting.Command) *remoting.Command {
 	h := remoting.Header(req.ExtFields)
 	topic, err := h.String("topic")
 	if err != nil {
@@ -73,7 +81,6 @@ func (b *Broker) processCreateTopic(ctx context.Context, _ *remoting.Conn, req *
 		return remoting.NewResponse(req, remoting.SystemError, refusal)
 	}
 	b.log.Info().Str("topic", topic).Int("read", tc.ReadQueueNums).Int("write", tc.WriteQueueNums).Msg("topic created or updated")
-	b.registerBeforeAnswer(ctx)
 	return remoting.NewResponse(req, remoting.Success, "")
 }
 
@@ -91,6 +98,40 @@ const maxTopicQueueNums = 65535
 // consumers drain them.
 func validQueueNums(read, write int) bool {
 	return read >= 0 && write >= 0 && read <= maxTopicQueueNums && write <= maxTopicQueueNums
+}
+
+// registeringResponder handles a request whose answer, when register is
+// true, waits until the broker registered with the name servers (see
+// answerRegistered).
+type registeringResponder func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) (resp *remoting.Command, register bool)
+
+// registering serves f's requests, answering through answerRegistered.
+func (b *Broker) registering(f registeringResponder) remoting.RespondFunc {
+	return func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+		resp, register := f(ctx, conn, req)
+		return b.answerRegistered(conn, req, resp, register, nil)
+	}
+}
+
+// answerRegistered answers req with done(resp) (resp when done is nil):
+// when register is set and name servers are configured, once the broker
+// registered with them (registerBeforeAnswer), a wait that runs off the
+// worker (offWorker). RocketMQ's admin processor waits on a thread of
+// its admin pool, which sends and pulls do not use; here every request
+// shares the server's workers, and a name server that hangs would hold
+// one for up to registerBrokerTimeoutMills per admin change.
+func (b *Broker) answerRegistered(conn *remoting.Conn, req, resp *remoting.Command, register bool,
+	done func(*remoting.Command) *remoting.Command) *remoting.Command {
+	if done == nil {
+		done = func(resp *remoting.Command) *remoting.Command { return resp }
+	}
+	if !register || !b.register.hasNameServers() {
+		return done(resp)
+	}
+	return b.offWorker(conn, req, func(ctx context.Context) *remoting.Command {
+		b.registerBeforeAnswer(ctx)
+		return done(resp)
+	})
 }
 
 // registerBeforeAnswer registers the broker with the name servers and
@@ -185,8 +226,16 @@ func (b *Broker) processSystemTopicList(_ context.Context, _ *remoting.Conn, req
 }
 
 // processCreateTopicList answers UPDATE_AND_CREATE_TOPIC_LIST: many topics
-// in one synced batch and one registration (bulk creation).
-func (b *Broker) processCreateTopicList(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+// in one synced batch and one registration (bulk creation), which its
+// SUCCESS waits for (answerRegistered).
+func (b *Broker) processCreateTopicList(_ context.Context, _ *remoting.Conn, req *remoting.Command) (*remoting.Command, bool) {
+	resp := b.createTopicList(req)
+	return resp, resp.Code == remoting.Success
+}
+
+// createTopicList creates or updates the topics of an
+// UPDATE_AND_CREATE_TOPIC_LIST request and returns the answer.
+func (b *Broker) createTopicList(req *remoting.Command) *remoting.Command {
 	var list struct {
 		TopicConfigList []json.RawMessage `json:"topicConfigList"`
 	}
@@ -229,7 +278,6 @@ func (b *Broker) processCreateTopicList(ctx context.Context, _ *remoting.Conn, r
 		return remoting.NewResponse(req, remoting.SystemError, refusal)
 	}
 	b.log.Info().Int("topics", len(body.TopicConfigList)).Msg("topics created in bulk")
-	b.registerBeforeAnswer(ctx)
 	return remoting.NewResponse(req, remoting.Success, "")
 }
 

@@ -118,6 +118,12 @@ type Broker struct {
 	// it between New and Start.
 	statsClock func() time.Time
 	register   *registrar
+	// namesrvDial, when set (tests), opens the registrar's connections to
+	// name servers (remoting.ClientOptions.DialContext); namesrvScanEvery,
+	// when positive, replaces nameServerScanPeriod. Both are set between
+	// New and Start.
+	namesrvDial      func(ctx context.Context, network, addr string) (net.Conn, error)
+	namesrvScanEvery time.Duration
 	// hotBytes is how far from the end of the CommitLog records are taken
 	// to be in the page cache (accessMessageInMemoryMaxRatio).
 	hotBytes int64

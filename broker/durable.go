@@ -49,7 +49,8 @@ func (b *Broker) answerDurable(conn *remoting.Conn, req *remoting.Command, res c
 }
 
 // offWorker runs serve, a request's processing that waits for a group
-// commit or for slaves, on a goroutine of its own and returns nil (the
+// commit, for slaves or for a registration with the name servers
+// (answerRegistered), on a goroutine of its own and returns nil (the
 // answer comes later); when the waiting requests already hold
 // maxDurableWaitBytes, or the broker is shutting down, it runs serve on
 // the calling worker and returns its answer.

@@ -119,42 +119,39 @@ func (b *Broker) SetConfigFile(path string) {
 // broker runs refuses the whole body with a remark naming the key. A
 // change to brokerPermission moves the topic data version on and
 // re-registers with the name servers at once, so routes carry the new
-// permission.
-func (b *Broker) processUpdateBrokerConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+// permission: the answer waits for that registration (register).
+func (b *Broker) processUpdateBrokerConfig(_ context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, bool) {
 	if len(req.Body) == 0 {
-		return remoting.NewResponse(req, remoting.Success, "")
+		return remoting.NewResponse(req, remoting.Success, ""), false
 	}
 	props, err := configs.ParseProperties(req.Body)
 	if err != nil {
 		// RocketMQ answers SYSTEM_ERROR "string2Properties error".
 		b.log.Warn().Err(err).Stringer("conn", conn).Msg("update broker config: body is not a properties text")
-		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("update broker config: the body is not a properties text: %v", err))
+		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("update broker config: the body is not a properties text: %v", err)), false
 	}
 	if black := b.cfg.BlackListed(props); len(black) > 0 {
 		b.log.Warn().Strs("keys", black).Stringer("conn", conn).Msg("update broker config: keys in configBlackList refused")
-		return remoting.NewResponse(req, remoting.NoPermission, "Can not update config in black list.")
+		return remoting.NewResponse(req, remoting.NoPermission, "Can not update config in black list."), false
 	}
 	if _, ok := props[""]; ok {
 		// RocketMQ sets nothing from it and answers SUCCESS, as for any
 		// key it does not know; rocketkv refuses those.
 		b.log.Warn().Stringer("conn", conn).Msg("update broker config refused: an entry without a key")
-		return remoting.NewResponse(req, remoting.SystemError, "update broker config: an entry without a key (a line that starts with = or :); nothing was changed")
+		return remoting.NewResponse(req, remoting.SystemError, "update broker config: an entry without a key (a line that starts with = or :); nothing was changed"), false
 	}
 	changed, inert, unsaved, err := b.updateConfig(props)
 	if err != nil {
 		b.log.Warn().Err(err).Stringer("conn", conn).Msg("update broker config refused")
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		return remoting.NewResponse(req, remoting.SystemError, err.Error()), false
 	}
 	if len(changed) > 0 {
 		b.log.Info().Stringer("conn", conn).Strs("keys", changed).Msg("broker config updated")
 	}
-	if slices.Contains(changed, "brokerPermission") {
-		// The routes carry the new permission once this is answered (a
-		// drain's producers move at their next route refresh).
-		b.registerBeforeAnswer(ctx)
-	}
 	logging.IgnoredKeys(b.log, "", nil, inert)
-	return remoting.NewResponse(req, remoting.Success, configs.UpdateRemark(unsaved, inert))
+	// A new brokerPermission is answered once the routes carry it (a
+	// drain's producers move at their next route refresh).
+	return remoting.NewResponse(req, remoting.Success, configs.UpdateRemark(unsaved, inert)), slices.Contains(changed, "brokerPermission")
 }
 
 // updateConfig applies props to the configuration in force and returns

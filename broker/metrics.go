@@ -659,14 +659,18 @@ func (b *Broker) consumerLags() ([]metrics.Lag, error) {
 	return out, nil
 }
 
-// timedTopicCreate records how long a topic creation took, and whether it
-// succeeded, in rocketmq_topic_create_execution_time.
-func (b *Broker) timedTopicCreate(f remoting.RespondFunc) remoting.RespondFunc {
+// timedTopicCreate serves f's topic creations (answerRegistered) and
+// records how long each took until its answer, the wait for the
+// registration included as in RocketMQ, and whether it succeeded, in
+// rocketmq_topic_create_execution_time.
+func (b *Broker) timedTopicCreate(f registeringResponder) remoting.RespondFunc {
 	return func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 		start := time.Now()
-		resp := f(ctx, conn, req)
-		b.metrics.TopicCreated(b.isSystemTopic(req.ExtFields["topic"]), resp != nil && resp.Code == remoting.Success, time.Since(start))
-		return resp
+		resp, register := f(ctx, conn, req)
+		return b.answerRegistered(conn, req, resp, register, func(resp *remoting.Command) *remoting.Command {
+			b.metrics.TopicCreated(b.isSystemTopic(req.ExtFields["topic"]), resp != nil && resp.Code == remoting.Success, time.Since(start))
+			return resp
+		})
 	}
 }
 

@@ -1,9 +1,13 @@
 package broker
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"sync"
 	"time"
 
+	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -29,15 +33,24 @@ type registrar struct {
 	// registered is set after the first successful registration (owned by
 	// the loop goroutine).
 	registered bool
-	// cancelLoop stops the loop goroutine started by start, which closes
-	// loopDone when it has returned.
+	// cancelLoop stops the loop and scan goroutines started by start;
+	// loopDone is closed when both have returned.
 	cancelLoop context.CancelFunc
 	loopDone   chan struct{}
+	// scanEvery is how often scanLoop looks for name servers that can be
+	// connected again.
+	scanEvery time.Duration
 }
+
+// nameServerScanPeriod is how often the name servers are connected to
+// see which ones registrations reach: RocketMQ's broker scans every
+// connectTimeoutMillis (NettyRemotingClient.scanAvailableNameSrv), 3 s.
+// A scan waits as long for a name server to accept a connection.
+const nameServerScanPeriod = 3 * time.Second
 
 func newRegistrar(b *Broker) *registrar {
 	pool := remoting.NewClientPool(remoting.ClientOptions{Log: b.component("namesrv-client"), TLS: b.namesrvClientTLS(),
-		BeforeRequest: b.innerSigner()})
+		BeforeRequest: b.innerSigner(), DialContext: b.namesrvDial})
 	r := &registrar{
 		b:     b,
 		pool:  pool,
@@ -46,7 +59,8 @@ func newRegistrar(b *Broker) *registrar {
 		waits: make(chan chan struct{}),
 		// Made here, not by start: registerAndWait reads it from request
 		// handlers, which nothing orders after start.
-		loopDone: make(chan struct{}),
+		loopDone:  make(chan struct{}),
+		scanEvery: cmp.Or(b.namesrvScanEvery, nameServerScanPeriod),
 	}
 	r.trigger = func() {
 		select {
@@ -67,14 +81,35 @@ func (r *registrar) info() namesrv.BrokerInfo {
 	}
 }
 
-// start runs the registration loop on a goroutine of the broker's until
-// halt or the broker's context ends.
+// start runs the registration loop, and the scan of the name servers
+// beside it, on a goroutine of the broker's until halt or the broker's
+// context ends.
 func (r *registrar) start() {
 	ctx, cancel := context.WithCancel(r.b.ctx)
 	r.cancelLoop = cancel
 	r.b.goBackground("register", func(context.Context) {
 		defer close(r.loopDone)
+		var scan sync.WaitGroup
+		defer scan.Wait()
+		scan.Go(func() { r.scanLoop(ctx) })
 		r.loop(ctx)
+	})
+}
+
+// scanLoop connects to the name servers every scanEvery and registers
+// at once when one that registrations left out (it could not be
+// connected) accepts connections again: it may be a restarted name
+// server that knows no route of the broker. RocketMQ's broker reaches it
+// at its next periodic registration.
+func (r *registrar) scanLoop(ctx context.Context) {
+	if len(r.ns.NameServers()) == 0 {
+		return
+	}
+	periodic.Run(ctx, r.scanEvery, func(ctx context.Context) {
+		if back := r.ns.Scan(ctx, nameServerScanPeriod); len(back) > 0 {
+			r.b.log.Info().Strs("namesrv", back).Msg("name servers connectable again: registering")
+			r.trigger()
+		}
 	})
 }
 
@@ -169,7 +204,7 @@ const maxRegisterPeriod = 60 * time.Second
 // updateAndCreateTopic and updateBrokerConfig register before they
 // answer). Without name servers it returns at once.
 func (r *registrar) registerAndWait(ctx context.Context) {
-	if r == nil || len(r.ns.NameServers()) == 0 {
+	if !r.hasNameServers() {
 		return
 	}
 	done := make(chan struct{})
@@ -185,6 +220,11 @@ func (r *registrar) registerAndWait(ctx context.Context) {
 	case <-ctx.Done():
 	case <-r.loopDone:
 	}
+}
+
+// hasNameServers reports whether name servers are configured.
+func (r *registrar) hasNameServers() bool {
+	return r != nil && len(r.ns.NameServers()) > 0
 }
 
 // registerOnce sends the whole topic table to every name server.
@@ -219,8 +259,10 @@ func (r *registrar) registerOnce(ctx context.Context) {
 	defer cancel()
 	results, err := r.ns.Register(rctx, info, body)
 	r.b.noteRegistration(results)
+	r.applyOrderTopics(results)
 	for _, res := range results {
-		if res.Err != nil {
+		// One left out as not connectable was logged when it became so.
+		if res.Err != nil && !errors.Is(res.Err, namesrv.ErrUnavailable) {
 			r.b.log.Warn().Err(res.Err).Str("namesrv", res.NameServer).Msg("register broker")
 		}
 	}
@@ -234,6 +276,23 @@ func (r *registrar) registerOnce(ctx context.Context) {
 		ev = r.b.log.Info()
 	}
 	ev.Int("topics", len(body.TopicConfigTable)).Bool("compressed", info.Compressed).Msg("registered with name servers")
+}
+
+// applyOrderTopics orders the topics of the ORDER_TOPIC_CONFIG table the
+// first name server that accepted the registration answered with (as
+// RocketMQ's handleRegisterBrokerResult, which reads the first answer
+// only; its answers come in the order they arrived, these in the order of
+// namesrvAddr).
+func (r *registrar) applyOrderTopics(results []namesrv.Registration) {
+	for _, res := range results {
+		if res.Err != nil {
+			continue
+		}
+		if err := r.b.topics.markOrderTopics(res.OrderTopicConfig); err != nil {
+			r.b.log.Warn().Err(err).Str("namesrv", res.NameServer).Msg("apply the name server's order topics")
+		}
+		return
+	}
 }
 
 // unregisterAll tells every name server the broker is going away.

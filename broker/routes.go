@@ -78,7 +78,7 @@ func (b *Broker) routes() {
 	handle(remoting.QuerySubscriptionByConsumer, b.processSubscriptionByConsumer)
 	handle(remoting.QueryConsumeTimeSpan, b.processConsumeTimeSpan)
 	handle(remoting.GetBrokerConfig, b.processGetBrokerConfig)
-	handle(remoting.UpdateBrokerConfig, b.processUpdateBrokerConfig)
+	handle(remoting.UpdateBrokerConfig, b.registering(b.processUpdateBrokerConfig))
 	handle(remoting.DeleteExpiredCommitLog, b.processDeleteExpiredCommitLog)
 	handle(remoting.SetCommitLogReadMode, b.processSetCommitLogReadMode)
 	handle(remoting.CleanExpiredConsumeQueue, b.processCleanExpiredConsumeQueue)

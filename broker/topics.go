@@ -219,6 +219,52 @@ func (m *topicManager) createOrUpdate(cfgs []meta.TopicConfig) (refusal string, 
 	return "", nil
 }
 
+// markOrderTopics applies the ORDER_TOPIC_CONFIG table a name server
+// answered a registration with, as RocketMQ's
+// TopicConfigManager.updateOrderTopicConfig: each topic of the table
+// the broker has that is not ordered becomes ordered; topics outside the
+// table keep their flag and topics the broker lacks are not created. The
+// changed configs are stored in one synced batch, which moves the data
+// version once; nothing is written when nothing changed. Like RocketMQ it
+// does not register again: the next registration carries the change.
+func (m *topicManager) markOrderTopics(table map[string]string) error {
+	if len(table) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(table))
+	for name := range table {
+		if !m.b.lmqName(name) {
+			names = append(names, name)
+		}
+	}
+	// Under the get-or-create lock: an admin update of one of these
+	// topics is not lost between the read and the write below.
+	m.create.Lock()
+	defer m.create.Unlock()
+	stored, err := m.table.GetMany(names)
+	if err != nil {
+		return fmt.Errorf("read the order topics of the name server: %w", err)
+	}
+	var changed []meta.TopicConfig
+	for _, tc := range stored {
+		if !tc.Order {
+			tc.Order = true
+			changed = append(changed, tc)
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	slices.SortFunc(changed, func(a, b meta.TopicConfig) int { return strings.Compare(a.TopicName, b.TopicName) })
+	if err := m.table.Put(changed...); err != nil {
+		return fmt.Errorf("mark %d topics ordered: %w", len(changed), err)
+	}
+	for _, tc := range changed {
+		m.b.log.Info().Str("topic", tc.TopicName).Msg("topic ordered by the name server's ORDER_TOPIC_CONFIG")
+	}
+	return nil
+}
+
 // bulkReadMin is the size from which createOrUpdate reads the topics of
 // a request with one iterator rather than a cached point read each.
 const bulkReadMin = 64

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,11 @@ import (
 // ErrNoNameServer is returned by Registrar calls when no name server
 // address is configured.
 var ErrNoNameServer = errors.New("no name server address")
+
+// ErrUnavailable is wrapped by the Registration of a name server that
+// Register left out: its last connection attempt failed and no Scan has
+// connected to it since.
+var ErrUnavailable = errors.New("name server not connectable since its last connection attempt failed")
 
 // BrokerInfo identifies the broker a Registrar speaks for.
 type BrokerInfo struct {
@@ -62,12 +68,21 @@ type Registration struct {
 // Registrar registers one broker with every name server. Brokers call
 // Register every 30 s (registerNameServerPeriod) with a 24 s timeout and
 // Unregister at shutdown. Safe for concurrent use.
+//
+// Like RocketMQ's broker (BrokerOuterAPI.registerBrokerAll takes
+// NettyRemotingClient.getAvailableNameSrvList), Register reaches only the
+// name servers it can connect to: one whose connection attempt failed is
+// left out until Scan, which the broker runs every 3 s, connects to it
+// again, so that a name server down costs each registration nothing
+// rather than a connect timeout. An address never tried is tried.
 type Registrar struct {
 	pool *remoting.ClientPool
 	log  zerolog.Logger
 
-	mu    sync.RWMutex // guards addrs
+	mu    sync.RWMutex // guards addrs and down
 	addrs []string
+	// down are the addresses whose last connection attempt failed.
+	down map[string]bool
 }
 
 // ParseNameServers splits a namesrvAddr value ("host:port;host:port") into
@@ -85,15 +100,20 @@ func ParseNameServers(s string) []string {
 // NewRegistrar returns a registrar that reaches the name servers in
 // namesrvAddrs ("host:port;host:port") through pool.
 func NewRegistrar(pool *remoting.ClientPool, namesrvAddrs string, log zerolog.Logger) *Registrar {
-	return &Registrar{pool: pool, log: log, addrs: ParseNameServers(namesrvAddrs)}
+	return &Registrar{pool: pool, log: log, addrs: ParseNameServers(namesrvAddrs), down: make(map[string]bool)}
 }
 
 // SetNameServers replaces the name server addresses.
 func (r *Registrar) SetNameServers(namesrvAddrs string) {
 	addrs := ParseNameServers(namesrvAddrs)
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.addrs = addrs
-	r.mu.Unlock()
+	for a := range r.down {
+		if !slices.Contains(addrs, a) {
+			delete(r.down, a)
+		}
+	}
 }
 
 // NameServers returns the current name server addresses.
@@ -101,6 +121,84 @@ func (r *Registrar) NameServers() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return append([]string(nil), r.addrs...)
+}
+
+// Available returns the name server addresses Register reaches: all but
+// those whose last connection attempt failed.
+func (r *Registrar) Available() []string {
+	_, avail := r.snapshot()
+	return avail
+}
+
+// snapshot returns the name server addresses and the available ones,
+// read together.
+func (r *Registrar) snapshot() (all, avail []string) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	avail = make([]string, 0, len(r.addrs))
+	for _, a := range r.addrs {
+		if !r.down[a] {
+			avail = append(avail, a)
+		}
+	}
+	return append([]string(nil), r.addrs...), avail
+}
+
+// Scan connects to every name server (an open connection is reused, a
+// closed one dialed again), each within timeout, and records which ones
+// Register may reach, as RocketMQ's scanAvailableNameSrv does every
+// connectTimeoutMillis. It returns the addresses that were left out and
+// are connectable again. Nothing is recorded once ctx has ended.
+func (r *Registrar) Scan(ctx context.Context, timeout time.Duration) (back []string) {
+	addrs := r.NameServers()
+	ok := make([]bool, len(addrs))
+	var wg sync.WaitGroup
+	for i, addr := range addrs {
+		wg.Go(func() {
+			dctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			_, err := r.pool.Get(dctx, addr)
+			ok[i] = err == nil
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	for i, addr := range addrs {
+		if r.setDown(addr, !ok[i]) && ok[i] {
+			back = append(back, addr)
+		}
+	}
+	return back
+}
+
+// setDown records whether addr is connectable and reports whether that
+// changed; an address no longer configured is left alone.
+func (r *Registrar) setDown(addr string, down bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down[addr] == down || !slices.Contains(r.addrs, addr) {
+		return false
+	}
+	if down {
+		r.down[addr] = true
+		r.log.Warn().Str("namesrv", addr).Msg("name server not connectable: registrations leave it out until it is again")
+	} else {
+		delete(r.down, addr)
+		r.log.Info().Str("namesrv", addr).Msg("name server connectable again")
+	}
+	return true
+}
+
+// connect returns the pool's client of addr, dialing it if need be; a
+// failed dial (not one cut short by ctx) marks addr not connectable.
+func (r *Registrar) connect(ctx context.Context, addr string) error {
+	_, err := r.pool.Get(ctx, addr)
+	if err != nil && ctx.Err() == nil {
+		r.setDown(addr, true)
+	}
+	return err
 }
 
 // header builds the ext fields shared by the broker's requests.
@@ -114,11 +212,12 @@ func (info *BrokerInfo) header() remoting.Header {
 	return h
 }
 
-// Register sends REGISTER_BROKER with body to every name server at once
-// and waits for all answers (or ctx). It returns one Registration per name
-// server, and an error only when none accepted the registration.
+// Register sends REGISTER_BROKER with body to every available name server
+// at once and waits for all answers (or ctx). It returns one Registration
+// per name server, in address order (one left out has an error wrapping
+// ErrUnavailable), and an error only when none accepted the registration.
 func (r *Registrar) Register(ctx context.Context, info BrokerInfo, body *RegisterBrokerBody) ([]Registration, error) {
-	addrs := r.NameServers()
+	addrs, avail := r.snapshot()
 	if len(addrs) == 0 {
 		return nil, ErrNoNameServer
 	}
@@ -137,8 +236,12 @@ func (r *Registrar) Register(ctx context.Context, info BrokerInfo, body *Registe
 	if info.ZoneName != "" {
 		h.Set(extZoneName, info.ZoneName)
 	}
-	results := r.each(ctx, addrs, func(ctx context.Context, addr string) Registration {
+	answered := r.each(ctx, avail, func(ctx context.Context, addr string) Registration {
 		reg := Registration{NameServer: addr}
+		if err := r.connect(ctx, addr); err != nil {
+			reg.Err = fmt.Errorf("register broker %s with %s: %w", info.BrokerName, addr, err)
+			return reg
+		}
 		resp, err := r.pool.Invoke(ctx, addr, remoting.NewRequest(remoting.RegisterBroker, h, data))
 		if err == nil && resp.Code != remoting.Success {
 			err = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
@@ -152,12 +255,23 @@ func (r *Registrar) Register(ctx context.Context, info BrokerInfo, body *Registe
 			var kv struct {
 				Table map[string]string `json:"table"`
 			}
-			if json.Unmarshal(resp.Body, &kv) == nil {
+			if err := json.Unmarshal(resp.Body, &kv); err != nil {
+				r.log.Warn().Err(err).Str("namesrv", addr).Msg("register broker: the answer's ORDER_TOPIC_CONFIG table is not JSON; ignored")
+			} else {
 				reg.OrderTopicConfig = kv.Table
 			}
 		}
 		return reg
 	})
+	results := make([]Registration, 0, len(addrs))
+	for _, addr := range addrs {
+		if i := slices.Index(avail, addr); i >= 0 {
+			results = append(results, answered[i])
+			continue
+		}
+		results = append(results, Registration{NameServer: addr,
+			Err: fmt.Errorf("register broker %s with %s: %w", info.BrokerName, addr, ErrUnavailable)})
+	}
 	return results, allFailed(results)
 }
 

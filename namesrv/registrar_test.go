@@ -1,0 +1,157 @@
+package namesrv
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// deadNameServer is a dial seam for one name server address: its first
+// connection attempt is refused at once, later ones hang as towards a
+// host that drops packets (until the dial's context ends) until back is
+// closed; from then on they reach the name server at to.
+type deadNameServer struct {
+	addr  string
+	to    string
+	back  chan struct{}
+	dials atomic.Int32
+}
+
+func (d *deadNameServer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var dialer net.Dialer
+	if addr != d.addr {
+		return dialer.DialContext(ctx, network, addr)
+	}
+	if d.dials.Add(1) == 1 {
+		return nil, errors.New("connection refused (test)")
+	}
+	select {
+	case <-d.back:
+		return dialer.DialContext(ctx, network, d.to)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// RocketMQ's broker registers only with the name servers its scan could
+// connect to (BrokerOuterAPI.registerBrokerAll takes
+// NettyRemotingClient.getAvailableNameSrvList, which scanAvailableNameSrv
+// refreshes every connectTimeoutMillis), so a name server that does not
+// accept connections no longer costs each registration a connect timeout
+// (3 s). Once its connection failed, Register leaves it out without a
+// dial; Scan finds it again when it accepts connections, and the next
+// registration reaches it. Asserted on dial counts, not durations: a
+// registration that dialed the dead name server again would count it.
+func TestRegisterSkipsANameServerThatCouldNotBeConnected(t *testing.T) {
+	live, _ := startNameServer(t, nil)
+	returning, _ := startNameServer(t, nil)
+	dead := &deadNameServer{addr: "192.0.2.1:9876", to: returning.Addr().String(), back: make(chan struct{})}
+	pool := remoting.NewClientPool(remoting.ClientOptions{DialContext: dead.dial})
+	t.Cleanup(func() { _ = pool.Close() })
+	var back []string
+	reg := NewRegistrar(pool, live.Addr().String()+";"+dead.addr, zerolog.Nop())
+	info := brokerInfo("broker-a", "10.0.0.1:10911", 0)
+	// Two topics: a first registration of one topic is refused (Java
+	// takes it for a single-topic update).
+	body := &RegisterBrokerBody{DataVersion: DataVersion{Counter: 1, Timestamp: 1}, TopicConfigTable: manyTopics(2)}
+	body.TopicConfigTable["T"] = TopicConfig{TopicName: "T", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6, TopicFilterType: SingleTag}
+
+	results, err := reg.Register(testCtx(t), info, body)
+	if err != nil || results[0].Err != nil || results[1].Err == nil {
+		t.Fatalf("first registration: %+v, %v; want the live name server's success and the refused one's failure", results, err)
+	}
+	if got := reg.Available(); !slices.Equal(got, []string{live.Addr().String()}) {
+		t.Fatalf("available name servers after a refused connection: %v", got)
+	}
+	for round := range 3 {
+		results, err = reg.Register(testCtx(t), info, body)
+		if err != nil || results[0].Err != nil || !errors.Is(results[1].Err, ErrUnavailable) {
+			t.Fatalf("registration %d with a name server known unreachable: %+v, %v", round+2, results, err)
+		}
+	}
+	if n := dead.dials.Load(); n != 1 {
+		t.Fatalf("the unreachable name server was dialed %d times over four registrations, want once (the first)", n)
+	}
+
+	// A scan while it still drops connections leaves it out.
+	if back = reg.Scan(testCtx(t), 50*time.Millisecond); len(back) != 0 {
+		t.Fatalf("scan of a name server that drops connections found %v back", back)
+	}
+	close(dead.back)
+	if back = reg.Scan(testCtx(t), 10*time.Second); !slices.Equal(back, []string{dead.addr}) {
+		t.Fatalf("scan after the name server came back returned %v, want [%s]", back, dead.addr)
+	}
+	if got := reg.Available(); len(got) != 2 {
+		t.Fatalf("available name servers after it came back: %v", got)
+	}
+	results, err = reg.Register(testCtx(t), info, body)
+	if err != nil || results[0].Err != nil || results[1].Err != nil {
+		t.Fatalf("registration after the name server came back: %+v, %v", results, err)
+	}
+	if _, ok := returning.Registry().Route("T"); !ok {
+		t.Fatal("the name server that came back does not route the broker's topic")
+	}
+	// Unregistration still asks every name server, as RocketMQ's
+	// unregisterBrokerAll (getNameServerAddressList).
+	if err := reg.Unregister(testCtx(t), info); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Every name server down: the registration fails without dialing, and
+// SetNameServers forgets what it knew of a removed address.
+func TestRegisterWithEveryNameServerUnreachable(t *testing.T) {
+	dead := &deadNameServer{addr: "192.0.2.1:9876", back: make(chan struct{})}
+	pool := remoting.NewClientPool(remoting.ClientOptions{DialContext: dead.dial})
+	t.Cleanup(func() { _ = pool.Close() })
+	reg := NewRegistrar(pool, dead.addr, zerolog.Nop())
+	info := brokerInfo("broker-a", "10.0.0.1:10911", 0)
+	body := &RegisterBrokerBody{TopicConfigTable: map[string]TopicConfig{}}
+	if _, err := reg.Register(testCtx(t), info, body); err == nil {
+		t.Fatal("registration with a refused name server succeeded")
+	}
+	results, err := reg.Register(testCtx(t), info, body)
+	if err == nil || len(results) != 1 || !errors.Is(results[0].Err, ErrUnavailable) {
+		t.Fatalf("registration with the only name server unreachable: %+v, %v", results, err)
+	}
+	if n := dead.dials.Load(); n != 1 {
+		t.Fatalf("%d dials, want 1", n)
+	}
+	reg.SetNameServers("")
+	reg.SetNameServers(dead.addr)
+	if got := reg.Available(); !slices.Equal(got, []string{dead.addr}) {
+		t.Fatalf("a name server removed and added again is still taken as unreachable: available %v", got)
+	}
+}
+
+// A REGISTER_BROKER answer whose body is not a KV table (the
+// ORDER_TOPIC_CONFIG table RocketMQ's name server returns) still counts
+// as a registration, without order topics, and is logged.
+func TestRegisterLogsAnAnswerBodyThatIsNotAKVTable(t *testing.T) {
+	addr := startAnswering(t, func(req *remoting.Command) *remoting.Command {
+		resp := remoting.NewResponse(req, remoting.Success, "")
+		resp.Body = []byte("{not json")
+		return resp
+	})
+	logs := &testutil.SyncBuffer{}
+	pool := remoting.NewClientPool(remoting.ClientOptions{})
+	t.Cleanup(func() { _ = pool.Close() })
+	reg := NewRegistrar(pool, addr, zerolog.New(logs))
+	results, err := reg.Register(testCtx(t), brokerInfo("broker-a", "10.0.0.1:10911", 0), &RegisterBrokerBody{TopicConfigTable: manyTopics(2)})
+	if err != nil || results[0].Err != nil || results[0].OrderTopicConfig != nil {
+		t.Fatalf("registration answered with a body that is not JSON: %+v, %v", results, err)
+	}
+	if !strings.Contains(logs.String(), "ORDER_TOPIC_CONFIG table is not JSON") {
+		t.Fatalf("nothing logged of the answer's body; logs:\n%s", logs.String())
+	}
+}
