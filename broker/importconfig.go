@@ -228,7 +228,9 @@ const orderInfoIdle = 24 * time.Hour
 // acknowledged with the receipt handles RocketMQ gave (same popTime), and
 // their consumption counts carry on; without it a moved broker would hand
 // the batch's messages to a second consumer at once and restart their
-// counts. Batches RocketMQ's next persist would drop are skipped, as are
+// counts, those RocketMQ kept for offsets the batch no longer holds
+// included (rmqconfig.OrderInfo.Carried). Batches RocketMQ's next persist
+// would drop are skipped, as are
 // those with nothing left to lock: topic or group gone, queue past the
 // topic's read queues, idle for 24 h, or every message acknowledged.
 func importOrderInfos(db *kvindex.DB, topics *kvindex.Topics, groups *kvindex.Groups, infos []rmqconfig.OrderInfo, now int64) (int, error) {
@@ -270,6 +272,10 @@ func importOrderInfos(db *kvindex.DB, topics *kvindex.Topics, groups *kvindex.Gr
 		for _, off := range info.Offsets {
 			st.Messages = append(st.Messages, kvindex.OrderMessage{QueueOffset: off, Consumed: info.Consumed[off], NextVisibleAt: info.NextVisible[off]})
 		}
+		// Counts RocketMQ kept for offsets outside the batch (a pop
+		// repeating the attemptId keeps them): a retry of the attempt
+		// delivering them again finds them.
+		st.Carried = info.Carried()
 		if err := b.SetOrder(&st); err != nil {
 			return 0, fmt.Errorf("orderly batch of %s on %s/%d: %w", info.Group, info.Topic, info.QueueID, err)
 		}

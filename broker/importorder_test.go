@@ -1,15 +1,21 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rocketkv/rocketkv/internal/popclient"
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -135,5 +141,173 @@ func TestOpenRocketMQStoreKeepsOrderlyPopBatches(t *testing.T) {
 	}
 	if res := orderly(2, "", 500*time.Millisecond); fmt.Sprint(bodies(res.Messages)) != "[q2-m0 q2-m1]" {
 		t.Fatalf("batch without invisible time, pop of 500 ms: %d %v", res.Code, bodies(res.Messages))
+	}
+}
+
+// importOrderFile imports a consumerOrderInfo.json of one topic (OrdC, 2
+// read queues) and group (cg-c) into a fresh index, as the first open of
+// a RocketMQ store does, and returns the index.
+func importOrderFile(t *testing.T, orderInfo string, now int64) (*kvindex.DB, error) {
+	t.Helper()
+	root := t.TempDir()
+	writeRocketMQConfig(t, root, "topics.json", `{"topicConfigTable":{"OrdC":{"topicName":"OrdC","readQueueNums":2,"writeQueueNums":2,"perm":6}}}`)
+	writeRocketMQConfig(t, root, "subscriptionGroup.json", `{"subscriptionGroupTable":{"cg-c":{"groupName":"cg-c","consumeEnable":true}}}`)
+	writeRocketMQConfig(t, root, "consumerOrderInfo.json", orderInfo)
+	db, err := kvindex.Open(kvindex.Options{Dir: t.TempDir(), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	c, err := rmqconfig.Read(root)
+	if err != nil {
+		return db, err
+	}
+	_, err = importConfig(db, c, now)
+	return db, err
+}
+
+// RocketMQ's OrderInfo.mergeOffsetConsumedCount keeps, for a pop
+// repeating the attemptId, the whole count table of the batch it
+// replaces: "oc" may hold offsets "o" no longer has. The import keeps
+// those as the batch's carried counts (kvindex.OrderState.Carried), the
+// counts of the batch's own offsets on its messages; a count of 0 or less
+// counts nothing (RocketMQ writes counts above 0 only). More carried
+// counts than a batch can have (64; RocketMQ's batches hold at most 32)
+// are no RocketMQ file's: the import fails, naming the file.
+func TestImportOrderInfoCarriedCounts(t *testing.T) {
+	now := time.Now().UnixMilli()
+	ms := strconv.FormatInt(now-1_000, 10)
+	batch := func(o, oc string) string {
+		return `{"table":{"OrdC@cg-c":{0:{"a":"att","cm":0,"i":60000,"l":` + ms + `,"o":` + o + `,"oc":` + oc + `,"popTime":` + ms + `}}}}`
+	}
+	many := func(n int) string { // counts of 1 for offsets 100 to 100+n-1
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = strconv.Itoa(100+i) + ":1"
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	}
+	for _, tc := range []struct {
+		name     string
+		file     string
+		messages []kvindex.OrderMessage
+		carried  []kvindex.OrderCount
+		wantErr  string
+	}{
+		{name: "counts of the batch only", file: batch(`[5,1]`, `{5:2,6:1}`),
+			messages: []kvindex.OrderMessage{{QueueOffset: 5, Consumed: 2}, {QueueOffset: 6, Consumed: 1}}},
+		{name: "counts of offsets the batch no longer holds", file: batch(`[5]`, `{5:2,6:2,7:1}`),
+			messages: []kvindex.OrderMessage{{QueueOffset: 5, Consumed: 2}},
+			carried:  []kvindex.OrderCount{{QueueOffset: 6, Consumed: 2}, {QueueOffset: 7, Consumed: 1}}},
+		{name: "carried counts below the batch", file: batch(`[8,1]`, `{3:4,9:1}`),
+			messages: []kvindex.OrderMessage{{QueueOffset: 8}, {QueueOffset: 9, Consumed: 1}},
+			carried:  []kvindex.OrderCount{{QueueOffset: 3, Consumed: 4}}},
+		{name: "counts of 0 or less carry nothing", file: batch(`[5]`, `{6:0,7:-1,8:3}`),
+			messages: []kvindex.OrderMessage{{QueueOffset: 5}},
+			carried:  []kvindex.OrderCount{{QueueOffset: 8, Consumed: 3}}},
+		{name: "64 carried counts", file: batch(`[5]`, many(64)),
+			messages: []kvindex.OrderMessage{{QueueOffset: 5}},
+			carried: func() []kvindex.OrderCount {
+				var cs []kvindex.OrderCount
+				for i := range int64(64) {
+					cs = append(cs, kvindex.OrderCount{QueueOffset: 100 + i, Consumed: 1})
+				}
+				return cs
+			}()},
+		{name: "65 carried counts", file: batch(`[5]`, many(65)), wantErr: "consumerOrderInfo.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, err := importOrderFile(t, tc.file, now)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "outside the batch") {
+					t.Fatalf("import: %v, want an error naming %s and the counts outside the batch", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, ok, err := db.Pop().Order("cg-c", "OrdC", 0)
+			if err != nil || !ok {
+				t.Fatalf("imported batch: %v %v", ok, err)
+			}
+			if !reflect.DeepEqual(st.Messages, tc.messages) || !reflect.DeepEqual(st.Carried, tc.carried) {
+				t.Fatalf("imported batch: messages %+v carried %+v\nwant messages %+v carried %+v", st.Messages, st.Carried, tc.messages, tc.carried)
+			}
+		})
+	}
+}
+
+// A batch's counts come back to RocketMQ as they came: imported from
+// consumerOrderInfo.json, exported again (kvdump export-rocketmq's
+// rmqconfig.StoreOrderInfos and EncodeOrderInfos), "oc" still holds the
+// counts of offsets outside "o".
+func TestImportExportOrderInfoKeepsCarriedCounts(t *testing.T) {
+	now := time.Now().UnixMilli()
+	ms := strconv.FormatInt(now-1_000, 10)
+	db, err := importOrderFile(t, `{"table":{"OrdC@cg-c":{
+		0:{"a":"att-0","cm":1,"i":60000,"l":`+ms+`,"o":[5,1],"oc":{3:1,5:2,6:2,9:1},"ot":{6:`+strconv.FormatInt(now+60_000, 10)+`},"popTime":`+ms+`},
+		1:{"cm":0,"i":60000,"l":`+ms+`,"o":[0],"popTime":`+ms+`}}}}`, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := rmqconfig.StoreOrderInfos(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := rmqconfig.EncodeOrderInfos(infos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := t.TempDir()
+	writeRocketMQConfig(t, back, rmqconfig.OrderInfosFile, string(data))
+	c, err := rmqconfig.Read(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.OrderInfos) != 2 {
+		t.Fatalf("exported order infos: %+v", c.OrderInfos)
+	}
+	if got, want := c.OrderInfos[0].Consumed, map[int64]int32{3: 1, 5: 2, 6: 2, 9: 1}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("exported oc of queue 0: %v, want %v\n%s", got, want, data)
+	}
+	if got := c.OrderInfos[1].Consumed; len(got) != 0 {
+		t.Fatalf("exported oc of queue 1: %v, want none\n%s", got, data)
+	}
+}
+
+// After the move, the consumer's retry of the same attempt delivering the
+// offsets the imported batch no longer held finds their counts, as it
+// would have on RocketMQ: the carried counts are reported in
+// orderCountInfo, and the queue's count is the smallest of them.
+func TestOpenRocketMQStoreCarriesCountsOfTheAttempt(t *testing.T) {
+	store := t.TempDir()
+	b := startTestBrokerAt(t, store, nil)
+	c := b.client(nil)
+	for i := range 3 {
+		mustSend(t, c, "OrdC", 0, fmt.Sprintf("m%d", i), "")
+	}
+	b.caughtUp()
+	b.stop()
+	if err := os.RemoveAll(filepath.Join(store, kvindex.DirName)); err != nil {
+		t.Fatal(err)
+	}
+	ms := strconv.FormatInt(time.Now().UnixMilli()-1_000, 10)
+	writeRocketMQConfig(t, store, "topics.json", `{"topicConfigTable":{"OrdC":{"topicName":"OrdC","readQueueNums":1,"writeQueueNums":1,"perm":6,"order":true}}}`)
+	writeRocketMQConfig(t, store, "subscriptionGroup.json", `{"subscriptionGroupTable":{"cg-c":{"groupName":"cg-c","consumeMessageOrderly":true,"consumeEnable":true}}}`)
+	writeRocketMQConfig(t, store, "consumerOffset.json", `{"offsetTable":{"OrdC@cg-c":{0:0}}}`)
+	// Popped as 0-2 twice, then as 0 alone by a retry of attempt att.
+	writeRocketMQConfig(t, store, "consumerOrderInfo.json", `{"table":{"OrdC@cg-c":{
+		0:{"a":"att","cm":0,"i":60000,"l":`+ms+`,"o":[0],"oc":{0:1,1:1,2:1},"popTime":`+ms+`}}}}`)
+
+	b = startTestBrokerAt(t, store, nil)
+	pc, _ := popClient(b)
+	res := mustPop(t, pc, popclient.PopRequest{Group: "cg-c", Topic: "OrdC", QueueID: 0, MaxMsgNums: 3,
+		InvisibleTime: time.Minute, Order: true, AttemptID: "att"})
+	if fmt.Sprint(bodies(res.Messages)) != "[m0 m1 m2]" {
+		t.Fatalf("retry of the attempt: %d %v", res.Code, bodies(res.Messages))
+	}
+	if got, want := res.Header["orderCountInfo"], "0 qo0%0 1;0 qo0%1 1;0 qo0%2 1;0 0 1"; got != want {
+		t.Fatalf("orderCountInfo %q, want %q (the counts RocketMQ kept for the attempt)", got, want)
 	}
 }

@@ -2,13 +2,16 @@ package rmqconfig
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
 	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/kvindex"
 )
 
 // consumerOrderInfo.json is RocketMQ 5's ConsumerOrderInfoManager: the
@@ -18,7 +21,7 @@ import (
 //	    "popTime":<ms>, "i":<invisibleTime ms>,
 //	    "o":[<first offset>, <offset - first>, ...],
 //	    "ot":{<offset>:<next visible ms>, ...},   change of invisible time
-//	    "oc":{<offset>:<consumed count>, ...},    counts above 0 only
+//	    "oc":{<offset>:<consumed count>, ...},    counts above 0 only, offsets outside o included
 //	    "l":<last consume ms>, "cm":<acked bits>, "a":"<attempt id>"}}}}
 //
 // Bit i of cm is set when the i-th message of o is acknowledged. Map keys
@@ -38,7 +41,9 @@ type OrderInfo struct {
 	// NextVisible maps an offset to the deadline a change of invisible
 	// time gave it.
 	NextVisible map[int64]int64
-	// Consumed maps an offset to how many earlier pops delivered it.
+	// Consumed maps an offset to how many earlier pops delivered it. It
+	// may hold offsets outside Offsets: a pop repeating the attemptId of
+	// the batch it replaced kept that batch's counts (see Carried).
 	Consumed map[int64]int32
 	// LastConsume is when the group last popped or acked the queue (ms).
 	LastConsume int64
@@ -129,10 +134,31 @@ func parseOrderInfo(data []byte) (OrderInfo, error) {
 		}
 		info.Offsets = append(info.Offsets, off)
 	}
+	if n := len(info.Carried()); n > maxOrderBatch {
+		return info, fmt.Errorf("%w: %d consumption counts of offsets outside the batch, more than the %d an orderly batch keeps",
+			errBadOrderInfo, n, maxOrderBatch)
+	}
 	if info.InvisibleTime < 0 {
 		info.InvisibleTime = 0
 	}
 	return info, nil
+}
+
+// Carried returns the consumption counts of Consumed for offsets outside
+// Offsets, in offset order: RocketMQ's OrderInfo.mergeOffsetConsumedCount
+// keeps the count table of the batch a pop repeating its attemptId
+// replaces as it is, so the table may name offsets the new batch no longer
+// holds, for a later retry of the attempt that delivers them again. Counts
+// of 0 or less are left out (RocketMQ writes counts above 0 only).
+func (o *OrderInfo) Carried() []kvindex.OrderCount {
+	var out []kvindex.OrderCount
+	for off, n := range o.Consumed {
+		if n > 0 && !slices.Contains(o.Offsets, off) {
+			out = append(out, kvindex.OrderCount{QueueOffset: off, Consumed: n})
+		}
+	}
+	slices.SortFunc(out, func(a, b kvindex.OrderCount) int { return cmp.Compare(a.QueueOffset, b.QueueOffset) })
+	return out
 }
 
 // intMap reads an object whose keys are integers (bare, as fastjson

@@ -1,6 +1,7 @@
 package rmqconfig
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,6 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/kvindex"
 )
 
 // orderInfoFile is consumerOrderInfo.json in the shape fastjson gives
@@ -72,6 +77,7 @@ func TestParseOrderInfoErrors(t *testing.T) {
 		{"pop time a string", `{"table":{"T@G":{0:{"popTime":"soon","o":[1]}}}}`, true},
 		{"count key not an offset", `{"table":{"T@G":{0:{"o":[1],"oc":{"x":1}}}}}`, true},
 		{"too many offsets", `{"table":{"T@G":{0:{"o":[` + ascending(65) + `]}}}}`, true},
+		{"too many counts outside the batch", `{"table":{"T@G":{0:{"o":[100],"oc":{` + countsOf(65) + `}}}}}`, true},
 		{"not an object", `[1]`, false},
 	} {
 		var c Config
@@ -100,4 +106,59 @@ func ascending(n int) string {
 		parts[i] = strconv.Itoa(i)
 	}
 	return strings.Join(parts, ",")
+}
+
+// countsOf returns "0:1,1:1,...,n-1:1": counts of offsets 0 to n-1.
+func countsOf(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = strconv.Itoa(i) + ":1"
+	}
+	return strings.Join(parts, ",")
+}
+
+// An orderly batch whose pops repeated its attemptId keeps the counts of
+// offsets it no longer holds (kvindex.OrderState.Carried); the way back
+// to RocketMQ writes them into "oc" with the batch's own counts, as
+// RocketMQ's OrderInfo.offsetConsumedCount holds them, so a retry of the
+// same attempt there still finds them.
+func TestStoreOrderInfosWritesCarriedCounts(t *testing.T) {
+	db, err := kvindex.Open(kvindex.Options{Dir: t.TempDir(), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	b := db.Pop().NewBatch()
+	defer b.Close()
+	for _, st := range []kvindex.OrderState{
+		{Group: "G", Topic: "T", QueueID: 0, PopTime: 1700000000000, InvisibleTime: 30000, AttemptID: "att",
+			Messages: []kvindex.OrderMessage{{QueueOffset: 5, Consumed: 2}, {QueueOffset: 6, NextVisibleAt: 1700000060000}},
+			Carried:  []kvindex.OrderCount{{QueueOffset: 7, Consumed: 1}, {QueueOffset: 9, Consumed: 3}}},
+		// An offset reset's mark: nothing for RocketMQ.
+		{Group: "G", Topic: "T", QueueID: 1, PopTime: -1},
+	} {
+		if err := b.SetOrder(&st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	infos, err := StoreOrderInfos(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []OrderInfo{{Topic: "T", Group: "G", QueueID: 0, PopTime: 1700000000000, InvisibleTime: 30000,
+		Offsets: []int64{5, 6}, NextVisible: map[int64]int64{6: 1700000060000}, Consumed: map[int64]int32{5: 2, 7: 1, 9: 3},
+		LastConsume: 1700000000000, AttemptID: "att"}}
+	if !reflect.DeepEqual(infos, want) {
+		t.Fatalf("order infos of the store\n got %+v\nwant %+v", infos, want)
+	}
+	data, err := EncodeOrderInfos(infos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"oc":{5:2,7:1,9:3}`) {
+		t.Fatalf("consumerOrderInfo.json lacks the carried counts in oc:\n%s", data)
+	}
 }

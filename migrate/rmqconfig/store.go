@@ -236,9 +236,12 @@ func StoreRequestModes(ctx context.Context, db *kvindex.DB) ([]RequestMode, erro
 }
 
 // StoreOrderInfos returns the orderly POP batches in flight in a rocketkv
-// store as RocketMQ's ConsumerOrderInfoManager holds them. rocketkv does
-// not keep when a group last popped or acked a queue; the batch's pop
-// time stands for it (RocketMQ drops a batch idle for 24 h).
+// store as RocketMQ's ConsumerOrderInfoManager holds them, the counts a
+// batch carries for offsets outside it (kvindex.OrderState.Carried) in
+// Consumed with its messages' own, as RocketMQ's offsetConsumedCount
+// keeps them. rocketkv does not keep when a group last popped or acked a
+// queue; the batch's pop time stands for it (RocketMQ drops a batch idle
+// for 24 h).
 func StoreOrderInfos(ctx context.Context, db *kvindex.DB) ([]OrderInfo, error) {
 	var infos []OrderInfo
 	if err := db.Pop().EachOrder(func(st kvindex.OrderState) bool {
@@ -247,20 +250,26 @@ func StoreOrderInfos(ctx context.Context, db *kvindex.DB) ([]OrderInfo, error) {
 		}
 		info := OrderInfo{Topic: st.Topic, Group: st.Group, QueueID: st.QueueID, PopTime: st.PopTime,
 			InvisibleTime: st.InvisibleTime, LastConsume: st.PopTime, Acked: st.Acked, AttemptID: st.AttemptID}
-		for _, m := range st.Messages {
-			info.Offsets = append(info.Offsets, m.QueueOffset)
-			if m.Consumed > 0 {
+		count := func(off int64, n int32) {
+			if n > 0 {
 				if info.Consumed == nil {
 					info.Consumed = map[int64]int32{}
 				}
-				info.Consumed[m.QueueOffset] = m.Consumed
+				info.Consumed[off] = n
 			}
+		}
+		for _, m := range st.Messages {
+			info.Offsets = append(info.Offsets, m.QueueOffset)
+			count(m.QueueOffset, m.Consumed)
 			if m.NextVisibleAt != 0 {
 				if info.NextVisible == nil {
 					info.NextVisible = map[int64]int64{}
 				}
 				info.NextVisible[m.QueueOffset] = m.NextVisibleAt
 			}
+		}
+		for _, c := range st.Carried {
+			count(c.QueueOffset, c.Consumed)
 		}
 		infos = append(infos, info)
 		return ctx.Err() == nil
