@@ -115,9 +115,20 @@ func (r *assignRoutes) others(ctx context.Context, topic string) ([]assignedQueu
 // queues. A topic no name server knows is dropped from the cache, so the
 // next query asks again (RocketMQ's getTopicSubscribeInfo does the same
 // for a topic it has no queues of).
+//
+// The name servers that registrations reach are asked first, those that
+// could not be connected last (PreferAvailable), so that a dead name
+// server first in namesrvAddr does not cost every fetch a dial. RocketMQ's
+// broker asks one name server per fetch
+// (BrokerOuterAPI.getTopicRouteInfoFromNameServer through invokeSync with
+// no address): NettyRemotingClient.getAndCreateNameserverChannel keeps
+// the one it chose while its channel is open and moves round-robin to
+// the next when it is not, without looking at the available ones, so a
+// dead one fails a fetch now and then; here the scan knows it dead, and
+// the others are still asked when the available ones give no route.
 func (r *assignRoutes) refresh(ctx context.Context, topic string) ([]assignedQueue, error) {
 	b := r.b
-	route, err := namesrv.FetchRoute(ctx, b.register.pool, b.register.ns.NameServers(), topic, routeTimeout)
+	route, err := namesrv.FetchRoute(ctx, b.register.pool, b.register.ns.PreferAvailable(), topic, routeTimeout)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if errors.Is(err, namesrv.ErrTopicNotExist) {

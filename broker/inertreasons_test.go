@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -31,5 +33,32 @@ func TestInertQueueReasonsQuoteTheBounds(t *testing.T) {
 	}
 	if len(want) != 0 {
 		t.Errorf("not reported inert: %v", want)
+	}
+}
+
+// connectTimeoutMillis's reason quotes the bounds in force: connections
+// dialled within 3 s (the name server pool's dial bound, a slave's
+// masterCallTimeout) and the scan of the name servers every
+// nameServerScanPeriod. It used to say a connection was bounded by the
+// timeout of the request that opens it.
+func TestConnectTimeoutReasonQuotesTheDialBoundAndTheScan(t *testing.T) {
+	for name, d := range map[string]time.Duration{"nameServerScanPeriod": nameServerScanPeriod, "masterCallTimeout": masterCallTimeout} {
+		if d != 3*time.Second {
+			t.Fatalf("%s is %v; configs' connectTimeoutMillis reason says 3 s", name, d)
+		}
+	}
+	loaded, err := configs.LoadBroker("", map[string]string{"connectTimeoutMillis": "10000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(loaded.InertKeys, func(k configs.InertKey) bool { return k.Key == "connectTimeoutMillis" })
+	if i < 0 {
+		t.Fatal("connectTimeoutMillis not reported inert")
+	}
+	reason := loaded.InertKeys[i].Reason
+	for _, want := range []string{"dialled within RocketMQ's default, 3 s", "scanned every 3 s"} {
+		if !strings.Contains(reason, want) {
+			t.Errorf("reason %q does not say %q", reason, want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -14,6 +15,7 @@ import (
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/logging"
 	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -75,6 +77,10 @@ var runtimeKeys = map[string]bool{
 	// Read-ahead of the CommitLog's sealed segments, applied to them at
 	// once (also SET_COMMITLOG_READ_MODE).
 	"dataReadAheadEnable": true,
+	// Moving the broker to other name servers: registrations, route
+	// fetches and the scan follow the new list at once, and the broker
+	// registers with it before the answer (see nameServersChange).
+	"namesrvAddr": true,
 }
 
 // liveConfig is the configuration in force: the start configuration with
@@ -119,7 +125,9 @@ func (b *Broker) SetConfigFile(path string) {
 // broker runs refuses the whole body with a remark naming the key. A
 // change to brokerPermission moves the topic data version on and
 // re-registers with the name servers at once, so routes carry the new
-// permission: the answer waits for that registration (register).
+// permission; a change to namesrvAddr registers with the new name servers
+// at once, which know no route of the broker yet. The answer waits for
+// that registration (register).
 func (b *Broker) processUpdateBrokerConfig(_ context.Context, conn *remoting.Conn, req *remoting.Command) (*remoting.Command, bool) {
 	if len(req.Body) == 0 {
 		return remoting.NewResponse(req, remoting.Success, ""), false
@@ -150,8 +158,10 @@ func (b *Broker) processUpdateBrokerConfig(_ context.Context, conn *remoting.Con
 	}
 	logging.IgnoredKeys(b.log, "", nil, inert)
 	// A new brokerPermission is answered once the routes carry it (a
-	// drain's producers move at their next route refresh).
-	return remoting.NewResponse(req, remoting.Success, configs.UpdateRemark(unsaved, inert)), slices.Contains(changed, "brokerPermission")
+	// drain's producers move at their next route refresh), new name
+	// servers once they route the broker.
+	register := slices.Contains(changed, "brokerPermission") || slices.Contains(changed, "namesrvAddr")
+	return remoting.NewResponse(req, remoting.Success, configs.UpdateRemark(unsaved, inert)), register
 }
 
 // updateConfig applies props to the configuration in force and returns
@@ -178,6 +188,9 @@ func (b *Broker) updateConfig(props map[string]string) (changed []string, inert 
 	}
 	if len(changed) == 0 {
 		return nil, inert, nil, nil
+	}
+	if err := nameServersChange(old.NamesrvAddr, next.NamesrvAddr); err != nil {
+		return nil, nil, nil, fmt.Errorf("update broker config: %w; nothing was changed", err)
 	}
 	if b.live.file != "" {
 		persist := make(map[string]string, len(changed))
@@ -206,6 +219,9 @@ func (b *Broker) updateConfig(props map[string]string) (changed []string, inert 
 	if old.DataReadAheadEnable != next.DataReadAheadEnable {
 		b.clog.SetRandomReads(!next.DataReadAheadEnable)
 	}
+	if old.NamesrvAddr != next.NamesrvAddr && b.register != nil {
+		b.register.setNameServers(next.NamesrvAddr)
+	}
 	if old.BrokerPermission != next.BrokerPermission {
 		if err := b.topics.table.Touch(); err != nil {
 			// The permission is in force; a Java name server may keep the
@@ -217,6 +233,26 @@ func (b *Broker) updateConfig(props map[string]string) (changed []string, inert 
 		}
 	}
 	return changed, inert, unsaved, nil
+}
+
+// nameServersChange says why namesrvAddr cannot change from old to next
+// while the broker runs, or nil when it can: from one list of name
+// servers to another. A broker started without name servers registers
+// with none (RocketMQ's BrokerController schedules no re-reading of
+// namesrvAddr when it started without one), and one whose list is emptied
+// would stop registering until every route of it expired (RocketMQ
+// splits an empty value into one empty address).
+func nameServersChange(old, next string) error {
+	switch had, has := len(namesrv.ParseNameServers(old)) > 0, len(namesrv.ParseNameServers(next)) > 0; {
+	case had == has:
+		return nil
+	case !had:
+		return errors.New("namesrvAddr cannot be set while the broker runs: it started without name servers and registers with none " +
+			"(set it in the configuration file and restart)")
+	default:
+		return errors.New("namesrvAddr cannot be emptied while the broker runs: the broker would stop registering and its routes expire " +
+			"(remove it from the configuration file and restart)")
+	}
 }
 
 // processDeleteExpiredCommitLog answers DELETE_EXPIRED_COMMITLOG (mqadmin

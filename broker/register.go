@@ -222,6 +222,21 @@ func (r *registrar) registerAndWait(ctx context.Context) {
 	}
 }
 
+// setNameServers makes namesrvAddrs (a namesrvAddr value) the name
+// servers the broker registers with, fetches routes from and scans, as
+// RocketMQ's BrokerController applies namesrvAddr to its BrokerOuterAPI
+// (updateNameServerAddressList). A registration already under way ends
+// with the list it started with; what a removed name server's connection
+// attempt or scan finds is not recorded. The next registration reaches
+// the new name servers, and it comes at once: one that is new knows no
+// route of the broker.
+func (r *registrar) setNameServers(namesrvAddrs string) {
+	old := r.ns.NameServers()
+	r.ns.SetNameServers(namesrvAddrs)
+	r.b.log.Info().Strs("old", old).Strs("new", r.ns.NameServers()).Msg("name servers changed: registering with the new ones")
+	r.trigger()
+}
+
 // hasNameServers reports whether name servers are configured.
 func (r *registrar) hasNameServers() bool {
 	return r != nil && len(r.ns.NameServers()) > 0

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,7 +46,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	str("brokerIP1", "", func(b *Broker) *string { return &b.BrokerIP1 }),
 	intRange("listenPort", "10911", 0, 65535, func(b *Broker) *int { return &b.ListenPort }),
 	str("bindAddress", "0.0.0.0", func(b *Broker) *string { return &b.BindAddress }),
-	str("namesrvAddr", "", func(b *Broker) *string { return &b.NamesrvAddr }),
+	nameServerList("namesrvAddr", "", func(b *Broker) *string { return &b.NamesrvAddr }),
 	oneOf("brokerRole", "ASYNC_MASTER", []string{"ASYNC_MASTER", "SYNC_MASTER", "SLAVE"}, func(b *Broker) *string { return &b.BrokerRole }),
 	intRange("brokerPermission", "6", 0, 15, func(b *Broker) *int { return &b.BrokerPermission }),
 	str("regionId", "DefaultRegion", func(b *Broker) *string { return &b.RegionID }),
@@ -212,6 +213,42 @@ func str[T any](key, def string, ptr func(*T) *string) field[T] {
 		*ptr(b) = raw
 		return nil
 	}, get: func(b *T) string { return *ptr(b) }}
+}
+
+// nameServerList reads a namesrvAddr list, kept as written: host:port
+// addresses separated by ';', blanks around and between them left out as
+// the registrar reads the list (namesrv.ParseNameServers). Each address
+// is checked as RocketMQ's BrokerStartup checks it before it starts
+// (NetworkUtil.string2SocketAddress), and its port must be one a name
+// server can listen on, so that a list the broker could not dial is
+// refused, at start and by UPDATE_BROKER_CONFIG, rather than registered
+// with in vain.
+func nameServerList[T any](key, def string, ptr func(*T) *string) field[T] {
+	return field[T]{key: key, def: def, set: func(c *T, raw string) error {
+		if err := checkNameServers(raw); err != nil {
+			return err
+		}
+		*ptr(c) = raw
+		return nil
+	}, get: func(c *T) string { return *ptr(c) }}
+}
+
+// checkNameServers refuses a namesrvAddr list with an address that is not
+// host:port with a port in [1, 65535].
+func checkNameServers(raw string) error {
+	for _, a := range strings.Split(raw, ";") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		}
+		_, port, err := net.SplitHostPort(a)
+		if err == nil {
+			_, err = parseInt(port, 1, 65535)
+		}
+		if err != nil {
+			return fmt.Errorf("name server address %q is not host:port (write the list as \"127.0.0.1:9876;192.168.0.1:9876\"): %w", a, err)
+		}
+	}
+	return nil
 }
 
 // delayLevels reads a messageDelayLevel list, checked as the broker will

@@ -149,11 +149,11 @@ var brokerInert = slices.Concat([]inert[Broker]{
 
 	// NettyClientConfig: the broker's connections to name servers (and a
 	// slave's to its master) are Go connections with the system's socket
-	// settings; each request carries its own timeout.
+	// settings, dialled within 3 s; each request carries its own timeout.
 	inertInt[Broker]("clientCallbackExecutorThreads", "no Netty client: outgoing connections run on goroutines"),
 	inertInt[Broker]("clientOnewaySemaphoreValue", "outgoing requests are not bounded by a semaphore"),
 	inertInt[Broker]("clientAsyncSemaphoreValue", "outgoing requests are not bounded by a semaphore"),
-	inertInt[Broker]("connectTimeoutMillis", "a connection to a name server is bounded by the timeout of the request that opens it (registerBrokerTimeoutMills for registrations)"),
+	inertInt[Broker]("connectTimeoutMillis", "connections are dialled within RocketMQ's default, 3 s, whatever the value (to name servers by the broker's client pool, a slave's to its master), and the name servers are scanned every 3 s for ones that accept connections again"),
 	inertInt[Broker]("channelNotActiveInterval", "no Netty client: a closed connection to a name server is dialled again by the next request"),
 	inertInt[Broker]("clientChannelMaxIdleTimeSeconds", "connections to name servers are kept open while the broker runs"),
 	inertInt[Broker]("clientSocketSndBufSize", "connections to name servers use the system's socket buffers"),

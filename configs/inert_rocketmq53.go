@@ -150,7 +150,7 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertInt[Broker]("transactionOpBatchInterval", "how a transaction ended is written to the index at END_TRANSACTION, then one op message per end, unbatched, as RocketMQ 4 writes them"),
 	inertInt[Broker]("transactionOpMsgMaxSize", "one op message (RMQ_SYS_TRANS_OP_HALF_TOPIC) per ended transaction, unbatched, as RocketMQ 4 writes them: its body is one queue offset"),
 	inertInt[Broker]("travelCqFileNumWhenGetMessage", "a filtered pull examines up to 4,096 entries and the client pulls again from where it stopped; what is delivered is the same"),
-	inertInt[Broker]("updateNameServerAddrPeriod", "the name server list (namesrvAddr, -n) is set at start; a host name in it is resolved again when a connection opens"),
+	inertInt[Broker]("updateNameServerAddrPeriod", "a namesrvAddr changed by UPDATE_BROKER_CONFIG is applied at once rather than re-read every period; a host name in it is resolved again when a connection opens"),
 	inertBool[Broker]("useABSLock", "the CommitLog append lock is a Go mutex; there is no adaptive spin lock to choose"),
 	inertBool[Broker]("usePIDColdCtrStrategy", "no cold-read flow control of consumer groups: pulls are not throttled for reading from disk"),
 	inertBool[Broker]("useStaticSubscription", "consumer lag metrics cover the groups with a live client and the topics they subscribe to; the topics a group's config names are not consulted"),

@@ -228,11 +228,27 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"b.conf", "proxyProtocolTrustedNetworks=10.0.0.0/33\n", "proxyProtocolTrustedNetworks"},
 		{"b.conf", "proxyProtocolTrustedNetworks=lb.example\n", "proxyProtocolTrustedNetworks"},
 		{"b.conf", "proxyProtocolEnable=maybe\n", "proxyProtocolEnable"},
+		// RocketMQ's BrokerStartup refuses an address that is not
+		// host:port; rocketkv also one it could not dial.
+		{"b.conf", "namesrvAddr=10.0.0.1\n", "namesrvAddr"},
+		{"b.conf", "namesrvAddr=10.0.0.1:9876;10.0.0.2\n", "namesrvAddr"},
+		{"b.conf", "namesrvAddr=10.0.0.1:ninety\n", "namesrvAddr"},
+		{"b.conf", "namesrvAddr=10.0.0.1:98760\n", "namesrvAddr"},
+		{"b.conf", "namesrvAddr=10.0.0.1:0\n", "namesrvAddr"},
+		{"b.conf", "namesrvAddr=10.0.0.1:9876,10.0.0.2:9876\n", "namesrvAddr"},
 	}
 	for _, c := range cases {
 		_, err := LoadBroker(writeFile(t, c.name, c.content), nil)
 		if err == nil || !strings.Contains(err.Error(), c.key) {
 			t.Errorf("%q: error %v does not name %s", c.content, err, c.key)
+		}
+	}
+	for _, list := range []string{"", "10.0.0.1:9876", " 10.0.0.1:9876 ; ns-2.example:9876;", "[::1]:9876;:9876"} {
+		got, err := LoadBroker("", map[string]string{"namesrvAddr": list})
+		if err != nil {
+			t.Errorf("namesrvAddr %q refused: %v", list, err)
+		} else if got.Broker.NamesrvAddr != strings.TrimSpace(list) {
+			t.Errorf("namesrvAddr %q read as %q", list, got.Broker.NamesrvAddr)
 		}
 	}
 	if _, err := LoadBroker(writeFile(t, "b.conf", "enableControllerMode=false\nenableDLegerCommitLog=false\n"), nil); err != nil {

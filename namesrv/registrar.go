@@ -130,6 +130,21 @@ func (r *Registrar) Available() []string {
 	return avail
 }
 
+// PreferAvailable returns every name server address, those Register
+// reaches (Available) first and then those whose last connection attempt
+// failed, each part in namesrvAddr order: the order to ask them for a
+// route (FetchRoute), so that a name server known down costs a route
+// request a dial only when no available one gave the route.
+func (r *Registrar) PreferAvailable() []string {
+	all, avail := r.snapshot()
+	for _, a := range all {
+		if !slices.Contains(avail, a) {
+			avail = append(avail, a)
+		}
+	}
+	return avail
+}
+
 // snapshot returns the name server addresses and the available ones,
 // read together.
 func (r *Registrar) snapshot() (all, avail []string) {

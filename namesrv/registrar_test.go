@@ -155,3 +155,57 @@ func TestRegisterLogsAnAnswerBodyThatIsNotAKVTable(t *testing.T) {
 		t.Fatalf("nothing logged of the answer's body; logs:\n%s", logs.String())
 	}
 }
+
+// Route requests ask the name servers Register reaches first and those
+// whose connection failed last, each part in namesrvAddr order.
+func TestPreferAvailablePutsTheUnreachableLast(t *testing.T) {
+	live, _ := startNameServer(t, nil)
+	dead := &deadNameServer{addr: "192.0.2.1:9876", back: make(chan struct{})}
+	pool := remoting.NewClientPool(remoting.ClientOptions{DialContext: dead.dial})
+	t.Cleanup(func() { _ = pool.Close() })
+	reg := NewRegistrar(pool, dead.addr+";"+live.Addr().String()+";192.0.2.2:9876", zerolog.Nop())
+	if got, want := reg.PreferAvailable(), []string{dead.addr, live.Addr().String(), "192.0.2.2:9876"}; !slices.Equal(got, want) {
+		t.Fatalf("before any connection attempt: %v, want namesrvAddr's order %v", got, want)
+	}
+	reg.setDown(dead.addr, true)
+	if got, want := reg.PreferAvailable(), []string{live.Addr().String(), "192.0.2.2:9876", dead.addr}; !slices.Equal(got, want) {
+		t.Fatalf("with the first one unreachable: %v, want %v", got, want)
+	}
+}
+
+// SetNameServers while a registration is under way: the registration
+// ends with the list it started with, and the failed connection attempt
+// of a name server removed meanwhile is not recorded, so that the
+// address, configured again, is tried again.
+func TestSetNameServersDuringARegistration(t *testing.T) {
+	live, _ := startNameServer(t, nil)
+	const gone = "192.0.2.1:9876"
+	dialing := make(chan struct{})
+	fail := make(chan struct{})
+	pool := remoting.NewClientPool(remoting.ClientOptions{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr != gone {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}
+		close(dialing)
+		<-fail
+		return nil, errors.New("connection refused (test)")
+	}})
+	t.Cleanup(func() { _ = pool.Close() })
+	reg := NewRegistrar(pool, gone, zerolog.Nop())
+	done := make(chan []Registration, 1)
+	go func() {
+		results, _ := reg.Register(testCtx(t), brokerInfo("broker-a", "10.0.0.1:10911", 0), &RegisterBrokerBody{TopicConfigTable: manyTopics(2)})
+		done <- results
+	}()
+	<-dialing
+	reg.SetNameServers(live.Addr().String())
+	close(fail)
+	if results := <-done; len(results) != 1 || results[0].NameServer != gone || results[0].Err == nil {
+		t.Fatalf("registration under way: %+v, want the failure of the name server it started with", results)
+	}
+	reg.SetNameServers(live.Addr().String() + ";" + gone)
+	if got := reg.Available(); !slices.Equal(got, []string{live.Addr().String(), gone}) {
+		t.Fatalf("available after the removed name server is configured again: %v, want both", got)
+	}
+}
