@@ -266,8 +266,8 @@ func TestTopicAttributes(t *testing.T) {
 		r.Remark != "attempt to update an unchangeable attribute. key: queue.type" {
 		t.Fatalf("bulk list changing an existing topic's queue.type: %d %q", r.Code, r.Remark)
 	}
-	if _, ok, _ := b.topics.get("BL0"); ok {
-		t.Fatal("a refused bulk list stored its topics")
+	if _, ok, err := b.topics.get("BL0"); err != nil || ok {
+		t.Fatalf("a refused bulk list stored its topics (%v)", err)
 	}
 	if r := call(t, c, remoting.UpdateAndCreateTopicList, nil, bulk(`"+message.type":"FIFO"`)); r.Code != remoting.Success {
 		t.Fatalf("bulk list: %d %s", r.Code, r.Remark)
@@ -445,8 +445,8 @@ func TestTraceTopicEnable(t *testing.T) {
 	}
 
 	off := startTestBroker(t, nil)
-	if _, ok, _ := off.topics.table.Get("RMQ_SYS_TRACE_TOPIC"); ok {
-		t.Fatal("the trace topic was created with traceTopicEnable off")
+	if _, ok, err := off.topics.table.Get("RMQ_SYS_TRACE_TOPIC"); err != nil || ok {
+		t.Fatalf("the trace topic was created with traceTopicEnable off (%v)", err)
 	}
 
 	loaded, err := configs.LoadBroker("", map[string]string{"storePathRootDir": t.TempDir(), "listenPort": "0",

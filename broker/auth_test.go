@@ -59,6 +59,7 @@ func (u asUser) must(code int32, ext map[string]string, body []byte) *remoting.C
 }
 
 func userBody(t *testing.T, u meta.UserInfo) []byte {
+	t.Helper()
 	raw, err := json.Marshal(u)
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +68,7 @@ func userBody(t *testing.T, u meta.UserInfo) []byte {
 }
 
 func aclBody(t *testing.T, subject string, entries ...meta.PolicyEntryInfo) []byte {
+	t.Helper()
 	raw, err := json.Marshal(meta.AclInfo{Subject: subject, Policies: []meta.PolicyInfo{{PolicyType: "Custom", Entries: entries}}})
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +79,7 @@ func aclBody(t *testing.T, subject string, entries ...meta.PolicyEntryInfo) []by
 // setUpAlice creates, as root, the Normal user alice allowed to send to
 // and consume AuthT as group ag, and the disabled user carol.
 func setUpAlice(t *testing.T, root asUser) {
+	t.Helper()
 	root.must(remoting.AuthCreateUser, map[string]string{"username": "alice"}, userBody(t, meta.UserInfo{Password: "alice-password"}))
 	root.must(remoting.AuthCreateUser, map[string]string{"username": "carol"}, userBody(t, meta.UserInfo{Password: "carol-password"}))
 	root.must(remoting.AuthUpdateUser, map[string]string{"username": "carol"}, userBody(t, meta.UserInfo{UserStatus: "disable"}))

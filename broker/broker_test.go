@@ -231,7 +231,7 @@ func TestHeartbeatsConsumerListAndNotify(t *testing.T) {
 		t.Fatalf("heartbeat: %d version %d", r.Code, r.Version)
 	}
 	c2 := b.client(handler("c2"))
-	call(t, c2, remoting.HeartBeat, nil, hb("10.0.0.2@2"))
+	heartbeat(t, c2, hb("10.0.0.2@2"))
 	r := call(t, c1, remoting.GetConsumerListByGroup, map[string]string{"consumerGroup": "cg"}, nil)
 	if r.Code != remoting.Success || string(r.Body) != `{"consumerIdList":["10.0.0.1@1","10.0.0.2@2"]}` {
 		t.Fatalf("consumer list: %d %s", r.Code, r.Body)
@@ -282,9 +282,9 @@ func TestNotifyConsumerIdsChangedDisabled(t *testing.T) {
 	hb := func(id string) []byte {
 		return []byte(`{"clientID":"` + id + `","producerDataSet":[],"consumerDataSet":[{"groupName":"cg","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_LAST_OFFSET","subscriptionDataSet":[],"unitMode":false}]}`)
 	}
-	call(t, c1, remoting.HeartBeat, nil, hb("10.0.0.1@1"))
+	heartbeat(t, c1, hb("10.0.0.1@1"))
 	c2 := b.client(nil)
-	call(t, c2, remoting.HeartBeat, nil, hb("10.0.0.2@2"))
+	heartbeat(t, c2, hb("10.0.0.2@2"))
 	_ = c2.Close()
 	waitFor(t, "c2 removed", func() bool { return len(b.clients.consumerIDs("cg")) == 1 })
 	// With the switch on, c1 hears of both changes within milliseconds

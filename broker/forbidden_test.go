@@ -57,7 +57,7 @@ func TestGroupReadForbidden(t *testing.T) {
 	}
 	b.caughtUp()
 	hb := []byte(`{"clientID":"10.0.0.1@1","consumerDataSet":[{"groupName":"fg","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","subscriptionDataSet":[{"topic":"FT","subString":"*"},{"topic":"FU","subString":"*"}]},{"groupName":"og","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","subscriptionDataSet":[{"topic":"FT","subString":"*"}]}]}`)
-	call(t, c, remoting.HeartBeat, nil, hb)
+	heartbeat(t, c, hb)
 	pull := func(group, topic string, postSub bool) *remoting.Command {
 		req := pullReq(group, topic, 0, 0, 0, 0, "*")
 		if !postSub {
@@ -99,7 +99,7 @@ func TestGroupReadForbidden(t *testing.T) {
 	b.stop()
 	b = startTestBrokerAt(t, store, nil)
 	c = b.client(nil)
-	call(t, c, remoting.HeartBeat, nil, hb)
+	heartbeat(t, c, hb)
 	if r := pull("fg", "FT", false); r.Code != remoting.NoPermission {
 		t.Errorf("forbidden pull after a restart: %d %s", r.Code, r.Remark)
 	}
@@ -171,7 +171,7 @@ func TestOpenRocketMQStoreKeepsGroupForbidden(t *testing.T) {
 	// And enforced on pulls from the start.
 	mustSend(t, c, "FT", 0, "m", "")
 	b.caughtUp()
-	call(t, c, remoting.HeartBeat, nil, []byte(`{"clientID":"10.0.0.1@1","consumerDataSet":[{"groupName":"fg","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","subscriptionDataSet":[{"topic":"FT","subString":"*"}]}]}`))
+	heartbeat(t, c, []byte(`{"clientID":"10.0.0.1@1","consumerDataSet":[{"groupName":"fg","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","subscriptionDataSet":[{"topic":"FT","subString":"*"}]}]}`))
 	req := pullReq("fg", "FT", 0, 0, 0, 0, "*")
 	req["sysFlag"] = "0"
 	if r := call(t, c, remoting.PullMessage, req, nil); r.Code != remoting.NoPermission {

@@ -42,6 +42,29 @@ func mustPop(t *testing.T, c *popclient.Client, r popclient.PopRequest) popclien
 	return res
 }
 
+// inFlight reports whether the broker holds an in-flight record of the
+// message at offset, failing the test when the record cannot be read (a
+// read error would pass for "acknowledged").
+func inFlight(t *testing.T, b *testBroker, group, topic string, q int32, offset int64) bool {
+	t.Helper()
+	_, ok, err := b.popSvc.InFlight(group, topic, q, offset)
+	if err != nil {
+		t.Fatalf("in-flight record of %s %s/%d@%d: %v", group, topic, q, offset, err)
+	}
+	return ok
+}
+
+// storedOffset reads a committed offset from the broker's table, failing
+// the test when there is none or it cannot be read.
+func storedOffset(t *testing.T, b *testBroker, group, topic string, q int32) int64 {
+	t.Helper()
+	off, ok, err := b.offsets.Get(group, topic, q)
+	if err != nil || !ok {
+		t.Fatalf("committed offset of %s on %s/%d: %v %v", group, topic, q, ok, err)
+	}
+	return off
+}
+
 func bodies(ms []popclient.Message) []string {
 	var out []string
 	for _, m := range ms {
@@ -121,7 +144,9 @@ func TestPopAckAndCommittedOffset(t *testing.T) {
 		t.Fatalf("committed after batch ack %d", got)
 	}
 	n := 0
-	_ = b.db.Pop().EachInFlight(func(r kvindex.InFlight) bool { n++; return true })
+	if err := b.db.Pop().EachInFlight(func(r kvindex.InFlight) bool { n++; return true }); err != nil {
+		t.Fatalf("read the records in flight: %v", err)
+	}
 	if n != 0 {
 		t.Fatalf("%d records left in flight", n)
 	}
@@ -194,7 +219,7 @@ func TestPopErrorCodes(t *testing.T) {
 			t.Errorf("ack %s: code %d, want %d", tc.name, code, tc.code)
 		}
 	}
-	if _, ok, _ := b.popSvc.InFlight("g", "EC", 0, 0); !ok {
+	if !inFlight(t, b, "g", "EC", 0, 0) {
 		t.Fatal("an unknown handle deleted the record")
 	}
 	cit := func(off string) int32 {
@@ -223,7 +248,7 @@ func TestPopErrorCodes(t *testing.T) {
 	if r := call(t, rc, remoting.BatchAckMessage, nil, many.AppendJSON(nil)); r.Code != remoting.SystemError || !strings.Contains(r.Remark, "at most") {
 		t.Fatalf("batch ack of %d offsets: %d %s", len(many.Acks)*kvindex.MaxCheckpointSpan, r.Code, r.Remark)
 	}
-	if _, ok, _ := b.popSvc.InFlight("g", "EC", 0, 0); !ok {
+	if !inFlight(t, b, "g", "EC", 0, 0) {
 		t.Fatal("the refused batch ack acknowledged the message")
 	}
 }
@@ -250,14 +275,14 @@ func TestChangeInvisibleTimeMakesOldHandleStale(t *testing.T) {
 	if code, _ := c.Ack(ctx20(t), "g", m); code != remoting.Success {
 		t.Fatal(code)
 	}
-	if _, ok, _ := b.popSvc.InFlight("g", "CIT", 0, 0); !ok {
+	if !inFlight(t, b, "g", "CIT", 0, 0) {
 		t.Fatal("a stale handle acked the message")
 	}
 	m.Handle = nh
 	if code, _ := c.Ack(ctx20(t), "g", m); code != remoting.Success {
 		t.Fatal(code)
 	}
-	if _, ok, _ := b.popSvc.InFlight("g", "CIT", 0, 0); ok {
+	if inFlight(t, b, "g", "CIT", 0, 0) {
 		t.Fatal("the new handle did not ack")
 	}
 }
@@ -591,7 +616,7 @@ func TestFailedRevivePutSettledOnceTheDispatcherCatchesUp(t *testing.T) {
 	if len(cks) != 1 || len(cks[0].Offsets) != n || cks[0].VisibleAt < backoff || cks[0].Attempts != 1 {
 		t.Fatalf("checkpoints after the settle %+v; want one of %d messages, due after %d, attempt 1", cks, n, backoff)
 	}
-	if stored, _ := b.cqs.MaxOffset("%RETRY%g_FS", 0); stored != 0 || puts.Load() != 1 {
+	if stored, err := b.cqs.MaxOffset("%RETRY%g_FS", 0); err != nil || stored != 0 || puts.Load() != 1 {
 		t.Fatalf("%d messages stored in the retry topic after %d puts; want 0 after 1", stored, puts.Load())
 	}
 }
@@ -750,7 +775,7 @@ func TestOrderlyPop(t *testing.T) {
 			t.Fatal(code)
 		}
 	}
-	if off, _, _ := b.offsets.Get("g", "OP", 0); off != 2 {
+	if off := storedOffset(t, b, "g", "OP", 0); off != 2 {
 		t.Fatalf("committed after orderly acks %d", off)
 	}
 	third := mustPop(t, c, req)
@@ -933,7 +958,7 @@ func TestPopRetryTopicV2AndOrderlyChangeInvisibleTime(t *testing.T) {
 	if code, _ := c.Ack(ctx20(t), "g", m); code != remoting.Success {
 		t.Fatal(code)
 	}
-	if _, ok, _ := b.popSvc.InFlight("g", "%RETRY%g+V2", 0, m.QueueOffset); ok {
+	if inFlight(t, b, "g", "%RETRY%g+V2", 0, m.QueueOffset) {
 		t.Fatal("V2 retry message not acked")
 	}
 
@@ -1063,14 +1088,14 @@ func TestALateAckOfAnExpiredOrderlyBatchCommitsNothing(t *testing.T) {
 	if code, _ := c.Ack(ctx20(t), "g", y.Messages[0]); code != remoting.Success {
 		t.Fatalf("ack of Y's message: %d", code)
 	}
-	if off, _, _ := b.offsets.Get("g", "OLate", 0); off != 1 {
+	if off := storedOffset(t, b, "g", "OLate", 0); off != 1 {
 		t.Fatalf("committed after Y's ack %d, want 1", off)
 	}
 	// X acknowledges its last message, under its old popTime.
 	if code, _ := c.Ack(ctx20(t), "g", x.Messages[3]); code != remoting.Success {
 		t.Fatalf("late ack: %d", code)
 	}
-	if off, _, _ := b.offsets.Get("g", "OLate", 0); off != 1 {
+	if off := storedOffset(t, b, "g", "OLate", 0); off != 1 {
 		t.Fatalf("a late ack of an expired batch moved the committed offset to %d, want it left at 1", off)
 	}
 	next := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "OLate", QueueID: 0, MaxMsgNums: 4, InvisibleTime: time.Minute, Order: true})
@@ -1100,13 +1125,13 @@ func TestAnOffsetResetHoldsAgainstTheOrderlyBatchInFlight(t *testing.T) {
 		t.Fatalf("second batch %v", bodies(second.Messages))
 	}
 	mustReset(t, rc, resetReq("og", "OResetAck", -1, 0, 0))
-	if off, _, _ := b.offsets.Get("og", "OResetAck", 0); off != 0 {
+	if off := storedOffset(t, b, "og", "OResetAck", 0); off != 0 {
 		t.Fatalf("committed after the reset %d, want 0", off)
 	}
 	if code, _ := c.Ack(ctx20(t), "og", second.Messages[1]); code != remoting.Success {
 		t.Fatalf("ack after the reset: %d", code)
 	}
-	if off, _, _ := b.offsets.Get("og", "OResetAck", 0); off != 0 {
+	if off := storedOffset(t, b, "og", "OResetAck", 0); off != 0 {
 		t.Fatalf("an ack of the batch in flight moved the reset offset 0 to %d", off)
 	}
 	if res := mustPop(t, c, req); fmt.Sprint(bodies(res.Messages)) != "[m0 m1]" {
@@ -1307,7 +1332,7 @@ func TestOrderlyBatchAckAndChangeOfAnOffsetOutsideTheBatch(t *testing.T) {
 	if code, err := c.BatchAck(ctx20(t), "g", "OStray", []popclient.Message{res.Messages[0], res.Messages[1], stray}); err != nil || code != remoting.MessageIllegal {
 		t.Fatalf("batch ack with an offset outside the batch: %d %v, want MESSAGE_ILLEGAL", code, err)
 	}
-	if off, _, _ := b.offsets.Get("g", "OStray", 0); off != 2 {
+	if off := storedOffset(t, b, "g", "OStray", 0); off != 2 {
 		t.Fatalf("committed %d after the batch ack, want 2: the offsets of the batch acknowledged", off)
 	}
 	const d = 5 * time.Second

@@ -302,29 +302,43 @@ func TestMessageIndexDisabled(t *testing.T) {
 }
 
 // Under SYNC_FLUSH the scheduler advances a level's progress only with the
-// messages it delivered flushed.
+// messages it delivered flushed: while the flush is held up the delivered
+// copy is in the log and the progress stays before it.
 func TestDelayLevelMessageUnderSyncFlush(t *testing.T) {
-	b := startTestBroker(t, map[string]string{"flushDiskType": "SYNC_FLUSH"})
+	var stalled atomic.Bool
+	b := startTestBrokerWith(t, t.TempDir(), map[string]string{"flushDiskType": "SYNC_FLUSH"}, func(b *Broker) {
+		b.beforeFlush = func() {
+			for stalled.Load() {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	})
+	t.Cleanup(func() { stalled.Store(false) }) // registered after the broker's: runs before its shutdown
 	c := b.client(nil)
-	mustSend(t, c, "DelayedSync", 0, "later", "DELAY\x011\x02") // 1 s
-	var got []commitlog.Message
-	for deadline := time.Now().Add(15 * time.Second); len(got) == 0 && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Millisecond)
-		got = pullAll(t, b, c, "DelayedSync", 0)
-	}
-	if len(got) != 1 || string(got[0].Body) != "later" {
-		t.Fatal("delayed message never delivered under SYNC_FLUSH")
-	}
-	var progress int64
-	for deadline := time.Now().Add(5 * time.Second); progress != 1 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		off, _, err := b.offsets.Get(scheduleOffsetGroup, "SCHEDULE_TOPIC_XXXX", 0)
+	mustSend(t, c, "DelayedSync", 0, "later", "DELAY\x011\x02") // 1 s; flushed when the send answers
+	parked := b.clog.MaxOffset()
+	stalled.Store(true)
+	progress := func() int64 {
+		t.Helper()
+		off, _, err := b.offsets.Get(scheduleOffsetGroup, meta.ScheduleTopic, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		progress = off
+		return off
 	}
-	if progress != 1 {
-		t.Fatalf("level 1 progress %d after the delivery, want 1", progress)
+	waitFor(t, "the delivered copy appended", func() bool { return b.clog.MaxOffset() > parked })
+	time.Sleep(300 * time.Millisecond) // rounds of the scheduler with the flush held up
+	if flushed, end := b.clog.FlushedOffset(), b.clog.MaxOffset(); flushed >= end {
+		t.Fatalf("the delivered copy was flushed (%d of %d) with the flush held up", flushed, end)
+	}
+	if p := progress(); p != 0 {
+		t.Fatalf("level 1 progress %d with the delivered copy unflushed, want 0", p)
+	}
+	stalled.Store(false)
+	waitFor(t, "level 1 progress past the delivery", func() bool { return progress() == 1 })
+	got := pullAll(t, b, c, "DelayedSync", 0)
+	if len(got) != 1 || string(got[0].Body) != "later" {
+		t.Fatalf("delivered %d messages under SYNC_FLUSH, want the one sent", len(got))
 	}
 	if end := got[0].PhyOffset + int64(got[0].StoreSize); b.clog.FlushedOffset() < end {
 		t.Fatalf("progress recorded with the delivered message unflushed: flushed %d < %d", b.clog.FlushedOffset(), end)
@@ -574,8 +588,11 @@ func TestSendBackToAReadOnlyRetryTopicIsRefused(t *testing.T) {
 	r = call(t, c, remoting.ConsumerSendMsgBack, map[string]string{
 		"offset": strconv.FormatInt(m.PhyOffset, 10), "group": "gro", "delayLevel": "0", "originTopic": "SBT",
 	}, nil)
-	if r.Code != remoting.NoPermission {
-		t.Fatalf("send back to a read-only retry topic: code %d %q; RocketMQ: NO_PERMISSION (%d)", r.Code, r.Remark, remoting.NoPermission)
+	// The remark names the reason (AbstractSendMessageProcessor.
+	// consumerSendMsgBack's), not another refusal's NO_PERMISSION.
+	if r.Code != remoting.NoPermission || r.Remark != "the topic[%RETRY%gro] sending message is forbidden" {
+		t.Fatalf("send back to a read-only retry topic: code %d %q; RocketMQ: NO_PERMISSION (%d), the topic[%%RETRY%%gro] sending message is forbidden",
+			r.Code, r.Remark, remoting.NoPermission)
 	}
 }
 

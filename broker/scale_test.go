@@ -19,6 +19,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/meta"
@@ -291,7 +292,14 @@ func TestScaleScenarioSurvivesSIGKILL(t *testing.T) {
 						if r.Code != remoting.Success {
 							break
 						}
-						msgs := decodeRecords(t, r.Body)
+						// Not decodeRecords: its t.Fatalf may not run
+						// outside the test's goroutine.
+						msgs, err := decodeBody(r.Body)
+						if err != nil {
+							t.Errorf("%s/%d at %d: %v", topic, q, off, err)
+							failed.Store(true)
+							return
+						}
 						for i, m := range msgs {
 							if m.QueueOffset != off+int64(i) {
 								t.Errorf("%s/%d: gap: offset %d where %d was expected", topic, q, m.QueueOffset, off+int64(i))
@@ -352,6 +360,21 @@ func TestScaleScenarioSurvivesSIGKILL(t *testing.T) {
 	}
 	t.Logf("%d acknowledged of %d sent over %d queues; group A read %d, group B %d (%d before the kill)",
 		nAcked, messages, topics*queues, len(seenA), len(restB), len(partB))
+}
+
+// decodeBody splits a pull body into messages, as decodeRecords does, for
+// goroutines that may not stop the test.
+func decodeBody(body []byte) ([]commitlog.Message, error) {
+	var out []commitlog.Message
+	for len(body) > 0 {
+		m, err := commitlog.Decode(body)
+		if err != nil {
+			return out, fmt.Errorf("decode pulled record %d: %w", len(out), err)
+		}
+		out = append(out, m)
+		body = body[m.StoreSize:]
+	}
+	return out, nil
 }
 
 // call2 invokes one request, returning nil when the connection failed.

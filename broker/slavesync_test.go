@@ -199,8 +199,14 @@ func TestSlaveSyncCopiesTheMasterAsRocketMQ(t *testing.T) {
 	}
 }
 
+// A broker named as its own master, or no master, asks nobody for
+// anything (RocketMQ's SlaveSynchronize.syncAll skips its own address):
+// copying its own tables back would leave them as they are, so the test
+// reads the requests the broker answered, not its tables.
 func TestSlaveSyncWithItselfDoesNothing(t *testing.T) {
-	b := startTestBroker(t, nil)
+	b := startTestBroker(t, map[string]string{
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+	})
 	before := b.topics.table.Version()
 	if err := b.syncFromMaster(context.Background(), b.Addr()); err != nil {
 		t.Fatal(err)
@@ -210,6 +216,21 @@ func TestSlaveSyncWithItselfDoesNothing(t *testing.T) {
 	}
 	if b.topics.table.Version() != before {
 		t.Fatal("a broker synced from itself")
+	}
+	// One request of the test's own: the scrape counts what the broker
+	// answered.
+	if r := call(t, b.client(nil), remoting.GetBrokerRuntimeInfo, nil, nil); r.Code != remoting.Success {
+		t.Fatalf("GET_BROKER_RUNTIME_INFO: %d %s", r.Code, r.Remark)
+	}
+	text := scrapeMetrics(t, b)
+	if !strings.Contains(text, `request_code="get_broker_runtime_info"`) {
+		t.Fatal("the scrape does not count the test's own request: it cannot tell whether the broker asked itself")
+	}
+	for _, code := range []string{"get_all_topic_config", "get_all_consumer_offset", "get_all_delay_offset",
+		"get_all_subscriptiongroup_config", "get_all_message_request_mode"} {
+		if strings.Contains(text, `request_code="`+code+`"`) {
+			t.Errorf("the broker answered itself %s: a sync from its own address asked it", code)
+		}
 	}
 }
 
