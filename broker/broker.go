@@ -297,7 +297,8 @@ func (b *Broker) hostAddr() netip.AddrPort {
 
 // Start opens and recovers the store, catches the index up with the
 // CommitLog, starts serving and registers with the name servers. It
-// returns once the broker accepts requests.
+// returns once the broker accepts requests and its first registration
+// ended (or ctx ended first).
 func (b *Broker) Start(ctx context.Context) (err error) {
 	b.started = time.Now()
 	b.ctx, b.cancel = context.WithCancel(context.Background())
@@ -408,6 +409,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.goBackground("lock-expiry", b.locks.expireLoop)
 	b.goBackground("index-sync", b.syncLoop)
 	b.register.start()
+	b.register.awaitFirst(ctx)
 	if !b.isSlave() {
 		// They put messages; a slave's come from its master.
 		b.goBackground("schedule", b.scheduleLoop)

@@ -37,6 +37,9 @@ type registrar struct {
 	// loopDone is closed when both have returned.
 	cancelLoop context.CancelFunc
 	loopDone   chan struct{}
+	// firstDone is closed when the loop's first registration ended (at
+	// once without name servers); Start waits for it.
+	firstDone chan struct{}
 	// scanEvery is how often scanLoop looks for name servers that can be
 	// connected again.
 	scanEvery time.Duration
@@ -60,6 +63,7 @@ func newRegistrar(b *Broker) *registrar {
 		// Made here, not by start: registerAndWait reads it from request
 		// handlers, which nothing orders after start.
 		loopDone:  make(chan struct{}),
+		firstDone: make(chan struct{}),
 		scanEvery: cmp.Or(b.namesrvScanEvery, nameServerScanPeriod),
 	}
 	r.trigger = func() {
@@ -113,6 +117,18 @@ func (r *registrar) scanLoop(ctx context.Context) {
 	})
 }
 
+// awaitFirst waits until the first registration ended (each name server
+// answered or failed, within registerBrokerTimeoutMills) or ctx ends, as
+// RocketMQ's BrokerController.start registers once before it returns: a
+// tool run right after the start finds the broker in its cluster.
+func (r *registrar) awaitFirst(ctx context.Context) {
+	select {
+	case <-r.firstDone:
+	case <-r.loopDone:
+	case <-ctx.Done():
+	}
+}
+
 // halt stops the registration loop, waiting until it returned (a
 // registration under way is cancelled) or ctx ends, so that nothing
 // registers the broker again after an unregistration; then the name
@@ -142,6 +158,7 @@ func (r *registrar) stopLoop(ctx context.Context) {
 // for a short while so a burst of topic creations makes one registration).
 func (r *registrar) loop(ctx context.Context) {
 	if len(r.ns.NameServers()) == 0 {
+		close(r.firstDone)
 		<-ctx.Done()
 		return
 	}
@@ -155,6 +172,7 @@ func (r *registrar) loop(ctx context.Context) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	r.registerOnce(ctx)
+	close(r.firstDone)
 	for {
 		var waiting []chan struct{}
 		select {

@@ -254,3 +254,16 @@ func TestTopicCreationTimeRunsToTheAnswerAfterRegistration(t *testing.T) {
 		t.Fatalf("topic creation recorded as %v ms; its answer waited at least 100 ms for the registration", ms)
 	}
 }
+
+// TestStartReturnsRegistered checks that Start returns only after the
+// first registration, as RocketMQ's BrokerController.start registers
+// once before it returns: a tool run right after the start (mqadmin
+// updateSubGroup -c) finds the broker in its cluster without waiting.
+func TestStartReturnsRegistered(t *testing.T) {
+	ns := startTestNameServer(t)
+	b := startTestBroker(t, map[string]string{"namesrvAddr": ns.Addr().String(), "brokerName": "broker-start"})
+	ci := ns.Registry().ClusterInfo()
+	if bd, ok := ci.BrokerAddrTable["broker-start"]; !ok || bd.BrokerAddrs[0] != b.Addr() {
+		t.Fatalf("the name server does not know the broker when Start returned: %+v", ci.BrokerAddrTable)
+	}
+}
