@@ -75,14 +75,24 @@ type Registration struct {
 // left out until Scan, which the broker runs every 3 s, connects to it
 // again, so that a name server down costs each registration nothing
 // rather than a connect timeout. An address never tried is tried.
+//
+// The registrar closes the pool's connections to the name servers
+// SetNameServers removes (see there): its pool must not be shared with
+// anything that still needs a connection to such an address. The
+// broker's pool serves the registrar and route fetches from the same
+// list (PreferAvailable), nothing else.
 type Registrar struct {
 	pool *remoting.ClientPool
 	log  zerolog.Logger
 
-	mu    sync.RWMutex // guards addrs and down
+	mu    sync.RWMutex // guards addrs, down and retired
 	addrs []string
 	// down are the addresses whose last connection attempt failed.
 	down map[string]bool
+	// retired are the addresses SetNameServers removed that are not
+	// configured again; Scan closes the pool's connections to them.
+	// Bounded by the distinct addresses ever removed.
+	retired map[string]bool
 }
 
 // ParseNameServers splits a namesrvAddr value ("host:port;host:port") into
@@ -100,19 +110,59 @@ func ParseNameServers(s string) []string {
 // NewRegistrar returns a registrar that reaches the name servers in
 // namesrvAddrs ("host:port;host:port") through pool.
 func NewRegistrar(pool *remoting.ClientPool, namesrvAddrs string, log zerolog.Logger) *Registrar {
-	return &Registrar{pool: pool, log: log, addrs: ParseNameServers(namesrvAddrs), down: make(map[string]bool)}
+	return &Registrar{pool: pool, log: log, addrs: ParseNameServers(namesrvAddrs),
+		down: make(map[string]bool), retired: make(map[string]bool)}
 }
 
-// SetNameServers replaces the name server addresses.
+// SetNameServers replaces the name server addresses and closes the
+// pool's connections to those it removed, as RocketMQ's
+// NettyRemotingClient.updateNameServerAddressList closes the channel of
+// its chosen name server once that is no longer listed (rocketkv closes
+// every removed one's: no request goes to them any more). Calls in
+// flight to a removed name server fail with remoting.ErrAddrClosed. One
+// that a registration or route fetch under way dials again afterwards
+// is closed by the next Scan.
 func (r *Registrar) SetNameServers(namesrvAddrs string) {
 	addrs := ParseNameServers(namesrvAddrs)
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	var removed []string
+	for _, a := range r.addrs {
+		if !slices.Contains(addrs, a) {
+			removed = append(removed, a)
+			r.retired[a] = true
+		}
+	}
+	for _, a := range addrs {
+		delete(r.retired, a)
+	}
 	r.addrs = addrs
 	for a := range r.down {
 		if !slices.Contains(addrs, a) {
 			delete(r.down, a)
 		}
+	}
+	r.mu.Unlock()
+	for _, a := range removed {
+		r.pool.CloseAddr(a)
+	}
+	if len(removed) > 0 {
+		r.log.Info().Strs("namesrv", removed).Msg("name servers removed: their connections closed")
+	}
+}
+
+// closeRetired closes the pool's connections to the addresses
+// SetNameServers removed, in case a request under way at the change
+// dialed one of them again (CloseAddr does nothing for an address
+// without one).
+func (r *Registrar) closeRetired() {
+	r.mu.RLock()
+	retired := make([]string, 0, len(r.retired))
+	for a := range r.retired {
+		retired = append(retired, a)
+	}
+	r.mu.RUnlock()
+	for _, a := range retired {
+		r.pool.CloseAddr(a)
 	}
 }
 
@@ -163,10 +213,13 @@ func (r *Registrar) snapshot() (all, avail []string) {
 // closed one dialed again), each within timeout, and records which ones
 // Register may reach, as RocketMQ's scanAvailableNameSrv does every
 // connectTimeoutMillis. It returns the addresses that were left out and
-// are connectable again. Nothing is recorded once ctx has ended.
+// are connectable again. Nothing is recorded once ctx has ended. It first
+// closes any connection to a name server SetNameServers removed.
 func (r *Registrar) Scan(ctx context.Context, timeout time.Duration) (back []string) {
+	r.closeRetired()
 	addrs := r.NameServers()
 	ok := make([]bool, len(addrs))
+	skip := make([]bool, len(addrs))
 	var wg sync.WaitGroup
 	for i, addr := range addrs {
 		wg.Go(func() {
@@ -174,6 +227,8 @@ func (r *Registrar) Scan(ctx context.Context, timeout time.Duration) (back []str
 			defer cancel()
 			_, err := r.pool.Get(dctx, addr)
 			ok[i] = err == nil
+			// Removed meanwhile (its dial discarded): nothing learnt.
+			skip[i] = errors.Is(err, remoting.ErrAddrClosed)
 		})
 	}
 	wg.Wait()
@@ -181,7 +236,7 @@ func (r *Registrar) Scan(ctx context.Context, timeout time.Duration) (back []str
 		return nil
 	}
 	for i, addr := range addrs {
-		if r.setDown(addr, !ok[i]) && ok[i] {
+		if !skip[i] && r.setDown(addr, !ok[i]) && ok[i] {
 			back = append(back, addr)
 		}
 	}
@@ -207,10 +262,11 @@ func (r *Registrar) setDown(addr string, down bool) bool {
 }
 
 // connect returns the pool's client of addr, dialing it if need be; a
-// failed dial (not one cut short by ctx) marks addr not connectable.
+// failed dial (not one cut short by ctx, nor discarded because
+// SetNameServers removed addr) marks addr not connectable.
 func (r *Registrar) connect(ctx context.Context, addr string) error {
 	_, err := r.pool.Get(ctx, addr)
-	if err != nil && ctx.Err() == nil {
+	if err != nil && ctx.Err() == nil && !errors.Is(err, remoting.ErrAddrClosed) {
 		r.setDown(addr, true)
 	}
 	return err

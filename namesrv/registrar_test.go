@@ -209,3 +209,78 @@ func TestSetNameServersDuringARegistration(t *testing.T) {
 		t.Fatalf("available after the removed name server is configured again: %v, want both", got)
 	}
 }
+
+// waitConns waits until ns holds want connections.
+func waitConns(t *testing.T, ns *Server, want int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for ns.rs.ConnCount() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the name server holds %d connections, want %d", what, ns.rs.ConnCount(), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A name server SetNameServers removes has its connection closed, as
+// RocketMQ's NettyRemotingClient.updateNameServerAddressList closes the
+// channel of a name server no longer listed: the name server sees it
+// close and drops the broker's routes (its connection-close hook, as
+// RocketMQ's BrokerHousekeepingService), while the one kept keeps its
+// connection. A connection a request under way at the change opened again
+// (a route fetch, say) is closed by the next Scan; an address configured
+// again is left alone.
+func TestSetNameServersClosesTheRemovedNameServersConnection(t *testing.T) {
+	removed, _ := startNameServer(t, nil)
+	kept, _ := startNameServer(t, nil)
+	pool := remoting.NewClientPool(remoting.ClientOptions{})
+	t.Cleanup(func() { _ = pool.Close() })
+	reg := NewRegistrar(pool, removed.Addr().String()+";"+kept.Addr().String(), zerolog.Nop())
+	info := brokerInfo("broker-a", "10.0.0.1:10911", 0)
+	body := &RegisterBrokerBody{TopicConfigTable: manyTopics(2)}
+	body.TopicConfigTable["T"] = TopicConfig{TopicName: "T", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6, TopicFilterType: SingleTag}
+	if _, err := reg.Register(testCtx(t), info, body); err != nil {
+		t.Fatal(err)
+	}
+	waitConns(t, removed, 1, "registered")
+	keptClient, err := pool.Get(testCtx(t), kept.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	reg.SetNameServers(kept.Addr().String())
+
+	waitConns(t, removed, 0, "after its removal")
+	deadline := time.Now().Add(5 * time.Second)
+	for _, routed := removed.Registry().Route("T"); routed; _, routed = removed.Registry().Route("T") {
+		if time.Now().After(deadline) {
+			t.Fatal("the removed name server still routes the broker after its connection closed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if c, err := pool.Get(testCtx(t), kept.Addr().String()); err != nil || c != keptClient || c.Closed() {
+		t.Fatalf("kept name server's client: %p (had %p), %v; want it untouched", c, keptClient, err)
+	}
+	waitConns(t, kept, 1, "kept")
+
+	// A route fetch that took the old list dials the removed one again.
+	if _, err := FetchRoute(testCtx(t), pool, []string{removed.Addr().String()}, "T", 2*time.Second); !errors.Is(err, ErrTopicNotExist) {
+		t.Fatalf("route from the removed name server: %v", err)
+	}
+	waitConns(t, removed, 1, "dialed by a stale route fetch")
+	reg.Scan(testCtx(t), time.Second)
+	waitConns(t, removed, 0, "after a scan")
+
+	reg.SetNameServers(removed.Addr().String() + ";" + kept.Addr().String())
+	if _, err := reg.Register(testCtx(t), info, body); err != nil {
+		t.Fatal(err)
+	}
+	again, err := pool.Get(testCtx(t), removed.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Scan(testCtx(t), time.Second)
+	if again.Closed() {
+		t.Fatalf("name server configured again: a scan closed its connection (%v)", again.Err())
+	}
+}

@@ -15,6 +15,10 @@ var ErrPoolClosed = errors.New("client pool closed")
 // out without sending anything since it was sent.
 var ErrUnresponsive = errors.New("server sent nothing until a request timed out")
 
+// ErrAddrClosed fails the calls on a pooled client, and the Gets waiting
+// for a dial, of an address CloseAddr closed.
+var ErrAddrClosed = errors.New("connection closed: the address was taken out of use")
+
 // unresponsiveAfter is how long a request must have waited, with nothing
 // arriving from the server meanwhile, for its timeout to drop the client:
 // a caller's short deadline alone (a gRPC client's, say) does not close a
@@ -59,6 +63,9 @@ type dialing struct {
 	done chan struct{}
 	c    *Client
 	err  error
+	// discarded is set (under the pool's mu) by CloseAddr: the dial's
+	// client is closed rather than kept.
+	discarded bool
 }
 
 // NewClientPool returns an empty pool whose clients use opts.
@@ -128,12 +135,18 @@ func (p *ClientPool) dial(addr string, d *dialing) {
 	defer cancel()
 	d.c, d.err = Dial(ctx, addr, p.opts)
 	p.mu.Lock()
-	delete(p.dialing, addr)
+	if p.dialing[addr] == d {
+		delete(p.dialing, addr)
+	}
 	if d.err == nil {
-		if p.closed {
+		switch {
+		case p.closed:
 			defer func(c *Client) { _ = c.Close() }(d.c)
 			d.c, d.err = nil, ErrPoolClosed
-		} else {
+		case d.discarded:
+			defer func(c *Client) { _ = c.Close() }(d.c)
+			d.c, d.err = nil, fmt.Errorf("dial %s: %w", addr, ErrAddrClosed)
+		default:
 			p.clients[addr] = d.c
 		}
 	}
@@ -169,6 +182,40 @@ func (p *ClientPool) drop(addr string, c *Client) {
 		delete(p.clients, addr)
 		p.closeLater(c)
 	}
+}
+
+// CloseAddr closes the connection to addr and forgets it, as RocketMQ's
+// NettyRemotingClient closes the channel of a name server no longer in
+// its list (updateNameServerAddressList). Calls in flight on it fail with
+// an error wrapping ErrAddrClosed, and so do the Gets waiting for a dial
+// of addr under way, whose connection is closed as soon as it is made.
+// A later Get dials addr again. It returns once the connection is closed,
+// without waiting for the client's Handlers (Close waits for them); it
+// may be called from a Handler.
+func (p *ClientPool) CloseAddr(addr string) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	c, ok := p.clients[addr]
+	if ok {
+		delete(p.clients, addr)
+		p.closing.Add(1)
+	}
+	if d, dialing := p.dialing[addr]; dialing {
+		d.discarded = true
+		delete(p.dialing, addr)
+	}
+	p.mu.Unlock()
+	if !ok {
+		return
+	}
+	c.fail(fmt.Errorf("%s: %w", addr, ErrAddrClosed))
+	go func() {
+		defer p.closing.Done()
+		_ = c.Close()
+	}()
 }
 
 // Close closes every client and makes later calls fail with ErrPoolClosed.
