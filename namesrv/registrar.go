@@ -352,16 +352,6 @@ func (r *Registrar) Unregister(ctx context.Context, info BrokerInfo) error {
 	return r.simple(ctx, remoting.UnregisterBroker, info.header(), nil, "unregister broker "+info.BrokerName)
 }
 
-// Heartbeat sends BROKER_HEARTBEAT to every name server, renewing the
-// registration without resending topics; the error joins the failures.
-func (r *Registrar) Heartbeat(ctx context.Context, info BrokerInfo) error {
-	h := info.header()
-	if info.HeartbeatTimeout > 0 {
-		h.SetInt64("heartbeatTimeoutMills", info.HeartbeatTimeout.Milliseconds()) // sic, Java's field name
-	}
-	return r.simple(ctx, remoting.BrokerHeartbeat, h, nil, "heartbeat broker "+info.BrokerName)
-}
-
 // NeedRegister asks every name server with QUERY_DATA_VERSION whether it
 // holds an older data version than dv (Java's needRegister, used when
 // forceRegister is off); an unreachable name server counts as changed.

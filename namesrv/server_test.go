@@ -135,9 +135,6 @@ func TestEndToEndWithRegistrar(t *testing.T) {
 	if need, err := reg.NeedRegister(testCtx(t), master, DataVersion{Counter: 2}); err != nil || !need {
 		t.Fatalf("NeedRegister with a new version: %v %v", need, err)
 	}
-	if err := reg.Heartbeat(testCtx(t), master); err != nil {
-		t.Fatal(err)
-	}
 
 	if err := reg.Unregister(testCtx(t), slave); err != nil {
 		t.Fatal(err)
