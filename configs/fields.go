@@ -46,7 +46,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	str("brokerIP1", "", func(b *Broker) *string { return &b.BrokerIP1 }),
 	intRange("listenPort", "10911", 0, 65535, func(b *Broker) *int { return &b.ListenPort }),
 	str("bindAddress", "0.0.0.0", func(b *Broker) *string { return &b.BindAddress }),
-	nameServerList("namesrvAddr", "", func(b *Broker) *string { return &b.NamesrvAddr }),
+	nameServerList("namesrvAddr", "", ";", func(b *Broker) *string { return &b.NamesrvAddr }),
 	oneOf("brokerRole", "ASYNC_MASTER", []string{"ASYNC_MASTER", "SYNC_MASTER", "SLAVE"}, func(b *Broker) *string { return &b.BrokerRole }),
 	intRange("brokerPermission", "6", 0, 15, func(b *Broker) *int { return &b.BrokerPermission }),
 	str("regionId", "DefaultRegion", func(b *Broker) *string { return &b.RegionID }),
@@ -216,16 +216,17 @@ func str[T any](key, def string, ptr func(*T) *string) field[T] {
 }
 
 // nameServerList reads a namesrvAddr list, kept as written: host:port
-// addresses separated by ';', blanks around and between them left out as
-// the registrar reads the list (namesrv.ParseNameServers). Each address
-// is checked as RocketMQ's BrokerStartup checks it before it starts
-// (NetworkUtil.string2SocketAddress), and its port must be one a name
-// server can listen on, so that a list the broker could not dial is
-// refused, at start and by UPDATE_BROKER_CONFIG, rather than registered
-// with in vain.
-func nameServerList[T any](key, def string, ptr func(*T) *string) field[T] {
+// addresses separated by any rune of seps, blanks around and between them
+// left out as the list is read where it is used (the broker's registrar,
+// namesrv.ParseNameServers, splits at ';'; the proxy, Proxy.NamesrvAddrs,
+// at ';' and ','). Each address is checked as RocketMQ's BrokerStartup
+// checks it before it starts (NetworkUtil.string2SocketAddress), and its
+// port must be one a name server can listen on, so that a list that could
+// not be dialed is refused, at start (and by the broker's
+// UPDATE_BROKER_CONFIG), rather than used in vain.
+func nameServerList[T any](key, def, seps string, ptr func(*T) *string) field[T] {
 	return field[T]{key: key, def: def, set: func(c *T, raw string) error {
-		if err := checkNameServers(raw); err != nil {
+		if err := CheckNameServerAddrs(splitNameServers(raw, seps)); err != nil {
 			return err
 		}
 		*ptr(c) = raw
@@ -233,13 +234,23 @@ func nameServerList[T any](key, def string, ptr func(*T) *string) field[T] {
 	}, get: func(c *T) string { return *ptr(c) }}
 }
 
-// checkNameServers refuses a namesrvAddr list with an address that is not
-// host:port with a port in [1, 65535].
-func checkNameServers(raw string) error {
-	for _, a := range strings.Split(raw, ";") {
-		if a = strings.TrimSpace(a); a == "" {
-			continue
+// splitNameServers splits a namesrvAddr list at every rune of seps into
+// trimmed addresses, blanks dropped.
+func splitNameServers(raw, seps string) []string {
+	var out []string
+	for _, a := range strings.FieldsFunc(raw, func(r rune) bool { return strings.ContainsRune(seps, r) }) {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
 		}
+	}
+	return out
+}
+
+// CheckNameServerAddrs refuses a name server address that is not
+// host:port with a port in [1, 65535]: the check of namesrvAddr, for
+// those that take the addresses from elsewhere than a configuration key.
+func CheckNameServerAddrs(addrs []string) error {
+	for _, a := range addrs {
 		_, port, err := net.SplitHostPort(a)
 		if err == nil {
 			_, err = parseInt(port, 1, 65535)

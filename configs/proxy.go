@@ -3,7 +3,6 @@ package configs
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -93,7 +92,7 @@ var proxyFields = slices.Concat([]field[Proxy]{
 	oneOf("proxyMode", "cluster", []string{"cluster"}, func(p *Proxy) *string { return &p.ProxyMode }),
 	intRange("grpcServerPort", "8081", 0, 65535, func(p *Proxy) *int { return &p.GrpcServerPort }),
 	str("bindAddress", "0.0.0.0", func(p *Proxy) *string { return &p.BindAddress }),
-	str("namesrvAddr", "127.0.0.1:9876", func(p *Proxy) *string { return &p.NamesrvAddr }),
+	nameServerList("namesrvAddr", "127.0.0.1:9876", proxyNameServerSeps, func(p *Proxy) *string { return &p.NamesrvAddr }),
 	intRange("maxMessageSize", "4194304", 1, 1<<30, func(p *Proxy) *int { return &p.MaxMessageSize }),
 	intRange("maxUserPropertySize", "16384", 1, 1<<30, func(p *Proxy) *int { return &p.MaxUserPropertySize }),
 	intRange("userPropertyMaxNum", "128", 1, 1<<20, func(p *Proxy) *int { return &p.UserPropertyMaxNum }),
@@ -227,17 +226,14 @@ func ProxyKeys() []string { return proxySchema.keys() }
 // ListenAddr is the gRPC listen address: bindAddress and grpcServerPort.
 func (p *Proxy) ListenAddr() string { return listenAddr(p.BindAddress, p.GrpcServerPort) }
 
+// proxyNameServerSeps separate the proxy's namesrvAddr list: ';', as
+// RocketMQ's proxy splits it (MQClientAPIImpl.updateNameServerAddressList),
+// and ','.
+const proxyNameServerSeps = ";,"
+
 // NamesrvAddrs splits namesrvAddr at ';' (and ','), trimming spaces and
 // dropping blanks.
-func (p *Proxy) NamesrvAddrs() []string {
-	var out []string
-	for _, a := range strings.FieldsFunc(p.NamesrvAddr, func(r rune) bool { return r == ';' || r == ',' }) {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	return out
-}
+func (p *Proxy) NamesrvAddrs() []string { return splitNameServers(p.NamesrvAddr, proxyNameServerSeps) }
 
 // Settings returns every key's current value as text under its canonical
 // name.

@@ -231,6 +231,28 @@ func TestProxyNamesrvAddrs(t *testing.T) {
 	}
 }
 
+// The proxy's namesrvAddr is checked as the broker's: every address,
+// split as the proxy splits the list, must be host:port with a port in
+// [1, 65535], and a bad one is an error naming the key, from a file or an
+// override. It used to be taken as written.
+func TestProxyNamesrvAddrRefusesAnAddressThatIsNotHostPort(t *testing.T) {
+	for _, bad := range []string{"10.0.0.1", "10.0.0.1:9876;10.0.0.2", "10.0.0.1:9876,10.0.0.2", "10.0.0.1:ninety",
+		"10.0.0.1:0", "10.0.0.1:98760", "10.0.0.1:9876 10.0.0.2:9876"} {
+		if _, err := LoadProxy("", map[string]string{"namesrvAddr": bad}); err == nil || !strings.Contains(err.Error(), "namesrvAddr") {
+			t.Errorf("override %q: error %v, want one naming namesrvAddr", bad, err)
+		}
+		file := writeFile(t, "proxy.properties", "namesrvAddr="+bad+"\n")
+		if _, err := LoadProxy(file, nil); err == nil || !strings.Contains(err.Error(), "namesrvAddr") {
+			t.Errorf("file %q: error %v, want one naming namesrvAddr", bad, err)
+		}
+	}
+	for _, good := range []string{"", " ; ", "10.0.0.1:9876", "a:1,b:2;;c:3;", "[::1]:9876; ns.example:9876 "} {
+		if _, err := LoadProxy("", map[string]string{"namesrvAddr": good}); err != nil {
+			t.Errorf("%q refused: %v", good, err)
+		}
+	}
+}
+
 // Settings reports every key, and loading the report gives back the
 // configuration it came from.
 func TestProxySettingsLoadBack(t *testing.T) {

@@ -153,7 +153,7 @@ func DefaultConfig() Config {
 func (c *Config) validate() error {
 	switch {
 	case len(c.NamesrvAddrs) == 0:
-		return errors.New("grpcproxy: no name server address")
+		return errors.New("grpcproxy: no name server address (namesrvAddr)")
 	case c.RequestTimeout <= 0:
 		return fmt.Errorf("grpcproxy: request timeout %v is not positive", c.RequestTimeout)
 	case c.MinLongPolling <= 0 || c.MaxLongPolling < c.MinLongPolling:
@@ -166,6 +166,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("grpcproxy: auto-renewal needs renewal invisible times (%v) above the renew-ahead time (%v)", c.RenewPolicy, c.RenewAhead)
 	case c.ReceiveBatchSize <= 0 || c.MaxMessageSize <= 0:
 		return errors.New("grpcproxy: batch size and message size must be positive")
+	}
+	if err := configs.CheckNameServerAddrs(c.NamesrvAddrs); err != nil {
+		return fmt.Errorf("grpcproxy: namesrvAddr: %w", err)
 	}
 	return nil
 }

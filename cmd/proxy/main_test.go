@@ -175,6 +175,51 @@ func TestBadFlags(t *testing.T) {
 	}
 }
 
+// A namesrvAddr that is not a list of host:port addresses stops the
+// proxy at start with an error naming the key, wherever it came from (-n,
+// --set, the file, NAMESRV_ADDR), as the broker's namesrvAddr does; the
+// proxy used to start and fail each route request instead. Run without
+// -p, under a deadline: a proxy that starts serves until it ends, and
+// returns no error.
+func TestBadNamesrvAddrStopsTheStart(t *testing.T) {
+	file := writeConfig(t, "rmq-proxy.json", `{"namesrvAddr": "10.0.0.1:9876;10.0.0.2"}`)
+	for _, c := range []struct {
+		name string
+		env  string
+		args []string
+	}{
+		{"flag without a port", "", []string{"-n", "10.0.0.1"}},
+		{"flag with a port out of range", "", []string{"-n", "10.0.0.1:98760"}},
+		{"flag with port 0", "", []string{"-n", "10.0.0.1:0"}},
+		{"set with a port that is not a number", "", []string{"--set", "namesrvAddr=10.0.0.1:ninety"}},
+		{"file's second address without a port", "", []string{"-c", file}},
+		{"NAMESRV_ADDR without a port", "10.0.0.3", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("NAMESRV_ADDR", c.env)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			cmd := newCommand()
+			cmd.SetArgs(append([]string{"--listen", freeAddr(t), "--log-level", "error"}, c.args...))
+			cmd.SetOut(&bytes.Buffer{})
+			cmd.SetErr(&bytes.Buffer{})
+			err := cmd.ExecuteContext(ctx)
+			if err == nil || !strings.Contains(err.Error(), "namesrvAddr") || !strings.Contains(err.Error(), "not host:port") {
+				t.Fatalf("error %v, want one naming namesrvAddr and saying it is not host:port", err)
+			}
+			if ctx.Err() != nil {
+				t.Fatal("the proxy ran until the deadline before failing")
+			}
+		})
+	}
+	// The separators the proxy reads: ';' as RocketMQ's proxy, and ','.
+	out, err := execute(t, "-p", "-n", "10.0.0.1:9876 ;10.0.0.2:9876,host.example:9876;")
+	if err != nil {
+		t.Fatalf("a good list refused: %v", err)
+	}
+	checkPrinted(t, out, "namesrvAddr=10.0.0.1:9876 ;10.0.0.2:9876,host.example:9876;")
+}
+
 // startNamesrv runs a name server in process and returns its address.
 func startNamesrv(t *testing.T) string { return clustertest.StartNamesrv(t) }
 
