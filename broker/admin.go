@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,26 +30,29 @@ func jsonResponse(req *remoting.Command, v any) *remoting.Command {
 	return resp
 }
 
-// processCreateTopic answers UPDATE_AND_CREATE_TOPIC; its SUCCESS waits
-// for a registration (answerRegistered).
+// processCreateTopic answers UPDATE_AND_CREATE_TOPIC; the SUCCESS of a
+// change waits for a registration (answerRegistered). A config equal to
+// the one the broker holds is answered SUCCESS at once, with nothing
+// stored nor registered (RocketMQ's updateAndCreateTopic).
 func (b *Broker) processCreateTopic(_ context.Context, _ *remoting.Conn, req *remoting.Command) (*remoting.Command, bool) {
-	resp := b.createTopic(req)
-	return resp, resp.Code == remoting.Success
+	resp, changed := b.createTopic(req)
+	return resp, changed && resp.Code == remoting.Success
 }
 
 // createTopic creates or updates the topic of an UPDATE_AND_CREATE_TOPIC
-// request and returns the answer.
-func (b *Broker) createTopic(req *remoting.Command) *remoting.Command {
+// request and returns the answer, and whether the broker's topics
+// changed.
+func (b *Broker) createTopic(req *remoting.Command) (*remoting.Command, bool) {
 	h := remoting.Header(req.ExtFields)
 	topic, err := h.String("topic")
 	if err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		return remoting.NewResponse(req, remoting.SystemError, err.Error()), false
 	}
 	if remark := validateTopicName(topic); remark != "" {
-		return remoting.NewResponse(req, remoting.InvalidParameter, remark)
+		return remoting.NewResponse(req, remoting.InvalidParameter, remark), false
 	}
 	if remark := b.systemTopicRefusal(topic); remark != "" {
-		return remoting.NewResponse(req, remoting.InvalidParameter, remark)
+		return remoting.NewResponse(req, remoting.InvalidParameter, remark), false
 	}
 	tc := meta.NewTopicConfig(topic, 8)
 	r, err1 := h.OptInt32("readQueueNums", 8)
@@ -57,31 +61,36 @@ func (b *Broker) createTopic(req *remoting.Command) *remoting.Command {
 	sys, err4 := h.OptInt32("topicSysFlag", 0)
 	for _, e := range []error{err1, err2, err3, err4} {
 		if e != nil {
-			return remoting.NewResponse(req, remoting.SystemError, e.Error())
+			return remoting.NewResponse(req, remoting.SystemError, e.Error()), false
 		}
 	}
 	if !validQueueNums(int(r), int(w)) {
-		return remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf("queue numbers %d/%d out of range [0, %d]", r, w, maxTopicQueueNums))
+		return remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf("queue numbers %d/%d out of range [0, %d]", r, w, maxTopicQueueNums)), false
 	}
 	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm, tc.TopicSysFlag = int(r), int(w), int(perm), int(sys)
 	tc.TopicFilterType = h.OptString("topicFilterType", meta.SingleTag)
 	tc.Order = h.OptBool("order", false)
 	mods, refusal := meta.ParseAttributeModifications(h.OptString("attributes", ""))
 	if refusal != "" {
-		return remoting.NewResponse(req, remoting.SystemError, refusal)
+		return remoting.NewResponse(req, remoting.SystemError, refusal), false
 	}
 	if b.refusesMixedType(mods) {
-		return remoting.NewResponse(req, remoting.InvalidParameter, mixedRefusal)
+		return remoting.NewResponse(req, remoting.InvalidParameter, mixedRefusal), false
 	}
 	tc.Attributes = mods
-	if refusal, err := b.topics.createOrUpdate([]meta.TopicConfig{tc}); err != nil || refusal != "" {
+	stored, refusal, err := b.topics.createOrUpdate([]meta.TopicConfig{tc})
+	if err != nil || refusal != "" {
 		if err != nil {
 			refusal = err.Error()
 		}
-		return remoting.NewResponse(req, remoting.SystemError, refusal)
+		return remoting.NewResponse(req, remoting.SystemError, refusal), false
 	}
-	b.log.Info().Str("topic", topic).Int("read", tc.ReadQueueNums).Int("write", tc.WriteQueueNums).Msg("topic created or updated")
-	return remoting.NewResponse(req, remoting.Success, "")
+	if stored > 0 {
+		b.log.Info().Str("topic", topic).Int("read", tc.ReadQueueNums).Int("write", tc.WriteQueueNums).Msg("topic created or updated")
+	}
+	// A light message queue's update is dropped yet answered after a
+	// registration, as RocketMQ's.
+	return remoting.NewResponse(req, remoting.Success, ""), stored > 0 || b.lmqName(topic)
 }
 
 // defaultListQueueNums is the queue count of an UPDATE_AND_CREATE_TOPIC_LIST
@@ -227,20 +236,29 @@ func (b *Broker) processSystemTopicList(_ context.Context, _ *remoting.Conn, req
 
 // processCreateTopicList answers UPDATE_AND_CREATE_TOPIC_LIST: many topics
 // in one synced batch and one registration (bulk creation), which its
-// SUCCESS waits for (answerRegistered).
+// SUCCESS waits for (answerRegistered). Configs equal to the ones the
+// broker holds are left out; a list of nothing but those is answered
+// SUCCESS at once, with nothing stored nor registered.
+//
+// RocketMQ's updateAndCreateTopicList answers SUCCESS, with nothing
+// stored, as soon as it meets one unchanged config, which drops the
+// changes of every other topic of the list (a defect its review of
+// apache/rocketmq#8267 pointed out: it should skip that topic and go
+// on); rocketkv goes on.
 func (b *Broker) processCreateTopicList(_ context.Context, _ *remoting.Conn, req *remoting.Command) (*remoting.Command, bool) {
-	resp := b.createTopicList(req)
-	return resp, resp.Code == remoting.Success
+	resp, changed := b.createTopicList(req)
+	return resp, changed && resp.Code == remoting.Success
 }
 
 // createTopicList creates or updates the topics of an
-// UPDATE_AND_CREATE_TOPIC_LIST request and returns the answer.
-func (b *Broker) createTopicList(req *remoting.Command) *remoting.Command {
+// UPDATE_AND_CREATE_TOPIC_LIST request and returns the answer, and
+// whether the broker's topics changed.
+func (b *Broker) createTopicList(req *remoting.Command) (*remoting.Command, bool) {
 	var list struct {
 		TopicConfigList []json.RawMessage `json:"topicConfigList"`
 	}
 	if err := json.Unmarshal(req.Body, &list); err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, "malformed topic list body: "+err.Error())
+		return remoting.NewResponse(req, remoting.SystemError, "malformed topic list body: "+err.Error()), false
 	}
 	var body struct{ TopicConfigList []meta.TopicConfig }
 	for i, raw := range list.TopicConfigList {
@@ -248,37 +266,39 @@ func (b *Broker) createTopicList(req *remoting.Command) *remoting.Command {
 		// is 16 read and write queues, perm 6, SINGLE_TAG.
 		tc := meta.NewTopicConfig("", defaultListQueueNums)
 		if err := json.Unmarshal(raw, &tc); err != nil {
-			return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("malformed topic %d of the list: %v", i, err))
+			return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("malformed topic %d of the list: %v", i, err)), false
 		}
 		body.TopicConfigList = append(body.TopicConfigList, tc)
 	}
 	for i, tc := range body.TopicConfigList {
 		if remark := validateTopicName(tc.TopicName); remark != "" {
-			return remoting.NewResponse(req, remoting.InvalidParameter, remark)
+			return remoting.NewResponse(req, remoting.InvalidParameter, remark), false
 		}
 		if remark := b.systemTopicRefusal(tc.TopicName); remark != "" {
-			return remoting.NewResponse(req, remoting.InvalidParameter, remark)
+			return remoting.NewResponse(req, remoting.InvalidParameter, remark), false
 		}
 		if !validQueueNums(tc.ReadQueueNums, tc.WriteQueueNums) {
 			return remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf("topic %s: queue numbers %d/%d out of range [0, %d]",
-				tc.TopicName, tc.ReadQueueNums, tc.WriteQueueNums, maxTopicQueueNums))
+				tc.TopicName, tc.ReadQueueNums, tc.WriteQueueNums, maxTopicQueueNums)), false
 		}
 		if tc.TopicFilterType == "" {
 			body.TopicConfigList[i].TopicFilterType = meta.SingleTag
 		}
 		if b.refusesMixedType(tc.Attributes) {
-			return remoting.NewResponse(req, remoting.InvalidParameter, mixedRefusal)
+			return remoting.NewResponse(req, remoting.InvalidParameter, mixedRefusal), false
 		}
 	}
 	// Each config's attributes are modifications, as in a single create.
-	if refusal, err := b.topics.createOrUpdate(body.TopicConfigList); err != nil || refusal != "" {
+	stored, refusal, err := b.topics.createOrUpdate(body.TopicConfigList)
+	if err != nil || refusal != "" {
 		if err != nil {
 			refusal = err.Error()
 		}
-		return remoting.NewResponse(req, remoting.SystemError, refusal)
+		return remoting.NewResponse(req, remoting.SystemError, refusal), false
 	}
-	b.log.Info().Int("topics", len(body.TopicConfigList)).Msg("topics created in bulk")
-	return remoting.NewResponse(req, remoting.Success, "")
+	b.log.Info().Int("topics", len(body.TopicConfigList)).Int("changed", stored).Msg("topics created in bulk")
+	lmq := slices.ContainsFunc(body.TopicConfigList, func(tc meta.TopicConfig) bool { return b.lmqName(tc.TopicName) })
+	return remoting.NewResponse(req, remoting.Success, ""), stored > 0 || lmq
 }
 
 // processDeleteTopic answers DELETE_TOPIC_IN_BROKER: the config, the

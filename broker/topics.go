@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -172,51 +173,103 @@ func (m *topicManager) put(cfgs ...meta.TopicConfig) error {
 // attribute modifications ("+key", "-key"): each config's attributes
 // become its topic's current ones with the modifications applied
 // (meta.AlterAttributes), unless one of them is refused; then nothing is
-// stored and the refusal is returned. It holds the get-or-create lock, so
-// that changes of one topic apply one after the other (RocketMQ's
-// updateAndCreateTopic is synchronized). Configs are stored in chunks of
-// 10,000 (a bulk creation of a million topics).
-func (m *topicManager) createOrUpdate(cfgs []meta.TopicConfig) (refusal string, err error) {
+// stored and the refusal is returned. A config equal to the stored one
+// (sameTopicConfig) is left out, as RocketMQ's updateAndCreateTopic
+// answers it without a change, and so is a light message queue's (its
+// config is fixed); stored is how many configs were written, each table
+// write moving the data version and scheduling a registration. It holds
+// the get-or-create lock, so that changes of one topic apply one after
+// the other (RocketMQ's updateAndCreateTopic is synchronized). Configs
+// are stored in chunks of 10,000 (a bulk creation of a million topics).
+func (m *topicManager) createOrUpdate(cfgs []meta.TopicConfig) (stored int, refusal string, err error) {
 	m.create.Lock()
 	defer m.create.Unlock()
 	// As RocketMQ: a light message queue keeps its fixed config (one
 	// queue); an update of it is answered and dropped.
-	cfgs = slices.DeleteFunc(cfgs, func(tc meta.TopicConfig) bool { return m.b.lmqName(tc.TopicName) })
-	// A bulk request reads the topics it names in one pass over the
-	// table instead of one point read each (kvindex.ConfigTable.GetMany).
-	var stored map[string]meta.TopicConfig
-	if len(cfgs) >= bulkReadMin {
-		names := make([]string, len(cfgs))
-		for i := range cfgs {
-			names[i] = cfgs[i].TopicName
+	cfgs = slices.DeleteFunc(slices.Clone(cfgs), func(tc meta.TopicConfig) bool { return m.b.lmqName(tc.TopicName) })
+	current, err := m.currentConfigs(cfgs)
+	if err != nil {
+		return 0, "", err
+	}
+	changing := map[string]bool{} // stored topics an earlier config of cfgs changes
+	var unchanged []string
+	cfgs = slices.DeleteFunc(cfgs, func(tc meta.TopicConfig) bool {
+		cur, exists := current[tc.TopicName]
+		if !exists {
+			return false
 		}
-		var err error
-		if stored, err = m.table.GetMany(names); err != nil {
-			return "", err
+		if !changing[tc.TopicName] && sameTopicConfig(tc, cur) {
+			unchanged = append(unchanged, tc.TopicName)
+			return true
 		}
+		changing[tc.TopicName] = true
+		return false
+	})
+	if len(unchanged) > 0 {
+		// One line per request: a bulk request may name a million topics.
+		m.b.log.Info().Int("topics", len(unchanged)).Strs("first", unchanged[:min(len(unchanged), 10)]).
+			Msg("topic configs have no changes, so idempotent: not stored")
 	}
 	for i := range cfgs {
 		tc := &cfgs[i]
-		cur, exists := stored[tc.TopicName]
-		if stored == nil {
-			var err error
-			if cur, exists, err = m.get(tc.TopicName); err != nil {
-				return "", err
-			}
-		}
+		cur, exists := current[tc.TopicName]
 		attrs, refusal := meta.AlterAttributes(!exists, meta.TopicAttributes, cur.Attributes, tc.Attributes)
 		if refusal != "" {
-			return refusal, nil
+			return 0, refusal, nil
 		}
 		tc.Attributes = attrs
 	}
 	const chunk = 10000
 	for i := 0; i < len(cfgs); i += chunk {
 		if err := m.put(cfgs[i:min(i+chunk, len(cfgs))]...); err != nil {
-			return "", err
+			return 0, "", err
 		}
 	}
-	return "", nil
+	return len(cfgs), "", nil
+}
+
+// currentConfigs reads the stored configs of the topics cfgs name, those
+// that exist. A bulk request reads them in one pass over the table
+// instead of one point read each (kvindex.ConfigTable.GetMany).
+func (m *topicManager) currentConfigs(cfgs []meta.TopicConfig) (map[string]meta.TopicConfig, error) {
+	names := make([]string, len(cfgs))
+	for i := range cfgs {
+		names[i] = cfgs[i].TopicName
+	}
+	if len(cfgs) >= bulkReadMin {
+		stored, err := m.table.GetMany(names)
+		if err != nil {
+			return nil, fmt.Errorf("read %d topic configs: %w", len(names), err)
+		}
+		return stored, nil
+	}
+	stored := make(map[string]meta.TopicConfig, len(names))
+	for _, name := range names {
+		tc, ok, err := m.table.Get(name)
+		if err != nil {
+			return nil, fmt.Errorf("read topic config %s: %w", name, err)
+		}
+		if ok {
+			stored[name] = tc
+		}
+	}
+	return stored, nil
+}
+
+// sameTopicConfig reports whether the config of an update request equals
+// the stored one the way RocketMQ's TopicConfig.equals compares them in
+// AdminBrokerProcessor.updateAndCreateTopic(List): every field, the
+// request's attributes (modifications: "+key", "-key") as a map against
+// the stored attributes (plain keys). A request that carries an attribute
+// modification therefore never equals a stored config, nor does one
+// without modifications a topic that has attributes; those take the
+// update path as in RocketMQ, which applies and checks them.
+func sameTopicConfig(req, stored meta.TopicConfig) bool {
+	return req.TopicName == stored.TopicName &&
+		req.ReadQueueNums == stored.ReadQueueNums && req.WriteQueueNums == stored.WriteQueueNums &&
+		req.Perm == stored.Perm && req.TopicFilterType == stored.TopicFilterType &&
+		req.TopicSysFlag == stored.TopicSysFlag && req.Order == stored.Order &&
+		maps.Equal(req.Attributes, stored.Attributes)
 }
 
 // markOrderTopics applies the ORDER_TOPIC_CONFIG table a name server
