@@ -1,0 +1,176 @@
+package broker
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// A topic deleted while dispatch is behind its last records, the broker
+// SIGKILLed right after DELETE_TOPIC_IN_BROKER is answered, stays deleted
+// through the restart: the dispatch of the restart, which reads those
+// records again, leaves them out of the index (the deletion offset the
+// dispatcher records, kvindex.Dispatcher.DeleteTopic). The topic created
+// again has empty queues, its first message is at queue offset 0 and
+// reads back, and the topic sent to alongside keeps every acknowledged
+// message at its offset. A dispatch batch once a second at most keeps
+// dispatch behind the sends and the deletion; the dispatched offset the
+// killed broker left in its store says whether the kill came in time.
+func TestTopicDeletionSurvivesSIGKILLBehindDispatch(t *testing.T) {
+	const (
+		iterations = 6
+		perTopic   = 24 // messages to each topic per iteration
+		queues     = 4
+		deleted    = "DelT"
+		kept       = "KeptT"
+	)
+	store := t.TempDir()
+	cb := startChildBroker(t, store, freeTCPPort(t), "dispatchBatchIntervalMicros=1000000")
+	c := cb.dial()
+	createTopic(t, c, deleted, queues, queues)
+	createTopic(t, c, kept, queues, queues)
+	keptAcked := map[int32][]string{} // queue of kept -> bodies by queue offset
+	keptSent := 0
+	sendKept := func(c *remoting.Client, body string) {
+		t.Helper()
+		q := int32(keptSent % queues)
+		keptSent++
+		resp := mustSend(t, c, kept, q, body, "")
+		if off := header(t, resp, "queueOffset"); off != int64(len(keptAcked[q])) {
+			t.Fatalf("%s sent to %s/%d at queue offset %d, want %d", body, kept, q, off, len(keptAcked[q]))
+		}
+		keptAcked[q] = append(keptAcked[q], body)
+	}
+	behind := 0 // kills that left dispatch behind the deleted topic's records
+	for it := range iterations {
+		// The burst begins just after a dispatch batch: the next one
+		// waits a second, longer than the burst and the deletion take.
+		sendKept(c, fmt.Sprintf("open-%d", it))
+		waitDispatchedChild(t, c)
+		var lastDeleted int64 // CommitLog offset of the deleted topic's last record
+		for i := range perTopic {
+			resp := mustSend(t, c, deleted, int32(i%queues), fmt.Sprintf("gone-%d-%d", it, i), "")
+			_, phy, err := commitlog.ParseMessageID(resp.ExtFields["msgId"])
+			if err != nil {
+				t.Fatalf("msgId %q of a send: %v", resp.ExtFields["msgId"], err)
+			}
+			lastDeleted = phy
+			sendKept(c, fmt.Sprintf("kept-%d-%d", it, i))
+		}
+		if r := call(t, c, remoting.DeleteTopicInBroker, map[string]string{"topic": deleted}, nil); r.Code != remoting.Success {
+			t.Fatalf("iteration %d: delete %s: %d %s", it, deleted, r.Code, r.Remark)
+		}
+		cb.kill()
+		if dispatched := persistedDispatched(t, store); dispatched <= lastDeleted {
+			behind++
+		}
+
+		cb.start()
+		c = cb.dial()
+		waitDispatchedChild(t, c)
+		createTopic(t, c, deleted, queues, queues)
+		for q := range int32(queues) {
+			if off := maxOffsetOf(t, c, deleted, q); off != 0 {
+				t.Fatalf("iteration %d: %s/%d created again after a SIGKILL has max offset %d, want 0 (records of the deleted topic were indexed into it)",
+					it, deleted, q, off)
+			}
+		}
+		q, body := int32(it%queues), fmt.Sprintf("again-%d", it)
+		if off := header(t, mustSend(t, c, deleted, q, body, ""), "queueOffset"); off != 0 {
+			t.Fatalf("iteration %d: the first send to %s/%d created again landed at queue offset %d, want 0", it, deleted, q, off)
+		}
+		waitDispatchedChild(t, c)
+		if got := pullQueueBodies(t, c, deleted, q); len(got) != 1 || got[0] != body {
+			t.Fatalf("iteration %d: %s/%d created again reads %q, want only %q", it, deleted, q, got, body)
+		}
+		for q := range int32(queues) {
+			got, want := pullQueueBodies(t, c, kept, q), keptAcked[q]
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("iteration %d: %s/%d reads %q, want the acknowledged %q", it, kept, q, got, want)
+			}
+		}
+	}
+	t.Logf("%d of %d kills left dispatch behind the deleted topic's records", behind, iterations)
+	if behind == 0 {
+		t.Fatal("no kill came before dispatch passed the deleted topic's records: the restart's filter was never exercised")
+	}
+}
+
+// waitDispatchedChild waits until a broker has dispatched everything
+// appended (its runtime info says no byte is behind).
+func waitDispatchedChild(t *testing.T, c *remoting.Client) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		lag := runtimeInfo(t, c)["dispatchBehindBytes"]
+		if lag == "0" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dispatch still %s bytes behind", lag)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// persistedDispatched reads the dispatched offset a stopped (or killed)
+// broker left in its store: where the dispatch of its restart begins.
+func persistedDispatched(t *testing.T, store string) int64 {
+	t.Helper()
+	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(store, kvindex.DirName), ReadOnly: true, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatalf("open the killed broker's index: %v", err)
+	}
+	defer func() {
+		if err := db.Close(); err != nil {
+			t.Errorf("close the killed broker's index: %v", err)
+		}
+	}()
+	off, err := db.Dispatched()
+	if err != nil {
+		t.Fatalf("the killed broker's dispatched offset: %v", err)
+	}
+	return off
+}
+
+// maxOffsetOf asks GET_MAX_OFFSET of a queue.
+func maxOffsetOf(t *testing.T, c *remoting.Client, topic string, q int32) int64 {
+	t.Helper()
+	r := call(t, c, remoting.GetMaxOffset, map[string]string{"topic": topic, "queueId": strconv.Itoa(int(q))}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("max offset of %s/%d: %d %s", topic, q, r.Code, r.Remark)
+	}
+	return header(t, r, "offset")
+}
+
+// pullQueueBodies pulls a queue from offset 0 to its end and returns the
+// bodies, failing the test on a gap in the queue offsets.
+func pullQueueBodies(t *testing.T, c *remoting.Client, topic string, q int32) []string {
+	t.Helper()
+	var out []string
+	for off := int64(0); ; {
+		r := call(t, c, remoting.PullMessage, pullReq("inspect", topic, q, off, 0, 0, "*"), nil)
+		switch r.Code {
+		case remoting.Success:
+		case remoting.PullNotFound, remoting.PullOffsetMoved:
+			return out
+		default:
+			t.Fatalf("pull %s/%d at %d: %d %s", topic, q, off, r.Code, r.Remark)
+		}
+		for _, m := range decodeRecords(t, r.Body) {
+			if m.QueueOffset != off {
+				t.Fatalf("pull %s/%d: offset %d where %d was expected", topic, q, m.QueueOffset, off)
+			}
+			out = append(out, string(m.Body))
+			off++
+		}
+	}
+}
