@@ -22,10 +22,10 @@ func TestSendThenPull(t *testing.T) {
 	var ids []string
 	for i := 0; i < 3; i++ {
 		resp := mustSend(t, c, "T1", 1, "body-"+string(rune('a'+i)), "TAGS\x01tagA\x02KEYS\x01k1 k2\x02WAIT\x01true\x02")
-		if got := header(resp, "queueOffset"); got != int64(i) {
+		if got := header(t, resp, "queueOffset"); got != int64(i) {
 			t.Fatalf("send %d: queueOffset %d", i, got)
 		}
-		if header(resp, "queueId") != 1 || len(resp.ExtFields["msgId"]) != 32 || resp.ExtFields["MSG_REGION"] != "DefaultRegion" {
+		if header(t, resp, "queueId") != 1 || len(resp.ExtFields["msgId"]) != 32 || resp.ExtFields["MSG_REGION"] != "DefaultRegion" {
 			t.Fatalf("send response %v", resp.ExtFields)
 		}
 		ids = append(ids, resp.ExtFields["msgId"])
@@ -35,7 +35,7 @@ func TestSendThenPull(t *testing.T) {
 	if resp.Code != remoting.Success {
 		t.Fatalf("pull: %d %s", resp.Code, resp.Remark)
 	}
-	if header(resp, "nextBeginOffset") != 3 || header(resp, "maxOffset") != 3 || header(resp, "minOffset") != 0 {
+	if header(t, resp, "nextBeginOffset") != 3 || header(t, resp, "maxOffset") != 3 || header(t, resp, "minOffset") != 0 {
 		t.Fatalf("pull header %v", resp.ExtFields)
 	}
 	msgs := decodeRecords(t, resp.Body)
@@ -67,23 +67,23 @@ func TestPullResultCodes(t *testing.T) {
 	}
 	mustSend(t, c, "Codes", 1, "x", "") // creates the topic; queue 0 stays empty
 	b.caughtUp()
-	if r := pull(0, "*"); r.Code != remoting.PullNotFound || header(r, "nextBeginOffset") != 0 {
+	if r := pull(0, "*"); r.Code != remoting.PullNotFound || header(t, r, "nextBeginOffset") != 0 {
 		t.Fatalf("empty queue at 0: %d next %s", r.Code, r.ExtFields["nextBeginOffset"])
 	}
-	if r := pull(5, "*"); r.Code != remoting.PullOffsetMoved || header(r, "nextBeginOffset") != 0 {
+	if r := pull(5, "*"); r.Code != remoting.PullOffsetMoved || header(t, r, "nextBeginOffset") != 0 {
 		t.Fatalf("empty queue at 5: %d next %s", r.Code, r.ExtFields["nextBeginOffset"])
 	}
 	for i := 0; i < 3; i++ {
 		mustSend(t, c, "Codes", 0, "m", "TAGS\x01blue\x02")
 	}
 	b.caughtUp()
-	if r := pull(3, "*"); r.Code != remoting.PullNotFound || header(r, "nextBeginOffset") != 3 {
+	if r := pull(3, "*"); r.Code != remoting.PullNotFound || header(t, r, "nextBeginOffset") != 3 {
 		t.Fatalf("at max: %d next %s", r.Code, r.ExtFields["nextBeginOffset"])
 	}
-	if r := pull(10, "*"); r.Code != remoting.PullOffsetMoved || header(r, "nextBeginOffset") != 3 {
+	if r := pull(10, "*"); r.Code != remoting.PullOffsetMoved || header(t, r, "nextBeginOffset") != 3 {
 		t.Fatalf("past max: %d next %s", r.Code, r.ExtFields["nextBeginOffset"])
 	}
-	if r := pull(0, "red || green"); r.Code != remoting.PullRetryImmediately || header(r, "nextBeginOffset") != 3 {
+	if r := pull(0, "red || green"); r.Code != remoting.PullRetryImmediately || header(t, r, "nextBeginOffset") != 3 {
 		t.Fatalf("no tag matched: %d next %s", r.Code, r.ExtFields["nextBeginOffset"])
 	}
 	if r := pull(1, "blue"); r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != 2 {
@@ -104,7 +104,7 @@ func TestTagFilterChecksTheExactTag(t *testing.T) {
 	b.caughtUp()
 	r := call(t, c, remoting.PullMessage, pullReq("g", "Collide", 0, 0, 0, 0, "BB"), nil)
 	msgs := decodeRecords(t, r.Body)
-	if r.Code != remoting.Success || len(msgs) != 1 || string(msgs[0].Body) != "bb" || header(r, "nextBeginOffset") != 3 {
+	if r.Code != remoting.Success || len(msgs) != 1 || string(msgs[0].Body) != "bb" || header(t, r, "nextBeginOffset") != 3 {
 		t.Fatalf("pull BB: code %d, %d messages, next %s", r.Code, len(msgs), r.ExtFields["nextBeginOffset"])
 	}
 }
@@ -133,7 +133,7 @@ func TestLongPolling(t *testing.T) {
 	}
 	// Held, then answered by its timeout.
 	resp := call(t, c, remoting.PullMessage, pullReq("g", "LP", 0, 2, pullSuspend, 200*time.Millisecond, "*"), nil)
-	if resp.Code != remoting.PullNotFound || header(resp, "nextBeginOffset") != 2 {
+	if resp.Code != remoting.PullNotFound || header(t, resp, "nextBeginOffset") != 2 {
 		t.Fatalf("timed-out pull: %d %v", resp.Code, resp.ExtFields)
 	}
 	if b.holds.count() != 0 {
@@ -510,12 +510,12 @@ func TestLongPollingSkipsUnmatchedMessages(t *testing.T) {
 	b.caughtUp()
 	select {
 	case r := <-done:
-		t.Fatalf("a pull for tag a answered %d %v after messages of tag b only", r.resp.Code, r.resp.ExtFields)
+		t.Fatalf("a pull for tag a answered %v after messages of tag b only", r)
 	case <-time.After(300 * time.Millisecond):
 	}
 	mustSend(t, c, "LPF", 0, "wanted", "TAGS\x01a\x02")
 	r := <-done
-	if r.resp == nil || r.resp.Code != remoting.Success || header(r.resp, "nextBeginOffset") != 7 {
+	if r.resp == nil || r.resp.Code != remoting.Success || header(t, r.resp, "nextBeginOffset") != 7 {
 		t.Fatalf("woken by a matching message: %+v", r.resp)
 	}
 	if msgs := decodeRecords(t, r.resp.Body); len(msgs) != 1 || string(msgs[0].Body) != "wanted" {
@@ -526,12 +526,12 @@ func TestLongPollingSkipsUnmatchedMessages(t *testing.T) {
 	}
 	b.caughtUp()
 	resp := call(t, c, remoting.PullMessage, pullReq("g", "LPF", 0, 7, pullSuspend, 300*time.Millisecond, "a"), nil)
-	if resp.Code != remoting.PullRetryImmediately || header(resp, "nextBeginOffset") != 10 {
+	if resp.Code != remoting.PullRetryImmediately || header(t, resp, "nextBeginOffset") != 10 {
 		t.Fatalf("pull over unmatched messages only: %d %v", resp.Code, resp.ExtFields)
 	}
 	held := b.holdPull(c, pullReq("g", "LPF", 0, 10, pullSuspend, 300*time.Millisecond, "a"))
 	mustSend(t, c, "LPF", 0, "other", "TAGS\x01b\x02")
-	if r := <-held; r.resp == nil || r.resp.Code != remoting.PullNotFound || header(r.resp, "nextBeginOffset") != 11 {
+	if r := <-held; r.resp == nil || r.resp.Code != remoting.PullNotFound || header(t, r.resp, "nextBeginOffset") != 11 {
 		t.Fatalf("a held pull timing out past an unmatched message: %+v", r.resp)
 	}
 	if b.holds.count() != 0 {
@@ -555,7 +555,7 @@ func TestShutdownAnswersFilteredHeldPull(t *testing.T) {
 	b.stop()
 	select {
 	case r := <-done:
-		if r.resp == nil || r.resp.Code != remoting.PullNotFound || header(r.resp, "nextBeginOffset") != 2 {
+		if r.resp == nil || r.resp.Code != remoting.PullNotFound || header(t, r.resp, "nextBeginOffset") != 2 {
 			t.Fatalf("held pull answered %+v, want PULL_NOT_FOUND with the offset past the unmatched message", r.resp)
 		}
 	case <-time.After(10 * time.Second):

@@ -68,7 +68,7 @@ func (f *cloneFixture) offsets(t *testing.T, group, topic string, n int32) strin
 			"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(int(q)), "setZeroIfNotFound": "false"}, nil)
 		switch r.Code {
 		case remoting.Success:
-			out = append(out, strconv.FormatInt(header(r, "offset"), 10))
+			out = append(out, strconv.FormatInt(header(t, r, "offset"), 10))
 		case remoting.QueryNotFound:
 			out = append(out, "-")
 		default:

@@ -76,7 +76,7 @@ func TestGroupReadForbidden(t *testing.T) {
 		t.Errorf("after forbidding: %+v", got)
 	}
 	r := pull("fg", "FT", false)
-	if r.Code != remoting.NoPermission || r.Remark != "the consumer group[fg] is forbidden for topic[FT]" || header(r, "forbiddenType") != 5 {
+	if r.Code != remoting.NoPermission || r.Remark != "the consumer group[fg] is forbidden for topic[FT]" || header(t, r, "forbiddenType") != 5 {
 		t.Errorf("forbidden pull: %d %q forbiddenType %q", r.Code, r.Remark, r.ExtFields["forbiddenType"])
 	}
 	if r := pull("fg", "FU", false); r.Code != remoting.Success {
@@ -189,7 +189,7 @@ func TestLitePullMessageEnable(t *testing.T) {
 	b.caughtUp()
 	req := pullReq("lp", "LP", 0, 0, 0, 0, "*")
 	r := call(t, c, remoting.LitePullMessage, req, nil)
-	if r.Code != remoting.NoPermission || header(r, "forbiddenType") != 1 || !strings.Contains(r.Remark, "for lite pull consumer is forbidden") {
+	if r.Code != remoting.NoPermission || header(t, r, "forbiddenType") != 1 || !strings.Contains(r.Remark, "for lite pull consumer is forbidden") {
 		t.Fatalf("lite pull: %d %q forbiddenType %q", r.Code, r.Remark, r.ExtFields["forbiddenType"])
 	}
 	if r := call(t, c, remoting.PullMessage, req, nil); r.Code != remoting.Success {

@@ -189,10 +189,16 @@ func decodeRecords(t *testing.T, body []byte) []commitlog.Message {
 	return out
 }
 
-func header(resp *remoting.Command, key string) int64 {
+// header reads the integer field key of a response, failing the test
+// when there is no response or the field is missing or not a number.
+func header(t testing.TB, resp *remoting.Command, key string) int64 {
+	t.Helper()
+	if resp == nil {
+		t.Fatalf("response field %s: no response", key)
+	}
 	v, err := strconv.ParseInt(resp.ExtFields[key], 10, 64)
 	if err != nil {
-		panic(fmt.Sprintf("response field %s=%q: %v", key, resp.ExtFields[key], err))
+		t.Fatalf("response field %s=%q of an answer %d %q: %v", key, resp.ExtFields[key], resp.Code, resp.Remark, err)
 	}
 	return v
 }
@@ -229,7 +235,7 @@ func committedOffset(t *testing.T, c *remoting.Client, group, topic string, q in
 	if resp.Code != remoting.Success {
 		t.Fatalf("query offset of %s/%d: %d %s", topic, q, resp.Code, resp.Remark)
 	}
-	return header(resp, "offset")
+	return header(t, resp, "offset")
 }
 
 // ensureGroup creates a subscription group with the defaults unless it
@@ -262,10 +268,21 @@ func commit(t *testing.T, c *remoting.Client, group, topic string, q int32, offs
 	}
 }
 
-// pullAnswer is a pull's response and when it arrived.
+// pullAnswer is a pull's response (nil when the pull failed: err says
+// why) and when it arrived.
 type pullAnswer struct {
 	resp *remoting.Command
+	err  error
 	at   time.Time
+}
+
+// String describes the answer for a failure message: its code and
+// fields, or the error of a pull that got no response.
+func (a pullAnswer) String() string {
+	if a.resp == nil {
+		return fmt.Sprintf("no response (%v)", a.err)
+	}
+	return fmt.Sprintf("%d %v", a.resp.Code, a.resp.ExtFields)
 }
 
 // holdPull sends a long-polling pull and returns once the broker holds
@@ -280,7 +297,7 @@ func (tb *testBroker) holdPull(c *remoting.Client, ext map[string]string) <-chan
 		if err != nil {
 			tb.t.Error(err)
 		}
-		done <- pullAnswer{resp, time.Now()}
+		done <- pullAnswer{resp: resp, err: err, at: time.Now()}
 	}()
 	tb.waitHeld()
 	return done

@@ -307,10 +307,10 @@ func TestOpenRocketMQStoreAfterRetention(t *testing.T) {
 	if got := committedOffset(t, c, "GroupB", "TopicB", 0); got != 9 {
 		t.Fatalf("GroupB's imported offset on TopicB/0 is %d, the fixture's is 9", got)
 	}
-	if r := call(t, c, remoting.GetMinOffset, map[string]string{"topic": "TopicB", "queueId": "0"}, nil); header(r, "offset") != 9 {
+	if r := call(t, c, remoting.GetMinOffset, map[string]string{"topic": "TopicB", "queueId": "0"}, nil); header(t, r, "offset") != 9 {
 		t.Fatalf("TopicB/0 min offset %v, want 9 (RocketMQ's ConsumeQueue end)", r.ExtFields)
 	}
-	if resp := mustSend(t, c, "TopicB", 0, "after the move", ""); header(resp, "queueOffset") != 9 {
+	if resp := mustSend(t, c, "TopicB", 0, "after the move", ""); header(t, resp, "queueOffset") != 9 {
 		t.Fatalf("a new TopicB/0 message got queue offset %s, want 9", resp.ExtFields["queueOffset"])
 	}
 	b.caughtUp()

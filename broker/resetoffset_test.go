@@ -90,7 +90,7 @@ func TestResetOffsetForPullConsumers(t *testing.T) {
 	stale := pullReq("rg", "RT", 0, 6, pullCommitOffset, 0, "*")
 	stale["commitOffset"] = "6"
 	r := call(t, c, remoting.PullMessage, stale, nil)
-	if r.Code != remoting.PullOffsetMoved || header(r, "nextBeginOffset") != 3 || header(r, "maxOffset") != 6 {
+	if r.Code != remoting.PullOffsetMoved || header(t, r, "nextBeginOffset") != 3 || header(t, r, "maxOffset") != 6 {
 		t.Fatalf("pull after the reset: %d %s %v", r.Code, r.Remark, r.ExtFields)
 	}
 	if off := committedOffset(t, c, "rg", "RT", 0); off != 3 {
@@ -154,7 +154,7 @@ func TestResetOffsetWakesHeldPull(t *testing.T) {
 	start := time.Now()
 	mustReset(t, c, resetReq("rw", "RW", 0, -1, 0))
 	r := (<-done).resp
-	if r == nil || r.Code != remoting.PullOffsetMoved || header(r, "nextBeginOffset") != 0 {
+	if r == nil || r.Code != remoting.PullOffsetMoved || header(t, r, "nextBeginOffset") != 0 {
 		t.Fatalf("held pull after a reset: %+v", r)
 	}
 	if waited := time.Since(start); waited > 10*time.Second {

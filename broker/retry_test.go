@@ -101,7 +101,7 @@ func TestDelayLevelMessage(t *testing.T) {
 	b := startTestBroker(t, nil)
 	c := b.client(nil)
 	resp := mustSend(t, c, "Delayed", 2, "later", "DELAY\x012\x02") // 5 s
-	if header(resp, "queueId") != 2 {
+	if header(t, resp, "queueId") != 2 {
 		t.Fatalf("the producer sees its own queue: %v", resp.ExtFields)
 	}
 	if got := pullAll(t, b, c, "Delayed", 2); len(got) != 0 {
@@ -225,11 +225,11 @@ func TestConsumerOffsetsAndRestart(t *testing.T) {
 	// A young queue starting at 0 answers 0 to a new group (RocketMQ's
 	// "message at 0 still in memory" rule); so does an empty one (where
 	// RocketMQ answers not found, which ali-ons reports as an error).
-	if r := call(t, c, remoting.QueryConsumerOffset, q, nil); r.Code != remoting.Success || header(r, "offset") != 0 {
+	if r := call(t, c, remoting.QueryConsumerOffset, q, nil); r.Code != remoting.Success || header(t, r, "offset") != 0 {
 		t.Fatalf("new group on a young queue: %d %v", r.Code, r.ExtFields)
 	}
 	empty := map[string]string{"consumerGroup": "og", "topic": "Off", "queueId": "1"}
-	if r := call(t, c, remoting.QueryConsumerOffset, empty, nil); r.Code != remoting.Success || header(r, "offset") != 0 {
+	if r := call(t, c, remoting.QueryConsumerOffset, empty, nil); r.Code != remoting.Success || header(t, r, "offset") != 0 {
 		t.Fatalf("new group on an empty queue: %d %v", r.Code, r.ExtFields)
 	}
 	upd := map[string]string{"consumerGroup": "og", "topic": "Off", "queueId": "0", "commitOffset": "3"}
@@ -240,31 +240,31 @@ func TestConsumerOffsetsAndRestart(t *testing.T) {
 	if r := call(t, c, remoting.UpdateConsumerOffset, upd, nil); r.Code != remoting.Success {
 		t.Fatal(r.Remark)
 	}
-	if r := call(t, c, remoting.QueryConsumerOffset, q, nil); header(r, "offset") != 3 {
+	if r := call(t, c, remoting.QueryConsumerOffset, q, nil); header(t, r, "offset") != 3 {
 		t.Fatalf("committed offset %v", r.ExtFields)
 	}
-	if r := call(t, c, remoting.GetMaxOffset, map[string]string{"topic": "Off", "queueId": "0"}, nil); header(r, "offset") != 5 {
+	if r := call(t, c, remoting.GetMaxOffset, map[string]string{"topic": "Off", "queueId": "0"}, nil); header(t, r, "offset") != 5 {
 		t.Fatalf("max offset %v", r.ExtFields)
 	}
-	if r := call(t, c, remoting.SearchOffsetByTimestamp, map[string]string{"topic": "Off", "queueId": "0", "timestamp": "0"}, nil); header(r, "offset") != 0 {
+	if r := call(t, c, remoting.SearchOffsetByTimestamp, map[string]string{"topic": "Off", "queueId": "0", "timestamp": "0"}, nil); header(t, r, "offset") != 0 {
 		t.Fatalf("search by time before the start %v", r.ExtFields)
 	}
-	if r := call(t, c, remoting.GetEarliestMsgStoretime, map[string]string{"topic": "Off", "queueId": "0"}, nil); header(r, "timestamp") <= 0 {
+	if r := call(t, c, remoting.GetEarliestMsgStoretime, map[string]string{"topic": "Off", "queueId": "0"}, nil); header(t, r, "timestamp") <= 0 {
 		t.Fatalf("earliest store time %v", r.ExtFields)
 	}
 	b.stop()
 
 	b2 := startTestBrokerAt(t, store, nil)
 	c2 := b2.client(nil)
-	if r := call(t, c2, remoting.QueryConsumerOffset, q, nil); header(r, "offset") != 3 {
+	if r := call(t, c2, remoting.QueryConsumerOffset, q, nil); header(t, r, "offset") != 3 {
 		t.Fatalf("committed offset after restart %v", r.ExtFields)
 	}
 	if got := pullAll(t, b2, c2, "Off", 0); len(got) != 5 {
 		t.Fatalf("%d messages after restart, want 5", len(got))
 	}
 	resp := mustSend(t, c2, "Off", 0, "after", "")
-	if header(resp, "queueOffset") != 5 {
-		t.Fatalf("queue offset after restart %d, want 5", header(resp, "queueOffset"))
+	if header(t, resp, "queueOffset") != 5 {
+		t.Fatalf("queue offset after restart %d, want 5", header(t, resp, "queueOffset"))
 	}
 }
 

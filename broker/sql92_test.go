@@ -47,7 +47,7 @@ func TestSQL92Pull(t *testing.T) {
 	c := b.client(nil)
 	sendSQLFixture(t, b, c)
 	r := call(t, c, remoting.PullMessage, sqlPull("g", "a BETWEEN 1 AND 4 AND b = 'x'"), nil)
-	if r.Code != remoting.Success || pulledBodies(t, r) != "m2 m4" || header(r, "nextBeginOffset") != 6 {
+	if r.Code != remoting.Success || pulledBodies(t, r) != "m2 m4" || header(t, r, "nextBeginOffset") != 6 {
 		t.Fatalf("SQL92 pull: %d %q, bodies %q, nextBeginOffset %s", r.Code, r.Remark, pulledBodies(t, r), r.ExtFields["nextBeginOffset"])
 	}
 	r = call(t, c, remoting.PullMessage, sqlPull("g", "b IS NULL OR a > 4"), nil)

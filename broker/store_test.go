@@ -125,7 +125,7 @@ func TestPullByteLimitEndsTheBatch(t *testing.T) {
 	r := call(t, c, remoting.PullMessage, req, nil)
 	got := decodeRecords(t, r.Body)
 	fit := int64(256<<10) / int64(got[0].StoreSize) // 25
-	if r.Code != remoting.Success || int64(len(got)) != fit || header(r, "nextBeginOffset") != fit {
+	if r.Code != remoting.Success || int64(len(got)) != fit || header(t, r, "nextBeginOffset") != fit {
 		t.Fatalf("pull of 10 KB records with maxMsgBytes 256 KiB: %d %q, %d records, next %s",
 			r.Code, r.Remark, len(got), r.ExtFields["nextBeginOffset"])
 	}

@@ -87,7 +87,7 @@ func pullAllOf(t *testing.T, b *testBroker, c *remoting.Client, topic string, qi
 			return out
 		}
 		out = append(out, msgs...)
-		off = header(resp, "nextBeginOffset")
+		off = header(t, resp, "nextBeginOffset")
 	}
 }
 

@@ -28,7 +28,7 @@ func TestTimerMessageDeliveredWhenDue(t *testing.T) {
 	c := b.client(nil)
 	resp := mustSend(t, c, "TmT", 2, "later", "UNIQ_KEY\x01TM-1\x02TIMER_DELAY_MS\x011500\x02")
 	sentAt := time.Now()
-	if header(resp, "queueId") != 2 {
+	if header(t, resp, "queueId") != 2 {
 		t.Fatalf("timer send answered queueId %s, the producer asked for 2", resp.ExtFields["queueId"])
 	}
 	if got := pullAll(t, b, c, "TmT", 2); len(got) != 0 && time.Since(sentAt) < 1400*time.Millisecond {

@@ -38,7 +38,7 @@ func sendHalf(t *testing.T, c *remoting.Client, topic string, qid int32, uniq, b
 	if resp.Code != remoting.Success {
 		t.Fatalf("half send: %d %s", resp.Code, resp.Remark)
 	}
-	if got := header(resp, "queueId"); got != int64(qid) {
+	if got := header(t, resp, "queueId"); got != int64(qid) {
 		t.Fatalf("half send answered queueId %d, the producer asked for %d", got, qid)
 	}
 	if resp.ExtFields["transactionId"] != uniq {
@@ -48,7 +48,7 @@ func sendHalf(t *testing.T, c *remoting.Client, topic string, qid int32, uniq, b
 	if err != nil {
 		t.Fatalf("half send msgId %q: %v", resp.ExtFields["msgId"], err)
 	}
-	return sentHalf{uniq: uniq, phy: phy, queueOffset: header(resp, "queueOffset")}
+	return sentHalf{uniq: uniq, phy: phy, queueOffset: header(t, resp, "queueOffset")}
 }
 
 // endTxn sends END_TRANSACTION for a half as a producer of group.
