@@ -162,14 +162,7 @@ func (r *registrar) loop(ctx context.Context) {
 		<-ctx.Done()
 		return
 	}
-	period := r.b.cfg.RegisterNameServerPeriod
-	if period <= 0 {
-		period = 30 * time.Second
-	}
-	// RocketMQ registers at most every 60 s whatever the setting: a
-	// name server forgets a broker silent for 120 s.
-	period = min(period, maxRegisterPeriod)
-	t := time.NewTicker(period)
+	t := time.NewTicker(registerPeriod(r.b.cfg.RegisterNameServerPeriod))
 	defer t.Stop()
 	r.registerOnce(ctx)
 	close(r.firstDone)
@@ -211,9 +204,23 @@ func (r *registrar) loop(ctx context.Context) {
 	}
 }
 
-// maxRegisterPeriod bounds registerNameServerPeriod, as RocketMQ's
-// BrokerController does (min(period, 60 s)).
+// maxRegisterPeriod bounds registerNameServerPeriod from above, as
+// RocketMQ's BrokerController does (min(period, 60 s)): a name server
+// forgets a broker silent for 120 s.
 const maxRegisterPeriod = 60 * time.Second
+
+// registerPeriod is how often the broker registers with a
+// registerNameServerPeriod of set: set, at most maxRegisterPeriod, and
+// 30 s (the default) when it is not positive. RocketMQ's
+// BrokerController also raises a period below 10 s to 10 s (0 too);
+// rocketkv keeps a shorter one, which its tests use to see routes
+// change quickly.
+func registerPeriod(set time.Duration) time.Duration {
+	if set <= 0 {
+		return 30 * time.Second
+	}
+	return min(set, maxRegisterPeriod)
+}
 
 // registerAndWait registers the broker with the name servers now and
 // returns once that registration ended (each name server answered or
