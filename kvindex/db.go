@@ -99,6 +99,9 @@ type DB struct {
 	// legacyIntents is set while keyspace 0x57 may hold revive intents of
 	// an earlier version, which the dispatcher deletes (poprevive.go).
 	legacyIntents atomic.Bool
+	// topicFence orders DeleteTopicCheckpoints with the revives of the
+	// topic (popfence.go).
+	topicFence *topicFence
 
 	// journalTop is the largest first offset a CQ journal record may
 	// have, once journalTopKnown (see journalMayExist).
@@ -207,7 +210,7 @@ func Open(opts Options) (*DB, error) {
 	}
 	d := &DB{pdb: pdb, log: opts.Logger, readOnly: opts.ReadOnly, dir: opts.Dir, positions: newPositionCache(defaultPositionCache),
 		floors: newCheckpointFloors(defaultCheckpointFloors), cks: newCheckpointCache(defaultCheckpointCacheBytes), committed: newPositionCache(defaultPositionCache),
-		stalls: stalls, walFS: walFS, blockCache: opts.CacheSize, cache: cache}
+		stalls: stalls, walFS: walFS, blockCache: opts.CacheSize, cache: cache, topicFence: newTopicFence()}
 	d.keys = &KeyIndex{db: d}
 	if err := d.checkSchema(); err != nil {
 		_ = pdb.Close()

@@ -643,9 +643,17 @@ func (s *PopStore) EachRequestMode(fn func(RequestMode) bool) error {
 // topic (0x56, with their deadlines 0x55 and revive batches 0x58): left,
 // revive would read a topic created again under the same name at their
 // offsets and deliver its messages a second time, and they would hold its
-// committed offsets back until they expired. A revive already reading one
-// finds the topic's queues gone and puts nothing.
+// committed offsets back until they expired. It first waits for the
+// revives of the topic under way (HoldTopic) and keeps new ones waiting
+// until it returns: a revive that read a checkpoint, and maybe its
+// messages, before the topic's queues were dropped would otherwise put
+// them to the pop-retry topic after the deletion returned, or give them
+// back to a checkpoint of the deleted topic when its put failed. A
+// revive's put can take a while (a failed one waits for the dispatcher),
+// and so can this wait.
 func (s *PopStore) DeleteTopicCheckpoints(topic string) error {
+	end := s.db.topicFence.exclude(topic)
+	defer end()
 	b := s.NewBatch()
 	defer b.Close()
 	err := s.eachGroupOfTopic(prefixPopCK, topic, func(it *pebble.Iterator, lo []byte) error {

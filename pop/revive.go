@@ -245,6 +245,10 @@ const reviveCursorMargin = 250
 func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.DueEntry, now int64) (int, error) {
 	unlock := s.lock(k.group, k.topic, k.queueID)
 	defer unlock()
+	// A deletion of the topic comes before the checkpoints are read or
+	// after all that comes of them is written (the put included).
+	release := s.store.HoldTopic(k.topic)
+	defer release()
 	b := s.store.NewBatch()
 	defer b.Close()
 	// The checkpoints as they are now: acks since the scan removed
@@ -685,13 +689,36 @@ func (s *Service) reviveIntents(ctx context.Context, afterFailure bool) (int, er
 
 // settleQueue deletes one queue's intents and revive batches left by a
 // crash or a failed round and gives the messages not stored back to their
-// checkpoints (giveBack); it returns how many it gave back.
+// checkpoints (giveBack); it returns how many it gave back. The batches
+// a deletion of the topic deleted since they were read are left out:
+// their messages are not given back to a checkpoint of the deleted topic.
 func (s *Service) settleQueue(k queueKey, legacy []kvindex.ReviveIntent, batches []kvindex.ReviveBatch, stored map[revivedKey]bool, afterFailure bool) (int, error) {
 	unlock := s.lock(k.group, k.topic, k.queueID)
 	defer unlock()
+	release := s.store.HoldTopic(k.topic)
+	defer release()
+	var err error
+	if batches, err = s.storedBatches(batches); err != nil {
+		return 0, err
+	}
 	b := s.store.NewBatch()
 	defer b.Close()
 	return s.settle(b, legacy, batches, stored, s.now(), afterFailure)
+}
+
+// storedBatches returns those of batches still stored.
+func (s *Service) storedBatches(batches []kvindex.ReviveBatch) ([]kvindex.ReviveBatch, error) {
+	kept := batches[:0:0]
+	for i := range batches {
+		ok, err := s.store.HasReviveBatch(&batches[i])
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			kept = append(kept, batches[i])
+		}
+	}
+	return kept, nil
 }
 
 // settle deletes, in b, one queue's 0x57 intents and revive batches,
