@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
 // appendSized appends records i in [from, from+n) with bodies of size
@@ -182,24 +182,6 @@ func TestASlaveAheadOfAnIdleMasterIsFound(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink the test reads while the client writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A slave whose end is below everything its master still holds takes
 // nothing and says that it must be rebuilt.
 func TestASlaveBehindTheMastersRetentionIsToldToRebuild(t *testing.T) {
@@ -218,7 +200,7 @@ func TestASlaveBehindTheMastersRetentionIsToldToRebuild(t *testing.T) {
 		t.Fatalf("the master's first offset %d must lie past the slave's end %d", m.MinOffset(), end)
 	}
 	s := startServer(t, m)
-	var logs lockedBuffer
+	var logs testutil.SyncBuffer
 	hb, hk := fast()
 	c := NewClient(ClientConfig{MasterAddr: func() string { return s.Addr().String() }, Log: r,
 		HeartbeatInterval: hb, HousekeepingInterval: hk, RetryInterval: 20 * time.Millisecond, Logger: zerolog.New(&logs)})
