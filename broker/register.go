@@ -20,7 +20,8 @@ import (
 const compressAboveTopics = 1000
 
 // registrar registers the broker with every name server every
-// registerNameServerPeriod, and soon after a topic change.
+// registerNameServerPeriod (with forceRegister off, only when one lacks
+// the topics' data version), and soon after a topic change.
 type registrar struct {
 	b       *Broker
 	ns      *namesrv.Registrar
@@ -164,14 +165,18 @@ func (r *registrar) loop(ctx context.Context) {
 	}
 	t := time.NewTicker(registerPeriod(r.b.cfg.RegisterNameServerPeriod))
 	defer t.Stop()
-	r.registerOnce(ctx)
+	r.registerOnce(ctx, true)
 	close(r.firstDone)
 	for {
 		var waiting []chan struct{}
+		// Only the periodic registration may be skipped: the others carry
+		// a change, or reach a name server that knows nothing yet.
+		force := true
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			force = r.forcePeriodic()
 		case w := <-r.waits:
 			// Registered now, with every request that came meanwhile.
 			waiting = append(waiting, w)
@@ -197,11 +202,23 @@ func (r *registrar) loop(ctx context.Context) {
 			default:
 			}
 		}
-		r.registerOnce(ctx)
+		r.registerOnce(ctx, force)
 		for _, w := range waiting {
 			close(w)
 		}
 	}
+}
+
+// forcePeriodic reports whether the periodic registration sends the
+// topics whatever the name servers hold: forceRegister (default true),
+// as RocketMQ's BrokerController.registerBrokerAll, and always on a
+// slave. With forceRegister off RocketMQ's slave too asks first, and
+// keeps the master its last registration answered with until its topics'
+// data version moves; a rocketkv slave registers every period, as its
+// registration's answer is how it follows its master (see
+// noteRegistration).
+func (r *registrar) forcePeriodic() bool {
+	return r.b.cfg.ForceRegister || r.b.isSlave()
 }
 
 // maxRegisterPeriod bounds registerNameServerPeriod from above, as
@@ -267,12 +284,23 @@ func (r *registrar) hasNameServers() bool {
 	return r != nil && len(r.ns.NameServers()) > 0
 }
 
-// registerOnce sends the whole topic table to every name server.
-func (r *registrar) registerOnce(ctx context.Context) {
-	body := &namesrv.RegisterBrokerBody{TopicConfigTable: map[string]namesrv.TopicConfig{}}
+// registerOnce sends the whole topic table to every available name
+// server. Unless force, it first asks them whether one lacks the table's
+// data version and registers only then (needRegister).
+func (r *registrar) registerOnce(ctx context.Context, force bool) {
+	timeout := r.b.cfg.RegisterBrokerTimeout
+	if timeout <= 0 {
+		timeout = 24 * time.Second
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	ver := r.b.topics.table.Version()
+	dv := namesrv.DataVersion{Counter: ver.Counter, Timestamp: ver.Timestamp}
+	if !force && !r.needRegister(rctx, dv) {
+		return
+	}
+	body := &namesrv.RegisterBrokerBody{TopicConfigTable: map[string]namesrv.TopicConfig{}, DataVersion: dv}
 	perm := r.b.permission()
-	body.DataVersion = namesrv.DataVersion{Counter: ver.Counter, Timestamp: ver.Timestamp}
 	sysFlags := false // a topic the compressed body would lose its topicSysFlag of
 	err := r.b.topics.table.Each(func(tc meta.TopicConfig) bool {
 		sysFlags = sysFlags || tc.TopicSysFlag != 0
@@ -291,12 +319,6 @@ func (r *registrar) registerOnce(ctx context.Context) {
 	// The compressed body has no topicSysFlag (RocketMQ's TopicConfig.encode
 	// leaves it out): compressed by itself only when no topic has one.
 	info.Compressed = r.b.cfg.CompressedRegister || len(body.TopicConfigTable) > compressAboveTopics && !sysFlags
-	timeout := r.b.cfg.RegisterBrokerTimeout
-	if timeout <= 0 {
-		timeout = 24 * time.Second
-	}
-	rctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	results, err := r.ns.Register(rctx, info, body)
 	r.b.noteRegistration(results)
 	r.applyOrderTopics(results)
@@ -316,6 +338,19 @@ func (r *registrar) registerOnce(ctx context.Context) {
 		ev = r.b.log.Info()
 	}
 	ev.Int("topics", len(body.TopicConfigTable)).Bool("compressed", info.Compressed).Msg("registered with name servers")
+}
+
+// needRegister asks the available name servers whether one lacks data
+// version dv of the broker's topics (forceRegister off). Those that hold
+// it renewed the broker on the way, so that skipping the registration
+// does not let them forget it.
+func (r *registrar) needRegister(ctx context.Context, dv namesrv.DataVersion) bool {
+	// A failure is logged by the registrar and makes need true.
+	need, _ := r.ns.NeedRegister(ctx, r.info(), dv)
+	if !need {
+		r.b.log.Debug().Int64("counter", dv.Counter).Msg("name servers hold the topics' data version: registration skipped (forceRegister=false)")
+	}
+	return need
 }
 
 // applyOrderTopics orders the topics of the ORDER_TOPIC_CONFIG table the

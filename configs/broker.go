@@ -138,7 +138,10 @@ type Broker struct {
 	RegisterNameServerPeriod time.Duration
 	RegisterBrokerTimeout    time.Duration
 	CompressedRegister       bool
-	ForceRegister            bool
+	// ForceRegister sends the topics with every periodic registration;
+	// false asks the name servers for their data version first (see
+	// broker.yaml).
+	ForceRegister bool
 
 	// SlaveSyncInterval is how often a slave copies its master's topics,
 	// groups, consumer and delay offsets and request modes

@@ -66,8 +66,9 @@ type Registration struct {
 }
 
 // Registrar registers one broker with every name server. Brokers call
-// Register every 30 s (registerNameServerPeriod) with a 24 s timeout and
-// Unregister at shutdown. Safe for concurrent use.
+// Register every 30 s (registerNameServerPeriod) with a 24 s timeout
+// (with forceRegister off, only when NeedRegister says so) and Unregister
+// at shutdown. Safe for concurrent use.
 //
 // Like RocketMQ's broker (BrokerOuterAPI.registerBrokerAll takes
 // NettyRemotingClient.getAvailableNameSrvList), Register reaches only the
@@ -352,31 +353,40 @@ func (r *Registrar) Unregister(ctx context.Context, info BrokerInfo) error {
 	return r.simple(ctx, remoting.UnregisterBroker, info.header(), nil, "unregister broker "+info.BrokerName)
 }
 
-// NeedRegister asks every name server with QUERY_DATA_VERSION whether it
-// holds an older data version than dv (Java's needRegister, used when
-// forceRegister is off); an unreachable name server counts as changed.
+// NeedRegister asks the available name servers (those Register reaches)
+// with QUERY_DATA_VERSION whether any lacks data version dv of the
+// broker's topics, as RocketMQ's BrokerController.needRegister does
+// before a periodic registration when forceRegister is off. A name
+// server that says changed, answers with another version, fails or
+// cannot be connected needs the registration. Each name server asked
+// renews the broker, as a registration does.
+//
+// RocketMQ's BrokerOuterAPI.needRegister asks every configured name
+// server, so one that is down makes every periodic registration a full
+// one (to the available name servers, the only ones it reaches) after a
+// connect timeout. One that cannot be connected is left out here
+// instead: a registration would not reach it either, and Scan triggers
+// one when it can be connected again. With no available name server it
+// reports true, so that the registration reports the failure.
 func (r *Registrar) NeedRegister(ctx context.Context, info BrokerInfo, dv DataVersion) (bool, error) {
-	addrs := r.NameServers()
+	addrs, avail := r.snapshot()
 	if len(addrs) == 0 {
 		return false, ErrNoNameServer
 	}
+	if len(avail) == 0 {
+		return true, nil
+	}
 	h := info.header()
 	body := dv.appendJSON(nil)
-	changed := make([]bool, len(addrs))
-	results := r.each(ctx, addrs, func(ctx context.Context, addr string) Registration {
-		resp, err := r.pool.Invoke(ctx, addr, remoting.NewRequest(remoting.QueryDataVersion, h, body))
-		if err == nil && resp.Code != remoting.Success {
-			err = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
-		}
+	changed := make([]bool, len(avail))
+	results := r.each(ctx, avail, func(ctx context.Context, addr string) Registration {
+		res := Registration{NameServer: addr}
+		ch, err := r.queryDataVersion(ctx, addr, h, body, dv)
 		if err != nil {
-			return Registration{NameServer: addr, Err: fmt.Errorf("query data version at %s: %w", addr, err)}
+			res.Err = fmt.Errorf("query data version at %s: %w", addr, err)
 		}
-		for i, a := range addrs {
-			if a == addr {
-				changed[i] = remoting.Header(resp.ExtFields).OptBool("changed", true)
-			}
-		}
-		return Registration{NameServer: addr}
+		changed[slices.Index(avail, addr)] = ch
+		return res
 	})
 	need := false
 	var errs []error
@@ -389,6 +399,34 @@ func (r *Registrar) NeedRegister(ctx context.Context, info BrokerInfo, dv DataVe
 		}
 	}
 	return need, errors.Join(errs...)
+}
+
+// queryDataVersion asks the name server at addr whether it lacks data
+// version dv (body) of the broker in h: true when it says changed (or
+// says nothing) or answers with a version other than dv, as RocketMQ's
+// BrokerOuterAPI.needRegister reads the answer.
+func (r *Registrar) queryDataVersion(ctx context.Context, addr string, h remoting.Header, body []byte, dv DataVersion) (bool, error) {
+	if err := r.connect(ctx, addr); err != nil {
+		return true, err
+	}
+	resp, err := r.pool.Invoke(ctx, addr, remoting.NewRequest(remoting.QueryDataVersion, h, body))
+	if err != nil {
+		return true, err
+	}
+	if resp.Code != remoting.Success {
+		return true, fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
+	}
+	if remoting.Header(resp.ExtFields).OptBool("changed", true) {
+		return true, nil
+	}
+	if len(resp.Body) > 0 {
+		var known DataVersion
+		if err := json.Unmarshal(resp.Body, &known); err != nil {
+			return true, fmt.Errorf("decode the name server's data version: %w", err)
+		}
+		return known != dv, nil
+	}
+	return false, nil
 }
 
 // simple sends one request to every name server and joins the failures.
