@@ -119,7 +119,7 @@ func LoadNamesrv(path string, overrides map[string]string) (LoadedNamesrv, error
 	out := LoadedNamesrv{Namesrv: DefaultNamesrv()}
 	var inerts []inertFound[Namesrv]
 	if path != "" {
-		unknown, in, err := namesrvSchema.load(path, &out.Namesrv)
+		unknown, in, _, err := namesrvSchema.load(path, &out.Namesrv)
 		if err != nil {
 			return LoadedNamesrv{}, err
 		}

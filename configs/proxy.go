@@ -182,31 +182,20 @@ type LoadedProxy struct {
 // only), RocketMQ's rmq-proxy.json (JSON), a properties file or YAML;
 // overrides win over the file and must name known keys.
 func LoadProxy(path string, overrides map[string]string) (LoadedProxy, error) {
-	return LoadProxyWith(path, nil, overrides)
+	return LoadProxyFrom(path, nil, []Source{{Name: "override", Values: overrides}})
 }
 
-// LoadProxyWith is LoadProxy with defaults that replace the built-in ones
-// and give way to the file: what RocketMQ's proxy takes from its
-// environment (NAMESRV_ADDR) or, run in a broker, from the broker.
-func LoadProxyWith(path string, defaults, overrides map[string]string) (LoadedProxy, error) {
+// LoadProxyFrom is LoadProxy with each setting's origin named, as
+// LoadBrokerFrom: defaults replace the built-in ones and give way to the
+// file and the overrides (what RocketMQ's proxy takes from its
+// environment, NAMESRV_ADDR, or, run in a broker, from the broker), and a
+// later source wins over an earlier one. An error in a source starts with
+// its Name.
+func LoadProxyFrom(path string, defaults, overrides []Source) (LoadedProxy, error) {
 	out := LoadedProxy{Proxy: DefaultProxy()}
-	var inerts []inertFound[Proxy]
-	_, in, err := proxySchema.apply(&out.Proxy, defaults)
+	inerts, err := loadLayers(proxySchema, &out.Proxy, path, defaults, overrides, &out.UnknownKeys)
 	if err != nil {
-		return LoadedProxy{}, fmt.Errorf("default: %w", err)
-	}
-	inerts = append(inerts, in...)
-	if path != "" {
-		unknown, in, err := proxySchema.load(path, &out.Proxy)
-		if err != nil {
-			return LoadedProxy{}, err
-		}
-		out.UnknownKeys, inerts = unknown, in
-	}
-	if _, in, err := proxySchema.apply(&out.Proxy, overrides); err != nil {
-		return LoadedProxy{}, fmt.Errorf("override: %w", err)
-	} else {
-		inerts = append(inerts, in...)
+		return LoadedProxy{}, err
 	}
 	if out.Proxy.MaxLongPollingTimeout < out.Proxy.MinLongPollingTimeout {
 		return LoadedProxy{}, fmt.Errorf("grpcClientConsumerMaxLongPollingTimeoutMillis (%v) is below grpcClientConsumerMinLongPollingTimeoutMillis (%v)",

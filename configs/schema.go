@@ -210,13 +210,14 @@ func (s *schema[T]) apply(c *T, props map[string]string) ([]string, []inertFound
 
 // load reads the file at path (properties or YAML, by extension) into c
 // and returns the keys of the file the schema does not know, in the
-// spelling the file used (lower-cased by viper for YAML and JSON), and the
-// inert keys it holds. A value that does not parse, an inert key's
-// included, is an error naming the key and the file.
-func (s *schema[T]) load(path string, c *T) (unknown []string, inerts []inertFound[T], err error) {
+// spelling the file used (lower-cased by viper for YAML and JSON), the
+// inert keys it holds, and the canonical names of the keys it set. A
+// value that does not parse, an inert key's included, is an error naming
+// the key and the file.
+func (s *schema[T]) load(path string, c *T) (unknown []string, inerts []inertFound[T], set []string, err error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read config %s: %w", path, err)
+		return nil, nil, nil, fmt.Errorf("read config %s: %w", path, err)
 	}
 	if formatOf(path) == "properties" {
 		return s.loadProperties(path, raw, c)
@@ -224,7 +225,7 @@ func (s *schema[T]) load(path string, c *T) (unknown []string, inerts []inertFou
 	v := viper.New()
 	v.SetConfigType(formatOf(path))
 	if err := v.ReadConfig(bytes.NewReader(raw)); err != nil {
-		return nil, nil, fmt.Errorf("parse config %s: %w", path, err)
+		return nil, nil, nil, fmt.Errorf("parse config %s: %w", path, err)
 	}
 	keys := v.AllKeys()
 	sort.Strings(keys)
@@ -234,7 +235,7 @@ func (s *schema[T]) load(path string, c *T) (unknown []string, inerts []inertFou
 		if !ok {
 			if ik, ok := s.lookupInert(k); ok {
 				if err := ik.parse(val); err != nil {
-					return nil, nil, fmt.Errorf("config %s: key %s: %w", path, ik.key, err)
+					return nil, nil, nil, fmt.Errorf("config %s: key %s: %w", path, ik.key, err)
 				}
 				inerts = append(inerts, inertFound[T]{k: ik, raw: val})
 				continue
@@ -243,16 +244,17 @@ func (s *schema[T]) load(path string, c *T) (unknown []string, inerts []inertFou
 			continue
 		}
 		if err := f.set(c, val); err != nil {
-			return nil, nil, fmt.Errorf("config %s: key %s: %w", path, f.key, err)
+			return nil, nil, nil, fmt.Errorf("config %s: key %s: %w", path, f.key, err)
 		}
+		set = append(set, f.key)
 	}
-	return unknown, inerts, nil
+	return unknown, inerts, set, nil
 }
 
 // loadProperties sets c from the properties text raw of the file at path
 // (parseProperties reads it as java.util.Properties.load does) and
 // returns the keys the schema does not know, in the file's spelling and
-// order, and the inert keys met.
+// order, the inert keys met, and the canonical names of the keys set.
 //
 // RocketMQ sets its configuration from the entries with
 // MixAll.properties2Object: for each setter it looks up the key of exactly
@@ -268,10 +270,10 @@ func (s *schema[T]) load(path string, c *T) (unknown []string, inerts []inertFou
 // case, the spelling RocketMQ reads wins wherever it stands, and the other
 // is reported unknown, as RocketMQ ignores it; otherwise the key's last
 // entry wins, as in Java.
-func (s *schema[T]) loadProperties(path string, raw []byte, c *T) (unknown []string, inerts []inertFound[T], err error) {
+func (s *schema[T]) loadProperties(path string, raw []byte, c *T) (unknown []string, inerts []inertFound[T], set []string, err error) {
 	entries, err := parseProperties(raw)
 	if err != nil {
-		return nil, nil, fmt.Errorf("parse config %s: %w", path, err)
+		return nil, nil, nil, fmt.Errorf("parse config %s: %w", path, err)
 	}
 	// The entry that sets each key (known or inert, by its canonical
 	// name), and whether it is spelled as RocketMQ spells the key.
@@ -311,17 +313,18 @@ func (s *schema[T]) loadProperties(path string, raw []byte, c *T) (unknown []str
 		val := strings.TrimSpace(e.value)
 		if f, ok := s.lookup(e.key); ok {
 			if err := f.set(c, val); err != nil {
-				return nil, nil, fmt.Errorf("config %s line %d: key %s: %w", path, e.line, f.key, err)
+				return nil, nil, nil, fmt.Errorf("config %s line %d: key %s: %w", path, e.line, f.key, err)
 			}
+			set = append(set, f.key)
 			continue
 		}
 		ik, _ := s.lookupInert(e.key)
 		if err := ik.parse(val); err != nil {
-			return nil, nil, fmt.Errorf("config %s line %d: key %s: %w", path, e.line, ik.key, err)
+			return nil, nil, nil, fmt.Errorf("config %s line %d: key %s: %w", path, e.line, ik.key, err)
 		}
 		inerts = append(inerts, inertFound[T]{k: ik, raw: val})
 	}
-	return unknown, inerts, nil
+	return unknown, inerts, set, nil
 }
 
 // valueText is a value read by viper as the text a key's parser takes.

@@ -8,8 +8,10 @@
 //	broker -c broker.conf --enable-proxy [-pc rmq-proxy.json]   # also serve RocketMQ 5's gRPC clients on :8081, as mqbroker --enable-proxy
 //
 // The configuration file is RocketMQ's broker.conf (key=value) or YAML with
-// the same keys (see configs/broker.yaml). It stops cleanly on SIGINT or
-// SIGTERM, so the next start is a normal recovery.
+// the same keys (see configs/broker.yaml). When neither the file nor -n
+// names the name servers, the NAMESRV_ADDR environment variable does, as
+// for RocketMQ's mqbroker. It stops cleanly on SIGINT or SIGTERM, so the
+// next start is a normal recovery.
 package main
 
 import (
@@ -40,8 +42,11 @@ import (
 )
 
 type options struct {
-	config       string
-	namesrv      string
+	config  string
+	namesrv string
+	// namesrvEnv is NAMESRV_ADDR's value: namesrvAddr unless the file or
+	// -n names one.
+	namesrvEnv   string
 	store        string
 	sets         []string
 	shutdownWait time.Duration
@@ -75,6 +80,7 @@ func newCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.namesrvEnv = os.Getenv(namesrvAddrEnv)
 			if o.print {
 				return printConfig(cmd.OutOrStdout(), o)
 			}
@@ -85,7 +91,7 @@ func newCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.config, "config", "c", "", "broker.conf (properties) or YAML configuration file")
-	f.StringVarP(&o.namesrv, "namesrv-addr", "n", "", "name servers, host:port separated by ';' (overrides namesrvAddr)")
+	f.StringVarP(&o.namesrv, "namesrv-addr", "n", "", "name servers, host:port separated by ';' (overrides namesrvAddr; without either, NAMESRV_ADDR)")
 	f.StringVar(&o.store, "store", "", "store root directory (overrides storePathRootDir)")
 	f.StringArrayVar(&o.sets, "set", nil, "override one configuration key: --set key=value (repeatable)")
 	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 30*time.Second, "how long a clean shutdown may take")
@@ -125,19 +131,34 @@ func printConfig(w io.Writer, o options) error {
 	return err
 }
 
-// loadConfig reads the configuration file with the flags' overrides.
+// namesrvAddrEnv is the environment variable RocketMQ's broker takes its
+// namesrvAddr from when neither its file nor -n names one
+// (BrokerConfig's default, MixAll.NAMESRV_ADDR_ENV).
+const namesrvAddrEnv = "NAMESRV_ADDR"
+
+// loadConfig reads the configuration file with the flags' overrides, and
+// namesrvAddr from NAMESRV_ADDR (o.namesrvEnv) when neither names it. An
+// error in a value names where it came from: the flag, the environment
+// variable, or the file's line.
 func loadConfig(o options) (configs.Loaded, error) {
-	overrides := map[string]string{}
-	if err := cliflags.AddSets(o.sets, overrides); err != nil {
+	sets := map[string]string{}
+	if err := cliflags.AddSets(o.sets, sets); err != nil {
 		return configs.Loaded{}, err
 	}
+	var defaults []configs.Source
+	if o.namesrvEnv != "" {
+		defaults = append(defaults, configs.Source{Name: "environment variable " + namesrvAddrEnv,
+			Values: map[string]string{"namesrvAddr": o.namesrvEnv}})
+	}
+	// The dedicated flags come last: they win over --set.
+	overrides := []configs.Source{{Name: "flag --set", Values: sets}}
 	if o.namesrv != "" {
-		overrides["namesrvAddr"] = o.namesrv
+		overrides = append(overrides, configs.Source{Name: "flag -n (--namesrv-addr)", Values: map[string]string{"namesrvAddr": o.namesrv}})
 	}
 	if o.store != "" {
-		overrides["storePathRootDir"] = o.store
+		overrides = append(overrides, configs.Source{Name: "flag --store", Values: map[string]string{"storePathRootDir": o.store}})
 	}
-	return configs.LoadBroker(o.config, overrides)
+	return configs.LoadBrokerFrom(o.config, defaults, overrides)
 }
 
 func run(ctx context.Context, o options) error {
@@ -202,11 +223,12 @@ func run(ctx context.Context, o options) error {
 // broker's unless the file names others. Unlike RocketMQ's local mode it
 // reaches this broker (and the others) through the name servers.
 func startProxy(ctx context.Context, path string, cfg configs.Broker, log zerolog.Logger) (*grpcproxy.Server, error) {
-	var defaults map[string]string
+	var defaults []configs.Source
 	if cfg.NamesrvAddr != "" {
-		defaults = map[string]string{"namesrvAddr": cfg.NamesrvAddr} // unless the file names its own
+		// Unless the file names its own.
+		defaults = []configs.Source{{Name: "the broker's namesrvAddr", Values: map[string]string{"namesrvAddr": cfg.NamesrvAddr}}}
 	}
-	loaded, err := configs.LoadProxyWith(path, defaults, nil)
+	loaded, err := configs.LoadProxyFrom(path, defaults, nil)
 	if err != nil {
 		return nil, fmt.Errorf("proxy configuration: %w", err)
 	}

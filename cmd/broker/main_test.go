@@ -36,3 +36,91 @@ func TestPrintConfig(t *testing.T) {
 		t.Fatalf("unknown --set key: %v", err)
 	}
 }
+
+// printed runs broker -p with args and NAMESRV_ADDR set to env (unset
+// when empty) and returns what it printed and its error.
+func printed(t *testing.T, env string, args ...string) (string, error) {
+	t.Helper()
+	t.Setenv("NAMESRV_ADDR", env)
+	cmd := newCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs(append([]string{"-p"}, args...))
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+// RocketMQ's broker takes namesrvAddr from NAMESRV_ADDR unless its file
+// or -n names one (BrokerConfig's namesrvAddr defaults to the variable,
+// the file and then the command line are applied over it).
+func TestNamesrvAddrEnv(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "broker.conf")
+	silent := filepath.Join(dir, "silent.conf")
+	if err := os.WriteFile(file, []byte("namesrvAddr=10.2.2.2:9876\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(silent, []byte("brokerName=broker-x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"", nil, "namesrvAddr=\n"},
+		{"10.1.1.1:9876", nil, "namesrvAddr=10.1.1.1:9876\n"},
+		{"10.1.1.1:9876", []string{"-c", silent}, "namesrvAddr=10.1.1.1:9876\n"},
+		{"10.1.1.1:9876", []string{"-c", file}, "namesrvAddr=10.2.2.2:9876\n"},
+		{"10.1.1.1:9876", []string{"-n", "10.3.3.3:9876"}, "namesrvAddr=10.3.3.3:9876\n"},
+		{"10.1.1.1:9876", []string{"-c", file, "-n", "10.3.3.3:9876"}, "namesrvAddr=10.3.3.3:9876\n"},
+		{"10.1.1.1:9876", []string{"--set", "namesrvAddr=10.4.4.4:9876"}, "namesrvAddr=10.4.4.4:9876\n"},
+		{"", []string{"--set", "namesrvAddr=10.4.4.4:9876", "-n", "10.3.3.3:9876"}, "namesrvAddr=10.3.3.3:9876\n"},
+	} {
+		out, err := printed(t, c.env, c.args...)
+		if err != nil || !strings.Contains(out, c.want) {
+			t.Errorf("NAMESRV_ADDR=%q %v: %v, want %q printed:\n%s", c.env, c.args, err, c.want, out)
+		}
+	}
+}
+
+// A namesrvAddr that is not a list of host:port addresses is refused with
+// an error that says where it came from: -n, --set, NAMESRV_ADDR or the
+// file's line (the error used to say "override" for both flags).
+func TestBadNamesrvAddrNamesItsSource(t *testing.T) {
+	dir := t.TempDir()
+	file, good := filepath.Join(dir, "broker.conf"), filepath.Join(dir, "good.conf")
+	if err := os.WriteFile(file, []byte("brokerName=broker-x\nnamesrvAddr=10.0.0.1:9876;10.0.0.2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(good, []byte("namesrvAddr=10.0.0.1:9876\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		env    string
+		args   []string
+		source string
+	}{
+		{"-n without a port", "", []string{"-n", "10.0.0.1"}, "flag -n (--namesrv-addr): key namesrvAddr"},
+		{"-n with ','", "", []string{"-n", "10.0.0.1:9876,10.0.0.2:9876"}, "flag -n (--namesrv-addr): key namesrvAddr"},
+		{"--namesrv-addr with port 0", "", []string{"--namesrv-addr", "10.0.0.1:0"}, "flag -n (--namesrv-addr): key namesrvAddr"},
+		{"--set", "", []string{"--set", "namesrvAddr=10.0.0.1:ninety"}, "flag --set: key namesrvAddr"},
+		{"NAMESRV_ADDR", "10.0.0.3", nil, "environment variable NAMESRV_ADDR: key namesrvAddr"},
+		{"file", "", []string{"-c", file}, "config " + file + " line 2: key namesrvAddr"},
+		{"bad NAMESRV_ADDR under a good -n", "10.0.0.3", []string{"-n", "10.0.0.1:9876"}, ""},
+		{"bad NAMESRV_ADDR under a good file", "10.0.0.3", []string{"-c", good}, ""},
+		{"bad NAMESRV_ADDR under a good --set", "10.0.0.3", []string{"--set", "NAMESRVADDR=10.0.0.1:9876"}, ""},
+		{"bad -n over a good NAMESRV_ADDR", "10.0.0.3:9876", []string{"-n", "10.0.0.1"}, "flag -n (--namesrv-addr): key namesrvAddr"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := printed(t, c.env, c.args...)
+			switch {
+			case c.source == "" && err != nil:
+				t.Fatalf("error %v, want none: NAMESRV_ADDR is not read when the file or a flag names the name servers", err)
+			case c.source != "" && (err == nil || !strings.HasPrefix(err.Error(), c.source) || !strings.Contains(err.Error(), "not host:port")):
+				t.Fatalf("error %v, want one starting %q and saying the address is not host:port", err, c.source)
+			}
+		})
+	}
+}

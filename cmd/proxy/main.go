@@ -34,8 +34,9 @@ type options struct {
 	config       string
 	print        bool
 	shutdownWait time.Duration
-	// defaults give way to the file, overrides win over it.
-	defaults, overrides map[string]string
+	// defaults give way to the file, overrides win over it; a later
+	// source wins over an earlier one.
+	defaults, overrides []configs.Source
 }
 
 func main() {
@@ -58,26 +59,8 @@ func newCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f := cmd.Flags()
-			o.overrides = map[string]string{}
-			if f.Changed("listen") {
-				if err := cliflags.AddListen(listen, "bindAddress", "grpcServerPort", o.overrides); err != nil {
-					return err
-				}
-			}
-			if f.Changed("namesrv") {
-				o.overrides["namesrvAddr"] = namesrv
-			} else if env := os.Getenv("NAMESRV_ADDR"); env != "" {
-				// RocketMQ's proxy starts from NAMESRV_ADDR; its file's
-				// namesrvAddr, when it has one, wins.
-				o.defaults = map[string]string{"namesrvAddr": env}
-			}
-			for flag, key := range map[string]string{"log-level": "logLevel", "log-format": "logFormat"} {
-				if f.Changed(flag) {
-					o.overrides[key], _ = f.GetString(flag)
-				}
-			}
-			if err := cliflags.AddSets(sets, o.overrides); err != nil {
+			var err error
+			if o.defaults, o.overrides, err = sources(cmd, listen, namesrv, sets, os.Getenv); err != nil {
 				return err
 			}
 			if o.print {
@@ -92,7 +75,7 @@ func newCommand() *cobra.Command {
 	f.StringVarP(&o.config, "config", "c", "", "rmq-proxy.json, properties or YAML configuration (RocketMQ proxy's keys, see configs/proxy.yaml)")
 	f.BoolVarP(&o.print, "print-config", "p", false, "print the configuration that would run, then exit")
 	f.StringVar(&listen, "listen", ":8081", "gRPC listen address (overrides bindAddress and grpcServerPort)")
-	f.StringVarP(&namesrv, "namesrv", "n", "127.0.0.1:9876", "name server addresses, ';'-separated (overrides namesrvAddr; without either, NAMESRV_ADDR)")
+	f.StringVarP(&namesrv, "namesrv", "n", "127.0.0.1:9876", "name server addresses, separated by ';' or ',' (overrides namesrvAddr; without either, NAMESRV_ADDR)")
 	f.StringVar(&level, "log-level", "info", "log level: trace, debug, info, warn or error (overrides logLevel)")
 	f.StringVar(&logFormat, "log-format", string(logging.Auto), "log format: auto, console or json (overrides logFormat)")
 	f.StringArrayVar(&sets, "set", nil, "override one configuration key: --set key=value (repeatable)")
@@ -100,9 +83,43 @@ func newCommand() *cobra.Command {
 	return cmd
 }
 
+// sources are the settings the flags (and, without -n, NAMESRV_ADDR)
+// give, each named for the errors in it: the defaults, which give way to
+// the file, and the overrides, dedicated flags after --set so that they
+// win over it.
+func sources(cmd *cobra.Command, listen, namesrv string, sets []string, getenv func(string) string) (defaults, overrides []configs.Source, err error) {
+	f := cmd.Flags()
+	setValues := map[string]string{}
+	if err := cliflags.AddSets(sets, setValues); err != nil {
+		return nil, nil, err
+	}
+	overrides = []configs.Source{{Name: "flag --set", Values: setValues}}
+	if f.Changed("listen") {
+		values := map[string]string{}
+		if err := cliflags.AddListen(listen, "bindAddress", "grpcServerPort", values); err != nil {
+			return nil, nil, err
+		}
+		overrides = append(overrides, configs.Source{Name: "flag --listen", Values: values})
+	}
+	if f.Changed("namesrv") {
+		overrides = append(overrides, configs.Source{Name: "flag -n (--namesrv)", Values: map[string]string{"namesrvAddr": namesrv}})
+	} else if env := getenv("NAMESRV_ADDR"); env != "" {
+		// RocketMQ's proxy starts from NAMESRV_ADDR; its file's
+		// namesrvAddr, when it has one, wins.
+		defaults = []configs.Source{{Name: "environment variable NAMESRV_ADDR", Values: map[string]string{"namesrvAddr": env}}}
+	}
+	for _, flag := range []struct{ name, key string }{{"log-level", "logLevel"}, {"log-format", "logFormat"}} {
+		if f.Changed(flag.name) {
+			v, _ := f.GetString(flag.name)
+			overrides = append(overrides, configs.Source{Name: "flag --" + flag.name, Values: map[string]string{flag.key: v}})
+		}
+	}
+	return defaults, overrides, nil
+}
+
 // printConfig writes the configuration that would run as key=value lines.
 func printConfig(w io.Writer, o options) error {
-	loaded, err := configs.LoadProxyWith(o.config, o.defaults, o.overrides)
+	loaded, err := configs.LoadProxyFrom(o.config, o.defaults, o.overrides)
 	if err != nil {
 		return err
 	}
@@ -112,7 +129,7 @@ func printConfig(w io.Writer, o options) error {
 
 // run serves until ctx is done, then shuts down.
 func run(ctx context.Context, o options) error {
-	loaded, err := configs.LoadProxyWith(o.config, o.defaults, o.overrides)
+	loaded, err := configs.LoadProxyFrom(o.config, o.defaults, o.overrides)
 	if err != nil {
 		return err
 	}

@@ -132,10 +132,18 @@ func TestSetFlag(t *testing.T) {
 
 // NAMESRV_ADDR names the name servers when neither -n nor the file given
 // with -c does, as RocketMQ's proxy starts from it; -n wins over both, and
-// a file's namesrvAddr over the environment.
+// a file's namesrvAddr over the environment. A variable that a file or -n
+// overrides is not read: one that is not host:port is no error then.
 func TestNamesrvAddrEnv(t *testing.T) {
-	t.Setenv("NAMESRV_ADDR", "10.1.1.1:9876")
 	file := writeConfig(t, "rmq-proxy.json", `{"namesrvAddr": "10.2.2.2:9876"}`)
+	t.Setenv("NAMESRV_ADDR", "10.0.0.3")
+	for _, args := range [][]string{{"-c", file}, {"-n", "10.3.3.3:9876"}} {
+		if _, err := execute(t, append([]string{"-p"}, args...)...); err != nil {
+			t.Errorf("%v with a NAMESRV_ADDR that is not host:port: %v", args, err)
+		}
+	}
+
+	t.Setenv("NAMESRV_ADDR", "10.1.1.1:9876")
 	silent := writeConfig(t, "rmq-proxy-no-namesrv.json", `{"grpcServerPort": 18081}`)
 	for _, c := range []struct {
 		args []string
@@ -176,24 +184,26 @@ func TestBadFlags(t *testing.T) {
 }
 
 // A namesrvAddr that is not a list of host:port addresses stops the
-// proxy at start with an error naming the key, wherever it came from (-n,
-// --set, the file, NAMESRV_ADDR), as the broker's namesrvAddr does; the
+// proxy at start with an error naming the key and where it came from
+// (-n, --set, the file, NAMESRV_ADDR: the flags and the variable used to
+// be "override" and "default"), as the broker's namesrvAddr does; the
 // proxy used to start and fail each route request instead. Run without
 // -p, under a deadline: a proxy that starts serves until it ends, and
 // returns no error.
 func TestBadNamesrvAddrStopsTheStart(t *testing.T) {
 	file := writeConfig(t, "rmq-proxy.json", `{"namesrvAddr": "10.0.0.1:9876;10.0.0.2"}`)
 	for _, c := range []struct {
-		name string
-		env  string
-		args []string
+		name   string
+		env    string
+		args   []string
+		source string // how the error starts
 	}{
-		{"flag without a port", "", []string{"-n", "10.0.0.1"}},
-		{"flag with a port out of range", "", []string{"-n", "10.0.0.1:98760"}},
-		{"flag with port 0", "", []string{"-n", "10.0.0.1:0"}},
-		{"set with a port that is not a number", "", []string{"--set", "namesrvAddr=10.0.0.1:ninety"}},
-		{"file's second address without a port", "", []string{"-c", file}},
-		{"NAMESRV_ADDR without a port", "10.0.0.3", nil},
+		{"flag without a port", "", []string{"-n", "10.0.0.1"}, "flag -n (--namesrv): key namesrvAddr"},
+		{"flag with a port out of range", "", []string{"-n", "10.0.0.1:98760"}, "flag -n (--namesrv): key namesrvAddr"},
+		{"flag with port 0", "", []string{"--namesrv", "10.0.0.1:0"}, "flag -n (--namesrv): key namesrvAddr"},
+		{"set with a port that is not a number", "", []string{"--set", "namesrvAddr=10.0.0.1:ninety"}, "flag --set: key namesrvAddr"},
+		{"file's second address without a port", "", []string{"-c", file}, "config " + file + ": key namesrvAddr"},
+		{"NAMESRV_ADDR without a port", "10.0.0.3", nil, "environment variable NAMESRV_ADDR: key namesrvAddr"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("NAMESRV_ADDR", c.env)
@@ -204,8 +214,8 @@ func TestBadNamesrvAddrStopsTheStart(t *testing.T) {
 			cmd.SetOut(&bytes.Buffer{})
 			cmd.SetErr(&bytes.Buffer{})
 			err := cmd.ExecuteContext(ctx)
-			if err == nil || !strings.Contains(err.Error(), "namesrvAddr") || !strings.Contains(err.Error(), "not host:port") {
-				t.Fatalf("error %v, want one naming namesrvAddr and saying it is not host:port", err)
+			if err == nil || !strings.HasPrefix(err.Error(), c.source) || !strings.Contains(err.Error(), "not host:port") {
+				t.Fatalf("error %v, want one starting %q and saying the address is not host:port", err, c.source)
 			}
 			if ctx.Err() != nil {
 				t.Fatal("the proxy ran until the deadline before failing")
