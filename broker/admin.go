@@ -334,15 +334,8 @@ func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *re
 			}
 		}
 	}
-	for i, t := range doomed {
-		on := groups
-		if i > 0 {
-			on = map[string]bool{}
-			if err := b.groupsWithOffsetsOn(t, on); err != nil {
-				return remoting.NewResponse(req, remoting.SystemError, err.Error())
-			}
-		}
-		if err := b.deleteTopic(t, on); err != nil {
+	for _, t := range doomed {
+		if err := b.deleteTopic(t); err != nil {
 			return remoting.NewResponse(req, remoting.SystemError, err.Error())
 		}
 	}
@@ -351,9 +344,13 @@ func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *re
 	return remoting.NewResponse(req, remoting.Success, "")
 }
 
-// deleteTopic deletes a topic's config, queues, statistics and the
-// consumer offsets of groups, the groups with offsets on it.
-func (b *Broker) deleteTopic(topic string, groups map[string]bool) error {
+// deleteTopic deletes a topic's config, queues and statistics, then what
+// its consumers left: every group's committed offsets, pop positions,
+// orderly batches and checkpoints. The config goes first: the POP
+// service's writes of the topic that begin once it is gone write nothing,
+// and the deletion of the consumer state waits for those under way
+// (kvindex.PopStore.DeleteTopic), so none of them survives it.
+func (b *Broker) deleteTopic(topic string) error {
 	if err := b.topics.table.Delete(topic); err != nil {
 		return err
 	}
@@ -361,19 +358,10 @@ func (b *Broker) deleteTopic(topic string, groups map[string]bool) error {
 		return err
 	}
 	b.stats.TopicDeleted(topic)
-	for g := range groups {
-		if err := b.offsets.DeleteGroupTopic(g, topic); err != nil {
-			return err
-		}
-	}
-	// Pop positions too: a topic created again numbers its queues from
-	// 0, and a stale position past their end would skip its messages;
-	// and the checkpoints of messages in flight, which revive would read
-	// at the same offsets of a topic created again.
-	if err := b.db.Pop().DeletePositions("", topic); err != nil {
-		return err
-	}
-	return b.db.Pop().DeleteTopicCheckpoints(topic)
+	// A topic created again numbers its queues from 0: a stale position
+	// or offset past their end would skip its messages, and revive would
+	// read its messages at the offsets of checkpoints left.
+	return b.db.Pop().DeleteTopic(topic)
 }
 
 // processGetTopicConfig answers GET_TOPIC_CONFIG.

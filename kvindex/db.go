@@ -99,8 +99,8 @@ type DB struct {
 	// legacyIntents is set while keyspace 0x57 may hold revive intents of
 	// an earlier version, which the dispatcher deletes (poprevive.go).
 	legacyIntents atomic.Bool
-	// topicFence orders DeleteTopicCheckpoints with the revives of the
-	// topic (popfence.go).
+	// topicFence orders DeleteTopic with the writes of the topic's
+	// queue state (popfence.go).
 	topicFence *topicFence
 
 	// journalTop is the largest first offset a CQ journal record may

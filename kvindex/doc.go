@@ -47,7 +47,7 @@
 //	0x54    request mode    no         broker (SET_MESSAGE_REQUEST_MODE)
 //	0x55    pop ck deadline no         pop service, in the same batches as 0x56
 //	0x56    pop checkpoint  no         pop service (pop, ack, change invisible time, revive)
-//	0x57    pop revive      no         earlier versions' revive; deleted by the dispatcher and the pop service's start
+//	0x57    pop revive      no         earlier versions' revive; deleted by the dispatcher, the pop service's start and topic deletion
 //	0x58    revive batch    no         pop service (revive)
 //	0x60    txn half        no         dispatcher (half messages); transaction service (checks, end)
 //	0x61    txn end         no         transaction service (END_TRANSACTION, discard); dispatcher (committed records)

@@ -639,19 +639,28 @@ func (s *PopStore) EachRequestMode(fn func(RequestMode) bool) error {
 	return derr
 }
 
-// DeleteTopicCheckpoints deletes every group's checkpoints of a deleted
-// topic (0x56, with their deadlines 0x55 and revive batches 0x58): left,
-// revive would read a topic created again under the same name at their
-// offsets and deliver its messages a second time, and they would hold its
-// committed offsets back until they expired. It first waits for the
-// revives of the topic under way (HoldTopic) and keeps new ones waiting
-// until it returns: a revive that read a checkpoint, and maybe its
-// messages, before the topic's queues were dropped would otherwise put
-// them to the pop-retry topic after the deletion returned, or give them
-// back to a checkpoint of the deleted topic when its put failed. A
-// revive's put can take a while (a failed one waits for the dispatcher),
-// and so can this wait.
-func (s *PopStore) DeleteTopicCheckpoints(topic string) error {
+// DeleteTopic deletes what the consumers of a deleted topic left in the
+// database, of every group: committed offsets (0x30, as RocketMQ's
+// ConsumerOffsetManager.cleanOffsetByTopic), pop positions and orderly
+// batches (0x52, 0x53), checkpoints with their deadlines (0x55, 0x56),
+// revive batches (0x58) and the revive intents an earlier version left
+// (0x57), which the POP service's start would give back to checkpoints.
+// Left, a topic created again under the same name would number its
+// queues from 0 while a stale position or offset skips its messages, and
+// revive would read it at the checkpoints' offsets and deliver its
+// messages a second time.
+//
+// It first waits for the holds of the topic under way (HoldTopic: the
+// revives, pops, acks, changes of invisible time and offset resets of
+// its queues) and keeps new ones waiting until it returns, so that
+// nothing a hold wrote survives it: a revive that read a checkpoint
+// before the topic's queues were dropped would otherwise put its
+// messages to the pop-retry topic, move the group's committed offset or
+// give them back to a checkpoint after the deletion returned, and an ack
+// would write back the checkpoint it read. A revive's put can take a
+// while (a failed one waits for the dispatcher), and so can this wait.
+// The caller deletes the topic's config first (see HoldTopic).
+func (s *PopStore) DeleteTopic(topic string) error {
 	end := s.db.topicFence.exclude(topic)
 	defer end()
 	b := s.NewBatch()
@@ -668,16 +677,23 @@ func (s *PopStore) DeleteTopicCheckpoints(topic string) error {
 		}
 		return nil
 	})
-	if err == nil {
-		err = s.eachGroupOfTopic(prefixPopReviveBatch, topic, func(_ *pebble.Iterator, lo []byte) error {
+	for _, p := range []byte{prefixConsumerOf, prefixPopPosition, prefixPopOrder, prefixPopRevive, prefixPopReviveBatch} {
+		if err != nil {
+			break
+		}
+		err = s.eachGroupOfTopic(p, topic, func(_ *pebble.Iterator, lo []byte) error {
 			return b.b.DeleteRange(lo, prefixEnd(lo), nil)
 		})
 	}
 	if err == nil {
 		err = b.Commit(true)
 	}
+	// Reads since the cache entries were filled may have been of keys
+	// deleted now.
+	s.db.positions.purge()
+	s.db.committed.purge()
 	if err != nil {
-		return fmt.Errorf("delete checkpoints on %q: %w", topic, err)
+		return fmt.Errorf("delete the consumer state of %q: %w", topic, err)
 	}
 	return nil
 }

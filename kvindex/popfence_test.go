@@ -6,17 +6,17 @@ import (
 	"time"
 )
 
-// DeleteTopicCheckpoints waits for the holds of its topic (a revive under
-// way) and deletes the checkpoint a hold wrote meanwhile; a hold taken
+// DeleteTopic waits for the holds of its topic (a revive under way) and
+// deletes the checkpoint a hold wrote meanwhile; a hold taken
 // while the deletion runs waits for it to return; holds of another topic
 // neither wait nor are waited for.
-func TestDeleteTopicCheckpointsWaitsForTheTopicsHolds(t *testing.T) {
+func TestDeleteTopicWaitsForTheTopicsHolds(t *testing.T) {
 	db := openTestDB(t)
 	s := db.Pop()
-	release := s.HoldTopic("T")
-	otherRelease := s.HoldTopic("U")
+	hold := s.HoldTopic("T")
+	other := s.HoldTopic("U")
 	deleted := make(chan error, 1)
-	go func() { deleted <- s.DeleteTopicCheckpoints("T") }()
+	go func() { deleted <- s.DeleteTopic("T") }()
 	select {
 	case err := <-deleted:
 		t.Fatalf("the deletion returned (%v) while a revive of the topic held it", err)
@@ -34,16 +34,16 @@ func TestDeleteTopicCheckpointsWaitsForTheTopicsHolds(t *testing.T) {
 	}
 	b.Close()
 	// Another topic is not held up by the deletion.
-	held := make(chan func(), 1)
+	held := make(chan TopicHold, 1)
 	go func() { held <- s.HoldTopic("U") }()
 	select {
-	case r := <-held:
-		r()
+	case h := <-held:
+		h.Release()
 	case <-time.After(5 * time.Second):
 		t.Fatal("a hold of another topic waited for the deletion")
 	}
-	otherRelease()
-	release()
+	other.Release()
+	hold.Release()
 	select {
 	case err := <-deleted:
 		if err != nil {
@@ -59,8 +59,8 @@ func TestDeleteTopicCheckpointsWaitsForTheTopicsHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release() // a second release changes nothing
-	s.HoldTopic("T")()
+	s.HoldTopic("T").Release()
+	TopicHold{}.Release() // holds nothing
 }
 
 // A hold of a topic taken while its deletion runs waits for the deletion
@@ -69,7 +69,7 @@ func TestHoldTopicWaitsForTheDeletion(t *testing.T) {
 	db := openTestDB(t)
 	s := db.Pop()
 	end := db.topicFence.exclude("T")
-	held := make(chan func(), 1)
+	held := make(chan TopicHold, 1)
 	go func() { held <- s.HoldTopic("T") }()
 	select {
 	case <-held:
@@ -78,9 +78,50 @@ func TestHoldTopicWaitsForTheDeletion(t *testing.T) {
 	}
 	end()
 	select {
-	case r := <-held:
-		r()
+	case h := <-held:
+		h.Release()
 	case <-time.After(5 * time.Second):
 		t.Fatal("the hold never came once the deletion ended")
 	}
+}
+
+// A hold tells a writer whether a deletion ended since it read
+// TopicDeletions: not for a hold taken before the deletion began nor for
+// a count read after it ended, and so for a hold taken after it.
+func TestTopicHoldDeletedSince(t *testing.T) {
+	db := openTestDB(t)
+	s := db.Pop()
+	before := s.TopicDeletions()
+	early := s.HoldTopic("T")
+	if early.DeletedSince(before) {
+		t.Error("a hold taken before any deletion reports one")
+	}
+	early.Release()
+	if err := s.DeleteTopic("T"); err != nil {
+		t.Fatal(err)
+	}
+	late := s.HoldTopic("T")
+	defer late.Release()
+	if !late.DeletedSince(before) {
+		t.Error("a hold taken after a deletion ended does not report it to a writer that read the count before")
+	}
+	if after := s.TopicDeletions(); late.DeletedSince(after) {
+		t.Error("a hold reports a deletion that ended before the count was read")
+	}
+}
+
+// BenchmarkHoldTopic takes and releases holds of a few topics from every
+// processor at once, as concurrent pops and acks do.
+func BenchmarkHoldTopic(b *testing.B) {
+	db := openTestDB(b)
+	s := db.Pop()
+	topics := []string{"BenchPopTopic_0", "BenchPopTopic_1", "BenchPopTopic_2", "BenchPopTopic_3"}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			s.HoldTopic(topics[i%len(topics)]).Release()
+			i++
+		}
+	})
 }

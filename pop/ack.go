@@ -131,6 +131,10 @@ func (s *Service) ackQueueUnsynced(group, topic string, queueID int32, ckOffset 
 	unlock := s.lock(group, topic, queueID)
 	err := func() error {
 		defer unlock()
+		// No deletion of the topic between the read of the checkpoint
+		// and its rewrite; once the topic is deleted there is none.
+		hold := s.store.HoldTopic(topic)
+		defer hold.Release()
 		ck, ok, err := s.store.Checkpoint(group, topic, queueID, ckOffset, popTime)
 		if err != nil || !ok || ck.InvisibleTime != invisibleTime {
 			return err
@@ -139,6 +143,7 @@ func (s *Service) ackQueueUnsynced(group, topic string, queueID int32, ckOffset 
 		if len(removed) == 0 {
 			return nil
 		}
+		s.readState()
 		b := s.store.NewBatch()
 		defer b.Close()
 		if err := b.RewriteCheckpoint(&ck); err != nil {
@@ -216,10 +221,13 @@ func (s *Service) ChangeInvisibleTime(group, topic string, queueID int32, offset
 	unlock := s.lock(group, topic, queueID)
 	err := func() error {
 		defer unlock()
+		hold := s.store.HoldTopic(topic)
+		defer hold.Release()
 		ck, ok, err := s.store.Checkpoint(group, topic, queueID, h.CKOffset, h.PopTime)
 		if err != nil || !ok || ck.InvisibleTime != h.InvisibleTime || !ck.Contains(offset) {
 			return err
 		}
+		s.readState()
 		if offset == ck.CKOffset && now == ck.PopTime {
 			// The new checkpoint would have the old one's name.
 			now++

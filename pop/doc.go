@@ -33,6 +33,14 @@
 // backoff; so does a failed put. Under Config.DropExhaustedRevives a
 // message is dropped at its failure after maxReviveAttempts.
 //
+// A topic's deletion (kvindex.PopStore.DeleteTopic, after the broker
+// deleted its config) deletes every group's state of it. Every write of a
+// queue's state holds the queue's topic (kvindex.PopStore.HoldTopic) from
+// before its reads until its commit, so the deletion comes wholly before
+// or after it; a pop that checked its topic before a deletion that ended
+// since checks it again and writes nothing when it is gone. Revive drops
+// the checkpoints of a topic that no longer exists, as RocketMQ's does.
+//
 // Orderly pops keep one batch per group and queue (0x53) and lock the
 // queue until the batch is acknowledged or expired; see order.go. Both
 // call Config.OnQueueReady for the queue, the expiry from a timer per

@@ -74,6 +74,13 @@ func (s *Service) popOrderQueue(req PopRequest, src source, remain int, wait boo
 		return true, nil
 	}
 	defer unlock()
+	// As popHeld: no deletion of the topic between the reads and the
+	// writes, and no write once it was deleted.
+	hold := s.store.HoldTopic(src.topic)
+	defer hold.Release()
+	if gone, err := s.deletedSince(hold, src.topic, req.deletions); err != nil || gone {
+		return false, err
+	}
 	return false, s.popOrderLocked(req, src, remain, res, info, dur)
 }
 
@@ -270,6 +277,8 @@ func (s *Service) ackOrderUnsynced(group, topic string, queueID int32, offsets [
 	unlock := s.lock(group, topic, queueID)
 	err := func() error {
 		defer unlock()
+		hold := s.store.HoldTopic(topic)
+		defer hold.Release()
 		committed, _, err := s.cfg.Offsets.Get(group, topic, queueID)
 		if err != nil {
 			return err
@@ -277,6 +286,14 @@ func (s *Service) ackOrderUnsynced(group, topic string, queueID int32, offsets [
 		st, ok, err := s.store.Order(group, topic, queueID)
 		if err != nil {
 			return err
+		}
+		if !ok {
+			// No batch to ack, maybe because the topic was deleted since
+			// the broker checked it: the offset is committed only for a
+			// topic that exists.
+			if gone, err := s.topicGone(topic); err != nil || gone {
+				return err
+			}
 		}
 		next := int64(-1)
 		for _, off := range offsets {
@@ -295,6 +312,7 @@ func (s *Service) ackOrderUnsynced(group, topic string, queueID int32, offsets [
 		if next < 0 {
 			return nil
 		}
+		s.readState()
 		return s.commitOrderAck(group, topic, queueID, &st, ok, res.Deleted > 0, next, last, dur)
 	}()
 	if err != nil {
@@ -387,6 +405,8 @@ func (s *Service) changeOrder(group, topic string, queueID int32, offset int64, 
 	unlock := s.lock(group, topic, queueID)
 	err := func() error {
 		defer unlock()
+		hold := s.store.HoldTopic(topic)
+		defer hold.Release()
 		committed, _, err := s.cfg.Offsets.Get(group, topic, queueID)
 		if err != nil || offset < committed {
 			return err
@@ -409,6 +429,7 @@ func (s *Service) changeOrder(group, topic string, queueID int32, offset int64, 
 		if !res.Changed {
 			return nil
 		}
+		s.readState()
 		b := s.store.NewBatch()
 		defer b.Close()
 		if err := b.SetOrder(&st); err != nil {

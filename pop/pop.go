@@ -31,6 +31,10 @@ type PopRequest struct {
 	// start; it grows by reallocation when too small), so that a caller
 	// can recycle response bodies.
 	Body []byte
+
+	// deletions is the store's TopicDeletions before the pop checked
+	// that its topics exist.
+	deletions uint64
 }
 
 // PopResult is what a pop returns: the response body records and the
@@ -118,6 +122,9 @@ func (s *Service) pop(req PopRequest) (PopResult, error) {
 	if req.Order {
 		res.ReviveQID = OrderReviveQueue
 	}
+	// Read before the topics are checked: a deletion that ends after the
+	// checks makes the writes of the queues held after it check again.
+	req.deletions = s.store.TopicDeletions()
 	n, ok, err := s.cfg.Broker.ReadQueueNums(req.Topic)
 	if err != nil {
 		return res, err
@@ -253,7 +260,7 @@ func (s *Service) popQueue(req PopRequest, src source, remain int, wait bool, re
 	if !ok {
 		return true, nil
 	}
-	r, err := s.popLocked(req, src, remain, res, dur)
+	r, err := s.popHeld(req, src, remain, res, dur)
 	unlock()
 	if err != nil || len(r.offsets) == 0 {
 		return false, err
@@ -271,6 +278,38 @@ func (s *Service) queueLock(group string, src source, wait bool) (func(), bool) 
 		return s.lock(group, src.topic, src.queueID), true
 	}
 	return s.tryLock(group, src.topic, src.queueID)
+}
+
+// popHeld is popLocked under a hold of the queue's topic, which keeps a
+// deletion of the topic from falling between the pop's reads and its
+// writes. A pop of a topic deleted since the pop checked it writes
+// nothing and takes nothing.
+func (s *Service) popHeld(req PopRequest, src source, remain int, res *PopResult, dur *durability) (readResult, error) {
+	hold := s.store.HoldTopic(src.topic)
+	defer hold.Release()
+	if gone, err := s.deletedSince(hold, src.topic, req.deletions); err != nil || gone {
+		return readResult{}, err
+	}
+	return s.popLocked(req, src, remain, res, dur)
+}
+
+// deletedSince reports whether topic, which existed when the store's
+// TopicDeletions was deletions, no longer does: asked of the broker only
+// when a deletion of a topic ended between then and the hold.
+func (s *Service) deletedSince(hold kvindex.TopicHold, topic string, deletions uint64) (bool, error) {
+	if !hold.DeletedSince(deletions) {
+		return false, nil
+	}
+	return s.topicGone(topic)
+}
+
+// topicGone reports whether topic no longer exists.
+func (s *Service) topicGone(topic string) (bool, error) {
+	_, ok, err := s.cfg.Broker.ReadQueueNums(topic)
+	if err != nil {
+		return false, fmt.Errorf("check topic %s: %w", topic, err)
+	}
+	return !ok, nil
 }
 
 // popLocked takes up to remain messages of one queue whose lock the

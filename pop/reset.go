@@ -46,6 +46,9 @@ func (s *Service) resetQueue(group, topic string, queueID int32, offset int64) (
 	}
 	unlock := s.lock(group, topic, queueID)
 	defer unlock()
+	// The state read is not deleted with the topic before it is written.
+	hold := s.store.HoldTopic(topic)
+	defer hold.Release()
 	// A non-orderly pop keeps a position; an orderly one its batch (it
 	// starts from the committed offset).
 	_, positioned, err := s.store.Position(group, topic, queueID)
@@ -56,6 +59,7 @@ func (s *Service) resetQueue(group, topic string, queueID int32, offset int64) (
 	if err != nil || !positioned && !ordered {
 		return false, err
 	}
+	s.readState()
 	b := s.store.NewBatch()
 	defer b.Close()
 	if positioned {

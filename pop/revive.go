@@ -147,7 +147,8 @@ type queueKey struct {
 // leaves at the next start, and those of a failed put that could not yet
 // tell what it stored before a later round). A message that could not be
 // read, or whose put failed, goes back to a checkpoint due after
-// reviveBackoff.
+// reviveBackoff. The checkpoints of a topic that no longer exists are
+// dropped with a warning.
 func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 	now := s.now()
 	s.lowerCursor()
@@ -247,8 +248,8 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 	defer unlock()
 	// A deletion of the topic comes before the checkpoints are read or
 	// after all that comes of them is written (the put included).
-	release := s.store.HoldTopic(k.topic)
-	defer release()
+	hold := s.store.HoldTopic(k.topic)
+	defer hold.Release()
 	b := s.store.NewBatch()
 	defer b.Close()
 	// The checkpoints as they are now: acks since the scan removed
@@ -276,6 +277,14 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 	}
 	if len(cks) == 0 {
 		return 0, b.Commit(false)
+	}
+	// As RocketMQ's PopReviveService.mergeAndRevive: the checkpoints of a
+	// topic that no longer exists (the one popped, or the one a pop-retry
+	// topic retries) are dropped, not revived.
+	if gone, err := s.topicGone(originalTopic(k.topic, k.group)); err != nil {
+		return 0, fmt.Errorf("revive: %w", err)
+	} else if gone {
+		return s.dropCheckpoints(b, cks)
 	}
 	// The messages' ConsumeQueue entries: one range read when the span is
 	// small enough.
@@ -391,6 +400,23 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 		return handled, s.moveCommitted(k.group, k.topic, k.queueID)
 	}
 	return handled, nil
+}
+
+// dropCheckpoints deletes, in b, checkpoints of a topic that no longer
+// exists, with a warning for each, commits b and returns how many
+// messages they held.
+func (s *Service) dropCheckpoints(b *kvindex.PopBatch, cks []kvindex.Checkpoint) (int, error) {
+	n := 0
+	for i := range cks {
+		c := &cks[i]
+		s.log.Warn().Str("group", c.Group).Str("topic", c.Topic).Int32("queue", c.QueueID).Ints64("offsets", c.Offsets).
+			Msg("revive: the topic no longer exists; checkpoint dropped, its messages not re-delivered")
+		if err := b.DeleteCheckpoint(c); err != nil {
+			return 0, err
+		}
+		n += len(c.Offsets)
+	}
+	return n, b.Commit(false)
 }
 
 // revived is a message a revive puts and the intent it carries out.
@@ -689,21 +715,40 @@ func (s *Service) reviveIntents(ctx context.Context, afterFailure bool) (int, er
 
 // settleQueue deletes one queue's intents and revive batches left by a
 // crash or a failed round and gives the messages not stored back to their
-// checkpoints (giveBack); it returns how many it gave back. The batches
-// a deletion of the topic deleted since they were read are left out:
-// their messages are not given back to a checkpoint of the deleted topic.
+// checkpoints (giveBack); it returns how many it gave back. The intents
+// and batches a deletion of the topic deleted since they were read are
+// left out: their messages are not given back to a checkpoint of the
+// deleted topic.
 func (s *Service) settleQueue(k queueKey, legacy []kvindex.ReviveIntent, batches []kvindex.ReviveBatch, stored map[revivedKey]bool, afterFailure bool) (int, error) {
 	unlock := s.lock(k.group, k.topic, k.queueID)
 	defer unlock()
-	release := s.store.HoldTopic(k.topic)
-	defer release()
+	hold := s.store.HoldTopic(k.topic)
+	defer hold.Release()
 	var err error
+	if legacy, err = s.storedIntents(legacy); err != nil {
+		return 0, err
+	}
 	if batches, err = s.storedBatches(batches); err != nil {
 		return 0, err
 	}
 	b := s.store.NewBatch()
 	defer b.Close()
 	return s.settle(b, legacy, batches, stored, s.now(), afterFailure)
+}
+
+// storedIntents returns those of the 0x57 intents legacy still stored.
+func (s *Service) storedIntents(legacy []kvindex.ReviveIntent) ([]kvindex.ReviveIntent, error) {
+	kept := legacy[:0:0]
+	for i := range legacy {
+		ok, err := s.store.HasLegacyReviveIntent(&legacy[i])
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			kept = append(kept, legacy[i])
+		}
+	}
+	return kept, nil
 }
 
 // storedBatches returns those of batches still stored.

@@ -182,6 +182,18 @@ type Service struct {
 	revived     atomic.Int64
 	dlq         atomic.Int64
 	undecodable atomic.Int64
+
+	// stateRead, when set (tests only), is called by acks, changes of
+	// invisible time and offset resets once they read the queue state
+	// they change, before they write it.
+	stateRead func()
+}
+
+// readState calls the stateRead hook.
+func (s *Service) readState() {
+	if s.stateRead != nil {
+		s.stateRead()
+	}
 }
 
 const lockStripes = 1024

@@ -1,7 +1,6 @@
 package pop
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"math"
@@ -18,7 +17,9 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/cq/cqtest"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
 )
 
 // The points of a revive of the deleted topic's queue at which the
@@ -32,23 +33,13 @@ const (
 	deleteAtSettleScan = "at the settle of a batch left"
 )
 
-// syncBuffer is a log sink the revive workers write to at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// The points of another write of the deleted topic's queue state at which
+// the deletion starts.
+const (
+	deleteBeforeCall   = "before the call"
+	deleteAtTopicCheck = "at the check of the topic"
+	deleteAtStateRead  = "once the state is read"
+)
 
 // deletionRace runs a topic deletion, as the broker's deleteTopic does
 // it, when a revive of the topic reaches one point (at), and records what
@@ -90,20 +81,14 @@ func (r *deletionRace) reach(point string) {
 	}
 }
 
-// run deletes the topic's queues, offsets, pop positions and checkpoints,
-// in the broker's order (Broker.deleteTopic).
+// run deletes the topic's queues, then its consumers' offsets, pop
+// positions and checkpoints, as the broker does (Broker.deleteTopic).
 func (r *deletionRace) run() {
 	defer close(r.done)
 	close(r.started)
 	err := r.cqs.DeleteTopic(r.topic)
 	if err == nil {
-		err = r.db.ConsumerOffsets().DeleteGroupTopic("G", r.topic)
-	}
-	if err == nil {
-		err = r.db.Pop().DeletePositions("", r.topic)
-	}
-	if err == nil {
-		err = r.db.Pop().DeleteTopicCheckpoints(r.topic)
+		err = r.db.Pop().DeleteTopic(r.topic)
 	}
 	r.derr = err
 	r.returned.Store(true)
@@ -130,7 +115,26 @@ type raceBroker struct {
 	failTopic string
 }
 
-func (b *raceBroker) ReadQueueNums(string) (int, bool, error) { return 1, true, nil }
+// ReadQueueNums reports one queue for every topic but pop-retry topics
+// (none exists) and the deleted topic once its deletion began (the
+// broker deletes the config first). The check of the deleted topic is a
+// point the deletion may start at, after the check answered.
+func (b *raceBroker) ReadQueueNums(topic string) (int, bool, error) {
+	r := b.race
+	if meta.IsRetryTopic(topic) {
+		return 0, false, nil
+	}
+	if topic != r.topic {
+		return 1, true, nil
+	}
+	select {
+	case <-r.started:
+		return 0, false, nil
+	default:
+	}
+	r.reach(deleteAtTopicCheck)
+	return 1, true, nil
+}
 
 func (b *raceBroker) EnsureTopic(topic string) error {
 	if topic == RetryTopicV1(b.race.topic, "G") {
@@ -186,12 +190,13 @@ func (q *raceQueues) MinOffset(topic string, queueID int32) (int64, error) {
 
 // A topic deleted while a revive of one of its checkpoints is under way,
 // whatever the point the revive has reached: once the deletion returned,
-// no checkpoint nor revive batch of the topic is left, and nothing of it
-// is put to its pop-retry topic; nothing is logged as an error, and
+// no checkpoint, revive batch, pop position nor committed offset of the
+// topic is left (a revive moves the committed offset after its put), and
+// nothing of it is put to its pop-retry topic; nothing is logged as an error, and
 // revive goes on with the other topics. (RocketMQ's PopReviveService
 // skips a checkpoint whose topic has no config, but a revive that passed
 // that check reads and puts asynchronously, so it may still put after
-// the deletion returned; here DeleteTopicCheckpoints waits for it.)
+// the deletion returned; here the deletion waits for it.)
 func TestTopicDeletedDuringItsRevive(t *testing.T) {
 	for _, at := range []string{deleteBeforeRound, deleteAtQueueRead, deleteAtMaxTimes, deleteAtEnsure, deleteAtFailedPut, deleteAtSettleScan} {
 		t.Run(strings.ReplaceAll(at, " ", "_"), func(t *testing.T) {
@@ -225,7 +230,7 @@ func checkTopicDeletedDuringItsRevive(t *testing.T, at string) {
 	if at == deleteAtFailedPut {
 		broker.failTopic = RetryTopicV1(doomed, "G")
 	}
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	now := time.UnixMilli(1_000_000)
 	var clock sync.Mutex
 	svc, err := New(Config{DB: db, CQ: &raceQueues{Memory: mem, race: race}, Log: l, Offsets: db.ConsumerOffsets(), Broker: broker,
@@ -239,14 +244,23 @@ func checkTopicDeletedDuringItsRevive(t *testing.T, at string) {
 	}
 	// Due now: two messages of the doomed topic and one of the other.
 	putCheckpoints(t, svc, ck("G", doomed, 900_000, 0, 1), ck("H", other, 900_000, 0))
+	// As the pop of the doomed topic's two messages left them: the
+	// group's position past them, its committed offset before them.
+	setConsumerState(t, svc.store, "G", doomed, 0, 2, 0)
 	// Due in a minute: the other topic's second message.
 	putCheckpoints(t, svc, ck("H", other, 1_000_000, 1))
 	if at == deleteAtSettleScan {
 		// A put a crash cut short left the doomed topic's messages in a
-		// revive batch, settled when the service starts.
+		// revive batch, and an earlier version's put one in a revive
+		// intent (0x57), settled when the service starts.
 		b := svc.store.NewBatch()
 		gone := ck("G", doomed, 800_000, 0, 1)
 		if err := b.PutReviveBatch(&kvindex.ReviveBatch{Checkpoint: gone}); err != nil {
+			t.Fatal(err)
+		}
+		older := ck("G", doomed, 700_000, 1)
+		legacy := kvindex.IntentOf(&older, 1)
+		if err := b.PutReviveIntent(&legacy); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Commit(true); err != nil {
@@ -271,6 +285,7 @@ func checkTopicDeletedDuringItsRevive(t *testing.T, at string) {
 	}
 	race.wait()
 	checkNothingLeft(t, svc.store, "once the deletion returned", doomed)
+	checkConsumerStateGone(t, db, "once the deletion returned", doomed)
 	if at == deleteAtSettleScan {
 		if _, err := svc.ReviveOnce(context.Background()); err != nil {
 			t.Fatalf("revive round: %v", err)
@@ -286,6 +301,7 @@ func checkTopicDeletedDuringItsRevive(t *testing.T, at string) {
 	}
 
 	checkNothingLeft(t, svc.store, "at the end")
+	checkConsumerStateGone(t, db, "at the end", doomed)
 	race.mu.Lock()
 	late, put := race.late, race.put
 	race.mu.Unlock()
@@ -328,5 +344,55 @@ func checkNothingLeft(t *testing.T, store *kvindex.PopStore, when string, topics
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	err = store.LegacyReviveIntents(func(in kvindex.ReviveIntent) bool {
+		if of(in.Topic) {
+			t.Errorf("revive intent left %s: %+v", when, in)
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setConsumerState stores a group's pop position and committed offset on
+// a queue, as its pops leave them.
+func setConsumerState(t *testing.T, store *kvindex.PopStore, group, topic string, queueID int32, position, committed int64) {
+	t.Helper()
+	b := store.NewBatch()
+	defer b.Close()
+	if err := b.SetPosition(group, topic, queueID, position); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetCommitted(group, topic, queueID, committed); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkConsumerStateGone fails t when a committed offset, a pop position,
+// an orderly batch or a checkpoint of topic is left.
+func checkConsumerStateGone(t *testing.T, db *kvindex.DB, when, topic string) {
+	t.Helper()
+	err := db.ConsumerOffsets().Each("", func(u kvindex.OffsetUpdate) bool {
+		if u.Topic == topic {
+			t.Errorf("committed offset left %s: %+v", when, u)
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queues, err := db.Pop().Queues()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range queues {
+		if q.Topic == topic {
+			t.Errorf("pop state left %s: %+v", when, q)
+		}
 	}
 }

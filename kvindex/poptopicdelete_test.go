@@ -1,0 +1,113 @@
+package kvindex
+
+import (
+	"fmt"
+	"testing"
+)
+
+// consumerKeyspaces are the keyspaces of what consumers leave of a topic,
+// which DeleteTopic deletes.
+var consumerKeyspaces = []byte{prefixConsumerOf, prefixPopPosition, prefixPopOrder, prefixPopCKDue, prefixPopCK,
+	prefixPopRevive, prefixPopReviveBatch}
+
+// keysByTopic counts the keys of each consumer keyspace by topic.
+func keysByTopic(t *testing.T, db *DB) map[string]int {
+	t.Helper()
+	n := map[string]int{}
+	for _, p := range consumerKeyspaces {
+		err := db.Scan([]byte{p}, func(k, _ []byte) bool {
+			var topic string
+			var err error
+			if p == prefixPopCKDue {
+				_, _, topic, _, _, err = decodeDeadlineKey(k, p)
+			} else {
+				_, topic, _, _, err = decodeGroupTopicQueue(k, p)
+			}
+			if err != nil {
+				t.Fatalf("key %x: %v", k, err)
+			}
+			n[fmt.Sprintf("%#x %s", p, topic)]++
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
+}
+
+// putConsumerState stores, for group on topic, one key of each consumer
+// keyspace.
+func putConsumerState(t *testing.T, db *DB, group, topic string) {
+	t.Helper()
+	b := db.Pop().NewBatch()
+	defer b.Close()
+	ck := Checkpoint{Group: group, Topic: topic, QueueID: 1, CKOffset: 3, PopTime: 1000, InvisibleTime: 10, VisibleAt: 1010, Offsets: []int64{3, 4}}
+	gone := ck
+	gone.PopTime, gone.Offsets = 900, []int64{3}
+	in := IntentOf(&gone, 3)
+	for _, err := range []error{
+		b.SetCommitted(group, topic, 1, 3),
+		b.SetPosition(group, topic, 1, 5),
+		b.SetOrder(&OrderState{Group: group, Topic: topic, QueueID: 2, PopTime: 1000, InvisibleTime: 10, Messages: []OrderMessage{{QueueOffset: 7}}}),
+		b.PutCheckpoint(&ck),
+		b.PutReviveBatch(&ReviveBatch{Checkpoint: gone}),
+		b.PutReviveIntent(&in),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// DeleteTopic deletes every group's committed offsets, pop positions,
+// orderly batches, checkpoints, revive batches and earlier versions'
+// revive intents of the topic, and nothing of another topic, one whose
+// name starts with the deleted one's included.
+func TestDeleteTopicDeletesWhatItsConsumersLeft(t *testing.T) {
+	db := openTestDB(t)
+	for _, g := range []string{"G", "H"} {
+		for _, topic := range []string{"T", "TT", "U"} {
+			putConsumerState(t, db, g, topic)
+		}
+	}
+	before := keysByTopic(t, db)
+	s := db.Pop()
+	for _, read := range []func() (bool, error){
+		func() (bool, error) { _, ok, err := s.Position("G", "T", 1); return ok, err },
+		func() (bool, error) { _, ok, err := db.ConsumerOffsets().Get("H", "T", 1); return ok, err },
+	} {
+		if ok, err := read(); err != nil || !ok {
+			t.Fatalf("state of T not stored before the deletion: %v %v", ok, err)
+		}
+	}
+	if err := s.DeleteTopic("T"); err != nil {
+		t.Fatalf("delete topic: %v", err)
+	}
+	after := keysByTopic(t, db)
+	for _, p := range consumerKeyspaces {
+		for _, topic := range []string{"T", "TT", "U"} {
+			k := fmt.Sprintf("%#x %s", p, topic)
+			want := before[k]
+			if topic == "T" {
+				want = 0
+			}
+			if before[k] == 0 {
+				t.Errorf("keyspace %#x held no key of %s before the deletion", p, topic)
+			}
+			if after[k] != want {
+				t.Errorf("keyspace %#x: %d keys of %s after the deletion of T, want %d", p, after[k], topic, want)
+			}
+		}
+	}
+	// The caches forget the deleted keys.
+	if pos, ok, err := s.Position("G", "T", 1); err != nil || ok {
+		t.Errorf("pop position of T after its deletion: %d %v %v", pos, ok, err)
+	}
+	if off, ok, err := db.ConsumerOffsets().Get("H", "T", 1); err != nil || ok {
+		t.Errorf("committed offset of T after its deletion: %d %v %v", off, ok, err)
+	}
+}

@@ -1,0 +1,109 @@
+package pop
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/cq/cqtest"
+	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/kvindex"
+)
+
+// topicsBroker is a pop.Broker with only some topics, whose puts (from
+// every revive worker at once) succeed; it keeps what they put.
+type topicsBroker struct {
+	exists map[string]bool
+	mu     sync.Mutex
+	put    []*commitlog.Message
+}
+
+func (b *topicsBroker) ReadQueueNums(topic string) (int, bool, error) { return 1, b.exists[topic], nil }
+func (b *topicsBroker) EnsureTopic(string) error                      { return nil }
+func (b *topicsBroker) RetryMaxTimes(string) (int32, error)           { return 16, nil }
+func (b *topicsBroker) WaitDispatched(context.Context) error          { return nil }
+func (b *topicsBroker) Put(_ context.Context, msgs []*commitlog.Message) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.put = append(b.put, msgs...)
+	return nil
+}
+
+// A revive round drops the checkpoints whose topic no longer exists (the
+// topic popped, or the one a pop-retry topic retries) with a warning
+// instead of putting their messages to a pop-retry topic, and writes
+// nothing else of that topic: as RocketMQ's PopReviveService.mergeAndRevive
+// skips a checkpoint whose normal topic has no config. The checkpoints of
+// the topics that exist are revived as usual.
+func TestReviveDropsCheckpointsOfTopicsGone(t *testing.T) {
+	cases := []struct {
+		topic   string // the checkpoint's
+		revived bool
+	}{
+		{"Kept", true},
+		{"Gone", false},
+		{RetryTopicV1("Kept", "G"), true},
+		{RetryTopicV1("Gone", "G"), false},
+		{RetryTopicV2("Gone", "G"), false},
+	}
+	l := openTestLog(t)
+	db := openIndex(t)
+	host := netip.MustParseAddrPort("127.0.0.1:10911")
+	mem := cqtest.NewMemory()
+	var cks []kvindex.Checkpoint
+	for _, c := range cases {
+		res, err := l.Append(context.Background(), commitlog.AppendRequest{Message: &commitlog.Message{Topic: c.topic,
+			Body: []byte("body of " + c.topic), BornHost: host, StoreHost: host}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mem.Put([]cq.Dispatch{{Topic: c.topic, Entry: cq.Entry{QueueOffset: 0, PhyOffset: res.PhyOffset, Size: res.Records[0].Size}}}); err != nil {
+			t.Fatal(err)
+		}
+		cks = append(cks, kvindex.Checkpoint{Group: "G", Topic: c.topic, CKOffset: 0, PopTime: 900_000, InvisibleTime: 60_000,
+			VisibleAt: 960_000, Offsets: []int64{0}})
+	}
+	broker := &topicsBroker{exists: map[string]bool{"Kept": true}}
+	var logs testutil.SyncBuffer
+	svc, err := New(Config{DB: db, CQ: mem, Log: l, Offsets: db.ConsumerOffsets(), Broker: broker,
+		Now: func() time.Time { return time.UnixMilli(1_000_000) }, Logger: zerolog.New(&logs).Level(zerolog.WarnLevel)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putCheckpoints(t, svc, cks...)
+	if _, err := svc.ReviveOnce(context.Background()); err != nil {
+		t.Fatalf("revive round: %v", err)
+	}
+	put := map[string]int{}
+	for _, m := range broker.put {
+		put[string(m.Body)]++
+	}
+	for _, c := range cases {
+		want := 0
+		if c.revived {
+			want = 1
+		}
+		if got := put["body of "+c.topic]; got != want {
+			t.Errorf("checkpoint of %s: %d messages put, want %d", c.topic, got, want)
+		}
+		if !c.revived && !strings.Contains(logs.String(), `"topic":"`+c.topic+`"`) {
+			t.Errorf("no warning names the checkpoint of %s dropped:\n%s", c.topic, logs.String())
+		}
+	}
+	checkNothingLeft(t, svc.store, "after the revive round")
+	for _, c := range cases {
+		if !c.revived {
+			checkConsumerStateGone(t, db, "after the revive round", c.topic)
+		}
+	}
+	if out := logs.String(); strings.Contains(out, `"level":"error"`) {
+		t.Errorf("errors logged:\n%s", out)
+	}
+}
