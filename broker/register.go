@@ -267,9 +267,10 @@ func (r *registrar) registerAndWait(ctx context.Context) {
 // setNameServers makes namesrvAddrs (a namesrvAddr value) the name
 // servers the broker registers with, fetches routes from and scans, as
 // RocketMQ's BrokerController applies namesrvAddr to its BrokerOuterAPI
-// (updateNameServerAddressList). A registration already under way ends
-// with the list it started with; what a removed name server's connection
-// attempt or scan finds is not recorded. The next registration reaches
+// (updateNameServerAddressList). The connections to removed name servers
+// are closed: a registration or route fetch under way to one of them
+// fails with remoting.ErrAddrClosed, and what a removed name server's
+// connection attempt or scan finds is not recorded. The next registration reaches
 // the new name servers, and it comes at once: one that is new knows no
 // route of the broker.
 func (r *registrar) setNameServers(namesrvAddrs string) {
