@@ -27,17 +27,7 @@ func startNameServerAt(t *testing.T, addr string, now func() time.Time, logs *te
 	if logs != nil {
 		log = zerolog.New(logs)
 	}
-	s, err := namesrv.NewServer(cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
-	return s
+	return startNameServerWith(t, cfg, log)
 }
 
 // skewedClock is time.Now moved on by what ahead adds, safe for

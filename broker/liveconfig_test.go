@@ -25,7 +25,14 @@ func startTestNameServer(t *testing.T) *namesrv.Server {
 	cfg := namesrv.DefaultConfig()
 	cfg.Remoting.Addr = "127.0.0.1:0"
 	cfg.Remoting.EventLoops = 1
-	s, err := namesrv.NewServer(cfg, zerolog.Nop())
+	return startNameServerWith(t, cfg, zerolog.Nop())
+}
+
+// startNameServerWith starts a name server of cfg, shut down when the
+// test ends.
+func startNameServerWith(t *testing.T, cfg namesrv.Config, log zerolog.Logger) *namesrv.Server {
+	t.Helper()
+	s, err := namesrv.NewServer(cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
