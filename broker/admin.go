@@ -316,14 +316,14 @@ func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *re
 	if remark := b.systemTopicRefusal(topic); remark != "" {
 		return remoting.NewResponse(req, remoting.InvalidParameter, remark)
 	}
-	groups := map[string]bool{}
-	if err := b.groupsWithOffsetsOn(topic, groups); err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
-	}
 	doomed := []string{topic}
 	if b.current().ClearRetryTopicWhenDeleteTopic {
 		// As RocketMQ: the pop-retry topics of the groups that consumed
 		// the topic, those that exist.
+		groups := map[string]bool{}
+		if err := b.groupsWithOffsetsOn(topic, groups); err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
 		for g := range groups {
 			for _, rt := range []string{pop.RetryTopicV2(topic, g), pop.RetryTopicV1(topic, g)} {
 				if _, ok, err := b.topicConfig(rt); err != nil {
@@ -506,7 +506,7 @@ func (b *Broker) processDeleteGroup(_ context.Context, _ *remoting.Conn, req *re
 			return remoting.NewResponse(req, remoting.SystemError, err.Error())
 		}
 		// And where its pops stood, or a pop would go on from there.
-		if err := b.db.Pop().DeletePositions(group, ""); err != nil {
+		if err := b.db.Pop().DeleteGroupPositions(group); err != nil {
 			return remoting.NewResponse(req, remoting.SystemError, err.Error())
 		}
 	}

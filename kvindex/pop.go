@@ -720,35 +720,22 @@ func (s *PopStore) eachGroupOfTopic(prefix byte, topic string, fn func(it *pebbl
 	return it.Close()
 }
 
-// DeletePositions deletes the pop positions (0x52) and orderly batches
-// (0x53) of group on topic; an empty group means every group's on topic
-// (a deleted topic), an empty topic every topic's of group (a group
-// deleted with its offsets). A group popping again then starts from its
-// committed offset or its init mode, as RocketMQ's pops do once the
-// offsets are cleaned.
-func (s *PopStore) DeletePositions(group, topic string) error {
+// DeleteGroupPositions deletes the pop positions (0x52) and orderly
+// batches (0x53) of group on every topic (a group deleted with its
+// offsets). A group popping again then starts from its committed offset
+// or its init mode, as RocketMQ's pops do once the offsets are cleaned.
+// A deleted topic's go with the rest of its consumer state (DeleteTopic).
+func (s *PopStore) DeleteGroupPositions(group string) error {
 	b := s.db.pdb.NewBatch()
 	defer b.Close()
 	for _, p := range []byte{prefixPopPosition, prefixPopOrder} {
-		if group != "" {
-			lo := topicPrefix(p, group)
-			if topic != "" {
-				lo = appendString16(lo, topic)
-			}
-			if err := b.DeleteRange(lo, prefixEnd(lo), nil); err != nil {
-				return fmt.Errorf("delete pop positions of %q on %q: %w", group, topic, err)
-			}
-			continue
-		}
-		err := s.eachGroupOfTopic(p, topic, func(_ *pebble.Iterator, lo []byte) error {
-			return b.DeleteRange(lo, prefixEnd(lo), nil)
-		})
-		if err != nil {
-			return fmt.Errorf("delete pop positions on %q: %w", topic, err)
+		lo := topicPrefix(p, group)
+		if err := b.DeleteRange(lo, prefixEnd(lo), nil); err != nil {
+			return fmt.Errorf("delete pop positions of %q: %w", group, err)
 		}
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("delete pop positions of %q on %q: %w", group, topic, err)
+		return fmt.Errorf("delete pop positions of %q: %w", group, err)
 	}
 	s.db.positions.purge()
 	return nil
