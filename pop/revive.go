@@ -725,10 +725,10 @@ func (s *Service) settleQueue(k queueKey, legacy []kvindex.ReviveIntent, batches
 	hold := s.store.HoldTopic(k.topic)
 	defer hold.Release()
 	var err error
-	if legacy, err = s.storedIntents(legacy); err != nil {
+	if legacy, err = stillStored(legacy, s.store.HasLegacyReviveIntent); err != nil {
 		return 0, err
 	}
-	if batches, err = s.storedBatches(batches); err != nil {
+	if batches, err = stillStored(batches, s.store.HasReviveBatch); err != nil {
 		return 0, err
 	}
 	b := s.store.NewBatch()
@@ -736,31 +736,17 @@ func (s *Service) settleQueue(k queueKey, legacy []kvindex.ReviveIntent, batches
 	return s.settle(b, legacy, batches, stored, s.now(), afterFailure)
 }
 
-// storedIntents returns those of the 0x57 intents legacy still stored.
-func (s *Service) storedIntents(legacy []kvindex.ReviveIntent) ([]kvindex.ReviveIntent, error) {
-	kept := legacy[:0:0]
-	for i := range legacy {
-		ok, err := s.store.HasLegacyReviveIntent(&legacy[i])
+// stillStored returns those of items that stored (the store's
+// HasLegacyReviveIntent or HasReviveBatch) finds still stored.
+func stillStored[T any](items []T, stored func(*T) (bool, error)) ([]T, error) {
+	kept := items[:0:0]
+	for i := range items {
+		ok, err := stored(&items[i])
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			kept = append(kept, legacy[i])
-		}
-	}
-	return kept, nil
-}
-
-// storedBatches returns those of batches still stored.
-func (s *Service) storedBatches(batches []kvindex.ReviveBatch) ([]kvindex.ReviveBatch, error) {
-	kept := batches[:0:0]
-	for i := range batches {
-		ok, err := s.store.HasReviveBatch(&batches[i])
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			kept = append(kept, batches[i])
+			kept = append(kept, items[i])
 		}
 	}
 	return kept, nil
