@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/internal/popclient"
+	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -121,5 +122,51 @@ func TestADeletedTopicTakesItsCheckpoints(t *testing.T) {
 	again := mustPop(t, c, popclient.PopRequest{Group: "rg", Topic: "RebornCK", QueueID: -1, MaxMsgNums: 32, InvisibleTime: time.Minute, PollTime: 2 * time.Second})
 	if len(again.Messages) != 0 {
 		t.Fatalf("after everything was acknowledged the group got %v again (checkpoints of the deleted topic revived)", bodies(again.Messages))
+	}
+}
+
+// With autoCreateSubscriptionGroup off, the in-flight messages of a group
+// deleted before their invisible time ends are dropped by revive, not
+// put to the group's pop-retry or dead-letter topic (which would create
+// topics for a group that does not exist): RocketMQ's
+// PopReviveService.mergeAndRevive skips a checkpoint whose group
+// findSubscriptionGroupConfig does not find.
+func TestReviveDropsTheCheckpointsOfADeletedGroup(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"autoCreateSubscriptionGroup": "false"})
+	c, rc := popClient(b)
+	sendBodies(t, rc, "DG", 3)
+	b.caughtUp()
+	ensureGroup(t, rc, "dg")
+	res := mustPop(t, c, popclient.PopRequest{Group: "dg", Topic: "DG", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Second})
+	if len(res.Messages) != 3 {
+		t.Fatalf("pop: code %d %s, %d messages", res.Code, res.Remark, len(res.Messages))
+	}
+	if r := call(t, rc, remoting.DeleteSubscriptionGroup, map[string]string{"groupName": "dg"}, nil); r.Code != remoting.Success {
+		t.Fatalf("delete group: %d %s", r.Code, r.Remark)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for off := int64(0); off < 3; off++ {
+		for {
+			_, inFlight, err := b.popSvc.InFlight("dg", "DG", 0, off)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !inFlight {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("offset %d of the deleted group still in flight 20 s after its invisible time", off)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	b.caughtUp()
+	for _, topic := range []string{pop.RetryTopicV1("DG", "dg"), pop.RetryTopicV2("DG", "dg"), "%DLQ%dg"} {
+		if _, ok, err := b.topics.get(topic); err != nil || ok {
+			t.Errorf("revive created %s for the deleted group (%v)", topic, err)
+		}
+	}
+	if gc, err := b.groupConfig("dg", false); err != nil || gc.GroupName != "" {
+		t.Errorf("revive created the deleted group again: %+v (%v)", gc, err)
 	}
 }

@@ -28,17 +28,15 @@ func (a popBroker) EnsureTopic(topic string) error {
 	return err
 }
 
-// RetryMaxTimes implements pop.Broker with the group's config (created with
-// the defaults when auto-creation is on).
-func (a popBroker) RetryMaxTimes(group string) (int32, error) {
+// RetryMaxTimes implements pop.Broker with the group's config, created
+// with the defaults when auto-creation is on; a group that does not exist
+// and is not created is not ok.
+func (a popBroker) RetryMaxTimes(group string) (int32, bool, error) {
 	gc, err := a.b.groupConfig(group, true)
-	if err != nil {
-		return 0, err
+	if err != nil || gc.GroupName == "" {
+		return 0, false, err
 	}
-	if gc.GroupName == "" {
-		return int32(meta.NewSubscriptionGroupConfig(group).RetryMaxTimes), nil
-	}
-	return int32(gc.RetryMaxTimes), nil
+	return int32(gc.RetryMaxTimes), true, nil
 }
 
 // Put implements pop.Broker.

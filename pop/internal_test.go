@@ -240,9 +240,9 @@ func TestGiveBackMergesIntoTheirCheckpoint(t *testing.T) {
 // cannot be waited for.
 type failingBroker struct{ puts, waits int }
 
-func (f *failingBroker) ReadQueueNums(string) (int, bool, error) { return 1, true, nil }
-func (f *failingBroker) EnsureTopic(string) error                { return nil }
-func (f *failingBroker) RetryMaxTimes(string) (int32, error)     { return 16, nil }
+func (f *failingBroker) ReadQueueNums(string) (int, bool, error)   { return 1, true, nil }
+func (f *failingBroker) EnsureTopic(string) error                  { return nil }
+func (f *failingBroker) RetryMaxTimes(string) (int32, bool, error) { return 16, true, nil }
 func (f *failingBroker) WaitDispatched(context.Context) error {
 	f.waits++
 	return context.DeadlineExceeded
@@ -372,10 +372,10 @@ func TestStoredRevivesSkipsUndecodableRecords(t *testing.T) {
 // put.
 type puttingBroker struct{ put []*commitlog.Message }
 
-func (p *puttingBroker) ReadQueueNums(string) (int, bool, error) { return 1, true, nil }
-func (p *puttingBroker) EnsureTopic(string) error                { return nil }
-func (p *puttingBroker) RetryMaxTimes(string) (int32, error)     { return 16, nil }
-func (p *puttingBroker) WaitDispatched(context.Context) error    { return nil }
+func (p *puttingBroker) ReadQueueNums(string) (int, bool, error)   { return 1, true, nil }
+func (p *puttingBroker) EnsureTopic(string) error                  { return nil }
+func (p *puttingBroker) RetryMaxTimes(string) (int32, bool, error) { return 16, true, nil }
+func (p *puttingBroker) WaitDispatched(context.Context) error      { return nil }
 func (p *puttingBroker) Put(_ context.Context, msgs []*commitlog.Message) error {
 	p.put = append(p.put, msgs...)
 	return nil

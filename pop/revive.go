@@ -284,7 +284,17 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 	if gone, err := s.topicGone(originalTopic(k.topic, k.group)); err != nil {
 		return 0, fmt.Errorf("revive: %w", err)
 	} else if gone {
-		return s.dropCheckpoints(b, cks)
+		return s.dropCheckpoints(b, cks, "the topic no longer exists")
+	}
+	// And those of a group that does not exist and is not created
+	// (autoCreateSubscriptionGroup off), as mergeAndRevive skips a
+	// checkpoint whose group findSubscriptionGroupConfig does not find.
+	maxTimes, groupExists, err := s.cfg.Broker.RetryMaxTimes(k.group)
+	if err != nil {
+		return 0, fmt.Errorf("revive: group %s: %w", k.group, err)
+	}
+	if !groupExists {
+		return s.dropCheckpoints(b, cks, "the consumer group does not exist")
 	}
 	// The messages' ConsumeQueue entries: one range read when the span is
 	// small enough.
@@ -309,7 +319,6 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 	var out []revived
 	var batches []kvindex.ReviveBatch
 	done := 0
-	maxTimes := int32(-1)
 	floors, err := s.floors(k.group, k.topic)
 	if err != nil {
 		return 0, err
@@ -340,11 +349,6 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 				continue // deleted by retention or undecodable: nothing to re-deliver
 			}
 			views = append(views, v)
-			if maxTimes < 0 {
-				if maxTimes, err = s.cfg.Broker.RetryMaxTimes(c.Group); err != nil {
-					return 0, err
-				}
-			}
 			in := kvindex.IntentOf(c, off)
 			out = append(out, revived{msg: s.reviveMessage(&m, maxTimes, &in), intent: in})
 			batch.Offsets = append(batch.Offsets, off)
@@ -402,15 +406,15 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 	return handled, nil
 }
 
-// dropCheckpoints deletes, in b, checkpoints of a topic that no longer
-// exists, with a warning for each, commits b and returns how many
-// messages they held.
-func (s *Service) dropCheckpoints(b *kvindex.PopBatch, cks []kvindex.Checkpoint) (int, error) {
+// dropCheckpoints deletes, in b, checkpoints that are not revived (their
+// topic or group is gone), with a warning for each that gives why,
+// commits b and returns how many messages they held.
+func (s *Service) dropCheckpoints(b *kvindex.PopBatch, cks []kvindex.Checkpoint, why string) (int, error) {
 	n := 0
 	for i := range cks {
 		c := &cks[i]
 		s.log.Warn().Str("group", c.Group).Str("topic", c.Topic).Int32("queue", c.QueueID).Ints64("offsets", c.Offsets).
-			Msg("revive: the topic no longer exists; checkpoint dropped, its messages not re-delivered")
+			Msg("revive: " + why + "; checkpoint dropped, its messages not re-delivered")
 		if err := b.DeleteCheckpoint(c); err != nil {
 			return 0, err
 		}

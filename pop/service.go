@@ -47,8 +47,11 @@ type Broker interface {
 	// EnsureTopic creates a system topic (pop-retry or DLQ topic) with one
 	// queue and read/write permission when it does not exist.
 	EnsureTopic(topic string) error
-	// RetryMaxTimes returns the group's retryMaxTimes.
-	RetryMaxTimes(group string) (int32, error)
+	// RetryMaxTimes returns the group's retryMaxTimes; ok is false when
+	// the group does not exist and is not created for it (RocketMQ's
+	// findSubscriptionGroupConfig with autoCreateSubscriptionGroup off):
+	// revive then drops the group's checkpoints.
+	RetryMaxTimes(group string) (times int32, ok bool, err error)
 	// Put appends messages of one topic and queue (revive), assigning
 	// queue offsets; it returns once they are in the CommitLog.
 	Put(ctx context.Context, msgs []*commitlog.Message) error

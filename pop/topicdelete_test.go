@@ -143,11 +143,11 @@ func (b *raceBroker) EnsureTopic(topic string) error {
 	return nil
 }
 
-func (b *raceBroker) RetryMaxTimes(group string) (int32, error) {
+func (b *raceBroker) RetryMaxTimes(group string) (int32, bool, error) {
 	if group == "G" {
 		b.race.reach(deleteAtMaxTimes)
 	}
-	return 16, nil
+	return 16, true, nil
 }
 
 func (b *raceBroker) WaitDispatched(context.Context) error { return nil }
