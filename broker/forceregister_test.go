@@ -130,3 +130,23 @@ func TestForceRegisterOffRegistersWhenTheNameServerLacksTheVersion(t *testing.T)
 		waitFor(t, "a registration with the restarted name server", func() bool { return routed(again) })
 	})
 }
+
+// forceRegister changes at run time (UPDATE_BROKER_CONFIG), as RocketMQ
+// reads it at each periodic registration: turned off, the periods stop
+// resending the topics the name server holds the data version of;
+// turned on again, the next period sends them.
+func TestForceRegisterChangesAtRunTime(t *testing.T) {
+	ns := startNameServerAt(t, "127.0.0.1:0", nil, nil)
+	tb := startTestBroker(t, map[string]string{"namesrvAddr": ns.Addr().String(), "registerNameServerPeriod": "50"})
+	c := tb.client(nil)
+	waitFor(t, "the broker's first registration", func() bool { return routed(ns) })
+	updateConfig(t, c, "forceRegister=false")
+	time.Sleep(200 * time.Millisecond) // a registration begun before the change ends
+	ns.Registry().DeleteTopic(forceRegisterTopic, "")
+	time.Sleep(time.Second) // twenty periods
+	if routed(ns) {
+		t.Fatal("with forceRegister turned off a periodic registration sent the topics again")
+	}
+	updateConfig(t, c, "forceRegister=true")
+	waitFor(t, "a periodic registration once forceRegister is on again", func() bool { return routed(ns) })
+}

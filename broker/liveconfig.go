@@ -81,6 +81,9 @@ var runtimeKeys = map[string]bool{
 	// fetches and the scan follow the new list at once, and the broker
 	// registers with it before the answer (see nameServersChange).
 	"namesrvAddr": true,
+	// Whether periodic registrations send the topics or ask the name
+	// servers first, read by each period.
+	"forceRegister": true,
 }
 
 // liveConfig is the configuration in force: the start configuration with

@@ -210,15 +210,16 @@ func (r *registrar) loop(ctx context.Context) {
 }
 
 // forcePeriodic reports whether the periodic registration sends the
-// topics whatever the name servers hold: forceRegister (default true),
-// as RocketMQ's BrokerController.registerBrokerAll, and always on a
+// topics whatever the name servers hold: forceRegister (default true) as
+// in force now, as RocketMQ's BrokerController.registerBrokerAll reads
+// it at each period, and always on a
 // slave. With forceRegister off RocketMQ's slave too asks first, and
 // keeps the master its last registration answered with until its topics'
 // data version moves; a rocketkv slave registers every period, as its
 // registration's answer is how it follows its master (see
 // noteRegistration).
 func (r *registrar) forcePeriodic() bool {
-	return r.b.cfg.ForceRegister || r.b.isSlave()
+	return r.b.current().ForceRegister || r.b.isSlave()
 }
 
 // maxRegisterPeriod bounds registerNameServerPeriod from above, as
