@@ -1,7 +1,6 @@
 package configs
 
 import (
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -116,20 +115,19 @@ type LoadedNamesrv struct {
 // (RocketMQ's namesrv.properties) or YAML; overrides win over the file and
 // must name known keys.
 func LoadNamesrv(path string, overrides map[string]string) (LoadedNamesrv, error) {
+	return LoadNamesrvFrom(path, []Source{{Name: "override", Values: overrides}})
+}
+
+// LoadNamesrvFrom is LoadNamesrv with each override's origin named (a
+// later source wins over an earlier one): an error in a source starts
+// with its Name, one in the file with the file and line.
+func LoadNamesrvFrom(path string, overrides []Source) (LoadedNamesrv, error) {
 	out := LoadedNamesrv{Namesrv: DefaultNamesrv()}
-	var inerts []inertFound[Namesrv]
-	if path != "" {
-		unknown, in, _, err := namesrvSchema.load(path, &out.Namesrv)
-		if err != nil {
-			return LoadedNamesrv{}, err
-		}
-		out.UnknownKeys, inerts = unknown, in
-	}
-	_, inOverrides, err := namesrvSchema.apply(&out.Namesrv, overrides)
+	inerts, err := loadLayers(namesrvSchema, &out.Namesrv, path, nil, overrides, &out.UnknownKeys)
 	if err != nil {
-		return LoadedNamesrv{}, fmt.Errorf("override: %w", err)
+		return LoadedNamesrv{}, err
 	}
-	out.InertKeys = report(append(inerts, inOverrides...), &out.Namesrv)
+	out.InertKeys = report(inerts, &out.Namesrv)
 	return out, nil
 }
 

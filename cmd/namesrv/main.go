@@ -35,8 +35,9 @@ type options struct {
 	print        bool
 	shutdownWait time.Duration
 	// overrides are the configuration keys set by flags given on the
-	// command line; they win over the file.
-	overrides map[string]string
+	// command line, each flag's named for its errors; they win over the
+	// file.
+	overrides []configs.Source
 }
 
 func main() {
@@ -61,23 +62,28 @@ func newCommand() *cobra.Command {
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := cmd.Flags()
-			o.overrides = map[string]string{}
+			// --set comes first: the dedicated flags below win over it.
+			set := map[string]string{}
+			if err := cliflags.AddSets(sets, set); err != nil {
+				return err
+			}
+			o.overrides = []configs.Source{{Name: "flag --set", Values: set}}
 			if f.Changed("listen") {
-				if err := cliflags.AddListen(listen, "bindAddress", "listenPort", o.overrides); err != nil {
+				addr := map[string]string{}
+				if err := cliflags.AddListen(listen, "bindAddress", "listenPort", addr); err != nil {
 					return err
 				}
+				o.overrides = append(o.overrides, configs.Source{Name: "flag --listen", Values: addr})
 			}
-			for flag, key := range map[string]string{"log-level": "logLevel", "log-format": "logFormat", "kv-config": "kvConfigPath"} {
-				if f.Changed(flag) {
-					o.overrides[key], _ = f.GetString(flag)
+			for _, flag := range []struct{ name, key string }{{"log-level", "logLevel"}, {"log-format", "logFormat"}, {"kv-config", "kvConfigPath"}} {
+				if f.Changed(flag.name) {
+					v, _ := f.GetString(flag.name)
+					o.overrides = append(o.overrides, configs.Source{Name: "flag --" + flag.name, Values: map[string]string{flag.key: v}})
 				}
 			}
 			if f.Changed("order-message-enable") {
-				o.overrides["orderMessageEnable"] = strconv.FormatBool(orderMessage)
-			}
-			// --set comes last: the dedicated flags above win over it.
-			if err := cliflags.AddSets(sets, o.overrides); err != nil {
-				return err
+				o.overrides = append(o.overrides, configs.Source{Name: "flag --order-message-enable",
+					Values: map[string]string{"orderMessageEnable": strconv.FormatBool(orderMessage)}})
 			}
 			if o.print {
 				return printConfig(cmd.OutOrStdout(), o)
@@ -102,7 +108,7 @@ func newCommand() *cobra.Command {
 
 // printConfig writes the configuration that would run as key=value lines.
 func printConfig(w io.Writer, o options) error {
-	loaded, err := configs.LoadNamesrv(o.config, o.overrides)
+	loaded, err := configs.LoadNamesrvFrom(o.config, o.overrides)
 	if err != nil {
 		return err
 	}
@@ -112,7 +118,7 @@ func printConfig(w io.Writer, o options) error {
 
 // run serves until ctx is done, then shuts down.
 func run(ctx context.Context, o options) error {
-	loaded, err := configs.LoadNamesrv(o.config, o.overrides)
+	loaded, err := configs.LoadNamesrvFrom(o.config, o.overrides)
 	if err != nil {
 		return err
 	}

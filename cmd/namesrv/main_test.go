@@ -105,8 +105,17 @@ func execute(t *testing.T, args ...string) (string, error) {
 }
 
 func TestBadFlags(t *testing.T) {
-	if _, err := execute(t, "--listen", "127.0.0.1:0", "--log-level", "loud", "--log-format", "json"); err == nil || !strings.Contains(err.Error(), "logLevel") {
+	// An error in a flag's value names the flag, one in a file the
+	// file's line.
+	if _, err := execute(t, "--listen", "127.0.0.1:0", "--log-level", "loud", "--log-format", "json"); err == nil ||
+		!strings.HasPrefix(err.Error(), "flag --log-level: ") || !strings.Contains(err.Error(), "logLevel") {
 		t.Fatalf("bad log level: %v", err)
+	}
+	if _, err := execute(t, "--listen", "127.0.0.1:99999"); err == nil || !strings.HasPrefix(err.Error(), "flag --listen: ") || !strings.Contains(err.Error(), "listenPort") {
+		t.Fatalf("listen port out of range: %v", err)
+	}
+	if _, err := execute(t, "--set", "logFormat=fancy"); err == nil || !strings.HasPrefix(err.Error(), "flag --set: ") || !strings.Contains(err.Error(), "logFormat") {
+		t.Fatalf("bad --set value: %v", err)
 	}
 	if _, err := execute(t, "extra"); err == nil {
 		t.Fatal("positional argument accepted")
