@@ -242,6 +242,17 @@ func TestTopicAttributes(t *testing.T) {
 	if got := fmt.Sprint(attrsOf("TL1"), attrsOf("TA")); got != "map[message.type:DELAY] map[queue.type:SimpleCQ]" {
 		t.Fatalf("attributes after the list: %s", got)
 	}
+	// A topic named twice in one list: its configs apply one after the
+	// other, as RocketMQ's updateTopicConfigList applies them (the second
+	// alters the attributes the first created).
+	twice := `{"topicConfigList":[{"topicName":"TT","readQueueNums":2,"writeQueueNums":2,"perm":6,"attributes":{"+queue.type":"SimpleCQ"}},
+		{"topicName":"TT","readQueueNums":3,"writeQueueNums":3,"perm":6,"attributes":{"+message.type":"FIFO"}}]}`
+	if r := call(t, c, remoting.UpdateAndCreateTopicList, nil, []byte(twice)); r.Code != remoting.Success {
+		t.Fatalf("topic list naming a topic twice: %d %s", r.Code, r.Remark)
+	}
+	if tc, _, err := b.topics.get("TT"); err != nil || fmt.Sprint(tc.Attributes) != "map[message.type:FIFO queue.type:SimpleCQ]" || tc.ReadQueueNums != 3 {
+		t.Fatalf("topic named twice in a list: %+v (%v), want the second config over the first's attributes", tc, err)
+	}
 	refused := `{"topicConfigList":[{"topicName":"TL2","readQueueNums":2,"writeQueueNums":2,"perm":6},
 		{"topicName":"TL3","readQueueNums":2,"writeQueueNums":2,"perm":6,"attributes":{"+queue.type":"BatchCQ"}}]}`
 	if r := call(t, c, remoting.UpdateAndCreateTopicList, nil, []byte(refused)); r.Code != remoting.SystemError || !strings.HasPrefix(r.Remark, "queue.type=BatchCQ") {

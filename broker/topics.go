@@ -218,6 +218,9 @@ func (m *topicManager) createOrUpdate(cfgs []meta.TopicConfig) (stored int, refu
 			return 0, refusal, nil
 		}
 		tc.Attributes = attrs
+		// A later config of the same topic in the list alters this one's
+		// attributes, as RocketMQ applies a list's configs one by one.
+		current[tc.TopicName] = *tc
 	}
 	const chunk = 10000
 	for i := 0; i < len(cfgs); i += chunk {
