@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"syscall"
@@ -108,12 +109,20 @@ func (b *Broker) processUpdateConsumerOffset(_ context.Context, _ *remoting.Conn
 	} else if gc.GroupName == "" {
 		return remoting.NewResponse(req, remoting.SubscriptionGroupNotExist, "Group "+group+" not exist!")
 	}
+	deletions := b.db.Pop().TopicDeletions() // before the topic check: see commitOffsetHeld
 	if _, ok, err := b.topicConfig(topic); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	} else if !ok {
 		return remoting.NewResponse(req, remoting.TopicNotExist, "Topic "+topic+" not exist!")
 	}
-	reset, err := b.resets.commitUnlessReset(group, topic, qid, func() error { return b.offsets.Set(group, topic, qid, off) })
+	var reset bool
+	err = b.commitOffsetHeld(topic, deletions, func() (err error) {
+		reset, err = b.resets.commitUnlessReset(group, topic, qid, func() error { return b.offsets.Set(group, topic, qid, off) })
+		return err
+	})
+	if errors.Is(err, errTopicDeletedSince) {
+		return remoting.NewResponse(req, remoting.TopicNotExist, "Topic "+topic+" not exist!")
+	}
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
@@ -123,6 +132,33 @@ func (b *Broker) processUpdateConsumerOffset(_ context.Context, _ *remoting.Conn
 		return remoting.NewResponse(req, remoting.Success, "Offset has been previously reset")
 	}
 	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// errTopicDeletedSince says that the topic of a consumer offset commit
+// was deleted after the request found it: nothing was written.
+var errTopicDeletedSince = errors.New("the topic was deleted since the request checked it")
+
+// commitOffsetHeld runs commit, a write of a consumer offset of topic,
+// under a hold of the topic (kvindex.PopStore.HoldTopic), so that a
+// deletion of the topic, which deletes every group's offsets on it,
+// never falls between the request's check that the topic exists and its
+// write: a commit in flight would leave an offset that a topic created
+// again under the name would start its consumers from (past its end, so
+// that they skip its first messages). deletions is the store's
+// TopicDeletions read before that check; when a deletion ended since, the
+// topic is looked up again and, gone, nothing is written and
+// errTopicDeletedSince returned.
+func (b *Broker) commitOffsetHeld(topic string, deletions uint64, commit func() error) error {
+	hold := b.db.Pop().HoldTopic(topic)
+	defer hold.Release()
+	if hold.DeletedSince(deletions) {
+		if _, ok, err := b.topicConfig(topic); err != nil {
+			return err
+		} else if !ok {
+			return errTopicDeletedSince
+		}
+	}
+	return commit()
 }
 
 // queueOffsetHandler answers a request naming a topic and queue with the

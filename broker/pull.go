@@ -128,6 +128,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	if !gc.ConsumeEnable {
 		return forbiddenPull(fail(remoting.NoPermission, "subscription group no permission, %s", p.group), forbiddenGroup)
 	}
+	deletions := b.db.Pop().TopicDeletions() // before the topic check: see commitOffsetHeld
 	tc, ok, err := b.topicConfig(p.topic)
 	if err != nil {
 		return fail(remoting.SystemError, "%v", err)
@@ -197,8 +198,11 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	// A slave takes its consumer offsets from its master; a pull's commit
 	// is the master's to store (RocketMQ's slave ignores it too).
 	if allowSuspend && p.sysFlag&pullCommitOffset != 0 && p.commitOffset >= 0 && !b.isSlave() {
-		if _, err := b.resets.commitUnlessReset(p.group, p.topic, p.queueID, func() error {
-			return b.offsets.SetLazy(p.group, p.topic, p.queueID, p.commitOffset)
+		if err := b.commitOffsetHeld(p.topic, deletions, func() error {
+			_, err := b.resets.commitUnlessReset(p.group, p.topic, p.queueID, func() error {
+				return b.offsets.SetLazy(p.group, p.topic, p.queueID, p.commitOffset)
+			})
+			return err
 		}); err != nil {
 			b.log.Warn().Err(err).Str("group", p.group).Msg("commit offset on pull")
 		}
