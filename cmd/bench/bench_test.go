@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -357,6 +359,28 @@ func TestSmoke(t *testing.T) {
 		if !strings.Contains(out, "e2e p99") || !strings.Contains(out, "probed max") ||
 			!strings.Contains(out, "CPU per message (load generator and broker)") || !strings.Contains(out, "CPU/msg broker") {
 			t.Fatalf("output:\n%s", out)
+		}
+	})
+	t.Run("e2e-latency-probe-consumers", func(t *testing.T) {
+		// The maximum is what the consumers took while the producers sent
+		// flat out, at most what was produced; the paced rate is half of it.
+		out := runBench(t, append([]string{"e2e-latency", "--probe", "300ms", "--duration", "400ms", "--warmup", "100ms",
+			"--producers", "2", "--consumers", "2", "--probe-consumers"}, small...)...)
+		m := regexp.MustCompile(`probed max ([\d,.]+) msg/s consumed while ([\d,.]+) msg/s were produced, target ([\d,.]+) msg/s`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no probe line with consumers in the output:\n%s", out)
+		}
+		num := func(s string) float64 {
+			v, err := strconv.ParseFloat(strings.ReplaceAll(s, ",", ""), 64)
+			if err != nil {
+				t.Fatalf("%q: %v", s, err)
+			}
+			return v
+		}
+		consumed, produced, target := num(m[1]), num(m[2]), num(m[3])
+		if consumed <= 0 || consumed > produced || target < consumed*0.49 || target > consumed*0.51 {
+			t.Fatalf("probe consumed %g of %g produced, target %g: want 0 < consumed <= produced, target half of consumed\n%s",
+				consumed, produced, target, out)
 		}
 	})
 	t.Run("e2e-latency-rate", func(t *testing.T) {

@@ -15,18 +15,21 @@ import (
 
 // e2eOptions are the flags of `bench e2e-latency`.
 type e2eOptions struct {
-	target    targetOptions
-	rate      float64
-	fraction  float64
-	probe     time.Duration
-	producers int
-	inflight  int
-	queues    int
-	consumers int
-	body      int
-	duration  time.Duration
-	warmup    time.Duration
-	runs      int
+	target   targetOptions
+	rate     float64
+	fraction float64
+	probe    time.Duration
+	// probeConsumers makes the probe's maximum the rate long-polling
+	// consumers take the probe topic at while producers send flat out.
+	probeConsumers bool
+	producers      int
+	inflight       int
+	queues         int
+	consumers      int
+	body           int
+	duration       time.Duration
+	warmup         time.Duration
+	runs           int
 }
 
 func newE2ELatencyCommand() *cobra.Command {
@@ -36,7 +39,10 @@ func newE2ELatencyCommand() *cobra.Command {
 		Short: "Producers at a fixed rate and long-polling consumers; report produce-to-consume latency percentiles",
 		Long: `e2e-latency starts a broker on a temporary store (or drives --broker). Unless
 --rate is given it first measures the maximum async produce rate on a probe
-topic for --probe, and sends at --fraction of it (half by default). Producers
+topic for --probe, and sends at --fraction of it (half by default); with
+--probe-consumers the maximum is instead the rate at which long-polling
+consumers take the probe topic while the producers send flat out (the most
+the machine produces and consumes at once, at most the produce rate). Producers
 pace their sends to the rate; each body carries its send time (UnixNano, the
 first 8 bytes). Long-polling consumers (suspend flag, one pull in flight per
 queue) take the latency of every message as the time its pull response was
@@ -52,6 +58,7 @@ decoded minus its send time, on the same machine clock. Messages sent in the
 	f.Float64Var(&o.rate, "rate", 0, "send rate in msg/s (0: --fraction of the rate measured by a probe in the same run)")
 	f.Float64Var(&o.fraction, "fraction", 0.5, "fraction of the probed maximum rate to send at")
 	f.DurationVar(&o.probe, "probe", 5*time.Second, "duration of the maximum-rate probe")
+	f.BoolVar(&o.probeConsumers, "probe-consumers", false, "probe the maximum with consumers on the probe topic: the rate they consume at while producers send flat out")
 	f.IntVarP(&o.producers, "producers", "n", 4, "producer connections")
 	f.IntVarP(&o.inflight, "inflight", "k", 32, "requests in flight per producer (the probe's pipelining and the paced producers' bound)")
 	f.IntVarP(&o.queues, "queues", "m", 8, "queues of the topic")
@@ -65,11 +72,14 @@ decoded minus its send time, on the same machine clock. Messages sent in the
 
 // e2eRun is one run of `bench e2e-latency`.
 type e2eRun struct {
-	maxRate  float64 // probed (0 when --rate was given)
-	target   float64
-	achieved float64
-	e2e      Latency
-	send     Latency
+	maxRate float64 // probed (0 when --rate was given)
+	// probeProduced is the probe's produce rate when consumers took part
+	// (maxRate is then what they consumed).
+	probeProduced float64
+	target        float64
+	achieved      float64
+	e2e           Latency
+	send          Latency
 	// cpu is the CPU used in the paced window; acked the sends answered
 	// in it.
 	cpu   cpuUse
@@ -103,7 +113,9 @@ func runE2E(ctx context.Context, w io.Writer, o e2eOptions) error {
 			return err
 		}
 		fmt.Fprintf(w, "run %d: ", i+1)
-		if r.maxRate > 0 {
+		if r.probeProduced > 0 {
+			fmt.Fprintf(w, "probed max %s msg/s consumed while %s msg/s were produced, ", fmtNum(r.maxRate), fmtNum(r.probeProduced))
+		} else if r.maxRate > 0 {
 			fmt.Fprintf(w, "probed max %s msg/s, ", fmtNum(r.maxRate))
 		}
 		fmt.Fprintf(w, "target %s msg/s, achieved %s msg/s; produce-to-consume %s; send %s",
@@ -150,15 +162,11 @@ func e2eOnce(ctx context.Context, addr string, pid int, o e2eOptions, run int) (
 		if err := setupTopic(ctx, addr, probe, o.queues); err != nil {
 			return r, err
 		}
-		res, err := runLoad(ctx, addr, loadConfig{
-			topic: probe, queues: o.queues, producers: o.producers, inflight: o.inflight,
-			bodySize: o.body, warmup: time.Second, duration: o.probe,
-		})
-		if err != nil {
-			return r, fmt.Errorf("probe: %w", err)
+		var err error
+		if r.maxRate, r.probeProduced, err = probeMaxRate(ctx, addr, probe, o); err != nil {
+			return r, err
 		}
-		r.maxRate = res.Rate
-		r.target = res.Rate * o.fraction
+		r.target = r.maxRate * o.fraction
 	}
 	topic := fmt.Sprintf("BenchE2E_%d_%d", stamp, run)
 	if err := setupTopic(ctx, addr, topic, o.queues); err != nil {
@@ -218,4 +226,70 @@ func e2eOnce(ctx context.Context, addr string, pid int, o e2eOptions, run int) (
 	r.e2e = lat.Summary()
 	r.send = res.Latency
 	return r, nil
+}
+
+// probeMaxRate measures the maximum rate on the topic probe: the produce
+// rate of flat-out producers, or with --probe-consumers the rate
+// long-polling consumers took the topic at meanwhile (at most the produce
+// rate, which is then returned as produced; the consumers are stopped
+// before it returns).
+func probeMaxRate(ctx context.Context, addr, probe string, o e2eOptions) (maxRate, produced float64, err error) {
+	var consumed *probeConsumption
+	var window func(bool)
+	if o.probeConsumers {
+		consumed = &probeConsumption{}
+		cs, err := startConsumers(ctx, addr, consumerConfig{
+			topic: probe, queues: o.queues, consumers: o.consumers, batch: 32,
+			suspend: true, suspendFor: 15 * time.Second, onMessages: consumed.count,
+		})
+		if err != nil {
+			return 0, 0, fmt.Errorf("probe consumers: %w", err)
+		}
+		defer cs.Close()
+		window = consumed.mark
+	}
+	res, err := runLoad(ctx, addr, loadConfig{
+		topic: probe, queues: o.queues, producers: o.producers, inflight: o.inflight,
+		bodySize: o.body, warmup: time.Second, duration: o.probe, onWindow: window,
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("probe: %w", err)
+	}
+	if consumed == nil {
+		return res.Rate, 0, nil
+	}
+	return min(res.Rate, consumed.rate()), res.Rate, nil
+}
+
+// probeConsumption counts the messages consumers take inside the probe's
+// measured window (loadConfig.onWindow marks it).
+type probeConsumption struct {
+	start, end atomic.Int64 // UnixNano; end 0 while the window is open
+	messages   atomic.Int64
+}
+
+// mark is the probe's onWindow.
+func (p *probeConsumption) mark(start bool) {
+	if start {
+		p.start.Store(time.Now().UnixNano())
+	} else {
+		p.end.Store(time.Now().UnixNano())
+	}
+}
+
+// count is the consumers' onMessages.
+func (p *probeConsumption) count(msgs []commitlog.Message, at time.Time) {
+	t, from, to := at.UnixNano(), p.start.Load(), p.end.Load()
+	if from != 0 && t >= from && (to == 0 || t <= to) {
+		p.messages.Add(int64(len(msgs)))
+	}
+}
+
+// rate is the messages consumed in the window per second.
+func (p *probeConsumption) rate() float64 {
+	from, to := p.start.Load(), p.end.Load()
+	if from == 0 || to <= from {
+		return 0
+	}
+	return float64(p.messages.Load()) / time.Duration(to-from).Seconds()
 }
