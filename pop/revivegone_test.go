@@ -30,7 +30,7 @@ func (b *topicsBroker) EnsureTopic(string) error                      { return n
 func (b *topicsBroker) RetryMaxTimes(group string) (int32, bool, error) {
 	return 16, b.exists[group], nil
 }
-func (b *topicsBroker) WaitDispatched(context.Context) error          { return nil }
+func (b *topicsBroker) WaitDispatched(context.Context) error { return nil }
 func (b *topicsBroker) Put(_ context.Context, msgs []*commitlog.Message) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
