@@ -349,19 +349,82 @@ func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *re
 // orderly batches and checkpoints. The config goes first: the POP
 // service's writes of the topic that begin once it is gone write nothing,
 // and the deletion of the consumer state waits for those under way
-// (kvindex.PopStore.DeleteTopic), so none of them survives it.
+// (kvindex.PopStore.DeleteTopic), so none of them survives it. The steps
+// are separate commits: a durable marker written before the first and
+// removed after the last lets a start after a crash in between complete
+// the deletion (completeTopicDeletions). A deletion that fails keeps its
+// marker too: the next start completes it, unless the topic exists again
+// by then.
 func (b *Broker) deleteTopic(topic string) error {
+	if err := b.db.BeginTopicDeletion(topic); err != nil {
+		return err
+	}
+	b.deletionStep(stepTopicDeletionBegun)
 	if err := b.topics.table.Delete(topic); err != nil {
 		return err
 	}
+	b.deletionStep(stepTopicConfigDeleted)
 	if err := b.dropTopicQueues(topic); err != nil {
 		return err
 	}
+	b.deletionStep(stepTopicQueuesDropped)
 	b.stats.TopicDeleted(topic)
 	// A topic created again numbers its queues from 0: a stale position
 	// or offset past their end would skip its messages, and revive would
 	// read its messages at the offsets of checkpoints left.
-	return b.db.Pop().DeleteTopic(topic)
+	if err := b.db.Pop().DeleteTopic(topic); err != nil {
+		return err
+	}
+	b.deletionStep(stepTopicConsumerStateDeleted)
+	return b.db.EndTopicDeletion(topic)
+}
+
+// The steps of a topic deletion, each a commit of its own, for crash
+// tests (Broker.recoveryStep).
+const (
+	stepTopicDeletionBegun        = "topic deletion begun"
+	stepTopicConfigDeleted        = "topic config deleted"
+	stepTopicQueuesDropped        = "topic queues dropped"
+	stepTopicConsumerStateDeleted = "topic consumer state deleted"
+)
+
+// deletionStep reports a step of a topic deletion to recoveryStep.
+func (b *Broker) deletionStep(step string) {
+	if b.recoveryStep != nil {
+		b.recoveryStep(step)
+	}
+}
+
+// completeTopicDeletions runs again, before the broker serves, the topic
+// deletions a crash (or an error) interrupted once they had deleted the
+// topic's config, their first step that deletes anything: what the first
+// run deleted is gone already, the rest goes now, so that a topic created
+// again under the name finds none of the old topic's queues, offsets or
+// POP state. A deletion whose topic still has its config was interrupted
+// before it deleted anything, or the topic was created again since (after
+// a deletion that failed, or by a send under autoCreateTopicEnable): the
+// topic is kept, and so is what the deletion had not reached.
+func (b *Broker) completeTopicDeletions() error {
+	pending, err := b.db.PendingTopicDeletions()
+	if err != nil {
+		return err
+	}
+	for _, topic := range pending {
+		if _, exists, err := b.topics.table.Get(topic); err != nil {
+			return fmt.Errorf("complete the interrupted deletion of topic %s: %w", topic, err)
+		} else if exists {
+			b.log.Warn().Str("topic", topic).Msg("a deletion of this topic was interrupted, but the topic exists: kept, the deletion dropped")
+			if err := b.db.EndTopicDeletion(topic); err != nil {
+				return err
+			}
+			continue
+		}
+		b.log.Warn().Str("topic", topic).Msg("completing the deletion of a topic that a crash or an error interrupted")
+		if err := b.deleteTopic(topic); err != nil {
+			return fmt.Errorf("complete the interrupted deletion of topic %s: %w", topic, err)
+		}
+	}
+	return nil
 }
 
 // processGetTopicConfig answers GET_TOPIC_CONFIG.

@@ -67,7 +67,9 @@ type Broker struct {
 	cutAt int64
 	// recoveryStep, when set (crash tests only), is called after each
 	// step of Start's recovery that changes the store: stepCommitLogCut
-	// and the dispatcher's (kvindex.DispatcherOptions.RecoveryStep).
+	// and the dispatcher's (kvindex.DispatcherOptions.RecoveryStep); and
+	// after each step of a topic deletion (stepTopicDeletionBegun and
+	// after), which a start completes when a crash interrupts it.
 	recoveryStep func(step string)
 	// timerMetrics is metrics for the timer service's callbacks, which
 	// run before the exporter starts (nil until then: counts nothing).
@@ -349,6 +351,9 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		return err
 	}
 	if err := b.ensureSystemGroups(); err != nil {
+		return err
+	}
+	if err := b.completeTopicDeletions(); err != nil {
 		return err
 	}
 	if err := b.importRocketMQPop(); err != nil {

@@ -170,3 +170,64 @@ func TestReviveDropsTheCheckpointsOfADeletedGroup(t *testing.T) {
 		t.Errorf("revive created the deleted group again: %+v (%v)", gc, err)
 	}
 }
+
+// A topic deletion interrupted after it deleted the topic's config (a
+// crash, or an error) is completed by the next start: the durable marker
+// written before the config went names the topic, and the start deletes
+// its queues, committed offsets and POP state before serving, so the
+// topic created again numbers its messages from 0 and no group starts it
+// from an old offset. One interrupted before it deleted anything leaves
+// its topic whole.
+func TestAStartCompletesAnInterruptedTopicDeletion(t *testing.T) {
+	store := t.TempDir()
+	b := startTestBrokerAt(t, store, nil)
+	c, rc := popClient(b)
+	sendBodies(t, rc, "Half", 3)
+	b.caughtUp()
+	ensureGroup(t, rc, "hg")
+	commit(t, rc, "hg", "Half", 0, 3)
+	if res := mustPop(t, c, popclient.PopRequest{Group: "pg", Topic: "Half", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Minute}); len(res.Messages) != 1 {
+		t.Fatalf("pop: code %d %s, %d messages", res.Code, res.Remark, len(res.Messages))
+	}
+	sendBodies(t, rc, "Whole", 2)
+	commit(t, rc, "hg", "Whole", 0, 1)
+	// The deletions' first steps, then the crash: Whole's marker only,
+	// Half's marker and its config.
+	for _, topic := range []string{"Half", "Whole"} {
+		if err := b.db.BeginTopicDeletion(topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.topics.table.Delete("Half"); err != nil {
+		t.Fatal(err)
+	}
+	b.stop()
+
+	b = startTestBrokerAt(t, store, nil)
+	if pending, err := b.db.PendingTopicDeletions(); err != nil || len(pending) != 0 {
+		t.Fatalf("deletions still pending after the start: %q %v", pending, err)
+	}
+	if off, ok, err := b.offsets.Get("hg", "Half", 0); err != nil || ok {
+		t.Errorf("committed offset %d of the deleted topic kept (%v)", off, err)
+	}
+	if pos, ok, err := b.db.Pop().Position("pg", "Half", 0); err != nil || ok {
+		t.Errorf("pop position %d of the deleted topic kept (%v)", pos, err)
+	}
+	if _, inFlight, err := b.popSvc.InFlight("pg", "Half", 0, 0); err != nil || inFlight {
+		t.Errorf("a message of the deleted topic still in flight (%v)", err)
+	}
+	if max, err := b.cqs.MaxOffset("Half", 0); err != nil || max != 0 {
+		t.Errorf("queue of the deleted topic ends at %d (%v), want 0", max, err)
+	}
+	if _, ok, err := b.topics.table.Get("Whole"); err != nil || !ok {
+		t.Errorf("the topic whose deletion deleted nothing is gone (%v)", err)
+	}
+	if off, ok, err := b.offsets.Get("hg", "Whole", 0); err != nil || !ok || off != 1 {
+		t.Errorf("committed offset of the topic whose deletion deleted nothing: %d %v (%v), want 1", off, ok, err)
+	}
+	_, rc = popClient(b)
+	r := mustSend(t, rc, "Half", 0, "new", "")
+	if off := header(t, r, "queueOffset"); off != 0 {
+		t.Errorf("first message of the topic created again at queue offset %d, want 0", off)
+	}
+}

@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,4 +175,139 @@ func pullQueueBodies(t *testing.T, c *remoting.Client, topic string, q int32) []
 			off++
 		}
 	}
+}
+
+// A topic deletion SIGKILLed after any of its steps (each a commit of
+// its own) is all or nothing after the next start. Killed once it deleted
+// the topic's config, it is completed before the broker serves: the
+// topic's config, queues and committed offsets are all gone, and the
+// topic created again numbers its messages from 0 and stays through a
+// later restart (the deletion's marker was cleared, not run again over
+// the new topic). Killed before, the topic is whole. Another topic and
+// its offsets are untouched either way.
+func TestTopicDeletionKilledAfterEachStepIsAllOrNothing(t *testing.T) {
+	const doomed, kept = "Doomed", "KeptToo"
+	for _, tc := range []struct {
+		step    string
+		deleted bool
+	}{
+		{stepTopicDeletionBegun, false},
+		{stepTopicConfigDeleted, true},
+		{stepTopicQueuesDropped, true},
+		{stepTopicConsumerStateDeleted, true},
+	} {
+		step := tc.step
+		t.Run(strings.ReplaceAll(step, " ", "_"), func(t *testing.T) {
+			store := t.TempDir()
+			cb := startChildBroker(t, store, freeTCPPort(t), childKillAtStep+"="+strings.ReplaceAll(step, " ", "_"))
+			c := cb.dial()
+			createTopic(t, c, doomed, 2, 2)
+			createTopic(t, c, kept, 2, 2)
+			keptBodies := map[int32][]string{}
+			for i := range 4 {
+				q := int32(i % 2)
+				mustSend(t, c, doomed, q, fmt.Sprintf("doomed-%d", i), "")
+				mustSend(t, c, kept, q, fmt.Sprintf("kept-%d", i), "")
+				keptBodies[q] = append(keptBodies[q], fmt.Sprintf("kept-%d", i))
+			}
+			waitDispatchedChild(t, c)
+			commit(t, c, "dg", doomed, 0, 2)
+			commit(t, c, "dg", kept, 0, 1)
+
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if r, err := c.Invoke(ctx, remoting.NewRequest(remoting.DeleteTopicInBroker, map[string]string{"topic": doomed}, nil)); err == nil {
+				t.Fatalf("the deletion was answered (%d %s): the broker did not kill itself at %q", r.Code, r.Remark, step)
+			}
+			cb.kill()
+			if pending := pendingTopicDeletions(t, store); fmt.Sprint(pending) != "["+doomed+"]" {
+				t.Fatalf("the killed broker's store has pending deletions %q, want [%s]: the kill did not come half way", pending, doomed)
+			}
+
+			cb.extra = nil
+			cb.start()
+			c = cb.dial()
+			waitDispatchedChild(t, c)
+			checkKept := func() {
+				t.Helper()
+				if off := committedOffset(t, c, "dg", kept, 0); off != 1 {
+					t.Errorf("committed offset of %s: %d, want 1", kept, off)
+				}
+				for q := range int32(2) {
+					if got := pullQueueBodies(t, c, kept, q); fmt.Sprint(got) != fmt.Sprint(keptBodies[q]) {
+						t.Errorf("%s/%d reads %q, want %q", kept, q, got, keptBodies[q])
+					}
+				}
+			}
+			checkKept()
+			if !tc.deleted {
+				if r := call(t, c, remoting.GetTopicConfig, map[string]string{"topic": doomed}, nil); r.Code != remoting.Success {
+					t.Fatalf("config of the topic whose deletion was killed before it deleted anything: %d %s", r.Code, r.Remark)
+				}
+				if off := committedOffset(t, c, "dg", doomed, 0); off != 2 {
+					t.Errorf("committed offset of %s: %d, want 2", doomed, off)
+				}
+				if got := pullQueueBodies(t, c, doomed, 0); fmt.Sprint(got) != "[doomed-0 doomed-2]" {
+					t.Errorf("%s/0 reads %q, want [doomed-0 doomed-2]", doomed, got)
+				}
+				if pending := pendingAfterStop(t, cb, store); len(pending) != 0 {
+					t.Fatalf("pending deletions after the start kept the topic: %q", pending)
+				}
+				return
+			}
+			if r := call(t, c, remoting.GetTopicConfig, map[string]string{"topic": doomed}, nil); r.Code != remoting.TopicNotExist {
+				t.Errorf("config of the deleted topic after the restart: %d %s", r.Code, r.Remark)
+			}
+			r := call(t, c, remoting.QueryConsumerOffset, map[string]string{"consumerGroup": "dg", "topic": doomed, "queueId": "0", "setZeroIfNotFound": "false"}, nil)
+			if r.Code != remoting.QueryNotFound {
+				t.Errorf("committed offset of the deleted topic after the restart: %d %s %v", r.Code, r.Remark, r.ExtFields)
+			}
+			createTopic(t, c, doomed, 2, 2)
+			for q := range int32(2) {
+				if off := maxOffsetOf(t, c, doomed, q); off != 0 {
+					t.Fatalf("%s/%d created again ends at %d, want 0", doomed, q, off)
+				}
+			}
+			if off := header(t, mustSend(t, c, doomed, 0, "again", ""), "queueOffset"); off != 0 {
+				t.Fatalf("the first message of %s created again is at queue offset %d, want 0", doomed, off)
+			}
+			waitDispatchedChild(t, c)
+
+			cb.kill()
+			cb.start()
+			c = cb.dial()
+			waitDispatchedChild(t, c)
+			if got := pullQueueBodies(t, c, doomed, 0); fmt.Sprint(got) != "[again]" {
+				t.Fatalf("after one more restart %s/0 created again reads %q, want [again]", doomed, got)
+			}
+		})
+	}
+}
+
+// pendingAfterStop stops the child broker and returns the topic deletions
+// it left unfinished in its store.
+func pendingAfterStop(t *testing.T, cb *childBroker, store string) []string {
+	t.Helper()
+	cb.kill()
+	return pendingTopicDeletions(t, store)
+}
+
+// pendingTopicDeletions reads the topic deletions a stopped (or killed)
+// broker left unfinished in its store.
+func pendingTopicDeletions(t *testing.T, store string) []string {
+	t.Helper()
+	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(store, kvindex.DirName), ReadOnly: true, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatalf("open the killed broker's index: %v", err)
+	}
+	defer func() {
+		if err := db.Close(); err != nil {
+			t.Errorf("close the killed broker's index: %v", err)
+		}
+	}()
+	pending, err := db.PendingTopicDeletions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pending
 }

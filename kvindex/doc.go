@@ -110,6 +110,13 @@
 //	                                           moved back to the CommitLog's end when a
 //	                                           recovery cut the log below it; dropped once
 //	                                           retention passes the offset
+//	"deletingTopic.<topic>" value: empty     a deletion of the topic (its config, its
+//	                                           queues, every group's offsets and POP
+//	                                           state on it) began and has not ended:
+//	                                           written, synced, before its first step and
+//	                                           deleted after its last; the broker completes
+//	                                           a deletion it finds at start (a crash half
+//	                                           way through)
 //	"rebuildStart.<layout>.<queueId>.<topic>" value: queue offset int64
 //	                                           where the queue stood in that layout when a
 //	                                           rebuild of it (the layout missed records

@@ -546,6 +546,7 @@ func FuzzDecodeKey(f *testing.F) {
 	f.Add(metaKey(metaCQWritten+LayoutKV), putInt64(8))
 	f.Add(metaKey(metaCQWritten+LayoutFile), []byte{1, 2, 3})
 	f.Add(metaKey(metaTopicDeleted+"T"), putInt64(9))
+	f.Add(metaKey(metaDeletingTopic+"T"), []byte{})
 	f.Add(metaKey(rebuildStartName(LayoutFile, QueueStart{Topic: "T.x", QueueID: 3})), putInt64(30))
 	f.Add(metaKey(metaRebuildStart+"kv.-1.T"), putInt64(30))
 	f.Add(txnKey(PrefixTxnHalf, 4096), encodeTxnHalf(TxnHalf{PhyOffset: 4096, QueueOffset: 7, StoreTimestamp: 1700000000000, NextCheckAt: 1700000060000, Checks: 2}))

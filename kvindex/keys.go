@@ -40,6 +40,10 @@ const (
 	// ended at the value (for dispatch, which leaves its records below
 	// the value out, and for layouts not written at the time).
 	metaTopicDeleted = "topicDeleted."
+	// metaDeletingTopic + topic: a deletion of the topic (its config,
+	// queues and consumer state) began and has not ended; a start after a
+	// crash half way through completes it.
+	metaDeletingTopic = "deletingTopic."
 	// metaRebuildStart + layout + "." + queueId + "." + topic: where that
 	// queue stood in the layout when a rebuild of it began (the value, a
 	// queue offset), kept until the rebuilt layout is complete, so a

@@ -167,3 +167,48 @@ func (d *DB) recordTopicDeleted(topic string, end int64) error {
 	}
 	return nil
 }
+
+// BeginTopicDeletion records, durably, that a deletion of topic (its
+// config, its queues and its consumers' state, in several commits) begins:
+// until EndTopicDeletion, PendingTopicDeletions names the topic, so that a
+// start after a crash half way through can complete the deletion instead
+// of leaving what it had not reached yet to a topic created again under
+// the name.
+func (d *DB) BeginTopicDeletion(topic string) error {
+	if err := checkName("topic", topic); err != nil {
+		return fmt.Errorf("begin the deletion of a topic: %w", err)
+	}
+	if err := d.pdb.Set(metaKey(metaDeletingTopic+topic), nil, pebble.Sync); err != nil {
+		return fmt.Errorf("begin the deletion of topic %s: %w", topic, err)
+	}
+	return nil
+}
+
+// EndTopicDeletion records that the deletion of topic begun with
+// BeginTopicDeletion is complete. It is not synced: a crash that loses it
+// only makes the next start run the deletion again, which finds nothing
+// left to delete.
+func (d *DB) EndTopicDeletion(topic string) error {
+	if err := d.pdb.Delete(metaKey(metaDeletingTopic+topic), pebble.NoSync); err != nil {
+		return fmt.Errorf("end the deletion of topic %s: %w", topic, err)
+	}
+	return nil
+}
+
+// PendingTopicDeletions returns the topics whose deletion began and did
+// not end, in name order.
+func (d *DB) PendingTopicDeletions() ([]string, error) {
+	lo := metaKey(metaDeletingTopic)
+	it, err := d.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	if err != nil {
+		return nil, fmt.Errorf("read the pending topic deletions: %w", err)
+	}
+	var topics []string
+	for it.First(); it.Valid(); it.Next() {
+		topics = append(topics, string(it.Key()[len(lo):]))
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("read the pending topic deletions: %w", err)
+	}
+	return topics, nil
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/cq"
@@ -379,5 +380,51 @@ func TestMustRereadBatch(t *testing.T) {
 				t.Errorf("mustReread = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// A deletion begun and not ended is named by PendingTopicDeletions after
+// a reopen (the marker is synced before the deletion's first step); an
+// ended one is not. The markers are not read as recorded deletions.
+func TestPendingTopicDeletionsSurviveAReopen(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(Options{Dir: dir, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"Orders", "a.b%c", "Done"} {
+		if err := db.BeginTopicDeletion(topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.EndTopicDeletion("Done"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openDBAt(t, dir)
+	pending, err := db.PendingTopicDeletions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(pending) != "[Orders a.b%c]" {
+		t.Fatalf("pending deletions after a reopen: %q", pending)
+	}
+	deleted, err := db.topicsDeleted(0, 1<<40)
+	if err != nil || len(deleted) != 0 {
+		t.Fatalf("markers of deletions under way read as recorded deletions: %v %v", deleted, err)
+	}
+	r, err := DecodeKey(metaKey(metaDeletingTopic+"Orders"), nil)
+	if m, ok := r.(MetaRecord); err != nil || !ok || m.Name != "deletingTopic.Orders" {
+		t.Fatalf("kvdump's decoding of a marker: %#v %v", r, err)
+	}
+	for _, topic := range pending {
+		if err := db.EndTopicDeletion(topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pending, err := db.PendingTopicDeletions(); err != nil || len(pending) != 0 {
+		t.Fatalf("pending deletions after they ended: %q %v", pending, err)
 	}
 }
