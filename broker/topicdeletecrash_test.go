@@ -127,20 +127,30 @@ func waitDispatchedChild(t *testing.T, c *remoting.Client) {
 // broker left in its store: where the dispatch of its restart begins.
 func persistedDispatched(t *testing.T, store string) int64 {
 	t.Helper()
+	var off int64
+	readStoppedIndex(t, store, func(db *kvindex.DB) (err error) {
+		off, err = db.Dispatched()
+		return err
+	})
+	return off
+}
+
+// readStoppedIndex opens, read-only, the index a stopped (or killed)
+// broker left in its store, runs read on it and closes it.
+func readStoppedIndex(t *testing.T, store string, read func(*kvindex.DB) error) {
+	t.Helper()
 	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(store, kvindex.DirName), ReadOnly: true, Logger: zerolog.Nop()})
 	if err != nil {
-		t.Fatalf("open the killed broker's index: %v", err)
+		t.Fatalf("open the stopped broker's index: %v", err)
 	}
 	defer func() {
 		if err := db.Close(); err != nil {
-			t.Errorf("close the killed broker's index: %v", err)
+			t.Errorf("close the stopped broker's index: %v", err)
 		}
 	}()
-	off, err := db.Dispatched()
-	if err != nil {
-		t.Fatalf("the killed broker's dispatched offset: %v", err)
+	if err := read(db); err != nil {
+		t.Fatalf("read the stopped broker's index: %v", err)
 	}
-	return off
 }
 
 // maxOffsetOf asks GET_MAX_OFFSET of a queue.
@@ -296,18 +306,10 @@ func pendingAfterStop(t *testing.T, cb *childBroker, store string) []string {
 // broker left unfinished in its store.
 func pendingTopicDeletions(t *testing.T, store string) []string {
 	t.Helper()
-	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(store, kvindex.DirName), ReadOnly: true, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatalf("open the killed broker's index: %v", err)
-	}
-	defer func() {
-		if err := db.Close(); err != nil {
-			t.Errorf("close the killed broker's index: %v", err)
-		}
-	}()
-	pending, err := db.PendingTopicDeletions()
-	if err != nil {
-		t.Fatal(err)
-	}
+	var pending []string
+	readStoppedIndex(t, store, func(db *kvindex.DB) (err error) {
+		pending, err = db.PendingTopicDeletions()
+		return err
+	})
 	return pending
 }
