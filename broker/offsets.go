@@ -151,14 +151,18 @@ var errTopicDeletedSince = errors.New("the topic was deleted since the request c
 func (b *Broker) commitOffsetHeld(topic string, deletions uint64, commit func() error) error {
 	hold := b.db.Pop().HoldTopic(topic)
 	defer hold.Release()
-	if hold.DeletedSince(deletions) {
-		if _, ok, err := b.topicConfig(topic); err != nil {
-			return err
-		} else if !ok {
-			return errTopicDeletedSince
-		}
+	if gone, err := hold.GoneSince(deletions, b.topicGone); err != nil {
+		return err
+	} else if gone {
+		return errTopicDeletedSince
 	}
 	return commit()
+}
+
+// topicGone reports whether topic does not exist.
+func (b *Broker) topicGone(topic string) (bool, error) {
+	_, ok, err := b.topicConfig(topic)
+	return !ok, err
 }
 
 // queueOffsetHandler answers a request naming a topic and queue with the

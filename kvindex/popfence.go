@@ -103,6 +103,18 @@ func (h TopicHold) Release() {
 // after that of its config, and would have ended before the hold.
 func (h TopicHold) DeletedSince(deletions uint64) bool { return h.ended != deletions }
 
+// GoneSince reports whether the held topic, which existed when
+// TopicDeletions returned deletions, no longer does: gone (the caller's
+// look at its topic table) is asked only when a deletion ended since
+// (DeletedSince), so a hold of a topic no deletion came near costs no
+// lookup.
+func (h TopicHold) GoneSince(deletions uint64, gone func(topic string) (bool, error)) (bool, error) {
+	if !h.DeletedSince(deletions) {
+		return false, nil
+	}
+	return gone(h.topic)
+}
+
 // exclude begins a deletion of topic once any other one has ended, waits
 // for the holds of topic under way to be released, and keeps new ones
 // waiting until the returned end is called.

@@ -108,6 +108,15 @@ func TestTopicHoldDeletedSince(t *testing.T) {
 	if after := s.TopicDeletions(); late.DeletedSince(after) {
 		t.Error("a hold reports a deletion that ended before the count was read")
 	}
+	// GoneSince asks the caller's topic table only after a deletion.
+	asked := 0
+	gone := func(topic string) (bool, error) { asked++; return topic == "T", nil }
+	if g, err := late.GoneSince(s.TopicDeletions(), gone); err != nil || g || asked != 0 {
+		t.Errorf("GoneSince without a deletion since: %v %v, table asked %d times", g, err, asked)
+	}
+	if g, err := late.GoneSince(before, gone); err != nil || !g || asked != 1 {
+		t.Errorf("GoneSince after a deletion of the held topic: %v %v, table asked %d times", g, err, asked)
+	}
 }
 
 // BenchmarkHoldTopic takes and releases holds of a few topics from every

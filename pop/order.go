@@ -78,7 +78,7 @@ func (s *Service) popOrderQueue(req PopRequest, src source, remain int, wait boo
 	// writes, and no write once it was deleted.
 	hold := s.store.HoldTopic(src.topic)
 	defer hold.Release()
-	if gone, err := s.deletedSince(hold, src.topic, req.deletions); err != nil || gone {
+	if gone, err := hold.GoneSince(req.deletions, s.topicGone); err != nil || gone {
 		return false, err
 	}
 	return false, s.popOrderLocked(req, src, remain, res, info, dur)

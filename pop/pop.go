@@ -287,20 +287,10 @@ func (s *Service) queueLock(group string, src source, wait bool) (func(), bool) 
 func (s *Service) popHeld(req PopRequest, src source, remain int, res *PopResult, dur *durability) (readResult, error) {
 	hold := s.store.HoldTopic(src.topic)
 	defer hold.Release()
-	if gone, err := s.deletedSince(hold, src.topic, req.deletions); err != nil || gone {
+	if gone, err := hold.GoneSince(req.deletions, s.topicGone); err != nil || gone {
 		return readResult{}, err
 	}
 	return s.popLocked(req, src, remain, res, dur)
-}
-
-// deletedSince reports whether topic, which existed when the store's
-// TopicDeletions was deletions, no longer does: asked of the broker only
-// when a deletion of a topic ended between then and the hold.
-func (s *Service) deletedSince(hold kvindex.TopicHold, topic string, deletions uint64) (bool, error) {
-	if !hold.DeletedSince(deletions) {
-		return false, nil
-	}
-	return s.topicGone(topic)
 }
 
 // topicGone reports whether topic no longer exists.
