@@ -17,7 +17,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -49,10 +48,8 @@ func main() {
 
 func newCommand() *cobra.Command {
 	var (
-		o                                     options
-		listen, logLevel, logFormat, kvConfig string
-		orderMessage                          bool
-		sets                                  []string
+		o    options
+		sets []string
 	)
 	cmd := &cobra.Command{
 		Use:           "namesrv",
@@ -61,29 +58,12 @@ func newCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f := cmd.Flags()
-			// --set comes first: the dedicated flags below win over it.
-			set := map[string]string{}
-			if err := cliflags.AddSets(sets, set); err != nil {
+			var err error
+			o.overrides, err = cliflags.Overrides(cmd.Flags(), sets, cliflags.Listen{BindKey: "bindAddress", PortKey: "listenPort"},
+				cliflags.KeyFlag{Flag: "log-level", Key: "logLevel"}, cliflags.KeyFlag{Flag: "log-format", Key: "logFormat"},
+				cliflags.KeyFlag{Flag: "kv-config", Key: "kvConfigPath"}, cliflags.KeyFlag{Flag: "order-message-enable", Key: "orderMessageEnable"})
+			if err != nil {
 				return err
-			}
-			o.overrides = []configs.Source{{Name: "flag --set", Values: set}}
-			if f.Changed("listen") {
-				addr := map[string]string{}
-				if err := cliflags.AddListen(listen, "bindAddress", "listenPort", addr); err != nil {
-					return err
-				}
-				o.overrides = append(o.overrides, configs.Source{Name: "flag --listen", Values: addr})
-			}
-			for _, flag := range []struct{ name, key string }{{"log-level", "logLevel"}, {"log-format", "logFormat"}, {"kv-config", "kvConfigPath"}} {
-				if f.Changed(flag.name) {
-					v, _ := f.GetString(flag.name)
-					o.overrides = append(o.overrides, configs.Source{Name: "flag --" + flag.name, Values: map[string]string{flag.key: v}})
-				}
-			}
-			if f.Changed("order-message-enable") {
-				o.overrides = append(o.overrides, configs.Source{Name: "flag --order-message-enable",
-					Values: map[string]string{"orderMessageEnable": strconv.FormatBool(orderMessage)}})
 			}
 			if o.print {
 				return printConfig(cmd.OutOrStdout(), o)
@@ -96,11 +76,11 @@ func newCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVarP(&o.config, "config", "c", "", "namesrv.properties or YAML configuration file (RocketMQ's keys, see configs/namesrv.yaml)")
 	f.BoolVarP(&o.print, "print-config", "p", false, "print the configuration that would run, then exit")
-	f.StringVar(&listen, "listen", ":9876", "listen address (overrides bindAddress and listenPort)")
-	f.StringVar(&logLevel, "log-level", "info", "log level: trace, debug, info, warn or error (overrides logLevel)")
-	f.StringVar(&logFormat, "log-format", string(logging.Auto), "log format: auto, console or json (overrides logFormat)")
-	f.StringVar(&kvConfig, "kv-config", "", "file persisting the KV configuration, Java's kvConfig.json (overrides kvConfigPath; empty keeps it in memory)")
-	f.BoolVar(&orderMessage, "order-message-enable", false, "add orderTopicConf from the ORDER_TOPIC_CONFIG namespace to routes (overrides orderMessageEnable)")
+	f.String("listen", ":9876", "listen address (overrides bindAddress and listenPort)")
+	f.String("log-level", "info", "log level: trace, debug, info, warn or error (overrides logLevel)")
+	f.String("log-format", string(logging.Auto), "log format: auto, console or json (overrides logFormat)")
+	f.String("kv-config", "", "file persisting the KV configuration, Java's kvConfig.json (overrides kvConfigPath; empty keeps it in memory)")
+	f.Bool("order-message-enable", false, "add orderTopicConf from the ORDER_TOPIC_CONFIG namespace to routes (overrides orderMessageEnable)")
 	f.StringArrayVar(&sets, "set", nil, "override one configuration key: --set key=value (repeatable), e.g. --set tls.server.mode=enforcing")
 	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 10*time.Second, "how long a shutdown may take")
 	return cmd

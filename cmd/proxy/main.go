@@ -48,9 +48,8 @@ func main() {
 
 func newCommand() *cobra.Command {
 	var (
-		o                                 options
-		listen, namesrv, level, logFormat string
-		sets                              []string
+		o    options
+		sets []string
 	)
 	cmd := &cobra.Command{
 		Use:           "proxy",
@@ -60,7 +59,7 @@ func newCommand() *cobra.Command {
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
-			if o.defaults, o.overrides, err = sources(cmd, listen, namesrv, sets, os.Getenv); err != nil {
+			if o.defaults, o.overrides, err = sources(cmd, sets, os.Getenv); err != nil {
 				return err
 			}
 			if o.print {
@@ -74,10 +73,10 @@ func newCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVarP(&o.config, "config", "c", "", "rmq-proxy.json, properties or YAML configuration (RocketMQ proxy's keys, see configs/proxy.yaml)")
 	f.BoolVarP(&o.print, "print-config", "p", false, "print the configuration that would run, then exit")
-	f.StringVar(&listen, "listen", ":8081", "gRPC listen address (overrides bindAddress and grpcServerPort)")
-	f.StringVarP(&namesrv, "namesrv", "n", "127.0.0.1:9876", "name server addresses, separated by ';' or ',' (overrides namesrvAddr; without either, NAMESRV_ADDR)")
-	f.StringVar(&level, "log-level", "info", "log level: trace, debug, info, warn or error (overrides logLevel)")
-	f.StringVar(&logFormat, "log-format", string(logging.Auto), "log format: auto, console or json (overrides logFormat)")
+	f.String("listen", ":8081", "gRPC listen address (overrides bindAddress and grpcServerPort)")
+	f.StringP("namesrv", "n", "127.0.0.1:9876", "name server addresses, separated by ';' or ',' (overrides namesrvAddr; without either, NAMESRV_ADDR)")
+	f.String("log-level", "info", "log level: trace, debug, info, warn or error (overrides logLevel)")
+	f.String("log-format", string(logging.Auto), "log format: auto, console or json (overrides logFormat)")
 	f.StringArrayVar(&sets, "set", nil, "override one configuration key: --set key=value (repeatable)")
 	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 10*time.Second, "how long a shutdown may wait for calls in progress")
 	return cmd
@@ -85,34 +84,19 @@ func newCommand() *cobra.Command {
 
 // sources are the settings the flags (and, without -n, NAMESRV_ADDR)
 // give, each named for the errors in it: the defaults, which give way to
-// the file, and the overrides, dedicated flags after --set so that they
-// win over it.
-func sources(cmd *cobra.Command, listen, namesrv string, sets []string, getenv func(string) string) (defaults, overrides []configs.Source, err error) {
+// the file, and the overrides (cliflags.Overrides).
+func sources(cmd *cobra.Command, sets []string, getenv func(string) string) (defaults, overrides []configs.Source, err error) {
 	f := cmd.Flags()
-	setValues := map[string]string{}
-	if err := cliflags.AddSets(sets, setValues); err != nil {
+	overrides, err = cliflags.Overrides(f, sets, cliflags.Listen{BindKey: "bindAddress", PortKey: "grpcServerPort"},
+		cliflags.KeyFlag{Flag: "namesrv", Key: "namesrvAddr"},
+		cliflags.KeyFlag{Flag: "log-level", Key: "logLevel"}, cliflags.KeyFlag{Flag: "log-format", Key: "logFormat"})
+	if err != nil {
 		return nil, nil, err
 	}
-	overrides = []configs.Source{{Name: "flag --set", Values: setValues}}
-	if f.Changed("listen") {
-		values := map[string]string{}
-		if err := cliflags.AddListen(listen, "bindAddress", "grpcServerPort", values); err != nil {
-			return nil, nil, err
-		}
-		overrides = append(overrides, configs.Source{Name: "flag --listen", Values: values})
-	}
-	if f.Changed("namesrv") {
-		overrides = append(overrides, configs.Source{Name: "flag -n (--namesrv)", Values: map[string]string{"namesrvAddr": namesrv}})
-	} else if env := getenv("NAMESRV_ADDR"); env != "" {
+	if env := getenv("NAMESRV_ADDR"); env != "" && !f.Changed("namesrv") {
 		// RocketMQ's proxy starts from NAMESRV_ADDR; its file's
 		// namesrvAddr, when it has one, wins.
 		defaults = []configs.Source{{Name: "environment variable NAMESRV_ADDR", Values: map[string]string{"namesrvAddr": env}}}
-	}
-	for _, flag := range []struct{ name, key string }{{"log-level", "logLevel"}, {"log-format", "logFormat"}} {
-		if f.Changed(flag.name) {
-			v, _ := f.GetString(flag.name)
-			overrides = append(overrides, configs.Source{Name: "flag --" + flag.name, Values: map[string]string{flag.key: v}})
-		}
 	}
 	return defaults, overrides, nil
 }

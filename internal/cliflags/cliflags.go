@@ -1,11 +1,16 @@
 // Package cliflags turns the command-line flags the binaries share into
-// configuration overrides: --set key=value and a --listen address.
+// configuration overrides: --set key=value, a --listen address and the
+// flags that each stand for one configuration key.
 package cliflags
 
 import (
 	"fmt"
 	"net"
 	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rocketkv/rocketkv/configs"
 )
 
 // AddSets adds each "key=value" of sets to overrides: a key already there
@@ -39,4 +44,44 @@ func AddListen(listen, bindKey, portKey string, overrides map[string]string) err
 	}
 	overrides[bindKey], overrides[portKey] = host, port
 	return nil
+}
+
+// Listen names the keys a --listen flag sets: the bind address and the
+// port. The zero value means the command has no --listen.
+type Listen struct{ BindKey, PortKey string }
+
+// KeyFlag is a flag that stands for one configuration key; its value, as
+// the flag prints it, is the key's.
+type KeyFlag struct{ Flag, Key string }
+
+// Overrides returns the settings the command line gives, each named for
+// the errors in it (configs.Source): --set's values first, then --listen
+// and each flag of keys that was given, as sources of their own after it,
+// so that they win over --set. A source is named after its flag, with
+// the short form when it has one ("flag -n (--namesrv)").
+func Overrides(f *pflag.FlagSet, sets []string, listen Listen, keys ...KeyFlag) ([]configs.Source, error) {
+	setValues := map[string]string{}
+	if err := AddSets(sets, setValues); err != nil {
+		return nil, err
+	}
+	out := []configs.Source{{Name: "flag --set", Values: setValues}}
+	if listen != (Listen{}) && f.Changed("listen") {
+		values := map[string]string{}
+		if err := AddListen(f.Lookup("listen").Value.String(), listen.BindKey, listen.PortKey, values); err != nil {
+			return nil, err
+		}
+		out = append(out, configs.Source{Name: "flag --listen", Values: values})
+	}
+	for _, k := range keys {
+		fl := f.Lookup(k.Flag)
+		if fl == nil || !fl.Changed {
+			continue
+		}
+		name := "flag --" + fl.Name
+		if fl.Shorthand != "" {
+			name = "flag -" + fl.Shorthand + " (--" + fl.Name + ")"
+		}
+		out = append(out, configs.Source{Name: name, Values: map[string]string{k.Key: fl.Value.String()}})
+	}
+	return out, nil
 }

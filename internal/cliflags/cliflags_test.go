@@ -2,8 +2,13 @@ package cliflags
 
 import (
 	"maps"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rocketkv/rocketkv/configs"
 )
 
 // --set adds keys without replacing those a dedicated flag set, the later
@@ -39,5 +44,44 @@ func TestAddListen(t *testing.T) {
 	}
 	if err := AddListen("8081", "bind", "port", map[string]string{}); err == nil {
 		t.Error("AddListen of a port without a colon succeeded")
+	}
+}
+
+// Overrides puts --set first and each flag given after it, so that the
+// flags win; unchanged flags give nothing; each source is named after
+// its flag, short form included; a bool flag gives its text.
+func TestOverrides(t *testing.T) {
+	f := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	f.String("listen", ":9876", "")
+	f.StringP("namesrv", "n", "127.0.0.1:9876", "")
+	f.String("log-level", "info", "")
+	f.Bool("order", false, "")
+	if err := f.Parse([]string{"--listen", "127.0.0.1:1", "-n", "a:1;b:2", "--order"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Overrides(f, []string{"namesrvAddr=x:1", "logLevel=warn"}, Listen{BindKey: "bind", PortKey: "port"},
+		KeyFlag{Flag: "namesrv", Key: "namesrvAddr"}, KeyFlag{Flag: "log-level", Key: "logLevel"}, KeyFlag{Flag: "order", Key: "orderOn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []configs.Source{
+		{Name: "flag --set", Values: map[string]string{"namesrvAddr": "x:1", "logLevel": "warn"}},
+		{Name: "flag --listen", Values: map[string]string{"bind": "127.0.0.1", "port": "1"}},
+		{Name: "flag -n (--namesrv)", Values: map[string]string{"namesrvAddr": "a:1;b:2"}},
+		{Name: "flag --order", Values: map[string]string{"orderOn": "true"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Overrides:\n got %v\nwant %v", got, want)
+	}
+	if _, err := Overrides(f, []string{"novalue"}, Listen{}); err == nil || !strings.Contains(err.Error(), "novalue") {
+		t.Errorf("a bad --set: %v", err)
+	}
+	g := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	g.String("listen", "", "")
+	if err := g.Parse([]string{"--listen", "nowhere"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Overrides(g, nil, Listen{BindKey: "bind", PortKey: "port"}); err == nil || !strings.Contains(err.Error(), "--listen") {
+		t.Errorf("a bad --listen: %v", err)
 	}
 }
