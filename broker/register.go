@@ -211,13 +211,12 @@ func (r *registrar) loop(ctx context.Context) {
 
 // forcePeriodic reports whether the periodic registration sends the
 // topics whatever the name servers hold: forceRegister (default true) as
-// in force now, as RocketMQ's BrokerController.registerBrokerAll reads
-// it at each period, and always on a
-// slave. With forceRegister off RocketMQ's slave too asks first, and
-// keeps the master its last registration answered with until its topics'
-// data version moves; a rocketkv slave registers every period, as its
-// registration's answer is how it follows its master (see
-// noteRegistration).
+// in force now, as RocketMQ's BrokerController.registerBrokerAll reads it
+// at each period, and always on a slave. With forceRegister off
+// RocketMQ's slave too asks first, and keeps the master its last
+// registration answered with until its topics' data version moves; a
+// rocketkv slave registers every period, as its registration's answer is
+// how it follows its master (see noteRegistration).
 func (r *registrar) forcePeriodic() bool {
 	return r.b.current().ForceRegister || r.b.isSlave()
 }
@@ -271,9 +270,9 @@ func (r *registrar) registerAndWait(ctx context.Context) {
 // (updateNameServerAddressList). The connections to removed name servers
 // are closed: a registration or route fetch under way to one of them
 // fails with remoting.ErrAddrClosed, and what a removed name server's
-// connection attempt or scan finds is not recorded. The next registration reaches
-// the new name servers, and it comes at once: one that is new knows no
-// route of the broker.
+// connection attempt or scan finds is not recorded. The next
+// registration reaches the new name servers, and it comes at once: one
+// that is new knows no route of the broker.
 func (r *registrar) setNameServers(namesrvAddrs string) {
 	old := r.ns.NameServers()
 	r.ns.SetNameServers(namesrvAddrs)
