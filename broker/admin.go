@@ -354,8 +354,11 @@ func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *re
 // removed after the last lets a start after a crash in between complete
 // the deletion (completeTopicDeletions). A deletion that fails keeps its
 // marker too: the next start completes it, unless the topic exists again
-// by then.
+// by then. While it runs, nothing creates the topic again
+// (topicManager.beginDeletion).
 func (b *Broker) deleteTopic(topic string) error {
+	b.topics.beginDeletion(topic)
+	defer b.topics.endDeletion(topic)
 	if err := b.db.BeginTopicDeletion(topic); err != nil {
 		return err
 	}

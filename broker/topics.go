@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -55,6 +56,38 @@ type topicManager struct {
 	b      *Broker
 	table  *kvindex.Topics
 	create sync.Mutex // serialises get-or-create
+	// deleting counts the deletions under way of each topic (guarded by
+	// create): no config of such a topic is written until they end.
+	deleting map[string]int
+}
+
+// errTopicBeingDeleted is the error of a creation or change of a topic
+// whose deletion is under way.
+var errTopicBeingDeleted = errors.New("the topic is being deleted; create it again once the deletion ends")
+
+// beginDeletion marks topic as being deleted until endDeletion: from now
+// on no request creates or changes its config. The deletion's later steps
+// would otherwise drop what a topic created again under the name received
+// meanwhile (a send answered SEND_OK, its message never indexed), and a
+// crash between them would leave that topic the old one's queues and
+// offsets (completeTopicDeletions keeps a topic that exists).
+func (m *topicManager) beginDeletion(topic string) {
+	m.create.Lock()
+	defer m.create.Unlock()
+	if m.deleting == nil {
+		m.deleting = map[string]int{}
+	}
+	m.deleting[topic]++
+}
+
+// endDeletion ends what beginDeletion began, whether the deletion
+// succeeded or not.
+func (m *topicManager) endDeletion(topic string) {
+	m.create.Lock()
+	defer m.create.Unlock()
+	if m.deleting[topic]--; m.deleting[topic] <= 0 {
+		delete(m.deleting, topic)
+	}
 }
 
 func newTopicManager(b *Broker) (*topicManager, error) {
@@ -187,6 +220,11 @@ func (m *topicManager) createOrUpdate(cfgs []meta.TopicConfig) (stored int, refu
 	// As RocketMQ: a light message queue keeps its fixed config (one
 	// queue); an update of it is answered and dropped.
 	cfgs = slices.DeleteFunc(slices.Clone(cfgs), func(tc meta.TopicConfig) bool { return m.b.lmqName(tc.TopicName) })
+	for _, tc := range cfgs {
+		if m.deleting[tc.TopicName] > 0 {
+			return 0, fmt.Sprintf("topic %s: %v", tc.TopicName, errTopicBeingDeleted), nil
+		}
+	}
 	current, err := m.currentConfigs(cfgs)
 	if err != nil {
 		return 0, "", err
@@ -303,7 +341,7 @@ func (m *topicManager) markOrderTopics(table map[string]string) error {
 	}
 	var changed []meta.TopicConfig
 	for _, tc := range stored {
-		if !tc.Order {
+		if !tc.Order && m.deleting[tc.TopicName] == 0 {
 			tc.Order = true
 			changed = append(changed, tc)
 		}
@@ -352,6 +390,9 @@ func (m *topicManager) createOnSend(topic, template string, queueNums int) (meta
 	} else if ok {
 		return tc, remoting.Success, ""
 	}
+	if m.deleting[topic] > 0 {
+		return meta.TopicConfig{}, remoting.TopicNotExist, fmt.Sprintf("topic[%s] is being deleted, send again once the deletion ends", topic)
+	}
 	if template == "" {
 		template = autoCreateTopic
 	}
@@ -394,6 +435,9 @@ func (m *topicManager) ensureSystemTopic(topic string, queues, perm int) (meta.T
 	defer m.create.Unlock()
 	if tc, ok, err := m.table.Get(topic); err != nil || ok {
 		return tc, err
+	}
+	if m.deleting[topic] > 0 {
+		return meta.TopicConfig{}, fmt.Errorf("create topic %s: %w", topic, errTopicBeingDeleted)
 	}
 	tc := meta.NewTopicConfig(topic, queues)
 	tc.Perm = perm
