@@ -65,6 +65,7 @@ func (b *Broker) processCloneGroupOffset(_ context.Context, conn *remoting.Conn,
 	topic := strings.TrimSpace(h.OptString("topic", ""))
 	offline := h.OptBool("offline", false)
 
+	deletions := b.db.Pop().TopicDeletions() // before the topic checks: see cloneOffsets
 	byTopic, err := b.groupOffsetsByTopic(src)
 	if err != nil {
 		b.log.Error().Err(err).Str("srcGroup", src).Msg("clone group offset failed")
@@ -98,7 +99,7 @@ func (b *Broker) processCloneGroupOffset(_ context.Context, conn *remoting.Conn,
 			updates = append(updates, u)
 		}
 	}
-	if err := b.cloneOffsets(updates); err != nil {
+	if err := b.cloneOffsets(updates, deletions); err != nil {
 		b.log.Error().Err(err).Str("srcGroup", src).Str("destGroup", dest).Str("topic", topic).Msg("clone group offset failed")
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
@@ -124,9 +125,20 @@ func (b *Broker) groupOffsetsByTopic(group string) (map[string][]kvindex.OffsetU
 // cloneOffsets commits the cloned offsets in one durable batch, after
 // dropping the resets of those queues that wait for a pull (they are put
 // back if the batch fails), then moves the pop state of the queues the
-// destination group pops.
-func (b *Broker) cloneOffsets(updates []kvindex.OffsetUpdate) error {
+// destination group pops. The batch is written under holds of its topics
+// (holdOffsetTopics): deletions is the store's TopicDeletions read before
+// the caller found them, and the offsets of a topic deleted since are
+// left out, as its deletion deleted the source's.
+func (b *Broker) cloneOffsets(updates []kvindex.OffsetUpdate, deletions uint64) error {
+	updates, gone, release, err := b.holdOffsetTopics(updates, deletions)
+	if err != nil {
+		return err
+	}
+	for _, topic := range gone {
+		b.log.Warn().Str("topic", topic).Msg("clone group offset: topic deleted during the clone, skipped")
+	}
 	if len(updates) == 0 {
+		release()
 		return nil
 	}
 	dropped := make(map[int]int64)
@@ -135,7 +147,11 @@ func (b *Broker) cloneOffsets(updates []kvindex.OffsetUpdate) error {
 			dropped[i] = off
 		}
 	}
-	if err := b.offsets.SetMany(updates, true); err != nil {
+	err = b.offsets.SetMany(updates, true)
+	// Released before the pops move: they hold their topic themselves,
+	// and a second hold would wait for a deletion waiting for the first.
+	release()
+	if err != nil {
 		for i, off := range dropped {
 			b.resets.restore(updates[i].Group, updates[i].Topic, updates[i].QueueID, off)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -13,7 +14,8 @@ import (
 // otherwise start the group from the old offset, past its end. One under
 // way when a deletion begins is written first and deleted with the rest
 // of the topic's offsets. (RocketMQ has the race; its deletion can leave
-// the offset.)
+// the offset.) An administrator's reset or clone of offsets is fenced the
+// same way.
 func TestOffsetCommitsAreFencedFromTheirTopicsDeletion(t *testing.T) {
 	b := startTestBroker(t, nil)
 	c := b.client(nil)
@@ -73,6 +75,48 @@ func TestOffsetCommitsAreFencedFromTheirTopicsDeletion(t *testing.T) {
 		}
 		if off, ok, err := b.offsets.Get("fg", "FencedB", 0); err != nil || ok {
 			t.Fatalf("offset %d left on the deleted topic (%v)", off, err)
+		}
+	})
+
+	// An administrator's reset or clone of offsets holds the topics it
+	// writes as a consumer's commit does.
+	t.Run("reset of a topic deleted since its check", func(t *testing.T) {
+		mustSend(t, c, "FencedR", 0, "m", "")
+		b.caughtUp()
+		deletions := b.db.Pop().TopicDeletions()
+		if err := b.deleteTopic("FencedR"); err != nil {
+			t.Fatal(err)
+		}
+		err := b.resetQueues("fg", "FencedR", map[int32]int64{0: 1}, deletions)
+		if !errors.Is(err, errTopicDeletedSince) {
+			t.Fatalf("reset after the deletion: %v, want errTopicDeletedSince", err)
+		}
+		if off, ok, err := b.offsets.Get("fg", "FencedR", 0); err != nil || ok {
+			t.Fatalf("reset offset %d stored on the deleted topic (%v)", off, err)
+		}
+	})
+
+	t.Run("clone onto a topic deleted since its check", func(t *testing.T) {
+		for _, topic := range []string{"FencedC", "FencedD"} {
+			mustSend(t, c, topic, 0, "m", "")
+		}
+		b.caughtUp()
+		deletions := b.db.Pop().TopicDeletions()
+		if err := b.deleteTopic("FencedC"); err != nil {
+			t.Fatal(err)
+		}
+		err := b.cloneOffsets([]kvindex.OffsetUpdate{
+			{Group: "fg", Topic: "FencedC", QueueID: 0, Offset: 1},
+			{Group: "fg", Topic: "FencedD", QueueID: 0, Offset: 1},
+		}, deletions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if off, ok, err := b.offsets.Get("fg", "FencedC", 0); err != nil || ok {
+			t.Fatalf("cloned offset %d stored on the deleted topic (%v)", off, err)
+		}
+		if off, ok, err := b.offsets.Get("fg", "FencedD", 0); err != nil || !ok || off != 1 {
+			t.Fatalf("cloned offset of the topic not deleted: %d %v %v, want 1", off, ok, err)
 		}
 	})
 

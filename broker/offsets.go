@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -157,6 +159,38 @@ func (b *Broker) commitOffsetHeld(topic string, deletions uint64, commit func() 
 		return errTopicDeletedSince
 	}
 	return commit()
+}
+
+// holdOffsetTopics is commitOffsetHeld for a write of several topics'
+// offsets in one batch: it holds every topic of updates (in name order)
+// and returns the updates without those of topics deleted since
+// deletions, those topics, and the release of the holds, which the caller
+// calls once its write is committed.
+func (b *Broker) holdOffsetTopics(updates []kvindex.OffsetUpdate, deletions uint64) (kept []kvindex.OffsetUpdate, gone []string, release func(), err error) {
+	topics := make([]string, 0, 1)
+	for _, u := range updates {
+		topics = append(topics, u.Topic)
+	}
+	slices.Sort(topics)
+	topics = slices.Compact(topics)
+	holds := make([]kvindex.TopicHold, 0, len(topics))
+	release = func() {
+		for _, h := range holds {
+			h.Release()
+		}
+	}
+	for _, topic := range topics {
+		hold := b.db.Pop().HoldTopic(topic)
+		holds = append(holds, hold)
+		if g, err := hold.GoneSince(deletions, b.topicGone); err != nil {
+			release()
+			return nil, nil, nil, err
+		} else if g {
+			gone = append(gone, topic)
+		}
+	}
+	kept = slices.DeleteFunc(slices.Clone(updates), func(u kvindex.OffsetUpdate) bool { return slices.Contains(gone, u.Topic) })
+	return kept, gone, release, nil
 }
 
 // topicGone reports whether topic does not exist.

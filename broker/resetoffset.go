@@ -200,6 +200,7 @@ func (b *Broker) processResetOffset(_ context.Context, conn *remoting.Conn, req 
 	if err != nil {
 		return refuse(remoting.SystemError, "bad reset offset request header: "+err.Error())
 	}
+	deletions := b.db.Pop().TopicDeletions() // before the topic check: see resetQueues
 	tc, ok, err := b.topicConfig(r.topic)
 	if err != nil {
 		return refuse(remoting.SystemError, err.Error())
@@ -226,7 +227,9 @@ func (b *Broker) processResetOffset(_ context.Context, conn *remoting.Conn, req 
 	if err != nil {
 		return refuse(remoting.SystemError, fmt.Sprintf("reset %s of %s: %v", r.topic, r.group, err))
 	}
-	if err := b.resetQueues(r.group, r.topic, targets); err != nil {
+	if err := b.resetQueues(r.group, r.topic, targets, deletions); errors.Is(err, errTopicDeletedSince) {
+		return refuse(remoting.TopicNotExist, "Topic "+r.topic+" does not exist")
+	} else if err != nil {
 		b.log.Error().Err(err).Str("group", r.group).Str("topic", r.topic).Msg("reset offset failed")
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
@@ -289,17 +292,29 @@ func (b *Broker) resetTargets(r resetRequest, queues int) (map[int32]int64, erro
 // first (so a pull racing the reset cannot commit the old offset over the
 // new one), then the committed offsets in one durable batch, then each
 // queue's pop position when the group pops it (it does not pull it then:
-// no reset waits). Held pulls of the queues are woken to answer now.
-func (b *Broker) resetQueues(group, topic string, targets map[int32]int64) error {
+// no reset waits). Held pulls of the queues are woken to answer now. The
+// offsets are written under a hold of the topic, as a consumer's commit
+// (commitOffsetHeld): deletions is the store's TopicDeletions read before
+// the caller found the topic, and a topic deleted since gets nothing
+// (errTopicDeletedSince).
+func (b *Broker) resetQueues(group, topic string, targets map[int32]int64, deletions uint64) error {
 	updates := make([]kvindex.OffsetUpdate, 0, len(targets))
 	for q, off := range targets {
-		b.resets.assign(group, topic, q, off)
 		updates = append(updates, kvindex.OffsetUpdate{Group: group, Topic: topic, QueueID: q, Offset: off})
 	}
-	if err := b.offsets.SetMany(updates, true); err != nil {
-		for q := range targets {
-			b.resets.take(group, topic, q)
+	err := b.commitOffsetHeld(topic, deletions, func() error {
+		for q, off := range targets {
+			b.resets.assign(group, topic, q, off)
 		}
+		if err := b.offsets.SetMany(updates, true); err != nil {
+			for q := range targets {
+				b.resets.take(group, topic, q)
+			}
+			return err
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("commit reset offsets of %s on %s: %w", group, topic, err)
 	}
 	popped, err := b.popSvc.ResetOffsets(group, topic, targets)
