@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -399,6 +400,10 @@ func TestPendingTopicDeletionsSurviveAReopen(t *testing.T) {
 	}
 	if err := db.EndTopicDeletion("Done"); err != nil {
 		t.Fatal(err)
+	}
+	// A name no key can hold is refused before anything is written.
+	if err := db.BeginTopicDeletion(strings.Repeat("t", maxKeyLen+1)); err == nil || !strings.Contains(err.Error(), "begin the deletion of a topic") {
+		t.Fatalf("deletion of a topic whose name is too long: %v", err)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
