@@ -128,9 +128,9 @@ func AppendPopStatePage(copy, page []byte) ([]byte, error) {
 }
 
 // decodePopState calls fn for every pair of a copy, in order, until fn
-// fails; the slices alias state. It checks the version, every length, that
-// every key starts with one of popStatePrefixes and that the keys ascend,
-// and fails at the first pair that does not.
+// fails; the slices alias state. It checks the version, every length (in
+// its shortest form), that every key starts with one of popStatePrefixes
+// and that the keys ascend, and fails at the first pair that does not.
 func decodePopState(state []byte, fn func(k, v []byte) error) error {
 	if len(state) == 0 || state[0] != popCopyVersion {
 		return fmt.Errorf("%w: version %v, want %d", ErrBadPopState, state[:min(len(state), 1)], popCopyVersion)
@@ -139,7 +139,9 @@ func decodePopState(state []byte, fn func(k, v []byte) error) error {
 	var prev []byte
 	next := func(what string) ([]byte, error) {
 		l, n := binary.Uvarint(rest)
-		if n <= 0 || l > uint64(len(rest)-n) {
+		// A length ending in a zero byte after others is longer than the
+		// shortest form AppendPopState writes.
+		if n <= 0 || n > 1 && rest[n-1] == 0 || l > uint64(len(rest)-n) {
 			return nil, fmt.Errorf("%w: %s length at byte %d", ErrBadPopState, what, len(state)-len(rest))
 		}
 		b := rest[n : n+int(l)]
