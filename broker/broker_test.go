@@ -53,9 +53,30 @@ func TestSendThenPull(t *testing.T) {
 		if props["CLUSTER"] != "DefaultCluster" || len(props["UNIQ_KEY"]) != 32 || props["TAGS"] != "tagA" || props["KEYS"] != "k1 k2" {
 			t.Errorf("message %d properties %v", i, props)
 		}
+		// As RocketMQ's send processor stores them (regionId, traceOn).
+		if props["MSG_REGION"] != "DefaultRegion" || props["TRACE_ON"] != "true" {
+			t.Errorf("message %d: MSG_REGION %q TRACE_ON %q, want the broker's DefaultRegion and true", i, props["MSG_REGION"], props["TRACE_ON"])
+		}
 		if _, ok := props["WAIT"]; ok {
 			t.Errorf("WAIT stored: RocketMQ drops it from single messages")
 		}
+	}
+}
+
+// A broker's regionId and traceOn go into every message it stores, as
+// RocketMQ's: the Java consumer's trace hook skips a message whose
+// TRACE_ON is false, so a broker with traceOn=false is not traced.
+func TestStoredMessagesCarryTheBrokersRegionAndTraceSwitch(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"regionId": "EastRegion", "traceOn": "false"})
+	c := b.client(nil)
+	mustSend(t, c, "Traced", 0, "m", "TRACE_ON\x01true\x02")
+	msgs := pullAll(t, b, c, "Traced", 0)
+	if len(msgs) != 1 {
+		t.Fatalf("pulled %d messages", len(msgs))
+	}
+	props := commitlog.ParseProperties(msgs[0].Properties)
+	if props["MSG_REGION"] != "EastRegion" || props["TRACE_ON"] != "false" {
+		t.Fatalf("stored MSG_REGION %q TRACE_ON %q, want the broker's EastRegion and false", props["MSG_REGION"], props["TRACE_ON"])
 	}
 }
 

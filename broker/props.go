@@ -8,6 +8,8 @@ const (
 	propWait              = "WAIT"
 	propDelay             = "DELAY"
 	propCluster           = "CLUSTER"
+	propMsgRegion         = "MSG_REGION"
+	propTraceOn           = "TRACE_ON"
 	propRetryTopic        = "RETRY_TOPIC"
 	propOriginMessageID   = "ORIGIN_MESSAGE_ID"
 	propReconsumeTime     = "RECONSUME_TIME"

@@ -79,16 +79,23 @@ func TestSendBackRetriesWithDelayThenDLQ(t *testing.T) {
 func TestRetryTopicSendOverMaxGoesToDLQ(t *testing.T) {
 	b := startTestBroker(t, nil)
 	c := b.client(nil)
+	// The client's delay level for the retry (3 + reconsume times).
 	h := map[string]string{"a": "pg", "b": "%RETRY%g2", "c": "TBW102", "d": "4", "e": "0", "f": "0",
-		"g": "1", "h": "0", "i": "", "j": "17"}
+		"g": "1", "h": "0", "i": "DELAY\x0120\x02", "j": "17"}
 	r := call(t, c, remoting.SendMessageV2, h, []byte("too many"))
 	if r.Code != remoting.Success {
 		t.Fatalf("send: %d %s", r.Code, r.Remark)
 	}
-	if got := pullAll(t, b, c, "%DLQ%g2", 0); len(got) != 1 || string(got[0].Body) != "too many" {
+	got := pullAll(t, b, c, "%DLQ%g2", 0)
+	if len(got) != 1 || string(got[0].Body) != "too many" {
 		t.Fatalf("a retry past retryMaxTimes (16) not in the DLQ: %v", got)
 	}
+	// As RocketMQ's handleRetryAndDLQ: the DLQ copy's level is spent.
+	if d := commitlog.ParseProperties(got[0].Properties)["DELAY"]; d != "0" {
+		t.Errorf("DLQ copy's DELAY %q, want 0", d)
+	}
 	h["j"] = "2"
+	h["i"] = ""
 	if r := call(t, c, remoting.SendMessageV2, h, []byte("retry")); r.Code != remoting.Success {
 		t.Fatal(r.Remark)
 	}

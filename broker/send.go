@@ -217,13 +217,22 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		waitFlush = false
 	}
 	uniq, hasUniq := commitlog.LookupProperty(props, propUniqKey)
-	set := [][2]string{{propCluster, b.cfg.BrokerClusterName}}
+	// As RocketMQ's send processor: the broker's region and trace switch
+	// (a consumer's trace hook skips a message whose TRACE_ON is false)
+	// and its cluster.
+	set := [][2]string{
+		{propMsgRegion, b.cfg.RegionID},
+		{propTraceOn, strconv.FormatBool(b.cfg.TraceOn)},
+		{propCluster, b.cfg.BrokerClusterName},
+	}
 	if !hasUniq || uniq == "" {
 		uniq = b.uniq.Next()
 		set = append(set, [2]string{propUniqKey, uniq})
 	}
 	if topic != h.topic { // moved to the DLQ
-		set = append(set, [2]string{propDLQOriginTopic, h.topic})
+		// Its delay level is spent, as RocketMQ's handleRetryAndDLQ
+		// sets it to 0: a copy sent on from the DLQ is not delayed.
+		set = append(set, [2]string{propDLQOriginTopic, h.topic}, [2]string{propDelay, "0"})
 	}
 	props = commitlog.RewriteProperties(props, []string{propWait, propPopCK}, set...)
 	sysFlag := h.sysFlag
