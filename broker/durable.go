@@ -35,13 +35,22 @@ func (b *Broker) sendsWaitDurable() bool {
 // result. The wait runs off the worker (see offWorker). began is when the
 // append began (appendMessages): the put latency counts from it to the
 // end of the wait.
+//
+// limit, when positive, bounds the whole wait below the flush and slave
+// timeouts: the answer then comes with the status of what was confirmed
+// by then.
 func (b *Broker) answerDurable(conn *remoting.Conn, req *remoting.Command, res commitlog.AppendResult, waitFlush bool,
-	began time.Time, answer func(commitlog.AppendResult) *remoting.Command) *remoting.Command {
+	limit time.Duration, began time.Time, answer func(commitlog.AppendResult) *remoting.Command) *remoting.Command {
 	if !waitFlush || !b.sendsWaitDurable() {
 		b.stats.PutTook(time.Since(began), false)
 		return answer(res)
 	}
 	return b.offWorker(conn, req, func(ctx context.Context) *remoting.Command {
+		if limit > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, limit)
+			defer cancel()
+		}
 		res := b.durable(ctx, res)
 		b.stats.PutTook(time.Since(began), false)
 		return answer(res)

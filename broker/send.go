@@ -280,7 +280,7 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	}
 	respQueue := h.queueIDResponse(qid, msg)
 	recall, hasRecall := b.recallHandleOf(msg, uniq)
-	return b.answerDurable(conn, req, res, waitFlush, began, func(res commitlog.AppendResult) *remoting.Command {
+	return b.answerDurable(conn, req, res, waitFlush, 0, began, func(res commitlog.AppendResult) *remoting.Command {
 		resp := remoting.NewResponse(req, appendStatusCode(res.Status), "")
 		rh := remoting.Header{}
 		rh.Set("msgId", res.MsgIDs[0])
@@ -466,7 +466,7 @@ func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoti
 		return remoting.NewResponse(req, appendErrorCode(err), "put batch failed: "+err.Error())
 	}
 	b.countIn(h.topic, h.properties, len(msgs), res.WroteBytes)
-	return b.answerDurable(conn, req, res, waitFlush, began, func(res commitlog.AppendResult) *remoting.Command {
+	return b.answerDurable(conn, req, res, waitFlush, 0, began, func(res commitlog.AppendResult) *remoting.Command {
 		resp := remoting.NewResponse(req, appendStatusCode(res.Status), "")
 		rh := remoting.Header{}
 		rh.Set("msgId", strings.Join(res.MsgIDs, ","))

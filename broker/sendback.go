@@ -106,10 +106,16 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 		b.toSchedule(out, int(delayLevel))
 	}
 	// The consumer moves its offset past the message once this succeeds,
-	// so the copy must be as safe as a send: it waits for the flush and a
-	// SYNC_MASTER's slaves (a send's WAIT property is not stored), and an
-	// unconfirmed one fails, as RocketMQ answers anything but PUT_OK (the
-	// client then consumes the message again).
+	// so the answer waits for the copy's flush and a SYNC_MASTER's slaves
+	// (RocketMQ does not: it stores the copy with WAIT=false), but at most
+	// sendBackDurableWait, and a copy stored is answered SUCCESS whatever
+	// was confirmed by then. A failure would have the client store the
+	// message a second time: the Java push consumer sends its own copy to
+	// the retry topic when a send-back fails (sendMessageBackAsNormalMessage)
+	// and the Go client consumes it again, so while a slave is down every
+	// failed consumption would double the message. The bound keeps the
+	// answer inside the clients' send-back timeouts (3 s in Go, 5 s in
+	// Java), after which they do the same.
 	began := time.Now()
 	res, err := b.appendMessages(ctx, []*commitlog.Message{out}, false)
 	if err != nil {
@@ -122,15 +128,20 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 		back = t
 	}
 	counted := []*commitlog.Message{{Topic: out.Topic, Properties: out.Properties}} // not the body, while the answer waits
-	return b.answerDurable(conn, req, res, true, began, func(res commitlog.AppendResult) *remoting.Command {
+	return b.answerDurable(conn, req, res, true, sendBackDurableWait, began, func(res commitlog.AppendResult) *remoting.Command {
 		if res.Status != commitlog.PutOK {
-			return remoting.NewResponse(req, remoting.SystemError, "send back: the retry message is stored but "+res.Status.String())
+			b.busyLog.Warn().Str("group", group).Str("status", res.Status.String()).Int64("offset", res.PhyOffset).
+				Msg("send back: retry message stored, not yet confirmed flushed or replicated; answered SUCCESS (sampled)")
 		}
 		b.countDLQ(counted)
 		b.stats.SendBack(group, back)
 		return remoting.NewResponse(req, remoting.Success, "")
 	})
 }
+
+// sendBackDurableWait bounds how long a send-back's answer waits for its
+// copy's flush and slaves (see processSendBack).
+const sendBackDurableWait = time.Second
 
 // sendBackOriginTopic returns the topic a send-back's originTopic must be
 // readable on, besides the group: originTopic itself, the topic of the
