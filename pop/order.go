@@ -67,7 +67,11 @@ func (s *Service) popOrderQueue(req PopRequest, src source, remain int, wait boo
 		if err != nil || (ok && blocked(&st, req.AttemptID, req.InvisibleTime, res.PopTime)) {
 			return false, err
 		}
-		return false, s.addRest(req, src, res)
+		pos, err := s.pinStart(req, src, dur)
+		if err != nil {
+			return false, err
+		}
+		return false, s.addRestFrom(src, pos, res)
 	}
 	unlock, ok := s.queueLock(req.Group, src, wait)
 	if !ok {

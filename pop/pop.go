@@ -254,7 +254,11 @@ func (s *Service) startOffset(group, topic string, queueID int32, initMode int32
 // dur what its commit still needs to be durable.
 func (s *Service) popQueue(req PopRequest, src source, remain int, wait bool, res *PopResult, info *InfoBuilder, dur *durability) (skipped bool, err error) {
 	if remain <= 0 {
-		return false, s.addRest(req, src, res)
+		pos, err := s.pinStart(req, src, dur)
+		if err != nil {
+			return false, err
+		}
+		return false, s.addRestFrom(src, pos, res)
 	}
 	unlock, ok := s.queueLock(req.Group, src, wait)
 	if !ok {
@@ -269,6 +273,53 @@ func (s *Service) popQueue(req PopRequest, src source, remain int, wait bool, re
 	// the lock, so the next pop of the queue need not wait for them (nor
 	// for the log write of its record, which dur waits for at the end).
 	return false, s.finishPop(req, src, r, res, info)
+}
+
+// pinStart records where a group starts on a queue that a pop full
+// before it reaches the queue does not read, when the group has no start
+// there yet: RocketMQ's popMsgFromQueue commits the initial offset of
+// every queue it locks, full or not. Left undecided, the start would be
+// worked out again at a later pop, and under InitMax that is the queue's
+// last message by then (or no longer 0 once the queue's first message
+// left memory): the messages sent in between would never reach the
+// group. A queue another pop of the group holds is left as it is, as
+// RocketMQ's. The write is synced before the pop is answered (dur). It
+// returns the group's start on the queue, pinned or not.
+func (s *Service) pinStart(req PopRequest, src source, dur *durability) (int64, error) {
+	usePosition := !req.Order
+	pos, known, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, usePosition)
+	if err != nil || known {
+		return pos, err
+	}
+	unlock, ok := s.tryLock(req.Group, src.topic, src.queueID)
+	if !ok {
+		return pos, nil
+	}
+	defer unlock()
+	hold := s.store.HoldTopic(src.topic)
+	defer hold.Release()
+	if gone, err := hold.GoneSince(req.deletions, s.topicGone); err != nil || gone {
+		return pos, err
+	}
+	if pos, known, err = s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, usePosition); err != nil || known {
+		return pos, err
+	}
+	b := s.store.NewBatch()
+	defer b.Close()
+	if req.Order {
+		// An orderly pop starts from the committed offset.
+		if err := b.SetCommitted(req.Group, src.topic, src.queueID, pos); err != nil {
+			return pos, err
+		}
+	} else {
+		if err := s.committed(b, req.Group, src.topic, src.queueID, pos); err != nil {
+			return pos, err
+		}
+		if err := b.SetPosition(req.Group, src.topic, src.queueID, pos); err != nil {
+			return pos, err
+		}
+	}
+	return pos, dur.commit(b, false)
 }
 
 // queueLock locks a group's queue for a pop: waiting when wait is set,
@@ -424,6 +475,11 @@ func (s *Service) addRest(req PopRequest, src source, res *PopResult) error {
 	if err != nil {
 		return err
 	}
+	return s.addRestFrom(src, pos, res)
+}
+
+// addRestFrom is addRest for a group whose start on the queue is pos.
+func (s *Service) addRestFrom(src source, pos int64, res *PopResult) error {
 	maxOff, err := s.cfg.CQ.MaxOffset(src.topic, src.queueID)
 	if err != nil {
 		return err
