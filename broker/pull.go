@@ -217,8 +217,13 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		// false) never moves a consumer's offset, but sends it back to
 		// the group's broker at once, from where it was. A moved offset
 		// would be stored by the client and consumed again from the
-		// master.
-		code, r.nextBegin, suggest = remoting.PullRetryImmediately, p.queueOffset, gc.BrokerID
+		// master. The group's broker is named only when suggestBroker did
+		// not send the consumer to the master already (RocketMQ's
+		// composeResponseHeader does that first, for a slave not behind).
+		if code == remoting.PullOffsetMoved {
+			suggest = gc.BrokerID
+		}
+		code, r.nextBegin = remoting.PullRetryImmediately, p.queueOffset
 	}
 	if code == remoting.PullNotFound && allowSuspend && p.sysFlag&pullSuspend != 0 {
 		timeout := p.suspendTimeout

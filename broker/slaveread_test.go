@@ -148,18 +148,33 @@ func TestSlowPopGroupDisabled(t *testing.T) {
 // master known. A moved offset would be stored by the client and consumed
 // again from the master.
 func TestASlaveDoesNotMoveConsumerOffsets(t *testing.T) {
-	for _, masterKnown := range []bool{false, true} {
+	for _, tc := range []struct {
+		masterKnown   bool
+		groupBrokerID string // the group's preferred broker
+		want          string // suggestWhichBrokerId
+	}{
+		{false, "0", "0"},
+		{true, "0", "0"},
+		// A group that reads from the slave is still sent to the master
+		// for what the slave lacks, as RocketMQ's composeResponseHeader;
+		// without a master the slave names the group's broker.
+		{true, "1", "0"},
+		{false, "1", "1"},
+	} {
 		s := startTestBroker(t, map[string]string{"brokerRole": "SLAVE", "brokerId": "1", "slaveReadEnable": "true"})
-		if masterKnown {
+		if tc.masterKnown {
 			a := "127.0.0.1:1"
 			s.repl.masterAddr.Store(&a)
 		}
 		c := s.client(nil)
 		createTopic(t, c, "SlaveOffsets", 1, 1)
+		if r := call(t, c, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"g","brokerId":`+tc.groupBrokerID+`}`)); r.Code != remoting.Success {
+			t.Fatalf("create group: %d %s", r.Code, r.Remark)
+		}
 		r := call(t, c, remoting.PullMessage, pullReq("g", "SlaveOffsets", 0, 5, 0, 0, "*"), nil)
-		if r.Code != remoting.PullRetryImmediately || r.ExtFields["nextBeginOffset"] != "5" || r.ExtFields["suggestWhichBrokerId"] != "0" {
-			t.Fatalf("master known %v: pull at 5 of a queue the slave holds nothing of: code %d (%s) nextBeginOffset %s suggest %s; want %d from 5, broker 0",
-				masterKnown, r.Code, r.Remark, r.ExtFields["nextBeginOffset"], r.ExtFields["suggestWhichBrokerId"], remoting.PullRetryImmediately)
+		if r.Code != remoting.PullRetryImmediately || r.ExtFields["nextBeginOffset"] != "5" || r.ExtFields["suggestWhichBrokerId"] != tc.want {
+			t.Fatalf("%+v: pull at 5 of a queue the slave holds nothing of: code %d (%s) nextBeginOffset %s suggest %s; want %d from 5, broker %s",
+				tc, r.Code, r.Remark, r.ExtFields["nextBeginOffset"], r.ExtFields["suggestWhichBrokerId"], remoting.PullRetryImmediately, tc.want)
 		}
 		s.stop()
 	}
