@@ -200,7 +200,16 @@ func (b *Broker) popCheck(req *remoting.Command, group, topic string, queueID in
 func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *remoting.Command {
 	now := time.Now().UnixMilli()
 	if now-p.bornTime-p.pollTime > popTimeoutTooMuch {
-		return remoting.NewResponse(req, remoting.PollingTimeout, fmt.Sprintf("the broker[%s] pop message is timeout too much", b.cfg.BrokerName))
+		// With the header's fields, zero, as RocketMQ's: the Java client
+		// decodes them from every POLLING_TIMEOUT and fails the pop
+		// (waiting 3 s) when one is missing.
+		resp := remoting.NewResponse(req, remoting.PollingTimeout, fmt.Sprintf("the broker[%s] pop message is timeout too much", b.cfg.BrokerName))
+		h := remoting.Header{}
+		for _, k := range []string{"popTime", "invisibleTime", "reviveQid", "restNum"} {
+			h.Set(k, "0")
+		}
+		resp.ExtFields = h
+		return resp
 	}
 	if p.maxMsgNums > pop.MaxPopMessages {
 		return remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf("the broker[%s] pop message's num is greater than 32", b.cfg.BrokerName))
@@ -409,8 +418,24 @@ func (b *Broker) processBatchAck(_ context.Context, _ *remoting.Conn, req *remot
 }
 
 // processChangeInvisibleTime answers CHANGE_MESSAGE_INVISIBLETIME with the
-// new handle's popTime, invisibleTime and reviveQid.
+// new handle's popTime, invisibleTime and reviveQid. A refusal carries
+// the three fields too, zero, as RocketMQ's answers all do: the Java
+// client decodes them before it looks at the code, and takes a refusal
+// without them for an exception instead of AckStatus.NO_EXIST.
 func (b *Broker) processChangeInvisibleTime(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	resp := b.changeInvisibleTime(req)
+	if resp.Code != remoting.Success {
+		h := remoting.Header{}
+		for _, k := range []string{"popTime", "invisibleTime", "reviveQid"} {
+			h.Set(k, "0")
+		}
+		resp.ExtFields = h
+	}
+	return resp
+}
+
+// changeInvisibleTime serves processChangeInvisibleTime.
+func (b *Broker) changeInvisibleTime(req *remoting.Command) *remoting.Command {
 	r := remoting.Header(req.ExtFields).Reader()
 	group, topic, queueID := r.String("consumerGroup"), r.String("topic"), r.Int32("queueId")
 	extra, offset, invisible := r.String("extraInfo"), r.Int64("offset"), r.Int64("invisibleTime")

@@ -3,12 +3,14 @@ package broker
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rocketkv/rocketkv/internal/popclient"
 	"github.com/rocketkv/rocketkv/pop"
+	"github.com/rocketkv/rocketkv/remoting"
 )
 
 // A new group's first pop of every queue (queueId -1) that is full before
@@ -63,4 +65,36 @@ func TestAFullPopFixesTheStartOfTheQueuesItDoesNotRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Answers the Java client decodes a response header from, whatever their
+// code, carry its fields: a POLLING_TIMEOUT (popTime, invisibleTime,
+// reviveQid, restNum) and every answer to CHANGE_MESSAGE_INVISIBLETIME
+// (popTime, invisibleTime, reviveQid). Without them the client's decode
+// throws: the pop waits 3 s, the change is an exception instead of
+// AckStatus.NO_EXIST.
+func TestPopAnswersTheJavaClientDecodesCarryTheirHeader(t *testing.T) {
+	b := startTestBroker(t, nil)
+	_, rc := popClient(b)
+	mustSend(t, rc, "Hdr", 0, "x", "")
+	b.caughtUp()
+	wantFields := func(what string, r *remoting.Command, wantCode int32, keys ...string) {
+		t.Helper()
+		if r.Code != wantCode {
+			t.Fatalf("%s: code %d (%s), want %d", what, r.Code, r.Remark, wantCode)
+		}
+		for _, k := range keys {
+			if _, err := strconv.ParseInt(r.ExtFields[k], 10, 64); err != nil {
+				t.Errorf("%s: field %s is %q, want a number (%v)", what, k, r.ExtFields[k], r.ExtFields)
+			}
+		}
+	}
+	// Born long ago: "timeout too much".
+	r := call(t, rc, remoting.PopMessage, map[string]string{"consumerGroup": "hg", "topic": "Hdr", "queueId": "0", "maxMsgNums": "1",
+		"invisibleTime": "60000", "pollTime": "0", "bornTime": "1000", "initMode": "0"}, nil)
+	wantFields("pop born too long ago", r, remoting.PollingTimeout, "popTime", "invisibleTime", "reviveQid", "restNum")
+	// An offset past the queue's end: NO_MESSAGE.
+	r = call(t, rc, remoting.ChangeMessageInvisibleTime, map[string]string{"consumerGroup": "hg", "topic": "Hdr", "queueId": "0",
+		"extraInfo": "0 1 60000 0 0 b 0 5", "offset": "5", "invisibleTime": "1000"}, nil)
+	wantFields("change past the queue's end", r, remoting.NoMessage, "popTime", "invisibleTime", "reviveQid")
 }
