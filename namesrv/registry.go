@@ -238,8 +238,11 @@ func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 	isPrimeSlave := !oldBroker && !isMaster && req.BrokerID == slices.Min(slices.Collect(maps.Keys(g.addrs)))
 	if isMaster || isPrimeSlave {
 		permChange, changed := r.writePerm[req.BrokerName]
-		if changed && permChange.version != body.DataVersion {
-			// The broker's topics changed since: its registration rules.
+		if changed && (registerFirst || permChange.version != body.DataVersion) {
+			// The broker's topics changed since, or it registers anew (a
+			// master restarted while its slave kept the group): its
+			// registration rules, as RocketMQ rebuilds the queue data of
+			// a broker's first registration from its topic configs.
 			delete(r.writePerm, req.BrokerName)
 			changed = false
 		}

@@ -411,6 +411,16 @@ func TestWritePermWipeLastsUntilTheBrokerChanges(t *testing.T) {
 	if n := r.WipeWritePerm("broker-x"); n != 0 {
 		t.Fatalf("wiped %d topics of an unknown broker", n)
 	}
+	// A master that registers anew while its slave kept the group (a
+	// restart: same data version) is routed as it registers, as
+	// RocketMQ rebuilds a broker's first registration.
+	register(t, r, "c", "broker-a", "a:2", 1, topicsBody(2, "T:4:4:6", "U:4:4:7", "R:1:1:4", "N:1:1:6"))
+	r.WipeWritePerm("broker-a")
+	r.Unregister("c", "a:1", "broker-a")
+	register(t, r, "c", "broker-a", "a:1", 0, topicsBody(2, "T:4:4:6", "U:4:4:7", "R:1:1:4", "N:1:1:6"))
+	if got := perms(t, r, "T", "U", "R", "N"); !slices.Equal(got, []int32{6, 7, 4, 6}) {
+		t.Fatalf("perms after the master registered anew %v, want its own", got)
+	}
 	// The wipe goes with the group: a broker-a that registers anew after
 	// leaving is routed as it registers.
 	r.WipeWritePerm("broker-a")
