@@ -108,6 +108,37 @@ func TestCompressedBody10kTopicsRoundTrip(t *testing.T) {
 	}
 }
 
+// A Java 5.x broker hosting a static topic writes the mapping's currIdMap
+// (a Map<Integer, Integer>) with fastjson's bare integer keys: its
+// registration, plain or compressed, is read all the same (the broker and
+// all its topics would otherwise drop out of the routes), and the mapping
+// kept as JSON.
+func TestRegisterBodyWithFastjsonBareKeys(t *testing.T) {
+	const java = `{"bname":"broker-a","currIdMap":{0:0,1:1},"epoch":1,"topic":"static-topic","totalQueues":4}`
+	const kept = `{"bname":"broker-a","currIdMap":{"0":0,"1":1},"epoch":1,"topic":"static-topic","totalQueues":4}`
+	body := &RegisterBrokerBody{
+		DataVersion:           DataVersion{Counter: 3, Timestamp: 1700000000123},
+		TopicConfigTable:      manyTopics(3),
+		TopicQueueMappingInfo: map[string]json.RawMessage{"static-topic": json.RawMessage(java)},
+	}
+	for _, compressed := range []bool{false, true} {
+		data, err := body.Encode(compressed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := DecodeRegisterBrokerBody(data, compressed, remoting.CurrentVersion)
+		if err != nil {
+			t.Fatalf("compressed %v: %v", compressed, err)
+		}
+		if len(back.TopicConfigTable) != 3 || back.DataVersion != body.DataVersion {
+			t.Fatalf("compressed %v: %d topics, version %+v", compressed, len(back.TopicConfigTable), back.DataVersion)
+		}
+		if got := string(back.TopicQueueMappingInfo["static-topic"]); got != kept {
+			t.Fatalf("compressed %v: mapping %s, want %s", compressed, got, kept)
+		}
+	}
+}
+
 func sameTopicConfig(a, b TopicConfig) bool {
 	return a.TopicName == b.TopicName && a.ReadQueueNums == b.ReadQueueNums && a.WriteQueueNums == b.WriteQueueNums &&
 		a.Perm == b.Perm && a.TopicFilterType == b.TopicFilterType && a.TopicSysFlag == b.TopicSysFlag &&
