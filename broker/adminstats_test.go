@@ -218,7 +218,11 @@ func TestConsumeStatsTopicSelection(t *testing.T) {
 		{map[string]string{"consumerGroup": "cg"}, "Other,Stats"}, // topics with offsets
 		{map[string]string{"consumerGroup": "cg", "topic": "Other"}, "Other"},
 		{map[string]string{"consumerGroup": "cg", "topicList": "Stats"}, "Stats"},
-		{map[string]string{"consumerGroup": "cg", "topicList": "Stats,Nope, Other", "topic": "Other"}, "Other,Stats"},
+		// As the Java client writes it (updateTopicList): "a;b;".
+		{map[string]string{"consumerGroup": "cg", "topicList": "Stats;Nope;Other;", "topic": "Other"}, "Other,Stats"},
+		// A comma is part of a name, as in RocketMQ and the permission
+		// check, which reads the list the same way: no such topic.
+		{map[string]string{"consumerGroup": "cg", "topicList": "Stats,Other"}, ""},
 		{map[string]string{"consumerGroup": "cg", "topicList": "", "topic": "Stats"}, "Stats"},
 		{map[string]string{"consumerGroup": "cg", "topic": "Nope"}, ""},
 		{map[string]string{"consumerGroup": "nobody"}, ""},
