@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -55,24 +56,29 @@ type PassStats struct {
 func (s *Service) CheckDue(ctx context.Context) (PassStats, error) {
 	var st PassStats
 	now := s.now().UnixMilli()
+	// Halves are indexed in CommitLog order, so every half before the
+	// committed offset read now is visible to a listing that follows, and
+	// none can appear before the first open one it finds.
+	next := int64(math.MaxInt64)
+	if s.cfg.Dispatched != nil {
+		next = s.cfg.Dispatched()
+	}
 	if s.listed && now < min(s.nextDue, s.addedDue.Load()) {
 		// Nothing listed before can be due, and nothing indexed since:
 		// listing would walk every open half, and the deletion marks of
 		// every half ended after the oldest open one, for nothing (a
 		// million of them cost a fifth of a second a pass).
+		s.forgetUnlisted(next, false)
 		return st, s.sweepUnsettled()
 	}
-	// Before the listing: a half indexed while it runs is listed by it or
-	// counted here for the next pass.
-	s.addedDue.Store(math.MaxInt64)
+	// Before the listing: a half indexed while it runs, or indexed before
+	// but in a batch not yet committed, is listed by it or counted for
+	// the next pass.
+	s.forgetUnlisted(next, true)
 	s.listed = false
 	s.listings++
-	// Halves are indexed in CommitLog order, so every half before the
-	// committed offset read now is visible to this pass, and none can
-	// appear before the first open one it finds.
-	next := s.scanFrom
-	if s.cfg.Dispatched != nil {
-		next = s.cfg.Dispatched()
+	if s.cfg.Dispatched == nil {
+		next = s.scanFrom
 	}
 	first := true
 	var due []kvindex.TxnHalf
@@ -118,6 +124,28 @@ func (s *Service) CheckDue(ctx context.Context) (PassStats, error) {
 	s.nextDue, s.listed = nextDue, ctx.Err() == nil && errors.Join(errs...) == nil
 	errs = append(errs, s.sweepUnsettled())
 	return st, errors.Join(errs...)
+}
+
+// halfDue is a half HalfHook recorded and its first check time.
+type halfDue struct{ phy, due int64 }
+
+// forgetUnlisted drops the halves HalfHook recorded below dispatched, the
+// dispatch progress: their batches are committed, so a listing begun now
+// sees them. With listing set (a listing begins), addedDue becomes the
+// earliest due time of those left, which the listing cannot see; without
+// it addedDue stays, as the halves dropped are not listed yet.
+func (s *Service) forgetUnlisted(dispatched int64, listing bool) {
+	s.addedMu.Lock()
+	defer s.addedMu.Unlock()
+	s.unlisted = slices.DeleteFunc(s.unlisted, func(h halfDue) bool { return h.phy < dispatched })
+	if !listing {
+		return
+	}
+	due := int64(math.MaxInt64)
+	for _, h := range s.unlisted {
+		due = min(due, h.due)
+	}
+	s.addedDue.Store(due)
 }
 
 // checkHalf checks one due half under its lock.

@@ -132,8 +132,14 @@ type Service struct {
 	// listings counts the passes that listed the open halves.
 	listings int
 	// addedDue is the earliest time a half indexed since the last listing
-	// began is due (HalfHook, on the dispatcher's goroutine).
+	// began, or not yet visible to it, is due (written under addedMu).
 	addedDue atomic.Int64
+	// addedMu guards addedDue's writes and unlisted: the halves HalfHook
+	// recorded whose dispatch batch may not have been committed when the
+	// last listing began (at or past the dispatch progress it read), so
+	// that a listing that could not see them keeps their due time.
+	addedMu  sync.Mutex
+	unlisted []halfDue
 
 	// ops is set once the index holds an op message: only then do ends
 	// need looking up by queue offset.
@@ -198,8 +204,12 @@ func (s *Service) HalfHook() kvindex.Hook {
 			StoreTimestamp: m.StoreTimestamp,
 			NextCheckAt:    m.StoreTimestamp + s.firstCheckDelay(m.Properties).Milliseconds(),
 		}
-		for due := s.addedDue.Load(); h.NextCheckAt < due && !s.addedDue.CompareAndSwap(due, h.NextCheckAt); due = s.addedDue.Load() {
+		s.addedMu.Lock()
+		s.unlisted = append(s.unlisted, halfDue{phy: h.PhyOffset, due: h.NextCheckAt})
+		if h.NextCheckAt < s.addedDue.Load() {
+			s.addedDue.Store(h.NextCheckAt)
 		}
+		s.addedMu.Unlock()
 		return s.state.AddHalf(w, h)
 	})
 }

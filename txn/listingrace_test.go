@@ -1,0 +1,77 @@
+package txn
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/storetest"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// A half whose dispatch batch is not yet committed when a listing begins
+// (its hook has run, its record is not visible) is still checked once
+// due: the listing cannot see it, so its due time is kept for the passes
+// after. Once forgotten, no pass listed again until another half came,
+// and a producer that never ended its transaction was never asked.
+func TestAHalfIndexedDuringAListingIsChecked(t *testing.T) {
+	f := &fixture{t: t, st: storetest.Open(t), now: time.UnixMilli(1_700_000_000_000), answer: true}
+	f.log, f.db = f.st.Log, f.st.DB
+	f.store = &testStore{f: f, Offsets: storetest.Offsets{}, gone: map[int64]bool{}}
+	f.svc = New(Config{Timeout: 6 * time.Second, CheckInterval: 30 * time.Second, CheckMax: 15}, f.db.Transactions(), f.store, f.ask, zerolog.Nop())
+	f.svc.now = func() time.Time { return f.now }
+	inHook, release := make(chan struct{}), make(chan struct{})
+	halfHook := f.svc.HalfHook()
+	hook := kvindex.HookFunc(func(w *pebble.Batch, m *commitlog.Message) error {
+		err := halfHook.Dispatch(w, m)
+		if u, _ := commitlog.LookupProperty(m.Properties, "UNIQ_KEY"); u == "H2" {
+			close(inHook)
+			<-release // the batch commits once the hook returns
+		}
+		return err
+	})
+	f.disp = f.st.StartDispatcher(t, kvindex.DispatcherOptions{
+		Hooks:      map[string]kvindex.Hook{meta.TransHalfTopic: hook, meta.TransOpHalfTopic: f.svc.OpHook()},
+		CommitHook: f.svc.CommitHook()})
+	f.svc.cfg.Dispatched = f.disp.Dispatched // as the broker's
+
+	// H1 is committed at once.
+	h1 := f.sendHalf("H1", "")
+	o1, _ := f.open(h1.PhyOffset)
+	if err := f.svc.End(context.Background(), commitReq(h1)); err != nil {
+		t.Fatal(err)
+	}
+	// H2's producer never ends it; its batch is held after its hook ran.
+	m := &commitlog.Message{Topic: "T", QueueID: 1, BornTimestamp: f.now.UnixMilli(), Body: []byte("b"),
+		Properties: "PGROUP\x01pg\x02UNIQ_KEY\x01H2\x02TRAN_MSG\x01true\x02"}
+	ToHalf(m)
+	res, err := f.log.Append(context.Background(), commitlog.AppendRequest{Message: m, Assigner: f.store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-inHook
+	// H1's first check time comes while H2's batch is held: the pass
+	// lists, and finds nothing open.
+	f.now = time.UnixMilli(o1.NextCheckAt)
+	if st := f.pass(); st != (PassStats{}) {
+		t.Fatalf("pass while H2's batch was held: %+v", st)
+	}
+	close(release)
+	f.caughtUp()
+	h2, ok := f.open(res.PhyOffset)
+	if !ok {
+		t.Fatal("H2 not open")
+	}
+	for f.now.UnixMilli() <= h2.NextCheckAt+5_000 {
+		f.now = f.now.Add(time.Second)
+		f.pass()
+	}
+	if n := f.askedCount(); n == 0 {
+		t.Fatalf("H2, due at %d, never checked by %d (%d listings)", h2.NextCheckAt, f.now.UnixMilli(), f.svc.listings)
+	}
+}
