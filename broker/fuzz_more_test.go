@@ -56,7 +56,7 @@ func FuzzMoreRequests(f *testing.F) {
 	f.Add(moreCode(remoting.SetCommitLogReadMode), "READ_AHEAD_MODE=1", []byte(nil))
 	f.Add(moreCode(remoting.CheckpointIndex), "dir=/tmp/../etc", []byte(nil))
 	f.Add(moreCode(remoting.CleanUnusedTopic), "", []byte(nil))
-	b := startTestBroker(f, map[string]string{"enablePropertyFilter": "true"})
+	b := startTestBroker(f, map[string]string{"enablePropertyFilter": "true", "channelExpiredTimeout": fuzzChannelExpiry}) // see FuzzRequests
 	start := b.live.cur.Load()
 	c, err := remoting.Dial(context.Background(), b.Addr(), remoting.ClientOptions{})
 	if err != nil {
