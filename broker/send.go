@@ -253,19 +253,32 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		Body:           req.Body,
 		Properties:     props,
 	}
+	parkRefusal := func(err error) *remoting.Command {
+		code := remoting.SystemError
+		if errors.Is(err, timer.ErrTooLate) || errors.Is(err, timer.ErrBadTime) || errors.Is(err, timer.ErrCancelTooLate) {
+			code = remoting.MessageIllegal
+		}
+		return fail(code, "%v", err)
+	}
 	if half {
-		txn.ToHalf(msg) // a delay level or timer applies to the committed message
+		// A delay level or timer applies to the committed message, but a
+		// timer the commit would refuse (too far, not a number, the wheel
+		// off) is refused now, as RocketMQ's put of the half refuses it:
+		// accepted, every commit would fail and the checks give the
+		// message up.
+		probe := *msg
+		probe.SysFlag &^= commitlog.TransactionRollback
+		if _, err := timer.Park(&probe, time.Now(), b.timerCfg); err != nil {
+			return parkRefusal(err)
+		}
+		txn.ToHalf(msg)
 	} else {
 		level := delayLevelOf(props)
 		if meta.IsDLQTopic(topic) {
 			level = 0
 		}
 		if err := b.park(msg, level); err != nil {
-			code := remoting.SystemError
-			if errors.Is(err, timer.ErrTooLate) || errors.Is(err, timer.ErrBadTime) || errors.Is(err, timer.ErrCancelTooLate) {
-				code = remoting.MessageIllegal
-			}
-			return fail(code, "%v", err)
+			return parkRefusal(err)
 		}
 	}
 	began := time.Now()

@@ -606,3 +606,32 @@ func TestACommitWhoseMessageAPowerFailureLostIsAskedAgain(t *testing.T) {
 		t.Fatalf("after the second commit TxLost holds %d messages, want the committed one", len(got))
 	}
 }
+
+// A half whose timer its commit would refuse is refused at the send, as
+// RocketMQ's put of the half refuses it: accepted, each commit would fail
+// and the checks would give the message up, the producer never told.
+func TestAHalfWithATimerTheCommitWouldRefuseIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		settings map[string]string
+		props    string
+		want     int32
+	}{
+		{nil, "TIMER_DELAY_SEC\x01999999999\x02", remoting.MessageIllegal},
+		{nil, "TIMER_DELIVER_MS\x01soon\x02", remoting.MessageIllegal},
+		{map[string]string{"timerWheelEnable": "false"}, "TIMER_DELAY_SEC\x0110\x02", remoting.SystemError},
+	} {
+		b := startTestBroker(t, tc.settings)
+		c := b.client(nil)
+		resp := call(t, c, remoting.SendMessageV2, map[string]string{
+			"a": "pg", "b": "TxTimer", "c": "TBW102", "d": "4", "e": "0",
+			"f": "0", "g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": halfProps("u1", tc.props),
+		}, []byte("b"))
+		if resp.Code != tc.want {
+			t.Errorf("%v %q: half send answered %d (%s), want %d", tc.settings, tc.props, resp.Code, resp.Remark, tc.want)
+		}
+		b.stop()
+	}
+	// A timer the commit takes is accepted on the half.
+	b := startTestBroker(t, nil)
+	sendHalf(t, b.client(nil), "TxTimer", 0, "u2", "b", "TIMER_DELAY_SEC\x0110\x02", time.Now().UnixMilli())
+}
