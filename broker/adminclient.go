@@ -74,12 +74,18 @@ func (b *Broker) processConsumeMessageDirectly(ctx context.Context, _ *remoting.
 	if bad != nil {
 		return bad
 	}
-	rec, _, ok, err := b.readClientRecord(phy)
+	rec, m, ok, err := b.readClientRecord(phy)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	if !ok {
 		return remoting.NewResponse(req, remoting.SystemError, "can not find message by the offset, "+strconv.FormatInt(phy, 10))
+	}
+	if topic := remoting.Header(req.ExtFields).OptString("topic", ""); topic != m.Topic && b.accessControlled() {
+		// The check was of the topic named (none: the group's only), and
+		// the message would go to a client the caller may run: only a
+		// message of that topic does (RocketMQ relays any).
+		return remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the message at offset %d is not of topic %q", phy, topic))
 	}
 	return b.relayToConsumer(ctx, req, rec)
 }

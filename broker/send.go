@@ -111,10 +111,15 @@ func (f sendFields) Int64(k string) (int64, error) {
 }
 func (f sendFields) OptBool(k string, def bool) bool { return f.h.OptBool(f.key(k), def) }
 
-// parseSendHeader reads the header of codes 10 (long names), 310 and 320
-// (letters). A missing or malformed required field is an error naming it.
+// parseSendHeader reads the header of codes 10 and 324 (long names), 310,
+// 320 and 325 (letters, a long name read where its letter is missing). A
+// missing or malformed required field is an error naming it. Which names
+// a code reads is what the access checks read (authRules, aclNeeds): a
+// SEND_REPLY_MESSAGE read by its letters would store in the topic of "b"
+// after a check of "topic".
 func parseSendHeader(req *remoting.Command) (sendHeader, error) {
-	h := sendFields{h: remoting.Header(req.ExtFields), v2: req.Code != remoting.SendMessage}
+	long := req.Code == remoting.SendMessage || req.Code == remoting.SendReplyMessage
+	h := sendFields{h: remoting.Header(req.ExtFields), v2: !long}
 	var s sendHeader
 	var err error
 	if s.producerGroup, err = h.String("producerGroup"); err != nil {
