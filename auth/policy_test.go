@@ -28,6 +28,10 @@ func TestParseResource(t *testing.T) {
 		{"Topic:*", Resource{Type: TypeTopic, Pattern: PatternAny}, "Topic:*"},
 		{"topic:orders", Resource{Type: TypeTopic, Name: "orders", Pattern: PatternLiteral}, "Topic:orders"},
 		{"Group:g-*", Resource{Type: TypeGroup, Name: "g-", Pattern: PatternPrefixed}, "Group:g-*"},
+		// As RocketMQ's Resource.of: the prefix before the first '*' of
+		// a name ending in one; an empty prefix is every name.
+		{"Topic:ab*c*", Resource{Type: TypeTopic, Name: "ab", Pattern: PatternPrefixed}, "Topic:ab*"},
+		{"Topic:*secret*", Resource{Type: TypeTopic, Pattern: PatternAny}, "Topic:*"},
 		{"Cluster:DefaultCluster", Resource{Type: TypeCluster, Name: "DefaultCluster", Pattern: PatternLiteral}, "Cluster:DefaultCluster"},
 		{"Namespace:ns", Resource{Type: TypeNamespace, Name: "ns", Pattern: PatternLiteral}, "Namespace:ns"},
 	} {

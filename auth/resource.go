@@ -100,9 +100,17 @@ func ParseResource(key string) (Resource, error) {
 		return Resource{Type: t, Pattern: PatternAny}, nil
 	case strings.HasSuffix(name, "*"):
 		// As RocketMQ's Resource.of: a name ending in '*' is the prefix
-		// before that last '*'; a '*' anywhere else is a literal
-		// character ("Topic:*-prod" names one topic, not every one).
-		return Resource{Type: t, Name: strings.TrimSuffix(name, "*"), Pattern: PatternPrefixed}, nil
+		// before its first '*' ("Topic:*secret*" is every topic, so a
+		// Deny of it denies them all; "Topic:ab*c*" the prefix ab). A
+		// name with a '*' that does not end in one is literal
+		// ("Topic:*-prod" names one topic, not every one). An empty
+		// prefix is every name, kept as "Topic:*" (RocketMQ writes its
+		// key so too).
+		before, _, _ := strings.Cut(name, "*")
+		if before == "" {
+			return Resource{Type: t, Pattern: PatternAny}, nil
+		}
+		return Resource{Type: t, Name: before, Pattern: PatternPrefixed}, nil
 	case name == "":
 		return Resource{}, fmt.Errorf("resource %q has no name (write %s:* for every one)", key, t)
 	}
