@@ -62,7 +62,12 @@ func (b *Broker) processCloneGroupOffset(_ context.Context, conn *remoting.Conn,
 		return remoting.NewResponse(req, remoting.Success, "")
 	}
 	h := remoting.Header(req.ExtFields)
-	topic := strings.TrimSpace(h.OptString("topic", ""))
+	// The topic as the access check read it: trimmed, "Secret " would be
+	// Secret after a check of "Secret ". A blank one is every topic.
+	topic := h.OptString("topic", "")
+	if strings.TrimSpace(topic) == "" {
+		topic = ""
+	}
 	offline := h.OptBool("offline", false)
 
 	deletions := b.db.Pop().TopicDeletions() // before the topic checks: see cloneOffsets

@@ -109,6 +109,21 @@ func TestCloneGroupOffsetCopiesEveryQueue(t *testing.T) {
 	}
 }
 
+// A topic is cloned as named, as the access check read it: "CO " (a
+// space after) is no topic, not CO, which a user denied CO could clone
+// otherwise. A blank one is every topic.
+func TestCloneGroupOffsetTakesTheTopicAsNamed(t *testing.T) {
+	f := newCloneFixture(t)
+	f.clone(t, map[string]string{"srcGroup": "src", "destGroup": "dst", "topic": "CO ", "offline": "true"})
+	if got := f.offsets(t, "dst", "CO", 1); got != "-" {
+		t.Errorf("dst on CO after a clone of \"CO \": %s, want none", got)
+	}
+	f.clone(t, map[string]string{"srcGroup": "src", "destGroup": "dst", "topic": "  ", "offline": "true"})
+	if got := f.offsets(t, "dst", "CO", 1); got != "3" {
+		t.Errorf("dst on CO after a clone of every topic: %s, want 3", got)
+	}
+}
+
 // TestCloneGroupOffsetKeepsQueuesTheSourceLacks: a queue the source group
 // has no offset on keeps the destination's (RocketMQ would drop it).
 func TestCloneGroupOffsetKeepsQueuesTheSourceLacks(t *testing.T) {
