@@ -25,6 +25,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
 	"github.com/rocketkv/rocketkv/pop"
+	"github.com/rocketkv/rocketkv/timer"
 )
 
 // configOnlyServer returns a Server holding only a configuration (the
@@ -742,5 +743,18 @@ func TestSystemPropertyNamesHoldProxyProperties(t *testing.T) {
 	slices.Sort(missing)
 	if len(missing) > 0 {
 		t.Fatalf("system properties %v are not refused as user properties", missing)
+	}
+	// Every timer property the broker acts on (a user property of one
+	// would delay a NORMAL or FIFO message past the type check), and the
+	// rest of RocketMQ's list; names RocketMQ lets through pass.
+	for _, n := range []string{timer.PropDelaySec, timer.PropDelayMs, timer.PropDeliverMs, timer.PropDeleteKey, "TIMER_DELAY_LEVEL", "__CRC32#"} {
+		if !systemPropertyNames[n] {
+			t.Errorf("%s is not refused as a user property", n)
+		}
+	}
+	for _, n := range []string{"CRC32", "TRANSACTION_ID", "INNER_NUM", "INNER_BASE"} {
+		if systemPropertyNames[n] {
+			t.Errorf("%s is refused as a user property; RocketMQ takes it", n)
+		}
 	}
 }
