@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -77,6 +78,49 @@ type popped struct {
 }
 
 // receive pops for ReceiveMessage.
+// pollTime is how long a receive polls: the long polling time it asks
+// for, else, as RocketMQ's proxy, the time left before its deadline less
+// half the client's request timeout (the margin the client keeps for the
+// answer: the Go simple consumer sends no polling time and waits its
+// await duration plus its request timeout, and an answer polled to the
+// deadline came too late for it, the messages popped left invisible);
+// within the configured bounds, and ending pollReserve before the
+// deadline. A deadline too near for the shortest poll is refused.
+func (s *Server) pollTime(asked *durationpb.Duration, left time.Duration, hasDeadline bool, clientTimeout time.Duration) (time.Duration, error) {
+	poll := s.cfg.MaxLongPolling
+	if asked != nil {
+		poll = asked.AsDuration()
+	} else if hasDeadline {
+		poll = left - clientTimeout/2
+	}
+	poll = min(max(poll, s.cfg.MinLongPolling), s.cfg.MaxLongPolling)
+	if hasDeadline {
+		left -= pollReserve
+		if poll > left {
+			if left < s.cfg.MinLongPolling {
+				return 0, fail(rmqpb.Code_ILLEGAL_POLLING_TIME, "the %v left before the deadline are not enough for long polling (at least %v)", left.Round(time.Millisecond), s.cfg.MinLongPolling)
+			}
+			poll = left
+		}
+	}
+	return poll, nil
+}
+
+// defaultClientRequestTimeout is the clients' request timeout when their
+// settings name none (the 5.x clients' default, 3 s).
+const defaultClientRequestTimeout = 3 * time.Second
+
+// clientRequestTimeout returns the request timeout a client's settings
+// name.
+func (s *Server) clientRequestTimeout(clientID string) time.Duration {
+	if st := s.clients.settings(clientID); st != nil && st.GetRequestTimeout() != nil {
+		if d := st.GetRequestTimeout().AsDuration(); d > 0 {
+			return d
+		}
+	}
+	return defaultClientRequestTimeout
+}
+
 func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMessageRequest) ([]popped, error) {
 	topicRes := req.GetMessageQueue().GetTopic()
 	topic, group := wrap(topicRes), wrap(req.GetGroup())
@@ -86,19 +130,13 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 	if err := checkGroup(group); err != nil {
 		return nil, err
 	}
-	poll := s.cfg.MaxLongPolling
-	if req.LongPollingTimeout != nil {
-		poll = req.GetLongPollingTimeout().AsDuration()
-	}
-	poll = min(max(poll, s.cfg.MinLongPolling), s.cfg.MaxLongPolling)
+	left, hasDeadline := time.Duration(0), false
 	if dl, ok := ctx.Deadline(); ok {
-		left := time.Until(dl) - pollReserve
-		if poll > left {
-			if left < s.cfg.MinLongPolling {
-				return nil, fail(rmqpb.Code_ILLEGAL_POLLING_TIME, "the %v left before the deadline are not enough for long polling (at least %v)", left.Round(time.Millisecond), s.cfg.MinLongPolling)
-			}
-			poll = left
-		}
+		left, hasDeadline = time.Until(dl), true
+	}
+	poll, err := s.pollTime(req.LongPollingTimeout, left, hasDeadline, s.clientRequestTimeout(who.clientID))
+	if err != nil {
+		return nil, err
 	}
 	autoRenew := s.cfg.AutoRenew && req.GetAutoRenew()
 	invisible := s.cfg.DefaultInvisible
