@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -64,6 +66,10 @@ func (b *Broker) processQueryMessage(_ context.Context, _ *remoting.Conn, req *r
 		}
 		return remoting.NewResponse(req, remoting.QueryNotFound, remark)
 	}
+	// Oldest first, as RocketMQ sorts the offsets it found: the Java
+	// client's queryMessageByUniqKey takes the first record, so a
+	// message stored twice (a producer's retry) is its first copy.
+	slices.SortFunc(found, func(a, b kvindex.KeyIndexEntry) int { return cmp.Compare(a.PhyOffset, b.PhyOffset) })
 	var body []byte
 	var lastTS, lastPhy int64
 	for _, e := range found {
