@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/vfs"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -22,8 +24,8 @@ func TestSendsRefusedAboveDiskWarningLevel(t *testing.T) {
 		t.Fatal(err)
 	}
 	used := int(usage.UsedRatio())
-	if used < 11 {
-		t.Skipf("the disk holding %s is %d%% used: no warning level (10..100) below it to test with", store, used)
+	if used < 37 {
+		t.Skipf("the disk holding %s is %d%% used: no warning level (35..100, as RocketMQ bounds it) below it to test with", store, used)
 	}
 	b := startTestBrokerAt(t, store, map[string]string{
 		"diskSpaceWarningLevelRatio": strconv.Itoa(used - 1),
@@ -48,5 +50,32 @@ func TestSendsRefusedAboveDiskWarningLevel(t *testing.T) {
 			t.Fatalf("sends still refused after the warning level was raised: %d %s", r.Code, r.Remark)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The disk ratios are bounded as RocketMQ bounds them, but for the
+// warning level's 100 (the refusal off): a broker.conf with
+// diskMaxUsedSpaceRatio=98 or diskSpaceCleanForciblyRatio=95 runs as it
+// runs there, instead of failing to start or never cleaning forcibly.
+func TestDiskRatiosAreBoundedAsRocketMQBoundsThem(t *testing.T) {
+	for _, tc := range []struct {
+		max, force, warning int
+		want                commitlog.Retention
+	}{
+		{98, 95, 100, commitlog.Retention{DiskMaxUsedSpaceRatio: 95, DiskForceCleanRatio: 85, DiskWarningLevelRatio: 100}},
+		{5, 10, 20, commitlog.Retention{DiskMaxUsedSpaceRatio: 10, DiskForceCleanRatio: 30, DiskWarningLevelRatio: 35}},
+		{75, 85, 90, commitlog.Retention{DiskMaxUsedSpaceRatio: 75, DiskForceCleanRatio: 85, DiskWarningLevelRatio: 90}},
+	} {
+		loaded, err := configs.LoadBroker("", map[string]string{"diskMaxUsedSpaceRatio": strconv.Itoa(tc.max),
+			"diskSpaceCleanForciblyRatio": strconv.Itoa(tc.force), "diskSpaceWarningLevelRatio": strconv.Itoa(tc.warning)})
+		if err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		got := retentionOf(&loaded.Broker)
+		if got.DiskMaxUsedSpaceRatio != tc.want.DiskMaxUsedSpaceRatio || got.DiskForceCleanRatio != tc.want.DiskForceCleanRatio ||
+			got.DiskWarningLevelRatio != tc.want.DiskWarningLevelRatio {
+			t.Errorf("%d/%d/%d: ratios %v/%v/%v, want %v/%v/%v", tc.max, tc.force, tc.warning, got.DiskMaxUsedSpaceRatio, got.DiskForceCleanRatio,
+				got.DiskWarningLevelRatio, tc.want.DiskMaxUsedSpaceRatio, tc.want.DiskForceCleanRatio, tc.want.DiskWarningLevelRatio)
+		}
 	}
 }

@@ -302,15 +302,20 @@ func (b *Broker) processSetCommitLogReadMode(_ context.Context, conn *remoting.C
 	return remoting.NewResponse(req, remoting.Success, "set commitlog readahead mode success, mode: "+mode)
 }
 
-// retentionOf is the CommitLog retention part of a configuration.
+// retentionOf is the CommitLog retention part of a configuration. The
+// disk ratios are bounded as RocketMQ's getters bound them (a broker.conf
+// with diskMaxUsedSpaceRatio=98 runs there with 95), but for the warning
+// level's 100, which turns the refusal of appends off (beyond RocketMQ's
+// 90).
 func retentionOf(cfg *configs.Broker) commitlog.Retention {
+	within := func(v, lo, hi int) float64 { return float64(min(max(v, lo), hi)) }
 	return commitlog.Retention{
 		FileReservedTime:      cfg.FileReservedTime,
 		DeleteWhen:            cfg.DeleteWhen,
-		DiskMaxUsedSpaceRatio: float64(cfg.DiskMaxUsedSpaceRatio),
+		DiskMaxUsedSpaceRatio: within(cfg.DiskMaxUsedSpaceRatio, 10, 95),
 		KeepUnexpiredWhenFull: !cfg.CleanFileForciblyEnable,
-		DiskForceCleanRatio:   float64(cfg.DiskSpaceCleanForciblyRatio),
-		DiskWarningLevelRatio: float64(cfg.DiskSpaceWarningLevelRatio),
+		DiskForceCleanRatio:   within(cfg.DiskSpaceCleanForciblyRatio, 30, 85),
+		DiskWarningLevelRatio: within(cfg.DiskSpaceWarningLevelRatio, 35, 100),
 	}
 }
 

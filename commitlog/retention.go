@@ -109,7 +109,10 @@ func (l *Log) cleanOnce() (int, error) {
 		return 0, fmt.Errorf("retention: %w", err)
 	}
 	over := ratio > rules.DiskMaxUsedSpaceRatio
-	force := ratio > rules.DiskForceCleanRatio && !rules.KeepUnexpiredWhenFull
+	// Above the warning level, where appends are refused, too: as
+	// RocketMQ's isSpaceToDelete, or a clean-forcibly ratio set above it
+	// would leave the log refusing appends until segments expire.
+	force := (ratio > rules.DiskForceCleanRatio || ratio > rules.DiskWarningLevelRatio) && !rules.KeepUnexpiredWhenFull
 	if !hourOK && !over && !force {
 		return 0, nil
 	}

@@ -137,6 +137,20 @@ func TestRetentionDiskRatio(t *testing.T) {
 	}
 }
 
+// Above the warning level, where appends are refused, the oldest segments
+// go whatever their age even when DiskForceCleanRatio is set higher, as
+// RocketMQ's isSpaceToDelete: the log would otherwise refuse appends until
+// its segments expired.
+func TestRetentionForcesCleaningAboveTheWarningLevel(t *testing.T) {
+	l, clock, ffs, _ := retentionLog(t)
+	clock.Set(next0430().Add(9 * time.Hour)) // 13:30, not a deletion hour
+	l.SetRetention(Retention{FileReservedTime: 72 * time.Hour, DeleteWhen: []int{4}, DiskMaxUsedSpaceRatio: 75, DiskForceCleanRatio: 95, DiskWarningLevelRatio: 90})
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 8}) // 92 %
+	if n, err := l.cleanOnce(); err != nil || n != 5 {
+		t.Fatalf("92%% used, above the warning level: deleted %d, %v, want every segment but the active one (3 expired, 2 not)", n, err)
+	}
+}
+
 // With KeepUnexpiredWhenFull (cleanFileForciblyEnable=false) a nearly full
 // disk still loses its expired segments at any hour, but no segment
 // younger than the retention time, until SetRetention turns it off.
