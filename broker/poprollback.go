@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -11,6 +12,7 @@ import (
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/migrate/rmqpop"
 	"github.com/rocketkv/rocketkv/remoting"
+	"github.com/rocketkv/rocketkv/timer"
 )
 
 // The way back to Apache RocketMQ for POP messages in flight. RocketMQ
@@ -99,11 +101,19 @@ func (b *Broker) rollbackPop(ctx context.Context) (int, kvindex.PopRollback, err
 	return n, r, nil
 }
 
+// ackTimeInterval is RocketMQ's PopAckConstants.ackTimeInterval: a
+// check-point is delivered to the revive topic this long before its
+// revive time.
+const ackTimeInterval = 1000
+
 // checkpointMessage is the revive-topic message RocketMQ's broker writes
 // for a pop (buildCkMsg): tag "ck", the PopCheckPoint body and its unique
-// key, in queue 0, the revive queue of rocketkv's receipt handles. It is
-// stored at once rather than through the timer: RocketMQ's revive waits
-// for a check-point's time either way.
+// key, in queue 0, the revive queue of rocketkv's receipt handles, with
+// TIMER_DELIVER_MS at its revive time less ackTimeInterval (1 s). It is
+// stored at once rather than through the timer (RocketMQ's revive waits
+// for a check-point's time either way), but the property must be there:
+// RocketMQ's revive reads the end of what it may revive from it, and
+// stops at the first check-point of a queue whose messages carry none.
 func (b *Broker) checkpointMessage(topic string, c *kvindex.Checkpoint) (*commitlog.Message, error) {
 	ck := rmqpop.Checkpoint{Group: c.Group, Topic: c.Topic, QueueID: c.QueueID, StartOffset: c.CKOffset, PopTime: c.PopTime,
 		InvisibleTime: c.VisibleAt - c.PopTime, BrokerName: b.cfg.BrokerName, RePuts: c.Attempts, Offsets: c.Offsets}
@@ -115,6 +125,6 @@ func (b *Broker) checkpointMessage(topic string, c *kvindex.Checkpoint) (*commit
 	return &commitlog.Message{
 		Topic: topic, QueueID: 0, BornTimestamp: time.Now().UnixMilli(), BornHost: host, StoreHost: host, Body: body,
 		Properties: commitlog.FormatProperties(map[string]string{commitlog.PropertyTags: rmqpop.TagCheckpoint,
-			"UNIQ_KEY": rmqpop.CheckpointUniqKey(ck)}),
+			"UNIQ_KEY": rmqpop.CheckpointUniqKey(ck), timer.PropDeliverMs: strconv.FormatInt(c.VisibleAt-ackTimeInterval, 10)}),
 	}, nil
 }

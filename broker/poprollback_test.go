@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -51,6 +52,11 @@ func TestPopRollback(t *testing.T) {
 	h := res.Messages[0].Handle
 	if tag != rmqpop.TagCheckpoint || uniq != fmt.Sprintf("RB@0@%d@g@%d@%s@ck", h.CKOffset, h.PopTime, b.cfg.BrokerName) {
 		t.Fatalf("check-point message tag %q, unique key %q", tag, uniq)
+	}
+	// As buildCkMsg: RocketMQ's revive takes the end of what it may
+	// revive from this property, and revives nothing without it.
+	if d, _ := commitlog.LookupProperty(m.Properties, "TIMER_DELIVER_MS"); d != strconv.FormatInt(h.PopTime+60_000-1000, 10) {
+		t.Fatalf("check-point message TIMER_DELIVER_MS %q, want its revive time less 1 s (%d)", d, h.PopTime+60_000-1000)
 	}
 	merged := rmqpop.NewMerger()
 	if err := merged.Add(tag, m.Body); err != nil {
