@@ -6,12 +6,9 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/commitlog"
-	"github.com/rocketkv/rocketkv/internal/storetest"
 	"github.com/rocketkv/rocketkv/kvindex"
-	"github.com/rocketkv/rocketkv/meta"
 )
 
 // A half whose dispatch batch is not yet committed when a listing begins
@@ -20,24 +17,17 @@ import (
 // after. Once forgotten, no pass listed again until another half came,
 // and a producer that never ended its transaction was never asked.
 func TestAHalfIndexedDuringAListingIsChecked(t *testing.T) {
-	f := &fixture{t: t, st: storetest.Open(t), now: time.UnixMilli(1_700_000_000_000), answer: true}
-	f.log, f.db = f.st.Log, f.st.DB
-	f.store = &testStore{f: f, Offsets: storetest.Offsets{}, gone: map[int64]bool{}}
-	f.svc = New(Config{Timeout: 6 * time.Second, CheckInterval: 30 * time.Second, CheckMax: 15}, f.db.Transactions(), f.store, f.ask, zerolog.Nop())
-	f.svc.now = func() time.Time { return f.now }
 	inHook, release := make(chan struct{}), make(chan struct{})
-	halfHook := f.svc.HalfHook()
-	hook := kvindex.HookFunc(func(w *pebble.Batch, m *commitlog.Message) error {
-		err := halfHook.Dispatch(w, m)
-		if u, _ := commitlog.LookupProperty(m.Properties, "UNIQ_KEY"); u == "H2" {
-			close(inHook)
-			<-release // the batch commits once the hook returns
-		}
-		return err
+	f := newFixtureHooking(t, Config{Timeout: 6 * time.Second, CheckInterval: 30 * time.Second, CheckMax: 15}, func(halfHook kvindex.Hook) kvindex.Hook {
+		return kvindex.HookFunc(func(w *pebble.Batch, m *commitlog.Message) error {
+			err := halfHook.Dispatch(w, m)
+			if u, _ := commitlog.LookupProperty(m.Properties, "UNIQ_KEY"); u == "H2" {
+				close(inHook)
+				<-release // the batch commits once the hook returns
+			}
+			return err
+		})
 	})
-	f.disp = f.st.StartDispatcher(t, kvindex.DispatcherOptions{
-		Hooks:      map[string]kvindex.Hook{meta.TransHalfTopic: hook, meta.TransOpHalfTopic: f.svc.OpHook()},
-		CommitHook: f.svc.CommitHook()})
 	f.svc.cfg.Dispatched = f.disp.Dispatched // as the broker's
 
 	// H1 is committed at once.

@@ -102,14 +102,25 @@ func (s *testStore) Read(phy int64) (commitlog.Message, bool, error) {
 
 func newFixture(t *testing.T, cfg Config) *fixture {
 	t.Helper()
+	return newFixtureHooking(t, cfg, nil)
+}
+
+// newFixtureHooking is newFixture whose dispatcher runs the half hook
+// wrap returns for the service's (nil: the service's own).
+func newFixtureHooking(t *testing.T, cfg Config, wrap func(kvindex.Hook) kvindex.Hook) *fixture {
+	t.Helper()
 	f := &fixture{t: t, st: storetest.Open(t), now: time.UnixMilli(1_700_000_000_000), answer: true}
 	f.log, f.db = f.st.Log, f.st.DB
 	f.store = &testStore{f: f, Offsets: storetest.Offsets{}, gone: map[int64]bool{}}
 	f.svc = New(cfg, f.db.Transactions(), f.store, f.ask, zerolog.Nop())
 	f.svc.now = func() time.Time { return f.now }
 	f.log.OnMinOffsetChange(f.svc.LogMinOffsetChanged)
+	half := f.svc.HalfHook()
+	if wrap != nil {
+		half = wrap(half)
+	}
 	f.disp = f.st.StartDispatcher(t, kvindex.DispatcherOptions{
-		Hooks:      map[string]kvindex.Hook{meta.TransHalfTopic: f.svc.HalfHook(), meta.TransOpHalfTopic: f.svc.OpHook()},
+		Hooks:      map[string]kvindex.Hook{meta.TransHalfTopic: half, meta.TransOpHalfTopic: f.svc.OpHook()},
 		CommitHook: f.svc.CommitHook()})
 	return f
 }
