@@ -359,3 +359,60 @@ func TestExportHandsPopInFlightToRocketMQ(t *testing.T) {
 		t.Fatalf("in flight after the way back: %v, want [2]", offsets)
 	}
 }
+
+// The way back after POP_ROLLBACK exports a POP group's offset at its pop
+// position, RocketMQ's POP offset: below it every message is acked or held
+// by a rolled-back check-point. The committed offset (the smallest offset
+// in flight) would have RocketMQ pop again the messages acked since and
+// the one its revive re-delivers. Reopened as RocketMQ's, the store pops
+// on from the position, the rolled-back message still in flight.
+func TestExportAfterPopRollbackStartsRocketMQAtThePopPosition(t *testing.T) {
+	store := t.TempDir()
+	b, c := startBroker(t, store, map[string]string{"rocksdbCQDoubleWriteEnable": "true"})
+	for i := 0; i < 6; i++ {
+		exportSend(t, c, "ExpQ", "m"+strconv.Itoa(i), "")
+	}
+	waitQueueEnd(t, c, "ExpQ", 6)
+	pc := popclient.New(c, "")
+	res, err := pc.Pop(context.Background(), popclient.PopRequest{Group: "cg-pos", Topic: "ExpQ", QueueID: 0,
+		MaxMsgNums: 4, InvisibleTime: time.Hour, PollTime: 5 * time.Second})
+	if err != nil || len(res.Messages) != 4 {
+		t.Fatalf("pop: %v %+v", err, res)
+	}
+	for _, m := range res.Messages[1:] { // m0 stays in flight
+		if code, err := pc.Ack(context.Background(), "cg-pos", m); err != nil || code != remoting.Success {
+			t.Fatalf("ack: %d %v", code, err)
+		}
+	}
+	time.Sleep(5 * time.Millisecond) // pops and the rollback are told apart by the millisecond
+	if resp, err := c.Invoke(context.Background(), remoting.NewRequest(remoting.PopRollback, nil, nil)); err != nil || resp.Code != remoting.Success {
+		t.Fatalf("POP_ROLLBACK: %v %+v", err, resp)
+	}
+	stopBroker(t, b)
+	mustKvdump(t, "--store", store, "export-rocketmq")
+	cfg, err := rmqconfig.Read(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(cfg.Offsets, rmqconfig.Offset{Group: "cg-pos", Topic: "ExpQ", QueueID: 0, Offset: 4}) {
+		t.Fatalf("exported offsets %+v, want cg-pos on ExpQ/0 at its pop position 4", cfg.Offsets)
+	}
+
+	if err := os.RemoveAll(filepath.Join(store, kvindex.DirName)); err != nil {
+		t.Fatal(err)
+	}
+	b, c = startBroker(t, store, map[string]string{"storeType": "file"})
+	defer stopBroker(t, b)
+	again, err := popclient.New(c, "").Pop(context.Background(), popclient.PopRequest{Group: "cg-pos", Topic: "ExpQ", QueueID: 0,
+		MaxMsgNums: 32, InvisibleTime: time.Hour, PollTime: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range again.Messages {
+		got = append(got, string(m.Body))
+	}
+	if strings.Join(got, ",") != "m4,m5" {
+		t.Fatalf("pop after the way back: %q, want only the messages never popped (m4, m5)", got)
+	}
+}

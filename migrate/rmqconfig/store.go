@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -47,6 +48,9 @@ func FromStore(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen in
 	if c.Offsets, err = StoreOffsets(ctx, db, ends, firstOpen); err != nil {
 		return c, err
 	}
+	if err = popOffsetsAtPositions(ctx, db, c.Offsets); err != nil {
+		return c, err
+	}
 	if c.DelayOffsets, err = StoreDelayOffsets(ctx, db); err != nil {
 		return c, err
 	}
@@ -66,6 +70,54 @@ func allConfigs[T any](ctx context.Context, open func(cacheSize int) (*kvindex.C
 		return nil, err
 	}
 	return table.All(ctx)
+}
+
+// popOffsetsAtPositions moves, for the way back, the offset of each queue a
+// group pops to its pop position where the last POP_ROLLBACK wrote every
+// message of it still in flight to the revive topic as a check-point:
+// RocketMQ's POP offset is the pop position (what lies below it is acked
+// or held by a check-point), while rocketkv's committed offset stays at
+// the smallest offset in flight, from which RocketMQ would pop again the
+// messages acked since and those its revive re-delivers. A queue with a
+// message popped after the rollback began keeps its committed offset (its
+// messages come again rather than never; the export refuses such a store
+// without --force), and so does every queue while a revive a crash cut
+// short is pending (its messages are in no check-point).
+func popOffsetsAtPositions(ctx context.Context, db *kvindex.DB, offsets []Offset) error {
+	r, rolledBack, err := db.LastPopRollback()
+	if err != nil || !rolledBack {
+		return err
+	}
+	if n, err := db.Pop().CountReviveIntents(); err != nil || n > 0 {
+		return err
+	}
+	type queue struct {
+		group, topic string
+		id           int32
+	}
+	after := map[queue]bool{} // queues with a message popped since the rollback began
+	if err := db.Pop().DueCheckpoints(0, math.MaxInt64, 0, func(c kvindex.Checkpoint) bool {
+		if c.PopTime >= r.At {
+			after[queue{c.Group, c.Topic, c.QueueID}] = true
+		}
+		return ctx.Err() == nil
+	}); err != nil {
+		return fmt.Errorf("read the POP messages in flight: %w", err)
+	}
+	for i := range offsets {
+		o := &offsets[i]
+		if after[queue{o.Group, o.Topic, o.QueueID}] {
+			continue
+		}
+		pos, ok, err := db.Pop().Position(o.Group, o.Topic, o.QueueID)
+		if err != nil {
+			return fmt.Errorf("read the pop position of %s on %s/%d: %w", o.Group, o.Topic, o.QueueID, err)
+		}
+		if ok && pos > o.Offset {
+			o.Offset = pos
+		}
+	}
+	return ctx.Err()
 }
 
 // StoreOffsets returns the committed consumer offsets of a rocketkv store
