@@ -70,6 +70,14 @@ func seedQueueStarts(cqs *kvindex.CQ, root string, unitsPerFile int, minPhy int6
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
+	if rocksDBFiles(dir) {
+		// RocketMQ 5.3's RocksDB ConsumeQueue (storeType=defaultRocksDB):
+		// not read, so nothing says where such queues stood.
+		log.Warn().Str("dir", dir).Msg("the RocketMQ ConsumeQueue here is RocketMQ's RocksDB one, which rocketkv cannot read: " +
+			"a queue whose records retention had all deleted restarts at offset 0, below the consumer offsets imported for it, " +
+			"and its consumers skip the messages sent before they catch up (reset their offsets with mqadmin resetOffsetByTime)")
+		return nil
+	}
 	fail := func(err error) error {
 		return fmt.Errorf("read the RocketMQ consumequeue of %s (move it aside to start without it: queues whose records retention deleted then restart at offset 0): %w", root, err)
 	}
@@ -110,6 +118,17 @@ func seedQueueStarts(cqs *kvindex.CQ, root string, unitsPerFile int, minPhy int6
 	}
 	log.Info().Int("queues", len(starts)).Msg("queues whose records retention had deleted keep their RocketMQ offsets")
 	return nil
+}
+
+// rocksDBFiles reports whether dir holds a RocksDB database (its CURRENT
+// file and a MANIFEST), as RocketMQ's RocksDB ConsumeQueue keeps in
+// consumequeue/.
+func rocksDBFiles(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, "CURRENT")); err != nil {
+		return false
+	}
+	manifests, _ := filepath.Glob(filepath.Join(dir, "MANIFEST-*"))
+	return len(manifests) > 0
 }
 
 // importConfig writes what db lacks of c and returns how many topics,

@@ -353,3 +353,27 @@ func TestOpenRocketMQStoreRefusesAnUnreadableConsumeQueue(t *testing.T) {
 		t.Fatalf("after moving the consumequeue aside, GroupB's imported offset is %d, want 9", got)
 	}
 }
+
+// A store whose consumequeue/ is RocketMQ 5.3's RocksDB ConsumeQueue
+// (storeType=defaultRocksDB) cannot be read for where queues stood: the
+// start says so in a warning naming the consequence, rather than
+// silently numbering an expired queue from 0.
+func TestARocksDBConsumeQueueIsNamedAtStart(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "consumequeue")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"CURRENT", "MANIFEST-000005", "000004.sst", "OPTIONS-000007", "LOG"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logged strings.Builder
+	if err := seedQueueStarts(nil, root, 300000, 0, zerolog.New(&logged)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logged.String(), "RocksDB") || !strings.Contains(logged.String(), "restarts at offset 0") {
+		t.Fatalf("start over a RocksDB ConsumeQueue logged %q, want a warning naming it", logged.String())
+	}
+}
