@@ -232,7 +232,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		timerCfg:         timerConfig(cfg),
 		statusAskTimeout: consumerStatusTimeout,
 		lagTTL:           lagTTL,
-		hotBytes:         physicalMemory() * int64(cfg.AccessMessageInMemoryMaxRatio) / 100,
+		hotBytes:         physicalMemory() * int64(memoryRatio(cfg)) / 100,
 		popCopyPage:      popCopyPageBytes,
 		popCopyMax:       maxPopStateCopy,
 		timerCensusTTL:   timerCensusTTL,
@@ -253,6 +253,17 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 	}
 	b.uniq = uniqid.New(ip4)
 	return b, nil
+}
+
+// memoryRatio is the share of memory (%) a read must stay within to count
+// as in memory: accessMessageInMemoryMaxRatio, 10 less on a slave, as
+// RocketMQ's BrokerStartup sets it, so that a consumer the master sends
+// to its slave for being behind is not sent straight back.
+func memoryRatio(cfg configs.Broker) int {
+	if cfg.BrokerRole == "SLAVE" {
+		return max(cfg.AccessMessageInMemoryMaxRatio-10, 0)
+	}
+	return cfg.AccessMessageInMemoryMaxRatio
 }
 
 // brokerIP returns brokerIP1, or the first non-loopback IPv4 address of the

@@ -179,3 +179,16 @@ func TestASlaveDoesNotMoveConsumerOffsets(t *testing.T) {
 		s.stop()
 	}
 }
+
+// A slave counts a read as in memory within 10 % less of memory than its
+// master (RocketMQ's BrokerStartup lowers accessMessageInMemoryMaxRatio by
+// 10 on a slave): a consumer the master sends to the slave for being
+// behind is not sent straight back to the master.
+func TestASlaveCountsTenPercentLessOfMemoryAsHot(t *testing.T) {
+	master := startTestBroker(t, map[string]string{"accessMessageInMemoryMaxRatio": "40"})
+	slave := startTestBroker(t, map[string]string{"brokerRole": "SLAVE", "brokerId": "1", "accessMessageInMemoryMaxRatio": "40"})
+	mem := physicalMemory()
+	if master.hotBytes != mem*40/100 || slave.hotBytes != mem*30/100 {
+		t.Fatalf("hot bytes: master %d, slave %d; want %d and %d (40 %% and 30 %% of %d)", master.hotBytes, slave.hotBytes, mem*40/100, mem*30/100, mem)
+	}
+}
