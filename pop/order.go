@@ -80,9 +80,9 @@ func (s *Service) popOrderQueue(req PopRequest, src source, remain int, wait boo
 	defer unlock()
 	// As popHeld: no deletion of the topic between the reads and the
 	// writes, and no write once it was deleted.
-	hold := s.store.HoldTopic(src.topic)
-	defer hold.Release()
-	if gone, err := hold.GoneSince(req.deletions, s.topicGone); err != nil || gone {
+	release, live, err := s.holdLive(req, src.topic)
+	defer release()
+	if err != nil || !live {
 		return false, err
 	}
 	return false, s.popOrderLocked(req, src, remain, res, info, dur)

@@ -296,9 +296,9 @@ func (s *Service) pinStart(req PopRequest, src source, dur *durability) (int64, 
 		return pos, nil
 	}
 	defer unlock()
-	hold := s.store.HoldTopic(src.topic)
-	defer hold.Release()
-	if gone, err := hold.GoneSince(req.deletions, s.topicGone); err != nil || gone {
+	release, live, err := s.holdLive(req, src.topic)
+	defer release()
+	if err != nil || !live {
 		return pos, err
 	}
 	if pos, known, err = s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, usePosition); err != nil || known {
@@ -336,12 +336,22 @@ func (s *Service) queueLock(group string, src source, wait bool) (func(), bool) 
 // writes. A pop of a topic deleted since the pop checked it writes
 // nothing and takes nothing.
 func (s *Service) popHeld(req PopRequest, src source, remain int, res *PopResult, dur *durability) (readResult, error) {
-	hold := s.store.HoldTopic(src.topic)
-	defer hold.Release()
-	if gone, err := hold.GoneSince(req.deletions, s.topicGone); err != nil || gone {
+	release, live, err := s.holdLive(req, src.topic)
+	defer release()
+	if err != nil || !live {
 		return readResult{}, err
 	}
 	return s.popLocked(req, src, remain, res, dur)
+}
+
+// holdLive holds topic against its deletion for a pop's reads and writes
+// (kvindex.PopStore.HoldTopic) and reports whether it still exists: a
+// topic deleted since the pop checked it gets nothing written. release
+// ends the hold; it is to be called whatever the answer.
+func (s *Service) holdLive(req PopRequest, topic string) (release func(), live bool, err error) {
+	hold := s.store.HoldTopic(topic)
+	gone, err := hold.GoneSince(req.deletions, s.topicGone)
+	return hold.Release, err == nil && !gone, err
 }
 
 // topicGone reports whether topic no longer exists.
