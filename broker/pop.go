@@ -204,11 +204,7 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 		// decodes them from every POLLING_TIMEOUT and fails the pop
 		// (waiting 3 s) when one is missing.
 		resp := remoting.NewResponse(req, remoting.PollingTimeout, fmt.Sprintf("the broker[%s] pop message is timeout too much", b.cfg.BrokerName))
-		h := remoting.Header{}
-		for _, k := range []string{"popTime", "invisibleTime", "reviveQid", "restNum"} {
-			h.Set(k, "0")
-		}
-		resp.ExtFields = h
+		resp.ExtFields = zeroFields("popTime", "invisibleTime", "reviveQid", "restNum")
 		return resp
 	}
 	if p.maxMsgNums > pop.MaxPopMessages {
@@ -425,13 +421,20 @@ func (b *Broker) processBatchAck(_ context.Context, _ *remoting.Conn, req *remot
 func (b *Broker) processChangeInvisibleTime(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	resp := b.changeInvisibleTime(req)
 	if resp.Code != remoting.Success {
-		h := remoting.Header{}
-		for _, k := range []string{"popTime", "invisibleTime", "reviveQid"} {
-			h.Set(k, "0")
-		}
-		resp.ExtFields = h
+		resp.ExtFields = zeroFields("popTime", "invisibleTime", "reviveQid")
 	}
 	return resp
+}
+
+// zeroFields is a response header holding each key as "0": the not-null
+// primitive fields a RocketMQ response header class writes on every
+// answer, which the Java client decodes whatever the code.
+func zeroFields(keys ...string) remoting.Header {
+	h := remoting.Header{}
+	for _, k := range keys {
+		h.Set(k, "0")
+	}
+	return h
 }
 
 // changeInvisibleTime serves processChangeInvisibleTime.
