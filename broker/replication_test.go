@@ -480,3 +480,27 @@ func TestASyncMasterWithoutAnHAPortIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A send-back's wait for its slave is bounded below the clients'
+// send-back timeouts (sendBackDurableWait), whatever slaveTimeout says:
+// with a slave timeout of a minute and no slave, the answer (SUCCESS, the
+// copy stored) still comes inside call's 20 s, where an unbounded wait
+// would have the client give up and store the message again.
+func TestASendBacksWaitForItsSlaveIsBounded(t *testing.T) {
+	master := startTestBroker(t, withHA(map[string]string{
+		"brokerRole": "SYNC_MASTER", "inSyncReplicas": "2", "slaveTimeout": "60000"}))
+	mc := master.client(nil)
+	mustSend(t, mc, "Orders", 0, "order-1", "WAIT\x01false\x02")
+	master.caughtUp()
+	orig := pullAll(t, master, mc, "Orders", 0)
+	if len(orig) != 1 {
+		t.Fatal("original message not readable")
+	}
+	r := call(t, mc, remoting.ConsumerSendMsgBack, map[string]string{
+		"offset": strconv.FormatInt(orig[0].PhyOffset, 10), "group": "g1", "delayLevel": "-1",
+		"originMsgId": commitlog.MessageID(orig[0].StoreHost, orig[0].PhyOffset), "originTopic": "Orders",
+	}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("send back with no slave and a minute's slaveTimeout: %d %s", r.Code, r.Remark)
+	}
+}
