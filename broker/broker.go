@@ -578,10 +578,19 @@ func (b *Broker) openStores(ctx context.Context) error {
 	if _, err := b.disp.Recover(); err != nil {
 		return err
 	}
-	clog.OnMinOffsetChange(b.disp.LogMinOffsetChanged)
-	clog.OnMinOffsetChange(b.txns.LogMinOffsetChanged)
+	minSubs := []func(int64){b.disp.LogMinOffsetChanged, b.txns.LogMinOffsetChanged}
 	if b.compaction != nil {
-		clog.OnMinOffsetChange(b.compactionRetention(b.disp))
+		minSubs = append(minSubs, b.compactionRetention(b.disp))
+	}
+	for _, fn := range minSubs {
+		clog.OnMinOffsetChange(fn)
+	}
+	// The log's cleaner runs from Open: segments a pass deleted since (a
+	// start in the deleteWhen hour, or on a full disk) told no one. Each
+	// subscriber takes a minimum it applied already as nothing to do.
+	minOff := clog.MinOffset()
+	for _, fn := range minSubs {
+		fn(minOff)
 	}
 	b.disp.Start()
 	if err := b.disp.CatchUp(ctx); err != nil {
