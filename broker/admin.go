@@ -720,7 +720,7 @@ func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *re
 			humanReadableByteCount(int64(u.Total)), humanReadableByteCount(int64(u.Free)))
 		// The ConsumeQueues (or the index that holds them) live under the
 		// store root: UtilAll.getDiskPartitionSpaceUsedPercent of it.
-		table["consumeQueueDiskRatio"] = strconv.FormatFloat(float64(u.Total-u.Free)/float64(u.Total), 'f', -1, 64)
+		table["consumeQueueDiskRatio"] = strconv.FormatFloat(u.UsedRatio()/100, 'f', -1, 64)
 	} else {
 		// RocketMQ writes -1 for a ratio it cannot read, and no
 		// capacity; the exporter needs the key, so the sizes it cannot

@@ -109,11 +109,15 @@ func (l *Log) cleanOnce() (int, error) {
 		return 0, fmt.Errorf("retention: %w", err)
 	}
 	over := ratio > rules.DiskMaxUsedSpaceRatio
-	// Above the warning level, where appends are refused, too: as
-	// RocketMQ's isSpaceToDelete, or a clean-forcibly ratio set above it
-	// would leave the log refusing appends until segments expire.
-	force := (ratio > rules.DiskForceCleanRatio || ratio > rules.DiskWarningLevelRatio) && !rules.KeepUnexpiredWhenFull
-	if !hourOK && !over && !force {
+	// Above the clean-forcibly ratio, or the warning level where appends
+	// are refused, a pass deletes expired segments at any hour and, unless
+	// KeepUnexpiredWhenFull, unexpired ones too: as RocketMQ's
+	// isSpaceToDelete, whose answer does not depend on
+	// cleanFileForciblyEnable (that only decides cleanAtOnce). Else a log
+	// refusing appends kept its expired segments until the deleteWhen hour.
+	pressed := ratio > rules.DiskForceCleanRatio || ratio > rules.DiskWarningLevelRatio
+	force := pressed && !rules.KeepUnexpiredWhenFull
+	if !hourOK && !over && !pressed {
 		return 0, nil
 	}
 	if over || force {
@@ -208,17 +212,26 @@ func (l *Log) checkDiskSpace() (float64, error) {
 		}
 		ratio = max(ratio, usage.UsedRatio())
 	}
-	level := l.retention.Load().DiskWarningLevelRatio
+	rules := l.retention.Load()
+	level := rules.DiskWarningLevelRatio
 	l.usedPercent.Store(math.Float64bits(ratio))
 	l.warningLevel.Store(math.Float64bits(level))
+	// Full above the warning level, not full again until the usage is
+	// down to the clean-forcibly ratio, as RocketMQ's isSpaceToDelete
+	// flips its disk-full flag: between the two the state stays, so sends
+	// do not flap on and off around one line.
 	full := ratio > level
+	if !full && ratio > rules.DiskForceCleanRatio {
+		full = l.storeFull.Load()
+	}
 	if l.storeFull.Swap(full) != full {
 		if full {
 			l.log.Error().Float64("usedPercent", ratio).Float64("warningLevel", level).Str("dir", l.cfg.Dir).
-				Msg("disk almost full: appends are refused until retention brings the usage below the warning level")
+				Float64("resumeAt", rules.DiskForceCleanRatio).
+				Msg("disk almost full: appends are refused until retention brings the usage down to the clean-forcibly ratio")
 		} else {
 			l.log.Info().Float64("usedPercent", ratio).Float64("warningLevel", level).Str("dir", l.cfg.Dir).
-				Msg("disk usage back below the warning level: appends resume")
+				Msg("disk usage back down: appends resume")
 		}
 	}
 	return ratio, nil

@@ -115,13 +115,13 @@ func TestRetentionDiskRatio(t *testing.T) {
 	l, clock, ffs, mins := retentionLog(t)
 	clock.Set(next0430().Add(9 * time.Hour)) // 13:30, not a deletion hour
 	// Above DiskMaxUsedSpaceRatio (75%): expired segments go at any hour.
-	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 20})
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 20, Avail: 20})
 	if n, err := l.cleanOnce(); err != nil || n != 3 {
 		t.Fatalf("80%% used: deleted %d, %v", n, err)
 	}
 	// Above DiskForceCleanRatio (85%): the oldest go whatever their age,
 	// but never the active segment.
-	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 12})
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 12, Avail: 12})
 	if n, err := l.cleanOnce(); err != nil || n != 2 {
 		t.Fatalf("88%% used: deleted %d, %v", n, err)
 	}
@@ -145,9 +145,33 @@ func TestRetentionForcesCleaningAboveTheWarningLevel(t *testing.T) {
 	l, clock, ffs, _ := retentionLog(t)
 	clock.Set(next0430().Add(9 * time.Hour)) // 13:30, not a deletion hour
 	l.SetRetention(Retention{FileReservedTime: 72 * time.Hour, DeleteWhen: []int{4}, DiskMaxUsedSpaceRatio: 75, DiskForceCleanRatio: 95, DiskWarningLevelRatio: 90})
-	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 8}) // 92 %
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 8, Avail: 8}) // 92 %
 	if n, err := l.cleanOnce(); err != nil || n != 5 {
 		t.Fatalf("92%% used, above the warning level: deleted %d, %v, want every segment but the active one (3 expired, 2 not)", n, err)
+	}
+}
+
+// Above the clean-forcibly ratio a pass deletes the expired segments at
+// any hour even with KeepUnexpiredWhenFull and DiskMaxUsedSpaceRatio set
+// above the usage: RocketMQ's isSpaceToDelete says so whatever
+// cleanFileForciblyEnable, which only decides whether unexpired segments go
+// too. Else a log refusing appends above the warning level kept its expired
+// segments, and refused, until the deleteWhen hour.
+func TestRetentionDeletesExpiredAboveTheCleanForciblyRatio(t *testing.T) {
+	l, clock, ffs, _ := retentionLog(t, func(c *Config) { c.KeepUnexpiredWhenFull = true })
+	clock.Set(next0430().Add(9 * time.Hour)) // 13:30, not a deletion hour
+	rules := l.RetentionRules()
+	rules.DiskMaxUsedSpaceRatio = 95
+	l.SetRetention(rules)
+	for _, tc := range []struct {
+		used    uint64
+		deleted int
+	}{{85, 0}, {88, 3}, {92, 0}} {
+		ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 100 - tc.used, Avail: 100 - tc.used})
+		if n, err := l.cleanOnce(); err != nil || n != tc.deleted {
+			t.Fatalf("%d%% used at 13:30: deleted %d, %v; want %d (the expired segments once above the clean-forcibly ratio of %v, none unexpired)",
+				tc.used, n, err, tc.deleted, rules.DiskForceCleanRatio)
+		}
 	}
 }
 
@@ -157,7 +181,7 @@ func TestRetentionForcesCleaningAboveTheWarningLevel(t *testing.T) {
 func TestRetentionKeepsUnexpiredWhenFull(t *testing.T) {
 	l, clock, ffs, _ := retentionLog(t, func(c *Config) { c.KeepUnexpiredWhenFull = true })
 	clock.Set(next0430().Add(9 * time.Hour)) // 13:30, not a deletion hour
-	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 5})
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 5, Avail: 5})
 	if n, err := l.cleanOnce(); err != nil || n != 3 {
 		t.Fatalf("95%% used: deleted %d, %v, want the 3 expired segments", n, err)
 	}
@@ -198,7 +222,7 @@ func TestCleanerGoroutine(t *testing.T) {
 	cfg := testConfig(t, 4096)
 	cfg.CleanInterval = 5 * time.Millisecond
 	ffs := vfs.NewFaulty(vfs.OS{})
-	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 12}) // forces deletion, below the warning level
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 12, Avail: 12}) // forces deletion, below the warning level
 	cfg.FS = ffs
 	l := mustOpen(t, cfg)
 	defer l.Close()
@@ -237,7 +261,7 @@ func TestSetRetentionTakesEffectOnTheNextPass(t *testing.T) {
 	// The two younger segments go at an off hour once nothing is reserved
 	// and the disk passes a lowered ratio.
 	clock.Set(clock.Now().Add(time.Hour))
-	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 50})
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 50, Avail: 50})
 	l.SetRetention(Retention{FileReservedTime: 0, DiskMaxUsedSpaceRatio: 40})
 	if n, err := l.cleanOnce(); err != nil || n != 2 {
 		t.Fatalf("50%% used against a 40%% threshold: deleted %d, %v; want the 2 older segments", n, err)
@@ -275,10 +299,11 @@ func TestDeleteExpiredSoon(t *testing.T) {
 // Above DiskWarningLevelRatio (90%) appends are refused with ErrStoreFull
 // from the first check of the disk that sees it (a retention pass, or
 // Open), nothing is written, and they resume once a check sees the usage
-// back below it.
+// down to DiskForceCleanRatio (85%): between the two the refusal stays, as
+// RocketMQ's disk-full flag does, so appends do not flap around one line.
 func TestAppendsRefusedAboveWarningLevel(t *testing.T) {
 	l, _, ffs, _ := retentionLog(t)
-	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 9})
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 9, Avail: 9})
 	if _, err := l.Append(context.Background(), AppendRequest{Message: testMessage("T", 0, 0, 10)}); err != nil {
 		t.Fatalf("append before any pass saw the disk at 91%%: %v", err)
 	}
@@ -293,8 +318,16 @@ func TestAppendsRefusedAboveWarningLevel(t *testing.T) {
 	if l.MaxOffset() != end {
 		t.Fatalf("a refused append moved the end %d -> %d", end, l.MaxOffset())
 	}
-	// Exactly at the level is not above it.
-	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 10})
+	for _, used := range []uint64{90, 86} {
+		ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 100 - used, Avail: 100 - used})
+		if _, err := l.DiskUsedPercent(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append(context.Background(), AppendRequest{Message: testMessage("T", 0, 0, 10)}); !errors.Is(err, ErrStoreFull) {
+			t.Fatalf("append at %d%% used, down from 91%% but above the clean-forcibly ratio: %v, want ErrStoreFull still", used, err)
+		}
+	}
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 15, Avail: 15})
 	if _, err := l.DiskUsedPercent(); err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +341,7 @@ func TestAppendsRefusedAboveWarningLevel(t *testing.T) {
 func TestOpenAboveWarningLevelRefusesAppends(t *testing.T) {
 	cfg := testConfig(t, 4096)
 	ffs := vfs.NewFaulty(vfs.OS{})
-	ffs.SetUsage(&vfs.DiskUsage{Total: 1000, Free: 40})
+	ffs.SetUsage(&vfs.DiskUsage{Total: 1000, Free: 40, Avail: 40})
 	cfg.FS = ffs
 	cfg.CleanInterval = time.Hour
 	cfg.DiskWarningLevelRatio = 95
@@ -325,14 +358,14 @@ func TestWarningLevelWatchesTheStoreRootToo(t *testing.T) {
 	cfg := testConfig(t, 4096)
 	cfg.SegmentDir = t.TempDir()
 	ffs := vfs.NewFaulty(vfs.OS{})
-	ffs.SetUsageOf(cfg.SegmentDir, &vfs.DiskUsage{Total: 100, Free: 90})
-	ffs.SetUsageOf(cfg.Dir, &vfs.DiskUsage{Total: 100, Free: 50})
+	ffs.SetUsageOf(cfg.SegmentDir, &vfs.DiskUsage{Total: 100, Free: 90, Avail: 90})
+	ffs.SetUsageOf(cfg.Dir, &vfs.DiskUsage{Total: 100, Free: 50, Avail: 50})
 	cfg.FS = ffs
 	cfg.CleanInterval = time.Hour
 	l := mustOpen(t, cfg)
 	defer l.Close()
 	mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, 0, 10)})
-	ffs.SetUsageOf(cfg.Dir, &vfs.DiskUsage{Total: 100, Free: 4})
+	ffs.SetUsageOf(cfg.Dir, &vfs.DiskUsage{Total: 100, Free: 4, Avail: 4})
 	if used, err := l.DiskUsedPercent(); err != nil || used != 96 {
 		t.Fatalf("DiskUsedPercent = %v, %v, want the root's 96", used, err)
 	}

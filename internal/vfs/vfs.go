@@ -13,6 +13,7 @@ package vfs
 import (
 	"errors"
 	"io"
+	"math/bits"
 	"os"
 
 	"github.com/edsrzf/mmap-go"
@@ -45,13 +46,28 @@ type DiskUsage struct {
 	Avail uint64
 }
 
-// UsedRatio returns the used share of the file system in percent (0..100),
-// computed as (Total-Free)/Total like RocketMQ's disk-ratio checks.
+// UsedRatio returns the used share of the file system in whole percent
+// (0..100) as RocketMQ's disk checks reckon it
+// (UtilAll.getDiskPartitionSpaceUsedPercent): the bytes in use over those
+// in use or available to unprivileged users, rounded up. The blocks
+// reserved for root count as neither, so with ext4's 5 % reserve a disk
+// whose users can write nothing more reads 100.
 func (u DiskUsage) UsedRatio() float64 {
-	if u.Total == 0 {
+	if u.Free > u.Total {
 		return 0
 	}
-	return float64(u.Total-u.Free) * 100 / float64(u.Total)
+	used := u.Total - u.Free
+	entire := used + u.Avail
+	if entire == 0 || entire < used {
+		return 0
+	}
+	// used*100/entire is at most 100, so the 128-bit quotient fits.
+	hi, lo := bits.Mul64(used, 100)
+	q, r := bits.Div64(hi, lo, entire)
+	if r != 0 {
+		q++
+	}
+	return float64(q)
 }
 
 // FS is the file-system seam.

@@ -129,7 +129,31 @@ func TestFaulty(t *testing.T) {
 	m.Unmap()
 	fs.SetUsage(&DiskUsage{Total: 100, Free: 10, Avail: 5})
 	u, err := fs.Statfs(dir)
-	if err != nil || u.UsedRatio() != 90 {
-		t.Fatalf("Statfs = %+v, %v; want 90%% used", u, err)
+	if err != nil || u != (DiskUsage{Total: 100, Free: 10, Avail: 5}) {
+		t.Fatalf("Statfs = %+v, %v; want the usage set", u, err)
+	}
+}
+
+// UsedRatio reads a disk as RocketMQ's getDiskPartitionSpaceUsedPercent
+// does: used / (used + available to users), rounded up to a whole percent.
+func TestUsedRatio(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		u    DiskUsage
+		want float64
+	}{
+		{"empty", DiskUsage{Total: 100, Free: 100, Avail: 100}, 0},
+		{"no reserve", DiskUsage{Total: 100, Free: 10, Avail: 10}, 90},
+		// 86 used of 86+9: 90.5 %, rounded up.
+		{"root reserve counts as neither", DiskUsage{Total: 100, Free: 14, Avail: 9}, 91},
+		{"all that users may write is written", DiskUsage{Total: 100, Free: 5, Avail: 0}, 100},
+		{"rounded up", DiskUsage{Total: 300, Free: 200, Avail: 200}, 34},
+		{"no size", DiskUsage{}, 0},
+		{"inconsistent", DiskUsage{Total: 10, Free: 20, Avail: 20}, 0},
+		{"an 8 EiB disk", DiskUsage{Total: 1 << 63, Free: 1 << 62, Avail: 1 << 62}, 50},
+	} {
+		if got := tc.u.UsedRatio(); got != tc.want {
+			t.Errorf("%s: UsedRatio of %+v = %v, want %v", tc.name, tc.u, got, tc.want)
+		}
 	}
 }
