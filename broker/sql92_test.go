@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,5 +164,43 @@ func TestEnablePropertyFilterAtRuntime(t *testing.T) {
 	updateConfig(t, c, "enablePropertyFilter=true")
 	if r := call(t, c, remoting.PullMessage, sqlPull("g", "a > 3"), nil); r.Code != remoting.Success || pulledBodies(t, r) != "m4 m5" {
 		t.Fatalf("SQL92 pull after the update: %d %q", r.Code, r.Remark)
+	}
+}
+
+// A pop reads the group's pop-retry topic with its filter too, as
+// RocketMQ's PopMessageProcessor passes the pop's filter to the retry
+// topic's queues: a revived message the group's expression (SQL92 or
+// tags) no longer selects is skipped, not delivered.
+func TestPopFiltersThePopRetryTopic(t *testing.T) {
+	for _, tc := range []struct {
+		name, expType, all, only string
+		props                    [2]string
+	}{
+		{"SQL92", "SQL92", "a IS NOT NULL", "a = 2", [2]string{"a\x011\x02", "a\x012\x02"}},
+		{"TAG", "TAG", "t1 || t2", "t2", [2]string{"TAGS\x01t1\x02", "TAGS\x01t2\x02"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := startTestBroker(t, nil)
+			c, rc := popClient(b)
+			mustSend(t, rc, "PR", 0, "one", tc.props[0])
+			mustSend(t, rc, "PR", 0, "two", tc.props[1])
+			b.caughtUp()
+			first := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "PR", QueueID: -1, MaxMsgNums: 2,
+				InvisibleTime: 100 * time.Millisecond, Exp: tc.all, ExpType: tc.expType})
+			if got := fmt.Sprint(bodies(first.Messages)); got != "[one two]" {
+				t.Fatalf("first pop with %q: %s", tc.all, got)
+			}
+			// The group now selects the second only: once both are
+			// revived, the pop-retry topic gives it and never the first.
+			var got []string
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !slices.Contains(got, "two"); {
+				res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "PR", QueueID: -1, MaxMsgNums: 2,
+					InvisibleTime: time.Minute, PollTime: 500 * time.Millisecond, Exp: tc.only, ExpType: tc.expType})
+				got = append(got, bodies(res.Messages)...)
+			}
+			if fmt.Sprint(got) != "[two]" {
+				t.Fatalf("pops with %q after the revive: %v, want [two] (the revived message it selects, not the one it does not)", tc.only, got)
+			}
+		})
 	}
 }

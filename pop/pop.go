@@ -25,7 +25,9 @@ type PopRequest struct {
 	Order bool
 	// AttemptID identifies a client's retries of one orderly pop.
 	AttemptID string
-	// Filter selects messages of Topic (pop-retry topics take all).
+	// Filter selects messages of Topic and of the group's pop-retry topics
+	// (a revived message the group no longer selects is skipped, as
+	// RocketMQ's pop reads its retry topic with the pop's filter).
 	Filter Filter
 	// Body, when set, is a buffer the result's Body is built in (from its
 	// start; it grows by reallocation when too small), so that a caller
@@ -149,7 +151,7 @@ func (s *Service) pop(req PopRequest) (PopResult, error) {
 				return res, err
 			}
 			for q := 0; ok && q < rn; q++ {
-				retry = append(retry, source{rt[0], int32(q), rt[1], nil})
+				retry = append(retry, source{rt[0], int32(q), rt[1], req.Filter})
 			}
 		}
 	}
