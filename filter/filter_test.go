@@ -172,10 +172,10 @@ func TestCompileRefuses(t *testing.T) {
 		"a = #",
 		"a = 1 #",     // the token after the expression must be one
 		"a = 1 'open", // (RocketMQ's parser reads it)
-		strings.Repeat("(", 300) + "a" + strings.Repeat(")", 300),
-		strings.Repeat("NOT ", 300) + "a",
+		strings.Repeat("(", 1100) + "a = 1" + strings.Repeat(")", 1100),
+		strings.Repeat("NOT ", 1100) + "a = 1",
 		strings.Repeat("(", 200000) + "a",
-		strings.Repeat("a = 1 AND ", 10000) + "a = 1",
+		strings.Repeat("a = 1 AND ", 30000) + "a = 1",
 	} {
 		_, err := Compile(expr)
 		var se *SyntaxError
@@ -271,19 +271,28 @@ func TestStringLiteralLongestMatch(t *testing.T) {
 }
 
 // Long chains within the length limit compile and evaluate (the AND
-// chain is as deep as it is long) without exhausting the stack.
+// chain is as deep as it is long) without exhausting the stack, and so do
+// the long IN lists and deep nesting RocketMQ's parser takes.
 func TestLongChains(t *testing.T) {
-	chain := strings.Repeat("a = 10 AND ", 5900) + "a = 10"
+	chain := strings.Repeat("a = 10 AND ", 23000) + "a = 10"
 	e, err := Compile(chain)
 	if err != nil {
-		t.Fatalf("a chain of 5,900 ANDs: %v", err)
+		t.Fatalf("a chain of 23,000 ANDs: %v", err)
 	}
 	if !e.Matches(props("a=10")) || e.Matches(props("a=11")) {
 		t.Fatal("the chain of ANDs evaluates wrongly")
 	}
-	nested := strings.Repeat("(", 200) + "a = 10" + strings.Repeat(")", 200)
+	nested := strings.Repeat("(", 1000) + "a = 10" + strings.Repeat(")", 1000)
 	if e, err := Compile(nested); err != nil || !e.Matches(props("a=10")) {
-		t.Fatalf("200 nested parentheses: %v", err)
+		t.Fatalf("1,000 nested parentheses: %v", err)
+	}
+	ids := make([]string, 12000)
+	for i := range ids {
+		ids[i] = "'" + strconv.Itoa(i) + "'"
+	}
+	in := "id IN (" + strings.Join(ids, ",") + ")"
+	if e, err := Compile(in); err != nil || !e.Matches(props("id=11999")) || e.Matches(props("id=12000")) {
+		t.Fatalf("an IN list of 12,000 ids (%d bytes): %v", len(in), err)
 	}
 	comments := "a > " + strings.Repeat("-", 60000) + "5"
 	if _, err := Compile(comments); err == nil {
