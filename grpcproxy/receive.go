@@ -147,6 +147,12 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 		}
 	}
 	expType, exp := filterOf(req.GetFilterExpression())
+	if expType == "SQL92" && exp == "" {
+		// An empty expression would have the pop take every message;
+		// RocketMQ's proxy refuses it (FilterAPI.build: "Expression
+		// can't be null"), and a blank one fails to compile.
+		return nil, fail(rmqpb.Code_ILLEGAL_FILTER_EXPRESSION, "the SQL filter expression is empty")
+	}
 	batch := int(req.GetBatchSize())
 	if batch <= 0 {
 		batch = s.cfg.ReceiveBatchSize

@@ -992,3 +992,20 @@ func TestReceiveNonUTF8Tag(t *testing.T) {
 		}
 	}
 }
+
+// TestReceiveRefusesAnEmptySQLFilter checks that a receive whose SQL
+// filter is empty or blank is refused with ILLEGAL_FILTER_EXPRESSION, as
+// RocketMQ's proxy refuses it, instead of popping every message.
+func TestReceiveRefusesAnEmptySQLFilter(t *testing.T) {
+	c := startTestCluster(t, nil)
+	c.createTopic(t, "RecvSQLEmpty", 1, "")
+	c.send(t, "sql-client", newMessage("RecvSQLEmpty", "body"))
+	for _, exp := range []string{"", "  "} {
+		req := receiveRequest("GroupSQLEmpty", "RecvSQLEmpty", 30*time.Second, time.Second)
+		req.FilterExpression = &rmqpb.FilterExpression{Type: rmqpb.FilterType_SQL, Expression: exp}
+		st, msgs := c.receiveOnce(t, "sql-client", req, 10*time.Second)
+		if st.GetCode() != rmqpb.Code_ILLEGAL_FILTER_EXPRESSION || len(msgs) != 0 {
+			t.Errorf("receive with the SQL filter %q: status %v, %d messages; want ILLEGAL_FILTER_EXPRESSION and none", exp, st, len(msgs))
+		}
+	}
+}
