@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -208,4 +210,38 @@ func bodiesOf(ms []popclient.Message) string {
 		out = append(out, string(m.Body))
 	}
 	return strings.Join(out, " ")
+}
+
+// A delayed or timer message naming a light message queue that is no
+// valid topic name is refused at its send, as any send naming one: parked,
+// it was accepted and then dropped when it fell due, lost from its own
+// topic too. One parked before the check (a RocketMQ store, which takes
+// any name, may hold one) is delivered to its topic and to the valid
+// light message queues it names, the invalid one skipped.
+func TestParkedMessagesNamingAnInvalidLMQ(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enableLmq": "true", "enableMultiDispatch": "true"})
+	c := b.client(nil)
+	createTopic(t, c, "Parent", 1, 1)
+	const bad = "%LMQ%home%temp.c" // rocketmq-mqtt's name for home/temp.c
+	for _, parked := range []string{"DELAY\x011\x02", "TIMER_DELAY_SEC\x011\x02"} {
+		r := sendV2(t, c, "Parent", 0, "refused", lmqProps(bad)+parked)
+		if r.Code != remoting.MessageIllegal || !strings.Contains(r.Remark, "light message queue") {
+			t.Errorf("send of a message parked by %q naming %s: %d %q, want MESSAGE_ILLEGAL naming the light message queue", parked, bad, r.Code, r.Remark)
+		}
+	}
+
+	m := &commitlog.Message{Topic: "Parent", BornTimestamp: time.Now().UnixMilli(), Body: []byte("parked"),
+		BornHost:   netip.MustParseAddrPort("127.0.0.1:1"),
+		Properties: lmqProps("%LMQ%ok,"+bad) + "UNIQ_KEY\x01PARKED-1\x02"}
+	b.toSchedule(m, 1)
+	if _, err := b.putMessages(context.Background(), []*commitlog.Message{m}, false); err != nil {
+		t.Fatal(err)
+	}
+	got := waitDelivered(t, b, c, "Parent", 0, 1)
+	if len(got) != 1 || string(got[0].Body) != "parked" {
+		t.Fatalf("Parent/0 after the delivery: %d messages, want the parked one", len(got))
+	}
+	if ms := pullAll(t, b, c, "%LMQ%ok", 0); len(ms) != 1 || string(ms[0].Body) != "parked" {
+		t.Fatalf("%%LMQ%%ok after the delivery: %d messages, want the parked one", len(ms))
+	}
 }

@@ -258,6 +258,9 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		Body:           req.Body,
 		Properties:     props,
 	}
+	if err := b.checkLMQNames(topic, props); err != nil {
+		return fail(remoting.MessageIllegal, "put message failed: %v", err)
+	}
 	parkRefusal := func(err error) *remoting.Command {
 		code := remoting.SystemError
 		if errors.Is(err, timer.ErrTooLate) || errors.Is(err, timer.ErrBadTime) || errors.Is(err, timer.ErrCancelTooLate) {

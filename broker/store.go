@@ -60,12 +60,39 @@ func (b *Broker) appendMessages(ctx context.Context, msgs []*commitlog.Message, 
 	return res, nil
 }
 
+// checkLMQNames refuses a message to topic whose INNER_MULTI_DISPATCH
+// names a light message queue that is no valid topic name, under
+// enableLmq and enableMultiDispatch, when the topic allows them: such a name would become an index key and, in
+// double-write, a directory. A send checks before it parks the message
+// (a delayed, timer or half message is dispatched only when delivered or
+// committed, where a refusal would lose it).
+func (b *Broker) checkLMQNames(topic, props string) error {
+	if !b.cfg.EnableLMQ || !b.cfg.EnableMultiDispatch || !meta.TopicAllowsLMQ(topic) {
+		return nil
+	}
+	names, ok := commitlog.LookupProperty(props, commitlog.PropertyMultiDispatch)
+	if !ok {
+		return nil
+	}
+	for _, name := range strings.Split(names, commitlog.MultiDispatchSeparator) {
+		if meta.IsLMQ(name) && !meta.ValidLMQ(name) {
+			return fmt.Errorf("%w: light message queue %q in %s: at most 127 of the characters ^[%%|a-zA-Z0-9_-]+$",
+				commitlog.ErrInvalidAppend, name, commitlog.PropertyMultiDispatch)
+		}
+	}
+	return nil
+}
+
 // acquireLMQs returns the light message queues a message is dispatched to
 // as well (commitlog.AppendRequest.MultiDispatch: "" for names that are
 // none), each acquired in the queue offset table, or nil: under
 // enableLmq and enableMultiDispatch, for a message that gets a queue
 // offset, of a topic that allows it, whose INNER_MULTI_DISPATCH names at
-// least one. releaseLMQs undoes the acquisitions.
+// least one. A name that is no valid topic name (checkLMQNames refuses
+// sends of one; a delayed message a RocketMQ store parked may hold one) is
+// skipped with a log line, as RocketMQ skips the names it cannot dispatch
+// to: the message still reaches its topic. releaseLMQs undoes the
+// acquisitions.
 func (b *Broker) acquireLMQs(m *commitlog.Message) ([]string, error) {
 	if !b.cfg.EnableLMQ || !b.cfg.EnableMultiDispatch || !meta.TopicAllowsLMQ(m.Topic) {
 		return nil, nil
@@ -86,9 +113,10 @@ func (b *Broker) acquireLMQs(m *commitlog.Message) ([]string, error) {
 			continue
 		}
 		if !meta.ValidLMQ(name) {
-			b.releaseLMQs(lmqs[:i])
-			return nil, fmt.Errorf("%w: light message queue %q in %s: at most 127 of the characters ^[%%|a-zA-Z0-9_-]+$",
-				commitlog.ErrInvalidAppend, name, commitlog.PropertyMultiDispatch)
+			b.log.Warn().Str("topic", m.Topic).Str("lmq", name).
+				Msg("light message queue name is no valid topic name: the message is not dispatched to it")
+			lmqs[i] = ""
+			continue
 		}
 		if err := b.qoffsets.Acquire(name, 0); err != nil {
 			b.releaseLMQs(lmqs[:i])
