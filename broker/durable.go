@@ -21,9 +21,9 @@ const (
 
 // sendsWaitDurable reports whether a send's answer waits after its append:
 // for the group commit under SYNC_FLUSH, for the slaves on a SYNC_MASTER
-// with inSyncReplicas >= 2 (both fixed at start).
+// with inSyncReplicas >= 2.
 func (b *Broker) sendsWaitDurable() bool {
-	return b.cfg.FlushDiskType == configs.SyncFlush || b.repl.slaveAcks > 0
+	return b.cfg.FlushDiskType == configs.SyncFlush || b.slaveAcks() > 0
 }
 
 // answerDurable answers a send whose records are in the CommitLog

@@ -84,6 +84,13 @@ var runtimeKeys = map[string]bool{
 	// Whether periodic registrations send the topics or ask the name
 	// servers first, read by each period.
 	"forceRegister": true,
+	// Replication: reads from a slave (mqadmin updateBrokerConfig -k
+	// slaveReadEnable, the usual way to turn them on), read by each pull;
+	// how many copies a SYNC_MASTER's put waits for, and how long, read
+	// by each put.
+	"slaveReadEnable": true,
+	"inSyncReplicas":  true,
+	"slaveTimeout":    true,
 }
 
 // liveConfig is the configuration in force: the start configuration with
@@ -193,6 +200,9 @@ func (b *Broker) updateConfig(props map[string]string) (changed []string, inert 
 		return nil, inert, nil, nil
 	}
 	if err := nameServersChange(old.NamesrvAddr, next.NamesrvAddr); err != nil {
+		return nil, nil, nil, fmt.Errorf("update broker config: %w; nothing was changed", err)
+	}
+	if err := checkSyncMasterPort(next.BrokerRole, next.HAListenPort, next.InSyncReplicas); err != nil {
 		return nil, nil, nil, fmt.Errorf("update broker config: %w; nothing was changed", err)
 	}
 	if b.live.file != "" {

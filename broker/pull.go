@@ -304,11 +304,12 @@ func (b *Broker) protectFromSlowReader(group string, lastPhy int64) {
 // the master, at once (PULL_RETRY_IMMEDIATELY) when it had nothing for it.
 func (b *Broker) suggestBroker(gc meta.SubscriptionGroupConfig, r getResult, code int32) (int64, int32) {
 	suggest := namesrv.MasterID
-	if !b.cfg.SlaveReadEnable && !b.isSlave() {
+	slaveRead := b.current().SlaveReadEnable
+	if !slaveRead && !b.isSlave() {
 		return suggest, code // the common case: nothing to work out
 	}
 	behind := r.lastPhy >= 0 && !b.inMemory(r.lastPhy)
-	if b.cfg.SlaveReadEnable {
+	if slaveRead {
 		suggest = gc.BrokerID
 		if behind {
 			suggest = gc.WhichBrokerWhenConsumeSlowly

@@ -35,10 +35,6 @@ const (
 type replication struct {
 	server *ha.Server // master only
 	client *ha.Client // slave only
-	// slaveAcks is how many slaves must hold a put before a SYNC_MASTER
-	// answers it (inSyncReplicas-1); 0 when puts do not wait. Set before
-	// anything puts.
-	slaveAcks int
 	// masterHA and masterAddr are a slave's master: its HA address and
 	// its Remoting address ("" while unknown).
 	masterHA   atomic.Pointer[string]
@@ -154,13 +150,21 @@ func (b *Broker) startReplication() error {
 		return err
 	}
 	b.repl.server = srv
-	if b.cfg.BrokerRole == roleSyncMaster {
-		b.repl.slaveAcks = b.cfg.InSyncReplicas - 1
-		if b.repl.slaveAcks == 0 {
-			b.log.Warn().Msg("brokerRole=SYNC_MASTER with inSyncReplicas=1: sends do not wait for a slave (RocketMQ 5's rule); set inSyncReplicas=2 for the 4.x behaviour")
-		}
+	if b.cfg.BrokerRole == roleSyncMaster && b.slaveAcks() == 0 {
+		b.log.Warn().Msg("brokerRole=SYNC_MASTER with inSyncReplicas=1: sends do not wait for a slave (RocketMQ 5's rule); set inSyncReplicas=2 for the 4.x behaviour")
 	}
 	return nil
+}
+
+// slaveAcks is how many slaves must hold a put before a SYNC_MASTER
+// answers it: inSyncReplicas-1 as in force now (UPDATE_BROKER_CONFIG
+// changes it, as RocketMQ's put reads it each time); 0 when puts do not
+// wait.
+func (b *Broker) slaveAcks() int {
+	if b.cfg.BrokerRole != roleSyncMaster || b.repl.server == nil {
+		return 0
+	}
+	return max(b.current().InSyncReplicas-1, 0)
 }
 
 // stopReplication closes the HA server (the client stops with the
@@ -233,21 +237,23 @@ func (b *Broker) waitSlaves(ctx context.Context, res commitlog.AppendResult) com
 // reports whether they do. Outside a SYNC_MASTER with inSyncReplicas >= 2
 // it is true at once.
 func (b *Broker) replicated(ctx context.Context, end int64) bool {
-	if b.repl.slaveAcks == 0 {
+	acks := b.slaveAcks()
+	if acks == 0 {
 		return true
 	}
-	wctx, cancel := context.WithTimeout(ctx, b.cfg.SlaveTimeout)
+	wctx, cancel := context.WithTimeout(ctx, b.current().SlaveTimeout)
 	defer cancel()
-	if !b.repl.server.WaitAcked(wctx, end, b.repl.slaveAcks) {
-		b.busyLog.Warn().Int64("offset", end).Int("inSyncReplicas", b.cfg.InSyncReplicas).
+	if !b.repl.server.WaitAcked(wctx, end, acks) {
+		b.busyLog.Warn().Int64("offset", end).Int("inSyncReplicas", acks+1).
 			Msg("transfer to slaves timed out: FLUSH_SLAVE_TIMEOUT (sampled, at most one line a second)")
 		return false
 	}
 	return true
 }
 
-// slaveRefusesWrites answers requests that would write messages on a
-// slave, as RocketMQ's store refuses puts there.
+// slaveRefusesWrites answers the other requests that would write messages
+// on a slave (replies, pops and acks), as RocketMQ's store refuses puts
+// there: SERVICE_NOT_AVAILABLE.
 func (b *Broker) slaveRefusesWrites(process remoting.RespondFunc) remoting.RespondFunc {
 	if !b.isSlave() {
 		return process
@@ -258,15 +264,39 @@ func (b *Broker) slaveRefusesWrites(process remoting.RespondFunc) remoting.Respo
 	}
 }
 
-// slaveReads answers pulls on a slave only with slaveReadEnable, as
-// RocketMQ's pull processor rejects them otherwise.
-func (b *Broker) slaveReads(process remoting.RespondFunc) remoting.RespondFunc {
-	if !b.isSlave() || b.cfg.SlaveReadEnable {
+// slaveRejectsSends answers sends and send-backs on a slave as RocketMQ's
+// send processor rejects them there (rejectRequest on a SLAVE):
+// SYSTEM_BUSY, after which producers send to another broker.
+func (b *Broker) slaveRejectsSends(process remoting.RespondFunc) remoting.RespondFunc {
+	if !b.isSlave() {
 		return process
 	}
 	return func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-		return remoting.NewResponse(req, remoting.SystemBusy, "[REJECTREQUEST]system busy, start flow control for a while")
+		return rejectRequest(req)
 	}
+}
+
+// slaveReads answers pulls on a slave only with slaveReadEnable as in
+// force now (UPDATE_BROKER_CONFIG turns it on for a running slave, as
+// mqadmin updateBrokerConfig does in RocketMQ, whose pull processor
+// rejects them otherwise).
+func (b *Broker) slaveReads(process remoting.RespondFunc) remoting.RespondFunc {
+	if !b.isSlave() {
+		return process
+	}
+	return func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+		if b.current().SlaveReadEnable {
+			return process(ctx, conn, req)
+		}
+		return rejectRequest(req)
+	}
+}
+
+// rejectRequest is RocketMQ's answer to a request its processor rejects
+// (NettyRemotingAbstract, when rejectRequest() says so): SYSTEM_BUSY, which
+// clients take as a reason to try elsewhere.
+func rejectRequest(req *remoting.Command) *remoting.Command {
+	return remoting.NewResponse(req, remoting.SystemBusy, "[REJECTREQUEST]system busy, start flow control for a while")
 }
 
 // processHAStatus answers GET_BROKER_HA_STATUS: a master's slaves and how

@@ -104,9 +104,47 @@ func TestSyncMasterWaitsForItsSlave(t *testing.T) {
 	if len(got) != 11 || string(got[0].Body) != "alone" {
 		t.Fatalf("slave's queue 0 holds %d messages", len(got))
 	}
-	if r := sendV2(t, sc, "TopicHA", 0, "to the slave", ""); r.Code != remoting.ServiceNotAvailable {
-		t.Fatalf("send to a slave: code %d %s", r.Code, r.Remark)
+	// Sends and send-backs are rejected as RocketMQ's send processor
+	// rejects them on a slave.
+	if r := sendV2(t, sc, "TopicHA", 0, "to the slave", ""); r.Code != remoting.SystemBusy || !strings.Contains(r.Remark, "[REJECTREQUEST]") {
+		t.Fatalf("send to a slave: code %d %s, want SYSTEM_BUSY [REJECTREQUEST]", r.Code, r.Remark)
 	}
+	if r := call(t, sc, remoting.ConsumerSendMsgBack, map[string]string{"offset": "0", "group": "g", "delayLevel": "0",
+		"originTopic": "TopicHA"}, nil); r.Code != remoting.SystemBusy {
+		t.Fatalf("send-back to a slave: code %d %s, want SYSTEM_BUSY", r.Code, r.Remark)
+	}
+}
+
+// slaveReadEnable, inSyncReplicas and slaveTimeout change while the
+// brokers run (mqadmin updateBrokerConfig), as RocketMQ reads them at each
+// pull and put: a slave takes pulls once slaveReadEnable is on, and a
+// SYNC_MASTER's sends wait for its slave once inSyncReplicas is 2.
+func TestReplicationSettingsChangeWhileRunning(t *testing.T) {
+	master := startTestBroker(t, withHA(map[string]string{"brokerRole": "SYNC_MASTER", "inSyncReplicas": "1"}))
+	mc := master.client(nil)
+	mustSend(t, mc, "TopicHA", 0, "x", "")
+	slave := startSlaveOf(t, master, nil)
+	waitReplicated(t, master, slave)
+	sc := slave.client(nil)
+	createTopic(t, sc, "TopicHA", 8, 8)
+	if r := call(t, sc, remoting.PullMessage, pullReq("g", "TopicHA", 0, 0, 0, 0, "*"), nil); r.Code != remoting.SystemBusy {
+		t.Fatalf("pull from the slave before slaveReadEnable: code %d %s", r.Code, r.Remark)
+	}
+	updateConfig(t, sc, "slaveReadEnable=true")
+	if r := call(t, sc, remoting.PullMessage, pullReq("g", "TopicHA", 0, 0, 0, 0, "*"), nil); r.Code != remoting.Success {
+		t.Fatalf("pull from the slave after slaveReadEnable=true: code %d %s", r.Code, r.Remark)
+	}
+
+	// The slave stops: with inSyncReplicas=1 a send does not wait for it,
+	// with 2 it waits slaveTimeout and is answered FLUSH_SLAVE_TIMEOUT.
+	slave.stop()
+	mustSend(t, mc, "TopicHA", 0, "alone", "")
+	updateConfig(t, mc, "inSyncReplicas=2\nslaveTimeout=200")
+	if r := sendV2(t, mc, "TopicHA", 0, "waits", ""); r.Code != remoting.FlushSlaveTimeout {
+		t.Fatalf("send with inSyncReplicas=2 and the slave gone: code %d %s, want FLUSH_SLAVE_TIMEOUT", r.Code, r.Remark)
+	}
+	updateConfig(t, mc, "inSyncReplicas=1")
+	mustSend(t, mc, "TopicHA", 0, "alone again", "")
 }
 
 func TestSlaveRefusesPullsWithoutSlaveRead(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 // stays open.
 func (b *Broker) routes() {
 	handle := func(code int32, f remoting.RespondFunc) { b.mux.Handle(code, f) }
-	handle(remoting.SendMessage, b.slaveRefusesWrites(b.admitted(b.processSend)))
-	handle(remoting.SendMessageV2, b.slaveRefusesWrites(b.admitted(b.processSend)))
-	handle(remoting.SendBatchMessage, b.slaveRefusesWrites(b.admitted(b.processSend)))
+	handle(remoting.SendMessage, b.slaveRejectsSends(b.admitted(b.processSend)))
+	handle(remoting.SendMessageV2, b.slaveRejectsSends(b.admitted(b.processSend)))
+	handle(remoting.SendBatchMessage, b.slaveRejectsSends(b.admitted(b.processSend)))
 	handle(remoting.SendReplyMessage, b.slaveRefusesWrites(b.admitted(b.processReply)))
 	handle(remoting.SendReplyMessageV2, b.slaveRefusesWrites(b.admitted(b.processReply)))
 	handle(remoting.PullMessage, b.slaveReads(b.processPull))
@@ -31,7 +31,7 @@ func (b *Broker) routes() {
 	handle(remoting.GetConsumerListByGroup, b.processConsumerList)
 	handle(remoting.LockBatchMQ, b.processLockBatch)
 	handle(remoting.UnlockBatchMQ, b.processUnlockBatch)
-	handle(remoting.ConsumerSendMsgBack, b.slaveRefusesWrites(b.admitted(b.processSendBack)))
+	handle(remoting.ConsumerSendMsgBack, b.slaveRejectsSends(b.admitted(b.processSendBack)))
 	handle(remoting.EndTransaction, b.admitted(b.processEndTransaction))
 	handle(remoting.ResumeCheckHalfMessage, b.processResumeCheckHalf)
 	handle(remoting.QueryMessage, b.processQueryMessage)
