@@ -178,21 +178,24 @@ func (b *Broker) stopReplication() error {
 }
 
 // haServerAddr is the address slaves replicate from: brokerIP2 (brokerIP1
-// when empty) and the HA port, as the broker registers it.
+// when empty) and the HA port, as the broker registers it. brokerIP2 may
+// be a host name (a replication network's, resolved where the slave
+// dials), as RocketMQ passes it on verbatim; brokerIP1 is the address
+// written into every stored message, so it is an IP.
 func (b *Broker) haServerAddr() string {
-	ip := b.hostIP
-	if b.cfg.BrokerIP2 != "" {
-		if a, err := netip.ParseAddr(b.cfg.BrokerIP2); err == nil {
-			ip = a.Unmap()
-		}
-	}
 	port := b.cfg.HAListenPort
 	if b.repl.server != nil {
 		if a, ok := b.repl.server.Addr().(*net.TCPAddr); ok {
 			port = a.Port
 		}
 	}
-	return netip.AddrPortFrom(ip, uint16(port)).String()
+	if host := b.cfg.BrokerIP2; host != "" {
+		if a, err := netip.ParseAddr(host); err == nil {
+			return netip.AddrPortFrom(a.Unmap(), uint16(port)).String()
+		}
+		return net.JoinHostPort(host, strconv.Itoa(port))
+	}
+	return netip.AddrPortFrom(b.hostIP, uint16(port)).String()
 }
 
 // noteRegistration takes a slave's master from a registration's answers,

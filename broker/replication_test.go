@@ -542,3 +542,16 @@ func TestASendBacksWaitForItsSlaveIsBounded(t *testing.T) {
 		t.Fatalf("send back with no slave and a minute's slaveTimeout: %d %s", r.Code, r.Remark)
 	}
 }
+
+// brokerIP2 may be a host name (a replication network's), registered as
+// the HA address verbatim, as RocketMQ passes it on; it was dropped for
+// brokerIP1 without a word, sending slaves to the wrong network.
+func TestBrokerIP2HostNameIsTheHAAddress(t *testing.T) {
+	master := startTestBroker(t, withHA(map[string]string{"brokerIP2": "localhost"}))
+	addr := master.haServerAddr()
+	if !strings.HasPrefix(addr, "localhost:") {
+		t.Fatalf("HA address %q, want brokerIP2's host name localhost and the HA port", addr)
+	}
+	mustSend(t, master.client(nil), "TopicHA", 0, "x", "")
+	waitReplicated(t, master, startSlaveOf(t, master, nil))
+}
