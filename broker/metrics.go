@@ -156,15 +156,26 @@ func (b *Broker) MetricsAddr() net.Addr {
 	return b.exporter.Addr()
 }
 
-// countIn counts a producer's send of n records (bytes in all) to topic:
-// in the broker statistics, and in the metrics as RocketMQ does (not sends
-// to retry or dead-letter topics, typed by the properties of the send).
+// countIn counts a producer's send of n records (bytes in all) stored in
+// topic: in the broker statistics, and in the metrics as RocketMQ does
+// (not sends to retry or dead-letter topics, typed by the properties of
+// the send). topic is where the records went, as RocketMQ counts the
+// message after its store rewrote it: a delayed message's send counts in
+// SCHEDULE_TOPIC_XXXX (its delivery in its own topic, countDelivered), a
+// timer message's in rmq_sys_wheel_timer, a half's in
+// RMQ_SYS_TRANS_HALF_TOPIC (its commit in its own topic), so that a
+// rolled-back half is no put of its topic.
 func (b *Broker) countIn(topic, props string, n int, bytes int64) {
+	b.countInAs(topic, messageTypeOf(props), n, bytes)
+}
+
+// countInAs is countIn of records of message type msgType.
+func (b *Broker) countInAs(topic, msgType string, n int, bytes int64) {
 	b.stats.Put(topic, n, bytes)
 	if b.metrics == nil || meta.IsRetryTopic(topic) || meta.IsDLQTopic(topic) {
 		return
 	}
-	b.metrics.In(topic, messageTypeOf(props), b.isSystemTopic(topic), n, bytes)
+	b.metrics.In(topic, msgType, b.isSystemTopic(topic), n, bytes)
 }
 
 // countStored counts msgs, appended to the CommitLog by one put (bytes in

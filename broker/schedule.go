@@ -10,6 +10,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/metrics"
 	"github.com/rocketkv/rocketkv/timer"
 )
 
@@ -230,5 +231,8 @@ func (b *Broker) deliverScheduled(ctx context.Context, phy int64) (int64, error)
 	if err != nil {
 		return 0, err
 	}
+	// RocketMQ's schedule service counts the delivery as a put of the
+	// message's topic, of type delay.
+	b.countInAs(topic, metrics.TypeDelay, 1, res.WroteBytes)
 	return res.PhyOffset + res.WroteBytes, nil
 }

@@ -295,7 +295,7 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		b.stats.PutTook(time.Since(began), true)
 		return fail(appendErrorCode(err), "put message failed: %v", err)
 	}
-	b.countIn(h.topic, props, 1, res.WroteBytes)
+	b.countIn(msg.Topic, props, 1, res.WroteBytes)
 	if topic != h.topic {
 		b.countRetrySendToDLQ(h.producerGroup, h.topic)
 	}

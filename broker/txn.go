@@ -64,6 +64,13 @@ func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.A
 		if err := s.b.park(m, level); err != nil {
 			return commitlog.AppendResult{}, err
 		}
+		res, err := s.b.putMessages(ctx, []*commitlog.Message{m}, true)
+		if err == nil {
+			// A commit is a put of the topic it went to, in the
+			// statistics, as RocketMQ's sendFinalMessage counts it.
+			s.b.stats.Put(m.Topic, 1, res.WroteBytes)
+		}
+		return s.flushed(res, err)
 	}
 	return s.flushed(s.b.putMessages(ctx, []*commitlog.Message{m}, true))
 }
@@ -74,6 +81,11 @@ func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.A
 // the messages again, and they are in the log already.
 func (s recordStore) PutBatch(ctx context.Context, msgs []*commitlog.Message) error {
 	res, err := s.b.putMessages(ctx, msgs, true)
+	if err == nil {
+		// A delivery is a put of the topic, in the statistics, as
+		// RocketMQ's timer counts it.
+		s.b.stats.Put(msgs[0].Topic, len(msgs), res.WroteBytes)
+	}
 	if err == nil && res.Status == commitlog.FlushDiskTimeout {
 		err = s.b.clog.WaitDurable(ctx, res.PhyOffset+res.WroteBytes)
 	}

@@ -204,3 +204,35 @@ func TestDayTotalsLeaveOutSystemTopics(t *testing.T) {
 		t.Errorf("morning totals: put %s get %s, want 4 and 4", info["msgPutTotalTodayMorning"], info["msgGetTotalTodayMorning"])
 	}
 }
+
+// A delayed, timer or transactional send counts as a put of the topic the
+// store put it in (SCHEDULE_TOPIC_XXXX, rmq_sys_wheel_timer,
+// RMQ_SYS_TRANS_HALF_TOPIC), as RocketMQ counts it and its exportMetrics
+// reads the schedule and half topics' rates; the message's own topic
+// counts it when it is delivered or committed, and never when rolled back.
+func TestPutStatisticsOfParkedMessages(t *testing.T) {
+	clk := testutil.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local))
+	b := startTestBrokerWith(t, t.TempDir(), map[string]string{"timerPrecisionMs": "100"}, func(b *Broker) { b.statsClock = clk.Now })
+	c := b.client(nil)
+	mustSend(t, c, "ParkT", 0, "delayed", "DELAY\x011\x02")
+	mustSend(t, c, "ParkT", 0, "timed", "TIMER_DELAY_MS\x01300\x02")
+	born := time.Now().UnixMilli()
+	for i, state := range []int{8, 12} { // one committed, one rolled back
+		h := sendHalf(t, c, "TxParkT", 0, "UNIQ-PARK-"+strconv.Itoa(i), "tx", "", born)
+		if r := endTxn(t, c, h, "pg", state, false); r.Code != remoting.Success {
+			t.Fatalf("END_TRANSACTION %d: %d %s", state, r.Code, r.Remark)
+		}
+	}
+	waitDelivered(t, b, c, "ParkT", 0, 2)
+	b.caughtUp()
+	clk.Advance(10 * time.Second)
+	b.stats.Tick()
+	for key, want := range map[string]int64{
+		meta.ScheduleTopic: 1, meta.TimerTopic: 1, meta.TransHalfTopic: 2,
+		"ParkT": 2, "TxParkT": 1,
+	} {
+		if d := viewStats(t, c, brokerstats.TopicPutNums, key); d.Minute.Sum != want {
+			t.Errorf("TOPIC_PUT_NUMS of %s: %+v, want %d", key, d.Minute, want)
+		}
+	}
+}
