@@ -491,7 +491,7 @@ func (m *clientManager) producerMetrics() []metrics.Connection {
 	m.mu.Lock()
 	for _, g := range m.producers {
 		for _, c := range g {
-			counts[key{strings.ToLower(c.language), strconv.Itoa(int(c.version))}]++
+			counts[key{strings.ToLower(c.language), strings.ToLower(remoting.VersionName(int(c.version)))}]++
 		}
 	}
 	m.mu.Unlock()
@@ -511,7 +511,7 @@ func (m *clientManager) consumerMetrics() []metrics.Connection {
 	for _, g := range m.consumers {
 		mode := consumeModeOf(g.consumeType)
 		for _, c := range g.channels {
-			counts[key{g.name, strings.ToLower(c.language), strconv.Itoa(int(c.version)), mode}]++
+			counts[key{g.name, strings.ToLower(c.language), strings.ToLower(remoting.VersionName(int(c.version))), mode}]++
 		}
 	}
 	m.mu.Unlock()
