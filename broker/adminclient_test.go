@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -506,5 +508,49 @@ func TestClusterAndBrokerTopicPermissions(t *testing.T) {
 	}
 	if p := perm(b, "broker-a"); p != meta.PermInherit {
 		t.Fatalf("broker topic perm %d with brokerTopicEnable=false", p)
+	}
+}
+
+// Relays to a consumer that does not answer wait off the workers: a
+// dashboard polling a hung consumer's running info (each relay waits up
+// to 10 s) took every worker, and every other client's sends, pulls and
+// heartbeats waited behind it. RocketMQ runs them on its admin pool.
+func TestRelaysToAHungConsumerDoNotHoldTheWorkers(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	hung := make(chan struct{})
+	t.Cleanup(func() { close(hung) })
+	var reached atomic.Int32 // relays the consumer holds
+	cons := tb.client(func(ctx context.Context, _ *remoting.Command) *remoting.Command {
+		reached.Add(1)
+		select {
+		case <-hung:
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	if r := call(t, cons, remoting.HeartBeat, nil, consumerHeartbeat("10.0.0.9@1", "G")); r.Code != remoting.Success {
+		t.Fatalf("heartbeat: %d %s", r.Code, r.Remark)
+	}
+	admin := tb.client(nil)
+	var answered atomic.Int32 // by the client at once, past its own handlers
+	workers := max(16, 4*runtime.GOMAXPROCS(0))
+	relays := 4 * workers
+	for range relays {
+		req := remoting.NewRequest(remoting.GetConsumerRunningInfo, map[string]string{"consumerGroup": "G", "clientId": "10.0.0.9@1"}, nil)
+		if err := admin.InvokeAsync(req, func(*remoting.Command, error) { answered.Add(1) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the relays to reach the consumer", func() bool { return int(reached.Load()+answered.Load()) >= workers })
+	// Each relay waits 10 s for the consumer: a send queued behind them
+	// on the workers is not answered within the producer's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r, err := tb.client(nil).Invoke(ctx, remoting.NewRequest(remoting.SendMessageV2, map[string]string{
+		"a": "pg", "b": "T", "c": "TBW102", "d": "4", "e": "0", "f": "0",
+		"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": "",
+	}, []byte("while relays wait")))
+	if err != nil || r.Code != remoting.Success {
+		t.Fatalf("send while %d relays wait on a hung consumer: %v, %v", reached.Load(), r, err)
 	}
 }

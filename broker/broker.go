@@ -56,7 +56,10 @@ type Broker struct {
 	// durableWaits bounds the sends waiting for their group commit or
 	// slaves off the workers (see answerDurable).
 	durableWaits *semaphore.Weighted
-	storeHost    netip.AddrPort
+	// clientWaits bounds the requests waiting on a client's answer off
+	// the workers (see waitsOnClient).
+	clientWaits chan struct{}
+	storeHost   netip.AddrPort
 	// hostIP is brokerIP1, fixed at New; storeHost gets its port when
 	// listenPort 0 is bound, after request handlers may run, so handlers
 	// use Addr instead.
@@ -247,6 +250,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 	b.refusedLog = b.log.Sample(&zerolog.BurstSampler{Burst: refusedLogBurst, Period: time.Second})
 	b.admitSlots = make(chan struct{}, maxAdmitWaiters)
 	b.durableWaits = semaphore.NewWeighted(maxDurableWaitBytes)
+	b.clientWaits = make(chan struct{}, maxClientWaits)
 	var ip4 [4]byte
 	if ip.Is4() {
 		ip4 = ip.As4()

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -96,4 +97,41 @@ func (b *Broker) durable(ctx context.Context, res commitlog.AppendResult) commit
 		res.Status = commitlog.FlushDiskTimeout
 	}
 	return b.waitSlaves(ctx, res)
+}
+
+// maxClientWaits is how many requests may wait on a client's answer at
+// once (waitsOnClient); more are answered SYSTEM_BUSY.
+const maxClientWaits = 1024
+
+// waitsOnClient runs a handler that waits on a client's answer (relays
+// of GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY to a
+// consumer, the consumer status asked of a group, a reply pushed to its
+// requester) off the worker that received the request. Such a wait lasts
+// up to 10 s when the client hangs or pauses: on the workers, a dashboard
+// polling a hung consumer's running info took them all, and every send,
+// pull and heartbeat of every other client waited behind it. RocketMQ
+// runs these on its admin and reply thread pools, apart from sends and
+// pulls. Beyond maxClientWaits the request is answered SYSTEM_BUSY. The
+// goroutines belong to the broker's wait group, started by workers only
+// (as offWorker's).
+func (b *Broker) waitsOnClient(process remoting.RespondFunc) remoting.RespondFunc {
+	return func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+		if b.shutdown.Load() {
+			return process(ctx, conn, req)
+		}
+		select {
+		case b.clientWaits <- struct{}{}:
+		default:
+			b.busyLog.Warn().Int32("code", req.Code).Msg("request refused: too many requests wait on clients (sampled, at most one line a second)")
+			return remoting.NewResponse(req, remoting.SystemBusy,
+				fmt.Sprintf("[OVERLOAD] broker busy: %d requests already wait on clients' answers; retry", maxClientWaits))
+		}
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			defer func() { <-b.clientWaits }()
+			conn.ServeFunc(req, func() *remoting.Command { return process(conn.Context(), conn, req) })
+		}()
+		return nil
+	}
 }
