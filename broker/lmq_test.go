@@ -245,3 +245,28 @@ func TestParkedMessagesNamingAnInvalidLMQ(t *testing.T) {
 		t.Fatalf("%%LMQ%%ok after the delivery: %d messages, want the parked one", len(ms))
 	}
 }
+
+// A SEND_BATCH_MESSAGE's messages are not dispatched to the light message
+// queues they name, one alone as two: RocketMQ's batch put gives them no
+// INNER_MULTI_QUEUE_OFFSET, and its dispatcher needs it. A one-message
+// batch went the single send's way.
+func TestABatchIsNotDispatchedToLightMessageQueues(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enableLmq": "true", "enableMultiDispatch": "true"})
+	c := b.client(nil)
+	createTopic(t, c, "Parent", 1, 1)
+	mustSendBatch(t, c, "Parent", []batchItem{{body: "alone", props: lmqProps("%LMQ%batch")}})
+	mustSendBatch(t, c, "Parent", []batchItem{{body: "one", props: lmqProps("%LMQ%batch")}, {body: "two", props: lmqProps("%LMQ%batch")}})
+	mustSend(t, c, "Parent", 0, "single", lmqProps("%LMQ%batch"))
+	b.caughtUp()
+	if got := pullAll(t, b, c, "Parent", 0); len(got) != 4 {
+		t.Fatalf("Parent/0 holds %d messages, want the 4 sent", len(got))
+	}
+	got := pullAll(t, b, c, "%LMQ%batch", 0)
+	if len(got) != 1 || string(got[0].Body) != "single" {
+		var bodies []string
+		for _, m := range got {
+			bodies = append(bodies, string(m.Body))
+		}
+		t.Fatalf("%%LMQ%%batch holds %q, want only the single send's message", bodies)
+	}
+}

@@ -481,7 +481,7 @@ func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoti
 		waitFlush = false
 	}
 	began := time.Now()
-	res, err := b.appendMessages(ctx, msgs, false)
+	res, err := b.appendBatch(ctx, msgs)
 	if err != nil {
 		b.stats.PutTook(time.Since(began), true)
 		return remoting.NewResponse(req, appendErrorCode(err), "put batch failed: "+err.Error())

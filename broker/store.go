@@ -26,6 +26,20 @@ func (b *Broker) putMessages(ctx context.Context, msgs []*commitlog.Message, wai
 
 // appendMessages is putMessages without the count of its time.
 func (b *Broker) appendMessages(ctx context.Context, msgs []*commitlog.Message, waitFlush bool) (commitlog.AppendResult, error) {
+	return b.appendRecords(ctx, msgs, waitFlush, len(msgs) == 1)
+}
+
+// appendBatch is appendMessages for a producer's SEND_BATCH_MESSAGE: its
+// messages, even one alone, are not dispatched to the light message
+// queues they name, as RocketMQ's batch put gives them no
+// INNER_MULTI_QUEUE_OFFSET.
+func (b *Broker) appendBatch(ctx context.Context, msgs []*commitlog.Message) (commitlog.AppendResult, error) {
+	return b.appendRecords(ctx, msgs, false, false)
+}
+
+// appendRecords appends msgs, one message dispatched to the light message
+// queues it names when multiDispatch.
+func (b *Broker) appendRecords(ctx context.Context, msgs []*commitlog.Message, waitFlush, multiDispatch bool) (commitlog.AppendResult, error) {
 	first := msgs[0]
 	if b.beforePut != nil {
 		if err := b.beforePut(msgs); err != nil {
@@ -37,7 +51,8 @@ func (b *Broker) appendMessages(ctx context.Context, msgs []*commitlog.Message, 
 	}
 	defer b.qoffsets.Release(first.Topic, first.QueueID)
 	req := commitlog.AppendRequest{Assigner: b.qoffsets, WaitFlush: waitFlush}
-	if len(msgs) == 1 {
+	switch {
+	case len(msgs) == 1 && multiDispatch:
 		req.Message = first
 		lmqs, err := b.acquireLMQs(first)
 		if err != nil {
@@ -45,7 +60,9 @@ func (b *Broker) appendMessages(ctx context.Context, msgs []*commitlog.Message, 
 		}
 		defer b.releaseLMQs(lmqs)
 		req.MultiDispatch = lmqs
-	} else {
+	case len(msgs) == 1:
+		req.Message = first
+	default:
 		req.Batch = msgs
 	}
 	res, err := b.clog.Append(ctx, req)
