@@ -67,9 +67,9 @@ func TestLightMessageQueues(t *testing.T) {
 		t.Fatalf("pull of %%LMQ%%dev2: %q", bodies(ms))
 	}
 	// A light message queue's name becomes an index key and, in
-	// double-write, a directory: one that is no valid topic name is
+	// double-write, a directory: one with a '/' or past 255 bytes is
 	// refused.
-	for _, bad := range []string{"%LMQ%a/../../x", "%LMQ%" + strings.Repeat("x", 123)} {
+	for _, bad := range []string{"%LMQ%a/../../x", "%LMQ%" + strings.Repeat("x", 251)} {
 		if r := sendV2(t, c, "Parent", 0, "bad", lmqProps("%LMQ%dev1,"+bad)); r.Code != remoting.MessageIllegal || !strings.Contains(r.Remark, "light message queue") {
 			t.Errorf("send naming light message queue %q: %d %s", bad, r.Code, r.Remark)
 		}
@@ -222,7 +222,7 @@ func TestParkedMessagesNamingAnInvalidLMQ(t *testing.T) {
 	b := startTestBroker(t, map[string]string{"enableLmq": "true", "enableMultiDispatch": "true"})
 	c := b.client(nil)
 	createTopic(t, c, "Parent", 1, 1)
-	const bad = "%LMQ%home%temp.c" // rocketmq-mqtt's name for home/temp.c
+	const bad = "%LMQ%home/temp"
 	for _, parked := range []string{"DELAY\x011\x02", "TIMER_DELAY_SEC\x011\x02"} {
 		r := sendV2(t, c, "Parent", 0, "refused", lmqProps(bad)+parked)
 		if r.Code != remoting.MessageIllegal || !strings.Contains(r.Remark, "light message queue") {
@@ -268,5 +268,20 @@ func TestABatchIsNotDispatchedToLightMessageQueues(t *testing.T) {
 			bodies = append(bodies, string(m.Body))
 		}
 		t.Fatalf("%%LMQ%%batch holds %q, want only the single send's message", bodies)
+	}
+}
+
+// A light message queue is named as RocketMQ's MQTT bridge names them,
+// after the MQTT topic with '%' for '/' and every other character kept:
+// messages are dispatched to "%LMQ%home%room.1:temp" and read from it.
+func TestLightMessageQueuesNamedAfterMQTTTopics(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enableLmq": "true", "enableMultiDispatch": "true"})
+	c := b.client(nil)
+	createTopic(t, c, "Parent", 1, 1)
+	const lmq = "%LMQ%home%room.1:temp+" + "\u00e9t\u00e9"
+	mustSend(t, c, "Parent", 0, "reading", lmqProps(lmq))
+	b.caughtUp()
+	if got := pullAll(t, b, c, lmq, 0); len(got) != 1 || string(got[0].Body) != "reading" {
+		t.Fatalf("%s holds %d messages, want the one sent", lmq, len(got))
 	}
 }

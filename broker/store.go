@@ -78,7 +78,7 @@ func (b *Broker) appendRecords(ctx context.Context, msgs []*commitlog.Message, w
 }
 
 // checkLMQNames refuses a message to topic whose INNER_MULTI_DISPATCH
-// names a light message queue that is no valid topic name, under
+// names a light message queue it cannot be dispatched to (meta.ValidLMQ), under
 // enableLmq and enableMultiDispatch, when the topic allows them: such a name would become an index key and, in
 // double-write, a directory. A send checks before it parks the message
 // (a delayed, timer or half message is dispatched only when delivered or
@@ -93,7 +93,7 @@ func (b *Broker) checkLMQNames(topic, props string) error {
 	}
 	for _, name := range strings.Split(names, commitlog.MultiDispatchSeparator) {
 		if meta.IsLMQ(name) && !meta.ValidLMQ(name) {
-			return fmt.Errorf("%w: light message queue %q in %s: at most 127 of the characters ^[%%|a-zA-Z0-9_-]+$",
+			return fmt.Errorf("%w: light message queue %q in %s: at most 255 bytes of UTF-8 without '/' or control characters",
 				commitlog.ErrInvalidAppend, name, commitlog.PropertyMultiDispatch)
 		}
 	}
@@ -105,7 +105,7 @@ func (b *Broker) checkLMQNames(topic, props string) error {
 // none), each acquired in the queue offset table, or nil: under
 // enableLmq and enableMultiDispatch, for a message that gets a queue
 // offset, of a topic that allows it, whose INNER_MULTI_DISPATCH names at
-// least one. A name that is no valid topic name (checkLMQNames refuses
+// least one. A name it cannot be dispatched to (checkLMQNames refuses
 // sends of one; a delayed message a RocketMQ store parked may hold one) is
 // skipped with a log line, as RocketMQ skips the names it cannot dispatch
 // to: the message still reaches its topic. releaseLMQs undoes the
@@ -131,7 +131,7 @@ func (b *Broker) acquireLMQs(m *commitlog.Message) ([]string, error) {
 		}
 		if !meta.ValidLMQ(name) {
 			b.log.Warn().Str("topic", m.Topic).Str("lmq", name).
-				Msg("light message queue name is no valid topic name: the message is not dispatched to it")
+				Msg("light message queue name has '/' or a control character, or is too long: the message is not dispatched to it")
 			lmqs[i] = ""
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // Permission bits (RocketMQ's PermName).
@@ -103,12 +104,24 @@ const LMQPrefix = "%LMQ%"
 // IsLMQ reports whether a topic or group name is a light message queue's.
 func IsLMQ(name string) bool { return strings.HasPrefix(name, LMQPrefix) }
 
-// ValidLMQ reports whether name is a light message queue's and a valid
-// topic name (RocketMQ's characters, at most 127 bytes): the names a
-// message may be dispatched to, which become ConsumeQueue keys and file
-// ConsumeQueue directories.
+// ValidLMQ reports whether name is a light message queue's that a
+// message may be dispatched to: the prefix, at most 255 bytes of UTF-8,
+// no '/' and no control character. RocketMQ dispatches to any name
+// without a path separator: its MQTT bridge names a queue after the MQTT
+// topic with '%' for '/' and keeps every other character
+// ("%LMQ%home%temp.c"). The name becomes an index key and, in
+// double-write, a directory of the file ConsumeQueue, which these rules
+// keep inside consumequeue/ (the prefix rules out "." and "..").
 func ValidLMQ(name string) bool {
-	return IsLMQ(name) && len(name) <= 127 && ValidTopicChars(name)
+	if !IsLMQ(name) || len(name) > 255 || !utf8.ValidString(name) {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c == '/' || c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // ValidTopicChars reports whether topic is not empty and made of the
