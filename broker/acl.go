@@ -126,6 +126,19 @@ func aclResources(req *remoting.Command) []acl.Resource {
 		add(topic, acl.Sub)
 		group(g)
 	}
+	// An ack or a change of invisible time names the topic the message
+	// lives in: for a retried one the group's POP retry topic
+	// (%RETRY%group_T, %RETRY%group+T, as the Java client sends it),
+	// which is read as T; as a group name it would need SUB on a group
+	// "group_T" that no account has.
+	settle := func(topic, g string) {
+		if t, ok := sendBackOriginTopic(strings.TrimSpace(topic), g); ok {
+			add(t, acl.Sub)
+		} else {
+			add(topic, acl.Sub) // another group's retry topic: its group
+		}
+		group(g)
+	}
 	switch req.Code {
 	case remoting.SendMessage, remoting.SendReplyMessage:
 		send(f["topic"])
@@ -146,15 +159,16 @@ func aclResources(req *remoting.Command) []acl.Resource {
 		group(f["group"])
 	case remoting.PullMessage, remoting.LitePullMessage:
 		consume(f["topic"], f["consumerGroup"])
-	case remoting.PopMessage, remoting.PeekMessage, remoting.AckMessage, remoting.ChangeMessageInvisibleTime,
-		remoting.Notification:
+	case remoting.PopMessage, remoting.PeekMessage, remoting.Notification:
 		// Beyond RocketMQ's plain ACL, which checks none of the POP
 		// requests: a POP consumer reads as a pull consumer does.
 		consume(f["topic"], f["consumerGroup"])
+	case remoting.AckMessage, remoting.ChangeMessageInvisibleTime:
+		settle(f["topic"], f["consumerGroup"])
 	case remoting.BatchAckMessage:
 		if body, err := pop.DecodeBatchAck(req.Body); err == nil {
 			for _, a := range body.Acks {
-				consume(a.Topic, a.ConsumerGroup)
+				settle(a.Topic, a.ConsumerGroup)
 			}
 		}
 	case remoting.QueryMessage:

@@ -278,3 +278,26 @@ func TestACLAdminRequestsWithoutACL(t *testing.T) {
 		}
 	}
 }
+
+// A POP consumer acks, and changes the invisible time of, a retried
+// message under the group's POP retry topic (%RETRY%group_T or
+// %RETRY%group+T, as the Java client sends it): the check reads it as T,
+// not as a group "group_T" no account has, so the consumer's ack is taken
+// and the message is not redelivered until it is dead. Another topic
+// inside the retry topic's name still needs its own permission.
+func TestACLReadsAPopRetryTopicAsItsTopic(t *testing.T) {
+	_, c, _ := startACLBroker(t)
+	settle := func(code int32, topic string) *remoting.Command {
+		ext := map[string]string{"consumerGroup": "cg-acl", "topic": topic, "queueId": "0",
+			"extraInfo": "0 1 2 3 4 5 6", "offset": "0", "invisibleTime": "10000"}
+		return invoke(t, c, signedReq("consumer1", "consumer-secret", code, ext, nil))
+	}
+	for _, code := range []int32{remoting.AckMessage, remoting.ChangeMessageInvisibleTime} {
+		for _, topic := range []string{"%RETRY%cg-acl_AclT", "%RETRY%cg-acl+AclT"} {
+			if r := settle(code, topic); r.Code == remoting.SystemError && strings.Contains(r.Remark, "permission") {
+				t.Errorf("code %d on %s by consumer1 (SUB on AclT and cg-acl): refused %q", code, topic, r.Remark)
+			}
+		}
+		wantRefused(t, settle(code, "%RETRY%cg-acl_SecretT"), "No default permission for topic:SecretT")
+	}
+}
