@@ -95,7 +95,7 @@ func (s *Service) AckBatch(entries []AckEntry) ([]AckResult, error) {
 	// Orderly queues whose batches were acknowledged can be popped again
 	// now that the acks are durable.
 	for _, e := range entries[:len(results)] {
-		if e.Orderly && !s.cfg.QuietOrderLockRelease {
+		if e.Orderly {
 			s.cfg.OnQueueReady(e.Topic, e.QueueID)
 		}
 	}

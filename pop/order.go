@@ -264,9 +264,7 @@ func (s *Service) ackOrder(group, topic string, queueID int32, offsets []int64, 
 	if ferr := dur.finish(s); ferr != nil {
 		return res, ferr
 	}
-	if !s.cfg.QuietOrderLockRelease {
-		s.cfg.OnQueueReady(topic, queueID)
-	}
+	s.cfg.OnQueueReady(topic, queueID)
 	return res, err
 }
 

@@ -260,3 +260,22 @@ func TestOrderlyChangeInvisibleTimeAnswersTheNewDeadline(t *testing.T) {
 		})
 	}
 }
+
+// An ack that frees an orderly queue wakes the pops held on it even with
+// QuietOrderLockRelease (enableNotifyAfterPopOrderLockRelease=false),
+// which quiets only the lock's running out, as RocketMQ's ackOrderly
+// notifies regardless: else a FIFO consumer's held receive slept its
+// whole poll time after every batch it acknowledged.
+func TestAnOrderlyAckWakesHeldPopsWhateverTheLockReleaseNotice(t *testing.T) {
+	h := newOrderHarness(t, 4) // QuietOrderLockRelease
+	woken := 0
+	h.svc.cfg.OnQueueReady = func(string, int32) { woken++ }
+	offs, _ := h.pop(t, "", 2)
+	st := h.batch(t)
+	if _, err := h.svc.AckMany("G", orderTestTopic, 0, offs[0], offs, st.PopTime, st.InvisibleTime, true); err != nil {
+		t.Fatal(err)
+	}
+	if woken == 0 {
+		t.Fatalf("batch %v acknowledged, the queue free, and no held pop woken", offs)
+	}
+}

@@ -125,9 +125,10 @@ type Config struct {
 	// (popResponseReturnActualRetryTopic).
 	ReturnActualRetryTopic bool
 	// QuietOrderLockRelease leaves the pops held on an orderly queue
-	// asleep when its batch is acknowledged or its lock runs out
-	// (RocketMQ's enableNotifyAfterPopOrderLockRelease=false); they then
-	// pop it at the end of their poll time.
+	// asleep when its batch's lock runs out (RocketMQ's
+	// enableNotifyAfterPopOrderLockRelease=false); they then pop it at
+	// the end of their poll time. An ack that frees the queue wakes them
+	// either way, as RocketMQ's ackOrderly does.
 	QuietOrderLockRelease bool
 	// MaxTransferBytes bounds the bytes of the messages a pop takes from
 	// one queue, the first always taken (RocketMQ's
