@@ -379,6 +379,16 @@ func (b *Broker) checkSend(conn *remoting.Conn, req *remoting.Command, h sendHea
 	if kvindex.ClaimsRevive(h.topic, h.properties) {
 		return 0, fail(remoting.MessageIllegal, "the property %s of a message to %s is the broker's own", kvindex.PropertyRevivedFrom, h.topic)
 	}
+	// As RocketMQ's innerBatchChecker: a record that stands for several
+	// messages belongs to a BatchCQ topic only (this broker has none), and
+	// INNER_NUM to such a record only. A Java consumer unpacks a record
+	// with the flag into INNER_NUM messages numbered over the next ones.
+	if h.sysFlag&commitlog.FlagInnerBatch != 0 {
+		return 0, fail(remoting.MessageIllegal, "the message is an inner batch (sysFlag %#x), which only a BatchCQ topic takes", h.sysFlag)
+	}
+	if _, ok := commitlog.LookupProperty(h.properties, commitlog.PropertyInnerNum); ok {
+		return 0, fail(remoting.MessageIllegal, "the message has the property %s but is no inner batch", commitlog.PropertyInnerNum)
+	}
 	tc, code, remark := b.topics.createOnSend(h.topic, h.defaultTopic, int(h.defaultTopicQueueNums))
 	if code != remoting.Success {
 		return 0, fail(code, "%s", remark)
@@ -470,6 +480,9 @@ func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoti
 		}
 		if kvindex.ClaimsRevive(h.topic, it.Properties) {
 			return remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf("batch message %d: the property %s is the broker's own", i, kvindex.PropertyRevivedFrom))
+		}
+		if _, ok := commitlog.LookupProperty(it.Properties, commitlog.PropertyInnerNum); ok {
+			return remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf("batch message %d: the property %s but no inner batch", i, commitlog.PropertyInnerNum))
 		}
 		msgs[i] = &commitlog.Message{
 			Topic: h.topic, QueueID: qid, Flag: it.Flag, SysFlag: h.sysFlag,

@@ -85,3 +85,46 @@ func TestTheBenchmarkTopicExists(t *testing.T) {
 		t.Fatalf("send to BenchmarkTest queue 1000: %d %s, want SUCCESS", r.Code, r.Remark)
 	}
 }
+
+// A record marked an inner batch (sysFlag 0x80), which a Java consumer
+// unpacks into INNER_NUM messages numbered over the records after it, and
+// INNER_NUM on a message that is none, are refused as RocketMQ's
+// innerBatchChecker refuses them: only a BatchCQ topic takes them, and
+// this broker has none. Nothing is stored.
+func TestInnerBatchMarksAreRefused(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	var batch []byte
+	for i := range 3 {
+		var err error
+		if batch, err = commitlog.AppendBatchItem(batch, 0, []byte("b"+strconv.Itoa(i)), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	header := func(sysFlag int, props string, isBatch bool) map[string]string {
+		return map[string]string{"a": "pg", "b": "IB", "c": "TBW102", "d": "4", "e": "0", "f": strconv.Itoa(sysFlag),
+			"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": props, "m": strconv.FormatBool(isBatch)}
+	}
+	withInnerNum, err := commitlog.AppendBatchItem(nil, 0, []byte("x"), "INNER_NUM\x013\x02")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		code int32
+		ext  map[string]string
+		body []byte
+	}{
+		{"a single send flagged an inner batch", remoting.SendMessageV2, header(0xC0, "", false), batch},
+		{"a single send with INNER_NUM", remoting.SendMessageV2, header(0, "INNER_NUM\x013\x02", false), []byte("x")},
+		{"a batch flagged an inner batch", remoting.SendBatchMessage, header(0xC0, "", true), batch},
+		{"a batch message with INNER_NUM", remoting.SendBatchMessage, header(0, "", true), withInnerNum},
+	} {
+		if r := call(t, c, tc.code, tc.ext, tc.body); r.Code != remoting.MessageIllegal {
+			t.Errorf("%s: %d %s, want MESSAGE_ILLEGAL", tc.name, r.Code, r.Remark)
+		}
+	}
+	if end := b.clog.MaxOffset(); end != 0 {
+		t.Fatalf("refused sends wrote the CommitLog up to %d", end)
+	}
+}

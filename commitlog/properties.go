@@ -25,6 +25,9 @@ const (
 	// bound.
 	PropertyRealTopic   = "REAL_TOPIC"
 	PropertyRealQueueID = "REAL_QID"
+	// PropertyInnerNum is how many messages a record of a BatchCQ topic
+	// stands for (with FlagInnerBatch).
+	PropertyInnerNum = "INNER_NUM"
 )
 
 // RealDestination returns the topic and queue a parked message is bound
