@@ -239,7 +239,7 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		// sets it to 0: a copy sent on from the DLQ is not delayed.
 		set = append(set, [2]string{propDLQOriginTopic, h.topic}, [2]string{propDelay, "0"})
 	}
-	props = commitlog.RewriteProperties(props, []string{propWait, propPopCK}, set...)
+	props = commitlog.RewriteProperties(props, []string{propPopCK}, set...)
 	sysFlag := h.sysFlag
 	if !half {
 		// Only a half may carry transaction bits a client set: a retry's

@@ -128,3 +128,19 @@ func TestInnerBatchMarksAreRefused(t *testing.T) {
 		t.Fatalf("refused sends wrote the CommitLog up to %d", end)
 	}
 }
+
+// A single send's WAIT property is stored with the message, as RocketMQ
+// 5 stores the client's properties (4.x dropped it): a consumer reads
+// isWaitStoreMsgOK as the producer set it.
+func TestASendKeepsItsWaitProperty(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	mustSend(t, c, "WaitT", 0, "x", "WAIT\x01false\x02TAGS\x01a\x02")
+	ms := pullAll(t, b, c, "WaitT", 0)
+	if len(ms) != 1 {
+		t.Fatalf("pulled %d messages", len(ms))
+	}
+	if v, ok := commitlog.LookupProperty(ms[0].Properties, "WAIT"); !ok || v != "false" {
+		t.Fatalf("stored WAIT = %q (present %v), want the producer's false", v, ok)
+	}
+}
