@@ -506,6 +506,11 @@ func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoti
 		rh.Set("msgId", strings.Join(res.MsgIDs, ","))
 		rh.SetInt32("queueId", qid)
 		rh.SetInt64("queueOffset", res.QueueOffset)
+		if uniq, _ := commitlog.LookupProperty(h.properties, propUniqKey); uniq != "" {
+			// The batch's own UNIQ_KEY (the Java client's
+			// SendResult.getTransactionId), as RocketMQ answers it.
+			rh.Set("transactionId", uniq)
+		}
 		rh.Set("MSG_REGION", b.cfg.RegionID)
 		rh.SetBool("TRACE_ON", b.cfg.TraceOn)
 		resp.ExtFields = rh

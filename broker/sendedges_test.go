@@ -144,3 +144,21 @@ func TestASendKeepsItsWaitProperty(t *testing.T) {
 		t.Fatalf("stored WAIT = %q (present %v), want the producer's false", v, ok)
 	}
 }
+
+// A batch's answer carries the batch's own UNIQ_KEY as transactionId, as
+// RocketMQ answers it (the Java client's SendResult.getTransactionId).
+func TestABatchAnswersItsUniqKey(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	body, err := commitlog.AppendBatchItem(nil, 0, []byte("b0"), "UNIQ_KEY\x01u0\x02")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := call(t, c, remoting.SendBatchMessage, map[string]string{
+		"a": "pg", "b": "BU", "c": "TBW102", "d": "4", "e": "0", "f": "0",
+		"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": "UNIQ_KEY\x01BATCH-UNIQ\x02", "m": "true",
+	}, body)
+	if r.Code != remoting.Success || r.ExtFields["transactionId"] != "BATCH-UNIQ" {
+		t.Fatalf("batch answer %d %s %v, want SUCCESS with transactionId BATCH-UNIQ", r.Code, r.Remark, r.ExtFields)
+	}
+}
