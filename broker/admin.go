@@ -15,6 +15,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/vfs"
 	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -665,6 +666,47 @@ func formatRuntime(d time.Duration) string {
 	return fmt.Sprintf("[ %d days, %d hours, %d minutes, %d seconds ]", days, hours, minutes, seconds)
 }
 
+// scheduleRuntimeInfo adds RocketMQ's scheduleMessageOffset_<level> to a
+// runtime info table: "<progress>,<queue end>" of each delay level with a
+// progress (ScheduleMessageService.buildRunningStats), which
+// rocketmq-exporter reads as the schedule backlog.
+func (b *Broker) scheduleRuntimeInfo(table map[string]string) {
+	levels, err := rmqconfig.StoreDelayOffsets(context.Background(), b.db)
+	if err != nil {
+		b.log.Warn().Err(err).Msg("runtime info: read the delay levels' progress")
+		return
+	}
+	for level, off := range levels {
+		end, err := b.cqs.MaxOffset(meta.ScheduleTopic, int32(level-1))
+		if err != nil {
+			b.log.Warn().Err(err).Int("level", level).Msg("runtime info: read a delay level's queue end")
+			continue
+		}
+		table["scheduleMessageOffset_"+strconv.Itoa(level)] = strconv.FormatInt(off, 10) + "," + strconv.FormatInt(end, 10)
+	}
+}
+
+// timerRuntimeInfo adds RocketMQ's timer keys that rocketkv can tell
+// without reading every timer entry to a runtime info table:
+// timerReadBehind, the seconds the earliest due timer message has waited
+// (getDequeueBehind), and timerOffsetBehind, the timer messages stored
+// and not yet taken in (getEnqueueBehindMessages); both 0 with the timer
+// off, as RocketMQ writes them. timerCongestNum and the timer rates are
+// left out (mqadmin clusterList shows them as 0).
+func (b *Broker) timerRuntimeInfo(table map[string]string, nowMs int64) {
+	readBehind, offsetBehind := int64(0), int64(0)
+	if b.cfg.TimerWheelEnable {
+		offsetBehind, _ = b.timerEnqueueBehind(nowMs)
+		if due, err := b.db.Timers().Due(nowMs, 1); err != nil {
+			b.log.Warn().Err(err).Msg("runtime info: read the earliest due timer message")
+		} else if len(due) > 0 {
+			readBehind = (nowMs - due[0].DeliverMs) / 1000
+		}
+	}
+	table["timerReadBehind"] = strconv.FormatInt(readBehind, 10)
+	table["timerOffsetBehind"] = strconv.FormatInt(offsetBehind, 10)
+}
+
 // processRuntimeInfo answers GET_BROKER_RUNTIME_INFO with a KVTable: the
 // keys mqadmin brokerStatus and clusterList and the dashboard read under
 // RocketMQ's names (rates, day totals, disk ratio, earliest message), and
@@ -729,6 +771,8 @@ func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *re
 		table["consumeQueueDiskRatio"] = "-1"
 	}
 	table["earliestMessageTimeStamp"] = itoa(b.earliestMessageTime())
+	b.scheduleRuntimeInfo(table)
+	b.timerRuntimeInfo(table, time.Now().UnixMilli())
 	if used, err := b.clog.DiskUsedPercent(); err == nil {
 		table["commitLogDiskRatio"] = strconv.FormatFloat(used/100, 'f', -1, 64)
 	}

@@ -236,3 +236,29 @@ func TestPutStatisticsOfParkedMessages(t *testing.T) {
 		}
 	}
 }
+
+// The runtime info carries RocketMQ's schedule and timer backlog keys:
+// scheduleMessageOffset_<level> ("progress,queue end" of each level the
+// scheduler has worked, which rocketmq-exporter reads), timerReadBehind
+// (seconds the earliest due timer message has waited) and
+// timerOffsetBehind.
+func TestRuntimeInfoScheduleAndTimerBacklog(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"timerPrecisionMs": "100"})
+	c := b.client(nil)
+	mustSend(t, c, "BacklogT", 0, "delayed", "DELAY\x011\x02")
+	waitDelivered(t, b, c, "BacklogT", 0, 1)
+	updateConfig(t, c, "timerStopDequeue=true")
+	mustSend(t, c, "BacklogT", 0, "held", "TIMER_DELAY_MS\x01100\x02")
+	b.caughtUp()
+	waitFor(t, "the held timer message to be a second overdue", func() bool {
+		behind, err := strconv.ParseInt(runtimeInfo(t, c)["timerReadBehind"], 10, 64)
+		return err == nil && behind >= 1
+	})
+	info := runtimeInfo(t, c)
+	if v := info["scheduleMessageOffset_1"]; v != "1,1" {
+		t.Errorf("scheduleMessageOffset_1 = %q, want 1,1 (level 1 delivered its one message)", v)
+	}
+	if v := info["timerOffsetBehind"]; v != "0" {
+		t.Errorf("timerOffsetBehind = %q, want 0: the timer took the message in", v)
+	}
+}
