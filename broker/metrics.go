@@ -52,6 +52,9 @@ func (b *Broker) startMetrics() error {
 		}
 		labels[k] = v
 	}
+	if b.cfg.MetricsInDelta {
+		labels["aggregation"] = "delta"
+	}
 	labels["node_type"] = "broker"
 	labels["cluster"] = b.cfg.BrokerClusterName
 	labels["node_id"] = b.cfg.BrokerName

@@ -774,3 +774,22 @@ func TestPopRetriedFollowsMsgOffsetInfo(t *testing.T) {
 		}
 	}
 }
+
+// metricsInDelta adds aggregation="delta" to every series, as RocketMQ's
+// metrics manager adds it whatever its exporter.
+func TestMetricsInDeltaLabelsEverySeries(t *testing.T) {
+	b := startTestBroker(t, map[string]string{
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+		"metricsInDelta": "true",
+	})
+	mustSend(t, b.client(nil), "DeltaT", 0, "a", "")
+	text := scrapeMetrics(t, b)
+	if !strings.Contains(text, "\nrocketmq_messages_in_total{aggregation=\"delta\",") {
+		t.Fatal("rocketmq_messages_in_total lacks aggregation=\"delta\"")
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "rocketmq_") && !strings.Contains(line, `aggregation="delta"`) {
+			t.Fatalf("series without aggregation=\"delta\": %s", line)
+		}
+	}
+}

@@ -372,6 +372,11 @@ type Broker struct {
 	MetricsPromExporterHost string
 	MetricsPromExporterPort int
 	MetricsLabel            string
+	// MetricsInDelta adds the label aggregation="delta" to every series,
+	// as RocketMQ's metrics manager does whatever the exporter (its OTLP
+	// exporter also reports deltas then; Prometheus counters stay
+	// cumulative).
+	MetricsInDelta bool
 	// EnableLagAndDlqMetrics adds the consumer gauges (lag, in flight,
 	// ready, queueing latency).
 	EnableLagAndDlqMetrics bool

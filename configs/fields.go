@@ -191,6 +191,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	intRange("metricsPromExporterPort", "5557", 0, 65535, func(b *Broker) *int { return &b.MetricsPromExporterPort }),
 	str("metricsLabel", "", func(b *Broker) *string { return &b.MetricsLabel }),
 	boolean("enableLagAndDlqMetrics", "true", func(b *Broker) *bool { return &b.EnableLagAndDlqMetrics }),
+	boolean("metricsInDelta", "false", func(b *Broker) *bool { return &b.MetricsInDelta }),
 	boolean("metricsNameUnitSuffix", "true", func(b *Broker) *bool { return &b.MetricsNameUnitSuffix }),
 
 	boolean("aclEnable", "false", func(b *Broker) *bool { return &b.AclEnable }),

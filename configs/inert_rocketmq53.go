@@ -164,7 +164,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 			return "autoMessageVersionOnTopicLen=false is not followed: a topic longer than 127 bytes is still written in the V2 format, since the V1 format cannot hold its length"
 		}},
 	inertInt[Broker]("disappearTimeAfterStart", "RocketMQ holds its POP revive back this long after a start (brokers in a container); rocketkv's revive starts once the broker serves"),
-	inertBool[Broker]("metricsInDelta", "read only by RocketMQ's OTLP gRPC and logging exporters; rocketkv serves Prometheus, whose counters are cumulative, and refuses the others"),
 	inertInt[Broker]("replicasPerDiskPartition", "RocketMQ 5.3 reads it nowhere"),
 }
 
