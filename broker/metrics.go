@@ -61,6 +61,9 @@ func (b *Broker) startMetrics() error {
 	topics := &cached[int]{ttl: countTTL, compute: b.topics.table.Count}
 	groups := &cached[int]{ttl: countTTL, compute: b.groups.Count}
 	src := metrics.Sources{
+		Off: metrics.Families{Stats: !b.cfg.EnableStatsMetrics, Request: !b.cfg.EnableRequestMetrics,
+			Connection: !b.cfg.EnableConnectionMetrics, Transaction: !b.cfg.EnableTransactionMetrics,
+			Remoting: !b.cfg.EnableRemotingMetrics, Store: !b.cfg.EnableMessageStoreMetrics},
 		BrokerPermission:    b.permission,
 		TopicCount:          func() int { return topics.get(b.log) },
 		ConsumerGroupCount:  func() int { return groups.get(b.log) },

@@ -793,3 +793,28 @@ func TestMetricsInDeltaLabelsEverySeries(t *testing.T) {
 		}
 	}
 }
+
+// RocketMQ 5.3's per-family switches leave their metrics out of the
+// scrape; the families left on are served.
+func TestMetricFamiliesTurnOff(t *testing.T) {
+	b := startTestBroker(t, map[string]string{
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+		"enableRequestMetrics": "false", "enableMessageStoreMetrics": "false", "enableTransactionMetrics": "false",
+		"enableConnectionMetrics": "false",
+	})
+	c := b.client(nil)
+	mustSend(t, c, "FamT", 0, "a", "")
+	heartbeat(t, c, heartbeatBody("10.0.0.8@fam", "pg-fam", "g-fam", map[string]string{"FamT": "*"}))
+	text := scrapeMetrics(t, b)
+	for _, gone := range []string{"rocketmq_messages_in_total", "rocketmq_message_size", "rocketmq_storage_",
+		"rocketmq_timer_", "rocketmq_commit_messages_total", "rocketmq_producer_connections"} {
+		if strings.Contains(text, "\n"+gone) {
+			t.Errorf("scrape has %s, whose family is off", gone)
+		}
+	}
+	for _, kept := range []string{"rocketmq_broker_permission{", "rocketmq_rpc_latency_milliseconds_count{", "rocketmq_topic_number{"} {
+		if !strings.Contains(text, "\n"+kept) {
+			t.Errorf("scrape lacks %s, whose family is on", kept)
+		}
+	}
+}

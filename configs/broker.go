@@ -372,6 +372,16 @@ type Broker struct {
 	MetricsPromExporterHost string
 	MetricsPromExporterPort int
 	MetricsLabel            string
+	// EnableStatsMetrics, EnableRequestMetrics, EnableConnectionMetrics,
+	// EnableTransactionMetrics, EnableRemotingMetrics and
+	// EnableMessageStoreMetrics serve their families of metrics (RocketMQ
+	// 5.3's switches; see metrics.Families).
+	EnableStatsMetrics        bool
+	EnableRequestMetrics      bool
+	EnableConnectionMetrics   bool
+	EnableTransactionMetrics  bool
+	EnableRemotingMetrics     bool
+	EnableMessageStoreMetrics bool
 	// MetricsInDelta adds the label aggregation="delta" to every series,
 	// as RocketMQ's metrics manager does whatever the exporter (its OTLP
 	// exporter also reports deltas then; Prometheus counters stay

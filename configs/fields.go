@@ -192,6 +192,12 @@ var brokerFields = slices.Concat([]field[Broker]{
 	str("metricsLabel", "", func(b *Broker) *string { return &b.MetricsLabel }),
 	boolean("enableLagAndDlqMetrics", "true", func(b *Broker) *bool { return &b.EnableLagAndDlqMetrics }),
 	boolean("metricsInDelta", "false", func(b *Broker) *bool { return &b.MetricsInDelta }),
+	boolean("enableStatsMetrics", "true", func(b *Broker) *bool { return &b.EnableStatsMetrics }),
+	boolean("enableRequestMetrics", "true", func(b *Broker) *bool { return &b.EnableRequestMetrics }),
+	boolean("enableConnectionMetrics", "true", func(b *Broker) *bool { return &b.EnableConnectionMetrics }),
+	boolean("enableTransactionMetrics", "true", func(b *Broker) *bool { return &b.EnableTransactionMetrics }),
+	boolean("enableRemotingMetrics", "true", func(b *Broker) *bool { return &b.EnableRemotingMetrics }),
+	boolean("enableMessageStoreMetrics", "true", func(b *Broker) *bool { return &b.EnableMessageStoreMetrics }),
 	boolean("metricsNameUnitSuffix", "true", func(b *Broker) *bool { return &b.MetricsNameUnitSuffix }),
 
 	boolean("aclEnable", "false", func(b *Broker) *bool { return &b.AclEnable }),

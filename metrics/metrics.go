@@ -203,6 +203,30 @@ type Sources struct {
 	Timers func() (TimerCensus, bool)
 	// Diverged feeds rocketkv_ha_diverged (a slave's only).
 	Diverged func() bool
+	// Off turns families of metrics off; the zero value serves them all.
+	Off Families
+}
+
+// Families names the families of metrics RocketMQ 5.3's switches turn
+// off, each set one off.
+type Families struct {
+	// Stats: broker permission, topic and group counts
+	// (enableStatsMetrics=false).
+	Stats bool
+	// Request: messages and bytes in and out, message sizes, topic and
+	// group creation times (enableRequestMetrics=false).
+	Request bool
+	// Connection: producer and consumer connections
+	// (enableConnectionMetrics=false).
+	Connection bool
+	// Transaction: commits, rollbacks, finish latency
+	// (enableTransactionMetrics=false).
+	Transaction bool
+	// Remoting: rocketmq_rpc_latency (enableRemotingMetrics=false).
+	Remoting bool
+	// Store: the storage and timer metrics
+	// (enableMessageStoreMetrics=false).
+	Store bool
 }
 
 // variableLabels are the label names the metrics set per series; a
@@ -306,20 +330,40 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 		Help: "Milliseconds from the read of a request to its answer (a long-polling hold included).", ConstLabels: c,
 		Buckets: rpcLatencyBuckets}, []string{"protocol_type", "request_code", "response_code", "is_long_polling", "result"})
 	m.rpc = newRPCSeries(rpc)
-	m.reg.MustRegister(m.messagesIn, m.throughputIn, m.toDLQ, m.commits, m.rollbacks,
-		m.messageSize, m.finishLatency, m.topicCreate, m.groupCreate, m.timerEnqueue, m.timerDequeue, m.delayLatency, rpc,
-		unchecked{m.messagesOut, m.throughputOut, m.popMessagesOut, m.popThroughputOut})
+	// A family turned off is not registered: its counters still count,
+	// unseen.
+	off := src.Off
+	m.reg.MustRegister(m.toDLQ)
+	if !off.Request {
+		m.reg.MustRegister(m.messagesIn, m.throughputIn, m.messageSize, m.topicCreate, m.groupCreate,
+			unchecked{m.messagesOut, m.throughputOut, m.popMessagesOut, m.popThroughputOut})
+	}
+	if !off.Transaction {
+		m.reg.MustRegister(m.commits, m.rollbacks, m.finishLatency)
+	}
+	if !off.Store {
+		m.reg.MustRegister(m.timerEnqueue, m.timerDequeue, m.delayLatency)
+	}
+	if !off.Remoting {
+		m.reg.MustRegister(rpc)
+	}
 	gauge := func(name, help string, f func() float64) {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: c}, f))
 	}
-	if f := src.BrokerPermission; f != nil {
+	if f := src.BrokerPermission; f != nil && !off.Stats {
 		gauge(names.Name(BrokerPermission), "brokerPermission: 4 read, 2 write.", func() float64 { return float64(f()) })
 	}
-	if f := src.TopicCount; f != nil {
+	if f := src.TopicCount; f != nil && !off.Stats {
 		gauge(names.Name(TopicNumber), "Topics of the broker.", func() float64 { return float64(f()) })
 	}
-	if f := src.ConsumerGroupCount; f != nil {
+	if f := src.ConsumerGroupCount; f != nil && !off.Stats {
 		gauge(names.Name(ConsumerGroupNumber), "Subscription groups of the broker.", func() float64 { return float64(f()) })
+	}
+	if off.Store {
+		src.DispatchBehindBytes, src.FlushBehindBytes, src.StorageSize, src.MessageReserveMillis, src.Timers = nil, nil, nil, nil, nil
+	}
+	if off.Connection {
+		src.Producers, src.Consumers = nil, nil
 	}
 	storeGauge := func(name, help string, f func() float64) {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: sc}, f))
