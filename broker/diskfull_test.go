@@ -24,10 +24,8 @@ func TestSendsRefusedAboveDiskWarningLevel(t *testing.T) {
 		t.Fatal(err)
 	}
 	used := int(usage.UsedRatio())
-	if used < 37 || used > 85 {
-		// Above 85 % (diskSpaceCleanForciblyRatio) a refusal stays
-		// whatever the warning level, as RocketMQ's disk-full flag.
-		t.Skipf("the disk holding %s is %d%% used: no warning level (35..100, as RocketMQ bounds it) below it, or the usage above the clean-forcibly ratio", store, used)
+	if used < 37 {
+		t.Skipf("the disk holding %s is %d%% used: no warning level (35..100, as RocketMQ bounds it) below it to test with", store, used)
 	}
 	b := startTestBrokerAt(t, store, map[string]string{
 		"diskSpaceWarningLevelRatio": strconv.Itoa(used - 1),

@@ -57,11 +57,12 @@ var (
 	// appended since the last good flush is known to be on disk, and the
 	// log stops reporting anything as flushed (see Config.Stop).
 	ErrFlushFailed = errors.New("commitlog: a flush failed; what was appended since the last good flush is not known to be on disk")
-	// ErrStoreFull is returned by Append while the disk holding the
+	// ErrStoreFull is returned by Append from when the disk holding the
 	// segments is used above Config.DiskWarningLevelRatio (RocketMQ's
-	// "disk full" running flag): nothing is appended until the retention
-	// cleaner sees the usage back below it.
-	ErrStoreFull = errors.New("commitlog: disk usage above the warning level, appends refused")
+	// "disk full" running flag): nothing is appended until a check sees
+	// the usage down to DiskForceCleanRatio, or the warning level raised
+	// above it.
+	ErrStoreFull = errors.New("commitlog: disk usage passed the warning level, appends refused")
 	// ErrMapFailed is returned by Append (and Open) when a segment file
 	// cannot be memory-mapped.
 	ErrMapFailed = errors.New("commitlog: mmap failed")

@@ -67,10 +67,12 @@ type Log struct {
 
 	// retention holds the deletion rules in force (SetRetention).
 	retention atomic.Pointer[Retention]
-	// storeFull is set while the disk is used above DiskWarningLevelRatio
-	// (appends refused); usedPercent holds the usage last seen
-	// and warningLevel the level it was compared with (math.Float64bits).
-	// All three are written by checkDiskSpace.
+	// storeFull is set from when the disk is used above
+	// DiskWarningLevelRatio until it is down to DiskForceCleanRatio
+	// (appends refused); usedPercent holds the usage last seen and
+	// warningLevel the level the refusal began at, or the level last
+	// compared with when appends are taken (math.Float64bits). All three
+	// are written by checkDiskSpace.
 	storeFull    atomic.Bool
 	usedPercent  atomic.Uint64
 	warningLevel atomic.Uint64

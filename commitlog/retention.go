@@ -215,14 +215,21 @@ func (l *Log) checkDiskSpace() (float64, error) {
 	rules := l.retention.Load()
 	level := rules.DiskWarningLevelRatio
 	l.usedPercent.Store(math.Float64bits(ratio))
-	l.warningLevel.Store(math.Float64bits(level))
 	// Full above the warning level, not full again until the usage is
 	// down to the clean-forcibly ratio, as RocketMQ's isSpaceToDelete
 	// flips its disk-full flag: between the two the state stays, so sends
-	// do not flap on and off around one line.
+	// do not flap on and off around one line. A warning level raised
+	// since the refusal began (100 turns it off) ends it at once: the
+	// operator's way out when retention cannot free the disk.
+	wasFull := l.storeFull.Load()
 	full := ratio > level
-	if !full && ratio > rules.DiskForceCleanRatio {
-		full = l.storeFull.Load()
+	if !full && wasFull && ratio > rules.DiskForceCleanRatio && level <= math.Float64frombits(l.warningLevel.Load()) {
+		full = true
+	}
+	if !full || !wasFull {
+		// While refused, warningLevel keeps the level the refusal began
+		// at (what the error names).
+		l.warningLevel.Store(math.Float64bits(level))
 	}
 	if l.storeFull.Swap(full) != full {
 		if full {
@@ -239,6 +246,7 @@ func (l *Log) checkDiskSpace() (float64, error) {
 
 // storeFullError is the error of an append refused while storeFull is set.
 func (l *Log) storeFullError() error {
-	return fmt.Errorf("append: %w: %.1f%% of the disk holding %s is used, above the warning level of %.0f%%",
-		ErrStoreFull, math.Float64frombits(l.usedPercent.Load()), l.cfg.Dir, math.Float64frombits(l.warningLevel.Load()))
+	return fmt.Errorf("append: %w: %.1f%% of the disk holding %s is used; appends are refused from above the warning level of %.0f%% until it is down to %.0f%%",
+		ErrStoreFull, math.Float64frombits(l.usedPercent.Load()), l.cfg.Dir, math.Float64frombits(l.warningLevel.Load()),
+		l.retention.Load().DiskForceCleanRatio)
 }

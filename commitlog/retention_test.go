@@ -337,6 +337,29 @@ func TestAppendsRefusedAboveWarningLevel(t *testing.T) {
 	}
 }
 
+// A warning level raised while appends are refused ends the refusal at
+// once, whatever the clean-forcibly ratio (100 turns the refusal off): the
+// operator's way out when retention cannot free the disk.
+func TestRaisingTheWarningLevelLiftsTheRefusal(t *testing.T) {
+	l, _, ffs, _ := retentionLog(t)
+	ffs.SetUsage(&vfs.DiskUsage{Total: 100, Free: 8, Avail: 8}) // 92 %
+	if _, err := l.DiskUsedPercent(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(context.Background(), AppendRequest{Message: testMessage("T", 0, 0, 10)}); !errors.Is(err, ErrStoreFull) {
+		t.Fatalf("append at 92%% used: %v, want ErrStoreFull", err)
+	}
+	for _, level := range []float64{95, 100} {
+		r := l.RetentionRules()
+		r.DiskWarningLevelRatio = level
+		l.SetRetention(r)
+		if _, err := l.DiskUsedPercent(); err != nil {
+			t.Fatal(err)
+		}
+		mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, 0, 10)})
+	}
+}
+
 // A log opened on a disk above the warning level refuses appends at once.
 func TestOpenAboveWarningLevelRefusesAppends(t *testing.T) {
 	cfg := testConfig(t, 4096)
