@@ -481,9 +481,6 @@ func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoti
 		if kvindex.ClaimsRevive(h.topic, it.Properties) {
 			return remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf("batch message %d: the property %s is the broker's own", i, kvindex.PropertyRevivedFrom))
 		}
-		if _, ok := commitlog.LookupProperty(it.Properties, commitlog.PropertyInnerNum); ok {
-			return remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf("batch message %d: the property %s but no inner batch", i, commitlog.PropertyInnerNum))
-		}
 		msgs[i] = &commitlog.Message{
 			Topic: h.topic, QueueID: qid, Flag: it.Flag, SysFlag: h.sysFlag,
 			BornTimestamp: h.bornTimestamp, BornHost: born, Body: it.Body, Properties: it.Properties,

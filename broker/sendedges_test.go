@@ -90,7 +90,9 @@ func TestTheBenchmarkTopicExists(t *testing.T) {
 // unpacks into INNER_NUM messages numbered over the records after it, and
 // INNER_NUM on a message that is none, are refused as RocketMQ's
 // innerBatchChecker refuses them: only a BatchCQ topic takes them, and
-// this broker has none. Nothing is stored.
+// this broker has none. Nothing is stored. The checker sees a batch's
+// header, not its messages: one of them may carry INNER_NUM (no consumer
+// unpacks a record without the flag).
 func TestInnerBatchMarksAreRefused(t *testing.T) {
 	b := startTestBroker(t, nil)
 	c := b.client(nil)
@@ -118,7 +120,7 @@ func TestInnerBatchMarksAreRefused(t *testing.T) {
 		{"a single send flagged an inner batch", remoting.SendMessageV2, header(0xC0, "", false), batch},
 		{"a single send with INNER_NUM", remoting.SendMessageV2, header(0, "INNER_NUM\x013\x02", false), []byte("x")},
 		{"a batch flagged an inner batch", remoting.SendBatchMessage, header(0xC0, "", true), batch},
-		{"a batch message with INNER_NUM", remoting.SendBatchMessage, header(0, "", true), withInnerNum},
+		{"a batch whose header has INNER_NUM", remoting.SendBatchMessage, header(0, "INNER_NUM\x013\x02", true), batch},
 	} {
 		if r := call(t, c, tc.code, tc.ext, tc.body); r.Code != remoting.MessageIllegal {
 			t.Errorf("%s: %d %s, want MESSAGE_ILLEGAL", tc.name, r.Code, r.Remark)
@@ -126,6 +128,9 @@ func TestInnerBatchMarksAreRefused(t *testing.T) {
 	}
 	if end := b.clog.MaxOffset(); end != 0 {
 		t.Fatalf("refused sends wrote the CommitLog up to %d", end)
+	}
+	if r := call(t, c, remoting.SendBatchMessage, header(0, "", true), withInnerNum); r.Code != remoting.Success {
+		t.Fatalf("a batch message with INNER_NUM: %d %s, want SUCCESS as RocketMQ", r.Code, r.Remark)
 	}
 }
 
