@@ -273,15 +273,20 @@ func TestABatchIsNotDispatchedToLightMessageQueues(t *testing.T) {
 
 // A light message queue is named as RocketMQ's MQTT bridge names them,
 // after the MQTT topic with '%' for '/' and every other character kept:
-// messages are dispatched to "%LMQ%home%room.1:temp" and read from it.
+// messages are dispatched to "%LMQ%home%room.1:temp" and read from it,
+// stored without WAIT as RocketMQ's LMQ dispatch stores them.
 func TestLightMessageQueuesNamedAfterMQTTTopics(t *testing.T) {
 	b := startTestBroker(t, map[string]string{"enableLmq": "true", "enableMultiDispatch": "true"})
 	c := b.client(nil)
 	createTopic(t, c, "Parent", 1, 1)
 	const lmq = "%LMQ%home%room.1:temp+" + "\u00e9t\u00e9"
-	mustSend(t, c, "Parent", 0, "reading", lmqProps(lmq))
+	mustSend(t, c, "Parent", 0, "reading", lmqProps(lmq)+"WAIT\x01true\x02")
 	b.caughtUp()
-	if got := pullAll(t, b, c, lmq, 0); len(got) != 1 || string(got[0].Body) != "reading" {
+	got := pullAll(t, b, c, lmq, 0)
+	if len(got) != 1 || string(got[0].Body) != "reading" {
 		t.Fatalf("%s holds %d messages, want the one sent", lmq, len(got))
+	}
+	if v, ok := commitlog.LookupProperty(got[0].Properties, "WAIT"); ok {
+		t.Errorf("the dispatched message kept WAIT=%s", v)
 	}
 }

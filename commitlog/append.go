@@ -212,7 +212,8 @@ func (l *Log) Append(ctx context.Context, req AppendRequest) (AppendResult, erro
 			return AppendResult{}, fmt.Errorf("append: %w: multi-dispatch needs a single message with a queue offset and an assigner", ErrInvalidAppend)
 		}
 		multi = *msgs[0]
-		multi.Properties = RewriteProperties(multi.Properties, nil, [2]string{PropertyMultiQueueOffset,
+		// Without WAIT, as RocketMQ's LMQ dispatch stores such a message.
+		multi.Properties = RewriteProperties(multi.Properties, []string{PropertyWait}, [2]string{PropertyMultiQueueOffset,
 			multiQueueOffsets(req.MultiDispatch, func(string) int64 { return math.MaxInt64 })})
 		msgs = []*Message{&multi}
 	}
