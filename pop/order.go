@@ -47,14 +47,31 @@ func blocked(st *kvindex.OrderState, attemptID string, invisible, now int64) boo
 	return false
 }
 
+// orderIdleSpan is how long after its pop an orderly batch is forgotten,
+// as RocketMQ's ConsumerOrderInfoManager.autoClean drops an OrderInfo 24 h
+// after its last pop: the next pop of the queue starts a batch afresh,
+// its messages counted from 0 (their reconsume times, a gRPC client's
+// delivery attempts).
+const orderIdleSpan = 24 * 60 * 60 * 1000
+
+// liveOrder is store.Order without a batch forgotten for idleness at now.
+func (s *Service) liveOrder(group, topic string, queueID int32, now int64) (kvindex.OrderState, bool, error) {
+	st, ok, err := s.store.Order(group, topic, queueID)
+	if err != nil || !ok || now-st.PopTime > orderIdleSpan {
+		return kvindex.OrderState{}, false, err
+	}
+	return st, true, nil
+}
+
 // orderBlocked reports whether a group's orderly batch locks a queue now,
 // for a NOTIFICATION, which has no invisible time (RocketMQ asks with 0).
 func (s *Service) orderBlocked(group, topic string, queueID int32, attemptID string) (bool, error) {
-	st, ok, err := s.store.Order(group, topic, queueID)
+	now := s.now()
+	st, ok, err := s.liveOrder(group, topic, queueID, now)
 	if err != nil || !ok {
 		return false, err
 	}
-	return blocked(&st, attemptID, 0, s.now()), nil
+	return blocked(&st, attemptID, 0, now), nil
 }
 
 // popOrderQueue pops the next batch of one queue for an orderly consumer,
@@ -63,7 +80,7 @@ func (s *Service) popOrderQueue(req PopRequest, src source, remain int, wait boo
 	if remain <= 0 {
 		// The pop is full: what the queue holds counts as left behind,
 		// unless a batch locks it (see popOrderLocked).
-		st, ok, err := s.store.Order(req.Group, src.topic, src.queueID)
+		st, ok, err := s.liveOrder(req.Group, src.topic, src.queueID, res.PopTime)
 		if err != nil || (ok && blocked(&st, req.AttemptID, req.InvisibleTime, res.PopTime)) {
 			return false, err
 		}
@@ -91,7 +108,7 @@ func (s *Service) popOrderQueue(req PopRequest, src source, remain int, wait boo
 // popOrderLocked pops one queue for an orderly consumer; the caller holds
 // the queue's lock.
 func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *PopResult, info *InfoBuilder, dur *durability) error {
-	prev, hasPrev, err := s.store.Order(req.Group, src.topic, src.queueID)
+	prev, hasPrev, err := s.liveOrder(req.Group, src.topic, src.queueID, res.PopTime)
 	if err != nil {
 		return err
 	}

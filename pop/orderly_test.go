@@ -279,3 +279,22 @@ func TestAnOrderlyAckWakesHeldPopsWhateverTheLockReleaseNotice(t *testing.T) {
 		t.Fatalf("batch %v acknowledged, the queue free, and no held pop woken", offs)
 	}
 }
+
+// An orderly batch left unacknowledged for more than 24 h is forgotten,
+// as RocketMQ's ConsumerOrderInfoManager.autoClean drops it: the next pop
+// delivers the same messages counted from 0, not as a redelivery. Within
+// the 24 h they count on.
+func TestAnOrderlyBatchIdleForADayIsForgotten(t *testing.T) {
+	h := newOrderHarness(t, 4)
+	if offs, info := h.pop(t, "A", 2); fmt.Sprint(offs) != "[0 1]" || info != "0 0 0" {
+		t.Fatalf("first pop %v %q", offs, info)
+	}
+	h.now += 2000 // past the invisible time
+	if offs, info := h.pop(t, "B", 2); fmt.Sprint(offs) != "[0 1]" || info == "0 0 0" {
+		t.Fatalf("pop after the invisible time: %v %q, want [0 1] counted as redelivered", offs, info)
+	}
+	h.now += 25 * 3600 * 1000
+	if offs, info := h.pop(t, "C", 2); fmt.Sprint(offs) != "[0 1]" || info != "0 0 0" {
+		t.Fatalf("pop 25 h later: %v %q, want [0 1] counted afresh (\"0 0 0\")", offs, info)
+	}
+}
