@@ -386,3 +386,36 @@ func TestWatcherWaitsForTheFileToSettle(t *testing.T) {
 		t.Fatalf("the second look at the same bytes: %v %v", changed, err)
 	}
 }
+
+// The watcher never puts an empty file in force: a file an editor has
+// truncated to rewrite is empty, and were the rewrite then not to parse,
+// "no accounts" would stay in force. An administrator's Reload takes it.
+func TestGuardWatcherSkipsAnEmptyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plain_acl.yml")
+	if err := os.WriteFile(path, []byte("accounts:\n  - {accessKey: RocketMQ, secretKey: 12345678, defaultTopicPerm: PUB}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Open(path, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &Request{Code: 10, Version: 400, Remote: netip.MustParseAddr("127.0.0.1"),
+		Fields: signed("12345678", nil, map[string]string{FieldAccessKey: "RocketMQ"}), Resources: []Resource{{"T", Pub}}}
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // three watcher passes: each read finds the same empty file
+		if _, err := g.reload(true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.Check(req); err != nil {
+		t.Fatalf("the watcher put an empty file in force: %v", err)
+	}
+	if changed, err := g.Reload(); err != nil || !changed {
+		t.Fatalf("Reload of the empty file: changed %v, %v", changed, err)
+	}
+	if err := g.Check(req); err == nil {
+		t.Fatal("a send allowed with no accounts after Reload of the empty file")
+	}
+}

@@ -51,13 +51,21 @@ func (g *Guard) Reload() (bool, error) { return g.reload(false) }
 
 // reload is Reload; with settled, changed bytes are put in force only when
 // the previous call read the same bytes, so that a file caught in the
-// middle of being written (empty, or cut where it still parses) is not.
+// middle of being written (cut where it still parses) is not, and an
+// empty file never is: an editor that truncates and rewrites the file in
+// place, held up between the two, would otherwise put "no accounts" in
+// force for good if what it then writes does not parse. Reload (an
+// administrator's) takes an empty file.
 func (g *Guard) reload(settled bool) (bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	raw, err := os.ReadFile(g.path)
 	if err != nil {
 		return false, fmt.Errorf("read ACL file: %w", err)
+	}
+	if settled && len(raw) == 0 && g.cur.Load() != nil {
+		g.seen, g.hasSeen = nil, false
+		return false, nil
 	}
 	if g.cur.Load() != nil && bytes.Equal(raw, g.raw) {
 		g.seen, g.hasSeen = nil, false
