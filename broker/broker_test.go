@@ -57,8 +57,8 @@ func TestSendThenPull(t *testing.T) {
 		if props["MSG_REGION"] != "DefaultRegion" || props["TRACE_ON"] != "true" {
 			t.Errorf("message %d: MSG_REGION %q TRACE_ON %q, want the broker's DefaultRegion and true", i, props["MSG_REGION"], props["TRACE_ON"])
 		}
-		if _, ok := props["WAIT"]; ok {
-			t.Errorf("WAIT stored: RocketMQ drops it from single messages")
+		if props["WAIT"] != "true" {
+			t.Errorf("WAIT %q stored, want the send's true: RocketMQ 5 keeps it", props["WAIT"])
 		}
 	}
 }

@@ -97,13 +97,15 @@ func TestSyncFlushSendsWaitOffTheWorkers(t *testing.T) {
 	// max(16, 4*GOMAXPROCS), which the broker keeps).
 	n := 2 * max(16, 4*runtime.GOMAXPROCS(0))
 	// One send that does not wait gives the size of a record: the sends
-	// below differ only in their (fixed-width) bodies and unique keys.
+	// below differ only in their (fixed-width) bodies and unique keys, and
+	// in the WAIT property this one stores.
+	const noWait = "WAIT\x01false\x02"
 	before := b.clog.MaxOffset()
-	if r := sendV2(t, c, "DurableTopic", 0, "m000", "WAIT\x01false\x02"); r.Code != remoting.Success {
+	if r := sendV2(t, c, "DurableTopic", 0, "m000", noWait); r.Code != remoting.Success {
 		t.Fatalf("WAIT=false send: %d %s", r.Code, r.Remark)
 	}
 	start := b.clog.MaxOffset()
-	size := start - before
+	size := start - before - int64(len(noWait))
 	answers := sendAsync(t, c, "DurableTopic", n, "")
 	waitFor(t, "all sends stored behind the stalled flush", func() bool {
 		return b.clog.MaxOffset() >= start+int64(n)*size
