@@ -376,7 +376,7 @@ func TestWatcherWaitsForTheFileToSettle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, nil, 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("accounts: []\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if changed, err := g.reload(true); changed || err != nil || len(g.cur.Load().Accounts) != 1 {
