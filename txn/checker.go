@@ -129,6 +129,16 @@ func (s *Service) CheckDue(ctx context.Context) (PassStats, error) {
 // halfDue is a half HalfHook recorded and its first check time.
 type halfDue struct{ phy, due int64 }
 
+// minUnlistedPrune is the fewest halves HalfHook records before it drops
+// those below the dispatch progress itself (Service.pruneAt).
+const minUnlistedPrune = 4096
+
+// dropDispatched drops the halves recorded below dispatched, whose
+// batches are committed. The caller holds addedMu.
+func (s *Service) dropDispatched(dispatched int64) {
+	s.unlisted = slices.DeleteFunc(s.unlisted, func(h halfDue) bool { return h.phy < dispatched })
+}
+
 // forgetUnlisted drops the halves HalfHook recorded below dispatched, the
 // dispatch progress: their batches are committed, so a listing begun now
 // sees them. With listing set (a listing begins), addedDue becomes the
@@ -137,7 +147,7 @@ type halfDue struct{ phy, due int64 }
 func (s *Service) forgetUnlisted(dispatched int64, listing bool) {
 	s.addedMu.Lock()
 	defer s.addedMu.Unlock()
-	s.unlisted = slices.DeleteFunc(s.unlisted, func(h halfDue) bool { return h.phy < dispatched })
+	s.dropDispatched(dispatched)
 	if !listing {
 		return
 	}

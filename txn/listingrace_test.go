@@ -65,3 +65,31 @@ func TestAHalfIndexedDuringAListingIsChecked(t *testing.T) {
 		t.Fatalf("H2, due at %d, never checked by %d (%d listings)", h2.NextCheckAt, f.now.UnixMilli(), f.svc.listings)
 	}
 }
+
+// The halves the hook records for the listings are dropped once their
+// batches are committed even when no checker pass runs (a slave indexes
+// halves and checks none): the record stays bounded, not one entry per
+// half for ever.
+func TestUnlistedHalvesStayBoundedWithoutPasses(t *testing.T) {
+	f := newFixture(t, Config{Timeout: 6 * time.Second, CheckInterval: 30 * time.Second, CheckMax: 15})
+	f.svc.cfg.Dispatched = f.disp.Dispatched // as the broker's
+	const halves = 3 * minUnlistedPrune
+	for i := range halves {
+		m := &commitlog.Message{Topic: "T", QueueID: 1, BornTimestamp: f.now.UnixMilli(), Body: []byte("b"),
+			Properties: "PGROUP\x01pg\x02TRAN_MSG\x01true\x02"}
+		ToHalf(m)
+		if _, err := f.log.Append(context.Background(), commitlog.AppendRequest{Message: m, Assigner: f.store}); err != nil {
+			t.Fatal(err)
+		}
+		if i%512 == 0 {
+			f.caughtUp() // the batches commit as a running dispatcher's would
+		}
+	}
+	f.caughtUp()
+	f.svc.addedMu.Lock()
+	n := len(f.svc.unlisted)
+	f.svc.addedMu.Unlock()
+	if n > 2*minUnlistedPrune {
+		t.Fatalf("%d halves recorded after %d indexed with no pass, want at most %d", n, halves, 2*minUnlistedPrune)
+	}
+}

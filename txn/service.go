@@ -140,6 +140,10 @@ type Service struct {
 	// that a listing that could not see them keeps their due time.
 	addedMu  sync.Mutex
 	unlisted []halfDue
+	// pruneAt is the length of unlisted at which HalfHook drops the
+	// halves below the dispatch progress itself: a broker whose checker
+	// does not run (a slave) indexes halves all the same.
+	pruneAt int
 
 	// ops is set once the index holds an op message: only then do ends
 	// need looking up by queue offset.
@@ -171,7 +175,7 @@ func New(cfg Config, state *kvindex.Transactions, store Store, ask Asker, log ze
 	if cfg.CheckMax <= 0 {
 		cfg.CheckMax = def.CheckMax
 	}
-	return &Service{cfg: cfg, state: state, store: store, ask: ask, now: time.Now,
+	return &Service{cfg: cfg, state: state, store: store, ask: ask, now: time.Now, pruneAt: minUnlistedPrune,
 		log: log.With().Str("component", "txn").Logger()}
 }
 
@@ -208,6 +212,11 @@ func (s *Service) HalfHook() kvindex.Hook {
 		s.unlisted = append(s.unlisted, halfDue{phy: h.PhyOffset, due: h.NextCheckAt})
 		if h.NextCheckAt < s.addedDue.Load() {
 			s.addedDue.Store(h.NextCheckAt)
+		}
+		if len(s.unlisted) >= s.pruneAt && s.cfg.Dispatched != nil {
+			// As a pass that does not list: addedDue keeps their due time.
+			s.dropDispatched(s.cfg.Dispatched())
+			s.pruneAt = max(minUnlistedPrune, 2*len(s.unlisted))
 		}
 		s.addedMu.Unlock()
 		return s.state.AddHalf(w, h)
