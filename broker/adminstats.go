@@ -166,7 +166,7 @@ func (b *Broker) consumeStatsTopics(group string, h remoting.Header) ([]string, 
 	// Split on ';' as RocketMQ's fetchTopicList, and as the permission
 	// check reads the field (authRules): every topic it answers for was
 	// checked.
-	if list := strings.FieldsFunc(h.OptString("topicList", ""), func(r rune) bool { return r == ';' }); len(list) > 0 {
+	if list := splitNames(h.OptString("topicList", ""), ";"); len(list) > 0 {
 		return list, nil
 	}
 	var topics []string

@@ -303,7 +303,7 @@ func authNeeds(req *remoting.Command, cluster string) []auth.Need {
 			}
 			names := []string{v}
 			if fl.sep != "" {
-				names = strings.FieldsFunc(v, func(r rune) bool { return strings.ContainsRune(fl.sep, r) })
+				names = splitNames(v, fl.sep)
 			}
 			for _, n := range names {
 				switch {
@@ -342,4 +342,12 @@ func heartbeatConsumers(body []byte) []consumerData {
 		return nil
 	}
 	return hb.ConsumerDataSet
+}
+
+// splitNames splits a header field listing several names at any rune of
+// sep, dropping empty items: how the permission check reads such a field,
+// and so how the request's processor must read it, or it would act on a
+// name that was not checked.
+func splitNames(v, sep string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool { return strings.ContainsRune(sep, r) })
 }

@@ -264,7 +264,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 // RocketMQ's BrokerStartup sets it, so that a consumer the master sends
 // to its slave for being behind is not sent straight back.
 func memoryRatio(cfg configs.Broker) int {
-	if cfg.BrokerRole == "SLAVE" {
+	if cfg.BrokerRole == roleSlave {
 		return max(cfg.AccessMessageInMemoryMaxRatio-10, 0)
 	}
 	return cfg.AccessMessageInMemoryMaxRatio

@@ -167,10 +167,10 @@ func (b *Broker) MetricsAddr() net.Addr {
 // (not sends to retry or dead-letter topics, typed by the properties of
 // the send). topic is where the records went, as RocketMQ counts the
 // message after its store rewrote it: a delayed message's send counts in
-// SCHEDULE_TOPIC_XXXX (its delivery in its own topic, countDelivered), a
+// SCHEDULE_TOPIC_XXXX (its delivery in its own topic, deliverScheduled), a
 // timer message's in rmq_sys_wheel_timer, a half's in
-// RMQ_SYS_TRANS_HALF_TOPIC (its commit in its own topic), so that a
-// rolled-back half is no put of its topic.
+// RMQ_SYS_TRANS_HALF_TOPIC (its commit in its own topic, recordStore.Put),
+// so that a rolled-back half is no put of its topic.
 func (b *Broker) countIn(topic, props string, n int, bytes int64) {
 	b.countInAs(topic, messageTypeOf(props), n, bytes)
 }

@@ -26,7 +26,7 @@ func (b *Broker) putMessages(ctx context.Context, msgs []*commitlog.Message, wai
 
 // appendMessages is putMessages without the count of its time.
 func (b *Broker) appendMessages(ctx context.Context, msgs []*commitlog.Message, waitFlush bool) (commitlog.AppendResult, error) {
-	return b.appendRecords(ctx, msgs, waitFlush, len(msgs) == 1)
+	return b.appendRecords(ctx, msgs, waitFlush, true)
 }
 
 // appendBatch is appendMessages for a producer's SEND_BATCH_MESSAGE: its
@@ -37,8 +37,8 @@ func (b *Broker) appendBatch(ctx context.Context, msgs []*commitlog.Message) (co
 	return b.appendRecords(ctx, msgs, false, false)
 }
 
-// appendRecords appends msgs, one message dispatched to the light message
-// queues it names when multiDispatch.
+// appendRecords appends msgs; with multiDispatch, a single message is
+// dispatched to the light message queues it names too.
 func (b *Broker) appendRecords(ctx context.Context, msgs []*commitlog.Message, waitFlush, multiDispatch bool) (commitlog.AppendResult, error) {
 	first := msgs[0]
 	if b.beforePut != nil {
@@ -84,20 +84,28 @@ func (b *Broker) appendRecords(ctx context.Context, msgs []*commitlog.Message, w
 // (a delayed, timer or half message is dispatched only when delivered or
 // committed, where a refusal would lose it).
 func (b *Broker) checkLMQNames(topic, props string) error {
-	if !b.cfg.EnableLMQ || !b.cfg.EnableMultiDispatch || !meta.TopicAllowsLMQ(topic) {
-		return nil
-	}
-	names, ok := commitlog.LookupProperty(props, commitlog.PropertyMultiDispatch)
-	if !ok {
-		return nil
-	}
-	for _, name := range strings.Split(names, commitlog.MultiDispatchSeparator) {
+	for _, name := range b.multiDispatchNames(topic, props) {
 		if meta.IsLMQ(name) && !meta.ValidLMQ(name) {
 			return fmt.Errorf("%w: light message queue %q in %s: at most 255 bytes of UTF-8 without '/' or control characters",
 				commitlog.ErrInvalidAppend, name, commitlog.PropertyMultiDispatch)
 		}
 	}
 	return nil
+}
+
+// multiDispatchNames returns the names a message to topic lists in
+// INNER_MULTI_DISPATCH, or nil when it names none or is not dispatched to
+// light message queues (enableLmq, enableMultiDispatch, a topic that
+// allows them).
+func (b *Broker) multiDispatchNames(topic, props string) []string {
+	if !b.cfg.EnableLMQ || !b.cfg.EnableMultiDispatch || !meta.TopicAllowsLMQ(topic) {
+		return nil
+	}
+	names, ok := commitlog.LookupProperty(props, commitlog.PropertyMultiDispatch)
+	if !ok || names == "" {
+		return nil
+	}
+	return strings.Split(names, commitlog.MultiDispatchSeparator)
 }
 
 // acquireLMQs returns the light message queues a message is dispatched to
@@ -111,18 +119,11 @@ func (b *Broker) checkLMQNames(topic, props string) error {
 // to: the message still reaches its topic. releaseLMQs undoes the
 // acquisitions.
 func (b *Broker) acquireLMQs(m *commitlog.Message) ([]string, error) {
-	if !b.cfg.EnableLMQ || !b.cfg.EnableMultiDispatch || !meta.TopicAllowsLMQ(m.Topic) {
-		return nil, nil
-	}
 	switch commitlog.TransactionType(m.SysFlag) {
 	case commitlog.TransactionPrepared, commitlog.TransactionRollback:
 		return nil, nil
 	}
-	names, ok := commitlog.LookupProperty(m.Properties, commitlog.PropertyMultiDispatch)
-	if !ok || names == "" {
-		return nil, nil
-	}
-	lmqs := strings.Split(names, commitlog.MultiDispatchSeparator)
+	lmqs := b.multiDispatchNames(m.Topic, m.Properties)
 	found := false
 	for i, name := range lmqs {
 		if !meta.IsLMQ(name) {

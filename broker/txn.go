@@ -48,6 +48,7 @@ type recordStore struct {
 // does for COMMIT records. An op message is not waited for, as RocketMQ
 // does not wait for its own (the end it follows is synced in the index).
 func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.AppendResult, error) {
+	final := false // a committed message, in its topic or parked
 	switch m.Topic {
 	case meta.TransCheckMaxTopic, meta.TransHalfTopic, meta.TransOpHalfTopic:
 		if _, err := s.b.topics.ensureSystemTopic(m.Topic, 1, meta.PermRead|meta.PermWrite); err != nil {
@@ -57,6 +58,7 @@ func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.A
 			return s.b.putMessages(ctx, []*commitlog.Message{m}, false)
 		}
 	default:
+		final = true
 		level := 0
 		if commitlog.TransactionType(m.SysFlag) == commitlog.TransactionCommit {
 			level = delayLevelOf(m.Properties)
@@ -64,15 +66,14 @@ func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.A
 		if err := s.b.park(m, level); err != nil {
 			return commitlog.AppendResult{}, err
 		}
-		res, err := s.b.putMessages(ctx, []*commitlog.Message{m}, true)
-		if err == nil {
-			// A commit is a put of the topic it went to, in the
-			// statistics, as RocketMQ's sendFinalMessage counts it.
-			s.b.stats.Put(m.Topic, 1, res.WroteBytes)
-		}
-		return s.flushed(res, err)
 	}
-	return s.flushed(s.b.putMessages(ctx, []*commitlog.Message{m}, true))
+	res, err := s.b.putMessages(ctx, []*commitlog.Message{m}, true)
+	if err == nil && final {
+		// A commit is a put of the topic it went to, in the statistics,
+		// as RocketMQ's sendFinalMessage counts it.
+		s.b.stats.Put(m.Topic, 1, res.WroteBytes)
+	}
+	return s.flushed(res, err)
 }
 
 // PutBatch stores due timer messages of one queue in one append. They
