@@ -719,7 +719,7 @@ func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *re
 	runtime.ReadMemStats(&ms)
 	cache := b.db.BlockCache()
 	table := map[string]string{
-		"brokerVersionDesc":               "V5_3_4 (rocketkv)",
+		"brokerVersionDesc":               remoting.VersionName(int(remoting.CurrentVersion)),
 		"brokerVersion":                   itoa(int64(remoting.CurrentVersion)),
 		"bootTimestamp":                   itoa(b.started.UnixMilli()),
 		"runtime":                         formatRuntime(time.Since(b.started)),
