@@ -554,3 +554,37 @@ func TestRelaysToAHungConsumerDoNotHoldTheWorkers(t *testing.T) {
 		t.Fatalf("send while %d relays wait on a hung consumer: %v, %v", reached.Load(), r, err)
 	}
 }
+
+// Past the requests that may wait on clients at once, a relay is answered
+// SYSTEM_BUSY at once rather than queued.
+func TestRelaysPastTheWaitLimitAreBusy(t *testing.T) {
+	tb := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) { b.clientWaits = make(chan struct{}, 1) })
+	hung := make(chan struct{})
+	t.Cleanup(func() { close(hung) })
+	reached := make(chan struct{}, 1)
+	cons := tb.client(func(ctx context.Context, req *remoting.Command) *remoting.Command {
+		if req.Code != remoting.GetConsumerRunningInfo {
+			return nil // NOTIFY_CONSUMER_IDS_CHANGED
+		}
+		reached <- struct{}{}
+		select {
+		case <-hung:
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	if r := call(t, cons, remoting.HeartBeat, nil, consumerHeartbeat("10.0.0.9@1", "G")); r.Code != remoting.Success {
+		t.Fatalf("heartbeat: %d %s", r.Code, r.Remark)
+	}
+	admin := tb.client(nil)
+	relay := func() *remoting.Command {
+		return remoting.NewRequest(remoting.GetConsumerRunningInfo, map[string]string{"consumerGroup": "G", "clientId": "10.0.0.9@1"}, nil)
+	}
+	if err := admin.InvokeAsync(relay(), func(*remoting.Command, error) {}); err != nil {
+		t.Fatal(err)
+	}
+	<-reached // the one slot is taken, waiting on the hung consumer
+	if r := call(t, admin, remoting.GetConsumerRunningInfo, relay().ExtFields, nil); r.Code != remoting.SystemBusy || !strings.Contains(r.Remark, "[OVERLOAD]") {
+		t.Fatalf("a relay past the limit: %d %q, want SYSTEM_BUSY [OVERLOAD]", r.Code, r.Remark)
+	}
+}

@@ -555,3 +555,19 @@ func TestBrokerIP2HostNameIsTheHAAddress(t *testing.T) {
 	mustSend(t, master.client(nil), "TopicHA", 0, "x", "")
 	waitReplicated(t, master, startSlaveOf(t, master, nil))
 }
+
+// A SYNC_MASTER with no HA port refuses an update of inSyncReplicas above
+// 1 (its sends would wait for slaves that cannot connect), as it refuses
+// to start so; nothing is changed.
+func TestInSyncReplicasUpdateNeedsAnHAPort(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"brokerRole": "SYNC_MASTER", "haListenPort": "-1", "inSyncReplicas": "1"})
+	c := b.client(nil)
+	r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("inSyncReplicas=2"))
+	if r.Code != remoting.SystemError || !strings.Contains(r.Remark, "haListenPort") {
+		t.Fatalf("inSyncReplicas=2 without an HA port: %d %q, want SYSTEM_ERROR naming haListenPort", r.Code, r.Remark)
+	}
+	if n := b.current().InSyncReplicas; n != 1 {
+		t.Fatalf("inSyncReplicas %d after the refused update, want 1", n)
+	}
+	mustSend(t, c, "NoHA", 0, "x", "") // sends wait for no slave
+}
