@@ -244,14 +244,14 @@ func TestNewSlaveIndexesFromItsFirstSegment(t *testing.T) {
 	}
 }
 
-// A send-back lets the consumer move past the message: a SYNC_MASTER
-// answers it once its slave holds the retry message, as a send. When the
-// slave does not confirm it in time the copy is stored all the same and
-// answered SUCCESS (RocketMQ stores it without waiting): a failure would
-// make the client store the message a second time.
-func TestSyncMasterSendBackWaitsForItsSlave(t *testing.T) {
+// syncMasterSendingBack starts a SYNC_MASTER waiting for one slave
+// (slaveTimeout in ms) holding one message of Orders, and returns it with
+// a function sending that message back for group g1 to its DLQ (nothing
+// is put after it).
+func syncMasterSendingBack(t *testing.T, slaveTimeout string) (*testBroker, func() *remoting.Command) {
+	t.Helper()
 	master := startTestBroker(t, withHA(map[string]string{
-		"brokerRole": "SYNC_MASTER", "inSyncReplicas": "2", "slaveTimeout": "300"}))
+		"brokerRole": "SYNC_MASTER", "inSyncReplicas": "2", "slaveTimeout": slaveTimeout}))
 	mc := master.client(nil)
 	mustSend(t, mc, "Orders", 0, "order-1", "WAIT\x01false\x02")
 	master.caughtUp()
@@ -259,12 +259,21 @@ func TestSyncMasterSendBackWaitsForItsSlave(t *testing.T) {
 	if len(orig) != 1 {
 		t.Fatal("original message not readable")
 	}
-	sendBack := func() *remoting.Command {
+	return master, func() *remoting.Command {
 		return call(t, mc, remoting.ConsumerSendMsgBack, map[string]string{
-			"offset": strconv.FormatInt(orig[0].PhyOffset, 10), "group": "g1", "delayLevel": "-1", // to the DLQ: nothing is put after it
+			"offset": strconv.FormatInt(orig[0].PhyOffset, 10), "group": "g1", "delayLevel": "-1",
 			"originMsgId": commitlog.MessageID(orig[0].StoreHost, orig[0].PhyOffset), "originTopic": "Orders",
 		}, nil)
 	}
+}
+
+// A send-back lets the consumer move past the message: a SYNC_MASTER
+// answers it once its slave holds the retry message, as a send. When the
+// slave does not confirm it in time the copy is stored all the same and
+// answered SUCCESS (RocketMQ stores it without waiting): a failure would
+// make the client store the message a second time.
+func TestSyncMasterSendBackWaitsForItsSlave(t *testing.T) {
+	master, sendBack := syncMasterSendingBack(t, "300")
 	if r := sendBack(); r.Code != remoting.Success {
 		t.Fatalf("send back without a slave: %d %s, want SUCCESS for the copy stored", r.Code, r.Remark)
 	}
@@ -525,20 +534,8 @@ func TestASyncMasterWithoutAnHAPortIsRefused(t *testing.T) {
 // copy stored) still comes inside call's 20 s, where an unbounded wait
 // would have the client give up and store the message again.
 func TestASendBacksWaitForItsSlaveIsBounded(t *testing.T) {
-	master := startTestBroker(t, withHA(map[string]string{
-		"brokerRole": "SYNC_MASTER", "inSyncReplicas": "2", "slaveTimeout": "60000"}))
-	mc := master.client(nil)
-	mustSend(t, mc, "Orders", 0, "order-1", "WAIT\x01false\x02")
-	master.caughtUp()
-	orig := pullAll(t, master, mc, "Orders", 0)
-	if len(orig) != 1 {
-		t.Fatal("original message not readable")
-	}
-	r := call(t, mc, remoting.ConsumerSendMsgBack, map[string]string{
-		"offset": strconv.FormatInt(orig[0].PhyOffset, 10), "group": "g1", "delayLevel": "-1",
-		"originMsgId": commitlog.MessageID(orig[0].StoreHost, orig[0].PhyOffset), "originTopic": "Orders",
-	}, nil)
-	if r.Code != remoting.Success {
+	_, sendBack := syncMasterSendingBack(t, "60000")
+	if r := sendBack(); r.Code != remoting.Success {
 		t.Fatalf("send back with no slave and a minute's slaveTimeout: %d %s", r.Code, r.Remark)
 	}
 }
