@@ -121,7 +121,7 @@ func TestACLWithSignedGoClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = c.Start()
-	defer func() { _ = c.Shutdown() }()
+	defer func() { _ = stopConsumer(c, "cg-not-granted", topic) }()
 	b.waitLog(t, "No default permission for group:cg-not-granted", 30*time.Second)
 	if snap := denied.snapshot(); len(snap) != 0 {
 		t.Fatalf("a consumer without permission on its group received %d messages", len(snap))

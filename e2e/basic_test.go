@@ -94,10 +94,11 @@ func startPushConsumerFunc(t testing.TB, ns, group, topic string, sel consumer.M
 		// registered is not reused.
 		all := append([]consumer.Option{consumer.WithNameServer([]string{ns}), consumer.WithGroupName(group),
 			consumer.WithInstance(uniqueInstance(t))}, opts...)
-		c, err := rocketmq.NewPushConsumer(all...)
+		raw, err := rocketmq.NewPushConsumer(all...)
 		if err != nil {
 			t.Fatal(err)
 		}
+		c := &safePushConsumer{PushConsumer: raw, subs: subscriptions{group: group}}
 		err = c.Subscribe(topic, sel, f)
 		if err == nil {
 			err = c.Start()
@@ -106,7 +107,7 @@ func startPushConsumerFunc(t testing.TB, ns, group, topic string, sel consumer.M
 			t.Cleanup(func() { _ = c.Shutdown() })
 			return c
 		}
-		_ = c.Shutdown()
+		_ = raw.Shutdown()
 		if time.Now().After(deadline) {
 			t.Fatalf("start consumer %s on %s: %v", group, topic, err)
 		}

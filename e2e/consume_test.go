@@ -224,10 +224,11 @@ func startPullConsumer(t testing.TB, ns, group, topic string, sel consumer.Messa
 	for {
 		all := append([]consumer.Option{consumer.WithNameServer([]string{ns}), consumer.WithGroupName(group),
 			consumer.WithInstance(uniqueInstance(t))}, opts...)
-		c, err := rocketmq.NewPullConsumer(all...)
+		raw, err := rocketmq.NewPullConsumer(all...)
 		if err != nil {
 			t.Fatal(err)
 		}
+		c := &safePullConsumer{PullConsumer: raw, subs: subscriptions{group: group}}
 		if err = c.Subscribe(topic, sel); err == nil {
 			err = c.Start()
 		}
@@ -235,7 +236,7 @@ func startPullConsumer(t testing.TB, ns, group, topic string, sel consumer.Messa
 			t.Cleanup(func() { _ = c.Shutdown() })
 			return c
 		}
-		_ = c.Shutdown()
+		_ = raw.Shutdown()
 		if time.Now().After(deadline) {
 			t.Fatalf("start pull consumer %s on %s: %v", group, topic, err)
 		}

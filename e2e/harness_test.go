@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -18,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 )
 
@@ -464,3 +468,92 @@ func uniqueInstance(t testing.TB) string {
 	})
 	return name
 }
+
+// quietConsumer is the part of the Go client's push and pull consumers
+// that stopConsumer uses.
+type quietConsumer interface {
+	Unsubscribe(topic string) error
+	Shutdown() error
+}
+
+// stopConsumer shuts a Go client consumer down without tripping a race in
+// the client: its shutdown closes each process queue's message channel
+// while a pull that has just returned messages may still be sending on it
+// (process_queue.go's putMessage selects between the closed stop channel
+// and the send, and picks the send half the time: "send on closed
+// channel" panics the whole test binary). Unsubscribing every topic the
+// consumer reads (its own and the group's retry topic) and rebalancing
+// first drops those queues from the table shutdown walks; a pull in flight
+// on a dropped queue sees it dropped and puts nothing. The second
+// rebalance catches a queue a rebalance already running in the client's
+// background re-created. Offsets are persisted before: the client's
+// removal of a queue persists that queue's offset and forgets every other
+// queue's (offset_store.go's persist keeps only the queues it is given),
+// so shutdown would have none left to persist.
+func stopConsumer(c quietConsumer, group string, topics ...string) error {
+	if p, ok := c.(interface{ PersistConsumerOffset() error }); ok {
+		_ = p.PersistConsumerOffset()
+	}
+	for _, topic := range append([]string{"%RETRY%" + group}, topics...) {
+		_ = c.Unsubscribe(topic)
+	}
+	if r, ok := c.(interface{ Rebalance() }); ok {
+		r.Rebalance()
+		time.Sleep(200 * time.Millisecond)
+		r.Rebalance()
+	}
+	return c.Shutdown()
+}
+
+// subscriptions remembers the topics a consumer subscribed, for
+// stopConsumer.
+type subscriptions struct {
+	group string
+
+	mu     sync.Mutex
+	topics []string
+}
+
+func (s *subscriptions) add(topic string) {
+	s.mu.Lock()
+	s.topics = append(s.topics, topic)
+	s.mu.Unlock()
+}
+
+func (s *subscriptions) stop(c quietConsumer) error {
+	s.mu.Lock()
+	topics := append([]string(nil), s.topics...)
+	s.mu.Unlock()
+	return stopConsumer(c, s.group, topics...)
+}
+
+// safePushConsumer is a push consumer whose Shutdown is stopConsumer.
+type safePushConsumer struct {
+	rocketmq.PushConsumer
+	subs subscriptions
+}
+
+// Subscribe subscribes and remembers the topic for Shutdown.
+func (c *safePushConsumer) Subscribe(topic string, sel consumer.MessageSelector,
+	f func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error)) error {
+	c.subs.add(topic)
+	return c.PushConsumer.Subscribe(topic, sel, f)
+}
+
+// Shutdown stops the consumer with stopConsumer.
+func (c *safePushConsumer) Shutdown() error { return c.subs.stop(c.PushConsumer) }
+
+// safePullConsumer is a pull consumer whose Shutdown is stopConsumer.
+type safePullConsumer struct {
+	rocketmq.PullConsumer
+	subs subscriptions
+}
+
+// Subscribe subscribes and remembers the topic for Shutdown.
+func (c *safePullConsumer) Subscribe(topic string, sel consumer.MessageSelector) error {
+	c.subs.add(topic)
+	return c.PullConsumer.Subscribe(topic, sel)
+}
+
+// Shutdown stops the consumer with stopConsumer.
+func (c *safePullConsumer) Shutdown() error { return c.subs.stop(c.PullConsumer) }
