@@ -343,39 +343,6 @@ func TestPullFromWithSQL(t *testing.T) {
 	}
 }
 
-// TestSuspendResume: a suspended push consumer stops pulling (messages
-// sent meanwhile wait in the broker) and receives them after Resume;
-// GetOffsetDiffMap reports the backlog while suspended.
-func TestSuspendResume(t *testing.T) {
-	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
-	const topic, group = "E2ESuspend", "cg-suspend"
-	createTopic(t, b.addr, topic, 1)
-	waitRoute(t, ns.addr, topic, b.name)
-	p := newProducer(t, ns.addr, "pg-suspend")
-	got := newCollector()
-	c := startPushConsumer(t, ns.addr, group, topic, consumer.MessageSelector{}, got,
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
-	sendN(t, p, topic, "first-", 5)
-	got.waitDistinct(t, 5, 30*time.Second)
-	c.Suspend()
-	// A pull held by the broker when the consumer suspended still
-	// answers: flush it with one message.
-	sendN(t, p, topic, "flush-", 1)
-	got.waitDistinct(t, 6, 30*time.Second)
-	sendN(t, p, topic, "second-", 5)
-	time.Sleep(3 * time.Second)
-	if k := len(got.snapshot()); k != 6 {
-		t.Errorf("a suspended consumer received %d messages, want 6", k)
-	}
-	diff := c.GetOffsetDiffMap()
-	t.Logf("offset diff while suspended: %v", diff)
-	c.Resume()
-	got.waitDistinct(t, 11, 30*time.Second)
-	checkBodies(t, got, "second-", 5)
-}
-
 // TestBroadcastingKeepsLocalOffsets: a broadcasting consumer keeps its
 // offsets in a local file, not on the broker: started again with the same
 // instance name it resumes after what it consumed (nothing twice), and

@@ -173,17 +173,21 @@ func TestQueueSelectorsKeysAndLookups(t *testing.T) {
 	}
 
 	manual := newProducer(t, ns.addr, "pg-select-manual", producer.WithQueueSelector(producer.NewManualQueueSelector()))
+	// The max offset counts dispatched messages, which may trail the
+	// answered sends: wait for the round robin's before reading it.
+	waitDispatched(t, b.addr, topic, queues, 2*queues)
+	next := maxOffset(t, b.addr, topic, 3)
 	for i := 0; i < 5; i++ {
 		m := primitive.NewMessage(topic, []byte(fmt.Sprintf("manual-%d", i)))
 		m.Queue = &primitive.MessageQueue{Topic: topic, BrokerName: b.name, QueueId: 3}
-		before := maxOffset(t, b.addr, topic, 3)
 		res, err := manual.SendSync(context.Background(), m)
 		if err != nil {
 			t.Fatalf("manual send %d: %v", i, err)
 		}
-		if res.MessageQueue.QueueId != 3 || res.QueueOffset != before {
-			t.Errorf("manual send %d to queue 3 (max offset %d) answered queue %d offset %d", i, before, res.MessageQueue.QueueId, res.QueueOffset)
+		if res.MessageQueue.QueueId != 3 || res.QueueOffset != next {
+			t.Errorf("manual send %d to queue 3 (next offset %d) answered queue %d offset %d", i, next, res.MessageQueue.QueueId, res.QueueOffset)
 		}
+		next++
 	}
 
 	hash := newProducer(t, ns.addr, "pg-select-hash", producer.WithQueueSelector(producer.NewHashQueueSelector()))
