@@ -80,6 +80,13 @@ func TestOrderlyConsume(t *testing.T) {
 	for _, e := range orderErrs {
 		t.Error(e)
 	}
+	checkKeyOrder(t, seqs, keys, perKey)
+}
+
+// checkKeyOrder fails t unless every key0 … key<keys-1> of seqs holds the
+// sequence numbers 0 … perKey-1 in order, each once.
+func checkKeyOrder(t testing.TB, seqs map[string][]int, keys, perKey int) {
+	t.Helper()
 	for k := 0; k < keys; k++ {
 		key := fmt.Sprintf("key%d", k)
 		s := seqs[key]

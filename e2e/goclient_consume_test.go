@@ -151,17 +151,7 @@ func TestOrderlySuspendAndDLQ(t *testing.T) {
 	for _, e := range errs {
 		t.Error(e)
 	}
-	for k := 0; k < keys; k++ {
-		key := fmt.Sprintf("key%d", k)
-		s := seqs[key]
-		ok := len(s) == perKey
-		for i := 0; ok && i < perKey; i++ {
-			ok = s[i] == i
-		}
-		if !ok {
-			t.Errorf("%s arrived as %v, want 0..%d in order", key, s, perKey-1)
-		}
-	}
+	checkKeyOrder(t, seqs, keys, perKey)
 	if a := fmt.Sprint(attempts[flaky]); a != "[0 1 2]" {
 		t.Errorf("%s attempted with reconsume times %s, want [0 1 2]", flaky, a)
 	}
