@@ -681,7 +681,14 @@ func (s *PopStore) DeleteTopic(topic string) error {
 		if err != nil {
 			break
 		}
-		err = s.eachGroupOfTopic(p, topic, func(_ *pebble.Iterator, lo []byte) error {
+		// Only groups that hold keys of the topic get a range deletion:
+		// a broker sees thousands of groups come and go, and a
+		// tombstone for each on every deletion would fill the memtable
+		// with fragments Pebble rebuilds for every read.
+		err = s.eachGroupOfTopic(p, topic, func(it *pebble.Iterator, lo []byte) error {
+			if !it.SeekGE(lo) || !bytes.HasPrefix(it.Key(), lo) {
+				return nil
+			}
 			return b.b.DeleteRange(lo, prefixEnd(lo), nil)
 		})
 	}

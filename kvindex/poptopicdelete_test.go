@@ -3,6 +3,8 @@ package kvindex
 import (
 	"fmt"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // consumerKeyspaces are the keyspaces of what consumers leave of a topic,
@@ -109,5 +111,64 @@ func TestDeleteTopicDeletesWhatItsConsumersLeft(t *testing.T) {
 	}
 	if off, ok, err := db.ConsumerOffsets().Get("H", "T", 1); err != nil || ok {
 		t.Errorf("committed offset of T after its deletion: %d %v %v", off, ok, err)
+	}
+}
+
+// rangeDeletionsOnDisk flushes the memtable and counts the range
+// deletions its sstables hold.
+func rangeDeletionsOnDisk(t *testing.T, db *DB) uint64 {
+	t.Helper()
+	if err := db.pdb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	levels, err := db.pdb.SSTables(pebble.WithProperties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, l := range levels {
+		for _, s := range l {
+			if s.Properties != nil {
+				n += s.Properties.NumRangeDeletions
+			}
+		}
+	}
+	return n
+}
+
+// A topic deletion writes range deletions for the groups that left state
+// of the topic, not for every group the broker ever saw: with groups
+// coming and going, a tombstone per group on every deletion made each
+// deletion take seconds and grew the broker's memory by hundreds of MiB
+// (Pebble keeps the fragments of a memtable's range deletions for reads).
+func TestDeleteTopicTombstonesOnlyGroupsOfTheTopic(t *testing.T) {
+	db := openTestDB(t)
+	const groups = 500
+	updates := make([]OffsetUpdate, 0, groups)
+	for g := 0; g < groups; g++ {
+		updates = append(updates, OffsetUpdate{Group: fmt.Sprintf("G%d", g), Topic: "Live", QueueID: 0, Offset: 1})
+	}
+	if err := db.ConsumerOffsets().SetMany(updates, true); err != nil {
+		t.Fatal(err)
+	}
+	putConsumerState(t, db, "G7", "T")
+	before := rangeDeletionsOnDisk(t, db)
+	if err := db.Pop().DeleteTopic("Unconsumed"); err != nil {
+		t.Fatal(err)
+	}
+	if n := rangeDeletionsOnDisk(t, db) - before; n != 0 {
+		t.Errorf("deleting a topic no group consumed wrote %d range deletions among %d groups of another topic", n, groups)
+	}
+	before = rangeDeletionsOnDisk(t, db)
+	if err := db.Pop().DeleteTopic("T"); err != nil {
+		t.Fatal(err)
+	}
+	// One group's committed offsets, pop positions, orderly batches and
+	// revive batches (its checkpoints are deleted key by key).
+	if n := rangeDeletionsOnDisk(t, db) - before; n == 0 || n > 5 {
+		t.Errorf("deleting a topic one group consumed wrote %d range deletions, want 1-5", n)
+	}
+	if after := keysByTopic(t, db); after[fmt.Sprintf("%#x T", prefixConsumerOf)] != 0 || after[fmt.Sprintf("%#x Live", prefixConsumerOf)] != groups {
+		t.Errorf("after the deletion of T: %v", after)
 	}
 }
