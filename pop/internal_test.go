@@ -554,3 +554,28 @@ func openIndex(t *testing.T) *kvindex.DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// The pop counters stay bounded as groups and topics come and go: once
+// maxRequestCounts pairs are counted a new pair starts them all again,
+// while a pair already counted goes on counting.
+func TestRequestCountsStayBounded(t *testing.T) {
+	s := &Service{reqCount: map[string]uint64{}}
+	for i := 0; i < 3; i++ {
+		if n := s.nextRequest("g", "T"); n != uint64(i) {
+			t.Fatalf("pop %d of g@T counted %d", i, n)
+		}
+	}
+	for i := 0; len(s.reqCount) < maxRequestCounts; i++ {
+		s.nextRequest(fmt.Sprintf("churn%d", i), "T")
+	}
+	if n := s.nextRequest("g", "T"); n != 3 {
+		t.Errorf("pop 3 of g@T in a full table counted %d", n)
+	}
+	s.nextRequest("one-more", "T")
+	if len(s.reqCount) > maxRequestCounts {
+		t.Errorf("%d pop counters after %d pairs, want at most %d", len(s.reqCount), maxRequestCounts+1, maxRequestCounts)
+	}
+	if n := s.nextRequest("g", "T"); n != 0 {
+		t.Errorf("g@T counted %d after the counters started again, want 0", n)
+	}
+}

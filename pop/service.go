@@ -290,13 +290,22 @@ func (s *Service) stripe(group, topic string, queueID int32) *sync.Mutex {
 	return &s.locks[h.Sum64()%lockStripes]
 }
 
+// maxRequestCounts bounds the pop counters: groups and topics come and go
+// on a broker, and a counter only turns a group's first queue and its
+// retry-first share, so all of them start again from 0 once this many
+// group@topic pairs have been counted (about 6 MiB of map).
+const maxRequestCounts = 1 << 16
+
 // nextRequest counts pops per group and topic; retryFirst picks by the
 // count those that start with the pop-retry topics.
 func (s *Service) nextRequest(group, topic string) uint64 {
 	k := group + "@" + topic
 	s.reqMu.Lock()
 	defer s.reqMu.Unlock()
-	n := s.reqCount[k]
+	n, ok := s.reqCount[k]
+	if !ok && len(s.reqCount) >= maxRequestCounts {
+		clear(s.reqCount)
+	}
 	s.reqCount[k] = n + 1
 	return n
 }
