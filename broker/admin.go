@@ -373,6 +373,7 @@ func (b *Broker) deleteTopic(topic string) error {
 	}
 	b.deletionStep(stepTopicQueuesDropped)
 	b.stats.TopicDeleted(topic)
+	b.pulled.forget(func(q groupQueue) bool { return q.topic == topic })
 	// A topic created again numbers its queues from 0: a stale position
 	// or offset past their end would skip its messages, and revive would
 	// read its messages at the offsets of checkpoints left.
@@ -568,6 +569,7 @@ func (b *Broker) processDeleteGroup(_ context.Context, _ *remoting.Conn, req *re
 	}
 	b.resets.forgetGroup(group)
 	b.stats.GroupDeleted(group)
+	b.pulled.forget(func(q groupQueue) bool { return q.group == group })
 	if h.OptBool("cleanOffset", false) {
 		if err := b.offsets.DeleteGroup(group); err != nil {
 			return remoting.NewResponse(req, remoting.SystemError, err.Error())

@@ -818,3 +818,45 @@ func TestMetricFamiliesTurnOff(t *testing.T) {
 		}
 	}
 }
+
+// The pull offsets behind the consumer gauges forget a deleted group's
+// and a deleted topic's queues at the deletion: otherwise only a scrape
+// prunes them, and with the exporter on but rarely scraped, groups that
+// come and go filled the table for good (RocketMQ's removeOffset and
+// cleanOffsetByTopic drop their pullOffsetTable entries too).
+func TestPullOffsetsForgetDeletedGroupsAndTopics(t *testing.T) {
+	b := startTestBroker(t, map[string]string{
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+	})
+	c := b.client(nil)
+	for _, topic := range []string{"PulledA", "PulledB"} {
+		mustSend(t, c, topic, 0, "m", "")
+	}
+	b.caughtUp()
+	for _, gt := range [][2]string{{"pg1", "PulledA"}, {"pg2", "PulledA"}, {"pg2", "PulledB"}, {"pg3", "PulledB"}} {
+		ensureGroup(t, c, gt[0])
+		if r := call(t, c, remoting.PullMessage, pullReq(gt[0], gt[1], 0, 0, 0, 0, "*"), nil); r.Code != remoting.Success {
+			t.Fatalf("pull %v: %d %s", gt, r.Code, r.Remark)
+		}
+	}
+	queues := func() []string {
+		var out []string
+		for q := range b.pulled.snapshot() {
+			out = append(out, q.group+"@"+q.topic)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := queues(); len(got) != 4 {
+		t.Fatalf("pull offsets before the deletions: %v", got)
+	}
+	if r := call(t, c, remoting.DeleteSubscriptionGroup, map[string]string{"groupName": "pg1"}, nil); r.Code != remoting.Success {
+		t.Fatalf("delete group: %d %s", r.Code, r.Remark)
+	}
+	if r := call(t, c, remoting.DeleteTopicInBroker, map[string]string{"topic": "PulledB"}, nil); r.Code != remoting.Success {
+		t.Fatalf("delete topic: %d %s", r.Code, r.Remark)
+	}
+	if got := queues(); !slices.Equal(got, []string{"pg2@PulledA"}) {
+		t.Errorf("pull offsets after deleting group pg1 and topic PulledB: %v, want [pg2@PulledA]", got)
+	}
+}

@@ -68,3 +68,14 @@ func (p *pullPositions) prune(snap map[groupQueue]int64, useful map[groupQueue]b
 		}
 	}
 }
+
+// forget drops the entries of which drop reports true: a deleted group's
+// or topic's, which no later scrape would prune while nobody scrapes.
+func (p *pullPositions) forget(drop func(groupQueue) bool) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	maps.DeleteFunc(p.next, func(k groupQueue, _ int64) bool { return drop(k) })
+}
