@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -239,5 +240,40 @@ func TestQueryAssignmentMergesTheRouteWithItsOwnQueues(t *testing.T) {
 	}
 	if got := queuesText(queryAssignment(t, c, "Unregistered", "g", "c1")); got != "broker-a/0 broker-a/1 broker-a/2 broker-a/3" {
 		t.Errorf("topic the name server does not know: %s", got)
+	}
+}
+
+// A route QUERY_ASSIGNMENT cached is dropped once no query has refreshed
+// it for unusedRoutes intervals: topics queried once (a session's, one
+// deleted since) stayed cached for good.
+func TestAssignmentRoutesNobodyAsksForAreDropped(t *testing.T) {
+	ns := startTestNameServer(t)
+	addr := ns.Addr().String()
+	b := startTestBroker(t, map[string]string{"namesrvAddr": addr, "brokerName": "broker-a", "loadBalancePollNameServerInterval": "100"})
+	c := b.client(nil)
+	topics := []string{"Once0", "Once1", "Once2", "Kept"}
+	for _, topic := range topics {
+		mustSend(t, c, topic, 0, "x", "")
+		waitForRoute(t, ns, topic, "broker-a", func(r *namesrv.TopicRouteData) bool { return len(r.QueueDatas) == 1 })
+	}
+	cached := func() []string {
+		b.assignRoutes.mu.Lock()
+		defer b.assignRoutes.mu.Unlock()
+		return slices.Sorted(maps.Keys(b.assignRoutes.cache))
+	}
+	for _, topic := range topics {
+		queryAssignment(t, c, topic, "g", "c1")
+	}
+	if got := cached(); len(got) != len(topics) {
+		t.Fatalf("cached routes %v, want %v", got, topics)
+	}
+	// Kept is asked for every interval, the others never again.
+	deadline := time.Now().Add(unusedRoutes*100*time.Millisecond + time.Second)
+	for time.Now().Before(deadline) {
+		queryAssignment(t, c, "Kept", "g", "c1")
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := cached(); !slices.Equal(got, []string{"Kept"}) {
+		t.Errorf("cached routes %v after %d unused intervals, want [Kept]", got, unusedRoutes)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -31,10 +32,20 @@ type assignRoutes struct {
 
 	mu    sync.Mutex
 	cache map[string]routedQueues // topic -> the other groups' queues
+	swept time.Time               // when refresh last dropped unused routes
 	// loads collapses concurrent misses of one topic into one request:
 	// every client of a group rebalances at about the same moment.
 	loads singleflight.Group
 }
+
+// unusedRoutes is how many loadBalancePollNameServerIntervals a cached
+// route stays without a query refreshing it: topics come and go (a
+// session's, a test's, one deleted elsewhere) and a route nobody asks for
+// again would otherwise stay for good. RocketMQ's TopicRouteInfoManager
+// refreshes every cached topic each interval and drops those the name
+// servers no longer know; here an unused route is dropped, and fetched
+// again if it is asked for.
+const unusedRoutes = 10
 
 // routedQueues are the readable queues of the broker groups other than
 // this one in a topic's route, and when the route was fetched.
@@ -154,6 +165,11 @@ func (r *assignRoutes) refresh(ctx context.Context, topic string) ([]assignedQue
 			queues = append(queues, assignedQueue{BrokerName: qd.BrokerName, QueueID: i, Topic: topic})
 		}
 	}
-	r.cache[topic] = routedQueues{queues: queues, at: time.Now()}
+	now := time.Now()
+	r.cache[topic] = routedQueues{queues: queues, at: now}
+	if ttl := r.b.current().LoadBalancePollNameServerInterval; now.Sub(r.swept) >= ttl {
+		r.swept = now
+		maps.DeleteFunc(r.cache, func(_ string, c routedQueues) bool { return now.Sub(c.at) > unusedRoutes*ttl })
+	}
 	return queues, nil
 }
