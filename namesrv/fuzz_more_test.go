@@ -98,8 +98,13 @@ func FuzzNamesrvRequests(f *testing.F) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := c.Invoke(ctx, remoting.NewRequest(code, h, body)); err != nil {
+		resp, err := c.Invoke(ctx, remoting.NewRequest(code, h, body))
+		if err != nil {
 			t.Fatalf("code %d ext %v: %v", code, h, err)
+		}
+		// The server answers a handler's panic; the answer tells.
+		if resp.Code == remoting.SystemError && strings.HasPrefix(resp.Remark, remoting.PanicRemark) {
+			t.Fatalf("code %d ext %v: the handler panicked: %s", code, h, resp.Remark)
 		}
 	})
 }

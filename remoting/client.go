@@ -432,7 +432,7 @@ func (c *Client) handle(req *Command) {
 				if p := recover(); p != nil {
 					c.log.Error().Int32("code", req.Code).Str("panic", fmt.Sprint(p)).Bytes("stack", debug.Stack()).
 						Msg("client handler panicked")
-					resp = NewResponse(req, SystemError, fmt.Sprintf("internal error: %v", p))
+					resp = NewResponse(req, SystemError, PanicRemark+fmt.Sprint(p))
 				}
 			}()
 			resp = c.opts.Handler(c.ctx, req)

@@ -406,13 +406,17 @@ func (s *Server) deliver(conn *Conn, resp *Command) {
 	}
 }
 
+// PanicRemark starts the remark of the SYSTEM_ERROR a server answers in
+// place of a handler that panicked (the panic's value follows).
+const PanicRemark = "internal error: "
+
 // serve runs h for req, turning a panic into a SYSTEM_ERROR answer.
 func (s *Server) serve(conn *Conn, req *Command, h Handler) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error().Stringer("conn", conn).Int32("code", req.Code).Int32("opaque", req.Opaque).
 				Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).Msg("handler panicked")
-			_ = conn.Reply(req, NewResponse(req, SystemError, fmt.Sprintf("internal error: %v", r)))
+			_ = conn.Reply(req, NewResponse(req, SystemError, PanicRemark+fmt.Sprint(r)))
 		}
 	}()
 	h.ServeCommand(conn.ctx, conn, req)
