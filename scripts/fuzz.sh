@@ -9,6 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-15s}
+# Go minimises each new interesting input for up to a minute by default;
+# for a slow target (a TLS handshake, a store opened per input) that took
+# the whole run, a few executions in all.
+FUZZMINIMIZETIME=${FUZZMINIMIZETIME:-2s}
 status=0
 inputs() { ls "$1" 2>/dev/null | sort || true; }
 for pkg in $(go list ./...); do
@@ -18,7 +22,7 @@ for pkg in $(go list ./...); do
 		for attempt in 1 2; do
 			echo "== $pkg $target ($FUZZTIME)"
 			before=$(inputs "$corpus")
-			if go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg"; then
+			if go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime "$FUZZMINIMIZETIME" "$pkg"; then
 				break
 			fi
 			if [ "$(inputs "$corpus")" != "$before" ]; then
