@@ -40,18 +40,29 @@ func FetchRoute(ctx context.Context, pool *remoting.ClientPool, addrs []string, 
 			lastErr = fmt.Errorf("route of %s from name server %s: code %d: %s", topic, addr, resp.Code, resp.Remark)
 			continue
 		}
-		var route TopicRouteData
-		if err := json.Unmarshal(resp.Body, &route); err != nil {
-			lastErr = fmt.Errorf("route of %s from name server %s: decode: %w", topic, addr, err)
-			continue
-		}
-		if err := route.checkCounts(); err != nil {
+		route, err := decodeRoute(resp.Body)
+		if err != nil {
 			lastErr = fmt.Errorf("route of %s from name server %s: %w", topic, addr, err)
 			continue
 		}
 		return route, nil
 	}
 	return TopicRouteData{}, lastErr
+}
+
+// decodeRoute reads a name server's GET_ROUTEINFO_BY_TOPIC answer body
+// (standard JSON: a request of version 4.9.4 or later gets it from a Java
+// name server too) and refuses a route whose queue counts no broker can
+// have.
+func decodeRoute(body []byte) (TopicRouteData, error) {
+	var route TopicRouteData
+	if err := json.Unmarshal(body, &route); err != nil {
+		return TopicRouteData{}, fmt.Errorf("decode: %w", err)
+	}
+	if err := route.checkCounts(); err != nil {
+		return TopicRouteData{}, err
+	}
+	return route, nil
 }
 
 // checkCounts refuses a route with a queue data that checkCounts

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -116,4 +117,62 @@ func FuzzQueueDatas(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzRouteBody feeds route answers, as a broker or the proxy reads them
+// from a name server, to decodeRoute: it never panics, what it accepts
+// has queue counts a broker can have, and the route written back as the
+// name server writes it (AppendJSON) reads back the same.
+func FuzzRouteBody(f *testing.F) {
+	f.Add([]byte(`{"brokerDatas":[{"brokerAddrs":{"0":"10.0.0.1:10911","1":"10.0.0.2:10911"},"brokerName":"a","cluster":"C"}],` +
+		`"filterServerTable":{},"queueDatas":[{"brokerName":"a","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}`))
+	f.Add([]byte(`{"brokerDatas":[],"orderTopicConf":"a:4","queueDatas":[{"brokerName":"a","readQueueNums":2147483647}]}`))
+	f.Add([]byte(`{"queueDatas":[{"brokerName":"a","readQueueNums":-1}]}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		route, err := decodeRoute(body)
+		if err != nil {
+			return
+		}
+		for _, q := range route.QueueDatas {
+			if q.ReadQueueNums < 0 || q.ReadQueueNums > maxRegisteredQueues || q.WriteQueueNums < 0 || q.WriteQueueNums > maxRegisteredQueues {
+				t.Fatalf("accepted queue counts %d/%d", q.ReadQueueNums, q.WriteQueueNums)
+			}
+		}
+		again, err := decodeRoute(route.AppendJSON(nil))
+		if err != nil {
+			t.Fatalf("the route written back does not read: %v", err)
+		}
+		if !routesEqual(route, again) {
+			t.Fatalf("route %+v reads back as %+v", route, again)
+		}
+	})
+}
+
+// routesEqual compares two routes as a client reads them: empty and
+// absent lists and tables alike.
+func routesEqual(a, b TopicRouteData) bool {
+	norm := func(r TopicRouteData) string {
+		if len(r.BrokerDatas) == 0 {
+			r.BrokerDatas = nil
+		}
+		if len(r.QueueDatas) == 0 {
+			r.QueueDatas = nil
+		}
+		if len(r.FilterServerTable) == 0 {
+			r.FilterServerTable = nil
+		}
+		for i := range r.BrokerDatas {
+			if len(r.BrokerDatas[i].BrokerAddrs) == 0 {
+				r.BrokerDatas[i].BrokerAddrs = nil
+			}
+		}
+		for k, v := range r.FilterServerTable {
+			if len(v) == 0 {
+				r.FilterServerTable[k] = nil
+			}
+		}
+		return fmt.Sprintf("%#v", r)
+	}
+	return norm(a) == norm(b)
 }
