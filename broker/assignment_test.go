@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -250,6 +251,9 @@ func TestAssignmentRoutesNobodyAsksForAreDropped(t *testing.T) {
 	ns := startTestNameServer(t)
 	addr := ns.Addr().String()
 	b := startTestBroker(t, map[string]string{"namesrvAddr": addr, "brokerName": "broker-a", "loadBalancePollNameServerInterval": "100"})
+	b.assignRoutes.mu.Lock()
+	b.assignRoutes.minUnused = 0 // ten intervals, not a minute
+	b.assignRoutes.mu.Unlock()
 	c := b.client(nil)
 	topics := []string{"Once0", "Once1", "Once2", "Kept"}
 	for _, topic := range topics {
@@ -275,5 +279,37 @@ func TestAssignmentRoutesNobodyAsksForAreDropped(t *testing.T) {
 	}
 	if got := cached(); !slices.Equal(got, []string{"Kept"}) {
 		t.Errorf("cached routes %v after %d unused intervals, want [Kept]", got, unusedRoutes)
+	}
+}
+
+// With loadBalancePollNameServerInterval=0 (every query fetches) the last
+// route of every topic still serves while the name servers fail: the
+// first version of the sweep above dropped every route but the one just
+// fetched (found by a review).
+func TestZeroRouteIntervalKeepsTheLastRoutes(t *testing.T) {
+	var down atomic.Bool
+	route := `{"brokerDatas":[],"queueDatas":[{"brokerName":"broker-z","perm":6,"readQueueNums":2,"writeQueueNums":2,"topicSysFlag":0}]}`
+	addr := startRemotingServer(t, remoting.RespondFunc(func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		if req.Code != remoting.GetRouteInfoByTopic || down.Load() {
+			return remoting.NewResponse(req, remoting.SystemError, "down")
+		}
+		resp := remoting.NewResponse(req, remoting.Success, "")
+		resp.Body = []byte(route)
+		return resp
+	}))
+	b := startTestBroker(t, map[string]string{"namesrvAddr": addr, "loadBalancePollNameServerInterval": "0"})
+	c := b.client(nil)
+	const want = "broker-a/0 broker-a/1 broker-a/2 broker-a/3 broker-z/0 broker-z/1"
+	for _, topic := range []string{"RA", "RB"} {
+		mustSend(t, c, topic, 0, "x", "")
+		if got := queuesText(queryAssignment(t, c, topic, "g", "c1")); got != want {
+			t.Fatalf("%s: %s", topic, got)
+		}
+	}
+	down.Store(true)
+	for _, topic := range []string{"RA", "RB"} {
+		if got := queuesText(queryAssignment(t, c, topic, "g", "c1")); got != want {
+			t.Errorf("%s with the name server down: %q, want the last route %q", topic, got, want)
+		}
 	}
 }

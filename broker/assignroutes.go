@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -33,6 +34,9 @@ type assignRoutes struct {
 	mu    sync.Mutex
 	cache map[string]routedQueues // topic -> the other groups' queues
 	swept time.Time               // when refresh last dropped unused routes
+	// minUnused is the least time an unused route stays
+	// (minUnusedRoute; tests shorten it).
+	minUnused time.Duration
 	// loads collapses concurrent misses of one topic into one request:
 	// every client of a group rebalances at about the same moment.
 	loads singleflight.Group
@@ -47,6 +51,10 @@ type assignRoutes struct {
 // again if it is asked for.
 const unusedRoutes = 10
 
+// minUnusedRoute is the least time an unused route stays cached, whatever
+// the interval (which may be 0).
+const minUnusedRoute = time.Minute
+
 // routedQueues are the readable queues of the broker groups other than
 // this one in a topic's route, and when the route was fetched.
 type routedQueues struct {
@@ -55,7 +63,7 @@ type routedQueues struct {
 }
 
 func newAssignRoutes(b *Broker) *assignRoutes {
-	return &assignRoutes{b: b, cache: map[string]routedQueues{}}
+	return &assignRoutes{b: b, cache: map[string]routedQueues{}, minUnused: minUnusedRoute}
 }
 
 // queues returns the readable queues of topic on every broker group,
@@ -167,9 +175,13 @@ func (r *assignRoutes) refresh(ctx context.Context, topic string) ([]assignedQue
 	}
 	now := time.Now()
 	r.cache[topic] = routedQueues{queues: queues, at: now}
-	if ttl := r.b.current().LoadBalancePollNameServerInterval; now.Sub(r.swept) >= ttl {
+	// The interval may be 0 (every query fetches): a route stays at least
+	// minUnusedRoute unused, to serve while the name servers cannot be
+	// reached.
+	keep := max(unusedRoutes*min(r.b.current().LoadBalancePollNameServerInterval, math.MaxInt64/unusedRoutes), r.minUnused)
+	if now.Sub(r.swept) >= keep/unusedRoutes {
 		r.swept = now
-		maps.DeleteFunc(r.cache, func(_ string, c routedQueues) bool { return now.Sub(c.at) > unusedRoutes*ttl })
+		maps.DeleteFunc(r.cache, func(_ string, c routedQueues) bool { return now.Sub(c.at) > keep })
 	}
 	return queues, nil
 }
