@@ -292,8 +292,9 @@ func (s *Service) stripe(group, topic string, queueID int32) *sync.Mutex {
 
 // maxRequestCounts bounds the pop counters: groups and topics come and go
 // on a broker, and a counter only turns a group's first queue and its
-// retry-first share, so all of them start again from 0 once this many
-// group@topic pairs have been counted (about 6 MiB of map).
+// retry-first share, so once this many group@topic pairs are counted
+// (about 6 MiB of map) a new pair takes the place of an arbitrary one,
+// which starts again from 0 when it pops next.
 const maxRequestCounts = 1 << 16
 
 // nextRequest counts pops per group and topic; retryFirst picks by the
@@ -304,7 +305,10 @@ func (s *Service) nextRequest(group, topic string) uint64 {
 	defer s.reqMu.Unlock()
 	n, ok := s.reqCount[k]
 	if !ok && len(s.reqCount) >= maxRequestCounts {
-		clear(s.reqCount)
+		for k := range s.reqCount {
+			delete(s.reqCount, k)
+			break
+		}
 	}
 	s.reqCount[k] = n + 1
 	return n
