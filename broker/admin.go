@@ -569,8 +569,10 @@ func (b *Broker) processDeleteGroup(_ context.Context, _ *remoting.Conn, req *re
 	}
 	b.resets.forgetGroup(group)
 	b.stats.GroupDeleted(group)
-	b.pulled.forget(func(q groupQueue) bool { return q.group == group })
 	if h.OptBool("cleanOffset", false) {
+		// As RocketMQ's removeOffset, the pull offsets go with the
+		// committed ones.
+		b.pulled.forget(func(q groupQueue) bool { return q.group == group })
 		if err := b.offsets.DeleteGroup(group); err != nil {
 			return remoting.NewResponse(req, remoting.SystemError, err.Error())
 		}

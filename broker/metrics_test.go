@@ -820,7 +820,8 @@ func TestMetricFamiliesTurnOff(t *testing.T) {
 }
 
 // The pull offsets behind the consumer gauges forget a deleted group's
-// and a deleted topic's queues at the deletion: otherwise only a scrape
+// (with its offsets) and a deleted topic's queues at the deletion:
+// otherwise only a scrape
 // prunes them, and with the exporter on but rarely scraped, groups that
 // come and go filled the table for good (RocketMQ's removeOffset and
 // cleanOffsetByTopic drop their pullOffsetTable entries too).
@@ -850,7 +851,7 @@ func TestPullOffsetsForgetDeletedGroupsAndTopics(t *testing.T) {
 	if got := queues(); len(got) != 4 {
 		t.Fatalf("pull offsets before the deletions: %v", got)
 	}
-	if r := call(t, c, remoting.DeleteSubscriptionGroup, map[string]string{"groupName": "pg1"}, nil); r.Code != remoting.Success {
+	if r := call(t, c, remoting.DeleteSubscriptionGroup, map[string]string{"groupName": "pg1", "cleanOffset": "true"}, nil); r.Code != remoting.Success {
 		t.Fatalf("delete group: %d %s", r.Code, r.Remark)
 	}
 	if r := call(t, c, remoting.DeleteTopicInBroker, map[string]string{"topic": "PulledB"}, nil); r.Code != remoting.Success {
