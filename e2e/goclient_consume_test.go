@@ -199,11 +199,19 @@ func TestAllocationStrategies(t *testing.T) {
 			names := []string{uniqueInstance(t), uniqueInstance(t)}
 			seens := []*seen{{queues: map[int]int{}}, {queues: map[int]int{}}}
 			all := newCollector()
+			var probesMu sync.Mutex
+			probedBy := map[string]int{} // probe body -> consumer index
 			for i := range names {
 				s := seens[i]
 				startPushConsumerFunc(t, ns.addr, group, topic, consumer.MessageSelector{},
 					func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 						for _, m := range msgs {
+							if body := string(m.Body); strings.HasPrefix(body, "probe-") {
+								probesMu.Lock()
+								probedBy[body] = i
+								probesMu.Unlock()
+								continue
+							}
 							s.mu.Lock()
 							s.queues[m.Queue.QueueId]++
 							s.mu.Unlock()
@@ -246,9 +254,39 @@ func TestAllocationStrategies(t *testing.T) {
 			if len(owner) != queues {
 				t.Fatalf("strategy assigns %v of %d queues", owner, queues)
 			}
-			// Both rebalanced on the broker's notice; let them settle.
-			time.Sleep(2 * time.Second)
+			// Both rebalance on the broker's notice: rounds of one probe a
+			// queue until a round reaches only the queues' owners.
 			mp := newProducer(t, ns.addr, "pg-alloc", producer.WithQueueSelector(producer.NewManualQueueSelector()))
+			deadline := time.Now().Add(30 * time.Second)
+			for round := 0; ; round++ {
+				for q := 0; q < queues; q++ {
+					m := primitive.NewMessage(topic, []byte(fmt.Sprintf("probe-%d-%d", round, q)))
+					m.Queue = mqAll[q]
+					if _, err := mp.SendSync(context.Background(), m); err != nil {
+						t.Fatal(err)
+					}
+				}
+				settled := true
+				waitUntil(t, 20*time.Second, fmt.Sprintf("probe round %d consumed", round), func() bool {
+					probesMu.Lock()
+					defer probesMu.Unlock()
+					for q := 0; q < queues; q++ {
+						by, ok := probedBy[fmt.Sprintf("probe-%d-%d", round, q)]
+						if !ok {
+							return false
+						}
+						settled = settled && by == owner[q]
+					}
+					return true
+				})
+				if settled {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("probes still reach consumers other than their queues' owners after %d rounds", round+1)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
 			const perQueue = 5
 			for q := 0; q < queues; q++ {
 				for i := 0; i < perQueue; i++ {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -486,7 +487,9 @@ type quietConsumer interface {
 // first drops those queues from the table shutdown walks; a pull in flight
 // on a dropped queue sees it dropped and puts nothing. The second
 // rebalance catches a queue a rebalance already running in the client's
-// background re-created. Offsets are persisted before: the client's
+// background re-created. A consumer with a namespace keeps its retry
+// topic's queues (%RETRY%ns%group: its Unsubscribe puts the namespace in
+// front of any name), so it is exposed as before on those. Offsets are persisted before: the client's
 // removal of a queue persists that queue's offset and forgets every other
 // queue's (offset_store.go's persist keeps only the queues it is given),
 // so shutdown would have none left to persist.
@@ -540,8 +543,34 @@ func (c *safePushConsumer) Subscribe(topic string, sel consumer.MessageSelector,
 	return c.PushConsumer.Subscribe(topic, sel, f)
 }
 
-// Shutdown stops the consumer with stopConsumer.
-func (c *safePushConsumer) Shutdown() error { return c.subs.stop(c.PushConsumer) }
+// Shutdown stops the consumer with stopConsumer, an orderly one with the
+// client's Shutdown: its queues put nothing on the channel shutdown
+// closes, and its shutdown unlocks only the queues still in its table, so
+// stopConsumer would leave the broker's locks to expire (60 s in which
+// another consumer of the group locks nothing and send-backs of the group
+// go to the DLQ).
+func (c *safePushConsumer) Shutdown() error {
+	if consumesOrderly(c.PushConsumer) {
+		return c.PushConsumer.Shutdown()
+	}
+	return c.subs.stop(c.PushConsumer)
+}
+
+// consumesOrderly reports whether a Go client push consumer consumes
+// orderly, read from the client's unexported
+// defaultConsumer.consumeOrderly (false if the client changes shape).
+func consumesOrderly(c rocketmq.PushConsumer) bool {
+	v := reflect.ValueOf(c)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return false
+	}
+	dc := v.Elem().FieldByName("defaultConsumer")
+	if !dc.IsValid() || dc.Kind() != reflect.Pointer || dc.IsNil() {
+		return false
+	}
+	f := dc.Elem().FieldByName("consumeOrderly")
+	return f.IsValid() && f.Kind() == reflect.Bool && f.Bool()
+}
 
 // safePullConsumer is a pull consumer whose Shutdown is stopConsumer.
 type safePullConsumer struct {
