@@ -1,10 +1,12 @@
 package pop
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 )
@@ -207,9 +209,44 @@ func FuzzDecodeBatchAck(f *testing.F) {
 		if err != nil {
 			return
 		}
+		// What the broker takes from an entry: its offsets within the
+		// queue's bounds, in order, no more than Count says.
 		for i := range b.Acks {
-			if len(b.Acks[i].Bits) < 1<<12 {
-				_ = b.Acks[i].Offsets()
+			a := &b.Acks[i]
+			if a.StartOffset < 0 || a.StartOffset > 1<<62 {
+				continue
+			}
+			lo, hi := a.StartOffset+3, a.StartOffset+int64(8*len(a.Bits))-3
+			got := a.OffsetsIn(lo, hi)
+			if len(got) > a.Count() {
+				t.Fatalf("entry %d: %d offsets in [%d, %d], Count says %d", i, len(got), lo, hi, a.Count())
+			}
+			for j, off := range got {
+				if off < lo || off > hi || j > 0 && off <= got[j-1] {
+					t.Fatalf("entry %d: offsets %v in [%d, %d]", i, got, lo, hi)
+				}
+			}
+		}
+		// And the body the Java client would write of it reads back the
+		// same (strings of invalid UTF-8 are written with U+FFFD).
+		if !utf8.Valid(body) {
+			return
+		}
+		again, err := DecodeBatchAck(b.AppendJSON(nil))
+		if err != nil {
+			t.Fatalf("the body written back does not read: %v", err)
+		}
+		if len(again.Acks) != len(b.Acks) || again.BrokerName != b.BrokerName {
+			t.Fatalf("read back %+v, want %+v", again, b)
+		}
+		for i := range b.Acks {
+			x, y := b.Acks[i], again.Acks[i]
+			if !bytes.Equal(x.Bits, y.Bits) {
+				t.Fatalf("entry %d: bits %x read back as %x", i, x.Bits, y.Bits)
+			}
+			x.Bits, y.Bits = nil, nil
+			if !reflect.DeepEqual(x, y) {
+				t.Fatalf("entry %d: %+v read back as %+v", i, x, y)
 			}
 		}
 	})
