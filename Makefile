@@ -5,6 +5,7 @@ GO        ?= go
 BIN       := bin
 CMDS      := $(notdir $(wildcard cmd/*))
 FUZZTIME  ?= 15s
+FUZZMINIMIZETIME ?= 2s
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 5
 
@@ -68,7 +69,7 @@ bench-scale: build
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:
-	@FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+	@FUZZTIME=$(FUZZTIME) FUZZMINIMIZETIME=$(FUZZMINIMIZETIME) scripts/fuzz.sh
 
 ## lint: gofmt and go vet (both modules)
 lint:
