@@ -305,8 +305,8 @@ func (s *Service) nextRequest(group, topic string) uint64 {
 	defer s.reqMu.Unlock()
 	n, ok := s.reqCount[k]
 	if !ok && len(s.reqCount) >= maxRequestCounts {
-		for k := range s.reqCount {
-			delete(s.reqCount, k)
+		for old := range s.reqCount {
+			delete(s.reqCount, old)
 			break
 		}
 	}
