@@ -511,17 +511,18 @@ func TestClusterAndBrokerTopicPermissions(t *testing.T) {
 	}
 }
 
-// Relays to a consumer that does not answer wait off the workers: a
-// dashboard polling a hung consumer's running info (each relay waits up
-// to 10 s) took every worker, and every other client's sends, pulls and
-// heartbeats waited behind it. RocketMQ runs them on its admin pool.
-func TestRelaysToAHungConsumerDoNotHoldTheWorkers(t *testing.T) {
-	tb := startTestBroker(t, nil)
+// hungConsumer connects consumer 10.0.0.9@1 of group G, which calls
+// reached for each GET_CONSUMER_RUNNING_INFO relayed to it and answers
+// none until the test ends.
+func hungConsumer(t *testing.T, tb *testBroker, reached func()) {
+	t.Helper()
 	hung := make(chan struct{})
 	t.Cleanup(func() { close(hung) })
-	var reached atomic.Int32 // relays the consumer holds
-	cons := tb.client(func(ctx context.Context, _ *remoting.Command) *remoting.Command {
-		reached.Add(1)
+	cons := tb.client(func(ctx context.Context, req *remoting.Command) *remoting.Command {
+		if req.Code != remoting.GetConsumerRunningInfo {
+			return nil // NOTIFY_CONSUMER_IDS_CHANGED
+		}
+		reached()
 		select {
 		case <-hung:
 		case <-ctx.Done():
@@ -531,6 +532,16 @@ func TestRelaysToAHungConsumerDoNotHoldTheWorkers(t *testing.T) {
 	if r := call(t, cons, remoting.HeartBeat, nil, consumerHeartbeat("10.0.0.9@1", "G")); r.Code != remoting.Success {
 		t.Fatalf("heartbeat: %d %s", r.Code, r.Remark)
 	}
+}
+
+// Relays to a consumer that does not answer wait off the workers: a
+// dashboard polling a hung consumer's running info (each relay waits up
+// to 10 s) took every worker, and every other client's sends, pulls and
+// heartbeats waited behind it. RocketMQ runs them on its admin pool.
+func TestRelaysToAHungConsumerDoNotHoldTheWorkers(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	var reached atomic.Int32 // relays the consumer holds
+	hungConsumer(t, tb, func() { reached.Add(1) })
 	admin := tb.client(nil)
 	var answered atomic.Int32 // by the client at once, past its own handlers
 	workers := max(16, 4*runtime.GOMAXPROCS(0))
@@ -559,23 +570,8 @@ func TestRelaysToAHungConsumerDoNotHoldTheWorkers(t *testing.T) {
 // SYSTEM_BUSY at once rather than queued.
 func TestRelaysPastTheWaitLimitAreBusy(t *testing.T) {
 	tb := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) { b.clientWaits = make(chan struct{}, 1) })
-	hung := make(chan struct{})
-	t.Cleanup(func() { close(hung) })
 	reached := make(chan struct{}, 1)
-	cons := tb.client(func(ctx context.Context, req *remoting.Command) *remoting.Command {
-		if req.Code != remoting.GetConsumerRunningInfo {
-			return nil // NOTIFY_CONSUMER_IDS_CHANGED
-		}
-		reached <- struct{}{}
-		select {
-		case <-hung:
-		case <-ctx.Done():
-		}
-		return nil
-	})
-	if r := call(t, cons, remoting.HeartBeat, nil, consumerHeartbeat("10.0.0.9@1", "G")); r.Code != remoting.Success {
-		t.Fatalf("heartbeat: %d %s", r.Code, r.Remark)
-	}
+	hungConsumer(t, tb, func() { reached <- struct{}{} })
 	admin := tb.client(nil)
 	relay := func() *remoting.Command {
 		return remoting.NewRequest(remoting.GetConsumerRunningInfo, map[string]string{"consumerGroup": "G", "clientId": "10.0.0.9@1"}, nil)
