@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,18 @@ type CQ struct {
 	log    zerolog.Logger
 	mu     sync.Mutex // serialises writers: Put, Truncate, CorrectMin, Delete*
 	closed atomic.Bool
+
+	// shapeGen counts the writes that delete queues or entries other
+	// than CorrectMin's (Truncate, Delete*), guarded by mu: CorrectMin
+	// plans its cuts under one hold of mu and writes them under later
+	// ones, and plans again what such a write may have made stale.
+	shapeGen uint64
+	// correctMu serialises CorrectMin passes: a pass's plans stay valid
+	// only while no other pass raises the same minima.
+	correctMu sync.Mutex
+	// afterMinPlan, when set (tests), runs between a CorrectMin round's
+	// reads and its writes.
+	afterMinPlan func()
 
 	// pruneFrom is where the next PruneJournal scan starts: just past the
 	// last record it deleted (nil: the start of the journal). Without it
@@ -740,6 +753,7 @@ func (c *CQ) DeleteQueue(topic string, queueID int32) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("delete cq %s/%d: %w", topic, queueID, err)
 	}
+	c.shapeGen++
 	deleted := queueIDOf(topic, queueID)
 	c.forgetBounds(func(q qkey) bool { return q == deleted })
 	return nil
@@ -763,6 +777,7 @@ func (c *CQ) DeleteTopic(topic string) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("delete cq topic %s: %w", topic, err)
 	}
+	c.shapeGen++
 	c.forgetBounds(func(q qkey) bool { return q.topic == topic })
 	return nil
 }
@@ -786,19 +801,45 @@ func (c *CQ) DeleteAll() error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("delete every cq queue: %w", err)
 	}
+	c.shapeGen++
 	c.forgetBounds(func(qkey) bool { return true })
 	return nil
 }
 
-// correctMinChunk is how many queues CorrectMin fixes per writer-lock hold,
-// so that dispatch is not stalled behind a sweep of a million queues.
+// correctMinChunk is how many queues CorrectMin reads, or cuts, per
+// writer-lock hold, so that dispatch is not stalled behind a sweep of a
+// million queues.
 const correctMinChunk = 1024
+
+// correctMinRound is how many queues CorrectMin plans before it writes
+// their cuts. A cut is a range deletion, and every commit of range
+// deletions makes the next read rebuild the fragments of all those in the
+// memtable: reading and writing in turn per chunk cost a rebuild per
+// chunk, quadratic in the queues cut (100,000 queues: 14.7 s against
+// 0.73 s for a pass that cut nothing; docs/BENCHMARKS.md). A round
+// holds a few MiB of plans at most.
+const correctMinRound = 1 << 16
+
+// minCut is one queue's minimum correction: its entries below newMin go
+// and newMin becomes its recorded minimum.
+type minCut struct {
+	q      qkey
+	newMin int64
+}
 
 // CorrectMin implements cq.Store. It visits every queue; for each whose
 // first readable entry lies below minPhyOffset it binary-searches the
 // first entry at or above it, deletes the entries before that with one
-// range deletion and records the new minimum in the queue's min key. The
-// writer lock is taken per chunk of queues.
+// range deletion and records the new minimum in the queue's min key.
+//
+// It works in rounds of correctMinRound queues: first it reads what each
+// queue of the round needs (the writer lock held per chunk of reads),
+// then it writes the cuts (the lock held per chunk of writes), so that
+// no read of its own follows a commit of its range deletions until the
+// next round. A writer that deletes or truncates queues between the
+// reads and the writes (shapeGen) makes the round's unwritten queues be
+// planned again. The batches but the last are not synced: a crash keeps
+// a prefix of the cuts, and the broker's start corrects the minima again.
 func (c *CQ) CorrectMin(minPhyOffset int64) error {
 	if err := c.check(); err != nil {
 		return err
@@ -807,12 +848,7 @@ func (c *CQ) CorrectMin(minPhyOffset int64) error {
 	if err != nil {
 		return fmt.Errorf("correct cq minimum to %d: %w", minPhyOffset, err)
 	}
-	for start := 0; start < len(queues); start += correctMinChunk {
-		if err := c.correctMinChunk(queues[start:min(start+correctMinChunk, len(queues))], minPhyOffset); err != nil {
-			return fmt.Errorf("correct cq minimum to %d: %w", minPhyOffset, err)
-		}
-	}
-	return nil
+	return c.correctMinOf(queues, minPhyOffset)
 }
 
 // correctMinOf is CorrectMin for the given queues only.
@@ -820,56 +856,133 @@ func (c *CQ) correctMinOf(queues []qkey, minPhyOffset int64) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	for start := 0; start < len(queues); start += correctMinChunk {
-		if err := c.correctMinChunk(queues[start:min(start+correctMinChunk, len(queues))], minPhyOffset); err != nil {
+	c.correctMu.Lock()
+	defer c.correctMu.Unlock()
+	for len(queues) > 0 {
+		n := min(len(queues), correctMinRound)
+		again, err := c.correctMinRound(queues[:n], minPhyOffset)
+		if err != nil {
 			return fmt.Errorf("correct cq minimum to %d: %w", minPhyOffset, err)
 		}
+		queues = append(again, queues[n:]...)
 	}
 	return nil
 }
 
-func (c *CQ) correctMinChunk(queues []qkey, minPhy int64) error {
+// correctMinRound plans and writes the cuts of queues. It returns the
+// queues left to plan again because a writer reshaped queues meanwhile
+// (a new slice, never aliasing queues).
+func (c *CQ) correctMinRound(queues []qkey, minPhy int64) ([]qkey, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	b := c.db.pdb.NewBatch()
-	defer b.Close()
-	var updates []boundsUpdate
-	for _, q := range queues {
-		qb, err := c.readBounds(q)
+	gen := c.shapeGen
+	c.mu.Unlock()
+	var cuts []minCut
+	for start := 0; start < len(queues); start += correctMinChunk {
+		chunk := queues[start:min(start+correctMinChunk, len(queues))]
+		var err error
+		c.mu.Lock()
+		if c.shapeGen == gen {
+			cuts, err = c.planMinCuts(cuts, chunk, minPhy)
+		}
+		reshaped := c.shapeGen != gen
+		c.mu.Unlock()
 		if err != nil {
-			return err
+			return nil, err
+		}
+		if reshaped {
+			return slices.Clone(queues), nil
+		}
+	}
+	if c.afterMinPlan != nil {
+		c.afterMinPlan()
+	}
+	for start := 0; start < len(cuts); start += correctMinChunk {
+		end := min(start+correctMinChunk, len(cuts))
+		written, err := c.writeMinCuts(cuts[start:end], gen, end == len(cuts))
+		if err != nil {
+			return nil, err
+		}
+		if !written {
+			again := make([]qkey, 0, len(cuts)-start)
+			for _, cut := range cuts[start:] {
+				again = append(again, cut.q)
+			}
+			return again, nil
+		}
+	}
+	return nil, nil
+}
+
+// planMinCuts appends to cuts those of queues that hold entries of records
+// below minPhy. The caller holds mu.
+func (c *CQ) planMinCuts(cuts []minCut, queues []qkey, minPhy int64) ([]minCut, error) {
+	for _, q := range queues {
+		c.cacheMu.Lock()
+		cached, ok := c.bounds.Peek(q)
+		c.cacheMu.Unlock()
+		qb := cached
+		if !ok {
+			var err error
+			if qb, err = c.readBounds(q); err != nil {
+				return cuts, err
+			}
 		}
 		if !qb.exists || qb.min >= qb.max {
 			continue
 		}
 		first, err := c.mustEntryAt(q.topic, q.qid, qb.min)
 		if err != nil {
-			return err
+			return cuts, err
 		}
 		if first.PhyOffset >= minPhy {
 			continue
 		}
 		newMin, err := c.firstAtOrAfter(q, qb, minPhy)
 		if err != nil {
-			return err
+			return cuts, err
 		}
-		p := queuePrefix(prefixCQ, q.topic, q.qid)
-		if err := b.DeleteRange(p, cqKey(q.topic, q.qid, newMin), nil); err != nil {
-			return fmt.Errorf("cq %s/%d: %w", q.topic, q.qid, err)
+		cuts = append(cuts, minCut{q, newMin})
+	}
+	return cuts, nil
+}
+
+// writeMinCuts commits cuts in one batch, synced if sync, unless a writer
+// reshaped queues since gen (then it writes nothing and reports false).
+// Cached bounds are raised to the new minima; uncached ones are read from
+// the min keys when next needed.
+func (c *CQ) writeMinCuts(cuts []minCut, gen uint64, sync bool) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shapeGen != gen {
+		return false, nil
+	}
+	b := c.db.pdb.NewBatch()
+	defer b.Close()
+	for _, cut := range cuts {
+		q := cut.q
+		if err := b.DeleteRange(queuePrefix(prefixCQ, q.topic, q.qid), cqKey(q.topic, q.qid, cut.newMin), nil); err != nil {
+			return false, fmt.Errorf("cq %s/%d: %w", q.topic, q.qid, err)
 		}
-		if err := b.Set(cqMinKey(q.topic, q.qid), putInt64(newMin), nil); err != nil {
-			return fmt.Errorf("cq %s/%d: %w", q.topic, q.qid, err)
+		if err := b.Set(cqMinKey(q.topic, q.qid), putInt64(cut.newMin), nil); err != nil {
+			return false, fmt.Errorf("cq %s/%d: %w", q.topic, q.qid, err)
 		}
-		updates = append(updates, boundsUpdate{q, queueBounds{min: newMin, max: qb.max, exists: true}})
 	}
-	if len(updates) == 0 {
-		return nil
+	opts := pebble.NoSync
+	if sync {
+		opts = pebble.Sync
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return err
+	if err := b.Commit(opts); err != nil {
+		return false, err
 	}
-	c.applyBounds(updates)
-	return nil
+	c.cacheMu.Lock()
+	defer c.cacheMu.Unlock()
+	c.gen++
+	for _, cut := range cuts {
+		if qb, ok := c.bounds.RefPeek(cut.q); ok && qb.exists {
+			qb.min = max(qb.min, min(cut.newMin, qb.max))
+		}
+	}
+	return true, nil
 }
 
 // QueueStart names where a queue stands when it holds no entry.
@@ -1026,6 +1139,7 @@ func (c *CQ) Truncate(phyOffset int64) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("truncate cq at %d: %w", phyOffset, err)
 	}
+	c.shapeGen++
 	c.dropCached(updates)
 	c.applyBounds(updates)
 	return nil

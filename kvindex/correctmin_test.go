@@ -1,0 +1,157 @@
+package kvindex
+
+import (
+	"sync/atomic"
+	"testing"
+
+	"github.com/rocketkv/rocketkv/cq"
+)
+
+// A queue deleted between CorrectMin's reads and its writes is not
+// brought back by the planned cut (its min key), and a queue truncated
+// meanwhile gets a minimum within what it still holds, so that the
+// entries written after the cut stay readable.
+func TestCorrectMinReplansAfterReshape(t *testing.T) {
+	db := openTestDB(t)
+	c := db.ConsumeQueue(0)
+	var ds []cq.Dispatch
+	for _, topic := range []string{"Gone", "Kept"} {
+		for k := int64(0); k < 4; k++ {
+			phy := 1000*k + int64(len(topic))
+			ds = append(ds, cq.Dispatch{Topic: topic, QueueID: 0, Entry: cq.Entry{QueueOffset: k, PhyOffset: phy, Size: 10, StoreTimestamp: 1}})
+		}
+	}
+	if err := c.Put(ds); err != nil {
+		t.Fatal(err)
+	}
+	plans := 0
+	c.afterMinPlan = func() {
+		plans++
+		if plans > 1 {
+			return
+		}
+		if err := c.DeleteTopic("Gone"); err != nil {
+			t.Error(err)
+		}
+		// Kept keeps its entries 0-2: the plan's minimum, 4, is now past
+		// its end.
+		if err := c.Truncate(2500); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := c.CorrectMin(5000); err != nil {
+		t.Fatal(err)
+	}
+	if plans != 2 {
+		t.Errorf("CorrectMin planned %d rounds, want 2 (the first made stale)", plans)
+	}
+	var listed []string
+	if err := c.Queues(func(topic string, _ int32) bool { listed = append(listed, topic); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 1 || listed[0] != "Kept" {
+		t.Errorf("queues after CorrectMin = %v, want [Kept]: the deleted topic came back", listed)
+	}
+	checkBounds := func(wantMin, wantMax int64) {
+		t.Helper()
+		minOff, err := c.MinOffset("Kept", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		maxOff, err := c.MaxOffset("Kept", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if minOff != wantMin || maxOff != wantMax {
+			t.Errorf("Kept/0 bounds = [%d, %d), want [%d, %d)", minOff, maxOff, wantMin, wantMax)
+		}
+	}
+	checkBounds(3, 3)
+	if err := c.Put([]cq.Dispatch{
+		{Topic: "Kept", QueueID: 0, Entry: cq.Entry{QueueOffset: 3, PhyOffset: 6000, Size: 10, StoreTimestamp: 1}},
+		{Topic: "Kept", QueueID: 0, Entry: cq.Entry{QueueOffset: 4, PhyOffset: 7000, Size: 10, StoreTimestamp: 1}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	checkBounds(3, 5)
+	// The same from the database, not the bounds cache.
+	reopened := db.ConsumeQueue(0)
+	if minOff, err := reopened.MinOffset("Kept", 0); err != nil || minOff != 3 {
+		t.Errorf("Kept/0 min offset read from the database = %d, %v; want 3", minOff, err)
+	}
+	got, err := reopened.Get("Kept", 0, 3, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].QueueOffset != 3 || got[1].QueueOffset != 4 {
+		t.Errorf("Kept/0 from 3 = %+v, want the entries at 3 and 4", got)
+	}
+}
+
+// CorrectMin passes running while entries are put and queues deleted
+// leave every queue consistent: its readable entries are exactly
+// [MinOffset, MaxOffset), and none lies below the last pass's minimum.
+func TestCorrectMinConcurrentWithWriters(t *testing.T) {
+	db := openTestDB(t)
+	c := db.ConsumeQueue(0)
+	const queues, rounds = 64, 80
+	var phy atomic.Int64
+	next := make([]int64, queues)
+	done := make(chan struct{})
+	var lastMin atomic.Int64
+	go func() {
+		defer close(done)
+		for r := 0; r < rounds; r++ {
+			m := phy.Load() - 2000
+			if err := c.CorrectMin(m); err != nil {
+				t.Error(err)
+				return
+			}
+			lastMin.Store(m)
+		}
+	}()
+	for r := 0; r < rounds*4; r++ {
+		var ds []cq.Dispatch
+		for q := 0; q < queues; q++ {
+			ds = append(ds, cq.Dispatch{Topic: "T", QueueID: int32(q), Entry: cq.Entry{QueueOffset: next[q], PhyOffset: phy.Add(10), Size: 10, StoreTimestamp: 1}})
+			next[q]++
+		}
+		if err := c.Put(ds); err != nil {
+			t.Fatal(err)
+		}
+		if r%50 == 49 {
+			q := r % queues
+			if err := c.DeleteQueue("T", int32(q)); err != nil {
+				t.Fatal(err)
+			}
+			next[q] = 0
+		}
+	}
+	<-done
+	fresh := db.ConsumeQueue(0)
+	for _, store := range []*CQ{c, fresh} {
+		for q := 0; q < queues; q++ {
+			minOff, err := store.MinOffset("T", int32(q))
+			if err != nil {
+				t.Fatal(err)
+			}
+			maxOff, err := store.MaxOffset("T", int32(q))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if maxOff != next[q] {
+				t.Errorf("T/%d max offset %d, want %d", q, maxOff, next[q])
+			}
+			got, err := store.Get("T", int32(q), minOff, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int64(len(got)) != maxOff-minOff {
+				t.Errorf("T/%d: %d entries readable in [%d, %d)", q, len(got), minOff, maxOff)
+			}
+			if len(got) > 0 && got[0].PhyOffset < lastMin.Load() {
+				t.Errorf("T/%d: first readable entry at %d, below the last minimum %d", q, got[0].PhyOffset, lastMin.Load())
+			}
+		}
+	}
+}
