@@ -155,3 +155,46 @@ func TestCorrectMinConcurrentWithWriters(t *testing.T) {
 		}
 	}
 }
+
+// A pass whose reads are older than another pass's writes plans again:
+// its stale cut would lower the minimum the other pass recorded, and of a
+// queue the other emptied, its end.
+func TestCorrectMinPassesDoNotLowerEachOther(t *testing.T) {
+	db := openTestDB(t)
+	c := db.ConsumeQueue(0)
+	var ds []cq.Dispatch
+	for k := int64(0); k < 4; k++ {
+		ds = append(ds, cq.Dispatch{Topic: "T", QueueID: 0, Entry: cq.Entry{QueueOffset: k, PhyOffset: 1000 * k, Size: 10, StoreTimestamp: 1}})
+	}
+	if err := c.Put(ds); err != nil {
+		t.Fatal(err)
+	}
+	plans := 0
+	c.afterMinPlan = func() {
+		plans++
+		if plans == 1 {
+			// The later pass empties the queue: its minimum becomes 4.
+			if err := c.CorrectMin(5000); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	// This pass read the queue first and planned a minimum of 2.
+	if err := c.CorrectMin(1500); err != nil {
+		t.Fatal(err)
+	}
+	fresh := db.ConsumeQueue(0)
+	for _, store := range []*CQ{c, fresh} {
+		minOff, err := store.MinOffset("T", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		maxOff, err := store.MaxOffset("T", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if minOff != 4 || maxOff != 4 {
+			t.Errorf("T/0 bounds = [%d, %d), want [4, 4)", minOff, maxOff)
+		}
+	}
+}

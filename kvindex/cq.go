@@ -33,14 +33,12 @@ type CQ struct {
 	mu     sync.Mutex // serialises writers: Put, Truncate, CorrectMin, Delete*
 	closed atomic.Bool
 
-	// shapeGen counts the writes that delete queues or entries other
-	// than CorrectMin's (Truncate, Delete*), guarded by mu: CorrectMin
+	// shapeGen counts the writes that delete queues or entries or raise
+	// minima (Truncate, Delete*, CorrectMin's), guarded by mu: CorrectMin
 	// plans its cuts under one hold of mu and writes them under later
-	// ones, and plans again what such a write may have made stale.
+	// ones, and plans again what another such write may have made stale
+	// (a concurrent pass's higher minimum, which a stale cut would lower).
 	shapeGen uint64
-	// correctMu serialises CorrectMin passes: a pass's plans stay valid
-	// only while no other pass raises the same minima.
-	correctMu sync.Mutex
 	// afterMinPlan, when set (tests), runs between a CorrectMin round's
 	// reads and its writes.
 	afterMinPlan func()
@@ -838,8 +836,11 @@ type minCut struct {
 // no read of its own follows a commit of its range deletions until the
 // next round. A writer that deletes or truncates queues between the
 // reads and the writes (shapeGen) makes the round's unwritten queues be
-// planned again. The batches but the last are not synced: a crash keeps
-// a prefix of the cuts, and the broker's start corrects the minima again.
+// planned again; so does another pass's write (the dispatcher corrects
+// the queues of a batch it wrote behind retention while a retention pass
+// may be running). The batches but the last are not synced: a crash
+// keeps a prefix of the cuts, and the broker's start corrects the minima
+// again.
 func (c *CQ) CorrectMin(minPhyOffset int64) error {
 	if err := c.check(); err != nil {
 		return err
@@ -856,8 +857,6 @@ func (c *CQ) correctMinOf(queues []qkey, minPhyOffset int64) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	c.correctMu.Lock()
-	defer c.correctMu.Unlock()
 	for len(queues) > 0 {
 		n := min(len(queues), correctMinRound)
 		again, err := c.correctMinRound(queues[:n], minPhyOffset)
@@ -898,7 +897,7 @@ func (c *CQ) correctMinRound(queues []qkey, minPhy int64) ([]qkey, error) {
 	}
 	for start := 0; start < len(cuts); start += correctMinChunk {
 		end := min(start+correctMinChunk, len(cuts))
-		written, err := c.writeMinCuts(cuts[start:end], gen, end == len(cuts))
+		written, err := c.writeMinCuts(cuts[start:end], &gen, end == len(cuts))
 		if err != nil {
 			return nil, err
 		}
@@ -946,14 +945,15 @@ func (c *CQ) planMinCuts(cuts []minCut, queues []qkey, minPhy int64) ([]minCut, 
 	return cuts, nil
 }
 
-// writeMinCuts commits cuts in one batch, synced if sync, unless a writer
-// reshaped queues since gen (then it writes nothing and reports false).
-// Cached bounds are raised to the new minima; uncached ones are read from
-// the min keys when next needed.
-func (c *CQ) writeMinCuts(cuts []minCut, gen uint64, sync bool) (bool, error) {
+// writeMinCuts commits cuts in one batch, synced if sync, unless another
+// writer reshaped queues since *gen (then it writes nothing and reports
+// false); it moves *gen past its own write. Cached bounds are raised to
+// the new minima; uncached ones are read from the min keys when next
+// needed.
+func (c *CQ) writeMinCuts(cuts []minCut, gen *uint64, sync bool) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.shapeGen != gen {
+	if c.shapeGen != *gen {
 		return false, nil
 	}
 	b := c.db.pdb.NewBatch()
@@ -974,6 +974,8 @@ func (c *CQ) writeMinCuts(cuts []minCut, gen uint64, sync bool) (bool, error) {
 	if err := b.Commit(opts); err != nil {
 		return false, err
 	}
+	c.shapeGen++
+	*gen = c.shapeGen
 	c.cacheMu.Lock()
 	defer c.cacheMu.Unlock()
 	c.gen++
