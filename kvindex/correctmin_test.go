@@ -198,3 +198,47 @@ func TestCorrectMinPassesDoNotLowerEachOther(t *testing.T) {
 		}
 	}
 }
+
+// A cut deletes every entry below the new minimum from the database,
+// whether it deletes them one by one (a few) or with a range deletion
+// (many), and nothing at or above it.
+func TestCorrectMinDeletesEveryEntryBelow(t *testing.T) {
+	db := openTestDB(t)
+	c := db.ConsumeQueue(0)
+	const entries = 3 * pointCutMax
+	var ds []cq.Dispatch
+	for k := int64(0); k < entries; k++ {
+		// Few: 4 of its entries lie below 1000; Many: 2*pointCutMax+1.
+		ds = append(ds,
+			cq.Dispatch{Topic: "Few", QueueID: 0, Entry: cq.Entry{QueueOffset: k, PhyOffset: 300*k + 1, Size: 1, StoreTimestamp: 1}},
+			cq.Dispatch{Topic: "Many", QueueID: 0, Entry: cq.Entry{QueueOffset: k, PhyOffset: k*1000/(2*pointCutMax+1) + 2, Size: 1, StoreTimestamp: 1}})
+	}
+	if err := c.Put(ds); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CorrectMin(1000); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		topic  string
+		newMin int64
+	}{{"Few", 4}, {"Many", 2*pointCutMax + 1}} {
+		var kept []int64
+		if err := db.Scan(queuePrefix(prefixCQ, tc.topic, 0), func(k, _ []byte) bool {
+			_, _, off, err := decodeCQKey(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept = append(kept, off)
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(kept) != int(entries-tc.newMin) || kept[0] != tc.newMin {
+			t.Errorf("%s: entries %v left in the database, want [%d, %d)", tc.topic, kept, tc.newMin, entries)
+		}
+		if minOff, err := db.ConsumeQueue(0).MinOffset(tc.topic, 0); err != nil || minOff != tc.newMin {
+			t.Errorf("%s: min offset %d, %v; want %d", tc.topic, minOff, err, tc.newMin)
+		}
+	}
+}
