@@ -838,8 +838,8 @@ type minCut struct {
 
 // CorrectMin implements cq.Store. It visits every queue; for each whose
 // first readable entry lies below minPhyOffset it binary-searches the
-// first entry at or above it, deletes the entries before that with one
-// range deletion and records the new minimum in the queue's min key.
+// first entry at or above it, deletes the entries before that (cutEntries)
+// and records the new minimum in the queue's min key.
 //
 // It works in rounds of correctMinRound queues: first it reads what each
 // queue of the round needs (the writer lock held per chunk of reads),

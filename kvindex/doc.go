@@ -168,10 +168,11 @@
 //	key:   0x11 | topicLen uint16 | topic | queueId int32
 //	value: minOffset int64
 //
-// Present only when the minimum is not the first entry's offset: after
-// retention (CorrectMin) deleted the entries below it. When retention
-// empties a queue, its last entry is kept so the max offset survives, and
-// this key holds max offset = min offset. SeedStarts writes it for a queue
+// Written when retention (CorrectMin) deletes the entries below a new
+// minimum (one by one for up to 16 entries, with one range deletion for
+// more), so that the minimum outlives them: when retention empties a
+// queue no entry is left, and this key alone holds where it stands (max
+// offset = min offset). No entry lies below it. SeedStarts writes it for a queue
 // of a migrated Apache RocketMQ store whose records retention had all
 // deleted: the queue holds no entry, and the key alone says where it
 // stands (max offset = min offset = RocketMQ's ConsumeQueue end). That
