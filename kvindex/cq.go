@@ -33,12 +33,21 @@ type CQ struct {
 	mu     sync.Mutex // serialises writers: Put, Truncate, CorrectMin, Delete*
 	closed atomic.Bool
 
-	// shapeGen counts the writes that delete queues or entries or raise
-	// minima (Truncate, Delete*, CorrectMin's), guarded by mu: CorrectMin
-	// plans its cuts under one hold of mu and writes them under later
-	// ones, and plans again what another such write may have made stale
-	// (a concurrent pass's higher minimum, which a stale cut would lower).
+	// shapeGen counts the writes that delete queues or entries
+	// (Truncate, Delete*), guarded by mu: CorrectMin plans its cuts under
+	// one hold of mu and writes them under later ones, and plans again
+	// what such a write may have made stale.
 	shapeGen uint64
+	// minPasses counts the CorrectMin rounds between their first read and
+	// their last write; while more than one runs, raised keeps the
+	// minimum each wrote per queue, so that a round whose plan is older
+	// skips a cut that would lower it (guarded by mu; nil when no two
+	// rounds overlap). Retention passes are serialised by the dispatcher;
+	// what overlaps them is its correction of the queues of a batch it
+	// wrote behind retention, which must neither wait for a whole pass
+	// nor make one plan again.
+	minPasses int
+	raised    map[qkey]int64
 	// afterMinPlan, when set (tests), runs between a CorrectMin round's
 	// reads and its writes.
 	afterMinPlan func()
@@ -847,11 +856,10 @@ type minCut struct {
 // no read of its own follows a commit of its range deletions until the
 // next round. A writer that deletes or truncates queues between the
 // reads and the writes (shapeGen) makes the round's unwritten queues be
-// planned again; so does another pass's write (the dispatcher corrects
-// the queues of a batch it wrote behind retention while a retention pass
-// may be running). The batches but the last are not synced: a crash
-// keeps a prefix of the cuts, and the broker's start corrects the minima
-// again.
+// planned again; a cut another pass raised a queue's minimum past
+// meanwhile is skipped (raised). The batches but the last are not
+// synced: a crash keeps a prefix of the cuts, and the broker's start
+// corrects the minima again.
 func (c *CQ) CorrectMin(minPhyOffset int64) error {
 	if err := c.check(); err != nil {
 		return err
@@ -885,7 +893,15 @@ func (c *CQ) correctMinOf(queues []qkey, minPhyOffset int64) error {
 func (c *CQ) correctMinRound(queues []qkey, minPhy int64) ([]qkey, error) {
 	c.mu.Lock()
 	gen := c.shapeGen
+	c.minPasses++
 	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		if c.minPasses--; c.minPasses == 0 {
+			c.raised = nil
+		}
+		c.mu.Unlock()
+	}()
 	var cuts []minCut
 	for start := 0; start < len(queues); start += correctMinChunk {
 		chunk := queues[start:min(start+correctMinChunk, len(queues))]
@@ -908,7 +924,7 @@ func (c *CQ) correctMinRound(queues []qkey, minPhy int64) ([]qkey, error) {
 	}
 	for start := 0; start < len(cuts); start += correctMinChunk {
 		end := min(start+correctMinChunk, len(cuts))
-		written, err := c.writeMinCuts(cuts[start:end], &gen, end == len(cuts))
+		written, err := c.writeMinCuts(cuts[start:end], gen, end == len(cuts))
 		if err != nil {
 			return nil, err
 		}
@@ -973,16 +989,22 @@ func (c *CQ) planMinCuts(cuts []minCut, queues []qkey, minPhy int64) ([]minCut, 
 	return cuts, nil
 }
 
-// writeMinCuts commits cuts in one batch, synced if sync, unless another
-// writer reshaped queues since *gen (then it writes nothing and reports
-// false); it moves *gen past its own write. Cached bounds are raised to
-// the new minima; uncached ones are read from the min keys when next
-// needed.
-func (c *CQ) writeMinCuts(cuts []minCut, gen *uint64, sync bool) (bool, error) {
+// writeMinCuts commits cuts in one batch, synced if sync, unless a writer
+// reshaped queues since gen (then it writes nothing and reports false).
+// A cut another round raised the queue's minimum to or past meanwhile is
+// left out. Cached bounds are raised to the new minima; uncached ones are
+// read from the min keys when next needed.
+func (c *CQ) writeMinCuts(cuts []minCut, gen uint64, sync bool) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.shapeGen != *gen {
+	if c.shapeGen != gen {
 		return false, nil
+	}
+	if c.raised != nil {
+		cuts = slices.DeleteFunc(slices.Clone(cuts), func(cut minCut) bool {
+			r, ok := c.raised[cut.q]
+			return ok && r >= cut.newMin
+		})
 	}
 	b := c.db.pdb.NewBatch()
 	defer b.Close()
@@ -1002,8 +1024,15 @@ func (c *CQ) writeMinCuts(cuts []minCut, gen *uint64, sync bool) (bool, error) {
 	if err := b.Commit(opts); err != nil {
 		return false, err
 	}
-	c.shapeGen++
-	*gen = c.shapeGen
+	if c.minPasses > 1 {
+		// Another round may hold a plan older than these cuts.
+		if c.raised == nil {
+			c.raised = make(map[qkey]int64)
+		}
+		for _, cut := range cuts {
+			c.raised[cut.q] = max(c.raised[cut.q], cut.newMin)
+		}
+	}
 	c.cacheMu.Lock()
 	defer c.cacheMu.Unlock()
 	c.gen++
