@@ -18,9 +18,35 @@
 // Naming to serve (names.go).
 //
 // Cardinality: like RocketMQ's, the message counters have a series per
-// topic (and per consumer group for the out counters). At a million
-// topics that is a million series; the exporter is off unless
-// metricsExporterType=PROM.
+// topic (and per consumer group for the out counters); the exporter is
+// off unless metricsExporterType=PROM. Two things bound them:
+//
+//   - Deletion: the series of a topic go when the topic is deleted
+//     (TopicDeleted), and those of a consumer group when its
+//     subscription group is (GroupDeleted), so topics and groups that
+//     come and go leave nothing behind.
+//   - A cap: RocketMQ 5.3 caps each metric at metricsOtelCardinalityLimit
+//     series (DefaultCardinalityLimit, 50,000), OTel's cardinality limit,
+//     which records what the label sets past the limit measure in one
+//     overflow series carrying the attribute otel.metric.overflow=true
+//     and none of the others. A Prometheus vector cannot add a label to
+//     some of its series (a registry refuses a name collected with two
+//     label sets), so here the overflow series of a metric has the
+//     metric's own labels, each with the value OverflowValue
+//     ("otel_metric_overflow"): the nearest Prometheus shape, one series
+//     a query can select or exclude by any of its labels. The first
+//     overflow of a metric logs a warning (Sources.Log). A series
+//     deleted frees its room; the overflow series stays, cumulative.
+//     rocketmq_messages_out_total and rocketmq_throughput_out_total
+//     count their pull series (no is_retry) and pop series together, and
+//     overflow into one series of each shape.
+//
+// The cap covers the metrics the processors feed, whose label sets come
+// from topic and group names. rocketmq_rpc_latency and the creation-time
+// histograms have a bounded set of label values (rpc.go); the gauges
+// read at a scrape (lags, connections, timing messages) show only the
+// live groups, clients and topics of that scrape, keep nothing between
+// scrapes, and are not capped.
 package metrics
 
 import (
@@ -34,6 +60,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/model"
+	"github.com/rs/zerolog"
 )
 
 // Metric names, as RocketMQ 5's BrokerMetricsConstant and
@@ -205,6 +232,13 @@ type Sources struct {
 	Diverged func() bool
 	// Off turns families of metrics off; the zero value serves them all.
 	Off Families
+	// CardinalityLimit caps the series of each metric the processors
+	// feed (metricsOtelCardinalityLimit); <= 0 means
+	// DefaultCardinalityLimit. See the package doc.
+	CardinalityLimit int
+	// Log gets the warning a metric logs when it first reaches its
+	// cardinality limit; the zero Logger logs nothing.
+	Log zerolog.Logger
 }
 
 // Families names the families of metrics RocketMQ 5.3's switches turn
@@ -251,28 +285,35 @@ func ValidConstLabel(name string) bool {
 // Broker holds one broker's metrics. A nil *Broker ignores every call, so
 // the processors need not ask whether the exporter is on.
 type Broker struct {
-	reg           *prometheus.Registry
-	messagesIn    *prometheus.CounterVec
-	throughputIn  *prometheus.CounterVec
-	messagesOut   *prometheus.CounterVec
-	throughputOut *prometheus.CounterVec
-	// popMessagesOut and popThroughputOut are the series of the same
-	// two metrics that pops feed: RocketMQ labels those with is_retry,
-	// a pull's without.
-	popMessagesOut   *prometheus.CounterVec
-	popThroughputOut *prometheus.CounterVec
-	toDLQ            *prometheus.CounterVec
-	commits          *prometheus.CounterVec
-	rollbacks        *prometheus.CounterVec
-	messageSize      *prometheus.HistogramVec
-	finishLatency    *prometheus.HistogramVec
-	topicCreate      *prometheus.HistogramVec
-	groupCreate      *prometheus.HistogramVec
-	timerEnqueue     *prometheus.CounterVec
-	timerDequeue     *prometheus.CounterVec
-	delayLatency     *prometheus.HistogramVec
-	rpc              *rpcSeries
+	reg *prometheus.Registry
+	// in holds rocketmq_messages_in_total, rocketmq_throughput_in_total
+	// and rocketmq_message_size, which a send feeds together.
+	in *capped
+	// out holds rocketmq_messages_out_total and
+	// rocketmq_throughput_out_total: the series of pulls (shapePull) and
+	// of pops (shapePop), which RocketMQ labels with is_retry.
+	out   *capped
+	toDLQ *capped
+	// commits holds rocketmq_commit_messages_total and
+	// rocketmq_finish_message_latency, fed by each commit.
+	commits   *capped
+	rollbacks *capped
+	// timerEnqueue holds rocketmq_timer_enqueue_total and
+	// rocketmq_delay_message_latency, fed by each timer message taken in.
+	timerEnqueue *capped
+	timerDequeue *capped
+	// topicCreate and groupCreate have a few series each, whatever the
+	// topics and groups (invocation_status, is_system): not capped.
+	topicCreate *prometheus.HistogramVec
+	groupCreate *prometheus.HistogramVec
+	rpc         *rpcSeries
 }
+
+// The shapes of Broker.out.
+const (
+	shapePull = 0
+	shapePop  = 1
+)
 
 // New builds the metrics of a broker with the given constant labels,
 // named as names says.
@@ -281,51 +322,65 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 	in := []string{"topic", "message_type", "is_system"}
 	out := []string{"topic", "consumer_group", "is_system"}
 	popOut := []string{"topic", "consumer_group", "is_system", "is_retry"}
+	dlq := []string{"consumer_group", "topic", "is_system"}
+	byTopic := []string{"topic"}
 	// A pull's and a pop's series of one metric share its help.
 	outOpts := prometheus.CounterOpts{Name: names.Name(MessagesOutTotal),
 		Help: "Messages delivered by pulls (not of retry or dead-letter topics) and pops (is_retry: from the group's pop-retry topics).", ConstLabels: c}
 	outBytesOpts := prometheus.CounterOpts{Name: names.Name(ThroughputOutTotal),
 		Help: "Bytes of the records delivered by pulls and pops.", ConstLabels: c}
-	m := &Broker{
-		reg: prometheus.NewRegistry(),
-		messagesIn: prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(MessagesInTotal),
-			Help: "Messages stored by producers' sends (not retries or dead letters).", ConstLabels: c}, in),
-		throughputIn: prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(ThroughputInTotal),
-			Help: "Bytes of the CommitLog records stored by producers' sends.", ConstLabels: c}, in),
-		messagesOut:      prometheus.NewCounterVec(outOpts, out),
-		throughputOut:    prometheus.NewCounterVec(outBytesOpts, out),
-		popMessagesOut:   prometheus.NewCounterVec(outOpts, popOut),
-		popThroughputOut: prometheus.NewCounterVec(outBytesOpts, popOut),
-	}
-	m.toDLQ = prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(SendToDLQTotal),
-		Help: "Messages moved to a group's dead-letter topic (send-back or POP revive past retryMaxTimes).", ConstLabels: c},
-		[]string{"consumer_group", "topic", "is_system"})
-	m.commits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(CommitMessagesTotal),
-		Help: "Transactional messages committed by END_TRANSACTION.", ConstLabels: c}, []string{"topic"})
-	m.rollbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(RollbackMessagesTotal),
-		Help: "Transactional messages rolled back by END_TRANSACTION.", ConstLabels: c}, []string{"topic"})
-	m.messageSize = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Name(MessageSize),
+	messagesIn := prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(MessagesInTotal),
+		Help: "Messages stored by producers' sends (not retries or dead letters).", ConstLabels: c}, in)
+	throughputIn := prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(ThroughputInTotal),
+		Help: "Bytes of the CommitLog records stored by producers' sends.", ConstLabels: c}, in)
+	messagesOut := prometheus.NewCounterVec(outOpts, out)
+	throughputOut := prometheus.NewCounterVec(outBytesOpts, out)
+	popMessagesOut := prometheus.NewCounterVec(outOpts, popOut)
+	popThroughputOut := prometheus.NewCounterVec(outBytesOpts, popOut)
+	toDLQ := prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(SendToDLQTotal),
+		Help: "Messages moved to a group's dead-letter topic (send-back or POP revive past retryMaxTimes).", ConstLabels: c}, dlq)
+	commits := prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(CommitMessagesTotal),
+		Help: "Transactional messages committed by END_TRANSACTION.", ConstLabels: c}, byTopic)
+	rollbacks := prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(RollbackMessagesTotal),
+		Help: "Transactional messages rolled back by END_TRANSACTION.", ConstLabels: c}, byTopic)
+	messageSize := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Name(MessageSize),
 		Help: "Size in bytes of the records stored by producers' sends (the mean of a batch).", ConstLabels: c,
 		Buckets: messageSizeBuckets}, in)
-	m.finishLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Name(FinishMessageLatency),
+	finishLatency := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Name(FinishMessageLatency),
 		Help: "Seconds from a transactional message's birth to its commit.", ConstLabels: c,
-		Buckets: finishLatencyBuckets}, []string{"topic"})
+		Buckets: finishLatencyBuckets}, byTopic)
+	// The store's metrics carry DefaultStoreMetricsManager's two labels.
+	sc := prometheus.Labels{"storage_type": "local", "storage_medium": "disk"}
+	maps.Copy(sc, c)
+	timerEnqueue := prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(TimerEnqueueTotal),
+		Help: "Timer messages taken in, by destination topic.", ConstLabels: sc}, byTopic)
+	timerDequeue := prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(TimerDequeueTotal),
+		Help: "Timer messages delivered, by destination topic.", ConstLabels: sc}, byTopic)
+	delayLatency := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Name(DelayMessageLatency),
+		Help: "Seconds from a timer message's birth to its delivery time, when taken in.", ConstLabels: sc,
+		Buckets: delayLatencyBuckets}, byTopic)
+	limit, log := src.CardinalityLimit, src.Log
+	m := &Broker{
+		reg: prometheus.NewRegistry(),
+		in: newCapped(limit, log, []string{names.Name(MessagesInTotal), names.Name(ThroughputInTotal), names.Name(MessageSize)},
+			shape{labels: in, count: messagesIn, bytes: throughputIn, hist: messageSize}),
+		out: newCapped(limit, log, []string{names.Name(MessagesOutTotal), names.Name(ThroughputOutTotal)},
+			shape{labels: out, count: messagesOut, bytes: throughputOut},
+			shape{labels: popOut, count: popMessagesOut, bytes: popThroughputOut}),
+		toDLQ: newCapped(limit, log, []string{names.Name(SendToDLQTotal)}, shape{labels: dlq, count: toDLQ}),
+		commits: newCapped(limit, log, []string{names.Name(CommitMessagesTotal), names.Name(FinishMessageLatency)},
+			shape{labels: byTopic, count: commits, hist: finishLatency}),
+		rollbacks: newCapped(limit, log, []string{names.Name(RollbackMessagesTotal)}, shape{labels: byTopic, count: rollbacks}),
+		timerEnqueue: newCapped(limit, log, []string{names.Name(TimerEnqueueTotal), names.Name(DelayMessageLatency)},
+			shape{labels: byTopic, count: timerEnqueue, hist: delayLatency}),
+		timerDequeue: newCapped(limit, log, []string{names.Name(TimerDequeueTotal)}, shape{labels: byTopic, count: timerDequeue}),
+	}
 	m.topicCreate = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Name(TopicCreateTime),
 		Help: "Milliseconds an UPDATE_AND_CREATE_TOPIC(_LIST) took.", ConstLabels: c,
 		Buckets: createTimeBuckets}, []string{"invocation_status", "is_system"})
 	m.groupCreate = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Name(GroupCreateTime),
 		Help: "Milliseconds an UPDATE_AND_CREATE_SUBSCRIPTIONGROUP(_LIST) took.", ConstLabels: c,
 		Buckets: createTimeBuckets}, []string{"invocation_status"})
-	// The store's metrics carry DefaultStoreMetricsManager's two labels.
-	sc := prometheus.Labels{"storage_type": "local", "storage_medium": "disk"}
-	maps.Copy(sc, c)
-	m.timerEnqueue = prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(TimerEnqueueTotal),
-		Help: "Timer messages taken in, by destination topic.", ConstLabels: sc}, []string{"topic"})
-	m.timerDequeue = prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(TimerDequeueTotal),
-		Help: "Timer messages delivered, by destination topic.", ConstLabels: sc}, []string{"topic"})
-	m.delayLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Name(DelayMessageLatency),
-		Help: "Seconds from a timer message's birth to its delivery time, when taken in.", ConstLabels: sc,
-		Buckets: delayLatencyBuckets}, []string{"topic"})
 	rpc := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Name(RPCLatency),
 		Help: "Milliseconds from the read of a request to its answer (a long-polling hold included).", ConstLabels: c,
 		Buckets: rpcLatencyBuckets}, []string{"protocol_type", "request_code", "response_code", "is_long_polling", "result"})
@@ -333,16 +388,16 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 	// A family turned off is not registered: its counters still count,
 	// unseen.
 	off := src.Off
-	m.reg.MustRegister(m.toDLQ)
+	m.reg.MustRegister(toDLQ)
 	if !off.Request {
-		m.reg.MustRegister(m.messagesIn, m.throughputIn, m.messageSize, m.topicCreate, m.groupCreate,
-			unchecked{m.messagesOut, m.throughputOut, m.popMessagesOut, m.popThroughputOut})
+		m.reg.MustRegister(messagesIn, throughputIn, messageSize, m.topicCreate, m.groupCreate,
+			unchecked{messagesOut, throughputOut, popMessagesOut, popThroughputOut})
 	}
 	if !off.Transaction {
-		m.reg.MustRegister(m.commits, m.rollbacks, m.finishLatency)
+		m.reg.MustRegister(commits, rollbacks, finishLatency)
 	}
 	if !off.Store {
-		m.reg.MustRegister(m.timerEnqueue, m.timerDequeue, m.delayLatency)
+		m.reg.MustRegister(timerEnqueue, timerDequeue, delayLatency)
 	}
 	if !off.Remoting {
 		m.reg.MustRegister(rpc)
@@ -474,9 +529,9 @@ func (m *Broker) TimerEnqueued(topic string, dueAfterBirth time.Duration) {
 	if m == nil {
 		return
 	}
-	topic = label(topic)
-	m.timerEnqueue.WithLabelValues(topic).Inc()
-	m.delayLatency.WithLabelValues(topic).Observe(float64(dueAfterBirth / time.Second))
+	s := m.timerEnqueue.get(seriesKey{vals: [maxCappedLabels]string{label(topic)}})
+	s.count.Inc()
+	s.hist.Observe(float64(dueAfterBirth / time.Second))
 }
 
 // TimerDequeued counts a timer message delivered to topic.
@@ -484,7 +539,7 @@ func (m *Broker) TimerDequeued(topic string) {
 	if m == nil {
 		return
 	}
-	m.timerDequeue.WithLabelValues(label(topic)).Inc()
+	m.timerDequeue.get(seriesKey{vals: [maxCappedLabels]string{label(topic)}}).count.Inc()
 }
 
 // maybeGauge is a gauge read at each scrape that may have no value.
@@ -552,11 +607,10 @@ func (m *Broker) In(topic, messageType string, system bool, messages int, bytes 
 	if m == nil || messages <= 0 {
 		return
 	}
-	sys := strconv.FormatBool(system)
-	topic = label(topic)
-	m.messagesIn.WithLabelValues(topic, messageType, sys).Add(float64(messages))
-	m.throughputIn.WithLabelValues(topic, messageType, sys).Add(float64(bytes))
-	m.messageSize.WithLabelValues(topic, messageType, sys).Observe(float64(bytes / int64(messages)))
+	s := m.in.get(seriesKey{vals: [maxCappedLabels]string{label(topic), messageType, strconv.FormatBool(system)}})
+	s.count.Add(float64(messages))
+	s.bytes.Add(float64(bytes))
+	s.hist.Observe(float64(bytes / int64(messages)))
 }
 
 // Out counts messages of topic delivered to group by a pull or a pop.
@@ -564,10 +618,9 @@ func (m *Broker) Out(topic, group string, system bool, messages int, bytes int64
 	if m == nil || messages <= 0 {
 		return
 	}
-	sys := strconv.FormatBool(system)
-	topic, group = label(topic), label(group)
-	m.messagesOut.WithLabelValues(topic, group, sys).Add(float64(messages))
-	m.throughputOut.WithLabelValues(topic, group, sys).Add(float64(bytes))
+	s := m.out.get(seriesKey{vals: [maxCappedLabels]string{label(topic), label(group), strconv.FormatBool(system)}, shape: shapePull})
+	s.count.Add(float64(messages))
+	s.bytes.Add(float64(bytes))
 }
 
 // PopOut counts messages of topic popped by group, from the group's
@@ -578,9 +631,10 @@ func (m *Broker) PopOut(topic, group string, system, retry bool, messages int, b
 	if m == nil || messages <= 0 {
 		return
 	}
-	vals := []string{label(topic), label(group), strconv.FormatBool(system), strconv.FormatBool(retry)}
-	m.popMessagesOut.WithLabelValues(vals...).Add(float64(messages))
-	m.popThroughputOut.WithLabelValues(vals...).Add(float64(bytes))
+	s := m.out.get(seriesKey{vals: [maxCappedLabels]string{label(topic), label(group), strconv.FormatBool(system), strconv.FormatBool(retry)},
+		shape: shapePop})
+	s.count.Add(float64(messages))
+	s.bytes.Add(float64(bytes))
 }
 
 // unchecked registers collectors whose metrics share a name but not their
@@ -607,7 +661,7 @@ func (m *Broker) ToDLQ(group, topic string, system bool) {
 	if m == nil {
 		return
 	}
-	m.toDLQ.WithLabelValues(label(group), label(topic), strconv.FormatBool(system)).Inc()
+	m.toDLQ.get(seriesKey{vals: [maxCappedLabels]string{label(group), label(topic), strconv.FormatBool(system)}}).count.Inc()
 }
 
 // TransactionEnded counts a transaction of topic committed (or rolled
@@ -618,12 +672,39 @@ func (m *Broker) TransactionEnded(topic string, committed bool, age time.Duratio
 	if m == nil {
 		return
 	}
-	topic = label(topic)
+	k := seriesKey{vals: [maxCappedLabels]string{label(topic)}}
 	if committed {
-		m.commits.WithLabelValues(topic).Inc()
-		m.finishLatency.WithLabelValues(topic).Observe(float64(age / time.Second))
+		s := m.commits.get(k)
+		s.count.Inc()
+		s.hist.Observe(float64(age / time.Second))
 	} else {
-		m.rollbacks.WithLabelValues(topic).Inc()
+		m.rollbacks.get(k).count.Inc()
+	}
+}
+
+// TopicDeleted deletes the series of topic: those of the metrics the
+// processors feed that carry it in their topic label (a deleted retry or
+// dead-letter topic's too). Their room under the cardinality limit is
+// free again; a topic created again under the name starts from zero.
+func (m *Broker) TopicDeleted(topic string) {
+	if m == nil {
+		return
+	}
+	topic = label(topic)
+	for _, c := range []*capped{m.in, m.out, m.toDLQ, m.commits, m.rollbacks, m.timerEnqueue, m.timerDequeue} {
+		c.drop("topic", topic)
+	}
+}
+
+// GroupDeleted deletes the series of a consumer group: those carrying it
+// in their consumer_group label (messages and bytes out, dead letters).
+func (m *Broker) GroupDeleted(group string) {
+	if m == nil {
+		return
+	}
+	group = label(group)
+	for _, c := range []*capped{m.out, m.toDLQ} {
+		c.drop("consumer_group", group)
 	}
 }
 
