@@ -345,7 +345,8 @@ func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *re
 	return remoting.NewResponse(req, remoting.Success, "")
 }
 
-// deleteTopic deletes a topic's config, queues and statistics, then what
+// deleteTopic deletes a topic's config, queues, statistics and metrics
+// series, then what
 // its consumers left: every group's committed offsets, pop positions,
 // orderly batches and checkpoints. The config goes first: the POP
 // service's writes of the topic that begin once it is gone write nothing,
@@ -373,6 +374,7 @@ func (b *Broker) deleteTopic(topic string) error {
 	}
 	b.deletionStep(stepTopicQueuesDropped)
 	b.stats.TopicDeleted(topic)
+	b.metrics.TopicDeleted(topic)
 	b.pulled.forget(func(q groupQueue) bool { return q.topic == topic })
 	// A topic created again numbers its queues from 0: a stale position
 	// or offset past their end would skip its messages, and revive would
@@ -569,6 +571,7 @@ func (b *Broker) processDeleteGroup(_ context.Context, _ *remoting.Conn, req *re
 	}
 	b.resets.forgetGroup(group)
 	b.stats.GroupDeleted(group)
+	b.metrics.GroupDeleted(group)
 	if h.OptBool("cleanOffset", false) {
 		// As RocketMQ's removeOffset, the pull offsets go with the
 		// committed ones.

@@ -74,9 +74,10 @@ type Broker struct {
 	// after each step of a topic deletion (stepTopicDeletionBegun and
 	// after), which a start completes when a crash interrupts it.
 	recoveryStep func(step string)
-	// timerMetrics is metrics for the timer service's callbacks, which
-	// run before the exporter starts (nil until then: counts nothing).
-	timerMetrics atomic.Pointer[metrics.Broker]
+	// earlyMetrics is metrics for the goroutines that run before the
+	// exporter starts, the timer service's callbacks and a slave's sync
+	// of its master's tables (nil until then: counts nothing).
+	earlyMetrics atomic.Pointer[metrics.Broker]
 	// timerCensusTTL is how long the timer gauges' count is reused.
 	timerCensusTTL time.Duration
 	// syncEncoder compresses the metadata answers slaves accept
@@ -556,8 +557,8 @@ func (b *Broker) openStores(ctx context.Context) error {
 	b.timers = timer.New(db.Timers(), recordStore{b: b}, timer.Options{Progress: db.RocketMQTimerProgress, QueueProgress: db.RocketMQTimerQueueOffset,
 		Dispatched: func() int64 { return b.disp.Dispatched() }, Paused: func() bool { return b.current().TimerStopDequeue },
 		// The dispatcher indexes parked messages before the exporter starts.
-		Enqueued:   func(topic string, d time.Duration) { b.timerMetrics.Load().TimerEnqueued(topic, d) },
-		Dequeued:   func(topic string) { b.timerMetrics.Load().TimerDequeued(topic) },
+		Enqueued:   func(topic string, d time.Duration) { b.earlyMetrics.Load().TimerEnqueued(topic, d) },
+		Dequeued:   func(topic string) { b.earlyMetrics.Load().TimerDequeued(topic) },
 		Properties: b.recordProperties, Precision: b.timerCfg.Precision, RollWindow: b.timerCfg.RollWindow}, b.root)
 	if b.cfg.EnableCompaction {
 		if b.compaction, err = openCompaction(db); err != nil {

@@ -64,6 +64,7 @@ func (b *Broker) startMetrics() error {
 		Off: metrics.Families{Stats: !b.cfg.EnableStatsMetrics, Request: !b.cfg.EnableRequestMetrics,
 			Connection: !b.cfg.EnableConnectionMetrics, Transaction: !b.cfg.EnableTransactionMetrics,
 			Remoting: !b.cfg.EnableRemotingMetrics, Store: !b.cfg.EnableMessageStoreMetrics},
+		Log:                 b.component("metrics"),
 		BrokerPermission:    b.permission,
 		TopicCount:          func() int { return topics.get(b.log) },
 		ConsumerGroupCount:  func() int { return groups.get(b.log) },
@@ -113,7 +114,7 @@ func (b *Broker) startMetrics() error {
 		names = metrics.UnitSuffixed
 	}
 	b.metrics = metrics.New(labels, src, names)
-	b.timerMetrics.Store(b.metrics)
+	b.earlyMetrics.Store(b.metrics)
 	host := b.cfg.MetricsPromExporterHost
 	if host == "" {
 		host = b.hostIP.String()

@@ -427,8 +427,8 @@ func TestTimerMetrics(t *testing.T) {
 	}
 }
 
-// timerMetricsSettings turn the exporter on, with a fine timer.
-var timerMetricsSettings = map[string]string{
+// earlyMetricsSettings turn the exporter on, with a fine timer.
+var earlyMetricsSettings = map[string]string{
 	"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
 	"timerPrecisionMs": "100",
 }
@@ -439,7 +439,7 @@ var timerMetricsSettings = map[string]string{
 // of them the latency. Once they are indexed the latency is RocketMQ's:
 // how long ago the last one indexed was stored, for 2 s after, then 0.
 func TestTimerEnqueueGaugesFollowTheDispatcher(t *testing.T) {
-	o := maps.Clone(timerMetricsSettings)
+	o := maps.Clone(earlyMetricsSettings)
 	o["maxDispatchLagBytes"] = strconv.Itoa(64 << 20) // sends are not held back
 	sb := startStalledBroker(t, o, func(b *Broker) { b.timerCensusTTL = 0 })
 	store := []string{`storage_type="local"`, `storage_medium="disk"`}
@@ -479,7 +479,7 @@ func TestTimerEnqueueGaugesFollowTheDispatcher(t *testing.T) {
 func TestTimingMessagesByTopicSurviveARestart(t *testing.T) {
 	dir := t.TempDir()
 	noTTL := func(b *Broker) { b.timerCensusTTL = 0 }
-	b := startTestBrokerWith(t, dir, timerMetricsSettings, noTTL)
+	b := startTestBrokerWith(t, dir, earlyMetricsSettings, noTTL)
 	c := b.client(nil)
 	at := func(d time.Duration) string {
 		return "TIMER_DELIVER_MS\x01" + strconv.FormatInt(time.Now().Add(d).UnixMilli(), 10) + "\x02"
@@ -508,7 +508,7 @@ func TestTimingMessagesByTopicSurviveARestart(t *testing.T) {
 	}
 	b.stop()
 
-	b = startTestBrokerWith(t, dir, timerMetricsSettings, noTTL)
+	b = startTestBrokerWith(t, dir, earlyMetricsSettings, noTTL)
 	waitFor(t, "the count of the timer messages waiting", func() bool {
 		text = scrapeMetrics(t, b)
 		return strings.Contains(text, "rocketmq_timing_messages{")

@@ -342,6 +342,11 @@ func (b *Broker) applyMasterTopics(body []byte) error {
 			return fmt.Errorf("drop the copies of the master's deleted topics: %w", err)
 		}
 	}
+	// The series a slave's reads fed go with the topics, as the
+	// master's went with its deletions.
+	for _, topic := range removed {
+		b.earlyMetrics.Load().TopicDeleted(topic)
+	}
 	b.register.trigger()
 	b.log.Info().Int("topics", len(topics)).Strs("removed", removed).Msg("took over the master's topics")
 	return nil
@@ -360,6 +365,9 @@ func (b *Broker) applyMasterGroups(body []byte) error {
 	removed, err := b.groups.Replace(groups, version)
 	if err != nil {
 		return err
+	}
+	for _, group := range removed {
+		b.earlyMetrics.Load().GroupDeleted(group)
 	}
 	b.log.Info().Int("groups", len(groups)).Strs("removed", removed).Msg("took over the master's subscription groups")
 	return nil
