@@ -34,10 +34,17 @@ const lagTTL = 15 * time.Second
 
 // startMetrics starts the Prometheus exporter when metricsExporterType is
 // PROM, on metricsPromExporterHost (brokerIP1 when empty, as RocketMQ) and
-// metricsPromExporterPort, under the names metricsNameUnitSuffix chooses.
+// metricsPromExporterPort, under the names metricsNameUnitSuffix chooses,
+// each metric capped at metricsOtelCardinalityLimit series. A limit <= 0
+// stops the start, as RocketMQ's metrics manager stops its (OTel's
+// cardinality limit must be positive); with the exporter off the key is
+// not read, there as here.
 func (b *Broker) startMetrics() error {
 	if b.cfg.MetricsExporterType != configs.MetricsPROM {
 		return nil
+	}
+	if limit := b.cfg.MetricsOtelCardinalityLimit; limit <= 0 {
+		return fmt.Errorf("metrics: metricsOtelCardinalityLimit %d: the series a metric may hold must be > 0", limit)
 	}
 	labels := map[string]string{}
 	for _, pair := range strings.Split(b.cfg.MetricsLabel, ",") {
@@ -64,6 +71,7 @@ func (b *Broker) startMetrics() error {
 		Off: metrics.Families{Stats: !b.cfg.EnableStatsMetrics, Request: !b.cfg.EnableRequestMetrics,
 			Connection: !b.cfg.EnableConnectionMetrics, Transaction: !b.cfg.EnableTransactionMetrics,
 			Remoting: !b.cfg.EnableRemotingMetrics, Store: !b.cfg.EnableMessageStoreMetrics},
+		CardinalityLimit:    b.cfg.MetricsOtelCardinalityLimit,
 		Log:                 b.component("metrics"),
 		BrokerPermission:    b.permission,
 		TopicCount:          func() int { return topics.get(b.log) },

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/metrics"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -97,6 +98,65 @@ func TestMetricsSeriesGoWithDeletedTopicsAndGroups(t *testing.T) {
 	if t.Failed() {
 		t.Logf("scrape:\n%s", text)
 	}
+}
+
+// metricsOtelCardinalityLimit caps each metric: past the limit a new
+// topic's sends are counted in the overflow series, whose labels all read
+// otel_metric_overflow; deleting a topic frees room for a new one.
+func TestMetricsOtelCardinalityLimitCapsSeries(t *testing.T) {
+	b := startTestBroker(t, map[string]string{
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+		"metricsOtelCardinalityLimit": "3",
+	})
+	c := b.client(nil)
+	for i := range 5 {
+		mustSend(t, c, "CapT"+strconv.Itoa(i), 0, "m", "")
+	}
+	mustSend(t, c, "CapT0", 0, "again", "")
+	const over = `topic="` + metrics.OverflowValue + `"`
+	text := scrapeMetrics(t, b)
+	if got := seriesLines(text, "rocketmq_messages_in_total{"); len(got) != 4 {
+		t.Errorf("rocketmq_messages_in_total: %d series, want 3 and the overflow one:\n%s", len(got), strings.Join(got, "\n"))
+	}
+	if v := metricValue(t, text, "rocketmq_messages_in_total", `topic="CapT0"`); v != 2 {
+		t.Errorf("CapT0's messages in %v, want 2", v)
+	}
+	if v := metricValue(t, text, "rocketmq_messages_in_total", over, `message_type="`+metrics.OverflowValue+`"`,
+		`is_system="`+metrics.OverflowValue+`"`); v != 2 {
+		t.Errorf("the overflow series counts %v messages in, want CapT3's and CapT4's", v)
+	}
+	if r := call(t, c, remoting.DeleteTopicInBroker, map[string]string{"topic": "CapT1"}, nil); r.Code != remoting.Success {
+		t.Fatalf("delete topic: %d %s", r.Code, r.Remark)
+	}
+	mustSend(t, c, "CapT5", 0, "m", "")
+	text = scrapeMetrics(t, b)
+	if v := metricValue(t, text, "rocketmq_messages_in_total", `topic="CapT5"`); v != 1 {
+		t.Errorf("CapT5's messages in %v, want 1 in a series of its own", v)
+	}
+	if v := metricValue(t, text, "rocketmq_messages_in_total", over); v != 2 {
+		t.Errorf("the overflow series counts %v messages in, want still 2", v)
+	}
+	if t.Failed() {
+		t.Logf("scrape:\n%s", text)
+	}
+}
+
+// A metricsOtelCardinalityLimit <= 0 stops the start of a broker with the
+// exporter on, as OTel's refusal stops RocketMQ's; with the exporter off
+// the key is not read, there as here.
+func TestMetricsOtelCardinalityLimitMustBePositive(t *testing.T) {
+	for _, limit := range []string{"0", "-1"} {
+		err := startError(t, map[string]string{
+			"storePathRootDir": t.TempDir(), "listenPort": "0", "brokerIP1": "127.0.0.1", "mappedFileSizeCommitLog": strconv.Itoa(4 << 20),
+			"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+			"metricsOtelCardinalityLimit": limit,
+		})
+		if err == nil || !strings.Contains(err.Error(), "metricsOtelCardinalityLimit "+limit) {
+			t.Errorf("start with metricsOtelCardinalityLimit=%s: %v", limit, err)
+		}
+	}
+	b := startTestBroker(t, map[string]string{"metricsOtelCardinalityLimit": "0"})
+	mustSend(t, b.client(nil), "NoExporterT", 0, "m", "")
 }
 
 // A slave that takes over its master's tables deletes the series of the

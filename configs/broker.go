@@ -395,6 +395,12 @@ type Broker struct {
 	// (rocketmq_rpc_latency_milliseconds); false serves the bare names
 	// of RocketMQ 5.0 to 5.1.3 (rocketmq_rpc_latency). Fixed at start.
 	MetricsNameUnitSuffix bool
+	// MetricsOtelCardinalityLimit caps the series of each metric fed per
+	// topic or group (metrics.Sources.CardinalityLimit): the label sets
+	// past it are counted in the metric's overflow series. With the
+	// exporter on, a limit <= 0 stops the start, as it stops RocketMQ's
+	// (OTel refuses it).
+	MetricsOtelCardinalityLimit int
 
 	// AclEnable turns on RocketMQ's plain access control (ACL 1.0): every
 	// request is checked against the accounts of PlainAclFile.

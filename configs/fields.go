@@ -199,6 +199,9 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("enableRemotingMetrics", "true", func(b *Broker) *bool { return &b.EnableRemotingMetrics }),
 	boolean("enableMessageStoreMetrics", "true", func(b *Broker) *bool { return &b.EnableMessageStoreMetrics }),
 	boolean("metricsNameUnitSuffix", "true", func(b *Broker) *bool { return &b.MetricsNameUnitSuffix }),
+	// A Java int, as RocketMQ's; the start refuses <= 0 with the exporter
+	// on (broker.startMetrics), as RocketMQ's does.
+	intRange("metricsOtelCardinalityLimit", "50000", math.MinInt32, math.MaxInt32, func(b *Broker) *int { return &b.MetricsOtelCardinalityLimit }),
 
 	boolean("aclEnable", "false", func(b *Broker) *bool { return &b.AclEnable }),
 	str("plainAclFile", "", func(b *Broker) *string { return &b.PlainAclFile }),

@@ -96,7 +96,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertInt[Broker]("metricLoggingExporterIntervalInMills", "read only by RocketMQ's LOG metrics exporter; rocketkv serves Prometheus only and refuses metricsExporterType=LOG"),
 	inertString[Broker]("metricsGrpcExporterHeader", "read only by RocketMQ's OTLP gRPC exporter; rocketkv serves Prometheus only and refuses metricsExporterType=OTLP_GRPC"),
 	inertString[Broker]("metricsGrpcExporterTarget", "read only by RocketMQ's OTLP gRPC exporter; rocketkv serves Prometheus only and refuses metricsExporterType=OTLP_GRPC"),
-	inertInt[Broker]("metricsOtelCardinalityLimit", "Prometheus series are not capped per metric: each topic and group has its own"),
 	inertInt[Broker]("popCkMaxBufferSize", "POP checkpoints are written to the index before the pop is answered; there is no checkpoint buffer to bound"),
 	inertInt[Broker]("popCkOffsetMaxQueueSize", "POP checkpoints are written to the index before the pop is answered, and the committed offset follows the smallest offset in flight; there is no in-memory checkpoint queue per queue to bound"),
 	inertInt[Broker]("popCkStayBufferTime", "POP checkpoints are written to the index before the pop is answered; none stays in a buffer"),
