@@ -324,13 +324,11 @@ func (r *Registrar) Register(ctx context.Context, info BrokerInfo, body *Registe
 		}
 		reg.Result = RegisterResult{HAServerAddr: resp.ExtFields["haServerAddr"], MasterAddr: resp.ExtFields["masterAddr"]}
 		if len(resp.Body) > 0 {
-			var kv struct {
-				Table map[string]string `json:"table"`
-			}
-			if err := json.Unmarshal(resp.Body, &kv); err != nil {
+			table, err := decodeOrderTopicConfig(resp.Body)
+			if err != nil {
 				r.log.Warn().Err(err).Str("namesrv", addr).Msg("register broker: the answer's ORDER_TOPIC_CONFIG table is not JSON; ignored")
 			} else {
-				reg.OrderTopicConfig = kv.Table
+				reg.OrderTopicConfig = table
 			}
 		}
 		return reg
@@ -420,13 +418,36 @@ func (r *Registrar) queryDataVersion(ctx context.Context, addr string, h remotin
 		return true, nil
 	}
 	if len(resp.Body) > 0 {
-		var known DataVersion
-		if err := json.Unmarshal(resp.Body, &known); err != nil {
-			return true, fmt.Errorf("decode the name server's data version: %w", err)
+		known, err := decodeDataVersion(resp.Body)
+		if err != nil {
+			return true, err
 		}
 		return known != dv, nil
 	}
 	return false, nil
+}
+
+// decodeOrderTopicConfig reads the body of a name server's answer to
+// REGISTER_BROKER: the KVTable {"table":{topic:conf}} of the
+// ORDER_TOPIC_CONFIG namespace (nil when the table is absent or null).
+func decodeOrderTopicConfig(body []byte) (map[string]string, error) {
+	var kv struct {
+		Table map[string]string `json:"table"`
+	}
+	if err := json.Unmarshal(body, &kv); err != nil {
+		return nil, fmt.Errorf("decode the name server's ORDER_TOPIC_CONFIG table: %w", err)
+	}
+	return kv.Table, nil
+}
+
+// decodeDataVersion reads the body of a name server's answer to
+// QUERY_DATA_VERSION: the DataVersion it holds for the broker.
+func decodeDataVersion(body []byte) (DataVersion, error) {
+	var known DataVersion
+	if err := json.Unmarshal(body, &known); err != nil {
+		return DataVersion{}, fmt.Errorf("decode the name server's data version: %w", err)
+	}
+	return known, nil
 }
 
 // simple sends one request to every name server and joins the failures.
