@@ -25,6 +25,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/auth"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -350,7 +351,7 @@ func (r *remoteAuthStore) loadUser(ctx context.Context, name string) (cachedUser
 	}
 	c := cachedUser{at: time.Now()}
 	if len(resp.Body) > 0 {
-		if err := json.Unmarshal(resp.Body, &c.u); err != nil {
+		if c.u, err = decodeUser(resp.Body); err != nil {
 			return cachedUser{}, fmt.Errorf("user %s from a broker: %w", name, err)
 		}
 		c.ok = true
@@ -383,7 +384,7 @@ func (r *remoteAuthStore) loadACL(ctx context.Context, subject string) (cachedAC
 	}
 	c := cachedACL{at: time.Now()}
 	if err == nil && len(resp.Body) > 0 {
-		if err := json.Unmarshal(resp.Body, &c.a); err != nil {
+		if c.a, err = decodeACL(resp.Body); err != nil {
 			return cachedACL{}, fmt.Errorf("access list of %s from a broker: %w", subject, err)
 		}
 		c.ok = true
@@ -458,19 +459,59 @@ func (s *Server) allMasters(ctx context.Context) ([]string, error) {
 			last = remotingFailure("cluster info", resp)
 			continue
 		}
-		var ci struct {
-			BrokerAddrTable map[string]namesrv.BrokerData `json:"brokerAddrTable"`
-		}
-		if err := json.Unmarshal(resp.Body, &ci); err != nil {
+		masters, err := decodeClusterMasters(resp.Body)
+		if err != nil {
 			return nil, fmt.Errorf("cluster info from %s: %w", ns, err)
 		}
-		m := map[string]string{}
-		for name, bd := range ci.BrokerAddrTable {
-			if a := bd.BrokerAddrs[namesrv.MasterID]; a != "" {
-				m[name] = a
-			}
-		}
-		return sortedValues(m), nil
+		return masters, nil
 	}
 	return nil, last
+}
+
+// decodeUser reads a broker's answer to AUTH_GET_USER (RocketMQ's
+// UserInfo as JSON).
+func decodeUser(body []byte) (meta.UserInfo, error) {
+	var u meta.UserInfo
+	if err := json.Unmarshal(body, &u); err != nil {
+		return meta.UserInfo{}, fmt.Errorf("decode a user: %w", err)
+	}
+	return u, nil
+}
+
+// decodeACL reads a broker's answer to AUTH_GET_ACL (RocketMQ's AclInfo as
+// JSON).
+func decodeACL(body []byte) (meta.AclInfo, error) {
+	var a meta.AclInfo
+	if err := json.Unmarshal(body, &a); err != nil {
+		return meta.AclInfo{}, fmt.Errorf("decode an access list: %w", err)
+	}
+	return a, nil
+}
+
+// decodeClusterMasters reads a name server's answer to
+// GET_BROKER_CLUSTER_INFO (RocketMQ's ClusterInfo as JSON) into the
+// address of every broker group's master (broker id 0), ordered by broker
+// name; a group without a master is left out. A Java name server writes
+// the broker ids of brokerAddrs as bare keys ({0:"host:port"}, fastjson's
+// Map<Long, String>), which are read as quoted ones.
+func decodeClusterMasters(body []byte) ([]string, error) {
+	var ci struct {
+		BrokerAddrTable map[string]namesrv.BrokerData `json:"brokerAddrTable"`
+	}
+	if err := json.Unmarshal(body, &ci); err != nil {
+		quoted := adminbody.QuoteBareKeys(body)
+		if len(quoted) == len(body) {
+			return nil, fmt.Errorf("decode cluster info: %w", err)
+		}
+		if err := json.Unmarshal(quoted, &ci); err != nil {
+			return nil, fmt.Errorf("decode cluster info: %w", err)
+		}
+	}
+	m := map[string]string{}
+	for name, bd := range ci.BrokerAddrTable {
+		if a := bd.BrokerAddrs[namesrv.MasterID]; a != "" {
+			m[name] = a
+		}
+	}
+	return sortedValues(m), nil
 }

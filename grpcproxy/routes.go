@@ -206,7 +206,7 @@ func (rs *routes) fetch(ctx context.Context, topic string) (*topicRoute, error) 
 // accepts every type. When no master answers, every type is accepted
 // rather than a producer refused on a guess.
 func (rs *routes) messageTypes(ctx context.Context, topic string, r *topicRoute) []rmqpb.MessageType {
-	all := []rmqpb.MessageType{rmqpb.MessageType_NORMAL, rmqpb.MessageType_FIFO, rmqpb.MessageType_DELAY, rmqpb.MessageType_TRANSACTION}
+	all := slices.Clone(allMessageTypes)
 	for _, addr := range sortedValues(r.masters) {
 		cctx, cancel := context.WithTimeout(ctx, rs.timeout)
 		resp, err := rs.pool.Invoke(cctx, addr, remoting.NewRequest(remoting.GetTopicConfig, map[string]string{"topic": topic}, nil))
@@ -214,26 +214,42 @@ func (rs *routes) messageTypes(ctx context.Context, topic string, r *topicRoute)
 		if err != nil || resp.Code != remoting.Success {
 			continue
 		}
-		var tc meta.TopicConfig
-		if json.Unmarshal(resp.Body, &tc) != nil {
+		types, err := decodeMessageTypes(resp.Body)
+		if err != nil {
 			continue
 		}
-		switch tc.Attributes[meta.AttrMessageType] {
-		case "", "NORMAL":
-			return []rmqpb.MessageType{rmqpb.MessageType_NORMAL}
-		case "FIFO":
-			return []rmqpb.MessageType{rmqpb.MessageType_FIFO}
-		case "DELAY":
-			return []rmqpb.MessageType{rmqpb.MessageType_DELAY}
-		case "TRANSACTION":
-			return []rmqpb.MessageType{rmqpb.MessageType_TRANSACTION}
-		case "MIXED":
-			return all
-		default:
-			return []rmqpb.MessageType{rmqpb.MessageType_MESSAGE_TYPE_UNSPECIFIED}
-		}
+		return types
 	}
 	return all
+}
+
+// allMessageTypes are the types a MIXED topic accepts.
+var allMessageTypes = []rmqpb.MessageType{rmqpb.MessageType_NORMAL, rmqpb.MessageType_FIFO, rmqpb.MessageType_DELAY, rmqpb.MessageType_TRANSACTION}
+
+// decodeMessageTypes reads a broker's answer to GET_TOPIC_CONFIG (RocketMQ's
+// TopicConfig as JSON) into the message types the topic accepts, by its
+// message.type attribute: a topic without it is NORMAL, MIXED accepts
+// every type, an unknown type is MESSAGE_TYPE_UNSPECIFIED (which no
+// message has).
+func decodeMessageTypes(body []byte) ([]rmqpb.MessageType, error) {
+	var tc meta.TopicConfig
+	if err := json.Unmarshal(body, &tc); err != nil {
+		return nil, fmt.Errorf("decode a topic's configuration: %w", err)
+	}
+	switch tc.Attributes[meta.AttrMessageType] {
+	case "", "NORMAL":
+		return []rmqpb.MessageType{rmqpb.MessageType_NORMAL}, nil
+	case "FIFO":
+		return []rmqpb.MessageType{rmqpb.MessageType_FIFO}, nil
+	case "DELAY":
+		return []rmqpb.MessageType{rmqpb.MessageType_DELAY}, nil
+	case "TRANSACTION":
+		return []rmqpb.MessageType{rmqpb.MessageType_TRANSACTION}, nil
+	case "MIXED":
+		return slices.Clone(allMessageTypes), nil
+	default:
+		return []rmqpb.MessageType{rmqpb.MessageType_MESSAGE_TYPE_UNSPECIFIED}, nil
+	}
 }
 
 // sortedValues returns m's values ordered by key.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync/atomic"
@@ -86,19 +87,30 @@ func (s *Server) readGroupPolicy(ctx context.Context, brokers []string, group st
 			}
 			continue
 		}
-		var gc meta.SubscriptionGroupConfig
-		if json.Unmarshal(resp.Body, &gc) != nil {
+		read, err := decodeGroupPolicy(resp.Body)
+		if err != nil {
 			continue
 		}
-		gp.orderly, gp.retryMaxTimes, gp.retry = gc.ConsumeMessageOrderly, gc.RetryMaxTimes, gc.GroupRetryPolicy
-		s.policies.Add(group, &cachedPolicy{gp: gp, at: time.Now()})
-		return gp
+		s.policies.Add(group, &cachedPolicy{gp: read, at: time.Now()})
+		return read
 	}
 	if old != nil {
 		s.policies.Add(group, &cachedPolicy{gp: old.gp, at: time.Now()})
 		return old.gp
 	}
 	return gp
+}
+
+// decodeGroupPolicy reads a broker's answer to
+// GET_SUBSCRIPTION_GROUP_CONFIG (RocketMQ's SubscriptionGroupConfig as
+// JSON) into the part of it the proxy tells consumers: orderly or not,
+// the number of retries and the retry policy.
+func decodeGroupPolicy(body []byte) (groupPolicy, error) {
+	var gc meta.SubscriptionGroupConfig
+	if err := json.Unmarshal(body, &gc); err != nil {
+		return groupPolicy{}, fmt.Errorf("decode a group's configuration: %w", err)
+	}
+	return groupPolicy{orderly: gc.ConsumeMessageOrderly, retryMaxTimes: gc.RetryMaxTimes, retry: gc.GroupRetryPolicy}, nil
 }
 
 // Telemetry is the client's settings stream: each Settings the client
