@@ -117,9 +117,19 @@ func (t TLS) WithConfigFile() (TLS, []string, error) {
 	if err != nil {
 		return TLS{}, nil, fmt.Errorf("tls.config.file: %w", err)
 	}
-	entries, err := parseProperties(raw)
+	out, set, err := t.applyConfigFile(raw)
 	if err != nil {
 		return TLS{}, nil, fmt.Errorf("tls.config.file %s: %w", t.ConfigFile, err)
+	}
+	return out, set, nil
+}
+
+// applyConfigFile returns t with the keys of raw, the content of a
+// tls.config.file, applied, and the keys it set, sorted.
+func (t TLS) applyConfigFile(raw []byte) (TLS, []string, error) {
+	entries, err := parseProperties(raw)
+	if err != nil {
+		return TLS{}, nil, err
 	}
 	// Keys exactly as RocketMQ's TlsHelper looks them up; the last entry
 	// of a key wins.
@@ -135,7 +145,7 @@ func (t TLS) WithConfigFile() (TLS, []string, error) {
 			continue
 		}
 		if err := f.set(&out, strings.TrimSpace(v)); err != nil {
-			return TLS{}, nil, fmt.Errorf("tls.config.file %s: key %s: %w", t.ConfigFile, f.key, err)
+			return TLS{}, nil, fmt.Errorf("key %s: %w", f.key, err)
 		}
 		set = append(set, f.key)
 	}
