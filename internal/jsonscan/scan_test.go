@@ -1,9 +1,11 @@
 package jsonscan
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestSkipValue(t *testing.T) {
@@ -98,12 +100,40 @@ func TestStringEscapesAsEncodingJSON(t *testing.T) {
 	}
 }
 
+// replaceInvalidUTF8 returns s with each byte that is not valid UTF-8
+// replaced by U+FFFD.
+func replaceInvalidUTF8(s string) string {
+	var b strings.Builder
+	for _, r := range s { // RuneError for each invalid byte
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// FuzzScanner: SkipValue takes a whole document exactly when
+// encoding/json finds it valid (below MaxDepth), and what it consumed
+// scans again on its own; a document that is one string reads as
+// encoding/json reads it; and any text written with AppendString reads
+// back as written, invalid UTF-8 replaced.
 func FuzzScanner(f *testing.F) {
-	f.Add([]byte(`{"a":[1,"b",{"c":null}],"d":-1.5e3}`))
-	f.Add([]byte(`"\ud83d\ude00"`))
-	f.Fuzz(func(t *testing.T, doc []byte) {
+	f.Add([]byte(`{"a":[1,"b",{"c":null}],"d":-1.5e3}`), "")
+	f.Add([]byte(`"\ud83d\ude00"`), "\x00\"\\\u2028\xff")
+	f.Add([]byte(`"\ud800x\u0041\/\b"`), "é\n\t")
+	f.Add([]byte(` [01] `), "<&>")
+	f.Add([]byte(`{"a":1,}`), "\x7f")
+	f.Fuzz(func(t *testing.T, doc []byte, text string) {
+		lit := AppendString(nil, text)
+		ls := New(lit)
+		if got, err := ls.String(); err != nil || ls.End() != nil || got != replaceInvalidUTF8(text) || !json.Valid(lit) {
+			t.Fatalf("%q written as %s, read back as %q, %v", text, lit, got, err)
+		}
 		s := New(doc)
 		raw, err := s.SkipValue()
+		whole := err == nil && s.End() == nil
+		deep := bytes.Count(doc, []byte("["))+bytes.Count(doc, []byte("{")) >= MaxDepth
+		if !deep && whole != json.Valid(doc) {
+			t.Fatalf("%q: whole document %v, encoding/json says valid %v (%v)", doc, whole, json.Valid(doc), err)
+		}
 		if err != nil {
 			return
 		}
@@ -111,6 +141,15 @@ func FuzzScanner(f *testing.F) {
 		again := New(raw)
 		if _, err := again.SkipValue(); err != nil || again.End() != nil {
 			t.Fatalf("%q skipped as %q, which does not scan again: %v", doc, raw, err)
+		}
+		if !whole || raw[0] != '"' || !utf8.Valid(doc) {
+			return
+		}
+		str := New(doc)
+		got, err := str.String()
+		var want string
+		if jerr := json.Unmarshal(doc, &want); err != nil || jerr != nil || got != want {
+			t.Fatalf("%q read as %q (%v), encoding/json says %q (%v)", doc, got, err, want, jerr)
 		}
 	})
 }
