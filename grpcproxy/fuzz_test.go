@@ -109,7 +109,9 @@ func FuzzBuildOutgoingGzipBody(f *testing.F) {
 func lz4Reader(r io.Reader) (io.Reader, error) { return lz4.NewReader(r), nil }
 
 // FuzzInflate checks that inflate never panics on arbitrary bytes taken
-// as a gzip, zlib or LZ4 stream and never returns more than its limit.
+// as a gzip, zlib or LZ4 stream and never returns more than its limit,
+// and that the same bytes compressed by each format come back exactly
+// when they fit the limit and are refused as too large when they do not.
 func FuzzInflate(f *testing.F) {
 	plain := []byte(strings.Repeat("inflate me ", 50))
 	f.Add(gzipped(f, plain), uint16(100))
@@ -118,14 +120,22 @@ func FuzzInflate(f *testing.F) {
 	f.Add(zlibbed(f, bytes.Repeat([]byte{'a'}, 1<<16)), uint16(1000))
 	f.Add([]byte("garbage"), uint16(0))
 	readers := []struct {
-		name string
-		open func(io.Reader) (io.Reader, error)
-	}{{"gzip", gzipReader}, {"zlib", zlibReader}, {"lz4", lz4Reader}}
+		name     string
+		open     func(io.Reader) (io.Reader, error)
+		compress func(testing.TB, []byte) []byte
+	}{{"gzip", gzipReader, gzipped}, {"zlib", zlibReader, zlibbed}, {"lz4", lz4Reader, lz4Framed}}
 	f.Fuzz(func(t *testing.T, data []byte, limit uint16) {
 		for _, r := range readers {
 			out, err := inflate(r.open, data, int(limit))
 			if err == nil && len(out) > int(limit) {
 				t.Fatalf("inflate as %s returned %d bytes, over its limit %d", r.name, len(out), limit)
+			}
+			out, err = inflate(r.open, r.compress(t, data), int(limit))
+			switch {
+			case len(data) <= int(limit) && (err != nil || !bytes.Equal(out, data)):
+				t.Fatalf("%d bytes compressed with %s came back as %d bytes, %v (limit %d)", len(data), r.name, len(out), err, limit)
+			case len(data) > int(limit) && !errors.Is(err, errInflatedTooLarge):
+				t.Fatalf("%d bytes compressed with %s, over the limit %d: %d bytes, %v", len(data), r.name, limit, len(out), err)
 			}
 		}
 	})
