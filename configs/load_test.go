@@ -276,15 +276,37 @@ func TestYAMLTypedValues(t *testing.T) {
 }
 
 // FuzzLoadBroker feeds arbitrary file contents through both formats: the
-// loader returns a config or an error, never panics.
+// loader returns a config or an error, never panics, and a configuration
+// that loads reloads from its own settings (as GET_BROKER_CONFIG reports
+// them and UPDATE_BROKER_CONFIG takes them back) to the same
+// configuration, but for the secrets, which the settings mask.
 func FuzzLoadBroker(f *testing.F) {
+	if tuned, err := os.ReadFile("testdata/rocketmq-tuned-broker.conf"); err == nil {
+		f.Add(tuned, false)
+	}
 	f.Add([]byte("brokerName=a\nlistenPort=1\n"), false)
 	f.Add([]byte("listenPort: 1\ndeleteWhen: \"04\"\n"), true)
 	f.Add([]byte("a=\\\n b\n!c\n#d"), false)
 	f.Add([]byte("proxyProtocolTrustedNetworks=10.0.0.0/8, ::ffff:192.0.2.0/120,192.0.2.7\nstoreType=defaultRocksDB\n"+
 		"serverChannelMaxIdleTimeSeconds=0\nserverSocketRcvBufSize=65536\nsendThreadPoolQueueCapacity=1\n"), false)
+	secrets := map[string]bool{}
+	for _, fl := range brokerSchema.fields {
+		secrets[fl.key] = fl.value != nil
+	}
 	f.Fuzz(func(t *testing.T, content []byte, yaml bool) {
-		_, _ = LoadBroker(writeFuzzConfig(t, content, yaml), nil)
+		loaded, err := LoadBroker(writeFuzzConfig(t, content, yaml), nil)
+		if err != nil {
+			return
+		}
+		again, err := LoadBroker("", loaded.Broker.Settings())
+		if err != nil {
+			t.Fatalf("%q: settings %v do not load: %v", content, loaded.Broker.Settings(), err)
+		}
+		for _, k := range loaded.Broker.ChangedKeys(&again.Broker) {
+			if !secrets[k] {
+				t.Fatalf("%q: %s=%q reloads from the settings as %q", content, k, loaded.Broker.Settings()[k], again.Broker.Settings()[k])
+			}
+		}
 	})
 }
 
