@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -347,20 +349,71 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
+// FuzzAddressPattern: any pattern either fails to parse or matches
+// without panicking; and against patterns built from the fuzzer's numbers
+// Match agrees with the documented semantics: one address admits only
+// itself, a list only its members, and a part given as a range lo-hi (or
+// *) followed by wildcards admits the IPv4 addresses that equal the
+// earlier parts and whose part there lies in [lo, hi].
 func FuzzAddressPattern(f *testing.F) {
 	for _, s := range []string{"*", "192.168.1-10.*", "1.2.3.{4,5}", "1050::5:600:a-f:*", "1.2.3.4,::1"} {
-		f.Add(s, "192.168.5.1")
+		f.Add(s, "192.168.5.1", uint32(0xc0a80501), uint32(0xc0a80a01), uint8(5), uint8(10), uint8(2))
 	}
-	f.Fuzz(func(t *testing.T, pattern, addr string) {
-		p, err := ParseAddressPattern(pattern)
-		if err != nil {
+	f.Add("", "::ffff:1.2.3.4", uint32(0x01020304), uint32(0x01020304), uint8(0), uint8(255), uint8(1))
+	f.Fuzz(func(t *testing.T, pattern, addr string, x, y uint32, lo, hi, at uint8) {
+		if p, err := ParseAddressPattern(pattern); err == nil {
+			a, err := netip.ParseAddr(addr)
+			if err != nil {
+				a = netip.Addr{}
+			}
+			_ = p.Match(a)
+		}
+		ax, ay := netip.AddrFrom4([4]byte{byte(x >> 24), byte(x >> 16), byte(x >> 8), byte(x)}), netip.AddrFrom4([4]byte{byte(y >> 24), byte(y >> 16), byte(y >> 8), byte(y)})
+		for _, a := range []netip.Addr{ax, netip.AddrFrom16(ax.As16()), netip.AddrFrom16([16]byte{0x20, 0x01, 15: byte(x)})} {
+			one, err := ParseAddressPattern(a.String())
+			if err != nil || !one.Match(a) || one.Match(ay) != (ay == a.Unmap()) {
+				t.Fatalf("pattern %q: matches itself %v, %s %v (%v)", a, err == nil && one.Match(a), ay, one.Match(ay), err)
+			}
+		}
+		list, err := ParseAddressPattern(ax.String() + "," + ay.String())
+		if err != nil || !list.Match(ax) || !list.Match(ay) || list.Match(netip.AddrFrom4([4]byte{byte(x >> 24), byte(x >> 16), byte(x >> 8), byte(x) ^ 1})) != (x^1 == y) {
+			t.Fatalf("list %s,%s: %v", ax, ay, err)
+		}
+		// A range (or *) at part 1, 2 or 3 of an IPv4 pattern.
+		i := 1 + int(at)%3
+		octets := ax.As4()
+		parts := make([]string, 4)
+		for j := range 4 {
+			switch {
+			case j < i:
+				parts[j] = strconv.Itoa(int(octets[j]))
+			case j == i && lo == 0 && hi == 255 && at%2 == 0:
+				parts[j] = "*"
+			case j == i:
+				parts[j] = fmt.Sprintf("%d-%d", lo, hi)
+			default:
+				parts[j] = "*"
+			}
+		}
+		text := strings.Join(parts, ".")
+		rp, err := ParseAddressPattern(text)
+		if lo > hi {
+			if err == nil {
+				t.Fatalf("pattern %q parsed with its range upside down", text)
+			}
 			return
 		}
-		a, err := netip.ParseAddr(addr)
 		if err != nil {
-			a = netip.Addr{}
+			t.Fatalf("pattern %q: %v", text, err)
 		}
-		_ = p.Match(a)
+		oy := ay.As4()
+		want := oy[i] >= lo && oy[i] <= hi
+		for j := range i {
+			want = want && oy[j] == octets[j]
+		}
+		if rp.Match(ay) != want || rp.Match(netip.AddrFrom16(ay.As16())) != want {
+			t.Fatalf("pattern %q matches %s: %v, want %v", text, ay, rp.Match(ay), want)
+		}
 	})
 }
 
