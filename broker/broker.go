@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -527,7 +526,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 		if b.recoveryStep != nil {
 			b.recoveryStep(stepCommitLogCut)
 		}
-		if err := atomicfile.WriteFile(filepath.Join(root, cutDoneFile), []byte(strconv.FormatInt(cut, 10)+"\n"), 0o644); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(root, cutDoneFile), formatCutDone(cut), 0o644); err != nil {
 			return fmt.Errorf("note the CommitLog's cut at %d: %w", cut, err)
 		}
 		info := clog.RecoveryInfo()

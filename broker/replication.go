@@ -79,9 +79,25 @@ func cutDone(root string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read the CommitLog's last cut: %w", err)
 	}
-	off, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+	off, err := parseCutDone(raw)
 	if err != nil {
 		return 0, fmt.Errorf("read the CommitLog's last cut from %s: %w", filepath.Join(root, cutDoneFile), err)
+	}
+	return off, nil
+}
+
+// formatCutDone is the content of cutDoneFile for a cut at offset: the
+// decimal offset and a newline.
+func formatCutDone(offset int64) []byte {
+	return append(strconv.AppendInt(nil, offset, 10), '\n')
+}
+
+// parseCutDone reads the content of cutDoneFile: a decimal offset, with
+// white space around it (an editor's newline) ignored.
+func parseCutDone(raw []byte) (int64, error) {
+	off, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parse the offset of the last cut: %w", err)
 	}
 	return off, nil
 }
