@@ -2,6 +2,7 @@ package adminbody
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"testing"
@@ -92,6 +93,35 @@ func TestDecodeRejects(t *testing.T) {
 	}
 }
 
+// jsonObjectKeys returns the keys of the object data holds, in order,
+// when encoding/json finds it a valid object nested less than maxDepth.
+func jsonObjectKeys(data []byte) ([]string, bool) {
+	if !json.Valid(data) || bytes.Count(data, []byte("{"))+bytes.Count(data, []byte("[")) >= maxDepth {
+		return nil, false
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	var keys []string
+	for d.More() {
+		tok, err := d.Token()
+		if err != nil {
+			return nil, false
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			return nil, false
+		}
+	}
+	return keys, true
+}
+
+// FuzzMembers: a body either fails to split or splits into members whose
+// keys and values, written back as an object, split into the same
+// members; a standard JSON object splits into the keys encoding/json
+// reads, in order; and the decoders built on Members fail cleanly.
 func FuzzMembers(f *testing.F) {
 	f.Add([]byte(`{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"t"}:11110}}`))
 	f.Add([]byte(`{"consumeTps":0.0,"offsetTable":{{"brokerName":"b","queueId":1,"topic":"t"}:{"brokerOffset":9}}}`))
@@ -102,13 +132,40 @@ func FuzzMembers(f *testing.F) {
 	f.Add([]byte(`{"brokerAddr":"a:1","consumeStatsList":[{"g":[{"consumeTps":0.0,"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"brokerOffset":3}}}]}],"totalDiff":3}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ms, err := Members(data)
+		if keys, ok := jsonObjectKeys(data); ok {
+			// Standard JSON is fastjson's form too: the same keys, in order.
+			if err != nil || len(ms) != len(keys) {
+				t.Fatalf("%q: %d members, %v; encoding/json reads %d keys", data, len(ms), err, len(keys))
+			}
+			for i, m := range ms {
+				var k string
+				if json.Unmarshal(m.Key, &k) != nil || k != keys[i] {
+					t.Fatalf("%q: member %d has the key %s, encoding/json reads %q", data, i, m.Key, keys[i])
+				}
+			}
+		}
 		if err != nil {
 			return
 		}
-		for _, m := range ms {
-			// Every member is a sub-slice of the input, in order.
+		joined := []byte{'{'}
+		for i, m := range ms {
 			if len(m.Key) == 0 || len(m.Value) == 0 {
 				t.Fatalf("empty key or value in %q", data)
+			}
+			if i > 0 {
+				joined = append(joined, ',')
+			}
+			joined = append(append(append(joined, m.Key...), ':'), m.Value...)
+		}
+		joined = append(joined, '}')
+		// The members written back as an object split into themselves.
+		again, err := Members(joined)
+		if err != nil || len(again) != len(ms) {
+			t.Fatalf("%q split into %d members; written back as %q: %d, %v", data, len(ms), joined, len(again), err)
+		}
+		for i := range ms {
+			if !bytes.Equal(again[i].Key, ms[i].Key) || !bytes.Equal(again[i].Value, ms[i].Value) {
+				t.Fatalf("%q member %d: %s:%s, written back %s:%s", data, i, ms[i].Key, ms[i].Value, again[i].Key, again[i].Value)
 			}
 		}
 		// A body that splits also decodes or fails cleanly.
