@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -208,25 +209,87 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-// FuzzParse: arbitrary bytes in any config file never panic the reader.
+// queueOrdered reports whether s is in group, topic and queue order, and
+// every queue id is 0 or more (entries of negative queues are skipped).
+func queueOrdered[T any](s []T, key func(*T) (group, topic string, qid int32)) bool {
+	for i := range s {
+		g, tp, q := key(&s[i])
+		if q < 0 {
+			return false
+		}
+		if i > 0 {
+			pg, pt, pq := key(&s[i-1])
+			if pg > g || pg == g && (pt > tp || pt == tp && pq > q) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// FuzzParse: arbitrary bytes in any config file never panic the reader,
+// and what a file reads as keeps the orders and bounds Config documents:
+// offsets and order infos in group, topic and queue order without
+// negative queues, topics and groups in name order, the forbidden table
+// in group order without groups or
+// topics of no bits, request modes in topic and group order.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"offsetTable":{"TopicA@GroupA":{0:5,1:6}}}`))
 	f.Add([]byte(`{"offsetTable":{1:1}}`))
 	f.Add([]byte(`{"topicConfigTable":{"T":{"topicName":"T","readQueueNums":4}}}`))
 	f.Add([]byte(`{"subscriptionGroupTable":{"G":{"groupName":"G"}}}`))
 	f.Add([]byte(`{"forbiddenTable":{"G":{"T":4}},"subscriptionGroupTable":{}}`))
+	f.Add([]byte(`{"forbiddenTable":{"G":{"T":0,"U":2},"H":{"T":-1}},"subscriptionGroupTable":{}}`))
 	f.Add([]byte(orderInfoFile))
+	// The config files RocketMQ 4.9.8 wrote, when the fixtures are there.
+	fixture := filepath.Join("..", "..", "..", "shared", "fixtures", "rocketmq-store-4.9.8", "clean", "config")
+	for _, name := range []string{"topics.json", "subscriptionGroup.json", "consumerOffset.json", "delayOffset.json"} {
+		if b, err := os.ReadFile(filepath.Join(fixture, name)); err == nil {
+			f.Add(b)
+		} else {
+			f.Logf("fuzzing without the fixture's %s as a seed: %v", name, err)
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var c Config
-		_ = c.parseTopics(data)
-		_ = c.parseGroups(data)
-		_ = c.parseOffsets(data)
+		if c.parseTopics(data) == nil && !slices.IsSortedFunc(c.Topics, func(a, b meta.TopicConfig) int { return strings.Compare(a.TopicName, b.TopicName) }) {
+			t.Fatalf("%q: topics out of name order", data)
+		}
+		if c.parseGroups(data) == nil {
+			if !slices.IsSortedFunc(c.Groups, func(a, b meta.SubscriptionGroupConfig) int { return strings.Compare(a.GroupName, b.GroupName) }) {
+				t.Fatalf("%q: groups out of name order", data)
+			}
+			for i, g := range c.Forbidden {
+				if i > 0 && c.Forbidden[i-1].Group >= g.Group || len(g.Topics) == 0 {
+					t.Fatalf("%q: forbidden table %+v", data, c.Forbidden)
+				}
+				for _, bits := range g.Topics {
+					if bits <= 0 {
+						t.Fatalf("%q: forbidden table %+v", data, c.Forbidden)
+					}
+				}
+			}
+		}
+		if c.parseOffsets(data) == nil && !queueOrdered(c.Offsets, func(o *Offset) (string, string, int32) { return o.Group, o.Topic, o.QueueID }) {
+			t.Fatalf("%q: offsets %+v", data, c.Offsets)
+		}
 		_ = c.parseDelayOffsets(data)
-		_ = c.parseRequestModes(data)
-		_ = c.parseOrderInfos(data)
+		if c.parseRequestModes(data) == nil {
+			for i := 1; i < len(c.RequestModes); i++ {
+				a, b := c.RequestModes[i-1], c.RequestModes[i]
+				if a.Topic > b.Topic || a.Topic == b.Topic && a.ConsumerGroup > b.ConsumerGroup {
+					t.Fatalf("%q: request modes %+v", data, c.RequestModes)
+				}
+			}
+		}
+		if c.parseOrderInfos(data) == nil && !queueOrdered(c.OrderInfos, func(o *OrderInfo) (string, string, int32) { return o.Group, o.Topic, o.QueueID }) {
+			t.Fatalf("%q: order infos %+v", data, c.OrderInfos)
+		}
 		_ = c.parseQueueMappings(data)
 		_ = c.parseLmqOffsets(data, false)
-		_ = c.parseLmqOffsets(data, true)
+		if c.parseLmqOffsets(data, true) == nil && !queueOrdered(c.Offsets, func(o *Offset) (string, string, int32) { return o.Group, o.Topic, o.QueueID }) {
+			t.Fatalf("%q: LMQ offsets %+v", data, c.Offsets)
+		}
 	})
 }
 
