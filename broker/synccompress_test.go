@@ -140,16 +140,44 @@ func TestSyncBodyBombIsRefused(t *testing.T) {
 }
 
 // FuzzSyncBody: a master's compressed answer, or arbitrary bytes claiming
-// to be one, never panics the slave.
+// to be one, never panics the slave, and what it accepts is exactly the
+// size the frame declares; a body the master compresses comes back
+// exactly, and is refused by a slave whose limit it exceeds; an
+// uncompressed answer is taken as it is.
 func FuzzSyncBody(f *testing.F) {
 	enc, err := newSyncEncoder()
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(enc.EncodeAll([]byte(`{"offsetTable":{}}`), nil))
-	f.Add([]byte("not zstd"))
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		_, _ = syncBody(&remoting.Command{Body: raw, ExtFields: map[string]string{syncFieldEncoding: syncEncodingZstd}})
+	f.Add(enc.EncodeAll([]byte(`{"offsetTable":{}}`), nil), bytes.Repeat([]byte(`{"offsetTable":{}}`), 20), uint16(1000))
+	f.Add([]byte("not zstd"), bytes.Repeat([]byte("{}"), 300), uint16(599))
+	f.Add(enc.EncodeAll(bytes.Repeat([]byte("a"), 5000), nil)[:20], []byte("x"), uint16(0))
+	f.Fuzz(func(t *testing.T, raw, data []byte, limit uint16) {
+		if body, err := syncBody(&remoting.Command{Body: raw}); err != nil || !bytes.Equal(body, raw) {
+			t.Fatalf("an uncompressed answer of %d bytes read as %d bytes, %v", len(raw), len(body), err)
+		}
+		body, err := syncBody(&remoting.Command{Body: raw, ExtFields: map[string]string{syncFieldEncoding: syncEncodingZstd}})
+		if err == nil {
+			var h zstd.Header
+			if herr := h.Decode(raw); herr != nil || !h.HasFCS || uint64(len(body)) != h.FrameContentSize {
+				t.Fatalf("%d bytes accepted as %d, the frame declares %d (%v)", len(raw), len(body), h.FrameContentSize, herr)
+			}
+		}
+		if len(data) < 256 {
+			// The encoder declares no size for 1 to 255 bytes, which
+			// the slave refuses; compressedForSlaves compresses only
+			// bodies of syncCompressMin (64 KiB) or more.
+			return
+		}
+		frame := enc.EncodeAll(data, nil)
+		if got, err := syncBody(&remoting.Command{Body: frame, ExtFields: map[string]string{syncFieldEncoding: syncEncodingZstd}}); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%d bytes compressed came back as %d bytes, %v", len(data), len(got), err)
+		}
+		if under := len(data) - 1 - int(limit)%len(data); under >= 0 {
+			if _, err := decompressSyncBody(frame, int64(under)); err == nil {
+				t.Fatalf("%d bytes compressed accepted under the limit %d", len(data), under)
+			}
+		}
 	})
 }
 
