@@ -46,6 +46,15 @@ func (h *boundaryHints) note(off int64) {
 	h.offs = append(h.offs, off)
 }
 
+// reset forgets every hint: recovery scans again from an earlier segment
+// and may end before some of them.
+func (h *boundaryHints) reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.offs = h.offs[:0]
+	h.next.Store(0)
+}
+
 // before returns the greatest hint at or below off.
 func (h *boundaryHints) before(off int64) (int64, bool) {
 	h.mu.Lock()

@@ -177,6 +177,10 @@ func lastNonZeroAt(f vfs.File, from, to int64) (int64, error) {
 	return last, nil
 }
 
+// normalRecoverySegments is how many of the last segments a normal
+// recovery scans (RocketMQ's recoverNormally).
+const normalRecoverySegments = 3
+
 // recoveryStart picks the segment index recovery scans from.
 //
 // Normal exit: the last three segments (the tail of a cleanly closed log is
@@ -188,7 +192,7 @@ func lastNonZeroAt(f vfs.File, from, to int64) (int64, error) {
 // segment holding it if that is earlier.
 func (l *Log) recoveryStart(abnormal bool) int {
 	n := len(l.segs)
-	idx := max(n-3, 0)
+	idx := max(n-normalRecoverySegments, 0)
 	if abnormal {
 		idx = 0
 		minTS := l.ck.MinTimestamp()
@@ -218,6 +222,10 @@ func (l *Log) recoveryStart(abnormal bool) int {
 // recover finds the end of the log by scanning records forward from the
 // chosen segment, cuts the tail at the first bad record, zeroes what lies
 // after the cut in that segment and deletes later segments (spec 2.7/2.8).
+// When the deletion would make the next normal recovery scan segments
+// before the chosen one, it scans again from the first of those, so that
+// a bad record there is cut now rather than at the next start, with the
+// records appended meanwhile.
 func (l *Log) recover(abnormal bool) error {
 	info := RecoveryInfo{Abnormal: abnormal}
 	defer func() { l.recovery = info }()
@@ -226,10 +234,15 @@ func (l *Log) recover(abnormal bool) error {
 		return nil
 	}
 	idx := l.recoveryStart(abnormal)
-	info.FirstScanned = l.segs[idx].start
-	cutSeg, cutPos := -1, int64(0)
-	var cutReason error
-	var lastTS int64
+	var (
+		cutSeg    int
+		cutPos    int64
+		cutReason error
+		lastTS    int64
+	)
+rescan:
+	info.FirstScanned, info.Records = l.segs[idx].start, 0
+	cutSeg, cutPos, cutReason, lastTS = -1, 0, nil, 0
 scan:
 	for i := idx; i < len(l.segs); i++ {
 		s := l.segs[i]
@@ -268,6 +281,18 @@ scan:
 		// end of the last one, and the next append opens a new segment.
 		cutSeg = len(l.segs) - 1
 		cutPos = l.segs[cutSeg].size
+	}
+	if next := max(cutSeg+1-normalRecoverySegments, 0); cutSeg < len(l.segs)-1 && next < idx {
+		// Deleting the segments after the cut moves the window the next
+		// normal recovery scans back over segments this one trusted
+		// unread: scan them now, so that the next recovery finds the
+		// end this one leaves, and does not cut the records appended
+		// after it at a bad record found there.
+		l.log.Warn().Int64("from", l.segs[next].start).Int64("was", l.segs[idx].start).
+			Msg("recovery cuts segments away: scanning the earlier segments the next recovery would scan")
+		idx = next
+		l.hints.reset()
+		goto rescan
 	}
 	s := l.segs[cutSeg]
 	end = s.start + cutPos

@@ -555,3 +555,51 @@ func TestCutAt(t *testing.T) {
 		t.Fatalf("reopened after the cut: %d records, want 21", len(got))
 	}
 }
+
+// A normal recovery that cuts at the start of the first segment it scans
+// deletes the later segments, which puts segments it trusted unread into
+// the window the next normal recovery scans. A bad record there must be
+// cut by this recovery, not by the next one together with the records
+// appended in between (found by FuzzRecover).
+func TestRecoveryThatDeletesSegmentsScansTheNextWindow(t *testing.T) {
+	cfg := testConfig(t, 4096)
+	l := mustOpen(t, cfg)
+	c := newCounter()
+	for l.MaxOffset() < 4*4096+100 {
+		mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, 1, 300), Assigner: c})
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The magic code of the second record of segment 0, and garbage
+	// where segment 2's first record starts.
+	var badAt int64
+	patchFile(t, segPath(cfg.Dir, 0), func(b []byte) {
+		n, err := Check(b, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		badAt = int64(n)
+		b[n+4] ^= 0xff
+	})
+	patchFile(t, segPath(cfg.Dir, 8192), func(b []byte) { copy(b, "garbage!") })
+	l = mustOpen(t, cfg)
+	if info := l.RecoveryInfo(); info.EndOffset != badAt || info.FirstScanned != 0 {
+		t.Fatalf("recovery %+v, want the end at the bad record %d", info, badAt)
+	}
+	res := mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, 2, 300), Assigner: c})
+	end := l.MaxOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, cfg)
+	defer l.Close()
+	if info := l.RecoveryInfo(); l.MaxOffset() != end || info.CutReason != nil {
+		t.Fatalf("reopened: end %d, want %d; %+v", l.MaxOffset(), end, info)
+	}
+	if v, err := l.ReadRecord(res.PhyOffset); err != nil {
+		t.Fatalf("the record appended at %d after the recovery: %v", res.PhyOffset, err)
+	} else {
+		v.Release()
+	}
+}
