@@ -230,6 +230,9 @@ func (l *Log) recover(abnormal bool) error {
 	info := RecoveryInfo{Abnormal: abnormal}
 	defer func() { l.recovery = info }()
 	if len(l.segs) == 0 {
+		if cut := l.cfg.CutAt; cut > 0 {
+			return fmt.Errorf("cut the log at %d: %w: the log is empty", cut, ErrOffsetOutOfRange)
+		}
 		l.log.Info().Bool("abnormal", abnormal).Msg("empty commitlog")
 		return nil
 	}

@@ -603,3 +603,16 @@ func TestRecoveryThatDeletesSegmentsScansTheNextWindow(t *testing.T) {
 		v.Release()
 	}
 }
+
+// An empty log has no record to cut at: Open fails, as for an offset past
+// the end of a log with records (found by FuzzRecover).
+func TestCutAtInAnEmptyLog(t *testing.T) {
+	cfg := testConfig(t, 4096)
+	cfg.CutAt = 84
+	if l, err := Open(cfg); !errors.Is(err, ErrOffsetOutOfRange) {
+		if err == nil {
+			l.Close()
+		}
+		t.Fatalf("cut at 84 of an empty log: %v, want ErrOffsetOutOfRange", err)
+	}
+}
