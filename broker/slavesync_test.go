@@ -13,6 +13,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -299,7 +300,9 @@ func TestSlaveSyncLoopWaitsForAMaster(t *testing.T) {
 }
 
 // FuzzApplyMasterBodies: whatever a master answers, applying it never
-// panics the slave (bad bodies are refused with an error).
+// panics the slave (bad bodies are refused with an error); a topic or
+// group table of a new version that the slave takes leaves it holding
+// exactly the master's table, under the master's version.
 func FuzzApplyMasterBodies(f *testing.F) {
 	f.Add([]byte(`{"offsetTable":{"T@G":{0:5,1:6}},"dataVersion":{"counter":1,"timestamp":2}}`))
 	f.Add([]byte(`{"offsetTable":{1:1,18:4},"dataVersion":{"counter":1}}`))
@@ -309,10 +312,48 @@ func FuzzApplyMasterBodies(f *testing.F) {
 	f.Add([]byte(`{"messageRequestModeMap":{"T":{"G":{"topic":"T","consumerGroup":"G","mode":"POP","popShareQueueNum":1}}}}`))
 	b := startTestBroker(f, nil)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		_ = b.applyMasterTopics(body)
+		before := b.topics.table.Version()
+		if b.applyMasterTopics(body) == nil {
+			topics, version, err := rmqconfig.ParseTopics(body)
+			if err != nil {
+				t.Fatalf("%q applied, but does not parse: %v", body, err)
+			}
+			if !sameVersion(before, version) {
+				held := map[string]meta.TopicConfig{}
+				if err := b.topics.table.Each(func(tc meta.TopicConfig) bool { held[tc.TopicName] = tc; return true }); err != nil {
+					t.Fatal(err)
+				}
+				want := map[string]meta.TopicConfig{}
+				for _, tc := range topics {
+					want[tc.TopicName] = tc
+				}
+				if !reflect.DeepEqual(held, want) || !sameVersion(b.topics.table.Version(), version) {
+					t.Fatalf("%q applied: the slave holds %v topics at %+v, the master %v at %+v", body, len(held), b.topics.table.Version(), len(want), version)
+				}
+			}
+		}
 		_ = b.applyMasterOffsets(body)
 		_ = b.applyMasterDelayOffsets(body)
-		_ = b.applyMasterGroups(body)
+		before = b.groups.Version()
+		if b.applyMasterGroups(body) == nil {
+			groups, version, err := rmqconfig.ParseGroups(body)
+			if err != nil {
+				t.Fatalf("%q applied, but does not parse: %v", body, err)
+			}
+			if !sameVersion(before, version) {
+				held := map[string]meta.SubscriptionGroupConfig{}
+				if err := b.groups.Each(func(g meta.SubscriptionGroupConfig) bool { held[g.GroupName] = g; return true }); err != nil {
+					t.Fatal(err)
+				}
+				want := map[string]meta.SubscriptionGroupConfig{}
+				for _, g := range groups {
+					want[g.GroupName] = g
+				}
+				if !reflect.DeepEqual(held, want) || !sameVersion(b.groups.Version(), version) {
+					t.Fatalf("%q applied: the slave holds %v groups at %+v, the master %v at %+v", body, len(held), b.groups.Version(), len(want), version)
+				}
+			}
+		}
 		_ = b.applyMasterRequestModes(body)
 		_, _ = parseTimerWatermark(body) // applying waits for the slave to reach the master's end
 	})
