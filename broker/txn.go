@@ -45,8 +45,10 @@ type recordStore struct {
 // Put stores a committed, discarded, resumed or due message, or a
 // transaction's op message. A committed message with a delay level or a
 // timer property waits in the schedule or timer topic, as RocketMQ's put
-// does for COMMIT records. An op message is not waited for, as RocketMQ
-// does not wait for its own (the end it follows is synced in the index).
+// does for COMMIT records, without the TRAN_MSG a committed message
+// otherwise keeps (txn.ParkedCommit). An op message is not waited for,
+// as RocketMQ does not wait for its own (the end it follows is synced in
+// the index).
 func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.AppendResult, error) {
 	final := false // a committed message, in its topic or parked
 	switch m.Topic {
@@ -60,11 +62,16 @@ func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.A
 	default:
 		final = true
 		level := 0
-		if commitlog.TransactionType(m.SysFlag) == commitlog.TransactionCommit {
+		commit := commitlog.TransactionType(m.SysFlag) == commitlog.TransactionCommit
+		if commit {
 			level = delayLevelOf(m.Properties)
 		}
+		topic := m.Topic
 		if err := s.b.park(m, level); err != nil {
 			return commitlog.AppendResult{}, err
+		}
+		if commit && m.Topic != topic {
+			m.Properties = txn.ParkedCommit(m.Properties)
 		}
 	}
 	res, err := s.b.putMessages(ctx, []*commitlog.Message{m}, true)

@@ -91,10 +91,13 @@ func TestTransactionCommitStoresTheMessageOnce(t *testing.T) {
 		commitlog.TransactionType(m.SysFlag) != commitlog.TransactionCommit || m.PreparedTransactionOffset != h.phy {
 		t.Fatalf("committed message %+v", m)
 	}
-	for _, gone := range []string{"REAL_TOPIC", "REAL_QID", "TRAN_MSG"} {
-		if _, ok := p[gone]; ok {
-			t.Errorf("committed message keeps %s: %v", gone, p)
-		}
+	// RocketMQ's EndTransactionProcessor stores the half's properties
+	// string as it was (it clears REAL_TOPIC, REAL_QID and TRAN_MSG from
+	// the map after building the string), so a consumer sees them on the
+	// committed message, and RocketMQ's proxy calls it a TRANSACTION
+	// message for that TRAN_MSG.
+	if p["REAL_TOPIC"] != "TxT" || p["REAL_QID"] != "2" || p["TRAN_MSG"] != "true" || p["__transactionId__"] != "UNIQ-COMMIT" {
+		t.Errorf("committed message properties %v, want the half's REAL_TOPIC, REAL_QID, TRAN_MSG and __transactionId__", p)
 	}
 	if p["UNIQ_KEY"] != "UNIQ-COMMIT" || p["PGROUP"] != "pg" || p["KEYS"] != "order-1" || p["TAGS"] != "ta" {
 		t.Errorf("committed message properties %v", p)
@@ -634,4 +637,26 @@ func TestAHalfWithATimerTheCommitWouldRefuseIsRefused(t *testing.T) {
 	// A timer the commit takes is accepted on the half.
 	b := startTestBroker(t, nil)
 	sendHalf(t, b.client(nil), "TxTimer", 0, "u2", "b", "TIMER_DELAY_SEC\x0110\x02", time.Now().UnixMilli())
+}
+
+// A committed message parked for its timer loses the TRAN_MSG a committed
+// message otherwise keeps: RocketMQ parks it with a properties string
+// rebuilt from the message's map, from which its EndTransactionProcessor
+// cleared TRAN_MSG.
+func TestACommittedTimerMessageIsParkedWithoutTranMsg(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	h := sendHalf(t, c, "TxParked", 1, "UNIQ-PARKED", "later", "TIMER_DELAY_SEC\x01600\x02", time.Now().UnixMilli())
+	if r := endTxn(t, c, h, "pg", 8, false); r.Code != remoting.Success {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+	parked := pullAll(t, b, c, meta.TimerTopic, 0)
+	if len(parked) != 1 {
+		t.Fatalf("the timer topic holds %d messages, want the committed one", len(parked))
+	}
+	p := commitlog.ParseProperties(parked[0].Properties)
+	if _, ok := p["TRAN_MSG"]; ok || p["REAL_TOPIC"] != "TxParked" || p["REAL_QID"] != "1" || p["PGROUP"] != "pg" ||
+		commitlog.TransactionType(parked[0].SysFlag) != commitlog.TransactionCommit {
+		t.Fatalf("parked committed message: sysFlag %#x properties %v", parked[0].SysFlag, p)
+	}
 }

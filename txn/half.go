@@ -59,8 +59,13 @@ func realDestination(half *commitlog.Message) (string, int32, error) {
 
 // committedMessage builds the message a commit stores from its half: the
 // real topic and queue, the transaction type COMMIT, PREPARED TX OFFSET
-// pointing at the half, and the properties without REAL_TOPIC, REAL_QID
-// and TRAN_MSG; body, flag and born data as sent.
+// pointing at the half, and the half's properties as stored, REAL_TOPIC,
+// REAL_QID and TRAN_MSG included; body, flag and born data as sent.
+// RocketMQ's EndTransactionProcessor stores the half's properties string
+// so (it clears those three from the message's map only after building
+// the string), and its consumers and proxy see them: the proxy calls the
+// message a TRANSACTION one for its TRAN_MSG. A committed message parked
+// for a delay level or timer loses TRAN_MSG (ParkedCommit).
 func committedMessage(half *commitlog.Message) (*commitlog.Message, error) {
 	topic, qid, err := realDestination(half)
 	if err != nil {
@@ -76,9 +81,17 @@ func committedMessage(half *commitlog.Message) (*commitlog.Message, error) {
 		ReconsumeTimes:            half.ReconsumeTimes,
 		PreparedTransactionOffset: half.PhyOffset,
 		Body:                      half.Body,
-		Properties: commitlog.RewriteProperties(half.Properties,
-			[]string{commitlog.PropertyRealTopic, commitlog.PropertyRealQueueID, PropTransactionPrepared}),
+		Properties:                half.Properties,
 	}, nil
+}
+
+// ParkedCommit drops TRAN_MSG from the properties of a committed message
+// about to be parked for its delay level or timer: RocketMQ rebuilds the
+// properties string of a message it parks from the message's map, from
+// which its EndTransactionProcessor cleared TRAN_MSG, REAL_TOPIC and
+// REAL_QID (the parking sets the last two again).
+func ParkedCommit(props string) string {
+	return commitlog.RewriteProperties(props, []string{PropTransactionPrepared})
 }
 
 // discardedMessage is the copy of a half given up after transactionCheckMax
