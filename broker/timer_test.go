@@ -52,8 +52,8 @@ func TestTimerMessageDeliveredWhenDue(t *testing.T) {
 	if m.StoreTimestamp < due {
 		t.Fatalf("delivered at %d, before its time %d", m.StoreTimestamp, due)
 	}
-	if _, ok := p["REAL_TOPIC"]; ok {
-		t.Errorf("delivered message keeps REAL_TOPIC: %v", p)
+	if p["REAL_TOPIC"] != "TmT" || p["REAL_QID"] != "2" {
+		t.Errorf("delivered message without the REAL_TOPIC and REAL_QID RocketMQ's timer leaves on it: %v", p)
 	}
 	if enq, deq := p["TIMER_ENQUEUE_MS"], p["TIMER_DEQUEUE_MS"]; enq != strconv.FormatInt(parked[0].StoreTimestamp, 10) || deq == "" {
 		t.Errorf("TIMER_ENQUEUE_MS %q (parked at %d) TIMER_DEQUEUE_MS %q", enq, parked[0].StoreTimestamp, deq)

@@ -830,35 +830,39 @@ func rolledCopy(parked *commitlog.Message) *commitlog.Message {
 }
 
 // putCopy is the message to put for a parked record: its fields, in topic
-// and queue, with properties props.
+// and queue, with properties props. Its PREPARED TX OFFSET is 0, as
+// RocketMQ's timer builds the messages it stores: a committed
+// transactional message keeps its COMMIT bits but not the offset of its
+// half.
 func putCopy(parked *commitlog.Message, topic string, queue int32, props string) *commitlog.Message {
 	return &commitlog.Message{
-		Topic:                     topic,
-		QueueID:                   queue,
-		Flag:                      parked.Flag,
-		SysFlag:                   parked.SysFlag,
-		BornTimestamp:             parked.BornTimestamp,
-		BornHost:                  parked.BornHost,
-		ReconsumeTimes:            parked.ReconsumeTimes,
-		PreparedTransactionOffset: parked.PreparedTransactionOffset,
-		Body:                      parked.Body,
-		Properties:                props,
+		Topic:          topic,
+		QueueID:        queue,
+		Flag:           parked.Flag,
+		SysFlag:        parked.SysFlag,
+		BornTimestamp:  parked.BornTimestamp,
+		BornHost:       parked.BornHost,
+		ReconsumeTimes: parked.ReconsumeTimes,
+		Body:           parked.Body,
+		Properties:     props,
 	}
 }
 
 // errDropped marks a parked message that cannot be delivered.
 var errDropped = errors.New("dropped")
 
-// deliveredMessage is the message a parked timer message becomes when due: its
-// real topic and queue, without REAL_TOPIC and REAL_QID, with
-// TIMER_ENQUEUE_MS (when it was parked) and TIMER_DEQUEUE_MS (now).
+// deliveredMessage is the message a parked timer message becomes when
+// due: its real topic and queue, with TIMER_ENQUEUE_MS (when it was
+// parked) and TIMER_DEQUEUE_MS (now). REAL_TOPIC and REAL_QID stay, as
+// on RocketMQ's: its timer builds the properties string it stores before
+// it clears them from the message's map.
 func deliveredMessage(parked *commitlog.Message, now time.Time) (*commitlog.Message, error) {
 	topic, qid, ok := commitlog.RealDestination(parked.Properties)
 	if !ok {
 		return nil, fmt.Errorf("%w: no valid REAL_TOPIC/REAL_QID", errDropped)
 	}
 	return putCopy(parked, topic, qid,
-		commitlog.RewriteProperties(parked.Properties, []string{commitlog.PropertyRealTopic, commitlog.PropertyRealQueueID},
+		commitlog.RewriteProperties(parked.Properties, nil,
 			[2]string{PropEnqueueMs, strconv.FormatInt(parked.StoreTimestamp, 10)},
 			[2]string{PropDequeueMs, strconv.FormatInt(now.UnixMilli(), 10)})), nil
 }

@@ -94,9 +94,12 @@ func TestDelivered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "UNIQ_KEY\x01U\x02TIMER_DELAY_SEC\x015\x02TIMER_OUT_MS\x011700000005000\x02TIMER_ENQUEUE_MS\x011700000000000\x02TIMER_DEQUEUE_MS\x011700000005020\x02"
+	// As RocketMQ's timer stores it: REAL_TOPIC and REAL_QID kept, no
+	// PREPARED TX OFFSET.
+	want := "UNIQ_KEY\x01U\x02TIMER_DELAY_SEC\x015\x02TIMER_OUT_MS\x011700000005000\x02REAL_TOPIC\x01Orders\x02REAL_QID\x013\x02" +
+		"TIMER_ENQUEUE_MS\x011700000000000\x02TIMER_DEQUEUE_MS\x011700000005020\x02"
 	if m.Topic != "Orders" || m.QueueID != 3 || m.Flag != 7 || m.SysFlag != commitlog.TransactionCommit ||
-		m.PreparedTransactionOffset != 99 || m.ReconsumeTimes != 2 || string(m.Body) != "b" || m.Properties != want {
+		m.PreparedTransactionOffset != 0 || m.ReconsumeTimes != 2 || string(m.Body) != "b" || m.Properties != want {
 		t.Fatalf("delivered %+v\nproperties %q\nwant       %q", m, m.Properties, want)
 	}
 	if parkedAgain, _ := Park(m, time.UnixMilli(1_700_000_005_020), DefaultConfig()); parkedAgain {
