@@ -296,8 +296,16 @@ func TestTransactionCheckAsksTheProducer(t *testing.T) {
 	if r := endTxn(t, producer, h, "pg", 8, true); r.Code != remoting.Success {
 		t.Fatalf("commit from the check: %d %s", r.Code, r.Remark)
 	}
-	if got := pullAll(t, b, producer, "TxC", 3); len(got) != 1 || string(got[0].Body) != "checked" {
+	got := pullAll(t, b, producer, "TxC", 3)
+	if len(got) != 1 || string(got[0].Body) != "checked" {
 		t.Fatalf("after the checked commit the queue holds %d messages", len(got))
+	}
+	// RocketMQ stores the half again with its check count at each check,
+	// and the check names that copy: a commit answering a check stores
+	// the message with its TRANSACTION_CHECK_TIMES.
+	checks := rec.count()
+	if n, err := strconv.Atoi(commitlog.ParseProperties(got[0].Properties)["TRANSACTION_CHECK_TIMES"]); err != nil || n < 1 || n > checks {
+		t.Errorf("committed after %d checks with properties %q, want TRANSACTION_CHECK_TIMES of the checks", checks, got[0].Properties)
 	}
 	n := rec.count()
 	time.Sleep(900 * time.Millisecond) // three check intervals

@@ -434,6 +434,18 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 		if err != nil {
 			return fmt.Errorf("end transaction: %w", err)
 		}
+		if req.FromTransactionCheck {
+			// RocketMQ stores the half again at each check, with its
+			// check count, and its check names that copy: the answer
+			// commits it with its TRANSACTION_CHECK_TIMES.
+			h, open, err := s.state.Half(req.CommitLogOffset)
+			if err != nil {
+				return fmt.Errorf("end transaction: %w", err)
+			}
+			if open && h.Checks > 0 {
+				m.Properties = withCheckTimes(m.Properties, h.Checks)
+			}
+		}
 		res, err := s.store.Put(ctx, m)
 		sc := storedCommit{phy: res.PhyOffset, end: res.PhyOffset + res.WroteBytes}
 		if errors.Is(err, ErrNotDurable) {
