@@ -196,6 +196,11 @@ func TestEndTransactionAfterImmunityTimeWaitsForTheCheck(t *testing.T) {
 	c := b.client(nil)
 	born := time.Now().Add(-20 * time.Second).UnixMilli()
 	late := sendHalf(t, c, "TxI", 0, "UNIQ-LATE", "x", "CHECK_IMMUNITY_TIME_IN_SECONDS\x0110\x02", born)
+	// RocketMQ refuses a request past the immunity time before it looks
+	// at its producer group or queue offset.
+	if r := endTxn(t, c, late, "other", 12, false); r.Code != remoting.IllegalOperation {
+		t.Fatalf("rollback of another group 20 s after birth with a 10 s immunity answered %d %s, want ILLEGAL_OPERATION", r.Code, r.Remark)
+	}
 	if r := endTxn(t, c, late, "pg", 8, false); r.Code != remoting.IllegalOperation {
 		t.Fatalf("commit 20 s after birth with a 10 s immunity answered %d %s, want ILLEGAL_OPERATION", r.Code, r.Remark)
 	}

@@ -375,14 +375,16 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 	if !ok || half.Topic != meta.TransHalfTopic || half.PhyOffset != req.CommitLogOffset {
 		return ErrHalfNotFound
 	}
+	// The immunity time first, as RocketMQ's EndTransactionProcessor
+	// refuses a late request before it checks the group and offsets.
+	if !req.FromTransactionCheck && s.pastImmunity(&half) {
+		return ErrTooLate
+	}
 	if g, _ := commitlog.LookupProperty(half.Properties, PropProducerGroup); g != req.ProducerGroup {
 		return ErrWrongGroup
 	}
 	if half.QueueOffset != req.TranStateTableOffset {
 		return ErrWrongQueueOffset
-	}
-	if !req.FromTransactionCheck && s.pastImmunity(&half) {
-		return ErrTooLate
 	}
 	// How the index says the transaction ended comes first: an op
 	// message does not say which way.
