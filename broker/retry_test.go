@@ -53,8 +53,11 @@ func TestSendBackRetriesWithDelayThenDLQ(t *testing.T) {
 		props["ORIGIN_MESSAGE_ID"] != commitlog.MessageID(orig[0].StoreHost, orig[0].PhyOffset) || props["TAGS"] != "t" {
 		t.Fatalf("retry message %+v props %v", m, props)
 	}
-	if _, ok := props["DELAY"]; ok {
-		t.Fatal("delivered retry still carries DELAY")
+	// RocketMQ's schedule service stores the delivered message with the
+	// properties string it was parked with: DELAY, REAL_TOPIC and
+	// REAL_QID stay.
+	if props["DELAY"] != "1" || props["REAL_TOPIC"] != "%RETRY%g1" || props["REAL_QID"] != "0" {
+		t.Fatalf("delivered retry without the DELAY, REAL_TOPIC and REAL_QID it was parked with: %v", props)
 	}
 	if m.StoreTimestamp-orig[0].StoreTimestamp < 900 {
 		t.Fatalf("retry delivered after %d ms, before its 1 s delay", m.StoreTimestamp-orig[0].StoreTimestamp)
@@ -135,6 +138,9 @@ func TestDelayLevelMessage(t *testing.T) {
 	}
 	if len(got) != 1 || string(got[0].Body) != "later" {
 		t.Fatal("delayed message never delivered")
+	}
+	if p := commitlog.ParseProperties(got[0].Properties); p["DELAY"] != "2" || p["REAL_TOPIC"] != "Delayed" || p["REAL_QID"] != "2" {
+		t.Fatalf("delivered without the DELAY, REAL_TOPIC and REAL_QID RocketMQ leaves on it: %v", p)
 	}
 	if d := got[0].StoreTimestamp - sched[0].StoreTimestamp; d < 4900 {
 		t.Fatalf("delivered after %d ms, before its 5 s delay", d)
@@ -635,5 +641,27 @@ func TestAMissingRetryTopicIsCreatedFromTheTemplateFirst(t *testing.T) {
 				t.Fatalf("retry topic perm %d", cfg.Perm)
 			}
 		})
+	}
+}
+
+// A delay level takes precedence over timer properties, which RocketMQ
+// drops from the message it parks for the level (HookUtils'
+// checkIfTimerMessage): the message is delivered without them.
+func TestDelayLevelDropsTimerProperties(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"timerWheelEnable": "false"})
+	c := b.client(nil)
+	mustSend(t, c, "DelayedT", 0, "later", "DELAY\x011\x02TIMER_DELAY_SEC\x0130\x02TIMER_DELAY_MS\x0130000\x02TIMER_DELIVER_MS\x011\x02")
+	sched := pullAll(t, b, c, "SCHEDULE_TOPIC_XXXX", 0)
+	if len(sched) != 1 {
+		t.Fatalf("%d messages parked at level 1, want 1", len(sched))
+	}
+	p := commitlog.ParseProperties(sched[0].Properties)
+	for _, k := range []string{"TIMER_DELAY_SEC", "TIMER_DELAY_MS", "TIMER_DELIVER_MS"} {
+		if _, ok := p[k]; ok {
+			t.Errorf("parked for its delay level with %s: %v", k, p)
+		}
+	}
+	if p["DELAY"] != "1" || p["REAL_TOPIC"] != "DelayedT" {
+		t.Errorf("parked properties %v", p)
 	}
 }

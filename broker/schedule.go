@@ -20,10 +20,11 @@ const scheduleOffsetGroup = meta.ScheduleOffsetGroup
 // toSchedule parks a message with a delay level in SCHEDULE_TOPIC_XXXX,
 // queue level-1, remembering its real topic and queue, as RocketMQ's
 // CommitLog does at put. The dispatcher gives it the delivery time as tag
-// code.
+// code. The level takes precedence over timer properties, which RocketMQ
+// drops from the message it parks so.
 func (b *Broker) toSchedule(m *commitlog.Message, level int) {
 	level = min(level, len(b.delayLevels))
-	m.Properties = commitlog.RewriteProperties(m.Properties, nil,
+	m.Properties = commitlog.RewriteProperties(m.Properties, []string{timer.PropDeliverMs, timer.PropDelaySec, timer.PropDelayMs},
 		[2]string{propDelay, strconv.Itoa(level)},
 		[2]string{commitlog.PropertyRealTopic, m.Topic},
 		[2]string{commitlog.PropertyRealQueueID, strconv.Itoa(int(m.QueueID))})
@@ -217,11 +218,15 @@ func (b *Broker) deliverScheduled(ctx context.Context, phy int64) (int64, error)
 		b.log.Warn().Int64("phy", phy).Msg("delayed message without REAL_TOPIC/REAL_QID dropped")
 		return 0, nil
 	}
+	// DELAY, REAL_TOPIC and REAL_QID stay, as RocketMQ's schedule service
+	// stores the properties string the message was parked with (it clears
+	// them from the message's map only). Timer properties go: a parked
+	// message holds none, but one parked before toSchedule dropped them.
 	out := &commitlog.Message{
 		Topic: topic, QueueID: qid, Flag: m.Flag, SysFlag: m.SysFlag,
 		BornTimestamp: m.BornTimestamp, BornHost: m.BornHost, ReconsumeTimes: m.ReconsumeTimes,
 		Body:       m.Body,
-		Properties: commitlog.RewriteProperties(m.Properties, []string{propDelay, timer.PropDeliverMs, timer.PropDelaySec, timer.PropDelayMs}),
+		Properties: commitlog.RewriteProperties(m.Properties, []string{timer.PropDeliverMs, timer.PropDelaySec, timer.PropDelayMs}),
 	}
 	res, err := b.putMessages(ctx, []*commitlog.Message{out}, false)
 	if commitlog.Unstorable(err) {
