@@ -218,3 +218,19 @@ func TestSyncFlushShowsConsumersFlushedMessagesOnly(t *testing.T) {
 		})
 	})
 }
+
+// A commit whose message is stored but not flushed within
+// syncFlushTimeout is answered SUCCESS, as RocketMQ's
+// EndTransactionProcessor answers a FLUSH_DISK_TIMEOUT of the committed
+// message: the message is stored, and the transaction ends once it is
+// durable.
+func TestSyncFlushCommitPastTheFlushTimeoutSucceeds(t *testing.T) {
+	b, open := stalledFlushBroker(t, map[string]string{"syncFlushTimeout": "200"})
+	c := b.client(nil)
+	h := sendHalf(t, c, "TxSlowFlush", 0, "UNIQ-SLOW-FLUSH", "body", "WAIT\x01false\x02", time.Now().UnixMilli())
+	if r := endTxn(t, c, h, "pg", 8, false); r.Code != remoting.Success {
+		t.Fatalf("commit with its flush stalled past syncFlushTimeout answered %d %q, want SUCCESS", r.Code, r.Remark)
+	}
+	open()
+	waitFor(t, "the committed message", func() bool { return len(pullAll(t, b, c, "TxSlowFlush", 0)) == 1 })
+}

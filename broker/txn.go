@@ -200,7 +200,16 @@ func (b *Broker) processEndTransaction(ctx context.Context, conn *remoting.Conn,
 		return bad(errors.New("commitOrRollback must be 0, 8 or 12"))
 	}
 	end := func(ctx context.Context) *remoting.Command {
-		if err := b.txns.End(ctx, er); err != nil {
+		err := b.txns.End(ctx, er)
+		if errors.Is(err, txn.ErrNotDurable) {
+			// The committed message is stored, not yet flushed: RocketMQ
+			// answers such a commit (FLUSH_DISK_TIMEOUT of its put)
+			// SUCCESS, and the transaction ends once it is durable.
+			b.log.Warn().Err(err).Str("group", er.ProducerGroup).Str("msgId", er.MsgID).
+				Int64("commitLogOffset", er.CommitLogOffset).Msg("END_TRANSACTION commit stored, its flush still pending")
+			err = nil
+		}
+		if err != nil {
 			code := remoting.SystemError
 			if errors.Is(err, txn.ErrTooLate) {
 				code = remoting.IllegalOperation
