@@ -273,11 +273,14 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		// timer the commit would refuse (too far, not a number, the wheel
 		// off) is refused now, as RocketMQ's put of the half refuses it:
 		// accepted, every commit would fail and the checks give the
-		// message up.
-		probe := *msg
-		probe.SysFlag &^= commitlog.TransactionRollback
-		if _, err := timer.Park(&probe, time.Now(), b.timerCfg); err != nil {
-			return parkRefusal(err)
+		// message up. A delay level overrides the timer at the commit
+		// (RocketMQ drops the timer properties then): nothing to refuse.
+		if delayLevelOf(props) <= 0 {
+			probe := *msg
+			probe.SysFlag &^= commitlog.TransactionRollback
+			if _, err := timer.Park(&probe, time.Now(), b.timerCfg); err != nil {
+				return parkRefusal(err)
+			}
 		}
 		txn.ToHalf(msg)
 	} else {

@@ -647,9 +647,12 @@ func TestAHalfWithATimerTheCommitWouldRefuseIsRefused(t *testing.T) {
 		}
 		b.stop()
 	}
-	// A timer the commit takes is accepted on the half.
+	// A timer the commit takes is accepted on the half, and so is one a
+	// delay level overrides: the commit parks the message for its level
+	// without the timer properties, as RocketMQ's put does.
 	b := startTestBroker(t, nil)
 	sendHalf(t, b.client(nil), "TxTimer", 0, "u2", "b", "TIMER_DELAY_SEC\x0110\x02", time.Now().UnixMilli())
+	sendHalf(t, b.client(nil), "TxTimer", 0, "u3", "b", "DELAY\x012\x02TIMER_DELAY_SEC\x01999999999\x02", time.Now().UnixMilli())
 }
 
 // A committed message parked for its timer loses the TRAN_MSG a committed
