@@ -632,7 +632,7 @@ func (s *Service) deliverChunk(ctx context.Context, due []kvindex.TimerEntry, ki
 		var err error
 		if kinds[i] == dueRoll {
 			out = rolledCopy(m)
-		} else if out, err = deliveredMessage(m, now); err != nil {
+		} else if out, err = deliveredMessage(m, now, s.precisionMs); err != nil {
 			s.log.Warn().Err(err).Int64("phyOffset", e.PhyOffset).Msg("timer message without a destination; dropped")
 			handled[i] = true
 			continue
@@ -853,16 +853,21 @@ var errDropped = errors.New("dropped")
 
 // deliveredMessage is the message a parked timer message becomes when
 // due: its real topic and queue, with TIMER_ENQUEUE_MS (when it was
-// parked) and TIMER_DEQUEUE_MS (now). REAL_TOPIC and REAL_QID stay, as
-// on RocketMQ's: its timer builds the properties string it stores before
-// it clears them from the message's map.
-func deliveredMessage(parked *commitlog.Message, now time.Time) (*commitlog.Message, error) {
+// parked, rounded down to precisionMs as RocketMQ's timer writes the time
+// it took the message in) and TIMER_DEQUEUE_MS (now). REAL_TOPIC and
+// REAL_QID stay, as on RocketMQ's: its timer builds the properties string
+// it stores before it clears them from the message's map.
+func deliveredMessage(parked *commitlog.Message, now time.Time, precisionMs int64) (*commitlog.Message, error) {
 	topic, qid, ok := commitlog.RealDestination(parked.Properties)
 	if !ok {
 		return nil, fmt.Errorf("%w: no valid REAL_TOPIC/REAL_QID", errDropped)
 	}
+	enqueued := parked.StoreTimestamp
+	if precisionMs > 0 {
+		enqueued -= enqueued % precisionMs
+	}
 	return putCopy(parked, topic, qid,
 		commitlog.RewriteProperties(parked.Properties, nil,
-			[2]string{PropEnqueueMs, strconv.FormatInt(parked.StoreTimestamp, 10)},
+			[2]string{PropEnqueueMs, strconv.FormatInt(enqueued, 10)},
 			[2]string{PropDequeueMs, strconv.FormatInt(now.UnixMilli(), 10)})), nil
 }

@@ -277,9 +277,11 @@ func TestDeliverDueDeliversWhatIsDueOnceAndKeepsTheRest(t *testing.T) {
 		if m.Topic != "Orders" || m.QueueID != 3 || string(m.Body) != "body-"+p.uniq || props["UNIQ_KEY"] != p.uniq {
 			t.Fatalf("delivered %d: %s/%d body %q uniq %s, want Orders/3 %s in order", i, m.Topic, m.QueueID, m.Body, props["UNIQ_KEY"], p.uniq)
 		}
-		if props[PropEnqueueMs] != strconv.FormatInt(p.storeTimestamp, 10) || props[PropDequeueMs] != strconv.FormatInt(base+30_000, 10) {
+		// RocketMQ's TIMER_ENQUEUE_MS is its timer's write time when it
+		// took the message in: a multiple of timerPrecisionMs.
+		if enq := p.storeTimestamp / 1000 * 1000; props[PropEnqueueMs] != strconv.FormatInt(enq, 10) || props[PropDequeueMs] != strconv.FormatInt(base+30_000, 10) {
 			t.Fatalf("%s delivered with TIMER_ENQUEUE_MS %s TIMER_DEQUEUE_MS %s, want %d and %d", p.uniq,
-				props[PropEnqueueMs], props[PropDequeueMs], p.storeTimestamp, base+30_000)
+				props[PropEnqueueMs], props[PropDequeueMs], enq, base+30_000)
 		}
 		// RocketMQ's timer builds the delivered message's properties
 		// string before it clears REAL_TOPIC and REAL_QID from the map:

@@ -88,16 +88,17 @@ func TestPark(t *testing.T) {
 
 func TestDelivered(t *testing.T) {
 	parked := &commitlog.Message{Topic: meta.TimerTopic, QueueID: 0, Flag: 7, SysFlag: commitlog.TransactionCommit,
-		PreparedTransactionOffset: 99, StoreTimestamp: 1_700_000_000_000, ReconsumeTimes: 2, Body: []byte("b"),
+		PreparedTransactionOffset: 99, StoreTimestamp: 1_700_000_000_740, ReconsumeTimes: 2, Body: []byte("b"),
 		Properties: "UNIQ_KEY\x01U\x02TIMER_DELAY_SEC\x015\x02TIMER_OUT_MS\x011700000005000\x02REAL_TOPIC\x01Orders\x02REAL_QID\x013\x02"}
-	m, err := deliveredMessage(parked, time.UnixMilli(1_700_000_005_020))
+	m, err := deliveredMessage(parked, time.UnixMilli(1_700_000_005_020), 500)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// As RocketMQ's timer stores it: REAL_TOPIC and REAL_QID kept, no
-	// PREPARED TX OFFSET.
+	// PREPARED TX OFFSET, TIMER_ENQUEUE_MS the time it was taken in,
+	// rounded down to the precision.
 	want := "UNIQ_KEY\x01U\x02TIMER_DELAY_SEC\x015\x02TIMER_OUT_MS\x011700000005000\x02REAL_TOPIC\x01Orders\x02REAL_QID\x013\x02" +
-		"TIMER_ENQUEUE_MS\x011700000000000\x02TIMER_DEQUEUE_MS\x011700000005020\x02"
+		"TIMER_ENQUEUE_MS\x011700000000500\x02TIMER_DEQUEUE_MS\x011700000005020\x02"
 	if m.Topic != "Orders" || m.QueueID != 3 || m.Flag != 7 || m.SysFlag != commitlog.TransactionCommit ||
 		m.PreparedTransactionOffset != 0 || m.ReconsumeTimes != 2 || string(m.Body) != "b" || m.Properties != want {
 		t.Fatalf("delivered %+v\nproperties %q\nwant       %q", m, m.Properties, want)
@@ -106,7 +107,7 @@ func TestDelivered(t *testing.T) {
 		t.Fatal("a delivered message would be parked again by its TIMER_DELAY_SEC")
 	}
 	parked.Properties = "UNIQ_KEY\x01U\x02REAL_QID\x013\x02"
-	if _, err := deliveredMessage(parked, time.Now()); !errors.Is(err, errDropped) {
+	if _, err := deliveredMessage(parked, time.Now(), 1000); !errors.Is(err, errDropped) {
 		t.Fatalf("a parked message without REAL_TOPIC: %v", err)
 	}
 }
