@@ -498,14 +498,8 @@ func decodeClusterMasters(body []byte) ([]string, error) {
 	var ci struct {
 		BrokerAddrTable map[string]namesrv.BrokerData `json:"brokerAddrTable"`
 	}
-	if err := json.Unmarshal(body, &ci); err != nil {
-		quoted := adminbody.QuoteBareKeys(body)
-		if len(quoted) == len(body) {
-			return nil, fmt.Errorf("decode cluster info: %w", err)
-		}
-		if err := json.Unmarshal(quoted, &ci); err != nil {
-			return nil, fmt.Errorf("decode cluster info: %w", err)
-		}
+	if err := adminbody.UnmarshalFastjson(body, &ci); err != nil {
+		return nil, fmt.Errorf("decode cluster info: %w", err)
 	}
 	m := map[string]string{}
 	for name, bd := range ci.BrokerAddrTable {

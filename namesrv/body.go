@@ -223,21 +223,6 @@ const zlibMagic = 0x78
 // DecodeRegisterBrokerBody decodes a REGISTER_BROKER body. compressed is
 // the header's "compressed" field; brokerVersion the request's version.
 //
-// unmarshalFastjson is json.Unmarshal for a body a Java broker wrote with
-// fastjson: one that encoding/json refuses is read again with its bare
-// integer keys quoted (a static topic's mapping holds a Map<Integer,
-// Integer>, which fastjson writes {0:0,1:1}).
-func unmarshalFastjson(data []byte, v any) error {
-	err := json.Unmarshal(data, v)
-	if err == nil {
-		return nil
-	}
-	if quoted := adminbody.QuoteBareKeys(data); len(quoted) != len(data) {
-		return json.Unmarshal(quoted, v)
-	}
-	return err
-}
-
 // Compatibility: bodies of brokers before version 3.0.11 (37) are a bare
 // topic config wrapper; an empty body is an empty table with a zero data
 // version, as Java treats it; a body that starts with a zlib header is read
@@ -257,7 +242,7 @@ func DecodeRegisterBrokerBody(data []byte, compressed bool, brokerVersion int32)
 	var w wrapperObject
 	if brokerVersion >= remoting.VersionV3_0_11 {
 		var pb plainBody
-		if err := unmarshalFastjson(data, &pb); err != nil {
+		if err := adminbody.UnmarshalFastjson(data, &pb); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadRegisterBody, err)
 		}
 		w = pb.TopicConfigSerializeWrapper
@@ -371,7 +356,7 @@ func decodeCompressed(data []byte, brokerVersion int32, body *RegisterBrokerBody
 		var info struct {
 			Topic string `json:"topic"`
 		}
-		if err := unmarshalFastjson(item, &info); err != nil {
+		if err := adminbody.UnmarshalFastjson(item, &info); err != nil {
 			return fmt.Errorf("mapping %d: %w", i, err)
 		}
 		item = adminbody.QuoteBareKeys(item) // kept as JSON

@@ -98,7 +98,8 @@ func (g *globals) clusterInfo(ctx context.Context) (namesrv.ClusterInfo, error) 
 	if err != nil {
 		return info, fmt.Errorf("cluster info: %w", err)
 	}
-	if err := json.Unmarshal(resp.Body, &info); err != nil {
+	// A Java name server writes the broker ids as bare keys ({0:"..."}).
+	if err := adminbody.UnmarshalFastjson(resp.Body, &info); err != nil {
 		return info, fmt.Errorf("decode cluster info: %w", err)
 	}
 	return info, nil

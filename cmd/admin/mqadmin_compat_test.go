@@ -386,3 +386,21 @@ func TestStatusByRoute(t *testing.T) {
 		t.Errorf("topicStatus of a topic without a route: %v", err)
 	}
 }
+
+// A Java name server's cluster info writes the broker ids as bare keys
+// ({0:"host:port"}, fastjson's Map<Long, String>): commands that reach a
+// cluster's brokers read it.
+func TestClusterInfoOfAJavaNameServer(t *testing.T) {
+	brokerAddr, brokerLog := fakeBroker(t, nil)
+	javaInfo := `{"brokerAddrTable":{"broker-a":{"brokerAddrs":{0:"` + brokerAddr + `",1:"127.0.0.1:1"},"brokerName":"broker-a","cluster":"DefaultCluster"}},` +
+		`"clusterAddrTable":{"DefaultCluster":["broker-a"]}}`
+	nsAddr, _ := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
+		remoting.GetBrokerClusterInfo: withBody(javaInfo),
+	})
+	if _, err := run(t, "deleteSubGroup", "-c", "DefaultCluster", "-n", nsAddr, "-g", "G"); err != nil {
+		t.Fatalf("deleteSubGroup through a Java name server's cluster info: %v", err)
+	}
+	if got := brokerLog.last(remoting.DeleteSubscriptionGroup); got["groupName"] != "G" {
+		t.Fatalf("the master got DELETE_SUBSCRIPTIONGROUP %v, want group G", got)
+	}
+}

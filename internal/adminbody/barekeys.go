@@ -1,5 +1,23 @@
 package adminbody
 
+import "encoding/json"
+
+// UnmarshalFastjson is json.Unmarshal for a body a Java process wrote
+// with fastjson: one that encoding/json refuses is read again with its
+// bare integer keys quoted (QuoteBareKeys): a Java name server's
+// ClusterInfo holds a Map<Long, String> of broker ids, a static topic's
+// mapping a Map<Integer, Integer>, which fastjson writes {0:...}.
+func UnmarshalFastjson(data []byte, v any) error {
+	err := json.Unmarshal(data, v)
+	if err == nil {
+		return nil
+	}
+	if quoted := QuoteBareKeys(data); len(quoted) != len(data) {
+		return json.Unmarshal(quoted, v)
+	}
+	return err
+}
+
 // QuoteBareKeys returns data with the integer object keys fastjson writes
 // bare ({0:5,1:7}, a Map<Integer, ...>) quoted ({"0":5,"1":7}), so that
 // encoding/json can read a Java body holding such a map; anything else is

@@ -44,3 +44,21 @@ func FuzzQuoteBareKeys(f *testing.F) {
 		}
 	})
 }
+
+// UnmarshalFastjson reads a body with bare integer keys, reads a plain
+// one as json.Unmarshal does, and reports what is not JSON either way.
+func TestUnmarshalFastjson(t *testing.T) {
+	var m map[string]map[string]string
+	if err := UnmarshalFastjson([]byte(`{"addrs":{0:"a",1:"b"}}`), &m); err != nil || m["addrs"]["0"] != "a" || m["addrs"]["1"] != "b" {
+		t.Errorf("bare keys: %v, %v", m, err)
+	}
+	m = nil
+	if err := UnmarshalFastjson([]byte(`{"addrs":{"0":"a"}}`), &m); err != nil || m["addrs"]["0"] != "a" {
+		t.Errorf("quoted keys: %v, %v", m, err)
+	}
+	for _, bad := range []string{`{"addrs":{0:}}`, `{0`, `not json`} {
+		if err := UnmarshalFastjson([]byte(bad), &m); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
