@@ -263,3 +263,65 @@ func TestCorrectMinDeletesEveryEntryBelow(t *testing.T) {
 		}
 	}
 }
+
+// A queue deleted and created again while a round is in flight (the
+// retention pass's, across the dispatcher's corrections): the minimum
+// another round raised the deleted queue to is no reason to skip a cut of
+// the new one, which numbers its entries from 0 again.
+func TestCorrectMinForgetsRaisedMinimaOfDeletedQueues(t *testing.T) {
+	db := openTestDB(t)
+	c := db.ConsumeQueue(0)
+	put := func(n int64) {
+		t.Helper()
+		var ds []cq.Dispatch
+		for k := int64(0); k < n; k++ {
+			ds = append(ds, cq.Dispatch{Topic: "T", QueueID: 0, Entry: cq.Entry{QueueOffset: k, PhyOffset: 100 * (k + 1), Size: 10, StoreTimestamp: 1}})
+		}
+		if err := c.Put(ds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(8)
+	if err := c.Put([]cq.Dispatch{{Topic: "Other", QueueID: 0, Entry: cq.Entry{QueueOffset: 0, PhyOffset: 50_000, Size: 10, StoreTimestamp: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := []qkey{{"T", 0}}
+	plans := 0
+	c.afterMinPlan = func() {
+		if plans++; plans > 1 {
+			return
+		}
+		// While the outer round is between its reads and its writes: a
+		// correction empties T/0 (minimum 8), the topic is deleted and
+		// created again with 4 entries, all of records retention deleted.
+		if err := c.correctMinOf(t0, 10_000); err != nil {
+			t.Error(err)
+		}
+		if err := c.DeleteTopic("T"); err != nil {
+			t.Error(err)
+		}
+		put(4)
+		if err := c.correctMinOf(t0, 10_000); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := c.correctMinOf([]qkey{{"Other", 0}}, 10_000); err != nil {
+		t.Fatal(err)
+	}
+	if plans != 3 {
+		t.Fatalf("%d rounds planned, want 3", plans)
+	}
+	for _, store := range []*CQ{c, db.ConsumeQueue(0)} {
+		minOff, err := store.MinOffset("T", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		maxOff, err := store.MaxOffset("T", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if minOff != 4 || maxOff != 4 {
+			t.Errorf("T/0 bounds = [%d, %d), want [4, 4): the new queue's entries of deleted records were left", minOff, maxOff)
+		}
+	}
+}

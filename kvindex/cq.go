@@ -42,7 +42,7 @@ type CQ struct {
 	// their last write; while more than one runs, raised keeps the
 	// minimum each wrote per queue, so that a round whose plan is older
 	// skips a cut that would lower it (guarded by mu; nil when no two
-	// rounds overlap). Retention passes are serialised by the dispatcher;
+	// rounds overlap, and emptied by a reshape: reshaped). Retention passes are serialised by the dispatcher;
 	// what overlaps them is its correction of the queues of a batch it
 	// wrote behind retention, which must neither wait for a whole pass
 	// nor make one plan again.
@@ -760,7 +760,7 @@ func (c *CQ) DeleteQueue(topic string, queueID int32) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("delete cq %s/%d: %w", topic, queueID, err)
 	}
-	c.shapeGen++
+	c.reshaped()
 	deleted := queueIDOf(topic, queueID)
 	c.forgetBounds(func(q qkey) bool { return q == deleted })
 	return nil
@@ -784,7 +784,7 @@ func (c *CQ) DeleteTopic(topic string) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("delete cq topic %s: %w", topic, err)
 	}
-	c.shapeGen++
+	c.reshaped()
 	c.forgetBounds(func(q qkey) bool { return q.topic == topic })
 	return nil
 }
@@ -808,9 +808,19 @@ func (c *CQ) DeleteAll() error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("delete every cq queue: %w", err)
 	}
-	c.shapeGen++
+	c.reshaped()
 	c.forgetBounds(func(qkey) bool { return true })
 	return nil
+}
+
+// reshaped notes a committed write that deleted queues or entries
+// (Truncate, Delete*); the caller holds mu. Every round planned before it
+// plans again, so the minima the rounds raised (raised) have no reader
+// left, and must go: a deleted queue created again numbers its entries
+// from 0, and a minimum kept from before would skip its cuts.
+func (c *CQ) reshaped() {
+	c.shapeGen++
+	c.raised = nil
 }
 
 // correctMinChunk is how many queues CorrectMin reads, or cuts, per
@@ -1198,7 +1208,7 @@ func (c *CQ) Truncate(phyOffset int64) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("truncate cq at %d: %w", phyOffset, err)
 	}
-	c.shapeGen++
+	c.reshaped()
 	c.dropCached(updates)
 	c.applyBounds(updates)
 	return nil
