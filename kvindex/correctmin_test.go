@@ -5,6 +5,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/rs/zerolog"
+
 	"github.com/rocketkv/rocketkv/cq"
 )
 
@@ -322,6 +325,62 @@ func TestCorrectMinForgetsRaisedMinimaOfDeletedQueues(t *testing.T) {
 		}
 		if minOff != 4 || maxOff != 4 {
 			t.Errorf("T/0 bounds = [%d, %d), want [4, 4): the new queue's entries of deleted records were left", minOff, maxOff)
+		}
+	}
+}
+
+// The cuts of a CorrectMin are on disk when it returns, even when another
+// round raised every queue of its last chunk meanwhile (that chunk then
+// writes nothing): its earlier chunks, written unsynced, are synced all
+// the same. The dispatcher relies on it for its correction of a lagging
+// batch, which no start repeats (the applied minimum is past it).
+func TestCorrectMinSyncedWhenLastChunkSkipped(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	open := func(fs vfs.FS) *DB {
+		t.Helper()
+		db, err := Open(Options{Dir: "kvindex", FS: fs, CacheSize: 8 << 20, MemTableSize: 4 << 20, Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		return db
+	}
+	db := open(fs)
+	c := db.ConsumeQueue(0)
+	// Two chunks of cuts: queues 0-1023, then queue 1024.
+	const queues = correctMinChunk + 1
+	var ds []cq.Dispatch
+	for q := int32(0); q < queues; q++ {
+		for k := int64(0); k < 2; k++ {
+			ds = append(ds, cq.Dispatch{Topic: "T", QueueID: q, Entry: cq.Entry{QueueOffset: k, PhyOffset: 100*k + 10, Size: 10, StoreTimestamp: 1}})
+		}
+	}
+	if err := c.Put(ds); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	plans := 0
+	c.afterMinPlan = func() {
+		if plans++; plans == 1 {
+			// Another round empties the last queue first.
+			if err := c.correctMinOf([]qkey{{"T", queues - 1}}, 1000); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	if err := c.CorrectMin(50); err != nil {
+		t.Fatal(err)
+	}
+	after := open(fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})).ConsumeQueue(0)
+	for q := int32(0); q < queues; q++ {
+		want := int64(1)
+		if q == queues-1 {
+			want = 2
+		}
+		if minOff, err := after.MinOffset("T", q); err != nil || minOff != want {
+			t.Fatalf("T/%d min offset after a crash = %d, %v; want %d", q, minOff, err, want)
 		}
 	}
 }

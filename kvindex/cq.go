@@ -1030,6 +1030,14 @@ func (c *CQ) writeMinCuts(cuts []minCut, gen uint64, sync bool) (bool, error) {
 	opts := pebble.NoSync
 	if sync {
 		opts = pebble.Sync
+		if len(cuts) == 0 {
+			// Every cut was left out, and Pebble commits an empty batch
+			// without a sync: the round's unsynced chunks before this one
+			// must reach the disk all the same.
+			if err := b.LogData(nil, nil); err != nil {
+				return false, err
+			}
+		}
 	}
 	if err := b.Commit(opts); err != nil {
 		return false, err
