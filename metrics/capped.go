@@ -74,11 +74,12 @@ func (sh *shape) delete(name, value string) {
 }
 
 // capped holds the series of a metric, or of the metrics one call feeds
-// with the same labels (a send's messages, bytes and size), up to limit
+// with the same labels (a send's messages, bytes and size), up to limit-1
 // label sets: RocketMQ 5.3 caps each metric at metricsOtelCardinalityLimit
-// series with OTel's cardinality limit. A label set past the limit is
-// recorded in the overflow series of its shape, whose labels all carry
-// OverflowValue; the first one logs a warning. Deleting the series of a
+// series with OTel's cardinality limit, which keeps the last of them for
+// its overflow series. A label set past the limit is recorded in the
+// overflow series of its shape, whose labels all carry OverflowValue; the
+// first one logs a warning. Deleting the series of a
 // topic or group (drop) frees room for new label sets; the overflow
 // series stays, its counts being cumulative.
 //
@@ -118,7 +119,7 @@ func newCapped(limit int, log zerolog.Logger, names []string, shapes ...shape) *
 func (c *capped) get(k seriesKey) *series {
 	c.mu.RLock()
 	s, ok := c.sets[k]
-	if !ok && len(c.sets) >= c.limit {
+	if !ok && len(c.sets) >= c.limit-1 {
 		s = c.overflow[k.shape]
 	}
 	c.mu.RUnlock()
@@ -136,7 +137,7 @@ func (c *capped) add(k seriesKey) *series {
 		return s
 	}
 	sh := &c.shapes[k.shape]
-	if len(c.sets) < c.limit {
+	if len(c.sets) < c.limit-1 {
 		s := sh.make(k.vals[:len(sh.labels)])
 		c.sets[k] = s
 		return s

@@ -90,7 +90,7 @@ const ovf = `"` + OverflowValue + `"`
 // counting in their own series, and the first overflow of each metric
 // logs one warning.
 func TestCardinalityLimitOverflows(t *testing.T) {
-	m, logs := cappedBroker(3)
+	m, logs := cappedBroker(4)
 	for _, topic := range []string{"T1", "T2", "T3"} {
 		m.In(topic, TypeNormal, false, 1, 100)
 	}
@@ -124,7 +124,7 @@ func TestCardinalityLimitOverflows(t *testing.T) {
 	}
 	for i, name := range []string{MessagesInTotal, ThroughputInTotal, UnitSuffixed.Name(MessageSize)} {
 		if !strings.Contains(lines[i], `"level":"warn"`) || !strings.Contains(lines[i], `"metric":"`+name+`"`) ||
-			!strings.Contains(lines[i], `"metricsOtelCardinalityLimit":3`) {
+			!strings.Contains(lines[i], `"metricsOtelCardinalityLimit":4`) {
 			t.Errorf("warning %d: %s, want one of %s", i, lines[i], name)
 		}
 	}
@@ -139,7 +139,7 @@ func TestCardinalityLimitOverflows(t *testing.T) {
 // limit, as RocketMQ's one instrument does, and overflows into a series
 // of each shape; it warns once, whichever shape overflows first.
 func TestCardinalityLimitCoversPullsAndPops(t *testing.T) {
-	m, logs := cappedBroker(3)
+	m, logs := cappedBroker(4)
 	m.Out("T", "g1", false, 1, 10)
 	m.Out("T", "g2", false, 1, 10)
 	m.PopOut("T", "g3", false, false, 1, 10)
@@ -164,7 +164,7 @@ func TestCardinalityLimitCoversPullsAndPops(t *testing.T) {
 // Deleting a topic's or a group's series frees their room under the
 // limit: a new label set gets a series of its own again.
 func TestDeletionsFreeRoomUnderTheCardinalityLimit(t *testing.T) {
-	m, logs := cappedBroker(3)
+	m, logs := cappedBroker(4)
 	for _, topic := range []string{"T1", "T2", "T3"} {
 		m.In(topic, TypeNormal, false, 1, 100)
 		m.Out(topic, "g-"+topic, false, 1, 100)
@@ -276,7 +276,36 @@ func TestCappedSeriesAgreeUnderChurn(t *testing.T) {
 			real++
 		}
 	}
-	if n := m.in.size(); n != real || n > 8 {
-		t.Errorf("%d label sets counted, %d series in the scrape, limit 8", n, real)
+	if n := m.in.size(); n != real || n > 7 {
+		t.Errorf("%d label sets counted, %d series in the scrape, limit 8 (7 and the overflow series)", n, real)
+	}
+}
+
+// A metric capped at limit holds at most limit series, its overflow
+// series among them, as OTel's cardinality limit (RocketMQ's) keeps
+// limit-1 attribute sets and the overflow one: at limit 1 every label set
+// is counted in the overflow series.
+func TestCardinalityLimitCountsTheOverflowSeries(t *testing.T) {
+	for _, limit := range []int{1, 2, 5} {
+		m, _ := cappedBroker(limit)
+		for i := range limit + 3 {
+			m.In("E"+strings.Repeat("x", i), TypeNormal, false, 1, 10)
+			m.TimerDequeued("E" + strings.Repeat("x", i))
+		}
+		for _, name := range []string{MessagesInTotal, UnitSuffixed.Name(TimerDequeueTotal)} {
+			got := gather(t, m, name)
+			if len(got) != limit {
+				t.Errorf("limit %d: %s holds %d series, want %d: %v", limit, name, len(got), limit, got)
+			}
+			var overflowed float64
+			for _, r := range got {
+				if strings.Contains(r.labels, OverflowValue) {
+					overflowed = r.value
+				}
+			}
+			if overflowed != 4 {
+				t.Errorf("limit %d: %s overflow series counts %v, want the 4 label sets past the %d held", limit, name, overflowed, limit-1)
+			}
+		}
 	}
 }
