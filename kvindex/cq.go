@@ -42,10 +42,10 @@ type CQ struct {
 	// their last write; while more than one runs, raised keeps the
 	// minimum each wrote per queue, so that a round whose plan is older
 	// skips a cut that would lower it (guarded by mu; nil when no two
-	// rounds overlap, and emptied by a reshape: reshaped). Retention passes are serialised by the dispatcher;
-	// what overlaps them is its correction of the queues of a batch it
-	// wrote behind retention, which must neither wait for a whole pass
-	// nor make one plan again.
+	// rounds overlap, and emptied by a reshape: reshaped). Retention
+	// passes are serialised by the dispatcher; what overlaps them is its
+	// correction of the queues of a batch it wrote behind retention,
+	// which must neither wait for a whole pass nor make one plan again.
 	minPasses int
 	raised    map[qkey]int64
 	// afterMinPlan, when set (tests), runs between a CorrectMin round's
