@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/cq"
 )
@@ -56,28 +55,14 @@ func TestCorrectMinReplansAfterReshape(t *testing.T) {
 	if len(listed) != 1 || listed[0] != "Kept" {
 		t.Errorf("queues after CorrectMin = %v, want [Kept]: the deleted topic came back", listed)
 	}
-	checkBounds := func(wantMin, wantMax int64) {
-		t.Helper()
-		minOff, err := c.MinOffset("Kept", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		maxOff, err := c.MaxOffset("Kept", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if minOff != wantMin || maxOff != wantMax {
-			t.Errorf("Kept/0 bounds = [%d, %d), want [%d, %d)", minOff, maxOff, wantMin, wantMax)
-		}
-	}
-	checkBounds(3, 3)
+	checkQueueBounds(t, c, "Kept", 0, 3, 3)
 	if err := c.Put([]cq.Dispatch{
 		{Topic: "Kept", QueueID: 0, Entry: cq.Entry{QueueOffset: 3, PhyOffset: 6000, Size: 10, StoreTimestamp: 1}},
 		{Topic: "Kept", QueueID: 0, Entry: cq.Entry{QueueOffset: 4, PhyOffset: 7000, Size: 10, StoreTimestamp: 1}},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	checkBounds(3, 5)
+	checkQueueBounds(t, c, "Kept", 0, 3, 5)
 	// The same from the database, not the bounds cache.
 	reopened := db.ConsumeQueue(0)
 	if minOff, err := reopened.MinOffset("Kept", 0); err != nil || minOff != 3 {
@@ -207,19 +192,25 @@ func TestCorrectMinPassesDoNotLowerEachOther(t *testing.T) {
 	if plans != 2 {
 		t.Errorf("%d rounds planned, want 2 (one per pass)", plans)
 	}
-	fresh := db.ConsumeQueue(0)
-	for _, store := range []*CQ{c, fresh} {
-		minOff, err := store.MinOffset("T", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		maxOff, err := store.MaxOffset("T", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if minOff != 4 || maxOff != 4 {
-			t.Errorf("T/0 bounds = [%d, %d), want [4, 4)", minOff, maxOff)
-		}
+	for _, store := range []*CQ{c, db.ConsumeQueue(0)} {
+		checkQueueBounds(t, store, "T", 0, 4, 4)
+	}
+}
+
+// checkQueueBounds fails the test unless topic/qid's readable range in
+// store is [wantMin, wantMax).
+func checkQueueBounds(t *testing.T, store *CQ, topic string, qid int32, wantMin, wantMax int64) {
+	t.Helper()
+	minOff, err := store.MinOffset(topic, qid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	maxOff, err := store.MaxOffset(topic, qid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if minOff != wantMin || maxOff != wantMax {
+		t.Errorf("%s/%d bounds = [%d, %d), want [%d, %d)", topic, qid, minOff, maxOff, wantMin, wantMax)
 	}
 }
 
@@ -314,18 +305,9 @@ func TestCorrectMinForgetsRaisedMinimaOfDeletedQueues(t *testing.T) {
 	if plans != 3 {
 		t.Fatalf("%d rounds planned, want 3", plans)
 	}
+	// [4, 4): else the new queue's entries of deleted records were left.
 	for _, store := range []*CQ{c, db.ConsumeQueue(0)} {
-		minOff, err := store.MinOffset("T", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		maxOff, err := store.MaxOffset("T", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if minOff != 4 || maxOff != 4 {
-			t.Errorf("T/0 bounds = [%d, %d), want [4, 4): the new queue's entries of deleted records were left", minOff, maxOff)
-		}
+		checkQueueBounds(t, store, "T", 0, 4, 4)
 	}
 }
 
@@ -336,16 +318,7 @@ func TestCorrectMinForgetsRaisedMinimaOfDeletedQueues(t *testing.T) {
 // batch, which no start repeats (the applied minimum is past it).
 func TestCorrectMinSyncedWhenLastChunkSkipped(t *testing.T) {
 	fs := vfs.NewCrashableMem()
-	open := func(fs vfs.FS) *DB {
-		t.Helper()
-		db, err := Open(Options{Dir: "kvindex", FS: fs, CacheSize: 8 << 20, MemTableSize: 4 << 20, Logger: zerolog.Nop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = db.Close() })
-		return db
-	}
-	db := open(fs)
+	db := openDBOn(t, fs)
 	c := db.ConsumeQueue(0)
 	// Two chunks of cuts: queues 0-1023, then queue 1024.
 	const queues = correctMinChunk + 1
@@ -373,7 +346,7 @@ func TestCorrectMinSyncedWhenLastChunkSkipped(t *testing.T) {
 	if err := c.CorrectMin(50); err != nil {
 		t.Fatal(err)
 	}
-	after := open(fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})).ConsumeQueue(0)
+	after := openDBOn(t, fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})).ConsumeQueue(0)
 	for q := int32(0); q < queues; q++ {
 		want := int64(1)
 		if q == queues-1 {

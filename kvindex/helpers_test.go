@@ -3,6 +3,7 @@ package kvindex
 import (
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
 )
 
@@ -18,6 +19,18 @@ func openDBAt(t testing.TB, dir string) *DB {
 	db, err := Open(Options{Dir: dir, CacheSize: 8 << 20, MemTableSize: 4 << 20, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatalf("open index: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// openDBOn opens the database in directory "kvindex" of fs (a crashable
+// file system, for crash tests), closed when the test ends.
+func openDBOn(t testing.TB, fs vfs.FS) *DB {
+	t.Helper()
+	db, err := Open(Options{Dir: "kvindex", FS: fs, CacheSize: 8 << 20, MemTableSize: 4 << 20, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	return db

@@ -364,16 +364,7 @@ func TestTxnEndSurvivesReopen(t *testing.T) {
 // which a check (not synced) does not, unless Sync follows it.
 func TestTxnEndSurvivesCrash(t *testing.T) {
 	fs := vfs.NewCrashableMem()
-	open := func(fs vfs.FS) *DB {
-		t.Helper()
-		db, err := Open(Options{Dir: "kvindex", FS: fs, CacheSize: 8 << 20, MemTableSize: 4 << 20, Logger: zerolog.Nop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = db.Close() })
-		return db
-	}
-	db := open(fs)
+	db := openDBOn(t, fs)
 	addHalves(t, db, 100, 200, 300)
 	if err := db.Transactions().End(100, TxnEnd{State: TxnCommit, At: txnBase}); err != nil {
 		t.Fatal(err)
@@ -387,7 +378,7 @@ func TestTxnEndSurvivesCrash(t *testing.T) {
 	if err := db.Transactions().UpdateHalf(TxnHalf{PhyOffset: 300, Checks: 1, NextCheckAt: txnBase + 1}); err != nil {
 		t.Fatal(err)
 	}
-	after := open(fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0}))
+	after := openDBOn(t, fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0}))
 	want := []string{
 		"half 200 q=2 stored=+200 next=+9000 checks=1",
 		"half 300 q=3 stored=+300 next=+6300 checks=0",

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"bytes"
 	"slices"
 	"strings"
 	"sync"
@@ -10,6 +9,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
 // row is one series of a gathered metric: its variable labels (the
@@ -55,28 +56,8 @@ func value(s *dto.Metric) float64 {
 	return s.GetCounter().GetValue()
 }
 
-// syncBuffer is a log sink the test reads while the broker may write.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// cappedBroker returns metrics capped at limit series, logging to the
-// returned buffer.
-func cappedBroker(limit int) (*Broker, *syncBuffer) {
-	logs := &syncBuffer{}
+func cappedBroker(limit int) (*Broker, *testutil.SyncBuffer) {
+	logs := &testutil.SyncBuffer{}
 	return New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"},
 		Sources{CardinalityLimit: limit, Log: zerolog.New(logs)}, UnitSuffixed), logs
 }
