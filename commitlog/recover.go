@@ -223,9 +223,9 @@ func (l *Log) recoveryStart(abnormal bool) int {
 // chosen segment, cuts the tail at the first bad record, zeroes what lies
 // after the cut in that segment and deletes later segments (spec 2.7/2.8).
 // When the deletion would make the next normal recovery scan segments
-// before the chosen one, it scans again from the first of those, so that
-// a bad record there is cut now rather than at the next start, with the
-// records appended meanwhile.
+// before the chosen one, a normal recovery scans again from the first of
+// those, so that a bad record there is cut now rather than at the next
+// start, with the records appended meanwhile.
 func (l *Log) recover(abnormal bool) error {
 	info := RecoveryInfo{Abnormal: abnormal}
 	defer func() { l.recovery = info }()
@@ -285,12 +285,15 @@ scan:
 		cutSeg = len(l.segs) - 1
 		cutPos = l.segs[cutSeg].size
 	}
-	if next := max(cutSeg+1-normalRecoverySegments, 0); cutSeg < len(l.segs)-1 && next < idx {
+	if next := max(cutSeg+1-normalRecoverySegments, 0); !abnormal && cutSeg < len(l.segs)-1 && next < idx {
 		// Deleting the segments after the cut moves the window the next
 		// normal recovery scans back over segments this one trusted
 		// unread: scan them now, so that the next recovery finds the
 		// end this one leaves, and does not cut the records appended
-		// after it at a bad record found there.
+		// after it at a bad record found there. Not after a crash: its
+		// scan starts where the checkpoint says everything before is
+		// flushed (spec 2.7), and nearly every crash deletes a segment,
+		// the one preallocated after the active one.
 		l.log.Warn().Int64("from", l.segs[next].start).Int64("was", l.segs[idx].start).
 			Msg("recovery cuts segments away: scanning the earlier segments the next recovery would scan")
 		idx = next

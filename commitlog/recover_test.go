@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/internal/vfs"
@@ -614,5 +615,57 @@ func TestCutAtInAnEmptyLog(t *testing.T) {
 			l.Close()
 		}
 		t.Fatalf("cut at 84 of an empty log: %v, want ErrOffsetOutOfRange", err)
+	}
+}
+
+// A crash leaves the segment preallocated after the active one, all
+// zeros: abnormal recovery deletes it, and that must not send it back
+// over the flushed segments before the checkpoint's (spec 2.7). The scan
+// of the next normal recovery's window is for a normal recovery's cut: a
+// crash's would read up to two more segments at every restart (2 GiB at
+// the default size) and warn of a cut that is only the crash's tail.
+func TestAbnormalRecoveryDeletingThePreallocatedSegmentStartsFromTheCheckpoint(t *testing.T) {
+	cfg := testConfig(t, 4096)
+	clock := testutil.NewClock(time.UnixMilli(1_800_000_000_000))
+	cfg.Now = clock.Now
+	l := mustOpen(t, cfg)
+	var starts []int64 // each segment's first record
+	for l.MaxOffset() < 9*4096 {
+		clock.Set(clock.Now().Add(time.Second))
+		res := mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, 1, 880)})
+		if off := res.Records[0].Offset; off%4096 == 0 {
+			starts = append(starts, off)
+		}
+	}
+	end := l.MaxOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ck := l.Checkpoint()
+	var want int64 = -1
+	for _, s := range starts {
+		v, err := os.ReadFile(segPath(cfg.Dir, s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err := Decode(v); err == nil && m.StoreTimestamp <= ck.MinTimestamp() {
+			want = s
+		}
+	}
+	if want <= 2*4096 || want != end-end%4096 && want != end-end%4096-4096 {
+		t.Fatalf("test setup: the checkpoint's segment %d, the log ends at %d", want, end)
+	}
+	prealloc := end - end%4096 + 4096
+	if err := os.WriteFile(segPath(cfg.Dir, prealloc), make([]byte, 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	markAbort(t, cfg.Dir)
+	l = mustOpen(t, cfg)
+	defer l.Close()
+	if info := l.RecoveryInfo(); !info.Abnormal || info.EndOffset != end || info.FirstScanned != want || info.CutReason != nil {
+		t.Fatalf("recovery %+v, want the scan from the checkpoint's segment %d to the end %d", info, want, end)
+	}
+	if _, err := os.Stat(segPath(cfg.Dir, prealloc)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the preallocated segment after the end is still there: %v", err)
 	}
 }
