@@ -829,10 +829,10 @@ func (c *CQ) reshaped() {
 const correctMinChunk = 1024
 
 // correctMinRound is how many queues CorrectMin plans before it writes
-// their cuts. A cut is a range deletion, and every commit of range
-// deletions makes the next read rebuild the fragments of all those in the
-// memtable: reading and writing in turn per chunk cost a rebuild per
-// chunk, quadratic in the queues cut (100,000 queues: 14.7 s against
+// their cuts. A cut of many entries is a range deletion, and every commit
+// of range deletions makes the next read rebuild the fragments of all
+// those in the memtable: reading and writing in turn per chunk cost a
+// rebuild per chunk, quadratic in the queues cut (100,000 queues: 14.7 s against
 // 0.73 s for a pass that cut nothing; docs/BENCHMARKS.md). A round
 // holds a few MiB of plans at most.
 const correctMinRound = 1 << 16
@@ -1035,12 +1035,12 @@ func (c *CQ) writeMinCuts(cuts []minCut, gen uint64, sync bool) (bool, error) {
 			// without a sync: the round's unsynced chunks before this one
 			// must reach the disk all the same.
 			if err := b.LogData(nil, nil); err != nil {
-				return false, err
+				return false, fmt.Errorf("sync the cq minimum cuts: %w", err)
 			}
 		}
 	}
 	if err := b.Commit(opts); err != nil {
-		return false, err
+		return false, fmt.Errorf("commit %d cq minimum cuts: %w", len(cuts), err)
 	}
 	if c.minPasses > 1 {
 		// Another round may hold a plan older than these cuts.
