@@ -18,7 +18,7 @@ var benchTopics = func() []string {
 // BenchmarkIn is the cost a send pays for its metrics (In: three series
 // of one label set), once the series exist.
 func BenchmarkIn(b *testing.B) {
-	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"}, Sources{}, UnitSuffixed)
+	m := newBenchBroker()
 	for _, t := range benchTopics {
 		m.In(t, TypeNormal, false, 1, 100)
 	}
@@ -32,7 +32,7 @@ func BenchmarkIn(b *testing.B) {
 
 // BenchmarkInParallel is BenchmarkIn from every processor at once.
 func BenchmarkInParallel(b *testing.B) {
-	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"}, Sources{}, UnitSuffixed)
+	m := newBenchBroker()
 	for _, t := range benchTopics {
 		m.In(t, TypeNormal, false, 1, 100)
 	}
@@ -49,7 +49,7 @@ func BenchmarkInParallel(b *testing.B) {
 // BenchmarkOut is the cost a pull pays for its metrics (Out: two series
 // of one label set), once the series exist.
 func BenchmarkOut(b *testing.B) {
-	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"}, Sources{}, UnitSuffixed)
+	m := newBenchBroker()
 	for _, t := range benchTopics {
 		m.Out(t, "BenchGroup", false, 1, 100)
 	}
@@ -64,7 +64,7 @@ func BenchmarkOut(b *testing.B) {
 // BenchmarkPopOut is the cost a pop pays for its metrics (PopOut twice,
 // as countPopOut calls it), once the series exist.
 func BenchmarkPopOut(b *testing.B) {
-	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"}, Sources{}, UnitSuffixed)
+	m := newBenchBroker()
 	for _, t := range benchTopics {
 		m.PopOut(t, "BenchGroup", false, false, 1, 100)
 		m.PopOut(t, "BenchGroup", false, true, 1, 100)
@@ -94,4 +94,10 @@ func BenchmarkInPastTheLimit(b *testing.B) {
 		m.In(benchTopics[i%len(benchTopics)], TypeNormal, false, 1, 100)
 		i++
 	}
+}
+
+// newBenchBroker is the exporter the counter benchmarks feed: one
+// broker's constant labels, no sources, the default limit.
+func newBenchBroker() *Broker {
+	return New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"}, Sources{}, UnitSuffixed)
 }
