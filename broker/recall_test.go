@@ -109,9 +109,9 @@ func TestRecallTimerMessage(t *testing.T) {
 	if r.Code != remoting.Success || r.ExtFields["msgId"] != "RC-1" {
 		t.Fatalf("recall: %d %q %v", r.Code, r.Remark, r.ExtFields)
 	}
-	got := waitDelivered(t, b, c, "RecallT", 0, 1)
+	waitDelivered(t, b, c, "RecallT", 0, 1)
 	time.Sleep(500 * time.Millisecond) // five timer ticks past the due time
-	got = pullAll(t, b, c, "RecallT", 0)
+	got := pullAll(t, b, c, "RecallT", 0)
 	if len(got) != 1 || string(got[0].Body) != "kept" {
 		var bodies []string
 		for _, m := range got {

@@ -413,9 +413,9 @@ func TestScheduleRoundFailingMidwayKeepsItsProgress(t *testing.T) {
 	waitDelivered(t, b, c, "MidRound", 0, 1)
 	time.Sleep(500 * time.Millisecond) // five rounds failing on m1
 	failing.Store(false)
-	got := waitDelivered(t, b, c, "MidRound", 0, 3)
+	waitDelivered(t, b, c, "MidRound", 0, 3)
 	time.Sleep(300 * time.Millisecond)
-	got = pullAll(t, b, c, "MidRound", 0)
+	got := pullAll(t, b, c, "MidRound", 0)
 	var bodies []string
 	for _, m := range got {
 		bodies = append(bodies, string(m.Body))

@@ -104,9 +104,9 @@ func TestTimerMessageSurvivesRestart(t *testing.T) {
 
 	b = startTestBrokerAt(t, store, map[string]string{"timerPrecisionMs": "100"})
 	c = b.client(nil)
-	got := waitDelivered(t, b, c, "TmS", 0, 1)
+	waitDelivered(t, b, c, "TmS", 0, 1)
 	time.Sleep(300 * time.Millisecond)
-	if got = pullAll(t, b, c, "TmS", 0); len(got) != 1 || string(got[0].Body) != "kept" {
+	if got := pullAll(t, b, c, "TmS", 0); len(got) != 1 || string(got[0].Body) != "kept" {
 		t.Fatalf("after a restart %d messages delivered, want 1", len(got))
 	}
 }
@@ -136,9 +136,9 @@ func TestTimerMessageCancelled(t *testing.T) {
 	mustSend(t, c, "TmC", 0, "cancelled", "UNIQ_KEY\x01TM-X\x02TIMER_DELIVER_MS\x01"+at+"\x02")
 	mustSend(t, c, "TmC", 0, "kept", "UNIQ_KEY\x01TM-Y\x02TIMER_DELIVER_MS\x01"+at+"\x02")
 	mustSend(t, c, "TmC", 0, "the cancel", "UNIQ_KEY\x01TM-Z\x02TIMER_DELIVER_MS\x01"+at+"\x02TIMER_DEL_UNIQKEY\x01TmC+TM-X\x02")
-	got := waitDelivered(t, b, c, "TmC", 0, 1)
+	waitDelivered(t, b, c, "TmC", 0, 1)
 	time.Sleep(300 * time.Millisecond)
-	if got = pullAll(t, b, c, "TmC", 0); len(got) != 1 || string(got[0].Body) != "kept" {
+	if got := pullAll(t, b, c, "TmC", 0); len(got) != 1 || string(got[0].Body) != "kept" {
 		var bodies []string
 		for _, m := range got {
 			bodies = append(bodies, string(m.Body))

@@ -279,7 +279,7 @@ var variableLabels = map[string]bool{
 // against the classic character set ([a-zA-Z_][a-zA-Z0-9_]*) that every
 // Prometheus server accepts.
 func ValidConstLabel(name string) bool {
-	return model.LabelName(name).IsValidLegacy() && !strings.HasPrefix(name, "__") && !variableLabels[name]
+	return model.LegacyValidation.IsValidLabelName(name) && !strings.HasPrefix(name, "__") && !variableLabels[name]
 }
 
 // Broker holds one broker's metrics. A nil *Broker ignores every call, so

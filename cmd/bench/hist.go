@@ -119,6 +119,3 @@ func sig3(v float64) string {
 		return fmt.Sprintf("%.2f", v)
 	}
 }
-
-// ms returns d in milliseconds, for tables.
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
