@@ -57,9 +57,11 @@ func TestFlushFailureStopsReportingFlushed(t *testing.T) {
 	cfg.Stop = stops.stop
 	l := mustOpen(t, cfg)
 	c := newCounter()
-	first := mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, 0, 100), Assigner: c, WaitFlush: true})
-	if first.Status != PutOK {
-		t.Fatalf("append before the failure: %v", first.Status)
+	// Waited for without a deadline: on a busy machine the first flush
+	// may take longer than SyncFlushTimeout.
+	first := mustAppend(t, l, AppendRequest{Message: testMessage("T", 0, 0, 100), Assigner: c})
+	if err := l.WaitDurable(context.Background(), first.PhyOffset+first.WroteBytes); err != nil {
+		t.Fatalf("flush before the failure: %v", err)
 	}
 	good := l.Checkpoint()
 
