@@ -22,11 +22,8 @@ const (
 // dashboard do) are answered by the unchanged Go push consumer they name.
 func TestAdminRelaysToTheGoConsumer(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, group = "E2EAdminRelay", "cg-admin-relay"
-	createTopic(t, b.addr, topic, 1)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, 1)
 	got := newCollector()
 	startPushConsumerFunc(t, ns.addr, group, topic, consumer.MessageSelector{},
 		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {

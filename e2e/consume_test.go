@@ -22,11 +22,8 @@ import (
 // in send order while the producer is still sending.
 func TestOrderlyConsume(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, keys, perKey = "E2EOrderly", 8, 25
-	createTopic(t, b.addr, topic, 4)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, _ := startWithTopic(t, topic, 4)
 
 	var mu sync.Mutex
 	seqs := map[string][]int{} // key -> sequence numbers in arrival order
@@ -117,11 +114,8 @@ func parseKeyed(body string) (string, int, error) {
 // each receive every message (clustering would split the queues).
 func TestBroadcasting(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, n = "E2EBroadcast", 40
-	createTopic(t, b.addr, topic, 4)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, _ := startWithTopic(t, topic, 4)
 	got1, got2 := newCollector(), newCollector()
 	for _, got := range []*collector{got1, got2} {
 		startPushConsumer(t, ns.addr, "cg-broadcast", topic, consumer.MessageSelector{}, got,
@@ -150,11 +144,8 @@ func TestBroadcasting(t *testing.T) {
 // not).
 func TestTagFilter(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, rounds, queues = "E2ETags", 15, 2
-	createTopic(t, b.addr, topic, queues)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, queues)
 	p := newProducer(t, ns.addr, "pg-tags")
 	wanted := map[string]bool{}
 	for i := 0; i < rounds; i++ {
@@ -258,11 +249,8 @@ func startPullConsumer(t testing.TB, ns, group, topic string, sel consumer.Messa
 // broker holds and answers when a message arrives.
 func TestPullConsumer(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, n, queues = "E2EPull", 48, 4
-	createTopic(t, b.addr, topic, queues)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, queues)
 	p := newProducer(t, ns.addr, "pg-pull")
 	for i := 0; i < n; i++ {
 		if _, err := p.SendSync(context.Background(), primitive.NewMessage(topic, []byte(fmt.Sprintf("pull-%d", i)))); err != nil {
@@ -415,11 +403,8 @@ func waitCommitted(t testing.TB, broker, group, topic string, queues int, timeou
 // message, and each receives part of them.
 func TestClusteringSplitsQueues(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, group, batch = "E2EClustering", "cg-clustering", 40
-	createTopic(t, b.addr, topic, 4)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, 4)
 	got1, got2, all := newCollector(), newCollector(), newCollector()
 	for _, got := range []*collector{got1, got2} {
 		got := got
@@ -471,11 +456,8 @@ func consumerIDs(t testing.TB, broker, group string) []string {
 // 10 s), with its body, its original topic and a reconsume count of 1.
 func TestConsumeRetry(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, n = "E2ERetry", 10
-	createTopic(t, b.addr, topic, 2)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, 2)
 	// The broker creates a group's retry topic at the group's first
 	// heartbeat, after the Go client looked up its route at start; the
 	// client would find it only at its next route refresh (30 s) and
@@ -533,11 +515,8 @@ func TestConsumeRetry(t *testing.T) {
 // consumer the bodies of each key arrive in send order.
 func TestOrderlyTwoConsumers(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, group, keys = "E2EOrderly2", "cg-orderly2", 8
-	createTopic(t, b.addr, topic, 4)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, 4)
 
 	type consumed struct {
 		mu   sync.Mutex

@@ -28,11 +28,8 @@ func setGroupReadable(t *testing.T, broker, group, topic string, readable bool) 
 // the group is allowed again it receives every message.
 func TestGroupReadForbidden(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, queues, n = "E2EForbid", 2, 10
-	createTopic(t, b.addr, topic, queues)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, queues)
 	setGroupReadable(t, b.addr, "cg-forbidden", topic, false)
 	p := newProducer(t, ns.addr, "pg-forbid")
 	var want []string

@@ -80,11 +80,8 @@ func TestConsumeFromTimestamp(t *testing.T) {
 // suspended one, and the poison message lands in the DLQ.
 func TestOrderlySuspendAndDLQ(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, group, keys, perKey = "E2EOrderlySuspend", "cg-orderly-suspend", 4, 10
-	createTopic(t, b.addr, topic, 2)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, 2)
 	const flaky, poison = "key0:3", "key1:5"
 
 	var mu sync.Mutex
@@ -377,11 +374,8 @@ func TestPullFromWithSQL(t *testing.T) {
 // the broker holds no offset of the group.
 func TestBroadcastingKeepsLocalOffsets(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, group = "E2EBroadcastLocal", "cg-broadcast-local"
-	createTopic(t, b.addr, topic, 2)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, 2)
 	p := newProducer(t, ns.addr, "pg-broadcast-local")
 	instance := uniqueInstance(t)
 	got := newCollector()

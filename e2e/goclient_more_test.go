@@ -76,11 +76,8 @@ func TestBatchItemsFiltered(t *testing.T) {
 // far below the limit) is stored and consumed as sent.
 func TestBodySizeLimit(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic = "E2EBodySize"
-	createTopic(t, b.addr, topic, 1)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, 1)
 	p := newProducer(t, ns.addr, "pg-body-size", producer.WithSendMsgTimeout(20*time.Second), producer.WithRetry(0))
 	random := make([]byte, 5<<20)
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -122,11 +119,8 @@ func TestBodySizeLimit(t *testing.T) {
 // consumer of the group reads it back with CurrentOffset.
 func TestPullConsumerOffsets(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, group = "E2EPullOffsets", "cg-pull-offsets"
-	createTopic(t, b.addr, topic, 1)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, 1)
 	p := newProducer(t, ns.addr, "pg-pull-offsets")
 	sendN(t, p, topic, "early-", 5)
 	time.Sleep(300 * time.Millisecond)

@@ -49,11 +49,8 @@ func queryByKey(t testing.TB, broker, topic, key string, uniq bool) []*primitive
 // its original body.
 func TestCompressionAndBatches(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic = "E2ECompress"
-	createTopic(t, b.addr, topic, 2)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, 2)
 	p := newProducer(t, ns.addr, "pg-compress",
 		producer.WithCompressMsgBodyOverHowmuch(100), producer.WithCompressLevel(9),
 		producer.WithSendMsgTimeout(20*time.Second))
@@ -150,11 +147,8 @@ func TestCompressionAndBatches(t *testing.T) {
 // message id (VIEW_MESSAGE_BY_ID).
 func TestQueueSelectorsKeysAndLookups(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, queues = "E2ESelect", 4
-	createTopic(t, b.addr, topic, queues)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, queues)
 
 	rr := newProducer(t, ns.addr, "pg-select-rr", producer.WithQueueSelector(producer.NewRoundRobinQueueSelector()))
 	var seq []int
@@ -253,11 +247,8 @@ func TestQueueSelectorsKeysAndLookups(t *testing.T) {
 // consumer's sees the messages and the callback's result.
 func TestInterceptors(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, n = "E2EIntercept", 6
-	createTopic(t, b.addr, topic, 2)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, _ := startWithTopic(t, topic, 2)
 	var mu sync.Mutex
 	var sendResults []*primitive.SendResult
 	var consumed, results []string

@@ -329,6 +329,18 @@ func startBroker(t testing.TB, ns *namesrv, o brokerOpts) *brokerProc {
 	return b
 }
 
+// startWithTopic starts a name server and a broker with the default
+// options, creates topic with queues on the broker and waits until the
+// name server routes it: the setup of most tests.
+func startWithTopic(t testing.TB, topic string, queues int) (*namesrv, *brokerProc) {
+	t.Helper()
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{})
+	createTopic(t, b.addr, topic, queues)
+	waitRoute(t, ns.addr, topic, b.name)
+	return ns, b
+}
+
 // waitStarted waits until the broker serves and has registered with the
 // name server (clients find its routes).
 func (b *brokerProc) waitStarted(t testing.TB) {

@@ -29,11 +29,8 @@ import (
 func TestNodeAliOns(t *testing.T) {
 	node, dir := aliOnsScript(t)
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, nodeCount = "NodeAliOns", 40
-	createTopic(t, b.addr, topic, 4)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, 4)
 
 	result := runAliOns(t, node, dir, ns.addr, topic, nodeCount)
 	result.checkDelivery(t, nodeCount)

@@ -17,11 +17,8 @@ import (
 // its own reply.
 func TestRequestReply(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic = "E2ERequest"
-	createTopic(t, b.addr, topic, 2)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, 2)
 	waitRoute(t, ns.addr, "DefaultCluster_REPLY_TOPIC", b.name)
 
 	// The broker pushes a reply to the requester's connection, which it

@@ -20,11 +20,8 @@ const codeInvokeBrokerToResetOffset = 222
 // again and nothing of the first.
 func TestResetOffsetReconsumes(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, group, queues, n = "E2EReset", "cg-reset", 2, 20
-	createTopic(t, b.addr, topic, queues)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, queues)
 	p := newProducer(t, ns.addr, "pg-reset")
 	sendN(t, p, topic, "before-", n)
 	time.Sleep(20 * time.Millisecond) // store times have millisecond precision
@@ -73,11 +70,8 @@ const (
 // broker SIGKILLed right after it has when it starts again.
 func TestResetOffsetSurvivesKill(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, group, queues = "E2EResetKill", "cg-reset-kill", 2
-	createTopic(t, b.addr, topic, queues)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, queues)
 	sendN(t, newProducer(t, ns.addr, "pg-reset-kill"), topic, "m-", 10)
 	waitDispatched(t, b.addr, topic, queues, 10)
 	invoke := func(code int, ext map[string]string, body []byte) {

@@ -105,11 +105,8 @@ func TestRestartKeepsCommittedOffsets(t *testing.T) {
 // after the restart, is consumed (at least once).
 func TestKillKeepsAcknowledged(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, queues = "E2EKill", 4
-	createTopic(t, b.addr, topic, queues)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, queues)
 	p := newProducer(t, ns.addr, "pg-kill", producer.WithSendMsgTimeout(2*time.Second), producer.WithRetry(0))
 
 	load := startSendLoop(t, "kill-", func(body string) (*primitive.SendResult, error) {
@@ -226,11 +223,8 @@ func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() boo
 // 30 s later.)
 func TestRestartWithLiveClients(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, group, queues, n = "E2ELive", "cg-live", 4, 40
-	createTopic(t, b.addr, topic, queues)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, queues)
 	p := newProducer(t, ns.addr, "pg-live")
 	got := newCollector()
 	startPushConsumer(t, ns.addr, group, topic, consumer.MessageSelector{}, got,
@@ -273,11 +267,8 @@ func TestRestartWithLiveClients(t *testing.T) {
 // consumed, none stored earlier than its delay.
 func TestRestartKeepsDelayed(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, n = "E2EDelayRestart", 20
-	createTopic(t, b.addr, topic, 2)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, 2)
 	p := newProducer(t, ns.addr, "pg-delay-restart")
 	// Half are due before the restart (level 1, 1 s): the scheduler's
 	// progress must survive it too, or they come twice.

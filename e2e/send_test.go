@@ -81,11 +81,8 @@ func TestAsyncSend(t *testing.T) {
 // receives every message all the same.
 func TestOnewaySend(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, n = "E2EOneway", 60
-	createTopic(t, b.addr, topic, 4)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, 4)
 	p := newProducer(t, ns.addr, "pg-oneway")
 	for i := 0; i < n; i++ {
 		if err := p.SendOneWay(context.Background(), primitive.NewMessage(topic, []byte(fmt.Sprintf("oneway-%d", i)))); err != nil {
@@ -200,11 +197,8 @@ func waitGroup(t testing.TB, wg *sync.WaitGroup, timeout time.Duration, what str
 // consumed, stored in the topic no earlier than 5 s after it was born.
 func TestDelayLevel(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, n = "E2EDelay", 10
-	createTopic(t, b.addr, topic, 2)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, _ := startWithTopic(t, topic, 2)
 	p := newProducer(t, ns.addr, "pg-delay")
 	for i := 0; i < n; i++ {
 		m := primitive.NewMessage(topic, []byte(fmt.Sprintf("delay-%d", i)))
@@ -225,11 +219,8 @@ func TestDelayLevel(t *testing.T) {
 // (the Go client hashes UTF-8 bytes differently).
 func TestMessageFidelity(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, tag = "E2EFidelity", "标签-Ω"
-	createTopic(t, b.addr, topic, 2)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, 2)
 	p := newProducer(t, ns.addr, "pg-fidelity", producer.WithSendMsgTimeout(20*time.Second))
 	sizes := []int{1, 4096, 4097, 300 << 10, 3 << 20}
 	sent := map[string]*primitive.SendResult{}
@@ -314,11 +305,8 @@ func TestMessageFidelity(t *testing.T) {
 // message.
 func TestConcurrentProducers(t *testing.T) {
 	t.Parallel()
-	ns := startNamesrv(t)
-	b := startBroker(t, ns, brokerOpts{})
 	const topic, queues, producers, senders, perSender = "E2EConcurrent", 4, 4, 8, 60
-	createTopic(t, b.addr, topic, queues)
-	waitRoute(t, ns.addr, topic, b.name)
+	ns, b := startWithTopic(t, topic, queues)
 	type slot struct {
 		queue  int
 		offset int64
