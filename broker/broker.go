@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,11 +60,15 @@ type Broker struct {
 	// the workers (see waitsOnClient).
 	clientWaits chan struct{}
 	storeHost   netip.AddrPort
-	// hostIP is brokerIP1, fixed at New; storeHost gets its port when
-	// listenPort 0 is bound, after request handlers may run, so handlers
-	// use Addr instead.
-	hostIP  netip.Addr
-	started time.Time
+	// hostIP is brokerIP1, fixed at New (resolved when brokerIP1 is a
+	// host name); storeHost gets its port when listenPort 0 is bound,
+	// after request handlers may run, so handlers use Addr instead.
+	hostIP netip.Addr
+	// hostName is brokerIP1 when it is a host name, "" when an address:
+	// the broker registers and announces the name, as RocketMQ does, and
+	// stores hostIP in every message it writes.
+	hostName string
+	started  time.Time
 	// cutAt is where Start cuts a slave's CommitLog (CutCommitLogAt), 0
 	// for nowhere.
 	cutAt int64
@@ -208,7 +213,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 	if cfg.StorePathRootDir == "" {
 		return nil, errors.New("broker: storePathRootDir is empty")
 	}
-	ip, err := brokerIP(cfg.BrokerIP1)
+	ip, hostName, err := brokerIP(cfg.BrokerIP1)
 	if err != nil {
 		return nil, err
 	}
@@ -229,6 +234,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		log:              log.With().Str("component", "broker").Logger(),
 		storeHost:        netip.AddrPortFrom(ip, uint16(cfg.ListenPort)),
 		hostIP:           ip,
+		hostName:         hostName,
 		delayLevels:      levels,
 		schedPending:     map[int]scheduledRound{},
 		schedShare:       defaultScheduleShare,
@@ -270,15 +276,37 @@ func memoryRatio(cfg configs.Broker) int {
 	return cfg.AccessMessageInMemoryMaxRatio
 }
 
-// brokerIP returns brokerIP1, or the first non-loopback IPv4 address of the
-// host, or 127.0.0.1.
-func brokerIP(configured string) (netip.Addr, error) {
+// hostLookupTimeout bounds the resolution of a brokerIP1 host name at New.
+const hostLookupTimeout = 10 * time.Second
+
+// brokerIP returns the address of brokerIP1, and brokerIP1 itself when it
+// is a host name: RocketMQ takes either, registers the name as given and
+// writes the address it resolves to into stored messages (the first IPv4
+// address, as Java's resolver orders them, else the first). An empty
+// brokerIP1 is the first non-loopback IPv4 address of the host, or
+// 127.0.0.1.
+func brokerIP(configured string) (netip.Addr, string, error) {
 	if configured != "" {
-		ip, err := netip.ParseAddr(configured)
-		if err != nil {
-			return netip.Addr{}, fmt.Errorf("brokerIP1 %q: %w", configured, err)
+		if ip, err := netip.ParseAddr(configured); err == nil {
+			return ip.Unmap(), "", nil
 		}
-		return ip.Unmap(), nil
+		ctx, cancel := context.WithTimeout(context.Background(), hostLookupTimeout)
+		defer cancel()
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", configured)
+		if err != nil {
+			return netip.Addr{}, "", fmt.Errorf("brokerIP1 %q is neither an IP address nor a host name that resolves: %w", configured, err)
+		}
+		if len(ips) == 0 {
+			return netip.Addr{}, "", fmt.Errorf("brokerIP1 %q: the host name has no address", configured)
+		}
+		pick := ips[0].Unmap()
+		for _, ip := range ips {
+			if ip.Unmap().Is4() {
+				pick = ip.Unmap()
+				break
+			}
+		}
+		return pick, configured, nil
 	}
 	addrs, err := net.InterfaceAddrs()
 	if err == nil {
@@ -287,18 +315,29 @@ func brokerIP(configured string) (netip.Addr, error) {
 				if ip, ok := netip.AddrFromSlice(n.IP); ok {
 					ip = ip.Unmap()
 					if ip.Is4() && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() {
-						return ip, nil
+						return ip, "", nil
 					}
 				}
 			}
 		}
 	}
-	return netip.MustParseAddr("127.0.0.1"), nil
+	return netip.MustParseAddr("127.0.0.1"), "", nil
 }
 
 // Addr returns the address clients use: brokerIP1:listenPort (the bound
-// port when listenPort was 0).
-func (b *Broker) Addr() string { return b.hostAddr().String() }
+// port when listenPort was 0), with brokerIP1's host name when it is one.
+func (b *Broker) Addr() string {
+	return net.JoinHostPort(b.announcedHost(), strconv.Itoa(int(b.hostAddr().Port())))
+}
+
+// announcedHost is brokerIP1 as the broker names itself to name servers
+// and clients: its host name when it is one, else its address.
+func (b *Broker) announcedHost() string {
+	if b.hostName != "" {
+		return b.hostName
+	}
+	return b.hostIP.String()
+}
 
 // hostAddr is Addr as an address: brokerIP1 and the port listened on.
 // Request handlers use it rather than storeHost, which listenPort 0 sets

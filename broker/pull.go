@@ -116,7 +116,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		return forbiddenPull(fail(remoting.NoPermission, "the broker[%s] pulling message is forbidden", b.cfg.BrokerName), forbiddenBroker)
 	}
 	if req.Code == remoting.LitePullMessage && !b.current().LitePullMessageEnable {
-		return forbiddenPull(fail(remoting.NoPermission, "the broker[%s] for lite pull consumer is forbidden", b.hostIP), forbiddenBroker)
+		return forbiddenPull(fail(remoting.NoPermission, "the broker[%s] for lite pull consumer is forbidden", b.announcedHost()), forbiddenBroker)
 	}
 	gc, err := b.groupConfig(p.group, true)
 	if err != nil {

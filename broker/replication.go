@@ -194,10 +194,9 @@ func (b *Broker) stopReplication() error {
 }
 
 // haServerAddr is the address slaves replicate from: brokerIP2 (brokerIP1
-// when empty) and the HA port, as the broker registers it. brokerIP2 may
-// be a host name (a replication network's, resolved where the slave
-// dials), as RocketMQ passes it on verbatim; brokerIP1 is the address
-// written into every stored message, so it is an IP.
+// when empty) and the HA port, as the broker registers it. Either may be
+// a host name (a replication network's, resolved where the slave dials),
+// as RocketMQ passes it on verbatim.
 func (b *Broker) haServerAddr() string {
 	port := b.cfg.HAListenPort
 	if b.repl.server != nil {
@@ -211,7 +210,7 @@ func (b *Broker) haServerAddr() string {
 		}
 		return net.JoinHostPort(host, strconv.Itoa(port))
 	}
-	return netip.AddrPortFrom(b.hostIP, uint16(port)).String()
+	return net.JoinHostPort(b.announcedHost(), strconv.Itoa(port))
 }
 
 // noteRegistration takes a slave's master from a registration's answers,
