@@ -464,14 +464,14 @@ func (g *globals) queueOffsetAt(ctx context.Context, addr, topic string, qid int
 	return off, nil
 }
 
-// pullRange pulls queue qid of topic from offset from up to before end,
-// at most max messages, without committing anything, and hands each
-// message to fn.
-func (g *globals) pullRange(ctx context.Context, addr, topic string, qid int, from, end int64, max int, fn func(*commitlog.Message)) (int, error) {
+// pullRange pulls queue qid of topic on broker group brokerName (at addr)
+// from offset from up to before end, at most max messages, without
+// committing anything, and hands each message to fn.
+func (g *globals) pullRange(ctx context.Context, addr, brokerName, topic string, qid int, from, end int64, max int, fn func(*commitlog.Message)) (int, error) {
 	n := 0
 	for from < end && n < max {
 		h := remoting.Header{"consumerGroup": toolsConsumerGroup, "topic": topic, "subscription": "*", "expressionType": "TAG",
-			"subVersion": "0", "commitOffset": "0", "suspendTimeoutMillis": "0"}
+			"subVersion": "0", "commitOffset": "0", "suspendTimeoutMillis": "0", "bname": brokerName}
 		h.SetInt32("queueId", int32(qid))
 		h.SetInt64("queueOffset", from)
 		h.SetInt32("maxMsgNums", int32(min(32, max-n)))
@@ -558,7 +558,7 @@ prints them. It pulls as group TOOLS_CONSUMER and commits no offset.`,
 					if to, err = g.queueOffsetAt(ctx, addr, topic, q, to); err != nil {
 						return err
 					}
-					n, err := g.pullRange(ctx, addr, topic, q, from, to, count-printed, func(m *commitlog.Message) {
+					n, err := g.pullRange(ctx, addr, qd.BrokerName, topic, q, from, to, count-printed, func(m *commitlog.Message) {
 						fmt.Fprintf(cmd.OutOrStdout(), "%s %s/%d@%d\n", qd.BrokerName, m.Topic, m.QueueID, m.QueueOffset)
 						printMessage(cmd.OutOrStdout(), m, showBody)
 					})

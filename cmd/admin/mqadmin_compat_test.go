@@ -40,6 +40,23 @@ func fakeBroker(t *testing.T, answers map[int32]func(req *remoting.Command) *rem
 	return srv.Addr().String(), log
 }
 
+// fakeNamesrv is a fake name server answering every GET_ROUTEINFO_BY_TOPIC
+// with route (and every other request SUCCESS, as fakeBroker); it returns
+// its address.
+func fakeNamesrv(t *testing.T, route string) string {
+	t.Helper()
+	addr, _ := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
+		remoting.GetRouteInfoByTopic: withBody(route),
+	})
+	return addr
+}
+
+// fakeRoute is the route of a topic on one broker group, name, whose
+// master is at addr, with queueData its one queue data's JSON.
+func fakeRoute(addr, name, queueData string) string {
+	return `{"brokerDatas":[{"brokerAddrs":{"0":"` + addr + `"},"brokerName":"` + name + `","cluster":"C"}],"queueDatas":[` + queueData + `]}`
+}
+
 // requestLog is the headers of the requests a fake broker received.
 type requestLog struct {
 	mu      sync.Mutex

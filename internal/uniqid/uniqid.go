@@ -13,6 +13,9 @@ package uniqid
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -43,4 +46,32 @@ func (g *Gen) Next() string {
 	binary.BigEndian.PutUint32(b[10:], uint32(now.Sub(monthStart).Milliseconds()))
 	binary.BigEndian.PutUint16(b[14:], uint16(g.counter.Add(1)))
 	return strings.ToUpper(hex.EncodeToString(b[:]))
+}
+
+// ErrBadID is returned by Parse for a string that is not a message id of
+// this layout: 32 hex digits, or 56 for one made on an IPv6 host (its
+// address then takes 16 bytes).
+var ErrBadID = errors.New("uniqid: not a client message id")
+
+// Parse reads back what an id carries, as RocketMQ's MessageClientIDSetter
+// does: the address of the host that made it, and when it was made. The
+// id holds only the milliseconds since the start of a month, so the month
+// is taken to be the one of now (local time), or the month before when
+// that would put the id at or after now.
+func Parse(id string, now time.Time) (ip netip.Addr, at time.Time, err error) {
+	raw, err := hex.DecodeString(id)
+	if err != nil || (len(raw) != 16 && len(raw) != 28) {
+		return netip.Addr{}, time.Time{}, fmt.Errorf("%w: %q", ErrBadID, id)
+	}
+	ipLen := 4
+	if len(raw) == 28 {
+		ipLen = 16
+	}
+	ip, _ = netip.AddrFromSlice(raw[:ipLen])
+	span := time.Duration(binary.BigEndian.Uint32(raw[ipLen+6:])) * time.Millisecond
+	monthStart := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, now.Location())
+	if !monthStart.Add(span).Before(now) {
+		monthStart = monthStart.AddDate(0, -1, 0)
+	}
+	return ip, monthStart.Add(span), nil
 }

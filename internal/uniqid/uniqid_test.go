@@ -3,6 +3,7 @@ package uniqid
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -50,4 +51,43 @@ func hexUpper(b []byte) string {
 		out = append(out, digits[c>>4], digits[c&15])
 	}
 	return string(out)
+}
+
+// Parse reads back the address and time an id was made with, the month
+// taken from now (the one before when the time would be at or after now),
+// and refuses what is not an id.
+func TestParse(t *testing.T) {
+	made := time.Date(2026, 12, 5, 3, 4, 5, 678e6, time.Local)
+	var raw [16]byte
+	copy(raw[:], []byte{10, 1, 2, 3})
+	binary.BigEndian.PutUint32(raw[10:], uint32(made.Sub(time.Date(2026, 12, 1, 0, 0, 0, 0, time.Local)).Milliseconds()))
+	id := hexUpper(raw[:])
+	ip, at, err := Parse(id, made.Add(time.Hour))
+	if err != nil || ip.String() != "10.1.2.3" || !at.Equal(made) {
+		t.Fatalf("Parse(%s) = %v %v %v, want 10.1.2.3 %v", id, ip, at, err, made)
+	}
+	// The id holds no month: read on 10 January it is of January, on
+	// 1 January (before the 5th came round) of December, and read at its
+	// own time (not before now) of the month before.
+	span := made.Sub(time.Date(2026, 12, 1, 0, 0, 0, 0, time.Local))
+	for _, c := range []struct{ now, want time.Time }{
+		{time.Date(2027, 1, 10, 0, 0, 0, 0, time.Local), time.Date(2027, 1, 1, 0, 0, 0, 0, time.Local).Add(span)},
+		{time.Date(2027, 1, 1, 1, 0, 0, 0, time.Local), made},
+		{made, time.Date(2026, 11, 1, 0, 0, 0, 0, time.Local).Add(span)},
+	} {
+		if _, at, _ := Parse(id, c.now); !at.Equal(c.want) {
+			t.Errorf("Parse(%s) at %v: made at %v, want %v", id, c.now, at, c.want)
+		}
+	}
+	// An IPv6 host's id: 16 address bytes.
+	var raw6 [28]byte
+	raw6[0], raw6[1], raw6[15] = 0x20, 0x01, 1
+	if ip, _, err := Parse(hexUpper(raw6[:]), made); err != nil || ip.String() != "2001::1" {
+		t.Fatalf("IPv6 id: %v %v", ip, err)
+	}
+	for _, bad := range []string{"", "XYZ", id[:30], id + "00"} {
+		if _, _, err := Parse(bad, made); !errors.Is(err, ErrBadID) {
+			t.Errorf("Parse(%q): %v, want ErrBadID", bad, err)
+		}
+	}
 }
