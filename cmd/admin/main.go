@@ -114,7 +114,8 @@ func newRoot(out io.Writer) *cobra.Command {
 		queryMsgByKeyCmd(g), queryMsgByIDCmd(g), queryMsgByUniqueKeyCmd(g), sendMessageCmd(g), consumeMessageCmd(g),
 		writePermCmd(g, "wipeWritePerm", remoting.WipeWritePermOfBroker, "wipeTopicCount", "wipe"),
 		writePermCmd(g, "addWritePerm", remoting.AddWritePermOfBroker, "addTopicCount", "add"), producerInfoCmd(g),
-		queryMsgByOffsetCmd(g), decodeMessageIDCmd(), updateTopicPermCmd(g))
+		queryMsgByOffsetCmd(g), decodeMessageIDCmd(), updateTopicPermCmd(g),
+		updateOrderConfCmd(g), updateKvConfigCmd(g), deleteKvConfigCmd(g))
 	root.AddCommand(authCmds(g)...)
 	for _, c := range root.Commands() {
 		addBrokerFlag(c, g)
