@@ -115,7 +115,8 @@ func newRoot(out io.Writer) *cobra.Command {
 		writePermCmd(g, "wipeWritePerm", remoting.WipeWritePermOfBroker, "wipeTopicCount", "wipe"),
 		writePermCmd(g, "addWritePerm", remoting.AddWritePermOfBroker, "addTopicCount", "add"), producerInfoCmd(g),
 		queryMsgByOffsetCmd(g), decodeMessageIDCmd(), updateTopicPermCmd(g),
-		updateOrderConfCmd(g), updateKvConfigCmd(g), deleteKvConfigCmd(g))
+		updateOrderConfCmd(g), updateKvConfigCmd(g), deleteKvConfigCmd(g),
+		skipAccumulatedMessageCmd(g))
 	root.AddCommand(authCmds(g)...)
 	for _, c := range root.Commands() {
 		addBrokerFlag(c, g)

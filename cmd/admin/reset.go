@@ -208,3 +208,85 @@ func parseMQAdminTime(s string) (time.Time, bool) {
 	}
 	return t.Add(time.Duration(ms) * time.Millisecond), true
 }
+
+// skipAccumulatedMessageCmd is mqadmin skipAccumulatedMessage: the
+// group's offsets of every queue of the topic move to the end of the
+// queue, by an INVOKE_BROKER_TO_RESET_OFFSET with timestamp -1 (and
+// offset -1, no one queue) to every broker group of the topic's route, as
+// mqadmin's resetOffsetByTimestamp sends it.
+func skipAccumulatedMessageCmd(g *globals) *cobra.Command {
+	var group, topic, cluster string
+	force := true
+	cmd := &cobra.Command{
+		Use:   "skipAccumulatedMessage",
+		Short: "move a consumer group's offsets of a topic to the end of every queue (INVOKE_BROKER_TO_RESET_OFFSET, timestamp -1)",
+		Long: `skipAccumulatedMessage skips what a consumer group has not consumed of a topic,
+as mqadmin skipAccumulatedMessage: every broker group of the topic's route (a
+master, or a slave of a group without one) moves the group's offsets to the
+end of each queue. -c names the cluster, or the parent topic, whose route an
+LMQ (or the timer wheel's topic) is reached by; -b asks that broker only.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			group, topic, cluster = strings.TrimSpace(group), strings.TrimSpace(topic), strings.TrimSpace(cluster)
+			var addrs []string
+			if cmd.Flags().Changed("broker") {
+				addrs = []string{g.broker}
+			} else {
+				routeTopic := topic
+				if cluster != "" && (strings.HasPrefix(topic, lmqPrefix) || topic == wheelTimerTopic) {
+					routeTopic = cluster
+				}
+				route, err := g.route(cmd.Context(), routeTopic)
+				if err != nil {
+					return err
+				}
+				for _, bd := range route.BrokerDatas {
+					if a, ok := brokerAddrOf(route, bd.BrokerName); ok {
+						addrs = append(addrs, a)
+					}
+				}
+				sort.Strings(addrs)
+			}
+			all := make(map[adminbody.MessageQueue]int64)
+			for _, addr := range addrs {
+				h := remoting.Header{"group": group, "topic": topic}
+				h.SetInt64("timestamp", -1)
+				h.SetBool("isForce", force)
+				h.SetInt64("offset", -1)
+				resp, err := g.invoke(cmd.Context(), addr, remoting.InvokeBrokerToResetOffset, h, nil)
+				if resp != nil && resp.Code == remoting.ConsumerNotOnline {
+					return fmt.Errorf("%s resets offsets through the group's live consumers, and none is online: %w "+
+						"(mqadmin then commits the offsets itself; start a consumer, or set useServerSideResetOffset=true on the broker)", addr, err)
+				}
+				if err != nil {
+					return fmt.Errorf("skip the accumulated messages of %s for %s on %s: %w", topic, group, addr, err)
+				}
+				table, err := adminbody.DecodeResetOffset(resp.Body)
+				if err != nil {
+					return fmt.Errorf("answer of %s: %w", addr, err)
+				}
+				for q, off := range table {
+					all[q] = off
+				}
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "%-40s  %-40s  %-40s\n", "#brokerName", "#queueId", "#offset")
+			for _, q := range sortedQueues(all) {
+				name := q.BrokerName
+				if len(name) > 32 {
+					name = name[:32] // mqadmin's frontStringAtLeast(name, 32)
+				}
+				fmt.Fprintf(w, "%-40s  %-40d  %-40d\n", name, q.QueueID, all[q])
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&group, "group", "g", "", "consumer group")
+	f.StringVarP(&topic, "topic", "t", "", "topic")
+	f.VarP(javaBool{&force}, "force", "f", "force (true|false), sent as isForce")
+	f.StringVarP(&cluster, "cluster", "c", "", "for an LMQ: the cluster or parent topic whose route to use")
+	_ = cmd.MarkFlagRequired("group")
+	_ = cmd.MarkFlagRequired("topic")
+	return cmd
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// skipAccumulatedMessage moves a group's offsets to the end of every
+// queue of the topic, on every broker group of its route.
+func TestSkipAccumulatedMessage(t *testing.T) {
+	ns, br := startCluster(t)
+	if _, err := run(t, "updateTopic", "-b", br, "-t", "SkT", "-r", "2", "-w", "2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "updateSubGroup", "-b", br, "-g", "SkG"); err != nil {
+		t.Fatal(err)
+	}
+	waitRoute(t, ns, "SkT")
+	c := client(t, br)
+	for range 3 {
+		send(t, c, "SkT", 0)
+	}
+	send(t, c, "SkT", 1)
+	waitIndexed(t, c, "SkT", 0, 3)
+	waitIndexed(t, c, "SkT", 1, 1)
+	out, err := run(t, "skipAccumulatedMessage", "-n", ns, "-g", "SkG", "-t", "SkT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"broker-a", "0", "3"}, {"broker-a", "1", "1"}}
+	if !strings.HasPrefix(out, "#brokerName") || !equalRows(rows(out), want) {
+		t.Fatalf("skipAccumulatedMessage:\n%s\nwant rows %v", out, want)
+	}
+	if out, err := run(t, "consumerProgress", "-b", br, "-g", "SkG", "-t", "SkT"); err != nil || !strings.Contains(out, "total diff: 0") {
+		t.Fatalf("consumerProgress after the skip: %q %v", out, err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-g", "NoSuchGroup", "-t", "SkT"}, "NoSuchGroup"},
+		{[]string{"-g", "SkG", "-t", "NoSuchTopic"}, "route of NoSuchTopic"},
+		{[]string{"-t", "SkT"}, "group"},
+	} {
+		args := append([]string{"skipAccumulatedMessage", "-n", ns}, c.args...)
+		if out, err := run(t, args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %q %v, want an error naming %q", strings.Join(args, " "), out, err, c.want)
+		}
+	}
+}
+
+// skipAccumulatedMessage sends mqadmin's reset: timestamp -1, offset -1,
+// isForce from -f (true by default); a broker that resets through live
+// consumers only, with none online, is named in the error.
+func TestSkipAccumulatedMessageRequest(t *testing.T) {
+	addr, log := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
+		remoting.InvokeBrokerToResetOffset: withBody(`{"offsetTable":{{"brokerName":"bk","queueId":0,"topic":"T"}:42}}`),
+	})
+	ns := fakeNamesrv(t, fakeRoute(addr, "bk", `{"brokerName":"bk","perm":6,"readQueueNums":1,"topicSysFlag":0,"writeQueueNums":1}`))
+	for _, c := range []struct {
+		args  []string
+		force string
+	}{{nil, "true"}, {[]string{"-f", "false"}, "false"}} {
+		out, err := run(t, append([]string{"skipAccumulatedMessage", "-n", ns, "-g", "G", "-t", "T"}, c.args...)...)
+		if err != nil || !equalRows(rows(out), [][]string{{"bk", "0", "42"}}) {
+			t.Fatalf("skipAccumulatedMessage %v: %q %v", c.args, out, err)
+		}
+		want := map[string]string{"group": "G", "topic": "T", "timestamp": "-1", "offset": "-1", "isForce": c.force}
+		got := log.last(remoting.InvokeBrokerToResetOffset)
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%v: %s=%q, want %q (header %v)", c.args, k, got[k], v, got)
+			}
+		}
+	}
+	offline, _ := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
+		remoting.InvokeBrokerToResetOffset: func(req *remoting.Command) *remoting.Command {
+			return remoting.NewResponse(req, remoting.ConsumerNotOnline, "consumer not online")
+		},
+	})
+	if _, err := run(t, "skipAccumulatedMessage", "-b", offline, "-g", "G", "-t", "T"); err == nil || !strings.Contains(err.Error(), "useServerSideResetOffset") {
+		t.Errorf("a broker with no consumer online: %v", err)
+	}
+}
