@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -51,4 +52,54 @@ func printProducerTable(out io.Writer, groups map[string][]adminbody.ProducerInf
 		}
 	}
 	return w.Flush()
+}
+
+// producerConnectionCmd is mqadmin producerConnection: the live clients
+// of a producer group, as one broker of the topic's route knows them (the
+// first broker group by name; mqadmin picks one at random).
+func producerConnectionCmd(g *globals) *cobra.Command {
+	var group, topic string
+	cmd := &cobra.Command{
+		Use:   "producerConnection",
+		Short: "print a producer group's live clients, from a broker of a topic's route (GET_PRODUCER_CONNECTION_LIST)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			group, topic = strings.TrimSpace(group), strings.TrimSpace(topic)
+			route, err := g.route(cmd.Context(), topic)
+			if err != nil {
+				return err
+			}
+			names := make([]string, 0, len(route.BrokerDatas))
+			for _, bd := range route.BrokerDatas {
+				names = append(names, bd.BrokerName)
+			}
+			sort.Strings(names)
+			if len(names) == 0 {
+				return fmt.Errorf("route of %s names no broker", topic)
+			}
+			addr, _ := brokerAddrOf(route, names[0])
+			resp, err := g.invoke(cmd.Context(), addr, remoting.GetProducerConnectionList, remoting.Header{"producerGroup": group}, nil)
+			if err != nil {
+				return fmt.Errorf("producer connections of %s on %s: %w", group, addr, err)
+			}
+			var pc adminbody.ProducerConnection
+			if err := json.Unmarshal(resp.Body, &pc); err != nil {
+				return fmt.Errorf("decode producer connections of %s from %s: %w", group, addr, err)
+			}
+			if len(pc.ConnectionSet) == 0 {
+				return fmt.Errorf("not found the producer group connection: no client of %s on %s", group, addr)
+			}
+			sort.Slice(pc.ConnectionSet, func(i, j int) bool { return pc.ConnectionSet[i].ClientID < pc.ConnectionSet[j].ClientID })
+			for i, c := range pc.ConnectionSet {
+				fmt.Fprintf(cmd.OutOrStdout(), "%04d  %-32s %-22s %-8s %s\n", i+1, c.ClientID, c.ClientAddr, c.Language, remoting.VersionName(int(c.Version)))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&group, "producerGroup", "g", "", "producer group name")
+	f.StringVarP(&topic, "topic", "t", "", "a topic of the group, whose route names the broker to ask")
+	_ = cmd.MarkFlagRequired("producerGroup")
+	_ = cmd.MarkFlagRequired("topic")
+	return cmd
 }
