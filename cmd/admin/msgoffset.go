@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -83,22 +82,13 @@ commits nothing. -f UTF-8 (or --body) prints the body too.`,
 }
 
 // brokerAddrOf returns the address a client reads broker group name's
-// queues from: its master's, or the lowest-numbered slave's when it has
-// no master (RocketMQ's findBrokerAddressInSubscribe without a suggestion).
+// queues from: its master's, or a slave's when it has no master (RocketMQ's
+// findBrokerAddressInSubscribe without a suggestion).
 func brokerAddrOf(route namesrv.TopicRouteData, name string) (string, bool) {
 	for _, bd := range route.BrokerDatas {
-		if bd.BrokerName != name || len(bd.BrokerAddrs) == 0 {
-			continue
+		if bd.BrokerName == name {
+			return selectBrokerAddr(bd.BrokerAddrs)
 		}
-		if a, ok := bd.BrokerAddrs[0]; ok {
-			return a, true
-		}
-		ids := make([]int64, 0, len(bd.BrokerAddrs))
-		for id := range bd.BrokerAddrs {
-			ids = append(ids, id)
-		}
-		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-		return bd.BrokerAddrs[ids[0]], true
 	}
 	return "", false
 }
