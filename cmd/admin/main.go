@@ -116,7 +116,7 @@ func newRoot(out io.Writer) *cobra.Command {
 		writePermCmd(g, "addWritePerm", remoting.AddWritePermOfBroker, "addTopicCount", "add"), producerInfoCmd(g),
 		queryMsgByOffsetCmd(g), decodeMessageIDCmd(), updateTopicPermCmd(g),
 		updateOrderConfCmd(g), updateKvConfigCmd(g), deleteKvConfigCmd(g),
-		skipAccumulatedMessageCmd(g), producerConnectionCmd(g), topicClusterListCmd(g), getConsumerConfigCmd(g))
+		skipAccumulatedMessageCmd(g), producerConnectionCmd(g), topicClusterListCmd(g), getConsumerConfigCmd(g), consumerStatusCmd(g))
 	root.AddCommand(authCmds(g)...)
 	for _, c := range root.Commands() {
 		addBrokerFlag(c, g)

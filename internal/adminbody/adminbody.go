@@ -1,6 +1,6 @@
 // Package adminbody encodes and decodes the admin response bodies whose
-// maps are keyed by MessageQueue objects: ResetOffsetBody, TopicStatsTable
-// and ConsumeStats.
+// maps are keyed by MessageQueue objects: ResetOffsetBody, TopicStatsTable,
+// ConsumeStats and ConsumerRunningInfo.
 //
 // RocketMQ serialises them with fastjson, which writes a map with object
 // keys by putting the key object itself in key position. That is not JSON,

@@ -31,3 +31,16 @@ func FuzzDecodeBrokerStatsData(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeConsumerRunningInfo feeds arbitrary bytes to the decoder of a
+// client's GET_CONSUMER_RUNNING_INFO answer: it never panics.
+func FuzzDecodeConsumerRunningInfo(f *testing.F) {
+	f.Add([]byte(`{"properties":{"PROP_CONSUME_TYPE":"CONSUME_PASSIVELY","PROP_CONSUMER_START_TIMESTAMP":1},` +
+		`"mqTable":{{"brokerName":"b","queueId":0,"topic":"t"}:{"commitOffset":3,"locked":true}},` +
+		`"mqPopTable":{},"statusTable":{"t":{"pullRT":1.5}},"subscriptionSet":[{"topic":"t","subString":"*"}],"jstack":"x"}`))
+	f.Add([]byte(`{"mqTable":{"k":1}}`))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		_, _ = DecodeConsumerRunningInfo(body)
+	})
+}
