@@ -25,6 +25,16 @@
 //	admin queryMsgById       [-t TopicA] -i 7F00000100002A9F0000000000000400 [--body]
 //	admin sendMessage        -n 127.0.0.1:9876 -t TopicA -p "hello" [-k order-42] [-c TagA]
 //	admin consumeMessage     -n 127.0.0.1:9876 -t TopicA [-o 100] [-c 10] [--body]
+//	admin queryMsgByOffset   -n 127.0.0.1:9876 -t TopicA -b broker-a -i 0 -o 100 [-f UTF-8]
+//	admin DecodeMessageId    -i 0A01020300002A9F3B1C000000000001
+//	admin updateTopicPerm    -n 127.0.0.1:9876 -b 127.0.0.1:10911 -t TopicA -p 4 (or -c DefaultCluster)
+//	admin updateOrderConf    -n 127.0.0.1:9876 -t TopicA -m get|put|delete [-v "broker-a:8"]
+//	admin updateKvConfig     -n 127.0.0.1:9876 -s NAMESPACE -k KEY -v VALUE (deleteKvConfig -s -k)
+//	admin skipAccumulatedMessage -n 127.0.0.1:9876 -g GroupA -t TopicA [-f false]
+//	admin producerConnection -n 127.0.0.1:9876 -g ProducerGroupA -t TopicA
+//	admin consumerStatus     -n 127.0.0.1:9876 -g GroupA [-i clientId] [-s]
+//	admin topicClusterList   -n 127.0.0.1:9876 -t TopicA
+//	admin getConsumerConfig  -n 127.0.0.1:9876 -g GroupA
 //
 // and mqadmin's ACL 2.0 commands (createUser, updateUser, deleteUser,
 // getUser, listUser, createAcl, updateAcl, deleteAcl, getAcl, listAcl):
@@ -35,7 +45,7 @@
 // -n takes several name servers separated by ';', as mqadmin's. The flags
 // are mqadmin's where it has the command: -b is a broker address except
 // where mqadmin gives it another meaning (queryMsgByKey's begin time,
-// wipeWritePerm's broker name).
+// wipeWritePerm's and queryMsgByOffset's broker name).
 package main
 
 import (
@@ -126,7 +136,8 @@ func newRoot(out io.Writer) *cobra.Command {
 
 // addBrokerFlag gives cmd and its subcommands -b, --broker, the broker
 // address, except those that take -b for something else as mqadmin's do
-// (queryMsgByKey's beginTimestamp, wipeWritePerm's brokerName).
+// (queryMsgByKey's beginTimestamp, wipeWritePerm's and queryMsgByOffset's
+// brokerName).
 func addBrokerFlag(cmd *cobra.Command, g *globals) {
 	if cmd.Flags().ShorthandLookup("b") == nil && cmd.Flags().Lookup("broker") == nil {
 		cmd.Flags().StringVarP(&g.broker, "broker", "b", defaultBroker, "broker address")
