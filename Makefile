@@ -21,7 +21,8 @@ build:
 		$(GO) build -o $(BIN)/$$c ./cmd/$$c || exit 1; \
 	done
 
-## run: build, then start a name server (:9876) and a broker (:10911) with the store under ./data
+## run: build, then start a name server (:9876), a broker (:10911) with the store under ./data and the gRPC proxy (:8081);
+## NAMESRV_PORT, BROKER_PORT and PROXY_PORT move them
 run: build
 	@scripts/run.sh
 

@@ -1,47 +1,90 @@
 #!/usr/bin/env bash
 # Starts a name server on :9876, a broker on :10911 with the store under
 # ./data and the gRPC proxy for RocketMQ 5 clients on :8081, in the
-# foreground; Ctrl-C stops all three cleanly.
+# foreground; Ctrl-C (or SIGTERM to this script) stops all three cleanly.
+#
+# NAMESRV_PORT, BROKER_PORT and PROXY_PORT move them when those ports are
+# taken (make run BROKER_PORT=20911 ...); the broker's fast channel and HA
+# port follow BROKER_PORT (BROKER_PORT-2 and BROKER_PORT+1), as RocketMQ's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+NAMESRV_PORT="${NAMESRV_PORT:-9876}"
+BROKER_PORT="${BROKER_PORT:-10911}"
+PROXY_PORT="${PROXY_PORT:-8081}"
+for p in NAMESRV_PORT BROKER_PORT PROXY_PORT; do
+	if ! [[ "${!p}" =~ ^[0-9]+$ ]] || [ "${!p}" -lt 1 ] || [ "${!p}" -gt 65535 ]; then
+		echo "run: $p=${!p} is not a port (1-65535)" >&2
+		exit 2
+	fi
+done
+if [ "$BROKER_PORT" -lt 3 ] || [ "$BROKER_PORT" -gt 65534 ]; then
+	echo "run: BROKER_PORT=$BROKER_PORT leaves no room for the fast channel (BROKER_PORT-2) and the HA port (BROKER_PORT+1)" >&2
+	exit 2
+fi
+namesrv="127.0.0.1:$NAMESRV_PORT"
+broker="127.0.0.1:$BROKER_PORT"
+
 mkdir -p data
-bin/namesrv --listen :9876 --kv-config ./data/namesrv/kvConfig.json &
+# Each server runs in a session of its own (setsid, where there is one),
+# so that Ctrl-C reaches this script only and stop() ends them in order:
+# the proxy and the broker first, so the broker can unregister from a
+# name server that still answers.
+detach=""
+command -v setsid >/dev/null && detach=setsid
+$detach bin/namesrv --listen ":$NAMESRV_PORT" --kv-config ./data/namesrv/kvConfig.json &
 ns=$!
 br=
 px=
 stop() {
-	# The proxy and the broker first, so the broker can unregister from
-	# the name server.
-	[ -n "$px" ] && kill -TERM "$px" 2>/dev/null && wait "$px" 2>/dev/null
-	[ -n "$br" ] && kill -TERM "$br" 2>/dev/null && wait "$br" 2>/dev/null
-	kill -TERM "$ns" 2>/dev/null && wait "$ns" 2>/dev/null
+	trap - INT TERM HUP EXIT
+	local p
+	for p in "$px" "$br" "$ns"; do
+		if [ -n "$p" ] && kill -TERM "$p" 2>/dev/null; then
+			wait "$p" 2>/dev/null || true
+		fi
+	done
 }
-trap stop INT TERM EXIT
+# A stop asked for (Ctrl-C, SIGTERM, the terminal closed) is a clean end:
+# exit status 0.
+trap 'stop; exit 0' INT TERM HUP
+trap stop EXIT
 sleep 0.3
-bin/broker -c configs/run.conf &
+$detach bin/broker -c configs/run.conf --set listenPort="$BROKER_PORT" -n "$namesrv" &
 br=$!
-bin/proxy -n 127.0.0.1:9876 --listen :8081 &
+$detach bin/proxy -n "$namesrv" --listen ":$PROXY_PORT" &
 px=$!
+
+# The commands below name the name server and the broker only when they
+# are not bin/admin's defaults.
+adm="bin/admin"
+[ "$namesrv" != "127.0.0.1:9876" ] && adm="bin/admin -n $namesrv"
 cat <<MSG
 
-rocketkv is starting: name server 127.0.0.1:9876, broker 127.0.0.1:10911, store ./data,
-gRPC proxy for RocketMQ 5 clients (Java 5.x, Go v5, Node.js, Python, ...) 127.0.0.1:8081
+rocketkv is starting: name server $namesrv, broker $broker, store ./data,
+gRPC proxy for RocketMQ 5 clients (Java 5.x, Go v5, Node.js, Python, ...) 127.0.0.1:$PROXY_PORT
 Send a first message with any RocketMQ client pointed at the name server, e.g.
 with the Go client (github.com/apache/rocketmq-client-go/v2):
 
-    p, _ := rocketmq.NewProducer(producer.WithNameServer([]string{"127.0.0.1:9876"}))
+    p, _ := rocketmq.NewProducer(producer.WithNameServer([]string{"$namesrv"}))
     p.Start()
     p.SendSync(ctx, primitive.NewMessage("TopicTest", []byte("hello rocketkv")))
 
 or from another terminal, without writing code:
 
-    bin/admin sendMessage -t TopicTest -p "hello rocketkv"
-    bin/admin queryMsgByUniqueKey -t TopicTest -i <the #MsgId it printed> --body
+    $adm sendMessage -t TopicTest -p "hello rocketkv"
+    $adm queryMsgByUniqueKey -t TopicTest -i <the #MsgId it printed> --body
 
 Topics are auto-created on first send. Inspect the store with bin/kvdump --store ./data summary
-once the broker is stopped. RocketMQ 5's gRPC clients take 127.0.0.1:8081 as their
-endpoint; create their topics first (bin/admin updateTopic -b 127.0.0.1:10911 -t T),
+once the broker is stopped. RocketMQ 5's gRPC clients take 127.0.0.1:$PROXY_PORT as their
+endpoint; create their topics first ($adm updateTopic -b $broker -t T),
 with -a +message.type=FIFO (or DELAY) for FIFO (or delay) messages. Ctrl-C stops all three.
 
 MSG
-wait $br
+# The broker ending by itself (a port taken, a bad store) ends the run
+# with its exit status.
+set +e
+wait "$br"
+rc=$?
+br=
+exit "$rc"
