@@ -42,7 +42,8 @@
 //	admin createUser -b 127.0.0.1:10911 -u alice -p alice-secret [-t Normal]
 //	admin createAcl  -c DefaultCluster -s User:alice -r Topic:orders,Group:billing -a Pub,Sub -d Allow [-i 10.0.0.0/8]
 //
-// -n takes several name servers separated by ';', as mqadmin's. The flags
+// -n takes several name servers separated by ';', as mqadmin's; without
+// it, NAMESRV_ADDR names them, as for mqadmin, else 127.0.0.1:9876. The flags
 // are mqadmin's where it has the command: -b is a broker address except
 // where mqadmin gives it another meaning (queryMsgByKey's begin time,
 // wipeWritePerm's and queryMsgByOffset's broker name).
@@ -102,6 +103,14 @@ func (g *globals) clientOptions() remoting.ClientOptions {
 // defaultBroker is -b's default, the broker address of most commands.
 const defaultBroker = "127.0.0.1:10911"
 
+// namesrvAddrEnv is the environment variable mqadmin takes the name
+// servers from when -n is not given (MixAll.NAMESRV_ADDR_ENV), and
+// defaultNamesrv -n's default when it is not set either.
+const (
+	namesrvAddrEnv = "NAMESRV_ADDR"
+	defaultNamesrv = "127.0.0.1:9876"
+)
+
 func newRoot(out io.Writer) *cobra.Command {
 	g := &globals{broker: defaultBroker}
 	root := &cobra.Command{
@@ -112,7 +121,8 @@ func newRoot(out io.Writer) *cobra.Command {
 	}
 	root.SetOut(out)
 	pf := root.PersistentFlags()
-	pf.StringVarP(&g.namesrv, "namesrv", "n", "127.0.0.1:9876", "name server address; several separated by ';' as mqadmin's (tried in turn)")
+	pf.StringVarP(&g.namesrv, "namesrv", "n", cmp.Or(os.Getenv(namesrvAddrEnv), defaultNamesrv),
+		"name server address; several separated by ';' as mqadmin's (tried in turn); without -n, $"+namesrvAddrEnv+" as mqadmin's, else "+defaultNamesrv)
 	pf.DurationVar(&g.timeout, "timeout", 60*time.Second, "timeout of one request")
 	pf.BoolVar(&g.tls, "tls", false, "connect with TLS (certificates not verified, as RocketMQ's clients), for servers with tls.server.mode=enforcing")
 	pf.StringVar(&g.accessKey, "access-key", "", "ACL account to sign requests as (default $ROCKETKV_ACCESS_KEY)")

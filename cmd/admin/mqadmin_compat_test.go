@@ -414,3 +414,27 @@ func TestClusterInfoOfAJavaNameServer(t *testing.T) {
 		t.Fatalf("the master got DELETE_SUBSCRIPTIONGROUP %v, want group G", got)
 	}
 }
+
+// Without -n the name servers come from NAMESRV_ADDR, as mqadmin's; -n
+// wins over it.
+func TestNamesrvFromEnvironment(t *testing.T) {
+	addr, log := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
+		remoting.GetBrokerClusterInfo: withBody(`{"brokerAddrTable":{},"clusterAddrTable":{}}`),
+	})
+	t.Setenv(namesrvAddrEnv, addr)
+	if out, err := run(t, "clusterList"); err != nil {
+		t.Fatalf("clusterList with %s=%s: %v\n%s", namesrvAddrEnv, addr, err, out)
+	}
+	if n := log.count(remoting.GetBrokerClusterInfo); n != 1 {
+		t.Fatalf("the name server of %s got %d cluster info requests, want 1", namesrvAddrEnv, n)
+	}
+	// A port nothing listens on: -n is used, not the environment's.
+	_, err := run(t, "clusterList", "-n", "127.0.0.1:1")
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Fatalf("clusterList -n 127.0.0.1:1: %v, want a failure naming 127.0.0.1:1", err)
+	}
+	if n := log.count(remoting.GetBrokerClusterInfo); n != 1 {
+		t.Fatalf("-n given, the name server of %s got %d requests in all, want 1", namesrvAddrEnv, n)
+	}
+}
+
