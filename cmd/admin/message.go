@@ -159,7 +159,8 @@ func queryMsgByIDCmd(g *globals) *cobra.Command {
 		Use:   "queryMsgById",
 		Short: "print a message by its offset message id, or by the id a client shows (UNIQ_KEY) with -t (VIEW_MESSAGE_BY_ID, QUERY_MESSAGE)",
 		Long: `queryMsgById prints messages by id, as mqadmin queryMsgById: an offset message
-id is read from the broker it names (or -b when given); an id that is not
+id is read from the broker it names (or -b when given: the broker serving a
+store moved from another, whose ids name the old one); an id that is not
 one, or that the broker does not find, is looked up as the id clients show
 (UNIQ_KEY) on every master of the route of -t (as RocketMQ's
 MQAdminExt.queryMessage falls back), which needs -t.`,
@@ -195,6 +196,9 @@ MQAdminExt.queryMessage falls back), which needs -t.`,
 // topic (mqadmin's order).
 func (g *globals) messagesByID(cmd *cobra.Command, id, topic, cluster string) ([]commitlog.Message, error) {
 	addr, phy, err := commitlog.ParseMessageID(id)
+	// askedStoreHost: the broker asked is the one the id names, which
+	// after a store's move is not the one serving it.
+	askedStoreHost := err == nil && !cmd.Flags().Changed("broker")
 	if err == nil {
 		h := remoting.Header{}
 		h.SetInt64("offset", phy)
@@ -213,6 +217,9 @@ func (g *globals) messagesByID(cmd *cobra.Command, id, topic, cluster string) ([
 		}
 	} else {
 		err = fmt.Errorf("message id %q: %w", id, err)
+	}
+	if topic == "" && askedStoreHost {
+		return nil, fmt.Errorf("%w (the id names the broker that stored the message, %s: give the address of the broker serving its store now with -b, as after a move, or the topic with -t to look %s up as the id a client shows, its UNIQ_KEY)", err, addr, id)
 	}
 	if topic == "" {
 		return nil, fmt.Errorf("%w (give the topic with -t to look %s up as the id a client shows, its UNIQ_KEY)", err, id)

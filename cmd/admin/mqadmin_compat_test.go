@@ -438,3 +438,33 @@ func TestNamesrvFromEnvironment(t *testing.T) {
 	}
 }
 
+// consumerProgress without -t finds the brokers by the group's retry
+// topic, which a group whose consumers never connected lacks: the error
+// says how to ask anyway.
+func TestConsumerProgressWithoutRetryTopicSaysWhatToGive(t *testing.T) {
+	addr, _ := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
+		remoting.GetRouteInfoByTopic: func(req *remoting.Command) *remoting.Command {
+			return remoting.NewResponse(req, remoting.TopicNotExist, "No topic route info in name server for the topic: "+req.ExtFields["topic"])
+		},
+	})
+	_, err := run(t, "consumerProgress", "-n", addr, "-g", "G1")
+	if err == nil || !strings.Contains(err.Error(), "%RETRY%G1") || !strings.Contains(err.Error(), "give -t TOPIC or -b BROKER") {
+		t.Fatalf("consumerProgress -g G1 without a retry topic: %v, want the route's failure and what to give", err)
+	}
+}
+
+// An offset message id names the broker that stored the message; when it
+// cannot be asked (a store moved to another broker), the error says to
+// give -b.
+func TestQueryMsgByIDUnreachableStoreHostSaysGiveBroker(t *testing.T) {
+	// 127.0.0.1:1, CommitLog offset 0: nothing listens there.
+	_, err := run(t, "queryMsgById", "-i", "7F000001000000010000000000000000", "--timeout", "5s")
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || !strings.Contains(err.Error(), "with -b") {
+		t.Fatalf("queryMsgById of an id naming 127.0.0.1:1: %v, want an error naming the address and -b", err)
+	}
+	addr, _ := fakeBroker(t, nil)
+	_, err = run(t, "queryMsgById", "-b", addr, "-i", "7F000001000000010000000000000000")
+	if err == nil || strings.Contains(err.Error(), "with -b") {
+		t.Fatalf("queryMsgById -b %s: %v, want a failure (an empty answer) without the -b hint", addr, err)
+	}
+}

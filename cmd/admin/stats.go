@@ -109,6 +109,12 @@ func consumerProgressCmd(g *globals) *cobra.Command {
 				routeTopic = topic
 			}
 			addrs, err := g.statsTargets(cmd, routeTopic)
+			if err != nil && topic == "" {
+				// A group none of whose consumers ever connected (one
+				// created by updateSubGroup, or moved with a store) has
+				// no retry topic yet, as with mqadmin.
+				return fmt.Errorf("%w (without -t the brokers are those of the group's retry topic %s, which a broker creates when a consumer of the group first connects: give -t TOPIC or -b BROKER)", err, routeTopic)
+			}
 			if err != nil {
 				return err
 			}
