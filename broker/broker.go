@@ -211,7 +211,7 @@ type Broker struct {
 // New validates cfg and returns a broker that is not started.
 func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 	if cfg.StorePathRootDir == "" {
-		return nil, errors.New("broker: storePathRootDir is empty")
+		return nil, errors.New("storePathRootDir is empty")
 	}
 	ip, hostName, err := brokerIP(cfg.BrokerIP1)
 	if err != nil {

@@ -40,8 +40,8 @@ const DefaultMaxDispatchLagBytes = 4 << 20
 // key means adding a line here and documenting it in broker.yaml (a test
 // checks both agree).
 var brokerFields = slices.Concat([]field[Broker]{
-	str("brokerClusterName", "DefaultCluster", func(b *Broker) *string { return &b.BrokerClusterName }),
-	str("brokerName", "broker-a", func(b *Broker) *string { return &b.BrokerName }),
+	nonEmpty("brokerClusterName", "DefaultCluster", "the broker registers with the name servers under its cluster's name (RocketMQ's default is DefaultCluster)", func(b *Broker) *string { return &b.BrokerClusterName }),
+	nonEmpty("brokerName", "broker-a", "routes name the broker group by it, and the broker creates a topic of that name", func(b *Broker) *string { return &b.BrokerName }),
 	i64("brokerId", "0", func(b *Broker) *int64 { return &b.BrokerID }),
 	str("brokerIP1", "", func(b *Broker) *string { return &b.BrokerIP1 }),
 	intRange("listenPort", "10911", 0, 65535, func(b *Broker) *int { return &b.ListenPort }),
@@ -138,7 +138,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	seconds("timerMaxDelaySec", "259200", func(b *Broker) *time.Duration { return &b.TimerMaxDelay }),
 	intRange("timerRollWindowSlot", "172800", 2, 1<<31-1, func(b *Broker) *int { return &b.TimerRollWindowSlot }),
 
-	str("storePathRootDir", DefaultStoreRoot(), func(b *Broker) *string { return &b.StorePathRootDir }),
+	nonEmpty("storePathRootDir", DefaultStoreRoot(), "the store needs a directory (RocketMQ's default is ~/store)", func(b *Broker) *string { return &b.StorePathRootDir }),
 	commitLogPath("storePathCommitLog", func(b *Broker) *string { return &b.StorePathCommitLog }),
 	// RocketMQ's own values name the same two layouts: its file
 	// ConsumeQueue (default) and its ConsumeQueue in an embedded KV store
@@ -220,6 +220,19 @@ func withAliases[T any](f field[T], aliases ...string) field[T] {
 
 func str[T any](key, def string, ptr func(*T) *string) field[T] {
 	return field[T]{key: key, def: def, set: func(b *T, raw string) error {
+		*ptr(b) = raw
+		return nil
+	}, get: func(b *T) string { return *ptr(b) }}
+}
+
+// nonEmpty is a string key that must hold something: an empty value (a
+// "brokerName=" line) is refused with why, rather than met later as an
+// error that does not name the key.
+func nonEmpty[T any](key, def, why string, ptr func(*T) *string) field[T] {
+	return field[T]{key: key, def: def, set: func(b *T, raw string) error {
+		if raw == "" {
+			return fmt.Errorf("empty: %s", why)
+		}
 		*ptr(b) = raw
 		return nil
 	}, get: func(b *T) string { return *ptr(b) }}

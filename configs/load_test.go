@@ -238,6 +238,12 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"b.conf", "namesrvAddr=10.0.0.1:98760\n", "namesrvAddr"},
 		{"b.conf", "namesrvAddr=10.0.0.1:0\n", "namesrvAddr"},
 		{"b.conf", "namesrvAddr=10.0.0.1:9876,10.0.0.2:9876\n", "namesrvAddr"},
+		// Empty names and store root: refused here rather than met as
+		// "put topic: empty name" or "storePathRootDir is empty" later.
+		{"b.conf", "brokerName=\n", "brokerName"},
+		{"b.conf", "brokerClusterName = \n", "brokerClusterName"},
+		{"b.conf", "storePathRootDir=\n", "storePathRootDir"},
+		{"b.yaml", "brokerName: \"\"\n", "brokerName"},
 	}
 	for _, c := range cases {
 		_, err := LoadBroker(writeFile(t, c.name, c.content), nil)
