@@ -17,8 +17,9 @@ func TestPrintConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := newCommand()
-	var out bytes.Buffer
+	var out, warnings bytes.Buffer
 	cmd.SetOut(&out)
+	cmd.SetErr(&warnings)
 	cmd.SetArgs([]string{"-c", file, "-p", "-n", "10.0.0.9:9876", "--set", "flushDiskType=SYNC_FLUSH"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -28,6 +29,14 @@ func TestPrintConfig(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("printed configuration lacks %q:\n%s", want, out.String())
 		}
+	}
+	// The file's unknown key is warned of, as at start, and only there:
+	// what is printed stays a configuration file.
+	if w := warnings.String(); !strings.Contains(w, "someRocketMQKey") || !strings.Contains(w, "unknown configuration key") {
+		t.Errorf("-p warned %q, want the unknown key someRocketMQKey", w)
+	}
+	if strings.Contains(out.String(), "someRocketMQKey") {
+		t.Errorf("the unknown key is in the printed configuration:\n%s", out.String())
 	}
 	cmd = newCommand()
 	cmd.SetOut(&bytes.Buffer{})

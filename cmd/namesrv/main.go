@@ -66,7 +66,7 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			if o.print {
-				return printConfig(cmd.OutOrStdout(), o)
+				return printConfig(cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
@@ -86,12 +86,20 @@ func newCommand() *cobra.Command {
 	return cmd
 }
 
-// printConfig writes the configuration that would run as key=value lines.
-func printConfig(w io.Writer, o options) error {
+// printConfig writes the configuration that would run as key=value lines
+// to w, and the warnings of its keys to warnings.
+func printConfig(w, warnings io.Writer, o options) error {
 	loaded, err := configs.LoadNamesrvFrom(o.config, o.overrides)
 	if err != nil {
 		return err
 	}
+	// The keys a start would warn of (unknown ones, paths not used), on
+	// warnings: -p is how a file is checked before a start.
+	log, err := logging.New(warnings, "warn", logging.Format(loaded.Namesrv.LogFormat))
+	if err != nil {
+		return err
+	}
+	logging.IgnoredKeys(log, o.config, loaded.UnknownKeys, loaded.InertKeys)
 	_, err = w.Write(configs.PropertiesText(loaded.Namesrv.Settings()))
 	return err
 }

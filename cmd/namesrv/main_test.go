@@ -171,6 +171,15 @@ func TestPrintConfig(t *testing.T) {
 	if !strings.Contains(out, "listenPort=9999\n") || !strings.Contains(out, "bindAddress=127.0.0.1\n") {
 		t.Errorf("--listen did not win over the file:\n%s", out)
 	}
+	// A key the name server does not know is warned of, as at start.
+	file = writeConfig(t, "namesrv.properties", "listenPort=19876\nnoSuchNamesrvKey=1\n")
+	out, err = execute(t, "-c", file, "-p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "noSuchNamesrvKey") || !strings.Contains(out, "unknown configuration key") {
+		t.Errorf("-p did not warn of the unknown key noSuchNamesrvKey:\n%s", out)
+	}
 }
 
 // A name server started with -c serves on the file's port, and an

@@ -86,6 +86,15 @@ func TestPrintConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkPrinted(t, out, "grpcServerPort=18082", "bindAddress=0.0.0.0")
+	// A key the proxy does not know is warned of, as at start.
+	out, err = execute(t, "-p", "-c", writeConfig(t, "proxy.properties", "grpcServerPort=18083\nnoSuchProxyKey=1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPrinted(t, out, "grpcServerPort=18083")
+	if !strings.Contains(out, "noSuchProxyKey") || !strings.Contains(out, "unknown configuration key") {
+		t.Errorf("-p did not warn of the unknown key noSuchProxyKey:\n%s", out)
+	}
 }
 
 // An rmq-proxy.json given with -c is read, and the flags given on the
