@@ -55,8 +55,8 @@ br=$!
 $detach bin/proxy -n "$namesrv" --listen ":$PROXY_PORT" &
 px=$!
 
-# The commands below name the name server and the broker only when they
-# are not bin/admin's defaults.
+# The bin/admin commands below name the name server only when it is not
+# bin/admin's default.
 adm="bin/admin"
 [ "$namesrv" != "127.0.0.1:9876" ] && adm="bin/admin -n $namesrv"
 cat <<MSG
