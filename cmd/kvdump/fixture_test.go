@@ -10,7 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
 )
 
 // fixtureView is the part of the 4.9.8 fixture's expected.json kvdump is
@@ -195,5 +200,85 @@ func checkFixtureMessage(t *testing.T, l map[string]any, m struct {
 	}
 	if m.SysFlag&0x1 == 0 && fmt.Sprint(msg["bodySize"]) != strconv.Itoa(m.BodyLength) {
 		t.Errorf("record at %d: body size %v, RocketMQ %d", m.CommitLogOffset, msg["bodySize"], m.BodyLength)
+	}
+}
+
+// In the store Apache RocketMQ 4.9.8 wrote, transaction #0 committed, #1
+// rolled back (an op message is all that says so) and #2 is open: txn
+// shows #0's commit and #1 as ended by its op message.
+func TestRocketMQFixtureTransactionEnds(t *testing.T) {
+	fix := filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8")
+	raw, err := os.ReadFile(filepath.Join(fix, "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want fixtureView
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	var halves, ops []int64 // CommitLog offsets by queue offset
+	for _, m := range want.View.Messages {
+		switch m.Topic {
+		case "RMQ_SYS_TRANS_HALF_TOPIC":
+			halves = append(halves, m.CommitLogOffset)
+		case "RMQ_SYS_TRANS_OP_HALF_TOPIC":
+			ops = append(ops, m.CommitLogOffset)
+		}
+	}
+	if len(halves) != 3 || len(ops) != 2 {
+		t.Fatalf("the fixture has %d half and %d op messages, want 3 and 2", len(halves), len(ops))
+	}
+	root := testutil.CopyStore(t, filepath.Join(fix, "clean"))
+	// The dispatcher's transaction hooks, with the op messages' as the
+	// transaction service reads them (tag "d", the half queue offsets in
+	// the body).
+	withOps := func(o *kvindex.DispatcherOptions) {
+		withTxnHooks(o)
+		tx := o.DB.Transactions()
+		o.Hooks[meta.TransOpHalfTopic] = kvindex.HookFunc(func(b *pebble.Batch, m *commitlog.Message) error {
+			if tag, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyTags); tag != "d" {
+				return nil
+			}
+			for _, f := range strings.Split(string(m.Body), ",") {
+				if off, err := strconv.ParseInt(f, 10, 64); err == nil {
+					if err := tx.AddRocketMQOp(b, off, m.PhyOffset); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	}
+	openTestStore(t, root, 0, withOps).close(t)
+
+	var got []string
+	for _, l := range jsonLines(t, mustKvdump(t, "--store", root, "--json", "txn")) {
+		switch l["kind"] {
+		case "half":
+			got = append(got, fmt.Sprintf("open %v %v", l["phyOffset"], l["ended"]))
+		case "end":
+			got = append(got, fmt.Sprintf("end %v %v", l["halfPhyOffset"], l["state"]))
+		case "op-end":
+			got = append(got, fmt.Sprintf("op-end %v %v %v", l["halfQueueOffset"], l["halfPhyOffset"], l["opPhyOffset"]))
+		default:
+			t.Errorf("unexpected line %v", l)
+		}
+	}
+	// No checker ran: the ended halves are still listed open, with their
+	// ends. Op messages are dispatched in CommitLog order: the commit's op
+	// first, then the rollback's.
+	wantLines := []string{
+		fmt.Sprintf("open %d COMMIT_MESSAGE", halves[0]),
+		fmt.Sprintf("open %d OP_MESSAGE", halves[1]),
+		fmt.Sprintf("open %d <nil>", halves[2]),
+		fmt.Sprintf("end %d COMMIT_MESSAGE", halves[0]),
+		fmt.Sprintf("op-end 1 %d %d", halves[1], ops[1]),
+	}
+	if !slices.Equal(got, wantLines) {
+		t.Errorf("txn --json:\n got %q\nwant %q", got, wantLines)
+	}
+	table := mustKvdump(t, "--store", root, "txn", "--ended")
+	if !strings.Contains(table, strconv.FormatInt(halves[1], 10)+"     OP_MESSAGE") {
+		t.Errorf("txn --ended does not show half %d ended by its op message:\n%s", halves[1], table)
 	}
 }

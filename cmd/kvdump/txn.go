@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
 )
 
 func txnCommand(o *globalOptions) *cobra.Command {
@@ -14,16 +15,19 @@ func txnCommand(o *globalOptions) *cobra.Command {
 	var dueBefore string
 	cmd := &cobra.Command{
 		Use:   "txn [--open | --ended] [--due-before TIME]",
-		Short: "Transactions: open half messages (keyspace 0x60) in CommitLog order, then ended transactions (0x61)",
+		Short: "Transactions: open half messages (keyspace 0x60) in CommitLog order, then ended transactions (0x61, and 0x62 for a RocketMQ store's)",
 		Long: `txn lists the transaction state of the index: first the half messages whose
 transaction has not ended, in CommitLog order (the order the transaction
 checker visits them), with when the checker next asks their producer group
 and how often it asked; then how each ended transaction ended, by the
-CommitLog offset of its half message.
+CommitLog offset of its half message, and last the transactions of a moved
+Apache RocketMQ store that only its op messages ended (STATE OP_MESSAGE:
+an op message does not say whether the transaction committed or rolled
+back; "-" for a half whose ConsumeQueue entry is gone).
 
 An open half with an end all the same (ENDED is not "-") is one the checker
-deletes on its next visit: the dispatcher saw its committed message, or
-dispatched the half again after a crash. An end time of "-" is a commit the
+deletes on its next visit: the dispatcher saw its committed message or an
+op message ending it, or dispatched the half again after a crash. An end time of "-" is a commit the
 dispatcher learnt from the committed message.
 
 --open lists only the open halves, --ended only the ended transactions.
@@ -89,6 +93,10 @@ func runTxnHalves(ctx context.Context, s *store, out *output, before int64) erro
 		}
 		if ok {
 			l.Ended = e.State.String()
+		} else if ok, err = tx.RocketMQOpEnded(h.QueueOffset); err != nil {
+			return list.fail(err)
+		} else if ok {
+			l.Ended = txnOpEndedState
 		}
 		return list.emit(l, func() []string {
 			return []string{num(h.PhyOffset), num(h.QueueOffset), formatTime(h.StoreTimestamp), formatTime(h.NextCheckAt), num(h.Checks), cell(l.Ended)}
@@ -100,8 +108,37 @@ func runTxnHalves(ctx context.Context, s *store, out *output, before int64) erro
 	return nil
 }
 
+// txnOpEndLine is, in JSON output, a transaction only an op message ended
+// (keyspace 0x62 without 0x61): one an Apache RocketMQ store ended before
+// its move. The op message does not say whether it committed or rolled
+// back.
+type txnOpEndLine struct {
+	Kind            string `json:"kind"` // "op-end"
+	HalfQueueOffset int64  `json:"halfQueueOffset"`
+	// HalfPhyOffset is -1 when the half's ConsumeQueue entry is gone.
+	HalfPhyOffset int64 `json:"halfPhyOffset"`
+	OpPhyOffset   int64 `json:"opPhyOffset"`
+}
+
+// txnOpEndedState is the STATE of a transaction only an op message ended.
+const txnOpEndedState = "OP_MESSAGE"
+
 func runTxnEnds(ctx context.Context, s *store, out *output) error {
 	list := newListing(ctx, out, "HALF PHY", "STATE", "ENDED AT")
+	if err := listTxnEnds(s, list); err != nil {
+		return list.finish(err)
+	}
+	if err := listTxnOpEnds(s, list); err != nil {
+		return list.finish(err)
+	}
+	if err := list.finish(nil); err != nil {
+		return fmt.Errorf("list ended transactions: %w", err)
+	}
+	return nil
+}
+
+// listTxnEnds lists the ends the index recorded (0x61).
+func listTxnEnds(s *store, list *listing) error {
 	err := s.db.Scan([]byte{kvindex.PrefixTxnEnd}, func(k, v []byte) bool {
 		rec, err := kvindex.DecodeKey(k, v)
 		if err != nil {
@@ -116,8 +153,62 @@ func runTxnEnds(ctx context.Context, s *store, out *output) error {
 			return []string{num(e.HalfPhyOffset), e.State, at}
 		})
 	})
-	if err := list.finish(err); err != nil {
+	if err != nil {
 		return fmt.Errorf("list ended transactions: %w", err)
 	}
 	return nil
+}
+
+// listTxnOpEnds lists the transactions an op message ended (0x62) that
+// have no end of their own (0x61): those of a RocketMQ store, which
+// records an end only as an op message. rocketkv writes an op message
+// for each end it records, so its own ends are not listed twice.
+func listTxnOpEnds(s *store, list *listing) error {
+	tx := s.db.Transactions()
+	err := s.db.Scan([]byte{kvindex.PrefixTxnOp}, func(k, v []byte) bool {
+		rec, err := kvindex.DecodeKey(k, v)
+		if err != nil {
+			return list.fail(err)
+		}
+		op := rec.(kvindex.TxnOpRecord)
+		phy, err := halfPhyOffset(s, op.HalfQueueOffset)
+		if err != nil {
+			return list.fail(err)
+		}
+		if phy >= 0 {
+			if _, ended, err := tx.Ended(phy); err != nil {
+				return list.fail(err)
+			} else if ended {
+				return list.skip()
+			}
+		}
+		l := txnOpEndLine{Kind: "op-end", HalfQueueOffset: op.HalfQueueOffset, HalfPhyOffset: phy, OpPhyOffset: op.OpPhyOffset}
+		return list.emit(l, func() []string {
+			half := "-"
+			if phy >= 0 {
+				half = num(phy)
+			}
+			return []string{half, txnOpEndedState, "-"}
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("list transactions ended by op messages: %w", err)
+	}
+	return nil
+}
+
+// halfPhyOffset returns the CommitLog offset of the half message at
+// queueOffset of the half topic, -1 when its entry is gone.
+func halfPhyOffset(s *store, queueOffset int64) (int64, error) {
+	phy := int64(-1)
+	err := s.db.ScanQueue(meta.TransHalfTopic, 0, queueOffset, func(e kvindex.CQEntryRecord, derr error) bool {
+		if derr == nil && e.QueueOffset == queueOffset {
+			phy = e.PhyOffset
+		}
+		return false
+	})
+	if err != nil {
+		return -1, fmt.Errorf("half message at queue offset %d: %w", queueOffset, err)
+	}
+	return phy, nil
 }
