@@ -84,6 +84,13 @@ func (l *requestLog) last(code int32) map[string]string {
 	return hs[len(hs)-1]
 }
 
+// count returns how many requests of code came.
+func (l *requestLog) count(code int32) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.headers[code])
+}
+
 // withBody answers SUCCESS with body.
 func withBody(body string) func(*remoting.Command) *remoting.Command {
 	return func(req *remoting.Command) *remoting.Command {
