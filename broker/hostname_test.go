@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"net"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/namesrv"
+	"github.com/rocketkv/rocketkv/remoting"
 	"github.com/rs/zerolog"
 )
 
@@ -56,5 +58,30 @@ func TestBrokerIP1Unresolvable(t *testing.T) {
 	}
 	if _, err := New(loaded.Broker, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), `brokerIP1 "no-such-host.invalid"`) {
 		t.Fatalf("New with an unresolvable brokerIP1: %v", err)
+	}
+}
+
+// A reply pushed to its requester names the store host by the address
+// brokerIP1 resolved to, as RocketMQ's getHostAddress(), not by the host
+// name the broker registers: the client reads it as an address.
+func TestBrokerIP1HostNameReplyStoreHost(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"brokerIP1": "localhost"})
+	pushed := make(chan *remoting.Command, 1)
+	requester := b.client(func(_ context.Context, cmd *remoting.Command) *remoting.Command {
+		if cmd.Code != remoting.PushReplyMessageToClient {
+			return nil
+		}
+		pushed <- cmd
+		return remoting.NewResponse(cmd, remoting.Success, "")
+	})
+	heartbeat(t, requester, heartbeatBody("10.0.0.7@req", "pg-req", "", nil))
+	r := sendReply(t, b.client(nil), "CORRELATION_ID\x01c-1\x02REPLY_TO_CLIENT\x0110.0.0.7@req\x02MSG_TYPE\x01reply\x02", "pong")
+	if r.Code != remoting.Success {
+		t.Fatalf("reply: %d %s", r.Code, r.Remark)
+	}
+	p := <-pushed // the reply is pushed before the send is answered
+	want := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(b.hostAddr().Port())))
+	if got := p.ExtFields["storeHost"]; got != want {
+		t.Fatalf("pushed storeHost %q, want %q (the resolved address, not %q)", got, want, b.Addr())
 	}
 }

@@ -105,7 +105,9 @@ func (b *Broker) pushReply(ctx context.Context, h sendHeader, msg *commitlog.Mes
 	ph.SetInt32("reconsumeTimes", h.reconsumeTimes)
 	ph.SetBool("unitMode", h.unitMode)
 	ph.Set("bornHost", netip.AddrPortFrom(msg.BornHost.Addr().Unmap(), msg.BornHost.Port()).String())
-	ph.Set("storeHost", b.Addr())
+	// The store host's address, as RocketMQ's getHostAddress():
+	// never brokerIP1's host name, which Addr announces.
+	ph.Set("storeHost", b.hostAddr().String())
 	ph.SetInt64("storeTimestamp", time.Now().UnixMilli())
 	ctx, cancel := context.WithTimeout(ctx, pushReplyTimeout)
 	defer cancel()

@@ -58,7 +58,7 @@ func TestReplyPushedToTheRequester(t *testing.T) {
 	}
 	props := commitlog.ParseProperties(p.ExtFields["properties"])
 	if string(p.Body) != "pong" || p.ExtFields["topic"] != "DefaultCluster_REPLY_TOPIC" || props["CORRELATION_ID"] != "c-1" ||
-		props["PUSH_REPLY_TIME"] == "" || p.ExtFields["storeHost"] != b.Addr() ||
+		props["PUSH_REPLY_TIME"] == "" || p.ExtFields["storeHost"] != b.hostAddr().String() ||
 		!strings.HasPrefix(p.ExtFields["bornHost"], "127.0.0.1:") || p.ExtFields["producerGroup"] != "pg-replier" {
 		t.Fatalf("pushed reply %v body %q", p.ExtFields, p.Body)
 	}
