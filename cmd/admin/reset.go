@@ -252,6 +252,7 @@ LMQ (or the timer wheel's topic) is reached by; -b asks that broker only.`,
 				h := remoting.Header{"group": group, "topic": topic}
 				h.SetInt64("timestamp", -1)
 				h.SetBool("isForce", force)
+				h.SetInt32("queueId", -1) // ResetOffsetRequestHeader's default, which mqadmin sends
 				h.SetInt64("offset", -1)
 				resp, err := g.invoke(cmd.Context(), addr, remoting.InvokeBrokerToResetOffset, h, nil)
 				if resp != nil && resp.Code == remoting.ConsumerNotOnline {

@@ -51,7 +51,8 @@ func TestSkipAccumulatedMessage(t *testing.T) {
 	}
 }
 
-// skipAccumulatedMessage sends mqadmin's reset: timestamp -1, offset -1,
+// skipAccumulatedMessage sends mqadmin's reset: timestamp -1, queueId -1
+// and offset -1 (ResetOffsetRequestHeader's fields as mqadmin fills them),
 // isForce from -f (true by default); a broker that resets through live
 // consumers only, with none online, is named in the error.
 func TestSkipAccumulatedMessageRequest(t *testing.T) {
@@ -67,8 +68,11 @@ func TestSkipAccumulatedMessageRequest(t *testing.T) {
 		if err != nil || !equalRows(rows(out), [][]string{{"bk", "0", "42"}}) {
 			t.Fatalf("skipAccumulatedMessage %v: %q %v", c.args, out, err)
 		}
-		want := map[string]string{"group": "G", "topic": "T", "timestamp": "-1", "offset": "-1", "isForce": c.force}
+		want := map[string]string{"group": "G", "topic": "T", "timestamp": "-1", "queueId": "-1", "offset": "-1", "isForce": c.force}
 		got := log.last(remoting.InvokeBrokerToResetOffset)
+		if len(got) != len(want) {
+			t.Errorf("%v: header %v, want exactly %v", c.args, got, want)
+		}
 		for k, v := range want {
 			if got[k] != v {
 				t.Errorf("%v: %s=%q, want %q (header %v)", c.args, k, got[k], v, got)
