@@ -234,8 +234,8 @@ func humanMillis(ms int64) string {
 
 // formatRunningInfo writes a client's running info as RocketMQ's
 // ConsumerRunningInfo.formatString: properties, subscriptions, each
-// queue's offset and state, POP queues, rates per topic, then the user's
-// info and the stacks when the client sent them. Maps are in key order.
+// queue's offset and state, POP queues, rates per topic, the user's info,
+// then the stacks when the client sent them. Maps are in key order.
 func formatRunningInfo(info *adminbody.ConsumerRunningInfo) string {
 	var sb strings.Builder
 	sb.WriteString("#Consumer Properties#\n")
@@ -280,11 +280,11 @@ func formatRunningInfo(info *adminbody.ConsumerRunningInfo) string {
 		fmt.Fprintf(&sb, "%-32s  %14.2f %14.2f %14.2f %14.2f %18.2f %25d\n", topic, s.PullRT, s.PullTPS, s.ConsumeRT,
 			s.ConsumeOKTPS, s.ConsumeFailedTPS, s.ConsumeFailedMsgs)
 	}
-	if info.UserConsumerInfo != nil {
-		sb.WriteString("\n\n#User Consume Info#\n")
-		for _, k := range sortedKeys(info.UserConsumerInfo) {
-			fmt.Fprintf(&sb, "%-40s: %s\n", k, info.UserConsumerInfo[k])
-		}
+	// Always, as RocketMQ's: its userConsumerInfo is never null, only
+	// empty when the client sent none.
+	sb.WriteString("\n\n#User Consume Info#\n")
+	for _, k := range sortedKeys(info.UserConsumerInfo) {
+		fmt.Fprintf(&sb, "%-40s: %s\n", k, info.UserConsumerInfo[k])
 	}
 	if info.Jstack != nil {
 		sb.WriteString("\n\n#Consumer jstack#\n")

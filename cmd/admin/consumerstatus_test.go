@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -133,5 +134,90 @@ func TestConsumerStatusRequests(t *testing.T) {
 	}
 	if got := log.last(remoting.GetConsumerRunningInfo); len(got) != 3 || got["consumerGroup"] != "G" || got["clientId"] != "c2" || got["jstackEnable"] != "true" {
 		t.Errorf("GET_CONSUMER_RUNNING_INFO header %v", got)
+	}
+}
+
+// The user's info section is printed even when the client sent none, as
+// mqadmin's (RocketMQ's userConsumerInfo is never null); the stacks only
+// when sent.
+func TestFormatRunningInfoSections(t *testing.T) {
+	out := formatRunningInfo(&adminbody.ConsumerRunningInfo{})
+	if !strings.Contains(out, "\n\n#User Consume Info#\n") || strings.Contains(out, "#Consumer jstack#") {
+		t.Errorf("running info without user info or stacks:\n%s", out)
+	}
+	out = formatRunningInfo(&adminbody.ConsumerRunningInfo{UserConsumerInfo: map[string]string{"k": "v"}})
+	if !strings.Contains(out, "\n\n#User Consume Info#\nk                                       : v\n") {
+		t.Errorf("running info with user info:\n%s", out)
+	}
+}
+
+// mqadmin's checks of a group's clients: push consumers started over two
+// minutes ago must subscribe alike (by topic and expression); a push
+// consumer's queues are flagged when an orderly one cannot lock or
+// unlock them, or a concurrent one has cached messages it has not
+// consumed for a minute.
+func TestConsumerStatusChecks(t *testing.T) {
+	now := time.UnixMilli(10 * 60 * 1000)
+	info := func(started int64, consumeType string, subs ...string) *adminbody.ConsumerRunningInfo {
+		ri := &adminbody.ConsumerRunningInfo{Properties: map[string]string{
+			propConsumeType: consumeType, propStartTimestamp: strconv.FormatInt(started, 10)}}
+		for _, s := range subs {
+			topic, expr, _ := strings.Cut(s, "@")
+			ri.SubscriptionSet = append(ri.SubscriptionSet, adminbody.SubscriptionData{Topic: topic, SubString: expr})
+		}
+		return ri
+	}
+	old := now.UnixMilli() - 3*60*1000
+	for _, c := range []struct {
+		name  string
+		infos []*adminbody.ConsumerRunningInfo
+		same  bool
+	}{
+		{"alike, in another order", []*adminbody.ConsumerRunningInfo{info(old, consumePassively, "A@*", "B@t1"), info(0, consumePassively, "B@t1", "A@*")}, true},
+		{"another expression", []*adminbody.ConsumerRunningInfo{info(old, consumePassively, "A@*"), info(0, consumePassively, "A@t1")}, false},
+		{"a topic more", []*adminbody.ConsumerRunningInfo{info(old, consumePassively, "A@*"), info(0, consumePassively, "A@*", "B@*")}, false},
+		{"the first started lately", []*adminbody.ConsumerRunningInfo{info(now.UnixMilli()-1000, consumePassively, "A@*"), info(0, consumePassively, "B@*")}, true},
+		{"pull consumers", []*adminbody.ConsumerRunningInfo{info(old, "CONSUME_ACTIVELY", "A@*"), info(0, "CONSUME_ACTIVELY", "B@*")}, true},
+	} {
+		infos := map[string]*adminbody.ConsumerRunningInfo{}
+		var ids []string
+		for i, ri := range c.infos {
+			id := "c" + strconv.Itoa(i)
+			infos[id], ids = ri, append(ids, id)
+		}
+		if got := sameSubscriptions(ids, infos, now); got != c.same {
+			t.Errorf("%s: same subscriptions %v, want %v", c.name, got, c.same)
+		}
+	}
+
+	q := func(id int32) adminbody.MessageQueue {
+		return adminbody.MessageQueue{Topic: "T", BrokerName: "b", QueueID: id}
+	}
+	orderly := info(0, consumePassively)
+	orderly.Properties[propConsumeOrderly] = "true"
+	orderly.MQTable = map[adminbody.MessageQueue]adminbody.ProcessQueueInfo{
+		q(0): {Locked: false, LastLockTimestamp: now.UnixMilli() - 5000},
+		q(1): {Locked: true, Droped: true, TryUnlockTimes: 3},
+		q(2): {Locked: true},
+	}
+	want := "c MessageQueue [topic=T, brokerName=b, queueId=0] can't lock for a while, 5000ms\n" +
+		"c MessageQueue [topic=T, brokerName=b, queueId=1] unlock 3 times, still failed\n"
+	if got := processQueueWarnings("c", orderly, now); got != want {
+		t.Errorf("orderly consumer's warnings %q, want %q", got, want)
+	}
+	concurrent := info(0, consumePassively)
+	concurrent.MQTable = map[adminbody.MessageQueue]adminbody.ProcessQueueInfo{
+		q(0): {CachedMsgCount: 2, LastConsumeTimestamp: now.UnixMilli() - 61000},
+		q(1): {CachedMsgCount: 0, LastConsumeTimestamp: 0},
+		q(2): {CachedMsgCount: 2, LastConsumeTimestamp: now.UnixMilli() - 1000},
+	}
+	want = "c MessageQueue [topic=T, brokerName=b, queueId=0] can't consume for a while, maybe blocked, 61000ms\n"
+	if got := processQueueWarnings("c", concurrent, now); got != want {
+		t.Errorf("concurrent consumer's warnings %q, want %q", got, want)
+	}
+	pull := info(0, "CONSUME_ACTIVELY")
+	pull.MQTable = concurrent.MQTable
+	if got := processQueueWarnings("c", pull, now); got != "" {
+		t.Errorf("a pull consumer's queues are not checked: %q", got)
 	}
 }
