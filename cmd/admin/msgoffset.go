@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/hex"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -113,13 +115,28 @@ id (queryMsgById's) is not such an id.`,
 			if err != nil {
 				return fmt.Errorf("-i: %w", err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "ip=%s\ndate=%s\n", ip, formatMQAdminTime(at))
+			fmt.Fprintf(cmd.OutOrStdout(), "ip=%s\ndate=%s\n", idHostString(ip), formatMQAdminTime(at))
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&id, "messageId", "i", "", "client message id (UNIQ_KEY)")
 	_ = cmd.MarkFlagRequired("messageId")
 	return cmd
+}
+
+// idHostString writes the address of a message id's host as mqadmin's
+// getIPStrFromID: an IPv4 address dotted, an IPv6 one as eight groups of
+// four hex digits, none left out ("2001:0000:...:0001", not "2001::1").
+func idHostString(ip netip.Addr) string {
+	if !ip.Is6() {
+		return ip.String()
+	}
+	b := ip.As16()
+	groups := make([]string, 8)
+	for i := range groups {
+		groups[i] = hex.EncodeToString(b[2*i : 2*i+2])
+	}
+	return strings.Join(groups, ":")
 }
 
 // formatMQAdminTime writes t as mqadmin's yyyy-MM-dd#HH:mm:ss:SSS, in

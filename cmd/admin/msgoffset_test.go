@@ -101,6 +101,11 @@ func TestDecodeMessageId(t *testing.T) {
 			t.Errorf("%s: date %s, want the time the id was made (%v)", name, lines[1], before)
 		}
 	}
+	// An IPv6 host's id: the address in full, as mqadmin's ipToIPv6Str.
+	if out, err := run(t, "DecodeMessageId", "-i", "20010DB8000000000000000000000001"+strings.Repeat("0", 24)); err != nil ||
+		!strings.HasPrefix(out, "ip=2001:0db8:0000:0000:0000:0000:0000:0001\ndate=") {
+		t.Errorf("an IPv6 id: %q %v", out, err)
+	}
 	if _, err := run(t, "DecodeMessageId", "-i", "7F00000100002A9F00000000000004"); err == nil || !strings.Contains(err.Error(), "-i") {
 		t.Errorf("a malformed id: %v", err)
 	}
