@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -70,7 +71,8 @@ func containsString(list []string, s string) bool {
 // subscription config on every broker group of every cluster, read from
 // each group's full table (GET_ALL_SUBSCRIPTIONGROUP_CONFIG) as mqadmin's
 // examineSubscriptionGroupConfig reads it; broker groups without it are
-// left out.
+// left out, and those that fail to answer are named in the error returned
+// after the others are printed.
 func getConsumerConfigCmd(g *globals) *cobra.Command {
 	var group string
 	cmd := &cobra.Command{
@@ -88,6 +90,9 @@ func getConsumerConfigCmd(g *globals) *cobra.Command {
 				names = append(names, name)
 			}
 			sort.Strings(names)
+			// A broker group that cannot be read is reported after the
+			// others are printed (mqadmin stops at it, printing none).
+			var errs []error
 			for _, name := range names {
 				addr, ok := selectBrokerAddr(info.BrokerAddrTable[name].BrokerAddrs)
 				if !ok {
@@ -95,13 +100,15 @@ func getConsumerConfigCmd(g *globals) *cobra.Command {
 				}
 				resp, err := g.invoke(cmd.Context(), addr, remoting.GetAllSubscriptionGroupConfig, nil, nil)
 				if err != nil {
-					return fmt.Errorf("subscription groups of %s (%s): %w", name, addr, err)
+					errs = append(errs, fmt.Errorf("subscription groups of %s (%s): %w", name, addr, err))
+					continue
 				}
 				var body struct {
 					SubscriptionGroupTable map[string]meta.SubscriptionGroupConfig `json:"subscriptionGroupTable"`
 				}
 				if err := adminbody.UnmarshalFastjson(resp.Body, &body); err != nil {
-					return fmt.Errorf("decode the subscription groups of %s (%s): %w", name, addr, err)
+					errs = append(errs, fmt.Errorf("decode the subscription groups of %s (%s): %w", name, addr, err))
+					continue
 				}
 				gc, ok := body.SubscriptionGroupTable[group]
 				if !ok {
@@ -116,7 +123,7 @@ func getConsumerConfigCmd(g *globals) *cobra.Command {
 				}
 				printGroupConfig(cmd.OutOrStdout(), cluster, name, &gc)
 			}
-			return nil
+			return errors.Join(errs...)
 		},
 	}
 	cmd.Flags().StringVarP(&group, "groupName", "g", "", "subscription group name")

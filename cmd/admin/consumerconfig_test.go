@@ -86,3 +86,28 @@ func TestGetConsumerConfigRequest(t *testing.T) {
 		}
 	}
 }
+
+// getConsumerConfig prints the broker groups that answer when another
+// fails, and names the one that failed in its error.
+func TestGetConsumerConfigBrokerGroupFails(t *testing.T) {
+	good, _ := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
+		remoting.GetAllSubscriptionGroupConfig: withBody(`{"subscriptionGroupTable":{"G":{"groupName":"G"}}}`),
+	})
+	bad, _ := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
+		remoting.GetAllSubscriptionGroupConfig: func(req *remoting.Command) *remoting.Command {
+			return remoting.NewResponse(req, remoting.SystemError, "disk broken")
+		},
+	})
+	info := `{"brokerAddrTable":{"a":{"brokerAddrs":{0:"` + bad + `"},"brokerName":"a","cluster":"C1"},` +
+		`"b":{"brokerAddrs":{0:"` + good + `"},"brokerName":"b","cluster":"C1"}},"clusterAddrTable":{"C1":["a","b"]}}`
+	ns, _ := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
+		remoting.GetBrokerClusterInfo: withBody(info),
+	})
+	out, err := run(t, "getConsumerConfig", "-n", ns, "-g", "G")
+	if err == nil || !strings.Contains(err.Error(), "subscription groups of a") || !strings.Contains(err.Error(), "disk broken") {
+		t.Errorf("getConsumerConfig with broker group a failing: %v, want an error naming a", err)
+	}
+	if !strings.Contains(out, "=============================C1:b=============================\n") {
+		t.Errorf("getConsumerConfig left out broker group b, which answered:\n%s", out)
+	}
+}
