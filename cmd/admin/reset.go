@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -224,7 +225,9 @@ func skipAccumulatedMessageCmd(g *globals) *cobra.Command {
 as mqadmin skipAccumulatedMessage: every broker group of the topic's route (a
 master, or a slave of a group without one) moves the group's offsets to the
 end of each queue. -c names the cluster, or the parent topic, whose route an
-LMQ (or the timer wheel's topic) is reached by; -b asks that broker only.`,
+LMQ (or the timer wheel's topic) is reached by; -b asks that broker only.
+A broker group that fails does not stop the others: the offsets that moved
+are printed, and the failed groups named in the error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			group, topic, cluster = strings.TrimSpace(group), strings.TrimSpace(topic), strings.TrimSpace(cluster)
@@ -247,7 +250,11 @@ LMQ (or the timer wheel's topic) is reached by; -b asks that broker only.`,
 				}
 				sort.Strings(addrs)
 			}
+			// Every broker group is asked even when one fails (mqadmin
+			// stops at it): the offsets that did move are printed, and
+			// the groups that failed are named in the error.
 			all := make(map[adminbody.MessageQueue]int64)
+			var errs []error
 			for _, addr := range addrs {
 				h := remoting.Header{"group": group, "topic": topic}
 				h.SetInt64("timestamp", -1)
@@ -256,15 +263,18 @@ LMQ (or the timer wheel's topic) is reached by; -b asks that broker only.`,
 				h.SetInt64("offset", -1)
 				resp, err := g.invoke(cmd.Context(), addr, remoting.InvokeBrokerToResetOffset, h, nil)
 				if resp != nil && resp.Code == remoting.ConsumerNotOnline {
-					return fmt.Errorf("%s resets offsets through the group's live consumers, and none is online: %w "+
-						"(mqadmin then commits the offsets itself; start a consumer, or set useServerSideResetOffset=true on the broker)", addr, err)
+					errs = append(errs, fmt.Errorf("%s resets offsets through the group's live consumers, and none is online: %w "+
+						"(mqadmin then commits the offsets itself; start a consumer, or set useServerSideResetOffset=true on the broker)", addr, err))
+					continue
 				}
 				if err != nil {
-					return fmt.Errorf("skip the accumulated messages of %s for %s on %s: %w", topic, group, addr, err)
+					errs = append(errs, fmt.Errorf("skip the accumulated messages of %s for %s on %s: %w", topic, group, addr, err))
+					continue
 				}
 				table, err := adminbody.DecodeResetOffset(resp.Body)
 				if err != nil {
-					return fmt.Errorf("answer of %s: %w", addr, err)
+					errs = append(errs, fmt.Errorf("answer of %s: %w", addr, err))
+					continue
 				}
 				for q, off := range table {
 					all[q] = off
@@ -279,7 +289,7 @@ LMQ (or the timer wheel's topic) is reached by; -b asks that broker only.`,
 				}
 				fmt.Fprintf(w, "%-40s  %-40d  %-40d\n", name, q.QueueID, all[q])
 			}
-			return nil
+			return errors.Join(errs...)
 		},
 	}
 	f := cmd.Flags()

@@ -88,3 +88,27 @@ func TestSkipAccumulatedMessageRequest(t *testing.T) {
 		t.Errorf("a broker with no consumer online: %v", err)
 	}
 }
+
+// skipAccumulatedMessage asks every broker group of the route when one
+// fails: the offsets that moved are printed, the failed group is named.
+func TestSkipAccumulatedMessageBrokerGroupFails(t *testing.T) {
+	good, _ := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
+		remoting.InvokeBrokerToResetOffset: withBody(`{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:7}}`),
+	})
+	bad, _ := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
+		remoting.InvokeBrokerToResetOffset: func(req *remoting.Command) *remoting.Command {
+			return remoting.NewResponse(req, remoting.SystemError, "disk broken")
+		},
+	})
+	route := `{"brokerDatas":[{"brokerAddrs":{"0":"` + bad + `"},"brokerName":"a","cluster":"C"},` +
+		`{"brokerAddrs":{"0":"` + good + `"},"brokerName":"b","cluster":"C"}],` +
+		`"queueDatas":[{"brokerName":"a","perm":6,"readQueueNums":1,"topicSysFlag":0,"writeQueueNums":1},` +
+		`{"brokerName":"b","perm":6,"readQueueNums":1,"topicSysFlag":0,"writeQueueNums":1}]}`
+	out, err := run(t, "skipAccumulatedMessage", "-n", fakeNamesrv(t, route), "-g", "G", "-t", "T")
+	if err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "disk broken") {
+		t.Errorf("skipAccumulatedMessage with broker group a failing: %v, want an error naming %s", err, bad)
+	}
+	if !equalRows(rows(out), [][]string{{"b", "0", "7"}}) {
+		t.Errorf("skipAccumulatedMessage left out the offsets broker group b moved:\n%s", out)
+	}
+}
