@@ -91,3 +91,36 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParse feeds arbitrary text to Parse, which reads ids carried in
+// messages' UNIQ_KEY property: it never panics, what it accepts is 32 or
+// 56 hex digits whose leading bytes are the address it returns, and an
+// id whose span fits in a month was made before now.
+func FuzzParse(f *testing.F) {
+	f.Add("0A01020300002A9F3B1C000000000001")
+	f.Add("20010DB8000000000000000000000001000000000000000000000000")
+	f.Add("")
+	f.Add("zz")
+	now := time.Date(2026, 12, 5, 3, 4, 5, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, id string) {
+		ip, at, err := Parse(id, now)
+		if err != nil {
+			if !errors.Is(err, ErrBadID) {
+				t.Fatalf("Parse(%q): %v, not ErrBadID", id, err)
+			}
+			return
+		}
+		raw, herr := hex.DecodeString(id)
+		if herr != nil || (len(raw) != 16 && len(raw) != 28) {
+			t.Fatalf("Parse accepted %q", id)
+		}
+		if got := ip.AsSlice(); string(got) != string(raw[:len(got)]) || (len(raw) == 28) != (len(got) == 16) {
+			t.Fatalf("Parse(%q) address %v", id, ip)
+		}
+		// An id's time is within a month of now's month start, unless
+		// its span is longer than a month (garbage, as RocketMQ reads it).
+		if span := binary.BigEndian.Uint32(raw[len(raw)-6:]); time.Duration(span)*time.Millisecond < 28*24*time.Hour && !at.Before(now) {
+			t.Fatalf("Parse(%q) made at %v, not before now %v", id, at, now)
+		}
+	})
+}
