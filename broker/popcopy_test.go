@@ -74,9 +74,9 @@ func TestPopStateCopiedInPages(t *testing.T) {
 func TestAnAbandonedPopStateCopyIsClosed(t *testing.T) {
 	master := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) {
 		b.popCopyPage = 2048
-		// Far above the 100 ms between the pages below, so that a busy
-		// machine's slow answers do not expire the copy between them.
-		b.popCopies.idle = 2 * time.Second
+		// Longer than any pause of a loaded machine while the pages
+		// are asked; shortened below to see the copy close.
+		b.popCopies.idle = time.Hour
 	})
 	putInFlight(t, master, 100)
 	c := master.client(nil)
@@ -88,14 +88,28 @@ func TestAnAbandonedPopStateCopyIsClosed(t *testing.T) {
 	master.popCopies.mu.Lock()
 	served := master.popCopies.sessions[session]
 	master.popCopies.mu.Unlock()
-	// Pages asked within the idle time keep it open.
+	// Each page asked keeps it open: it moves the time the idle time
+	// counts from.
+	used := func() time.Time {
+		master.popCopies.mu.Lock()
+		defer master.popCopies.mu.Unlock()
+		return served.used
+	}
 	for range 3 {
-		time.Sleep(100 * time.Millisecond)
+		before := used()
 		if r := call(t, c, remoting.GetPopState, map[string]string{popCopyFieldPaged: "true", popCopyFieldSession: session}, nil); r.Code != remoting.Success {
 			t.Fatalf("a page within the idle time: %d %s", r.Code, r.Remark)
 		}
+		if after := used(); !after.After(before) {
+			t.Fatalf("a page left the copy's last use at %v (was %v)", after, before)
+		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	// No page comes any more: once idle, the copy closes.
+	master.popCopies.mu.Lock()
+	master.popCopies.idle = 200 * time.Millisecond
+	served.timer.Reset(master.popCopies.idle)
+	master.popCopies.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		served.mu.Lock()
 		closed := served.closed
@@ -104,7 +118,7 @@ func TestAnAbandonedPopStateCopyIsClosed(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("an abandoned copy is still open 20 s after its last page")
+			t.Fatal("an abandoned copy is still open 10 s after its last page")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
