@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,7 +40,7 @@ first broker group only; here every group counts).`,
 			var clusters []string
 			for cluster, names := range info.ClusterAddrTable {
 				for _, bd := range route.BrokerDatas {
-					if containsString(names, bd.BrokerName) {
+					if slices.Contains(names, bd.BrokerName) {
 						clusters = append(clusters, cluster)
 						break
 					}
@@ -55,16 +56,6 @@ first broker group only; here every group counts).`,
 	cmd.Flags().StringVarP(&topic, "topic", "t", "", "topic name")
 	_ = cmd.MarkFlagRequired("topic")
 	return cmd
-}
-
-// containsString reports whether list holds s.
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // getConsumerConfigCmd is mqadmin getConsumerConfig: a consumer group's
@@ -116,7 +107,7 @@ func getConsumerConfigCmd(g *globals) *cobra.Command {
 				}
 				cluster := ""
 				for c, members := range info.ClusterAddrTable {
-					if containsString(members, name) {
+					if slices.Contains(members, name) {
 						cluster = c
 						break
 					}
