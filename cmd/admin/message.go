@@ -477,8 +477,12 @@ func (g *globals) queueOffsetAt(ctx context.Context, addr, topic string, qid int
 func (g *globals) pullRange(ctx context.Context, addr, brokerName, topic string, qid int, from, end int64, max int, fn func(*commitlog.Message)) (int, error) {
 	n := 0
 	for from < end && n < max {
+		// As mqadmin's DefaultMQPullConsumer fills it: its broker
+		// suspend time (20 s, unused without the suspend flag) and no
+		// byte limit.
 		h := remoting.Header{"consumerGroup": toolsConsumerGroup, "topic": topic, "subscription": "*", "expressionType": "TAG",
-			"subVersion": "0", "commitOffset": "0", "suspendTimeoutMillis": "0", "bname": brokerName}
+			"subVersion": "0", "commitOffset": "0", "suspendTimeoutMillis": "20000", "bname": brokerName}
+		h.SetInt32("maxMsgBytes", math.MaxInt32)
 		h.SetInt32("queueId", int32(qid))
 		h.SetInt64("queueOffset", from)
 		h.SetInt32("maxMsgNums", int32(min(32, max-n)))

@@ -58,7 +58,8 @@ func TestQueryMsgByOffset(t *testing.T) {
 }
 
 // queryMsgByOffset sends the PULL_MESSAGE of mqadmin's pull consumer: one
-// message, subscription "*", no commit, no suspend, group TOOLS_CONSUMER.
+// message, subscription "*", no commit, no suspend (the flag; the time is
+// DefaultMQPullConsumer's 20 s), no byte limit, group TOOLS_CONSUMER.
 func TestQueryMsgByOffsetRequest(t *testing.T) {
 	addr, log := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
 		remoting.PullMessage: func(req *remoting.Command) *remoting.Command {
@@ -73,8 +74,12 @@ func TestQueryMsgByOffsetRequest(t *testing.T) {
 		t.Fatalf("an offset the broker has no message at: %v", err)
 	}
 	want := map[string]string{"consumerGroup": "TOOLS_CONSUMER", "topic": "T", "queueId": "2", "queueOffset": "7", "maxMsgNums": "1",
-		"sysFlag": "4", "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*", "expressionType": "TAG", "subVersion": "0", "bname": "bk"}
+		"sysFlag": "4", "commitOffset": "0", "suspendTimeoutMillis": "20000", "maxMsgBytes": "2147483647", "subscription": "*", "expressionType": "TAG",
+		"subVersion": "0", "bname": "bk"}
 	got := log.last(remoting.PullMessage)
+	if len(got) != len(want) {
+		t.Errorf("PULL_MESSAGE header %v, want exactly %v", got, want)
+	}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("PULL_MESSAGE %s=%q, want %q (header %v)", k, got[k], v, got)
