@@ -48,6 +48,20 @@ type fixtureView struct {
 	} `json:"view"`
 }
 
+// readFixtureView reads the expected.json of the fixture store fix.
+func readFixtureView(t *testing.T, fix string) fixtureView {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(fix, "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v fixtureView
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("%s/expected.json: %v", fix, err)
+	}
+	return v
+}
+
 type fixtureQueue struct {
 	Topic     string `json:"topic"`
 	QueueID   int32  `json:"queueId"`
@@ -62,14 +76,7 @@ type fixtureQueue struct {
 // they point at, key lookups; verify finds nothing wrong.
 func TestRocketMQFixture(t *testing.T) {
 	fix := filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8")
-	raw, err := os.ReadFile(filepath.Join(fix, "expected.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want fixtureView
-	if err := json.Unmarshal(raw, &want); err != nil {
-		t.Fatal(err)
-	}
+	want := readFixtureView(t, fix)
 	var queues []fixtureQueue
 	for _, r := range want.View.ConsumeQueues {
 		var q fixtureQueue
@@ -208,14 +215,7 @@ func checkFixtureMessage(t *testing.T, l map[string]any, m struct {
 // shows #0's commit and #1 as ended by its op message.
 func TestRocketMQFixtureTransactionEnds(t *testing.T) {
 	fix := filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8")
-	raw, err := os.ReadFile(filepath.Join(fix, "expected.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want fixtureView
-	if err := json.Unmarshal(raw, &want); err != nil {
-		t.Fatal(err)
-	}
+	want := readFixtureView(t, fix)
 	var halves, ops []int64 // CommitLog offsets by queue offset
 	for _, m := range want.View.Messages {
 		switch m.Topic {
