@@ -128,15 +128,8 @@ func printConfig(w, warnings io.Writer, o options) error {
 	if err != nil {
 		return err
 	}
-	// The keys a start would warn of (unknown ones, paths not used), on
-	// warnings: -p is how a file is checked before a start.
-	log, err := logging.New(warnings, "warn", logging.Format(loaded.Broker.LogFormat))
-	if err != nil {
-		return err
-	}
-	logging.IgnoredKeys(log, o.config, loaded.UnknownKeys, loaded.InertKeys)
-	_, err = w.Write(configs.PropertiesText(loaded.Broker.Settings()))
-	return err
+	return logging.PrintConfig(w, warnings, logging.Format(loaded.Broker.LogFormat), o.config,
+		loaded.UnknownKeys, loaded.InertKeys, loaded.Broker.Settings())
 }
 
 // namesrvAddrEnv is the environment variable RocketMQ's broker takes its

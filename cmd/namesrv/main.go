@@ -93,15 +93,8 @@ func printConfig(w, warnings io.Writer, o options) error {
 	if err != nil {
 		return err
 	}
-	// The keys a start would warn of (unknown ones, paths not used), on
-	// warnings: -p is how a file is checked before a start.
-	log, err := logging.New(warnings, "warn", logging.Format(loaded.Namesrv.LogFormat))
-	if err != nil {
-		return err
-	}
-	logging.IgnoredKeys(log, o.config, loaded.UnknownKeys, loaded.InertKeys)
-	_, err = w.Write(configs.PropertiesText(loaded.Namesrv.Settings()))
-	return err
+	return logging.PrintConfig(w, warnings, logging.Format(loaded.Namesrv.LogFormat), o.config,
+		loaded.UnknownKeys, loaded.InertKeys, loaded.Namesrv.Settings())
 }
 
 // run serves until ctx is done, then shuts down.

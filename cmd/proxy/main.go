@@ -108,15 +108,8 @@ func printConfig(w, warnings io.Writer, o options) error {
 	if err != nil {
 		return err
 	}
-	// The keys a start would warn of (unknown ones, paths not used), on
-	// warnings: -p is how a file is checked before a start.
-	log, err := logging.New(warnings, "warn", logging.Format(loaded.Proxy.LogFormat))
-	if err != nil {
-		return err
-	}
-	logging.IgnoredKeys(log, o.config, loaded.UnknownKeys, loaded.InertKeys)
-	_, err = w.Write(configs.PropertiesText(loaded.Proxy.Settings()))
-	return err
+	return logging.PrintConfig(w, warnings, logging.Format(loaded.Proxy.LogFormat), o.config,
+		loaded.UnknownKeys, loaded.InertKeys, loaded.Proxy.Settings())
 }
 
 // run serves until ctx is done, then shuts down.

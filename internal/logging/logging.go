@@ -76,3 +76,18 @@ func IgnoredKeys(log zerolog.Logger, file string, unknown []string, inert []conf
 		ev.Str("key", k.Key).Msg(msg)
 	}
 }
+
+// PrintConfig writes settings as the key=value lines a -p flag prints to
+// w, and to warnings (as format) the keys of file a start would warn of,
+// unknown or inert: -p is how a file is checked before a start.
+func PrintConfig(w, warnings io.Writer, format Format, file string, unknown []string, inert []configs.InertKey, settings map[string]string) error {
+	log, err := New(warnings, "warn", format)
+	if err != nil {
+		return err
+	}
+	IgnoredKeys(log, file, unknown, inert)
+	if _, err := w.Write(configs.PropertiesText(settings)); err != nil {
+		return fmt.Errorf("print the configuration: %w", err)
+	}
+	return nil
+}
