@@ -16,6 +16,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -59,13 +60,9 @@ summary printed. -s asks the clients for their threads' stacks too.`,
 				_, err = io.WriteString(w, formatRunningInfo(&info))
 				return err
 			}
-			resp, err := g.invoke(ctx, addr, remoting.GetConsumerConnectionList, remoting.Header{"consumerGroup": group}, nil)
+			cc, err := g.consumerConnections(ctx, addr, group)
 			if err != nil {
-				return fmt.Errorf("connections of consumer group %s on %s: %w", group, addr, err)
-			}
-			var cc adminbody.ConsumerConnection
-			if err := json.Unmarshal(resp.Body, &cc); err != nil {
-				return fmt.Errorf("decode the connections of %s from %s: %w", group, addr, err)
+				return err
 			}
 			if len(cc.ConnectionSet) == 0 {
 				return fmt.Errorf("not found the consumer group connection: no client of %s on %s", group, addr)
@@ -112,14 +109,23 @@ summary printed. -s asks the clients for their threads' stacks too.`,
 }
 
 // groupBroker returns the broker mqadmin asks about a consumer group: one
-// of the route of the group's %RETRY% topic (the first by name here), its
-// master or else a slave.
+// of the route of the group's %RETRY% topic (firstBroker).
 func (g *globals) groupBroker(ctx context.Context, group string) (string, error) {
 	topic := meta.RetryTopic(group)
 	route, err := g.route(ctx, topic)
 	if err != nil {
 		return "", fmt.Errorf("-g %s: %w", group, err)
 	}
+	if addr, ok := firstBroker(route); ok {
+		return addr, nil
+	}
+	return "", fmt.Errorf("-g %s: the route of %s names no broker", group, topic)
+}
+
+// firstBroker returns the broker mqadmin asks about a route's clients:
+// of the broker groups with an address, the first by name here (mqadmin
+// picks one at random), its master or else a slave.
+func firstBroker(route namesrv.TopicRouteData) (string, bool) {
 	names := make([]string, 0, len(route.BrokerDatas))
 	for _, bd := range route.BrokerDatas {
 		names = append(names, bd.BrokerName)
@@ -127,10 +133,24 @@ func (g *globals) groupBroker(ctx context.Context, group string) (string, error)
 	sort.Strings(names)
 	for _, name := range names {
 		if addr, ok := brokerAddrOf(route, name); ok {
-			return addr, nil
+			return addr, true
 		}
 	}
-	return "", fmt.Errorf("-g %s: the route of %s names no broker", group, topic)
+	return "", false
+}
+
+// consumerConnections asks the broker at addr for a consumer group's
+// connections (GET_CONSUMER_CONNECTION_LIST).
+func (g *globals) consumerConnections(ctx context.Context, addr, group string) (adminbody.ConsumerConnection, error) {
+	var cc adminbody.ConsumerConnection
+	resp, err := g.invoke(ctx, addr, remoting.GetConsumerConnectionList, remoting.Header{"consumerGroup": group}, nil)
+	if err != nil {
+		return cc, fmt.Errorf("connections of consumer group %s on %s: %w", group, addr, err)
+	}
+	if err := json.Unmarshal(resp.Body, &cc); err != nil {
+		return cc, fmt.Errorf("decode the connections of %s from %s: %w", group, addr, err)
+	}
+	return cc, nil
 }
 
 // consumerRunningInfo asks the broker at addr for a client's running info.

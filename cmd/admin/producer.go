@@ -69,15 +69,10 @@ func producerConnectionCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			names := make([]string, 0, len(route.BrokerDatas))
-			for _, bd := range route.BrokerDatas {
-				names = append(names, bd.BrokerName)
-			}
-			sort.Strings(names)
-			if len(names) == 0 {
+			addr, ok := firstBroker(route)
+			if !ok {
 				return fmt.Errorf("route of %s names no broker", topic)
 			}
-			addr, _ := brokerAddrOf(route, names[0])
 			resp, err := g.invoke(cmd.Context(), addr, remoting.GetProducerConnectionList, remoting.Header{"producerGroup": group}, nil)
 			if err != nil {
 				return fmt.Errorf("producer connections of %s on %s: %w", group, addr, err)

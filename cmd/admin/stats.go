@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -220,13 +219,9 @@ func consumerConnectionCmd(g *globals) *cobra.Command {
 		Short: "print a consumer group's live clients and subscriptions (GET_CONSUMER_CONNECTION_LIST)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			resp, err := g.invoke(cmd.Context(), g.broker, remoting.GetConsumerConnectionList, remoting.Header{"consumerGroup": group}, nil)
+			cc, err := g.consumerConnections(cmd.Context(), g.broker, group)
 			if err != nil {
 				return err
-			}
-			var cc adminbody.ConsumerConnection
-			if err := json.Unmarshal(resp.Body, &cc); err != nil {
-				return fmt.Errorf("decode consumer connection of %s: %w", group, err)
 			}
 			return printConsumerConnection(cmd.OutOrStdout(), &cc)
 		},
