@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -11,23 +9,6 @@ import (
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
-
-// onEveryNamesrv sends a request to every name server of -n, as RocketMQ's
-// putKVConfigValue and deleteKVConfigValue do: each is asked even when one
-// fails, and every failure is returned.
-func (g *globals) onEveryNamesrv(ctx context.Context, code int32, h remoting.Header) error {
-	addrs := g.nameServers()
-	if len(addrs) == 0 {
-		return fmt.Errorf("no name server address in -n %q", g.namesrv)
-	}
-	var errs []error
-	for _, addr := range addrs {
-		if _, err := g.invoke(ctx, addr, code, h, nil); err != nil {
-			errs = append(errs, fmt.Errorf("name server %s: %w", addr, err))
-		}
-	}
-	return errors.Join(errs...)
-}
 
 // kvHeader is the header of PUT_KV_CONFIG (with a value), GET_KV_CONFIG
 // and DELETE_KV_CONFIG.

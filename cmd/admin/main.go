@@ -186,22 +186,34 @@ func (g *globals) invokeNamesrv(ctx context.Context, code int32, ext map[string]
 	return nil, fmt.Errorf("no name server of %s answered: %w", g.namesrv, errors.Join(errs...))
 }
 
+// onEveryNamesrv sends a request to every name server of -n, as RocketMQ's
+// putKVConfigValue and deleteKVConfigValue do: each is asked even when one
+// fails, and every failure is returned.
+func (g *globals) onEveryNamesrv(ctx context.Context, code int32, h remoting.Header) error {
+	addrs := g.nameServers()
+	if len(addrs) == 0 {
+		return fmt.Errorf("no name server address in -n %q", g.namesrv)
+	}
+	var errs []error
+	for _, addr := range addrs {
+		if _, err := g.invoke(ctx, addr, code, h, nil); err != nil {
+			errs = append(errs, fmt.Errorf("name server %s: %w", addr, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // deleteTopicInNamesrvs deletes topic from every name server of -n, as
-// mqadmin's deleteTopic does; cluster, when set, limits the deletion to
+// mqadmin's deleteTopic does (going on past one that fails, which
+// mqadmin's stops at); cluster, when set, limits the deletion to
 // the routes of that cluster's brokers.
 func (g *globals) deleteTopicInNamesrvs(ctx context.Context, topic, cluster string) error {
 	h := remoting.Header{"topic": topic}
 	if cluster != "" {
 		h["clusterName"] = cluster
 	}
-	addrs := g.nameServers()
-	if len(addrs) == 0 {
-		return fmt.Errorf("no name server address in -n %q", g.namesrv)
-	}
-	for _, addr := range addrs {
-		if _, err := g.invoke(ctx, addr, remoting.DeleteTopicInNamesrv, h, nil); err != nil {
-			return fmt.Errorf("delete topic %s from name server %s: %w", topic, addr, err)
-		}
+	if err := g.onEveryNamesrv(ctx, remoting.DeleteTopicInNamesrv, h); err != nil {
+		return fmt.Errorf("delete topic %s from the name servers: %w", topic, err)
 	}
 	return nil
 }
