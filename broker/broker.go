@@ -642,6 +642,11 @@ func (b *Broker) openStores(ctx context.Context) error {
 	if b.topics, err = newTopicManager(b); err != nil {
 		return err
 	}
+	if firstOpen {
+		if err := b.warnUnroutedQueues(); err != nil {
+			return err
+		}
+	}
 	if b.groups, err = db.Groups(0); err != nil {
 		return err
 	}

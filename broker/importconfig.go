@@ -336,3 +336,36 @@ func cqUnitsPerFile(root string, configured int, log zerolog.Logger) int {
 		Msg("the consumequeue files hold another number of units than mappedFileSizeConsumeQueue says; reading them as they are")
 	return units
 }
+
+// warnUnroutedQueues logs, once the first open of an Apache RocketMQ
+// store has indexed its CommitLog, the queues that hold messages no topic
+// config routes (rmqconfig.UnroutedQueues): a store whose topics.json was
+// lost, or is older than its CommitLog. Their messages stay in the store;
+// clients reach them once an operator creates or widens the topic.
+func (b *Broker) warnUnroutedQueues() error {
+	queues := make(map[string]int32)
+	if err := b.cqs.Queues(func(topic string, qid int32) bool {
+		if top, ok := queues[topic]; !ok || qid > top {
+			queues[topic] = qid
+		}
+		return true
+	}); err != nil {
+		return fmt.Errorf("list the queues of the imported store: %w", err)
+	}
+	var lookupErr error
+	lines := rmqconfig.UnroutedQueues(queues, func(topic string) (int, bool) {
+		tc, ok, err := b.topics.get(topic)
+		if err != nil {
+			lookupErr = err
+		}
+		return max(tc.ReadQueueNums, tc.WriteQueueNums), ok
+	})
+	if lookupErr != nil {
+		return fmt.Errorf("look up the topics of the imported store: %w", lookupErr)
+	}
+	log := b.component("import")
+	for _, line := range lines {
+		log.Warn().Str("root", b.cfg.StorePathRootDir).Msg("in the RocketMQ store: " + line)
+	}
+	return nil
+}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -375,5 +376,52 @@ func TestARocksDBConsumeQueueIsNamedAtStart(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), "RocksDB") || !strings.Contains(logged.String(), "restarts at offset 0") {
 		t.Fatalf("start over a RocksDB ConsumeQueue logged %q, want a warning naming it", logged.String())
+	}
+}
+
+// A RocketMQ store whose topics.json lacks a topic its CommitLog holds
+// messages of, and counts fewer queues of another than it has, opens with
+// a warning naming both (found after the first open indexed the
+// CommitLog: consumequeue/ is moved aside here), and the messages stay
+// readable once the topic is created.
+func TestOpenRocketMQStoreWarnsOfUnroutedQueues(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	if err := os.RemoveAll(filepath.Join(store, "consumequeue")); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(store, "config", "topics.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var topics map[string]any
+	if err := json.Unmarshal(data, &topics); err != nil {
+		t.Fatal(err)
+	}
+	table := topics["topicConfigTable"].(map[string]any)
+	delete(table, "TopicB")
+	topicA := table["TopicA"].(map[string]any)
+	topicA["readQueueNums"], topicA["writeQueueNums"] = 2, 2
+	if data, err = json.Marshal(topics); err != nil {
+		t.Fatal(err)
+	}
+	writeRocketMQConfig(t, store, "topics.json", string(data))
+
+	logs := &testutil.SyncBuffer{}
+	b := startTestBrokerWith(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "autoCreateTopicEnable": "false"}, func(b *Broker) {
+		b.root = zerolog.New(logs)
+	})
+	for _, want := range []string{"no topic config: TopicB (2 queues)", "past their config's queue count: TopicA (4 queues, config 2)"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("no warning with %q in the broker's log:\n%s", want, logs.String())
+		}
+	}
+	if strings.Contains(logs.String(), "LongTopic") || strings.Contains(logs.String(), "SCHEDULE_TOPIC") {
+		t.Errorf("a routed or system topic named as unrouted:\n%s", logs.String())
+	}
+	c := b.client(nil)
+	createTopic(t, c, "TopicB", 2, 2)
+	// The fixture's README: 16 messages, a compressed one and a batch of 5.
+	if got := maxOffsetOf(t, c, "TopicB", 0) + maxOffsetOf(t, c, "TopicB", 1); got != 22 {
+		t.Errorf("TopicB holds %d messages once created, want the fixture's 22", got)
 	}
 }

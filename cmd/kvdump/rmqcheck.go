@@ -102,6 +102,10 @@ type rocketmqCheck struct {
 	// Refusals stop the first open; Warnings name what does not move.
 	Refusals []string `json:"refusals,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Unrouted names the queues of consumequeue/ no topic config routes
+	// (rmqconfig.UnroutedQueues); without consumequeue/ the broker's first
+	// open logs them once it has indexed the CommitLog.
+	Unrouted []string `json:"unrouted,omitempty"`
 }
 
 // checkRocketMQ inspects the store at root (segDir: its CommitLog
@@ -140,9 +144,10 @@ func checkRocketMQ(root, segDir string, lmq bool) (rocketmqCheck, error) {
 			return r, err
 		}
 	}
+	var queues map[string]int32
 	if fi, err := os.Stat(filepath.Join(root, "consumequeue")); err == nil && fi.IsDir() {
 		r.FileConsumeQueue = true
-		if err := readConsumeQueue(root, r.CommitLog.MinOffset); err != nil {
+		if queues, err = readConsumeQueue(root, r.CommitLog.MinOffset); err != nil {
 			r.Refusals = append(r.Refusals, err.Error())
 		}
 	}
@@ -158,16 +163,26 @@ func checkRocketMQ(root, segDir string, lmq bool) (rocketmqCheck, error) {
 	r.configCounts = countConfig(c)
 	r.TimerProgress = c.HasTimerCheck
 	r.Warnings = c.NotCarried
+	if queues != nil {
+		configured := make(map[string]int, len(c.Topics))
+		for _, t := range c.Topics {
+			configured[t.TopicName] = max(int(t.ReadQueueNums), int(t.WriteQueueNums))
+		}
+		r.Unrouted = rmqconfig.UnroutedQueues(queues, func(topic string) (int, bool) {
+			n, ok := configured[topic]
+			return n, ok
+		})
+	}
 	return r, nil
 }
 
 // readConsumeQueue reads the bounds of every queue of the file
 // ConsumeQueue under root, with the units per file its files hold, as a
 // broker's first open reads them (the queues whose records retention
-// deleted start past them); logMin is the CommitLog's minimum (0 when it
-// could not be read). Files it cannot read, torn ones for example, refuse
-// the store.
-func readConsumeQueue(root string, logMin int64) error {
+// deleted start past them), and returns each topic's highest queue id;
+// logMin is the CommitLog's minimum (0 when it could not be read). Files
+// it cannot read, torn ones for example, refuse the store.
+func readConsumeQueue(root string, logMin int64) (map[string]int32, error) {
 	fail := func(err error) error {
 		return fmt.Errorf("the consumequeue cannot be read (move it aside: queues whose records retention deleted then restart at offset 0): %w", err)
 	}
@@ -177,14 +192,18 @@ func readConsumeQueue(root string, logMin int64) error {
 	}
 	files, err := filecq.OpenReadOnly(filecq.Options{Dir: root, UnitsPerFile: units, Logger: zerolog.Nop()})
 	if err != nil {
-		return fail(err)
+		return nil, fail(err)
 	}
 	defer files.Close()
 	if err := files.CorrectMin(logMin); err != nil {
-		return fail(err)
+		return nil, fail(err)
 	}
+	queues := make(map[string]int32)
 	var qerr error
 	err = files.Queues(func(topic string, qid int32) bool {
+		if top, ok := queues[topic]; !ok || qid > top {
+			queues[topic] = qid
+		}
 		if _, qerr = files.MinOffset(topic, qid); qerr == nil {
 			_, qerr = files.MaxOffset(topic, qid)
 		}
@@ -194,9 +213,9 @@ func readConsumeQueue(root string, logMin int64) error {
 		return qerr == nil
 	})
 	if err = errors.Join(err, qerr); err != nil {
-		return fail(err)
+		return nil, fail(err)
 	}
-	return nil
+	return queues, nil
 }
 
 func printRocketMQCheck(out *output, r rocketmqCheck) error {
@@ -224,12 +243,17 @@ func printRocketMQCheck(out *output, r rocketmqCheck) error {
 	}
 	if r.FileConsumeQueue {
 		add("consumequeue/: present (queues whose records retention deleted keep their offsets from it)")
+	} else if r.CommitLog.Segments > 0 {
+		add("consumequeue/: absent (the first open indexes every record of the CommitLog, and logs the topics whose messages no topic config routes)")
 	}
 	add("config files: %s", orNone(r.ConfigFiles))
 	add("imported at the first open: %d topics, %d groups, %d consumer offsets, %d delay levels, %d request modes, %d orderly POP batches (before the import skips the stale ones), timer progress %v",
 		r.Topics, r.Groups, r.Offsets, r.DelayLevels, r.RequestModes, r.OrderlyBatches, r.TimerProgress)
 	for _, w := range r.Warnings {
 		add("warning: not carried over: %s", w)
+	}
+	for _, w := range r.Unrouted {
+		add("warning: %s", w)
 	}
 	for _, why := range r.Refusals {
 		add("refused: %s", why)

@@ -30,6 +30,9 @@ func TestCheckRocketMQ(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
+	if strings.Contains(out, "no topic config") || strings.Contains(out, "past their config") {
+		t.Errorf("every queue of the fixture has a topic config, yet:\n%s", out)
+	}
 	if _, err := os.Stat(filepath.Join(store, kvindex.DirName)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("check-rocketmq created an index: %v", err)
 	}
@@ -128,5 +131,49 @@ func TestCheckRocketMQLMQOffsets(t *testing.T) {
 	if !strings.Contains(out, "4 consumer offsets") || strings.Contains(out, "lmqConsumerOffset.json:") ||
 		!strings.Contains(out, "lmqConsumerOffset.json") {
 		t.Fatalf("with --enable-lmq: want the file read and its 4 offsets imported, no warning:\n%s", out)
+	}
+}
+
+// Queues of consumequeue/ that no topic config routes are named: a topic
+// whose config is missing and one whose config counts fewer queues than
+// the store holds. Neither refuses the store.
+func TestCheckRocketMQUnroutedQueues(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	name := filepath.Join(store, "config", "topics.json")
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	table := doc["topicConfigTable"].(map[string]any)
+	delete(table, "TopicB")
+	topicA := table["TopicA"].(map[string]any)
+	topicA["readQueueNums"], topicA["writeQueueNums"] = 2, 3
+	if data, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	out := mustKvdump(t, "--store", store, "check-rocketmq")
+	for _, want := range []string{
+		"warning: 1 topics have messages in the store but no topic config: TopicB (2 queues)",
+		"warning: 1 topics have messages in queues past their config's queue count: TopicA (4 queues, config 3)",
+		"a broker can open this store",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	var r rocketmqCheck
+	if err := json.Unmarshal([]byte(mustKvdump(t, "--store", store, "--json", "check-rocketmq")), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Unrouted) != 2 {
+		t.Fatalf("JSON unrouted %q, want two lines", r.Unrouted)
 	}
 }
