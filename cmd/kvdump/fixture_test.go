@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -280,5 +281,11 @@ func TestRocketMQFixtureTransactionEnds(t *testing.T) {
 	table := mustKvdump(t, "--store", root, "txn", "--ended")
 	if !strings.Contains(table, strconv.FormatInt(halves[1], 10)+"     OP_MESSAGE") {
 		t.Errorf("txn --ended does not show half %d ended by its op message:\n%s", halves[1], table)
+	}
+	// summary counts the three halves (no checker ran) and both op
+	// messages (the rollback's is the only record of its end) beside the
+	// one end the index recorded.
+	if got := mustKvdump(t, "--store", root, "summary"); !regexp.MustCompile(`(?m)^transactions +3 half messages open, 1 ended, 2 op messages$`).MatchString(got) {
+		t.Errorf("summary does not count the op messages:\n%s", got)
 	}
 }

@@ -56,8 +56,13 @@ type summaryLine struct {
 	PopRollback *kvindex.PopRollback `json:"popRollback,omitempty"`
 	// TxnOpenHalves and TxnEnded are the keys of the transaction
 	// keyspaces: half messages not yet ended, and ended transactions.
+	// TxnOpMessages is the keys of the op-message keyspace: an op message
+	// is written for every end rocketkv records, and is the only record of
+	// the ends a moved Apache RocketMQ store made (kvdump txn --ended
+	// lists those as OP_MESSAGE; telling them apart takes a lookup per op).
 	TxnOpenHalves int64 `json:"txnOpenHalves"`
 	TxnEnded      int64 `json:"txnEnded"`
+	TxnOpMessages int64 `json:"txnOpMessages"`
 	// TimerMessages is the keys of the timer keyspace: timer messages
 	// parked and not yet delivered.
 	TimerMessages int64 `json:"timerMessages"`
@@ -130,6 +135,8 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 			sum.TxnOpenHalves = st.Keys
 		case kvindex.PrefixTxnEnd:
 			sum.TxnEnded = st.Keys
+		case kvindex.PrefixTxnOp:
+			sum.TxnOpMessages = st.Keys
 		case kvindex.PrefixTimer:
 			sum.TimerMessages = st.Keys
 		case kvindex.PrefixAuthUser:
@@ -181,7 +188,7 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 	if r := sum.PopRollback; r != nil {
 		t.row("pop rollback", fmt.Sprintf("pops before %s written to %s/0 from offset %d", formatTime(r.At), r.Topic, r.From))
 	}
-	t.row("transactions", fmt.Sprintf("%d half messages open, %d ended", sum.TxnOpenHalves, sum.TxnEnded))
+	t.row("transactions", fmt.Sprintf("%d half messages open, %d ended, %d op messages", sum.TxnOpenHalves, sum.TxnEnded, sum.TxnOpMessages))
 	t.row("timer messages", fmt.Sprintf("%d waiting", sum.TimerMessages))
 	t.row("access control (ACL 2.0)", fmt.Sprintf("%d users, %d access lists", sum.Users, sum.ACLs))
 	if len(layouts) > 0 {
