@@ -54,6 +54,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(childEnvWALFull); dir != "" {
 		os.Exit(runWALFullChild(dir))
 	}
+	if dir := os.Getenv(childEnvCorrectMin); dir != "" {
+		os.Exit(runCorrectMinChild(dir))
+	}
 	os.Exit(m.Run())
 }
 
