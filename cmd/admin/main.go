@@ -9,7 +9,7 @@
 //	admin deleteTopic        -c DefaultCluster -t TopicA (or -b one broker)
 //	admin topicList          -n 127.0.0.1:9876
 //	admin topicRoute         -n 127.0.0.1:9876 -t TopicA
-//	admin clusterList        -n 127.0.0.1:9876
+//	admin clusterList        -n 127.0.0.1:9876 [-m] [-c DefaultCluster] [--json]
 //	admin brokerStatus       -b 127.0.0.1:10911
 //	admin topicStatus        -n 127.0.0.1:9876 -t TopicA (or -b one broker)
 //	admin consumerProgress   -n 127.0.0.1:9876 -g GroupA [-t TopicA] (or -b one broker)
@@ -428,45 +428,18 @@ func topicRouteCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func clusterListCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "clusterList",
-		Short: "print the clusters and brokers the name server knows",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			resp, err := g.invokeNamesrv(cmd.Context(), remoting.GetBrokerClusterInfo, nil, nil)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), string(resp.Body))
-			return nil
-		},
-	}
-}
-
 func brokerStatusCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "brokerStatus",
 		Short: "print a broker's runtime info",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			resp, err := g.invoke(cmd.Context(), g.broker, remoting.GetBrokerRuntimeInfo, nil, nil)
+			table, err := g.runtimeInfo(cmd.Context(), g.broker)
 			if err != nil {
 				return err
 			}
-			var body struct {
-				Table map[string]string `json:"table"`
-			}
-			if err := json.Unmarshal(resp.Body, &body); err != nil {
-				return fmt.Errorf("decode runtime info: %w", err)
-			}
-			keys := make([]string, 0, len(body.Table))
-			for k := range body.Table {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				fmt.Fprintf(cmd.OutOrStdout(), "%-28s %s\n", k, body.Table[k])
+			for _, k := range sortedKeys(table) {
+				fmt.Fprintf(cmd.OutOrStdout(), "%-28s %s\n", k, table[k])
 			}
 			return nil
 		},

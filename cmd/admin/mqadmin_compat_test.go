@@ -289,7 +289,7 @@ func waitClusterMember(t *testing.T, ns, broker string) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		out, err := run(t, "clusterList", "-n", ns)
-		if err == nil && strings.Contains(out, `"`+broker+`"`) {
+		if err == nil && strings.Contains(out, " "+broker+" ") {
 			return
 		}
 		if time.Now().After(deadline) {
