@@ -12,7 +12,7 @@
 //	admin clusterList        -n 127.0.0.1:9876 [-m] [-c DefaultCluster] [--json]
 //	admin brokerStatus       -b 127.0.0.1:10911
 //	admin topicStatus        -n 127.0.0.1:9876 -t TopicA (or -b one broker)
-//	admin consumerProgress   -n 127.0.0.1:9876 -g GroupA [-t TopicA] (or -b one broker)
+//	admin consumerProgress   -n 127.0.0.1:9876 -g GroupA [-t TopicA] (or -b one broker; without -g every group)
 //	admin brokerConsumeStats -b 127.0.0.1:10911 [-l 100] [-o true] [-t 50000]
 //	admin consumerConnection -b 127.0.0.1:10911 -g GroupA
 //	admin producer           -b 127.0.0.1:10911

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -98,9 +101,18 @@ func consumerProgressCmd(g *globals) *cobra.Command {
 		Short: "print a consumer group's offsets and lag per queue, from every master of the route or -b (GET_CONSUME_STATS)",
 		Long: `consumerProgress prints a consumer group's offsets and lag per queue, asking
 -b, or every master of the route of -t (of the group's retry topic without
--t), as mqadmin's examineConsumeStats.`,
+-t), as mqadmin's examineConsumeStats. Without -g it lists every consumer
+group (each %RETRY% topic the name servers know) with its online clients,
+their lowest version, consume type and model, its consume TPS and total
+diff, as mqadmin consumerProgress without -g.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if group = strings.TrimSpace(group); group == "" {
+				if topic != "" {
+					return fmt.Errorf("-t %s needs -g: without -g every group is listed", topic)
+				}
+				return g.printAllGroupsProgress(cmd)
+			}
 			routeTopic := meta.RetryTopic(group)
 			h := remoting.Header{"consumerGroup": group}
 			if topic != "" {
@@ -133,10 +145,97 @@ func consumerProgressCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&group, "group", "g", "", "consumer group")
+	f.StringVarP(&group, "group", "g", "", "consumer group (default: list every group)")
 	f.StringVarP(&topic, "topic", "t", "", "only this topic (default: every topic the group consumes)")
-	_ = cmd.MarkFlagRequired("group")
 	return cmd
+}
+
+// retryTopicGroup returns the consumer group of a %RETRY% topic, as
+// RocketMQ's KeyBuilder.parseGroup reads it: a POP retry topic of the
+// second format, %RETRY%<group>+<topic>, names its group before the '+'.
+func retryTopicGroup(topic string) string {
+	rest := strings.TrimPrefix(topic, meta.RetryGroupTopicPrefix)
+	if parts := strings.Split(rest, "+"); len(parts) == 2 {
+		return parts[0]
+	}
+	return rest
+}
+
+// groupConsumeStats is mqadmin's examineConsumeStats of a group: the
+// GET_CONSUME_STATS of every master of the route of its retry topic,
+// merged, their consume TPS summed.
+func (g *globals) groupConsumeStats(ctx context.Context, group string) (map[adminbody.MessageQueue]adminbody.OffsetWrapper, float64, error) {
+	addrs, err := g.masters(ctx, meta.RetryTopic(group))
+	if err != nil {
+		return nil, 0, err
+	}
+	all := map[adminbody.MessageQueue]adminbody.OffsetWrapper{}
+	var tps float64
+	for _, addr := range addrs {
+		resp, err := g.invoke(ctx, addr, remoting.GetConsumeStats, remoting.Header{"consumerGroup": group}, nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		table, rate, err := adminbody.DecodeConsumeStats(resp.Body)
+		if err != nil {
+			return nil, 0, fmt.Errorf("consume stats of %s on %s: %w", group, addr, err)
+		}
+		maps.Copy(all, table)
+		tps += rate
+	}
+	return all, tps, nil
+}
+
+// printAllGroupsProgress is mqadmin consumerProgress without -g: a line
+// per consumer group of the %RETRY% topics the name servers list, with
+// its clients (OFFLINE without any), consume TPS and total diff. A group
+// whose stats or clients cannot be read is printed with what could.
+func (g *globals) printAllGroupsProgress(cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	topics, err := g.allTopics(ctx)
+	if err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "%-64s  %-6s  %-24s %-5s  %-14s  %-7s  %s\n", "#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff Total")
+	seen := map[string]bool{}
+	for _, t := range topics {
+		if !meta.IsRetryTopic(t) {
+			continue
+		}
+		group := retryTopicGroup(t)
+		if seen[group] {
+			continue
+		}
+		seen[group] = true
+		var tps, diff int64
+		if table, rate, err := g.groupConsumeStats(ctx, group); err == nil {
+			tps = int64(rate)
+			for _, o := range table {
+				diff += o.BrokerOffset - o.ConsumerOffset
+			}
+		}
+		count, version, ctype, model := 0, "OFFLINE", "", ""
+		if addr, err := g.groupBroker(ctx, group); err == nil {
+			if cc, err := g.consumerConnections(ctx, addr, group); err == nil && len(cc.ConnectionSet) > 0 {
+				count = len(cc.ConnectionSet)
+				minVersion := int32(math.MaxInt32)
+				for _, c := range cc.ConnectionSet {
+					minVersion = min(minVersion, c.Version)
+				}
+				version = remoting.VersionName(int(minVersion))
+				ctype = "PUSH"
+				if cc.ConsumeType == "CONSUME_ACTIVELY" {
+					ctype = "PULL"
+				}
+				if cc.ConsumeType == "CONSUME_PASSIVELY" {
+					model = cc.MessageModel
+				}
+			}
+		}
+		fmt.Fprintf(w, "%-64s  %-6d  %-24s %-5s  %-14s  %-7d  %d\n", group, count, version, ctype, model, tps, diff)
+	}
+	return nil
 }
 
 func printConsumerProgress(out io.Writer, table map[adminbody.MessageQueue]adminbody.OffsetWrapper) error {
