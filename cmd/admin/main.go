@@ -26,6 +26,8 @@
 //	admin sendMessage        -n 127.0.0.1:9876 -t TopicA -p "hello" [-k order-42] [-c TagA]
 //	admin consumeMessage     -n 127.0.0.1:9876 -t TopicA [-o 100] [-c 10] [--body]
 //	admin queryMsgByOffset   -n 127.0.0.1:9876 -t TopicA -b broker-a -i 0 -o 100 [-f UTF-8]
+//	admin printMsg           -n 127.0.0.1:9876 -t TopicA [-s TagA] [-b 2026-11-30#12:00:00:000] [-e ms] [-c UTF-8] [-d false]
+//	admin printMsgByQueue    -n 127.0.0.1:9876 -t TopicA -a broker-a -i 0 [-p true] [-d true] [-f true]
 //	admin DecodeMessageId    -i 0A01020300002A9F3B1C000000000001
 //	admin updateTopicPerm    -n 127.0.0.1:9876 -b 127.0.0.1:10911 -t TopicA -p 4 (or -c DefaultCluster)
 //	admin updateOrderConf    -n 127.0.0.1:9876 -t TopicA -m get|put|delete [-v "broker-a:8"]
@@ -45,8 +47,9 @@
 // -n takes several name servers separated by ';', as mqadmin's; without
 // it, NAMESRV_ADDR names them, as for mqadmin, else 127.0.0.1:9876. The flags
 // are mqadmin's where it has the command: -b is a broker address except
-// where mqadmin gives it another meaning (queryMsgByKey's begin time,
-// wipeWritePerm's and queryMsgByOffset's broker name).
+// where mqadmin gives it another meaning (the begin time of queryMsgByKey,
+// printMsg and printMsgByQueue; the broker name of wipeWritePerm,
+// queryMsgByOffset and sendMsgStatus).
 package main
 
 import (
@@ -136,7 +139,8 @@ func newRoot(out io.Writer) *cobra.Command {
 		writePermCmd(g, "addWritePerm", remoting.AddWritePermOfBroker, "addTopicCount", "add"), producerInfoCmd(g),
 		queryMsgByOffsetCmd(g), decodeMessageIDCmd(), updateTopicPermCmd(g),
 		updateOrderConfCmd(g), updateKvConfigCmd(g), deleteKvConfigCmd(g),
-		skipAccumulatedMessageCmd(g), producerConnectionCmd(g), topicClusterListCmd(g), getConsumerConfigCmd(g), consumerStatusCmd(g))
+		skipAccumulatedMessageCmd(g), producerConnectionCmd(g), topicClusterListCmd(g), getConsumerConfigCmd(g), consumerStatusCmd(g),
+		printMsgCmd(g), printMsgByQueueCmd(g))
 	root.AddCommand(authCmds(g)...)
 	for _, c := range root.Commands() {
 		addBrokerFlag(c, g)
@@ -146,8 +150,8 @@ func newRoot(out io.Writer) *cobra.Command {
 
 // addBrokerFlag gives cmd and its subcommands -b, --broker, the broker
 // address, except those that take -b for something else as mqadmin's do
-// (queryMsgByKey's beginTimestamp, wipeWritePerm's and queryMsgByOffset's
-// brokerName).
+// (the beginTimestamp of queryMsgByKey, printMsg and printMsgByQueue; the
+// brokerName of wipeWritePerm, queryMsgByOffset and sendMsgStatus).
 func addBrokerFlag(cmd *cobra.Command, g *globals) {
 	if cmd.Flags().ShorthandLookup("b") == nil && cmd.Flags().Lookup("broker") == nil {
 		cmd.Flags().StringVarP(&g.broker, "broker", "b", defaultBroker, "broker address")

@@ -471,49 +471,85 @@ func (g *globals) queueOffsetAt(ctx context.Context, addr, topic string, qid int
 	return off, nil
 }
 
+// pulled is one PULL_MESSAGE's answer: its code, the offset to pull from
+// next, the queue's bounds the broker reported, and the messages found.
+type pulled struct {
+	code                 int32
+	next, minOff, maxOff int64
+	nextOK               bool
+	msgs                 []commitlog.Message
+}
+
+// pullStatus is the PullStatus a RocketMQ client makes of a pull's code.
+func (p pulled) pullStatus() string {
+	switch p.code {
+	case remoting.Success:
+		return "FOUND"
+	case remoting.PullRetryImmediately:
+		return "NO_MATCHED_MSG"
+	case remoting.PullOffsetMoved:
+		return "OFFSET_ILLEGAL"
+	}
+	return "NO_NEW_MSG"
+}
+
+// pullOnce pulls up to maxNums messages of queue qid of topic on broker
+// group brokerName (at addr) from offset from, matching the tag
+// expression sub, as mqadmin's DefaultMQPullConsumer pulls (group
+// TOOLS_CONSUMER, its broker suspend time of 20 s, unused without the
+// suspend flag, and no byte limit), committing nothing. A code other than
+// the pull's four is an error.
+func (g *globals) pullOnce(ctx context.Context, addr, brokerName, topic, sub string, qid int, from int64, maxNums int) (pulled, error) {
+	h := remoting.Header{"consumerGroup": toolsConsumerGroup, "topic": topic, "subscription": sub, "expressionType": "TAG",
+		"subVersion": "0", "commitOffset": "0", "suspendTimeoutMillis": "20000", "bname": brokerName}
+	h.SetInt32("maxMsgBytes", math.MaxInt32)
+	h.SetInt32("queueId", int32(qid))
+	h.SetInt64("queueOffset", from)
+	h.SetInt32("maxMsgNums", int32(maxNums))
+	h.SetInt32("sysFlag", 4) // subscription given; no commit, no suspend
+	resp, err := g.invoke(ctx, addr, remoting.PullMessage, h, nil)
+	if resp == nil {
+		return pulled{}, err
+	}
+	rh := remoting.Header(resp.ExtFields)
+	p := pulled{code: resp.Code}
+	var nerr error
+	p.next, nerr = rh.Int64("nextBeginOffset")
+	p.nextOK = nerr == nil
+	p.minOff, _ = rh.Int64("minOffset")
+	p.maxOff, _ = rh.Int64("maxOffset")
+	switch resp.Code {
+	case remoting.Success:
+		if p.msgs, err = commitlog.DecodeAll(resp.Body); err != nil {
+			return p, fmt.Errorf("decode the messages pulled from %s/%d@%d: %w", topic, qid, from, err)
+		}
+	case remoting.PullNotFound, remoting.PullOffsetMoved, remoting.PullRetryImmediately:
+	default:
+		return p, err
+	}
+	return p, nil
+}
+
 // pullRange pulls queue qid of topic on broker group brokerName (at addr)
 // from offset from up to before end, at most max messages, without
 // committing anything, and hands each message to fn.
 func (g *globals) pullRange(ctx context.Context, addr, brokerName, topic string, qid int, from, end int64, max int, fn func(*commitlog.Message)) (int, error) {
 	n := 0
 	for from < end && n < max {
-		// As mqadmin's DefaultMQPullConsumer fills it: its broker
-		// suspend time (20 s, unused without the suspend flag) and no
-		// byte limit.
-		h := remoting.Header{"consumerGroup": toolsConsumerGroup, "topic": topic, "subscription": "*", "expressionType": "TAG",
-			"subVersion": "0", "commitOffset": "0", "suspendTimeoutMillis": "20000", "bname": brokerName}
-		h.SetInt32("maxMsgBytes", math.MaxInt32)
-		h.SetInt32("queueId", int32(qid))
-		h.SetInt64("queueOffset", from)
-		h.SetInt32("maxMsgNums", int32(min(32, max-n)))
-		h.SetInt32("sysFlag", 4) // subscription given; no commit, no suspend
-		resp, err := g.invoke(ctx, addr, remoting.PullMessage, h, nil)
-		if resp == nil {
+		p, err := g.pullOnce(ctx, addr, brokerName, topic, "*", qid, from, min(32, max-n))
+		if err != nil {
 			return n, err
 		}
-		next, nerr := remoting.Header(resp.ExtFields).Int64("nextBeginOffset")
-		switch resp.Code {
-		case remoting.Success:
-			msgs, err := commitlog.DecodeAll(resp.Body)
-			if err != nil {
-				return n, fmt.Errorf("decode the messages pulled from %s/%d@%d: %w", topic, qid, from, err)
+		for i := range p.msgs {
+			if n < max && p.msgs[i].QueueOffset < end {
+				fn(&p.msgs[i])
+				n++
 			}
-			for i := range msgs {
-				if n < max && msgs[i].QueueOffset < end {
-					fn(&msgs[i])
-					n++
-				}
-			}
-		case remoting.PullNotFound:
-			return n, nil
-		case remoting.PullOffsetMoved, remoting.PullRetryImmediately:
-		default:
-			return n, err
 		}
-		if nerr != nil || next <= from {
+		if p.code == remoting.PullNotFound || !p.nextOK || p.next <= from {
 			return n, nil // nothing further to read
 		}
-		from = next
+		from = p.next
 	}
 	return n, nil
 }
