@@ -24,6 +24,9 @@
 //	admin queryMsgByKey      -n 127.0.0.1:9876 -t TopicA -k order-42 [-b beginMs] [-e endMs] [-m 64]
 //	admin queryMsgById       [-t TopicA] -i 7F00000100002A9F0000000000000400 [--body]
 //	admin sendMessage        -n 127.0.0.1:9876 -t TopicA -p "hello" [-k order-42] [-c TagA]
+//	admin sendMsgStatus      -n 127.0.0.1:9876 -b broker-a [-s 128] [-c 50]
+//	admin checkMsgSendRT     -n 127.0.0.1:9876 -t TopicA [-a 100] [-s 128]
+//	admin clusterRT          -n 127.0.0.1:9876 [-c DefaultCluster] [-a 100] [-s 128] [-i 10] [--rounds 1]
 //	admin consumeMessage     -n 127.0.0.1:9876 -t TopicA [-o 100] [-c 10] [--body]
 //	admin queryMsgByOffset   -n 127.0.0.1:9876 -t TopicA -b broker-a -i 0 -o 100 [-f UTF-8]
 //	admin printMsg           -n 127.0.0.1:9876 -t TopicA [-s TagA] [-b 2026-11-30#12:00:00:000] [-e ms] [-c UTF-8] [-d false]
@@ -140,7 +143,7 @@ func newRoot(out io.Writer) *cobra.Command {
 		queryMsgByOffsetCmd(g), decodeMessageIDCmd(), updateTopicPermCmd(g),
 		updateOrderConfCmd(g), updateKvConfigCmd(g), deleteKvConfigCmd(g),
 		skipAccumulatedMessageCmd(g), producerConnectionCmd(g), topicClusterListCmd(g), getConsumerConfigCmd(g), consumerStatusCmd(g),
-		printMsgCmd(g), printMsgByQueueCmd(g))
+		printMsgCmd(g), printMsgByQueueCmd(g), sendMsgStatusCmd(g), checkMsgSendRTCmd(g), clusterRTCmd(g))
 	root.AddCommand(authCmds(g)...)
 	for _, c := range root.Commands() {
 		addBrokerFlag(c, g)

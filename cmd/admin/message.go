@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocketkv/rocketkv/commitlog"
-	"github.com/rocketkv/rocketkv/internal/uniqid"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -316,21 +315,34 @@ type sendTarget struct {
 
 // sendTargetOf picks where to send a message of topic: queue qid of
 // brokerName when both are given, else a writable queue of a master
-// (chosen by seed), from the topic's route, or from the route of the
-// auto-create template TBW102 for a topic the name servers do not know
-// yet, limited to its first defaultTopicQueueNums queues (as the clients
-// do; the broker then creates the topic with that many).
+// (chosen by seed) of publishQueues.
 func (g *globals) sendTargetOf(ctx context.Context, topic, brokerName string, qid int, seed int) (sendTarget, error) {
+	choices, err := g.publishQueues(ctx, topic, brokerName, qid)
+	if err != nil {
+		return sendTarget{}, err
+	}
+	return choices[seed%len(choices)], nil
+}
+
+// publishQueues returns the queues a producer sends a message of topic
+// to, in the order of RocketMQ's TopicPublishInfo (by broker name, then
+// queue id): the writable queues of the masters of the topic's route, or
+// of the route of the auto-create template TBW102 for a topic the name
+// servers do not know yet, limited to its first defaultTopicQueueNums
+// queues (as the clients do; the broker then creates the topic with that
+// many). brokerName and qid (when not negative) keep to those.
+func (g *globals) publishQueues(ctx context.Context, topic, brokerName string, qid int) ([]sendTarget, error) {
 	maxQueues := int32(math.MaxInt32)
 	route, err := g.route(ctx, topic)
 	if err != nil {
 		var tmplErr error
 		if route, tmplErr = g.route(ctx, autoCreateTemplate); tmplErr != nil {
-			return sendTarget{}, err
+			return nil, err
 		}
 		maxQueues = defaultTopicQueueNums
 	}
 	masters := mastersByName(route)
+	sort.SliceStable(route.QueueDatas, func(i, j int) bool { return route.QueueDatas[i].BrokerName < route.QueueDatas[j].BrokerName })
 	var choices []sendTarget
 	for _, qd := range route.QueueDatas {
 		addr, ok := masters[qd.BrokerName]
@@ -348,9 +360,9 @@ func (g *globals) sendTargetOf(ctx context.Context, topic, brokerName string, qi
 		if brokerName != "" {
 			where = "the master of " + brokerName
 		}
-		return sendTarget{}, fmt.Errorf("no writable queue of %s on %s", topic, where)
+		return nil, fmt.Errorf("no writable queue of %s on %s", topic, where)
 	}
-	return choices[seed%len(choices)], nil
+	return choices, nil
 }
 
 // autoCreateTemplate is the topic whose route clients use for a topic
@@ -407,25 +419,23 @@ offset id queryMsgById reads follows.`,
 			if err != nil {
 				return err
 			}
-			props := map[string]string{"UNIQ_KEY": uniqid.New([4]byte{127, 0, 0, 1}).Next(), "WAIT": "true"}
+			props := map[string]string{}
 			if keys != "" {
 				props["KEYS"] = keys
 			}
 			if tags != "" {
 				props["TAGS"] = tags
 			}
-			h := remoting.Header{"a": "TOOLS_PRODUCER", "b": topic, "c": autoCreateTemplate, "d": strconv.Itoa(defaultTopicQueueNums), "f": "0", "h": "0",
-				"i": commitlog.FormatProperties(props), "j": "0", "m": "false"}
-			h.SetInt32("e", int32(target.queueID))
-			h.SetInt64("g", time.Now().UnixMilli())
-			resp, err := g.invoke(cmd.Context(), target.addr, remoting.SendMessageV2, h, []byte(body))
+			p := g.newToolProducer("TOOLS_PRODUCER")
+			defer p.Close()
+			res, err := p.send(cmd.Context(), target, topic, props, []byte(body))
 			if err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "%-32s  %-4s  %-20s    %s\n", "#Broker Name", "#QID", "#Send Result", "#MsgId")
-			fmt.Fprintf(w, "%-32s  %-4d  %-20s    %s\n", target.brokerName, target.queueID, "SEND_OK", props["UNIQ_KEY"])
-			fmt.Fprintf(w, "offset message id: %s\n", resp.ExtFields["msgId"])
+			fmt.Fprintf(w, "%-32s  %-4d  %-20s    %s\n", target.brokerName, target.queueID, res.status, res.msgID)
+			fmt.Fprintf(w, "offset message id: %s\n", res.offsetMsgID)
 			return nil
 		},
 	}
