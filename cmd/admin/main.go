@@ -40,6 +40,7 @@
 //	admin consumerStatus     -n 127.0.0.1:9876 -g GroupA [-i clientId] [-s]
 //	admin topicClusterList   -n 127.0.0.1:9876 -t TopicA
 //	admin getConsumerConfig  -n 127.0.0.1:9876 -g GroupA
+//	admin allocateMQ         -n 127.0.0.1:9876 -t TopicA -i 10.0.0.1,10.0.0.2
 //
 // and mqadmin's ACL 2.0 commands (createUser, updateUser, deleteUser,
 // getUser, listUser, createAcl, updateAcl, deleteAcl, getAcl, listAcl):
@@ -143,7 +144,7 @@ func newRoot(out io.Writer) *cobra.Command {
 		queryMsgByOffsetCmd(g), decodeMessageIDCmd(), updateTopicPermCmd(g),
 		updateOrderConfCmd(g), updateKvConfigCmd(g), deleteKvConfigCmd(g),
 		skipAccumulatedMessageCmd(g), producerConnectionCmd(g), topicClusterListCmd(g), getConsumerConfigCmd(g), consumerStatusCmd(g),
-		printMsgCmd(g), printMsgByQueueCmd(g), sendMsgStatusCmd(g), checkMsgSendRTCmd(g), clusterRTCmd(g))
+		printMsgCmd(g), printMsgByQueueCmd(g), sendMsgStatusCmd(g), checkMsgSendRTCmd(g), clusterRTCmd(g), allocateMQCmd(g))
 	root.AddCommand(authCmds(g)...)
 	for _, c := range root.Commands() {
 		addBrokerFlag(c, g)

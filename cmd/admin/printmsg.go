@@ -19,7 +19,6 @@ import (
 	"golang.org/x/text/encoding/ianaindex"
 
 	"github.com/rocketkv/rocketkv/commitlog"
-	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -286,24 +285,13 @@ through the route of its parent topic.`,
 			if err != nil {
 				return err
 			}
-			var queues []toolQueue
-			for _, qd := range route.QueueDatas {
-				addr, ok := brokerAddrOf(route, qd.BrokerName)
-				if !ok || !meta.Readable(int(qd.Perm)) {
-					continue
-				}
-				for q := range int(qd.ReadQueueNums) {
-					queues = append(queues, toolQueue{topic: o.topic, brokerName: qd.BrokerName, addr: addr, queueID: q})
-				}
-			}
-			sort.Slice(queues, func(i, j int) bool {
-				if queues[i].brokerName != queues[j].brokerName {
-					return queues[i].brokerName < queues[j].brokerName
-				}
-				return queues[i].queueID < queues[j].queueID
-			})
 			w := cmd.OutOrStdout()
-			for _, q := range queues {
+			for _, mq := range subscribeQueues(route, o.topic) {
+				addr, ok := brokerAddrOf(route, mq.BrokerName)
+				if !ok {
+					continue // a broker group without an address
+				}
+				q := toolQueue{topic: o.topic, brokerName: mq.BrokerName, addr: addr, queueID: int(mq.QueueID)}
 				lo, hi, err := g.queueBounds(ctx, q, o.beginMs, o.endMs)
 				if err != nil {
 					return err
