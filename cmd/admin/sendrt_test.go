@@ -4,7 +4,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/rocketkv/rocketkv/remoting"
 )
 
 // sendMsgStatus sends to the topic named after the broker, after a first
@@ -111,5 +114,55 @@ func TestClusterRT(t *testing.T) {
 	waitIndexed(t, client(t, br), "broker-a", 0, 5)
 	if _, err := run(t, "clusterRT", "-n", ns, "-c", "Other", "--rounds", "1"); err == nil || !strings.Contains(err.Error(), "cluster [Other] not exist") {
 		t.Fatalf("clusterRT -c Other: %v", err)
+	}
+}
+
+// A send the broker refuses is a false line of checkMsgSendRT, not the
+// end of the run; a stored message answered FLUSH_DISK_TIMEOUT is that
+// status in sendMsgStatus's SendResult. The requests are mqadmin's.
+func TestSendProbesRequests(t *testing.T) {
+	var mu sync.Mutex
+	sends := 0
+	code := remoting.Success
+	br, log := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
+		remoting.SendMessageV2: func(req *remoting.Command) *remoting.Command {
+			mu.Lock()
+			defer mu.Unlock()
+			sends++
+			c := code
+			if c == remoting.Success && sends%2 == 0 {
+				c = remoting.SystemBusy
+			}
+			r := remoting.NewResponse(req, c, "")
+			r.ExtFields = map[string]string{"msgId": "7F00000100002A9F0000000000000000", "queueId": req.ExtFields["e"], "queueOffset": strconv.Itoa(sends)}
+			return r
+		},
+	})
+	ns := fakeNamesrv(t, fakeRoute(br, "b", `{"brokerName":"b","perm":6,"readQueueNums":2,"writeQueueNums":2}`))
+	out, err := run(t, "checkMsgSendRT", "-n", ns, "-t", "T", "-a", "4", "-s", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows(out)[:4] {
+		got = append(got, strings.Join(r[:3], " "))
+	}
+	if strings.Join(got, ",") != "b 0 true,b 1 false,b 0 true,b 1 false" {
+		t.Fatalf("checkMsgSendRT against a broker refusing every other send:\n%s", out)
+	}
+	h := log.last(remoting.SendMessageV2)
+	if _, err := strconv.ParseInt(h["a"], 10, 64); err != nil || h["b"] != "T" || h["e"] != "1" || !strings.Contains(h["i"], "UNIQ_KEY\x01") {
+		t.Fatalf("the last send's header %v: want a producer group of the time in ms, topic T, queue 1, a UNIQ_KEY", h)
+	}
+
+	mu.Lock()
+	code = remoting.FlushDiskTimeout
+	mu.Unlock()
+	out, err = run(t, "sendMsgStatus", "-n", ns, "-b", "b", "-c", "1")
+	if err != nil || !strings.Contains(out, "SendResult=SendResult [sendStatus=FLUSH_DISK_TIMEOUT, ") {
+		t.Fatalf("sendMsgStatus against a broker timing out its flush: %v\n%s", err, out)
+	}
+	if h := log.last(remoting.SendMessageV2); h["a"] != "PID_SMSC" || h["b"] != "b" {
+		t.Fatalf("sendMsgStatus's header %v: want group PID_SMSC, topic b", h)
 	}
 }
