@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -75,5 +76,48 @@ func TestClusterList(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &info); err != nil || len(info.ClusterAddrTable["DefaultCluster"]) != 1 {
 		t.Fatalf("clusterList --json: %q (%v)", out, err)
+	}
+}
+
+// clusterList formats each broker's runtime info as mqadmin does (the
+// first of the rates, the queues, the timer, hours and disk ratio), by
+// broker id, and prints a broker it cannot read with its columns empty.
+func TestClusterListFormatsRuntimeInfo(t *testing.T) {
+	earliest := time.Now().Add(-90 * time.Minute).UnixMilli()
+	table := `{"table":{"brokerVersionDesc":"V5_3_3","putTps":"12.5 10.0 9.0","getTransferredTps":"3.25 1.0 1.0",` +
+		`"sendThreadPoolQueueSize":"7","sendThreadPoolQueueHeadWaitTimeMills":"2","pullThreadPoolQueueSize":"1",` +
+		`"pullThreadPoolQueueHeadWaitTimeMills":"4","ackThreadPoolQueueSize":"5","ackThreadPoolQueueHeadWaitTimeMills":"6",` +
+		`"timerReadBehind":"8","timerOffsetBehind":"9","timerCongestNum":"25000","timerEnqueueTps":"1.5","timerDequeueTps":"2.5",` +
+		`"pageCacheLockTimeMills":"3","earliestMessageTimeStamp":"` + strconv.FormatInt(earliest, 10) + `",` +
+		`"commitLogDiskRatio":"0.123456","brokerActive":"false",` +
+		`"msgPutTotalYesterdayMorning":"10","msgPutTotalTodayMorning":"30","msgPutTotalTodayNow":"35",` +
+		`"msgGetTotalYesterdayMorning":"1","msgGetTotalTodayMorning":"2","msgGetTotalTodayNow":"6"}}`
+	master, _ := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{remoting.GetBrokerRuntimeInfo: withBody(table)})
+	dead := deadAddr(t)
+	info := `{"brokerAddrTable":{"bk":{"brokerAddrs":{1:"` + dead + `",0:"` + master + `"},"brokerName":"bk","cluster":"C1"}},` +
+		`"clusterAddrTable":{"C1":["bk"]}}`
+	ns, _ := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{remoting.GetBrokerClusterInfo: withBody(info)})
+	out, err := run(t, "clusterList", "-n", ns, "--timeout", "3s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("clusterList:\n%s", out)
+	}
+	want := []string{"C1", "bk", "0", master, "V5_3_3", "12.50(7,2ms)", "3.25(1,4ms|5,6ms)", "8-9(2.5w,", "1.5,", "2.5)", "3", "1.50", "0.1235", "false"}
+	if got := strings.Fields(lines[1]); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("master line %q\nwant fields %q", lines[1], want)
+	}
+	// The slave cannot be reached: its line has no version nor queues.
+	if got := strings.Join(strings.Fields(lines[2]), " "); got != "C1 bk 1 "+dead+" 0.00(,ms) 0.00(,ms|,ms) 0-0(0.0w, 0.0, 0.0) 0.00 0.0000 false" {
+		t.Fatalf("unreachable slave's line %q", lines[2])
+	}
+	out, err = run(t, "clusterList", "-n", ns, "-m", "--timeout", "3s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rows(out); len(r) != 2 || strings.Join(r[0], " ") != "C1 bk 20 1 5 4" || strings.Join(r[1], " ") != "C1 bk 0 0 0 0" {
+		t.Fatalf("clusterList -m:\n%s", out)
 	}
 }
