@@ -1,8 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"compress/zlib"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+
+	"github.com/rocketkv/rocketkv/commitlog"
 )
 
 // printMsg and printMsgByQueue print the messages mqadmin's do, filtered
@@ -108,5 +115,43 @@ func TestPrintMsg(t *testing.T) {
 	}
 	if _, err := run(t, "printMsgByQueue", "-n", ns, "-t", "PM", "-a", "broker-z", "-i", "0"); err == nil || !strings.Contains(err.Error(), "broker-z") {
 		t.Fatalf("printMsgByQueue -a broker-z: %v", err)
+	}
+}
+
+// A compressed body is printed as the producer sent it, as RocketMQ's
+// clients decompress it: zlib (also without type bits), LZ4 and zstd.
+func TestInflateBody(t *testing.T) {
+	want := []byte(strings.Repeat("compressible ", 50))
+	var z, l bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	_, _ = zw.Write(want)
+	_ = zw.Close()
+	lw := lz4.NewWriter(&l)
+	_, _ = lw.Write(want)
+	_ = lw.Close()
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zs := enc.EncodeAll(want, nil)
+	_ = enc.Close()
+	for _, c := range []struct {
+		name    string
+		sysFlag int32
+		body    []byte
+	}{
+		{"plain", 0, want},
+		{"zlib", commitlog.FlagCompressed | commitlog.CompressionZLIB, z.Bytes()},
+		{"zlib without type bits", commitlog.FlagCompressed, z.Bytes()},
+		{"lz4", commitlog.FlagCompressed | commitlog.CompressionLZ4, l.Bytes()},
+		{"zstd", commitlog.FlagCompressed | commitlog.CompressionZSTD, zs},
+	} {
+		got, err := inflateBody(&commitlog.Message{SysFlag: c.sysFlag, Body: c.body})
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %q (%v)", c.name, got, err)
+		}
+	}
+	if _, err := inflateBody(&commitlog.Message{SysFlag: commitlog.FlagCompressed, Body: []byte("not zlib")}); err == nil {
+		t.Error("a body that is not zlib inflated")
 	}
 }
