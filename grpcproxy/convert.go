@@ -22,6 +22,8 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
 )
 
 // Properties a Remoting message keeps the protocol's system properties in
@@ -322,9 +324,13 @@ func toProto(r *received) (*rmqpb.Message, error) {
 	if t, id := props[propDLQOrigTopic], props[propDLQOrigMsgID]; t != "" && id != "" {
 		sp.DeadLetterQueue = &rmqpb.DeadLetterQueue{Topic: t, MessageId: id}
 	}
+	// A retry or dead-letter record a revive put carries the broker's
+	// own RKV_REVIVED_FROM (a client cannot send it to those topics): it
+	// is no property of the message.
+	revived := meta.IsRetryTopic(m.Topic) || meta.IsDLQTopic(m.Topic)
 	user := make(map[string]string, len(props))
 	for k, v := range props {
-		if !systemPropertyNames[k] {
+		if !systemPropertyNames[k] && (!revived || k != kvindex.PropertyRevivedFrom) {
 			user[k] = v
 		}
 	}
