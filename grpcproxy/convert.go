@@ -46,6 +46,7 @@ const (
 	propPopCK         = "POP_CK"
 	propDLQOrigTopic  = "DLQ_ORIGIN_TOPIC"
 	propDLQOrigMsgID  = "DLQ_ORIGIN_MESSAGE_ID"
+	propRetryTopic    = "RETRY_TOPIC"
 	propCheckImmunity = "CHECK_IMMUNITY_TIME_IN_SECONDS"
 )
 
@@ -240,6 +241,30 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 	return o, nil
 }
 
+// dlqOriginTopic returns the topic a dead-letter message (of topic
+// dlq, "%DLQ%<group>") was sent to, from the origin its DLQ_ORIGIN_TOPIC
+// names: a retry topic stands for the topic its RETRY_TOPIC names (a
+// Remoting consumer's retry, "%RETRY%<group>") or, for a POP retry
+// ("%RETRY%<group>_<topic>", or '+' in RocketMQ's second form), the topic
+// its name ends with.
+func dlqOriginTopic(origin, dlq, retryTopic string) string {
+	if !meta.IsRetryTopic(origin) {
+		return origin
+	}
+	if retryTopic != "" && !meta.IsRetryTopic(retryTopic) {
+		return retryTopic
+	}
+	group, ok := strings.CutPrefix(dlq, meta.DLQGroupTopicPrefix)
+	if !ok {
+		return origin
+	}
+	rest, ok := strings.CutPrefix(origin, meta.RetryGroupTopicPrefix+group)
+	if ok && len(rest) > 1 && (rest[0] == '_' || rest[0] == '+') {
+		return rest[1:]
+	}
+	return origin
+}
+
 // hasControl reports whether s holds a control character.
 func hasControl(s string) bool {
 	return strings.IndexFunc(s, unicode.IsControl) >= 0
@@ -322,7 +347,15 @@ func toProto(r *received) (*rmqpb.Message, error) {
 		sp.TraceContext = &tc
 	}
 	if t, id := props[propDLQOrigTopic], props[propDLQOrigMsgID]; t != "" && id != "" {
-		sp.DeadLetterQueue = &rmqpb.DeadLetterQueue{Topic: t, MessageId: id}
+		// The broker names the record it copied: a retry topic for a
+		// retried message, and an offset id when a consumer sent it back
+		// (CONSUMER_SEND_MSG_BACK, a FIFO consumer's forward). The client
+		// knows the topic it subscribed and the id its producer was
+		// given, which the copy keeps in UNIQ_KEY.
+		if u := props[propUniqKey]; u != "" {
+			id = u
+		}
+		sp.DeadLetterQueue = &rmqpb.DeadLetterQueue{Topic: dlqOriginTopic(t, m.Topic, props[propRetryTopic]), MessageId: id}
 	}
 	// A retry or dead-letter record a revive put carries the broker's
 	// own RKV_REVIVED_FROM (a client cannot send it to those topics): it

@@ -758,3 +758,45 @@ func TestSystemPropertyNamesHoldProxyProperties(t *testing.T) {
 		}
 	}
 }
+
+// TestToProtoDeadLetterOrigin checks the origin a dead-letter message is
+// given: the topic its producer sent it to, whichever record the broker
+// copied into the queue (the message itself, a Remoting consumer's retry
+// in %RETRY%<group> naming the topic in RETRY_TOPIC, or a POP retry in
+// %RETRY%<group>_<topic>), and the message id its producer was given.
+func TestToProtoDeadLetterOrigin(t *testing.T) {
+	tests := []struct {
+		name        string
+		props       map[string]string
+		topic, id   string
+		wantMissing bool
+	}{
+		{"the message itself", map[string]string{"DLQ_ORIGIN_TOPIC": "Orders", "DLQ_ORIGIN_MESSAGE_ID": "7F00000100002A9F0000000000000000", "UNIQ_KEY": "01UNIQ"}, "Orders", "01UNIQ", false},
+		{"a Remoting consumer's retry", map[string]string{"DLQ_ORIGIN_TOPIC": "%RETRY%g1", "RETRY_TOPIC": "Orders", "DLQ_ORIGIN_MESSAGE_ID": "7F00000100002A9F0000000000000000", "UNIQ_KEY": "01UNIQ"}, "Orders", "01UNIQ", false},
+		{"a POP retry", map[string]string{"DLQ_ORIGIN_TOPIC": "%RETRY%g1_Orders", "DLQ_ORIGIN_MESSAGE_ID": "x", "UNIQ_KEY": "01UNIQ"}, "Orders", "01UNIQ", false},
+		{"a POP retry, second form", map[string]string{"DLQ_ORIGIN_TOPIC": "%RETRY%g1+Orders", "DLQ_ORIGIN_MESSAGE_ID": "x", "UNIQ_KEY": "01UNIQ"}, "Orders", "01UNIQ", false},
+		{"another group's retry topic is kept", map[string]string{"DLQ_ORIGIN_TOPIC": "%RETRY%g2_Orders", "DLQ_ORIGIN_MESSAGE_ID": "x", "UNIQ_KEY": "01UNIQ"}, "%RETRY%g2_Orders", "01UNIQ", false},
+		{"no UNIQ_KEY: the broker's id", map[string]string{"DLQ_ORIGIN_TOPIC": "Orders", "DLQ_ORIGIN_MESSAGE_ID": "01ID-0"}, "Orders", "01ID-0", false},
+		{"not moved", map[string]string{"UNIQ_KEY": "01UNIQ"}, "", "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := storedMessage(tc.props, []byte("b"))
+			msg.Topic = "%DLQ%g1"
+			m, err := toProto(&received{msg: msg, handle: testHandle, topic: "%DLQ%g1"})
+			if err != nil {
+				t.Fatalf("toProto: %v", err)
+			}
+			dlq := m.GetSystemProperties().GetDeadLetterQueue()
+			if tc.wantMissing {
+				if dlq != nil {
+					t.Fatalf("dead letter queue %v on a message never moved", dlq)
+				}
+				return
+			}
+			if dlq.GetTopic() != tc.topic || dlq.GetMessageId() != tc.id {
+				t.Fatalf("dead letter queue %v, want topic %s message %s", dlq, tc.topic, tc.id)
+			}
+		})
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
@@ -46,6 +48,43 @@ func TestDeadLetterMessageHasOnlyItsUserProperties(t *testing.T) {
 	}
 }
 
+// A FIFO message a consumer gives up on goes to the dead-letter queue
+// through the proxy (ForwardMessageToDeadLetterQueue, as the clients' FIFO
+// push consumers send it; CONSUMER_SEND_MSG_BACK to the broker), and a
+// consumer of %DLQ%<group> is told where it came from as for a message the
+// broker's revive moved: its topic and the message id its producer was
+// given, not an offset id no client ever saw.
+func TestForwardedMessageNamesItsOrigin(t *testing.T) {
+	c := startTestCluster(t, nil)
+	const topic, group, client = "ForwardOrigin", "ForwardOriginGroup", "forward-origin"
+	c.createTopic(t, topic, 1, "+message.type=FIFO")
+	gc := meta.NewSubscriptionGroupConfig(group)
+	gc.ConsumeMessageOrderly = true
+	c.createGroup(t, gc)
+	sent := newMessage(topic, "forwarded")
+	sent.SystemProperties.MessageType = rmqpb.MessageType_FIFO
+	sent.SystemProperties.MessageGroup = proto.String("g1")
+	c.send(t, client, sent)
+	got := c.receiveN(t, client, receiveRequest(group, topic, 30*time.Second, time.Second), 1)[0]
+	resp, err := c.rpc.ForwardMessageToDeadLetterQueue(callCtx(t, client, 10*time.Second), &rmqpb.ForwardMessageToDeadLetterQueueRequest{
+		Group: &rmqpb.Resource{Name: group}, Topic: &rmqpb.Resource{Name: topic},
+		ReceiptHandle: got.GetSystemProperties().GetReceiptHandle(), MessageId: got.GetSystemProperties().GetMessageId(),
+		DeliveryAttempt: 1, MaxDeliveryAttempts: 1,
+	})
+	if err != nil || resp.GetStatus().GetCode() != rmqpb.Code_OK {
+		t.Fatalf("ForwardMessageToDeadLetterQueue: %v, %v", resp.GetStatus(), err)
+	}
+	c.waitRoute(t, "%DLQ%"+group)
+	dead := c.receiveN(t, client, receiveRequest("ForwardOriginReader", "%DLQ%"+group, 10*time.Second, time.Second), 1)[0]
+	id := sent.GetSystemProperties().GetMessageId()
+	if dlq := dead.GetSystemProperties().GetDeadLetterQueue(); dlq.GetTopic() != topic || dlq.GetMessageId() != id {
+		t.Errorf("dead letter queue %v, want topic %s message %s", dlq, topic, id)
+	}
+	if dead.GetSystemProperties().GetMessageId() != id {
+		t.Errorf("the dead-letter message has id %s, want %s", dead.GetSystemProperties().GetMessageId(), id)
+	}
+}
+
 // waitRoute waits until the proxy answers a route for topic (a topic the
 // broker created itself reaches the name server at its next
 // registration).
@@ -61,5 +100,35 @@ func (c *testCluster) waitRoute(t *testing.T, topic string) {
 			t.Fatalf("no route of %s in 20 s: %v, %v", topic, resp.GetStatus(), err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A message given up on at its second delivery, which comes from the
+// group's retry topic, names the topic it was sent to as its origin in the
+// dead-letter queue, not the retry topic the forwarded record was in.
+func TestForwardedRetryNamesItsTopic(t *testing.T) {
+	c := startTestCluster(t, nil)
+	const topic, group, client = "ForwardRetryOrigin", "ForwardRetryOriginGroup", "forward-retry-origin"
+	c.createTopic(t, topic, 1, "")
+	sent := newMessage(topic, "retried")
+	c.send(t, client, sent)
+	c.receiveN(t, client, receiveRequest(group, topic, time.Second, time.Second), 1) // not acked: it comes back
+	again := c.receiveN(t, client, receiveRequest(group, topic, 30*time.Second, 2*time.Second), 1)[0]
+	if a := again.GetSystemProperties().GetDeliveryAttempt(); a != 2 {
+		t.Fatalf("second delivery reports attempt %d", a)
+	}
+	resp, err := c.rpc.ForwardMessageToDeadLetterQueue(callCtx(t, client, 10*time.Second), &rmqpb.ForwardMessageToDeadLetterQueueRequest{
+		Group: &rmqpb.Resource{Name: group}, Topic: &rmqpb.Resource{Name: topic},
+		ReceiptHandle: again.GetSystemProperties().GetReceiptHandle(), MessageId: again.GetSystemProperties().GetMessageId(),
+		DeliveryAttempt: 2, MaxDeliveryAttempts: 2,
+	})
+	if err != nil || resp.GetStatus().GetCode() != rmqpb.Code_OK {
+		t.Fatalf("ForwardMessageToDeadLetterQueue: %v, %v", resp.GetStatus(), err)
+	}
+	c.waitRoute(t, "%DLQ%"+group)
+	dead := c.receiveN(t, client, receiveRequest("ForwardRetryOriginReader", "%DLQ%"+group, 10*time.Second, time.Second), 1)[0]
+	id := sent.GetSystemProperties().GetMessageId()
+	if dlq := dead.GetSystemProperties().GetDeadLetterQueue(); dlq.GetTopic() != topic || dlq.GetMessageId() != id {
+		t.Errorf("dead letter queue %v, want topic %s message %s", dlq, topic, id)
 	}
 }
