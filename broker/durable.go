@@ -20,6 +20,31 @@ const (
 	durableWaitOverhead = 1 << 10
 )
 
+// flushAfterStop returns a context for the wait of a background task
+// (the delay levels' scheduler, the timer) for the flush of records it
+// has appended: it ends grace after ctx ends, not when ctx ends. The
+// broker's stop cancels ctx and closes the CommitLog only once the task
+// has returned, so the flush of what the task appended still runs: waiting
+// for it lets the task record its progress past those records, which a
+// wait cut short by the stop would not, and the next start would put the
+// same messages a second time. release frees the context.
+func flushAfterStop(ctx context.Context, grace time.Duration) (wctx context.Context, release func()) {
+	out, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-out.Done():
+		case <-t.C:
+			cancel()
+		}
+	})
+	return out, func() {
+		stop()
+		cancel()
+	}
+}
+
 // sendsWaitDurable reports whether a send's answer waits after its append:
 // for the group commit under SYNC_FLUSH, for the slaves on a SYNC_MASTER
 // with inSyncReplicas >= 2.

@@ -146,7 +146,13 @@ func (b *Broker) deliverLevel(ctx context.Context, level int) (bool, error) {
 	// takes: the delivered copies are in the log, and a round that gave
 	// up would deliver them again.
 	if stored > 0 {
-		if err := b.clog.WaitDurable(ctx, stored); err != nil {
+		// A stop begun meanwhile still waits for the flush: cut short,
+		// the progress would stay before copies that are in the log, and
+		// the next start would deliver them again.
+		wctx, release := flushAfterStop(ctx, b.cfg.SyncFlushTimeout)
+		err := b.clog.WaitDurable(wctx, stored)
+		release()
+		if err != nil {
 			return false, errors.Join(deliverErr, fmt.Errorf("delay level %d: progress stays at %d: %w", level, start, err))
 		}
 		// A SYNC_MASTER's slaves copy the progress (GET_ALL_DELAY_OFFSET):

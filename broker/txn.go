@@ -85,8 +85,9 @@ func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.A
 
 // PutBatch stores due timer messages of one queue in one append. They
 // carry TIMER_OUT_MS and are not parked again. A flush slower than
-// syncFlushTimeout is waited out, not reported: the timer would deliver
-// the messages again, and they are in the log already.
+// syncFlushTimeout is waited out, not reported, even past the start of
+// the broker's stop (flushAfterStop): the timer would deliver the
+// messages again, and they are in the log already.
 func (s recordStore) PutBatch(ctx context.Context, msgs []*commitlog.Message) error {
 	res, err := s.b.putMessages(ctx, msgs, true)
 	if err == nil {
@@ -95,7 +96,13 @@ func (s recordStore) PutBatch(ctx context.Context, msgs []*commitlog.Message) er
 		s.b.stats.Put(msgs[0].Topic, len(msgs), res.WroteBytes)
 	}
 	if err == nil && res.Status == commitlog.FlushDiskTimeout {
-		err = s.b.clog.WaitDurable(ctx, res.PhyOffset+res.WroteBytes)
+		// Also when the broker's stop cancelled ctx (the append's own
+		// wait ends then): the timer keeps the entries of messages it
+		// could not confirm, and would deliver them again at the next
+		// start.
+		wctx, release := flushAfterStop(ctx, s.b.cfg.SyncFlushTimeout)
+		err = s.b.clog.WaitDurable(wctx, res.PhyOffset+res.WroteBytes)
+		release()
 	}
 	return err
 }
