@@ -236,7 +236,10 @@ func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStat
 }
 
 // discard stores a half given up after transactionCheckMax checks in
-// TRANS_CHECK_MAX_TIME_TOPIC and ends its transaction.
+// TRANS_CHECK_MAX_TIME_TOPIC and ends its transaction, once: a copy
+// stored but not yet flushed (ErrNotDurable) counts as stored, as
+// RocketMQ's checker moves past a half it gave up whatever its put
+// answered.
 func (s *Service) discard(ctx context.Context, half *commitlog.Message, h kvindex.TxnHalf, st *PassStats) error {
 	if _, err := s.store.Put(ctx, discardedMessage(half, h.Checks)); commitlog.Unstorable(err) {
 		// No retry stores this copy: the transaction is given up all
@@ -244,6 +247,13 @@ func (s *Service) discard(ctx context.Context, half *commitlog.Message, h kvinde
 		// every pass.
 		s.log.Error().Err(err).Int64("half", h.PhyOffset).
 			Msg("the copy of a transaction given up cannot be stored in " + meta.TransCheckMaxTopic + "; given up without it")
+	} else if errors.Is(err, ErrNotDurable) {
+		// The copy is in the log, its flush still running: storing it
+		// again at the next pass would give the transaction up twice,
+		// each copy one an operator may resume (and its producer then
+		// commit) on its own.
+		s.log.Warn().Err(err).Int64("half", h.PhyOffset).
+			Msg("the copy of a transaction given up is stored in " + meta.TransCheckMaxTopic + ", its flush still pending")
 	} else if err != nil {
 		return fmt.Errorf("discard half at %d: %w", h.PhyOffset, err)
 	}
