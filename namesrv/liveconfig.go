@@ -27,6 +27,9 @@ var runtimeKeys = map[string]bool{
 	"returnOrderTopicConfigToBroker": true,
 	"enableAllTopicList":             true,
 	"enableTopicList":                true,
+	// Read at every registration (RocketMQ's RouteInfoManager reads it
+	// from the NamesrvConfig the update changes).
+	"deleteTopicWithBrokerRegistration": true,
 }
 
 // ConfigFrom builds a server configuration from the name server's
@@ -167,6 +170,7 @@ func (s *Server) applyUpdate(props map[string]string) (changed []string, inert [
 		s.log.Warn().Strs("keys", changed).Msg("namesrv config changed in memory only: the name server was started without a configuration file")
 	}
 	s.live.Store(&next)
+	s.reg.SetDeleteTopicWithBrokerRegistration(next.DeleteTopicWithBrokerRegistration)
 	return changed, inert, unsaved, nil
 }
 

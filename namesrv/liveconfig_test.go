@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -349,5 +351,54 @@ func TestUpdateNamesrvConfigBodyReadAsJavaProperties(t *testing.T) {
 	}
 	if want := "# ours\nenableTopicList=true\norderMessageEnable=false\nenableAllTopicList=true\n"; string(raw) != want {
 		t.Fatalf("file after the updates:\n%s\nwant\n%s", raw, want)
+	}
+}
+
+// RocketMQ's RouteInfoManager reads deleteTopicWithBrokerRegistration at
+// every registration, so mqadmin updateNamesrvConfig turns it on or off
+// for the registrations that follow.
+func TestUpdateDeleteTopicWithBrokerRegistrationTakesEffect(t *testing.T) {
+	ns, path := startFromFile(t, "deleteTopicWithBrokerRegistration=false\n")
+	c := dial(t, ns)
+	pool := remoting.NewClientPool(remoting.ClientOptions{})
+	t.Cleanup(func() { _ = pool.Close() })
+	reg := NewRegistrar(pool, ns.Addr().String(), zerolog.Nop())
+	master := brokerInfo("broker-a", "10.0.0.1:10911", 0)
+	registerTopics := func(counter int64, specs ...string) {
+		t.Helper()
+		if _, err := reg.Register(testCtx(t), master, topicsBody(counter, specs...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	routeCode := func(topic string) int32 {
+		return invoke(t, c, remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil).Code
+	}
+
+	registerTopics(1, "T:4:4:6", "U:4:4:6", "V:4:4:6")
+	registerTopics(2, "T:4:4:6", "V:4:4:6") // U deleted on the broker
+	if code := routeCode("U"); code != remoting.Success {
+		t.Fatalf("U's route with the setting off: code %d", code)
+	}
+
+	if resp := invoke(t, c, remoting.UpdateNamesrvConfig, nil, []byte("deleteTopicWithBrokerRegistration=true\n")); resp.Code != remoting.Success {
+		t.Fatalf("update: %v", resp)
+	}
+	if got := configLines(t, c)["deleteTopicWithBrokerRegistration"]; got != "true" {
+		t.Fatalf("config after the update says %q", got)
+	}
+	registerTopics(3, "T:4:4:6", "V:4:4:6")
+	if code := routeCode("U"); code != remoting.TopicNotExist {
+		t.Fatalf("U's route after the broker's registration with the setting on: code %d, want TOPIC_NOT_EXIST", code)
+	}
+
+	if resp := invoke(t, c, remoting.UpdateNamesrvConfig, nil, []byte("deleteTopicWithBrokerRegistration=false\n")); resp.Code != remoting.Success {
+		t.Fatalf("update back: %v", resp)
+	}
+	registerTopics(4, "T:4:4:6")
+	if code := routeCode("V"); code != remoting.Success {
+		t.Fatalf("V's route with the setting off again: code %d", code)
+	}
+	if raw, err := os.ReadFile(path); err != nil || string(raw) != "deleteTopicWithBrokerRegistration=false\n" {
+		t.Fatalf("file after the updates: %q %v", raw, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -105,7 +106,8 @@ type RegistryOptions struct {
 	// topics missing from its registration (Java's
 	// deleteTopicWithBrokerRegistration, default false: topics leave only
 	// through DELETE_TOPIC_IN_NAMESRV or when the broker goes away). Leave
-	// it off for brokers that split their registration into chunks.
+	// it off for brokers that split their registration into chunks. It is
+	// the initial value: SetDeleteTopicWithBrokerRegistration changes it.
 	DeleteTopicWithBrokerRegistration bool
 	// Now is the clock; time.Now when nil. Tests inject their own.
 	Now func() time.Time
@@ -119,8 +121,12 @@ type RegistryOptions struct {
 // queue data in, so removing a broker costs O(its topics), and a route
 // lookup costs O(brokers of the topic).
 type Registry struct {
-	opts RegistryOptions
-	now  func() time.Time
+	now func() time.Time
+	// deleteWithRegistration is RegistryOptions'
+	// DeleteTopicWithBrokerRegistration as in force now: RocketMQ reads the
+	// setting at every registration, so UPDATE_NAMESRV_CONFIG changes it
+	// while the name server runs.
+	deleteWithRegistration atomic.Bool
 
 	mu           sync.RWMutex
 	topics       map[string][]QueueData
@@ -156,8 +162,7 @@ func NewRegistry(opts RegistryOptions) *Registry {
 	if now == nil {
 		now = time.Now
 	}
-	return &Registry{
-		opts:         opts,
+	r := &Registry{
 		now:          now,
 		topics:       make(map[string][]QueueData),
 		brokerTopics: make(map[string]map[string]struct{}),
@@ -166,6 +171,16 @@ func NewRegistry(opts RegistryOptions) *Registry {
 		live:         make(map[BrokerKey]*liveBroker),
 		writePerm:    make(map[string]writePermChange),
 	}
+	r.deleteWithRegistration.Store(opts.DeleteTopicWithBrokerRegistration)
+	return r
+}
+
+// SetDeleteTopicWithBrokerRegistration turns RegistryOptions'
+// DeleteTopicWithBrokerRegistration on or off for the registrations that
+// follow, as an update of RocketMQ's deleteTopicWithBrokerRegistration
+// takes effect at the next registration.
+func (r *Registry) SetDeleteTopicWithBrokerRegistration(on bool) {
+	r.deleteWithRegistration.Store(on)
 }
 
 // Register records a broker registration, following Java's
@@ -246,7 +261,7 @@ func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 			delete(r.writePerm, req.BrokerName)
 			changed = false
 		}
-		if r.opts.DeleteTopicWithBrokerRegistration && len(body.TopicQueueMappingInfo) == 0 {
+		if r.deleteWithRegistration.Load() && len(body.TopicQueueMappingInfo) == 0 {
 			for topic := range r.brokerTopics[req.BrokerName] {
 				if _, keep := body.TopicConfigTable[topic]; !keep {
 					r.removeQueueData(topic, req.BrokerName)
