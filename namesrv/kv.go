@@ -1,6 +1,7 @@
 package namesrv
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,7 +38,10 @@ type kvFile struct {
 
 // OpenKVStore returns a store persisted at path, loading what is there; an
 // empty path keeps the store in memory only. A missing file is an empty
-// store.
+// store, and so is an empty one: RocketMQ's name server rewrites
+// kvConfig.json in place (truncate, then write), so one that stopped in
+// between leaves it empty, and RocketMQ starts from such a file with no
+// KV configuration.
 func OpenKVStore(path string) (*KVStore, error) {
 	s := &KVStore{path: path, table: make(map[string]map[string]string)}
 	if path == "" {
@@ -49,6 +53,9 @@ func OpenKVStore(path string) (*KVStore, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read kv config %s: %w", path, err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return s, nil
 	}
 	var f kvFile
 	if err := json.Unmarshal(data, &f); err != nil {

@@ -405,6 +405,28 @@ func TestKVStorePersists(t *testing.T) {
 	}
 }
 
+// RocketMQ rewrites kvConfig.json in place, so a name server stopped
+// between the truncation and the write leaves it empty; RocketMQ starts
+// from it with no KV configuration, and so must a name server given
+// RocketMQ's file.
+func TestNameServerStartsFromAnEmptyKVConfigFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kvConfig.json")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ns, _ := startNameServer(t, func(c *Config) { c.KVConfigPath = path })
+	c := dial(t, ns)
+	if resp := invoke(t, c, remoting.GetKVListByNamespace, map[string]string{"namespace": OrderTopicConfigNamespace}, nil); resp.Code != remoting.QueryNotFound {
+		t.Fatalf("KV list from an empty file: %v", resp)
+	}
+	if resp := invoke(t, c, remoting.PutKVConfig, map[string]string{"namespace": OrderTopicConfigNamespace, "key": "T", "value": "broker-a:4"}, nil); resp.Code != remoting.Success {
+		t.Fatalf("put: %v", resp)
+	}
+	if data, err := os.ReadFile(path); err != nil || string(data) != `{"configTable":{"ORDER_TOPIC_CONFIG":{"T":"broker-a:4"}}}` {
+		t.Fatalf("file after a put: %s %v", data, err)
+	}
+}
+
 func TestBrokerPermissionAndListRequests(t *testing.T) {
 	ns, logs := startNameServer(t, nil)
 	c := dial(t, ns)
