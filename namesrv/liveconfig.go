@@ -18,7 +18,8 @@ import (
 )
 
 // runtimeKeys are the settings UPDATE_NAMESRV_CONFIG may change while the
-// name server runs: the switches its handlers read on every request.
+// name server runs: the switches its handlers read on every request or
+// registration.
 // Everything else (the listener, the KV file, the scan period) is fixed at
 // start, and a change to it is refused with a remark that says to restart
 // rather than accepted and ignored.
