@@ -345,7 +345,7 @@ func (s *Server) getRouteInfo(_ context.Context, _ *remoting.Conn, req *remoting
 	route, ok := s.reg.Route(topic)
 	if !ok {
 		return remoting.NewResponse(req, remoting.TopicNotExist,
-			"No topic route info in name server for the topic: "+topic)
+			"No topic route info in name server for the topic: "+topic+faqApplyTopic)
 	}
 	if s.settings().OrderMessageEnable {
 		route.OrderTopicConf, _ = s.kv.Get(OrderTopicConfigNamespace, topic)
@@ -357,6 +357,11 @@ func (s *Server) getRouteInfo(_ context.Context, _ *remoting.Conn, req *remoting
 	resp.Body = route.AppendJSON(make([]byte, 0, 256))
 	return resp
 }
+
+// faqApplyTopic ends the remark of TOPIC_NOT_EXIST as RocketMQ's name
+// server ends it (FAQUrl.suggestTodo(APPLY_TOPIC_URL)), which a Java
+// client's MQClientException message carries.
+const faqApplyTopic = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 
 // Ext fields of a client in zone mode (-Drocketmq.zone.mode): it asks for
 // the routes of its own zone.

@@ -177,7 +177,9 @@ func TestRequests(t *testing.T) {
 
 	t.Run("unknown topic", func(t *testing.T) {
 		resp := invoke(t, c, remoting.GetRouteInfoByTopic, map[string]string{"topic": "nope"}, nil)
-		if resp.Code != remoting.TopicNotExist || !strings.Contains(resp.Remark, "nope") || resp.Body != nil {
+		// RocketMQ's remark, FAQ hint included.
+		const remark = "No topic route info in name server for the topic: nope\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
+		if resp.Code != remoting.TopicNotExist || resp.Remark != remark || resp.Body != nil {
 			t.Fatalf("%v", resp)
 		}
 	})
