@@ -140,20 +140,31 @@ type Registry struct {
 }
 
 // writePermChange is a WIPE_ or ADD_WRITE_PERM_OF_BROKER in force: it
-// lasts while the group's master re-registers with the data version it
-// had when the change was made, as RocketMQ's name server keeps queue data
-// until a registration brings a new data version.
+// lasts while the broker that writes the group's queue data (its master,
+// or the prime slave) registers with the data version the name server
+// holds for its address, as RocketMQ's name server keeps queue data until
+// the registering broker's data version changes, which a broker's first
+// registration from an address (a restart, maybe on another address)
+// counts as. Several changes in a row compose as they do on RocketMQ's
+// stored queue data: perm&keep | set.
 type writePermChange struct {
-	version DataVersion
-	wipe    bool
+	keep, set int32
 }
 
-// apply returns perm as the change makes it: without write, or read-write.
+// The two changes: a wipe takes write away, an add makes read-write.
+var (
+	wipeWrite = writePermChange{keep: ^PermWrite}
+	addWrite  = writePermChange{set: PermRead | PermWrite}
+)
+
+// apply returns perm as the change makes it.
 func (c writePermChange) apply(perm int32) int32 {
-	if c.wipe {
-		return perm &^ PermWrite
-	}
-	return PermRead | PermWrite
+	return perm&c.keep | c.set
+}
+
+// then returns the change that applies c, then next.
+func (c writePermChange) then(next writePermChange) writePermChange {
+	return writePermChange{keep: c.keep & next.keep, set: c.set&next.keep | next.set}
 }
 
 // NewRegistry returns an empty registry.
@@ -253,11 +264,13 @@ func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 	isPrimeSlave := !oldBroker && !isMaster && req.BrokerID == slices.Min(slices.Collect(maps.Keys(g.addrs)))
 	if isMaster || isPrimeSlave {
 		permChange, changed := r.writePerm[req.BrokerName]
-		if changed && (registerFirst || permChange.version != body.DataVersion) {
+		if prev := r.live[key]; changed && (registerFirst || prev == nil || prev.dataVersion != body.DataVersion) {
 			// The broker's topics changed since, or it registers anew (a
-			// master restarted while its slave kept the group): its
-			// registration rules, as RocketMQ rebuilds the queue data of
-			// a broker's first registration from its topic configs.
+			// master restarted while its slave kept the group, or on
+			// another address): its registration rules, as RocketMQ
+			// rebuilds the queue data from the topic configs when the
+			// data version it holds for the registering address differs
+			// or there is none.
 			delete(r.writePerm, req.BrokerName)
 			changed = false
 		}
@@ -379,16 +392,17 @@ func (r *Registry) removeQueueData(topic, brokerName string) {
 // stop sending to the group at their next route refresh while consumers
 // go on reading. It returns the number of topics changed. The change lasts
 // until the group's master registers a new data version (a topic change
-// on the broker), as in RocketMQ.
+// on the broker) or registers anew (a restart, on its address or another
+// one), as in RocketMQ.
 func (r *Registry) WipeWritePerm(brokerName string) int {
-	return r.changeWritePerm(brokerName, writePermChange{wipe: true})
+	return r.changeWritePerm(brokerName, wipeWrite)
 }
 
 // AddWritePerm makes every topic's queue data of brokerName read-write
 // (ADD_WRITE_PERM_OF_BROKER, mqadmin addWritePerm), undoing WipeWritePerm.
 // It returns the number of topics changed.
 func (r *Registry) AddWritePerm(brokerName string) int {
-	return r.changeWritePerm(brokerName, writePermChange{})
+	return r.changeWritePerm(brokerName, addWrite)
 }
 
 func (r *Registry) changeWritePerm(brokerName string, c writePermChange) int {
@@ -404,11 +418,11 @@ func (r *Registry) changeWritePerm(brokerName string, c writePermChange) int {
 		r.putQueueData(topic, qd)
 		n++
 	}
-	if g := r.groups[brokerName]; g != nil {
-		if master := r.live[BrokerKey{g.cluster, g.addrs[MasterID]}]; master != nil {
-			c.version = master.dataVersion
-			r.writePerm[brokerName] = c
+	if r.groups[brokerName] != nil {
+		if prev, ok := r.writePerm[brokerName]; ok {
+			c = prev.then(c)
 		}
+		r.writePerm[brokerName] = c
 	}
 	return n
 }
@@ -443,6 +457,11 @@ func (r *Registry) unregisterLocked(clusterName, brokerAddr, brokerName string) 
 					qd.Perm &^= PermWrite
 					r.putQueueData(topic, qd)
 				}
+			}
+			if c, ok := r.writePerm[brokerName]; ok {
+				// On top of an operator's change in force, as RocketMQ
+				// wipes the queue data that change left.
+				r.writePerm[brokerName] = c.then(wipeWrite)
 			}
 		}
 		return

@@ -432,6 +432,87 @@ func TestWritePermWipeLastsUntilTheBrokerChanges(t *testing.T) {
 	}
 }
 
+// RocketMQ keeps a write-permission change while the broker that
+// registers brings the data version it last registered from its own
+// address; a master restarted on another address (a new IP or port,
+// before its old address expired) registers from an address the name
+// server holds no data version for, and its topics are routed as it
+// registers them, even with its persisted data version unchanged.
+func TestWritePermChangeEndsWhenTheMasterRegistersFromANewAddress(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	register(t, r, "c", "broker-a", "10.0.0.1:10911", 0, topicsBody(7, "T:4:4:6", "R:1:1:4"))
+	if n := r.AddWritePerm("broker-a"); n != 2 {
+		t.Fatalf("added write to %d topics, want 2", n)
+	}
+	if got := perms(t, r, "T", "R"); !slices.Equal(got, []int32{6, 6}) {
+		t.Fatalf("perms after add %v", got)
+	}
+	// Restarted on 10.0.0.9, its old address not yet expired.
+	register(t, r, "c", "broker-a", "10.0.0.9:10911", 0, topicsBody(7, "T:4:4:6", "R:1:1:4"))
+	if got := perms(t, r, "T", "R"); !slices.Equal(got, []int32{6, 4}) {
+		t.Fatalf("perms after the master registered from a new address %v, want its own [6 4] (R is read-only)", got)
+	}
+
+	// Likewise for a wipe, and the periodic registration from the new
+	// address keeps a wipe made after it.
+	r.WipeWritePerm("broker-a")
+	register(t, r, "c", "broker-a", "10.0.0.9:10911", 0, topicsBody(7, "T:4:4:6", "R:1:1:4"))
+	if got := perms(t, r, "T"); got[0] != 4 {
+		t.Fatalf("a same-address, same-version registration undid the wipe: %v", got)
+	}
+	register(t, r, "c", "broker-a", "10.0.0.5:10911", 0, topicsBody(7, "T:4:4:6", "R:1:1:4"))
+	if got := perms(t, r, "T"); got[0] != 6 {
+		t.Fatalf("perm after the master registered from a new address %v, want its own 6", got)
+	}
+}
+
+// RocketMQ applies each write-permission change to the queue data the
+// one before left, and the queue data stays so while the broker registers
+// its unchanged data version: an add then a wipe leaves read only, also
+// where the topic's own permission has INHERIT (the template TBW102).
+func TestWritePermChangesCompose(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	register(t, r, "c", "broker-a", "a:1", 0, topicsBody(1, "T:4:4:6", "TBW102:8:8:7"))
+	r.AddWritePerm("broker-a")
+	r.WipeWritePerm("broker-a")
+	if got := perms(t, r, "T", "TBW102"); !slices.Equal(got, []int32{4, 4}) {
+		t.Fatalf("perms after add then wipe %v", got)
+	}
+	register(t, r, "c", "broker-a", "a:1", 0, topicsBody(1, "T:4:4:6", "TBW102:8:8:7"))
+	if got := perms(t, r, "T", "TBW102"); !slices.Equal(got, []int32{4, 4}) {
+		t.Fatalf("perms after add, wipe and a same-version registration %v, want [4 4]", got)
+	}
+}
+
+// In acting-master mode RocketMQ wipes the write permission of the queue
+// data a group's leaving master left, an operator's add included; the
+// prime slave's registrations with its unchanged data version keep it so.
+func TestAnActingMasterGroupsWipeComposesWithAnAdd(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	acting := true
+	for _, b := range []struct {
+		addr string
+		id   int64
+	}{{"1.1.1.1:1", 0}, {"1.1.1.2:1", 1}} {
+		if _, err := r.Register(RegisterRequest{ClusterName: "c", BrokerName: "a", BrokerAddr: b.addr, BrokerID: b.id,
+			EnableActingMaster: &acting, Body: topicsBody(1, "T:2:2:6", "U:2:2:6")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.AddWritePerm("a")
+	r.Unregister("c", "1.1.1.1:1", "a")
+	if got := perms(t, r, "T", "U"); !slices.Equal(got, []int32{4, 4}) {
+		t.Fatalf("perms after the master left %v", got)
+	}
+	if _, err := r.Register(RegisterRequest{ClusterName: "c", BrokerName: "a", BrokerAddr: "1.1.1.2:1", BrokerID: 1,
+		EnableActingMaster: &acting, Body: topicsBody(1, "T:2:2:6", "U:2:2:6")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := perms(t, r, "T", "U"); !slices.Equal(got, []int32{4, 4}) {
+		t.Fatalf("perms after the prime slave's registration %v, want read only", got)
+	}
+}
+
 func TestSystemAndUnitTopicLists(t *testing.T) {
 	r := NewRegistry(RegistryOptions{})
 	if topics, addr := r.SystemTopics(); len(topics) != 0 || addr != "" {
