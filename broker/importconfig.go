@@ -24,7 +24,7 @@ import (
 // twice or skipped after the move. It fills only what the index lacks (an
 // index that already has a topic, group or offset keeps its own) and then
 // reports that it did (pending), so that the caller finishes the first
-// open (seedQueueStarts) and then records it (MarkRocketMQConfigImported):
+// open (takeOverRocketMQQueues) and then records it (MarkRocketMQConfigImported):
 // it runs once; a crash before that record repeats it harmlessly. A store
 // without config files is recorded the same way.
 //
@@ -56,16 +56,27 @@ func importRocketMQConfig(db *kvindex.DB, root string, lmq bool, log zerolog.Log
 	return true, nil
 }
 
-// seedQueueStarts carries over, on the first open of an Apache RocketMQ
-// store with the KV ConsumeQueue, where each queue whose records
-// retention had all deleted stands: RocketMQ's file ConsumeQueue
-// (<root>/consumequeue, read only) still ends there, while the CommitLog
-// holds nothing to rebuild it from. Without it such a queue would number
-// new messages from 0, below the consumer and delay offsets the import
-// carried over: consumers would skip the new messages and the scheduler
-// would never deliver them. minPhy is the CommitLog's minimum offset;
-// unitsPerFile comes from cqUnitsPerFile.
-func seedQueueStarts(cqs *kvindex.CQ, root string, unitsPerFile int, minPhy int64, log zerolog.Logger) error {
+// takeOverRocketMQQueues reads, on the first open of an Apache RocketMQ
+// store, RocketMQ's file ConsumeQueue (<root>/consumequeue, read only,
+// before a layout writes to it) for what the CommitLog cannot tell:
+//
+//   - where each queue whose records retention had all deleted stands:
+//     RocketMQ's ConsumeQueue still ends there, while the CommitLog holds
+//     nothing to rebuild it from. cqs, the KV ConsumeQueue (nil when it is
+//     not written), starts such queues there; without it such a queue
+//     would number new messages from 0, below the consumer and delay
+//     offsets carried over: consumers would skip the new messages and the
+//     scheduler would never deliver them.
+//   - where each topic's records begin (db.RecordRocketMQTopicStarts): a
+//     topic RocketMQ deleted and created again left the deleted topic's
+//     records in the CommitLog, with queue offsets the new topic's
+//     messages got again from 0. Rebuilt from the CommitLog, the queue
+//     would hold the deleted messages at those offsets and drop the new
+//     ones as repeats.
+//
+// minPhy and endPhy are the CommitLog's minimum and end; unitsPerFile
+// comes from cqUnitsPerFile.
+func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsPerFile int, minPhy, endPhy int64, log zerolog.Logger) error {
 	dir := filepath.Join(root, "consumequeue")
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -90,6 +101,7 @@ func seedQueueStarts(cqs *kvindex.CQ, root string, unitsPerFile int, minPhy int6
 		return fail(err)
 	}
 	var starts []kvindex.QueueStart
+	firsts := map[string]int64{} // topic -> CommitLog offset of its first entry
 	var qerr error
 	err = files.Queues(func(topic string, qid int32) bool {
 		lo, err := files.MinOffset(topic, qid)
@@ -104,13 +116,37 @@ func seedQueueStarts(cqs *kvindex.CQ, root string, unitsPerFile int, minPhy int6
 		}
 		if hi > 0 && lo >= hi {
 			starts = append(starts, kvindex.QueueStart{Topic: topic, QueueID: qid, Offset: hi})
+			return true
+		}
+		if lo >= hi {
+			return true
+		}
+		es, err := files.Get(topic, qid, lo, 1)
+		if err != nil {
+			qerr = err
+			return false
+		}
+		// An entry past the CommitLog's end is of a record RocketMQ lost
+		// in a crash: it tells nothing.
+		if len(es) == 1 && es[0].PhyOffset < endPhy {
+			if at, ok := firsts[topic]; !ok || es[0].PhyOffset < at {
+				firsts[topic] = es[0].PhyOffset
+			}
 		}
 		return true
 	})
 	if err = errors.Join(err, qerr); err != nil {
 		return fail(err)
 	}
-	if len(starts) == 0 {
+	for topic, at := range firsts {
+		if at <= minPhy {
+			delete(firsts, topic) // no record lies below it
+		}
+	}
+	if err := db.RecordRocketMQTopicStarts(firsts); err != nil {
+		return err
+	}
+	if len(starts) == 0 || cqs == nil {
 		return nil
 	}
 	if err := cqs.SeedStarts(starts); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/migrate/cqcompare"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -371,7 +372,7 @@ func TestARocksDBConsumeQueueIsNamedAtStart(t *testing.T) {
 		}
 	}
 	var logged strings.Builder
-	if err := seedQueueStarts(nil, root, 300000, 0, zerolog.New(&logged)); err != nil {
+	if err := takeOverRocketMQQueues(nil, nil, root, 300000, 0, 0, zerolog.New(&logged)); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(logged.String(), "RocksDB") || !strings.Contains(logged.String(), "restarts at offset 0") {
@@ -423,5 +424,77 @@ func TestOpenRocketMQStoreWarnsOfUnroutedQueues(t *testing.T) {
 	// The fixture's README: 16 messages, a compressed one and a batch of 5.
 	if got := maxOffsetOf(t, c, "TopicB", 0) + maxOffsetOf(t, c, "TopicB", 1); got != 22 {
 		t.Errorf("TopicB holds %d messages once created, want the fixture's 22", got)
+	}
+}
+
+// A topic RocketMQ deleted and created again: its DeleteTopic drops the
+// topic's ConsumeQueue and queue offsets, so the new topic's messages are
+// numbered from 0 again while the deleted topic's records stay in the
+// CommitLog until retention. The first open rebuilds the queues from the
+// CommitLog without the deleted records: the new messages keep their
+// offsets (where the consumers' offsets point), the deleted ones do not
+// come back, in either layout.
+func TestOpenRocketMQStoreWithATopicDeletedAndCreatedAgain(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	// The deletion and the new messages as RocketMQ leaves them on disk:
+	// storeType=file writes RocketMQ's consumequeue/ (its deletion drops
+	// consumequeue/TopicB), the index is then removed.
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "storeType": "file"})
+	c := b.client(nil)
+	if r := call(t, c, remoting.DeleteTopicInBroker, map[string]string{"topic": "TopicB"}, nil); r.Code != remoting.Success {
+		t.Fatalf("delete TopicB: %d %s", r.Code, r.Remark)
+	}
+	for i := range 3 {
+		if r := mustSend(t, c, "TopicB", 0, fmt.Sprintf("new TopicB #%d", i), ""); header(t, r, "queueOffset") != int64(i) {
+			t.Fatalf("message %d of the new TopicB got queue offset %s", i, r.ExtFields["queueOffset"])
+		}
+	}
+	b.caughtUp()
+	b.stop()
+	if err := os.RemoveAll(filepath.Join(store, kvindex.DirName)); err != nil {
+		t.Fatal(err)
+	}
+	check := func(t *testing.T, b *testBroker) {
+		t.Helper()
+		c := b.client(nil)
+		for q, want := range []int64{3, 0} {
+			if hi, err := b.cqs.MaxOffset("TopicB", int32(q)); err != nil || hi != want {
+				t.Errorf("TopicB/%d max offset %d %v, want %d", q, hi, err, want)
+			}
+		}
+		r := call(t, c, remoting.PullMessage, pullReq("GroupB", "TopicB", 0, 0, 0, 0, "*"), nil)
+		got := decodeRecords(t, r.Body)
+		if r.Code != remoting.Success || len(got) != 3 {
+			t.Fatalf("pull TopicB/0 from 0: %d %q, %d messages, want the 3 new ones", r.Code, r.Remark, len(got))
+		}
+		for i, m := range got {
+			if want := fmt.Sprintf("new TopicB #%d", i); string(m.Body) != want || m.QueueOffset != int64(i) {
+				t.Errorf("TopicB/0 at %d: %q at offset %d, want %q", i, m.Body, m.QueueOffset, want)
+			}
+		}
+		if r := mustSend(t, c, "TopicB", 0, "after the move", ""); header(t, r, "queueOffset") != 3 {
+			t.Errorf("a message sent after the move got queue offset %s, want 3", r.ExtFields["queueOffset"])
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		settings map[string]string
+	}{
+		{"kv", map[string]string{"mappedFileSizeCommitLog": "16384"}},
+		{"double-write", map[string]string{"mappedFileSizeCommitLog": "16384", "rocksdbCQDoubleWriteEnable": "true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testutil.CopyStore(t, store)
+			b := startTestBrokerAt(t, s, tc.settings)
+			b.caughtUp()
+			check(t, b)
+			if b.fileCQ != nil {
+				b.caughtUp()
+				r, err := cqcompare.Compare(context.Background(), b.kvCQ, b.fileCQ, [2]string{"kv", "file"}, cqcompare.Options{Bounds: b.disp.QuiescedMinima})
+				if err != nil || !r.OK() {
+					t.Errorf("layouts after the first open: %v %s", err, r.String())
+				}
+			}
+		})
 	}
 }

@@ -109,7 +109,12 @@
 //	                                           and no catch-up puts those records back;
 //	                                           moved back to the CommitLog's end when a
 //	                                           recovery cut the log below it; dropped once
-//	                                           retention passes the offset
+//	                                           retention passes the offset; the first
+//	                                           open of a RocketMQ store writes one per
+//	                                           topic of its consumequeue/, at the topic's
+//	                                           first entry there: the records below it are
+//	                                           of a topic RocketMQ deleted
+//	                                           (RecordRocketMQTopicStarts)
 //	"deletingTopic.<topic>" value: empty     a deletion of the topic (its config, its
 //	                                           queues, every group's offsets and POP
 //	                                           state on it) began and has not ended:

@@ -168,6 +168,52 @@ func (d *DB) recordTopicDeleted(topic string, end int64) error {
 	return nil
 }
 
+// RecordRocketMQTopicStarts records, for the first open of an Apache
+// RocketMQ store, where the records of each topic its ConsumeQueue holds
+// begin (starts maps a topic to the CommitLog offset of the first entry
+// RocketMQ's ConsumeQueue has of it in the CommitLog's range), as a
+// deletion of the topic at that offset: dispatch leaves the topic's
+// records below it out of the index. They are those of a topic RocketMQ
+// deleted (its DeleteTopic drops the ConsumeQueue and the queue offsets)
+// and created again: RocketMQ never dispatches them again and numbers the
+// new topic's messages from 0, so indexing them would put the deleted
+// messages in the new ones' places. A topic RocketMQ did not delete has
+// no record below its first entry, and loses none.
+//
+// It writes nothing when the index has dispatched already (the store's
+// first open is over) and keeps a deletion recorded before; the writes
+// are one synced batch.
+func (d *DB) RecordRocketMQTopicStarts(starts map[string]int64) error {
+	if _, dispatched, err := d.metaInt64(metaDispatched); err != nil || dispatched {
+		return err
+	}
+	b := d.pdb.NewBatch()
+	defer b.Close()
+	for topic, at := range starts {
+		if err := checkName("topic", topic); err != nil {
+			return fmt.Errorf("record where the RocketMQ topics begin: %w", err)
+		}
+		key := metaKey(metaTopicDeleted + topic)
+		v, err := d.get(key)
+		if err != nil {
+			return fmt.Errorf("record where RocketMQ topic %s begins: %w", topic, err)
+		}
+		if v != nil {
+			continue
+		}
+		if err := b.Set(key, putInt64(at), nil); err != nil {
+			return fmt.Errorf("record where RocketMQ topic %s begins: %w", topic, err)
+		}
+	}
+	if b.Empty() {
+		return nil
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("record where the RocketMQ topics begin: %w", err)
+	}
+	return nil
+}
+
 // BeginTopicDeletion records, durably, that a deletion of topic (its
 // config, its queues and its consumers' state, in several commits) begins:
 // until EndTopicDeletion, PendingTopicDeletions names the topic, so that a

@@ -433,3 +433,29 @@ func TestPendingTopicDeletionsSurviveAReopen(t *testing.T) {
 		t.Fatalf("pending deletions after they ended: %q %v", pending, err)
 	}
 }
+
+// RecordRocketMQTopicStarts records where each RocketMQ topic begins as
+// its deletion there, keeps a deletion recorded before, and writes nothing
+// once the index has dispatched (the first open is over).
+func TestRecordRocketMQTopicStarts(t *testing.T) {
+	db := openDBAt(t, t.TempDir())
+	if err := db.recordTopicDeleted("Gone", 500); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RecordRocketMQTopicStarts(map[string]int64{"TopicA": 100, "Gone": 200}); err != nil {
+		t.Fatal(err)
+	}
+	deleted, err := db.topicsDeleted(0, 1<<40)
+	if err != nil || fmt.Sprint(deleted) != "map[Gone:500 TopicA:100]" {
+		t.Fatalf("deletions after the first open's record: %v %v", deleted, err)
+	}
+	if err := db.SetDispatched(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RecordRocketMQTopicStarts(map[string]int64{"TopicB": 300}); err != nil {
+		t.Fatal(err)
+	}
+	if deleted, err := db.topicsDeleted(0, 1<<40); err != nil || deleted["TopicB"] != 0 {
+		t.Fatalf("a record after dispatch began was written: %v %v", deleted, err)
+	}
+}
