@@ -97,6 +97,12 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 		return fail(err)
 	}
 	defer files.Close()
+	// As RocketMQ's start: entries of records past the CommitLog's end
+	// (written before a crash the CommitLog's tail did not survive) are
+	// cut, then minima move past the records retention deleted.
+	if err := files.Truncate(endPhy); err != nil {
+		return fail(err)
+	}
 	if err := files.CorrectMin(minPhy); err != nil {
 		return fail(err)
 	}
@@ -126,9 +132,7 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 			qerr = err
 			return false
 		}
-		// An entry past the CommitLog's end is of a record RocketMQ lost
-		// in a crash: it tells nothing.
-		if len(es) == 1 && es[0].PhyOffset < endPhy {
+		if len(es) == 1 {
 			if at, ok := firsts[topic]; !ok || es[0].PhyOffset < at {
 				firsts[topic] = es[0].PhyOffset
 			}

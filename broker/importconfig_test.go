@@ -498,3 +498,43 @@ func TestOpenRocketMQStoreWithATopicDeletedAndCreatedAgain(t *testing.T) {
 		})
 	}
 }
+
+// A queue whose records retention had all deleted and whose consumequeue
+// holds an entry past the CommitLog's end (RocketMQ's ConsumeQueue reached
+// the disk before a crash the CommitLog's tail did not survive) keeps its
+// offsets: the entry is cut as RocketMQ's start cuts it, and the queue
+// stands where RocketMQ's ConsumeQueue ends, not at 0 below its
+// consumers' offsets.
+func TestOpenRocketMQStoreAfterRetentionWithAnEntryPastTheLog(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	for _, f := range []string{"00000000000000000000", "00000000000000016384", "00000000000000032768"} {
+		if err := os.Remove(filepath.Join(store, "commitlog", f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// TopicB/0 holds offsets 0..8 (CommitLog offsets below 49152, gone);
+	// unit 9 names a record past the CommitLog's end (53272).
+	var unit [20]byte
+	binary.BigEndian.PutUint64(unit[:], 53272+64)
+	binary.BigEndian.PutUint32(unit[8:], 200)
+	f, err := os.OpenFile(filepath.Join(store, "consumequeue", "TopicB", "0", "00000000000000000000"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(unit[:], 9*20); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "autoCreateTopicEnable": "false"})
+	c := b.client(nil)
+	for _, code := range []int32{remoting.GetMinOffset, remoting.GetMaxOffset} {
+		if r := call(t, c, code, map[string]string{"topic": "TopicB", "queueId": "0"}, nil); header(t, r, "offset") != 9 {
+			t.Errorf("TopicB/0 bounds (request %d): %v, want 9 (RocketMQ's ConsumeQueue end without the entry past the log)", code, r.ExtFields)
+		}
+	}
+	if resp := mustSend(t, c, "TopicB", 0, "after the move", ""); header(t, resp, "queueOffset") != 9 {
+		t.Fatalf("a new TopicB/0 message got queue offset %s, want 9 (GroupB's offset)", resp.ExtFields["queueOffset"])
+	}
+}
