@@ -573,7 +573,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 			Msg("slave's CommitLog cut where it parted from its master's; the index drops what it held past the cut and the master sends the rest")
 	}
 
-	if err := b.openConsumeQueues(db, clog.MinOffset(), clog.MaxOffset(), firstOpen); err != nil {
+	if err := b.openConsumeQueues(db, clog, firstOpen); err != nil {
 		return err
 	}
 	if firstOpen {
@@ -664,7 +664,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 // openConsumeQueues opens the ConsumeQueue layouts the config asks for:
 // storeType's, which serves reads, and under rocksdbCQDoubleWriteEnable
 // the other one beside it.
-func (b *Broker) openConsumeQueues(db *kvindex.DB, logMin, logEnd int64, firstOpen bool) error {
+func (b *Broker) openConsumeQueues(db *kvindex.DB, clog *commitlog.Log, firstOpen bool) error {
 	root := b.cfg.StorePathRootDir
 	// Read from the files only when a layout needs them: a kv-only
 	// restart lists no consumequeue/ directory.
@@ -682,7 +682,13 @@ func (b *Broker) openConsumeQueues(db *kvindex.DB, logMin, logEnd int64, firstOp
 	if firstOpen {
 		// Before the file layout is opened for writing: this reads
 		// RocketMQ's consumequeue/ as it was left.
-		if err := takeOverRocketMQQueues(db, b.kvCQ, root, unitsPerFile(), logMin, logEnd, b.component("import")); err != nil {
+		// After a crash, RocketMQ's ConsumeQueue is complete only below
+		// where its recovery scan dispatches again.
+		complete := clog.MaxOffset()
+		if info := clog.RecoveryInfo(); info.Abnormal {
+			complete = info.FirstScanned
+		}
+		if err := takeOverRocketMQQueues(db, b.kvCQ, root, unitsPerFile(), clog.MinOffset(), clog.MaxOffset(), complete, b.component("import")); err != nil {
 			return err
 		}
 	}

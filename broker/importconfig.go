@@ -75,8 +75,12 @@ func importRocketMQConfig(db *kvindex.DB, root string, lmq bool, log zerolog.Log
 //     ones as repeats.
 //
 // minPhy and endPhy are the CommitLog's minimum and end; unitsPerFile
-// comes from cqUnitsPerFile.
-func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsPerFile int, minPhy, endPhy int64, log zerolog.Logger) error {
+// comes from cqUnitsPerFile. complete is where RocketMQ's ConsumeQueue
+// may lack entries from: the end after a clean shutdown, the start of its
+// recovery scan (which dispatches again) after a crash, which may have
+// lost a queue's newest entries while another queue's reached the disk.
+// A topic's records are left out only below it.
+func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsPerFile int, minPhy, endPhy, complete int64, log zerolog.Logger) error {
 	dir := filepath.Join(root, "consumequeue")
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -143,9 +147,11 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 		return fail(err)
 	}
 	for topic, at := range firsts {
-		if at <= minPhy {
+		if at = min(at, complete); at <= minPhy {
 			delete(firsts, topic) // no record lies below it
+			continue
 		}
+		firsts[topic] = at
 	}
 	if err := db.RecordRocketMQTopicStarts(firsts); err != nil {
 		return err

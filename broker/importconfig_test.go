@@ -372,7 +372,7 @@ func TestARocksDBConsumeQueueIsNamedAtStart(t *testing.T) {
 		}
 	}
 	var logged strings.Builder
-	if err := takeOverRocketMQQueues(nil, nil, root, 300000, 0, 0, zerolog.New(&logged)); err != nil {
+	if err := takeOverRocketMQQueues(nil, nil, root, 300000, 0, 0, 0, zerolog.New(&logged)); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(logged.String(), "RocksDB") || !strings.Contains(logged.String(), "restarts at offset 0") {
@@ -536,5 +536,39 @@ func TestOpenRocketMQStoreAfterRetentionWithAnEntryPastTheLog(t *testing.T) {
 	}
 	if resp := mustSend(t, c, "TopicB", 0, "after the move", ""); header(t, resp, "queueOffset") != 9 {
 		t.Fatalf("a new TopicB/0 message got queue offset %s, want 9 (GroupB's offset)", resp.ExtFields["queueOffset"])
+	}
+}
+
+// After a crash (the abort file left), RocketMQ's ConsumeQueue may have
+// lost a queue's newest entries while another queue's reached the disk;
+// RocketMQ's recovery dispatches again from where its scan starts. The
+// first open leaves a topic's records out (the topic deleted and created
+// again) only below that start: a queue whose entries the crash lost is
+// rebuilt whole from the CommitLog.
+func TestOpenCrashedRocketMQStoreKeepsQueuesItsConsumeQueueLost(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	// TopicB/0's files were lost; TopicB/1's (from TopicB#1 on) are there.
+	if err := os.RemoveAll(filepath.Join(store, "consumequeue", "TopicB", "0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(store, "abort"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A checkpoint older than every segment: the recovery scan starts at
+	// the first one, as RocketMQ's would.
+	if err := os.WriteFile(filepath.Join(store, "checkpoint"), make([]byte, 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "autoCreateTopicEnable": "false"})
+	b.caughtUp()
+	for q, want := range []int64{9, 13} {
+		lo, err := b.cqs.MinOffset("TopicB", int32(q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hi, err := b.cqs.MaxOffset("TopicB", int32(q))
+		if err != nil || lo != 0 || hi != want {
+			t.Errorf("TopicB/%d [%d, %d) %v, want [0, %d)", q, lo, hi, err, want)
+		}
 	}
 }
