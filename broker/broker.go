@@ -642,6 +642,10 @@ func (b *Broker) openStores(ctx context.Context) error {
 	if b.topics, err = newTopicManager(b); err != nil {
 		return err
 	}
+	if err := b.dropRocketMQDeletedTopics(); err != nil {
+		return err
+	}
+	// After the drop: a deleted topic's queues are not unrouted ones.
 	if firstOpen {
 		if err := b.warnUnroutedQueues(); err != nil {
 			return err

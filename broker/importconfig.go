@@ -3,12 +3,15 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/migrate/filecq"
@@ -67,12 +70,13 @@ func importRocketMQConfig(db *kvindex.DB, root string, lmq bool, log zerolog.Log
 //     would number new messages from 0, below the consumer and delay
 //     offsets carried over: consumers would skip the new messages and the
 //     scheduler would never deliver them.
-//   - where each topic's records begin (db.RecordRocketMQTopicStarts): a
-//     topic RocketMQ deleted and created again left the deleted topic's
-//     records in the CommitLog, with queue offsets the new topic's
-//     messages got again from 0. Rebuilt from the CommitLog, the queue
+//   - where each topic's records begin and which topics it holds
+//     (db.RecordRocketMQConsumeQueue): a topic RocketMQ deleted left its
+//     records in the CommitLog. Created again, its new messages got the
+//     queue offsets from 0 again: rebuilt from the CommitLog, its queues
 //     would hold the deleted messages at those offsets and drop the new
-//     ones as repeats.
+//     ones as repeats. Not created again, it would come back with its
+//     deleted messages (dropRocketMQDeletedTopics drops it).
 //
 // minPhy and endPhy are the CommitLog's minimum and end; unitsPerFile
 // comes from cqUnitsPerFile. complete is where RocketMQ's ConsumeQueue
@@ -112,8 +116,13 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 	}
 	var starts []kvindex.QueueStart
 	firsts := map[string]int64{} // topic -> CommitLog offset of its first entry
+	var topics []string
+	var dispatched int64 // the end of the newest entry: RocketMQ dispatches again from it
 	var qerr error
 	err = files.Queues(func(topic string, qid int32) bool {
+		if len(topics) == 0 || topics[len(topics)-1] != topic {
+			topics = append(topics, topic)
+		}
 		lo, err := files.MinOffset(topic, qid)
 		if err != nil {
 			qerr = err
@@ -123,6 +132,16 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 		if err != nil {
 			qerr = err
 			return false
+		}
+		if hi > 0 {
+			es, err := files.Get(topic, qid, hi-1, 1)
+			if err != nil {
+				qerr = err
+				return false
+			}
+			if len(es) == 1 {
+				dispatched = max(dispatched, es[0].End())
+			}
 		}
 		if hi > 0 && lo >= hi {
 			starts = append(starts, kvindex.QueueStart{Topic: topic, QueueID: qid, Offset: hi})
@@ -153,7 +172,8 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 		}
 		firsts[topic] = at
 	}
-	if err := db.RecordRocketMQTopicStarts(firsts); err != nil {
+	topics = slices.Compact(slices.Sorted(slices.Values(topics)))
+	if err := db.RecordRocketMQConsumeQueue(firsts, topics, min(complete, max(dispatched, minPhy))); err != nil {
 		return err
 	}
 	if len(starts) == 0 || cqs == nil {
@@ -164,6 +184,71 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 	}
 	log.Info().Int("queues", len(starts)).Msg("queues whose records retention had deleted keep their RocketMQ offsets")
 	return nil
+}
+
+// dropRocketMQDeletedTopics drops, once dispatch has indexed the
+// CommitLog of an Apache RocketMQ store first opened, the queues of the
+// topics RocketMQ had deleted and not created again: a topic dispatch
+// indexed that RocketMQ's consumequeue/ did not hold (db.RocketMQTopics),
+// whose every entry lies where that consumequeue/ was complete, and that
+// has no config (RocketMQ's DeleteTopic removes it) and is not a system
+// topic. RocketMQ never dispatches such records again; indexed, a topic
+// created again under the name would serve the deleted messages. The
+// record of the topics goes once they are dropped: a start after a crash
+// before drops them then.
+func (b *Broker) dropRocketMQDeletedTopics() error {
+	complete, known, ok, err := b.db.RocketMQTopics()
+	if err != nil || !ok {
+		return err
+	}
+	newest := map[string]int64{} // topic -> end of its newest entry in either layout
+	var qerr error
+	for _, s := range []cq.Store{b.cqs, b.cqMirror} {
+		if s == nil {
+			continue
+		}
+		err := s.Queues(func(topic string, qid int32) bool {
+			if known[topic] || meta.IsSystemTopic(topic) {
+				return true
+			}
+			end := newest[topic]
+			hi, err := s.MaxOffset(topic, qid)
+			if err == nil && hi > 0 {
+				var es []cq.Entry
+				if es, err = s.Get(topic, qid, hi-1, 1); err == nil && len(es) == 1 {
+					end = max(end, es[0].End())
+				}
+			}
+			if err != nil {
+				qerr = err
+				return false
+			}
+			newest[topic] = end
+			return true
+		})
+		if err = errors.Join(err, qerr); err != nil {
+			return fmt.Errorf("find the topics the RocketMQ store had deleted: %w", err)
+		}
+	}
+	var dropped []string
+	for _, topic := range slices.Sorted(maps.Keys(newest)) {
+		if newest[topic] > complete {
+			continue // appended where RocketMQ's ConsumeQueue may lack its entries
+		}
+		if _, ok, err := b.topicConfig(topic); err != nil {
+			return err
+		} else if ok {
+			continue
+		}
+		if err := b.dropTopicQueues(topic); err != nil {
+			return err
+		}
+		dropped = append(dropped, topic)
+	}
+	if len(dropped) > 0 {
+		b.log.Info().Strs("topics", dropped).Msg("dropped the queues of topics the RocketMQ store had deleted: their records are left in its CommitLog")
+	}
+	return b.db.EndRocketMQTopics()
 }
 
 // rocksDBFiles reports whether dir holds a RocksDB database (its CURRENT

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/migrate/cqcompare"
@@ -427,22 +428,27 @@ func TestOpenRocketMQStoreWarnsOfUnroutedQueues(t *testing.T) {
 	}
 }
 
-// A topic RocketMQ deleted and created again: its DeleteTopic drops the
-// topic's ConsumeQueue and queue offsets, so the new topic's messages are
-// numbered from 0 again while the deleted topic's records stay in the
-// CommitLog until retention. The first open rebuilds the queues from the
-// CommitLog without the deleted records: the new messages keep their
-// offsets (where the consumers' offsets point), the deleted ones do not
-// come back, in either layout.
-func TestOpenRocketMQStoreWithATopicDeletedAndCreatedAgain(t *testing.T) {
+// Topics RocketMQ deleted: its DeleteTopic drops a topic's config,
+// ConsumeQueue and queue offsets, and leaves its records in the CommitLog
+// until retention. Created again (TopicB), the topic numbers its messages
+// from 0 again; not created again (the long topic), it is gone. The first
+// open rebuilds the queues from the CommitLog without the deleted
+// records: the new messages keep their offsets (where the consumers'
+// offsets point), and the deleted ones do not come back, in either
+// layout.
+func TestOpenRocketMQStoreWithDeletedTopics(t *testing.T) {
+	const long = "LongTopic_klmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvw"
 	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
-	// The deletion and the new messages as RocketMQ leaves them on disk:
-	// storeType=file writes RocketMQ's consumequeue/ (its deletion drops
-	// consumequeue/TopicB), the index is then removed.
+	// The deletions and the new messages as RocketMQ leaves them on disk:
+	// storeType=file writes RocketMQ's consumequeue/ (a deletion drops
+	// the topic's directory there), the index is then removed and the
+	// topic that is not created again leaves topics.json.
 	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "storeType": "file"})
 	c := b.client(nil)
-	if r := call(t, c, remoting.DeleteTopicInBroker, map[string]string{"topic": "TopicB"}, nil); r.Code != remoting.Success {
-		t.Fatalf("delete TopicB: %d %s", r.Code, r.Remark)
+	for _, topic := range []string{"TopicB", long} {
+		if r := call(t, c, remoting.DeleteTopicInBroker, map[string]string{"topic": topic}, nil); r.Code != remoting.Success {
+			t.Fatalf("delete %s: %d %s", topic, r.Code, r.Remark)
+		}
 	}
 	for i := range 3 {
 		if r := mustSend(t, c, "TopicB", 0, fmt.Sprintf("new TopicB #%d", i), ""); header(t, r, "queueOffset") != int64(i) {
@@ -454,12 +460,23 @@ func TestOpenRocketMQStoreWithATopicDeletedAndCreatedAgain(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(store, kvindex.DirName)); err != nil {
 		t.Fatal(err)
 	}
+	removeTopicFromConfig(t, store, long)
 	check := func(t *testing.T, b *testBroker) {
 		t.Helper()
 		c := b.client(nil)
 		for q, want := range []int64{3, 0} {
 			if hi, err := b.cqs.MaxOffset("TopicB", int32(q)); err != nil || hi != want {
 				t.Errorf("TopicB/%d max offset %d %v, want %d", q, hi, err, want)
+			}
+		}
+		for _, s := range []cq.Store{b.cqs, b.cqMirror} {
+			if s == nil {
+				continue
+			}
+			for q := range int32(2) {
+				if hi, err := s.MaxOffset(long, q); err != nil || hi != 0 {
+					t.Errorf("deleted topic's queue %d came back with max offset %d %v", q, hi, err)
+				}
 			}
 		}
 		r := call(t, c, remoting.PullMessage, pullReq("GroupB", "TopicB", 0, 0, 0, 0, "*"), nil)
@@ -481,6 +498,7 @@ func TestOpenRocketMQStoreWithATopicDeletedAndCreatedAgain(t *testing.T) {
 		settings map[string]string
 	}{
 		{"kv", map[string]string{"mappedFileSizeCommitLog": "16384"}},
+		{"file", map[string]string{"mappedFileSizeCommitLog": "16384", "storeType": "file"}},
 		{"double-write", map[string]string{"mappedFileSizeCommitLog": "16384", "rocksdbCQDoubleWriteEnable": "true"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -488,7 +506,7 @@ func TestOpenRocketMQStoreWithATopicDeletedAndCreatedAgain(t *testing.T) {
 			b := startTestBrokerAt(t, s, tc.settings)
 			b.caughtUp()
 			check(t, b)
-			if b.fileCQ != nil {
+			if b.fileCQ != nil && b.kvCQ != nil {
 				b.caughtUp()
 				r, err := cqcompare.Compare(context.Background(), b.kvCQ, b.fileCQ, [2]string{"kv", "file"}, cqcompare.Options{Bounds: b.disp.QuiescedMinima})
 				if err != nil || !r.OK() {
@@ -570,5 +588,37 @@ func TestOpenCrashedRocketMQStoreKeepsQueuesItsConsumeQueueLost(t *testing.T) {
 		if err != nil || lo != 0 || hi != want {
 			t.Errorf("TopicB/%d [%d, %d) %v, want [0, %d)", q, lo, hi, err, want)
 		}
+	}
+}
+
+// removeTopicFromConfig removes a topic from the config/topics.json of a
+// RocketMQ store, as RocketMQ's DeleteTopic does.
+func removeTopicFromConfig(t *testing.T, store, topic string) {
+	t.Helper()
+	path := filepath.Join(store, "config", "topics.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file map[string]json.RawMessage
+	var table map[string]json.RawMessage
+	if err := json.Unmarshal(data, &file); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(file["topicConfigTable"], &table); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := table[topic]; !ok {
+		t.Fatalf("%s is not in %s", topic, path)
+	}
+	delete(table, topic)
+	if file["topicConfigTable"], err = json.Marshal(table); err != nil {
+		t.Fatal(err)
+	}
+	if data, err = json.Marshal(file); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -114,7 +114,7 @@
 //	                                           topic of its consumequeue/, at the topic's
 //	                                           first entry there: the records below it are
 //	                                           of a topic RocketMQ deleted
-//	                                           (RecordRocketMQTopicStarts)
+//	                                           (RecordRocketMQConsumeQueue)
 //	"deletingTopic.<topic>" value: empty     a deletion of the topic (its config, its
 //	                                           queues, every group's offsets and POP
 //	                                           state on it) began and has not ended:
@@ -141,6 +141,13 @@
 //	"rmqConfigImported" value: ms int64        when the config files of an Apache RocketMQ
 //	                                           store (config/*.json) were imported; absent
 //	                                           until the broker first opened the store
+//	"rmqCQComplete" value: offset int64        below it the consumequeue/ of the Apache
+//	                                           RocketMQ store first opened held an entry of
+//	                                           every record of its topics; written with the
+//	                                           rmqTopic keys, removed with them once the
+//	                                           queues of the topics RocketMQ had deleted
+//	                                           are dropped (RocketMQTopics)
+//	"rmqTopic.<topic>" value: empty            the topic has queues in that consumequeue/
 //	"rmqTimerReadMs" value: ms int64           that store's timer progress (config/timercheck
 //	                                           lastReadTimeMs): it delivered every timer
 //	                                           message it had taken in (below

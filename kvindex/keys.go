@@ -58,6 +58,14 @@ const (
 	// metaTimerQueueOffset: how far that timer had read its topic
 	// (timercheck's lastTimerQueueOffset), imported with it.
 	metaTimerQueueOffset = "rmqTimerQueueOffset"
+	// metaRocketMQTopic + topic: the topic has queues in the consumequeue/
+	// of the Apache RocketMQ store opened for the first time (value:
+	// empty); with metaRocketMQComplete, kept until the broker dropped
+	// the queues of the topics RocketMQ had deleted.
+	metaRocketMQTopic = "rmqTopic."
+	// metaRocketMQComplete: the CommitLog offset below which that
+	// consumequeue/ held every record's entry.
+	metaRocketMQComplete = "rmqCQComplete"
 	// metaPopImported: the POP in-flight state of an Apache RocketMQ
 	// store (its revive topic) was imported (value: when, ms).
 	metaPopImported = "rmqPopImported"

@@ -168,22 +168,28 @@ func (d *DB) recordTopicDeleted(topic string, end int64) error {
 	return nil
 }
 
-// RecordRocketMQTopicStarts records, for the first open of an Apache
-// RocketMQ store, where the records of each topic its ConsumeQueue holds
-// begin (starts maps a topic to the CommitLog offset of the first entry
-// RocketMQ's ConsumeQueue has of it in the CommitLog's range), as a
-// deletion of the topic at that offset: dispatch leaves the topic's
-// records below it out of the index. They are those of a topic RocketMQ
-// deleted (its DeleteTopic drops the ConsumeQueue and the queue offsets)
-// and created again: RocketMQ never dispatches them again and numbers the
-// new topic's messages from 0, so indexing them would put the deleted
-// messages in the new ones' places. A topic RocketMQ did not delete has
-// no record below its first entry, and loses none.
+// RecordRocketMQConsumeQueue records, for the first open of an Apache
+// RocketMQ store whose consumequeue/ was read, what the CommitLog does not
+// tell of the topics RocketMQ deleted (its DeleteTopic drops a topic's
+// ConsumeQueue and queue offsets, and leaves its records in the CommitLog
+// until retention; RocketMQ never dispatches them again):
+//
+//   - starts maps each topic of the consumequeue/ to the CommitLog offset
+//     where its records begin there (its first entry), recorded as a
+//     deletion of the topic at that offset: dispatch leaves its records
+//     below it out of the index. They are those of a topic RocketMQ
+//     deleted and created again, which numbered its messages from 0 again:
+//     indexed, the deleted messages would take the new ones' places. A
+//     topic RocketMQ did not delete has no record below its first entry.
+//   - topics lists every topic of the consumequeue/, and complete is the
+//     CommitLog offset below which it held an entry of every record of
+//     them (RocketMQTopics): a topic dispatch indexes below it that is
+//     not among them was deleted and not created again.
 //
 // It writes nothing when the index has dispatched already (the store's
 // first open is over) and keeps a deletion recorded before; the writes
 // are one synced batch.
-func (d *DB) RecordRocketMQTopicStarts(starts map[string]int64) error {
+func (d *DB) RecordRocketMQConsumeQueue(starts map[string]int64, topics []string, complete int64) error {
 	if _, dispatched, err := d.metaInt64(metaDispatched); err != nil || dispatched {
 		return err
 	}
@@ -205,11 +211,58 @@ func (d *DB) RecordRocketMQTopicStarts(starts map[string]int64) error {
 			return fmt.Errorf("record where RocketMQ topic %s begins: %w", topic, err)
 		}
 	}
-	if b.Empty() {
-		return nil
+	for _, topic := range topics {
+		if err := checkName("topic", topic); err != nil {
+			return fmt.Errorf("record the RocketMQ topics: %w", err)
+		}
+		if err := b.Set(metaKey(metaRocketMQTopic+topic), nil, nil); err != nil {
+			return fmt.Errorf("record RocketMQ topic %s: %w", topic, err)
+		}
+	}
+	if err := b.Set(metaKey(metaRocketMQComplete), putInt64(complete), nil); err != nil {
+		return fmt.Errorf("record the RocketMQ topics: %w", err)
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("record where the RocketMQ topics begin: %w", err)
+		return fmt.Errorf("record the RocketMQ topics: %w", err)
+	}
+	return nil
+}
+
+// RocketMQTopics returns what RecordRocketMQConsumeQueue recorded of the
+// topics of a RocketMQ store's consumequeue/ until EndRocketMQTopics: the
+// offset below which it was complete and its topics; ok is false when
+// nothing is recorded.
+func (d *DB) RocketMQTopics() (complete int64, topics map[string]bool, ok bool, err error) {
+	if complete, ok, err = d.metaInt64(metaRocketMQComplete); err != nil || !ok {
+		return 0, nil, false, err
+	}
+	lo := metaKey(metaRocketMQTopic)
+	it, err := d.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("read the RocketMQ topics: %w", err)
+	}
+	topics = map[string]bool{}
+	for it.First(); it.Valid(); it.Next() {
+		topics[string(it.Key()[len(lo):])] = true
+	}
+	if err := it.Close(); err != nil {
+		return 0, nil, false, fmt.Errorf("read the RocketMQ topics: %w", err)
+	}
+	return complete, topics, true, nil
+}
+
+// EndRocketMQTopics removes what RecordRocketMQConsumeQueue recorded of
+// the RocketMQ topics, in one synced batch.
+func (d *DB) EndRocketMQTopics() error {
+	b := d.pdb.NewBatch()
+	defer b.Close()
+	lo := metaKey(metaRocketMQTopic)
+	err := errors.Join(b.DeleteRange(lo, prefixEnd(lo), nil), b.Delete(metaKey(metaRocketMQComplete), nil))
+	if err == nil {
+		err = b.Commit(pebble.Sync)
+	}
+	if err != nil {
+		return fmt.Errorf("forget the RocketMQ topics: %w", err)
 	}
 	return nil
 }

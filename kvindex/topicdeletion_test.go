@@ -434,28 +434,51 @@ func TestPendingTopicDeletionsSurviveAReopen(t *testing.T) {
 	}
 }
 
-// RecordRocketMQTopicStarts records where each RocketMQ topic begins as
-// its deletion there, keeps a deletion recorded before, and writes nothing
-// once the index has dispatched (the first open is over).
-func TestRecordRocketMQTopicStarts(t *testing.T) {
-	db := openDBAt(t, t.TempDir())
+// RecordRocketMQConsumeQueue records where each RocketMQ topic begins as
+// its deletion there, keeping a deletion recorded before, and the topics
+// and the offset below which their ConsumeQueue was complete until
+// EndRocketMQTopics; it writes nothing once the index has dispatched (the
+// first open is over).
+func TestRecordRocketMQConsumeQueue(t *testing.T) {
+	dir := t.TempDir()
+	db := openDBAt(t, dir)
 	if err := db.recordTopicDeleted("Gone", 500); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.RecordRocketMQTopicStarts(map[string]int64{"TopicA": 100, "Gone": 200}); err != nil {
+	if _, _, ok, err := db.RocketMQTopics(); ok || err != nil {
+		t.Fatalf("RocketMQ topics before any were recorded: %v %v", ok, err)
+	}
+	if err := db.RecordRocketMQConsumeQueue(map[string]int64{"TopicA": 100, "Gone": 200}, []string{"TopicA", "Gone", "%RETRY%G"}, 900); err != nil {
 		t.Fatal(err)
 	}
 	deleted, err := db.topicsDeleted(0, 1<<40)
 	if err != nil || fmt.Sprint(deleted) != "map[Gone:500 TopicA:100]" {
 		t.Fatalf("deletions after the first open's record: %v %v", deleted, err)
 	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openDBAt(t, dir)
+	complete, topics, ok, err := db.RocketMQTopics()
+	if err != nil || !ok || complete != 900 || fmt.Sprint(topics) != "map[%RETRY%G:true Gone:true TopicA:true]" {
+		t.Fatalf("RocketMQ topics after a reopen: %d %v %v %v", complete, topics, ok, err)
+	}
+	if err := db.EndRocketMQTopics(); err != nil {
+		t.Fatal(err)
+	}
+	if _, topics, ok, err := db.RocketMQTopics(); ok || err != nil || len(topics) != 0 {
+		t.Fatalf("RocketMQ topics after their end: %v %v %v", topics, ok, err)
+	}
 	if err := db.SetDispatched(0); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.RecordRocketMQTopicStarts(map[string]int64{"TopicB": 300}); err != nil {
+	if err := db.RecordRocketMQConsumeQueue(map[string]int64{"TopicB": 300}, []string{"TopicB"}, 900); err != nil {
 		t.Fatal(err)
 	}
 	if deleted, err := db.topicsDeleted(0, 1<<40); err != nil || deleted["TopicB"] != 0 {
 		t.Fatalf("a record after dispatch began was written: %v %v", deleted, err)
+	}
+	if _, _, ok, err := db.RocketMQTopics(); ok || err != nil {
+		t.Fatalf("RocketMQ topics recorded after dispatch began: %v %v", ok, err)
 	}
 }
