@@ -3,6 +3,7 @@ package kvindex
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -18,7 +19,13 @@ import (
 // lock.
 type deletedTopics struct {
 	at  map[string]int64
-	low int64 // the lowest offset of at
+	low int64 // the lowest offset of at dispatch has not passed
+	// offs are the offsets of at, ascending. Passing some of them only
+	// moves low; the set is built again without them once half are
+	// passed, so that dispatch passing the many deletions a first open
+	// of a RocketMQ store records (one per topic) costs no rebuild per
+	// batch.
+	offs []int64
 }
 
 // newDeletedTopics returns the set of the deletions of at that lie past
@@ -30,12 +37,29 @@ func newDeletedTopics(at map[string]int64, passed int64) *deletedTopics {
 			continue
 		}
 		if t == nil {
-			t = &deletedTopics{at: map[string]int64{}, low: off}
+			t = &deletedTopics{at: map[string]int64{}}
 		}
 		t.at[topic] = off
-		t.low = min(t.low, off)
+		t.offs = append(t.offs, off)
+	}
+	if t != nil {
+		slices.Sort(t.offs)
+		t.low = t.offs[0]
 	}
 	return t
+}
+
+// passed returns the set without the deletions at or below end, nil when
+// none is left.
+func (t *deletedTopics) passed(end int64) *deletedTopics {
+	n, _ := slices.BinarySearch(t.offs, end+1)
+	switch {
+	case n == len(t.offs):
+		return nil
+	case 2*n >= len(t.offs):
+		return newDeletedTopics(t.at, end)
+	}
+	return &deletedTopics{at: t.at, low: t.offs[n], offs: t.offs}
 }
 
 // covers reports whether a record of topic at CommitLog offset phy was
@@ -54,7 +78,7 @@ func (t *deletedTopics) with(topic string, at int64) *deletedTopics {
 	out := map[string]int64{topic: at}
 	if t != nil {
 		for k, v := range t.at {
-			if k != topic {
+			if k != topic && v >= t.low {
 				out[k] = v
 			}
 		}
@@ -151,7 +175,7 @@ func (d *Dispatcher) DeleteTopic(topic string, drop func() error) error {
 // writeMu.
 func (d *Dispatcher) passDeleted(end int64) {
 	if t := d.deleted.Load(); t != nil && t.low <= end {
-		d.deleted.Store(newDeletedTopics(t.at, end))
+		d.deleted.Store(t.passed(end))
 	}
 }
 

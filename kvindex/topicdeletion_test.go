@@ -482,3 +482,34 @@ func TestRecordRocketMQConsumeQueue(t *testing.T) {
 		t.Fatalf("RocketMQ topics recorded after dispatch began: %v %v", ok, err)
 	}
 }
+
+// Passing deletions moves the set's lowest offset without building it
+// again until half of them are passed; what it covers stays exact, and a
+// deletion added keeps only those not passed.
+func TestDeletedTopicsPassed(t *testing.T) {
+	at := map[string]int64{}
+	for i := range 10 {
+		at[fmt.Sprintf("T%d", i)] = int64(100 * (i + 1)) // T0 at 100 ... T9 at 1000
+	}
+	set := newDeletedTopics(at, 0)
+	p := set.passed(250) // T0, T1 passed
+	if p == nil || p.low != 300 || len(p.offs) != 10 {
+		t.Fatalf("after 250: %+v, want the same offsets with low 300", p)
+	}
+	for topic, want := range map[string]bool{"T2": true, "T9": true, "T1": false, "T0": false, "X": false} {
+		if got := p.covers(topic, 299); got != want {
+			t.Errorf("after 250, covers(%s, 299) = %v, want %v", topic, got, want)
+		}
+	}
+	w := p.with("T1", 2000)
+	if w.low != 300 || len(w.at) != 9 || w.at["T1"] != 2000 || w.at["T0"] != 0 {
+		t.Fatalf("T1 deleted again after 250: %+v", w)
+	}
+	q := p.passed(550) // half passed: built again
+	if q == nil || q.low != 600 || len(q.offs) != 5 || len(q.at) != 5 {
+		t.Fatalf("after 550: %+v, want T5..T9", q)
+	}
+	if q.passed(1000) != nil {
+		t.Fatal("every deletion passed, the set is not nil")
+	}
+}
