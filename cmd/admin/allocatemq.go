@@ -49,7 +49,12 @@ func allocateAveragely(mqs []adminbody.MessageQueue, index, consumers int) []adm
 	if mod > 0 && index < mod {
 		start = index * size
 	}
-	n := max(min(size, len(mqs)-start), 0)
+	if start >= len(mqs) {
+		// More clients than queues: this one gets none (Java's range
+		// is negative here; slicing past the list would panic).
+		return []adminbody.MessageQueue{}
+	}
+	n := min(size, len(mqs)-start)
 	return append([]adminbody.MessageQueue{}, mqs[start:start+n]...)
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/namesrv"
 )
 
 // allocateMQ prints the average strategy's share of each client, over the
@@ -72,4 +73,19 @@ func subscribeQueuesOf(n int) []adminbody.MessageQueue {
 		mqs = append(mqs, adminbody.MessageQueue{Topic: "T", BrokerName: "b", QueueID: int32(i)})
 	}
 	return mqs
+}
+
+// More clients than queues: the clients past the queues get none, also
+// when the queue list has no spare capacity (as subscribeQueues builds
+// it), where a start index past the list's end must not be sliced.
+func TestAllocateAveragelyMoreClientsThanQueues(t *testing.T) {
+	mqs := subscribeQueues(namesrv.TopicRouteData{QueueDatas: []namesrv.QueueData{
+		{BrokerName: "b", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6},
+	}}, "T")
+	mqs = mqs[:len(mqs):len(mqs)]
+	for i, want := range []int{1, 1, 0, 0, 0} {
+		if got := allocateAveragely(mqs, i, 5); len(got) != want {
+			t.Errorf("2 queues, 5 clients, client %d: %v, want %d queues", i, got, want)
+		}
+	}
 }
