@@ -80,3 +80,24 @@ func TestConsumerProgressAllGroups(t *testing.T) {
 		t.Errorf("-t without -g: %v", err)
 	}
 }
+
+// mqadmin consumerProgress without -g prints at most the first 64
+// characters of a group's name (UtilAll.frontStringAtLeast), so the
+// columns after it stay where its header puts them.
+func TestConsumerProgressAllGroupsCutsLongNames(t *testing.T) {
+	long := strings.Repeat("G", 70)
+	ns, _ := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
+		remoting.GetAllTopicListFromNameServer: withBody(`{"topicList":["%RETRY%` + long + `"]}`),
+		remoting.GetRouteInfoByTopic: func(req *remoting.Command) *remoting.Command {
+			return remoting.NewResponse(req, remoting.TopicNotExist, "no route")
+		},
+	})
+	out, err := run(t, "consumerProgress", "-n", ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rows(out)
+	if len(r) != 1 || strings.Join(r[0], " ") != long[:64]+" 0 OFFLINE 0 0" {
+		t.Fatalf("consumerProgress of a group of 70 characters:\n%s\nwant its first 64, 0 OFFLINE 0 0", out)
+	}
+}

@@ -233,9 +233,19 @@ func (g *globals) printAllGroupsProgress(cmd *cobra.Command) error {
 				}
 			}
 		}
-		fmt.Fprintf(w, "%-64s  %-6d  %-24s %-5s  %-14s  %-7d  %d\n", group, count, version, ctype, model, tps, diff)
+		fmt.Fprintf(w, "%-64s  %-6d  %-24s %-5s  %-14s  %-7d  %d\n", frontStringAtLeast(group, 64), count, version, ctype, model, tps, diff)
 	}
 	return nil
+}
+
+// frontStringAtLeast is RocketMQ's UtilAll.frontStringAtLeast: the first
+// size characters of s, which mqadmin consumerProgress prints of a group's
+// name so the columns after it keep their place.
+func frontStringAtLeast(s string, size int) string {
+	if r := []rune(s); len(r) > size {
+		return string(r[:size])
+	}
+	return s
 }
 
 func printConsumerProgress(out io.Writer, table map[adminbody.MessageQueue]adminbody.OffsetWrapper) error {
