@@ -489,7 +489,7 @@ func (b *Broker) warnUnroutedQueues() error {
 		if err != nil {
 			lookupErr = err
 		}
-		return max(tc.ReadQueueNums, tc.WriteQueueNums), ok
+		return tc.ReadQueueNums, ok
 	})
 	if lookupErr != nil {
 		return fmt.Errorf("look up the topics of the imported store: %w", lookupErr)

@@ -402,7 +402,8 @@ func TestOpenRocketMQStoreWarnsOfUnroutedQueues(t *testing.T) {
 	table := topics["topicConfigTable"].(map[string]any)
 	delete(table, "TopicB")
 	topicA := table["TopicA"].(map[string]any)
-	topicA["readQueueNums"], topicA["writeQueueNums"] = 2, 2
+	// Written to 4 queues, read from 2: queues 2 and 3 reach no consumer.
+	topicA["readQueueNums"], topicA["writeQueueNums"] = 2, 4
 	if data, err = json.Marshal(topics); err != nil {
 		t.Fatal(err)
 	}

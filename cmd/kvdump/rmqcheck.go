@@ -166,7 +166,7 @@ func checkRocketMQ(root, segDir string, lmq bool) (rocketmqCheck, error) {
 	if queues != nil {
 		configured := make(map[string]int, len(c.Topics))
 		for _, t := range c.Topics {
-			configured[t.TopicName] = max(int(t.ReadQueueNums), int(t.WriteQueueNums))
+			configured[t.TopicName] = int(t.ReadQueueNums)
 		}
 		r.Unrouted = rmqconfig.UnroutedQueues(queues, func(topic string) (int, bool) {
 			n, ok := configured[topic]

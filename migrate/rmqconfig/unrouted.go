@@ -13,8 +13,10 @@ import (
 // ids at or past the count their config gives. Neither loses a message,
 // but clients find no route to them (or to the extra queues) until an
 // operator creates or widens the topic. queues maps a topic to its
-// highest queue id; queueNums gives a topic's configured queue count (the
-// larger of its read and write counts) and whether it has a config.
+// highest queue id; queueNums gives a topic's read queue count (consumers
+// read queues 0..readQueueNums-1 only, RocketMQ's
+// topicRouteData2TopicSubscribeInfo, whatever the write count) and whether
+// it has a config.
 // System topics, light message queues and %RETRY% topics are left out:
 // the broker creates their configs itself (a group's retry topic at its
 // consumers' next heartbeat).
