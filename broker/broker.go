@@ -41,7 +41,11 @@ import (
 type Broker struct {
 	cfg  configs.Broker
 	root zerolog.Logger // the process logger, for components
-	log  zerolog.Logger
+	// importedStore is set by a first open of an Apache RocketMQ store:
+	// the start warns of its unrouted queues once the topics it creates
+	// itself exist (warnUnroutedQueues).
+	importedStore bool
+	log           zerolog.Logger
 	// busyLog reports refused sends at most once per second: under flow
 	// control thousands may be refused a second.
 	busyLog zerolog.Logger
@@ -404,6 +408,14 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	if err := b.topics.ensureSystemTopics(); err != nil {
 		return err
 	}
+	if b.importedStore {
+		// After ensureSystemTopics: the topics the broker creates at
+		// every start (its name's, its cluster's, the reply and trace
+		// topics) are routed, with the queues it gives them.
+		if err := b.warnUnroutedQueues(); err != nil {
+			return err
+		}
+	}
 	if err := b.ensureSystemGroups(); err != nil {
 		return err
 	}
@@ -645,12 +657,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 	if err := b.dropRocketMQDeletedTopics(); err != nil {
 		return err
 	}
-	// After the drop: a deleted topic's queues are not unrouted ones.
-	if firstOpen {
-		if err := b.warnUnroutedQueues(); err != nil {
-			return err
-		}
-	}
+	b.importedStore = firstOpen
 	if b.groups, err = db.Groups(0); err != nil {
 		return err
 	}

@@ -469,8 +469,8 @@ func cqUnitsPerFile(root string, configured int, log zerolog.Logger) int {
 }
 
 // warnUnroutedQueues logs, once the first open of an Apache RocketMQ
-// store has indexed its CommitLog, the queues that hold messages no topic
-// config routes (rmqconfig.UnroutedQueues): a store whose topics.json was
+// store has indexed its CommitLog and the start has created its own
+// topics, the queues that hold messages no topic config routes (rmqconfig.UnroutedQueues): a store whose topics.json was
 // lost, or is older than its CommitLog. Their messages stay in the store;
 // clients reach them once an operator creates or widens the topic.
 func (b *Broker) warnUnroutedQueues() error {

@@ -623,3 +623,40 @@ func removeTopicFromConfig(t *testing.T, store, topic string) {
 		t.Fatal(err)
 	}
 }
+
+// The topics the broker creates itself at every start (here the trace
+// topic, msgTraceTopicName) are not named as lacking a config: the
+// warning is about the configs the broker runs with, which include
+// them. TopicB, made the trace topic, gets the one queue the broker
+// gives it, so its second queue is named as past the config instead.
+func TestOpenRocketMQStoreDoesNotWarnOfTopicsTheBrokerCreates(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	if err := os.RemoveAll(filepath.Join(store, "consumequeue")); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(store, "config", "topics.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var topics map[string]any
+	if err := json.Unmarshal(data, &topics); err != nil {
+		t.Fatal(err)
+	}
+	delete(topics["topicConfigTable"].(map[string]any), "TopicB")
+	if data, err = json.Marshal(topics); err != nil {
+		t.Fatal(err)
+	}
+	writeRocketMQConfig(t, store, "topics.json", string(data))
+
+	logs := &testutil.SyncBuffer{}
+	startTestBrokerWith(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "autoCreateTopicEnable": "false",
+		"traceTopicEnable": "true", "msgTraceTopicName": "TopicB"}, func(b *Broker) {
+		b.root = zerolog.New(logs)
+	})
+	if strings.Contains(logs.String(), "no topic config") {
+		t.Errorf("a topic the broker creates at start named as lacking a config:\n%s", logs.String())
+	}
+	if want := "past their config's queue count: TopicB (2 queues, config 1)"; !strings.Contains(logs.String(), want) {
+		t.Errorf("no warning with %q in the broker's log:\n%s", want, logs.String())
+	}
+}
