@@ -69,7 +69,10 @@ func allocateMQCmd(g *globals) *cobra.Command {
 IPs separated by ',', in the order the consumers would be sorted) gets from
 the average allocation strategy (AllocateMessageQueueAveragely) over the read
 queues of the topic's route: {"result":{"<client>":[{"brokerName":...,
-"queueId":...,"topic":...}]}}.`,
+"queueId":...,"topic":...}]}}. The queues are shared in the order a
+consumer's rebalance sorts them (broker name, queue id), which is what the
+consumers get; mqadmin's allocateMQ takes them in a Java hash set's order,
+and may print other runs of queues.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			topic = strings.TrimSpace(topic)
