@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -391,23 +392,11 @@ func TestOpenRocketMQStoreWarnsOfUnroutedQueues(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(store, "consumequeue")); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(store, "config", "topics.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var topics map[string]any
-	if err := json.Unmarshal(data, &topics); err != nil {
-		t.Fatal(err)
-	}
-	table := topics["topicConfigTable"].(map[string]any)
-	delete(table, "TopicB")
-	topicA := table["TopicA"].(map[string]any)
-	// Written to 4 queues, read from 2: queues 2 and 3 reach no consumer.
-	topicA["readQueueNums"], topicA["writeQueueNums"] = 2, 4
-	if data, err = json.Marshal(topics); err != nil {
-		t.Fatal(err)
-	}
-	writeRocketMQConfig(t, store, "topics.json", string(data))
+	editRocketMQTopics(t, store, func(table map[string]map[string]any) {
+		delete(table, "TopicB")
+		// Written to 4 queues, read from 2: queues 2 and 3 reach no consumer.
+		table["TopicA"]["readQueueNums"], table["TopicA"]["writeQueueNums"] = 2, 4
+	})
 
 	logs := &testutil.SyncBuffer{}
 	b := startTestBrokerWith(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "autoCreateTopicEnable": "false"}, func(b *Broker) {
@@ -592,9 +581,10 @@ func TestOpenCrashedRocketMQStoreKeepsQueuesItsConsumeQueueLost(t *testing.T) {
 	}
 }
 
-// removeTopicFromConfig removes a topic from the config/topics.json of a
-// RocketMQ store, as RocketMQ's DeleteTopic does.
-func removeTopicFromConfig(t *testing.T, store, topic string) {
+// editRocketMQTopics rewrites the topicConfigTable of a RocketMQ store's
+// config/topics.json through edit, each topic's config as a JSON object
+// (numbers kept as written), the rest of the file as it was.
+func editRocketMQTopics(t *testing.T, store string, edit func(table map[string]map[string]any)) {
 	t.Helper()
 	path := filepath.Join(store, "config", "topics.json")
 	data, err := os.ReadFile(path)
@@ -602,17 +592,16 @@ func removeTopicFromConfig(t *testing.T, store, topic string) {
 		t.Fatal(err)
 	}
 	var file map[string]json.RawMessage
-	var table map[string]json.RawMessage
 	if err := json.Unmarshal(data, &file); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(file["topicConfigTable"], &table); err != nil {
+	var table map[string]map[string]any
+	dec := json.NewDecoder(bytes.NewReader(file["topicConfigTable"]))
+	dec.UseNumber()
+	if err := dec.Decode(&table); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := table[topic]; !ok {
-		t.Fatalf("%s is not in %s", topic, path)
-	}
-	delete(table, topic)
+	edit(table)
 	if file["topicConfigTable"], err = json.Marshal(table); err != nil {
 		t.Fatal(err)
 	}
@@ -622,6 +611,18 @@ func removeTopicFromConfig(t *testing.T, store, topic string) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// removeTopicFromConfig removes a topic from the config/topics.json of a
+// RocketMQ store, as RocketMQ's DeleteTopic does.
+func removeTopicFromConfig(t *testing.T, store, topic string) {
+	t.Helper()
+	editRocketMQTopics(t, store, func(table map[string]map[string]any) {
+		if _, ok := table[topic]; !ok {
+			t.Fatalf("%s is not in %s/config/topics.json", topic, store)
+		}
+		delete(table, topic)
+	})
 }
 
 // The topics the broker creates itself at every start (here the trace
@@ -634,19 +635,7 @@ func TestOpenRocketMQStoreDoesNotWarnOfTopicsTheBrokerCreates(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(store, "consumequeue")); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(store, "config", "topics.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var topics map[string]any
-	if err := json.Unmarshal(data, &topics); err != nil {
-		t.Fatal(err)
-	}
-	delete(topics["topicConfigTable"].(map[string]any), "TopicB")
-	if data, err = json.Marshal(topics); err != nil {
-		t.Fatal(err)
-	}
-	writeRocketMQConfig(t, store, "topics.json", string(data))
+	removeTopicFromConfig(t, store, "TopicB")
 
 	logs := &testutil.SyncBuffer{}
 	startTestBrokerWith(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "autoCreateTopicEnable": "false",

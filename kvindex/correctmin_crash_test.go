@@ -75,17 +75,7 @@ func correctedQueues(t *testing.T, db *DB) int {
 		default:
 			t.Fatalf("queue %d: minimum %d, want 0 or %d", q, minOff, correctCrashCut)
 		}
-		var kept []int64
-		if err := db.Scan(queuePrefix(prefixCQ, "T", q), func(k, _ []byte) bool {
-			_, _, off, err := decodeCQKey(k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			kept = append(kept, off)
-			return true
-		}); err != nil {
-			t.Fatal(err)
-		}
+		kept := storedEntryOffsets(t, db, "T", q)
 		if len(kept) != int(maxOff-minOff) || kept[0] != minOff || kept[len(kept)-1] != maxOff-1 {
 			t.Fatalf("queue %d (minimum %d, maximum %d) holds entries %v", q, minOff, maxOff, kept)
 		}

@@ -238,17 +238,7 @@ func TestCorrectMinDeletesEveryEntryBelow(t *testing.T) {
 		topic  string
 		newMin int64
 	}{{"Few", 4}, {"Many", 2*pointCutMax + 1}} {
-		var kept []int64
-		if err := db.Scan(queuePrefix(prefixCQ, tc.topic, 0), func(k, _ []byte) bool {
-			_, _, off, err := decodeCQKey(k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			kept = append(kept, off)
-			return true
-		}); err != nil {
-			t.Fatal(err)
-		}
+		kept := storedEntryOffsets(t, db, tc.topic, 0)
 		if len(kept) != int(entries-tc.newMin) || kept[0] != tc.newMin {
 			t.Errorf("%s: entries %v left in the database, want [%d, %d)", tc.topic, kept, tc.newMin, entries)
 		}
@@ -356,4 +346,22 @@ func TestCorrectMinSyncedWhenLastChunkSkipped(t *testing.T) {
 			t.Fatalf("T/%d min offset after a crash = %d, %v; want %d", q, minOff, err, want)
 		}
 	}
+}
+
+// storedEntryOffsets returns the queue offsets of the ConsumeQueue entries
+// the database holds for a queue, in order, read from its keys.
+func storedEntryOffsets(t *testing.T, db *DB, topic string, qid int32) []int64 {
+	t.Helper()
+	var kept []int64
+	if err := db.Scan(queuePrefix(prefixCQ, topic, qid), func(k, _ []byte) bool {
+		_, _, off, err := decodeCQKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, off)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return kept
 }
