@@ -3,6 +3,7 @@ package txn
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -23,9 +24,10 @@ const (
 )
 
 // IsHalfSend reports whether a send is the half of a transaction: the
-// TRAN_MSG property is "true" or the sysFlag says PREPARED.
+// TRAN_MSG property is "true" in any case (RocketMQ's send processor reads
+// it with Java's Boolean.parseBoolean) or the sysFlag says PREPARED.
 func IsHalfSend(properties string, sysFlag int32) bool {
-	if v, _ := commitlog.LookupProperty(properties, PropTransactionPrepared); v == "true" {
+	if v, _ := commitlog.LookupProperty(properties, PropTransactionPrepared); strings.EqualFold(v, "true") {
 		return true
 	}
 	return commitlog.TransactionType(sysFlag) == commitlog.TransactionPrepared
