@@ -245,10 +245,18 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 			has, err := b.popSvc.HasMessage(p.group, p.topic, p.queueID, p.order, p.attemptID)
 			return err != nil || has
 		}
-		switch b.popHolds.hold(popHoldKey{p.topic, p.group, p.queueID}, p.bornTime+p.pollTime, b.popWaitTopics(p.topic, p.group, p.order),
-			b.popArrivalMatch(sub), ready, func() {
-				rerunHeld(conn, req, func() *remoting.Command { return b.pop(conn, req, p) })
-			}) {
+		// No poll time is no polling: 210 at once, before the count of
+		// held requests or the deadline is looked at (RocketMQ's
+		// NOT_POLLING), even when a client's clock ahead of ours puts
+		// bornTime in the future.
+		outcome := holdTimeout
+		if p.pollTime > 0 {
+			outcome = b.popHolds.hold(popHoldKey{p.topic, p.group, p.queueID}, p.bornTime+p.pollTime, b.popWaitTopics(p.topic, p.group, p.order),
+				b.popArrivalMatch(sub), ready, func() {
+					rerunHeld(conn, req, func() *remoting.Command { return b.pop(conn, req, p) })
+				})
+		}
+		switch outcome {
 		case holdOK:
 			// Messages left behind that another pop can get (RestNum
 			// leaves out those an orderly batch locks: this pop, woken,
@@ -541,10 +549,15 @@ func (b *Broker) notification(conn *remoting.Conn, req *remoting.Command, n noti
 		// No match: NOTIFICATION carries no filter (RocketMQ's header has
 		// none, and hasMsg counts every message), so every message is an
 		// answer.
-		switch b.popHolds.hold(popHoldKey{n.topic, n.group, n.queueID}, n.bornTime+n.pollTime, b.popWaitTopics(n.topic, n.group, n.order),
-			nil, ready, func() {
-				rerunHeld(conn, req, func() *remoting.Command { return b.notification(conn, req, n) })
-			}) {
+		// No poll time is no polling, as for a pop.
+		outcome := holdTimeout
+		if n.pollTime > 0 {
+			outcome = b.popHolds.hold(popHoldKey{n.topic, n.group, n.queueID}, n.bornTime+n.pollTime, b.popWaitTopics(n.topic, n.group, n.order),
+				nil, ready, func() {
+					rerunHeld(conn, req, func() *remoting.Command { return b.notification(conn, req, n) })
+				})
+		}
+		switch outcome {
 		case holdOK:
 			return nil
 		case holdFull:
