@@ -255,29 +255,13 @@ var allocationStrategies = map[string]func(all []assignedQueue, clients, idx int
 }
 
 // allocateAveragely is RocketMQ's AllocateMessageQueueAveragely for the
-// client at index idx of the sorted client ids: consecutive runs of
-// queues, the first clients taking one more when they do not divide.
+// client at index idx of the sorted client ids (meta.AverageShare).
 func allocateAveragely(all []assignedQueue, clients, idx int) []assignedQueue {
-	if idx < 0 || clients == 0 || len(all) == 0 {
+	from, to := meta.AverageShare(len(all), clients, idx)
+	if from == to {
 		return nil
 	}
-	n := len(all)
-	mod := n % clients
-	size := n / clients
-	if n <= clients {
-		size = 1
-	} else if mod > 0 && idx < mod {
-		size++
-	}
-	start := idx*size + mod
-	if mod > 0 && idx < mod {
-		start = idx * size
-	}
-	var out []assignedQueue
-	for i := 0; i < min(size, n-start); i++ {
-		out = append(out, all[start+i])
-	}
-	return out
+	return slices.Clone(all[from:to])
 }
 
 // allocateAveragelyByCircle is RocketMQ's

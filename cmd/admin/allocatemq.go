@@ -32,30 +32,11 @@ func subscribeQueues(route namesrv.TopicRouteData, topic string) []adminbody.Mes
 }
 
 // allocateAveragely is RocketMQ's AllocateMessageQueueAveragely: the
-// queues of consumer index out of consumers, a contiguous run, the first
-// len(mqs) % consumers consumers taking one more.
+// queues of consumer index out of consumers (meta.AverageShare), never
+// nil (mqadmin prints an empty list).
 func allocateAveragely(mqs []adminbody.MessageQueue, index, consumers int) []adminbody.MessageQueue {
-	if len(mqs) == 0 || consumers <= 0 || index < 0 || index >= consumers {
-		return []adminbody.MessageQueue{}
-	}
-	mod := len(mqs) % consumers
-	size := len(mqs) / consumers
-	if len(mqs) <= consumers {
-		size = 1
-	} else if mod > 0 && index < mod {
-		size++
-	}
-	start := index*size + mod
-	if mod > 0 && index < mod {
-		start = index * size
-	}
-	if start >= len(mqs) {
-		// More clients than queues: this one gets none (Java's range
-		// is negative here; slicing past the list would panic).
-		return []adminbody.MessageQueue{}
-	}
-	n := min(size, len(mqs)-start)
-	return append([]adminbody.MessageQueue{}, mqs[start:start+n]...)
+	from, to := meta.AverageShare(len(mqs), consumers, index)
+	return append([]adminbody.MessageQueue{}, mqs[from:to]...)
 }
 
 // allocateMQCmd is mqadmin allocateMQ: how the average allocation
