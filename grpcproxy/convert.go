@@ -1,7 +1,6 @@
 package grpcproxy
 
 import (
-	"bytes"
 	"compress/gzip"
 	"compress/zlib"
 	"crypto/md5"
@@ -15,13 +14,12 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/klauspost/compress/zstd"
-	"github.com/pierrec/lz4/v4"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/internal/msgbody"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 )
@@ -397,24 +395,7 @@ const maxInflated = 256 << 20
 // decompress inflates a stored body compressed by a Remoting producer
 // with the sysFlag's algorithm.
 func decompress(ct int32, body []byte) ([]byte, error) {
-	switch ct {
-	case commitlog.CompressionZLIB:
-		return inflate(zlibReader, body, maxInflated)
-	case commitlog.CompressionLZ4:
-		return inflate(func(r io.Reader) (io.Reader, error) { return lz4.NewReader(r), nil }, body, maxInflated)
-	case commitlog.CompressionZSTD:
-		d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxInflated))
-		if err != nil {
-			return nil, fmt.Errorf("zstd body: %w", err)
-		}
-		defer d.Close()
-		out, err := d.DecodeAll(body, nil)
-		if err != nil {
-			return nil, fmt.Errorf("zstd body: %w", err)
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("body compressed with unknown type %#x", ct)
+	return msgbody.Decompress(ct, body, maxInflated)
 }
 
 func zlibReader(r io.Reader) (io.Reader, error) { return zlib.NewReader(r) }
@@ -422,21 +403,10 @@ func gzipReader(r io.Reader) (io.Reader, error) { return gzip.NewReader(r) }
 
 // errInflatedTooLarge is inflate's error for a body that decompresses to
 // more than its limit.
-var errInflatedTooLarge = errors.New("decompressed body exceeds the limit")
+var errInflatedTooLarge = msgbody.ErrTooLarge
 
 // inflate reads all of a compressed body through open, refusing more than
 // limit bytes of output.
 func inflate(open func(io.Reader) (io.Reader, error), body []byte, limit int) ([]byte, error) {
-	r, err := open(bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	out, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(out) > limit {
-		return nil, fmt.Errorf("%w (%d bytes)", errInflatedTooLarge, limit)
-	}
-	return out, nil
+	return msgbody.Inflate(open, body, limit)
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"compress/zlib"
 	"context"
 	"fmt"
 	"io"
@@ -11,14 +9,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/klauspost/compress/zstd"
-	"github.com/pierrec/lz4/v4"
 	"github.com/spf13/cobra"
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/htmlindex"
 	"golang.org/x/text/encoding/ianaindex"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/msgbody"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -58,36 +55,11 @@ const maxInflatedBody = 256 << 20
 // compressed it (sysFlag), as RocketMQ's clients hand it to the
 // application.
 func inflateBody(m *commitlog.Message) ([]byte, error) {
-	var r io.Reader
-	switch commitlog.CompressionType(m.SysFlag) {
-	case 0:
+	ct := commitlog.CompressionType(m.SysFlag)
+	if ct == 0 {
 		return m.Body, nil
-	case commitlog.CompressionZLIB:
-		zr, err := zlib.NewReader(bytes.NewReader(m.Body))
-		if err != nil {
-			return nil, fmt.Errorf("zlib body: %w", err)
-		}
-		r = zr
-	case commitlog.CompressionLZ4:
-		r = lz4.NewReader(bytes.NewReader(m.Body))
-	case commitlog.CompressionZSTD:
-		d, err := zstd.NewReader(bytes.NewReader(m.Body), zstd.WithDecoderMaxMemory(maxInflatedBody))
-		if err != nil {
-			return nil, fmt.Errorf("zstd body: %w", err)
-		}
-		defer d.Close()
-		r = d
-	default:
-		return nil, fmt.Errorf("body compressed with unknown type %#x", commitlog.CompressionType(m.SysFlag))
 	}
-	out, err := io.ReadAll(io.LimitReader(r, maxInflatedBody+1))
-	if err != nil {
-		return nil, fmt.Errorf("decompress body: %w", err)
-	}
-	if len(out) > maxInflatedBody {
-		return nil, fmt.Errorf("decompressed body exceeds %d bytes", maxInflatedBody)
-	}
-	return out, nil
+	return msgbody.Decompress(ct, m.Body, maxInflatedBody)
 }
 
 // tagFilter is a tag subscription expression ("TagA || TagB") as
