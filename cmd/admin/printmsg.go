@@ -106,24 +106,20 @@ func (q toolQueue) String() string {
 // queueBounds returns the offsets printMsg reads a queue between: its
 // minimum and maximum, or the offsets of the first messages stored at or
 // after -b and -e when given.
-func (g *globals) queueBounds(ctx context.Context, q toolQueue, begin, end *int64) (int64, int64, error) {
-	lo, err := g.queueOffsetAt(ctx, q.addr, q.topic, q.queueID, -1)
-	if err != nil {
-		return 0, 0, err
-	}
-	hi, err := g.queueOffsetAt(ctx, q.addr, q.topic, q.queueID, math.MaxInt64)
-	if err != nil {
-		return 0, 0, err
-	}
+func (g *globals) queueBounds(ctx context.Context, q toolQueue, begin, end *int64) (lo, hi int64, err error) {
+	// Searching from -1 finds the minimum, from MaxInt64 the maximum.
+	from, to := int64(-1), int64(math.MaxInt64)
 	if begin != nil {
-		if lo, err = g.queueOffsetAt(ctx, q.addr, q.topic, q.queueID, max(*begin, 0)); err != nil {
-			return 0, 0, err
-		}
+		from = max(*begin, 0)
 	}
 	if end != nil {
-		if hi, err = g.queueOffsetAt(ctx, q.addr, q.topic, q.queueID, max(*end, 0)); err != nil {
-			return 0, 0, err
-		}
+		to = max(*end, 0)
+	}
+	if lo, err = g.queueOffsetAt(ctx, q.addr, q.topic, q.queueID, from); err != nil {
+		return 0, 0, err
+	}
+	if hi, err = g.queueOffsetAt(ctx, q.addr, q.topic, q.queueID, to); err != nil {
+		return 0, 0, err
 	}
 	return lo, hi, nil
 }
