@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -233,4 +234,43 @@ func TestSyncFlushCommitPastTheFlushTimeoutSucceeds(t *testing.T) {
 	}
 	open()
 	waitFor(t, "the committed message", func() bool { return len(pullAll(t, b, c, "TxSlowFlush", 0)) == 1 })
+}
+
+// flushAfterStop's context outlives its parent by the grace and no more,
+// and release ends it at once.
+func TestFlushAfterStop(t *testing.T) {
+	parent, stop := context.WithCancel(context.Background())
+	wctx, release := flushAfterStop(parent, 200*time.Millisecond)
+	defer release()
+	stop()
+	stopped := time.Now()
+	select {
+	case <-wctx.Done():
+		t.Fatal("the wait ended with the stop, before its grace")
+	case <-time.After(50 * time.Millisecond):
+	}
+	select {
+	case <-wctx.Done():
+		if waited := time.Since(stopped); waited < 200*time.Millisecond {
+			t.Fatalf("the wait ended %s after the stop, before the 200ms grace", waited)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the wait did not end after its grace")
+	}
+
+	// Released while the parent runs, or inside the grace: ended at once.
+	for _, cancelParent := range []bool{false, true} {
+		parent, stop := context.WithCancel(context.Background())
+		wctx, release := flushAfterStop(parent, time.Hour)
+		if cancelParent {
+			stop()
+		}
+		release()
+		select {
+		case <-wctx.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("release (parent cancelled: %v) did not end the wait", cancelParent)
+		}
+		stop()
+	}
 }
