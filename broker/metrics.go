@@ -359,16 +359,24 @@ func (b *Broker) countDLQ(msgs []*commitlog.Message) {
 // (BrokerMetricsManager.getMessageType): a prepared transaction, else a
 // message group's (FIFO), else one with a delivery time or delay level.
 func messageTypeOf(props string) string {
-	if v, _ := commitlog.LookupProperty(props, txn.PropTransactionPrepared); strings.EqualFold(v, "true") {
-		return metrics.TypeTransaction
-	}
-	if _, ok := commitlog.LookupProperty(props, "__SHARDINGKEY"); ok {
-		return metrics.TypeFIFO
-	}
-	for _, k := range []string{"__STARTDELIVERTIME", propDelay, timer.PropDeliverMs, timer.PropDelaySec, timer.PropDelayMs} {
-		if _, ok := commitlog.LookupProperty(props, k); ok {
-			return metrics.TypeDelay
+	prepared, sharded, delayed := false, false, false
+	for k, v := range commitlog.PropertyPairs(props) {
+		switch k {
+		case txn.PropTransactionPrepared:
+			prepared = strings.EqualFold(v, "true") // the last one counts
+		case "__SHARDINGKEY":
+			sharded = true
+		case "__STARTDELIVERTIME", propDelay, timer.PropDeliverMs, timer.PropDelaySec, timer.PropDelayMs:
+			delayed = true
 		}
+	}
+	switch {
+	case prepared:
+		return metrics.TypeTransaction
+	case sharded:
+		return metrics.TypeFIFO
+	case delayed:
+		return metrics.TypeDelay
 	}
 	return metrics.TypeNormal
 }

@@ -532,6 +532,9 @@ func TestMessageTypeOfASendIsRocketMQs(t *testing.T) {
 		{"TRAN_MSG\x01true\x02", metrics.TypeTransaction},
 		{"TRAN_MSG\x01TRUE\x02DELAY\x013\x02", metrics.TypeTransaction},
 		{"TRAN_MSG\x01false\x02", metrics.TypeNormal},
+		{"TRAN_MSG\x01true\x02TRAN_MSG\x01false\x02", metrics.TypeNormal}, // the last one counts
+		{"TRAN_MSG\x01false\x02TRAN_MSG\x01true\x02DELAY\x013\x02", metrics.TypeTransaction},
+		{"DELAY\x01\x02", metrics.TypeNormal}, // no value: no property
 		{"__SHARDINGKEY\x01k\x02", metrics.TypeFIFO},
 		{"__SHARDINGKEY\x01k\x02TIMER_DELAY_SEC\x015\x02", metrics.TypeFIFO},
 		{"__STARTDELIVERTIME\x011700000005000\x02", metrics.TypeDelay},
@@ -859,5 +862,16 @@ func TestPullOffsetsForgetDeletedGroupsAndTopics(t *testing.T) {
 	}
 	if got := queues(); !slices.Equal(got, []string{"pg2@PulledA"}) {
 		t.Errorf("pull offsets after deleting group pg1 and topic PulledB: %v, want [pg2@PulledA]", got)
+	}
+}
+
+// BenchmarkMessageTypeOf measures the send path's classification of a
+// Go client's properties (no special key, so every pair is read).
+func BenchmarkMessageTypeOf(b *testing.B) {
+	props := "KEYS\x01order-1\x02UNIQ_KEY\x017F000001000118B4AAC2470D4A0000\x02WAIT\x01true\x02TAGS\x01TagA\x02"
+	for b.Loop() {
+		if messageTypeOf(props) != metrics.TypeNormal {
+			b.Fatal("not normal")
+		}
 	}
 }

@@ -403,6 +403,23 @@ func TestParseProperties(t *testing.T) {
 		if _, ok := LookupProperty(tc.in, "missing"); ok {
 			t.Errorf("LookupProperty(%q, missing) found something", tc.in)
 		}
+		pairs := map[string]string{}
+		for k, v := range PropertyPairs(tc.in) {
+			pairs[k] = v
+		}
+		if !reflect.DeepEqual(pairs, tc.want) {
+			t.Errorf("PropertyPairs(%q) = %q, want %q", tc.in, pairs, tc.want)
+		}
+	}
+	var first []string
+	for k := range PropertyPairs("a\x011\x02b\x012\x02c\x013") {
+		first = append(first, k)
+		if k == "b" {
+			break
+		}
+	}
+	if !reflect.DeepEqual(first, []string{"a", "b"}) {
+		t.Errorf("PropertyPairs went on after a break: %q", first)
 	}
 	if got := FormatProperties(map[string]string{"b": "2", "a": "1", "": "x", "e": ""}); got != "a\x011\x02b\x012\x02" {
 		t.Errorf("FormatProperties = %q", got)

@@ -1,6 +1,7 @@
 package commitlog
 
 import (
+	"iter"
 	"sort"
 	"strconv"
 	"strings"
@@ -92,6 +93,23 @@ func LookupProperty(props, key string) (string, bool) {
 		i = next
 	}
 	return val, found
+}
+
+// PropertyPairs yields the pairs of props in their order, with the rules of
+// ParseProperties (a pair without a key or a value is skipped; a key that
+// repeats is yielded again, the last one being the one that counts). It
+// reads the string once where several LookupProperty calls would each
+// scan all of it.
+func PropertyPairs(props string) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for i := 0; i < len(props); {
+			k, v, next, ok := nextPair(props, i)
+			if ok && !yield(k, v) {
+				return
+			}
+			i = next
+		}
+	}
 }
 
 // FormatProperties builds a properties string from m: keys in sorted
