@@ -181,7 +181,11 @@ func (b *Broker) MetricsAddr() net.Addr {
 // RMQ_SYS_TRANS_HALF_TOPIC (its commit in its own topic, recordStore.Put),
 // so that a rolled-back half is no put of its topic.
 func (b *Broker) countIn(topic, props string, n int, bytes int64) {
-	b.countInAs(topic, messageTypeOf(props), n, bytes)
+	msgType := "" // read only by the metrics
+	if b.metrics != nil {
+		msgType = messageTypeOf(props)
+	}
+	b.countInAs(topic, msgType, n, bytes)
 }
 
 // countInAs is countIn of records of message type msgType.
