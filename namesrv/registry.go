@@ -622,14 +622,25 @@ func (r *Registry) TopicsByCluster(cluster string) []string {
 
 // SystemTopics returns what GET_SYSTEM_TOPIC_LIST_FROM_NS lists: every
 // cluster name followed by its broker names (RocketMQ brokers create a
-// topic of each), and the address of one registered broker, the master
-// of the first group by name when it has one.
+// topic of each), each name once (RocketMQ's TopicList holds a set: a
+// broker named as a cluster, or listed under two clusters, is one
+// topic), and the address of one registered broker, the master of the
+// first group by name when it has one.
 func (r *Registry) SystemTopics() (topics []string, brokerAddr string) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	seen := make(map[string]bool)
+	add := func(name string) {
+		if !seen[name] {
+			seen[name] = true
+			topics = append(topics, name)
+		}
+	}
 	for _, cluster := range slices.Sorted(maps.Keys(r.clusters)) {
-		topics = append(topics, cluster)
-		topics = append(topics, slices.Sorted(maps.Keys(r.clusters[cluster]))...)
+		add(cluster)
+		for _, name := range slices.Sorted(maps.Keys(r.clusters[cluster])) {
+			add(name)
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.groups)) {
 		g := r.groups[name]

@@ -586,3 +586,17 @@ func TestAMasterLeavingAnActingMasterGroupWipesItsWritePermission(t *testing.T) 
 		}
 	}
 }
+
+// RocketMQ's system topic list is a set: a broker named as its cluster,
+// or one that moved to another cluster (its name stays listed under the
+// old one as well), is listed once.
+func TestSystemTopicsListEachNameOnce(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	register(t, r, "c1", "c1", "a:1", 0, topicsBody(1))
+	register(t, r, "c1", "broker-b", "b:1", 0, topicsBody(1))
+	register(t, r, "c2", "broker-b", "b:1", 0, topicsBody(1))
+	topics, addr := r.SystemTopics()
+	if !slices.Equal(topics, []string{"c1", "broker-b", "c2"}) || addr != "b:1" {
+		t.Fatalf("system topics %v, address %q", topics, addr)
+	}
+}
