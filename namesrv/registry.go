@@ -504,26 +504,48 @@ func (r *Registry) DataVersionOf(clusterName, brokerAddr string) (DataVersion, b
 }
 
 // Expire removes every broker whose last renewal is older than its timeout
-// and returns them. The name server calls it every ScanInterval.
+// and returns them. The name server calls it every ScanInterval and
+// closes their connections, as RocketMQ closes an expired broker's
+// channel. Brokers that still renew and last registered on such a
+// connection (a master and its slave, or several broker names, sharing
+// one) are detached from it first, so that its close unregisters none of
+// them: RocketMQ's close of an expired broker's channel leaves the other
+// brokers on it registered, and their next registration, on a new
+// connection, attaches them to that one.
 func (r *Registry) Expire() []ExpiredBroker {
 	now := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []ExpiredBroker
+	closing := make(map[uint64]bool)
 	for key, lb := range r.live {
 		if idle := now.Sub(lb.lastUpdate); idle > lb.timeout {
 			out = append(out, ExpiredBroker{BrokerKey: key, BrokerName: lb.brokerName, BrokerID: lb.brokerID,
 				ConnID: lb.connID, Idle: idle})
+			if lb.connID != 0 {
+				closing[lb.connID] = true
+			}
 		}
 	}
 	for _, e := range out {
 		r.unregisterLocked(e.ClusterName, e.BrokerAddr, e.BrokerName)
 	}
+	if len(closing) > 0 {
+		for _, lb := range r.live {
+			if closing[lb.connID] {
+				lb.connID = 0
+			}
+		}
+	}
 	return out
 }
 
 // ConnClosed unregisters every broker whose last registration came on the
-// connection connID (Java's onChannelDestroy) and returns their keys.
+// connection connID and is still attached to it (see Expire), and returns
+// their keys. RocketMQ's onChannelDestroy unregisters only the first
+// broker it finds on the channel, in hash order, and leaves the others
+// of a shared channel to expire; a connection that closes here takes
+// them all, as they went with it.
 func (r *Registry) ConnClosed(connID uint64) []BrokerKey {
 	if connID == 0 {
 		return nil

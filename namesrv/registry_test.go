@@ -600,3 +600,49 @@ func TestSystemTopicsListEachNameOnce(t *testing.T) {
 		t.Fatalf("system topics %v, address %q", topics, addr)
 	}
 }
+
+// A master and its slave, and another broker name, share connection 7;
+// the slave stops renewing and expires. The name server closes the
+// connection, as RocketMQ closes an expired broker's channel, but the
+// brokers that still renew stay registered, as in RocketMQ; the next
+// registration attaches a broker to its new connection again.
+func TestAnExpiredBrokerLeavesTheOthersOnItsConnection(t *testing.T) {
+	clock := newFakeClock()
+	r := NewRegistry(RegistryOptions{Now: clock.Now})
+	for _, b := range []struct {
+		name, addr string
+		id         int64
+	}{{"a", "1.1.1.1:1", 0}, {"a", "1.1.1.2:1", 1}, {"b", "2.2.2.2:1", 0}} {
+		if _, err := r.Register(RegisterRequest{ClusterName: "C", BrokerName: b.name, BrokerAddr: b.addr, BrokerID: b.id,
+			Body: topicsBody(1, "T:1:1:6", "U:1:1:6"), ConnID: 7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Advance(time.Minute)
+	r.Heartbeat("C", "1.1.1.1:1")
+	r.Heartbeat("C", "2.2.2.2:1")
+	clock.Advance(DefaultBrokerTimeout - time.Minute + time.Millisecond)
+	gone := r.Expire()
+	if len(gone) != 1 || gone[0].BrokerAddr != "1.1.1.2:1" || gone[0].ConnID != 7 {
+		t.Fatalf("expired %+v", gone)
+	}
+	if left := r.ConnClosed(7); len(left) != 0 {
+		t.Fatalf("closing the expired broker's connection unregistered %v", left)
+	}
+	if n := r.BrokerCount(); n != 2 {
+		t.Fatalf("%d brokers registered, want the master of a and b", n)
+	}
+	for _, topic := range []string{"T", "U"} {
+		if route := mustRoute(t, r, topic); len(route.QueueDatas) != 2 {
+			t.Fatalf("route of %s: %+v", topic, route.QueueDatas)
+		}
+	}
+	// b registers again on a new connection, 8, whose close unregisters it.
+	if _, err := r.Register(RegisterRequest{ClusterName: "C", BrokerName: "b", BrokerAddr: "2.2.2.2:1",
+		Body: topicsBody(1, "T:1:1:6", "U:1:1:6"), ConnID: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if left := r.ConnClosed(8); len(left) != 1 || left[0].BrokerAddr != "2.2.2.2:1" {
+		t.Fatalf("closing b's new connection unregistered %v", left)
+	}
+}

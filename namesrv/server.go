@@ -175,7 +175,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // scan removes expired brokers every ScanInterval and closes their
-// connections, as Java's scanNotActiveBroker does.
+// connections, as Java's scanNotActiveBroker does; the brokers that still
+// renew over such a connection stay registered (see Registry.Expire).
 func (s *Server) scan() {
 	defer s.scanner.Done()
 	t := time.NewTicker(s.cfg.ScanInterval)

@@ -574,3 +574,42 @@ func TestKVStoreKeepsNothingAWriteFailed(t *testing.T) {
 		t.Fatal("a namespace whose put failed is listed")
 	}
 }
+
+// Two brokers register over one connection; one goes on renewing, the
+// other falls silent and expires. The name server closes the connection
+// (RocketMQ closes an expired broker's channel) and the renewing broker
+// stays registered.
+func TestExpiryKeepsTheOtherBrokersOfTheConnection(t *testing.T) {
+	clock := newFakeClock()
+	ns, _ := startNameServer(t, func(c *Config) {
+		c.Now = clock.Now
+		c.ScanInterval = 5 * time.Millisecond
+	})
+	c := dial(t, ns)
+	for _, b := range []struct{ name, addr string }{{"broker-a", "1.1.1.1:1"}, {"broker-b", "2.2.2.2:1"}} {
+		body, _ := topicsBody(1, "T:1:1:6", "U:1:1:6").Encode(false)
+		ext := map[string]string{"brokerName": b.name, "brokerAddr": b.addr, "clusterName": "C", "haServerAddr": "",
+			"brokerId": "0"}
+		if resp := invoke(t, c, remoting.RegisterBroker, ext, body); resp.Code != remoting.Success {
+			t.Fatalf("register %s: %v", b.name, resp)
+		}
+	}
+	clock.Advance(time.Minute)
+	if resp := invoke(t, c, remoting.BrokerHeartbeat, map[string]string{"clusterName": "C", "brokerAddr": "2.2.2.2:1",
+		"brokerName": "broker-b", "brokerId": "0"}, nil); resp.Code != remoting.Success {
+		t.Fatalf("heartbeat: %v", resp)
+	}
+	clock.Advance(DefaultBrokerTimeout - time.Minute + time.Second)
+	waitFor(t, "broker-a's expiry", func() bool { return ns.Registry().BrokerCount() < 2 })
+	<-c.Done() // the expired broker's connection is closed
+	// Shutdown waits for the connection's close hook.
+	if err := ns.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if n := ns.Registry().BrokerCount(); n != 1 {
+		t.Fatalf("%d brokers registered, want broker-b", n)
+	}
+	if v, ok := ns.Registry().DataVersionOf("C", "2.2.2.2:1"); !ok || v.Counter != 1 {
+		t.Fatalf("broker-b: %+v %v", v, ok)
+	}
+}
