@@ -75,6 +75,10 @@ type liveBroker struct {
 	haServerAddr  string
 	filterServers []string
 	connID        uint64
+	// rules records that the broker's topic configs made its group's
+	// queue data at dataVersion (a master, or a prime slave whose
+	// configs took over; see Register).
+	rules bool
 }
 
 // brokerGroup is a broker name's members (Java BrokerData).
@@ -197,11 +201,14 @@ func (r *Registry) SetDeleteTopicWithBrokerRegistration(on bool) {
 // Register records a broker registration, following Java's
 // RouteInfoManager.registerBroker: the broker joins its cluster and group
 // (an address registered under another id is dropped first), and a master
-// (or, in acting-master mode, the slave with the smallest id) turns each
-// topic config into queue data. Where Java rewrites queue data only when
-// the data version changed, Register rewrites it whenever it differs, so
-// the chunks of a split registration (enableSplitRegistration: several
-// REGISTER_BROKER calls with one data version) all take effect.
+// (or, with no master, the "prime slave": the slave of a 5.x broker
+// group with the smallest id) turns each topic config into queue data.
+// Where Java rewrites a master's queue data only when the data version
+// changed, Register rewrites it whenever it differs, so the chunks of a
+// split registration (enableSplitRegistration: several REGISTER_BROKER
+// calls with one data version) all take effect. A prime slave's configs
+// replace the queue data its master left only from a data version the
+// name server does not hold for the slave, as in Java.
 func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 	var res RegisterResult
 	body := req.Body
@@ -262,9 +269,20 @@ func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 
 	isMaster := req.BrokerID == MasterID
 	isPrimeSlave := !oldBroker && !isMaster && req.BrokerID == slices.Min(slices.Collect(maps.Keys(g.addrs)))
+	prev := r.live[key]
+	newVersion := registerFirst || prev == nil || prev.dataVersion != body.DataVersion
+	// rules: the broker's topic configs make the group's queue data. A
+	// master's always do (see above). A prime slave's do, as in RocketMQ,
+	// when it registers a data version the name server does not hold for
+	// it, or registers anew; otherwise the queue data its master left
+	// stays (a slave's topic configs may lag its master's), and only a
+	// topic the group has no queue data of is added from it. Once a prime
+	// slave's configs ruled at a data version, they go on ruling at it, so
+	// the later chunks of a split registration take effect too.
+	rules := isMaster || (isPrimeSlave && (newVersion || prev.rules))
 	if isMaster || isPrimeSlave {
 		permChange, changed := r.writePerm[req.BrokerName]
-		if prev := r.live[key]; changed && (registerFirst || prev == nil || prev.dataVersion != body.DataVersion) {
+		if changed && newVersion {
 			// The broker's topics changed since, or it registers anew (a
 			// master restarted while its slave kept the group, or on
 			// another address): its registration rules, as RocketMQ
@@ -303,7 +321,7 @@ func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 			// itself gives the same answer for whole registrations and also
 			// applies changes carried by the later chunks of a split
 			// registration, which all share one data version.
-			if old, ok := r.queueData(name, req.BrokerName); !ok || old != qd {
+			if old, ok := r.queueData(name, req.BrokerName); !ok || rules && old != qd {
 				r.putQueueData(name, qd)
 			}
 		}
@@ -318,6 +336,7 @@ func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 		haServerAddr:  req.HAServerAddr,
 		filterServers: slices.Clone(body.FilterServerList),
 		connID:        req.ConnID,
+		rules:         rules,
 	}
 
 	if req.BrokerID != MasterID {

@@ -646,3 +646,52 @@ func TestAnExpiredBrokerLeavesTheOthersOnItsConnection(t *testing.T) {
 		t.Fatalf("closing b's new connection unregistered %v", left)
 	}
 }
+
+// With the master gone, a 5.x group's prime slave registering the data
+// version it registered before leaves the queue data its master left, as
+// RocketMQ does (a slave's topic configs may lag its master's), and adds
+// only topics the group has no queue data of; from a new data version on
+// its configs rule, the later chunks of a split registration included.
+func TestAPrimeSlaveKeepsItsMastersQueueDataUntilItsDataVersionChanges(t *testing.T) {
+	for _, acting := range []bool{false, true} {
+		r := NewRegistry(RegistryOptions{})
+		reg := func(addr string, id int64, body *RegisterBrokerBody) {
+			t.Helper()
+			if _, err := r.Register(RegisterRequest{ClusterName: "C", BrokerName: "a", BrokerAddr: addr, BrokerID: id,
+				EnableActingMaster: &acting, Body: body}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		queues := func(topic string) QueueData {
+			t.Helper()
+			return mustRoute(t, r, topic).QueueDatas[0]
+		}
+		wantPerm := PermRead | PermWrite
+		if acting {
+			wantPerm = PermRead
+		}
+		reg("1.1.1.1:1", 0, topicsBody(6, "T:8:8:6", "U:4:4:6"))
+		reg("1.1.1.2:1", 1, topicsBody(5, "T:4:4:6", "U:4:4:6"))
+		r.Unregister("C", "1.1.1.1:1", "a")
+		reg("1.1.1.2:1", 1, topicsBody(5, "T:4:4:6", "U:2:2:6", "N:1:1:6"))
+		if q := queues("T"); q.ReadQueueNums != 8 || q.WriteQueueNums != 8 || q.Perm != wantPerm {
+			t.Fatalf("acting %v: T after the slave's same-version registration %+v, want the master's 8 queues", acting, q)
+		}
+		if q := queues("U"); q.ReadQueueNums != 4 {
+			t.Fatalf("acting %v: U %+v, want the master's 4 queues", acting, q)
+		}
+		if q := queues("N"); q.ReadQueueNums != 1 || q.Perm != wantPerm {
+			t.Fatalf("acting %v: topic new to the group %+v", acting, q)
+		}
+		// The slave's data version changes: its configs rule, also those
+		// of the next chunk with that data version.
+		reg("1.1.1.2:1", 1, topicsBody(7, "T:16:16:6", "U:4:4:6"))
+		reg("1.1.1.2:1", 1, topicsBody(7, "U:2:2:6", "N:1:1:6"))
+		if q := queues("T"); q.ReadQueueNums != 16 || q.Perm != wantPerm {
+			t.Fatalf("acting %v: T after a new data version %+v", acting, q)
+		}
+		if q := queues("U"); q.ReadQueueNums != 2 {
+			t.Fatalf("acting %v: U after a split registration's second chunk %+v", acting, q)
+		}
+	}
+}
