@@ -64,7 +64,8 @@ type RegisterBrokerBody struct {
 	// FilterServerList lists legacy filter servers; normally empty.
 	FilterServerList []string
 	// TopicQueueMappingInfo holds static-topic mapping entries by topic as
-	// raw JSON; the name server passes them through without using them.
+	// raw JSON (Java TopicQueueMappingInfo); the name server serves them
+	// in routes (TopicRouteData.TopicQueueMappingByBroker).
 	TopicQueueMappingInfo map[string]json.RawMessage
 }
 

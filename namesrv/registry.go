@@ -141,6 +141,9 @@ type Registry struct {
 	// writePerm holds operators' changes of a broker group's write
 	// permission, by broker name (see WipeWritePerm).
 	writePerm map[string]writePermChange
+	// mappings holds static topics' mappings by topic, then by the broker
+	// name each mapping is of (Java's topicQueueMappingInfoTable).
+	mappings map[string]map[string]TopicQueueMappingInfo
 }
 
 // writePermChange is a WIPE_ or ADD_WRITE_PERM_OF_BROKER in force: it
@@ -185,6 +188,7 @@ func NewRegistry(opts RegistryOptions) *Registry {
 		clusters:     make(map[string]map[string]struct{}),
 		live:         make(map[BrokerKey]*liveBroker),
 		writePerm:    make(map[string]writePermChange),
+		mappings:     make(map[string]map[string]TopicQueueMappingInfo),
 	}
 	r.deleteWithRegistration.Store(opts.DeleteTopicWithBrokerRegistration)
 	return r
@@ -220,6 +224,15 @@ func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 		timeout = DefaultBrokerTimeout
 	}
 	key := BrokerKey{ClusterName: req.ClusterName, BrokerAddr: req.BrokerAddr}
+	mappings := make(map[string]TopicQueueMappingInfo, len(body.TopicQueueMappingInfo))
+	for topic, raw := range body.TopicQueueMappingInfo {
+		info, err := decodeMappingInfo(raw)
+		if err != nil {
+			// Java fails to decode such a body and refuses it.
+			return res, fmt.Errorf("register broker %s: topic %s: %w: %w", req.BrokerName, topic, ErrBadRegisterBody, err)
+		}
+		mappings[topic] = info
+	}
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -325,6 +338,19 @@ func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 				r.putQueueData(name, qd)
 			}
 		}
+		// Static topics' mappings, by the broker name each is of, as
+		// Java keeps them; like queue data they take effect when the
+		// broker's configs rule or are new to the name server.
+		for topic, info := range mappings {
+			byBroker := r.mappings[topic]
+			if byBroker == nil {
+				byBroker = make(map[string]TopicQueueMappingInfo)
+				r.mappings[topic] = byBroker
+			}
+			if _, known := byBroker[info.Bname]; rules || !known {
+				byBroker[info.Bname] = info
+			}
+		}
 	}
 
 	r.live[key] = &liveBroker{
@@ -394,6 +420,10 @@ func (r *Registry) removeQueueData(topic, brokerName string) {
 		list = slices.Delete(list, i, i+1)
 		if len(list) == 0 {
 			delete(r.topics, topic)
+			// Unlike Java, whose static topic mappings never go, a topic
+			// that is gone takes them along: one created again without
+			// them is not routed as static.
+			delete(r.mappings, topic)
 		} else {
 			r.topics[topic] = list
 		}
@@ -609,6 +639,13 @@ func (r *Registry) Route(topic string) (*TopicRouteData, bool) {
 	}
 	if len(route.BrokerDatas) == 0 {
 		return nil, false
+	}
+	if byBroker := r.mappings[topic]; len(byBroker) > 0 {
+		route.TopicQueueMappingByBroker = make(map[string]TopicQueueMappingInfo, len(byBroker))
+		for name, info := range byBroker {
+			info.CurrIDMap = maps.Clone(info.CurrIDMap)
+			route.TopicQueueMappingByBroker[name] = info
+		}
 	}
 	return route, true
 }

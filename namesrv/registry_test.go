@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/remoting"
 )
 
 // newFakeClock is a settable clock for expiry tests.
@@ -693,5 +694,120 @@ func TestAPrimeSlaveKeepsItsMastersQueueDataUntilItsDataVersionChanges(t *testin
 		if q := queues("U"); q.ReadQueueNums != 2 {
 			t.Fatalf("acting %v: U after a split registration's second chunk %+v", acting, q)
 		}
+	}
+}
+
+// staticBody is a registration carrying a static topic's mapping as a Java
+// broker writes it (fastjson: bare integer keys).
+func staticBody(counter int64, mapping string, specs ...string) *RegisterBrokerBody {
+	b := topicsBody(counter, specs...)
+	b.TopicQueueMappingInfo = map[string]json.RawMessage{"static-topic": json.RawMessage(mapping)}
+	return b
+}
+
+// routeMappings reads the topicQueueMappingByBroker of topic's route JSON.
+func routeMappings(t *testing.T, r *Registry, topic string) map[string]struct {
+	CurrIDMap map[string]int32 `json:"currIdMap"`
+	Epoch     int64            `json:"epoch"`
+} {
+	t.Helper()
+	var route struct {
+		TopicQueueMappingByBroker map[string]struct {
+			CurrIDMap map[string]int32 `json:"currIdMap"`
+			Epoch     int64            `json:"epoch"`
+		} `json:"topicQueueMappingByBroker"`
+	}
+	if err := json.Unmarshal([]byte(routeJSON(t, r, topic)), &route); err != nil {
+		t.Fatal(err)
+	}
+	return route.TopicQueueMappingByBroker
+}
+
+// RocketMQ's route of a static topic carries the mappings its brokers
+// registered, by broker name (topicQueueMappingByBroker): a client finds
+// the topic's logical queues only there.
+func TestRouteOfAStaticTopicCarriesItsMappings(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	const mappingA = `{"bname":"broker-a","currIdMap":{0:0,1:1},"dirty":false,"epoch":1700000000000,"scope":"__global__","topic":"static-topic","totalQueues":4}`
+	const mappingB = `{"bname":"broker-b","currIdMap":{3:1,2:0},"epoch":1700000000000,"topic":"static-topic","totalQueues":4}`
+	// Both bodies go through the wire forms, as a Java broker sends them.
+	for i, b := range []struct {
+		name, addr, mapping string
+		compressed          bool
+	}{{"broker-a", "10.0.0.1:10911", mappingA, false}, {"broker-b", "10.0.0.2:10911", mappingB, true}} {
+		data, err := staticBody(1, b.mapping, "static-topic:2:2:6", "T:1:1:6").Encode(b.compressed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := DecodeRegisterBrokerBody(data, b.compressed, remoting.CurrentVersion)
+		if err != nil {
+			t.Fatalf("broker %d: %v", i, err)
+		}
+		register(t, r, "DefaultCluster", b.name, b.addr, 0, body)
+	}
+	want := `{"brokerDatas":[{"brokerAddrs":{"0":"10.0.0.1:10911"},"brokerName":"broker-a","cluster":"DefaultCluster","enableActingMaster":false},` +
+		`{"brokerAddrs":{"0":"10.0.0.2:10911"},"brokerName":"broker-b","cluster":"DefaultCluster","enableActingMaster":false}],` +
+		`"filterServerTable":{},"queueDatas":[` +
+		`{"brokerName":"broker-a","perm":6,"readQueueNums":2,"topicSysFlag":0,"writeQueueNums":2},` +
+		`{"brokerName":"broker-b","perm":6,"readQueueNums":2,"topicSysFlag":0,"writeQueueNums":2}],` +
+		`"topicQueueMappingByBroker":{` +
+		`"broker-a":{"bname":"broker-a","currIdMap":{"0":0,"1":1},"dirty":false,"epoch":1700000000000,"scope":"__global__","topic":"static-topic","totalQueues":4},` +
+		`"broker-b":{"bname":"broker-b","currIdMap":{"2":0,"3":1},"dirty":false,"epoch":1700000000000,"scope":"__global__","topic":"static-topic","totalQueues":4}}}`
+	if got := routeJSON(t, r, "static-topic"); got != want {
+		t.Fatalf("route\n got %s\nwant %s", got, want)
+	}
+	if got := routeJSON(t, r, "T"); strings.Contains(got, "topicQueueMappingByBroker") {
+		t.Fatalf("route of a topic that is not static: %s", got)
+	}
+
+	// A master's new mapping (a queue moved) replaces its old one.
+	const movedA = `{"bname":"broker-a","currIdMap":{0:0},"epoch":1700000000001,"topic":"static-topic","totalQueues":4}`
+	register(t, r, "DefaultCluster", "broker-a", "10.0.0.1:10911", 0, staticBody(2, movedA, "static-topic:2:2:6", "T:1:1:6"))
+	if m := routeMappings(t, r, "static-topic")["broker-a"]; len(m.CurrIDMap) != 1 || m.Epoch != 1700000000001 {
+		t.Fatalf("broker-a's mapping after it moved a queue: %+v", m)
+	}
+	// The topic gone, its mappings go: created again without them, it is
+	// no static topic.
+	r.DeleteTopic("static-topic", "")
+	register(t, r, "DefaultCluster", "broker-c", "10.0.0.3:10911", 0, topicsBody(1, "static-topic:2:2:6", "T:1:1:6"))
+	if m := routeMappings(t, r, "static-topic"); m != nil {
+		t.Fatalf("mappings of a deleted topic: %+v", m)
+	}
+	// A mapping Java cannot read refuses the registration.
+	_, err := r.Register(RegisterRequest{ClusterName: "DefaultCluster", BrokerName: "broker-a", BrokerAddr: "10.0.0.1:10911",
+		Body: staticBody(3, `{"bname":"broker-a","epoch":"soon"}`, "T:1:1:6", "U:1:1:6")})
+	if !errors.Is(err, ErrBadRegisterBody) {
+		t.Fatalf("bad mapping: err %v", err)
+	}
+}
+
+// Like its queue data, a prime slave's mapping replaces the one its master
+// left only from a new data version of the slave on.
+func TestAPrimeSlaveKeepsItsMastersMappingUntilItsDataVersionChanges(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	on := true
+	reg := func(addr string, id int64, body *RegisterBrokerBody) {
+		t.Helper()
+		if _, err := r.Register(RegisterRequest{ClusterName: "C", BrokerName: "broker-a", BrokerAddr: addr, BrokerID: id,
+			EnableActingMaster: &on, Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	epoch := func() int64 {
+		t.Helper()
+		return routeMappings(t, r, "static-topic")["broker-a"].Epoch
+	}
+	const m1 = `{"bname":"broker-a","currIdMap":{0:0},"epoch":1,"topic":"static-topic","totalQueues":2}`
+	const m2 = `{"bname":"broker-a","currIdMap":{0:0,1:1},"epoch":2,"topic":"static-topic","totalQueues":2}`
+	reg("1.1.1.1:1", 0, staticBody(2, m2, "static-topic:2:2:6", "T:1:1:6"))
+	reg("1.1.1.2:1", 1, staticBody(1, m1, "static-topic:2:2:6", "T:1:1:6"))
+	r.Unregister("C", "1.1.1.1:1", "broker-a")
+	reg("1.1.1.2:1", 1, staticBody(1, m1, "static-topic:2:2:6", "T:1:1:6"))
+	if e := epoch(); e != 2 {
+		t.Fatalf("mapping epoch %d after the slave's same-version registration, want the master's 2", e)
+	}
+	reg("1.1.1.2:1", 1, staticBody(3, m1, "static-topic:2:2:6", "T:1:1:6"))
+	if e := epoch(); e != 1 {
+		t.Fatalf("mapping epoch %d after the slave's new data version, want its 1", e)
 	}
 }

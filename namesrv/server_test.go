@@ -613,3 +613,30 @@ func TestExpiryKeepsTheOtherBrokersOfTheConnection(t *testing.T) {
 		t.Fatalf("broker-b: %+v %v", v, ok)
 	}
 }
+
+// A Java broker hosting a static topic registers its mapping (compressed
+// body, fastjson's bare keys); GET_ROUTEINFO_BY_TOPIC hands it to clients
+// in topicQueueMappingByBroker, as RocketMQ's name server does.
+func TestRouteRequestServesAStaticTopicsMapping(t *testing.T) {
+	ns, _ := startNameServer(t, nil)
+	c := dial(t, ns)
+	body, err := staticBody(1, `{"bname":"broker-a","currIdMap":{1:1,0:0},"dirty":false,"epoch":1700000000000,"scope":"__global__","topic":"static-topic","totalQueues":2}`,
+		"static-topic:2:2:6", "T:1:1:6").Encode(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext := map[string]string{"brokerName": "broker-a", "brokerAddr": "10.0.0.1:10911", "clusterName": "C", "haServerAddr": "",
+		"brokerId": "0", "compressed": "true"}
+	if resp := invoke(t, c, remoting.RegisterBroker, ext, body); resp.Code != remoting.Success {
+		t.Fatalf("register: %v", resp)
+	}
+	resp := invoke(t, c, remoting.GetRouteInfoByTopic, map[string]string{"topic": "static-topic"}, nil)
+	if resp.Code != remoting.Success {
+		t.Fatalf("route: %v", resp)
+	}
+	const want = `,"topicQueueMappingByBroker":{"broker-a":{"bname":"broker-a","currIdMap":{"0":0,"1":1},"dirty":false,` +
+		`"epoch":1700000000000,"scope":"__global__","topic":"static-topic","totalQueues":2}}}`
+	if !strings.HasSuffix(string(resp.Body), want) {
+		t.Fatalf("route %s\nwant it to end %s", resp.Body, want)
+	}
+}

@@ -1,10 +1,12 @@
 package namesrv
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 
+	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/internal/jsonscan"
 )
 
@@ -190,6 +192,92 @@ func appendMemberGroupJSON(dst []byte, cluster, brokerName string, addrs map[int
 	return append(dst, "}}"...)
 }
 
+// MetadataScopeGlobal is a static topic mapping's default scope (Java
+// MixAll.METADATA_SCOPE_GLOBAL).
+const MetadataScopeGlobal = "__global__"
+
+// TopicQueueMappingInfo is a static topic's mapping on one broker group,
+// as brokers register it and routes carry it (Java TopicQueueMappingInfo):
+// which of the topic's logical (global) queues the group hosts now, and
+// on which of its physical queues.
+//
+//	{"bname":"broker-a","currIdMap":{"0":0,"1":1},"dirty":false,"epoch":1700000000000,
+//	 "scope":"__global__","topic":"static-topic","totalQueues":4}
+type TopicQueueMappingInfo struct {
+	// Bname names the broker group the mapping is of.
+	Bname string `json:"bname"`
+	// CurrIDMap maps a logical queue id to the group's physical queue id.
+	CurrIDMap map[int32]int32 `json:"currIdMap"`
+	// Dirty marks a mapping being changed.
+	Dirty bool `json:"dirty"`
+	// Epoch orders mappings: the highest is current.
+	Epoch int64 `json:"epoch"`
+	// Scope is the mapping's scope, MetadataScopeGlobal by default.
+	Scope string `json:"scope"`
+	// Topic is the static topic.
+	Topic string `json:"topic"`
+	// TotalQueues is the topic's number of logical queues.
+	TotalQueues int32 `json:"totalQueues"`
+}
+
+// decodeMappingInfo reads a mapping a broker registered, with Java's
+// defaults for what it leaves out.
+func decodeMappingInfo(raw []byte) (TopicQueueMappingInfo, error) {
+	info := TopicQueueMappingInfo{Scope: MetadataScopeGlobal}
+	if err := adminbody.UnmarshalFastjson(raw, &info); err != nil {
+		return TopicQueueMappingInfo{}, fmt.Errorf("static topic mapping: %w", err)
+	}
+	return info, nil
+}
+
+// maxExactJSONInt is the largest integer a JavaScript number holds
+// exactly: fastjson's BrowserCompatible writes a long beyond it as a
+// string.
+const maxExactJSONInt = 1<<53 - 1
+
+// appendJSON appends the mapping as a Java name server writes it in a
+// route: fields in alphabetical order, currIdMap's keys quoted and in
+// numeric order, empty strings (Java's null) left out.
+func (m *TopicQueueMappingInfo) appendJSON(dst []byte) []byte {
+	dst = append(dst, '{')
+	if m.Bname != "" {
+		dst = append(dst, `"bname":`...)
+		dst = jsonscan.AppendString(dst, m.Bname)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"currIdMap":{`...)
+	for i, id := range slices.Sorted(maps.Keys(m.CurrIDMap)) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '"')
+		dst = strconv.AppendInt(dst, int64(id), 10)
+		dst = append(dst, `":`...)
+		dst = strconv.AppendInt(dst, int64(m.CurrIDMap[id]), 10)
+	}
+	dst = append(dst, `},"dirty":`...)
+	dst = strconv.AppendBool(dst, m.Dirty)
+	dst = append(dst, `,"epoch":`...)
+	if m.Epoch > maxExactJSONInt || m.Epoch < -maxExactJSONInt {
+		dst = append(dst, '"')
+		dst = strconv.AppendInt(dst, m.Epoch, 10)
+		dst = append(dst, '"')
+	} else {
+		dst = strconv.AppendInt(dst, m.Epoch, 10)
+	}
+	if m.Scope != "" {
+		dst = append(dst, `,"scope":`...)
+		dst = jsonscan.AppendString(dst, m.Scope)
+	}
+	if m.Topic != "" {
+		dst = append(dst, `,"topic":`...)
+		dst = jsonscan.AppendString(dst, m.Topic)
+	}
+	dst = append(dst, `,"totalQueues":`...)
+	dst = strconv.AppendInt(dst, int64(m.TotalQueues), 10)
+	return append(dst, '}')
+}
+
 // TopicRouteData is the answer to GET_ROUTEINFO_BY_TOPIC.
 type TopicRouteData struct {
 	// BrokerDatas are the broker groups holding the topic, by name.
@@ -201,6 +289,10 @@ type TopicRouteData struct {
 	OrderTopicConf string `json:"orderTopicConf,omitempty"`
 	// QueueDatas are the topic's queues on each broker group, by name.
 	QueueDatas []QueueData `json:"queueDatas"`
+	// TopicQueueMappingByBroker holds a static topic's mappings by broker
+	// name, as its brokers registered them; empty (omitted) for other
+	// topics. A client treats a topic whose route has it as static.
+	TopicQueueMappingByBroker map[string]TopicQueueMappingInfo `json:"topicQueueMappingByBroker,omitempty"`
 }
 
 // AppendJSON appends the route as a Java name server writes it for clients
@@ -241,7 +333,21 @@ func (r *TopicRouteData) AppendJSON(dst []byte) []byte {
 		}
 		dst = r.QueueDatas[i].appendJSON(dst)
 	}
-	return append(dst, "]}"...)
+	dst = append(dst, ']')
+	if len(r.TopicQueueMappingByBroker) > 0 {
+		dst = append(dst, `,"topicQueueMappingByBroker":{`...)
+		for i, name := range sortedKeys(r.TopicQueueMappingByBroker) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsonscan.AppendString(dst, name)
+			dst = append(dst, ':')
+			m := r.TopicQueueMappingByBroker[name]
+			dst = m.appendJSON(dst)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, '}')
 }
 
 // ClusterInfo is the answer to GET_BROKER_CLUSTER_INFO.
