@@ -10,20 +10,26 @@
 //	clusters      cluster    -> set of broker names
 //	live          (cluster, brokerAddr) -> last renewal, timeout,
 //	              data version, HA address, connection
+//	mappings      static topic -> {brokerName -> TopicQueueMappingInfo}
 //
 // A route lookup reads one topics entry and the groups it names: O(brokers
 // of the topic). Removing a broker group walks its brokerTopics entry:
-// O(its topics). Only a master (or the "prime slave" in acting-master mode)
-// writes queue data, and only where it differs from what is stored, so the
+// O(its topics). Only a master (or, with no master, the "prime slave": the
+// 5.x slave with the smallest id) writes queue data and static topics'
+// mappings, and only where it differs from what is stored, so the
 // periodic re-registration of 10,000 unchanged topics costs one lookup and
 // one comparison each, and the chunks of a split registration (which share
-// one data version) all take effect.
+// one data version) all take effect. A prime slave's topic configs replace
+// what its master left only once the slave registers a new data version,
+// as in RocketMQ.
 //
 // # Lifecycle of a broker
 //
 //	REGISTER_BROKER (103) every 30 s ----> live entry renewed, queue data
 //	BROKER_HEARTBEAT (904), QUERY_DATA_VERSION (322) -> live entry renewed
 //	no renewal for 120 s (scan every 5 s) -> removed, its connection closed
+//	                                         (other brokers on it that still
+//	                                         renew stay registered)
 //	UNREGISTER_BROKER (104) or its connection closes -> removed
 //
 // Removing a group's last address removes the group, its cluster membership
@@ -41,6 +47,9 @@
 //	"cluster":"DefaultCluster","enableActingMaster":false}],"filterServerTable":{},
 //	"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,
 //	"topicSysFlag":0,"writeQueueNums":4}]}
+//
+// The route of a static topic ends with its mappings,
+// "topicQueueMappingByBroker":{"broker-a":{"bname":...,"currIdMap":{"0":0},...}}.
 //
 // REGISTER_BROKER bodies come plain (JSON) or compressed (zlib); see
 // RegisterBrokerBody for both layouts.
