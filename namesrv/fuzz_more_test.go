@@ -63,6 +63,8 @@ var namesrvFuzzCodes = []int32{
 func FuzzNamesrvRequests(f *testing.F) {
 	f.Add(uint8(0), "brokerAddr=127.0.0.1:10911;brokerName=b;clusterName=c;brokerId=0;haServerAddr=;compressed=false",
 		[]byte(`{"topicConfigSerializeWrapper":{"topicConfigTable":{"T":{"topicName":"T","readQueueNums":4,"writeQueueNums":4,"perm":6}},"dataVersion":{"counter":1,"timestamp":2}},"filterServerList":[]}`))
+	f.Add(uint8(0), "brokerAddr=127.0.0.1:10911;brokerName=b;clusterName=c;brokerId=0;haServerAddr=;compressed=false",
+		[]byte(`{"topicConfigSerializeWrapper":{"topicConfigTable":{"S":{"topicName":"S","readQueueNums":2,"writeQueueNums":2,"perm":6}},"dataVersion":{"counter":1,"timestamp":2},"topicQueueMappingInfoMap":{"S":{"bname":"b","currIdMap":{"0":0,"1":1},"dirty":false,"epoch":1,"topic":"S","totalQueues":2}}},"filterServerList":[]}`))
 	f.Add(uint8(2), "clusterName=c;brokerAddr=127.0.0.1:10911", []byte(`{"counter":1,"timestamp":2}`))
 	f.Add(uint8(4), "topic=T;acceptStandardJsonOnly=true", []byte(nil))
 	f.Add(uint8(9), "namespace=ns;key=k;value=v", []byte(nil))
