@@ -113,6 +113,18 @@ func TestDecodeJSONHeaders(t *testing.T) {
 		name:   "escapes",
 		header: `{"code":1,"remark":"a\"b\\c\/d\n\u00e9\ud83d\ude00\ud800x","extFields":{"k\u0041":"\t"}}`,
 		want:   Command{Code: 1, Remark: "a\"b\\c/d\né😀\uFFFDx", ExtFields: map[string]string{"kA": "\t"}},
+	}, {
+		name:   "repeated keys end as their last value, escaped values beside plain ones",
+		header: `{"code":1,"extFields":{"k":"1","d":"\u0001a\u0002b","k":null,"j":"x","e":7,"j":"y\"z","k":"2"}}`,
+		want:   Command{Code: 1, ExtFields: map[string]string{"d": "\x01a\x02b", "e": "7", "j": "y\"z", "k": "2"}},
+	}, {
+		name:   "a null drops a key set before it",
+		header: `{"code":1,"extFields":{"k":"1","k":null}}`,
+		want:   Command{Code: 1, ExtFields: map[string]string{}},
+	}, {
+		name:   "values longer than the stack buffer",
+		header: `{"code":1,"extFields":{"a":"` + strings.Repeat("v", 600) + `","b":"` + strings.Repeat("\u00e9", 100) + `"}}`,
+		want:   Command{Code: 1, ExtFields: map[string]string{"a": strings.Repeat("v", 600), "b": strings.Repeat("é", 100)}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
