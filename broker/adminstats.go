@@ -223,8 +223,9 @@ func (b *Broker) topicsWithOffsets(group string) ([]string, error) {
 }
 
 // addConsumeStats adds the rows of one topic's read queues to table.
-// rocketkv keeps no pull offset apart from the committed one, so
-// pullOffset (RocketMQ's max of the two) is the committed offset.
+// pullOffset is, as RocketMQ's, the larger of the committed offset and
+// the position of the group's last pull of the queue (the committed
+// offset alone when it pulled none).
 func (b *Broker) addConsumeStats(table map[adminbody.MessageQueue]adminbody.OffsetWrapper, group, topic string, queues int) error {
 	for q := int32(0); q < int32(queues); q++ {
 		brokerOff, err := b.cqs.MaxOffset(topic, q)
@@ -237,6 +238,9 @@ func (b *Broker) addConsumeStats(table map[adminbody.MessageQueue]adminbody.Offs
 		}
 		w := adminbody.OffsetWrapper{BrokerOffset: max(brokerOff, 0), ConsumerOffset: max(consumerOff, 0)}
 		w.PullOffset = w.ConsumerOffset
+		if next, ok := b.pulled.get(group, topic, q); ok {
+			w.PullOffset = max(w.PullOffset, next)
+		}
 		if w.ConsumerOffset > 0 {
 			if w.LastTimestamp, _, err = b.storeTimeAt(topic, q, w.ConsumerOffset-1); err != nil {
 				return err
@@ -431,9 +435,10 @@ func (m *clientManager) groupsSubscribedTo(topic string) []string {
 // each topic it committed offsets on (only the topics of its live
 // subscriptions, if it has any; only ordered topics with isOrder), as
 // RocketMQ's fetchAllConsumeStatsInBroker, which walks the topics' write
-// queues. totalDiff sums brokerOffset - consumerOffset over every queue;
-// rocketkv keeps no pull offset apart from the committed one, so the
-// in-flight difference is 0.
+// queues. totalDiff sums brokerOffset - consumerOffset over every queue,
+// totalInflightDiff pullOffset - consumerOffset (the messages pulled and
+// not committed; RocketMQ leaves these rows' pullOffset 0 and so reports
+// minus the sum of the committed offsets there).
 func (b *Broker) processBrokerConsumeStats(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	isOrder := remoting.Header(req.ExtFields).OptBool("isOrder", false)
 	var groups []string
@@ -441,7 +446,7 @@ func (b *Broker) processBrokerConsumeStats(_ context.Context, _ *remoting.Conn, 
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	var list []adminbody.GroupConsumeStats
-	var totalDiff int64
+	var totalDiff, totalInflight int64
 	for _, group := range groups {
 		topics, err := b.consumeStatsTopics(group, remoting.Header{})
 		if err != nil {
@@ -462,6 +467,7 @@ func (b *Broker) processBrokerConsumeStats(_ context.Context, _ *remoting.Conn, 
 			}
 			for _, w := range table {
 				totalDiff += w.BrokerOffset - w.ConsumerOffset
+				totalInflight += w.PullOffset - w.ConsumerOffset
 			}
 			entry.Topics = append(entry.Topics, table)
 			entry.TPS = append(entry.TPS, b.stats.GroupTPS(group, topic))
@@ -469,6 +475,6 @@ func (b *Broker) processBrokerConsumeStats(_ context.Context, _ *remoting.Conn, 
 		list = append(list, entry)
 	}
 	resp := remoting.NewResponse(req, remoting.Success, "")
-	resp.Body = adminbody.EncodeConsumeStatsList(b.Addr(), list, totalDiff, 0)
+	resp.Body = adminbody.EncodeConsumeStatsList(b.Addr(), list, totalDiff, totalInflight)
 	return resp
 }

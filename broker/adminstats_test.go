@@ -654,3 +654,53 @@ func TestRuntimeInfoCountsPutLatencies(t *testing.T) {
 		})
 	}
 }
+
+// TestConsumeStatsPullOffsetIsTheLastPull checks GET_CONSUME_STATS's
+// pullOffset against RocketMQ's: the nextBeginOffset of the group's last
+// pull of the queue when past its committed offset (what mqadmin
+// consumerProgress prints as #Inflight, pullOffset - consumerOffset),
+// tracked whether or not the consumer gauges are on.
+func TestConsumeStatsPullOffsetIsTheLastPull(t *testing.T) {
+	f := newStatsFixture(t, nil)
+	commit(t, f.c, "cg", "Stats", 0, 1)
+	// Queue 0 pulled to its end (3), queue 1 pulled with no offset
+	// committed, queue 2 not pulled.
+	for _, p := range []struct {
+		q    int32
+		from int64
+		want int
+	}{{0, 1, 2}, {1, 0, 1}} {
+		r := call(t, f.c, remoting.PullMessage, pullReq("cg", "Stats", p.q, p.from, 0, 0, "*"), nil)
+		if r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != p.want {
+			t.Fatalf("pull of Stats/%d from %d: %d %s", p.q, p.from, r.Code, r.Remark)
+		}
+	}
+	r := call(t, f.c, remoting.GetConsumeStats, map[string]string{"consumerGroup": "cg", "topic": "Stats"}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("consume stats: %d %s", r.Code, r.Remark)
+	}
+	table, _, err := adminbody.DecodeConsumeStats(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[int32][2]int64{0: {1, 3}, 1: {0, 1}, 2: {0, 0}} { // consumer, pull
+		w := table[mq(f.b, "Stats", q)]
+		if w.ConsumerOffset != want[0] || w.PullOffset != want[1] {
+			t.Errorf("Stats/%d: consumerOffset %d pullOffset %d, want %d and %d", q, w.ConsumerOffset, w.PullOffset, want[0], want[1])
+		}
+	}
+	// GET_BROKER_CONSUME_STATS sums what is in flight: 2 + 1.
+	if body := call(t, f.c, remoting.GetBrokerConsumeStats, map[string]string{"isOrder": "false"}, nil).Body; !strings.Contains(string(body), `"totalInflightDiff":3}`) {
+		t.Errorf("GET_BROKER_CONSUME_STATS: %s, want totalInflightDiff 3", body)
+	}
+	// A commit past the last pull: pullOffset is never behind it.
+	commit(t, f.c, "cg", "Stats", 1, 1)
+	commit(t, f.c, "cg", "Stats", 0, 3)
+	table, _, err = adminbody.DecodeConsumeStats(call(t, f.c, remoting.GetConsumeStats, map[string]string{"consumerGroup": "cg", "topic": "Stats"}, nil).Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := table[mq(f.b, "Stats", 0)]; w.ConsumerOffset != 3 || w.PullOffset != 3 {
+		t.Errorf("Stats/0 after the commit of 3: %+v", w)
+	}
+}

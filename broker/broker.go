@@ -196,8 +196,8 @@ type Broker struct {
 	// it.
 	metrics  *metrics.Broker
 	exporter *metrics.Exporter
-	// pulled is the pull offset table of the consumer gauges; nil unless
-	// they are on.
+	// pulled is the pull offset table: GET_CONSUME_STATS's pullOffset
+	// and the consumer gauges' messages in flight.
 	pulled *pullPositions
 	// live is the configuration in force: cfg with the keys
 	// UPDATE_BROKER_CONFIG may change as last updated.
@@ -246,6 +246,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		statusAskTimeout: consumerStatusTimeout,
 		lagTTL:           lagTTL,
 		hotBytes:         physicalMemory() * int64(memoryRatio(cfg)) / 100,
+		pulled:           newPullPositions(),
 		popCopyPage:      popCopyPageBytes,
 		popCopyMax:       maxPopStateCopy,
 		timerCensusTTL:   timerCensusTTL,

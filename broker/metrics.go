@@ -113,7 +113,6 @@ func (b *Broker) startMetrics() error {
 		}
 	}
 	if b.cfg.EnableLagAndDlqMetrics {
-		b.pulled = newPullPositions()
 		lags := &cached[[]metrics.Lag]{ttl: b.lagTTL, compute: b.consumerLags}
 		src.Lags = func() []metrics.Lag { return lags.get(b.log) }
 	}

@@ -13,16 +13,20 @@ type groupQueue struct {
 
 // pullPositions is RocketMQ's pull offset table (ConsumerOffsetManager's
 // pullOffsetTable): the nextBeginOffset of the last pull answered on each
-// group's queue. The consumer gauges read it at a scrape: the messages
-// between the committed offset and it are in flight, those past it ready.
-// It lives in memory, as RocketMQ's does, so after a restart the gauges
-// start from the committed offsets; it exists only while the lag metrics
-// are on (a nil table ignores every call).
+// group's queue. GET_CONSUME_STATS answers it as a queue's pullOffset
+// (mqadmin consumerProgress prints pullOffset - consumerOffset as the
+// queue's messages in flight), and the consumer gauges read it at a
+// scrape: the messages between the committed offset and it are in
+// flight, those past it ready. It lives in memory, as RocketMQ's does, so
+// after a restart both start from the committed offsets. A nil table
+// ignores every call.
 //
-// The table is pruned at each computation of the gauges (prune): a queue
-// whose pull position is not past the committed offset, or without a
-// committed offset at all, says nothing the committed offsets do not,
-// so what stays are the queues with messages in flight.
+// As RocketMQ's, it holds an entry per queue pulled by a group since the
+// start, until the group's offsets or the topic are deleted. While the
+// lag metrics are on it is also pruned at each computation of the gauges
+// (prune): a queue whose pull position is not past the committed offset,
+// or without a committed offset at all, says nothing the committed
+// offsets do not, so what stays are the queues with messages in flight.
 type pullPositions struct {
 	mu   sync.Mutex
 	next map[groupQueue]int64
@@ -42,6 +46,17 @@ func (p *pullPositions) note(group, topic string, queueID int32, next int64) {
 	p.mu.Lock()
 	p.next[groupQueue{group, topic, queueID}] = next
 	p.mu.Unlock()
+}
+
+// get returns the last pull position of a group's queue, if it has one.
+func (p *pullPositions) get(group, topic string, queueID int32) (int64, bool) {
+	if p == nil {
+		return 0, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	next, ok := p.next[groupQueue{group, topic, queueID}]
+	return next, ok
 }
 
 // snapshot returns a copy of the table, for one computation of the gauges.
