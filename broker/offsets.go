@@ -43,6 +43,9 @@ func offsetResponse(req *remoting.Command, offset int64) *remoting.Command {
 // written) answers 0 too, where RocketMQ answers QUERY_NOT_FOUND: the
 // clients start at its end, 0, either way, but ali-ons reports the
 // not-found of every fresh group's empty retry queue as a consumer error.
+// A request with setZeroIfNotFound=false (RocketMQ brokers send it when
+// they forward a query of a static topic's queue) gets QUERY_NOT_FOUND
+// whatever the queue, with RocketMQ's own remark for that case.
 func (b *Broker) processQueryConsumerOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	h := remoting.Header(req.ExtFields)
 	group, err := h.String("consumerGroup")
@@ -60,12 +63,13 @@ func (b *Broker) processQueryConsumerOffset(_ context.Context, _ *remoting.Conn,
 	if ok && off >= 0 {
 		return offsetResponse(req, off)
 	}
-	if h.OptBool("setZeroIfNotFound", true) {
-		minOff, err1 := b.cqs.MinOffset(topic, qid)
-		first, err2 := b.cqs.Get(topic, qid, 0, 1)
-		if err1 == nil && err2 == nil && minOff <= 0 && (len(first) == 0 || b.inMemory(first[0].PhyOffset)) {
-			return offsetResponse(req, 0)
-		}
+	if !h.OptBool("setZeroIfNotFound", true) {
+		return remoting.NewResponse(req, remoting.QueryNotFound, "Not found, do not set to zero, maybe this group boot first")
+	}
+	minOff, err1 := b.cqs.MinOffset(topic, qid)
+	first, err2 := b.cqs.Get(topic, qid, 0, 1)
+	if err1 == nil && err2 == nil && minOff <= 0 && (len(first) == 0 || b.inMemory(first[0].PhyOffset)) {
+		return offsetResponse(req, 0)
 	}
 	return remoting.NewResponse(req, remoting.QueryNotFound, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 }
