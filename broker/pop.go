@@ -207,9 +207,14 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 		resp.ExtFields = zeroFields("popTime", "invisibleTime", "reviveQid", "restNum")
 		return resp
 	}
+	// RocketMQ bounds maxMsgNums from above only. A pop asking for no
+	// message (0 or less) reads no queue: it finds nothing and ends like
+	// any pop that finds nothing, held to its poll time and answered
+	// POLLING_TIMEOUT.
 	if p.maxMsgNums > pop.MaxPopMessages {
-		return remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf("the broker[%s] pop message's num is greater than 32", b.cfg.BrokerName))
+		return remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf("the broker[%s] pop message's num is greater than 32", b.announcedHost()))
 	}
+	wantsNone := p.maxMsgNums <= 0
 	sub, resp := b.popCheck(req, p.group, p.topic, p.queueID, p.expType, p.exp)
 	if resp != nil {
 		return resp
@@ -224,7 +229,7 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 	// group back past everything the pops consumed.
 	b.resets.takePopped(p.group, p.topic, p.queueID)
 	res, err := b.popSvc.Pop(pop.PopRequest{
-		Group: p.group, Topic: p.topic, QueueID: p.queueID, MaxMsgNums: int(max(p.maxMsgNums, 1)),
+		Group: p.group, Topic: p.topic, QueueID: p.queueID, MaxMsgNums: int(max(p.maxMsgNums, 0)),
 		InvisibleTime: p.invisibleTime, InitMode: p.initMode, Order: p.order, AttemptID: p.attemptID, Filter: filter,
 		Body: b.bodies.get(0),
 	})
@@ -245,13 +250,18 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 			has, err := b.popSvc.HasMessage(p.group, p.topic, p.queueID, p.order, p.attemptID)
 			return err != nil || has
 		}
+		waitTopics := b.popWaitTopics(p.topic, p.group, p.order)
+		if wantsNone {
+			// Nothing it could find: only its poll time ends it.
+			ready, waitTopics = func() bool { return false }, nil
+		}
 		// No poll time is no polling: 210 at once, before the count of
 		// held requests or the deadline is looked at (RocketMQ's
 		// NOT_POLLING), even when a client's clock ahead of ours puts
 		// bornTime in the future.
 		outcome := holdTimeout
 		if p.pollTime > 0 {
-			outcome = b.popHolds.hold(popHoldKey{p.topic, p.group, p.queueID}, p.bornTime+p.pollTime, b.popWaitTopics(p.topic, p.group, p.order),
+			outcome = b.popHolds.hold(popHoldKey{p.topic, p.group, p.queueID}, p.bornTime+p.pollTime, waitTopics,
 				b.popArrivalMatch(sub), ready, func() {
 					rerunHeld(conn, req, func() *remoting.Command { return b.pop(conn, req, p) })
 				})
@@ -261,8 +271,8 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 			// Messages left behind that another pop can get (RestNum
 			// leaves out those an orderly batch locks: this pop, woken,
 			// would find them locked again and spin until the lock ran
-			// out).
-			if res.RestNum > 0 {
+			// out). A pop that wants none would wake itself.
+			if res.RestNum > 0 && !wantsNone {
 				b.popHolds.notify(p.topic, p.queueID)
 			}
 			return nil

@@ -15,7 +15,9 @@ type PopRequest struct {
 	Topic string
 	// QueueID is the queue to pop, or -1 for every readable queue.
 	QueueID int32
-	// MaxMsgNums is the most messages to return (1..MaxPopMessages).
+	// MaxMsgNums is the most messages to return (0..MaxPopMessages; with
+	// 0 the pop reads nothing, only pins the group's start on each queue
+	// and counts what is left, as RocketMQ's pop of a full batch).
 	MaxMsgNums int
 	// InvisibleTime is how long the messages stay invisible (ms).
 	InvisibleTime int64
