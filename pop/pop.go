@@ -539,43 +539,84 @@ const (
 )
 
 // Peek reads what a pop of one queue (or of every queue with -1) would
-// return, from the group's pop positions, without changing anything.
+// return, from the group's pop positions, without changing anything. As
+// RocketMQ's peek it reads the group's pop-retry topic revive writes to
+// (V2 when enabled, the only one read) too: first on every fifth peek of
+// a group's topic, else after the topic's queues while the batch is not
+// full. Pop-retry records are returned as stored, under their own topic.
 func (s *Service) Peek(group, topic string, queueID int32, maxNums int, initMode int32) ([][]byte, int64, error) {
 	n, ok, err := s.cfg.Broker.ReadQueueNums(topic)
 	if err != nil || !ok {
 		return nil, 0, err
 	}
-	queues := []int32{queueID}
-	if queueID < 0 {
-		queues = queues[:0]
+	var normal []source
+	if queueID >= 0 {
+		normal = append(normal, source{topic: topic, queueID: queueID})
+	} else {
 		for i := 0; i < n; i++ {
-			queues = append(queues, int32(i))
+			normal = append(normal, source{topic: topic, queueID: int32(i)})
 		}
+	}
+	var retry []source
+	rt := s.reviveTopic(topic, group)
+	rn, ok, err := s.cfg.Broker.ReadQueueNums(rt)
+	if err != nil {
+		return nil, 0, err
+	}
+	for q := 0; ok && q < rn; q++ {
+		retry = append(retry, source{topic: rt, queueID: int32(q)})
 	}
 	var out [][]byte
 	var rest int64
-	for _, q := range queues {
-		pos, _, err := s.startOffset(group, topic, q, initMode, true)
-		if err != nil {
-			return nil, 0, err
-		}
-		if len(out) >= maxNums {
-			maxOff, err := s.cfg.CQ.MaxOffset(topic, q)
+	peek := func(srcs []source) error {
+		for _, src := range srcs {
+			pos, _, err := s.startOffset(group, src.topic, src.queueID, initMode, true)
 			if err != nil {
-				return nil, 0, err
+				return err
 			}
-			rest += max(maxOff-pos, 0)
-			continue
+			if len(out) >= maxNums {
+				maxOff, err := s.cfg.CQ.MaxOffset(src.topic, src.queueID)
+				if err != nil {
+					return err
+				}
+				rest += max(maxOff-pos, 0)
+				continue
+			}
+			r, err := s.readQueue(src.topic, src.queueID, pos, maxNums-len(out), s.cfg.MaxTransferBytes, nil, false)
+			if err != nil {
+				return err
+			}
+			out = append(out, r.records...)
+			rest += max(r.max-r.next, 0)
 		}
-		r, err := s.readQueue(topic, q, pos, maxNums-len(out), s.cfg.MaxTransferBytes, nil, false)
-		if err != nil {
+		return nil
+	}
+	first := retryFirst(s.nextRequest(peekCounter+group, topic), peekRetryFirstPercent)
+	if first {
+		if err := peek(retry); err != nil {
 			return nil, 0, err
 		}
-		out = append(out, r.records...)
-		rest += max(r.max-r.next, 0)
+	}
+	if err := peek(normal); err != nil {
+		return nil, 0, err
+	}
+	if !first && len(out) < maxNums {
+		if err := peek(retry); err != nil {
+			return nil, 0, err
+		}
 	}
 	return out, rest, nil
 }
+
+// peekCounter prefixes the group in the key of a group's peeks of a
+// topic among the request counts (nextRequest), apart from its pops: no
+// valid group name (^[%|a-zA-Z0-9_-]+$) holds a colon.
+const peekCounter = "peek:"
+
+// peekRetryFirstPercent is the share of peeks that read the pop-retry
+// topic first: RocketMQ's peek reads it first on a fifth of its requests,
+// whatever popFromRetryProbability says.
+const peekRetryFirstPercent = 20
 
 // HasMessage answers NOTIFICATION: whether a pop of the queue (or of any
 // queue with -1, or of the group's pop-retry topics) would find a message
