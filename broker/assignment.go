@@ -155,8 +155,11 @@ type queueAssignment struct {
 // named strategy; in POP mode each client pops every queue (queueId -1 per
 // broker group) unless popShareQueueNum asks for sharing. A broadcasting
 // client, or any client with serverLoadBalancerEnable off, is given every
-// queue. A null assignment (an unknown topic or strategy, or no route from
-// the name servers) tells the client to keep the queues it has.
+// queue. A null assignment (an unknown topic or strategy, no route from
+// the name servers, or no readable queue to divide) tells the client to
+// keep the queues it has; a topic without readable queues still gives an
+// empty one, which drops them, where RocketMQ's does: to broadcasting
+// clients, with the balancer off, and in POP mode without sharing.
 func (b *Broker) processQueryAssignment(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	var body queryAssignmentBody
 	if err := json.Unmarshal(req.Body, &body); err != nil {
@@ -197,14 +200,6 @@ func (b *Broker) assign(body queryAssignmentBody, mode requestModeBody, all []as
 	if body.MessageModel == modelBroadcasting || !b.current().ServerLoadBalancerEnable {
 		return all, true
 	}
-	if len(all) == 0 {
-		// RocketMQ's strategies refuse an empty queue list.
-		return nil, false
-	}
-	if body.ClientID == "" {
-		// RocketMQ's strategies refuse an empty client id too.
-		return nil, false
-	}
 	strategy, ok := allocationStrategies[body.StrategyName]
 	if !ok {
 		b.log.Warn().Str("strategy", body.StrategyName).Str("group", body.ConsumerGroup).Msg("query assignment: unknown allocation strategy, nothing assigned")
@@ -213,25 +208,39 @@ func (b *Broker) assign(body queryAssignmentBody, mode requestModeBody, all []as
 	// The asking client counts even before its heartbeat reaches this
 	// broker: it is alive, and leaving it out would give it nothing.
 	cids := b.clients.consumerIDs(body.ConsumerGroup)
-	if !slices.Contains(cids, body.ClientID) {
+	if body.ClientID != "" && !slices.Contains(cids, body.ClientID) {
 		cids = append(cids, body.ClientID)
 		slices.Sort(cids)
 	}
-	idx := slices.Index(cids, body.ClientID)
-	if mode.Mode != modePop {
-		return strategy(all, len(cids), idx), true
+	if len(cids) == 0 {
+		return nil, false
 	}
 	share := mode.PopShareQueueNum
-	switch {
-	case share <= 0 || share >= len(cids)-1:
+	if mode.Mode == modePop && (share <= 0 || share >= len(cids)-1) {
 		// Every client pops every queue: one queue -1 per broker group.
-		var out []assignedQueue
+		// No queue to read is an empty assignment, not a null one: the
+		// client drops the queues it had (RocketMQ's allocate4Pop).
+		out := []assignedQueue{}
 		for _, q := range all {
 			if len(out) == 0 || out[len(out)-1].BrokerName != q.BrokerName {
 				out = append(out, assignedQueue{BrokerName: q.BrokerName, QueueID: -1, Topic: q.Topic})
 			}
 		}
 		return out, true
+	}
+	if len(all) == 0 {
+		// RocketMQ's strategies refuse an empty queue list.
+		return nil, false
+	}
+	if body.ClientID == "" {
+		// RocketMQ's strategies refuse an empty client id too.
+		return nil, false
+	}
+	idx := slices.Index(cids, body.ClientID)
+	if mode.Mode != modePop {
+		return strategy(all, len(cids), idx), true
+	}
+	switch {
 	case len(cids) <= len(all):
 		// Its own share and those of the share clients after it.
 		out := strategy(all, len(cids), idx)

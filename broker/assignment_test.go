@@ -188,6 +188,11 @@ func TestAssignDividesQueues(t *testing.T) {
 		{"pop sharing with every other client", queryAssignmentBody{ClientID: "c1", StrategyName: "AVG"}, pop(2), 8, true, "b0/-1 b1/-1", false},
 		{"pop sharing with the next client", queryAssignmentBody{ClientID: "c3", StrategyName: "AVG"}, pop(1), 8, true, "b1/2 b1/3 b0/0 b0/1 b0/2", false},
 		{"pop with more clients than queues", queryAssignmentBody{ClientID: "c3", StrategyName: "AVG"}, pop(1), 2, true, "b0/0", false},
+		{"pop without sharing, no readable queue", queryAssignmentBody{ClientID: "c1", StrategyName: "AVG"}, pop(0), 0, true, "", false},
+		{"pop sharing, no readable queue", queryAssignmentBody{ClientID: "c1", StrategyName: "AVG"}, pop(1), 0, true, "", true},
+		{"pop without sharing, unknown topic", queryAssignmentBody{ClientID: "c1", StrategyName: "AVG"}, pop(0), 0, false, "", true},
+		{"pop without sharing, no client id", queryAssignmentBody{StrategyName: "AVG"}, pop(0), 8, true, "b0/-1 b1/-1", false},
+		{"pop without sharing, unknown strategy", queryAssignmentBody{ClientID: "c1", StrategyName: "CONSISTENT_HASH"}, pop(0), 8, true, "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -311,5 +316,23 @@ func TestZeroRouteIntervalKeepsTheLastRoutes(t *testing.T) {
 		if got := queuesText(queryAssignment(t, c, topic, "g", "c1")); got != want {
 			t.Errorf("%s with the name server down: %q, want the last route %q", topic, got, want)
 		}
+	}
+}
+
+// A topic with no readable queue gives a POP client that pops every queue
+// an empty assignment, which drops the queues it had, where a missing
+// topic gives a null one (RocketMQ's allocate4Pop of an empty route).
+func TestQueryAssignmentOfPopWithoutReadableQueues(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"defaultMessageRequestMode": "POP"})
+	c := b.client(nil)
+	heartbeat(t, c, heartbeatBody("c1", "", "g", map[string]string{"NR": "*"}))
+	createTopic(t, c, "NR", 0, 4)
+	body := queryAssignmentBody{Topic: "NR", ConsumerGroup: "g", ClientID: "c1", StrategyName: "AVG", MessageModel: modelClustering}
+	if as, null := queryAssignmentRaw(t, c, body); null || len(as) != 0 {
+		t.Fatalf("POP assignment of a topic without readable queues: %+v (null %v), want an empty one", as, null)
+	}
+	body.Topic = "Missing"
+	if as, null := queryAssignmentRaw(t, c, body); !null {
+		t.Fatalf("POP assignment of a missing topic: %+v, want a null one", as)
 	}
 }
