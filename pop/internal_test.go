@@ -126,6 +126,42 @@ func TestFinishPopSkipsDeletedMessages(t *testing.T) {
 	}
 }
 
+// TestFinishPopSkipsUndecodableRetryRecords checks that a pop-retry
+// record that cannot be decoded (for its re-encoding under the requested
+// topic) is left out of the answer, as RocketMQ's pop skips it, instead of
+// failing a pop whose checkpoint is already committed: the other messages
+// are answered, and the header names their offsets only.
+func TestFinishPopSkipsUndecodableRetryRecords(t *testing.T) {
+	host := netip.MustParseAddrPort("127.0.0.1:10911")
+	retry := RetryTopicV1("T", "G")
+	good, err := commitlog.AppendRecord(nil, &commitlog.Message{Topic: retry, Body: []byte("retried"), BornHost: host, StoreHost: host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbage := []byte("not a record")
+	for _, actual := range []bool{false, true} {
+		s := &Service{cfg: Config{ReturnActualRetryTopic: actual}, log: zerolog.Nop()}
+		r := readResult{from: 5, offsets: []int64{5, 6}, records: [][]byte{garbage, good},
+			entries: []cq.Entry{{QueueOffset: 5}, {QueueOffset: 6}}, next: 7}
+		var res PopResult
+		var info InfoBuilder
+		if err := s.finishPop(PopRequest{Group: "G", Topic: "T"}, source{topic: retry, flag: FlagRetryV1}, r, &res, &info); err != nil {
+			t.Fatalf("finishPop (actual retry topic %v): %v", actual, err)
+		}
+		res.finish()
+		if len(res.Records) != 1 {
+			t.Fatalf("%d records (actual retry topic %v), want the decodable one", len(res.Records), actual)
+		}
+		m, err := commitlog.Decode(res.Records[0])
+		if err != nil || string(m.Body) != "retried" {
+			t.Fatalf("answered record %q: %v", m.Body, err)
+		}
+		if got := info.MsgOffsetInfo(); got != "1 0 6" {
+			t.Fatalf("msgOffsetInfo %q (actual retry topic %v), want the answered message's offset only", got, actual)
+		}
+	}
+}
+
 // TestChangeInvisibleTimeInThePopMillisecond checks a change of invisible
 // time of a checkpoint's first message in the millisecond it was popped:
 // the message's new checkpoint would have the old one's name, so it gets

@@ -466,7 +466,14 @@ func (s *Service) finishPop(req PopRequest, src source, r readResult, res *PopRe
 			var err error
 			if rec, err = reencodeRetry(rec, topic, h); err != nil {
 				view.Release()
-				return err
+				// Skipped as RocketMQ's pop skips a record it cannot
+				// decode: the rest of the pop stands, and the offset
+				// stays in the checkpoint, which revive settles (it
+				// cannot decode it either, and drops it). It is left out
+				// of msgOffsetInfo as a message gone to retention is.
+				s.log.Error().Err(err).Str("group", req.Group).Str("topic", src.topic).Int32("queue", src.queueID).
+					Int64("offset", r.offsets[i]).Msg("pop: a pop-retry record cannot be decoded; left out of the answer")
+				continue
 			}
 		}
 		res.add(rec)
