@@ -273,7 +273,7 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 			// would find them locked again and spin until the lock ran
 			// out). A pop that wants none would wake itself.
 			if res.RestNum > 0 && !wantsNone {
-				b.popHolds.notify(p.topic, p.queueID)
+				b.popHolds.notifyGroup(p.topic, p.group, p.queueID)
 			}
 			return nil
 		case holdFull:
@@ -283,7 +283,7 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 		}
 		remark = "NO_MESSAGE_IN_QUEUE"
 	} else if res.RestNum > 0 {
-		b.popHolds.notify(p.topic, p.queueID)
+		b.popHolds.notifyGroup(p.topic, p.group, p.queueID)
 	}
 	resp = remoting.NewResponse(req, code, remark)
 	h := remoting.Header{}

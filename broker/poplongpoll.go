@@ -231,13 +231,19 @@ func (h *popHolds) remove(r *popHeld) {
 }
 
 // notify wakes the requests held on topic for queueID or for every queue
-// (RocketMQ's notifyMessageArriving by the broker itself: after a pop that
-// left messages behind, an orderly ack, a revive).
-func (h *popHolds) notify(topic string, queueID int32) {
+// (RocketMQ's notifyMessageArriving by the broker itself: an orderly ack,
+// the end of an orderly batch's lock, a revive).
+func (h *popHolds) notify(topic string, queueID int32) { h.notifyGroup(topic, "", queueID) }
+
+// notifyGroup is notify for the requests of group only, every group's
+// when group is empty. A pop that left messages behind wakes its own
+// group's: what it left is the group's backlog, which no other group's
+// pop can take (RocketMQ keys this wake by topic, group and queue).
+func (h *popHolds) notifyGroup(topic, group string, queueID int32) {
 	h.mu.Lock()
 	var wake []*popHeld
 	for r := range h.byTopic[topic] {
-		if r.key.queueID == queueID || r.key.queueID < 0 || queueID < 0 {
+		if (group == "" || r.key.group == group) && (r.key.queueID == queueID || r.key.queueID < 0 || queueID < 0) {
 			wake = append(wake, r)
 		}
 	}
