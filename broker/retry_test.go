@@ -673,3 +673,34 @@ func TestDelayLevelDropsTimerProperties(t *testing.T) {
 		t.Errorf("parked properties %v", p)
 	}
 }
+
+// A producer's send straight to a dead-letter topic with a delay level is
+// delayed like a send to any other topic: RocketMQ's store parks every
+// message with DELAY > 0 (HookUtils.handleScheduleMessage), whatever its
+// topic; only a retry the broker moves to the DLQ has its level spent.
+func TestDelayLevelSendToDLQTopic(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	mustSend(t, c, "%DLQ%gd", 0, "later", "DELAY\x011\x02") // 1 s
+	if got := pullAll(t, b, c, "%DLQ%gd", 0); len(got) != 0 {
+		t.Fatal("a delayed message to a DLQ topic visible at once")
+	}
+	sched := pullAll(t, b, c, "SCHEDULE_TOPIC_XXXX", 0)
+	if len(sched) != 1 {
+		t.Fatal("a delayed message to a DLQ topic not parked in SCHEDULE_TOPIC_XXXX queue 0")
+	}
+	if p := commitlog.ParseProperties(sched[0].Properties); p["REAL_TOPIC"] != "%DLQ%gd" || p["REAL_QID"] != "0" {
+		t.Fatalf("parked properties %v", p)
+	}
+	var got []commitlog.Message
+	waitFor(t, "the delayed message delivered to the DLQ topic", func() bool {
+		got = pullAll(t, b, c, "%DLQ%gd", 0)
+		return len(got) == 1
+	})
+	if string(got[0].Body) != "later" {
+		t.Fatalf("delivered %q", got[0].Body)
+	}
+	if d := got[0].StoreTimestamp - sched[0].StoreTimestamp; d < 900 {
+		t.Fatalf("delivered after %d ms, before its 1 s delay", d)
+	}
+}

@@ -284,11 +284,11 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		}
 		txn.ToHalf(msg)
 	} else {
-		level := delayLevelOf(props)
-		if meta.IsDLQTopic(topic) {
-			level = 0
-		}
-		if err := b.park(msg, level); err != nil {
+		// A delay level applies whatever the topic, a producer's send to
+		// a %DLQ% topic included, as RocketMQ's store parks any message
+		// with DELAY > 0; a retry moved to the DLQ above has its level
+		// spent already.
+		if err := b.park(msg, delayLevelOf(props)); err != nil {
 			return parkRefusal(err)
 		}
 	}
