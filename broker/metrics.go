@@ -199,9 +199,13 @@ func (b *Broker) countInAs(topic, msgType string, n int, bytes int64) {
 // countStored counts msgs, appended to the CommitLog by one put (bytes in
 // all): every one in the store's put rate and totals, and in the day
 // totals of GET_BROKER_RUNTIME_INFO (msgPutTotal*) those RocketMQ counts
-// in BROKER_PUT_NUMS_WITHOUT_SYSTEM_TOPIC (countsInDayTotals).
-func (b *Broker) countStored(msgs []*commitlog.Message, bytes int64) {
+// in BROKER_PUT_NUMS_WITHOUT_SYSTEM_TOPIC (countsInDayTotals), unless
+// dayTotals is false (a consumer's send-back, see countsInDayTotals).
+func (b *Broker) countStored(msgs []*commitlog.Message, bytes int64, dayTotals bool) {
 	b.stats.Stored(len(msgs), bytes)
+	if !dayTotals {
+		return
+	}
 	n := 0
 	var last string
 	counted := false
@@ -234,11 +238,12 @@ func (b *Broker) countStored(msgs []*commitlog.Message, bytes int64) {
 // delivered. A consumer's send-back counts nowhere
 // (AbstractSendMessageProcessor.consumerSendMsgBack): its copy for a
 // retry topic waits in the schedule topic, and counts when delivered; its
-// copy moved to a dead-letter topic does not count. rocketkv's POP revive
-// moves a message consumed retryMaxTimes to the DLQ where RocketMQ's
-// consumer sends it back, so that copy does not count either. Both
-// carry DLQ_ORIGIN_MESSAGE_ID, which a send to a retry topic that lands
-// in the DLQ (counted, as RocketMQ counts it) does not.
+// copy moved to a dead-letter topic does not count (processSendBack puts
+// it uncounted, not asking this). rocketkv's POP revive moves a message
+// consumed retryMaxTimes to the DLQ where RocketMQ's consumer sends it
+// back, so that copy does not count either: it carries
+// DLQ_ORIGIN_MESSAGE_ID, which a send to a retry topic that lands in the
+// DLQ (counted, as RocketMQ counts it) does not.
 func (b *Broker) countsInDayTotals(m *commitlog.Message) bool {
 	if !meta.IsDLQTopic(m.Topic) {
 		return true
@@ -350,7 +355,13 @@ func (b *Broker) countDLQ(msgs []*commitlog.Message) {
 		if !ok {
 			continue
 		}
-		origin, _ := commitlog.LookupProperty(m.Properties, propDLQOriginTopic)
+		origin, ok := commitlog.LookupProperty(m.Properties, propDLQOriginTopic)
+		if !ok {
+			// A send-back's copy, which names the record it copied only
+			// in RETRY_TOPIC, as RocketMQ's: the topic the message was
+			// first sent to, or the retry topic the record was in.
+			origin, _ = commitlog.LookupProperty(m.Properties, propRetryTopic)
+		}
 		if real, ok := commitlog.LookupProperty(m.Properties, propRetryTopic); ok && meta.IsRetryTopic(origin) {
 			origin = real // a retried message: the topic it was first sent to
 		}

@@ -59,6 +59,9 @@ func TestSendBackRetriesWithDelayThenDLQ(t *testing.T) {
 	if props["DELAY"] != "1" || props["REAL_TOPIC"] != "%RETRY%g1" || props["REAL_QID"] != "0" {
 		t.Fatalf("delivered retry without the DELAY, REAL_TOPIC and REAL_QID it was parked with: %v", props)
 	}
+	if props["WAIT"] != "false" {
+		t.Fatalf("retry stored without the WAIT=false RocketMQ's send-back sets: %v", props)
+	}
 	if m.StoreTimestamp-orig[0].StoreTimestamp < 900 {
 		t.Fatalf("retry delivered after %d ms, before its 1 s delay", m.StoreTimestamp-orig[0].StoreTimestamp)
 	}
@@ -69,8 +72,23 @@ func TestSendBackRetriesWithDelayThenDLQ(t *testing.T) {
 		t.Fatalf("send back to DLQ: %d %s", r.Code, r.Remark)
 	}
 	dlq := pullAll(t, b, c, "%DLQ%g1", 0)
-	if len(dlq) != 1 || dlq[0].ReconsumeTimes != 2 || commitlog.ParseProperties(dlq[0].Properties)["DLQ_ORIGIN_TOPIC"] != "%RETRY%g1" {
+	if len(dlq) != 1 || dlq[0].ReconsumeTimes != 2 || string(dlq[0].Body) != "order-1" {
 		t.Fatalf("DLQ message: %+v", dlq)
+	}
+	// As RocketMQ's consumerSendMsgBack stores it: the retry's properties
+	// with the topic first sent to and the first record's offset id kept
+	// (RETRY_TOPIC, ORIGIN_MESSAGE_ID), the producer's id (UNIQ_KEY),
+	// WAIT=false and a spent DELAY=0, and no DLQ_ORIGIN_* it never writes.
+	dp := commitlog.ParseProperties(dlq[0].Properties)
+	if dp["RETRY_TOPIC"] != "Orders" || dp["ORIGIN_MESSAGE_ID"] != props["ORIGIN_MESSAGE_ID"] ||
+		dp["UNIQ_KEY"] == "" || dp["UNIQ_KEY"] != commitlog.ParseProperties(orig[0].Properties)["UNIQ_KEY"] ||
+		dp["DELAY"] != "0" || dp["WAIT"] != "false" || dp["TAGS"] != "t" {
+		t.Fatalf("DLQ message properties %v", dp)
+	}
+	for _, k := range []string{"DLQ_ORIGIN_TOPIC", "DLQ_ORIGIN_MESSAGE_ID"} {
+		if v, ok := dp[k]; ok {
+			t.Errorf("DLQ message has %s=%q, which RocketMQ's send-back does not write", k, v)
+		}
 	}
 	// Unknown offsets are refused, not crashed on.
 	r = call(t, c, remoting.ConsumerSendMsgBack, map[string]string{"offset": "999999999", "group": "g1", "delayLevel": "0"}, nil)

@@ -17,6 +17,11 @@ import (
 // group's %RETRY% topic with its reconsume count raised, delayed by delay
 // level 3 + reconsumeTimes unless the client chose one, or, past the
 // group's maximum (or with a negative level), in the group's %DLQ% topic.
+// Both copies are the record's properties with what RocketMQ adds to them:
+// RETRY_TOPIC (the record's topic, unless it has one), ORIGIN_MESSAGE_ID
+// (the record's offset id, unless it has one), WAIT=false and DELAY (the
+// retry's level, 0 in the DLQ). RocketMQ writes no DLQ_ORIGIN_* there: a
+// reader of the DLQ finds the origin in RETRY_TOPIC and UNIQ_KEY.
 func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	h := remoting.Header(req.ExtFields)
 	offset, err := h.Int64("offset")
@@ -65,14 +70,13 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 			maxTimes = v
 		}
 	}
-	set := [][2]string{}
+	// RocketMQ stores the copy with the looked-up message's WAIT=false.
+	set := [][2]string{{propWait, "false"}}
 	if _, has := commitlog.LookupProperty(m.Properties, propRetryTopic); !has {
 		set = append(set, [2]string{propRetryTopic, m.Topic})
 	}
-	origin, hasOrigin := commitlog.LookupProperty(m.Properties, propOriginMessageID)
-	if !hasOrigin || origin == "" {
-		origin = commitlog.MessageID(m.StoreHost, m.PhyOffset)
-		set = append(set, [2]string{propOriginMessageID, origin})
+	if origin, has := commitlog.LookupProperty(m.Properties, propOriginMessageID); !has || origin == "" {
+		set = append(set, [2]string{propOriginMessageID, commitlog.MessageID(m.StoreHost, m.PhyOffset)})
 	}
 	topic := meta.RetryTopic(group)
 	tc, err := b.topics.ensureSystemTopic(topic, gc.RetryQueueNums, meta.PermRead|meta.PermWrite)
@@ -92,7 +96,7 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 			return remoting.NewResponse(req, remoting.SystemError, err.Error())
 		}
 		qid = 0
-		set = append(set, [2]string{propDLQOriginTopic, m.Topic}, [2]string{propDLQOriginMsgID, origin})
+		set = append(set, [2]string{propDelay, "0"})
 	} else if delayLevel == 0 {
 		delayLevel = 3 + m.ReconsumeTimes
 	}
@@ -117,7 +121,7 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 	// answer inside the clients' send-back timeouts (3 s in Go, 5 s in
 	// Java), after which they do the same.
 	began := time.Now()
-	res, err := b.appendMessages(ctx, []*commitlog.Message{out}, false)
+	res, err := b.appendRecords(ctx, []*commitlog.Message{out}, appendOptions{multiDispatch: true, uncounted: true})
 	if err != nil {
 		b.stats.PutTook(time.Since(began), true)
 		return remoting.NewResponse(req, appendErrorCode(err), "send back failed: "+err.Error())

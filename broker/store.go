@@ -26,7 +26,7 @@ func (b *Broker) putMessages(ctx context.Context, msgs []*commitlog.Message, wai
 
 // appendMessages is putMessages without the count of its time.
 func (b *Broker) appendMessages(ctx context.Context, msgs []*commitlog.Message, waitFlush bool) (commitlog.AppendResult, error) {
-	return b.appendRecords(ctx, msgs, waitFlush, true)
+	return b.appendRecords(ctx, msgs, appendOptions{waitFlush: waitFlush, multiDispatch: true})
 }
 
 // appendBatch is appendMessages for a producer's SEND_BATCH_MESSAGE: its
@@ -34,12 +34,26 @@ func (b *Broker) appendMessages(ctx context.Context, msgs []*commitlog.Message, 
 // queues they name, as RocketMQ's batch put gives them no
 // INNER_MULTI_QUEUE_OFFSET.
 func (b *Broker) appendBatch(ctx context.Context, msgs []*commitlog.Message) (commitlog.AppendResult, error) {
-	return b.appendRecords(ctx, msgs, false, false)
+	return b.appendRecords(ctx, msgs, appendOptions{})
 }
 
-// appendRecords appends msgs; with multiDispatch, a single message is
-// dispatched to the light message queues it names too.
-func (b *Broker) appendRecords(ctx context.Context, msgs []*commitlog.Message, waitFlush, multiDispatch bool) (commitlog.AppendResult, error) {
+// appendOptions are how appendRecords puts and counts its messages.
+type appendOptions struct {
+	// waitFlush waits for the flush and the slaves (AppendRequest.WaitFlush).
+	waitFlush bool
+	// multiDispatch dispatches a single message to the light message
+	// queues it names too.
+	multiDispatch bool
+	// uncounted leaves the messages out of the day totals (countStored):
+	// a send-back's copy, which RocketMQ's consumerSendMsgBack counts in
+	// none, whether it waits in the schedule topic or is put to a
+	// dead-letter topic.
+	uncounted bool
+}
+
+// appendRecords appends msgs as opts says.
+func (b *Broker) appendRecords(ctx context.Context, msgs []*commitlog.Message, opts appendOptions) (commitlog.AppendResult, error) {
+	waitFlush, multiDispatch := opts.waitFlush, opts.multiDispatch
 	first := msgs[0]
 	if b.beforePut != nil {
 		if err := b.beforePut(msgs); err != nil {
@@ -70,7 +84,7 @@ func (b *Broker) appendRecords(ctx context.Context, msgs []*commitlog.Message, w
 		b.log.Warn().Err(err).Str("topic", first.Topic).Int32("queue", first.QueueID).Msg("append failed")
 		return res, err
 	}
-	b.countStored(msgs, res.WroteBytes)
+	b.countStored(msgs, res.WroteBytes, !opts.uncounted)
 	if waitFlush {
 		res = b.waitSlaves(ctx, res)
 	}

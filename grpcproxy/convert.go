@@ -45,6 +45,7 @@ const (
 	propDLQOrigTopic  = "DLQ_ORIGIN_TOPIC"
 	propDLQOrigMsgID  = "DLQ_ORIGIN_MESSAGE_ID"
 	propRetryTopic    = "RETRY_TOPIC"
+	propOriginMsgID   = "ORIGIN_MESSAGE_ID"
 	propCheckImmunity = "CHECK_IMMUNITY_TIME_IN_SECONDS"
 )
 
@@ -239,6 +240,35 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 	return o, nil
 }
 
+// deadLetterOrigin returns the topic a message of topic was sent to and
+// the id its producer was given, when the broker moved it to a
+// dead-letter queue; empty strings otherwise. rocketkv's POP revive names
+// the record it copied in DLQ_ORIGIN_TOPIC and DLQ_ORIGIN_MESSAGE_ID (so
+// did its send-back before it wrote what RocketMQ's does); a send-back
+// (CONSUMER_SEND_MSG_BACK, a FIFO consumer's forward) names it, as
+// RocketMQ's consumerSendMsgBack, only in RETRY_TOPIC (the topic the
+// message was first sent to, or the retry topic the record was in) and
+// ORIGIN_MESSAGE_ID (the first record's offset id), which a message of
+// %DLQ%<group> has only when the broker moved it there. The client knows
+// the topic it subscribed and the id its producer was given, which the
+// copy keeps in UNIQ_KEY.
+func deadLetterOrigin(topic string, props map[string]string) (origin, id string) {
+	origin, id = props[propDLQOrigTopic], props[propDLQOrigMsgID]
+	if origin == "" || id == "" {
+		if !meta.IsDLQTopic(topic) {
+			return "", ""
+		}
+		origin, id = props[propRetryTopic], props[propOriginMsgID]
+		if origin == "" || id == "" {
+			return "", ""
+		}
+	}
+	if u := props[propUniqKey]; u != "" {
+		id = u
+	}
+	return dlqOriginTopic(origin, topic, props[propRetryTopic]), id
+}
+
 // dlqOriginTopic returns the topic a dead-letter message (of topic
 // dlq, "%DLQ%<group>") was sent to, from the origin its DLQ_ORIGIN_TOPIC
 // names: a retry topic stands for the topic its RETRY_TOPIC names (a
@@ -344,16 +374,8 @@ func toProto(r *received) (*rmqpb.Message, error) {
 	if tc, ok := props[propTraceContext]; ok {
 		sp.TraceContext = &tc
 	}
-	if t, id := props[propDLQOrigTopic], props[propDLQOrigMsgID]; t != "" && id != "" {
-		// The broker names the record it copied: a retry topic for a
-		// retried message, and an offset id when a consumer sent it back
-		// (CONSUMER_SEND_MSG_BACK, a FIFO consumer's forward). The client
-		// knows the topic it subscribed and the id its producer was
-		// given, which the copy keeps in UNIQ_KEY.
-		if u := props[propUniqKey]; u != "" {
-			id = u
-		}
-		sp.DeadLetterQueue = &rmqpb.DeadLetterQueue{Topic: dlqOriginTopic(t, m.Topic, props[propRetryTopic]), MessageId: id}
+	if t, id := deadLetterOrigin(m.Topic, props); t != "" && id != "" {
+		sp.DeadLetterQueue = &rmqpb.DeadLetterQueue{Topic: t, MessageId: id}
 	}
 	// A retry or dead-letter record a revive put carries the broker's
 	// own RKV_REVIVED_FROM (a client cannot send it to those topics): it

@@ -778,6 +778,14 @@ func TestToProtoDeadLetterOrigin(t *testing.T) {
 		{"another group's retry topic is kept", map[string]string{"DLQ_ORIGIN_TOPIC": "%RETRY%g2_Orders", "DLQ_ORIGIN_MESSAGE_ID": "x", "UNIQ_KEY": "01UNIQ"}, "%RETRY%g2_Orders", "01UNIQ", false},
 		{"no UNIQ_KEY: the broker's id", map[string]string{"DLQ_ORIGIN_TOPIC": "Orders", "DLQ_ORIGIN_MESSAGE_ID": "01ID-0"}, "Orders", "01ID-0", false},
 		{"not moved", map[string]string{"UNIQ_KEY": "01UNIQ"}, "", "", true},
+		// A send-back's copy, as RocketMQ's consumerSendMsgBack writes
+		// it: no DLQ_ORIGIN_*, the origin in RETRY_TOPIC and
+		// ORIGIN_MESSAGE_ID.
+		{"a send-back of the message itself", map[string]string{"RETRY_TOPIC": "Orders", "ORIGIN_MESSAGE_ID": "7F00000100002A9F0000000000000000", "UNIQ_KEY": "01UNIQ", "DELAY": "0"}, "Orders", "01UNIQ", false},
+		{"a send-back of a POP retry", map[string]string{"RETRY_TOPIC": "%RETRY%g1_Orders", "ORIGIN_MESSAGE_ID": "x", "UNIQ_KEY": "01UNIQ"}, "Orders", "01UNIQ", false},
+		{"a send-back without UNIQ_KEY", map[string]string{"RETRY_TOPIC": "Orders", "ORIGIN_MESSAGE_ID": "7F00000100002A9F0000000000000000"}, "Orders", "7F00000100002A9F0000000000000000", false},
+		{"only DLQ_ORIGIN_TOPIC: RETRY_TOPIC names it", map[string]string{"DLQ_ORIGIN_TOPIC": "%RETRY%g1", "RETRY_TOPIC": "Orders", "ORIGIN_MESSAGE_ID": "x", "UNIQ_KEY": "01UNIQ"}, "Orders", "01UNIQ", false},
+		{"RETRY_TOPIC without ORIGIN_MESSAGE_ID", map[string]string{"RETRY_TOPIC": "Orders", "UNIQ_KEY": "01UNIQ"}, "", "", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -798,5 +806,16 @@ func TestToProtoDeadLetterOrigin(t *testing.T) {
 				t.Fatalf("dead letter queue %v, want topic %s message %s", dlq, tc.topic, tc.id)
 			}
 		})
+	}
+	// A retry carries RETRY_TOPIC and ORIGIN_MESSAGE_ID as well: only a
+	// message of a dead-letter topic was moved there.
+	msg := storedMessage(map[string]string{"RETRY_TOPIC": "Orders", "ORIGIN_MESSAGE_ID": "x", "UNIQ_KEY": "01UNIQ"}, []byte("b"))
+	msg.Topic = "%RETRY%g1"
+	m, err := toProto(&received{msg: msg, handle: testHandle, topic: "Orders"})
+	if err != nil {
+		t.Fatalf("toProto: %v", err)
+	}
+	if dlq := m.GetSystemProperties().GetDeadLetterQueue(); dlq != nil {
+		t.Errorf("dead letter queue %v on a retry", dlq)
 	}
 }
