@@ -111,9 +111,15 @@ func TestRetryTopicSendOverMaxGoesToDLQ(t *testing.T) {
 	if len(got) != 1 || string(got[0].Body) != "too many" {
 		t.Fatalf("a retry past retryMaxTimes (16) not in the DLQ: %v", got)
 	}
-	// As RocketMQ's handleRetryAndDLQ: the DLQ copy's level is spent.
-	if d := commitlog.ParseProperties(got[0].Properties)["DELAY"]; d != "0" {
-		t.Errorf("DLQ copy's DELAY %q, want 0", d)
+	// As RocketMQ's handleRetryAndDLQ: the DLQ copy's level is spent,
+	// stored as -1 (the properties it keeps are the request's, where it
+	// put -1), and no DLQ_ORIGIN_TOPIC is written.
+	p := commitlog.ParseProperties(got[0].Properties)
+	if d := p["DELAY"]; d != "-1" {
+		t.Errorf("DLQ copy's DELAY %q, want -1", d)
+	}
+	if v, ok := p["DLQ_ORIGIN_TOPIC"]; ok {
+		t.Errorf("DLQ copy has DLQ_ORIGIN_TOPIC=%q, which RocketMQ does not write", v)
 	}
 	h["j"] = "2"
 	h["i"] = ""

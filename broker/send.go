@@ -235,9 +235,11 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		set = append(set, [2]string{propUniqKey, uniq})
 	}
 	if topic != h.topic { // moved to the DLQ
-		// Its delay level is spent, as RocketMQ's handleRetryAndDLQ
-		// sets it to 0: a copy sent on from the DLQ is not delayed.
-		set = append(set, [2]string{propDLQOriginTopic, h.topic}, [2]string{propDelay, "0"})
+		// Its delay level is spent: RocketMQ's handleRetryAndDLQ stores
+		// DELAY=-1 in the properties it keeps (its level 0 is set on the
+		// properties they replace), and no DLQ_ORIGIN_*: the client's
+		// RETRY_TOPIC and ORIGIN_MESSAGE_ID name the origin.
+		set = append(set, [2]string{propDelay, "-1"})
 	}
 	props = commitlog.RewriteProperties(props, []string{propPopCK}, set...)
 	sysFlag := h.sysFlag
