@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/popclient"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -726,5 +727,71 @@ func TestDelayLevelSendToDLQTopic(t *testing.T) {
 	}
 	if d := got[0].StoreTimestamp - sched[0].StoreTimestamp; d < 900 {
 		t.Fatalf("delivered after %d ms, before its 1 s delay", d)
+	}
+}
+
+// storedRecords reads the records of a queue from the CommitLog, as the
+// revive's recovery reads them, whatever a Remoting answer shows.
+func storedRecords(t *testing.T, b *testBroker, topic string, qid int32) []commitlog.Message {
+	t.Helper()
+	b.caughtUp()
+	entries, err := b.cqs.Get(topic, qid, 0, 100)
+	if err != nil {
+		t.Fatalf("entries of %s/%d: %v", topic, qid, err)
+	}
+	var out []commitlog.Message
+	for _, e := range entries {
+		v, err := b.clog.Read(e.PhyOffset, e.Size)
+		if err != nil {
+			t.Fatalf("read %s/%d@%d: %v", topic, qid, e.QueueOffset, err)
+		}
+		m, err := commitlog.Decode(v.Data)
+		if err != nil {
+			t.Fatalf("decode %s/%d@%d: %v", topic, qid, e.QueueOffset, err)
+		}
+		m.Body = append([]byte(nil), m.Body...)
+		v.Release()
+		out = append(out, m)
+	}
+	return out
+}
+
+// A consumer's send-back of a record a POP revive put copies the message,
+// not the revive's RKV_REVIVED_FROM: the copy is no revive's put, and a
+// record of a retry or dead-letter topic naming a revive intent is taken
+// by the revive's recovery for the put of that intent (a client's send of
+// one is refused for that reason).
+func TestSendBackOfRevivedRecordDropsRevivedFrom(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	mustSend(t, rc, "SBR", 0, "payload", "TAGS\x01t1\x02")
+	b.caughtUp()
+	if first := mustPop(t, c, popclient.PopRequest{Group: "gsb", Topic: "SBR", QueueID: -1, MaxMsgNums: 1, InvisibleTime: 100 * time.Millisecond}); len(first.Messages) != 1 {
+		t.Fatalf("pop %d", first.Code)
+	}
+	waitFor(t, "the revive's retry record", func() bool {
+		n, err := b.cqs.MaxOffset("%RETRY%gsb_SBR", 0)
+		return err == nil && n == 1
+	})
+	revived := storedRecords(t, b, "%RETRY%gsb_SBR", 0)
+	if _, ok := commitlog.LookupProperty(revived[0].Properties, kvindex.PropertyRevivedFrom); !ok {
+		t.Fatalf("the revive's record has no %s: %q", kvindex.PropertyRevivedFrom, revived[0].Properties)
+	}
+	for _, level := range []string{"-1", "1"} {
+		if r := call(t, rc, remoting.ConsumerSendMsgBack, map[string]string{
+			"offset": strconv.FormatInt(revived[0].PhyOffset, 10), "group": "gsb", "delayLevel": level,
+			"originTopic": "%RETRY%gsb_SBR",
+		}, nil); r.Code != remoting.Success {
+			t.Fatalf("send back at level %s: %d %s", level, r.Code, r.Remark)
+		}
+	}
+	copies := append(storedRecords(t, b, "%DLQ%gsb", 0), storedRecords(t, b, meta.ScheduleTopic, 0)...)
+	if len(copies) != 2 {
+		t.Fatalf("%d copies, want the DLQ's and the parked retry", len(copies))
+	}
+	for _, m := range copies {
+		if v, ok := commitlog.LookupProperty(m.Properties, kvindex.PropertyRevivedFrom); ok {
+			t.Errorf("the send-back's copy in %s has %s=%q", m.Topic, kvindex.PropertyRevivedFrom, v)
+		}
 	}
 }

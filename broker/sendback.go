@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -103,8 +104,10 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 	out := &commitlog.Message{
 		Topic: topic, QueueID: qid, Flag: m.Flag, SysFlag: m.SysFlag,
 		BornTimestamp: m.BornTimestamp, BornHost: m.BornHost, ReconsumeTimes: m.ReconsumeTimes + 1,
-		Body:       m.Body,
-		Properties: commitlog.RewriteProperties(m.Properties, []string{propDelay, propPopCK}, set...),
+		Body: m.Body,
+		// Not a POP revive's RKV_REVIVED_FROM: the copy is no put of a
+		// revive, whose recovery would take it for one.
+		Properties: commitlog.RewriteProperties(m.Properties, []string{propDelay, propPopCK, kvindex.PropertyRevivedFrom}, set...),
 	}
 	if !toDLQ {
 		b.toSchedule(out, int(delayLevel))
