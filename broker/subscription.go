@@ -36,12 +36,11 @@ type subscription struct {
 }
 
 // newSubscription builds a filter from an expression the way RocketMQ's
-// FilterAPI.buildSubscriptionData does: exactly "" or "*" matches
-// everything (" *" is the tag "*"); otherwise tags separated by "||",
-// each trimmed as Java's String.trim trims (characters up to ' ' only),
-// empty ones dropped. An expression of separators alone ("||", "||||")
-// is an error, FilterAPI's "subString split error"; one whose tags are
-// all empty (" || ") takes no message. Tag codes are recomputed with
+// FilterAPI.buildSubscriptionData does (filter.ParseTags): exactly "" or
+// "*" matches everything; otherwise the tags separated by "||". An
+// expression of separators alone ("||", "||||") is an error, FilterAPI's
+// "subString split error"; one whose tags are all empty (" || ") takes
+// no message. Tag codes are recomputed with
 // Java's String.hashCode (clients' codeSet is ignored: the Go client
 // hashes UTF-8 bytes instead). A SQL92 expression is compiled (package
 // filter); whether the broker serves it (enablePropertyFilter) is for the
@@ -62,46 +61,21 @@ func newSubscription(topic, expr, exprType string, subVersion int64) (*subscript
 	if !strings.EqualFold(exprType, exprTag) {
 		return nil, fmt.Errorf("expression type %s is not supported by this broker (TAG and SQL92 are)", exprType)
 	}
-	if expr == "" || expr == subAll {
+	tags, all, err := filter.ParseTags(expr)
+	if err != nil {
+		return nil, fmt.Errorf("TAG expression %q: %w", expr, err)
+	}
+	if all {
 		s.all, s.SubString = true, subAll
 		return s, nil
-	}
-	tags := javaSplit(expr, "||")
-	if len(tags) == 0 {
-		return nil, fmt.Errorf("TAG expression %q: subString split error (nothing but || separators)", expr)
 	}
 	s.codes = map[int64]struct{}{}
 	s.tags = map[string]struct{}{}
 	for _, t := range tags {
-		t = javaTrim(t)
-		if t == "" {
-			continue
-		}
 		s.tags[t] = struct{}{}
 		s.codes[commitlog.TagsCode(t)] = struct{}{}
 	}
 	return s, nil
-}
-
-// javaSplit is Java's String.split with a literal separator and no limit:
-// s itself without a separator, else strings.Split without the empty
-// strings at the end ("a||" is [a], "||a" is ["" a], "||" is none at all).
-func javaSplit(s, sep string) []string {
-	parts := strings.Split(s, sep)
-	if len(parts) == 1 {
-		return parts
-	}
-	for len(parts) > 0 && parts[len(parts)-1] == "" {
-		parts = parts[:len(parts)-1]
-	}
-	return parts
-}
-
-// javaTrim is Java's String.trim: it strips the characters up to ' '
-// (ASCII control characters and the space) from both ends, not the other
-// Unicode spaces, such as U+3000 or U+00A0, that strings.TrimSpace strips.
-func javaTrim(s string) string {
-	return strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
 }
 
 // matchesCode is the index-level filter: a nil or "*" subscription takes

@@ -4,7 +4,8 @@
 // Go client), matched against a message's properties on the broker.
 //
 // Compile parses an expression once; Expr.Matches is safe for concurrent
-// use.
+// use. ParseTags reads the other expression type, TAG ("TagA || TagB"),
+// for the broker's filter and the tools' alike.
 //
 //	sel, err := filter.Compile("region = 'eu' AND amount BETWEEN 10 AND 100")
 //	if err != nil { ... }           // refused as RocketMQ refuses it

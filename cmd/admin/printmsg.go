@@ -15,6 +15,7 @@ import (
 	"golang.org/x/text/encoding/ianaindex"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/filter"
 	"github.com/rocketkv/rocketkv/internal/msgbody"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -63,19 +64,20 @@ func inflateBody(m *commitlog.Message) ([]byte, error) {
 }
 
 // tagFilter is a tag subscription expression ("TagA || TagB") as
-// RocketMQ's clients read it: nil for every message ("*" or empty).
+// RocketMQ's clients read it (filter.ParseTags, the broker's parser):
+// nil for every message ("*" or empty, or an expression without a tag,
+// which PullAPIWrapper does not filter by; the broker refuses one of
+// separators alone, as FilterAPI refuses it in the tool).
 type tagFilter map[string]bool
 
 func parseTagFilter(expr string) tagFilter {
-	expr = strings.TrimSpace(expr)
-	if expr == "" || expr == "*" {
+	tags, all, err := filter.ParseTags(expr)
+	if all || err != nil || len(tags) == 0 {
 		return nil
 	}
 	f := tagFilter{}
-	for _, t := range strings.Split(expr, "||") {
-		if t = strings.TrimSpace(t); t != "" {
-			f[t] = true
-		}
+	for _, t := range tags {
+		f[t] = true
 	}
 	return f
 }
@@ -200,8 +202,10 @@ func (o *printOptions) parse(cmd *cobra.Command) error {
 	if o.dec, err = charsetDecoder(o.charset); err != nil {
 		return err
 	}
+	// mqadmin trims the option with Java's String.trim, which leaves
+	// Unicode spaces (U+00A0, U+3000) in a tag.
+	o.sub = filter.JavaTrim(o.sub)
 	o.filter = parseTagFilter(o.sub)
-	o.sub = strings.TrimSpace(o.sub)
 	if o.sub == "" {
 		o.sub = "*"
 	}

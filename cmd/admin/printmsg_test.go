@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"compress/zlib"
+	"maps"
 	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
+	"github.com/spf13/cobra"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 )
@@ -153,5 +155,42 @@ func TestInflateBody(t *testing.T) {
 	}
 	if _, err := inflateBody(&commitlog.Message{SysFlag: commitlog.FlagCompressed, Body: []byte("not zlib")}); err == nil {
 		t.Error("a body that is not zlib inflated")
+	}
+}
+
+// TestTagFilterAsMQAdmin checks printMsg's -s as mqadmin reads it: the
+// option trimmed as Java's String.trim trims, then the broker's parser
+// (FilterAPI.buildSubscriptionData), the client dropping the messages of
+// other tags only when the expression names one (PullAPIWrapper).
+func TestTagFilterAsMQAdmin(t *testing.T) {
+	tests := []struct {
+		expr string
+		want tagFilter
+	}{
+		{"*", nil},
+		{"", nil},
+		{"TagA || TagB", tagFilter{"TagA": true, "TagB": true}},
+		{"TagA||", tagFilter{"TagA": true}},
+		// Java's trim leaves Unicode spaces: no message of TagA matches.
+		{"\u00a0TagA || TagB", tagFilter{"\u00a0TagA": true, "TagB": true}},
+		// No tag at all: the tool filters nothing (the broker takes none).
+		{"|| ||", nil},
+	}
+	for _, tc := range tests {
+		if got := parseTagFilter(tc.expr); !maps.Equal(got, tc.want) || (got == nil) != (tc.want == nil) {
+			t.Errorf("parseTagFilter(%q) = %v, want %v", tc.expr, got, tc.want)
+		}
+	}
+	var o printOptions
+	cmd := &cobra.Command{}
+	o.flags(cmd)
+	if err := cmd.Flags().Set("subExpression", " \u3000TagA || TagB \t"); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.parse(cmd); err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if o.sub != "\u3000TagA || TagB" {
+		t.Errorf("subscription sent %q, want the option trimmed as Java trims it", o.sub)
 	}
 }
