@@ -87,7 +87,7 @@ func (b *Broker) processConsumeMessageDirectly(ctx context.Context, _ *remoting.
 		// message of that topic does (RocketMQ relays any).
 		return remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the message at offset %d is not of topic %q", phy, topic))
 	}
-	return b.relayToConsumer(ctx, req, rec)
+	return b.relayToConsumer(ctx, req, shownRecord(rec, m.Topic))
 }
 
 // offsetMsgID reads the msgId header field, an offset message id (store

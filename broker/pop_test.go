@@ -350,13 +350,42 @@ func TestPopReviveRetryAndDLQ(t *testing.T) {
 	if st := b.popSvc.ReviveStats(); st.Retried < 1 || st.DLQ != 1 {
 		t.Fatalf("revive stats %+v", st)
 	}
-	// The revive's own property is kept from POP consumers; the DLQ
-	// message names the delivery it re-delivered; and every intent went
-	// with the indexing of its put message.
+	// The revive's own property is kept from POP consumers and from
+	// Remoting readers of the DLQ (a pull, a view by offset id, a query
+	// by unique key); the DLQ record names the delivery it re-delivered;
+	// and every intent went with the indexing of its put message.
 	if _, ok := props[kvindex.PropertyRevivedFrom]; ok {
 		t.Errorf("a popped retry message carries %s", kvindex.PropertyRevivedFrom)
 	}
-	from, err := kvindex.ParseRevivedFrom(commitlog.ParseProperties(dl[0].Properties)[kvindex.PropertyRevivedFrom])
+	shown := map[string]commitlog.Message{"pull": dl[0]}
+	r := call(t, rc, remoting.ViewMessageByID, map[string]string{"offset": strconv.FormatInt(dl[0].PhyOffset, 10)}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("view the DLQ message: %d %s", r.Code, r.Remark)
+	}
+	shown["view"] = decodeRecords(t, r.Body)[0]
+	r = call(t, rc, remoting.QueryMessage, map[string]string{"topic": "%DLQ%gr", "key": commitlog.ParseProperties(dl[0].Properties)["UNIQ_KEY"],
+		"maxNum": "10", "beginTimestamp": "0", "endTimestamp": strconv.FormatInt(time.Now().UnixMilli()+1000, 10), "_UNIQUE_KEY_QUERY": "true"}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("query the DLQ message: %d %s", r.Code, r.Remark)
+	}
+	shown["query"] = decodeRecords(t, r.Body)[0]
+	popped := mustPop(t, c, popclient.PopRequest{Group: "dlq-reader", Topic: "%DLQ%gr", QueueID: -1, MaxMsgNums: 1, InvisibleTime: time.Minute})
+	if len(popped.Messages) != 1 {
+		t.Fatalf("pop of the DLQ: %d messages (code %d)", len(popped.Messages), popped.Code)
+	}
+	shown["pop"] = popped.Messages[0].Message
+	stored := storedRecords(t, b, "%DLQ%gr", 0)[0]
+	for how, m := range shown {
+		if v, ok := commitlog.LookupProperty(m.Properties, kvindex.PropertyRevivedFrom); ok {
+			t.Errorf("the DLQ message read by %s carries %s=%q", how, kvindex.PropertyRevivedFrom, v)
+		}
+		want := commitlog.RewriteProperties(stored.Properties, []string{kvindex.PropertyRevivedFrom})
+		if m.Properties != want || m.PhyOffset != stored.PhyOffset || m.QueueOffset != stored.QueueOffset ||
+			m.StoreTimestamp != stored.StoreTimestamp || m.BodyCRC != stored.BodyCRC || string(m.Body) != string(stored.Body) {
+			t.Errorf("the DLQ message read by %s: %+v, want the stored %+v without %s", how, m, stored, kvindex.PropertyRevivedFrom)
+		}
+	}
+	from, err := kvindex.ParseRevivedFrom(commitlog.ParseProperties(stored.Properties)[kvindex.PropertyRevivedFrom])
 	if err != nil || from.Group != "gr" || from.Topic != "%RETRY%gr_RV" || from.QueueID != 0 || from.QueueOffset != 0 {
 		t.Errorf("DLQ message revived from %+v (%v), want group gr, %%RETRY%%gr_RV/0@0", from, err)
 	}

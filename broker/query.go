@@ -73,7 +73,7 @@ func (b *Broker) processQueryMessage(_ context.Context, _ *remoting.Conn, req *r
 	var body []byte
 	var lastTS, lastPhy int64
 	for _, e := range found {
-		body = append(body, records[e.PhyOffset]...)
+		body = kvindex.AppendShown(body, records[e.PhyOffset]) // no POP revive's own property
 		lastTS, lastPhy = max(lastTS, e.StoreTimestamp), max(lastPhy, e.PhyOffset)
 	}
 	resp := remoting.NewResponse(req, remoting.Success, "")
@@ -152,6 +152,16 @@ func (b *Broker) processViewMessage(_ context.Context, _ *remoting.Conn, req *re
 		return remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the message at offset %d is not of topic %s", off, topic))
 	}
 	resp := remoting.NewResponse(req, remoting.Success, "")
-	resp.Body = rec
+	resp.Body = shownRecord(rec, m.Topic)
 	return resp
+}
+
+// shownRecord is a record read for a client (VIEW_MESSAGE_BY_ID,
+// CONSUME_MESSAGE_DIRECTLY) as it is shown it: without a POP revive's own
+// property (kvindex.AppendShown), rec itself when topic cannot hold one.
+func shownRecord(rec []byte, topic string) []byte {
+	if !kvindex.HoldsRevived(topic) {
+		return rec
+	}
+	return kvindex.AppendShown(nil, rec)
 }

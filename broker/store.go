@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -251,6 +252,8 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 		return r, nil
 	}
 	maxNums, maxBytes = b.transferLimits(maxNums, maxBytes)
+	// A POP revive's own property is no reader's (kvindex.AppendShown).
+	shown := kvindex.HoldsRevived(topic)
 	next := offset
 	scanned := 0
 	full := false // maxNums or maxBytes reached: the batch ends before next
@@ -292,7 +295,11 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 					n := max(1, min(int64(maxNums), r.maxOffset-e.QueueOffset))
 					r.body = b.bodies.get(int(min(int64(maxBytes), int64(e.Size)*n)))
 				}
-				r.body = append(r.body, rec...)
+				if shown {
+					r.body = kvindex.AppendShown(r.body, rec)
+				} else {
+					r.body = append(r.body, rec...)
+				}
 				r.count++
 			}
 			v.Release()

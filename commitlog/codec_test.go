@@ -556,3 +556,58 @@ func TestRewriteProperties(t *testing.T) {
 		t.Errorf("RewriteProperties allocates %v times, want 1", n)
 	}
 }
+
+// AppendWithProperties replaces a record's properties and keeps every
+// other field as stored, for V1, V2 (long-topic) and IPv6 records;
+// TopicAndProperties reads the two without a decode.
+func TestAppendWithProperties(t *testing.T) {
+	for i, m := range []Message{
+		{Topic: "%DLQ%g", QueueID: 1, QueueOffset: 7, PhyOffset: 4096, StoreTimestamp: 5, BornTimestamp: 4,
+			BornHost: netip.MustParseAddrPort("10.0.0.1:9"), StoreHost: netip.MustParseAddrPort("10.0.0.2:10911"),
+			ReconsumeTimes: 3, Body: []byte("payload"), Properties: "UNIQ_KEY\x01U\x02RKV\x01x\x02TAGS\x01t\x02"},
+		{Topic: strings.Repeat("t", 200), Magic: MagicV2, Body: []byte("b"), Properties: "A\x011\x02",
+			BornHost: netip.MustParseAddrPort("[2001:db8::1]:1"), StoreHost: netip.MustParseAddrPort("[2001:db8::2]:2")},
+	} {
+		rec, err := AppendRecord(nil, &m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		topic, props, err := TopicAndProperties(rec)
+		if err != nil || string(topic) != m.Topic || string(props) != m.Properties {
+			t.Fatalf("record %d: TopicAndProperties = %q, %q, %v", i, topic, props, err)
+		}
+		want, err := Decode(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{"", "UNIQ_KEY\x01U\x02", m.Properties + "MORE\x01y\x02"} {
+			prefix := []byte("prefix")
+			out, err := AppendWithProperties(prefix, rec, p)
+			if err != nil {
+				t.Fatalf("record %d with %q: %v", i, p, err)
+			}
+			if string(out[:len(prefix)]) != "prefix" {
+				t.Fatalf("record %d: dst's bytes overwritten", i)
+			}
+			got, err := DecodeWith(out[len(prefix):], DecodeOptions{VerifyCRC: true})
+			if err != nil {
+				t.Fatalf("record %d with %q: %v", i, p, err)
+			}
+			if int(got.StoreSize) != len(out)-len(prefix) {
+				t.Fatalf("record %d: TOTALSIZE %d, %d bytes", i, got.StoreSize, len(out)-len(prefix))
+			}
+			w := want
+			w.Properties, w.StoreSize = p, got.StoreSize
+			if !reflect.DeepEqual(got, w) {
+				t.Fatalf("record %d with %q\n got %+v\nwant %+v", i, p, got, w)
+			}
+		}
+	}
+	if _, err := AppendWithProperties(nil, []byte("short"), ""); !errors.Is(err, ErrTruncated) {
+		t.Errorf("a truncated record: %v", err)
+	}
+	rec, _ := AppendRecord(nil, &Message{Topic: "T"})
+	if _, err := AppendWithProperties(nil, rec, strings.Repeat("x", 40000)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("properties of 40000 bytes: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"net/netip"
 )
 
@@ -569,3 +570,35 @@ func recordPhyOffset(rec []byte) int64 { return int64(binary.BigEndian.Uint64(re
 // MaxPropertiesLen is the longest properties string a record holds (its
 // length is a 2-byte signed field).
 const MaxPropertiesLen = 32767
+
+// TopicAndProperties returns the topic and the properties of the record at
+// rec[0], aliasing rec, without decoding the rest. Errors are Decode's
+// (ErrBlank, ErrTruncated, ErrBadMagic, ErrCorrupt).
+func TopicAndProperties(rec []byte) (topic, props []byte, err error) {
+	l, err := parse(rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rec[l.topic : l.topic+l.topicLen], rec[l.props : l.props+l.propsLen], nil
+}
+
+// AppendWithProperties appends to dst the record at rec[0] with props in
+// place of its properties: every other byte as stored (the body CRC, the
+// offsets, the hosts and flags), TOTALSIZE and the properties length
+// those of props. Errors are Decode's, or ErrCorrupt for props longer
+// than a record holds (32767 bytes).
+func AppendWithProperties(dst, rec []byte, props string) ([]byte, error) {
+	l, err := parse(rec)
+	if err != nil {
+		return dst, err
+	}
+	if len(props) > math.MaxInt16 {
+		return dst, fmt.Errorf("%w: %d bytes of properties, at most %d", ErrCorrupt, len(props), math.MaxInt16)
+	}
+	start := len(dst)
+	dst = append(dst, rec[:l.props-2]...)
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(props)))
+	dst = append(dst, props...)
+	binary.BigEndian.PutUint32(dst[start+posTotalSize:], uint32(len(dst)-start))
+	return dst, nil
+}

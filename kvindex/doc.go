@@ -321,7 +321,8 @@
 // Revive deletes a due checkpoint and writes its batch in one durable
 // commit, then puts the messages to the pop-retry topic or the DLQ, each
 // with the property RKV_REVIVED_FROM naming it (queueId/queueOffset/
-// len(group)/group topic), and deletes the batch, unsynced, once the put
+// len(group)/group topic; the broker's answers to readers leave it out,
+// AppendShown), and deletes the batch, unsynced, once the put
 // returned. The floors are the ConsumeQueue max offsets, read before the
 // put, of queue 0 of the group's pop-retry topic of either naming and of
 // its DLQ: every message the put stores lies at or above them. A batch

@@ -1,6 +1,7 @@
 package kvindex
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -318,6 +319,40 @@ func (s *PopStore) CountReviveIntents() (int64, error) {
 // revivedTopic reports whether a topic can hold messages put by a revive:
 // a pop-retry topic (%RETRY%) or a dead-letter queue (%DLQ%).
 func revivedTopic(topic string) bool { return meta.IsRetryTopic(topic) || meta.IsDLQTopic(topic) }
+
+// HoldsRevived reports whether records of topic may carry
+// PropertyRevivedFrom, which AppendShown leaves out: a retry topic or a
+// dead-letter queue.
+func HoldsRevived(topic string) bool { return revivedTopic(topic) }
+
+// revivedFromPair is how PropertyRevivedFrom starts in a record's
+// properties.
+var revivedFromPair = []byte(PropertyRevivedFrom + string(commitlog.NameValueSeparator))
+
+// AppendShown appends to dst the record rec (one whole record) as a reader of the
+// message is shown it (a Remoting pull, pop, query or view): a record of
+// a retry topic or a dead-letter queue without PropertyRevivedFrom, every
+// other byte as stored; any other record as stored. The property is the
+// revive's own: its recovery reads it from the CommitLog, it is no
+// property of the message, and a client that sent the message on with it
+// would be refused (ClaimsRevive). A record that does not parse is
+// appended as stored, for its reader to report.
+func AppendShown(dst, rec []byte) []byte {
+	topic, props, err := commitlog.TopicAndProperties(rec)
+	if err != nil {
+		return append(dst, rec...)
+	}
+	revived := bytes.HasPrefix(topic, []byte(meta.RetryGroupTopicPrefix)) || bytes.HasPrefix(topic, []byte(meta.DLQGroupTopicPrefix))
+	if !revived || !bytes.Contains(props, revivedFromPair) {
+		return append(dst, rec...)
+	}
+	kept := commitlog.RewriteProperties(string(props), []string{PropertyRevivedFrom})
+	out, err := commitlog.AppendWithProperties(dst, rec, kept)
+	if err != nil {
+		return append(dst, rec...)
+	}
+	return out
+}
 
 // ClaimsRevive reports whether a message of topic with props would pass
 // for one put by a revive: the broker refuses such a message from a

@@ -148,3 +148,36 @@ func FuzzParseRevivedFrom(f *testing.F) {
 		}
 	})
 }
+
+// AppendShown leaves PropertyRevivedFrom out of a record of a retry topic
+// or a dead-letter queue, every other byte as stored, and appends any
+// other record as stored.
+func TestAppendShown(t *testing.T) {
+	const from = PropertyRevivedFrom + "\x010/0/1/gT\x02"
+	encode := func(topic, props string) []byte {
+		rec, err := commitlog.AppendRecord(nil, &commitlog.Message{Topic: topic, PhyOffset: 99, QueueOffset: 3, Body: []byte("b"), Properties: props})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	for _, topic := range []string{"%DLQ%g", "%RETRY%g_T", "%RETRY%g"} {
+		got := AppendShown([]byte("x"), encode(topic, "UNIQ_KEY\x01U\x02"+from+"TAGS\x01t\x02"))
+		if string(got[:1]) != "x" {
+			t.Fatalf("%s: dst's bytes overwritten", topic)
+		}
+		if want := encode(topic, "UNIQ_KEY\x01U\x02TAGS\x01t\x02"); string(got[1:]) != string(want) {
+			t.Errorf("%s: shown %q, want %q", topic, got[1:], want)
+		}
+	}
+	for _, rec := range [][]byte{
+		encode("Orders", from),                                   // no revive puts there: a client's own property
+		encode("%DLQ%g", "UNIQ_KEY\x01U\x02"),                    // nothing to leave out
+		encode("%DLQ%g", "X\x01"+PropertyRevivedFrom+"\x01\x02"), // in a value only
+		[]byte("not a record"),
+	} {
+		if got := AppendShown(nil, rec); string(got) != string(rec) {
+			t.Errorf("shown %q, want the record as stored %q", got, rec)
+		}
+	}
+}

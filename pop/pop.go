@@ -101,9 +101,11 @@ func (s *Service) Pop(req PopRequest) (PopResult, error) {
 	return res, err
 }
 
-// add appends one record to the result.
+// add appends one record to the result, without a revive's own property
+// (kvindex.AppendShown): a pop of a dead-letter queue reads the records a
+// revive put there as they are stored.
 func (res *PopResult) add(rec []byte) {
-	res.Body = append(res.Body, rec...)
+	res.Body = kvindex.AppendShown(res.Body, rec)
 	res.ends = append(res.ends, len(res.Body))
 }
 
