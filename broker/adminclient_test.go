@@ -137,6 +137,24 @@ func TestConsumeMessageDirectlyRelayed(t *testing.T) {
 		cmd.ExtFields["brokerName"] != "broker-a" || cmd.ExtFields["msgId"] != msgID {
 		t.Fatalf("the client got header %v and message %+v (%v)", cmd.ExtFields, m, err)
 	}
+	// A record a POP revive put in a DLQ is relayed without the revive's
+	// own property, which stays in the CommitLog.
+	const from = "RKV_REVIVED_FROM\x010/0/9/cg-directDirT\x02"
+	res, err := b.putMessages(t.Context(), []*commitlog.Message{{Topic: "%DLQ%cg-direct", Body: []byte("dead"),
+		Properties: "UNIQ_KEY\x01U1\x02" + from}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadID := commitlog.MessageID(b.storeHost, res.PhyOffset)
+	r = call(t, admin, remoting.ConsumeMessageDirectly, map[string]string{"consumerGroup": "cg-direct", "clientId": "10.0.0.5@direct",
+		"msgId": deadID, "topic": "%DLQ%cg-direct"}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("relayed answer for the DLQ record: %d %s", r.Code, r.Remark)
+	}
+	cmd = <-consumed
+	if m, err := commitlog.Decode(cmd.Body); err != nil || string(m.Body) != "dead" || m.Properties != "UNIQ_KEY\x01U1\x02" {
+		t.Fatalf("the client got the DLQ record %+v (%v), want it without RKV_REVIVED_FROM", m, err)
+	}
 	for _, id := range []string{"not-an-id", commitlog.MessageID(b.storeHost, 1<<40)} {
 		r := call(t, admin, remoting.ConsumeMessageDirectly, map[string]string{"consumerGroup": "cg-direct", "clientId": "10.0.0.5@direct", "msgId": id}, nil)
 		if r.Code != remoting.SystemError {
