@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -510,7 +511,7 @@ func (b *Broker) processPeek(_ context.Context, _ *remoting.Conn, req *remoting.
 	h.SetInt64("restNum", rest)
 	resp.ExtFields = h
 	for _, rec := range recs {
-		resp.Body = append(resp.Body, rec...)
+		resp.Body = kvindex.AppendShown(resp.Body, rec) // no POP revive's own property
 	}
 	return resp
 }

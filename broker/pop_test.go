@@ -374,6 +374,11 @@ func TestPopReviveRetryAndDLQ(t *testing.T) {
 		t.Fatalf("pop of the DLQ: %d messages (code %d)", len(popped.Messages), popped.Code)
 	}
 	shown["pop"] = popped.Messages[0].Message
+	r = call(t, rc, remoting.PeekMessage, map[string]string{"consumerGroup": "dlq-peeker", "topic": "%DLQ%gr", "queueId": "0", "maxMsgNums": "1"}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("peek the DLQ: %d %s", r.Code, r.Remark)
+	}
+	shown["peek"] = decodeRecords(t, r.Body)[0]
 	stored := storedRecords(t, b, "%DLQ%gr", 0)[0]
 	for how, m := range shown {
 		if v, ok := commitlog.LookupProperty(m.Properties, kvindex.PropertyRevivedFrom); ok {
