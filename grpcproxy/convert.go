@@ -248,10 +248,12 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 // (CONSUMER_SEND_MSG_BACK, a FIFO consumer's forward) names it, as
 // RocketMQ's consumerSendMsgBack, only in RETRY_TOPIC (the topic the
 // message was first sent to, or the retry topic the record was in) and
-// ORIGIN_MESSAGE_ID (the first record's offset id), which a message of
-// %DLQ%<group> has only when the broker moved it there. The client knows
-// the topic it subscribed and the id its producer was given, which the
-// copy keeps in UNIQ_KEY.
+// ORIGIN_MESSAGE_ID (the first record's offset id), as does a retry the
+// broker moved there (a Java consumer's own send to its retry topic,
+// sendMessageBackAsNormalMessage, whose ORIGIN_MESSAGE_ID may be
+// missing): a message of %DLQ%<group> with RETRY_TOPIC is a retry moved
+// there. The client knows the topic it subscribed and the id its
+// producer was given, which the copy keeps in UNIQ_KEY.
 func deadLetterOrigin(topic string, props map[string]string) (origin, id string) {
 	origin, id = props[propDLQOrigTopic], props[propDLQOrigMsgID]
 	if origin == "" || id == "" {
@@ -259,12 +261,12 @@ func deadLetterOrigin(topic string, props map[string]string) (origin, id string)
 			return "", ""
 		}
 		origin, id = props[propRetryTopic], props[propOriginMsgID]
-		if origin == "" || id == "" {
-			return "", ""
-		}
 	}
 	if u := props[propUniqKey]; u != "" {
 		id = u
+	}
+	if origin == "" || id == "" {
+		return "", ""
 	}
 	return dlqOriginTopic(origin, topic, props[propRetryTopic]), id
 }

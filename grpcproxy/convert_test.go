@@ -785,7 +785,9 @@ func TestToProtoDeadLetterOrigin(t *testing.T) {
 		{"a send-back of a POP retry", map[string]string{"RETRY_TOPIC": "%RETRY%g1_Orders", "ORIGIN_MESSAGE_ID": "x", "UNIQ_KEY": "01UNIQ"}, "Orders", "01UNIQ", false},
 		{"a send-back without UNIQ_KEY", map[string]string{"RETRY_TOPIC": "Orders", "ORIGIN_MESSAGE_ID": "7F00000100002A9F0000000000000000"}, "Orders", "7F00000100002A9F0000000000000000", false},
 		{"only DLQ_ORIGIN_TOPIC: RETRY_TOPIC names it", map[string]string{"DLQ_ORIGIN_TOPIC": "%RETRY%g1", "RETRY_TOPIC": "Orders", "ORIGIN_MESSAGE_ID": "x", "UNIQ_KEY": "01UNIQ"}, "Orders", "01UNIQ", false},
-		{"RETRY_TOPIC without ORIGIN_MESSAGE_ID", map[string]string{"RETRY_TOPIC": "Orders", "UNIQ_KEY": "01UNIQ"}, "", "", true},
+		{"a moved retry without ORIGIN_MESSAGE_ID", map[string]string{"RETRY_TOPIC": "Orders", "UNIQ_KEY": "01UNIQ", "DELAY": "-1"}, "Orders", "01UNIQ", false},
+		{"RETRY_TOPIC alone", map[string]string{"RETRY_TOPIC": "Orders"}, "", "", true},
+		{"DLQ_ORIGIN_TOPIC alone", map[string]string{"DLQ_ORIGIN_TOPIC": "Orders"}, "", "", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
