@@ -2,6 +2,8 @@
 # Starts a name server on :9876, a broker on :10911 with the store under
 # ./data and the gRPC proxy for RocketMQ 5 clients on :8081, in the
 # foreground; Ctrl-C (or SIGTERM to this script) stops all three cleanly.
+# Any of the three ending by itself (a port taken, a bad store) stops the
+# other two and ends the run with its exit status.
 #
 # NAMESRV_PORT, BROKER_PORT and PROXY_PORT move them when those ports are
 # taken (make run BROKER_PORT=20911 ...); the broker's fast channel and HA
@@ -49,7 +51,20 @@ stop() {
 # exit status 0.
 trap 'stop; exit 0' INT TERM HUP
 trap stop EXIT
+# alive tells whether the server of PID $1 still runs (bash reaps its
+# children as they end, so an ended one is no longer there to signal).
+alive() { kill -0 "$1" 2>/dev/null; }
 sleep 0.3
+# A name server that could not start (its port taken) must not leave the
+# broker registering with whatever holds that port.
+if ! alive "$ns"; then
+	set +e
+	wait "$ns"
+	rc=$?
+	ns=
+	echo "run: the name server did not start (exit status $rc); is port $NAMESRV_PORT taken? NAMESRV_PORT moves it" >&2
+	exit "$rc"
+fi
 $detach bin/broker -c configs/run.conf --set listenPort="$BROKER_PORT" -n "$namesrv" &
 br=$!
 $detach bin/proxy -n "$namesrv" --listen ":$PROXY_PORT" &
@@ -81,10 +96,23 @@ endpoint; create their topics first ($adm updateTopic -b $broker -t T),
 with -a +message.type=FIFO (or DELAY) for FIFO (or delay) messages. Ctrl-C stops all three.
 
 MSG
-# The broker ending by itself (a port taken, a bad store) ends the run
-# with its exit status.
+# Any server ending by itself (a port taken, a bad store) ends the run
+# with its exit status, once the other two are stopped.
 set +e
-wait "$br"
-rc=$?
-br=
-exit "$rc"
+while alive "$ns" && alive "$br" && alive "$px"; do
+	# In the background, so that a signal's trap runs at once.
+	sleep 1 &
+	wait $!
+done
+for s in "ns:name server:NAMESRV_PORT" "br:broker:BROKER_PORT" "px:proxy:PROXY_PORT"; do
+	var="${s%%:*}"
+	rest="${s#*:}"
+	pid="${!var}"
+	if ! alive "$pid"; then
+		wait "$pid"
+		rc=$?
+		printf -v "$var" ''
+		echo "run: the ${rest%%:*} ended (exit status $rc), stopping the others; if its port is taken, ${rest#*:} moves it" >&2
+		exit "$rc"
+	fi
+done
