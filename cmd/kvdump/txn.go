@@ -14,7 +14,7 @@ func txnCommand(o *globalOptions) *cobra.Command {
 	var open, ended bool
 	var dueBefore string
 	cmd := &cobra.Command{
-		Use:   "txn [--open | --ended] [--due-before TIME]",
+		Use:   "txn [--open [--due-before TIME] | --ended]",
 		Short: "Transactions: open half messages (keyspace 0x60) in CommitLog order, then ended transactions (0x61, and 0x62 for a RocketMQ store's)",
 		Long: `txn lists the transaction state of the index: first the half messages whose
 transaction has not ended, in CommitLog order (the order the transaction
