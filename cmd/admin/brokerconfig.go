@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -33,10 +34,12 @@ exit status tells whether any failed.`,
 				return err
 			}
 			if cluster == "" {
-				if _, err := g.invoke(cmd.Context(), g.broker, remoting.UpdateBrokerConfig, nil, body); err != nil {
+				resp, err := g.invoke(cmd.Context(), g.broker, remoting.UpdateBrokerConfig, nil, body)
+				if err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "update broker config success, %s\n", g.broker)
+				printRemark(cmd.OutOrStdout(), resp.Remark)
 				return nil
 			}
 			addrs, err := g.clusterBrokers(cmd.Context(), cluster, !cmd.Flags().Changed("updateAllBroker"))
@@ -349,15 +352,28 @@ func queryCQCmd(g *globals) *cobra.Command {
 func (g *globals) invokeEach(cmd *cobra.Command, addrs []string, what string, code int32, body []byte) error {
 	var failed []string
 	for _, addr := range addrs {
-		if _, err := g.invoke(cmd.Context(), addr, code, nil, body); err != nil {
+		resp, err := g.invoke(cmd.Context(), addr, code, nil, body)
+		if err != nil {
 			fmt.Fprintf(cmd.OutOrStdout(), "%s failed, %s: %v\n", what, addr, err)
 			failed = append(failed, addr)
 			continue
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s success, %s\n", what, addr)
+		printRemark(cmd.OutOrStdout(), resp.Remark)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%s failed on %s", what, strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// printRemark prints the remark of a successful configuration update, an
+// indented line under its success line, when the server gave one: the
+// keys accepted without effect in rocketkv, or a change in force that
+// could not be written back to the configuration file and so lasts until
+// restart (mqadmin drops it).
+func printRemark(w io.Writer, remark string) {
+	if remark != "" {
+		fmt.Fprintf(w, "  %s\n", remark)
+	}
 }

@@ -336,3 +336,32 @@ func fieldOf(out, key string) string {
 	}
 	return ""
 }
+
+// TestConfigUpdatesPrintTheAnswersRemark: the servers answer an update of
+// a key that has no effect in rocketkv (or one they could not write back
+// to their configuration file) with a success whose remark says so, as
+// README promises ("whose answer names them too"); bin/admin prints that
+// remark under its success line, for one broker, every master of a
+// cluster and the name servers, so the operator learns it.
+func TestConfigUpdatesPrintTheAnswersRemark(t *testing.T) {
+	ns, br := startCluster(t)
+	waitClusterMember(t, ns, br)
+	want := "useReentrantLockWhenPutMessage has no effect in rocketkv: "
+	out, err := run(t, "updateBrokerConfig", "-b", br, "-k", "useReentrantLockWhenPutMessage", "-v", "true")
+	if err != nil || !strings.HasPrefix(out, "update broker config success, "+br+"\n") || !strings.Contains(out, want) {
+		t.Fatalf("updateBrokerConfig -b of an inert key: %q %v", out, err)
+	}
+	out, err = run(t, "updateBrokerConfig", "-n", ns, "-c", "DefaultCluster", "-k", "useReentrantLockWhenPutMessage", "-v", "true")
+	if err != nil || !strings.HasPrefix(out, "update broker config success, "+br+"\n") || !strings.Contains(out, want) {
+		t.Fatalf("updateBrokerConfig -c of an inert key: %q %v", out, err)
+	}
+	out, err = run(t, "updateNamesrvConfig", "-n", ns, "-k", "serverWorkerThreads", "-v", "8")
+	if err != nil || !strings.HasPrefix(out, "update name server config success, "+ns+"\n") || !strings.Contains(out, "serverWorkerThreads has no effect in rocketkv: ") {
+		t.Fatalf("updateNamesrvConfig of an inert key: %q %v", out, err)
+	}
+	// A key in force without remark prints the success line alone.
+	out, err = run(t, "updateBrokerConfig", "-b", br, "-k", "fileReservedTime", "-v", "48")
+	if err != nil || out != "update broker config success, "+br+"\n" {
+		t.Fatalf("updateBrokerConfig of a runtime key: %q %v", out, err)
+	}
+}
