@@ -239,7 +239,7 @@ func printRocketMQCheck(out *output, r rocketmqCheck) error {
 		add("CommitLog %s: empty", r.CommitLog.Dir)
 	}
 	if sizes := r.CommitLog.SegmentSizes; len(sizes) == 1 && sizes[0] != commitlog.DefaultSegmentSize {
-		add("set mappedFileSizeCommitLog=%d in the broker's config: new segments then have the size of these (the default is %d)", sizes[0], int64(commitlog.DefaultSegmentSize))
+		add("set mappedFileSizeCommitLog=%d in the broker's config (the default is %d), as RocketMQ needs it to serve these segments again; rocketkv gives new segments the size of these whatever it says", sizes[0], int64(commitlog.DefaultSegmentSize))
 	}
 	if r.FileConsumeQueue {
 		add("consumequeue/: present (queues whose records retention deleted keep their offsets from it)")
