@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -76,6 +77,86 @@ func freeBrokerPort(t *testing.T) int {
 	return 0
 }
 
+// makeRun is scripts/run.sh (make run) started in a tree of runTree.
+type makeRun struct {
+	cmd  *exec.Cmd
+	done chan error
+	log  string
+}
+
+// startRun starts scripts/run.sh of root with ports as its NAMESRV_PORT,
+// BROKER_PORT and PROXY_PORT; its output goes to a file of the test's.
+// A run still going at the end of the test gets SIGTERM, which makes it
+// stop the servers it started.
+func startRun(t *testing.T, root string, ports map[string]int) *makeRun {
+	t.Helper()
+	r := &makeRun{done: make(chan error, 1), log: filepath.Join(t.TempDir(), "run.log")}
+	logFile, err := os.Create(r.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cmd = exec.Command("bash", filepath.Join(root, "scripts", "run.sh"))
+	r.cmd.Env = os.Environ()
+	for k, v := range ports {
+		r.cmd.Env = append(r.cmd.Env, k+"="+strconv.Itoa(v))
+	}
+	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		r.done <- r.cmd.Wait()
+		_ = logFile.Close()
+	}()
+	t.Cleanup(func() {
+		if r.cmd.ProcessState == nil {
+			_ = r.cmd.Process.Signal(syscall.SIGTERM)
+			<-r.done
+		}
+	})
+	return r
+}
+
+// wait waits for the run to end, failing the test after a bound that
+// guards against a run that never ends (it is not a measure), and
+// returns its exit status.
+func (r *makeRun) wait(t *testing.T, what string) int {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return r.cmd.ProcessState.ExitCode()
+	case <-time.After(90 * time.Second):
+		_ = r.cmd.Process.Signal(syscall.SIGTERM)
+		<-r.done
+		r.showLog(t)
+		t.Fatalf("%s: make run was still running after 90 s", what)
+		return 0
+	}
+}
+
+// showLog logs the run's output.
+func (r *makeRun) showLog(t *testing.T) {
+	t.Helper()
+	if b, err := os.ReadFile(r.log); err == nil {
+		t.Logf("make run's output:\n%s", b)
+	}
+}
+
+// runPorts returns free ports for make run's three servers.
+func runPorts(t *testing.T) map[string]int {
+	t.Helper()
+	return map[string]int{
+		"NAMESRV_PORT": freePort(t),
+		"BROKER_PORT":  freeBrokerPort(t),
+		"PROXY_PORT":   freePort(t),
+	}
+}
+
 // TestRunEndsWhenAServerCannotStart: make run with one of its ports taken
 // by another process (another broker's name server, a RocketMQ proxy)
 // ends with an error, as README's Quick start has the operator move the
@@ -89,11 +170,7 @@ func TestRunEndsWhenAServerCannotStart(t *testing.T) {
 		t.Run(taken, func(t *testing.T) {
 			t.Parallel()
 			root := runTree(t)
-			ports := map[string]int{
-				"NAMESRV_PORT": freePort(t),
-				"BROKER_PORT":  freeBrokerPort(t),
-				"PROXY_PORT":   freePort(t),
-			}
+			ports := runPorts(t)
 			// The servers listen on every interface (":port"), so the
 			// port is taken the same way.
 			l, err := net.Listen("tcp", fmt.Sprintf(":%d", ports[taken]))
@@ -101,47 +178,76 @@ func TestRunEndsWhenAServerCannotStart(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer l.Close()
-
-			logPath := filepath.Join(t.TempDir(), "run.log")
-			logFile, err := os.Create(logPath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer logFile.Close()
-			cmd := exec.Command("bash", filepath.Join(root, "scripts", "run.sh"))
-			cmd.Env = os.Environ()
-			for k, v := range ports {
-				cmd.Env = append(cmd.Env, k+"="+strconv.Itoa(v))
-			}
-			cmd.Stdout, cmd.Stderr = logFile, logFile
-			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			showLog := func() {
-				if b, err := os.ReadFile(logPath); err == nil {
-					t.Logf("make run's output:\n%s", b)
-				}
-			}
-
-			// The bound is a guard against a run that never ends, not a
-			// measure: the run ends as soon as the server's bind fails.
-			select {
-			case err := <-done:
-				var exit *exec.ExitError
-				if !errors.As(err, &exit) || exit.ExitCode() == 0 {
-					showLog()
-					t.Fatalf("make run with %s taken ended with %v, want a non-zero exit status", taken, err)
-				}
-			case <-time.After(90 * time.Second):
-				// SIGTERM makes the script stop the servers it started.
-				_ = cmd.Process.Signal(syscall.SIGTERM)
-				<-done
-				showLog()
-				t.Fatalf("make run with %s taken was still running after 90 s", taken)
+			r := startRun(t, root, ports)
+			if code := r.wait(t, "make run with "+taken+" taken"); code == 0 {
+				r.showLog(t)
+				t.Fatalf("make run with %s taken ended with exit status 0", taken)
 			}
 		})
+	}
+}
+
+// TestRunStopsCleanlyAndServesTheSameStore is README's Quick start: SIGTERM
+// to make run (as Ctrl-C) stops the three servers, the broker before the
+// name server (it unregisters from a name server that still answers), the
+// run ending with status 0 and the ports free again; the next make run
+// serves the same store, the messages acknowledged before included.
+func TestRunStopsCleanlyAndServesTheSameStore(t *testing.T) {
+	t.Parallel()
+	root := runTree(t)
+	ports := runPorts(t)
+	ns := fmt.Sprintf("127.0.0.1:%d", ports["NAMESRV_PORT"])
+	broker := fmt.Sprintf("127.0.0.1:%d", ports["BROKER_PORT"])
+	const topic, queues, n = "RunTopic", 4, 10
+
+	r := startRun(t, root, ports)
+	waitListening(t, ns)
+	waitListening(t, broker)
+	waitListening(t, fmt.Sprintf("127.0.0.1:%d", ports["PROXY_PORT"]))
+	createTopic(t, broker, topic, queues)
+	waitRoute(t, ns, topic, "broker-a") // configs/run.conf's brokerName
+	p := newProducer(t, ns, "RunProducer")
+	sendN(t, p, topic, "run-", n)
+	if err := p.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	waitDispatched(t, broker, topic, queues, n)
+
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.wait(t, "make run after SIGTERM"); code != 0 {
+		r.showLog(t)
+		t.Fatalf("make run ended with exit status %d after SIGTERM, want 0", code)
+	}
+	out, err := os.ReadFile(r.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"message":"broker unregistered"`) {
+		r.showLog(t)
+		t.Fatal("the broker did not unregister from the name server as make run stopped")
+	}
+	for name, port := range ports {
+		l, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
+		if err != nil {
+			r.showLog(t)
+			t.Fatalf("%s %d still taken after make run ended: %v", name, port, err)
+		}
+		_ = l.Close()
+	}
+
+	r = startRun(t, root, ports)
+	waitListening(t, broker)
+	if got := topicTotal(t, broker, topic, queues); got != n {
+		r.showLog(t)
+		t.Fatalf("the next make run serves %d messages of %s, want the %d acknowledged before", got, topic, n)
+	}
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.wait(t, "the second make run after SIGTERM"); code != 0 {
+		r.showLog(t)
+		t.Fatalf("the second make run ended with exit status %d after SIGTERM, want 0", code)
 	}
 }
