@@ -277,11 +277,20 @@ func printMessage(w io.Writer, m *commitlog.Message, showBody bool) {
 		pairs = append(pairs, k+"="+props[k])
 	}
 	ms := func(t int64) string { return time.UnixMilli(t).Format("2006-01-02 15:04:05.000") }
+	// mqadmin prints "[" + msg.getTags() + "]": Java writes a property
+	// the message lacks, a null String, as null.
+	bracketed := func(key string) string {
+		v, ok := props[key]
+		if !ok {
+			v = "null"
+		}
+		return "[" + v + "]"
+	}
 	rows := [][2]string{
 		{"OffsetID:", commitlog.MessageID(m.StoreHost, m.PhyOffset)},
 		{"Topic:", m.Topic},
-		{"Tags:", "[" + props["TAGS"] + "]"},
-		{"Keys:", "[" + props["KEYS"] + "]"},
+		{"Tags:", bracketed("TAGS")},
+		{"Keys:", bracketed("KEYS")},
 		{"Queue ID:", strconv.Itoa(int(m.QueueID))},
 		{"Queue Offset:", strconv.FormatInt(m.QueueOffset, 10)},
 		{"CommitLog Offset:", strconv.FormatInt(m.PhyOffset, 10)},

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -183,5 +185,29 @@ func TestConsumeMessage(t *testing.T) {
 	}
 	if _, err := run(t, "consumeMessage", "-n", ns, "-t", "CT", "-i", "0"); err == nil || !strings.Contains(err.Error(), "--broker-name") {
 		t.Errorf("-i without --broker-name: %v", err)
+	}
+}
+
+// TestPrintMessageTagsAndKeysAsMqadmin: queryMsgById, queryMsgByUniqueKey,
+// queryMsgByOffset and consumeMessage print a message's tags and keys as
+// mqadmin's queryMsgById does, "[" + msg.getTags() + "]": a message without
+// the property (a send with no tag, or no key) shows [null], as Java
+// concatenates a null String, and one with it shows its value.
+func TestPrintMessageTagsAndKeysAsMqadmin(t *testing.T) {
+	for _, c := range []struct {
+		props      string
+		tags, keys string
+	}{
+		{"", "[null]", "[null]"},
+		{"TAGS\x01tagA\x02", "[tagA]", "[null]"},
+		{"KEYS\x01k1 k2\x02", "[null]", "[k1 k2]"},
+	} {
+		var out bytes.Buffer
+		printMessage(&out, &commitlog.Message{Topic: "T", Properties: c.props}, false)
+		for _, want := range []string{"Tags:                " + c.tags + "\n", "Keys:                " + c.keys + "\n"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("properties %q: want %q in\n%s", c.props, want, out.String())
+			}
+		}
 	}
 }
