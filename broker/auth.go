@@ -35,8 +35,8 @@ func (a authStore) ACL(subject string) (meta.AclInfo, bool, error) { return a.s.
 // that turns on both access controls: RocketMQ 5.3's broker no longer
 // reads aclEnable, and running the two side by side would make every
 // client satisfy two sets of accounts.
-func (b *Broker) checkAuthConfig() error {
-	if b.cfg.AclEnable && b.cfg.Auth.Enabled() {
+func checkAuthConfig(cfg configs.Broker) error {
+	if cfg.AclEnable && cfg.Auth.Enabled() {
 		return errors.New("aclEnable (ACL 1.0) and authenticationEnabled/authorizationEnabled (ACL 2.0) are both on: " +
 			"turn aclEnable off; migrateAuthFromV1Enabled imports the plain ACL accounts into ACL 2.0")
 	}

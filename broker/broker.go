@@ -212,6 +212,21 @@ type Broker struct {
 	closeOnce sync.Once
 }
 
+// CheckConfig returns the error New or Start would refuse cfg with for
+// what cfg says alone, before anything is opened or resolved: a SLAVE
+// without a brokerId above 0, a SYNC_MASTER that waits for slaves without
+// an HA port, ACL 1.0 and ACL 2.0 both on. bin/broker -p runs it, so that
+// a configuration it prints as the one that would run does start.
+func CheckConfig(cfg configs.Broker) error {
+	if _, err := checkRole(cfg.BrokerRole, cfg.BrokerID); err != nil {
+		return err
+	}
+	if err := checkSyncMasterPort(cfg.BrokerRole, cfg.HAListenPort, cfg.InSyncReplicas); err != nil {
+		return err
+	}
+	return checkAuthConfig(cfg)
+}
+
 // New validates cfg and returns a broker that is not started.
 func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 	if cfg.StorePathRootDir == "" {
@@ -383,7 +398,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	}
 	// The ACL file and the TLS certificate first: a broker that cannot
 	// check access or serve TLS stops before it recovers its store.
-	if err := b.checkAuthConfig(); err != nil {
+	if err := checkAuthConfig(b.cfg); err != nil {
 		return err
 	}
 	if b.acl, err = b.openACL(); err != nil {

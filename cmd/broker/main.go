@@ -128,6 +128,10 @@ func printConfig(w, warnings io.Writer, o options) error {
 	if err != nil {
 		return err
 	}
+	// What the start would refuse is refused here too.
+	if err := broker.CheckConfig(loaded.Broker); err != nil {
+		return err
+	}
 	return logging.PrintConfig(w, warnings, logging.Format(loaded.Broker.LogFormat), o.config,
 		loaded.UnknownKeys, loaded.InertKeys, loaded.Broker.Settings())
 }

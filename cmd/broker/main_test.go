@@ -133,3 +133,35 @@ func TestBadNamesrvAddrNamesItsSource(t *testing.T) {
 		})
 	}
 }
+
+// TestPrintConfigRefusesWhatStartRefuses: README has -p check a file
+// without starting anything; a configuration the broker refuses at start
+// for what it says alone is refused by -p too, with the same error, not
+// printed as one that would run.
+func TestPrintConfigRefusesWhatStartRefuses(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--set", "aclEnable=true", "--set", "authenticationEnabled=true"}, "are both on"},
+		{[]string{"--set", "aclEnable=true", "--set", "authorizationEnabled=true"}, "are both on"},
+		{[]string{"--set", "brokerRole=SYNC_MASTER", "--set", "inSyncReplicas=2", "--set", "haListenPort=-1"}, "haListenPort=-1 opens no port"},
+		{[]string{"--set", "brokerRole=SLAVE"}, "brokerRole=SLAVE needs a brokerId above 0"},
+	} {
+		out, err := printed(t, "", c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("-p %v: error %v, want one saying %q (printed %d bytes)", c.args, err, c.want, len(out))
+		}
+	}
+	// Their valid neighbours still print.
+	for _, args := range [][]string{
+		{"--set", "aclEnable=true"},
+		{"--set", "authenticationEnabled=true", "--set", "authorizationEnabled=true"},
+		{"--set", "brokerRole=SYNC_MASTER", "--set", "inSyncReplicas=2"},
+		{"--set", "brokerRole=SLAVE", "--set", "brokerId=1"},
+	} {
+		if out, err := printed(t, "", args...); err != nil || !strings.Contains(out, "brokerName=") {
+			t.Errorf("-p %v: %v", args, err)
+		}
+	}
+}
