@@ -173,6 +173,18 @@ func (c *Config) validate() error {
 	return nil
 }
 
+// CheckConfig returns the error a proxy of these configuration keys would
+// not start with (ConfigFrom's, then New's), without starting anything:
+// bin/proxy -p runs it, so that what it prints as the configuration that
+// would run does start.
+func CheckConfig(p configs.Proxy) error {
+	c, err := ConfigFrom(p, zerolog.Nop())
+	if err != nil {
+		return err
+	}
+	return c.validate()
+}
+
 // ConfigFrom builds a proxy's Config from its configuration keys; a TLS
 // certificate or key that cannot be loaded is an error naming the key.
 func ConfigFrom(p configs.Proxy, log zerolog.Logger) (Config, error) {

@@ -108,6 +108,10 @@ func printConfig(w, warnings io.Writer, o options) error {
 	if err != nil {
 		return err
 	}
+	// What the start would refuse is refused here too.
+	if err := grpcproxy.CheckConfig(loaded.Proxy); err != nil {
+		return err
+	}
 	return logging.PrintConfig(w, warnings, logging.Format(loaded.Proxy.LogFormat), o.config,
 		loaded.UnknownKeys, loaded.InertKeys, loaded.Proxy.Settings())
 }

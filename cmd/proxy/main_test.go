@@ -343,3 +343,30 @@ func TestServesAndStopsOnSignal(t *testing.T) {
 		})
 	}
 }
+
+// TestPrintConfigRefusesWhatStartRefuses: -p prints the configuration that
+// would run; one the proxy refuses at start (the ACL hook without the
+// account to sign with, a TLS certificate that cannot be loaded, a renewal
+// the invisible times leave no room for) is refused by -p with the same
+// error.
+func TestPrintConfigRefusesWhatStartRefuses(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.pem")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--set", "enableAclRpcHookForClusterMode=true"}, "needs innerClientAuthenticationCredentials"},
+		{[]string{"--set", "tls.server.certPath=" + missing, "--set", "tls.server.keyPath=" + missing}, "missing.pem"},
+		{[]string{"--set", "renewAheadTimeMillis=60000"}, "auto-renewal"},
+	} {
+		if _, err := execute(t, append([]string{"-p"}, c.args...)...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("-p %v: error %v, want one saying %q", c.args, err, c.want)
+		}
+	}
+	out, err := execute(t, "-p", "--set", "enableAclRpcHookForClusterMode=true",
+		"--set", `innerClientAuthenticationCredentials={"accessKey":"rocketmq","secretKey":"12345678"}`)
+	if err != nil {
+		t.Fatalf("-p with the ACL hook and its account: %v", err)
+	}
+	checkPrinted(t, out, "enableAclRpcHookForClusterMode=true")
+}
