@@ -39,6 +39,7 @@ import (
 	"github.com/rocketkv/rocketkv/grpcproxy"
 	"github.com/rocketkv/rocketkv/internal/cliflags"
 	"github.com/rocketkv/rocketkv/internal/logging"
+	"github.com/rocketkv/rocketkv/internal/tlsconf"
 )
 
 type options struct {
@@ -128,8 +129,12 @@ func printConfig(w, warnings io.Writer, o options) error {
 	if err != nil {
 		return err
 	}
-	// What the start would refuse is refused here too.
+	// What the start would refuse is refused here too, a TLS
+	// certificate or key that cannot be loaded included.
 	if err := broker.CheckConfig(loaded.Broker); err != nil {
+		return err
+	}
+	if _, _, err := tlsconf.Listener("broker", loaded.Broker.TLS, zerolog.Nop()); err != nil {
 		return err
 	}
 	return logging.PrintConfig(w, warnings, logging.Format(loaded.Broker.LogFormat), o.config,

@@ -147,6 +147,7 @@ func TestPrintConfigRefusesWhatStartRefuses(t *testing.T) {
 		{[]string{"--set", "aclEnable=true", "--set", "authorizationEnabled=true"}, "are both on"},
 		{[]string{"--set", "brokerRole=SYNC_MASTER", "--set", "inSyncReplicas=2", "--set", "haListenPort=-1"}, "haListenPort=-1 opens no port"},
 		{[]string{"--set", "brokerRole=SLAVE"}, "brokerRole=SLAVE needs a brokerId above 0"},
+		{[]string{"--set", "tls.server.certPath=/nonexistent/hdoc-cert.pem", "--set", "tls.server.keyPath=/nonexistent/hdoc-key.pem"}, "hdoc-cert.pem"},
 	} {
 		out, err := printed(t, "", c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

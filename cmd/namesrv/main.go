@@ -20,11 +20,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/cliflags"
 	"github.com/rocketkv/rocketkv/internal/logging"
+	"github.com/rocketkv/rocketkv/internal/tlsconf"
 	"github.com/rocketkv/rocketkv/namesrv"
 )
 
@@ -91,6 +93,11 @@ func newCommand() *cobra.Command {
 func printConfig(w, warnings io.Writer, o options) error {
 	loaded, err := configs.LoadNamesrvFrom(o.config, o.overrides)
 	if err != nil {
+		return err
+	}
+	// A TLS certificate or key that cannot be loaded stops the start:
+	// it is refused here too.
+	if _, _, err := tlsconf.Listener("name server", loaded.Namesrv.TLS, zerolog.Nop()); err != nil {
 		return err
 	}
 	return logging.PrintConfig(w, warnings, logging.Format(loaded.Namesrv.LogFormat), o.config,

@@ -244,3 +244,16 @@ func TestSetFlag(t *testing.T) {
 		t.Errorf("bad --set value: %v", err)
 	}
 }
+
+// TestPrintConfigRefusesATLSCertificateItCannotLoad: -p prints the
+// configuration that would run; a TLS certificate or key the name server
+// cannot load stops its start, and -p refuses it with the same error.
+func TestPrintConfigRefusesATLSCertificateItCannotLoad(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing-cert.pem")
+	if _, err := execute(t, "-p", "--set", "tls.server.certPath="+missing, "--set", "tls.server.keyPath="+missing); err == nil || !strings.Contains(err.Error(), "missing-cert.pem") {
+		t.Fatalf("-p with a missing certificate: %v, want an error naming it", err)
+	}
+	if _, err := execute(t, "-p", "--set", "tls.server.mode=enforcing"); err != nil {
+		t.Fatalf("-p with the test mode's certificate: %v", err)
+	}
+}
