@@ -12,6 +12,7 @@ import (
 
 const (
 	codeUpdateBrokerConfig = 25
+	codeGetBrokerConfig    = 26
 	codeWipeWritePerm      = 205
 	codeAddWritePerm       = 327
 )

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -212,6 +213,9 @@ func TestRunStopsCleanlyAndServesTheSameStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDispatched(t, broker, topic, queues, n)
+	// A configuration update is written back to the file the broker runs
+	// from: the store's copy, not configs/run.conf.
+	rawMustSucceed(t, broker, codeUpdateBrokerConfig, nil, []byte("fileReservedTime=48"))
 
 	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -237,11 +241,26 @@ func TestRunStopsCleanlyAndServesTheSameStore(t *testing.T) {
 		_ = l.Close()
 	}
 
+	runConf, err := os.ReadFile(filepath.Join(root, "configs", "run.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, err := os.ReadFile(filepath.Join("..", "configs", "run.conf")); err != nil || !bytes.Equal(runConf, want) {
+		t.Fatalf("make run changed configs/run.conf (%v):\n%s", err, runConf)
+	}
+	if stored, err := os.ReadFile(filepath.Join(root, "data", "broker.conf")); err != nil || !strings.Contains(string(stored), "fileReservedTime=48") {
+		t.Fatalf("the configuration update is not in data/broker.conf (%v):\n%s", err, stored)
+	}
+
 	r = startRun(t, root, ports)
 	waitListening(t, broker)
 	if got := topicTotal(t, broker, topic, queues); got != n {
 		r.showLog(t)
 		t.Fatalf("the next make run serves %d messages of %s, want the %d acknowledged before", got, topic, n)
+	}
+	resp, err := rawInvoke(broker, codeGetBrokerConfig, nil, nil)
+	if err != nil || resp.Code != respSuccess || !strings.Contains(string(resp.Body), "fileReservedTime=48") {
+		t.Fatalf("the next make run does not run with the update made before (%v): %+v", err, resp)
 	}
 	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

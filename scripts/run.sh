@@ -65,7 +65,14 @@ if ! alive "$ns"; then
 	echo "run: the name server did not start (exit status $rc); is port $NAMESRV_PORT taken? NAMESRV_PORT moves it" >&2
 	exit "$rc"
 fi
-$detach bin/broker -c configs/run.conf --set listenPort="$BROKER_PORT" -n "$namesrv" &
+# The broker writes configuration updates (bin/admin updateBrokerConfig)
+# back into the file it was started with, as RocketMQ's does: it runs from
+# a copy under ./data, made from configs/run.conf on the first start, so
+# that such updates last with the store and never edit the repository.
+if [ ! -e data/broker.conf ]; then
+	cp configs/run.conf data/broker.conf
+fi
+$detach bin/broker -c data/broker.conf --set listenPort="$BROKER_PORT" -n "$namesrv" &
 br=$!
 $detach bin/proxy -n "$namesrv" --listen ":$PROXY_PORT" &
 px=$!
