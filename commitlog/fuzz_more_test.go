@@ -1,6 +1,7 @@
 package commitlog
 
 import (
+	"bytes"
 	"maps"
 	"os"
 	"path/filepath"
@@ -83,6 +84,48 @@ func FuzzPropertyRewrite(f *testing.F) {
 			if v, ok := LookupProperty(out, setKey); !ok || v != setValue {
 				t.Fatalf("RewriteProperties(%q) = %q: %s reads as %q %v", props, out, setKey, v, ok)
 			}
+		}
+	})
+}
+
+// FuzzAppendWithProperties: any bytes, any properties: never a panic, dst
+// kept; a record that decodes is rewritten to one that decodes to the same
+// message with the new properties and a TOTALSIZE of its own length.
+func FuzzAppendWithProperties(f *testing.F) {
+	for _, s := range fixtureRecordSeeds(f) {
+		f.Add(s, "TAGS\x01t\x02")
+	}
+	rec, err := AppendRecord(nil, &Message{Topic: "%DLQ%g", Body: []byte("b"), Properties: "UNIQ_KEY\x01U\x02RKV_REVIVED_FROM\x01x\x02"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(rec, "UNIQ_KEY\x01U\x02")
+	f.Add([]byte("short"), "")
+	f.Fuzz(func(t *testing.T, rec []byte, props string) {
+		before, beforeErr := Decode(rec)
+		out, err := AppendWithProperties([]byte("dst"), rec, props)
+		if string(out[:3]) != "dst" {
+			t.Fatalf("dst's bytes overwritten: %q", out[:3])
+		}
+		if err != nil {
+			if len(out) != 3 {
+				t.Fatalf("an error (%v) with %d bytes appended", err, len(out)-3)
+			}
+			return
+		}
+		if beforeErr != nil {
+			t.Fatalf("rewrote a record Decode refuses (%v)", beforeErr)
+		}
+		after, err := Decode(out[3:])
+		if err != nil {
+			t.Fatalf("the rewritten record does not decode: %v", err)
+		}
+		if after.Properties != props || after.Topic != before.Topic || !bytes.Equal(after.Body, before.Body) ||
+			after.QueueOffset != before.QueueOffset || after.PhyOffset != before.PhyOffset {
+			t.Fatalf("rewritten as %+v from %+v with properties %q", after, before, props)
+		}
+		if int(after.StoreSize) != len(out)-3 {
+			t.Fatalf("TOTALSIZE %d, record of %d bytes", after.StoreSize, len(out)-3)
 		}
 	})
 }
