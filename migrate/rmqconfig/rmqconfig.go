@@ -14,8 +14,10 @@
 //
 // The files are fastjson output, not strict JSON: integer map keys are
 // written unquoted ({0:5,1:6}). Like RocketMQ's ConfigManager.load, a file
-// that is missing or does not parse is replaced by its ".bak" copy, and a
-// store without either starts empty.
+// that is missing, empty or does not parse is replaced by its ".bak" copy,
+// and a store without either starts empty; a file of whitespace alone
+// loads nothing, or is replaced by its ".bak" for the consumer offsets
+// (see blankContent).
 package rmqconfig
 
 import (
@@ -132,18 +134,21 @@ func ReadWith(root string, o ReadOptions) (Config, error) {
 		// notCarried files are only reported on (Config.NotCarried):
 		// one that cannot be read is a note, not an error.
 		notCarried bool
+		// blank is what whitespace alone in the file means to RocketMQ
+		// (see blankContent).
+		blank blankContent
 	}{
-		{"topics.json", c.parseTopics, false},
-		{"subscriptionGroup.json", c.parseGroups, false},
-		{"consumerOffset.json", c.parseOffsets, false},
-		{"delayOffset.json", c.parseDelayOffsets, false},
-		{"messageRequestMode.json", c.parseRequestModes, false},
-		{"consumerOrderInfo.json", c.parseOrderInfos, false},
-		{"topicQueueMapping.json", c.parseQueueMappings, true},
-		{"lmqConsumerOffset.json", func(data []byte) error { return c.parseLmqOffsets(data, o.LMQ) }, !o.LMQ},
+		{"topics.json", c.parseTopics, false, blankLoadsNothing},
+		{"subscriptionGroup.json", c.parseGroups, false, blankLoadsNothing},
+		{"consumerOffset.json", c.parseOffsets, false, blankIsInvalid},
+		{"delayOffset.json", c.parseDelayOffsets, false, blankLoadsNothing},
+		{"messageRequestMode.json", c.parseRequestModes, false, blankLoadsNothing},
+		{"consumerOrderInfo.json", c.parseOrderInfos, false, blankLoadsNothing},
+		{"topicQueueMapping.json", c.parseQueueMappings, true, blankLoadsNothing},
+		{"lmqConsumerOffset.json", func(data []byte) error { return c.parseLmqOffsets(data, o.LMQ) }, !o.LMQ, blankIsInvalid},
 	}
 	for _, s := range steps {
-		file, passedOver, err := readWithBackup(filepath.Join(dir, s.name), s.parse)
+		file, passedOver, err := readWithBackup(filepath.Join(dir, s.name), s.parse, s.blank)
 		if passedOver != nil {
 			// The backup is the persist before the last: what changed
 			// in between (offsets committed since, say) is older there.
@@ -180,11 +185,47 @@ func ReadWith(root string, o ReadOptions) (Config, error) {
 	return c, nil
 }
 
-// readWithBackup parses path, or path.bak when path is missing, empty or
-// unparsable, and returns the file it used ("" when neither exists) and,
-// when it used path.bak, why path was passed over (nil when it was
-// missing or empty).
-func readWithBackup(path string, parse func([]byte) error) (used string, passedOver, err error) {
+// blankContent is what a config file holding only whitespace (and at
+// least one byte of it) means to RocketMQ's ConfigManager.load. An empty
+// file (0 bytes) is read as a missing one: the ".bak" is read instead.
+// Content of whitespace alone reaches the JSON decoder, fastjson 1.2.83,
+// whose answer depends on the class decoded: for a class it generates a
+// deserializer for, it is null, and the manager's decode loads nothing
+// without reading the ".bak"; for one it does not (ConsumerOffsetManager
+// and LmqConsumerOffsetManager, whose getGroupTopicMap is a getter
+// without a setter) it is a syntax error, and load reads the ".bak".
+type blankContent int
+
+const (
+	// blankLoadsNothing: the file loads nothing and the ".bak" is not
+	// read (topics, groups, delay offsets, request modes, orderly POP
+	// batches, static topic mappings).
+	blankLoadsNothing blankContent = iota
+	// blankIsInvalid: the file is unparsable and the ".bak" is read
+	// (consumer offsets).
+	blankIsInvalid
+)
+
+// isBlank reports whether data is whitespace alone as fastjson's lexer
+// skips it (space, \n, \r, \t, \f, \b; not Unicode spaces).
+func isBlank(data []byte) bool {
+	for _, b := range data {
+		switch b {
+		case ' ', '\n', '\r', '\t', '\f', '\b':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// readWithBackup parses path, or path.bak when path is missing, empty
+// (0 bytes), unparsable, or blank (whitespace alone) where blank says so,
+// and returns the file it used ("" when neither exists) and, when it
+// used path.bak, why path was passed over (nil when it was missing or
+// empty). A blank file that loads nothing is returned as used, with
+// nothing parsed.
+func readWithBackup(path string, parse func([]byte) error, blank blankContent) (used string, passedOver, err error) {
 	var errs []error
 	for _, p := range []string{path, path + ".bak"} {
 		data, err := os.ReadFile(p)
@@ -194,8 +235,15 @@ func readWithBackup(path string, parse func([]byte) error) (used string, passedO
 		if err != nil {
 			return "", nil, fmt.Errorf("read RocketMQ config %s: %w", p, err)
 		}
-		if len(strings.TrimSpace(string(data))) == 0 {
+		if len(data) == 0 {
 			continue // RocketMQ treats an empty file as absent
+		}
+		if isBlank(data) {
+			if blank == blankLoadsNothing {
+				return p, errors.Join(errs...), nil
+			}
+			errs = append(errs, fmt.Errorf("RocketMQ config %s: whitespace alone, which RocketMQ cannot parse for this file", p))
+			continue
 		}
 		if err := parse(data); err != nil {
 			errs = append(errs, fmt.Errorf("RocketMQ config %s: %w", p, err))

@@ -473,3 +473,65 @@ func configDir(t *testing.T) (root string, write func(name, body string)) {
 		}
 	}
 }
+
+// A config file of whitespace alone is what RocketMQ's ConfigManager.load
+// reads as no config at all for topics, groups and the like (fastjson
+// decodes it to null, and the ".bak" is not read), and as unparsable for
+// the consumer offsets (their ".bak" is read). An empty file is a missing
+// one for both.
+func TestReadBlankFiles(t *testing.T) {
+	root := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	cfg := filepath.Join(root, "config")
+	want, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Topics) == 0 || len(want.Offsets) == 0 {
+		t.Fatalf("the fixture has %d topics and %d offsets", len(want.Topics), len(want.Offsets))
+	}
+	offsets, err := os.ReadFile(filepath.Join(cfg, "consumerOffset.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{
+		"topics.json":             " \n\t\r\n",
+		"consumerOffset.json":     "\n  \n",
+		"consumerOffset.json.bak": string(offsets),
+		"subscriptionGroup.json":  "",
+	} {
+		if err := os.WriteFile(filepath.Join(cfg, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Topics) != 0 {
+		t.Errorf("a blank topics.json gave %d topics (from %v), want none: RocketMQ does not read topics.json.bak then", len(c.Topics), c.Files)
+	}
+	if !reflect.DeepEqual(c.Offsets, want.Offsets) {
+		t.Errorf("offsets %+v, want those of consumerOffset.json.bak %+v", c.Offsets, want.Offsets)
+	}
+	if !reflect.DeepEqual(c.Groups, want.Groups) {
+		t.Errorf("an empty subscriptionGroup.json: %d groups, want the %d of its .bak", len(c.Groups), len(want.Groups))
+	}
+	var files []string
+	for _, f := range c.Files {
+		files = append(files, filepath.Base(f))
+	}
+	for _, f := range []string{"topics.json", "subscriptionGroup.json.bak", "consumerOffset.json.bak"} {
+		if !slices.Contains(files, f) {
+			t.Errorf("files read %v, want %s among them", files, f)
+		}
+	}
+	var notes []string
+	for _, n := range c.NotCarried {
+		if strings.Contains(n, ".bak") {
+			notes = append(notes, n)
+		}
+	}
+	if len(notes) != 1 || !strings.HasPrefix(notes[0], "consumerOffset.json: unreadable, its backup consumerOffset.json.bak") {
+		t.Errorf("notes of the backups read: %q", notes)
+	}
+}
