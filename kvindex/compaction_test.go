@@ -291,7 +291,7 @@ func TestRecoveryDropsWhatRecordsPastTheCutWrote(t *testing.T) {
 	// The half stored next takes queue offset 2 again: no op ends it.
 	putKV(t, s, meta.TransHalfTopic, "-=h2 again")
 	for halfOff, want := range map[int64]bool{0: false, 1: true, 2: false} {
-		ended, err := s.db.Transactions().RocketMQOpEnded(halfOff)
+		ended, err := s.db.Transactions().RocketMQOpEnded(halfOff, -1)
 		if err != nil {
 			t.Fatal(err)
 		}

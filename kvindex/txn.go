@@ -322,9 +322,16 @@ func (t *Transactions) HasRocketMQOps() (bool, error) {
 	return found, err
 }
 
-// RocketMQOpEnded reports whether an op message ended the half at
-// halfQueueOffset.
-func (t *Transactions) RocketMQOpEnded(halfQueueOffset int64) (bool, error) {
+// RocketMQOpEnded reports whether an op message stored after CommitLog
+// offset after ended the half at halfQueueOffset (after < 0: any op). An
+// op is written once its half is stored, so one stored before the half
+// (recorded when the half queue's numbering started again, over a
+// queue offset an older half had) is about another half and does not
+// end this one. The newest op of a queue offset is the one recorded; a
+// key of an index written before the op's offset was kept ends the half
+// whatever after is, as Apache RocketMQ matches ops by queue offset
+// alone.
+func (t *Transactions) RocketMQOpEnded(halfQueueOffset, after int64) (bool, error) {
 	if halfQueueOffset < 0 {
 		return false, nil
 	}
@@ -332,7 +339,13 @@ func (t *Transactions) RocketMQOpEnded(halfQueueOffset int64) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("read RocketMQ op for half %d: %w", halfQueueOffset, err)
 	}
-	return v != nil, nil
+	if v == nil {
+		return false, nil
+	}
+	if len(v) != 8 {
+		return true, nil
+	}
+	return int64(binary.BigEndian.Uint64(v)) > after, nil
 }
 
 // RocketMQCheckProgress returns the progress of an Apache RocketMQ

@@ -524,7 +524,7 @@ func TestTxnRocketMQOps(t *testing.T) {
 			}
 		}
 		for _, off := range unseen {
-			if ended, err := tx.RocketMQOpEnded(off); ended || err != nil {
+			if ended, err := tx.RocketMQOpEnded(off, -1); ended || err != nil {
 				t.Fatalf("op for %d visible before its batch commits: %v %v", off, ended, err)
 			}
 		}
@@ -538,8 +538,16 @@ func TestTxnRocketMQOps(t *testing.T) {
 		t.Fatalf("op keys %v, want %v", got, want)
 	}
 	for off, want := range map[int64]bool{0: true, 1203: true, 1204: true, 1: false, 1202: false, 1205: false, math.MaxInt64: false} {
-		if ended, err := tx.RocketMQOpEnded(off); ended != want || err != nil {
+		if ended, err := tx.RocketMQOpEnded(off, -1); ended != want || err != nil {
 			t.Errorf("RocketMQOpEnded(%d) = %v %v, want %v", off, ended, err, want)
+		}
+	}
+
+	// Only an op stored after the half ends it: one stored before is
+	// about an older half of the offset.
+	for after, want := range map[int64]bool{-1: true, 0: true, 2202: true, 2203: false, 5000: false} {
+		if ended, err := tx.RocketMQOpEnded(1203, after); ended != want || err != nil {
+			t.Errorf("RocketMQOpEnded(1203, %d) with the op at 2203 = %v %v, want %v", after, ended, err, want)
 		}
 	}
 
@@ -554,7 +562,7 @@ func TestTxnRocketMQOps(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, off := range []int64{-1, math.MinInt64} {
-		if ended, err := tx.RocketMQOpEnded(off); ended || err != nil {
+		if ended, err := tx.RocketMQOpEnded(off, -1); ended || err != nil {
 			t.Errorf("RocketMQOpEnded(%d) = %v %v, want false", off, ended, err)
 		}
 	}

@@ -76,7 +76,7 @@ func TestEveryEndStoresItsOpMessage(t *testing.T) {
 		if e.TagsCode != 100 {
 			t.Errorf("op message %d: tagsCode %d, want 100 (the hash of \"d\")", i, e.TagsCode)
 		}
-		if ended, err := f.db.Transactions().RocketMQOpEnded(h.QueueOffset); !ended || err != nil {
+		if ended, err := f.db.Transactions().RocketMQOpEnded(h.QueueOffset, h.PhyOffset); !ended || err != nil {
 			t.Errorf("op of the half at queue offset %d not recorded: %v %v", h.QueueOffset, ended, err)
 		}
 	}
@@ -178,9 +178,42 @@ func TestRetentionDropsOpsBelowTheHalfQueueMinimum(t *testing.T) {
 	halfMin = halves[2].QueueOffset
 	f.svc.LogMinOffsetChanged(halves[2].PhyOffset)
 	for i, h := range halves {
-		ended, err := f.db.Transactions().RocketMQOpEnded(h.QueueOffset)
+		ended, err := f.db.Transactions().RocketMQOpEnded(h.QueueOffset, h.PhyOffset)
 		if err != nil || ended != (i == 2) {
 			t.Errorf("op of half %d (queue offset %d) recorded: %v %v, want %v", i, h.QueueOffset, ended, err, i == 2)
 		}
+	}
+}
+
+// An op message stored before a half is about another half that had its
+// queue offset (the half queue's numbering started again after it, as
+// when RocketMQ lost the half topic's consume queue): it does not end
+// the half, which is checked. The op stored after it does.
+func TestAnOpStoredBeforeTheHalfDoesNotEndIt(t *testing.T) {
+	f := newFixture(t, Config{})
+	stale := &commitlog.Message{Topic: meta.TransOpHalfTopic, QueueID: 0, BornTimestamp: f.now.UnixMilli(),
+		Body: []byte("0,"), Properties: "TAGS\x01d\x02WAIT\x01true\x02"}
+	if _, err := f.log.Append(context.Background(), commitlog.AppendRequest{Message: stale, Assigner: f.store}); err != nil {
+		t.Fatal(err)
+	}
+	h := f.sendHalf("U50", "")
+	if h.QueueOffset != 0 {
+		t.Fatalf("the half took queue offset %d, want 0, the stale op's", h.QueueOffset)
+	}
+	f.now = time.Now().Add(time.Minute)
+	if st := f.pass(); st != (PassStats{Checked: 1}) {
+		t.Fatalf("pass %+v, want the half checked: the op before it ended another half", st)
+	}
+	if f.askedCount() != 1 {
+		t.Fatalf("%d producers asked, want 1", f.askedCount())
+	}
+	rb := commitReq(h)
+	rb.State, rb.FromTransactionCheck = kvindex.TxnRollback, true
+	if err := f.svc.End(context.Background(), rb); err != nil {
+		t.Fatal(err)
+	}
+	f.caughtUp()
+	if ended, err := f.db.Transactions().RocketMQOpEnded(h.QueueOffset, h.PhyOffset); !ended || err != nil {
+		t.Fatalf("the op stored after the half: ended %v %v", ended, err)
 	}
 }

@@ -263,8 +263,12 @@ func opOffsets(body []byte) []int64 {
 const opTag = "d"
 
 // endedByOp reports whether an op message ended the half: by its queue
-// offset, or by the original's (TRAN_PREPARED_QUEUE_OFFSET) for an
-// Apache RocketMQ immunity re-put. On a master the index's own end
+// offset, an op stored after the half (one stored before it is about an
+// older half that had the offset, before the half queue's numbering
+// started again), or by the original's (TRAN_PREPARED_QUEUE_OFFSET) for
+// an Apache RocketMQ immunity re-put, any op of that offset (the
+// original's CommitLog offset is not known, and its op may precede the
+// re-put copy). On a master the index's own end
 // (0x61) is found first; the ops tell a promoted slave and a store
 // migrated from RocketMQ.
 func (s *Service) endedByOp(half *commitlog.Message) (bool, error) {
@@ -276,7 +280,7 @@ func (s *Service) endedByOp(half *commitlog.Message) (bool, error) {
 	if !s.ops.Load() {
 		return false, nil
 	}
-	if ok, err := s.state.RocketMQOpEnded(half.QueueOffset); err != nil || ok {
+	if ok, err := s.state.RocketMQOpEnded(half.QueueOffset, half.PhyOffset); err != nil || ok {
 		return ok, err
 	}
 	v, ok := commitlog.LookupProperty(half.Properties, PropPreparedQueueOffset)
@@ -287,7 +291,7 @@ func (s *Service) endedByOp(half *commitlog.Message) (bool, error) {
 	if err != nil {
 		return false, nil
 	}
-	return s.state.RocketMQOpEnded(orig)
+	return s.state.RocketMQOpEnded(orig, -1)
 }
 
 // CommitHook is the dispatcher's hook for committed records: each ends the

@@ -93,7 +93,7 @@ func runTxnHalves(ctx context.Context, s *store, out *output, before int64) erro
 		}
 		if ok {
 			l.Ended = e.State.String()
-		} else if ok, err = tx.RocketMQOpEnded(h.QueueOffset); err != nil {
+		} else if ok, err = tx.RocketMQOpEnded(h.QueueOffset, h.PhyOffset); err != nil {
 			return list.fail(err)
 		} else if ok {
 			l.Ended = txnOpEndedState
