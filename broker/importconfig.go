@@ -165,6 +165,14 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 	if err = errors.Join(err, qerr); err != nil {
 		return fail(err)
 	}
+	for _, g := range files.Gaps() {
+		// The missing entries' records may lie below the topic's first
+		// entry found: its older records are not left out from there.
+		if at, ok := firsts[g.Topic]; ok && g.PhyFrom < at {
+			firsts[g.Topic] = g.PhyFrom
+		}
+		warnConsumeQueueGap(log, g, minPhy, cqs != nil)
+	}
 	for topic, at := range firsts {
 		if at = min(at, complete); at <= minPhy {
 			delete(firsts, topic) // no record lies below it
@@ -184,6 +192,27 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 	}
 	log.Info().Int("queues", len(starts)).Msg("queues whose records retention had deleted keep their RocketMQ offsets")
 	return nil
+}
+
+// warnConsumeQueueGap logs a run of files missing in the middle of a
+// queue of RocketMQ's consumequeue/ (filecq.Gap), and what becomes of
+// its entries: kv (the Pebble ConsumeQueue is written) builds them again
+// from the CommitLog records the first open dispatches (every one from
+// the CommitLog's minimum minPhy on); records retention deleted are gone
+// with or without the files.
+func warnConsumeQueueGap(log zerolog.Logger, g filecq.Gap, minPhy int64, kv bool) {
+	ev := log.Warn().Str("queue", fmt.Sprintf("%s/%d", g.Topic, g.QueueID)).Int64("fromOffset", g.From).Int64("toOffset", g.To).
+		Int64("fromPhy", g.PhyFrom).Int64("toPhy", g.PhyTo)
+	switch {
+	case g.PhyTo >= 0 && g.PhyTo <= minPhy:
+		ev.Msg("the RocketMQ consumequeue lacks the files of these queue offsets in the middle of the queue; their records are gone from the CommitLog already (retention), so no message is lost with them")
+	case kv:
+		ev.Int64("logMin", minPhy).Msg("the RocketMQ consumequeue lacks the files of these queue offsets in the middle of the queue; " +
+			"their entries are built again from the CommitLog into the Pebble ConsumeQueue (all of them unless retention deleted the records below logMin)")
+	default:
+		ev.Msg("the RocketMQ consumequeue lacks the files of these queue offsets in the middle of the queue; " +
+			"the file ConsumeQueue cannot be written over them (storeType=file): open the store with storeType=kv, whose ConsumeQueue is built from the CommitLog")
+	}
 }
 
 // dropRocketMQDeletedTopics drops, once dispatch has indexed the

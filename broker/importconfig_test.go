@@ -649,3 +649,70 @@ func TestOpenRocketMQStoreDoesNotWarnOfTopicsTheBrokerCreates(t *testing.T) {
 		t.Errorf("no warning with %q in the broker's log:\n%s", want, logs.String())
 	}
 }
+
+// A RocketMQ store whose consumequeue/ lacks a file in the middle of a
+// queue (TopicB/0's offsets 10..19; RocketMQ's checkSelf logs such a
+// queue and reads around it) opens: the first open warns, naming the
+// queue and the offsets, and the Pebble ConsumeQueue, built from the
+// CommitLog, holds every message of the queue. Before, the first open
+// refused the store.
+func TestOpenRocketMQStoreWithAConsumeQueueFileMissing(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	// RocketMQ's layout as storeType=file writes it, three files more.
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "storeType": "file"})
+	c := b.client(nil)
+	for i := range 25 {
+		if r := mustSend(t, c, "TopicB", 0, fmt.Sprintf("more TopicB #%d", i), ""); header(t, r, "queueOffset") != int64(9+i) {
+			t.Fatalf("message %d got queue offset %s", i, r.ExtFields["queueOffset"])
+		}
+	}
+	b.caughtUp()
+	b.stop()
+	if err := os.RemoveAll(filepath.Join(store, kvindex.DirName)); err != nil {
+		t.Fatal(err)
+	}
+	qdir := filepath.Join(store, "consumequeue", "TopicB", "0")
+	for _, f := range []string{"00000000000000000000", "00000000000000000200", "00000000000000000400", "00000000000000000600"} {
+		if _, err := os.Stat(filepath.Join(qdir, f)); err != nil {
+			t.Fatalf("TopicB/0 has no file %s: %v", f, err)
+		}
+	}
+	if err := os.Remove(filepath.Join(qdir, "00000000000000000200")); err != nil {
+		t.Fatal(err)
+	}
+
+	fileStore := testutil.CopyStore(t, store)
+	logs := &testutil.SyncBuffer{}
+	b = startTestBrokerWith(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"}, func(b *Broker) {
+		b.root = zerolog.New(logs)
+	})
+	if out := logs.String(); !strings.Contains(out, `"queue":"TopicB/0","fromOffset":10,"toOffset":20`) || !strings.Contains(out, "built again from the CommitLog") {
+		t.Errorf("the missing file is not warned of:\n%s", out)
+	}
+	c = b.client(nil)
+	var got []commitlog.Message
+	for off := int64(0); off < 34; {
+		r := call(t, c, remoting.PullMessage, pullReq("GroupB", "TopicB", 0, off, 0, 0, "*"), nil)
+		ms := decodeRecords(t, r.Body)
+		if r.Code != remoting.Success || len(ms) == 0 {
+			t.Fatalf("pull TopicB/0 from %d: %d %q", off, r.Code, r.Remark)
+		}
+		got = append(got, ms...)
+		off = ms[len(ms)-1].QueueOffset + 1
+	}
+	for i, m := range got {
+		if m.QueueOffset != int64(i) {
+			t.Fatalf("TopicB/0 message %d has queue offset %d: the queue skips offsets", i, m.QueueOffset)
+		}
+		if want := fmt.Sprintf("more TopicB #%d", i-9); i >= 9 && string(m.Body) != want {
+			t.Errorf("TopicB/0 at %d: %q, want %q", i, m.Body, want)
+		}
+	}
+
+	// The file layout cannot be written over the missing file: the open
+	// says which and what to do.
+	settings := map[string]string{"storePathRootDir": fileStore, "listenPort": "0", "brokerIP1": "127.0.0.1", "mappedFileSizeCommitLog": "16384", "storeType": "file"}
+	if err := startError(t, settings); err == nil || !strings.Contains(err.Error(), "offsets 10 to 19 are missing") {
+		t.Fatalf("storeType=file over the missing file: %v", err)
+	}
+}

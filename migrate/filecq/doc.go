@@ -60,7 +60,10 @@
 //	entries, err := s.Get("TopicA", 0, 120, 32)
 //
 // OpenReadOnly gives a store for inspection and migration tools that never
-// writes to the directory.
+// writes to the directory. It also reads a queue whose files do not all
+// follow each other, as RocketMQ's MappedFileQueue does after logging it:
+// the units of the missing files are never entries, and Gaps reports
+// them; Open, which writes, refuses such a queue.
 //
 // # Concurrency and resources
 //

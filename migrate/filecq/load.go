@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -104,9 +105,10 @@ func (s *Store) recoverQueue(q *queue) error {
 	if err := s.dropCutCreation(q, starts, empty); err != nil {
 		return err
 	}
-	for i := 1; i < len(starts); i++ {
+	for i := 1; i < len(starts) && !s.readOnly; i++ {
 		if starts[i] != starts[i-1]+s.fileSize {
-			return fmt.Errorf("%s: file %s does not follow %s: %w", q.dir, FileName(starts[i]), FileName(starts[i-1]), ErrCorrupt)
+			return fmt.Errorf("%s: file %s does not follow %s (the files of queue offsets %d to %d are missing; a read-only open reads the queue around them): %w",
+				q.dir, FileName(starts[i]), FileName(starts[i-1]), (starts[i-1]+s.fileSize)/UnitSize, starts[i]/UnitSize-1, ErrCorrupt)
 		}
 	}
 	if len(starts) == 0 {
@@ -149,11 +151,14 @@ func (s *Store) recoverQueue(q *queue) error {
 	}
 	q.files = starts[:keep]
 	q.max = end / UnitSize
+	if err := s.findGaps(files, q); err != nil {
+		return err
+	}
 
 	// The minimum: the first unit that is not a blank pre-fill unit.
 	q.min = q.max
 	if err := s.scanFiles(files, q, q.firstOffset(), q.max, func(off int64, u unit) bool {
-		if u.blank() {
+		if _, gap := q.gapAt(off); gap || u.blank() {
 			return true
 		}
 		q.min = off
@@ -168,6 +173,45 @@ func (s *Store) recoverQueue(q *queue) error {
 		}); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// findGaps records the runs of files missing between q's files (only a
+// read-only store keeps a queue with such runs: recoverQueue refuses them
+// otherwise) and warns about each. RocketMQ's MappedFileQueue.checkSelf
+// only logs such a queue too, and reads around the missing files.
+func (s *Store) findGaps(files *fileCache, q *queue) error {
+	for i := 1; i < len(q.files); i++ {
+		prev, next := q.files[i-1], q.files[i]
+		if next == prev+s.fileSize {
+			continue
+		}
+		g := fileGap{from: (prev + s.fileSize) / UnitSize, to: next / UnitSize, unit: unit{phy: math.MaxInt64}}
+		var b [UnitSize]byte
+		f, path, err := files.get(prev)
+		if err != nil {
+			return err
+		}
+		if err := readFull(f, path, b[:], s.fileSize-UnitSize); err != nil {
+			return err
+		}
+		if u := decodeUnit(b[:]); u.valid() && !u.blank() {
+			g.phyFrom = u.end()
+		}
+		if f, path, err = files.get(next); err != nil {
+			return err
+		}
+		if err := readFull(f, path, b[:], 0); err != nil {
+			return err
+		}
+		if u := decodeUnit(b[:]); u.valid() && !u.blank() && u.phy > 0 && g.to < q.max {
+			g.unit.phy = u.phy - 1 // the missing records end before it
+		}
+		q.gaps = append(q.gaps, g)
+		s.log.Warn().Str("queue", q.String()).Int64("from", g.from).Int64("to", g.to).
+			Str("missing", FileName(prev+s.fileSize)+".."+FileName(next-s.fileSize)).
+			Msg("consume queue files are missing in the middle of the queue; reading around them")
 	}
 	return nil
 }
@@ -266,7 +310,19 @@ func (s *Store) validPrefix(files *fileCache, start int64) (int64, error) {
 func (s *Store) scanFiles(files *fileCache, q *queue, from, to int64, fn func(off int64, u unit) bool) error {
 	buf := make([]byte, min(s.fileSize, 3276*UnitSize))
 	for from < to {
-		start := q.files[(from*UnitSize-q.files[0])/s.fileSize]
+		if g, ok := q.gapAt(from); ok {
+			for ; from < min(to, g.to); from++ {
+				if !fn(from, g.unit) {
+					return nil
+				}
+			}
+			continue
+		}
+		idx, ok := s.fileIndex(q, from*UnitSize)
+		if !ok {
+			return fmt.Errorf("queue %s: offset %d outside its files", q, from)
+		}
+		start := q.files[idx]
 		f, path, err := files.get(start)
 		if err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 )
 
@@ -38,6 +39,35 @@ type queue struct {
 	lastEnd     int64   // phy+size of the newest non-blank unit (RocketMQ's maxPhysicOffset), 0 if none
 	correctedTo int64   // the largest minimum CorrectMin applied since the store was opened
 	times       map[int64]int64
+	// gaps are the runs of files missing between files (a read-only
+	// store only; files then lists the present ones): their units read
+	// as gap.unit and are never entries.
+	gaps []fileGap
+}
+
+// fileGap is a run of files missing between two files of a queue: the
+// units [from, to) they held are lost to the file layout. unit is what
+// reads of them give: one below the CommitLog offset of the entry after
+// them (their records lie below it; math.MaxInt64 when there is no
+// entry after them) and size 0, so that the binary searches of Truncate
+// and CorrectMin, which assume offsets that grow with the queue, take
+// them for the newest records they may stand for. phyFrom is the end of
+// the record of the entry before them (0 when the unit before is no
+// entry): the missing entries' records lie in [phyFrom, unit.phy].
+type fileGap struct {
+	from, to int64
+	phyFrom  int64
+	unit     unit
+}
+
+// gapAt returns the gap holding unit offset off of q, if any.
+func (q *queue) gapAt(off int64) (fileGap, bool) {
+	for _, g := range q.gaps {
+		if off >= g.from && off < g.to {
+			return g, true
+		}
+	}
+	return fileGap{}, false
 }
 
 func newQueue(k queueKey, dir string) *queue {
@@ -57,9 +87,8 @@ func (s *Store) filePath(q *queue, start int64) string {
 // if mapped is set and the store is writable, mapping) it as needed. q.mu
 // is held and q pinned.
 func (s *Store) segment(q *queue, off int64, mapped bool) (*segment, error) {
-	b := off * UnitSize
-	idx := int((b - q.files[0]) / s.fileSize)
-	if b < q.files[0] || idx >= len(q.files) {
+	idx, ok := s.fileIndex(q, off*UnitSize)
+	if !ok {
 		return nil, fmt.Errorf("queue %s: offset %d outside its files", q, off)
 	}
 	start := q.files[idx]
@@ -161,11 +190,34 @@ func (s *Store) closeSegments(q *queue, drop func(start int64) bool) error {
 	return errors.Join(errs...)
 }
 
+// fileIndex returns the index in q.files of the file holding byte offset
+// b of q, false when none does.
+func (s *Store) fileIndex(q *queue, b int64) (int, bool) {
+	if len(q.files) == 0 || b < q.files[0] {
+		return 0, false
+	}
+	start := b - b%s.fileSize
+	if len(q.gaps) == 0 {
+		idx := int((start - q.files[0]) / s.fileSize)
+		return idx, idx < len(q.files)
+	}
+	return slices.BinarySearch(q.files, start)
+}
+
 // scan calls fn for n units of q from offset off on, which must lie inside
 // q's files. q.mu is held and q pinned.
 func (s *Store) scan(q *queue, off, n int64, mapped bool, fn func(off int64, u unit)) error {
 	var buf []byte
 	for n > 0 {
+		if g, ok := q.gapAt(off); ok {
+			k := min(n, g.to-off)
+			for i := range k {
+				fn(off+i, g.unit)
+			}
+			off += k
+			n -= k
+			continue
+		}
 		sg, err := s.segment(q, off, mapped)
 		if err != nil {
 			return err

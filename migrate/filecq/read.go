@@ -8,6 +8,8 @@ import (
 
 // Get implements cq.Store. Entries come from the file mappings (pread in a
 // read-only store); StoreTimestamp is always 0, the layout keeps none.
+// The units of files missing in the middle of a queue of a read-only
+// store (Gaps) are left out: the entries returned may skip offsets there.
 func (s *Store) Get(topic string, queueID int32, from int64, max int) ([]cq.Entry, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
@@ -26,6 +28,11 @@ func (s *Store) Get(topic string, queueID int32, from int64, max int) ([]cq.Entr
 	n := min(int64(max), q.max-from)
 	out := make([]cq.Entry, 0, n)
 	err := s.scan(q, from, n, true, func(off int64, u unit) {
+		if len(q.gaps) > 0 {
+			if _, ok := q.gapAt(off); ok {
+				return // a missing file's unit (Gaps) is no entry
+			}
+		}
 		out = append(out, cq.Entry{QueueOffset: off, PhyOffset: u.phy, Size: u.size, TagsCode: u.tags})
 	})
 	if err != nil {
@@ -95,6 +102,9 @@ func (s *Store) OffsetByTime(topic string, queueID int32, ts int64, b cq.Boundar
 	}
 	if s.opts.StoreTime == nil {
 		return 0, fmt.Errorf("offset by time in %s: %w", q, ErrNoStoreTime)
+	}
+	if len(q.gaps) > 0 {
+		return 0, fmt.Errorf("offset by time in %s: files are missing in the middle of the queue: %w", q, ErrCorrupt)
 	}
 	off, err := s.searchTime(q, ts, b)
 	if err != nil {

@@ -1,12 +1,16 @@
 package filecq
 
 import (
+	"cmp"
 	"container/list"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/rocketkv/rocketkv/cq"
@@ -281,6 +285,55 @@ func (s *Store) Queues(fn func(topic string, queueID int32) bool) error {
 		}
 	}
 	return nil
+}
+
+// Gap is a run of files missing in the middle of a queue of a read-only
+// store: RocketMQ's MappedFileQueue.checkSelf only logs such a queue, and
+// reads around the missing files; so does a read-only Store (Open, which
+// writes, refuses it). Get leaves the missing units out.
+type Gap struct {
+	Topic   string
+	QueueID int32
+	// From and To bound the queue offsets [From, To) the missing files
+	// held.
+	From, To int64
+	// PhyFrom and PhyTo bound where the CommitLog records of the missing
+	// entries lie, [PhyFrom, PhyTo): PhyFrom is the end of the record of
+	// the entry before them (0 when the unit before is no entry), PhyTo
+	// the start of the record of the entry after them (-1 when the queue
+	// has none: they reach to the CommitLog's end).
+	PhyFrom, PhyTo int64
+}
+
+// Gaps returns the runs of files missing in the middle of the queues
+// (never any in a store Open opened), by topic, queue id and offset:
+// those below each queue's end (MaxOffset), whether or not its minimum
+// moved past them.
+func (s *Store) Gaps() []Gap {
+	if err := s.enter(); err != nil {
+		return nil
+	}
+	defer s.exit()
+	var out []Gap
+	for _, q := range s.pinAll() {
+		q.mu.Lock()
+		for _, g := range q.gaps {
+			if q.deleted || g.from >= q.max {
+				continue
+			}
+			to := g.unit.phy + 1
+			if g.unit.phy == math.MaxInt64 {
+				to = -1
+			}
+			out = append(out, Gap{Topic: q.key.topic, QueueID: q.key.id, From: g.from, To: g.to, PhyFrom: g.phyFrom, PhyTo: to})
+		}
+		q.mu.Unlock()
+		s.release(q)
+	}
+	slices.SortFunc(out, func(a, b Gap) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.QueueID, b.QueueID), cmp.Compare(a.From, b.From))
+	})
+	return out
 }
 
 // Flush implements cq.Store: it fsyncs every file written since the last

@@ -1,0 +1,133 @@
+package filecq_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/migrate/filecq"
+)
+
+// A file missing in the middle of a queue of the RocketMQ 4.9.8 store (its
+// TopicA/0, extended past three files): RocketMQ's checkSelf only logs it
+// and reads around it. A read-only store does the same, reports the run
+// (Gaps) with the CommitLog range its entries came from, and leaves its
+// units out of Get; Truncate and CorrectMin find the entries around it.
+// Open, which would write to the queue, still refuses it.
+func TestReadOnlyStoreReadsAroundAMissingFile(t *testing.T) {
+	f := loadFixture(t)
+	root := testutil.CopyStore(t, filepath.Join(fixtureDir, "clean"))
+	s, err := filecq.Open(filecq.Options{Dir: root, UnitsPerFile: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := s.MaxOffset("TopicA", 0)
+	if err != nil || old < 10 || old >= 20 {
+		t.Fatalf("TopicA/0 ends at %d %v; the test wants its second file partly filled", old, err)
+	}
+	var ds []cq.Dispatch
+	for off := old; off < 35; off++ {
+		ds = append(ds, cq.Dispatch{Topic: "TopicA", QueueID: 0, Entry: cq.Entry{QueueOffset: off, PhyOffset: 100_000 + off*100, Size: 100, TagsCode: off}})
+	}
+	if err := s.Put(ds); err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.Get("TopicA", 0, 0, 100)
+	if err != nil || len(want) != 35 {
+		t.Fatalf("TopicA/0 before the file goes: %d entries, %v", len(want), err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(root, "consumequeue", "TopicA", "0", "00000000000000000200")); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := filecq.Open(filecq.Options{Dir: root, UnitsPerFile: 10}); !errors.Is(err, filecq.ErrCorrupt) || !strings.Contains(err.Error(), "offsets 10 to 19 are missing") {
+		t.Fatalf("a writable open of the queue: %v, want ErrCorrupt naming the missing offsets", err)
+	}
+	var logs bytes.Buffer
+	ro, err := filecq.OpenReadOnly(filecq.Options{Dir: root, UnitsPerFile: 10, Logger: zerolog.New(&logs), StoreTime: f.storeTime()})
+	if err != nil {
+		t.Fatalf("read-only open of a queue missing a file in the middle: %v", err)
+	}
+	defer ro.Close()
+	if !strings.Contains(logs.String(), "TopicA/0") || !strings.Contains(logs.String(), "00000000000000000200") {
+		t.Errorf("the missing file is not named in the log: %s", logs.String())
+	}
+	wantGap := []filecq.Gap{{Topic: "TopicA", QueueID: 0, From: 10, To: 20, PhyFrom: want[9].End(), PhyTo: want[20].PhyOffset}}
+	if got := ro.Gaps(); !reflect.DeepEqual(got, wantGap) {
+		t.Fatalf("gaps %+v, want %+v", got, wantGap)
+	}
+	lo, _ := ro.MinOffset("TopicA", 0)
+	hi, _ := ro.MaxOffset("TopicA", 0)
+	if lo != 0 || hi != 35 {
+		t.Fatalf("TopicA/0 bounds [%d, %d), want [0, 35)", lo, hi)
+	}
+	got, err := ro.Get("TopicA", 0, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantEntries := append(append([]cq.Entry(nil), want[:10]...), want[20:]...); !reflect.DeepEqual(got, wantEntries) {
+		t.Fatalf("entries around the missing file:\n%+v\nwant\n%+v", got, wantEntries)
+	}
+	if got, err := ro.Get("TopicA", 0, 12, 4); err != nil || len(got) != 0 {
+		t.Fatalf("entries of the missing file: %+v %v", got, err)
+	}
+	// The minimum moves to the first unit whose record may lie at or past
+	// the CommitLog's minimum: with the minimum inside the missing
+	// records' range, the run's start.
+	for _, tc := range []struct {
+		minPhy, wantMin int64
+	}{
+		{want[5].PhyOffset, 5},
+		{want[9].End(), 10},
+		{want[20].PhyOffset - 1, 10},
+		{want[20].PhyOffset, 20},
+		{want[21].PhyOffset, 21},
+	} {
+		ro2, err := filecq.OpenReadOnly(filecq.Options{Dir: root, UnitsPerFile: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ro2.CorrectMin(tc.minPhy); err != nil {
+			t.Fatal(err)
+		}
+		if lo, _ := ro2.MinOffset("TopicA", 0); lo != tc.wantMin {
+			t.Errorf("CorrectMin(%d): min %d, want %d", tc.minPhy, lo, tc.wantMin)
+		}
+		ro2.Close()
+	}
+	// Truncate cuts at the first entry at or past the offset, on either
+	// side of the run.
+	for _, tc := range []struct {
+		phy, wantMax int64
+	}{
+		{want[25].PhyOffset, 25},
+		{want[20].PhyOffset, 20},
+		{want[8].PhyOffset, 8},
+	} {
+		ro2, err := filecq.OpenReadOnly(filecq.Options{Dir: root, UnitsPerFile: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ro2.Truncate(tc.phy); err != nil {
+			t.Fatal(err)
+		}
+		if hi, _ := ro2.MaxOffset("TopicA", 0); hi != tc.wantMax {
+			t.Errorf("Truncate(%d): max %d, want %d", tc.phy, hi, tc.wantMax)
+		}
+		ro2.Close()
+	}
+	if _, err := ro.OffsetByTime("TopicA", 0, 0, cq.Lower); !errors.Is(err, filecq.ErrCorrupt) {
+		t.Errorf("offset by time over the missing file: %v, want ErrCorrupt", err)
+	}
+}
