@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,7 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/migrate/filecq"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 )
@@ -33,7 +36,13 @@ what a rocketkv broker's first open of it would do, without opening it:
   what refuses the store (config kept in RocksDB, POP state in RocketMQ's
   KV POP RocksDB, segments of different sizes), with the way out,
   what it warns about and does not carry over (static topics, LMQ offsets,
-  BatchCQ and compacted topics).
+  BatchCQ and compacted topics),
+  what it leaves out or cuts, with counts: the records of topics RocketMQ
+  deleted (and of a topic below its first consumequeue entry), the
+  consumequeue entries past the CommitLog's end, and the runs of
+  consumequeue files missing in the middle of a queue.
+
+It reads every record of the CommitLog to count the deleted topics'.
 
 POP messages in flight in the revive topic are taken over at the first
 open but not counted here (that needs the whole CommitLog read).
@@ -106,6 +115,21 @@ type rocketmqCheck struct {
 	// (rmqconfig.UnroutedQueues); without consumequeue/ the broker's first
 	// open logs them once it has indexed the CommitLog.
 	Unrouted []string `json:"unrouted,omitempty"`
+	// ConsumeQueueGaps counts the runs of files missing in the middle of
+	// a queue of consumequeue/ (filecq.Gap), EntriesPastLogEnd the
+	// entries of records past the CommitLog's end the first open cuts,
+	// DroppedTopics and DroppedRecords the topics RocketMQ deleted (in
+	// the CommitLog, not in consumequeue/ nor topics.json) whose records
+	// the first open leaves out, and OlderRecords the records of topics
+	// in consumequeue/ below their first entry there (left out too: an
+	// incarnation of the topic before RocketMQ deleted it). StoreWarnings
+	// says what they are.
+	ConsumeQueueGaps  int      `json:"consumeQueueGaps"`
+	EntriesPastLogEnd int      `json:"entriesPastLogEnd"`
+	DroppedTopics     int      `json:"droppedTopics"`
+	DroppedRecords    int      `json:"droppedRecords"`
+	OlderRecords      int      `json:"olderRecords"`
+	StoreWarnings     []string `json:"storeWarnings,omitempty"`
 }
 
 // checkRocketMQ inspects the store at root (segDir: its CommitLog
@@ -145,10 +169,14 @@ func checkRocketMQ(root, segDir string, lmq bool) (rocketmqCheck, error) {
 		}
 	}
 	var queues map[string]int32
+	var view cqView
 	if fi, err := os.Stat(filepath.Join(root, "consumequeue")); err == nil && fi.IsDir() {
 		r.FileConsumeQueue = true
-		if queues, err = readConsumeQueue(root, r.CommitLog.MinOffset); err != nil {
+		if view, err = readConsumeQueue(root, r.CommitLog.MinOffset, r.CommitLog.MaxOffset, r.logRead); err != nil {
 			r.Refusals = append(r.Refusals, err.Error())
+		} else {
+			queues = view.queues
+			r.reportConsumeQueue(view)
 		}
 	}
 	if err := rmqconfig.CheckPopState(root); err != nil {
@@ -163,26 +191,145 @@ func checkRocketMQ(root, segDir string, lmq bool) (rocketmqCheck, error) {
 	r.configCounts = countConfig(c)
 	r.TimerProgress = c.HasTimerCheck
 	r.Warnings = c.NotCarried
+	configured := make(map[string]int, len(c.Topics))
+	for _, t := range c.Topics {
+		configured[t.TopicName] = int(t.ReadQueueNums)
+	}
 	if queues != nil {
-		configured := make(map[string]int, len(c.Topics))
-		for _, t := range c.Topics {
-			configured[t.TopicName] = int(t.ReadQueueNums)
-		}
 		r.Unrouted = rmqconfig.UnroutedQueues(queues, func(topic string) (int, bool) {
 			n, ok := configured[topic]
 			return n, ok
 		})
+		if r.logRead {
+			if err := r.countDeletedTopics(segDir, root, view, configured); err != nil {
+				r.StoreWarnings = append(r.StoreWarnings, "the CommitLog could not be read through, so the records of deleted topics are not counted: "+err.Error())
+			}
+		}
 	}
 	return r, nil
 }
 
+// cqView is what readConsumeQueue found in consumequeue/.
+type cqView struct {
+	queues map[string]int32 // topic -> highest queue id
+	// firsts is where each topic's records begin as a broker's first
+	// open records it (takeOverRocketMQQueues): records of the topic
+	// below are left out.
+	firsts map[string]int64
+	gaps   []filecq.Gap
+	// cut counts the entries past the CommitLog's end per queue.
+	cut map[string]int64
+}
+
+// reportConsumeQueue adds what readConsumeQueue found that the first open
+// warns about or changes.
+func (r *rocketmqCheck) reportConsumeQueue(v cqView) {
+	if len(v.gaps) > 0 {
+		var runs []string
+		for _, g := range v.gaps {
+			runs = append(runs, fmt.Sprintf("%s/%d offsets %d to %d", g.Topic, g.QueueID, g.From, g.To-1))
+		}
+		r.ConsumeQueueGaps = len(v.gaps)
+		r.StoreWarnings = append(r.StoreWarnings, fmt.Sprintf("%d runs of consumequeue files are missing in the middle of a queue: %s; "+
+			"the first open builds their entries again from the CommitLog with storeType=kv (those of records retention deleted are gone), "+
+			"and refuses storeType=file, which would write over them", len(v.gaps), firstNames(runs)))
+	}
+	if len(v.cut) > 0 {
+		var qs []string
+		for _, q := range slices.Sorted(maps.Keys(v.cut)) {
+			r.EntriesPastLogEnd += int(v.cut[q])
+			qs = append(qs, fmt.Sprintf("%s (%d)", q, v.cut[q]))
+		}
+		r.StoreWarnings = append(r.StoreWarnings, fmt.Sprintf("%d consumequeue entries point past the CommitLog's end %d (RocketMQ's ConsumeQueue reached the disk, the CommitLog's tail did not): "+
+			"the first open cuts them, as RocketMQ's start does: %s", r.EntriesPastLogEnd, r.CommitLog.MaxOffset, firstNames(qs)))
+	}
+}
+
+// countDeletedTopics reads every record of the CommitLog in segDir and
+// counts what a broker's first open leaves out as records of deleted
+// topics: topics consumequeue/ does not hold that have no config and are
+// not system topics (RocketMQ deleted them: dropRocketMQDeletedTopics),
+// and records of a topic below where its entries in consumequeue/ begin
+// (view.firsts). A store RocketMQ did not shut down cleanly (its abort
+// file) counts up to that many: the first open keeps the topics whose
+// records lie past where RocketMQ's recovery starts.
+func (r *rocketmqCheck) countDeletedTopics(segDir, root string, view cqView, configured map[string]int) error {
+	log, err := commitlog.OpenReadOnlyDir(segDir)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	dropped := map[string]int{}
+	older := map[string]int{}
+	intern := map[string]string{}
+	opts := commitlog.DecodeOptions{Topics: func(b []byte) string {
+		if s, ok := intern[string(b)]; ok {
+			return s
+		}
+		s := string(b)
+		intern[s] = s
+		return s
+	}}
+	it := log.NewIterator(log.MinOffset())
+	for {
+		e, err := it.Next()
+		if errors.Is(err, commitlog.ErrNoMoreData) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		m, err := commitlog.DecodeWith(e.Data, opts)
+		if err != nil {
+			return fmt.Errorf("record at %d: %w", e.Offset, err)
+		}
+		_, known := view.queues[m.Topic]
+		_, hasConfig := configured[m.Topic]
+		switch {
+		case !known && !hasConfig && !meta.IsSystemTopic(m.Topic):
+			dropped[m.Topic]++
+		case known:
+			if at, ok := view.firsts[m.Topic]; ok && e.Offset < at {
+				older[m.Topic]++
+			}
+		}
+	}
+	upTo := ""
+	if _, err := os.Stat(filepath.Join(root, "abort")); err == nil {
+		upTo = "up to "
+	}
+	if len(dropped) > 0 {
+		var ts []string
+		for _, t := range slices.Sorted(maps.Keys(dropped)) {
+			r.DroppedRecords += dropped[t]
+			ts = append(ts, fmt.Sprintf("%s (%d)", t, dropped[t]))
+		}
+		r.DroppedTopics = len(dropped)
+		r.StoreWarnings = append(r.StoreWarnings, fmt.Sprintf("%s%d topics RocketMQ deleted (records in the CommitLog, no consumequeue directory, no topic config) are dropped by the first open, %d records: %s",
+			upTo, len(dropped), r.DroppedRecords, firstNames(ts)))
+	}
+	if len(older) > 0 {
+		var ts []string
+		for _, t := range slices.Sorted(maps.Keys(older)) {
+			r.OlderRecords += older[t]
+			ts = append(ts, fmt.Sprintf("%s (%d)", t, older[t]))
+		}
+		r.StoreWarnings = append(r.StoreWarnings, fmt.Sprintf("%s%d records of %d topics lie below the topic's first consumequeue entry and are left out by the first open, "+
+			"which takes them for the topic as it was before RocketMQ deleted it and created it again: %s",
+			upTo, r.OlderRecords, len(older), firstNames(ts)))
+	}
+	return nil
+}
+
 // readConsumeQueue reads the bounds of every queue of the file
 // ConsumeQueue under root, with the units per file its files hold, as a
-// broker's first open reads them (the queues whose records retention
-// deleted start past them), and returns each topic's highest queue id;
-// logMin is the CommitLog's minimum (0 when it could not be read). Files
-// it cannot read, torn ones for example, refuse the store.
-func readConsumeQueue(root string, logMin int64) (map[string]int32, error) {
+// broker's first open reads them (takeOverRocketMQQueues): entries past
+// the CommitLog's end logEnd are cut when logRead, and minima move past
+// logMin (0 when the CommitLog could not be read). It returns each
+// topic's highest queue id, where each topic's records begin, the runs
+// of missing files and the entries cut. Files it cannot read, torn ones
+// for example, refuse the store.
+func readConsumeQueue(root string, logMin, logEnd int64, logRead bool) (cqView, error) {
 	fail := func(err error) error {
 		return fmt.Errorf("the consumequeue cannot be read (move it aside: queues whose records retention deleted then restart at offset 0): %w", err)
 	}
@@ -192,20 +339,49 @@ func readConsumeQueue(root string, logMin int64) (map[string]int32, error) {
 	}
 	files, err := filecq.OpenReadOnly(filecq.Options{Dir: root, UnitsPerFile: units, Logger: zerolog.Nop()})
 	if err != nil {
-		return nil, fail(err)
+		return cqView{}, fail(err)
 	}
 	defer files.Close()
-	if err := files.CorrectMin(logMin); err != nil {
-		return nil, fail(err)
+	v := cqView{queues: map[string]int32{}, firsts: map[string]int64{}, cut: map[string]int64{}}
+	type qk struct {
+		topic string
+		qid   int32
 	}
-	queues := make(map[string]int32)
+	before := map[qk]int64{}
 	var qerr error
-	err = files.Queues(func(topic string, qid int32) bool {
-		if top, ok := queues[topic]; !ok || qid > top {
-			queues[topic] = qid
+	if logRead {
+		err = files.Queues(func(topic string, qid int32) bool {
+			before[qk{topic, qid}], qerr = files.MaxOffset(topic, qid)
+			return qerr == nil
+		})
+		if err = errors.Join(err, qerr); err != nil {
+			return cqView{}, fail(err)
 		}
-		if _, qerr = files.MinOffset(topic, qid); qerr == nil {
-			_, qerr = files.MaxOffset(topic, qid)
+		if err := files.Truncate(logEnd); err != nil {
+			return cqView{}, fail(err)
+		}
+	}
+	if err := files.CorrectMin(logMin); err != nil {
+		return cqView{}, fail(err)
+	}
+	err = files.Queues(func(topic string, qid int32) bool {
+		if top, ok := v.queues[topic]; !ok || qid > top {
+			v.queues[topic] = qid
+		}
+		var lo, hi int64
+		if lo, qerr = files.MinOffset(topic, qid); qerr == nil {
+			hi, qerr = files.MaxOffset(topic, qid)
+		}
+		if qerr == nil && lo < hi {
+			var es []cq.Entry
+			if es, qerr = files.Get(topic, qid, lo, 1); qerr == nil && len(es) == 1 {
+				if at, ok := v.firsts[topic]; !ok || es[0].PhyOffset < at {
+					v.firsts[topic] = es[0].PhyOffset
+				}
+			}
+		}
+		if n := before[qk{topic, qid}] - hi; logRead && n > 0 {
+			v.cut[fmt.Sprintf("%s/%d", topic, qid)] = n
 		}
 		if qerr != nil {
 			qerr = fmt.Errorf("queue %s/%d: %w", topic, qid, qerr)
@@ -213,9 +389,20 @@ func readConsumeQueue(root string, logMin int64) (map[string]int32, error) {
 		return qerr == nil
 	})
 	if err = errors.Join(err, qerr); err != nil {
-		return nil, fail(err)
+		return cqView{}, fail(err)
 	}
-	return queues, nil
+	v.gaps = files.Gaps()
+	for _, g := range v.gaps {
+		if at, ok := v.firsts[g.Topic]; ok && g.PhyFrom < at {
+			v.firsts[g.Topic] = g.PhyFrom
+		}
+	}
+	for topic, at := range v.firsts {
+		if at <= logMin {
+			delete(v.firsts, topic) // no record lies below it
+		}
+	}
+	return v, nil
 }
 
 func printRocketMQCheck(out *output, r rocketmqCheck) error {
@@ -255,6 +442,9 @@ func printRocketMQCheck(out *output, r rocketmqCheck) error {
 	for _, w := range r.Unrouted {
 		add("warning: %s", w)
 	}
+	for _, w := range r.StoreWarnings {
+		add("warning: %s", w)
+	}
 	for _, why := range r.Refusals {
 		add("refused: %s", why)
 	}
@@ -270,4 +460,14 @@ func orNone(names []string) string {
 		return "none"
 	}
 	return strings.Join(names, ", ")
+}
+
+// firstNames joins the first few of all, and says how many more there
+// are.
+func firstNames(all []string) string {
+	const shown = 5
+	if len(all) <= shown {
+		return strings.Join(all, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(all[:shown], ", "), len(all)-shown)
 }

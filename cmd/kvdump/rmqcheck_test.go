@@ -3,13 +3,16 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/migrate/filecq"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 )
 
@@ -176,5 +179,132 @@ func TestCheckRocketMQUnroutedQueues(t *testing.T) {
 	}
 	if len(r.Unrouted) != 2 {
 		t.Fatalf("JSON unrouted %q, want two lines", r.Unrouted)
+	}
+}
+
+// What a first open leaves out or cuts of the RocketMQ 4.9.8 store, made
+// to have some of each, is listed as warnings with counts: a topic
+// RocketMQ deleted (LongTopic: records in the CommitLog, no consumequeue
+// directory, no config), records of a topic below its first consumequeue
+// entry (TopicB/0's directory gone: TopicB's entries begin with TopicB/1's
+// first), consumequeue entries past the CommitLog's end (three on
+// TopicA/1) and a file missing in the middle of a queue (TopicA/0's
+// offsets 10 to 19, of four files). None refuses the store.
+func TestCheckRocketMQWhatTheFirstOpenDrops(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	var fx struct {
+		View struct {
+			Messages []struct {
+				Topic           string `json:"topic"`
+				QueueID         int32  `json:"queueId"`
+				QueueOffset     int64  `json:"queueOffset"`
+				CommitLogOffset int64  `json:"commitLogOffset"`
+			} `json:"messages"`
+		} `json:"view"`
+	}
+	data, err := os.ReadFile(filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &fx); err != nil {
+		t.Fatal(err)
+	}
+	const long = "LongTopic_klmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvw"
+	var longRecords, olderB int
+	firstB := int64(-1)
+	for _, m := range fx.View.Messages {
+		if m.Topic == "TopicB" && m.QueueID == 1 && m.QueueOffset == 0 {
+			firstB = m.CommitLogOffset
+		}
+	}
+	for _, m := range fx.View.Messages {
+		switch {
+		case m.Topic == long:
+			longRecords++
+		case m.Topic == "TopicB" && m.QueueID == 0 && m.CommitLogOffset < firstB:
+			olderB++
+		}
+	}
+	if longRecords == 0 || olderB == 0 || firstB < 0 {
+		t.Fatalf("the fixture has %d records of %s and %d of TopicB/0 before TopicB/1's first", longRecords, long, olderB)
+	}
+
+	files, err := filecq.Open(filecq.Options{Dir: store, UnitsPerFile: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hi, err := files.MaxOffset("TopicA", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := files.Get("TopicA", 0, hi-1, 1)
+	if err != nil || len(last) != 1 {
+		t.Fatalf("TopicA/0's newest entry: %v %v", last, err)
+	}
+	// TopicA/0 to four files (units of records that are not there: the
+	// check reads no record of an entry), and three entries on TopicA/1
+	// past the CommitLog's end 53272.
+	var ds []cq.Dispatch
+	for off := hi; off < 35; off++ {
+		ds = append(ds, cq.Dispatch{Topic: "TopicA", QueueID: 0, Entry: cq.Entry{QueueOffset: off, PhyOffset: last[0].End() + off - hi, Size: 1}})
+	}
+	bhi, err := files.MaxOffset("TopicA", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range int64(3) {
+		ds = append(ds, cq.Dispatch{Topic: "TopicA", QueueID: 1, Entry: cq.Entry{QueueOffset: bhi + i, PhyOffset: 60_000 + i*100, Size: 100}})
+	}
+	if err := files.Put(ds); err != nil {
+		t.Fatal(err)
+	}
+	if err := files.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{
+		filepath.Join("TopicA", "0", "00000000000000000200"),
+		filepath.Join("TopicB", "0"),
+		long,
+	} {
+		if err := os.RemoveAll(filepath.Join(store, "consumequeue", p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	name := filepath.Join(store, "config", "topics.json")
+	if data, err = os.ReadFile(name); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	delete(doc["topicConfigTable"].(map[string]any), long)
+	if data, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	out := mustKvdump(t, "--store", store, "check-rocketmq")
+	for _, want := range []string{
+		"warning: 1 runs of consumequeue files are missing in the middle of a queue: TopicA/0 offsets 10 to 19;",
+		"warning: 3 consumequeue entries point past the CommitLog's end 53272",
+		"TopicA/1 (3)",
+		fmt.Sprintf("warning: 1 topics RocketMQ deleted (records in the CommitLog, no consumequeue directory, no topic config) are dropped by the first open, %d records: %s (%d)", longRecords, long, longRecords),
+		fmt.Sprintf("warning: %d records of 1 topics lie below the topic's first consumequeue entry and are left out by the first open", olderB),
+		"a broker can open this store",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	var r rocketmqCheck
+	if err := json.Unmarshal([]byte(mustKvdump(t, "--store", store, "--json", "check-rocketmq")), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.ConsumeQueueGaps != 1 || r.EntriesPastLogEnd != 3 || r.DroppedTopics != 1 || r.DroppedRecords != longRecords || r.OlderRecords != olderB || len(r.Refusals) != 0 {
+		t.Fatalf("JSON counts: gaps %d, past the end %d, dropped %d topics %d records, older %d, refusals %q",
+			r.ConsumeQueueGaps, r.EntriesPastLogEnd, r.DroppedTopics, r.DroppedRecords, r.OlderRecords, r.Refusals)
 	}
 }
