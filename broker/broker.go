@@ -725,6 +725,7 @@ func (b *Broker) openConsumeQueues(db *kvindex.DB, clog *commitlog.Log, firstOpe
 			UnitsPerFile: unitsPerFile(),
 			StoreTime:    b.storeTimeOf,
 			Logger:       b.root,
+			RefillGap:    func(g filecq.Gap) ([]cq.Entry, error) { return refillConsumeQueueGap(clog, g, b.delayLevels) },
 		})
 		if err != nil {
 			return fmt.Errorf("open file consumequeue: %w", err)

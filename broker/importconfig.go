@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
@@ -198,8 +199,9 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 // queue of RocketMQ's consumequeue/ (filecq.Gap), and what becomes of
 // its entries: kv (the Pebble ConsumeQueue is written) builds them again
 // from the CommitLog records the first open dispatches (every one from
-// the CommitLog's minimum minPhy on); records retention deleted are gone
-// with or without the files.
+// the CommitLog's minimum minPhy on), the file layout's Open writes the
+// files again from them (refillConsumeQueueGap); records retention
+// deleted are gone with or without the files.
 func warnConsumeQueueGap(log zerolog.Logger, g filecq.Gap, minPhy int64, kv bool) {
 	ev := log.Warn().Str("queue", fmt.Sprintf("%s/%d", g.Topic, g.QueueID)).Int64("fromOffset", g.From).Int64("toOffset", g.To).
 		Int64("fromPhy", g.PhyFrom).Int64("toPhy", g.PhyTo)
@@ -211,8 +213,48 @@ func warnConsumeQueueGap(log zerolog.Logger, g filecq.Gap, minPhy int64, kv bool
 			"their entries are built again from the CommitLog into the Pebble ConsumeQueue (all of them unless retention deleted the records below logMin)")
 	default:
 		ev.Msg("the RocketMQ consumequeue lacks the files of these queue offsets in the middle of the queue; " +
-			"the file ConsumeQueue cannot be written over them (storeType=file): open the store with storeType=kv, whose ConsumeQueue is built from the CommitLog")
+			"the file ConsumeQueue writes them again from the CommitLog when it opens (storeType=file)")
 	}
+}
+
+// refillConsumeQueueGap reads from the CommitLog the entries of a run of
+// files missing in the middle of a queue of the file ConsumeQueue
+// (filecq.Options.RefillGap): the records of the queue whose queue
+// offsets fall in the run, between the entries around it. Records that
+// retention deleted are gone; any other the run lacks is an error.
+func refillConsumeQueueGap(clog *commitlog.Log, g filecq.Gap, levels []time.Duration) ([]cq.Entry, error) {
+	minPhy := clog.MinOffset()
+	from := max(g.PhyFrom, minPhy)
+	r := clog.NewReader(from)
+	defer r.Close()
+	var out []cq.Entry
+	for {
+		e, err := r.Next()
+		if errors.Is(err, commitlog.ErrNoMoreData) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read the CommitLog from %d: %w", from, err)
+		}
+		if e.Offset >= g.PhyTo {
+			break
+		}
+		m, err := commitlog.Decode(e.Data)
+		if err != nil {
+			return nil, fmt.Errorf("read the CommitLog record at %d: %w", e.Offset, err)
+		}
+		tx := commitlog.TransactionType(m.SysFlag)
+		if m.Topic != g.Topic || m.QueueID != g.QueueID || m.QueueOffset < g.From || m.QueueOffset >= g.To ||
+			(tx != commitlog.TransactionNotType && tx != commitlog.TransactionCommit) {
+			continue
+		}
+		out = append(out, cq.Entry{QueueOffset: m.QueueOffset, PhyOffset: e.Offset, Size: e.Size, TagsCode: kvindex.TagsCodeOf(&m, levels)})
+	}
+	if g.PhyFrom >= minPhy && (len(out) == 0 || out[0].QueueOffset != g.From) {
+		return nil, fmt.Errorf("the CommitLog from %d to %d holds %d entries of queue offsets %d to %d of %s/%d, whose records it should all hold",
+			from, g.PhyTo, len(out), g.From, g.To-1, g.Topic, g.QueueID)
+	}
+	return out, nil
 }
 
 // dropRocketMQDeletedTopics drops, once dispatch has indexed the

@@ -654,8 +654,9 @@ func TestOpenRocketMQStoreDoesNotWarnOfTopicsTheBrokerCreates(t *testing.T) {
 // queue (TopicB/0's offsets 10..19; RocketMQ's checkSelf logs such a
 // queue and reads around it) opens: the first open warns, naming the
 // queue and the offsets, and the Pebble ConsumeQueue, built from the
-// CommitLog, holds every message of the queue. Before, the first open
-// refused the store.
+// CommitLog, holds every message of the queue; with storeType=file the
+// missing file is written again from the CommitLog. Before, the first
+// open refused the store.
 func TestOpenRocketMQStoreWithAConsumeQueueFileMissing(t *testing.T) {
 	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
 	// RocketMQ's layout as storeType=file writes it, three files more.
@@ -677,6 +678,10 @@ func TestOpenRocketMQStoreWithAConsumeQueueFileMissing(t *testing.T) {
 			t.Fatalf("TopicB/0 has no file %s: %v", f, err)
 		}
 	}
+	rebuiltWant, err := os.ReadFile(filepath.Join(qdir, "00000000000000000200"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Remove(filepath.Join(qdir, "00000000000000000200")); err != nil {
 		t.Fatal(err)
 	}
@@ -689,30 +694,47 @@ func TestOpenRocketMQStoreWithAConsumeQueueFileMissing(t *testing.T) {
 	if out := logs.String(); !strings.Contains(out, `"queue":"TopicB/0","fromOffset":10,"toOffset":20`) || !strings.Contains(out, "built again from the CommitLog") {
 		t.Errorf("the missing file is not warned of:\n%s", out)
 	}
-	c = b.client(nil)
-	var got []commitlog.Message
-	for off := int64(0); off < 34; {
-		r := call(t, c, remoting.PullMessage, pullReq("GroupB", "TopicB", 0, off, 0, 0, "*"), nil)
-		ms := decodeRecords(t, r.Body)
-		if r.Code != remoting.Success || len(ms) == 0 {
-			t.Fatalf("pull TopicB/0 from %d: %d %q", off, r.Code, r.Remark)
+	pullAll := func(t *testing.T, b *testBroker) {
+		t.Helper()
+		c := b.client(nil)
+		var got []commitlog.Message
+		for off := int64(0); off < 34; {
+			r := call(t, c, remoting.PullMessage, pullReq("GroupB", "TopicB", 0, off, 0, 0, "*"), nil)
+			ms := decodeRecords(t, r.Body)
+			if r.Code != remoting.Success || len(ms) == 0 {
+				t.Fatalf("pull TopicB/0 from %d: %d %q", off, r.Code, r.Remark)
+			}
+			got = append(got, ms...)
+			off = ms[len(ms)-1].QueueOffset + 1
 		}
-		got = append(got, ms...)
-		off = ms[len(ms)-1].QueueOffset + 1
+		for i, m := range got {
+			if m.QueueOffset != int64(i) {
+				t.Fatalf("TopicB/0 message %d has queue offset %d: the queue skips offsets", i, m.QueueOffset)
+			}
+			if want := fmt.Sprintf("more TopicB #%d", i-9); i >= 9 && string(m.Body) != want {
+				t.Errorf("TopicB/0 at %d: %q, want %q", i, m.Body, want)
+			}
+		}
 	}
-	for i, m := range got {
-		if m.QueueOffset != int64(i) {
-			t.Fatalf("TopicB/0 message %d has queue offset %d: the queue skips offsets", i, m.QueueOffset)
-		}
-		if want := fmt.Sprintf("more TopicB #%d", i-9); i >= 9 && string(m.Body) != want {
-			t.Errorf("TopicB/0 at %d: %q, want %q", i, m.Body, want)
-		}
-	}
+	pullAll(t, b)
 
-	// The file layout cannot be written over the missing file: the open
-	// says which and what to do.
-	settings := map[string]string{"storePathRootDir": fileStore, "listenPort": "0", "brokerIP1": "127.0.0.1", "mappedFileSizeCommitLog": "16384", "storeType": "file"}
-	if err := startError(t, settings); err == nil || !strings.Contains(err.Error(), "offsets 10 to 19 are missing") {
-		t.Fatalf("storeType=file over the missing file: %v", err)
+	// The file layout writes the missing file again from the CommitLog,
+	// byte for byte as RocketMQ's was.
+	b = startTestBrokerAt(t, fileStore, map[string]string{"mappedFileSizeCommitLog": "16384", "storeType": "file"})
+	pullAll(t, b)
+	b.stop()
+	for _, f := range []string{"00000000000000000200", "00000000000000000400"} {
+		rebuilt, err := os.ReadFile(filepath.Join(fileStore, "consumequeue", "TopicB", "0", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		orig, err := os.ReadFile(filepath.Join(store, "consumequeue", "TopicB", "0", f))
+		if f == "00000000000000000200" {
+			err = nil
+			orig = rebuiltWant
+		}
+		if err != nil || !bytes.Equal(rebuilt, orig) {
+			t.Errorf("TopicB/0 file %s written again differs: %x\nwant %x (%v)", f, rebuilt, orig, err)
+		}
 	}
 }

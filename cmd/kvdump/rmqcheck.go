@@ -231,8 +231,8 @@ func (r *rocketmqCheck) reportConsumeQueue(v cqView) {
 		}
 		r.ConsumeQueueGaps = len(v.gaps)
 		r.StoreWarnings = append(r.StoreWarnings, fmt.Sprintf("%d runs of consumequeue files are missing in the middle of a queue: %s; "+
-			"the first open builds their entries again from the CommitLog with storeType=kv (those of records retention deleted are gone), "+
-			"and refuses storeType=file, which would write over them", len(v.gaps), firstNames(runs)))
+			"the first open builds their entries again from the CommitLog (those of records retention deleted are gone), "+
+			"and with storeType=file writes the files again from it", len(v.gaps), firstNames(runs)))
 	}
 	if len(v.cut) > 0 {
 		var qs []string

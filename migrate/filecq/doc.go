@@ -63,7 +63,9 @@
 // writes to the directory. It also reads a queue whose files do not all
 // follow each other, as RocketMQ's MappedFileQueue does after logging it:
 // the units of the missing files are never entries, and Gaps reports
-// them; Open, which writes, refuses such a queue.
+// them; Open, which writes, refuses such a queue unless
+// Options.RefillGap gives the missing entries (the broker reads them from
+// the CommitLog), which it writes again.
 //
 // # Concurrency and resources
 //

@@ -7,9 +7,10 @@ var (
 	// ErrCorrupt is returned by Open and OpenReadOnly when a queue directory
 	// is not a RocketMQ ConsumeQueue of the configured file size: a file
 	// whose length is not UnitsPerFile x 20 bytes, a file name that is not
-	// a multiple of that size, or (Open only: OpenReadOnly reads around
-	// them, see Gap) files that do not follow each other. OffsetByTime
-	// wraps it for a queue with such missing files.
+	// a multiple of that size, or (Open only, when Options.RefillGap does
+	// not write them again: OpenReadOnly reads around them, see Gap) files
+	// that do not follow each other. OffsetByTime wraps it for a queue
+	// with such missing files.
 	// Units are not judged: recovery ends a queue at its first unit that is
 	// not valid, as RocketMQ does. Reads wrap it too if a mapped file turns
 	// out shorter than the file size (changed behind the store's back).

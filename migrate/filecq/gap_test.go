@@ -131,3 +131,110 @@ func TestReadOnlyStoreReadsAroundAMissingFile(t *testing.T) {
 		t.Errorf("offset by time over the missing file: %v, want ErrCorrupt", err)
 	}
 }
+
+// With Options.RefillGap, Open writes the missing files again from the
+// entries it gives (the broker reads them from the CommitLog) rather than
+// refusing the queue: whole, or with blank units before the first entry
+// for records retention deleted. A run it does not give whole stays
+// missing and the queue is refused; a refill a crash cut short (its
+// temporary file) is written again.
+func TestOpenRefillsMissingFiles(t *testing.T) {
+	base := testutil.CopyStore(t, filepath.Join(fixtureDir, "clean"))
+	s, err := filecq.Open(filecq.Options{Dir: base, UnitsPerFile: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := s.MaxOffset("TopicA", 0)
+	var ds []cq.Dispatch
+	for off := old; off < 35; off++ {
+		ds = append(ds, cq.Dispatch{Topic: "TopicA", QueueID: 0, Entry: cq.Entry{QueueOffset: off, PhyOffset: 100_000 + off*100, Size: 100, TagsCode: off}})
+	}
+	if err := s.Put(ds); err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.Get("TopicA", 0, 0, 100)
+	if err != nil || len(want) != 35 {
+		t.Fatalf("TopicA/0: %d entries, %v", len(want), err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join("consumequeue", "TopicA", "0", "00000000000000000200")
+	if err := os.Remove(filepath.Join(base, missing)); err != nil {
+		t.Fatal(err)
+	}
+	wantGap := filecq.Gap{Topic: "TopicA", QueueID: 0, From: 10, To: 20, PhyFrom: want[9].End(), PhyTo: want[20].PhyOffset}
+
+	for _, tc := range []struct {
+		name    string
+		give    []cq.Entry
+		leftTmp bool
+		wantMin int64 // after CorrectMin(minPhy)
+		minPhy  int64
+	}{
+		{name: "whole", give: want[10:20]},
+		{name: "after a crash", give: want[10:20], leftTmp: true},
+		{name: "records below the minimum gone", give: want[15:20], minPhy: want[15].PhyOffset, wantMin: 15},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := testutil.CopyStore(t, base)
+			if tc.leftTmp {
+				if err := os.WriteFile(filepath.Join(root, missing+".refill"), []byte("torn"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var asked []filecq.Gap
+			s, err := filecq.Open(filecq.Options{Dir: root, UnitsPerFile: 10, RefillGap: func(g filecq.Gap) ([]cq.Entry, error) {
+				asked = append(asked, g)
+				return tc.give, nil
+			}})
+			if err != nil {
+				t.Fatalf("open with the refill: %v", err)
+			}
+			defer s.Close()
+			if !reflect.DeepEqual(asked, []filecq.Gap{wantGap}) {
+				t.Fatalf("asked for %+v, want %+v", asked, wantGap)
+			}
+			if _, err := os.Stat(filepath.Join(root, missing+".refill")); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the temporary file is left: %v", err)
+			}
+			if tc.minPhy > 0 {
+				if err := s.CorrectMin(tc.minPhy); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lo, _ := s.MinOffset("TopicA", 0)
+			got, err := s.Get("TopicA", 0, lo, 100)
+			if err != nil || lo != tc.wantMin || !reflect.DeepEqual(got, want[lo:]) {
+				t.Fatalf("from min %d (want %d): %+v %v\nwant %+v", lo, tc.wantMin, got, err, want[lo:])
+			}
+			if len(s.Gaps()) != 0 {
+				t.Fatalf("gaps after the refill: %+v", s.Gaps())
+			}
+		})
+	}
+	for name, give := range map[string][]cq.Entry{
+		"an entry missing in the run": append(append([]cq.Entry(nil), want[10:14]...), want[15:20]...),
+		"short of the run's end":      want[10:19],
+		"nothing":                     nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := testutil.CopyStore(t, base)
+			_, err := filecq.Open(filecq.Options{Dir: root, UnitsPerFile: 10, RefillGap: func(filecq.Gap) ([]cq.Entry, error) { return give, nil }})
+			if name == "nothing" {
+				// Blank units all: the CommitLog's minimum is past the
+				// whole run.
+				if err != nil {
+					t.Fatalf("a run whose records are all gone: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, filecq.ErrCorrupt) {
+				t.Fatalf("open with %s: %v, want the queue refused", name, err)
+			}
+			if _, err := os.Stat(filepath.Join(root, missing)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("a file was written for %s: %v", name, err)
+			}
+		})
+	}
+}

@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
+	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/internal/vfs"
 )
 
@@ -81,6 +83,15 @@ func (s *Store) recoverQueue(q *queue) error {
 	for _, e := range ents {
 		path := filepath.Join(q.dir, e.Name())
 		start, ok := parseFileName(e.Name())
+		if !ok && !s.readOnly && strings.HasSuffix(e.Name(), refillSuffix) {
+			if _, ok := parseFileName(strings.TrimSuffix(e.Name(), refillSuffix)); ok {
+				// A refill a crash cut short (refillGaps): written again.
+				if err := s.fs.Remove(path); err != nil {
+					return fmt.Errorf("delete %s: %w", path, err)
+				}
+				continue
+			}
+		}
 		if !ok || s.isDir(path, e) {
 			s.log.Warn().Str("path", path).Msg("skipping an entry of a queue directory that is not a consume queue file")
 			continue
@@ -105,9 +116,15 @@ func (s *Store) recoverQueue(q *queue) error {
 	if err := s.dropCutCreation(q, starts, empty); err != nil {
 		return err
 	}
+	if !s.readOnly && s.opts.RefillGap != nil {
+		var err error
+		if starts, err = s.refillGaps(q, starts); err != nil {
+			return err
+		}
+	}
 	for i := 1; i < len(starts) && !s.readOnly; i++ {
 		if starts[i] != starts[i-1]+s.fileSize {
-			return fmt.Errorf("%s: file %s does not follow %s (the files of queue offsets %d to %d are missing; a read-only open reads the queue around them): %w",
+			return fmt.Errorf("%s: file %s does not follow %s (the files of queue offsets %d to %d are missing, and the CommitLog did not give them again; a read-only open reads the queue around them): %w",
 				q.dir, FileName(starts[i]), FileName(starts[i-1]), (starts[i-1]+s.fileSize)/UnitSize, starts[i]/UnitSize-1, ErrCorrupt)
 		}
 	}
@@ -212,6 +229,143 @@ func (s *Store) findGaps(files *fileCache, q *queue) error {
 		s.log.Warn().Str("queue", q.String()).Int64("from", g.from).Int64("to", g.to).
 			Str("missing", FileName(prev+s.fileSize)+".."+FileName(next-s.fileSize)).
 			Msg("consume queue files are missing in the middle of the queue; reading around them")
+	}
+	return nil
+}
+
+// refillSuffix names the file a refill writes before renaming it into
+// place.
+const refillSuffix = ".refill"
+
+// refillGaps writes again, from the entries Options.RefillGap gives, the
+// files missing between the files of q (starts, sorted), and returns the
+// starts with theirs. A run whose entries it does not get all of (those
+// of a prefix whose records retention deleted excepted: their units are
+// blank, below the minimum CorrectMin finds) is left missing, for the
+// check of recoverQueue to refuse. Each file is written whole under
+// another name, synced and renamed into place, so a crash leaves it
+// missing or complete.
+func (s *Store) refillGaps(q *queue, starts []int64) ([]int64, error) {
+	files := &fileCache{s: s, dir: q.dir}
+	defer files.close()
+	var added []int64
+	for i := 1; i < len(starts); i++ {
+		prev, next := starts[i-1], starts[i]
+		if next == prev+s.fileSize {
+			continue
+		}
+		g := Gap{Topic: q.key.topic, QueueID: q.key.id, From: (prev + s.fileSize) / UnitSize, To: next / UnitSize, PhyTo: -1}
+		var b [UnitSize]byte
+		f, path, err := files.get(prev)
+		if err != nil {
+			return nil, err
+		}
+		if err := readFull(f, path, b[:], s.fileSize-UnitSize); err != nil {
+			return nil, err
+		}
+		if u := decodeUnit(b[:]); u.valid() && !u.blank() {
+			g.PhyFrom = u.end()
+		}
+		if f, path, err = files.get(next); err != nil {
+			return nil, err
+		}
+		if err := readFull(f, path, b[:], 0); err != nil {
+			return nil, err
+		}
+		if u := decodeUnit(b[:]); u.valid() && !u.blank() {
+			g.PhyTo = u.phy
+		}
+		if g.PhyTo < 0 {
+			continue // no entry after them: where the queue ended is not known
+		}
+		if (next-prev)/s.fileSize-1 > maxRefillFiles {
+			s.log.Error().Str("queue", q.String()).Int64("from", g.From).Int64("to", g.To).
+				Msg("too many consume queue files are missing in the middle of the queue to write them again")
+			continue
+		}
+		es, err := s.opts.RefillGap(g)
+		if err != nil {
+			return nil, fmt.Errorf("rebuild the missing files of %s, queue offsets %d to %d: %w", q.dir, g.From, g.To-1, err)
+		}
+		if !gapEntries(g, es) {
+			s.log.Error().Str("queue", q.String()).Int64("from", g.From).Int64("to", g.To).Int("entries", len(es)).
+				Msg("the CommitLog does not hold every entry of the consume queue files missing in the middle of the queue; not rebuilding them")
+			continue
+		}
+		first := g.To - int64(len(es)) // the offsets before it are blank
+		buf := make([]byte, s.fileSize)
+		for start := prev + s.fileSize; start < next; start += s.fileSize {
+			for i := range s.units {
+				u := blankUnit
+				if off := start/UnitSize + i; off >= first {
+					e := es[off-first]
+					u = unit{phy: e.PhyOffset, size: e.Size, tags: e.TagsCode}
+				}
+				encodeUnit(buf[i*UnitSize:], u)
+			}
+			if err := s.writeWhole(q, start, buf); err != nil {
+				return nil, err
+			}
+			added = append(added, start)
+		}
+		s.log.Warn().Str("queue", q.String()).Int64("from", g.From).Int64("to", g.To).Int("entries", len(es)).
+			Msg("consume queue files were missing in the middle of the queue; wrote them again from the CommitLog")
+	}
+	if len(added) == 0 {
+		return starts, nil
+	}
+	return slices.Sorted(slices.Values(append(starts, added...))), nil
+}
+
+// maxRefillFiles bounds the files refillGaps writes for one run.
+const maxRefillFiles = 1024
+
+// gapEntries reports whether es can fill the run g: entries of
+// consecutive offsets ending at g.To-1 (the offsets before the first are
+// written blank: records retention deleted), records inside
+// [g.PhyFrom, g.PhyTo) and in order. Whether offsets may be missing
+// before the first is RefillGap's to judge: it knows the CommitLog's
+// minimum.
+func gapEntries(g Gap, es []cq.Entry) bool {
+	if int64(len(es)) > g.To-g.From {
+		return false
+	}
+	first := g.To - int64(len(es))
+	for i, e := range es {
+		if e.QueueOffset != first+int64(i) || e.Size <= 0 || e.PhyOffset < g.PhyFrom || e.PhyOffset >= g.PhyTo ||
+			(i > 0 && e.PhyOffset <= es[i-1].PhyOffset) {
+			return false
+		}
+	}
+	return true
+}
+
+// writeWhole writes the file of q starting at byte offset start with
+// data (a whole file) under a temporary name, syncs it, renames it into
+// place and syncs the directory.
+func (s *Store) writeWhole(q *queue, start int64, data []byte) error {
+	path := s.filePath(q, start)
+	tmp := path + refillSuffix
+	f, err := s.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	_, err = f.WriteAt(data, 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = s.fs.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = s.fs.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := s.syncPath(q.dir); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/internal/vfs"
 	"github.com/rs/zerolog"
 )
@@ -49,6 +50,17 @@ type Options struct {
 	// FS is the file system; nil means the operating system's. Tests pass a
 	// fault-injecting one.
 	FS vfs.FS
+
+	// RefillGap, when set, lets Open (not OpenReadOnly) write again the
+	// files missing in the middle of a queue (a run of queue offsets
+	// between two files, with an entry after it: Gap, PhyTo >= 0) instead
+	// of refusing the store. It returns the run's entries from the
+	// CommitLog, in offset order: every one whose record the CommitLog
+	// holds, from the first whose record is at or past its minimum up to
+	// g.To-1; or an error when records that should be there are not.
+	// Offsets before the first entry are written as blank units. A run it
+	// does not give whole is left missing, and Open refuses the queue.
+	RefillGap func(g Gap) ([]cq.Entry, error)
 }
 
 func (o Options) resolve() (Options, error) {

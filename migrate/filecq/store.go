@@ -290,7 +290,8 @@ func (s *Store) Queues(fn func(topic string, queueID int32) bool) error {
 // Gap is a run of files missing in the middle of a queue of a read-only
 // store: RocketMQ's MappedFileQueue.checkSelf only logs such a queue, and
 // reads around the missing files; so does a read-only Store (Open, which
-// writes, refuses it). Get leaves the missing units out.
+// writes, refuses it unless Options.RefillGap writes them again). Get
+// leaves the missing units out.
 type Gap struct {
 	Topic   string
 	QueueID int32
