@@ -101,3 +101,18 @@ func BenchmarkInPastTheLimit(b *testing.B) {
 func newBenchBroker() *Broker {
 	return New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"}, Sources{}, UnitSuffixed)
 }
+
+// BenchmarkPopRevivePut is the cost a pop or an ack pays for its POP
+// counter (one checkpoint or ack), once the series exist.
+func BenchmarkPopRevivePut(b *testing.B) {
+	m := newBenchBroker()
+	for _, t := range benchTopics {
+		m.PopRevivePut("BenchGroup", t, ReviveCK, PutOK)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		m.PopRevivePut("BenchGroup", benchTopics[i%len(benchTopics)], ReviveCK, PutOK)
+		i++
+	}
+}

@@ -102,6 +102,13 @@ const (
 	TimerDequeueLatency   = "rocketmq_timer_dequeue_latency"
 	TimingMessages        = "rocketmq_timing_messages"
 	TimerMessageSnapshot  = "rocketmq_timer_message_snapshot"
+	// The POP metrics of RocketMQ's PopMetricsConstant (see PopRevivePut
+	// and PopReviveBacklog for what rocketkv counts under them).
+	PopReviveInTotal    = "rocketmq_pop_revive_in_message_total"
+	PopReviveOutTotal   = "rocketmq_pop_revive_out_message_total"
+	PopReviveRetryTotal = "rocketmq_pop_revive_retry_messages_total"
+	PopReviveLag        = "rocketmq_pop_revive_lag"
+	PopReviveLatency    = "rocketmq_pop_revive_latency"
 	// HADiverged is rocketkv's own: 1 on a slave that refuses to
 	// replicate because its CommitLog holds records its master does not
 	// have (ha.ErrDiverged), else 0. RocketMQ exports no replication
@@ -138,6 +145,27 @@ type TimerCensus struct {
 	BehindSeconds int64
 	// Within counts the messages due in each window of TimerBounds.
 	Within []int64
+}
+
+// The revive_message_type label of the POP revive counters
+// (PopReviveMessageType's names): a checkpoint, or an ack.
+const (
+	ReviveCK  = "CK"
+	ReviveACK = "ACK"
+)
+
+// PutOK is the put_status of a put that stored its message
+// (PutMessageStatus.PUT_OK).
+const PutOK = "PUT_OK"
+
+// ReviveBacklog is what the POP revive gauges read at a scrape.
+type ReviveBacklog struct {
+	// Due counts the checkpoints whose deadline passed and that revive
+	// has not handled yet (rocketmq_pop_revive_lag).
+	Due int64
+	// BehindMillis is how long the earliest of them has been due, in ms
+	// (rocketmq_pop_revive_latency); 0 when none is.
+	BehindMillis int64
 }
 
 // TopicMessages is a number of messages of one topic.
@@ -228,6 +256,11 @@ type Sources struct {
 	// latency, timing messages, the snapshot); ok false leaves them out
 	// of the scrape.
 	Timers func() (TimerCensus, bool)
+	// PopRevive feeds the POP revive gauges (rocketmq_pop_revive_lag
+	// and _latency, one series with queue_id="0": rocketkv revives from
+	// one deadline index, where RocketMQ has a revive service per queue of
+	// its revive topic); nil leaves them out.
+	PopRevive func() ReviveBacklog
 	// Diverged feeds rocketkv_ha_diverged (a slave's only).
 	Diverged func() bool
 	// Off turns families of metrics off; the zero value serves them all.
@@ -271,6 +304,7 @@ var variableLabels = map[string]bool{
 	"cluster": true, "node_type": true, "node_id": true, "invocation_status": true,
 	"request_code": true, "response_code": true, "is_long_polling": true, "result": true,
 	"storage_type": true, "storage_medium": true, "timer_bound_s": true,
+	"revive_message_type": true, "put_status": true, "queue_id": true,
 }
 
 // ValidConstLabel reports whether name may be a constant label (from
@@ -302,6 +336,11 @@ type Broker struct {
 	// rocketmq_delay_message_latency, fed by each timer message taken in.
 	timerEnqueue *capped
 	timerDequeue *capped
+	// popReviveIn, popReviveOut and popRetry hold the POP counters
+	// (PopRevivePut, PopReviveGot, PopRetried).
+	popReviveIn  *capped
+	popReviveOut *capped
+	popRetry     *capped
 	// topicCreate and groupCreate have a few series each, whatever the
 	// topics and groups (invocation_status, is_system): not capped.
 	topicCreate *prometheus.HistogramVec
@@ -359,6 +398,17 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 	delayLatency := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Name(DelayMessageLatency),
 		Help: "Seconds from a timer message's birth to its delivery time, when taken in.", ConstLabels: sc,
 		Buckets: delayLatencyBuckets}, byTopic)
+	// RocketMQ's PopMetricsManager labels its counters by the
+	// checkpoint's or the ack's group and topic.
+	reviveIn := []string{"consumer_group", "topic", "revive_message_type", "put_status"}
+	reviveOut := []string{"consumer_group", "topic", "queue_id", "revive_message_type"}
+	popRetry := []string{"consumer_group", "topic", "put_status"}
+	popReviveIn := prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(PopReviveInTotal),
+		Help: "POP checkpoints written (CK: a pop of a queue, a change of invisible time) and acks applied (ACK: an ack, a batch ack entry, a change of invisible time), non-orderly.", ConstLabels: c}, reviveIn)
+	popReviveOut := prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(PopReviveOutTotal),
+		Help: "POP checkpoints read by revive once their deadline passed with messages not acknowledged.", ConstLabels: c}, reviveOut)
+	popRetryTotal := prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.Name(PopReviveRetryTotal),
+		Help: "Messages revive put to a group's pop-retry topic, by the topic popped.", ConstLabels: c}, popRetry)
 	limit, log := src.CardinalityLimit, src.Log
 	m := &Broker{
 		reg: prometheus.NewRegistry(),
@@ -374,6 +424,9 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 		timerEnqueue: newCapped(limit, log, []string{names.Name(TimerEnqueueTotal), names.Name(DelayMessageLatency)},
 			shape{labels: byTopic, count: timerEnqueue, hist: delayLatency}),
 		timerDequeue: newCapped(limit, log, []string{names.Name(TimerDequeueTotal)}, shape{labels: byTopic, count: timerDequeue}),
+		popReviveIn:  newCapped(limit, log, []string{names.Name(PopReviveInTotal)}, shape{labels: reviveIn, count: popReviveIn}),
+		popReviveOut: newCapped(limit, log, []string{names.Name(PopReviveOutTotal)}, shape{labels: reviveOut, count: popReviveOut}),
+		popRetry:     newCapped(limit, log, []string{names.Name(PopReviveRetryTotal)}, shape{labels: popRetry, count: popRetryTotal}),
 	}
 	m.topicCreate = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: names.Name(TopicCreateTime),
 		Help: "Milliseconds an UPDATE_AND_CREATE_TOPIC(_LIST) took.", ConstLabels: c,
@@ -388,7 +441,8 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 	// A family turned off is not registered: its counters still count,
 	// unseen.
 	off := src.Off
-	m.reg.MustRegister(toDLQ)
+	// RocketMQ registers the POP metrics whatever its switches say.
+	m.reg.MustRegister(toDLQ, popReviveIn, popReviveOut, popRetryTotal)
 	if !off.Request {
 		m.reg.MustRegister(messagesIn, throughputIn, messageSize, m.topicCreate, m.groupCreate,
 			unchecked{messagesOut, throughputOut, popMessagesOut, popThroughputOut})
@@ -464,6 +518,15 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 			snapshot: prometheus.NewDesc(names.Name(TimerMessageSnapshot), "Timer messages due within each bound (seconds ahead) past the one before.", []string{"timer_bound_s"}, sc),
 		})
 	}
+	if src.PopRevive != nil {
+		byQueue := []string{"queue_id"}
+		m.reg.MustRegister(&reviveGauges{src: src.PopRevive,
+			lag: prometheus.NewDesc(names.Name(PopReviveLag),
+				"POP checkpoints due and not yet revived (a count, though RocketMQ declares the unit milliseconds).", byQueue, c),
+			latency: prometheus.NewDesc(names.Name(PopReviveLatency),
+				"Milliseconds the earliest POP checkpoint due and not yet revived has waited.", byQueue, c),
+		})
+	}
 	if src.Lags != nil {
 		labels := []string{"consumer_group", "topic", "is_retry", "is_system"}
 		m.reg.MustRegister(&lags{src: src.Lags,
@@ -521,6 +584,54 @@ func (g *timerGauges) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(g.snapshot, prometheus.GaugeValue, float64(c.Within[i]), strconv.Itoa(b))
 		}
 	}
+}
+
+// reviveGauges collects the POP revive gauges at each scrape.
+type reviveGauges struct {
+	src          func() ReviveBacklog
+	lag, latency *prometheus.Desc
+}
+
+func (g *reviveGauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- g.lag
+	ch <- g.latency
+}
+
+func (g *reviveGauges) Collect(ch chan<- prometheus.Metric) {
+	r := g.src()
+	ch <- prometheus.MustNewConstMetric(g.lag, prometheus.GaugeValue, float64(r.Due), "0")
+	ch <- prometheus.MustNewConstMetric(g.latency, prometheus.GaugeValue, float64(r.BehindMillis), "0")
+}
+
+// PopRevivePut counts one record of what RocketMQ puts to its revive
+// topic, of messages of topic (the topic popped: a pop-retry topic for
+// retried messages) popped by group: kind ReviveCK for a checkpoint,
+// ReviveACK for an ack; status is the put's (PutOK, or the name of
+// RocketMQ's PutMessageStatus for the failure).
+func (m *Broker) PopRevivePut(group, topic, kind, status string) {
+	if m == nil {
+		return
+	}
+	m.popReviveIn.get(seriesKey{vals: [maxCappedLabels]string{label(group), label(topic), kind, status}}).count.Inc()
+}
+
+// PopReviveGot counts a record revive read (RocketMQ's revive scan of its
+// revive topic): kind ReviveCK or ReviveACK, of group's messages of topic;
+// queueID is the revive queue, 0 for rocketkv.
+func (m *Broker) PopReviveGot(group, topic string, queueID int, kind string) {
+	if m == nil {
+		return
+	}
+	m.popReviveOut.get(seriesKey{vals: [maxCappedLabels]string{label(group), label(topic), strconv.Itoa(queueID), kind}}).count.Inc()
+}
+
+// PopRetried counts n messages of group popped from topic that revive
+// put to the group's pop-retry topic, with the put's status.
+func (m *Broker) PopRetried(group, topic, status string, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.popRetry.get(seriesKey{vals: [maxCappedLabels]string{label(group), label(topic), status}}).count.Add(float64(n))
 }
 
 // TimerEnqueued counts a timer message taken in for topic (its
@@ -691,19 +802,21 @@ func (m *Broker) TopicDeleted(topic string) {
 		return
 	}
 	topic = label(topic)
-	for _, c := range []*capped{m.in, m.out, m.toDLQ, m.commits, m.rollbacks, m.timerEnqueue, m.timerDequeue} {
+	for _, c := range []*capped{m.in, m.out, m.toDLQ, m.commits, m.rollbacks, m.timerEnqueue, m.timerDequeue,
+		m.popReviveIn, m.popReviveOut, m.popRetry} {
 		c.drop("topic", topic)
 	}
 }
 
 // GroupDeleted deletes the series of a consumer group: those carrying it
-// in their consumer_group label (messages and bytes out, dead letters).
+// in their consumer_group label (messages and bytes out, dead letters,
+// the POP counters).
 func (m *Broker) GroupDeleted(group string) {
 	if m == nil {
 		return
 	}
 	group = label(group)
-	for _, c := range []*capped{m.out, m.toDLQ} {
+	for _, c := range []*capped{m.out, m.toDLQ, m.popReviveIn, m.popReviveOut, m.popRetry} {
 		c.drop("consumer_group", group)
 	}
 }

@@ -304,3 +304,48 @@ func TestPopSeriesCarryIsRetry(t *testing.T) {
 		t.Logf("scrape:\n%s", text)
 	}
 }
+
+// The POP counters and gauges under RocketMQ's names and labels; a
+// topic's and a group's deletion drop their counter series.
+func TestPopReviveMetrics(t *testing.T) {
+	backlog := ReviveBacklog{Due: 7, BehindMillis: 1500}
+	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"},
+		Sources{PopRevive: func() ReviveBacklog { return backlog }}, UnitSuffixed)
+	m.PopRevivePut("g", "T", ReviveCK, PutOK)
+	m.PopRevivePut("g", "T", ReviveCK, PutOK)
+	m.PopRevivePut("g", "T", ReviveACK, "UNKNOWN_ERROR")
+	m.PopReviveGot("g", "%RETRY%g_T", 0, ReviveCK)
+	m.PopRetried("g", "T", PutOK, 3)
+	m.PopRetried("g", "T", PutOK, 0) // nothing put: not counted
+	m.PopRevivePut("g2", "T2", ReviveCK, PutOK)
+	var off *Broker
+	off.PopRevivePut("g", "T", ReviveCK, PutOK) // the exporter is off: no panic
+	off.PopReviveGot("g", "T", 0, ReviveCK)
+	off.PopRetried("g", "T", PutOK, 1)
+	text := scrape(t, m)
+	for _, want := range []string{
+		`rocketmq_pop_revive_in_message_total{cluster="c1",consumer_group="g",node_id="b",node_type="broker",put_status="PUT_OK",revive_message_type="CK",topic="T"} 2`,
+		`rocketmq_pop_revive_in_message_total{cluster="c1",consumer_group="g",node_id="b",node_type="broker",put_status="UNKNOWN_ERROR",revive_message_type="ACK",topic="T"} 1`,
+		`rocketmq_pop_revive_out_message_total{cluster="c1",consumer_group="g",node_id="b",node_type="broker",queue_id="0",revive_message_type="CK",topic="%RETRY%g_T"} 1`,
+		`rocketmq_pop_revive_retry_messages_total{cluster="c1",consumer_group="g",node_id="b",node_type="broker",put_status="PUT_OK",topic="T"} 3`,
+		`rocketmq_pop_revive_lag_milliseconds{cluster="c1",node_id="b",node_type="broker",queue_id="0"} 7`,
+		`rocketmq_pop_revive_latency_milliseconds{cluster="c1",node_id="b",node_type="broker",queue_id="0"} 1500`,
+		`rocketmq_pop_revive_in_message_total{cluster="c1",consumer_group="g2",node_id="b",node_type="broker",put_status="PUT_OK",revive_message_type="CK",topic="T2"} 1`,
+	} {
+		if !strings.Contains(text, "\n"+want+"\n") {
+			t.Errorf("scrape lacks\n%s", want)
+		}
+	}
+	m.TopicDeleted("T")
+	m.GroupDeleted("g")
+	text = scrape(t, m)
+	if strings.Contains(text, `consumer_group="g",`) {
+		t.Error("series of the deleted topic and group remain")
+	}
+	if !strings.Contains(text, `consumer_group="g2"`) {
+		t.Error("the series of another group and topic went with them")
+	}
+	if t.Failed() {
+		t.Logf("scrape:\n%s", text)
+	}
+}

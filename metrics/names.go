@@ -45,9 +45,11 @@ type declaration struct {
 
 // declared are RocketMQ 5.3.3's declarations of the metrics rocketkv
 // serves (BrokerMetricsManager, RemotingMetricsManager,
-// DefaultStoreMetricsManager). Note rocketmq_finish_message_latency:
-// RocketMQ records seconds and declares "ms", so its suffixed name says
-// milliseconds.
+// DefaultStoreMetricsManager, PopMetricsManager). Note
+// rocketmq_finish_message_latency: RocketMQ records seconds and declares
+// "ms", so its suffixed name says milliseconds; and rocketmq_pop_revive_lag,
+// a count of messages RocketMQ declares in "milliseconds", so its suffixed
+// name says milliseconds too.
 var declared = map[string]declaration{
 	MessagesInTotal:       {counter, ""},
 	MessagesOutTotal:      {counter, ""},
@@ -84,6 +86,11 @@ var declared = map[string]declaration{
 	TimerDequeueLatency:   {gauge, "milliseconds"},
 	TimingMessages:        {gauge, ""},
 	TimerMessageSnapshot:  {gauge, ""},
+	PopReviveInTotal:      {counter, ""},
+	PopReviveOutTotal:     {counter, ""},
+	PopReviveRetryTotal:   {counter, ""},
+	PopReviveLag:          {gauge, "milliseconds"},
+	PopReviveLatency:      {gauge, "milliseconds"},
 }
 
 // Name returns the name under which metric, one of this package's metric

@@ -42,6 +42,11 @@ func TestNamesOfEveryMetric(t *testing.T) {
 		{TimerDequeueLatency, "rocketmq_timer_dequeue_latency_milliseconds"},
 		{TimingMessages, "rocketmq_timing_messages"},
 		{TimerMessageSnapshot, "rocketmq_timer_message_snapshot"},
+		{PopReviveInTotal, "rocketmq_pop_revive_in_message_total"},
+		{PopReviveOutTotal, "rocketmq_pop_revive_out_message_total"},
+		{PopReviveRetryTotal, "rocketmq_pop_revive_retry_messages_total"},
+		{PopReviveLag, "rocketmq_pop_revive_lag_milliseconds"},
+		{PopReviveLatency, "rocketmq_pop_revive_latency_milliseconds"},
 	} {
 		if got := UnitSuffixed.Name(c.bare); got != c.suffixed {
 			t.Errorf("UnitSuffixed.Name(%s) = %s, want %s", c.bare, got, c.suffixed)
