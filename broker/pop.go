@@ -41,12 +41,13 @@ func (a popBroker) RetryMaxTimes(group string) (int32, bool, error) {
 }
 
 // Put implements pop.Broker.
-func (a popBroker) Put(ctx context.Context, msgs []*commitlog.Message) error {
-	if _, err := a.b.putMessages(ctx, msgs, true); err != nil {
-		return err
+func (a popBroker) Put(ctx context.Context, msgs []*commitlog.Message) (commitlog.AppendStatus, error) {
+	res, err := a.b.putMessages(ctx, msgs, true)
+	if err != nil {
+		return res.Status, err
 	}
 	a.b.countDLQ(msgs)
-	return nil
+	return res.Status, nil
 }
 
 // WaitDispatched implements pop.Broker.

@@ -436,7 +436,7 @@ func TestReviveIntentLeftByACrashIsPutAtStart(t *testing.T) {
 			if err := (popBroker{b.Broker}).EnsureTopic(m.Topic); err != nil {
 				t.Fatal(err)
 			}
-			if err := (popBroker{b.Broker}).Put(context.Background(), []*commitlog.Message{m}); err != nil {
+			if _, err := (popBroker{b.Broker}).Put(context.Background(), []*commitlog.Message{m}); err != nil {
 				t.Fatal(err)
 			}
 		}},

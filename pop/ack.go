@@ -170,6 +170,7 @@ func (s *Service) ackQueueUnsynced(group, topic string, queueID int32, ckOffset 
 		res.Deleted = len(removed)
 		return nil
 	}()
+	s.notePut(group, topic, ReviveAck, err)
 	if err != nil {
 		return res, fmt.Errorf("ack %s on %s/%d: %w", group, topic, queueID, err)
 	}
@@ -251,6 +252,10 @@ func (s *Service) ChangeInvisibleTime(group, topic string, queueID int32, offset
 		res.Changed = true
 		return nil
 	}()
+	// RocketMQ puts a checkpoint of the message under its new deadline,
+	// then an ack of its old one.
+	s.notePut(group, topic, ReviveCheckpoint, err)
+	s.notePut(group, topic, ReviveAck, err)
 	if err != nil {
 		return res, fmt.Errorf("change invisible time of %s on %s/%d@%d: %w", group, topic, queueID, offset, err)
 	}

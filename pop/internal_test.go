@@ -283,9 +283,9 @@ func (f *failingBroker) WaitDispatched(context.Context) error {
 	f.waits++
 	return context.DeadlineExceeded
 }
-func (f *failingBroker) Put(context.Context, []*commitlog.Message) error {
+func (f *failingBroker) Put(context.Context, []*commitlog.Message) (commitlog.AppendStatus, error) {
 	f.puts++
-	return errors.New("disk full")
+	return commitlog.PutOK, errors.New("disk full")
 }
 
 // A revive put that fails while the dispatcher cannot be waited for
@@ -318,7 +318,7 @@ func TestFailedRevivePutWithTheDispatcherStuckKeepsItsBatch(t *testing.T) {
 	}
 	b.Close()
 
-	err = s.putIntents(context.Background(), out, []kvindex.ReviveBatch{batch}, now)
+	err = s.putIntents(context.Background(), queueKey{"G", "T", 0}, out, []kvindex.ReviveBatch{batch}, now)
 	if fb.puts != 1 || fb.waits != 1 {
 		t.Fatalf("%d puts and %d waits for the dispatcher, want 1 and 1", fb.puts, fb.waits)
 	}
@@ -412,9 +412,9 @@ func (p *puttingBroker) ReadQueueNums(string) (int, bool, error)   { return 1, t
 func (p *puttingBroker) EnsureTopic(string) error                  { return nil }
 func (p *puttingBroker) RetryMaxTimes(string) (int32, bool, error) { return 16, true, nil }
 func (p *puttingBroker) WaitDispatched(context.Context) error      { return nil }
-func (p *puttingBroker) Put(_ context.Context, msgs []*commitlog.Message) error {
+func (p *puttingBroker) Put(_ context.Context, msgs []*commitlog.Message) (commitlog.AppendStatus, error) {
 	p.put = append(p.put, msgs...)
-	return nil
+	return commitlog.PutOK, nil
 }
 
 // TestReviveDropsUndecodableMessages checks that a revive round drops an

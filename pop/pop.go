@@ -420,7 +420,11 @@ func (s *Service) recordPop(req PopRequest, src source, r readResult, res *PopRe
 	if err := b.SetPosition(req.Group, src.topic, src.queueID, r.next); err != nil {
 		return err
 	}
-	if err := dur.commit(b, last); err != nil {
+	err := dur.commit(b, last)
+	if len(r.offsets) > 0 {
+		s.notePut(req.Group, src.topic, ReviveCheckpoint, err)
+	}
+	if err != nil {
 		return err
 	}
 	if len(r.offsets) > 0 {

@@ -224,6 +224,7 @@ func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 		// is handled (RocketMQ's KV revive moves its cursor the same way).
 		s.cursor = max(s.cursor, min(lastDue, now-reviveCursorMargin))
 	}
+	s.scanFrom.Store(s.cursor)
 	return n, nil
 }
 
@@ -233,6 +234,7 @@ func (s *Service) lowerCursor() {
 	if low := s.lowDeadline.Swap(math.MaxInt64); low < s.cursor {
 		s.cursor = low
 	}
+	s.scanFrom.Store(s.cursor)
 }
 
 // reviveCursorMargin keeps the revive cursor a little behind the clock,
@@ -274,6 +276,9 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 	})
 	if err != nil {
 		return 0, err
+	}
+	for range cks {
+		s.noteGot(k.group, k.topic)
 	}
 	if len(cks) == 0 {
 		return 0, b.Commit(false)
@@ -393,7 +398,7 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 	if err := commitDurable(b); err != nil {
 		return 0, err
 	}
-	if err := s.putIntents(ctx, out, batches, now); err != nil {
+	if err := s.putIntents(ctx, k, out, batches, now); err != nil {
 		return 0, err
 	}
 	handled := 0
@@ -444,7 +449,7 @@ func commitDurable(b *kvindex.PopBatch) error {
 // When a put fails, once the dispatcher has indexed what did reach the
 // CommitLog, the messages not stored go back to their checkpoints, due
 // again after reviveBackoff.
-func (s *Service) putIntents(ctx context.Context, out []revived, batches []kvindex.ReviveBatch, now int64) error {
+func (s *Service) putIntents(ctx context.Context, k queueKey, out []revived, batches []kvindex.ReviveBatch, now int64) error {
 	var retry, dlq []*commitlog.Message
 	for i := range out {
 		if out[i].msg.Topic == meta.DLQTopic(out[i].intent.Group) {
@@ -455,7 +460,7 @@ func (s *Service) putIntents(ctx context.Context, out []revived, batches []kvind
 	}
 	b := s.store.NewBatch()
 	defer b.Close()
-	if s.putRevived(ctx, retry, dlq) {
+	if s.putRevived(ctx, k, retry, dlq) {
 		s.revived.Add(int64(len(retry)))
 		s.dlq.Add(int64(len(dlq)))
 		// Not waited for: a batch a crash keeps finds its messages stored.
@@ -784,10 +789,12 @@ func (s *Service) settle(b *kvindex.PopBatch, legacy []kvindex.ReviveIntent, bat
 	return len(left), commitDurable(b)
 }
 
-// putRevived puts the revived messages to their pop-retry topic and DLQ
-// and reports whether all were put.
-func (s *Service) putRevived(ctx context.Context, retry, dlq []*commitlog.Message) bool {
-	for _, msgs := range [][]*commitlog.Message{retry, dlq} {
+// putRevived puts the revived messages of k to their pop-retry topic and
+// DLQ and reports whether all were put. The puts to the pop-retry topic
+// are told to the Observer (Retried), as RocketMQ counts its revive's
+// puts there; those to the DLQ are counted as dead letters by the broker.
+func (s *Service) putRevived(ctx context.Context, k queueKey, retry, dlq []*commitlog.Message) bool {
+	for i, msgs := range [][]*commitlog.Message{retry, dlq} {
 		if len(msgs) == 0 {
 			continue
 		}
@@ -796,7 +803,11 @@ func (s *Service) putRevived(ctx context.Context, retry, dlq []*commitlog.Messag
 			return false
 		}
 		for _, batch := range putBatches(msgs) {
-			if err := s.cfg.Broker.Put(ctx, batch); err != nil {
+			status, err := s.cfg.Broker.Put(ctx, batch)
+			if i == 0 {
+				s.noteRetried(k.group, k.topic, len(batch), status, err)
+			}
+			if err != nil {
 				s.log.Warn().Err(err).Str("topic", batch[0].Topic).Int("messages", len(batch)).Msg("revive: put failed; retrying later")
 				return false
 			}

@@ -31,11 +31,11 @@ func (b *topicsBroker) RetryMaxTimes(group string) (int32, bool, error) {
 	return 16, b.exists[group], nil
 }
 func (b *topicsBroker) WaitDispatched(context.Context) error { return nil }
-func (b *topicsBroker) Put(_ context.Context, msgs []*commitlog.Message) error {
+func (b *topicsBroker) Put(_ context.Context, msgs []*commitlog.Message) (commitlog.AppendStatus, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.put = append(b.put, msgs...)
-	return nil
+	return commitlog.PutOK, nil
 }
 
 // A revive round drops the checkpoints whose topic no longer exists (the

@@ -53,8 +53,9 @@ type Broker interface {
 	// revive then drops the group's checkpoints.
 	RetryMaxTimes(group string) (times int32, ok bool, err error)
 	// Put appends messages of one topic and queue (revive), assigning
-	// queue offsets; it returns once they are in the CommitLog.
-	Put(ctx context.Context, msgs []*commitlog.Message) error
+	// queue offsets; it returns once they are in the CommitLog, with the
+	// append's status (a flush or the slaves late: stored all the same).
+	Put(ctx context.Context, msgs []*commitlog.Message) (commitlog.AppendStatus, error)
 	// WaitDispatched returns once every record in the CommitLog when it
 	// was called is indexed: what a revive put stored is then found in
 	// the ConsumeQueue.
@@ -135,6 +136,9 @@ type Config struct {
 	// maxTransferBytesOnMessageInMemory, at which its pops stop reading a
 	// queue; zero means its default, 256 KiB).
 	MaxTransferBytes int
+	// Observer is told of the events RocketMQ's POP metrics count; nil
+	// tells nobody.
+	Observer Observer
 	// Now is the clock (time.Now when nil).
 	Now    func() time.Time
 	Logger zerolog.Logger
@@ -156,6 +160,7 @@ type Config struct {
 // One goroutine, started by Start and stopped by Close, runs revive.
 type Service struct {
 	cfg   Config
+	obs   Observer
 	store *kvindex.PopStore
 	log   zerolog.Logger
 	seed  maphash.Seed
@@ -186,6 +191,12 @@ type Service struct {
 	revived     atomic.Int64
 	dlq         atomic.Int64
 	undecodable atomic.Int64
+
+	// reviving is set while the revive loop runs (Start to Close), and
+	// scanFrom is where its next round scans from: ReviveBacklog reads
+	// them from other goroutines.
+	reviving atomic.Bool
+	scanFrom atomic.Int64
 
 	// stateRead, when set (tests only), is called by acks, changes of
 	// invisible time and offset resets once they read the queue state
@@ -230,6 +241,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		cfg:      cfg,
+		obs:      cfg.Observer,
 		store:    cfg.DB.Pop(),
 		log:      cfg.Logger.With().Str("component", "pop").Logger(),
 		seed:     maphash.MakeSeed(),
@@ -409,6 +421,7 @@ func (s *Service) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.done = make(chan struct{})
+	s.reviving.Store(true)
 	go s.reviveLoop(ctx)
 }
 
@@ -421,6 +434,7 @@ func (s *Service) Close() error {
 	s.cancel()
 	<-s.done
 	s.cancel = nil
+	s.reviving.Store(false)
 	return nil
 }
 

@@ -152,11 +152,11 @@ func (b *raceBroker) RetryMaxTimes(group string) (int32, bool, error) {
 
 func (b *raceBroker) WaitDispatched(context.Context) error { return nil }
 
-func (b *raceBroker) Put(_ context.Context, msgs []*commitlog.Message) error {
+func (b *raceBroker) Put(_ context.Context, msgs []*commitlog.Message) (commitlog.AppendStatus, error) {
 	r := b.race
 	if msgs[0].Topic == b.failTopic {
 		r.reach(deleteAtFailedPut)
-		return errors.New("disk full")
+		return commitlog.PutOK, errors.New("disk full")
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -164,7 +164,7 @@ func (b *raceBroker) Put(_ context.Context, msgs []*commitlog.Message) error {
 	if msgs[0].Topic == RetryTopicV1(r.topic, "G") && r.returned.Load() {
 		r.late = append(r.late, msgs...)
 	}
-	return nil
+	return commitlog.PutOK, nil
 }
 
 // raceQueues is the ConsumeQueue, whose reads of the deleted topic and of
