@@ -86,6 +86,9 @@ type Broker struct {
 	// exporter starts, the timer service's callbacks and a slave's sync
 	// of its master's tables (nil until then: counts nothing).
 	earlyMetrics atomic.Pointer[metrics.Broker]
+	// reviving is the POP service while it runs, for the revive gauges
+	// the exporter reads (it starts before the service).
+	reviving atomic.Pointer[pop.Service]
 	// timerCensusTTL is how long the timer gauges' count is reused.
 	timerCensusTTL time.Duration
 	// syncEncoder compresses the metadata answers slaves accept

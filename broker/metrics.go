@@ -112,6 +112,8 @@ func (b *Broker) startMetrics() error {
 			return c, true
 		}
 	}
+	backlog := &cached[metrics.ReviveBacklog]{ttl: b.lagTTL, compute: b.reviveBacklog}
+	src.PopRevive = func() metrics.ReviveBacklog { return backlog.get(b.log) }
 	if b.cfg.EnableLagAndDlqMetrics {
 		lags := &cached[[]metrics.Lag]{ttl: b.lagTTL, compute: b.consumerLags}
 		src.Lags = func() []metrics.Lag { return lags.get(b.log) }
@@ -132,6 +134,81 @@ func (b *Broker) startMetrics() error {
 	}
 	b.exporter = exp
 	return nil
+}
+
+// maxReviveBacklog bounds the count of rocketmq_pop_revive_lag: one scrape
+// reads at most this many deadline entries.
+const maxReviveBacklog = 100_000
+
+// reviveBacklog is what the POP revive gauges show: the checkpoints due
+// that revive has not handled (at most maxReviveBacklog), and how long
+// the earliest of them has been due. Zero while revive does not run (a
+// slave's, before the POP service starts), as RocketMQ's revive services
+// report before their first round.
+func (b *Broker) reviveBacklog() (metrics.ReviveBacklog, error) {
+	svc := b.reviving.Load()
+	if svc == nil {
+		return metrics.ReviveBacklog{}, nil
+	}
+	now := time.Now().UnixMilli()
+	r, err := svc.ReviveBacklog(now, maxReviveBacklog)
+	if err != nil || r.Due == 0 {
+		return metrics.ReviveBacklog{}, err
+	}
+	return metrics.ReviveBacklog{Due: r.Due, BehindMillis: max(now-r.Earliest, 0)}, nil
+}
+
+// popObserver returns the pop.Observer that feeds m's POP counters, nil
+// when the exporter is off.
+func popObserver(m *metrics.Broker) pop.Observer {
+	if m == nil {
+		return nil
+	}
+	return popMetrics{m}
+}
+
+// popMetrics feeds RocketMQ's POP counters from the POP service's events
+// (pop.Observer).
+type popMetrics struct{ m *metrics.Broker }
+
+// reviveKinds are the revive_message_type values of pop.ReviveRecord.
+var reviveKinds = [...]string{pop.ReviveCheckpoint: metrics.ReviveCK, pop.ReviveAck: metrics.ReviveACK}
+
+// Put implements pop.Observer: rocketmq_pop_revive_in_message_total.
+func (p popMetrics) Put(group, topic string, r pop.ReviveRecord, err error) {
+	p.m.PopRevivePut(group, topic, reviveKinds[r], putStatus(commitlog.PutOK, err))
+}
+
+// Got implements pop.Observer: rocketmq_pop_revive_out_message_total,
+// under revive queue 0 (rocketkv's handles all name it).
+func (p popMetrics) Got(group, topic string, r pop.ReviveRecord) {
+	p.m.PopReviveGot(group, topic, 0, reviveKinds[r])
+}
+
+// Retried implements pop.Observer:
+// rocketmq_pop_revive_retry_messages_total.
+func (p popMetrics) Retried(group, topic string, n int, status commitlog.AppendStatus, err error) {
+	p.m.PopRetried(group, topic, putStatus(status, err), n)
+}
+
+// putStatus is the name of RocketMQ's PutMessageStatus for a write that
+// ended with status, or failed with err: the status of a CommitLog append
+// that failed as appendErrorCode sorts it, UNKNOWN_ERROR for the rest (a
+// write of the POP state in the index, which RocketMQ would have put to
+// its revive topic, among them).
+func putStatus(status commitlog.AppendStatus, err error) string {
+	switch {
+	case err == nil:
+		return status.String()
+	case commitlog.Unstorable(err):
+		return "MESSAGE_ILLEGAL"
+	case errors.Is(err, commitlog.ErrMapFailed):
+		return "CREATE_MAPPED_FILE_FAILED"
+	case errors.Is(err, commitlog.ErrDiskFull), errors.Is(err, commitlog.ErrStoreFull),
+		errors.Is(err, commitlog.ErrClosed), errors.Is(err, commitlog.ErrReplica), errors.Is(err, context.Canceled):
+		return "SERVICE_NOT_AVAILABLE"
+	}
+	return "UNKNOWN_ERROR"
 }
 
 // storageUsedBytes is rocketmq_storage_size as RocketMQ's store computes

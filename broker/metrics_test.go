@@ -875,3 +875,91 @@ func BenchmarkMessageTypeOf(b *testing.B) {
 		}
 	}
 }
+
+// RocketMQ's POP metrics after pops, acks, a change of invisible time and
+// a revive: every non-orderly pop of a queue writes a checkpoint (CK) and
+// every ack, batch ack entry or change of invisible time an ack (ACK),
+// under the topic read; a change of invisible time a checkpoint too;
+// revive reads the checkpoint due (CK got, revive queue 0) and puts its
+// message to the pop-retry topic. Orderly pops and acks count nowhere, as
+// RocketMQ puts none of them to its revive topic.
+func TestPopReviveMetrics(t *testing.T) {
+	b := startTestBrokerWith(t, t.TempDir(), map[string]string{
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+	}, func(b *Broker) { b.lagTTL = 0 })
+	c, rc := popClient(b)
+	sendBodies(t, rc, "PopMetT", 4)
+	sendBodies(t, rc, "PopMetOrderT", 1)
+	b.caughtUp()
+	const group = "g-popm"
+	res := mustPop(t, c, popclient.PopRequest{Group: group, Topic: "PopMetT", QueueID: 0, MaxMsgNums: 4, InvisibleTime: time.Minute})
+	if len(res.Messages) != 4 {
+		t.Fatalf("popped %d messages, want 4", len(res.Messages))
+	}
+	if code, err := c.Ack(ctx20(t), group, res.Messages[0]); err != nil || code != remoting.Success {
+		t.Fatalf("ack: %d %v", code, err)
+	}
+	if code, err := c.Ack(ctx20(t), group, res.Messages[0]); err != nil || code != remoting.Success { // stale: an ACK all the same
+		t.Fatalf("second ack: %d %v", code, err)
+	}
+	if code, err := c.BatchAck(ctx20(t), group, "PopMetT", res.Messages[1:3]); err != nil || code != remoting.Success {
+		t.Fatalf("batch ack: %d %v", code, err)
+	}
+	// The last one comes back through revive.
+	if code, _, err := c.ChangeInvisibleTime(ctx20(t), group, res.Messages[3], 0); err != nil || code != remoting.Success {
+		t.Fatalf("change invisible time: %d %v", code, err)
+	}
+	var retry popclient.PopResult
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		retry = mustPop(t, c, popclient.PopRequest{Group: group, Topic: "PopMetT", QueueID: -1, MaxMsgNums: 1,
+			InvisibleTime: time.Minute, PollTime: 2 * time.Second})
+		if len(retry.Messages) == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(retry.Messages) != 1 || retry.Messages[0].RealTopic != pop.RetryTopicV1("PopMetT", group) {
+		t.Fatalf("revived message not popped from the pop-retry topic: %+v", retry.Messages)
+	}
+	// An orderly pop and its ack.
+	ord := mustPop(t, c, popclient.PopRequest{Group: "g-popm-order", Topic: "PopMetOrderT", QueueID: 0, MaxMsgNums: 1,
+		InvisibleTime: time.Minute, Order: true})
+	if len(ord.Messages) != 1 {
+		t.Fatalf("orderly pop: %d messages", len(ord.Messages))
+	}
+	if code, err := c.Ack(ctx20(t), "g-popm-order", ord.Messages[0]); err != nil || code != remoting.Success {
+		t.Fatalf("orderly ack: %d %v", code, err)
+	}
+	text := scrapeMetrics(t, b)
+	g := `consumer_group="` + group + `"`
+	retryTopic := `topic="` + pop.RetryTopicV1("PopMetT", group) + `"`
+	for _, c := range []struct {
+		metric string
+		labels []string
+		want   float64
+	}{
+		// The pop and the change of invisible time.
+		{"rocketmq_pop_revive_in_message_total", []string{g, `topic="PopMetT"`, `revive_message_type="CK"`, `put_status="PUT_OK"`}, 2},
+		// Two acks, one batch ack entry, the change of invisible time.
+		{"rocketmq_pop_revive_in_message_total", []string{g, `topic="PopMetT"`, `revive_message_type="ACK"`, `put_status="PUT_OK"`}, 4},
+		// The pop of the revived message, from the pop-retry topic.
+		{"rocketmq_pop_revive_in_message_total", []string{g, retryTopic, `revive_message_type="CK"`, `put_status="PUT_OK"`}, 1},
+		{"rocketmq_pop_revive_out_message_total", []string{g, `topic="PopMetT"`, `queue_id="0"`, `revive_message_type="CK"`}, 1},
+		{"rocketmq_pop_revive_retry_messages_total", []string{g, `topic="PopMetT"`, `put_status="PUT_OK"`}, 1},
+		// Nothing due is left: the revived message is in flight for a
+		// minute.
+		{"rocketmq_pop_revive_lag_milliseconds", []string{`queue_id="0"`}, 0},
+		{"rocketmq_pop_revive_latency_milliseconds", []string{`queue_id="0"`}, 0},
+	} {
+		if v := metricValue(t, text, c.metric, c.labels...); v != c.want {
+			t.Errorf("%s%v = %v, want %v", c.metric, c.labels, v, c.want)
+		}
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "rocketmq_pop_") && strings.Contains(line, `consumer_group="g-popm-order"`) {
+			t.Errorf("an orderly pop or ack is counted: %s", line)
+		}
+	}
+	if t.Failed() {
+		t.Logf("scrape:\n%s", text)
+	}
+}

@@ -76,12 +76,14 @@ func (b *Broker) startPop() error {
 		InMemory:               func(phy int64) bool { return b.current().InitPopOffsetByCheckMsgInMem && b.inMemory(phy) },
 		Compaction:             b.compaction,
 		MaxTransferBytes:       b.cfg.MaxTransferBytesOnMessageInMemory,
+		Observer:               popObserver(b.metrics),
 		Logger:                 b.root,
 	})
 	if err != nil {
 		return err
 	}
 	b.popSvc = svc
+	b.reviving.Store(svc)
 	b.popHolds = newPopHolds(b)
 	if !b.isSlave() {
 		svc.Start() // revive puts messages; a slave's come from its master
@@ -94,6 +96,7 @@ func (b *Broker) stopPop() error {
 	if b.popSvc == nil {
 		return nil
 	}
+	b.reviving.Store(nil)
 	err := b.popSvc.Close()
 	b.popSvc = nil
 	return err

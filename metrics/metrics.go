@@ -4,10 +4,11 @@
 // unchanged.
 //
 // Counters (messages and bytes in and out) and histograms are kept here
-// and fed by the broker's processors, rocketmq_rpc_latency by the
+// and fed by the broker's processors (the POP counters by its POP
+// service), rocketmq_rpc_latency by the
 // remoting servers (Answered, their OnAnswer); gauges (permission, topic
 // and group numbers, connections, the store's, the consumers' lag, in
-// flight and ready messages, the timer's) are read from
+// flight and ready messages, the timer's, the POP revive backlog) are read from
 // the broker at each scrape
 // through Sources. Every series carries the
 // broker's constant labels: cluster, node_type="broker", node_id (the
