@@ -20,9 +20,14 @@ import (
 
 // BenchmarkPopAck pops and batch-acks b.N messages of 1 KiB with 8
 // concurrent consumers popping every queue; it reports the mean pop and
-// ack latencies.
+// ack latencies. POP_BENCH_METRICS=1 runs it with the Prometheus exporter
+// on (the POP counters fed on every pop and ack).
 func BenchmarkPopAck(b *testing.B) {
-	loaded, err := configs.LoadBroker("", map[string]string{"storePathRootDir": b.TempDir(), "listenPort": "0", "brokerIP1": "127.0.0.1"})
+	keys := map[string]string{"storePathRootDir": b.TempDir(), "listenPort": "0", "brokerIP1": "127.0.0.1"}
+	if os.Getenv("POP_BENCH_METRICS") == "1" {
+		keys["metricsExporterType"], keys["metricsPromExporterHost"], keys["metricsPromExporterPort"] = "PROM", "127.0.0.1", "0"
+	}
+	loaded, err := configs.LoadBroker("", keys)
 	if err != nil {
 		b.Fatal(err)
 	}
