@@ -963,3 +963,25 @@ func TestPopReviveMetrics(t *testing.T) {
 		t.Logf("scrape:\n%s", text)
 	}
 }
+
+// put_status names a revive put's or a POP state write's outcome as
+// RocketMQ's PutMessageStatus does.
+func TestPutStatusIsRocketMQs(t *testing.T) {
+	for _, c := range []struct {
+		status commitlog.AppendStatus
+		err    error
+		want   string
+	}{
+		{commitlog.PutOK, nil, "PUT_OK"},
+		{commitlog.FlushDiskTimeout, nil, "FLUSH_DISK_TIMEOUT"},
+		{commitlog.FlushSlaveTimeout, nil, "FLUSH_SLAVE_TIMEOUT"},
+		{commitlog.PutOK, fmt.Errorf("put: %w", commitlog.ErrMessageTooLarge), "MESSAGE_ILLEGAL"},
+		{commitlog.PutOK, fmt.Errorf("put: %w", commitlog.ErrMapFailed), "CREATE_MAPPED_FILE_FAILED"},
+		{commitlog.PutOK, fmt.Errorf("put: %w", commitlog.ErrDiskFull), "SERVICE_NOT_AVAILABLE"},
+		{commitlog.PutOK, errors.New("pebble: closed"), "UNKNOWN_ERROR"},
+	} {
+		if got := putStatus(c.status, c.err); got != c.want {
+			t.Errorf("putStatus(%v, %v) = %s, want %s", c.status, c.err, got, c.want)
+		}
+	}
+}
