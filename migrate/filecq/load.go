@@ -242,7 +242,10 @@ const refillSuffix = ".refill"
 // starts with theirs. A run whose entries it does not get all of (those
 // of a prefix whose records retention deleted excepted: their units are
 // blank, below the minimum CorrectMin finds) is left missing, for the
-// check of recoverQueue to refuse. Each file is written whole under
+// check of recoverQueue to refuse; so is a run after a file whose last
+// unit is not valid (the queue ended there: what follows is stale, and
+// the blank units the refill would write past the end would make the
+// zero tail entries). Each file is written whole under
 // another name, synced and renamed into place, so a crash leaves it
 // missing or complete.
 func (s *Store) refillGaps(q *queue, starts []int64) ([]int64, error) {
@@ -263,7 +266,16 @@ func (s *Store) refillGaps(q *queue, starts []int64) ([]int64, error) {
 		if err := readFull(f, path, b[:], s.fileSize-UnitSize); err != nil {
 			return nil, err
 		}
-		if u := decodeUnit(b[:]); u.valid() && !u.blank() {
+		u := decodeUnit(b[:])
+		if !u.valid() {
+			// The file before the run is not full: the queue ended in
+			// it, and the files after the run are left from before, not
+			// the run's neighbours. Not written: the queue is refused.
+			s.log.Error().Str("queue", q.String()).Int64("from", g.From).Int64("to", g.To).
+				Msg("the consume queue file before the missing ones is not full; not rebuilding them")
+			continue
+		}
+		if !u.blank() {
 			g.PhyFrom = u.end()
 		}
 		if f, path, err = files.get(next); err != nil {
