@@ -219,8 +219,9 @@ func warnConsumeQueueGap(log zerolog.Logger, g filecq.Gap, minPhy int64, kv bool
 
 // refillConsumeQueueGap reads from the CommitLog the entries of a run of
 // files missing in the middle of a queue of the file ConsumeQueue
-// (filecq.Options.RefillGap): the records of the queue whose queue
-// offsets fall in the run, between the entries around it. Records that
+// (filecq.Options.RefillGap): the records of the queue (a light message
+// queue's: those naming it, queueOffsetIn) whose queue offsets fall in
+// the run, between the entries around it. Records that
 // retention deleted are gone; any other the run lacks is an error.
 func refillConsumeQueueGap(clog *commitlog.Log, g filecq.Gap, levels []time.Duration) ([]cq.Entry, error) {
 	minPhy := clog.MinOffset()
@@ -244,17 +245,36 @@ func refillConsumeQueueGap(clog *commitlog.Log, g filecq.Gap, levels []time.Dura
 			return nil, fmt.Errorf("read the CommitLog record at %d: %w", e.Offset, err)
 		}
 		tx := commitlog.TransactionType(m.SysFlag)
-		if m.Topic != g.Topic || m.QueueID != g.QueueID || m.QueueOffset < g.From || m.QueueOffset >= g.To ||
-			(tx != commitlog.TransactionNotType && tx != commitlog.TransactionCommit) {
+		off, ok := queueOffsetIn(&m, g.Topic, g.QueueID)
+		if !ok || off < g.From || off >= g.To || (tx != commitlog.TransactionNotType && tx != commitlog.TransactionCommit) {
 			continue
 		}
-		out = append(out, cq.Entry{QueueOffset: m.QueueOffset, PhyOffset: e.Offset, Size: e.Size, TagsCode: kvindex.TagsCodeOf(&m, levels)})
+		out = append(out, cq.Entry{QueueOffset: off, PhyOffset: e.Offset, Size: e.Size, TagsCode: kvindex.TagsCodeOf(&m, levels)})
 	}
 	if g.PhyFrom >= minPhy && (len(out) == 0 || out[0].QueueOffset != g.From) {
 		return nil, fmt.Errorf("the CommitLog from %d to %d holds %d entries of queue offsets %d to %d of %s/%d, whose records it should all hold",
 			from, g.PhyTo, len(out), g.From, g.To-1, g.Topic, g.QueueID)
 	}
 	return out, nil
+}
+
+// queueOffsetIn returns the offset of the record m in the queue
+// topic/queueID: its own queue's, or that of a light message queue its
+// INNER_MULTI_DISPATCH names (queue 0, at the offset
+// INNER_MULTI_QUEUE_OFFSET gives), as the dispatcher puts it there.
+func queueOffsetIn(m *commitlog.Message, topic string, queueID int32) (int64, bool) {
+	if m.Topic == topic && m.QueueID == queueID {
+		return m.QueueOffset, true
+	}
+	if queueID != 0 || !meta.ValidLMQ(topic) || !meta.TopicAllowsLMQ(m.Topic) {
+		return 0, false
+	}
+	for name, off := range commitlog.MultiDispatched(m.Properties) {
+		if name == topic && off >= 0 {
+			return off, true
+		}
+	}
+	return 0, false
 }
 
 // dropRocketMQDeletedTopics drops, once dispatch has indexed the
