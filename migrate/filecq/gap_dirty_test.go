@@ -69,3 +69,50 @@ func TestOpenDoesNotRefillAfterAPartialFile(t *testing.T) {
 		t.Fatalf("the hole after the partial file was written: %v", err)
 	}
 }
+
+// Files after a hole whose entries' records lie below those of the file
+// before it are left from an older queue, not the hole's neighbours (a
+// queue's records grow with its offsets): Open does not write the hole,
+// even as blank units (records below the CommitLog's minimum), and
+// refuses the queue.
+func TestOpenDoesNotRefillBeforeOlderRecords(t *testing.T) {
+	root := t.TempDir()
+	s, err := filecq.Open(filecq.Options{Dir: root, UnitsPerFile: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ds []cq.Dispatch
+	for off := int64(0); off < 20; off++ {
+		ds = append(ds, cq.Dispatch{Topic: "T", QueueID: 0, Entry: cq.Entry{QueueOffset: off, PhyOffset: 100_000 + off*100, Size: 100, TagsCode: off}})
+	}
+	if err := s.Put(ds); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "consumequeue", "T", "0")
+	stale := make([]byte, 10*filecq.UnitSize)
+	for i := range 10 {
+		u := stale[i*filecq.UnitSize:]
+		binary.BigEndian.PutUint64(u, uint64(1000+i*100))
+		binary.BigEndian.PutUint32(u[8:], 100)
+	}
+	if err := os.WriteFile(filepath.Join(dir, filecq.FileName(30*filecq.UnitSize)), stale, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err = filecq.Open(filecq.Options{Dir: root, UnitsPerFile: 10, RefillGap: func(g filecq.Gap) ([]cq.Entry, error) {
+		return nil, nil // all below the CommitLog's minimum, as the broker finds
+	}})
+	if err == nil {
+		hi, _ := s.MaxOffset("T", 0)
+		s.Close()
+		t.Fatalf("open took the queue, now ending at %d", hi)
+	}
+	if !errors.Is(err, filecq.ErrCorrupt) {
+		t.Fatalf("open: %v, want ErrCorrupt", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, filecq.FileName(20*filecq.UnitSize))); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the hole before the older records was written: %v", err)
+	}
+}

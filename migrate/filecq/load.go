@@ -245,7 +245,8 @@ const refillSuffix = ".refill"
 // check of recoverQueue to refuse; so is a run after a file whose last
 // unit is not valid (the queue ended there: what follows is stale, and
 // the blank units the refill would write past the end would make the
-// zero tail entries). Each file is written whole under
+// zero tail entries), or before a file whose first record lies below
+// the end of the last one before the run. Each file is written whole under
 // another name, synced and renamed into place, so a crash leaves it
 // missing or complete.
 func (s *Store) refillGaps(q *queue, starts []int64) ([]int64, error) {
@@ -289,6 +290,14 @@ func (s *Store) refillGaps(q *queue, starts []int64) ([]int64, error) {
 		}
 		if g.PhyTo < 0 {
 			continue // no entry after them: where the queue ended is not known
+		}
+		if g.PhyTo < g.PhyFrom {
+			// A queue's records grow with its offsets: the files after
+			// the run hold older records than the one before, left from
+			// another queue. Not written: the queue is refused.
+			s.log.Error().Str("queue", q.String()).Int64("from", g.From).Int64("to", g.To).Int64("fromPhy", g.PhyFrom).Int64("toPhy", g.PhyTo).
+				Msg("the consume queue file after the missing ones holds records older than the one before them; not rebuilding them")
+			continue
 		}
 		if (next-prev)/s.fileSize-1 > maxRefillFiles {
 			s.log.Error().Str("queue", q.String()).Int64("from", g.From).Int64("to", g.To).
