@@ -152,7 +152,7 @@ func decodeHeader(s *jsonscan.Scanner, c *Command) error {
 		case "flag":
 			c.Flag, err = int32Value(s, key)
 		case "language":
-			c.Language, err = languageValue(s, key)
+			c.Language, err = stringValue(s, key)
 		case "remark":
 			c.Remark, err = stringValue(s, key)
 		case "extFields":
@@ -168,9 +168,7 @@ func decodeHeader(s *jsonscan.Scanner, c *Command) error {
 	return s.End()
 }
 
-// extFields reads the extFields member: null or an object. The values are
-// decoded into one buffer that becomes one string, each value a substring
-// of it: one allocation for the header's values instead of one each.
+// extFields reads the extFields member: null or an object.
 func extFields(s *jsonscan.Scanner, c *Command) error {
 	if s.Literal("null") {
 		return nil
@@ -178,38 +176,18 @@ func extFields(s *jsonscan.Scanner, c *Command) error {
 	if c.ExtFields == nil {
 		c.ExtFields = make(map[string]string, extFieldsHint)
 	}
-	// A field is a key and the span of its value in values, or a null
-	// (drop the key); fields are applied in order once all are read, so
-	// that a repeated key ends as its last value, as in a map read in
-	// place.
-	type field struct {
-		key        string
-		start, end int
-		null       bool
-	}
-	var fieldsArray [extFieldsHint + 2]field
-	fields := fieldsArray[:0]
-	// The values of a client's request header fit in 512 bytes on the
-	// stack; longer ones (a big properties field) take the heap.
-	var valuesArray [512]byte
-	values := valuesArray[:0]
-	if n := s.Remaining(); n > len(valuesArray) {
-		values = make([]byte, 0, n)
-	}
-	err := s.Object(func(k []byte) error {
-		start := len(values)
+	return s.Object(func(k []byte) error {
 		switch s.Peek() {
 		case '"':
-			v, err := s.StringAppend(values)
+			v, err := s.String()
 			if err != nil {
 				return err
 			}
-			values = v
-			fields = append(fields, field{key: internKey(k), start: start, end: len(values)})
+			c.ExtFields[internKey(k)] = v
 			return nil
 		case 'n':
 			if s.Literal("null") {
-				fields = append(fields, field{key: string(k), null: true})
+				delete(c.ExtFields, string(k))
 				return nil
 			}
 		}
@@ -217,49 +195,9 @@ func extFields(s *jsonscan.Scanner, c *Command) error {
 		if err != nil {
 			return err
 		}
-		values = append(values, raw...)
-		fields = append(fields, field{key: internKey(k), start: start, end: len(values)})
+		c.ExtFields[internKey(k)] = string(raw)
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	all := string(values)
-	for _, f := range fields {
-		if f.null {
-			delete(c.ExtFields, f.key)
-			continue
-		}
-		c.ExtFields[f.key] = all[f.start:f.end]
-	}
-	return nil
-}
-
-// languageValue reads the language field, returning the clients'
-// language names as constants so that a request keeps no copy of its own.
-func languageValue(s *jsonscan.Scanner, field []byte) (string, error) {
-	if s.Peek() != '"' {
-		return stringValue(s, field)
-	}
-	raw, err := s.RawString()
-	if err != nil {
-		return "", err
-	}
-	switch string(raw) {
-	case "JAVA":
-		return "JAVA", nil
-	case "GO":
-		return "GO", nil
-	case "CPP":
-		return "CPP", nil
-	case "DOTNET":
-		return "DOTNET", nil
-	case "PYTHON":
-		return "PYTHON", nil
-	case "RUST":
-		return "RUST", nil
-	}
-	return string(raw), nil
 }
 
 // stringValue reads a string or null (empty string).

@@ -263,14 +263,25 @@ func (s *Scanner) Int(bits int) (int64, error) {
 // RawString consumes a string literal and returns its decoded bytes;
 // without escapes they alias the input and nothing is allocated.
 func (s *Scanner) RawString() ([]byte, error) {
-	start, stop, escape, err := s.stringPrefix()
-	switch {
-	case err != nil:
-		return nil, err
-	case escape:
-		return s.escapedAppend(make([]byte, 0, stop-start+16), start, stop)
+	if s.Peek() != '"' {
+		return nil, s.Errorf("want a string")
 	}
-	return s.data[start:stop], nil
+	d := s.data
+	start := s.pos + 1
+	for i := start; i < len(d); i++ {
+		switch b := d[i]; {
+		case b == '"':
+			s.pos = i + 1
+			return d[start:i], nil
+		case b == '\\':
+			return s.escaped(start, i)
+		case b < 0x20:
+			s.pos = i
+			return nil, s.Errorf("control character in string")
+		}
+	}
+	s.pos = len(d)
+	return nil, s.Errorf("unterminated string")
 }
 
 // String consumes a string literal and returns its decoded value.
@@ -279,59 +290,10 @@ func (s *Scanner) String() (string, error) {
 	return string(v), err
 }
 
-// Remaining is the number of bytes not consumed yet.
-func (s *Scanner) Remaining() int {
-	return len(s.data) - s.pos
-}
-
-// StringAppend consumes a string literal and appends its decoded value to
-// dst, so that a caller decoding many strings can keep them in one buffer
-// (the value is never longer than the literal's bytes).
-func (s *Scanner) StringAppend(dst []byte) ([]byte, error) {
-	start, stop, escape, err := s.stringPrefix()
-	switch {
-	case err != nil:
-		return dst, err
-	case escape:
-		out, err := s.escapedAppend(dst, start, stop)
-		if err != nil {
-			return dst, err
-		}
-		return out, nil
-	}
-	return append(dst, s.data[start:stop]...), nil
-}
-
-// stringPrefix scans a string literal up to its closing quote or its first
-// escape: the literal's content starts at start and the scan stopped at
-// stop, an escape when escape is true, else the closing quote, which it
-// consumes.
-func (s *Scanner) stringPrefix() (start, stop int, escape bool, err error) {
-	if s.Peek() != '"' {
-		return 0, 0, false, s.Errorf("want a string")
-	}
+// escaped decodes a string whose first escape is at esc.
+func (s *Scanner) escaped(start, esc int) ([]byte, error) {
 	d := s.data
-	start = s.pos + 1
-	for i := start; i < len(d); i++ {
-		switch b := d[i]; {
-		case b == '"':
-			s.pos = i + 1
-			return start, i, false, nil
-		case b == '\\':
-			return start, i, true, nil
-		case b < 0x20:
-			s.pos = i
-			return 0, 0, false, s.Errorf("control character in string")
-		}
-	}
-	s.pos = len(d)
-	return 0, 0, false, s.Errorf("unterminated string")
-}
-
-// escapedAppend decodes a string whose first escape is at esc, appending
-// it to out.
-func (s *Scanner) escapedAppend(out []byte, start, esc int) ([]byte, error) {
-	d := s.data
+	out := make([]byte, 0, esc-start+16)
 	out = append(out, d[start:esc]...)
 	i := esc
 	for i < len(d) {

@@ -151,23 +151,5 @@ func FuzzScanner(f *testing.F) {
 		if jerr := json.Unmarshal(doc, &want); err != nil || jerr != nil || got != want {
 			t.Fatalf("%q read as %q (%v), encoding/json says %q (%v)", doc, got, err, want, jerr)
 		}
-		// StringAppend adds the same value after what the buffer held,
-		// never more bytes than the literal has.
-		app := New(doc)
-		buf, err := app.StringAppend([]byte("prefix"))
-		if err != nil || string(buf) != "prefix"+want || len(buf)-len("prefix") > len(raw) {
-			t.Fatalf("%q appended as %q (%v), want prefix%q", doc, buf, err, want)
-		}
 	})
-}
-
-// StringAppend leaves the buffer as it was when the literal is bad.
-func TestStringAppendOnABadLiteral(t *testing.T) {
-	for _, doc := range []string{`"ab\q"`, `"ab`, "\"a\x01\"", `12`, `"a\u12"`} {
-		s := New([]byte(doc))
-		buf, err := s.StringAppend([]byte("kept"))
-		if err == nil || string(buf) != "kept" {
-			t.Errorf("%q: appended %q, error %v; want the buffer unchanged and an error", doc, buf, err)
-		}
-	}
 }
