@@ -68,6 +68,24 @@ func TestOpenDoesNotRefillAfterAPartialFile(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, filecq.FileName(20*filecq.UnitSize))); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the hole after the partial file was written: %v", err)
 	}
+	refusedReadOnly(t, root)
+}
+
+// refusedReadOnly checks that a read-only open (kvdump check-rocketmq, a
+// RocketMQ store's first open) refuses the queue of root too, rather
+// than read around the hole and serve what is not the queue's.
+func refusedReadOnly(t *testing.T, root string) {
+	t.Helper()
+	ro, err := filecq.OpenReadOnly(filecq.Options{Dir: root, UnitsPerFile: 10})
+	if err == nil {
+		hi, _ := ro.MaxOffset("T", 0)
+		es, _ := ro.Get("T", 0, 14, 3)
+		ro.Close()
+		t.Fatalf("a read-only open took the queue, ending at %d (entries from 14: %+v)", hi, es)
+	}
+	if !errors.Is(err, filecq.ErrCorrupt) {
+		t.Fatalf("read-only open: %v, want ErrCorrupt", err)
+	}
 }
 
 // Files after a hole whose entries' records lie below those of the file
@@ -115,4 +133,5 @@ func TestOpenDoesNotRefillBeforeOlderRecords(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, filecq.FileName(20*filecq.UnitSize))); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the hole before the older records was written: %v", err)
 	}
+	refusedReadOnly(t, root)
 }

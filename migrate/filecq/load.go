@@ -197,7 +197,11 @@ func (s *Store) recoverQueue(q *queue) error {
 // findGaps records the runs of files missing between q's files (only a
 // read-only store keeps a queue with such runs: recoverQueue refuses them
 // otherwise) and warns about each. RocketMQ's MappedFileQueue.checkSelf
-// only logs such a queue too, and reads around the missing files.
+// only logs such a queue too, and reads around the missing files. It
+// refuses (ErrCorrupt) what is no such run, as refillGaps does not
+// write one: a file before the run that is not full (the queue ended in
+// it) or a file after it whose records lie below those before it (left
+// from an older queue).
 func (s *Store) findGaps(files *fileCache, q *queue) error {
 	for i := 1; i < len(q.files); i++ {
 		prev, next := q.files[i-1], q.files[i]
@@ -213,8 +217,15 @@ func (s *Store) findGaps(files *fileCache, q *queue) error {
 		if err := readFull(f, path, b[:], s.fileSize-UnitSize); err != nil {
 			return err
 		}
-		if u := decodeUnit(b[:]); u.valid() && !u.blank() {
-			g.phyFrom = u.end()
+		last := decodeUnit(b[:])
+		if !last.valid() {
+			// The queue ended in that file (a crash, or files left from an
+			// older queue after it): no run of files missing in the middle.
+			return fmt.Errorf("%s: file %s is not full and file %s follows it after missing files: %w",
+				q.dir, FileName(prev), FileName(next), ErrCorrupt)
+		}
+		if !last.blank() {
+			g.phyFrom = last.end()
 		}
 		if f, path, err = files.get(next); err != nil {
 			return err
@@ -222,8 +233,16 @@ func (s *Store) findGaps(files *fileCache, q *queue) error {
 		if err := readFull(f, path, b[:], 0); err != nil {
 			return err
 		}
-		if u := decodeUnit(b[:]); u.valid() && !u.blank() && u.phy > 0 && g.to < q.max {
-			g.unit.phy = u.phy - 1 // the missing records end before it
+		if u := decodeUnit(b[:]); u.valid() && !u.blank() {
+			if g.phyFrom > 0 && u.phy < g.phyFrom {
+				// A queue's records grow with its offsets: the file after
+				// the run is left from an older queue.
+				return fmt.Errorf("%s: file %s after missing files holds records (from %d) below those of file %s before them (to %d): %w",
+					q.dir, FileName(next), u.phy, FileName(prev), g.phyFrom, ErrCorrupt)
+			}
+			if u.phy > 0 && g.to < q.max {
+				g.unit.phy = u.phy - 1 // the missing records end before it
+			}
 		}
 		q.gaps = append(q.gaps, g)
 		s.log.Warn().Str("queue", q.String()).Int64("from", g.from).Int64("to", g.to).
