@@ -237,4 +237,15 @@ func TestOpenRefillsMissingFiles(t *testing.T) {
 			}
 		})
 	}
+	// A run longer than MaxRefillEntries is not asked for (its entries
+	// would be held in memory at once): the queue is refused.
+	t.Run("a run over the bound", func(t *testing.T) {
+		root := testutil.CopyStore(t, base)
+		asked := false
+		_, err := filecq.Open(filecq.Options{Dir: root, UnitsPerFile: 10, MaxRefillEntries: 9,
+			RefillGap: func(filecq.Gap) ([]cq.Entry, error) { asked = true; return want[10:20], nil }})
+		if asked || !errors.Is(err, filecq.ErrCorrupt) {
+			t.Fatalf("a run of 10 entries over a bound of 9: asked %v, open %v; want the queue refused unasked", asked, err)
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package filecq
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -318,9 +319,9 @@ func (s *Store) refillGaps(q *queue, starts []int64) ([]int64, error) {
 				Msg("the consume queue file after the missing ones holds records older than the one before them; not rebuilding them")
 			continue
 		}
-		if (next-prev)/s.fileSize-1 > maxRefillFiles {
-			s.log.Error().Str("queue", q.String()).Int64("from", g.From).Int64("to", g.To).
-				Msg("too many consume queue files are missing in the middle of the queue to write them again")
+		if limit := cmp.Or(s.opts.MaxRefillEntries, DefaultMaxRefillEntries); g.To-g.From > limit {
+			s.log.Error().Str("queue", q.String()).Int64("from", g.From).Int64("to", g.To).Int64("limit", limit).
+				Msg("too many consume queue entries are missing in the middle of the queue to write them again")
 			continue
 		}
 		es, err := s.opts.RefillGap(g)
@@ -356,9 +357,6 @@ func (s *Store) refillGaps(q *queue, starts []int64) ([]int64, error) {
 	}
 	return slices.Sorted(slices.Values(append(starts, added...))), nil
 }
-
-// maxRefillFiles bounds the files refillGaps writes for one run.
-const maxRefillFiles = 1024
 
 // gapEntries reports whether es can fill the run g: entries of
 // consecutive offsets ending at g.To-1 (the offsets before the first are

@@ -61,7 +61,15 @@ type Options struct {
 	// Offsets before the first entry are written as blank units. A run it
 	// does not give whole is left missing, and Open refuses the queue.
 	RefillGap func(g Gap) ([]cq.Entry, error)
+	// MaxRefillEntries bounds the queue offsets of one run RefillGap is
+	// asked for, whose entries it holds in memory at once; a longer run
+	// is left missing (and the queue refused). 0 is DefaultMaxRefillEntries.
+	MaxRefillEntries int64
 }
+
+// DefaultMaxRefillEntries is MaxRefillEntries' default: ten files of
+// RocketMQ's default 300,000 units, about 120 MB of entries.
+const DefaultMaxRefillEntries = 3_000_000
 
 func (o Options) resolve() (Options, error) {
 	if o.Dir == "" {
