@@ -210,15 +210,10 @@ func (s *Store) findGaps(files *fileCache, q *queue) error {
 			continue
 		}
 		g := fileGap{from: (prev + s.fileSize) / UnitSize, to: next / UnitSize, unit: unit{phy: math.MaxInt64}}
-		var b [UnitSize]byte
-		f, path, err := files.get(prev)
+		last, after, err := s.aroundRun(files, prev, next)
 		if err != nil {
 			return err
 		}
-		if err := readFull(f, path, b[:], s.fileSize-UnitSize); err != nil {
-			return err
-		}
-		last := decodeUnit(b[:])
 		if !last.valid() {
 			// The queue ended in that file (a crash, or files left from an
 			// older queue after it): no run of files missing in the middle.
@@ -228,13 +223,7 @@ func (s *Store) findGaps(files *fileCache, q *queue) error {
 		if !last.blank() {
 			g.phyFrom = last.end()
 		}
-		if f, path, err = files.get(next); err != nil {
-			return err
-		}
-		if err := readFull(f, path, b[:], 0); err != nil {
-			return err
-		}
-		if u := decodeUnit(b[:]); u.valid() && !u.blank() {
+		if u := after; u.valid() && !u.blank() {
 			if g.phyFrom > 0 && u.phy < g.phyFrom {
 				// A queue's records grow with its offsets: the file after
 				// the run is left from an older queue.
@@ -251,6 +240,28 @@ func (s *Store) findGaps(files *fileCache, q *queue) error {
 			Msg("consume queue files are missing in the middle of the queue; reading around them")
 	}
 	return nil
+}
+
+// aroundRun reads the units around a run of files missing between the
+// files starting at byte offsets prev and next: the last unit of prev and
+// the first of next.
+func (s *Store) aroundRun(files *fileCache, prev, next int64) (last, first unit, err error) {
+	var b [UnitSize]byte
+	f, path, err := files.get(prev)
+	if err != nil {
+		return unit{}, unit{}, err
+	}
+	if err := readFull(f, path, b[:], s.fileSize-UnitSize); err != nil {
+		return unit{}, unit{}, err
+	}
+	last = decodeUnit(b[:])
+	if f, path, err = files.get(next); err != nil {
+		return unit{}, unit{}, err
+	}
+	if err := readFull(f, path, b[:], 0); err != nil {
+		return unit{}, unit{}, err
+	}
+	return last, decodeUnit(b[:]), nil
 }
 
 // refillSuffix names the file a refill writes before renaming it into
@@ -279,16 +290,11 @@ func (s *Store) refillGaps(q *queue, starts []int64) ([]int64, error) {
 			continue
 		}
 		g := Gap{Topic: q.key.topic, QueueID: q.key.id, From: (prev + s.fileSize) / UnitSize, To: next / UnitSize, PhyTo: -1}
-		var b [UnitSize]byte
-		f, path, err := files.get(prev)
+		before, after, err := s.aroundRun(files, prev, next)
 		if err != nil {
 			return nil, err
 		}
-		if err := readFull(f, path, b[:], s.fileSize-UnitSize); err != nil {
-			return nil, err
-		}
-		u := decodeUnit(b[:])
-		if !u.valid() {
+		if !before.valid() {
 			// The file before the run is not full: the queue ended in
 			// it, and the files after the run are left from before, not
 			// the run's neighbours. Not written: the queue is refused.
@@ -296,17 +302,11 @@ func (s *Store) refillGaps(q *queue, starts []int64) ([]int64, error) {
 				Msg("the consume queue file before the missing ones is not full; not rebuilding them")
 			continue
 		}
-		if !u.blank() {
-			g.PhyFrom = u.end()
+		if !before.blank() {
+			g.PhyFrom = before.end()
 		}
-		if f, path, err = files.get(next); err != nil {
-			return nil, err
-		}
-		if err := readFull(f, path, b[:], 0); err != nil {
-			return nil, err
-		}
-		if u := decodeUnit(b[:]); u.valid() && !u.blank() {
-			g.PhyTo = u.phy
+		if after.valid() && !after.blank() {
+			g.PhyTo = after.phy
 		}
 		if g.PhyTo < 0 {
 			continue // no entry after them: where the queue ended is not known
