@@ -163,7 +163,7 @@ func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *Po
 	s.orderWakes.set(&st, res.PopTime)
 	info.AddQueue(src.flag, src.queueID, r.from, r.offsets)
 	for _, rec := range r.records {
-		res.add(rec)
+		res.add(src.topic, rec)
 	}
 	return nil
 }

@@ -101,11 +101,16 @@ func (s *Service) Pop(req PopRequest) (PopResult, error) {
 	return res, err
 }
 
-// add appends one record to the result, without a revive's own property
-// (kvindex.AppendShown): a pop of a dead-letter queue reads the records a
-// revive put there as they are stored.
-func (res *PopResult) add(rec []byte) {
-	res.Body = kvindex.AppendShown(res.Body, rec)
+// add appends one record of topic to the result, without a revive's own
+// property (kvindex.AppendShown): a pop of a dead-letter queue reads the
+// records a revive put there as they are stored. Records of other topics
+// cannot hold it and are appended without being parsed.
+func (res *PopResult) add(topic string, rec []byte) {
+	if kvindex.HoldsRevived(topic) {
+		res.Body = kvindex.AppendShown(res.Body, rec)
+	} else {
+		res.Body = append(res.Body, rec...)
+	}
 	res.ends = append(res.ends, len(res.Body))
 }
 
@@ -482,7 +487,7 @@ func (s *Service) finishPop(req PopRequest, src source, r readResult, res *PopRe
 				continue
 			}
 		}
-		res.add(rec)
+		res.add(src.topic, rec)
 		view.Release()
 		kept = append(kept, r.offsets[i])
 	}
