@@ -192,20 +192,21 @@ func (p popMetrics) Retried(group, topic string, n int, status commitlog.AppendS
 }
 
 // putStatus is the name of RocketMQ's PutMessageStatus for a write that
-// ended with status, or failed with err: the status of a CommitLog append
-// that failed as appendErrorCode sorts it, UNKNOWN_ERROR for the rest (a
-// write of the POP state in the index, which RocketMQ would have put to
-// its revive topic, among them).
+// ended with status, or failed with err: a failed CommitLog append as
+// appendErrorCode sorts it, UNKNOWN_ERROR for the rest (a write of the
+// POP state in the index, which RocketMQ would have put to its revive
+// topic, among them).
 func putStatus(status commitlog.AppendStatus, err error) string {
-	switch {
-	case err == nil:
+	if err == nil {
 		return status.String()
-	case commitlog.Unstorable(err):
+	}
+	if errors.Is(err, commitlog.ErrMapFailed) {
+		return "CREATE_MAPPED_FILE_FAILED" // among SERVICE_NOT_AVAILABLE's causes for a client
+	}
+	switch appendErrorCode(err) {
+	case remoting.MessageIllegal:
 		return "MESSAGE_ILLEGAL"
-	case errors.Is(err, commitlog.ErrMapFailed):
-		return "CREATE_MAPPED_FILE_FAILED"
-	case errors.Is(err, commitlog.ErrDiskFull), errors.Is(err, commitlog.ErrStoreFull),
-		errors.Is(err, commitlog.ErrClosed), errors.Is(err, commitlog.ErrReplica), errors.Is(err, context.Canceled):
+	case remoting.ServiceNotAvailable:
 		return "SERVICE_NOT_AVAILABLE"
 	}
 	return "UNKNOWN_ERROR"
@@ -433,14 +434,12 @@ func (b *Broker) countDLQ(msgs []*commitlog.Message) {
 			continue
 		}
 		origin, ok := commitlog.LookupProperty(m.Properties, propDLQOriginTopic)
-		if !ok {
-			// A send-back's copy, which names the record it copied only
-			// in RETRY_TOPIC, as RocketMQ's: the topic the message was
-			// first sent to, or the retry topic the record was in.
-			origin, _ = commitlog.LookupProperty(m.Properties, propRetryTopic)
-		}
-		if real, ok := commitlog.LookupProperty(m.Properties, propRetryTopic); ok && meta.IsRetryTopic(origin) {
-			origin = real // a retried message: the topic it was first sent to
+		real, hasReal := commitlog.LookupProperty(m.Properties, propRetryTopic)
+		if !ok || (hasReal && meta.IsRetryTopic(origin)) {
+			// A send-back's copy names the record it copied only in
+			// RETRY_TOPIC, as RocketMQ's; a retried message's origin is
+			// the topic it was first sent to.
+			origin = real
 		}
 		b.metrics.ToDLQ(group, origin, b.isSystemTopic(origin) || isSystemGroup(group))
 	}
