@@ -879,14 +879,18 @@ func (b *Broker) finishShutdown(ctx context.Context) error {
 	defer b.markClosed()
 	var errs []error
 	b.holds.stop()
-	if err := b.stopReplication(); err != nil {
-		errs = append(errs, err)
-	}
 	if err := b.stopMetrics(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	b.cancel()
 	b.wg.Wait()
+	// Replication ends after the background work: a delay round that
+	// delivered before the stop still waits for its slaves (a bounded
+	// time) to record its progress, or the next start would deliver the
+	// same messages again.
+	if err := b.stopReplication(); err != nil {
+		errs = append(errs, err)
+	}
 	errs = append(errs, b.closeStores()...)
 	b.log.Info().Msg("broker stopped")
 	return errors.Join(errs...)

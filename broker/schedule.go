@@ -156,8 +156,13 @@ func (b *Broker) deliverLevel(ctx context.Context, level int) (bool, error) {
 			return false, errors.Join(deliverErr, fmt.Errorf("delay level %d: progress stays at %d: %w", level, start, err))
 		}
 		// A SYNC_MASTER's slaves copy the progress (GET_ALL_DELAY_OFFSET):
-		// it must not pass copies they lack, or a failover loses them.
-		if !b.replicated(ctx, stored) {
+		// it must not pass copies they lack, or a failover loses them. A
+		// stop begun meanwhile still waits for them, as for the flush
+		// (replication ends after this round returns).
+		rctx, release := flushAfterStop(ctx, b.current().SlaveTimeout)
+		ok := b.replicated(rctx, stored)
+		release()
+		if !ok {
 			b.schedPending[level] = scheduledRound{off: off, stored: stored}
 			return false, deliverErr
 		}

@@ -15,8 +15,9 @@ import (
 // broker cleanly while the delivered copy is not yet flushed: the stop
 // comes between a delivery's append and its flush, as it does when it
 // lands in a scheduler or timer round. The flush is released 300 ms into
-// the stop, which closes the log after the round returns.
-func stopWithFlushPending(t *testing.T, store string, o map[string]string, topic, props string) {
+// the stop, which closes the log after the round returns. attach, when
+// not nil, runs once the broker is up (to start its slave).
+func stopWithFlushPending(t *testing.T, store string, o map[string]string, topic, props string, attach func(*testBroker)) {
 	t.Helper()
 	var stalled atomic.Bool
 	b := startTestBrokerWith(t, store, o, func(b *Broker) {
@@ -27,6 +28,9 @@ func stopWithFlushPending(t *testing.T, store string, o map[string]string, topic
 		}
 	})
 	t.Cleanup(func() { stalled.Store(false) }) // runs before the broker's own cleanup
+	if attach != nil {
+		attach(b)
+	}
 	c := b.client(nil)
 	mustSend(t, c, topic, 0, "once", props) // flushed when the send answers
 	parked := b.clog.MaxOffset()
@@ -43,7 +47,7 @@ func stopWithFlushPending(t *testing.T, store string, o map[string]string, topic
 func TestACleanStopDoesNotDeliverADelayedMessageTwice(t *testing.T) {
 	store := t.TempDir()
 	o := map[string]string{"flushDiskType": "SYNC_FLUSH"}
-	stopWithFlushPending(t, store, o, "DelayStop", "DELAY\x011\x02") // 1 s
+	stopWithFlushPending(t, store, o, "DelayStop", "DELAY\x011\x02", nil) // 1 s
 	b := startTestBrokerAt(t, store, o)
 	c := b.client(nil)
 	waitFor(t, "level 1 progress past the delivery", func() bool {
@@ -61,7 +65,7 @@ func TestACleanStopDoesNotDeliverADelayedMessageTwice(t *testing.T) {
 func TestACleanStopDoesNotDeliverATimerMessageTwice(t *testing.T) {
 	store := t.TempDir()
 	o := map[string]string{"flushDiskType": "SYNC_FLUSH", "timerPrecisionMs": "100"}
-	stopWithFlushPending(t, store, o, "TimerStop", "TIMER_DELAY_MS\x01500\x02")
+	stopWithFlushPending(t, store, o, "TimerStop", "TIMER_DELAY_MS\x01500\x02", nil)
 	b := startTestBrokerAt(t, store, o)
 	c := b.client(nil)
 	waitFor(t, "no timer entry left", func() bool {
@@ -70,6 +74,28 @@ func TestACleanStopDoesNotDeliverATimerMessageTwice(t *testing.T) {
 	})
 	time.Sleep(300 * time.Millisecond) // three timer rounds
 	if got := pullAll(t, b, c, "TimerStop", 0); len(got) != 1 {
+		t.Fatalf("delivered %d times across a clean stop and start, want once", len(got))
+	}
+}
+
+// The same on a SYNC_MASTER whose delay progress also waits for its
+// slaves: the stop lets the round's wait for them finish before it ends
+// replication, so the progress passes the delivered copy and the next
+// start does not deliver it again.
+func TestACleanStopOfASyncMasterDoesNotDeliverADelayedMessageTwice(t *testing.T) {
+	store := t.TempDir()
+	o := withHA(map[string]string{"flushDiskType": "SYNC_FLUSH", "brokerRole": "SYNC_MASTER", "inSyncReplicas": "2", "slaveTimeout": "3000"})
+	stopWithFlushPending(t, store, o, "DelayStopHA", "DELAY\x011\x02", func(master *testBroker) {
+		slave := startSlaveOf(t, master, nil)
+		waitReplicated(t, master, slave)
+	})
+	b := startTestBrokerAt(t, store, nil) // an ASYNC_MASTER now: no slave to wait for
+	c := b.client(nil)
+	waitFor(t, "level 1 progress past the delivery", func() bool {
+		off, _, err := b.offsets.Get(scheduleOffsetGroup, meta.ScheduleTopic, 0)
+		return err == nil && off == 1
+	})
+	if got := pullAll(t, b, c, "DelayStopHA", 0); len(got) != 1 {
 		t.Fatalf("delivered %d times across a clean stop and start, want once", len(got))
 	}
 }
