@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -327,8 +328,17 @@ func (s *Service) CommitHook() kvindex.Hook {
 // when it is longer (RocketMQ's TransactionalMessageUtil.getImmunityTime).
 func (s *Service) firstCheckDelay(props string) time.Duration {
 	if v, ok := commitlog.LookupProperty(props, PropCheckImmunitySecs); ok {
-		if secs, err := strconv.ParseInt(v, 10, 64); err == nil && time.Duration(secs)*time.Second > s.cfg.Timeout {
-			return time.Duration(secs) * time.Second
+		if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+			// Past about 292 years the product overflows a Duration: take
+			// the longest one (never checked in practice, as in RocketMQ,
+			// whose milliseconds overflow far later).
+			d := time.Duration(math.MaxInt64)
+			if secs < int64(d/time.Second) {
+				d = time.Duration(secs) * time.Second
+			}
+			if d > s.cfg.Timeout {
+				return d
+			}
 		}
 	}
 	return s.cfg.Timeout

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -275,6 +276,20 @@ func TestImmunityTimeDelaysTheFirstCheck(t *testing.T) {
 	short := f.sendHalf("U4", "CHECK_IMMUNITY_TIME_IN_SECONDS\x011\x02")
 	if o, _ := f.open(short.PhyOffset); o.NextCheckAt != o.StoreTimestamp+6000 {
 		t.Fatalf("an immunity shorter than the timeout moved the first check to +%d ms", o.NextCheckAt-o.StoreTimestamp)
+	}
+}
+
+// An immunity time too long for a Duration (above about 292 years) is the
+// longest delay, not an overflowed one that would check the half at once
+// or at a random time.
+func TestAnImmunityTimeBeyondADurationIsTheLongestDelay(t *testing.T) {
+	f := newFixture(t, Config{Timeout: 6 * time.Second})
+	for _, secs := range []string{"9300000000", "9223372036854775807"} {
+		h := f.sendHalf("UX"+secs, "CHECK_IMMUNITY_TIME_IN_SECONDS\x01"+secs+"\x02")
+		open, _ := f.open(h.PhyOffset)
+		if want := open.StoreTimestamp + time.Duration(math.MaxInt64).Milliseconds(); open.NextCheckAt != want {
+			t.Fatalf("immunity %s s: first check at +%d ms, want +%d", secs, open.NextCheckAt-open.StoreTimestamp, want-open.StoreTimestamp)
+		}
 	}
 }
 
