@@ -116,12 +116,32 @@ func (b *Broker) offWorker(conn *remoting.Conn, req *remoting.Command, serve fun
 
 // durable waits until the records of res are flushed (SYNC_FLUSH) and
 // held by enough slaves (SYNC_MASTER), setting the status a put that
-// waited would have.
+// waited would have: FLUSH_DISK_TIMEOUT when the flush is late,
+// FLUSH_SLAVE_TIMEOUT when the slaves are (whatever the flush did).
+//
+// Both timeouts count from the call, as RocketMQ's put starts the flush
+// and the replication waits together and combines them: the answer comes
+// within the longer of syncFlushTimeout and slaveTimeout, not their sum,
+// and slaves that take the records only after slaveTimeout are late even
+// when the flush took longer. The slaves' wait comes first: it ends when
+// they acknowledge or at its deadline, and the flush's wait that follows
+// keeps the deadline it had at the call.
 func (b *Broker) durable(ctx context.Context, res commitlog.AppendResult) commitlog.AppendResult {
-	if !b.clog.WaitFlushed(ctx, res.PhyOffset+res.WroteBytes) {
+	end := res.PhyOffset + res.WroteBytes
+	fctx := ctx
+	if b.slaveAcks() > 0 && b.cfg.FlushDiskType == configs.SyncFlush {
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithTimeout(ctx, b.cfg.SyncFlushTimeout)
+		defer cancel()
+	}
+	replicated := b.replicated(ctx, end)
+	if !b.clog.WaitFlushed(fctx, end) {
 		res.Status = commitlog.FlushDiskTimeout
 	}
-	return b.waitSlaves(ctx, res)
+	if !replicated {
+		res.Status = commitlog.FlushSlaveTimeout
+	}
+	return res
 }
 
 // maxClientWaits is how many requests may wait on a client's answer at

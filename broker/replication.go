@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/ha"
 	"github.com/rocketkv/rocketkv/namesrv"
@@ -239,16 +238,6 @@ func (b *Broker) noteRegistration(results []namesrv.Registration) {
 
 // masterAddr is a slave's master's Remoting address ("" while unknown).
 func (b *Broker) masterAddr() string { return b.repl.load(&b.repl.masterAddr) }
-
-// waitSlaves holds a SYNC_MASTER's answer to a put until enough slaves
-// acknowledged its records' end: inSyncReplicas copies, the master's
-// included. FlushSlaveTimeout after slaveTimeout.
-func (b *Broker) waitSlaves(ctx context.Context, res commitlog.AppendResult) commitlog.AppendResult {
-	if !b.replicated(ctx, res.PhyOffset+res.WroteBytes) {
-		res.Status = commitlog.FlushSlaveTimeout
-	}
-	return res
-}
 
 // replicated waits up to slaveTimeout until enough slaves hold the
 // CommitLog up to end (inSyncReplicas copies, the master's included) and

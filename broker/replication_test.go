@@ -568,3 +568,38 @@ func TestInSyncReplicasUpdateNeedsAnHAPort(t *testing.T) {
 	}
 	mustSend(t, c, "NoHA", 0, "x", "") // sends wait for no slave
 }
+
+// A SYNC_MASTER's send under SYNC_FLUSH waits for its flush and its
+// slave together, as RocketMQ's put combines the two waits: slaveTimeout
+// counts from the append, not from the end of the flush. A slave that
+// takes the record only once slaveTimeout has passed, while the flush is
+// still stalled, is late: the answer is FLUSH_SLAVE_TIMEOUT when the flush
+// comes. Before, the slaves' wait began after the flush and found the
+// record acknowledged, and an answer could take syncFlushTimeout and
+// slaveTimeout one after the other.
+func TestSyncMasterSlaveTimeoutRunsWithTheFlush(t *testing.T) {
+	master, open := stalledFlushBroker(t, withHA(map[string]string{
+		"brokerRole": "SYNC_MASTER", "inSyncReplicas": "2", "slaveTimeout": "200"}))
+	mc := master.client(nil)
+	createTopic(t, mc, "TopicHA", 1, 1)
+	before := master.clog.MaxOffset()
+	answers := sendAsync(t, mc, "TopicHA", 1, "")
+	waitFor(t, "the send stored behind the stalled flush", func() bool { return master.clog.MaxOffset() > before })
+	time.Sleep(400 * time.Millisecond) // slaveTimeout passes with no slave
+	slave := startSlaveOf(t, master, nil)
+	waitReplicated(t, master, slave)
+	end := master.clog.MaxOffset()
+	waitFor(t, "the slave's acknowledgement of the send", func() bool {
+		s := master.repl.server.Slaves(end)
+		return len(s) == 1 && s[0].AckOffset >= end
+	})
+	select {
+	case r := <-answers:
+		t.Fatalf("send answered %d %q before its flush", r.Code, r.Remark)
+	default:
+	}
+	open()
+	if r := <-answers; r.Code != remoting.FlushSlaveTimeout {
+		t.Fatalf("send answered %d %q: its slave took it after slaveTimeout, want FLUSH_SLAVE_TIMEOUT", r.Code, r.Remark)
+	}
+}

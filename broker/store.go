@@ -40,7 +40,7 @@ func (b *Broker) appendBatch(ctx context.Context, msgs []*commitlog.Message) (co
 
 // appendOptions are how appendRecords puts and counts its messages.
 type appendOptions struct {
-	// waitFlush waits for the flush and the slaves (AppendRequest.WaitFlush).
+	// waitFlush waits for the flush and the slaves (Broker.durable).
 	waitFlush bool
 	// multiDispatch dispatches a single message to the light message
 	// queues it names too.
@@ -65,7 +65,9 @@ func (b *Broker) appendRecords(ctx context.Context, msgs []*commitlog.Message, o
 		return commitlog.AppendResult{}, fmt.Errorf("put to %s/%d: %w", first.Topic, first.QueueID, err)
 	}
 	defer b.qoffsets.Release(first.Topic, first.QueueID)
-	req := commitlog.AppendRequest{Assigner: b.qoffsets, WaitFlush: waitFlush}
+	// The flush is waited for with the slaves (durable), not by Append:
+	// slaveTimeout counts from the append, as the flush's timeout does.
+	req := commitlog.AppendRequest{Assigner: b.qoffsets}
 	switch {
 	case len(msgs) == 1 && multiDispatch:
 		req.Message = first
@@ -87,7 +89,7 @@ func (b *Broker) appendRecords(ctx context.Context, msgs []*commitlog.Message, o
 	}
 	b.countStored(msgs, res.WroteBytes, !opts.uncounted)
 	if waitFlush {
-		res = b.waitSlaves(ctx, res)
+		res = b.durable(ctx, res)
 	}
 	return res, nil
 }
