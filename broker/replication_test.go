@@ -603,3 +603,27 @@ func TestSyncMasterSlaveTimeoutRunsWithTheFlush(t *testing.T) {
 		t.Fatalf("send answered %d %q: its slave took it after slaveTimeout, want FLUSH_SLAVE_TIMEOUT", r.Code, r.Remark)
 	}
 }
+
+// A slave with timerWheelEnable learns which timer messages its master
+// delivered every few seconds, as RocketMQ's slave syncs its timer
+// checkpoint every 3 s, not only with the minute's sync of its other
+// tables: promoted, it would deliver again what its master delivered
+// since the last copy.
+func TestSlaveForgetsDeliveredTimerMessagesBetweenSyncs(t *testing.T) {
+	master := startTestBroker(t, withHA(map[string]string{"timerPrecisionMs": "100"}))
+	slave := startSlaveOf(t, master, map[string]string{"timerPrecisionMs": "100", "slaveSyncIntervalMillis": "3600000"})
+	a := master.Addr() // as the name server tells a registered slave
+	slave.repl.masterAddr.Store(&a)
+	mc := master.client(nil)
+	mustSend(t, mc, "TmT", 0, "soon", "UNIQ_KEY\x01TM-1\x02TIMER_DELAY_MS\x01300\x02")
+	mustSend(t, mc, "TmT", 1, "later", "UNIQ_KEY\x01TM-2\x02TIMER_DELAY_MS\x01600000\x02")
+	waitDelivered(t, master, mc, "TmT", 0, 1)
+	waitReplicated(t, master, slave)
+	waitFor(t, "the slave forgetting the timer message its master delivered", func() bool {
+		left, err := slave.db.Timers().Due(math.MaxInt64, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(left) == 1
+	})
+}

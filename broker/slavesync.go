@@ -31,10 +31,12 @@ import (
 //	                     replaces ours; levels it does not have are kept
 //	groups (201)         as topics
 //	request modes (402)  every time: replaced wholesale
-//	timer deliveries     every time (rocketkv's GetTimerWatermark, not
-//	                     asked of a master that does not answer it): the
-//	                     parked timer messages the master delivered are
-//	                     forgotten once this slave holds their copies
+//	timer deliveries     every time, and every 3 s under timerWheelEnable
+//	                     as RocketMQ's timer checkpoint (rocketkv's
+//	                     GetTimerWatermark, not asked of a master that
+//	                     does not answer it): the parked timer messages
+//	                     the master delivered are forgotten once this
+//	                     slave holds their copies
 //	POP in-flight state  every time, after the consumer offsets
 //	                     (rocketkv's GetPopState in pages, see
 //	                     popcopy.go; not asked of a master that does not
@@ -92,18 +94,9 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 	if masterAddr == "" || masterAddr == b.Addr() {
 		return nil
 	}
-	dctx, cancel := context.WithTimeout(ctx, masterCallTimeout)
-	defer cancel()
-	c, err := remoting.Dial(dctx, masterAddr, remoting.ClientOptions{
-		Log: b.component("master-client"),
-		// RocketMQ's broker dials its master with the client it dials the
-		// name servers with, tls.enable and the inner credentials of ACL
-		// 2.0 (innerClientAuthenticationCredentials) and all.
-		TLS:           b.namesrvClientTLS(),
-		BeforeRequest: b.innerSigner(),
-	})
+	c, err := b.dialMaster(ctx, masterAddr)
 	if err != nil {
-		return fmt.Errorf("connect to master %s: %w", masterAddr, err)
+		return err
 	}
 	defer c.Close()
 	steps := []struct {
@@ -148,6 +141,70 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// dialMaster connects to the master at masterAddr for a sync.
+func (b *Broker) dialMaster(ctx context.Context, masterAddr string) (*remoting.Client, error) {
+	dctx, cancel := context.WithTimeout(ctx, masterCallTimeout)
+	defer cancel()
+	c, err := remoting.Dial(dctx, masterAddr, remoting.ClientOptions{
+		Log: b.component("master-client"),
+		// RocketMQ's broker dials its master with the client it dials the
+		// name servers with, tls.enable and the inner credentials of ACL
+		// 2.0 (innerClientAuthenticationCredentials) and all.
+		TLS:           b.namesrvClientTLS(),
+		BeforeRequest: b.innerSigner(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to master %s: %w", masterAddr, err)
+	}
+	return c, nil
+}
+
+// slaveTimerSyncInterval is how often a slave with timerWheelEnable
+// copies which timer messages its master delivered (GetTimerWatermark):
+// RocketMQ's slave syncs its timer checkpoint every 3 s, apart from the
+// minute of its other tables, because a promoted slave delivers again
+// what its master delivered after the last copy.
+const slaveTimerSyncInterval = 3 * time.Second
+
+// slaveTimerSyncLoop copies which timer messages the master delivered
+// every slaveTimerSyncInterval until ctx ends (the full sync copies it
+// too). masterAddr is asked before each copy; nothing is sent while it
+// returns "" or to a master that does not answer the request (Apache
+// RocketMQ's). The caller owns the goroutine and stops it through ctx.
+func (b *Broker) slaveTimerSyncLoop(ctx context.Context, masterAddr func() string) {
+	periodic.Run(ctx, slaveTimerSyncInterval, func(ctx context.Context) {
+		addr := masterAddr()
+		if addr == "" || addr == b.Addr() {
+			return
+		}
+		if err := b.syncTimerFromMaster(ctx, addr); err != nil && ctx.Err() == nil {
+			b.log.Warn().Err(err).Str("master", addr).Msg("copy which timer messages the master delivered")
+		}
+	})
+}
+
+// syncTimerFromMaster asks the master at masterAddr which timer messages
+// it delivered and forgets them (applyMasterTimerWatermark). A master
+// that does not answer the request is no error.
+func (b *Broker) syncTimerFromMaster(ctx context.Context, masterAddr string) error {
+	c, err := b.dialMaster(ctx, masterAddr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	body, err := askMaster(ctx, c, remoting.GetTimerWatermark)
+	if errors.Is(err, errNotSupported) {
+		return nil
+	}
+	if err == nil {
+		err = b.applyMasterTimerWatermark(body)
+	}
+	if err != nil {
+		return fmt.Errorf("copy the delivered timer messages of master %s: %w", masterAddr, err)
+	}
+	return nil
 }
 
 // askMaster sends one bodiless GET_ALL_* request and returns the body of
