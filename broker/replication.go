@@ -317,11 +317,16 @@ func (b *Broker) processHAStatus(_ context.Context, _ *remoting.Conn, req *remot
 		st := c.Status()
 		info.HAClientRuntimeInfo = ha.ClientInfo{MasterAddr: st.Master, TransferredByteInSecond: st.BytesPerSecond,
 			MaxOffset: b.clog.ReplicaOffset(), LastReadTimestamp: unixMillis(st.LastRead), LastWriteTimestamp: unixMillis(st.LastWrite)}
-	} else if s := b.repl.server; s != nil {
+	} else if !b.isSlave() {
+		// A master, with an HA port or not (haListenPort=-1: no slaves).
 		end := b.clog.MaxOffset()
 		info.Master = true
 		info.MasterCommitLogMaxOffset = end
-		for _, sl := range s.Slaves(end) {
+		var slaves []ha.SlaveStatus
+		if s := b.repl.server; s != nil {
+			slaves = s.Slaves(end)
+		}
+		for _, sl := range slaves {
 			if sl.InSync {
 				info.InSyncSlaveNums++
 			}

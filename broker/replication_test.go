@@ -627,3 +627,21 @@ func TestSlaveForgetsDeliveredTimerMessagesBetweenSyncs(t *testing.T) {
 		return len(left) == 1
 	})
 }
+
+// A master without an HA port (haListenPort=-1) still says it is a master
+// in GET_BROKER_HA_STATUS (mqadmin haStatus), with its CommitLog's end and
+// no slaves, as RocketMQ answers for every broker that is not a SLAVE.
+func TestHAStatusOfAMasterWithoutAnHAPort(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"haListenPort": "-1"})
+	c := b.client(nil)
+	mustSend(t, c, "TopicHA", 0, "x", "")
+	r := call(t, c, remoting.GetBrokerHAStatus, nil, nil)
+	var info ha.RuntimeInfo
+	if r.Code != remoting.Success || json.Unmarshal(r.Body, &info) != nil {
+		t.Fatalf("GET_BROKER_HA_STATUS: %d %s %q", r.Code, r.Remark, r.Body)
+	}
+	if !info.Master || info.MasterCommitLogMaxOffset != b.clog.MaxOffset() || info.MasterCommitLogMaxOffset == 0 ||
+		len(info.HAConnectionInfo) != 0 || info.InSyncSlaveNums != 0 {
+		t.Fatalf("HA status of a master without an HA port: %+v (CommitLog end %d)", info, b.clog.MaxOffset())
+	}
+}
