@@ -140,7 +140,7 @@ func (b *Broker) startReplication() error {
 		b.goBackground("ha-client", b.repl.client.Run)
 		b.goBackground("slave-sync", func(ctx context.Context) { b.slaveSyncLoop(ctx, b.masterAddr) })
 		if b.cfg.TimerWheelEnable {
-			b.goBackground("slave-timer-sync", func(ctx context.Context) { b.slaveTimerSyncLoop(ctx, b.masterAddr) })
+			b.goBackground("slave-timer-sync", func(ctx context.Context) { b.slaveTimerSyncLoop(ctx, slaveTimerSyncInterval, b.masterAddr) })
 		}
 		b.log.Info().Str("haMasterAddress", b.cfg.HAMasterAddress).
 			Msg("slave: the CommitLog is replicated from the master; sends are refused")

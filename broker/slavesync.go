@@ -169,25 +169,31 @@ func (b *Broker) dialMaster(ctx context.Context, masterAddr string) (*remoting.C
 const slaveTimerSyncInterval = 3 * time.Second
 
 // slaveTimerSyncLoop copies which timer messages the master delivered
-// every slaveTimerSyncInterval until ctx ends (the full sync copies it
+// every interval (slaveTimerSyncInterval) until ctx ends (the full sync copies it
 // too). masterAddr is asked before each copy; nothing is sent while it
-// returns "" or to a master that does not answer the request (Apache
-// RocketMQ's). The caller owns the goroutine and stops it through ctx.
-func (b *Broker) slaveTimerSyncLoop(ctx context.Context, masterAddr func() string) {
-	periodic.Run(ctx, slaveTimerSyncInterval, func(ctx context.Context) {
+// returns "", nor again to a master that did not know the request (an
+// Apache RocketMQ master logs an error for each request it does not
+// know). The caller owns the goroutine and stops it through ctx.
+func (b *Broker) slaveTimerSyncLoop(ctx context.Context, interval time.Duration, masterAddr func() string) {
+	var unsupported string // the last master that did not know the request
+	periodic.Run(ctx, interval, func(ctx context.Context) {
 		addr := masterAddr()
-		if addr == "" || addr == b.Addr() {
+		if addr == "" || addr == b.Addr() || addr == unsupported {
 			return
 		}
-		if err := b.syncTimerFromMaster(ctx, addr); err != nil && ctx.Err() == nil {
+		err := b.syncTimerFromMaster(ctx, addr)
+		switch {
+		case errors.Is(err, errNotSupported):
+			unsupported = addr
+		case err != nil && ctx.Err() == nil:
 			b.log.Warn().Err(err).Str("master", addr).Msg("copy which timer messages the master delivered")
 		}
 	})
 }
 
 // syncTimerFromMaster asks the master at masterAddr which timer messages
-// it delivered and forgets them (applyMasterTimerWatermark). A master
-// that does not answer the request is no error.
+// it delivered and forgets them (applyMasterTimerWatermark). The error
+// wraps errNotSupported for a master that does not know the request.
 func (b *Broker) syncTimerFromMaster(ctx context.Context, masterAddr string) error {
 	c, err := b.dialMaster(ctx, masterAddr)
 	if err != nil {
@@ -195,9 +201,6 @@ func (b *Broker) syncTimerFromMaster(ctx context.Context, masterAddr string) err
 	}
 	defer c.Close()
 	body, err := askMaster(ctx, c, remoting.GetTimerWatermark)
-	if errors.Is(err, errNotSupported) {
-		return nil
-	}
 	if err == nil {
 		err = b.applyMasterTimerWatermark(body)
 	}

@@ -381,3 +381,51 @@ func TestSyncSkipsTheTimerRequestAMasterDoesNotKnow(t *testing.T) {
 		t.Errorf("the timer or POP state request a RocketMQ master does not know is an error: %v", err)
 	}
 }
+
+// The slave's frequent timer copy asks a master that does not know
+// GetTimerWatermark (Apache RocketMQ's, which logs an error for every
+// request it does not know) once, not every few seconds; a master at
+// another address is asked again.
+func TestSlaveTimerSyncAsksAMasterThatDoesNotKnowItOnce(t *testing.T) {
+	var asked atomic.Int32
+	handler := remoting.RespondFunc(func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		if req.Code == remoting.GetTimerWatermark {
+			asked.Add(1)
+		}
+		return remoting.NotSupportedResponse(req)
+	})
+	first, second := startRemotingServer(t, handler), startRemotingServer(t, handler)
+	slave := startTestBroker(t, nil)
+	var addr atomic.Value
+	addr.Store(first)
+	ticks := make(chan struct{}, 1024)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		slave.slaveTimerSyncLoop(ctx, 10*time.Millisecond, func() string {
+			ticks <- struct{}{}
+			return addr.Load().(string)
+		})
+	}()
+	defer func() { cancel(); wg.Wait() }()
+	waitTicks := func(n int) {
+		for range n {
+			select {
+			case <-ticks:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the loop stopped asking for the master's address")
+			}
+		}
+	}
+	waitTicks(10)
+	if n := asked.Load(); n != 1 {
+		t.Fatalf("a master that does not know GetTimerWatermark was asked %d times in 10 rounds, want once", n)
+	}
+	addr.Store(second)
+	waitTicks(10)
+	if n := asked.Load(); n != 2 {
+		t.Fatalf("after the master changed: asked %d times in all, want 2", n)
+	}
+}
