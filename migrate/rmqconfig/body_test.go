@@ -1,6 +1,7 @@
 package rmqconfig
 
 import (
+	"maps"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -70,8 +71,8 @@ func TestOffsetsRoundTrip(t *testing.T) {
 }
 
 // FuzzParseBodies: arbitrary bytes in a GET_ALL_* answer never panic the
-// parsers, and an accepted offset body encodes to one that parses back to
-// the same offsets.
+// parsers, and an accepted offset or delay offset body encodes to one that
+// parses back to the same offsets.
 func FuzzParseBodies(f *testing.F) {
 	f.Add([]byte(topicWrapper53))
 	f.Add([]byte(`{"offsetTable":{"TopicA@GroupA":{0:5,1:6}},"dataVersion":{"counter":1}}`))
@@ -81,7 +82,15 @@ func FuzzParseBodies(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, _, _ = ParseTopics(data)
 		_, _, _ = ParseGroups(data)
-		_, _ = ParseDelayOffsets(data)
+		if levels, err := ParseDelayOffsets(data); err == nil {
+			body, err := EncodeDelayOffsets(levels, meta.DataVersion{})
+			if err != nil {
+				t.Fatalf("encode delay offsets %v: %v", levels, err)
+			}
+			if again, err := ParseDelayOffsets(body); err != nil || !maps.Equal(again, levels) {
+				t.Fatalf("%q: delay offsets %v written as %s, read back as %v, %v", data, levels, body, again, err)
+			}
+		}
 		_, _ = ParseRequestModes(data)
 		offsets, err := ParseOffsets(data)
 		if err != nil {
