@@ -187,9 +187,10 @@ func FuzzReplacePopState(f *testing.F) {
 }
 
 // FuzzAppendPopStatePage: two pages as a slave receives them (parts of a
-// copy, or arbitrary bytes) never panic when joined, and the joined copy
-// goes through ReplacePopState's whole check (TestPopStatePages joins real
-// pages back into the copy).
+// copy, or arbitrary bytes) join as the first page and the second's bytes
+// after its version, a page without the version is refused, and the joined
+// copy goes through ReplacePopState's whole check (TestPopStatePages joins
+// real pages back into the copy).
 func FuzzAppendPopStatePage(f *testing.F) {
 	seed := openTestDB(f)
 	putCheckpoints(f, seed.Pop(), Checkpoint{Group: "G", Topic: "T", CKOffset: 1, PopTime: 2, InvisibleTime: 3, VisibleAt: 5, Offsets: []int64{1}},
@@ -203,14 +204,38 @@ func FuzzAppendPopStatePage(f *testing.F) {
 	f.Add([]byte{}, good)
 	f.Add([]byte{2, 1}, []byte{popCopyVersion, 1, 0x52, 0})
 	db := openTestDB(f)
+	versioned := func(page []byte) bool { return len(page) > 0 && page[0] == popCopyVersion }
 	f.Fuzz(func(t *testing.T, first, second []byte) {
+		// A page is taken only with its version byte; the first whole,
+		// each later one after its version byte.
 		joined, err := AppendPopStatePage(nil, first)
+		if (err == nil) != versioned(first) || err != nil && !errors.Is(err, ErrBadPopState) {
+			t.Fatalf("first page %x: %v", first, err)
+		}
 		if err != nil {
 			return
 		}
-		if joined, err = AppendPopStatePage(joined, second); err != nil {
+		if !bytes.Equal(joined, first) {
+			t.Fatalf("first page %x joined as %x", first, joined)
+		}
+		joined, err = AppendPopStatePage(joined, second)
+		if (err == nil) != versioned(second) || err != nil && !errors.Is(err, ErrBadPopState) {
+			t.Fatalf("second page %x: %v", second, err)
+		}
+		if err != nil {
+			if !bytes.Equal(joined, first) {
+				t.Fatalf("a refused page changed the copy %x to %x", first, joined)
+			}
 			return
 		}
-		_, _, _ = db.ReplacePopState(joined) // checked whole; refusals are FuzzReplacePopState's
+		if want := append(bytes.Clone(first), second[1:]...); !bytes.Equal(joined, want) {
+			t.Fatalf("pages %x and %x joined as %x, want %x", first, second, joined, want)
+		}
+		// Checked whole; what a refusal leaves is FuzzReplacePopState's.
+		if _, _, err := db.ReplacePopState(joined); err == nil {
+			if after, _, _ := db.AppendPopState(nil, 1<<24); !bytes.Equal(after, joined) {
+				t.Fatalf("state after an accepted joined copy:\n%x\nwant\n%x", after, joined)
+			}
+		}
 	})
 }
