@@ -242,6 +242,7 @@ func FuzzAppendReplica(f *testing.F) {
 		cfg := DefaultConfig(t.TempDir())
 		cfg.SegmentSize = 64 << 10
 		cfg.Replica = true
+		cfg.FS = noSyncFS{} // see noSyncFS
 		r, err := Open(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -279,7 +280,7 @@ func FuzzAppendReplica(f *testing.F) {
 			return // nothing was taken: no segment
 		}
 		killed := DefaultConfig(t.TempDir())
-		killed.SegmentSize, killed.Replica = cfg.SegmentSize, true
+		killed.SegmentSize, killed.Replica, killed.FS = cfg.SegmentSize, true, cfg.FS
 		if err := os.MkdirAll(filepath.Dir(segPath(killed.Dir, 0)), 0o755); err != nil {
 			t.Fatal(err)
 		}
