@@ -1,10 +1,12 @@
 package configs
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -51,6 +53,7 @@ func FuzzAuthValues(f *testing.F) {
 	f.Add(`{"username":"admin","password":"pw"}`)
 	f.Add(`{"accessKey":"a","secretKey":"b"}`)
 	f.Add("10, 11,-1 ,2147483648")
+	f.Add(" 10,, 11,-1 ,+7,010,")
 	f.Add("")
 	f.Add("null")
 	f.Fuzz(func(t *testing.T, raw string) {
@@ -60,7 +63,32 @@ func FuzzAuthValues(f *testing.F) {
 		if c, ok, err := ParseInnerCredentials(raw); err != nil && ok {
 			t.Fatalf("ParseInnerCredentials(%q) = %+v, ok and %v", raw, c, err)
 		}
-		_, _ = ParseCodeList(raw)
+		codes, err := ParseCodeList(raw)
+		if err != nil {
+			if codes != nil {
+				t.Fatalf("ParseCodeList(%q) = %v with the error %v", raw, codes, err)
+			}
+			return
+		}
+		// Every part that is not blank is a code of the list, and the
+		// codes written back as a list read as the same.
+		var parts []string
+		for _, p := range strings.Split(raw, ",") {
+			if p = strings.TrimSpace(p); p == "" {
+				continue
+			}
+			v, err := strconv.ParseInt(p, 10, 32)
+			if err != nil || !codes[int32(v)] {
+				t.Fatalf("ParseCodeList(%q) = %v: part %q is not one of them (%v)", raw, codes, p, err)
+			}
+			parts = append(parts, strconv.FormatInt(v, 10))
+		}
+		if len(codes) > len(parts) {
+			t.Fatalf("ParseCodeList(%q) = %v: more codes than the %d parts", raw, codes, len(parts))
+		}
+		if again, err := ParseCodeList(strings.Join(parts, " , ")); err != nil || !maps.Equal(again, codes) {
+			t.Fatalf("ParseCodeList(%q) = %v; written back as %q, read as %v, %v", raw, codes, parts, again, err)
+		}
 	})
 }
 
