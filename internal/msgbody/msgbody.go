@@ -39,6 +39,9 @@ func Decompress(ct int32, body []byte, limit int) ([]byte, error) {
 		}
 		defer d.Close()
 		out, err := d.DecodeAll(body, nil)
+		if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+			return nil, fmt.Errorf("zstd body: %w (%d bytes): %w", ErrTooLarge, limit, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("zstd body: %w", err)
 		}
