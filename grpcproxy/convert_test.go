@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,16 +58,29 @@ func validMessage() *rmqpb.Message {
 }
 
 // gzipped returns b compressed with gzip.
-func gzipped(t testing.TB, b []byte) []byte {
-	return compressed(t, "gzip", func(w io.Writer) io.WriteCloser { return gzip.NewWriter(w) }, b)
-}
+func gzipped(t testing.TB, b []byte) []byte { return compressed(t, "gzip", &gzipWriters, b) }
 
-// compressed returns b written through the stream compressor newWriter
-// makes (name is for failures).
-func compressed(t testing.TB, name string, newWriter func(io.Writer) io.WriteCloser, b []byte) []byte {
+// The compressors are reused: making one allocates its window and tables,
+// which took most of the time of an input of FuzzDecompress, FuzzInflate
+// and FuzzToProto (a zstd encoder alone several times what it encodes).
+var (
+	gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+	zlibWriters = sync.Pool{New: func() any { return zlib.NewWriter(nil) }}
+	lz4Writers  = sync.Pool{New: func() any { return lz4.NewWriter(nil) }}
+	zstdEncoder = sync.OnceValues(func() (*zstd.Encoder, error) { return zstd.NewWriter(nil) })
+)
+
+// compressed returns b written through a stream compressor of pool (name
+// is for failures).
+func compressed(t testing.TB, name string, pool *sync.Pool, b []byte) []byte {
 	t.Helper()
+	w := pool.Get().(interface {
+		io.WriteCloser
+		Reset(io.Writer)
+	})
+	defer pool.Put(w)
 	var buf bytes.Buffer
-	w := newWriter(&buf)
+	w.Reset(&buf)
 	if _, err := w.Write(b); err != nil {
 		t.Fatalf("%s %d bytes: %v", name, len(b), err)
 	}
@@ -623,23 +637,18 @@ func compressors() []struct {
 }
 
 // zlibbed returns b compressed with zlib.
-func zlibbed(t testing.TB, b []byte) []byte {
-	return compressed(t, "zlib", func(w io.Writer) io.WriteCloser { return zlib.NewWriter(w) }, b)
-}
+func zlibbed(t testing.TB, b []byte) []byte { return compressed(t, "zlib", &zlibWriters, b) }
 
 // lz4Framed returns b compressed as one LZ4 frame.
-func lz4Framed(t testing.TB, b []byte) []byte {
-	return compressed(t, "lz4", func(w io.Writer) io.WriteCloser { return lz4.NewWriter(w) }, b)
-}
+func lz4Framed(t testing.TB, b []byte) []byte { return compressed(t, "lz4", &lz4Writers, b) }
 
 // zstded returns b compressed with zstd.
 func zstded(t testing.TB, b []byte) []byte {
 	t.Helper()
-	e, err := zstd.NewWriter(nil)
+	e, err := zstdEncoder() // EncodeAll may be called concurrently
 	if err != nil {
 		t.Fatalf("zstd: %v", err)
 	}
-	defer e.Close()
 	return e.EncodeAll(b, nil)
 }
 
