@@ -2,6 +2,8 @@ package namesrv
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +17,7 @@ import (
 
 // FuzzOpenKVStore feeds arbitrary bytes to the loader of kvConfig.json:
 // it never panics, and a store that opens takes a new key, persists it
-// and opens again with that key.
+// and opens again with that key and every one it held.
 func FuzzOpenKVStore(f *testing.F) {
 	f.Add([]byte(`{"configTable":{"ORDER_TOPIC_CONFIG":{"T":"broker-a:4"}}}`))
 	f.Add([]byte(`{"configTable":{"ns":null,"":{"":""}}}`))
@@ -23,14 +25,30 @@ func FuzzOpenKVStore(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"configTable":{"ns":{"k":1}}}`))
 	f.Add([]byte{})
+	// One file for every input (each overwrites it), not a directory made
+	// and removed per input.
+	p := filepath.Join(f.TempDir(), "kvConfig.json")
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p := filepath.Join(t.TempDir(), "kvConfig.json")
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		s, err := OpenKVStore(p)
 		if err != nil {
 			return
+		}
+		// What the file held, namespace by namespace, as the store lists it.
+		var file kvFile
+		_ = json.Unmarshal(data, &file) // fails only for a blank file, which holds nothing
+		held := map[string]map[string]string{}
+		for ns := range file.ConfigTable {
+			if ns == "fuzz-ns" {
+				continue
+			}
+			kv, ok := s.List(ns)
+			if !ok {
+				t.Fatalf("the store of %q lists no namespace %q", data, ns)
+			}
+			held[ns] = kv
 		}
 		if err := s.Put("fuzz-ns", "fuzz-k", "fuzz-v"); err != nil {
 			t.Fatalf("put into the store of %q: %v", data, err)
@@ -41,6 +59,12 @@ func FuzzOpenKVStore(f *testing.F) {
 		}
 		if v, ok := again.Get("fuzz-ns", "fuzz-k"); !ok || v != "fuzz-v" {
 			t.Fatalf("the store of %q lost a key written back: %q %v", data, v, ok)
+		}
+		// Writing the file back keeps every namespace and key it held.
+		for ns, kv := range held {
+			if got, _ := again.List(ns); !maps.Equal(got, kv) {
+				t.Fatalf("the store of %q held %q in %q; written back, %q", data, kv, ns, got)
+			}
 		}
 	})
 }
