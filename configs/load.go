@@ -13,8 +13,8 @@ type Loaded struct {
 	// the overrides.
 	Broker Broker
 	// UnknownKeys lists keys of the file that rocketkv does not know, in
-	// the spelling the file used (lower-cased when the file is YAML or
-	// JSON), and the spellings in another case of a key that a properties
+	// the spelling the file used (a YAML or JSON file's nested keys as a
+	// dotted path), and the spellings in another case of a key that a properties
 	// file also gives in RocketMQ's spelling, which win (RocketMQ ignores
 	// the others). The caller logs them as warnings: RocketMQ broker.conf
 	// files commonly carry keys for features rocketkv does not have.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -367,4 +368,53 @@ func TestStoreTypeTakesRocketMQsValues(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "storeType") || !strings.Contains(err.Error(), "defaultRocksDB") {
 		t.Errorf("storeType=rocksdb: %v", err)
 	}
+}
+
+// The unknown keys of a YAML or JSON file are reported as the file spells
+// them (viper lower-cases every key it reads), a nested one as a dotted
+// path, while its known keys are read in any case as before.
+func TestUnknownKeysOfYAMLAndJSONKeepTheirSpelling(t *testing.T) {
+	for _, c := range []struct {
+		name, content string
+	}{
+		{"b.yaml", "listenPort: 30911\nBrokerName: bx\nsomeVendorKey: 1\nvendor:\n  subSection:\n    maxThing: 2\n  OtherKey: x\n" +
+			"tls.server.certPathTypo: y\n"},
+		{"b.yml", "listenPort: 30911\nBrokerName: bx\nsomeVendorKey: 1\nvendor: {subSection: {maxThing: 2}, OtherKey: x}\n" +
+			"\"tls.server.certPathTypo\": y\n"},
+		{"b.json", `{"listenPort": 30911, "BrokerName": "bx", "someVendorKey": 1, "vendor": {"subSection": {"maxThing": 2}, "OtherKey": "x"},` +
+			` "tls.server.certPathTypo": "y"}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := LoadBroker(writeFile(t, c.name, c.content), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Broker.ListenPort != 30911 || got.Broker.BrokerName != "bx" {
+				t.Errorf("known keys: listenPort %d brokerName %q, want 30911 and bx", got.Broker.ListenPort, got.Broker.BrokerName)
+			}
+			want := []string{"someVendorKey", "tls.server.certPathTypo", "vendor.OtherKey", "vendor.subSection.maxThing"}
+			if !slices.Equal(sorted(got.UnknownKeys), want) {
+				t.Errorf("unknown keys %q, want %q", got.UnknownKeys, want)
+			}
+		})
+	}
+	// One unknown key in two cases: both spellings are named.
+	got, err := LoadBroker(writeFile(t, "b.yaml", "fooBar: 1\nFOOBAR: 2\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"FOOBAR", "fooBar"}; !slices.Equal(sorted(got.UnknownKeys), want) {
+		t.Errorf("unknown keys %q, want %q", got.UnknownKeys, want)
+	}
+	// The name server's and the proxy's files too.
+	ns, err := LoadNamesrv(writeFile(t, "n.yaml", "listenPort: 9877\nnoSuchNamesrvKey: 1\n"), nil)
+	if err != nil || !slices.Equal(ns.UnknownKeys, []string{"noSuchNamesrvKey"}) {
+		t.Errorf("name server: %v, unknown keys %q, want [noSuchNamesrvKey]", err, ns.UnknownKeys)
+	}
+}
+
+func sorted(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
 }

@@ -2,6 +2,7 @@ package configs
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
 )
 
 // schema is the key table of one configuration struct T (Broker, Namesrv)
@@ -210,7 +212,9 @@ func (s *schema[T]) apply(c *T, props map[string]string) ([]string, []inertFound
 
 // load reads the file at path (properties or YAML, by extension) into c
 // and returns the keys of the file the schema does not know, in the
-// spelling the file used (lower-cased by viper for YAML and JSON), the
+// spelling the file used (for YAML and JSON, whose keys viper reads in
+// any case and reports lower-cased, the file's spellings of the key as a
+// dotted path, see writtenKeys), the
 // inert keys it holds, and the canonical names of the keys it set. A
 // value that does not parse, an inert key's included, is an error naming
 // the key and the file.
@@ -229,6 +233,7 @@ func (s *schema[T]) load(path string, c *T) (unknown []string, inerts []inertFou
 	}
 	keys := v.AllKeys()
 	sort.Strings(keys)
+	var written map[string][]string // viper's key -> the file's spellings, for the unknown keys
 	for _, k := range keys {
 		val := valueText(v.Get(k))
 		f, ok := s.lookup(k)
@@ -240,7 +245,14 @@ func (s *schema[T]) load(path string, c *T) (unknown []string, inerts []inertFou
 				inerts = append(inerts, inertFound[T]{k: ik, raw: val})
 				continue
 			}
-			unknown = append(unknown, k)
+			if written == nil {
+				written = writtenKeys(formatOf(path), raw)
+			}
+			if w := written[k]; len(w) > 0 {
+				unknown = append(unknown, w...)
+			} else {
+				unknown = append(unknown, k)
+			}
 			continue
 		}
 		if err := f.set(c, val); err != nil {
@@ -325,6 +337,67 @@ func (s *schema[T]) loadProperties(path string, raw []byte, c *T) (unknown []str
 		inerts = append(inerts, inertFound[T]{k: ik, raw: val})
 	}
 	return unknown, inerts, set, nil
+}
+
+// writtenKeys maps the keys viper reads from a YAML or JSON file (a
+// nested key as a dotted path, lower-cased) to the spellings the file
+// uses for them, sorted (two when the file spells one key in two
+// cases), so that a warning names a key as the operator wrote it. It is
+// nil for a file it cannot read, whose keys are then reported as viper
+// gives them; viper already read the same file, so that does not
+// happen in practice.
+func writtenKeys(format string, raw []byte) map[string][]string {
+	var doc any
+	var err error
+	if format == "json" {
+		err = json.Unmarshal(raw, &doc)
+	} else {
+		err = yaml.Unmarshal(raw, &doc)
+	}
+	if err != nil {
+		return nil
+	}
+	out := map[string][]string{}
+	var walk func(prefix string, v any)
+	add := func(prefix string, k any, v any) {
+		path := fmt.Sprint(k)
+		if prefix != "" {
+			path = prefix + "." + path
+		}
+		if !isMap(v) {
+			lk := strings.ToLower(path)
+			if !slices.Contains(out[lk], path) {
+				out[lk] = append(out[lk], path)
+				slices.Sort(out[lk])
+			}
+			return
+		}
+		walk(path, v)
+	}
+	walk = func(prefix string, v any) {
+		switch m := v.(type) {
+		case map[string]any:
+			for k, e := range m {
+				add(prefix, k, e)
+			}
+		case map[any]any:
+			for k, e := range m {
+				add(prefix, k, e)
+			}
+		}
+	}
+	walk("", doc)
+	return out
+}
+
+// isMap reports whether a decoded YAML or JSON value is a mapping, which
+// viper reads as nested keys rather than as a value.
+func isMap(v any) bool {
+	switch v.(type) {
+	case map[string]any, map[any]any:
+		return true
+	}
+	return false
 }
 
 // valueText is a value read by viper as the text a key's parser takes.
