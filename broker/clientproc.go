@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/rocketkv/rocketkv/remoting"
@@ -10,17 +11,22 @@ import (
 
 // processHeartbeat answers HEART_BEAT: it registers the client's producer
 // and consumer groups. The response carries the broker's version, which
-// clients record.
+// clients record, and the ext fields of RocketMQ 5's heartbeat V2: the
+// broker supports it, and whether the client must send its
+// subscriptions again (see clientManager.heartbeat).
 func (b *Broker) processHeartbeat(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	var hb heartbeatData
 	if err := json.Unmarshal(req.Body, &hb); err != nil {
 		b.log.Warn().Err(err).Stringer("conn", conn).Msg("malformed heartbeat")
 		return remoting.NewResponse(req, remoting.SystemError, "malformed heartbeat body: "+err.Error())
 	}
-	if err := b.clients.heartbeat(conn, &hb, req.Language, req.Version); err != nil {
+	subChange, err := b.clients.heartbeat(conn, &hb, req.Language, req.Version)
+	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	return remoting.NewResponse(req, remoting.Success, "")
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	resp.ExtFields = map[string]string{fieldSupportHeartbeatV2: "true", fieldSubChange: strconv.FormatBool(subChange)}
+	return resp
 }
 
 // processUnregisterClient answers UNREGISTER_CLIENT.

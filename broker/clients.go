@@ -25,14 +25,31 @@ const (
 // heartbeatData is the body of HEART_BEAT. codeSet is ignored (tag codes
 // are recomputed), so its element type (string from Go, number from Java)
 // does not matter; subVersion is a long in ms (Java) or ns (Go).
+//
+// A RocketMQ 5 client with heartbeat V2 on (useHeartbeatV2) sets
+// heartbeatFingerprint, a hash of its heartbeat without client id and
+// subscription versions, never 0. Once a broker's answer said it
+// supports V2 and did not report a change of subscriptions, the client
+// sends the same fingerprint with withoutSub=true and no
+// subscriptionDataSet for as long as its subscriptions stay the same.
 type heartbeatData struct {
 	ClientID        string `json:"clientID"`
 	ProducerDataSet []struct {
 		GroupName string `json:"groupName"`
 	} `json:"producerDataSet"`
-	ConsumerDataSet []consumerData `json:"consumerDataSet"`
-	WithoutSub      bool           `json:"withoutSub"`
+	ConsumerDataSet      []consumerData `json:"consumerDataSet"`
+	WithoutSub           bool           `json:"withoutSub"`
+	HeartbeatFingerprint int64          `json:"heartbeatFingerprint"`
 }
+
+// The ext fields of a HEART_BEAT answer read by RocketMQ 5's clients
+// (MixAll.IS_SUPPORT_HEART_BEAT_V2, MixAll.IS_SUB_CHANGE): the broker
+// takes fingerprint-only heartbeats, and whether the client must send
+// its subscriptions again.
+const (
+	fieldSupportHeartbeatV2 = "IS_SUPPORT_HEART_BEAT_V2"
+	fieldSubChange          = "IS_SUB_CHANGE"
+)
 
 type consumerData struct {
 	GroupName           string             `json:"groupName"`
@@ -70,6 +87,12 @@ type consumerGroup struct {
 	consumeType      string
 	messageModel     string
 	consumeFromWhere string
+	// fingerprint is the heartbeatFingerprint of the last heartbeat that
+	// carried the group's subscriptions (0 for a V1 heartbeat), valid
+	// when fingerprinted: a fingerprint-only (withoutSub) heartbeat
+	// stands for subs only when its fingerprint is this one.
+	fingerprint   int64
+	fingerprinted bool
 }
 
 // clientManager holds the producer and consumer tables fed by heartbeats.
@@ -96,11 +119,25 @@ func (m *clientManager) watch(conn *remoting.Conn) {
 	conn.OnClose(func() { m.removeConn(conn) })
 }
 
-// heartbeat applies one HEART_BEAT body.
-func (m *clientManager) heartbeat(conn *remoting.Conn, hb *heartbeatData, language string, version int32) error {
+// heartbeat applies one HEART_BEAT body and reports whether the client
+// must send its subscriptions again (the answer's IS_SUB_CHANGE).
+//
+// A V1 heartbeat (heartbeatFingerprint 0) is always answered with a
+// change, as RocketMQ answers it. A V2 heartbeat reports one, as
+// RocketMQ's heartBeatV2 does, when a group it names last had its
+// subscriptions from a heartbeat of another fingerprint (another client
+// of the group, or this one before its subscriptions changed); and,
+// where RocketMQ does not, when a fingerprint-only heartbeat names a
+// group whose subscriptions no heartbeat of that fingerprint gave since
+// the group was registered (a broker restarted, a group whose clients
+// all left): the client then sends them with its next heartbeat instead
+// of pulling without a subscription on this broker from then on.
+func (m *clientManager) heartbeat(conn *remoting.Conn, hb *heartbeatData, language string, version int32) (bool, error) {
 	if hb.ClientID == "" {
-		return fmt.Errorf("heartbeat without clientID")
+		return false, fmt.Errorf("heartbeat without clientID")
 	}
+	v2 := hb.HeartbeatFingerprint != 0
+	subChange := !v2
 	m.watch(conn)
 	info := conn.ClientInfo()
 	info.ClientID = hb.ClientID
@@ -129,7 +166,7 @@ func (m *clientManager) heartbeat(conn *remoting.Conn, hb *heartbeatData, langua
 		}
 		gc, err := m.b.groupConfig(cd.GroupName, true)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if gc.GroupName == "" {
 			// Not a group (autoCreateSubscriptionGroup off, or a name
@@ -144,7 +181,7 @@ func (m *clientManager) heartbeat(conn *remoting.Conn, hb *heartbeatData, langua
 			retryQueues = 1
 		}
 		if _, err := m.b.topics.ensureSystemTopic(meta.RetryTopic(cd.GroupName), retryQueues, meta.PermRead|meta.PermWrite); err != nil {
-			return fmt.Errorf("create retry topic of %s: %w", cd.GroupName, err)
+			return false, fmt.Errorf("create retry topic of %s: %w", cd.GroupName, err)
 		}
 		subs := make(map[string]*subscription, len(cd.SubscriptionDataSet))
 		for _, sd := range cd.SubscriptionDataSet {
@@ -166,7 +203,10 @@ func (m *clientManager) heartbeat(conn *remoting.Conn, hb *heartbeatData, langua
 			subs[sd.Topic] = s
 		}
 		m.mu.Lock()
-		changed := m.registerConsumer(cd, subs, ch(), hb.WithoutSub)
+		if v2 && m.subsStale(cd.GroupName, hb.HeartbeatFingerprint, hb.WithoutSub) {
+			subChange = true
+		}
+		changed := m.registerConsumer(cd, subs, ch(), hb.WithoutSub, hb.HeartbeatFingerprint)
 		if changed && cd.MessageModel != modelBroadcasting && gc.NotifyConsumerIdsChangedEnable {
 			notify = append(notify, cd.GroupName)
 		}
@@ -175,12 +215,26 @@ func (m *clientManager) heartbeat(conn *remoting.Conn, hb *heartbeatData, langua
 	for _, g := range notify {
 		m.notifyChanged(g)
 	}
-	return nil
+	return subChange, nil
+}
+
+// subsStale reports whether a V2 heartbeat of fingerprint to group must
+// be answered with a change of subscriptions: the group's subscriptions
+// came from a heartbeat of another fingerprint, or, for a
+// fingerprint-only heartbeat, from no heartbeat with a fingerprint
+// since the group was registered. m.mu is held.
+func (m *clientManager) subsStale(group string, fingerprint int64, withoutSub bool) bool {
+	g := m.consumers[group]
+	if g == nil || !g.fingerprinted {
+		return withoutSub
+	}
+	return g.fingerprint != fingerprint
 }
 
 // registerConsumer updates a group with one client's heartbeat and reports
-// whether the group's clients or topics changed. m.mu is held.
-func (m *clientManager) registerConsumer(cd consumerData, subs map[string]*subscription, ch *clientChannel, withoutSub bool) bool {
+// whether the group's clients or topics changed. A heartbeat with its
+// subscriptions records its fingerprint as the group's. m.mu is held.
+func (m *clientManager) registerConsumer(cd consumerData, subs map[string]*subscription, ch *clientChannel, withoutSub bool, fingerprint int64) bool {
 	g := m.consumers[cd.GroupName]
 	if g == nil {
 		g = &consumerGroup{name: cd.GroupName, channels: map[string]*clientChannel{}, subs: map[string]*subscription{}}
@@ -195,6 +249,7 @@ func (m *clientManager) registerConsumer(cd consumerData, subs map[string]*subsc
 	if withoutSub {
 		return changed
 	}
+	g.fingerprint, g.fingerprinted = fingerprint, true
 	for topic, s := range subs {
 		old, ok := g.subs[topic]
 		if !ok {
