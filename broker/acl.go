@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/acl"
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -32,7 +33,7 @@ func (b *Broker) openACL() (*acl.Guard, error) {
 	if !b.cfg.AclEnable {
 		return nil, nil
 	}
-	path, err := b.plainACLPath()
+	path, err := plainACLPath(b.cfg)
 	if err != nil {
 		return nil, fmt.Errorf("aclEnable: %w", err)
 	}
@@ -47,9 +48,9 @@ func (b *Broker) openACL() (*acl.Guard, error) {
 
 // plainACLPath is the plain ACL file: plainAclFile, else where RocketMQ
 // reads it.
-func (b *Broker) plainACLPath() (string, error) {
-	if b.cfg.PlainAclFile != "" {
-		return b.cfg.PlainAclFile, nil
+func plainACLPath(cfg configs.Broker) (string, error) {
+	if cfg.PlainAclFile != "" {
+		return cfg.PlainAclFile, nil
 	}
 	home := os.Getenv("ROCKETMQ_HOME")
 	if home == "" {

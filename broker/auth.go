@@ -118,7 +118,7 @@ func (s *authState) ensureSuper(name, password string) error {
 // migrateAuthFromV1 imports the accounts of the plain ACL file, as
 // RocketMQ's AuthMigrator: an account whose user exists is skipped.
 func (b *Broker) migrateAuthFromV1(s *authState) error {
-	path, err := b.plainACLPath()
+	path, err := plainACLPath(b.cfg)
 	if err != nil {
 		return fmt.Errorf("migrateAuthFromV1Enabled: %w", err)
 	}

@@ -43,8 +43,8 @@ func (b *Broker) startMetrics() error {
 	if b.cfg.MetricsExporterType != configs.MetricsPROM {
 		return nil
 	}
-	if limit := b.cfg.MetricsOtelCardinalityLimit; limit <= 0 {
-		return fmt.Errorf("metrics: metricsOtelCardinalityLimit %d: the series a metric may hold must be > 0", limit)
+	if err := checkMetricsConfig(b.cfg); err != nil {
+		return err
 	}
 	labels := map[string]string{}
 	for _, pair := range strings.Split(b.cfg.MetricsLabel, ",") {
@@ -807,4 +807,17 @@ func (b *Broker) timedGroupCreate(f remoting.RespondFunc) remoting.RespondFunc {
 		b.metrics.GroupCreated(resp != nil && resp.Code == remoting.Success, time.Since(start))
 		return resp
 	}
+}
+
+// checkMetricsConfig refuses a Prometheus exporter whose metrics could
+// hold no series (metricsOtelCardinalityLimit <= 0); with the exporter
+// off the key is not read.
+func checkMetricsConfig(cfg configs.Broker) error {
+	if cfg.MetricsExporterType != configs.MetricsPROM {
+		return nil
+	}
+	if limit := cfg.MetricsOtelCardinalityLimit; limit <= 0 {
+		return fmt.Errorf("metrics: metricsOtelCardinalityLimit %d: the series a metric may hold must be > 0", limit)
+	}
+	return nil
 }

@@ -39,7 +39,6 @@ import (
 	"github.com/rocketkv/rocketkv/grpcproxy"
 	"github.com/rocketkv/rocketkv/internal/cliflags"
 	"github.com/rocketkv/rocketkv/internal/logging"
-	"github.com/rocketkv/rocketkv/internal/tlsconf"
 )
 
 type options struct {
@@ -123,22 +122,28 @@ func rocketmqArgs(args []string) []string {
 }
 
 // printConfig writes the configuration that would run as key=value lines
-// to w, and the warnings of its keys to warnings.
+// to w, and the warnings of its keys to warnings. What the start would
+// refuse before it opens the store is refused here too
+// (broker.Preflight: the ACL file, the TLS certificate, brokerIP1's host
+// name; with --enable-proxy, the proxy's configuration), and the values
+// the start derives (brokerIP1, brokerId, haListenPort, ...) are printed
+// as it derives them, as mqbroker -p prints them.
 func printConfig(w, warnings io.Writer, o options) error {
 	loaded, err := loadConfig(o)
 	if err != nil {
 		return err
 	}
-	// What the start would refuse is refused here too, a TLS
-	// certificate or key that cannot be loaded included.
-	if err := broker.CheckConfig(loaded.Broker); err != nil {
+	cfg, err := broker.Preflight(loaded.Broker)
+	if err != nil {
 		return err
 	}
-	if _, _, err := tlsconf.Listener("broker", loaded.Broker.TLS, zerolog.Nop()); err != nil {
-		return err
+	if o.enableProxy {
+		if err := checkProxyConfig(o.proxyConfig, cfg); err != nil {
+			return err
+		}
 	}
-	return logging.PrintConfig(w, warnings, logging.Format(loaded.Broker.LogFormat), o.config,
-		loaded.UnknownKeys, loaded.InertKeys, loaded.Broker.Settings())
+	return logging.PrintConfig(w, warnings, logging.Format(cfg.LogFormat), o.config,
+		loaded.UnknownKeys, loaded.InertKeys, cfg.Settings())
 }
 
 // namesrvAddrEnv is the environment variable RocketMQ's broker takes its
@@ -233,19 +238,13 @@ func run(ctx context.Context, o options) error {
 // broker's unless the file names others. Unlike RocketMQ's local mode it
 // reaches this broker (and the others) through the name servers.
 func startProxy(ctx context.Context, path string, cfg configs.Broker, log zerolog.Logger) (*grpcproxy.Server, error) {
-	var defaults []configs.Source
-	if cfg.NamesrvAddr != "" {
-		// Unless the file names its own.
-		defaults = []configs.Source{{Name: "the broker's namesrvAddr", Values: map[string]string{"namesrvAddr": cfg.NamesrvAddr}}}
-	}
-	loaded, err := configs.LoadProxyFrom(path, defaults, nil)
+	loaded, err := loadProxyConfig(path, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("proxy configuration: %w", err)
+		return nil, err
 	}
-	pcfg := loaded.Proxy
 	plog := log.With().Str("component", "grpcproxy").Logger()
 	logging.IgnoredKeys(plog, path, loaded.UnknownKeys, loaded.InertKeys)
-	pc, err := grpcproxy.ConfigFrom(pcfg, log)
+	pc, err := grpcproxy.ConfigFrom(loaded.Proxy, log)
 	if err != nil {
 		return nil, err
 	}
@@ -257,6 +256,35 @@ func startProxy(ctx context.Context, path string, cfg configs.Broker, log zerolo
 		return nil, err
 	}
 	return px, nil
+}
+
+// loadProxyConfig reads the proxy's configuration at path (RocketMQ's
+// rmq-proxy.json, or none), its name servers the broker's unless the
+// file names others.
+func loadProxyConfig(path string, cfg configs.Broker) (configs.LoadedProxy, error) {
+	var defaults []configs.Source
+	if cfg.NamesrvAddr != "" {
+		// Unless the file names its own.
+		defaults = []configs.Source{{Name: "the broker's namesrvAddr", Values: map[string]string{"namesrvAddr": cfg.NamesrvAddr}}}
+	}
+	loaded, err := configs.LoadProxyFrom(path, defaults, nil)
+	if err != nil {
+		return configs.LoadedProxy{}, fmt.Errorf("proxy configuration: %w", err)
+	}
+	return loaded, nil
+}
+
+// checkProxyConfig returns the error --enable-proxy's start would refuse
+// the proxy's configuration with, without starting it.
+func checkProxyConfig(path string, cfg configs.Broker) error {
+	loaded, err := loadProxyConfig(path, cfg)
+	if err != nil {
+		return err
+	}
+	if _, err := grpcproxy.ConfigFrom(loaded.Proxy, zerolog.Nop()); err != nil {
+		return fmt.Errorf("proxy configuration: %w", err)
+	}
+	return nil
 }
 
 // servePprof serves net/http/pprof's handlers on addr from a goroutine; the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,6 +140,18 @@ func TestBadNamesrvAddrNamesItsSource(t *testing.T) {
 // for what it says alone is refused by -p too, with the same error, not
 // printed as one that would run.
 func TestPrintConfigRefusesWhatStartRefuses(t *testing.T) {
+	dir := t.TempDir()
+	plainACL, badACL, badProxy := filepath.Join(dir, "plain_acl.yml"), filepath.Join(dir, "bad_acl.yml"), filepath.Join(dir, "rmq-proxy.json")
+	for file, content := range map[string]string{
+		plainACL: "accounts:\n  - accessKey: RocketMQ\n    secretKey: 12345678\n    admin: true\n",
+		badACL:   "accounts:\n  - accessKey: short\n    secretKey: 12345678\n",
+		badProxy: `{"enableAclRpcHookForClusterMode": true}`,
+	} {
+		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("ROCKETMQ_HOME", "")
 	for _, c := range []struct {
 		args []string
 		want string
@@ -148,6 +161,17 @@ func TestPrintConfigRefusesWhatStartRefuses(t *testing.T) {
 		{[]string{"--set", "brokerRole=SYNC_MASTER", "--set", "inSyncReplicas=2", "--set", "haListenPort=-1"}, "haListenPort=-1 opens no port"},
 		{[]string{"--set", "brokerRole=SLAVE"}, "brokerRole=SLAVE needs a brokerId above 0"},
 		{[]string{"--set", "tls.server.certPath=/nonexistent/hdoc-cert.pem", "--set", "tls.server.keyPath=/nonexistent/hdoc-key.pem"}, "hdoc-cert.pem"},
+		// The plain ACL file the start loads (or imports into ACL 2.0).
+		{[]string{"--set", "aclEnable=true"}, "set plainAclFile, or ROCKETMQ_HOME"},
+		{[]string{"--set", "aclEnable=true", "--set", "plainAclFile=" + filepath.Join(dir, "missing.yml")}, "missing.yml"},
+		{[]string{"--set", "aclEnable=true", "--set", "plainAclFile=" + badACL}, "longer than 6"},
+		{[]string{"--set", "migrateAuthFromV1Enabled=true", "--set", "plainAclFile=" + filepath.Join(dir, "missing.yml")}, "migrateAuthFromV1Enabled"},
+		// A brokerIP1 host name the start cannot resolve.
+		{[]string{"--set", "brokerIP1=no-such-host.invalid"}, `brokerIP1 "no-such-host.invalid"`},
+		// A Prometheus exporter whose metrics could hold nothing.
+		{[]string{"--set", "metricsExporterType=PROM", "--set", "metricsOtelCardinalityLimit=0"}, "metricsOtelCardinalityLimit 0"},
+		// The proxy --enable-proxy would start.
+		{[]string{"--enable-proxy", "--proxy-config", badProxy}, "needs innerClientAuthenticationCredentials"},
 	} {
 		out, err := printed(t, "", c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -156,13 +180,71 @@ func TestPrintConfigRefusesWhatStartRefuses(t *testing.T) {
 	}
 	// Their valid neighbours still print.
 	for _, args := range [][]string{
-		{"--set", "aclEnable=true"},
+		{"--set", "aclEnable=true", "--set", "plainAclFile=" + plainACL},
 		{"--set", "authenticationEnabled=true", "--set", "authorizationEnabled=true"},
 		{"--set", "brokerRole=SYNC_MASTER", "--set", "inSyncReplicas=2"},
 		{"--set", "brokerRole=SLAVE", "--set", "brokerId=1"},
+		{"--set", "migrateAuthFromV1Enabled=true", "--set", "plainAclFile=" + plainACL},
+		{"--set", "brokerIP1=localhost"},
+		{"--set", "metricsOtelCardinalityLimit=0"},
+		{"--enable-proxy"},
 	} {
 		if out, err := printed(t, "", args...); err != nil || !strings.Contains(out, "brokerName=") {
 			t.Errorf("-p %v: %v", args, err)
 		}
 	}
+}
+
+// -p prints the values the start derives, as mqbroker -p prints them:
+// haListenPort listenPort+1 (and the fast channel's port listenPort-2)
+// when 0, brokerId 0 on a master, brokerIP1 the host's address when
+// empty (a host name as given), brokerIP2 brokerIP1 when empty.
+func TestPrintConfigPrintsEffectiveValues(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"haListenPort=10912\n", "fastListenPort=10909\n", "brokerId=0\n"}},
+		{[]string{"--set", "listenPort=10921"}, []string{"haListenPort=10922\n", "fastListenPort=10919\n"}},
+		{[]string{"--set", "haListenPort=20000", "--set", "fastListenPort=-1"}, []string{"haListenPort=20000\n", "fastListenPort=-1\n"}},
+		{[]string{"--set", "haListenPort=-1"}, []string{"haListenPort=-1\n"}},
+		// Picked at start: nothing to derive.
+		{[]string{"--set", "listenPort=0"}, []string{"haListenPort=0\n", "fastListenPort=0\n"}},
+		{[]string{"--set", "brokerId=3"}, []string{"brokerId=0\n"}},
+		{[]string{"--set", "brokerRole=SYNC_MASTER", "--set", "brokerId=3"}, []string{"brokerId=0\n"}},
+		{[]string{"--set", "brokerRole=SLAVE", "--set", "brokerId=2"}, []string{"brokerId=2\n"}},
+		{[]string{"--set", "brokerIP1=10.1.2.3"}, []string{"brokerIP1=10.1.2.3\n", "brokerIP2=10.1.2.3\n"}},
+		{[]string{"--set", "brokerIP1=localhost", "--set", "brokerIP2=10.9.9.9"}, []string{"brokerIP1=localhost\n", "brokerIP2=10.9.9.9\n"}},
+	} {
+		out, err := printed(t, "", c.args...)
+		if err != nil {
+			t.Errorf("-p %v: %v", c.args, err)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("-p %v printed no %q", c.args, w)
+			}
+		}
+	}
+	// An empty brokerIP1 is the address the broker would store and
+	// register, also as brokerIP2.
+	out, err := printed(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip1, ip2 := printedValue(out, "brokerIP1"), printedValue(out, "brokerIP2")
+	if _, err := netip.ParseAddr(ip1); err != nil || ip2 != ip1 {
+		t.Errorf("-p printed brokerIP1=%q brokerIP2=%q, want an address, twice", ip1, ip2)
+	}
+}
+
+// printedValue is key's value in -p's output ("" when absent).
+func printedValue(out, key string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, key+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
