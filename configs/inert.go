@@ -160,6 +160,7 @@ var brokerInert = slices.Concat([]inert[Broker]{
 	inertInt[Broker]("clientSocketRcvBufSize", "connections to name servers use the system's socket buffers"),
 	inertBool[Broker]("clientPooledByteBufAllocatorEnable", "no Netty client buffers"),
 	inertBool[Broker]("clientCloseSocketIfTimeout", "a connection to a name server is kept after a request times out"),
+	inertBool[Broker]("scanAvailableNameSrv", "the name servers are scanned every 3 s for ones that accept connections again, whatever the value"),
 
 	// Pull flow control by Netty writability: answers are never dropped.
 	inertBool[Broker]("enableNetWorkFlowControl", "pulls are answered whatever the connection's unsent bytes; RocketMQ drops the answer to a pull on a connection Netty reports unwritable"),
@@ -296,7 +297,7 @@ var namesrvClientInert = slices.Concat(
 		"clientChannelMaxIdleTimeSeconds", "clientOnewaySemaphoreValue", "clientSocketRcvBufSize", "clientSocketSndBufSize",
 		"clientWorkerThreads", "connectTimeoutMillis", "maxReconnectIntervalTimeSeconds"),
 	inertBools[Namesrv](namesrvDialsNothing, "clientCloseSocketIfTimeout", "clientPooledByteBufAllocatorEnable", "disableCallbackExecutor",
-		"disableNettyWorkerGroup", "enableReconnectForGoAway", "isScanAvailableNameSrv", "useTLS"),
+		"disableNettyWorkerGroup", "enableReconnectForGoAway", "isScanAvailableNameSrv", "scanAvailableNameSrv", "useTLS"),
 	inertStrings[Namesrv](namesrvDialsNothing, "socksProxyConfig"),
 )
 

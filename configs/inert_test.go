@@ -141,15 +141,20 @@ func TestTunedRocketMQBrokerConf(t *testing.T) {
 // behaviour it does not have stop the load when set, naming the key; and
 // autoMessageVersionOnTopicLen=false is warned about.
 func TestRocketMQ53Keys(t *testing.T) {
+	// scanAvailableNameSrv is NettyClientConfig's key as its setter names
+	// it (the field is isScanAvailableNameSrv).
 	quiet := "reviveQueueNum=8\nenablePopBatchAck=true\ntimerFlushIntervalMs=1000\nlogicalDiskSpaceCleanForciblyThreshold=0.8\n" +
 		"metricsGrpcExporterTarget=http://otel:4317\nautoMessageVersionOnTopicLen=true\nduplicationEnable=false\nmessageStorePlugIn=\n" +
-		"useServerSideResetOffset=true\nsocksProxyConfig={}\n"
+		"useServerSideResetOffset=true\nsocksProxyConfig={}\nscanAvailableNameSrv=false\n"
 	got, err := LoadBroker(writeFile(t, "broker.conf", quiet), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.UnknownKeys) != 0 || len(got.InertKeys) != 6 {
-		t.Errorf("unknown %v, inert %+v; want none unknown and 6 inert", got.UnknownKeys, got.InertKeys)
+	if len(got.UnknownKeys) != 0 || len(got.InertKeys) != 7 {
+		t.Errorf("unknown %v, inert %+v; want none unknown and 7 inert", got.UnknownKeys, got.InertKeys)
+	}
+	if ns, err := LoadNamesrv(writeFile(t, "namesrv.conf", "scanAvailableNameSrv=false\n"), nil); err != nil || len(ns.UnknownKeys) != 0 || len(ns.InertKeys) != 1 {
+		t.Errorf("name server's scanAvailableNameSrv: %v, unknown %v, inert %+v; want it inert", err, ns.UnknownKeys, ns.InertKeys)
 	}
 	for _, k := range got.InertKeys {
 		if k.Reason == "" || k.Warning != "" {
