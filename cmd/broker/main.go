@@ -5,6 +5,7 @@
 //	broker -c broker.yaml --set listenPort=10921
 //	broker -c broker.conf --pprof 127.0.0.1:6060   # profiles at http://127.0.0.1:6060/debug/pprof/
 //	broker -c broker.conf -p                        # print the configuration that would run, as mqbroker -p
+//	broker -c broker.conf -m                        # only its important keys, as mqbroker -m
 //	broker -c broker.conf --enable-proxy [-pc rmq-proxy.json]   # also serve RocketMQ 5's gRPC clients on :8081, as mqbroker --enable-proxy
 //
 // The configuration file is RocketMQ's broker.conf (key=value) or YAML with
@@ -52,6 +53,8 @@ type options struct {
 	shutdownWait time.Duration
 	pprofAddr    string
 	print        bool
+	// printImportant prints RocketMQ's important keys only (mqbroker -m).
+	printImportant bool
 	// enableProxy also runs the gRPC proxy (bin/proxy) in the broker's
 	// process, configured by proxyConfig (rmq-proxy.json), finding
 	// brokers through the broker's name servers.
@@ -81,7 +84,7 @@ func newCommand() *cobra.Command {
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.namesrvEnv = os.Getenv(namesrvAddrEnv)
-			if o.print {
+			if o.print || o.printImportant {
 				return printConfig(cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
@@ -96,6 +99,7 @@ func newCommand() *cobra.Command {
 	f.StringArrayVar(&o.sets, "set", nil, "override one configuration key: --set key=value (repeatable)")
 	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 30*time.Second, "how long a clean shutdown may take")
 	f.BoolVarP(&o.print, "print-config", "p", false, "print the configuration that would run (every key, key=value), then exit")
+	f.BoolVarP(&o.printImportant, "print-important", "m", false, "print the important keys of the configuration that would run (those mqbroker -m prints), then exit")
 	f.StringVar(&o.pprofAddr, "pprof", "", "serve Go's profiling endpoints (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; off when empty")
 	f.BoolVar(&o.enableProxy, "enable-proxy", false, "also serve RocketMQ 5's gRPC clients (the proxy of bin/proxy, on grpcServerPort 8081), as mqbroker --enable-proxy")
 	f.StringVar(&o.proxyConfig, "proxy-config", "", "the proxy's rmq-proxy.json (also -pc, as RocketMQ's); namesrvAddr defaults to the broker's")
@@ -103,22 +107,50 @@ func newCommand() *cobra.Command {
 	return cmd
 }
 
+// rocketmqLongFlags are mqbroker's long option names, as its scripts and
+// operators write them, with the flag each one is here.
+var rocketmqLongFlags = map[string]string{
+	"--configFile":           "--config",
+	"--namesrvAddr":          "--namesrv-addr",
+	"--printConfigItem":      "--print-config",
+	"--printImportantConfig": "--print-important",
+}
+
 // rocketmqArgs rewrites the flags of RocketMQ's mqbroker that a flag
-// parser would read otherwise: "-pc FILE" (the proxy's configuration),
-// which would be -p and -c.
+// parser would read otherwise, or not at all: "-pc FILE" (the proxy's
+// configuration), which would be -p and -c, and mqbroker's long option
+// names (--configFile, --namesrvAddr, --printConfigItem,
+// --printImportantConfig).
 func rocketmqArgs(args []string) []string {
 	out := make([]string, 0, len(args))
 	for _, a := range args {
+		name, value, hasValue := strings.Cut(a, "=")
 		switch {
-		case a == "-pc":
-			out = append(out, "--proxy-config")
-		case strings.HasPrefix(a, "-pc="):
-			out = append(out, "--proxy-config="+strings.TrimPrefix(a, "-pc="))
+		case name == "-pc":
+			out = append(out, "--proxy-config"+strings.TrimPrefix(a, "-pc"))
+		case rocketmqLongFlags[name] != "":
+			if hasValue {
+				out = append(out, rocketmqLongFlags[name]+"="+value)
+			} else {
+				out = append(out, rocketmqLongFlags[name])
+			}
 		default:
 			out = append(out, a)
 		}
 	}
 	return out
+}
+
+// importantKeys are the keys RocketMQ 5.3 marks @ImportantField, which
+// mqbroker -m prints, less those rocketkv does not have.
+var importantKeys = []string{
+	"namesrvAddr", "listenPort", "brokerIP1", "brokerIP2", "autoCreateTopicEnable", "autoCreateSubscriptionGroup",
+	"msgTraceTopicName", "traceTopicEnable", "rejectTransactionMessage", "transactionTimeOut", "transactionCheckMax",
+	"transactionCheckInterval", "aclEnable", "storePathRootDir", "storePathCommitLog", "storeType", "flushIntervalCommitLog",
+	"deleteWhen", "diskMaxUsedSpaceRatio", "fileReservedTime", "maxTransferBytesOnMessageInMemory",
+	"maxTransferCountOnMessageInMemory", "accessMessageInMemoryMaxRatio", "messageIndexEnable", "haListenPort",
+	"haMasterAddress", "haMaxGapNotInSync", "brokerRole", "flushDiskType", "cleanFileForciblyEnable",
+	"wakeFlushWhenPutMessage", "inSyncReplicas", "minInSyncReplicas", "haFlowControlEnable",
 }
 
 // printConfig writes the configuration that would run as key=value lines
@@ -142,8 +174,18 @@ func printConfig(w, warnings io.Writer, o options) error {
 			return err
 		}
 	}
+	settings := cfg.Settings()
+	if o.printImportant && !o.print {
+		important := make(map[string]string, len(importantKeys))
+		for _, k := range importantKeys {
+			if v, ok := settings[k]; ok {
+				important[k] = v
+			}
+		}
+		settings = important
+	}
 	return logging.PrintConfig(w, warnings, logging.Format(cfg.LogFormat), o.config,
-		loaded.UnknownKeys, loaded.InertKeys, cfg.Settings())
+		loaded.UnknownKeys, loaded.InertKeys, settings)
 }
 
 // namesrvAddrEnv is the environment variable RocketMQ's broker takes its

@@ -248,3 +248,54 @@ func printedValue(out, key string) string {
 	}
 	return ""
 }
+
+// mqbroker's long option names (--configFile, --namesrvAddr,
+// --printConfigItem, --printImportantConfig) and -m, which prints only
+// the keys RocketMQ marks important, are taken as mqbroker takes them.
+func TestRocketMQFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "broker.conf")
+	if err := os.WriteFile(file, []byte("brokerName=broker-x\nlistenPort=10921\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		t.Helper()
+		t.Setenv("NAMESRV_ADDR", "")
+		cmd := newCommand()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&bytes.Buffer{})
+		cmd.SetArgs(rocketmqArgs(args))
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	for _, args := range [][]string{
+		{"--configFile", file, "--namesrvAddr", "10.0.0.9:9876", "--printConfigItem"},
+		{"--configFile=" + file, "--namesrvAddr=10.0.0.9:9876", "-p"},
+	} {
+		out, err := run(args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		for _, want := range []string{"brokerName=broker-x\n", "listenPort=10921\n", "namesrvAddr=10.0.0.9:9876\n"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v printed no %q", args, want)
+			}
+		}
+	}
+	for _, args := range [][]string{{"-c", file, "-m"}, {"-c", file, "--printImportantConfig"}} {
+		out, err := run(args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		// listenPort and haListenPort are important, brokerName is not
+		// (RocketMQ's BrokerConfig does not mark it).
+		if !strings.Contains(out, "listenPort=10921\n") || !strings.Contains(out, "haListenPort=10922\n") ||
+			strings.Contains(out, "brokerName=") || strings.Contains(out, "logLevel=") {
+			t.Errorf("%v printed:\n%s\nwant the important keys only", args, out)
+		}
+	}
+	// What -p refuses, -m refuses.
+	if _, err := run("-m", "--set", "brokerRole=SLAVE"); err == nil || !strings.Contains(err.Error(), "brokerId above 0") {
+		t.Errorf("-m of a SLAVE without a brokerId: %v", err)
+	}
+}
