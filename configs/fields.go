@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,9 +55,9 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("storeReplyMessageEnable", "true", func(b *Broker) *bool { return &b.StoreReplyMessageEnable }),
 
 	intRange("fastListenPort", "0", -1, 65535, func(b *Broker) *int { return &b.FastListenPort }),
-	str("brokerIP2", "", func(b *Broker) *string { return &b.BrokerIP2 }),
+	host("brokerIP2", "", func(b *Broker) *string { return &b.BrokerIP2 }),
 	intRange("haListenPort", "0", -1, 65535, func(b *Broker) *int { return &b.HAListenPort }),
-	str("haMasterAddress", "", func(b *Broker) *string { return &b.HAMasterAddress }),
+	hostPort("haMasterAddress", "", func(b *Broker) *string { return &b.HAMasterAddress }),
 	millisRange("haSendHeartbeatInterval", "5000", 1, func(b *Broker) *time.Duration { return &b.HASendHeartbeatInterval }),
 	millisRange("haHousekeepingInterval", "20000", 1, func(b *Broker) *time.Duration { return &b.HAHousekeepingInterval }),
 	intRange("haTransferBatchSize", "32768", 1, 4<<20-12, func(b *Broker) *int { return &b.HATransferBatchSize }),
@@ -236,6 +237,60 @@ func nonEmpty[T any](key, def, why string, ptr func(*T) *string) field[T] {
 		*ptr(b) = raw
 		return nil
 	}, get: func(b *T) string { return *ptr(b) }}
+}
+
+// host is a key naming a host, or empty: an IP address or a host name
+// (letters, digits, '-', '_' and '.'). A value with a port, which the
+// key's user adds itself, or anything else no host is named by, is
+// refused rather than met as a connection that never opens (brokerIP2
+// with a port gives slaves "[10.0.0.1:10912]:10912" to dial).
+func host[T any](key, def string, ptr func(*T) *string) field[T] {
+	return field[T]{key: key, def: def, set: func(c *T, raw string) error {
+		if err := checkHost(raw); err != nil {
+			return err
+		}
+		*ptr(c) = raw
+		return nil
+	}, get: func(c *T) string { return *ptr(c) }}
+}
+
+// checkHost refuses a host that is neither an IP address nor a host name
+// ("" passes).
+func checkHost(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	if _, err := netip.ParseAddr(raw); err == nil {
+		return nil
+	}
+	for _, r := range raw {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return fmt.Errorf("%q is neither an IP address nor a host name (no port: the port is a key of its own)", raw)
+		}
+	}
+	return nil
+}
+
+// hostPort is a key naming host:port with a port in [1, 65535], or
+// empty, refused otherwise rather than dialled in vain (a slave's
+// haMasterAddress).
+func hostPort[T any](key, def string, ptr func(*T) *string) field[T] {
+	return field[T]{key: key, def: def, set: func(c *T, raw string) error {
+		if raw != "" {
+			h, port, err := net.SplitHostPort(raw)
+			if err == nil {
+				_, err = parseInt(port, 1, 65535)
+			}
+			if err == nil {
+				err = checkHost(h)
+			}
+			if err != nil || h == "" {
+				return fmt.Errorf("%q is not host:port with a port in [1, 65535]", raw)
+			}
+		}
+		*ptr(c) = raw
+		return nil
+	}, get: func(c *T) string { return *ptr(c) }}
 }
 
 // nameServerList reads a namesrvAddr list, kept as written: host:port

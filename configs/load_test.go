@@ -418,3 +418,38 @@ func sorted(s []string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// brokerIP2 names a host and haMasterAddress a host:port: a value that
+// cannot be one is refused naming the key, rather than given to slaves
+// or dialled in vain ("10.0.0.1:10912" as brokerIP2 made the HA address
+// "[10.0.0.1:10912]:10912"), while RocketMQ's accepted forms load.
+func TestHostKeysAreChecked(t *testing.T) {
+	for _, c := range []struct {
+		key, value string
+		ok         bool
+	}{
+		{"brokerIP2", "10.0.0.1", true},
+		{"brokerIP2", "fe80::1", true},
+		{"brokerIP2", "repl-net.example_1.internal", true},
+		{"brokerIP2", "", true},
+		{"brokerIP2", "10.0.0.1:10912", false},
+		{"brokerIP2", "host name", false},
+		{"brokerIP2", "http://10.0.0.1", false},
+		{"haMasterAddress", "10.0.0.1:10912", true},
+		{"haMasterAddress", "[fe80::1]:10912", true},
+		{"haMasterAddress", "master-ha:10912", true},
+		{"haMasterAddress", "", true},
+		{"haMasterAddress", "10.0.0.1", false},
+		{"haMasterAddress", "10.0.0.1:0", false},
+		{"haMasterAddress", ":10912", false},
+		{"haMasterAddress", "10.0.0.1:10912;10.0.0.2:10912", false},
+	} {
+		_, err := LoadBroker(writeFile(t, "broker.conf", c.key+"="+c.value+"\n"), nil)
+		if c.ok && err != nil {
+			t.Errorf("%s=%q: %v", c.key, c.value, err)
+		}
+		if !c.ok && (err == nil || !strings.Contains(err.Error(), "key "+c.key)) {
+			t.Errorf("%s=%q: error %v, want one naming the key", c.key, c.value, err)
+		}
+	}
+}
