@@ -28,7 +28,7 @@ const (
 //
 // A RocketMQ 5 client with heartbeat V2 on (useHeartbeatV2) sets
 // heartbeatFingerprint, a hash of its heartbeat without client id and
-// subscription versions, never 0. Once a broker's answer said it
+// subscription versions (0 is a V1 heartbeat). Once a broker's answer said it
 // supports V2 and did not report a change of subscriptions, the client
 // sends the same fingerprint with withoutSub=true and no
 // subscriptionDataSet for as long as its subscriptions stay the same.
