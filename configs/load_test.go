@@ -453,3 +453,25 @@ func TestHostKeysAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// A YAML or JSON file that gives a known key in two cases is refused
+// naming both spellings: viper reads keys in any case and keeps one of
+// the values, which one depending on map order, where a properties file
+// reads the spelling RocketMQ reads.
+func TestYAMLKeyInTwoCasesIsRefused(t *testing.T) {
+	for name, content := range map[string]string{
+		"b.yaml": "listenPort: 10911\nListenPort: 20911\n",
+		"b.json": `{"listenPort": 10911, "LISTENPORT": 20911}`,
+		"c.yaml": "tls:\n  server:\n    certPath: a.pem\ntls.server.CertPath: b.pem\n",
+	} {
+		_, err := LoadBroker(writeFile(t, name, content), nil)
+		if err == nil || !strings.Contains(err.Error(), "is given 2 times") {
+			t.Errorf("%s %q: error %v, want one naming the key given twice", name, content, err)
+		}
+	}
+	// One spelling, in whatever case, still loads.
+	got, err := LoadBroker(writeFile(t, "d.yaml", "ListenPort: 20911\n"), nil)
+	if err != nil || got.Broker.ListenPort != 20911 {
+		t.Errorf("ListenPort alone: %v, listenPort %d", err, got.Broker.ListenPort)
+	}
+}

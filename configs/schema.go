@@ -233,7 +233,7 @@ func (s *schema[T]) load(path string, c *T) (unknown []string, inerts []inertFou
 	}
 	keys := v.AllKeys()
 	sort.Strings(keys)
-	var written map[string][]string // viper's key -> the file's spellings, for the unknown keys
+	written := writtenKeys(formatOf(path), raw) // viper's key -> the file's spellings
 	for _, k := range keys {
 		val := valueText(v.Get(k))
 		f, ok := s.lookup(k)
@@ -245,15 +245,18 @@ func (s *schema[T]) load(path string, c *T) (unknown []string, inerts []inertFou
 				inerts = append(inerts, inertFound[T]{k: ik, raw: val})
 				continue
 			}
-			if written == nil {
-				written = writtenKeys(formatOf(path), raw)
-			}
 			if w := written[k]; len(w) > 0 {
 				unknown = append(unknown, w...)
 			} else {
 				unknown = append(unknown, k)
 			}
 			continue
+		}
+		if w := written[k]; len(w) > 1 {
+			// viper keeps one of them, which one depending on the order
+			// it walks a map in.
+			return nil, nil, nil, fmt.Errorf("config %s: key %s is given %d times, spelled %s: which one would be read is not defined; keep one",
+				path, f.key, len(w), strings.Join(w, ", "))
 		}
 		if err := f.set(c, val); err != nil {
 			return nil, nil, nil, fmt.Errorf("config %s: key %s: %w", path, f.key, err)
@@ -342,7 +345,8 @@ func (s *schema[T]) loadProperties(path string, raw []byte, c *T) (unknown []str
 // writtenKeys maps the keys viper reads from a YAML or JSON file (a
 // nested key as a dotted path, lower-cased) to the spellings the file
 // uses for them, sorted (two when the file spells one key in two
-// cases), so that a warning names a key as the operator wrote it. It is
+// cases), so that a warning names a key as the operator wrote it and a
+// key given in two cases is found. It is
 // nil for a file it cannot read, whose keys are then reported as viper
 // gives them; viper already read the same file, so that does not
 // happen in practice.
