@@ -36,8 +36,12 @@ func TestPopAnswersFitAClientsFrame(t *testing.T) {
 			res := mustPop(t, c, popclient.PopRequest{Group: group, Topic: "PopBig", QueueID: 0, MaxMsgNums: 32,
 				InvisibleTime: time.Minute, Order: order})
 			if len(res.Messages) != 1 || res.Messages[0].QueueOffset != int64(want) || res.RestNum != int64(19-want) {
-				t.Fatalf("orderly %v, pop %d of 1 MiB messages: %d messages, first at %d, rest %d; want the one at %d",
-					order, want, len(res.Messages), res.Messages[0].QueueOffset, res.RestNum, want)
+				first := int64(-1)
+				if len(res.Messages) > 0 {
+					first = res.Messages[0].QueueOffset
+				}
+				t.Fatalf("orderly %v, pop %d of 1 MiB messages: code %d %q, %d messages, first at %d, rest %d; want the one at %d",
+					order, want, res.Code, res.Remark, len(res.Messages), first, res.RestNum, want)
 			}
 			if order {
 				// The orderly batch is the one message: its ack
