@@ -153,15 +153,25 @@ func (b *Broker) processPop(_ context.Context, conn *remoting.Conn, req *remotin
 	return b.pop(conn, req, p)
 }
 
-// popCheck validates a POP or NOTIFICATION request the way RocketMQ's
-// processors do; it returns the request's subscription (nil when it takes
-// every message) or an error response.
-func (b *Broker) popCheck(req *remoting.Command, group, topic string, queueID int32, expType, exp string) (*subscription, *remoting.Command) {
+// The verbs of popCheck's answer to a read-forbidden broker: RocketMQ's
+// PopMessageProcessor says "pop message", its PEEK_MESSAGE, NOTIFICATION
+// and POLLING_INFO processors "peeking message".
+const (
+	popVerb  = "pop"
+	peekVerb = "peeking"
+)
+
+// popCheck validates a POP, PEEK, NOTIFICATION or POLLING_INFO request
+// the way RocketMQ's processors do; it returns the request's subscription
+// (nil when it takes every message) or an error response. verb (popVerb
+// or peekVerb) words the refusal of a broker that may not be read, which
+// names it by brokerIP1 as RocketMQ's does.
+func (b *Broker) popCheck(req *remoting.Command, verb, group, topic string, queueID int32, expType, exp string) (*subscription, *remoting.Command) {
 	fail := func(code int32, format string, args ...any) (*subscription, *remoting.Command) {
 		return nil, remoting.NewResponse(req, code, fmt.Sprintf(format, args...))
 	}
 	if !meta.Readable(b.permission()) {
-		return fail(remoting.NoPermission, "the broker[%s] pop message is forbidden", b.cfg.BrokerName)
+		return fail(remoting.NoPermission, "the broker[%s] %s message is forbidden", b.announcedHost(), verb)
 	}
 	tc, ok, err := b.topicConfig(topic)
 	if err != nil {
@@ -208,7 +218,7 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 		// With the header's fields, zero, as RocketMQ's: the Java client
 		// decodes them from every POLLING_TIMEOUT and fails the pop
 		// (waiting 3 s) when one is missing.
-		resp := remoting.NewResponse(req, remoting.PollingTimeout, fmt.Sprintf("the broker[%s] pop message is timeout too much", b.cfg.BrokerName))
+		resp := remoting.NewResponse(req, remoting.PollingTimeout, fmt.Sprintf("the broker[%s] pop message is timeout too much", b.announcedHost()))
 		resp.ExtFields = zeroFields("popTime", "invisibleTime", "reviveQid", "restNum")
 		return resp
 	}
@@ -220,7 +230,7 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 		return remoting.NewResponse(req, remoting.InvalidParameter, fmt.Sprintf("the broker[%s] pop message's num is greater than 32", b.announcedHost()))
 	}
 	wantsNone := p.maxMsgNums <= 0
-	sub, resp := b.popCheck(req, p.group, p.topic, p.queueID, p.expType, p.exp)
+	sub, resp := b.popCheck(req, popVerb, p.group, p.topic, p.queueID, p.expType, p.exp)
 	if resp != nil {
 		return resp
 	}
@@ -496,7 +506,7 @@ func (b *Broker) processPeek(_ context.Context, _ *remoting.Conn, req *remoting.
 	if err := r.Err(); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, "bad peek request header: "+err.Error())
 	}
-	if _, resp := b.popCheck(req, group, topic, queueID, "", ""); resp != nil {
+	if _, resp := b.popCheck(req, peekVerb, group, topic, queueID, "", ""); resp != nil {
 		return resp
 	}
 	recs, rest, err := b.popSvc.Peek(group, topic, queueID, int(min(max(maxNums, 1), pop.MaxPopMessages)), pop.InitMin)
@@ -548,7 +558,7 @@ func (b *Broker) processNotification(_ context.Context, conn *remoting.Conn, req
 }
 
 func (b *Broker) notification(conn *remoting.Conn, req *remoting.Command, n notificationHeader) *remoting.Command {
-	if _, resp := b.popCheck(req, n.group, n.topic, n.queueID, "", ""); resp != nil {
+	if _, resp := b.popCheck(req, peekVerb, n.group, n.topic, n.queueID, "", ""); resp != nil {
 		return resp
 	}
 	has, err := b.popSvc.HasMessage(n.group, n.topic, n.queueID, n.order, n.attemptID)
@@ -597,7 +607,7 @@ func (b *Broker) processPollingInfo(_ context.Context, _ *remoting.Conn, req *re
 	if err := r.Err(); err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, "bad polling info request header: "+err.Error())
 	}
-	if _, resp := b.popCheck(req, group, topic, queueID, "", ""); resp != nil {
+	if _, resp := b.popCheck(req, peekVerb, group, topic, queueID, "", ""); resp != nil {
 		return resp
 	}
 	resp := remoting.NewResponse(req, remoting.Success, "")
