@@ -499,7 +499,7 @@ func (b *Broker) changeInvisibleTime(req *remoting.Command) *remoting.Command {
 }
 
 // processPeek answers PEEK_MESSAGE: what a pop would return, changing
-// nothing; 19 when there is nothing.
+// nothing; 19 when there is nothing (or maxMsgNums asks for nothing).
 func (b *Broker) processPeek(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	r := remoting.Header(req.ExtFields).Reader()
 	topic, queueID, maxNums, group := r.String("topic"), r.Int32("queueId"), r.Int32("maxMsgNums"), r.String("consumerGroup")
@@ -509,7 +509,10 @@ func (b *Broker) processPeek(_ context.Context, _ *remoting.Conn, req *remoting.
 	if _, resp := b.popCheck(req, peekVerb, group, topic, queueID, "", ""); resp != nil {
 		return resp
 	}
-	recs, rest, err := b.popSvc.Peek(group, topic, queueID, int(min(max(maxNums, 1), pop.MaxPopMessages)), pop.InitMin)
+	// Any number, as RocketMQ's peek: 0 or less finds nothing (RocketMQ's
+	// store reads no message for it; below 0 its processor fails
+	// instead, allocating a list of that size).
+	recs, rest, err := b.popSvc.Peek(group, topic, queueID, int(max(maxNums, 0)), pop.InitMin)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, "peek failed: "+err.Error())
 	}

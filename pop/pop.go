@@ -562,17 +562,27 @@ const (
 // (V2 when enabled, the only one read) too: first on every fifth peek of
 // a group's topic, else after the topic's queues while the batch is not
 // full. Pop-retry records are returned as stored, under their own topic.
+//
+// maxNums bounds the whole answer only, as RocketMQ's peek, which takes
+// any number (<= 0 reads nothing): each queue gives at most
+// MaxPopMessages of it (RocketMQ's store hands out no more in one read)
+// and Config.MaxTransferBytes, and once the answer passes maxPopBody no
+// further queue is read, its messages only counted. A peek of every
+// queue starts from a different one each time (RocketMQ's from a random
+// one), as pops do, so that a small maxNums does not show the first
+// queue's messages only.
 func (s *Service) Peek(group, topic string, queueID int32, maxNums int, initMode int32) ([][]byte, int64, error) {
 	n, ok, err := s.cfg.Broker.ReadQueueNums(topic)
 	if err != nil || !ok {
 		return nil, 0, err
 	}
+	count := s.nextRequest(peekCounter+group, topic)
 	var normal []source
 	if queueID >= 0 {
 		normal = append(normal, source{topic: topic, queueID: queueID})
 	} else {
 		for i := 0; i < n; i++ {
-			normal = append(normal, source{topic: topic, queueID: int32(i)})
+			normal = append(normal, source{topic: topic, queueID: int32((count + uint64(i)) % uint64(n))})
 		}
 	}
 	var retry []source
@@ -582,17 +592,18 @@ func (s *Service) Peek(group, topic string, queueID int32, maxNums int, initMode
 		return nil, 0, err
 	}
 	for q := 0; ok && q < rn; q++ {
-		retry = append(retry, source{topic: rt, queueID: int32(q)})
+		retry = append(retry, source{topic: rt, queueID: int32((count + uint64(q)) % uint64(rn))})
 	}
 	var out [][]byte
 	var rest int64
+	size := 0
 	peek := func(srcs []source) error {
 		for _, src := range srcs {
 			pos, _, err := s.startOffset(group, src.topic, src.queueID, initMode, true)
 			if err != nil {
 				return err
 			}
-			if len(out) >= maxNums {
+			if len(out) >= maxNums || (len(out) > 0 && size >= maxPopBody) {
 				maxOff, err := s.cfg.CQ.MaxOffset(src.topic, src.queueID)
 				if err != nil {
 					return err
@@ -600,16 +611,19 @@ func (s *Service) Peek(group, topic string, queueID int32, maxNums int, initMode
 				rest += max(maxOff-pos, 0)
 				continue
 			}
-			r, err := s.readQueue(src.topic, src.queueID, pos, maxNums-len(out), s.cfg.MaxTransferBytes, nil, false)
+			r, err := s.readQueue(src.topic, src.queueID, pos, min(maxNums-len(out), MaxPopMessages), s.cfg.MaxTransferBytes, nil, false)
 			if err != nil {
 				return err
+			}
+			for _, rec := range r.records {
+				size += len(rec)
 			}
 			out = append(out, r.records...)
 			rest += max(r.max-r.next, 0)
 		}
 		return nil
 	}
-	first := retryFirst(s.nextRequest(peekCounter+group, topic), peekRetryFirstPercent)
+	first := retryFirst(count, peekRetryFirstPercent)
 	if first {
 		if err := peek(retry); err != nil {
 			return nil, 0, err
