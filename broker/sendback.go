@@ -76,7 +76,8 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 	if _, has := commitlog.LookupProperty(m.Properties, propRetryTopic); !has {
 		set = append(set, [2]string{propRetryTopic, m.Topic})
 	}
-	if origin, has := commitlog.LookupProperty(m.Properties, propOriginMessageID); !has || origin == "" {
+	if origin, has := commitlog.LookupProperty(m.Properties, propOriginMessageID); !has || meta.IsBlank(origin) {
+		// RocketMQ replaces a blank one too (UtilAll.isBlank).
 		set = append(set, [2]string{propOriginMessageID, commitlog.MessageID(m.StoreHost, m.PhyOffset)})
 	}
 	topic := meta.RetryTopic(group)
