@@ -319,14 +319,15 @@ func (b *Broker) countStored(msgs []*commitlog.Message, bytes int64, dayTotals b
 // copy moved to a dead-letter topic does not count (processSendBack puts
 // it uncounted, not asking this). rocketkv's POP revive moves a message
 // consumed retryMaxTimes to the DLQ where RocketMQ's consumer sends it
-// back, so that copy does not count either: it carries
-// DLQ_ORIGIN_MESSAGE_ID, which a send to a retry topic that lands in the
-// DLQ (counted, as RocketMQ counts it) does not.
+// back, so that copy does not count either: it carries the revive's own
+// property (kvindex.PropertyRevivedFrom, which the broker refuses from a
+// client in a dead-letter topic), which a send to a retry topic that
+// lands in the DLQ (counted, as RocketMQ counts it) does not.
 func (b *Broker) countsInDayTotals(m *commitlog.Message) bool {
 	if !meta.IsDLQTopic(m.Topic) {
 		return true
 	}
-	_, moved := commitlog.LookupProperty(m.Properties, propDLQOriginMsgID)
+	_, moved := commitlog.LookupProperty(m.Properties, kvindex.PropertyRevivedFrom)
 	return !moved
 }
 

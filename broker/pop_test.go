@@ -343,9 +343,30 @@ func TestPopReviveRetryAndDLQ(t *testing.T) {
 		t.Fatalf("DLQ pull %d %s", resp.Code, resp.Remark)
 	}
 	dl := decodeRecords(t, resp.Body)
-	if len(dl) != 1 || string(dl[0].Body) != "payload" || dl[0].ReconsumeTimes != 2 ||
-		commitlog.ParseProperties(dl[0].Properties)["DLQ_ORIGIN_TOPIC"] != "RV" {
+	if len(dl) != 1 || string(dl[0].Body) != "payload" || dl[0].ReconsumeTimes != 2 {
 		t.Fatalf("DLQ message %+v", dl)
+	}
+	// The DLQ copy is what RocketMQ's consumerSendMsgBack stores when its
+	// proxy forwards a popped message consumed too often: RETRY_TOPIC
+	// names the pop-retry topic the record was in, ORIGIN_MESSAGE_ID the
+	// record's offset id, WAIT=false and DELAY=0; no DLQ_ORIGIN_* (RocketMQ
+	// 5.3.3 writes them nowhere).
+	retried := storedRecords(t, b, "%RETRY%gr_RV", 0)[0]
+	dp := commitlog.ParseProperties(dl[0].Properties)
+	if dp["RETRY_TOPIC"] != "%RETRY%gr_RV" || dp["ORIGIN_MESSAGE_ID"] != commitlog.MessageID(retried.StoreHost, retried.PhyOffset) ||
+		dp["WAIT"] != "false" || dp["DELAY"] != "0" || dp["TAGS"] != "t1" || dp["UNIQ_KEY"] == "" {
+		t.Errorf("DLQ message properties %v", dp)
+	}
+	for _, k := range []string{"DLQ_ORIGIN_TOPIC", "DLQ_ORIGIN_MESSAGE_ID"} {
+		if v, ok := dp[k]; ok {
+			t.Errorf("DLQ message has %s=%q, which RocketMQ does not write", k, v)
+		}
+	}
+	// The day totals count the send and the revive to the pop-retry
+	// topic, as RocketMQ's, not the move to the DLQ, which RocketMQ's
+	// consumer or proxy sends back uncounted.
+	if got := runtimeInfo(t, rc)["msgPutTotalTodayNow"]; got != "2" {
+		t.Errorf("msgPutTotalTodayNow %s after a send, its revive and its move to the DLQ, want 2", got)
 	}
 	if st := b.popSvc.ReviveStats(); st.Retried < 1 || st.DLQ != 1 {
 		t.Fatalf("revive stats %+v", st)

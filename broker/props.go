@@ -16,5 +16,4 @@ const (
 	propMaxReconsumeTimes = "MAX_RECONSUME_TIMES"
 	propPopCK             = "POP_CK"
 	propDLQOriginTopic    = "DLQ_ORIGIN_TOPIC"
-	propDLQOriginMsgID    = "DLQ_ORIGIN_MESSAGE_ID"
 )

@@ -242,9 +242,11 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 
 // deadLetterOrigin returns the topic a message of topic was sent to and
 // the id its producer was given, when the broker moved it to a
-// dead-letter queue; empty strings otherwise. rocketkv's POP revive names
-// the record it copied in DLQ_ORIGIN_TOPIC and DLQ_ORIGIN_MESSAGE_ID (so
-// did its send-back before it wrote what RocketMQ's does); a send-back
+// dead-letter queue; empty strings otherwise. rocketkv's POP revive and
+// send-back named the record they copied in DLQ_ORIGIN_TOPIC and
+// DLQ_ORIGIN_MESSAGE_ID before they wrote what RocketMQ's send-back does
+// (records stored then keep them, and RocketMQ's proxy reads them); a
+// send-back or a POP revive's move to the DLQ
 // (CONSUMER_SEND_MSG_BACK, a FIFO consumer's forward) names it, as
 // RocketMQ's consumerSendMsgBack, only in RETRY_TOPIC (the topic the
 // message was first sent to, or the retry topic the record was in) and

@@ -551,9 +551,10 @@ func reencodeRetry(rec []byte, topic string, h *Handle) ([]byte, error) {
 const (
 	PropertyPopCK        = "POP_CK"
 	PropertyFirstPopTime = "1ST_POP_TIME"
-	propDLQOriginTopic   = "DLQ_ORIGIN_TOPIC"
-	propDLQOriginMsgID   = "DLQ_ORIGIN_MESSAGE_ID"
-	propUniqKey          = "UNIQ_KEY"
+	propRetryTopic       = "RETRY_TOPIC"
+	propOriginMsgID      = "ORIGIN_MESSAGE_ID"
+	propWait             = "WAIT"
+	propDelay            = "DELAY"
 )
 
 // Peek reads what a pop of one queue (or of every queue with -1) would

@@ -887,6 +887,14 @@ func (s *Service) readCopy(topic string, queueID int32, offset int64) (commitlog
 // group's pop-retry topic of the original topic with reconsumeTimes + 1,
 // or to the group's DLQ once the message was already consumed maxTimes
 // times, with the property naming the intent.
+//
+// The DLQ copy is the one RocketMQ's consumerSendMsgBack stores when its
+// proxy forwards there a popped message consumed too often (RocketMQ's
+// revive never moves one): RETRY_TOPIC names the topic of the record
+// copied unless it has one, ORIGIN_MESSAGE_ID the record's offset id
+// unless it has one that is not blank, and WAIT=false and DELAY=0 are
+// set. No DLQ_ORIGIN_TOPIC nor DLQ_ORIGIN_MESSAGE_ID: RocketMQ 5.3.3
+// writes them nowhere.
 func (s *Service) reviveMessage(m *commitlog.Message, maxTimes int32, in *kvindex.ReviveIntent) *commitlog.Message {
 	group := in.Group
 	origin := originalTopic(in.Topic, group)
@@ -898,11 +906,13 @@ func (s *Service) reviveMessage(m *commitlog.Message, maxTimes int32, in *kvinde
 	var set [][2]string
 	if m.ReconsumeTimes >= maxTimes {
 		out.Topic = meta.DLQTopic(group)
-		id, ok := commitlog.LookupProperty(m.Properties, propUniqKey)
-		if !ok || id == "" {
-			id = commitlog.MessageID(m.StoreHost, m.PhyOffset)
+		if _, ok := commitlog.LookupProperty(m.Properties, propRetryTopic); !ok {
+			set = append(set, [2]string{propRetryTopic, m.Topic})
 		}
-		set = [][2]string{{propDLQOriginTopic, origin}, {propDLQOriginMsgID, id}}
+		if id, ok := commitlog.LookupProperty(m.Properties, propOriginMsgID); !ok || meta.IsBlank(id) {
+			set = append(set, [2]string{propOriginMsgID, commitlog.MessageID(m.StoreHost, m.PhyOffset)})
+		}
+		set = append(set, [2]string{propWait, "false"}, [2]string{propDelay, "0"})
 	} else {
 		out.Topic = s.reviveTopic(origin, group)
 		if _, ok := commitlog.LookupProperty(m.Properties, PropertyFirstPopTime); !ok || m.ReconsumeTimes == 0 {
