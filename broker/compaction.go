@@ -119,7 +119,8 @@ func (b *Broker) dropCompactedTopic(topic string) error {
 // messages were stored with; an offset whose message was compacted away
 // reads on from the next copy, and one below the first copy from the
 // first. The queue's maximum is the ConsumeQueue's, its minimum
-// minOffset's.
+// minOffset's. Records are shown as every read shows them
+// (kvindex.AppendShown).
 func (b *Broker) getCompacted(topic string, queueID int32, offset int64, maxNums, maxBytes int, filter *subscription) (getResult, error) {
 	r := getResult{lastPhy: -1}
 	var err error
@@ -144,7 +145,7 @@ func (b *Broker) getCompacted(topic string, queueID int32, offset int64, maxNums
 			if r.body == nil {
 				r.body = b.bodies.get(min(maxBytes, len(rec)*maxNums))
 			}
-			r.body = append(r.body, rec...)
+			r.body = kvindex.AppendShown(r.body, rec) // no POP revive's own property
 			r.count++
 		}
 		return true
