@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/rocketkv/rocketkv/remoting"
@@ -31,4 +32,32 @@ func TestPopRemarksNameTheBrokerIP(t *testing.T) {
 	if r := call(t, rc, remoting.PopMessage, ext, nil); r.Code != remoting.PollingTimeout || r.Remark != want {
 		t.Errorf("pop born long ago: %d %q, want %d %q", r.Code, r.Remark, remoting.PollingTimeout, want)
 	}
+}
+
+// A broker that may not be read or written refuses pulls, sends,
+// send-backs and (with rejectTransactionMessage) transactional sends
+// naming itself by brokerIP1, as RocketMQ's PullMessageProcessor,
+// AbstractSendMessageProcessor and SendMessageProcessor do.
+func TestPullAndSendRefusalsNameTheBrokerIP(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"brokerName": "broker-remark", "rejectTransactionMessage": "true"})
+	c := b.client(nil)
+	mustSend(t, c, "RemarkT", 0, "m", "")
+	b.caughtUp()
+	m := pullAll(t, b, c, "RemarkT", 0)[0]
+	ensureGroup(t, c, "g-remark")
+	want := func(what string, r *remoting.Command, remark string) {
+		t.Helper()
+		if r.Code != remoting.NoPermission || r.Remark != remark {
+			t.Errorf("%s: %d %q, want %d %q", what, r.Code, r.Remark, remoting.NoPermission, remark)
+		}
+	}
+	want("transactional send", sendV2(t, c, "RemarkT", 0, "half", halfProps("UNIQ-REMARK", "")),
+		"the broker[127.0.0.1] sending transaction message is forbidden")
+	updateConfig(t, c, "brokerPermission=0")
+	want("pull", call(t, c, remoting.PullMessage, pullReq("g-remark", "RemarkT", 0, 0, 0, 0, "*"), nil),
+		"the broker[127.0.0.1] pulling message is forbidden")
+	want("send", sendV2(t, c, "RemarkT", 0, "m2", ""), "the broker[127.0.0.1] sending message is forbidden")
+	want("send-back", call(t, c, remoting.ConsumerSendMsgBack, map[string]string{
+		"offset": strconv.FormatInt(m.PhyOffset, 10), "group": "g-remark", "delayLevel": "-1"}, nil),
+		"the broker[127.0.0.1] sending message is forbidden")
 }

@@ -113,7 +113,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		return remoting.NewResponse(req, code, fmt.Sprintf(format, args...))
 	}
 	if !meta.Readable(b.permission()) {
-		return forbiddenPull(fail(remoting.NoPermission, "the broker[%s] pulling message is forbidden", b.cfg.BrokerName), forbiddenBroker)
+		return forbiddenPull(fail(remoting.NoPermission, "the broker[%s] pulling message is forbidden", b.announcedHost()), forbiddenBroker)
 	}
 	if req.Code == remoting.LitePullMessage && !b.current().LitePullMessageEnable {
 		return forbiddenPull(fail(remoting.NoPermission, "the broker[%s] for lite pull consumer is forbidden", b.announcedHost()), forbiddenBroker)

@@ -203,7 +203,7 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	half := txn.IsHalfSend(props, h.sysFlag) && !(h.reconsumeTimes > 0 && delayLevelOf(props) > 0)
 	if half {
 		if b.current().RejectTransactionMessage {
-			return fail(remoting.NoPermission, "the broker[%s] sending transaction message is forbidden", b.cfg.BrokerName)
+			return fail(remoting.NoPermission, "the broker[%s] sending transaction message is forbidden", b.announcedHost())
 		}
 		if _, err := b.topics.ensureSystemTopic(meta.TransHalfTopic, 1, meta.PermRead|meta.PermWrite); err != nil {
 			return fail(remoting.SystemError, "create the half topic: %v", err)
@@ -367,7 +367,7 @@ func (b *Broker) checkSend(conn *remoting.Conn, req *remoting.Command, h sendHea
 		return 0, fail(remoting.SystemError, "broker unable to service, until %s", from)
 	}
 	if !meta.Writable(b.permission()) {
-		return 0, fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", b.cfg.BrokerName)
+		return 0, fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", b.announcedHost())
 	}
 	if remark := validateTopicName(h.topic); remark != "" {
 		return 0, fail(remoting.InvalidParameter, "%s", remark) // as AbstractSendMessageProcessor.msgCheck

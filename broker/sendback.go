@@ -45,7 +45,7 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 		return remoting.NewResponse(req, remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group)
 	}
 	if !meta.Writable(b.permission()) {
-		return remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", b.cfg.BrokerName))
+		return remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", b.announcedHost()))
 	}
 	if gc.RetryQueueNums <= 0 {
 		return remoting.NewResponse(req, remoting.Success, "")
