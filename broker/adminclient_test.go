@@ -515,9 +515,6 @@ func TestClusterAndBrokerTopicPermissions(t *testing.T) {
 	if p := perm(b, "broker-a"); p != meta.PermInherit|meta.PermRead|meta.PermWrite {
 		t.Fatalf("broker topic perm %d", p)
 	}
-	if r := sendV2(t, b.client(nil), "DefaultCluster", 0, "x", ""); r.Code != remoting.NoPermission {
-		t.Fatalf("send to the cluster topic: %d %s", r.Code, r.Remark)
-	}
 	b.stop()
 
 	b = startTestBrokerAt(t, store, map[string]string{"brokerTopicEnable": "false"})

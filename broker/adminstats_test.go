@@ -51,9 +51,22 @@ func newStatsFixture(t *testing.T, overrides map[string]string) *statsFixture {
 // createTopic creates a topic with its queue numbers.
 func createTopic(t *testing.T, c *remoting.Client, topic string, read, write int) {
 	t.Helper()
+	createTopicWith(t, c, topic, read, write, false)
+}
+
+// createOrderTopic creates topic with one read and write queue and the
+// order flag (a FIFO topic).
+func createOrderTopic(t *testing.T, c *remoting.Client, topic string) {
+	t.Helper()
+	createTopicWith(t, c, topic, 1, 1, true)
+}
+
+func createTopicWith(t *testing.T, c *remoting.Client, topic string, read, write int, order bool) {
+	t.Helper()
 	r := call(t, c, remoting.UpdateAndCreateTopic, map[string]string{
 		"topic": topic, "defaultTopic": "TBW102", "readQueueNums": strconv.Itoa(read),
 		"writeQueueNums": strconv.Itoa(write), "perm": "6", "topicFilterType": "SINGLE_TAG",
+		"order": strconv.FormatBool(order),
 	}, nil)
 	if r.Code != remoting.Success {
 		t.Fatalf("create %s: %d %s", topic, r.Code, r.Remark)

@@ -42,6 +42,7 @@ func TestPullAndSendRefusalsNameTheBrokerIP(t *testing.T) {
 	b := startTestBroker(t, map[string]string{"brokerName": "broker-remark", "rejectTransactionMessage": "true"})
 	c := b.client(nil)
 	mustSend(t, c, "RemarkT", 0, "m", "")
+	createOrderTopic(t, c, "RemarkOrderT")
 	b.caughtUp()
 	m := pullAll(t, b, c, "RemarkT", 0)[0]
 	ensureGroup(t, c, "g-remark")
@@ -56,8 +57,28 @@ func TestPullAndSendRefusalsNameTheBrokerIP(t *testing.T) {
 	updateConfig(t, c, "brokerPermission=0")
 	want("pull", call(t, c, remoting.PullMessage, pullReq("g-remark", "RemarkT", 0, 0, 0, 0, "*"), nil),
 		"the broker[127.0.0.1] pulling message is forbidden")
-	want("send", sendV2(t, c, "RemarkT", 0, "m2", ""), "the broker[127.0.0.1] sending message is forbidden")
+	want("send", sendV2(t, c, "RemarkOrderT", 0, "m2", ""), "the broker[127.0.0.1] sending message is forbidden")
 	want("send-back", call(t, c, remoting.ConsumerSendMsgBack, map[string]string{
 		"offset": strconv.FormatInt(m.PhyOffset, 10), "group": "g-remark", "delayLevel": "-1"}, nil),
 		"the broker[127.0.0.1] sending message is forbidden")
+}
+
+// A topic's own permission does not refuse sends, as RocketMQ's msgCheck
+// checks none: producers route by the permission in the topic's route,
+// and one whose route predates an updateTopicPerm has its send stored
+// (a oneway send would otherwise be lost without a word).
+func TestASendToAReadOnlyTopicIsStoredAsRocketMQs(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	if r := call(t, c, remoting.UpdateAndCreateTopic, map[string]string{
+		"topic": "ReadOnlyT", "defaultTopic": "TBW102", "readQueueNums": "1",
+		"writeQueueNums": "1", "perm": "4", "topicFilterType": "SINGLE_TAG",
+	}, nil); r.Code != remoting.Success {
+		t.Fatalf("create: %d %s", r.Code, r.Remark)
+	}
+	mustSend(t, c, "ReadOnlyT", 0, "stale route", "")
+	b.caughtUp()
+	if got := pullAll(t, b, c, "ReadOnlyT", 0); len(got) != 1 {
+		t.Fatalf("pulled %d messages from the read-only topic, want the one sent", len(got))
+	}
 }

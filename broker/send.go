@@ -354,8 +354,8 @@ func (b *Broker) sendsAcceptedFrom() (string, bool) {
 }
 
 // checkSend applies RocketMQ's checks of a send (SendMessageProcessor's
-// msgCheck and more) shared by sends and replies: the broker and topic
-// are writable, the topic name, properties and body are valid, the topic
+// msgCheck and more) shared by sends and replies: the broker is writable
+// for an order topic, the topic name, properties and body are valid, the topic
 // exists or is created from the default topic, and the queue is one of
 // the topic's (a negative queue id picks one at random). It returns the
 // queue, or the refusal to answer.
@@ -365,9 +365,6 @@ func (b *Broker) checkSend(conn *remoting.Conn, req *remoting.Command, h sendHea
 	}
 	if from, ok := b.sendsAcceptedFrom(); !ok {
 		return 0, fail(remoting.SystemError, "broker unable to service, until %s", from)
-	}
-	if !meta.Writable(b.permission()) {
-		return 0, fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", b.announcedHost())
 	}
 	if remark := validateTopicName(h.topic); remark != "" {
 		return 0, fail(remoting.InvalidParameter, "%s", remark) // as AbstractSendMessageProcessor.msgCheck
@@ -398,8 +395,14 @@ func (b *Broker) checkSend(conn *remoting.Conn, req *remoting.Command, h sendHea
 	if code != remoting.Success {
 		return 0, fail(code, "%s", remark)
 	}
-	if !meta.Writable(tc.Perm) {
-		return 0, fail(remoting.NoPermission, "the topic[%s] sending message is forbidden", h.topic)
+	// As RocketMQ's msgCheck, a broker that is not writable refuses sends
+	// to order topics only, and a topic's own permission is not checked:
+	// producers follow the routes, which carry both permissions, and a
+	// producer whose route is older (up to its 30 s refresh after a
+	// brokerPermission or updateTopicPerm change) still has its sends,
+	// oneway ones included, stored instead of refused.
+	if tc.Order && !meta.Writable(b.permission()) {
+		return 0, fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", b.announcedHost())
 	}
 	if tc.Compacted() && !h.batch {
 		// As RocketMQ's SendMessageProcessor (a batch is not checked).
