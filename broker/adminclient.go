@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -21,8 +22,10 @@ const consumerRelayTimeout = 10 * time.Second
 
 // processGetBrokerConfig answers GET_BROKER_CONFIG (mqadmin
 // getBrokerConfig, the dashboard's broker page): every setting as
-// "key=value" lines of the configuration in force, and its DataVersion
-// (moved on by every UPDATE_BROKER_CONFIG) in the version header field.
+// "key=value" lines of the configuration in force, with the values the
+// broker derived where the configuration leaves them to it (see
+// effectiveSettings), and its DataVersion (moved on by every
+// UPDATE_BROKER_CONFIG) in the version header field.
 func (b *Broker) processGetBrokerConfig(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	live := b.live.cur.Load()
 	version, err := json.Marshal(live.version)
@@ -31,8 +34,44 @@ func (b *Broker) processGetBrokerConfig(_ context.Context, _ *remoting.Conn, req
 	}
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	resp.ExtFields = map[string]string{"version": string(version)}
-	resp.Body = configs.PropertiesText(live.cfg.Settings())
+	resp.Body = configs.PropertiesText(b.effectiveSettings(live.cfg.Settings()))
 	return resp
+}
+
+// effectiveSettings fills in settings the values the running broker
+// derived, as RocketMQ's getBrokerConfig reports the fields its startup
+// set: brokerIP1 the address (or host name) it registers, brokerIP2
+// brokerIP1 when empty, and the ports it listens on where the
+// configuration gave 0 (listenPort, haListenPort, fastListenPort).
+// Only the answer changes: the configuration kept and written back on
+// an update keeps what the operator gave.
+func (b *Broker) effectiveSettings(settings map[string]string) map[string]string {
+	port := func(a net.Addr) (string, bool) {
+		if t, ok := a.(*net.TCPAddr); ok {
+			return strconv.Itoa(t.Port), true
+		}
+		return "", false
+	}
+	if settings["brokerIP1"] == "" {
+		settings["brokerIP1"] = b.announcedHost()
+	}
+	if settings["brokerIP2"] == "" {
+		settings["brokerIP2"] = settings["brokerIP1"]
+	}
+	if settings["listenPort"] == "0" {
+		settings["listenPort"] = strconv.Itoa(int(b.hostAddr().Port()))
+	}
+	if settings["haListenPort"] == "0" && b.repl.server != nil {
+		if p, ok := port(b.repl.server.Addr()); ok {
+			settings["haListenPort"] = p
+		}
+	}
+	if settings["fastListenPort"] == "0" {
+		if p, ok := port(b.FastAddr()); ok {
+			settings["fastListenPort"] = p
+		}
+	}
+	return settings
 }
 
 // topicList is RocketMQ's TopicList body.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"runtime"
 	"strconv"
 	"strings"
@@ -38,13 +39,23 @@ func TestGetBrokerConfig(t *testing.T) {
 		}
 		got[k] = v
 	}
+	_, port, _ := net.SplitHostPort(b.Addr())
 	for k, v := range map[string]string{
-		"transactionCheckMax": "7", "brokerName": "broker-a", "listenPort": "0", "storePathRootDir": b.store,
+		"transactionCheckMax": "7", "brokerName": "broker-a", "storePathRootDir": b.store,
 		"mappedFileSizeCommitLog": "4194304", "flushDiskType": "ASYNC_FLUSH",
+		// Derived, as RocketMQ reports them: the port listened on (the
+		// configuration's 0 picks one), the address registered.
+		"listenPort": port, "brokerIP1": "127.0.0.1", "brokerIP2": "127.0.0.1",
 	} {
 		if got[k] != v {
 			t.Errorf("%s=%q, want %q", k, got[k], v)
 		}
+	}
+	if b.repl.server == nil {
+		t.Fatal("the test broker runs no HA server")
+	}
+	if _, ha, _ := net.SplitHostPort(b.repl.server.Addr().String()); got["haListenPort"] != ha {
+		t.Errorf("haListenPort=%q, want the HA port listened on, %s", got["haListenPort"], ha)
 	}
 	var version meta.DataVersion
 	if err := json.Unmarshal([]byte(r.ExtFields["version"]), &version); err != nil || version.Timestamp <= 0 {
