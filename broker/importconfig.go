@@ -71,20 +71,32 @@ func importRocketMQConfig(db *kvindex.DB, root string, lmq bool, log zerolog.Log
 //     would number new messages from 0, below the consumer and delay
 //     offsets carried over: consumers would skip the new messages and the
 //     scheduler would never deliver them.
-//   - where each topic's records begin and which topics it holds
-//     (db.RecordRocketMQConsumeQueue): a topic RocketMQ deleted left its
-//     records in the CommitLog. Created again, its new messages got the
-//     queue offsets from 0 again: rebuilt from the CommitLog, its queues
-//     would hold the deleted messages at those offsets and drop the new
-//     ones as repeats. Not created again, it would come back with its
-//     deleted messages (dropRocketMQDeletedTopics drops it).
+//   - where each queue's and each topic's records begin and which
+//     topics it holds (db.RecordRocketMQConsumeQueue): a topic RocketMQ
+//     deleted left its records in the CommitLog. Created again, its new
+//     messages got the queue offsets from 0 again, as did a queue whose
+//     files were lost once RocketMQ started without them: rebuilt from
+//     the CommitLog, such a queue would hold the older messages at those
+//     offsets and drop the ones RocketMQ serves as repeats. The decision
+//     is the queue's: below its first entry, a record whose queue offset
+//     is that entry's or above is of an earlier numbering and left out,
+//     one below it continues the queue below its first files (lost, or
+//     deleted by RocketMQ's cleanup) and is kept, though RocketMQ, which
+//     never dispatches below its consumequeue's newest entry again, no
+//     longer served it. A queue without files is judged by its topic's
+//     first entry: below it, a record is left out (a queue of a topic
+//     created again that got no message since, as likely as a queue
+//     whose directory was lost); RocketMQ served neither. Not created
+//     again, a deleted topic would come back with its deleted messages
+//     (dropRocketMQDeletedTopics drops it).
 //
 // minPhy and endPhy are the CommitLog's minimum and end; unitsPerFile
 // comes from cqUnitsPerFile. complete is where RocketMQ's ConsumeQueue
 // may lack entries from: the end after a clean shutdown, the start of its
 // recovery scan (which dispatches again) after a crash, which may have
 // lost a queue's newest entries while another queue's reached the disk.
-// A topic's records are left out only below it.
+// A queue's records are left out only below it: RocketMQ's recovery
+// dispatches every record from there on again.
 func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsPerFile int, minPhy, endPhy, complete int64, log zerolog.Logger) error {
 	dir := filepath.Join(root, "consumequeue")
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
@@ -117,6 +129,7 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 	}
 	var starts []kvindex.QueueStart
 	firsts := map[string]int64{} // topic -> CommitLog offset of its first entry
+	begins := map[string]map[int32]kvindex.QueueBegin{}
 	var topics []string
 	var dispatched int64 // the end of the newest entry: RocketMQ dispatches again from it
 	var qerr error
@@ -160,6 +173,10 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 			if at, ok := firsts[topic]; !ok || es[0].PhyOffset < at {
 				firsts[topic] = es[0].PhyOffset
 			}
+			if begins[topic] == nil {
+				begins[topic] = map[int32]kvindex.QueueBegin{}
+			}
+			begins[topic][qid] = kvindex.QueueBegin{Phy: es[0].PhyOffset, Offset: es[0].QueueOffset}
 		}
 		return true
 	})
@@ -167,22 +184,36 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 		return fail(err)
 	}
 	for _, g := range files.Gaps() {
-		// The missing entries' records may lie below the topic's first
-		// entry found: its older records are not left out from there.
+		// The missing entries' records may lie below the first entry
+		// found: the older records are not left out from there.
 		if at, ok := firsts[g.Topic]; ok && g.PhyFrom < at {
 			firsts[g.Topic] = g.PhyFrom
+		}
+		if b, ok := begins[g.Topic][g.QueueID]; ok && g.PhyFrom < b.Phy {
+			b.Phy = g.PhyFrom
+			begins[g.Topic][g.QueueID] = b
 		}
 		warnConsumeQueueGap(log, g, minPhy, cqs != nil)
 	}
 	for topic, at := range firsts {
-		if at = min(at, complete); at <= minPhy {
+		// RocketMQ's recovery dispatches again from complete on: what it
+		// would serve is kept.
+		at = min(at, complete)
+		top := at
+		for qid, b := range begins[topic] {
+			b.Phy = min(b.Phy, complete)
+			begins[topic][qid] = b
+			top = max(top, b.Phy)
+		}
+		if top <= minPhy {
 			delete(firsts, topic) // no record lies below it
+			delete(begins, topic)
 			continue
 		}
 		firsts[topic] = at
 	}
 	topics = slices.Compact(slices.Sorted(slices.Values(topics)))
-	if err := db.RecordRocketMQConsumeQueue(firsts, topics, min(complete, max(dispatched, minPhy))); err != nil {
+	if err := db.RecordRocketMQConsumeQueue(firsts, begins, topics, min(complete, max(dispatched, minPhy))); err != nil {
 		return err
 	}
 	if len(starts) == 0 || cqs == nil {

@@ -738,3 +738,111 @@ func TestOpenRocketMQStoreWithAConsumeQueueFileMissing(t *testing.T) {
 		}
 	}
 }
+
+// pullRocketMQQueue pulls every message of topic/qid from offset from on.
+func pullRocketMQQueue(t *testing.T, b *testBroker, topic string, qid int32, from int64) []commitlog.Message {
+	t.Helper()
+	c := b.client(nil)
+	var got []commitlog.Message
+	for off := from; ; {
+		r := call(t, c, remoting.PullMessage, pullReq("GroupB", topic, qid, off, 0, 0, "*"), nil)
+		if r.Code != remoting.Success {
+			return got
+		}
+		ms := decodeRecords(t, r.Body)
+		if len(ms) == 0 {
+			return got
+		}
+		got = append(got, ms...)
+		off = ms[len(ms)-1].QueueOffset + 1
+	}
+}
+
+// A queue whose first consumequeue files are gone without its topic
+// being deleted (removed by hand; RocketMQ's own cleanup only deletes
+// files whose records retention deleted) keeps the messages below them:
+// their queue offsets continue the queue's numbering below its first
+// file, so no message the files name takes their place. Before, the
+// first open left out every record of the topic below its first entry,
+// TopicB/0's offset 0 (below TopicB/1's first record) with it. The file
+// layout, RocketMQ's files, serves the queue from its first file, as
+// RocketMQ does.
+func TestOpenRocketMQStoreWithAQueuesFirstFileMissing(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "storeType": "file"})
+	c := b.client(nil)
+	for i := range 25 {
+		mustSend(t, c, "TopicB", 0, fmt.Sprintf("more TopicB #%d", i), "")
+	}
+	b.caughtUp()
+	b.stop()
+	if err := os.RemoveAll(filepath.Join(store, kvindex.DirName)); err != nil {
+		t.Fatal(err)
+	}
+	// Offsets 0..9 of TopicB/0.
+	if err := os.Remove(filepath.Join(store, "consumequeue", "TopicB", "0", "00000000000000000000")); err != nil {
+		t.Fatal(err)
+	}
+	fileStore := testutil.CopyStore(t, store)
+	b = startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"})
+	b.caughtUp()
+	got := pullRocketMQQueue(t, b, "TopicB", 0, 0)
+	if len(got) != 34 {
+		t.Fatalf("TopicB/0 holds %d messages from offset 0, want 34", len(got))
+	}
+	for i, m := range got {
+		if m.QueueOffset != int64(i) {
+			t.Fatalf("TopicB/0 message %d has queue offset %d", i, m.QueueOffset)
+		}
+	}
+	b = startTestBrokerAt(t, fileStore, map[string]string{"mappedFileSizeCommitLog": "16384", "storeType": "file"})
+	b.caughtUp()
+	if got := pullRocketMQQueue(t, b, "TopicB", 0, 10); len(got) != 24 || got[0].QueueOffset != 10 {
+		t.Fatalf("storeType=file: TopicB/0 from 10 holds %d messages", len(got))
+	}
+}
+
+// A queue whose files RocketMQ lost and which it then numbered from 0
+// again (its start finds no files for it; the other queues of the topic
+// go on) serves the new messages at their offsets, as RocketMQ does: the
+// records of the queue's earlier numbering, whose offsets the new ones
+// took, are left out, though they lie above the topic's first entry
+// (TopicB/1's). Before, they were indexed and the new messages dropped
+// as repeats of their offsets.
+func TestOpenRocketMQStoreWithAQueueNumberedAgain(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	settings := map[string]string{"mappedFileSizeCommitLog": "16384", "storeType": "file"}
+	b := startTestBrokerAt(t, store, settings)
+	b.caughtUp()
+	b.stop()
+	if err := os.RemoveAll(filepath.Join(store, "consumequeue", "TopicB", "0")); err != nil {
+		t.Fatal(err)
+	}
+	// The files written stand for RocketMQ's: the queue starts over.
+	b = startTestBrokerAt(t, store, settings)
+	c := b.client(nil)
+	for i := range 3 {
+		if r := mustSend(t, c, "TopicB", 0, fmt.Sprintf("new TopicB #%d", i), ""); header(t, r, "queueOffset") != int64(i) {
+			t.Fatalf("message %d got queue offset %s, want the queue numbered from 0 again", i, r.ExtFields["queueOffset"])
+		}
+	}
+	b.caughtUp()
+	b.stop()
+	if err := os.RemoveAll(filepath.Join(store, kvindex.DirName)); err != nil {
+		t.Fatal(err)
+	}
+	b = startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"})
+	b.caughtUp()
+	got := pullRocketMQQueue(t, b, "TopicB", 0, 0)
+	if len(got) != 3 {
+		t.Fatalf("TopicB/0 holds %d messages, want the 3 RocketMQ serves", len(got))
+	}
+	for i, m := range got {
+		if want := fmt.Sprintf("new TopicB #%d", i); string(m.Body) != want || m.QueueOffset != int64(i) {
+			t.Errorf("TopicB/0 at %d: %q at offset %d, want %q", i, m.Body, m.QueueOffset, want)
+		}
+	}
+	if got := pullRocketMQQueue(t, b, "TopicB", 1, 0); len(got) != 13 {
+		t.Errorf("TopicB/1 holds %d messages, want its 13", len(got))
+	}
+}

@@ -177,6 +177,10 @@ type Dispatcher struct {
 	// deleted holds the topic deletions dispatch has not passed (nil:
 	// none); written under writeMu, read by the loop once a batch.
 	deleted atomic.Pointer[deletedTopics]
+	// queueBegins is what a first open of a RocketMQ store recorded of
+	// where the queues of the topics of deleted began (DB.queueBegins),
+	// read by recover.
+	queueBegins map[string]topicBegin
 
 	mu      sync.Mutex
 	waiters []dispatchWaiter
@@ -322,12 +326,15 @@ func (d *Dispatcher) Recover() (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("recover index: %w", err)
 	}
+	if d.queueBegins, err = d.opts.DB.queueBegins(deleted); err != nil {
+		return 0, fmt.Errorf("recover index: %w", err)
+	}
 	if err := d.catchUpLayouts(from, minOff, end, hadDispatched, deleted); err != nil {
 		return 0, fmt.Errorf("recover index: %w", err)
 	}
 	// Dispatch from an offset below a deletion (a crash lost batches
 	// written after it) leaves the deleted topic's records out again.
-	d.deleted.Store(newDeletedTopics(deleted, from))
+	d.deleted.Store(newDeletedTopics(deleted, from).withQueues(d.queueBegins))
 	d.next.Store(from)
 	d.log.Info().Int64("from", from).Int64("logEnd", end).Int64("logMin", minOff).Msg("dispatch recovered")
 	return from, nil
@@ -910,7 +917,7 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 				return 0, fmt.Errorf("dispatch hook of %s at %d: %w", m.Topic, e.Offset, err)
 			}
 		}
-		beforeDeletion := gone.covers(m.Topic, e.Offset)
+		beforeDeletion := gone.covers(m.Topic, m.QueueID, e.Offset, m.QueueOffset)
 		if !beforeDeletion && compaction.Compacts(m.Topic) {
 			d.compactRecs = append(d.compactRecs, append([]byte(nil), e.Data...))
 		}

@@ -115,6 +115,16 @@
 //	                                           first entry there: the records below it are
 //	                                           of a topic RocketMQ deleted
 //	                                           (RecordRocketMQConsumeQueue)
+//	"rmqQueueBegin.<topic>/<queueId>" value: offset int64 | queue offset int64
+//	                                           where the queue began in that consumequeue/
+//	                                           (its first entry): dispatch leaves out its
+//	                                           records below the offset whose queue offset is
+//	                                           the entry's or above (an earlier numbering), and
+//	                                           keeps those below it; "rmqQueueBegin.<topic>/"
+//	                                           (offset | 0): where the topic began, for its
+//	                                           queues with no key of their own; kept with the
+//	                                           topic's "topicDeleted", which holds the highest
+//	                                           of them; a deletion of the topic removes them
 //	"deletingTopic.<topic>" value: empty     a deletion of the topic (its config, its
 //	                                           queues, every group's offsets and POP
 //	                                           state on it) began and has not ended:

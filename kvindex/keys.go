@@ -40,6 +40,12 @@ const (
 	// ended at the value (for dispatch, which leaves its records below
 	// the value out, and for layouts not written at the time).
 	metaTopicDeleted = "topicDeleted."
+	// metaQueueBegin + topic + "/" + queueId: where that queue of the
+	// topic began in the consumequeue/ of a RocketMQ store first opened
+	// (value: CommitLog offset | queue offset, QueueBegin); + topic + "/":
+	// where the topic began (CommitLog offset | 0), for its queues with no
+	// key of their own. Kept with the topic's metaTopicDeleted record.
+	metaQueueBegin = "rmqQueueBegin."
 	// metaDeletingTopic + topic: a deletion of the topic (its config,
 	// queues and consumer state) began and has not ended; a start after a
 	// crash half way through completes it.

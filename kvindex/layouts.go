@@ -316,7 +316,7 @@ func (d *Dispatcher) catchUpLayouts(from, minOff, end int64, hadDispatched bool,
 		}
 		d.log.Warn().Str("layout", l.name).Int64("from", start).Int64("to", from).
 			Msg("ConsumeQueue layout is behind the dispatched offset; writing what it misses from the CommitLog")
-		if err := d.fillLayout(l.layout, start, from, newDeletedTopics(deleted, start), l.done < minOff); err != nil {
+		if err := d.fillLayout(l.layout, start, from, newDeletedTopics(deleted, start).withQueues(d.queueBegins), l.done < minOff); err != nil {
 			return err
 		}
 		// Retention may have run while it was not written.

@@ -1,9 +1,13 @@
 package kvindex
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -26,6 +30,48 @@ type deletedTopics struct {
 	// of a RocketMQ store records (one per topic) costs no rebuild per
 	// batch.
 	offs []int64
+	// queues refines, for the topics of at a first open of an Apache
+	// RocketMQ store recorded (RecordRocketMQConsumeQueue), which of their
+	// records below at are left out, queue by queue (nil: none).
+	queues map[string]topicBegin
+}
+
+// QueueBegin is where a queue of an Apache RocketMQ store's consumequeue/
+// begins: the CommitLog offset Phy of its first entry (or of the first
+// record of a run of its files missing in the middle, when lower) and the
+// queue offset of that entry.
+type QueueBegin struct {
+	Phy, Offset int64
+}
+
+// topicBegin is what a first open of a RocketMQ store recorded of where a
+// topic's queues begin: a record of a queue of queues below the queue's
+// Phy whose queue offset is its Offset or above takes the place of an
+// entry the consumequeue/ holds (an earlier numbering of the queue: the
+// topic deleted and created again, or the queue's files lost and
+// RocketMQ numbering it from 0 again) and is left out; one below
+// Offset continues the numbering below the consumequeue's first files
+// (lost, or cut by RocketMQ) and is kept. A record of a queue
+// consumequeue/ lacks is left out below base, the topic's first entry.
+type topicBegin struct {
+	base   int64
+	queues map[int32]QueueBegin
+}
+
+// withQueues returns t with the per-queue starts of queues attached for
+// the topics t holds.
+func (t *deletedTopics) withQueues(queues map[string]topicBegin) *deletedTopics {
+	if t == nil || len(queues) == 0 {
+		return t
+	}
+	out := *t
+	out.queues = map[string]topicBegin{}
+	for topic, b := range queues {
+		if _, ok := t.at[topic]; ok {
+			out.queues[topic] = b
+		}
+	}
+	return &out
 }
 
 // newDeletedTopics returns the set of the deletions of at that lie past
@@ -57,33 +103,51 @@ func (t *deletedTopics) passed(end int64) *deletedTopics {
 	case n == len(t.offs):
 		return nil
 	case 2*n >= len(t.offs):
-		return newDeletedTopics(t.at, end)
+		return newDeletedTopics(t.at, end).withQueues(t.queues)
 	}
-	return &deletedTopics{at: t.at, low: t.offs[n], offs: t.offs}
+	return &deletedTopics{at: t.at, low: t.offs[n], offs: t.offs, queues: t.queues}
 }
 
-// covers reports whether a record of topic at CommitLog offset phy was
-// appended before the topic's deletion.
-func (t *deletedTopics) covers(topic string, phy int64) bool {
+// covers reports whether the entry at queue offset off of queue queueID
+// of topic, of the record at CommitLog offset phy, was appended before
+// the topic's deletion (for a topic of a RocketMQ store's first open:
+// before the queue's numbering that store's consumequeue/ holds,
+// topicBegin).
+func (t *deletedTopics) covers(topic string, queueID int32, phy, off int64) bool {
 	if t == nil {
 		return false
 	}
 	at, ok := t.at[topic]
-	return ok && phy < at
+	if !ok || phy >= at {
+		return false
+	}
+	b, ok := t.queues[topic]
+	if !ok {
+		return true
+	}
+	if q, ok := b.queues[queueID]; ok {
+		return phy < q.Phy && off >= q.Offset
+	}
+	return phy < b.base
 }
 
 // with returns the set with topic deleted at offset at added (a later
 // deletion of the same topic replaces an earlier one).
 func (t *deletedTopics) with(topic string, at int64) *deletedTopics {
 	out := map[string]int64{topic: at}
+	var queues map[string]topicBegin
 	if t != nil {
 		for k, v := range t.at {
 			if k != topic && v >= t.low {
 				out[k] = v
 			}
 		}
+		// A deletion replaces what a first open recorded of the topic's
+		// queues: every record of it below at goes.
+		queues = maps.Clone(t.queues)
+		delete(queues, topic)
 	}
-	return newDeletedTopics(out, -1)
+	return newDeletedTopics(out, -1).withQueues(queues)
 }
 
 // filter drops from entries[from:] the entries of deleted topics below
@@ -95,7 +159,7 @@ func (t *deletedTopics) filter(entries []cq.Dispatch, from int) []cq.Dispatch {
 	}
 	kept := entries[:from]
 	for _, e := range entries[from:] {
-		if !t.covers(e.Topic, e.Entry.PhyOffset) {
+		if !t.covers(e.Topic, e.QueueID, e.Entry.PhyOffset, e.Entry.QueueOffset) {
 			kept = append(kept, e)
 		}
 	}
@@ -185,11 +249,85 @@ func (d *Dispatcher) passDeleted(end int64) {
 // messages from 0), and a ConsumeQueue layout that was not written at the
 // time drops the topic when it next catches up, without putting those
 // records back.
+//
+// What a first open of a RocketMQ store recorded of the topic's queues
+// goes with it: every record of the topic below end is left out.
 func (d *DB) recordTopicDeleted(topic string, end int64) error {
-	if err := d.pdb.Set(metaKey(metaTopicDeleted+topic), putInt64(end), pebble.Sync); err != nil {
+	b := d.pdb.NewBatch()
+	defer b.Close()
+	lo := queueBeginPrefix(topic)
+	err := errors.Join(b.Set(metaKey(metaTopicDeleted+topic), putInt64(end), nil), b.DeleteRange(lo, prefixEnd(lo), nil))
+	if err == nil {
+		err = b.Commit(pebble.Sync)
+	}
+	if err != nil {
 		return fmt.Errorf("record the deletion of topic %s: %w", topic, err)
 	}
 	return nil
+}
+
+// queueBeginPrefix is the prefix of the keys of what a first open of a
+// RocketMQ store recorded of topic's queues (metaQueueBegin). A topic
+// of a consumequeue/ directory holds no '/'.
+func queueBeginPrefix(topic string) []byte {
+	return metaKey(metaQueueBegin + topic + "/")
+}
+
+// queueBegins returns what a first open of a RocketMQ store recorded of
+// the queues of the topics of deleted (RecordRocketMQConsumeQueue) and
+// removes what it recorded of other topics (their deletion record was
+// dropped: retention passed it).
+func (d *DB) queueBegins(deleted map[string]int64) (map[string]topicBegin, error) {
+	lo := metaKey(metaQueueBegin)
+	it, err := d.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	if err != nil {
+		return nil, fmt.Errorf("read where the RocketMQ queues begin: %w", err)
+	}
+	out := map[string]topicBegin{}
+	b := d.pdb.NewBatch()
+	defer b.Close()
+	for it.First(); it.Valid(); it.Next() {
+		name := string(it.Key()[len(lo):])
+		i := strings.LastIndexByte(name, '/')
+		v := it.Value()
+		if i < 0 || len(v) != 16 {
+			_ = it.Close()
+			return nil, fmt.Errorf("read where the RocketMQ queues begin: key %q: %w", it.Key(), ErrBadKey)
+		}
+		topic := name[:i]
+		if _, ok := deleted[topic]; !ok {
+			if err := b.Delete(append([]byte(nil), it.Key()...), nil); err != nil {
+				_ = it.Close()
+				return nil, err
+			}
+			continue
+		}
+		tb := out[topic]
+		if tb.queues == nil {
+			tb.queues = map[int32]QueueBegin{}
+		}
+		q := QueueBegin{Phy: int64(binary.BigEndian.Uint64(v)), Offset: int64(binary.BigEndian.Uint64(v[8:]))}
+		if i == len(name)-1 {
+			tb.base = q.Phy
+		} else {
+			qid, err := strconv.ParseInt(name[i+1:], 10, 32)
+			if err != nil {
+				_ = it.Close()
+				return nil, fmt.Errorf("read where the RocketMQ queues begin: key %q: %w", it.Key(), ErrBadKey)
+			}
+			tb.queues[int32(qid)] = q
+		}
+		out[topic] = tb
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("read where the RocketMQ queues begin: %w", err)
+	}
+	if !b.Empty() {
+		if err := b.Commit(pebble.Sync); err != nil {
+			return nil, fmt.Errorf("forget where old RocketMQ queues began: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // RecordRocketMQConsumeQueue records, for the first open of an Apache
@@ -199,12 +337,19 @@ func (d *DB) recordTopicDeleted(topic string, end int64) error {
 // until retention; RocketMQ never dispatches them again):
 //
 //   - starts maps each topic of the consumequeue/ to the CommitLog offset
-//     where its records begin there (its first entry), recorded as a
-//     deletion of the topic at that offset: dispatch leaves its records
-//     below it out of the index. They are those of a topic RocketMQ
-//     deleted and created again, which numbered its messages from 0 again:
-//     indexed, the deleted messages would take the new ones' places. A
-//     topic RocketMQ did not delete has no record below its first entry.
+//     where its records begin there (its first entry), and queues maps it
+//     to where each of its queues there begins (QueueBegin), recorded as
+//     a deletion of the topic (at the highest of them): dispatch leaves
+//     out of the index a record of such a queue below its first entry
+//     whose queue offset is that entry's or above, and a record of a
+//     queue of the topic the consumequeue/ lacks below the topic's first
+//     entry. They are those of a topic RocketMQ deleted and created
+//     again, or of a queue whose files it lost and then numbered from 0
+//     again: indexed, the older messages would take the places of the
+//     ones its consumequeue/ serves. A record of a queue below its first
+//     entry and below that entry's queue offset continues the numbering
+//     of the queue below its first files (deleted by hand, or by
+//     RocketMQ once retention deleted their records) and is kept.
 //   - topics lists every topic of the consumequeue/, and complete is the
 //     CommitLog offset below which it held an entry of every record of
 //     them (RocketMQTopics): a topic dispatch indexes below it that is
@@ -213,7 +358,7 @@ func (d *DB) recordTopicDeleted(topic string, end int64) error {
 // It writes nothing when the index has dispatched already (the store's
 // first open is over) and keeps a deletion recorded before; the writes
 // are one synced batch.
-func (d *DB) RecordRocketMQConsumeQueue(starts map[string]int64, topics []string, complete int64) error {
+func (d *DB) RecordRocketMQConsumeQueue(starts map[string]int64, queues map[string]map[int32]QueueBegin, topics []string, complete int64) error {
 	if _, dispatched, err := d.metaInt64(metaDispatched); err != nil || dispatched {
 		return err
 	}
@@ -230,6 +375,21 @@ func (d *DB) RecordRocketMQConsumeQueue(starts map[string]int64, topics []string
 		}
 		if v != nil {
 			continue
+		}
+		qs := queues[topic]
+		if len(qs) > 0 {
+			// The queues' own starts, and the topic's for the queues
+			// without one.
+			if err := b.Set(queueBeginPrefix(topic), putQueueBegin(QueueBegin{Phy: at}), nil); err != nil {
+				return fmt.Errorf("record where RocketMQ topic %s begins: %w", topic, err)
+			}
+		}
+		for qid, q := range qs {
+			at = max(at, q.Phy)
+			k := append(queueBeginPrefix(topic), strconv.Itoa(int(qid))...)
+			if err := b.Set(k, putQueueBegin(q), nil); err != nil {
+				return fmt.Errorf("record where RocketMQ queue %s/%d begins: %w", topic, qid, err)
+			}
 		}
 		if err := b.Set(key, putInt64(at), nil); err != nil {
 			return fmt.Errorf("record where RocketMQ topic %s begins: %w", topic, err)
@@ -334,4 +494,10 @@ func (d *DB) PendingTopicDeletions() ([]string, error) {
 		return nil, fmt.Errorf("read the pending topic deletions: %w", err)
 	}
 	return topics, nil
+}
+
+// putQueueBegin encodes q as a value: Phy and Offset, 8 bytes each, big
+// endian.
+func putQueueBegin(q QueueBegin) []byte {
+	return binary.BigEndian.AppendUint64(putInt64(q.Phy), uint64(q.Offset))
 }

@@ -448,7 +448,7 @@ func TestRecordRocketMQConsumeQueue(t *testing.T) {
 	if _, _, ok, err := db.RocketMQTopics(); ok || err != nil {
 		t.Fatalf("RocketMQ topics before any were recorded: %v %v", ok, err)
 	}
-	if err := db.RecordRocketMQConsumeQueue(map[string]int64{"TopicA": 100, "Gone": 200}, []string{"TopicA", "Gone", "%RETRY%G"}, 900); err != nil {
+	if err := db.RecordRocketMQConsumeQueue(map[string]int64{"TopicA": 100, "Gone": 200}, nil, []string{"TopicA", "Gone", "%RETRY%G"}, 900); err != nil {
 		t.Fatal(err)
 	}
 	deleted, err := db.topicsDeleted(0, 1<<40)
@@ -472,7 +472,7 @@ func TestRecordRocketMQConsumeQueue(t *testing.T) {
 	if err := db.SetDispatched(0); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.RecordRocketMQConsumeQueue(map[string]int64{"TopicB": 300}, []string{"TopicB"}, 900); err != nil {
+	if err := db.RecordRocketMQConsumeQueue(map[string]int64{"TopicB": 300}, nil, []string{"TopicB"}, 900); err != nil {
 		t.Fatal(err)
 	}
 	if deleted, err := db.topicsDeleted(0, 1<<40); err != nil || deleted["TopicB"] != 0 {
@@ -497,7 +497,7 @@ func TestDeletedTopicsPassed(t *testing.T) {
 		t.Fatalf("after 250: %+v, want the same offsets with low 300", p)
 	}
 	for topic, want := range map[string]bool{"T2": true, "T9": true, "T1": false, "T0": false, "X": false} {
-		if got := p.covers(topic, 299); got != want {
+		if got := p.covers(topic, 0, 299, 0); got != want {
 			t.Errorf("after 250, covers(%s, 299) = %v, want %v", topic, got, want)
 		}
 	}
@@ -511,5 +511,84 @@ func TestDeletedTopicsPassed(t *testing.T) {
 	}
 	if q.passed(1000) != nil {
 		t.Fatal("every deletion passed, the set is not nil")
+	}
+}
+
+// What a first open of a RocketMQ store records of a topic's queues
+// decides queue by queue which of the topic's records below its first
+// entries are left out: those of a queue's earlier numbering (queue
+// offset at or above its first entry's), not those continuing its
+// numbering below its first files, and, for a queue consumequeue/
+// lacked, those below the topic's first entry. It survives a reopen,
+// and a deletion of the topic afterwards replaces it (every record
+// below the deletion goes), in memory and on disk.
+func TestRocketMQQueueBegins(t *testing.T) {
+	dir := t.TempDir()
+	db := openDBAt(t, dir)
+	queues := map[string]map[int32]QueueBegin{"T": {0: {Phy: 1000, Offset: 10}, 1: {Phy: 400, Offset: 0}}}
+	if err := db.RecordRocketMQConsumeQueue(map[string]int64{"T": 400, "U": 300}, queues, []string{"T", "U"}, 5000); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openDBAt(t, dir)
+	deleted, err := db.topicsDeleted(0, 1<<40)
+	if err != nil || fmt.Sprint(deleted) != "map[T:1000 U:300]" {
+		t.Fatalf("deletions: %v %v", deleted, err)
+	}
+	begins, err := db.queueBegins(deleted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := newDeletedTopics(deleted, 0).withQueues(begins)
+	for _, tc := range []struct {
+		name     string
+		topic    string
+		qid      int32
+		phy, off int64
+		want     bool
+	}{
+		{"below the queue's first files", "T", 0, 200, 9, false},
+		{"an earlier numbering of the queue", "T", 0, 900, 10, true},
+		{"an earlier numbering below the topic's first entry", "T", 0, 100, 3, false},
+		{"the queue's first entry", "T", 0, 1000, 10, false},
+		{"another queue's earlier numbering", "T", 1, 300, 0, true},
+		{"another queue's entries", "T", 1, 500, 5, false},
+		{"a queue consumequeue/ lacked, below the topic's first entry", "T", 2, 399, 0, true},
+		{"a queue consumequeue/ lacked, above it", "T", 2, 400, 0, false},
+		{"a topic without queue starts", "U", 0, 299, 50, true},
+	} {
+		if got := set.covers(tc.topic, tc.qid, tc.phy, tc.off); got != tc.want {
+			t.Errorf("%s: covers(%s/%d, phy %d, offset %d) = %v, want %v", tc.name, tc.topic, tc.qid, tc.phy, tc.off, got, tc.want)
+		}
+	}
+	if p := set.passed(450); !p.covers("T", 0, 900, 10) || p.covers("T", 0, 200, 9) {
+		t.Errorf("the queue starts were lost once dispatch passed another topic's")
+	}
+	// A deletion of T afterwards: every record of it below the deletion.
+	if again := set.with("T", 2000); !again.covers("T", 0, 200, 9) || !again.covers("T", 2, 1500, 0) {
+		t.Errorf("a deletion after the first open keeps the first open's queue starts")
+	}
+	if err := db.recordTopicDeleted("T", 2000); err != nil {
+		t.Fatal(err)
+	}
+	deleted, err = db.topicsDeleted(0, 1<<40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if begins, err := db.queueBegins(deleted); err != nil || len(begins) != 0 {
+		t.Fatalf("queue starts after T's deletion: %v %v", begins, err)
+	}
+	// A topic whose deletion record retention dropped loses its starts:
+	// a deletion recorded later does not find them.
+	if err := db.RecordRocketMQConsumeQueue(map[string]int64{"V": 100}, map[string]map[int32]QueueBegin{"V": {0: {Phy: 100}}}, []string{"V"}, 5000); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.queueBegins(map[string]int64{}); err != nil {
+		t.Fatal(err)
+	}
+	if begins, err := db.queueBegins(map[string]int64{"V": 100}); err != nil || len(begins) != 0 {
+		t.Fatalf("queue starts kept after retention passed their topic's record: %v %v", begins, err)
 	}
 }
