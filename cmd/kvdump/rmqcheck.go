@@ -38,9 +38,12 @@ what a rocketkv broker's first open of it would do, without opening it:
   what it warns about and does not carry over (static topics, LMQ offsets,
   BatchCQ and compacted topics),
   what it leaves out or cuts, with counts: the records of topics RocketMQ
-  deleted (and of a topic below its first consumequeue entry), the
-  consumequeue entries past the CommitLog's end, and the runs of
-  consumequeue files missing in the middle of a queue.
+  deleted, the consumequeue entries past the CommitLog's end, and the runs
+  of consumequeue files missing in the middle of a queue; queue by queue,
+  the records below a queue's first consumequeue entry: of an earlier
+  numbering of the queue (left out), continuing it below its first files
+  (served again with storeType=kv), and the records of queues without
+  consumequeue files (left out below their topic's first entry).
 
 It reads every record of the CommitLog to count the deleted topics'.
 
@@ -120,16 +123,28 @@ type rocketmqCheck struct {
 	// entries of records past the CommitLog's end the first open cuts,
 	// DroppedTopics and DroppedRecords the topics RocketMQ deleted (in
 	// the CommitLog, not in consumequeue/ nor topics.json) whose records
-	// the first open leaves out, and OlderRecords the records of topics
-	// in consumequeue/ below their first entry there (left out too: an
-	// incarnation of the topic before RocketMQ deleted it). StoreWarnings
-	// says what they are.
-	ConsumeQueueGaps  int      `json:"consumeQueueGaps"`
-	EntriesPastLogEnd int      `json:"entriesPastLogEnd"`
-	DroppedTopics     int      `json:"droppedTopics"`
-	DroppedRecords    int      `json:"droppedRecords"`
-	OlderRecords      int      `json:"olderRecords"`
-	StoreWarnings     []string `json:"storeWarnings,omitempty"`
+	// the first open leaves out, and OlderRecords the records of topics in
+	// consumequeue/ it leaves out too: Renumbered, those below their
+	// queue's first entry there with a queue offset it numbers again (an
+	// earlier numbering of the queue: the topic deleted and created
+	// again, or the queue's files lost and RocketMQ numbering it from 0
+	// again), and those of queues without files there below their topic's
+	// first entry. BelowFirstFiles counts the records below a queue's
+	// first entry that continue its numbering (its first files removed),
+	// which storeType=kv serves again; QueuesWithoutFiles the queues of
+	// such topics that have records and no files, WithoutFilesKept their
+	// records from the topic's first entry on, which the first open
+	// serves. StoreWarnings says what they are.
+	ConsumeQueueGaps   int      `json:"consumeQueueGaps"`
+	EntriesPastLogEnd  int      `json:"entriesPastLogEnd"`
+	DroppedTopics      int      `json:"droppedTopics"`
+	DroppedRecords     int      `json:"droppedRecords"`
+	OlderRecords       int      `json:"olderRecords"`
+	Renumbered         int      `json:"renumberedRecords"`
+	BelowFirstFiles    int      `json:"belowFirstFilesRecords"`
+	QueuesWithoutFiles int      `json:"queuesWithoutFiles"`
+	WithoutFilesKept   int      `json:"withoutFilesKeptRecords"`
+	StoreWarnings      []string `json:"storeWarnings,omitempty"`
 }
 
 // checkRocketMQ inspects the store at root (segDir: its CommitLog
@@ -216,6 +231,11 @@ type cqView struct {
 	// open records it (takeOverRocketMQQueues): records of the topic
 	// below are left out.
 	firsts map[string]int64
+	// begins is where each queue with entries begins (its first entry,
+	// or a run of missing files before it), as the first open records
+	// it: below it, a record with the entry's queue offset or above is
+	// left out, one below it is kept.
+	begins map[string]map[int32]kvindex.QueueBegin
 	gaps   []filecq.Gap
 	// cut counts the entries past the CommitLog's end per queue.
 	cut map[string]int64
@@ -261,7 +281,10 @@ func (r *rocketmqCheck) countDeletedTopics(segDir, root string, view cqView, con
 	}
 	defer log.Close()
 	dropped := map[string]int{}
-	older := map[string]int{}
+	// Per queue ("topic/queueId"): records of an earlier numbering,
+	// records below the first files, records of a queue without files
+	// left out and kept.
+	renumbered, belowFiles, noFilesOut, noFilesKept := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
 	intern := map[string]string{}
 	opts := commitlog.DecodeOptions{Topics: func(b []byte) string {
 		if s, ok := intern[string(b)]; ok {
@@ -290,8 +313,25 @@ func (r *rocketmqCheck) countDeletedTopics(segDir, root string, view cqView, con
 		case !known && !hasConfig && !meta.IsSystemTopic(m.Topic):
 			dropped[m.Topic]++
 		case known:
-			if at, ok := view.firsts[m.Topic]; ok && e.Offset < at {
-				older[m.Topic]++
+			if tx := commitlog.TransactionType(m.SysFlag); tx != commitlog.TransactionNotType && tx != commitlog.TransactionCommit {
+				continue // no entry of its own
+			}
+			q := fmt.Sprintf("%s/%d", m.Topic, m.QueueID)
+			at, recorded := view.firsts[m.Topic]
+			if b, ok := view.begins[m.Topic][m.QueueID]; ok {
+				switch {
+				case !recorded || e.Offset >= b.Phy:
+				case m.QueueOffset >= b.Offset:
+					renumbered[q]++
+				default:
+					belowFiles[q]++
+				}
+				continue
+			}
+			if recorded && e.Offset < at {
+				noFilesOut[q]++
+			} else {
+				noFilesKept[q]++
 			}
 		}
 	}
@@ -309,16 +349,38 @@ func (r *rocketmqCheck) countDeletedTopics(segDir, root string, view cqView, con
 		r.StoreWarnings = append(r.StoreWarnings, fmt.Sprintf("%s%d topics RocketMQ deleted (records in the CommitLog, no consumequeue directory, no topic config) are dropped by the first open, %d records: %s",
 			upTo, len(dropped), r.DroppedRecords, firstNames(ts)))
 	}
-	if len(older) > 0 {
-		var ts []string
-		for _, t := range slices.Sorted(maps.Keys(older)) {
-			r.OlderRecords += older[t]
-			ts = append(ts, fmt.Sprintf("%s (%d)", t, older[t]))
-		}
-		r.StoreWarnings = append(r.StoreWarnings, fmt.Sprintf("%s%d records of %d topics lie below the topic's first consumequeue entry and are left out by the first open, "+
-			"which takes them for the topic as it was before RocketMQ deleted it and created it again: %s",
-			upTo, r.OlderRecords, len(older), firstNames(ts)))
+	queues := map[string]bool{}
+	for q := range noFilesOut {
+		queues[q] = true
 	}
+	for q := range noFilesKept {
+		queues[q] = true
+	}
+	r.QueuesWithoutFiles = len(queues)
+	report := func(counts map[string]int, total *int, format string) {
+		if len(counts) == 0 {
+			return
+		}
+		var qs []string
+		n := 0
+		for _, q := range slices.Sorted(maps.Keys(counts)) {
+			n += counts[q]
+			qs = append(qs, fmt.Sprintf("%s (%d)", q, counts[q]))
+		}
+		*total += n
+		r.StoreWarnings = append(r.StoreWarnings, fmt.Sprintf(format, upTo, n, len(counts), firstNames(qs)))
+	}
+	report(renumbered, &r.Renumbered, "%s%d records of %d queues lie below the queue's first consumequeue entry with queue offsets the consumequeue numbers again "+
+		"(an earlier numbering of the queue: its topic deleted and created again, or its files lost and RocketMQ numbering it from 0 again); "+
+		"RocketMQ no longer serves them and the first open leaves them out: %s")
+	report(belowFiles, &r.BelowFirstFiles, "%s%d records of %d queues lie below the queue's first consumequeue file and continue its numbering "+
+		"(files removed by other means than RocketMQ's cleanup, which removes only files whose records retention deleted); "+
+		"RocketMQ no longer serves them: with storeType=kv the first open serves them again, storeType=file (RocketMQ's files) serves the queue from its first file: %s")
+	report(noFilesOut, &r.OlderRecords, "%s%d records of %d queues without consumequeue files lie below their topic's first consumequeue entry and are left out by the first open, "+
+		"as RocketMQ no longer serves them (a queue of a topic deleted and created again that got no message since cannot be told from one whose directory was lost): %s")
+	report(noFilesKept, &r.WithoutFilesKept, "%s%d records of %d queues without consumequeue files lie at or past their topic's first consumequeue entry (or their topic has none); "+
+		"the first open serves them at their queue offsets, RocketMQ served only those its recovery dispatched again: %s")
+	r.OlderRecords += r.Renumbered
 	return nil
 }
 
@@ -343,7 +405,7 @@ func readConsumeQueue(root string, logMin, logEnd int64, logRead bool) (cqView, 
 		return cqView{}, fail(err)
 	}
 	defer files.Close()
-	v := cqView{queues: map[string]int32{}, firsts: map[string]int64{}, cut: map[string]int64{}}
+	v := cqView{queues: map[string]int32{}, firsts: map[string]int64{}, begins: map[string]map[int32]kvindex.QueueBegin{}, cut: map[string]int64{}}
 	type qk struct {
 		topic string
 		qid   int32
@@ -379,6 +441,10 @@ func readConsumeQueue(root string, logMin, logEnd int64, logRead bool) (cqView, 
 				if at, ok := v.firsts[topic]; !ok || es[0].PhyOffset < at {
 					v.firsts[topic] = es[0].PhyOffset
 				}
+				if v.begins[topic] == nil {
+					v.begins[topic] = map[int32]kvindex.QueueBegin{}
+				}
+				v.begins[topic][qid] = kvindex.QueueBegin{Phy: es[0].PhyOffset, Offset: es[0].QueueOffset}
 			}
 		}
 		if n := before[qk{topic, qid}] - hi; logRead && n > 0 {
@@ -397,9 +463,17 @@ func readConsumeQueue(root string, logMin, logEnd int64, logRead bool) (cqView, 
 		if at, ok := v.firsts[g.Topic]; ok && g.PhyFrom < at {
 			v.firsts[g.Topic] = g.PhyFrom
 		}
+		if b, ok := v.begins[g.Topic][g.QueueID]; ok && g.PhyFrom < b.Phy {
+			b.Phy = g.PhyFrom
+			v.begins[g.Topic][g.QueueID] = b
+		}
 	}
 	for topic, at := range v.firsts {
-		if at <= logMin {
+		top := at
+		for _, b := range v.begins[topic] {
+			top = max(top, b.Phy)
+		}
+		if top <= logMin {
 			delete(v.firsts, topic) // no record lies below it
 		}
 	}

@@ -185,11 +185,14 @@ func TestCheckRocketMQUnroutedQueues(t *testing.T) {
 // What a first open leaves out or cuts of the RocketMQ 4.9.8 store, made
 // to have some of each, is listed as warnings with counts: a topic
 // RocketMQ deleted (LongTopic: records in the CommitLog, no consumequeue
-// directory, no config), records of a topic below its first consumequeue
-// entry (TopicB/0's directory gone: TopicB's entries begin with TopicB/1's
-// first), consumequeue entries past the CommitLog's end (three on
-// TopicA/1) and a file missing in the middle of a queue (TopicA/0's
-// offsets 10 to 19, of four files). None refuses the store.
+// directory, no config), the records of a queue without files below and
+// past its topic's first consumequeue entry (TopicB/0's directory gone:
+// TopicB's entries begin with TopicB/1's first), the records below a
+// queue's first file that continue its numbering (TopicA/2's first file
+// gone) and those its files number again (TopicA/3), consumequeue
+// entries past the CommitLog's end (three on TopicA/1) and a file missing
+// in the middle of a queue (TopicA/0's offsets 10 to 19, of four files).
+// None refuses the store.
 func TestCheckRocketMQWhatTheFirstOpenDrops(t *testing.T) {
 	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
 	var fx struct {
@@ -210,7 +213,7 @@ func TestCheckRocketMQWhatTheFirstOpenDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 	const long = "LongTopic_klmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvw"
-	var longRecords, olderB int
+	var longRecords, olderB, records0B, below2, renumbered3 int
 	firstB := int64(-1)
 	for _, m := range fx.View.Messages {
 		if m.Topic == "TopicB" && m.QueueID == 1 && m.QueueOffset == 0 {
@@ -221,11 +224,18 @@ func TestCheckRocketMQWhatTheFirstOpenDrops(t *testing.T) {
 		switch {
 		case m.Topic == long:
 			longRecords++
-		case m.Topic == "TopicB" && m.QueueID == 0 && m.CommitLogOffset < firstB:
-			olderB++
+		case m.Topic == "TopicB" && m.QueueID == 0:
+			records0B++
+			if m.CommitLogOffset < firstB {
+				olderB++
+			}
+		case m.Topic == "TopicA" && m.QueueID == 2 && m.QueueOffset < 10:
+			below2++
+		case m.Topic == "TopicA" && m.QueueID == 3 && m.QueueOffset < 10:
+			renumbered3++
 		}
 	}
-	if longRecords == 0 || olderB == 0 || firstB < 0 {
+	if longRecords == 0 || olderB == 0 || firstB < 0 || records0B == olderB || below2 != 10 || renumbered3 != 10 {
 		t.Fatalf("the fixture has %d records of %s and %d of TopicB/0 before TopicB/1's first", longRecords, long, olderB)
 	}
 
@@ -261,8 +271,21 @@ func TestCheckRocketMQWhatTheFirstOpenDrops(t *testing.T) {
 	if err := files.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// TopicA/3 numbered again: its file of offsets 10..18 holds them at
+	// 0..8, as a queue whose files RocketMQ lost and numbered from 0
+	// again (the check reads no record of an entry).
+	a3 := filepath.Join(store, "consumequeue", "TopicA", "3")
+	second, err := os.ReadFile(filepath.Join(a3, "00000000000000000200"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(a3, "00000000000000000000"), second, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range []string{
 		filepath.Join("TopicA", "0", "00000000000000000200"),
+		filepath.Join("TopicA", "2", "00000000000000000000"), // offsets 0..9
+		filepath.Join("TopicA", "3", "00000000000000000200"),
 		filepath.Join("TopicB", "0"),
 		long,
 	} {
@@ -292,7 +315,12 @@ func TestCheckRocketMQWhatTheFirstOpenDrops(t *testing.T) {
 		"warning: 3 consumequeue entries point past the CommitLog's end 53272",
 		"TopicA/1 (3)",
 		fmt.Sprintf("warning: 1 topics RocketMQ deleted (records in the CommitLog, no consumequeue directory, no topic config) are dropped by the first open, %d records: %s (%d)", longRecords, long, longRecords),
-		fmt.Sprintf("warning: %d records of 1 topics lie below the topic's first consumequeue entry and are left out by the first open", olderB),
+		fmt.Sprintf("warning: %d records of 1 queues without consumequeue files lie below their topic's first consumequeue entry and are left out by the first open", olderB),
+		fmt.Sprintf("warning: %d records of 1 queues without consumequeue files lie at or past their topic's first consumequeue entry", records0B-olderB),
+		fmt.Sprintf("warning: %d records of 1 queues lie below the queue's first consumequeue file and continue its numbering", below2),
+		fmt.Sprintf("TopicA/2 (%d)", below2),
+		fmt.Sprintf("warning: %d records of 1 queues lie below the queue's first consumequeue entry with queue offsets the consumequeue numbers again", renumbered3),
+		fmt.Sprintf("TopicA/3 (%d)", renumbered3),
 		"a broker can open this store",
 	} {
 		if !strings.Contains(out, want) {
@@ -303,7 +331,11 @@ func TestCheckRocketMQWhatTheFirstOpenDrops(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustKvdump(t, "--store", store, "--json", "check-rocketmq")), &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.ConsumeQueueGaps != 1 || r.EntriesPastLogEnd != 3 || r.DroppedTopics != 1 || r.DroppedRecords != longRecords || r.OlderRecords != olderB || len(r.Refusals) != 0 {
+	if r.Renumbered != renumbered3 || r.BelowFirstFiles != below2 || r.QueuesWithoutFiles != 1 || r.WithoutFilesKept != records0B-olderB {
+		t.Errorf("JSON per-queue counts: renumbered %d, below the first files %d, queues without files %d (records kept %d), want %d, %d, 1 (%d)",
+			r.Renumbered, r.BelowFirstFiles, r.QueuesWithoutFiles, r.WithoutFilesKept, renumbered3, below2, records0B-olderB)
+	}
+	if r.ConsumeQueueGaps != 1 || r.EntriesPastLogEnd != 3 || r.DroppedTopics != 1 || r.DroppedRecords != longRecords || r.OlderRecords != olderB+renumbered3 || len(r.Refusals) != 0 {
 		t.Fatalf("JSON counts: gaps %d, past the end %d, dropped %d topics %d records, older %d, refusals %q",
 			r.ConsumeQueueGaps, r.EntriesPastLogEnd, r.DroppedTopics, r.DroppedRecords, r.OlderRecords, r.Refusals)
 	}
