@@ -252,8 +252,9 @@ func warnConsumeQueueGap(log zerolog.Logger, g filecq.Gap, minPhy int64, kv bool
 // files missing in the middle of a queue of the file ConsumeQueue
 // (filecq.Options.RefillGap): the records of the queue (a light message
 // queue's: those naming it, queueOffsetIn) whose queue offsets fall in
-// the run, between the entries around it. Records that
-// retention deleted are gone; any other the run lacks is an error.
+// the run, between the entries around it (from the entry before it to
+// the CommitLog's end when the file after it holds none yet). Records
+// that retention deleted are gone; any other the run lacks is an error.
 func refillConsumeQueueGap(clog *commitlog.Log, g filecq.Gap, levels []time.Duration) ([]cq.Entry, error) {
 	minPhy := clog.MinOffset()
 	from := max(g.PhyFrom, minPhy)
@@ -268,7 +269,7 @@ func refillConsumeQueueGap(clog *commitlog.Log, g filecq.Gap, levels []time.Dura
 		if err != nil {
 			return nil, fmt.Errorf("read the CommitLog from %d: %w", from, err)
 		}
-		if e.Offset >= g.PhyTo {
+		if g.PhyTo >= 0 && e.Offset >= g.PhyTo {
 			break
 		}
 		m, err := commitlog.Decode(e.Data)
@@ -281,6 +282,9 @@ func refillConsumeQueueGap(clog *commitlog.Log, g filecq.Gap, levels []time.Dura
 			continue
 		}
 		out = append(out, cq.Entry{QueueOffset: off, PhyOffset: e.Offset, Size: e.Size, TagsCode: kvindex.TagsCodeOf(&m, levels)})
+		if off == g.To-1 {
+			break // the run's last: no need to read on (to the log's end when PhyTo is -1)
+		}
 	}
 	if g.PhyFrom >= minPhy && (len(out) == 0 || out[0].QueueOffset != g.From) {
 		return nil, fmt.Errorf("the CommitLog from %d to %d holds %d entries of queue offsets %d to %d of %s/%d, whose records it should all hold",

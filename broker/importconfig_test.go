@@ -846,3 +846,63 @@ func TestOpenRocketMQStoreWithAQueueNumberedAgain(t *testing.T) {
 		t.Errorf("TopicB/1 holds %d messages, want its 13", len(got))
 	}
 }
+
+// A RocketMQ store whose TopicB/0 lacks the file of offsets 20..29 and
+// whose next file holds nothing yet (RocketMQ creates it once the one
+// before is full; a crash or a copy left it empty) opens with the file
+// layout: the missing file is written again from the CommitLog up to
+// where the empty one begins, and the first open's dispatch puts the
+// queue's newer entries after it. Before, the refill found no entry
+// after the run and the broker refused the store.
+func TestOpenRocketMQStoreRefillsFilesBeforeAnEmptyOne(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "storeType": "file"})
+	c := b.client(nil)
+	for i := range 25 {
+		mustSend(t, c, "TopicB", 0, fmt.Sprintf("more TopicB #%d", i), "")
+	}
+	b.caughtUp()
+	b.stop()
+	if err := os.RemoveAll(filepath.Join(store, kvindex.DirName)); err != nil {
+		t.Fatal(err)
+	}
+	qdir := filepath.Join(store, "consumequeue", "TopicB", "0")
+	if err := os.Remove(filepath.Join(qdir, "00000000000000000400")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(qdir, "00000000000000000600"), make([]byte, 200), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		settings map[string]string
+	}{
+		{"file", map[string]string{"mappedFileSizeCommitLog": "16384", "storeType": "file"}},
+		{"double-write", map[string]string{"mappedFileSizeCommitLog": "16384", "rocksdbCQDoubleWriteEnable": "true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := startTestBrokerAt(t, testutil.CopyStore(t, store), tc.settings)
+			b.caughtUp()
+			for _, s := range []cq.Store{b.cqs, b.cqMirror} {
+				if s == nil {
+					continue
+				}
+				if hi, err := s.MaxOffset("TopicB", 0); err != nil || hi != 34 {
+					t.Errorf("TopicB/0 ends at %d %v, want 34", hi, err)
+				}
+			}
+			got := pullRocketMQQueue(t, b, "TopicB", 0, 0)
+			if len(got) != 34 {
+				t.Fatalf("TopicB/0 holds %d messages, want 34", len(got))
+			}
+			for i, m := range got {
+				if m.QueueOffset != int64(i) {
+					t.Fatalf("TopicB/0 message %d has queue offset %d", i, m.QueueOffset)
+				}
+				if want := fmt.Sprintf("more TopicB #%d", i-9); i >= 9 && string(m.Body) != want {
+					t.Errorf("TopicB/0 at %d: %q, want %q", i, m.Body, want)
+				}
+			}
+		})
+	}
+}

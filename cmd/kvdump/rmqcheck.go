@@ -252,7 +252,7 @@ func (r *rocketmqCheck) reportConsumeQueue(v cqView) {
 		r.ConsumeQueueGaps = len(v.gaps)
 		r.StoreWarnings = append(r.StoreWarnings, fmt.Sprintf("%d runs of consumequeue files are missing in the middle of a queue: %s; "+
 			"the first open builds their entries again from the CommitLog (those of records retention deleted are gone), "+
-			"and with storeType=file writes the files again from it when it can (a run with an entry after it, whose records the CommitLog holds, "+
+			"and with storeType=file writes the files again from it when it can (a run followed by a file holding entries or none yet, not by a queue's first file of blank units, whose records the CommitLog holds, "+
 			"of at most %d entries; otherwise the broker refuses the queue)", len(v.gaps), firstNames(runs), filecq.DefaultMaxRefillEntries))
 	}
 	if len(v.cut) > 0 {

@@ -249,3 +249,77 @@ func TestOpenRefillsMissingFiles(t *testing.T) {
 		}
 	})
 }
+
+// A run of missing files followed by a file with nothing written yet
+// (RocketMQ creates a queue's next file once the one before is full, and
+// a crash or a copy left it empty): the run's offsets were all written,
+// and their records reach to the CommitLog's end. Open asks for them
+// with PhyTo -1 and writes the run again; the queue ends where the empty
+// file begins. Before, the run was left missing and the queue refused. A
+// run followed by a file beginning with blank units (a queue's first
+// file) is still not refilled.
+func TestOpenRefillsMissingFilesBeforeAnEmptyOne(t *testing.T) {
+	base := testutil.CopyStore(t, filepath.Join(fixtureDir, "clean"))
+	s, err := filecq.Open(filecq.Options{Dir: base, UnitsPerFile: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := s.MaxOffset("TopicA", 0)
+	var ds []cq.Dispatch
+	for off := old; off < 35; off++ {
+		ds = append(ds, cq.Dispatch{Topic: "TopicA", QueueID: 0, Entry: cq.Entry{QueueOffset: off, PhyOffset: 100_000 + off*100, Size: 100, TagsCode: off}})
+	}
+	if err := s.Put(ds); err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.Get("TopicA", 0, 0, 100)
+	if err != nil || len(want) != 35 {
+		t.Fatalf("TopicA/0: %d entries, %v", len(want), err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	qdir := filepath.Join(base, "consumequeue", "TopicA", "0")
+	if err := os.Remove(filepath.Join(qdir, "00000000000000000400")); err != nil { // offsets 20..29
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(qdir, "00000000000000000600"), make([]byte, 200), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantGap := filecq.Gap{Topic: "TopicA", QueueID: 0, From: 20, To: 30, PhyFrom: want[19].End(), PhyTo: -1}
+	root := testutil.CopyStore(t, base)
+	var asked []filecq.Gap
+	s, err = filecq.Open(filecq.Options{Dir: root, UnitsPerFile: 10, RefillGap: func(g filecq.Gap) ([]cq.Entry, error) {
+		asked = append(asked, g)
+		return want[20:30], nil
+	}})
+	if err != nil {
+		t.Fatalf("open with the refill: %v", err)
+	}
+	defer s.Close()
+	if !reflect.DeepEqual(asked, []filecq.Gap{wantGap}) {
+		t.Fatalf("asked for %+v, want %+v", asked, wantGap)
+	}
+	if hi, err := s.MaxOffset("TopicA", 0); err != nil || hi != 30 {
+		t.Fatalf("max offset %d %v, want 30 (where the empty file begins)", hi, err)
+	}
+	if got, err := s.Get("TopicA", 0, 0, 100); err != nil || !reflect.DeepEqual(got, want[:30]) {
+		t.Fatalf("entries after the refill: %+v %v", got, err)
+	}
+
+	// A blank first unit after the run: not the run's neighbour.
+	root = testutil.CopyStore(t, base)
+	blank := make([]byte, 200)
+	copy(blank[8:], []byte{0x7f, 0xff, 0xff, 0xff})
+	if err := os.WriteFile(filepath.Join(root, "consumequeue", "TopicA", "0", "00000000000000000600"), blank, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	asked = nil
+	_, err = filecq.Open(filecq.Options{Dir: root, UnitsPerFile: 10, RefillGap: func(g filecq.Gap) ([]cq.Entry, error) {
+		asked = append(asked, g)
+		return want[20:30], nil
+	}})
+	if !errors.Is(err, filecq.ErrCorrupt) || len(asked) != 0 {
+		t.Fatalf("a run before a file of blank units: %v, asked %+v; want it refused and not asked for", err, asked)
+	}
+}

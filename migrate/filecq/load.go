@@ -276,8 +276,10 @@ const refillSuffix = ".refill"
 // check of recoverQueue to refuse; so is a run after a file whose last
 // unit is not valid (the queue ended there: what follows is stale, and
 // the blank units the refill would write past the end would make the
-// zero tail entries), or before a file whose first record lies below
-// the end of the last one before the run. Each file is written whole under
+// zero tail entries), before a file whose first record lies below
+// the end of the last one before the run, or before a file that begins
+// with blank units (a queue's first file). A run before a file with
+// nothing written yet is refilled up to that file (Gap.PhyTo -1). Each file is written whole under
 // another name, synced and renamed into place, so a crash leaves it
 // missing or complete.
 func (s *Store) refillGaps(q *queue, starts []int64) ([]int64, error) {
@@ -308,10 +310,17 @@ func (s *Store) refillGaps(q *queue, starts []int64) ([]int64, error) {
 		if after.valid() && !after.blank() {
 			g.PhyTo = after.phy
 		}
-		if g.PhyTo < 0 {
-			continue // no entry after them: where the queue ended is not known
+		if g.PhyTo < 0 && after != (unit{}) {
+			// A blank unit after them: the file was a queue's first
+			// (RocketMQ fills the units below a first entry so), not the
+			// run's neighbour.
+			continue
 		}
-		if g.PhyTo < g.PhyFrom {
+		// A file after them with nothing written yet: RocketMQ creates a
+		// queue's next file once the one before is full, so the run's
+		// offsets were all written and their records reach to the
+		// CommitLog's end (PhyTo -1).
+		if g.PhyTo >= 0 && g.PhyTo < g.PhyFrom {
 			// A queue's records grow with its offsets: the files after
 			// the run hold older records than the one before, left from
 			// another queue. Not written: the queue is refused.
@@ -361,7 +370,7 @@ func (s *Store) refillGaps(q *queue, starts []int64) ([]int64, error) {
 // gapEntries reports whether es can fill the run g: entries of
 // consecutive offsets ending at g.To-1 (the offsets before the first are
 // written blank: records retention deleted), records inside
-// [g.PhyFrom, g.PhyTo) and in order. Whether offsets may be missing
+// [g.PhyFrom, g.PhyTo) (past g.PhyFrom when PhyTo is -1) and in order. Whether offsets may be missing
 // before the first is RefillGap's to judge: it knows the CommitLog's
 // minimum.
 func gapEntries(g Gap, es []cq.Entry) bool {
@@ -370,7 +379,7 @@ func gapEntries(g Gap, es []cq.Entry) bool {
 	}
 	first := g.To - int64(len(es))
 	for i, e := range es {
-		if e.QueueOffset != first+int64(i) || e.Size <= 0 || e.PhyOffset < g.PhyFrom || e.PhyOffset >= g.PhyTo ||
+		if e.QueueOffset != first+int64(i) || e.Size <= 0 || e.PhyOffset < g.PhyFrom || (g.PhyTo >= 0 && e.PhyOffset >= g.PhyTo) ||
 			(i > 0 && e.PhyOffset <= es[i-1].PhyOffset) {
 			return false
 		}

@@ -53,8 +53,9 @@ type Options struct {
 
 	// RefillGap, when set, lets Open (not OpenReadOnly) write again the
 	// files missing in the middle of a queue (a run of queue offsets
-	// between two files, with an entry after it: Gap, PhyTo >= 0) instead
-	// of refusing the store. It returns the run's entries from the
+	// between two files, with an entry after it, Gap.PhyTo >= 0, or a
+	// file after it with nothing written yet, PhyTo -1) instead of
+	// refusing the store. It returns the run's entries from the
 	// CommitLog, in offset order: every one whose record the CommitLog
 	// holds, from the first whose record is at or past its minimum up to
 	// g.To-1; or an error when records that should be there are not.
