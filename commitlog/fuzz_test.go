@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/rocketkv/rocketkv/internal/vfs"
 )
 
 // fixtureRecordSeeds returns a few records of the 4.9.8 fixture (including
@@ -242,7 +244,7 @@ func FuzzAppendReplica(f *testing.F) {
 		cfg := DefaultConfig(t.TempDir())
 		cfg.SegmentSize = 64 << 10
 		cfg.Replica = true
-		cfg.FS = noSyncFS{} // see noSyncFS
+		cfg.FS = vfs.NoSync{} // see vfs.NoSync
 		r, err := Open(cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/rocketkv/rocketkv/internal/vfs"
 )
 
 // recoverFuzzMaxSegments bounds the segment files one input lays out, so
@@ -149,7 +151,7 @@ func FuzzRecover(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, sel uint8, pad, abnormal bool, cut int64) {
 		segSize := fuzzSegmentSize(sel)
 		cfg := testConfig(t, segSize)
-		cfg.FS = noSyncFS{} // see noSyncFS
+		cfg.FS = vfs.NoSync{} // see vfs.NoSync
 		data = layOutSegments(t, cfg.Dir, data, segSize, pad)
 		if abnormal {
 			if err := os.WriteFile(filepath.Join(cfg.Dir, abortFileName), nil, 0o644); err != nil {

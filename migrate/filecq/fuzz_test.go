@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/internal/vfs"
 	"github.com/rocketkv/rocketkv/migrate/filecq"
 )
 
@@ -65,8 +66,8 @@ func runFuzzInput(t *testing.T, data []byte) {
 		use(t, ro, false)
 		ro.Close()
 	}
-	// fsync is beside the point here; noSyncFS keeps the target fast.
-	opts := filecq.Options{Dir: root, UnitsPerFile: fuzzUnits, StoreTime: storeTime, MaxOpenQueues: 1, FS: noSyncFS{}}
+	// fsync is beside the point here; vfs.NoSync keeps the target fast.
+	opts := filecq.Options{Dir: root, UnitsPerFile: fuzzUnits, StoreTime: storeTime, MaxOpenQueues: 1, FS: vfs.NoSync{}}
 	s, err := filecq.Open(opts)
 	if err != nil {
 		return

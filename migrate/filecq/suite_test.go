@@ -31,9 +31,9 @@ func opener(unitsPerFile, maxOpenQueues int, fs vfs.FS) cqtest.Opener {
 
 func TestSuite(t *testing.T) {
 	// The fixture's file size.
-	t.Run("units-10-open-4", func(t *testing.T) { cqtest.Run(t, opener(10, 4, noSyncFS{})) })
+	t.Run("units-10-open-4", func(t *testing.T) { cqtest.Run(t, opener(10, 4, vfs.NoSync{})) })
 	// Many files per queue, one queue open at a time: constant eviction.
-	t.Run("units-3-open-1", func(t *testing.T) { cqtest.Run(t, opener(3, 1, noSyncFS{})) })
+	t.Run("units-3-open-1", func(t *testing.T) { cqtest.Run(t, opener(3, 1, vfs.NoSync{})) })
 	// Few files, and the real fsync.
 	t.Run("units-1000-open-64", func(t *testing.T) { cqtest.RunScripts(t, opener(1000, 64, vfs.OS{})) })
 }
@@ -43,7 +43,7 @@ func TestSuite(t *testing.T) {
 func TestMetamorphicFileSizes(t *testing.T) {
 	for seed := int64(100); seed < 102; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			cqtest.Metamorphic(t, cqtest.MetamorphicConfig{Seed: seed, Ops: 1000}, opener(7, 2, noSyncFS{}), opener(300, 16, noSyncFS{}))
+			cqtest.Metamorphic(t, cqtest.MetamorphicConfig{Seed: seed, Ops: 1000}, opener(7, 2, vfs.NoSync{}), opener(300, 16, vfs.NoSync{}))
 		})
 	}
 }
