@@ -658,20 +658,7 @@ func TestOpenRocketMQStoreDoesNotWarnOfTopicsTheBrokerCreates(t *testing.T) {
 // missing file is written again from the CommitLog. Before, the first
 // open refused the store.
 func TestOpenRocketMQStoreWithAConsumeQueueFileMissing(t *testing.T) {
-	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
-	// RocketMQ's layout as storeType=file writes it, three files more.
-	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "storeType": "file"})
-	c := b.client(nil)
-	for i := range 25 {
-		if r := mustSend(t, c, "TopicB", 0, fmt.Sprintf("more TopicB #%d", i), ""); header(t, r, "queueOffset") != int64(9+i) {
-			t.Fatalf("message %d got queue offset %s", i, r.ExtFields["queueOffset"])
-		}
-	}
-	b.caughtUp()
-	b.stop()
-	if err := os.RemoveAll(filepath.Join(store, kvindex.DirName)); err != nil {
-		t.Fatal(err)
-	}
+	store := rocketMQStoreWithLongerTopicB(t)
 	qdir := filepath.Join(store, "consumequeue", "TopicB", "0")
 	for _, f := range []string{"00000000000000000000", "00000000000000000200", "00000000000000000400", "00000000000000000600"} {
 		if _, err := os.Stat(filepath.Join(qdir, f)); err != nil {
@@ -688,7 +675,7 @@ func TestOpenRocketMQStoreWithAConsumeQueueFileMissing(t *testing.T) {
 
 	fileStore := testutil.CopyStore(t, store)
 	logs := &testutil.SyncBuffer{}
-	b = startTestBrokerWith(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"}, func(b *Broker) {
+	b := startTestBrokerWith(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"}, func(b *Broker) {
 		b.root = zerolog.New(logs)
 	})
 	if out := logs.String(); !strings.Contains(out, `"queue":"TopicB/0","fromOffset":10,"toOffset":20`) || !strings.Contains(out, "built again from the CommitLog") {
@@ -739,6 +726,29 @@ func TestOpenRocketMQStoreWithAConsumeQueueFileMissing(t *testing.T) {
 	}
 }
 
+// rocketMQStoreWithLongerTopicB copies the 4.9.8 fixture store and, with
+// the file layout (RocketMQ's files, as storeType=file writes them),
+// adds 25 messages to TopicB/0 (queue offsets 9..33: three consumequeue
+// files more), then removes the index, so that the next start is the
+// first open of a RocketMQ store. It returns the store's directory.
+func rocketMQStoreWithLongerTopicB(t *testing.T) string {
+	t.Helper()
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "storeType": "file"})
+	c := b.client(nil)
+	for i := range 25 {
+		if r := mustSend(t, c, "TopicB", 0, fmt.Sprintf("more TopicB #%d", i), ""); header(t, r, "queueOffset") != int64(9+i) {
+			t.Fatalf("message %d got queue offset %s", i, r.ExtFields["queueOffset"])
+		}
+	}
+	b.caughtUp()
+	b.stop()
+	if err := os.RemoveAll(filepath.Join(store, kvindex.DirName)); err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
 // pullRocketMQQueue pulls every message of topic/qid from offset from on.
 func pullRocketMQQueue(t *testing.T, b *testBroker, topic string, qid int32, from int64) []commitlog.Message {
 	t.Helper()
@@ -768,23 +778,13 @@ func pullRocketMQQueue(t *testing.T, b *testBroker, topic string, qid int32, fro
 // layout, RocketMQ's files, serves the queue from its first file, as
 // RocketMQ does.
 func TestOpenRocketMQStoreWithAQueuesFirstFileMissing(t *testing.T) {
-	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
-	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "storeType": "file"})
-	c := b.client(nil)
-	for i := range 25 {
-		mustSend(t, c, "TopicB", 0, fmt.Sprintf("more TopicB #%d", i), "")
-	}
-	b.caughtUp()
-	b.stop()
-	if err := os.RemoveAll(filepath.Join(store, kvindex.DirName)); err != nil {
-		t.Fatal(err)
-	}
+	store := rocketMQStoreWithLongerTopicB(t)
 	// Offsets 0..9 of TopicB/0.
 	if err := os.Remove(filepath.Join(store, "consumequeue", "TopicB", "0", "00000000000000000000")); err != nil {
 		t.Fatal(err)
 	}
 	fileStore := testutil.CopyStore(t, store)
-	b = startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"})
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"})
 	b.caughtUp()
 	got := pullRocketMQQueue(t, b, "TopicB", 0, 0)
 	if len(got) != 34 {
@@ -855,17 +855,7 @@ func TestOpenRocketMQStoreWithAQueueNumberedAgain(t *testing.T) {
 // queue's newer entries after it. Before, the refill found no entry
 // after the run and the broker refused the store.
 func TestOpenRocketMQStoreRefillsFilesBeforeAnEmptyOne(t *testing.T) {
-	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
-	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "storeType": "file"})
-	c := b.client(nil)
-	for i := range 25 {
-		mustSend(t, c, "TopicB", 0, fmt.Sprintf("more TopicB #%d", i), "")
-	}
-	b.caughtUp()
-	b.stop()
-	if err := os.RemoveAll(filepath.Join(store, kvindex.DirName)); err != nil {
-		t.Fatal(err)
-	}
+	store := rocketMQStoreWithLongerTopicB(t)
 	qdir := filepath.Join(store, "consumequeue", "TopicB", "0")
 	if err := os.Remove(filepath.Join(qdir, "00000000000000000400")); err != nil {
 		t.Fatal(err)
