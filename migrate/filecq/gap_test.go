@@ -132,13 +132,11 @@ func TestReadOnlyStoreReadsAroundAMissingFile(t *testing.T) {
 	}
 }
 
-// With Options.RefillGap, Open writes the missing files again from the
-// entries it gives (the broker reads them from the CommitLog) rather than
-// refusing the queue: whole, or with blank units before the first entry
-// for records retention deleted. A run it does not give whole stays
-// missing and the queue is refused; a refill a crash cut short (its
-// temporary file) is written again.
-func TestOpenRefillsMissingFiles(t *testing.T) {
+// storeWithLongerTopicA copies the fixture store and extends TopicA/0 to
+// 35 entries (four files of 10 units), closed again; it returns the
+// store's directory and the queue's entries.
+func storeWithLongerTopicA(t *testing.T) (string, []cq.Entry) {
+	t.Helper()
 	base := testutil.CopyStore(t, filepath.Join(fixtureDir, "clean"))
 	s, err := filecq.Open(filecq.Options{Dir: base, UnitsPerFile: 10})
 	if err != nil {
@@ -159,6 +157,17 @@ func TestOpenRefillsMissingFiles(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return base, want
+}
+
+// With Options.RefillGap, Open writes the missing files again from the
+// entries it gives (the broker reads them from the CommitLog) rather than
+// refusing the queue: whole, or with blank units before the first entry
+// for records retention deleted. A run it does not give whole stays
+// missing and the queue is refused; a refill a crash cut short (its
+// temporary file) is written again.
+func TestOpenRefillsMissingFiles(t *testing.T) {
+	base, want := storeWithLongerTopicA(t)
 	missing := filepath.Join("consumequeue", "TopicA", "0", "00000000000000000200")
 	if err := os.Remove(filepath.Join(base, missing)); err != nil {
 		t.Fatal(err)
@@ -259,26 +268,7 @@ func TestOpenRefillsMissingFiles(t *testing.T) {
 // run followed by a file beginning with blank units (a queue's first
 // file) is still not refilled.
 func TestOpenRefillsMissingFilesBeforeAnEmptyOne(t *testing.T) {
-	base := testutil.CopyStore(t, filepath.Join(fixtureDir, "clean"))
-	s, err := filecq.Open(filecq.Options{Dir: base, UnitsPerFile: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	old, _ := s.MaxOffset("TopicA", 0)
-	var ds []cq.Dispatch
-	for off := old; off < 35; off++ {
-		ds = append(ds, cq.Dispatch{Topic: "TopicA", QueueID: 0, Entry: cq.Entry{QueueOffset: off, PhyOffset: 100_000 + off*100, Size: 100, TagsCode: off}})
-	}
-	if err := s.Put(ds); err != nil {
-		t.Fatal(err)
-	}
-	want, err := s.Get("TopicA", 0, 0, 100)
-	if err != nil || len(want) != 35 {
-		t.Fatalf("TopicA/0: %d entries, %v", len(want), err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	base, want := storeWithLongerTopicA(t)
 	qdir := filepath.Join(base, "consumequeue", "TopicA", "0")
 	if err := os.Remove(filepath.Join(qdir, "00000000000000000400")); err != nil { // offsets 20..29
 		t.Fatal(err)
@@ -289,7 +279,7 @@ func TestOpenRefillsMissingFilesBeforeAnEmptyOne(t *testing.T) {
 	wantGap := filecq.Gap{Topic: "TopicA", QueueID: 0, From: 20, To: 30, PhyFrom: want[19].End(), PhyTo: -1}
 	root := testutil.CopyStore(t, base)
 	var asked []filecq.Gap
-	s, err = filecq.Open(filecq.Options{Dir: root, UnitsPerFile: 10, RefillGap: func(g filecq.Gap) ([]cq.Entry, error) {
+	s, err := filecq.Open(filecq.Options{Dir: root, UnitsPerFile: 10, RefillGap: func(g filecq.Gap) ([]cq.Entry, error) {
 		asked = append(asked, g)
 		return want[20:30], nil
 	}})
