@@ -11,7 +11,6 @@ const (
 	propMsgRegion         = "MSG_REGION"
 	propTraceOn           = "TRACE_ON"
 	propRetryTopic        = "RETRY_TOPIC"
-	propOriginMessageID   = "ORIGIN_MESSAGE_ID"
 	propReconsumeTime     = "RECONSUME_TIME"
 	propMaxReconsumeTimes = "MAX_RECONSUME_TIMES"
 	propPopCK             = "POP_CK"

@@ -71,15 +71,7 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 			maxTimes = v
 		}
 	}
-	// RocketMQ stores the copy with the looked-up message's WAIT=false.
-	set := [][2]string{{propWait, "false"}}
-	if _, has := commitlog.LookupProperty(m.Properties, propRetryTopic); !has {
-		set = append(set, [2]string{propRetryTopic, m.Topic})
-	}
-	if origin, has := commitlog.LookupProperty(m.Properties, propOriginMessageID); !has || meta.IsBlank(origin) {
-		// RocketMQ replaces a blank one too (UtilAll.isBlank).
-		set = append(set, [2]string{propOriginMessageID, commitlog.MessageID(m.StoreHost, m.PhyOffset)})
-	}
+	set := meta.SendBackProperties(&m)
 	topic := meta.RetryTopic(group)
 	tc, err := b.topics.ensureSystemTopic(topic, gc.RetryQueueNums, meta.PermRead|meta.PermWrite)
 	if err != nil {

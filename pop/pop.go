@@ -551,9 +551,6 @@ func reencodeRetry(rec []byte, topic string, h *Handle) ([]byte, error) {
 const (
 	PropertyPopCK        = "POP_CK"
 	PropertyFirstPopTime = "1ST_POP_TIME"
-	propRetryTopic       = "RETRY_TOPIC"
-	propOriginMsgID      = "ORIGIN_MESSAGE_ID"
-	propWait             = "WAIT"
 	propDelay            = "DELAY"
 )
 

@@ -906,13 +906,7 @@ func (s *Service) reviveMessage(m *commitlog.Message, maxTimes int32, in *kvinde
 	var set [][2]string
 	if m.ReconsumeTimes >= maxTimes {
 		out.Topic = meta.DLQTopic(group)
-		if _, ok := commitlog.LookupProperty(m.Properties, propRetryTopic); !ok {
-			set = append(set, [2]string{propRetryTopic, m.Topic})
-		}
-		if id, ok := commitlog.LookupProperty(m.Properties, propOriginMsgID); !ok || meta.IsBlank(id) {
-			set = append(set, [2]string{propOriginMsgID, commitlog.MessageID(m.StoreHost, m.PhyOffset)})
-		}
-		set = append(set, [2]string{propWait, "false"}, [2]string{propDelay, "0"})
+		set = append(meta.SendBackProperties(m), [2]string{propDelay, "0"})
 	} else {
 		out.Topic = s.reviveTopic(origin, group)
 		if _, ok := commitlog.LookupProperty(m.Properties, PropertyFirstPopTime); !ok || m.ReconsumeTimes == 0 {
