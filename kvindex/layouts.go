@@ -205,8 +205,9 @@ func (d *DB) topicsDeleted(minOff, end int64) (map[string]int64, error) {
 	for it.First(); it.Valid(); it.Next() {
 		at, err := getInt64(it.Value())
 		if err != nil {
+			key := append([]byte(nil), it.Key()...) // Close invalidates it
 			_ = it.Close()
-			return nil, fmt.Errorf("read topic deletion %q: %w", it.Key(), err)
+			return nil, fmt.Errorf("read topic deletion %q: %w", key, err)
 		}
 		if at <= minOff {
 			if err := b.Delete(append([]byte(nil), it.Key()...), nil); err != nil {

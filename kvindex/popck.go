@@ -412,8 +412,9 @@ func (s *PopStore) queueCheckpoints(group, topic string, queueID int32, from int
 		}
 		c, err := decodeCheckpoint(it.Key(), v)
 		if err != nil {
+			key := append([]byte(nil), it.Key()...) // Close invalidates it
 			_ = it.Close()
-			return fmt.Errorf("checkpoint key %x: %w", it.Key(), err)
+			return fmt.Errorf("checkpoint key %x: %w", key, err)
 		}
 		if !fn(c) {
 			break
@@ -613,8 +614,9 @@ func (s *PopStore) DueEntries(from, before int64, max int, fn func(DueEntry) boo
 		}
 		due, count, err := decodeCheckpointDue(it.Key(), v)
 		if err != nil {
+			key := append([]byte(nil), it.Key()...) // Close invalidates it
 			_ = it.Close()
-			return fmt.Errorf("checkpoint deadline %x: %w", it.Key(), err)
+			return fmt.Errorf("checkpoint deadline %x: %w", key, err)
 		}
 		n += count
 		if !fn(DueEntry{due, count}) || (max > 0 && n >= max) {

@@ -273,6 +273,15 @@ func queueBeginPrefix(topic string) []byte {
 	return metaKey(metaQueueBegin + topic + "/")
 }
 
+// badQueueBegin closes it, positioned on a stored queue start that does
+// not decode, and returns the error naming its key (read before the
+// close, which invalidates it).
+func badQueueBegin(it *pebble.Iterator) error {
+	key := string(it.Key())
+	_ = it.Close()
+	return fmt.Errorf("read where the RocketMQ queues begin: key %q: %w", key, ErrBadKey)
+}
+
 // queueBegins returns what a first open of a RocketMQ store recorded of
 // the queues of the topics of deleted (RecordRocketMQConsumeQueue) and
 // removes what it recorded of other topics (their deletion record was
@@ -291,8 +300,7 @@ func (d *DB) queueBegins(deleted map[string]int64) (map[string]topicBegin, error
 		i := strings.LastIndexByte(name, '/')
 		v := it.Value()
 		if i < 0 || len(v) != 16 {
-			_ = it.Close()
-			return nil, fmt.Errorf("read where the RocketMQ queues begin: key %q: %w", it.Key(), ErrBadKey)
+			return nil, badQueueBegin(it)
 		}
 		topic := name[:i]
 		if _, ok := deleted[topic]; !ok {
@@ -312,8 +320,7 @@ func (d *DB) queueBegins(deleted map[string]int64) (map[string]topicBegin, error
 		} else {
 			qid, err := strconv.ParseInt(name[i+1:], 10, 32)
 			if err != nil {
-				_ = it.Close()
-				return nil, fmt.Errorf("read where the RocketMQ queues begin: key %q: %w", it.Key(), ErrBadKey)
+				return nil, badQueueBegin(it)
 			}
 			tb.queues[int32(qid)] = q
 		}

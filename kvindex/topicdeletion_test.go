@@ -592,3 +592,36 @@ func TestRocketMQQueueBegins(t *testing.T) {
 		t.Fatalf("queue starts kept after retention passed their topic's record: %v %v", begins, err)
 	}
 }
+
+// A stored queue start that does not decode (a value of another length,
+// a queue id that is no number) refuses the read with ErrBadKey, naming
+// the key, rather than a start taken from bytes it does not have.
+func TestRocketMQQueueBeginsRefuseAnEntryThatDoesNotDecode(t *testing.T) {
+	for name, kv := range map[string][2][]byte{
+		"short value":     {metaKey(metaQueueBegin + "T/0"), make([]byte, 8)},
+		"queue id":        {metaKey(metaQueueBegin + "T/x"), make([]byte, 16)},
+		"no queue at all": {metaKey(metaQueueBegin + "T"), make([]byte, 16)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			db := openDBAt(t, t.TempDir())
+			if err := db.pdb.Set(kv[0], kv[1], pebble.Sync); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.queueBegins(map[string]int64{"T": 100}); !errors.Is(err, ErrBadKey) || !strings.Contains(err.Error(), "rmqQueueBegin.T") {
+				t.Fatalf("queueBegins over %q = %x: %v, want ErrBadKey naming the key", kv[0], kv[1], err)
+			}
+		})
+	}
+}
+
+// A stored topic deletion whose offset does not decode refuses the read,
+// naming its key (taken before the iterator's close invalidates it).
+func TestTopicDeletionThatDoesNotDecodeNamesItsKey(t *testing.T) {
+	db := openDBAt(t, t.TempDir())
+	if err := db.pdb.Set(metaKey(metaTopicDeleted+"T"), []byte{1, 2, 3}, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.topicsDeleted(0, 1<<40); err == nil || !strings.Contains(err.Error(), metaTopicDeleted+"T") {
+		t.Fatalf("topicsDeleted over a 3-byte offset: %v, want an error naming the key", err)
+	}
+}
