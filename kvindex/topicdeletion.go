@@ -306,7 +306,7 @@ func (d *DB) queueBegins(deleted map[string]int64) (map[string]topicBegin, error
 		if _, ok := deleted[topic]; !ok {
 			if err := b.Delete(append([]byte(nil), it.Key()...), nil); err != nil {
 				_ = it.Close()
-				return nil, err
+				return nil, fmt.Errorf("forget where old RocketMQ queue %s began: %w", name, err)
 			}
 			continue
 		}
