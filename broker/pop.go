@@ -178,7 +178,7 @@ func (b *Broker) popCheck(req *remoting.Command, verb, group, topic string, queu
 		return fail(remoting.SystemError, "%v", err)
 	}
 	if !ok {
-		return fail(remoting.TopicNotExist, "topic[%s] not exist, apply first please!", topic)
+		return fail(remoting.TopicNotExist, "topic[%s] not exist, apply first please! %s", topic, faqSuggestion)
 	}
 	if !meta.Readable(tc.Perm) {
 		return fail(remoting.NoPermission, "the topic[%s] peeking message is forbidden", topic)
@@ -191,7 +191,7 @@ func (b *Broker) popCheck(req *remoting.Command, verb, group, topic string, queu
 		return fail(remoting.SystemError, "%v", err)
 	}
 	if gc.GroupName == "" {
-		return fail(remoting.SubscriptionGroupNotExist, "subscription group [%s] does not exist", group)
+		return fail(remoting.SubscriptionGroupNotExist, "subscription group [%s] does not exist, %s", group, faqSuggestion)
 	}
 	if !gc.ConsumeEnable {
 		return fail(remoting.NoPermission, "subscription group no permission, %s", group)
@@ -347,7 +347,7 @@ func (b *Broker) ackTarget(req *remoting.Command, topic string, queueID int32, o
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	if !ok {
-		return remoting.NewResponse(req, remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", topic))
+		return remoting.NewResponse(req, remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please! %s", topic, faqSuggestion))
 	}
 	if queueID < 0 || int(queueID) >= tc.ReadQueueNums {
 		return remoting.NewResponse(req, remoting.MessageIllegal, fmt.Sprintf("queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d]", queueID, topic, tc.ReadQueueNums))

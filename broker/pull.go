@@ -123,7 +123,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		return fail(remoting.SystemError, "%v", err)
 	}
 	if gc.GroupName == "" {
-		return fail(remoting.SubscriptionGroupNotExist, "subscription group [%s] does not exist", p.group)
+		return fail(remoting.SubscriptionGroupNotExist, "subscription group [%s] does not exist, %s", p.group, faqSuggestion)
 	}
 	if !gc.ConsumeEnable {
 		return forbiddenPull(fail(remoting.NoPermission, "subscription group no permission, %s", p.group), forbiddenGroup)
@@ -134,7 +134,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		return fail(remoting.SystemError, "%v", err)
 	}
 	if !ok {
-		return fail(remoting.TopicNotExist, "topic[%s] not exist, apply first please!", p.topic)
+		return fail(remoting.TopicNotExist, "topic[%s] not exist, apply first please! %s", p.topic, faqSuggestion)
 	}
 	if !meta.Readable(tc.Perm) {
 		return forbiddenPull(fail(remoting.NoPermission, "the topic[%s] pulling message is forbidden", p.topic), forbiddenTopic)

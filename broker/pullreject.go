@@ -1,7 +1,8 @@
 package broker
 
-// faqSuggestion is the tip RocketMQ appends to the remark of a pull of an
-// unknown group (FAQUrl.suggestTodo of SUBSCRIPTION_GROUP_NOT_EXIST).
+// faqSuggestion is the tip RocketMQ appends to the remarks of an unknown
+// topic or group (FAQUrl.suggestTodo; every FAQ address it names is the
+// same page).
 const faqSuggestion = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 
 // sysPullGroups are the groups of RocketMQ's own tools and services, whose

@@ -443,7 +443,7 @@ func (b *Broker) retryOrDLQ(req *remoting.Command, conn *remoting.Conn, h sendHe
 		return "", 0, remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	if gc.GroupName == "" {
-		return "", 0, remoting.NewResponse(req, remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group)
+		return "", 0, remoting.NewResponse(req, remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group+" "+faqSuggestion)
 	}
 	maxTimes := int32(gc.RetryMaxTimes)
 	if h.hasMaxReconsumeTimes && conn.ClientInfo().Version >= 121 {

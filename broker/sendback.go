@@ -42,7 +42,7 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	if gc.GroupName == "" {
-		return remoting.NewResponse(req, remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group)
+		return remoting.NewResponse(req, remoting.SubscriptionGroupNotExist, "subscription group not exist, "+group+" "+faqSuggestion)
 	}
 	if !meta.Writable(b.permission()) {
 		return remoting.NewResponse(req, remoting.NoPermission, fmt.Sprintf("the broker[%s] sending message is forbidden", b.announcedHost()))

@@ -410,7 +410,7 @@ func (m *topicManager) createOnSend(topic, template string, queueNums int) (meta
 			}
 			return tc, remoting.Success, ""
 		}
-		return tpl, remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", topic)
+		return tpl, remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!%s", topic, faqSuggestion)
 	}
 	if queueNums <= 0 || queueNums > tpl.WriteQueueNums {
 		queueNums = tpl.WriteQueueNums
