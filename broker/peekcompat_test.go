@@ -11,9 +11,10 @@ import (
 // PEEK_MESSAGE takes any maxMsgNums, as RocketMQ's PeekMessageProcessor
 // (which has no bound of 32, unlike POP_MESSAGE): each queue gives at
 // most 32 of them (RocketMQ's store hands out no more in one read), a
-// peek of every queue reads on into the next queue, and 0 or less finds
-// nothing (PULL_NOT_FOUND, restNum counting every message), where
-// rocketkv once peeked one at least and 32 at most.
+// peek of every queue reads on into the next queue, and 0 finds nothing
+// (PULL_NOT_FOUND, restNum counting every message), where rocketkv once
+// peeked one at least and 32 at most. A negative number fails as Java's
+// processor does (SYSTEM_ERROR: it allocates a list of that capacity).
 func TestPeekTakesAnyMaxMsgNums(t *testing.T) {
 	b := startTestBroker(t, nil)
 	c, rc := popClient(b)
@@ -35,7 +36,7 @@ func TestPeekTakesAnyMaxMsgNums(t *testing.T) {
 		{0, 40, remoting.Success, 32},
 		{-1, 33, remoting.Success, 33},
 		{-1, 0, remoting.PullNotFound, 0},
-		{0, -1, remoting.PullNotFound, 0},
+		{0, -1, remoting.SystemError, 0},
 	} {
 		r := call(t, rc, remoting.PeekMessage, map[string]string{"consumerGroup": "pkn", "topic": "PKN",
 			"queueId": strconv.Itoa(int(tc.queueID)), "maxMsgNums": strconv.Itoa(tc.maxNums)}, nil)
@@ -47,7 +48,7 @@ func TestPeekTakesAnyMaxMsgNums(t *testing.T) {
 			t.Errorf("peek of %d from queue %d: code %d (%s), %d messages; want code %d, %d messages",
 				tc.maxNums, tc.queueID, r.Code, r.Remark, got, tc.wantCode, tc.want)
 		}
-		if tc.maxNums <= 0 {
+		if tc.maxNums == 0 {
 			wantRest := "80"
 			if tc.queueID >= 0 {
 				wantRest = "40"

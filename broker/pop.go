@@ -499,7 +499,7 @@ func (b *Broker) changeInvisibleTime(req *remoting.Command) *remoting.Command {
 }
 
 // processPeek answers PEEK_MESSAGE: what a pop would return, changing
-// nothing; 19 when there is nothing (or maxMsgNums asks for nothing).
+// nothing; 19 when there is nothing (or maxMsgNums is 0).
 func (b *Broker) processPeek(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	r := remoting.Header(req.ExtFields).Reader()
 	topic, queueID, maxNums, group := r.String("topic"), r.Int32("queueId"), r.Int32("maxMsgNums"), r.String("consumerGroup")
@@ -509,10 +509,14 @@ func (b *Broker) processPeek(_ context.Context, _ *remoting.Conn, req *remoting.
 	if _, resp := b.popCheck(req, peekVerb, group, topic, queueID, "", ""); resp != nil {
 		return resp
 	}
-	// Any number, as RocketMQ's peek: 0 or less finds nothing (RocketMQ's
-	// store reads no message for it; below 0 its processor fails
-	// instead, allocating a list of that size).
-	recs, rest, err := b.popSvc.Peek(group, topic, queueID, int(max(maxNums, 0)), pop.InitMin)
+	// Any number, as RocketMQ's peek: 0 finds nothing (RocketMQ's store
+	// reads no message for it). Below 0 its processor fails after the
+	// checks above, allocating a result list of that capacity, and the
+	// client gets SYSTEM_ERROR.
+	if maxNums < 0 {
+		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("peek of %d messages: maxMsgNums is negative", maxNums))
+	}
+	recs, rest, err := b.popSvc.Peek(group, topic, queueID, int(maxNums), pop.InitMin)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, "peek failed: "+err.Error())
 	}
