@@ -34,18 +34,22 @@ func (b *Broker) processGetBrokerConfig(_ context.Context, _ *remoting.Conn, req
 	}
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	resp.ExtFields = map[string]string{"version": string(version)}
-	resp.Body = configs.PropertiesText(b.effectiveSettings(live.cfg.Settings()))
+	resp.Body = configs.PropertiesText(b.effectiveSettings(live.cfg))
 	return resp
 }
 
-// effectiveSettings fills in settings the values the running broker
-// derived, as RocketMQ's getBrokerConfig reports the fields its startup
-// set: brokerIP1 the address (or host name) it registers, brokerIP2
-// brokerIP1 when empty, and the ports it listens on where the
-// configuration gave 0 (listenPort, haListenPort, fastListenPort).
-// Only the answer changes: the configuration kept and written back on
-// an update keeps what the operator gave.
-func (b *Broker) effectiveSettings(settings map[string]string) map[string]string {
+// effectiveSettings returns the settings of cfg with the values the
+// running broker derived, as RocketMQ's getBrokerConfig reports the
+// fields its startup set: brokerIP1 the address (or host name) it
+// registers, brokerIP2 brokerIP1 when empty, the ports it listens on
+// where the configuration gave 0 (listenPort, haListenPort,
+// fastListenPort), and on a slave accessMessageInMemoryMaxRatio 10 less
+// (memoryRatio: BrokerStartup lowers the field itself). Only the answer
+// changes: the configuration kept and written back on an update keeps
+// what the operator gave.
+func (b *Broker) effectiveSettings(cfg configs.Broker) map[string]string {
+	settings := cfg.Settings()
+	settings["accessMessageInMemoryMaxRatio"] = strconv.Itoa(memoryRatio(cfg))
 	port := func(a net.Addr) (string, bool) {
 		if t, ok := a.(*net.TCPAddr); ok {
 			return strconv.Itoa(t.Port), true

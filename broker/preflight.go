@@ -24,7 +24,7 @@ import (
 // the broker registers), brokerIP2 brokerIP1 when empty, brokerId 0 on a
 // master, haListenPort listenPort+1 and fastListenPort listenPort-2 when
 // 0 (when listenPort is 0 too, the ports are picked at start and stay 0
-// here).
+// here), accessMessageInMemoryMaxRatio 10 less on a slave (memoryRatio).
 func Preflight(cfg configs.Broker) (configs.Broker, error) {
 	if err := CheckConfig(cfg); err != nil {
 		return configs.Broker{}, err
@@ -69,6 +69,7 @@ func Preflight(cfg configs.Broker) (configs.Broker, error) {
 	if cfg.FastListenPort == 0 {
 		cfg.FastListenPort = max(cfg.ListenPort-2, 0)
 	}
+	cfg.AccessMessageInMemoryMaxRatio = memoryRatio(cfg)
 	return cfg, nil
 }
 

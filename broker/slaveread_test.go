@@ -2,6 +2,7 @@ package broker
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,5 +191,16 @@ func TestASlaveCountsTenPercentLessOfMemoryAsHot(t *testing.T) {
 	mem := physicalMemory()
 	if master.hotBytes != mem*40/100 || slave.hotBytes != mem*30/100 {
 		t.Fatalf("hot bytes: master %d, slave %d; want %d and %d (40 %% and 30 %% of %d)", master.hotBytes, slave.hotBytes, mem*40/100, mem*30/100, mem)
+	}
+	// GET_BROKER_CONFIG reports the ratio in force, as RocketMQ's reports
+	// the field its startup lowered.
+	for _, tc := range []struct {
+		b    *testBroker
+		want string
+	}{{master, "accessMessageInMemoryMaxRatio=40\n"}, {slave, "accessMessageInMemoryMaxRatio=30\n"}} {
+		r := call(t, tc.b.client(nil), remoting.GetBrokerConfig, nil, nil)
+		if r.Code != remoting.Success || !strings.Contains(string(r.Body), tc.want) {
+			t.Errorf("GET_BROKER_CONFIG of the %s: %d %s; want a line %q", tc.b.cfg.BrokerRole, r.Code, r.Remark, tc.want)
+		}
 	}
 }

@@ -212,7 +212,9 @@ func TestPrintConfigPrintsEffectiveValues(t *testing.T) {
 		{[]string{"--set", "listenPort=0"}, []string{"haListenPort=0\n", "fastListenPort=0\n"}},
 		{[]string{"--set", "brokerId=3"}, []string{"brokerId=0\n"}},
 		{[]string{"--set", "brokerRole=SYNC_MASTER", "--set", "brokerId=3"}, []string{"brokerId=0\n"}},
-		{[]string{"--set", "brokerRole=SLAVE", "--set", "brokerId=2"}, []string{"brokerId=2\n"}},
+		{[]string{"--set", "brokerRole=SLAVE", "--set", "brokerId=2"}, []string{"brokerId=2\n", "accessMessageInMemoryMaxRatio=30\n"}},
+		{[]string{"--set", "brokerRole=SLAVE", "--set", "brokerId=2", "--set", "accessMessageInMemoryMaxRatio=5"}, []string{"accessMessageInMemoryMaxRatio=0\n"}},
+		{[]string{"--set", "brokerRole=ASYNC_MASTER"}, []string{"accessMessageInMemoryMaxRatio=40\n"}},
 		{[]string{"--set", "brokerIP1=10.1.2.3"}, []string{"brokerIP1=10.1.2.3\n", "brokerIP2=10.1.2.3\n"}},
 		{[]string{"--set", "brokerIP1=localhost", "--set", "brokerIP2=10.9.9.9"}, []string{"brokerIP1=localhost\n", "brokerIP2=10.9.9.9\n"}},
 	} {
