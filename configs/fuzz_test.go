@@ -23,8 +23,9 @@ func FuzzLoadProxy(f *testing.F) {
 	f.Add([]byte("grpcServerPort: 8081\nproxyProtocolTrustedNetworks: 10.0.0.0/8\n"), uint8(2))
 	f.Add([]byte(`{"a":[1,{"b":null}],"":""}`), uint8(0))
 	names := []string{"rmq-proxy.json", "proxy.conf", "proxy.yaml"}
+	dir := f.TempDir() // see writeFuzzConfig
 	f.Fuzz(func(t *testing.T, content []byte, format uint8) {
-		p := filepath.Join(t.TempDir(), names[int(format)%len(names)])
+		p := filepath.Join(dir, names[int(format)%len(names)])
 		if err := os.WriteFile(p, content, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -300,8 +300,9 @@ func FuzzLoadBroker(f *testing.F) {
 	for _, fl := range brokerSchema.fields {
 		secrets[fl.key] = fl.value != nil
 	}
+	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, content []byte, yaml bool) {
-		loaded, err := LoadBroker(writeFuzzConfig(t, content, yaml), nil)
+		loaded, err := LoadBroker(writeFuzzConfig(t, dir, content, yaml), nil)
 		if err != nil {
 			return
 		}
@@ -317,15 +318,18 @@ func FuzzLoadBroker(f *testing.F) {
 	})
 }
 
-// writeFuzzConfig writes a fuzzed configuration file, YAML or properties
-// by its name, and returns its path.
-func writeFuzzConfig(t *testing.T, content []byte, yaml bool) string {
+// writeFuzzConfig writes a fuzzed configuration file into dir, YAML or
+// properties by its name, and returns its path. dir is the fuzz target's
+// own (f.TempDir): a fuzzing process runs its inputs one at a time, and
+// a directory made and removed for each input would cost more than the
+// load it tests.
+func writeFuzzConfig(t *testing.T, dir string, content []byte, yaml bool) string {
 	t.Helper()
 	name := "b.conf"
 	if yaml {
 		name = "b.yaml"
 	}
-	p := filepath.Join(t.TempDir(), name)
+	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, content, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -165,8 +165,9 @@ func FuzzLoadNamesrv(f *testing.F) {
 	}
 	f.Add(seed, false)
 	f.Add([]byte("listenPort: 1\nproxyProtocolTrustedNetworks: 10.0.0.0/8\n"), true)
+	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, content []byte, yaml bool) {
-		loaded, err := LoadNamesrv(writeFuzzConfig(t, content, yaml), nil)
+		loaded, err := LoadNamesrv(writeFuzzConfig(t, dir, content, yaml), nil)
 		if err != nil {
 			return
 		}

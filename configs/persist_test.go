@@ -356,8 +356,9 @@ func FuzzPersistSettings(f *testing.F) {
 	f.Add([]byte("brokerName=b\nbrokerPermission=6\n\\\nbrokerPermission=2\n"), false, "4", "12")
 	f.Add([]byte("brokerName=b\n:\\\n"), false, "4", "12")
 	f.Add([]byte("\\brokerPermission=2\r\nfile\\\r\n ReservedTime 3\\\r\n\r\n\\"), false, "4", "12")
+	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, content []byte, yaml bool, perm, reserved string) {
-		p := writeFuzzConfig(t, content, yaml)
+		p := writeFuzzConfig(t, dir, content, yaml)
 		before, loadErr := LoadBroker(p, nil)
 		settings := map[string]string{"brokerPermission": perm, "fileReservedTime": reserved}
 		want := before.Broker
