@@ -77,7 +77,7 @@ var authRules = map[int32]authRule{
 	remoting.QueryConsumeQueue:               {actions: authGet, fields: []authField{topicField, cgField}},
 	remoting.ResumeCheckHalfMessage:          {actions: authUpdate, fields: []authField{topicField}},
 	remoting.CheckRocksdbCqWriteProgress:     {actions: authGet, fields: []authField{topicField}},
-	codeQueryCorrectionOffset:                {actions: authGet, fields: []authField{{name: "filterGroups", typ: auth.TypeGroup, sep: ","}, {name: "compareGroup", typ: auth.TypeGroup}, topicField}},
+	remoting.QueryCorrectionOffset:           {actions: authGet, fields: []authField{{name: "filterGroups", typ: auth.TypeGroup, sep: ","}, {name: "compareGroup", typ: auth.TypeGroup}, topicField}},
 	remoting.CloneGroupOffset:                {actions: authUpdate, fields: []authField{{name: "destGroup", typ: auth.TypeGroup}, topicField}},
 	remoting.UpdateAndGetGroupForbidden:      {actions: authUpdate, fields: []authField{groupField, topicField}},
 	remoting.GetBrokerMemberGroup:            {actions: authGet, fields: []authField{{name: "clusterName", typ: auth.TypeCluster}}},
@@ -116,8 +116,7 @@ var authRules = map[int32]authRule{
 // whose needs the table above keeps, so a later processor is not left
 // unchecked.
 const (
-	codeQueryCorrectionOffset int32 = 308
-	codeGetRouteInfoByTopic   int32 = 105
+	codeGetRouteInfoByTopic int32 = 105
 )
 
 // authNeeds returns what req needs under ACL 2.0: the cases of RocketMQ

@@ -20,6 +20,7 @@ func (b *Broker) routes() {
 	handle(remoting.QueryConsumerOffset, b.processQueryConsumerOffset)
 	handle(remoting.UpdateConsumerOffset, b.processUpdateConsumerOffset)
 	handle(remoting.CloneGroupOffset, b.processCloneGroupOffset)
+	handle(remoting.QueryCorrectionOffset, b.processQueryCorrectionOffset)
 	handle(remoting.GetMaxOffset, queueOffsetHandler(func(t string, q int32) (int64, error) { return b.cqs.MaxOffset(t, q) }))
 	handle(remoting.GetMinOffset, queueOffsetHandler(b.minOffset))
 	handle(remoting.SearchOffsetByTimestamp, b.processSearchOffset)

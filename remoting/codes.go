@@ -86,6 +86,7 @@ const (
 	InvokeBrokerToResetOffset            int32 = 222  // INVOKE_BROKER_TO_RESET_OFFSET
 	InvokeBrokerToGetConsumerStatus      int32 = 223  // INVOKE_BROKER_TO_GET_CONSUMER_STATUS
 	CloneGroupOffset                     int32 = 314  // CLONE_GROUP_OFFSET (mqadmin cloneGroupOffset)
+	QueryCorrectionOffset                int32 = 308  // QUERY_CORRECTION_OFFSET (MQClientAPIImpl.queryCorrectionOffset)
 	QueryTopicConsumeByWho               int32 = 300  // QUERY_TOPIC_CONSUME_BY_WHO
 	QueryTopicsByConsumer                int32 = 343  // QUERY_TOPICS_BY_CONSUMER
 	QuerySubscriptionByConsumer          int32 = 345  // QUERY_SUBSCRIPTION_BY_CONSUMER
