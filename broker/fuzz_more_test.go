@@ -24,7 +24,7 @@ var moreFuzzCodes = []int32{
 	remoting.GetSubscriptionGroupConfig, remoting.DeleteSubscriptionGroup, remoting.GetBrokerRuntimeInfo,
 	remoting.GetBrokerConsumeStats, remoting.GetBrokerConfig, remoting.SetCommitLogReadMode,
 	remoting.CleanExpiredConsumeQueue, remoting.CleanUnusedTopic, remoting.CheckpointIndex,
-	remoting.GetAllMessageRequestMode,
+	remoting.GetAllMessageRequestMode, remoting.QueryCorrectionOffset,
 }
 
 // moreCode is the index of code in moreFuzzCodes, for seeds.
@@ -56,6 +56,7 @@ func FuzzMoreRequests(f *testing.F) {
 	f.Add(moreCode(remoting.SetCommitLogReadMode), "READ_AHEAD_MODE=1", []byte(nil))
 	f.Add(moreCode(remoting.CheckpointIndex), "dir=/tmp/../etc", []byte(nil))
 	f.Add(moreCode(remoting.CleanUnusedTopic), "", []byte(nil))
+	f.Add(moreCode(remoting.QueryCorrectionOffset), "topic=T;compareGroup=g;filterGroups=g,,h", []byte(nil))
 	b := startTestBroker(f, map[string]string{"enablePropertyFilter": "true", "channelExpiredTimeout": fuzzChannelExpiry}) // see FuzzRequests
 	start := b.live.cur.Load()
 	c, err := remoting.Dial(context.Background(), b.Addr(), remoting.ClientOptions{})
