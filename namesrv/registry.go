@@ -138,22 +138,27 @@ type Registry struct {
 	groups       map[string]*brokerGroup
 	clusters     map[string]map[string]struct{}
 	live         map[BrokerKey]*liveBroker
-	// writePerm holds operators' changes of a broker group's write
-	// permission, by broker name (see WipeWritePerm).
-	writePerm map[string]writePermChange
+	// writePerm holds operators' changes of write permission still in
+	// force, by broker name, then topic (see WipeWritePerm).
+	writePerm map[string]map[string]writePermChange
 	// mappings holds static topics' mappings by topic, then by the broker
 	// name each mapping is of (Java's topicQueueMappingInfoTable).
 	mappings map[string]map[string]TopicQueueMappingInfo
 }
 
-// writePermChange is a WIPE_ or ADD_WRITE_PERM_OF_BROKER in force: it
-// lasts while the broker that writes the group's queue data (its master,
-// or the prime slave) registers with the data version the name server
-// holds for its address, as RocketMQ's name server keeps queue data until
-// the registering broker's data version changes, which a broker's first
-// registration from an address (a restart, maybe on another address)
-// counts as. Several changes in a row compose as they do on RocketMQ's
-// stored queue data: perm&keep | set.
+// writePermChange is a WIPE_ or ADD_WRITE_PERM_OF_BROKER in force on one
+// topic's queue data of a broker group. RocketMQ's name server changes the
+// stored queue data and rebuilds a topic's queue data from the broker's
+// topic config only when the registering broker (the group's master, or
+// its prime slave) brings a data version it does not hold for the
+// broker's address (a topic change, or a first registration from that
+// address: a restart, maybe on another address) and the topic is in that
+// registration, or when the group has no queue data of the topic. So a
+// change lasts per topic: an incremental registration (one topic created,
+// a new data version) ends it for that topic only, and a topic the group's
+// queue data lacked (one deleted from the name server and registered
+// again) comes with the broker's own permission. Several changes in a row
+// compose as they do on RocketMQ's stored queue data: perm&keep | set.
 type writePermChange struct {
 	keep, set int32
 }
@@ -187,7 +192,7 @@ func NewRegistry(opts RegistryOptions) *Registry {
 		groups:       make(map[string]*brokerGroup),
 		clusters:     make(map[string]map[string]struct{}),
 		live:         make(map[BrokerKey]*liveBroker),
-		writePerm:    make(map[string]writePermChange),
+		writePerm:    make(map[string]map[string]writePermChange),
 		mappings:     make(map[string]map[string]TopicQueueMappingInfo),
 	}
 	r.deleteWithRegistration.Store(opts.DeleteTopicWithBrokerRegistration)
@@ -294,17 +299,6 @@ func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 	// the later chunks of a split registration take effect too.
 	rules := isMaster || (isPrimeSlave && (newVersion || prev.rules))
 	if isMaster || isPrimeSlave {
-		permChange, changed := r.writePerm[req.BrokerName]
-		if changed && newVersion {
-			// The broker's topics changed since, or it registers anew (a
-			// master restarted while its slave kept the group, or on
-			// another address): its registration rules, as RocketMQ
-			// rebuilds the queue data from the topic configs when the
-			// data version it holds for the registering address differs
-			// or there is none.
-			delete(r.writePerm, req.BrokerName)
-			changed = false
-		}
 		if r.deleteWithRegistration.Load() && len(body.TopicQueueMappingInfo) == 0 {
 			for topic := range r.brokerTopics[req.BrokerName] {
 				if _, keep := body.TopicConfigTable[topic]; !keep {
@@ -326,15 +320,22 @@ func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 			if isPrimeSlave && g.enableActingMaster {
 				qd.Perm &^= PermWrite
 			}
-			if changed {
-				qd.Perm = permChange.apply(qd.Perm)
+			old, ok := r.queueData(name, req.BrokerName)
+			if c, changed := r.writePerm[req.BrokerName][name]; changed {
+				if newVersion || !ok {
+					// RocketMQ rebuilds this topic's queue data from the
+					// broker's config: the operator's change ends.
+					r.dropWritePermChange(req.BrokerName, name)
+				} else {
+					qd.Perm = c.apply(qd.Perm)
+				}
 			}
 			// Java rebuilds queue data only when the data version changed
 			// or the topic is new to the broker; comparing the queue data
 			// itself gives the same answer for whole registrations and also
 			// applies changes carried by the later chunks of a split
 			// registration, which all share one data version.
-			if old, ok := r.queueData(name, req.BrokerName); !ok || rules && old != qd {
+			if !ok || rules && old != qd {
 				r.putQueueData(name, qd)
 			}
 		}
@@ -417,6 +418,7 @@ func (r *Registry) removeQueueData(topic, brokerName string) {
 		return strings.Compare(q.BrokerName, name)
 	})
 	if found {
+		r.dropWritePermChange(brokerName, topic)
 		list = slices.Delete(list, i, i+1)
 		if len(list) == 0 {
 			delete(r.topics, topic)
@@ -439,10 +441,11 @@ func (r *Registry) removeQueueData(topic, brokerName string) {
 // WipeWritePerm takes the write permission from every topic's queue data
 // of brokerName (WIPE_WRITE_PERM_OF_BROKER, mqadmin wipeWritePerm): clients
 // stop sending to the group at their next route refresh while consumers
-// go on reading. It returns the number of topics changed. The change lasts
-// until the group's master registers a new data version (a topic change
-// on the broker) or registers anew (a restart, on its address or another
-// one), as in RocketMQ.
+// go on reading. It returns the number of topics changed. On each topic
+// the change lasts until the group's master registers that topic with a
+// new data version (a topic change on the broker) or registers anew (a
+// restart, on its address or another one), or the topic's queue data of
+// the group goes, as in RocketMQ (see writePermChange).
 func (r *Registry) WipeWritePerm(brokerName string) int {
 	return r.changeWritePerm(brokerName, wipeWrite)
 }
@@ -465,15 +468,35 @@ func (r *Registry) changeWritePerm(brokerName string, c writePermChange) int {
 		}
 		qd.Perm = c.apply(qd.Perm)
 		r.putQueueData(topic, qd)
+		r.addWritePermChange(brokerName, topic, c)
 		n++
 	}
-	if r.groups[brokerName] != nil {
-		if prev, ok := r.writePerm[brokerName]; ok {
-			c = prev.then(c)
-		}
-		r.writePerm[brokerName] = c
-	}
 	return n
+}
+
+// addWritePermChange records c on brokerName's queue data of topic, after
+// the change already in force there.
+func (r *Registry) addWritePermChange(brokerName, topic string, c writePermChange) {
+	byTopic := r.writePerm[brokerName]
+	if byTopic == nil {
+		byTopic = make(map[string]writePermChange)
+		r.writePerm[brokerName] = byTopic
+	}
+	if prev, ok := byTopic[topic]; ok {
+		c = prev.then(c)
+	}
+	byTopic[topic] = c
+}
+
+// dropWritePermChange ends the change in force on brokerName's queue data
+// of topic, if any.
+func (r *Registry) dropWritePermChange(brokerName, topic string) {
+	if byTopic := r.writePerm[brokerName]; byTopic != nil {
+		delete(byTopic, topic)
+		if len(byTopic) == 0 {
+			delete(r.writePerm, brokerName)
+		}
+	}
 }
 
 // Unregister removes one broker process (UNREGISTER_BROKER): its
@@ -506,11 +529,11 @@ func (r *Registry) unregisterLocked(clusterName, brokerAddr, brokerName string) 
 					qd.Perm &^= PermWrite
 					r.putQueueData(topic, qd)
 				}
-			}
-			if c, ok := r.writePerm[brokerName]; ok {
-				// On top of an operator's change in force, as RocketMQ
-				// wipes the queue data that change left.
-				r.writePerm[brokerName] = c.then(wipeWrite)
+				if _, ok := r.writePerm[brokerName][topic]; ok {
+					// On top of an operator's change in force, as
+					// RocketMQ wipes the queue data that change left.
+					r.addWritePermChange(brokerName, topic, wipeWrite)
+				}
 			}
 		}
 		return
@@ -780,8 +803,11 @@ var ErrUnknownBroker = errors.New("broker is not registered")
 // registered (REGISTER_TOPIC_IN_NAMESRV, RocketMQ's registerTopic): each
 // entry replaces the group's queue data of the topic, and the topic's
 // queue data on other groups stays. Nothing changes when an entry names a
-// group that has not registered. A write permission wiped by an operator
-// (WipeWritePerm) stays wiped.
+// group that has not registered. An entry is taken as it comes, so an
+// operator's write-permission change (WipeWritePerm) on that topic ends,
+// as RocketMQ stores the entry in place of the queue data the change
+// left; a Java broker with enableSingleTopicRegister sends its new topic
+// so, with the topic's own permission.
 func (r *Registry) RegisterTopic(topic string, queues []QueueData) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -791,9 +817,7 @@ func (r *Registry) RegisterTopic(topic string, queues []QueueData) error {
 		}
 	}
 	for _, qd := range queues {
-		if c, ok := r.writePerm[qd.BrokerName]; ok {
-			qd.Perm = c.apply(qd.Perm)
-		}
+		r.dropWritePermChange(qd.BrokerName, topic)
 		r.putQueueData(topic, qd)
 	}
 	return nil

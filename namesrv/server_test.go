@@ -640,3 +640,72 @@ func TestRouteRequestServesAStaticTopicsMapping(t *testing.T) {
 		t.Fatalf("route %s\nwant it to end %s", resp.Body, want)
 	}
 }
+
+// registerOver sends a master's REGISTER_BROKER over c with a plain body
+// of the given topics ("name:read:write:perm") at data version counter.
+func registerOver(t *testing.T, c *remoting.Client, name, addr string, counter int64, topics ...string) {
+	t.Helper()
+	body, err := topicsBody(counter, topics...).Encode(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext := map[string]string{"brokerName": name, "brokerAddr": addr, "clusterName": "C", "haServerAddr": "", "brokerId": "0"}
+	if resp := invoke(t, c, remoting.RegisterBroker, ext, body); resp.Code != remoting.Success {
+		t.Fatalf("register %s at version %d: %v", name, counter, resp)
+	}
+}
+
+// routePerms asks c for each topic's route and returns the perm of its
+// one queue data.
+func routePerms(t *testing.T, c *remoting.Client, topics ...string) []int32 {
+	t.Helper()
+	var out []int32
+	for _, topic := range topics {
+		resp := invoke(t, c, remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil)
+		var route TopicRouteData
+		if resp.Code != remoting.Success || json.Unmarshal(resp.Body, &route) != nil || len(route.QueueDatas) != 1 {
+			t.Fatalf("route of %s: %v %s", topic, resp, resp.Body)
+		}
+		out = append(out, route.QueueDatas[0].Perm)
+	}
+	return out
+}
+
+// RocketMQ's WIPE_WRITE_PERM_OF_BROKER changes the queue data the name
+// server holds, which it rebuilds from the broker's topic config only for
+// a topic the group has no queue data of, or one a registration with a
+// new data version carries. So a topic deleted from the name server and
+// registered again comes back writable, and a Java broker's incremental
+// registration of a topic created on it (REGISTER_BROKER with that topic
+// alone and the new data version) leaves its other topics wiped, also
+// through the periodic registrations of that version that follow.
+func TestAWipeLastsPerTopicAsRocketMQsQueueData(t *testing.T) {
+	ns, _ := startNameServer(t, nil)
+	c := dial(t, ns)
+	registerOver(t, c, "broker-a", "10.0.0.1:10911", 1, "T:4:4:6", "U:4:4:6", "V:4:4:6")
+	if resp := invoke(t, c, remoting.WipeWritePermOfBroker, map[string]string{"brokerName": "broker-a"}, nil); resp.ExtFields["wipeTopicCount"] != "3" {
+		t.Fatalf("wipe: %v", resp)
+	}
+
+	if resp := invoke(t, c, remoting.DeleteTopicInNamesrv, map[string]string{"topic": "U"}, nil); resp.Code != remoting.Success {
+		t.Fatalf("delete U: %v", resp)
+	}
+	registerOver(t, c, "broker-a", "10.0.0.1:10911", 1, "T:4:4:6", "U:4:4:6", "V:4:4:6")
+	if got := routePerms(t, c, "T", "U", "V"); !slices.Equal(got, []int32{4, 6, 4}) {
+		t.Fatalf("perms after U was deleted and registered again %v, want [4 6 4]", got)
+	}
+
+	// N is created on the broker: version 2, registered alone, then with
+	// every topic at that version.
+	registerOver(t, c, "broker-a", "10.0.0.1:10911", 2, "N:4:4:6")
+	registerOver(t, c, "broker-a", "10.0.0.1:10911", 2, "T:4:4:6", "U:4:4:6", "V:4:4:6", "N:4:4:6")
+	if got := routePerms(t, c, "T", "U", "V", "N"); !slices.Equal(got, []int32{4, 6, 4, 6}) {
+		t.Fatalf("perms after an incremental registration %v, want [4 6 4 6]", got)
+	}
+
+	// A registration of version 3 carrying every topic ends the wipe.
+	registerOver(t, c, "broker-a", "10.0.0.1:10911", 3, "T:4:4:6", "U:4:4:6", "V:4:4:6", "N:4:4:6")
+	if got := routePerms(t, c, "T", "V"); !slices.Equal(got, []int32{6, 6}) {
+		t.Fatalf("perms after a new version of every topic %v, want [6 6]", got)
+	}
+}
