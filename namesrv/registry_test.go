@@ -770,7 +770,11 @@ func TestRouteOfAStaticTopicCarriesItsMappings(t *testing.T) {
 		t.Fatalf("broker-a's mapping after it moved a queue: %+v", m)
 	}
 	// The topic gone, its mappings go: created again without them, it is
-	// no static topic.
+	// no static topic. On purpose unlike RocketMQ, whose name server never
+	// removes an entry of its topicQueueMappingInfoTable (neither
+	// DELETE_TOPIC_IN_NAMESRV nor a broker's leaving does) and serves it
+	// again in the route of a topic of that name, so a client would take
+	// the new plain topic as static and send by stale mappings.
 	r.DeleteTopic("static-topic", "")
 	register(t, r, "DefaultCluster", "broker-c", "10.0.0.3:10911", 0, topicsBody(1, "static-topic:2:2:6", "T:1:1:6"))
 	if m := routeMappings(t, r, "static-topic"); m != nil {

@@ -354,6 +354,34 @@ func TestExpiryClosesConnection(t *testing.T) {
 	}
 }
 
+// A connection that closes unregisters every broker whose registration
+// came over it, on purpose unlike RocketMQ: its onChannelDestroy
+// unregisters the first broker it finds on the channel, in the hash order
+// of its live table, and leaves the others routed for up to the 120 s of
+// their expiry although their connection is gone (a BrokerContainer's
+// brokers share one). A broker still running registers again within its
+// 30 s period over a new connection.
+func TestConnectionCloseUnregistersEveryBrokerOnIt(t *testing.T) {
+	ns, _ := startNameServer(t, nil)
+	c := dial(t, ns)
+	registerOver(t, c, "broker-a", "10.0.0.1:10911", 1, "T:4:4:6", "A:4:4:6")
+	registerOver(t, c, "broker-b", "10.0.0.2:10911", 1, "T:4:4:6", "B:4:4:6")
+	other := dial(t, ns)
+	registerOver(t, other, "broker-c", "10.0.0.3:10911", 1, "T:4:4:6", "C:4:4:6")
+	_ = c.Close()
+	waitFor(t, "unregister on close", func() bool { return ns.Registry().BrokerCount() == 1 })
+	for _, topic := range []string{"A", "B"} {
+		if resp := invoke(t, other, remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil); resp.Code != remoting.TopicNotExist {
+			t.Fatalf("route of %s after its broker's connection closed: %v %s", topic, resp, resp.Body)
+		}
+	}
+	resp := invoke(t, other, remoting.GetRouteInfoByTopic, map[string]string{"topic": "T"}, nil)
+	var route TopicRouteData
+	if err := json.Unmarshal(resp.Body, &route); err != nil || len(route.BrokerDatas) != 1 || route.BrokerDatas[0].BrokerName != "broker-c" {
+		t.Fatalf("route of T: %s %v", resp.Body, err)
+	}
+}
+
 func TestConnectionCloseUnregisters(t *testing.T) {
 	ns, _ := startNameServer(t, nil)
 	c := dial(t, ns)
