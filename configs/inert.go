@@ -281,8 +281,6 @@ var namesrvInert = []inert[Namesrv]{
 	inertBool[Namesrv]("clusterTest", "no per-cluster test routes (RocketMQ's clusterTest appends a test cluster's brokers to routes)"),
 	inertBool[Namesrv]("notifyMinBrokerIdChanged", "brokers are not told when their group's smallest broker id changes (slave acting master is not there)"),
 	inertBool[Namesrv]("supportActingMaster", "slave acting master is not there"),
-	inertInt[Namesrv]("waitSecondsForService", "routes are served from start; there is no controller-mode warm-up"),
-	inertBool[Namesrv]("needWaitForService", "routes are served from start; there is no controller-mode warm-up"),
 	inertInt[Namesrv]("clientRequestThreadPoolQueueCapacity", "no thread pools; requests waiting for a worker are bounded by one queue (SYSTEM_BUSY when full)"),
 	inertInt[Namesrv]("defaultThreadPoolQueueCapacity", "no thread pools; requests waiting for a worker are bounded by one queue (SYSTEM_BUSY when full)"),
 	inertInt[Namesrv]("unRegisterBrokerQueueCapacity", "unregistrations are applied as they arrive; there is no queue to size"),

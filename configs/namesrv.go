@@ -39,6 +39,13 @@ type Namesrv struct {
 	// ScanNotActiveBrokerInterval is how often brokers that stopped
 	// registering are looked for.
 	ScanNotActiveBrokerInterval time.Duration
+	// NeedWaitForService makes GET_ROUTEINFO_BY_TOPIC answer SYSTEM_ERROR
+	// "name server not ready" until WaitForService has passed since the
+	// start, so that a restarted name server does not tell clients a
+	// topic is gone before its brokers registered again.
+	NeedWaitForService bool
+	// WaitForService is that wait (waitSecondsForService, 45 s).
+	WaitForService time.Duration
 	// ConfigBlackList names keys (';'-separated) that UPDATE_NAMESRV_CONFIG
 	// must not change, on top of configBlackList, configStorePath and
 	// kvConfigPath, which it never changes.
@@ -70,6 +77,9 @@ var namesrvFields = slices.Concat([]field[Namesrv]{
 	boolean("enableTopicList", "true", func(n *Namesrv) *bool { return &n.EnableTopicList }),
 	boolean("deleteTopicWithBrokerRegistration", "false", func(n *Namesrv) *bool { return &n.DeleteTopicWithBrokerRegistration }),
 	millisRange("scanNotActiveBrokerInterval", "5000", 1, func(n *Namesrv) *time.Duration { return &n.ScanNotActiveBrokerInterval }),
+	boolean("needWaitForService", "false", func(n *Namesrv) *bool { return &n.NeedWaitForService }),
+	// An int of seconds in RocketMQ; 0 or less waits for nothing.
+	inUnit("waitSecondsForService", "45", time.Second, "seconds", -1<<31, 1<<31-1, func(n *Namesrv) *time.Duration { return &n.WaitForService }),
 	notImplemented[Namesrv]("enableControllerInNamesrv", "there is no controller (RocketMQ 5's automatic failover) to embed; brokers replicate with classic master-slave HA"),
 	str("configBlackList", "configBlackList;configStorePath;kvConfigPath", func(n *Namesrv) *string { return &n.ConfigBlackList }),
 }, tlsServerFields(func(n *Namesrv) *TLS { return &n.TLS }), proxyProtocolFields(func(n *Namesrv) *ProxyProtocol { return &n.ProxyProtocol }), listenerFields(func(n *Namesrv) *Listener { return &n.Listener }), []field[Namesrv]{

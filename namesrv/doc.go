@@ -60,7 +60,8 @@
 // ConfigFrom). GET_NAMESRV_CONFIG (319) reports every key in force as
 // key=value lines; UPDATE_NAMESRV_CONFIG (318) changes the switches read
 // per request (orderMessageEnable, returnOrderTopicConfigToBroker,
-// enableAllTopicList, enableTopicList) and at every registration
+// enableAllTopicList, enableTopicList, needWaitForService,
+// waitSecondsForService) and at every registration
 // (deleteTopicWithBrokerRegistration), writes the change back into the -c
 // file, and refuses the black-listed keys with NO_PERMISSION and any other
 // key with a remark that says to restart.

@@ -31,6 +31,10 @@ var runtimeKeys = map[string]bool{
 	// Read at every registration (RocketMQ's RouteInfoManager reads it
 	// from the NamesrvConfig the update changes).
 	"deleteTopicWithBrokerRegistration": true,
+	// Read at every route request, as RocketMQ's ClientRequestProcessor
+	// reads them.
+	"needWaitForService":    true,
+	"waitSecondsForService": true,
 }
 
 // ConfigFrom builds a server configuration from the name server's

@@ -95,6 +95,10 @@ type Server struct {
 	live   atomic.Pointer[configs.Namesrv]
 	liveMu sync.Mutex
 
+	// started is when Start began serving, read by the route requests
+	// that needWaitForService holds back.
+	started atomic.Pointer[time.Time]
+
 	stop     chan struct{}
 	stopOnce sync.Once
 	scanner  sync.WaitGroup
@@ -146,6 +150,8 @@ func (s *Server) Addr() net.Addr { return s.rs.Addr() }
 
 // Start listens and starts the expiry scanner.
 func (s *Server) Start(ctx context.Context) error {
+	now := s.now()
+	s.started.Store(&now)
 	if err := s.rs.Start(ctx); err != nil {
 		return fmt.Errorf("start name server: %w", err)
 	}
@@ -162,6 +168,14 @@ func (s *Server) Start(ctx context.Context) error {
 	go s.scan()
 	s.log.Info().Str("addr", s.Addr().String()).Msg("name server started")
 	return nil
+}
+
+// now reads the server's clock (Config.Now).
+func (s *Server) now() time.Time {
+	if s.cfg.Now != nil {
+		return s.cfg.Now()
+	}
+	return time.Now()
 }
 
 // Shutdown stops the scanner and the remoting server and waits for them.
@@ -343,6 +357,12 @@ func (s *Server) getRouteInfo(_ context.Context, _ *remoting.Conn, req *remoting
 	if err != nil {
 		return failure(req, remoting.SystemError, err)
 	}
+	if set := s.settings(); set.NeedWaitForService && !s.serving(set.WaitForService) {
+		// RocketMQ's needWaitForService: brokers re-register every 30 s,
+		// so right after a restart a topic's route may not be complete.
+		s.log.Warn().Str("topic", topic).Msg("route request refused: name server not ready (needWaitForService)")
+		return remoting.NewResponse(req, remoting.SystemError, "name server not ready")
+	}
 	route, ok := s.reg.Route(topic)
 	if !ok {
 		return remoting.NewResponse(req, remoting.TopicNotExist,
@@ -357,6 +377,12 @@ func (s *Server) getRouteInfo(_ context.Context, _ *remoting.Conn, req *remoting
 	resp := success(req)
 	resp.Body = route.AppendJSON(make([]byte, 0, 256))
 	return resp
+}
+
+// serving reports whether wait has passed since the server started.
+func (s *Server) serving(wait time.Duration) bool {
+	started := s.started.Load()
+	return started != nil && s.now().Sub(*started) >= wait
 }
 
 // faqApplyTopic ends the remark of TOPIC_NOT_EXIST as RocketMQ's name

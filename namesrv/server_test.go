@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -735,5 +736,50 @@ func TestAWipeLastsPerTopicAsRocketMQsQueueData(t *testing.T) {
 	registerOver(t, c, "broker-a", "10.0.0.1:10911", 3, "T:4:4:6", "U:4:4:6", "V:4:4:6", "N:4:4:6")
 	if got := routePerms(t, c, "T", "V"); !slices.Equal(got, []int32{6, 6}) {
 		t.Fatalf("perms after a new version of every topic %v, want [6 6]", got)
+	}
+}
+
+// With needWaitForService, RocketMQ's name server answers route requests
+// SYSTEM_ERROR "name server not ready" for waitSecondsForService after its
+// start, while brokers register; both keys are read per request, so an
+// update changes them at once.
+func TestRoutesWaitForServiceAfterTheStart(t *testing.T) {
+	clock := newFakeClock()
+	ns, logs := startNameServer(t, func(c *Config) {
+		c.Now = clock.Now
+		set := configs.DefaultNamesrv()
+		set.NeedWaitForService = true
+		c.Settings = &set
+	})
+	c := dial(t, ns)
+	registerOver(t, c, "broker-a", "10.0.0.1:10911", 1, "T:4:4:6", "U:4:4:6")
+	route := func() *remoting.Command {
+		return invoke(t, c, remoting.GetRouteInfoByTopic, map[string]string{"topic": "T"}, nil)
+	}
+	if resp := route(); resp.Code != remoting.SystemError || resp.Remark != "name server not ready" {
+		t.Fatalf("route during the wait: %v", resp)
+	}
+	if !strings.Contains(logs.String(), "name server not ready") {
+		t.Error("the refused route request was not logged")
+	}
+	clock.Advance(45*time.Second - time.Millisecond)
+	if resp := route(); resp.Code != remoting.SystemError {
+		t.Fatalf("route 1 ms before the wait's end: %v", resp)
+	}
+	clock.Advance(time.Millisecond)
+	if resp := route(); resp.Code != remoting.Success {
+		t.Fatalf("route after waitSecondsForService: %v", resp)
+	}
+
+	for _, u := range []struct {
+		body string
+		want int32
+	}{{"waitSecondsForService=100", remoting.SystemError}, {"needWaitForService=false", remoting.Success}} {
+		if resp := invoke(t, c, remoting.UpdateNamesrvConfig, nil, []byte(u.body)); resp.Code != remoting.Success {
+			t.Fatalf("update %s: %v", u.body, resp)
+		}
+		if resp := route(); resp.Code != u.want {
+			t.Fatalf("route after %s: %v, want code %d", u.body, resp, u.want)
+		}
 	}
 }
