@@ -46,6 +46,11 @@ type Namesrv struct {
 	NeedWaitForService bool
 	// WaitForService is that wait (waitSecondsForService, 45 s).
 	WaitForService time.Duration
+	// SupportActingMaster makes the route of a broker group acting
+	// without its master (5.x enableSlaveActingMaster) name its slave of
+	// the smallest id as id 0 where the topic's queues there are not
+	// writable, as RocketMQ's supportActingMaster does.
+	SupportActingMaster bool
 	// ConfigBlackList names keys (';'-separated) that UPDATE_NAMESRV_CONFIG
 	// must not change, on top of configBlackList, configStorePath and
 	// kvConfigPath, which it never changes.
@@ -78,6 +83,7 @@ var namesrvFields = slices.Concat([]field[Namesrv]{
 	boolean("deleteTopicWithBrokerRegistration", "false", func(n *Namesrv) *bool { return &n.DeleteTopicWithBrokerRegistration }),
 	millisRange("scanNotActiveBrokerInterval", "5000", 1, func(n *Namesrv) *time.Duration { return &n.ScanNotActiveBrokerInterval }),
 	boolean("needWaitForService", "false", func(n *Namesrv) *bool { return &n.NeedWaitForService }),
+	boolean("supportActingMaster", "false", func(n *Namesrv) *bool { return &n.SupportActingMaster }),
 	// An int of seconds in RocketMQ; 0 or less waits for nothing.
 	inUnit("waitSecondsForService", "45", time.Second, "seconds", -1<<31, 1<<31-1, func(n *Namesrv) *time.Duration { return &n.WaitForService }),
 	notImplemented[Namesrv]("enableControllerInNamesrv", "there is no controller (RocketMQ 5's automatic failover) to embed; brokers replicate with classic master-slave HA"),

@@ -61,7 +61,7 @@
 // key=value lines; UPDATE_NAMESRV_CONFIG (318) changes the switches read
 // per request (orderMessageEnable, returnOrderTopicConfigToBroker,
 // enableAllTopicList, enableTopicList, needWaitForService,
-// waitSecondsForService) and at every registration
+// waitSecondsForService, supportActingMaster) and at every registration
 // (deleteTopicWithBrokerRegistration), writes the change back into the -c
 // file, and refuses the black-listed keys with NO_PERMISSION and any other
 // key with a remark that says to restart.

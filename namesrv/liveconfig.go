@@ -35,6 +35,7 @@ var runtimeKeys = map[string]bool{
 	// reads them.
 	"needWaitForService":    true,
 	"waitSecondsForService": true,
+	"supportActingMaster":   true,
 }
 
 // ConfigFrom builds a server configuration from the name server's

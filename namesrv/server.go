@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -368,8 +369,12 @@ func (s *Server) getRouteInfo(_ context.Context, _ *remoting.Conn, req *remoting
 		return remoting.NewResponse(req, remoting.TopicNotExist,
 			"No topic route info in name server for the topic: "+topic+faqApplyTopic)
 	}
-	if s.settings().OrderMessageEnable {
+	set := s.settings()
+	if set.OrderMessageEnable {
 		route.OrderTopicConf, _ = s.kv.Get(OrderTopicConfigNamespace, topic)
+	}
+	if set.SupportActingMaster && !strings.HasPrefix(topic, syncBrokerMemberGroupPrefix) {
+		route.showActingMasters()
 	}
 	if zoneMode, _ := strconv.ParseBool(req.ExtFields[extZoneMode]); zoneMode && strings.TrimSpace(req.ExtFields[extZoneName]) != "" {
 		route.keepZone(req.ExtFields[extZoneName])
@@ -396,6 +401,33 @@ const (
 	extZoneMode = "__ZONE_MODE"
 	extZoneName = "__ZONE_NAME"
 )
+
+// syncBrokerMemberGroupPrefix begins the system topics RocketMQ's brokers
+// of an acting-master group use among themselves (TopicValidator's
+// SYNC_BROKER_MEMBER_GROUP_PREFIX), whose routes name no acting master.
+const syncBrokerMemberGroupPrefix = "rmq_sys_SYNC_BROKER_MEMBER_"
+
+// showActingMasters names, in each broker group acting without its master
+// (enableActingMaster, no broker id 0) whose queue data of the topic is
+// not writable, the slave of the smallest id as id 0, as RocketMQ's name
+// server does with supportActingMaster: a client sends what only a master
+// takes (queue locks, offset searches) to id 0. Producers still do not
+// send to it, the queues being read-only.
+func (r *TopicRouteData) showActingMasters() {
+	for i := range r.BrokerDatas {
+		bd := &r.BrokerDatas[i]
+		if _, hasMaster := bd.BrokerAddrs[MasterID]; hasMaster || len(bd.BrokerAddrs) == 0 || !bd.EnableActingMaster {
+			continue
+		}
+		j := slices.IndexFunc(r.QueueDatas, func(q QueueData) bool { return q.BrokerName == bd.BrokerName })
+		if j < 0 || r.QueueDatas[j].Perm&PermWrite != 0 {
+			continue
+		}
+		id := slices.Min(slices.Collect(maps.Keys(bd.BrokerAddrs)))
+		bd.BrokerAddrs[MasterID] = bd.BrokerAddrs[id]
+		delete(bd.BrokerAddrs, id)
+	}
+}
 
 // keepZone keeps the broker groups of zone (case-insensitive) and those
 // without a master, whose slaves a consumer may read from whatever their

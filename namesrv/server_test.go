@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -781,5 +782,73 @@ func TestRoutesWaitForServiceAfterTheStart(t *testing.T) {
 		if resp := route(); resp.Code != u.want {
 			t.Fatalf("route after %s: %v, want code %d", u.body, resp, u.want)
 		}
+	}
+}
+
+// With supportActingMaster, RocketMQ's name server names, in a route, the
+// slave of the smallest id of a group acting without its master as broker
+// id 0 where the topic's queues there are read-only (as the master's
+// leaving made them), but not in the routes of the group's own
+// SYNC_BROKER_MEMBER topic, nor for a group without enableActingMaster.
+func TestSupportActingMasterNamesTheActingMasterInRoutes(t *testing.T) {
+	ns, _ := startNameServer(t, nil)
+	c := dial(t, ns)
+	const sync = "rmq_sys_SYNC_BROKER_MEMBER_broker-a"
+	for _, b := range []struct {
+		name, addr, id, acting string
+	}{
+		{"broker-a", "10.0.0.1:10911", "0", "true"}, {"broker-a", "10.0.0.2:10911", "1", "true"}, {"broker-a", "10.0.0.3:10911", "2", "true"},
+		{"broker-b", "10.0.1.1:10911", "0", "false"}, {"broker-b", "10.0.1.2:10911", "1", "false"},
+	} {
+		body, _ := topicsBody(1, "T:4:4:6", sync+":1:1:6").Encode(false)
+		ext := map[string]string{"brokerName": b.name, "brokerAddr": b.addr, "clusterName": "C", "haServerAddr": "",
+			"brokerId": b.id, "enableActingMaster": b.acting}
+		if resp := invoke(t, c, remoting.RegisterBroker, ext, body); resp.Code != remoting.Success {
+			t.Fatalf("register %s/%s: %v", b.name, b.id, resp)
+		}
+	}
+	for _, m := range []struct{ name, addr string }{{"broker-a", "10.0.0.1:10911"}, {"broker-b", "10.0.1.1:10911"}} {
+		if resp := invoke(t, c, remoting.UnregisterBroker, map[string]string{"brokerName": m.name, "brokerAddr": m.addr,
+			"clusterName": "C", "brokerId": "0"}, nil); resp.Code != remoting.Success {
+			t.Fatalf("unregister %s's master: %v", m.name, resp)
+		}
+	}
+	addrs := func(topic string) map[string]map[int64]string {
+		t.Helper()
+		resp := invoke(t, c, remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil)
+		var route TopicRouteData
+		if resp.Code != remoting.Success || json.Unmarshal(resp.Body, &route) != nil {
+			t.Fatalf("route of %s: %v %s", topic, resp, resp.Body)
+		}
+		out := map[string]map[int64]string{}
+		for _, bd := range route.BrokerDatas {
+			out[bd.BrokerName] = bd.BrokerAddrs
+		}
+		return out
+	}
+	asRegistered := map[string]map[int64]string{
+		"broker-a": {1: "10.0.0.2:10911", 2: "10.0.0.3:10911"},
+		"broker-b": {1: "10.0.1.2:10911"},
+	}
+	if got := addrs("T"); !reflect.DeepEqual(got, asRegistered) {
+		t.Fatalf("route of T with supportActingMaster off: %v", got)
+	}
+	if resp := invoke(t, c, remoting.UpdateNamesrvConfig, nil, []byte("supportActingMaster=true")); resp.Code != remoting.Success {
+		t.Fatalf("update: %v", resp)
+	}
+	want := map[string]map[int64]string{
+		"broker-a": {0: "10.0.0.2:10911", 2: "10.0.0.3:10911"},
+		"broker-b": {1: "10.0.1.2:10911"},
+	}
+	if got := addrs("T"); !reflect.DeepEqual(got, want) {
+		t.Fatalf("route of T with supportActingMaster on: %v, want %v", got, want)
+	}
+	if got := addrs(sync); !reflect.DeepEqual(got, asRegistered) {
+		t.Fatalf("route of %s: %v, want the group as registered", sync, got)
+	}
+	// The routes name an acting master; the group's members stay as they
+	// registered.
+	if got := ns.Registry().MemberGroup("broker-a"); !reflect.DeepEqual(got, asRegistered["broker-a"]) {
+		t.Fatalf("member group after a route request: %v", got)
 	}
 }
