@@ -278,12 +278,12 @@ var namesrvInert = []inert[Namesrv]{
 	inertInt[Namesrv]("serverSelectorThreads", "no Netty server: the network event loops are sized by the Go runtime"),
 	inert[Namesrv]{key: "rocketmqHome", reason: "no RocketMQ installation is read; kvConfigPath and the -c file are given directly", parse: func(string) error { return nil }},
 	inert[Namesrv]{key: "configStorePath", reason: "UPDATE_NAMESRV_CONFIG writes the changes back into the file given with -c", parse: func(string) error { return nil }},
-	inertBool[Namesrv]("clusterTest", "no per-cluster test routes (RocketMQ's clusterTest appends a test cluster's brokers to routes)"),
+	inertBool[Namesrv]("clusterTest", "RocketMQ's test mode, which answers every request code as a route request and asks the productEnvName environment's name servers for topics it does not know, is not there; routes come from this name server's brokers"),
 	inertBool[Namesrv]("notifyMinBrokerIdChanged", "the name server opens no connections to brokers, so it sends no NOTIFY_MIN_BROKER_ID_CHANGE to the members of an acting-master group whose smallest broker id changed; they learn it from GET_BROKER_MEMBER_GROUP, which such brokers ask every syncBrokerMemberGroupPeriod (1 s)"),
 	inertInt[Namesrv]("clientRequestThreadPoolQueueCapacity", "no thread pools; requests waiting for a worker are bounded by one queue (SYSTEM_BUSY when full)"),
 	inertInt[Namesrv]("defaultThreadPoolQueueCapacity", "no thread pools; requests waiting for a worker are bounded by one queue (SYSTEM_BUSY when full)"),
 	inertInt[Namesrv]("unRegisterBrokerQueueCapacity", "unregistrations are applied as they arrive; there is no queue to size"),
-	inert[Namesrv]{key: "productEnvName", reason: "it names the environment in RocketMQ's logs only", parse: func(string) error { return nil }},
+	inert[Namesrv]{key: "productEnvName", reason: "it names the environment RocketMQ's clusterTest mode asks for routes, which is not there", parse: func(string) error { return nil }},
 }
 
 // namesrvClientInert are RocketMQ's NettyClientConfig keys, which its name
