@@ -6,7 +6,9 @@
 // -c reads RocketMQ's namesrv.properties keys (or the same keys in YAML;
 // configs/namesrv.yaml documents them); flags given on the command line win
 // over the file. -p prints the configuration that would run and exits, as
-// mqnamesrv -p does. It stops cleanly on SIGINT or SIGTERM: connections are
+// mqnamesrv -p does. mqnamesrv's long forms (--configFile,
+// --printConfigItem) work too, and its -n (--namesrvAddr) is accepted and
+// ignored, as mqnamesrv ignores it. It stops cleanly on SIGINT or SIGTERM: connections are
 // closed and every goroutine is awaited before it exits.
 package main
 
@@ -17,6 +19,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,8 +35,11 @@ import (
 
 // options are the command-line flags.
 type options struct {
-	config       string
-	print        bool
+	config string
+	print  bool
+	// namesrvAddr is -n's value, which a name server has no use for;
+	// mqnamesrv accepts and ignores it, so scripts pass it.
+	namesrvAddr  string
 	shutdownWait time.Duration
 	// overrides are the configuration keys set by flags given on the
 	// command line, each flag's named for its errors; they win over the
@@ -42,7 +48,9 @@ type options struct {
 }
 
 func main() {
-	if err := newCommand().Execute(); err != nil {
+	cmd := newCommand()
+	cmd.SetArgs(rocketmqArgs(os.Args[1:]))
+	if err := cmd.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "namesrv:", err)
 		os.Exit(1)
 	}
@@ -83,10 +91,40 @@ func newCommand() *cobra.Command {
 	f.String("log-format", string(logging.Auto), "log format: auto, console or json (overrides logFormat)")
 	f.String("kv-config", "", "file persisting the KV configuration, Java's kvConfig.json (overrides kvConfigPath; empty keeps it in memory)")
 	f.Bool("order-message-enable", false, "add orderTopicConf from the ORDER_TOPIC_CONFIG namespace to routes (overrides orderMessageEnable)")
+	f.StringVarP(&o.namesrvAddr, "namesrv-addr", "n", "", "ignored, as mqnamesrv ignores its -n: a name server registers with no name server")
 	f.StringArrayVar(&sets, "set", nil, "override one configuration key: --set key=value (repeatable), e.g. --set tls.server.mode=enforcing")
 	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 10*time.Second, "how long a shutdown may take")
 	return cmd
 }
+
+// rocketmqLongFlags are mqnamesrv's long option names, as its scripts
+// and operators write them, with the flag each one is here.
+var rocketmqLongFlags = map[string]string{
+	"--configFile":      "--config",
+	"--printConfigItem": "--print-config",
+	"--namesrvAddr":     "--namesrv-addr",
+}
+
+// rocketmqArgs rewrites mqnamesrv's long option names, in "--name value"
+// or "--name=value" form, into this command's flags.
+func rocketmqArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		name, value, hasValue := strings.Cut(a, "=")
+		switch flag, ok := rocketmqLongFlags[name]; {
+		case !ok:
+			out = append(out, a)
+		case hasValue:
+			out = append(out, flag+"="+value)
+		default:
+			out = append(out, flag)
+		}
+	}
+	return out
+}
+
+// ignoredNamesrvAddr is the line that tells -n's value is not used.
+const ignoredNamesrvAddr = "-n (--namesrvAddr) is ignored, as mqnamesrv ignores it: a name server registers with no name server"
 
 // printConfig writes the configuration that would run as key=value lines
 // to w, and the warnings of its keys to warnings.
@@ -99,6 +137,9 @@ func printConfig(w, warnings io.Writer, o options) error {
 	// it is refused here too.
 	if _, _, err := tlsconf.Listener("name server", loaded.Namesrv.TLS, zerolog.Nop()); err != nil {
 		return err
+	}
+	if o.namesrvAddr != "" {
+		fmt.Fprintln(warnings, "namesrv:", ignoredNamesrvAddr)
 	}
 	return logging.PrintConfig(w, warnings, logging.Format(loaded.Namesrv.LogFormat), o.config,
 		loaded.UnknownKeys, loaded.InertKeys, loaded.Namesrv.Settings())
@@ -117,6 +158,9 @@ func run(ctx context.Context, o options) error {
 	}
 	log = log.With().Str("component", "namesrv").Logger()
 	logging.IgnoredKeys(log, o.config, loaded.UnknownKeys, loaded.InertKeys)
+	if o.namesrvAddr != "" {
+		log.Info().Str("namesrvAddr", o.namesrvAddr).Msg(ignoredNamesrvAddr)
+	}
 	srv, err := namesrv.NewServer(namesrv.ConfigFrom(set, o.config), log)
 	if err != nil {
 		return err

@@ -92,11 +92,12 @@ func TestServesAndStopsOnSignal(t *testing.T) {
 	}
 }
 
-// execute runs the namesrv command with args in this process.
+// execute runs the namesrv command with args in this process, as main
+// runs it.
 func execute(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	cmd := newCommand()
-	cmd.SetArgs(args)
+	cmd.SetArgs(rocketmqArgs(args))
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
@@ -255,5 +256,26 @@ func TestPrintConfigRefusesATLSCertificateItCannotLoad(t *testing.T) {
 	}
 	if _, err := execute(t, "-p", "--set", "tls.server.mode=enforcing"); err != nil {
 		t.Fatalf("-p with the test mode's certificate: %v", err)
+	}
+}
+
+// mqnamesrv's command line works unchanged: its long option names, and
+// its -n, which it accepts and ignores.
+func TestTakesMqnamesrvsCommandLine(t *testing.T) {
+	file := writeConfig(t, "namesrv.properties", "listenPort=19876\n")
+	for _, args := range [][]string{
+		{"--configFile", file, "--printConfigItem", "-n", "127.0.0.1:9876"},
+		{"--configFile=" + file, "--printConfigItem", "--namesrvAddr=127.0.0.1:9876;127.0.0.2:9876"},
+	} {
+		out, err := execute(t, args...)
+		if err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		if !strings.Contains(out, "listenPort=19876\n") {
+			t.Errorf("%q: the file was not read:\n%s", args, out)
+		}
+		if !strings.Contains(out, "--namesrvAddr) is ignored") || strings.Contains(out, "namesrvAddr=") {
+			t.Errorf("%q: -n not reported as ignored, or printed as a key:\n%s", args, out)
+		}
 	}
 }
