@@ -358,7 +358,8 @@ func (s *Server) getRouteInfo(_ context.Context, _ *remoting.Conn, req *remoting
 	if err != nil {
 		return failure(req, remoting.SystemError, err)
 	}
-	if set := s.settings(); set.NeedWaitForService && !s.serving(set.WaitForService) {
+	set := s.settings() // one view of the settings for the whole answer
+	if set.NeedWaitForService && !s.serving(set.WaitForService) {
 		// RocketMQ's needWaitForService: brokers re-register every 30 s,
 		// so right after a restart a topic's route may not be complete.
 		s.log.Warn().Str("topic", topic).Msg("route request refused: name server not ready (needWaitForService)")
@@ -369,7 +370,6 @@ func (s *Server) getRouteInfo(_ context.Context, _ *remoting.Conn, req *remoting
 		return remoting.NewResponse(req, remoting.TopicNotExist,
 			"No topic route info in name server for the topic: "+topic+faqApplyTopic)
 	}
-	set := s.settings()
 	if set.OrderMessageEnable {
 		route.OrderTopicConf, _ = s.kv.Get(OrderTopicConfigNamespace, topic)
 	}
