@@ -68,18 +68,38 @@ func (b *Broker) processQueryConsumerOffset(_ context.Context, _ *remoting.Conn,
 	}
 	minOff, err1 := b.cqs.MinOffset(topic, qid)
 	first, err2 := b.cqs.Get(topic, qid, 0, 1)
-	if err1 == nil && err2 == nil && minOff <= 0 && (len(first) == 0 || b.inMemory(first[0].PhyOffset)) {
+	if err1 == nil && err2 == nil && minOff <= 0 && (len(first) == 0 || b.resident(first[0].PhyOffset, first[0].Size)) {
 		return offsetResponse(req, 0)
 	}
 	return remoting.NewResponse(req, remoting.QueryNotFound, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 }
 
-// inMemory reports whether a CommitLog offset is recent enough to be in the
-// page cache, RocketMQ's checkInMemByCommitOffset: within
-// accessMessageInMemoryMaxRatio of the machine's memory from the end of the
-// log.
+// inMemory reports whether a CommitLog offset is recent enough to count
+// as in the page cache for a pull's suggestion of the broker to pull from
+// next, as RocketMQ's getMessage estimates it: within
+// accessMessageInMemoryMaxRatio of the machine's memory from the end of
+// the log.
 func (b *Broker) inMemory(phy int64) bool {
 	return b.clog.MaxOffset()-phy <= b.hotBytes
+}
+
+// resident reports whether the CommitLog record of size bytes at phy is
+// in the page cache, as RocketMQ 5's checkInMemByConsumeOffset asks the
+// kernel (mincore) before it starts a new group at a young queue's first
+// message: false when the record is gone, true when the kernel cannot
+// say (as MappedFile.isLoaded when its call fails).
+func (b *Broker) resident(phy int64, size int32) bool {
+	v, err := b.clog.Read(phy, size)
+	if err != nil {
+		return false
+	}
+	defer v.Release()
+	in, err := v.Resident()
+	if err != nil {
+		b.log.Warn().Err(err).Int64("phyOffset", phy).Msg("page cache residency unknown; taken as resident")
+		return true
+	}
+	return in
 }
 
 // physicalMemory returns the machine's memory in bytes (8 GiB when the

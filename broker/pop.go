@@ -73,11 +73,13 @@ func (b *Broker) startPop() error {
 		ReturnActualRetryTopic: b.cfg.PopResponseReturnActualRetryTopic,
 		DropExhaustedRevives:   b.cfg.SkipWhenCKRePutReachMaxTimes,
 		GiveBackWait:           b.reviveGiveBackWait,
-		InMemory:               func(phy int64) bool { return b.current().InitPopOffsetByCheckMsgInMem && b.inMemory(phy) },
-		Compaction:             b.compaction,
-		MaxTransferBytes:       b.cfg.MaxTransferBytesOnMessageInMemory,
-		Observer:               popObserver(b.metrics),
-		Logger:                 b.root,
+		InMemory: func(phy int64, size int32) bool {
+			return b.current().InitPopOffsetByCheckMsgInMem && b.resident(phy, size)
+		},
+		Compaction:       b.compaction,
+		MaxTransferBytes: b.cfg.MaxTransferBytesOnMessageInMemory,
+		Observer:         popObserver(b.metrics),
+		Logger:           b.root,
 	})
 	if err != nil {
 		return err

@@ -252,7 +252,7 @@ func (s *Service) startOffset(group, topic string, queueID int32, initMode int32
 			if err != nil {
 				return 0, false, err
 			}
-			if len(first) > 0 && s.cfg.InMemory(first[0].PhyOffset) {
+			if len(first) > 0 && s.cfg.InMemory(first[0].PhyOffset, first[0].Size) {
 				return 0, false, nil
 			}
 		}

@@ -100,13 +100,13 @@ type Config struct {
 	// revive batch stays and is settled before a later round, once the
 	// dispatcher has caught up.
 	GiveBackWait time.Duration
-	// InMemory reports whether a CommitLog offset is still in the page
-	// cache. With it, a group's first pop of a queue with InitMax starts
-	// at 0 instead of the last message when the queue's first message
-	// still is (RocketMQ's initPopOffsetByCheckMsgInMem, on by default):
-	// a consumer group created just after its topic's first messages
-	// gets them. nil always starts at the last message.
-	InMemory func(phyOffset int64) bool
+	// InMemory reports whether the CommitLog record of size bytes at
+	// phyOffset is in the page cache. With it, a group's first pop of a
+	// queue with InitMax starts at 0 instead of the last message when the
+	// queue's first message is (RocketMQ's initPopOffsetByCheckMsgInMem,
+	// on by default): a consumer group created just after its topic's
+	// first messages gets them. nil always starts at the last message.
+	InMemory func(phyOffset int64, size int32) bool
 	// Compaction, when set, holds the copies of compacted topics' messages:
 	// pops of such a topic read them, as RocketMQ's pops read its
 	// compaction store.
