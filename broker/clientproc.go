@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
-	"strings"
 
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -114,7 +113,7 @@ func (b *Broker) processCheckClientConfig(_ context.Context, conn *remoting.Conn
 		return remoting.NewResponse(req, remoting.SystemError, "bad CHECK_CLIENT_CONFIG body: "+err.Error())
 	}
 	sd := body.SubscriptionData
-	if sd == nil || sd.ExpressionType == "" || strings.EqualFold(sd.ExpressionType, exprTag) {
+	if sd == nil || isTagType(sd.ExpressionType) {
 		return remoting.NewResponse(req, remoting.Success, "")
 	}
 	if !b.current().EnablePropertyFilter {

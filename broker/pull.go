@@ -149,11 +149,26 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	}
 	var sub *subscription
 	if p.sysFlag&pullSubscription != 0 {
+		// RocketMQ's order: an empty expression of a type other than TAG,
+		// like a TAG expression that does not split, is a parse failure;
+		// any other expression of such a type is refused on a broker
+		// without enablePropertyFilter before it is compiled, so that a
+		// selector that does not compile gets SYSTEM_ERROR there too.
+		if !isTagType(p.expressionType) && p.subscription != "" && !b.current().EnablePropertyFilter {
+			return fail(remoting.SystemError, "%s%s", unsupportedFilter, p.expressionType)
+		}
 		sub, err = newSubscription(p.topic, p.subscription, p.expressionType, p.subVersion)
 		if err != nil {
+			// RocketMQ 5.3.3 compiles a pull's own selector without
+			// checking the result (ConsumerFilterManager.build returns
+			// null, an assert that production JVMs skip), and so serves a
+			// selector that does not compile as no filter at all: every
+			// message. This broker refuses it instead, with the code and
+			// remark RocketMQ gives an expression it cannot parse, and the
+			// reason after it.
 			b.refusedLog.Warn().Err(err).Str("group", p.group).Str("topic", p.topic).Str("subscription", p.subscription).
 				Msg("pull refused: its subscription does not parse")
-			return fail(remoting.SubscriptionParseFailed, "parse the consumer's subscription[%s] failed, group: %s: %v", p.subscription, p.group, err)
+			return fail(remoting.SubscriptionParseFailed, "parse the consumer's subscription failed: %v", err)
 		}
 	} else {
 		s, model, known := b.clients.groupSubscription(p.group, p.topic)

@@ -61,6 +61,53 @@ func TestSQL92Pull(t *testing.T) {
 	}
 }
 
+// A pull that posts its own expression is answered as RocketMQ 5.3.3's
+// PullMessageProcessor answers it: an empty expression of a type other
+// than TAG, or a TAG expression of "||" alone, is
+// SUBSCRIPTION_PARSE_FAILED with its remark (here followed by the
+// reason); any other expression
+// of a type other than TAG is SYSTEM_ERROR on a broker without
+// enablePropertyFilter, whether it compiles or not, since RocketMQ looks
+// at the switch before the selector. (On a broker with the switch, a
+// selector that does not compile is refused here where RocketMQ serves
+// every message: see pull.)
+func TestPullOwnExpressionRefusals(t *testing.T) {
+	const parseFailed = "parse the consumer's subscription failed"
+	on := startTestBroker(t, map[string]string{"enablePropertyFilter": "true"})
+	off := startTestBroker(t, nil)
+	sendSQLFixture(t, on, on.client(nil))
+	sendSQLFixture(t, off, off.client(nil))
+	for _, tc := range []struct {
+		b        *testBroker
+		exprType string
+		expr     string
+		code     int32
+		remark   string
+	}{
+		{off, "SQL92", "a >", remoting.SystemError, sqlUnsupported},
+		{off, "SQL92", "a > 'x'", remoting.SystemError, sqlUnsupported},
+		{off, "SQL92", "a > 1", remoting.SystemError, sqlUnsupported},
+		{off, "CLASS", "x", remoting.SystemError, unsupportedFilter + "CLASS"},
+		{off, "SQL92", "", remoting.SubscriptionParseFailed, parseFailed},
+		{off, "TAG", "||", remoting.SubscriptionParseFailed, parseFailed},
+		{on, "SQL92", "a >", remoting.SubscriptionParseFailed, parseFailed},
+		{on, "SQL92", "", remoting.SubscriptionParseFailed, parseFailed},
+		{on, "TAG", "||", remoting.SubscriptionParseFailed, parseFailed},
+	} {
+		h := pullReq("g", "SQL", 0, 0, 0, 0, tc.expr)
+		h["expressionType"] = tc.exprType
+		r := call(t, tc.b.client(nil), remoting.PullMessage, h, nil)
+		remark := r.Remark
+		if tc.code == remoting.SubscriptionParseFailed {
+			remark, _, _ = strings.Cut(remark, ": ")
+		}
+		if r.Code != tc.code || remark != tc.remark {
+			t.Errorf("pull by %s %q (enablePropertyFilter %v): %d %q, want %d %q",
+				tc.exprType, tc.expr, tc.b == on, r.Code, r.Remark, tc.code, tc.remark)
+		}
+	}
+}
+
 // A push consumer's SQL92 subscription comes with its heartbeat; its
 // pulls carry no expression. On a broker without enablePropertyFilter
 // the pulls are refused as RocketMQ refuses them; an expression that

@@ -166,6 +166,12 @@ func (s *subscription) codeList() []int64 {
 	return out
 }
 
+// isTagType reports whether an expression type names tag filtering: no
+// type at all, or TAG.
+func isTagType(exprType string) bool {
+	return exprType == "" || strings.EqualFold(exprType, exprTag)
+}
+
 // isSQL92 reports whether the subscription filters by SQL92.
 func (s *subscription) isSQL92() bool { return s != nil && s.ExprType == exprSQL92 }
 
