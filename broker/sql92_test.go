@@ -108,6 +108,42 @@ func TestPullOwnExpressionRefusals(t *testing.T) {
 	}
 }
 
+// A selector sees every property of the stored message, as RocketMQ's
+// MessageEvaluationContext reads the stored properties string: the
+// client's system properties (TAGS, KEYS, UNIQ_KEY) and those the broker
+// adds when it stores a message (CLUSTER, a UNIQ_KEY the client left out);
+// a property the message lacks is NULL.
+func TestSQL92SeesStoredProperties(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enablePropertyFilter": "true"})
+	c := b.client(nil)
+	mustSend(t, c, "SQLP", 0, "m0", "TAGS\x01t1\x02KEYS\x01k1 k2\x02")
+	mustSend(t, c, "SQLP", 0, "m1", "TAGS\x01t2\x02UNIQ_KEY\x01U1\x02")
+	b.caughtUp()
+	for _, tc := range []struct{ expr, want string }{
+		{"TAGS = 't1'", "m0"},
+		{"KEYS = 'k1 k2'", "m0"},
+		{"UNIQ_KEY = 'U1'", "m1"},
+		{"UNIQ_KEY IS NOT NULL", "m0 m1"},
+		{"CLUSTER = '" + b.cfg.BrokerClusterName + "'", "m0 m1"},
+		{"nope IS NULL", "m0 m1"},
+		{"nope = 'x' OR nope <> 'x'", ""},
+		{"TAGS IN ('t1', 't2') AND KEYS IS NOT NULL", "m0"},
+	} {
+		h := pullReq("g", "SQLP", 0, 0, 0, 0, tc.expr)
+		h["expressionType"] = "SQL92"
+		r := call(t, c, remoting.PullMessage, h, nil)
+		got := ""
+		if r.Code == remoting.Success {
+			got = pulledBodies(t, r)
+		} else if r.Code != remoting.PullNotFound && r.Code != remoting.PullRetryImmediately {
+			t.Fatalf("pull by %q: %d %q", tc.expr, r.Code, r.Remark)
+		}
+		if got != tc.want {
+			t.Errorf("pull by %q: %q, want %q", tc.expr, got, tc.want)
+		}
+	}
+}
+
 // A push consumer's SQL92 subscription comes with its heartbeat; its
 // pulls carry no expression. On a broker without enablePropertyFilter
 // the pulls are refused as RocketMQ refuses them; an expression that
