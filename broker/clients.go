@@ -188,14 +188,17 @@ func (m *clientManager) heartbeat(conn *remoting.Conn, hb *heartbeatData, langua
 			ver, _ := strconv.ParseInt(string(sd.SubVersion), 10, 64)
 			s, err := newSubscription(sd.Topic, sd.SubString, sd.ExpressionType, ver)
 			switch {
-			case err != nil && strings.EqualFold(sd.ExpressionType, exprSQL92):
-				// Kept without a selector: pulls by it say that the
-				// expression did not compile (FILTER_DATA_NOT_EXIST).
-				m.b.log.Warn().Err(err).Str("group", cd.GroupName).Str("topic", sd.Topic).Msg("SQL92 subscription does not compile")
-				s = &subscription{Topic: sd.Topic, SubString: sd.SubString, ExprType: exprSQL92, SubVersion: ver, broken: err}
+			case err != nil && !isTagType(sd.ExpressionType):
+				// A SQL92 expression that does not compile, or a type
+				// this broker has no filter for: kept without a filter,
+				// as RocketMQ keeps the subscription without its
+				// ConsumerFilterData; pulls by it are refused with
+				// FILTER_DATA_NOT_EXIST.
+				m.b.log.Warn().Err(err).Str("group", cd.GroupName).Str("topic", sd.Topic).Msg("subscription has no filter: its expression does not compile")
+				s = &subscription{Topic: sd.Topic, SubString: sd.SubString, ExprType: sd.ExpressionType, SubVersion: ver, broken: err}
 			case err != nil:
-				// An unknown filter type: remember nothing, pulls without
-				// their own expression will fail with
+				// A TAG expression FilterAPI refuses: remember nothing,
+				// pulls without their own expression will fail with
 				// SUBSCRIPTION_NOT_EXIST and say why in the log.
 				m.b.log.Warn().Err(err).Str("group", cd.GroupName).Str("topic", sd.Topic).Msg("subscription refused")
 				continue

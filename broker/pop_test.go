@@ -181,6 +181,8 @@ func TestPopErrorCodes(t *testing.T) {
 		{"born long ago", map[string]string{"bornTime": "1000"}, remoting.PollingTimeout},
 		{"bad filter type", map[string]string{"exp": "a", "expType": "CLASS"}, remoting.SubscriptionParseFailed},
 		{"bad SQL92", map[string]string{"exp": "a >", "expType": "SQL92"}, remoting.SubscriptionParseFailed},
+		// RocketMQ's FilterFactory knows "SQL92" only, spelled so.
+		{"lower-case sql92", map[string]string{"exp": "a > 1", "expType": "sql92"}, remoting.SubscriptionParseFailed},
 	}
 	for _, tc := range cases {
 		if r := pop1(tc.ext); r.Code != tc.code {

@@ -93,6 +93,10 @@ func TestPullOwnExpressionRefusals(t *testing.T) {
 		{on, "SQL92", "a >", remoting.SubscriptionParseFailed, parseFailed},
 		{on, "SQL92", "", remoting.SubscriptionParseFailed, parseFailed},
 		{on, "TAG", "||", remoting.SubscriptionParseFailed, parseFailed},
+		// Types are compared as RocketMQ compares them, with equals.
+		{off, "sql92", "a > 1", remoting.SystemError, unsupportedFilter + "sql92"},
+		{off, "tag", "a", remoting.SystemError, unsupportedFilter + "tag"},
+		{on, "sql92", "a > 1", remoting.SubscriptionParseFailed, parseFailed},
 	} {
 		h := pullReq("g", "SQL", 0, 0, 0, 0, tc.expr)
 		h["expressionType"] = tc.exprType
@@ -149,11 +153,12 @@ func TestSQL92SeesStoredProperties(t *testing.T) {
 // the pulls are refused as RocketMQ refuses them; an expression that
 // does not compile is FILTER_DATA_NOT_EXIST.
 func TestSQL92SubscriptionFromHeartbeat(t *testing.T) {
-	heartbeatSQL := func(c *remoting.Client, group, expr string) {
+	heartbeatType := func(c *remoting.Client, group, exprType, expr string) {
 		body := strings.Replace(string(heartbeatBody("cid-"+group, "", group, map[string]string{"SQL": expr})),
-			`"expressionType":"TAG"`, `"expressionType":"SQL92"`, 1)
+			`"expressionType":"TAG"`, `"expressionType":"`+exprType+`"`, 1)
 		heartbeat(t, c, []byte(body))
 	}
+	heartbeatSQL := func(c *remoting.Client, group, expr string) { heartbeatType(c, group, "SQL92", expr) }
 	headerless := func(group string) map[string]string {
 		h := pullReq(group, "SQL", 0, 0, 0, 0, "")
 		h["sysFlag"] = "0"
@@ -171,6 +176,16 @@ func TestSQL92SubscriptionFromHeartbeat(t *testing.T) {
 	heartbeatSQL(c, "gbad", "a >")
 	if r := call(t, c, remoting.PullMessage, headerless("gbad"), nil); r.Code != remoting.FilterDataNotExist {
 		t.Fatalf("pull by a SQL92 subscription that does not compile: %d %q", r.Code, r.Remark)
+	}
+	// A type RocketMQ's FilterFactory does not know (it compares with
+	// equals, so "sql92" is one) keeps the subscription without filter
+	// data too.
+	for _, typ := range []string{"sql92", "CLASS"} {
+		g := "g-" + typ
+		heartbeatType(c, g, typ, "a >= 3")
+		if r := call(t, c, remoting.PullMessage, headerless(g), nil); r.Code != remoting.FilterDataNotExist {
+			t.Errorf("pull by a %s subscription: %d %q, want FILTER_DATA_NOT_EXIST", typ, r.Code, r.Remark)
+		}
 	}
 
 	off := startTestBroker(t, nil)
@@ -205,6 +220,11 @@ func TestCheckClientConfig(t *testing.T) {
 		{on, "SQL92", "a > 1", remoting.Success, ""},
 		{on, "SQL92", "a > 'x'", remoting.SubscriptionParseFailed, "cannot be compared"},
 		{on, "CLASS", "x", remoting.SubscriptionParseFailed, "not supported"},
+		// RocketMQ's isTagType and FilterFactory compare the type with
+		// equals: "tag" is not TAG, "sql92" no known filter.
+		{off, "tag", "a", remoting.SystemError, unsupportedFilter + "tag"},
+		{off, "sql92", "a > 1", remoting.SystemError, unsupportedFilter + "sql92"},
+		{on, "sql92", "a > 1", remoting.SubscriptionParseFailed, "not supported"},
 	} {
 		r := call(t, tc.b.client(nil), remoting.CheckClientConfig, nil, body(tc.exprType, tc.expr))
 		if r.Code != tc.code || !strings.Contains(r.Remark, tc.remark) {

@@ -3,7 +3,6 @@ package broker
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/filter"
@@ -44,21 +43,23 @@ type subscription struct {
 // Java's String.hashCode (clients' codeSet is ignored: the Go client
 // hashes UTF-8 bytes instead). A SQL92 expression is compiled (package
 // filter); whether the broker serves it (enablePropertyFilter) is for the
-// caller to check.
+// caller to check. The type is spelled exactly TAG or SQL92 (or empty,
+// TAG): RocketMQ's ExpressionType and FilterFactory compare it with
+// equals, so "sql92" is an unknown type there too.
 func newSubscription(topic, expr, exprType string, subVersion int64) (*subscription, error) {
 	if exprType == "" {
 		exprType = exprTag
 	}
 	s := &subscription{Topic: topic, SubString: expr, ExprType: exprType, SubVersion: subVersion}
-	if strings.EqualFold(exprType, exprSQL92) {
+	if exprType == exprSQL92 {
 		sel, err := filter.Compile(expr)
 		if err != nil {
 			return nil, err
 		}
-		s.ExprType, s.sql = exprSQL92, sel
+		s.sql = sel
 		return s, nil
 	}
-	if !strings.EqualFold(exprType, exprTag) {
+	if exprType != exprTag {
 		return nil, fmt.Errorf("expression type %s is not supported by this broker (TAG and SQL92 are)", exprType)
 	}
 	tags, all, err := filter.ParseTags(expr)
@@ -167,9 +168,9 @@ func (s *subscription) codeList() []int64 {
 }
 
 // isTagType reports whether an expression type names tag filtering: no
-// type at all, or TAG.
+// type at all, or TAG, spelled so (RocketMQ's ExpressionType.isTagType).
 func isTagType(exprType string) bool {
-	return exprType == "" || strings.EqualFold(exprType, exprTag)
+	return exprType == "" || exprType == exprTag
 }
 
 // isSQL92 reports whether the subscription filters by SQL92.
