@@ -57,11 +57,15 @@
 // with a NULL literal (IS NULL is the test), IN on anything but a
 // property, BETWEEN bounds in the wrong order, an integer beyond int64, a
 // float beyond the double range. (RocketMQ also refuses a float literal
-// of zero, such as 0.0, by a quirk of its range check; Compile accepts
-// it.) It also refuses an expression longer than 256 KiB or nested
-// (parentheses, signs, NOTs) more than 1,024 levels deep: RocketMQ's
-// parser takes any length, and fails as a stack overflow somewhere
-// between 1,000 and 2,000 levels.
+// of zero, such as 0.0 or 1e-400, which rounds to it, by a quirk of its
+// range check; Compile accepts it.) It also refuses an expression longer
+// than 256 KiB or nested (parentheses, signs, NOTs) more than 1,024
+// levels deep: RocketMQ's parser takes any length and thousands of signs
+// or NOTs in a row, but fails as a stack overflow on parentheses nested
+// somewhere between 800 and 2,000 levels, depending on the JVM's stack;
+// an AND or OR chain of some 10,000 terms it parses may overflow the
+// stack when it is evaluated, so that it matches no message, where
+// Compile's evaluates.
 //
 // # Evaluation
 //
