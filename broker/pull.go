@@ -155,6 +155,8 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		// without enablePropertyFilter before it is compiled, so that a
 		// selector that does not compile gets SYSTEM_ERROR there too.
 		if !isTagType(p.expressionType) && p.subscription != "" && !b.current().EnablePropertyFilter {
+			b.refusedLog.Warn().Str("group", p.group).Str("topic", p.topic).Str("expressionType", p.expressionType).
+				Msg("pull refused: it filters by an expression type other than TAG and enablePropertyFilter is off")
 			return fail(remoting.SystemError, "%s%s", unsupportedFilter, p.expressionType)
 		}
 		sub, err = newSubscription(p.topic, p.subscription, p.expressionType, p.subVersion)
