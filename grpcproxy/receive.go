@@ -198,7 +198,7 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 	case remoting.PullNotFound, remoting.PollingTimeout:
 		return nil, nil
 	default:
-		return nil, remotingFailure("pop from "+brokerName, &remoting.Command{Code: res.Code, Remark: res.Remark})
+		return nil, popFailure("pop from "+brokerName, &remoting.Command{Code: res.Code, Remark: res.Remark})
 	}
 	maxAttempts := int(settings.GetBackoffPolicy().GetMaxAttempts())
 	out := make([]popped, 0, len(res.Messages))
@@ -304,7 +304,7 @@ func (s *Server) ackOne(ctx context.Context, who caller, topic, group, msgID, ha
 		return err
 	}
 	if resp.Code != remoting.Success {
-		return remotingFailure("ack", resp)
+		return ackFailure("ack", resp)
 	}
 	return nil
 }
@@ -360,7 +360,7 @@ func (s *Server) changeInvisible(ctx context.Context, addr, group, realTopic str
 		return h, nil, err
 	}
 	if resp.Code != remoting.Success {
-		return h, nil, remotingFailure("change invisible time", resp)
+		return h, nil, ackFailure("changeInvisibleDuration", resp)
 	}
 	ph, err := popclient.ChangedHandle(h.Handle, resp)
 	if err != nil {
@@ -438,7 +438,11 @@ func (s *Server) checkHandleNamesRecord(ctx context.Context, addr, realTopic str
 // (CONSUMER_SEND_MSG_BACK with delay level -1, by CommitLog offset) and
 // then acknowledges it, so that it is not delivered again. The request's
 // originTopic is the topic the message was popped from, the retry topic
-// for a retried message, as RocketMQ's proxy sends it.
+// for a retried message, as RocketMQ's proxy sends it. The result is the
+// send-back's, its code passed on as RocketMQ's proxy passes it
+// (responseCode: TOPIC_NOT_EXIST too is INTERNAL_SERVER_ERROR here); the
+// ack that follows is logged when it fails, not answered, as RocketMQ's
+// proxy does not wait for it: the message is in the dead-letter queue.
 func (s *Server) toDLQ(ctx context.Context, addr, group string, p popped, msgID string) error {
 	h := map[string]string{
 		"offset": strconv.FormatInt(p.handle.CommitLogOffset, 10), "group": group, "delayLevel": "-1",
@@ -452,14 +456,14 @@ func (s *Server) toDLQ(ctx context.Context, addr, group string, p popped, msgID 
 		return err
 	}
 	if resp.Code != remoting.Success {
-		return remotingFailure("forward to the dead-letter queue", resp)
+		return fail(responseCode(resp.Code), "forward to the dead-letter queue: broker answered code %d: %s", resp.Code, resp.Remark)
 	}
 	resp, err = s.invoke(ctx, addr, 0, popclient.AckRequest(group, p.topic, p.handle.Handle))
-	if err != nil {
-		return err
+	if err == nil && resp.Code != remoting.Success {
+		err = ackFailure("ack", resp)
 	}
-	if resp.Code != remoting.Success {
-		return remotingFailure("ack after forwarding to the dead-letter queue", resp)
+	if err != nil {
+		s.log.Warn().Err(err).Str("group", group).Str("topic", p.topic).Msg("message forwarded to the dead-letter queue but not acknowledged; it is delivered again after its invisible time")
 	}
 	return nil
 }

@@ -114,7 +114,7 @@ func (s *Server) sendOne(ctx context.Context, topic string, q writeQueue, o outg
 		return &rmqpb.SendResultEntry{Status: statusOf(err)}
 	}
 	if resp.Code != remoting.Success {
-		return &rmqpb.SendResultEntry{Status: statusOf(remotingFailure("send to "+q.broker, resp))}
+		return &rmqpb.SendResultEntry{Status: statusOf(sendFailure("send to "+q.broker, resp))}
 	}
 	rh := remoting.Header(resp.ExtFields)
 	off, _ := rh.OptInt64("queueOffset", 0)

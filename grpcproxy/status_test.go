@@ -1,0 +1,107 @@
+package grpcproxy
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/pop"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// Each converter answers a broker's code with the status code RocketMQ
+// 5.3's proxy gives it: ResponseBuilder's few codes, the send statuses
+// of SendMessageActivity, POLLING_FULL of a pop, NO_EXIST of an ack, and
+// INTERNAL_SERVER_ERROR for everything else.
+func TestBrokerCodesAsRocketMQProxy(t *testing.T) {
+	type conv func(string, *remoting.Command) error
+	for _, tc := range []struct {
+		name string
+		f    conv
+		code int32
+		want rmqpb.Code
+	}{
+		{"any: TOPIC_NOT_EXIST", remotingFailure, remoting.TopicNotExist, rmqpb.Code_TOPIC_NOT_FOUND},
+		{"any: SUBSCRIPTION_GROUP_NOT_EXIST", remotingFailure, remoting.SubscriptionGroupNotExist, rmqpb.Code_CONSUMER_GROUP_NOT_FOUND},
+		{"any: SYSTEM_BUSY", remotingFailure, remoting.SystemBusy, rmqpb.Code_TOO_MANY_REQUESTS},
+		{"any: REQUEST_CODE_NOT_SUPPORTED", remotingFailure, remoting.RequestCodeNotSupported, rmqpb.Code_NOT_IMPLEMENTED},
+		{"any: NO_PERMISSION", remotingFailure, remoting.NoPermission, rmqpb.Code_INTERNAL_SERVER_ERROR},
+		{"any: MESSAGE_ILLEGAL", remotingFailure, remoting.MessageIllegal, rmqpb.Code_INTERNAL_SERVER_ERROR},
+		{"any: SERVICE_NOT_AVAILABLE", remotingFailure, remoting.ServiceNotAvailable, rmqpb.Code_INTERNAL_SERVER_ERROR},
+		{"any: FLUSH_DISK_TIMEOUT", remotingFailure, remoting.FlushDiskTimeout, rmqpb.Code_INTERNAL_SERVER_ERROR},
+		{"any: POLLING_FULL", remotingFailure, remoting.PollingFull, rmqpb.Code_INTERNAL_SERVER_ERROR},
+		{"send: FLUSH_DISK_TIMEOUT", sendFailure, remoting.FlushDiskTimeout, rmqpb.Code_MASTER_PERSISTENCE_TIMEOUT},
+		{"send: FLUSH_SLAVE_TIMEOUT", sendFailure, remoting.FlushSlaveTimeout, rmqpb.Code_SLAVE_PERSISTENCE_TIMEOUT},
+		{"send: SLAVE_NOT_AVAILABLE", sendFailure, remoting.SlaveNotAvailable, rmqpb.Code_HA_NOT_AVAILABLE},
+		{"send: TOPIC_NOT_EXIST", sendFailure, remoting.TopicNotExist, rmqpb.Code_TOPIC_NOT_FOUND},
+		{"send: NO_PERMISSION", sendFailure, remoting.NoPermission, rmqpb.Code_INTERNAL_SERVER_ERROR},
+		{"pop: POLLING_FULL", popFailure, remoting.PollingFull, rmqpb.Code_TOO_MANY_REQUESTS},
+		{"pop: SUBSCRIPTION_PARSE_FAILED", popFailure, remoting.SubscriptionParseFailed, rmqpb.Code_INTERNAL_SERVER_ERROR},
+		{"ack: NO_MESSAGE", ackFailure, remoting.NoMessage, rmqpb.Code_INTERNAL_SERVER_ERROR},
+		{"ack: TOPIC_NOT_EXIST", ackFailure, remoting.TopicNotExist, rmqpb.Code_INTERNAL_SERVER_ERROR},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := statusOf(tc.f("call", &remoting.Command{Code: tc.code, Remark: "remark"}))
+			if st.GetCode() != tc.want {
+				t.Fatalf("broker code %d answered %v, want %v", tc.code, st, tc.want)
+			}
+		})
+	}
+}
+
+// A send the broker refuses (its maxMessageSize is below the proxy's) is
+// answered INTERNAL_SERVER_ERROR, as RocketMQ's proxy answers an
+// MQBrokerException of MESSAGE_ILLEGAL; acks and changes of invisible
+// time the broker refuses (an offset past the queue's end: NO_MESSAGE; a
+// queue the topic does not have: MESSAGE_ILLEGAL) are
+// INTERNAL_SERVER_ERROR, which a client retries, not
+// INVALID_RECEIPT_HANDLE, which it gives up on.
+func TestBrokerRefusalsAnsweredAsRocketMQProxy(t *testing.T) {
+	c := startTestClusterWith(t, map[string]string{"maxMessageSize": "1024"}, nil)
+	const topic, group = "StatusRefused", "GroupStatusRefused"
+	c.createTopic(t, topic, 1, "")
+
+	m := newMessage(topic, strings.Repeat("x", 2048))
+	resp, err := c.rpc.SendMessage(callCtx(t, "status-client", 10*time.Second), &rmqpb.SendMessageRequest{Messages: []*rmqpb.Message{m}})
+	if err != nil {
+		t.Fatalf("SendMessage: %v", err)
+	}
+	if resp.GetStatus().GetCode() != rmqpb.Code_INTERNAL_SERVER_ERROR || len(resp.GetEntries()) != 1 ||
+		resp.GetEntries()[0].GetStatus().GetCode() != rmqpb.Code_INTERNAL_SERVER_ERROR {
+		t.Fatalf("send of a body the broker refuses answered %v, entries %v; want INTERNAL_SERVER_ERROR", resp.GetStatus(), resp.GetEntries())
+	}
+
+	now := time.Now().UnixMilli()
+	handle := func(queueID int32, offset int64) string {
+		return Handle{Handle: pop.Handle{PopTime: now, InvisibleTime: 60_000, RetryFlag: "0", BrokerName: c.brokerName,
+			QueueID: queueID, QueueOffset: offset}, CommitLogOffset: 0}.String()
+	}
+	for _, tc := range []struct {
+		name   string
+		handle string
+	}{
+		{"offset past the queue's end", handle(0, 1000)},
+		{"queue the topic does not have", handle(7, 0)},
+	} {
+		t.Run("ack of "+tc.name, func(t *testing.T) {
+			if st := c.ack(t, "status-client", group, topic, "01NOPE", tc.handle); st.GetCode() != rmqpb.Code_INTERNAL_SERVER_ERROR {
+				t.Fatalf("ack the broker refuses answered %v, want INTERNAL_SERVER_ERROR", st)
+			}
+		})
+		t.Run("change of invisible time of "+tc.name, func(t *testing.T) {
+			resp, err := c.rpc.ChangeInvisibleDuration(callCtx(t, "status-client", 10*time.Second), &rmqpb.ChangeInvisibleDurationRequest{
+				Group: &rmqpb.Resource{Name: group}, Topic: &rmqpb.Resource{Name: topic},
+				ReceiptHandle: tc.handle, InvisibleDuration: durationpb.New(10 * time.Second), MessageId: "01NOPE",
+			})
+			if err != nil {
+				t.Fatalf("ChangeInvisibleDuration: %v", err)
+			}
+			if resp.GetStatus().GetCode() != rmqpb.Code_INTERNAL_SERVER_ERROR {
+				t.Fatalf("change the broker refuses answered %v, want INTERNAL_SERVER_ERROR", resp.GetStatus())
+			}
+		})
+	}
+}
