@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -187,12 +188,20 @@ func (s *Server) checkTransaction(req *remoting.Command) error {
 	return nil
 }
 
-// errBadRecallHandle is a recall handle the proxy cannot route.
-var errBadRecallHandle = errors.New("grpcproxy: malformed recall handle")
+// errBadRecallHandle is a recall handle that does not decode.
+var errBadRecallHandle = errors.New("grpcproxy: recall handle is invalid")
 
-// recallBroker returns the broker group a recall handle names: the handle
-// is base64 (URL alphabet) of "v1 topic brokerName deliverMs uniqKey".
+// recallBroker returns the broker group a recall handle names, decoding
+// it as RocketMQ's RecallMessageHandle.decodeHandle does: base64 of the
+// URL alphabet, padded or not (no line breaks), of "v1 topic brokerName
+// deliverMs uniqKey", split at single spaces with trailing empty fields
+// dropped (Java's String.split); fields past the fifth are ignored. An
+// empty broker name (two spaces in a row) decodes, as in RocketMQ, and
+// names no broker.
 func recallBroker(handle string) (string, error) {
+	if handle == "" || strings.ContainsAny(handle, "\r\n") {
+		return "", fmt.Errorf("%w: empty or holds line breaks", errBadRecallHandle)
+	}
 	raw, err := base64.URLEncoding.DecodeString(handle)
 	if err != nil {
 		raw, err = base64.RawURLEncoding.DecodeString(handle)
@@ -201,31 +210,50 @@ func recallBroker(handle string) (string, error) {
 		return "", fmt.Errorf("%w: not base64", errBadRecallHandle)
 	}
 	f := strings.Split(string(raw), " ")
-	if len(f) < 5 || f[0] != "v1" || f[2] == "" {
+	for len(f) > 0 && f[len(f)-1] == "" {
+		f = f[:len(f)-1]
+	}
+	if len(f) < 5 || f[0] != "v1" {
 		return "", fmt.Errorf("%w: %d fields", errBadRecallHandle, len(f))
 	}
 	return f[2], nil
 }
 
 // RecallMessage cancels a delay message before it is delivered, by the
-// recall handle its send answered (RECALL_MESSAGE to its broker).
+// recall handle its send answered (RECALL_MESSAGE to its broker). Its
+// refusals are RocketMQ proxy's (ProducerProcessor.recallMessage): a
+// topic that takes no delay messages is MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+// a handle that does not decode INTERNAL_SERVER_ERROR, one naming a broker
+// group the topic's route does not have BAD_REQUEST (INVALID_BROKER_NAME),
+// and the broker's refusals are remotingFailure's.
 func (s *Server) RecallMessage(ctx context.Context, req *rmqpb.RecallMessageRequest) (*rmqpb.RecallMessageResponse, error) {
 	who := callerOf(ctx)
 	s.clients.touch(who.clientID)
 	answer := func(id string, err error) (*rmqpb.RecallMessageResponse, error) {
+		if err != nil {
+			s.log.Debug().Err(err).Str("client", who.clientID).Msg("recall refused")
+		}
 		return &rmqpb.RecallMessageResponse{Status: statusOf(err), MessageId: id}, nil
 	}
 	topic := wrap(req.GetTopic())
 	if err := checkTopic(topic); err != nil {
 		return answer("", err)
 	}
-	broker, err := recallBroker(req.GetRecallHandle())
-	if err != nil {
-		return answer("", fail(rmqpb.Code_BAD_REQUEST, "%v", err))
-	}
-	addr, err := s.masterOf(ctx, topic, broker)
+	r, err := s.routes.get(ctx, topic)
 	if err != nil {
 		return answer("", err)
+	}
+	if len(r.types) > 0 && !slices.Contains(r.types, rmqpb.MessageType_DELAY) {
+		return answer("", fail(rmqpb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+			"TopicMessageType validate failed, the expected type is %s, but actual type is DELAY", r.types[0]))
+	}
+	broker, err := recallBroker(req.GetRecallHandle())
+	if err != nil {
+		return answer("", fail(rmqpb.Code_INTERNAL_SERVER_ERROR, "%v", err))
+	}
+	addr, ok := r.masters[broker]
+	if !ok {
+		return answer("", fail(rmqpb.Code_BAD_REQUEST, "cannot find broker %s", broker))
 	}
 	resp, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.RecallMessage,
 		map[string]string{"topic": topic, "producerGroup": topic, "recallHandle": req.GetRecallHandle()}, nil))
