@@ -128,9 +128,9 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 	if len(body) > s.cfg.MaxMessageSize {
 		return o, fail(rmqpb.Code_MESSAGE_BODY_TOO_LARGE, "message body of %d bytes exceeds the maximum %d", len(body), s.cfg.MaxMessageSize)
 	}
-	if strings.TrimSpace(sp.GetMessageId()) == "" {
-		// As RocketMQ's proxy (StringUtils.isBlank): an id of spaces
-		// names no message.
+	if meta.IsBlank(sp.GetMessageId()) {
+		// As RocketMQ's proxy (StringUtils.isBlank, Java's whitespace): an
+		// id of spaces names no message.
 		return o, fail(rmqpb.Code_ILLEGAL_MESSAGE_ID, "message id cannot be blank")
 	}
 	// The message id, trace context and born host go into the properties
@@ -143,7 +143,7 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 	if hasControl(sp.GetTraceContext()) {
 		return o, fail(rmqpb.Code_BAD_REQUEST, "trace context %q holds control characters", sp.GetTraceContext())
 	}
-	if hasControl(sp.GetBornHost()) {
+	if !meta.IsBlank(sp.GetBornHost()) && hasControl(sp.GetBornHost()) {
 		return o, fail(rmqpb.Code_BAD_REQUEST, "born host %q holds control characters", sp.GetBornHost())
 	}
 	if n := len(m.GetUserProperties()); n > s.cfg.UserPropertyMaxNum {
@@ -165,7 +165,7 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 	// as an empty tag); only a non-empty one is checked, as RocketMQ's
 	// proxy does (GrpcValidator.validateTag, validateMessageKey).
 	if tag := sp.GetTag(); tag != "" {
-		if strings.TrimSpace(tag) == "" || strings.Contains(tag, "|") || hasControl(tag) {
+		if meta.IsBlank(tag) || strings.Contains(tag, "|") || hasControl(tag) {
 			return o, fail(rmqpb.Code_ILLEGAL_MESSAGE_TAG, "tag %q must not be blank or hold '|' or control characters", tag)
 		}
 		props[propTags] = tag
@@ -176,7 +176,7 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 		if k == "" {
 			continue
 		}
-		if strings.TrimSpace(k) == "" || hasControl(k) {
+		if meta.IsBlank(k) || hasControl(k) {
 			return o, fail(rmqpb.Code_ILLEGAL_MESSAGE_KEY, "key %q must not be blank or hold control characters", k)
 		}
 		keys = append(keys, k)
@@ -214,7 +214,7 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 	props[propReconsumeTime] = strconv.Itoa(int(sp.GetDeliveryAttempt()))
 	props[propProducerGroup] = topic
 	if g := sp.GetMessageGroup(); g != "" {
-		if strings.TrimSpace(g) == "" || hasControl(g) || len(g) >= s.cfg.MaxMessageGroupSize {
+		if meta.IsBlank(g) || hasControl(g) || len(g) >= s.cfg.MaxMessageGroupSize {
 			return o, fail(rmqpb.Code_ILLEGAL_MESSAGE_GROUP, "message group %q must not be blank, hold control characters or reach %d bytes", g, s.cfg.MaxMessageGroupSize)
 		}
 		props[propShardingKey] = g
@@ -223,7 +223,9 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 	if tc := sp.GetTraceContext(); tc != "" {
 		props[propTraceContext] = tc
 	}
-	if bh := sp.GetBornHost(); bh != "" {
+	// A blank born host is none: the caller's address stands for it, as
+	// RocketMQ's proxy writes it.
+	if bh := sp.GetBornHost(); !meta.IsBlank(bh) {
 		props[propBornHost] = bh
 	} else if peer != "" {
 		props[propBornHost] = peer

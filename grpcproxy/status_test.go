@@ -1,10 +1,12 @@
 package grpcproxy
 
 import (
+	"cmp"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
@@ -103,5 +105,57 @@ func TestBrokerRefusalsAnsweredAsRocketMQProxy(t *testing.T) {
 				t.Fatalf("change the broker refuses answered %v, want INTERNAL_SERVER_ERROR", resp.GetStatus())
 			}
 		})
+	}
+}
+
+// Blank is Java's StringUtils.isBlank, as RocketMQ's proxy checks it:
+// U+00A0, U+2007 and U+202F are no whitespace to Java (a message id, tag,
+// key or message group of them is sent), U+2003 and U+3000 are (a
+// message id of them is ILLEGAL_MESSAGE_ID, a born host of them is none:
+// the caller's address stands for it).
+func TestBlankAsJava(t *testing.T) {
+	c := startTestCluster(t, nil)
+	const topic, group = "BlankJava", "GroupBlankJava"
+	c.createTopic(t, topic, 1, "")
+	c.createTopic(t, "BlankJavaFifo", 1, "+message.type=FIFO")
+	send := func(m *rmqpb.Message) *rmqpb.SendMessageResponse {
+		t.Helper()
+		resp, err := c.rpc.SendMessage(callCtx(t, "blank-client", 10*time.Second), &rmqpb.SendMessageRequest{Messages: []*rmqpb.Message{m}})
+		if err != nil {
+			t.Fatalf("SendMessage: %v", err)
+		}
+		return resp
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*rmqpb.SystemProperties)
+		want   rmqpb.Code
+		topic  string // BlankJava when empty
+	}{
+		{"message id of a no-break space", func(sp *rmqpb.SystemProperties) { sp.MessageId = "\u00a0" }, rmqpb.Code_OK, ""},
+		{"tag of a figure space", func(sp *rmqpb.SystemProperties) { sp.Tag = proto.String("\u2007") }, rmqpb.Code_OK, ""},
+		{"key of a narrow no-break space", func(sp *rmqpb.SystemProperties) { sp.Keys = []string{"\u202f"} }, rmqpb.Code_OK, ""},
+		{"message group of a no-break space", func(sp *rmqpb.SystemProperties) { sp.MessageGroup = proto.String("\u00a0") }, rmqpb.Code_OK, "BlankJavaFifo"},
+		{"message id of an em space", func(sp *rmqpb.SystemProperties) { sp.MessageId = "\u2003" }, rmqpb.Code_ILLEGAL_MESSAGE_ID, ""},
+		{"message id of an information separator", func(sp *rmqpb.SystemProperties) { sp.MessageId = "\x1c" }, rmqpb.Code_ILLEGAL_MESSAGE_ID, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMessage(cmp.Or(tc.topic, topic), tc.name)
+			tc.mutate(m.SystemProperties)
+			if resp := send(m); resp.GetStatus().GetCode() != tc.want {
+				t.Fatalf("send answered %v, want %v", resp.GetStatus(), tc.want)
+			}
+		})
+	}
+	// Drain what the cases stored, then send one with a blank born host.
+	c.receiveN(t, "blank-client", receiveRequest(group, topic, 30*time.Second, time.Second), 3)
+	m := newMessage(topic, "born")
+	m.SystemProperties.BornHost = "\u3000"
+	if resp := send(m); resp.GetStatus().GetCode() != rmqpb.Code_OK {
+		t.Fatalf("send with a blank born host answered %v", resp.GetStatus())
+	}
+	got := c.receiveN(t, "blank-client", receiveRequest(group, topic, 30*time.Second, time.Second), 1)[0]
+	if bh := got.GetSystemProperties().GetBornHost(); !strings.HasPrefix(bh, "127.0.0.1:") {
+		t.Fatalf("born host %q, want the client's address for a blank one", bh)
 	}
 }

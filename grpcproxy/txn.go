@@ -15,6 +15,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -91,7 +92,7 @@ func (s *Server) EndTransaction(ctx context.Context, req *rmqpb.EndTransactionRe
 		return answer(err)
 	}
 	id := req.GetTransactionId()
-	if strings.TrimSpace(id) == "" {
+	if meta.IsBlank(id) {
 		return answer(fail(rmqpb.Code_INVALID_TRANSACTION_ID, "transaction id cannot be empty"))
 	}
 	var state string
