@@ -160,8 +160,10 @@ func TestSplitNamespace(t *testing.T) {
 
 // A receipt handle is client input: forwarding to the dead-letter queue
 // refuses one whose CommitLog offset is another message's (the broker
-// would copy whatever lies there), and an EndTransaction of a transaction
-// the proxy never saw is INVALID_TRANSACTION_ID.
+// would copy whatever lies there); an EndTransaction without a transaction
+// id (Java's blank: U+2003) is INVALID_TRANSACTION_ID, and one of a
+// transaction the proxy never saw (a U+00A0 id is no blank one to Java) is
+// INTERNAL_SERVER_ERROR, RocketMQ proxy's TRANSACTION_DATA_NOT_FOUND.
 func TestRefusesForgedIdentifiers(t *testing.T) {
 	c := startTestCluster(t, nil)
 	const topic, group = "Forged", "GroupForged"
@@ -185,11 +187,14 @@ func TestRefusesForgedIdentifiers(t *testing.T) {
 	if err != nil || resp.GetStatus().GetCode() != rmqpb.Code_INVALID_RECEIPT_HANDLE {
 		t.Fatalf("forwarding with a forged handle answered %v %v, want INVALID_RECEIPT_HANDLE", resp.GetStatus(), err)
 	}
-	for _, id := range []string{"", "never-sent"} {
+	for id, want := range map[string]rmqpb.Code{
+		"": rmqpb.Code_INVALID_TRANSACTION_ID, "\u2003": rmqpb.Code_INVALID_TRANSACTION_ID,
+		"never-sent": rmqpb.Code_INTERNAL_SERVER_ERROR, "\u00a0": rmqpb.Code_INTERNAL_SERVER_ERROR,
+	} {
 		end, err := c.rpc.EndTransaction(callCtx(t, "forger", 5*time.Second), &rmqpb.EndTransactionRequest{
 			Topic: &rmqpb.Resource{Name: topic}, TransactionId: id, MessageId: "x", Resolution: rmqpb.TransactionResolution_COMMIT})
-		if err != nil || end.GetStatus().GetCode() != rmqpb.Code_INVALID_TRANSACTION_ID {
-			t.Fatalf("EndTransaction of %q answered %v %v, want INVALID_TRANSACTION_ID", id, end.GetStatus(), err)
+		if err != nil || end.GetStatus().GetCode() != want {
+			t.Fatalf("EndTransaction of %q answered %v %v, want %v", id, end.GetStatus(), err, want)
 		}
 	}
 }

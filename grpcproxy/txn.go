@@ -107,7 +107,9 @@ func (s *Server) EndTransaction(ctx context.Context, req *rmqpb.EndTransactionRe
 	}
 	d, ok := s.txns.take(topic, id)
 	if !ok {
-		return answer(fail(rmqpb.Code_INVALID_TRANSACTION_ID, "no half message of transaction %s on topic %s passed through this proxy (or it ended)", id, topic))
+		// RocketMQ proxy's TRANSACTION_DATA_NOT_FOUND, which its gRPC
+		// layer answers INTERNAL_SERVER_ERROR (the code has no mapping).
+		return answer(fail(rmqpb.Code_INTERNAL_SERVER_ERROR, "cannot found transaction data: no half message of transaction %s on topic %s passed through this proxy (or it ended)", id, topic))
 	}
 	h := map[string]string{
 		"producerGroup": topic, "tranStateTableOffset": strconv.FormatInt(d.tranStateTableOffset, 10),
