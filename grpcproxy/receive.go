@@ -291,7 +291,7 @@ func (s *Server) ackOne(ctx context.Context, who caller, topic, group, msgID, ha
 	if err := checkNotExpired(h); err != nil {
 		return err
 	}
-	addr, err := s.masterOf(ctx, topic, h.BrokerName)
+	addr, err := s.handleMaster(ctx, topic, h)
 	if err != nil {
 		return err
 	}
@@ -336,7 +336,7 @@ func (s *Server) ChangeInvisibleDuration(ctx context.Context, req *rmqpb.ChangeI
 	if err := checkNotExpired(h); err != nil {
 		return &rmqpb.ChangeInvisibleDurationResponse{Status: statusOf(err)}, nil
 	}
-	addr, err := s.masterOf(ctx, topic, h.BrokerName)
+	addr, err := s.handleMaster(ctx, topic, h)
 	if err != nil {
 		return &rmqpb.ChangeInvisibleDurationResponse{Status: statusOf(err)}, nil
 	}
@@ -394,7 +394,7 @@ func (s *Server) ForwardMessageToDeadLetterQueue(ctx context.Context, req *rmqpb
 	if err := checkNotExpired(h); err != nil {
 		return answer(err)
 	}
-	addr, err := s.masterOf(ctx, topic, h.BrokerName)
+	addr, err := s.handleMaster(ctx, topic, h)
 	if err != nil {
 		return answer(err)
 	}
@@ -466,6 +466,22 @@ func (s *Server) toDLQ(ctx context.Context, addr, group string, p popped, msgID 
 		s.log.Warn().Err(err).Str("group", group).Str("topic", p.topic).Msg("message forwarded to the dead-letter queue but not acknowledged; it is delivered again after its invisible time")
 	}
 	return nil
+}
+
+// handleMaster returns the master address of the broker group a receipt
+// handle names, by the route of the request's topic. A handle naming a
+// group the route does not have is INVALID_RECEIPT_HANDLE ("cannot find
+// broker"), as RocketMQ's proxy refuses a handle whose broker it cannot
+// resolve.
+func (s *Server) handleMaster(ctx context.Context, topic string, h Handle) (string, error) {
+	r, err := s.routes.get(ctx, topic)
+	if err != nil {
+		return "", err
+	}
+	if addr, ok := r.masters[h.BrokerName]; ok {
+		return addr, nil
+	}
+	return "", fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "cannot find broker %s", h.BrokerName)
 }
 
 // checkNotExpired refuses a handle whose invisible time is over, as

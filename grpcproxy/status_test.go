@@ -159,3 +159,31 @@ func TestBlankAsJava(t *testing.T) {
 		t.Fatalf("born host %q, want the client's address for a blank one", bh)
 	}
 }
+
+// A receipt handle naming a broker group the topic does not have is
+// INVALID_RECEIPT_HANDLE for an ack, a change of invisible time and a
+// dead-letter forward, as RocketMQ's proxy refuses a handle whose broker
+// it cannot resolve.
+func TestHandleOfUnknownBroker(t *testing.T) {
+	c := startTestCluster(t, nil)
+	const topic, group = "UnknownBroker", "GroupUnknownBroker"
+	c.createTopic(t, topic, 1, "")
+	handle := Handle{Handle: pop.Handle{PopTime: time.Now().UnixMilli(), InvisibleTime: 60_000, RetryFlag: "0",
+		BrokerName: "broker-x", QueueID: 0, QueueOffset: 0}, CommitLogOffset: 0}.String()
+	if st := c.ack(t, "unknown-client", group, topic, "01NOPE", handle); st.GetCode() != rmqpb.Code_INVALID_RECEIPT_HANDLE {
+		t.Errorf("ack answered %v, want INVALID_RECEIPT_HANDLE", st)
+	}
+	ch, err := c.rpc.ChangeInvisibleDuration(callCtx(t, "unknown-client", 10*time.Second), &rmqpb.ChangeInvisibleDurationRequest{
+		Group: &rmqpb.Resource{Name: group}, Topic: &rmqpb.Resource{Name: topic},
+		ReceiptHandle: handle, InvisibleDuration: durationpb.New(10 * time.Second), MessageId: "01NOPE",
+	})
+	if err != nil || ch.GetStatus().GetCode() != rmqpb.Code_INVALID_RECEIPT_HANDLE {
+		t.Errorf("change of invisible time answered %v %v, want INVALID_RECEIPT_HANDLE", ch.GetStatus(), err)
+	}
+	fw, err := c.rpc.ForwardMessageToDeadLetterQueue(callCtx(t, "unknown-client", 10*time.Second), &rmqpb.ForwardMessageToDeadLetterQueueRequest{
+		Group: &rmqpb.Resource{Name: group}, Topic: &rmqpb.Resource{Name: topic}, ReceiptHandle: handle, MessageId: "01NOPE",
+	})
+	if err != nil || fw.GetStatus().GetCode() != rmqpb.Code_INVALID_RECEIPT_HANDLE {
+		t.Errorf("forward answered %v %v, want INVALID_RECEIPT_HANDLE", fw.GetStatus(), err)
+	}
+}
