@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/proto"
@@ -46,6 +47,24 @@ func callerOf(ctx context.Context) caller {
 		c.addr = p.Addr.String()
 	}
 	return c
+}
+
+// clientIDRequired is the status of a call without a client id.
+func clientIDRequired() *rmqpb.Status {
+	return &rmqpb.Status{Code: rmqpb.Code_CLIENT_ID_REQUIRED, Message: "client id cannot be empty: the x-mq-client-id metadata is required"}
+}
+
+// clientIDUnary refuses a unary call whose client id is blank (Java's
+// isBlank) with CLIENT_ID_REQUIRED before its handler, as RocketMQ's
+// proxy checks every call after the access check (validateContext).
+func (s *Server) clientIDUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if meta.IsBlank(callerOf(ctx).clientID) {
+		if resp := refusal(req, clientIDRequired()); resp != nil {
+			s.log.Debug().Str("method", info.FullMethod).Msg("call without a client id refused")
+			return resp, nil
+		}
+	}
+	return h(ctx, req)
 }
 
 // wrap returns a resource's name as the brokers know it: RocketMQ's

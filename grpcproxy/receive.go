@@ -12,6 +12,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
 	"github.com/rocketkv/rocketkv/internal/popclient"
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -122,6 +123,10 @@ func (s *Server) clientRequestTimeout(clientID string) time.Duration {
 }
 
 func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMessageRequest) ([]popped, error) {
+	if meta.IsBlank(who.clientID) {
+		st := clientIDRequired()
+		return nil, fail(st.Code, "%s", st.Message)
+	}
 	topicRes := req.GetMessageQueue().GetTopic()
 	topic, group := wrap(topicRes), wrap(req.GetGroup())
 	if err := checkTopic(topic); err != nil {

@@ -87,7 +87,7 @@ func New(cfg Config) (*Server, error) {
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),
 		// Clients ping idle connections; RocketMQ's proxy lets them.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
-		grpc.ChainUnaryInterceptor(s.recoverUnary, s.authUnary),
+		grpc.ChainUnaryInterceptor(s.recoverUnary, s.authUnary, s.clientIDUnary),
 		grpc.ChainStreamInterceptor(s.recoverStream, s.authStream),
 	)
 	rmqpb.RegisterMessagingServiceServer(s.grpc, s)

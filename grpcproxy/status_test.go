@@ -2,10 +2,12 @@ package grpcproxy
 
 import (
 	"cmp"
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -185,5 +187,51 @@ func TestHandleOfUnknownBroker(t *testing.T) {
 	})
 	if err != nil || fw.GetStatus().GetCode() != rmqpb.Code_INVALID_RECEIPT_HANDLE {
 		t.Errorf("forward answered %v %v, want INVALID_RECEIPT_HANDLE", fw.GetStatus(), err)
+	}
+}
+
+// Every call without a client id (no x-mq-client-id, or a blank one) is
+// refused with CLIENT_ID_REQUIRED before its handler, as RocketMQ's proxy
+// refuses it.
+func TestCallsNeedClientID(t *testing.T) {
+	c := startTestCluster(t, nil)
+	const topic, group = "NeedsClientID", "GroupNeedsClientID"
+	c.createTopic(t, topic, 1, "")
+	for _, id := range []string{"", "  "} {
+		ctx := func() context.Context {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			t.Cleanup(cancel)
+			if id == "" {
+				return ctx
+			}
+			return metadata.AppendToOutgoingContext(ctx, mdClientID, id)
+		}
+		codes := map[string]rmqpb.Code{}
+		if r, err := c.rpc.QueryRoute(ctx(), &rmqpb.QueryRouteRequest{Topic: &rmqpb.Resource{Name: topic}}); err == nil {
+			codes["QueryRoute"] = r.GetStatus().GetCode()
+		}
+		if r, err := c.rpc.SendMessage(ctx(), &rmqpb.SendMessageRequest{Messages: []*rmqpb.Message{newMessage(topic, "x")}}); err == nil {
+			codes["SendMessage"] = r.GetStatus().GetCode()
+		}
+		if r, err := c.rpc.QueryAssignment(ctx(), &rmqpb.QueryAssignmentRequest{Topic: &rmqpb.Resource{Name: topic}, Group: &rmqpb.Resource{Name: group}}); err == nil {
+			codes["QueryAssignment"] = r.GetStatus().GetCode()
+		}
+		if r, err := c.rpc.RecallMessage(ctx(), &rmqpb.RecallMessageRequest{Topic: &rmqpb.Resource{Name: topic}, RecallHandle: "x"}); err == nil {
+			codes["RecallMessage"] = r.GetStatus().GetCode()
+		}
+		if stream, err := c.rpc.ReceiveMessage(ctx(), receiveRequest(group, topic, 10*time.Second, time.Second)); err == nil {
+			if r, err := stream.Recv(); err == nil {
+				codes["ReceiveMessage"] = r.GetStatus().GetCode()
+			}
+		}
+		for _, m := range []string{"QueryRoute", "SendMessage", "QueryAssignment", "RecallMessage", "ReceiveMessage"} {
+			if code, ok := codes[m]; !ok || code != rmqpb.Code_CLIENT_ID_REQUIRED {
+				t.Errorf("%s with client id %q answered %v (answered: %v), want CLIENT_ID_REQUIRED", m, id, code, ok)
+			}
+		}
+	}
+	// Nothing was stored.
+	if got := c.maxOffsets(t, topic, 1); got[0] != 0 {
+		t.Fatalf("a send without a client id was stored: max offset %d", got[0])
 	}
 }

@@ -139,9 +139,8 @@ func (s *Server) Telemetry(stream rmqpb.MessagingService_TelemetryServer) error 
 		if settings == nil {
 			continue // thread stack traces and verify results: nothing asked for them
 		}
-		if who.clientID == "" {
-			st := &rmqpb.Status{Code: rmqpb.Code_CLIENT_ID_REQUIRED, Message: "the x-mq-client-id metadata is required"}
-			if err := ts.send(&rmqpb.TelemetryCommand{Status: st}); err != nil {
+		if meta.IsBlank(who.clientID) {
+			if err := ts.send(&rmqpb.TelemetryCommand{Status: clientIDRequired()}); err != nil {
 				return err
 			}
 			continue
@@ -217,8 +216,8 @@ func (s *Server) consumerSettingsOf(ctx context.Context, clientID string, r *top
 // CONSUME_POP), so that the brokers list it among the group's clients.
 func (s *Server) Heartbeat(ctx context.Context, req *rmqpb.HeartbeatRequest) (*rmqpb.HeartbeatResponse, error) {
 	who := callerOf(ctx)
-	if who.clientID == "" {
-		return &rmqpb.HeartbeatResponse{Status: &rmqpb.Status{Code: rmqpb.Code_CLIENT_ID_REQUIRED, Message: "the x-mq-client-id metadata is required"}}, nil
+	if meta.IsBlank(who.clientID) {
+		return &rmqpb.HeartbeatResponse{Status: clientIDRequired()}, nil
 	}
 	s.clients.touch(who.clientID)
 	ct := req.GetClientType()
@@ -372,8 +371,8 @@ func filterOf(f *rmqpb.FilterExpression) (expType, exp string) {
 // (UNREGISTER_CLIENT) and forgets its settings and renewals.
 func (s *Server) NotifyClientTermination(ctx context.Context, req *rmqpb.NotifyClientTerminationRequest) (*rmqpb.NotifyClientTerminationResponse, error) {
 	who := callerOf(ctx)
-	if who.clientID == "" {
-		return &rmqpb.NotifyClientTerminationResponse{Status: &rmqpb.Status{Code: rmqpb.Code_CLIENT_ID_REQUIRED, Message: "the x-mq-client-id metadata is required"}}, nil
+	if meta.IsBlank(who.clientID) {
+		return &rmqpb.NotifyClientTerminationResponse{Status: clientIDRequired()}, nil
 	}
 	settings := s.clients.settings(who.clientID)
 	s.clients.remove(who.clientID)
