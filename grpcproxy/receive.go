@@ -2,6 +2,7 @@ package grpcproxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -107,6 +108,19 @@ func (s *Server) pollTime(asked *durationpb.Duration, left time.Duration, hasDea
 	return poll, nil
 }
 
+// illegalPollingTimeSince is the client version that introduced the
+// status ILLEGAL_POLLING_TIME; RocketMQ's proxy answers older clients
+// BAD_REQUEST instead.
+const illegalPollingTimeSince = "5.0.3"
+
+// knowsIllegalPollingTime reports whether a client of the version its
+// x-mq-client-version names is answered ILLEGAL_POLLING_TIME, compared as
+// RocketMQ's proxy compares it: as strings (so "5.0.10" is older than
+// "5.0.3"), no version being older than any.
+func knowsIllegalPollingTime(version string) bool {
+	return version != "" && version >= illegalPollingTimeSince
+}
+
 // defaultClientRequestTimeout is the clients' request timeout when their
 // settings name none (the 5.x clients' default, 3 s).
 const defaultClientRequestTimeout = 3 * time.Second
@@ -127,20 +141,25 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 		st := clientIDRequired()
 		return nil, fail(st.Code, "%s", st.Message)
 	}
-	topicRes := req.GetMessageQueue().GetTopic()
-	topic, group := wrap(topicRes), wrap(req.GetGroup())
-	if err := checkTopic(topic); err != nil {
-		return nil, err
-	}
-	if err := checkGroup(group); err != nil {
-		return nil, err
-	}
+	// The polling time is checked first, as RocketMQ's proxy does.
 	left, hasDeadline := time.Duration(0), false
 	if dl, ok := ctx.Deadline(); ok {
 		left, hasDeadline = time.Until(dl), true
 	}
 	poll, err := s.pollTime(req.LongPollingTimeout, left, hasDeadline, s.clientRequestTimeout(who.clientID))
 	if err != nil {
+		var se *statusError
+		if errors.As(err, &se) && !knowsIllegalPollingTime(who.version) {
+			se.code = rmqpb.Code_BAD_REQUEST
+		}
+		return nil, err
+	}
+	topicRes := req.GetMessageQueue().GetTopic()
+	topic, group := wrap(topicRes), wrap(req.GetGroup())
+	if err := checkTopic(topic); err != nil {
+		return nil, err
+	}
+	if err := checkGroup(group); err != nil {
 		return nil, err
 	}
 	autoRenew := s.cfg.AutoRenew && req.GetAutoRenew()

@@ -235,3 +235,44 @@ func TestCallsNeedClientID(t *testing.T) {
 		t.Fatalf("a send without a client id was stored: max offset %d", got[0])
 	}
 }
+
+// A receive whose deadline leaves too little time for the shortest long
+// polling is ILLEGAL_POLLING_TIME for clients of version 5.0.3 on, and
+// BAD_REQUEST for older ones and those that name no version, compared as
+// RocketMQ's proxy compares versions (as strings); the polling time is
+// checked before the topic and group.
+func TestIllegalPollingTimeByClientVersion(t *testing.T) {
+	c := startTestCluster(t, nil)
+	const topic = "PollVersion"
+	c.createTopic(t, topic, 1, "")
+	for _, tc := range []struct {
+		version, topic string
+		want           rmqpb.Code
+	}{
+		{"5.0.3", topic, rmqpb.Code_ILLEGAL_POLLING_TIME},
+		{"5.3.1", "bad topic", rmqpb.Code_ILLEGAL_POLLING_TIME},
+		{"5.0.2", topic, rmqpb.Code_BAD_REQUEST},
+		{"5.0.10", topic, rmqpb.Code_BAD_REQUEST},
+		{"", topic, rmqpb.Code_BAD_REQUEST},
+	} {
+		t.Run(tc.version+" "+tc.topic, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 450*time.Millisecond)
+			defer cancel()
+			md := []string{mdClientID, "poll-client"}
+			if tc.version != "" {
+				md = append(md, mdVersion, tc.version)
+			}
+			stream, err := c.rpc.ReceiveMessage(metadata.AppendToOutgoingContext(ctx, md...), receiveRequest("GroupPollVersion", tc.topic, 10*time.Second, time.Second))
+			if err != nil {
+				t.Fatalf("ReceiveMessage: %v", err)
+			}
+			r, err := stream.Recv()
+			if err != nil {
+				t.Fatalf("ReceiveMessage: %v", err)
+			}
+			if r.GetStatus().GetCode() != tc.want {
+				t.Fatalf("receive answered %v, want %v", r.GetStatus(), tc.want)
+			}
+		})
+	}
+}
