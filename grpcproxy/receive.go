@@ -293,7 +293,8 @@ func (s *Server) AckMessage(ctx context.Context, req *rmqpb.AckMessageRequest) (
 	}
 	switch {
 	case len(out.Entries) == 0:
-		out.Status = &rmqpb.Status{Code: rmqpb.Code_BAD_REQUEST, Message: "no entry to acknowledge"}
+		// As RocketMQ's proxy: no result to answer with.
+		out.Status = &rmqpb.Status{Code: rmqpb.Code_INTERNAL_SERVER_ERROR, Message: "ack message result is empty: no entry to acknowledge"}
 	case len(codes) > 1:
 		out.Status = &rmqpb.Status{Code: rmqpb.Code_MULTIPLE_RESULTS, Message: "the entries had different results"}
 	default:

@@ -276,3 +276,14 @@ func TestIllegalPollingTimeByClientVersion(t *testing.T) {
 		})
 	}
 }
+
+// An ack without entries is INTERNAL_SERVER_ERROR, as RocketMQ's proxy
+// answers an ack with no result ("ack message result is empty").
+func TestAckWithoutEntries(t *testing.T) {
+	c := startTestCluster(t, nil)
+	resp, err := c.rpc.AckMessage(callCtx(t, "empty-ack", 5*time.Second), &rmqpb.AckMessageRequest{
+		Group: &rmqpb.Resource{Name: "GroupEmptyAck"}, Topic: &rmqpb.Resource{Name: "EmptyAck"}})
+	if err != nil || resp.GetStatus().GetCode() != rmqpb.Code_INTERNAL_SERVER_ERROR || len(resp.GetEntries()) != 0 {
+		t.Fatalf("ack without entries answered %v %v, want INTERNAL_SERVER_ERROR", resp, err)
+	}
+}
