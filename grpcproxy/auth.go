@@ -142,8 +142,10 @@ func needsOf(req any) []auth.Need {
 
 // checkCall authenticates and authorizes one call (or one message of a
 // stream) with the proxy's checker; nil when allowed. A refusal is a
-// statusError with RocketMQ's code (UNAUTHORIZED for who signed,
-// FORBIDDEN for what it asked) and remark, and a log line.
+// statusError with RocketMQ's code and remark, joined with the
+// auth.Denied, and a log line: UNAUTHORIZED for who signed and for what
+// it asked alike, as RocketMQ proxy's ResponseBuilder answers an
+// AuthenticationException and an AuthorizationException.
 func (s *Server) checkCall(ctx context.Context, method string, req any) error {
 	if s.checker == nil {
 		return nil
@@ -168,12 +170,8 @@ func (s *Server) checkCall(ctx context.Context, method string, req any) error {
 		s.log.Error().Err(err).Str("method", method).Str("user", user).Msg("access check failed")
 		return fail(rmqpb.Code_INTERNAL_SERVER_ERROR, "access check failed: %v", err)
 	}
-	code := rmqpb.Code_FORBIDDEN
-	if denied.Authentication {
-		code = rmqpb.Code_UNAUTHORIZED
-	}
 	s.log.Warn().Str("method", method).Str("user", user).Stringer("remote", remote).Str("reason", denied.Reason).Msg("call refused")
-	return fail(code, "%s", denied.Reason)
+	return errors.Join(fail(rmqpb.Code_UNAUTHORIZED, "%s", denied.Reason), denied)
 }
 
 // authUnary checks a unary call before its handler; a refusal is answered
@@ -261,7 +259,8 @@ func (c *checkedStream) RecvMsg(m any) error {
 		// another goroutine: its refusal ends it with gRPC's status
 		// rather than a second sender.
 		code := codes.PermissionDenied
-		if st.GetCode() == rmqpb.Code_UNAUTHORIZED {
+		var denied *auth.Denied
+		if errors.As(err, &denied) && denied.Authentication {
 			code = codes.Unauthenticated
 		}
 		return status.Error(code, st.GetMessage())
