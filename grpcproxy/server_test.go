@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -546,7 +548,8 @@ func (c *testCluster) telemetryOnce(t *testing.T, clientID string, settings *rmq
 // TestTelemetrySettings checks the settings the proxy answers a client's
 // settings with: its send retry policy and limits for producers; the
 // group's order, delivery attempts, retry pauses and the batch size for
-// consumers; and CLIENT_ID_REQUIRED without a client id.
+// consumers; INVALID_ARGUMENT for refused settings and CLIENT_ID_REQUIRED
+// without a client id.
 func TestTelemetrySettings(t *testing.T) {
 	c := startTestCluster(t, nil)
 	c.createTopic(t, "TeleT", 2, "")
@@ -654,17 +657,44 @@ func TestTelemetrySettings(t *testing.T) {
 		}
 	})
 
-	t.Run("illegal group", func(t *testing.T) {
-		answer := c.telemetryOnce(t, "tele-bad-group", consumer("bad group"))
-		if answer.GetStatus().GetCode() != rmqpb.Code_ILLEGAL_CONSUMER_GROUP || answer.GetSettings() != nil {
-			t.Fatalf("answer %v, want ILLEGAL_CONSUMER_GROUP without settings", answer)
-		}
-	})
+	// Refused settings end the stream with gRPC's INVALID_ARGUMENT, as
+	// RocketMQ's proxy ends it.
+	for name, settings := range map[string]*rmqpb.Settings{
+		"illegal group": consumer("bad group"),
+		"illegal topic of a producer": {ClientType: rmqpb.ClientType_PRODUCER.Enum(),
+			PubSub: &rmqpb.Settings_Publishing{Publishing: &rmqpb.Publishing{Topics: []*rmqpb.Resource{{Name: "bad topic"}}}}},
+		"neither a producer's nor a consumer's": {ClientType: rmqpb.ClientType_PRODUCER.Enum()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			stream, err := c.rpc.Telemetry(callCtx(t, "tele-refused", 10*time.Second))
+			if err != nil {
+				t.Fatalf("Telemetry: %v", err)
+			}
+			if err := stream.Send(&rmqpb.TelemetryCommand{Command: &rmqpb.TelemetryCommand_Settings{Settings: settings}}); err != nil {
+				t.Fatalf("send settings: %v", err)
+			}
+			if answer, err := stream.Recv(); status.Code(err) != codes.InvalidArgument {
+				t.Fatalf("answer %v, %v; want the stream ended with INVALID_ARGUMENT", answer, err)
+			}
+		})
+	}
 
+	// Without a client id the stream is answered CLIENT_ID_REQUIRED and
+	// ended, as RocketMQ's proxy answers it.
 	t.Run("no client id", func(t *testing.T) {
-		answer := c.telemetryOnce(t, "", consumer("TeleGroup"))
-		if answer.GetStatus().GetCode() != rmqpb.Code_CLIENT_ID_REQUIRED || answer.GetSettings() != nil {
-			t.Fatalf("answer %v, want CLIENT_ID_REQUIRED without settings", answer)
+		stream, err := c.rpc.Telemetry(callCtx(t, "", 10*time.Second))
+		if err != nil {
+			t.Fatalf("Telemetry: %v", err)
+		}
+		if err := stream.Send(&rmqpb.TelemetryCommand{Command: &rmqpb.TelemetryCommand_Settings{Settings: consumer("TeleGroup")}}); err != nil {
+			t.Fatalf("send settings: %v", err)
+		}
+		answer, err := stream.Recv()
+		if err != nil || answer.GetStatus().GetCode() != rmqpb.Code_CLIENT_ID_REQUIRED || answer.GetSettings() != nil {
+			t.Fatalf("answer %v, %v; want CLIENT_ID_REQUIRED without settings", answer, err)
+		}
+		if extra, err := stream.Recv(); !errors.Is(err, io.EOF) {
+			t.Fatalf("after CLIENT_ID_REQUIRED the proxy sent %v, %v; want the end of the stream", extra, err)
 		}
 	})
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
 	"github.com/rocketkv/rocketkv/meta"
@@ -135,15 +137,18 @@ func (s *Server) Telemetry(stream rmqpb.MessagingService_TelemetryServer) error 
 		if err != nil {
 			return err
 		}
+		if meta.IsBlank(who.clientID) {
+			// As RocketMQ's proxy, whatever the command: the status, then
+			// the end of the stream.
+			return ts.send(&rmqpb.TelemetryCommand{Status: clientIDRequired()})
+		}
 		settings := cmd.GetSettings()
 		if settings == nil {
 			continue // thread stack traces and verify results: nothing asked for them
 		}
-		if meta.IsBlank(who.clientID) {
-			if err := ts.send(&rmqpb.TelemetryCommand{Status: clientIDRequired()}); err != nil {
-				return err
-			}
-			continue
+		if err := checkSettings(settings); err != nil {
+			s.log.Debug().Err(err).Str("client", who.clientID).Msg("client settings refused")
+			return settingsRefusal(err)
 		}
 		if !opened {
 			// Registered only now, once the stream's first settings passed
@@ -153,13 +158,7 @@ func (s *Server) Telemetry(stream rmqpb.MessagingService_TelemetryServer) error 
 			opened = true
 		}
 		s.clients.setSettings(who.clientID, settings)
-		answer, err := s.answerSettings(ctx, settings)
-		if err != nil {
-			if err := ts.send(&rmqpb.TelemetryCommand{Status: statusOf(err)}); err != nil {
-				return err
-			}
-			continue
-		}
+		answer := s.answerSettings(ctx, settings)
 		if pub := settings.GetPublishing(); pub != nil {
 			topics := map[string]bool{}
 			for _, t := range pub.GetTopics() {
@@ -177,19 +176,45 @@ func (s *Server) Telemetry(stream rmqpb.MessagingService_TelemetryServer) error 
 	}
 }
 
-// answerSettings merges a client's settings with what applies to it.
-func (s *Server) answerSettings(ctx context.Context, in *rmqpb.Settings) (*rmqpb.Settings, error) {
-	if in.GetPublishing() != nil || in.GetClientType() == rmqpb.ClientType_PRODUCER {
-		return s.producerSettings(in), nil
+// checkSettings refuses settings as RocketMQ's proxy does: a producer's
+// topics and a consumer's group must be legal names, and settings must be
+// a producer's or a consumer's.
+func checkSettings(in *rmqpb.Settings) error {
+	switch {
+	case in.GetPublishing() != nil:
+		for _, t := range in.GetPublishing().GetTopics() {
+			if err := checkTopic(wrap(t)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case in.GetSubscription() != nil:
+		return checkGroup(wrap(in.GetSubscription().GetGroup()))
+	}
+	return fail(rmqpb.Code_BAD_REQUEST, "there is no publishing or subscription data in settings")
+}
+
+// settingsRefusal is the end of a telemetry stream whose settings were
+// refused, as RocketMQ's proxy ends it (processTelemetryException): gRPC's
+// INVALID_ARGUMENT for a refusal of the client's input (a status code
+// from BAD_REQUEST up to INTERNAL_ERROR), INTERNAL for any other.
+func settingsRefusal(err error) error {
+	st := statusOf(err)
+	code := codes.Internal
+	if st.GetCode() >= rmqpb.Code_BAD_REQUEST && st.GetCode() < rmqpb.Code_INTERNAL_ERROR {
+		code = codes.InvalidArgument
+	}
+	return status.Error(code, "process client telemetryCommand failed. "+st.GetMessage())
+}
+
+// answerSettings merges a client's settings, which checkSettings passed,
+// with what applies to it.
+func (s *Server) answerSettings(ctx context.Context, in *rmqpb.Settings) *rmqpb.Settings {
+	if in.GetPublishing() != nil {
+		return s.producerSettings(in)
 	}
 	sub := in.GetSubscription()
-	if sub == nil {
-		return in, nil
-	}
 	group := wrap(sub.GetGroup())
-	if err := checkGroup(group); err != nil {
-		return nil, err
-	}
 	gp := groupPolicy{retryMaxTimes: 16}
 	for _, e := range sub.GetSubscriptions() {
 		if r, err := s.routes.get(ctx, wrap(e.GetTopic())); err == nil {
@@ -197,7 +222,7 @@ func (s *Server) answerSettings(ctx context.Context, in *rmqpb.Settings) (*rmqpb
 			break
 		}
 	}
-	return s.consumerSettings(in, gp), nil
+	return s.consumerSettings(in, gp)
 }
 
 // consumerSettingsOf returns the settings a consumer's receives follow: its
