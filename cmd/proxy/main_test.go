@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
 	"github.com/rocketkv/rocketkv/internal/clustertest"
@@ -272,7 +273,8 @@ func TestServesFromConfigFile(t *testing.T) {
 	}
 	defer conn.Close()
 	client := rmqpb.NewMessagingServiceClient(conn)
-	qctx, qcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Every call names its client, as RocketMQ's proxy requires.
+	qctx, qcancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), "x-mq-client-id", "proxy-main-test"), 10*time.Second)
 	defer qcancel()
 	// WaitForReady: the proxy may not listen yet.
 	resp, err := client.QueryRoute(qctx, &rmqpb.QueryRouteRequest{Topic: &rmqpb.Resource{Name: "NoSuchTopic"}}, grpc.WaitForReady(true))
