@@ -416,9 +416,11 @@ func (s *Server) ForwardMessageToDeadLetterQueue(ctx context.Context, req *rmqpb
 	if latest, ok := s.renewer.remove(ctx, who.clientID, req.GetReceiptHandle()); ok {
 		h = latest
 	}
-	if err := checkNotExpired(h); err != nil {
-		return answer(err)
-	}
+	// An expired handle is forwarded all the same, as RocketMQ's proxy
+	// forwards it (the send-back copies the record by its CommitLog
+	// offset): a FIFO push consumer forwards a message after its local
+	// retries, which may outlast the handle, and sends the forward again
+	// at once, without end, while it is answered anything but OK.
 	addr, err := s.handleMaster(ctx, topic, h)
 	if err != nil {
 		return answer(err)

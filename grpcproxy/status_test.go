@@ -287,3 +287,28 @@ func TestAckWithoutEntries(t *testing.T) {
 		t.Fatalf("ack without entries answered %v %v, want INTERNAL_SERVER_ERROR", resp, err)
 	}
 }
+
+// A message whose receipt handle expired is forwarded to the dead-letter
+// queue all the same, as RocketMQ's proxy forwards it: a FIFO push
+// consumer would send the forward again, at once and without end, while
+// it is answered anything but OK.
+func TestForwardWithExpiredHandle(t *testing.T) {
+	c := startTestCluster(t, nil)
+	const topic, group, client = "ForwardExpired", "GroupForwardExpired", "forward-expired"
+	c.createTopic(t, topic, 1, "")
+	c.send(t, client, newMessage(topic, "late"))
+	got := c.receiveN(t, client, receiveRequest(group, topic, time.Second, time.Second), 1)[0]
+	h, err := ParseHandle(got.GetSystemProperties().GetReceiptHandle())
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(time.UnixMilli(h.PopTime+h.InvisibleTime)) + 100*time.Millisecond)
+	resp, err := c.rpc.ForwardMessageToDeadLetterQueue(callCtx(t, client, 10*time.Second), &rmqpb.ForwardMessageToDeadLetterQueueRequest{
+		Group: &rmqpb.Resource{Name: group}, Topic: &rmqpb.Resource{Name: topic},
+		ReceiptHandle: got.GetSystemProperties().GetReceiptHandle(), MessageId: got.GetSystemProperties().GetMessageId(),
+	})
+	if err != nil || resp.GetStatus().GetCode() != rmqpb.Code_OK {
+		t.Fatalf("forward with an expired handle answered %v %v, want OK", resp.GetStatus(), err)
+	}
+	c.waitMaxOffsets(t, "%DLQ%"+group, []int64{1})
+}
