@@ -106,8 +106,9 @@ func popFailure(what string, resp *remoting.Command) error {
 // ackFailure converts a failed answer to ACK_MESSAGE or
 // CHANGE_MESSAGE_INVISIBLETIME: whatever the broker's code, RocketMQ's
 // client library reads it as the ack status NO_EXIST, which RocketMQ's
-// proxy answers INTERNAL_SERVER_ERROR ("status is abnormal"). A client
-// retries an ack so answered; it gives up on INVALID_RECEIPT_HANDLE.
+// proxy answers INTERNAL_SERVER_ERROR ("status is abnormal"). The Java
+// client's FIFO push consumer retries an ack so answered; it gives up on
+// INVALID_RECEIPT_HANDLE.
 func ackFailure(what string, resp *remoting.Command) error {
 	return fail(rmqpb.Code_INTERNAL_SERVER_ERROR, "%s failed: status is abnormal (broker answered code %d: %s)", what, resp.Code, resp.Remark)
 }
