@@ -123,6 +123,10 @@ func TestTerminationClearsRenewals(t *testing.T) {
 	c.send(t, "clear-producer", newMessage(topic, "clear-body"))
 	req := receiveRequest(group, topic, 0, time.Second)
 	req.AutoRenew = true
+	// The consumer's settings, as a push consumer sends them first.
+	c.telemetryOnce(t, "leaving", &rmqpb.Settings{ClientType: rmqpb.ClientType_PUSH_CONSUMER.Enum(),
+		PubSub: &rmqpb.Settings_Subscription{Subscription: &rmqpb.Subscription{Group: &rmqpb.Resource{Name: group},
+			Subscriptions: []*rmqpb.SubscriptionEntry{{Topic: &rmqpb.Resource{Name: topic}}}}}})
 	got := c.receiveN(t, "leaving", req, 1)[0]
 	if d := got.GetSystemProperties().GetInvisibleDuration().AsDuration(); d != 30*time.Second {
 		t.Fatalf("auto-renewed message invisible for %v, want 30s", d)

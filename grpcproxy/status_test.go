@@ -312,3 +312,53 @@ func TestForwardWithExpiredHandle(t *testing.T) {
 	}
 	c.waitMaxOffsets(t, "%DLQ%"+group, []int64{1})
 }
+
+// A heartbeat and a termination take the client's type from its settings,
+// as RocketMQ's proxy does: without settings they are
+// UNRECOGNIZED_CLIENT_TYPE, a consumer's without a legal group
+// ILLEGAL_CONSUMER_GROUP.
+func TestHeartbeatAndTerminationByClientSettings(t *testing.T) {
+	c := startTestCluster(t, nil)
+	const topic, group = "HeartbeatSettings", "GroupHeartbeatSettings"
+	c.createTopic(t, topic, 1, "")
+	consumer := &rmqpb.Settings{ClientType: rmqpb.ClientType_SIMPLE_CONSUMER.Enum(),
+		PubSub: &rmqpb.Settings_Subscription{Subscription: &rmqpb.Subscription{Group: &rmqpb.Resource{Name: group},
+			Subscriptions: []*rmqpb.SubscriptionEntry{{Topic: &rmqpb.Resource{Name: topic}}}}}}
+	producer := &rmqpb.Settings{ClientType: rmqpb.ClientType_PRODUCER.Enum(),
+		PubSub: &rmqpb.Settings_Publishing{Publishing: &rmqpb.Publishing{Topics: []*rmqpb.Resource{{Name: topic}}}}}
+	c.telemetryOnce(t, "hb-consumer", consumer)
+	c.telemetryOnce(t, "hb-producer", producer)
+	heartbeat := func(client string, group *rmqpb.Resource) rmqpb.Code {
+		t.Helper()
+		resp, err := c.rpc.Heartbeat(callCtx(t, client, 10*time.Second), &rmqpb.HeartbeatRequest{Group: group, ClientType: rmqpb.ClientType_SIMPLE_CONSUMER})
+		if err != nil {
+			t.Fatalf("Heartbeat: %v", err)
+		}
+		return resp.GetStatus().GetCode()
+	}
+	terminate := func(client string, group *rmqpb.Resource) rmqpb.Code {
+		t.Helper()
+		resp, err := c.rpc.NotifyClientTermination(callCtx(t, client, 10*time.Second), &rmqpb.NotifyClientTerminationRequest{Group: group})
+		if err != nil {
+			t.Fatalf("NotifyClientTermination: %v", err)
+		}
+		return resp.GetStatus().GetCode()
+	}
+	for _, tc := range []struct {
+		name string
+		got  rmqpb.Code
+		want rmqpb.Code
+	}{
+		{"heartbeat without settings", heartbeat("hb-unknown", &rmqpb.Resource{Name: group}), rmqpb.Code_UNRECOGNIZED_CLIENT_TYPE},
+		{"consumer's heartbeat without a group", heartbeat("hb-consumer", nil), rmqpb.Code_ILLEGAL_CONSUMER_GROUP},
+		{"consumer's heartbeat", heartbeat("hb-consumer", &rmqpb.Resource{Name: group}), rmqpb.Code_OK},
+		{"producer's heartbeat", heartbeat("hb-producer", nil), rmqpb.Code_OK},
+		{"termination without settings", terminate("hb-unknown", &rmqpb.Resource{Name: group}), rmqpb.Code_UNRECOGNIZED_CLIENT_TYPE},
+		{"consumer's termination", terminate("hb-consumer", &rmqpb.Resource{Name: group}), rmqpb.Code_OK},
+		{"producer's termination", terminate("hb-producer", nil), rmqpb.Code_OK},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s answered %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}

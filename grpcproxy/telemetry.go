@@ -239,30 +239,44 @@ func (s *Server) consumerSettingsOf(ctx context.Context, clientID string, r *top
 // Heartbeat keeps the client alive in the proxy and registers a consumer
 // with the masters of the topics it subscribes (HEART_BEAT, consume type
 // CONSUME_POP), so that the brokers list it among the group's clients.
+// As RocketMQ's proxy, it takes the client's type from its settings: a
+// client that sent none to this proxy is UNRECOGNIZED_CLIENT_TYPE, a
+// consumer's heartbeat without a legal group ILLEGAL_CONSUMER_GROUP.
 func (s *Server) Heartbeat(ctx context.Context, req *rmqpb.HeartbeatRequest) (*rmqpb.HeartbeatResponse, error) {
 	who := callerOf(ctx)
 	if meta.IsBlank(who.clientID) {
 		return &rmqpb.HeartbeatResponse{Status: clientIDRequired()}, nil
 	}
 	s.clients.touch(who.clientID)
-	ct := req.GetClientType()
-	if ct == rmqpb.ClientType_PRODUCER {
-		s.producerHeartbeat(ctx, who.clientID, s.clients.settings(who.clientID))
-		return &rmqpb.HeartbeatResponse{Status: okStatus()}, nil
-	}
-	if req.GetGroup() == nil || (ct != rmqpb.ClientType_PUSH_CONSUMER && ct != rmqpb.ClientType_SIMPLE_CONSUMER) {
-		return &rmqpb.HeartbeatResponse{Status: okStatus()}, nil
-	}
-	group := wrap(req.GetGroup())
-	if err := checkGroup(group); err != nil {
-		return &rmqpb.HeartbeatResponse{Status: statusOf(err)}, nil
-	}
+	// As RocketMQ's proxy: what the client is comes from its settings.
 	settings := s.clients.settings(who.clientID)
-	body := consumerHeartbeat(who.clientID, group, settings)
-	for addr := range s.mastersOf(ctx, subscribedTopics(settings)) {
-		s.tell(ctx, who.clientID, addr, "consumer heartbeat", remoting.NewRequest(remoting.HeartBeat, nil, body))
+	if settings == nil {
+		return &rmqpb.HeartbeatResponse{Status: unknownClient()}, nil
+	}
+	switch ct := settings.GetClientType(); ct {
+	case rmqpb.ClientType_PRODUCER:
+		s.producerHeartbeat(ctx, who.clientID, settings)
+	case rmqpb.ClientType_PUSH_CONSUMER, rmqpb.ClientType_SIMPLE_CONSUMER:
+		group := wrap(req.GetGroup())
+		if err := checkGroup(group); err != nil {
+			return &rmqpb.HeartbeatResponse{Status: statusOf(err)}, nil
+		}
+		body := consumerHeartbeat(who.clientID, group, settings)
+		for addr := range s.mastersOf(ctx, subscribedTopics(settings)) {
+			s.tell(ctx, who.clientID, addr, "consumer heartbeat", remoting.NewRequest(remoting.HeartBeat, nil, body))
+		}
+	default:
+		return &rmqpb.HeartbeatResponse{Status: &rmqpb.Status{Code: rmqpb.Code_UNRECOGNIZED_CLIENT_TYPE, Message: ct.String()}}, nil
 	}
 	return &rmqpb.HeartbeatResponse{Status: okStatus()}, nil
+}
+
+// unknownClient is the status of a heartbeat or termination of a client
+// whose settings the proxy does not have (it sent none on a telemetry
+// stream to this proxy, or they were forgotten), as RocketMQ's proxy
+// answers it.
+func unknownClient() *rmqpb.Status {
+	return &rmqpb.Status{Code: rmqpb.Code_UNRECOGNIZED_CLIENT_TYPE, Message: "cannot find client settings for this client"}
 }
 
 // tell sends a client's registration (or its end) to a broker, logging a
@@ -393,7 +407,10 @@ func filterOf(f *rmqpb.FilterExpression) (expType, exp string) {
 }
 
 // NotifyClientTermination unregisters a closing client from the brokers
-// (UNREGISTER_CLIENT) and forgets its settings and renewals.
+// (UNREGISTER_CLIENT) and forgets its settings and renewals. Its status
+// is RocketMQ proxy's: UNRECOGNIZED_CLIENT_TYPE for a client whose
+// settings the proxy does not have, ILLEGAL_CONSUMER_GROUP for a
+// consumer's without a legal group.
 func (s *Server) NotifyClientTermination(ctx context.Context, req *rmqpb.NotifyClientTerminationRequest) (*rmqpb.NotifyClientTerminationResponse, error) {
 	who := callerOf(ctx)
 	if meta.IsBlank(who.clientID) {
@@ -402,6 +419,20 @@ func (s *Server) NotifyClientTermination(ctx context.Context, req *rmqpb.NotifyC
 	settings := s.clients.settings(who.clientID)
 	s.clients.remove(who.clientID)
 	s.renewer.dropClient(who.clientID)
+	switch settings.GetClientType() {
+	case rmqpb.ClientType_PRODUCER:
+	case rmqpb.ClientType_PUSH_CONSUMER, rmqpb.ClientType_SIMPLE_CONSUMER:
+		if err := checkGroup(wrap(req.GetGroup())); err != nil {
+			return &rmqpb.NotifyClientTerminationResponse{Status: statusOf(err)}, nil
+		}
+	default:
+		// Its renewals are given back all the same: a client going away
+		// does not consume them.
+		if settings == nil {
+			return &rmqpb.NotifyClientTerminationResponse{Status: unknownClient()}, nil
+		}
+		return &rmqpb.NotifyClientTerminationResponse{Status: &rmqpb.Status{Code: rmqpb.Code_UNRECOGNIZED_CLIENT_TYPE, Message: settings.GetClientType().String()}}, nil
+	}
 	for addr, groups := range s.mastersOf(ctx, publishedTopics(settings)) {
 		for _, g := range groups {
 			s.tell(ctx, who.clientID, addr, "unregister", remoting.NewRequest(remoting.UnregisterClient,
