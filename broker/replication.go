@@ -123,12 +123,32 @@ func checkSyncMasterPort(role string, haPort, inSyncReplicas int) error {
 	return nil
 }
 
+// haAddressMinLength is the length below which RocketMQ's broker ignores
+// haMasterAddress (BrokerController's HA_ADDRESS_MIN_LENGTH, 6): a slave
+// configured with a shorter one ("h:1") takes its master's HA address
+// from its name servers' answers, as one with none does.
+const haAddressMinLength = 6
+
+// fixedMasterHA is the master's HA address a slave is configured with
+// (haMasterAddress), "" when none is or when it is too short for
+// RocketMQ to use it: then the name servers' answers say where the
+// master is.
+func (b *Broker) fixedMasterHA() string {
+	if a := b.cfg.HAMasterAddress; len(a) >= haAddressMinLength {
+		return a
+	}
+	return ""
+}
+
 // startReplication starts the HA server of a master or the HA client of
 // a slave.
 func (b *Broker) startReplication() error {
 	if b.isSlave() {
-		if a := b.cfg.HAMasterAddress; a != "" {
+		if a := b.fixedMasterHA(); a != "" {
 			b.repl.masterHA.Store(&a)
+		} else if a := b.cfg.HAMasterAddress; a != "" {
+			b.log.Warn().Str("haMasterAddress", a).Int("minLength", haAddressMinLength).
+				Msg("haMasterAddress is shorter than RocketMQ takes and is ignored, as RocketMQ ignores it: the master's HA address comes from the name servers")
 		}
 		b.repl.client = ha.NewClient(ha.ClientConfig{
 			MasterAddr:           func() string { return b.repl.load(&b.repl.masterHA) },
@@ -142,7 +162,7 @@ func (b *Broker) startReplication() error {
 		if b.cfg.TimerWheelEnable {
 			b.goBackground("slave-timer-sync", func(ctx context.Context) { b.slaveTimerSyncLoop(ctx, slaveTimerSyncInterval, b.masterAddr) })
 		}
-		b.log.Info().Str("haMasterAddress", b.cfg.HAMasterAddress).
+		b.log.Info().Str("haMasterAddress", b.fixedMasterHA()).
 			Msg("slave: the CommitLog is replicated from the master; sends are refused")
 		return nil
 	}
@@ -227,7 +247,7 @@ func (b *Broker) noteRegistration(results []namesrv.Registration) {
 		if r.Err != nil {
 			continue
 		}
-		if b.cfg.HAMasterAddress == "" && r.Result.HAServerAddr != "" {
+		if b.fixedMasterHA() == "" && r.Result.HAServerAddr != "" {
 			if a := r.Result.HAServerAddr; b.repl.load(&b.repl.masterHA) != a {
 				b.repl.masterHA.Store(&a)
 				b.log.Info().Str("masterHA", a).Msg("master's HA address from the name server")

@@ -645,3 +645,20 @@ func TestHAStatusOfAMasterWithoutAnHAPort(t *testing.T) {
 		t.Fatalf("HA status of a master without an HA port: %+v (CommitLog end %d)", info, b.clog.MaxOffset())
 	}
 }
+
+// An haMasterAddress shorter than 6 characters is ignored, as RocketMQ's
+// BrokerController ignores it (HA_ADDRESS_MIN_LENGTH): the slave follows
+// the master its name server names. Taken as set, "h:1" would be dialled
+// forever and the name server's address never used.
+func TestSlaveIgnoresAShortHAMasterAddress(t *testing.T) {
+	ns := startTestNameServer(t)
+	addr := ns.Addr().String()
+	master := startTestBroker(t, withHA(map[string]string{"namesrvAddr": addr}))
+	mustSend(t, master.client(nil), "Short", 0, "one", "")
+	slave := startTestBroker(t, withHA(map[string]string{"namesrvAddr": addr, "brokerRole": "SLAVE", "brokerId": "1",
+		"haMasterAddress": "h:1"}))
+	waitReplicated(t, master, slave)
+	if got := slave.repl.client.Status().Master; got != master.haServerAddr() {
+		t.Fatalf("the slave follows %q, want the name server's %q", got, master.haServerAddr())
+	}
+}
