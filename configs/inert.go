@@ -185,7 +185,18 @@ var brokerInert = slices.Concat([]inert[Broker]{
 	inertBool[Broker]("enablePopBufferMerge", "POP checkpoints are written to the index directly; there is no buffer to merge them in"),
 	inertBool[Broker]("enablePopLog", "no separate POP operation log"),
 	inertBool[Broker]("isolateLogEnable", "the broker writes one log stream (stderr), whatever the broker's role"),
-	inertBool[Broker]("offsetCheckInSlave", "it lets a slave write OFFSET_MOVED_EVENT messages, which rocketkv does not write on any role"),
+	// RocketMQ 5.3.3 reads offsetCheckInSlave on a SLAVE only
+	// (DefaultMessageStore.nextOffsetCorrection and
+	// DefaultPullMessageResultHandler): without it a pull outside what the
+	// slave holds keeps the requested offset as nextBeginOffset, and a
+	// PULL_OFFSET_MOVED becomes PULL_RETRY_IMMEDIATELY naming the group's
+	// broker; with it the slave's own queue bound is nextBeginOffset
+	// (still under PULL_RETRY_IMMEDIATELY naming the master on a classic
+	// slave, whose composeResponseHeader turns every miss into that: the
+	// push consumer takes nextBeginOffset all the same and continues from
+	// the slave's bound on the master). The OffsetMovedEvent it builds is
+	// only logged: 5.3.3 never calls generateOffsetMovedEvent.
+	inertBool[Broker]("offsetCheckInSlave", "a slave always answers a pull outside what it holds with the requested offset as nextBeginOffset, as RocketMQ's slave does with offsetCheckInSlave=false (its default): a slave's queue can start later (a new slave copies from the master's newest segment) or end earlier (replication behind) than the master's, and with true RocketMQ's slave hands its own bound to the consumer, which then skips messages the master holds (the later start) or consumes again what it had (the earlier end); on a master RocketMQ ignores the key too, and 5.3.3 only logs the OffsetMovedEvent it names"),
 
 	// Keys RocketMQ 5.3 itself does not read.
 	inertBool[Broker]("highSpeedMode", reasonUnread),
