@@ -231,15 +231,10 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	if moved && b.isSlave() {
 		// A slave may hold less of the queue than its master (behind in
 		// replication, or new): RocketMQ's slave (offsetCheckInSlave
-		// false) never moves a consumer's offset, but sends it back to
-		// the group's broker at once, from where it was. A moved offset
-		// would be stored by the client and consumed again from the
-		// master. The group's broker is named only when suggestBroker did
-		// not send the consumer to the master already (RocketMQ's
-		// composeResponseHeader does that first, for a slave not behind).
-		if code == remoting.PullOffsetMoved {
-			suggest = gc.BrokerID
-		}
+		// false) never moves a consumer's offset, but sends it to the
+		// master at once (suggestBroker), from where it was. A moved
+		// offset would be stored by the client and consumed again from
+		// the master.
 		code, r.nextBegin = remoting.PullRetryImmediately, p.queueOffset
 	}
 	if code == remoting.PullNotFound && allowSuspend && p.sysFlag&pullSuspend != 0 {
@@ -313,12 +308,28 @@ func (b *Broker) protectFromSlowReader(group string, lastPhy int64) {
 
 // suggestBroker returns the broker id a pull's answer tells the consumer to
 // pull from next (suggestWhichBrokerId) and the answer's code, as
-// RocketMQ's pull processor decides them. Without slaveReadEnable it is
-// always the master. With it, a consumer reading records older than the
-// page cache holds (accessMessageInMemoryMaxRatio) is sent to the group's
-// whichBrokerWhenConsumeSlowly, one keeping up to the group's brokerId. A
-// slave whose master is registered sends a consumer keeping up back to
-// the master, at once (PULL_RETRY_IMMEDIATELY) when it had nothing for it.
+// RocketMQ's pull processor decides them (composeResponseHeader). Without
+// slaveReadEnable it is always the master. With it, a consumer reading
+// records older than the page cache holds (accessMessageInMemoryMaxRatio)
+// is sent to the group's whichBrokerWhenConsumeSlowly, one keeping up to
+// the group's brokerId. A slave sends every consumer not reading old
+// records back to the master, and one it had nothing for at once
+// (PULL_RETRY_IMMEDIATELY, which clients follow without a pause) when
+// its name servers name a master.
+//
+// While they name none (the master stopped or lost, and the name servers
+// dropped it), RocketMQ's classic slave, whose minBrokerIdInGroup stays
+// 0 without enableSlaveActingMaster, answers PULL_RETRY_IMMEDIATELY all
+// the same; rocketkv's holds the pull as a master does and answers
+// PULL_NOT_FOUND, still naming the master. RocketMQ's answer makes a push
+// consumer spin: its route has no broker 0, so findBrokerAddressInSubscribe
+// falls back to the first broker of the group, this slave, and the client
+// pulls it again at once (PULL_RETRY_IMMEDIATELY is NO_MATCHED_MSG to it,
+// executePullRequestImmediately), a request per round trip on every queue
+// for as long as the master is down, none of which can find a message a
+// slave without a master never receives. Held, the consumer costs a
+// request per suspend timeout instead, and is answered at once when its
+// queue's end moves.
 func (b *Broker) suggestBroker(gc meta.SubscriptionGroupConfig, r getResult, code int32) (int64, int32) {
 	suggest := namesrv.MasterID
 	slaveRead := b.current().SlaveReadEnable
@@ -332,9 +343,9 @@ func (b *Broker) suggestBroker(gc meta.SubscriptionGroupConfig, r getResult, cod
 			suggest = gc.WhichBrokerWhenConsumeSlowly
 		}
 	}
-	if b.isSlave() && !behind && b.masterAddr() != "" {
+	if b.isSlave() && !behind {
 		suggest = namesrv.MasterID
-		if code != remoting.Success {
+		if code != remoting.Success && b.masterAddr() != "" {
 			code = remoting.PullRetryImmediately
 		}
 	}

@@ -145,9 +145,10 @@ func TestSlowPopGroupDisabled(t *testing.T) {
 // A slave never moves a consumer's offset, as RocketMQ's slave does not
 // (offsetCheckInSlave false): a pull outside what it holds (behind its
 // master in replication, or new) is PULL_RETRY_IMMEDIATELY from the same
-// offset, sending the consumer to the group's broker, with or without its
-// master known. A moved offset would be stored by the client and consumed
-// again from the master.
+// offset, sending the consumer to the master, with or without its master
+// known and whatever the group's brokerId, as RocketMQ's classic slave
+// (composeResponseHeader, minBrokerIdInGroup 0). A moved offset would be
+// stored by the client and consumed again from the master.
 func TestASlaveDoesNotMoveConsumerOffsets(t *testing.T) {
 	for _, tc := range []struct {
 		masterKnown   bool
@@ -157,10 +158,9 @@ func TestASlaveDoesNotMoveConsumerOffsets(t *testing.T) {
 		{false, "0", "0"},
 		{true, "0", "0"},
 		// A group that reads from the slave is still sent to the master
-		// for what the slave lacks, as RocketMQ's composeResponseHeader;
-		// without a master the slave names the group's broker.
+		// for what the slave lacks.
 		{true, "1", "0"},
-		{false, "1", "1"},
+		{false, "1", "0"},
 	} {
 		s := startTestBroker(t, map[string]string{"brokerRole": "SLAVE", "brokerId": "1", "slaveReadEnable": "true"})
 		if tc.masterKnown {
@@ -202,5 +202,30 @@ func TestASlaveCountsTenPercentLessOfMemoryAsHot(t *testing.T) {
 		if r.Code != remoting.Success || !strings.Contains(string(r.Body), tc.want) {
 			t.Errorf("GET_BROKER_CONFIG of the %s: %d %s; want a line %q", tc.b.cfg.BrokerRole, r.Code, r.Remark, tc.want)
 		}
+	}
+}
+
+// A slave whose name servers name no master still sends consumers to the
+// master (suggestWhichBrokerId 0, as RocketMQ's slave always does), but
+// holds a pull it has nothing for, as a master does, instead of answering
+// PULL_RETRY_IMMEDIATELY at once as RocketMQ's does: a push consumer
+// whose route has no master would come straight back to the slave and
+// spin (suggestBroker).
+func TestASlaveWithoutAMasterHoldsPulls(t *testing.T) {
+	s := startTestBroker(t, map[string]string{"brokerRole": "SLAVE", "brokerId": "1", "slaveReadEnable": "true"})
+	c := s.client(nil)
+	createTopic(t, c, "NoMaster", 1, 1)
+	if r := call(t, c, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"g","brokerId":1}`)); r.Code != remoting.Success {
+		t.Fatalf("create group: %d %s", r.Code, r.Remark)
+	}
+	const suspend = 300 * time.Millisecond
+	start := time.Now()
+	r := call(t, c, remoting.PullMessage, pullReq("g", "NoMaster", 0, 0, pullSuspend, suspend, "*"), nil)
+	if r.Code != remoting.PullNotFound || r.ExtFields["suggestWhichBrokerId"] != "0" {
+		t.Fatalf("pull at the end of the queue of a slave without a master: code %d (%s) suggest %s; want PULL_NOT_FOUND naming broker 0",
+			r.Code, r.Remark, r.ExtFields["suggestWhichBrokerId"])
+	}
+	if held := time.Since(start); held < suspend {
+		t.Fatalf("answered after %s, before the suspend timeout %s: not held", held, suspend)
 	}
 }
