@@ -73,8 +73,11 @@
 // report is past the master's end holds bytes this master never wrote (a
 // demoted master, or a master that lost its unflushed tail; a RocketMQ
 // slave reports its end as is, a rocketkv slave finds it by itself): its
-// acknowledgements never count, and it is never in sync (RocketMQ counts
-// them). A SYNC_MASTER with
+// acknowledgements never count, and it is never in sync. RocketMQ counts
+// them and finds it in sync, so its SYNC_MASTER answers SEND_OK for sends
+// that slave does not hold; rocketkv's answers FLUSH_SLAVE_TIMEOUT for
+// them unless another slave holds them (slaveConn.ahead says why). A
+// SYNC_MASTER with
 // inSyncReplicas >= 2 answers a send only once inSyncReplicas-1 slaves
 // have acknowledged the end of its records, or answers FLUSH_SLAVE_TIMEOUT
 // after slaveTimeout (3 s) with the records stored (RocketMQ 5's rule; a

@@ -120,6 +120,27 @@ type slaveConn struct {
 	// slave holds bytes this master never wrote (it was a master itself,
 	// or this one lost its unflushed tail), so its acknowledgements prove
 	// nothing and never count. Set before ack is first stored.
+	//
+	// RocketMQ 5.3.3 neither truncates nor refuses such a slave: its
+	// HAConnection takes the first report as the place to transfer from,
+	// sends heartbeats there (which the slave accepts, the offset being
+	// its own end) until the master's end passes it, then the master's
+	// bytes from there, which the slave appends after its own records.
+	// Meanwhile its acknowledgement, the slave's end, is at or above
+	// every offset the master reaches, so GroupTransferService counts it
+	// for every send and isInSyncSlave finds it in sync (a negative
+	// gap): a SYNC_MASTER answers SEND_OK at once for records no slave
+	// holds. rocketkv transfers the same bytes, so an Apache RocketMQ
+	// slave ahead of a rocketkv master ends with the same log; but it
+	// does not count the slave, so those sends wait slaveTimeout and are
+	// answered FLUSH_SLAVE_TIMEOUT, and GET_BROKER_HA_STATUS shows the
+	// slave out of sync. SEND_OK from a SYNC_MASTER promises that a slave
+	// can serve the message when the master is lost; this slave cannot
+	// (its records before the offset it reported are not the master's,
+	// and the first of the master's records it holds is cut at that
+	// offset), so counting it would turn that promise into a loss at
+	// failover. A rocketkv slave does not get here for long: it compares
+	// its tail first and refuses the master's bytes (client.go).
 	ahead atomic.Bool
 }
 
