@@ -240,16 +240,26 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 	if sub != nil {
 		filter = popFilter{sub}
 	}
-	// A pop starts from the committed offset a reset set; the reset's
-	// wait for a pull ends here, as RocketMQ erases it at the queue's pop
-	// (getPopOffset). Left waiting, it would move a later pull of the
-	// group back past everything the pops consumed.
-	b.resets.takePopped(p.group, p.topic, p.queueID)
-	res, err := b.popSvc.Pop(pop.PopRequest{
+	preq := pop.PopRequest{
 		Group: p.group, Topic: p.topic, QueueID: p.queueID, MaxMsgNums: int(max(p.maxMsgNums, 0)),
 		InvisibleTime: p.invisibleTime, InitMode: p.initMode, Order: p.order, AttemptID: p.attemptID, Filter: filter,
 		Body: b.bodies.get(0),
-	})
+	}
+	var res pop.PopResult
+	var err error
+	if b.isSlave() {
+		// RocketMQ's slave answers a pop with the messages and records
+		// nothing (pop.Service.PopReadOnly): its master's checkpoint and
+		// offsets are the ones that count, copied here by the slave sync.
+		res, err = b.popSvc.PopReadOnly(preq)
+	} else {
+		// A pop starts from the committed offset a reset set; the reset's
+		// wait for a pull ends here, as RocketMQ erases it at the queue's
+		// pop (getPopOffset). Left waiting, it would move a later pull of
+		// the group back past everything the pops consumed.
+		b.resets.takePopped(p.group, p.topic, p.queueID)
+		res, err = b.popSvc.Pop(preq)
+	}
 	sent := false
 	defer func() {
 		if !sent {
@@ -367,6 +377,16 @@ func (b *Broker) ackTarget(req *remoting.Command, topic string, queueID int32, o
 // processAck answers ACK_MESSAGE. RocketMQ answers SUCCESS for a handle
 // that matches nothing in flight (acknowledged, expired and revived,
 // stale); so does this.
+//
+// On a slave an ack that passes the checks is answered SUCCESS and
+// changes nothing, as RocketMQ's slave answers it: its AckMessageProcessor
+// puts the ack through EscapeBridge, which puts nothing on a broker that
+// is not broker 0 and says SERVICE_NOT_AVAILABLE, which the processor
+// only logs. The master's in-flight state, which the slave copies, is the
+// one that counts; an ack of a message popped from the master is for the
+// master. (RocketMQ's slave can answer an orderly ack MESSAGE_ILLEGAL when
+// an orderly pop on that slave left it a batch the offset is not in;
+// rocketkv's slave keeps no orderly state of its own pops.)
 func (b *Broker) processAck(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	r := remoting.Header(req.ExtFields).Reader()
 	group, topic, queueID := r.String("consumerGroup"), r.String("topic"), r.Int32("queueId")
@@ -380,6 +400,9 @@ func (b *Broker) processAck(_ context.Context, _ *remoting.Conn, req *remoting.C
 	h, err := pop.ParseHandle(extra)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if b.isSlave() {
+		return remoting.NewResponse(req, remoting.Success, "")
 	}
 	if _, err := b.popSvc.Ack(group, topic, queueID, offset, h); err != nil {
 		return b.popError(req, err)
@@ -400,7 +423,9 @@ func (b *Broker) popError(req *remoting.Command, err error) *remoting.Command {
 // its queue are acknowledged; entries of unknown topics and offsets out of
 // range are skipped, as RocketMQ does. An orderly offset outside its batch
 // makes the answer MESSAGE_ILLEGAL, the other offsets acknowledged all the
-// same (RocketMQ's ackOrderly per offset).
+// same (RocketMQ's ackOrderly per offset). On a slave one that passes the
+// checks is answered SUCCESS and changes nothing, as a single ack
+// (processAck).
 func (b *Broker) processBatchAck(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	if len(req.Body) == 0 {
 		return remoting.NewResponse(req, remoting.NoMessage, "")
@@ -441,6 +466,9 @@ func (b *Broker) processBatchAck(_ context.Context, _ *remoting.Conn, req *remot
 		}
 		entries = append(entries, pop.AckEntry{Group: a.ConsumerGroup, Topic: topic, QueueID: a.QueueID, CKOffset: a.StartOffset,
 			Offsets: offsets, PopTime: a.PopTime, InvisibleTime: a.InvisibleTime, Orderly: a.ReviveQueueID == pop.OrderReviveQueue})
+	}
+	if b.isSlave() {
+		return remoting.NewResponse(req, remoting.Success, "")
 	}
 	if _, err := b.popSvc.AckBatch(entries); err != nil {
 		return b.popError(req, err)
@@ -487,9 +515,46 @@ func (b *Broker) changeInvisibleTime(req *remoting.Command) *remoting.Command {
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
+	if b.isSlave() {
+		return b.slaveChangeInvisibleTime(req, group, topic, queueID, offset, h, invisible)
+	}
 	res, err := b.popSvc.ChangeInvisibleTime(group, topic, queueID, offset, h, invisible)
 	if err != nil {
 		return b.popError(req, err)
+	}
+	resp := remoting.NewResponse(req, remoting.Success, "")
+	rh := remoting.Header{}
+	rh.SetInt64("popTime", res.PopTime)
+	rh.SetInt64("invisibleTime", res.InvisibleTime)
+	rh.SetInt32("reviveQid", res.ReviveQID)
+	resp.ExtFields = rh
+	return resp
+}
+
+// slaveChangeInvisibleTime answers, on a slave, a change of invisible time
+// that passed the checks, as RocketMQ's slave does, changing nothing. A
+// message popped without order gets SYSTEM_ERROR without a remark: its
+// ChangeInvisibleTimeProcessor first puts a new checkpoint through
+// EscapeBridge, which on a broker that is not broker 0 puts nothing and
+// says SERVICE_NOT_AVAILABLE, and answers that failure so. An orderly one
+// gets SUCCESS with the handle's popTime and reviveQid and the new
+// invisible time counted from popTime (RocketMQ's slave keeps it in its
+// own memory, which no pop reads back but its own), or the handle's
+// invisible time for an offset below the committed one, as a master
+// answers it.
+func (b *Broker) slaveChangeInvisibleTime(req *remoting.Command, group, topic string, queueID int32, offset int64, h pop.Handle, invisible int64) *remoting.Command {
+	if !h.Orderly() {
+		b.busyLog.Warn().Str("group", group).Str("topic", topic).Int32("queue", queueID).Int64("offset", offset).
+			Msg("change of invisible time on a slave: SYSTEM_ERROR, as RocketMQ's slave cannot write the new checkpoint (sampled, at most one line a second)")
+		return remoting.NewResponse(req, remoting.SystemError, "")
+	}
+	res := pop.ChangeResult{PopTime: h.PopTime, InvisibleTime: h.InvisibleTime, ReviveQID: h.ReviveQID}
+	committed, _, err := b.offsets.Get(group, topic, queueID)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if offset >= committed {
+		res.InvisibleTime = time.Now().UnixMilli() + invisible - h.PopTime
 	}
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	rh := remoting.Header{}

@@ -282,8 +282,10 @@ func (b *Broker) replicated(ctx context.Context, end int64) bool {
 }
 
 // slaveRefusesWrites answers the other requests that would write messages
-// on a slave (replies, pops and acks), as RocketMQ's store refuses puts
-// there: SERVICE_NOT_AVAILABLE.
+// on a slave (replies and POP_ROLLBACK), as RocketMQ's store refuses puts
+// there: SERVICE_NOT_AVAILABLE. Pops, acks and changes of invisible time
+// are answered as RocketMQ's slave answers them, without a write
+// (processPop, processAck, slaveChangeInvisibleTime).
 func (b *Broker) slaveRefusesWrites(process remoting.RespondFunc) remoting.RespondFunc {
 	if !b.isSlave() {
 		return process

@@ -136,39 +136,9 @@ func (s *Service) pop(req PopRequest) (PopResult, error) {
 	// Read before the topics are checked: a deletion that ends after the
 	// checks makes the writes of the queues held after it check again.
 	req.deletions = s.store.TopicDeletions()
-	n, ok, err := s.cfg.Broker.ReadQueueNums(req.Topic)
-	if err != nil {
+	sources, err := s.popSources(req)
+	if err != nil || sources == nil {
 		return res, err
-	}
-	if !ok {
-		return res, nil
-	}
-	count := s.nextRequest(req.Group, req.Topic)
-	var normal []source
-	if req.QueueID >= 0 {
-		normal = append(normal, source{req.Topic, req.QueueID, FlagNormal, req.Filter})
-	} else {
-		for i := 0; i < n; i++ {
-			normal = append(normal, source{req.Topic, int32((count + uint64(i)) % uint64(n)), FlagNormal, req.Filter})
-		}
-	}
-	var retry []source
-	if !req.Order {
-		for _, rt := range s.retryTopics(req.Topic, req.Group) {
-			rn, ok, err := s.cfg.Broker.ReadQueueNums(rt[0])
-			if err != nil {
-				return res, err
-			}
-			for q := 0; ok && q < rn; q++ {
-				retry = append(retry, source{rt[0], int32(q), rt[1], req.Filter})
-			}
-		}
-	}
-	var sources []source
-	if retryFirst(count, s.cfg.RetryFirstPercent) {
-		sources = append(append(sources, retry...), normal...)
-	} else {
-		sources = append(append(sources, normal...), retry...)
 	}
 	var info InfoBuilder
 	var dur durability
@@ -217,6 +187,43 @@ func (s *Service) pop(req PopRequest) (PopResult, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// popSources lists the queues a pop reads, in the order it reads them:
+// the requested queue (or every readable queue of the topic, from a
+// different one at each pop of the group) and, for non-orderly pops, the
+// group's pop-retry queues, first on Config.RetryFirstPercent of the
+// group's pops of the topic. It is nil when the topic does not exist.
+func (s *Service) popSources(req PopRequest) ([]source, error) {
+	n, ok, err := s.cfg.Broker.ReadQueueNums(req.Topic)
+	if err != nil || !ok {
+		return nil, err
+	}
+	count := s.nextRequest(req.Group, req.Topic)
+	var normal []source
+	if req.QueueID >= 0 {
+		normal = append(normal, source{req.Topic, req.QueueID, FlagNormal, req.Filter})
+	} else {
+		for i := 0; i < n; i++ {
+			normal = append(normal, source{req.Topic, int32((count + uint64(i)) % uint64(n)), FlagNormal, req.Filter})
+		}
+	}
+	var retry []source
+	if !req.Order {
+		for _, rt := range s.retryTopics(req.Topic, req.Group) {
+			rn, ok, err := s.cfg.Broker.ReadQueueNums(rt[0])
+			if err != nil {
+				return nil, err
+			}
+			for q := 0; ok && q < rn; q++ {
+				retry = append(retry, source{rt[0], int32(q), rt[1], req.Filter})
+			}
+		}
+	}
+	if retryFirst(count, s.cfg.RetryFirstPercent) {
+		return append(retry, normal...), nil
+	}
+	return append(normal, retry...), nil
 }
 
 // maxPopBody is the size of a pop's answer past which it reads no
