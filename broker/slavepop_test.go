@@ -93,4 +93,10 @@ func TestSlaveAnswersPopsWithoutRecordingThem(t *testing.T) {
 	if ck, ok, err := slave.db.Pop().Checkpoint("g", "SP", 0, mh.CKOffset, mh.PopTime); err != nil || !ok || fmt.Sprint(ck.Offsets) != "[0 1]" {
 		t.Fatalf("the slave's copy of the master's checkpoint after acks on the slave: %+v %v %v, want offsets [0 1]", ck, ok, err)
 	}
+	// A slave's pop starts from the committed offset, as RocketMQ's: the
+	// messages the master has in flight come again from the slave (the
+	// master's pop position is past them).
+	if got := mustPop(t, sc, req); fmt.Sprint(bodies(got.Messages)) != "[m0 m1]" {
+		t.Fatalf("pop on the slave of messages in flight on the master: %v, want [m0 m1]", bodies(got.Messages))
+	}
 }

@@ -18,15 +18,18 @@ import (
 // which on a broker that is not broker 0 (without slave acting master)
 // puts nothing and says SERVICE_NOT_AVAILABLE, which the pop only logs.
 // Nothing is in flight afterwards: the slave revives nothing and acks
-// change nothing there. RocketMQ's slave moves the group on in memory
-// (its PopBufferMergeService offsets), which it forgets every 5 s, when
-// its pops start again from the offset synced from the master; here
-// every pop starts from the group's position as last copied from the
-// master (the pop position, else the committed offset), so pops between
-// two syncs return the same messages. An orderly pop reads from the
-// committed offset, whatever orderly batch of the master's was copied,
-// and counts no earlier delivery (RocketMQ's slave has none of its
-// master's orderly state either).
+// change nothing there.
+//
+// Every pop starts, as RocketMQ's slave's, from the group's committed
+// offset as last copied from the master (the master's pop position, past
+// what it has in flight, is not used: while the master is down, what it
+// had in flight and cannot revive is delivered again from the slave), or
+// where InitMode places a group without one. RocketMQ's slave then moves
+// the group on in memory (its PopBufferMergeService offsets), which it
+// forgets every 5 s; rocketkv's keeps no such memory, so pops between two
+// syncs return the same messages. An orderly pop ignores whatever
+// orderly batch of the master's was copied and counts no earlier
+// delivery (RocketMQ's slave has none of its master's orderly state).
 func (s *Service) PopReadOnly(req PopRequest) (PopResult, error) {
 	res, err := s.popReadOnly(req)
 	res.finish()
@@ -44,7 +47,7 @@ func (s *Service) popReadOnly(req PopRequest) (PopResult, error) {
 	}
 	var info InfoBuilder
 	for _, src := range sources {
-		pos, _, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, !req.Order)
+		pos, _, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, false)
 		if err != nil {
 			return res, fmt.Errorf("read-only pop of %s/%d: %w", src.topic, src.queueID, err)
 		}
