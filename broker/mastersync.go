@@ -74,8 +74,14 @@ func (b *Broker) processGetAllDelayOffset(ctx context.Context, _ *remoting.Conn,
 // TimerCheckpoint, with the time before which this broker delivered its
 // timer messages as lastReadTimeMs (the slave's timer resumes there when
 // it is promoted) and the timer topic's end as the queue offsets (the
-// slave takes every parked message in).
-func (b *Broker) processGetTimerCheckPoint(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+// slave takes every parked message in). With timerWheelEnable false it
+// is refused, as RocketMQ's broker, which then has no timer checkpoint,
+// refuses it.
+func (b *Broker) processGetTimerCheckPoint(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if !b.cfg.TimerWheelEnable {
+		b.log.Warn().Stringer("caller", conn.RemoteAddr()).Msg("GET_TIMER_CHECK_POINT refused: timerWheelEnable is false")
+		return remoting.NewResponse(req, remoting.SystemError, "The checkpoint is null")
+	}
 	readMs, err := b.timers.DeliveredBefore(time.Now())
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
@@ -97,9 +103,14 @@ func (b *Broker) processGetTimerCheckPoint(_ context.Context, _ *remoting.Conn, 
 // version differs from its own). Every topic's timeStamp is the last
 // change to the count (RocketMQ's is the last to that topic's); topics
 // with nothing waiting are left out (RocketMQ keeps them at 0). Until the
-// count is done after a start (or with timerWheelEnable false) the table
-// is empty, versioned by the broker's start.
-func (b *Broker) processGetTimerMetrics(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+// count is done after a start the table is empty, versioned by the
+// broker's start. With timerWheelEnable false it is refused, as
+// RocketMQ's broker, which then has no timer store, refuses it.
+func (b *Broker) processGetTimerMetrics(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if !b.cfg.TimerWheelEnable {
+		b.log.Warn().Stringer("caller", conn.RemoteAddr()).Msg("GET_TIMER_METRICS refused: timerWheelEnable is false")
+		return remoting.NewResponse(req, remoting.SystemError, "The timer message store is null")
+	}
 	type metric struct {
 		Count     int64 `json:"count"`
 		TimeStamp int64 `json:"timeStamp"`

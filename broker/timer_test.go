@@ -333,3 +333,20 @@ func TestGetTimerMetricsCountsWaitingMessagesByTopic(t *testing.T) {
 			m.TimingCount, m.DataVersion.Counter, version)
 	}
 }
+
+// With timerWheelEnable false a RocketMQ broker has no timer checkpoint
+// nor timer store, and refuses a slave's GET_TIMER_CHECK_POINT and
+// GET_TIMER_METRICS with SYSTEM_ERROR instead of answering a checkpoint
+// of a timer that does not run.
+func TestTimerRequestsRefusedWithTheWheelOff(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"timerWheelEnable": "false"})
+	c := b.client(nil)
+	for code, remark := range map[int32]string{
+		remoting.GetTimerCheckPoint: "The checkpoint is null",
+		remoting.GetTimerMetrics:    "The timer message store is null",
+	} {
+		if r := call(t, c, code, nil, nil); r.Code != remoting.SystemError || r.Remark != remark || len(r.Body) != 0 {
+			t.Errorf("request %d with timerWheelEnable=false: %d %q, %d body bytes; want SYSTEM_ERROR %q", code, r.Code, r.Remark, len(r.Body), remark)
+		}
+	}
+}
