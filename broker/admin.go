@@ -693,15 +693,17 @@ func (b *Broker) scheduleRuntimeInfo(table map[string]string) {
 	}
 }
 
-// timerRuntimeInfo adds RocketMQ's timer keys that rocketkv can tell
-// without reading every timer entry to a runtime info table:
+// timerRuntimeInfo adds RocketMQ's timer keys to a runtime info table:
 // timerReadBehind, the seconds the earliest due timer message has waited
-// (getDequeueBehind), and timerOffsetBehind, the timer messages stored
-// and not yet taken in (getEnqueueBehindMessages); both 0 with the timer
-// off, as RocketMQ writes them. timerCongestNum and the timer rates are
-// left out (mqadmin clusterList shows them as 0).
+// (getDequeueBehind); timerOffsetBehind, the timer messages stored and
+// not yet taken in (getEnqueueBehindMessages); timerCongestNum, the timer
+// messages waiting (getAllCongestNum: 0 until the timer has counted them
+// after a start); timerEnqueueTps and timerDequeueTps, the rates of the
+// timer's records taken in and put over the last 10 s. All are 0 with the
+// timer off, as RocketMQ writes them; mqadmin clusterList -m prints them.
 func (b *Broker) timerRuntimeInfo(table map[string]string, nowMs int64) {
-	readBehind, offsetBehind := int64(0), int64(0)
+	readBehind, offsetBehind, congest := int64(0), int64(0), int64(0)
+	enqueueTps, dequeueTps := "0.0", "0.0"
 	if b.cfg.TimerWheelEnable {
 		offsetBehind, _ = b.timerEnqueueBehind(nowMs)
 		if due, err := b.db.Timers().Due(nowMs, 1); err != nil {
@@ -709,9 +711,14 @@ func (b *Broker) timerRuntimeInfo(table map[string]string, nowMs int64) {
 		} else if len(due) > 0 {
 			readBehind = (nowMs - due[0].DeliverMs) / 1000
 		}
+		congest, _ = b.timers.WaitingTotal()
+		enqueueTps, dequeueTps = b.stats.TimerTPS()
 	}
 	table["timerReadBehind"] = strconv.FormatInt(readBehind, 10)
 	table["timerOffsetBehind"] = strconv.FormatInt(offsetBehind, 10)
+	table["timerCongestNum"] = strconv.FormatInt(congest, 10)
+	table["timerEnqueueTps"] = enqueueTps
+	table["timerDequeueTps"] = dequeueTps
 }
 
 // processRuntimeInfo answers GET_BROKER_RUNTIME_INFO with a KVTable: the

@@ -411,14 +411,16 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	// Before the stores: the dispatcher they start counts the timer's
+	// records taken in (timer.Options.TakenIn).
+	b.stats = brokerstats.New(b.cfg.BrokerClusterName, b.statsClock)
+	b.stats.Tick() // the windows' first samples, before anything is counted
 	if err := b.openStores(ctx); err != nil {
 		return err
 	}
 	if b.auth, err = b.openAuth(); err != nil {
 		return err
 	}
-	b.stats = brokerstats.New(b.cfg.BrokerClusterName, b.statsClock)
-	b.stats.Tick() // the windows' first samples, before anything is counted
 	b.clients = newClientManager(b)
 	b.locks = newLockManager(time.Minute)
 	b.holds = newPullHolds(b)
@@ -628,6 +630,8 @@ func (b *Broker) openStores(ctx context.Context) error {
 		// The dispatcher indexes parked messages before the exporter starts.
 		Enqueued:   func(topic string, d time.Duration) { b.earlyMetrics.Load().TimerEnqueued(topic, d) },
 		Dequeued:   func(topic string) { b.earlyMetrics.Load().TimerDequeued(topic) },
+		TakenIn:    func() { b.stats.TimerTook(1) },
+		Put:        b.stats.TimerPut,
 		Properties: b.recordProperties, Precision: b.timerCfg.Precision, RollWindow: b.timerCfg.RollWindow}, b.root)
 	if b.cfg.EnableCompaction {
 		if b.compaction, err = openCompaction(db); err != nil {

@@ -262,3 +262,45 @@ func TestRuntimeInfoScheduleAndTimerBacklog(t *testing.T) {
 		t.Errorf("timerOffsetBehind = %q, want 0: the timer took the message in", v)
 	}
 }
+
+// The runtime info carries every timer key RocketMQ writes and mqadmin
+// clusterList -m prints: timerCongestNum, the timer messages waiting (a
+// cancel takes one off), and timerEnqueueTps and timerDequeueTps, the
+// rates of the records the timer took in and put over the last 10 s;
+// with the timer off they read 0, as on RocketMQ.
+func TestRuntimeInfoTimerCongestionAndRates(t *testing.T) {
+	clk := testutil.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local))
+	b := startTestBrokerWith(t, t.TempDir(), map[string]string{"timerPrecisionMs": "100"}, func(b *Broker) { b.statsClock = clk.Now })
+	c := b.client(nil)
+	for range 10 { // ten seconds sampled before the timer does anything
+		clk.Advance(time.Second)
+		b.stats.Tick()
+	}
+	later := "TIMER_DELIVER_MS\x01" + strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10) + "\x02"
+	mustSend(t, c, "RtTimerT", 0, "soon", "UNIQ_KEY\x01RT-1\x02TIMER_DELAY_MS\x01300\x02")
+	mustSend(t, c, "RtTimerT", 0, "later", "UNIQ_KEY\x01RT-2\x02"+later)
+	mustSend(t, c, "RtTimerT", 0, "later too", "UNIQ_KEY\x01RT-3\x02"+later)
+	mustSend(t, c, "RtTimerT", 0, "cancel", "UNIQ_KEY\x01RT-4\x02"+later+"TIMER_DEL_UNIQKEY\x01RtTimerT+RT-3\x02")
+	waitDelivered(t, b, c, "RtTimerT", 0, 1)
+	b.caughtUp()
+	waitFor(t, "timerCongestNum to count the message waiting", func() bool {
+		return runtimeInfo(t, c)["timerCongestNum"] == "1"
+	})
+	clk.Advance(time.Second)
+	b.stats.Tick()
+	info := runtimeInfo(t, c)
+	for _, k := range []string{"timerEnqueueTps", "timerDequeueTps"} {
+		if v, err := strconv.ParseFloat(info[k], 32); err != nil || v <= 0 || !strings.Contains(info[k], ".") {
+			t.Errorf("%s = %q, want a positive Java float: the timer took in 4 records and delivered 1 in the last 10 s", k, info[k])
+		}
+	}
+
+	off := startTestBroker(t, map[string]string{"timerWheelEnable": "false"})
+	want := map[string]string{"timerReadBehind": "0", "timerOffsetBehind": "0", "timerCongestNum": "0", "timerEnqueueTps": "0.0", "timerDequeueTps": "0.0"}
+	got := runtimeInfo(t, off.client(nil))
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("with timerWheelEnable=false %s = %q, want %q", k, got[k], v)
+		}
+	}
+}

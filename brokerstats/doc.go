@@ -34,6 +34,8 @@
 // Stored messages, reads that found messages, reads that found none, and
 // messages delivered are sampled every second, 601 samples kept; the
 // runtime info reports each as "rate over 10 s, over 1 min, over 10 min".
+// The timer's records taken in and put are sampled the same way and
+// reported as their 10 s rates (timerEnqueueTps, timerDequeueTps).
 // The day totals count apart the messages stored and delivered outside
 // system topics, as RocketMQ's BROKER_PUT_NUMS_WITHOUT_SYSTEM_TOPIC and
 // BROKER_GET_NUMS_WITHOUT_SYSTEM_TOPIC do (a committed transaction is one

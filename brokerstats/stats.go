@@ -87,8 +87,11 @@ type Stats struct {
 	stats                                              map[string]stat
 
 	put, getFound, getMiss, transferred rate
-	putBytes                            atomic.Int64
-	getMessages                         atomic.Int64
+	// timerIn and timerOut count the timer's records taken in and put
+	// (TimerTook, TimerPut).
+	timerIn, timerOut rate
+	putBytes          atomic.Int64
+	getMessages       atomic.Int64
 	// The messages stored and delivered outside system topics, counted
 	// as RocketMQ counts its BROKER_PUT_NUMS_WITHOUT_SYSTEM_TOPIC and
 	// BROKER_GET_NUMS_WITHOUT_SYSTEM_TOPIC: the day totals.
@@ -194,6 +197,38 @@ func (s *Stats) Get(group, topic string, msgs int, bytes int64) {
 	s.getMessages.Add(int64(msgs))
 }
 
+// TimerTook records n records the timer took in from its topic (a message
+// parked, a cancel, a rolled copy), RocketMQ's enqueue_put perf counter:
+// timerEnqueueTps.
+func (s *Stats) TimerTook(n int) { s.timerIn.total.Add(int64(n)) }
+
+// TimerPut records n messages the timer put when due, to their topic or
+// parked again (rolled), RocketMQ's dequeue_put perf counter:
+// timerDequeueTps.
+func (s *Stats) TimerPut(n int) { s.timerOut.total.Add(int64(n)) }
+
+// TimerTPS returns timerEnqueueTps and timerDequeueTps as RocketMQ's
+// runtime info writes them (Java's Float.toString): the rates of
+// TimerTook and TimerPut over the last 10 s, RocketMQ's perf counter
+// window; 0.0 until 10 s were sampled.
+func (s *Stats) TimerTPS() (enqueue, dequeue string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, _ := s.timerIn.tps(10)
+	out, _ := s.timerOut.tps(10)
+	return formatFloat(in), formatFloat(out)
+}
+
+// formatFloat writes v as Java's Float.toString writes the float it
+// rounds to, for the values rates take (0.0 rather than 0).
+func formatFloat(v float64) string {
+	str := strconv.FormatFloat(float64(float32(v)), 'f', -1, 32)
+	if strings.ContainsRune(str, '.') {
+		return str
+	}
+	return str + ".0"
+}
+
 // Miss records a read that found nothing to deliver.
 func (s *Stats) Miss() { s.getMiss.total.Add(1) }
 
@@ -256,7 +291,7 @@ func (s *Stats) Tick() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ticked.Store(now.UnixNano())
-	for _, r := range []*rate{&s.put, &s.getFound, &s.getMiss, &s.transferred} {
+	for _, r := range []*rate{&s.put, &s.getFound, &s.getMiss, &s.transferred, &s.timerIn, &s.timerOut} {
 		r.samples = append(r.samples, rateSample{at: now, value: r.total.Load()})
 		if len(r.samples) > rateSamples {
 			r.samples = append(r.samples[:0], r.samples[len(r.samples)-rateSamples:]...)

@@ -363,3 +363,25 @@ func TestSamplingsKeepTheirPeriodDespiteJitter(t *testing.T) {
 	// Oldest kept sampling at 20.1 s, newest at 80.05 s: 6 over 59.95 s.
 	checkWindow(t, "minute after jittered ticks", w.Minute, Window{Sum: 6, TPS: 6 / 59.95, AvgPT: 6})
 }
+
+// The timer's rates are those of its records taken in and put over the
+// last 10 s, written as Java writes a float: 0.0 until 10 s were sampled.
+func TestTimerRates(t *testing.T) {
+	s, c := newTestStats()
+	s.Tick()
+	if in, out := s.TimerTPS(); in != "0.0" || out != "0.0" {
+		t.Errorf("timer rates before any interval: %q %q, want 0.0 0.0", in, out)
+	}
+	for i := 0; i < 12; i++ {
+		c.Advance(time.Second)
+		s.TimerTook(5)
+		s.TimerPut(2)
+		if i%2 == 0 {
+			s.TimerPut(1)
+		}
+		s.Tick()
+	}
+	if in, out := s.TimerTPS(); in != "5.0" || out != "2.5" {
+		t.Errorf("timer rates %q %q, want 5.0 (taken in) and 2.5 (put)", in, out)
+	}
+}

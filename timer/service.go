@@ -49,6 +49,9 @@ type Service struct {
 	// when unset).
 	enqueued func(topic string, dueAfterBirth time.Duration)
 	dequeued func(topic string)
+	// tookIn and putN are Options.TakenIn and Put (no-ops when unset).
+	tookIn func()
+	putN   func(n int)
 	// properties is Options.Properties (nil: Store.Read).
 	properties func(phy int64) (string, bool, error)
 	// precisionMs is Options.Precision: an entry is due once now passes
@@ -227,6 +230,13 @@ type Options struct {
 	// broker's timer metrics). Dequeued sees every delivered one.
 	Enqueued func(topic string, dueAfterBirth time.Duration)
 	Dequeued func(topic string)
+	// TakenIn, when set, is told of every parked record the hook takes in
+	// (a message, a cancel, a rolled copy; once, as Enqueued), and Put of
+	// the messages each round puts (delivered, or parked again at a roll
+	// point): RocketMQ's enqueue_put and dequeue_put counts, behind the
+	// runtime info's timerEnqueueTps and timerDequeueTps.
+	TakenIn func()
+	Put     func(n int)
 	// Precision is timerPrecisionMs (Config.Precision; default 1 s). A
 	// message parked at TIMER_OUT_MS is delivered once now reaches
 	// TIMER_OUT_MS plus the precision, as RocketMQ reads a wheel slot only
@@ -252,6 +262,13 @@ func New(timers *kvindex.Timers, store Store, opts Options, log zerolog.Logger) 
 	if dequeued == nil {
 		dequeued = func(string) {}
 	}
+	tookIn, putN := opts.TakenIn, opts.Put
+	if tookIn == nil {
+		tookIn = func() {}
+	}
+	if putN == nil {
+		putN = func(int) {}
+	}
 	def := DefaultConfig()
 	precision, roll := opts.Precision, opts.RollWindow
 	if precision <= 0 {
@@ -263,7 +280,7 @@ func New(timers *kvindex.Timers, store Store, opts Options, log zerolog.Logger) 
 	return &Service{timers: timers, store: store, progress: opts.Progress, queueProgress: opts.QueueProgress,
 		precisionMs: precision.Milliseconds(), rollWindowMs: roll.Milliseconds(), chunkBytes: chunkBytes, countPage: countPage,
 		dispatched: opts.Dispatched, paused: paused, now: time.Now, takenIn: math.MaxInt64, maxLate: maxLate,
-		enqueued: enqueued, dequeued: dequeued, properties: opts.Properties, log: log.With().Str("component", "timer").Logger()}
+		enqueued: enqueued, dequeued: dequeued, tookIn: tookIn, putN: putN, properties: opts.Properties, log: log.With().Str("component", "timer").Logger()}
 }
 
 // Hook is the dispatcher hook of rmq_sys_wheel_timer: it indexes each
@@ -310,6 +327,7 @@ func (s *Service) Hook() kvindex.Hook {
 			return nil
 		}
 		s.hooked(m.PhyOffset, m)
+		s.tookIn()
 		if _, rolled := commitlog.LookupProperty(m.Properties, PropRollTimes); !rolled {
 			topic, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyRealTopic)
 			s.enqueued(topic, time.Duration(due-m.BornTimestamp)*time.Millisecond)
@@ -684,6 +702,7 @@ func (s *Service) put(ctx context.Context, entries []kvindex.TimerEntry, msgs []
 	}
 	err = s.store.PutBatch(ctx, msgs)
 	if err == nil {
+		s.putN(len(msgs))
 		for _, m := range msgs {
 			if m.Topic != meta.TimerTopic { // a roll stays parked
 				s.dequeued(m.Topic)

@@ -357,6 +357,24 @@ func (s *Service) Waiting(limit int) (rows []TopicWaiting, topics int, ok bool) 
 	return rows, topics, true
 }
 
+// WaitingTotal returns how many timer messages wait, over every topic:
+// each message's entry counts 1 and each cancel's -1, as RocketMQ's
+// timing wheel counts its slots (getAllCongestNum, the runtime info's
+// timerCongestNum); never below 0. ok is false until CountWaiting has
+// counted.
+func (s *Service) WaitingTotal() (n int64, ok bool) {
+	w := &s.waiting
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.ready {
+		return 0, false
+	}
+	for _, c := range w.counts {
+		n += c
+	}
+	return max(n, 0), true
+}
+
 // WaitingTable is the whole count of waiting timer messages by topic.
 type WaitingTable struct {
 	// Topics holds every topic with messages waiting (a count above 0),
