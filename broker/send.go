@@ -242,6 +242,11 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		set = append(set, [2]string{propDelay, "-1"})
 	}
 	props = commitlog.RewriteProperties(props, []string{propPopCK}, set...)
+	if err := checkDelayProperty(props); err != nil {
+		// After the DLQ's DELAY=-1, which RocketMQ sets over it too.
+		b.busyLog.Warn().Err(err).Str("topic", h.topic).Stringer("producer", conn.RemoteAddr()).Msg("send refused (sampled)")
+		return fail(remoting.SystemError, "%v", err)
+	}
 	sysFlag := h.sysFlag
 	if !half {
 		// Only a half may carry transaction bits a client set: a retry's
@@ -468,6 +473,10 @@ func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoti
 	if commitlog.TransactionType(h.sysFlag) != commitlog.TransactionNotType {
 		return remoting.NewResponse(req, remoting.MessageIllegal, "batch request does not support transaction messages")
 	}
+	if err := checkDelayProperty(h.properties); err != nil {
+		b.busyLog.Warn().Err(err).Str("topic", h.topic).Stringer("producer", conn.RemoteAddr()).Msg("batch send refused (sampled)")
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
 	if delayLevelOf(h.properties) > 0 {
 		// As RocketMQ's asyncPutMessages: a batch is stored as it comes,
 		// never parked in the schedule topic.
@@ -521,6 +530,23 @@ func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoti
 		resp.ExtFields = rh
 		return resp
 	})
+}
+
+// checkDelayProperty refuses a DELAY property that is not a 32-bit
+// integer. RocketMQ's store reads it with Integer.parseInt before it puts
+// any message (getDelayTimeLevel, in the hook that parks delayed and
+// timer messages), and its remoting server answers the exception with
+// SYSTEM_ERROR: such a message is never stored, where rocketkv would store
+// it at once, undelayed.
+func checkDelayProperty(props string) error {
+	v, ok := commitlog.LookupProperty(props, propDelay)
+	if !ok {
+		return nil
+	}
+	if _, err := strconv.ParseInt(v, 10, 32); err != nil {
+		return fmt.Errorf("the property %s=%q is no delay level, which is a 32-bit integer", propDelay, v)
+	}
+	return nil
 }
 
 // delayLevelOf returns the DELAY property as a level (0 when absent or not

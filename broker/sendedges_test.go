@@ -167,3 +167,38 @@ func TestABatchAnswersItsUniqKey(t *testing.T) {
 		t.Fatalf("batch answer %d %s %v, want SUCCESS with transactionId BATCH-UNIQ", r.Code, r.Remark, r.ExtFields)
 	}
 }
+
+// A DELAY property that is no 32-bit integer is refused with
+// SYSTEM_ERROR and nothing is stored, single send or batch header, as
+// RocketMQ's store fails on it (Integer.parseInt before any put) instead
+// of storing the message undelayed. A negative level is a number: the
+// message is stored at once, and so is one with an empty DELAY, which
+// RocketMQ's property parser drops.
+func TestADelayPropertyThatIsNoNumberIsRefused(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	for _, v := range []string{"soon", " 3", "3.0", "2147483648"} {
+		if r := sendV2(t, c, "DelayJunkT", 0, "x", "DELAY\x01"+v+"\x02"); r.Code != remoting.SystemError {
+			t.Errorf("send with DELAY=%q: %d %s, want SYSTEM_ERROR", v, r.Code, r.Remark)
+		}
+	}
+	batch, err := commitlog.AppendBatchItem(nil, 0, []byte("b"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := call(t, c, remoting.SendBatchMessage, map[string]string{
+		"a": "pg", "b": "DelayJunkT", "c": "TBW102", "d": "4", "e": "0", "f": "0",
+		"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": "DELAY\x01three\x02", "m": "true",
+	}, batch)
+	if r.Code != remoting.SystemError {
+		t.Errorf("batch with DELAY=three: %d %s, want SYSTEM_ERROR", r.Code, r.Remark)
+	}
+	if got := pullAll(t, b, c, "DelayJunkT", 0); len(got) != 0 {
+		t.Fatalf("refused sends stored %d messages", len(got))
+	}
+	mustSend(t, c, "DelayJunkT", 0, "now", "DELAY\x01-1\x02")
+	mustSend(t, c, "DelayJunkT", 0, "now too", "DELAY\x01\x02")
+	if got := pullAll(t, b, c, "DelayJunkT", 0); len(got) != 2 || string(got[0].Body) != "now" {
+		t.Fatalf("sends with DELAY=-1 and an empty DELAY stored %d messages in their topic, want 2 at once", len(got))
+	}
+}
