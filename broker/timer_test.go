@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -349,4 +350,30 @@ func TestTimerRequestsRefusedWithTheWheelOff(t *testing.T) {
 			t.Errorf("request %d with timerWheelEnable=false: %d %q, %d body bytes; want SYSTEM_ERROR %q", code, r.Code, r.Remark, len(r.Body), remark)
 		}
 	}
+}
+
+// timerPrecisionMs is rounded down to 100, 200, 500 or 1000 ms as
+// RocketMQ's setter rounds it, and GET_BROKER_CONFIG reports the
+// precision in use, not the value configured.
+func TestTimerPrecisionIsReportedRounded(t *testing.T) {
+	for set, want := range map[string]string{"300": "200", "50": "100", "999": "500", "5000": "1000"} {
+		b := startTestBroker(t, map[string]string{"timerPrecisionMs": set})
+		r := call(t, b.client(nil), remoting.GetBrokerConfig, nil, nil)
+		if r.Code != remoting.Success {
+			t.Fatalf("GET_BROKER_CONFIG: %d %s", r.Code, r.Remark)
+		}
+		if !strings.Contains("\n"+string(r.Body), "\ntimerPrecisionMs="+want+"\n") {
+			t.Errorf("timerPrecisionMs=%s reported as %q, want %s", set, grepLine(string(r.Body), "timerPrecisionMs="), want)
+		}
+	}
+}
+
+// grepLine returns the first line of text that starts with prefix.
+func grepLine(text, prefix string) string {
+	for l := range strings.Lines(text) {
+		if strings.HasPrefix(l, prefix) {
+			return strings.TrimSuffix(l, "\n")
+		}
+	}
+	return ""
 }

@@ -242,8 +242,8 @@ type Broker struct {
 	// is turned off again.
 	TimerStopDequeue bool
 	// TimerPrecision is timerPrecisionMs: delivery times are rounded down
-	// to it (RocketMQ takes 100, 200, 500 or 1000 ms; other values are
-	// rounded down to one of those).
+	// to it. It is 100, 200, 500 or 1000 ms: as RocketMQ's setter, the
+	// loader rounds another value down to one of those (100 at least).
 	TimerPrecision time.Duration
 	// TimerMaxDelay is timerMaxDelaySec: timer messages due later are
 	// refused.

@@ -135,7 +135,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("timerWheelEnable", "true", func(b *Broker) *bool { return &b.TimerWheelEnable }),
 	boolean("timerStopDequeue", "false", func(b *Broker) *bool { return &b.TimerStopDequeue }),
 	boolean("enableCompaction", "true", func(b *Broker) *bool { return &b.EnableCompaction }),
-	millisRange("timerPrecisionMs", "1000", 1, func(b *Broker) *time.Duration { return &b.TimerPrecision }),
+	timerPrecision("timerPrecisionMs", "1000", func(b *Broker) *time.Duration { return &b.TimerPrecision }),
 	seconds("timerMaxDelaySec", "259200", func(b *Broker) *time.Duration { return &b.TimerMaxDelay }),
 	intRange("timerRollWindowSlot", "172800", 2, 1<<31-1, func(b *Broker) *int { return &b.TimerRollWindowSlot }),
 
@@ -489,6 +489,29 @@ func millis[T any](key, def string, ptr func(*T) *time.Duration) field[T] {
 // in code is dropped).
 func millisRange[T any](key, def string, lo int64, ptr func(*T) *time.Duration) field[T] {
 	return inUnit(key, def, time.Millisecond, "milliseconds", lo, 1<<40, ptr)
+}
+
+// timerPrecisions are the timer precisions RocketMQ takes, in ms.
+var timerPrecisions = []int64{100, 200, 500, 1000}
+
+// timerPrecision reads timerPrecisionMs as RocketMQ's setter does: a
+// positive number of milliseconds rounded down to 100, 200, 500 or 1000
+// (100 at least), so GET_BROKER_CONFIG reports the precision in use.
+func timerPrecision[T any](key, def string, ptr func(*T) *time.Duration) field[T] {
+	return field[T]{key: key, def: def, set: func(b *T, raw string) error {
+		v, err := parseInt(raw, 1, 1<<40)
+		if err != nil {
+			return fmt.Errorf("milliseconds: %w", err)
+		}
+		p := timerPrecisions[0]
+		for _, c := range timerPrecisions[1:] {
+			if v >= c {
+				p = c
+			}
+		}
+		*ptr(b) = time.Duration(p) * time.Millisecond
+		return nil
+	}, get: func(b *T) string { return inUnits(*ptr(b), time.Millisecond) }}
 }
 
 // micros reads a duration written in microseconds, from 0 to hi, for the
