@@ -17,6 +17,11 @@ import (
 // scheduleOffsetGroup is where the scheduler keeps its progress per level.
 const scheduleOffsetGroup = meta.ScheduleOffsetGroup
 
+// scheduleConsumerGroup is the group RocketMQ's statistics count the
+// scheduler's reads of SCHEDULE_TOPIC_XXXX under (MixAll's
+// SCHEDULE_CONSUMER_GROUP).
+const scheduleConsumerGroup = "SCHEDULE_CONSUMER"
+
 // toSchedule parks a message with a delay level in SCHEDULE_TOPIC_XXXX,
 // queue level-1, remembering its real topic and queue, as RocketMQ's
 // CommitLog does at put. The dispatcher gives it the delivery time as tag
@@ -248,7 +253,11 @@ func (b *Broker) deliverScheduled(ctx context.Context, phy int64) (int64, error)
 		return 0, err
 	}
 	// RocketMQ's schedule service counts the delivery as a put of the
-	// message's topic, of type delay.
-	b.countInAs(topic, metrics.TypeDelay, 1, res.WroteBytes)
+	// message's topic, of type delay, and as a get of the schedule topic
+	// by SCHEDULE_CONSUMER, unless enableScheduleMessageStats is off.
+	if b.cfg.EnableScheduleMessageStats {
+		b.countInAs(topic, metrics.TypeDelay, 1, res.WroteBytes)
+		b.stats.ScheduleGot(scheduleConsumerGroup, meta.ScheduleTopic, 1, res.WroteBytes)
+	}
 	return res.PhyOffset + res.WroteBytes, nil
 }

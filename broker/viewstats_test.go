@@ -304,3 +304,36 @@ func TestRuntimeInfoTimerCongestionAndRates(t *testing.T) {
 		}
 	}
 }
+
+// A delayed message's delivery counts, as RocketMQ's schedule service
+// counts it with enableScheduleMessageStats (its default), as a put of
+// the message's topic and as a get of SCHEDULE_TOPIC_XXXX by group
+// SCHEDULE_CONSUMER; with the switch off neither is counted.
+func TestDelayedDeliveryStatistics(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		clk := testutil.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local))
+		b := startTestBrokerWith(t, t.TempDir(), map[string]string{"enableScheduleMessageStats": strconv.FormatBool(on)},
+			func(b *Broker) { b.statsClock = clk.Now })
+		c := b.client(nil)
+		mustSend(t, c, "SchedStatsT", 0, "delayed", "DELAY\x011\x02")
+		waitDelivered(t, b, c, "SchedStatsT", 0, 1)
+		b.caughtUp()
+		clk.Advance(10 * time.Second)
+		b.stats.Tick()
+		for _, s := range []struct{ name, key string }{
+			{brokerstats.GroupGetNums, meta.ScheduleTopic + "@SCHEDULE_CONSUMER"},
+			{brokerstats.TopicPutNums, "SchedStatsT"},
+		} {
+			r := call(t, c, remoting.ViewBrokerStatsData, map[string]string{"statsName": s.name, "statsKey": s.key}, nil)
+			if !on {
+				if r.Code == remoting.Success {
+					t.Errorf("enableScheduleMessageStats=false: %s of %s kept", s.name, s.key)
+				}
+				continue
+			}
+			if d := viewStats(t, c, s.name, s.key); d.Minute.Sum != 1 {
+				t.Errorf("%s of %s: %+v, want the one delivery", s.name, s.key, d.Minute)
+			}
+		}
+	}
+}

@@ -229,6 +229,15 @@ func formatFloat(v float64) string {
 	return str + ".0"
 }
 
+// ScheduleGot records msgs delayed messages (bytes in all) the schedule
+// service read from topic and delivered, which RocketMQ counts as got by
+// group SCHEDULE_CONSUMER (GROUP_GET_NUMS and GROUP_GET_SIZE of
+// "SCHEDULE_TOPIC_XXXX@SCHEDULE_CONSUMER"): no read by a consumer, so not
+// in the store's get rates nor in BROKER_GET_NUMS.
+func (s *Stats) ScheduleGot(group, topic string, msgs int, bytes int64) {
+	s.groupGet.add(GroupKey(topic, group), int64(msgs), bytes, false)
+}
+
 // Miss records a read that found nothing to deliver.
 func (s *Stats) Miss() { s.getMiss.total.Add(1) }
 

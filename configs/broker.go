@@ -241,6 +241,11 @@ type Broker struct {
 	// TimerStopDequeue stops the delivery of due timer messages until it
 	// is turned off again.
 	TimerStopDequeue bool
+	// EnableScheduleMessageStats counts each delivery of a delayed
+	// message as RocketMQ does: a put of its topic (statistics and
+	// metrics) and a get of SCHEDULE_TOPIC_XXXX by SCHEDULE_CONSUMER;
+	// when false, neither is counted.
+	EnableScheduleMessageStats bool
 	// TimerPrecision is timerPrecisionMs: delivery times are rounded down
 	// to it. It is 100, 200, 500 or 1000 ms: as RocketMQ's setter, the
 	// loader rounds another value down to one of those (100 at least).

@@ -134,6 +134,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 
 	boolean("timerWheelEnable", "true", func(b *Broker) *bool { return &b.TimerWheelEnable }),
 	boolean("timerStopDequeue", "false", func(b *Broker) *bool { return &b.TimerStopDequeue }),
+	boolean("enableScheduleMessageStats", "true", func(b *Broker) *bool { return &b.EnableScheduleMessageStats }),
 	boolean("enableCompaction", "true", func(b *Broker) *bool { return &b.EnableCompaction }),
 	timerPrecision("timerPrecisionMs", "1000", func(b *Broker) *time.Duration { return &b.TimerPrecision }),
 	seconds("timerMaxDelaySec", "259200", func(b *Broker) *time.Duration { return &b.TimerMaxDelay }),

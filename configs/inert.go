@@ -179,7 +179,6 @@ var brokerInert = slices.Concat([]inert[Broker]{
 	inertInt[Broker]("maxTransferBytesOnMessageInDisk", "pulls are answered with the in-memory limits (maxTransferBytesOnMessageInMemory), however old their messages"),
 	inertInt[Broker]("maxTransferCountOnMessageInDisk", "pulls are answered with the in-memory limits (maxTransferCountOnMessageInMemory), however old their messages"),
 	inertBool[Broker]("timerInterceptDelayLevel", "RocketMQ 5.3 reads it nowhere"),
-	inertBool[Broker]("enableScheduleMessageStats", "delay-level statistics are not kept"),
 	inertInt[Broker]("flushConsumeQueueLeastPages", "the file ConsumeQueue is flushed every flushIntervalConsumeQueue, however little was written"),
 	inertBool[Broker]("messageIndexSafe", "the key index is written to Pebble with the ConsumeQueue and recovered with it; there are no IndexFiles to recover"),
 	inertBool[Broker]("enablePopBufferMerge", "POP checkpoints are written to the index directly; there is no buffer to merge them in"),
