@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -341,10 +342,54 @@ func (b *Broker) park(m *commitlog.Message, level int) error {
 	if err != nil || !parked {
 		return err
 	}
+	if err := b.checkTimerCongestion(m); err != nil {
+		return err
+	}
 	if _, err := b.topics.ensureSystemTopic(meta.TimerTopic, 1, meta.PermRead|meta.PermWrite); err != nil {
 		return fmt.Errorf("create the timer topic: %w", err)
 	}
 	return nil
+}
+
+// errTimerCongested refuses a timer message whose delivery slot is full
+// (RocketMQ's WHEEL_TIMER_FLOW_CONTROL, answered SYSTEM_ERROR).
+var errTimerCongested = errors.New("timer message is under flow control")
+
+// checkTimerCongestion applies RocketMQ's timer flow control
+// (TimerMessageStore.isReject) to a message Park parked: with n timer
+// messages indexed in the slot of its TIMER_OUT_MS (one timerPrecisionMs
+// of time) and N the timerCongestNumEachSlot, it passes for n <= N, is
+// refused for n >= 2N, and between the two is refused unless a draw from
+// 0 to 999 is at most 1000(n-N)/(N+0.1), RocketMQ's arithmetic. With the
+// default N (2^31-1) nothing is counted. A message not yet dispatched is
+// not counted, as RocketMQ's wheel counts what its timer took in.
+func (b *Broker) checkTimerCongestion(m *commitlog.Message) error {
+	limit := int64(b.cfg.TimerCongestNumEachSlot)
+	if limit <= 0 || limit >= math.MaxInt32 {
+		return nil
+	}
+	v, _ := commitlog.LookupProperty(m.Properties, timer.PropOutMs)
+	deliverMs, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return fmt.Errorf("parked timer message with TIMER_OUT_MS %q: %w", v, err)
+	}
+	p := b.timerCfg.Precision.Milliseconds()
+	slot := deliverMs - deliverMs%p
+	n, err := b.db.Timers().Count(slot, slot+p-1, int(2*limit))
+	if err != nil {
+		return fmt.Errorf("timer flow control: %w", err)
+	}
+	congested := int64(n) >= 2*limit
+	if int64(n) > limit && !congested {
+		congested = float64(rand.IntN(1000)) > 1000*float64(int64(n)-limit)/(float64(limit)+0.1)
+	}
+	if !congested {
+		return nil
+	}
+	topic, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyRealTopic)
+	b.busyLog.Warn().Int64("slot", slot).Int("messages", n).Str("topic", topic).Msg("timer send refused by flow control (sampled)")
+	return fmt.Errorf("%w, max num limit is %d or the current value is greater than %d and less than %d, trigger random flow control",
+		errTimerCongested, 2*limit, limit, 2*limit)
 }
 
 // sendsAcceptedFrom reports whether sends are accepted now, and when not,

@@ -377,3 +377,28 @@ func grepLine(text, prefix string) string {
 	}
 	return ""
 }
+
+// With timerCongestNumEachSlot N, a timer send is refused (SYSTEM_ERROR,
+// RocketMQ's WHEEL_TIMER_FLOW_CONTROL remark) once 2N timer messages wait
+// in its delivery slot, and passes while at most N do; other slots are
+// not affected.
+func TestTimerSendsRefusedWhenTheirSlotIsCongested(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"timerCongestNumEachSlot": "1"})
+	c := b.client(nil)
+	due := time.Now().Add(time.Hour).UnixMilli()
+	at := func(ms int64) string { return "TIMER_DELIVER_MS\x01" + strconv.FormatInt(ms, 10) + "\x02" }
+	for i := range 2 {
+		mustSend(t, c, "CongestT", 0, "m"+strconv.Itoa(i), at(due))
+		b.caughtUp()
+	}
+	r := sendV2(t, c, "CongestT", 0, "m2", at(due))
+	want := "timer message is under flow control, max num limit is 2 or the current value is greater than 1 and less than 2, trigger random flow control"
+	if r.Code != remoting.SystemError || r.Remark != want {
+		t.Fatalf("third timer send to a slot holding 2: %d %q, want SYSTEM_ERROR %q", r.Code, r.Remark, want)
+	}
+	mustSend(t, c, "CongestT", 0, "other slot", at(due+time.Minute.Milliseconds()))
+	b.caughtUp()
+	if got := pullAll(t, b, c, meta.TimerTopic, 0); len(got) != 3 {
+		t.Fatalf("%d messages parked, want 3 (the refused one not stored)", len(got))
+	}
+}

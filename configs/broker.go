@@ -258,6 +258,12 @@ type Broker struct {
 	// further ahead of its store time is parked again (rolled) within
 	// that window, so CommitLog retention keeps a copy until it is due.
 	TimerRollWindowSlot int
+	// TimerCongestNumEachSlot is timerCongestNumEachSlot: a timer send is
+	// refused when more than this many timer messages are indexed in its
+	// delivery slot (a precision's span of time), always from twice as
+	// many, at random between (RocketMQ's TimerMessageStore.isReject).
+	// The default, 2^31-1, refuses none.
+	TimerCongestNumEachSlot int
 
 	// Store.
 	StorePathRootDir string

@@ -139,6 +139,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	timerPrecision("timerPrecisionMs", "1000", func(b *Broker) *time.Duration { return &b.TimerPrecision }),
 	seconds("timerMaxDelaySec", "259200", func(b *Broker) *time.Duration { return &b.TimerMaxDelay }),
 	intRange("timerRollWindowSlot", "172800", 2, 1<<31-1, func(b *Broker) *int { return &b.TimerRollWindowSlot }),
+	intRange("timerCongestNumEachSlot", "2147483647", 1, 1<<31-1, func(b *Broker) *int { return &b.TimerCongestNumEachSlot }),
 
 	nonEmpty("storePathRootDir", DefaultStoreRoot(), "the store needs a directory (RocketMQ's default is ~/store)", func(b *Broker) *string { return &b.StorePathRootDir }),
 	commitLogPath("storePathCommitLog", func(b *Broker) *string { return &b.StorePathCommitLog }),

@@ -135,7 +135,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertBool[Broker]("syncMasterFlushOffsetWhenStartup", "a slave-acting-master setting (a slave keeps its master's start offset, shown in haStatus); rocketkv refuses enableSlaveActingMaster and reports masterFlushOffset 0"),
 	inertString[Broker]("timerCheckMetricsWhen", "rocketkv counts the waiting timer messages per topic from its timer index at each start (GET_TIMER_METRICS, rocketmq_timing_messages), so there is no saved count that could drift and need a check"),
 	inertInt[Broker]("timerColdDataCheckIntervalMs", "page cache residency is not scanned; there is no cold-data flow control"),
-	inertInt[Broker]("timerCongestNumEachSlot", "no timing-wheel slots to count: timer sends are not refused for how many messages share a delivery time (RocketMQ's default refuses none either); sends are held back by maxDispatchLagBytes"),
 	inertBool[Broker]("timerEnableCheckMetrics", "rocketkv counts the waiting timer messages per topic from its timer index at each start (GET_TIMER_METRICS, rocketmq_timing_messages), so there is no saved count that could drift and need a check"),
 	inertBool[Broker]("timerEnableDisruptor", "no timer hand-off queues: one goroutine reads due timer messages back and stores them in their topics"),
 	inertBool[Broker]("timerEnableRetryUntilSuccess", "a due timer message whose put fails for the store (disk full, shutting down) is retried every round until stored, as with true; only one that can never be stored is dropped"),

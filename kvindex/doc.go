@@ -476,7 +476,9 @@
 // the timer re-puts each to its REAL_TOPIC and REAL_QID (at a roll point:
 // to rmq_sys_wheel_timer again, TIMER_ROLL_TIMES counted up, so that a
 // record of it stays younger than fileReservedTime, as RocketMQ rolls it)
-// and deletes its entry (one synced batch per round). A slave deletes the
+// and deletes its entry (one synced batch per round). With
+// timerCongestNumEachSlot set, a timer send counts the keys of its
+// delivery slot (Timers.Count) for RocketMQ's flow control. A slave deletes the
 // entries its master's watermark says were delivered
 // (Timers.ForgetDelivered), and recovery those of records past a cut
 // log's end (DropAbove). RocketMQ's timerlog and timerwheel files have no

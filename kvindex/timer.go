@@ -113,6 +113,31 @@ func (t *Timers) DueFrom(fromMs, fromPhy, nowMs int64, limit int) ([]TimerEntry,
 	return out, nil
 }
 
+// Count returns how many entries are due from fromMs to toMs (both
+// inclusive), counting no further than limit: a cheap bound for flow
+// control, which reads the keys but neither values nor records.
+func (t *Timers) Count(fromMs, toMs int64, limit int) (int, error) {
+	if toMs < fromMs || toMs < 0 || limit <= 0 {
+		return 0, nil
+	}
+	upper := prefixEnd([]byte{prefixTimer})
+	if toMs < math.MaxInt64 {
+		upper = timerKey(toMs+1, 0)
+	}
+	it, err := t.db.pdb.NewIter(&pebble.IterOptions{LowerBound: timerKey(max(fromMs, 0), 0), UpperBound: upper})
+	if err != nil {
+		return 0, fmt.Errorf("count timers: %w", err)
+	}
+	n := 0
+	for ok := it.First(); ok && n < limit; ok = it.Next() {
+		n++
+	}
+	if err := it.Close(); err != nil {
+		return 0, fmt.Errorf("count timers: %w", err)
+	}
+	return n, nil
+}
+
 // Delete forgets delivered entries, in one synced batch (one sync per
 // delivery round), so a crash after it does not deliver them again; a
 // crash between their delivery and Delete does (at least once, as

@@ -181,6 +181,33 @@ func TestTimersDue(t *testing.T) {
 	}
 }
 
+// Count counts the entries due within a span of time, both ends
+// included, up to its limit.
+func TestTimersCount(t *testing.T) {
+	db := openTestDB(t)
+	b := timerBase
+	addTimers(t, db, testTimer(b-1, 10), testTimer(b, 20), testTimer(b, 30), testTimer(b+99, 5), testTimer(b+100, 1))
+	for _, c := range []struct {
+		from, to int64
+		limit    int
+		want     int
+	}{
+		{b, b + 99, 10, 3},
+		{b, b + 99, 2, 2},
+		{b, b, 10, 2},
+		{b - 1, b + 100, 10, 5},
+		{b + 1, b + 98, 10, 0},
+		{b + 100, b, 10, 0},
+		{b, b + 99, 0, 0},
+		{0, math.MaxInt64, 10, 5},
+	} {
+		got, err := db.Timers().Count(c.from, c.to, c.limit)
+		if err != nil || got != c.want {
+			t.Errorf("Count(%+d, %+d, %d) = %d, %v; want %d", c.from-b, c.to-b, c.limit, got, err, c.want)
+		}
+	}
+}
+
 // Due and Delete see nothing of the keyspaces next to the timer's, even
 // keys that would not decode as timer entries.
 func TestTimersKeepToTheirKeyspace(t *testing.T) {
