@@ -276,6 +276,7 @@ func TestRuntimeInfoTimerCongestionAndRates(t *testing.T) {
 		clk.Advance(time.Second)
 		b.stats.Tick()
 	}
+	padded := time.Now()
 	later := "TIMER_DELIVER_MS\x01" + strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10) + "\x02"
 	mustSend(t, c, "RtTimerT", 0, "soon", "UNIQ_KEY\x01RT-1\x02TIMER_DELAY_MS\x01300\x02")
 	mustSend(t, c, "RtTimerT", 0, "later", "UNIQ_KEY\x01RT-2\x02"+later)
@@ -283,17 +284,24 @@ func TestRuntimeInfoTimerCongestionAndRates(t *testing.T) {
 	mustSend(t, c, "RtTimerT", 0, "cancel", "UNIQ_KEY\x01RT-4\x02"+later+"TIMER_DEL_UNIQKEY\x01RtTimerT+RT-3\x02")
 	waitDelivered(t, b, c, "RtTimerT", 0, 1)
 	b.caughtUp()
-	waitFor(t, "timerCongestNum to count the message waiting", func() bool {
-		return runtimeInfo(t, c)["timerCongestNum"] == "1"
-	})
 	clk.Advance(time.Second)
 	b.stats.Tick()
 	info := runtimeInfo(t, c)
-	for _, k := range []string{"timerEnqueueTps", "timerDequeueTps"} {
-		if v, err := strconv.ParseFloat(info[k], 32); err != nil || v <= 0 || !strings.Contains(info[k], ".") {
-			t.Errorf("%s = %q, want a positive Java float: the timer took in 4 records and delivered 1 in the last 10 s", k, info[k])
+	if took := time.Since(padded); took >= 9*time.Second {
+		// The broker's own ticker samples every second (at the frozen
+		// clock's time): ten of its samples would push the ones from
+		// before the sends out of the 10 s window.
+		t.Logf("the sends and the delivery took %v: the rates are not checked, their window no longer reaches back before them", took)
+	} else {
+		for _, k := range []string{"timerEnqueueTps", "timerDequeueTps"} {
+			if v, err := strconv.ParseFloat(info[k], 32); err != nil || v <= 0 || !strings.Contains(info[k], ".") {
+				t.Errorf("%s = %q, want a positive Java float: the timer took in 4 records and delivered 1 in the last 10 s", k, info[k])
+			}
 		}
 	}
+	waitFor(t, "timerCongestNum to count the message waiting", func() bool {
+		return runtimeInfo(t, c)["timerCongestNum"] == "1"
+	})
 
 	off := startTestBroker(t, map[string]string{"timerWheelEnable": "false"})
 	want := map[string]string{"timerReadBehind": "0", "timerOffsetBehind": "0", "timerCongestNum": "0", "timerEnqueueTps": "0.0", "timerDequeueTps": "0.0"}
