@@ -522,6 +522,12 @@ func (b *Broker) changeInvisibleTime(req *remoting.Command) *remoting.Command {
 	if err != nil {
 		return b.popError(req, err)
 	}
+	return changedResponse(req, res)
+}
+
+// changedResponse answers a change of invisible time with the handle
+// fields of its result (ChangeInvisibleTimeResponseHeader).
+func changedResponse(req *remoting.Command, res pop.ChangeResult) *remoting.Command {
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	rh := remoting.Header{}
 	rh.SetInt64("popTime", res.PopTime)
@@ -556,13 +562,7 @@ func (b *Broker) slaveChangeInvisibleTime(req *remoting.Command, group, topic st
 	if offset >= committed {
 		res.InvisibleTime = time.Now().UnixMilli() + invisible - h.PopTime
 	}
-	resp := remoting.NewResponse(req, remoting.Success, "")
-	rh := remoting.Header{}
-	rh.SetInt64("popTime", res.PopTime)
-	rh.SetInt64("invisibleTime", res.InvisibleTime)
-	rh.SetInt32("reviveQid", res.ReviveQID)
-	resp.ExtFields = rh
-	return resp
+	return changedResponse(req, res)
 }
 
 // processPeek answers PEEK_MESSAGE: what a pop would return, changing
