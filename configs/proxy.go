@@ -3,6 +3,7 @@ package configs
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -64,12 +65,25 @@ type Proxy struct {
 	GrpcMaxInboundMessageSize int
 	// AuthenticationEnabled and AuthorizationEnabled check gRPC calls
 	// with RocketMQ 5.3's ACL 2.0 (AuthConfig's keys), with the users and
-	// access lists of the brokers, each kept for AuthCacheRefresh
-	// (aclCacheRefreshSecond).
+	// access lists of the brokers, kept for UserCacheRefresh and
+	// AuthCacheRefresh.
 	AuthenticationEnabled, AuthorizationEnabled bool
 	AuthenticationMetadataProvider              string
 	AuthorizationMetadataProvider               string
 	AuthCacheRefresh                            time.Duration
+	// AuthenticationProvider, AuthorizationProvider, AuthenticationStrategy
+	// and AuthorizationStrategy are AuthConfig's class names: empty or
+	// RocketMQ's built-in ones, which rocketkv's checks follow (both
+	// strategies check every call).
+	AuthenticationProvider, AuthorizationProvider string
+	AuthenticationStrategy, AuthorizationStrategy string
+	// UserCacheRefresh is how long a user read from the brokers is used
+	// before it is read again (userCacheRefreshSeconds); AuthCacheRefresh
+	// is the same for access lists (aclCacheRefreshSeconds).
+	UserCacheRefresh time.Duration
+	// UserCacheMaxNum and AclCacheMaxNum bound how many users and access
+	// lists the proxy keeps.
+	UserCacheMaxNum, AclCacheMaxNum int
 	// EnableAclRPCHookForClusterMode signs the proxy's Remoting requests
 	// with InnerClientAuthenticationCredentials ({"accessKey","secretKey"}),
 	// for brokers that check ACL.
@@ -77,6 +91,35 @@ type Proxy struct {
 	InnerClientAuthenticationCredentials string
 	// TLS is the gRPC port's TLS (RocketMQ's tls.server.* keys).
 	TLS TLS
+	// TLSTestModeEnable, TLSCertPath and TLSKeyPath are RocketMQ proxy's
+	// own certificate keys for its gRPC port (tlsTestModeEnable,
+	// tlsCertPath, tlsKeyPath): with test mode off and no
+	// tls.server.certPath, the port's certificate and key are read from
+	// TLSCertPath and TLSKeyPath.
+	TLSTestModeEnable       bool
+	TLSCertPath, TLSKeyPath string
+	// GrpcShutdownTime is how long a shutdown waits for calls in progress
+	// before it cuts them (grpcShutdownTimeSeconds).
+	GrpcShutdownTime time.Duration
+	// EnableMessageBodyEmptyCheck refuses messages with an empty body.
+	EnableMessageBodyEmptyCheck bool
+	// MaxTransactionRecovery bounds a transaction message's orphaned
+	// transaction recovery time; 0 or less means no bound
+	// (maxTransactionRecoverySecond).
+	MaxTransactionRecovery time.Duration
+	// EnableTopicMessageTypeCheck refuses messages whose type is not their
+	// topic's, and tells producers to check it themselves.
+	EnableTopicMessageTypeCheck bool
+	// UseEndpointPortFromRequest answers routes with the port the client
+	// named in its request rather than the proxy's gRPC port.
+	UseEndpointPortFromRequest bool
+	// MetricCollectorMode (off or on) and MetricCollectorAddress
+	// (host:port) tell clients where to export their metrics.
+	MetricCollectorMode, MetricCollectorAddress string
+	// InvisibleTimeWhenClear is how soon the messages a client was
+	// renewing become visible again once the client has gone away
+	// (invisibleTimeMillisWhenClear).
+	InvisibleTimeWhenClear time.Duration
 	// ProxyProtocol says which connections may open with a PROXY protocol
 	// header.
 	ProxyProtocol ProxyProtocol
@@ -120,35 +163,58 @@ var proxyFields = slices.Concat([]field[Proxy]{
 	boolean("authorizationEnabled", "false", func(p *Proxy) *bool { return &p.AuthorizationEnabled }),
 	className("authenticationMetadataProvider", func(p *Proxy) *string { return &p.AuthenticationMetadataProvider }, ProxyAuthenticationMetadataProvider),
 	className("authorizationMetadataProvider", func(p *Proxy) *string { return &p.AuthorizationMetadataProvider }, ProxyAuthorizationMetadataProvider),
-	secondsFrom0("aclCacheRefreshSecond", "20", func(p *Proxy) *time.Duration { return &p.AuthCacheRefresh }),
+	className("authenticationProvider", func(p *Proxy) *string { return &p.AuthenticationProvider }, DefaultAuthenticationProvider),
+	className("authorizationProvider", func(p *Proxy) *string { return &p.AuthorizationProvider }, DefaultAuthorizationProvider),
+	className("authenticationStrategy", func(p *Proxy) *string { return &p.AuthenticationStrategy }, StatelessAuthenticationStrategy, StatefulAuthenticationStrategy),
+	className("authorizationStrategy", func(p *Proxy) *string { return &p.AuthorizationStrategy }, StatelessAuthorizationStrategy, StatefulAuthorizationStrategy),
+	// ProxyConfig's cache keys, which RocketMQ's proxy reads users and
+	// access lists from the brokers with (ClusterMetadataService); the
+	// AuthConfig keys of nearly the same names (aclCacheRefreshSecond,
+	// ...) size a broker's local caches and are inert here.
+	secondsFrom0("userCacheRefreshSeconds", "20", func(p *Proxy) *time.Duration { return &p.UserCacheRefresh }),
+	secondsFrom0("aclCacheRefreshSeconds", "20", func(p *Proxy) *time.Duration { return &p.AuthCacheRefresh }),
+	intRange("userCacheMaxNum", "20000", 1, 1<<26, func(p *Proxy) *int { return &p.UserCacheMaxNum }),
+	intRange("aclCacheMaxNum", "20000", 1, 1<<26, func(p *Proxy) *int { return &p.AclCacheMaxNum }),
 	boolean("enableAclRpcHookForClusterMode", "false", func(p *Proxy) *bool { return &p.EnableAclRPCHookForClusterMode }),
 	checkedSecret("innerClientAuthenticationCredentials", func(raw string) error { _, _, err := ParseInnerCredentials(raw); return err },
 		func(p *Proxy) *string { return &p.InnerClientAuthenticationCredentials }),
-}, tlsServerFields(func(p *Proxy) *TLS { return &p.TLS }), proxyProtocolFields(func(p *Proxy) *ProxyProtocol { return &p.ProxyProtocol }), []field[Proxy]{
+}, tlsServerFields(func(p *Proxy) *TLS { return &p.TLS }), []field[Proxy]{
+	boolean("tlsTestModeEnable", "true", func(p *Proxy) *bool { return &p.TLSTestModeEnable }),
+	str("tlsCertPath", "", func(p *Proxy) *string { return &p.TLSCertPath }),
+	str("tlsKeyPath", "", func(p *Proxy) *string { return &p.TLSKeyPath }),
+	secondsFrom0("grpcShutdownTimeSeconds", "30", func(p *Proxy) *time.Duration { return &p.GrpcShutdownTime }),
+	boolean("enableMessageBodyEmptyCheck", "true", func(p *Proxy) *bool { return &p.EnableMessageBodyEmptyCheck }),
+	inUnit("maxTransactionRecoverySecond", "3600", time.Second, "seconds", -1<<32, 1<<32, func(p *Proxy) *time.Duration { return &p.MaxTransactionRecovery }),
+	boolean("enableTopicMessageTypeCheck", "true", func(p *Proxy) *bool { return &p.EnableTopicMessageTypeCheck }),
+	boolean("useEndpointPortFromRequest", "false", func(p *Proxy) *bool { return &p.UseEndpointPortFromRequest }),
+	metricCollectorMode(func(p *Proxy) *string { return &p.MetricCollectorMode }),
+	hostPort("metricCollectorAddress", "", func(p *Proxy) *string { return &p.MetricCollectorAddress }),
+	millis("invisibleTimeMillisWhenClear", "1000", func(p *Proxy) *time.Duration { return &p.InvisibleTimeWhenClear }),
+}, proxyProtocolFields(func(p *Proxy) *ProxyProtocol { return &p.ProxyProtocol }), []field[Proxy]{
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(p *Proxy) *string { return &p.LogLevel }),
 	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(p *Proxy) *string { return &p.LogFormat }),
 })
 
-// proxyInert are rmq-proxy.json keys that tune parts of RocketMQ's proxy
-// rocketkv's has no counterpart of: thread pools and their queues (Go
-// schedules goroutines), and the Remoting port of RocketMQ's proxy
-// (rocketkv's brokers serve Remoting clients themselves).
-var proxyInert = func() []inert[Proxy] {
-	var out []inert[Proxy]
-	for _, k := range []string{"grpcBossLoopNum", "grpcWorkerLoopNum", "grpcThreadPoolNums", "grpcThreadPoolQueueCapacity",
-		"grpcProducerThreadPoolNums", "grpcProducerThreadQueueCapacity", "grpcConsumerThreadPoolNums",
-		"grpcConsumerThreadQueueCapacity", "grpcRouteThreadPoolNums", "grpcRouteThreadQueueCapacity",
-		"grpcClientManagerThreadPoolNums", "grpcClientManagerThreadQueueCapacity", "grpcTransactionThreadPoolNums",
-		"grpcTransactionThreadQueueCapacity", "renewThreadPoolNums", "renewMaxThreadPoolNums", "renewThreadPoolQueueCapacity",
-		"topicRouteServiceThreadPoolNums", "topicRouteServiceThreadPoolQueueCapacity"} {
-		out = append(out, inertInt[Proxy](k, "a Java thread pool's size or queue; rocketkv's proxy runs each call on its own goroutine"))
+// Values of metricCollectorMode.
+const (
+	MetricCollectorOff = "off"
+	MetricCollectorOn  = "on"
+)
+
+// metricCollectorMode reads metricCollectorMode: off or on, in any case.
+// RocketMQ's third mode, proxy, has clients export their metrics to the
+// proxy's own endpoint, where rocketkv serves no collector: it is refused.
+func metricCollectorMode(ptr func(*Proxy) *string) field[Proxy] {
+	f := oneOf("metricCollectorMode", MetricCollectorOff, []string{MetricCollectorOff, MetricCollectorOn}, ptr)
+	set := f.set
+	f.set = func(p *Proxy, raw string) error {
+		if strings.EqualFold(raw, "proxy") {
+			return fmt.Errorf("%q: rocketkv's proxy collects no client metrics; set on with metricCollectorAddress to name a collector, or off", raw)
+		}
+		return set(p, raw)
 	}
-	out = append(out, inertInt[Proxy]("remotingListenPort", "RocketMQ's proxy also serves Remoting clients; rocketkv's brokers serve them directly"))
-	// RocketMQ ships rmq-proxy.json with this key alone.
-	out = append(out, inert[Proxy]{key: "rocketMQClusterName", parse: func(string) error { return nil },
-		reason: "the proxy serves the brokers of every cluster the name servers know; RocketMQ's proxy uses it for its local-mode broker and its heartbeat-sync topic"})
-	return out
-}()
+	return f
+}
 
 // The metadata providers RocketMQ's proxy reads users and access lists
 // through: from the brokers, as rocketkv's proxy always does.
@@ -200,6 +266,9 @@ func LoadProxyFrom(path string, defaults, overrides []Source) (LoadedProxy, erro
 	if out.Proxy.MaxLongPollingTimeout < out.Proxy.MinLongPollingTimeout {
 		return LoadedProxy{}, fmt.Errorf("grpcClientConsumerMaxLongPollingTimeoutMillis (%v) is below grpcClientConsumerMinLongPollingTimeoutMillis (%v)",
 			out.Proxy.MaxLongPollingTimeout, out.Proxy.MinLongPollingTimeout)
+	}
+	if out.Proxy.MetricCollectorMode == MetricCollectorOn && out.Proxy.MetricCollectorAddress == "" {
+		return LoadedProxy{}, fmt.Errorf("metricCollectorMode on needs metricCollectorAddress, the host:port clients export their metrics to")
 	}
 	if out.Proxy.MaxInvisibleTime < out.Proxy.MinInvisibleTimeForRecv {
 		return LoadedProxy{}, fmt.Errorf("maxInvisibleTimeMills (%v) is below minInvisibleTimeMillsForRecv (%v)",
