@@ -268,20 +268,24 @@ func (c *checkedStream) RecvMsg(m any) error {
 	return errRefusalAnswered
 }
 
-// authCacheSize bounds the users and the access lists a proxy keeps
-// (RocketMQ's aclCacheMaxNum is 20,000): the names come from unverified
-// credentials, so the caches must not grow with them.
+// authCacheSize bounds the users and the access lists a proxy keeps by
+// default (RocketMQ proxy's userCacheMaxNum and aclCacheMaxNum are 20,000;
+// Config.UserCacheSize and ACLCacheSize set them), and the consumer
+// groups' policies: the names come from unverified credentials and
+// requests, so the caches must not grow with them.
 const authCacheSize = 20_000
 
 // remoteAuthStore reads users and access lists from the brokers
 // (AUTH_GET_USER, AUTH_GET_ACL), as RocketMQ's proxy reads them, keeping
-// each answer, found or not, for a while (aclCacheRefreshSecond) in
-// bounded caches, and the brokers' list as long.
+// each answer, found or not, for a while (userCacheRefreshSeconds,
+// aclCacheRefreshSeconds) in bounded caches, and the brokers' list as
+// long as access lists.
 type remoteAuthStore struct {
-	s     *Server
-	ttl   time.Duration
-	users *lru.Cache[string, cachedUser]
-	acls  *lru.Cache[string, cachedACL]
+	s *Server
+	// userTTL is the users', ttl the access lists' (and the brokers').
+	userTTL, ttl time.Duration
+	users        *lru.Cache[string, cachedUser]
+	acls         *lru.Cache[string, cachedACL]
 	// loads collapses concurrent misses of one user or access list into
 	// one request to the brokers.
 	loads singleflight.Group
@@ -293,9 +297,16 @@ type remoteAuthStore struct {
 
 // newRemoteAuthStore returns an empty store.
 func newRemoteAuthStore(s *Server, ttl time.Duration) *remoteAuthStore {
-	users, _ := lru.New[string, cachedUser](authCacheSize)
-	acls, _ := lru.New[string, cachedACL](authCacheSize)
-	return &remoteAuthStore{s: s, ttl: ttl, users: users, acls: acls}
+	return newRemoteAuthStoreSized(s, ttl, ttl, authCacheSize, authCacheSize)
+}
+
+// newRemoteAuthStoreSized returns an empty store keeping users for
+// userTTL and access lists for ttl, at most userSize and aclSize of them
+// (RocketMQ proxy's userCache* and aclCache* keys).
+func newRemoteAuthStoreSized(s *Server, userTTL, ttl time.Duration, userSize, aclSize int) *remoteAuthStore {
+	users, _ := lru.New[string, cachedUser](max(userSize, 1))
+	acls, _ := lru.New[string, cachedACL](max(aclSize, 1))
+	return &remoteAuthStore{s: s, userTTL: userTTL, ttl: ttl, users: users, acls: acls}
 }
 
 type cachedUser struct {
@@ -318,7 +329,7 @@ type cachedACL struct {
 func (r *remoteAuthStore) User(name string) (meta.UserInfo, bool, error) {
 	c, hit := r.users.Get(name)
 	load := func(ctx context.Context) (any, error) { return r.loadUser(ctx, name) }
-	if hit && r.fresh(c.at, "user\x00"+name, load) {
+	if hit && r.fresh(c.at, r.userTTL, "user\x00"+name, load) {
 		return c.u, c.ok, nil
 	}
 	v, err, _ := r.loads.Do("user\x00"+name, func() (any, error) { return load(context.Background()) })
@@ -332,11 +343,11 @@ func (r *remoteAuthStore) User(name string) (meta.UserInfo, bool, error) {
 // fresh reports whether an entry cached at may be answered: within the
 // TTL, or past it (load then runs in the background, once at a time per
 // key) unless the TTL is 0.
-func (r *remoteAuthStore) fresh(at time.Time, key string, load func(context.Context) (any, error)) bool {
-	if r.ttl <= 0 {
+func (r *remoteAuthStore) fresh(at time.Time, ttl time.Duration, key string, load func(context.Context) (any, error)) bool {
+	if ttl <= 0 {
 		return false
 	}
-	if time.Since(at) >= r.ttl {
+	if time.Since(at) >= ttl {
 		r.loads.DoChan(key, func() (any, error) { return r.s.bg.do(load) })
 	}
 	return true
@@ -363,7 +374,7 @@ func (r *remoteAuthStore) loadUser(ctx context.Context, name string) (cachedUser
 func (r *remoteAuthStore) ACL(subject string) (meta.AclInfo, bool, error) {
 	c, hit := r.acls.Get(subject)
 	load := func(ctx context.Context) (any, error) { return r.loadACL(ctx, subject) }
-	if hit && r.fresh(c.at, "acl\x00"+subject, load) {
+	if hit && r.fresh(c.at, r.ttl, "acl\x00"+subject, load) {
 		return c.a, c.ok, nil
 	}
 	v, err, _ := r.loads.Do("acl\x00"+subject, func() (any, error) { return load(context.Background()) })

@@ -2,6 +2,9 @@ package grpcproxy
 
 import (
 	"context"
+	"net"
+	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -199,10 +202,28 @@ func (s *Server) producerSettings(in *rmqpb.Settings) *rmqpb.Settings {
 		pub = &rmqpb.Publishing{}
 		out.PubSub = &rmqpb.Settings_Publishing{Publishing: pub}
 	}
-	pub.ValidateMessageType = true
+	pub.ValidateMessageType = s.cfg.CheckMessageType
 	pub.MaxBodySize = int32(s.cfg.MaxMessageSize)
-	out.Metric = &rmqpb.Metric{On: false}
+	out.Metric = s.metric()
 	return out
+}
+
+// metric is the settings' metric export: on, to Config.MetricCollector,
+// when it names a collector (RocketMQ proxy's metricCollectorMode on).
+func (s *Server) metric() *rmqpb.Metric {
+	host, port, err := net.SplitHostPort(s.cfg.MetricCollector)
+	if err != nil {
+		return &rmqpb.Metric{On: false}
+	}
+	p, _ := strconv.Atoi(port)
+	scheme := rmqpb.AddressScheme_DOMAIN_NAME
+	if ip, err := netip.ParseAddr(host); err == nil {
+		scheme = rmqpb.AddressScheme_IPv6
+		if ip.Unmap().Is4() {
+			scheme = rmqpb.AddressScheme_IPv4
+		}
+	}
+	return &rmqpb.Metric{On: true, Endpoints: &rmqpb.Endpoints{Scheme: scheme, Addresses: []*rmqpb.Address{{Host: host, Port: int32(p)}}}}
 }
 
 // consumerSettings completes a consumer's settings with its group's
@@ -244,6 +265,6 @@ func (s *Server) consumerSettings(in *rmqpb.Settings, gp groupPolicy) *rmqpb.Set
 		policy.Strategy = &rmqpb.RetryPolicy_CustomizedBackoff{CustomizedBackoff: &rmqpb.CustomizedBackoff{Next: next}}
 	}
 	out.BackoffPolicy = policy
-	out.Metric = &rmqpb.Metric{On: false}
+	out.Metric = s.metric()
 	return out
 }

@@ -109,6 +109,36 @@ type Config struct {
 	// innerClientAuthenticationCredentials with
 	// enableAclRpcHookForClusterMode); empty sends them unsigned.
 	InnerAccessKey, InnerSecretKey string
+	// UserCacheTTL is how long a user read from the brokers is used
+	// before it is read again (userCacheRefreshSeconds), as AuthCacheTTL
+	// is for access lists; UserCacheSize and ACLCacheSize bound how many
+	// of each are kept (userCacheMaxNum, aclCacheMaxNum, 20,000).
+	UserCacheTTL                time.Duration
+	UserCacheSize, ACLCacheSize int
+	// ShutdownTimeout bounds how long Shutdown waits for calls in
+	// progress before it cuts them (grpcShutdownTimeSeconds, 30 s); 0
+	// leaves the bound to Shutdown's context.
+	ShutdownTimeout time.Duration
+	// CheckEmptyBody refuses messages with an empty body
+	// (enableMessageBodyEmptyCheck, true).
+	CheckEmptyBody bool
+	// MaxTransactionRecovery bounds a transaction message's orphaned
+	// transaction recovery time; 0 or less sets no bound
+	// (maxTransactionRecoverySecond, an hour).
+	MaxTransactionRecovery time.Duration
+	// CheckMessageType refuses messages whose type is not their topic's
+	// and tells producers to check it (enableTopicMessageTypeCheck, true).
+	CheckMessageType bool
+	// EndpointPortFromRequest answers routes with the port the client
+	// named rather than the proxy's (useEndpointPortFromRequest, false).
+	EndpointPortFromRequest bool
+	// MetricCollector, host:port, is where clients are told to export
+	// their metrics (metricCollectorMode on, metricCollectorAddress);
+	// empty tells them not to.
+	MetricCollector string
+	// ClearInvisible is how soon the messages a client gone away was
+	// renewing become visible again (invisibleTimeMillisWhenClear, 1 s).
+	ClearInvisible time.Duration
 	// Log receives the proxy's log lines.
 	Log zerolog.Logger
 }
@@ -145,6 +175,14 @@ func DefaultConfig() Config {
 		ClientIdle:                120 * time.Second,
 		MaxRecvMsgSize:            130 << 20,
 		AuthCacheTTL:              20 * time.Second,
+		UserCacheTTL:              20 * time.Second,
+		UserCacheSize:             20_000,
+		ACLCacheSize:              20_000,
+		ShutdownTimeout:           30 * time.Second,
+		CheckEmptyBody:            true,
+		MaxTransactionRecovery:    time.Hour,
+		CheckMessageType:          true,
+		ClearInvisible:            time.Second,
 		Log:                       zerolog.Nop(),
 	}
 }
@@ -189,7 +227,12 @@ func CheckConfig(p configs.Proxy) error {
 // certificate or key that cannot be loaded is an error naming the key.
 func ConfigFrom(p configs.Proxy, log zerolog.Logger) (Config, error) {
 	c := DefaultConfig()
-	mode, tc, err := tlsconf.Listener("proxy", p.TLS, log.With().Str("component", "grpcproxy").Logger())
+	t, ownKeys := proxyTLS(p)
+	mode, tc, err := tlsconf.Listener("proxy", t, log.With().Str("component", "grpcproxy").Logger())
+	if err != nil && ownKeys {
+		// The error names tls.server.*, which the file may not have set.
+		return c, fmt.Errorf("tlsTestModeEnable=false, tlsCertPath %q, tlsKeyPath %q: %w", p.TLSCertPath, p.TLSKeyPath, err)
+	}
 	if err != nil {
 		return c, err
 	}
@@ -215,6 +258,16 @@ func ConfigFrom(p configs.Proxy, log zerolog.Logger) (Config, error) {
 	c.MaxRecvMsgSize = p.GrpcMaxInboundMessageSize
 	c.ProxyProtocol = listenconf.ProxyProtocol(p.ProxyProtocol)
 	c.Authentication, c.Authorization, c.AuthCacheTTL = p.AuthenticationEnabled, p.AuthorizationEnabled, p.AuthCacheRefresh
+	c.UserCacheTTL, c.UserCacheSize, c.ACLCacheSize = p.UserCacheRefresh, p.UserCacheMaxNum, p.AclCacheMaxNum
+	c.ShutdownTimeout = p.GrpcShutdownTime
+	c.CheckEmptyBody = p.EnableMessageBodyEmptyCheck
+	c.MaxTransactionRecovery = p.MaxTransactionRecovery
+	c.CheckMessageType = p.EnableTopicMessageTypeCheck
+	c.EndpointPortFromRequest = p.UseEndpointPortFromRequest
+	if p.MetricCollectorMode == configs.MetricCollectorOn {
+		c.MetricCollector = p.MetricCollectorAddress
+	}
+	c.ClearInvisible = p.InvisibleTimeWhenClear
 	if p.EnableAclRPCHookForClusterMode {
 		creds, ok, err := configs.ParseInnerCredentials(p.InnerClientAuthenticationCredentials)
 		if err != nil {
@@ -227,4 +280,21 @@ func ConfigFrom(p configs.Proxy, log zerolog.Logger) (Config, error) {
 	}
 	c.Log = log
 	return c, nil
+}
+
+// proxyTLS is the gRPC port's TLS keys with RocketMQ proxy's own
+// certificate keys applied: tlsTestModeEnable=false turns the self-signed
+// certificate off and, unless tls.server.certPath or tls.server.keyPath
+// names a certificate, takes tlsCertPath and tlsKeyPath (ownKeys then
+// tells).
+func proxyTLS(p configs.Proxy) (t configs.TLS, ownKeys bool) {
+	t = p.TLS
+	if !p.TLSTestModeEnable {
+		t.TestModeEnable = false
+		if t.CertPath == "" && t.KeyPath == "" {
+			t.CertPath, t.KeyPath = p.TLSCertPath, p.TLSKeyPath
+			ownKeys = true
+		}
+	}
+	return t, ownKeys
 }

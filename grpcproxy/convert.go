@@ -49,10 +49,6 @@ const (
 	propCheckImmunity = "CHECK_IMMUNITY_TIME_IN_SECONDS"
 )
 
-// maxTransactionRecovery bounds a half message's orphaned-transaction
-// recovery time (RocketMQ proxy's maxTransactionRecoverySecond).
-const maxTransactionRecovery = time.Hour
-
 // systemPropertyNames are the property names a user property may not
 // take: RocketMQ's MessageConst.STRING_HASH_SET, and the proxy's own
 // (__SHARDINGKEY, TRACE_CONTEXT, INNER_MULTI_DISPATCH,
@@ -122,7 +118,7 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 		}
 		body = plain
 	}
-	if len(body) == 0 {
+	if len(body) == 0 && s.cfg.CheckEmptyBody {
 		return o, fail(rmqpb.Code_MESSAGE_BODY_EMPTY, "message body cannot be empty")
 	}
 	if len(body) > s.cfg.MaxMessageSize {
@@ -193,8 +189,8 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 		o.sysFlag = commitlog.TransactionPrepared
 		if d := sp.GetOrphanedTransactionRecoveryDuration(); d != nil {
 			secs := int64(d.AsDuration() / time.Second)
-			if secs < 0 || time.Duration(secs)*time.Second > maxTransactionRecovery {
-				return o, fail(rmqpb.Code_BAD_REQUEST, "orphaned transaction recovery of %v is outside 0..%v", d.AsDuration(), maxTransactionRecovery)
+			if limit := s.cfg.MaxTransactionRecovery; secs < 0 || limit > 0 && time.Duration(secs)*time.Second > limit {
+				return o, fail(rmqpb.Code_BAD_REQUEST, "orphaned transaction recovery of %v is outside 0..%v", d.AsDuration(), limit)
 			}
 			props[propCheckImmunity] = strconv.FormatInt(secs, 10)
 		}

@@ -146,14 +146,9 @@ func (r *renewer) remove(ctx context.Context, clientID, handle string) (Handle, 
 	return rn.p.handle, true
 }
 
-// clearInvisible is the invisible time left to the messages of a client
-// that went away (RocketMQ proxy's invisibleTimeMillisWhenClear): they
-// are delivered to another consumer a second later, not when the renewed
-// time would have ended.
-const clearInvisible = time.Second
-
 // dropClient stops renewing a client's messages and has workers make
-// them visible again after clearInvisible (those whose renewal is being
+// them visible again after Config.ClearInvisible, not when the renewed
+// time would have ended (those whose renewal is being
 // sent keep the time it gives them). It does not wait for the brokers.
 func (r *renewer) dropClient(clientID string) {
 	r.mu.Lock()
@@ -302,9 +297,9 @@ func (r *renewer) process(ctx context.Context, q renewJob) {
 }
 
 // clear makes a message of a client gone away visible again after
-// clearInvisible (RocketMQ proxy's invisibleTimeMillisWhenClear).
+// Config.ClearInvisible (RocketMQ proxy's invisibleTimeMillisWhenClear).
 func (r *renewer) clear(ctx context.Context, clientID string, p held) {
-	if _, _, err := r.s.changeInvisible(ctx, p.addr, p.group, p.topic, p.handle, clearInvisible); err != nil {
+	if _, _, err := r.s.changeInvisible(ctx, p.addr, p.group, p.topic, p.handle, r.s.cfg.ClearInvisible); err != nil {
 		r.s.log.Warn().Err(err).Str("client", clientID).Str("group", p.group).Msg("message of a client gone away not made visible again; it is after its invisible time")
 	}
 }

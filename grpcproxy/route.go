@@ -71,11 +71,22 @@ func queuesOf(qd namesrv.QueueData, topic *rmqpb.Resource, types []rmqpb.Message
 }
 
 // endpointsFor returns the endpoints a client should reach brokers at:
-// the ones it used to reach the proxy, or, when it names none, the
-// address its connection reached.
+// the hosts it used to reach the proxy with the proxy's port (the port it
+// named with Config.EndpointPortFromRequest, RocketMQ proxy's
+// useEndpointPortFromRequest), or, when it names none, the address its
+// connection reached.
 func (s *Server) endpointsFor(ctx context.Context, asked *rmqpb.Endpoints) *rmqpb.Endpoints {
 	if asked != nil && len(asked.GetAddresses()) > 0 {
-		return asked
+		if s.cfg.EndpointPortFromRequest {
+			return asked
+		}
+		_, port, _ := net.SplitHostPort(s.Addr().String())
+		p, _ := strconv.Atoi(port)
+		out := &rmqpb.Endpoints{Scheme: asked.GetScheme()}
+		for _, a := range asked.GetAddresses() {
+			out.Addresses = append(out.Addresses, &rmqpb.Address{Host: a.GetHost(), Port: int32(p)})
+		}
+		return out
 	}
 	// The address the client reached, not the listen address ("::" when
 	// the proxy listens on every interface).

@@ -61,7 +61,7 @@ func (s *Server) send(ctx context.Context, who caller, req *rmqpb.SendMessageReq
 	if err != nil {
 		return nil, err
 	}
-	if len(r.types) == 1 { // one type: MIXED topics, and unknown ones, accept any
+	if len(r.types) == 1 && s.cfg.CheckMessageType { // one type: MIXED topics, and unknown ones, accept any
 		for _, o := range outs {
 			if t := o.messageType(); t != r.types[0] {
 				return nil, fail(rmqpb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,

@@ -80,7 +80,7 @@ func New(cfg Config) (*Server, error) {
 	s.policies, _ = lru.New[string, *cachedPolicy](authCacheSize)
 	if cfg.Authentication || cfg.Authorization {
 		s.checker = auth.NewChecker(auth.Config{Authentication: cfg.Authentication, Authorization: cfg.Authorization},
-			newRemoteAuthStore(s, cfg.AuthCacheTTL))
+			newRemoteAuthStoreSized(s, cfg.UserCacheTTL, cfg.AuthCacheTTL, cfg.UserCacheSize, cfg.ACLCacheSize))
 	}
 	s.grpc = grpc.NewServer(
 		grpc.Creds(&sniffCreds{mode: cfg.TLSMode, tls: withH2(cfg.TLS)}),
@@ -139,9 +139,14 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // Shutdown stops accepting calls, lets running ones finish until ctx ends
-// (then cuts them), stops the background work and closes the Remoting
-// connections.
+// or Config.ShutdownTimeout passes (then cuts them), stops the background
+// work and closes the Remoting connections.
 func (s *Server) Shutdown(ctx context.Context) error {
+	if s.cfg.ShutdownTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
+		defer cancel()
+	}
 	done := make(chan struct{})
 	go func() {
 		s.grpc.GracefulStop()

@@ -396,7 +396,7 @@ func TestQueryRoute(t *testing.T) {
 		types     []rmqpb.MessageType
 	}{
 		{"normal topic at the proxy's address", "RouteNormal", c.proxyEndpoints(t), rmqpb.Code_OK, 4, []rmqpb.MessageType{rmqpb.MessageType_NORMAL}},
-		{"endpoints the client named are answered back", "RouteNormal", domain, rmqpb.Code_OK, 4, []rmqpb.MessageType{rmqpb.MessageType_NORMAL}},
+		{"the hosts the client named are answered back, with the proxy's port", "RouteNormal", domain, rmqpb.Code_OK, 4, []rmqpb.MessageType{rmqpb.MessageType_NORMAL}},
 		{"no endpoints named: the address the client reached", "RouteNormal", nil, rmqpb.Code_OK, 4, []rmqpb.MessageType{rmqpb.MessageType_NORMAL}},
 		{"FIFO topic", "RouteFifo", c.proxyEndpoints(t), rmqpb.Code_OK, 2, []rmqpb.MessageType{rmqpb.MessageType_FIFO}},
 		{"DELAY topic", "RouteDelay", c.proxyEndpoints(t), rmqpb.Code_OK, 1, []rmqpb.MessageType{rmqpb.MessageType_DELAY}},
@@ -419,9 +419,14 @@ func TestQueryRoute(t *testing.T) {
 			if len(resp.GetMessageQueues()) != tc.queues {
 				t.Fatalf("QueryRoute(%q) answered %d queues, want %d", tc.topic, len(resp.GetMessageQueues()), tc.queues)
 			}
-			wantEndpoints := tc.endpoints
-			if wantEndpoints == nil {
-				wantEndpoints = c.proxyEndpoints(t)
+			wantEndpoints := c.proxyEndpoints(t)
+			if tc.endpoints != nil {
+				// useEndpointPortFromRequest is false by default.
+				port := wantEndpoints.GetAddresses()[0].GetPort()
+				wantEndpoints = proto.Clone(tc.endpoints).(*rmqpb.Endpoints)
+				for _, a := range wantEndpoints.GetAddresses() {
+					a.Port = port
+				}
 			}
 			for i, q := range resp.GetMessageQueues() {
 				if q.GetId() != int32(i) || q.GetPermission() != rmqpb.Permission_READ_WRITE || q.GetTopic().GetName() != tc.topic {

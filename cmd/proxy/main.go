@@ -31,8 +31,9 @@ import (
 
 // options are the command-line flags.
 type options struct {
-	config       string
-	print        bool
+	config string
+	print  bool
+	// shutdownWait, when positive, replaces grpcShutdownTimeSeconds.
 	shutdownWait time.Duration
 	// defaults give way to the file, overrides win over it; a later
 	// source wins over an earlier one.
@@ -78,7 +79,7 @@ func newCommand() *cobra.Command {
 	f.String("log-level", "info", "log level: trace, debug, info, warn or error (overrides logLevel)")
 	f.String("log-format", string(logging.Auto), "log format: auto, console or json (overrides logFormat)")
 	f.StringArrayVar(&sets, "set", nil, "override one configuration key: --set key=value (repeatable)")
-	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 10*time.Second, "how long a shutdown may wait for calls in progress")
+	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 0, "how long a shutdown may wait for calls in progress (overrides grpcShutdownTimeSeconds, 30 s)")
 	return cmd
 }
 
@@ -132,6 +133,9 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	if o.shutdownWait > 0 {
+		pc.ShutdownTimeout = o.shutdownWait
+	}
 	srv, err := grpcproxy.New(pc)
 	if err != nil {
 		return err
@@ -140,8 +144,8 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	<-ctx.Done()
-	log.Info().Msg("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownWait)
+	log.Info().Dur("wait", pc.ShutdownTimeout).Msg("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), pc.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
