@@ -28,9 +28,11 @@ type Proxy struct {
 	MaxUserPropertySize int
 	// UserPropertyMaxNum bounds how many user properties a message has.
 	UserPropertyMaxNum int
-	// MaxMessageGroupSize bounds a message group's bytes.
+	// MaxMessageGroupSize bounds a message group's bytes; 0 or less sets
+	// no bound, as in RocketMQ.
 	MaxMessageGroupSize int
-	// MaxDelayTime is the latest a delivery time may lie ahead.
+	// MaxDelayTime is the latest a delivery time may lie ahead; 0 or less
+	// sets no bound, as in RocketMQ.
 	MaxDelayTime time.Duration
 	// MinInvisibleTimeForRecv and MaxInvisibleTime bound a receive's
 	// invisible time.
@@ -139,8 +141,8 @@ var proxyFields = slices.Concat([]field[Proxy]{
 	intRange("maxMessageSize", "4194304", 1, 1<<30, func(p *Proxy) *int { return &p.MaxMessageSize }),
 	intRange("maxUserPropertySize", "16384", 1, 1<<30, func(p *Proxy) *int { return &p.MaxUserPropertySize }),
 	intRange("userPropertyMaxNum", "128", 1, 1<<20, func(p *Proxy) *int { return &p.UserPropertyMaxNum }),
-	intRange("maxMessageGroupSize", "64", 1, 1<<20, func(p *Proxy) *int { return &p.MaxMessageGroupSize }),
-	millisRange("maxDelayTimeMills", "86400000", 1, func(p *Proxy) *time.Duration { return &p.MaxDelayTime }),
+	intRange("maxMessageGroupSize", "64", -1<<31, 1<<20, func(p *Proxy) *int { return &p.MaxMessageGroupSize }),
+	millisRange("maxDelayTimeMills", "86400000", -1<<40, func(p *Proxy) *time.Duration { return &p.MaxDelayTime }),
 	millis("minInvisibleTimeMillsForRecv", "10000", func(p *Proxy) *time.Duration { return &p.MinInvisibleTimeForRecv }),
 	millisRange("maxInvisibleTimeMills", "43200000", 1, func(p *Proxy) *time.Duration { return &p.MaxInvisibleTime }),
 	millisRange("defaultInvisibleTimeMills", "60000", 1, func(p *Proxy) *time.Duration { return &p.DefaultInvisibleTime }),

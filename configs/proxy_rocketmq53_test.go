@@ -189,3 +189,12 @@ func TestProxyMaxTransactionRecoverySecond(t *testing.T) {
 		t.Errorf("1h: error %v, want one naming the key", err)
 	}
 }
+
+// maxMessageGroupSize and maxDelayTimeMills take 0 and negative values,
+// which RocketMQ's proxy reads as no bound.
+func TestProxyNoBoundValues(t *testing.T) {
+	got, err := LoadProxy("", map[string]string{"maxMessageGroupSize": "0", "maxDelayTimeMills": "-1"})
+	if err != nil || got.Proxy.MaxMessageGroupSize != 0 || got.Proxy.MaxDelayTime != -time.Millisecond {
+		t.Errorf("%d, %v, %v; want 0 and -1ms", got.Proxy.MaxMessageGroupSize, got.Proxy.MaxDelayTime, err)
+	}
+}

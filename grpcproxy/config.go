@@ -36,10 +36,12 @@ type Config struct {
 	// UserPropertyMaxNum bounds how many user properties a message has
 	// (userPropertyMaxNum, 128).
 	UserPropertyMaxNum int
-	// MaxMessageGroupSize bounds a message group's bytes
+	// MaxMessageGroupSize bounds a message group's bytes, 0 or less not at
+	// all
 	// (maxMessageGroupSize, 64).
 	MaxMessageGroupSize int
-	// MaxDelay is the latest a delivery time may lie ahead
+	// MaxDelay is the latest a delivery time may lie ahead, 0 or less
+	// any time
 	// (maxDelayTimeMills, one day).
 	MaxDelay time.Duration
 	// MinInvisible and MaxInvisible bound a receive's invisible duration

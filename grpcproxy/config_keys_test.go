@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
@@ -337,4 +338,21 @@ func TestProxyKeysThroughTheProxy(t *testing.T) {
 		t.Fatalf("NotifyClientTermination: %v %v", resp.GetStatus(), err)
 	}
 	c.expectNothing(t, "staying", receiveRequest(group, "KeysClear", 10*time.Second, time.Second), 4*time.Second)
+}
+
+// maxMessageGroupSize and maxDelayTimeMills of 0 or less set no bound,
+// as RocketMQ's proxy reads them; a blank group is still refused.
+func TestBuildOutgoingNoBounds(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	s := configOnlyServer(func(c *Config) { c.MaxMessageGroupSize, c.MaxDelay = 0, -time.Millisecond })
+	m := validMessage()
+	m.SystemProperties.MessageGroup = proto.String(strings.Repeat("g", 1000))
+	m.SystemProperties.DeliveryTimestamp = timestamppb.New(now.Add(365 * 24 * time.Hour))
+	if _, err := s.buildOutgoing(m, "TopicA", "10.0.0.1:5555", now); err != nil {
+		t.Fatalf("a long group delivered in a year without bounds: %v", err)
+	}
+	m.SystemProperties.MessageGroup = proto.String("  ")
+	if _, err := s.buildOutgoing(m, "TopicA", "10.0.0.1:5555", now); codeOf(err) != rmqpb.Code_ILLEGAL_MESSAGE_GROUP {
+		t.Fatalf("a blank group without bounds: %v, want ILLEGAL_MESSAGE_GROUP", err)
+	}
 }

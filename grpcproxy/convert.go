@@ -201,7 +201,7 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 			return o, fail(rmqpb.Code_ILLEGAL_DELIVERY_TIME, "delivery time: %v", err)
 		}
 		at := ts.AsTime()
-		if at.Sub(now) > s.cfg.MaxDelay {
+		if s.cfg.MaxDelay > 0 && at.Sub(now) > s.cfg.MaxDelay {
 			return o, fail(rmqpb.Code_ILLEGAL_DELIVERY_TIME, "delivery time %s is more than %v ahead", at.Format(time.RFC3339), s.cfg.MaxDelay)
 		}
 		props[propTimerDeliver] = strconv.FormatInt(at.UnixMilli(), 10)
@@ -210,7 +210,7 @@ func (s *Server) buildOutgoing(m *rmqpb.Message, topic, peer string, now time.Ti
 	props[propReconsumeTime] = strconv.Itoa(int(sp.GetDeliveryAttempt()))
 	props[propProducerGroup] = topic
 	if g := sp.GetMessageGroup(); g != "" {
-		if meta.IsBlank(g) || hasControl(g) || len(g) >= s.cfg.MaxMessageGroupSize {
+		if meta.IsBlank(g) || hasControl(g) || s.cfg.MaxMessageGroupSize > 0 && len(g) >= s.cfg.MaxMessageGroupSize {
 			return o, fail(rmqpb.Code_ILLEGAL_MESSAGE_GROUP, "message group %q must not be blank, hold control characters or reach %d bytes", g, s.cfg.MaxMessageGroupSize)
 		}
 		props[propShardingKey] = g
