@@ -79,6 +79,11 @@ type Proxy struct {
 	// strategies check every call).
 	AuthenticationProvider, AuthorizationProvider string
 	AuthenticationStrategy, AuthorizationStrategy string
+	// GroupConfigCacheRefresh is how long a consumer group's policy is
+	// used before it is read again from a broker, and
+	// GroupConfigCacheMaxNum how many groups' policies are kept.
+	GroupConfigCacheRefresh time.Duration
+	GroupConfigCacheMaxNum  int
 	// UserCacheRefresh is how long a user read from the brokers is used
 	// before it is read again (userCacheRefreshSeconds); AuthCacheRefresh
 	// is the same for access lists (aclCacheRefreshSeconds).
@@ -160,6 +165,8 @@ var proxyFields = slices.Concat([]field[Proxy]{
 	intRange("maxRenewRetryTimes", "3", 0, 1000, func(p *Proxy) *int { return &p.MaxRenewRetryTimes }),
 	millisRange("grpcClientIdleTimeMills", "120000", 1, func(p *Proxy) *time.Duration { return &p.ClientIdleTime }),
 	seconds("topicRouteServiceCacheRefreshSeconds", "20", func(p *Proxy) *time.Duration { return &p.TopicRouteCacheRefresh }),
+	secondsFrom0("subscriptionGroupConfigCacheRefreshSeconds", "20", func(p *Proxy) *time.Duration { return &p.GroupConfigCacheRefresh }),
+	intRange("subscriptionGroupConfigCacheMaxNum", "20000", 1, 1<<26, func(p *Proxy) *int { return &p.GroupConfigCacheMaxNum }),
 	intRange("grpcMaxInboundMessageSize", "136314880", 1024, 1<<31-1, func(p *Proxy) *int { return &p.GrpcMaxInboundMessageSize }),
 	boolean("authenticationEnabled", "false", func(p *Proxy) *bool { return &p.AuthenticationEnabled }),
 	boolean("authorizationEnabled", "false", func(p *Proxy) *bool { return &p.AuthorizationEnabled }),

@@ -50,6 +50,8 @@ func TestProxyDefaultsAreRocketMQs(t *testing.T) {
 		GrpcMaxInboundMessageSize: 130 << 20,
 		AuthCacheRefresh:          20 * time.Second,
 		UserCacheRefresh:          20 * time.Second,
+		GroupConfigCacheRefresh:   20 * time.Second,
+		GroupConfigCacheMaxNum:    20000,
 		UserCacheMaxNum:           20000,
 		AclCacheMaxNum:            20000,
 		TLS: TLS{Mode: "permissive", TestModeEnable: true, ConfigFile: "/etc/rocketmq/tls.properties",

@@ -111,6 +111,12 @@ type Config struct {
 	// innerClientAuthenticationCredentials with
 	// enableAclRpcHookForClusterMode); empty sends them unsigned.
 	InnerAccessKey, InnerSecretKey string
+	// GroupPolicyTTL is how long a consumer group's policy read from a
+	// broker is used before it is read again, and GroupPolicySize how many
+	// groups' policies are kept (subscriptionGroupConfigCacheRefreshSeconds
+	// 20 s, subscriptionGroupConfigCacheMaxNum 20,000).
+	GroupPolicyTTL  time.Duration
+	GroupPolicySize int
 	// UserCacheTTL is how long a user read from the brokers is used
 	// before it is read again (userCacheRefreshSeconds), as AuthCacheTTL
 	// is for access lists; UserCacheSize and ACLCacheSize bound how many
@@ -177,6 +183,8 @@ func DefaultConfig() Config {
 		ClientIdle:                120 * time.Second,
 		MaxRecvMsgSize:            130 << 20,
 		AuthCacheTTL:              20 * time.Second,
+		GroupPolicyTTL:            20 * time.Second,
+		GroupPolicySize:           20_000,
 		UserCacheTTL:              20 * time.Second,
 		UserCacheSize:             20_000,
 		ACLCacheSize:              20_000,
@@ -261,6 +269,7 @@ func ConfigFrom(p configs.Proxy, log zerolog.Logger) (Config, error) {
 	c.ProxyProtocol = listenconf.ProxyProtocol(p.ProxyProtocol)
 	c.Authentication, c.Authorization, c.AuthCacheTTL = p.AuthenticationEnabled, p.AuthorizationEnabled, p.AuthCacheRefresh
 	c.UserCacheTTL, c.UserCacheSize, c.ACLCacheSize = p.UserCacheRefresh, p.UserCacheMaxNum, p.AclCacheMaxNum
+	c.GroupPolicyTTL, c.GroupPolicySize = p.GroupConfigCacheRefresh, p.GroupConfigCacheMaxNum
 	c.ShutdownTimeout = p.GrpcShutdownTime
 	c.CheckEmptyBody = p.EnableMessageBodyEmptyCheck
 	c.MaxTransactionRecovery = p.MaxTransactionRecovery

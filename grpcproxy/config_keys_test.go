@@ -38,6 +38,7 @@ func TestConfigFromProxyKeys(t *testing.T) {
 		"enableTopicMessageTypeCheck": "false", "useEndpointPortFromRequest": "true",
 		"metricCollectorMode": "on", "metricCollectorAddress": "10.0.0.9:4317", "invisibleTimeMillisWhenClear": "2500",
 		"userCacheRefreshSeconds": "3", "aclCacheRefreshSeconds": "4", "userCacheMaxNum": "5", "aclCacheMaxNum": "6",
+		"subscriptionGroupConfigCacheRefreshSeconds": "8", "subscriptionGroupConfigCacheMaxNum": "9",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +49,8 @@ func TestConfigFromProxyKeys(t *testing.T) {
 	}
 	if c.ShutdownTimeout != 7*time.Second || c.CheckEmptyBody || c.MaxTransactionRecovery != 0 || c.CheckMessageType ||
 		!c.EndpointPortFromRequest || c.MetricCollector != "10.0.0.9:4317" || c.ClearInvisible != 2500*time.Millisecond ||
-		c.UserCacheTTL != 3*time.Second || c.AuthCacheTTL != 4*time.Second || c.UserCacheSize != 5 || c.ACLCacheSize != 6 {
+		c.UserCacheTTL != 3*time.Second || c.AuthCacheTTL != 4*time.Second || c.UserCacheSize != 5 || c.ACLCacheSize != 6 ||
+		c.GroupPolicyTTL != 8*time.Second || c.GroupPolicySize != 9 {
 		t.Errorf("config %+v", c)
 	}
 	d, err := ConfigFrom(configs.DefaultProxy(), zerolog.Nop())
@@ -58,7 +60,8 @@ func TestConfigFromProxyKeys(t *testing.T) {
 	def := DefaultConfig()
 	if d.ShutdownTimeout != def.ShutdownTimeout || !d.CheckEmptyBody || d.MaxTransactionRecovery != time.Hour || !d.CheckMessageType ||
 		d.EndpointPortFromRequest || d.MetricCollector != "" || d.ClearInvisible != time.Second ||
-		d.UserCacheTTL != 20*time.Second || d.UserCacheSize != 20_000 || d.ACLCacheSize != 20_000 {
+		d.UserCacheTTL != 20*time.Second || d.UserCacheSize != 20_000 || d.ACLCacheSize != 20_000 ||
+		d.GroupPolicyTTL != 20*time.Second || d.GroupPolicySize != 20_000 {
 		t.Errorf("from the default keys %+v", d)
 	}
 }

@@ -245,7 +245,7 @@ func TestStaleGroupPolicyAnsweredWhileItIsRefreshed(t *testing.T) {
 	}
 	addr, asked := stallingServer(t, remoting.GetSubscriptionGroupConfig, body)
 	p := startProxyWithoutCluster(t, func(cfg *Config) {
-		cfg.RouteTTL = time.Millisecond
+		cfg.GroupPolicyTTL = time.Millisecond
 		cfg.RequestTimeout = time.Minute // a refresh outlasts the test
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -77,7 +77,7 @@ func New(cfg Config) (*Server, error) {
 	s.streams = newStreamRegistry()
 	s.txns = newTxnTable(txnMax)
 	s.renewer = newRenewer(s)
-	s.policies, _ = lru.New[string, *cachedPolicy](authCacheSize)
+	s.policies, _ = lru.New[string, *cachedPolicy](max(cfg.GroupPolicySize, 1))
 	if cfg.Authentication || cfg.Authorization {
 		s.checker = auth.NewChecker(auth.Config{Authentication: cfg.Authentication, Authorization: cfg.Authorization},
 			newRemoteAuthStoreSized(s, cfg.UserCacheTTL, cfg.AuthCacheTTL, cfg.UserCacheSize, cfg.ACLCacheSize))

@@ -62,6 +62,7 @@ func startTestClusterWith(t testing.TB, brokerSettings map[string]string, mutate
 	cfg.Addr = "127.0.0.1:0"
 	cfg.NamesrvAddrs = []string{nsAddr}
 	cfg.RouteTTL = 500 * time.Millisecond
+	cfg.GroupPolicyTTL = 500 * time.Millisecond
 	cfg.RequestTimeout = 3 * time.Second
 	cfg.MinLongPolling = 500 * time.Millisecond
 	cfg.MaxLongPolling = 5 * time.Second

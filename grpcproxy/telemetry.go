@@ -28,7 +28,7 @@ func (s *Server) groupPolicy(ctx context.Context, r *topicRoute, group string) g
 
 // groupPolicyAt reads a consumer group's configuration from the first of
 // the brokers that answers, or gives RocketMQ's defaults; answers are
-// cached for the route's time to live. A cached policy is answered at
+// cached for Config.GroupPolicyTTL. A cached policy is answered at
 // once; once older than the TTL it is refreshed in the background
 // meanwhile, and kept when no broker answers the refresh, as routes are
 // (a call does not wait for a broker that hangs). Only a group not cached
@@ -37,7 +37,7 @@ func (s *Server) groupPolicy(ctx context.Context, r *topicRoute, group string) g
 // whole TTL after a broker's hiccup) or ctx ended first.
 func (s *Server) groupPolicyAt(ctx context.Context, brokers []string, group string) groupPolicy {
 	if c, ok := s.policies.Get(group); ok {
-		if time.Since(c.at) >= s.cfg.RouteTTL && c.refreshing.CompareAndSwap(false, true) {
+		if time.Since(c.at) >= s.cfg.GroupPolicyTTL && c.refreshing.CompareAndSwap(false, true) {
 			s.loadGroupPolicy(brokers, group, c) // not waited for: its result is cached
 		}
 		return c.gp
