@@ -335,6 +335,11 @@ func TestProxyKeysThroughTheProxy(t *testing.T) {
 	c.send(t, "keys-producer", newMessage("KeysClear", "held"))
 	req := receiveRequest(group, "KeysClear", 0, time.Second)
 	req.AutoRenew = true
+	// The consumer's settings, as a push consumer sends them first (a
+	// termination without them is UNRECOGNIZED_CLIENT_TYPE).
+	c.telemetryOnce(t, "leaving", &rmqpb.Settings{ClientType: rmqpb.ClientType_PUSH_CONSUMER.Enum(),
+		PubSub: &rmqpb.Settings_Subscription{Subscription: &rmqpb.Subscription{Group: &rmqpb.Resource{Name: group},
+			Subscriptions: []*rmqpb.SubscriptionEntry{{Topic: &rmqpb.Resource{Name: "KeysClear"}}}}}})
 	c.receiveN(t, "leaving", req, 1)
 	resp, err := c.rpc.NotifyClientTermination(callCtx(t, "leaving", 5*time.Second), &rmqpb.NotifyClientTerminationRequest{Group: &rmqpb.Resource{Name: group}})
 	if err != nil || resp.GetStatus().GetCode() != rmqpb.Code_OK {
