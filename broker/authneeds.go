@@ -100,12 +100,15 @@ var authRules = map[int32]authRule{
 	// Beyond RocketMQ 5.3, whose headers for these carry no annotation, so
 	// that any signed user could change the broker: they need Update on
 	// the cluster.
-	remoting.UpdateBrokerConfig:       {cluster: true, actions: authUpdate},
-	remoting.DeleteExpiredCommitLog:   {cluster: true, actions: authUpdate},
-	remoting.SetCommitLogReadMode:     {cluster: true, actions: authUpdate},
-	remoting.CleanExpiredConsumeQueue: {cluster: true, actions: authUpdate},
-	remoting.CleanUnusedTopic:         {cluster: true, actions: authUpdate},
-	remoting.PopRollback:              {cluster: true, actions: authUpdate},
+	remoting.UpdateBrokerConfig:          {cluster: true, actions: authUpdate},
+	remoting.UpdateColdDataFlowCtrConfig: {cluster: true, actions: authUpdate},
+	remoting.RemoveColdDataFlowCtrConfig: {cluster: true, actions: authUpdate},
+	remoting.GetColdDataFlowCtrInfo:      {cluster: true, actions: authGet},
+	remoting.DeleteExpiredCommitLog:      {cluster: true, actions: authUpdate},
+	remoting.SetCommitLogReadMode:        {cluster: true, actions: authUpdate},
+	remoting.CleanExpiredConsumeQueue:    {cluster: true, actions: authUpdate},
+	remoting.CleanUnusedTopic:            {cluster: true, actions: authUpdate},
+	remoting.PopRollback:                 {cluster: true, actions: authUpdate},
 	// rocketkv's own: a checkpoint is a copy of the whole index, users'
 	// passwords included, which AUTH_GET_USER guards with Get on the
 	// cluster too.

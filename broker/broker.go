@@ -121,9 +121,14 @@ type Broker struct {
 	clients   *clientManager
 	locks     *lockManager
 	holds     *pullHolds
-	popSvc    *pop.Service
-	txns      *txn.Service
-	timers    *timer.Service
+	// coldReads counts the groups' cold reads (cold-data flow control).
+	coldReads *coldReads
+	// coldPassPeriod, when positive (tests), replaces the period of the
+	// cold-read accounting pass. It is set between New and Start.
+	coldPassPeriod time.Duration
+	popSvc         *pop.Service
+	txns           *txn.Service
+	timers         *timer.Service
 	// compaction keeps the copies of compacted topics' messages; nil
 	// with enableCompaction false.
 	compaction *kvindex.Compaction
@@ -424,6 +429,8 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.clients = newClientManager(b)
 	b.locks = newLockManager(time.Minute)
 	b.holds = newPullHolds(b)
+	b.coldReads = newColdReads(b.current, b.log)
+	b.coldReads.period = b.coldPassPeriod
 	b.register = newRegistrar(b)
 	b.assignRoutes = newAssignRoutes(b)
 	if err := b.topics.ensureSystemTopics(); err != nil {
@@ -509,6 +516,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		b.goBackground("timer", b.timers.Run)
 	}
 	b.goBackground("stats", b.stats.Run)
+	b.goBackground("cold-read-accounting", b.coldReads.run)
 	b.holds.start()
 	b.log.Info().Str("addr", b.Addr()).Str("store", root).Str("storeType", b.cfg.StoreType).
 		Str("indexWalSync", b.cfg.IndexWALSyncMode()).

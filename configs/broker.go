@@ -93,6 +93,28 @@ type Broker struct {
 	// bytes behind the end of the CommitLog.
 	DisableConsumeIfConsumerReadSlowly bool
 	ConsumerFallbehindThreshold        int64
+	// ColdDataFlowControlEnable turns on RocketMQ 5's cold-data read flow
+	// control: the bytes each consumer group pulls from outside the page
+	// cache are counted, and a group past CgColdReadThreshold (or any
+	// group while all of them together are past GlobalColdReadThreshold)
+	// has its pulls of cold messages refused SYSTEM_BUSY (push consumers)
+	// or held for a while and then served one message at a time (pull
+	// consumers). The counts start again every 5 s.
+	ColdDataFlowControlEnable bool
+	// CgColdReadThreshold is a group's cold-read budget in bytes per
+	// period, unless an administrator set one for the group
+	// (updateColdDataFlowCtrGroupConfig).
+	CgColdReadThreshold int64
+	// GlobalColdReadThreshold is the budget of all groups together.
+	GlobalColdReadThreshold int64
+	// ColdCtrStrategyEnable lets the broker raise the budget of groups
+	// that reach it (by half) and lower the highest budgets (by a fifth,
+	// down to CgColdReadThreshold) while the broker as a whole reads too
+	// much cold data; UsePIDColdCtrStrategy chooses a PID controller
+	// aiming at 80% of GlobalColdReadThreshold to decide when (else the
+	// simple rule: raise always, lower while over the global budget).
+	ColdCtrStrategyEnable bool
+	UsePIDColdCtrStrategy bool
 
 	// Topics and groups.
 	AutoCreateTopicEnable bool

@@ -70,6 +70,11 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("slaveReadEnable", "false", func(b *Broker) *bool { return &b.SlaveReadEnable }),
 	boolean("disableConsumeIfConsumerReadSlowly", "false", func(b *Broker) *bool { return &b.DisableConsumeIfConsumerReadSlowly }),
 	i64Range("consumerFallbehindThreshold", "17179869184", 0, math.MaxInt64, func(b *Broker) *int64 { return &b.ConsumerFallbehindThreshold }),
+	boolean("coldDataFlowControlEnable", "false", func(b *Broker) *bool { return &b.ColdDataFlowControlEnable }),
+	i64Range("cgColdReadThreshold", "3145728", 0, math.MaxInt64, func(b *Broker) *int64 { return &b.CgColdReadThreshold }),
+	i64Range("globalColdReadThreshold", "104857600", 0, math.MaxInt64, func(b *Broker) *int64 { return &b.GlobalColdReadThreshold }),
+	boolean("coldCtrStrategyEnable", "false", func(b *Broker) *bool { return &b.ColdCtrStrategyEnable }),
+	boolean("usePIDColdCtrStrategy", "true", func(b *Broker) *bool { return &b.UsePIDColdCtrStrategy }),
 	intRange("accessMessageInMemoryMaxRatio", "40", 0, 100, func(b *Broker) *int { return &b.AccessMessageInMemoryMaxRatio }),
 	// RocketMQ 5's other replication modes are not there: a file that
 	// turns one on is refused rather than run with classic HA unnoticed.

@@ -11,13 +11,14 @@ import (
 // BrokerConfig, MessageStoreConfig and Netty configs declare that
 // rocketkv accepts without effect, one reason each: statistics and
 // metrics it keeps otherwise, pacing and buffering of mechanisms it does
-// without (revive topics, cold-data flow control, timing wheels, op
-// messages), and settings read only behind switches it refuses. Like the
-// keys of brokerInert, ignoring any of them cannot change what is stored
-// or delivered; keys whose use would are refused (brokerRefusedRocketMQ53)
+// without (revive topics, timing wheels, op messages) or does otherwise
+// (page-cache residency of cold data, asked of the kernel at each pull),
+// and settings read only behind switches it refuses. Like the keys of
+// brokerInert, ignoring any of them cannot change what is stored or
+// delivered; keys whose use would are refused (brokerRefusedRocketMQ53)
 // or stay unknown (logged as warnings) until rocketkv has them.
 var brokerInertRocketMQ53 = []inert[Broker]{
-	inertInt[Broker]("accessMessageInMemoryHotRatio", "no cold-data read flow control: pulls of old messages are served at full rate, so the hot share of memory is not estimated"),
+	inertInt[Broker]("accessMessageInMemoryHotRatio", "cold-data flow control (coldDataFlowControlEnable) asks the kernel (mincore) whether a pull's pages are in the page cache; it does not first exempt the newest share of memory from the end of the CommitLog"),
 	inertBool[Broker]("accountStatsEnable", "no per-account statistics log; broker statistics are kept per topic and group (brokerstats)"),
 	inertBool[Broker]("accountStatsPrintZeroValues", "no per-account statistics log; broker statistics are kept per topic and group (brokerstats)"),
 	inertBool[Broker]("enablePopMetrics", "rocketkv serves none of RocketMQ's POP metrics (rocketmq_pop_*) to turn off"),
@@ -31,10 +32,7 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertString[Broker]("brokerConfigPath", "UPDATE_BROKER_CONFIG writes the changes back into the file given with -c"),
 	inertInt[Broker]("brokerHeartbeatInterval", "a slave-acting-master and controller-mode setting; rocketkv refuses enableSlaveActingMaster and enableControllerMode"),
 	inertInt[Broker]("brokerNotActiveTimeoutMillis", "a slave-acting-master setting; rocketkv refuses enableSlaveActingMaster"),
-	inertInt[Broker]("cgColdReadThreshold", "no cold-data read flow control: pulls of old messages are served at full rate"),
-	inertBool[Broker]("coldCtrStrategyEnable", "no cold-data read flow control: pulls of old messages are served at full rate"),
-	inertBool[Broker]("coldDataFlowControlEnable", "no cold-data read flow control: pulls of old messages are served at full rate, never answered SYSTEM_BUSY or held for it"),
-	inertBool[Broker]("coldDataScanEnable", "no cold-data read flow control, so page-cache residency of CommitLog files is not scanned"),
+	inertBool[Broker]("coldDataScanEnable", "under coldDataFlowControlEnable each pull asks the kernel (mincore) about its own pages, as RocketMQ does with coldDataScanEnable=true; false (judge by the distance from the end of the CommitLog alone) is not reproduced"),
 	inertInt[Broker]("commercialBaseCount", "no billing counts are computed for send or consume hooks"),
 	inertInt[Broker]("commercialSizePerMsg", "no billing counts are computed for send or consume hooks"),
 	inertInt[Broker]("compactionCqMappedFileSize", "compacted topics keep their copies in the index (keyspace 0x80), not in compaction log files to size"),
@@ -75,7 +73,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertInt[Broker]("flushConsumeQueueThoroughInterval", "the file ConsumeQueue is flushed completely every flushIntervalConsumeQueue; there are no partial flushes to complete"),
 	inertInt[Broker]("flushLeastPagesWhenWarmMapedFile", "new CommitLog segments are prefaulted with madvise 16 MiB ahead of the write position; no zeros are written and flushed while warming"),
 	inertInt[Broker]("forwardTimeout", "static topics' logical queues are not there, so no request is forwarded to another broker"),
-	inertInt[Broker]("globalColdReadThreshold", "a setting of RocketMQ's cold-data read flow control, read only with coldDataFlowControlEnable, which rocketkv does not have: pulls of data not in memory are answered like any other"),
 	inertInt[Broker]("haMaxTimeSlaveNotCatchup", "a controller-mode setting; rocketkv refuses enableControllerMode and replicates with classic master-slave HA"),
 	inertBool[Broker]("isBrokerContainer", "RocketMQ reads no such key: it is a field name its configuration dumps print, set only by a broker container"),
 	inertBool[Broker]("isInBrokerContainer", "RocketMQ reads no key of this spelling (its setter's key is inBrokerContainer, and BrokerStartup sets it false anyway); configuration dumps print it"),
@@ -122,7 +119,7 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertInt[Broker]("reviveScanTime", "revive reads due checkpoints from the index in deadline order; there is no revive topic to scan"),
 	inertString[Broker]("rocketmqHome", "no RocketMQ installation is read; plain_acl.yml is found through plainAclFile or the ROCKETMQ_HOME environment variable"),
 	inertInt[Broker]("sampleCountThreshold", "consumer lag metrics count every message past the offsets; filtered lag is not estimated by sampling the ConsumeQueue"),
-	inertInt[Broker]("sampleSteps", "page cache residency is not sampled: there is no cold-data flow control"),
+	inertInt[Broker]("sampleSteps", "cold-data flow control asks the kernel (mincore) about the pages a pull reads, each of them; there is no sampled residency table"),
 	inertInt[Broker]("scheduleAsyncDeliverMaxPendingLimit", "one goroutine delivers due delay-level messages in rounds; there is no asynchronous delivery queue to bound"),
 	inertInt[Broker]("scheduleAsyncDeliverMaxResendNum2Blocked", "delay-level messages are re-put one at a time and a failed put is retried the next round, never skipped; there is no asynchronous delivery to block or give up"),
 	inertBool[Broker]("searchBcqByCacheEnable", "no batch ConsumeQueue (queue.type=BatchCQ is refused); there is no BatchCQ index to search"),
@@ -134,7 +131,7 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertInt[Broker]("syncBrokerMemberGroupPeriod", "a slave-acting-master setting; rocketkv refuses enableSlaveActingMaster and does not sync broker member groups"),
 	inertBool[Broker]("syncMasterFlushOffsetWhenStartup", "a slave-acting-master setting (a slave keeps its master's start offset, shown in haStatus); rocketkv refuses enableSlaveActingMaster and reports masterFlushOffset 0"),
 	inertString[Broker]("timerCheckMetricsWhen", "rocketkv counts the waiting timer messages per topic from its timer index at each start (GET_TIMER_METRICS, rocketmq_timing_messages), so there is no saved count that could drift and need a check"),
-	inertInt[Broker]("timerColdDataCheckIntervalMs", "page cache residency is not scanned; there is no cold-data flow control"),
+	inertInt[Broker]("timerColdDataCheckIntervalMs", "cold-data flow control asks the kernel (mincore) at each pull; there is no periodic residency scan to pace"),
 	inertBool[Broker]("timerEnableCheckMetrics", "rocketkv counts the waiting timer messages per topic from its timer index at each start (GET_TIMER_METRICS, rocketmq_timing_messages), so there is no saved count that could drift and need a check"),
 	inertBool[Broker]("timerEnableDisruptor", "no timer hand-off queues: one goroutine reads due timer messages back and stores them in their topics"),
 	inertBool[Broker]("timerEnableRetryUntilSuccess", "a due timer message whose put fails for the store (disk full, shutting down) is retried every round until stored, as with true; only one that can never be stored is dropped"),
@@ -151,7 +148,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertInt[Broker]("travelCqFileNumWhenGetMessage", "a filtered pull examines up to 4,096 entries and the client pulls again from where it stopped; what is delivered is the same"),
 	inertInt[Broker]("updateNameServerAddrPeriod", "a namesrvAddr changed by UPDATE_BROKER_CONFIG is applied at once rather than re-read every period; a host name in it is resolved again when a connection opens"),
 	inertBool[Broker]("useABSLock", "the CommitLog append lock is a Go mutex; there is no adaptive spin lock to choose"),
-	inertBool[Broker]("usePIDColdCtrStrategy", "no cold-read flow control of consumer groups: pulls are not throttled for reading from disk"),
 	inertBool[Broker]("useStaticSubscription", "consumer lag metrics cover the groups with a live client and the topics they subscribe to; the topics a group's config names are not consulted"),
 	inertBool[Broker]("wakeCommitWhenPutMessage", "appends are written into the mapped segment directly; there is no off-heap write buffer pool to size or commit"),
 	{key: "autoMessageVersionOnTopicLen", reason: "records of topics longer than 127 bytes are always written in the V2 format (two-byte topic length), which RocketMQ reads back",

@@ -67,6 +67,9 @@ const (
 	GetBrokerRuntimeInfo                 int32 = 28   // GET_BROKER_RUNTIME_INFO
 	UpdateBrokerConfig                   int32 = 25   // UPDATE_BROKER_CONFIG
 	GetBrokerConfig                      int32 = 26   // GET_BROKER_CONFIG
+	UpdateColdDataFlowCtrConfig          int32 = 2001 // UPDATE_COLD_DATA_FLOW_CTR_CONFIG
+	RemoveColdDataFlowCtrConfig          int32 = 2002 // REMOVE_COLD_DATA_FLOW_CTR_CONFIG
+	GetColdDataFlowCtrInfo               int32 = 2003 // GET_COLD_DATA_FLOW_CTR_INFO
 	UpdateAndCreateSubscriptionGroup     int32 = 200  // UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
 	UpdateAndCreateSubscriptionGroupList int32 = 225  // UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST
 	GetAllSubscriptionGroupConfig        int32 = 201  // GET_ALL_SUBSCRIPTIONGROUP_CONFIG
