@@ -121,11 +121,15 @@ type Broker struct {
 	clients   *clientManager
 	locks     *lockManager
 	holds     *pullHolds
-	// coldReads counts the groups' cold reads (cold-data flow control).
+	// coldReads counts the groups' cold reads (cold-data flow control);
+	// coldHolds holds back the pulls it limits.
 	coldReads *coldReads
-	// coldPassPeriod, when positive (tests), replaces the period of the
-	// cold-read accounting pass. It is set between New and Start.
+	coldHolds *coldPullHolds
+	// coldPassPeriod and coldScanPeriod, when positive (tests), replace
+	// the periods of the cold-read accounting pass and of the scan of held
+	// cold pulls. Both are set between New and Start.
 	coldPassPeriod time.Duration
+	coldScanPeriod time.Duration
 	popSvc         *pop.Service
 	txns           *txn.Service
 	timers         *timer.Service
@@ -431,6 +435,8 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.holds = newPullHolds(b)
 	b.coldReads = newColdReads(b.current, b.log)
 	b.coldReads.period = b.coldPassPeriod
+	b.coldHolds = newColdPullHolds(func() bool { return b.current().ColdDataFlowControlEnable })
+	b.coldHolds.period = b.coldScanPeriod
 	b.register = newRegistrar(b)
 	b.assignRoutes = newAssignRoutes(b)
 	if err := b.topics.ensureSystemTopics(); err != nil {
@@ -517,6 +523,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	}
 	b.goBackground("stats", b.stats.Run)
 	b.goBackground("cold-read-accounting", b.coldReads.run)
+	b.goBackground("cold-pull-holds", b.coldHolds.run)
 	b.holds.start()
 	b.log.Info().Str("addr", b.Addr()).Str("store", root).Str("storeType", b.cfg.StoreType).
 		Str("indexWalSync", b.cfg.IndexWALSyncMode()).
@@ -850,6 +857,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	}
 	b.register.unregisterAll(ctx)
 	b.holds.releaseAll()
+	b.coldHolds.release()
 	b.popHolds.releaseAll()
 	var errs []error
 	var running []*remoting.Server

@@ -606,6 +606,21 @@ func (m *clientManager) pullerKnown(group string, conn *remoting.Conn) bool {
 	return false
 }
 
+// consumePassively is the ConsumeType of push consumers.
+const consumePassively = "CONSUME_PASSIVELY"
+
+// consumeTypeOf returns the ConsumeType group's consumers declared in
+// their heartbeats, and false when no consumer of group is registered.
+func (m *clientManager) consumeTypeOf(group string) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.consumers[group]
+	if g == nil {
+		return "", false
+	}
+	return g.consumeType, true
+}
+
 // consumeModeOf is RocketMQ's ConsumeType label: CONSUME_PASSIVELY is
 // "push", CONSUME_ACTIVELY "pull", CONSUME_POP "pop".
 func consumeModeOf(consumeType string) string {

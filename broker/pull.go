@@ -27,6 +27,10 @@ const (
 	forbiddenSubscription = 5 // SUBSCRIPTION_FORBIDDEN: the group is forbidden to read the topic
 )
 
+// coldCtrRemark is the remark of the answer to a pull that cold-data
+// flow control refuses (RocketMQ's).
+const coldCtrRemark = "This consumer group is reading cold data. It has been flow control"
+
 // forbiddenPull gives a NO_PERMISSION pull answer its forbiddenType.
 func forbiddenPull(resp *remoting.Command, forbiddenType int32) *remoting.Command {
 	resp.ExtFields = map[string]string{}
@@ -52,6 +56,9 @@ type pullHeader struct {
 	// first held): a wake-up that finds only messages its filter rejects
 	// holds it again, past them, until then.
 	holdUntil time.Time
+	// coldRerun marks the second run of a pull held back for reading
+	// cold data (RocketMQ's _noSuspend_ field): it is not held again.
+	coldRerun bool
 }
 
 func parsePullHeader(req *remoting.Command) (pullHeader, error) {
@@ -202,6 +209,26 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		return fail(remoting.SystemError, sqlUnsupported)
 	}
 
+	if b.coldReads.limited(p.group) && b.coldAt(p.topic, p.queueID, p.queueOffset) {
+		// Cold-data flow control, where RocketMQ's pull processor
+		// applies it: before the offset reset and the read.
+		ct, known := b.clients.consumeTypeOf(p.group)
+		switch {
+		case known && ct == consumePassively:
+			b.log.Debug().Str("group", p.group).Str("topic", p.topic).Int32("queue", p.queueID).
+				Msg("pull of cold data refused: the group is over its cold-read threshold")
+			return fail(remoting.SystemBusy, coldCtrRemark)
+		case known && ct != consumeActively:
+			// A POP group's pull: RocketMQ limits only push and pull
+			// consumers.
+		case !p.coldRerun:
+			// A pull consumer (or a group no heartbeat named, which
+			// RocketMQ fails on): held back, then served one message.
+			return b.holdColdPull(conn, req, p)
+		default:
+			p.maxMsgNums = 1
+		}
+	}
 	if off, ok := b.resets.take(p.group, p.topic, p.queueID); ok {
 		// Before the offset the client commits with this pull: that is
 		// the offset the reset replaces.
@@ -212,6 +239,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		b.log.Error().Err(err).Str("topic", p.topic).Int32("queue", p.queueID).Msg("pull read failed")
 		return fail(remoting.SystemError, "read failed: %v", err)
 	}
+	b.coldReads.add(p.group, r.coldBytes)
 	// A slave takes its consumer offsets from its master; a pull's commit
 	// is the master's to store (RocketMQ's slave ignores it too).
 	if allowSuspend && p.sysFlag&pullCommitOffset != 0 && p.commitOffset >= 0 && !b.isSlave() {
@@ -395,4 +423,22 @@ func (b *Broker) holdPull(conn *remoting.Conn, req *remoting.Command, p pullHead
 		func() {
 			rerunHeld(conn, req, func() *remoting.Command { return b.pull(conn, req, p, false) })
 		})
+}
+
+// holdColdPull holds back a pull consumer's pull of cold data (RocketMQ's
+// suspendColdDataReadRequest): it is run again, for one message and
+// without committing its offset or being held for long polling, once
+// coldPullHolds lets it go. A pull that finds the hold queue full (or
+// the broker stopping) is answered SYSTEM_BUSY at once.
+func (b *Broker) holdColdPull(conn *remoting.Conn, req *remoting.Command, p pullHeader) *remoting.Command {
+	p.coldRerun = true
+	held := b.coldHolds.hold(func() {
+		rerunHeld(conn, req, func() *remoting.Command { return b.pull(conn, req, p, false) })
+	})
+	if !held {
+		b.log.Warn().Str("group", p.group).Str("topic", p.topic).Int32("queue", p.queueID).
+			Msg("pull of cold data refused: the queue of held cold pulls is full or the broker is stopping")
+		return remoting.NewResponse(req, remoting.SystemBusy, coldCtrRemark)
+	}
+	return nil
 }

@@ -232,6 +232,11 @@ type getResult struct {
 	// out or not, and -1 when none was: how far behind the log's end the
 	// reader is (RocketMQ's maxPhyOffsetPulling).
 	lastPhy int64
+	// coldBytes is the size of the records read whose pages were not all
+	// in the page cache, counted under coldDataFlowControlEnable only
+	// (RocketMQ's coldDataSum): records the tag code filters out are not
+	// read, and not counted.
+	coldBytes int64
 }
 
 // getMessages reads up to maxNums messages of a queue from offset that pass
@@ -256,6 +261,7 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 	maxNums, maxBytes = b.transferLimits(maxNums, maxBytes)
 	// A POP revive's own property is no reader's (kvindex.AppendShown).
 	shown := kvindex.HoldsRevived(topic)
+	countCold := b.current().ColdDataFlowControlEnable
 	next := offset
 	scanned := 0
 	full := false // maxNums or maxBytes reached: the batch ends before next
@@ -285,6 +291,10 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 			}
 			if err != nil {
 				return r, fmt.Errorf("read %s/%d@%d at %d: %w", topic, queueID, e.QueueOffset, e.PhyOffset, err)
+			}
+			if countCold {
+				// Before the record is looked at: that faults its pages in.
+				b.countCold(&r, v)
 			}
 			rec := v.Data
 			if filter.matchesRecord(rec) {
@@ -381,4 +391,41 @@ func (b *Broker) readClientRecord(phy int64) ([]byte, commitlog.Message, bool, e
 		return nil, commitlog.Message{}, false, nil
 	}
 	return rec, m, ok, err
+}
+
+// countCold adds v's size to r.coldBytes when its pages are not all in
+// the page cache. A residency the kernel cannot tell counts as cached, as
+// RocketMQ takes a failed mincore.
+func (b *Broker) countCold(r *getResult, v *commitlog.View) {
+	in, err := v.Resident()
+	if err != nil {
+		b.log.Warn().Err(err).Int64("phyOffset", v.Offset).Msg("page cache residency unknown; not counted as a cold read")
+		return
+	}
+	if !in {
+		r.coldBytes += int64(len(v.Data))
+	}
+}
+
+// coldAt reports whether the message at offset in the queue starts in
+// CommitLog pages not in the page cache, the first one a pull from there
+// would read (RocketMQ's isMsgInColdArea,
+// which estimates it from the distance to the end of the log; this asks
+// the kernel). No message there, or one gone, is not cold.
+func (b *Broker) coldAt(topic string, queueID int32, offset int64) bool {
+	entries, err := b.cqs.Get(topic, queueID, offset, 1)
+	if err != nil || len(entries) == 0 {
+		return false
+	}
+	v, err := b.clog.Read(entries[0].PhyOffset, entries[0].Size)
+	if err != nil {
+		return false
+	}
+	defer v.Release()
+	in, err := v.Resident()
+	if err != nil {
+		b.log.Warn().Err(err).Int64("phyOffset", entries[0].PhyOffset).Msg("page cache residency unknown; the pull is not held back as cold")
+		return false
+	}
+	return !in
 }
