@@ -395,7 +395,9 @@ func (b *Broker) readClientRecord(phy int64) ([]byte, commitlog.Message, bool, e
 
 // countCold adds v's size to r.coldBytes when its pages are not all in
 // the page cache. A residency the kernel cannot tell counts as cached, as
-// RocketMQ takes a failed mincore.
+// RocketMQ takes a failed mincore. It costs each record read one mincore
+// call and a vector of a byte per page (Resident), only under
+// coldDataFlowControlEnable.
 func (b *Broker) countCold(r *getResult, v *commitlog.View) {
 	in, err := v.Resident()
 	if err != nil {
