@@ -61,8 +61,12 @@ type Proxy struct {
 	MaxRenewRetryTimes int
 	// ClientIdleTime is how long a silent client's settings are kept.
 	ClientIdleTime time.Duration
-	// TopicRouteCacheRefresh is how long a route is reused.
+	// TopicRouteCacheRefresh is how long a route is reused,
+	// TopicRouteCacheExpired how long one nobody asks for is kept, and
+	// TopicRouteCacheMaxNum how many are kept.
 	TopicRouteCacheRefresh time.Duration
+	TopicRouteCacheExpired time.Duration
+	TopicRouteCacheMaxNum  int
 	// GrpcMaxInboundMessageSize bounds one gRPC request.
 	GrpcMaxInboundMessageSize int
 	// AuthenticationEnabled and AuthorizationEnabled check gRPC calls
@@ -165,6 +169,8 @@ var proxyFields = slices.Concat([]field[Proxy]{
 	intRange("maxRenewRetryTimes", "3", 0, 1000, func(p *Proxy) *int { return &p.MaxRenewRetryTimes }),
 	millisRange("grpcClientIdleTimeMills", "120000", 1, func(p *Proxy) *time.Duration { return &p.ClientIdleTime }),
 	seconds("topicRouteServiceCacheRefreshSeconds", "20", func(p *Proxy) *time.Duration { return &p.TopicRouteCacheRefresh }),
+	seconds("topicRouteServiceCacheExpiredSeconds", "300", func(p *Proxy) *time.Duration { return &p.TopicRouteCacheExpired }),
+	intRange("topicRouteServiceCacheMaxNum", "20000", 1, 1<<26, func(p *Proxy) *int { return &p.TopicRouteCacheMaxNum }),
 	secondsFrom0("subscriptionGroupConfigCacheRefreshSeconds", "20", func(p *Proxy) *time.Duration { return &p.GroupConfigCacheRefresh }),
 	intRange("subscriptionGroupConfigCacheMaxNum", "20000", 1, 1<<26, func(p *Proxy) *int { return &p.GroupConfigCacheMaxNum }),
 	intRange("grpcMaxInboundMessageSize", "136314880", 1024, 1<<31-1, func(p *Proxy) *int { return &p.GrpcMaxInboundMessageSize }),

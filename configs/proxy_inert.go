@@ -82,8 +82,6 @@ var proxyInert = slices.Concat(
 	inertBools[Proxy]("read only by metrics exporters (metricsExporterType), which rocketkv's proxy does not have", "metricsInDelta"),
 
 	// Caches and housekeeping kept otherwise.
-	inertInts[Proxy]("routes are kept for every topic asked for, refreshed in the background after topicRouteServiceCacheRefreshSeconds; none is dropped for want of use or count",
-		"topicRouteServiceCacheExpiredSeconds", "topicRouteServiceCacheMaxNum"),
 	inertInts[Proxy]("a topic's message type is read with its route and refreshed with it (topicRouteServiceCacheRefreshSeconds); there is no topic config cache",
 		"topicConfigCacheExpiredSeconds", "topicConfigCacheRefreshSeconds", "topicConfigCacheMaxNum"),
 	inertInts[Proxy]("a cached consumer group's policy is refreshed in the background after subscriptionGroupConfigCacheRefreshSeconds; only subscriptionGroupConfigCacheMaxNum drops policies",

@@ -47,6 +47,8 @@ func TestProxyDefaultsAreRocketMQs(t *testing.T) {
 		MaxRenewRetryTimes:        3,
 		ClientIdleTime:            120 * time.Second,
 		TopicRouteCacheRefresh:    20 * time.Second,
+		TopicRouteCacheExpired:    300 * time.Second,
+		TopicRouteCacheMaxNum:     20000,
 		GrpcMaxInboundMessageSize: 130 << 20,
 		AuthCacheRefresh:          20 * time.Second,
 		UserCacheRefresh:          20 * time.Second,

@@ -26,8 +26,14 @@ type Config struct {
 	// server, long polling excluded.
 	RequestTimeout time.Duration
 	// RouteTTL is how long a topic's route is reused before it is asked
-	// again (topicRouteServiceCacheRefreshSeconds, 20 s).
-	RouteTTL time.Duration
+	// again (topicRouteServiceCacheRefreshSeconds, 20 s); RouteIdle how
+	// long a route no call asks for is kept (0: for ever), and
+	// RouteCacheSize how many routes are kept, the least recently used
+	// dropped first (topicRouteServiceCacheExpiredSeconds 300 s,
+	// topicRouteServiceCacheMaxNum 20,000).
+	RouteTTL       time.Duration
+	RouteIdle      time.Duration
+	RouteCacheSize int
 	// MaxMessageSize is the largest body accepted (maxMessageSize, 4 MiB).
 	MaxMessageSize int
 	// MaxUserPropertySize bounds the bytes of a message's user properties,
@@ -159,6 +165,8 @@ func DefaultConfig() Config {
 		NamesrvAddrs:              []string{"127.0.0.1:9876"},
 		RequestTimeout:            5 * time.Second,
 		RouteTTL:                  20 * time.Second,
+		RouteIdle:                 300 * time.Second,
+		RouteCacheSize:            20_000,
 		MaxMessageSize:            4 << 20,
 		MaxUserPropertySize:       16 << 10,
 		UserPropertyMaxNum:        128,
@@ -249,7 +257,7 @@ func ConfigFrom(p configs.Proxy, log zerolog.Logger) (Config, error) {
 	c.TLSMode, c.TLS = mode, tc
 	c.Addr = p.ListenAddr()
 	c.NamesrvAddrs = p.NamesrvAddrs()
-	c.RouteTTL = p.TopicRouteCacheRefresh
+	c.RouteTTL, c.RouteIdle, c.RouteCacheSize = p.TopicRouteCacheRefresh, p.TopicRouteCacheExpired, p.TopicRouteCacheMaxNum
 	c.MaxMessageSize = p.MaxMessageSize
 	c.MaxUserPropertySize = p.MaxUserPropertySize
 	c.UserPropertyMaxNum = p.UserPropertyMaxNum

@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
@@ -26,6 +26,8 @@ type topicRoute struct {
 	masters map[string]string // broker name -> master address
 	types   []rmqpb.MessageType
 	at      time.Time
+	// used is when a call last asked for the route (UnixNano).
+	used atomic.Int64
 	// refreshing is set once a refresh of this route, past its TTL, has
 	// been started, so that the calls answered with it meanwhile do not
 	// each start one.
@@ -79,8 +81,11 @@ type routes struct {
 	// bg runs the lookups, which no caller cancels.
 	bg *background
 
-	mu    sync.Mutex
-	cache map[string]*topicRoute
+	// idle is how long a route no call asks for is kept (0: for ever).
+	idle time.Duration
+	// cache holds the routes, the least recently asked for dropped past
+	// its size (it locks itself).
+	cache *lru.Cache[string, *topicRoute]
 	// loads collapses concurrent misses of one topic into one lookup
 	// (clients reconnecting after a restart all ask for their routes at
 	// once).
@@ -88,7 +93,8 @@ type routes struct {
 }
 
 func newRoutes(pool *remoting.ClientPool, cfg *Config, bg *background) *routes {
-	return &routes{pool: pool, namesrv: cfg.NamesrvAddrs, ttl: cfg.RouteTTL, timeout: cfg.RequestTimeout, bg: bg, cache: map[string]*topicRoute{}}
+	cache, _ := lru.New[string, *topicRoute](max(cfg.RouteCacheSize, 1)) // fails only for a size below 1
+	return &routes{pool: pool, namesrv: cfg.NamesrvAddrs, ttl: cfg.RouteTTL, idle: cfg.RouteIdle, timeout: cfg.RequestTimeout, bg: bg, cache: cache}
 }
 
 // get returns the topic's route. A cached route is answered at once; once
@@ -96,13 +102,19 @@ func newRoutes(pool *remoting.ClientPool, cfg *Config, bg *background) *routes {
 // and kept when the refresh fails, as RocketMQ's proxy does
 // (TopicRouteService: refreshAfterWrite), so that no call waits for the
 // name servers, each of which may take a request timeout to fail. Only a
-// route not cached is waited for. A topic no name server knows is
-// TOPIC_NOT_FOUND.
+// route not cached is waited for, and so is one no call asked for in
+// the idle time (RocketMQ's expireAfterAccess): a proxy that many topics
+// pass through keeps the routes in use, at most RouteCacheSize of them.
+// A topic no name server knows is TOPIC_NOT_FOUND.
 func (rs *routes) get(ctx context.Context, topic string) (*topicRoute, error) {
-	rs.mu.Lock()
-	r := rs.cache[topic]
-	rs.mu.Unlock()
+	r, _ := rs.cache.Get(topic)
+	now := time.Now().UnixNano()
+	if r != nil && rs.idle > 0 && now-r.used.Load() >= int64(rs.idle) {
+		rs.cache.Remove(topic)
+		r = nil
+	}
 	if r != nil {
+		r.used.Store(now)
 		if time.Since(r.at) >= rs.ttl && r.refreshing.CompareAndSwap(false, true) {
 			rs.load(topic, r) // not waited for: its result is cached
 		}
@@ -149,30 +161,28 @@ func (rs *routes) refresh(ctx context.Context, topic string, old *topicRoute) (*
 			// A name server hiccup: the last route serves one more TTL
 			// before it is refreshed again.
 			stale := &topicRoute{route: old.route, masters: old.masters, types: old.types, at: time.Now()}
-			rs.mu.Lock()
-			rs.cache[topic] = stale
-			rs.mu.Unlock()
+			stale.used.Store(old.used.Load())
+			rs.cache.Add(topic, stale)
 			return stale, nil
 		}
 		if isNotFound(err) {
-			rs.mu.Lock()
-			delete(rs.cache, topic)
-			rs.mu.Unlock()
+			rs.cache.Remove(topic)
 		}
 		return nil, err
 	}
-	rs.mu.Lock()
-	rs.cache[topic] = fresh
-	rs.mu.Unlock()
+	if old != nil {
+		fresh.used.Store(old.used.Load())
+	} else {
+		fresh.used.Store(time.Now().UnixNano())
+	}
+	rs.cache.Add(topic, fresh)
 	return fresh, nil
 }
 
 // forget drops a cached route, so that the next request asks again (after
 // a broker answered that it has no such topic, for example).
 func (rs *routes) forget(topic string) {
-	rs.mu.Lock()
-	delete(rs.cache, topic)
-	rs.mu.Unlock()
+	rs.cache.Remove(topic)
 }
 
 func isNotFound(err error) bool {

@@ -272,3 +272,59 @@ func TestStaleGroupPolicyAnsweredWhileItIsRefreshed(t *testing.T) {
 		t.Fatalf("after a failed refresh, read answered %+v; want the orderly policy kept", gp)
 	}
 }
+
+// The route cache keeps at most RouteCacheSize routes, the least recently
+// asked for going first, and drops a route no call asked for in
+// RouteIdle (topicRouteServiceCacheMaxNum and ...ExpiredSeconds, as
+// RocketMQ's proxy's cache): the next call for it asks the name servers
+// again, while a route asked for within the idle time stays.
+func TestRouteCacheBoundAndIdleRoutes(t *testing.T) {
+	addr, asked := countingNamesrv(t, 0)
+	newCache := func(size int, idle time.Duration) *routes {
+		cfg := DefaultConfig()
+		cfg.NamesrvAddrs = []string{addr}
+		cfg.RouteTTL = time.Hour
+		cfg.RouteCacheSize, cfg.RouteIdle = size, idle
+		pool := remoting.NewClientPool(remoting.ClientOptions{})
+		t.Cleanup(func() { _ = pool.Close() })
+		bg := newBackground()
+		t.Cleanup(bg.stop)
+		return newRoutes(pool, &cfg, bg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lookups := func(rs *routes, topics ...string) int32 {
+		t.Helper()
+		before := asked.Load()
+		for _, topic := range topics {
+			if _, err := rs.get(ctx, topic); err != nil {
+				t.Fatalf("route of %s: %v", topic, err)
+			}
+		}
+		return asked.Load() - before
+	}
+
+	bounded := newCache(2, 0)
+	if n := lookups(bounded, "BoundA", "BoundB", "BoundC"); n != 3 {
+		t.Fatalf("%d lookups for three new topics", n)
+	}
+	if n := lookups(bounded, "BoundB", "BoundC"); n != 0 {
+		t.Fatalf("%d lookups for the two most recent topics, want them cached", n)
+	}
+	if n := lookups(bounded, "BoundA"); n != 1 {
+		t.Fatalf("%d lookups for the topic dropped past the cache's size of 2, want 1", n)
+	}
+
+	const idle = 2 * time.Second
+	idling := newCache(100, idle)
+	lookups(idling, "IdleKept", "IdleDropped")
+	for range 5 { // more than idle in all, each gap well under it
+		time.Sleep(idle / 5)
+		if n := lookups(idling, "IdleKept"); n != 0 {
+			t.Fatalf("%d lookups for a route asked for every %v, want it cached", n, idle/5)
+		}
+	}
+	if n := lookups(idling, "IdleDropped"); n != 1 {
+		t.Fatalf("%d lookups for a route nobody asked for in %v, want 1", n, idle)
+	}
+}
