@@ -16,11 +16,13 @@ import (
 
 // TestConsumeFromTimestamp: a new group consuming from a timestamp. The
 // Go client asks the broker for the group's offset without
-// setZeroIfNotFound, so RocketMQ answers 0 for a queue whose first message
-// is still in memory and the timestamp is not used ("young" queues); on a
-// broker that treats nothing as in memory (accessMessageInMemoryMaxRatio=0)
-// the client searches the offset by the timestamp and receives only the
-// messages stored at or after it.
+// setZeroIfNotFound, so RocketMQ answers 0 for a queue that still starts
+// at 0 while its first message is in the page cache, and the timestamp is
+// not used ("young" queues); once retention has taken a queue's first
+// messages (DELETE_EXPIRED_COMMITLOG with fileReservedTime=0 and small
+// segments) the answer is QUERY_NOT_FOUND, and the client searches the
+// offset by the timestamp and receives only the messages stored at or
+// after it.
 func TestConsumeFromTimestamp(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -29,7 +31,7 @@ func TestConsumeFromTimestamp(t *testing.T) {
 		older bool // the messages before the timestamp are delivered too
 	}{
 		{"young-queue", nil, true},
-		{"searched", []string{"accessMessageInMemoryMaxRatio=0"}, false},
+		{"searched", []string{"mappedFileSizeCommitLog=65536", "fileReservedTime=0"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -39,13 +41,23 @@ func TestConsumeFromTimestamp(t *testing.T) {
 			createTopic(t, b.addr, topic, 2)
 			waitRoute(t, ns.addr, topic, b.name)
 			p := newProducer(t, ns.addr, "pg-fromtime")
+			if !tc.older {
+				// Fill more than two 64 KiB segments, then let retention
+				// take the full ones: both queues no longer start at 0.
+				sendN(t, p, topic, "old-", 800)
+				expireQueueStarts(t, b.addr, topic, 2)
+			}
 			sendN(t, p, topic, "before-", n)
 			// The timestamp has a resolution of a second: the next whole
 			// second after the first batch, and the second batch after it.
 			ts := time.Now().Truncate(time.Second).Add(time.Second)
 			time.Sleep(time.Until(ts) + 300*time.Millisecond)
 			sendN(t, p, topic, "after-", n)
-			waitDispatched(t, b.addr, topic, 2, 2*n)
+			if tc.older {
+				waitDispatched(t, b.addr, topic, 2, 2*n)
+			} else {
+				waitDispatched(t, b.addr, topic, 2, 800+2*n)
+			}
 
 			got := newCollector()
 			startPushConsumer(t, ns.addr, "cg-fromtime", topic, consumer.MessageSelector{}, got,
@@ -60,7 +72,7 @@ func TestConsumeFromTimestamp(t *testing.T) {
 			checkBodies(t, got, "after-", n)
 			before := 0
 			for body := range got.snapshot() {
-				if strings.HasPrefix(body, "before-") {
+				if strings.HasPrefix(body, "before-") || strings.HasPrefix(body, "old-") {
 					before++
 				}
 			}
@@ -68,6 +80,33 @@ func TestConsumeFromTimestamp(t *testing.T) {
 				t.Errorf("received %d of the %d messages stored before the timestamp, older delivered: %v", before, n, tc.older)
 			}
 		})
+	}
+}
+
+// expireQueueStarts deletes the broker's expired CommitLog segments
+// (DELETE_EXPIRED_COMMITLOG; with fileReservedTime=0 every full one) and
+// waits until each of the topic's queues starts past 0.
+func expireQueueStarts(t *testing.T, broker, topic string, queues int) {
+	t.Helper()
+	const codeDeleteExpiredCommitLog, codeGetMinOffset = 329, 31
+	if r, err := rawInvoke(broker, codeDeleteExpiredCommitLog, nil, nil); err != nil || r.Code != respSuccess {
+		t.Fatalf("DELETE_EXPIRED_COMMITLOG: %+v %v", r, err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for q := 0; q < queues; q++ {
+		for {
+			r, err := rawInvoke(broker, codeGetMinOffset, map[string]string{"topic": topic, "queueId": fmt.Sprint(q)}, nil)
+			if err != nil || r.Code != respSuccess {
+				t.Fatalf("GET_MIN_OFFSET of %s/%d: %+v %v", topic, q, r, err)
+			}
+			if parseOffset(t, r) > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("queue %s/%d still starts at 0 after DELETE_EXPIRED_COMMITLOG", topic, q)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 }
 

@@ -171,12 +171,18 @@ func TestRunEndsWhenAServerCannotStart(t *testing.T) {
 		t.Run(taken, func(t *testing.T) {
 			t.Parallel()
 			root := runTree(t)
-			ports := runPorts(t)
 			// The servers listen on every interface (":port"), so the
-			// port is taken the same way.
-			l, err := net.Listen("tcp", fmt.Sprintf(":%d", ports[taken]))
-			if err != nil {
-				t.Fatal(err)
+			// port is taken the same way. A port found free may be taken
+			// by another test's server before this listens on it: then
+			// other ports are picked.
+			var ports map[string]int
+			var l net.Listener
+			for attempt := 0; l == nil; attempt++ {
+				ports = runPorts(t)
+				var err error
+				if l, err = net.Listen("tcp", fmt.Sprintf(":%d", ports[taken])); err != nil && attempt == 9 {
+					t.Fatal(err)
+				}
 			}
 			defer l.Close()
 			r := startRun(t, root, ports)
