@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -244,26 +243,6 @@ func TestShutdownTimeoutCutsOpenStreams(t *testing.T) {
 	}
 }
 
-// answeringServer is a Remoting server answering every request of code
-// with body, counting them.
-func answeringServer(t *testing.T, code int32, body []byte) (addr string, asked *atomic.Int32) {
-	t.Helper()
-	asked = new(atomic.Int32)
-	mux := remoting.NewMux()
-	mux.HandleFunc(code, func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
-		asked.Add(1)
-		resp := remoting.NewResponse(req, remoting.Success, "")
-		resp.Body = body
-		_ = conn.Reply(req, resp)
-	})
-	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"}, mux, zerolog.Nop())
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-	return srv.Addr().String(), asked
-}
-
 // Users are kept for userCacheRefreshSeconds, apart from access lists'
 // aclCacheRefreshSeconds, and at most userCacheMaxNum of them.
 func TestUserCacheKeys(t *testing.T) {
@@ -271,7 +250,7 @@ func TestUserCacheKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, asked := answeringServer(t, remoting.AuthGetUser, body)
+	addr, asked := answeringServer(t, remoting.AuthGetUser, body, 0)
 	p := startProxyWithoutCluster(t, nil)
 	for _, tc := range []struct {
 		userTTL time.Duration

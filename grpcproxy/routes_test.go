@@ -20,25 +20,32 @@ import (
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
+// answeringServer is a Remoting server answering every request of code
+// with body after pause, counting the requests.
+func answeringServer(t *testing.T, code int32, body []byte, pause time.Duration) (addr string, asked *atomic.Int32) {
+	t.Helper()
+	asked = new(atomic.Int32)
+	mux := remoting.NewMux()
+	mux.HandleFunc(code, func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
+		asked.Add(1)
+		time.Sleep(pause)
+		resp := remoting.NewResponse(req, remoting.Success, "")
+		resp.Body = body
+		_ = conn.Reply(req, resp)
+	})
+	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"}, mux, zerolog.Nop())
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	return srv.Addr().String(), asked
+}
+
 // countingNamesrv is a name server that answers every route request with
 // an empty route after a pause, counting the requests.
 func countingNamesrv(t *testing.T, pause time.Duration) (addr string, asked *atomic.Int32) {
 	t.Helper()
-	asked = new(atomic.Int32)
-	mux := remoting.NewMux()
-	mux.HandleFunc(remoting.GetRouteInfoByTopic, func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
-		asked.Add(1)
-		time.Sleep(pause)
-		resp := remoting.NewResponse(req, remoting.Success, "")
-		resp.Body = []byte(`{"queueDatas":[],"brokerDatas":[]}`)
-		_ = conn.Reply(req, resp)
-	})
-	ns := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"}, mux, zerolog.Nop())
-	if err := ns.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
-	return ns.Addr().String(), asked
+	return answeringServer(t, remoting.GetRouteInfoByTopic, []byte(`{"queueDatas":[],"brokerDatas":[]}`), pause)
 }
 
 // Concurrent lookups of a route that is not cached ask the name servers
