@@ -11,7 +11,10 @@ import (
 
 // A server that stops reading (a stalled process, a full receive window)
 // blocks the writer and fills the send queue: InvokeAsync then waits for
-// room at most AsyncTimeout and fails; it used to wait with no bound.
+// room at most AsyncTimeout and fails; it used to wait with no bound. The
+// failure comes as its error, or, when the call's own timer fires first
+// (both end after AsyncTimeout), as its callback's error while it still
+// waits.
 func TestInvokeAsyncGivesUpOnAFullSendQueue(t *testing.T) {
 	c, err := Dial(testCtx(t), "stalled", ClientOptions{
 		AsyncTimeout: 50 * time.Millisecond,
@@ -30,11 +33,16 @@ func TestInvokeAsyncGivesUpOnAFullSendQueue(t *testing.T) {
 	go func() {
 		defer close(returned)
 		for range sendQueueLen + maxWriteBatch + 8 {
+			var back atomic.Bool // InvokeAsync returned
 			err := c.InvokeAsync(NewRequest(GetRouteInfoByTopic, nil, nil), func(_ *Command, err error) {
 				if err != nil {
 					timedOut.Add(1)
+					if !back.Load() {
+						refused.Add(1) // failed while it waited for room
+					}
 				}
 			})
+			back.Store(true)
 			if errors.Is(err, context.DeadlineExceeded) {
 				refused.Add(1)
 			}
