@@ -243,7 +243,8 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		set = append(set, [2]string{propDelay, "-1"})
 	}
 	props = commitlog.RewriteProperties(props, []string{propPopCK}, set...)
-	if err := checkDelayProperty(props); err != nil {
+	level, err := sendDelayLevel(props)
+	if err != nil {
 		// After the DLQ's DELAY=-1, which RocketMQ sets over it too.
 		b.busyLog.Warn().Err(err).Str("topic", h.topic).Stringer("producer", conn.RemoteAddr()).Msg("send refused (sampled)")
 		return fail(remoting.SystemError, "%v", err)
@@ -283,7 +284,7 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		// accepted, every commit would fail and the checks give the
 		// message up. A delay level overrides the timer at the commit
 		// (RocketMQ drops the timer properties then): nothing to refuse.
-		if delayLevelOf(props) <= 0 {
+		if level <= 0 {
 			probe := *msg
 			probe.SysFlag &^= commitlog.TransactionRollback
 			if _, err := timer.Park(&probe, time.Now(), b.timerCfg); err != nil {
@@ -296,7 +297,7 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		// a %DLQ% topic included, as RocketMQ's store parks any message
 		// with DELAY > 0; a retry moved to the DLQ above has its level
 		// spent already.
-		if err := b.park(msg, delayLevelOf(props)); err != nil {
+		if err := b.park(msg, level); err != nil {
 			return parkRefusal(err)
 		}
 	}
@@ -518,11 +519,12 @@ func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoti
 	if commitlog.TransactionType(h.sysFlag) != commitlog.TransactionNotType {
 		return remoting.NewResponse(req, remoting.MessageIllegal, "batch request does not support transaction messages")
 	}
-	if err := checkDelayProperty(h.properties); err != nil {
+	level, err := sendDelayLevel(h.properties)
+	if err != nil {
 		b.busyLog.Warn().Err(err).Str("topic", h.topic).Stringer("producer", conn.RemoteAddr()).Msg("batch send refused (sampled)")
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	if delayLevelOf(h.properties) > 0 {
+	if level > 0 {
 		// As RocketMQ's asyncPutMessages: a batch is stored as it comes,
 		// never parked in the schedule topic.
 		return remoting.NewResponse(req, remoting.MessageIllegal, "batch request does not support delay messages")
@@ -577,21 +579,23 @@ func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoti
 	})
 }
 
-// checkDelayProperty refuses a DELAY property that is not a 32-bit
-// integer. RocketMQ's store reads it with Integer.parseInt before it puts
-// any message (getDelayTimeLevel, in the hook that parks delayed and
+// sendDelayLevel returns a send's DELAY property as a level (0 when absent
+// or negative), reading the properties once, and refuses one that is not a
+// 32-bit integer. RocketMQ's store reads it with Integer.parseInt before it
+// puts any message (getDelayTimeLevel, in the hook that parks delayed and
 // timer messages), and its remoting server answers the exception with
 // SYSTEM_ERROR: such a message is never stored, where rocketkv would store
 // it at once, undelayed.
-func checkDelayProperty(props string) error {
+func sendDelayLevel(props string) (int, error) {
 	v, ok := commitlog.LookupProperty(props, propDelay)
 	if !ok {
-		return nil
+		return 0, nil
 	}
-	if _, err := strconv.ParseInt(v, 10, 32); err != nil {
-		return fmt.Errorf("the property %s=%q is no delay level, which is a 32-bit integer", propDelay, v)
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("the property %s=%q is no delay level, which is a 32-bit integer", propDelay, v)
 	}
-	return nil
+	return max(int(n), 0), nil
 }
 
 // delayLevelOf returns the DELAY property as a level (0 when absent or not
