@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/periodic"
 )
 
 // Cold-data read flow control, RocketMQ 5's ColdDataCgCtrService and its
@@ -186,23 +187,15 @@ func (c *coldReads) info() ([]byte, error) {
 // under coldDataFlowControlEnable, every coldPassIdle without it (the
 // setting is read again before each wait).
 func (c *coldReads) run(ctx context.Context) {
-	for {
-		wait := coldPassIdle
+	periodic.RunVarying(ctx, func() time.Duration {
 		switch {
 		case c.period > 0:
-			wait = c.period
+			return c.period
 		case c.cfg().ColdDataFlowControlEnable:
-			wait = coldPassEvery
+			return coldPassEvery
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		c.pass()
-	}
+		return coldPassIdle
+	}, func(context.Context) { c.pass() })
 }
 
 // pass is one accounting pass (RocketMQ's clearDataAcc, then

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/rocketkv/rocketkv/internal/periodic"
 )
 
 // Pulls held back for reading cold data (RocketMQ 5's
@@ -65,24 +67,16 @@ func (h *coldPullHolds) hold(rerun func()) bool {
 
 // run scans the held pulls until ctx ends.
 func (h *coldPullHolds) run(ctx context.Context) {
-	for {
-		wait := coldHoldScanIdle
+	periodic.RunVarying(ctx, func() time.Duration {
 		switch {
 		case h.period > 0:
-			wait = h.period
+			return h.period
 		case h.enabled():
-			wait = coldHoldScanEvery
+			return coldHoldScanEvery
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			h.release()
-			return
-		case <-t.C:
-		}
-		h.scan()
-	}
+		return coldHoldScanIdle
+	}, func(context.Context) { h.scan() })
+	h.release()
 }
 
 // scan runs again the pulls held coldHoldFor or longer.

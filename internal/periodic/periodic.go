@@ -27,3 +27,20 @@ func Run(ctx context.Context, every time.Duration, fn func(context.Context)) {
 		}
 	}
 }
+
+// RunVarying is Run with an interval that next gives anew before each
+// wait (work paced by a setting that can change while it runs): it calls
+// fn next() after it starts and then next() after each call ends, until
+// ctx ends.
+func RunVarying(ctx context.Context, next func() time.Duration, fn func(context.Context)) {
+	for {
+		t := time.NewTimer(next())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+			fn(ctx)
+		}
+	}
+}

@@ -38,3 +38,33 @@ func TestRunDoesNotCallAfterCancel(t *testing.T) {
 		t.Fatal("called with its context already ended")
 	}
 }
+
+// RunVarying asks for the interval before every wait, so a changed
+// interval applies from the next wait on, and returns once ctx ends.
+func TestRunVaryingAsksTheIntervalEachTime(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var asked int
+	calls := make(chan struct{}, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		RunVarying(ctx, func() time.Duration { asked++; return time.Millisecond },
+			func(context.Context) { calls <- struct{}{} })
+	}()
+	for i := 0; i < 3; i++ {
+		select {
+		case <-calls:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("call %d never came", i+1)
+		}
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunVarying did not return after its context ended")
+	}
+	if asked < 3 {
+		t.Fatalf("interval asked %d times for 3 calls", asked)
+	}
+}
