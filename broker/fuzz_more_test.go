@@ -25,6 +25,7 @@ var moreFuzzCodes = []int32{
 	remoting.GetBrokerConsumeStats, remoting.GetBrokerConfig, remoting.SetCommitLogReadMode,
 	remoting.CleanExpiredConsumeQueue, remoting.CleanUnusedTopic, remoting.CheckpointIndex,
 	remoting.GetAllMessageRequestMode, remoting.QueryCorrectionOffset,
+	remoting.UpdateColdDataFlowCtrConfig, remoting.RemoveColdDataFlowCtrConfig, remoting.GetColdDataFlowCtrInfo,
 }
 
 // moreCode is the index of code in moreFuzzCodes, for seeds.
@@ -57,6 +58,9 @@ func FuzzMoreRequests(f *testing.F) {
 	f.Add(moreCode(remoting.CheckpointIndex), "dir=/tmp/../etc", []byte(nil))
 	f.Add(moreCode(remoting.CleanUnusedTopic), "", []byte(nil))
 	f.Add(moreCode(remoting.QueryCorrectionOffset), "topic=T;compareGroup=g;filterGroups=g,,h", []byte(nil))
+	f.Add(moreCode(remoting.UpdateColdDataFlowCtrConfig), "", []byte("g1=1048576\ng2=x\n=5\n"))
+	f.Add(moreCode(remoting.RemoveColdDataFlowCtrConfig), "", []byte("g1"))
+	f.Add(moreCode(remoting.GetColdDataFlowCtrInfo), "", []byte(nil))
 	b := startTestBroker(f, map[string]string{"enablePropertyFilter": "true", "channelExpiredTimeout": fuzzChannelExpiry}) // see FuzzRequests
 	start := b.live.cur.Load()
 	c, err := remoting.Dial(context.Background(), b.Addr(), remoting.ClientOptions{})
