@@ -168,6 +168,40 @@ func TestABatchAnswersItsUniqKey(t *testing.T) {
 	}
 }
 
+// A batch's items are stored with their own properties only: not the
+// batch header's WAIT, UNIQ_KEY or the broker's CLUSTER, which RocketMQ
+// 4.9 to 5.3.3 appended to every item (so that a Java consumer read the
+// batch's UNIQ_KEY, the last one, as every item's message id) and stopped
+// appending after apache/rocketmq#9416.
+func TestBatchItemsKeepOnlyTheirOwnProperties(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	var body []byte
+	for i, props := range []string{"UNIQ_KEY\x01item0\x02TAGS\x01a\x02", "UNIQ_KEY\x01item1\x02"} {
+		var err error
+		if body, err = commitlog.AppendBatchItem(body, 0, []byte{byte('0' + i)}, props); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := call(t, c, remoting.SendBatchMessage, map[string]string{
+		"a": "pg", "b": "BatchPropsT", "c": "TBW102", "d": "4", "e": "0", "f": "0",
+		"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": "WAIT\x01true\x02UNIQ_KEY\x01BATCH\x02", "m": "true",
+	}, body)
+	if r.Code != remoting.Success {
+		t.Fatalf("batch send: %d %s", r.Code, r.Remark)
+	}
+	ms := pullAll(t, b, c, "BatchPropsT", 0)
+	want := []string{"UNIQ_KEY\x01item0\x02TAGS\x01a\x02", "UNIQ_KEY\x01item1\x02"}
+	if len(ms) != len(want) {
+		t.Fatalf("pulled %d messages, want %d", len(ms), len(want))
+	}
+	for i, m := range ms {
+		if m.Properties != want[i] {
+			t.Errorf("item %d stored with properties %q, want its own %q", i, m.Properties, want[i])
+		}
+	}
+}
+
 // A DELAY property that is no 32-bit integer is refused with
 // SYSTEM_ERROR and nothing is stored, single send or batch header, as
 // RocketMQ's store fails on it (Integer.parseInt before any put) instead
