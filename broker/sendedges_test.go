@@ -172,7 +172,7 @@ func TestABatchAnswersItsUniqKey(t *testing.T) {
 // batch header's WAIT, UNIQ_KEY or the broker's CLUSTER, which RocketMQ
 // 4.9 to 5.3.3 appended to every item (so that a Java consumer read the
 // batch's UNIQ_KEY, the last one, as every item's message id) and stopped
-// appending after apache/rocketmq#9416.
+// appending in 5.3.4 (apache/rocketmq#9416).
 func TestBatchItemsKeepOnlyTheirOwnProperties(t *testing.T) {
 	b := startTestBroker(t, nil)
 	c := b.client(nil)
