@@ -570,8 +570,8 @@ func TestRuntimeInfoHasEveryKeyTheExporterParses(t *testing.T) {
 		"putMessageAverageSize":           `^\d+\.\d+$`,
 		"consumeQueueDiskRatio":           `^(0(\.\d+)?|1|-1)$`,
 		"remainTransientStoreBufferNumbs": `^2147483647$`,
-		// MQVersion.getVersionDesc of brokerVersion (479).
-		"brokerVersionDesc": `^V5_3_3$`,
+		// MQVersion.getVersionDesc of the broker's version (481).
+		"brokerVersionDesc": `^V5_3_4$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(info[k]) {
 			t.Errorf("%s %q is not in RocketMQ's format %s", k, info[k], re)

@@ -32,10 +32,11 @@ const (
 	// VersionV5_0_0 is the first broker version whose compressed
 	// REGISTER_BROKER body carries static-topic mapping entries.
 	VersionV5_0_0 int32 = 413
-	// CurrentVersion (V5_3_3) is stamped on every command this package
-	// creates. Java clients record the version of a heartbeat response as the
-	// broker's version and gate 5.x features on it being at least 413.
-	CurrentVersion int32 = 479
+	// CurrentVersion (V5_3_4, the release rocketkv is compatible with) is
+	// stamped on every command this package creates. Java clients record the
+	// version of a heartbeat response as the broker's version and gate 5.x
+	// features on it being at least 413.
+	CurrentVersion int32 = 481
 )
 
 // DefaultLanguage is the language name this package stamps on the commands
