@@ -834,8 +834,11 @@ func (b *Broker) syncLoop(ctx context.Context) {
 	})
 }
 
-// Shutdown unregisters from the name servers, stops serving, and closes the
-// stores cleanly (the next start is a normal recovery). The stores close
+// Shutdown unregisters from the name servers, with enableShutdownGracefully
+// tells clients newer than RocketMQ 5.3.1 to go away for
+// shutdownWaitTimeSeconds while serving the others (as RocketMQ's broker,
+// on its main port), stops serving, and closes the stores cleanly (the
+// next start is a normal recovery). The stores close
 // only once every request handler has returned: when ctx ends before the
 // servers stopped, Shutdown returns that error at once and the rest of the
 // stop, the close of the stores included, runs when the last handler
@@ -856,6 +859,13 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 	}
 	b.register.unregisterAll(ctx)
+	if b.server != nil {
+		// enableShutdownGracefully: as RocketMQ, only the main port tells
+		// newer clients to go away; held requests stay held meanwhile.
+		if err := b.server.GoAway(ctx); err != nil {
+			b.log.Warn().Err(err).Msg("graceful shutdown wait cut short")
+		}
+	}
 	b.holds.releaseAll()
 	b.coldHolds.release()
 	b.popHolds.releaseAll()

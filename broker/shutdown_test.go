@@ -152,3 +152,59 @@ func TestClosedAfterAFailedStartOrWithoutOne(t *testing.T) {
 		t.Fatal("a broker started on a port in use")
 	}
 }
+
+// With enableShutdownGracefully a stopping broker answers GO_AWAY on its
+// main port to clients newer than RocketMQ 5.3.1 for
+// shutdownWaitTimeSeconds, serves older clients (the Go client v2 says
+// 317) and its fast port meanwhile, then stops.
+func TestGracefulShutdownTellsNewerClientsToGoAway(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enableShutdownGracefully": "true", "shutdownWaitTimeSeconds": "3"})
+	c := b.client(nil)
+	fast, err := remoting.Dial(t.Context(), b.FastAddr().String(), remoting.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.Close()
+	maxOffset := func(c *remoting.Client, version int32) *remoting.Command {
+		t.Helper()
+		req := remoting.NewRequest(remoting.GetMaxOffset, map[string]string{"topic": "TBW102", "queueId": "0"}, nil)
+		req.Version = version
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := c.Invoke(ctx, req)
+		if err != nil {
+			t.Fatalf("GET_MAX_OFFSET as version %d: %v", version, err)
+		}
+		return resp
+	}
+	if r := maxOffset(c, 481); r.Code != remoting.Success {
+		t.Fatalf("before the shutdown: %d %s", r.Code, r.Remark)
+	}
+	stopped := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		stopped <- b.Shutdown(ctx)
+	}()
+	deadline := time.Now().Add(2 * time.Second)
+	for maxOffset(c, 481).Code != remoting.GoAway {
+		if time.Now().After(deadline) {
+			t.Fatal("a 5.3.4 client was never told to go away")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r := maxOffset(c, 317); r.Code != remoting.Success {
+		t.Errorf("going away, a Go client v2 got %d %s, want it served", r.Code, r.Remark)
+	}
+	if r := maxOffset(fast, 481); r.Code != remoting.Success {
+		t.Errorf("going away, the fast port answered a 5.3.4 client %d %s, want it served as RocketMQ's", r.Code, r.Remark)
+	}
+	select {
+	case err := <-stopped:
+		t.Fatalf("the broker stopped before its graceful wait: %v", err)
+	default:
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+}

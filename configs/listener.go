@@ -19,6 +19,21 @@ type Listener struct {
 	// the client's requests are not read until the answers drain to the
 	// low mark. 0 (either) is Netty's 64 KiB and 32 KiB, as in RocketMQ.
 	WriteBufferHighWaterMark, WriteBufferLowWaterMark int
+	// ShutdownGracefully is enableShutdownGracefully: a stopping server
+	// first tells clients newer than RocketMQ 5.3.1 to go away (GO_AWAY)
+	// for ShutdownWait while it serves older ones, then stops.
+	ShutdownGracefully bool
+	// ShutdownWait is shutdownWaitTimeSeconds, that graceful wait.
+	ShutdownWait time.Duration
+}
+
+// GoAwayWait is how long a stopping server tells newer clients to go away
+// before it stops: ShutdownWait when ShutdownGracefully is on, else 0.
+func (l Listener) GoAwayWait() time.Duration {
+	if !l.ShutdownGracefully {
+		return 0
+	}
+	return l.ShutdownWait
 }
 
 // IdleTimeout is MaxIdle as a remoting server's idle timeout, which is
@@ -39,6 +54,8 @@ func listenerFields[T any](ptr func(*T) *Listener) []field[T] {
 		intRange("serverSocketRcvBufSize", "0", 0, 1<<30, func(c *T) *int { return &ptr(c).RecvBuffer }),
 		intRange("writeBufferHighWaterMark", "0", 0, 1<<30, func(c *T) *int { return &ptr(c).WriteBufferHighWaterMark }),
 		intRange("writeBufferLowWaterMark", "0", 0, 1<<30, func(c *T) *int { return &ptr(c).WriteBufferLowWaterMark }),
+		boolean("enableShutdownGracefully", "false", func(c *T) *bool { return &ptr(c).ShutdownGracefully }),
+		inUnit("shutdownWaitTimeSeconds", "30", time.Second, "seconds", 0, 1<<31-1, func(c *T) *time.Duration { return &ptr(c).ShutdownWait }),
 	}
 }
 
@@ -53,7 +70,5 @@ func nettyServerInert[T any]() []inert[T] {
 		inertBool[T]("serverPooledByteBufAllocatorEnable", "no Netty buffers: frames are read into Go slices from a pool"),
 		inertBool[T]("serverNettyWorkerGroupEnable", "no Netty server: requests run on the network event loops and a pool of goroutines"),
 		inertBool[T]("useEpollNativeSelector", "the network event loops always use epoll on Linux"),
-		inertBool[T]("enableShutdownGracefully", "no Netty event loop groups: the server closes its connections at once when it stops"),
-		inertInt[T]("shutdownWaitTimeSeconds", "no Netty event loop groups: the server closes its connections at once when it stops"),
 	}
 }

@@ -1,6 +1,7 @@
 package namesrv
 
 import (
+	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -405,5 +406,38 @@ func TestUpdateDeleteTopicWithBrokerRegistrationTakesEffect(t *testing.T) {
 	}
 	if raw, err := os.ReadFile(path); err != nil || string(raw) != "deleteTopicWithBrokerRegistration=false\n" {
 		t.Fatalf("file after the updates: %q %v", raw, err)
+	}
+}
+
+// enableShutdownGracefully in a namesrv.properties makes the stopping name
+// server answer GO_AWAY to clients newer than RocketMQ 5.3.1 for
+// shutdownWaitTimeSeconds, while older ones are served, then stop.
+func TestGracefulShutdownFromTheConfigFile(t *testing.T) {
+	ns, _ := startFromFile(t, "enableShutdownGracefully=true\nshutdownWaitTimeSeconds=2\n")
+	c := dial(t, ns)
+	topics := func(version int32) int32 {
+		t.Helper()
+		req := remoting.NewRequest(remoting.GetAllTopicListFromNameServer, nil, nil)
+		req.Version = version
+		resp, err := c.Invoke(testCtx(t), req)
+		if err != nil {
+			t.Fatalf("topic list as version %d: %v", version, err)
+		}
+		return resp.Code
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- ns.Shutdown(context.Background()) }()
+	deadline := time.Now().Add(time.Second)
+	for topics(481) != remoting.GoAway {
+		if time.Now().After(deadline) {
+			t.Fatal("a 5.3.4 client was never told to go away")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code := topics(317); code != remoting.Success {
+		t.Errorf("going away, a Go client v2 got %d, want it served", code)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("shutdown: %v", err)
 	}
 }

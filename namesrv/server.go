@@ -179,8 +179,14 @@ func (s *Server) now() time.Time {
 	return time.Now()
 }
 
-// Shutdown stops the scanner and the remoting server and waits for them.
+// Shutdown stops the scanner and the remoting server and waits for them;
+// with enableShutdownGracefully it first tells clients newer than
+// RocketMQ 5.3.1 to go away for shutdownWaitTimeSeconds (remoting
+// Server.GoAway), serving the others meanwhile.
 func (s *Server) Shutdown(ctx context.Context) error {
+	if err := s.rs.GoAway(ctx); err != nil {
+		s.log.Warn().Err(err).Msg("graceful shutdown wait cut short")
+	}
 	s.stopOnce.Do(func() { close(s.stop) })
 	s.scanner.Wait()
 	if err := s.rs.Shutdown(ctx); err != nil {

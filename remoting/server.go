@@ -103,7 +103,19 @@ type ServerConfig struct {
 	// answer), so it must be quick and safe for concurrent use. Nil
 	// costs nothing.
 	OnAnswer func(Answer)
+	// GoAwayWait is how long GoAway keeps the server going away before it
+	// returns (RocketMQ's shutdownWaitTimeSeconds, when
+	// enableShutdownGracefully is on); zero makes GoAway return at once.
+	GoAwayWait time.Duration
 }
+
+// goAwayAfterVersion is the newest client version (V5_3_1) that a going
+// away server still serves: RocketMQ sends GO_AWAY only to newer clients,
+// whose remoting clients know to reconnect on it.
+const goAwayAfterVersion = 475
+
+// goAwayRemark is the remark of a GO_AWAY answer, RocketMQ's.
+const goAwayRemark = "please go away"
 
 func (c *ServerConfig) withDefaults() ServerConfig {
 	out := *c
@@ -181,7 +193,8 @@ type Server struct {
 	mu    sync.Mutex // guards conns
 	conns map[uint64]*Conn
 
-	stopOnce sync.Once
+	goingAway atomic.Bool // set by GoAway: newer clients are told to go
+	stopOnce  sync.Once
 }
 
 // NewServer returns a server that will serve h on cfg.Addr once started.
@@ -287,6 +300,30 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("shutdown remoting server: %w", ctx.Err())
+	}
+}
+
+// GoAway starts a graceful shutdown, RocketMQ's enableShutdownGracefully:
+// from now on a request of a client newer than RocketMQ 5.3.1 is answered
+// GO_AWAY ("please go away"; a oneway one is dropped), which such a
+// client's remoting layer takes as the cue to reconnect, while older
+// clients, which do not know the code, are served as before. GoAway
+// returns after the configured GoAwayWait, or when ctx ends first (with
+// its error); the caller then stops the server with Shutdown. It returns
+// at once when GoAwayWait is zero, leaving the server as it was, and
+// when an earlier call began the wait, as RocketMQ waits once.
+func (s *Server) GoAway(ctx context.Context) error {
+	if s.cfg.GoAwayWait <= 0 || !s.goingAway.CompareAndSwap(false, true) {
+		return nil
+	}
+	s.log.Info().Dur("wait", s.cfg.GoAwayWait).Msg("shutting down gracefully: clients newer than 5.3.1 are told to go away")
+	t := time.NewTimer(s.cfg.GoAwayWait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("graceful shutdown wait: %w", ctx.Err())
 	}
 }
 
@@ -396,6 +433,12 @@ func (s *Server) process(conn *Conn, frame []byte, at int64) {
 func (s *Server) serveRequest(conn *Conn, cmd *Command, at int64) {
 	conn.noteClient(cmd)
 	cmd.received = at
+	if s.goingAway.Load() && cmd.Version > goAwayAfterVersion {
+		s.log.Info().Stringer("conn", conn).Int32("code", cmd.Code).Int32("opaque", cmd.Opaque).
+			Msg("shutting down: answered GO_AWAY")
+		_ = conn.Reply(cmd, NewResponse(cmd, GoAway, goAwayRemark))
+		return
+	}
 	s.serve(conn, cmd, s.h)
 }
 

@@ -97,7 +97,7 @@ func newCommand() *cobra.Command {
 	f.StringVarP(&o.namesrv, "namesrv-addr", "n", "", "name servers, host:port separated by ';' (overrides namesrvAddr; without either, NAMESRV_ADDR)")
 	f.StringVar(&o.store, "store", "", "store root directory (overrides storePathRootDir)")
 	f.StringArrayVar(&o.sets, "set", nil, "override one configuration key: --set key=value (repeatable)")
-	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 30*time.Second, "how long a clean shutdown may take")
+	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 30*time.Second, "how long a clean shutdown may take, after the wait of enableShutdownGracefully")
 	f.BoolVarP(&o.print, "print-config", "p", false, "print the configuration that would run (every key, key=value), then exit")
 	f.BoolVarP(&o.printImportant, "print-important", "m", false, "print the important keys of the configuration that would run (those mqbroker -m prints), then exit")
 	f.StringVar(&o.pprofAddr, "pprof", "", "serve Go's profiling endpoints (/debug/pprof/) on this address, e.g. 127.0.0.1:6060; off when empty")
@@ -266,7 +266,8 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownWait)
+	// enableShutdownGracefully's wait comes on top of the stop's own time.
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownWait+cfg.Listener.GoAwayWait())
 	defer cancel()
 	var pxErr error
 	if px != nil {

@@ -93,7 +93,7 @@ func newCommand() *cobra.Command {
 	f.Bool("order-message-enable", false, "add orderTopicConf from the ORDER_TOPIC_CONFIG namespace to routes (overrides orderMessageEnable)")
 	f.StringVarP(&o.namesrvAddr, "namesrv-addr", "n", "", "ignored, as mqnamesrv ignores its -n: a name server registers with no name server")
 	f.StringArrayVar(&sets, "set", nil, "override one configuration key: --set key=value (repeatable), e.g. --set tls.server.mode=enforcing")
-	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 10*time.Second, "how long a shutdown may take")
+	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 10*time.Second, "how long a shutdown may take, after the wait of enableShutdownGracefully")
 	return cmd
 }
 
@@ -170,7 +170,8 @@ func run(ctx context.Context, o options) error {
 	}
 	<-ctx.Done()
 	log.Info().Msg("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownWait)
+	// enableShutdownGracefully's wait comes on top of the stop's own time.
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownWait+set.Listener.GoAwayWait())
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err

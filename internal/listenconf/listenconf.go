@@ -10,11 +10,13 @@ import (
 )
 
 // Apply sets cfg's idle timeout, socket buffers, write buffer water marks
-// and PROXY protocol policy from the listener settings l and p.
+// graceful shutdown wait and PROXY protocol policy from the listener
+// settings l and p.
 func Apply(cfg *remoting.ServerConfig, l configs.Listener, p configs.ProxyProtocol) {
 	cfg.IdleTimeout = l.IdleTimeout()
 	cfg.SocketSendBuffer, cfg.SocketRecvBuffer = l.SendBuffer, l.RecvBuffer
 	cfg.WriteBufferHighWaterMark, cfg.WriteBufferLowWaterMark = l.WriteBufferHighWaterMark, l.WriteBufferLowWaterMark
+	cfg.GoAwayWait = l.GoAwayWait()
 	cfg.ProxyProtocol = ProxyProtocol(p)
 }
 

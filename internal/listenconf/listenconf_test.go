@@ -16,8 +16,13 @@ func TestApply(t *testing.T) {
 	Apply(&cfg, configs.Listener{MaxIdle: 30 * time.Second, SendBuffer: 1, RecvBuffer: 2},
 		configs.ProxyProtocol{Enable: false, TrustedNetworks: trusted})
 	if cfg.IdleTimeout != 30*time.Second || cfg.SocketSendBuffer != 1 || cfg.SocketRecvBuffer != 2 ||
-		!cfg.ProxyProtocol.Disabled || !slices.Equal(cfg.ProxyProtocol.Trusted, trusted) {
+		!cfg.ProxyProtocol.Disabled || !slices.Equal(cfg.ProxyProtocol.Trusted, trusted) || cfg.GoAwayWait != 0 {
 		t.Fatalf("applied %+v", cfg)
+	}
+	// shutdownWaitTimeSeconds counts only with enableShutdownGracefully.
+	Apply(&cfg, configs.Listener{ShutdownGracefully: true, ShutdownWait: 7 * time.Second}, configs.ProxyProtocol{})
+	if cfg.GoAwayWait != 7*time.Second {
+		t.Fatalf("graceful shutdown applied as a wait of %v, want 7s", cfg.GoAwayWait)
 	}
 	// serverChannelMaxIdleTimeSeconds=0 is never; the server's zero would
 	// be its default.
