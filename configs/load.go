@@ -128,7 +128,7 @@ func applySources[T any](s *schema[T], c *T, sources []Source, taken map[string]
 var brokerSchema = newSchema(brokerFields, func(b Broker) Broker {
 	b.DeleteWhen = slices.Clone(b.DeleteWhen)
 	return b
-}).withInert(slices.Concat(brokerInert, brokerInertRocketMQ53, nettyServerInert[Broker]()))
+}).withInert(slices.Concat(brokerInert, brokerInertRocketMQ53, brokerInertDevelopStore, nettyServerInert[Broker]()))
 
 // Apply sets the given keys (RocketMQ's names, their aliases, any case) on
 // b as a configuration file would, in key order, and returns the canonical
