@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/migrate/cqcompare"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -73,11 +72,11 @@ func (b *Broker) processCheckCQWriteProgress(ctx context.Context, _ *remoting.Co
 	}
 	opts := cqcompare.Options{Topic: h.OptString("topic", ""), FromTime: from, Bounds: b.disp.QuiescedMinima}
 	if b.cqMirror == nil {
-		if b.cfg.StoreType == configs.StoreTypeKV {
-			return jsonResponse(req, cqCheckResult{"storeType is kv and the file ConsumeQueue is not written, no need check", cqCheckOK})
-		}
-		// RocketMQ's words (its key is rocksdbCQDoubleWriteEnable).
-		return jsonResponse(req, cqCheckResult{"rocksdbCQWriteEnable is false, checkRocksdbCqWriteProgressCommand is invalid", cqCheckNotOK})
+		// One layout, nothing to compare it with: CHECK_OK whichever it
+		// is, as RocketMQ answers since its CombineConsumeQueueStore
+		// (apache/rocketmq#9254; 5.3.3 answered CHECK_NOT_OK for its file
+		// layout alone).
+		return jsonResponse(req, cqCheckResult{"only the " + b.cfg.StoreType + " ConsumeQueue is written (rocksdbCQDoubleWriteEnable=false), no need check", cqCheckOK})
 	}
 	if !b.cqCheck.begin() {
 		return jsonResponse(req, cqCheckResult{"a check is already running; its result goes to the log", cqCheckInProgress})

@@ -79,7 +79,7 @@ func TestCheckCQWriteProgress(t *testing.T) {
 	for _, tc := range []struct {
 		storeType string
 		status    int
-	}{{"kv", cqCheckOK}, {"file", cqCheckNotOK}} {
+	}{{"kv", cqCheckOK}, {"file", cqCheckOK}} {
 		single := startTestBroker(t, map[string]string{"storeType": tc.storeType})
 		if r := checkLayouts(t, single, waitForCheck); r.CheckStatus != tc.status {
 			t.Errorf("storeType=%s without double-write: %+v, want status %d", tc.storeType, r, tc.status)
