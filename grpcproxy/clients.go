@@ -153,6 +153,15 @@ func (r *clientRegistry) settings(id string) *rmqpb.Settings {
 	return nil
 }
 
+// known reports whether the client is registered: heard from, and not
+// ended (NotifyClientTermination) or forgotten as idle since.
+func (r *clientRegistry) known(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.clients[id]
+	return ok
+}
+
 // remove forgets a client.
 func (r *clientRegistry) remove(id string) {
 	r.mu.Lock()

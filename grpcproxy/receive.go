@@ -77,6 +77,9 @@ type popped struct {
 	group  string
 	topic  string // the real topic: the retry topic for retried messages
 	addr   string
+	// reconsumed is how often the message was delivered before, which a
+	// renewal of it needs.
+	reconsumed int
 }
 
 // receive pops for ReceiveMessage.
@@ -252,10 +255,21 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 		}
 		m.Topic.ResourceNamespace = topicRes.GetResourceNamespace()
 		p.proto = m
-		if autoRenew {
-			s.renewer.add(who.clientID, h.String(), held{handle: h, group: group, topic: pm.RealTopic, addr: addr, reconsumed: int(pm.ReconsumeTimes)}, invisible)
-		}
+		p.reconsumed = int(pm.ReconsumeTimes)
 		out = append(out, p)
+	}
+	if autoRenew && len(out) > 0 {
+		if who.clientID != "" && !s.clients.known(who.clientID) {
+			// The client ended (NotifyClientTermination) while the pop
+			// waited: nobody would renew or settle these, so they are
+			// visible again after a second and the answer says why, as
+			// RocketMQ's proxy (apache/rocketmq#9253).
+			s.nack(who, out)
+			return nil, fail(rmqpb.Code_MESSAGE_NOT_FOUND, "The client [%s] is disconnected.", who.clientID)
+		}
+		for _, p := range out {
+			s.renewer.add(who.clientID, p.handle.String(), held{handle: p.handle, group: p.group, topic: p.topic, addr: p.addr, reconsumed: p.reconsumed}, invisible)
+		}
 	}
 	return out, nil
 }
