@@ -429,3 +429,45 @@ func TestSlaveTimerSyncAsksAMasterThatDoesNotKnowItOnce(t *testing.T) {
 		t.Fatalf("after the master changed: asked %d times in all, want 2", n)
 	}
 }
+
+// Topics and groups with attributes reach the slave as the master keeps
+// them, on the first sync and on a later one that changes them: the slave
+// takes the stored configs, it does not apply them as attribute updates
+// ("+key" changes), which RocketMQ 5.3.3's slave did and failed on
+// (apache/rocketmq#9403 and #9547).
+func TestSlaveSyncCopiesAttributes(t *testing.T) {
+	master := startTestBroker(t, nil)
+	slave := startTestBroker(t, nil)
+	mc := master.client(nil)
+	if r := call(t, mc, remoting.UpdateAndCreateTopic, map[string]string{
+		"topic": "AttrT", "defaultTopic": "TBW102", "readQueueNums": "2", "writeQueueNums": "2", "perm": "6",
+		"topicFilterType": "SINGLE_TAG", "attributes": "+message.type=FIFO",
+	}, nil); r.Code != remoting.Success {
+		t.Fatalf("create AttrT: %d %s", r.Code, r.Remark)
+	}
+	group := meta.NewSubscriptionGroupConfig("AttrG")
+	group.Attributes = map[string]string{"priority": "3"} // a later RocketMQ's, kept as stored
+	if err := master.groups.Put(group); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 2; round++ {
+		syncSlave(t, slave, master)
+		if got, want := topicTable(t, slave)["AttrT"], topicTable(t, master)["AttrT"]; !reflect.DeepEqual(got, want) || got.Attributes["message.type"] != "FIFO" {
+			t.Fatalf("round %d: the slave's AttrT %+v, the master's %+v", round, got, want)
+		}
+		if got := groupTable(t, slave)["AttrG"]; !reflect.DeepEqual(got.Attributes, group.Attributes) {
+			t.Fatalf("round %d: the slave's AttrG attributes %v, want %v", round, got.Attributes, group.Attributes)
+		}
+		// The master changes both; the next sync takes the changes.
+		if r := call(t, mc, remoting.UpdateAndCreateTopic, map[string]string{
+			"topic": "AttrT", "defaultTopic": "TBW102", "readQueueNums": "4", "writeQueueNums": "4", "perm": "6",
+			"topicFilterType": "SINGLE_TAG",
+		}, nil); r.Code != remoting.Success {
+			t.Fatalf("update AttrT: %d %s", r.Code, r.Remark)
+		}
+		group.Attributes = map[string]string{"priority": "5"}
+		if err := master.groups.Put(group); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
