@@ -30,6 +30,7 @@ import (
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/metrics"
 	"github.com/rocketkv/rocketkv/migrate/filecq"
+	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
 	"github.com/rocketkv/rocketkv/timer"
@@ -150,6 +151,12 @@ type Broker struct {
 	// New and Start.
 	namesrvDial      func(ctx context.Context, network, addr string) (net.Conn, error)
 	namesrvScanEvery time.Duration
+	// nsResolve, when set (tests), resolves namesrvAddr's hosts under
+	// fetchNameSrvAddrByDnsLookup instead of the system's resolver;
+	// nsLookupDelay, when positive, replaces nsLookupDelay (the first
+	// lookup after the start's). Both are set between New and Start.
+	nsResolve     namesrv.Resolver
+	nsLookupDelay time.Duration
 	// hotBytes is how far from the end of the CommitLog records are taken
 	// to be in the page cache (accessMessageInMemoryMaxRatio).
 	hotBytes int64
@@ -236,6 +243,9 @@ func CheckConfig(cfg configs.Broker) error {
 	if err := checkSyncMasterPort(cfg.BrokerRole, cfg.HAListenPort, cfg.InSyncReplicas); err != nil {
 		return err
 	}
+	if err := checkNameServerSource(&cfg); err != nil {
+		return err
+	}
 	return checkAuthConfig(cfg)
 }
 
@@ -252,6 +262,9 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	if err := checkSyncMasterPort(cfg.BrokerRole, cfg.HAListenPort, cfg.InSyncReplicas); err != nil {
+		return nil, err
+	}
+	if err := checkNameServerSource(&cfg); err != nil {
 		return nil, err
 	}
 	levels, err := meta.ParseDelayLevels(cfg.MessageDelayLevel)

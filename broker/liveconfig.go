@@ -206,7 +206,7 @@ func (b *Broker) updateConfig(props map[string]string) (changed []string, inert 
 	if len(changed) == 0 {
 		return nil, inert, nil, nil
 	}
-	if err := nameServersChange(old.NamesrvAddr, next.NamesrvAddr); err != nil {
+	if err := nameServersChange(old, &next); err != nil {
 		return nil, nil, nil, fmt.Errorf("update broker config: %w; nothing was changed", err)
 	}
 	if err := checkSyncMasterPort(next.BrokerRole, next.HAListenPort, next.InSyncReplicas); err != nil {
@@ -240,7 +240,8 @@ func (b *Broker) updateConfig(props map[string]string) (changed []string, inert 
 		b.clog.SetRandomReads(!next.DataReadAheadEnable)
 	}
 	if old.NamesrvAddr != next.NamesrvAddr && b.register != nil {
-		b.register.setNameServers(next.NamesrvAddr)
+		// Under live.mu: a DNS lookup (3 s at most) holds other updates.
+		b.register.namesrvAddrChanged(b.ctx, next.NamesrvAddr)
 	}
 	if old.BrokerPermission != next.BrokerPermission {
 		if err := b.topics.table.Touch(); err != nil {
@@ -255,17 +256,22 @@ func (b *Broker) updateConfig(props map[string]string) (changed []string, inert 
 	return changed, inert, unsaved, nil
 }
 
-// nameServersChange says why namesrvAddr cannot change from old to next
-// while the broker runs, or nil when it can: from one list of name
+// nameServersChange says why namesrvAddr cannot change from old's to
+// next's while the broker runs, or nil when it can: from one list of name
 // servers to another. A broker started without name servers registers
-// with none (RocketMQ's BrokerController schedules no re-reading of
-// namesrvAddr when it started without one), and one whose list is emptied
-// would stop registering until every route of it expired (RocketMQ
-// splits an empty value into one empty address).
-func nameServersChange(old, next string) error {
-	switch had, has := len(namesrv.ParseNameServers(old)) > 0, len(namesrv.ParseNameServers(next)) > 0; {
+// with none, or with those its address server names
+// (fetchNamesrvAddrByAddressServer) until it restarts (RocketMQ's
+// BrokerController schedules no re-reading of namesrvAddr when it
+// started without one), and one whose list is emptied would stop
+// registering until every route of it expired (RocketMQ splits an empty
+// value into one empty address).
+func nameServersChange(old, next *configs.Broker) error {
+	switch had, has := len(namesrv.ParseNameServers(old.NamesrvAddr)) > 0, len(namesrv.ParseNameServers(next.NamesrvAddr)) > 0; {
 	case had == has:
 		return nil
+	case !had && nameServerSource(old) == nsAddressServer:
+		return errors.New("namesrvAddr cannot be set while the broker runs: it takes its name servers from the address server " +
+			"(fetchNamesrvAddrByAddressServer) until it restarts (set it in the configuration file and restart)")
 	case !had:
 		return errors.New("namesrvAddr cannot be set while the broker runs: it started without name servers and registers with none " +
 			"(set it in the configuration file and restart)")

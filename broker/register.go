@@ -44,6 +44,9 @@ type registrar struct {
 	// scanEvery is how often scanLoop looks for name servers that can be
 	// connected again.
 	scanEvery time.Duration
+	// lookup keeps the name servers as DNS or an address server gives
+	// them; nil when they are namesrvAddr as written.
+	lookup *nsLookup
 }
 
 // nameServerScanPeriod is how often the name servers are connected to
@@ -55,10 +58,14 @@ const nameServerScanPeriod = 3 * time.Second
 func newRegistrar(b *Broker) *registrar {
 	pool := remoting.NewClientPool(remoting.ClientOptions{Log: b.component("namesrv-client"), TLS: b.namesrvClientTLS(),
 		BeforeRequest: b.innerSigner(), DialContext: b.namesrvDial})
+	addrs := b.cfg.NamesrvAddr
+	if nameServerSource(&b.cfg) != nsStatic {
+		addrs = "" // until the lookup as the registrar starts
+	}
 	r := &registrar{
 		b:     b,
 		pool:  pool,
-		ns:    namesrv.NewRegistrar(pool, b.cfg.NamesrvAddr, b.component("registrar")),
+		ns:    namesrv.NewRegistrar(pool, addrs, b.component("registrar")),
 		kick:  make(chan struct{}, 1),
 		waits: make(chan chan struct{}),
 		// Made here, not by start: registerAndWait reads it from request
@@ -73,6 +80,7 @@ func newRegistrar(b *Broker) *registrar {
 		default:
 		}
 	}
+	r.lookup = newNSLookup(r)
 	return r
 }
 
@@ -86,17 +94,30 @@ func (r *registrar) info() namesrv.BrokerInfo {
 	}
 }
 
-// start runs the registration loop, and the scan of the name servers
-// beside it, on a goroutine of the broker's until halt or the broker's
-// context ends.
+// start runs the registration loop, and beside it the scan of the name
+// servers and their lookup (DNS or address server) if any, on goroutines
+// of the broker's until halt or the broker's context ends. The name
+// servers are looked up first, before it returns, so that the first
+// registration reaches them (RocketMQ's broker resolves namesrvAddr
+// before it starts too, but asks an address server 10 s after).
 func (r *registrar) start() {
 	ctx, cancel := context.WithCancel(r.b.ctx)
 	r.cancelLoop = cancel
+	if r.lookup != nil {
+		r.lookup.refresh(ctx)
+		select {
+		case <-r.kick: // the loop's first registration reaches them
+		default:
+		}
+	}
 	r.b.goBackground("register", func(context.Context) {
 		defer close(r.loopDone)
-		var scan sync.WaitGroup
-		defer scan.Wait()
-		scan.Go(func() { r.scanLoop(ctx) })
+		var beside sync.WaitGroup
+		defer beside.Wait()
+		beside.Go(func() { r.scanLoop(ctx) })
+		if r.lookup != nil {
+			beside.Go(func() { r.lookup.run(ctx) })
+		}
 		r.loop(ctx)
 	})
 }
@@ -107,7 +128,7 @@ func (r *registrar) start() {
 // server that knows no route of the broker. RocketMQ's broker reaches it
 // at its next periodic registration.
 func (r *registrar) scanLoop(ctx context.Context) {
-	if len(r.ns.NameServers()) == 0 {
+	if len(r.ns.NameServers()) == 0 && r.lookup == nil {
 		return
 	}
 	periodic.Run(ctx, r.scanEvery, func(ctx context.Context) {
@@ -157,8 +178,10 @@ func (r *registrar) stopLoop(ctx context.Context) {
 
 // loop registers at start, then periodically and on triggers (coalesced
 // for a short while so a burst of topic creations makes one registration).
+// Without name servers, it waits for the broker to stop, unless a lookup
+// may find some: then it registers once they come.
 func (r *registrar) loop(ctx context.Context) {
-	if len(r.ns.NameServers()) == 0 {
+	if len(r.ns.NameServers()) == 0 && r.lookup == nil {
 		close(r.firstDone)
 		<-ctx.Done()
 		return
@@ -280,6 +303,19 @@ func (r *registrar) setNameServers(namesrvAddrs string) {
 	r.trigger()
 }
 
+// namesrvAddrChanged applies namesrvAddrs, UPDATE_BROKER_CONFIG's new
+// namesrvAddr, already in force: as the list (setNameServers), or with
+// fetchNameSrvAddrByDnsLookup as the hosts to look up, at once rather
+// than at RocketMQ's next period. A lookup of them that fails keeps the
+// list, and the periodic lookup tries them again.
+func (r *registrar) namesrvAddrChanged(ctx context.Context, namesrvAddrs string) {
+	if r.lookup != nil && r.lookup.source == nsDNS {
+		r.lookup.refresh(ctx)
+		return
+	}
+	r.setNameServers(namesrvAddrs)
+}
+
 // hasNameServers reports whether name servers are configured.
 func (r *registrar) hasNameServers() bool {
 	return r != nil && len(r.ns.NameServers()) > 0
@@ -289,6 +325,9 @@ func (r *registrar) hasNameServers() bool {
 // server. Unless force, it first asks them whether one lacks the table's
 // data version and registers only then (needRegister).
 func (r *registrar) registerOnce(ctx context.Context, force bool) {
+	if !r.hasNameServers() {
+		return // none found by the lookup yet
+	}
 	timeout := r.b.cfg.RegisterBrokerTimeout
 	if timeout <= 0 {
 		timeout = 24 * time.Second

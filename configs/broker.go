@@ -165,6 +165,23 @@ type Broker struct {
 	// broker.yaml).
 	ForceRegister bool
 
+	// Finding the name servers (RocketMQ's BrokerController and
+	// BrokerOuterAPI). Without NamesrvAddr and with
+	// FetchNamesrvAddrByAddressServer, the list is asked of the HTTP
+	// address server that RmqAddressServerDomain and
+	// RmqAddressServerSubGroup name (namesrv.AddressServerURL), every
+	// FetchNamesrvAddrInterval. With NamesrvAddr and
+	// FetchNameSrvAddrByDnsLookup, each of its hosts stands for every
+	// address it resolves to, resolved again every
+	// UpdateNameServerAddrPeriod. Both periods are any integer of
+	// milliseconds when unused, positive when used.
+	FetchNamesrvAddrByAddressServer bool
+	FetchNamesrvAddrInterval        time.Duration
+	RmqAddressServerDomain          string
+	RmqAddressServerSubGroup        string
+	FetchNameSrvAddrByDnsLookup     bool
+	UpdateNameServerAddrPeriod      time.Duration
+
 	// SlaveSyncInterval is how often a slave copies its master's topics,
 	// groups, consumer and delay offsets and request modes
 	// (slaveSyncIntervalMillis, rocketkv's own key; RocketMQ's fixed 60 s).

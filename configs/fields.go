@@ -81,7 +81,6 @@ var brokerFields = slices.Concat([]field[Broker]{
 	notImplemented[Broker]("enableControllerMode", "rocketkv replicates with RocketMQ's classic master-slave HA only (brokerRole); automatic failover through controllers is not there"),
 	notImplemented[Broker]("enableDLegerCommitLog", "rocketkv replicates with RocketMQ's classic master-slave HA only (brokerRole); a DLedger CommitLog is not there"),
 	notImplemented[Broker]("enableSlaveActingMaster", "a slave does not act as master for its group (RocketMQ 5's slave acting master); fail over by promoting the slave"),
-	notImplemented[Broker]("fetchNamesrvAddrByAddressServer", "name servers are given with namesrvAddr or -n; there is no HTTP address server lookup"),
 
 	boolean("autoCreateTopicEnable", "true", func(b *Broker) *bool { return &b.AutoCreateTopicEnable }),
 	boolean("autoCreateSubscriptionGroup", "true", func(b *Broker) *bool { return &b.AutoCreateSubscriptionGroup }),
@@ -103,6 +102,12 @@ var brokerFields = slices.Concat([]field[Broker]{
 	millis("registerBrokerTimeoutMills", "24000", func(b *Broker) *time.Duration { return &b.RegisterBrokerTimeout }),
 	boolean("compressedRegister", "false", func(b *Broker) *bool { return &b.CompressedRegister }),
 	boolean("forceRegister", "true", func(b *Broker) *bool { return &b.ForceRegister }),
+	boolean("fetchNamesrvAddrByAddressServer", "false", func(b *Broker) *bool { return &b.FetchNamesrvAddrByAddressServer }),
+	anyMillis("fetchNamesrvAddrInterval", "10000", func(b *Broker) *time.Duration { return &b.FetchNamesrvAddrInterval }),
+	str("rmqAddressServerDomain", "jmenv.tbsite.net", func(b *Broker) *string { return &b.RmqAddressServerDomain }),
+	str("rmqAddressServerSubGroup", "nsaddr", func(b *Broker) *string { return &b.RmqAddressServerSubGroup }),
+	boolean("fetchNameSrvAddrByDnsLookup", "false", func(b *Broker) *bool { return &b.FetchNameSrvAddrByDnsLookup }),
+	anyMillis("updateNameServerAddrPeriod", "120000", func(b *Broker) *time.Duration { return &b.UpdateNameServerAddrPeriod }),
 
 	millisRange("slaveSyncIntervalMillis", "60000", 1, func(b *Broker) *time.Duration { return &b.SlaveSyncInterval }),
 
@@ -489,6 +494,13 @@ func i64Range[T any](key, def string, lo, hi int64, ptr func(*T) *int64) field[T
 // intervals and timeouts.
 func millis[T any](key, def string, ptr func(*T) *time.Duration) field[T] {
 	return millisRange(key, def, 0, ptr)
+}
+
+// anyMillis reads milliseconds of any sign, as RocketMQ's setter takes
+// them, for a period that matters only in a mode that is off by default:
+// the code that uses it refuses a period that is not positive then.
+func anyMillis[T any](key, def string, ptr func(*T) *time.Duration) field[T] {
+	return millisRange(key, def, -(1 << 40), ptr)
 }
 
 // millisRange reads milliseconds of at least lo (a period that must not be

@@ -64,6 +64,30 @@ func TestDefaultsAreRocketMQs(t *testing.T) {
 		b.DiskMaxUsedSpaceRatio != 75 || b.ListenPort != 10911 || b.StoreType != StoreTypeKV {
 		t.Fatalf("defaults differ from RocketMQ's: %+v", b)
 	}
+	// BrokerConfig's, and BrokerStartup's (MixAll.WS_DOMAIN_NAME,
+	// WS_DOMAIN_SUBGROUP) for the address server.
+	if b.FetchNamesrvAddrByAddressServer || b.FetchNamesrvAddrInterval != 10*time.Second ||
+		b.RmqAddressServerDomain != "jmenv.tbsite.net" || b.RmqAddressServerSubGroup != "nsaddr" ||
+		b.FetchNameSrvAddrByDnsLookup || b.UpdateNameServerAddrPeriod != 2*time.Minute {
+		t.Errorf("name server lookup defaults differ from RocketMQ's: %+v", b)
+	}
+}
+
+// The periods of the name server lookups take any integer, as RocketMQ's
+// setters do: the broker refuses one that is not positive only when it
+// uses it.
+func TestNameServerLookupKeys(t *testing.T) {
+	got, err := LoadBroker(writeFile(t, "b.conf", "fetchNamesrvAddrByAddressServer=true\nfetchNamesrvAddrInterval=-5\n"+
+		"rmqAddressServerDomain=addr.example:80\nrmqAddressServerSubGroup=nsaddr-a\nfetchNameSrvAddrByDnsLookup=TRUE\nupdateNameServerAddrPeriod=0\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := got.Broker
+	if !b.FetchNamesrvAddrByAddressServer || b.FetchNamesrvAddrInterval != -5*time.Millisecond ||
+		b.RmqAddressServerDomain != "addr.example:80" || b.RmqAddressServerSubGroup != "nsaddr-a" ||
+		!b.FetchNameSrvAddrByDnsLookup || b.UpdateNameServerAddrPeriod != 0 || len(got.UnknownKeys) != 0 || len(got.InertKeys) != 0 {
+		t.Errorf("loaded %+v, unknown %v, inert %v", b, got.UnknownKeys, got.InertKeys)
+	}
 }
 
 // The documented YAML must name every key and load to the defaults.
@@ -223,7 +247,10 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"b.conf", "enableControllerMode=true\n", "enableControllerMode"},
 		{"b.conf", "enableDLegerCommitLog=true\n", "enableDLegerCommitLog"},
 		{"b.conf", "enableSlaveActingMaster=true\n", "enableSlaveActingMaster"},
-		{"b.conf", "fetchNamesrvAddrByAddressServer=true\n", "fetchNamesrvAddrByAddressServer"},
+		{"b.conf", "fetchNamesrvAddrByAddressServer=yes\n", "fetchNamesrvAddrByAddressServer"},
+		{"b.conf", "fetchNameSrvAddrByDnsLookup=1\n", "fetchNameSrvAddrByDnsLookup"},
+		{"b.conf", "fetchNamesrvAddrInterval=10s\n", "fetchNamesrvAddrInterval"},
+		{"b.conf", "updateNameServerAddrPeriod=2m\n", "updateNameServerAddrPeriod"},
 		{"b.conf", "storePathCommitLog=/a,/b\n", "storePathCommitLog"},
 		{"b.conf", "messageDelayLevel=1s 5x\n", "messageDelayLevel"},
 		{"b.conf", "maxTransferCountOnMessageInMemory=0\n", "maxTransferCountOnMessageInMemory"},
