@@ -11,8 +11,9 @@
 // The configuration file is RocketMQ's broker.conf (key=value) or YAML with
 // the same keys (see configs/broker.yaml). When neither the file nor -n
 // names the name servers, the NAMESRV_ADDR environment variable does, as
-// for RocketMQ's mqbroker. It stops cleanly on SIGINT or SIGTERM, so the
-// next start is a normal recovery.
+// for RocketMQ's mqbroker, or failing it an HTTP address server
+// (fetchNamesrvAddrByAddressServer). It stops cleanly on SIGINT or
+// SIGTERM, so the next start is a normal recovery.
 package main
 
 import (
@@ -287,6 +288,12 @@ func startProxy(ctx context.Context, path string, cfg configs.Broker, log zerolo
 	}
 	plog := log.With().Str("component", "grpcproxy").Logger()
 	logging.IgnoredKeys(plog, path, loaded.UnknownKeys, loaded.InertKeys)
+	if cfg.NamesrvAddr == "" && cfg.FetchNamesrvAddrByAddressServer {
+		// The proxy's list is fixed at start; the broker's address server
+		// has not been asked for it.
+		plog.Warn().Str("namesrvAddr", loaded.Proxy.NamesrvAddr).
+			Msg("the proxy does not ask the broker's address server (fetchNamesrvAddrByAddressServer): it finds brokers through its own namesrvAddr")
+	}
 	pc, err := grpcproxy.ConfigFrom(loaded.Proxy, log)
 	if err != nil {
 		return nil, err
