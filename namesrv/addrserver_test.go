@@ -66,7 +66,7 @@ func TestAddressServerFetch(t *testing.T) {
 	if got.Method != http.MethodGet || got.URL.Path != "/rocketmq/nsaddr" {
 		t.Errorf("request %s %s, want GET /rocketmq/nsaddr", got.Method, got.URL.Path)
 	}
-	for k, v := range map[string]string{"Client-Version": "V5_3_3", "Metaq-Client-RequestTS": "1700000000123",
+	for k, v := range map[string]string{"Client-Version": "V5_3_4", "Metaq-Client-RequestTS": "1700000000123",
 		"Content-Type": "application/x-www-form-urlencoded;charset=UTF-8"} {
 		if got.Header.Get(k) != v {
 			t.Errorf("header %s = %q, want %q", k, got.Header.Get(k), v)
