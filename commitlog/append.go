@@ -48,6 +48,12 @@ type AppendRequest struct {
 	// it; the dispatcher indexes the record in each queue at its offset.
 	// Needs an Assigner.
 	MultiDispatch []string
+	// ProducerBatch says the messages are a producer's batch
+	// (SEND_BATCH_MESSAGE), even one alone: under Config.AppendPropCRC
+	// they keep the __CRC32# properties they carry, before the one the
+	// log adds, as RocketMQ's batch put keeps them. Every other append
+	// is RocketMQ's single-message put, which drops them.
+	ProducerBatch bool
 }
 
 // Properties of multi-dispatch (RocketMQ's light message queues).
@@ -178,6 +184,11 @@ type appendScratch struct {
 // Allocations: the result's MsgIDs (slice and strings) and Records; the
 // encoding buffer is pooled, a sync-flush wait uses a pooled timer, and
 // each group commit allocates one channel shared by all its waiters.
+// Under Config.AppendPropCRC the records' CRC properties are computed
+// under the lock, after the offsets and the store time (a CRC-32 pass
+// over each record), and a message that carries a __CRC32# property of
+// its own has its properties copied without it; with AppendPropCRC off
+// (the default) the cost is a test of the setting per record.
 //
 // Errors (nothing was appended): ErrInvalidAppend, ErrMessageTooLarge,
 // ErrPropertiesTooLarge, ErrTopicTooLong, ErrDiskFull, ErrStoreFull,
@@ -217,7 +228,7 @@ func (l *Log) Append(ctx context.Context, req AppendRequest) (AppendResult, erro
 			multiQueueOffsets(req.MultiDispatch, func(string) int64 { return math.MaxInt64 })})
 		msgs = []*Message{&multi}
 	}
-	if err := l.encode(sc, msgs); err != nil {
+	if err := l.encode(sc, msgs, req.ProducerBatch); err != nil {
 		return AppendResult{}, err
 	}
 	total := int64(len(sc.buf))
@@ -265,7 +276,7 @@ func (l *Log) Append(ctx context.Context, req AppendRequest) (AppendResult, erro
 	if len(req.MultiDispatch) > 0 {
 		multi.Properties = RewriteProperties(first.Properties, nil, [2]string{PropertyMultiQueueOffset,
 			multiQueueOffsets(req.MultiDispatch, func(name string) int64 { return req.Assigner.Assign(name, 0, 1) })})
-		if err := l.encode(sc, msgs); err != nil {
+		if err := l.encode(sc, msgs, req.ProducerBatch); err != nil {
 			// Cannot happen: the encoding before the lock passed the same
 			// checks with a longer property.
 			l.mu.Unlock()
@@ -287,6 +298,10 @@ func (l *Log) Append(ctx context.Context, req AppendRequest) (AppendResult, erro
 		}
 		PatchPhyOffset(rec, pos+int64(off))
 		PatchStoreTimestamp(rec, ts)
+		if l.cfg.AppendPropCRC {
+			// Last: the CRC covers the offsets and the store time.
+			putPropCRC(rec[:binary.BigEndian.Uint32(rec)])
+		}
 	}
 	writeHeadersLast(seg.data[pos-seg.start:], sc.buf, sc.offs)
 	end := pos + total
@@ -342,8 +357,11 @@ func (l *Log) storeHostOf(m *Message) netip.AddrPort {
 	return m.StoreHost
 }
 
-// encode encodes msgs into sc after validating the request.
-func (l *Log) encode(sc *appendScratch, msgs []*Message) error {
+// encode encodes msgs into sc after validating the request. Under
+// Config.AppendPropCRC each record gets room for its CRC property, and
+// the messages' own __CRC32# properties are dropped unless they are a
+// producer's batch.
+func (l *Log) encode(sc *appendScratch, msgs []*Message, producerBatch bool) error {
 	sc.buf = sc.buf[:0]
 	sc.offs = sc.offs[:0]
 	first := msgs[0]
@@ -363,8 +381,11 @@ func (l *Log) encode(sc *appendScratch, msgs []*Message) error {
 	for _, m := range msgs {
 		mc := *m
 		mc.StoreHost = l.storeHostOf(m)
+		if l.cfg.AppendPropCRC && !producerBatch {
+			mc.Properties = dropPropCRC(mc.Properties)
+		}
 		off := len(sc.buf)
-		b, err := AppendRecord(sc.buf, &mc)
+		b, err := appendRecord(sc.buf, &mc, l.cfg.AppendPropCRC)
 		if err != nil {
 			return fmt.Errorf("append: encode: %w", err)
 		}

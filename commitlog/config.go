@@ -76,6 +76,21 @@ type Config struct {
 	// CheckCRCOnRecover makes recovery verify body CRCs (true). Only
 	// DefaultConfig sets it; a zero Config leaves it off.
 	CheckCRCOnRecover bool
+	// AppendPropCRC ends every appended record with a __CRC32# property
+	// holding the CRC of the record's other bytes (RocketMQ's
+	// enabledAppendPropCRC, default false; see PropertyCRC32). A single
+	// message's own __CRC32# properties are dropped first, a producer
+	// batch's are kept (AppendRequest.ProducerBatch), as RocketMQ does.
+	// Records take PropCRCReservedLen (or one more) bytes more each.
+	AppendPropCRC bool
+	// ForceVerifyPropCRC makes recovery, when CheckCRCOnRecover is on,
+	// verify each record's __CRC32# property in place of its body CRC
+	// (RocketMQ's forceVerifyPropCRC, default false; CheckPropCRC). As in
+	// RocketMQ, a record without the property fails like a damaged one:
+	// the log is cut there, so it suits only a store whose every record
+	// that recovery can scan was appended with AppendPropCRC. Open logs a
+	// warning when it is on and AppendPropCRC is off.
+	ForceVerifyPropCRC bool
 	// RandomReads advises the segments no longer written for random
 	// access (MADV_RANDOM): a read from disk fetches the pages it touches
 	// and no read-ahead, which keeps consumers reading old messages at

@@ -39,6 +39,20 @@
 // PROPERTIES is "key 0x01 value" pairs separated by 0x02, with or without a
 // trailing 0x02 (ParseProperties, LookupProperty, FormatProperties).
 //
+// With Config.AppendPropCRC (RocketMQ's enabledAppendPropCRC) the
+// properties end with a CRC property over the rest of the record, in its
+// last 20 bytes (a 0x02 before it when the properties before do not end
+// with one; PROPLEN counts both):
+//
+//	+----------+------+--------------------------------+------+
+//	| __CRC32# | 0x01 | 10 digits, least significant   | 0x02 |
+//	| 8 bytes  |      | first, '0'-padded on the right |      |
+//	+----------+------+--------------------------------+------+
+//	 CRC = CRC-32 IEEE of bytes [0, TOTALSIZE-20) AND 0x7FFFFFFF
+//
+// The CRC covers the queue offset, physical offset and store timestamp,
+// so the append writes it last, under its lock (see PropertyCRC32).
+//
 // The offset message id (MessageID) is the hex of the store host's IP,
 // port and the record's physical offset: 32 characters for IPv4, 56 for
 // IPv6.
@@ -94,7 +108,9 @@
 // # Recovery
 //
 // Open scans records forward from a starting segment, verifying structure,
-// the physical-offset field and (CheckCRCOnRecover) body CRCs, and ends the
+// the physical-offset field and (CheckCRCOnRecover) body CRCs, or the CRC
+// properties instead with ForceVerifyPropCRC (a record without one is a
+// bad record then, as in RocketMQ), and ends the
 // log at the first bad record: the bytes after it in that segment are
 // zeroed and later segments deleted. After Close the scan covers the last
 // three segments; after a crash it starts at the last segment whose first

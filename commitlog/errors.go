@@ -25,6 +25,10 @@ var (
 	// ErrCRC is returned when body CRC verification was asked for and the
 	// stored BODYCRC is not CRC-32 IEEE of the body masked with 0x7FFFFFFF.
 	ErrCRC = errors.New("commitlog: body CRC mismatch")
+	// ErrPropCRC is returned by CheckPropCRC (recovery under
+	// Config.ForceVerifyPropCRC) when a record has no __CRC32# property,
+	// or its value is not the CRC of the record's bytes before it.
+	ErrPropCRC = errors.New("commitlog: CRC32 property missing or mismatched")
 	// ErrTopicTooLong is returned by Encode for an empty topic or one longer
 	// than 32,767 bytes (the V2 int16 length).
 	ErrTopicTooLong = errors.New("commitlog: topic empty or too long")

@@ -186,6 +186,10 @@ func Open(cfg Config) (*Log, error) {
 		l.flushHook.Store(&cfg.BeforeFlush)
 	}
 	l.scratch.New = func() any { return new(appendScratch) }
+	if cfg.ForceVerifyPropCRC && cfg.CheckCRCOnRecover && !cfg.AppendPropCRC && !cfg.Replica {
+		l.log.Warn().Msg("forceVerifyPropCRC is on and enabledAppendPropCRC off: records appended from now on carry no " +
+			PropertyCRC32 + " property, and the next recovery that scans one cuts the log there, as RocketMQ's does")
+	}
 	if err := l.fs.MkdirAll(l.segDir, 0o755); err != nil {
 		return nil, fmt.Errorf("open commitlog: %w", err)
 	}

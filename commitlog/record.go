@@ -417,18 +417,20 @@ func hostIP(h netip.AddrPort) (ip [16]byte, n int) {
 
 // EncodedSize returns the size of the record Encode would produce for m.
 func EncodedSize(m *Message) (int, error) {
-	_, _, size, err := encodePlan(m)
+	_, _, size, err := encodePlan(m, 0)
 	return size, err
 }
 
-// encodePlan chooses the magic and sysFlag and computes the record size.
-func encodePlan(m *Message) (magic uint32, sysFlag int32, size int, err error) {
+// encodePlan chooses the magic and sysFlag and computes the record size,
+// for properties extraProps bytes longer than m's (the CRC property's
+// reserve).
+func encodePlan(m *Message, extraProps int) (magic uint32, sysFlag int32, size int, err error) {
 	tl := len(m.Topic)
 	if tl == 0 || tl > maxTopicLenV2 {
 		return 0, 0, 0, fmt.Errorf("%w: %d bytes", ErrTopicTooLong, tl)
 	}
-	if len(m.Properties) > maxPropertiesLen {
-		return 0, 0, 0, fmt.Errorf("%w: %d bytes", ErrPropertiesTooLarge, len(m.Properties))
+	if pl := len(m.Properties) + extraProps; pl > maxPropertiesLen {
+		return 0, 0, 0, fmt.Errorf("%w: %d bytes", ErrPropertiesTooLarge, pl)
 	}
 	magic = MagicV1
 	topicLenWidth := 1
@@ -442,7 +444,7 @@ func encodePlan(m *Message) (magic uint32, sysFlag int32, size int, err error) {
 	if _, n := hostIP(m.StoreHost); n == 16 {
 		sysFlag |= FlagStoreHostV6
 	}
-	size = minRecordV1V4V4 - 1 + topicLenWidth + len(m.Body) + tl + len(m.Properties)
+	size = minRecordV1V4V4 - 1 + topicLenWidth + len(m.Body) + tl + len(m.Properties) + extraProps
 	size += hostLen(sysFlag, FlagBornHostV6) - 8 + hostLen(sysFlag, FlagStoreHostV6) - 8
 	if int64(size) > 1<<31-1 {
 		return 0, 0, 0, fmt.Errorf("%w: record of %d bytes", ErrMessageTooLarge, size)
@@ -457,7 +459,19 @@ func encodePlan(m *Message) (magic uint32, sysFlag int32, size int, err error) {
 // is stored as IPv4); and computes TOTALSIZE and the body CRC. It allocates
 // only when dst lacks capacity.
 func AppendRecord(dst []byte, m *Message) ([]byte, error) {
-	magic, sysFlag, size, err := encodePlan(m)
+	return appendRecord(dst, m, false)
+}
+
+// appendRecord is AppendRecord; with propCRC the properties end with the
+// room for the CRC property (a 0x02 first when m's do not end with one,
+// see propCRCReserve), zeroed, for putPropCRC to fill once every other
+// byte of the record is final.
+func appendRecord(dst []byte, m *Message, propCRC bool) ([]byte, error) {
+	extra := 0
+	if propCRC {
+		extra = propCRCReserve(m.Properties)
+	}
+	magic, sysFlag, size, err := encodePlan(m, extra)
 	if err != nil {
 		return dst, err
 	}
@@ -491,8 +505,14 @@ func AppendRecord(dst []byte, m *Message) ([]byte, error) {
 		p += 2
 	}
 	p += copy(rec[p:], m.Topic)
-	be.PutUint16(rec[p:], uint16(len(m.Properties)))
-	copy(rec[p+2:], m.Properties)
+	be.PutUint16(rec[p:], uint16(len(m.Properties)+extra))
+	p += 2
+	p += copy(rec[p:], m.Properties)
+	if extra > PropCRCReservedLen {
+		rec[p] = PropertySeparator
+		p++
+	}
+	clear(rec[p:])
 	return dst, nil
 }
 

@@ -258,7 +258,7 @@ scan:
 			if pos+blankFillerLength > s.size {
 				break // no room for anything: move to the next segment
 			}
-			n, err := Check(s.data[pos:], l.cfg.CheckCRCOnRecover)
+			n, err := l.checkOnRecover(s.data[pos:])
 			if err == nil && recordPhyOffset(s.data[pos:]) != s.start+pos {
 				err = fmt.Errorf("%w: physical offset field %d at position %d", ErrCorrupt, recordPhyOffset(s.data[pos:]), s.start+pos)
 			}
@@ -368,4 +368,15 @@ scan:
 	ev.Bool("abnormal", abnormal).Int64("firstScanned", info.FirstScanned).Int("records", info.Records).
 		Int64("end", end).Int64("cutBytes", info.CutBytes).Msg("commitlog recovered")
 	return nil
+}
+
+// checkOnRecover checks the record at b[0] as recovery does: its
+// structure, and with CheckCRCOnRecover its body CRC, or its CRC
+// property in place of the body CRC under ForceVerifyPropCRC (as
+// RocketMQ's checkMessageAndReturnSize).
+func (l *Log) checkOnRecover(b []byte) (int32, error) {
+	if l.cfg.CheckCRCOnRecover && l.cfg.ForceVerifyPropCRC {
+		return CheckPropCRC(b)
+	}
+	return Check(b, l.cfg.CheckCRCOnRecover)
 }
