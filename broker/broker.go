@@ -580,6 +580,8 @@ func (b *Broker) openStores(ctx context.Context) error {
 	lcfg.ReadUncommitted = b.cfg.ReadUnCommitted
 	lcfg.MaxMessageSize = b.cfg.MaxMessageSize
 	lcfg.CheckCRCOnRecover = b.cfg.CheckCRCOnRecover
+	lcfg.AppendPropCRC = b.cfg.EnabledAppendPropCRC
+	lcfg.ForceVerifyPropCRC = b.cfg.ForceVerifyPropCRC
 	lcfg.RandomReads = !b.cfg.DataReadAheadEnable
 	// The retention rules come from retentionOf, as UPDATE_BROKER_CONFIG's do.
 	rules := retentionOf(&b.cfg)

@@ -33,9 +33,11 @@ func (b *Broker) appendMessages(ctx context.Context, msgs []*commitlog.Message, 
 // appendBatch is appendMessages for a producer's SEND_BATCH_MESSAGE: its
 // messages, even one alone, are not dispatched to the light message
 // queues they name, as RocketMQ's batch put gives them no
-// INNER_MULTI_QUEUE_OFFSET.
+// INNER_MULTI_QUEUE_OFFSET. Under enabledAppendPropCRC they keep a
+// __CRC32# property they carry, as RocketMQ's batch put keeps it
+// (commitlog.AppendRequest.ProducerBatch).
 func (b *Broker) appendBatch(ctx context.Context, msgs []*commitlog.Message) (commitlog.AppendResult, error) {
-	return b.appendRecords(ctx, msgs, appendOptions{})
+	return b.appendRecords(ctx, msgs, appendOptions{producerBatch: true})
 }
 
 // appendOptions are how appendRecords puts and counts its messages.
@@ -50,6 +52,8 @@ type appendOptions struct {
 	// none, whether it waits in the schedule topic or is put to a
 	// dead-letter topic.
 	uncounted bool
+	// producerBatch says msgs are a producer's batch (appendBatch).
+	producerBatch bool
 }
 
 // appendRecords appends msgs as opts says.
@@ -67,7 +71,7 @@ func (b *Broker) appendRecords(ctx context.Context, msgs []*commitlog.Message, o
 	defer b.qoffsets.Release(first.Topic, first.QueueID)
 	// The flush is waited for with the slaves (durable), not by Append:
 	// slaveTimeout counts from the append, as the flush's timeout does.
-	req := commitlog.AppendRequest{Assigner: b.qoffsets}
+	req := commitlog.AppendRequest{Assigner: b.qoffsets, ProducerBatch: opts.producerBatch}
 	switch {
 	case len(msgs) == 1 && multiDispatch:
 		req.Message = first

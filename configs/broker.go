@@ -347,6 +347,16 @@ type Broker struct {
 	DiskSpaceWarningLevelRatio int
 	CleanResourceInterval      time.Duration
 	CheckCRCOnRecover          bool
+	// EnabledAppendPropCRC ends every record the broker appends with a
+	// __CRC32# property holding the CRC of the record's other bytes
+	// (RocketMQ's key, false; commitlog.Config.AppendPropCRC). Read at
+	// start.
+	EnabledAppendPropCRC bool
+	// ForceVerifyPropCRC makes recovery (with CheckCRCOnRecover) verify
+	// the __CRC32# property of each record instead of its body CRC; a
+	// record without one ends the log, as in RocketMQ (its key, false;
+	// commitlog.Config.ForceVerifyPropCRC). Read at start.
+	ForceVerifyPropCRC bool
 	// DataReadAheadEnable leaves the kernel's read-ahead on for the
 	// CommitLog segments no longer written; false advises them for random
 	// reads (RocketMQ's key, true; SET_COMMITLOG_READ_MODE changes it).

@@ -178,6 +178,8 @@ var brokerFields = slices.Concat([]field[Broker]{
 	intRange("diskSpaceWarningLevelRatio", "90", 0, 100, func(b *Broker) *int { return &b.DiskSpaceWarningLevelRatio }),
 	millis("cleanResourceInterval", "10000", func(b *Broker) *time.Duration { return &b.CleanResourceInterval }),
 	boolean("checkCRCOnRecover", "true", func(b *Broker) *bool { return &b.CheckCRCOnRecover }),
+	boolean("enabledAppendPropCRC", "false", func(b *Broker) *bool { return &b.EnabledAppendPropCRC }),
+	boolean("forceVerifyPropCRC", "false", func(b *Broker) *bool { return &b.ForceVerifyPropCRC }),
 	boolean("dataReadAheadEnable", "true", func(b *Broker) *bool { return &b.DataReadAheadEnable }),
 	str("indexCheckpointDir", "", func(b *Broker) *string { return &b.IndexCheckpointDir }),
 	boolean("messageIndexEnable", "true", func(b *Broker) *bool { return &b.MessageIndexEnable }),

@@ -168,8 +168,6 @@ var brokerRefusedRocketMQ53 = []field[Broker]{
 	notImplemented[Broker]("duplicationEnable", "there is no duplication mode: every append gets this broker's queue offsets and store time"),
 	notImplemented[Broker]("enablePopMessageThreshold", "POP does not stop serving a queue for the number of its messages in flight (popInflightMessageThreshold)"),
 	notImplemented[Broker]("timerStopEnqueue", "timer messages are indexed as they are stored; new ones cannot be held back while earlier ones are delivered"),
-	notImplemented[Broker]("enabledAppendPropCRC", "records are stored without a CRC32 property; the body CRC covers the body"),
-	notImplemented[Broker]("forceVerifyPropCRC", "recovery checks body CRCs (checkCRCOnRecover); records carry no CRC32 property to verify"),
 	notSet[Broker]("messageStorePlugIn", "rocketkv loads no message store plug-ins (Java classes)"),
 	alwaysOn[Broker]("useServerSideResetOffset", "offset resets are RocketMQ 5's server-side ones: the broker sets the offsets and tells each pull consumer at its next pull; it does not push RESET_CONSUMER_CLIENT_OFFSET to the clients"),
 	onlyValues[Broker]("socksProxyConfig", []string{"", "{}"}, "the broker dials name servers and masters directly, through no SOCKS proxy"),

@@ -453,6 +453,9 @@ func TestToProtoSystemProperties(t *testing.T) {
 		"__BORNHOST": "10.9.9.9:7777", "WAIT": "true", "PGROUP": "TopicA", "RECONSUME_TIME": "2",
 		"POP_CK": "14 1700000001000 30000 1 0 broker-a 2 14", "MAX_OFFSET": "15", "MIN_OFFSET": "0",
 		"REAL_TOPIC": "TopicA", "REAL_QID": "2", "CONSUME_START_TIME": "1700000001000",
+		// enabledAppendPropCRC's: RocketMQ's proxy keeps it out of the
+		// user properties (MessageConst.STRING_HASH_SET).
+		"__CRC32#": "7682564440",
 	}
 	r := &received{msg: storedMessage(props, []byte("hello")), handle: testHandle, topic: "TopicA", invisible: 30 * time.Second}
 	m, err := toProto(r)
