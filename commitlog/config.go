@@ -73,7 +73,8 @@ type Config struct {
 	// MaxMessageSize is the largest body (or sum of bodies of a batch)
 	// accepted (4 MiB).
 	MaxMessageSize int
-	// CheckCRCOnRecover makes recovery verify body CRCs (true). Only
+	// CheckCRCOnRecover makes recovery verify body CRCs (true), or the
+	// CRC properties instead with ForceVerifyPropCRC. Only
 	// DefaultConfig sets it; a zero Config leaves it off.
 	CheckCRCOnRecover bool
 	// AppendPropCRC ends every appended record with a __CRC32# property
