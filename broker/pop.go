@@ -248,9 +248,11 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 	var res pop.PopResult
 	var err error
 	if b.isSlave() {
-		// RocketMQ's slave answers a pop with the messages and records
+		// RocketMQ's slave answers a pop with the messages and writes
 		// nothing (pop.Service.PopReadOnly): its master's checkpoint and
 		// offsets are the ones that count, copied here by the slave sync.
+		// What it handed out it keeps in memory, so that the next pop
+		// goes on past it.
 		res, err = b.popSvc.PopReadOnly(preq)
 	} else {
 		// A pop starts from the committed offset a reset set; the reset's
@@ -274,7 +276,7 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 	code, remark := remoting.Success, "FOUND"
 	if len(res.Records) == 0 {
 		ready := func() bool {
-			has, err := b.popSvc.HasMessage(p.group, p.topic, p.queueID, p.order, p.attemptID)
+			has, err := b.popHasMessage(p.group, p.topic, p.queueID, p.order, p.attemptID)
 			return err != nil || has
 		}
 		waitTopics := b.popWaitTopics(p.topic, p.group, p.order)
@@ -332,6 +334,15 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 		b.stats.Miss()
 	}
 	return resp
+}
+
+// popHasMessage reports whether a pop of the queue would find a message
+// now: on a slave, a read-only pop from where it would start.
+func (b *Broker) popHasMessage(group, topic string, queueID int32, order bool, attemptID string) (bool, error) {
+	if b.isSlave() {
+		return b.popSvc.HasMessageReadOnly(group, topic, queueID, order)
+	}
+	return b.popSvc.HasMessage(group, topic, queueID, order, attemptID)
 }
 
 // popWaitTopics are the topics whose dispatches wake a held pop: the topic
@@ -635,14 +646,14 @@ func (b *Broker) notification(conn *remoting.Conn, req *remoting.Command, n noti
 	if _, resp := b.popCheck(req, peekVerb, n.group, n.topic, n.queueID, "", ""); resp != nil {
 		return resp
 	}
-	has, err := b.popSvc.HasMessage(n.group, n.topic, n.queueID, n.order, n.attemptID)
+	has, err := b.popHasMessage(n.group, n.topic, n.queueID, n.order, n.attemptID)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, "notification failed: "+err.Error())
 	}
 	full := false
 	if !has {
 		ready := func() bool {
-			has, err := b.popSvc.HasMessage(n.group, n.topic, n.queueID, n.order, n.attemptID)
+			has, err := b.popHasMessage(n.group, n.topic, n.queueID, n.order, n.attemptID)
 			return err != nil || has
 		}
 		// No match: NOTIFICATION carries no filter (RocketMQ's header has

@@ -13,11 +13,12 @@ import (
 // A slave answers POP, ACK, BATCH_ACK and CHANGE_MESSAGE_INVISIBLETIME as
 // RocketMQ 5.3.3's slave does, slaveReadEnable or not, and writes
 // nothing: a pop gets the messages (RocketMQ's checkpoint write goes
-// through EscapeBridge, which on a slave puts nothing and only fails), so
-// the next pop gets them again; acks are SUCCESS and change nothing; a
-// change of invisible time of a message popped without order is
-// SYSTEM_ERROR (its new checkpoint cannot be put), of an orderly one
-// SUCCESS. The checks before them still answer as on a master.
+// through EscapeBridge, which on a slave puts nothing and only fails),
+// and the next pop goes on past them (kept in memory only); acks are
+// SUCCESS and change nothing; a change of invisible time of a message
+// popped without order is SYSTEM_ERROR (its new checkpoint cannot be
+// put), of an orderly one SUCCESS. The checks before them still answer as
+// on a master.
 func TestSlaveAnswersPopsWithoutRecordingThem(t *testing.T) {
 	master := startTestBroker(t, withHA(nil))
 	slave := startSlaveOf(t, master, nil)
@@ -32,8 +33,8 @@ func TestSlaveAnswersPopsWithoutRecordingThem(t *testing.T) {
 	if first.Code != remoting.Success || first.Remark != "FOUND" || fmt.Sprint(bodies(first.Messages)) != "[m0 m1]" {
 		t.Fatalf("pop on the slave: code %d %q, %v; want SUCCESS FOUND [m0 m1]", first.Code, first.Remark, bodies(first.Messages))
 	}
-	if again := mustPop(t, sc, req); fmt.Sprint(bodies(again.Messages)) != "[m0 m1]" {
-		t.Fatalf("second pop on the slave: %v; want [m0 m1] again, the first recorded nothing", bodies(again.Messages))
+	if again := mustPop(t, sc, req); len(again.Messages) != 0 {
+		t.Fatalf("second pop on the slave: %v; want nothing, the first handed out both", bodies(again.Messages))
 	}
 	h := first.Messages[0].Handle
 	if _, ok, err := slave.db.Pop().Checkpoint("g", "SP", 0, h.CKOffset, h.PopTime); err != nil || ok {
@@ -59,8 +60,8 @@ func TestSlaveAnswersPopsWithoutRecordingThem(t *testing.T) {
 	if err != nil || r.Code != remoting.SystemError || r.Remark != "" {
 		t.Fatalf("change of invisible time on the slave: %+v %v, want SYSTEM_ERROR without a remark", r, err)
 	}
-	if again := mustPop(t, sc, req); fmt.Sprint(bodies(again.Messages)) != "[m0 m1]" {
-		t.Fatalf("pop on the slave after its acks: %v; want [m0 m1], the acks changed nothing", bodies(again.Messages))
+	if again := mustPop(t, sc, req); len(again.Messages) != 0 {
+		t.Fatalf("pop on the slave after its acks: %v; want nothing, the acks changed nothing", bodies(again.Messages))
 	}
 
 	req.Order = true
@@ -95,8 +96,119 @@ func TestSlaveAnswersPopsWithoutRecordingThem(t *testing.T) {
 	}
 	// A slave's pop starts from the committed offset, as RocketMQ's: the
 	// messages the master has in flight come again from the slave (the
-	// master's pop position is past them).
+	// master's pop position is past them), to a group that did not pop
+	// them from the slave.
+	req.Group = "g2"
+	mustPop(t, mc, req)
+	syncSlave(t, slave, master)
 	if got := mustPop(t, sc, req); fmt.Sprint(bodies(got.Messages)) != "[m0 m1]" {
 		t.Fatalf("pop on the slave of messages in flight on the master: %v, want [m0 m1]", bodies(got.Messages))
 	}
+}
+
+// A slave's pops hand out each message once inside its invisible time:
+// consecutive pops between two syncs get the next messages, as RocketMQ's
+// slave's (whose PopBufferMergeService remembers what it handed out), and
+// so do concurrent ones. What the sync brings moves a group on when the
+// master's committed offset is ahead, never back past what the slave
+// handed out and is still invisible; once the invisible time is over,
+// what the master did not see acknowledged comes again.
+func TestSlavePopsHandOutEachMessageOnce(t *testing.T) {
+	master := startTestBroker(t, withHA(nil))
+	slave := startSlaveOf(t, master, nil)
+	mc, mrc := popClient(master)
+	sendBodies(t, mrc, "HO", 6)
+	waitReplicated(t, master, slave)
+	syncSlave(t, slave, master) // the topic
+	sc, _ := popClient(slave)
+	ctx := ctx20(t)
+
+	popSlave := func(group string, n int, invisible time.Duration) popclient.PopResult {
+		t.Helper()
+		return mustPop(t, sc, popclient.PopRequest{Group: group, Topic: "HO", QueueID: 0, MaxMsgNums: n, InvisibleTime: invisible})
+	}
+	expect := func(what string, got popclient.PopResult, want string) {
+		t.Helper()
+		if s := fmt.Sprint(bodies(got.Messages)); s != want {
+			t.Fatalf("%s: %s, want %s", what, s, want)
+		}
+	}
+	expect("first pop on the slave", popSlave("g", 2, time.Minute), "[m0 m1]")
+	expect("second pop on the slave", popSlave("g", 2, time.Minute), "[m2 m3]")
+	syncSlave(t, slave, master) // the master has no offset of g: nothing moves
+	expect("pop on the slave after a sync", popSlave("g", 2, time.Minute), "[m4 m5]")
+	expect("pop on the slave of a queue it handed out whole", popSlave("g", 2, time.Minute), "[]")
+
+	// The master's committed offset ahead of what the slave handed out:
+	// the slave goes on from there.
+	onMaster := mustPop(t, mc, popclient.PopRequest{Group: "ahead", Topic: "HO", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute})
+	if code, err := mc.BatchAck(ctx, "ahead", "HO", onMaster.Messages); err != nil || code != remoting.Success || len(onMaster.Messages) != 6 {
+		t.Fatalf("pop and ack of %v on the master: %d %v", bodies(onMaster.Messages), code, err)
+	}
+	mustSend(t, mrc, "HO", 0, "n0", "")
+	mustSend(t, mrc, "HO", 0, "n1", "")
+	waitReplicated(t, master, slave)
+	expect("pop of group ahead on the slave", popSlave("ahead", 1, time.Minute), "[m0]")
+	syncSlave(t, slave, master)
+	expect("pop of group ahead on the slave after the master's offset came", popSlave("ahead", 32, time.Minute), "[n0 n1]")
+
+	// The master's committed offset behind what the slave handed out: not
+	// back past it.
+	expect("pop of group behind on the slave", popSlave("behind", 3, time.Minute), "[m0 m1 m2]")
+	onMaster = mustPop(t, mc, popclient.PopRequest{Group: "behind", Topic: "HO", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Minute})
+	if code, err := mc.Ack(ctx, "behind", onMaster.Messages[0]); err != nil || code != remoting.Success {
+		t.Fatalf("ack of %v on the master: %d %v", bodies(onMaster.Messages), code, err)
+	}
+	syncSlave(t, slave, master)
+	if off, ok, err := slave.offsets.Get("behind", "HO", 0); err != nil || !ok || off != 1 {
+		t.Fatalf("the master's offset of group behind on the slave: %d %v %v, want 1", off, ok, err)
+	}
+	expect("pop of group behind on the slave after the master's offset came", popSlave("behind", 2, time.Minute), "[m3 m4]")
+
+	// Once their invisible time is over, the messages the slave handed
+	// out come again: the master did not see them acknowledged.
+	short := popSlave("short", 2, time.Second)
+	expect("pop with a short invisible time", short, "[m0 m1]")
+	expect("next pop with a short invisible time", popSlave("short", 2, time.Second), "[m2 m3]")
+	time.Sleep(time.Until(time.UnixMilli(short.PopTime + 2*short.InvisibleTime + 100)))
+	expect("pop once the invisible time is over", popSlave("short", 2, time.Second), "[m0 m1]")
+
+	// Concurrent pops of one queue share its messages out.
+	const pops = 8
+	got := make(chan []string, pops)
+	for range pops {
+		go func() {
+			res, err := sc.Pop(ctx, popclient.PopRequest{Group: "many", Topic: "HO", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Minute})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- bodies(res.Messages)
+		}()
+	}
+	seen := map[string]int{}
+	for range pops {
+		for _, b := range <-got {
+			seen[b]++
+		}
+	}
+	if len(seen) != pops {
+		t.Fatalf("%d concurrent pops of one message each on the slave got %v, want each of 8 messages once", pops, seen)
+	}
+
+	// A NOTIFICATION, and the readiness of a held pop, count from where
+	// the slave's next pop starts: nothing waits for group many, and a
+	// held pop of it gets the next message sent.
+	if code, has, _, err := sc.Notification(ctx, "many", "HO", 0, 0, false); err != nil || code != remoting.Success || has {
+		t.Fatalf("notification on the slave of a queue handed out whole: %d hasMsg %v %v, want false", code, has, err)
+	}
+	held := make(chan popclient.PopResult, 1)
+	go func() {
+		res, err := sc.Pop(ctx, popclient.PopRequest{Group: "many", Topic: "HO", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute, PollTime: 10 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		held <- res
+	}()
+	mustSend(t, mrc, "HO", 0, "late", "")
+	expect("held pop on the slave", <-held, "[late]")
 }

@@ -496,10 +496,17 @@ func (b *Broker) applyMasterOffsets(body []byte) error {
 			updates = append(updates, kvindex.OffsetUpdate{Group: k.group, Topic: k.topic, QueueID: qid, Offset: off})
 		}
 	}
-	if len(updates) == 0 {
-		return nil
+	if len(updates) > 0 {
+		if err := b.offsets.SetMany(updates, true); err != nil {
+			return err
+		}
 	}
-	return b.offsets.SetMany(updates, true)
+	// Groups whose start a slave's pops remembered now have the
+	// master's offset to start from.
+	if svc := b.popSvc; svc != nil {
+		return svc.OffsetsCopied()
+	}
+	return nil
 }
 
 // applyMasterDelayOffsets takes over the master's delay-level progress

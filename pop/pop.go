@@ -245,27 +245,35 @@ func (s *Service) startOffset(group, topic string, queueID int32, initMode int32
 	if off, ok, err := s.cfg.Offsets.Get(group, topic, queueID); err != nil || ok {
 		return off, true, err
 	}
+	off, err := s.initOffset(topic, queueID, initMode)
+	return off, false, err
+}
+
+// initOffset is where a group without a position or a committed offset
+// on a queue starts: the queue's minimum (InitMin and pop-retry topics)
+// or last message (InitMax; 0 while the queue's first message is in
+// memory, see Config.InMemory).
+func (s *Service) initOffset(topic string, queueID int32, initMode int32) (int64, error) {
 	if initMode == InitMin || RetryFlagOf(topic) != FlagNormal {
-		off, err := s.minOffset(topic, queueID)
-		return off, false, err
+		return s.minOffset(topic, queueID)
 	}
 	if s.cfg.InMemory != nil {
 		minOff, err := s.cfg.CQ.MinOffset(topic, queueID)
 		if err != nil {
-			return 0, false, err
+			return 0, err
 		}
 		if minOff <= 0 {
 			first, err := s.cfg.CQ.Get(topic, queueID, 0, 1)
 			if err != nil {
-				return 0, false, err
+				return 0, err
 			}
 			if len(first) > 0 && s.cfg.InMemory(first[0].PhyOffset, first[0].Size) {
-				return 0, false, nil
+				return 0, nil
 			}
 		}
 	}
 	maxOff, err := s.cfg.CQ.MaxOffset(topic, queueID)
-	return max(maxOff-1, 0), false, err
+	return max(maxOff-1, 0), err
 }
 
 // popQueue pops up to remain messages of one queue into res, noting in
@@ -659,18 +667,35 @@ const peekRetryFirstPercent = 20
 // queue with -1, or of the group's pop-retry topics) would find a message
 // now. An orderly queue locked by an in-flight batch has none.
 func (s *Service) HasMessage(group, topic string, queueID int32, order bool, attemptID string) (bool, error) {
+	return s.hasMessage(group, topic, queueID, order, attemptID, false)
+}
+
+// HasMessageReadOnly is HasMessage on a slave: whether a PopReadOnly of
+// the queue would find a message now (from where it would start; no
+// orderly lock counts).
+func (s *Service) HasMessageReadOnly(group, topic string, queueID int32, order bool) (bool, error) {
+	return s.hasMessage(group, topic, queueID, order, "", true)
+}
+
+func (s *Service) hasMessage(group, topic string, queueID int32, order bool, attemptID string, readOnly bool) (bool, error) {
 	n, ok, err := s.cfg.Broker.ReadQueueNums(topic)
 	if err != nil || !ok {
 		return false, err
 	}
 	check := func(t string, q int32) (bool, error) {
-		if order {
+		if order && !readOnly {
 			blocked, err := s.orderBlocked(group, t, q, attemptID)
 			if err != nil || blocked {
 				return false, err
 			}
 		}
-		pos, _, err := s.startOffset(group, t, q, InitMin, !order)
+		var pos int64
+		var err error
+		if readOnly && !order {
+			pos, err = s.readOnlyStart(queueKey{group, t, q}, InitMin, false)
+		} else {
+			pos, _, err = s.startOffset(group, t, q, InitMin, !order && !readOnly)
+		}
 		if err != nil {
 			return false, err
 		}

@@ -7,9 +7,9 @@ import (
 )
 
 // PopReadOnly answers a pop on a slave, whose store only its master
-// writes: the messages a pop would return, read from the group's
-// positions, with the same header fields, and nothing recorded: no
-// checkpoint, no position, no committed offset, no orderly lock.
+// writes: the messages a pop would return, with the same header fields,
+// and nothing recorded in the store: no checkpoint, no position, no
+// committed offset, no orderly lock.
 //
 // It is what a client sees of Apache RocketMQ 5.3.3's slave (brokerRole
 // SLAVE, with or without slaveReadEnable, which only pulls look at):
@@ -20,16 +20,21 @@ import (
 // Nothing is in flight afterwards: the slave revives nothing and acks
 // change nothing there.
 //
-// Every pop starts, as RocketMQ's slave's, from the group's committed
-// offset as last copied from the master (the master's pop position, past
-// what it has in flight, is not used: while the master is down, what it
-// had in flight and cannot revive is delivered again from the slave), or
-// where InitMode places a group without one. RocketMQ's slave then moves
-// the group on in memory (its PopBufferMergeService offsets), which it
-// forgets every 5 s; rocketkv's keeps no such memory, so pops between two
-// syncs return the same messages. An orderly pop ignores whatever
-// orderly batch of the master's was copied and counts no earlier
-// delivery (RocketMQ's slave has none of its master's orderly state).
+// A non-orderly pop starts, as RocketMQ's slave's, from the group's
+// committed offset as last copied from the master (the master's pop
+// position, past what it has in flight, is not used: while the master is
+// down, what it had in flight and cannot revive is delivered again from
+// the slave), or where InitMode places a group without one, or past what
+// earlier pops on this slave handed out that is still invisible,
+// whichever is furthest: the slave keeps that in memory (handedOut), as
+// RocketMQ's keeps it in its PopBufferMergeService, so that consecutive
+// pops get the next messages and not the same ones. A message handed out
+// by the slave and not acknowledged on the master (an ack on the slave
+// changes nothing) is popped again once
+// its invisible time is over (and that of every message handed out after
+// it). An orderly pop ignores whatever orderly batch of the master's was
+// copied, counts no earlier delivery and keeps nothing in memory
+// (RocketMQ's slave has none of its master's orderly state).
 func (s *Service) PopReadOnly(req PopRequest) (PopResult, error) {
 	res, err := s.popReadOnly(req)
 	res.finish()
@@ -47,15 +52,15 @@ func (s *Service) popReadOnly(req PopRequest) (PopResult, error) {
 	}
 	var info InfoBuilder
 	for _, src := range sources {
-		pos, _, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, false)
-		if err != nil {
-			return res, fmt.Errorf("read-only pop of %s/%d: %w", src.topic, src.queueID, err)
-		}
 		remain := req.MaxMsgNums - res.count()
 		if res.count() > 0 && len(res.Body) >= maxPopBody {
 			remain = 0
 		}
 		if remain <= 0 {
+			pos, err := s.readOnlyPin(req, src)
+			if err != nil {
+				return res, err
+			}
 			if err := s.addRestFrom(src, pos, &res); err != nil {
 				return res, err
 			}
@@ -64,7 +69,7 @@ func (s *Service) popReadOnly(req PopRequest) (PopResult, error) {
 		if req.Order {
 			remain = min(remain, kvindex.MaxOrderBatch)
 		}
-		r, err := s.readQueue(src.topic, src.queueID, pos, remain, s.cfg.MaxTransferBytes, src.filter, true)
+		r, err := s.readOnlyRead(req, src, remain, res.PopTime)
 		if err != nil {
 			return res, err
 		}
@@ -86,4 +91,83 @@ func (s *Service) popReadOnly(req PopRequest) (PopResult, error) {
 	res.MsgOffsetInfo = info.MsgOffsetInfo()
 	res.OrderCountInfo = info.OrderCountInfo()
 	return res, nil
+}
+
+// readOnlyRead reads up to remain messages of one queue for a read-only
+// pop at popTime: a non-orderly one from readOnlyStart, under the queue's
+// lock, noting what it handed out before the lock is released; an
+// orderly one from the committed offset.
+func (s *Service) readOnlyRead(req PopRequest, src source, remain int, popTime int64) (readResult, error) {
+	if req.Order {
+		pos, _, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, false)
+		if err != nil {
+			return readResult{}, fmt.Errorf("read-only pop of %s/%d: %w", src.topic, src.queueID, err)
+		}
+		return s.readQueue(src.topic, src.queueID, pos, remain, s.cfg.MaxTransferBytes, src.filter, true)
+	}
+	unlock := s.lock(req.Group, src.topic, src.queueID)
+	defer unlock()
+	k := queueKey{req.Group, src.topic, src.queueID}
+	pos, err := s.readOnlyStart(k, req.InitMode, true)
+	if err != nil {
+		return readResult{}, err
+	}
+	r, err := s.readQueue(src.topic, src.queueID, pos, remain, s.cfg.MaxTransferBytes, src.filter, true)
+	if err != nil {
+		return readResult{}, err
+	}
+	s.handed.handOut(k, pos, r.from, r.next, popTime+req.InvisibleTime, s.now())
+	return r, nil
+}
+
+// readOnlyPin returns where a read-only pop that is full before it
+// reads a queue would have started on it, remembering the start of a
+// non-orderly group without a committed offset there (as RocketMQ's
+// slave commits the start of every queue its pop locks).
+func (s *Service) readOnlyPin(req PopRequest, src source) (int64, error) {
+	if req.Order {
+		pos, _, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, false)
+		return pos, err
+	}
+	unlock := s.lock(req.Group, src.topic, src.queueID)
+	defer unlock()
+	return s.readOnlyStart(queueKey{req.Group, src.topic, src.queueID}, req.InitMode, true)
+}
+
+// readOnlyStart returns where a non-orderly read-only pop of k starts
+// (see handedOut); with pin it remembers the start of a group without a
+// committed offset on the queue. The caller holds the queue's lock when
+// pin is set.
+func (s *Service) readOnlyStart(k queueKey, initMode int32, pin bool) (int64, error) {
+	base, committed, err := s.cfg.Offsets.Get(k.group, k.topic, k.queueID)
+	if err != nil {
+		return 0, fmt.Errorf("read-only pop of %s/%d: committed offset of %s: %w", k.topic, k.queueID, k.group, err)
+	}
+	if !committed {
+		init, ok := s.handed.initOf(k)
+		if !ok {
+			if init, err = s.initOffset(k.topic, k.queueID, initMode); err != nil {
+				return 0, fmt.Errorf("read-only pop of %s/%d: %w", k.topic, k.queueID, err)
+			}
+			if pin {
+				s.handed.setInit(k, init)
+			}
+		}
+		base = init
+	}
+	return s.handed.from(k, base, committed, s.now()), nil
+}
+
+// OffsetsCopied tells the service of a slave that its master's committed
+// offsets were copied: the starts its read-only pops remembered for
+// groups without a committed offset are forgotten where the groups now
+// have one.
+func (s *Service) OffsetsCopied() error {
+	return s.handed.forgetStarts(func(k queueKey) (bool, error) {
+		_, ok, err := s.cfg.Offsets.Get(k.group, k.topic, k.queueID)
+		if err != nil {
+			return false, fmt.Errorf("committed offset of %s on %s/%d: %w", k.group, k.topic, k.queueID, err)
+		}
+		return ok, nil
+	})
 }

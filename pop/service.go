@@ -175,6 +175,8 @@ type Service struct {
 	// orderWakes wakes held pops when an orderly lock runs out (nil under
 	// QuietOrderLockRelease).
 	orderWakes *orderWakes
+	// handed is what a slave's read-only pops handed out (PopReadOnly).
+	handed *handedOut
 
 	lateness lateness
 	// cursor is the revive loop's lower bound: no record is due before
@@ -247,6 +249,7 @@ func New(cfg Config) (*Service, error) {
 		seed:     maphash.MakeSeed(),
 		reqCount: map[string]uint64{},
 		wake:     make(chan struct{}, 1),
+		handed:   newHandedOut(),
 	}
 	if !cfg.QuietOrderLockRelease {
 		s.orderWakes = newOrderWakes(cfg.OnQueueReady)

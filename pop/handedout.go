@@ -1,0 +1,220 @@
+package pop
+
+import (
+	"sync"
+	"time"
+)
+
+// handedOut is what a slave's pops handed out, kept in memory only, per
+// group and queue (see PopReadOnly). A slave writes nothing of its pops:
+// the offsets and in-flight state that count are its master's, copied
+// by the slave sync. Without a memory of its own, every pop between two
+// syncs would start from the same copied offset and two consumers
+// popping one queue would get the same messages inside their invisible
+// time. Apache RocketMQ 5.3.3's slave keeps the same kind of memory (the
+// offsets of its PopBufferMergeService, which the pop starts past), and
+// forgets it every 5 s whatever the invisible time; rocketkv's keeps each
+// pop's progress until the pop's messages are visible again.
+//
+// For a queue it keeps marks: a pop that read up to next (exclusive) at
+// popTime with invisibleTime leaves {next, popTime + invisibleTime}. A
+// read-only pop starts at the largest next of the marks still invisible,
+// or at the group's committed offset (as last copied from the master)
+// when that is further: it never goes back past messages handed out and
+// still invisible, and moves on when the master's consumers are ahead.
+// A mark with a smaller next and an earlier end than another is of no
+// use and dropped, so the marks are ordered by next ascending and end
+// descending, and are at most as many as the distinct invisible times of
+// the pops in flight. The messages of a mark whose time ran out are
+// popped again once every later mark's time ran out too: a slave cannot
+// revive them one by one, and none is handed out twice inside its
+// invisible time.
+//
+// It also remembers where a group with no committed offset on a queue
+// started (InitMode), as RocketMQ's slave commits it in its own offset
+// table: a group popping with InitMax does not start again at the
+// queue's then last message once its marks ran out. The start is
+// forgotten once the group has a committed offset there.
+//
+// Concurrency: mu guards the map; the read-only pop of a queue holds the
+// queue's stripe lock from its start to its mark, so two pops of one
+// queue never read from the same start.
+type handedOut struct {
+	mu        sync.Mutex
+	queues    map[queueKey]*queueHandedOut
+	nextSweep int64
+}
+
+// queueHandedOut is what a slave handed out of one group's queue.
+type queueHandedOut struct {
+	// init is where the group started while it has no committed offset
+	// on the queue (hasInit).
+	init    int64
+	hasInit bool
+	// marks, next ascending and until descending.
+	marks []handedMark
+}
+
+// handedMark says that the messages before next were handed out and are
+// invisible until until (ms).
+type handedMark struct{ next, until int64 }
+
+// handedSweepEvery is how often the marks of every queue are pruned, so
+// that queues no longer popped do not keep them.
+const handedSweepEvery = time.Minute
+
+func newHandedOut() *handedOut {
+	return &handedOut{queues: map[queueKey]*queueHandedOut{}}
+}
+
+// initOf returns the start remembered for a group without a committed
+// offset on the queue.
+func (h *handedOut) initOf(k queueKey) (int64, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queues[k]
+	if q == nil || !q.hasInit {
+		return 0, false
+	}
+	return q.init, true
+}
+
+// setInit remembers where a group without a committed offset on the
+// queue starts.
+func (h *handedOut) setInit(k queueKey, init int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queue(k)
+	q.init, q.hasInit = init, true
+}
+
+// queue returns k's entry, created empty. The caller holds mu.
+func (h *handedOut) queue(k queueKey) *queueHandedOut {
+	q := h.queues[k]
+	if q == nil {
+		q = &queueHandedOut{}
+		h.queues[k] = q
+	}
+	return q
+}
+
+// from returns where a read-only pop of k starts at now, base being the
+// group's committed offset (committed set) or its remembered or computed
+// start: base, or past the messages handed out that are still
+// invisible. It drops what no longer counts: marks whose time ran out or
+// which the committed offset passed, and the remembered start once the
+// group has a committed offset.
+func (h *handedOut) from(k queueKey, base int64, committed bool, now int64) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queues[k]
+	if q == nil {
+		return base
+	}
+	if committed {
+		q.hasInit = false
+	}
+	q.prune(now)
+	if committed {
+		i := 0
+		for i < len(q.marks) && q.marks[i].next <= base {
+			i++
+		}
+		q.marks = q.marks[i:]
+	}
+	if len(q.marks) == 0 && !q.hasInit {
+		delete(h.queues, k)
+		return base
+	}
+	if n := len(q.marks); n > 0 && q.marks[n-1].next > base {
+		return q.marks[n-1].next
+	}
+	return base
+}
+
+// prune drops the marks whose time ran out at now (the tail, as their
+// ends descend).
+func (q *queueHandedOut) prune(now int64) {
+	n := len(q.marks)
+	for n > 0 && q.marks[n-1].until <= now {
+		n--
+	}
+	clear(q.marks[n:])
+	q.marks = q.marks[:n]
+}
+
+// handOut notes that a read-only pop of k that started at start read up
+// to next (exclusive), its messages invisible until until. A read that
+// started below start (the queue ends before it: deleted and created
+// again) forgets the queue's earlier marks.
+func (h *handedOut) handOut(k queueKey, start, from, next, until, now int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queue(k)
+	if from < start {
+		clear(q.marks)
+		q.marks = q.marks[:0]
+	}
+	q.prune(now)
+	if next > from && until > now {
+		n := len(q.marks)
+		for n > 0 && q.marks[n-1].until <= until {
+			n--
+		}
+		clear(q.marks[n:])
+		q.marks = q.marks[:n]
+		if n == 0 || q.marks[n-1].next < next {
+			q.marks = append(q.marks, handedMark{next: next, until: until})
+		}
+	}
+	if len(q.marks) == 0 && !q.hasInit {
+		delete(h.queues, k)
+	}
+	if now >= h.nextSweep {
+		h.nextSweep = now + handedSweepEvery.Milliseconds()
+		h.sweepLocked(now)
+	}
+}
+
+// sweepLocked prunes every queue's marks at now and drops the queues
+// left with nothing. The caller holds mu.
+func (h *handedOut) sweepLocked(now int64) {
+	for k, q := range h.queues {
+		q.prune(now)
+		if len(q.marks) == 0 && !q.hasInit {
+			delete(h.queues, k)
+		}
+	}
+}
+
+// forgetStarts drops the remembered starts of the queues for which has
+// reports a committed offset, with the queues left with nothing; has is
+// called without mu held.
+func (h *handedOut) forgetStarts(has func(queueKey) (bool, error)) error {
+	h.mu.Lock()
+	var keys []queueKey
+	for k, q := range h.queues {
+		if q.hasInit {
+			keys = append(keys, k)
+		}
+	}
+	h.mu.Unlock()
+	for _, k := range keys {
+		ok, err := has(k)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		h.mu.Lock()
+		if q := h.queues[k]; q != nil {
+			q.hasInit = false
+			if len(q.marks) == 0 {
+				delete(h.queues, k)
+			}
+		}
+		h.mu.Unlock()
+	}
+	return nil
+}
