@@ -12,6 +12,14 @@ import (
 // autoCreateSubscriptionGroup is on, or, with enableCreateSysGroup, when
 // it is a system group (CID_RMQ_SYS_...); otherwise the zero config
 // (empty GroupName) says it does not exist.
+//
+// A slave answers with such a group's defaults and stores nothing: its
+// group table is its master's copy (slave sync). RocketMQ's slave stores
+// the group in its own table, which moves its data version off its
+// master's, and its next sync replaces the table and drops the group; in
+// rocketkv that was a synced write per group and sync interval, the
+// whole table copied again at each sync, and the group's metrics dropped
+// with it, for answers that are the same without them.
 func (b *Broker) groupConfig(group string, create bool) (meta.SubscriptionGroupConfig, error) {
 	if b.lmqName(group) {
 		return meta.NewSubscriptionGroupConfig(group), nil
@@ -31,6 +39,9 @@ func (b *Broker) groupConfig(group string, create bool) (meta.SubscriptionGroupC
 		return meta.SubscriptionGroupConfig{}, nil
 	}
 	gc = meta.NewSubscriptionGroupConfig(group)
+	if b.isSlave() {
+		return gc, nil
+	}
 	if err := b.groups.Put(gc); err != nil {
 		return meta.SubscriptionGroupConfig{}, err
 	}

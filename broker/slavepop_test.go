@@ -212,3 +212,28 @@ func TestSlavePopsHandOutEachMessageOnce(t *testing.T) {
 	mustSend(t, mrc, "HO", 0, "late", "")
 	expect("held pop on the slave", <-held, "[late]")
 }
+
+// A slave's pop of a group it does not hold, created with
+// autoCreateSubscriptionGroup, is answered with the group's defaults and
+// stores nothing: the slave's group table stays its master's copy, at
+// the master's data version, so the next sync has nothing to replace.
+func TestSlavePopStoresNoAutoCreatedGroup(t *testing.T) {
+	master := startTestBroker(t, withHA(nil))
+	slave := startSlaveOf(t, master, nil)
+	_, mrc := popClient(master)
+	sendBodies(t, mrc, "AG", 1)
+	waitReplicated(t, master, slave)
+	syncSlave(t, slave, master)
+	before := slave.groups.Version()
+	sc, _ := popClient(slave)
+	res := mustPop(t, sc, popclient.PopRequest{Group: "fresh", Topic: "AG", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Minute})
+	if res.Code != remoting.Success || fmt.Sprint(bodies(res.Messages)) != "[m0]" {
+		t.Fatalf("pop on the slave of a group it does not hold: %d %v", res.Code, bodies(res.Messages))
+	}
+	if gc, ok, err := slave.groups.Get("fresh"); err != nil || ok {
+		t.Fatalf("the slave stored the group its pop created: %+v %v", gc, err)
+	}
+	if after := slave.groups.Version(); !sameVersion(after, before) || !sameVersion(after, master.groups.Version()) {
+		t.Fatalf("the slave's group table version moved: %+v, before %+v, master's %+v", after, before, master.groups.Version())
+	}
+}
