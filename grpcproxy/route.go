@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"unicode/utf16"
 
 	"google.golang.org/grpc/peer"
 
@@ -146,24 +147,61 @@ func (s *Server) QueryAssignment(ctx context.Context, req *rmqpb.QueryAssignment
 	return &rmqpb.QueryAssignmentResponse{Status: okStatus(), Assignments: as}, nil
 }
 
-// checkTopic refuses topic names RocketMQ refuses.
+// checkTopic refuses the topic names RocketMQ's proxy refuses
+// (GrpcValidator.validateTopic, which applies the client's
+// Validators.checkTopic), in its order and with its messages: blank,
+// longer than 127, characters other than ^[%|a-zA-Z0-9_-]+$, a system
+// topic.
 func checkTopic(topic string) error {
-	if !meta.ValidTopicChars(topic) || len(topic) > 127 {
-		return fail(rmqpb.Code_ILLEGAL_TOPIC, "topic %q is empty, longer than 127 bytes or holds characters other than letters, digits, %%, |, _ and -", topic)
-	}
-	if meta.IsSystemTopic(topic) {
-		return fail(rmqpb.Code_ILLEGAL_TOPIC, "cannot access system topic %s", topic)
+	switch {
+	case meta.IsBlank(topic):
+		return fail(rmqpb.Code_ILLEGAL_TOPIC, "The specified topic is blank")
+	case javaLength(topic) > maxTopicLength:
+		return fail(rmqpb.Code_ILLEGAL_TOPIC, "The specified topic is longer than topic max length %d.", maxTopicLength)
+	case !meta.ValidTopicChars(topic):
+		return fail(rmqpb.Code_ILLEGAL_TOPIC, "The specified topic[%s] contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", topic)
+	case meta.IsSystemTopic(topic):
+		return fail(rmqpb.Code_ILLEGAL_TOPIC, "cannot access system topic")
 	}
 	return nil
 }
 
-// checkGroup refuses group names RocketMQ refuses.
+// maxTopicLength and maxGroupLength are the longest topic and group names
+// RocketMQ's proxy takes (Validators.TOPIC_MAX_LENGTH, GROUP_MAX_LENGTH).
+// Groups are held to 120 since apache/rocketmq#9563 (255 before): a
+// group's name goes into its retry and dead-letter topics, which may be
+// 255 long.
+const (
+	maxTopicLength = 127
+	maxGroupLength = 120
+)
+
+// checkGroup refuses the consumer group names RocketMQ's proxy refuses
+// (GrpcValidator.validateConsumerGroup, which applies the client's
+// Validators.checkGroup), in its order and with its messages: blank,
+// longer than 120, characters other than ^[%|a-zA-Z0-9_-]+$, a system
+// group.
 func checkGroup(group string) error {
-	if !meta.ValidTopicChars(group) || len(group) > 255 {
-		return fail(rmqpb.Code_ILLEGAL_CONSUMER_GROUP, "consumer group %q is empty, longer than 255 bytes or holds characters other than letters, digits, %%, |, _ and -", group)
-	}
-	if meta.IsSystemGroup(group) {
-		return fail(rmqpb.Code_ILLEGAL_CONSUMER_GROUP, "cannot use system consumer group %s", group)
+	switch {
+	case meta.IsBlank(group):
+		return fail(rmqpb.Code_ILLEGAL_CONSUMER_GROUP, "the specified group is blank")
+	case javaLength(group) > maxGroupLength:
+		return fail(rmqpb.Code_ILLEGAL_CONSUMER_GROUP, "the specified group[%s] is longer than group max length: %d.", group, maxGroupLength)
+	case !meta.ValidTopicChars(group):
+		return fail(rmqpb.Code_ILLEGAL_CONSUMER_GROUP, "the specified group[%s] contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", group)
+	case meta.IsSystemGroup(group):
+		return fail(rmqpb.Code_ILLEGAL_CONSUMER_GROUP, "cannot use system consumer group")
 	}
 	return nil
+}
+
+// javaLength is the length Java's String.length gives s: its UTF-16 code
+// units. A name of allowed characters is ASCII, where it is len(s); it
+// matters only to which refusal a name of other characters meets first.
+func javaLength(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
 }

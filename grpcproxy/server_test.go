@@ -904,21 +904,34 @@ func TestReceive(t *testing.T) {
 			req      *rmqpb.ReceiveMessageRequest
 			deadline time.Duration
 			want     rmqpb.Code
+			msg      string // the status message, when set
 		}{
-			{"invisible time under the minimum", receiveRequest("GroupRefuse", "RecvRefuse", 500*time.Millisecond, time.Second), 10 * time.Second, rmqpb.Code_ILLEGAL_INVISIBLE_TIME},
-			{"invisible time over the maximum", receiveRequest("GroupRefuse", "RecvRefuse", 13*time.Hour, time.Second), 10 * time.Second, rmqpb.Code_ILLEGAL_INVISIBLE_TIME},
+			{"invisible time under the minimum", receiveRequest("GroupRefuse", "RecvRefuse", 500*time.Millisecond, time.Second), 10 * time.Second, rmqpb.Code_ILLEGAL_INVISIBLE_TIME, ""},
+			{"invisible time over the maximum", receiveRequest("GroupRefuse", "RecvRefuse", 13*time.Hour, time.Second), 10 * time.Second, rmqpb.Code_ILLEGAL_INVISIBLE_TIME, ""},
 			// The client says it is 5.0.0: older than ILLEGAL_POLLING_TIME
 			// (TestIllegalPollingTimeByClientVersion).
-			{"deadline too short for long polling", receiveRequest("GroupRefuse", "RecvRefuse", 10*time.Second, time.Second), 450 * time.Millisecond, rmqpb.Code_BAD_REQUEST},
-			{"illegal group", receiveRequest("bad group", "RecvRefuse", 10*time.Second, time.Second), 10 * time.Second, rmqpb.Code_ILLEGAL_CONSUMER_GROUP},
-			{"illegal topic", receiveRequest("GroupRefuse", "bad topic", 10*time.Second, time.Second), 10 * time.Second, rmqpb.Code_ILLEGAL_TOPIC},
-			{"unknown topic", receiveRequest("GroupRefuse", "RecvMissing", 10*time.Second, time.Second), 10 * time.Second, rmqpb.Code_TOPIC_NOT_FOUND},
+			{"deadline too short for long polling", receiveRequest("GroupRefuse", "RecvRefuse", 10*time.Second, time.Second), 450 * time.Millisecond, rmqpb.Code_BAD_REQUEST, ""},
+			{"illegal group", receiveRequest("bad group", "RecvRefuse", 10*time.Second, time.Second), 10 * time.Second, rmqpb.Code_ILLEGAL_CONSUMER_GROUP, ""},
+			{"illegal topic", receiveRequest("GroupRefuse", "bad topic", 10*time.Second, time.Second), 10 * time.Second, rmqpb.Code_ILLEGAL_TOPIC, ""},
+			{"unknown topic", receiveRequest("GroupRefuse", "RecvMissing", 10*time.Second, time.Second), 10 * time.Second, rmqpb.Code_TOPIC_NOT_FOUND, ""},
+			// Groups are held to 120 since apache/rocketmq#9563.
+			{"group of 121", receiveRequest(strings.Repeat("g", 121), "RecvRefuse", 10*time.Second, time.Second), 10 * time.Second, rmqpb.Code_ILLEGAL_CONSUMER_GROUP,
+				"the specified group[" + strings.Repeat("g", 121) + "] is longer than group max length: 120."},
+			{"group of 120", receiveRequest(strings.Repeat("g", 120), "RecvMissing", 10*time.Second, time.Second), 10 * time.Second, rmqpb.Code_TOPIC_NOT_FOUND, ""},
+			{"blank group", receiveRequest(" ", "RecvRefuse", 10*time.Second, time.Second), 10 * time.Second, rmqpb.Code_ILLEGAL_CONSUMER_GROUP, "the specified group is blank"},
+			{"system group", receiveRequest("CID_RMQ_SYS_X", "RecvRefuse", 10*time.Second, time.Second), 10 * time.Second, rmqpb.Code_ILLEGAL_CONSUMER_GROUP, "cannot use system consumer group"},
+			{"topic of 128", receiveRequest("GroupRefuse", strings.Repeat("t", 128), 10*time.Second, time.Second), 10 * time.Second, rmqpb.Code_ILLEGAL_TOPIC, "The specified topic is longer than topic max length 127."},
+			{"topic of illegal characters", receiveRequest("GroupRefuse", "bad topic", 10*time.Second, time.Second), 10 * time.Second, rmqpb.Code_ILLEGAL_TOPIC,
+				"The specified topic[bad topic] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"},
 		}
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {
 				st, _ := c.receiveOnce(t, "refuse-client", tc.req, tc.deadline)
 				if st.GetCode() != tc.want {
 					t.Fatalf("ReceiveMessage answered %v, want %v", st, tc.want)
+				}
+				if tc.msg != "" && st.GetMessage() != tc.msg {
+					t.Fatalf("ReceiveMessage answered %q, want %q", st.GetMessage(), tc.msg)
 				}
 			})
 		}
