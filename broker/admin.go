@@ -174,11 +174,13 @@ func (b *Broker) processCreateGroupList(_ context.Context, _ *remoting.Conn, req
 		if !ok {
 			return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("malformed subscription group %d of the list", i))
 		}
-		if b.lmqName(gc.GroupName) {
-			continue
-		}
+		// RocketMQ validates every name before its LMQ manager drops
+		// those of light message queues.
 		if remark := validateGroupName(gc.GroupName); remark != "" {
 			return remoting.NewResponse(req, remoting.InvalidParameter, remark)
+		}
+		if b.lmqName(gc.GroupName) {
+			continue
 		}
 		if refusal, err := b.groupAttributesRefusal(gc); err != nil || refusal != "" {
 			return remoting.NewResponse(req, remoting.SystemError, cmp.Or(refusal, fmt.Sprint(err)))
@@ -475,11 +477,11 @@ func (b *Broker) processCreateGroup(_ context.Context, _ *remoting.Conn, req *re
 	if !ok {
 		return remoting.NewResponse(req, remoting.SystemError, "malformed subscription group body")
 	}
-	if b.lmqName(gc.GroupName) {
-		return remoting.NewResponse(req, remoting.Success, "")
-	}
 	if remark := validateGroupName(gc.GroupName); remark != "" {
 		return remoting.NewResponse(req, remoting.InvalidParameter, remark)
+	}
+	if b.lmqName(gc.GroupName) {
+		return remoting.NewResponse(req, remoting.Success, "")
 	}
 	if refusal, err := b.groupAttributesRefusal(gc); err != nil || refusal != "" {
 		return remoting.NewResponse(req, remoting.SystemError, cmp.Or(refusal, fmt.Sprint(err)))

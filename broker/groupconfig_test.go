@@ -33,6 +33,27 @@ func TestAGroupListWithAnInvalidNameIsRefused(t *testing.T) {
 	}
 }
 
+// The name of a light message queue's group is held to the same rules:
+// RocketMQ validates it before its LMQ manager drops the update.
+func TestALightQueueGroupOfAnInvalidNameIsRefused(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enableLmq": "true"})
+	c := b.client(nil)
+	name := "%LMQ%" + strings.Repeat("g", 116)
+	r := call(t, c, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"`+name+`"}`))
+	want := "The specified group: " + name + ", is longer than group max length: 120"
+	if r.Code != remoting.InvalidParameter || r.Remark != want {
+		t.Errorf("create %s: code %d %q, RocketMQ answers INVALID_PARAMETER (29) %q", name, r.Code, r.Remark, want)
+	}
+	r = call(t, c, remoting.UpdateAndCreateSubscriptionGroupList, nil, []byte(`{"groupConfigList":[{"groupName":"`+name+`"}]}`))
+	if r.Code != remoting.InvalidParameter || r.Remark != want {
+		t.Errorf("create list with %s: code %d %q, RocketMQ answers INVALID_PARAMETER (29) %q", name, r.Code, r.Remark, want)
+	}
+	ok := "%LMQ%" + strings.Repeat("g", 115)
+	if r := call(t, c, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"`+ok+`"}`)); r.Code != remoting.Success {
+		t.Errorf("create %s (120 long): code %d %q", ok, r.Code, r.Remark)
+	}
+}
+
 // A missing group is answered with RocketMQ's remark, "No group in this
 // broker" (RocketMQ creates it first under autoCreateSubscriptionGroup;
 // rocketkv does not create a group one only looks at).
