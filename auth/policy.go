@@ -159,11 +159,15 @@ func (e *Entry) matches(n Need, from netip.Addr) bool {
 
 // rank orders matching entries, most specific first: a resource of a type
 // before "*", a literal name before a prefix before "<Type>:*", a longer
-// prefix before a shorter one; between equals Deny first. This is the
-// order RocketMQ's AclAuthorizationHandler meant and has since Apache
-// RocketMQ #9540; the comparator of 5.3.3 itself put a shorter prefix
-// first and Allow before Deny, so that "Topic:test*" Allow would override
-// "Topic:test_*" Deny.
+// prefix before a shorter one; between equals Deny first. The resource
+// order is RocketMQ's AclAuthorizationHandler's since apache/rocketmq#9540
+// (5.3.3's comparator put a shorter prefix first, so that "Topic:test*"
+// Allow overrode "Topic:test_*" Deny). Between equals RocketMQ's
+// comparator, even at 5.3.4, puts Allow first against its own comment
+// ("the decision deny has higher priority"); rocketkv follows the comment.
+// Equals are entries of one resource, which neither RocketMQ's admin
+// requests nor MergeACL leave in one policy, so the two orders part only
+// on an access list holding duplicates.
 func rank(e *Entry) [4]int {
 	any, pattern := 0, 0
 	if e.Resource.Type == TypeAny {
