@@ -455,20 +455,37 @@ func (b *Broker) processGetTopicConfig(_ context.Context, _ *remoting.Conn, req 
 }
 
 // processGetAllTopicConfig answers GET_ALL_TOPIC_CONFIG with RocketMQ's
-// TopicConfigSerializeWrapper.
+// TopicConfigSerializeWrapper: the whole table, or the page the request
+// asks for (see metapages.go), and the table's size in totalTopicNum.
 func (b *Broker) processGetAllTopicConfig(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	// The version is read first: a change made during the scan bumps it
 	// after its contents, so the answer never names a version newer than
 	// what it holds (a slave holding it would be told "not modified").
 	version := b.topics.table.Version()
+	page, err := b.readMetaPage(req, fieldTopicSeq, fieldMaxTopicNum, version)
+	if err != nil {
+		return b.refusePage(req, err)
+	}
 	table := map[string]meta.TopicConfig{}
-	if err := b.topics.table.Each(func(tc meta.TopicConfig) bool { table[tc.TopicName] = tc; return true }); err != nil {
+	var total int
+	if page.paged {
+		total, err = b.topics.table.Page(page.from, page.size, func(tc meta.TopicConfig) { table[tc.TopicName] = tc })
+		if err == nil {
+			if err := checkPageSize(page, total); err != nil {
+				return b.refusePage(req, err)
+			}
+		}
+	} else {
+		err = b.topics.table.Each(func(tc meta.TopicConfig) bool { table[tc.TopicName] = tc; return true })
+		total = len(table)
+	}
+	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	return jsonResponse(req, struct {
+	return withTotal(jsonResponse(req, struct {
 		TopicConfigTable map[string]meta.TopicConfig `json:"topicConfigTable"`
 		DataVersion      meta.DataVersion            `json:"dataVersion"`
-	}{table, version})
+	}{table, version}), fieldTotalTopicNum, total)
 }
 
 // processCreateGroup answers UPDATE_AND_CREATE_SUBSCRIPTIONGROUP.
@@ -519,22 +536,48 @@ func (b *Broker) groupAttributesRefusal(gc meta.SubscriptionGroupConfig) (string
 	return refusal, nil
 }
 
-// processGetAllGroups answers GET_ALL_SUBSCRIPTIONGROUP_CONFIG.
+// processGetAllGroups answers GET_ALL_SUBSCRIPTIONGROUP_CONFIG: the whole
+// table, or the page the request asks for (see metapages.go) with the
+// forbidden topics of its groups only, and the table's size in
+// totalGroupNum.
 func (b *Broker) processGetAllGroups(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	version := b.groups.Version() // first, as processGetAllTopicConfig's
+	page, err := b.readMetaPage(req, fieldGroupSeq, fieldMaxGroupNum, version)
+	if err != nil {
+		return b.refusePage(req, err)
+	}
 	table := map[string]meta.SubscriptionGroupConfig{}
-	if err := b.groups.Each(func(g meta.SubscriptionGroupConfig) bool { table[g.GroupName] = g; return true }); err != nil {
+	var total int
+	if page.paged {
+		total, err = b.groups.Page(page.from, page.size, func(g meta.SubscriptionGroupConfig) { table[g.GroupName] = g })
+		if err == nil {
+			if err := checkPageSize(page, total); err != nil {
+				return b.refusePage(req, err)
+			}
+		}
+	} else {
+		err = b.groups.Each(func(g meta.SubscriptionGroupConfig) bool { table[g.GroupName] = g; return true })
+		total = len(table)
+	}
+	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	forbidden, err := b.forbidden.all(ctx)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	return jsonResponse(req, struct {
+	if page.paged {
+		for g := range forbidden {
+			if _, ok := table[g]; !ok {
+				delete(forbidden, g)
+			}
+		}
+	}
+	return withTotal(jsonResponse(req, struct {
 		SubscriptionGroupTable map[string]meta.SubscriptionGroupConfig `json:"subscriptionGroupTable"`
 		ForbiddenTable         map[string]map[string]int               `json:"forbiddenTable"`
 		DataVersion            meta.DataVersion                        `json:"dataVersion"`
-	}{table, forbidden, version})
+	}{table, forbidden, version}), fieldTotalGroupNum, total)
 }
 
 // processGetGroup answers GET_SUBSCRIPTIONGROUP_CONFIG.

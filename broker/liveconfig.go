@@ -78,6 +78,9 @@ var runtimeKeys = map[string]bool{
 	// What topic admin requests may do, read by each.
 	"validateSystemTopicWhenUpdateTopic": true,
 	"enableMixedMessageType":             true,
+	// Paging of the topic and group tables, read by each request.
+	"enableSplitMetadata": true,
+	"splitMetadataSize":   true,
 	// Query caps, read by each query.
 	"maxMsgsNumBatch":    true,
 	"defaultQueryMaxNum": true,

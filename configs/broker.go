@@ -138,7 +138,14 @@ type Broker struct {
 	// EnableMixedMessageType lets admin requests give a topic the MIXED
 	// message type.
 	EnableMixedMessageType bool
-	DefaultTopicQueueNums  int
+	// EnableSplitMetadata answers GET_ALL_TOPIC_CONFIG and
+	// GET_ALL_SUBSCRIPTIONGROUP_CONFIG a page at a time when the request
+	// asks for one (topicSeq/groupSeq, maxTopicNum/maxGroupNum,
+	// dataVersion: RocketMQ 5.3.4's clients do); off, or to a request
+	// that asks none, the whole table. SplitMetadataSize caps a page.
+	EnableSplitMetadata   bool
+	SplitMetadataSize     int
+	DefaultTopicQueueNums int
 	// MaxTransferCountOnMessageInMemory and
 	// MaxTransferBytesOnMessageInMemory bound one pull's answer (the
 	// first message always goes, whatever its size).

@@ -86,6 +86,10 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("autoCreateSubscriptionGroup", "true", func(b *Broker) *bool { return &b.AutoCreateSubscriptionGroup }),
 	boolean("enableCreateSysGroup", "true", func(b *Broker) *bool { return &b.EnableCreateSysGroup }),
 	str("configBlackList", "configBlackList;brokerConfigPath", func(b *Broker) *string { return &b.ConfigBlackList }),
+	boolean("enableSplitMetadata", "true", func(b *Broker) *bool { return &b.EnableSplitMetadata }),
+	// A Java int, unchecked as RocketMQ's: a page size that comes out
+	// below 1 has a paged request refused.
+	intRange("splitMetadataSize", "2000", math.MinInt32, math.MaxInt32, func(b *Broker) *int { return &b.SplitMetadataSize }),
 	boolean("validateSystemTopicWhenUpdateTopic", "true", func(b *Broker) *bool { return &b.ValidateSystemTopicWhenUpdateTopic }),
 	boolean("enableMixedMessageType", "false", func(b *Broker) *bool { return &b.EnableMixedMessageType }),
 	boolean("clusterTopicEnable", "true", func(b *Broker) *bool { return &b.ClusterTopicEnable }),

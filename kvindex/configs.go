@@ -353,6 +353,33 @@ func (t *ConfigTable[T]) All(ctx context.Context) ([]T, error) {
 	return out, ctx.Err()
 }
 
+// Page calls fn for the configs at positions [from, from+n) of the table
+// in name order (none when n <= 0 or from is past the end) and returns
+// how many configs the table holds. The page and the total come from one
+// scan, so they agree however the table changes meanwhile; only the
+// page's configs are decoded.
+func (t *ConfigTable[T]) Page(from, n int, fn func(T)) (total int, err error) {
+	var derr error
+	err = t.db.Scan([]byte{t.prefix}, func(k, v []byte) bool {
+		i := total
+		total++
+		if i < from || i-from >= n || derr != nil {
+			return true
+		}
+		var c T
+		if err := json.Unmarshal(v, &c); err != nil {
+			derr = fmt.Errorf("decode %s %q: %w", t.what, k[1:], err)
+			return true
+		}
+		fn(c)
+		return true
+	})
+	if err != nil {
+		return 0, fmt.Errorf("page through the %s configs: %w", t.what, err)
+	}
+	return total, derr
+}
+
 // Count returns the number of configs (a scan of the keyspace).
 func (t *ConfigTable[T]) Count() (int, error) {
 	n := 0

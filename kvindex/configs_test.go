@@ -318,3 +318,26 @@ func TestConfigTableAll(t *testing.T) {
 		t.Fatalf("All with a cancelled context: %v", err)
 	}
 }
+
+// Page hands the configs at the asked positions in name order, and the
+// whole table's count with them.
+func TestConfigTablePage(t *testing.T) {
+	db := openDBAt(t, t.TempDir())
+	topics, err := db.Topics(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := topics.Put(meta.NewTopicConfig("D", 1), meta.NewTopicConfig("B", 1), meta.NewTopicConfig("A", 1), meta.NewTopicConfig("C", 1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		from, n int
+		want    string
+	}{{0, 2, "AB"}, {1, 2, "BC"}, {3, 5, "D"}, {4, 1, ""}, {9, 1, ""}, {0, 0, ""}, {2, -1, ""}} {
+		var got string
+		total, err := topics.Page(c.from, c.n, func(tc meta.TopicConfig) { got += tc.TopicName })
+		if err != nil || total != 4 || got != c.want {
+			t.Errorf("Page(%d, %d) = %q, total %d, %v; want %q, total 4", c.from, c.n, got, total, err, c.want)
+		}
+	}
+}
