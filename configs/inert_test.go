@@ -175,3 +175,42 @@ func TestRocketMQ53Keys(t *testing.T) {
 		t.Errorf("autoMessageVersionOnTopicLen=false: %+v, %v; want a warning", got.InertKeys, err)
 	}
 }
+
+// The keys RocketMQ 5.3.4 (develop 8fc57f1468) added to BrokerConfig and
+// MessageStoreConfig since 5.3.3, or gave another default, are known to
+// the broker's schema, as keys that act or inert ones: a broker.conf of
+// 5.3.4 loads without an unknown key.
+func TestRocketMQ534BrokerKeys(t *testing.T) {
+	keys := map[string]string{
+		"popPollingMapExpireTimeSeconds": "600", "transactionMetricFlushInterval": "10000",
+		"enableRemotingMetrics": "true", "enableMessageStoreMetrics": "true", "enablePopMetrics": "true",
+		"enableConnectionMetrics": "true", "enableTransactionMetrics": "true", "enableStatsMetrics": "true",
+		"enableRequestMetrics": "true", "enableLagAndDlqMetrics": "true",
+		"enableSplitMetadata": "true", "splitMetadataSize": "2000",
+		"enableLogConsumeQueueRepeatedlyBuildWhenRecover": "false", "rocketmqHome": "/opt/rocketmq",
+	}
+	var conf strings.Builder
+	for k, v := range keys {
+		conf.WriteString(k + "=" + v + "\n")
+		_, field := brokerSchema.lookup(k)
+		_, inert := brokerSchema.lookupInert(k)
+		if field == inert {
+			t.Errorf("%s: a key %v, inert %v; want exactly one", k, field, inert)
+		}
+	}
+	got, err := LoadBroker(writeFile(t, "broker.conf", conf.String()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.UnknownKeys) != 0 {
+		t.Errorf("unknown keys %v", got.UnknownKeys)
+	}
+	for _, k := range got.InertKeys {
+		if k.Reason == "" || k.Warning != "" {
+			t.Errorf("%s: reason %q, warning %q", k.Key, k.Reason, k.Warning)
+		}
+	}
+	if !reflect.DeepEqual(got.Broker, DefaultBroker()) {
+		t.Errorf("RocketMQ 5.3.4's defaults changed the configuration: %+v", got.Broker)
+	}
+}
