@@ -109,6 +109,11 @@ type Proxy struct {
 	// TLSCertPath and TLSKeyPath.
 	TLSTestModeEnable       bool
 	TLSCertPath, TLSKeyPath string
+	// TLSCertWatchInterval is how often the files of the gRPC port's
+	// certificate and key are read for a change (tlsCertWatchIntervalMs,
+	// RocketMQ 5.3.4): once both have changed the port serves the new
+	// pair to the connections that follow.
+	TLSCertWatchInterval time.Duration
 	// GrpcShutdownTime is how long a shutdown waits for calls in progress
 	// before it cuts them (grpcShutdownTimeSeconds).
 	GrpcShutdownTime time.Duration
@@ -197,6 +202,8 @@ var proxyFields = slices.Concat([]field[Proxy]{
 	boolean("tlsTestModeEnable", "true", func(p *Proxy) *bool { return &p.TLSTestModeEnable }),
 	str("tlsCertPath", "", func(p *Proxy) *string { return &p.TLSCertPath }),
 	str("tlsKeyPath", "", func(p *Proxy) *string { return &p.TLSKeyPath }),
+	// A Java int of milliseconds; below 1 RocketMQ's watcher would spin.
+	millisRange("tlsCertWatchIntervalMs", "3600000", 1, func(p *Proxy) *time.Duration { return &p.TLSCertWatchInterval }),
 	secondsFrom0("grpcShutdownTimeSeconds", "30", func(p *Proxy) *time.Duration { return &p.GrpcShutdownTime }),
 	boolean("enableMessageBodyEmptyCheck", "true", func(p *Proxy) *bool { return &p.EnableMessageBodyEmptyCheck }),
 	inUnit("maxTransactionRecoverySecond", "3600", time.Second, "seconds", -1<<32, 1<<32, func(p *Proxy) *time.Duration { return &p.MaxTransactionRecovery }),

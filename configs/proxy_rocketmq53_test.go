@@ -66,7 +66,9 @@ authorizationProvider authorizationMetadataProvider authorizationStrategy author
 migrateAuthFromV1Enabled userCacheMaxNum userCacheExpiredSecond userCacheRefreshSecond
 aclCacheMaxNum aclCacheExpiredSecond aclCacheRefreshSecond statefulAuthenticationCacheMaxNum
 statefulAuthenticationCacheExpiredSecond statefulAuthorizationCacheMaxNum
-statefulAuthorizationCacheExpiredSecond`)
+statefulAuthorizationCacheExpiredSecond
+
+tlsCertWatchIntervalMs`) // added by RocketMQ 5.3.4 (develop 8fc57f1468)
 
 // Every key RocketMQ 5.3's proxy reads is known to the proxy's schema,
 // as a key that acts or as an inert one, never both.

@@ -59,6 +59,7 @@ func TestProxyDefaultsAreRocketMQs(t *testing.T) {
 		TLS: TLS{Mode: "permissive", TestModeEnable: true, ConfigFile: "/etc/rocketmq/tls.properties",
 			NeedClientAuth: "none"},
 		TLSTestModeEnable:           true,
+		TLSCertWatchInterval:        time.Hour, // RocketMQ 5.3.4's
 		GrpcShutdownTime:            30 * time.Second,
 		EnableMessageBodyEmptyCheck: true,
 		MaxTransactionRecovery:      time.Hour,

@@ -101,6 +101,11 @@ type Config struct {
 	// enforcing TLS only.
 	TLSMode remoting.TLSMode
 	TLS     *tls.Config
+	// CertWatch, when its interval and paths are set, has the gRPC port
+	// take a new certificate once its files both change (RocketMQ 5.3.4's
+	// TlsCertificateManager); TLS's certificate is the one served until
+	// then.
+	CertWatch CertWatch
 	// ProxyProtocol says which peers may open a gRPC connection with a
 	// PROXY protocol header, as on the Remoting ports (the zero value:
 	// any peer, as RocketMQ's proxy).
@@ -255,6 +260,14 @@ func ConfigFrom(p configs.Proxy, log zerolog.Logger) (Config, error) {
 		return c, err
 	}
 	c.TLSMode, c.TLS = mode, tc
+	if tc != nil {
+		// The files tlsconf.Listener loaded the certificate from, the
+		// keys of tls.config.file applied (none: self-signed).
+		if resolved, _, err := t.WithConfigFile(); err == nil && resolved.CertPath != "" {
+			c.CertWatch = CertWatch{Interval: p.TLSCertWatchInterval, CertPath: resolved.CertPath,
+				KeyPath: resolved.KeyPath, KeyPassword: resolved.KeyPassword}
+		}
+	}
 	c.Addr = p.ListenAddr()
 	c.NamesrvAddrs = p.NamesrvAddrs()
 	c.RouteTTL, c.RouteIdle, c.RouteCacheSize = p.TopicRouteCacheRefresh, p.TopicRouteCacheExpired, p.TopicRouteCacheMaxNum

@@ -47,6 +47,9 @@ type Server struct {
 	// bg owns the background work: renewals, route and policy refreshes.
 	bg   *background
 	grpc *grpc.Server
+	// certs serves the gRPC port's certificate and reloads it when its
+	// files change; nil when none is watched (plaintext, self-signed).
+	certs *certReloader
 
 	// next spreads sends without a message group over a topic's queues
 	// and receives without a broker over its broker groups.
@@ -82,8 +85,14 @@ func New(cfg Config) (*Server, error) {
 		s.checker = auth.NewChecker(auth.Config{Authentication: cfg.Authentication, Authorization: cfg.Authorization},
 			newRemoteAuthStoreSized(s, cfg.UserCacheTTL, cfg.AuthCacheTTL, cfg.UserCacheSize, cfg.ACLCacheSize))
 	}
+	tc := cfg.TLS
+	if tc != nil && len(tc.Certificates) == 1 && cfg.CertWatch.enabled() {
+		s.certs = newCertReloader(cfg.CertWatch, tc.Certificates[0], s.log)
+		tc = tc.Clone()
+		tc.Certificates, tc.GetCertificate = nil, s.certs.getCertificate
+	}
 	s.grpc = grpc.NewServer(
-		grpc.Creds(&sniffCreds{mode: cfg.TLSMode, tls: withH2(cfg.TLS)}),
+		grpc.Creds(&sniffCreds{mode: cfg.TLSMode, tls: withH2(tc)}),
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),
 		// Clients ping idle connections; RocketMQ's proxy lets them.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
@@ -128,6 +137,13 @@ func (s *Server) Start(ctx context.Context) error {
 		defer s.wg.Done()
 		s.housekeep(bg)
 	}()
+	if s.certs != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.certs.run(bg)
+		}()
+	}
 	if s.cfg.Authorization && !s.cfg.ProxyProtocol.Disabled && len(s.cfg.ProxyProtocol.Trusted) == 0 {
 		s.log.Warn().Msg("authorization is on and PROXY protocol headers are trusted from every peer: a client can claim any source address to access lists that name addresses; set proxyProtocolTrustedNetworks")
 	}

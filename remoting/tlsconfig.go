@@ -72,7 +72,7 @@ func NewServerTLSConfig(o TLSOptions) (*tls.Config, error) {
 		if o.CertPath == "" || o.KeyPath == "" {
 			return nil, errors.New("tls.server.certPath and tls.server.keyPath must be set together")
 		}
-		cert, err = loadKeyPair(o.CertPath, o.KeyPath, o.KeyPassword)
+		cert, err = LoadKeyPair(o.CertPath, o.KeyPath, o.KeyPassword)
 	case o.TestMode:
 		cert, err = SelfSignedCertificate()
 	default:
@@ -146,8 +146,11 @@ func SelfSignedCertificate() (tls.Certificate, error) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
 }
 
-// loadKeyPair reads a PEM certificate chain and its private key.
-func loadKeyPair(certPath, keyPath, password string) (tls.Certificate, error) {
+// LoadKeyPair loads a PEM certificate chain and its PEM private key
+// (PKCS#8, or PKCS#1/SEC 1, encrypted with password when it is), as
+// NewServerTLSConfig loads tls.server.certPath and tls.server.keyPath;
+// errors name those keys.
+func LoadKeyPair(certPath, keyPath, password string) (tls.Certificate, error) {
 	certPEM, err := os.ReadFile(certPath)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("tls.server.certPath: %w", err)
