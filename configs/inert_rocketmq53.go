@@ -102,7 +102,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertBool[Broker]("popConsumerKVServiceInit", "POP state is always kept in rocketkv's index; there is no RocksDB POP service to create"),
 	inertBool[Broker]("popConsumerKVServiceLog", "no separate POP operation log"),
 	inertInt[Broker]("popInflightMessageThreshold", "read only with enablePopMessageThreshold, which rocketkv refuses"),
-	inertInt[Broker]("popPollingMapExpireTimeSeconds", "RocketMQ 5.3.4 forgets the pop-polling keys (queues, light message queues) idle this long; rocketkv drops a key as soon as its last held pop is answered, so none idles"),
 	inertInt[Broker]("popPollingMapSize", "held pops are bounded by maxPopPollingSize in total and popPollingSize per queue; the polling keys need no bound of their own"),
 	inertInt[Broker]("popReviveMaxAttemptTimes", "a revive put that fails is retried with growing backoff until it succeeds; no record is dropped (RocketMQ's KV POP service drops it after this many attempts)"),
 	inertInt[Broker]("popReviveMaxReturnSizePerRead", "a revive round handles up to 4,096 due messages and the next starts at once when more are due; the pace, not what is revived, differs"),
