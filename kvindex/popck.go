@@ -475,6 +475,49 @@ func (s *PopStore) MinInFlightReplacing(group, topic string, queueID int32, from
 	return best, best != noCheckpoint, nil
 }
 
+// InFlightCount returns how many messages of a group's queue are in
+// flight (the offsets of its checkpoints), counted no further than past
+// limit: a caller comparing the count with a threshold gets threshold+1
+// at most. from is the committed offset, as for MinInFlight: the
+// checkpoints that can hold an offset at or above it (CKOffset above
+// from - MaxCheckpointSpan) are counted; those wholly below it, which only
+// an offset moved forward past messages in flight leaves, are not. A
+// queue the checkpoint cache holds is counted in memory; the others are
+// loaded into it, or, when too large to hold, counted with one scan from
+// the queue's checkpoint floor. The caller holds the POP service's lock
+// of the queue for an exact count (without it, the count is one a commit
+// may have changed since).
+func (s *PopStore) InFlightCount(group, topic string, queueID int32, from, limit int64) (int64, error) {
+	prefix := groupTopicQueue(nil, prefixPopCK, group, topic, queueID)
+	bound := max(from-MaxCheckpointSpan+1, 0)
+	if n, ok := s.db.cks.inFlight(prefix, bound, limit); ok {
+		return n, nil
+	}
+	// MinInFlight loads the queue into the cache when it fits there.
+	if _, _, err := s.MinInFlight(group, topic, queueID, from); err != nil {
+		return 0, fmt.Errorf("count in flight of %s on %s/%d: %w", group, topic, queueID, err)
+	}
+	if n, ok := s.db.cks.inFlight(prefix, bound, limit); ok {
+		return n, nil
+	}
+	lower := bound
+	if floor, known := s.db.floors.get(prefix); known {
+		if floor == noCheckpoint {
+			return 0, nil
+		}
+		lower = max(lower, floor)
+	}
+	var n int64
+	err := s.queueCheckpoints(group, topic, queueID, lower, func(c Checkpoint) bool {
+		n += int64(len(c.Offsets))
+		return n <= limit
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count in flight of %s on %s/%d: %w", group, topic, queueID, err)
+	}
+	return n, nil
+}
+
 // minStep is one step of the walk for a queue's smallest offset in flight
 // over its checkpoints in key order: best lowered by c's first offset (by
 // replaced's when c is the checkpoint replaced names); done once c, and so

@@ -149,6 +149,28 @@ func (cc *checkpointCache) minInFlight(prefix []byte, lower int64, replaced *Che
 	return scanMin(q.cks, lower, replaced), true, false
 }
 
+// inFlight answers InFlightCount from a held queue: how many offsets
+// are in flight in the checkpoints with CKOffset >= lower, the count
+// stopping once it passes limit. handled is false when the queue is not
+// held completely down to lower.
+func (cc *checkpointCache) inFlight(prefix []byte, lower, limit int64) (n int64, handled bool) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	q, ok := cc.queues.Get(string(prefix))
+	if !ok || q.oversized || lower < q.from {
+		return 0, false
+	}
+	start, _ := slices.BinarySearchFunc(q.cks, lower, func(c *Checkpoint, lower int64) int {
+		return cmp.Compare(uint64(c.CKOffset), uint64(lower))
+	})
+	for _, c := range q.cks[start:] {
+		if n += int64(len(c.Offsets)); n > limit {
+			break
+		}
+	}
+	return n, true
+}
+
 // scanMin is MinInFlightReplacing's walk (minStep) over held checkpoints
 // in key order, from the first with CKOffset >= lower.
 func scanMin(cks []*Checkpoint, lower int64, replaced *Checkpoint) int64 {

@@ -3,6 +3,7 @@ package kvindex
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -36,6 +37,19 @@ func (m ckModel) minInFlight(q ckModelQueue, from int64, replaced *Checkpoint) (
 	return best, ok
 }
 
+// inFlight is InFlightCount's answer worked out from the model, without
+// a limit.
+func (m ckModel) inFlight(q ckModelQueue, from int64) int64 {
+	bound := max(from-MaxCheckpointSpan+1, 0)
+	var n int64
+	for _, c := range m[q] {
+		if c.CKOffset >= bound {
+			n += int64(len(c.Offsets))
+		}
+	}
+	return n
+}
+
 // checkCacheAccounting fails when the cache's byte count is not the sum of
 // its queues' or passes the budget.
 func checkCacheAccounting(t *testing.T, cc *checkpointCache) {
@@ -64,8 +78,8 @@ func checkCacheAccounting(t *testing.T, cc *checkpointCache) {
 
 // TestCheckpointCacheMatchesTheDatabase runs 500 steps of random pops, acks, revive
 // moves and abandoned batches over a few queues and checks after each
-// step that MinInFlight, MinInFlightReplacing and Checkpoint answer what
-// the committed checkpoints say, with the cache at its defaults and with
+// step that MinInFlight, MinInFlightReplacing, InFlightCount and
+// Checkpoint answer what the committed checkpoints say, with the cache at its defaults and with
 // limits small enough that queues are evicted, found oversized and
 // reloaded.
 func TestCheckpointCacheMatchesTheDatabase(t *testing.T) {
@@ -191,6 +205,18 @@ func TestCheckpointCacheMatchesTheDatabase(t *testing.T) {
 						want, wantOK := model.minInFlight(q, from, nil)
 						if err != nil || ok != wantOK || (ok && got != want) {
 							t.Fatalf("step %d: MinInFlight(%v, from %d) = %d %v %v, want %d %v", step, q, from, got, ok, err, want, wantOK)
+						}
+						// The count, in full and stopped past a limit
+						// below it (a caller learns only that it passed).
+						wantN := model.inFlight(q, from)
+						if n, err := s.InFlightCount(q.group, "T", q.queue, from, math.MaxInt64); err != nil || n != wantN {
+							t.Fatalf("step %d: InFlightCount(%v, from %d) = %d %v, want %d", step, q, from, n, err, wantN)
+						}
+						if wantN > 0 {
+							limit := rng.Int64N(wantN)
+							if n, err := s.InFlightCount(q.group, "T", q.queue, from, limit); err != nil || n <= limit || n > wantN {
+								t.Fatalf("step %d: InFlightCount(%v, from %d, limit %d) = %d %v, want in (%d, %d]", step, q, from, limit, n, err, limit, wantN)
+							}
 						}
 					}
 					if c, ok := pick(q); ok {
