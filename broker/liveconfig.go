@@ -62,6 +62,9 @@ var runtimeKeys = map[string]bool{
 	"litePullMessageEnable": true,
 	// Where a new group's pops start, read by each first pop.
 	"initPopOffsetByCheckMsgInMem": true,
+	// POP's in-flight threshold per queue, read by each pop of a queue.
+	"enablePopMessageThreshold":   true,
+	"popInflightMessageThreshold": true,
 	// Pull consumers kept out, read by each heartbeat and pull.
 	"rejectPullConsumerEnable": true,
 	// The request mode of groups that set none, read by each
@@ -241,6 +244,12 @@ func (b *Broker) updateConfig(props map[string]string) (changed []string, inert 
 	}
 	if old.DataReadAheadEnable != next.DataReadAheadEnable {
 		b.clog.SetRandomReads(!next.DataReadAheadEnable)
+	}
+	if old.EnablePopMessageThreshold != next.EnablePopMessageThreshold || old.PopInflightMessageThreshold != next.PopInflightMessageThreshold {
+		// Pops held on queues the threshold stopped may be served now.
+		if svc := b.reviving.Load(); svc != nil {
+			svc.InFlightLimitChanged()
+		}
 	}
 	if old.NamesrvAddr != next.NamesrvAddr && b.register != nil {
 		// Under live.mu: a DNS lookup (3 s at most) holds other updates.

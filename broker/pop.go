@@ -76,6 +76,10 @@ func (b *Broker) startPop() error {
 		InMemory: func(phy int64, size int32) bool {
 			return b.current().InitPopOffsetByCheckMsgInMem && b.resident(phy, size)
 		},
+		InFlightLimit: func() (int64, bool) {
+			c := b.current()
+			return c.PopInflightMessageThreshold, c.EnablePopMessageThreshold
+		},
 		Compaction:       b.compaction,
 		MaxTransferBytes: b.cfg.MaxTransferBytesOnMessageInMemory,
 		Observer:         popObserver(b.metrics),

@@ -249,6 +249,11 @@ type Broker struct {
 	// SkipWhenCKRePutReachMaxTimes drops a message whose revive failed 17
 	// times instead of retrying it every 2 h for ever.
 	SkipWhenCKRePutReachMaxTimes bool
+	// EnablePopMessageThreshold makes a non-orderly pop skip a queue of
+	// which the group has more than PopInflightMessageThreshold messages
+	// in flight (popped, neither acknowledged nor revived yet).
+	EnablePopMessageThreshold   bool
+	PopInflightMessageThreshold int64
 	// PopFromRetryProbability is the percent of a group's pops that read
 	// its pop-retry topics before the topic (popFromRetryProbability).
 	PopFromRetryProbability int

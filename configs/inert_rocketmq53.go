@@ -101,7 +101,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertBool[Broker]("popConsumerKVServiceEnable", "POP state is always kept in rocketkv's index (one checkpoint per pop); there is no choice between revive-topic and RocksDB POP stores. A RocketMQ store whose kvStore/ holds POP records is refused at first open until exported"),
 	inertBool[Broker]("popConsumerKVServiceInit", "POP state is always kept in rocketkv's index; there is no RocksDB POP service to create"),
 	inertBool[Broker]("popConsumerKVServiceLog", "no separate POP operation log"),
-	inertInt[Broker]("popInflightMessageThreshold", "read only with enablePopMessageThreshold, which rocketkv refuses"),
 	inertInt[Broker]("popPollingMapSize", "held pops are bounded by maxPopPollingSize in total and popPollingSize per queue; the polling keys need no bound of their own"),
 	inertInt[Broker]("popReviveMaxAttemptTimes", "a revive put that fails is retried with growing backoff until it succeeds; no record is dropped (RocketMQ's KV POP service drops it after this many attempts)"),
 	inertInt[Broker]("popReviveMaxReturnSizePerRead", "a revive round handles up to 4,096 due messages and the next starts at once when more are due; the pace, not what is revived, differs"),
@@ -167,7 +166,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 // messageStorePlugIn).
 var brokerRefusedRocketMQ53 = []field[Broker]{
 	notImplemented[Broker]("duplicationEnable", "there is no duplication mode: every append gets this broker's queue offsets and store time"),
-	notImplemented[Broker]("enablePopMessageThreshold", "POP does not stop serving a queue for the number of its messages in flight (popInflightMessageThreshold)"),
 	notImplemented[Broker]("timerStopEnqueue", "timer messages are indexed as they are stored; new ones cannot be held back while earlier ones are delivered"),
 	notSet[Broker]("messageStorePlugIn", "rocketkv loads no message store plug-ins (Java classes)"),
 	alwaysOn[Broker]("useServerSideResetOffset", "offset resets are RocketMQ 5's server-side ones: the broker sets the offsets and tells each pull consumer at its next pull; it does not push RESET_CONSUMER_CLIENT_OFFSET to the clients"),

@@ -169,6 +169,33 @@ someVendorKey=1
 	}
 }
 
+// POP's in-flight threshold (enablePopMessageThreshold,
+// popInflightMessageThreshold) is a real setting: RocketMQ's defaults,
+// loaded from a broker.conf and reported by Settings.
+func TestPopInFlightThresholdLoads(t *testing.T) {
+	d := DefaultBroker()
+	if d.EnablePopMessageThreshold || d.PopInflightMessageThreshold != 10000 {
+		t.Fatalf("defaults %v %d, want RocketMQ's false 10000", d.EnablePopMessageThreshold, d.PopInflightMessageThreshold)
+	}
+	if s := d.Settings(); s["enablePopMessageThreshold"] != "false" || s["popInflightMessageThreshold"] != "10000" {
+		t.Fatalf("default settings %q %q", s["enablePopMessageThreshold"], s["popInflightMessageThreshold"])
+	}
+	p := writeFile(t, "broker.conf", "enablePopMessageThreshold=true\npopInflightMessageThreshold=3\n")
+	got, err := LoadBroker(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := got.Broker; !b.EnablePopMessageThreshold || b.PopInflightMessageThreshold != 3 {
+		t.Fatalf("loaded %v %d", b.EnablePopMessageThreshold, b.PopInflightMessageThreshold)
+	}
+	if len(got.UnknownKeys) != 0 || len(got.InertKeys) != 0 {
+		t.Fatalf("unknown %v, inert %v", got.UnknownKeys, got.InertKeys)
+	}
+	if s := got.Broker.Settings(); s["enablePopMessageThreshold"] != "true" || s["popInflightMessageThreshold"] != "3" {
+		t.Fatalf("settings %q %q", s["enablePopMessageThreshold"], s["popInflightMessageThreshold"])
+	}
+}
+
 // Settings reports the configuration in force: a value changed in code
 // after loading, in the text its key's setter reads, and never a copy's.
 func TestSettingsFollowChangesInCode(t *testing.T) {
@@ -244,6 +271,8 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"b.yaml", "syncFlushTimeout: soon\n", "syncFlushTimeout"},
 		{"b.yaml", "storeType: rocksdb\n", "storeType"},
 		{"b.conf", "indexWalSyncIntervalMillis=0\n", "indexWalSyncIntervalMillis"},
+		{"b.conf", "popInflightMessageThreshold=-1\n", "popInflightMessageThreshold"},
+		{"b.conf", "enablePopMessageThreshold=sometimes\n", "enablePopMessageThreshold"},
 		{"b.conf", "enableControllerMode=true\n", "enableControllerMode"},
 		{"b.conf", "enableDLegerCommitLog=true\n", "enableDLegerCommitLog"},
 		{"b.conf", "enableSlaveActingMaster=true\n", "enableSlaveActingMaster"},

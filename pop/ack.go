@@ -94,9 +94,13 @@ func (s *Service) AckBatch(entries []AckEntry) ([]AckResult, error) {
 	}
 	// Orderly queues whose batches were acknowledged can be popped again
 	// now that the acks are durable.
-	for _, e := range entries[:len(results)] {
+	// So can non-orderly queues the in-flight threshold stopped, once
+	// back at it.
+	for i, e := range entries[:len(results)] {
 		if e.Orderly {
 			s.cfg.OnQueueReady(e.Topic, e.QueueID)
+		} else if results[i].Deleted > 0 {
+			s.wakeReleased(e.Group, e.Topic, e.QueueID)
 		}
 	}
 	return results, err
@@ -112,6 +116,9 @@ func (s *Service) ackQueue(group, topic string, queueID int32, ckOffset int64, o
 	res, err := s.ackQueueUnsynced(group, topic, queueID, ckOffset, offsets, popTime, invisibleTime, true, &dur)
 	if err == nil {
 		err = dur.finish(s)
+	}
+	if err == nil && res.Deleted > 0 {
+		s.wakeReleased(group, topic, queueID)
 	}
 	return res, err
 }

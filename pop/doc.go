@@ -46,6 +46,10 @@
 // call Config.OnQueueReady for the queue, the expiry from a timer per
 // locked queue (orderwake.go), so that pops held on it wake then.
 //
+// With Config.InFlightLimit on (RocketMQ's enablePopMessageThreshold), a
+// non-orderly pop skips a queue of which the group has more messages in
+// flight than the limit, counted from its checkpoints; see threshold.go.
+//
 // The wire forms live here too: the receipt handle (Handle, the POP_CK
 // property and ack extraInfo), the pop response header strings
 // (InfoBuilder and its parsers) and the BATCH_ACK_MESSAGE body

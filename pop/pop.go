@@ -391,8 +391,13 @@ func (s *Service) topicGone(topic string) (bool, error) {
 
 // popLocked takes up to remain messages of one queue whose lock the
 // caller holds and records them in flight. Records are read only when the
-// filter needs them; finishPop reads the others.
+// filter needs them; finishPop reads the others. A queue the in-flight
+// threshold stops (threshold.go) gives nothing and adds nothing to
+// RestNum.
 func (s *Service) popLocked(req PopRequest, src source, remain int, res *PopResult, dur *durability) (readResult, error) {
+	if stopped, err := s.popStopped(req.Group, src.topic, src.queueID); err != nil || stopped {
+		return readResult{}, err
+	}
 	pos, known, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, true)
 	if err != nil {
 		return readResult{}, err
@@ -665,7 +670,9 @@ const peekRetryFirstPercent = 20
 
 // HasMessage answers NOTIFICATION: whether a pop of the queue (or of any
 // queue with -1, or of the group's pop-retry topics) would find a message
-// now. An orderly queue locked by an in-flight batch has none.
+// now. An orderly queue locked by an in-flight batch has none, nor has a
+// queue the in-flight threshold stops non-orderly pops of
+// (threshold.go).
 func (s *Service) HasMessage(group, topic string, queueID int32, order bool, attemptID string) (bool, error) {
 	return s.hasMessage(group, topic, queueID, order, attemptID, false)
 }
@@ -700,7 +707,14 @@ func (s *Service) hasMessage(group, topic string, queueID int32, order bool, att
 			return false, err
 		}
 		maxOff, err := s.cfg.CQ.MaxOffset(t, q)
-		return maxOff > pos, err
+		if err != nil || maxOff <= pos {
+			return false, err
+		}
+		if limit, on := s.inFlightLimit(); on && !order {
+			over, err := s.overLimit(group, t, q, limit)
+			return !over, err
+		}
+		return true, nil
 	}
 	var srcs []source
 	if queueID >= 0 {

@@ -136,6 +136,12 @@ type Config struct {
 	// maxTransferBytesOnMessageInMemory, at which its pops stop reading a
 	// queue; zero means its default, 256 KiB).
 	MaxTransferBytes int
+	// InFlightLimit returns the in-flight threshold of non-orderly pops
+	// and whether it is on (RocketMQ's popInflightMessageThreshold and
+	// enablePopMessageThreshold): a pop skips a queue of which the group
+	// has more messages in flight (threshold.go). Called for each queue a
+	// pop reads, so it must be cheap; nil is always off.
+	InFlightLimit func() (limit int64, on bool)
 	// Observer is told of the events RocketMQ's POP metrics count; nil
 	// tells nobody.
 	Observer Observer
@@ -177,6 +183,10 @@ type Service struct {
 	orderWakes *orderWakes
 	// handed is what a slave's read-only pops handed out (PopReadOnly).
 	handed *handedOut
+
+	// stopped are the queues the in-flight threshold stops
+	// (threshold.go).
+	stopped stoppedQueues
 
 	lateness lateness
 	// cursor is the revive loop's lower bound: no record is due before

@@ -1,0 +1,165 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/internal/popclient"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// popOne pops at most n messages of queue 0 without polling.
+func popOne(t *testing.T, c *popclient.Client, topic string, n int) popclient.PopResult {
+	t.Helper()
+	return mustPop(t, c, popclient.PopRequest{Group: "g", Topic: topic, QueueID: 0, MaxMsgNums: n, InvisibleTime: time.Minute})
+}
+
+// wantStopped fails unless a pop of queue 0 gets nothing and counts
+// nothing left behind: the in-flight threshold stops the queue.
+func wantStopped(t *testing.T, c *popclient.Client, topic, when string) {
+	t.Helper()
+	res := popOne(t, c, topic, 4)
+	if len(res.Messages) != 0 || res.Code != remoting.PollingTimeout || res.RestNum != 0 {
+		t.Fatalf("%s: pop got %v (code %d, restNum %d), want nothing: the queue is over its in-flight threshold",
+			when, bodies(res.Messages), res.Code, res.RestNum)
+	}
+}
+
+// With enablePopMessageThreshold, a queue of which the group has more
+// than popInflightMessageThreshold messages in flight gives its pops
+// nothing, RocketMQ's check being made before the queue is read (so the
+// pop that reaches the threshold can pass it by its batch); acks bring it
+// back, a change of invisible time does not, a pop held for it wakes when
+// an ack does, and a restart keeps the count (it comes from the stored
+// checkpoints).
+func TestPopInFlightThresholdStopsAQueue(t *testing.T) {
+	settings := map[string]string{"enablePopMessageThreshold": "true", "popInflightMessageThreshold": "2"}
+	b := startTestBroker(t, settings)
+	c, rc := popClient(b)
+	sendBodies(t, rc, "TH", 12)
+	b.caughtUp()
+
+	first := popOne(t, c, "TH", 2) // 0 in flight: read
+	if got := bodies(first.Messages); len(got) != 2 || got[0] != "m0" {
+		t.Fatalf("first pop %v", got)
+	}
+	second := popOne(t, c, "TH", 3) // 2 in flight, not more than 2: read, 5 then
+	if got := bodies(second.Messages); len(got) != 3 || got[0] != "m2" {
+		t.Fatalf("second pop %v", got)
+	}
+	wantStopped(t, c, "TH", "5 in flight")
+	// Another group is not stopped by g's messages in flight.
+	other := mustPop(t, c, popclient.PopRequest{Group: "g2", Topic: "TH", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Minute})
+	if got := bodies(other.Messages); len(got) != 1 || got[0] != "m0" {
+		t.Fatalf("other group's pop %v", got)
+	}
+	// Nor is a NOTIFICATION told a message waits.
+	if code, has, _, err := c.Notification(ctx20(t), "g", "TH", 0, 0, false); err != nil || code != remoting.Success || has {
+		t.Fatalf("notification of a stopped queue: %d %v %v", code, has, err)
+	}
+
+	// A change of invisible time keeps the message in flight.
+	code, h, err := c.ChangeInvisibleTime(ctx20(t), "g", second.Messages[0], time.Minute)
+	if err != nil || code != remoting.Success {
+		t.Fatalf("change invisible time: %d %v", code, err)
+	}
+	second.Messages[0].Handle = h
+	wantStopped(t, c, "TH", "after a change of invisible time")
+
+	// Two acks leave 3 in flight: still over.
+	for _, m := range first.Messages {
+		if code, err := c.Ack(ctx20(t), "g", m); err != nil || code != remoting.Success {
+			t.Fatalf("ack: %d %v", code, err)
+		}
+	}
+	wantStopped(t, c, "TH", "3 in flight")
+
+	// A pop held for the queue sleeps (it does not wake itself) and is
+	// woken by the ack that brings the queue back to 2.
+	reruns := b.popHolds.reruns.Load()
+	held := make(chan popclient.PopResult, 1)
+	go func() {
+		res, _ := c.Pop(context.Background(), popclient.PopRequest{Group: "g", Topic: "TH", QueueID: 0, MaxMsgNums: 1,
+			InvisibleTime: time.Minute, PollTime: 15 * time.Second})
+		held <- res
+	}()
+	waitFor(t, "the pop of the stopped queue held", func() bool { return b.popHolds.count(popHoldKey{"TH", "g", 0}) == 1 })
+	time.Sleep(300 * time.Millisecond)
+	if n := b.popHolds.reruns.Load() - reruns; n != 0 {
+		t.Fatalf("the pop held on the stopped queue re-ran %d times with nothing acknowledged, want 0", n)
+	}
+	select {
+	case res := <-held:
+		t.Fatalf("held pop answered before any ack: code %d, %v", res.Code, bodies(res.Messages))
+	default:
+	}
+	if code, err := c.BatchAck(ctx20(t), "g", "TH", second.Messages[:1]); err != nil || code != remoting.Success {
+		t.Fatalf("batch ack: %d %v", code, err)
+	}
+	select {
+	case res := <-held:
+		if got := bodies(res.Messages); res.Code != remoting.Success || len(got) != 1 || got[0] != "m5" {
+			t.Fatalf("woken pop: code %d, %v", res.Code, got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held pop was not woken by the ack that brought the queue back to its threshold")
+	}
+	wantStopped(t, c, "TH", "3 in flight again")
+
+	// The count comes from the stored checkpoints: a restart keeps it.
+	store := b.store
+	b.stop()
+	b = startTestBrokerAt(t, store, settings)
+	c, _ = popClient(b)
+	wantStopped(t, c, "TH", "after a restart")
+
+	// Off at run time: the queue is served whatever is in flight.
+	updateConfig(t, b.client(nil), "enablePopMessageThreshold=false")
+	if got := bodies(popOne(t, c, "TH", 2).Messages); len(got) != 2 || got[0] != "m6" {
+		t.Fatalf("pop with the threshold off %v", got)
+	}
+	// On again, and raised at run time: 5 in flight, not more than 5.
+	updateConfig(t, b.client(nil), "enablePopMessageThreshold=true\npopInflightMessageThreshold=5")
+	if got := bodies(popOne(t, c, "TH", 1).Messages); len(got) != 1 || got[0] != "m8" {
+		t.Fatalf("pop under a raised threshold %v", got)
+	}
+	wantStopped(t, c, "TH", "6 in flight over 5")
+}
+
+// Off (the default), a group's messages in flight never stop its pops.
+func TestPopInFlightThresholdOffChangesNothing(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"popInflightMessageThreshold": "0"})
+	c, rc := popClient(b)
+	sendBodies(t, rc, "TO", 6)
+	b.caughtUp()
+	for i := range 6 {
+		res := popOne(t, c, "TO", 1)
+		if got := bodies(res.Messages); len(got) != 1 || got[0] != fmt.Sprintf("m%d", i) {
+			t.Fatalf("pop %d with the threshold off: %v", i, got)
+		}
+	}
+}
+
+// The two keys are broker settings like any other: reported by
+// GET_BROKER_CONFIG with RocketMQ's defaults, and changed at run time by
+// UPDATE_BROKER_CONFIG.
+func TestPopInFlightThresholdSettings(t *testing.T) {
+	b := startTestBroker(t, nil)
+	rc := b.client(nil)
+	got, _ := brokerSettings(t, rc)
+	if got["enablePopMessageThreshold"] != "false" || got["popInflightMessageThreshold"] != "10000" {
+		t.Fatalf("GET_BROKER_CONFIG: enablePopMessageThreshold=%q popInflightMessageThreshold=%q",
+			got["enablePopMessageThreshold"], got["popInflightMessageThreshold"])
+	}
+	updateConfig(t, rc, "enablePopMessageThreshold=true\npopInflightMessageThreshold=7")
+	got, _ = brokerSettings(t, rc)
+	if got["enablePopMessageThreshold"] != "true" || got["popInflightMessageThreshold"] != "7" {
+		t.Fatalf("after the update: enablePopMessageThreshold=%q popInflightMessageThreshold=%q",
+			got["enablePopMessageThreshold"], got["popInflightMessageThreshold"])
+	}
+	if r := call(t, rc, remoting.UpdateBrokerConfig, nil, []byte("popInflightMessageThreshold=-1")); r.Code == remoting.Success {
+		t.Fatal("a negative threshold was taken")
+	}
+}

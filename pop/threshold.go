@@ -1,0 +1,175 @@
+package pop
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// The in-flight threshold (RocketMQ's enablePopMessageThreshold and
+// popInflightMessageThreshold): while Config.InFlightLimit is on, a
+// non-orderly pop skips a queue of which the group has more than the
+// limit of messages in flight, checked under the queue's lock before the
+// queue is read, so a pop may take the count up to the limit plus its
+// batch, as RocketMQ's does. The count is the offsets of the queue's
+// checkpoints (kvindex.PopStore.InFlightCount), not a counter: it is the
+// same after a restart, and a message stays counted until it is
+// acknowledged or revived, through offset resets too (unless one moved
+// the committed offset more than kvindex.MaxCheckpointSpan past it).
+//
+// A skipped queue adds nothing to the pop's RestNum and HasMessage says
+// it has nothing, so that a pop held for it sleeps instead of waking
+// itself at once. The queues skipped are remembered (stoppedQueues); an
+// ack that brings one back to the limit, or a change of the setting,
+// wakes the pops held on it (Config.OnQueueReady), as does each revive
+// of its messages.
+
+// stoppedQueues are the queues the threshold made a pop skip and that no
+// pop or ack has found back under it since (one per group and queue
+// over the threshold; a deleted topic's or group's stay until a pop or
+// an ack of the queue, or a change of the setting). Its mutex is taken
+// by no other lock's holder than a queue's stripe (never the other way).
+type stoppedQueues struct {
+	// n is len(queues), read without mu: an ack of a queue when none is
+	// stopped takes no lock.
+	n      atomic.Int64
+	mu     sync.Mutex
+	queues map[queueKey]struct{}
+}
+
+// add remembers k; it reports whether k was not remembered yet.
+func (q *stoppedQueues) add(k queueKey) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, ok := q.queues[k]; ok {
+		return false
+	}
+	if q.queues == nil {
+		q.queues = map[queueKey]struct{}{}
+	}
+	q.queues[k] = struct{}{}
+	q.n.Store(int64(len(q.queues)))
+	return true
+}
+
+// remove forgets k; it reports whether k was remembered.
+func (q *stoppedQueues) remove(k queueKey) bool {
+	if q.n.Load() == 0 {
+		return false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, ok := q.queues[k]; !ok {
+		return false
+	}
+	delete(q.queues, k)
+	q.n.Store(int64(len(q.queues)))
+	return true
+}
+
+// has reports whether k is remembered.
+func (q *stoppedQueues) has(k queueKey) bool {
+	if q.n.Load() == 0 {
+		return false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.queues[k]
+	return ok
+}
+
+// drain forgets every queue and returns them.
+func (q *stoppedQueues) drain() []queueKey {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]queueKey, 0, len(q.queues))
+	for k := range q.queues {
+		out = append(out, k)
+	}
+	q.queues = nil
+	q.n.Store(0)
+	return out
+}
+
+// inFlightLimit returns the threshold and whether it is on.
+func (s *Service) inFlightLimit() (int64, bool) {
+	if s.cfg.InFlightLimit == nil {
+		return 0, false
+	}
+	return s.cfg.InFlightLimit()
+}
+
+// overLimit reports whether a group has more than limit messages of a
+// queue in flight. Exact when the caller holds the queue's lock.
+func (s *Service) overLimit(group, topic string, queueID int32, limit int64) (bool, error) {
+	from, has, err := s.cfg.Offsets.Get(group, topic, queueID)
+	if err != nil {
+		return false, err
+	}
+	if !has {
+		from = 0
+	}
+	n, err := s.store.InFlightCount(group, topic, queueID, from, limit)
+	if err != nil {
+		return false, err
+	}
+	return n > limit, nil
+}
+
+// popStopped reports whether a non-orderly pop must skip the queue for
+// the threshold, remembering the queues it stops and forgetting those it
+// no longer does. The caller holds the queue's lock.
+func (s *Service) popStopped(group, topic string, queueID int32) (bool, error) {
+	limit, on := s.inFlightLimit()
+	if !on {
+		return false, nil
+	}
+	over, err := s.overLimit(group, topic, queueID, limit)
+	if err != nil {
+		return false, err
+	}
+	k := queueKey{group, topic, queueID}
+	if !over {
+		s.stopped.remove(k)
+		return false, nil
+	}
+	if s.stopped.add(k) {
+		s.log.Info().Str("group", group).Str("topic", topic).Int32("queue", queueID).Int64("threshold", limit).
+			Msg("pop stops serving the queue: more messages in flight than popInflightMessageThreshold")
+	}
+	return true, nil
+}
+
+// wakeReleased wakes the pops held on a queue the threshold stopped once
+// it is no longer over it (an ack took messages out of flight), or when
+// the threshold is off. Not under the queue's lock: the count may be
+// one a later commit changed, which only moves a wake-up.
+func (s *Service) wakeReleased(group, topic string, queueID int32) {
+	k := queueKey{group, topic, queueID}
+	if !s.stopped.has(k) {
+		return
+	}
+	if limit, on := s.inFlightLimit(); on {
+		over, err := s.overLimit(group, topic, queueID, limit)
+		if err != nil {
+			s.log.Warn().Err(err).Str("group", group).Str("topic", topic).Int32("queue", queueID).
+				Msg("count of messages in flight after an ack failed; held pops of the queue wake at their poll time")
+			return
+		}
+		if over {
+			return
+		}
+	}
+	if s.stopped.remove(k) {
+		s.cfg.OnQueueReady(topic, queueID)
+	}
+}
+
+// InFlightLimitChanged wakes the pops held on the queues the threshold
+// stopped, to be called when the setting changes: turned off or raised,
+// it may release them. Those still over it are stopped again by the
+// pops woken.
+func (s *Service) InFlightLimitChanged() {
+	for _, k := range s.stopped.drain() {
+		s.cfg.OnQueueReady(k.topic, k.queueID)
+	}
+}
