@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -161,5 +162,36 @@ func TestPopInFlightThresholdSettings(t *testing.T) {
 	}
 	if r := call(t, rc, remoting.UpdateBrokerConfig, nil, []byte("popInflightMessageThreshold=-1")); r.Code == remoting.Success {
 		t.Fatal("a negative threshold was taken")
+	}
+}
+
+// Revive takes the messages it re-delivers out of their queue's count:
+// a queue stopped by messages nobody acknowledges is served again once
+// their invisible time is over, as RocketMQ's revive decrements its
+// counter.
+func TestPopInFlightThresholdReleasedByRevive(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enablePopMessageThreshold": "true", "popInflightMessageThreshold": "1"})
+	c, rc := popClient(b)
+	sendBodies(t, rc, "TR", 4)
+	b.caughtUp()
+	first := popOne(t, c, "TR", 2)
+	if got := bodies(first.Messages); len(got) != 2 || got[0] != "m0" {
+		t.Fatalf("first pop %v", got)
+	}
+	wantStopped(t, c, "TR", "2 in flight over 1")
+	// Due soon: revive puts them to the pop-retry topic.
+	for _, m := range first.Messages {
+		if code, _, err := c.ChangeInvisibleTime(ctx20(t), "g", m, 100*time.Millisecond); err != nil || code != remoting.Success {
+			t.Fatalf("change invisible time: %d %v", code, err)
+		}
+	}
+	var got []string
+	for deadline := time.Now().Add(15 * time.Second); !slices.Contains(got, "m2"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("queue never served again after its messages in flight were revived; last pop %v", got)
+		}
+		res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "TR", QueueID: 0, MaxMsgNums: 32,
+			InvisibleTime: time.Minute, PollTime: time.Second})
+		got = bodies(res.Messages)
 	}
 }
