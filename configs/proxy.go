@@ -22,6 +22,11 @@ type Proxy struct {
 	BindAddress string
 	// NamesrvAddr lists the name servers, ';'-separated.
 	NamesrvAddr string
+	// NamesrvDomain, when not empty, names the HTTP address server the
+	// name servers are asked of instead (RocketMQ's proxy then ignores
+	// NamesrvAddr); NamesrvDomainSubgroup is the last element of its
+	// path (see namesrv.AddressServerURL).
+	NamesrvDomain, NamesrvDomainSubgroup string
 	// MaxMessageSize is the largest message body accepted, in bytes.
 	MaxMessageSize int
 	// MaxUserPropertySize bounds a message's user properties, tag and keys.
@@ -152,6 +157,8 @@ var proxyFields = slices.Concat([]field[Proxy]{
 	intRange("grpcServerPort", "8081", 0, 65535, func(p *Proxy) *int { return &p.GrpcServerPort }),
 	str("bindAddress", "0.0.0.0", func(p *Proxy) *string { return &p.BindAddress }),
 	nameServerList("namesrvAddr", "127.0.0.1:9876", proxyNameServerSeps, func(p *Proxy) *string { return &p.NamesrvAddr }),
+	str("namesrvDomain", "", func(p *Proxy) *string { return &p.NamesrvDomain }),
+	str("namesrvDomainSubgroup", "", func(p *Proxy) *string { return &p.NamesrvDomainSubgroup }),
 	intRange("maxMessageSize", "4194304", 1, 1<<30, func(p *Proxy) *int { return &p.MaxMessageSize }),
 	intRange("maxUserPropertySize", "16384", 1, 1<<30, func(p *Proxy) *int { return &p.MaxUserPropertySize }),
 	intRange("userPropertyMaxNum", "128", 1, 1<<20, func(p *Proxy) *int { return &p.UserPropertyMaxNum }),

@@ -60,7 +60,6 @@ var proxyInert = slices.Concat(
 	inertStrings[Proxy]("read only in RocketMQ's local mode (the broker a proxy embeds); rocketkv accepts only proxyMode cluster",
 		"brokerConfigPath"),
 	[]inert[Proxy]{
-		namesrvLookup("namesrvDomain"), namesrvLookup("namesrvDomainSubgroup"),
 		whenNot("sendLatencyEnable", "false", "RocketMQ's proxy then avoids brokers that answered sends slowly or failed; rocketkv's picks write queues round robin (by message group for FIFO messages)",
 			"sends are not steered away from slow brokers"),
 		whenNot("startDetectorEnable", "false", "RocketMQ's proxy then probes brokers it marked unavailable for sends; rocketkv's marks none",
@@ -146,18 +145,4 @@ func whenNot(key, def, reason, warning string) inert[Proxy] {
 // whenNotEmpty is whenNot for a key whose default is empty.
 func whenNotEmpty(key, reason, warning string) inert[Proxy] {
 	return whenNot(key, "", reason, warning)
-}
-
-// namesrvLookup is a key of RocketMQ's name server lookup by domain, used
-// only when namesrvAddr is empty; rocketkv's proxy always has namesrvAddr,
-// so a value set is warned about with the name servers used instead.
-func namesrvLookup(key string) inert[Proxy] {
-	return inert[Proxy]{key: key, parse: func(string) error { return nil },
-		reason: "RocketMQ looks name servers up at this address server only without namesrvAddr; rocketkv's proxy takes them from namesrvAddr (its default 127.0.0.1:9876)",
-		warn: func(p *Proxy, raw string) string {
-			if raw == "" {
-				return ""
-			}
-			return fmt.Sprintf("%s=%s is not used: the name servers are namesrvAddr's, %s", key, raw, p.NamesrvAddr)
-		}}
 }

@@ -137,7 +137,6 @@ func TestProxyInertKeysWarn(t *testing.T) {
 		{"metricsExporterType", "PROM", "no proxy metrics"},
 		{"sendLatencyEnable", "true", "slow brokers"},
 		{"startDetectorEnable", "true", "probed"},
-		{"namesrvDomain", "ns.example.com", "10.0.0.1:9876"},
 		{"authenticationWhitelist", "apache.rocketmq.v2.QueryRouteRequest", "authenticated all the same"},
 		{"authorizationWhitelist", "apache.rocketmq.v2.QueryRouteRequest", "authorized all the same"},
 	} {
@@ -149,7 +148,7 @@ func TestProxyInertKeysWarn(t *testing.T) {
 			t.Errorf("%s=%s: inert %+v; want a warning naming the key and %q", tc.key, tc.value, got.InertKeys, tc.want)
 		}
 	}
-	got, err := LoadProxy(writeFile(t, "rmq-proxy.properties", "metricsExporterType=disable\nsendLatencyEnable=false\nnamesrvDomain=\n"), nil)
+	got, err := LoadProxy(writeFile(t, "rmq-proxy.properties", "metricsExporterType=disable\nsendLatencyEnable=false\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -458,8 +458,14 @@ func (r *remoteAuthStore) brokers(ctx context.Context) ([]string, error) {
 // allMasters lists the master of every broker group the name servers
 // know (GET_BROKER_CLUSTER_INFO), by broker name.
 func (s *Server) allMasters(ctx context.Context) ([]string, error) {
+	addrs := s.ns.get()
+	if len(addrs) == 0 {
+		// No list yet (the address server has not answered): not "no
+		// broker".
+		return nil, fmt.Errorf("cluster info: %w", namesrv.ErrNoNameServer)
+	}
 	var last error
-	for _, ns := range s.cfg.NamesrvAddrs {
+	for _, ns := range addrs {
 		resp, err := s.invoke(ctx, ns, 0, remoting.NewRequest(remoting.GetBrokerClusterInfo, nil, nil))
 		if err != nil {
 			last = err

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"time"
 
@@ -20,8 +21,16 @@ import (
 type Config struct {
 	// Addr is the gRPC listen address (grpcServerPort 8081).
 	Addr string
-	// NamesrvAddrs are the name servers asked for routes (namesrvAddr).
+	// NamesrvAddrs are the name servers asked for routes (namesrvAddr),
+	// unless AddressServer is set.
 	NamesrvAddrs []string
+	// AddressServer, when not empty, is the URL of the HTTP address
+	// server asked for the name server list instead of NamesrvAddrs
+	// (namesrvDomain and namesrvDomainSubgroup, see
+	// namesrv.AddressServerURL): at Start, AddressServerDelay later and
+	// every AddressServerPeriod after (RocketMQ's 10 s and 2 min).
+	AddressServer                           string
+	AddressServerDelay, AddressServerPeriod time.Duration
 	// RequestTimeout bounds each Remoting request to a broker or name
 	// server, long polling excluded.
 	RequestTimeout time.Duration
@@ -168,6 +177,8 @@ func DefaultConfig() Config {
 	return Config{
 		Addr:                      ":8081",
 		NamesrvAddrs:              []string{"127.0.0.1:9876"},
+		AddressServerDelay:        10 * time.Second,
+		AddressServerPeriod:       2 * time.Minute,
 		RequestTimeout:            5 * time.Second,
 		RouteTTL:                  20 * time.Second,
 		RouteIdle:                 300 * time.Second,
@@ -213,8 +224,10 @@ func DefaultConfig() Config {
 // validate reports the first setting a proxy cannot run with.
 func (c *Config) validate() error {
 	switch {
-	case len(c.NamesrvAddrs) == 0:
-		return errors.New("grpcproxy: no name server address (namesrvAddr)")
+	case len(c.NamesrvAddrs) == 0 && c.AddressServer == "":
+		return errors.New("grpcproxy: no name server address (namesrvAddr) and no address server (namesrvDomain)")
+	case c.AddressServer != "" && (c.AddressServerDelay <= 0 || c.AddressServerPeriod <= 0):
+		return fmt.Errorf("grpcproxy: address server %s: delay %v and period %v must be positive", c.AddressServer, c.AddressServerDelay, c.AddressServerPeriod)
 	case c.RequestTimeout <= 0:
 		return fmt.Errorf("grpcproxy: request timeout %v is not positive", c.RequestTimeout)
 	case c.MinLongPolling <= 0 || c.MaxLongPolling < c.MinLongPolling:
@@ -227,6 +240,12 @@ func (c *Config) validate() error {
 		return fmt.Errorf("grpcproxy: auto-renewal needs renewal invisible times (%v) above the renew-ahead time (%v)", c.RenewPolicy, c.RenewAhead)
 	case c.ReceiveBatchSize <= 0 || c.MaxMessageSize <= 0:
 		return errors.New("grpcproxy: batch size and message size must be positive")
+	}
+	if c.AddressServer != "" {
+		if u, err := url.Parse(c.AddressServer); err != nil || u.Scheme != "http" || u.Hostname() == "" {
+			return fmt.Errorf("grpcproxy: namesrvDomain, namesrvDomainSubgroup: %q is no URL to ask for the name servers", c.AddressServer)
+		}
+		return nil // namesrvAddr is not used
 	}
 	if err := configs.CheckNameServerAddrs(c.NamesrvAddrs); err != nil {
 		return fmt.Errorf("grpcproxy: namesrvAddr: %w", err)
@@ -270,6 +289,8 @@ func ConfigFrom(p configs.Proxy, log zerolog.Logger) (Config, error) {
 	}
 	c.Addr = p.ListenAddr()
 	c.NamesrvAddrs = p.NamesrvAddrs()
+	// A namesrvDomain wins over namesrvAddr, as in RocketMQ's proxy.
+	c.AddressServer = addressServerOf(p.NamesrvDomain, p.NamesrvDomainSubgroup)
 	c.RouteTTL, c.RouteIdle, c.RouteCacheSize = p.TopicRouteCacheRefresh, p.TopicRouteCacheExpired, p.TopicRouteCacheMaxNum
 	c.MaxMessageSize = p.MaxMessageSize
 	c.MaxUserPropertySize = p.MaxUserPropertySize

@@ -74,8 +74,9 @@ func (r *topicRoute) readableBrokers() []namesrv.QueueData {
 
 // routes caches topic routes from the name servers.
 type routes struct {
-	pool    *remoting.ClientPool
-	namesrv []string
+	pool *remoting.ClientPool
+	// ns is read afresh by each lookup (its list may change).
+	ns      *nameServers
 	ttl     time.Duration
 	timeout time.Duration
 	// bg runs the lookups, which no caller cancels.
@@ -92,9 +93,9 @@ type routes struct {
 	loads singleflight.Group
 }
 
-func newRoutes(pool *remoting.ClientPool, cfg *Config, bg *background) *routes {
+func newRoutes(pool *remoting.ClientPool, cfg *Config, ns *nameServers, bg *background) *routes {
 	cache, _ := lru.New[string, *topicRoute](max(cfg.RouteCacheSize, 1)) // fails only for a size below 1
-	return &routes{pool: pool, namesrv: cfg.NamesrvAddrs, ttl: cfg.RouteTTL, idle: cfg.RouteIdle, timeout: cfg.RequestTimeout, bg: bg, cache: cache}
+	return &routes{pool: pool, ns: ns, ttl: cfg.RouteTTL, idle: cfg.RouteIdle, timeout: cfg.RequestTimeout, bg: bg, cache: cache}
 }
 
 // get returns the topic's route. A cached route is answered at once; once
@@ -149,7 +150,7 @@ func (rs *routes) load(topic string, old *topicRoute) <-chan singleflight.Result
 // loadTimeout bounds a route lookup: every name server in turn may take
 // a request timeout, and so may the masters asked for the message type.
 func (rs *routes) loadTimeout() time.Duration {
-	return rs.timeout * time.Duration(len(rs.namesrv)+2)
+	return rs.timeout * time.Duration(len(rs.ns.get())+2)
 }
 
 // refresh asks the name servers for the topic's route and caches it;
@@ -193,7 +194,7 @@ func isNotFound(err error) bool {
 // fetch asks the name servers for the topic's route, then a master for
 // the topic's message type.
 func (rs *routes) fetch(ctx context.Context, topic string) (*topicRoute, error) {
-	route, err := namesrv.FetchRoute(ctx, rs.pool, rs.namesrv, topic, rs.timeout)
+	route, err := namesrv.FetchRoute(ctx, rs.pool, rs.ns.get(), topic, rs.timeout)
 	if errors.Is(err, namesrv.ErrTopicNotExist) {
 		return nil, fail(rmqpb.Code_TOPIC_NOT_FOUND, "topic %s does not exist", topic)
 	}

@@ -59,7 +59,7 @@ func TestRouteMissesCollapse(t *testing.T) {
 	t.Cleanup(func() { _ = pool.Close() })
 	bg := newBackground()
 	t.Cleanup(bg.stop)
-	rs := newRoutes(pool, &cfg, bg)
+	rs := newRoutes(pool, &cfg, newNameServers(cfg.NamesrvAddrs), bg)
 
 	impatient, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
@@ -214,7 +214,7 @@ func TestStaleRouteAnsweredWhileItIsRefreshed(t *testing.T) {
 	t.Cleanup(func() { _ = pool.Close() })
 	bg := newBackground()
 	t.Cleanup(bg.stop)
-	rs := newRoutes(pool, &cfg, bg)
+	rs := newRoutes(pool, &cfg, newNameServers(cfg.NamesrvAddrs), bg)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
@@ -296,7 +296,7 @@ func TestRouteCacheBoundAndIdleRoutes(t *testing.T) {
 		t.Cleanup(func() { _ = pool.Close() })
 		bg := newBackground()
 		t.Cleanup(bg.stop)
-		return newRoutes(pool, &cfg, bg)
+		return newRoutes(pool, &cfg, newNameServers(cfg.NamesrvAddrs), bg)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

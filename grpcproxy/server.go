@@ -20,6 +20,7 @@ import (
 	"github.com/rocketkv/rocketkv/acl"
 	"github.com/rocketkv/rocketkv/auth"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -28,9 +29,13 @@ import (
 type Server struct {
 	rmqpb.UnimplementedMessagingServiceServer
 
-	cfg     Config
-	log     zerolog.Logger
-	pool    *remoting.ClientPool
+	cfg  Config
+	log  zerolog.Logger
+	pool *remoting.ClientPool
+	// ns is the current name server list; lookup, with an address
+	// server (namesrvDomain), keeps it (nil otherwise).
+	ns      *nameServers
+	lookup  *nsLookup
 	routes  *routes
 	clients *clientRegistry
 	streams *streamRegistry
@@ -75,7 +80,16 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.pool = remoting.NewClientPool(opts)
 	s.bg = newBackground()
-	s.routes = newRoutes(s.pool, &s.cfg, s.bg)
+	if cfg.AddressServer != "" {
+		// RocketMQ's proxy ignores namesrvAddr then, and has no list
+		// until the address server answers.
+		s.ns = newNameServers(nil)
+		s.lookup = &nsLookup{ns: s.ns, pool: s.pool, server: namesrv.NewAddressServer(cfg.AddressServer),
+			delay: cfg.AddressServerDelay, period: cfg.AddressServerPeriod, log: s.log}
+	} else {
+		s.ns = newNameServers(cfg.NamesrvAddrs)
+	}
+	s.routes = newRoutes(s.pool, &s.cfg, s.ns, s.bg)
 	s.clients = newClientRegistry()
 	s.streams = newStreamRegistry()
 	s.txns = newTxnTable(txnMax)
@@ -123,6 +137,15 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("grpcproxy: listen on %s: %w", s.cfg.Addr, err)
 	}
 	s.ln = ln
+	if s.lookup != nil {
+		// Asked once before serving, as RocketMQ's proxy asks as it
+		// starts (a failure is logged and leaves no list), then in the
+		// background until Shutdown.
+		if s.lookup.refresh(ctx) {
+			s.log.Info().Str("addressServer", s.cfg.AddressServer).Strs("namesrv", s.ns.get()).Msg("name servers from the address server")
+		}
+		s.bg.start(s.lookup.run)
+	}
 	served := proxyProtocolListener(ln, s.cfg.ProxyProtocol)
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
@@ -147,7 +170,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.cfg.Authorization && !s.cfg.ProxyProtocol.Disabled && len(s.cfg.ProxyProtocol.Trusted) == 0 {
 		s.log.Warn().Msg("authorization is on and PROXY protocol headers are trusted from every peer: a client can claim any source address to access lists that name addresses; set proxyProtocolTrustedNetworks")
 	}
-	s.log.Info().Str("addr", ln.Addr().String()).Strs("namesrv", s.cfg.NamesrvAddrs).Stringer("tls", s.cfg.TLSMode).Msg("gRPC proxy listening")
+	s.log.Info().Str("addr", ln.Addr().String()).Str("namesrv", s.cfg.nameServerSource()).Stringer("tls", s.cfg.TLSMode).Msg("gRPC proxy listening")
 	return nil
 }
 
