@@ -141,6 +141,8 @@ func (s *Server) Start(ctx context.Context) error {
 		// Asked once before serving, as RocketMQ's proxy asks as it
 		// starts (a failure is logged and leaves no list), then in the
 		// background until Shutdown.
+		s.log.Info().Strs("namesrvAddr", s.cfg.NamesrvAddrs).Str("addressServer", s.cfg.AddressServer).
+			Msg("namesrvAddr is not used: namesrvDomain names an address server, which the name servers are asked of (as in RocketMQ)")
 		if s.lookup.refresh(ctx) {
 			s.log.Info().Str("addressServer", s.cfg.AddressServer).Strs("namesrv", s.ns.get()).Msg("name servers from the address server")
 		}

@@ -279,7 +279,8 @@ func run(ctx context.Context, o options) error {
 
 // startProxy starts the gRPC proxy next to the broker: its configuration
 // from path (RocketMQ's rmq-proxy.json, or none), its name servers the
-// broker's unless the file names others. Unlike RocketMQ's local mode it
+// broker's, or the broker's address server, unless the file names others
+// (see loadProxyConfig). Unlike RocketMQ's local mode it
 // reaches this broker (and the others) through the name servers.
 func startProxy(ctx context.Context, path string, cfg configs.Broker, log zerolog.Logger) (*grpcproxy.Server, error) {
 	loaded, err := loadProxyConfig(path, cfg)
@@ -288,12 +289,6 @@ func startProxy(ctx context.Context, path string, cfg configs.Broker, log zerolo
 	}
 	plog := log.With().Str("component", "grpcproxy").Logger()
 	logging.IgnoredKeys(plog, path, loaded.UnknownKeys, loaded.InertKeys)
-	if cfg.NamesrvAddr == "" && cfg.FetchNamesrvAddrByAddressServer {
-		// The proxy's list is fixed at start; the broker's address server
-		// has not been asked for it.
-		plog.Warn().Str("namesrvAddr", loaded.Proxy.NamesrvAddr).
-			Msg("the proxy does not ask the broker's address server (fetchNamesrvAddrByAddressServer): it finds brokers through its own namesrvAddr")
-	}
 	pc, err := grpcproxy.ConfigFrom(loaded.Proxy, log)
 	if err != nil {
 		return nil, err
@@ -310,12 +305,21 @@ func startProxy(ctx context.Context, path string, cfg configs.Broker, log zerolo
 
 // loadProxyConfig reads the proxy's configuration at path (RocketMQ's
 // rmq-proxy.json, or none), its name servers the broker's unless the
-// file names others.
+// file names others: the broker's namesrvAddr, or, for a broker that asks
+// an address server for them (fetchNamesrvAddrByAddressServer without
+// namesrvAddr), that address server as the proxy's namesrvDomain and
+// namesrvDomainSubgroup, so that the proxy follows the list the broker
+// follows. A file's namesrvDomain (even empty) wins over the broker's;
+// as in RocketMQ a namesrvDomain wins over namesrvAddr.
 func loadProxyConfig(path string, cfg configs.Broker) (configs.LoadedProxy, error) {
 	var defaults []configs.Source
-	if cfg.NamesrvAddr != "" {
+	switch {
+	case cfg.NamesrvAddr != "":
 		// Unless the file names its own.
 		defaults = []configs.Source{{Name: "the broker's namesrvAddr", Values: map[string]string{"namesrvAddr": cfg.NamesrvAddr}}}
+	case cfg.FetchNamesrvAddrByAddressServer:
+		defaults = []configs.Source{{Name: "the broker's address server (rmqAddressServerDomain, rmqAddressServerSubGroup)",
+			Values: map[string]string{"namesrvDomain": cfg.RmqAddressServerDomain, "namesrvDomainSubgroup": cfg.RmqAddressServerSubGroup}}}
 	}
 	loaded, err := configs.LoadProxyFrom(path, defaults, nil)
 	if err != nil {

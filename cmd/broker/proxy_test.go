@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,15 +38,53 @@ func TestRocketMQArgs(t *testing.T) {
 // broker.
 func TestEnableProxy(t *testing.T) {
 	nsAddr := clustertest.StartNamesrv(t)
+	runWithProxy(t, nsAddr)
+}
 
+// A broker that asks an address server for its name servers
+// (fetchNamesrvAddrByAddressServer, no namesrvAddr) gives --enable-proxy's
+// proxy that address server: routes come from the name server it names,
+// and the proxy asks it too, at the broker's path.
+func TestEnableProxyFollowsTheBrokersAddressServer(t *testing.T) {
+	nsAddr := clustertest.StartNamesrv(t)
+	var mu sync.Mutex
+	var paths []string
+	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		_, _ = w.Write([]byte(nsAddr + "\n"))
+	}))
+	defer as.Close()
+	runWithProxy(t, "", "fetchNamesrvAddrByAddressServer=true",
+		"rmqAddressServerDomain="+strings.TrimPrefix(as.URL, "http://"), "rmqAddressServerSubGroup=nsaddr")
+	mu.Lock()
+	defer mu.Unlock()
+	// The broker asks once at start, the proxy once at its start: the
+	// route was found within 10 s, before either asks again.
+	if len(paths) < 2 {
+		t.Fatalf("address server asked %d times (%q), want by the broker and by its proxy", len(paths), paths)
+	}
+	for _, p := range paths {
+		if p != "/rocketmq/nsaddr" {
+			t.Errorf("address server asked for %q, want /rocketmq/nsaddr", p)
+		}
+	}
+}
+
+// runWithProxy runs a broker with --enable-proxy, its name servers
+// nsAddr (-n, none when empty) and the settings sets added, until a route
+// query through its proxy answers its queues, then stops it.
+func runWithProxy(t *testing.T, nsAddr string, sets ...string) {
+	t.Helper()
 	port := freePort(t)
 	pc := filepath.Join(t.TempDir(), "rmq-proxy.json")
 	if err := os.WriteFile(pc, fmt.Appendf(nil, `{"rocketMQClusterName":"DefaultCluster","grpcServerPort":%d,"bindAddress":"127.0.0.1"}`, port), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	o := options{enableProxy: true, proxyConfig: pc, shutdownWait: 10 * time.Second, namesrv: nsAddr,
-		store: t.TempDir(), sets: []string{"listenPort=0", "brokerIP1=127.0.0.1", "mappedFileSizeCommitLog=4194304",
-			"logLevel=error", "fastListenPort=0", "haListenPort=0"}}
+		store: t.TempDir(), sets: append([]string{"listenPort=0", "brokerIP1=127.0.0.1", "mappedFileSizeCommitLog=4194304",
+			"logLevel=error", "fastListenPort=0", "haListenPort=0"}, sets...)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, o) }()

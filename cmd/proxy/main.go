@@ -1,7 +1,9 @@
 // Command proxy serves RocketMQ 5's gRPC protocol in front of rocketkv
 // brokers, as RocketMQ's proxy does in cluster mode (mqproxy): RocketMQ 5
 // clients (Java 5.x, Go v5, C++, .NET, Node.js, Python, Rust) connect to
-// it on port 8081, and it finds brokers through the name servers.
+// it on port 8081, and it finds brokers through the name servers: those
+// -n or namesrvAddr names, or, with namesrvDomain, those an HTTP address
+// server names (asked again every 2 minutes).
 //
 //	proxy [-c rmq-proxy.json] [-n 127.0.0.1:9876] [--listen :8081]
 //
@@ -75,7 +77,7 @@ func newCommand() *cobra.Command {
 	f.StringVarP(&o.config, "config", "c", "", "rmq-proxy.json, properties or YAML configuration (RocketMQ proxy's keys, see configs/proxy.yaml)")
 	f.BoolVarP(&o.print, "print-config", "p", false, "print the configuration that would run, then exit")
 	f.String("listen", ":8081", "gRPC listen address (overrides bindAddress and grpcServerPort)")
-	f.StringP("namesrv", "n", "127.0.0.1:9876", "name server addresses, separated by ';' or ',' (overrides namesrvAddr; without either, NAMESRV_ADDR)")
+	f.StringP("namesrv", "n", "127.0.0.1:9876", "name server addresses, separated by ';' or ',' (overrides namesrvAddr; without either, NAMESRV_ADDR; not used with namesrvDomain)")
 	f.String("log-level", "info", "log level: trace, debug, info, warn or error (overrides logLevel)")
 	f.String("log-format", string(logging.Auto), "log format: auto, console or json (overrides logFormat)")
 	f.StringArrayVar(&sets, "set", nil, "override one configuration key: --set key=value (repeatable)")

@@ -98,6 +98,23 @@ func TestPrintConfig(t *testing.T) {
 	}
 }
 
+// namesrvDomain is a key like any other: -p prints it with its subgroup
+// (empty by default, as in RocketMQ) and no inert-key warning, and a
+// domain that makes no URL is refused as the start would refuse it.
+func TestPrintConfigNamesrvDomain(t *testing.T) {
+	out, err := execute(t, "-p", "--set", "namesrvDomain=addr.example:8081")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPrinted(t, out, "namesrvDomain=addr.example:8081", "namesrvDomainSubgroup=")
+	if strings.Contains(out, "inert") || strings.Contains(out, "not used") {
+		t.Errorf("-p warned about namesrvDomain:\n%s", out)
+	}
+	if _, err := execute(t, "-p", "--set", "namesrvDomain=:8081"); err == nil || !strings.Contains(err.Error(), "namesrvDomain") {
+		t.Errorf("namesrvDomain=:8081: %v, want an error naming the key", err)
+	}
+}
+
 // An rmq-proxy.json given with -c is read, and the flags given on the
 // command line win over it.
 func TestPrintConfigFromRMQProxyJSON(t *testing.T) {
