@@ -176,12 +176,8 @@ func (m *clientManager) heartbeat(conn *remoting.Conn, hb *heartbeatData, langua
 				Msg("heartbeat of a consumer of a group that does not exist (autoCreateSubscriptionGroup is off, or the name is not allowed); not registered")
 			continue
 		}
-		retryQueues := gc.RetryQueueNums
-		if retryQueues <= 0 {
-			retryQueues = 1
-		}
-		if _, err := m.b.topics.ensureSystemTopic(meta.RetryTopic(cd.GroupName), retryQueues, meta.PermRead|meta.PermWrite); err != nil {
-			return false, fmt.Errorf("create retry topic of %s: %w", cd.GroupName, err)
+		if err := m.ensureRetryTopic(cd.GroupName, gc.RetryQueueNums); err != nil {
+			return false, err
 		}
 		subs := make(map[string]*subscription, len(cd.SubscriptionDataSet))
 		for _, sd := range cd.SubscriptionDataSet {
@@ -219,6 +215,32 @@ func (m *clientManager) heartbeat(conn *remoting.Conn, hb *heartbeatData, langua
 		m.notifyChanged(g)
 	}
 	return subChange, nil
+}
+
+// ensureRetryTopic creates the retry topic of a group a consumer's
+// heartbeat names, with queues queues (the group's retryQueueNums, at
+// least one), as RocketMQ's heartbeat does
+// (createTopicInSendMessageBackMethod).
+//
+// A slave creates nothing: its topic table is its master's copy (slave
+// sync), and the retry topic, which the master creates at the consumer's
+// heartbeat there (a client heartbeats the master and the slaves of its
+// brokers), arrives with the next sync. RocketMQ's slave stores it in its
+// own table, which moves the table's data version off its master's; in
+// rocketkv that write would have the next sync copy the whole table again
+// for an answer that is the same without it (nothing can be sent to a
+// slave's retry topic; its messages come from the master's).
+func (m *clientManager) ensureRetryTopic(group string, queues int) error {
+	if m.b.isSlave() {
+		return nil
+	}
+	if queues <= 0 {
+		queues = 1
+	}
+	if _, err := m.b.topics.ensureSystemTopic(meta.RetryTopic(group), queues, meta.PermRead|meta.PermWrite); err != nil {
+		return fmt.Errorf("create retry topic of %s: %w", group, err)
+	}
+	return nil
 }
 
 // subsStale reports whether a V2 heartbeat of fingerprint to group must

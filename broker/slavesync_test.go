@@ -471,3 +471,42 @@ func TestSlaveSyncCopiesAttributes(t *testing.T) {
 		}
 	}
 }
+
+// A consumer's heartbeat on a slave registers the consumer and does not
+// create its group's retry topic in the slave's topic table: that table
+// is its master's copy, at the master's data version, and the retry
+// topic, which the master creates at the consumer's heartbeat there,
+// arrives with the next sync. A write on the slave would move its
+// version off the master's and have each sync copy the whole table.
+func TestSlaveHeartbeatCreatesNoRetryTopic(t *testing.T) {
+	master := startTestBroker(t, withHA(nil))
+	slave := startSlaveOf(t, master, nil)
+	syncSlave(t, slave, master)
+	retry := meta.RetryTopic("hbGroup")
+	sc := slave.client(nil)
+	sameAsMaster := func(when string) {
+		t.Helper()
+		if s, m := slave.topics.table.Version(), master.topics.table.Version(); !sameVersion(s, m) {
+			t.Fatalf("%s: the slave's topic table at %+v, the master's at %+v", when, s, m)
+		}
+	}
+	sameAsMaster("after the first sync")
+
+	heartbeat(t, sc, consumerHeartbeat("hb-client", "hbGroup"))
+	if code, ids := consumerIDList(t, sc, "hbGroup"); code != remoting.Success || len(ids) != 1 || ids[0] != "hb-client" {
+		t.Fatalf("consumers of hbGroup on the slave: %d %v, want [hb-client]", code, ids)
+	}
+	if tc, ok, err := slave.topics.get(retry); err != nil || ok {
+		t.Fatalf("the slave's heartbeat created %s: %+v %v", retry, tc, err)
+	}
+	sameAsMaster("after a heartbeat on the slave")
+
+	// The master creates it at the heartbeat there; the sync brings it.
+	heartbeat(t, master.client(nil), consumerHeartbeat("hb-client", "hbGroup"))
+	syncSlave(t, slave, master)
+	if _, ok, err := slave.topics.get(retry); err != nil || !ok {
+		t.Fatalf("%s not on the slave after the sync: %v", retry, err)
+	}
+	heartbeat(t, sc, consumerHeartbeat("hb-client", "hbGroup"))
+	sameAsMaster("after the sync and another heartbeat on the slave")
+}
