@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -235,5 +236,59 @@ func TestSlavePopStoresNoAutoCreatedGroup(t *testing.T) {
 	}
 	if after := slave.groups.Version(); !sameVersion(after, before) || !sameVersion(after, master.groups.Version()) {
 		t.Fatalf("the slave's group table version moved: %+v, before %+v, master's %+v", after, before, master.groups.Version())
+	}
+}
+
+// A pop held on a slave wakes when the invisible time of what the
+// slave's pops handed out of its queue runs out, as a revive's put wakes
+// it on a master: it gets the messages again then, not at the end of its
+// poll time.
+func TestSlaveHeldPopWakesWhenHandedOutMessagesExpire(t *testing.T) {
+	master := startTestBroker(t, withHA(nil))
+	slave := startSlaveOf(t, master, nil)
+	_, mrc := popClient(master)
+	sendBodies(t, mrc, "HW", 2)
+	waitReplicated(t, master, slave)
+	syncSlave(t, slave, master) // the topic
+	sc, _ := popClient(slave)
+	first := mustPop(t, sc, popclient.PopRequest{Group: "w", Topic: "HW", QueueID: 0, MaxMsgNums: 2, InvisibleTime: 3 * time.Second})
+	if fmt.Sprint(bodies(first.Messages)) != "[m0 m1]" {
+		t.Fatalf("first pop on the slave: %v, want [m0 m1]", bodies(first.Messages))
+	}
+
+	const pollTime = 30 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 2*pollTime)
+	defer cancel()
+	type answer struct {
+		res popclient.PopResult
+		at  time.Time
+		err error
+	}
+	held := make(chan answer, 1)
+	start := time.Now()
+	go func() {
+		res, err := sc.Pop(ctx, popclient.PopRequest{Group: "w", Topic: "HW", QueueID: 0, MaxMsgNums: 2, InvisibleTime: time.Minute, PollTime: pollTime})
+		held <- answer{res, time.Now(), err}
+	}()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		slave.popHolds.mu.Lock()
+		n := slave.popHolds.total
+		slave.popHolds.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second pop on the slave is not held")
+		}
+	}
+	a := <-held
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if fmt.Sprint(bodies(a.res.Messages)) != "[m0 m1]" {
+		t.Fatalf("held pop on the slave: %v, want [m0 m1] once their invisible time ran out", bodies(a.res.Messages))
+	}
+	if waited := a.at.Sub(start); waited >= pollTime/2 {
+		t.Fatalf("held pop on the slave answered after %v of its %v poll time: not woken when the invisible time ran out", waited, pollTime)
 	}
 }

@@ -50,6 +50,10 @@
 // non-orderly pop skips a queue of which the group has more messages in
 // flight than the limit, counted from its checkpoints; see threshold.go.
 //
+// A slave's read-only pops (PopReadOnly) write nothing and keep what they
+// handed out in memory (handedout.go), with a timer per queue that calls
+// Config.OnQueueReady when the earliest of it becomes poppable again.
+//
 // The wire forms live here too: the receipt handle (Handle, the POP_CK
 // property and ack extraInfo), the pop response header strings
 // (InfoBuilder and its parsers) and the BATCH_ACK_MESSAGE body

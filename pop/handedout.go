@@ -36,13 +36,44 @@ import (
 // queue's then last message once its marks ran out. The start is
 // forgotten once the group has a committed offset there.
 //
-// Concurrency: mu guards the map; the read-only pop of a queue holds the
-// queue's stripe lock from its start to its mark, so two pops of one
-// queue never read from the same start.
+// When the earliest end of a queue's marks (its last mark's) comes, a
+// pop of the queue starts earlier again, at messages whose time ran out,
+// and no message arrives to say so: a timer per queue with marks, armed
+// for that end, wakes the pops held on it then (notify), as a revive's
+// put wakes them on a master. It is re-armed for the next end when it
+// fires, replaced when a pop changes the queue's marks, and stopped when
+// the queue has none left or at close.
+//
+// Concurrency: mu guards the map, the timers and closed; the read-only
+// pop of a queue holds the queue's stripe lock from its start to its
+// mark, so two pops of one queue never read from the same start. notify
+// is called without mu held.
 type handedOut struct {
+	// notify wakes the pops held on a topic's queue (every queue of it
+	// when queueID is negative); nil arms no timers.
+	notify func(topic string, queueID int32)
+	// now is the clock (ms), which the marks' ends are on.
+	now func() int64
+
 	mu        sync.Mutex
 	queues    map[queueKey]*queueHandedOut
 	nextSweep int64
+	closed    bool
+}
+
+// heldOn names the pops held on a queue's messages: the topic and queue a
+// pop that reads it is held on (the queue popped, or every queue of the
+// popped topic for its pop-retry topics).
+type heldOn struct {
+	topic   string
+	queueID int32
+}
+
+// handedWake is the timer of a queue armed for at (ms); its identity
+// tells a timer that fired whether it is still the queue's.
+type handedWake struct {
+	t  *time.Timer
+	at int64
 }
 
 // queueHandedOut is what a slave handed out of one group's queue.
@@ -53,6 +84,10 @@ type queueHandedOut struct {
 	hasInit bool
 	// marks, next ascending and until descending.
 	marks []handedMark
+	// on is who to wake when the last mark runs out, wake the timer for
+	// it (nil without marks).
+	on   heldOn
+	wake *handedWake
 }
 
 // handedMark says that the messages before next were handed out and are
@@ -63,8 +98,13 @@ type handedMark struct{ next, until int64 }
 // that queues no longer popped do not keep them.
 const handedSweepEvery = time.Minute
 
-func newHandedOut() *handedOut {
-	return &handedOut{queues: map[queueKey]*queueHandedOut{}}
+// newHandedOut returns an empty memory whose timers call notify (none
+// with a nil notify) at the ends of marks on the clock now.
+func newHandedOut(notify func(topic string, queueID int32), now func() int64) *handedOut {
+	if now == nil {
+		now = func() int64 { return time.Now().UnixMilli() }
+	}
+	return &handedOut{notify: notify, now: now, queues: map[queueKey]*queueHandedOut{}}
 }
 
 // initOf returns the start remembered for a group without a committed
@@ -122,8 +162,7 @@ func (h *handedOut) from(k queueKey, base int64, committed bool, now int64) int6
 		}
 		q.marks = q.marks[i:]
 	}
-	if len(q.marks) == 0 && !q.hasInit {
-		delete(h.queues, k)
+	if !h.settle(k, q, now) {
 		return base
 	}
 	if n := len(q.marks); n > 0 && q.marks[n-1].next > base {
@@ -144,13 +183,15 @@ func (q *queueHandedOut) prune(now int64) {
 }
 
 // handOut notes that a read-only pop of k that started at start read up
-// to next (exclusive), its messages invisible until until. A read that
-// started below start (the queue ends before it: deleted and created
-// again) forgets the queue's earlier marks.
-func (h *handedOut) handOut(k queueKey, start, from, next, until, now int64) {
+// to next (exclusive), its messages invisible until until; on is where
+// pops that read k are held. A read that started below start (the queue
+// ends before it: deleted and created again) forgets the queue's earlier
+// marks.
+func (h *handedOut) handOut(k queueKey, on heldOn, start, from, next, until, now int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.queue(k)
+	q.on = on
 	if from < start {
 		clear(q.marks)
 		q.marks = q.marks[:0]
@@ -167,9 +208,7 @@ func (h *handedOut) handOut(k queueKey, start, from, next, until, now int64) {
 			q.marks = append(q.marks, handedMark{next: next, until: until})
 		}
 	}
-	if len(q.marks) == 0 && !q.hasInit {
-		delete(h.queues, k)
-	}
+	h.settle(k, q, now)
 	if now >= h.nextSweep {
 		h.nextSweep = now + handedSweepEvery.Milliseconds()
 		h.sweepLocked(now)
@@ -181,9 +220,65 @@ func (h *handedOut) handOut(k queueKey, start, from, next, until, now int64) {
 func (h *handedOut) sweepLocked(now int64) {
 	for k, q := range h.queues {
 		q.prune(now)
-		if len(q.marks) == 0 && !q.hasInit {
-			delete(h.queues, k)
-		}
+		h.settle(k, q, now)
+	}
+}
+
+// settle arms q's timer for the end of its last mark, stops it when q
+// has no marks, and drops q when it keeps nothing; it reports whether q
+// is kept. The caller holds mu.
+func (h *handedOut) settle(k queueKey, q *queueHandedOut, now int64) bool {
+	n := len(q.marks)
+	if n == 0 || h.closed || h.notify == nil {
+		q.stopWake()
+	} else if at := q.marks[n-1].until; q.wake == nil || q.wake.at != at {
+		q.stopWake()
+		w := &handedWake{at: at}
+		q.wake = w
+		// Under mu: fire waits for it, so w.t is set before fire runs.
+		w.t = time.AfterFunc(time.Duration(max(at-now, 0))*time.Millisecond, func() { h.fire(k, w) })
+	}
+	if n == 0 && !q.hasInit {
+		delete(h.queues, k)
+		return false
+	}
+	return true
+}
+
+// stopWake stops q's timer.
+func (q *queueHandedOut) stopWake() {
+	if q.wake != nil {
+		q.wake.t.Stop()
+		q.wake = nil
+	}
+}
+
+// fire drops the marks of k that ran out, re-arms its timer for the next
+// end and wakes the pops held on k, unless the timer was replaced or the
+// memory closed meanwhile.
+func (h *handedOut) fire(k queueKey, w *handedWake) {
+	h.mu.Lock()
+	q := h.queues[k]
+	if h.closed || q == nil || q.wake != w {
+		h.mu.Unlock()
+		return
+	}
+	q.wake = nil
+	now := h.now()
+	q.prune(now)
+	on := q.on
+	h.settle(k, q, now)
+	h.mu.Unlock()
+	h.notify(on.topic, on.queueID)
+}
+
+// close stops every timer; later marks arm none.
+func (h *handedOut) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for _, q := range h.queues {
+		q.stopWake()
 	}
 }
 
@@ -210,9 +305,7 @@ func (h *handedOut) forgetStarts(has func(queueKey) (bool, error)) error {
 		h.mu.Lock()
 		if q := h.queues[k]; q != nil {
 			q.hasInit = false
-			if len(q.marks) == 0 {
-				delete(h.queues, k)
-			}
+			h.settle(k, q, h.now())
 		}
 		h.mu.Unlock()
 	}

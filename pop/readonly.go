@@ -32,7 +32,8 @@ import (
 // by the slave and not acknowledged on the master (an ack on the slave
 // changes nothing) is popped again once
 // its invisible time is over (and that of every message handed out after
-// it). An orderly pop ignores whatever orderly batch of the master's was
+// it); the pops held on its queue are woken then (Config.OnQueueReady).
+// An orderly pop ignores whatever orderly batch of the master's was
 // copied, counts no earlier delivery and keeps nothing in memory
 // (RocketMQ's slave has none of its master's orderly state).
 func (s *Service) PopReadOnly(req PopRequest) (PopResult, error) {
@@ -116,7 +117,11 @@ func (s *Service) readOnlyRead(req PopRequest, src source, remain int, popTime i
 	if err != nil {
 		return readResult{}, err
 	}
-	s.handed.handOut(k, pos, r.from, r.next, popTime+req.InvisibleTime, s.now())
+	on := heldOn{req.Topic, src.queueID}
+	if src.topic != req.Topic {
+		on.queueID = -1 // a pop-retry topic: read by the pops of every queue
+	}
+	s.handed.handOut(k, on, pos, r.from, r.next, popTime+req.InvisibleTime, s.now())
 	return r, nil
 }
 

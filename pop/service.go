@@ -112,8 +112,10 @@ type Config struct {
 	// compaction store.
 	Compaction *kvindex.Compaction
 	// OnQueueReady is called when an orderly ack, the end of an orderly
-	// batch's lock or a revive may have made messages of a queue poppable
-	// (to wake held pops); it must not block.
+	// batch's lock, a revive or, on a slave, the end of the invisible time
+	// of what its read-only pops handed out may have made messages of a
+	// queue poppable (to wake held pops; a negative queueID: every queue
+	// of the topic); it must not block.
 	OnQueueReady func(topic string, queueID int32)
 	// DropExhaustedRevives drops a message whose revive failed
 	// maxReviveAttempts times (its record unreadable, or its put to the
@@ -259,8 +261,8 @@ func New(cfg Config) (*Service, error) {
 		seed:     maphash.MakeSeed(),
 		reqCount: map[string]uint64{},
 		wake:     make(chan struct{}, 1),
-		handed:   newHandedOut(),
 	}
+	s.handed = newHandedOut(cfg.OnQueueReady, s.now)
 	if !cfg.QuietOrderLockRelease {
 		s.orderWakes = newOrderWakes(cfg.OnQueueReady)
 	}
@@ -438,9 +440,11 @@ func (s *Service) Start() {
 	go s.reviveLoop(ctx)
 }
 
-// Close stops revive and waits for it.
+// Close stops revive and waits for it, and stops the timers that wake
+// held pops (orderly locks, a slave's handed-out messages).
 func (s *Service) Close() error {
 	s.orderWakes.close()
+	s.handed.close()
 	if s.cancel == nil {
 		return nil
 	}
