@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -13,6 +14,15 @@ import (
 type Migrated struct {
 	User meta.UserInfo
 	ACL  *meta.AclInfo
+	// Refused says why the account cannot be imported at all: its user
+	// is one AUTH_CREATE_USER refuses (a blank access or secret key, which
+	// plain_acl.yml allows when longer than 6 characters). Nil when it
+	// can.
+	Refused error
+	// ACLRefused says why the user imports without its access list: the
+	// list does not compile (a topic permission on "%RETRY%" alone names
+	// no group). ACL is nil then.
+	ACLRefused error
 }
 
 // FromV1 maps the accounts of a plain_acl.yml as RocketMQ's AuthMigrator
@@ -24,6 +34,8 @@ type Migrated struct {
 // actions and a decision: PUB is Pub, SUB is Sub, PUB|SUB both, allowed;
 // DENY is All, denied. White-listed addresses have no counterpart and are
 // left out. Accounts come in access-key order, entries in name order.
+// An account that cannot be imported has Refused set, an access list that
+// cannot ACLRefused (see Migrated).
 func FromV1(cfg *acl.Config) []Migrated {
 	keys := make([]string, 0, len(cfg.Accounts))
 	for k := range cfg.Accounts {
@@ -65,6 +77,17 @@ func FromV1(cfg *acl.Config) []Migrated {
 		}
 		if len(policies) > 0 {
 			m.ACL = &meta.AclInfo{Subject: Subject(a.AccessKey), Policies: policies}
+		}
+		// As RocketMQ's AuthMigrator, which creates the user through the
+		// checks of createUser and then the access list: an account the
+		// checks refuse is not imported, an access list that does not
+		// compile is left out.
+		if _, err := NewUser(m.User); err != nil {
+			m.Refused = fmt.Errorf("user %q: %w", a.AccessKey, err)
+		} else if m.ACL != nil {
+			if _, err := Compile(*m.ACL); err != nil {
+				m.ACL, m.ACLRefused = nil, fmt.Errorf("access list of %q: %w", a.AccessKey, err)
+			}
 		}
 		out = append(out, m)
 	}

@@ -132,10 +132,19 @@ func (b *Broker) migrateAuthFromV1(s *authState) error {
 	}
 	imported := 0
 	for _, m := range auth.FromV1(cfg) {
+		if m.Refused != nil {
+			// As RocketMQ's AuthMigrator: the account is logged and
+			// passed over, the others are imported.
+			b.log.Error().Err(m.Refused).Str("file", path).Msg("migrateAuthFromV1Enabled: plain ACL account not imported")
+			continue
+		}
 		if _, ok, err := s.users.Get(m.User.Username); err != nil {
 			return err
 		} else if ok {
 			continue
+		}
+		if m.ACLRefused != nil {
+			b.log.Error().Err(m.ACLRefused).Str("file", path).Msg("migrateAuthFromV1Enabled: plain ACL account imported without its permissions")
 		}
 		if err := s.users.Put(m.User); err != nil {
 			return fmt.Errorf("migrate user %s: %w", m.User.Username, err)

@@ -476,3 +476,30 @@ func TestAuthUserRequest(t *testing.T) {
 		t.Errorf("no body: %q %+v %+v, want u and an empty user", name, in, refused)
 	}
 }
+
+// migrateAuthFromV1Enabled passes over an account whose user
+// AUTH_CREATE_USER would refuse (plain_acl.yml takes seven spaces as an
+// access key) and imports an account whose access list does not compile
+// without the list, as RocketMQ's AuthMigrator; the others are imported.
+func TestAuthMigrationPassesOverRefusedAccounts(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "plain_acl.yml")
+	if err := os.WriteFile(file, []byte("accounts:\n  - {accessKey: '       ', secretKey: '12345678'}\n"+
+		"  - {accessKey: retryKey1, secretKey: retry-secret, topicPerms: ['%RETRY%=SUB']}\n"+
+		"  - {accessKey: producer1, secretKey: producer-secret, topicPerms: ['AclT=PUB']}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := startTestBroker(t, map[string]string{"authenticationEnabled": "true", "authorizationEnabled": "true",
+		"migrateAuthFromV1Enabled": "true", "plainAclFile": file})
+	if _, ok, err := b.auth.users.Get("       "); err != nil || ok {
+		t.Fatalf("the blank access key was imported as a user: %v %v", ok, err)
+	}
+	if _, ok, err := b.auth.users.Get("retryKey1"); err != nil || !ok {
+		t.Fatalf("retryKey1 not imported: %v %v", ok, err)
+	}
+	if a, ok, err := b.auth.acls.Get(auth.Subject("retryKey1")); err != nil || ok {
+		t.Fatalf("retryKey1's access list, which does not compile, was imported: %+v %v %v", a, ok, err)
+	}
+	if _, ok, err := b.auth.acls.Get(auth.Subject("producer1")); err != nil || !ok {
+		t.Fatalf("producer1's access list not imported: %v %v", ok, err)
+	}
+}
