@@ -17,9 +17,9 @@ import (
 // ckOffset and popTime) become one checkpoint. Their deadlines differ
 // only after a failed revive of some of them; the checkpoint takes the
 // earliest deadline and the most attempts, so a message is at worst
-// re-delivered early, never late or lost. A record that does not decode
-// names no message that could be re-delivered; it is logged with its key
-// and dropped with the keyspace. It returns how many records it moved and
+// re-delivered early, never late or lost. A record that does not decode,
+// or of a negative queue offset, names no message that could be
+// re-delivered; it is logged with its key and dropped with the keyspace. It returns how many records it moved and
 // how many it dropped.
 func (d *DB) migratePopCheckpoints() (moved, dropped int, err error) {
 	type name struct {
@@ -33,6 +33,15 @@ func (d *DB) migratePopCheckpoints() (moved, dropped int, err error) {
 		if err != nil {
 			d.log.Warn().Hex("key", k).Int("valueBytes", len(v)).
 				Msg("schema upgrade: in-flight record does not decode; dropped")
+			dropped++
+			return true
+		}
+		// One that decodes with a negative offset (none that this code
+		// wrote) names no message either, and no checkpoint can hold it:
+		// refusing it would keep the broker from starting.
+		if r.QueueOffset < 0 {
+			d.log.Warn().Hex("key", k).Int64("queueOffset", r.QueueOffset).
+				Msg("schema upgrade: in-flight record of a negative queue offset; dropped")
 			dropped++
 			return true
 		}
@@ -57,12 +66,13 @@ func (d *DB) migratePopCheckpoints() (moved, dropped int, err error) {
 	for _, c := range cks {
 		slices.SortFunc(c.Offsets, cmp.Compare)
 		c.Offsets = slices.Compact(c.Offsets)
-		// A record outside [ckOffset, ckOffset+MaxCheckpointSpan) (none
-		// that this code wrote) cannot share its pop's checkpoint: it gets
-		// one of its own, which revive re-delivers at its deadline.
+		// A record outside [ckOffset, ckOffset+MaxCheckpointSpan), or of a
+		// negative ckOffset (none that this code wrote), cannot share its
+		// pop's checkpoint: it gets one of its own, which revive
+		// re-delivers at its deadline.
 		var fit []int64
 		for _, off := range c.Offsets {
-			if off >= c.CKOffset && off-c.CKOffset < MaxCheckpointSpan {
+			if c.CKOffset >= 0 && off >= c.CKOffset && off-c.CKOffset < MaxCheckpointSpan {
 				fit = append(fit, off)
 				continue
 			}
