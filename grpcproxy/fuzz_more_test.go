@@ -10,6 +10,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/pop"
 )
 
@@ -58,6 +59,7 @@ func FuzzBuildOutgoingFields(f *testing.F) {
 	f.Add("id\x01x", "t", "", "", "", "", "u", "v")
 	f.Add("  ", "|", "\x00", "\t", "", "", "TAGS", "x")
 	f.Add("id", "t", "k", "g", "tc", "bh", "u", "v")
+	f.Add("id", "t", "k", "g", "tc", " \x1e\t", "u", "v") // a blank born host: the caller's address
 	s := configOnlyServer(nil)
 	now := time.UnixMilli(1_700_000_000_000)
 	f.Fuzz(func(t *testing.T, id, tag, keys, group, trace, bornHost, uk, uv string) {
@@ -89,8 +91,11 @@ func FuzzBuildOutgoingFields(f *testing.F) {
 		if trace != "" {
 			want[propTraceContext] = trace
 		}
-		if bornHost != "" {
-			want[propBornHost] = bornHost
+		// A blank born host (Java's whitespace, 0x1C-0x1F included) is
+		// none: the caller's address stands for it, as in RocketMQ's proxy.
+		want[propBornHost] = bornHost
+		if meta.IsBlank(bornHost) {
+			want[propBornHost] = "127.0.0.1:9"
 		}
 		for k, v := range want {
 			if got[k] != v {
