@@ -389,6 +389,7 @@ func TestARocksDBConsumeQueueIsNamedAtStart(t *testing.T) {
 // readable once the topic is created.
 func TestOpenRocketMQStoreWarnsOfUnroutedQueues(t *testing.T) {
 	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	settleFixtureDelay(t, store)
 	if err := os.RemoveAll(filepath.Join(store, "consumequeue")); err != nil {
 		t.Fatal(err)
 	}
@@ -429,6 +430,7 @@ func TestOpenRocketMQStoreWarnsOfUnroutedQueues(t *testing.T) {
 func TestOpenRocketMQStoreWithDeletedTopics(t *testing.T) {
 	const long = "LongTopic_klmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvw"
 	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	settleFixtureDelay(t, store)
 	// The deletions and the new messages as RocketMQ leaves them on disk:
 	// storeType=file writes RocketMQ's consumequeue/ (a deletion drops
 	// the topic's directory there), the index is then removed and the
@@ -609,6 +611,20 @@ func editRocketMQTopics(t *testing.T, store string, edit func(table map[string]m
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// settleFixtureDelay marks the 4.9.8 fixture's 2-hour delay message
+// (level 18, for TopicB/1, due since 2026-11-29 14:14 UTC) as delivered in
+// the store copy's delayOffset.json, for tests that count TopicB as the
+// fixture left it: a broker started on the copy delivers the overdue
+// message about 100 ms after its start, which raced their reads (and, on a
+// loaded machine, won).
+func settleFixtureDelay(t *testing.T, store string) {
+	t.Helper()
+	path := filepath.Join(store, "config", "delayOffset.json")
+	if err := os.WriteFile(path, []byte(`{"offsetTable":{1:1,18:1}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -811,6 +827,7 @@ func TestOpenRocketMQStoreWithAQueuesFirstFileMissing(t *testing.T) {
 // as repeats of their offsets.
 func TestOpenRocketMQStoreWithAQueueNumberedAgain(t *testing.T) {
 	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	settleFixtureDelay(t, store)
 	settings := map[string]string{"mappedFileSizeCommitLog": "16384", "storeType": "file"}
 	b := startTestBrokerAt(t, store, settings)
 	b.caughtUp()
