@@ -1229,7 +1229,10 @@ func TestStaleCommittedOffsetHealsOnNextPop(t *testing.T) {
 // read (the queue that fills it commits durably, else one flush at the
 // end), and not at all when it found nothing.
 func TestPopWaitsForTheIndexOnce(t *testing.T) {
-	b := startTestBroker(t, nil)
+	// The periodic sync of the index's log counts as a flush too: an hour
+	// apart, none falls between a step's two counts (at 500 ms one did
+	// on a loaded machine).
+	b := startTestBroker(t, map[string]string{"indexWalSyncIntervalMillis": "3600000"})
 	c, rc := popClient(b)
 	createTopic(t, rc, "PW", 2, 2)
 	for i := range 40 {
@@ -1271,7 +1274,9 @@ func TestPopWaitsForTheIndexOnce(t *testing.T) {
 // A batch ack naming several queues waits for the index's write-ahead log
 // once, not once per queue, and acknowledges every entry.
 func TestBatchAckWaitsForTheIndexOnce(t *testing.T) {
-	b := startTestBroker(t, nil)
+	// No periodic sync of the index's log between the counts (see
+	// TestPopWaitsForTheIndexOnce).
+	b := startTestBroker(t, map[string]string{"indexWalSyncIntervalMillis": "3600000"})
 	c, rc := popClient(b)
 	const queues = 4
 	createTopic(t, rc, "BA", queues, queues)
