@@ -137,12 +137,7 @@ func newNSLookup(r *registrar) *nsLookup {
 // run looks the name servers up delay after it starts and every period
 // after, until ctx ends.
 func (l *nsLookup) run(ctx context.Context) {
-	next := l.delay
-	periodic.RunVarying(ctx, func() time.Duration {
-		d := next
-		next = l.period
-		return d
-	}, l.refresh)
+	periodic.RunDelayed(ctx, l.delay, l.period, l.refresh)
 }
 
 // refresh looks the name servers up once and applies a list that

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -70,16 +71,7 @@ func (r *certReloader) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, e
 
 // run checks the files every interval until ctx ends.
 func (r *certReloader) run(ctx context.Context) {
-	t := time.NewTicker(r.watch.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			r.check()
-		}
-	}
+	periodic.Run(ctx, r.watch.Interval, func(context.Context) { r.check() })
 }
 
 // check hashes the files once and reloads the pair when both changed.

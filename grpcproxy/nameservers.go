@@ -68,12 +68,7 @@ type nsLookup struct {
 // run asks the address server delay after it starts and every period
 // after, until ctx ends.
 func (l *nsLookup) run(ctx context.Context) {
-	next := l.delay
-	periodic.RunVarying(ctx, func() time.Duration {
-		d := next
-		next = l.period
-		return d
-	}, func(ctx context.Context) { l.refresh(ctx) })
+	periodic.RunDelayed(ctx, l.delay, l.period, func(ctx context.Context) { l.refresh(ctx) })
 }
 
 // refresh asks the address server once and applies a list whose

@@ -44,3 +44,16 @@ func RunVarying(ctx context.Context, next func() time.Duration, fn func(context.
 		}
 	}
 }
+
+// RunDelayed calls fn first after the delay first, then every interval
+// after each call ends, until ctx ends (RocketMQ's scheduleAtFixedDelay
+// with an initial delay: a name-server lookup 10 s after start, then
+// every 2 minutes).
+func RunDelayed(ctx context.Context, first, every time.Duration, fn func(context.Context)) {
+	next := first
+	RunVarying(ctx, func() time.Duration {
+		d := next
+		next = every
+		return d
+	}, fn)
+}

@@ -68,3 +68,34 @@ func TestRunVaryingAsksTheIntervalEachTime(t *testing.T) {
 		t.Fatalf("interval asked %d times for 3 calls", asked)
 	}
 }
+
+// RunDelayed waits its first delay once, then its interval: with a first
+// delay of an hour nothing runs, with a short one the calls come at the
+// interval after it.
+func TestRunDelayedWaitsItsFirstDelayOnce(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := make(chan struct{}, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		RunDelayed(ctx, time.Hour, time.Millisecond, func(context.Context) { calls <- struct{}{} })
+	}()
+	select {
+	case <-calls:
+		t.Fatal("a call came before the first delay of an hour")
+	case <-time.After(50 * time.Millisecond):
+	}
+	cancel()
+	<-done
+
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	go RunDelayed(ctx, time.Millisecond, time.Millisecond, func(context.Context) { calls <- struct{}{} })
+	for i := 0; i < 3; i++ {
+		select {
+		case <-calls:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("call %d never came", i+1)
+		}
+	}
+}
