@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -98,10 +97,9 @@ type nsLookup struct {
 	period     time.Duration
 
 	// mu serializes lookups, so that the list of the last one to start
-	// is the one kept; lastErr (guarded by mu) is the last failure
-	// logged at warning level, repeated ones being logged at debug level.
-	mu      sync.Mutex
-	lastErr string
+	// is the one kept; failures (guarded by mu) logs their failures.
+	mu       sync.Mutex
+	failures namesrv.LookupFailures
 }
 
 // newNSLookup returns the lookup of b's name servers, or nil when they
@@ -156,48 +154,19 @@ func (l *nsLookup) refresh(ctx context.Context) {
 		cancel()
 	case nsAddressServer:
 		from = l.addrServer.URL()
-		var list string
-		if list, err = l.addrServer.Fetch(ctx); err == nil {
-			if addrs, err = namesrv.ParseAddressList(list); err != nil {
-				err = fmt.Errorf("address server %s answered %q: %w", from, list, err)
-			}
-		}
+		addrs, err = l.addrServer.FetchList(ctx)
 	default:
 		return
 	}
-	log := l.r.b.log
 	if err != nil {
-		if ctx.Err() != nil {
-			return // stopping
+		if ctx.Err() == nil { // else stopping
+			l.failures.Failed(l.r.b.log, err, from, l.r.ns.NameServers())
 		}
-		ev := log.Debug()
-		if msg := err.Error(); msg != l.lastErr {
-			l.lastErr = msg
-			ev = log.Warn()
-		}
-		ev.Err(err).Str("from", from).Strs("kept", l.r.ns.NameServers()).Msg("name server lookup failed: the name servers stay as they are")
 		return
 	}
-	if l.lastErr != "" {
-		l.lastErr = ""
-		log.Info().Str("from", from).Msg("name server lookup works again")
-	}
-	if sameAddrs(addrs, l.r.ns.NameServers()) {
+	l.failures.Succeeded(l.r.b.log, from)
+	if namesrv.SameAddresses(addrs, l.r.ns.NameServers()) {
 		return
 	}
 	l.r.setNameServers(strings.Join(addrs, ";"))
-}
-
-// sameAddrs reports whether a and b hold the same addresses, in any
-// order (as RocketMQ's NettyRemotingClient compares a new list).
-func sameAddrs(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
-		}
-	}
-	return true
 }

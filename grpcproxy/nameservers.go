@@ -2,7 +2,6 @@ package grpcproxy
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -59,10 +58,9 @@ type nsLookup struct {
 	log    zerolog.Logger
 
 	// mu serializes refreshes, so that the list of the last one to start
-	// is the one kept; lastErr (guarded by mu) is the last failure
-	// logged at warning level, repeats being logged at debug level.
-	mu      sync.Mutex
-	lastErr string
+	// is the one kept; failures (guarded by mu) logs their failures.
+	mu       sync.Mutex
+	failures namesrv.LookupFailures
 }
 
 // run asks the address server delay after it starts and every period
@@ -77,31 +75,16 @@ func (l *nsLookup) run(ctx context.Context) {
 func (l *nsLookup) refresh(ctx context.Context) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	list, err := l.server.Fetch(ctx)
-	var addrs []string
-	if err == nil {
-		if addrs, err = namesrv.ParseAddressList(list); err != nil {
-			err = fmt.Errorf("address server %s answered %q: %w", l.server.URL(), list, err)
-		}
-	}
+	addrs, err := l.server.FetchList(ctx)
 	old := l.ns.get()
 	if err != nil {
-		if ctx.Err() != nil {
-			return false // stopping
+		if ctx.Err() == nil { // else stopping
+			l.failures.Failed(l.log, err, l.server.URL(), old)
 		}
-		ev := l.log.Debug()
-		if msg := err.Error(); msg != l.lastErr {
-			l.lastErr = msg
-			ev = l.log.Warn()
-		}
-		ev.Err(err).Strs("kept", old).Msg("name server lookup failed: the name servers stay as they are")
 		return false
 	}
-	if l.lastErr != "" {
-		l.lastErr = ""
-		l.log.Info().Str("from", l.server.URL()).Msg("name server lookup works again")
-	}
-	if len(addrs) == len(old) && !slices.ContainsFunc(addrs, func(a string) bool { return !slices.Contains(old, a) }) {
+	l.failures.Succeeded(l.log, l.server.URL())
+	if namesrv.SameAddresses(addrs, old) {
 		return true
 	}
 	l.ns.set(addrs)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -168,4 +170,52 @@ func ParseAddressList(list string) ([]string, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// FetchList asks the address server once (Fetch) and parses its answer
+// (ParseAddressList); an answer that is no list is an error naming it.
+func (a *AddressServer) FetchList(ctx context.Context) ([]string, error) {
+	list, err := a.Fetch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := ParseAddressList(list)
+	if err != nil {
+		return nil, fmt.Errorf("address server %s answered %q: %w", a.url, list, err)
+	}
+	return addrs, nil
+}
+
+// SameAddresses reports whether a and b hold the same addresses, in any
+// order (as RocketMQ's NettyRemotingClient compares a new list): a
+// lookup that finds them changes nothing.
+func SameAddresses(a, b []string) bool {
+	return len(a) == len(b) && !slices.ContainsFunc(a, func(x string) bool { return !slices.Contains(b, x) })
+}
+
+// LookupFailures logs the failures of a periodic name server lookup
+// (the broker's and the proxy's): a failure at warning level when it
+// differs from the one before, at debug level while it repeats, and the
+// first success after a failure at info level. Not safe for concurrent
+// use: its callers serialize their lookups.
+type LookupFailures struct{ last string }
+
+// Failed logs err, a lookup from from that failed and kept the list
+// kept.
+func (f *LookupFailures) Failed(log zerolog.Logger, err error, from string, kept []string) {
+	ev := log.Debug()
+	if msg := err.Error(); msg != f.last {
+		f.last = msg
+		ev = log.Warn()
+	}
+	ev.Err(err).Str("from", from).Strs("kept", kept).Msg("name server lookup failed: the name servers stay as they are")
+}
+
+// Succeeded notes a lookup from from that worked, logging it once after
+// failures.
+func (f *LookupFailures) Succeeded(log zerolog.Logger, from string) {
+	if f.last != "" {
+		f.last = ""
+		log.Info().Str("from", from).Msg("name server lookup works again")
+	}
 }

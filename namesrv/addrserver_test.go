@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // The address server's URL is built as RocketMQ's MixAll.getWSAddr
@@ -99,6 +101,49 @@ func TestParseAddressList(t *testing.T) {
 	for _, bad := range []string{"", ";", "<html>gone</html>", "10.0.0.1:9876;10.0.0.2", "10.0.0.1:0", "10.0.0.1:98760"} {
 		if got, err := ParseAddressList(bad); err == nil {
 			t.Errorf("ParseAddressList(%q) = %v, want an error", bad, got)
+		}
+	}
+}
+
+// SameAddresses compares lists in any order; FetchList names an answer
+// that is no list.
+func TestSameAddressesAndFetchList(t *testing.T) {
+	if !SameAddresses([]string{"a:1", "b:2"}, []string{"b:2", "a:1"}) ||
+		SameAddresses([]string{"a:1"}, []string{"a:1", "b:2"}) || SameAddresses([]string{"a:1", "c:3"}, []string{"a:1", "b:2"}) {
+		t.Fatal("SameAddresses is not an order-free comparison")
+	}
+	answer := "10.0.0.1:9876;10.0.0.2:9876"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(answer)) }))
+	defer srv.Close()
+	a := NewAddressServer(srv.URL + "/rocketmq/nsaddr")
+	if got, err := a.FetchList(context.Background()); err != nil || !slices.Equal(got, []string{"10.0.0.1:9876", "10.0.0.2:9876"}) {
+		t.Fatalf("FetchList = %v, %v", got, err)
+	}
+	answer = "<html>"
+	if _, err := a.FetchList(context.Background()); err == nil || !strings.Contains(err.Error(), `answered "<html>"`) {
+		t.Fatalf("FetchList of a page that is no list: %v, want an error naming the answer", err)
+	}
+}
+
+// LookupFailures warns of a new failure, logs a repeat at debug level,
+// and says once that lookups work again.
+func TestLookupFailuresLevels(t *testing.T) {
+	var buf strings.Builder
+	log := zerolog.New(&buf).Level(zerolog.DebugLevel)
+	var f LookupFailures
+	f.Succeeded(log, "x")
+	f.Failed(log, errors.New("down"), "x", nil)
+	f.Failed(log, errors.New("down"), "x", nil)
+	f.Succeeded(log, "x")
+	f.Succeeded(log, "x")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	want := []string{`"level":"warn"`, `"level":"debug"`, `works again`}
+	if len(lines) != len(want) {
+		t.Fatalf("logged %q, want %d lines", lines, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) {
+			t.Errorf("line %d %q lacks %s", i, lines[i], w)
 		}
 	}
 }
