@@ -129,13 +129,9 @@ func lookupPropertyBytes(props []byte, key string) ([]byte, bool) {
 // Check's, and ErrPropCRC for a property that is missing, not a number
 // or not the record's CRC. It allocates nothing.
 func CheckPropCRC(b []byte) (int32, error) {
-	l, err := parse(b)
+	l, err := parseChecked(b)
 	if err != nil {
-		if err == ErrBlank {
-			n, _ := BlankSize(b)
-			return n, ErrBlank
-		}
-		return 0, err
+		return l.blank, err
 	}
 	rec := b[:l.size]
 	v, ok := lookupPropertyBytes(rec[l.props:l.props+l.propsLen], PropertyCRC32)

@@ -274,18 +274,35 @@ func parse(b []byte) (layout, error) {
 // 0x7FFFFFFF.
 func BodyCRC(body []byte) uint32 { return crc32.ChecksumIEEE(body) & 0x7FFFFFFF }
 
+// checkedLayout is a record's layout for Check and CheckPropCRC, or the
+// remaining length of a blank filler (blank) when parse found one.
+type checkedLayout struct {
+	layout
+	blank int32
+}
+
+// parseChecked is parse for the checks: a blank filler gives its
+// remaining length with ErrBlank, any other error a zero layout.
+func parseChecked(b []byte) (checkedLayout, error) {
+	l, err := parse(b)
+	switch {
+	case err == ErrBlank:
+		n, _ := BlankSize(b)
+		return checkedLayout{blank: n}, ErrBlank
+	case err != nil:
+		return checkedLayout{}, err
+	}
+	return checkedLayout{layout: l}, nil
+}
+
 // Check validates the record at b[0] without allocating and returns its
 // size. It returns the same errors as Decode; with verifyCRC it also
 // checks the body CRC (ErrCRC). For a blank filler it returns the
 // remaining length and ErrBlank.
 func Check(b []byte, verifyCRC bool) (int32, error) {
-	l, err := parse(b)
+	l, err := parseChecked(b)
 	if err != nil {
-		if err == ErrBlank {
-			n, _ := BlankSize(b)
-			return n, ErrBlank
-		}
-		return 0, err
+		return l.blank, err
 	}
 	if verifyCRC {
 		if stored, got := binary.BigEndian.Uint32(b[posBodyCRC:]), BodyCRC(b[l.body:l.body+l.bodyLen]); stored != got {
