@@ -52,6 +52,8 @@ func FuzzMoreRequests(f *testing.F) {
 	f.Add(moreCode(remoting.UnregisterClient), "clientID=c;producerGroup=pg;consumerGroup=g", []byte(nil))
 	f.Add(moreCode(remoting.GetTopicConfig), "topic=T", []byte(nil))
 	f.Add(moreCode(remoting.GetAllTopicConfig), "dataVersion=x", []byte(`{"counter":1,"timestamp":2}`))
+	f.Add(moreCode(remoting.GetAllTopicConfig), `topicSeq=1;maxTopicNum=2;dataVersion={"counter":1,"timestamp":2}`, []byte(nil))
+	f.Add(moreCode(remoting.GetAllSubscriptionGroupConfig), "groupSeq=-1;maxGroupNum=0;dataVersion=", []byte(nil))
 	f.Add(moreCode(remoting.GetSubscriptionGroupConfig), "group=g", []byte(nil))
 	f.Add(moreCode(remoting.DeleteSubscriptionGroup), "groupName=g;cleanOffset=true", []byte(nil))
 	f.Add(moreCode(remoting.SetCommitLogReadMode), "READ_AHEAD_MODE=1", []byte(nil))
