@@ -41,6 +41,7 @@ var runtimeKeys = map[string]bool{
 	"diskSpaceWarningLevelRatio":  true,
 	// Features an operator turns on for a running broker's clients.
 	"enablePropertyFilter":              true,
+	"filterSupportRetry":                true,
 	"recallMessageEnable":               true,
 	"allowRecallWhenBrokerNotWriteable": true,
 	// Holding due timer messages back, read by each delivery round.

@@ -208,6 +208,15 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	if sub.isSQL92() && !b.current().EnablePropertyFilter {
 		return fail(remoting.SystemError, sqlUnsupported)
 	}
+	if b.current().FilterSupportRetry && meta.IsRetryTopic(p.topic) {
+		group := meta.RetryTopicGroup(p.topic)
+		sub = sub.forRetry(func(origin string) *subscription {
+			if o, _, _ := b.clients.groupSubscription(group, origin); o.isSQL92() {
+				return o
+			}
+			return nil
+		})
+	}
 
 	if b.coldReads.limited(p.group) && b.coldAt(p.topic, p.queueID, p.queueOffset) {
 		// Cold-data flow control, where RocketMQ's pull processor

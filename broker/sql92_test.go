@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -305,5 +306,89 @@ func TestPopFiltersThePopRetryTopic(t *testing.T) {
 				t.Fatalf("pops with %q after the revive: %v, want [two] (the revived message it selects, not the one it does not)", tc.only, got)
 			}
 		})
+	}
+}
+
+// filterSupportRetry: a pull of a group's %RETRY% topic by a SQL92
+// subscription filters each message by the group's SQL92 subscription to
+// the topic named in its RETRY_TOPIC property, and takes the messages
+// whose origin the group does not filter by SQL92 (or that name none), as
+// RocketMQ's ExpressionForRetryMessageFilter; a TAG subscription to the
+// retry topic is not affected, and the key changes at run time.
+func TestFilterSupportRetry(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enablePropertyFilter": "true", "filterSupportRetry": "true"})
+	c := b.client(nil)
+	const retry = "%RETRY%gr"
+	for i := 0; i < 6; i++ {
+		mustSend(t, c, retry, 0, fmt.Sprintf("m%d", i), fmt.Sprintf("a\x01%d\x02RETRY_TOPIC\x01SQL\x02", i))
+	}
+	mustSend(t, c, retry, 0, "other", "a\x011\x02RETRY_TOPIC\x01Other\x02")
+	mustSend(t, c, retry, 0, "none", "a\x011\x02")
+	b.caughtUp()
+	// The group filters SQL by "a >= 3", its retry topic by a selector
+	// that takes nothing on its own, and Other by a tag.
+	subs := map[string]string{"SQL": "a >= 3", retry: "a < 0", "Other": "t"}
+	body := strings.ReplaceAll(string(heartbeatBody("cid-gr", "", "gr", subs)), `"expressionType":"TAG"`, `"expressionType":"SQL92"`)
+	body = strings.Replace(body, `"topic":"Other","subString":"t","subVersion":42,"expressionType":"SQL92"`,
+		`"topic":"Other","subString":"t","subVersion":42,"expressionType":"TAG"`, 1)
+	heartbeat(t, c, []byte(body))
+	headerless := func(group, topic string) map[string]string {
+		h := pullReq(group, topic, 0, 0, 0, 0, "")
+		h["sysFlag"] = "0"
+		delete(h, "subscription")
+		return h
+	}
+	pull := func(group, topic string) string {
+		t.Helper()
+		r := call(t, c, remoting.PullMessage, headerless(group, topic), nil)
+		switch r.Code {
+		case remoting.Success:
+			return pulledBodies(t, r)
+		case remoting.PullNotFound, remoting.PullRetryImmediately:
+			return ""
+		}
+		t.Fatalf("pull of %s by %s: %d %q", topic, group, r.Code, r.Remark)
+		return ""
+	}
+	if got := pull("gr", retry); got != "m3 m4 m5 other none" {
+		t.Fatalf("retry pull with filterSupportRetry: %q, want the origin's filter (m3 m4 m5) and the unfiltered (other none)", got)
+	}
+	// A pull that posts its own SQL92 selector for the retry topic is
+	// filtered by the origin's subscription as well.
+	r := call(t, c, remoting.PullMessage, func() map[string]string {
+		h := pullReq("gr", retry, 0, 0, 0, 0, "a < 0")
+		h["expressionType"] = "SQL92"
+		return h
+	}(), nil)
+	if r.Code != remoting.Success || pulledBodies(t, r) != "m3 m4 m5 other none" {
+		t.Fatalf("retry pull by its own selector with filterSupportRetry: %d %q", r.Code, r.Remark)
+	}
+	// A TAG subscription to the retry topic (the Java and Go push
+	// consumers' "*") is not affected.
+	h := pullReq("gr", retry, 0, 0, 0, 0, "*")
+	if r := call(t, c, remoting.PullMessage, h, nil); r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != 8 {
+		t.Fatalf("TAG * pull of the retry topic with filterSupportRetry: %d %q", r.Code, r.Remark)
+	}
+
+	// A pull held at the end of the retry topic sleeps through a message
+	// the origin's filter rejects and is woken by one it takes.
+	hold := headerless("gr", retry)
+	hold["queueOffset"], hold["sysFlag"], hold["suspendTimeoutMillis"] = "8", strconv.Itoa(pullSuspend), "25000"
+	done := b.holdPull(c, hold)
+	mustSend(t, c, retry, 0, "rejected", "a\x010\x02RETRY_TOPIC\x01SQL\x02")
+	b.caughtUp()
+	stillHeld(t, b, done, "a retry message the origin's filter rejects")
+	mustSend(t, c, retry, 0, "taken", "a\x017\x02RETRY_TOPIC\x01SQL\x02")
+	if a := <-done; a.resp == nil || a.resp.Code != remoting.Success || pulledBodies(t, a.resp) != "taken" {
+		t.Fatalf("held retry pull woken by a message the origin's filter takes: %+v", a)
+	}
+
+	updateConfig(t, c, "filterSupportRetry=false")
+	if got := pull("gr", retry); got != "" {
+		t.Fatalf("retry pull without filterSupportRetry: %q, want none (the retry subscription's own a < 0)", got)
+	}
+	updateConfig(t, c, "filterSupportRetry=true")
+	if got := pull("gr", retry); got != "m3 m4 m5 other none taken" {
+		t.Fatalf("retry pull with filterSupportRetry back on: %q", got)
 	}
 }

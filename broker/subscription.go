@@ -32,6 +32,10 @@ type subscription struct {
 	// selector (its expression does not compile): pulls by it are
 	// refused with FILTER_DATA_NOT_EXIST, as RocketMQ's are.
 	broken error
+	// origin, set by forRetry, returns the SQL92 subscription that decides
+	// a retry message in place of sql: the retry topic's group's
+	// subscription to the message's original topic, or nil to take it.
+	origin func(originTopic string) *subscription
 }
 
 // newSubscription builds a filter from an expression the way RocketMQ's
@@ -117,9 +121,39 @@ func (s *subscription) arrivalMatch() func(kvindex.Arrival) bool {
 }
 
 // sqlTakes evaluates the subscription's SQL92 selector against a
-// message's properties string.
+// message's properties string; for a subscription made by forRetry, the
+// selector of the message's original topic instead.
 func (s *subscription) sqlTakes(props string) bool {
-	return s.sql.Matches(func(name string) (string, bool) { return commitlog.LookupProperty(props, name) })
+	sel := s.sql
+	if s.origin != nil {
+		// RocketMQ looks the original topic's filter data up by the
+		// RETRY_TOPIC property and takes the message when there is none.
+		// A message without the property (never a consumer's send-back
+		// nor a revive) is taken too, where RocketMQ's lookup of a null
+		// topic fails the pull.
+		topic, _ := commitlog.LookupProperty(props, propRetryTopic)
+		o := s.origin(topic)
+		if o == nil || o.sql == nil {
+			return true
+		}
+		sel = o.sql
+	}
+	return sel.Matches(func(name string) (string, bool) { return commitlog.LookupProperty(props, name) })
+}
+
+// forRetry returns a copy of s, a SQL92 subscription to a %RETRY% topic,
+// that filters each message by the SQL92 subscription origin returns for
+// the topic the message was first sent to (filterSupportRetry, RocketMQ's
+// ExpressionForRetryMessageFilter); messages origin returns nil for are
+// taken. Other subscriptions are returned as they are: RocketMQ's retry
+// filter passes TAG subscriptions through to the tag-code check.
+func (s *subscription) forRetry(origin func(originTopic string) *subscription) *subscription {
+	if !s.isSQL92() {
+		return s
+	}
+	c := *s
+	c.origin = origin
+	return &c
 }
 
 // matchesRecord checks the exact tag of a record whose code matched, so

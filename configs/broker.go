@@ -224,6 +224,12 @@ type Broker struct {
 	LoadBalancePollNameServerInterval time.Duration
 	// EnablePropertyFilter serves SQL92 subscriptions (filter package).
 	EnablePropertyFilter bool
+	// FilterSupportRetry makes a pull of a group's %RETRY% topic by a
+	// SQL92 subscription evaluate, for each message, the group's SQL92
+	// subscription to the topic the message was first sent to (its
+	// RETRY_TOPIC property) instead of the retry subscription's own
+	// expression, as RocketMQ's ExpressionForRetryMessageFilter does.
+	FilterSupportRetry bool
 	// RecallMessageEnable serves RECALL_MESSAGE; a broker that is not
 	// writable serves it only with AllowRecallWhenBrokerNotWriteable.
 	RecallMessageEnable bool

@@ -120,7 +120,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("initPopOffsetByCheckMsgInMem", "true", func(b *Broker) *bool { return &b.InitPopOffsetByCheckMsgInMem }),
 	boolean("rejectPullConsumerEnable", "false", func(b *Broker) *bool { return &b.RejectPullConsumerEnable }),
 	boolean("enablePropertyFilter", "false", func(b *Broker) *bool { return &b.EnablePropertyFilter }),
-	notImplemented[Broker]("filterSupportRetry", "messages of a group's retry topic are delivered without the SQL92 filter of the topic they were first sent to, as RocketMQ's default (false) delivers them"),
+	boolean("filterSupportRetry", "false", func(b *Broker) *bool { return &b.FilterSupportRetry }),
 	boolean("recallMessageEnable", "false", func(b *Broker) *bool { return &b.RecallMessageEnable }),
 	i64Range("startAcceptSendRequestTimeStamp", "0", 0, math.MaxInt64, func(b *Broker) *int64 { return &b.StartAcceptSendRequestTimeStamp }),
 	boolean("allowRecallWhenBrokerNotWriteable", "true", func(b *Broker) *bool { return &b.AllowRecallWhenBrokerNotWriteable }),

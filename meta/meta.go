@@ -91,6 +91,26 @@ func DLQTopic(group string) string { return DLQGroupTopicPrefix + group }
 // IsRetryTopic reports whether topic is a %RETRY% topic.
 func IsRetryTopic(topic string) bool { return strings.HasPrefix(topic, RetryGroupTopicPrefix) }
 
+// RetryTopicGroup returns the consumer group a %RETRY% topic belongs to,
+// as RocketMQ's KeyBuilder.parseGroup reads it: a POP retry topic of the
+// second form, "%RETRY%group+topic", gives the group before the '+'; any
+// other gives what follows the prefix (the whole "group_topic" of a first
+// form POP retry topic, which names no group). The topic is assumed to
+// carry the prefix (IsRetryTopic).
+func RetryTopicGroup(retryTopic string) string {
+	rest := strings.TrimPrefix(retryTopic, RetryGroupTopicPrefix)
+	// Java splits on '+' and drops trailing empty parts; exactly two parts
+	// make a second form name.
+	parts := strings.Split(rest, "+")
+	for len(parts) > 1 && parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1]
+	}
+	if len(parts) == 2 {
+		return parts[0]
+	}
+	return rest
+}
+
 // IsDLQTopic reports whether topic is a %DLQ% topic.
 func IsDLQTopic(topic string) bool { return strings.HasPrefix(topic, DLQGroupTopicPrefix) }
 

@@ -72,3 +72,25 @@ func TestIsSystemTopic(t *testing.T) {
 		}
 	}
 }
+
+// RetryTopicGroup reads the group as RocketMQ's KeyBuilder.parseGroup:
+// the part before the '+' when a split on '+' gives exactly two parts
+// (Java's split drops trailing empty parts), otherwise everything after
+// the prefix.
+func TestRetryTopicGroup(t *testing.T) {
+	for _, c := range []struct{ topic, group string }{
+		{"%RETRY%g", "g"},
+		{"%RETRY%g+T", "g"},
+		{"%RETRY%g+", "g+"}, // one part once the empty one is dropped
+		{"%RETRY%g+++", "g+++"},
+		{"%RETRY%g++T", "g++T"}, // three parts
+		{"%RETRY%g+a+b", "g+a+b"},
+		{"%RETRY%g_T", "g_T"},
+		{"%RETRY%+T", ""},
+		{"%RETRY%", ""},
+	} {
+		if got := RetryTopicGroup(c.topic); got != c.group {
+			t.Errorf("RetryTopicGroup(%q) = %q, want %q", c.topic, got, c.group)
+		}
+	}
+}
