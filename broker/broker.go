@@ -131,9 +131,13 @@ type Broker struct {
 	// cold pulls. Both are set between New and Start.
 	coldPassPeriod time.Duration
 	coldScanPeriod time.Duration
-	popSvc         *pop.Service
-	txns           *txn.Service
-	timers         *timer.Service
+	// catchUpEvery and catchUpFrom, when positive (tests), replace
+	// catchUpLogEvery and catchUpReportFrom. Set between New and Start.
+	catchUpEvery time.Duration
+	catchUpFrom  int64
+	popSvc       *pop.Service
+	txns         *txn.Service
+	timers       *timer.Service
 	// compaction keeps the copies of compacted topics' messages; nil
 	// with enableCompaction false.
 	compaction *kvindex.Compaction
@@ -701,7 +705,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 		fn(minOff)
 	}
 	b.disp.Start()
-	if err := b.disp.CatchUp(ctx); err != nil {
+	if err := b.catchUpDispatch(ctx); err != nil {
 		return fmt.Errorf("dispatch the CommitLog tail: %w", err)
 	}
 	if b.topics, err = newTopicManager(b); err != nil {
