@@ -405,9 +405,11 @@
 //	value: halfQueueOffset int64 | storeTimestamp int64 | nextCheckAt int64 | checks uint32   (28 bytes)
 //
 // Written by the dispatcher, in the batch that indexes a record of
-// RMQ_SYS_TRANS_HALF_TOPIC, with nextCheckAt = storeTimestamp plus
-// transactionTimeOut (or the message's CHECK_IMMUNITY_TIME_IN_SECONDS when
-// longer). The transaction checker scans the keyspace (CommitLog order,
+// RMQ_SYS_TRANS_HALF_TOPIC, with nextCheckAt = the message's born
+// timestamp plus transactionTimeOut (or its CHECK_IMMUNITY_TIME_IN_SECONDS)
+// plus 1 ms, or storeTimestamp for a half already due then (born in the
+// future or long before; see txn's immuneUntil). The transaction checker
+// scans the keyspace (CommitLog order,
 // oldest first), asks the producer group about each half whose nextCheckAt
 // has passed, and rewrites it (without sync) with checks + 1 and the next
 // check time. Deleted, in one synced batch with its 0x61 entry, when the

@@ -45,6 +45,9 @@ type PassStats struct {
 	Ended int
 	// Gone halves had left the CommitLog.
 	Gone int
+	// Immune halves were due but, at the pass, still within their check
+	// immunity (counted from their born time): put off to its end.
+	Immune int
 	// Unflushed halves were committed, their message stored but not yet
 	// confirmed durable: not asked about, they end once it is.
 	Unflushed int
@@ -101,11 +104,12 @@ func (s *Service) CheckDue(ctx context.Context) (PassStats, error) {
 		s.scanFrom = next
 	}
 	var errs []error
+	putOff := int64(math.MaxInt64)
 	for _, h := range due {
 		if ctx.Err() != nil {
 			break
 		}
-		if err := s.checkHalf(ctx, h, &st); err != nil {
+		if err := s.checkHalf(ctx, h, &st, &putOff); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -115,7 +119,7 @@ func (s *Service) CheckDue(ctx context.Context) (PassStats, error) {
 		errs = append(errs, s.state.Sync())
 		// A checked half is due again a check interval from now at the
 		// earliest; an unflushed commit's half stays due.
-		nextDue = min(nextDue, now+s.cfg.CheckInterval.Milliseconds())
+		nextDue = min(nextDue, now+s.cfg.CheckInterval.Milliseconds(), putOff)
 		if st.Unflushed > 0 {
 			nextDue = now
 		}
@@ -158,8 +162,9 @@ func (s *Service) forgetUnlisted(dispatched int64, listing bool) {
 	s.addedDue.Store(due)
 }
 
-// checkHalf checks one due half under its lock.
-func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStats) error {
+// checkHalf checks one due half under its lock. A half it puts off
+// lowers putOff to its next check time.
+func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStats, putOff *int64) error {
 	unlock := s.lock(h.PhyOffset)
 	defer unlock()
 	if _, ended, err := s.state.Ended(h.PhyOffset); err != nil {
@@ -211,6 +216,16 @@ func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStat
 	}
 	if int(h.Checks) >= s.cfg.CheckMax {
 		return s.discard(ctx, &half, h, st)
+	}
+	if until, immune := s.immuneUntil(&half, s.now().UnixMilli()); immune {
+		// Due by an earlier rule (a half born in the future, checked
+		// at once until its born time came, or an index written
+		// before first checks counted from the born time): not asked
+		// before its immunity ends.
+		st.Immune++
+		h.NextCheckAt = until
+		*putOff = min(*putOff, until)
+		return s.state.UpdateHalf(h)
 	}
 	h.Checks++
 	h.NextCheckAt = s.now().Add(s.cfg.CheckInterval).UnixMilli()

@@ -19,8 +19,9 @@
 //	   |                           tag d, body = half queue offset)
 //	   |                           dispatcher (op) ----------------------> 0x62 ended by op
 //	   |
-//	   | <-- CHECK_TRANSACTION_STATE   checker: open halves older than
-//	   |     (half, real topic)        transactionTimeOut, every
+//	   | <-- CHECK_TRANSACTION_STATE   checker: open halves born longer
+//	   |     (half, real topic)        than transactionTimeOut (or their
+//	   |                               CHECK_IMMUNITY_TIME_IN_SECONDS) ago, every
 //	   | END_TRANSACTION, fromCheck    transactionCheckInterval, at most
 //	   |                               transactionCheckMax times, then
 //	   |                               TRANS_CHECK_MAX_TIME_TOPIC ----------> 0x61 discarded

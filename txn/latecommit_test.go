@@ -18,7 +18,7 @@ func TestALateCommitOfAGivenUpTransactionEndsOnceIndexed(t *testing.T) {
 	f := newFixture(t, Config{Timeout: time.Second, CheckInterval: time.Second, CheckMax: 1})
 	f.svc.cfg.WaitDispatched = f.disp.WaitFor
 	h := f.sendHalf("U-LATE", "")
-	f.now = time.Now().Add(time.Minute)
+	f.now = f.now.Add(time.Minute)
 	if ps := f.pass(); ps.Checked != 1 {
 		t.Fatalf("first pass %+v", ps)
 	}
@@ -58,7 +58,7 @@ func TestALateCommitCrashedBeforeItsEndIsStoredOnce(t *testing.T) {
 	f := newFixture(t, Config{Timeout: time.Second, CheckInterval: time.Second, CheckMax: 1})
 	f.svc.cfg.WaitDispatched = f.disp.WaitFor
 	h := f.sendHalf("U-LATE2", "")
-	f.now = time.Now().Add(time.Minute)
+	f.now = f.now.Add(time.Minute)
 	f.pass()
 	f.now = f.now.Add(time.Minute)
 	if ps := f.pass(); ps.Discarded != 1 {

@@ -32,7 +32,7 @@ func endAllThreeWays(t *testing.T, f *fixture) []*commitlog.Message {
 	}
 	// The given-up half is checked once, then given up; the other two
 	// ended before the checker came to them.
-	f.now = time.Now().Add(time.Minute)
+	f.now = f.now.Add(time.Minute)
 	if st := f.pass(); st != (PassStats{Checked: 1}) {
 		t.Fatalf("first pass %+v, want one check", st)
 	}
@@ -200,7 +200,7 @@ func TestAnOpStoredBeforeTheHalfDoesNotEndIt(t *testing.T) {
 	if h.QueueOffset != 0 {
 		t.Fatalf("the half took queue offset %d, want 0, the stale op's", h.QueueOffset)
 	}
-	f.now = time.Now().Add(time.Minute)
+	f.now = f.now.Add(time.Minute)
 	if st := f.pass(); st != (PassStats{Checked: 1}) {
 		t.Fatalf("pass %+v, want the half checked: the op before it ended another half", st)
 	}

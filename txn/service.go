@@ -22,8 +22,8 @@ import (
 // Config holds the broker settings of transactions (RocketMQ's
 // BrokerConfig names and defaults).
 type Config struct {
-	// Timeout is transactionTimeOut: how old an open half must be before
-	// its producer is asked about it (default 6 s).
+	// Timeout is transactionTimeOut: how old an open half must be, from
+	// its born time, before its producer is asked about it (default 6 s).
 	Timeout time.Duration
 	// CheckInterval is transactionCheckInterval: the time between two
 	// checks of one half (default 30 s).
@@ -187,8 +187,8 @@ func (s *Service) lock(phy int64) func() {
 }
 
 // HalfHook is the dispatcher hook of RMQ_SYS_TRANS_HALF_TOPIC: it records
-// each half as open, first checked after transactionTimeOut or the
-// message's CHECK_IMMUNITY_TIME_IN_SECONDS when longer. In a store
+// each half as open, first checked when its check immunity has passed
+// (checkImmunity: counted from its born time, not its store time). In a store
 // migrated from Apache RocketMQ, halves below RocketMQ's check progress
 // were handled there and are not recorded.
 func (s *Service) HalfHook() kvindex.Hook {
@@ -207,7 +207,7 @@ func (s *Service) HalfHook() kvindex.Hook {
 			PhyOffset:      m.PhyOffset,
 			QueueOffset:    m.QueueOffset,
 			StoreTimestamp: m.StoreTimestamp,
-			NextCheckAt:    m.StoreTimestamp + s.firstCheckDelay(m.Properties).Milliseconds(),
+			NextCheckAt:    s.firstCheckAt(m),
 		}
 		s.addedMu.Lock()
 		s.unlisted = append(s.unlisted, halfDue{phy: h.PhyOffset, due: h.NextCheckAt})
@@ -324,14 +324,89 @@ func (s *Service) CommitHook() kvindex.Hook {
 	})
 }
 
-// firstCheckDelay is transactionTimeOut, or the message's immunity time
-// when it is longer (RocketMQ's TransactionalMessageUtil.getImmunityTime).
-func (s *Service) firstCheckDelay(props string) time.Duration {
+// checkImmunity is how long after its born time a half is left unchecked
+// and whether the half names its own (CHECK_IMMUNITY_TIME_IN_SECONDS), as
+// RocketMQ's checker reads it (TransactionalMessageServiceImpl.check and
+// its own getImmunityTime, not TransactionalMessageUtil's): the named
+// seconds, shorter than transactionTimeOut or not, else transactionTimeOut
+// (as well for a value that is not a number, or is -1). Milliseconds past
+// the int64 range are its largest value, never reached.
+func (s *Service) checkImmunity(props string) (ms int64, named bool) {
+	v, named := commitlog.LookupProperty(props, PropCheckImmunitySecs)
+	if !named {
+		return s.cfg.Timeout.Milliseconds(), false
+	}
+	secs, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err != nil || secs == -1:
+		return s.cfg.Timeout.Milliseconds(), true
+	case secs > math.MaxInt64/1000:
+		return math.MaxInt64, true
+	case secs < math.MinInt64/1000:
+		return math.MinInt64, true
+	}
+	return secs * 1000, true
+}
+
+// immuneUntil reports whether a half is not to be checked at now (Unix
+// ms), and if so the first time it may be. It is RocketMQ's checker rule,
+// counted from the half's born time (the producer's clock): a half naming
+// an immunity is checked once now-born exceeds it; one that does not is
+// left alone while 0 <= now-born <= transactionTimeOut, so a half born
+// in the future (a producer clock ahead of the broker's) is checked at
+// once until its born time comes, and one born long before it was stored
+// (a clock behind) as soon as it is indexed.
+func (s *Service) immuneUntil(half *commitlog.Message, now int64) (int64, bool) {
+	imm, named := s.checkImmunity(half.Properties)
+	age := satSub(now, half.BornTimestamp)
+	if age > imm || (!named && age < 0) {
+		return 0, false
+	}
+	return satAdd(satAdd(half.BornTimestamp, imm), 1), true
+}
+
+// firstCheckAt is when the checker first looks at a half just stored: at
+// the end of its immunity, or at its store time when it is not immune then
+// (a check at a pass finding the half immune is put off: checkHalf).
+func (s *Service) firstCheckAt(half *commitlog.Message) int64 {
+	if until, immune := s.immuneUntil(half, half.StoreTimestamp); immune {
+		return until
+	}
+	return half.StoreTimestamp
+}
+
+// satAdd is a+b, held at the int64 limits instead of wrapping.
+func satAdd(a, b int64) int64 {
+	c := a + b
+	switch {
+	case b > 0 && c < a:
+		return math.MaxInt64
+	case b < 0 && c > a:
+		return math.MinInt64
+	}
+	return c
+}
+
+// satSub is a-b, held at the int64 limits instead of wrapping.
+func satSub(a, b int64) int64 {
+	switch {
+	case b < 0 && a > math.MaxInt64+b:
+		return math.MaxInt64
+	case b > 0 && a < math.MinInt64+b:
+		return math.MinInt64
+	}
+	return a - b
+}
+
+// endImmunity is the immunity an END_TRANSACTION is measured against
+// (RocketMQ's TransactionalMessageUtil.getImmunityTime):
+// transactionTimeOut, or the message's CHECK_IMMUNITY_TIME_IN_SECONDS
+// when longer.
+func (s *Service) endImmunity(props string) time.Duration {
 	if v, ok := commitlog.LookupProperty(props, PropCheckImmunitySecs); ok {
 		if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
 			// Past about 292 years the product overflows a Duration: take
-			// the longest one (never checked in practice, as in RocketMQ,
-			// whose milliseconds overflow far later).
+			// the longest one.
 			d := time.Duration(math.MaxInt64)
 			if secs < int64(d/time.Second) {
 				d = time.Duration(secs) * time.Second
@@ -642,5 +717,5 @@ func (s *Service) pastImmunity(half *commitlog.Message) bool {
 	if _, ok := commitlog.LookupProperty(half.Properties, PropCheckImmunitySecs); !ok {
 		return false
 	}
-	return s.now().UnixMilli()-half.BornTimestamp > s.firstCheckDelay(half.Properties).Milliseconds()
+	return s.now().UnixMilli()-half.BornTimestamp > s.endImmunity(half.Properties).Milliseconds()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,10 @@ type fixture struct {
 	svc   *Service
 	store *testStore
 	now   time.Time
+	// storeMs is the CommitLog's clock (Unix ms): sendHalf sets it to
+	// now, so a half is stored when it is born unless a test says
+	// otherwise.
+	storeMs atomic.Int64
 
 	mu     sync.Mutex
 	asked  []Check
@@ -110,7 +115,9 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 // wrap returns for the service's (nil: the service's own).
 func newFixtureHooking(t *testing.T, cfg Config, wrap func(kvindex.Hook) kvindex.Hook) *fixture {
 	t.Helper()
-	f := &fixture{t: t, st: storetest.Open(t), now: time.UnixMilli(1_700_000_000_000), answer: true}
+	f := &fixture{t: t, now: time.UnixMilli(1_700_000_000_000), answer: true}
+	f.storeMs.Store(f.now.UnixMilli())
+	f.st = storetest.OpenWithClock(t, func() time.Time { return time.UnixMilli(f.storeMs.Load()) })
 	f.log, f.db = f.st.Log, f.st.DB
 	f.store = &testStore{f: f, Offsets: storetest.Offsets{}, gone: map[int64]bool{}}
 	f.svc = New(cfg, f.db.Transactions(), f.store, f.ask, zerolog.Nop())
@@ -139,13 +146,20 @@ func (f *fixture) askedCount() int {
 	return len(f.asked)
 }
 
-// sendHalf stores a half as the broker does for a send and waits until
-// it is dispatched (and so open).
+// sendHalf stores a half as the broker does for a send, born and stored
+// now, and waits until it is dispatched (and so open).
 func (f *fixture) sendHalf(uniq string, props string) *commitlog.Message {
 	f.t.Helper()
-	m := &commitlog.Message{Topic: "T", QueueID: 1, BornTimestamp: f.now.UnixMilli(), Body: []byte("b-" + uniq),
+	return f.sendHalfBorn(uniq, props, f.now)
+}
+
+// sendHalfBorn is sendHalf with the producer's clock at born.
+func (f *fixture) sendHalfBorn(uniq string, props string, born time.Time) *commitlog.Message {
+	f.t.Helper()
+	m := &commitlog.Message{Topic: "T", QueueID: 1, BornTimestamp: born.UnixMilli(), Body: []byte("b-" + uniq),
 		Properties: "PGROUP\x01pg\x02UNIQ_KEY\x01" + uniq + "\x02TRAN_MSG\x01true\x02" + props}
 	ToHalf(m)
+	f.storeMs.Store(f.now.UnixMilli())
 	res, err := f.log.Append(context.Background(), commitlog.AppendRequest{Message: m, Assigner: f.store})
 	if err != nil {
 		f.t.Fatal(err)
@@ -219,17 +233,18 @@ func TestCheckSchedule(t *testing.T) {
 	f := newFixture(t, Config{Timeout: 6 * time.Second, CheckInterval: 30 * time.Second, CheckMax: 3})
 	h := f.sendHalf("U2", "")
 	open, _ := f.open(h.PhyOffset)
-	if open.NextCheckAt != open.StoreTimestamp+6000 || open.QueueOffset != h.QueueOffset || open.Checks != 0 {
-		t.Fatalf("open half %+v, want the first check 6 s after %d", open, open.StoreTimestamp)
+	// RocketMQ checks a half once now-born exceeds transactionTimeOut.
+	if open.NextCheckAt != h.BornTimestamp+6001 || open.QueueOffset != h.QueueOffset || open.Checks != 0 {
+		t.Fatalf("open half %+v, want the first check 6 s after its born time %d", open, h.BornTimestamp)
 	}
-	f.now = time.UnixMilli(open.StoreTimestamp)
+	f.now = time.UnixMilli(h.BornTimestamp)
 	steps := []struct {
 		advance time.Duration
 		answer  bool
 		want    PassStats
 		checks  int32
 	}{
-		{5999 * time.Millisecond, true, PassStats{}, 0},
+		{6000 * time.Millisecond, true, PassStats{}, 0},
 		{time.Millisecond, true, PassStats{Checked: 1}, 1},
 		{29 * time.Second, true, PassStats{}, 1},
 		{time.Second, false, PassStats{Unasked: 1}, 2}, // no producer: counts all the same
@@ -266,29 +281,83 @@ func TestCheckSchedule(t *testing.T) {
 	}
 }
 
-func TestImmunityTimeDelaysTheFirstCheck(t *testing.T) {
+// A half naming CHECK_IMMUNITY_TIME_IN_SECONDS is first checked once
+// now-born exceeds those seconds, whether longer or shorter than
+// transactionTimeOut, as RocketMQ's checker reads them (its
+// END_TRANSACTION takes the longer of the two, endImmunity); a value that
+// is no number, or -1, is transactionTimeOut.
+func TestImmunityTimeSetsTheFirstCheck(t *testing.T) {
 	f := newFixture(t, Config{Timeout: 6 * time.Second})
-	h := f.sendHalf("U3", "CHECK_IMMUNITY_TIME_IN_SECONDS\x0160\x02")
-	open, _ := f.open(h.PhyOffset)
-	if open.NextCheckAt != open.StoreTimestamp+60_000 {
-		t.Fatalf("first check at +%d ms, want the 60 s immunity", open.NextCheckAt-open.StoreTimestamp)
-	}
-	short := f.sendHalf("U4", "CHECK_IMMUNITY_TIME_IN_SECONDS\x011\x02")
-	if o, _ := f.open(short.PhyOffset); o.NextCheckAt != o.StoreTimestamp+6000 {
-		t.Fatalf("an immunity shorter than the timeout moved the first check to +%d ms", o.NextCheckAt-o.StoreTimestamp)
+	for i, c := range []struct {
+		secs string
+		want int64 // ms after the born time, +1
+	}{{"60", 60_000}, {"1", 1000}, {"0", 0}, {"x", 6000}, {"", 6000}, {"-1", 6000}} {
+		h := f.sendHalf(fmt.Sprintf("UI%d", i), "CHECK_IMMUNITY_TIME_IN_SECONDS\x01"+c.secs+"\x02")
+		open, _ := f.open(h.PhyOffset)
+		if open.NextCheckAt != h.BornTimestamp+c.want+1 {
+			t.Errorf("immunity %q: first check at born+%d ms, want +%d", c.secs, open.NextCheckAt-h.BornTimestamp, c.want+1)
+		}
 	}
 }
 
-// An immunity time too long for a Duration (above about 292 years) is the
-// longest delay, not an overflowed one that would check the half at once
-// or at a random time.
-func TestAnImmunityTimeBeyondADurationIsTheLongestDelay(t *testing.T) {
+// An immunity time too long for int64 milliseconds is the latest check
+// time, not an overflowed one that would check the half at once or at a
+// random time.
+func TestAnImmunityTimeBeyondMillisecondsIsTheLatestCheck(t *testing.T) {
 	f := newFixture(t, Config{Timeout: 6 * time.Second})
-	for _, secs := range []string{"9300000000", "9223372036854775807"} {
-		h := f.sendHalf("UX"+secs, "CHECK_IMMUNITY_TIME_IN_SECONDS\x01"+secs+"\x02")
+	for _, c := range []struct {
+		secs string
+		want func(born int64) int64
+	}{
+		{"9300000000", func(born int64) int64 { return born + 9_300_000_000_000 + 1 }},
+		{"9223372036854775", func(int64) int64 { return math.MaxInt64 }},
+		{"9223372036854775807", func(int64) int64 { return math.MaxInt64 }},
+	} {
+		h := f.sendHalf("UX"+c.secs, "CHECK_IMMUNITY_TIME_IN_SECONDS\x01"+c.secs+"\x02")
 		open, _ := f.open(h.PhyOffset)
-		if want := open.StoreTimestamp + time.Duration(math.MaxInt64).Milliseconds(); open.NextCheckAt != want {
-			t.Fatalf("immunity %s s: first check at +%d ms, want +%d", secs, open.NextCheckAt-open.StoreTimestamp, want-open.StoreTimestamp)
+		if want := c.want(h.BornTimestamp); open.NextCheckAt != want {
+			t.Fatalf("immunity %s s: first check at %d, want %d", c.secs, open.NextCheckAt, want)
+		}
+	}
+}
+
+// The first check counts from the born time (the producer's clock), not
+// the store time, as RocketMQ's: a half born long before it was stored
+// is checked at the first pass, one born in the future is checked at
+// once until its born time comes, then not before transactionTimeOut
+// after it; one naming an immunity is not checked before born+immunity.
+func TestTheFirstCheckCountsFromTheBornTime(t *testing.T) {
+	f := newFixture(t, Config{Timeout: 20 * time.Second, CheckInterval: 30 * time.Second, CheckMax: 10})
+	stored := f.now
+	behind := f.sendHalfBorn("BEHIND", "", stored.Add(-time.Minute))
+	ahead := f.sendHalfBorn("AHEAD", "", stored.Add(45*time.Second))
+	aheadImm := f.sendHalfBorn("AHEAD-IMM", "CHECK_IMMUNITY_TIME_IN_SECONDS\x0110\x02", stored.Add(45*time.Second))
+	checks := func(h *commitlog.Message) int32 {
+		o, _ := f.open(h.PhyOffset)
+		return o.Checks
+	}
+	steps := []struct {
+		at                      time.Duration // after the store time
+		behind, ahead, aheadImm int32
+		immune                  int // halves due but put off at the pass
+	}{
+		{0, 1, 1, 0, 0}, // the one behind is overdue, the one ahead not yet born
+		{30 * time.Second, 2, 2, 0, 0},
+		{55 * time.Second, 2, 2, 0, 0},
+		{55*time.Second + time.Millisecond, 2, 2, 1, 0}, // born 10.001 s ago
+		{60 * time.Second, 3, 2, 1, 1},                  // born 15 s ago: within the 20 s
+		{65 * time.Second, 3, 2, 1, 0},
+		{65*time.Second + time.Millisecond, 3, 3, 1, 0},
+		{85*time.Second + time.Millisecond, 3, 3, 2, 0},
+		{90 * time.Second, 4, 3, 2, 0},
+		{95*time.Second + time.Millisecond, 4, 4, 2, 0},
+	}
+	for i, s := range steps {
+		f.now = stored.Add(s.at)
+		st := f.pass()
+		if b, a, ai := checks(behind), checks(ahead), checks(aheadImm); b != s.behind || a != s.ahead || ai != s.aheadImm || st.Immune != s.immune {
+			t.Fatalf("step %d (+%v): checks %d, %d, %d, %d put off; want %d, %d, %d, %d",
+				i, s.at, b, a, ai, st.Immune, s.behind, s.ahead, s.aheadImm, s.immune)
 		}
 	}
 }
@@ -312,7 +381,7 @@ func TestCheckerForgetsHalvesThatEndedOrLeftTheLog(t *testing.T) {
 		t.Fatal("re-dispatch did not bring the ended half back: the test does not test what it says")
 	}
 	f.store.gone[gone.PhyOffset] = true
-	f.now = time.Now().Add(time.Minute)
+	f.now = f.now.Add(time.Minute)
 	if st := f.pass(); st != (PassStats{Ended: 1, Gone: 1}) {
 		t.Fatalf("pass %+v, want one ended and one gone", st)
 	}
@@ -353,7 +422,7 @@ func TestCheckerPassesStartAfterEndedHalves(t *testing.T) {
 	if err := f.svc.End(context.Background(), commitReq(a)); err != nil {
 		t.Fatal(err)
 	}
-	f.now = time.Now().Add(time.Minute)
+	f.now = f.now.Add(time.Minute)
 	if st := f.pass(); st.Checked != 1 || f.svc.scanFrom != b.PhyOffset {
 		t.Fatalf("pass %+v starts next at %d, want at the open half %d", st, f.svc.scanFrom, b.PhyOffset)
 	}
@@ -370,7 +439,7 @@ func TestCheckerPassesStartAfterEndedHalves(t *testing.T) {
 		t.Fatalf("pass %+v starts next at %d, want after everything dispatched (%d)", st, f.svc.scanFrom, f.disp.Dispatched())
 	}
 	c := f.sendHalf("U11", "")
-	f.now = time.Now().Add(time.Minute)
+	f.now = f.now.Add(time.Minute)
 	if st := f.pass(); st.Checked != 1 || f.asked[len(f.asked)-1].CommitLogOffset != c.PhyOffset {
 		t.Fatalf("a half indexed after the cursor moved: pass %+v", st)
 	}

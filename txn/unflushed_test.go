@@ -30,7 +30,7 @@ func TestACommitNotYetDurableIsNotStoredTwice(t *testing.T) {
 	if err := f.svc.End(context.Background(), commitReq(h)); !errors.Is(err, ErrNotDurable) {
 		t.Fatalf("commit on a stalled disk: %v, want ErrNotDurable", err)
 	}
-	f.now = time.Now().Add(time.Minute) // the half is due
+	f.now = f.now.Add(time.Minute) // the half is due
 	if ps := f.pass(); ps.Checked != 0 || ps.Unflushed != 1 || f.askedCount() != 0 {
 		t.Fatalf("check pass while the commit is unflushed: %+v, %d asked; want the producer not asked", ps, f.askedCount())
 	}
@@ -85,7 +85,7 @@ func TestAHalfTooLargeForItsCheckCountIsCheckedAndGivenUp(t *testing.T) {
 	if n := len(h.Properties); n > commitlog.MaxPropertiesLen || n+len(PropCheckTimes+"\x011\x02") <= commitlog.MaxPropertiesLen {
 		t.Fatalf("properties of %d bytes: the test does not test what it says", n)
 	}
-	f.now = time.Now().Add(time.Minute)
+	f.now = f.now.Add(time.Minute)
 	if ps := f.pass(); ps.Checked != 1 {
 		t.Fatalf("first pass %+v, want the producer asked", ps)
 	}
@@ -99,7 +99,7 @@ func TestAHalfTooLargeForItsCheckCountIsCheckedAndGivenUp(t *testing.T) {
 
 	// A copy no retry stores (the store refuses the message itself).
 	h = f.sendHalf("U-REFUSED", "")
-	f.now = time.Now().Add(time.Minute)
+	f.now = f.now.Add(time.Minute)
 	f.pass()
 	f.store.failPut = fmt.Errorf("put: %w", commitlog.ErrMessageTooLarge)
 	f.now = f.now.Add(time.Minute)
