@@ -15,7 +15,8 @@ import (
 
 // offsetResets are the offset resets a group's pull consumers have not
 // seen yet, RocketMQ 5's server-side reset (useServerSideResetOffset, its
-// default): a reset sets the committed offset at once, and the next pull
+// default): a reset sets the committed offset at once (for a light
+// message queue's group, only one it has: resetQueues), and the next pull
 // of each reset queue is answered PULL_OFFSET_MOVED with the new offset,
 // which a client takes as its own; until then the client's offset commits
 // for that queue are ignored, so a client still holding the old offset in
@@ -297,19 +298,38 @@ func (b *Broker) resetTargets(r resetRequest, queues int) (map[int32]int64, erro
 // (commitOffsetHeld): deletions is the store's TopicDeletions read before
 // the caller found the topic, and a topic deleted since gets nothing
 // (errTopicDeletedSince).
+//
+// A light message queue reset for a light message queue's group (both
+// named %LMQ%... under enableLmq) moves only a committed offset the group
+// has: RocketMQ's broker keeps their offsets in its LmqConsumerOffsetManager
+// (its default with enableLmq), whose reset updates an offset present and
+// otherwise only waits for the next pull (ConsumerOffsetManagerV2, of
+// configManagerVersion v2, would write it).
 func (b *Broker) resetQueues(group, topic string, targets map[int32]int64, deletions uint64) error {
-	updates := make([]kvindex.OffsetUpdate, 0, len(targets))
-	for q, off := range targets {
-		updates = append(updates, kvindex.OffsetUpdate{Group: group, Topic: topic, QueueID: q, Offset: off})
-	}
+	onlyPresent := b.lmqName(topic) && b.lmqName(group)
 	err := b.commitOffsetHeld(topic, deletions, func() error {
 		for q, off := range targets {
 			b.resets.assign(group, topic, q, off)
 		}
-		if err := b.offsets.SetMany(updates, true); err != nil {
-			for q := range targets {
-				b.resets.take(group, topic, q)
+		// After the assignments: a commit of these queues is ignored from
+		// here, so an offset found absent stays absent.
+		updates := make([]kvindex.OffsetUpdate, 0, len(targets))
+		for q, off := range targets {
+			if onlyPresent {
+				if _, ok, err := b.offsets.Get(group, topic, q); err != nil {
+					b.dropResets(group, topic, targets)
+					return err
+				} else if !ok {
+					continue
+				}
 			}
+			updates = append(updates, kvindex.OffsetUpdate{Group: group, Topic: topic, QueueID: q, Offset: off})
+		}
+		if len(updates) == 0 {
+			return nil
+		}
+		if err := b.offsets.SetMany(updates, true); err != nil {
+			b.dropResets(group, topic, targets)
 			return err
 		}
 		return nil
@@ -326,4 +346,11 @@ func (b *Broker) resetQueues(group, topic string, targets map[int32]int64, delet
 		}
 	}
 	return err
+}
+
+// dropResets takes back the resets a failed resetQueues assigned.
+func (b *Broker) dropResets(group, topic string, targets map[int32]int64) {
+	for q := range targets {
+		b.resets.take(group, topic, q)
+	}
 }

@@ -332,3 +332,52 @@ func TestAPopEndsTheWaitOfAResetForAPull(t *testing.T) {
 		t.Fatalf("pull at the committed offset 4 after the pops: moved to %s (the reset the pops consumed past)", r.ExtFields["nextBeginOffset"])
 	}
 }
+
+// A reset of a light message queue for a light message queue's group
+// (both named %LMQ%...) under enableLmq moves the group's committed offset
+// only when it has one, as RocketMQ's default LmqConsumerOffsetManager
+// (assignResetOffset: computeIfPresent); with none, the reset only waits
+// for the group's next pull, which is told to move. A group that is no
+// light message queue's gets its offset written, as any group's.
+func TestResetOfALightMessageQueueMovesOnlyAnOffsetItHas(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enableLmq": "true", "enableMultiDispatch": "true"})
+	c := b.client(nil)
+	createTopic(t, c, "Parent", 1, 1)
+	for i := range 3 {
+		mustSend(t, c, "Parent", 0, fmt.Sprintf("m%d", i), lmqProps("%LMQ%r1,%LMQ%r2"))
+	}
+	b.caughtUp()
+	ensureGroup(t, c, "plain")
+	if r := commitOffset(t, c, "%LMQ%rg", "%LMQ%r2", 0, 1); r.Code != remoting.Success {
+		t.Fatalf("commit on %%LMQ%%r2: %d %s", r.Code, r.Remark)
+	}
+	query := func(group, topic string) *remoting.Command {
+		return call(t, c, remoting.QueryConsumerOffset, map[string]string{
+			"consumerGroup": group, "topic": topic, "queueId": "0", "setZeroIfNotFound": "false"}, nil)
+	}
+
+	if got := mustReset(t, c, resetReq("%LMQ%rg", "%LMQ%r1", -1, 0, 2)); fmt.Sprint(got) != "map[0:2]" {
+		t.Fatalf("reset of %%LMQ%%r1: %v", got)
+	}
+	if r := query("%LMQ%rg", "%LMQ%r1"); r.Code != remoting.QueryNotFound {
+		t.Fatalf("offset of %%LMQ%%rg on %%LMQ%%r1 (none before the reset) after it: %d %v, want QUERY_NOT_FOUND", r.Code, r.ExtFields)
+	}
+	r := call(t, c, remoting.PullMessage, pullReq("%LMQ%rg", "%LMQ%r1", 0, 0, 0, 0, "*"), nil)
+	if r.Code != remoting.PullOffsetMoved || header(t, r, "nextBeginOffset") != 2 {
+		t.Fatalf("pull after the reset: %d %s %v, want PULL_OFFSET_MOVED to 2", r.Code, r.Remark, r.ExtFields)
+	}
+
+	if got := mustReset(t, c, resetReq("%LMQ%rg", "%LMQ%r2", -1, 0, 2)); fmt.Sprint(got) != "map[0:2]" {
+		t.Fatalf("reset of %%LMQ%%r2: %v", got)
+	}
+	if off := committedOffset(t, c, "%LMQ%rg", "%LMQ%r2", 0); off != 2 {
+		t.Fatalf("offset of %%LMQ%%rg on %%LMQ%%r2 (1 before the reset to 2): %d", off)
+	}
+
+	if got := mustReset(t, c, resetReq("plain", "%LMQ%r1", -1, 0, 1)); fmt.Sprint(got) != "map[0:1]" {
+		t.Fatalf("reset of %%LMQ%%r1 for plain: %v", got)
+	}
+	if off := committedOffset(t, c, "plain", "%LMQ%r1", 0); off != 1 {
+		t.Fatalf("offset of plain on %%LMQ%%r1 after its reset: %d, want 1", off)
+	}
+}
