@@ -21,7 +21,8 @@
 // one comparison each, and the chunks of a split registration (which share
 // one data version) all take effect. A prime slave's topic configs replace
 // what its master left only once the slave registers a new data version,
-// as in RocketMQ.
+// as in RocketMQ. So does a master's for the queue data
+// REGISTER_TOPIC_IN_NAMESRV (217) stored (pinned: broker name -> topics).
 //
 // # Lifecycle of a broker
 //

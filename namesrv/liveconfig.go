@@ -189,7 +189,9 @@ func (s *Server) getConfig(_ context.Context, _ *remoting.Conn, req *remoting.Co
 }
 
 // registerTopic answers REGISTER_TOPIC_IN_NAMESRV: the body is a
-// TopicRouteData whose queueDatas are added to the topic's route. Only its
+// TopicRouteData whose queueDatas are added to the topic's route
+// (Registry.RegisterTopic), with SUCCESS even when an entry names a broker
+// that has not registered, as RocketMQ answers. Only its
 // queueDatas are read, so the brokerDatas a Java client writes with
 // fastjson's unquoted broker-id keys do not matter.
 func (s *Server) registerTopic(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -206,8 +208,10 @@ func (s *Server) registerTopic(_ context.Context, conn *remoting.Conn, req *remo
 		return success(req)
 	}
 	if err := s.reg.RegisterTopic(topic, queues); err != nil {
-		s.log.Warn().Err(err).Stringer("conn", conn).Msg("register topic refused")
-		return failure(req, remoting.SystemError, err)
+		// RocketMQ answers success all the same (its registerTopic only
+		// logs the broker it does not know).
+		s.log.Warn().Err(err).Stringer("conn", conn).Msg("register topic: stopped at a broker that has not registered")
+		return success(req)
 	}
 	s.log.Info().Str("topic", topic).Int("brokers", len(queues)).Msg("topic registered")
 	return success(req)

@@ -141,6 +141,13 @@ type Registry struct {
 	// writePerm holds operators' changes of write permission still in
 	// force, by broker name, then topic (see WipeWritePerm).
 	writePerm map[string]map[string]writePermChange
+	// pinned holds, by broker name, then topic, the queue data
+	// REGISTER_TOPIC_IN_NAMESRV stored that no registration of the group
+	// has rebuilt since: a registration at the data version the name
+	// server holds for the registering address keeps it, as RocketMQ
+	// rebuilds a topic's queue data only at a new data version (see
+	// RegisterTopic).
+	pinned map[string]map[string]struct{}
 	// mappings holds static topics' mappings by topic, then by the broker
 	// name each mapping is of (Java's topicQueueMappingInfoTable).
 	mappings map[string]map[string]TopicQueueMappingInfo
@@ -193,6 +200,7 @@ func NewRegistry(opts RegistryOptions) *Registry {
 		clusters:     make(map[string]map[string]struct{}),
 		live:         make(map[BrokerKey]*liveBroker),
 		writePerm:    make(map[string]map[string]writePermChange),
+		pinned:       make(map[string]map[string]struct{}),
 		mappings:     make(map[string]map[string]TopicQueueMappingInfo),
 	}
 	r.deleteWithRegistration.Store(opts.DeleteTopicWithBrokerRegistration)
@@ -320,6 +328,12 @@ func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 			if isPrimeSlave && g.enableActingMaster {
 				qd.Perm &^= PermWrite
 			}
+			if _, pinned := r.pinned[req.BrokerName][name]; pinned {
+				if !newVersion {
+					continue // REGISTER_TOPIC_IN_NAMESRV's entry stays
+				}
+				r.unpin(req.BrokerName, name)
+			}
 			old, ok := r.queueData(name, req.BrokerName)
 			if c, changed := r.writePerm[req.BrokerName][name]; changed {
 				if newVersion || !ok {
@@ -419,6 +433,7 @@ func (r *Registry) removeQueueData(topic, brokerName string) {
 	})
 	if found {
 		r.dropWritePermChange(brokerName, topic)
+		r.unpin(brokerName, topic)
 		list = slices.Delete(list, i, i+1)
 		if len(list) == 0 {
 			delete(r.topics, topic)
@@ -495,6 +510,27 @@ func (r *Registry) dropWritePermChange(brokerName, topic string) {
 		delete(byTopic, topic)
 		if len(byTopic) == 0 {
 			delete(r.writePerm, brokerName)
+		}
+	}
+}
+
+// pin marks brokerName's queue data of topic as REGISTER_TOPIC_IN_NAMESRV
+// stored it.
+func (r *Registry) pin(brokerName, topic string) {
+	byTopic := r.pinned[brokerName]
+	if byTopic == nil {
+		byTopic = make(map[string]struct{})
+		r.pinned[brokerName] = byTopic
+	}
+	byTopic[topic] = struct{}{}
+}
+
+// unpin ends pin's mark, if any.
+func (r *Registry) unpin(brokerName, topic string) {
+	if byTopic := r.pinned[brokerName]; byTopic != nil {
+		delete(byTopic, topic)
+		if len(byTopic) == 0 {
+			delete(r.pinned, brokerName)
 		}
 	}
 }
@@ -802,25 +838,44 @@ var ErrUnknownBroker = errors.New("broker is not registered")
 // RegisterTopic adds queue data of topic for broker groups that have
 // registered (REGISTER_TOPIC_IN_NAMESRV, RocketMQ's registerTopic): each
 // entry replaces the group's queue data of the topic, and the topic's
-// queue data on other groups stays. Nothing changes when an entry names a
-// group that has not registered. An entry is taken as it comes, so an
-// operator's write-permission change (WipeWritePerm) on that topic ends,
-// as RocketMQ stores the entry in place of the queue data the change
-// left; a Java broker with enableSingleTopicRegister sends its new topic
-// so, with the topic's own permission.
+// queue data on other groups stays. An entry naming a group that has not
+// registered is an error wrapping ErrUnknownBroker, and as in RocketMQ
+// it ends the request where it is: a topic the name server did not know
+// gets nothing, a known one keeps the entries stored before it.
+//
+// An entry is taken as it comes, so an operator's write-permission change
+// (WipeWritePerm) on that topic ends, as RocketMQ stores the entry in
+// place of the queue data the change left; a Java broker with
+// enableSingleTopicRegister sends its new topic so, with the topic's own
+// permission. It stays until the group registers the topic at a data
+// version the name server does not hold for the registering address (or
+// registers anew), as RocketMQ's registerBroker rebuilds queue data only
+// then: a registration at the same data version leaves it.
 func (r *Registry) RegisterTopic(topic string, queues []QueueData) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	known := len(r.topics[topic]) > 0
 	for _, qd := range queues {
 		if r.groups[qd.BrokerName] == nil {
 			return fmt.Errorf("register topic %s: broker %q: %w", topic, qd.BrokerName, ErrUnknownBroker)
 		}
+		if known {
+			r.registerTopicEntry(topic, qd)
+		}
 	}
-	for _, qd := range queues {
-		r.dropWritePermChange(qd.BrokerName, topic)
-		r.putQueueData(topic, qd)
+	if !known {
+		for _, qd := range queues {
+			r.registerTopicEntry(topic, qd)
+		}
 	}
 	return nil
+}
+
+// registerTopicEntry stores one entry of RegisterTopic.
+func (r *Registry) registerTopicEntry(topic string, qd QueueData) {
+	r.dropWritePermChange(qd.BrokerName, topic)
+	r.putQueueData(topic, qd)
+	r.pin(qd.BrokerName, topic)
 }
 
 // MemberGroup returns the addresses of brokerName's members by broker id

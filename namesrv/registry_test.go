@@ -818,3 +818,47 @@ func TestAPrimeSlaveKeepsItsMastersMappingUntilItsDataVersionChanges(t *testing.
 		t.Fatalf("mapping epoch %d after the slave's new data version, want its 1", e)
 	}
 }
+
+// Queue data REGISTER_TOPIC_IN_NAMESRV stored stays through the group's
+// registrations at the data version the name server holds, as RocketMQ
+// rebuilds queue data only at a new one (registerBroker's
+// isTopicConfigChanged), and goes at a new data version, a registration
+// anew, or when the topic's queue data goes.
+func TestRegisteredTopicStaysUntilANewDataVersion(t *testing.T) {
+	r := NewRegistry(RegistryOptions{})
+	register(t, r, "C", "broker-a", "10.0.0.1:10911", 0, topicsBody(1, "T:4:4:6", "U:4:4:6"))
+	if err := r.RegisterTopic("T", []QueueData{{BrokerName: "broker-a", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}}); err != nil {
+		t.Fatal(err)
+	}
+	want2 := `"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":2,"topicSysFlag":0,"writeQueueNums":2}]`
+	register(t, r, "C", "broker-a", "10.0.0.1:10911", 0, topicsBody(1, "T:4:4:6", "U:4:4:6"))
+	if got := routeJSON(t, r, "T"); !strings.Contains(got, want2) {
+		t.Fatalf("route after a registration at the same data version: %s, want the registered topic's %s", got, want2)
+	}
+	register(t, r, "C", "broker-a", "10.0.0.1:10911", 0, topicsBody(2, "T:4:4:6", "U:4:4:6"))
+	want4 := `"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]`
+	if got := routeJSON(t, r, "T"); !strings.Contains(got, want4) {
+		t.Fatalf("route after a new data version: %s, want the broker's %s", got, want4)
+	}
+	// Rebuilt once: a later same-version registration rebuilds as
+	// before (the entry is no longer the registered one).
+	if err := r.RegisterTopic("U", []QueueData{{BrokerName: "broker-a", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}}); err != nil {
+		t.Fatal(err)
+	}
+	register(t, r, "C", "broker-a", "10.0.0.2:10911", 0, topicsBody(2, "T:4:4:6", "U:4:4:6"))
+	if got := routeJSON(t, r, "U"); !strings.Contains(got, want4) {
+		t.Fatalf("route after a registration from a new address: %s, want the broker's %s", got, want4)
+	}
+	if len(r.pinned) != 0 {
+		t.Fatalf("marks left: %v", r.pinned)
+	}
+	// The mark goes with the queue data.
+	if err := r.RegisterTopic("T", []QueueData{{BrokerName: "broker-a", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}}); err != nil {
+		t.Fatal(err)
+	}
+	r.DeleteTopic("T", "")
+	register(t, r, "C", "broker-a", "10.0.0.2:10911", 0, topicsBody(2, "T:4:4:6", "U:4:4:6"))
+	if got := routeJSON(t, r, "T"); !strings.Contains(got, want4) || len(r.pinned) != 0 {
+		t.Fatalf("route of a deleted registered topic registered again: %s (marks %v), want the broker's %s", got, r.pinned, want4)
+	}
+}
