@@ -415,10 +415,12 @@ func nextOrderOffset(st *kvindex.OrderState) int64 {
 // so too when the batch does not hold the message (another batch's
 // handle, an offset outside it, no batch): RocketMQ's
 // updateNextVisibleTime then changes nothing, and the answer does not
-// depend on it. Only an offset below the committed one keeps the
-// handle's fields.
+// depend on it. An offset below the committed one changes nothing and is
+// answered with zero fields: RocketMQ's processor returns its response
+// without setting them, and its header's fields are primitives, written
+// as 0.
 func (s *Service) changeOrder(group, topic string, queueID int32, offset int64, h Handle, invisibleTime int64) (ChangeResult, error) {
-	res := ChangeResult{PopTime: h.PopTime, InvisibleTime: h.InvisibleTime, ReviveQID: h.ReviveQID}
+	var res ChangeResult
 	var dur durability
 	defer dur.release()
 	unlock := s.lock(group, topic, queueID)
@@ -435,7 +437,7 @@ func (s *Service) changeOrder(group, topic string, queueID int32, offset int64, 
 		if err != nil {
 			return err
 		}
-		res.InvisibleTime = deadline - h.PopTime
+		res = ChangeResult{PopTime: h.PopTime, InvisibleTime: deadline - h.PopTime, ReviveQID: h.ReviveQID}
 		if !ok || st.PopTime != h.PopTime {
 			return nil
 		}

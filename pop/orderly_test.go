@@ -298,3 +298,21 @@ func TestAnOrderlyBatchIdleForADayIsForgotten(t *testing.T) {
 		t.Fatalf("pop 25 h later: %v %q, want [0 1] counted afresh (\"0 0 0\")", offs, info)
 	}
 }
+
+// A change of invisible time of an orderly message below the committed
+// offset changes nothing and is answered with zero fields, as RocketMQ's
+// ChangeInvisibleTimeProcessor returns its response without setting them
+// (primitive fields, written as 0), not with the handle's.
+func TestOrderlyChangeBelowTheCommittedOffsetAnswersZeroFields(t *testing.T) {
+	h := newOrderHarness(t, 4)
+	offs, _ := h.pop(t, "", 2)
+	st := h.batch(t)
+	if _, err := h.svc.AckMany("G", orderTestTopic, 0, offs[0], offs, st.PopTime, st.InvisibleTime, true); err != nil {
+		t.Fatal(err)
+	}
+	hd := Handle{PopTime: st.PopTime, InvisibleTime: st.InvisibleTime, ReviveQID: OrderReviveQueue}
+	res, err := h.svc.ChangeInvisibleTime("G", orderTestTopic, 0, 0, hd, 5000)
+	if err != nil || res != (ChangeResult{}) {
+		t.Fatalf("change below the committed offset: %+v %v, want zero fields", res, err)
+	}
+}
