@@ -344,7 +344,7 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 // now: on a slave, a read-only pop from where it would start.
 func (b *Broker) popHasMessage(group, topic string, queueID int32, order bool, attemptID string) (bool, error) {
 	if b.isSlave() {
-		return b.popSvc.HasMessageReadOnly(group, topic, queueID, order)
+		return b.popSvc.HasMessageReadOnly(group, topic, queueID, order, attemptID)
 	}
 	return b.popSvc.HasMessage(group, topic, queueID, order, attemptID)
 }
@@ -393,15 +393,17 @@ func (b *Broker) ackTarget(req *remoting.Command, topic string, queueID int32, o
 // that matches nothing in flight (acknowledged, expired and revived,
 // stale); so does this.
 //
-// On a slave an ack that passes the checks is answered SUCCESS and
-// changes nothing, as RocketMQ's slave answers it: its AckMessageProcessor
-// puts the ack through EscapeBridge, which puts nothing on a broker that
-// is not broker 0 and says SERVICE_NOT_AVAILABLE, which the processor
-// only logs. The master's in-flight state, which the slave copies, is the
-// one that counts; an ack of a message popped from the master is for the
-// master. (RocketMQ's slave can answer an orderly ack MESSAGE_ILLEGAL when
-// an orderly pop on that slave left it a batch the offset is not in;
-// rocketkv's slave keeps no orderly state of its own pops.)
+// On a slave a non-orderly ack that passes the checks is answered
+// SUCCESS and changes nothing, as RocketMQ's slave answers it: its
+// AckMessageProcessor puts the ack through EscapeBridge, which puts
+// nothing on a broker that is not broker 0 and says
+// SERVICE_NOT_AVAILABLE, which the processor only logs. The master's
+// in-flight state, which the slave copies, is the one that counts; an
+// ack of a message popped from the master is for the master. An orderly
+// ack moves what the slave keeps in memory of its own orderly pops
+// (pop.Service.AckReadOnly), as RocketMQ's slave's ackOrderly moves its
+// in-memory order info and offset table, and is MESSAGE_ILLEGAL for an
+// offset outside the batch an orderly pop on the slave handed out.
 func (b *Broker) processAck(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	r := remoting.Header(req.ExtFields).Reader()
 	group, topic, queueID := r.String("consumerGroup"), r.String("topic"), r.Int32("queueId")
@@ -417,6 +419,9 @@ func (b *Broker) processAck(_ context.Context, _ *remoting.Conn, req *remoting.C
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
 	if b.isSlave() {
+		if _, err := b.popSvc.AckReadOnly(group, topic, queueID, offset, h); err != nil {
+			return b.popError(req, err)
+		}
 		return remoting.NewResponse(req, remoting.Success, "")
 	}
 	if _, err := b.popSvc.Ack(group, topic, queueID, offset, h); err != nil {
@@ -438,9 +443,9 @@ func (b *Broker) popError(req *remoting.Command, err error) *remoting.Command {
 // its queue are acknowledged; entries of unknown topics and offsets out of
 // range are skipped, as RocketMQ does. An orderly offset outside its batch
 // makes the answer MESSAGE_ILLEGAL, the other offsets acknowledged all the
-// same (RocketMQ's ackOrderly per offset). On a slave one that passes the
-// checks is answered SUCCESS and changes nothing, as a single ack
-// (processAck).
+// same (RocketMQ's ackOrderly per offset). On a slave the entries are
+// acknowledged as single acks are there (processAck): the orderly ones
+// in the slave's memory, the others not at all.
 func (b *Broker) processBatchAck(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	if len(req.Body) == 0 {
 		return remoting.NewResponse(req, remoting.NoMessage, "")
@@ -483,6 +488,9 @@ func (b *Broker) processBatchAck(_ context.Context, _ *remoting.Conn, req *remot
 			Offsets: offsets, PopTime: a.PopTime, InvisibleTime: a.InvisibleTime, Orderly: a.ReviveQueueID == pop.OrderReviveQueue})
 	}
 	if b.isSlave() {
+		if _, err := b.popSvc.AckBatchReadOnly(entries); err != nil {
+			return b.popError(req, err)
+		}
 		return remoting.NewResponse(req, remoting.Success, "")
 	}
 	if _, err := b.popSvc.AckBatch(entries); err != nil {
@@ -553,29 +561,26 @@ func changedResponse(req *remoting.Command, res pop.ChangeResult) *remoting.Comm
 }
 
 // slaveChangeInvisibleTime answers, on a slave, a change of invisible time
-// that passed the checks, as RocketMQ's slave does, changing nothing. A
-// message popped without order gets SYSTEM_ERROR without a remark: its
+// that passed the checks, as RocketMQ's slave does. A message popped
+// without order gets SYSTEM_ERROR without a remark: its
 // ChangeInvisibleTimeProcessor first puts a new checkpoint through
 // EscapeBridge, which on a broker that is not broker 0 puts nothing and
 // says SERVICE_NOT_AVAILABLE, and answers that failure so. An orderly one
-// gets SUCCESS with the handle's popTime and reviveQid and the new
-// invisible time counted from popTime (RocketMQ's slave keeps it in its
-// own memory, which no pop reads back but its own), or the handle's
-// invisible time for an offset below the committed one, as a master
-// answers it.
+// moves the message's deadline in what the slave keeps in memory of its
+// own orderly pops (pop.Service.ChangeInvisibleTimeReadOnly, RocketMQ's
+// slave's ConsumerOrderInfoManager.updateNextVisibleTime) and gets
+// SUCCESS with the handle's popTime and reviveQid and the new invisible
+// time counted from popTime, or zero fields for an offset below the
+// committed one, as a master answers it.
 func (b *Broker) slaveChangeInvisibleTime(req *remoting.Command, group, topic string, queueID int32, offset int64, h pop.Handle, invisible int64) *remoting.Command {
 	if !h.Orderly() {
 		b.busyLog.Warn().Str("group", group).Str("topic", topic).Int32("queue", queueID).Int64("offset", offset).
 			Msg("change of invisible time on a slave: SYSTEM_ERROR, as RocketMQ's slave cannot write the new checkpoint (sampled, at most one line a second)")
 		return remoting.NewResponse(req, remoting.SystemError, "")
 	}
-	res := pop.ChangeResult{PopTime: h.PopTime, InvisibleTime: h.InvisibleTime, ReviveQID: h.ReviveQID}
-	committed, _, err := b.offsets.Get(group, topic, queueID)
+	res, err := b.popSvc.ChangeInvisibleTimeReadOnly(group, topic, queueID, offset, h, invisible)
 	if err != nil {
-		return remoting.NewResponse(req, remoting.SystemError, err.Error())
-	}
-	if offset >= committed {
-		res.InvisibleTime = time.Now().UnixMilli() + invisible - h.PopTime
+		return b.popError(req, err)
 	}
 	return changedResponse(req, res)
 }

@@ -15,11 +15,12 @@ import (
 // RocketMQ 5.3.3's slave does, slaveReadEnable or not, and writes
 // nothing: a pop gets the messages (RocketMQ's checkpoint write goes
 // through EscapeBridge, which on a slave puts nothing and only fails),
-// and the next pop goes on past them (kept in memory only); acks are
-// SUCCESS and change nothing; a change of invisible time of a message
-// popped without order is SYSTEM_ERROR (its new checkpoint cannot be
-// put), of an orderly one SUCCESS. The checks before them still answer as
-// on a master.
+// and the next pop goes on past them (kept in memory only); non-orderly
+// acks are SUCCESS and change nothing; a change of invisible time of a
+// message popped without order is SYSTEM_ERROR (its new checkpoint
+// cannot be put), of an orderly one SUCCESS. The checks before them still
+// answer as on a master. (Orderly pops and acks on a slave:
+// TestSlaveOrderlyPopsLockTheQueueInMemory.)
 func TestSlaveAnswersPopsWithoutRecordingThem(t *testing.T) {
 	master := startTestBroker(t, withHA(nil))
 	slave := startSlaveOf(t, master, nil)
@@ -290,5 +291,91 @@ func TestSlaveHeldPopWakesWhenHandedOutMessagesExpire(t *testing.T) {
 	}
 	if waited := a.at.Sub(start); waited >= pollTime/2 {
 		t.Fatalf("held pop on the slave answered after %v of its %v poll time: not woken when the invisible time ran out", waited, pollTime)
+	}
+}
+
+// Orderly pops on a slave keep their batch and their progress in memory,
+// as RocketMQ's slave keeps them in its ConsumerOrderInfoManager and
+// offset table: a second orderly consumer of the group gets nothing
+// while the first holds the batch; the first's acks on the slave free
+// the queue, wake the second's held pop and move the group on, so that
+// it gets the next messages at once; an ack of an offset outside the
+// batch is MESSAGE_ILLEGAL; a change of invisible time below the
+// committed offset is SUCCESS with zero fields, as RocketMQ answers it.
+// The slave's store holds none of it, and the master's state is as it
+// was.
+func TestSlaveOrderlyPopsLockTheQueueInMemory(t *testing.T) {
+	master := startTestBroker(t, withHA(nil))
+	slave := startSlaveOf(t, master, nil)
+	_, mrc := popClient(master)
+	sendBodies(t, mrc, "SO", 4)
+	waitReplicated(t, master, slave)
+	syncSlave(t, slave, master) // the topic
+	sc, _ := popClient(slave)
+	ctx := ctx20(t)
+
+	req := popclient.PopRequest{Group: "o", Topic: "SO", QueueID: 0, MaxMsgNums: 2, InvisibleTime: time.Minute, Order: true, AttemptID: "first"}
+	first := mustPop(t, sc, req)
+	if fmt.Sprint(bodies(first.Messages)) != "[m0 m1]" {
+		t.Fatalf("first orderly pop on the slave: %v, want [m0 m1]", bodies(first.Messages))
+	}
+	req.AttemptID = "second"
+	if got := mustPop(t, sc, req); len(got.Messages) != 0 {
+		t.Fatalf("second consumer's orderly pop on the slave while the first holds the batch: %v, want nothing", bodies(got.Messages))
+	}
+
+	held := make(chan popclient.PopResult, 1)
+	start := time.Now()
+	const pollTime = 20 * time.Second
+	go func() {
+		hreq := req
+		hreq.PollTime = pollTime
+		res, err := sc.Pop(ctx, hreq)
+		if err != nil {
+			t.Error(err)
+		}
+		held <- res
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		slave.popHolds.mu.Lock()
+		n := slave.popHolds.total
+		slave.popHolds.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second consumer's orderly pop on the slave is not held")
+		}
+	}
+	for _, m := range first.Messages {
+		if code, err := sc.Ack(ctx, "o", m); err != nil || code != remoting.Success {
+			t.Fatalf("orderly ack of %s on the slave: %d %v, want SUCCESS", m.Body, code, err)
+		}
+	}
+	next := <-held
+	if fmt.Sprint(bodies(next.Messages)) != "[m2 m3]" {
+		t.Fatalf("second consumer's held orderly pop on the slave after the first's acks: %v, want [m2 m3]", bodies(next.Messages))
+	}
+	if waited := time.Since(start); waited >= pollTime/2 {
+		t.Fatalf("held orderly pop on the slave answered after %v of its %v poll time: not woken by the acks", waited, pollTime)
+	}
+
+	stray := next.Messages[1].Handle
+	stray.QueueOffset = 4
+	if code, err := sc.AckHandle(ctx, "o", "SO", stray); err != nil || code != remoting.MessageIllegal {
+		t.Fatalf("orderly ack on the slave of an offset outside its batch: %d %v, want MESSAGE_ILLEGAL", code, err)
+	}
+	code, nh, err := sc.ChangeInvisibleTime(ctx, "o", first.Messages[0], time.Minute)
+	if err != nil || code != remoting.Success || nh.PopTime != 0 || nh.InvisibleTime != 0 || nh.ReviveQID != 0 {
+		t.Fatalf("orderly change of invisible time on the slave below the committed offset: %d %+v %v, want SUCCESS with zero fields", code, nh, err)
+	}
+
+	for _, b := range []*testBroker{slave, master} {
+		if st, ok, err := b.db.Pop().Order("o", "SO", 0); err != nil || ok {
+			t.Fatalf("an orderly batch of the slave's pops is stored (%v): %+v", err, st)
+		}
+		if off, ok, err := b.offsets.Get("o", "SO", 0); err != nil || ok {
+			t.Fatalf("a committed offset of the slave's orderly acks is stored (%v): %d", err, off)
+		}
 	}
 }

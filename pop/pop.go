@@ -678,10 +678,11 @@ func (s *Service) HasMessage(group, topic string, queueID int32, order bool, att
 }
 
 // HasMessageReadOnly is HasMessage on a slave: whether a PopReadOnly of
-// the queue would find a message now (from where it would start; no
-// orderly lock counts).
-func (s *Service) HasMessageReadOnly(group, topic string, queueID int32, order bool) (bool, error) {
-	return s.hasMessage(group, topic, queueID, order, "", true)
+// the queue would find a message now (from where it would start; an
+// orderly queue locked by the batch a pop on the slave handed out has
+// none).
+func (s *Service) HasMessageReadOnly(group, topic string, queueID int32, order bool, attemptID string) (bool, error) {
+	return s.hasMessage(group, topic, queueID, order, attemptID, true)
 }
 
 func (s *Service) hasMessage(group, topic string, queueID int32, order bool, attemptID string, readOnly bool) (bool, error) {
@@ -698,9 +699,16 @@ func (s *Service) hasMessage(group, topic string, queueID int32, order bool, att
 		}
 		var pos int64
 		var err error
-		if readOnly && !order {
+		switch {
+		case readOnly && order:
+			var free bool
+			pos, free, err = s.readOnlyOrderStart(queueKey{group, t, q}, attemptID)
+			if err != nil || !free {
+				return false, err
+			}
+		case readOnly:
 			pos, err = s.readOnlyStart(queueKey{group, t, q}, InitMin, false)
-		} else {
+		default:
 			pos, _, err = s.startOffset(group, t, q, InitMin, !order && !readOnly)
 		}
 		if err != nil {

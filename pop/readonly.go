@@ -2,14 +2,13 @@ package pop
 
 import (
 	"fmt"
-
-	"github.com/rocketkv/rocketkv/kvindex"
 )
 
 // PopReadOnly answers a pop on a slave, whose store only its master
 // writes: the messages a pop would return, with the same header fields,
 // and nothing recorded in the store: no checkpoint, no position, no
-// committed offset, no orderly lock.
+// committed offset, no orderly batch (what a slave keeps of its pops is
+// in memory).
 //
 // It is what a client sees of Apache RocketMQ 5.3.3's slave (brokerRole
 // SLAVE, with or without slaveReadEnable, which only pulls look at):
@@ -17,8 +16,8 @@ import (
 // the messages, and the checkpoint it writes goes through EscapeBridge,
 // which on a broker that is not broker 0 (without slave acting master)
 // puts nothing and says SERVICE_NOT_AVAILABLE, which the pop only logs.
-// Nothing is in flight afterwards: the slave revives nothing and acks
-// change nothing there.
+// Nothing is in flight afterwards: the slave revives nothing and
+// non-orderly acks change nothing there.
 //
 // A non-orderly pop starts, as RocketMQ's slave's, from the group's
 // committed offset as last copied from the master (the master's pop
@@ -29,13 +28,20 @@ import (
 // whichever is furthest: the slave keeps that in memory (handedOut), as
 // RocketMQ's keeps it in its PopBufferMergeService, so that consecutive
 // pops get the next messages and not the same ones. A message handed out
-// by the slave and not acknowledged on the master (an ack on the slave
-// changes nothing) is popped again once
+// by the slave and not acknowledged on the master (a non-orderly ack on
+// the slave changes nothing) is popped again once
 // its invisible time is over (and that of every message handed out after
 // it); the pops held on its queue are woken then (Config.OnQueueReady).
 // An orderly pop ignores whatever orderly batch of the master's was
-// copied, counts no earlier delivery and keeps nothing in memory
-// (RocketMQ's slave has none of its master's orderly state).
+// copied (RocketMQ's slave has none of its master's orderly state) and
+// keeps its own in memory, as RocketMQ's slave keeps it in its
+// ConsumerOrderInfoManager and offset table (slaveOrders): the batch
+// locks the queue for the group's other orderly consumers until each of
+// its messages is acknowledged on the slave (AckReadOnly) or past its
+// deadline (which ChangeInvisibleTimeReadOnly moves), and the next batch
+// starts past what the slave's acks acknowledged, or at the committed
+// offset copied from the master when that is further. A batch delivered
+// again counts one more consumption of its messages, as on a master.
 func (s *Service) PopReadOnly(req PopRequest) (PopResult, error) {
 	res, err := s.popReadOnly(req)
 	res.finish()
@@ -57,6 +63,18 @@ func (s *Service) popReadOnly(req PopRequest) (PopResult, error) {
 		if res.count() > 0 && len(res.Body) >= maxPopBody {
 			remain = 0
 		}
+		if req.Order {
+			r, err := s.readOnlyOrderQueue(req, src, remain, &res, &info)
+			if err != nil {
+				return res, err
+			}
+			if len(r.offsets) > 0 {
+				if err := s.finishPop(req, src, r, &res, &info); err != nil {
+					return res, err
+				}
+			}
+			continue
+		}
 		if remain <= 0 {
 			pos, err := s.readOnlyPin(req, src)
 			if err != nil {
@@ -66,9 +84,6 @@ func (s *Service) popReadOnly(req PopRequest) (PopResult, error) {
 				return res, err
 			}
 			continue
-		}
-		if req.Order {
-			remain = min(remain, kvindex.MaxOrderBatch)
 		}
 		r, err := s.readOnlyRead(req, src, remain, res.PopTime)
 		if err != nil {
@@ -82,11 +97,6 @@ func (s *Service) popReadOnly(req PopRequest) (PopResult, error) {
 		if err := s.finishPop(req, src, r, &res, &info); err != nil {
 			return res, err
 		}
-		if req.Order {
-			// The count of a batch no delivery was counted for, as
-			// RocketMQ's slave, which has no orderly state, reports it.
-			info.AddOrderQueue(src.flag, src.queueID, 0)
-		}
 	}
 	res.StartOffsetInfo = info.StartOffsetInfo()
 	res.MsgOffsetInfo = info.MsgOffsetInfo()
@@ -94,18 +104,10 @@ func (s *Service) popReadOnly(req PopRequest) (PopResult, error) {
 	return res, nil
 }
 
-// readOnlyRead reads up to remain messages of one queue for a read-only
-// pop at popTime: a non-orderly one from readOnlyStart, under the queue's
-// lock, noting what it handed out before the lock is released; an
-// orderly one from the committed offset.
+// readOnlyRead reads up to remain messages of one queue for a
+// non-orderly read-only pop at popTime from readOnlyStart, under the
+// queue's lock, noting what it handed out before the lock is released.
 func (s *Service) readOnlyRead(req PopRequest, src source, remain int, popTime int64) (readResult, error) {
-	if req.Order {
-		pos, _, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, false)
-		if err != nil {
-			return readResult{}, fmt.Errorf("read-only pop of %s/%d: %w", src.topic, src.queueID, err)
-		}
-		return s.readQueue(src.topic, src.queueID, pos, remain, s.cfg.MaxTransferBytes, src.filter, true)
-	}
 	unlock := s.lock(req.Group, src.topic, src.queueID)
 	defer unlock()
 	k := queueKey{req.Group, src.topic, src.queueID}
@@ -125,15 +127,11 @@ func (s *Service) readOnlyRead(req PopRequest, src source, remain int, popTime i
 	return r, nil
 }
 
-// readOnlyPin returns where a read-only pop that is full before it
-// reads a queue would have started on it, remembering the start of a
-// non-orderly group without a committed offset there (as RocketMQ's
+// readOnlyPin returns where a non-orderly read-only pop that is full
+// before it reads a queue would have started on it, remembering the
+// start of a group without a committed offset there (as RocketMQ's
 // slave commits the start of every queue its pop locks).
 func (s *Service) readOnlyPin(req PopRequest, src source) (int64, error) {
-	if req.Order {
-		pos, _, err := s.startOffset(req.Group, src.topic, src.queueID, req.InitMode, false)
-		return pos, err
-	}
 	unlock := s.lock(req.Group, src.topic, src.queueID)
 	defer unlock()
 	return s.readOnlyStart(queueKey{req.Group, src.topic, src.queueID}, req.InitMode, true)
@@ -166,13 +164,24 @@ func (s *Service) readOnlyStart(k queueKey, initMode int32, pin bool) (int64, er
 // OffsetsCopied tells the service of a slave that its master's committed
 // offsets were copied: the starts its read-only pops remembered for
 // groups without a committed offset are forgotten where the groups now
-// have one.
+// have one, and the committed offsets its orderly pops and acks moved
+// where the copied ones reached them.
 func (s *Service) OffsetsCopied() error {
-	return s.handed.forgetStarts(func(k queueKey) (bool, error) {
+	err := s.handed.forgetStarts(func(k queueKey) (bool, error) {
 		_, ok, err := s.cfg.Offsets.Get(k.group, k.topic, k.queueID)
 		if err != nil {
 			return false, fmt.Errorf("committed offset of %s on %s/%d: %w", k.group, k.topic, k.queueID, err)
 		}
 		return ok, nil
+	})
+	if err != nil {
+		return err
+	}
+	return s.slaveOrd.forgetReached(func(k queueKey, own int64) (bool, error) {
+		off, ok, err := s.cfg.Offsets.Get(k.group, k.topic, k.queueID)
+		if err != nil {
+			return false, fmt.Errorf("committed offset of %s on %s/%d: %w", k.group, k.topic, k.queueID, err)
+		}
+		return ok && off >= own, nil
 	})
 }

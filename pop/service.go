@@ -185,6 +185,9 @@ type Service struct {
 	orderWakes *orderWakes
 	// handed is what a slave's read-only pops handed out (PopReadOnly).
 	handed *handedOut
+	// slaveOrd is what a slave's orderly pops, acks and changes of
+	// invisible time keep (readonlyorder.go).
+	slaveOrd *slaveOrders
 
 	// stopped are the queues the in-flight threshold stops
 	// (threshold.go).
@@ -263,6 +266,7 @@ func New(cfg Config) (*Service, error) {
 		wake:     make(chan struct{}, 1),
 	}
 	s.handed = newHandedOut(cfg.OnQueueReady, s.now)
+	s.slaveOrd = newSlaveOrders()
 	if !cfg.QuietOrderLockRelease {
 		s.orderWakes = newOrderWakes(cfg.OnQueueReady)
 	}

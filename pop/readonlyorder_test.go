@@ -1,0 +1,194 @@
+package pop
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// popReadOnly pops up to max messages of queue 0 orderly on a slave
+// with attemptID and returns the offsets popped, the orderCountInfo and
+// the pop's time.
+func (h *orderHarness) popReadOnly(t *testing.T, attemptID string, max int) ([]int64, string, int64) {
+	t.Helper()
+	res, err := h.svc.PopReadOnly(PopRequest{Group: "G", Topic: orderTestTopic, QueueID: 0, MaxMsgNums: max, InvisibleTime: 1000,
+		Order: true, AttemptID: attemptID})
+	if err != nil {
+		t.Fatalf("read-only pop: %v", err)
+	}
+	offs, err := ParseMsgOffsetInfo(res.MsgOffsetInfo)
+	if err != nil {
+		t.Fatalf("msgOffsetInfo %q: %v", res.MsgOffsetInfo, err)
+	}
+	return offs[InfoKey(FlagNormal, 0)], res.OrderCountInfo, res.PopTime
+}
+
+// orderHandle is the handle of an orderly pop of queue 0 at popTime.
+func orderHandle(popTime int64) Handle {
+	return Handle{PopTime: popTime, InvisibleTime: 1000, ReviveQID: OrderReviveQueue, RetryFlag: FlagNormal, QueueID: 0}
+}
+
+// storesNothing fails the test when the store holds an orderly batch or
+// a committed offset of the harness's queue: a slave writes neither.
+func (h *orderHarness) storesNothing(t *testing.T) {
+	t.Helper()
+	if st, ok, err := h.svc.store.Order("G", orderTestTopic, 0); err != nil || ok {
+		t.Fatalf("the slave stored an orderly batch %+v (%v)", st, err)
+	}
+	if off, ok, err := h.svc.cfg.Offsets.Get("G", orderTestTopic, 0); err != nil || ok {
+		t.Fatalf("the slave stored a committed offset %d (%v)", off, err)
+	}
+}
+
+// An orderly pop on a slave locks the queue in memory, as RocketMQ's
+// slave's ConsumerOrderInfoManager does: another consumer of the group
+// gets nothing while the batch is invisible, the same attempt gets the
+// batch again, and once the batch is acknowledged on the slave the next
+// pop gets the next messages at once. Unacknowledged past its invisible
+// time, the batch comes again counted as redelivered. The store holds
+// none of it.
+func TestSlaveOrderlyPopLocksTheQueueAndItsAcksMoveOn(t *testing.T) {
+	h := newOrderHarness(t, 6)
+	offs, info, popTime := h.popReadOnly(t, "A", 2)
+	if fmt.Sprint(offs) != "[0 1]" || info != "0 0 0" {
+		t.Fatalf("first pop on the slave: %v %q", offs, info)
+	}
+	if has, err := h.svc.HasMessageReadOnly("G", orderTestTopic, 0, true, "B"); err != nil || has {
+		t.Fatalf("notification on the slave of a locked queue: %v %v, want false", has, err)
+	}
+	if offs, _, _ := h.popReadOnly(t, "B", 2); len(offs) != 0 {
+		t.Fatalf("another consumer's pop of the locked queue on the slave: %v, want nothing", offs)
+	}
+	if offs, _, _ := h.popReadOnly(t, "A", 2); fmt.Sprint(offs) != "[0 1]" {
+		t.Fatalf("the same attempt's pop on the slave: %v, want the batch [0 1] again", offs)
+	}
+	_, _, popTime = h.popReadOnly(t, "A", 2) // the batch's popTime now
+	for _, off := range []int64{0, 1} {
+		if _, err := h.svc.AckReadOnly("G", orderTestTopic, 0, off, orderHandle(popTime)); err != nil {
+			t.Fatalf("ack of %d on the slave: %v", off, err)
+		}
+	}
+	if has, err := h.svc.HasMessageReadOnly("G", orderTestTopic, 0, true, "B"); err != nil || !has {
+		t.Fatalf("notification on the slave once the batch is acknowledged: %v %v, want true", has, err)
+	}
+	offs, info, _ = h.popReadOnly(t, "B", 2)
+	if fmt.Sprint(offs) != "[2 3]" || info != "0 0 0" {
+		t.Fatalf("pop on the slave after the batch's acks: %v %q, want [2 3] at once", offs, info)
+	}
+	h.now += 1001
+	offs, info, _ = h.popReadOnly(t, "C", 2)
+	if fmt.Sprint(offs) != "[2 3]" || info == "0 0 0" {
+		t.Fatalf("pop on the slave after the invisible time: %v %q, want [2 3] counted as redelivered", offs, info)
+	}
+	h.storesNothing(t)
+}
+
+// An orderly ack on a slave of an offset outside the batch its pop
+// handed out is ErrIllegalOffset (RocketMQ's MESSAGE_ILLEGAL), the
+// other offsets acknowledged all the same; an ack of an earlier batch
+// changes nothing; without a batch, the offset after the acknowledged
+// one is committed in memory (RocketMQ's commitAndNext without an
+// OrderInfo), so the acks of a batch popped from the master move the
+// slave past it.
+func TestSlaveOrderlyAcksAsRocketMQsSlave(t *testing.T) {
+	h := newOrderHarness(t, 6)
+	if _, err := h.svc.AckBatchReadOnly([]AckEntry{{Group: "G", Topic: orderTestTopic, Offsets: []int64{0, 1, 2}, PopTime: 7, Orderly: true}}); err != nil {
+		t.Fatalf("acks on the slave of a batch popped from the master: %v", err)
+	}
+	offs, _, popTime := h.popReadOnly(t, "A", 2)
+	if fmt.Sprint(offs) != "[3 4]" {
+		t.Fatalf("pop on the slave after acks of [0 1 2]: %v, want [3 4]", offs)
+	}
+	if _, err := h.svc.AckReadOnly("G", orderTestTopic, 0, 4, orderHandle(popTime-1)); err != nil {
+		t.Fatalf("ack of an earlier batch: %v", err)
+	}
+	results, err := h.svc.AckBatchReadOnly([]AckEntry{
+		{Group: "G", Topic: orderTestTopic, Offsets: []int64{3, 5}, PopTime: popTime, Orderly: true},
+		{Group: "G", Topic: orderTestTopic, Offsets: []int64{4}, PopTime: popTime, Orderly: true},
+	})
+	if !errors.Is(err, ErrIllegalOffset) {
+		t.Fatalf("batch ack on the slave with an offset outside the batch: %v, want ErrIllegalOffset", err)
+	}
+	if len(results) != 2 || results[0].Deleted != 1 || results[1].Deleted != 1 {
+		t.Fatalf("batch ack results %+v, want one acknowledged by each entry", results)
+	}
+	if offs, _, _ := h.popReadOnly(t, "B", 2); fmt.Sprint(offs) != "[5]" {
+		t.Fatalf("pop on the slave after its batch's acks: %v, want [5]", offs)
+	}
+	h.storesNothing(t)
+}
+
+// A change of invisible time of an orderly message on a slave moves its
+// deadline in the slave's memory: the queue stays locked past the pop's
+// invisible time. Below the committed offset it is answered with zero
+// fields, as RocketMQ answers it.
+func TestSlaveOrderlyChangeInvisibleTime(t *testing.T) {
+	h := newOrderHarness(t, 4)
+	_, _, popTime := h.popReadOnly(t, "A", 2)
+	h.now += 300
+	res, err := h.svc.ChangeInvisibleTimeReadOnly("G", orderTestTopic, 0, 0, orderHandle(popTime), 5000)
+	want := ChangeResult{PopTime: popTime, InvisibleTime: h.now + 5000 - popTime, ReviveQID: OrderReviveQueue, Changed: true}
+	if err != nil || res != want {
+		t.Fatalf("change on the slave: %+v %v, want %+v", res, err, want)
+	}
+	if _, err := h.svc.AckReadOnly("G", orderTestTopic, 0, 1, orderHandle(popTime)); err != nil {
+		t.Fatal(err)
+	}
+	h.now += 1000 // past the pop's invisible time, not the change's
+	if offs, _, _ := h.popReadOnly(t, "B", 2); len(offs) != 0 {
+		t.Fatalf("pop on the slave before the changed deadline: %v, want nothing", offs)
+	}
+	h.now += 5000
+	offs, _, popTime := h.popReadOnly(t, "B", 2)
+	if fmt.Sprint(offs) != "[0 1]" {
+		t.Fatalf("pop on the slave after the changed deadline: %v, want [0 1]", offs)
+	}
+	for _, off := range offs {
+		if _, err := h.svc.AckReadOnly("G", orderTestTopic, 0, off, orderHandle(popTime)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err := h.svc.ChangeInvisibleTimeReadOnly("G", orderTestTopic, 0, 0, orderHandle(popTime), 5000); err != nil || res != (ChangeResult{}) {
+		t.Fatalf("change on the slave below the committed offset: %+v %v, want zero fields", res, err)
+	}
+	h.storesNothing(t)
+}
+
+// What a slave's orderly acks committed in memory goes by the committed
+// offset copied from the master: the further of the two counts, and the
+// slave's own is forgotten once a copy reaches it.
+func TestSlaveOrderlyProgressAndTheCopiedOffset(t *testing.T) {
+	h := newOrderHarness(t, 8)
+	_, _, popTime := h.popReadOnly(t, "A", 2)
+	for _, off := range []int64{0, 1} {
+		if _, err := h.svc.AckReadOnly("G", orderTestTopic, 0, off, orderHandle(popTime)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A copy behind the slave's own: not back past it.
+	if err := h.svc.cfg.Offsets.Set("G", orderTestTopic, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.svc.OffsetsCopied(); err != nil {
+		t.Fatal(err)
+	}
+	_, _, popTime = h.popReadOnly(t, "A", 2)
+	for _, off := range []int64{2, 3} {
+		if _, err := h.svc.AckReadOnly("G", orderTestTopic, 0, off, orderHandle(popTime)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A copy ahead: the slave goes on from there, and forgets its own.
+	if err := h.svc.cfg.Offsets.Set("G", orderTestTopic, 0, 6); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.svc.OffsetsCopied(); err != nil {
+		t.Fatal(err)
+	}
+	if q := h.svc.slaveOrd.get(queueKey{"G", orderTestTopic, 0}); q.hasCommitted {
+		t.Fatalf("the slave kept its own committed offset %d past a copy of 6", q.committed)
+	}
+	if offs, _, _ := h.popReadOnly(t, "B", 2); fmt.Sprint(offs) != "[6 7]" {
+		t.Fatalf("pop on the slave after a copy ahead of it: %v, want [6 7]", offs)
+	}
+}
