@@ -129,9 +129,9 @@ func lookupPropertyBytes(props []byte, key string) ([]byte, bool) {
 // Check's, and ErrPropCRC for a property that is missing, not a number
 // or not the record's CRC. It allocates nothing.
 func CheckPropCRC(b []byte) (int32, error) {
-	l, err := parseChecked(b)
+	l, err := parse(b)
 	if err != nil {
-		return l.blank, err
+		return checkFailed(b, err)
 	}
 	rec := b[:l.size]
 	v, ok := lookupPropertyBytes(rec[l.props:l.props+l.propsLen], PropertyCRC32)
