@@ -50,9 +50,9 @@ func (p dispatchProgress) event(e *zerolog.Event, dispatched int64, now time.Tim
 // catchUpDispatch waits until the dispatcher has indexed everything in the
 // CommitLog, as the start must before it serves. A tail of more than
 // catchUpReportFrom bytes is logged when the wait begins, every
-// catchUpLogEvery while it lasts, and when it
-// ends, so an operator whose broker indexes a moved RocketMQ store of
-// hundreds of GiB sees it working and how long it has left.
+// catchUpLogEvery while it lasts, and when it ends, so an operator whose
+// broker indexes a moved RocketMQ store of hundreds of GiB sees it working
+// and how long it has left.
 func (b *Broker) catchUpDispatch(ctx context.Context) error {
 	p := dispatchProgress{from: b.disp.Dispatched(), to: b.clog.MaxOffset(), began: time.Now()}
 	from := int64(catchUpReportFrom)
