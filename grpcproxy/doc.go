@@ -15,8 +15,10 @@
 //	                         answered with the proxy's own endpoint
 //	QueryAssignment          one queue -1 per readable broker group (every
 //	                         queue of the group when the group is FIFO)
-//	SendMessage              SEND_MESSAGE_V2, one per message, to a queue
-//	                         chosen round-robin or by the message group
+//	SendMessage              SEND_MESSAGE_V2 of a single message, to a
+//	                         queue chosen round-robin or by its message
+//	                         group; SEND_BATCH_MESSAGE of several, to the
+//	                         next queue round-robin
 //	ReceiveMessage           POP_MESSAGE (queue -1) with long polling
 //	AckMessage               ACK_MESSAGE per entry
 //	ChangeInvisibleDuration  CHANGE_MESSAGE_INVISIBLETIME
