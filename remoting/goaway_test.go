@@ -3,6 +3,8 @@ package remoting
 import (
 	"context"
 	"errors"
+	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,5 +101,113 @@ func TestGoAwayWaitsItsTime(t *testing.T) {
 	}
 	if waited := time.Since(start); waited < 200*time.Millisecond {
 		t.Fatalf("GoAway returned after %v, before its 200ms wait", waited)
+	}
+}
+
+// goAwayFor starts s.GoAway on a goroutine, waits until it has begun and
+// stops it at the end of the test.
+func goAwayFor(t *testing.T, s *Server) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.GoAway(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	waitFor(t, "GoAway to begin", s.goingAway.Load)
+}
+
+// rawRequest writes a request of the given code, client version and
+// opaque on c.
+func rawRequest(t *testing.T, c net.Conn, code, version, opaque int32) {
+	t.Helper()
+	req := NewRequest(code, nil, nil)
+	req.Version, req.Opaque = version, opaque
+	writeCommand(t, c, req)
+}
+
+// readAnswers reads n answers from fr, by opaque.
+func readAnswers(t *testing.T, fr *FrameReader, n int) map[int32]*Command {
+	t.Helper()
+	out := make(map[int32]*Command, n)
+	for range n {
+		frame, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("read answer %d of %d: %v", len(out)+1, n, err)
+		}
+		resp, err := Decode(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[resp.Opaque] = resp
+	}
+	return out
+}
+
+// RocketMQ decides on GO_AWAY before it submits a request to a
+// processor's pool: a newer client's request that finds the worker queue
+// full while the server goes away is answered GO_AWAY, not SYSTEM_BUSY,
+// an older client's SYSTEM_BUSY; a request queued before the server began
+// to go away is served.
+func TestGoAwayComesBeforeOverload(t *testing.T) {
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	mux := NewMux()
+	mux.HandleFunc(SendMessage, func(ctx context.Context, conn *Conn, req *Command) {
+		if req.Opaque == 1 {
+			started <- struct{}{}
+			<-release
+		}
+		echo(ctx, conn, req)
+	})
+	s, _ := startServer(t, ServerConfig{Workers: 1, QueueSize: 1, GoAwayWait: time.Minute}, mux)
+	c := rawConn(t, s)
+	fr := NewFrameReader(c, DefaultMaxFrameSize)
+	rawRequest(t, c, SendMessage, 481, 1)
+	<-started // the only worker is busy
+	rawRequest(t, c, SendMessage, 481, 2)
+	waitFor(t, "queued request", func() bool { return len(s.jobs) == 1 })
+	goAwayFor(t, s)
+	rawRequest(t, c, SendMessage, 481, 3)
+	rawRequest(t, c, SendMessage, 317, 4)
+	early := readAnswers(t, fr, 2)
+	if r := early[3]; r == nil || r.Code != GoAway || r.Remark != goAwayRemark {
+		t.Errorf("5.3.4 client's request on a full queue while going away: %v, want GO_AWAY", r)
+	}
+	if r := early[4]; r == nil || r.Code != SystemBusy || !strings.HasPrefix(r.Remark, "[OVERLOAD]") {
+		t.Errorf("older client's request on a full queue while going away: %v, want SYSTEM_BUSY [OVERLOAD]", r)
+	}
+	close(release)
+	late := readAnswers(t, fr, 2)
+	for _, opaque := range []int32{1, 2} {
+		if r := late[opaque]; r == nil || r.Code != Success {
+			t.Errorf("request %d, taken before the server began to go away: %v, want it served", opaque, r)
+		}
+	}
+}
+
+// A code the server has no handler for: RocketMQ's broker and name server
+// have a default processor, so their processor table never refuses a code
+// and GO_AWAY comes first; otherwise the default answers
+// REQUEST_CODE_NOT_SUPPORTED.
+func TestGoAwayComesBeforeNotSupported(t *testing.T) {
+	const unknown = 9999
+	s, _ := startServer(t, ServerConfig{GoAwayWait: time.Minute}, NewMux())
+	c := rawConn(t, s)
+	fr := NewFrameReader(c, DefaultMaxFrameSize)
+	rawRequest(t, c, unknown, 481, 1)
+	if r := readAnswers(t, fr, 1)[1]; r == nil || r.Code != RequestCodeNotSupported {
+		t.Fatalf("unknown code before going away: %v, want REQUEST_CODE_NOT_SUPPORTED", r)
+	}
+	goAwayFor(t, s)
+	rawRequest(t, c, unknown, 481, 2)
+	rawRequest(t, c, unknown, 475, 3)
+	got := readAnswers(t, fr, 2)
+	if r := got[2]; r == nil || r.Code != GoAway {
+		t.Errorf("unknown code of a 5.3.4 client while going away: %v, want GO_AWAY", r)
+	}
+	if r := got[3]; r == nil || r.Code != RequestCodeNotSupported {
+		t.Errorf("unknown code of a 5.3.1 client while going away: %v, want REQUEST_CODE_NOT_SUPPORTED", r)
 	}
 }

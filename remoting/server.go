@@ -54,7 +54,9 @@ type ServerConfig struct {
 	Workers int
 	// QueueSize is how many received frames may wait for a worker
 	// (DefaultQueueSize). When full, requests are answered SYSTEM_BUSY at
-	// once, as Java's "[OVERLOAD]" answer, and oneway requests are dropped.
+	// once, as Java's "[OVERLOAD]" answer, and oneway requests are dropped
+	// (while the server goes away, a newer client's request is answered
+	// GO_AWAY instead, as RocketMQ checks that first).
 	QueueSize int
 	// IdleTimeout closes connections without traffic for this long
 	// (DefaultIdleTimeout); negative disables it.
@@ -152,6 +154,10 @@ type job struct {
 	at    int64
 	// cmd is frame decoded, when enqueue had to decode it.
 	cmd *Command
+	// away is whether the server was going away when the frame was
+	// queued: RocketMQ decides on GO_AWAY as it hands a request to a
+	// processor's pool, so a request queued before is served.
+	away bool
 }
 
 // Server accepts Remoting connections on gnet event loops and runs the
@@ -407,15 +413,16 @@ func (s *Server) work() {
 	defer s.workers.Done()
 	for j := range s.jobs {
 		if j.cmd != nil {
-			s.serveRequest(j.conn, j.cmd, j.at)
+			s.serveRequest(j.conn, j.cmd, j.at, j.away)
 			continue
 		}
-		s.process(j.conn, j.frame, j.at)
+		s.process(j.conn, j.frame, j.at, j.away)
 	}
 }
 
-// process decodes one frame, read at the server clock at, and serves it.
-func (s *Server) process(conn *Conn, frame []byte, at int64) {
+// process decodes one frame, read at the server clock at, and serves it;
+// away says whether the server was going away when the frame was queued.
+func (s *Server) process(conn *Conn, frame []byte, at int64, away bool) {
 	cmd, err := Decode(frame)
 	if err != nil {
 		s.log.Warn().Err(err).Stringer("conn", conn).Msg("closing connection: undecodable frame")
@@ -426,20 +433,37 @@ func (s *Server) process(conn *Conn, frame []byte, at int64) {
 		s.deliver(conn, cmd)
 		return
 	}
-	s.serveRequest(conn, cmd, at)
+	s.serveRequest(conn, cmd, at, away)
 }
 
-// serveRequest serves a decoded request read at the server clock at.
-func (s *Server) serveRequest(conn *Conn, cmd *Command, at int64) {
+// serveRequest serves a decoded request read at the server clock at, or
+// answers it GO_AWAY when the server was going away as it was queued
+// (away).
+func (s *Server) serveRequest(conn *Conn, cmd *Command, at int64, away bool) {
 	conn.noteClient(cmd)
 	cmd.received = at
-	if s.goingAway.Load() && cmd.Version > goAwayAfterVersion {
-		s.log.Info().Stringer("conn", conn).Int32("code", cmd.Code).Int32("opaque", cmd.Opaque).
-			Msg("shutting down: answered GO_AWAY")
-		_ = conn.Reply(cmd, NewResponse(cmd, GoAway, goAwayRemark))
+	if away && s.goAway(conn, cmd) {
 		return
 	}
 	s.serve(conn, cmd, s.h)
+}
+
+// goAway answers req GO_AWAY, and reports so, when req's client is newer
+// than 5.3.1; the caller has seen the server going away. RocketMQ checks
+// this before anything else a request may be refused for: its processor
+// table comes first, but its broker and name server register a default
+// processor, so an unknown code is answered GO_AWAY too (and
+// REQUEST_CODE_NOT_SUPPORTED by that default processor otherwise); a full
+// worker queue and a processor's own refusal ([REJECTREQUEST]) come after
+// it.
+func (s *Server) goAway(conn *Conn, req *Command) bool {
+	if req.Version <= goAwayAfterVersion {
+		return false
+	}
+	s.log.Info().Stringer("conn", conn).Int32("code", req.Code).Int32("opaque", req.Opaque).
+		Msg("shutting down: answered GO_AWAY")
+	_ = conn.Reply(req, NewResponse(req, GoAway, goAwayRemark))
+	return true
 }
 
 // deliver hands a client's response to the Request waiting for it.
@@ -476,7 +500,7 @@ func (s *Server) serve(conn *Conn, req *Command, h Handler) {
 // until their timeouts). A request decoded here goes to the workers
 // decoded.
 func (s *Server) enqueue(c *Conn, frame []byte, at int64) {
-	j := job{conn: c, frame: frame, at: at}
+	j := job{conn: c, frame: frame, at: at, away: s.goingAway.Load()}
 	if c.awaiting.Load() > 0 {
 		if cmd, err := Decode(frame); err == nil {
 			if cmd.IsResponse() {
@@ -507,6 +531,9 @@ func (s *Server) overloaded(conn *Conn, frame []byte, at int64) {
 		_ = conn.Close()
 	case cmd.IsResponse():
 		s.deliver(conn, cmd)
+	case s.goingAway.Load() && s.goAway(conn, cmd):
+		// RocketMQ tells a newer client to go away before it tries its
+		// worker pool.
 	case cmd.IsOneway():
 		s.log.Warn().Stringer("conn", conn).Int32("code", cmd.Code).Msg("worker queue full: oneway request dropped")
 	default:
