@@ -189,6 +189,12 @@ type Broker struct {
 	FetchNameSrvAddrByDnsLookup     bool
 	UpdateNameServerAddrPeriod      time.Duration
 
+	// ReconnectForGoAway is enableReconnectForGoAway (RocketMQ's
+	// NettyClientConfig): a request of the broker's to a name server
+	// answered GO_AWAY is sent once more on a new connection to it
+	// (remoting.ClientOptions.NoReconnectForGoAway when off).
+	ReconnectForGoAway bool
+
 	// SlaveSyncInterval is how often a slave copies its master's topics,
 	// groups, consumer and delay offsets and request modes
 	// (slaveSyncIntervalMillis, rocketkv's own key; RocketMQ's fixed 60 s).

@@ -112,6 +112,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	str("rmqAddressServerSubGroup", "nsaddr", func(b *Broker) *string { return &b.RmqAddressServerSubGroup }),
 	boolean("fetchNameSrvAddrByDnsLookup", "false", func(b *Broker) *bool { return &b.FetchNameSrvAddrByDnsLookup }),
 	anyMillis("updateNameServerAddrPeriod", "120000", func(b *Broker) *time.Duration { return &b.UpdateNameServerAddrPeriod }),
+	boolean("enableReconnectForGoAway", "true", func(b *Broker) *bool { return &b.ReconnectForGoAway }),
 
 	millisRange("slaveSyncIntervalMillis", "60000", 1, func(b *Broker) *time.Duration { return &b.SlaveSyncInterval }),
 

@@ -61,7 +61,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertBool[Broker]("enableLmqStats", "statistics only: those of light message queues are kept under each queue's own name, and items idle for 25 h are dropped (RocketMQ folds them into %LMQ% when false)"),
 	inertBool[Broker]("enableNotifyBeforePopCalculateLag", "the lag metrics are computed without waking held POP requests first; a held POP is answered when a message arrives or its poll time ends either way"),
 	inertBool[Broker]("enablePopBatchAck", "POP acks are written to the index directly; there are no ack messages in a revive topic to batch"),
-	inertBool[Broker]("enableReconnectForGoAway", "the broker's connections to name servers do not act on GO_AWAY, which rocketkv's name server never sends; a closed connection is dialled again by the next request"),
 	inertBool[Broker]("enableRegisterProducer", "producers are registered by their heartbeats whatever the value; RocketMQ skips new ones only with rejectTransactionMessage=true, to save memory, which changes only the producer connection lists"),
 	inertBool[Broker]("enableRemoteEscape", "a slave-acting-master setting; rocketkv refuses enableSlaveActingMaster"),
 	inertBool[Broker]("enableScheduleAsyncDeliver", "due delay-level messages are put back into their topics by one goroutine every 100 ms; there is no synchronous or asynchronous delivery to choose"),

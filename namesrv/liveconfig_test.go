@@ -2,6 +2,7 @@ package namesrv
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -422,11 +423,15 @@ func TestUpdateDeleteTopicWithBrokerRegistrationTakesEffect(t *testing.T) {
 func TestGracefulShutdownFromTheConfigFile(t *testing.T) {
 	ns, _ := startFromFile(t, "enableShutdownGracefully=true\nshutdownWaitTimeSeconds=2\n")
 	c := dial(t, ns)
+	// A client of no pool fails a request answered GO_AWAY (ErrGoAway).
 	topics := func(version int32) int32 {
 		t.Helper()
 		req := remoting.NewRequest(remoting.GetAllTopicListFromNameServer, nil, nil)
 		req.Version = version
 		resp, err := c.Invoke(testCtx(t), req)
+		if errors.Is(err, remoting.ErrGoAway) {
+			return remoting.GoAway
+		}
 		if err != nil {
 			t.Fatalf("topic list as version %d: %v", version, err)
 		}

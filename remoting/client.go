@@ -22,6 +22,13 @@ var (
 	// ErrTimeout is given to an InvokeAsync callback when no answer came
 	// within ClientOptions.AsyncTimeout.
 	ErrTimeout = errors.New("request timed out")
+	// ErrGoAway is returned for a request its server answered GO_AWAY
+	// (it is shutting down gracefully), as RocketMQ's client throws on
+	// that answer rather than returning it: by a client of no ClientPool
+	// or with NoReconnectForGoAway at once, by a pooled one when the
+	// request sent once more on a new connection was answered GO_AWAY
+	// again or no new connection could be made.
+	ErrGoAway = errors.New("server is going away (GO_AWAY)")
 )
 
 // Client defaults.
@@ -69,6 +76,16 @@ type ClientOptions struct {
 	// written ahead of the client's own, as a load balancer writes a
 	// PROXY protocol header).
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// NoReconnectForGoAway turns off RocketMQ's enableReconnectForGoAway
+	// (on by default): a client of a ClientPool whose server answers a
+	// request (Invoke, InvokeAsync; a oneway one gets no answer) GO_AWAY
+	// replaces its connection in the pool with a new one to the same
+	// address and sends the request once more on that, leaving the old
+	// connection open for the answers still due on it. Without it, or
+	// for a client of no pool, the request fails with ErrGoAway, and a
+	// pooled client that answered an Invoke so is closed and dropped,
+	// as RocketMQ closes the channel of a failed synchronous call.
+	NoReconnectForGoAway bool
 }
 
 func (o ClientOptions) withDefaults() ClientOptions {
@@ -126,10 +143,19 @@ type Client struct {
 	pending  map[int32]*call
 	closed   bool
 	closeErr error
+
+	// pool is the ClientPool that dialed the client, which gives it a
+	// new connection when its server goes away; nil for Dial's.
+	pool *ClientPool
 }
 
 // Dial connects to addr ("host:port").
 func Dial(ctx context.Context, addr string, opts ClientOptions) (*Client, error) {
+	return dial(ctx, addr, opts, nil)
+}
+
+// dial connects to addr for pool (nil for none).
+func dial(ctx context.Context, addr string, opts ClientOptions, pool *ClientPool) (*Client, error) {
 	opts = opts.withDefaults()
 	dial := opts.DialContext
 	if dial == nil {
@@ -156,6 +182,7 @@ func Dial(ctx context.Context, addr string, opts ClientOptions) (*Client, error)
 		sem:     make(chan struct{}, opts.MaxHandlers),
 		done:    make(chan struct{}),
 		pending: make(map[int32]*call),
+		pool:    pool,
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.lastRead.Store(time.Now().UnixNano())
@@ -206,8 +233,57 @@ func (c *Client) Close() error {
 }
 
 // Invoke sends a copy of cmd as a request and waits for its answer, until
-// ctx ends. The copy gets a fresh opaque; cmd itself is not modified.
+// ctx ends. The copy gets a fresh opaque; cmd itself is not modified. A
+// GO_AWAY answer is not returned: see ErrGoAway and
+// ClientOptions.NoReconnectForGoAway.
 func (c *Client) Invoke(ctx context.Context, cmd *Command) (*Command, error) {
+	resp, err := c.invoke(ctx, cmd)
+	if err != nil || resp.Code != GoAway {
+		return resp, err
+	}
+	next, err := c.goneAway(ctx, cmd, resp, true)
+	if err != nil {
+		return nil, err
+	}
+	if resp, err = next.invoke(ctx, cmd); err == nil && resp.Code == GoAway {
+		return nil, goAwayError(next.addr, cmd, resp, true)
+	}
+	return resp, err
+}
+
+// goneAway is what a client does when its server answered cmd's request
+// (resp) GO_AWAY: without a pool, or with NoReconnectForGoAway, the
+// request fails (and a pooled client that answered a synchronous call so
+// is dropped, sync); else its pool replaces it, and the client to send
+// the request to once more is returned.
+func (c *Client) goneAway(ctx context.Context, cmd, resp *Command, sync bool) (*Client, error) {
+	if c.pool == nil || c.opts.NoReconnectForGoAway {
+		err := goAwayError(c.addr, cmd, resp, false)
+		if c.pool != nil && sync {
+			c.pool.drop(c.addr, c, err)
+		}
+		return nil, err
+	}
+	c.log.Info().Int32("code", cmd.Code).Msg("server answered GO_AWAY: reconnecting to send the request once more")
+	next, err := c.pool.renew(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("invoke code %d on %s: %w (%s), and no new connection: %w", cmd.Code, c.addr, ErrGoAway, resp.Remark, err)
+	}
+	return next, nil
+}
+
+// goAwayError is the error of cmd's request that addr answered GO_AWAY
+// (resp), again when sent once more (twice).
+func goAwayError(addr string, cmd, resp *Command, twice bool) error {
+	again := ""
+	if twice {
+		again = " twice"
+	}
+	return fmt.Errorf("invoke code %d on %s: %w%s (%s)", cmd.Code, addr, ErrGoAway, again, resp.Remark)
+}
+
+// invoke is Invoke without the GO_AWAY handling.
+func (c *Client) invoke(ctx context.Context, cmd *Command) (*Command, error) {
 	req := *cmd
 	req.Opaque = c.opaque.Add(1)
 	req.Flag &^= FlagResponse | FlagOneway
@@ -240,11 +316,61 @@ func (c *Client) Invoke(ctx context.Context, cmd *Command) (*Command, error) {
 
 // InvokeAsync sends a copy of cmd as a request and returns once it is
 // queued; cb receives the answer or an error (ErrTimeout after
-// AsyncTimeout, the connection's error when it fails). cb runs exactly once
-// unless InvokeAsync itself returns an error, on the reader goroutine, a
-// timer goroutine or the goroutine that closes the client: it must be quick
-// and must not call Close.
+// AsyncTimeout, the connection's error when it fails; a GO_AWAY answer as
+// Invoke has it). cb runs exactly once unless InvokeAsync itself returns
+// an error, on the reader goroutine, a timer goroutine, the goroutine that
+// closes the client or, after a GO_AWAY, one of this client's: it must be
+// quick and must not call Close.
 func (c *Client) InvokeAsync(cmd *Command, cb func(*Command, error)) error {
+	deadline := time.Now().Add(c.opts.AsyncTimeout)
+	return c.invokeAsync(cmd, c.opts.AsyncTimeout, func(resp *Command, err error) {
+		if err != nil || resp.Code != GoAway {
+			cb(resp, err)
+			return
+		}
+		c.retryAsync(cmd, resp, deadline, cb)
+	})
+}
+
+// retryAsync sends cmd's request, answered GO_AWAY (resp), once more on
+// the connection that replaces this one, by deadline, and gives cb the
+// outcome. It runs on the reader goroutine, so the wait for the new
+// connection runs on a goroutine of the client's own (Close waits for it;
+// the client's failure ends the wait).
+func (c *Client) retryAsync(cmd, resp *Command, deadline time.Time, cb func(*Command, error)) {
+	if c.pool == nil || c.opts.NoReconnectForGoAway {
+		_, err := c.goneAway(c.ctx, cmd, resp, false)
+		cb(nil, err)
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithDeadline(c.ctx, deadline)
+		defer cancel()
+		next, err := c.goneAway(ctx, cmd, resp, false)
+		if err == nil {
+			left := time.Until(deadline)
+			if left <= 0 {
+				err = fmt.Errorf("invoke code %d on %s: %w after GO_AWAY", cmd.Code, c.addr, ErrTimeout)
+			} else {
+				err = next.invokeAsync(cmd, left, func(resp *Command, err error) {
+					if err == nil && resp.Code == GoAway {
+						resp, err = nil, goAwayError(next.addr, cmd, resp, true)
+					}
+					cb(resp, err)
+				})
+			}
+		}
+		if err != nil {
+			c.callback(cb, nil, err)
+		}
+	}()
+}
+
+// invokeAsync is InvokeAsync without the GO_AWAY handling, waiting at
+// most timeout for the answer.
+func (c *Client) invokeAsync(cmd *Command, timeout time.Duration, cb func(*Command, error)) error {
 	req := *cmd
 	req.Opaque = c.opaque.Add(1)
 	req.Flag &^= FlagResponse | FlagOneway
@@ -264,7 +390,7 @@ func (c *Client) InvokeAsync(cmd *Command, cb func(*Command, error)) error {
 		return err
 	}
 	c.pending[opaque] = cl
-	cl.timer = time.AfterFunc(c.opts.AsyncTimeout, func() {
+	cl.timer = time.AfterFunc(timeout, func() {
 		if c.take(opaque) != nil {
 			cb(nil, fmt.Errorf("invoke code %d on %s: %w", req.Code, c.addr, ErrTimeout))
 		}
@@ -272,7 +398,7 @@ func (c *Client) InvokeAsync(cmd *Command, cb func(*Command, error)) error {
 	c.mu.Unlock()
 	// The wait for room in the send queue (a server that stopped reading
 	// fills it) ends with the call's own timeout.
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.AsyncTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := c.enqueue(ctx, frame); err != nil {
 		if c.take(opaque) != nil {
@@ -372,12 +498,17 @@ func (c *Client) finish(cl *call, r result) {
 		return
 	}
 	cl.timer.Stop()
+	c.callback(cl.cb, r.resp, r.err)
+}
+
+// callback runs an InvokeAsync callback, logging a panic of it.
+func (c *Client) callback(cb func(*Command, error), resp *Command, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.log.Error().Str("panic", fmt.Sprint(p)).Bytes("stack", debug.Stack()).Msg("InvokeAsync callback panicked")
 		}
 	}()
-	cl.cb(r.resp, r.err)
+	cb(resp, err)
 }
 
 // readLoop reads frames until the connection fails.

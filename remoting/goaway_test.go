@@ -14,7 +14,9 @@ import (
 // a request of a client newer than 5.3.1 (version 475) is answered
 // GO_AWAY with RocketMQ's remark and never reaches the handler, a oneway
 // one is dropped, and an older client (the Go client v2 says 317) is
-// served as before; before GoAway every client is served.
+// served as before; before GoAway every client is served. A client of no
+// pool (Dial) fails the request with ErrGoAway, RocketMQ's remark in its
+// message.
 func TestGoAwayAnswersNewerClientsOnly(t *testing.T) {
 	var served atomic.Int32
 	mux := NewMux()
@@ -50,8 +52,11 @@ func TestGoAwayAnswersNewerClientsOnly(t *testing.T) {
 	}
 	before := served.Load()
 	for _, v := range []int32{476, 481} {
-		if r := invoke(v); r.Code != GoAway || r.Remark != "please go away" {
-			t.Errorf("going away, version %d got %d %q, want GO_AWAY \"please go away\"", v, r.Code, r.Remark)
+		req := NewRequest(GetRouteInfoByTopic, nil, nil)
+		req.Version = v
+		r, err := c.Invoke(testCtx(t), req)
+		if !errors.Is(err, ErrGoAway) || !strings.Contains(err.Error(), "please go away") {
+			t.Errorf("going away, version %d got %v %v, want ErrGoAway with \"please go away\"", v, r, err)
 		}
 	}
 	oneway := NewRequest(GetRouteInfoByTopic, nil, nil)

@@ -34,8 +34,10 @@ const poolDialTimeout = 3 * time.Second
 // whose connection has failed. A client whose server answered nothing
 // while a request timed out is dropped too (RocketMQ's client closes a
 // channel on a timeout, clientCloseSocketIfTimeout): a hung process keeps
-// its TCP connection open, and the next request dials again. The broker
-// uses it to reach name servers, the gRPC proxy to reach brokers.
+// its TCP connection open, and the next request dials again. A client
+// whose server answers GO_AWAY is replaced by a new connection to the
+// same address (ClientOptions.NoReconnectForGoAway). The broker uses it
+// to reach name servers, the gRPC proxy to reach brokers.
 type ClientPool struct {
 	opts ClientOptions
 
@@ -43,6 +45,7 @@ type ClientPool struct {
 	clients map[string]*Client
 	dialing map[string]*dialing
 	closed  bool
+	done    chan struct{} // closed by Close
 	// closing counts the goroutines closing dropped clients (waiting for
 	// their handlers); Close waits for them.
 	closing sync.WaitGroup
@@ -74,6 +77,7 @@ func NewClientPool(opts ClientOptions) *ClientPool {
 		opts:    opts,
 		clients: make(map[string]*Client),
 		dialing: make(map[string]*dialing),
+		done:    make(chan struct{}),
 	}
 }
 
@@ -133,7 +137,7 @@ func (p *ClientPool) dial(addr string, d *dialing) {
 	defer p.closing.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), poolDialTimeout)
 	defer cancel()
-	d.c, d.err = Dial(ctx, addr, p.opts)
+	d.c, d.err = dial(ctx, addr, p.opts, p)
 	p.mu.Lock()
 	if p.dialing[addr] == d {
 		delete(p.dialing, addr)
@@ -167,21 +171,44 @@ func (p *ClientPool) Invoke(ctx context.Context, addr string, cmd *Command) (*Co
 	sent := time.Now()
 	resp, err := c.Invoke(ctx, cmd)
 	if errors.Is(err, context.DeadlineExceeded) && time.Since(sent) >= p.unresponsiveAfter() && c.silentSince(sent) {
-		p.drop(addr, c)
+		p.drop(addr, c, fmt.Errorf("%s: %w", addr, ErrUnresponsive))
 	}
 	return resp, err
 }
 
-// drop fails c, the pool's client for addr, as unresponsive and forgets
-// it.
-func (p *ClientPool) drop(addr string, c *Client) {
-	c.fail(fmt.Errorf("%s: %w", addr, ErrUnresponsive))
+// drop fails c, the pool's client for addr, with err and forgets it.
+func (p *ClientPool) drop(addr string, c *Client, err error) {
+	c.fail(err)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.clients[addr] == c {
 		delete(p.clients, addr)
 		p.closeLater(c)
 	}
+}
+
+// renew returns the client to send a request to once more after old's
+// server answered it GO_AWAY, as RocketMQ's NettyRemotingClient
+// reconnects its channel: while old is still the pool's client for its
+// address, the pool forgets it (the next Get dials again) and keeps it
+// open until its server closes it or the pool closes, for the answers
+// still due on it; a client that replaced old already is used as it is.
+func (p *ClientPool) renew(ctx context.Context, old *Client) (*Client, error) {
+	p.mu.Lock()
+	if p.clients[old.addr] == old {
+		delete(p.clients, old.addr)
+		p.closing.Add(1)
+		go func() {
+			defer p.closing.Done()
+			select {
+			case <-old.Done():
+			case <-p.done:
+			}
+			_ = old.Close()
+		}()
+	}
+	p.mu.Unlock()
+	return p.Get(ctx, old.addr)
 }
 
 // CloseAddr closes the connection to addr and forgets it, as RocketMQ's
@@ -221,7 +248,10 @@ func (p *ClientPool) CloseAddr(addr string) {
 // Close closes every client and makes later calls fail with ErrPoolClosed.
 func (p *ClientPool) Close() error {
 	p.mu.Lock()
-	p.closed = true
+	if !p.closed {
+		p.closed = true
+		close(p.done)
+	}
 	clients := p.clients
 	p.clients = make(map[string]*Client)
 	p.mu.Unlock()

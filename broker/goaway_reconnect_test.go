@@ -1,0 +1,86 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/namesrv"
+	"github.com/rocketkv/rocketkv/remoting"
+	"github.com/rs/zerolog"
+)
+
+// RocketMQ's broker reads enableReconnectForGoAway (default true) for its
+// name-server connections: a registration that a stopping name server
+// (enableShutdownGracefully) answers GO_AWAY is sent once more on a new
+// connection to the same address, which, behind a load balancer or a DNS
+// name, reaches another name server. With the key false the
+// registration fails and its connection is closed, as RocketMQ closes the
+// channel of a failed synchronous call, so the next one dials again.
+func TestRegistrationReconnectsOnGoAway(t *testing.T) {
+	for _, reconnect := range []bool{true, false} {
+		t.Run(fmt.Sprintf("enableReconnectForGoAway=%v", reconnect), func(t *testing.T) {
+			testRegistrationOnGoAway(t, reconnect)
+		})
+	}
+}
+
+func testRegistrationOnGoAway(t *testing.T, reconnect bool) {
+	cfg := namesrv.DefaultConfig()
+	cfg.Remoting.Addr = "127.0.0.1:0"
+	cfg.Remoting.EventLoops = 1
+	cfg.Remoting.GoAwayWait = time.Minute
+	old := startNameServerWith(t, cfg, zerolog.Nop())
+	next := startTestNameServer(t)
+	// ns.test:9876 is the old name server until it goes away, then the
+	// next one.
+	var behind atomic.Pointer[string]
+	oldAddr, nextAddr := old.Addr().String(), next.Addr().String()
+	behind.Store(&oldAddr)
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, *behind.Load())
+	}
+	tb := startTestBrokerWith(t, t.TempDir(), map[string]string{"namesrvAddr": "ns.test:9876", "enableReconnectForGoAway": strconv.FormatBool(reconnect)},
+		func(b *Broker) { b.namesrvDial = dial })
+	if !registeredWith(old) {
+		t.Fatal("not registered with the name server at start")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- old.Shutdown(ctx) }()
+	defer func() {
+		cancel()
+		<-stopped
+	}()
+	probe, err := remoting.Dial(t.Context(), oldAddr, remoting.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	waitFor(t, "the old name server going away", func() bool {
+		_, err := probe.Invoke(t.Context(), remoting.NewRequest(remoting.GetAllTopicListFromNameServer, nil, nil))
+		return errors.Is(err, remoting.ErrGoAway)
+	})
+	behind.Store(&nextAddr)
+
+	rctx, rcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer rcancel()
+	tb.register.registerAndWait(rctx)
+	if reconnect != registeredWith(next) {
+		t.Fatalf("after a registration answered GO_AWAY: registered with the name server now behind the address %v, want %v",
+			registeredWith(next), reconnect)
+	}
+	if !reconnect {
+		tb.register.registerAndWait(rctx)
+		if !registeredWith(next) {
+			t.Fatal("the registration after the one answered GO_AWAY did not dial again")
+		}
+	}
+}
