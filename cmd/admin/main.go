@@ -227,16 +227,15 @@ func (g *globals) deleteTopicInNamesrvs(ctx context.Context, topic, cluster stri
 }
 
 // invoke sends one request and returns the response, failing on anything
-// but SUCCESS.
+// but SUCCESS. It dials through a pool of its own, so a server that
+// answers GO_AWAY gets the request once more on a new connection, as
+// mqadmin's client (enableReconnectForGoAway) sends it.
 func (g *globals) invoke(ctx context.Context, addr string, code int32, ext map[string]string, body []byte) (*remoting.Command, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	c, err := remoting.Dial(ctx, addr, g.clientOptions())
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	resp, err := c.Invoke(ctx, remoting.NewRequest(code, ext, body))
+	pool := remoting.NewClientPool(g.clientOptions())
+	defer pool.Close()
+	resp, err := pool.Invoke(ctx, addr, remoting.NewRequest(code, ext, body))
 	if err != nil {
 		return nil, fmt.Errorf("request %d to %s: %w", code, addr, err)
 	}
