@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -82,5 +84,45 @@ func testRegistrationOnGoAway(t *testing.T, reconnect bool) {
 		if !registeredWith(next) {
 			t.Fatal("the registration after the one answered GO_AWAY did not dial again")
 		}
+	}
+}
+
+// A slave syncs from its master with the broker's client settings, as
+// RocketMQ's BrokerOuterAPI: a master connection answered GO_AWAY is
+// replaced by a new one (enableReconnectForGoAway), which a load balancer
+// in front of the master, say, takes to another server; off, the request
+// fails with the GO_AWAY.
+func TestSlaveSyncReconnectsOnGoAway(t *testing.T) {
+	for _, reconnect := range []bool{true, false} {
+		t.Run(fmt.Sprintf("enableReconnectForGoAway=%v", reconnect), func(t *testing.T) {
+			// The first connection reaches a master going away, the later
+			// ones one that knows no request.
+			var first atomic.Uint64
+			var conns sync.Map
+			master := startRemotingServer(t, remoting.RespondFunc(func(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+				conns.Store(conn.ID(), true)
+				first.CompareAndSwap(0, conn.ID())
+				if conn.ID() == first.Load() {
+					return remoting.NewResponse(req, remoting.GoAway, "please go away")
+				}
+				return remoting.NotSupportedResponse(req)
+			}))
+			slave := startTestBroker(t, map[string]string{"enableReconnectForGoAway": strconv.FormatBool(reconnect)})
+			err := slave.syncFromMaster(t.Context(), master)
+			if err == nil {
+				t.Fatal("a master that answers nothing synced")
+			}
+			if got := strings.Contains(err.Error(), "GO_AWAY"); got == reconnect {
+				t.Errorf("sync error names GO_AWAY: %v, want %v: %v", got, !reconnect, err)
+			}
+			// Off, the request answered GO_AWAY fails and its connection is
+			// closed, so the sync's next request dials again, as
+			// RocketMQ's next invokeSync does.
+			n := 0
+			conns.Range(func(any, any) bool { n++; return true })
+			if n != 2 {
+				t.Errorf("the master saw requests on %d connections, want 2", n)
+			}
+		})
 	}
 }

@@ -231,7 +231,7 @@ func (b *Broker) processPopStatePage(req *remoting.Command) *remoting.Command {
 
 // askMasterPopState copies the master's POP in-flight state page by page
 // and returns it joined.
-func askMasterPopState(ctx context.Context, c *remoting.Client) ([]byte, error) {
+func askMasterPopState(ctx context.Context, c masterClient) ([]byte, error) {
 	var joined []byte
 	session := ""
 	for {

@@ -149,7 +149,7 @@ func TestAnEmptyPageBeforeTheLastIsRefused(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := remoting.Dial(ctx, startRemotingServer(t, mux), remoting.ClientOptions{})
+	c, err := b.dialMaster(ctx, startRemotingServer(t, mux))
 	if err != nil {
 		t.Fatal(err)
 	}

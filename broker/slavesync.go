@@ -107,7 +107,7 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 		// master does not answer: skipped then.
 		own bool
 		// ask fetches the body when one request does not (askMaster).
-		ask func(context.Context, *remoting.Client) ([]byte, error)
+		ask func(context.Context, masterClient) ([]byte, error)
 	}{
 		{"delivered timer messages", remoting.GetTimerWatermark, b.applyMasterTimerWatermark, true, nil},
 		{"topics", remoting.GetAllTopicConfig, b.applyMasterTopics, false, askIfChanged(remoting.GetAllTopicConfig, b.topics.table.Version)},
@@ -143,22 +143,43 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 	return errors.Join(errs...)
 }
 
-// dialMaster connects to the master at masterAddr for a sync.
-func (b *Broker) dialMaster(ctx context.Context, masterAddr string) (*remoting.Client, error) {
+// masterClient is a slave's connection to its master for one sync,
+// through a pool of its own: a master that answers GO_AWAY (stopping
+// with enableShutdownGracefully) gets the request once more on a new
+// connection, as RocketMQ's BrokerOuterAPI client does with
+// enableReconnectForGoAway, and the sync's later requests go there.
+type masterClient struct {
+	pool *remoting.ClientPool
+	addr string
+}
+
+// Invoke sends cmd to the master and waits for its answer until ctx ends.
+func (m masterClient) Invoke(ctx context.Context, cmd *remoting.Command) (*remoting.Command, error) {
+	return m.pool.Invoke(ctx, m.addr, cmd)
+}
+
+// Close closes the connections to the master.
+func (m masterClient) Close() { _ = m.pool.Close() }
+
+// dialMaster connects to the master at masterAddr for a sync; the caller
+// closes the client.
+func (b *Broker) dialMaster(ctx context.Context, masterAddr string) (masterClient, error) {
 	dctx, cancel := context.WithTimeout(ctx, masterCallTimeout)
 	defer cancel()
-	c, err := remoting.Dial(dctx, masterAddr, remoting.ClientOptions{
+	pool := remoting.NewClientPool(remoting.ClientOptions{
 		Log: b.component("master-client"),
 		// RocketMQ's broker dials its master with the client it dials the
 		// name servers with, tls.enable and the inner credentials of ACL
 		// 2.0 (innerClientAuthenticationCredentials) and all.
-		TLS:           b.namesrvClientTLS(),
-		BeforeRequest: b.innerSigner(),
+		TLS:                  b.namesrvClientTLS(),
+		BeforeRequest:        b.innerSigner(),
+		NoReconnectForGoAway: !b.cfg.ReconnectForGoAway,
 	})
-	if err != nil {
-		return nil, fmt.Errorf("connect to master %s: %w", masterAddr, err)
+	if _, err := pool.Get(dctx, masterAddr); err != nil {
+		_ = pool.Close()
+		return masterClient{}, fmt.Errorf("connect to master %s: %w", masterAddr, err)
 	}
-	return c, nil
+	return masterClient{pool: pool, addr: masterAddr}, nil
 }
 
 // slaveTimerSyncInterval is how often a slave with timerWheelEnable
@@ -212,7 +233,7 @@ func (b *Broker) syncTimerFromMaster(ctx context.Context, masterAddr string) err
 
 // askMaster sends one bodiless GET_ALL_* request and returns the body of
 // a successful answer.
-func askMaster(ctx context.Context, c *remoting.Client, code int32) ([]byte, error) {
+func askMaster(ctx context.Context, c masterClient, code int32) ([]byte, error) {
 	return askMasterWith(ctx, c, code, map[string]string{syncFieldAccept: syncEncodingZstd})
 }
 
@@ -220,8 +241,8 @@ func askMaster(ctx context.Context, c *remoting.Client, code int32) ([]byte, err
 // nil body, and nothing to apply, when the master's is the same
 // (unlessUnchanged); the table otherwise, or from a master that does not
 // know the field.
-func askIfChanged(code int32, version func() meta.DataVersion) func(context.Context, *remoting.Client) ([]byte, error) {
-	return func(ctx context.Context, c *remoting.Client) ([]byte, error) {
+func askIfChanged(code int32, version func() meta.DataVersion) func(context.Context, masterClient) ([]byte, error) {
+	return func(ctx context.Context, c masterClient) ([]byte, error) {
 		return askMasterWith(ctx, c, code, map[string]string{syncFieldAccept: syncEncodingZstd, syncFieldHaveVersion: versionField(version())})
 	}
 }
@@ -230,7 +251,7 @@ func askIfChanged(code int32, version func() meta.DataVersion) func(context.Cont
 // answer's body, decompressed: nil (nothing to apply) when the master
 // says the table did not change, empty for an empty answer (the apply's
 // to judge).
-func askMasterWith(ctx context.Context, c *remoting.Client, code int32, ext map[string]string) ([]byte, error) {
+func askMasterWith(ctx context.Context, c masterClient, code int32, ext map[string]string) ([]byte, error) {
 	resp, err := invokeMaster(ctx, c, code, ext)
 	if err != nil {
 		return nil, err
@@ -250,7 +271,7 @@ func askMasterWith(ctx context.Context, c *remoting.Client, code int32, ext map[
 
 // invokeMaster sends one bodiless request and returns a successful
 // answer.
-func invokeMaster(ctx context.Context, c *remoting.Client, code int32, ext map[string]string) (*remoting.Command, error) {
+func invokeMaster(ctx context.Context, c masterClient, code int32, ext map[string]string) (*remoting.Command, error) {
 	ctx, cancel := context.WithTimeout(ctx, masterCallTimeout)
 	defer cancel()
 	resp, err := c.Invoke(ctx, remoting.NewRequest(code, ext, nil))

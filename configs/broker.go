@@ -190,9 +190,10 @@ type Broker struct {
 	UpdateNameServerAddrPeriod      time.Duration
 
 	// ReconnectForGoAway is enableReconnectForGoAway (RocketMQ's
-	// NettyClientConfig): a request of the broker's to a name server
-	// answered GO_AWAY is sent once more on a new connection to it
-	// (remoting.ClientOptions.NoReconnectForGoAway when off).
+	// NettyClientConfig): a request of the broker's to a name server or
+	// to its master answered GO_AWAY is sent once more on a new
+	// connection to it (remoting.ClientOptions.NoReconnectForGoAway when
+	// off).
 	ReconnectForGoAway bool
 
 	// SlaveSyncInterval is how often a slave copies its master's topics,
