@@ -855,8 +855,9 @@ func (b *Broker) syncLoop(ctx context.Context) {
 
 // Shutdown unregisters from the name servers, with enableShutdownGracefully
 // tells clients newer than RocketMQ 5.3.1 to go away for
-// shutdownWaitTimeSeconds while serving the others (as RocketMQ's broker,
-// on its main port), stops serving, and closes the stores cleanly (the
+// shutdownWaitTimeSeconds while serving the others, on the main port and
+// then, once that is closed, on the fast port (as RocketMQ's broker; see
+// GoAwayWait), stops serving, and closes the stores cleanly (the
 // next start is a normal recovery). The stores close
 // only once every request handler has returned: when ctx ends before the
 // servers stopped, Shutdown returns that error at once and the rest of the
@@ -878,21 +879,23 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 	}
 	b.register.unregisterAll(ctx)
-	if b.server != nil {
-		// enableShutdownGracefully: as RocketMQ, only the main port tells
-		// newer clients to go away; held requests stay held meanwhile.
-		if err := b.server.GoAway(ctx); err != nil {
-			b.log.Warn().Err(err).Msg("graceful shutdown wait cut short")
-		}
-	}
+	// enableShutdownGracefully: RocketMQ's broker stops its two servers
+	// one after the other, each after its own wait: the main port tells
+	// newer clients to go away while the fast port serves, then closes;
+	// then the fast port does the same. Held requests stay held during
+	// the main port's wait.
+	b.goAway(ctx, b.server)
 	b.holds.releaseAll()
 	b.coldHolds.release()
 	b.popHolds.releaseAll()
 	var errs []error
 	var running []*remoting.Server
-	for _, s := range []*remoting.Server{b.fastServer, b.server} {
+	for _, s := range []*remoting.Server{b.server, b.fastServer} {
 		if s == nil {
 			continue
+		}
+		if s == b.fastServer {
+			b.goAway(ctx, s)
 		}
 		if err := s.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
@@ -915,6 +918,31 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		return errors.Join(errs...)
 	}
 	return errors.Join(append(errs, b.finishShutdown(ctx))...)
+}
+
+// goAway runs s's graceful wait (remoting.Server.GoAway), when s is
+// there.
+func (b *Broker) goAway(ctx context.Context, s *remoting.Server) {
+	if s == nil {
+		return
+	}
+	if err := s.GoAway(ctx); err != nil {
+		b.log.Warn().Err(err).Msg("graceful shutdown wait cut short")
+	}
+}
+
+// GoAwayWait is how long Shutdown's graceful waits take in all
+// (enableShutdownGracefully): shutdownWaitTimeSeconds for each of the
+// broker's servers, the main port's and the fast port's, which RocketMQ
+// stops one after the other.
+func (b *Broker) GoAwayWait() time.Duration {
+	n := time.Duration(0)
+	for _, s := range []*remoting.Server{b.server, b.fastServer} {
+		if s != nil {
+			n++
+		}
+	}
+	return n * b.cfg.Listener.GoAwayWait()
 }
 
 // lateStopTimeout bounds what a stop that outlived Shutdown's context

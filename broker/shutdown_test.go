@@ -156,9 +156,14 @@ func TestClosedAfterAFailedStartOrWithoutOne(t *testing.T) {
 // With enableShutdownGracefully a stopping broker answers GO_AWAY on its
 // main port to clients newer than RocketMQ 5.3.1 for
 // shutdownWaitTimeSeconds, serves older clients (the Go client v2 says
-// 317) and its fast port meanwhile, then stops.
+// 317) and its fast port meanwhile, then closes the main port; then its
+// fast port does the same for as long, as RocketMQ's broker stops its
+// main server and then its fast one, each after its own wait.
 func TestGracefulShutdownTellsNewerClientsToGoAway(t *testing.T) {
 	b := startTestBroker(t, map[string]string{"enableShutdownGracefully": "true", "shutdownWaitTimeSeconds": "3"})
+	if w := b.GoAwayWait(); w != 6*time.Second {
+		t.Errorf("GoAwayWait %v, want 6s: the main port's wait and then the fast port's", w)
+	}
 	c := b.client(nil)
 	fast, err := remoting.Dial(t.Context(), b.FastAddr().String(), remoting.ClientOptions{})
 	if err != nil {
@@ -213,6 +218,32 @@ func TestGracefulShutdownTellsNewerClientsToGoAway(t *testing.T) {
 	select {
 	case err := <-stopped:
 		t.Fatalf("the broker stopped before its graceful wait: %v", err)
+	default:
+	}
+
+	// The main port's wait ends, it closes, and the fast port goes away.
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		_, err := ask(fast, 481)
+		if errors.Is(err, remoting.ErrGoAway) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the fast port never told a 5.3.4 client to go away")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The main port was closed before (its client sees so at once).
+	waitFor(t, "the main port's connection closed", c.Closed)
+	if r := maxOffset(fast, 317); r.Code != remoting.Success {
+		t.Errorf("the fast port going away answered a Go client v2 %d %s, want it served", r.Code, r.Remark)
+	}
+	select {
+	case err := <-stopped:
+		t.Fatalf("the broker stopped before the fast port's graceful wait: %v", err)
 	default:
 	}
 	if err := <-stopped; err != nil {

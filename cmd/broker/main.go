@@ -267,8 +267,8 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	<-ctx.Done()
-	// enableShutdownGracefully's wait comes on top of the stop's own time.
-	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownWait+cfg.Listener.GoAwayWait())
+	// enableShutdownGracefully's waits come on top of the stop's own time.
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownWait+b.GoAwayWait())
 	defer cancel()
 	var pxErr error
 	if px != nil {
