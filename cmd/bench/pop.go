@@ -43,6 +43,10 @@ type popOptions struct {
 	// drainAfter, when positive, holds the drain of the revived messages
 	// back until that long after the held messages' last deadline.
 	drainAfter time.Duration
+	// settle is a pause between the pre-fill and the drains, so that the
+	// index's flushes and compactions of the pre-fill do not land on
+	// whichever drain runs first.
+	settle time.Duration
 }
 
 func newPopCommand() *cobra.Command {
@@ -95,6 +99,7 @@ func newPopCommand() *cobra.Command {
 	f.Float64Var(&o.streamRate, "stream-rate", 0, "with --hold: messages a second a second group pops (unacked) while the held ones stay in flight; lateness is then measured on these (0: measure the held ones)")
 	f.DurationVar(&o.streamFor, "stream-for", 20*time.Second, "how long the --stream-rate pops last")
 	f.DurationVar(&o.streamInvisible, "stream-invisible", 5*time.Second, "invisible time of the streamed pops")
+	f.DurationVar(&o.settle, "settle", 0, "pause between the pre-fill and the drains, so the index's background work on the pre-fill is not counted in either drain (0: none)")
 	f.DurationVar(&o.drainAfter, "drain-after", 0, "with --hold: pop the revived messages only this long after the held ones' last deadline, not while revive runs (0: while it runs)")
 	return cmd
 }
@@ -191,6 +196,13 @@ func popOnce(ctx context.Context, t *target, o popOptions, run int) (popRun, err
 		return r, err
 	}
 	total := fill.TotalAcked
+	if o.settle > 0 {
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(o.settle):
+		}
+	}
 	// The phases' goroutines (and their connections' readers and
 	// writers, started by them) carry a profiler label: --cpuprofile's
 	// samples of one phase are then -tagfocus phase=pull (or pop).
