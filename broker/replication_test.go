@@ -385,6 +385,17 @@ func TestTimerRequestsOfARocketMQSlave(t *testing.T) {
 	if readMs > later || readMs > time.Now().UnixMilli() || flushPos != 0 || lastQ != 2 || masterQ != 2 {
 		t.Fatalf("checkpoint readMs %d (waiting message due %d), flush %d, queue offsets %d/%d (want 2)", readMs, later, flushPos, lastQ, masterQ)
 	}
+	// Idle, the read time moves on with the clock, slot by slot, as
+	// RocketMQ's dequeue moves over empty slots.
+	idle := time.Now().UnixMilli()
+	waitFor(t, "the checkpoint moving on while idle", func() bool {
+		r := call(t, mc, remoting.GetTimerCheckPoint, nil, nil)
+		readMs = int64(binary.BigEndian.Uint64(r.Body))
+		return readMs > idle
+	})
+	if readMs%100 != 0 || readMs > later {
+		t.Fatalf("checkpoint readMs %d: want a slot of timerPrecisionMs 100, before the waiting message due %d", readMs, later)
+	}
 	var m struct {
 		DataVersion struct{ Timestamp int64 } `json:"dataVersion"`
 		TimingCount map[string]any            `json:"timingCount"`

@@ -97,8 +97,19 @@ type Service struct {
 	// back).
 	cursorAt atomic.Int64
 
+	// wm is the watermark after the last round, lowered with the cursor
+	// when a round moves it back to late entries (lowerCursor). Lock
+	// order: lateMu before wmMu.
 	wmMu sync.Mutex
-	wm   Watermark // after the last round
+	wm   Watermark
+
+	// readMs is the slot (a multiple of the precision) before which the
+	// last round that left nothing due behind it had delivered everything
+	// it could see: RocketMQ's currReadTimeMs, which its dequeue moves on
+	// slot by slot with the clock, empty slots too, and which stays where
+	// it is while delivery is stopped. 0 before the first such round.
+	// DeliveredBefore bounds it by what still waits.
+	readMs atomic.Int64
 
 	// hookedBelow is the end of the last record the hook saw: a record
 	// before it is one a failed dispatch batch hands it again, not
@@ -146,16 +157,35 @@ func (s *Service) setWatermark(committed int64) {
 }
 
 // DeliveredBefore is a time before which the parked messages the service
-// indexed were delivered: the earliest entry still waiting from the
-// rounds' cursor on, else the cursor, else now less the precision (the
-// slot now falls in is read once it has passed). It is RocketMQ's
-// lastReadTimeMs, which a RocketMQ slave copies from its master.
+// indexed were delivered, RocketMQ's lastReadTimeMs, which a RocketMQ
+// slave copies from its master (GET_TIMER_CHECK_POINT) and resumes its
+// timing wheel at when it is promoted. As RocketMQ's, it moves on with
+// the clock while the slots are empty: it is the slot of the last round
+// that left nothing due behind it (before the first, the slot of now),
+// so it stays where it is while delivery is stopped; and it is never
+// past the slot of a message still waiting: the earliest entry from the
+// rounds' cursor on, or indexed behind it and not yet delivered (the late
+// list). It is a multiple of the precision, as RocketMQ's slots are.
+//
+// An entry the dispatcher has not committed yet may be due before it:
+// read the timer topic's end first, and such a message lies past it (not
+// taken in, for a RocketMQ slave).
 func (s *Service) DeliveredBefore(now time.Time) (int64, error) {
-	w := s.Watermark()
-	t := now.UnixMilli() - s.precisionMs // the slot of now is not read yet
-	if w.CursorMs > 0 {
-		t = min(t, w.CursorMs)
+	t := now.UnixMilli()
+	if r := s.readMs.Load(); r > 0 {
+		t = min(t, r)
 	}
+	// The late list and the watermark together: a round takes an entry
+	// off the list as it moves the watermark's cursor back to it.
+	s.lateMu.Lock()
+	w := s.Watermark()
+	for _, e := range s.late {
+		t = min(t, e.DeliverMs)
+	}
+	if s.lateLost {
+		w.CursorMs, w.CursorPhy = 0, 0 // entries left out of the list lie anywhere
+	}
+	s.lateMu.Unlock()
 	due, err := s.timers.DueFrom(w.CursorMs, w.CursorPhy, math.MaxInt64, 1)
 	if err != nil {
 		return 0, err
@@ -163,7 +193,15 @@ func (s *Service) DeliveredBefore(now time.Time) (int64, error) {
 	if len(due) > 0 {
 		t = min(t, due[0].DeliverMs)
 	}
-	return t, nil
+	return s.slotOf(t), nil
+}
+
+// slotOf is the start of the slot of precision that ms falls in.
+func (s *Service) slotOf(ms int64) int64 {
+	if s.precisionMs <= 0 {
+		return ms
+	}
+	return ms - ms%s.precisionMs
 }
 
 // ForgetDelivered deletes the entries w covers from the index: on a slave,
@@ -433,6 +471,7 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 		}
 		if len(due) == 0 {
 			s.setWatermark(committed)
+			s.readMs.Store(s.slotOf(now.UnixMilli()))
 			return delivered, nil
 		}
 		full := len(due) == deliverBatch
@@ -450,8 +489,12 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 		n, err := s.deliverBatch(ctx, due, now)
 		s.setWatermark(committed)
 		delivered += n
-		if err != nil || !full {
+		if err != nil {
 			return delivered, err
+		}
+		if !full {
+			s.readMs.Store(s.slotOf(now.UnixMilli()))
+			return delivered, nil
 		}
 	}
 	return delivered, ctx.Err()
@@ -773,6 +816,13 @@ func (s *Service) lowerCursor() int64 {
 		}
 	}
 	s.late = keep
+	s.wmMu.Lock()
+	if s.cursorMs < s.wm.CursorMs || (s.cursorMs == s.wm.CursorMs && s.cursorPhy < s.wm.CursorPhy) {
+		// What the round is to deliver is before the watermark too, from
+		// now on (DeliveredBefore reads the two under lateMu).
+		s.wm.CursorMs, s.wm.CursorPhy = s.cursorMs, s.cursorPhy
+	}
+	s.wmMu.Unlock()
 	return committed
 }
 

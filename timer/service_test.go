@@ -990,3 +990,75 @@ func TestDeliveredCommitHasNoPreparedOffset(t *testing.T) {
 		t.Fatalf("delivered sysFlag %#x prepared offset %d, want COMMIT and 0", got.SysFlag, got.PreparedTransactionOffset)
 	}
 }
+
+// DeliveredBefore, RocketMQ's lastReadTimeMs, moves on with the clock on
+// an idle timer, slot by slot as RocketMQ's dequeue moves over empty
+// slots; never past a message still waiting (after the rounds' cursor or
+// indexed behind it); and it stays where it is while no round runs
+// (delivery stopped), as RocketMQ's stays under timerStopDequeue.
+func TestDeliveredBeforeMovesOnWhileIdle(t *testing.T) {
+	f := newFixture(t)
+	before := func() int64 {
+		t.Helper()
+		ms, err := f.svc.DeliveredBefore(time.UnixMilli(f.nowMs.Load()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+	a := f.park("A", "Orders", 0, 5, "")
+	c := f.park("C", "Orders", 0, 200, "")
+	f.caughtUp()
+	f.at(6)
+	if n := f.roundOK(); n != 1 {
+		t.Fatalf("delivered %d, want A", n)
+	}
+	// Idle from +6 s to +100 s: nothing due in between.
+	f.nowMs.Store(base + 100_250)
+	f.roundOK()
+	if got, want := before(), base+100_000; got != want {
+		t.Fatalf("idle at +100.25 s after A (due %d) was delivered: lastReadTimeMs %d, want the slot of now %d", a.outMs, got, want)
+	}
+	// Delivery stopped from +100 s: no round, the read time stays.
+	f.at(150)
+	if got, want := before(), base+100_000; got != want {
+		t.Fatalf("no round since +100 s: lastReadTimeMs %d at +150 s, want it kept at %d", got, want)
+	}
+	// A round delivers C (due at +200 s) late and moves on to now.
+	f.at(300)
+	if n := f.roundOK(); n != 1 {
+		t.Fatalf("delivered %d, want C (due %d)", n, c.outMs)
+	}
+	f.nowMs.Store(base + 350_500)
+	f.roundOK()
+	f.wantDelivered("A", "C")
+	if got := before(); got != base+350_000 {
+		t.Fatalf("after C: lastReadTimeMs %d, want %d", got, base+350_000)
+	}
+	// The clock steps back: D, due at +340 s, is indexed after the
+	// cursor (C) and before the read time of the last round.
+	f.at(0)
+	d := f.park("D", "Orders", 0, 340, "")
+	f.caughtUp()
+	f.at(350)
+	if got := before(); got != d.outMs {
+		t.Fatalf("D (due %d) waits: lastReadTimeMs %d, want D's slot", d.outMs, got)
+	}
+	// An entry indexed behind the cursor (sent before and due before it)
+	// holds the read time back until a round delivers it.
+	f.park("E", "Orders", 0, 480, "")
+	f.caughtUp()
+	f.at(500)
+	f.roundOK()
+	f.wantDelivered("A", "C", "D", "E")
+	l := f.parkAt(time.UnixMilli(base), "L", "Orders", 0, 450, "")
+	f.caughtUp()
+	if got := before(); got != l.outMs {
+		t.Fatalf("L (due %d, behind the cursor at +480 s) waits: lastReadTimeMs %d, want L's slot", l.outMs, got)
+	}
+	f.roundOK()
+	f.wantDelivered("A", "C", "D", "E", "L")
+	if got := before(); got != base+500_000 {
+		t.Fatalf("everything delivered at +500 s: lastReadTimeMs %d, want %d", got, base+500_000)
+	}
+}
