@@ -739,8 +739,9 @@ func (b *Broker) scheduleRuntimeInfo(table map[string]string) {
 }
 
 // timerRuntimeInfo adds RocketMQ's timer keys to a runtime info table:
-// timerReadBehind, the seconds the earliest due timer message has waited
-// (getDequeueBehind); timerOffsetBehind, the timer messages stored and
+// timerReadBehind, the seconds the timer's read time is behind the clock
+// (getDequeueBehind: timer.Service.ReadBehind; it grows with a message
+// overdue and while timerStopDequeue holds delivery, idle or not); timerOffsetBehind, the timer messages stored and
 // not yet taken in (getEnqueueBehindMessages); timerCongestNum, the timer
 // messages waiting (getAllCongestNum: 0 until the timer has counted them
 // after a start); timerEnqueueTps and timerDequeueTps, the rates of the
@@ -751,10 +752,10 @@ func (b *Broker) timerRuntimeInfo(table map[string]string, nowMs int64) {
 	enqueueTps, dequeueTps := "0.0", "0.0"
 	if b.cfg.TimerWheelEnable {
 		offsetBehind, _ = b.timerEnqueueBehind(nowMs)
-		if due, err := b.db.Timers().Due(nowMs, 1); err != nil {
-			b.log.Warn().Err(err).Msg("runtime info: read the earliest due timer message")
-		} else if len(due) > 0 {
-			readBehind = (nowMs - due[0].DeliverMs) / 1000
+		if behind, err := b.timers.ReadBehind(time.UnixMilli(nowMs)); err != nil {
+			b.log.Warn().Err(err).Msg("runtime info: read how far the timer is behind")
+		} else {
+			readBehind = int64(behind / time.Second)
 		}
 		congest, _ = b.timers.WaitingTotal()
 		enqueueTps, dequeueTps = b.stats.TimerTPS()

@@ -108,7 +108,13 @@ func (b *Broker) startMetrics() error {
 		}}
 		src.Timers = func() (metrics.TimerCensus, bool) {
 			c := census.get(b.log)
-			c.EnqueueLag, c.EnqueueLatencyMillis = b.timerEnqueueBehind(time.Now().UnixMilli())
+			now := time.Now()
+			c.EnqueueLag, c.EnqueueLatencyMillis = b.timerEnqueueBehind(now.UnixMilli())
+			if behind, err := b.timers.ReadBehind(now); err != nil {
+				b.log.Warn().Err(err).Msg("rocketmq_timer_dequeue_latency: read how far the timer is behind")
+			} else {
+				c.BehindSeconds = int64(behind / time.Second)
+			}
 			return c, true
 		}
 	}
@@ -477,8 +483,9 @@ func messageTypeOf(props string) string {
 const timerCensusTTL = 15 * time.Second
 
 // timerCensus counts the timer messages waiting, for the timer gauges
-// (the enqueue gauges and rocketmq_timing_messages apart:
-// timerEnqueueBehind, timingRows).
+// (the enqueue gauges, rocketmq_timer_dequeue_latency and
+// rocketmq_timing_messages apart: timerEnqueueBehind,
+// timer.Service.ReadBehind, timingRows).
 func (b *Broker) timerCensus() (metrics.TimerCensus, error) {
 	now := time.Now().UnixMilli()
 	bounds := make([]int64, len(metrics.TimerBounds))
@@ -489,11 +496,7 @@ func (b *Broker) timerCensus() (metrics.TimerCensus, error) {
 	if err != nil {
 		return metrics.TimerCensus{}, err
 	}
-	out := metrics.TimerCensus{Waiting: c.Waiting, Within: c.Within}
-	if c.FirstDueMs > 0 {
-		out.BehindSeconds = (now - c.FirstDueMs) / 1000
-	}
-	return out, nil
+	return metrics.TimerCensus{Waiting: c.Waiting, Within: c.Within}, nil
 }
 
 // timingRows are the series of rocketmq_timing_messages (nil before the

@@ -427,6 +427,41 @@ func TestTimerMetrics(t *testing.T) {
 	}
 }
 
+// timerReadBehind and rocketmq_timer_dequeue_latency are RocketMQ's
+// getDequeueBehind: the seconds the timer's read time is behind the
+// clock. With delivery stopped (timerStopDequeue) on a timer with nothing
+// due they grow, as RocketMQ's read time stays where it stopped; they
+// fall back under a second once delivery resumes.
+func TestTimerReadBehindGrowsWhileDeliveryIsStopped(t *testing.T) {
+	b := startTestBrokerWith(t, t.TempDir(), map[string]string{
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+		"timerPrecisionMs": "100",
+	}, func(b *Broker) { b.timerCensusTTL = 0 })
+	c := b.client(nil)
+	store := []string{`storage_type="local"`, `storage_medium="disk"`}
+	behind := func() (int64, float64) {
+		n, err := strconv.ParseInt(runtimeInfo(t, c)["timerReadBehind"], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n, metricValue(t, scrapeMetrics(t, b), "rocketmq_timer_dequeue_latency_milliseconds", store...)
+	}
+	waitFor(t, "the read time caught up, delivering with nothing due", func() bool {
+		info, metric := behind()
+		return info == 0 && metric == 0
+	})
+	updateConfig(t, c, "timerStopDequeue=true")
+	waitFor(t, "the read time 2 s behind with delivery stopped", func() bool {
+		info, metric := behind()
+		return info >= 2 && metric >= 2
+	})
+	updateConfig(t, c, "timerStopDequeue=false")
+	waitFor(t, "the read time caught up once delivery resumed", func() bool {
+		info, metric := behind()
+		return info == 0 && metric == 0
+	})
+}
+
 // earlyMetricsSettings turn the exporter on, with a fine timer.
 var earlyMetricsSettings = map[string]string{
 	"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",

@@ -240,8 +240,8 @@ func TestPutStatisticsOfParkedMessages(t *testing.T) {
 // The runtime info carries RocketMQ's schedule and timer backlog keys:
 // scheduleMessageOffset_<level> ("progress,queue end" of each level the
 // scheduler has worked, which rocketmq-exporter reads), timerReadBehind
-// (seconds the earliest due timer message has waited) and
-// timerOffsetBehind.
+// (seconds the timer's read time is behind: here, held at the message
+// due and not delivered) and timerOffsetBehind.
 func TestRuntimeInfoScheduleAndTimerBacklog(t *testing.T) {
 	b := startTestBroker(t, map[string]string{"timerPrecisionMs": "100"})
 	c := b.client(nil)

@@ -201,9 +201,6 @@ func (t *Timers) DropAbove(end int64) (int, error) {
 type TimerCensus struct {
 	// Waiting counts every entry.
 	Waiting int64
-	// FirstDueMs is the earliest delivery time of an entry due at the
-	// moment (0 when none is due).
-	FirstDueMs int64
 	// Within counts, per bound of the bounds asked for, the entries due
 	// after the previous bound (or the moment) and at most the bound
 	// ahead of the moment.
@@ -227,9 +224,6 @@ func (t *Timers) Census(nowMs int64, bounds []int64) (TimerCensus, error) {
 		due := int64(binary.BigEndian.Uint64(k[1:9]))
 		c.Waiting++
 		if due <= nowMs {
-			if c.FirstDueMs == 0 {
-				c.FirstDueMs = due // keys ascend by delivery time
-			}
 			continue
 		}
 		for i, b := range bounds {

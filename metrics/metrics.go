@@ -140,9 +140,9 @@ type TimerCensus struct {
 	// (rocketmq_timer_dequeue_lag: RocketMQ counts every message left in
 	// its timing wheel).
 	Waiting int64
-	// BehindSeconds is how long the earliest message due has waited, in
-	// seconds (rocketmq_timer_dequeue_latency, which RocketMQ records in
-	// seconds under the unit ms).
+	// BehindSeconds is how far the timer's read time is behind the clock,
+	// in seconds (rocketmq_timer_dequeue_latency: RocketMQ's
+	// getDequeueBehind, recorded in seconds under the unit ms).
 	BehindSeconds int64
 	// Within counts the messages due in each window of TimerBounds.
 	Within []int64
@@ -514,7 +514,7 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 			enqueueLatency: prometheus.NewDesc(names.Name(TimerEnqueueLatency),
 				"Milliseconds the oldest timer message not yet indexed has waited; with none, since the last one indexed was stored, within 2 s of its indexing.", nil, sc),
 			lag:      prometheus.NewDesc(names.Name(TimerDequeueLag), "Timer messages not yet delivered.", nil, sc),
-			latency:  prometheus.NewDesc(names.Name(TimerDequeueLatency), "Seconds the earliest timer message due has waited.", nil, sc),
+			latency:  prometheus.NewDesc(names.Name(TimerDequeueLatency), "Seconds the timer's read time is behind the clock.", nil, sc),
 			timing:   prometheus.NewDesc(names.Name(TimingMessages), "Timer messages waiting, by destination topic (less the cancels waiting).", []string{"topic"}, sc),
 			snapshot: prometheus.NewDesc(names.Name(TimerMessageSnapshot), "Timer messages due within each bound (seconds ahead) past the one before.", []string{"timer_bound_s"}, sc),
 		})

@@ -196,6 +196,20 @@ func (s *Service) DeliveredBefore(now time.Time) (int64, error) {
 	return s.slotOf(t), nil
 }
 
+// ReadBehind is how far the delivery rounds are behind the clock: now
+// less DeliveredBefore, RocketMQ's getDequeueBehindMillis (now less
+// currReadTimeMs), behind the runtime info's timerReadBehind and
+// rocketmq_timer_dequeue_latency. Under a slot while the rounds keep up;
+// it grows with a message overdue and while delivery is stopped, idle or
+// not, as RocketMQ's does.
+func (s *Service) ReadBehind(now time.Time) (time.Duration, error) {
+	read, err := s.DeliveredBefore(now)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(max(0, now.UnixMilli()-read)) * time.Millisecond, nil
+}
+
 // slotOf is the start of the slot of precision that ms falls in.
 func (s *Service) slotOf(ms int64) int64 {
 	if s.precisionMs <= 0 {
@@ -442,8 +456,10 @@ func (s *Service) readProgress() {
 
 // Run delivers due messages every 100 ms until ctx ends, except while
 // Options.Paused says delivery is stopped; a failed round is logged and
-// retried at the next tick.
+// retried at the next tick. The read time (DeliveredBefore) starts at
+// the slot of its start: stopped from there, it stays.
 func (s *Service) Run(ctx context.Context) {
+	s.readMs.CompareAndSwap(0, s.slotOf(s.now().UnixMilli()))
 	periodic.Run(ctx, tick, func(ctx context.Context) {
 		if s.paused() {
 			return
