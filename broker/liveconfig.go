@@ -44,8 +44,10 @@ var runtimeKeys = map[string]bool{
 	"filterSupportRetry":                true,
 	"recallMessageEnable":               true,
 	"allowRecallWhenBrokerNotWriteable": true,
-	// Holding due timer messages back, read by each delivery round.
+	// Holding due timer messages back, read by each delivery round, and
+	// new ones, read by the dispatcher's timer hook and each round.
 	"timerStopDequeue": true,
+	"timerStopEnqueue": true,
 	// Protecting the page cache from slow consumers, read by each pull
 	// and pop.
 	"disableConsumeIfConsumerReadSlowly": true,

@@ -74,7 +74,9 @@ func (b *Broker) processGetAllDelayOffset(ctx context.Context, _ *remoting.Conn,
 // TimerCheckpoint, with the time before which this broker delivered its
 // timer messages as lastReadTimeMs (the slave's timer resumes there when
 // it is promoted) and the timer topic's end as the queue offsets (the
-// slave takes every parked message in). With timerWheelEnable false it
+// slave takes every parked message in), or, under timerStopEnqueue, the
+// queue offset of the first message held back (RocketMQ's timer had
+// taken in those before it alone). With timerWheelEnable false it
 // is refused, as RocketMQ's broker, which then has no timer checkpoint,
 // refuses it.
 func (b *Broker) processGetTimerCheckPoint(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -87,6 +89,9 @@ func (b *Broker) processGetTimerCheckPoint(_ context.Context, conn *remoting.Con
 	end, err := b.cqs.MaxOffset(meta.TimerTopic, 0)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if held, ok := b.timers.HeldFrom(); ok {
+		end = min(end, held)
 	}
 	readMs, err := b.timers.DeliveredBefore(time.Now())
 	if err != nil {

@@ -557,18 +557,28 @@ const enqueueRecentMs = 2000
 // first of them; with none, RocketMQ's: since the last message indexed
 // was stored, within 2 s of its indexing.
 //
+// Under timerStopEnqueue the messages held back count in the lag too, from
+// the first of them (timer.Service.HeldFrom), as RocketMQ's read
+// position stays there; they are not taken in, so the latency's second
+// rule does not see them.
+//
 // On a slave the master hands out the queue offsets: the lag reads 0
 // there, and the latency the second rule alone.
 func (b *Broker) timerEnqueueBehind(nowMs int64) (messages, millis int64) {
 	// The dispatched end first: the offsets handed out only grow.
 	end, err := b.cqs.MaxOffset(meta.TimerTopic, 0)
+	undispatched := int64(0)
 	if err == nil {
 		next, err := b.qoffsets.Next(meta.TimerTopic, 0)
 		if err == nil {
-			messages = max(0, next-end)
+			undispatched = max(0, next-end)
+			messages = undispatched
+			if held, ok := b.timers.HeldFrom(); ok && held < end {
+				messages += end - held
+			}
 		}
 	}
-	if messages > 0 {
+	if undispatched > 0 {
 		if stored, ok := b.firstUndispatchedTimer(); ok {
 			return messages, max(0, nowMs-stored)
 		}

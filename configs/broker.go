@@ -305,6 +305,10 @@ type Broker struct {
 	// TimerStopDequeue stops the delivery of due timer messages until it
 	// is turned off again.
 	TimerStopDequeue bool
+	// TimerStopEnqueue holds back the timer messages parked from then on:
+	// they stay in rmq_sys_wheel_timer undelivered until it is turned off
+	// again (those parked before are delivered when due).
+	TimerStopEnqueue bool
 	// EnableScheduleMessageStats counts each delivery of a delayed
 	// message as RocketMQ does: a put of its topic (statistics and
 	// metrics) and a get of SCHEDULE_TOPIC_XXXX by SCHEDULE_CONSUMER;

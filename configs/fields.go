@@ -151,6 +151,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 
 	boolean("timerWheelEnable", "true", func(b *Broker) *bool { return &b.TimerWheelEnable }),
 	boolean("timerStopDequeue", "false", func(b *Broker) *bool { return &b.TimerStopDequeue }),
+	boolean("timerStopEnqueue", "false", func(b *Broker) *bool { return &b.TimerStopEnqueue }),
 	boolean("enableScheduleMessageStats", "true", func(b *Broker) *bool { return &b.EnableScheduleMessageStats }),
 	boolean("enableCompaction", "true", func(b *Broker) *bool { return &b.EnableCompaction }),
 	timerPrecision("timerPrecisionMs", "1000", func(b *Broker) *time.Duration { return &b.TimerPrecision }),

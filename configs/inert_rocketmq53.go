@@ -165,7 +165,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 // messageStorePlugIn).
 var brokerRefusedRocketMQ53 = []field[Broker]{
 	notImplemented[Broker]("duplicationEnable", "there is no duplication mode: every append gets this broker's queue offsets and store time"),
-	notImplemented[Broker]("timerStopEnqueue", "timer messages are indexed as they are stored; new ones cannot be held back while earlier ones are delivered"),
 	notSet[Broker]("messageStorePlugIn", "rocketkv loads no message store plug-ins (Java classes)"),
 	alwaysOn[Broker]("useServerSideResetOffset", "offset resets are RocketMQ 5's server-side ones: the broker sets the offsets and tells each pull consumer at its next pull; it does not push RESET_CONSUMER_CLIENT_OFFSET to the clients"),
 	onlyValues[Broker]("socksProxyConfig", []string{"", "{}"}, "the broker dials name servers and masters directly, through no SOCKS proxy"),

@@ -162,7 +162,7 @@ func TestRocketMQ53Keys(t *testing.T) {
 		}
 	}
 	for _, content := range []string{"logicalDiskSpaceCleanForciblyThreshold=most\n", "duplicationEnable=true\n",
-		"messageStorePlugIn=org.example.TieredStore\n", "timerStopEnqueue=true\n",
+		"messageStorePlugIn=org.example.TieredStore\n",
 		"useServerSideResetOffset=false\n", `socksProxyConfig={"10.0.0.1:9876":{"addr":"proxy:1080"}}` + "\n"} {
 		_, err := LoadBroker(writeFile(t, "b.conf", content), nil)
 		key, _, _ := strings.Cut(content, "=")

@@ -166,6 +166,13 @@
 //	"rmqTimerQueueOffset" value: offset int64  how far that timer had taken in
 //	                                           rmq_sys_wheel_timer (timercheck
 //	                                           lastTimerQueueOffset); absent: all of it
+//	"timerHold" value: phy int64 | queueOffset int64
+//	                                           the timer holds back the parked messages from
+//	                                           the record at CommitLog offset phy (queue offset
+//	                                           queueOffset of rmq_sys_wheel_timer) on
+//	                                           (timerStopEnqueue): their entries (0x70) wait
+//	                                           undelivered; written in the dispatch batch of
+//	                                           that record, deleted once the hold is lifted
 //	"rmqPopImported" value: ms int64           when that store's POP in-flight state (the
 //	                                           check-points and acks of its revive topic)
 //	                                           became pop checkpoints (0x55/0x56)

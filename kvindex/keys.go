@@ -64,6 +64,10 @@ const (
 	// metaTimerQueueOffset: how far that timer had read its topic
 	// (timercheck's lastTimerQueueOffset), imported with it.
 	metaTimerQueueOffset = "rmqTimerQueueOffset"
+	// metaTimerHold: where the timer began holding parked messages back
+	// (timerStopEnqueue; value: CommitLog offset | queue offset in
+	// rmq_sys_wheel_timer, Timers.SetHold).
+	metaTimerHold = "timerHold"
 	// metaRocketMQTopic + topic: the topic has queues in the consumequeue/
 	// of the Apache RocketMQ store opened for the first time (value:
 	// empty); with metaRocketMQComplete, kept until the broker dropped

@@ -238,3 +238,44 @@ func (t *Timers) Census(nowMs int64, bounds []int64) (TimerCensus, error) {
 	}
 	return c, nil
 }
+
+// TimerHold is where the timer began holding parked messages back
+// (timerStopEnqueue): the CommitLog offset of the first record held and
+// its queue offset in rmq_sys_wheel_timer.
+type TimerHold struct {
+	Phy         int64
+	QueueOffset int64
+}
+
+// SetHold records h in w, the dispatch batch of the record it names, so
+// that the hold is durable with the record's entry.
+func (t *Timers) SetHold(w *pebble.Batch, h TimerHold) error {
+	v := binary.BigEndian.AppendUint64(putInt64(h.Phy), uint64(h.QueueOffset))
+	if err := w.Set(metaKey(metaTimerHold), v, nil); err != nil {
+		return fmt.Errorf("record the timer hold at %d: %w", h.Phy, err)
+	}
+	return nil
+}
+
+// Hold returns the hold SetHold recorded; ok is false when none is.
+func (t *Timers) Hold() (h TimerHold, ok bool, err error) {
+	v, err := t.db.get(metaKey(metaTimerHold))
+	if err != nil {
+		return h, false, fmt.Errorf("read the timer hold: %w", err)
+	}
+	if v == nil {
+		return h, false, nil
+	}
+	if len(v) != 16 {
+		return h, false, fmt.Errorf("read the timer hold: %d bytes, want 16: %w", len(v), ErrBadKey)
+	}
+	return TimerHold{Phy: int64(binary.BigEndian.Uint64(v)), QueueOffset: int64(binary.BigEndian.Uint64(v[8:]))}, true, nil
+}
+
+// ClearHold deletes the hold (durably).
+func (t *Timers) ClearHold() error {
+	if err := t.db.pdb.Delete(metaKey(metaTimerHold), pebble.Sync); err != nil {
+		return fmt.Errorf("delete the timer hold: %w", err)
+	}
+	return nil
+}

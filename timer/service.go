@@ -120,6 +120,8 @@ type Service struct {
 	lastStoreMs, lastIndexedMs atomic.Int64
 	// waiting counts the messages waiting by topic (CountWaiting).
 	waiting waitingCounts
+	// hold holds new parked messages back (Options.StopEnqueue).
+	hold hold
 }
 
 // Watermark tells which parked messages a Service has handled (delivered
@@ -148,11 +150,12 @@ func (s *Service) Watermark() Watermark {
 
 // setWatermark records the cursor after a round whose late entries below
 // committed were folded in: every entry before the cursor and below
-// committed is gone from the index.
-func (s *Service) setWatermark(committed int64) {
+// committed is gone from the index, but for those held back (from
+// held.from on), which the cursor may have passed over.
+func (s *Service) setWatermark(committed int64, held holdSnapshot) {
 	s.cursorAt.Store(s.cursorMs)
 	s.wmMu.Lock()
-	s.wm = Watermark{CursorMs: s.cursorMs, CursorPhy: s.cursorPhy, BelowPhy: committed}
+	s.wm = Watermark{CursorMs: s.cursorMs, CursorPhy: s.cursorPhy, BelowPhy: min(committed, held.from)}
 	s.wmMu.Unlock()
 }
 
@@ -166,6 +169,9 @@ func (s *Service) setWatermark(committed int64) {
 // past the slot of a message still waiting: the earliest entry from the
 // rounds' cursor on, or indexed behind it and not yet delivered (the late
 // list). It is a multiple of the precision, as RocketMQ's slots are.
+// Messages held back (timerStopEnqueue) are not taken in, as in
+// RocketMQ, and do not hold it back: HeldFrom is the queue offset from
+// which a RocketMQ slave takes them in.
 //
 // An entry the dispatcher has not committed yet may be due before it:
 // read the timer topic's end first, and such a message lies past it (not
@@ -179,21 +185,61 @@ func (s *Service) DeliveredBefore(now time.Time) (int64, error) {
 	// off the list as it moves the watermark's cursor back to it.
 	s.lateMu.Lock()
 	w := s.Watermark()
+	heldFrom, released, ok := s.heldBounds()
 	for _, e := range s.late {
-		t = min(t, e.DeliverMs)
+		if e.PhyOffset < heldFrom {
+			t = min(t, e.DeliverMs)
+		}
+	}
+	if ok {
+		t = min(t, released.DeliverMs) // released, the cursor not yet back at them
 	}
 	if s.lateLost {
 		w.CursorMs, w.CursorPhy = 0, 0 // entries left out of the list lie anywhere
 	}
 	s.lateMu.Unlock()
-	due, err := s.timers.DueFrom(w.CursorMs, w.CursorPhy, math.MaxInt64, 1)
+	first, ok, err := s.firstTakenIn(w.CursorMs, w.CursorPhy, heldFrom)
 	if err != nil {
 		return 0, err
 	}
-	if len(due) > 0 {
-		t = min(t, due[0].DeliverMs)
+	if ok {
+		t = min(t, first)
 	}
 	return s.slotOf(t), nil
+}
+
+// heldScan bounds the entries DeliveredBefore reads past those held back
+// to find the first one taken in.
+const heldScan = 16 * deliverBatch
+
+// firstTakenIn returns the delivery time of the first entry from
+// (fromMs, fromPhy) on that is not held back (of a record before
+// heldFrom); ok is false when there is none. Past heldScan held entries
+// it returns the time of the last one read: the first taken in is not
+// earlier.
+func (s *Service) firstTakenIn(fromMs, fromPhy, heldFrom int64) (int64, bool, error) {
+	page := deliverBatch
+	if heldFrom == math.MaxInt64 {
+		page = 1 // nothing held: the first entry
+	}
+	for read := 0; read < heldScan; {
+		due, err := s.timers.DueFrom(fromMs, fromPhy, math.MaxInt64, page)
+		if err != nil {
+			return 0, false, err
+		}
+		for _, e := range due {
+			if e.PhyOffset < heldFrom {
+				return e.DeliverMs, true, nil
+			}
+		}
+		if len(due) < page {
+			return 0, false, nil
+		}
+		read += len(due)
+		last := due[len(due)-1]
+		fromMs, fromPhy = last.DeliverMs, last.PhyOffset+1
+	}
+	return fromMs, true, nil
 }
 
 // ReadBehind is how far the delivery rounds are behind the clock: now
@@ -273,6 +319,12 @@ type Options struct {
 	// timerStopDequeue): due messages stay parked, and are delivered,
 	// late, once it reports false. Without it delivery never pauses.
 	Paused func() bool
+	// StopEnqueue reports whether new parked messages are held back
+	// (RocketMQ's timerStopEnqueue, see hold.go): those dispatched while
+	// it reports true stay parked, undelivered, until it reports false
+	// again; those parked before are delivered when due. Without it
+	// nothing is held.
+	StopEnqueue func() bool
 	// Properties, when set, returns the properties of the record at a
 	// CommitLog offset, as Store.Read would (ok false: no record there),
 	// without the rest: CountWaiting reads a million of them at a start.
@@ -331,7 +383,7 @@ func New(timers *kvindex.Timers, store Store, opts Options, log zerolog.Logger) 
 	}
 	return &Service{timers: timers, store: store, progress: opts.Progress, queueProgress: opts.QueueProgress,
 		precisionMs: precision.Milliseconds(), rollWindowMs: roll.Milliseconds(), chunkBytes: chunkBytes, countPage: countPage,
-		dispatched: opts.Dispatched, paused: paused, now: time.Now, takenIn: math.MaxInt64, maxLate: maxLate,
+		dispatched: opts.Dispatched, paused: paused, now: time.Now, takenIn: math.MaxInt64, maxLate: maxLate, hold: newHold(opts.StopEnqueue),
 		enqueued: enqueued, dequeued: dequeued, tookIn: tookIn, putN: putN, properties: opts.Properties, log: log.With().Str("component", "timer").Logger()}
 }
 
@@ -352,11 +404,17 @@ func New(timers *kvindex.Timers, store Store, opts Options, log zerolog.Logger) 
 func (s *Service) Hook() kvindex.Hook {
 	return kvindex.HookFunc(func(w *pebble.Batch, m *commitlog.Message) error {
 		s.progressOnce.Do(s.readProgress)
-		s.lastStoreMs.Store(m.StoreTimestamp)
-		s.lastIndexedMs.Store(s.now().UnixMilli())
 		fresh := m.PhyOffset >= s.hookedBelow.Load()
 		if fresh {
 			s.hookedBelow.Store(m.PhyOffset + int64(m.StoreSize))
+		}
+		held, err := s.holdRecord(w, m)
+		if err != nil {
+			return err
+		}
+		if !held { // a held message is not taken in yet
+			s.lastStoreMs.Store(m.StoreTimestamp)
+			s.lastIndexedMs.Store(s.now().UnixMilli())
 		}
 		due := parkedDue(m)
 		if due < s.deliveredTo && m.QueueOffset < s.takenIn {
@@ -461,6 +519,7 @@ func (s *Service) readProgress() {
 func (s *Service) Run(ctx context.Context) {
 	s.readMs.CompareAndSwap(0, s.slotOf(s.now().UnixMilli()))
 	periodic.Run(ctx, tick, func(ctx context.Context) {
+		s.settleHold()
 		if s.paused() {
 			return
 		}
@@ -480,13 +539,13 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 	delivered := 0
 	for ctx.Err() == nil {
 		now := s.now()
-		committed := s.lowerCursor()
+		committed, held := s.lowerCursor()
 		due, err := s.timers.DueFrom(s.cursorMs, s.cursorPhy, now.UnixMilli()-s.precisionMs, deliverBatch)
 		if err != nil {
 			return delivered, err
 		}
 		if len(due) == 0 {
-			s.setWatermark(committed)
+			s.setWatermark(committed, held)
 			s.readMs.Store(s.slotOf(now.UnixMilli()))
 			return delivered, nil
 		}
@@ -502,8 +561,18 @@ func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 				}
 			}
 		}
-		n, err := s.deliverBatch(ctx, due, now)
-		s.setWatermark(committed)
+		n := 0
+		take := s.passHeld(due, held)
+		if len(take) > 0 {
+			n, err = s.deliverBatch(ctx, take, now)
+		}
+		if err == nil && len(take) < len(due) {
+			// Every entry taken was handled: the cursor passes over the
+			// held ones after them too (passHeld noted the first).
+			last := due[len(due)-1]
+			s.cursorMs, s.cursorPhy = last.DeliverMs, last.PhyOffset+1
+		}
+		s.setWatermark(committed, held)
 		delivered += n
 		if err != nil {
 			return delivered, err
@@ -801,10 +870,11 @@ func multiDispatched(m *commitlog.Message) bool {
 }
 
 // lowerCursor moves the cursor back to the committed late entries that
-// lie before it, and returns the committed offset it took (every entry
-// below it was indexed, and is now at or after the cursor if it was not
-// handled).
-func (s *Service) lowerCursor() int64 {
+// lie before it and to the held entries a lifted hold released, and
+// returns the committed offset it took (every entry below it was indexed,
+// and is now at or after the cursor if it was not handled) and the hold
+// the round is to respect.
+func (s *Service) lowerCursor() (int64, holdSnapshot) {
 	committed := int64(math.MaxInt64)
 	if s.dispatched != nil {
 		committed = s.dispatched()
@@ -832,6 +902,7 @@ func (s *Service) lowerCursor() int64 {
 		}
 	}
 	s.late = keep
+	held := s.holdFor()
 	s.wmMu.Lock()
 	if s.cursorMs < s.wm.CursorMs || (s.cursorMs == s.wm.CursorMs && s.cursorPhy < s.wm.CursorPhy) {
 		// What the round is to deliver is before the watermark too, from
@@ -839,7 +910,7 @@ func (s *Service) lowerCursor() int64 {
 		s.wm.CursorMs, s.wm.CursorPhy = s.cursorMs, s.cursorPhy
 	}
 	s.wmMu.Unlock()
-	return committed
+	return committed, held
 }
 
 // advanceCursor moves the cursor past a round's entries: to the first

@@ -37,6 +37,8 @@ type fixture struct {
 	svc   *Service
 	store *fakeStore
 	nowMs atomic.Int64 // read by the hook on the dispatcher's goroutine
+	// stopEnqueue is the service's Options.StopEnqueue.
+	stopEnqueue atomic.Bool
 }
 
 // fakeStore appends to the fixture's log. fail, when set, is asked
@@ -119,7 +121,7 @@ func newFixture(t testing.TB) *fixture {
 	f.st = storetest.OpenWithClock(t, func() time.Time { return time.UnixMilli(f.nowMs.Load()) })
 	f.log, f.db = f.st.Log, f.st.DB
 	f.store = &fakeStore{f: f, Offsets: storetest.Offsets{}}
-	f.svc = New(f.db.Timers(), f.store, Options{Dispatched: func() int64 { return f.disp.Dispatched() }}, zerolog.Nop())
+	f.svc = New(f.db.Timers(), f.store, Options{Dispatched: func() int64 { return f.disp.Dispatched() }, StopEnqueue: f.stopEnqueue.Load}, zerolog.Nop())
 	f.svc.now = func() time.Time { return time.UnixMilli(f.nowMs.Load()) }
 	f.disp = f.st.StartDispatcher(t, kvindex.DispatcherOptions{Hooks: map[string]kvindex.Hook{meta.TimerTopic: f.svc.Hook()}})
 	return f
