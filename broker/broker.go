@@ -655,6 +655,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 	tcfg.HalfQueueMin = func() (int64, error) { return b.cqs.MinOffset(meta.TransHalfTopic, 0) }
 	tcfg.NewUniqID = b.uniq.Next
 	tcfg.WaitDispatched = func(ctx context.Context, end int64) error { return b.disp.WaitFor(ctx, end) }
+	tcfg.FileReservedTime = func() time.Duration { return b.current().FileReservedTime }
 	tcfg.OnEnd = func(topic string, state kvindex.TxnState, bornMs int64) {
 		b.metrics.TransactionEnded(topic, state == kvindex.TxnCommit, time.Since(time.UnixMilli(bornMs)))
 	}

@@ -54,8 +54,9 @@ type TxnState uint8
 
 // Transaction end states.
 const (
-	// TxnDiscarded: given up after transactionCheckMax checks, the half
-	// moved to TRANS_CHECK_MAX_TIME_TOPIC.
+	// TxnDiscarded: given up after transactionCheckMax checks, or born
+	// longer than fileReservedTime ago, the half copied to
+	// TRANS_CHECK_MAX_TIME_TOPIC.
 	TxnDiscarded TxnState = 1
 	// TxnCommit: the real message was stored.
 	TxnCommit TxnState = 8

@@ -40,6 +40,9 @@ type PassStats struct {
 	Unasked int
 	// Discarded halves were given up after transactionCheckMax checks.
 	Discarded int
+	// Expired halves were born longer than fileReservedTime ago: given up
+	// without a check, as discarded ones are (RocketMQ's needSkip).
+	Expired int
 	// Ended halves were found ended (a crash or a race left their open
 	// record) and forgotten.
 	Ended int
@@ -214,10 +217,17 @@ func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStat
 		st.Ended++
 		return s.state.ForgetHalf(h.PhyOffset)
 	}
+	now := s.now().UnixMilli()
 	if int(h.Checks) >= s.cfg.CheckMax {
-		return s.discard(ctx, &half, h, st)
+		return s.discard(ctx, &half, h, h.Checks, false, st)
 	}
-	if until, immune := s.immuneUntil(&half, s.now().UnixMilli()); immune {
+	if s.expired(&half, now) {
+		// RocketMQ's checker counts the check (needDiscard) before it
+		// finds the half too old (needSkip), and gives up the half with
+		// that count, one more than the checks asked.
+		return s.discard(ctx, &half, h, h.Checks+1, true, st)
+	}
+	if until, immune := s.immuneUntil(&half, now); immune {
 		// Due by an earlier rule (a half born in the future, checked
 		// at once until its born time came, or an index written
 		// before first checks counted from the born time): not asked
@@ -250,13 +260,14 @@ func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStat
 	return nil
 }
 
-// discard stores a half given up after transactionCheckMax checks in
-// TRANS_CHECK_MAX_TIME_TOPIC and ends its transaction, once: a copy
-// stored but not yet flushed (ErrNotDurable) counts as stored, as
-// RocketMQ's checker moves past a half it gave up whatever its put
-// answered.
-func (s *Service) discard(ctx context.Context, half *commitlog.Message, h kvindex.TxnHalf, st *PassStats) error {
-	if _, err := s.store.Put(ctx, discardedMessage(half, h.Checks)); commitlog.Unstorable(err) {
+// discard stores a half given up, after transactionCheckMax checks or
+// (expired) for being born longer than fileReservedTime ago, in
+// TRANS_CHECK_MAX_TIME_TOPIC with checks as its TRANSACTION_CHECK_TIMES,
+// and ends its transaction, once: a copy stored but not yet flushed
+// (ErrNotDurable) counts as stored, as RocketMQ's checker moves past a
+// half it gave up whatever its put answered.
+func (s *Service) discard(ctx context.Context, half *commitlog.Message, h kvindex.TxnHalf, checks int32, expired bool, st *PassStats) error {
+	if _, err := s.store.Put(ctx, discardedMessage(half, checks)); commitlog.Unstorable(err) {
 		// No retry stores this copy: the transaction is given up all
 		// the same, its half left where it is, rather than retried at
 		// every pass.
@@ -276,8 +287,15 @@ func (s *Service) discard(ctx context.Context, half *commitlog.Message, h kvinde
 		return err
 	}
 	s.putOp(ctx, half)
-	st.Discarded++
 	uniq, _ := commitlog.LookupProperty(half.Properties, propUniqKey)
+	if expired {
+		st.Expired++
+		s.log.Warn().Int64("half", h.PhyOffset).Str("msgId", uniq).Int32("checks", h.Checks).
+			Time("born", time.UnixMilli(half.BornTimestamp)).
+			Msg("transaction given up without a check: its half was born longer than fileReservedTime ago; the half is in " + meta.TransCheckMaxTopic)
+		return nil
+	}
+	st.Discarded++
 	s.log.Warn().Int64("half", h.PhyOffset).Str("msgId", uniq).Int32("checks", h.Checks).
 		Msg("transaction given up after transactionCheckMax checks; the half is in " + meta.TransCheckMaxTopic)
 	return nil

@@ -23,7 +23,8 @@
 //	   |     (half, real topic)        than transactionTimeOut (or their
 //	   |                               CHECK_IMMUNITY_TIME_IN_SECONDS) ago, every
 //	   | END_TRANSACTION, fromCheck    transactionCheckInterval, at most
-//	   |                               transactionCheckMax times, then
+//	   |                               transactionCheckMax times (or until
+//	   |                               born fileReservedTime ago), then
 //	   |                               TRANS_CHECK_MAX_TIME_TOPIC ----------> 0x61 discarded
 //
 // RocketMQ keeps the end of each transaction as an op message in
@@ -50,5 +51,8 @@
 // message; one given up after transactionCheckMax checks stores it when
 // its producer commits late, as RocketMQ does (its give-up only copies
 // the half aside). An open half is checked until it ends, is discarded,
-// or leaves the CommitLog with retention.
+// or leaves the CommitLog with retention; one born longer than
+// fileReservedTime ago is discarded without a check, as RocketMQ's
+// checker skips it (needSkip), its TRANSACTION_CHECK_TIMES one more than
+// the checks asked, as RocketMQ counts the check before it skips.
 package txn

@@ -53,6 +53,13 @@ type Config struct {
 	// record before a CommitLog offset (kvindex.Dispatcher.WaitFor): a
 	// commit's end is recorded only after its message is indexed.
 	WaitDispatched func(ctx context.Context, end int64) error
+	// FileReservedTime, when set, returns fileReservedTime as in force
+	// (the CommitLog's retention): an open half born longer ago than
+	// that is given up without a check, stored in
+	// TRANS_CHECK_MAX_TIME_TOPIC as one given up after transactionCheckMax
+	// checks, as RocketMQ's checker gives it up (needSkip). Unset, halves
+	// are never given up for their age.
+	FileReservedTime func() time.Duration
 }
 
 // DefaultConfig returns RocketMQ's defaults.
@@ -348,8 +355,26 @@ func (s *Service) checkImmunity(props string) (ms int64, named bool) {
 	return secs * 1000, true
 }
 
+// expiresAt is the first time (Unix ms) a half is born longer than
+// fileReservedTime before, and is given up without a check; ok is false
+// when Config.FileReservedTime is unset.
+func (s *Service) expiresAt(half *commitlog.Message) (int64, bool) {
+	if s.cfg.FileReservedTime == nil {
+		return 0, false
+	}
+	return satAdd(satAdd(half.BornTimestamp, s.cfg.FileReservedTime().Milliseconds()), 1), true
+}
+
+// expired reports whether a half is given up for its age at now (Unix
+// ms): RocketMQ's needSkip, now-born longer than fileReservedTime.
+func (s *Service) expired(half *commitlog.Message, now int64) bool {
+	at, ok := s.expiresAt(half)
+	return ok && now >= at
+}
+
 // immuneUntil reports whether a half is not to be checked at now (Unix
-// ms), and if so the first time it may be. It is RocketMQ's checker rule,
+// ms), and if so the first time it may be (or is given up for its age,
+// expiresAt, when that comes first). It is RocketMQ's checker rule,
 // counted from the half's born time (the producer's clock): a half naming
 // an immunity is checked once now-born exceeds it; one that does not is
 // left alone while 0 <= now-born <= transactionTimeOut, so a half born
@@ -362,7 +387,11 @@ func (s *Service) immuneUntil(half *commitlog.Message, now int64) (int64, bool) 
 	if age > imm || (!named && age < 0) {
 		return 0, false
 	}
-	return satAdd(satAdd(half.BornTimestamp, imm), 1), true
+	until := satAdd(satAdd(half.BornTimestamp, imm), 1)
+	if at, ok := s.expiresAt(half); ok {
+		until = min(until, at)
+	}
+	return until, true
 }
 
 // firstCheckAt is when the checker first looks at a half just stored: at
@@ -677,7 +706,9 @@ var ErrNotHalf = errors.New("the message is not the half message of a transactio
 // Resume stores the half message at phy (typically one given up into
 // TRANS_CHECK_MAX_TIME_TOPIC) again as an open half with its check count
 // at 0, so its producer group is asked about it again
-// (RESUME_CHECK_HALF_MESSAGE, mqadmin resumeCheckHalfMessage).
+// (RESUME_CHECK_HALF_MESSAGE, mqadmin resumeCheckHalfMessage). The copy
+// keeps the born time, as RocketMQ's: a half born longer than
+// fileReservedTime ago is given up again at the next pass.
 func (s *Service) Resume(ctx context.Context, phy int64) error {
 	m, ok, err := s.readNamed(phy)
 	if err != nil {
