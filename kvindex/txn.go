@@ -44,7 +44,9 @@ type TxnHalf struct {
 	// NextCheckAt is when the checker next asks the producer, in Unix
 	// milliseconds.
 	NextCheckAt int64 `json:"nextCheckAt"`
-	// Checks counts the checks asked so far.
+	// Checks counts the checks asked so far, from the half's
+	// TRANSACTION_CHECK_TIMES when it carries one (-1 for a value that is
+	// no number, as RocketMQ reads it).
 	Checks int32 `json:"checks"`
 }
 

@@ -108,3 +108,53 @@ func TestAHalfOlderThanFileReservedTimeIsGivenUpWithoutACheck(t *testing.T) {
 		t.Fatalf("a pass after every half was given up: %+v", st)
 	}
 }
+
+// A half carrying TRANSACTION_CHECK_TIMES (one Apache RocketMQ stored
+// again after a check, in a store migrated from it) starts from that
+// count, as RocketMQ's checker reads it: 13 of 15 leaves two checks, 15 is
+// given up at the first pass whatever its age, and a value that is no
+// number counts -1 (RocketMQ's getInt), so sixteen checks.
+func TestAHalfsCheckCountStartsFromItsCheckTimesProperty(t *testing.T) {
+	f := newFixture(t, Config{Timeout: 6 * time.Second, CheckInterval: 30 * time.Second, CheckMax: 15})
+	start := f.now
+	halves := map[string]*commitlog.Message{}
+	for uniq, v := range map[string]string{"C13": "13", "C15": "15", "CX": "x", "C0": "0"} {
+		halves[uniq] = f.sendHalf(uniq, PropCheckTimes+"\x01"+v+"\x02")
+	}
+	checks := map[string]int{}
+	discardedAt := map[string]int{}
+	for pass := 0; pass < 20; pass++ {
+		f.now = start.Add(6*time.Second + time.Millisecond + time.Duration(pass)*30*time.Second)
+		if pass == 0 {
+			// Before any is due: the one at 15 is given up all the same.
+			f.now = start
+		}
+		f.mu.Lock()
+		f.asked = f.asked[:0]
+		f.mu.Unlock()
+		f.pass()
+		for _, c := range f.asked {
+			checks[c.MsgID]++
+		}
+		for uniq, h := range halves {
+			if _, ok := discardedAt[uniq]; ok {
+				continue
+			}
+			if e, ended, _ := f.db.Transactions().Ended(h.PhyOffset); ended && e.State == kvindex.TxnDiscarded {
+				discardedAt[uniq] = pass
+			}
+		}
+	}
+	want := map[string]int{"C13": 2, "C15": 0, "CX": 16, "C0": 15}
+	for uniq, n := range want {
+		if checks[uniq] != n {
+			t.Errorf("%s: %d checks, want %d", uniq, checks[uniq], n)
+		}
+		if _, ok := discardedAt[uniq]; !ok {
+			t.Errorf("%s: never given up", uniq)
+		}
+	}
+	if discardedAt["C15"] != 0 {
+		t.Errorf("the half at 15 checks was given up at pass %d, want the first", discardedAt["C15"])
+	}
+}

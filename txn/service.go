@@ -195,7 +195,8 @@ func (s *Service) lock(phy int64) func() {
 
 // HalfHook is the dispatcher hook of RMQ_SYS_TRANS_HALF_TOPIC: it records
 // each half as open, first checked when its check immunity has passed
-// (checkImmunity: counted from its born time, not its store time). In a store
+// (checkImmunity: counted from its born time, not its store time), its
+// checks counted from its TRANSACTION_CHECK_TIMES (checksOf). In a store
 // migrated from Apache RocketMQ, halves below RocketMQ's check progress
 // were handled there and are not recorded.
 func (s *Service) HalfHook() kvindex.Hook {
@@ -215,6 +216,13 @@ func (s *Service) HalfHook() kvindex.Hook {
 			QueueOffset:    m.QueueOffset,
 			StoreTimestamp: m.StoreTimestamp,
 			NextCheckAt:    s.firstCheckAt(m),
+			Checks:         checksOf(m.Properties),
+		}
+		if int(h.Checks) >= s.cfg.CheckMax {
+			// Checked enough already (a RocketMQ re-put copy in a store
+			// migrated from it): given up at the first pass, immune or
+			// not, as RocketMQ counts checks before it looks at times.
+			h.NextCheckAt = m.StoreTimestamp
 		}
 		s.addedMu.Lock()
 		s.unlisted = append(s.unlisted, halfDue{phy: h.PhyOffset, due: h.NextCheckAt})
@@ -353,6 +361,25 @@ func (s *Service) checkImmunity(props string) (ms int64, named bool) {
 		return math.MinInt64, true
 	}
 	return secs * 1000, true
+}
+
+// checksOf is the check count a half carries in TRANSACTION_CHECK_TIMES,
+// as RocketMQ's checker reads it (needDiscard): 0 without the property
+// (RocketMQ counts its first check 1), -1 for a value that is not a 32-bit
+// number (its getInt's answer then, which its next check counts 0). A
+// half stored by a producer carries none; one RocketMQ stored again after
+// a check (a store migrated from it) carries its checks so far, and one
+// RESUME_CHECK_HALF_MESSAGE stored carries 0.
+func checksOf(props string) int32 {
+	v, ok := commitlog.LookupProperty(props, PropCheckTimes)
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return -1
+	}
+	return int32(n)
 }
 
 // expiresAt is the first time (Unix ms) a half is born longer than
