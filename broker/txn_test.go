@@ -370,6 +370,24 @@ func TestTransactionGivenUpAfterCheckMax(t *testing.T) {
 	}
 }
 
+// A half born longer than fileReservedTime ago (the producer's clock,
+// here 73 h behind) is given up without a check into
+// TRANS_CHECK_MAX_TIME_TOPIC, as RocketMQ's checker skips it.
+func TestTransactionOlderThanFileReservedTimeGivenUpUnchecked(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"transactionTimeOut": "100", "transactionCheckInterval": "100",
+		"transactionCheckMax": "1000", "fileReservedTime": "72"})
+	c := b.client(nil)
+	h := sendHalf(t, c, "TxOld", 0, "UNIQ-OLD", "too old", "", time.Now().Add(-73*time.Hour).UnixMilli())
+	discarded := waitGivenUp(t, b, c, h)
+	p := commitlog.ParseProperties(discarded[0].Properties)
+	if string(discarded[0].Body) != "too old" || p["REAL_TOPIC"] != "TxOld" || p["TRANSACTION_CHECK_TIMES"] != "1" {
+		t.Fatalf("given up: %q properties %v, want the half, counted once", discarded[0].Body, p)
+	}
+	if e, _, err := b.db.Transactions().Ended(h.phy); err != nil || e.State != kvindex.TxnDiscarded {
+		t.Fatalf("end of the transaction given up: %+v %v", e, err)
+	}
+}
+
 func TestTransactionEndSurvivesRestart(t *testing.T) {
 	store := t.TempDir()
 	b := startTestBrokerAt(t, store, nil)
