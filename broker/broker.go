@@ -656,6 +656,10 @@ func (b *Broker) openStores(ctx context.Context) error {
 	tcfg.NewUniqID = b.uniq.Next
 	tcfg.WaitDispatched = func(ctx context.Context, end int64) error { return b.disp.WaitFor(ctx, end) }
 	tcfg.FileReservedTime = func() time.Duration { return b.current().FileReservedTime }
+	tcfg.Limits = func() txn.Limits {
+		c := b.current()
+		return txn.Limits{Timeout: c.TransactionTimeOut, CheckInterval: c.TransactionCheckInterval, CheckMax: c.TransactionCheckMax}
+	}
 	tcfg.OnEnd = func(topic string, state kvindex.TxnState, bornMs int64) {
 		b.metrics.TransactionEnded(topic, state == kvindex.TxnCommit, time.Since(time.UnixMilli(bornMs)))
 	}

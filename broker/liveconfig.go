@@ -30,6 +30,11 @@ var runtimeKeys = map[string]bool{
 	"brokerPermission":            true,
 	"autoCreateSubscriptionGroup": true,
 	"rejectTransactionMessage":    true,
+	// The transaction checker's settings, read by each check as
+	// RocketMQ's checker reads them by each pass.
+	"transactionTimeOut":       true,
+	"transactionCheckInterval": true,
+	"transactionCheckMax":      true,
 	// Freeing disk without a restart.
 	"fileReservedTime":        true,
 	"deleteWhen":              true,

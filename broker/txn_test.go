@@ -388,6 +388,27 @@ func TestTransactionOlderThanFileReservedTimeGivenUpUnchecked(t *testing.T) {
 	}
 }
 
+// transactionCheckMax changed with UPDATE_BROKER_CONFIG applies to the
+// halves open: one with 1000 checks to go is given up at its next visit
+// once the maximum is 2.
+func TestTransactionCheckMaxChangesWhileRunning(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"transactionTimeOut": "100", "transactionCheckInterval": "100",
+		"transactionCheckMax": "1000"})
+	c := b.client(nil)
+	h := sendHalf(t, c, "TxLive", 0, "UNIQ-LIVE", "live", "", time.Now().UnixMilli())
+	waitFor(t, "two checks", func() bool {
+		o, open, err := b.db.Transactions().Half(h.phy)
+		return err == nil && open && o.Checks >= 2
+	})
+	if r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("transactionCheckMax=2")); r.Code != remoting.Success {
+		t.Fatalf("update transactionCheckMax: %d %s", r.Code, r.Remark)
+	}
+	discarded := waitGivenUp(t, b, c, h)
+	if n, err := strconv.Atoi(commitlog.ParseProperties(discarded[0].Properties)["TRANSACTION_CHECK_TIMES"]); err != nil || n < 2 {
+		t.Fatalf("given up with properties %q, want TRANSACTION_CHECK_TIMES of 2 or more", discarded[0].Properties)
+	}
+}
+
 func TestTransactionEndSurvivesRestart(t *testing.T) {
 	store := t.TempDir()
 	b := startTestBrokerAt(t, store, nil)

@@ -20,8 +20,9 @@ import (
 const maxScanInterval = time.Second
 
 // Run is the checker: until ctx ends, it passes over the open halves every
-// second (or every transactionCheckInterval when shorter) and checks those
-// due. A failed pass is logged and the next one tries again.
+// second (or every transactionCheckInterval when shorter, as configured at
+// the start) and checks those due. A failed pass is logged and the next
+// one tries again.
 func (s *Service) Run(ctx context.Context) {
 	periodic.Run(ctx, min(s.cfg.CheckInterval, maxScanInterval), func(ctx context.Context) {
 		if _, err := s.CheckDue(ctx); err != nil && ctx.Err() == nil {
@@ -122,7 +123,7 @@ func (s *Service) CheckDue(ctx context.Context) (PassStats, error) {
 		errs = append(errs, s.state.Sync())
 		// A checked half is due again a check interval from now at the
 		// earliest; an unflushed commit's half stays due.
-		nextDue = min(nextDue, now+s.cfg.CheckInterval.Milliseconds(), putOff)
+		nextDue = min(nextDue, now+s.limits().CheckInterval.Milliseconds(), putOff)
 		if st.Unflushed > 0 {
 			nextDue = now
 		}
@@ -217,8 +218,8 @@ func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStat
 		st.Ended++
 		return s.state.ForgetHalf(h.PhyOffset)
 	}
-	now := s.now().UnixMilli()
-	if int(h.Checks) >= s.cfg.CheckMax {
+	now, lim := s.now().UnixMilli(), s.limits()
+	if int(h.Checks) >= lim.CheckMax {
 		return s.discard(ctx, &half, h, h.Checks, false, st)
 	}
 	if s.expired(&half, now) {
@@ -238,7 +239,7 @@ func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStat
 		return s.state.UpdateHalf(h)
 	}
 	h.Checks++
-	h.NextCheckAt = s.now().Add(s.cfg.CheckInterval).UnixMilli()
+	h.NextCheckAt = s.now().Add(lim.CheckInterval).UnixMilli()
 	if err := s.state.UpdateHalf(h); err != nil {
 		return err
 	}

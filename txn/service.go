@@ -60,6 +60,42 @@ type Config struct {
 	// checks, as RocketMQ's checker gives it up (needSkip). Unset, halves
 	// are never given up for their age.
 	FileReservedTime func() time.Duration
+	// Limits, when set, returns transactionTimeOut, transactionCheckInterval
+	// and transactionCheckMax as in force (UPDATE_BROKER_CONFIG changes
+	// them), read at each use as RocketMQ's checker reads them at each
+	// pass; unset, or for a value not positive, the fields above. A
+	// longer timeout puts off, when next due, the halves younger than it;
+	// a shorter one brings forward only the first check of halves stored
+	// after the change (a first check time is set when a half is
+	// indexed); a new interval applies from each half's next check.
+	Limits func() Limits
+}
+
+// Limits are the check settings UPDATE_BROKER_CONFIG may change while
+// the checker runs (Config's fields of the same names).
+type Limits struct {
+	Timeout       time.Duration
+	CheckInterval time.Duration
+	CheckMax      int
+}
+
+// limits returns the check settings in force.
+func (s *Service) limits() Limits {
+	l := Limits{Timeout: s.cfg.Timeout, CheckInterval: s.cfg.CheckInterval, CheckMax: s.cfg.CheckMax}
+	if s.cfg.Limits == nil {
+		return l
+	}
+	cur := s.cfg.Limits()
+	if cur.Timeout > 0 {
+		l.Timeout = cur.Timeout
+	}
+	if cur.CheckInterval > 0 {
+		l.CheckInterval = cur.CheckInterval
+	}
+	if cur.CheckMax > 0 {
+		l.CheckMax = cur.CheckMax
+	}
+	return l
 }
 
 // DefaultConfig returns RocketMQ's defaults.
@@ -218,7 +254,7 @@ func (s *Service) HalfHook() kvindex.Hook {
 			NextCheckAt:    s.firstCheckAt(m),
 			Checks:         checksOf(m.Properties),
 		}
-		if int(h.Checks) >= s.cfg.CheckMax {
+		if int(h.Checks) >= s.limits().CheckMax {
 			// Checked enough already (a RocketMQ re-put copy in a store
 			// migrated from it): given up at the first pass, immune or
 			// not, as RocketMQ counts checks before it looks at times.
@@ -347,14 +383,15 @@ func (s *Service) CommitHook() kvindex.Hook {
 // (as well for a value that is not a number, or is -1). Milliseconds past
 // the int64 range are its largest value, never reached.
 func (s *Service) checkImmunity(props string) (ms int64, named bool) {
+	timeout := s.limits().Timeout
 	v, named := commitlog.LookupProperty(props, PropCheckImmunitySecs)
 	if !named {
-		return s.cfg.Timeout.Milliseconds(), false
+		return timeout.Milliseconds(), false
 	}
 	secs, err := strconv.ParseInt(v, 10, 64)
 	switch {
 	case err != nil || secs == -1:
-		return s.cfg.Timeout.Milliseconds(), true
+		return timeout.Milliseconds(), true
 	case secs > math.MaxInt64/1000:
 		return math.MaxInt64, true
 	case secs < math.MinInt64/1000:
@@ -459,6 +496,7 @@ func satSub(a, b int64) int64 {
 // transactionTimeOut, or the message's CHECK_IMMUNITY_TIME_IN_SECONDS
 // when longer.
 func (s *Service) endImmunity(props string) time.Duration {
+	timeout := s.limits().Timeout
 	if v, ok := commitlog.LookupProperty(props, PropCheckImmunitySecs); ok {
 		if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
 			// Past about 292 years the product overflows a Duration: take
@@ -467,12 +505,12 @@ func (s *Service) endImmunity(props string) time.Duration {
 			if secs < int64(d/time.Second) {
 				d = time.Duration(secs) * time.Second
 			}
-			if d > s.cfg.Timeout {
+			if d > timeout {
 				return d
 			}
 		}
 	}
-	return s.cfg.Timeout
+	return timeout
 }
 
 // EndRequest is an END_TRANSACTION with commit or rollback.
