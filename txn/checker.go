@@ -230,9 +230,10 @@ func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStat
 	}
 	if until, immune := s.immuneUntil(&half, now); immune {
 		// Due by an earlier rule (a half born in the future, checked
-		// at once until its born time came, or an index written
-		// before first checks counted from the born time): not asked
-		// before its immunity ends.
+		// at once until its born time came, an index written before
+		// first checks counted from the born time, or a
+		// transactionTimeOut raised since): not asked before its
+		// immunity ends.
 		st.Immune++
 		h.NextCheckAt = until
 		*putOff = min(*putOff, until)
