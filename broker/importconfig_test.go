@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,7 +58,12 @@ func TestOpenRocketMQStore(t *testing.T) {
 	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
 	var mu sync.Mutex
 	var checked []string
-	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "autoCreateTopicEnable": "false"})
+	// The fixture's halves were born when it was written, longer ago than
+	// the default fileReservedTime (72 h): RocketMQ's checker, and so
+	// rocketkv's, would give the open one up without a check. The longest
+	// fileReservedTime keeps it checked.
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "autoCreateTopicEnable": "false",
+		"fileReservedTime": "1048576"})
 	producer := b.client(func(_ context.Context, cmd *remoting.Command) *remoting.Command {
 		if cmd.Code == remoting.CheckTransactionState {
 			mu.Lock()
@@ -152,6 +158,30 @@ func TestOpenRocketMQStore(t *testing.T) {
 	b = startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"})
 	if tc, _, _ := b.topicConfig("TopicB"); tc.WriteQueueNums != 3 {
 		t.Errorf("after a restart TopicB has %d queues: the config was imported again over the change", tc.WriteQueueNums)
+	}
+}
+
+// The fixture's open half, born when the fixture was written, is older
+// than the default fileReservedTime (72 h): as RocketMQ's checker would,
+// rocketkv's gives it up into TRANS_CHECK_MAX_TIME_TOPIC without asking
+// its producer.
+func TestOpenRocketMQStoreGivesUpAnOpenHalfOlderThanFileReservedTime(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	var asked atomic.Int32
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "autoCreateTopicEnable": "false"})
+	producer := b.client(func(_ context.Context, cmd *remoting.Command) *remoting.Command {
+		if cmd.Code == remoting.CheckTransactionState {
+			asked.Add(1)
+		}
+		return nil
+	})
+	heartbeat(t, producer, heartbeatBody("10.0.0.3@tx", "TxProducerGroup", "", nil))
+	waitFor(t, "the old open half given up", func() bool {
+		e, ended, err := b.db.Transactions().Ended(fixtureHalfOpen)
+		return err == nil && ended && e.State == kvindex.TxnDiscarded
+	})
+	if n := asked.Load(); n != 0 {
+		t.Fatalf("the producer was asked %d times about a half older than fileReservedTime", n)
 	}
 }
 
