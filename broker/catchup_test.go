@@ -1,38 +1,23 @@
 package broker
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/kvindex"
 )
 
-// syncBuffer is a log sink the broker's goroutines may write while a test
-// reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) lines(msg string) []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// logLines returns the JSON log lines of logs whose message is msg.
+func logLines(logs *testutil.SyncBuffer, msg string) []map[string]any {
 	var out []map[string]any
-	for _, l := range strings.Split(s.buf.String(), "\n") {
+	for _, l := range strings.Split(logs.String(), "\n") {
 		var m map[string]any
 		if json.Unmarshal([]byte(l), &m) == nil && m["message"] == msg {
 			out = append(out, m)
@@ -63,22 +48,22 @@ func TestStartReportsALongDispatch(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	b = startTestBrokerWith(t, store, nil, func(b *Broker) {
 		b.log = zerolog.New(logs)
 		b.catchUpFrom = 1 << 20
 		b.catchUpEvery = time.Microsecond
 	})
-	began := logs.lines("indexing the CommitLog tail before serving")
+	began := logLines(logs, "indexing the CommitLog tail before serving")
 	if len(began) != 1 || began[0]["tailBytes"] != float64(end) {
 		t.Fatalf("start of the dispatch logged %v, want one line with tailBytes %d", began, end)
 	}
-	if progress := logs.lines("indexing the CommitLog tail"); len(progress) == 0 {
+	if progress := logLines(logs, "indexing the CommitLog tail"); len(progress) == 0 {
 		t.Fatal("no progress logged while the tail was indexed")
 	} else if p := progress[len(progress)-1]; p["tailBytes"] != float64(end) || p["percent"] == nil || p["elapsed"] == nil {
 		t.Fatalf("progress line %v", p)
 	}
-	ended := logs.lines("indexed the CommitLog tail")
+	ended := logLines(logs, "indexed the CommitLog tail")
 	if len(ended) != 1 || ended[0]["dispatchedBytes"] != float64(end) || ended[0]["percent"] != float64(100) {
 		t.Fatalf("end of the dispatch logged %v, want one line with dispatchedBytes %d and percent 100", ended, end)
 	}
@@ -88,14 +73,14 @@ func TestStartReportsALongDispatch(t *testing.T) {
 
 	// A restart with nothing to index logs none of it.
 	b.stop()
-	quiet := &syncBuffer{}
+	quiet := &testutil.SyncBuffer{}
 	startTestBrokerWith(t, store, nil, func(b *Broker) {
 		b.log = zerolog.New(quiet)
 		b.catchUpFrom = 1 << 20
 		b.catchUpEvery = time.Microsecond
 	})
 	for _, msg := range []string{"indexing the CommitLog tail before serving", "indexing the CommitLog tail", "indexed the CommitLog tail"} {
-		if l := quiet.lines(msg); len(l) != 0 {
+		if l := logLines(quiet, msg); len(l) != 0 {
 			t.Fatalf("a start with nothing to index logged %q: %v", msg, l)
 		}
 	}
