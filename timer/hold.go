@@ -114,13 +114,9 @@ func (s *Service) loadHold() {
 // record a failed dispatch batch hands it again). A record the hook sees
 // with timerStopEnqueue off lifts the hold.
 func (s *Service) holdRecord(w *pebble.Batch, m *commitlog.Message) (bool, error) {
-	h := &s.hold
-	h.loadOnce.Do(s.loadHold)
-	stop := h.stopped()
-	h.mu.Lock()
+	h, stop := s.lockHold()
 	defer h.mu.Unlock()
 	if !stop {
-		s.liftLocked()
 		return false, nil
 	}
 	if h.from == math.MaxInt64 {
@@ -138,6 +134,21 @@ func (s *Service) holdRecord(w *pebble.Batch, m *commitlog.Message) (bool, error
 		}
 	}
 	return true, nil
+}
+
+// lockHold is the common start of the hook's and the rounds' parts: it
+// loads the hold's record once, reads timerStopEnqueue, locks h.mu (the
+// caller unlocks it) and lifts the hold when the switch is off. It
+// returns the hold and whether the switch is on.
+func (s *Service) lockHold() (*hold, bool) {
+	h := &s.hold
+	h.loadOnce.Do(s.loadHold)
+	stop := h.stopped()
+	h.mu.Lock()
+	if !stop {
+		s.liftLocked()
+	}
+	return h, stop
 }
 
 // liftLocked lifts the hold, if any: the entries rounds passed over are
@@ -175,14 +186,8 @@ func before(a, b kvindex.TimerEntry) bool {
 // deletes the record of a lifted hold once the dispatcher has committed
 // every batch that may have written it.
 func (s *Service) settleHold() {
-	h := &s.hold
-	h.loadOnce.Do(s.loadHold)
-	stop := h.stopped()
-	h.mu.Lock()
+	h, _ := s.lockHold()
 	defer h.mu.Unlock()
-	if !stop {
-		s.liftLocked()
-	}
 	if !h.clearPending || h.from != math.MaxInt64 {
 		return
 	}
