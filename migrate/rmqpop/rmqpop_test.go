@@ -97,3 +97,61 @@ func FuzzAdd(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMerge: a check-point merged with an ack (or batch ack) body never
+// panics the merger, the ack only ever removes offsets the check-point
+// alone had in flight, and the order the two were read in does not
+// matter (RocketMQ's revive meets them in either order across its
+// queues).
+func FuzzMerge(f *testing.F) {
+	for _, ck := range []string{ckA, ckNoDiff, ckRePut} {
+		for _, a := range []string{ackA, bAckA, ackLong, ackOther} {
+			f.Add([]byte(ck), true, []byte(a))
+			f.Add([]byte(ck), false, []byte(a))
+		}
+	}
+	f.Fuzz(func(t *testing.T, ck []byte, batch bool, ack []byte) {
+		tag := TagAck
+		if batch {
+			tag = TagBatchAck
+		}
+		alone := NewMerger()
+		if err := alone.Add(TagCheckpoint, ck); err != nil {
+			return
+		}
+		ckFirst, ackFirst := NewMerger(), NewMerger()
+		_ = ckFirst.Add(TagCheckpoint, ck)
+		errAfter := ckFirst.Add(tag, ack)
+		errBefore := ackFirst.Add(tag, ack)
+		_ = ackFirst.Add(TagCheckpoint, ck)
+		if (errAfter == nil) != (errBefore == nil) {
+			t.Fatalf("ack %q read after the check-point: %v, before it: %v", ack, errAfter, errBefore)
+		}
+		merged := ckFirst.InFlight()
+		if again := ackFirst.InFlight(); !reflect.DeepEqual(merged, again) {
+			t.Fatalf("check-point %q and ack %q: %+v read in that order, %+v in the other", ck, ack, merged, again)
+		}
+		before := alone.InFlight()
+		if len(merged) > len(before) {
+			t.Fatalf("an ack added check-points: %+v from %+v", merged, before)
+		}
+		for _, m := range merged {
+			var had []int64
+			for _, b := range before {
+				if b.Group == m.Group && b.Topic == m.Topic && b.QueueID == m.QueueID && b.StartOffset == m.StartOffset &&
+					b.PopTime == m.PopTime && b.BrokerName == m.BrokerName {
+					had = b.Offsets
+				}
+			}
+			in := map[int64]bool{}
+			for _, o := range had {
+				in[o] = true
+			}
+			for _, o := range m.Offsets {
+				if !in[o] {
+					t.Fatalf("offset %d in flight after the ack %q but not before it (%v)", o, ack, had)
+				}
+			}
+		}
+	})
+}
