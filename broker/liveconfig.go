@@ -75,6 +75,9 @@ var runtimeKeys = map[string]bool{
 	"popInflightMessageThreshold": true,
 	// Pull consumers kept out, read by each heartbeat and pull.
 	"rejectPullConsumerEnable": true,
+	// How an offset reset reaches the consumers (server-side, or pushed
+	// to the clients), read by each reset, pull and offset commit.
+	"useServerSideResetOffset": true,
 	// The request mode of groups that set none, read by each
 	// QUERY_ASSIGNMENT.
 	"defaultMessageRequestMode": true,

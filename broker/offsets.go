@@ -143,7 +143,7 @@ func (b *Broker) processUpdateConsumerOffset(_ context.Context, _ *remoting.Conn
 	}
 	var reset bool
 	err = b.commitOffsetHeld(topic, deletions, func() (err error) {
-		reset, err = b.resets.commitUnlessReset(group, topic, qid, func() error { return b.offsets.Set(group, topic, qid, off) })
+		reset, err = b.commitUnlessReset(group, topic, qid, func() error { return b.offsets.Set(group, topic, qid, off) })
 		return err
 	})
 	if errors.Is(err, errTopicDeletedSince) {

@@ -238,9 +238,11 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 			p.maxMsgNums = 1
 		}
 	}
-	if off, ok := b.resets.take(p.group, p.topic, p.queueID); ok {
+	if off, ok := b.resets.take(p.group, p.topic, p.queueID); ok && b.current().UseServerSideResetOffset {
 		// Before the offset the client commits with this pull: that is
-		// the offset the reset replaces.
+		// the offset the reset replaces. A reset assigned before
+		// useServerSideResetOffset was turned off is dropped untold, as
+		// RocketMQ's pull erases it either way.
 		return b.pullResetAnswer(req, p, tc.TopicSysFlag, gc.GroupSysFlag, off)
 	}
 	r, err := b.getMessages(p.topic, p.queueID, p.queueOffset, int(p.maxMsgNums), int(p.maxMsgBytes), sub)
@@ -253,7 +255,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	// is the master's to store (RocketMQ's slave ignores it too).
 	if allowSuspend && p.sysFlag&pullCommitOffset != 0 && p.commitOffset >= 0 && !b.isSlave() {
 		if err := b.commitOffsetHeld(p.topic, deletions, func() error {
-			_, err := b.resets.commitUnlessReset(p.group, p.topic, p.queueID, func() error {
+			_, err := b.commitUnlessReset(p.group, p.topic, p.queueID, func() error {
 				return b.offsets.SetLazy(p.group, p.topic, p.queueID, p.commitOffset)
 			})
 			return err

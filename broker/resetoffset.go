@@ -82,6 +82,18 @@ func (r *offsetResets) commitUnlessReset(group, topic string, queueID int32, com
 	return false, commit()
 }
 
+// commitUnlessReset is offsetResets.commitUnlessReset while
+// useServerSideResetOffset is on. Off, a client's commit is written
+// whatever reset waits for the queue's next pull (one assigned while it
+// was on), as RocketMQ's commit consults its reset table only then: a
+// reset through the clients relies on their commits.
+func (b *Broker) commitUnlessReset(group, topic string, queueID int32, commit func() error) (reset bool, err error) {
+	if !b.current().UseServerSideResetOffset {
+		return false, commit()
+	}
+	return b.resets.commitUnlessReset(group, topic, queueID, commit)
+}
+
 // has reports whether a reset of the queue waits for its next pull.
 func (r *offsetResets) has(group, topic string, queueID int32) bool {
 	if r.pending.Load() == 0 {
@@ -187,7 +199,12 @@ func parseResetRequest(req *remoting.Command) (resetRequest, error) {
 // time, the end of the queue (timestamp -1) or a given offset, its pop
 // positions with them; live pull consumers learn it from their next pull
 // (see offsetResets). The body lists the queues and their new offsets.
+// With useServerSideResetOffset=false (read by each request, as RocketMQ
+// reads it) the reset is RocketMQ 4's instead: resetOffsetThroughClients.
 func (b *Broker) processResetOffset(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if !b.current().UseServerSideResetOffset {
+		return b.resetOffsetThroughClients(conn, req)
+	}
 	refuse := func(code int32, remark string) *remoting.Command {
 		b.log.Warn().Int32("code", code).Str("remark", remark).Stringer("by", conn.RemoteAddr()).Msg("consumer offset reset refused")
 		return remoting.NewResponse(req, code, remark)

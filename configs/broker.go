@@ -210,6 +210,13 @@ type Broker struct {
 	// register nothing and their pulls are answered SUBSCRIPTION_NOT_EXIST,
 	// RocketMQ's own groups excepted.
 	RejectPullConsumerEnable bool
+	// UseServerSideResetOffset makes INVOKE_BROKER_TO_RESET_OFFSET move the
+	// group's committed offsets and tell each pull consumer at its next
+	// pull (RocketMQ 5's way, the default); false answers it as RocketMQ 4
+	// did: the offsets are computed and pushed to the group's online
+	// clients (RESET_CONSUMER_CLIENT_OFFSET), which commit them
+	// themselves. Read by each request.
+	UseServerSideResetOffset bool
 	// InitPopOffsetByCheckMsgInMem makes a group's first pop of a queue
 	// with ConsumeInitMode.MAX (what RocketMQ 5's gRPC proxy sends) start
 	// at 0 instead of the last message while the queue's first message is

@@ -120,6 +120,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("litePullMessageEnable", "true", func(b *Broker) *bool { return &b.LitePullMessageEnable }),
 	boolean("initPopOffsetByCheckMsgInMem", "true", func(b *Broker) *bool { return &b.InitPopOffsetByCheckMsgInMem }),
 	boolean("rejectPullConsumerEnable", "false", func(b *Broker) *bool { return &b.RejectPullConsumerEnable }),
+	boolean("useServerSideResetOffset", "true", func(b *Broker) *bool { return &b.UseServerSideResetOffset }),
 	boolean("enablePropertyFilter", "false", func(b *Broker) *bool { return &b.EnablePropertyFilter }),
 	boolean("filterSupportRetry", "false", func(b *Broker) *bool { return &b.FilterSupportRetry }),
 	boolean("recallMessageEnable", "false", func(b *Broker) *bool { return &b.RecallMessageEnable }),

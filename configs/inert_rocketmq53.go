@@ -166,23 +166,7 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 var brokerRefusedRocketMQ53 = []field[Broker]{
 	notImplemented[Broker]("duplicationEnable", "there is no duplication mode: every append gets this broker's queue offsets and store time"),
 	notSet[Broker]("messageStorePlugIn", "rocketkv loads no message store plug-ins (Java classes)"),
-	alwaysOn[Broker]("useServerSideResetOffset", "offset resets are RocketMQ 5's server-side ones: the broker sets the offsets and tells each pull consumer at its next pull; it does not push RESET_CONSUMER_CLIENT_OFFSET to the clients"),
 	onlyValues[Broker]("socksProxyConfig", []string{"", "{}"}, "the broker dials name servers and masters directly, through no SOCKS proxy"),
-}
-
-// alwaysOn is a boolean key rocketkv always behaves as true for and
-// refuses false.
-func alwaysOn[T any](key, why string) field[T] {
-	return field[T]{key: key, def: "true", set: func(_ *T, raw string) error {
-		v, err := parseBool(raw)
-		if err != nil {
-			return err
-		}
-		if !v {
-			return fmt.Errorf("false: %s", why)
-		}
-		return nil
-	}, get: func(*T) string { return "true" }}
 }
 
 // onlyValues is a text key rocketkv refuses any value of but those in ok,

@@ -163,12 +163,21 @@ func TestRocketMQ53Keys(t *testing.T) {
 	}
 	for _, content := range []string{"logicalDiskSpaceCleanForciblyThreshold=most\n", "duplicationEnable=true\n",
 		"messageStorePlugIn=org.example.TieredStore\n",
-		"useServerSideResetOffset=false\n", `socksProxyConfig={"10.0.0.1:9876":{"addr":"proxy:1080"}}` + "\n"} {
+		`socksProxyConfig={"10.0.0.1:9876":{"addr":"proxy:1080"}}` + "\n"} {
 		_, err := LoadBroker(writeFile(t, "b.conf", content), nil)
 		key, _, _ := strings.Cut(content, "=")
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%q: error %v does not name %s", content, err, key)
 		}
+	}
+	// useServerSideResetOffset is a key of its own: false (RocketMQ 4's
+	// reset through the clients) loads, true is the default.
+	if !got.Broker.UseServerSideResetOffset {
+		t.Errorf("useServerSideResetOffset=true loaded as %v", got.Broker.UseServerSideResetOffset)
+	}
+	got, err = LoadBroker(writeFile(t, "b.conf", "useServerSideResetOffset=false\n"), nil)
+	if err != nil || got.Broker.UseServerSideResetOffset || len(got.InertKeys) != 0 || len(got.UnknownKeys) != 0 {
+		t.Errorf("useServerSideResetOffset=false: %v, value %v, inert %+v, unknown %v", err, got.Broker.UseServerSideResetOffset, got.InertKeys, got.UnknownKeys)
 	}
 	got, err = LoadBroker(writeFile(t, "b.conf", "autoMessageVersionOnTopicLen=false\n"), nil)
 	if err != nil || len(got.InertKeys) != 1 || !strings.Contains(got.InertKeys[0].Warning, "V2") {

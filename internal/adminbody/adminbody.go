@@ -198,6 +198,35 @@ func EncodeResetOffset(table map[MessageQueue]int64) []byte {
 	return append(dst, '}')
 }
 
+// EncodeResetOffsetForC writes a ResetOffsetBodyForC, what RocketMQ 4's
+// reset pushes to the clients when the admin request came from a C++
+// client (language CPP): a list of MessageQueueForC instead of an
+// object-keyed map, {"offsetTable":[{"brokerName":"b","offset":5,
+// "queueId":0,"topic":"t"}]}, queues in order.
+func EncodeResetOffsetForC(table map[MessageQueue]int64) []byte {
+	keys := make([]MessageQueue, 0, len(table))
+	for q := range table {
+		keys = append(keys, q)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Less(keys[j]) })
+	dst := append([]byte(nil), `{"offsetTable":[`...)
+	for i, q := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"brokerName":`...)
+		dst = strconv.AppendQuote(dst, q.BrokerName)
+		dst = append(dst, `,"offset":`...)
+		dst = strconv.AppendInt(dst, table[q], 10)
+		dst = append(dst, `,"queueId":`...)
+		dst = strconv.AppendInt(dst, int64(q.QueueID), 10)
+		dst = append(dst, `,"topic":`...)
+		dst = strconv.AppendQuote(dst, q.Topic)
+		dst = append(dst, '}')
+	}
+	return append(dst, "]}"...)
+}
+
 // EncodeTopicStats writes a TopicStatsTable.
 func EncodeTopicStats(table map[MessageQueue]TopicOffset, putTps float64) []byte {
 	dst := append([]byte(nil), `{"offsetTable":`...)
