@@ -110,3 +110,82 @@ func TestResetOffsetSurvivesKill(t *testing.T) {
 		}
 	}
 }
+
+// codeConsumerNotOnline is RocketMQ's CONSUMER_NOT_ONLINE.
+const codeConsumerNotOnline = 206
+
+// TestResetOffsetThroughClientsReconsumes: on a broker with
+// useServerSideResetOffset=false, a reset by time (as mqadmin
+// resetOffsetByTime sends it) is pushed to the running Go push consumer
+// as RESET_CONSUMER_CLIENT_OFFSET; the unchanged client takes the offsets
+// (internal/client.go's handler of request 220), commits them and
+// consumes the messages after the reset time again, nothing before it.
+// Before it runs, the same reset is answered CONSUMER_NOT_ONLINE.
+func TestResetOffsetThroughClientsReconsumes(t *testing.T) {
+	t.Parallel()
+	const topic, group, queues, n = "E2EResetClients", "cg-reset-clients", 2, 20
+	ns := startNamesrv(t)
+	b := startBroker(t, ns, brokerOpts{sets: []string{"useServerSideResetOffset=false"}})
+	createTopic(t, b.addr, topic, queues)
+	waitRoute(t, ns.addr, topic, b.name)
+	p := newProducer(t, ns.addr, "pg-reset-clients")
+	sendN(t, p, topic, "before-", n)
+	time.Sleep(20 * time.Millisecond) // store times have millisecond precision
+	at := time.Now().UnixMilli()
+	time.Sleep(20 * time.Millisecond)
+	sendN(t, p, topic, "after-", n)
+	reset := map[string]string{"topic": topic, "group": group, "timestamp": strconv.FormatInt(at, 10),
+		"isForce": "true", "offset": "-1"}
+
+	// Nobody to tell yet (the group's offsets exist: the reset gets as
+	// far as the clients).
+	if r, err := rawInvoke(b.addr, codeUpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"`+group+`"}`)); err != nil || r.Code != respSuccess {
+		t.Fatalf("create group: %+v %v", r, err)
+	}
+	for q := range queues {
+		if r, err := rawInvoke(b.addr, codeUpdateConsumerOffset, map[string]string{"consumerGroup": group, "topic": topic,
+			"queueId": strconv.Itoa(q), "commitOffset": "0"}, nil); err != nil || r.Code != respSuccess {
+			t.Fatalf("commit offset: %+v %v", r, err)
+		}
+	}
+	if r, err := rawInvoke(b.addr, codeInvokeBrokerToResetOffset, reset, nil); err != nil || r.Code != codeConsumerNotOnline {
+		t.Fatalf("reset without consumers: %+v %v, want CONSUMER_NOT_ONLINE", r, err)
+	}
+
+	got := newCollector()
+	startPushConsumer(t, ns.addr, group, topic, consumer.MessageSelector{}, got,
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	got.waitDistinct(t, 2*n, 60*time.Second)
+	waitCommitted(t, b.addr, group, topic, queues, 20*time.Second)
+
+	r, err := rawInvoke(b.addr, codeInvokeBrokerToResetOffset, reset, nil)
+	if err != nil || r.Code != respSuccess || !strings.Contains(string(r.Body), `"offsetTable":{`) {
+		t.Fatalf("reset offset: %+v %v", r, err)
+	}
+	// The broker moved nothing itself: the offsets are still the end of
+	// each queue until the client commits the reset ones.
+	ends := make([]int64, queues)
+	for q := range queues {
+		ends[q] = maxOffset(t, b.addr, topic, q)
+		if c := committedOffset(t, b.addr, group, topic, q); c != ends[q] {
+			t.Fatalf("queue %d: committed offset %d right after the reset, want %d (the client's)", q, c, ends[q])
+		}
+	}
+	// The client waits 10 s after the push, commits the offsets and
+	// takes the queues back at its next rebalance (every 20 s).
+	waitUntil(t, 90*time.Second, "the second half consumed again", func() bool {
+		seen := got.snapshot()
+		for i := 0; i < n; i++ {
+			if seen["after-"+strconv.Itoa(i)] < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	for body, times := range got.snapshot() {
+		if strings.HasPrefix(body, "before-") && times != 1 {
+			t.Errorf("%s, sent before the reset time, delivered %d times", body, times)
+		}
+	}
+	waitCommitted(t, b.addr, group, topic, queues, 20*time.Second)
+}
