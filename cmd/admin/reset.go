@@ -30,7 +30,10 @@ func resetOffsetCmd(g *globals) *cobra.Command {
 		Long: `resetOffsetByTime moves a consumer group's committed offsets of a topic on every
 master broker of the topic's route (-c: only those of that cluster; for an
 LMQ, the route of the cluster or parent topic -c names), or on the broker -b
-names. Running consumers take the new offsets at their next pull.
+names. Running consumers take the new offsets at their next pull; a broker
+with useServerSideResetOffset=false pushes them to the group's online
+consumers instead, and when none is online the admin commits them itself
+(as mqadmin's fallback, resetOffsetByTimeOld; not for -q).
 
   -s now | -1 (the end of each queue) | milliseconds since the epoch |
      yyyy-MM-dd#HH:mm:ss:SSS (local time, as mqadmin) | RFC 3339
@@ -76,7 +79,13 @@ names. Running consumers take the new offsets at their next pull.
 				h.SetInt64("offset", off)
 				return h, nil
 			}
-			return resetOn(cmd, g, addrs, header)
+			var old func(addr string) ([]rollback, error)
+			if queue < 0 {
+				old = func(addr string) ([]rollback, error) {
+					return g.resetOffsetOld(ctx, addr, group, topic, ts, force)
+				}
+			}
+			return resetOn(cmd, g, addrs, header, old)
 		},
 	}
 	f := cmd.Flags()
@@ -94,8 +103,12 @@ names. Running consumers take the new offsets at their next pull.
 }
 
 // resetOn sends the reset to each broker, with the header header makes
-// for it, and prints the new offsets.
-func resetOn(cmd *cobra.Command, g *globals, addrs []string, header func(addr string) (remoting.Header, error)) error {
+// for it, and prints the new offsets. A broker that answers
+// CONSUMER_NOT_ONLINE (it resets through the group's clients and none is
+// online) has the offsets committed by old, as mqadmin falls back to
+// resetOffsetByTimeOld, unless old is nil.
+func resetOn(cmd *cobra.Command, g *globals, addrs []string, header func(addr string) (remoting.Header, error),
+	old func(addr string) ([]rollback, error)) error {
 	all := make(map[adminbody.MessageQueue]int64)
 	for _, addr := range addrs {
 		h, err := header(addr)
@@ -103,6 +116,18 @@ func resetOn(cmd *cobra.Command, g *globals, addrs []string, header func(addr st
 			return err
 		}
 		resp, err := g.invoke(cmd.Context(), addr, remoting.InvokeBrokerToResetOffset, h, nil)
+		if resp != nil && resp.Code == remoting.ConsumerNotOnline && old != nil {
+			rbs, err := old(addr)
+			if err != nil {
+				return fmt.Errorf("%s resets offsets through the group's live consumers and none is online; "+
+					"committing the offsets from the admin (as mqadmin resetOffsetByTimeOld) failed: %w", addr, err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: no consumer of the group online; offsets committed by the admin (as mqadmin resetOffsetByTimeOld)\n", addr)
+			for _, rb := range rbs {
+				all[rb.queue] = rb.resetOffset
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -227,7 +252,10 @@ master, or a slave of a group without one) moves the group's offsets to the
 end of each queue. -c names the cluster, or the parent topic, whose route an
 LMQ (or the timer wheel's topic) is reached by; -b asks that broker only.
 A broker group that fails does not stop the others: the offsets that moved
-are printed, and the failed groups named in the error.`,
+are printed, and the failed groups named in the error. A broker with
+useServerSideResetOffset=false pushes the offsets to the group's online
+consumers, and when none is online the admin commits them itself, as
+mqadmin does.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			group, topic, cluster = strings.TrimSpace(group), strings.TrimSpace(topic), strings.TrimSpace(cluster)
@@ -263,8 +291,20 @@ are printed, and the failed groups named in the error.`,
 				h.SetInt64("offset", -1)
 				resp, err := g.invoke(cmd.Context(), addr, remoting.InvokeBrokerToResetOffset, h, nil)
 				if resp != nil && resp.Code == remoting.ConsumerNotOnline {
-					errs = append(errs, fmt.Errorf("%s resets offsets through the group's live consumers, and none is online: %w "+
-						"(mqadmin then commits the offsets itself; start a consumer, or set useServerSideResetOffset=true on the broker)", addr, err))
+					// The broker resets through the group's clients
+					// (useServerSideResetOffset=false) and none is
+					// online: the admin commits the offsets, as mqadmin
+					// falls back to resetOffsetByTimestampOld.
+					rbs, err := g.resetOffsetOld(cmd.Context(), addr, group, topic, -1, force)
+					if err != nil {
+						errs = append(errs, fmt.Errorf("%s resets offsets through the group's live consumers and none is online; "+
+							"committing the offsets from the admin failed: %w", addr, err))
+						continue
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: no consumer of the group online; offsets committed by the admin\n", addr)
+					for _, rb := range rbs {
+						all[rb.queue] = rb.resetOffset
+					}
 					continue
 				}
 				if err != nil {

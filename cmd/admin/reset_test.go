@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,5 +117,91 @@ func TestParseResetTime(t *testing.T) {
 		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
 			t.Errorf("parseResetTime(%q) = %d, %v; want %d ok=%v", tc.in, got, err, tc.want, tc.ok)
 		}
+	}
+}
+
+// Against a broker with useServerSideResetOffset=false, resetOffsetByTime
+// prints what the broker pushed to the group's online consumers (and the
+// broker's offsets stay theirs to commit); with none online the broker
+// answers CONSUMER_NOT_ONLINE and the admin commits the offsets itself,
+// as mqadmin's fallback resetOffsetByTimeOld: a queue moves when -f is
+// true or the time's offset is not past the group's.
+func TestResetOffsetByTimeThroughClients(t *testing.T) {
+	_, b := startClusterWith(t, map[string]string{"useServerSideResetOffset": "false"})
+	br := b.Addr()
+	if _, err := run(t, "updateTopic", "-b", br, "-t", "CRT", "-r", "2", "-w", "2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "updateSubGroup", "-b", br, "-g", "crg"); err != nil {
+		t.Fatal(err)
+	}
+	c := client(t, br)
+	for range 3 {
+		send(t, c, "CRT", 0)
+	}
+	send(t, c, "CRT", 1)
+	waitIndexed(t, c, "CRT", 0, 3)
+	waitIndexed(t, c, "CRT", 1, 1)
+	commitAt := func(q int, off int64) {
+		request(t, c, remoting.UpdateConsumerOffset, map[string]string{"consumerGroup": "crg", "topic": "CRT",
+			"queueId": strconv.Itoa(q), "commitOffset": strconv.FormatInt(off, 10)}, nil)
+	}
+	offsetOf := func(q int) string {
+		resp := request(t, c, remoting.QueryConsumerOffset, map[string]string{"consumerGroup": "crg", "topic": "CRT",
+			"queueId": strconv.Itoa(q), "setZeroIfNotFound": "false"}, nil)
+		return resp.ExtFields["offset"]
+	}
+	commitAt(0, 1)
+	commitAt(1, 0)
+	reset := func(args ...string) [][]string {
+		t.Helper()
+		out, err := run(t, append([]string{"resetOffsetByTime", "-b", br, "-g", "crg", "-t", "CRT"}, args...)...)
+		if err != nil {
+			t.Fatalf("resetOffsetByTime %v: %v", args, err)
+		}
+		return rows(out)
+	}
+	// No consumer online: without force the group's offsets are ahead of
+	// nothing, so they stay; with it they move to the end.
+	if got := reset("-s", "-1", "-f", "false"); !equalRows(got, [][]string{{"broker-a", "0", "1"}, {"broker-a", "1", "0"}}) ||
+		offsetOf(0) != "1" || offsetOf(1) != "0" {
+		t.Fatalf("reset to the end without force: rows %v, offsets %s %s", got, offsetOf(0), offsetOf(1))
+	}
+	if got := reset("-s", "-1"); !equalRows(got, [][]string{{"broker-a", "0", "3"}, {"broker-a", "1", "1"}}) ||
+		offsetOf(0) != "3" || offsetOf(1) != "1" {
+		t.Fatalf("reset to the end: rows %v, offsets %s %s", got, offsetOf(0), offsetOf(1))
+	}
+	if got := reset("-s", "2000-01-01#00:00:00:000", "-f", "false"); !equalRows(got, [][]string{{"broker-a", "0", "0"}, {"broker-a", "1", "0"}}) ||
+		offsetOf(0) != "0" || offsetOf(1) != "0" {
+		t.Fatalf("reset to 2000 without force: rows %v, offsets %s %s", got, offsetOf(0), offsetOf(1))
+	}
+
+	// A consumer online: the broker pushes the offsets to it; the admin
+	// prints them and commits nothing.
+	pushed := make(chan *remoting.Command, 1)
+	cons, err := remoting.Dial(context.Background(), br, remoting.ClientOptions{Handler: func(_ context.Context, req *remoting.Command) *remoting.Command {
+		if req.Code == remoting.ResetConsumerClientOffset {
+			pushed <- req
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cons.Close() })
+	request(t, cons, remoting.HeartBeat, nil, []byte(`{"clientID":"10.0.0.1@crg","producerDataSet":[],"consumerDataSet":[{"groupName":"crg",`+
+		`"consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_LAST_OFFSET",`+
+		`"subscriptionDataSet":[{"topic":"CRT","subString":"*","tagsSet":[],"codeSet":[],"subVersion":1,"expressionType":"TAG"}],"unitMode":false}]}`))
+	if got := reset("-s", "-1"); !equalRows(got, [][]string{{"broker-a", "0", "3"}, {"broker-a", "1", "1"}}) ||
+		offsetOf(0) != "0" || offsetOf(1) != "0" {
+		t.Fatalf("reset to the end with a consumer online: rows %v, offsets %s %s", got, offsetOf(0), offsetOf(1))
+	}
+	select {
+	case req := <-pushed:
+		if req.ExtFields["group"] != "crg" || req.ExtFields["topic"] != "CRT" || req.ExtFields["timestamp"] != "-1" {
+			t.Fatalf("pushed header %v", req.ExtFields)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the consumer was not told of the reset")
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -54,7 +55,8 @@ func TestSkipAccumulatedMessage(t *testing.T) {
 // skipAccumulatedMessage sends mqadmin's reset: timestamp -1, queueId -1
 // and offset -1 (ResetOffsetRequestHeader's fields as mqadmin fills them),
 // isForce from -f (true by default); a broker that resets through live
-// consumers only, with none online, is named in the error.
+// consumers only, with none online, has the offsets committed by the
+// admin.
 func TestSkipAccumulatedMessageRequest(t *testing.T) {
 	addr, log := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
 		remoting.InvokeBrokerToResetOffset: withBody(`{"offsetTable":{{"brokerName":"bk","queueId":0,"topic":"T"}:42}}`),
@@ -79,13 +81,30 @@ func TestSkipAccumulatedMessageRequest(t *testing.T) {
 			}
 		}
 	}
-	offline, _ := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
+	// A broker that resets through the group's clients, with none online:
+	// the admin commits the offsets itself, as mqadmin's fallback
+	// (resetOffsetByTimestampOld): each queue of the topic in the group's
+	// consume stats to its end.
+	offline, offlineLog := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
 		remoting.InvokeBrokerToResetOffset: func(req *remoting.Command) *remoting.Command {
 			return remoting.NewResponse(req, remoting.ConsumerNotOnline, "consumer not online")
 		},
+		remoting.GetConsumeStats: withBody(`{"consumeTps":0.0,"offsetTable":{` +
+			`{"brokerName":"bk","queueId":0,"topic":"T"}:{"brokerOffset":9,"consumerOffset":2,"lastTimestamp":0,"pullOffset":2},` +
+			`{"brokerName":"bk","queueId":0,"topic":"Other"}:{"brokerOffset":5,"consumerOffset":1,"lastTimestamp":0,"pullOffset":1}}}`),
+		remoting.GetMaxOffset: func(req *remoting.Command) *remoting.Command {
+			r := remoting.NewResponse(req, remoting.Success, "")
+			r.ExtFields = map[string]string{"offset": "9"}
+			return r
+		},
 	})
-	if _, err := run(t, "skipAccumulatedMessage", "-b", offline, "-g", "G", "-t", "T"); err == nil || !strings.Contains(err.Error(), "useServerSideResetOffset") {
-		t.Errorf("a broker with no consumer online: %v", err)
+	out, err := run(t, "skipAccumulatedMessage", "-b", offline, "-g", "G", "-t", "T")
+	if err != nil || !equalRows(rows(out), [][]string{{"bk", "0", "9"}}) {
+		t.Fatalf("a broker with no consumer online: %q %v", out, err)
+	}
+	want := map[string]string{"consumerGroup": "G", "topic": "T", "queueId": "0", "commitOffset": "9"}
+	if got := offlineLog.last(remoting.UpdateConsumerOffset); fmt.Sprint(got) != fmt.Sprint(want) || offlineLog.count(remoting.UpdateConsumerOffset) != 1 {
+		t.Errorf("offset commits %d, last %v; want one, %v", offlineLog.count(remoting.UpdateConsumerOffset), got, want)
 	}
 }
 
