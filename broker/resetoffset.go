@@ -82,18 +82,6 @@ func (r *offsetResets) commitUnlessReset(group, topic string, queueID int32, com
 	return false, commit()
 }
 
-// commitUnlessReset is offsetResets.commitUnlessReset while
-// useServerSideResetOffset is on. Off, a client's commit is written
-// whatever reset waits for the queue's next pull (one assigned while it
-// was on), as RocketMQ's commit consults its reset table only then: a
-// reset through the clients relies on their commits.
-func (b *Broker) commitUnlessReset(group, topic string, queueID int32, commit func() error) (reset bool, err error) {
-	if !b.current().UseServerSideResetOffset {
-		return false, commit()
-	}
-	return b.resets.commitUnlessReset(group, topic, queueID, commit)
-}
-
 // has reports whether a reset of the queue waits for its next pull.
 func (r *offsetResets) has(group, topic string, queueID int32) bool {
 	if r.pending.Load() == 0 {
@@ -370,4 +358,16 @@ func (b *Broker) dropResets(group, topic string, targets map[int32]int64) {
 	for q := range targets {
 		b.resets.take(group, topic, q)
 	}
+}
+
+// commitUnlessReset is offsetResets.commitUnlessReset while
+// useServerSideResetOffset is on. Off, a client's commit is written
+// whatever reset waits for the queue's next pull (one assigned while it
+// was on), as RocketMQ's commit consults its reset table only then: a
+// reset through the clients relies on their commits.
+func (b *Broker) commitUnlessReset(group, topic string, queueID int32, commit func() error) (reset bool, err error) {
+	if !b.current().UseServerSideResetOffset {
+		return false, commit()
+	}
+	return b.resets.commitUnlessReset(group, topic, queueID, commit)
 }
