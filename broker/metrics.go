@@ -70,7 +70,8 @@ func (b *Broker) startMetrics() error {
 	src := metrics.Sources{
 		Off: metrics.Families{Stats: !b.cfg.EnableStatsMetrics, Request: !b.cfg.EnableRequestMetrics,
 			Connection: !b.cfg.EnableConnectionMetrics, Transaction: !b.cfg.EnableTransactionMetrics,
-			Remoting: !b.cfg.EnableRemotingMetrics, Store: !b.cfg.EnableMessageStoreMetrics},
+			Remoting: !b.cfg.EnableRemotingMetrics, Store: !b.cfg.EnableMessageStoreMetrics,
+			Pop: !b.cfg.EnablePopMetrics},
 		CardinalityLimit:    b.cfg.MetricsOtelCardinalityLimit,
 		Log:                 b.component("metrics"),
 		BrokerPermission:    b.permission,
@@ -118,8 +119,10 @@ func (b *Broker) startMetrics() error {
 			return c, true
 		}
 	}
-	backlog := &cached[metrics.ReviveBacklog]{ttl: b.lagTTL, compute: b.reviveBacklog}
-	src.PopRevive = func() metrics.ReviveBacklog { return backlog.get(b.log) }
+	if b.cfg.EnablePopMetrics {
+		backlog := &cached[metrics.ReviveBacklog]{ttl: b.lagTTL, compute: b.reviveBacklog}
+		src.PopRevive = func() metrics.ReviveBacklog { return backlog.get(b.log) }
+	}
 	if b.cfg.EnableLagAndDlqMetrics {
 		lags := &cached[[]metrics.Lag]{ttl: b.lagTTL, compute: b.consumerLags}
 		src.Lags = func() []metrics.Lag { return lags.get(b.log) }
@@ -164,10 +167,12 @@ func (b *Broker) reviveBacklog() (metrics.ReviveBacklog, error) {
 	return metrics.ReviveBacklog{Due: r.Due, BehindMillis: max(now-r.Earliest, 0)}, nil
 }
 
-// popObserver returns the pop.Observer that feeds m's POP counters, nil
-// when the exporter is off.
-func popObserver(m *metrics.Broker) pop.Observer {
-	if m == nil {
+// popObserver returns the pop.Observer that feeds m's POP counters: nil
+// when the exporter is off (m nil) or the POP metrics are (on false,
+// enablePopMetrics), so that the pop, ack and revive paths then make no
+// call at all.
+func popObserver(m *metrics.Broker, on bool) pop.Observer {
+	if m == nil || !on {
 		return nil
 	}
 	return popMetrics{m}

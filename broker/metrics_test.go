@@ -919,8 +919,13 @@ func BenchmarkMessageTypeOf(b *testing.B) {
 // every ack, batch ack entry or change of invisible time an ack (ACK),
 // under the topic read; a change of invisible time a checkpoint too;
 // revive reads the checkpoint due (CK got, revive queue 0) and puts its
-// message to the pop-retry topic. Orderly pops and acks count nowhere, as
-// RocketMQ puts none of them to its revive topic.
+// message to the pop-retry topic. A message revive moves to the DLQ
+// instead (past its group's retryMaxTimes) is read as a checkpoint due
+// but counts no retry: RocketMQ's revive puts every message to the
+// pop-retry topic, and the move to the DLQ, its consumer's or proxy's
+// send-back, counts in rocketmq_send_to_dlq_messages_total only. Orderly
+// pops and acks count nowhere, as RocketMQ puts none of them to its revive
+// topic.
 func TestPopReviveMetrics(t *testing.T) {
 	b := startTestBrokerWith(t, t.TempDir(), map[string]string{
 		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
@@ -928,7 +933,22 @@ func TestPopReviveMetrics(t *testing.T) {
 	c, rc := popClient(b)
 	sendBodies(t, rc, "PopMetT", 4)
 	sendBodies(t, rc, "PopMetOrderT", 1)
+	sendBodies(t, rc, "PopMetDLQT", 1)
 	b.caughtUp()
+	// A group whose first revive goes to the DLQ.
+	const dlqGroup = "g-popm-dlq"
+	gc, err := b.groupConfig(dlqGroup, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc.RetryMaxTimes = 0
+	if err := b.groups.Put(gc); err != nil {
+		t.Fatal(err)
+	}
+	if res := mustPop(t, c, popclient.PopRequest{Group: dlqGroup, Topic: "PopMetDLQT", QueueID: -1, MaxMsgNums: 1,
+		InvisibleTime: 100 * time.Millisecond}); len(res.Messages) != 1 {
+		t.Fatalf("pop of %s: %d messages", dlqGroup, len(res.Messages))
+	}
 	const group = "g-popm"
 	res := mustPop(t, c, popclient.PopRequest{Group: group, Topic: "PopMetT", QueueID: 0, MaxMsgNums: 4, InvisibleTime: time.Minute})
 	if len(res.Messages) != 4 {
@@ -958,6 +978,11 @@ func TestPopReviveMetrics(t *testing.T) {
 	if len(retry.Messages) != 1 || retry.Messages[0].RealTopic != pop.RetryTopicV1("PopMetT", group) {
 		t.Fatalf("revived message not popped from the pop-retry topic: %+v", retry.Messages)
 	}
+	for deadline := time.Now().Add(10 * time.Second); b.popSvc.ReviveStats().DLQ < 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's message not moved to the DLQ: %+v", dlqGroup, b.popSvc.ReviveStats())
+		}
+	}
 	// An orderly pop and its ack.
 	ord := mustPop(t, c, popclient.PopRequest{Group: "g-popm-order", Topic: "PopMetOrderT", QueueID: 0, MaxMsgNums: 1,
 		InvisibleTime: time.Minute, Order: true})
@@ -983,6 +1008,11 @@ func TestPopReviveMetrics(t *testing.T) {
 		{"rocketmq_pop_revive_in_message_total", []string{g, retryTopic, `revive_message_type="CK"`, `put_status="PUT_OK"`}, 1},
 		{"rocketmq_pop_revive_out_message_total", []string{g, `topic="PopMetT"`, `queue_id="0"`, `revive_message_type="CK"`}, 1},
 		{"rocketmq_pop_revive_retry_messages_total", []string{g, `topic="PopMetT"`, `put_status="PUT_OK"`}, 1},
+		// The message moved to the DLQ: popped (CK put), its checkpoint
+		// read by revive (CK got), no retry.
+		{"rocketmq_pop_revive_in_message_total", []string{`consumer_group="` + dlqGroup + `"`, `topic="PopMetDLQT"`, `revive_message_type="CK"`, `put_status="PUT_OK"`}, 1},
+		{"rocketmq_pop_revive_out_message_total", []string{`consumer_group="` + dlqGroup + `"`, `topic="PopMetDLQT"`, `queue_id="0"`, `revive_message_type="CK"`}, 1},
+		{"rocketmq_send_to_dlq_messages_total", []string{`consumer_group="` + dlqGroup + `"`, `topic="PopMetDLQT"`, `is_system="false"`}, 1},
 		// Nothing due is left: the revived message is in flight for a
 		// minute.
 		{"rocketmq_pop_revive_lag_milliseconds", []string{`queue_id="0"`}, 0},
@@ -995,6 +1025,9 @@ func TestPopReviveMetrics(t *testing.T) {
 	for _, line := range strings.Split(text, "\n") {
 		if strings.HasPrefix(line, "rocketmq_pop_") && strings.Contains(line, `consumer_group="g-popm-order"`) {
 			t.Errorf("an orderly pop or ack is counted: %s", line)
+		}
+		if strings.HasPrefix(line, "rocketmq_pop_revive_retry_messages_total{") && strings.Contains(line, `consumer_group="`+dlqGroup+`"`) {
+			t.Errorf("a move to the DLQ is counted as a retry: %s", line)
 		}
 	}
 	if t.Failed() {
@@ -1021,5 +1054,75 @@ func TestPutStatusIsRocketMQs(t *testing.T) {
 		if got := putStatus(c.status, c.err); got != c.want {
 			t.Errorf("putStatus(%v, %v) = %s, want %s", c.status, c.err, got, c.want)
 		}
+	}
+}
+
+// enablePopMetrics=false leaves RocketMQ's POP metrics out of the scrape
+// after pops, acks, a change of invisible time, a revive and a move to
+// the DLQ, while the other metrics those feed are served; RocketMQ reads
+// the switch at start, and UPDATE_BROKER_CONFIG refuses to change it while
+// the broker runs.
+func TestPopMetricsOff(t *testing.T) {
+	b := startTestBrokerWith(t, t.TempDir(), map[string]string{
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+		"enablePopMetrics": "false",
+	}, func(b *Broker) { b.lagTTL = 0 })
+	c, rc := popClient(b)
+	sendBodies(t, rc, "PopOffT", 3)
+	b.caughtUp()
+	const group = "g-popoff"
+	gc, err := b.groupConfig(group, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc.RetryMaxTimes = 1
+	if err := b.groups.Put(gc); err != nil {
+		t.Fatal(err)
+	}
+	res := mustPop(t, c, popclient.PopRequest{Group: group, Topic: "PopOffT", QueueID: 0, MaxMsgNums: 3, InvisibleTime: time.Minute})
+	if len(res.Messages) != 3 {
+		t.Fatalf("popped %d messages, want 3", len(res.Messages))
+	}
+	if code, err := c.Ack(ctx20(t), group, res.Messages[0]); err != nil || code != remoting.Success {
+		t.Fatalf("ack: %d %v", code, err)
+	}
+	// One revived to the pop-retry topic and, not acknowledged there,
+	// moved to the DLQ; the other revived once.
+	for _, m := range res.Messages[1:] {
+		if code, _, err := c.ChangeInvisibleTime(ctx20(t), group, m, 0); err != nil || code != remoting.Success {
+			t.Fatalf("change invisible time: %d %v", code, err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); b.popSvc.ReviveStats().Retried < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not revived: %+v", b.popSvc.ReviveStats())
+		}
+	}
+	retry := mustPop(t, c, popclient.PopRequest{Group: group, Topic: "PopOffT", QueueID: -1, MaxMsgNums: 1,
+		InvisibleTime: 100 * time.Millisecond, PollTime: 2 * time.Second})
+	if len(retry.Messages) != 1 {
+		t.Fatalf("pop of the pop-retry topic: %d messages", len(retry.Messages))
+	}
+	for deadline := time.Now().Add(10 * time.Second); b.popSvc.ReviveStats().DLQ < 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not moved to the DLQ: %+v", b.popSvc.ReviveStats())
+		}
+	}
+	text := scrapeMetrics(t, b)
+	if strings.Contains(text, "rocketmq_pop_") {
+		t.Errorf("enablePopMetrics=false, yet the scrape has POP metrics")
+	}
+	if v := metricValue(t, text, "rocketmq_send_to_dlq_messages_total", `consumer_group="`+group+`"`); v != 1 {
+		t.Errorf("rocketmq_send_to_dlq_messages_total = %v, want 1", v)
+	}
+	if v := metricValue(t, text, "rocketmq_messages_out_total", `consumer_group="`+group+`"`, `topic="PopOffT"`, `is_retry="false"`); v != 3 {
+		t.Errorf("rocketmq_messages_out_total of the first pop = %v, want 3", v)
+	}
+	r := call(t, rc, remoting.UpdateBrokerConfig, nil, []byte("enablePopMetrics=true"))
+	if r.Code != remoting.SystemError || !strings.Contains(r.Remark, "enablePopMetrics cannot change while the broker runs") {
+		t.Errorf("UPDATE_BROKER_CONFIG enablePopMetrics=true: %d %q, want it refused until a restart", r.Code, r.Remark)
+	}
+	if t.Failed() {
+		t.Logf("scrape:\n%s", text)
 	}
 }

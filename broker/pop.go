@@ -82,7 +82,7 @@ func (b *Broker) startPop() error {
 		},
 		Compaction:       b.compaction,
 		MaxTransferBytes: b.cfg.MaxTransferBytesOnMessageInMemory,
-		Observer:         popObserver(b.metrics),
+		Observer:         popObserver(b.metrics, b.cfg.EnablePopMetrics),
 		Logger:           b.root,
 	})
 	if err != nil {

@@ -478,6 +478,11 @@ type Broker struct {
 	EnableTransactionMetrics  bool
 	EnableRemotingMetrics     bool
 	EnableMessageStoreMetrics bool
+	// EnablePopMetrics serves RocketMQ's POP metrics (rocketmq_pop_*:
+	// the revive counters and gauges); false leaves them out and the pop,
+	// ack and revive paths count nothing, as RocketMQ's PopMetricsManager
+	// then keeps no-op counters. Read at start, as RocketMQ reads it.
+	EnablePopMetrics bool
 	// MetricsInDelta adds the label aggregation="delta" to every series,
 	// as RocketMQ's metrics manager does whatever the exporter (its OTLP
 	// exporter also reports deltas then; Prometheus counters stay

@@ -222,6 +222,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("enableTransactionMetrics", "true", func(b *Broker) *bool { return &b.EnableTransactionMetrics }),
 	boolean("enableRemotingMetrics", "true", func(b *Broker) *bool { return &b.EnableRemotingMetrics }),
 	boolean("enableMessageStoreMetrics", "true", func(b *Broker) *bool { return &b.EnableMessageStoreMetrics }),
+	boolean("enablePopMetrics", "true", func(b *Broker) *bool { return &b.EnablePopMetrics }),
 	boolean("metricsNameUnitSuffix", "true", func(b *Broker) *bool { return &b.MetricsNameUnitSuffix }),
 	// A Java int, as RocketMQ's; the start refuses <= 0 with the exporter
 	// on (broker.startMetrics), as RocketMQ's does.

@@ -21,7 +21,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertInt[Broker]("accessMessageInMemoryHotRatio", "cold-data flow control (coldDataFlowControlEnable) asks the kernel (mincore) whether a pull's pages are in the page cache; it does not first exempt the newest share of memory from the end of the CommitLog"),
 	inertBool[Broker]("accountStatsEnable", "no per-account statistics log; broker statistics are kept per topic and group (brokerstats)"),
 	inertBool[Broker]("accountStatsPrintZeroValues", "no per-account statistics log; broker statistics are kept per topic and group (brokerstats)"),
-	inertBool[Broker]("enablePopMetrics", "rocketkv serves none of RocketMQ's POP metrics (rocketmq_pop_*) to turn off"),
 	inertBool[Broker]("appendAckAsync", "an ack is written to the index and made durable before it is answered; there is no store append to hand to another thread"),
 	inertBool[Broker]("appendCkAsync", "POP checkpoints are written to the index and made durable before the answer; there is no store append to hand to another thread"),
 	inertBool[Broker]("asyncSendEnable", "a send is answered when its append completes, without a send thread held meanwhile; the answer is the same either way"),

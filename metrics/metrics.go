@@ -295,6 +295,11 @@ type Families struct {
 	// Store: the storage and timer metrics
 	// (enableMessageStoreMetrics=false).
 	Store bool
+	// Pop: the POP counters and revive gauges (enablePopMetrics=false).
+	// Unlike the other families, whose counters count unseen, the POP
+	// counters then count nothing: RocketMQ's PopMetricsManager keeps
+	// no-op counters unless it is on.
+	Pop bool
 }
 
 // variableLabels are the label names the metrics set per series; a
@@ -342,6 +347,9 @@ type Broker struct {
 	popReviveIn  *capped
 	popReviveOut *capped
 	popRetry     *capped
+	// popOff: the POP family is off (Families.Pop), its counters fed
+	// nothing.
+	popOff bool
 	// topicCreate and groupCreate have a few series each, whatever the
 	// topics and groups (invocation_status, is_system): not capped.
 	topicCreate *prometheus.HistogramVec
@@ -440,10 +448,16 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 		Buckets: rpcLatencyBuckets}, []string{"protocol_type", "request_code", "response_code", "is_long_polling", "result"})
 	m.rpc = newRPCSeries(rpc)
 	// A family turned off is not registered: its counters still count,
-	// unseen.
+	// unseen, but for the POP ones, which count nothing (RocketMQ
+	// creates its POP instruments only under enablePopMetrics).
 	off := src.Off
-	// RocketMQ registers the POP metrics whatever its switches say.
-	m.reg.MustRegister(toDLQ, popReviveIn, popReviveOut, popRetryTotal)
+	m.reg.MustRegister(toDLQ)
+	m.popOff = off.Pop
+	if !off.Pop {
+		m.reg.MustRegister(popReviveIn, popReviveOut, popRetryTotal)
+	} else {
+		src.PopRevive = nil
+	}
 	if !off.Request {
 		m.reg.MustRegister(messagesIn, throughputIn, messageSize, m.topicCreate, m.groupCreate,
 			unchecked{messagesOut, throughputOut, popMessagesOut, popThroughputOut})
@@ -610,7 +624,7 @@ func (g *reviveGauges) Collect(ch chan<- prometheus.Metric) {
 // ReviveACK for an ack; status is the put's (PutOK, or the name of
 // RocketMQ's PutMessageStatus for the failure).
 func (m *Broker) PopRevivePut(group, topic, kind, status string) {
-	if m == nil {
+	if m == nil || m.popOff {
 		return
 	}
 	m.popReviveIn.get(seriesKey{vals: [maxCappedLabels]string{label(group), label(topic), kind, status}}).count.Inc()
@@ -620,7 +634,7 @@ func (m *Broker) PopRevivePut(group, topic, kind, status string) {
 // revive topic): kind ReviveCK or ReviveACK, of group's messages of topic;
 // queueID is the revive queue, 0 for rocketkv.
 func (m *Broker) PopReviveGot(group, topic string, queueID int, kind string) {
-	if m == nil {
+	if m == nil || m.popOff {
 		return
 	}
 	m.popReviveOut.get(seriesKey{vals: [maxCappedLabels]string{label(group), label(topic), strconv.Itoa(queueID), kind}}).count.Inc()
@@ -629,7 +643,7 @@ func (m *Broker) PopReviveGot(group, topic string, queueID int, kind string) {
 // PopRetried counts n messages of group popped from topic that revive
 // put to the group's pop-retry topic, with the put's status.
 func (m *Broker) PopRetried(group, topic, status string, n int) {
-	if m == nil || n <= 0 {
+	if m == nil || m.popOff || n <= 0 {
 		return
 	}
 	m.popRetry.get(seriesKey{vals: [maxCappedLabels]string{label(group), label(topic), status}}).count.Add(float64(n))

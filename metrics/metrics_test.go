@@ -349,3 +349,33 @@ func TestPopReviveMetrics(t *testing.T) {
 		t.Logf("scrape:\n%s", text)
 	}
 }
+
+// enablePopMetrics=false (Families.Pop) serves none of the POP counters
+// and gauges, and the counters count nothing meanwhile: RocketMQ's
+// PopMetricsManager then has no-op counters and no gauge callbacks.
+// The other families are served as before.
+func TestPopFamilyOff(t *testing.T) {
+	read := 0
+	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"},
+		Sources{PopRevive: func() ReviveBacklog { read++; return ReviveBacklog{Due: 7, BehindMillis: 1500} }, Off: Families{Pop: true}},
+		UnitSuffixed)
+	m.PopRevivePut("g", "T", ReviveCK, PutOK)
+	m.PopReviveGot("g", "T", 0, ReviveCK)
+	m.PopRetried("g", "T", PutOK, 3)
+	m.ToDLQ("g", "T", false)
+	text := scrape(t, m)
+	if strings.Contains(text, "rocketmq_pop_") {
+		t.Errorf("the POP family is off, yet the scrape has its metrics:\n%s", text)
+	}
+	if read != 0 {
+		t.Errorf("the revive backlog was read %d times with the POP family off", read)
+	}
+	if !strings.Contains(text, "\nrocketmq_send_to_dlq_messages_total{") {
+		t.Errorf("rocketmq_send_to_dlq_messages_total went with the POP family:\n%s", text)
+	}
+	for _, c := range []*capped{m.popReviveIn, m.popReviveOut, m.popRetry} {
+		if n := c.size(); n != 0 {
+			t.Errorf("%s holds %d series with the POP family off", c.names[0], n)
+		}
+	}
+}
