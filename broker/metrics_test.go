@@ -922,8 +922,8 @@ func BenchmarkMessageTypeOf(b *testing.B) {
 // message to the pop-retry topic. A message revive moves to the DLQ
 // instead (past its group's retryMaxTimes) is read as a checkpoint due
 // but counts no retry: RocketMQ's revive puts every message to the
-// pop-retry topic, and the move to the DLQ, its consumer's or proxy's
-// send-back, counts in rocketmq_send_to_dlq_messages_total only. Orderly
+// pop-retry topic, and the move to the DLQ, its gRPC proxy's send-back,
+// counts in rocketmq_send_to_dlq_messages_total only. Orderly
 // pops and acks count nowhere, as RocketMQ puts none of them to its revive
 // topic.
 func TestPopReviveMetrics(t *testing.T) {
