@@ -370,6 +370,19 @@ func TestTransactionGivenUpAfterCheckMax(t *testing.T) {
 	}
 }
 
+// transactionCheckMax=0 is taken, as RocketMQ takes it: a half is checked
+// once (counted 1) and given up in that pass, its copy counted 1.
+func TestTransactionCheckMaxOfZeroChecksOnce(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"transactionTimeOut": "100", "transactionCheckInterval": "100",
+		"transactionCheckMax": "0"})
+	c := b.client(nil)
+	h := sendHalf(t, c, "TxZero", 0, "UNIQ-ZERO", "once", "", time.Now().UnixMilli())
+	discarded := waitGivenUp(t, b, c, h)
+	if p := commitlog.ParseProperties(discarded[0].Properties); string(discarded[0].Body) != "once" || p["TRANSACTION_CHECK_TIMES"] != "1" {
+		t.Fatalf("given up: %q properties %v, want the half, counted once", discarded[0].Body, p)
+	}
+}
+
 // A half born longer than fileReservedTime ago (the producer's clock,
 // here 73 h behind) is given up without a check into
 // TRANS_CHECK_MAX_TIME_TOPIC, as RocketMQ's checker skips it.

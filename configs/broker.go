@@ -296,7 +296,8 @@ type Broker struct {
 	// open half message.
 	TransactionCheckInterval time.Duration
 	// TransactionCheckMax is how many checks an open half gets before it
-	// is given up (stored in TRANS_CHECK_MAX_TIME_TOPIC).
+	// is given up (stored in TRANS_CHECK_MAX_TIME_TOPIC) in the pass of
+	// the last one; 0 or less gives it one, as on RocketMQ.
 	TransactionCheckMax int
 
 	// Timer messages (RocketMQ 5's TIMER_DELIVER_MS, TIMER_DELAY_SEC,

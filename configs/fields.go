@@ -148,7 +148,8 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("rejectTransactionMessage", "false", func(b *Broker) *bool { return &b.RejectTransactionMessage }),
 	millisRange("transactionTimeOut", "6000", 1, func(b *Broker) *time.Duration { return &b.TransactionTimeOut }),
 	millisRange("transactionCheckInterval", "30000", 1, func(b *Broker) *time.Duration { return &b.TransactionCheckInterval }),
-	intRange("transactionCheckMax", "15", 1, 1<<30, func(b *Broker) *int { return &b.TransactionCheckMax }),
+	// RocketMQ takes any int; 0 or less gives a half one check.
+	intRange("transactionCheckMax", "15", math.MinInt32, 1<<30, func(b *Broker) *int { return &b.TransactionCheckMax }),
 
 	boolean("timerWheelEnable", "true", func(b *Broker) *bool { return &b.TimerWheelEnable }),
 	boolean("timerStopDequeue", "false", func(b *Broker) *bool { return &b.TimerStopDequeue }),

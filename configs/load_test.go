@@ -535,3 +535,19 @@ func TestYAMLKeyInTwoCasesIsRefused(t *testing.T) {
 		t.Errorf("ListenPort alone: %v, listenPort %d", err, got.Broker.ListenPort)
 	}
 }
+
+// transactionCheckMax 0 loads, as RocketMQ takes it (its checker then asks
+// about a half once and gives it up in the same pass), and so does a
+// negative value, which RocketMQ takes too.
+func TestTransactionCheckMaxOfZeroLoads(t *testing.T) {
+	for _, v := range []string{"0", "-3"} {
+		p := writeFile(t, "broker.conf", "transactionCheckMax="+v+"\n")
+		got, err := LoadBroker(p, nil)
+		if err != nil {
+			t.Fatalf("transactionCheckMax=%s: %v", v, err)
+		}
+		if s := got.Broker.Settings()["transactionCheckMax"]; s != v {
+			t.Fatalf("transactionCheckMax=%s loaded as %q", v, s)
+		}
+	}
+}

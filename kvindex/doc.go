@@ -428,7 +428,9 @@
 //
 //	key:   0x61 | halfPhyOffset int64
 //	value: state uint8 (8 commit, 12 rollback, 1 discarded) | endTimestamp int64
-//	       [| committedPhyOffset int64]   (9 bytes, or 17 for a commit naming its message)
+//	       [| byPhyOffset int64]   (9 bytes, or 17 naming a record: a commit's
+//	                                committed message, a give-up's copy in
+//	                                TRANS_CHECK_MAX_TIME_TOPIC)
 //
 // Written with sync by END_TRANSACTION (after the committed message is
 // stored, flushed as a send's and indexed, so the dispatch progress past
@@ -440,7 +442,10 @@
 // no check asks the producer again and no second copy is stored. A
 // commit's committedPhyOffset lets a recovery whose CommitLog lost that
 // message (a power failure before its flush, a slave's cut) open the
-// transaction again. An END_TRANSACTION for a
+// transaction again; a give-up's byPhyOffset is read by a late commit
+// answering a check, which carries the copy's TRANSACTION_CHECK_TIMES (a
+// recovery that lost the copy leaves the give-up as it is, the commit
+// then without the count). An END_TRANSACTION for a
 // transaction that already ended changes nothing. Kept while the half
 // message is in the CommitLog; range-deleted below its minimum by
 // retention.

@@ -31,8 +31,9 @@ type TxnEndRecord struct {
 	// State is "COMMIT_MESSAGE", "ROLLBACK_MESSAGE" or "DISCARDED".
 	State string `json:"state"`
 	At    int64  `json:"at"`
-	// By is the CommitLog offset of a commit's committed message (0 when
-	// not recorded).
+	// By is the CommitLog offset of a commit's committed message, or of
+	// a give-up's copy in TRANS_CHECK_MAX_TIME_TOPIC (0 when not
+	// recorded).
 	By int64 `json:"by,omitempty"`
 }
 

@@ -25,8 +25,8 @@ const rocketMQCheckGroup = "CID_RMQ_SYS_TRANS"
 const (
 	txnHalfValueLen = 28
 	// txnEndValueLen is an end's value without the record that carried
-	// it (stores before the field, rollbacks, give-ups);
-	// txnEndByValueLen, with it.
+	// it (stores before the field, rollbacks, give-ups without their
+	// copy's offset); txnEndByValueLen, with it.
 	txnEndValueLen   = 9
 	txnEndByValueLen = 17
 )
@@ -85,10 +85,11 @@ type TxnEnd struct {
 	// At is when it ended, in Unix milliseconds (0 when the dispatcher
 	// learnt it from a committed record).
 	At int64
-	// By is the CommitLog offset of the committed message of a commit, 0
-	// when not known (rollbacks, give-ups, ends written before the field):
-	// a recovery whose CommitLog lost that record opens the transaction
-	// again (DropAbove).
+	// By is the CommitLog offset of the committed message of a commit,
+	// or of a give-up's copy in TRANS_CHECK_MAX_TIME_TOPIC; 0 when not
+	// known (rollbacks, a copy that could not be stored, ends written
+	// before the field). A recovery whose CommitLog lost a commit's
+	// record opens the transaction again (DropAbove); a give-up stays.
 	By int64
 }
 

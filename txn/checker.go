@@ -39,7 +39,9 @@ type PassStats struct {
 	// Unasked halves were due but no producer of their group was
 	// connected; the check counts all the same, as in RocketMQ.
 	Unasked int
-	// Discarded halves were given up after transactionCheckMax checks.
+	// Discarded halves were given up after transactionCheckMax checks:
+	// in the pass of the last one (counted in Checked or Unasked too),
+	// or, checked enough before, without a check.
 	Discarded int
 	// Expired halves were born longer than fileReservedTime ago: given up
 	// without a check, as discarded ones are (RocketMQ's needSkip).
@@ -59,7 +61,7 @@ type PassStats struct {
 
 // CheckDue makes one pass over the open halves: each whose next check
 // time has passed is asked about (its check count and next check time
-// rewritten), or given up after transactionCheckMax checks.
+// rewritten), and given up once that count reaches transactionCheckMax.
 func (s *Service) CheckDue(ctx context.Context) (PassStats, error) {
 	var st PassStats
 	now := s.now().UnixMilli()
@@ -219,7 +221,11 @@ func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStat
 		return s.state.ForgetHalf(h.PhyOffset)
 	}
 	now, lim := s.now().UnixMilli(), s.limits()
-	if int(h.Checks) >= lim.CheckMax {
+	if carriesCount(&half, h) && int(h.Checks) >= lim.CheckMax {
+		// Checked enough before this pass (a maximum lowered since, a
+		// give-up that failed, a RocketMQ re-put copy in a migrated
+		// store, a half resumed with a count of 0 under a maximum of 0):
+		// given up without a check, as RocketMQ's needDiscard does.
 		return s.discard(ctx, &half, h, h.Checks, false, st)
 	}
 	if s.expired(&half, now) {
@@ -259,17 +265,42 @@ func (s *Service) checkHalf(ctx context.Context, h kvindex.TxnHalf, st *PassStat
 		s.log.Warn().Str("group", group).Str("msgId", uniq).Int64("half", h.PhyOffset).Int32("checks", h.Checks).
 			Msg("transaction check not sent: no producer of the group is connected")
 	}
+	if int(h.Checks) >= lim.CheckMax {
+		// The last check: RocketMQ's pass goes on to the copy it just
+		// stored again with this count and gives that up (needDiscard)
+		// in the same pass. The producer's answer to this check still
+		// commits (End: a late commit of a half given up).
+		return s.discard(ctx, &half, h, h.Checks, false, st)
+	}
 	return nil
+}
+
+// carriesCount reports whether RocketMQ's copy of an open half would carry
+// TRANSACTION_CHECK_TIMES now: once checked, or when stored with it. Its
+// needDiscard compares only a count carried with transactionCheckMax, so
+// under a maximum of 0 a half stored without one is asked once, where one
+// stored with a count (a RESUME_CHECK_HALF_MESSAGE copy's 0) is given up
+// without a check.
+func carriesCount(half *commitlog.Message, h kvindex.TxnHalf) bool {
+	if h.Checks != 0 {
+		return true
+	}
+	_, ok := commitlog.LookupProperty(half.Properties, PropCheckTimes)
+	return ok
 }
 
 // discard stores a half given up, after transactionCheckMax checks or
 // (expired) for being born longer than fileReservedTime ago, in
 // TRANS_CHECK_MAX_TIME_TOPIC with checks as its TRANSACTION_CHECK_TIMES,
-// and ends its transaction, once: a copy stored but not yet flushed
+// and ends its transaction (its end naming the copy, whose count a late
+// commit answering a check carries), once: a copy stored but not yet flushed
 // (ErrNotDurable) counts as stored, as RocketMQ's checker moves past a
 // half it gave up whatever its put answered.
 func (s *Service) discard(ctx context.Context, half *commitlog.Message, h kvindex.TxnHalf, checks int32, expired bool, st *PassStats) error {
-	if _, err := s.store.Put(ctx, discardedMessage(half, checks)); commitlog.Unstorable(err) {
+	res, err := s.store.Put(ctx, discardedMessage(half, checks))
+	copyAt := res.PhyOffset // where the copy is, for a late commit's count (End)
+	if commitlog.Unstorable(err) {
+		copyAt = 0
 		// No retry stores this copy: the transaction is given up all
 		// the same, its half left where it is, rather than retried at
 		// every pass.
@@ -285,7 +316,10 @@ func (s *Service) discard(ctx context.Context, half *commitlog.Message, h kvinde
 	} else if err != nil {
 		return fmt.Errorf("discard half at %d: %w", h.PhyOffset, err)
 	}
-	if err := s.state.End(h.PhyOffset, kvindex.TxnEnd{State: kvindex.TxnDiscarded, At: s.now().UnixMilli()}); err != nil {
+	if copyAt <= half.PhyOffset {
+		copyAt = 0 // not a record stored after the half: none known
+	}
+	if err := s.state.End(h.PhyOffset, kvindex.TxnEnd{State: kvindex.TxnDiscarded, At: s.now().UnixMilli(), By: copyAt}); err != nil {
 		return err
 	}
 	s.putOp(ctx, half)

@@ -23,9 +23,10 @@
 //	   |     (half, real topic)        than transactionTimeOut (or their
 //	   |                               CHECK_IMMUNITY_TIME_IN_SECONDS) ago, every
 //	   | END_TRANSACTION, fromCheck    transactionCheckInterval, at most
-//	   |                               transactionCheckMax times (or until
-//	   |                               born fileReservedTime ago), then
-//	   |                               TRANS_CHECK_MAX_TIME_TOPIC ----------> 0x61 discarded
+//	   |                               transactionCheckMax times (at least
+//	   |                               once; or until born fileReservedTime
+//	   |                               ago), given up in the pass of the
+//	   |                               last: TRANS_CHECK_MAX_TIME_TOPIC ----> 0x61 discarded
 //
 // RocketMQ keeps the end of each transaction as an op message in
 // RMQ_SYS_TRANS_OP_HALF_TOPIC and re-puts every half it checks at the end
@@ -50,7 +51,10 @@
 // once the message is durable. A rolled-back transaction never stores its
 // message; one given up after transactionCheckMax checks stores it when
 // its producer commits late, as RocketMQ does (its give-up only copies
-// the half aside). An open half is checked until it ends, is discarded,
+// the half aside). The give-up comes in the pass of the last check, as
+// RocketMQ's pass meets the copy it stored again for that check and gives
+// it up there, so the producer's answer to the last check is such a late
+// commit, its message carrying the count of checks as RocketMQ's does. An open half is checked until it ends, is discarded,
 // or leaves the CommitLog with retention; one born longer than
 // fileReservedTime ago is discarded without a check, as RocketMQ's
 // checker skips it (needSkip), its TRANSACTION_CHECK_TIMES one more than

@@ -28,8 +28,11 @@ type Config struct {
 	// CheckInterval is transactionCheckInterval: the time between two
 	// checks of one half (default 30 s).
 	CheckInterval time.Duration
-	// CheckMax is transactionCheckMax: after this many checks a half is
-	// given up (default 15).
+	// CheckMax is transactionCheckMax: a half is given up right after its
+	// CheckMax-th check, at least one (default 15). Here 0 or less means
+	// the default; Limits, when set, gives the value in force, 0 and
+	// negative values included (each gives a half one check, as on
+	// RocketMQ).
 	CheckMax int
 	// Dispatched, when set, returns the CommitLog offset before which the
 	// dispatcher committed every record (kvindex.Dispatcher.Dispatched):
@@ -63,7 +66,8 @@ type Config struct {
 	// Limits, when set, returns transactionTimeOut, transactionCheckInterval
 	// and transactionCheckMax as in force (UPDATE_BROKER_CONFIG changes
 	// them), read at each use as RocketMQ's checker reads them at each
-	// pass; unset, or for a value not positive, the fields above. A
+	// pass; unset, the fields above, and so for a Timeout or
+	// CheckInterval not positive (CheckMax is taken as it is). A
 	// longer timeout puts off, when next due, the halves younger than it;
 	// a shorter one brings forward only the first check of halves stored
 	// after the change (a first check time is set when a half is
@@ -92,9 +96,7 @@ func (s *Service) limits() Limits {
 	if cur.CheckInterval > 0 {
 		l.CheckInterval = cur.CheckInterval
 	}
-	if cur.CheckMax > 0 {
-		l.CheckMax = cur.CheckMax
-	}
+	l.CheckMax = cur.CheckMax
 	return l
 }
 
@@ -254,7 +256,7 @@ func (s *Service) HalfHook() kvindex.Hook {
 			NextCheckAt:    s.firstCheckAt(m),
 			Checks:         checksOf(m.Properties),
 		}
-		if int(h.Checks) >= s.limits().CheckMax {
+		if _, counted := commitlog.LookupProperty(m.Properties, PropCheckTimes); counted && int(h.Checks) >= s.limits().CheckMax {
 			// Checked enough already (a RocketMQ re-put copy in a store
 			// migrated from it): given up at the first pass, immune or
 			// not, as RocketMQ counts checks before it looks at times.
@@ -623,12 +625,12 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 			// RocketMQ stores the half again at each check, with its
 			// check count, and its check names that copy: the answer
 			// commits it with its TRANSACTION_CHECK_TIMES.
-			h, open, err := s.state.Half(req.CommitLogOffset)
+			n, err := s.checksAsked(&half, ended, givenUp)
 			if err != nil {
 				return fmt.Errorf("end transaction: %w", err)
 			}
-			if open && h.Checks > 0 {
-				m.Properties = withCheckTimes(m.Properties, h.Checks)
+			if n > 0 {
+				m.Properties = withCheckTimes(m.Properties, n)
 			}
 		}
 		res, err := s.store.Put(ctx, m)
@@ -646,6 +648,40 @@ func (s *Service) End(ctx context.Context, req EndRequest) error {
 		return s.recordEnd(ctx, &half, req, sc.phy)
 	}
 	return s.recordEnd(ctx, &half, req, 0)
+}
+
+// checksAsked is the check count an answer to a check commits with: that
+// of the open half, or, for a half given up (givenUp, its end e), that of
+// its copy in TRANS_CHECK_MAX_TIME_TOPIC (e.By), as RocketMQ commits the
+// copy its last check named, the one it gave up. 0 when there is none
+// (never checked; a give-up recorded without where its copy is, or whose
+// copy a recovery cut). A half given up for its age carries one more
+// check than its producer was asked, as RocketMQ's copy in that topic
+// does, where RocketMQ's answer would commit with the count asked.
+func (s *Service) checksAsked(half *commitlog.Message, e kvindex.TxnEnd, givenUp bool) (int32, error) {
+	if !givenUp {
+		h, open, err := s.state.Half(half.PhyOffset)
+		if err != nil || !open {
+			return 0, err
+		}
+		return h.Checks, nil
+	}
+	if e.By <= half.PhyOffset {
+		return 0, nil
+	}
+	c, ok, err := s.readNamed(e.By)
+	if err != nil {
+		return 0, fmt.Errorf("read the copy of the half given up at %d: %w", e.By, err)
+	}
+	uniq, _ := commitlog.LookupProperty(half.Properties, propUniqKey)
+	copyUniq, _ := commitlog.LookupProperty(c.Properties, propUniqKey)
+	if !ok || c.Topic != meta.TransCheckMaxTopic || copyUniq != uniq {
+		return 0, nil
+	}
+	if _, counted := commitlog.LookupProperty(c.Properties, PropCheckTimes); !counted {
+		return 0, nil
+	}
+	return checksOf(c.Properties), nil
 }
 
 // settle waits until the committed message sc is durable and indexed.

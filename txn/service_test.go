@@ -247,9 +247,8 @@ func TestCheckSchedule(t *testing.T) {
 		{6000 * time.Millisecond, true, PassStats{}, 0},
 		{time.Millisecond, true, PassStats{Checked: 1}, 1},
 		{29 * time.Second, true, PassStats{}, 1},
-		{time.Second, false, PassStats{Unasked: 1}, 2}, // no producer: counts all the same
-		{30 * time.Second, true, PassStats{Checked: 1}, 3},
-		{30 * time.Second, true, PassStats{Discarded: 1}, 3},
+		{time.Second, false, PassStats{Unasked: 1}, 2},                   // no producer: counts all the same
+		{30 * time.Second, true, PassStats{Checked: 1, Discarded: 1}, 3}, // the third check, then given up
 		{time.Hour, true, PassStats{}, 3},
 	}
 	for i, s := range steps {
