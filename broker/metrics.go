@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -119,6 +120,8 @@ func (b *Broker) startMetrics() error {
 			return c, true
 		}
 	}
+	halves := &cached[[]metrics.TopicMessages]{ttl: b.lagTTL, compute: b.openTransactions}
+	src.HalfMessages = func() []metrics.TopicMessages { return halves.get(b.log) }
 	if b.cfg.EnablePopMetrics {
 		backlog := &cached[metrics.ReviveBacklog]{ttl: b.lagTTL, compute: b.reviveBacklog}
 		src.PopRevive = func() metrics.ReviveBacklog { return backlog.get(b.log) }
@@ -517,6 +520,25 @@ func (b *Broker) timingRows() ([]metrics.TopicMessages, int) {
 		out[i] = metrics.TopicMessages{Topic: r.Topic, Messages: r.Messages}
 	}
 	return out, topics
+}
+
+// openTransactions are the series of rocketmq_half_messages: the
+// transactions open by the topic their message is sent to, counted from
+// the index at each computation (one CommitLog read per open half), where
+// RocketMQ keeps a counter per topic in its transactionMetrics file (one
+// up per half sent, one down per commit, rollback or give-up, 0 series
+// kept until the topic is deleted).
+func (b *Broker) openTransactions() ([]metrics.TopicMessages, error) {
+	counts, err := b.txns.OpenByTopic(b.ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]metrics.TopicMessages, 0, len(counts))
+	for t, n := range counts {
+		rows = append(rows, metrics.TopicMessages{Topic: t, Messages: n})
+	}
+	slices.SortFunc(rows, func(a, c metrics.TopicMessages) int { return strings.Compare(a.Topic, c.Topic) })
+	return rows, nil
 }
 
 // maxTimingSeries bounds the series of rocketmq_timing_messages: the

@@ -1126,3 +1126,43 @@ func TestPopMetricsOff(t *testing.T) {
 		t.Logf("scrape:\n%s", text)
 	}
 }
+
+// rocketmq_half_messages counts the transactions open by the topic their
+// message is sent to: a half sent counts one, its commit or rollback
+// takes it away, and a topic with none open has no series.
+func TestHalfMessagesGaugeFollowsTheTransactions(t *testing.T) {
+	b := startTestBrokerWith(t, t.TempDir(), map[string]string{
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+	}, func(b *Broker) { b.lagTTL = 0 }) // each scrape computes the gauges
+	c := b.client(nil)
+	born := time.Now().UnixMilli()
+	h1 := sendHalf(t, c, "TxHalfA", 0, "UNIQ-HALF-1", "one", "", born)
+	h2 := sendHalf(t, c, "TxHalfA", 0, "UNIQ-HALF-2", "two", "", born)
+	sendHalf(t, c, "TxHalfB", 0, "UNIQ-HALF-3", "three", "", born)
+	b.caughtUp()
+	half := func(topic string) float64 {
+		t.Helper()
+		return metricValue(t, scrapeMetrics(t, b), "rocketmq_half_messages", `topic="`+topic+`"`)
+	}
+	if a, bb := half("TxHalfA"), half("TxHalfB"); a != 2 || bb != 1 {
+		t.Fatalf("half messages A %v B %v, want 2 and 1", a, bb)
+	}
+	if r := endTxn(t, c, h1, "pg", 8, false); r.Code != remoting.Success {
+		t.Fatalf("commit: %d %s", r.Code, r.Remark)
+	}
+	if a := half("TxHalfA"); a != 1 {
+		t.Fatalf("half messages of A after a commit: %v, want 1", a)
+	}
+	if r := endTxn(t, c, h2, "pg", 12, false); r.Code != remoting.Success {
+		t.Fatalf("rollback: %d %s", r.Code, r.Remark)
+	}
+	text := scrapeMetrics(t, b)
+	if bb := metricValue(t, text, "rocketmq_half_messages", `topic="TxHalfB"`); bb != 1 {
+		t.Fatalf("half messages of B after A's rollback: %v, want 1", bb)
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "rocketmq_half_messages{") && strings.Contains(line, `topic="TxHalfA"`) {
+			t.Fatalf("a series for a topic with no transaction open: %s", line)
+		}
+	}
+}

@@ -8,7 +8,8 @@
 // service), rocketmq_rpc_latency by the
 // remoting servers (Answered, their OnAnswer); gauges (permission, topic
 // and group numbers, connections, the store's, the consumers' lag, in
-// flight and ready messages, the timer's, the POP revive backlog) are read from
+// flight and ready messages, the timer's, the POP revive backlog, the
+// transactions open) are read from
 // the broker at each scrape
 // through Sources. Every series carries the
 // broker's constant labels: cluster, node_type="broker", node_id (the
@@ -90,6 +91,7 @@ const (
 	SendToDLQTotal        = "rocketmq_send_to_dlq_messages_total"
 	CommitMessagesTotal   = "rocketmq_commit_messages_total"
 	RollbackMessagesTotal = "rocketmq_rollback_messages_total"
+	HalfMessages          = "rocketmq_half_messages"
 	MessageSize           = "rocketmq_message_size"
 	FinishMessageLatency  = "rocketmq_finish_message_latency"
 	TopicCreateTime       = "rocketmq_topic_create_execution_time"
@@ -262,6 +264,10 @@ type Sources struct {
 	// one deadline index, where RocketMQ has a revive service per queue of
 	// its revive topic); nil leaves them out.
 	PopRevive func() ReviveBacklog
+	// HalfMessages feeds rocketmq_half_messages: the transactions open,
+	// by the topic their message is sent to (a series per topic with
+	// some); nil leaves it out, and so does enableTransactionMetrics=false.
+	HalfMessages func() []TopicMessages
 	// Diverged feeds rocketkv_ha_diverged (a slave's only).
 	Diverged func() bool
 	// Off turns families of metrics off; the zero value serves them all.
@@ -287,7 +293,7 @@ type Families struct {
 	// Connection: producer and consumer connections
 	// (enableConnectionMetrics=false).
 	Connection bool
-	// Transaction: commits, rollbacks, finish latency
+	// Transaction: commits, rollbacks, finish latency, half messages
 	// (enableTransactionMetrics=false).
 	Transaction bool
 	// Remoting: rocketmq_rpc_latency (enableRemotingMetrics=false).
@@ -514,6 +520,10 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 				[]string{"consumer_group", "language", "version", "consume_mode", "protocol_type", "is_system"}, c),
 		})
 	}
+	if f := src.HalfMessages; f != nil && !off.Transaction {
+		m.reg.MustRegister(&topicGauge{src: f, desc: prometheus.NewDesc(names.Name(HalfMessages),
+			"Transactions not yet ended (their half messages), by the topic their message is sent to.", []string{"topic"}, c)})
+	}
 	if f := src.Diverged; f != nil {
 		gauge(HADiverged, "1 while this slave refuses to replicate: its CommitLog holds records its master does not have.", func() float64 {
 			if f() {
@@ -597,6 +607,30 @@ func (g *timerGauges) Collect(ch chan<- prometheus.Metric) {
 	for i, b := range TimerBounds {
 		if i < len(c.Within) {
 			ch <- prometheus.MustNewConstMetric(g.snapshot, prometheus.GaugeValue, float64(c.Within[i]), strconv.Itoa(b))
+		}
+	}
+}
+
+// topicGauge collects a gauge with a series per topic at each scrape.
+type topicGauge struct {
+	src  func() []TopicMessages
+	desc *prometheus.Desc
+}
+
+func (g *topicGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+func (g *topicGauge) Collect(ch chan<- prometheus.Metric) {
+	rows := g.src()
+	var seen labelSet
+	for _, r := range rows {
+		if !utf8.ValidString(r.Topic) {
+			seen = labelSet{}
+			break
+		}
+	}
+	for _, r := range rows {
+		if v := label(r.Topic); seen.add([]string{v}) {
+			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(r.Messages), v)
 		}
 	}
 }

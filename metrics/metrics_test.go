@@ -379,3 +379,26 @@ func TestPopFamilyOff(t *testing.T) {
 		}
 	}
 }
+
+// rocketmq_half_messages, as RocketMQ's BrokerMetricsManager serves it: a
+// gauge with the broker's labels and topic, one series per topic; gone
+// with enableTransactionMetrics=false, as RocketMQ registers it with the
+// commit and rollback counters.
+func TestHalfMessagesGauge(t *testing.T) {
+	src := Sources{HalfMessages: func() []TopicMessages { return []TopicMessages{{"A", 3}, {"B", 1}} }}
+	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"}, src, UnitSuffixed)
+	text := scrape(t, m)
+	for _, want := range []string{
+		`rocketmq_half_messages{cluster="c1",node_id="b",node_type="broker",topic="A"} 3`,
+		`rocketmq_half_messages{cluster="c1",node_id="b",node_type="broker",topic="B"} 1`,
+	} {
+		if !strings.Contains(text, "\n"+want+"\n") {
+			t.Errorf("scrape lacks\n%s\nin:\n%s", want, text)
+		}
+	}
+	src.Off.Transaction = true
+	m = New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"}, src, UnitSuffixed)
+	if text := scrape(t, m); strings.Contains(text, HalfMessages) {
+		t.Errorf("rocketmq_half_messages served with the transaction metrics off:\n%s", text)
+	}
+}

@@ -58,6 +58,7 @@ var declared = map[string]declaration{
 	SendToDLQTotal:        {counter, ""},
 	CommitMessagesTotal:   {counter, ""},
 	RollbackMessagesTotal: {counter, ""},
+	HalfMessages:          {gauge, ""},
 	BrokerPermission:      {gauge, ""},
 	TopicNumber:           {gauge, ""},
 	ConsumerGroupNumber:   {gauge, ""},

@@ -14,6 +14,7 @@ func TestNamesOfEveryMetric(t *testing.T) {
 		{SendToDLQTotal, "rocketmq_send_to_dlq_messages_total"},
 		{CommitMessagesTotal, "rocketmq_commit_messages_total"},
 		{RollbackMessagesTotal, "rocketmq_rollback_messages_total"},
+		{HalfMessages, "rocketmq_half_messages"},
 		{BrokerPermission, "rocketmq_broker_permission"},
 		{TopicNumber, "rocketmq_topic_number"},
 		{ConsumerGroupNumber, "rocketmq_consumer_group_number"},
