@@ -35,7 +35,12 @@
 // and the half is stored once. It writes the op message all the same,
 // after the end is recorded: a slave copies the CommitLog, not the
 // index, and learns from the ops (0x62) which transactions its master
-// ended; Apache RocketMQ reading an exported store does too.
+// ended; Apache RocketMQ reading an exported store does too. It writes
+// one for a give-up as well, where RocketMQ writes none (its checker
+// moves its half-queue progress past the half instead, a progress
+// rocketkv, which checks halves out of queue order, cannot express):
+// without it a promoted slave, or RocketMQ reading the export from an
+// open half before the give-up, would check the half again.
 //
 // # Guarantees
 //
