@@ -274,7 +274,8 @@ const TimerTopic = "rmq_sys_wheel_timer"
 // until their transaction ends; TransCheckMaxTopic receives the halves
 // given up after transactionCheckMax checks. RocketMQ writes its op
 // messages to TransOpHalfTopic; rocketkv keeps that state in the index
-// instead, and only refuses sends to the name.
+// and writes an op message there for every end all the same (a give-up's
+// too), refusing producers' sends to the name.
 const (
 	TransHalfTopic     = "RMQ_SYS_TRANS_HALF_TOPIC"
 	TransOpHalfTopic   = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
