@@ -164,6 +164,10 @@ type Broker struct {
 	// hotBytes is how far from the end of the CommitLog records are taken
 	// to be in the page cache (accessMessageInMemoryMaxRatio).
 	hotBytes int64
+	// memBytes is the machine's memory (physicalMemory), of which
+	// accessMessageInMemoryHotRatio is the hot share of cold-data flow
+	// control (coldAreaBytes). Tests set it between New and Start.
+	memBytes int64
 	// assignRoutes holds the topic routes QUERY_ASSIGNMENT divides.
 	assignRoutes *assignRoutes
 	uniq         *uniqid.Gen
@@ -289,12 +293,13 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		timerCfg:         timerConfig(cfg),
 		statusAskTimeout: consumerStatusTimeout,
 		lagTTL:           lagTTL,
-		hotBytes:         physicalMemory() * int64(memoryRatio(cfg)) / 100,
+		memBytes:         physicalMemory(),
 		pulled:           newPullPositions(),
 		popCopyPage:      popCopyPageBytes,
 		popCopyMax:       maxPopStateCopy,
 		timerCensusTTL:   timerCensusTTL,
 	}
+	b.hotBytes = b.memBytes * int64(memoryRatio(cfg)) / 100
 	b.live.cur.Store(&liveSnapshot{cfg: cfg, version: meta.DataVersion{Timestamp: time.Now().UnixMilli()}})
 	enc, err := newSyncEncoder()
 	if err != nil {

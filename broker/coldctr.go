@@ -18,14 +18,17 @@ import (
 // Cold-data read flow control, RocketMQ 5's ColdDataCgCtrService and its
 // two strategies.
 //
-// Each pull counts the bytes it read from CommitLog pages that were not in
-// the page cache (getResult.coldBytes) against its consumer group and the
-// broker as a whole. A pass every coldPassEvery sets every count back to
-// zero and forgets groups that read nothing cold for coldAccResideTimeout.
-// Between passes a group whose count reached its threshold, or any group
-// that read cold data while the broker's count reached
-// globalColdReadThreshold, is limited: its pulls that start on a cold
-// message are refused or held (broker/pull.go, coldpullhold.go).
+// Each pull counts the bytes of the cold records it read
+// (getResult.coldBytes: records further behind the end of the CommitLog
+// than accessMessageInMemoryHotRatio of the memory, and under
+// coldDataScanEnable only those not in the page cache; see readCold)
+// against its consumer group and the broker as a whole. A pass every
+// coldPassEvery sets every count back to zero and forgets groups that
+// read nothing cold for coldAccResideTimeout. Between passes a group
+// whose count reached its threshold, or any group that read cold data
+// while the broker's count reached globalColdReadThreshold, is limited:
+// its pulls that start on a message in the cold area (by the distance
+// alone, coldAt) are refused or held (broker/pull.go, coldpullhold.go).
 //
 // A group's threshold is the one an administrator set for it
 // (UPDATE_COLD_DATA_FLOW_CTR_CONFIG), else, under coldCtrStrategyEnable,

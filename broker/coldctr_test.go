@@ -30,9 +30,10 @@ func testColdReads(t *testing.T, adjust func(*configs.Broker)) (*coldReads, *con
 func TestColdCtrDefaults(t *testing.T) {
 	d := configs.DefaultBroker()
 	if d.ColdDataFlowControlEnable || d.ColdCtrStrategyEnable || !d.UsePIDColdCtrStrategy ||
-		d.CgColdReadThreshold != 3*1024*1024 || d.GlobalColdReadThreshold != 100*1024*1024 {
-		t.Fatalf("defaults %v %v %v %d %d", d.ColdDataFlowControlEnable, d.ColdCtrStrategyEnable, d.UsePIDColdCtrStrategy,
-			d.CgColdReadThreshold, d.GlobalColdReadThreshold)
+		d.CgColdReadThreshold != 3*1024*1024 || d.GlobalColdReadThreshold != 100*1024*1024 ||
+		d.AccessMessageInMemoryHotRatio != 26 || d.ColdDataScanEnable {
+		t.Fatalf("defaults %v %v %v %d %d %d %v", d.ColdDataFlowControlEnable, d.ColdCtrStrategyEnable, d.UsePIDColdCtrStrategy,
+			d.CgColdReadThreshold, d.GlobalColdReadThreshold, d.AccessMessageInMemoryHotRatio, d.ColdDataScanEnable)
 	}
 }
 

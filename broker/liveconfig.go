@@ -60,10 +60,12 @@ var runtimeKeys = map[string]bool{
 	// Cold-data read flow control, read by each pull and by each pass of
 	// its accounting (usePIDColdCtrStrategy, the strategy chosen at start,
 	// is not).
-	"coldDataFlowControlEnable": true,
-	"cgColdReadThreshold":       true,
-	"globalColdReadThreshold":   true,
-	"coldCtrStrategyEnable":     true,
+	"coldDataFlowControlEnable":     true,
+	"cgColdReadThreshold":           true,
+	"globalColdReadThreshold":       true,
+	"coldCtrStrategyEnable":         true,
+	"accessMessageInMemoryHotRatio": true,
+	"coldDataScanEnable":            true,
 	// Holding producers off until a time, read by each send.
 	"startAcceptSendRequestTimeStamp": true,
 	// Lite pull consumers on or off, read by each lite pull.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -236,10 +238,10 @@ type getResult struct {
 	// out or not, and -1 when none was: how far behind the log's end the
 	// reader is (RocketMQ's maxPhyOffsetPulling).
 	lastPhy int64
-	// coldBytes is the size of the records read whose pages were not all
-	// in the page cache, counted under coldDataFlowControlEnable only
-	// (RocketMQ's coldDataSum): records the tag code filters out are not
-	// read, and not counted.
+	// coldBytes is the size of the records read that count as cold
+	// (readCold), counted under coldDataFlowControlEnable only (RocketMQ's
+	// coldDataSum): records the tag code filters out are not read, and
+	// not counted.
 	coldBytes int64
 }
 
@@ -265,7 +267,7 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 	maxNums, maxBytes = b.transferLimits(maxNums, maxBytes)
 	// A POP revive's own property is no reader's (kvindex.AppendShown).
 	shown := kvindex.HoldsRevived(topic)
-	countCold := b.current().ColdDataFlowControlEnable
+	cur := b.current()
 	next := offset
 	scanned := 0
 	full := false // maxNums or maxBytes reached: the batch ends before next
@@ -296,9 +298,9 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 			if err != nil {
 				return r, fmt.Errorf("read %s/%d@%d at %d: %w", topic, queueID, e.QueueOffset, e.PhyOffset, err)
 			}
-			if countCold {
+			if cur.ColdDataFlowControlEnable {
 				// Before the record is looked at: that faults its pages in.
-				b.countCold(&r, v)
+				b.countCold(&r, v, cur)
 			}
 			rec := v.Data
 			if filter.matchesRecord(rec) {
@@ -397,41 +399,78 @@ func (b *Broker) readClientRecord(phy int64) ([]byte, commitlog.Message, bool, e
 	return rec, m, ok, err
 }
 
-// countCold adds v's size to r.coldBytes when its pages are not all in
-// the page cache. A residency the kernel cannot tell counts as cached, as
-// RocketMQ takes a failed mincore. It costs each record read one mincore
-// call and a vector of a byte per page (Resident), only under
-// coldDataFlowControlEnable.
-func (b *Broker) countCold(r *getResult, v *commitlog.View) {
-	in, err := v.Resident()
-	if err != nil {
-		b.log.Warn().Err(err).Int64("phyOffset", v.Offset).Msg("page cache residency unknown; not counted as a cold read")
-		return
-	}
-	if !in {
+// countCold adds v's size to r.coldBytes when the record is cold
+// (readCold).
+func (b *Broker) countCold(r *getResult, v *commitlog.View, cur *configs.Broker) {
+	if b.readCold(v, cur) {
 		r.coldBytes += int64(len(v.Data))
 	}
 }
 
-// coldAt reports whether the message at offset in the queue starts in
-// CommitLog pages not in the page cache, the first one a pull from there
-// would read (RocketMQ's isMsgInColdArea,
-// which estimates it from the distance to the end of the log; this asks
-// the kernel). No message there, or one gone, is not cold.
-func (b *Broker) coldAt(topic string, queueID int32, offset int64) bool {
-	entries, err := b.cqs.Get(topic, queueID, offset, 1)
-	if err != nil || len(entries) == 0 {
+// readCold reports whether a read of v counts as a read of cold data, as
+// RocketMQ's CommitLog marks a read not in cache (isDataInPageCache): a
+// record within accessMessageInMemoryHotRatio of the memory from the end
+// of the log is not (inColdArea); one further behind is, under
+// coldDataScanEnable=false by that distance alone, and under true only
+// when its pages are not all in the page cache. That check asks the
+// kernel (mincore) about every page of the record at the read, where
+// RocketMQ looks up the first page of the record's group of sampleSteps
+// pages in a table its scan refreshes every timerColdDataCheckIntervalMs.
+// A residency the kernel cannot tell counts as cached, as RocketMQ takes
+// a failed mincore. The check costs a record in the cold area one mincore
+// call and a vector of a byte per page (Resident).
+func (b *Broker) readCold(v *commitlog.View, cur *configs.Broker) bool {
+	if !b.inColdArea(v.Offset, cur) {
 		return false
 	}
-	v, err := b.clog.Read(entries[0].PhyOffset, entries[0].Size)
-	if err != nil {
-		return false
+	if !cur.ColdDataScanEnable {
+		return true
 	}
-	defer v.Release()
 	in, err := v.Resident()
 	if err != nil {
-		b.log.Warn().Err(err).Int64("phyOffset", entries[0].PhyOffset).Msg("page cache residency unknown; the pull is not held back as cold")
+		b.log.Warn().Err(err).Int64("phyOffset", v.Offset).Msg("page cache residency unknown; not counted as a cold read")
 		return false
 	}
 	return !in
+}
+
+// inColdArea reports whether a read at CommitLog offset phy is in the
+// cold area: further behind the end of the log than
+// accessMessageInMemoryHotRatio % of the machine's memory (RocketMQ's
+// checkInColdAreaByCommitOffset).
+func (b *Broker) inColdArea(phy int64, cur *configs.Broker) bool {
+	return b.clog.MaxOffset()-phy > coldAreaBytes(b.memBytes, cur.AccessMessageInMemoryHotRatio)
+}
+
+// coldAreaBytes is ratio % of mem, the hot share's size in bytes, computed
+// as RocketMQ does (a double product cast to a long: truncated toward
+// zero, saturated at the long's bounds). A negative ratio makes every
+// read cold, one above 100 a share larger than the memory.
+func coldAreaBytes(mem int64, ratio int) int64 {
+	f := float64(mem) * (float64(ratio) / 100.0)
+	switch {
+	case f >= math.MaxInt64:
+		return math.MaxInt64
+	case f <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(f)
+}
+
+// coldAt reports whether the message at offset in the queue is in the
+// cold area (inColdArea), the first one a pull from there would read:
+// RocketMQ's isMsgInColdArea, which judges by that distance alone,
+// whatever coldDataScanEnable says. No message there is not cold; one
+// whose record retention deleted is (its distance is the log's).
+func (b *Broker) coldAt(topic string, queueID int32, offset int64) bool {
+	entries, err := b.cqs.Get(topic, queueID, offset, 1)
+	if err != nil {
+		b.log.Warn().Err(err).Str("topic", topic).Int32("queue", queueID).Int64("offset", offset).
+			Msg("cold-data check of a pull: the queue could not be read; the pull is not held back as cold")
+		return false
+	}
+	if len(entries) == 0 {
+		return false
+	}
+	return b.inColdArea(entries[0].PhyOffset, b.current())
 }

@@ -115,6 +115,16 @@ type Broker struct {
 	// simple rule: raise always, lower while over the global budget).
 	ColdCtrStrategyEnable bool
 	UsePIDColdCtrStrategy bool
+	// AccessMessageInMemoryHotRatio is the share (%) of the machine's
+	// memory from the end of the CommitLog that cold-data flow control
+	// takes as hot: a read that starts further behind the end is in the
+	// cold area (RocketMQ's checkInColdAreaByCommitOffset). A pull of
+	// such a message is the one a limited group is refused or held on.
+	AccessMessageInMemoryHotRatio int
+	// ColdDataScanEnable makes a read in the cold area count as cold
+	// only when its pages are not in the page cache (asked of the kernel,
+	// mincore(2)); false counts every read in the cold area as cold.
+	ColdDataScanEnable bool
 
 	// Topics and groups.
 	AutoCreateTopicEnable bool

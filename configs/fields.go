@@ -76,6 +76,11 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("coldCtrStrategyEnable", "false", func(b *Broker) *bool { return &b.ColdCtrStrategyEnable }),
 	boolean("usePIDColdCtrStrategy", "true", func(b *Broker) *bool { return &b.UsePIDColdCtrStrategy }),
 	intRange("accessMessageInMemoryMaxRatio", "40", 0, 100, func(b *Broker) *int { return &b.AccessMessageInMemoryMaxRatio }),
+	// A Java int, unchecked as RocketMQ's: above 100 nothing in a log
+	// shorter than that share of memory is cold by distance, below 0
+	// every read is.
+	intRange("accessMessageInMemoryHotRatio", "26", math.MinInt32, math.MaxInt32, func(b *Broker) *int { return &b.AccessMessageInMemoryHotRatio }),
+	boolean("coldDataScanEnable", "false", func(b *Broker) *bool { return &b.ColdDataScanEnable }),
 	// RocketMQ 5's other replication modes are not there: a file that
 	// turns one on is refused rather than run with classic HA unnoticed.
 	notImplemented[Broker]("enableControllerMode", "rocketkv replicates with RocketMQ's classic master-slave HA only (brokerRole); automatic failover through controllers is not there"),
