@@ -126,11 +126,15 @@ type Broker struct {
 	// coldHolds holds back the pulls it limits.
 	coldReads *coldReads
 	coldHolds *coldPullHolds
-	// coldPassPeriod and coldScanPeriod, when positive (tests), replace
-	// the periods of the cold-read accounting pass and of the scan of held
-	// cold pulls. Both are set between New and Start.
-	coldPassPeriod time.Duration
-	coldScanPeriod time.Duration
+	// coldScan is the page-cache table of coldDataScanEnable.
+	coldScan *coldScan
+	// coldPassPeriod, coldScanPeriod and coldCheckPeriod, when positive
+	// (tests), replace the periods of the cold-read accounting pass, of
+	// the scan of held cold pulls and of the page-cache scan. They are set
+	// between New and Start.
+	coldPassPeriod  time.Duration
+	coldScanPeriod  time.Duration
+	coldCheckPeriod time.Duration
 	// catchUpEvery and catchUpFrom, when positive (tests), replace
 	// catchUpLogEvery and catchUpReportFrom. Set between New and Start.
 	catchUpEvery time.Duration
@@ -459,6 +463,8 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.coldReads.period = b.coldPassPeriod
 	b.coldHolds = newColdPullHolds(func() bool { return b.current().ColdDataFlowControlEnable })
 	b.coldHolds.period = b.coldScanPeriod
+	b.coldScan = newColdScan(b.clog, b.current, b.log)
+	b.coldScan.period = b.coldCheckPeriod
 	b.register = newRegistrar(b)
 	b.assignRoutes = newAssignRoutes(b)
 	if err := b.topics.ensureSystemTopics(); err != nil {
@@ -546,6 +552,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.goBackground("stats", b.stats.Run)
 	b.goBackground("cold-read-accounting", b.coldReads.run)
 	b.goBackground("cold-pull-holds", b.coldHolds.run)
+	b.goBackground("cold-page-cache-scan", b.coldScan.run)
 	b.holds.start()
 	b.log.Info().Str("addr", b.Addr()).Str("store", root).Str("storeType", b.cfg.StoreType).
 		Str("indexWalSync", b.cfg.IndexWALSyncMode()).

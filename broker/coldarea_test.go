@@ -5,8 +5,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/remoting"
 )
 
 // The hot share is ratio % of the memory computed as RocketMQ's
@@ -53,7 +58,10 @@ func TestColdAreaBytes(t *testing.T) {
 func TestColdReadDistanceAndScan(t *testing.T) {
 	const mem = 100_000
 	b := startTestBrokerWith(t, t.TempDir(), map[string]string{"mappedFileSizeCommitLog": "65536", "coldDataFlowControlEnable": "true"},
-		func(b *Broker) { b.memBytes = mem })
+		func(b *Broker) {
+			b.memBytes = mem
+			b.coldCheckPeriod = time.Hour // the test makes the passes
+		})
 	c := b.client(nil)
 	for _, topic := range []string{"FAR", "NEAR", "FILL"} {
 		createTopic(t, c, topic, 1, 1)
@@ -145,39 +153,143 @@ func TestColdReadDistanceAndScan(t *testing.T) {
 	}
 	updateConfig(t, c, "accessMessageInMemoryHotRatio=26")
 
-	// With the scan: cached records in the cold area are not cold, but a
-	// pull from there still starts cold (the distance alone).
+	// With the scan: until a pass covered FAR's segment, its records count
+	// as cached (RocketMQ's lookup without a table).
 	updateConfig(t, c, "coldDataScanEnable=true")
+	if !dropSegmentFromPageCache(t, b, far[0].PhyOffset) {
+		t.Skip("the page cache kept the first segment's pages")
+	}
+	if got := coldBytes("FAR"); got != 0 {
+		t.Fatalf("with coldDataScanEnable and no scan yet, records in the cold area counted %d cold bytes, want 0", got)
+	}
+	// Cached at a pass: not cold, but a pull from there still starts
+	// cold (the distance alone).
 	cached()
+	b.coldScan.scan()
 	if got := coldBytes("FAR"); got != 0 {
 		t.Fatalf("with coldDataScanEnable, cached records in the cold area counted %d cold bytes, want 0", got)
 	}
 	if !b.coldAt("FAR", 0, 0) {
 		t.Fatal("with coldDataScanEnable, a pull from FAR's start, cached but in the cold area, is not cold")
 	}
-	// Dropped from the page cache, they are cold (at least the first: its
-	// read may fault the next ones in).
-	if !dropSegmentFromPageCache(t, b, far[0].PhyOffset) {
-		t.Skip("the page cache kept the first segment's pages")
-	}
-	if got := coldBytes("FAR"); got < int64(far[0].Size) || got > farSize {
-		t.Fatalf("with coldDataScanEnable, uncached records in the cold area counted %d cold bytes, want %d to %d", got, far[0].Size, farSize)
-	}
-	// The distance comes first: in the hot area, uncached records are not
-	// cold.
-	updateConfig(t, c, "accessMessageInMemoryHotRatio=100")
+	// Dropped from the page cache: cold once a pass saw it, all three
+	// records (they start in the segment's first group of sampleSteps
+	// pages, judged by its first page as the pass found it, whatever the
+	// reads fault in since).
 	if !dropSegmentFromPageCache(t, b, far[0].PhyOffset) {
 		t.Skip("the page cache kept the first segment's pages")
 	}
 	if got := coldBytes("FAR"); got != 0 {
-		t.Fatalf("uncached records in the hot area counted %d cold bytes, want 0", got)
+		t.Fatalf("dropped after the pass that found them cached, FAR's records counted %d cold bytes, want 0", got)
+	}
+	if !dropSegmentFromPageCache(t, b, far[0].PhyOffset) {
+		t.Skip("the page cache kept the first segment's pages")
+	}
+	b.coldScan.scan()
+	if got := coldBytes("FAR"); got != farSize {
+		t.Fatalf("with coldDataScanEnable, records in the cold area out of the page cache at the pass counted %d cold bytes, want %d", got, farSize)
+	}
+	// The distance comes first: in the hot area, records out of the page
+	// cache are not cold.
+	updateConfig(t, c, "accessMessageInMemoryHotRatio=100")
+	if got := coldBytes("FAR"); got != 0 {
+		t.Fatalf("records in the hot area out of the page cache counted %d cold bytes, want 0", got)
 	}
 
-	// And back to the distance alone at run time.
+	// And back to the distance alone at run time: the next pass drops
+	// the table.
 	updateConfig(t, c, "coldDataScanEnable=false")
 	updateConfig(t, c, "accessMessageInMemoryHotRatio=26")
 	cached()
 	if got := coldBytes("FAR"); got != farSize {
 		t.Fatalf("coldDataScanEnable back to false: cached records in the cold area counted %d cold bytes, want %d", got, farSize)
+	}
+	b.coldScan.tick()
+	b.coldScan.mu.RLock()
+	left := len(b.coldScan.table)
+	b.coldScan.mu.RUnlock()
+	if left != 0 {
+		t.Fatalf("a pass with coldDataScanEnable off kept a table of %d segments", left)
+	}
+}
+
+// The scan's table judges an offset by the first page of its group of
+// sampleSteps pages in its segment; an offset in a segment the pass did
+// not see counts as cached.
+func TestColdScanLookup(t *testing.T) {
+	const page = 4096
+	s := &coldScan{steps: 4, pageSize: page, table: []segmentResidency{
+		{start: 1 << 20, sample: []byte{1, 0, 1}},      // 12 pages
+		{start: 1<<20 + 12*page, sample: []byte{0, 1}}, // the next segment, 8 pages
+	}}
+	for _, c := range []struct {
+		phy  int64
+		want bool
+	}{
+		{0, true},                     // before the table: a segment not scanned
+		{1 << 20, true},               // group 0
+		{1<<20 + 4*page - 1, true},    // still group 0
+		{1<<20 + 4*page, false},       // group 1
+		{1<<20 + 8*page + 100, true},  // group 2
+		{1<<20 + 12*page, false},      // the next segment's group 0
+		{1<<20 + 16*page, true},       // its group 1
+		{1<<20 + 20*page, true},       // past it: a segment created since
+		{1<<20 + 12*page - 1, true},   // last byte of the first segment
+		{1<<20 + 12*page + 10, false}, // next segment again
+	} {
+		if got := s.inCache(c.phy); got != c.want {
+			t.Errorf("inCache(%d) = %v, want %v", c.phy, got, c.want)
+		}
+	}
+	s.steps = 1 // the same table read with a step of one page
+	if s.inCache(1<<20+page) || !s.inCache(1<<20+2*page) {
+		t.Errorf("step 1: page 1 cached %v, page 2 %v; want false, true", s.inCache(1<<20+page), s.inCache(1<<20+2*page))
+	}
+}
+
+// sampleSteps is read at start (0 or below is 32); the scan's period is
+// timerColdDataCheckIntervalMs while coldDataFlowControlEnable and
+// coldDataScanEnable are on, read anew before each wait, and 180 s
+// otherwise.
+func TestColdScanSettings(t *testing.T) {
+	cfg := configs.DefaultBroker()
+	cfg.SampleSteps = -3
+	cur := cfg
+	s := newColdScan(nil, func() *configs.Broker { c := cur; return &c }, zerolog.Nop())
+	if s.steps != 32 {
+		t.Fatalf("sampleSteps -3 taken as %d, want 32", s.steps)
+	}
+	cfg.SampleSteps = 8
+	if s := newColdScan(nil, func() *configs.Broker { return &cfg }, zerolog.Nop()); s.steps != 8 {
+		t.Fatalf("sampleSteps 8 taken as %d", s.steps)
+	}
+	if got := s.wait(); got != coldCheckIdle {
+		t.Fatalf("period with the flow control off: %v", got)
+	}
+	cur.ColdDataFlowControlEnable = true
+	if got := s.wait(); got != coldCheckIdle {
+		t.Fatalf("period without coldDataScanEnable: %v", got)
+	}
+	cur.ColdDataScanEnable = true
+	if got := s.wait(); got != time.Minute {
+		t.Fatalf("period with the scan on: %v, want timerColdDataCheckIntervalMs's default 60 s", got)
+	}
+	cur.TimerColdDataCheckInterval = 5 * time.Second
+	if got := s.wait(); got != 5*time.Second {
+		t.Fatalf("period after timerColdDataCheckIntervalMs became 5000: %v", got)
+	}
+}
+
+// timerColdDataCheckIntervalMs changes at run time; sampleSteps does not.
+func TestColdScanLiveKeys(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	updateConfig(t, c, "coldDataFlowControlEnable=true\ncoldDataScanEnable=true\ntimerColdDataCheckIntervalMs=7000")
+	if got := b.coldScan.wait(); got != 7*time.Second {
+		t.Fatalf("scan period after the update to 7000 ms: %v", got)
+	}
+	r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("sampleSteps=4"))
+	if r.Code == remoting.Success || b.coldScan.steps != 32 {
+		t.Fatalf("sampleSteps changed at run time: %d %q, steps %d", r.Code, r.Remark, b.coldScan.steps)
 	}
 }

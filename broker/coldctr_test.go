@@ -31,9 +31,10 @@ func TestColdCtrDefaults(t *testing.T) {
 	d := configs.DefaultBroker()
 	if d.ColdDataFlowControlEnable || d.ColdCtrStrategyEnable || !d.UsePIDColdCtrStrategy ||
 		d.CgColdReadThreshold != 3*1024*1024 || d.GlobalColdReadThreshold != 100*1024*1024 ||
-		d.AccessMessageInMemoryHotRatio != 26 || d.ColdDataScanEnable {
-		t.Fatalf("defaults %v %v %v %d %d %d %v", d.ColdDataFlowControlEnable, d.ColdCtrStrategyEnable, d.UsePIDColdCtrStrategy,
-			d.CgColdReadThreshold, d.GlobalColdReadThreshold, d.AccessMessageInMemoryHotRatio, d.ColdDataScanEnable)
+		d.AccessMessageInMemoryHotRatio != 26 || d.ColdDataScanEnable || d.SampleSteps != 32 || d.TimerColdDataCheckInterval != time.Minute {
+		t.Fatalf("defaults %v %v %v %d %d %d %v %d %v", d.ColdDataFlowControlEnable, d.ColdCtrStrategyEnable, d.UsePIDColdCtrStrategy,
+			d.CgColdReadThreshold, d.GlobalColdReadThreshold, d.AccessMessageInMemoryHotRatio, d.ColdDataScanEnable,
+			d.SampleSteps, d.TimerColdDataCheckInterval)
 	}
 }
 

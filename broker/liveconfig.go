@@ -58,14 +58,16 @@ var runtimeKeys = map[string]bool{
 	"disableConsumeIfConsumerReadSlowly": true,
 	"consumerFallbehindThreshold":        true,
 	// Cold-data read flow control, read by each pull and by each pass of
-	// its accounting (usePIDColdCtrStrategy, the strategy chosen at start,
-	// is not).
+	// its accounting and of its page-cache scan (usePIDColdCtrStrategy,
+	// the strategy chosen at start, and sampleSteps, the scan's sampling,
+	// are not).
 	"coldDataFlowControlEnable":     true,
 	"cgColdReadThreshold":           true,
 	"globalColdReadThreshold":       true,
 	"coldCtrStrategyEnable":         true,
 	"accessMessageInMemoryHotRatio": true,
 	"coldDataScanEnable":            true,
+	"timerColdDataCheckIntervalMs":  true,
 	// Holding producers off until a time, read by each send.
 	"startAcceptSendRequestTimeStamp": true,
 	// Lite pull consumers on or off, read by each lite pull.

@@ -299,7 +299,6 @@ func (b *Broker) getMessages(topic string, queueID int32, offset int64, maxNums,
 				return r, fmt.Errorf("read %s/%d@%d at %d: %w", topic, queueID, e.QueueOffset, e.PhyOffset, err)
 			}
 			if cur.ColdDataFlowControlEnable {
-				// Before the record is looked at: that faults its pages in.
 				b.countCold(&r, v, cur)
 			}
 			rec := v.Data
@@ -402,36 +401,27 @@ func (b *Broker) readClientRecord(phy int64) ([]byte, commitlog.Message, bool, e
 // countCold adds v's size to r.coldBytes when the record is cold
 // (readCold).
 func (b *Broker) countCold(r *getResult, v *commitlog.View, cur *configs.Broker) {
-	if b.readCold(v, cur) {
+	if b.readCold(v.Offset, cur) {
 		r.coldBytes += int64(len(v.Data))
 	}
 }
 
-// readCold reports whether a read of v counts as a read of cold data, as
-// RocketMQ's CommitLog marks a read not in cache (isDataInPageCache): a
-// record within accessMessageInMemoryHotRatio of the memory from the end
-// of the log is not (inColdArea); one further behind is, under
-// coldDataScanEnable=false by that distance alone, and under true only
-// when its pages are not all in the page cache. That check asks the
-// kernel (mincore) about every page of the record at the read, where
-// RocketMQ looks up the first page of the record's group of sampleSteps
-// pages in a table its scan refreshes every timerColdDataCheckIntervalMs.
-// A residency the kernel cannot tell counts as cached, as RocketMQ takes
-// a failed mincore. The check costs a record in the cold area one mincore
-// call and a vector of a byte per page (Resident).
-func (b *Broker) readCold(v *commitlog.View, cur *configs.Broker) bool {
-	if !b.inColdArea(v.Offset, cur) {
+// readCold reports whether a read at CommitLog offset phy counts as a
+// read of cold data, as RocketMQ's CommitLog marks a read not in cache
+// (isDataInPageCache): a record within accessMessageInMemoryHotRatio of
+// the memory from the end of the log is not (inColdArea); one further
+// behind is, under coldDataScanEnable=false by that distance alone, and
+// under true only when the last page-cache scan found the page that
+// starts its group of sampleSteps pages out of the page cache
+// (coldScan.inCache). The check takes no system call.
+func (b *Broker) readCold(phy int64, cur *configs.Broker) bool {
+	if !b.inColdArea(phy, cur) {
 		return false
 	}
 	if !cur.ColdDataScanEnable {
 		return true
 	}
-	in, err := v.Resident()
-	if err != nil {
-		b.log.Warn().Err(err).Int64("phyOffset", v.Offset).Msg("page cache residency unknown; not counted as a cold read")
-		return false
-	}
-	return !in
+	return !b.coldScan.inCache(phy)
 }
 
 // inColdArea reports whether a read at CommitLog offset phy is in the

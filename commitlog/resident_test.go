@@ -104,3 +104,82 @@ func TestViewResident(t *testing.T) {
 		t.Fatal("a nil view reported its residency")
 	}
 }
+
+// SampledResidency reports, per segment, the page-cache residency of the
+// first page of each group of step pages, as RocketMQ 5's
+// ColdDataCheckService samples mincore's vector; the chunks it asks
+// mincore about in do not change the answer.
+func TestSampledResidency(t *testing.T) {
+	l := mustOpen(t, testConfig(t, 1<<20))
+	defer l.Close()
+	c := newCounter()
+	for i := range 16 {
+		mustAppend(t, l, AppendRequest{Message: testMessage("TopicRes", 0, i, 1500), Assigner: c})
+	}
+	if l.MaxOffset() < 5*osPageSize {
+		t.Fatalf("the records end at %d, before the fifth page", l.MaxOffset())
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	sampled := func(step int) []byte {
+		t.Helper()
+		var first []byte
+		n := 0
+		if err := l.SampledResidency(step, func(start int64, sample []byte) {
+			if n == 0 {
+				if start != 0 {
+					t.Fatalf("first segment reported at %d", start)
+				}
+				first = sample
+			}
+			n++
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			t.Fatal("no segment reported")
+		}
+		pages := (int64(1<<20) + osPageSize - 1) / osPageSize
+		if want := int((pages + int64(step) - 1) / int64(step)); len(first) != want {
+			t.Fatalf("step %d: %d samples, want %d", step, len(first), want)
+		}
+		return first
+	}
+	in := func(b byte) bool { return b&1 != 0 }
+	evict(t, l, 2*osPageSize, int(osPageSize))
+	if pageResident(t, l, 2*osPageSize) || !pageResident(t, l, 3*osPageSize) {
+		t.Skip("the page cache kept the evicted page, or dropped its neighbour")
+	}
+	s1, s2 := sampled(1), sampled(2)
+	if !in(s1[0]) || !in(s1[1]) || in(s1[2]) || !in(s1[3]) || !in(s1[4]) {
+		t.Fatalf("step 1, page 2 evicted: pages 0-4 %v", s1[:5])
+	}
+	if !in(s2[0]) || in(s2[1]) || !in(s2[2]) {
+		t.Fatalf("step 2, page 2 evicted: groups 0-2 %v, want group 1 (pages 2 and 3) out by its first page", s2[:3])
+	}
+	// Chunks of 5 pages with a step of 3 give what one call gives.
+	s := l.acquireSegment(0)
+	defer s.release()
+	whole, err := s.sampledResidency(3, make([]byte, residencyChunk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunked, err := s.sampledResidency(3, make([]byte, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(whole) != string(chunked) || in(whole[0]) != in(s1[0]) || in(whole[1]) != in(s1[3]) {
+		t.Fatalf("step 3: %v in one call, %v in chunks of 5 pages; pages 0 and 3 are %v %v", whole[:4], chunked[:4], s1[0], s1[3])
+	}
+	// Page 3 evicted as well: the group of pages 2 and 3 is still judged
+	// by page 2 alone, and the one of pages 4 and 5 by page 4.
+	evict(t, l, 3*osPageSize, int(osPageSize))
+	if s2 := sampled(2); in(s2[1]) || !in(s2[2]) {
+		t.Fatalf("step 2, pages 2 and 3 evicted: groups 1-2 %v", s2[1:3])
+	}
+	l.Close()
+	if err := l.SampledResidency(1, func(int64, []byte) {}); err == nil {
+		t.Fatal("a closed log reported its residency")
+	}
+}

@@ -122,9 +122,16 @@ type Broker struct {
 	// such a message is the one a limited group is refused or held on.
 	AccessMessageInMemoryHotRatio int
 	// ColdDataScanEnable makes a read in the cold area count as cold
-	// only when its pages are not in the page cache (asked of the kernel,
-	// mincore(2)); false counts every read in the cold area as cold.
+	// only when a scan of the CommitLog's page-cache residency (mincore(2)
+	// every TimerColdDataCheckInterval) last found the first page of the
+	// read's group of SampleSteps pages out of the page cache; false
+	// counts every read in the cold area as cold.
 	ColdDataScanEnable bool
+	// SampleSteps is how many pages the scan judges by the first of them
+	// (0 or below: 32), read at start.
+	SampleSteps int
+	// TimerColdDataCheckInterval is the period of the scan.
+	TimerColdDataCheckInterval time.Duration
 
 	// Topics and groups.
 	AutoCreateTopicEnable bool

@@ -81,6 +81,12 @@ var brokerFields = slices.Concat([]field[Broker]{
 	// every read is.
 	intRange("accessMessageInMemoryHotRatio", "26", math.MinInt32, math.MaxInt32, func(b *Broker) *int { return &b.AccessMessageInMemoryHotRatio }),
 	boolean("coldDataScanEnable", "false", func(b *Broker) *bool { return &b.ColdDataScanEnable }),
+	// A Java int, unchecked as RocketMQ's: 0 or below is 32 (the scan's
+	// default) when the broker starts.
+	intRange("sampleSteps", "32", math.MinInt32, math.MaxInt32, func(b *Broker) *int { return &b.SampleSteps }),
+	// A Java int of milliseconds; 0 or below, which makes RocketMQ's scan
+	// loop spin, is refused.
+	inUnit("timerColdDataCheckIntervalMs", "60000", time.Millisecond, "milliseconds", 1, math.MaxInt32, func(b *Broker) *time.Duration { return &b.TimerColdDataCheckInterval }),
 	// RocketMQ 5's other replication modes are not there: a file that
 	// turns one on is refused rather than run with classic HA unnoticed.
 	notImplemented[Broker]("enableControllerMode", "rocketkv replicates with RocketMQ's classic master-slave HA only (brokerRole); automatic failover through controllers is not there"),

@@ -11,12 +11,9 @@ import (
 // BrokerConfig, MessageStoreConfig and Netty configs declare that
 // rocketkv accepts without effect, one reason each: statistics and
 // metrics it keeps otherwise, pacing and buffering of mechanisms it does
-// without (revive topics, timing wheels, op messages) or does otherwise
-// (the page-cache residency of cold data, asked of the kernel at each
-// read rather than scanned periodically), and settings read only behind
-// switches it refuses. Like the keys of
-// brokerInert, ignoring any of them cannot change what is stored or
-// delivered; keys whose use would are refused (brokerRefusedRocketMQ53)
+// without (revive topics, timing wheels, op messages), and settings read
+// only behind switches it refuses. Like the keys of brokerInert, ignoring
+// any of them cannot change what is stored or delivered; keys whose use would are refused (brokerRefusedRocketMQ53)
 // or stay unknown (logged as warnings) until rocketkv has them.
 var brokerInertRocketMQ53 = []inert[Broker]{
 	inertBool[Broker]("accountStatsEnable", "no per-account statistics log; broker statistics are kept per topic and group (brokerstats)"),
@@ -115,7 +112,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertInt[Broker]("reviveScanTime", "revive reads due checkpoints from the index in deadline order; there is no revive topic to scan"),
 	inertString[Broker]("rocketmqHome", "no RocketMQ installation is read; plain_acl.yml is found through plainAclFile or the ROCKETMQ_HOME environment variable"),
 	inertInt[Broker]("sampleCountThreshold", "consumer lag metrics count every message past the offsets; filtered lag is not estimated by sampling the ConsumeQueue"),
-	inertInt[Broker]("sampleSteps", "under coldDataScanEnable a read beyond the hot share of memory (accessMessageInMemoryHotRatio) asks the kernel (mincore) about every page of its record as it is read; there is no table that keeps one page in sampleSteps"),
 	inertInt[Broker]("scheduleAsyncDeliverMaxPendingLimit", "one goroutine delivers due delay-level messages in rounds; there is no asynchronous delivery queue to bound"),
 	inertInt[Broker]("scheduleAsyncDeliverMaxResendNum2Blocked", "delay-level messages are re-put one at a time and a failed put is retried the next round, never skipped; there is no asynchronous delivery to block or give up"),
 	inertBool[Broker]("searchBcqByCacheEnable", "no batch ConsumeQueue (queue.type=BatchCQ is refused); there is no BatchCQ index to search"),
@@ -127,7 +123,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertInt[Broker]("syncBrokerMemberGroupPeriod", "a slave-acting-master setting; rocketkv refuses enableSlaveActingMaster and does not sync broker member groups"),
 	inertBool[Broker]("syncMasterFlushOffsetWhenStartup", "a slave-acting-master setting (a slave keeps its master's start offset, shown in haStatus); rocketkv refuses enableSlaveActingMaster and reports masterFlushOffset 0"),
 	inertString[Broker]("timerCheckMetricsWhen", "rocketkv counts the waiting timer messages per topic from its timer index at each start (GET_TIMER_METRICS, rocketmq_timing_messages), so there is no saved count that could drift and need a check"),
-	inertInt[Broker]("timerColdDataCheckIntervalMs", "under coldDataScanEnable the kernel (mincore) is asked as each record beyond the hot share of memory is read; there is no periodic residency scan to pace"),
 	inertBool[Broker]("timerEnableCheckMetrics", "rocketkv counts the waiting timer messages per topic from its timer index at each start (GET_TIMER_METRICS, rocketmq_timing_messages), so there is no saved count that could drift and need a check"),
 	inertBool[Broker]("timerEnableDisruptor", "no timer hand-off queues: one goroutine reads due timer messages back and stores them in their topics"),
 	inertBool[Broker]("timerEnableRetryUntilSuccess", "a due timer message whose put fails for the store (disk full, shutting down) is retried every round until stored, as with true; only one that can never be stored is dropped"),
