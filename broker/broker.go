@@ -166,11 +166,13 @@ type Broker struct {
 	nsResolve     namesrv.Resolver
 	nsLookupDelay time.Duration
 	// hotBytes is how far from the end of the CommitLog records are taken
-	// to be in the page cache (accessMessageInMemoryMaxRatio).
+	// to be in the page cache (accessMessageInMemoryMaxRatio of memBytes,
+	// set at Start).
 	hotBytes int64
-	// memBytes is the machine's memory (physicalMemory), of which
-	// accessMessageInMemoryHotRatio is the hot share of cold-data flow
-	// control (coldAreaBytes). Tests set it between New and Start.
+	// memBytes is the machine's memory (physicalMemory, read at New): the
+	// base of hotBytes and of the hot share of cold-data flow control
+	// (accessMessageInMemoryHotRatio, coldAreaBytes). Tests set it
+	// between New and Start.
 	memBytes int64
 	// assignRoutes holds the topic routes QUERY_ASSIGNMENT divides.
 	assignRoutes *assignRoutes
@@ -303,7 +305,6 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		popCopyMax:       maxPopStateCopy,
 		timerCensusTTL:   timerCensusTTL,
 	}
-	b.hotBytes = b.memBytes * int64(memoryRatio(cfg)) / 100
 	b.live.cur.Store(&liveSnapshot{cfg: cfg, version: meta.DataVersion{Timestamp: time.Now().UnixMilli()}})
 	enc, err := newSyncEncoder()
 	if err != nil {
@@ -465,6 +466,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.coldHolds.period = b.coldScanPeriod
 	b.coldScan = newColdScan(b.clog, b.current, b.log)
 	b.coldScan.period = b.coldCheckPeriod
+	b.hotBytes = b.memBytes * int64(memoryRatio(b.cfg)) / 100
 	b.register = newRegistrar(b)
 	b.assignRoutes = newAssignRoutes(b)
 	if err := b.topics.ensureSystemTopics(); err != nil {
