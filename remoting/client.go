@@ -86,6 +86,22 @@ type ClientOptions struct {
 	// pooled client that answered an Invoke so is closed and dropped,
 	// as RocketMQ closes the channel of a failed synchronous call.
 	NoReconnectForGoAway bool
+	// ReconnectForGoAway, when set, is asked at each GO_AWAY answer
+	// whether to reconnect (true) or fail the request, in place of
+	// NoReconnectForGoAway: for a setting that changes while the client
+	// runs, as RocketMQ's NettyRemotingClient reads its NettyClientConfig's
+	// enableReconnectForGoAway at each GO_AWAY (the broker's through
+	// UPDATE_BROKER_CONFIG).
+	ReconnectForGoAway func() bool
+}
+
+// reconnectForGoAway reports whether a GO_AWAY answer is to be followed
+// by a new connection now.
+func (o *ClientOptions) reconnectForGoAway() bool {
+	if o.ReconnectForGoAway != nil {
+		return o.ReconnectForGoAway()
+	}
+	return !o.NoReconnectForGoAway
 }
 
 func (o ClientOptions) withDefaults() ClientOptions {
@@ -235,13 +251,13 @@ func (c *Client) Close() error {
 // Invoke sends a copy of cmd as a request and waits for its answer, until
 // ctx ends. The copy gets a fresh opaque; cmd itself is not modified. A
 // GO_AWAY answer is not returned: see ErrGoAway and
-// ClientOptions.NoReconnectForGoAway.
+// ClientOptions.NoReconnectForGoAway and ReconnectForGoAway.
 func (c *Client) Invoke(ctx context.Context, cmd *Command) (*Command, error) {
 	resp, err := c.invoke(ctx, cmd)
 	if err != nil || resp.Code != GoAway {
 		return resp, err
 	}
-	next, err := c.goneAway(ctx, cmd, resp, true)
+	next, err := c.goneAway(ctx, cmd, resp, true, c.reconnects())
 	if err != nil {
 		return nil, err
 	}
@@ -251,13 +267,18 @@ func (c *Client) Invoke(ctx context.Context, cmd *Command) (*Command, error) {
 	return resp, err
 }
 
+// reconnects reports whether a GO_AWAY answer now gets a new connection:
+// the client has a pool, and the setting (ClientOptions.ReconnectForGoAway
+// or NoReconnectForGoAway) is on at this moment.
+func (c *Client) reconnects() bool { return c.pool != nil && c.opts.reconnectForGoAway() }
+
 // goneAway is what a client does when its server answered cmd's request
-// (resp) GO_AWAY: without a pool, or with NoReconnectForGoAway, the
-// request fails (and a pooled client that answered a synchronous call so
-// is dropped, sync); else its pool replaces it, and the client to send
-// the request to once more is returned.
-func (c *Client) goneAway(ctx context.Context, cmd, resp *Command, sync bool) (*Client, error) {
-	if c.pool == nil || c.opts.NoReconnectForGoAway {
+// (resp) GO_AWAY: without reconnect (no pool, or the setting off as the
+// answer came), the request fails (and a pooled client that answered a
+// synchronous call so is dropped, sync); else its pool replaces it, and
+// the client to send the request to once more is returned.
+func (c *Client) goneAway(ctx context.Context, cmd, resp *Command, sync, reconnect bool) (*Client, error) {
+	if !reconnect {
 		err := goAwayError(c.addr, cmd, resp, false)
 		if c.pool != nil && sync {
 			c.pool.drop(c.addr, c, err)
@@ -338,8 +359,8 @@ func (c *Client) InvokeAsync(cmd *Command, cb func(*Command, error)) error {
 // connection runs on a goroutine of the client's own (Close waits for it;
 // the client's failure ends the wait).
 func (c *Client) retryAsync(cmd, resp *Command, deadline time.Time, cb func(*Command, error)) {
-	if c.pool == nil || c.opts.NoReconnectForGoAway {
-		_, err := c.goneAway(c.ctx, cmd, resp, false)
+	if !c.reconnects() {
+		_, err := c.goneAway(c.ctx, cmd, resp, false, false)
 		cb(nil, err)
 		return
 	}
@@ -348,7 +369,7 @@ func (c *Client) retryAsync(cmd, resp *Command, deadline time.Time, cb func(*Com
 		defer c.wg.Done()
 		ctx, cancel := context.WithDeadline(c.ctx, deadline)
 		defer cancel()
-		next, err := c.goneAway(ctx, cmd, resp, false)
+		next, err := c.goneAway(ctx, cmd, resp, false, true)
 		if err == nil {
 			left := time.Until(deadline)
 			if left <= 0 {

@@ -227,3 +227,100 @@ func TestPoolNoReconnectForGoAway(t *testing.T) {
 		t.Fatalf("next request: %v %v, want a new connection to the new server", r, err)
 	}
 }
+
+// ReconnectForGoAway is asked at each GO_AWAY, as RocketMQ reads
+// enableReconnectForGoAway from its client config at each one: turned off
+// while the client runs, the next GO_AWAY fails its request; turned on
+// again, the next is sent once more on a new connection.
+func TestPoolReconnectForGoAwayReadAtEachGoAway(t *testing.T) {
+	var on atomic.Bool
+	servers := []*Server{}
+	for _, name := range []string{"first", "second", "third"} {
+		s, _ := namedServer(t, name)
+		servers = append(servers, s)
+	}
+	var addr movingAddr
+	addr.to.Store(servers[0])
+	pool := newTestPool(t, ClientOptions{DialContext: addr.dial, ReconnectForGoAway: on.Load})
+	invoke := func() (*Command, error) {
+		return pool.Invoke(testCtx(t), "ns:9876", NewRequest(GetRouteInfoByTopic, nil, nil))
+	}
+	if r, err := invoke(); err != nil || r.Remark != "first" {
+		t.Fatalf("before going away: %v %v", r, err)
+	}
+	goAwayFor(t, servers[0])
+	addr.to.Store(servers[1])
+	if r, err := invoke(); !errors.Is(err, ErrGoAway) || strings.Contains(err.Error(), "twice") {
+		t.Fatalf("GO_AWAY with the setting off: %v %v, want ErrGoAway at once", r, err)
+	}
+	if r, err := invoke(); err != nil || r.Remark != "second" {
+		t.Fatalf("request after the failed one: %v %v, want a new connection to the second server", r, err)
+	}
+	on.Store(true)
+	goAwayFor(t, servers[1])
+	addr.to.Store(servers[2])
+	if r, err := invoke(); err != nil || r.Remark != "third" {
+		t.Fatalf("GO_AWAY with the setting turned on: %v %v, want the request sent once more to the third server", r, err)
+	}
+}
+
+// An AddrClient is a pool of one address: a request answered GO_AWAY,
+// synchronous or asynchronous, goes once more on a new connection, and
+// a oneway one after it goes on that connection too.
+func TestAddrClientReconnectsOnGoAway(t *testing.T) {
+	old, oldServed := namedServer(t, "old")
+	next, nextServed := namedServer(t, "new")
+	var addr movingAddr
+	addr.to.Store(old)
+	c, err := DialAddr(testCtx(t), "ns:9876", ClientOptions{DialContext: addr.dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if c.Addr() != "ns:9876" {
+		t.Errorf("Addr %q", c.Addr())
+	}
+	goAwayFor(t, old)
+	addr.to.Store(next)
+	if r, err := c.Invoke(testCtx(t), NewRequest(GetRouteInfoByTopic, nil, nil)); err != nil || r.Remark != "new" {
+		t.Fatalf("sync request answered GO_AWAY: %v %v, want it sent once more to the new server", r, err)
+	}
+	got := make(chan error, 1)
+	err = c.InvokeAsync(NewRequest(GetRouteInfoByTopic, nil, nil), func(r *Command, err error) {
+		if err == nil && r.Remark != "new" {
+			err = errors.New("answered by " + r.Remark)
+		}
+		got <- err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("async request: %v", err)
+	}
+	if err := c.InvokeOneway(testCtx(t), NewRequest(GetRouteInfoByTopic, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the oneway request served by the new server", func() bool { return nextServed.Load() == 3 })
+	if n, d := oldServed.Load(), addr.dials.Load(); n != 0 || d != 2 {
+		t.Errorf("old server served %d, %d dials; want 0 and 2", n, d)
+	}
+	_ = c.Close()
+	if _, err := c.Invoke(testCtx(t), NewRequest(GetRouteInfoByTopic, nil, nil)); !errors.Is(err, ErrPoolClosed) {
+		t.Errorf("Invoke after Close: %v, want ErrPoolClosed", err)
+	}
+}
+
+// DialAddr fails at once for an address nothing listens at.
+func TestDialAddrFailsWithoutServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := ln.Addr().String()
+	_ = ln.Close()
+	if c, err := DialAddr(testCtx(t), a, ClientOptions{}); err == nil {
+		_ = c.Close()
+		t.Fatal("DialAddr to a closed port succeeded")
+	}
+}
