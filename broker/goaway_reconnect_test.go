@@ -95,34 +95,54 @@ func testRegistrationOnGoAway(t *testing.T, reconnect bool) {
 func TestSlaveSyncReconnectsOnGoAway(t *testing.T) {
 	for _, reconnect := range []bool{true, false} {
 		t.Run(fmt.Sprintf("enableReconnectForGoAway=%v", reconnect), func(t *testing.T) {
-			// The first connection reaches a master going away, the later
-			// ones one that knows no request.
-			var first atomic.Uint64
-			var conns sync.Map
-			master := startRemotingServer(t, remoting.RespondFunc(func(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-				conns.Store(conn.ID(), true)
-				first.CompareAndSwap(0, conn.ID())
-				if conn.ID() == first.Load() {
-					return remoting.NewResponse(req, remoting.GoAway, "please go away")
-				}
-				return remoting.NotSupportedResponse(req)
-			}))
 			slave := startTestBroker(t, map[string]string{"enableReconnectForGoAway": strconv.FormatBool(reconnect)})
-			err := slave.syncFromMaster(t.Context(), master)
-			if err == nil {
-				t.Fatal("a master that answers nothing synced")
-			}
-			if got := strings.Contains(err.Error(), "GO_AWAY"); got == reconnect {
-				t.Errorf("sync error names GO_AWAY: %v, want %v: %v", got, !reconnect, err)
-			}
-			// Off, the request answered GO_AWAY fails and its connection is
-			// closed, so the sync's next request dials again, as
-			// RocketMQ's next invokeSync does.
-			n := 0
-			conns.Range(func(any, any) bool { n++; return true })
-			if n != 2 {
-				t.Errorf("the master saw requests on %d connections, want 2", n)
-			}
+			testSlaveSyncOnGoAway(t, slave, reconnect)
 		})
+	}
+}
+
+// enableReconnectForGoAway changes while the broker runs
+// (UPDATE_BROKER_CONFIG), and the next GO_AWAY follows it: RocketMQ's
+// broker registers its NettyClientConfig with its Configuration, so an
+// update sets the key in the config object its BrokerOuterAPI client
+// reads at each GO_AWAY.
+func TestReconnectForGoAwayChangesAtRunTime(t *testing.T) {
+	slave := startTestBroker(t, nil)
+	c := slave.client(nil)
+	updateConfig(t, c, "enableReconnectForGoAway=false")
+	testSlaveSyncOnGoAway(t, slave, false)
+	updateConfig(t, c, "enableReconnectForGoAway=true")
+	testSlaveSyncOnGoAway(t, slave, true)
+}
+
+// testSlaveSyncOnGoAway syncs slave from a master whose first connection
+// answers GO_AWAY and whose later ones know no request, and checks the
+// outcome against enableReconnectForGoAway (reconnect).
+func testSlaveSyncOnGoAway(t *testing.T, slave *testBroker, reconnect bool) {
+	t.Helper()
+	var first atomic.Uint64
+	var conns sync.Map
+	master := startRemotingServer(t, remoting.RespondFunc(func(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+		conns.Store(conn.ID(), true)
+		first.CompareAndSwap(0, conn.ID())
+		if conn.ID() == first.Load() {
+			return remoting.NewResponse(req, remoting.GoAway, "please go away")
+		}
+		return remoting.NotSupportedResponse(req)
+	}))
+	err := slave.syncFromMaster(t.Context(), master)
+	if err == nil {
+		t.Fatal("a master that answers nothing synced")
+	}
+	if got := strings.Contains(err.Error(), "GO_AWAY"); got == reconnect {
+		t.Errorf("enableReconnectForGoAway=%v: sync error names GO_AWAY: %v, want %v: %v", reconnect, got, !reconnect, err)
+	}
+	// Off, the request answered GO_AWAY fails and its connection is
+	// closed, so the sync's next request dials again, as RocketMQ's next
+	// invokeSync does.
+	n := 0
+	conns.Range(func(any, any) bool { n++; return true })
+	if n != 2 {
+		t.Errorf("enableReconnectForGoAway=%v: the master saw requests on %d connections, want 2", reconnect, n)
 	}
 }

@@ -112,6 +112,11 @@ var runtimeKeys = map[string]bool{
 	// Whether periodic registrations send the topics or ask the name
 	// servers first, read by each period.
 	"forceRegister": true,
+	// Whether a request of the broker's (to a name server, a slave's to
+	// its master) answered GO_AWAY goes once more on a new connection,
+	// read at each GO_AWAY as RocketMQ's client reads its
+	// NettyClientConfig, which its broker's config update sets.
+	"enableReconnectForGoAway": true,
 	// Replication: reads from a slave (mqadmin updateBrokerConfig -k
 	// slaveReadEnable, the usual way to turn them on), read by each pull;
 	// how many copies a SYNC_MASTER's put waits for, and how long, read

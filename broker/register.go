@@ -57,7 +57,7 @@ const nameServerScanPeriod = 3 * time.Second
 
 func newRegistrar(b *Broker) *registrar {
 	pool := remoting.NewClientPool(remoting.ClientOptions{Log: b.component("namesrv-client"), TLS: b.namesrvClientTLS(),
-		BeforeRequest: b.innerSigner(), DialContext: b.namesrvDial, NoReconnectForGoAway: !b.cfg.ReconnectForGoAway})
+		BeforeRequest: b.innerSigner(), DialContext: b.namesrvDial, ReconnectForGoAway: b.reconnectForGoAway})
 	addrs := b.cfg.NamesrvAddr
 	if nameServerSource(&b.cfg) != nsStatic {
 		addrs = "" // until the lookup as the registrar starts

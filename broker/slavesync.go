@@ -143,43 +143,37 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 	return errors.Join(errs...)
 }
 
-// masterClient is a slave's connection to its master for one sync,
-// through a pool of its own: a master that answers GO_AWAY (stopping
-// with enableShutdownGracefully) gets the request once more on a new
-// connection, as RocketMQ's BrokerOuterAPI client does with
-// enableReconnectForGoAway, and the sync's later requests go there.
-type masterClient struct {
-	pool *remoting.ClientPool
-	addr string
-}
+// masterClient is a slave's connection to its master for one sync: a
+// master that answers GO_AWAY (stopping with enableShutdownGracefully)
+// gets the request once more on a new connection, as RocketMQ's
+// BrokerOuterAPI client does with enableReconnectForGoAway, and the
+// sync's later requests go there.
+type masterClient = *remoting.AddrClient
 
-// Invoke sends cmd to the master and waits for its answer until ctx ends.
-func (m masterClient) Invoke(ctx context.Context, cmd *remoting.Command) (*remoting.Command, error) {
-	return m.pool.Invoke(ctx, m.addr, cmd)
-}
-
-// Close closes the connections to the master.
-func (m masterClient) Close() { _ = m.pool.Close() }
+// reconnectForGoAway reports enableReconnectForGoAway as in force now:
+// the broker's clients ask it at each GO_AWAY, as RocketMQ's
+// NettyRemotingClient reads the broker's NettyClientConfig, which
+// UPDATE_BROKER_CONFIG changes in place.
+func (b *Broker) reconnectForGoAway() bool { return b.current().ReconnectForGoAway }
 
 // dialMaster connects to the master at masterAddr for a sync; the caller
 // closes the client.
 func (b *Broker) dialMaster(ctx context.Context, masterAddr string) (masterClient, error) {
 	dctx, cancel := context.WithTimeout(ctx, masterCallTimeout)
 	defer cancel()
-	pool := remoting.NewClientPool(remoting.ClientOptions{
+	c, err := remoting.DialAddr(dctx, masterAddr, remoting.ClientOptions{
 		Log: b.component("master-client"),
 		// RocketMQ's broker dials its master with the client it dials the
 		// name servers with, tls.enable and the inner credentials of ACL
 		// 2.0 (innerClientAuthenticationCredentials) and all.
-		TLS:                  b.namesrvClientTLS(),
-		BeforeRequest:        b.innerSigner(),
-		NoReconnectForGoAway: !b.cfg.ReconnectForGoAway,
+		TLS:                b.namesrvClientTLS(),
+		BeforeRequest:      b.innerSigner(),
+		ReconnectForGoAway: b.reconnectForGoAway,
 	})
-	if _, err := pool.Get(dctx, masterAddr); err != nil {
-		_ = pool.Close()
-		return masterClient{}, fmt.Errorf("connect to master %s: %w", masterAddr, err)
+	if err != nil {
+		return nil, fmt.Errorf("connect to master %s: %w", masterAddr, err)
 	}
-	return masterClient{pool: pool, addr: masterAddr}, nil
+	return c, nil
 }
 
 // slaveTimerSyncInterval is how often a slave with timerWheelEnable

@@ -209,8 +209,9 @@ type Broker struct {
 	// ReconnectForGoAway is enableReconnectForGoAway (RocketMQ's
 	// NettyClientConfig): a request of the broker's to a name server or
 	// to its master answered GO_AWAY is sent once more on a new
-	// connection to it (remoting.ClientOptions.NoReconnectForGoAway when
-	// off).
+	// connection to it (remoting.ClientOptions.ReconnectForGoAway, asked
+	// at each GO_AWAY; UPDATE_BROKER_CONFIG changes it while the broker
+	// runs).
 	ReconnectForGoAway bool
 
 	// SlaveSyncInterval is how often a slave copies its master's topics,
