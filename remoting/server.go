@@ -333,6 +333,10 @@ func (s *Server) GoAway(ctx context.Context) error {
 	}
 }
 
+// GoingAway reports whether a GoAway began: from then on the server
+// answers newer clients GO_AWAY.
+func (s *Server) GoingAway() bool { return s.goingAway.Load() }
+
 // Stopped is closed once a Shutdown has stopped the server: every
 // connection closed and every handler returned. A Shutdown whose context
 // ended first leaves it open until then.

@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"io"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/namesrv"
 )
 
 // startNameServer starts a name server that, once stopping, tells newer
@@ -34,81 +33,13 @@ func startNameServer(t *testing.T, goAway time.Duration) *namesrv.Server {
 	return s
 }
 
-// forwarder is one address in front of servers that can change, as a
-// load balancer's: each connection it accepts is relayed to the next of
-// its servers, the last one staying.
-type forwarder struct {
-	ln    net.Listener
-	wg    sync.WaitGroup
-	mu    sync.Mutex // guards to and conns
-	to    []string
-	conns []net.Conn
-}
-
-// route makes the next connections go to the servers at to, in turn.
-func (f *forwarder) route(to ...string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.to = to
-}
-
-func startForwarder(t *testing.T, to string) *forwarder {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &forwarder{ln: ln, to: []string{to}}
-	f.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			f.wg.Go(func() { f.relay(c) })
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		f.mu.Lock()
-		for _, c := range f.conns {
-			_ = c.Close()
-		}
-		f.mu.Unlock()
-		f.wg.Wait()
-	})
-	return f
-}
-
-func (f *forwarder) relay(c net.Conn) {
-	f.mu.Lock()
-	to := f.to[0]
-	if len(f.to) > 1 {
-		f.to = f.to[1:]
-	}
-	f.mu.Unlock()
-	s, err := net.Dial("tcp", to)
-	if err != nil {
-		_ = c.Close()
-		return
-	}
-	f.mu.Lock()
-	f.conns = append(f.conns, c, s)
-	f.mu.Unlock()
-	var wg sync.WaitGroup
-	wg.Go(func() { _, _ = io.Copy(s, c); _ = s.Close() })
-	_, _ = io.Copy(c, s)
-	_ = c.Close()
-	wg.Wait()
-}
-
 // A request mqadmin's client sends to a name server that answers GO_AWAY
 // goes once more on a new connection (enableReconnectForGoAway), which
 // behind a load balancer reaches another name server.
 func TestInvokeReconnectsOnGoAway(t *testing.T) {
 	old, next := startNameServer(t, time.Minute), startNameServer(t, 0)
-	f := startForwarder(t, old.Addr().String())
-	addr := f.ln.Addr().String()
+	f := testutil.StartForwarder(t, old.Addr().String())
+	addr := f.Addr()
 	if _, err := run(t, "getNamesrvConfig", "-n", addr); err != nil {
 		t.Fatal(err)
 	}
@@ -132,8 +63,9 @@ func TestInvokeReconnectsOnGoAway(t *testing.T) {
 	}
 	// The request's first connection reaches the old name server, which
 	// answers GO_AWAY; the next one reaches the other.
-	f.route(old.Addr().String(), next.Addr().String())
+	f.Route(old.Addr().String(), next.Addr().String())
 	if out, err := run(t, "getNamesrvConfig", "-n", addr); err != nil || !strings.Contains(out, "enableAllTopicList=") {
 		t.Fatalf("through the address whose server went away: %v\n%s", err, out)
 	}
 }
+
