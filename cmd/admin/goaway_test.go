@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/internal/remotingtest"
 	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/namesrv"
+	"github.com/rocketkv/rocketkv/remoting"
 )
 
 // startNameServer starts a name server that, once stopping, tells newer
@@ -69,3 +72,46 @@ func TestInvokeReconnectsOnGoAway(t *testing.T) {
 	}
 }
 
+// sendBroker starts a server that stores SEND_MESSAGE_V2 as a broker
+// would, answering with its name as msgId, and counts the sends.
+func sendBroker(t *testing.T, name string) (*remoting.Server, *atomic.Int32) {
+	t.Helper()
+	var sends atomic.Int32
+	mux := remoting.NewMux()
+	mux.HandleFunc(remoting.SendMessageV2, func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
+		sends.Add(1)
+		resp := remoting.NewResponse(req, remoting.Success, "")
+		resp.ExtFields = map[string]string{"msgId": name, "queueOffset": "0"}
+		_ = conn.Reply(req, resp)
+	})
+	return remotingtest.StartServer(t, mux), &sends
+}
+
+// A send of sendMsgStatus, checkMsgSendRT or clusterRT that a broker
+// stopping gracefully answers GO_AWAY goes once more on a new connection,
+// as mqadmin's producer's client (enableReconnectForGoAway) sends it,
+// and that connection carries the sends after it; it failed before, the
+// producer's connection being dialled outside a pool.
+func TestToolProducerReconnectsOnGoAway(t *testing.T) {
+	old, oldSends := sendBroker(t, "old")
+	next, nextSends := sendBroker(t, "next")
+	f := testutil.StartForwarder(t, old.Addr().String())
+	g := &globals{timeout: 10 * time.Second}
+	p := g.newToolProducer("PID_GOAWAY")
+	defer p.Close()
+	target := sendTarget{brokerName: "broker-a", addr: f.Addr()}
+	if _, err := p.send(t.Context(), target, "T", nil, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	remotingtest.GoAway(t, old)
+	f.Route(next.Addr().String())
+	for i := range 2 {
+		res, err := p.send(t.Context(), target, "T", nil, []byte("after"))
+		if err != nil || res.offsetMsgID != "next" {
+			t.Fatalf("send %d after the broker began to go away: %+v %v, want it stored by the next broker", i, res, err)
+		}
+	}
+	if o, n := oldSends.Load(), nextSends.Load(); o != 1 || n != 2 {
+		t.Errorf("the going-away broker stored %d sends, the next %d; want 1 and 2", o, n)
+	}
+}

@@ -20,27 +20,25 @@ import (
 // toolProducer sends messages as the tools' producers do: as one
 // producer group, each message with a fresh client message id
 // (UNIQ_KEY), over one connection per broker kept for the command's run,
-// so that a send's time is the request's alone.
+// so that a send's time is the request's alone. The connections are a
+// pool's, as RocketMQ's client keeps one channel per address: a broker
+// that answers GO_AWAY (stopping with enableShutdownGracefully) gets the
+// send once more on a new connection (enableReconnectForGoAway).
 type toolProducer struct {
 	g     *globals
 	group string
 	ids   *uniqid.Gen
-	conns map[string]*remoting.Client
+	pool  *remoting.ClientPool
 }
 
 // newToolProducer returns a producer of group; Close closes its
 // connections.
 func (g *globals) newToolProducer(group string) *toolProducer {
-	return &toolProducer{g: g, group: group, ids: uniqid.New([4]byte{127, 0, 0, 1}), conns: map[string]*remoting.Client{}}
+	return &toolProducer{g: g, group: group, ids: uniqid.New([4]byte{127, 0, 0, 1}), pool: remoting.NewClientPool(g.clientOptions())}
 }
 
 // Close closes the producer's connections.
-func (p *toolProducer) Close() {
-	for addr, c := range p.conns {
-		_ = c.Close()
-		delete(p.conns, addr)
-	}
-}
+func (p *toolProducer) Close() { _ = p.pool.Close() }
 
 // sendResult is a send's outcome, as RocketMQ's SendResult holds it.
 type sendResult struct {
@@ -83,19 +81,11 @@ func (p *toolProducer) send(ctx context.Context, target sendTarget, topic string
 	h.SetInt64("g", time.Now().UnixMilli())
 	ctx, cancel := context.WithTimeout(ctx, p.g.timeout)
 	defer cancel()
-	c, ok := p.conns[target.addr]
-	if !ok {
-		var err error
-		if c, err = remoting.Dial(ctx, target.addr, p.g.clientOptions()); err != nil {
-			return res, fmt.Errorf("send to %s: %w", target.addr, err)
-		}
-		p.conns[target.addr] = c
-	}
-	resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.SendMessageV2, h, body))
+	resp, err := p.pool.Invoke(ctx, target.addr, remoting.NewRequest(remoting.SendMessageV2, h, body))
 	if err != nil {
-		// The connection may be broken: the next send dials again.
-		_ = c.Close()
-		delete(p.conns, target.addr)
+		// The connection may be broken: the next send dials again, as
+		// RocketMQ's invokeSync closes the channel of a failed call.
+		p.pool.CloseAddr(target.addr)
 		return res, fmt.Errorf("send to %s: %w", target.addr, err)
 	}
 	status, ok := sendStatuses[resp.Code]
