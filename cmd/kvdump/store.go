@@ -202,7 +202,11 @@ func requestCheckpoint(ctx context.Context, o *globalOptions, addr, dir string, 
 	if o.tls {
 		opts.TLS = &tls.Config{InsecureSkipVerify: true} // #nosec G402 -- RocketMQ's clients do not verify either
 	}
-	c, err := remoting.Dial(ctx, addr, opts)
+	// A broker stopping gracefully answers GO_AWAY: the request goes once
+	// more on a new connection, as RocketMQ's clients send it
+	// (enableReconnectForGoAway), which behind a load balancer reaches
+	// another broker.
+	c, err := remoting.DialAddr(ctx, addr, opts)
 	if err != nil {
 		return "", "", "", fmt.Errorf("ask broker %s for a checkpoint: %w", addr, err)
 	}
