@@ -53,7 +53,7 @@ func (c consumerConfig) validate() error {
 // of a queue when the previous one answered.
 type consumerSet struct {
 	cfg      consumerConfig
-	clients  []*remoting.Client
+	clients  []*remoting.AddrClient
 	consumed atomic.Int64
 	bytes    atomic.Int64
 	empty    atomic.Int64 // pulls that found nothing
@@ -79,7 +79,7 @@ func startConsumers(ctx context.Context, addr string, cfg consumerConfig) (*cons
 	}
 	s := &consumerSet{cfg: cfg, stop: make(chan struct{}), changed: make(chan struct{}, 1)}
 	for i := range cfg.consumers {
-		c, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
+		c, err := remoting.DialAddr(ctx, addr, remoting.ClientOptions{})
 		if err != nil {
 			_ = s.Close()
 			return nil, fmt.Errorf("consumer %d: %w", i, err)
@@ -165,7 +165,7 @@ func (s *consumerSet) Close() error {
 }
 
 // consume issues pulls for the owned queues until stop.
-func (s *consumerSet) consume(c *remoting.Client, owned []int) {
+func (s *consumerSet) consume(c *remoting.AddrClient, owned []int) {
 	next := make(chan queuePos, len(owned)) // one pull in flight per queue: never full
 	for _, q := range owned {
 		next <- queuePos{queue: q}
@@ -174,9 +174,6 @@ func (s *consumerSet) consume(c *remoting.Client, owned []int) {
 	for {
 		select {
 		case <-s.stop:
-			return
-		case <-c.Done():
-			s.failed(fmt.Errorf("consumer connection: %w", c.Err()))
 			return
 		case p := <-next:
 			req := pullRequest(cfg.topic, p.queue, p.offset, cfg.batch, cfg.suspend, cfg.suspendFor)

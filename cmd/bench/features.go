@@ -77,7 +77,7 @@ type featureRun struct {
 }
 
 // topicTotal returns the messages a topic's queues hold.
-func topicTotal(ctx context.Context, c *remoting.Client, topic string, queues int) (int64, error) {
+func topicTotal(ctx context.Context, c *remoting.AddrClient, topic string, queues int) (int64, error) {
 	var total int64
 	for q := 0; q < queues; q++ {
 		resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.GetMaxOffset,
@@ -96,7 +96,7 @@ func topicTotal(ctx context.Context, c *remoting.Client, topic string, queues in
 
 // waitTotal polls a topic until it holds want messages and returns when
 // it held its first one and all of them.
-func waitTotal(ctx context.Context, c *remoting.Client, topic string, queues int, want int64, timeout time.Duration) (first, all time.Time, err error) {
+func waitTotal(ctx context.Context, c *remoting.AddrClient, topic string, queues int, want int64, timeout time.Duration) (first, all time.Time, err error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		n, err := topicTotal(ctx, c, topic, queues)
@@ -118,12 +118,12 @@ func waitTotal(ctx context.Context, c *remoting.Client, topic string, queues int
 }
 
 // featureSetup starts the target and creates the run's topics.
-func featureSetup(ctx context.Context, o featureOptions, topics ...string) (*target, *remoting.Client, error) {
+func featureSetup(ctx context.Context, o featureOptions, topics ...string) (*target, *remoting.AddrClient, error) {
 	t, err := startTarget(ctx, o.target)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := remoting.Dial(ctx, t.Addr, remoting.ClientOptions{})
+	c, err := remoting.DialAddr(ctx, t.Addr, remoting.ClientOptions{})
 	if err != nil {
 		_ = t.Close()
 		return nil, nil, err
@@ -183,13 +183,13 @@ func runTxnBench(ctx context.Context, w io.Writer, o featureOptions) error {
 	return nil
 }
 
-func txnRun(ctx context.Context, addr string, c *remoting.Client, o featureOptions, plain, txTopic string) (featureRun, error) {
+func txnRun(ctx context.Context, addr string, c *remoting.AddrClient, o featureOptions, plain, txTopic string) (featureRun, error) {
 	var r featureRun
 	var err error
 	if r.produceRate, err = baseline(ctx, addr, o, plain); err != nil {
 		return r, err
 	}
-	ender, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
+	ender, err := remoting.DialAddr(ctx, addr, remoting.ClientOptions{})
 	if err != nil {
 		return r, err
 	}

@@ -308,7 +308,7 @@ func popDrain(ctx context.Context, addr, topic, group string, o popOptions, want
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rc, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
+			rc, err := remoting.DialAddr(ctx, addr, remoting.ClientOptions{})
 			if err != nil {
 				fail(err)
 				return
@@ -510,7 +510,7 @@ func streamRevive(ctx context.Context, t *target, o popOptions, topic string, r 
 	// A send that failed (a timeout on a loaded machine) is not popped.
 	want = fill.TotalAcked
 	const group = "BenchPopStream"
-	rc, err := remoting.Dial(ctx, t.Addr, remoting.ClientOptions{})
+	rc, err := remoting.DialAddr(ctx, t.Addr, remoting.ClientOptions{})
 	if err != nil {
 		return r, err
 	}

@@ -283,7 +283,7 @@ func produceOnce(ctx context.Context, addr string, o produceOptions, inflight, r
 
 // setupTopic creates topic with queues queues on the broker at addr.
 func setupTopic(ctx context.Context, addr, topic string, queues int) error {
-	c, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
+	c, err := remoting.DialAddr(ctx, addr, remoting.ClientOptions{})
 	if err != nil {
 		return err
 	}

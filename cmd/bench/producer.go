@@ -171,7 +171,7 @@ func runLoad(ctx context.Context, addr string, cfg loadConfig) (loadResult, erro
 		return loadResult{}, fmt.Errorf("produce load: %w", err)
 	}
 	run := &loadRun{cfg: cfg, lat: NewRecorder()}
-	clients := make([]*remoting.Client, cfg.producers)
+	clients := make([]*remoting.AddrClient, cfg.producers)
 	defer func() {
 		for _, c := range clients {
 			if c != nil {
@@ -180,7 +180,7 @@ func runLoad(ctx context.Context, addr string, cfg loadConfig) (loadResult, erro
 		}
 	}()
 	for i := range clients {
-		c, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
+		c, err := remoting.DialAddr(ctx, addr, remoting.ClientOptions{})
 		if err != nil {
 			return loadResult{}, fmt.Errorf("producer %d: %w", i, err)
 		}
@@ -260,7 +260,7 @@ func runLoad(ctx context.Context, addr string, cfg loadConfig) (loadResult, erro
 // produce is one producer: it keeps up to inflight requests in flight on
 // its connection until stop closes (or its share of count is sent), then
 // waits for the answers still due.
-func (r *loadRun) produce(idx int, c *remoting.Client, stop <-chan struct{}, start time.Time) {
+func (r *loadRun) produce(idx int, c *remoting.AddrClient, stop <-chan struct{}, start time.Time) {
 	cfg := r.cfg
 	slots := make(chan struct{}, cfg.inflight)
 	var shared []byte
@@ -358,11 +358,12 @@ loop:
 			}
 		})
 		if err != nil {
+			// No connection to the broker could be made (its connection
+			// failed and the dial again did too) or the send could not be
+			// queued: the producer stops rather than spin on the failure.
 			<-slots
 			r.fail(err.Error())
-			if c.Closed() {
-				break loop
-			}
+			break loop
 		}
 	}
 	// Wait for every answer still due (they time out after the client's

@@ -459,7 +459,7 @@ func (b *scaleBroker) halt(kill bool) (time.Duration, error) {
 func (b *scaleBroker) pid() int { return b.t.PID }
 
 // runtimeInfo asks a broker for GET_BROKER_RUNTIME_INFO.
-func runtimeInfo(ctx context.Context, c *remoting.Client) (map[string]string, error) {
+func runtimeInfo(ctx context.Context, c *remoting.AddrClient) (map[string]string, error) {
 	resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.GetBrokerRuntimeInfo, nil, nil))
 	if err != nil {
 		return nil, fmt.Errorf("runtime info: %w", err)
@@ -478,7 +478,7 @@ func runtimeInfo(ctx context.Context, c *remoting.Client) (map[string]string, er
 
 // brokerInfo dials the broker and reads its runtime info once.
 func brokerInfo(ctx context.Context, addr string) (map[string]string, error) {
-	c, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
+	c, err := remoting.DialAddr(ctx, addr, remoting.ClientOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -489,7 +489,7 @@ func brokerInfo(ctx context.Context, addr string) (map[string]string, error) {
 // waitIndexed polls the broker until its dispatcher has nothing left to
 // index (dispatchBehindBytes 0).
 func waitIndexed(ctx context.Context, addr string) error {
-	c, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
+	c, err := remoting.DialAddr(ctx, addr, remoting.ClientOptions{})
 	if err != nil {
 		return err
 	}
@@ -513,7 +513,7 @@ func waitIndexed(ctx context.Context, addr string) error {
 // createTopicList creates topics of queues queues each in bulk, batch
 // topics per UPDATE_AND_CREATE_TOPIC_LIST request.
 func createTopicList(ctx context.Context, addr string, topics []string, queues, batch int) error {
-	c, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
+	c, err := remoting.DialAddr(ctx, addr, remoting.ClientOptions{})
 	if err != nil {
 		return err
 	}
@@ -646,7 +646,7 @@ func drainQueues(ctx context.Context, addr string, s *queueSet, consumers, windo
 		if len(owned) == 0 {
 			continue
 		}
-		c, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
+		c, err := remoting.DialAddr(ctx, addr, remoting.ClientOptions{})
 		if err != nil {
 			cancel(err)
 			break
@@ -669,9 +669,6 @@ func drainQueues(ctx context.Context, addr string, s *queueSet, consumers, windo
 				case <-ctx.Done():
 					return
 				case <-finished:
-					return
-				case <-c.Done():
-					cancel(fmt.Errorf("consumer connection: %w", c.Err()))
 					return
 				case p = <-todo:
 				}
@@ -791,7 +788,7 @@ func (p *namesrvProc) stop() {
 }
 
 // waitRoute polls the name server until topic has a route.
-func waitRoute(ctx context.Context, c *remoting.Client, topic string) error {
+func waitRoute(ctx context.Context, c *remoting.AddrClient, topic string) error {
 	for {
 		resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil))
 		if err != nil {
@@ -809,7 +806,7 @@ func waitRoute(ctx context.Context, c *remoting.Client, topic string) error {
 }
 
 // routeLatency times n route lookups of random topics, one at a time.
-func routeLatency(ctx context.Context, c *remoting.Client, topics []string, n int) (Latency, error) {
+func routeLatency(ctx context.Context, c *remoting.AddrClient, topics []string, n int) (Latency, error) {
 	rec := NewRecorder()
 	rng := rand.New(rand.NewPCG(7, 7))
 	for range n {
@@ -1281,7 +1278,7 @@ func scaleOnce(ctx context.Context, w io.Writer, o scaleOptions, store string, s
 // measureNamesrv waits until the name server routes the last created
 // topic, then times route lookups.
 func measureNamesrv(ctx context.Context, ns *namesrvProc, topics []string, created time.Duration, out *namesrvResult) error {
-	c, err := remoting.Dial(ctx, ns.addr, remoting.ClientOptions{})
+	c, err := remoting.DialAddr(ctx, ns.addr, remoting.ClientOptions{})
 	if err != nil {
 		return err
 	}

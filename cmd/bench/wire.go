@@ -19,7 +19,7 @@ const (
 
 // createTopic creates (or updates) topic with queues read and write queues
 // through UPDATE_AND_CREATE_TOPIC.
-func createTopic(ctx context.Context, c *remoting.Client, topic string, queues int) error {
+func createTopic(ctx context.Context, c *remoting.AddrClient, topic string, queues int) error {
 	ext := map[string]string{
 		"topic":           topic,
 		"readQueueNums":   strconv.Itoa(queues),

@@ -21,15 +21,22 @@ import (
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
+// Invoker sends a request and waits for its answer: a remoting.Client,
+// or a remoting.AddrClient, which dials again when its connection failed
+// and reconnects on GO_AWAY.
+type Invoker interface {
+	Invoke(ctx context.Context, cmd *remoting.Command) (*remoting.Command, error)
+}
+
 // Client pops through one Remoting connection.
 type Client struct {
-	rc *remoting.Client
+	rc Invoker
 	// BrokerName is put into handles built from headers.
 	BrokerName string
 }
 
-// New wraps a connected Remoting client.
-func New(rc *remoting.Client, brokerName string) *Client {
+// New wraps a connected Remoting client (or AddrClient).
+func New(rc Invoker, brokerName string) *Client {
 	return &Client{rc: rc, BrokerName: brokerName}
 }
 
