@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/rocketkv/rocketkv/broker"
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
 	"github.com/rocketkv/rocketkv/internal/clustertest"
@@ -41,6 +42,7 @@ type testCluster struct {
 	nsAddr     string
 	brokerAddr string
 	brokerName string
+	broker     *broker.Broker
 }
 
 // startTestCluster starts a name server, a broker registered with it and
@@ -93,7 +95,7 @@ func startTestClusterWith(t testing.TB, brokerSettings map[string]string, mutate
 	pool := remoting.NewClientPool(remoting.ClientOptions{})
 	t.Cleanup(func() { _ = pool.Close() })
 	return &testCluster{proxy: p, rpc: rmqpb.NewMessagingServiceClient(conn), pool: pool,
-		nsAddr: nsAddr, brokerAddr: b.Addr(), brokerName: bcfg.BrokerName}
+		nsAddr: nsAddr, brokerAddr: b.Addr(), brokerName: bcfg.BrokerName, broker: b}
 }
 
 // invoke sends one Remoting request to addr and returns the answer,
