@@ -40,7 +40,7 @@ func (a *AddrClient) Invoke(ctx context.Context, cmd *Command) (*Command, error)
 
 // InvokeAsync sends cmd as Client.InvokeAsync does, on the address's
 // connection; when that has failed it first dials again, waiting for the
-// connection (at most poolDialTimeout).
+// new connection (at most 3 s, as a pool's dials).
 func (a *AddrClient) InvokeAsync(cmd *Command, cb func(*Command, error)) error {
 	c, err := a.pool.Get(context.Background(), a.addr)
 	if err != nil {

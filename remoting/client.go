@@ -25,7 +25,8 @@ var (
 	// ErrGoAway is returned for a request its server answered GO_AWAY
 	// (it is shutting down gracefully), as RocketMQ's client throws on
 	// that answer rather than returning it: by a client of no ClientPool
-	// or with NoReconnectForGoAway at once, by a pooled one when the
+	// or with reconnecting off (NoReconnectForGoAway, or
+	// ReconnectForGoAway answering false) at once, by a pooled one when the
 	// request sent once more on a new connection was answered GO_AWAY
 	// again or no new connection could be made.
 	ErrGoAway = errors.New("server is going away (GO_AWAY)")

@@ -36,8 +36,9 @@ const poolDialTimeout = 3 * time.Second
 // channel on a timeout, clientCloseSocketIfTimeout): a hung process keeps
 // its TCP connection open, and the next request dials again. A client
 // whose server answers GO_AWAY is replaced by a new connection to the
-// same address (ClientOptions.NoReconnectForGoAway). The broker uses it
-// to reach name servers, the gRPC proxy to reach brokers.
+// same address (ClientOptions.NoReconnectForGoAway, ReconnectForGoAway).
+// The broker uses it to reach name servers, the gRPC proxy to reach
+// brokers; AddrClient is a pool of one address.
 type ClientPool struct {
 	opts ClientOptions
 
