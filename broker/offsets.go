@@ -157,6 +157,11 @@ func (b *Broker) processUpdateConsumerOffset(_ context.Context, _ *remoting.Conn
 		// queue: the offset it commits is the one the reset replaced.
 		return remoting.NewResponse(req, remoting.Success, "Offset has been previously reset")
 	}
+	if svc := b.popSvc; svc != nil && b.isSlave() {
+		// The commit replaces the slave's pops' own entry of the queue
+		// (one offset table on RocketMQ's slave).
+		svc.OffsetCommitted(group, topic, qid)
+	}
 	return remoting.NewResponse(req, remoting.Success, "")
 }
 

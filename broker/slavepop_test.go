@@ -379,3 +379,40 @@ func TestSlaveOrderlyPopsLockTheQueueInMemory(t *testing.T) {
 		}
 	}
 }
+
+// What a slave's orderly pops and acks committed holds until the next
+// copy of the master's offsets, which replaces it as RocketMQ's slave
+// sync puts the master's table over its own: an offset reset backward on
+// the master reaches the slave's orderly consumer at the next sync, and
+// the messages from there, acknowledged on the slave or not, come again.
+func TestSlaveSyncReplacesTheSlavesOrderlyProgress(t *testing.T) {
+	master := startTestBroker(t, withHA(nil))
+	slave := startSlaveOf(t, master, nil)
+	_, mrc := popClient(master)
+	sendBodies(t, mrc, "SR", 6)
+	waitReplicated(t, master, slave)
+	syncSlave(t, slave, master) // the topic
+	sc, _ := popClient(slave)
+	ctx := ctx20(t)
+
+	req := popclient.PopRequest{Group: "o", Topic: "SR", QueueID: 0, MaxMsgNums: 2, InvisibleTime: time.Minute, Order: true, AttemptID: "a"}
+	for _, want := range []string{"[m0 m1]", "[m2 m3]"} {
+		got := mustPop(t, sc, req)
+		if fmt.Sprint(bodies(got.Messages)) != want {
+			t.Fatalf("orderly pop on the slave: %v, want %s", bodies(got.Messages), want)
+		}
+		for _, m := range got.Messages {
+			if code, err := sc.Ack(ctx, "o", m); err != nil || code != remoting.Success {
+				t.Fatalf("orderly ack of %s on the slave: %d %v", m.Body, code, err)
+			}
+		}
+	}
+	// The master's offset of the group, reset back to 1.
+	if err := master.offsets.Set("o", "SR", 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	syncSlave(t, slave, master)
+	if got := mustPop(t, sc, req); fmt.Sprint(bodies(got.Messages)) != "[m1 m2]" {
+		t.Fatalf("orderly pop on the slave after a sync of the master's offset 1: %v, want [m1 m2]", bodies(got.Messages))
+	}
+}

@@ -516,10 +516,13 @@ func (b *Broker) applyMasterOffsets(body []byte) error {
 			return err
 		}
 	}
-	// Groups whose start a slave's pops remembered now have the
-	// master's offset to start from.
+	// The master's pairs replace what this slave's own pops committed of
+	// them (RocketMQ's putAll over its slave's table).
 	if svc := b.popSvc; svc != nil {
-		return svc.OffsetsCopied()
+		svc.OffsetsCopied(func(group, topic string) bool {
+			_, ok := theirs[groupTopic{group, topic}]
+			return ok
+		})
 	}
 	return nil
 }

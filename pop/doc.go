@@ -54,8 +54,9 @@
 // handed out in memory (handedout.go), with a timer per queue that calls
 // Config.OnQueueReady when the earliest of it becomes poppable again.
 // Its orderly pops keep their batch, and its orderly acks and changes of
-// invisible time their effect on it and on the group's committed offset,
-// in memory too (readonlyorder.go).
+// invisible time their effect on it and on the group's offset on the
+// slave (one for its orderly and non-orderly pops, replaced by the next
+// copy of the master's), in memory too (readonlyorder.go).
 //
 // The wire forms live here too: the receipt handle (Handle, the POP_CK
 // property and ack extraInfo), the pop response header strings

@@ -30,12 +30,6 @@ import (
 // revive them one by one, and none is handed out twice inside its
 // invisible time.
 //
-// It also remembers where a group with no committed offset on a queue
-// started (InitMode), as RocketMQ's slave commits it in its own offset
-// table: a group popping with InitMax does not start again at the
-// queue's then last message once its marks ran out. The start is
-// forgotten once the group has a committed offset there.
-//
 // When the earliest end of a queue's marks (its last mark's) comes, a
 // pop of the queue starts earlier again, at messages whose time ran out,
 // and no message arrives to say so: a timer per queue with marks, armed
@@ -78,10 +72,6 @@ type handedWake struct {
 
 // queueHandedOut is what a slave handed out of one group's queue.
 type queueHandedOut struct {
-	// init is where the group started while it has no committed offset
-	// on the queue (hasInit).
-	init    int64
-	hasInit bool
 	// marks, next ascending and until descending.
 	marks []handedMark
 	// on is who to wake when the last mark runs out, wake the timer for
@@ -107,27 +97,6 @@ func newHandedOut(notify func(topic string, queueID int32), now func() int64) *h
 	return &handedOut{notify: notify, now: now, queues: map[queueKey]*queueHandedOut{}}
 }
 
-// initOf returns the start remembered for a group without a committed
-// offset on the queue.
-func (h *handedOut) initOf(k queueKey) (int64, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	q := h.queues[k]
-	if q == nil || !q.hasInit {
-		return 0, false
-	}
-	return q.init, true
-}
-
-// setInit remembers where a group without a committed offset on the
-// queue starts.
-func (h *handedOut) setInit(k queueKey, init int64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	q := h.queue(k)
-	q.init, q.hasInit = init, true
-}
-
 // queue returns k's entry, created empty. The caller holds mu.
 func (h *handedOut) queue(k queueKey) *queueHandedOut {
 	q := h.queues[k]
@@ -139,20 +108,16 @@ func (h *handedOut) queue(k queueKey) *queueHandedOut {
 }
 
 // from returns where a read-only pop of k starts at now, base being the
-// group's committed offset (committed set) or its remembered or computed
-// start: base, or past the messages handed out that are still
-// invisible. It drops what no longer counts: marks whose time ran out or
-// which the committed offset passed, and the remembered start once the
-// group has a committed offset.
+// group's committed offset (committed set) or its computed start: base,
+// or past the messages handed out that are still invisible. It drops
+// what no longer counts: marks whose time ran out or which the committed
+// offset passed.
 func (h *handedOut) from(k queueKey, base int64, committed bool, now int64) int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.queues[k]
 	if q == nil {
 		return base
-	}
-	if committed {
-		q.hasInit = false
 	}
 	q.prune(now)
 	if committed {
@@ -238,7 +203,7 @@ func (h *handedOut) settle(k queueKey, q *queueHandedOut, now int64) bool {
 		// Under mu: fire waits for it, so w.t is set before fire runs.
 		w.t = time.AfterFunc(time.Duration(max(at-now, 0))*time.Millisecond, func() { h.fire(k, w) })
 	}
-	if n == 0 && !q.hasInit {
+	if n == 0 {
 		delete(h.queues, k)
 		return false
 	}
@@ -280,34 +245,4 @@ func (h *handedOut) close() {
 	for _, q := range h.queues {
 		q.stopWake()
 	}
-}
-
-// forgetStarts drops the remembered starts of the queues for which has
-// reports a committed offset, with the queues left with nothing; has is
-// called without mu held.
-func (h *handedOut) forgetStarts(has func(queueKey) (bool, error)) error {
-	h.mu.Lock()
-	var keys []queueKey
-	for k, q := range h.queues {
-		if q.hasInit {
-			keys = append(keys, k)
-		}
-	}
-	h.mu.Unlock()
-	for _, k := range keys {
-		ok, err := has(k)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue
-		}
-		h.mu.Lock()
-		if q := h.queues[k]; q != nil {
-			q.hasInit = false
-			h.settle(k, q, h.now())
-		}
-		h.mu.Unlock()
-	}
-	return nil
 }

@@ -39,21 +39,6 @@ func TestHandedOutMarks(t *testing.T) {
 	h.handOut(k, heldOn{}, 4, 4, 4, 200, 60) // nothing read: no mark
 	h.handOut(k, heldOn{}, 4, 1, 2, 200, 60) // the queue ends below 4
 	check("the queue created again", 0, true, 60, 2)
-
-	// A group without a committed offset keeps its start until it has
-	// one.
-	h = newHandedOut(nil, nil)
-	h.setInit(k, 7)
-	if init, ok := h.initOf(k); !ok || init != 7 {
-		t.Fatalf("remembered start %d %v", init, ok)
-	}
-	check("no committed offset", 7, false, 0, 7)
-	if err := h.forgetStarts(func(queueKey) (bool, error) { return true, nil }); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := h.initOf(k); ok || len(h.queues) != 0 {
-		t.Fatalf("start kept once the group has a committed offset: %v", h.queues)
-	}
 }
 
 // The timer of a queue with marks wakes the pops held on it when its

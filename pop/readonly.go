@@ -20,28 +20,32 @@ import (
 // non-orderly acks change nothing there.
 //
 // A non-orderly pop starts, as RocketMQ's slave's, from the group's
-// committed offset as last copied from the master (the master's pop
-// position, past what it has in flight, is not used: while the master is
-// down, what it had in flight and cannot revive is delivered again from
-// the slave), or where InitMode places a group without one, or past what
-// earlier pops on this slave handed out that is still invisible,
-// whichever is furthest: the slave keeps that in memory (handedOut), as
-// RocketMQ's keeps it in its PopBufferMergeService, so that consecutive
-// pops get the next messages and not the same ones. A message handed out
-// by the slave and not acknowledged on the master (a non-orderly ack on
-// the slave changes nothing) is popped again once
-// its invisible time is over (and that of every message handed out after
-// it); the pops held on its queue are woken then (Config.OnQueueReady).
-// An orderly pop ignores whatever orderly batch of the master's was
-// copied (RocketMQ's slave has none of its master's orderly state) and
-// keeps its own in memory, as RocketMQ's slave keeps it in its
-// ConsumerOrderInfoManager and offset table (slaveOrders): the batch
-// locks the queue for the group's other orderly consumers until each of
-// its messages is acknowledged on the slave (AckReadOnly) or past its
-// deadline (which ChangeInvisibleTimeReadOnly moves), and the next batch
-// starts past what the slave's acks acknowledged, or at the committed
-// offset copied from the master when that is further. A batch delivered
-// again counts one more consumption of its messages, as on a master.
+// offset on the slave: the slave's own entry (what its orderly pops and
+// acks committed, or where a pop of a group without an offset started,
+// kept in memory: slaveOrders) until a sync of the master's offsets or a
+// client's commit on the slave replaces it, else the committed offset as
+// last copied from the master (the master's pop position, past what it
+// has in flight, is not used: while the master is down, what it had in
+// flight and cannot revive is delivered again from the slave), else
+// where InitMode places the group; or past what earlier pops on this
+// slave handed out that is still invisible, when that is further: the
+// slave keeps that in memory (handedOut), as RocketMQ's keeps it in its
+// PopBufferMergeService, so that consecutive pops get the next messages
+// and not the same ones. A message handed out by the slave and not
+// acknowledged on the master (a non-orderly ack on the slave changes
+// nothing) is popped again once its invisible time is over (and that of
+// every message handed out after it); the pops held on its queue are
+// woken then (Config.OnQueueReady). An orderly pop ignores whatever
+// orderly batch of the master's was copied (RocketMQ's slave has none of
+// its master's orderly state) and keeps its own in memory, as RocketMQ's
+// slave keeps it in its ConsumerOrderInfoManager and offset table
+// (slaveOrders): the batch locks the queue for the group's other
+// orderly consumers until each of its messages is acknowledged on the
+// slave (AckReadOnly) or past its deadline (which
+// ChangeInvisibleTimeReadOnly moves), and the next batch starts at the
+// group's offset on the slave, which the slave's orderly acks move past
+// what they acknowledged. A batch delivered again counts one more
+// consumption of its messages, as on a master.
 func (s *Service) PopReadOnly(req PopRequest) (PopResult, error) {
 	res, err := s.popReadOnly(req)
 	res.finish()
@@ -138,50 +142,55 @@ func (s *Service) readOnlyPin(req PopRequest, src source) (int64, error) {
 }
 
 // readOnlyStart returns where a non-orderly read-only pop of k starts
-// (see handedOut); with pin it remembers the start of a group without a
-// committed offset on the queue. The caller holds the queue's lock when
-// pin is set.
+// (see handedOut): past what the slave's pops handed out that is still
+// invisible, or at the group's offset on the slave, which is the slave's
+// own entry (slaveOrders), else the committed offset copied from the
+// master, else where InitMode places the group; with pin that start is
+// made the slave's own entry (as RocketMQ's slave commits the start of
+// every queue its pop locks). The caller holds the queue's lock when pin
+// is set.
 func (s *Service) readOnlyStart(k queueKey, initMode int32, pin bool) (int64, error) {
+	now := s.now()
+	own, hasOwn, err := s.slaveOwnOffset(k, now)
+	if err != nil {
+		return 0, fmt.Errorf("read-only pop of %s/%d: %w", k.topic, k.queueID, err)
+	}
+	if hasOwn {
+		return s.handed.from(k, own, true, now), nil
+	}
 	base, committed, err := s.cfg.Offsets.Get(k.group, k.topic, k.queueID)
 	if err != nil {
 		return 0, fmt.Errorf("read-only pop of %s/%d: committed offset of %s: %w", k.topic, k.queueID, k.group, err)
 	}
 	if !committed {
-		init, ok := s.handed.initOf(k)
-		if !ok {
-			if init, err = s.initOffset(k.topic, k.queueID, initMode); err != nil {
-				return 0, fmt.Errorf("read-only pop of %s/%d: %w", k.topic, k.queueID, err)
-			}
-			if pin {
-				s.handed.setInit(k, init)
-			}
+		if base, err = s.initOffset(k.topic, k.queueID, initMode); err != nil {
+			return 0, fmt.Errorf("read-only pop of %s/%d: %w", k.topic, k.queueID, err)
 		}
-		base = init
+		if pin {
+			s.slaveOrd.setOwn(k, base, now)
+		}
 	}
-	return s.handed.from(k, base, committed, s.now()), nil
+	return s.handed.from(k, base, committed, now), nil
 }
 
 // OffsetsCopied tells the service of a slave that its master's committed
-// offsets were copied: the starts its read-only pops remembered for
-// groups without a committed offset are forgotten where the groups now
-// have one, and the committed offsets its orderly pops and acks moved
-// where the copied ones reached them.
-func (s *Service) OffsetsCopied() error {
-	err := s.handed.forgetStarts(func(k queueKey) (bool, error) {
-		_, ok, err := s.cfg.Offsets.Get(k.group, k.topic, k.queueID)
-		if err != nil {
-			return false, fmt.Errorf("committed offset of %s on %s/%d: %w", k.group, k.topic, k.queueID, err)
-		}
-		return ok, nil
-	})
-	if err != nil {
-		return err
-	}
-	return s.slaveOrd.forgetReached(func(k queueKey, own int64) (bool, error) {
-		off, ok, err := s.cfg.Offsets.Get(k.group, k.topic, k.queueID)
-		if err != nil {
-			return false, fmt.Errorf("committed offset of %s on %s/%d: %w", k.group, k.topic, k.queueID, err)
-		}
-		return ok && off >= own, nil
-	})
+// offsets were copied, replaced reporting the group and topic pairs the
+// master's table had: as RocketMQ's slave sync puts the master's table
+// over its own (putAll, a pair's queues replaced whole), the slave's own
+// entries of those pairs (what its orderly pops and acks committed, and
+// the starts of its pops) are dropped, whether the master's offsets are
+// ahead of them or behind (reset backward on the master), and its pops
+// go by the copied offsets from then on. Pairs the master does not have
+// keep the slave's entries.
+func (s *Service) OffsetsCopied(replaced func(group, topic string) bool) {
+	s.dropSlaveOwn(func(k queueKey) bool { return replaced(k.group, k.topic) })
+}
+
+// OffsetCommitted tells the service of a slave that a client committed
+// the group's offset on the queue on it (UPDATE_CONSUMER_OFFSET): that
+// commit replaces the slave's own entry, as it overwrites the one entry
+// of RocketMQ's slave's offset table.
+func (s *Service) OffsetCommitted(group, topic string, queueID int32) {
+	k := queueKey{group, topic, queueID}
+	s.dropSlaveOwn(func(q queueKey) bool { return q == k })
 }

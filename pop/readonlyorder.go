@@ -10,40 +10,47 @@ import (
 	"github.com/rocketkv/rocketkv/kvindex"
 )
 
-// slaveOrders is what a slave's orderly pops, acks and changes of
-// invisible time keep, in memory only, per group and queue (see
-// PopReadOnly): the batch the last orderly pop handed out, as a master
-// stores it in the 0x53 keyspace (its messages, acknowledgements, moved
-// deadlines and consumption counts), and the slave's own committed
-// offset, which its orderly pops set to the batch's start and its
-// orderly acks move past what they acknowledge.
+// slaveOrders is what a slave's pops, acks and changes of invisible
+// time keep, in memory only, per group and queue (see PopReadOnly): the
+// batch the last orderly pop handed out, as a master stores it in the
+// 0x53 keyspace (its messages, acknowledgements, moved deadlines and
+// consumption counts), and the slave's own entry of its offset table,
+// which its orderly pops set to the batch's start, its orderly acks move
+// past what they acknowledge, and any pop sets to where a group without
+// a committed offset starts (InitMode). Orderly and non-orderly pops go
+// by that one entry, as RocketMQ's slave's have one offset table.
 //
 // Apache RocketMQ's slave (the baseline's PopMessageProcessor,
 // AckMessageProcessor.ackOrderly and ChangeInvisibleTimeProcessor, which
 // check no broker role) keeps the same in its ConsumerOrderInfoManager
-// and ConsumerOffsetManager, both in memory: the batch locks the queue
-// for the group's other orderly consumers, an orderly ack commits the
-// next offset there, and a change of invisible time moves a message's
-// deadline. Without them a slave gave two orderly consumers the same
-// batch, and a lone consumer its acknowledged batch again.
+// and ConsumerOffsetManager: the batch locks the queue for the group's
+// other orderly consumers, an orderly ack commits the next offset there,
+// a change of invisible time moves a message's deadline, and a pop of a
+// group without an offset commits its start. Without them a slave gave
+// two orderly consumers the same batch, and a lone consumer its
+// acknowledged batch again.
 //
-// The slave writes none of it: its committed offsets are its master's,
-// copied by the slave sync, which would put the master's over anything
-// the slave wrote. Instead, as with what its non-orderly pops handed out
-// (handedOut), the copied committed offset and the slave's own are
-// combined: a slave's orderly request goes by whichever is further, and
-// the own one is forgotten once the copied one reaches it. (RocketMQ's
-// sync puts the master's offsets over its slave's own commits whatever
-// they are; while the master is down there is no sync, and the two
-// agree.) A batch unused for a day is forgotten, as RocketMQ's autoClean
-// drops an OrderInfo, and so is everything of a queue that ends before
-// the slave's own committed offset (deleted and created again, or cut
-// where the slave parted from its master). A restarted slave starts from
-// the copied offsets again.
+// The slave writes none of it to its store: its committed offsets there
+// are its master's, copied by the slave sync. The own entry, when there
+// is one, is what the slave's pops go by; the copied offset counts where
+// there is none. As RocketMQ's sync puts the master's table over the
+// slave's (putAll: per group and topic, the master's queues replace the
+// slave's), a sync drops the own entries of every pair the master's
+// table has, whether the master is ahead of them or behind (an offset
+// reset backward on the master reaches the slave's consumers at the next
+// sync; acknowledged messages past the master's offset are delivered
+// again), and so does a client's commit of the queue's offset on the
+// slave (OffsetCommitted). While the master is down there is no sync,
+// and the slave's entries hold. A batch unused for a day is forgotten,
+// as RocketMQ's autoClean drops an OrderInfo, and so is an own entry
+// past the end of its queue (deleted and created again, or cut where the
+// slave parted from its master). A restarted slave starts from the
+// copied offsets again (RocketMQ's slave persists its table, own entries
+// included).
 //
 // Concurrency: mu guards the map; the requests that read and then change
 // a queue's entry hold the queue's stripe lock (Service.lock) between
-// the two, so that they change it one at a time.
+// the two, so that they change it one at a time; so does dropSlaveOwn.
 type slaveOrders struct {
 	mu        sync.Mutex
 	queues    map[queueKey]*slaveOrder
@@ -107,67 +114,87 @@ func (o *slaveOrders) put(k queueKey, q slaveOrder, now int64) {
 	}
 }
 
-// forgetReached drops the own committed offsets that reached reports
-// the copied committed offset reached (reached is called without mu
-// held), with the entries left with nothing.
-func (o *slaveOrders) forgetReached(reached func(k queueKey, own int64) (bool, error)) error {
-	type own struct {
-		k   queueKey
-		off int64
-	}
+// setOwn makes off k's own offset entry at now, keeping its batch.
+func (o *slaveOrders) setOwn(k queueKey, off int64, now int64) {
+	q := o.get(k)
+	q.committed, q.hasCommitted = off, true
+	o.put(k, q, now)
+}
+
+// ownKeys returns the queues with an own offset entry that match.
+func (o *slaveOrders) ownKeys(match func(queueKey) bool) []queueKey {
 	o.mu.Lock()
-	var owns []own
+	defer o.mu.Unlock()
+	var keys []queueKey
 	for k, q := range o.queues {
-		if q.hasCommitted {
-			owns = append(owns, own{k, q.committed})
+		if q.hasCommitted && match(k) {
+			keys = append(keys, k)
 		}
 	}
-	o.mu.Unlock()
-	for _, w := range owns {
-		ok, err := reached(w.k, w.off)
-		if err != nil {
-			return err
+	return keys
+}
+
+// clearOwn drops k's own offset entry, and k's entry with it when it
+// has no batch.
+func (o *slaveOrders) clearOwn(k queueKey) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if q := o.queues[k]; q != nil {
+		q.committed, q.hasCommitted = 0, false
+		if !q.hasBatch {
+			delete(o.queues, k)
 		}
-		if !ok {
-			continue
-		}
-		o.mu.Lock()
-		// Unless a request moved it meanwhile.
-		if q := o.queues[w.k]; q != nil && q.hasCommitted && q.committed == w.off {
-			q.hasCommitted = false
-			if !q.hasBatch {
-				delete(o.queues, w.k)
-			}
-		}
-		o.mu.Unlock()
 	}
-	return nil
+}
+
+// dropSlaveOwn drops the slave's own offset entries of the queues that
+// match, each under its queue's stripe lock, so that no request that
+// read the entry before puts it back afterwards.
+func (s *Service) dropSlaveOwn(match func(queueKey) bool) {
+	for _, k := range s.slaveOrd.ownKeys(match) {
+		unlock := s.lock(k.group, k.topic, k.queueID)
+		s.slaveOrd.clearOwn(k)
+		unlock()
+	}
+}
+
+// slaveOwnOffset returns the slave's own offset entry of k, dropping it
+// when it is past the end of the queue (deleted and created again, or
+// cut, since): what the slave kept of it is of another queue. The caller
+// holds k's stripe lock or reads without changing.
+func (s *Service) slaveOwnOffset(k queueKey, now int64) (int64, bool, error) {
+	q := s.slaveOrd.get(k)
+	if !q.hasCommitted {
+		return 0, false, nil
+	}
+	maxOff, err := s.cfg.CQ.MaxOffset(k.topic, k.queueID)
+	if err != nil {
+		return 0, false, fmt.Errorf("max offset of %s/%d: %w", k.topic, k.queueID, err)
+	}
+	if q.committed > maxOff {
+		s.slaveOrd.put(k, slaveOrder{}, now)
+		return 0, false, nil
+	}
+	return q.committed, true, nil
 }
 
 // slaveOrderOf returns what a slave keeps of k's orderly consumption at
-// now (a copy, without a batch unused for a day, and without an own
-// committed offset the copied one reached) and the committed offset its
-// orderly requests go by: its own or the one copied from the master,
-// whichever is further; known is false when there is neither.
+// now (a copy, without a batch unused for a day) and the committed
+// offset its orderly requests go by: its own entry, else the one copied
+// from the master; known is false when there is neither.
 func (s *Service) slaveOrderOf(k queueKey, now int64) (q slaveOrder, committed int64, known bool, err error) {
-	copied, hasCopied, err := s.cfg.Offsets.Get(k.group, k.topic, k.queueID)
-	if err != nil {
-		return q, 0, false, fmt.Errorf("committed offset of %s on %s/%d: %w", k.group, k.topic, k.queueID, err)
-	}
 	q = s.slaveOrd.get(k)
 	if q.hasBatch && now-q.batch.PopTime > orderIdleSpan {
 		q.batch, q.hasBatch = kvindex.OrderState{}, false
 	}
-	if q.hasCommitted && hasCopied && copied >= q.committed {
-		q.hasCommitted = false
-	}
-	switch {
-	case q.hasCommitted:
+	if q.hasCommitted {
 		return q, q.committed, true, nil
-	case hasCopied:
-		return q, copied, true, nil
 	}
-	return q, 0, false, nil
+	copied, hasCopied, err := s.cfg.Offsets.Get(k.group, k.topic, k.queueID)
+	if err != nil {
+		return q, 0, false, fmt.Errorf("committed offset of %s on %s/%d: %w", k.group, k.topic, k.queueID, err)
+	}
+	return q, copied, hasCopied, nil
 }
 
 // readOnlyOrderQueue pops one queue for an orderly consumer on a slave,
@@ -179,24 +206,13 @@ func (s *Service) readOnlyOrderQueue(req PopRequest, src source, remain int, res
 	k := queueKey{req.Group, src.topic, src.queueID}
 	unlock := s.lock(k.group, k.topic, k.queueID)
 	defer unlock()
+	// An own entry past the queue's end goes first, with the batch.
+	if _, _, err := s.slaveOwnOffset(k, res.PopTime); err != nil {
+		return readResult{}, fmt.Errorf("read-only orderly pop of %s/%d: %w", src.topic, src.queueID, err)
+	}
 	q, pos, known, err := s.slaveOrderOf(k, res.PopTime)
 	if err != nil {
 		return readResult{}, fmt.Errorf("read-only orderly pop of %s/%d: %w", src.topic, src.queueID, err)
-	}
-	if q.hasCommitted {
-		maxOff, err := s.cfg.CQ.MaxOffset(src.topic, src.queueID)
-		if err != nil {
-			return readResult{}, fmt.Errorf("read-only orderly pop of %s/%d: %w", src.topic, src.queueID, err)
-		}
-		if q.committed > maxOff {
-			// The queue ends before the slave's own committed offset:
-			// deleted and created again, or cut, since. What the slave
-			// kept of it is of another queue.
-			s.slaveOrd.put(k, slaveOrder{}, res.PopTime)
-			if q, pos, known, err = s.slaveOrderOf(k, res.PopTime); err != nil {
-				return readResult{}, fmt.Errorf("read-only orderly pop of %s/%d: %w", src.topic, src.queueID, err)
-			}
-		}
 	}
 	if q.hasBatch && blocked(&q.batch, req.AttemptID, req.InvisibleTime, res.PopTime) {
 		// Locked by another consumer's batch: what it holds back is not

@@ -154,9 +154,17 @@ func TestSlaveOrderlyChangeInvisibleTime(t *testing.T) {
 	h.storesNothing(t)
 }
 
-// What a slave's orderly acks committed in memory goes by the committed
-// offset copied from the master: the further of the two counts, and the
-// slave's own is forgotten once a copy reaches it.
+// copiedPair reports the harness's group and topic as the master's
+// table has them; noPair reports none.
+func copiedPair(group, topic string) bool { return group == "G" && topic == orderTestTopic }
+func noPair(string, string) bool          { return false }
+
+// What a slave's orderly acks committed in memory holds until the slave
+// copies its master's offsets; a copy whose table has the group's pair
+// replaces it, behind the slave's own (an offset reset backward on the
+// master: the acknowledged messages come again) or ahead of it, as
+// RocketMQ's slave sync puts the master's table over its own; a copy
+// without the pair leaves it.
 func TestSlaveOrderlyProgressAndTheCopiedOffset(t *testing.T) {
 	h := newOrderHarness(t, 8)
 	_, _, popTime := h.popReadOnly(t, "A", 2)
@@ -165,30 +173,91 @@ func TestSlaveOrderlyProgressAndTheCopiedOffset(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A copy behind the slave's own: not back past it.
-	if err := h.svc.cfg.Offsets.Set("G", orderTestTopic, 0, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.svc.OffsetsCopied(); err != nil {
-		t.Fatal(err)
-	}
 	_, _, popTime = h.popReadOnly(t, "A", 2)
 	for _, off := range []int64{2, 3} {
 		if _, err := h.svc.AckReadOnly("G", orderTestTopic, 0, off, orderHandle(popTime)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// A copy ahead: the slave goes on from there, and forgets its own.
+	// The master's offset behind the slave's own, but a copy without the
+	// pair: the slave goes on from its own.
+	if err := h.svc.cfg.Offsets.Set("G", orderTestTopic, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	h.svc.OffsetsCopied(noPair)
+	if offs, _, _ := h.popReadOnly(t, "A", 1); fmt.Sprint(offs) != "[4]" {
+		t.Fatalf("pop on the slave after a copy without the group: %v, want [4]", offs)
+	}
+	// A copy with the pair, behind: back to the master's offset.
+	h.svc.OffsetsCopied(copiedPair)
+	if q := h.svc.slaveOrd.get(queueKey{"G", orderTestTopic, 0}); q.hasCommitted {
+		t.Fatalf("the slave kept its own committed offset %d over a copy of 1", q.committed)
+	}
+	h.now += 2000 // past the batch [4]'s invisible time
+	offs, _, popTime := h.popReadOnly(t, "B", 2)
+	if fmt.Sprint(offs) != "[1 2]" {
+		t.Fatalf("pop on the slave after a copy behind it: %v, want [1 2]", offs)
+	}
+	for _, off := range offs {
+		if _, err := h.svc.AckReadOnly("G", orderTestTopic, 0, off, orderHandle(popTime)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A copy with the pair, ahead: the slave goes on from there.
 	if err := h.svc.cfg.Offsets.Set("G", orderTestTopic, 0, 6); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.svc.OffsetsCopied(); err != nil {
-		t.Fatal(err)
-	}
-	if q := h.svc.slaveOrd.get(queueKey{"G", orderTestTopic, 0}); q.hasCommitted {
-		t.Fatalf("the slave kept its own committed offset %d past a copy of 6", q.committed)
-	}
+	h.svc.OffsetsCopied(copiedPair)
 	if offs, _, _ := h.popReadOnly(t, "B", 2); fmt.Sprint(offs) != "[6 7]" {
 		t.Fatalf("pop on the slave after a copy ahead of it: %v, want [6 7]", offs)
+	}
+}
+
+// A slave's orderly and non-orderly pops of a group share one offset
+// entry, as RocketMQ's slave has one offset table: the orderly acks move
+// the group's non-orderly pops on, the start a non-orderly pop took for
+// a group without an offset is where the orderly pop starts, and a
+// client's commit of the queue's offset on the slave replaces the entry.
+func TestSlaveOrderlyAndNonOrderlyPopsShareTheOffset(t *testing.T) {
+	h := newOrderHarness(t, 8)
+	plain := func(initMode int32) []int64 {
+		t.Helper()
+		res, err := h.svc.PopReadOnly(PopRequest{Group: "G", Topic: orderTestTopic, QueueID: 0, MaxMsgNums: 1, InvisibleTime: 1000, InitMode: initMode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs, err := ParseMsgOffsetInfo(res.MsgOffsetInfo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return offs[InfoKey(FlagNormal, 0)]
+	}
+	// A group without an offset, InitMax: the non-orderly pop starts at
+	// the last message, and so does the orderly one after it.
+	if offs := plain(InitMax); fmt.Sprint(offs) != "[7]" {
+		t.Fatalf("non-orderly pop with InitMax: %v, want [7]", offs)
+	}
+	h.now += 2000 // past its invisible time
+	if offs, _, _ := h.popReadOnly(t, "A", 2); fmt.Sprint(offs) != "[7]" {
+		t.Fatalf("orderly pop after a non-orderly one took the start: %v, want [7]", offs)
+	}
+
+	h = newOrderHarness(t, 8)
+	_, _, popTime := h.popReadOnly(t, "A", 3)
+	for _, off := range []int64{0, 1, 2} {
+		if _, err := h.svc.AckReadOnly("G", orderTestTopic, 0, off, orderHandle(popTime)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if offs := plain(InitMin); fmt.Sprint(offs) != "[3]" {
+		t.Fatalf("non-orderly pop after orderly acks of [0 1 2]: %v, want [3]", offs)
+	}
+	// A client's commit on the slave replaces the entry.
+	if err := h.svc.cfg.Offsets.Set("G", orderTestTopic, 0, 5); err != nil {
+		t.Fatal(err)
+	}
+	h.svc.OffsetCommitted("G", orderTestTopic, 0)
+	if offs, _, _ := h.popReadOnly(t, "B", 1); fmt.Sprint(offs) != "[5]" {
+		t.Fatalf("orderly pop after a commit of 5 on the slave: %v, want [5]", offs)
 	}
 }
