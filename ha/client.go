@@ -100,6 +100,8 @@ type Client struct {
 	diverged  *Divergence // what the last comparison found, nil when it agreed
 	window    int64       // the next connection's VerifyWindow, widened while no agreement is found
 	narrowed  bool        // window was narrowed to the replica's last segment since the last agreement (check)
+	openedAt  time.Time   // when the last connection opened
+	openedEnd int64       // the replica's end then
 }
 
 // Divergence is where a slave found its CommitLog to differ from its
@@ -134,6 +136,11 @@ type ClientStatus struct {
 	// Diverged is where the master's bytes were found to differ from the
 	// replica's at the last comparison, nil when they did not.
 	Diverged *Divergence
+	// ConnectedAt is when the current connection (or the last one, once
+	// it closed) was opened, zero before the first; ConnectedFrom is the
+	// replica's end then.
+	ConnectedAt   time.Time
+	ConnectedFrom int64
 }
 
 // NewClient returns a client; Run starts it.
@@ -158,7 +165,7 @@ func (c *Client) Status() ClientStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return ClientStatus{Master: c.master, Connected: c.connected, LastRead: c.lastRead, LastWrite: c.lastWrite,
-		BytesPerSecond: c.flow.perSecond(), Diverged: c.diverged}
+		BytesPerSecond: c.flow.perSecond(), Diverged: c.diverged, ConnectedAt: c.openedAt, ConnectedFrom: c.openedEnd}
 }
 
 // Run replicates until ctx ends: it dials the master, follows it, and
@@ -229,6 +236,9 @@ func (c *Client) follow(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
+	c.mu.Lock()
+	c.openedAt, c.openedEnd = now, chk.end
+	c.mu.Unlock()
 	reported := chk.pos
 	if err := c.report(conn, reported); err != nil {
 		return err
