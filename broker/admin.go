@@ -741,7 +741,10 @@ func (b *Broker) scheduleRuntimeInfo(table map[string]string) {
 // timerRuntimeInfo adds RocketMQ's timer keys to a runtime info table:
 // timerReadBehind, the seconds the timer's read time is behind the clock
 // (getDequeueBehind: timer.Service.ReadBehind; it grows with a message
-// overdue and while timerStopDequeue holds delivery, idle or not); timerOffsetBehind, the timer messages stored and
+// overdue and while timerStopDequeue holds delivery, idle or not; on a
+// slave, the read time of its master's checkpoint as last copied, which
+// RocketMQ's slave takes as its own, so that it grows while the master
+// is down); timerOffsetBehind, the timer messages stored and
 // not yet taken in (getEnqueueBehindMessages); timerCongestNum, the timer
 // messages waiting (getAllCongestNum: 0 until the timer has counted them
 // after a start); timerEnqueueTps and timerDequeueTps, the rates of the
@@ -752,10 +755,10 @@ func (b *Broker) timerRuntimeInfo(table map[string]string, nowMs int64) {
 	enqueueTps, dequeueTps := "0.0", "0.0"
 	if b.cfg.TimerWheelEnable {
 		offsetBehind, _ = b.timerEnqueueBehind(nowMs)
-		if behind, err := b.timers.ReadBehind(time.UnixMilli(nowMs)); err != nil {
+		if behind, err := b.timerReadBehind(time.UnixMilli(nowMs)); err != nil {
 			b.log.Warn().Err(err).Msg("runtime info: read how far the timer is behind")
 		} else {
-			readBehind = int64(behind / time.Second)
+			readBehind = behind
 		}
 		congest, _ = b.timers.WaitingTotal()
 		enqueueTps, dequeueTps = b.stats.TimerTPS()
@@ -765,6 +768,24 @@ func (b *Broker) timerRuntimeInfo(table map[string]string, nowMs int64) {
 	table["timerCongestNum"] = strconv.FormatInt(congest, 10)
 	table["timerEnqueueTps"] = enqueueTps
 	table["timerDequeueTps"] = dequeueTps
+}
+
+// timerReadBehind is RocketMQ's getDequeueBehind at now: the seconds the
+// timer's read time is behind the clock. A slave that copied its master's
+// timer checkpoint goes by the read time copied, as RocketMQ's slave
+// takes it as its timer's while it does not deliver
+// (syncLastReadTimeMs), so that it grows while the master is down or
+// stopped (negative, as RocketMQ's, when the master's clock is ahead);
+// any other broker by its own timer (timer.Service.ReadBehind).
+func (b *Broker) timerReadBehind(now time.Time) (int64, error) {
+	if ck, ok := b.slaveTimerCheckpoint(); ok {
+		return (now.UnixMilli() - ck.ReadMs) / 1000, nil
+	}
+	behind, err := b.timers.ReadBehind(now)
+	if err != nil {
+		return 0, err
+	}
+	return int64(behind / time.Second), nil
 }
 
 // processRuntimeInfo answers GET_BROKER_RUNTIME_INFO with a KVTable: the

@@ -76,7 +76,11 @@ func (b *Broker) processGetAllDelayOffset(ctx context.Context, _ *remoting.Conn,
 // it is promoted) and the timer topic's end as the queue offsets (the
 // slave takes every parked message in), or, under timerStopEnqueue, the
 // queue offset of the first message held back (RocketMQ's timer had
-// taken in those before it alone). With timerWheelEnable false it
+// taken in those before it alone). A slave that copied its master's
+// checkpoint answers the master's read time, queue offset and version,
+// with its own queue offset bounded by the master's, as RocketMQ's slave
+// answers the checkpoint its sync set (the timer log's flush position,
+// which rocketkv has no timer log for, is 0). With timerWheelEnable false it
 // is refused, as RocketMQ's broker, which then has no timer checkpoint,
 // refuses it.
 func (b *Broker) processGetTimerCheckPoint(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -92,6 +96,16 @@ func (b *Broker) processGetTimerCheckPoint(_ context.Context, conn *remoting.Con
 	}
 	if held, ok := b.timers.HeldFrom(); ok {
 		end = min(end, held)
+	}
+	if ck, ok := b.slaveTimerCheckpoint(); ok {
+		// RocketMQ's slave answers its checkpoint, whose read time,
+		// master's queue offset and version are its master's as last
+		// copied, and whose own queue offset does not pass the master's.
+		ck.QueueOffset = min(end, ck.MasterQueueOffset)
+		ck.FlushPos = 0
+		resp := remoting.NewResponse(req, remoting.Success, "")
+		resp.Body = ck.Encode()
+		return resp
 	}
 	readMs, err := b.timers.DeliveredBefore(time.Now())
 	if err != nil {

@@ -112,10 +112,10 @@ func (b *Broker) startMetrics() error {
 			c := census.get(b.log)
 			now := time.Now()
 			c.EnqueueLag, c.EnqueueLatencyMillis = b.timerEnqueueBehind(now.UnixMilli())
-			if behind, err := b.timers.ReadBehind(now); err != nil {
+			if behind, err := b.timerReadBehind(now); err != nil {
 				b.log.Warn().Err(err).Msg("rocketmq_timer_dequeue_latency: read how far the timer is behind")
 			} else {
-				c.BehindSeconds = int64(behind / time.Second)
+				c.BehindSeconds = behind
 			}
 			return c, true
 		}

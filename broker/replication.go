@@ -17,6 +17,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/ha"
+	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -38,6 +39,11 @@ type replication struct {
 	// its Remoting address ("" while unknown).
 	masterHA   atomic.Pointer[string]
 	masterAddr atomic.Pointer[string]
+	// masterTimer is the master's timer checkpoint as a slave with
+	// timerWheelEnable last copied it (GET_TIMER_CHECK_POINT, every
+	// slaveTimerSyncInterval), nil before the first copy: see
+	// slaveTimerCheckpoint.
+	masterTimer atomic.Pointer[rmqconfig.TimerCheckpoint]
 }
 
 func (r *replication) load(p *atomic.Pointer[string]) string {

@@ -183,46 +183,93 @@ func (b *Broker) dialMaster(ctx context.Context, masterAddr string) (masterClien
 // what its master delivered after the last copy.
 const slaveTimerSyncInterval = 3 * time.Second
 
-// slaveTimerSyncLoop copies which timer messages the master delivered
-// every interval (slaveTimerSyncInterval) until ctx ends (the full sync copies it
-// too). masterAddr is asked before each copy; nothing is sent while it
-// returns "", nor again to a master that did not know the request (an
-// Apache RocketMQ master logs an error for each request it does not
-// know). The caller owns the goroutine and stops it through ctx.
+// slaveTimerSyncLoop copies its master's timer checkpoint (its read
+// time, as RocketMQ's slave copies it every 3 s with
+// GET_TIMER_CHECK_POINT) and which timer messages the master delivered
+// every interval (slaveTimerSyncInterval) until ctx ends (the full sync
+// copies the latter too). masterAddr is asked before each copy; nothing
+// is sent while it returns "", nor is the delivered messages' request
+// sent again to a master that did not know it (an Apache RocketMQ master
+// logs an error for each request it does not know). The caller owns the
+// goroutine and stops it through ctx.
 func (b *Broker) slaveTimerSyncLoop(ctx context.Context, interval time.Duration, masterAddr func() string) {
-	var unsupported string // the last master that did not know the request
+	var unsupported string // the last master that did not know GetTimerWatermark
 	periodic.Run(ctx, interval, func(ctx context.Context) {
 		addr := masterAddr()
-		if addr == "" || addr == b.Addr() || addr == unsupported {
+		if addr == "" || addr == b.Addr() {
 			return
 		}
-		err := b.syncTimerFromMaster(ctx, addr)
-		switch {
-		case errors.Is(err, errNotSupported):
+		noWatermark, err := b.syncTimerFromMaster(ctx, addr, addr != unsupported)
+		if noWatermark {
 			unsupported = addr
-		case err != nil && ctx.Err() == nil:
-			b.log.Warn().Err(err).Str("master", addr).Msg("copy which timer messages the master delivered")
+		}
+		if err != nil && ctx.Err() == nil {
+			b.log.Warn().Err(err).Str("master", addr).Msg("copy the master's timer checkpoint or which timer messages it delivered")
 		}
 	})
 }
 
-// syncTimerFromMaster asks the master at masterAddr which timer messages
-// it delivered and forgets them (applyMasterTimerWatermark). The error
-// wraps errNotSupported for a master that does not know the request.
-func (b *Broker) syncTimerFromMaster(ctx context.Context, masterAddr string) error {
+// syncTimerFromMaster copies the timer checkpoint of the master at
+// masterAddr (applyMasterTimerCheckpoint) and, with watermark, asks it
+// which timer messages it delivered and forgets them
+// (applyMasterTimerWatermark). noWatermark reports a master that does not
+// know the second request (not an error); the errors of the two are
+// joined.
+func (b *Broker) syncTimerFromMaster(ctx context.Context, masterAddr string, watermark bool) (noWatermark bool, err error) {
 	c, err := b.dialMaster(ctx, masterAddr)
+	if err != nil {
+		return false, err
+	}
+	defer c.Close()
+	var errs []error
+	resp, err := invokeMaster(ctx, c, remoting.GetTimerCheckPoint, nil)
+	if err == nil {
+		err = b.applyMasterTimerCheckpoint(resp.Body)
+	}
+	if err != nil {
+		errs = append(errs, fmt.Errorf("copy the timer checkpoint of master %s: %w", masterAddr, err))
+	}
+	if watermark {
+		body, err := askMaster(ctx, c, remoting.GetTimerWatermark)
+		if err == nil {
+			err = b.applyMasterTimerWatermark(body)
+		}
+		switch {
+		case errors.Is(err, errNotSupported):
+			noWatermark = true
+		case err != nil:
+			errs = append(errs, fmt.Errorf("copy the delivered timer messages of master %s: %w", masterAddr, err))
+		}
+	}
+	return noWatermark, errors.Join(errs...)
+}
+
+// applyMasterTimerCheckpoint takes over the read time, timer queue
+// offset and data version of the master's timer checkpoint, as
+// RocketMQ's SlaveSynchronize.syncTimerCheckPoint sets them on its
+// slave's TimerCheckpoint, from which the slave's timer takes its read
+// time while it does not deliver (syncLastReadTimeMs).
+func (b *Broker) applyMasterTimerCheckpoint(body []byte) error {
+	ck, err := rmqconfig.DecodeTimerCheckpoint(body)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	body, err := askMaster(ctx, c, remoting.GetTimerWatermark)
-	if err == nil {
-		err = b.applyMasterTimerWatermark(body)
-	}
-	if err != nil {
-		return fmt.Errorf("copy the delivered timer messages of master %s: %w", masterAddr, err)
-	}
+	b.repl.masterTimer.Store(&ck)
 	return nil
+}
+
+// slaveTimerCheckpoint returns the master's timer checkpoint as this
+// slave last copied it; ok is false on a master, or before the first
+// copy (the slave's own timer answers for itself then).
+func (b *Broker) slaveTimerCheckpoint() (rmqconfig.TimerCheckpoint, bool) {
+	if !b.isSlave() {
+		return rmqconfig.TimerCheckpoint{}, false
+	}
+	ck := b.repl.masterTimer.Load()
+	if ck == nil {
+		return rmqconfig.TimerCheckpoint{}, false
+	}
+	return *ck, true
 }
 
 // askMaster sends one bodiless GET_ALL_* request and returns the body of

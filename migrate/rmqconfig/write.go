@@ -146,11 +146,7 @@ func WriteTimerCheckpoint(dir string, readMs, queueOffset int64, version meta.Da
 // also the body of GET_TIMER_CHECK_POINT, which a RocketMQ slave asks its
 // master for.
 func EncodeTimerCheckpoint(readMs, queueOffset int64, version meta.DataVersion) []byte {
-	b := make([]byte, 0, 56)
-	for _, v := range []int64{readMs, 0, queueOffset, queueOffset, version.StateVersion, version.Timestamp, version.Counter} {
-		b = binary.BigEndian.AppendUint64(b, uint64(v))
-	}
-	return b
+	return TimerCheckpoint{ReadMs: readMs, QueueOffset: queueOffset, MasterQueueOffset: queueOffset, Version: version}.Encode()
 }
 
 // replaceKeepingBackup writes data to path, keeping the content it
@@ -314,4 +310,41 @@ func appendVersion(b *bytes.Buffer, version meta.DataVersion) error {
 	b.Write(v)
 	b.WriteString("\n}\n")
 	return nil
+}
+
+// TimerCheckpoint is RocketMQ 5's TimerCheckpoint as GET_TIMER_CHECK_POINT
+// carries it (the 56 bytes EncodeTimerCheckpoint lays out).
+type TimerCheckpoint struct {
+	// ReadMs is lastReadTimeMs: the timer's read time.
+	ReadMs int64
+	// FlushPos is lastTimerLogFlushPos.
+	FlushPos int64
+	// QueueOffset is lastTimerQueueOffset, MasterQueueOffset
+	// masterTimerQueueOffset: where the broker's timer, and its master's,
+	// took in rmq_sys_wheel_timer up to.
+	QueueOffset, MasterQueueOffset int64
+	// Version is the checkpoint's dataVersion.
+	Version meta.DataVersion
+}
+
+// Encode lays c out as EncodeTimerCheckpoint does.
+func (c TimerCheckpoint) Encode() []byte {
+	b := make([]byte, 0, 56)
+	for _, v := range []int64{c.ReadMs, c.FlushPos, c.QueueOffset, c.MasterQueueOffset, c.Version.StateVersion, c.Version.Timestamp, c.Version.Counter} {
+		b = binary.BigEndian.AppendUint64(b, uint64(v))
+	}
+	return b
+}
+
+// DecodeTimerCheckpoint reads the body of a GET_TIMER_CHECK_POINT answer
+// (RocketMQ's TimerCheckpoint.decode): at least its 56 bytes.
+func DecodeTimerCheckpoint(b []byte) (TimerCheckpoint, error) {
+	if len(b) < 56 {
+		return TimerCheckpoint{}, fmt.Errorf("timer checkpoint of %d bytes, want 56", len(b))
+	}
+	v := func(i int) int64 { return int64(binary.BigEndian.Uint64(b[8*i:])) }
+	return TimerCheckpoint{
+		ReadMs: v(0), FlushPos: v(1), QueueOffset: v(2), MasterQueueOffset: v(3),
+		Version: meta.DataVersion{StateVersion: v(4), Timestamp: v(5), Counter: v(6)},
+	}, nil
 }

@@ -1,0 +1,82 @@
+package broker
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// A slave with timerWheelEnable copies its master's timer checkpoint
+// and reports from it, as RocketMQ's slave (syncTimerCheckPoint, then
+// syncLastReadTimeMs): timerReadBehind in GET_BROKER_RUNTIME_INFO and
+// rocketmq_timer_dequeue_latency are the seconds since the master's read
+// time, which grow while the master does not move it (down, or its
+// delivery stopped) whatever the slave's own entries; GET_TIMER_CHECK_POINT
+// answers the master's read time, queue offset and version, the slave's
+// own queue offset bounded by the master's. Before the first copy the
+// slave answers for its own timer.
+func TestSlaveTimerReadsFromItsMastersCheckpoint(t *testing.T) {
+	masterRead := time.Now().Add(-30 * time.Second).UnixMilli()
+	masterRead -= masterRead % 1000
+	version := meta.DataVersion{StateVersion: 1, Timestamp: 2, Counter: 3}
+	master := startRemotingServer(t, remoting.RespondFunc(func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		if req.Code != remoting.GetTimerCheckPoint {
+			return remoting.NotSupportedResponse(req)
+		}
+		resp := remoting.NewResponse(req, remoting.Success, "")
+		resp.Body = rmqconfig.TimerCheckpoint{ReadMs: masterRead, QueueOffset: 7, MasterQueueOffset: 7, Version: version}.Encode()
+		return resp
+	}))
+	slave := startTestBrokerWith(t, t.TempDir(), map[string]string{
+		"brokerRole": "SLAVE", "brokerId": "1", "timerWheelEnable": "true",
+		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
+	}, func(b *Broker) { b.timerCensusTTL = 0 })
+	c := slave.client(nil)
+
+	behind := func() int64 {
+		t.Helper()
+		n, err := strconv.ParseInt(runtimeInfo(t, c)["timerReadBehind"], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	checkpoint := func() rmqconfig.TimerCheckpoint {
+		t.Helper()
+		r := call(t, c, remoting.GetTimerCheckPoint, nil, nil)
+		if r.Code != remoting.Success {
+			t.Fatalf("GET_TIMER_CHECK_POINT on the slave: %d %s", r.Code, r.Remark)
+		}
+		ck, err := rmqconfig.DecodeTimerCheckpoint(r.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ck
+	}
+	if n := behind(); n > 1 {
+		t.Fatalf("timerReadBehind of an idle slave before its first copy: %d, want 0 or 1", n)
+	}
+	if ck := checkpoint(); ck.ReadMs < masterRead+20_000 {
+		t.Fatalf("checkpoint of the slave before its first copy: read time %d, want its own (about now)", ck.ReadMs)
+	}
+
+	if _, err := slave.syncTimerFromMaster(t.Context(), master, true); err != nil {
+		t.Fatalf("copy the master's timer checkpoint: %v", err)
+	}
+	if n := behind(); n < 30 || n > 32 {
+		t.Fatalf("timerReadBehind of the slave after the copy: %d, want the seconds since the master's read time (30)", n)
+	}
+	store := []string{`storage_type="local"`, `storage_medium="disk"`}
+	if v := metricValue(t, scrapeMetrics(t, slave), "rocketmq_timer_dequeue_latency_milliseconds", store...); v < 30 || v > 32 {
+		t.Fatalf("rocketmq_timer_dequeue_latency of the slave after the copy: %v, want 30", v)
+	}
+	want := rmqconfig.TimerCheckpoint{ReadMs: masterRead, QueueOffset: 0, MasterQueueOffset: 7, Version: version}
+	if ck := checkpoint(); ck != want {
+		t.Fatalf("checkpoint of the slave after the copy: %+v, want %+v", ck, want)
+	}
+}
