@@ -775,11 +775,18 @@ func (b *Broker) timerRuntimeInfo(table map[string]string, nowMs int64) {
 // timer checkpoint goes by the read time copied, as RocketMQ's slave
 // takes it as its timer's while it does not deliver
 // (syncLastReadTimeMs), so that it grows while the master is down or
-// stopped (negative, as RocketMQ's, when the master's clock is ahead);
-// any other broker by its own timer (timer.Service.ReadBehind).
+// stopped (negative, as RocketMQ's, when the master's clock is ahead),
+// and before its first copy after a start by the copy it saved before
+// it stopped, as RocketMQ's slave starts from its saved checkpoint; any
+// other broker by its own timer (timer.Service.ReadBehind), whose read
+// time a start resumes where the last run saved it.
 func (b *Broker) timerReadBehind(now time.Time) (int64, error) {
 	if ck, ok := b.slaveTimerCheckpoint(); ok {
 		return (now.UnixMilli() - ck.ReadMs) / 1000, nil
+	}
+	if saved := b.repl.savedTimerReadMs.Load(); b.isSlave() && saved > 0 {
+		// Before the first copy: the copy saved before the last stop.
+		return (now.UnixMilli() - saved) / 1000, nil
 	}
 	behind, err := b.timers.ReadBehind(now)
 	if err != nil {

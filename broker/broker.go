@@ -681,6 +681,8 @@ func (b *Broker) openStores(ctx context.Context) error {
 	b.timers = timer.New(db.Timers(), recordStore{b: b}, timer.Options{Progress: db.RocketMQTimerProgress, QueueProgress: db.RocketMQTimerQueueOffset,
 		Dispatched: func() int64 { return b.disp.Dispatched() }, Paused: func() bool { return b.current().TimerStopDequeue },
 		StopEnqueue: func() bool { return b.current().TimerStopEnqueue },
+		// Run on a master only: a slave saves its master's (slavesync.go).
+		SavedReadTime: db.TimerReadTime, SaveReadTime: db.SetTimerReadTime,
 		// The dispatcher indexes parked messages before the exporter starts.
 		Enqueued:   func(topic string, d time.Duration) { b.earlyMetrics.Load().TimerEnqueued(topic, d) },
 		Dequeued:   func(topic string) { b.earlyMetrics.Load().TimerDequeued(topic) },

@@ -44,6 +44,10 @@ type replication struct {
 	// slaveTimerSyncInterval), nil before the first copy: see
 	// slaveTimerCheckpoint.
 	masterTimer atomic.Pointer[rmqconfig.TimerCheckpoint]
+	// savedTimerReadMs is the read time of the master's checkpoint the
+	// slave saved before it last stopped, which it reports until its
+	// first copy (0: none).
+	savedTimerReadMs atomic.Int64
 }
 
 func (r *replication) load(p *atomic.Pointer[string]) string {
@@ -155,6 +159,13 @@ func (b *Broker) startReplication() error {
 		} else if a := b.cfg.HAMasterAddress; a != "" {
 			b.log.Warn().Str("haMasterAddress", a).Int("minLength", haAddressMinLength).
 				Msg("haMasterAddress is shorter than RocketMQ takes and is ignored, as RocketMQ ignores it: the master's HA address comes from the name servers")
+		}
+		if b.cfg.TimerWheelEnable {
+			if ms, ok, err := b.db.TimerReadTime(); err != nil {
+				b.log.Warn().Err(err).Msg("read the master's timer read time saved at the last copy")
+			} else if ok {
+				b.repl.savedTimerReadMs.Store(ms)
+			}
 		}
 		b.repl.client = ha.NewClient(ha.ClientConfig{
 			MasterAddr:           func() string { return b.repl.load(&b.repl.masterHA) },

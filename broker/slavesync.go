@@ -254,7 +254,14 @@ func (b *Broker) applyMasterTimerCheckpoint(body []byte) error {
 	if err != nil {
 		return err
 	}
-	b.repl.masterTimer.Store(&ck)
+	prev := b.repl.masterTimer.Swap(&ck)
+	if prev == nil || prev.ReadMs != ck.ReadMs {
+		// For the slave's next start, as RocketMQ's slave flushes its
+		// checkpoint with the copied read time.
+		if err := b.db.SetTimerReadTime(ck.ReadMs); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

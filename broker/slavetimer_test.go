@@ -2,10 +2,14 @@ package broker
 
 import (
 	"context"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -32,10 +36,12 @@ func TestSlaveTimerReadsFromItsMastersCheckpoint(t *testing.T) {
 		resp.Body = rmqconfig.TimerCheckpoint{ReadMs: masterRead, QueueOffset: 7, MasterQueueOffset: 7, Version: version}.Encode()
 		return resp
 	}))
-	slave := startTestBrokerWith(t, t.TempDir(), map[string]string{
+	slaveStore := t.TempDir()
+	slaveConf := map[string]string{
 		"brokerRole": "SLAVE", "brokerId": "1", "timerWheelEnable": "true",
 		"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0",
-	}, func(b *Broker) { b.timerCensusTTL = 0 })
+	}
+	slave := startTestBrokerWith(t, slaveStore, slaveConf, func(b *Broker) { b.timerCensusTTL = 0 })
 	c := slave.client(nil)
 
 	behind := func() int64 {
@@ -78,5 +84,49 @@ func TestSlaveTimerReadsFromItsMastersCheckpoint(t *testing.T) {
 	want := rmqconfig.TimerCheckpoint{ReadMs: masterRead, QueueOffset: 0, MasterQueueOffset: 7, Version: version}
 	if ck := checkpoint(); ck != want {
 		t.Fatalf("checkpoint of the slave after the copy: %+v, want %+v", ck, want)
+	}
+
+	// Restarted while its master is away, the slave reports from the
+	// copy it saved, as RocketMQ's slave from its saved checkpoint.
+	slave.stop()
+	slave = startTestBrokerAt(t, slaveStore, slaveConf)
+	c = slave.client(nil)
+	if n := behind(); n < 30 || n > 32 {
+		t.Fatalf("timerReadBehind of the restarted slave before its first copy: %d, want 30 from the copy it saved", n)
+	}
+}
+
+// A master's timer read time survives a restart, as RocketMQ's
+// checkpoint's lastReadTimeMs: restarted with delivery stopped
+// (timerStopDequeue), its timerReadBehind counts from the read time its
+// last run saved, not from its start.
+func TestTimerReadTimeResumesAfterARestart(t *testing.T) {
+	store := t.TempDir()
+	b := startTestBrokerAt(t, store, nil)
+	b.stop()
+	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(store, kvindex.DirName), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := time.Now().Add(-time.Minute).UnixMilli()
+	if err := db.SetTimerReadTime(saved); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = startTestBrokerAt(t, store, map[string]string{"timerStopDequeue": "true"})
+	c := b.client(nil)
+	var n int64
+	// The timer's goroutine sets the read time as it starts.
+	waitFor(t, "timerReadBehind of 60 s from the saved read time", func() bool {
+		n, err = strconv.ParseInt(runtimeInfo(t, c)["timerReadBehind"], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n >= 60
+	})
+	if n > 62 {
+		t.Fatalf("timerReadBehind after a restart with delivery stopped: %d, want 60 from the saved read time", n)
 	}
 }

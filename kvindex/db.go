@@ -357,6 +357,23 @@ func (d *DB) SetRocketMQTimerProgress(ms int64) error {
 	return d.setMetaInt64(metaTimerProgress, ms)
 }
 
+// TimerReadTime returns the timer's read time as last saved
+// (SetTimerReadTime); ok is false when none was.
+func (d *DB) TimerReadTime() (ms int64, ok bool, err error) {
+	return d.metaInt64(metaTimerReadMs)
+}
+
+// SetTimerReadTime saves the timer's read time, as RocketMQ flushes its
+// timer checkpoint's lastReadTimeMs every second: without a sync (a
+// crash loses at most the last saves, which only make a restart's read
+// time earlier).
+func (d *DB) SetTimerReadTime(ms int64) error {
+	if err := d.pdb.Set(metaKey(metaTimerReadMs), putInt64(ms), pebble.NoSync); err != nil {
+		return fmt.Errorf("write meta %s: %w", metaTimerReadMs, err)
+	}
+	return nil
+}
+
 // RocketMQTimerQueueOffset returns how far the timer of the Apache
 // RocketMQ store this index was opened on had read rmq_sys_wheel_timer
 // (the queue offset of the first parked message it had not taken in);

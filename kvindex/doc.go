@@ -166,6 +166,11 @@
 //	"rmqTimerQueueOffset" value: offset int64  how far that timer had taken in
 //	                                           rmq_sys_wheel_timer (timercheck
 //	                                           lastTimerQueueOffset); absent: all of it
+//	"timerReadMs" value: ms int64              the timer's read time as last saved (RocketMQ's
+//	                                           timercheck lastReadTimeMs): a master's rounds
+//	                                           save it every second, a slave the read time of
+//	                                           its master's checkpoint as it copies it; a start
+//	                                           resumes the read time there (timerReadBehind)
 //	"timerHold" value: phy int64 | queueOffset int64
 //	                                           the timer holds back the parked messages from
 //	                                           the record at CommitLog offset phy (queue offset

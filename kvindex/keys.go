@@ -64,6 +64,9 @@ const (
 	// metaTimerQueueOffset: how far that timer had read its topic
 	// (timercheck's lastTimerQueueOffset), imported with it.
 	metaTimerQueueOffset = "rmqTimerQueueOffset"
+	// metaTimerReadMs: the timer's read time as last saved (a master's
+	// rounds', a slave's copy of its master's checkpoint).
+	metaTimerReadMs = "timerReadMs"
 	// metaTimerHold: where the timer began holding parked messages back
 	// (timerStopEnqueue; value: CommitLog offset | queue offset in
 	// rmq_sys_wheel_timer, Timers.SetHold).

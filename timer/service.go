@@ -69,6 +69,10 @@ type Service struct {
 	progress      func() (int64, bool, error)
 	queueProgress func() (int64, bool, error)
 	progressOnce  sync.Once
+	// savedReadTime and saveReadTime are Options.SavedReadTime and
+	// SaveReadTime.
+	savedReadTime func() (int64, bool, error)
+	saveReadTime  func(ms int64) error
 	deliveredTo   int64 // RocketMQ delivered what it had taken in and was due before this
 	takenIn       int64 // RocketMQ had taken in the parked messages below this queue offset
 
@@ -107,7 +111,8 @@ type Service struct {
 	// last round that left nothing due behind it had delivered everything
 	// it could see: RocketMQ's currReadTimeMs, which its dequeue moves on
 	// slot by slot with the clock, empty slots too, and which stays where
-	// it is while delivery is stopped. 0 before the first such round.
+	// it is while delivery is stopped. Run starts it where the last run
+	// saved it (or at the slot of its start); 0 before Run.
 	// DeliveredBefore bounds it by what still waits.
 	readMs atomic.Int64
 
@@ -164,7 +169,9 @@ func (s *Service) setWatermark(committed int64, held holdSnapshot) {
 // slave copies from its master (GET_TIMER_CHECK_POINT) and resumes its
 // timing wheel at when it is promoted. As RocketMQ's, it moves on with
 // the clock while the slots are empty: it is the slot of the last round
-// that left nothing due behind it (before the first, the slot of now),
+// that left nothing due behind it (before the first, the read time the
+// last run saved, as RocketMQ's timer starts at its checkpoint's, else
+// the slot of Run's start; see Run),
 // so it stays where it is while delivery is stopped; and it is never
 // past the slot of a message still waiting: the earliest entry from the
 // rounds' cursor on, or indexed behind it and not yet delivered (the late
@@ -351,6 +358,13 @@ type Options struct {
 	// due further ahead of its store time is indexed within it and, when
 	// that comes, parked again (rolled) instead of delivered.
 	RollWindow time.Duration
+	// SavedReadTime, when set, returns the read time Run saved last
+	// (kvindex.DB.TimerReadTime): Run starts the read time there, as
+	// RocketMQ's timer starts its currReadTimeMs at its checkpoint's
+	// lastReadTimeMs, and SaveReadTime saves it every second while it
+	// runs, and when it stops.
+	SavedReadTime func() (int64, bool, error)
+	SaveReadTime  func(ms int64) error
 }
 
 // New returns a timer service over the index's timer keyspace.
@@ -382,6 +396,7 @@ func New(timers *kvindex.Timers, store Store, opts Options, log zerolog.Logger) 
 		roll = def.RollWindow
 	}
 	return &Service{timers: timers, store: store, progress: opts.Progress, queueProgress: opts.QueueProgress,
+		savedReadTime: opts.SavedReadTime, saveReadTime: opts.SaveReadTime,
 		precisionMs: precision.Milliseconds(), rollWindowMs: roll.Milliseconds(), chunkBytes: chunkBytes, countPage: countPage,
 		dispatched: opts.Dispatched, paused: paused, now: time.Now, takenIn: math.MaxInt64, maxLate: maxLate, hold: newHold(opts.StopEnqueue),
 		enqueued: enqueued, dequeued: dequeued, tookIn: tookIn, putN: putN, properties: opts.Properties, log: log.With().Str("component", "timer").Logger()}
@@ -514,20 +529,71 @@ func (s *Service) readProgress() {
 
 // Run delivers due messages every 100 ms until ctx ends, except while
 // Options.Paused says delivery is stopped; a failed round is logged and
-// retried at the next tick. The read time (DeliveredBefore) starts at
-// the slot of its start: stopped from there, it stays.
+// retried at the next tick. The read time (DeliveredBefore) starts where
+// the last run saved it (Options.SavedReadTime), as RocketMQ's timer
+// starts at its checkpoint's, or at the slot of its start without one:
+// stopped from there, it stays. It is saved every second and at the end.
 func (s *Service) Run(ctx context.Context) {
-	s.readMs.CompareAndSwap(0, s.slotOf(s.now().UnixMilli()))
-	periodic.Run(ctx, tick, func(ctx context.Context) {
-		s.settleHold()
-		if s.paused() {
+	s.readMs.CompareAndSwap(0, s.startReadTime())
+	saved, savedAt := int64(0), time.Time{}
+	save := func() {
+		r := s.readMs.Load()
+		if s.saveReadTime == nil || r == saved {
 			return
 		}
-		if _, err := s.DeliverDue(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn().Err(err).Msg("deliver timer messages")
+		if err := s.saveReadTime(r); err != nil {
+			s.log.Warn().Err(err).Msg("save the timer's read time")
+			return
+		}
+		saved, savedAt = r, s.now()
+	}
+	periodic.Run(ctx, tick, func(ctx context.Context) {
+		s.settleHold()
+		if !s.paused() {
+			if _, err := s.DeliverDue(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn().Err(err).Msg("deliver timer messages")
+			}
+		}
+		if s.now().Sub(savedAt) >= readTimeSaveEvery {
+			save()
 		}
 	})
+	save()
 }
+
+// readTimeSaveEvery is how often Run saves the read time (RocketMQ's
+// timerFlushIntervalMs).
+const readTimeSaveEvery = time.Second
+
+// startReadTime is where Run starts the read time: the saved one, no
+// later than the slot of now, and no earlier than RocketMQ's timer
+// starts its wheel (the slots of 7 days before now but 60, a slot being
+// the precision), or the slot of now without one.
+func (s *Service) startReadTime() int64 {
+	now := s.slotOf(s.now().UnixMilli())
+	if s.savedReadTime == nil {
+		return now
+	}
+	ms, ok, err := s.savedReadTime()
+	if err != nil {
+		s.log.Warn().Err(err).Msg("read the timer's saved read time; starting it now")
+		return now
+	}
+	if !ok || ms <= 0 {
+		return now
+	}
+	earliest := now - (wheelSlots-wheelBlankSlots)*max(s.precisionMs, 1)
+	return min(max(s.slotOf(ms), earliest), now)
+}
+
+// wheelSlots and wheelBlankSlots are RocketMQ's timer wheel's slots (7
+// days of them) and the blank ones it keeps ahead: a restarted timer's
+// read time is no earlier than the slots of wheelSlots-wheelBlankSlots
+// before now (TimerMessageStore.recover).
+const (
+	wheelSlots      = 7 * 24 * 3600
+	wheelBlankSlots = 60
+)
 
 // DeliverDue stores every message due by now in its real topic and queue
 // and returns how many it delivered. A due message carrying
