@@ -416,3 +416,34 @@ func TestSlaveSyncReplacesTheSlavesOrderlyProgress(t *testing.T) {
 		t.Fatalf("orderly pop on the slave after a sync of the master's offset 1: %v, want [m1 m2]", bodies(got.Messages))
 	}
 }
+
+// A client's offset commit on a slave (UPDATE_CONSUMER_OFFSET) replaces
+// what the slave's orderly pops and acks committed of the queue, as it
+// overwrites the one entry of RocketMQ's slave's offset table.
+func TestSlaveOffsetCommitReplacesTheSlavesOrderlyProgress(t *testing.T) {
+	master := startTestBroker(t, withHA(nil))
+	slave := startSlaveOf(t, master, nil)
+	_, mrc := popClient(master)
+	sendBodies(t, mrc, "SC", 4)
+	if r := call(t, mrc, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"o"}`)); r.Code != remoting.Success {
+		t.Fatalf("create the group on the master: %d %s", r.Code, r.Remark)
+	}
+	waitReplicated(t, master, slave)
+	syncSlave(t, slave, master) // the topic and the group
+	sc, src := popClient(slave)
+	ctx := ctx20(t)
+
+	req := popclient.PopRequest{Group: "o", Topic: "SC", QueueID: 0, MaxMsgNums: 2, InvisibleTime: time.Minute, Order: true, AttemptID: "a"}
+	got := mustPop(t, sc, req)
+	for _, m := range got.Messages {
+		if code, err := sc.Ack(ctx, "o", m); err != nil || code != remoting.Success {
+			t.Fatalf("orderly ack of %s on the slave: %d %v", m.Body, code, err)
+		}
+	}
+	if r := call(t, src, remoting.UpdateConsumerOffset, map[string]string{"consumerGroup": "o", "topic": "SC", "queueId": "0", "commitOffset": "1"}, nil); r.Code != remoting.Success {
+		t.Fatalf("offset commit on the slave: %d %s", r.Code, r.Remark)
+	}
+	if got := mustPop(t, sc, req); fmt.Sprint(bodies(got.Messages)) != "[m1 m2]" {
+		t.Fatalf("orderly pop on the slave after a commit of 1 there: %v, want [m1 m2]", bodies(got.Messages))
+	}
+}

@@ -160,8 +160,10 @@ func (s *Service) dropSlaveOwn(match func(queueKey) bool) {
 
 // slaveOwnOffset returns the slave's own offset entry of k, dropping it
 // when it is past the end of the queue (deleted and created again, or
-// cut, since): what the slave kept of it is of another queue. The caller
-// holds k's stripe lock or reads without changing.
+// cut, since): what the slave kept of it is of another queue. Called
+// without k's stripe lock (a NOTIFICATION's look), the drop may be undone
+// by a request that holds it and puts its copy back: the next look drops
+// it again.
 func (s *Service) slaveOwnOffset(k queueKey, now int64) (int64, bool, error) {
 	q := s.slaveOrd.get(k)
 	if !q.hasCommitted {
