@@ -682,7 +682,15 @@ func (b *Broker) openStores(ctx context.Context) error {
 		Dispatched: func() int64 { return b.disp.Dispatched() }, Paused: func() bool { return b.current().TimerStopDequeue },
 		StopEnqueue: func() bool { return b.current().TimerStopEnqueue },
 		// Run on a master only: a slave saves its master's (slavesync.go).
-		SavedReadTime: db.TimerReadTime, SaveReadTime: db.SetTimerReadTime,
+		SavedReadTime: func() (int64, bool, error) {
+			ms, ok, err := db.TimerReadTime()
+			if ok || err != nil {
+				return ms, ok, err
+			}
+			// The first start on a moved RocketMQ store: its timer's.
+			return db.RocketMQTimerProgress()
+		},
+		SaveReadTime: db.SetTimerReadTime,
 		// The dispatcher indexes parked messages before the exporter starts.
 		Enqueued:   func(topic string, d time.Duration) { b.earlyMetrics.Load().TimerEnqueued(topic, d) },
 		Dequeued:   func(topic string) { b.earlyMetrics.Load().TimerDequeued(topic) },

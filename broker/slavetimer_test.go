@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -128,5 +130,35 @@ func TestTimerReadTimeResumesAfterARestart(t *testing.T) {
 	})
 	if n > 62 {
 		t.Fatalf("timerReadBehind after a restart with delivery stopped: %d, want 60 from the saved read time", n)
+	}
+}
+
+// The first start on a moved RocketMQ store takes its timer's read time
+// from RocketMQ's checkpoint (config/timercheck lastReadTimeMs), as
+// RocketMQ's own start would: with delivery stopped, timerReadBehind
+// counts from there.
+func TestTimerReadTimeOfAMovedRocketMQStore(t *testing.T) {
+	store := t.TempDir()
+	b := startTestBrokerAt(t, store, nil)
+	b.stop()
+	if err := os.RemoveAll(filepath.Join(store, kvindex.DirName)); err != nil {
+		t.Fatal(err)
+	}
+	page := make([]byte, 4096)
+	binary.BigEndian.PutUint64(page, uint64(time.Now().Add(-time.Minute).UnixMilli()))
+	writeRocketMQConfig(t, store, "timercheck", string(page))
+	b = startTestBrokerAt(t, store, map[string]string{"timerStopDequeue": "true"})
+	c := b.client(nil)
+	var n int64
+	waitFor(t, "timerReadBehind of 60 s from RocketMQ's checkpoint", func() bool {
+		var err error
+		n, err = strconv.ParseInt(runtimeInfo(t, c)["timerReadBehind"], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n >= 60
+	})
+	if n > 62 {
+		t.Fatalf("timerReadBehind on a moved RocketMQ store with delivery stopped: %d, want 60", n)
 	}
 }

@@ -170,7 +170,8 @@
 //	                                           timercheck lastReadTimeMs): a master's rounds
 //	                                           save it every second, a slave the read time of
 //	                                           its master's checkpoint as it copies it; a start
-//	                                           resumes the read time there (timerReadBehind)
+//	                                           resumes the read time there (timerReadBehind),
+//	                                           or at rmqTimerReadMs without it
 //	"timerHold" value: phy int64 | queueOffset int64
 //	                                           the timer holds back the parked messages from
 //	                                           the record at CommitLog offset phy (queue offset
