@@ -42,20 +42,7 @@ func TestResetOffsetReconsumes(t *testing.T) {
 	}
 	// The client waits 10 s after PULL_OFFSET_MOVED, then takes the new
 	// offset at its next rebalance (every 20 s).
-	waitUntil(t, 90*time.Second, "the second half consumed again", func() bool {
-		seen := got.snapshot()
-		for i := 0; i < n; i++ {
-			if seen["after-"+strconv.Itoa(i)] < 2 {
-				return false
-			}
-		}
-		return true
-	})
-	for body, times := range got.snapshot() {
-		if strings.HasPrefix(body, "before-") && times != 1 {
-			t.Errorf("%s, sent before the reset time, delivered %d times", body, times)
-		}
-	}
+	waitReconsumedAfterReset(t, got, n)
 	// The broker's committed offsets follow the client again.
 	waitCommitted(t, b.addr, group, topic, queues, 20*time.Second)
 }
@@ -173,6 +160,15 @@ func TestResetOffsetThroughClientsReconsumes(t *testing.T) {
 	}
 	// The client waits 10 s after the push, commits the offsets and
 	// takes the queues back at its next rebalance (every 20 s).
+	waitReconsumedAfterReset(t, got, n)
+	waitCommitted(t, b.addr, group, topic, queues, 20*time.Second)
+}
+
+// waitReconsumedAfterReset waits until each of the n messages sent after
+// the reset time ("after-i") was delivered a second time, then checks
+// that none sent before it ("before-i") came again.
+func waitReconsumedAfterReset(t *testing.T, got *collector, n int) {
+	t.Helper()
 	waitUntil(t, 90*time.Second, "the second half consumed again", func() bool {
 		seen := got.snapshot()
 		for i := 0; i < n; i++ {
@@ -187,5 +183,4 @@ func TestResetOffsetThroughClientsReconsumes(t *testing.T) {
 			t.Errorf("%s, sent before the reset time, delivered %d times", body, times)
 		}
 	}
-	waitCommitted(t, b.addr, group, topic, queues, 20*time.Second)
 }
