@@ -100,11 +100,13 @@ func unwrap(name, namespace string) string {
 	return name
 }
 
-// clientState is what the proxy keeps of one client: its last settings
-// and when it was last heard from.
+// clientState is what the proxy keeps of one client: its last settings,
+// when they came (in ms, the subVersion of its subscriptions) and when it
+// was last heard from.
 type clientState struct {
-	settings *rmqpb.Settings
-	seen     time.Time
+	settings   *rmqpb.Settings
+	settingsAt int64
+	seen       time.Time
 }
 
 // clientRegistry holds the clients' settings by client id.
@@ -140,7 +142,22 @@ func (r *clientRegistry) setSettings(id string, s *rmqpb.Settings) {
 		c = &clientState{}
 		r.clients[id] = c
 	}
-	c.settings, c.seen = s, time.Now()
+	now := time.Now()
+	c.settings, c.settingsAt, c.seen = s, now.UnixMilli(), now
+}
+
+// subVersion returns the version of the client's subscriptions: when its
+// last settings came, in ms (0 without settings). As RocketMQ's proxy,
+// which builds a consumer's subscriptions (FilterAPI.build, stamped with
+// the time) only from its settings, its heartbeats repeat this version
+// instead of a new one each.
+func (r *clientRegistry) subVersion(id string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.clients[id]; c != nil && c.settings != nil {
+		return c.settingsAt
+	}
+	return 0
 }
 
 // settings returns a copy of the client's settings, or nil.

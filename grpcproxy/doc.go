@@ -24,8 +24,11 @@
 //	ChangeInvisibleDuration  CHANGE_MESSAGE_INVISIBLETIME
 //	ForwardMessageToDLQ      CONSUMER_SEND_MSG_BACK (delay level -1), then
 //	                         ACK_MESSAGE
-//	Heartbeat                HEART_BEAT (consumers as CONSUME_POP,
-//	                         producers under each topic as their group)
+//	Heartbeat                HEART_BEAT (simple consumers as
+//	                         CONSUME_ACTIVELY, push consumers as
+//	                         CONSUME_PASSIVELY, their subscriptions of
+//	                         the version of their settings; producers
+//	                         under each topic as their group)
 //	NotifyClientTermination  UNREGISTER_CLIENT
 //	EndTransaction           END_TRANSACTION, with the half message's place
 //	                         remembered from its send or its check
@@ -35,7 +38,9 @@
 //	                         producer's telemetry stream
 //	RecallMessage            RECALL_MESSAGE
 //	Telemetry                the client's settings in, the merged settings
-//	                         out (retry policy, batch size, long polling)
+//	                         out (retry policy, batch size, long polling);
+//	                         HEART_BEAT for a producer or a consumer, as
+//	                         its heartbeat registers it
 //
 // A receipt handle is the POP_CK extraInfo of the broker's pop plus the
 // message's CommitLog offset, nine space-separated fields as RocketMQ's

@@ -169,6 +169,13 @@ func (s *Server) Telemetry(stream rmqpb.MessagingService_TelemetryServer) error 
 			// find the producer before its first heartbeat.
 			s.producerHeartbeat(ctx, who.clientID, settings)
 		}
+		if sub := settings.GetSubscription(); sub != nil && consumeTypeOf(settings.GetClientType()) != "" {
+			// As RocketMQ's proxy (processAndWriteClientSettings): a
+			// consumer is registered with its settings, under the
+			// subscriptions and version they bring, before its first
+			// heartbeat.
+			s.consumerHeartbeat(ctx, who.clientID, wrap(sub.GetGroup()), settings)
+		}
 		s.log.Debug().Str("client", who.clientID).Str("type", settings.GetClientType().String()).Msg("client settings")
 		if err := ts.send(&rmqpb.TelemetryCommand{Status: okStatus(), Command: &rmqpb.TelemetryCommand_Settings{Settings: answer}}); err != nil {
 			return err
@@ -237,8 +244,9 @@ func (s *Server) consumerSettingsOf(ctx context.Context, clientID string, r *top
 }
 
 // Heartbeat keeps the client alive in the proxy and registers a consumer
-// with the masters of the topics it subscribes (HEART_BEAT, consume type
-// CONSUME_POP), so that the brokers list it among the group's clients.
+// with the masters of the topics it subscribes (HEART_BEAT, see
+// consumerHeartbeat), so that the brokers list it among the group's
+// clients.
 // As RocketMQ's proxy, it takes the client's type from its settings: a
 // client that sent none to this proxy is UNRECOGNIZED_CLIENT_TYPE, a
 // consumer's heartbeat without a legal group ILLEGAL_CONSUMER_GROUP.
@@ -261,10 +269,7 @@ func (s *Server) Heartbeat(ctx context.Context, req *rmqpb.HeartbeatRequest) (*r
 		if err := checkGroup(group); err != nil {
 			return &rmqpb.HeartbeatResponse{Status: statusOf(err)}, nil
 		}
-		body := consumerHeartbeat(who.clientID, group, settings)
-		for addr := range s.mastersOf(ctx, subscribedTopics(settings)) {
-			s.tell(ctx, who.clientID, addr, "consumer heartbeat", remoting.NewRequest(remoting.HeartBeat, nil, body))
-		}
+		s.consumerHeartbeat(ctx, who.clientID, group, settings)
 	default:
 		return &rmqpb.HeartbeatResponse{Status: &rmqpb.Status{Code: rmqpb.Code_UNRECOGNIZED_CLIENT_TYPE, Message: ct.String()}}, nil
 	}
@@ -345,14 +350,39 @@ type heartbeatSubscription struct {
 	ExpressionType string   `json:"expressionType"`
 }
 
-// consumerHeartbeat builds a consumer's HEART_BEAT body from its
-// settings' subscriptions.
-func consumerHeartbeat(clientID, group string, settings *rmqpb.Settings) []byte {
-	cd := heartbeatConsumer{GroupName: group, ConsumeType: "CONSUME_POP", MessageModel: "CLUSTERING",
+// consumeTypeOf is the ConsumeType RocketMQ's proxy registers a gRPC
+// consumer under (ClientActivity.buildConsumeType): a simple consumer is
+// CONSUME_ACTIVELY, a push consumer CONSUME_PASSIVELY; other clients are
+// no consumers ("").
+func consumeTypeOf(ct rmqpb.ClientType) string {
+	switch ct {
+	case rmqpb.ClientType_SIMPLE_CONSUMER:
+		return "CONSUME_ACTIVELY"
+	case rmqpb.ClientType_PUSH_CONSUMER:
+		return "CONSUME_PASSIVELY"
+	}
+	return ""
+}
+
+// consumerHeartbeat registers a consumer of group with the masters of the
+// topics its settings subscribe (HEART_BEAT). Its subscriptions carry the
+// version of its settings (clientRegistry.subVersion), so that a heartbeat
+// leaves the subscriptions the brokers keep as its settings made them.
+func (s *Server) consumerHeartbeat(ctx context.Context, clientID, group string, settings *rmqpb.Settings) {
+	body := consumerHeartbeatBody(clientID, group, settings, s.clients.subVersion(clientID))
+	for addr := range s.mastersOf(ctx, subscribedTopics(settings)) {
+		s.tell(ctx, clientID, addr, "consumer heartbeat", remoting.NewRequest(remoting.HeartBeat, nil, body))
+	}
+}
+
+// consumerHeartbeatBody builds a consumer's HEART_BEAT body from its
+// settings' subscriptions, each of version subVersion.
+func consumerHeartbeatBody(clientID, group string, settings *rmqpb.Settings, subVersion int64) []byte {
+	cd := heartbeatConsumer{GroupName: group, ConsumeType: consumeTypeOf(settings.GetClientType()), MessageModel: "CLUSTERING",
 		ConsumeFromWhere: "CONSUME_FROM_LAST_OFFSET", SubscriptionDataSet: []heartbeatSubscription{}}
 	for _, e := range settings.GetSubscription().GetSubscriptions() {
 		expType, exp := filterOf(e.GetExpression())
-		hs := heartbeatSubscription{Topic: wrap(e.GetTopic()), SubString: exp, ExpressionType: expType, TagsSet: []string{}, CodeSet: []int{}, SubVersion: time.Now().UnixMilli()}
+		hs := heartbeatSubscription{Topic: wrap(e.GetTopic()), SubString: exp, ExpressionType: expType, TagsSet: []string{}, CodeSet: []int{}, SubVersion: subVersion}
 		if expType == "TAG" && exp != "*" {
 			for _, t := range strings.Split(exp, "||") {
 				if t = strings.TrimSpace(t); t != "" {
