@@ -748,8 +748,14 @@ func (b *Broker) scheduleRuntimeInfo(table map[string]string) {
 // not yet taken in (getEnqueueBehindMessages); timerCongestNum, the timer
 // messages waiting (getAllCongestNum: 0 until the timer has counted them
 // after a start); timerEnqueueTps and timerDequeueTps, the rates of the
-// timer's records taken in and put over the last 10 s. All are 0 with the
-// timer off, as RocketMQ writes them; mqadmin clusterList -m prints them.
+// timer's records taken in and put over the last 10 s. On a slave all but
+// timerReadBehind come from its own copies of the timer messages, as
+// RocketMQ's slave computes them from its own wheel and timer queue
+// (its congestion counted from the master's read time; here the entries
+// its master delivered are forgotten with the 3 s timer sync instead),
+// not from the TimerMetrics it copies; its timerDequeueTps is 0.0, the
+// slave delivering nothing. All are 0 with the timer off, as RocketMQ
+// writes them; mqadmin clusterList -m prints them.
 func (b *Broker) timerRuntimeInfo(table map[string]string, nowMs int64) {
 	readBehind, offsetBehind, congest := int64(0), int64(0), int64(0)
 	enqueueTps, dequeueTps := "0.0", "0.0"

@@ -125,29 +125,27 @@ func (b *Broker) processGetTimerCheckPoint(_ context.Context, conn *remoting.Con
 // change to the count (RocketMQ's is the last to that topic's); topics
 // with nothing waiting are left out (RocketMQ keeps them at 0). Until the
 // count is done after a start the table is empty, versioned by the
-// broker's start. With timerWheelEnable false it is refused, as
-// RocketMQ's broker, which then has no timer store, refuses it.
+// broker's start. A slave that copied its master's table answers the
+// copy, version and all, as RocketMQ's slave answers the TimerMetrics its
+// syncTimerMetrics replaced (see applyMasterTimerMetrics). With
+// timerWheelEnable false it is refused, as RocketMQ's broker, which then
+// has no timer store, refuses it.
 func (b *Broker) processGetTimerMetrics(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	if !b.cfg.TimerWheelEnable {
 		b.log.Warn().Stringer("caller", conn.RemoteAddr()).Msg("GET_TIMER_METRICS refused: timerWheelEnable is false")
 		return remoting.NewResponse(req, remoting.SystemError, "The timer message store is null")
 	}
-	type metric struct {
-		Count     int64 `json:"count"`
-		TimeStamp int64 `json:"timeStamp"`
-	}
-	var body struct {
-		DataVersion meta.DataVersion  `json:"dataVersion"`
-		TimingCount map[string]metric `json:"timingCount"`
-	}
-	body.DataVersion.Timestamp = b.started.UnixMilli()
-	body.TimingCount = map[string]metric{}
-	if table, ok := b.timerTable(); ok {
-		if table.Changes > 0 {
-			body.DataVersion = meta.DataVersion{Counter: table.Changes, Timestamp: table.ChangedMs}
-		}
-		for _, t := range table.Topics {
-			body.TimingCount[t.Topic] = metric{Count: t.Messages, TimeStamp: body.DataVersion.Timestamp}
+	body, copied := b.slaveTimerMetrics()
+	if !copied {
+		body.DataVersion.Timestamp = b.started.UnixMilli()
+		body.TimingCount = map[string]timerMetric{}
+		if table, ok := b.timerTable(); ok {
+			if table.Changes > 0 {
+				body.DataVersion = meta.DataVersion{Counter: table.Changes, Timestamp: table.ChangedMs}
+			}
+			for _, t := range table.Topics {
+				body.TimingCount[t.Topic] = timerMetric{Count: t.Messages, TimeStamp: body.DataVersion.Timestamp}
+			}
 		}
 	}
 	out, err := json.Marshal(body)

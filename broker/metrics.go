@@ -509,8 +509,12 @@ func (b *Broker) timerCensus() (metrics.TimerCensus, error) {
 
 // timingRows are the series of rocketmq_timing_messages (nil before the
 // timer has counted them), and how many topics have timer messages
-// waiting.
+// waiting. A slave that copied its master's timer metrics reports the
+// copy, as RocketMQ's gauge reads the TimerMetrics its slave copies.
 func (b *Broker) timingRows() ([]metrics.TopicMessages, int) {
+	if m, ok := b.slaveTimerMetrics(); ok {
+		return copiedTimingRows(m, maxTimingSeries)
+	}
 	rows, topics, ok := b.timers.Waiting(maxTimingSeries)
 	if !ok {
 		return nil, 0

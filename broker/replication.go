@@ -48,6 +48,10 @@ type replication struct {
 	// slave saved before it last stopped, which it reports until its
 	// first copy (0: none).
 	savedTimerReadMs atomic.Int64
+	// masterTimerMetrics is the master's timer metrics (GET_TIMER_METRICS)
+	// as a slave with timerWheelEnable last copied them with the full sync,
+	// nil before the first copy: see slaveTimerMetrics.
+	masterTimerMetrics atomic.Pointer[timerMetrics]
 }
 
 func (r *replication) load(p *atomic.Pointer[string]) string {

@@ -41,6 +41,9 @@ import (
 //	                     (rocketkv's GetPopState in pages, see
 //	                     popcopy.go; not asked of a master that does not
 //	                     answer it): replaced wholesale
+//	timer metrics (61)   under timerWheelEnable, as topics: the copy
+//	                     answers GET_TIMER_METRICS and
+//	                     rocketmq_timing_messages on this slave
 //
 // With the POP state a promoted slave re-delivers what was in flight on
 // its master when it last synced, once its invisible time is over, and
@@ -99,16 +102,7 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 		return err
 	}
 	defer c.Close()
-	steps := []struct {
-		what  string
-		code  int32
-		apply func([]byte) error
-		// own marks rocketkv's own requests, which an Apache RocketMQ
-		// master does not answer: skipped then.
-		own bool
-		// ask fetches the body when one request does not (askMaster).
-		ask func(context.Context, masterClient) ([]byte, error)
-	}{
+	steps := []syncStep{
 		{"delivered timer messages", remoting.GetTimerWatermark, b.applyMasterTimerWatermark, true, nil},
 		{"topics", remoting.GetAllTopicConfig, b.applyMasterTopics, false, askIfChanged(remoting.GetAllTopicConfig, b.topics.table.Version)},
 		{"consumer offsets", remoting.GetAllConsumerOffset, b.applyMasterOffsets, false, nil},
@@ -117,6 +111,10 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 		{"request modes", remoting.GetAllMessageRequestMode, b.applyMasterRequestModes, false, nil},
 		// After the consumer offsets (see above).
 		{"POP in-flight state", remoting.GetPopState, b.applyMasterPopState, true, askMasterPopState},
+	}
+	if b.cfg.TimerWheelEnable {
+		// As RocketMQ's syncAll, which asks it only under timerWheelEnable.
+		steps = append(steps, syncStep{"timer metrics", remoting.GetTimerMetrics, b.applyMasterTimerMetrics, false, nil})
 	}
 	var errs []error
 	for _, s := range steps {
@@ -141,6 +139,18 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// syncStep is one table of syncFromMaster.
+type syncStep struct {
+	what  string
+	code  int32
+	apply func([]byte) error
+	// own marks rocketkv's own requests, which an Apache RocketMQ
+	// master does not answer: skipped then.
+	own bool
+	// ask fetches the body when one request does not (askMaster).
+	ask func(context.Context, masterClient) ([]byte, error)
 }
 
 // masterClient is a slave's connection to its master for one sync: a

@@ -310,6 +310,7 @@ func FuzzApplyMasterBodies(f *testing.F) {
 	f.Add([]byte(`{"subscriptionGroupTable":{"G":{"groupName":"G"}},"forbiddenTable":{},"dataVersion":{"counter":5}}`))
 	f.Add([]byte(`{"cursorMs":1733000000000,"cursorPhy":12,"belowPhy":4096,"copiesEnd":8192}`))
 	f.Add([]byte(`{"messageRequestModeMap":{"T":{"G":{"topic":"T","consumerGroup":"G","mode":"POP","popShareQueueNum":1}}}}`))
+	f.Add([]byte(`{"dataVersion":{"counter":7,"timestamp":8},"timingCount":{"T":{"count":2,"timeStamp":8}}}`))
 	b := startTestBroker(f, nil)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		before := b.topics.table.Version()
@@ -355,14 +356,16 @@ func FuzzApplyMasterBodies(f *testing.F) {
 			}
 		}
 		_ = b.applyMasterRequestModes(body)
+		_ = b.applyMasterTimerMetrics(body)
 		_, _ = parseTimerWatermark(body) // applying waits for the slave to reach the master's end
 	})
 }
 
 // A master that answers nothing (REQUEST_CODE_NOT_SUPPORTED to every
-// code): each RocketMQ table fails with its name, but rocketkv's own
-// timer request, which an Apache RocketMQ master never answers, is
-// skipped without an error.
+// code): each RocketMQ table fails with its name (the timer metrics
+// among them, asked under timerWheelEnable as RocketMQ's slave asks
+// them), but rocketkv's own timer and POP requests, which an Apache
+// RocketMQ master never answers, are skipped without an error.
 func TestSyncSkipsTheTimerRequestAMasterDoesNotKnow(t *testing.T) {
 	master := startRemotingServer(t, remoting.RespondFunc(func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 		return remoting.NotSupportedResponse(req)
@@ -372,12 +375,12 @@ func TestSyncSkipsTheTimerRequestAMasterDoesNotKnow(t *testing.T) {
 	if err == nil {
 		t.Fatal("a master that answers nothing synced")
 	}
-	for _, table := range []string{"topics", "consumer offsets", "delay offsets", "subscription groups", "request modes"} {
+	for _, table := range []string{"topics", "consumer offsets", "delay offsets", "subscription groups", "request modes", "timer metrics"} {
 		if !strings.Contains(err.Error(), "copy the "+table+" of master") {
 			t.Errorf("no error for the %s: %v", table, err)
 		}
 	}
-	if strings.Contains(err.Error(), "timer") || strings.Contains(err.Error(), "POP") {
+	if strings.Contains(err.Error(), "delivered timer messages") || strings.Contains(err.Error(), "POP") {
 		t.Errorf("the timer or POP state request a RocketMQ master does not know is an error: %v", err)
 	}
 }

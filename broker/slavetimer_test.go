@@ -162,3 +162,70 @@ func TestTimerReadTimeOfAMovedRocketMQStore(t *testing.T) {
 		t.Fatalf("timerReadBehind on a moved RocketMQ store with delivery stopped: %d, want 60", n)
 	}
 }
+
+// A slave with timerWheelEnable copies its master's timer metrics with
+// the full sync and answers from the copy, as RocketMQ's slave
+// (SlaveSynchronize.syncTimerMetrics in syncAll) answers GET_TIMER_METRICS
+// and rocketmq_timing_messages from the TimerMetrics it copied: the
+// master's counts and data version, timer messages the slave has not
+// received included. Before its first copy it answers its own count.
+func TestSlaveTimerMetricsAreItsMasters(t *testing.T) {
+	master := startTestBroker(t, withHA(map[string]string{"timerPrecisionMs": "100"}))
+	slaveConf := map[string]string{"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr()}
+	for k, v := range earlyMetricsSettings {
+		slaveConf[k] = v
+	}
+	slave := startTestBrokerWith(t, t.TempDir(), withHA(slaveConf), func(b *Broker) { b.timerCensusTTL = 0 })
+	mc, sc := master.client(nil), slave.client(nil)
+	later := "TIMER_DELIVER_MS\x01" + strconv.FormatInt(time.Now().Add(10*time.Minute).UnixMilli(), 10) + "\x02"
+	mustSend(t, mc, "StmA", 0, "a1", "UNIQ_KEY\x01SA1\x02"+later)
+	waitReplicated(t, master, slave)
+	// The HA link goes: the slave does not get what follows.
+	if err := master.repl.server.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mustSend(t, mc, "StmA", 0, "a2", "UNIQ_KEY\x01SA2\x02"+later)
+	mustSend(t, mc, "StmB", 0, "b1", "UNIQ_KEY\x01SB1\x02"+later)
+	master.caughtUp()
+
+	metricsOf := func(c *remoting.Client) (timerMetrics, []byte) {
+		t.Helper()
+		r := call(t, c, remoting.GetTimerMetrics, nil, nil)
+		if r.Code != remoting.Success {
+			t.Fatalf("GET_TIMER_METRICS: %d %s", r.Code, r.Remark)
+		}
+		m, err := parseTimerMetrics(r.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, r.Body
+	}
+	var want timerMetrics
+	waitFor(t, "the master's count of its timer messages", func() bool {
+		want, _ = metricsOf(mc)
+		return want.TimingCount["StmA"].Count == 2 && want.TimingCount["StmB"].Count == 1
+	})
+	waitFor(t, "the slave's own count before its first copy", func() bool {
+		own, _ := metricsOf(sc)
+		return own.TimingCount["StmA"].Count == 1
+	})
+	if own, body := metricsOf(sc); len(own.TimingCount) != 1 {
+		t.Fatalf("GET_TIMER_METRICS of the slave before its first copy: %s, want its own StmA 1", body)
+	}
+
+	if err := slave.syncFromMaster(t.Context(), master.Addr()); err != nil {
+		t.Fatalf("sync from the master: %v", err)
+	}
+	got, body := metricsOf(sc)
+	if got.DataVersion != want.DataVersion || len(got.TimingCount) != 2 ||
+		got.TimingCount["StmA"] != want.TimingCount["StmA"] || got.TimingCount["StmB"] != want.TimingCount["StmB"] {
+		t.Fatalf("GET_TIMER_METRICS of the slave after the sync: %s, want the master's %+v", body, want)
+	}
+	store := []string{`storage_type="local"`, `storage_medium="disk"`}
+	text := scrapeMetrics(t, slave)
+	for topic, n := range map[string]float64{"StmA": 2, "StmB": 1} {
+		if v := metricValue(t, text, "rocketmq_timing_messages", append([]string{`topic="` + topic + `"`}, store...)...); v != n {
+			t.Errorf("rocketmq_timing_messages of %s on the slave after the sync: %v, want the master's %v", topic, v, n)
+		}
+	}
+}
