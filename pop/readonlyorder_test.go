@@ -49,7 +49,7 @@ func (h *orderHarness) storesNothing(t *testing.T) {
 // none of it.
 func TestSlaveOrderlyPopLocksTheQueueAndItsAcksMoveOn(t *testing.T) {
 	h := newOrderHarness(t, 6)
-	offs, info, popTime := h.popReadOnly(t, "A", 2)
+	offs, info, _ := h.popReadOnly(t, "A", 2)
 	if fmt.Sprint(offs) != "[0 1]" || info != "0 0 0" {
 		t.Fatalf("first pop on the slave: %v %q", offs, info)
 	}
@@ -62,7 +62,7 @@ func TestSlaveOrderlyPopLocksTheQueueAndItsAcksMoveOn(t *testing.T) {
 	if offs, _, _ := h.popReadOnly(t, "A", 2); fmt.Sprint(offs) != "[0 1]" {
 		t.Fatalf("the same attempt's pop on the slave: %v, want the batch [0 1] again", offs)
 	}
-	_, _, popTime = h.popReadOnly(t, "A", 2) // the batch's popTime now
+	_, _, popTime := h.popReadOnly(t, "A", 2) // the batch's popTime now
 	for _, off := range []int64{0, 1} {
 		if _, err := h.svc.AckReadOnly("G", orderTestTopic, 0, off, orderHandle(popTime)); err != nil {
 			t.Fatalf("ack of %d on the slave: %v", off, err)
