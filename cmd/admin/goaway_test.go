@@ -76,15 +76,7 @@ func TestInvokeReconnectsOnGoAway(t *testing.T) {
 // would, answering with its name as msgId, and counts the sends.
 func sendBroker(t *testing.T, name string) (*remoting.Server, *atomic.Int32) {
 	t.Helper()
-	var sends atomic.Int32
-	mux := remoting.NewMux()
-	mux.HandleFunc(remoting.SendMessageV2, func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
-		sends.Add(1)
-		resp := remoting.NewResponse(req, remoting.Success, "")
-		resp.ExtFields = map[string]string{"msgId": name, "queueOffset": "0"}
-		_ = conn.Reply(req, resp)
-	})
-	return remotingtest.StartServer(t, mux), &sends
+	return remotingtest.StartAnswering(t, remoting.SendMessageV2, map[string]string{"msgId": name, "queueOffset": "0"})
 }
 
 // A send of sendMsgStatus, checkMsgSendRT or clusterRT that a broker

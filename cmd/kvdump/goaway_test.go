@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,15 +14,8 @@ import (
 // a broker with its store at root would, and counts the requests.
 func checkpointBroker(t *testing.T, root string) (*remoting.Server, *atomic.Int32) {
 	t.Helper()
-	var asked atomic.Int32
-	mux := remoting.NewMux()
-	mux.HandleFunc(remoting.CheckpointIndex, func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
-		asked.Add(1)
-		resp := remoting.NewResponse(req, remoting.Success, "")
-		resp.ExtFields = map[string]string{remoting.CheckpointFieldPath: root + "/checkpoint", remoting.CheckpointFieldStoreRoot: root}
-		_ = conn.Reply(req, resp)
-	})
-	return remotingtest.StartServer(t, mux), &asked
+	return remotingtest.StartAnswering(t, remoting.CheckpointIndex,
+		map[string]string{remoting.CheckpointFieldPath: root + "/checkpoint", remoting.CheckpointFieldStoreRoot: root})
 }
 
 // The checkpoint request to a broker stopping gracefully, answered

@@ -5,6 +5,8 @@ package remotingtest
 
 import (
 	"context"
+	"maps"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +30,22 @@ func StartServer(t testing.TB, h remoting.Handler) *remoting.Server {
 		_ = srv.Shutdown(ctx)
 	})
 	return srv
+}
+
+// StartAnswering starts a server (StartServer) that answers every request
+// of code SUCCESS with a copy of fields as its header, and counts them:
+// a broker or name server as far as one request of a tool goes.
+func StartAnswering(t testing.TB, code int32, fields map[string]string) (*remoting.Server, *atomic.Int32) {
+	t.Helper()
+	var asked atomic.Int32
+	mux := remoting.NewMux()
+	mux.HandleFunc(code, func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
+		asked.Add(1)
+		resp := remoting.NewResponse(req, remoting.Success, "")
+		resp.ExtFields = maps.Clone(fields)
+		_ = conn.Reply(req, resp)
+	})
+	return StartServer(t, mux), &asked
 }
 
 // GoAway makes s answer GO_AWAY to newer clients, as a server stopping
