@@ -626,3 +626,38 @@ func TestTxnRocketMQCheckProgress(t *testing.T) {
 		t.Errorf("progress %d %v %v, want 1205", p, ok, err)
 	}
 }
+
+// A cut of the CommitLog's tail (DropAbove) opens again a transaction
+// whose commit recorded a message past the cut, and leaves given up one
+// whose copy in TRANS_CHECK_MAX_TIME_TOPIC was past it: a give-up needs no
+// record to stand, the copy only carries the count a late commit takes.
+func TestTxnDropAboveReopensALostCommitButNotALostGiveUp(t *testing.T) {
+	db := openTestDB(t)
+	addHalves(t, db, 100, 200)
+	for phy, e := range map[int64]TxnEnd{
+		100: {State: TxnCommit, At: txnBase, By: 5000},
+		200: {State: TxnDiscarded, At: txnBase, By: 5100},
+	} {
+		if err := db.Transactions().End(phy, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	halves := map[int64]TxnHalf{100: testHalf(100), 200: testHalf(200)}
+	opened, err := db.Transactions().DropAbove(4096, 10, func(phy int64) (TxnHalf, bool, error) {
+		h, ok := halves[phy]
+		return h, ok, nil
+	})
+	if err != nil || opened != 1 {
+		t.Fatalf("DropAbove: %d opened, %v; want the commit's transaction opened", opened, err)
+	}
+	if _, ended, err := db.Transactions().Ended(100); err != nil || ended {
+		t.Errorf("the commit whose message the cut lost: ended %v, %v; want open", ended, err)
+	}
+	if _, open, err := db.Transactions().Half(100); err != nil || !open {
+		t.Errorf("the commit whose message the cut lost: half open %v, %v; want open again", open, err)
+	}
+	e, ended, err := db.Transactions().Ended(200)
+	if err != nil || !ended || e.State != TxnDiscarded || e.By != 5100 {
+		t.Errorf("the give-up whose copy the cut lost: %+v ended %v, %v; want it still given up", e, ended, err)
+	}
+}
