@@ -21,7 +21,7 @@ import (
 // fixture is a CommitLog, an index and a dispatcher with the service's
 // hooks: what the broker wires, without the network.
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	st    *storetest.Store
 	log   *commitlog.Log
 	db    *kvindex.DB
@@ -106,14 +106,14 @@ func (s *testStore) Read(phy int64) (commitlog.Message, bool, error) {
 	return s.f.st.ReadMessage(phy)
 }
 
-func newFixture(t *testing.T, cfg Config) *fixture {
+func newFixture(t testing.TB, cfg Config) *fixture {
 	t.Helper()
 	return newFixtureHooking(t, cfg, nil)
 }
 
 // newFixtureHooking is newFixture whose dispatcher runs the half hook
 // wrap returns for the service's (nil: the service's own).
-func newFixtureHooking(t *testing.T, cfg Config, wrap func(kvindex.Hook) kvindex.Hook) *fixture {
+func newFixtureHooking(t testing.TB, cfg Config, wrap func(kvindex.Hook) kvindex.Hook) *fixture {
 	t.Helper()
 	f := &fixture{t: t, now: time.UnixMilli(1_700_000_000_000), answer: true}
 	f.storeMs.Store(f.now.UnixMilli())
