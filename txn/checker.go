@@ -285,7 +285,7 @@ func carriesCount(half *commitlog.Message, h kvindex.TxnHalf) bool {
 	if h.Checks != 0 {
 		return true
 	}
-	_, ok := commitlog.LookupProperty(half.Properties, PropCheckTimes)
+	_, ok := checksCarried(half.Properties)
 	return ok
 }
 

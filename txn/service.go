@@ -249,14 +249,15 @@ func (s *Service) HalfHook() kvindex.Hook {
 		if s.hasProgress && m.QueueOffset < s.progress {
 			return nil
 		}
+		checks, counted := checksCarried(m.Properties)
 		h := kvindex.TxnHalf{
 			PhyOffset:      m.PhyOffset,
 			QueueOffset:    m.QueueOffset,
 			StoreTimestamp: m.StoreTimestamp,
 			NextCheckAt:    s.firstCheckAt(m),
-			Checks:         checksOf(m.Properties),
+			Checks:         checks,
 		}
-		if _, counted := commitlog.LookupProperty(m.Properties, PropCheckTimes); counted && int(h.Checks) >= s.limits().CheckMax {
+		if counted && int(h.Checks) >= s.limits().CheckMax {
 			// Checked enough already (a RocketMQ re-put copy in a store
 			// migrated from it): given up at the first pass, immune or
 			// not, as RocketMQ counts checks before it looks at times.
@@ -410,15 +411,22 @@ func (s *Service) checkImmunity(props string) (ms int64, named bool) {
 // a check (a store migrated from it) carries its checks so far, and one
 // RESUME_CHECK_HALF_MESSAGE stored carries 0.
 func checksOf(props string) int32 {
+	n, _ := checksCarried(props)
+	return n
+}
+
+// checksCarried is checksOf, and whether the half carries the property at
+// all (RocketMQ's needDiscard compares only a count carried).
+func checksCarried(props string) (n int32, carried bool) {
 	v, ok := commitlog.LookupProperty(props, PropCheckTimes)
 	if !ok {
-		return 0
+		return 0, false
 	}
-	n, err := strconv.ParseInt(v, 10, 32)
+	c, err := strconv.ParseInt(v, 10, 32)
 	if err != nil {
-		return -1
+		return -1, true
 	}
-	return int32(n)
+	return int32(c), true
 }
 
 // expiresAt is the first time (Unix ms) a half is born longer than
@@ -678,10 +686,7 @@ func (s *Service) checksAsked(half *commitlog.Message, e kvindex.TxnEnd, givenUp
 	if !ok || c.Topic != meta.TransCheckMaxTopic || copyUniq != uniq {
 		return 0, nil
 	}
-	if _, counted := commitlog.LookupProperty(c.Properties, PropCheckTimes); !counted {
-		return 0, nil
-	}
-	return checksOf(c.Properties), nil
+	return checksOf(c.Properties), nil // 0 when the copy carries none
 }
 
 // settle waits until the committed message sc is durable and indexed.
