@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/ha"
+	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -137,13 +137,11 @@ func (b *Broker) askMasterEnd(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("runtime info of master %s: %w", addr, err)
 	}
-	var info struct {
-		Table map[string]string `json:"table"`
-	}
-	if err := json.Unmarshal(resp.Body, &info); err != nil {
+	table, err := adminbody.DecodeKVTable(resp.Body)
+	if err != nil {
 		return 0, fmt.Errorf("runtime info of master %s: %w", addr, err)
 	}
-	end, err := strconv.ParseInt(info.Table["commitLogMaxOffset"], 10, 64)
+	end, err := strconv.ParseInt(table["commitLogMaxOffset"], 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("runtime info of master %s: commitLogMaxOffset: %w", addr, err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -431,13 +432,11 @@ func (r *Registrar) queryDataVersion(ctx context.Context, addr string, h remotin
 // REGISTER_BROKER: the KVTable {"table":{topic:conf}} of the
 // ORDER_TOPIC_CONFIG namespace (nil when the table is absent or null).
 func decodeOrderTopicConfig(body []byte) (map[string]string, error) {
-	var kv struct {
-		Table map[string]string `json:"table"`
-	}
-	if err := json.Unmarshal(body, &kv); err != nil {
+	table, err := adminbody.DecodeKVTable(body)
+	if err != nil {
 		return nil, fmt.Errorf("decode the name server's ORDER_TOPIC_CONFIG table: %w", err)
 	}
-	return kv.Table, nil
+	return table, nil
 }
 
 // decodeDataVersion reads the body of a name server's answer to

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -23,13 +23,11 @@ func (g *globals) runtimeInfo(ctx context.Context, addr string) (map[string]stri
 	if err != nil {
 		return nil, err
 	}
-	var body struct {
-		Table map[string]string `json:"table"`
-	}
-	if err := json.Unmarshal(resp.Body, &body); err != nil {
+	table, err := adminbody.DecodeKVTable(resp.Body)
+	if err != nil {
 		return nil, fmt.Errorf("decode the runtime info of %s: %w", addr, err)
 	}
-	return body.Table, nil
+	return table, nil
 }
 
 // clusterListCmd is mqadmin clusterList: a line per broker of every

@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -467,13 +468,11 @@ func runtimeInfo(ctx context.Context, c *remoting.AddrClient) (map[string]string
 	if resp.Code != remoting.Success {
 		return nil, fmt.Errorf("runtime info: code %d %s", resp.Code, resp.Remark)
 	}
-	var body struct {
-		Table map[string]string `json:"table"`
-	}
-	if err := json.Unmarshal(resp.Body, &body); err != nil {
+	table, err := adminbody.DecodeKVTable(resp.Body)
+	if err != nil {
 		return nil, fmt.Errorf("decode runtime info: %w", err)
 	}
-	return body.Table, nil
+	return table, nil
 }
 
 // brokerInfo dials the broker and reads its runtime info once.
