@@ -45,6 +45,91 @@ func splitList(s string) []string {
 	return out
 }
 
+// putUser sends u to the broker at addr with code, AUTH_CREATE_USER or
+// AUTH_UPDATE_USER, as RocketMQ's createUser and updateUser do: the name
+// in the header, the UserInfo as the body.
+func (g *globals) putUser(ctx context.Context, addr string, code int32, u meta.UserInfo) error {
+	body, err := json.Marshal(u)
+	if err != nil {
+		return fmt.Errorf("encode user %s: %w", u.Username, err)
+	}
+	_, err = g.invoke(ctx, addr, code, remoting.Header{"username": u.Username}, body)
+	return err
+}
+
+// getUser asks the broker at addr for one user (AUTH_GET_USER); found is
+// false when the broker answers without a body, as a RocketMQ broker
+// answers for a user it does not have.
+func (g *globals) getUser(ctx context.Context, addr, name string) (u meta.UserInfo, found bool, err error) {
+	resp, err := g.invoke(ctx, addr, remoting.AuthGetUser, remoting.Header{"username": name}, nil)
+	if err != nil || len(resp.Body) == 0 {
+		return u, false, err
+	}
+	if err := json.Unmarshal(resp.Body, &u); err != nil {
+		return u, false, fmt.Errorf("decode the UserInfo of %s from %s: %w", name, addr, err)
+	}
+	return u, true, nil
+}
+
+// listUsers asks the broker at addr for its users whose name contains
+// filter, every one when it is empty (AUTH_LIST_USER).
+func (g *globals) listUsers(ctx context.Context, addr, filter string) ([]meta.UserInfo, error) {
+	resp, err := g.invoke(ctx, addr, remoting.AuthListUser, remoting.Header{"filter": filter}, nil)
+	if err != nil {
+		return nil, err
+	}
+	var users []meta.UserInfo
+	if len(resp.Body) > 0 {
+		if err := json.Unmarshal(resp.Body, &users); err != nil {
+			return nil, fmt.Errorf("decode the users of %s: %w", addr, err)
+		}
+	}
+	return users, nil
+}
+
+// putACL sends info to the broker at addr with code, AUTH_CREATE_ACL or
+// AUTH_UPDATE_ACL: the subject in the header, the AclInfo as the body.
+func (g *globals) putACL(ctx context.Context, addr string, code int32, info meta.AclInfo) error {
+	body, err := json.Marshal(info)
+	if err != nil {
+		return fmt.Errorf("encode the acl of %s: %w", info.Subject, err)
+	}
+	_, err = g.invoke(ctx, addr, code, remoting.Header{"subject": info.Subject}, body)
+	return err
+}
+
+// getACL asks the broker at addr for a subject's access list
+// (AUTH_GET_ACL); found is false when the broker answers without a body,
+// as it does for a subject without one.
+func (g *globals) getACL(ctx context.Context, addr, subject string) (a meta.AclInfo, found bool, err error) {
+	resp, err := g.invoke(ctx, addr, remoting.AuthGetACL, remoting.Header{"subject": subject}, nil)
+	if err != nil || len(resp.Body) == 0 {
+		return a, false, err
+	}
+	if err := json.Unmarshal(resp.Body, &a); err != nil {
+		return a, false, fmt.Errorf("decode the AclInfo of %s from %s: %w", subject, addr, err)
+	}
+	return a, true, nil
+}
+
+// listACLs asks the broker at addr for the access lists whose subject and
+// resources contain the filters, every one when they are empty
+// (AUTH_LIST_ACL).
+func (g *globals) listACLs(ctx context.Context, addr, subjectFilter, resourceFilter string) ([]meta.AclInfo, error) {
+	resp, err := g.invoke(ctx, addr, remoting.AuthListACL,
+		remoting.Header{"subjectFilter": subjectFilter, "resourceFilter": resourceFilter}, nil)
+	if err != nil {
+		return nil, err
+	}
+	var acls []meta.AclInfo
+	if len(resp.Body) > 0 {
+		if err := json.Unmarshal(resp.Body, &acls); err != nil {
+			return nil, fmt.Errorf("decode the access lists of %s: %w", addr, err)
+		}
+	}
+	return acls, nil
+}
+
 // userCmd builds createUser and updateUser.
 func userCmd(g *globals, use, verb string, code int32, withStatus bool) *cobra.Command {
 	var t authTarget
@@ -59,12 +144,8 @@ func userCmd(g *globals, use, verb string, code int32, withStatus bool) *cobra.C
 				return err
 			}
 			u.Username = strings.TrimSpace(u.Username)
-			body, err := json.Marshal(u)
-			if err != nil {
-				return err
-			}
 			for _, a := range addrs {
-				if _, err := g.invoke(cmd.Context(), a, code, remoting.Header{"username": u.Username}, body); err != nil {
+				if err := g.putUser(cmd.Context(), a, code, u); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s user to %s success.\n", verb, a)
@@ -137,16 +218,12 @@ func getUserCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := g.invoke(cmd.Context(), addrs[0], remoting.AuthGetUser, remoting.Header{"username": strings.TrimSpace(name)}, nil)
+			u, found, err := g.getUser(cmd.Context(), addrs[0], strings.TrimSpace(name))
 			if err != nil {
 				return err
 			}
-			if len(resp.Body) == 0 {
+			if !found {
 				return fmt.Errorf("user %s not found on %s", name, addrs[0])
-			}
-			var u meta.UserInfo
-			if err := json.Unmarshal(resp.Body, &u); err != nil {
-				return fmt.Errorf("decode UserInfo: %w", err)
 			}
 			return printUsers(cmd.OutOrStdout(), []meta.UserInfo{u})
 		},
@@ -169,15 +246,9 @@ func listUserCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := g.invoke(cmd.Context(), addrs[0], remoting.AuthListUser, remoting.Header{"filter": filter}, nil)
+			users, err := g.listUsers(cmd.Context(), addrs[0], filter)
 			if err != nil {
 				return err
-			}
-			var users []meta.UserInfo
-			if len(resp.Body) > 0 {
-				if err := json.Unmarshal(resp.Body, &users); err != nil {
-					return fmt.Errorf("decode the users: %w", err)
-				}
 			}
 			return printUsers(cmd.OutOrStdout(), users)
 		},
@@ -208,16 +279,12 @@ func aclCmd(g *globals, use, verb string, code int32) *cobra.Command {
 				return fmt.Errorf("-r names no resource")
 			}
 			info.Policies = []meta.PolicyInfo{{Entries: entries}}
-			body, err := json.Marshal(info)
-			if err != nil {
-				return err
-			}
 			addrs, err := t.addrs(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
 			for _, a := range addrs {
-				if _, err := g.invoke(cmd.Context(), a, code, remoting.Header{"subject": subject}, body); err != nil {
+				if err := g.putACL(cmd.Context(), a, code, info); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s acl to %s success.\n", verb, a)
@@ -307,16 +374,12 @@ func getAclCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := g.invoke(cmd.Context(), addrs[0], remoting.AuthGetACL, remoting.Header{"subject": strings.TrimSpace(subject)}, nil)
+			a, found, err := g.getACL(cmd.Context(), addrs[0], strings.TrimSpace(subject))
 			if err != nil {
 				return err
 			}
 			var acls []meta.AclInfo
-			if len(resp.Body) > 0 {
-				var a meta.AclInfo
-				if err := json.Unmarshal(resp.Body, &a); err != nil {
-					return fmt.Errorf("decode AclInfo: %w", err)
-				}
+			if found {
 				acls = append(acls, a)
 			}
 			return printACLs(cmd.OutOrStdout(), acls)
@@ -340,16 +403,9 @@ func listAclCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := g.invoke(cmd.Context(), addrs[0], remoting.AuthListACL,
-				remoting.Header{"subjectFilter": subject, "resourceFilter": resource}, nil)
+			acls, err := g.listACLs(cmd.Context(), addrs[0], subject, resource)
 			if err != nil {
 				return err
-			}
-			var acls []meta.AclInfo
-			if len(resp.Body) > 0 {
-				if err := json.Unmarshal(resp.Body, &acls); err != nil {
-					return fmt.Errorf("decode the access lists: %w", err)
-				}
 			}
 			return printACLs(cmd.OutOrStdout(), acls)
 		},
@@ -369,5 +425,6 @@ func authCmds(g *globals) []*cobra.Command {
 		aclCmd(g, "createAcl", "create", remoting.AuthCreateACL),
 		aclCmd(g, "updateAcl", "update", remoting.AuthUpdateACL),
 		deleteAclCmd(g), getAclCmd(g), listAclCmd(g),
+		copyUserCmd(g), copyAclCmd(g),
 	}
 }
