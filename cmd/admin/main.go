@@ -144,7 +144,8 @@ func newRoot(out io.Writer) *cobra.Command {
 		queryMsgByOffsetCmd(g), decodeMessageIDCmd(), updateTopicPermCmd(g),
 		updateOrderConfCmd(g), updateKvConfigCmd(g), deleteKvConfigCmd(g),
 		skipAccumulatedMessageCmd(g), producerConnectionCmd(g), topicClusterListCmd(g), getConsumerConfigCmd(g), consumerStatusCmd(g),
-		printMsgCmd(g), printMsgByQueueCmd(g), sendMsgStatusCmd(g), checkMsgSendRTCmd(g), clusterRTCmd(g), allocateMQCmd(g))
+		printMsgCmd(g), printMsgByQueueCmd(g), sendMsgStatusCmd(g), checkMsgSendRTCmd(g), clusterRTCmd(g), allocateMQCmd(g),
+		setConsumeModeCmd(g))
 	root.AddCommand(authCmds(g)...)
 	for _, c := range root.Commands() {
 		addBrokerFlag(c, g)
