@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -49,85 +48,43 @@ func splitList(s string) []string {
 // AUTH_UPDATE_USER, as RocketMQ's createUser and updateUser do: the name
 // in the header, the UserInfo as the body.
 func (g *globals) putUser(ctx context.Context, addr string, code int32, u meta.UserInfo) error {
-	body, err := json.Marshal(u)
-	if err != nil {
-		return fmt.Errorf("encode user %s: %w", u.Username, err)
-	}
-	_, err = g.invoke(ctx, addr, code, remoting.Header{"username": u.Username}, body)
-	return err
+	return g.invokeJSON(ctx, addr, code, remoting.Header{"username": u.Username}, u)
 }
 
 // getUser asks the broker at addr for one user (AUTH_GET_USER); found is
 // false when the broker answers without a body, as a RocketMQ broker
 // answers for a user it does not have.
-func (g *globals) getUser(ctx context.Context, addr, name string) (u meta.UserInfo, found bool, err error) {
-	resp, err := g.invoke(ctx, addr, remoting.AuthGetUser, remoting.Header{"username": name}, nil)
-	if err != nil || len(resp.Body) == 0 {
-		return u, false, err
-	}
-	if err := json.Unmarshal(resp.Body, &u); err != nil {
-		return u, false, fmt.Errorf("decode the UserInfo of %s from %s: %w", name, addr, err)
-	}
-	return u, true, nil
+func (g *globals) getUser(ctx context.Context, addr, name string) (meta.UserInfo, bool, error) {
+	return fetchJSON[meta.UserInfo](ctx, g, addr, remoting.AuthGetUser, remoting.Header{"username": name})
 }
 
 // listUsers asks the broker at addr for its users whose name contains
 // filter, every one when it is empty (AUTH_LIST_USER).
 func (g *globals) listUsers(ctx context.Context, addr, filter string) ([]meta.UserInfo, error) {
-	resp, err := g.invoke(ctx, addr, remoting.AuthListUser, remoting.Header{"filter": filter}, nil)
-	if err != nil {
-		return nil, err
-	}
-	var users []meta.UserInfo
-	if len(resp.Body) > 0 {
-		if err := json.Unmarshal(resp.Body, &users); err != nil {
-			return nil, fmt.Errorf("decode the users of %s: %w", addr, err)
-		}
-	}
-	return users, nil
+	users, _, err := fetchJSON[[]meta.UserInfo](ctx, g, addr, remoting.AuthListUser, remoting.Header{"filter": filter})
+	return users, err
 }
 
 // putACL sends info to the broker at addr with code, AUTH_CREATE_ACL or
 // AUTH_UPDATE_ACL: the subject in the header, the AclInfo as the body.
 func (g *globals) putACL(ctx context.Context, addr string, code int32, info meta.AclInfo) error {
-	body, err := json.Marshal(info)
-	if err != nil {
-		return fmt.Errorf("encode the acl of %s: %w", info.Subject, err)
-	}
-	_, err = g.invoke(ctx, addr, code, remoting.Header{"subject": info.Subject}, body)
-	return err
+	return g.invokeJSON(ctx, addr, code, remoting.Header{"subject": info.Subject}, info)
 }
 
 // getACL asks the broker at addr for a subject's access list
 // (AUTH_GET_ACL); found is false when the broker answers without a body,
 // as it does for a subject without one.
-func (g *globals) getACL(ctx context.Context, addr, subject string) (a meta.AclInfo, found bool, err error) {
-	resp, err := g.invoke(ctx, addr, remoting.AuthGetACL, remoting.Header{"subject": subject}, nil)
-	if err != nil || len(resp.Body) == 0 {
-		return a, false, err
-	}
-	if err := json.Unmarshal(resp.Body, &a); err != nil {
-		return a, false, fmt.Errorf("decode the AclInfo of %s from %s: %w", subject, addr, err)
-	}
-	return a, true, nil
+func (g *globals) getACL(ctx context.Context, addr, subject string) (meta.AclInfo, bool, error) {
+	return fetchJSON[meta.AclInfo](ctx, g, addr, remoting.AuthGetACL, remoting.Header{"subject": subject})
 }
 
 // listACLs asks the broker at addr for the access lists whose subject and
 // resources contain the filters, every one when they are empty
 // (AUTH_LIST_ACL).
 func (g *globals) listACLs(ctx context.Context, addr, subjectFilter, resourceFilter string) ([]meta.AclInfo, error) {
-	resp, err := g.invoke(ctx, addr, remoting.AuthListACL,
-		remoting.Header{"subjectFilter": subjectFilter, "resourceFilter": resourceFilter}, nil)
-	if err != nil {
-		return nil, err
-	}
-	var acls []meta.AclInfo
-	if len(resp.Body) > 0 {
-		if err := json.Unmarshal(resp.Body, &acls); err != nil {
-			return nil, fmt.Errorf("decode the access lists of %s: %w", addr, err)
-		}
-	}
-	return acls, nil
+	acls, _, err := fetchJSON[[]meta.AclInfo](ctx, g, addr, remoting.AuthListACL,
+		remoting.Header{"subjectFilter": subjectFilter, "resourceFilter": resourceFilter})
+	return acls, err
 }
 
 // userCmd builds createUser and updateUser.

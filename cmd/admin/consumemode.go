@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -35,10 +34,6 @@ func setConsumeModeCmd(g *globals) *cobra.Command {
 			if body.Mode != "PULL" && body.Mode != "POP" {
 				return fmt.Errorf("-m %q: the consume mode is PULL or POP", mode)
 			}
-			raw, err := json.Marshal(body)
-			if err != nil {
-				return fmt.Errorf("encode the request mode: %w", err)
-			}
 			// mqadmin takes -b over -c when both are given.
 			if cmd.Flags().Changed("broker") {
 				cluster = ""
@@ -50,7 +45,7 @@ func setConsumeModeCmd(g *globals) *cobra.Command {
 			// As mqadmin's, a master that fails does not stop the others.
 			var errs []error
 			for _, addr := range targets {
-				if _, err := g.invoke(cmd.Context(), addr, remoting.SetMessageRequestMode, nil, raw); err != nil {
+				if err := g.invokeJSON(cmd.Context(), addr, remoting.SetMessageRequestMode, nil, body); err != nil {
 					errs = append(errs, fmt.Errorf("set the consume mode of %s on %s: %w", body.ConsumerGroup, body.Topic, err))
 					continue
 				}

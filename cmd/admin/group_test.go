@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -15,20 +14,7 @@ import (
 // broker does not know the group.
 func groupOf(t *testing.T, c *remoting.Client, group string) (meta.SubscriptionGroupConfig, bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.GetSubscriptionGroupConfig, map[string]string{"group": group}, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gc meta.SubscriptionGroupConfig
-	if resp.Code == remoting.SubscriptionGroupNotExist {
-		return gc, false
-	}
-	if resp.Code != remoting.Success || json.Unmarshal(resp.Body, &gc) != nil {
-		t.Fatalf("group %s: %d %s", group, resp.Code, resp.Remark)
-	}
-	return gc, true
+	return configOf[meta.SubscriptionGroupConfig](t, c, remoting.GetSubscriptionGroupConfig, map[string]string{"group": group}, remoting.SubscriptionGroupNotExist)
 }
 
 // updateSubGroup starts from RocketMQ's defaults with broadcast and

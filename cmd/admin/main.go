@@ -5,6 +5,9 @@
 // consumerConnection, and its resetOffsetByTime.
 //
 //	admin createTopics       -b 127.0.0.1:10911 --prefix Scale --count 10000 --queues 100
+//	admin updateTopicList    -b 127.0.0.1:10911 -f topics.json (or -c DefaultCluster; a JSON array of TopicConfig)
+//	admin updateSubGroupList -b 127.0.0.1:10911 -f groups.json (or -c DefaultCluster; a JSON array of SubscriptionGroupConfig)
+//	admin setConsumeMode     -b 127.0.0.1:10911 -t TopicA -g GroupA -m POP [-q 2] (or -c DefaultCluster)
 //	admin updateTopic        -b 127.0.0.1:10911 -t TopicA -r 8 -w 8 [-o true] (or -c DefaultCluster)
 //	admin deleteTopic        -c DefaultCluster -t TopicA (or -b one broker)
 //	admin topicList          -n 127.0.0.1:9876
@@ -43,10 +46,12 @@
 //	admin allocateMQ         -n 127.0.0.1:9876 -t TopicA -i 10.0.0.1,10.0.0.2
 //
 // and mqadmin's ACL 2.0 commands (createUser, updateUser, deleteUser,
-// getUser, listUser, createAcl, updateAcl, deleteAcl, getAcl, listAcl):
+// getUser, listUser, copyUser, createAcl, updateAcl, deleteAcl, getAcl,
+// listAcl, copyAcl):
 //
 //	admin createUser -b 127.0.0.1:10911 -u alice -p alice-secret [-t Normal]
 //	admin createAcl  -c DefaultCluster -s User:alice -r Topic:orders,Group:billing -a Pub,Sub -d Allow [-i 10.0.0.0/8]
+//	admin copyUser   -f 127.0.0.1:10911 -t 127.0.0.2:10911 [-u alice,bob] (copyAcl -f -t [-s User:alice])
 //
 // -n takes several name servers separated by ';', as mqadmin's; without
 // it, NAMESRV_ADDR names them, as for mqadmin, else 127.0.0.1:9876. The flags
@@ -145,7 +150,7 @@ func newRoot(out io.Writer) *cobra.Command {
 		updateOrderConfCmd(g), updateKvConfigCmd(g), deleteKvConfigCmd(g),
 		skipAccumulatedMessageCmd(g), producerConnectionCmd(g), topicClusterListCmd(g), getConsumerConfigCmd(g), consumerStatusCmd(g),
 		printMsgCmd(g), printMsgByQueueCmd(g), sendMsgStatusCmd(g), checkMsgSendRTCmd(g), clusterRTCmd(g), allocateMQCmd(g),
-		setConsumeModeCmd(g))
+		setConsumeModeCmd(g), updateTopicListCmd(g), updateSubGroupListCmd(g))
 	root.AddCommand(authCmds(g)...)
 	for _, c := range root.Commands() {
 		addBrokerFlag(c, g)
@@ -246,6 +251,31 @@ func (g *globals) invoke(ctx context.Context, addr string, code int32, ext map[s
 	return resp, nil
 }
 
+// invokeJSON sends one request whose body is v as JSON, failing on
+// anything but SUCCESS.
+func (g *globals) invokeJSON(ctx context.Context, addr string, code int32, ext map[string]string, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode the body of request %d: %w", code, err)
+	}
+	_, err = g.invoke(ctx, addr, code, ext, body)
+	return err
+}
+
+// fetchJSON sends one request and decodes the JSON body of its answer into
+// a T; found is false when the answer has no body (a RocketMQ broker's
+// answer for what it does not have), v then T's zero value.
+func fetchJSON[T any](ctx context.Context, g *globals, addr string, code int32, ext map[string]string) (v T, found bool, err error) {
+	resp, err := g.invoke(ctx, addr, code, ext, nil)
+	if err != nil || len(resp.Body) == 0 {
+		return v, false, err
+	}
+	if err := json.Unmarshal(resp.Body, &v); err != nil {
+		return v, false, fmt.Errorf("decode the answer of request %d from %s: %w", code, addr, err)
+	}
+	return v, true, nil
+}
+
 func createTopicsCmd(g *globals) *cobra.Command {
 	var prefix string
 	var count, queues, batch, start int
@@ -259,17 +289,11 @@ func createTopicsCmd(g *globals) *cobra.Command {
 			}
 			began := time.Now()
 			for i := 0; i < count; i += batch {
-				var body struct {
-					TopicConfigList []meta.TopicConfig `json:"topicConfigList"`
-				}
+				topics := make([]meta.TopicConfig, 0, min(batch, count-i))
 				for j := i; j < min(i+batch, count); j++ {
-					body.TopicConfigList = append(body.TopicConfigList, meta.NewTopicConfig(prefix+strconv.Itoa(start+j), queues))
+					topics = append(topics, meta.NewTopicConfig(prefix+strconv.Itoa(start+j), queues))
 				}
-				raw, err := json.Marshal(body)
-				if err != nil {
-					return err
-				}
-				if _, err := g.invoke(cmd.Context(), g.broker, remoting.UpdateAndCreateTopicList, nil, raw); err != nil {
+				if err := g.sendTopicList(cmd.Context(), g.broker, topics); err != nil {
 					return err
 				}
 			}
