@@ -3,6 +3,8 @@ package configs
 import (
 	"strings"
 	"testing"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
 // The store and POP keys RocketMQ's develop branch added after 5.3.3 (up
@@ -14,7 +16,7 @@ func TestDevelopStoreKeys(t *testing.T) {
 		"combineCQEnableCheckSelf=false\ncombineCQMaxExtraSearchCommitLogFiles=3\nenableAcceleratedRecovery=false\n" +
 		"enableRunningFlagsInFlush=false\nwriteWithoutMmap=false\npopPollingMapExpireTimeSeconds=600\n"
 	for _, base := range []string{"", "storeType=default\nrocksdbCQDoubleWriteEnable=true\n"} {
-		got, err := LoadBroker(writeFile(t, "broker.conf", base+defaults), nil)
+		got, err := LoadBroker(testutil.WriteFile(t, "broker.conf", base+defaults), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,7 +32,7 @@ func TestDevelopStoreKeys(t *testing.T) {
 
 	warned := func(content string) string {
 		t.Helper()
-		got, err := LoadBroker(writeFile(t, "broker.conf", content), nil)
+		got, err := LoadBroker(testutil.WriteFile(t, "broker.conf", content), nil)
 		if err != nil {
 			t.Fatalf("%q: %v", content, err)
 		}
@@ -66,7 +68,7 @@ func TestDevelopStoreKeys(t *testing.T) {
 
 	for _, content := range []string{"writeWithoutMmap=maybe\n", "enableAcceleratedRecovery=1x\n", "popPollingMapExpireTimeSeconds=ten\n"} {
 		key, _, _ := strings.Cut(content, "=")
-		if _, err := LoadBroker(writeFile(t, "b.conf", content), nil); err == nil || !strings.Contains(err.Error(), key) {
+		if _, err := LoadBroker(testutil.WriteFile(t, "b.conf", content), nil); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%q: error %v does not name %s", content, err, key)
 		}
 	}

@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
 // An inert key is accepted and reported with its reason, a really unknown
 // key stays unknown, and neither changes the configuration.
 func TestInertKeysAreReportedNotUnknown(t *testing.T) {
-	p := writeFile(t, "broker.conf", "sendMessageThreadPoolNums=16\nuseReentrantLockWhenPutMessage=true\nnoSuchKey=1\n")
+	p := testutil.WriteFile(t, "broker.conf", "sendMessageThreadPoolNums=16\nuseReentrantLockWhenPutMessage=true\nnoSuchKey=1\n")
 	got, err := LoadBroker(p, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +41,7 @@ func TestInertKeysAreReportedNotUnknown(t *testing.T) {
 // from an update.
 func TestInertKeysAreTypeChecked(t *testing.T) {
 	for _, content := range []string{"sendMessageThreadPoolNums=many\n", "transientStorePoolEnable=perhaps\n"} {
-		_, err := LoadBroker(writeFile(t, "b.conf", content), nil)
+		_, err := LoadBroker(testutil.WriteFile(t, "b.conf", content), nil)
 		key, _, _ := strings.Cut(content, "=")
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%q: error %v does not name %s", content, err, key)
@@ -58,7 +60,7 @@ func TestInertKeysAreTypeChecked(t *testing.T) {
 // that names another path is warned about, judged against the root in
 // force after the overrides.
 func TestRootDerivedPathsWarnWhenElsewhere(t *testing.T) {
-	p := writeFile(t, "broker.conf", `storePathRootDir=/data/store
+	p := testutil.WriteFile(t, "broker.conf", `storePathRootDir=/data/store
 storeCheckpoint=/data/store/checkpoint
 abortFile=/data/store//abort
 storePathConsumeQueue=/other/consumequeue
@@ -146,14 +148,14 @@ func TestRocketMQ53Keys(t *testing.T) {
 	quiet := "reviveQueueNum=8\nenablePopBatchAck=true\ntimerFlushIntervalMs=1000\nlogicalDiskSpaceCleanForciblyThreshold=0.8\n" +
 		"metricsGrpcExporterTarget=http://otel:4317\nautoMessageVersionOnTopicLen=true\nduplicationEnable=false\nmessageStorePlugIn=\n" +
 		"useServerSideResetOffset=true\nsocksProxyConfig={}\nscanAvailableNameSrv=false\n"
-	got, err := LoadBroker(writeFile(t, "broker.conf", quiet), nil)
+	got, err := LoadBroker(testutil.WriteFile(t, "broker.conf", quiet), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got.UnknownKeys) != 0 || len(got.InertKeys) != 7 {
 		t.Errorf("unknown %v, inert %+v; want none unknown and 7 inert", got.UnknownKeys, got.InertKeys)
 	}
-	if ns, err := LoadNamesrv(writeFile(t, "namesrv.conf", "scanAvailableNameSrv=false\n"), nil); err != nil || len(ns.UnknownKeys) != 0 || len(ns.InertKeys) != 1 {
+	if ns, err := LoadNamesrv(testutil.WriteFile(t, "namesrv.conf", "scanAvailableNameSrv=false\n"), nil); err != nil || len(ns.UnknownKeys) != 0 || len(ns.InertKeys) != 1 {
 		t.Errorf("name server's scanAvailableNameSrv: %v, unknown %v, inert %+v; want it inert", err, ns.UnknownKeys, ns.InertKeys)
 	}
 	for _, k := range got.InertKeys {
@@ -164,7 +166,7 @@ func TestRocketMQ53Keys(t *testing.T) {
 	for _, content := range []string{"logicalDiskSpaceCleanForciblyThreshold=most\n", "duplicationEnable=true\n",
 		"messageStorePlugIn=org.example.TieredStore\n",
 		`socksProxyConfig={"10.0.0.1:9876":{"addr":"proxy:1080"}}` + "\n"} {
-		_, err := LoadBroker(writeFile(t, "b.conf", content), nil)
+		_, err := LoadBroker(testutil.WriteFile(t, "b.conf", content), nil)
 		key, _, _ := strings.Cut(content, "=")
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%q: error %v does not name %s", content, err, key)
@@ -175,11 +177,11 @@ func TestRocketMQ53Keys(t *testing.T) {
 	if !got.Broker.UseServerSideResetOffset {
 		t.Errorf("useServerSideResetOffset=true loaded as %v", got.Broker.UseServerSideResetOffset)
 	}
-	got, err = LoadBroker(writeFile(t, "b.conf", "useServerSideResetOffset=false\n"), nil)
+	got, err = LoadBroker(testutil.WriteFile(t, "b.conf", "useServerSideResetOffset=false\n"), nil)
 	if err != nil || got.Broker.UseServerSideResetOffset || len(got.InertKeys) != 0 || len(got.UnknownKeys) != 0 {
 		t.Errorf("useServerSideResetOffset=false: %v, value %v, inert %+v, unknown %v", err, got.Broker.UseServerSideResetOffset, got.InertKeys, got.UnknownKeys)
 	}
-	got, err = LoadBroker(writeFile(t, "b.conf", "autoMessageVersionOnTopicLen=false\n"), nil)
+	got, err = LoadBroker(testutil.WriteFile(t, "b.conf", "autoMessageVersionOnTopicLen=false\n"), nil)
 	if err != nil || len(got.InertKeys) != 1 || !strings.Contains(got.InertKeys[0].Warning, "V2") {
 		t.Errorf("autoMessageVersionOnTopicLen=false: %+v, %v; want a warning", got.InertKeys, err)
 	}
@@ -207,7 +209,7 @@ func TestRocketMQ534BrokerKeys(t *testing.T) {
 			t.Errorf("%s: a key %v, inert %v; want exactly one", k, field, inert)
 		}
 	}
-	got, err := LoadBroker(writeFile(t, "broker.conf", conf.String()), nil)
+	got, err := LoadBroker(testutil.WriteFile(t, "broker.conf", conf.String()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

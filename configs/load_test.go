@@ -9,16 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-func writeFile(t *testing.T, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+	"github.com/rocketkv/rocketkv/internal/testutil"
+)
 
 func TestDefaultsParse(t *testing.T) {
 	for _, f := range brokerFields {
@@ -77,7 +70,7 @@ func TestDefaultsAreRocketMQs(t *testing.T) {
 // setters do: the broker refuses one that is not positive only when it
 // uses it.
 func TestNameServerLookupKeys(t *testing.T) {
-	got, err := LoadBroker(writeFile(t, "b.conf", "fetchNamesrvAddrByAddressServer=true\nfetchNamesrvAddrInterval=-5\n"+
+	got, err := LoadBroker(testutil.WriteFile(t, "b.conf", "fetchNamesrvAddrByAddressServer=true\nfetchNamesrvAddrInterval=-5\n"+
 		"rmqAddressServerDomain=addr.example:80\nrmqAddressServerSubGroup=nsaddr-a\nfetchNameSrvAddrByDnsLookup=TRUE\nupdateNameServerAddrPeriod=0\n"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +119,7 @@ func checkDocumented(t *testing.T, file string, keys []string, want any, load fu
 }
 
 func TestBrokerConfProperties(t *testing.T) {
-	p := writeFile(t, "broker.conf", `# a RocketMQ broker.conf
+	p := testutil.WriteFile(t, "broker.conf", `# a RocketMQ broker.conf
 brokerClusterName = ClusterX
 brokerName=broker-b
 brokerId=0
@@ -180,7 +173,7 @@ func TestPopInFlightThresholdLoads(t *testing.T) {
 	if s := d.Settings(); s["enablePopMessageThreshold"] != "false" || s["popInflightMessageThreshold"] != "10000" {
 		t.Fatalf("default settings %q %q", s["enablePopMessageThreshold"], s["popInflightMessageThreshold"])
 	}
-	p := writeFile(t, "broker.conf", "enablePopMessageThreshold=true\npopInflightMessageThreshold=3\n")
+	p := testutil.WriteFile(t, "broker.conf", "enablePopMessageThreshold=true\npopInflightMessageThreshold=3\n")
 	got, err := LoadBroker(p, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +192,7 @@ func TestPopInFlightThresholdLoads(t *testing.T) {
 // Settings reports the configuration in force: a value changed in code
 // after loading, in the text its key's setter reads, and never a copy's.
 func TestSettingsFollowChangesInCode(t *testing.T) {
-	got, err := LoadBroker(writeFile(t, "b.conf", "listenPort=20911\ndeleteWhen=04;16\nflushDiskType=sync_flush\n"), nil)
+	got, err := LoadBroker(testutil.WriteFile(t, "b.conf", "listenPort=20911\ndeleteWhen=04;16\nflushDiskType=sync_flush\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +242,7 @@ func lower(s []string) []string {
 
 func TestBothSpellingsOfMappedFileSize(t *testing.T) {
 	for _, key := range []string{"mapedFileSizeCommitLog", "mappedFileSizeCommitLog"} {
-		got, err := LoadBroker(writeFile(t, "b.conf", key+"=1048576\n"), nil)
+		got, err := LoadBroker(testutil.WriteFile(t, "b.conf", key+"=1048576\n"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,7 +296,7 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"b.yaml", "brokerName: \"\"\n", "brokerName"},
 	}
 	for _, c := range cases {
-		_, err := LoadBroker(writeFile(t, c.name, c.content), nil)
+		_, err := LoadBroker(testutil.WriteFile(t, c.name, c.content), nil)
 		if err == nil || !strings.Contains(err.Error(), c.key) {
 			t.Errorf("%q: error %v does not name %s", c.content, err, c.key)
 		}
@@ -316,7 +309,7 @@ func TestBadValuesNameTheKey(t *testing.T) {
 			t.Errorf("namesrvAddr %q read as %q", list, got.Broker.NamesrvAddr)
 		}
 	}
-	if _, err := LoadBroker(writeFile(t, "b.conf", "enableControllerMode=false\nenableDLegerCommitLog=false\n"), nil); err != nil {
+	if _, err := LoadBroker(testutil.WriteFile(t, "b.conf", "enableControllerMode=false\nenableDLegerCommitLog=false\n"), nil); err != nil {
 		t.Errorf("the replication modes turned off: %v", err)
 	}
 	if _, err := LoadBroker("", map[string]string{"noSuchKey": "1"}); err == nil {
@@ -328,7 +321,7 @@ func TestBadValuesNameTheKey(t *testing.T) {
 }
 
 func TestYAMLTypedValues(t *testing.T) {
-	got, err := LoadBroker(writeFile(t, "b.yaml", "listenPort: 30911\nautoCreateTopicEnable: false\ndeleteWhen: \"02;03\"\nstoreType: FILE\n"), nil)
+	got, err := LoadBroker(testutil.WriteFile(t, "b.yaml", "listenPort: 30911\nautoCreateTopicEnable: false\ndeleteWhen: \"02;03\"\nstoreType: FILE\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +397,7 @@ func TestIndexWALSyncFollowsFlushDiskType(t *testing.T) {
 		{"flushDiskType=SYNC_FLUSH\nindexWalSync=interval\n", IndexWALSyncInterval},
 	}
 	for _, c := range cases {
-		got, err := LoadBroker(writeFile(t, "b.conf", c.content), nil)
+		got, err := LoadBroker(testutil.WriteFile(t, "b.conf", c.content), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -445,7 +438,7 @@ func TestUnknownKeysOfYAMLAndJSONKeepTheirSpelling(t *testing.T) {
 			` "tls.server.certPathTypo": "y"}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := LoadBroker(writeFile(t, c.name, c.content), nil)
+			got, err := LoadBroker(testutil.WriteFile(t, c.name, c.content), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -459,7 +452,7 @@ func TestUnknownKeysOfYAMLAndJSONKeepTheirSpelling(t *testing.T) {
 		})
 	}
 	// One unknown key in two cases: both spellings are named.
-	got, err := LoadBroker(writeFile(t, "b.yaml", "fooBar: 1\nFOOBAR: 2\n"), nil)
+	got, err := LoadBroker(testutil.WriteFile(t, "b.yaml", "fooBar: 1\nFOOBAR: 2\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +460,7 @@ func TestUnknownKeysOfYAMLAndJSONKeepTheirSpelling(t *testing.T) {
 		t.Errorf("unknown keys %q, want %q", got.UnknownKeys, want)
 	}
 	// The name server's and the proxy's files too.
-	ns, err := LoadNamesrv(writeFile(t, "n.yaml", "listenPort: 9877\nnoSuchNamesrvKey: 1\n"), nil)
+	ns, err := LoadNamesrv(testutil.WriteFile(t, "n.yaml", "listenPort: 9877\nnoSuchNamesrvKey: 1\n"), nil)
 	if err != nil || !slices.Equal(ns.UnknownKeys, []string{"noSuchNamesrvKey"}) {
 		t.Errorf("name server: %v, unknown keys %q, want [noSuchNamesrvKey]", err, ns.UnknownKeys)
 	}
@@ -504,7 +497,7 @@ func TestHostKeysAreChecked(t *testing.T) {
 		{"haMasterAddress", ":10912", false},
 		{"haMasterAddress", "10.0.0.1:10912;10.0.0.2:10912", false},
 	} {
-		_, err := LoadBroker(writeFile(t, "broker.conf", c.key+"="+c.value+"\n"), nil)
+		_, err := LoadBroker(testutil.WriteFile(t, "broker.conf", c.key+"="+c.value+"\n"), nil)
 		if c.ok && err != nil {
 			t.Errorf("%s=%q: %v", c.key, c.value, err)
 		}
@@ -524,13 +517,13 @@ func TestYAMLKeyInTwoCasesIsRefused(t *testing.T) {
 		"b.json": `{"listenPort": 10911, "LISTENPORT": 20911}`,
 		"c.yaml": "tls:\n  server:\n    certPath: a.pem\ntls.server.CertPath: b.pem\n",
 	} {
-		_, err := LoadBroker(writeFile(t, name, content), nil)
+		_, err := LoadBroker(testutil.WriteFile(t, name, content), nil)
 		if err == nil || !strings.Contains(err.Error(), "is given 2 times") {
 			t.Errorf("%s %q: error %v, want one naming the key given twice", name, content, err)
 		}
 	}
 	// One spelling, in whatever case, still loads.
-	got, err := LoadBroker(writeFile(t, "d.yaml", "ListenPort: 20911\n"), nil)
+	got, err := LoadBroker(testutil.WriteFile(t, "d.yaml", "ListenPort: 20911\n"), nil)
 	if err != nil || got.Broker.ListenPort != 20911 {
 		t.Errorf("ListenPort alone: %v, listenPort %d", err, got.Broker.ListenPort)
 	}
@@ -541,7 +534,7 @@ func TestYAMLKeyInTwoCasesIsRefused(t *testing.T) {
 // negative value, which RocketMQ takes too.
 func TestTransactionCheckMaxOfZeroLoads(t *testing.T) {
 	for _, v := range []string{"0", "-3"} {
-		p := writeFile(t, "broker.conf", "transactionCheckMax="+v+"\n")
+		p := testutil.WriteFile(t, "broker.conf", "transactionCheckMax="+v+"\n")
 		got, err := LoadBroker(p, nil)
 		if err != nil {
 			t.Fatalf("transactionCheckMax=%s: %v", v, err)

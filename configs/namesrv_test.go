@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
 // Every default parses, is reported as written, and the report of the
@@ -40,7 +42,7 @@ func TestNamesrvYAMLDocumentsEveryKey(t *testing.T) {
 // keys reported inert with their reasons, a key nobody knows reported
 // unknown, the overrides winning.
 func TestNamesrvPropertiesFile(t *testing.T) {
-	p := writeFile(t, "namesrv.properties", `# a RocketMQ namesrv.properties
+	p := testutil.WriteFile(t, "namesrv.properties", `# a RocketMQ namesrv.properties
 listenPort=19876
 orderMessageEnable = true
 kvConfigPath=/var/lib/namesrv/kv.json
@@ -72,7 +74,7 @@ noSuchNamesrvKey=1
 	if want := []string{"clientRequestThreadPoolNums", "serverWorkerThreads"}; !slices.Equal(inert, want) {
 		t.Errorf("inert keys %v, want %v", inert, want)
 	}
-	if _, err := LoadNamesrv(writeFile(t, "bad.properties", "serverWorkerThreads=many\n"), nil); err == nil ||
+	if _, err := LoadNamesrv(testutil.WriteFile(t, "bad.properties", "serverWorkerThreads=many\n"), nil); err == nil ||
 		!strings.Contains(err.Error(), "serverWorkerThreads") {
 		t.Errorf("serverWorkerThreads=many: %v, want an error naming the key", err)
 	}
@@ -94,7 +96,7 @@ func TestNamesrvBadValuesNameTheKey(t *testing.T) {
 		"deleteTopicWithBrokerRegistration=2": "deleteTopicWithBrokerRegistration",
 		"proxyProtocolTrustedNetworks=10.1/8": "proxyProtocolTrustedNetworks",
 	} {
-		_, err := LoadNamesrv(writeFile(t, "n.properties", content), nil)
+		_, err := LoadNamesrv(testutil.WriteFile(t, "n.properties", content), nil)
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%q: error %v does not name %s", content, err, key)
 		}
@@ -122,7 +124,7 @@ func TestNamesrvBlackList(t *testing.T) {
 }
 
 func TestPersistNamesrvSettings(t *testing.T) {
-	p := writeFile(t, "namesrv.properties", "# ours\nlistenPort=9876\nEnableTopicList=true\nserverWorkerThreads=8\n")
+	p := testutil.WriteFile(t, "namesrv.properties", "# ours\nlistenPort=9876\nEnableTopicList=true\nserverWorkerThreads=8\n")
 	if err := PersistNamesrvSettings(p, map[string]string{"enableTopicList": "false", "orderMessageEnable": "true"}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
 // javaCase is one case of testdata/java-properties.txt: an input and what
@@ -243,7 +245,7 @@ func TestBrokerConfAsRocketMQReadsIt(t *testing.T) {
 			file: "BROKERNAME=b1\nBrokername=b2\n",
 			want: map[string]string{"brokerName": "b2"}},
 	} {
-		got, err := LoadBroker(writeFile(t, "broker.conf", c.file), nil)
+		got, err := LoadBroker(testutil.WriteFile(t, "broker.conf", c.file), nil)
 		if c.errKey != "" {
 			if err == nil || !strings.Contains(err.Error(), "key "+c.errKey) {
 				t.Errorf("%s: %q: error %v, want one naming %s", c.name, c.file, err, c.errKey)
@@ -276,7 +278,7 @@ func sameStrings(a, b []string) bool {
 
 // An error of a properties file names the file, the line and the key.
 func TestBrokerConfErrorNamesFileLineAndKey(t *testing.T) {
-	p := writeFile(t, "broker.conf", "# broker\nbrokerName=b1\nlistenPort=ten\n")
+	p := testutil.WriteFile(t, "broker.conf", "# broker\nbrokerName=b1\nlistenPort=ten\n")
 	_, err := LoadBroker(p, nil)
 	if err == nil || !strings.Contains(err.Error(), p+" line 3: key listenPort") {
 		t.Errorf("error %v, want one naming %s, line 3 and listenPort", err, p)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
 // rocketMQ53ProxyKeys are the keys RocketMQ 5.3.3's proxy reads from
@@ -110,7 +112,7 @@ func TestProxyRocketMQ53DefaultsFile(t *testing.T) {
 // The ProxyConfig keys act and the AuthConfig keys of nearly the same
 // names, which size a broker's local caches, do not.
 func TestProxyAuthCacheKeys(t *testing.T) {
-	got, err := LoadProxy(writeFile(t, "rmq-proxy.json", `{"aclCacheRefreshSeconds": 5, "userCacheRefreshSeconds": 7,
+	got, err := LoadProxy(testutil.WriteFile(t, "rmq-proxy.json", `{"aclCacheRefreshSeconds": 5, "userCacheRefreshSeconds": 7,
   "aclCacheMaxNum": 10, "userCacheMaxNum": 11, "aclCacheRefreshSecond": 60, "userCacheRefreshSecond": 60}`), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +142,7 @@ func TestProxyInertKeysWarn(t *testing.T) {
 		{"authenticationWhitelist", "apache.rocketmq.v2.QueryRouteRequest", "authenticated all the same"},
 		{"authorizationWhitelist", "apache.rocketmq.v2.QueryRouteRequest", "authorized all the same"},
 	} {
-		got, err := LoadProxy(writeFile(t, "rmq-proxy.properties", "namesrvAddr=10.0.0.1:9876\n"+tc.key+"="+tc.value+"\n"), nil)
+		got, err := LoadProxy(testutil.WriteFile(t, "rmq-proxy.properties", "namesrvAddr=10.0.0.1:9876\n"+tc.key+"="+tc.value+"\n"), nil)
 		if err != nil {
 			t.Fatalf("%s=%s: %v", tc.key, tc.value, err)
 		}
@@ -148,7 +150,7 @@ func TestProxyInertKeysWarn(t *testing.T) {
 			t.Errorf("%s=%s: inert %+v; want a warning naming the key and %q", tc.key, tc.value, got.InertKeys, tc.want)
 		}
 	}
-	got, err := LoadProxy(writeFile(t, "rmq-proxy.properties", "metricsExporterType=disable\nsendLatencyEnable=false\n"), nil)
+	got, err := LoadProxy(testutil.WriteFile(t, "rmq-proxy.properties", "metricsExporterType=disable\nsendLatencyEnable=false\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

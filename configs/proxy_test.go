@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
 // Every default parses, is reported as written, and the report of the
@@ -105,7 +107,7 @@ func TestProxyYAMLListsInertKeys(t *testing.T) {
 // thread pool and cluster name keys reported inert with their reasons, a
 // key nobody knows reported unknown; overrides win over the file.
 func TestProxyRMQProxyJSON(t *testing.T) {
-	p := writeFile(t, "rmq-proxy.json", `{
+	p := testutil.WriteFile(t, "rmq-proxy.json", `{
   "rocketMQClusterName": "DefaultCluster",
   "namesrvAddr": "10.0.0.1:9876;10.0.0.2:9876",
   "grpcServerPort": 18081,
@@ -158,7 +160,7 @@ func TestProxyRMQProxyJSON(t *testing.T) {
 // The rmq-proxy.json RocketMQ ships, its cluster name alone, loads to the
 // defaults with nothing unknown.
 func TestProxyShippedRMQProxyJSON(t *testing.T) {
-	got, err := LoadProxy(writeFile(t, "rmq-proxy.json", `{"rocketMQClusterName": "DefaultCluster"}`+"\n"), nil)
+	got, err := LoadProxy(testutil.WriteFile(t, "rmq-proxy.json", `{"rocketMQClusterName": "DefaultCluster"}`+"\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +172,7 @@ func TestProxyShippedRMQProxyJSON(t *testing.T) {
 // The same keys load from a properties file, and an inert key given as an
 // override is reported as one.
 func TestProxyPropertiesFile(t *testing.T) {
-	p := writeFile(t, "proxy.properties", "grpcServerPort=18082\nmaxMessageSize = 2097152\ngrpcWorkerLoopNum=8\n")
+	p := testutil.WriteFile(t, "proxy.properties", "grpcServerPort=18082\nmaxMessageSize = 2097152\ngrpcWorkerLoopNum=8\n")
 	got, err := LoadProxy(p, map[string]string{"remotingListenPort": "8080"})
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +213,7 @@ func TestProxyBadValuesNameTheKey(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			path := ""
 			if c.json != "" {
-				path = writeFile(t, "rmq-proxy.json", c.json)
+				path = testutil.WriteFile(t, "rmq-proxy.json", c.json)
 			}
 			if _, err := LoadProxy(path, c.overrides); err == nil || !strings.Contains(err.Error(), c.key) {
 				t.Errorf("error %v does not name %s", err, c.key)
@@ -223,7 +225,7 @@ func TestProxyBadValuesNameTheKey(t *testing.T) {
 // A file that is not one JSON object is an error naming the file.
 func TestProxyMalformedJSON(t *testing.T) {
 	for _, content := range []string{``, `{"grpcServerPort": 18081`, `{"grpcServerPort": 1} {"grpcServerPort": 2}`, `[1, 2]`} {
-		p := writeFile(t, "rmq-proxy.json", content)
+		p := testutil.WriteFile(t, "rmq-proxy.json", content)
 		if _, err := LoadProxy(p, nil); err == nil || !strings.Contains(err.Error(), p) {
 			t.Errorf("%q: error %v does not name the file", content, err)
 		}
@@ -256,7 +258,7 @@ func TestProxyNamesrvAddrRefusesAnAddressThatIsNotHostPort(t *testing.T) {
 		if _, err := LoadProxy("", map[string]string{"namesrvAddr": bad}); err == nil || !strings.Contains(err.Error(), "namesrvAddr") {
 			t.Errorf("override %q: error %v, want one naming namesrvAddr", bad, err)
 		}
-		file := writeFile(t, "proxy.properties", "namesrvAddr="+bad+"\n")
+		file := testutil.WriteFile(t, "proxy.properties", "namesrvAddr="+bad+"\n")
 		if _, err := LoadProxy(file, nil); err == nil || !strings.Contains(err.Error(), "namesrvAddr") {
 			t.Errorf("file %q: error %v, want one naming namesrvAddr", bad, err)
 		}

@@ -4,12 +4,14 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
 // The trusted networks take prefixes and single addresses of both
 // families, normalized, and report them back in a form they accept.
 func TestProxyProtocolKeys(t *testing.T) {
-	got, err := LoadBroker(writeFile(t, "b.conf",
+	got, err := LoadBroker(testutil.WriteFile(t, "b.conf",
 		"proxyProtocolEnable=false\nproxyProtocolTrustedNetworks= 10.1.2.3/8, 192.0.2.7 ,2001:db8::/32,::ffff:198.51.100.4\n"), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
 // RocketMQ's TLS property names work as keys, dots and all, in properties
@@ -47,7 +49,7 @@ tls.server.trustCertPath=/ca.pem
 	for _, f := range []struct{ name, text string }{{"b.conf", props}, {"flat.yaml", flat}, {"nested.yml", nested}} {
 		t.Run(f.name, func(t *testing.T) {
 			// "key: value" is a properties line too.
-			b, err := LoadBroker(writeFile(t, f.name, f.text+"tls.enable: true\n"), nil)
+			b, err := LoadBroker(testutil.WriteFile(t, f.name, f.text+"tls.enable: true\n"), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +59,7 @@ tls.server.trustCertPath=/ca.pem
 			if !reflect.DeepEqual(b.Broker.TLS, want) || !b.Broker.DialNamesrvTLS() {
 				t.Errorf("broker TLS %+v (tls.enable %q), want %+v", b.Broker.TLS, b.Broker.TLSEnable, want)
 			}
-			n, err := LoadNamesrv(writeFile(t, f.name, f.text), nil)
+			n, err := LoadNamesrv(testutil.WriteFile(t, f.name, f.text), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +83,7 @@ func TestTLSDefaultsAreRocketMQs(t *testing.T) {
 
 func TestTLSBadValuesNameTheKey(t *testing.T) {
 	for _, line := range []string{"tls.server.mode=strict", "tls.server.need.client.auth=always", "tls.test.mode.enable=yes please", "tls.server.authClient=2", "tls.enable=maybe"} {
-		_, err := LoadBroker(writeFile(t, "b.conf", line+"\n"), nil)
+		_, err := LoadBroker(testutil.WriteFile(t, "b.conf", line+"\n"), nil)
 		key, _, _ := strings.Cut(line, "=")
 		if err == nil || !strings.Contains(err.Error(), "key "+key) {
 			t.Errorf("%s: error %v, want one naming the key", line, err)
@@ -167,7 +169,7 @@ func TestTLSConfigFile(t *testing.T) {
 	})
 	t.Run("the file wins, but not for the mode", func(t *testing.T) {
 		in := base
-		in.ConfigFile = writeFile(t, "tls.properties", `# RocketMQ tls.properties
+		in.ConfigFile = testutil.WriteFile(t, "tls.properties", `# RocketMQ tls.properties
 tls.test.mode.enable=false
 tls.server.need.client.auth=optional
 tls.server.keyPath=/from/file.key
@@ -195,7 +197,7 @@ tls.client.keyPath=/client.key
 	})
 	t.Run("a bad value names the file and the key", func(t *testing.T) {
 		in := base
-		in.ConfigFile = writeFile(t, "tls.properties", "tls.server.need.client.auth=sometimes\n")
+		in.ConfigFile = testutil.WriteFile(t, "tls.properties", "tls.server.need.client.auth=sometimes\n")
 		_, _, err := in.WithConfigFile()
 		if err == nil || !strings.Contains(err.Error(), in.ConfigFile) || !strings.Contains(err.Error(), "tls.server.need.client.auth") {
 			t.Fatalf("error %v", err)

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -39,17 +39,6 @@ func configOf[T any](t *testing.T, c *remoting.Client, code int32, ext map[strin
 	return v, true
 }
 
-// writeFile writes content to a file of the test's temporary directory
-// and returns its path.
-func writeFile(t *testing.T, name, content string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // updateTopicList creates every topic of a file of TopicConfig objects as
 // RocketMQ's fastjson writes them, on the -b broker or every master of a
 // -c cluster, what an object leaves out being TopicConfig's default; a
@@ -57,7 +46,7 @@ func writeFile(t *testing.T, name, content string) string {
 func TestUpdateTopicList(t *testing.T) {
 	ns, b := startClusterWith(t, nil)
 	c := client(t, b.Addr())
-	file := writeFile(t, "topics.json", `[
+	file := testutil.WriteFile(t, "topics.json", `[
 	{"attributes":{"+message.type":"FIFO"},"order":false,"perm":6,"readQueueNums":4,"topicFilterType":"SINGLE_TAG","topicName":"L1","topicSysFlag":0,"writeQueueNums":4},
 	{"topicName":"L2","readQueueNums":2,"writeQueueNums":3,"perm":4,"order":true},
 	{"topicName":"L3"}
@@ -78,7 +67,7 @@ func TestUpdateTopicList(t *testing.T) {
 		}
 	}
 	// Through the cluster, an update of L2.
-	update := writeFile(t, "update.json", `[{"topicName":"L2","readQueueNums":8,"writeQueueNums":8,"perm":6}]`)
+	update := testutil.WriteFile(t, "update.json", `[{"topicName":"L2","readQueueNums":8,"writeQueueNums":8,"perm":6}]`)
 	out, err = run(t, "updateTopicList", "-n", ns, "-c", "DefaultCluster", "-f", update)
 	if err != nil || !strings.Contains(out, "submit batch of topic config to "+b.Addr()+" success") {
 		t.Fatalf("updateTopicList -c: %v\n%s", err, out)
@@ -89,20 +78,20 @@ func TestUpdateTopicList(t *testing.T) {
 
 	// The errors: no file, a file that is not a list of topics, a topic the
 	// broker refuses (a name it takes for invalid), -b with -c.
-	bad := writeFile(t, "bad.json", `[{"topicName":"L4","readQueueNums":"many"}]`)
-	refused := writeFile(t, "refused.json", `[{"topicName":"L5"},{"topicName":"bad topic"}]`)
+	bad := testutil.WriteFile(t, "bad.json", `[{"topicName":"L4","readQueueNums":"many"}]`)
+	refused := testutil.WriteFile(t, "refused.json", `[{"topicName":"L5"},{"topicName":"bad topic"}]`)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"-b", b.Addr()}, `required flag(s) "filename" not set`},
 		{[]string{"-b", b.Addr(), "-f", filepath.Join(t.TempDir(), "none.json")}, "none.json does not exists"},
-		{[]string{"-b", b.Addr(), "-f", writeFile(t, "object.json", `{"topicName":"L4"}`)}, "is not a JSON array of TopicConfig"},
+		{[]string{"-b", b.Addr(), "-f", testutil.WriteFile(t, "object.json", `{"topicName":"L4"}`)}, "is not a JSON array of TopicConfig"},
 		{[]string{"-b", b.Addr(), "-f", bad}, "TopicConfig 0 of the list"},
 		{[]string{"-b", b.Addr(), "-f", refused}, "code 29: The specified topic: bad topic"},
 		{[]string{"-b", b.Addr(), "-f", t.TempDir()}, "read the TopicConfig list"},
 		// Attributes as topics.json holds them, not as modifications.
-		{[]string{"-b", b.Addr(), "-f", writeFile(t, "plain.json", `[{"topicName":"L6","attributes":{"message.type":"FIFO"}}]`)}, "only add attribute is supported while creating topic"},
+		{[]string{"-b", b.Addr(), "-f", testutil.WriteFile(t, "plain.json", `[{"topicName":"L6","attributes":{"message.type":"FIFO"}}]`)}, "only add attribute is supported while creating topic"},
 		{[]string{"-b", b.Addr(), "-n", ns, "-c", "DefaultCluster", "-f", update}, "not both"},
 	} {
 		if out, err := run(t, append([]string{"updateTopicList"}, tc.args...)...); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -115,7 +104,7 @@ func TestUpdateTopicList(t *testing.T) {
 		}
 	}
 	// An empty list sends nothing, as mqadmin's.
-	if out, err := run(t, "updateTopicList", "-b", deadAddr(t), "-f", writeFile(t, "empty.json", "[]")); err != nil || out != "" {
+	if out, err := run(t, "updateTopicList", "-b", deadAddr(t), "-f", testutil.WriteFile(t, "empty.json", "[]")); err != nil || out != "" {
 		t.Errorf("updateTopicList of an empty list: %v %q", err, out)
 	}
 }
@@ -125,7 +114,7 @@ func TestUpdateTopicList(t *testing.T) {
 func TestUpdateSubGroupList(t *testing.T) {
 	ns, b := startClusterWith(t, nil)
 	c := client(t, b.Addr())
-	file := writeFile(t, "groups.json", `[
+	file := testutil.WriteFile(t, "groups.json", `[
 	{"brokerId":0,"consumeBroadcastEnable":false,"consumeEnable":false,"consumeFromMinEnable":true,"consumeMessageOrderly":true,
 	 "consumeTimeoutMinute":15,"groupName":"LG1","groupRetryPolicy":{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":1000,"max":30000,"multiplier":2}},
 	 "groupSysFlag":0,"notifyConsumerIdsChangedEnable":true,"retryMaxTimes":5,"retryQueueNums":1,"whichBrokerWhenConsumeSlowly":1},
@@ -144,7 +133,7 @@ func TestUpdateSubGroupList(t *testing.T) {
 	if g2, ok := groupOf(t, c, "LG2"); !ok || g2.RetryMaxTimes != 3 || !g2.ConsumeEnable || !g2.ConsumeBroadcastEnable || g2.RetryQueueNums != 1 || g2.ConsumeTimeoutMinute != 15 {
 		t.Fatalf("LG2: %+v (found %v)", g2, ok)
 	}
-	out, err = run(t, "updateSubGroupList", "-n", ns, "-c", "DefaultCluster", "-f", writeFile(t, "g3.json", `[{"groupName":"LG1","retryMaxTimes":7}]`))
+	out, err = run(t, "updateSubGroupList", "-n", ns, "-c", "DefaultCluster", "-f", testutil.WriteFile(t, "g3.json", `[{"groupName":"LG1","retryMaxTimes":7}]`))
 	if err != nil || out != "submit batch of subscription group config to "+b.Addr()+" success, please check the result later.\n" {
 		t.Fatalf("updateSubGroupList -c: %v\n%q", err, out)
 	}
@@ -156,9 +145,9 @@ func TestUpdateSubGroupList(t *testing.T) {
 		file, want string
 	}{
 		{filepath.Join(t.TempDir(), "none.json"), "does not exists"},
-		{writeFile(t, "bad.json", `[{"groupName":"LG4","retryMaxTimes":[]}]`), "SubscriptionGroupConfig 0 of the list"},
+		{testutil.WriteFile(t, "bad.json", `[{"groupName":"LG4","retryMaxTimes":[]}]`), "SubscriptionGroupConfig 0 of the list"},
 		// A group the broker refuses: its name is not a valid one.
-		{writeFile(t, "refused.json", `[{"groupName":"LG5"},{"groupName":"bad group"}]`), "code 29: The specified group: bad group"},
+		{testutil.WriteFile(t, "refused.json", `[{"groupName":"LG5"},{"groupName":"bad group"}]`), "code 29: The specified group: bad group"},
 	} {
 		if out, err := run(t, "updateSubGroupList", "-b", b.Addr(), "-f", tc.file); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("updateSubGroupList -f %s: %v (%q), want %q", tc.file, err, out, tc.want)

@@ -127,7 +127,7 @@ func TestBadFlags(t *testing.T) {
 	if _, err := execute(t, "-c", filepath.Join(t.TempDir(), "missing.properties")); err == nil || !strings.Contains(err.Error(), "missing.properties") {
 		t.Fatalf("missing config file: %v", err)
 	}
-	bad := writeConfig(t, "namesrv.properties", "listenPort=99999\n")
+	bad := testutil.WriteFile(t, "namesrv.properties", "listenPort=99999\n")
 	if _, err := execute(t, "-c", bad); err == nil || !strings.Contains(err.Error(), "listenPort") {
 		t.Fatalf("bad listenPort: %v", err)
 	}
@@ -142,19 +142,10 @@ func TestBadFlags(t *testing.T) {
 	}
 }
 
-func writeConfig(t *testing.T, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // -p prints what would run: the file's keys, with flags given on the
 // command line winning, and the defaults for the rest.
 func TestPrintConfig(t *testing.T) {
-	file := writeConfig(t, "namesrv.properties", "listenPort=19876\norderMessageEnable=true\nlogLevel=warn\nserverWorkerThreads=8\n")
+	file := testutil.WriteFile(t, "namesrv.properties", "listenPort=19876\norderMessageEnable=true\nlogLevel=warn\nserverWorkerThreads=8\n")
 	out, err := execute(t, "-c", file, "-p", "--log-level", "debug", "--kv-config", "")
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +164,7 @@ func TestPrintConfig(t *testing.T) {
 		t.Errorf("--listen did not win over the file:\n%s", out)
 	}
 	// A key the name server does not know is warned of, as at start.
-	file = writeConfig(t, "namesrv.properties", "listenPort=19876\nnoSuchNamesrvKey=1\n")
+	file = testutil.WriteFile(t, "namesrv.properties", "listenPort=19876\nnoSuchNamesrvKey=1\n")
 	out, err = execute(t, "-c", file, "-p")
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +179,7 @@ func TestPrintConfig(t *testing.T) {
 func TestServesFromConfigFile(t *testing.T) {
 	addr := freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
-	file := writeConfig(t, "namesrv.properties", "# RocketMQ's\nlistenPort="+port+"\nbindAddress=127.0.0.1\nkvConfigPath=\nenableAllTopicList=true\n")
+	file := testutil.WriteFile(t, "namesrv.properties", "# RocketMQ's\nlistenPort="+port+"\nbindAddress=127.0.0.1\nkvConfigPath=\nenableAllTopicList=true\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, options{config: file, shutdownWait: 5 * time.Second}) }()
@@ -227,7 +218,7 @@ func TestServesFromConfigFile(t *testing.T) {
 // --set sets any key (the TLS keys, which have no flag of their own),
 // winning over the file but not over the dedicated flags.
 func TestSetFlag(t *testing.T) {
-	file := writeConfig(t, "namesrv.properties", "tls.server.mode=disabled\nlogLevel=warn\n")
+	file := testutil.WriteFile(t, "namesrv.properties", "tls.server.mode=disabled\nlogLevel=warn\n")
 	out, err := execute(t, "-c", file, "-p", "--set", "tls.server.mode=enforcing", "--set", "tls.server.keyPassword=pw",
 		"--set", "logLevel=error", "--log-level", "debug")
 	if err != nil {
@@ -262,7 +253,7 @@ func TestPrintConfigRefusesATLSCertificateItCannotLoad(t *testing.T) {
 // mqnamesrv's command line works unchanged: its long option names, and
 // its -n, which it accepts and ignores.
 func TestTakesMqnamesrvsCommandLine(t *testing.T) {
-	file := writeConfig(t, "namesrv.properties", "listenPort=19876\n")
+	file := testutil.WriteFile(t, "namesrv.properties", "listenPort=19876\n")
 	for _, args := range [][]string{
 		{"--configFile", file, "--printConfigItem", "-n", "127.0.0.1:9876"},
 		{"--configFile=" + file, "--printConfigItem", "--namesrvAddr=127.0.0.1:9876;127.0.0.2:9876"},

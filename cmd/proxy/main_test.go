@@ -53,15 +53,6 @@ func execute(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
-func writeConfig(t *testing.T, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // checkPrinted fails the test for each line of want missing from the
 // printed configuration out.
 func checkPrinted(t *testing.T, out string, want ...string) {
@@ -88,7 +79,7 @@ func TestPrintConfig(t *testing.T) {
 	}
 	checkPrinted(t, out, "grpcServerPort=18082", "bindAddress=0.0.0.0")
 	// A key the proxy does not know is warned of, as at start.
-	out, err = execute(t, "-p", "-c", writeConfig(t, "proxy.properties", "grpcServerPort=18083\nnoSuchProxyKey=1\n"))
+	out, err = execute(t, "-p", "-c", testutil.WriteFile(t, "proxy.properties", "grpcServerPort=18083\nnoSuchProxyKey=1\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +109,7 @@ func TestPrintConfigNamesrvDomain(t *testing.T) {
 // An rmq-proxy.json given with -c is read, and the flags given on the
 // command line win over it.
 func TestPrintConfigFromRMQProxyJSON(t *testing.T) {
-	file := writeConfig(t, "rmq-proxy.json", `{"rocketMQClusterName": "DefaultCluster", "namesrvAddr": "10.0.0.1:9876",
+	file := testutil.WriteFile(t, "rmq-proxy.json", `{"rocketMQClusterName": "DefaultCluster", "namesrvAddr": "10.0.0.1:9876",
  "grpcServerPort": 19081, "maxMessageSize": 2097152, "logLevel": "warn"}`)
 	out, err := execute(t, "-c", file, "-p")
 	if err != nil {
@@ -135,7 +126,7 @@ func TestPrintConfigFromRMQProxyJSON(t *testing.T) {
 // --set sets any key, winning over the file but not over the dedicated
 // flags; one without '=' or with a bad value is an error.
 func TestSetFlag(t *testing.T) {
-	file := writeConfig(t, "rmq-proxy.json", `{"renewAheadTimeMillis": 20000, "defaultInvisibleTimeMills": 90000}`)
+	file := testutil.WriteFile(t, "rmq-proxy.json", `{"renewAheadTimeMillis": 20000, "defaultInvisibleTimeMills": 90000}`)
 	out, err := execute(t, "-c", file, "-p", "--set", "renewAheadTimeMillis=5000", "--set", "grpcServerPort=1",
 		"--listen", "127.0.0.1:18081")
 	if err != nil {
@@ -162,7 +153,7 @@ func TestSetFlag(t *testing.T) {
 // a file's namesrvAddr over the environment. A variable that a file or -n
 // overrides is not read: one that is not host:port is no error then.
 func TestNamesrvAddrEnv(t *testing.T) {
-	file := writeConfig(t, "rmq-proxy.json", `{"namesrvAddr": "10.2.2.2:9876"}`)
+	file := testutil.WriteFile(t, "rmq-proxy.json", `{"namesrvAddr": "10.2.2.2:9876"}`)
 	t.Setenv("NAMESRV_ADDR", "10.0.0.3")
 	for _, args := range [][]string{{"-c", file}, {"-n", "10.3.3.3:9876"}} {
 		if _, err := execute(t, append([]string{"-p"}, args...)...); err != nil {
@@ -171,7 +162,7 @@ func TestNamesrvAddrEnv(t *testing.T) {
 	}
 
 	t.Setenv("NAMESRV_ADDR", "10.1.1.1:9876")
-	silent := writeConfig(t, "rmq-proxy-no-namesrv.json", `{"grpcServerPort": 18081}`)
+	silent := testutil.WriteFile(t, "rmq-proxy-no-namesrv.json", `{"grpcServerPort": 18081}`)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -204,7 +195,7 @@ func TestBadFlags(t *testing.T) {
 	if _, err := execute(t, "-p", "-c", missing); err == nil || !strings.Contains(err.Error(), "missing.json") {
 		t.Errorf("missing config file: %v", err)
 	}
-	bad := writeConfig(t, "rmq-proxy.json", `{"grpcServerPort": 99999}`)
+	bad := testutil.WriteFile(t, "rmq-proxy.json", `{"grpcServerPort": 99999}`)
 	if _, err := execute(t, "-p", "-c", bad); err == nil || !strings.Contains(err.Error(), "grpcServerPort") {
 		t.Errorf("bad grpcServerPort: %v", err)
 	}
@@ -218,7 +209,7 @@ func TestBadFlags(t *testing.T) {
 // -p, under a deadline: a proxy that starts serves until it ends, and
 // returns no error.
 func TestBadNamesrvAddrStopsTheStart(t *testing.T) {
-	file := writeConfig(t, "rmq-proxy.json", `{"namesrvAddr": "10.0.0.1:9876;10.0.0.2"}`)
+	file := testutil.WriteFile(t, "rmq-proxy.json", `{"namesrvAddr": "10.0.0.1:9876;10.0.0.2"}`)
 	for _, c := range []struct {
 		name   string
 		env    string
@@ -266,7 +257,7 @@ func TestServesFromConfigFile(t *testing.T) {
 	ns := startNamesrv(t)
 	addr := freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
-	file := writeConfig(t, "rmq-proxy.json", `{"rocketMQClusterName": "DefaultCluster", "bindAddress": "127.0.0.1",
+	file := testutil.WriteFile(t, "rmq-proxy.json", `{"rocketMQClusterName": "DefaultCluster", "bindAddress": "127.0.0.1",
  "grpcServerPort": `+port+`, "namesrvAddr": "`+ns+`", "logLevel": "warn"}`)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -1,6 +1,6 @@
 // Package testutil holds helpers shared by tests of several packages:
 // locating the RocketMQ fixtures and copying a store so a test never
-// writes into them.
+// writes into them, writing a file for a test to read.
 package testutil
 
 import (
@@ -27,6 +27,18 @@ func FixturesDir(t testing.TB) string {
 		t.Skipf("RocketMQ fixtures not found at %s: %v", dir, err)
 	}
 	return dir
+}
+
+// WriteFile writes content to a file called name in a new temporary
+// directory of t, removed when the test ends, and returns its path: a
+// configuration or input file for the code under test to read.
+func WriteFile(t testing.TB, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatalf("write %s: %v", path, err)
+	}
+	return path
 }
 
 // CopyStore copies the directory tree src into a fresh temporary directory
