@@ -19,16 +19,16 @@ import (
 // authCopy describes what copyUser and copyAcl copy: T is meta.UserInfo or
 // meta.AclInfo, key its username or subject.
 type authCopy[T any] struct {
-	use, short  string
-	what        string // "user" or "acl", as mqadmin's lines name it
-	namesFlag   string // mqadmin's long name of the names option
-	namesShort  string // and its letter
-	namesUsage  string
-	key         func(T) string
-	get         func(ctx context.Context, addr, key string) (T, bool, error)
-	list        func(ctx context.Context, addr string) ([]T, error)
-	put         func(ctx context.Context, addr string, code int32, v T) error
-	create, upd int32
+	use, short     string
+	what           string // "user" or "acl", as mqadmin's lines name it
+	namesFlag      string // mqadmin's long name of the names option
+	namesShort     string // and its letter
+	namesUsage     string
+	key            func(T) string
+	get            func(ctx context.Context, addr, key string) (T, bool, error)
+	list           func(ctx context.Context, addr string) ([]T, error)
+	put            func(ctx context.Context, addr string, code int32, v T) error
+	create, update int32
 }
 
 // copyAuthCmd builds one of the copy commands from its description.
@@ -105,7 +105,7 @@ func (c authCopy[T]) copyOne(ctx context.Context, target string, v T) error {
 	}
 	code := c.create
 	if exists {
-		code = c.upd
+		code = c.update
 	}
 	return c.put(ctx, target, code, v)
 }
@@ -117,7 +117,7 @@ func copyUserCmd(g *globals) *cobra.Command {
 		key:  func(u meta.UserInfo) string { return u.Username },
 		get:  g.getUser,
 		list: func(ctx context.Context, addr string) ([]meta.UserInfo, error) { return g.listUsers(ctx, addr, "") },
-		put:  g.putUser, create: remoting.AuthCreateUser, upd: remoting.AuthUpdateUser,
+		put:  g.putUser, create: remoting.AuthCreateUser, update: remoting.AuthUpdateUser,
 	})
 }
 
@@ -128,6 +128,6 @@ func copyAclCmd(g *globals) *cobra.Command {
 		key:  func(a meta.AclInfo) string { return a.Subject },
 		get:  g.getACL,
 		list: func(ctx context.Context, addr string) ([]meta.AclInfo, error) { return g.listACLs(ctx, addr, "", "") },
-		put:  g.putACL, create: remoting.AuthCreateACL, upd: remoting.AuthUpdateACL,
+		put:  g.putACL, create: remoting.AuthCreateACL, update: remoting.AuthUpdateACL,
 	})
 }
