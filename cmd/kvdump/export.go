@@ -21,6 +21,13 @@ import (
 func exportCommand(o *globalOptions) *cobra.Command {
 	var out string
 	var force bool
+	run := withStore(o, func(ctx context.Context, s *store, w *output) error {
+		dir := out
+		if dir == "" {
+			dir = filepath.Join(s.root, "config")
+		}
+		return runExport(ctx, s, w, dir, force)
+	})
 	cmd := &cobra.Command{
 		Use:   "export-rocketmq [--out DIR] [--force]",
 		Short: "Write the store's topics, groups and offsets as Apache RocketMQ's config files: the way back to RocketMQ",
@@ -59,16 +66,15 @@ about again, and a commit answered then is stored a second time). The message-ke
 not exported: RocketMQ's query by key finds only messages stored after the
 move.`,
 		Args: cobra.NoArgs,
-		RunE: withStore(o, func(ctx context.Context, s *store, w *output) error {
-			if s.broker != "" {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// Refused before the store is opened: with --broker, opening it
+			// would first have the running broker write a checkpoint of its
+			// index, only for the export to refuse it.
+			if o.broker != "" {
 				return errors.New("export-rocketmq reads a stopped store (--store), not a running broker")
 			}
-			dir := out
-			if dir == "" {
-				dir = filepath.Join(s.root, "config")
-			}
-			return runExport(ctx, s, w, dir, force)
-		}),
+			return run(cmd, args)
+		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory for the config files (default: the store's config/)")
 	cmd.Flags().BoolVar(&force, "force", false, "export although POP messages are in flight, timer messages wait or transactions are open")

@@ -179,6 +179,25 @@ func TestExportRocketMQConfig(t *testing.T) {
 	}
 }
 
+// export-rocketmq refuses --broker before it asks the running broker for
+// anything: the broker writes no checkpoint of its index for an export
+// that cannot use it.
+func TestExportRefusesBrokerWithoutACheckpoint(t *testing.T) {
+	store := t.TempDir()
+	b, _ := startBroker(t, store, nil)
+	_, _, err := runKvdump(t, "--broker", b.Addr(), "--keep-checkpoint", "export-rocketmq")
+	if err == nil || !strings.Contains(err.Error(), "export-rocketmq reads a stopped store (--store), not a running broker") || exitStatus(err) == exitOK {
+		t.Fatalf("export-rocketmq --broker: %v (exit status %d)", err, exitStatus(err))
+	}
+	left, err := os.ReadDir(filepath.Join(store, "checkpoints"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("export-rocketmq --broker had the broker write a checkpoint: %v", left)
+	}
+}
+
 func TestExportRefusesWhatRocketMQCannotTakeOver(t *testing.T) {
 	// Without RocketMQ's consumequeue/ files.
 	store := t.TempDir()
