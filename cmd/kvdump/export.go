@@ -77,7 +77,7 @@ move.`,
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory for the config files (default: the store's config/)")
-	cmd.Flags().BoolVar(&force, "force", false, "export although POP messages are in flight, timer messages wait or transactions are open")
+	cmd.Flags().BoolVar(&force, "force", false, "export although POP messages are in flight, timer messages wait, compacted topics keep messages or transactions are open")
 	return cmd
 }
 
