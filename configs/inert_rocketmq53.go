@@ -159,7 +159,7 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 var brokerRefusedRocketMQ53 = []field[Broker]{
 	notImplemented[Broker]("duplicationEnable", "there is no duplication mode: every append gets this broker's queue offsets and store time"),
 	notSet[Broker]("messageStorePlugIn", "rocketkv loads no message store plug-ins (Java classes)"),
-	onlyValues[Broker]("socksProxyConfig", []string{"", "{}"}, "the broker dials name servers and masters directly, through no SOCKS proxy"),
+	onlyValues[Broker]("socksProxyConfig", []string{"{}", ""}, "the broker dials name servers and masters directly, through no SOCKS proxy"),
 }
 
 // onlyValues is a text key rocketkv refuses any value of but those in ok,

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
@@ -89,6 +91,53 @@ func TestBrokerYAMLDocumentsEveryKey(t *testing.T) {
 		got, err := LoadBroker(path, nil)
 		return got.Broker, got.UnknownKeys, err
 	})
+}
+
+// A value the documented YAML files write out is the default the key
+// reports (what -p prints): loading the file to the defaults does not
+// show it for keys without state, whose report is fixed.
+func TestYAMLValuesAreTheReportedDefaults(t *testing.T) {
+	checkWrittenDefaults(t, "broker.yaml", brokerFields)
+	checkWrittenDefaults(t, "namesrv.yaml", namesrvFields)
+	checkWrittenDefaults(t, "proxy.yaml", proxyFields)
+}
+
+// checkWrittenDefaults checks that every top-level scalar of the YAML file
+// that is a key of fields is written as that key's default text.
+func checkWrittenDefaults[T any](t *testing.T, file string, fields []field[T]) {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		t.Fatalf("%s is not one mapping", file)
+	}
+	written := map[string]string{}
+	m := doc.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if v := m.Content[i+1]; v.Kind == yaml.ScalarNode {
+			written[m.Content[i].Value] = v.Value
+		}
+	}
+	checked := 0
+	for _, f := range fields {
+		v, ok := written[f.key]
+		if !ok {
+			continue
+		}
+		checked++
+		if v != f.def {
+			t.Errorf("%s writes %s: %q, but its default is reported as %q", file, f.key, v, f.def)
+		}
+	}
+	if checked == 0 {
+		t.Errorf("%s: no key of the schema checked", file)
+	}
 }
 
 // checkDocumented checks that the YAML file names every key (commented
