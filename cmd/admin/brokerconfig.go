@@ -156,32 +156,42 @@ func getBrokerConfigCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, grp := range groups {
-				type target struct{ title, addr string }
-				targets := make([]target, 0, 1+len(grp.slaves))
-				if grp.master != "" {
-					targets = append(targets, target{fmt.Sprintf("============Master: %s============", grp.master), grp.master})
+			for _, t := range masterSlaveTargets(groups) {
+				resp, err := g.invoke(cmd.Context(), t.addr, remoting.GetBrokerConfig, nil, nil)
+				if err != nil {
+					return err
 				}
-				for _, s := range grp.slaves {
-					targets = append(targets, target{fmt.Sprintf("============My Master: %s=====Slave: %s============", grp.master, s), s})
+				fmt.Fprintln(out, t.title)
+				if _, err := out.Write(resp.Body); err != nil {
+					return err
 				}
-				for _, t := range targets {
-					resp, err := g.invoke(cmd.Context(), t.addr, remoting.GetBrokerConfig, nil, nil)
-					if err != nil {
-						return err
-					}
-					fmt.Fprintln(out, t.title)
-					if _, err := out.Write(resp.Body); err != nil {
-						return err
-					}
-					fmt.Fprintln(out)
-				}
+				fmt.Fprintln(out)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&cluster, "clusterName", "c", "", "every broker (masters and slaves) of this cluster instead of -b")
 	return cmd
+}
+
+// titledBroker is a broker a cluster-wide command asks, with the line
+// mqadmin prints above its answer.
+type titledBroker struct{ title, addr string }
+
+// masterSlaveTargets lists the brokers of groups in the order mqadmin's
+// CommandUtil.fetchMasterAndSlaveDistinguish gives them, each master
+// then its slaves, titled as mqadmin titles them.
+func masterSlaveTargets(groups []brokerGroup) []titledBroker {
+	var out []titledBroker
+	for _, grp := range groups {
+		if grp.master != "" {
+			out = append(out, titledBroker{fmt.Sprintf("============Master: %s============", grp.master), grp.master})
+		}
+		for _, s := range grp.slaves {
+			out = append(out, titledBroker{fmt.Sprintf("============My Master: %s=====Slave: %s============", grp.master, s), s})
+		}
+	}
+	return out
 }
 
 // writePermCmd is mqadmin wipeWritePerm or addWritePerm: change the write

@@ -44,6 +44,9 @@
 //	admin topicClusterList   -n 127.0.0.1:9876 -t TopicA
 //	admin getConsumerConfig  -n 127.0.0.1:9876 -g GroupA
 //	admin allocateMQ         -n 127.0.0.1:9876 -t TopicA -i 10.0.0.1,10.0.0.2
+//	admin updateColdDataFlowCtrGroupConfig -b 127.0.0.1:10911 -g GroupA -v 1048576 (or -c DefaultCluster)
+//	admin removeColdDataFlowCtrGroupConfig -b 127.0.0.1:10911 -g GroupA (or -c DefaultCluster)
+//	admin getColdDataFlowCtrInfo -b 127.0.0.1:10911 (or -c DefaultCluster)
 //
 // and mqadmin's ACL 2.0 commands (createUser, updateUser, deleteUser,
 // getUser, listUser, copyUser, createAcl, updateAcl, deleteAcl, getAcl,
@@ -150,7 +153,8 @@ func newRoot(out io.Writer) *cobra.Command {
 		updateOrderConfCmd(g), updateKvConfigCmd(g), deleteKvConfigCmd(g),
 		skipAccumulatedMessageCmd(g), producerConnectionCmd(g), topicClusterListCmd(g), getConsumerConfigCmd(g), consumerStatusCmd(g),
 		printMsgCmd(g), printMsgByQueueCmd(g), sendMsgStatusCmd(g), checkMsgSendRTCmd(g), clusterRTCmd(g), allocateMQCmd(g),
-		setConsumeModeCmd(g), updateTopicListCmd(g), updateSubGroupListCmd(g))
+		setConsumeModeCmd(g), updateTopicListCmd(g), updateSubGroupListCmd(g),
+		getColdDataFlowCtrInfoCmd(g), updateColdDataFlowCtrGroupConfigCmd(g), removeColdDataFlowCtrGroupConfigCmd(g))
 	root.AddCommand(authCmds(g)...)
 	for _, c := range root.Commands() {
 		addBrokerFlag(c, g)
