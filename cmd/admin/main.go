@@ -47,6 +47,7 @@
 //	admin updateColdDataFlowCtrGroupConfig -b 127.0.0.1:10911 -g GroupA -v 1048576 (or -c DefaultCluster)
 //	admin removeColdDataFlowCtrGroupConfig -b 127.0.0.1:10911 -g GroupA (or -c DefaultCluster)
 //	admin getColdDataFlowCtrInfo -b 127.0.0.1:10911 (or -c DefaultCluster)
+//	admin queryMsgTraceById -n 127.0.0.1:9876 -i 0A01020300002A9F3B1C000000000001 [-t RMQ_SYS_TRACE_TOPIC] [-b beginMs] [-e endMs] [-c 64]
 //
 // and mqadmin's ACL 2.0 commands (createUser, updateUser, deleteUser,
 // getUser, listUser, copyUser, createAcl, updateAcl, deleteAcl, getAcl,
@@ -60,8 +61,8 @@
 // it, NAMESRV_ADDR names them, as for mqadmin, else 127.0.0.1:9876. The flags
 // are mqadmin's where it has the command: -b is a broker address except
 // where mqadmin gives it another meaning (the begin time of queryMsgByKey,
-// printMsg and printMsgByQueue; the broker name of wipeWritePerm,
-// queryMsgByOffset and sendMsgStatus).
+// printMsg, printMsgByQueue and queryMsgTraceById; the broker name of
+// wipeWritePerm, queryMsgByOffset and sendMsgStatus).
 package main
 
 import (
@@ -153,8 +154,8 @@ func newRoot(out io.Writer) *cobra.Command {
 		updateOrderConfCmd(g), updateKvConfigCmd(g), deleteKvConfigCmd(g),
 		skipAccumulatedMessageCmd(g), producerConnectionCmd(g), topicClusterListCmd(g), getConsumerConfigCmd(g), consumerStatusCmd(g),
 		printMsgCmd(g), printMsgByQueueCmd(g), sendMsgStatusCmd(g), checkMsgSendRTCmd(g), clusterRTCmd(g), allocateMQCmd(g),
-		setConsumeModeCmd(g), updateTopicListCmd(g), updateSubGroupListCmd(g),
-		getColdDataFlowCtrInfoCmd(g), updateColdDataFlowCtrGroupConfigCmd(g), removeColdDataFlowCtrGroupConfigCmd(g))
+		setConsumeModeCmd(g), updateTopicListCmd(g), updateSubGroupListCmd(g), getColdDataFlowCtrInfoCmd(g),
+		updateColdDataFlowCtrGroupConfigCmd(g), removeColdDataFlowCtrGroupConfigCmd(g), queryMsgTraceByIDCmd(g))
 	root.AddCommand(authCmds(g)...)
 	for _, c := range root.Commands() {
 		addBrokerFlag(c, g)
@@ -164,8 +165,8 @@ func newRoot(out io.Writer) *cobra.Command {
 
 // addBrokerFlag gives cmd and its subcommands -b, --broker, the broker
 // address, except those that take -b for something else as mqadmin's do
-// (the beginTimestamp of queryMsgByKey, printMsg and printMsgByQueue; the
-// brokerName of wipeWritePerm, queryMsgByOffset and sendMsgStatus).
+// (the beginTimestamp of queryMsgByKey, printMsg, printMsgByQueue and
+// queryMsgTraceById; the brokerName of wipeWritePerm, queryMsgByOffset and sendMsgStatus).
 func addBrokerFlag(cmd *cobra.Command, g *globals) {
 	if cmd.Flags().ShorthandLookup("b") == nil && cmd.Flags().Lookup("broker") == nil {
 		cmd.Flags().StringVarP(&g.broker, "broker", "b", defaultBroker, "broker address")

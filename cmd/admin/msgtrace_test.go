@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// traceRecord is one record of RocketMQ's trace format, written out by
+// hand: fields separated by 0x01, the record ended by 0x02.
+func traceRecord(fields ...string) string { return strings.Join(fields, "\x01") + "\x02" }
+
+// queryMsgTraceById finds the trace messages keyed by a message id in the
+// trace topic and prints that message's records as mqadmin's tables: each
+// send under a Pub header, the consumptions by consumer group, leaving out
+// the records of other messages that share a trace message; a trace
+// message that is not in the format is named in the error, a time window
+// without trace messages is an error, and so is a trace topic without a
+// route.
+func TestQueryMsgTraceByID(t *testing.T) {
+	ns, b := startClusterWith(t, map[string]string{"traceTopicEnable": "true"})
+	c := client(t, b.Addr())
+	waitRoute(t, ns, defaultTraceTopic)
+	const msgID = "7F0000010001000000000000000000AA"
+	sent := 0
+	sendTrace := func(keys, body string) {
+		request(t, c, remoting.SendMessageV2, map[string]string{
+			"a": "trace-producer", "b": defaultTraceTopic, "c": "TBW102", "d": "1", "e": "0", "f": "0", "g": "1", "h": "0",
+			"i": "KEYS\x01" + keys + "\x02",
+		}, []byte(body))
+		sent++
+		waitIndexed(t, c, defaultTraceTopic, 0, int64(sent))
+	}
+	pubAt, subAt, subAt2 := int64(1764504000123), int64(1764504001456), int64(1764504002789)
+	ms := func(v int64) string { return strconv.FormatInt(v, 10) }
+	sendTrace(msgID+" order-1", traceRecord("Pub", ms(pubAt), "DefaultRegion", "PG", "TopicA", msgID, "TagA", "order-1", "10.0.0.1:10911", "11", "7", "0", "OFFSETID", "true")+
+		traceRecord("Pub", ms(pubAt), "DefaultRegion", "PG", "TopicA", "OTHERID", "TagA", "", "10.0.0.1:10911", "11", "99", "0", "OFFSETID2", "true"))
+	sendTrace(msgID+" OTHERID", traceRecord("SubBefore", ms(subAt), "DefaultRegion", "CG-B", "REQ1", msgID, "0", "order-1")+
+		traceRecord("SubAfter", "REQ1", msgID, "30", "false", "order-1", "1", ms(subAt), "CG-B")+
+		traceRecord("SubAfter", "REQ2", msgID, "5", "true", "order-1", "0", ms(subAt2), "CG-A")+
+		traceRecord("SubAfter", "REQ3", "OTHERID", "66", "true", "", "0", ms(subAt2), "CG-A"))
+
+	out, err := run(t, "queryMsgTraceById", "-n", ns, "-i", msgID)
+	if err != nil {
+		t.Fatalf("queryMsgTraceById: %v\n%s", err, out)
+	}
+	row := func(cols ...string) string { return fmt.Sprintf("%-10s %-20s %-20s %-20s %-10s %-10s\n", cols[0], cols[1], cols[2], cols[3], cols[4], cols[5]) }
+	at := func(v int64) string { return time.UnixMilli(v).Format("2006-01-02 15:04:05") }
+	want := row("#Type", "#ProducerGroup", "#ClientHost", "#SendTime", "#CostTimes", "#Status") +
+		row("Pub", "PG", "127.0.0.1", at(pubAt), "7ms", "success") + "\n" +
+		row("#Type", "#ConsumerGroup", "#ClientHost", "#ConsumerTime", "#CostTimes", "#Status") +
+		row("Sub", "CG-A", "127.0.0.1", at(subAt2), "5ms", "success") + "\n" +
+		row("#Type", "#ConsumerGroup", "#ClientHost", "#ConsumerTime", "#CostTimes", "#Status") +
+		row("Sub", "CG-B", "127.0.0.1", at(subAt), "30ms", "failed") + "\n"
+	if out != want {
+		t.Fatalf("queryMsgTraceById printed\n%s\nwant\n%s", out, want)
+	}
+
+	// A trace message of another id that is not in the format.
+	const badID = "7F0000010001000000000000000000BB"
+	sendTrace(badID, traceRecord("Pub", "yesterday", "DefaultRegion", "PG", "TopicA", badID, "", "", "h", "1", "1", "0", "OFF", "true"))
+	out, err = run(t, "queryMsgTraceById", "-n", ns, "-i", badID, "-t", defaultTraceTopic, "-c", "8")
+	if err == nil || !strings.Contains(err.Error(), "yesterday") || out != "" {
+		t.Errorf("a trace message not in the format: %q %v", out, err)
+	}
+	future := time.Now().Add(time.Hour).UnixMilli()
+	if _, err := run(t, "queryMsgTraceById", "-n", ns, "-i", msgID, "-b", ms(future), "-e", ms(future+1)); err == nil || !strings.Contains(err.Error(), "no trace message") {
+		t.Errorf("a window after the trace messages: %v", err)
+	}
+	if _, err := run(t, "queryMsgTraceById", "-n", ns, "-i", "NOSUCHID"); err == nil || !strings.Contains(err.Error(), "NOSUCHID") {
+		t.Errorf("an id without traces: %v", err)
+	}
+	if _, err := run(t, "queryMsgTraceById", "-n", ns, "-i", msgID, "-t", "NoSuchTraceTopic"); err == nil || !strings.Contains(err.Error(), "NoSuchTraceTopic") {
+		t.Errorf("a trace topic without a route: %v", err)
+	}
+}
