@@ -301,6 +301,20 @@ func IsSystemTopic(topic string) bool {
 // not use.
 func IsSystemGroup(group string) bool { return strings.HasPrefix(group, "CID_RMQ_SYS_") }
 
+// IsPredefinedGroup reports whether group is one of the group names
+// RocketMQ's clients and tools use for themselves (MixAll's
+// PREDEFINE_GROUP_SET: DEFAULT_CONSUMER, TOOLS_CONSUMER, CID_RMQ_SYS_TRANS,
+// ...), which mqadmin leaves out of a broker's user groups.
+func IsPredefinedGroup(group string) bool {
+	switch group {
+	case "DEFAULT_CONSUMER", "DEFAULT_PRODUCER", "TOOLS_CONSUMER", "SCHEDULE_CONSUMER", "FILTERSRV_CONSUMER",
+		"__MONITOR_CONSUMER", "CLIENT_INNER_PRODUCER", "SELF_TEST_P_GROUP", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY",
+		"CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_ONSAPI_PULL", "CID_RMQ_SYS_TRANS":
+		return true
+	}
+	return false
+}
+
 // DefaultMessageDelayLevel is RocketMQ's messageDelayLevel.
 const DefaultMessageDelayLevel = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 

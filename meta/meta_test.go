@@ -73,6 +73,22 @@ func TestIsSystemTopic(t *testing.T) {
 	}
 }
 
+// IsPredefinedGroup holds MixAll's PREDEFINE_GROUP_SET (RocketMQ 5.3),
+// exact names only.
+func TestIsPredefinedGroup(t *testing.T) {
+	for group, want := range map[string]bool{
+		"DEFAULT_CONSUMER": true, "DEFAULT_PRODUCER": true, "TOOLS_CONSUMER": true, "SCHEDULE_CONSUMER": true,
+		"FILTERSRV_CONSUMER": true, "__MONITOR_CONSUMER": true, "CLIENT_INNER_PRODUCER": true, "SELF_TEST_P_GROUP": true,
+		"SELF_TEST_C_GROUP": true, "CID_ONS-HTTP-PROXY": true, "CID_ONSAPI_PERMISSION": true, "CID_ONSAPI_OWNER": true,
+		"CID_ONSAPI_PULL": true, "CID_RMQ_SYS_TRANS": true,
+		"CID_RMQ_SYS_OTHER": false, "tools_consumer": false, "GroupA": false, "": false,
+	} {
+		if got := IsPredefinedGroup(group); got != want {
+			t.Errorf("IsPredefinedGroup(%q) = %v, want %v", group, got, want)
+		}
+	}
+}
+
 // RetryTopicGroup reads the group as RocketMQ's KeyBuilder.parseGroup:
 // the part before the '+' when a split on '+' gives exactly two parts
 // (Java's split drops trailing empty parts), otherwise everything after

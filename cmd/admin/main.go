@@ -48,6 +48,9 @@
 //	admin removeColdDataFlowCtrGroupConfig -b 127.0.0.1:10911 -g GroupA (or -c DefaultCluster)
 //	admin getColdDataFlowCtrInfo -b 127.0.0.1:10911 (or -c DefaultCluster)
 //	admin queryMsgTraceById -n 127.0.0.1:9876 -i 0A01020300002A9F3B1C000000000001 [-t RMQ_SYS_TRACE_TOPIC] [-b beginMs] [-e endMs] [-c 64]
+//	admin exportMetadata     -n 127.0.0.1:9876 -c DefaultCluster [-f /tmp/rocketmq/export] [-t | -g] [-s] (or -b one broker)
+//	admin exportConfigs      -n 127.0.0.1:9876 -c DefaultCluster [-f /tmp/rocketmq/export]
+//	admin exportMetrics      -n 127.0.0.1:9876 -c DefaultCluster [-f /tmp/rocketmq/export]
 //
 // and mqadmin's ACL 2.0 commands (createUser, updateUser, deleteUser,
 // getUser, listUser, copyUser, createAcl, updateAcl, deleteAcl, getAcl,
@@ -155,7 +158,8 @@ func newRoot(out io.Writer) *cobra.Command {
 		skipAccumulatedMessageCmd(g), producerConnectionCmd(g), topicClusterListCmd(g), getConsumerConfigCmd(g), consumerStatusCmd(g),
 		printMsgCmd(g), printMsgByQueueCmd(g), sendMsgStatusCmd(g), checkMsgSendRTCmd(g), clusterRTCmd(g), allocateMQCmd(g),
 		setConsumeModeCmd(g), updateTopicListCmd(g), updateSubGroupListCmd(g), getColdDataFlowCtrInfoCmd(g),
-		updateColdDataFlowCtrGroupConfigCmd(g), removeColdDataFlowCtrGroupConfigCmd(g), queryMsgTraceByIDCmd(g))
+		updateColdDataFlowCtrGroupConfigCmd(g), removeColdDataFlowCtrGroupConfigCmd(g), queryMsgTraceByIDCmd(g),
+		exportMetadataCmd(g), exportConfigsCmd(g), exportMetricsCmd(g))
 	root.AddCommand(authCmds(g)...)
 	for _, c := range root.Commands() {
 		addBrokerFlag(c, g)

@@ -48,7 +48,9 @@ func TestQueryMsgTraceByID(t *testing.T) {
 	if err != nil {
 		t.Fatalf("queryMsgTraceById: %v\n%s", err, out)
 	}
-	row := func(cols ...string) string { return fmt.Sprintf("%-10s %-20s %-20s %-20s %-10s %-10s\n", cols[0], cols[1], cols[2], cols[3], cols[4], cols[5]) }
+	row := func(cols ...string) string {
+		return fmt.Sprintf("%-10s %-20s %-20s %-20s %-10s %-10s\n", cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])
+	}
 	at := func(v int64) string { return time.UnixMilli(v).Format("2006-01-02 15:04:05") }
 	want := row("#Type", "#ProducerGroup", "#ClientHost", "#SendTime", "#CostTimes", "#Status") +
 		row("Pub", "PG", "127.0.0.1", at(pubAt), "7ms", "success") + "\n" +
