@@ -314,14 +314,46 @@ func (g *globals) clusterMasterGroups(ctx context.Context, cluster string) ([]br
 	return groups, nil
 }
 
+// clusterExportCmd is an export command of mqadmin that reads every
+// master of the -c cluster (exportConfigs, exportMetrics): build makes the
+// content of the file <-f>/file from the cluster's broker groups.
+func clusterExportCmd(g *globals, use, short, long, file string,
+	build func(ctx context.Context, groups []brokerGroup) (any, error)) *cobra.Command {
+	var cluster, dir string
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			groups, err := g.clusterMasterGroups(cmd.Context(), strings.TrimSpace(cluster))
+			if err != nil {
+				return err
+			}
+			content, err := build(cmd.Context(), groups)
+			if err != nil {
+				return err
+			}
+			path := filepath.Join(strings.TrimSpace(dir), file)
+			if err := writeExport(path, content); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "export %s success\n", path)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&cluster, "clusterName", "c", "", "the cluster")
+	cmd.Flags().StringVarP(&dir, "filePath", "f", defaultExportPath, "the folder to write "+file+" to")
+	_ = cmd.MarkFlagRequired("clusterName")
+	return cmd
+}
+
 // exportConfigsCmd is mqadmin exportConfigs: the main settings of every
 // master of a cluster and the cluster's size, written to configs.json.
 func exportConfigsCmd(g *globals) *cobra.Command {
-	var cluster, dir string
-	cmd := &cobra.Command{
-		Use:   "exportConfigs",
-		Short: "write the main settings of a cluster's masters and its size as JSON (GET_BROKER_CONFIG)",
-		Long: `exportConfigs writes <-f>/configs.json, as mqadmin exportConfigs:
+	return clusterExportCmd(g, "exportConfigs",
+		"write the main settings of a cluster's masters and its size as JSON (GET_BROKER_CONFIG)",
+		`exportConfigs writes <-f>/configs.json, as mqadmin exportConfigs:
 brokerConfigs, for each broker group of the -c cluster the settings of its
 master among brokerClusterName, brokerId, brokerName, brokerRole,
 fileReservedTime, filterServerNums, flushDiskType, maxMessageSize,
@@ -329,18 +361,13 @@ messageDelayLevel, msgTraceTopicName, slaveReadEnable, traceOn,
 traceTopicEnable, useTLS, autoCreateTopicEnable and autoCreateSubscriptionGroup
 (as text, those the broker has), keyed by its brokerName; and clusterScale:
 namesrvSize (the name servers of -n), masterBrokerSize and slaveBrokerSize.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			groups, err := g.clusterMasterGroups(cmd.Context(), strings.TrimSpace(cluster))
-			if err != nil {
-				return err
-			}
+		"configs.json", func(ctx context.Context, groups []brokerGroup) (any, error) {
 			brokerConfigs := map[string]map[string]string{}
 			slaves := 0
 			for _, grp := range groups {
-				props, err := g.brokerConfig(cmd.Context(), grp.master)
+				props, err := g.brokerConfig(ctx, grp.master)
 				if err != nil {
-					return err
+					return nil, err
 				}
 				kept := map[string]string{}
 				for _, k := range exportedBrokerKeys {
@@ -351,19 +378,9 @@ namesrvSize (the name servers of -n), masterBrokerSize and slaveBrokerSize.`,
 				brokerConfigs[props["brokerName"]] = kept
 				slaves += len(grp.slaves)
 			}
-			path := filepath.Join(strings.TrimSpace(dir), "configs.json")
-			if err := writeExport(path, map[string]any{
+			return map[string]any{
 				"brokerConfigs": brokerConfigs,
 				"clusterScale":  map[string]int{"namesrvSize": len(g.nameServers()), "masterBrokerSize": len(groups), "slaveBrokerSize": slaves},
-			}); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "export %s success\n", path)
-			return nil
-		},
-	}
-	cmd.Flags().StringVarP(&cluster, "clusterName", "c", "", "the cluster")
-	cmd.Flags().StringVarP(&dir, "filePath", "f", defaultExportPath, "the folder to write configs.json to")
-	_ = cmd.MarkFlagRequired("clusterName")
-	return cmd
+			}, nil
+		})
 }

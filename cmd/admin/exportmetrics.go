@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,11 +28,9 @@ type metricsTotals struct {
 // cluster, its master's runtime figures, written to metrics.json with the
 // cluster's totals.
 func exportMetricsCmd(g *globals) *cobra.Command {
-	var cluster, dir string
-	cmd := &cobra.Command{
-		Use:   "exportMetrics",
-		Short: "write the rates, day totals and sizes of a cluster's masters as JSON (GET_BROKER_RUNTIME_INFO, VIEW_BROKER_STATS_DATA)",
-		Long: `exportMetrics writes <-f>/metrics.json, as mqadmin exportMetrics:
+	return clusterExportCmd(g, "exportMetrics",
+		"write the rates, day totals and sizes of a cluster's masters as JSON (GET_BROKER_RUNTIME_INFO, VIEW_BROKER_STATS_DATA)",
+		`exportMetrics writes <-f>/metrics.json, as mqadmin exportMetrics:
 evaluateReport, for each broker group of the -c cluster (by brokerName) what
 its master reports:
   runtimeEnv      cpuNum (its clientCallbackExecutorThreads setting) and
@@ -51,39 +48,24 @@ its master reports:
                   clientInfo (language%version of each consumer connected
                   to the broker's user groups)
 and totalData: totalTps and totalOneDayNum, the sums over the cluster.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			groups, err := g.clusterMasterGroups(cmd.Context(), strings.TrimSpace(cluster))
-			if err != nil {
-				return err
-			}
+		"metrics.json", func(ctx context.Context, groups []brokerGroup) (any, error) {
 			totals := metricsTotals{
 				tps:    map[string]float64{"totalNormalInTps": 0, "totalNormalOutTps": 0, "totalTransInTps": 0, "totalScheduleInTps": 0},
 				dayNum: map[string]int64{"normalOneDayInNum": 0, "normalOneDayOutNum": 0, "transOneDayInNum": 0, "scheduleOneDayInNum": 0},
 			}
 			report := map[string]map[string]any{}
 			for _, grp := range groups {
-				info, err := g.brokerMetrics(cmd.Context(), grp.master, &totals)
+				info, err := g.brokerMetrics(ctx, grp.master, &totals)
 				if err != nil {
-					return fmt.Errorf("metrics of broker %s (%s): %w", grp.name, grp.master, err)
+					return nil, fmt.Errorf("metrics of broker %s (%s): %w", grp.name, grp.master, err)
 				}
 				report[grp.name] = info
 			}
-			path := filepath.Join(strings.TrimSpace(dir), "metrics.json")
-			if err := writeExport(path, map[string]any{
+			return map[string]any{
 				"evaluateReport": report,
 				"totalData":      map[string]any{"totalTps": totals.tps, "totalOneDayNum": totals.dayNum},
-			}); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "export %s success\n", path)
-			return nil
-		},
-	}
-	cmd.Flags().StringVarP(&cluster, "clusterName", "c", "", "the cluster")
-	cmd.Flags().StringVarP(&dir, "filePath", "f", defaultExportPath, "the folder to write metrics.json to")
-	_ = cmd.MarkFlagRequired("clusterName")
-	return cmd
+			}, nil
+		})
 }
 
 // brokerMetrics reads what exportMetrics reports of the broker at addr
