@@ -26,7 +26,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 )
 
-// binDir holds the namesrv, broker and proxy binaries the tests start: $ROCKETKV_BIN
+// binDir holds the namesrv, broker, proxy and admin binaries the tests start: $ROCKETKV_BIN
 // (make test-e2e sets it) or binaries built by TestMain.
 var binDir string
 
@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
-		for _, c := range []string{"broker", "namesrv", "proxy"} {
+		for _, c := range []string{"broker", "namesrv", "proxy", "admin"} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, c), "./cmd/"+c)
 			cmd.Dir = ".."
 			cmd.Stderr = os.Stderr

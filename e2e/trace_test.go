@@ -3,7 +3,10 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -65,5 +68,17 @@ func TestMessageTraceTopic(t *testing.T) {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("trace record lacks %q: %q", want, body)
 		}
+	}
+
+	// bin/admin queryMsgTraceById reads the Go client's record (its Pub
+	// has the 15 fields, client host last) as mqadmin's table.
+	out, err := exec.Command(filepath.Join(binDir, "admin"), "queryMsgTraceById", "-n", ns.addr, "-i", res.MsgID).CombinedOutput()
+	if err != nil {
+		t.Fatalf("admin queryMsgTraceById: %v\n%s", err, out)
+	}
+	lines := strings.Split(string(out), "\n")
+	if len(lines) < 2 || !strings.HasPrefix(lines[0], "#Type") || strings.Fields(lines[1])[0] != "Pub" ||
+		strings.Fields(lines[1])[1] != "pg-trace" || !strings.HasSuffix(strings.TrimSpace(lines[1]), "success") {
+		t.Errorf("admin queryMsgTraceById %s:\n%s", res.MsgID, out)
 	}
 }
