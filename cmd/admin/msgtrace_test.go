@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/zlib"
 	"fmt"
 	"strconv"
 	"strings"
@@ -27,13 +29,16 @@ func TestQueryMsgTraceByID(t *testing.T) {
 	waitRoute(t, ns, defaultTraceTopic)
 	const msgID = "7F0000010001000000000000000000AA"
 	sent := 0
-	sendTrace := func(keys, body string) {
+	sendTraceFlagged := func(keys, sysFlag string, body []byte) {
 		request(t, c, remoting.SendMessageV2, map[string]string{
-			"a": "trace-producer", "b": defaultTraceTopic, "c": "TBW102", "d": "1", "e": "0", "f": "0", "g": "1", "h": "0",
+			"a": "trace-producer", "b": defaultTraceTopic, "c": "TBW102", "d": "1", "e": "0", "f": sysFlag, "g": "1", "h": "0",
 			"i": "KEYS\x01" + keys + "\x02",
-		}, []byte(body))
+		}, body)
 		sent++
 		waitIndexed(t, c, defaultTraceTopic, 0, int64(sent))
+	}
+	sendTrace := func(keys, body string) {
+		sendTraceFlagged(keys, "0", []byte(body))
 	}
 	pubAt, subAt, subAt2 := int64(1764504000123), int64(1764504001456), int64(1764504002789)
 	ms := func(v int64) string { return strconv.FormatInt(v, 10) }
@@ -60,6 +65,19 @@ func TestQueryMsgTraceByID(t *testing.T) {
 		row("Sub", "CG-B", "127.0.0.1", at(subAt), "30ms", "failed") + "\n"
 	if out != want {
 		t.Fatalf("queryMsgTraceById printed\n%s\nwant\n%s", out, want)
+	}
+
+	// A producer compresses a large trace message's body (zlib, sysFlag
+	// bit 1), as RocketMQ's over 4 KiB; it is read inflated.
+	const zipID = "7F0000010001000000000000000000CC"
+	var zipped bytes.Buffer
+	zw := zlib.NewWriter(&zipped)
+	if _, err := zw.Write([]byte(traceRecord("Pub", ms(pubAt), "DefaultRegion", "PG-Z", "TopicA", zipID, "", "", "h", "1", "3", "0", "OFF", "false"))); err != nil || zw.Close() != nil {
+		t.Fatal(err)
+	}
+	sendTraceFlagged(zipID, "1", zipped.Bytes())
+	if out, err := run(t, "queryMsgTraceById", "-n", ns, "-i", zipID); err != nil || !strings.Contains(out, row("Pub", "PG-Z", "127.0.0.1", at(pubAt), "3ms", "failed")) {
+		t.Fatalf("a compressed trace message: %q %v", out, err)
 	}
 
 	// A trace message of another id that is not in the format.
