@@ -283,3 +283,44 @@ func TestExportMetricsNeedsTheRuntimeFigures(t *testing.T) {
 		t.Errorf("exportMetrics of a broker without putTps: %v", err)
 	}
 }
+
+// exportMetadata -b -t keeps what mqadmin's getUserTopicConfig keeps of a
+// broker's answer: a topic the broker lists as a system one, a %DLQ%
+// topic and one whose perm is not a permission are left out; a topic's
+// fields are written as the broker sent them, those rocketkv does not
+// know too, and the wrapper's fields beyond topicConfigTable and
+// dataVersion (a RocketMQ broker's static topic mappings) are dropped.
+func TestExportMetadataFiltersAsMQAdmin(t *testing.T) {
+	addr, _ := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
+		remoting.GetAllTopicConfig: withBody(`{"topicConfigTable":{` +
+			`"T1":{"topicName":"T1","perm":6,"readQueueNums":8,"writeQueueNums":8,"futureField":"kept"},` +
+			`"BadPerm":{"topicName":"BadPerm","perm":14},` +
+			`"MySys":{"topicName":"MySys","perm":6},` +
+			`"%DLQ%G":{"topicName":"%DLQ%G","perm":6}},` +
+			`"dataVersion":{"counter":7,"timestamp":1,"stateVersion":0},"mappingDataVersion":{"counter":1},"topicQueueMappingInfoMap":{}}`),
+		remoting.GetSystemTopicListFromBroker: withBody(`{"topicList":["MySys"]}`),
+	})
+	dir := t.TempDir()
+	if _, err := run(t, "exportMetadata", "-b", addr, "-t", "-f", dir); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "topic.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	table, _ := got["topicConfigTable"].(map[string]any)
+	t1, _ := table["T1"].(map[string]any)
+	if len(got) != 2 || got["dataVersion"] == nil || len(table) != 1 || t1["futureField"] != "kept" || t1["readQueueNums"] != float64(8) {
+		t.Fatalf("topic.json:\n%s", data)
+	}
+	bad, _ := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
+		remoting.GetAllTopicConfig: withBody(`{"topicConfigTable":{"T1":"not an object"}}`),
+	})
+	if _, err := run(t, "exportMetadata", "-b", bad, "-t", "-f", dir); err == nil || !strings.Contains(err.Error(), "T1") {
+		t.Errorf("a topic table holding something else than configs: %v", err)
+	}
+}
