@@ -149,11 +149,10 @@ func TestAnEmptyPageBeforeTheLastIsRefused(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := b.dialMaster(ctx, startRemotingServer(t, mux))
+	c, err := b.masterConn(ctx, startRemotingServer(t, mux))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
 	if _, err := askMasterPopState(ctx, c); err == nil || ctx.Err() != nil {
 		t.Fatalf("pages holding nothing: %v (context %v)", err, ctx.Err())
 	}

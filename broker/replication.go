@@ -52,6 +52,9 @@ type replication struct {
 	// as a slave with timerWheelEnable last copied them with the full sync,
 	// nil before the first copy: see slaveTimerMetrics.
 	masterTimerMetrics atomic.Pointer[timerMetrics]
+	// master is a slave's kept connection to its master's Remoting
+	// address, for its syncs (see masterLink).
+	master masterLink
 }
 
 func (r *replication) load(p *atomic.Pointer[string]) string {
@@ -228,13 +231,16 @@ func (b *Broker) slaveAcks() int {
 }
 
 // stopReplication closes the HA server (the client stops with the
-// broker's background tasks).
+// broker's background tasks) and a slave's connection to its master,
+// once the background tasks that use it stopped.
 func (b *Broker) stopReplication() error {
-	if b.repl.server == nil {
-		return nil
+	errs := []error{b.repl.master.close()}
+	if b.repl.server != nil {
+		// The field stays: puts still running read it (Close is
+		// idempotent).
+		errs = append(errs, b.repl.server.Close())
 	}
-	// The field stays: puts still running read it (Close is idempotent).
-	return b.repl.server.Close()
+	return errors.Join(errs...)
 }
 
 // haServerAddr is the address slaves replicate from: brokerIP2 (brokerIP1
@@ -276,7 +282,13 @@ func (b *Broker) noteRegistration(results []namesrv.Registration) {
 			}
 		}
 		a := r.Result.MasterAddr
-		b.repl.masterAddr.Store(&a)
+		if prev := b.repl.masterAddr.Swap(&a); prev != nil && *prev != "" && *prev != a {
+			// The old master gets no more requests: its connection is
+			// closed now rather than left open (RocketMQ's client
+			// closes a channel idle for clientChannelMaxIdleTimeSeconds,
+			// 120 s). The new master's is made by the next request.
+			b.repl.master.forget(*prev)
+		}
 		return
 	}
 }

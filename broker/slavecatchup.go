@@ -128,11 +128,10 @@ func (b *Broker) askMasterEnd(ctx context.Context) (int64, error) {
 	if addr == "" {
 		return 0, fmt.Errorf("no master known")
 	}
-	c, err := b.dialMaster(ctx, addr)
+	c, err := b.masterConn(ctx, addr)
 	if err != nil {
 		return 0, err
 	}
-	defer c.Close()
 	resp, err := invokeMaster(ctx, c, remoting.GetBrokerRuntimeInfo, nil)
 	if err != nil {
 		return 0, fmt.Errorf("runtime info of master %s: %w", addr, err)

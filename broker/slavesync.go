@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/rocketkv/rocketkv/internal/periodic"
@@ -97,11 +98,10 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 	if masterAddr == "" || masterAddr == b.Addr() {
 		return nil
 	}
-	c, err := b.dialMaster(ctx, masterAddr)
+	c, err := b.masterConn(ctx, masterAddr)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
 	steps := []syncStep{
 		{"delivered timer messages", remoting.GetTimerWatermark, b.applyMasterTimerWatermark, true, nil},
 		{"topics", remoting.GetAllTopicConfig, b.applyMasterTopics, false, askIfChanged(remoting.GetAllTopicConfig, b.topics.table.Version)},
@@ -153,12 +153,76 @@ type syncStep struct {
 	ask func(context.Context, masterClient) ([]byte, error)
 }
 
-// masterClient is a slave's connection to its master for one sync: a
-// master that answers GO_AWAY (stopping with enableShutdownGracefully)
-// gets the request once more on a new connection, as RocketMQ's
-// BrokerOuterAPI client does with enableReconnectForGoAway, and the
-// sync's later requests go there.
-type masterClient = *remoting.AddrClient
+// masterClient is a slave's connection to the master at one address,
+// taken from the broker's masterLink: a master that answers GO_AWAY
+// (stopping with enableShutdownGracefully) gets the request once more on
+// a new connection, as RocketMQ's BrokerOuterAPI client does with
+// enableReconnectForGoAway, and the later requests go there.
+type masterClient struct {
+	pool *remoting.ClientPool
+	addr string
+}
+
+// Invoke sends cmd to the master and waits for its answer until ctx
+// ends, on the kept connection (dialled again when it broke).
+func (c masterClient) Invoke(ctx context.Context, cmd *remoting.Command) (*remoting.Command, error) {
+	return c.pool.Invoke(ctx, c.addr, cmd)
+}
+
+// masterLink keeps a slave's connection to its master's Remoting
+// address, which its metadata syncs, its timer checkpoint copies (every
+// 3 s) and its catch-up reports share, as RocketMQ's slave sends them
+// all through its BrokerOuterAPI's one remoting client, which keeps a
+// channel per address. The connection is made at the first request and
+// kept; one that broke, whose master stayed silent through a request's
+// timeout, or whose master answered GO_AWAY, is dialled again by the
+// next request. It is closed when the name servers name another master
+// (noteRegistration) and when the broker stops (stopReplication).
+type masterLink struct {
+	mu     sync.Mutex           // guards pool and closed
+	pool   *remoting.ClientPool // nil until the first request
+	closed bool
+}
+
+// errMasterLinkClosed fails a request to the master once the broker
+// stopped its replication.
+var errMasterLinkClosed = errors.New("the connection to the master is closed: the broker is stopping")
+
+// get returns the link's pool, made with newPool at the first call.
+func (l *masterLink) get(newPool func() *remoting.ClientPool) (*remoting.ClientPool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, errMasterLinkClosed
+	}
+	if l.pool == nil {
+		l.pool = newPool()
+	}
+	return l.pool, nil
+}
+
+// forget closes the connection to the master at addr, one the name
+// servers no longer name.
+func (l *masterLink) forget(addr string) {
+	l.mu.Lock()
+	pool := l.pool
+	l.mu.Unlock()
+	if pool != nil {
+		pool.CloseAddr(addr)
+	}
+}
+
+// close closes the connections and makes later requests fail.
+func (l *masterLink) close() error {
+	l.mu.Lock()
+	pool := l.pool
+	l.closed = true
+	l.mu.Unlock()
+	if pool == nil {
+		return nil
+	}
+	return pool.Close()
+}
 
 // reconnectForGoAway reports enableReconnectForGoAway as in force now:
 // the broker's clients ask it at each GO_AWAY, as RocketMQ's
@@ -166,24 +230,34 @@ type masterClient = *remoting.AddrClient
 // UPDATE_BROKER_CONFIG changes in place.
 func (b *Broker) reconnectForGoAway() bool { return b.current().ReconnectForGoAway }
 
-// dialMaster connects to the master at masterAddr for a sync; the caller
-// closes the client.
-func (b *Broker) dialMaster(ctx context.Context, masterAddr string) (masterClient, error) {
-	dctx, cancel := context.WithTimeout(ctx, masterCallTimeout)
-	defer cancel()
-	c, err := remoting.DialAddr(dctx, masterAddr, remoting.ClientOptions{
+// newMasterPool makes the pool of a slave's masterLink.
+func (b *Broker) newMasterPool() *remoting.ClientPool {
+	return remoting.NewClientPool(remoting.ClientOptions{
 		Log: b.component("master-client"),
-		// RocketMQ's broker dials its master with the client it dials the
-		// name servers with, tls.enable and the inner credentials of ACL
-		// 2.0 (innerClientAuthenticationCredentials) and all.
+		// RocketMQ's broker reaches its master with the client it
+		// reaches the name servers with, tls.enable and the inner
+		// credentials of ACL 2.0 (innerClientAuthenticationCredentials)
+		// and all.
 		TLS:                b.namesrvClientTLS(),
 		BeforeRequest:      b.innerSigner(),
 		ReconnectForGoAway: b.reconnectForGoAway,
 	})
+}
+
+// masterConn returns the kept connection to the master at masterAddr
+// (masterLink), connected: a master that cannot be reached fails here,
+// within masterCallTimeout.
+func (b *Broker) masterConn(ctx context.Context, masterAddr string) (masterClient, error) {
+	pool, err := b.repl.master.get(b.newMasterPool)
 	if err != nil {
-		return nil, fmt.Errorf("connect to master %s: %w", masterAddr, err)
+		return masterClient{}, err
 	}
-	return c, nil
+	dctx, cancel := context.WithTimeout(ctx, masterCallTimeout)
+	defer cancel()
+	if _, err := pool.Get(dctx, masterAddr); err != nil {
+		return masterClient{}, fmt.Errorf("connect to master %s: %w", masterAddr, err)
+	}
+	return masterClient{pool: pool, addr: masterAddr}, nil
 }
 
 // slaveTimerSyncInterval is how often a slave with timerWheelEnable
@@ -226,11 +300,10 @@ func (b *Broker) slaveTimerSyncLoop(ctx context.Context, interval time.Duration,
 // know the second request (not an error); the errors of the two are
 // joined.
 func (b *Broker) syncTimerFromMaster(ctx context.Context, masterAddr string, watermark bool) (noWatermark bool, err error) {
-	c, err := b.dialMaster(ctx, masterAddr)
+	c, err := b.masterConn(ctx, masterAddr)
 	if err != nil {
 		return false, err
 	}
-	defer c.Close()
 	var errs []error
 	resp, err := invokeMaster(ctx, c, remoting.GetTimerCheckPoint, nil)
 	if err == nil {

@@ -433,6 +433,63 @@ func TestSlaveTimerSyncAsksAMasterThatDoesNotKnowItOnce(t *testing.T) {
 	}
 }
 
+// The slave's timer copy, every 3 s, goes over one kept connection to
+// its master, as RocketMQ's slave sends it through its BrokerOuterAPI's
+// remoting client, which keeps its channel: the master sees one
+// connection across many copies, and a second only once it closed the
+// first, after which the copies go on over the new one.
+func TestSlaveTimerSyncKeepsItsConnection(t *testing.T) {
+	var mu sync.Mutex
+	conns := map[uint64]bool{}
+	var answered atomic.Int32
+	var closeAt atomic.Int32 // the copy after which the master closes the connection
+	closeAt.Store(-1)
+	master := startRemotingServer(t, remoting.HandlerFunc(func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
+		mu.Lock()
+		conns[conn.ID()] = true
+		mu.Unlock()
+		if req.Code != remoting.GetTimerCheckPoint {
+			_ = conn.Reply(req, remoting.NotSupportedResponse(req))
+			return
+		}
+		resp := remoting.NewResponse(req, remoting.Success, "")
+		resp.Body = rmqconfig.TimerCheckpoint{ReadMs: time.Now().UnixMilli()}.Encode()
+		_ = conn.Reply(req, resp)
+		if answered.Add(1) == closeAt.Load() {
+			_ = conn.Close()
+		}
+	}))
+	connections := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(conns)
+	}
+	slave := startTestBroker(t, map[string]string{"brokerRole": "SLAVE", "brokerId": "1"})
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { slave.slaveTimerSyncLoop(ctx, 10*time.Millisecond, func() string { return master }) })
+	defer func() { cancel(); wg.Wait() }()
+	waitAnswered := func(n int32) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for answered.Load() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("the master answered %d timer checkpoint copies, want %d", answered.Load(), n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitAnswered(10)
+	if n := connections(); n != 1 {
+		t.Fatalf("the master saw %d connections from the slave over 10 timer copies, want 1", n)
+	}
+	closeAt.Store(answered.Load() + 1)
+	waitAnswered(closeAt.Load() + 10)
+	if n := connections(); n != 2 {
+		t.Fatalf("the master saw %d connections from the slave after it closed the first, want 2", n)
+	}
+}
+
 // Topics and groups with attributes reach the slave as the master keeps
 // them, on the first sync and on a later one that changes them: the slave
 // takes the stored configs, it does not apply them as attribute updates
