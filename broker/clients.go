@@ -222,18 +222,15 @@ func (m *clientManager) heartbeat(conn *remoting.Conn, hb *heartbeatData, langua
 // least one), as RocketMQ's heartbeat does
 // (createTopicInSendMessageBackMethod).
 //
-// A slave creates nothing: its topic table is its master's copy (slave
-// sync), and the retry topic, which the master creates at the consumer's
-// heartbeat there (a client heartbeats the master and the slaves of its
-// brokers), arrives with the next sync. RocketMQ's slave stores it in its
-// own table, which moves the table's data version off its master's; in
-// rocketkv that write would have the next sync copy the whole table again
-// for an answer that is the same without it (nothing can be sent to a
-// slave's retry topic; its messages come from the master's).
+// A slave creates it too, as RocketMQ's slave does, when its copy of the
+// master's table does not have it: a group whose consumers first come
+// while the master is down has it there, in the routes the slave
+// registers. The write moves the slave's table off the master's data
+// version, so the next sync takes the master's whole table over it; the
+// master, which creates the retry topic at the same consumer's heartbeat
+// there (a client heartbeats the master and the slaves of its brokers),
+// moves its own version then anyway.
 func (m *clientManager) ensureRetryTopic(group string, queues int) error {
-	if m.b.isSlave() {
-		return nil
-	}
 	if queues <= 0 {
 		queues = 1
 	}
