@@ -394,12 +394,14 @@ func (b *Broker) ackTarget(req *remoting.Command, topic string, queueID int32, o
 // stale); so does this.
 //
 // On a slave a non-orderly ack that passes the checks is answered
-// SUCCESS and changes nothing, as RocketMQ's slave answers it: its
-// AckMessageProcessor puts the ack through EscapeBridge, which puts
-// nothing on a broker that is not broker 0 and says
-// SERVICE_NOT_AVAILABLE, which the processor only logs. The master's
-// in-flight state, which the slave copies, is the one that counts; an
-// ack of a message popped from the master is for the master. An orderly
+// SUCCESS and changes nothing in the store, as RocketMQ's slave answers
+// it: its AckMessageProcessor puts the ack through EscapeBridge, which
+// puts nothing on a broker that is not broker 0 and says
+// SERVICE_NOT_AVAILABLE, which the processor only logs (and takes the
+// message out of its in-flight counter, as the slave's own count for the
+// threshold is here). The master's in-flight state, which the slave
+// copies, is the one a promoted slave revives; an ack of a message
+// popped from the master is for the master. An orderly
 // ack moves what the slave keeps in memory of its own orderly pops
 // (pop.Service.AckReadOnly), as RocketMQ's slave's ackOrderly moves its
 // in-memory order info and offset table, and is MESSAGE_ILLEGAL for an

@@ -195,3 +195,99 @@ func TestPopInFlightThresholdReleasedByRevive(t *testing.T) {
 		got = bodies(res.Messages)
 	}
 }
+
+// A slave counts its own pops against the in-flight threshold, as
+// RocketMQ's slave counts them in its PopInflightMessageCounter: the
+// messages its non-orderly pops handed out are in flight until an ack on
+// the slave takes them out (an ack of a message popped from the master
+// takes nothing out) or their invisible time is over; a pop held for a
+// stopped queue wakes at the ack, or at the end of the invisible time,
+// that brings the queue back to the threshold.
+func TestSlavePopInFlightThreshold(t *testing.T) {
+	settings := map[string]string{"enablePopMessageThreshold": "true", "popInflightMessageThreshold": "2"}
+	master := startTestBroker(t, withHA(nil))
+	slave := startSlaveOf(t, master, settings)
+	_, mrc := popClient(master)
+	sendBodies(t, mrc, "ST", 12)
+	waitReplicated(t, master, slave)
+	syncSlave(t, slave, master) // the topic
+	c, _ := popClient(slave)
+
+	first := popOne(t, c, "ST", 2) // 0 in flight: read
+	if got := bodies(first.Messages); len(got) != 2 || got[0] != "m0" {
+		t.Fatalf("first pop on the slave %v", got)
+	}
+	second := popOne(t, c, "ST", 3) // 2 in flight, not more than 2: read, 5 then
+	if got := bodies(second.Messages); len(got) != 3 || got[0] != "m2" {
+		t.Fatalf("second pop on the slave %v", got)
+	}
+	wantStopped(t, c, "ST", "5 in flight on the slave")
+	if code, has, _, err := c.Notification(ctx20(t), "g", "ST", 0, 0, false); err != nil || code != remoting.Success || has {
+		t.Fatalf("notification of a stopped queue on the slave: %d %v %v", code, has, err)
+	}
+	other := mustPop(t, c, popclient.PopRequest{Group: "g2", Topic: "ST", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Minute})
+	if got := bodies(other.Messages); len(got) != 1 || got[0] != "m0" {
+		t.Fatalf("other group's pop on the slave %v", got)
+	}
+
+	// Acks on the slave of messages popped from the master are not of
+	// the slave's count.
+	mc, _ := popClient(master)
+	onMaster := popOne(t, mc, "ST", 2)
+	if code, err := c.BatchAck(ctx20(t), "g", "ST", onMaster.Messages); err != nil || code != remoting.Success {
+		t.Fatalf("batch ack on the slave of the master's messages: %d %v", code, err)
+	}
+	wantStopped(t, c, "ST", "after acks of messages popped from the master")
+
+	// Two acks of its own leave 3 in flight: still over.
+	for _, m := range first.Messages {
+		if code, err := c.Ack(ctx20(t), "g", m); err != nil || code != remoting.Success {
+			t.Fatalf("ack on the slave: %d %v", code, err)
+		}
+	}
+	wantStopped(t, c, "ST", "3 in flight on the slave")
+
+	// A held pop wakes at the ack that brings the queue back to 2.
+	held := make(chan popclient.PopResult, 1)
+	go func() {
+		res, _ := c.Pop(context.Background(), popclient.PopRequest{Group: "g", Topic: "ST", QueueID: 0, MaxMsgNums: 1,
+			InvisibleTime: time.Minute, PollTime: 15 * time.Second})
+		held <- res
+	}()
+	waitFor(t, "the pop of the stopped queue held", func() bool { return slave.popHolds.count(popHoldKey{"ST", "g", 0}) == 1 })
+	if code, err := c.Ack(ctx20(t), "g", second.Messages[0]); err != nil || code != remoting.Success {
+		t.Fatalf("ack on the slave: %d %v", code, err)
+	}
+	select {
+	case res := <-held:
+		if got := bodies(res.Messages); res.Code != remoting.Success || len(got) != 1 || got[0] != "m5" {
+			t.Fatalf("woken pop on the slave: code %d, %v", res.Code, got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held pop on the slave was not woken by the ack that brought the queue back to its threshold")
+	}
+	wantStopped(t, c, "ST", "3 in flight on the slave again")
+
+	// Another group's messages, nobody acknowledging them: a pop held
+	// for the queue wakes when the invisible time of enough of them is
+	// over, those of the first pop here, before that of the second (the
+	// memory of what the slave handed out wakes pops only at the end of
+	// the last).
+	short := mustPop(t, c, popclient.PopRequest{Group: "e", Topic: "ST", QueueID: 0, MaxMsgNums: 2, InvisibleTime: 2 * time.Second})
+	long := mustPop(t, c, popclient.PopRequest{Group: "e", Topic: "ST", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Minute})
+	if got := append(bodies(short.Messages), bodies(long.Messages)...); fmt.Sprint(got) != "[m0 m1 m2]" {
+		t.Fatalf("pops of group e on the slave %v, want [m0 m1 m2]", got)
+	}
+	start := time.Now()
+	res, err := c.Pop(ctx20(t), popclient.PopRequest{Group: "e", Topic: "ST", QueueID: 0, MaxMsgNums: 1,
+		InvisibleTime: time.Minute, PollTime: 15 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bodies(res.Messages); res.Code != remoting.Success || len(got) != 1 || got[0] != "m3" {
+		t.Fatalf("held pop of group e once 2 of its 3 messages in flight ran out: code %d, %v, want m3", res.Code, got)
+	}
+	if waited := time.Since(start); waited > 10*time.Second {
+		t.Fatalf("the held pop of group e waited %v: not woken when the invisible time of the first pop ran out", waited)
+	}
+}

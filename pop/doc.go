@@ -49,6 +49,8 @@
 // With Config.InFlightLimit on (RocketMQ's enablePopMessageThreshold), a
 // non-orderly pop skips a queue of which the group has more messages in
 // flight than the limit, counted from its checkpoints; see threshold.go.
+// On a slave the count is of what its own read-only pops handed out and
+// is in flight there, in memory (slaveinflight.go).
 //
 // A slave's read-only pops (PopReadOnly) write nothing and keep what they
 // handed out in memory (handedout.go), with a timer per queue that calls

@@ -680,7 +680,8 @@ func (s *Service) HasMessage(group, topic string, queueID int32, order bool, att
 // HasMessageReadOnly is HasMessage on a slave: whether a PopReadOnly of
 // the queue would find a message now (from where it would start; an
 // orderly queue locked by the batch a pop on the slave handed out has
-// none).
+// none, nor has a queue the in-flight threshold stops by the slave's own
+// count, readOnlyStopped).
 func (s *Service) HasMessageReadOnly(group, topic string, queueID int32, order bool, attemptID string) (bool, error) {
 	return s.hasMessage(group, topic, queueID, order, attemptID, true)
 }
@@ -719,6 +720,10 @@ func (s *Service) hasMessage(group, topic string, queueID int32, order bool, att
 			return false, err
 		}
 		if limit, on := s.inFlightLimit(); on && !order {
+			if readOnly {
+				n, _ := s.slaveFlight.count(queueKey{group, t, q}, s.now())
+				return n <= limit, nil
+			}
 			over, err := s.overLimit(group, t, q, limit)
 			return !over, err
 		}

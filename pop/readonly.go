@@ -16,8 +16,10 @@ import (
 // the messages, and the checkpoint it writes goes through EscapeBridge,
 // which on a broker that is not broker 0 (without slave acting master)
 // puts nothing and says SERVICE_NOT_AVAILABLE, which the pop only logs.
-// Nothing is in flight afterwards: the slave revives nothing and
-// non-orderly acks change nothing there.
+// Nothing is in flight afterwards in the store: the slave revives
+// nothing, and non-orderly acks change nothing there but the slave's own
+// count of what its pops handed out, which the in-flight threshold stops
+// a queue by on a slave (readOnlyStopped).
 //
 // A non-orderly pop starts, as RocketMQ's slave's, from the group's
 // offset on the slave: the slave's own entry (what its orderly pops and
@@ -110,11 +112,15 @@ func (s *Service) popReadOnly(req PopRequest) (PopResult, error) {
 
 // readOnlyRead reads up to remain messages of one queue for a
 // non-orderly read-only pop at popTime from readOnlyStart, under the
-// queue's lock, noting what it handed out before the lock is released.
+// queue's lock, noting what it handed out before the lock is released;
+// a queue the in-flight threshold stops (readOnlyStopped) gives nothing.
 func (s *Service) readOnlyRead(req PopRequest, src source, remain int, popTime int64) (readResult, error) {
 	unlock := s.lock(req.Group, src.topic, src.queueID)
 	defer unlock()
 	k := queueKey{req.Group, src.topic, src.queueID}
+	if s.readOnlyStopped(k) {
+		return readResult{lastPhy: -1}, nil // as popLocked: nothing, and nothing to RestNum
+	}
 	pos, err := s.readOnlyStart(k, req.InitMode, true)
 	if err != nil {
 		return readResult{}, err
@@ -127,7 +133,9 @@ func (s *Service) readOnlyRead(req PopRequest, src source, remain int, popTime i
 	if src.topic != req.Topic {
 		on.queueID = -1 // a pop-retry topic: read by the pops of every queue
 	}
-	s.handed.handOut(k, on, pos, r.from, r.next, popTime+req.InvisibleTime, s.now())
+	now := s.now()
+	s.handed.handOut(k, on, pos, r.from, r.next, popTime+req.InvisibleTime, now)
+	s.slaveFlight.add(k, on, popTime, popTime+req.InvisibleTime, r.offsets, now)
 	return r, nil
 }
 

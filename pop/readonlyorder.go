@@ -350,17 +350,21 @@ func (s *Service) ackReadOnlyOrder(group, topic string, queueID int32, offsets [
 
 // AckReadOnly is Ack on a slave, which writes nothing: an orderly ack
 // moves what the slave keeps in memory of the group's queue
-// (ackReadOnlyOrder); any other changes nothing (the master's in-flight
-// state, copied to the slave, is the one that counts).
+// (ackReadOnlyOrder); any other only takes the message out of the
+// slave's count for the in-flight threshold when the slave handed it
+// out (slaveInFlight; the master's in-flight state, copied to the slave,
+// is the one a promoted slave revives).
 func (s *Service) AckReadOnly(group, topic string, queueID int32, offset int64, h Handle) (AckResult, error) {
 	if !h.Orderly() {
+		s.ackedReadOnly(group, topic, queueID, h.PopTime, []int64{offset})
 		return AckResult{}, nil
 	}
 	return s.ackReadOnlyOrder(group, topic, queueID, []int64{offset}, h.PopTime)
 }
 
-// AckBatchReadOnly is AckBatch on a slave: its orderly entries are
-// acknowledged as AckReadOnly's, the others change nothing. An entry
+// AckBatchReadOnly is AckBatch on a slave: its entries are acknowledged
+// as AckReadOnly's (the orderly ones in the slave's memory, the others
+// only in its in-flight count). An entry
 // with offsets outside its batch does not stop the others; the error
 // returned then wraps ErrIllegalOffset.
 func (s *Service) AckBatchReadOnly(entries []AckEntry) ([]AckResult, error) {
@@ -368,6 +372,9 @@ func (s *Service) AckBatchReadOnly(entries []AckEntry) ([]AckResult, error) {
 	var illegal []error
 	for _, e := range entries {
 		var r AckResult
+		if !e.Orderly {
+			s.ackedReadOnly(e.Group, e.Topic, e.QueueID, e.PopTime, e.Offsets)
+		}
 		if e.Orderly {
 			var err error
 			r, err = s.ackReadOnlyOrder(e.Group, e.Topic, e.QueueID, e.Offsets, e.PopTime)

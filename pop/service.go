@@ -192,6 +192,9 @@ type Service struct {
 	// stopped are the queues the in-flight threshold stops
 	// (threshold.go).
 	stopped stoppedQueues
+	// slaveFlight counts what a slave's non-orderly pops handed out and
+	// is in flight, for the threshold on a slave (slaveinflight.go).
+	slaveFlight *slaveInFlight
 
 	lateness lateness
 	// cursor is the revive loop's lower bound: no record is due before
@@ -267,6 +270,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s.handed = newHandedOut(cfg.OnQueueReady, s.now)
 	s.slaveOrd = newSlaveOrders()
+	s.slaveFlight = newSlaveInFlight(s.wakeReleasedReadOnly)
 	if !cfg.QuietOrderLockRelease {
 		s.orderWakes = newOrderWakes(cfg.OnQueueReady)
 	}
@@ -445,10 +449,12 @@ func (s *Service) Start() {
 }
 
 // Close stops revive and waits for it, and stops the timers that wake
-// held pops (orderly locks, a slave's handed-out messages).
+// held pops (orderly locks, a slave's handed-out messages and in-flight
+// count).
 func (s *Service) Close() error {
 	s.orderWakes.close()
 	s.handed.close()
+	s.slaveFlight.close()
 	if s.cancel == nil {
 		return nil
 	}

@@ -164,6 +164,59 @@ func (s *Service) wakeReleased(group, topic string, queueID int32) {
 	}
 }
 
+// readOnlyStopped is popStopped on a slave: the count is of the
+// messages the slave's own pops handed out and that are in flight there
+// (slaveInFlight), as RocketMQ's slave counts its own pops; the master's
+// checkpoints, which the slave copies, are the master's. A queue it
+// stops is woken when an ack on the slave or the end of an in-flight
+// time brings it back to the limit. The caller holds the queue's lock.
+func (s *Service) readOnlyStopped(k queueKey) bool {
+	limit, on := s.inFlightLimit()
+	if !on {
+		return false
+	}
+	now := s.now()
+	if n, _ := s.slaveFlight.count(k, now); n <= limit {
+		s.stopped.remove(k)
+		return false
+	}
+	if s.stopped.add(k) {
+		s.log.Info().Str("group", k.group).Str("topic", k.topic).Int32("queue", k.queueID).Int64("threshold", limit).
+			Msg("pop on the slave stops serving the queue: more messages it handed out in flight than popInflightMessageThreshold")
+	}
+	s.slaveFlight.armWake(k, now)
+	return true
+}
+
+// wakeReleasedReadOnly is wakeReleased on a slave: it wakes the pops
+// held on a queue the threshold stopped once the slave's count of it is
+// back to the limit (or the threshold is off), and otherwise waits for
+// the next end of an in-flight time.
+func (s *Service) wakeReleasedReadOnly(k queueKey) {
+	if !s.stopped.has(k) {
+		return
+	}
+	now := s.now()
+	n, on := s.slaveFlight.count(k, now)
+	if limit, ok := s.inFlightLimit(); ok && n > limit {
+		s.slaveFlight.armWake(k, now)
+		return
+	}
+	if s.stopped.remove(k) {
+		s.cfg.OnQueueReady(on.topic, on.queueID)
+	}
+}
+
+// ackedReadOnly takes the offsets a non-orderly ack on a slave
+// acknowledges out of its count, waking the pops held on the queue when
+// that releases it.
+func (s *Service) ackedReadOnly(group, topic string, queueID int32, popTime int64, offsets []int64) {
+	k := queueKey{group, topic, queueID}
+	if s.slaveFlight.ack(k, popTime, offsets, s.now()) {
+		s.wakeReleasedReadOnly(k)
+	}
+}
+
 // InFlightLimitChanged wakes the pops held on the queues the threshold
 // stopped, to be called when the setting changes: turned off or raised,
 // it may release them. Those still over it are stopped again by the
