@@ -68,7 +68,7 @@ func (b *Broker) startPop() error {
 		BrokerName: b.cfg.BrokerName, StoreHost: b.storeHost,
 		RetryTopicV2: b.cfg.EnableRetryTopicV2, ReadRetryV1: b.cfg.RetrieveMessageFromPopRetryTopicV1,
 		RetryFirstPercent:      retryFirstPercent(b.cfg.PopFromRetryProbability),
-		OnQueueReady:           func(topic string, queueID int32) { b.popHolds.notify(topic, queueID) },
+		OnQueueReady:           func(topic, group string, queueID int32) { b.popHolds.notifyGroup(topic, group, queueID) },
 		QuietOrderLockRelease:  !b.cfg.EnableNotifyAfterPopOrderLockRelease,
 		ReturnActualRetryTopic: b.cfg.PopResponseReturnActualRetryTopic,
 		DropExhaustedRevives:   b.cfg.SkipWhenCKRePutReachMaxTimes,

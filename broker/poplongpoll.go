@@ -230,15 +230,15 @@ func (h *popHolds) remove(r *popHeld) {
 	h.total--
 }
 
-// notify wakes the requests held on topic for queueID or for every queue
-// (RocketMQ's notifyMessageArriving by the broker itself: an orderly ack,
-// the end of an orderly batch's lock, a revive).
-func (h *popHolds) notify(topic string, queueID int32) { h.notifyGroup(topic, "", queueID) }
-
-// notifyGroup is notify for the requests of group only, every group's
-// when group is empty. A pop that left messages behind wakes its own
-// group's: what it left is the group's backlog, which no other group's
-// pop can take (RocketMQ keys this wake by topic, group and queue).
+// notifyGroup wakes the requests of group (every group's when group is
+// empty) held on topic for queueID or for every queue (either negative):
+// RocketMQ's notifyMessageArriving by the broker itself, keyed by topic,
+// group and queue. The POP service's wakes are of one group (an orderly
+// ack, the end of an orderly batch's lock, a revive, a queue the
+// in-flight threshold releases, the end of the invisible time of what a
+// slave handed out: pop.Config.OnQueueReady), and so is that of a pop
+// that left messages behind: what it left is the group's backlog, which
+// no other group's pop can take.
 func (h *popHolds) notifyGroup(topic, group string, queueID int32) {
 	h.mu.Lock()
 	var wake []*popHeld

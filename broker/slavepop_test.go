@@ -447,3 +447,56 @@ func TestSlaveOffsetCommitReplacesTheSlavesOrderlyProgress(t *testing.T) {
 		t.Fatalf("orderly pop on the slave after a commit of 1 there: %v, want [m1 m2]", bodies(got.Messages))
 	}
 }
+
+// The end of the invisible time of what a slave handed out to one group
+// wakes that group's held pops, not those of the other groups held on
+// the same queue, which would re-run for nothing and be held again
+// (RocketMQ notifies by topic, group and queue).
+func TestSlaveExpiryWakesOnlyItsGroupsHeldPops(t *testing.T) {
+	master := startTestBroker(t, withHA(nil))
+	slave := startSlaveOf(t, master, nil)
+	_, mrc := popClient(master)
+	sendBodies(t, mrc, "GW", 2)
+	waitReplicated(t, master, slave)
+	syncSlave(t, slave, master) // the topic
+	sc, _ := popClient(slave)
+	for _, p := range []struct {
+		group     string
+		invisible time.Duration
+	}{{"a", time.Second}, {"b", time.Minute}} {
+		res := mustPop(t, sc, popclient.PopRequest{Group: p.group, Topic: "GW", QueueID: 0, MaxMsgNums: 2, InvisibleTime: p.invisible})
+		if fmt.Sprint(bodies(res.Messages)) != "[m0 m1]" {
+			t.Fatalf("pop of group %s on the slave: %v, want [m0 m1]", p.group, bodies(res.Messages))
+		}
+	}
+	held := func(group string) <-chan popclient.PopResult {
+		ch := make(chan popclient.PopResult, 1)
+		go func() {
+			res, _ := sc.Pop(context.Background(), popclient.PopRequest{Group: group, Topic: "GW", QueueID: 0, MaxMsgNums: 2,
+				InvisibleTime: time.Minute, PollTime: 10 * time.Second})
+			ch <- res
+		}()
+		waitFor(t, "the pop of group "+group+" held", func() bool { return slave.popHolds.count(popHoldKey{"GW", group, 0}) == 1 })
+		return ch
+	}
+	heldB := held("b")
+	reruns := slave.popHolds.reruns.Load()
+	heldA := held("a")
+	select {
+	case res := <-heldA:
+		if fmt.Sprint(bodies(res.Messages)) != "[m0 m1]" {
+			t.Fatalf("held pop of group a: %v, want [m0 m1] once their invisible time ran out", bodies(res.Messages))
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("the held pop of group a was not woken when its messages' invisible time ran out")
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := slave.popHolds.reruns.Load() - reruns; n != 1 {
+		t.Fatalf("%d held pops re-ran at the end of group a's invisible time, want 1 (group a's; group b's stays held)", n)
+	}
+	select {
+	case res := <-heldB:
+		t.Fatalf("held pop of group b answered: code %d, %v", res.Code, bodies(res.Messages))
+	default:
+	}
+}

@@ -98,7 +98,7 @@ func (s *Service) AckBatch(entries []AckEntry) ([]AckResult, error) {
 	// back at it.
 	for i, e := range entries[:len(results)] {
 		if e.Orderly {
-			s.cfg.OnQueueReady(e.Topic, e.QueueID)
+			s.cfg.OnQueueReady(e.Topic, e.Group, e.QueueID)
 		} else if results[i].Deleted > 0 {
 			s.wakeReleased(e.Group, e.Topic, e.QueueID)
 		}

@@ -33,8 +33,9 @@ import (
 // When the earliest end of a queue's marks (its last mark's) comes, a
 // pop of the queue starts earlier again, at messages whose time ran out,
 // and no message arrives to say so: a timer per queue with marks, armed
-// for that end, wakes the pops held on it then (notify), as a revive's
-// put wakes them on a master. It is re-armed for the next end when it
+// for that end, wakes the group's pops held on it then (notify; not the
+// other groups', whose own marks are elsewhere), as a revive's put wakes
+// them on a master. It is re-armed for the next end when it
 // fires, replaced when a pop changes the queue's marks, and stopped when
 // the queue has none left or at close.
 //
@@ -43,9 +44,9 @@ import (
 // mark, so two pops of one queue never read from the same start. notify
 // is called without mu held.
 type handedOut struct {
-	// notify wakes the pops held on a topic's queue (every queue of it
-	// when queueID is negative); nil arms no timers.
-	notify func(topic string, queueID int32)
+	// notify wakes the group's pops held on a topic's queue (every
+	// queue of it when queueID is negative); nil arms no timers.
+	notify func(topic, group string, queueID int32)
 	// now is the clock (ms), which the marks' ends are on.
 	now func() int64
 
@@ -90,7 +91,7 @@ const handedSweepEvery = time.Minute
 
 // newHandedOut returns an empty memory whose timers call notify (none
 // with a nil notify) at the ends of marks on the clock now.
-func newHandedOut(notify func(topic string, queueID int32), now func() int64) *handedOut {
+func newHandedOut(notify func(topic, group string, queueID int32), now func() int64) *handedOut {
 	if now == nil {
 		now = func() int64 { return time.Now().UnixMilli() }
 	}
@@ -234,7 +235,7 @@ func (h *handedOut) fire(k queueKey, w *handedWake) {
 	on := q.on
 	h.settle(k, q, now)
 	h.mu.Unlock()
-	h.notify(on.topic, on.queueID)
+	h.notify(on.topic, k.group, on.queueID)
 }
 
 // close stops every timer; later marks arm none.

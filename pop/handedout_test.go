@@ -47,7 +47,7 @@ func TestHandedOutMarks(t *testing.T) {
 // popped topic. Closed, it wakes nobody.
 func TestHandedOutWakesAtMarkEnds(t *testing.T) {
 	woken := make(chan heldOn, 4)
-	h := newHandedOut(func(topic string, queueID int32) { woken <- heldOn{topic, queueID} }, nil)
+	h := newHandedOut(func(topic, _ string, queueID int32) { woken <- heldOn{topic, queueID} }, nil)
 	now := time.Now().UnixMilli()
 	k := queueKey{"g", "T", 3}
 	h.handOut(k, heldOn{"T", 3}, 0, 0, 2, now+400, now) // [0,2) until +400

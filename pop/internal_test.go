@@ -211,7 +211,7 @@ func TestReviveDeletesDeadlineEntriesWithoutCheckpoint(t *testing.T) {
 	}
 	defer db.Close()
 	now := time.UnixMilli(1_000_000)
-	s := &Service{cfg: Config{Now: func() time.Time { return now }, ReviveBatch: 100, OnQueueReady: func(string, int32) {}}, store: db.Pop(),
+	s := &Service{cfg: Config{Now: func() time.Time { return now }, ReviveBatch: 100, OnQueueReady: func(string, string, int32) {}}, store: db.Pop(),
 		seed: maphash.MakeSeed(), wake: make(chan struct{}, 1), log: zerolog.Nop()}
 	s.lowDeadline.Store(math.MaxInt64)
 	ck := kvindex.Checkpoint{Group: "G", Topic: "T", CKOffset: 3, Offsets: []int64{3, 4}, PopTime: 900_000, InvisibleTime: 60_000, VisibleAt: 960_000}
@@ -444,7 +444,7 @@ func TestReviveDropsUndecodableMessages(t *testing.T) {
 	defer db.Close()
 	now := time.UnixMilli(1_000_000)
 	pb := &puttingBroker{}
-	s := &Service{cfg: Config{Now: func() time.Time { return now }, ReviveBatch: 100, OnQueueReady: func(string, int32) {},
+	s := &Service{cfg: Config{Now: func() time.Time { return now }, ReviveBatch: 100, OnQueueReady: func(string, string, int32) {},
 		Log: l, CQ: &oneQueue{topic: "T", entries: []cq.Entry{good, bad}}, Broker: pb, Offsets: db.ConsumerOffsets()},
 		store: db.Pop(), seed: maphash.MakeSeed(), wake: make(chan struct{}, 1), log: zerolog.Nop()}
 	s.lowDeadline.Store(math.MaxInt64)
@@ -557,7 +557,7 @@ func TestReviveDropsExhaustedUnreadableMessages(t *testing.T) {
 		t.Run(fmt.Sprint("drop=", drop), func(t *testing.T) {
 			db := openIndex(t)
 			now := time.UnixMilli(1_000_000)
-			s := &Service{cfg: Config{Now: func() time.Time { return now }, ReviveBatch: 100, OnQueueReady: func(string, int32) {},
+			s := &Service{cfg: Config{Now: func() time.Time { return now }, ReviveBatch: 100, OnQueueReady: func(string, string, int32) {},
 				CQ: unreadableQueue{}, Broker: &puttingBroker{}, Offsets: db.ConsumerOffsets(), DropExhaustedRevives: drop},
 				store: db.Pop(), seed: maphash.MakeSeed(), wake: make(chan struct{}, 1), log: zerolog.Nop()}
 			s.lowDeadline.Store(math.MaxInt64)

@@ -281,7 +281,7 @@ func (s *Service) ackOrder(group, topic string, queueID int32, offsets []int64, 
 	if ferr := dur.finish(s); ferr != nil {
 		return res, ferr
 	}
-	s.cfg.OnQueueReady(topic, queueID)
+	s.cfg.OnQueueReady(topic, group, queueID)
 	return res, err
 }
 

@@ -269,7 +269,7 @@ func TestOrderlyChangeInvisibleTimeAnswersTheNewDeadline(t *testing.T) {
 func TestAnOrderlyAckWakesHeldPopsWhateverTheLockReleaseNotice(t *testing.T) {
 	h := newOrderHarness(t, 4) // QuietOrderLockRelease
 	woken := 0
-	h.svc.cfg.OnQueueReady = func(string, int32) { woken++ }
+	h.svc.cfg.OnQueueReady = func(string, string, int32) { woken++ }
 	offs, _ := h.pop(t, "", 2)
 	st := h.batch(t)
 	if _, err := h.svc.AckMany("G", orderTestTopic, 0, offs[0], offs, st.PopTime, st.InvisibleTime, true); err != nil {

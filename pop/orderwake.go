@@ -16,7 +16,7 @@ import (
 // queue, replaced when the batch's deadline moves and stopped when the
 // batch is acknowledged (the acknowledgement wakes the queue itself).
 type orderWakes struct {
-	notify func(topic string, queueID int32)
+	notify func(topic, group string, queueID int32)
 
 	mu     sync.Mutex
 	timers map[orderKey]*orderWake
@@ -32,7 +32,7 @@ type orderKey struct {
 // whether it is still the queue's current one.
 type orderWake struct{ t *time.Timer }
 
-func newOrderWakes(notify func(topic string, queueID int32)) *orderWakes {
+func newOrderWakes(notify func(topic, group string, queueID int32)) *orderWakes {
 	return &orderWakes{notify: notify, timers: map[orderKey]*orderWake{}}
 }
 
@@ -108,7 +108,7 @@ func (w *orderWakes) fire(k orderKey, e *orderWake) {
 	}
 	w.mu.Unlock()
 	if current {
-		w.notify(k.topic, k.queueID)
+		w.notify(k.topic, k.group, k.queueID)
 	}
 }
 

@@ -39,7 +39,7 @@ func TestLockFreeAt(t *testing.T) {
 // closed one does not fire.
 func TestOrderWakes(t *testing.T) {
 	woken := make(chan string, 16)
-	w := newOrderWakes(func(topic string, queueID int32) { woken <- topic })
+	w := newOrderWakes(func(topic, _ string, queueID int32) { woken <- topic })
 	batch := func(topic string, deadline int64) *kvindex.OrderState {
 		return &kvindex.OrderState{Group: "g", Topic: topic, PopTime: deadline, InvisibleTime: 1, Messages: []kvindex.OrderMessage{{}}}
 	}

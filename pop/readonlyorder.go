@@ -338,7 +338,7 @@ func (s *Service) ackReadOnlyOrder(group, topic string, queueID int32, offsets [
 		return res, fmt.Errorf("read-only orderly ack %s on %s/%d: %w", group, topic, queueID, err)
 	}
 	if moved {
-		s.cfg.OnQueueReady(topic, queueID)
+		s.cfg.OnQueueReady(topic, group, queueID)
 	}
 	if len(stray) > 0 {
 		s.log.Warn().Str("group", group).Str("topic", topic).Int32("queue", queueID).Int64("popTime", popTime).

@@ -191,7 +191,7 @@ func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 					errMu.Unlock()
 					continue
 				}
-				s.cfg.OnQueueReady(k.topic, k.queueID)
+				s.cfg.OnQueueReady(k.topic, k.group, k.queueID)
 			}
 		}()
 	}

@@ -112,11 +112,14 @@ type Config struct {
 	// compaction store.
 	Compaction *kvindex.Compaction
 	// OnQueueReady is called when an orderly ack, the end of an orderly
-	// batch's lock, a revive or, on a slave, the end of the invisible time
-	// of what its read-only pops handed out may have made messages of a
-	// queue poppable (to wake held pops; a negative queueID: every queue
-	// of the topic); it must not block.
-	OnQueueReady func(topic string, queueID int32)
+	// batch's lock, a revive, an ack or a change of the setting that
+	// releases a queue the in-flight threshold stopped or, on a slave, the
+	// end of the invisible time of what its read-only pops handed out may
+	// have made messages of a queue poppable for group (to wake the
+	// group's held pops, as RocketMQ's ackOrderly and lock release notify
+	// by topic, group and queue; a negative queueID: every queue of the
+	// topic); it must not block.
+	OnQueueReady func(topic, group string, queueID int32)
 	// DropExhaustedRevives drops a message whose revive failed
 	// maxReviveAttempts times (its record unreadable, or its put to the
 	// pop-retry topic refused) instead of retrying it every 2 h for ever
@@ -257,7 +260,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.OnQueueReady == nil {
-		cfg.OnQueueReady = func(string, int32) {}
+		cfg.OnQueueReady = func(string, string, int32) {}
 	}
 	s := &Service{
 		cfg:      cfg,

@@ -160,7 +160,7 @@ func (s *Service) wakeReleased(group, topic string, queueID int32) {
 		}
 	}
 	if s.stopped.remove(k) {
-		s.cfg.OnQueueReady(topic, queueID)
+		s.cfg.OnQueueReady(topic, group, queueID)
 	}
 }
 
@@ -203,7 +203,7 @@ func (s *Service) wakeReleasedReadOnly(k queueKey) {
 		return
 	}
 	if s.stopped.remove(k) {
-		s.cfg.OnQueueReady(on.topic, on.queueID)
+		s.cfg.OnQueueReady(on.topic, k.group, on.queueID)
 	}
 }
 
@@ -223,6 +223,6 @@ func (s *Service) ackedReadOnly(group, topic string, queueID int32, popTime int6
 // pops woken.
 func (s *Service) InFlightLimitChanged() {
 	for _, k := range s.stopped.drain() {
-		s.cfg.OnQueueReady(k.topic, k.queueID)
+		s.cfg.OnQueueReady(k.topic, k.group, k.queueID)
 	}
 }
