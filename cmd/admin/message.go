@@ -416,13 +416,13 @@ func sendMessageCmd(g *globals) *cobra.Command {
 		Short: "send one message with a UTF-8 body to a topic, as mqadmin sendMessage (SEND_MESSAGE_V2)",
 		Long: `sendMessage sends one message as a producer does: to a writable queue of the
 topic's route (the route of TBW102 for a topic the name server does not know
-yet, which the broker then creates), or to queue -i of --broker-name. It prints
+yet, which the broker then creates), or to queue -i of broker group -b. It prints
 mqadmin's columns; the message id is the one clients show (UNIQ_KEY), and the
 offset id queryMsgById reads follows.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if qid >= 0 && brokerName == "" {
-				return fmt.Errorf("-i needs --broker-name: a queue id names a queue of one broker group")
+				return fmt.Errorf("-i needs -b (--broker-name): a queue id names a queue of one broker group")
 			}
 			target, err := g.sendTargetOf(cmd.Context(), topic, brokerName, qid, int(time.Now().UnixNano()>>10))
 			if err != nil {
@@ -453,8 +453,8 @@ offset id queryMsgById reads follows.`,
 	f.StringVarP(&body, "body", "p", "", "message body (UTF-8 text)")
 	f.StringVarP(&keys, "key", "k", "", "message keys")
 	f.StringVarP(&tags, "tags", "c", "", "message tag")
-	f.StringVar(&brokerName, "broker-name", "", "broker group to send to (mqadmin's -b)")
-	f.IntVarP(&qid, "qid", "i", -1, "queue to send to (needs --broker-name)")
+	f.StringVarP(&brokerName, "broker-name", "b", "", "broker group (name) to send to, as mqadmin's -b")
+	f.IntVarP(&qid, "qid", "i", -1, "queue to send to (needs -b)")
 	_ = cmd.MarkFlagRequired("topic")
 	_ = cmd.MarkFlagRequired("body")
 	return cmd
@@ -582,14 +582,14 @@ func consumeMessageCmd(g *globals) *cobra.Command {
 		Use:   "consumeMessage",
 		Short: "print a topic's messages without consuming them: pulls that commit nothing, as mqadmin consumeMessage",
 		Long: `consumeMessage reads up to -c messages of every queue of a topic (or of
---broker-name, queue -i), from -o, or from the first message stored at -s, or
+broker group -b, queue -i), from -o, or from the first message stored at -s, or
 from each queue's minimum, up to the message stored at -e or the end, and
 prints them. It pulls as group TOOLS_CONSUMER and commits no offset.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if qid >= 0 && brokerName == "" {
-				return fmt.Errorf("-i needs --broker-name: a queue id names a queue of one broker group")
+				return fmt.Errorf("-i needs -b (--broker-name): a queue id names a queue of one broker group")
 			}
 			route, err := g.route(ctx, topic)
 			if err != nil {
@@ -640,8 +640,8 @@ prints them. It pulls as group TOOLS_CONSUMER and commits no offset.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&topic, "topic", "t", "", "topic name")
-	f.StringVar(&brokerName, "broker-name", "", "only this broker group (mqadmin's -b)")
-	f.IntVarP(&qid, "queueId", "i", -1, "only this queue (needs --broker-name)")
+	f.StringVarP(&brokerName, "broker-name", "b", "", "only this broker group (name), as mqadmin's -b")
+	f.IntVarP(&qid, "queueId", "i", -1, "only this queue (needs -b)")
 	f.Int64VarP(&offset, "offset", "o", 0, "queue offset to start from (default: each queue's minimum)")
 	f.Int64VarP(&begin, "beginTimestamp", "s", 0, "start at the first message stored at or after this time (ms since the epoch)")
 	f.Int64VarP(&end, "endTimestamp", "e", 0, "stop before the first message stored at or after this time (ms since the epoch)")

@@ -94,7 +94,7 @@ func TestSendMessage(t *testing.T) {
 		f := strings.Fields(lines[1])
 		return f[len(f)-1]
 	}
-	out, err := run(t, "sendMessage", "-n", ns, "-t", "ST", "-p", "hello rocketkv", "-k", "k1", "-c", "tagX", "--broker-name", "broker-a", "-i", "1")
+	out, err := run(t, "sendMessage", "-n", ns, "-t", "ST", "-p", "hello rocketkv", "-k", "k1", "-c", "tagX", "-b", "broker-a", "-i", "1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestConsumeMessage(t *testing.T) {
 		want  []string
 	}{
 		{nil, 8, []string{"CT/0@0", "CT/0@3", "CT/1@3"}},
-		{[]string{"--broker-name", "broker-a", "-i", "1", "-o", "2", "--body"}, 2, []string{"CT/1@2", "CT/1@3", "Body:                m7"}},
+		{[]string{"-b", "broker-a", "-i", "1", "-o", "2", "--body"}, 2, []string{"CT/1@2", "CT/1@3", "Body:                m7"}},
 		{[]string{"-c", "3"}, 3, []string{"CT/0@2"}},
 		{[]string{"-s", strconv.FormatInt(sent+60_000, 10)}, 0, nil},
 		{[]string{"-e", strconv.FormatInt(sent+60_000, 10)}, 8, nil},
