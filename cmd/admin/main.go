@@ -26,11 +26,11 @@
 //	admin cloneGroupOffset   -n 127.0.0.1:9876 -s GroupA -d GroupB -t TopicA [-o true]
 //	admin queryMsgByKey      -n 127.0.0.1:9876 -t TopicA -k order-42 [-b beginMs] [-e endMs] [-m 64]
 //	admin queryMsgById       [-t TopicA] -i 7F00000100002A9F0000000000000400 [--body]
-//	admin sendMessage        -n 127.0.0.1:9876 -t TopicA -p "hello" [-k order-42] [-c TagA]
+//	admin sendMessage        -n 127.0.0.1:9876 -t TopicA -p "hello" [-k order-42] [-c TagA] [-b broker-a [-i 1]]
 //	admin sendMsgStatus      -n 127.0.0.1:9876 -b broker-a [-s 128] [-c 50]
 //	admin checkMsgSendRT     -n 127.0.0.1:9876 -t TopicA [-a 100] [-s 128]
 //	admin clusterRT          -n 127.0.0.1:9876 [-c DefaultCluster] [-a 100] [-s 128] [-i 10] [--rounds 1]
-//	admin consumeMessage     -n 127.0.0.1:9876 -t TopicA [-o 100] [-c 10] [--body]
+//	admin consumeMessage     -n 127.0.0.1:9876 -t TopicA [-b broker-a [-i 0]] [-o 100] [-c 10] [--body]
 //	admin queryMsgByOffset   -n 127.0.0.1:9876 -t TopicA -b broker-a -i 0 -o 100 [-f UTF-8]
 //	admin printMsg           -n 127.0.0.1:9876 -t TopicA [-s TagA] [-b 2026-11-30#12:00:00:000] [-e ms] [-c UTF-8] [-d false]
 //	admin printMsgByQueue    -n 127.0.0.1:9876 -t TopicA -a broker-a -i 0 [-p true] [-d true] [-f true]
@@ -65,7 +65,12 @@
 // are mqadmin's where it has the command: -b is a broker address except
 // where mqadmin gives it another meaning (the begin time of queryMsgByKey,
 // printMsg, printMsgByQueue and queryMsgTraceById; the broker name of
-// wipeWritePerm, queryMsgByOffset and sendMsgStatus).
+// wipeWritePerm, queryMsgByOffset, sendMsgStatus, sendMessage and
+// consumeMessage). mqadmin's long option names are accepted too where
+// bin/admin spells them otherwise, each only on the commands whose mqadmin
+// class has it (--brokerAddr for --broker, --namesrvAddr for --namesrv,
+// consumerProgress's --groupName and --topicName, ...); --help shows
+// bin/admin's.
 package main
 
 import (
@@ -164,13 +169,19 @@ func newRoot(out io.Writer) *cobra.Command {
 	for _, c := range root.Commands() {
 		addBrokerFlag(c, g)
 	}
+	if err := acceptMQAdminLongNames(root); err != nil {
+		// The table of long names is fixed at build time: every test
+		// building the root finds a mistake in it.
+		panic(err)
+	}
 	return root
 }
 
 // addBrokerFlag gives cmd and its subcommands -b, --broker, the broker
 // address, except those that take -b for something else as mqadmin's do
 // (the beginTimestamp of queryMsgByKey, printMsg, printMsgByQueue and
-// queryMsgTraceById; the brokerName of wipeWritePerm, queryMsgByOffset and sendMsgStatus).
+// queryMsgTraceById; the brokerName of wipeWritePerm, queryMsgByOffset,
+// sendMsgStatus, sendMessage and consumeMessage).
 func addBrokerFlag(cmd *cobra.Command, g *globals) {
 	if cmd.Flags().ShorthandLookup("b") == nil && cmd.Flags().Lookup("broker") == nil {
 		cmd.Flags().StringVarP(&g.broker, "broker", "b", defaultBroker, "broker address")
