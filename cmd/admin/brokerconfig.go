@@ -235,13 +235,15 @@ func writePermCmd(g *globals, use string, code int32, countField, verb string) *
 func deleteExpiredCommitLogCmd(g *globals) *cobra.Command {
 	return brokerActionCmd(g, "deleteExpiredCommitLog",
 		"make the broker delete CommitLog segments older than fileReservedTime now rather than at deleteWhen (DELETE_EXPIRED_COMMITLOG)",
-		remoting.DeleteExpiredCommitLog, "deletes its expired CommitLog segments within its next cleaner passes")
+		remoting.DeleteExpiredCommitLog, "deletes its expired CommitLog segments within its next cleaner passes", true)
 }
 
 // setCommitLogReadAheadModeCmd is mqadmin setCommitLogReadAheadMode:
-// SET_COMMITLOG_READ_MODE with -m 1 (random reads) or 0 (read-ahead).
+// SET_COMMITLOG_READ_MODE with -m 1 (random reads) or 0 (read-ahead), to
+// the -b broker or, with -c and without -b, to every broker of the
+// cluster, each master then its slaves, under mqadmin's titles.
 func setCommitLogReadAheadModeCmd(g *globals) *cobra.Command {
-	var mode string
+	var mode, cluster string
 	cmd := &cobra.Command{
 		Use:   "setCommitLogReadAheadMode",
 		Short: "advise the broker's sealed CommitLog segments for random reads (-m 1) or the kernel's read-ahead (-m 0) (SET_COMMITLOG_READ_MODE)",
@@ -250,15 +252,32 @@ func setCommitLogReadAheadModeCmd(g *globals) *cobra.Command {
 			if mode != "0" && mode != "1" {
 				return fmt.Errorf("-m must be 0 (read-ahead) or 1 (random reads), not %q", mode)
 			}
-			resp, err := g.invoke(cmd.Context(), g.broker, remoting.SetCommitLogReadMode, map[string]string{"READ_AHEAD_MODE": mode}, nil)
+			set := func(addr string) error {
+				resp, err := g.invoke(cmd.Context(), addr, remoting.SetCommitLogReadMode, map[string]string{"READ_AHEAD_MODE": mode}, nil)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", addr, resp.Remark)
+				return nil
+			}
+			if cmd.Flags().Changed("broker") || cluster == "" {
+				return set(g.broker)
+			}
+			groups, err := g.clusterGroups(cmd.Context(), cluster)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", g.broker, resp.Remark)
+			for _, t := range masterSlaveTargets(groups) {
+				fmt.Fprintln(cmd.OutOrStdout(), t.title)
+				if err := set(t.addr); err != nil {
+					return err
+				}
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&mode, "commitLogReadAheadMode", "m", "", "1 for random reads, 0 for read-ahead (required)")
+	cmd.Flags().StringVarP(&cluster, "clusterName", "c", "", "every broker (masters and slaves) of this cluster (without -b)")
 	return cmd
 }
 
@@ -266,14 +285,14 @@ func setCommitLogReadAheadModeCmd(g *globals) *cobra.Command {
 func cleanUnusedTopicCmd(g *globals) *cobra.Command {
 	return brokerActionCmd(g, "cleanUnusedTopic",
 		"make the broker drop the ConsumeQueues of topics it has no config for, system and LMQ topics excepted (CLEAN_UNUSED_TOPIC)",
-		remoting.CleanUnusedTopic, "dropped the ConsumeQueues of topics without a config")
+		remoting.CleanUnusedTopic, "dropped the ConsumeQueues of topics without a config", true)
 }
 
 // cleanExpiredCQCmd is mqadmin cleanExpiredCQ.
 func cleanExpiredCQCmd(g *globals) *cobra.Command {
 	return brokerActionCmd(g, "cleanExpiredCQ",
 		"make the broker drop ConsumeQueue entries of records retention deleted now (CLEAN_EXPIRED_CONSUMEQUEUE)",
-		remoting.CleanExpiredConsumeQueue, "dropped its expired ConsumeQueue entries")
+		remoting.CleanExpiredConsumeQueue, "dropped its expired ConsumeQueue entries", true)
 }
 
 // exportPopRecordCmd is mqadmin exportPopRecord: POP_ROLLBACK, which
@@ -282,24 +301,48 @@ func cleanExpiredCQCmd(g *globals) *cobra.Command {
 func exportPopRecordCmd(g *globals) *cobra.Command {
 	return brokerActionCmd(g, "exportPopRecord",
 		"make the broker write its POP messages in flight to the revive topic as RocketMQ check-points, before the way back to Apache RocketMQ (POP_ROLLBACK); stop the POP consumers first",
-		remoting.PopRollback, "wrote its POP messages in flight to the revive topic")
+		remoting.PopRollback, "wrote its POP messages in flight to the revive topic", false)
 }
 
 // brokerActionCmd is a command that sends one request without fields to
-// the broker (-b) and reports "success: <broker> <done>".
-func brokerActionCmd(g *globals, use, short string, code int32, done string) *cobra.Command {
-	return &cobra.Command{
+// the broker (-b) and reports "success: <broker> <done>". With withCluster
+// it takes mqadmin's -c too, as mqadmin's DefaultMQAdminExtImpl sends
+// these: without -b, to every broker (masters and slaves) of the -c
+// cluster, or of every cluster without -c either. A broker that fails
+// does not stop the others; the exit status tells whether any failed.
+func brokerActionCmd(g *globals, use, short string, code int32, done string, withCluster bool) *cobra.Command {
+	var cluster string
+	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := g.invoke(cmd.Context(), g.broker, code, nil, nil); err != nil {
-				return err
+			addrs := []string{g.broker}
+			if withCluster && !cmd.Flags().Changed("broker") {
+				var err error
+				if addrs, err = g.everyBrokerOf(cmd.Context(), strings.TrimSpace(cluster)); err != nil {
+					return err
+				}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "success: %s %s\n", g.broker, done)
+			var failed []string
+			for _, addr := range addrs {
+				if _, err := g.invoke(cmd.Context(), addr, code, nil, nil); err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s failed, %s: %v\n", use, addr, err)
+					failed = append(failed, addr)
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "success: %s %s\n", addr, done)
+			}
+			if len(failed) > 0 {
+				return fmt.Errorf("%s failed on %s", use, strings.Join(failed, ", "))
+			}
 			return nil
 		},
 	}
+	if withCluster {
+		cmd.Flags().StringVarP(&cluster, "cluster", "c", "", "every broker (masters and slaves) of this cluster; without -b or -c, of every cluster, as mqadmin's")
+	}
+	return cmd
 }
 
 // queryCQCmd is mqadmin queryCq: ConsumeQueue units of one queue.

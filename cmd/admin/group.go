@@ -57,6 +57,30 @@ func (g *globals) clusterBrokers(ctx context.Context, cluster string, mastersOnl
 	return addrs, nil
 }
 
+// everyBrokerOf returns the address of every broker, masters and slaves,
+// of cluster, or of every cluster the name servers know when cluster is
+// "", sorted (mqadmin's ClusterInfo.retrieveAllAddrByCluster).
+func (g *globals) everyBrokerOf(ctx context.Context, cluster string) ([]string, error) {
+	if cluster != "" {
+		return g.clusterBrokers(ctx, cluster, false)
+	}
+	info, err := g.clusterInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var addrs []string
+	for _, bd := range info.BrokerAddrTable {
+		for _, a := range bd.BrokerAddrs {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("the name server %s knows no broker", g.namesrv)
+	}
+	sort.Strings(addrs)
+	return addrs, nil
+}
+
 // brokerGroup is a broker group of a cluster: its master's address ("" when
 // it has none) and its slaves', sorted.
 type brokerGroup struct {

@@ -13,42 +13,84 @@ import (
 )
 
 // haStatusCmd is mqadmin haStatus: a master's slaves and how far behind
-// each is, or a slave's master.
+// each is, or a slave's master; of the -b broker or, with -c and without
+// -b, of every master of the cluster. With -i it prints again every -i
+// seconds until interrupted, as mqadmin's.
 func haStatusCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var cluster string
+	var interval int
+	cmd := &cobra.Command{
 		Use:   "haStatus",
 		Short: "print a broker's replication state (GET_BROKER_HA_STATUS): a master's slaves, or a slave's master",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			resp, err := g.invoke(cmd.Context(), g.broker, remoting.GetBrokerHAStatus, nil, nil)
-			if err != nil {
-				return err
+			if interval <= 0 {
+				return fmt.Errorf("-i must be a positive number of seconds, not %d", interval)
 			}
-			var info ha.RuntimeInfo
-			if err := json.Unmarshal(resp.Body, &info); err != nil {
-				return fmt.Errorf("decode the HA status of %s: %w", g.broker, err)
-			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			if info.Master {
-				fmt.Fprintf(w, "#MasterAddr\t%s\n#MasterCommitLogMaxOffset\t%d\n#SlaveNum\t%d\n#InSyncSlaveNum\t%d\n\n",
-					g.broker, info.MasterCommitLogMaxOffset, len(info.HAConnectionInfo), info.InSyncSlaveNums)
-				fmt.Fprintln(w, "#SlaveAddr\t#SlaveAckOffset\t#Diff\t#TransferSpeed(KB/s)\t#Status\t#TransferFromWhere")
-				for _, c := range info.HAConnectionInfo {
-					status := "OK"
-					if !c.InSync {
-						status = "Fall Behind"
-					}
-					fmt.Fprintf(w, "%s\t%d\t%d\t%.2f\t%s\t%d\n", c.Addr, c.SlaveAckOffset, c.Diff,
-						float64(c.TransferredByteInSecond)/1024, status, c.TransferFromWhere)
+			ctx := cmd.Context()
+			for {
+				addrs := []string{g.broker}
+				var err error
+				if !cmd.Flags().Changed("broker") && cluster != "" {
+					addrs, err = g.clusterMasters(ctx, cluster)
 				}
-				return w.Flush()
+				for _, addr := range addrs {
+					if err != nil {
+						break
+					}
+					err = g.printHAStatus(cmd, addr)
+				}
+				if !cmd.Flags().Changed("interval") {
+					return err
+				}
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil // interrupted
+					}
+					fmt.Fprintln(cmd.ErrOrStderr(), "haStatus:", err)
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(time.Duration(interval) * time.Second):
+				}
 			}
-			c := info.HAClientRuntimeInfo
-			fmt.Fprintf(w, "#MasterAddr\t%s\n#CommitLogMaxOffset\t%d\n#TransferSpeed(KB/s)\t%.2f\n#LastReadTime\t%s\n#LastWriteTime\t%s\n",
-				c.MasterAddr, c.MaxOffset, float64(c.TransferredByteInSecond)/1024, millisTime(c.LastReadTimestamp), millisTime(c.LastWriteTimestamp))
-			return w.Flush()
 		},
 	}
+	cmd.Flags().StringVarP(&cluster, "clusterName", "c", "", "every master of this cluster (without -b)")
+	cmd.Flags().IntVarP(&interval, "interval", "i", 3, "print again every this many seconds, until interrupted")
+	return cmd
+}
+
+// printHAStatus prints the replication state of the broker at addr.
+func (g *globals) printHAStatus(cmd *cobra.Command, addr string) error {
+	resp, err := g.invoke(cmd.Context(), addr, remoting.GetBrokerHAStatus, nil, nil)
+	if err != nil {
+		return err
+	}
+	var info ha.RuntimeInfo
+	if err := json.Unmarshal(resp.Body, &info); err != nil {
+		return fmt.Errorf("decode the HA status of %s: %w", addr, err)
+	}
+	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	if info.Master {
+		fmt.Fprintf(w, "#MasterAddr\t%s\n#MasterCommitLogMaxOffset\t%d\n#SlaveNum\t%d\n#InSyncSlaveNum\t%d\n\n",
+			addr, info.MasterCommitLogMaxOffset, len(info.HAConnectionInfo), info.InSyncSlaveNums)
+		fmt.Fprintln(w, "#SlaveAddr\t#SlaveAckOffset\t#Diff\t#TransferSpeed(KB/s)\t#Status\t#TransferFromWhere")
+		for _, c := range info.HAConnectionInfo {
+			status := "OK"
+			if !c.InSync {
+				status = "Fall Behind"
+			}
+			fmt.Fprintf(w, "%s\t%d\t%d\t%.2f\t%s\t%d\n", c.Addr, c.SlaveAckOffset, c.Diff,
+				float64(c.TransferredByteInSecond)/1024, status, c.TransferFromWhere)
+		}
+		return w.Flush()
+	}
+	c := info.HAClientRuntimeInfo
+	fmt.Fprintf(w, "#MasterAddr\t%s\n#CommitLogMaxOffset\t%d\n#TransferSpeed(KB/s)\t%.2f\n#LastReadTime\t%s\n#LastWriteTime\t%s\n",
+		c.MasterAddr, c.MaxOffset, float64(c.TransferredByteInSecond)/1024, millisTime(c.LastReadTimestamp), millisTime(c.LastWriteTimestamp))
+	return w.Flush()
 }
 
 // millisTime formats a Unix time in milliseconds; "-" for none.

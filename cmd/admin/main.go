@@ -84,6 +84,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -480,20 +481,51 @@ func topicRouteCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// brokerStatusCmd is mqadmin brokerStatus: the runtime info of the -b
+// broker or, with -c and without -b, of every broker (masters and slaves)
+// of the cluster, each line led by the broker's address as mqadmin's. A
+// broker of the cluster that fails does not stop the others; the exit
+// status tells whether any failed.
 func brokerStatusCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var cluster string
+	cmd := &cobra.Command{
 		Use:   "brokerStatus",
 		Short: "print a broker's runtime info",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			table, err := g.runtimeInfo(cmd.Context(), g.broker)
+			out := cmd.OutOrStdout()
+			if cmd.Flags().Changed("broker") || cluster == "" {
+				table, err := g.runtimeInfo(cmd.Context(), g.broker)
+				if err != nil {
+					return err
+				}
+				for _, k := range sortedKeys(table) {
+					fmt.Fprintf(out, "%-28s %s\n", k, table[k])
+				}
+				return nil
+			}
+			addrs, err := g.clusterBrokers(cmd.Context(), cluster, false)
 			if err != nil {
 				return err
 			}
-			for _, k := range sortedKeys(table) {
-				fmt.Fprintf(cmd.OutOrStdout(), "%-28s %s\n", k, table[k])
+			var failed []string
+			for _, addr := range addrs {
+				table, err := g.runtimeInfo(cmd.Context(), addr)
+				if err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "brokerStatus of %s: %v\n", addr, err)
+					failed = append(failed, addr)
+					continue
+				}
+				for _, k := range sortedKeys(table) {
+					fmt.Fprintf(out, "%-24s %-28s %s\n", addr, k, table[k])
+				}
+			}
+			if len(failed) > 0 {
+				return fmt.Errorf("brokerStatus failed on %s", strings.Join(failed, ", "))
 			}
 			return nil
 		},
 	}
+	cmd.Flags().StringVarP(&cluster, "clusterName", "c", "", "every broker (masters and slaves) of this cluster (without -b)")
+	return cmd
 }

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mqadmin's -c on brokerStatus, cleanExpiredCQ, cleanUnusedTopic,
+// deleteExpiredCommitLog, setCommitLogReadAheadMode and haStatus: without
+// -b, every broker of the cluster (every master for haStatus), -b winning
+// when both are given; the clean-ups without either ask every cluster.
+func TestClusterVariantsOfBrokerCommands(t *testing.T) {
+	ns, a, b := startTwoMasters(t)
+	out := out0(t, "brokerStatus", "-n", ns, "-c", "DefaultCluster")
+	for _, addr := range []string{a, b} {
+		if !strings.Contains(out, addr+strings.Repeat(" ", 24-len(addr))+" brokerVersionDesc") {
+			t.Errorf("brokerStatus -c lacks %s's lines:\n%s", addr, out)
+		}
+	}
+	if out := out0(t, "brokerStatus", "-n", ns, "-c", "DefaultCluster", "-b", a); strings.Contains(out, b) || strings.HasPrefix(out, a) {
+		t.Errorf("brokerStatus -b -c: -b wins, its lines unprefixed:\n%s", out)
+	}
+	for _, action := range []string{"cleanExpiredCQ", "cleanUnusedTopic", "deleteExpiredCommitLog"} {
+		for _, args := range [][]string{{"-c", "DefaultCluster"}, {"--cluster", "DefaultCluster"}, nil} {
+			out := out0(t, append([]string{action, "-n", ns}, args...)...)
+			if !strings.Contains(out, "success: "+a+" ") || !strings.Contains(out, "success: "+b+" ") {
+				t.Errorf("%s %v: not both brokers:\n%s", action, args, out)
+			}
+		}
+		if out := out0(t, action, "-n", ns, "-c", "DefaultCluster", "-b", a); strings.Contains(out, b) {
+			t.Errorf("%s -b -c: -b wins:\n%s", action, out)
+		}
+		if _, err := run(t, action, "-n", ns, "-c", "OtherCluster"); err == nil || !strings.Contains(err.Error(), "OtherCluster") {
+			t.Errorf("%s -c OtherCluster: %v", action, err)
+		}
+	}
+	out = out0(t, "setCommitLogReadAheadMode", "-n", ns, "-c", "DefaultCluster", "-m", "1")
+	for _, addr := range []string{a, b} {
+		if !strings.Contains(out, "============Master: "+addr+"============\n"+addr+": set commitlog readahead mode success, mode: 1\n") {
+			t.Errorf("setCommitLogReadAheadMode -c lacks %s:\n%s", addr, out)
+		}
+	}
+	out = out0(t, "haStatus", "-n", ns, "-c", "DefaultCluster")
+	for _, addr := range []string{a, b} {
+		if fields := strings.Fields(out); !strings.Contains(strings.Join(fields, " "), "#MasterAddr "+addr+" ") {
+			t.Errorf("haStatus -c lacks %s:\n%s", addr, out)
+		}
+	}
+}
+
+// haStatus -i prints again every -i seconds until interrupted.
+func TestHAStatusInterval(t *testing.T) {
+	_, br := startCluster(t)
+	var out bytes.Buffer
+	root := newRoot(&out)
+	root.SetArgs([]string{"haStatus", "-b", br, "-i", "1"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+	defer cancel()
+	if err := root.ExecuteContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "#MasterAddr"); n < 2 {
+		t.Fatalf("haStatus -i 1 for 2.5 s printed %d times, want it again each second:\n%s", n, out.String())
+	}
+	if _, err := run(t, "haStatus", "-b", br, "-i", "0"); err == nil {
+		t.Fatal("haStatus -i 0 accepted")
+	}
+}
