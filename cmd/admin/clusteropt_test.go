@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -67,5 +68,39 @@ func TestHAStatusInterval(t *testing.T) {
 	}
 	if _, err := run(t, "haStatus", "-b", br, "-i", "0"); err == nil {
 		t.Fatal("haStatus -i 0 accepted")
+	}
+}
+
+// topicRoute -l prints mqadmin's list format; topicStatus -c asks the
+// brokers of the cluster's route (the way to an LMQ's queues, which have
+// no route of their own).
+func TestTopicRouteListAndTopicStatusByCluster(t *testing.T) {
+	ns, a, b := startTwoMasters(t)
+	out0(t, "updateTopic", "-n", ns, "-c", "DefaultCluster", "-t", "RL", "-r", "2", "-w", "3")
+	waitRoute(t, ns, "RL")
+	var out string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out = out0(t, "topicRoute", "-n", ns, "-t", "RL", "-l")
+		if strings.Contains(out, "broker-b") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	want := fmt.Sprintf(routeListFormat, "#ClusterName", "#BrokerName", "#BrokerAddrs", "#ReadQueue", "#WriteQueue", "#Perm") +
+		fmt.Sprintf(routeListFormat, "DefaultCluster", "broker-a", "{0="+a+"}", "2", "3", "6") +
+		fmt.Sprintf(routeListFormat, "DefaultCluster", "broker-b", "{0="+b+"}", "2", "3", "6") +
+		strings.Repeat("-", 158) + "\n" +
+		fmt.Sprintf(routeListFormat, "Total:", "2", "", "4", "6", "")
+	if out != want {
+		t.Fatalf("topicRoute -l:\n%s\nwant\n%s", out, want)
+	}
+
+	out = out0(t, "topicStatus", "-n", ns, "-t", "RL", "-c", "DefaultCluster")
+	if strings.Count(out, "broker-a") != 3 || strings.Count(out, "broker-b") != 3 {
+		t.Fatalf("topicStatus -c: not every queue of both groups:\n%s", out)
+	}
+	if _, err := run(t, "topicStatus", "-n", ns, "-t", "RL", "-c", "OtherCluster"); err == nil || !strings.Contains(err.Error(), "OtherCluster") {
+		t.Fatalf("topicStatus -c OtherCluster: %v", err)
 	}
 }

@@ -81,7 +81,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -461,22 +463,35 @@ func (g *globals) allTopics(ctx context.Context) ([]string, error) {
 	return body.TopicList, nil
 }
 
+// topicRouteCmd is mqadmin topicRoute: the route as the name server
+// answers it, or with -l mqadmin's list format, a row per broker group
+// (cluster, name, addresses, read and write queues, perm) and the totals.
 func topicRouteCmd(g *globals) *cobra.Command {
 	var topic string
+	var list bool
 	cmd := &cobra.Command{
 		Use:   "topicRoute",
 		Short: "print a topic's route as the name server answers it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			resp, err := g.invokeNamesrv(cmd.Context(), remoting.GetRouteInfoByTopic, remoting.Header{"topic": topic}, nil)
+			if !list {
+				resp, err := g.invokeNamesrv(cmd.Context(), remoting.GetRouteInfoByTopic, remoting.Header{"topic": topic}, nil)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), string(resp.Body))
+				return nil
+			}
+			route, err := g.route(cmd.Context(), topic)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), string(resp.Body))
+			printRouteList(cmd.OutOrStdout(), route)
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&topic, "topic", "t", "", "topic name")
+	cmd.Flags().BoolVarP(&list, "list", "l", false, "print mqadmin's list format: a row per broker group and the totals")
 	_ = cmd.MarkFlagRequired("topic")
 	return cmd
 }
@@ -486,6 +501,40 @@ func topicRouteCmd(g *globals) *cobra.Command {
 // of the cluster, each line led by the broker's address as mqadmin's. A
 // broker of the cluster that fails does not stop the others; the exit
 // status tells whether any failed.
+// routeListFormat is the row of mqadmin topicRoute -l.
+const routeListFormat = "%-45s %-32s %-50s %-10s %-11s %-5s\n"
+
+// printRouteList prints a route as mqadmin topicRoute -l does: the broker
+// groups by name, each with its addresses as Java prints the map
+// ({0=addr, 1=addr}), then a rule and the totals. A group the route has
+// no queues of is left out (mqadmin's fails on it).
+func printRouteList(w io.Writer, route namesrv.TopicRouteData) {
+	queues := map[string]namesrv.QueueData{}
+	for _, qd := range route.QueueDatas {
+		queues[qd.BrokerName] = qd
+	}
+	brokers := slices.Clone(route.BrokerDatas)
+	sort.Slice(brokers, func(i, j int) bool { return brokers[i].BrokerName < brokers[j].BrokerName })
+	fmt.Fprintf(w, routeListFormat, "#ClusterName", "#BrokerName", "#BrokerAddrs", "#ReadQueue", "#WriteQueue", "#Perm")
+	var read, write int32
+	for _, bd := range brokers {
+		qd, ok := queues[bd.BrokerName]
+		if !ok {
+			continue
+		}
+		read += qd.ReadQueueNums
+		write += qd.WriteQueueNums
+		var addrs []string
+		for _, id := range slices.Sorted(maps.Keys(bd.BrokerAddrs)) {
+			addrs = append(addrs, fmt.Sprintf("%d=%s", id, bd.BrokerAddrs[id]))
+		}
+		fmt.Fprintf(w, routeListFormat, bd.Cluster, bd.BrokerName, "{"+strings.Join(addrs, ", ")+"}",
+			strconv.Itoa(int(qd.ReadQueueNums)), strconv.Itoa(int(qd.WriteQueueNums)), strconv.Itoa(int(qd.Perm)))
+	}
+	fmt.Fprintln(w, strings.Repeat("-", 158))
+	fmt.Fprintf(w, routeListFormat, "Total:", strconv.Itoa(len(queues)), "", strconv.Itoa(int(read)), strconv.Itoa(int(write)), "")
+}
+
 func brokerStatusCmd(g *globals) *cobra.Command {
 	var cluster string
 	cmd := &cobra.Command{

@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,14 +54,25 @@ func (g *globals) statsTargets(cmd *cobra.Command, routeTopic string) ([]string,
 	return g.masters(cmd.Context(), routeTopic)
 }
 
+// topicStatusCmd is mqadmin topicStatus: GET_TOPIC_STATS_INFO of every
+// master of the topic's route, or of -b; with -c, of a broker of each
+// group of the route of -c instead (a cluster, or an LMQ's parent topic),
+// the master or else a slave (RocketMQ's BrokerData.selectBrokerAddr), as
+// mqadmin's asks for a light message queue, which has no route.
 func topicStatusCmd(g *globals) *cobra.Command {
-	var topic string
+	var topic, cluster string
 	cmd := &cobra.Command{
 		Use:   "topicStatus",
 		Short: "print the offset range and last store time of every queue of a topic, from every master of its route or -b (GET_TOPIC_STATS_INFO)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			addrs, err := g.statsTargets(cmd, topic)
+			var addrs []string
+			var err error
+			if cluster = strings.TrimSpace(cluster); cluster != "" && !cmd.Flags().Changed("broker") {
+				addrs, err = g.routeBrokers(cmd.Context(), cluster)
+			} else {
+				addrs, err = g.statsTargets(cmd, topic)
+			}
 			if err != nil {
 				return err
 			}
@@ -80,8 +92,31 @@ func topicStatusCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&topic, "topic", "t", "", "topic name")
+	cmd.Flags().StringVarP(&cluster, "cluster", "c", "", "ask the brokers of this cluster's route (or an LMQ parent topic's) instead of the topic's")
 	_ = cmd.MarkFlagRequired("topic")
 	return cmd
+}
+
+// routeBrokers returns a broker of each group of routeTopic's route, the
+// master or else its slave of lowest id, sorted.
+func (g *globals) routeBrokers(ctx context.Context, routeTopic string) ([]string, error) {
+	route, err := g.route(ctx, routeTopic)
+	if err != nil {
+		return nil, err
+	}
+	var addrs []string
+	for _, bd := range route.BrokerDatas {
+		if len(bd.BrokerAddrs) == 0 {
+			continue
+		}
+		ids := slices.Sorted(maps.Keys(bd.BrokerAddrs))
+		addrs = append(addrs, bd.BrokerAddrs[ids[0]])
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("route of %s names no broker", routeTopic)
+	}
+	sort.Strings(addrs)
+	return addrs, nil
 }
 
 func printTopicStatus(out io.Writer, table map[adminbody.MessageQueue]adminbody.TopicOffset) error {
