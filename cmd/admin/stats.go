@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -130,7 +131,8 @@ func printTopicStatus(out io.Writer, table map[adminbody.MessageQueue]adminbody.
 }
 
 func consumerProgressCmd(g *globals) *cobra.Command {
-	var group, topic string
+	var group, topic, cluster string
+	var showClientIP bool
 	cmd := &cobra.Command{
 		Use:   "consumerProgress",
 		Short: "print a consumer group's offsets and lag per queue, from every master of the route or -b (GET_CONSUME_STATS)",
@@ -153,6 +155,9 @@ diff, as mqadmin consumerProgress without -g.`,
 			if topic != "" {
 				h["topic"] = topic
 				routeTopic = topic
+				if cluster = strings.TrimSpace(cluster); cluster != "" && (strings.HasPrefix(topic, lmqPrefix) || topic == wheelTimerTopic) {
+					routeTopic = cluster
+				}
 			}
 			addrs, err := g.statsTargets(cmd, routeTopic)
 			if err != nil && topic == "" {
@@ -176,13 +181,52 @@ diff, as mqadmin consumerProgress without -g.`,
 				}
 				maps.Copy(all, table)
 			}
-			return printConsumerProgress(cmd.OutOrStdout(), all)
+			var clientIPs map[adminbody.MessageQueue]string
+			if showClientIP {
+				clientIPs = g.queueClients(cmd, group)
+			}
+			return printConsumerProgress(cmd.OutOrStdout(), all, clientIPs)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&group, "group", "g", "", "consumer group (default: list every group)")
 	f.StringVarP(&topic, "topic", "t", "", "only this topic (default: every topic the group consumes)")
+	f.StringVarP(&cluster, "cluster", "c", "", "for an LMQ (or the timer wheel's topic) -t: the cluster or parent topic whose route to use, as mqadmin's")
+	f.VarP(javaBool{&showClientIP}, "showClientIP", "s", "true: a column of the client (its IP, the client id before '@') each queue is allocated to, from the clients' running info")
 	return cmd
+}
+
+// queueClients maps each queue a consumer group's online clients pull to
+// the client's IP (its client id up to '@'), as mqadmin consumerProgress
+// -s finds them: the group's connections, then each client's running
+// info, relayed by a broker of the group's retry topic. A client or
+// broker that does not answer is reported and left out, as mqadmin's
+// leaves its queues "N/A".
+func (g *globals) queueClients(cmd *cobra.Command, group string) map[adminbody.MessageQueue]string {
+	out := map[adminbody.MessageQueue]string{}
+	ctx := cmd.Context()
+	addr, err := g.groupBroker(ctx, group)
+	if err != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), "consumerProgress -s:", err)
+		return out
+	}
+	cc, err := g.consumerConnections(ctx, addr, group)
+	if err != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), "consumerProgress -s:", err)
+		return out
+	}
+	for _, c := range cc.ConnectionSet {
+		info, err := g.consumerRunningInfo(ctx, addr, group, c.ClientID, false)
+		if err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "consumerProgress -s:", err)
+			continue
+		}
+		ip, _, _ := strings.Cut(c.ClientID, "@")
+		for q := range info.MQTable {
+			out[q] = ip
+		}
+	}
+	return out
 }
 
 // retryTopicGroup returns the consumer group of a %RETRY% topic, as
@@ -283,16 +327,26 @@ func frontStringAtLeast(s string, size int) string {
 	return s
 }
 
-func printConsumerProgress(out io.Writer, table map[adminbody.MessageQueue]adminbody.OffsetWrapper) error {
+// printConsumerProgress prints a group's queues; with clientIPs (not nil,
+// consumerProgress -s) a CLIENT IP column too, "N/A" for a queue no
+// online client holds.
+func printConsumerProgress(out io.Writer, table map[adminbody.MessageQueue]adminbody.OffsetWrapper, clientIPs map[adminbody.MessageQueue]string) error {
 	w := newTable(out)
-	fmt.Fprintln(w, "TOPIC\tBROKER\tQUEUE\tBROKER OFFSET\tCONSUMER OFFSET\tDIFF\tLAST TIME")
+	if clientIPs != nil {
+		fmt.Fprintln(w, "TOPIC\tBROKER\tQUEUE\tBROKER OFFSET\tCONSUMER OFFSET\tCLIENT IP\tDIFF\tLAST TIME")
+	} else {
+		fmt.Fprintln(w, "TOPIC\tBROKER\tQUEUE\tBROKER OFFSET\tCONSUMER OFFSET\tDIFF\tLAST TIME")
+	}
 	var total int64
 	for _, q := range sortedQueues(table) {
 		o := table[q]
 		diff := o.BrokerOffset - o.ConsumerOffset
 		total += diff
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", q.Topic, q.BrokerName, q.QueueID,
-			o.BrokerOffset, o.ConsumerOffset, diff, formatMillis(o.LastTimestamp))
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t", q.Topic, q.BrokerName, q.QueueID, o.BrokerOffset, o.ConsumerOffset)
+		if clientIPs != nil {
+			fmt.Fprintf(w, "%s\t", cmp.Or(clientIPs[q], "N/A"))
+		}
+		fmt.Fprintf(w, "%d\t%s\n", diff, formatMillis(o.LastTimestamp))
 	}
 	if err := w.Flush(); err != nil {
 		return err
