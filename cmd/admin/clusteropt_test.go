@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocketkv/rocketkv/remoting"
 )
 
 // mqadmin's -c on brokerStatus, cleanExpiredCQ, cleanUnusedTopic,
@@ -102,5 +104,41 @@ func TestTopicRouteListAndTopicStatusByCluster(t *testing.T) {
 	}
 	if _, err := run(t, "topicStatus", "-n", ns, "-t", "RL", "-c", "OtherCluster"); err == nil || !strings.Contains(err.Error(), "OtherCluster") {
 		t.Fatalf("topicStatus -c OtherCluster: %v", err)
+	}
+}
+
+// topicList -c prints mqadmin's cluster model: a row per topic and
+// consumer group with the topic's cluster, an empty group for a topic
+// nobody consumes, the %RETRY% and %DLQ% topics left out.
+func TestTopicListClusterModel(t *testing.T) {
+	ns, br := startCluster(t)
+	out0(t, "updateTopic", "-b", br, "-t", "TL", "-r", "2", "-w", "2")
+	out0(t, "updateTopic", "-b", br, "-t", "TLIdle", "-r", "1", "-w", "1")
+	out0(t, "updateTopic", "-b", br, "-t", "%RETRY%TLG", "-r", "1", "-w", "1")
+	c := client(t, br)
+	for _, group := range []string{"TLG", "TLG2"} {
+		request(t, c, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"`+group+`","consumeEnable":true}`))
+		request(t, c, remoting.UpdateConsumerOffset, map[string]string{"consumerGroup": group, "topic": "TL", "queueId": "0", "commitOffset": "0"}, nil)
+	}
+	waitRoute(t, ns, "TL")
+	waitRoute(t, ns, "TLIdle")
+	waitRoute(t, ns, "%RETRY%TLG")
+	out := out0(t, "topicList", "-n", ns, "-c")
+	row := func(topic, group string) string {
+		return fmt.Sprintf("%-20s  %-64s  %-64s\n", "DefaultCluster", topic, group)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("%-20s  %-48s  %-48s\n", "#Cluster Name", "#Topic", "#Consumer Group"),
+		row("TL", "TLG") + row("TL", "TLG2") + row("TLIdle", ""),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("topicList -c lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "%RETRY%") {
+		t.Errorf("topicList -c lists a %%RETRY%% topic:\n%s", out)
+	}
+	if out := out0(t, "topicList", "-n", ns); !strings.Contains(out, "%RETRY%TLG\n") {
+		t.Errorf("topicList without -c lacks the %%RETRY%% topic:\n%s", out)
 	}
 }

@@ -429,8 +429,12 @@ func deleteTopicCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// topicListCmd is mqadmin topicList: every topic the name servers know,
+// or with -c (clusterModel) a row per topic and consumer group with the
+// topic's cluster, %RETRY% and %DLQ% topics left out, as mqadmin's.
 func topicListCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var clusterModel bool
+	cmd := &cobra.Command{
 		Use:   "topicList",
 		Short: "list every topic the name server knows",
 		Args:  cobra.NoArgs,
@@ -439,12 +443,64 @@ func topicListCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if clusterModel {
+				return g.printTopicClusterModel(cmd, topics)
+			}
 			for _, t := range topics {
 				fmt.Fprintln(cmd.OutOrStdout(), t)
 			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVarP(&clusterModel, "clusterModel", "c", false, "a row per topic and consumer group, with the topic's cluster")
+	return cmd
+}
+
+// printTopicClusterModel prints topicList -c: for each topic but the
+// %RETRY% and %DLQ% ones, its cluster (that of the first broker group of
+// its route) and each group consuming it (QUERY_TOPIC_CONSUME_BY_WHO of a
+// broker of its route), a row with an empty group when none does. A topic
+// whose route or groups cannot be read is printed with what was found, as
+// mqadmin's does.
+func (g *globals) printTopicClusterModel(cmd *cobra.Command, topics []string) error {
+	ctx := cmd.Context()
+	info, err := g.clusterInfo(ctx)
+	if err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "%-20s  %-48s  %-48s\n", "#Cluster Name", "#Topic", "#Consumer Group")
+	for _, topic := range topics {
+		if strings.HasPrefix(topic, meta.RetryGroupTopicPrefix) || strings.HasPrefix(topic, meta.DLQGroupTopicPrefix) {
+			continue
+		}
+		cluster, groups := "", []string{""}
+		if route, err := g.route(ctx, topic); err == nil && len(route.BrokerDatas) > 0 {
+			cluster = clusterOfBroker(info, route.BrokerDatas[0].BrokerName)
+			if addr, ok := firstBroker(route); ok {
+				if found, _, err := fetchJSON[struct {
+					GroupList []string `json:"groupList"`
+				}](ctx, g, addr, remoting.QueryTopicConsumeByWho, remoting.Header{"topic": topic}); err == nil && len(found.GroupList) > 0 {
+					groups = slices.Sorted(slices.Values(found.GroupList))
+				}
+			}
+		}
+		for _, group := range groups {
+			fmt.Fprintf(w, "%-20s  %-64s  %-64s\n", frontStringAtLeast(cluster, 20), frontStringAtLeast(topic, 64), frontStringAtLeast(group, 64))
+		}
+	}
+	return nil
+}
+
+// clusterOfBroker returns the cluster whose brokers include the group
+// brokerName, "" when none does.
+func clusterOfBroker(info namesrv.ClusterInfo, brokerName string) string {
+	for _, cluster := range slices.Sorted(maps.Keys(info.ClusterAddrTable)) {
+		if slices.Contains(info.ClusterAddrTable[cluster], brokerName) {
+			return cluster
+		}
+	}
+	return ""
 }
 
 // allTopics lists every topic the name server knows, sorted.
