@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/text/encoding"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/meta"
@@ -152,8 +153,8 @@ the cluster or parent topic whose route to use).`,
 
 func queryMsgByIDCmd(g *globals) *cobra.Command {
 	var ids []string
-	var topic, cluster string
-	var showBody bool
+	var topic, cluster, group, clientID, bodyFormat string
+	var showBody, resend bool
 	cmd := &cobra.Command{
 		Use:   "queryMsgById",
 		Short: "print a message by its offset message id, or by the id a client shows (UNIQ_KEY) with -t (VIEW_MESSAGE_BY_ID, QUERY_MESSAGE)",
@@ -162,10 +163,40 @@ id is read from the broker it names (or -b when given: the broker serving a
 store moved from another, whose ids name the old one); an id that is not
 one, or that the broker does not find, is looked up as the id clients show
 (UNIQ_KEY) on every master of the route of -t (as RocketMQ's
-MQAdminExt.queryMessage falls back), which needs -t.`,
+MQAdminExt.queryMessage falls back), which needs -t. -f prints the body in
+that charset.
+
+With -g and -d the message is not printed but handed to that client of the
+group to consume (CONSUME_MESSAGE_DIRECTLY, relayed by the broker that
+stored it), which must be a push consumer; its result is printed. With
+-s true (and without -g -d) the message is sent again, to its topic, as a
+producer sends it, keeping its properties (its UNIQ_KEY too); -s false
+does nothing, as mqadmin's.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			topic, cluster = strings.TrimSpace(topic), strings.TrimSpace(cluster)
+			group, clientID = strings.TrimSpace(group), strings.TrimSpace(clientID)
+			var dec *encoding.Decoder
+			if bodyFormat != "" {
+				var err error
+				if dec, err = charsetDecoder(bodyFormat); err != nil {
+					return fmt.Errorf("-f %q: unknown charset", bodyFormat)
+				}
+			}
+			direct := group != "" && clientID != ""
+			if direct {
+				push, err := g.pushConsumer(cmd, group, clientID)
+				if err != nil {
+					return err
+				}
+				if !push {
+					fmt.Fprintf(cmd.OutOrStdout(), "this %s client is not push consumer ,not support direct push \n", clientID)
+					return nil
+				}
+			}
+			if !direct && cmd.Flags().Changed("sendMessage") && !resend {
+				return nil
+			}
 			for _, id := range ids {
 				if id = strings.TrimSpace(id); id == "" {
 					continue
@@ -174,8 +205,20 @@ MQAdminExt.queryMessage falls back), which needs -t.`,
 				if err != nil {
 					return err
 				}
-				for i := range msgs {
-					printMessage(cmd.OutOrStdout(), &msgs[i], showBody)
+				switch {
+				case direct:
+					err = g.consumeDirectly(cmd, group, clientID, topic, &msgs[0])
+				case resend:
+					err = g.resendMessage(cmd, id, &msgs[0])
+				default:
+					for i := range msgs {
+						if err = printMessageIn(cmd.OutOrStdout(), &msgs[i], showBody, dec); err != nil {
+							break
+						}
+					}
+				}
+				if err != nil {
+					return err
 				}
 			}
 			return nil
@@ -186,8 +229,36 @@ MQAdminExt.queryMessage falls back), which needs -t.`,
 	f.StringVarP(&topic, "topic", "t", "", "the messages' topic (needed for ids that are not offset message ids)")
 	f.StringVarP(&cluster, "cluster", "c", "", "only the brokers of this cluster for a look-up by UNIQ_KEY (for an LMQ: the cluster or parent topic whose route to use)")
 	f.BoolVar(&showBody, "body", false, "print the body too (as text when it is UTF-8, else its length)")
+	f.StringVarP(&bodyFormat, "bodyFormat", "f", "", "print the body in this charset (UTF-8, GBK, ...), as mqadmin's")
+	f.StringVarP(&group, "consumerGroup", "g", "", "with -d: the group of the client to hand the message to")
+	f.StringVarP(&clientID, "clientId", "d", "", "with -g: the client (its client id) to consume the message directly")
+	f.VarP(javaBool{&resend}, "sendMessage", "s", "true: send the message again, to its topic")
 	_ = cmd.MarkFlagRequired("msgId")
 	return cmd
+}
+
+// resendMessage sends m again as mqadmin queryMsgById -s true does (its
+// producer group ReSendMsgById): to a queue of its topic, with its
+// properties, UNIQ_KEY included, and its body as the consumers read it,
+// printing the SendResult.
+func (g *globals) resendMessage(cmd *cobra.Command, id string, m *commitlog.Message) error {
+	body, err := inflateBody(m)
+	if err != nil {
+		return fmt.Errorf("resend %s: %w", id, err)
+	}
+	target, err := g.sendTargetOf(cmd.Context(), m.Topic, "", -1, int(time.Now().UnixNano()>>10))
+	if err != nil {
+		return fmt.Errorf("resend %s: %w", id, err)
+	}
+	p := g.newToolProducer("ReSendMsgById")
+	defer p.Close()
+	fmt.Fprintf(cmd.OutOrStdout(), "prepare resend msg. originalMsgId=%s\n", id)
+	res, err := p.send(cmd.Context(), target, m.Topic, commitlog.ParseProperties(m.Properties), body)
+	if err != nil {
+		return fmt.Errorf("resend %s: %w", id, err)
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), res)
+	return nil
 }
 
 // messagesByID finds the message of an id: by its offset when it is an
@@ -233,20 +304,50 @@ func (g *globals) messagesByID(cmd *cobra.Command, id, topic, cluster string) ([
 	return msgs, nil
 }
 
+// queryMsgByUniqueKeyCmd is mqadmin queryMsgByUniqueKey: the message of
+// a topic with the id a client showed (UNIQ_KEY), the first stored, or
+// every one found (at most 32 a broker) with -a; with -g and -d it is
+// handed to that client to consume instead.
 func queryMsgByUniqueKeyCmd(g *globals) *cobra.Command {
-	var topic, id string
-	var showBody bool
+	var topic, id, cluster, group, clientID string
+	var showBody, showAll bool
 	cmd := &cobra.Command{
 		Use:   "queryMsgByUniqueKey",
-		Short: "print the messages of a topic with a message id (UNIQ_KEY) a client showed (QUERY_MESSAGE, unique key)",
-		Args:  cobra.NoArgs,
+		Short: "print the message of a topic with a message id (UNIQ_KEY) a client showed (QUERY_MESSAGE, unique key)",
+		Long: `queryMsgByUniqueKey prints the message of topic -t whose id (UNIQ_KEY) is -i,
+asking every master of the topic's route (those of cluster -c only; for an
+LMQ, -c names the cluster or parent topic whose route to use). A message
+sent again has the id more than once: the first stored is printed, or with
+-a every one, by store time, as mqadmin's. With -g and -d the message is
+handed to that client of the group to consume (CONSUME_MESSAGE_DIRECTLY),
+which must be a push consumer, and its result printed.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			msgs, err := g.queryMessages(cmd.Context(), "", topic, id, true, 32, 0, time.Now().UnixMilli()+1)
+			group, clientID = strings.TrimSpace(group), strings.TrimSpace(clientID)
+			direct := group != "" && clientID != ""
+			if direct {
+				push, err := g.pushConsumer(cmd, group, clientID)
+				if err != nil || !push {
+					if err != nil {
+						fmt.Fprintf(cmd.OutOrStdout(), "get consumer runtime info for %s client failed \n", clientID)
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "get consumer info failed or this %s client is not push consumer, not support direct push \n", clientID)
+					return err
+				}
+			}
+			msgs, err := g.queryMessages(cmd.Context(), strings.TrimSpace(cluster), topic, id, true, 32, 0, math.MaxInt64)
 			if err != nil {
 				return err
 			}
 			if len(msgs) == 0 {
 				return fmt.Errorf("no message of %s has the id %s", topic, id)
+			}
+			sort.SliceStable(msgs, func(i, j int) bool { return msgs[i].StoreTimestamp < msgs[j].StoreTimestamp })
+			if direct {
+				return g.consumeDirectly(cmd, group, clientID, topic, &msgs[0])
+			}
+			if !showAll {
+				msgs = msgs[:1]
 			}
 			for i := range msgs {
 				printMessage(cmd.OutOrStdout(), &msgs[i], showBody)
@@ -257,6 +358,10 @@ func queryMsgByUniqueKeyCmd(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVarP(&id, "msgId", "i", "", "message id (UNIQ_KEY)")
 	f.StringVarP(&topic, "topic", "t", "", "topic name")
+	f.StringVarP(&cluster, "cluster", "c", "", "only the brokers of this cluster (for an LMQ: the cluster or parent topic whose route to use)")
+	f.BoolVarP(&showAll, "showAll", "a", false, "print every message with the id (a message sent again has it more than once), not only the first stored")
+	f.StringVarP(&group, "consumerGroup", "g", "", "with -d: the group of the client to hand the message to")
+	f.StringVarP(&clientID, "clientId", "d", "", "with -g: the client (its client id) to consume the message directly")
 	f.BoolVar(&showBody, "body", false, "print the body too (as text when it is UTF-8, else its length)")
 	_ = cmd.MarkFlagRequired("msgId")
 	_ = cmd.MarkFlagRequired("topic")
@@ -266,6 +371,12 @@ func queryMsgByUniqueKeyCmd(g *globals) *cobra.Command {
 // printMessage prints a message's fields as mqadmin's queryMsgById does,
 // the body only when asked (mqadmin writes it to a file).
 func printMessage(w io.Writer, m *commitlog.Message, showBody bool) {
+	_ = printMessageIn(w, m, showBody, nil)
+}
+
+// printMessageIn is printMessage with, when dec is not nil, the body
+// decoded by it ("Message Body:", mqadmin's -f).
+func printMessageIn(w io.Writer, m *commitlog.Message, showBody bool, dec *encoding.Decoder) error {
 	props := commitlog.ParseProperties(m.Properties)
 	keys := make([]string, 0, len(props))
 	for k := range props {
@@ -309,10 +420,22 @@ func printMessage(w io.Writer, m *commitlog.Message, showBody bool) {
 		}
 		rows = append(rows, [2]string{"Body:", body})
 	}
+	if dec != nil {
+		raw, err := inflateBody(m)
+		if err != nil {
+			return err
+		}
+		text, err := dec.Bytes(raw)
+		if err != nil {
+			return fmt.Errorf("decode the body of %s: %w", commitlog.MessageID(m.StoreHost, m.PhyOffset), err)
+		}
+		rows = append(rows, [2]string{"Message Body:", string(text)})
+	}
 	for _, r := range rows {
 		fmt.Fprintf(w, "%-20s %s\n", r[0], r[1])
 	}
 	fmt.Fprintln(w)
+	return nil
 }
 
 // sendTarget is where sendMessage puts a message: a broker group's master

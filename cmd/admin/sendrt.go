@@ -75,6 +75,9 @@ func (p *toolProducer) send(ctx context.Context, target sendTarget, topic string
 	for k, v := range props {
 		all[k] = v
 	}
+	// A message sent again keeps its id, as a RocketMQ producer keeps
+	// the UNIQ_KEY a message already has.
+	res.msgID = all["UNIQ_KEY"]
 	h := remoting.Header{"a": p.group, "b": topic, "c": autoCreateTemplate, "d": strconv.Itoa(defaultTopicQueueNums), "f": "0", "h": "0",
 		"i": commitlog.FormatProperties(all), "j": "0", "m": "false"}
 	h.SetInt32("e", int32(target.queueID))
