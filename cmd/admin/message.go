@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -637,12 +638,12 @@ func (p pulled) pullStatus() string {
 
 // pullOnce pulls up to maxNums messages of queue qid of topic on broker
 // group brokerName (at addr) from offset from, matching the tag
-// expression sub, as mqadmin's DefaultMQPullConsumer pulls (group
-// TOOLS_CONSUMER, its broker suspend time of 20 s, unused without the
+// expression sub, as consumer group group, as mqadmin's
+// DefaultMQPullConsumer pulls (TOOLS_CONSUMER unless told, its broker suspend time of 20 s, unused without the
 // suspend flag, and no byte limit), committing nothing. A code other than
 // the pull's four is an error.
-func (g *globals) pullOnce(ctx context.Context, addr, brokerName, topic, sub string, qid int, from int64, maxNums int) (pulled, error) {
-	h := remoting.Header{"consumerGroup": toolsConsumerGroup, "topic": topic, "subscription": sub, "expressionType": "TAG",
+func (g *globals) pullOnce(ctx context.Context, group, addr, brokerName, topic, sub string, qid int, from int64, maxNums int) (pulled, error) {
+	h := remoting.Header{"consumerGroup": group, "topic": topic, "subscription": sub, "expressionType": "TAG",
 		"subVersion": "0", "commitOffset": "0", "suspendTimeoutMillis": "20000", "bname": brokerName}
 	h.SetInt32("maxMsgBytes", math.MaxInt32)
 	h.SetInt32("queueId", int32(qid))
@@ -672,13 +673,13 @@ func (g *globals) pullOnce(ctx context.Context, addr, brokerName, topic, sub str
 	return p, nil
 }
 
-// pullRange pulls queue qid of topic on broker group brokerName (at addr)
-// from offset from up to before end, at most max messages, without
+// pullRange pulls, as consumer group group, queue qid of topic on broker
+// group brokerName (at addr) from offset from up to before end, at most max messages, without
 // committing anything, and hands each message to fn.
-func (g *globals) pullRange(ctx context.Context, addr, brokerName, topic string, qid int, from, end int64, max int, fn func(*commitlog.Message)) (int, error) {
+func (g *globals) pullRange(ctx context.Context, group, addr, brokerName, topic string, qid int, from, end int64, max int, fn func(*commitlog.Message)) (int, error) {
 	n := 0
 	for from < end && n < max {
-		p, err := g.pullOnce(ctx, addr, brokerName, topic, "*", qid, from, min(32, max-n))
+		p, err := g.pullOnce(ctx, group, addr, brokerName, topic, "*", qid, from, min(32, max-n))
 		if err != nil {
 			return n, err
 		}
@@ -697,7 +698,7 @@ func (g *globals) pullRange(ctx context.Context, addr, brokerName, topic string,
 }
 
 func consumeMessageCmd(g *globals) *cobra.Command {
-	var topic, brokerName string
+	var topic, brokerName, group string
 	var qid, count int
 	var offset, begin, end int64
 	var showBody bool
@@ -707,10 +708,11 @@ func consumeMessageCmd(g *globals) *cobra.Command {
 		Long: `consumeMessage reads up to -c messages of every queue of a topic (or of
 broker group -b, queue -i), from -o, or from the first message stored at -s, or
 from each queue's minimum, up to the message stored at -e or the end, and
-prints them. It pulls as group TOOLS_CONSUMER and commits no offset.`,
+prints them. It pulls as group TOOLS_CONSUMER (or -g) and commits no offset.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			group = cmp.Or(strings.TrimSpace(group), toolsConsumerGroup)
 			if qid >= 0 && brokerName == "" {
 				return fmt.Errorf("-i needs -b (--broker-name): a queue id names a queue of one broker group")
 			}
@@ -747,7 +749,7 @@ prints them. It pulls as group TOOLS_CONSUMER and commits no offset.`,
 					if to, err = g.queueOffsetAt(ctx, addr, topic, q, to); err != nil {
 						return err
 					}
-					n, err := g.pullRange(ctx, addr, qd.BrokerName, topic, q, from, to, count-printed, func(m *commitlog.Message) {
+					n, err := g.pullRange(ctx, group, addr, qd.BrokerName, topic, q, from, to, count-printed, func(m *commitlog.Message) {
 						fmt.Fprintf(cmd.OutOrStdout(), "%s %s/%d@%d\n", qd.BrokerName, m.Topic, m.QueueID, m.QueueOffset)
 						printMessage(cmd.OutOrStdout(), m, showBody)
 					})
@@ -769,6 +771,7 @@ prints them. It pulls as group TOOLS_CONSUMER and commits no offset.`,
 	f.Int64VarP(&begin, "beginTimestamp", "s", 0, "start at the first message stored at or after this time (ms since the epoch)")
 	f.Int64VarP(&end, "endTimestamp", "e", 0, "stop before the first message stored at or after this time (ms since the epoch)")
 	f.IntVarP(&count, "messageCount", "c", 128, "most messages to print")
+	f.StringVarP(&group, "consumerGroup", "g", "", "the consumer group to pull as (default "+toolsConsumerGroup+"); nothing is committed")
 	f.BoolVar(&showBody, "body", false, "print the bodies too (as text when UTF-8, else their length)")
 	_ = cmd.MarkFlagRequired("topic")
 	return cmd

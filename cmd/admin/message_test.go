@@ -183,6 +183,14 @@ func TestConsumeMessage(t *testing.T) {
 	if off := resp.ExtFields["offset"]; off != "0" {
 		t.Errorf("TOOLS_CONSUMER's offset of CT/0 after consumeMessage: %s, want none (0)", off)
 	}
+	// -g pulls as that group: one that may not consume is refused.
+	request(t, c, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"NoConsumeG","consumeEnable":false}`))
+	if out, err := run(t, "consumeMessage", "-n", ns, "-t", "CT", "-g", "NoConsumeG"); err == nil || !strings.Contains(err.Error(), "NoConsumeG") {
+		t.Errorf("consumeMessage -g NoConsumeG: %q %v", out, err)
+	}
+	if out, err := run(t, "consumeMessage", "-n", ns, "-t", "CT", "-g", "OtherG", "-c", "2"); err != nil || !strings.HasSuffix(out, "2 messages\n") {
+		t.Errorf("consumeMessage -g OtherG: %q %v", out, err)
+	}
 	if _, err := run(t, "consumeMessage", "-n", ns, "-t", "CT", "-i", "0"); err == nil || !strings.Contains(err.Error(), "--broker-name") {
 		t.Errorf("-i without --broker-name: %v", err)
 	}

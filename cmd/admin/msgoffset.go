@@ -57,7 +57,7 @@ commits nothing. -f UTF-8 (or --body) prints the body too.`,
 				return fmt.Errorf("-b %s: the route of %s has no broker group of that name", brokerName, topic)
 			}
 			var found *commitlog.Message
-			_, err = g.pullRange(cmd.Context(), addr, brokerName, topic, qid, offset, offset+1, 1, func(m *commitlog.Message) {
+			_, err = g.pullRange(cmd.Context(), toolsConsumerGroup, addr, brokerName, topic, qid, offset, offset+1, 1, func(m *commitlog.Message) {
 				found = m
 			})
 			if err != nil {

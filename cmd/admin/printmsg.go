@@ -270,7 +270,7 @@ through the route of its parent topic.`,
 				}
 				fmt.Fprintf(w, "minOffset=%d, maxOffset=%d, %s\n", lo, hi, q)
 				for off := lo; off < hi; {
-					p, err := g.pullOnce(ctx, q.addr, q.brokerName, q.topic, o.sub, q.queueID, off, 32)
+					p, err := g.pullOnce(ctx, toolsConsumerGroup, q.addr, q.brokerName, q.topic, o.sub, q.queueID, off, 32)
 					if err != nil {
 						fmt.Fprintf(cmd.ErrOrStderr(), "printMsg: %s: %v\n", q, err)
 						break
@@ -353,7 +353,7 @@ TOOLS_CONSUMER and commits nothing.`,
 			w := cmd.OutOrStdout()
 			tags := map[string]int64{}
 			for off := lo; off < hi; {
-				p, err := g.pullOnce(ctx, q.addr, q.brokerName, q.topic, o.sub, q.queueID, off, 32)
+				p, err := g.pullOnce(ctx, toolsConsumerGroup, q.addr, q.brokerName, q.topic, o.sub, q.queueID, off, 32)
 				if err != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "printMsgByQueue: %s: %v\n", q, err)
 					break
