@@ -18,6 +18,7 @@ import (
 	"golang.org/x/text/encoding"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/msgtrace"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -535,6 +536,7 @@ func (g *globals) route(ctx context.Context, topic string) (namesrv.TopicRouteDa
 func sendMessageCmd(g *globals) *cobra.Command {
 	var topic, body, keys, tags, brokerName string
 	var qid int
+	var traceEnable bool
 	cmd := &cobra.Command{
 		Use:   "sendMessage",
 		Short: "send one message with a UTF-8 body to a topic, as mqadmin sendMessage (SEND_MESSAGE_V2)",
@@ -542,7 +544,10 @@ func sendMessageCmd(g *globals) *cobra.Command {
 topic's route (the route of TBW102 for a topic the name server does not know
 yet, which the broker then creates), or to queue -i of broker group -b. It prints
 mqadmin's columns; the message id is the one clients show (UNIQ_KEY), and the
-offset id queryMsgById reads follows.`,
+offset id queryMsgById reads follows. With -m true it then writes the send's
+trace record to RMQ_SYS_TRACE_TOPIC, the Pub record a Java producer with
+message trace on writes (queryMsgTraceById reads it), unless the broker
+answered TRACE_ON false.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if qid >= 0 && brokerName == "" {
@@ -561,6 +566,7 @@ offset id queryMsgById reads follows.`,
 			}
 			p := g.newToolProducer("TOOLS_PRODUCER")
 			defer p.Close()
+			began := time.Now()
 			res, err := p.send(cmd.Context(), target, topic, props, []byte(body))
 			if err != nil {
 				return err
@@ -569,6 +575,17 @@ offset id queryMsgById reads follows.`,
 			fmt.Fprintf(w, "%-32s  %-4s  %-20s    %s\n", "#Broker Name", "#QID", "#Send Result", "#MsgId")
 			fmt.Fprintf(w, "%-32s  %-4d  %-20s    %s\n", target.brokerName, target.queueID, res.status, res.msgID)
 			fmt.Fprintf(w, "offset message id: %s\n", res.offsetMsgID)
+			if traceEnable && res.traceOn {
+				r := msgtrace.Record{Type: msgtrace.Pub, TimeStamp: began.UnixMilli(), HasTimeStamp: true, RegionID: res.regionID,
+					GroupName: p.group, Topic: topic, MsgID: res.msgID, Tags: cmp.Or(tags, "null"), Keys: cmp.Or(keys, "null"),
+					StoreHost: target.addr, BodyLength: int32(len(body)), CostTime: int32(time.Since(began).Milliseconds()),
+					OffsetMsgID: res.offsetMsgID, Success: res.status == "SEND_OK"}
+				if err := g.sendTrace(cmd.Context(), p.group, &r); err != nil {
+					// mqadmin's trace dispatcher sends in the background
+					// and only logs a failure.
+					fmt.Fprintln(cmd.ErrOrStderr(), "send the message trace:", err)
+				}
+			}
 			return nil
 		},
 	}
@@ -579,9 +596,25 @@ offset id queryMsgById reads follows.`,
 	f.StringVarP(&tags, "tags", "c", "", "message tag")
 	f.StringVarP(&brokerName, "broker-name", "b", "", "broker group (name) to send to, as mqadmin's -b")
 	f.IntVarP(&qid, "qid", "i", -1, "queue to send to (needs -b)")
+	f.VarP(javaBool{&traceEnable}, "msgTraceEnable", "m", "true: write the send's trace record to "+defaultTraceTopic+", as mqadmin's")
 	_ = cmd.MarkFlagRequired("topic")
 	_ = cmd.MarkFlagRequired("body")
 	return cmd
+}
+
+// sendTrace writes r to the trace topic as RocketMQ's trace dispatcher
+// sends a producer's records (AsyncTraceDispatcher): one message of
+// RMQ_SYS_TRACE_TOPIC whose body is the record and whose KEYS are its
+// TransKeys, from the producer group _INNER_TRACE_PRODUCER-<group>-PRODUCE-1.
+func (g *globals) sendTrace(ctx context.Context, group string, r *msgtrace.Record) error {
+	target, err := g.sendTargetOf(ctx, defaultTraceTopic, "", -1, int(time.Now().UnixNano()>>10))
+	if err != nil {
+		return err
+	}
+	p := g.newToolProducer("_INNER_TRACE_PRODUCER-" + group + "-PRODUCE-1")
+	defer p.Close()
+	_, err = p.send(ctx, target, defaultTraceTopic, map[string]string{"KEYS": strings.Join(msgtrace.TransKeys(r), " ")}, msgtrace.AppendPub(nil, r))
+	return err
 }
 
 // toolsConsumerGroup is the group consumeMessage pulls as, mqadmin's

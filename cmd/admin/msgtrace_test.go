@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"compress/zlib"
+	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/msgtrace"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -97,4 +101,65 @@ func TestQueryMsgTraceByID(t *testing.T) {
 	if _, err := run(t, "queryMsgTraceById", "-n", ns, "-i", msgID, "-t", "NoSuchTraceTopic"); err == nil || !strings.Contains(err.Error(), "NoSuchTraceTopic") {
 		t.Errorf("a trace topic without a route: %v", err)
 	}
+}
+
+// sendMessage -m true writes the send's Pub record, as a Java producer
+// with message trace on writes it, to RMQ_SYS_TRACE_TOPIC under the
+// message's id and keys: queryMsgTraceById shows it. -m false, or a
+// broker answering TRACE_ON false, writes none.
+func TestSendMessageTrace(t *testing.T) {
+	for _, traceOn := range []string{"true", "false"} {
+		ns, b := startClusterWith(t, map[string]string{"traceTopicEnable": "true", "traceOn": traceOn})
+		c := client(t, b.Addr())
+		out0(t, "updateTopic", "-b", b.Addr(), "-t", "MT", "-r", "1", "-w", "1")
+		waitRoute(t, ns, "MT")
+		waitRoute(t, ns, defaultTraceTopic)
+		idOf := func(out string) string {
+			f := strings.Fields(strings.Split(out, "\n")[1])
+			return f[len(f)-1]
+		}
+		out0(t, "sendMessage", "-n", ns, "-t", "MT", "-p", "no trace", "-m", "false")
+		traced := idOf(out0(t, "sendMessage", "-n", ns, "-t", "MT", "-p", "traced", "-k", "tk1 tk2", "-m", "true"))
+		waitIndexed(t, c, "MT", 0, 2)
+		// The trace topic's messages: none, or the traced send's only.
+		var stored int64
+		for _, row := range rows(out0(t, "topicStatus", "-b", b.Addr(), "-t", defaultTraceTopic)) {
+			n, _ := strconv.ParseInt(row[3], 10, 64)
+			stored += n
+		}
+		if want := map[string]int64{"true": 1, "false": 0}[traceOn]; stored != want {
+			t.Fatalf("traceOn %s: the trace topic holds %d messages, want %d", traceOn, stored, want)
+		}
+		if traceOn == "false" {
+			continue
+		}
+		waitIndexed(t, c, defaultTraceTopic, 0, 1)
+		msgs, err := newRootGlobals(t, ns).queryMessages(context.Background(), "", defaultTraceTopic, "tk2", false, 32, 0, math.MaxInt64)
+		if err != nil || len(msgs) != 1 {
+			t.Fatalf("trace messages under key tk2: %d %v", len(msgs), err)
+		}
+		m := msgs[0]
+		if keys, _ := commitlog.LookupProperty(m.Properties, "KEYS"); keys != traced+" tk1 tk2" {
+			t.Errorf("the trace message's keys %q", keys)
+		}
+		recs, err := msgtrace.Decode(m.Body)
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("trace body %q: %v", m.Body, err)
+		}
+		r := recs[0]
+		if r.Type != msgtrace.Pub || r.GroupName != "TOOLS_PRODUCER" || r.Topic != "MT" || r.MsgID != traced || r.Tags != "null" || r.Keys != "tk1 tk2" ||
+			r.StoreHost != b.Addr() || r.BodyLength != 6 || r.RegionID != "DefaultRegion" || !r.Success || r.OffsetMsgID == "" || r.MsgType != 0 {
+			t.Errorf("trace record %+v", r)
+		}
+		out := out0(t, "queryMsgTraceById", "-n", ns, "-i", traced)
+		if !strings.Contains(out, "Pub        TOOLS_PRODUCER") || !strings.Contains(out, "success") {
+			t.Errorf("queryMsgTraceById of the traced send:\n%s", out)
+		}
+	}
+}
+
+// newRootGlobals returns the globals of a tool asking the name servers ns.
+func newRootGlobals(t *testing.T, ns string) *globals {
+	t.Helper()
+	return &globals{namesrv: ns, timeout: 10 * time.Second, broker: defaultBroker}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -43,9 +44,14 @@ func (p *toolProducer) Close() { _ = p.pool.Close() }
 // sendResult is a send's outcome, as RocketMQ's SendResult holds it.
 type sendResult struct {
 	status, msgID, offsetMsgID, recallHandle string
-	target                                   sendTarget
-	topic                                    string
-	queueOffset                              int64
+	// regionID and traceOn are the broker's MSG_REGION (DefaultRegion
+	// when it gives none) and TRACE_ON (false only when it says so), as
+	// RocketMQ's client reads them into the SendResult.
+	regionID    string
+	traceOn     bool
+	target      sendTarget
+	topic       string
+	queueOffset int64
 }
 
 // String is RocketMQ's SendResult.toString.
@@ -57,6 +63,10 @@ func (r sendResult) String() string {
 	return fmt.Sprintf("SendResult [sendStatus=%s, msgId=%s, offsetMsgId=%s, messageQueue=%s, queueOffset=%d, recallHandle=%s]",
 		r.status, r.msgID, r.offsetMsgID, toolQueue{topic: r.topic, brokerName: r.target.brokerName, queueID: r.target.queueID}, r.queueOffset, recall)
 }
+
+// defaultRegionID is the region a send's result names when the broker
+// gives none (MixAll.DEFAULT_TRACE_REGION_ID).
+const defaultRegionID = "DefaultRegion"
 
 // sendStatuses are the send statuses of the answers that stored the
 // message (RocketMQ's SendStatus).
@@ -98,6 +108,7 @@ func (p *toolProducer) send(ctx context.Context, target sendTarget, topic string
 	rh := remoting.Header(resp.ExtFields)
 	res.status, res.offsetMsgID, res.recallHandle = status, rh["msgId"], rh["recallHandle"]
 	res.queueOffset, _ = rh.Int64("queueOffset")
+	res.regionID, res.traceOn = cmp.Or(rh["MSG_REGION"], defaultRegionID), rh["TRACE_ON"] != "false"
 	return res, nil
 }
 

@@ -1,6 +1,7 @@
-// Package msgtrace decodes the message trace records RocketMQ's clients
-// store in the trace topic (RMQ_SYS_TRACE_TOPIC by default), as RocketMQ's
-// TraceDataEncoder.decoderFromTraceDataString reads them, for mqadmin
+// Package msgtrace decodes (and, for a send, encodes) the message trace
+// records RocketMQ's clients store in the trace topic (RMQ_SYS_TRACE_TOPIC
+// by default), as RocketMQ's TraceDataEncoder.decoderFromTraceDataString
+// reads them, for mqadmin
 // queryMsgTraceById.
 //
 // A trace message's body is UTF-8 text holding one or more records, each
@@ -21,6 +22,10 @@
 // when "true" in any case, msgType an index into RocketMQ's MessageType
 // (Normal_Msg, Trans_Msg_Half, Trans_msg_Commit, Delay_Msg, Order_Msg) and
 // transactionState the name of a LocalTransactionState.
+//
+// AppendPub writes a Pub record as RocketMQ's Java producers write one (for
+// bin/admin sendMessage -m), and TransKeys gives the keys of the trace
+// message that holds it.
 //
 // Decode is safe for concurrent use.
 package msgtrace
