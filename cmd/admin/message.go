@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,16 +26,22 @@ import (
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
-// queryMessages asks every master of topic's route for the messages
-// indexed under key (a KEYS entry, or with unique the UNIQ_KEY of
-// QUERY_MESSAGE's _UNIQUE_KEY_QUERY) stored between begin and end (ms),
-// and returns them decoded, broker by broker. cluster, when set, is
-// mqadmin's -c: only the route's brokers of that cluster are asked, and
-// for an LMQ or the timer wheel's topic it is the topic whose route is
-// used and that is queried. A broker that finds none answers
-// QUERY_NOT_FOUND, which is not an error here.
-func (g *globals) queryMessages(ctx context.Context, cluster, topic, key string, unique bool, maxNum int, begin, end int64) ([]commitlog.Message, error) {
-	masters, queryTopic, err := g.queryTargets(ctx, cluster, topic)
+// queryMessages asks a broker of each group of topic's route (the master,
+// or a slave when the group has none) for the messages indexed under key
+// (a KEYS entry, or with unique the UNIQ_KEY of QUERY_MESSAGE's
+// _UNIQUE_KEY_QUERY) stored between begin and end (ms), and returns them
+// decoded, broker by broker, as RocketMQ's MQAdminImpl.queryMessage
+// gathers them. cluster, when set, is mqadmin's -c: only the route's
+// brokers of that cluster are asked, and for an LMQ or the timer wheel's
+// topic it is the topic whose route is used and that is queried. A broker
+// that finds none answers QUERY_NOT_FOUND; one that fails is reported on
+// warn and skipped, as MQAdminImpl skips it, and only when every broker
+// fails is that an error. A message the index found that does not match
+// (by unique key: its client id is not key; by key: none of its KEYS is
+// key, or it is of another topic than an LMQ's) is left out, as
+// MQAdminImpl leaves out an index's hash collisions.
+func (g *globals) queryMessages(ctx context.Context, warn io.Writer, cluster, topic, key string, unique bool, maxNum int, begin, end int64) ([]commitlog.Message, error) {
+	brokers, queryTopic, err := g.queryTargets(ctx, cluster, topic)
 	if err != nil {
 		return nil, err
 	}
@@ -44,29 +52,59 @@ func (g *globals) queryMessages(ctx context.Context, cluster, topic, key string,
 	if unique {
 		h.SetBool("_UNIQUE_KEY_QUERY", true)
 	}
+	lmq := strings.HasPrefix(topic, lmqPrefix)
 	var out []commitlog.Message
-	for _, addr := range masters {
+	var errs []error
+	for _, addr := range brokers {
 		resp, err := g.invoke(ctx, addr, remoting.QueryMessage, h, nil)
 		if resp != nil && resp.Code == remoting.QueryNotFound {
 			continue
 		}
-		if err != nil {
-			return nil, err
+		var msgs []commitlog.Message
+		if err == nil {
+			if msgs, err = commitlog.DecodeAll(resp.Body); err != nil {
+				err = fmt.Errorf("decode the messages %s answered for key %q: %w", addr, key, err)
+			}
 		}
-		msgs, err := commitlog.DecodeAll(resp.Body)
 		if err != nil {
-			return nil, fmt.Errorf("decode the messages %s answered for key %q: %w", addr, key, err)
+			fmt.Fprintf(warn, "query of %s skipped: %v\n", addr, err)
+			errs = append(errs, err)
+			continue
 		}
-		out = append(out, msgs...)
+		for i := range msgs {
+			if queryMatches(&msgs[i], topic, key, unique, lmq) {
+				out = append(out, msgs[i])
+			}
+		}
+	}
+	if len(errs) == len(brokers) {
+		return nil, fmt.Errorf("query of %s by key %q: every broker failed: %w", topic, key, errors.Join(errs...))
 	}
 	return out, nil
 }
 
+// queryMatches tells whether a message the index answered for key is one
+// of the query's, as MQAdminImpl.queryMessage checks: by unique key, its
+// client id (UNIQ_KEY, else its offset id) is key; by key, one of its KEYS
+// (separated by ' ') is key and, but for an LMQ, its topic is topic.
+func queryMatches(m *commitlog.Message, topic, key string, unique, lmq bool) bool {
+	if unique {
+		return clientMsgID(m) == key
+	}
+	keys, ok := commitlog.LookupProperty(m.Properties, "KEYS")
+	if !ok || (!lmq && m.Topic != topic) {
+		return false
+	}
+	return slices.Contains(strings.Split(keys, " "), key)
+}
+
 // queryTargets returns the brokers a message query of topic goes to and
 // the topic it names, as RocketMQ's MQAdminImpl.queryMessage picks them:
-// the masters of topic's route, those of cluster only when it is set; for
-// an LMQ (or rmq_sys_wheel_timer) with cluster set, the masters of the
-// route of cluster (a cluster or the LMQ's parent topic), queried with it.
+// a broker of each group of topic's route, its master or else a slave
+// (BrokerData.selectBrokerAddr), of the groups of cluster only when it is
+// set; for an LMQ (or rmq_sys_wheel_timer) with cluster set, those of the
+// route of cluster (a cluster or the LMQ's parent topic), queried with it
+// for an LMQ.
 func (g *globals) queryTargets(ctx context.Context, cluster, topic string) ([]string, string, error) {
 	lmq := strings.HasPrefix(topic, lmqPrefix)
 	routeTopic, queryTopic := topic, topic
@@ -85,15 +123,15 @@ func (g *globals) queryTargets(ctx context.Context, cluster, topic string) ([]st
 		if !lmq && cluster != "" && bd.Cluster != cluster {
 			continue
 		}
-		if a, ok := bd.BrokerAddrs[0]; ok {
-			addrs = append(addrs, a)
+		if len(bd.BrokerAddrs) > 0 {
+			addrs = append(addrs, bd.BrokerAddrs[slices.Min(slices.Collect(maps.Keys(bd.BrokerAddrs)))])
 		}
 	}
 	if len(addrs) == 0 {
 		if cluster != "" {
-			return nil, "", fmt.Errorf("route of %s names no master broker of cluster %s", routeTopic, cluster)
+			return nil, "", fmt.Errorf("route of %s names no broker of cluster %s", routeTopic, cluster)
 		}
-		return nil, "", fmt.Errorf("route of %s names no master broker", routeTopic)
+		return nil, "", fmt.Errorf("route of %s names no broker", routeTopic)
 	}
 	sort.Strings(addrs)
 	return addrs, queryTopic, nil
@@ -129,7 +167,7 @@ not a broker. -c keeps to the brokers of a cluster (for an LMQ, it names
 the cluster or parent topic whose route to use).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			msgs, err := g.queryMessages(cmd.Context(), strings.TrimSpace(cluster), strings.TrimSpace(topic), strings.TrimSpace(key), false, maxNum, begin, end)
+			msgs, err := g.queryMessages(cmd.Context(), cmd.ErrOrStderr(), strings.TrimSpace(cluster), strings.TrimSpace(topic), strings.TrimSpace(key), false, maxNum, begin, end)
 			if err != nil {
 				return err
 			}
@@ -296,7 +334,7 @@ func (g *globals) messagesByID(cmd *cobra.Command, id, topic, cluster string) ([
 	if topic == "" {
 		return nil, fmt.Errorf("%w (give the topic with -t to look %s up as the id a client shows, its UNIQ_KEY)", err, id)
 	}
-	msgs, qerr := g.queryMessages(cmd.Context(), cluster, topic, id, true, 32, 0, math.MaxInt64)
+	msgs, qerr := g.queryMessages(cmd.Context(), cmd.ErrOrStderr(), cluster, topic, id, true, 32, 0, math.MaxInt64)
 	if qerr != nil {
 		return nil, fmt.Errorf("message %s of %s: %w", id, topic, errors.Join(err, qerr))
 	}
@@ -337,7 +375,7 @@ which must be a push consumer, and its result printed.`,
 					return err
 				}
 			}
-			msgs, err := g.queryMessages(cmd.Context(), strings.TrimSpace(cluster), topic, id, true, 32, 0, math.MaxInt64)
+			msgs, err := g.queryMessages(cmd.Context(), cmd.ErrOrStderr(), strings.TrimSpace(cluster), topic, id, true, 32, 0, math.MaxInt64)
 			if err != nil {
 				return err
 			}

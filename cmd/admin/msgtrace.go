@@ -53,7 +53,7 @@ printed.`,
 			if msgID == "" {
 				return fmt.Errorf("-i (--msgId) names no message")
 			}
-			msgs, err := g.queryMessages(cmd.Context(), "", traceTopic, msgID, false, maxNum, begin, end)
+			msgs, err := g.queryMessages(cmd.Context(), cmd.ErrOrStderr(), "", traceTopic, msgID, false, maxNum, begin, end)
 			if err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 	"compress/zlib"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -134,7 +135,7 @@ func TestSendMessageTrace(t *testing.T) {
 			continue
 		}
 		waitIndexed(t, c, defaultTraceTopic, 0, 1)
-		msgs, err := newRootGlobals(t, ns).queryMessages(context.Background(), "", defaultTraceTopic, "tk2", false, 32, 0, math.MaxInt64)
+		msgs, err := newRootGlobals(t, ns).queryMessages(context.Background(), io.Discard, "", defaultTraceTopic, "tk2", false, 32, 0, math.MaxInt64)
 		if err != nil || len(msgs) != 1 {
 			t.Fatalf("trace messages under key tk2: %d %v", len(msgs), err)
 		}
