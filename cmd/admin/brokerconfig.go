@@ -297,11 +297,28 @@ func cleanExpiredCQCmd(g *globals) *cobra.Command {
 
 // exportPopRecordCmd is mqadmin exportPopRecord: POP_ROLLBACK, which
 // makes the broker write its POP messages in flight to the revive topic as
-// RocketMQ check-points (the way back to Apache RocketMQ).
+// RocketMQ check-points (the way back to Apache RocketMQ). -d is read as
+// mqadmin's ExportPopRecordCommand reads it: -d false is the dry run,
+// which sends nothing; -d with any other value, or no -d, exports.
 func exportPopRecordCmd(g *globals) *cobra.Command {
-	return brokerActionCmd(g, "exportPopRecord",
+	export := brokerActionCmd(g, "exportPopRecord",
 		"make the broker write its POP messages in flight to the revive topic as RocketMQ check-points, before the way back to Apache RocketMQ (POP_ROLLBACK); stop the POP consumers first",
 		remoting.PopRollback, "wrote its POP messages in flight to the revive topic", false)
+	var dryRunArg string
+	run := export.RunE
+	export.RunE = func(cmd *cobra.Command, args []string) error {
+		if !cmd.Flags().Changed("dryRun") || !strings.EqualFold(strings.TrimSpace(dryRunArg), "false") {
+			return run(cmd, args)
+		}
+		cfg, err := g.brokerConfig(cmd.Context(), g.broker)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "Export broker records, brokerName=%s, brokerAddr=%s, dryRun=true\n", cfg["brokerName"], g.broker)
+		return nil
+	}
+	export.Flags().StringVarP(&dryRunArg, "dryRun", "d", "", `as mqadmin's, inverted: "-d false" is the dry run (nothing exported); any other value exports`)
+	return export
 }
 
 // brokerActionCmd is a command that sends one request without fields to

@@ -142,3 +142,26 @@ func TestTopicListClusterModel(t *testing.T) {
 		t.Errorf("topicList without -c lacks the %%RETRY%% topic:\n%s", out)
 	}
 }
+
+// exportPopRecord -d reads its value as mqadmin's ExportPopRecordCommand:
+// "false" is the dry run, which names the broker and sends nothing; any
+// other value (or none) sends POP_ROLLBACK.
+func TestExportPopRecordDryRun(t *testing.T) {
+	addr, log := fakeBroker(t, map[int32]func(*remoting.Command) *remoting.Command{
+		remoting.GetBrokerConfig: withBody("brokerName=broker-x\n"),
+	})
+	if out := out0(t, "exportPopRecord", "-b", addr, "-d", "false"); out != "Export broker records, brokerName=broker-x, brokerAddr="+addr+", dryRun=true\n" {
+		t.Fatalf("exportPopRecord -d false: %q", out)
+	}
+	if n := log.count(remoting.PopRollback); n != 0 {
+		t.Fatalf("the dry run sent %d POP_ROLLBACK", n)
+	}
+	for i, args := range [][]string{{"-d", "true"}, nil} {
+		if out := out0(t, append([]string{"exportPopRecord", "-b", addr}, args...)...); !strings.Contains(out, "success: "+addr) {
+			t.Fatalf("exportPopRecord %v: %q", args, out)
+		}
+		if n := log.count(remoting.PopRollback); n != i+1 {
+			t.Fatalf("exportPopRecord %v: %d POP_ROLLBACK in all, want %d", args, n, i+1)
+		}
+	}
+}
