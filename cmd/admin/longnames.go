@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -23,7 +25,7 @@ func mqadminGlobalLongNames() map[string]string {
 func mqadminLongNames() map[string]map[string]string {
 	brokerAddr := map[string]string{"brokerAddr": "broker"}
 	m := map[string]map[string]string{
-		"checkRocksdbCqWriteProgress": {"nameserverAddr": "namesrv"},
+		"checkRocksdbCqWriteProgress": {"nameserverAddr": "namesrv", "checkFrom": "cf"},
 		"consumeMessage":              {"brokerName": "broker-name", "MessageNumber": "messageCount"},
 		"consumerConnection":          {"brokerAddr": "broker", "consumerGroup": "group"},
 		"consumerProgress":            {"groupName": "group", "topicName": "topic"},
@@ -74,4 +76,36 @@ func acceptMQAdminLongNames(root *cobra.Command) error {
 		return fmt.Errorf("mqadmin long names given for %s, which bin/admin lacks", name)
 	}
 	return nil
+}
+
+// mqadminMultiLetterShorts are the short options of two letters an
+// mqadmin command has where bin/admin's has the long flag of that name
+// (commons-cli takes "-cf 0"; pflag would read it as -c f).
+func mqadminMultiLetterShorts() map[string][]string {
+	return map[string][]string{"checkRocksdbCqWriteProgress": {"cf"}}
+}
+
+// mqadminArgs rewrites a command line so that mqadmin's two-letter short
+// options (checkRocksdbCqWriteProgress -cf) reach their flag: "-cf" and
+// "-cf=v" of that command become "--cf" and "--cf=v". Other arguments,
+// and those after "--", are left as they are.
+func mqadminArgs(args []string) []string {
+	if len(args) == 0 {
+		return args
+	}
+	shorts := mqadminMultiLetterShorts()[args[0]]
+	if len(shorts) == 0 {
+		return args
+	}
+	out := slices.Clone(args)
+	for i, a := range out[1:] {
+		if a == "--" {
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && slices.Contains(shorts, name) {
+			out[i+1] = "-" + a
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,5 +76,21 @@ func TestMQAdminLongNamesChecked(t *testing.T) {
 	}
 	if err := acceptMQAdminLongNames(build("other")); err == nil || !strings.Contains(err.Error(), "lacks") {
 		t.Errorf("an alias of a missing flag: %v", err)
+	}
+}
+
+// mqadmin's two-letter short option -cf of checkRocksdbCqWriteProgress
+// reaches --cf; nothing else is rewritten.
+func TestMQAdminArgs(t *testing.T) {
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"checkRocksdbCqWriteProgress", "-b", "x", "-cf", "0"}, []string{"checkRocksdbCqWriteProgress", "-b", "x", "--cf", "0"}},
+		{[]string{"checkRocksdbCqWriteProgress", "-cf=5", "--", "-cf"}, []string{"checkRocksdbCqWriteProgress", "--cf=5", "--", "-cf"}},
+		{[]string{"checkRocksdbCqWriteProgress", "-c", "DefaultCluster", "--cf", "1"}, []string{"checkRocksdbCqWriteProgress", "-c", "DefaultCluster", "--cf", "1"}},
+		{[]string{"topicList", "-cf"}, []string{"topicList", "-cf"}},
+		{nil, nil},
+	} {
+		if got := mqadminArgs(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("mqadminArgs(%q) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }

@@ -98,7 +98,9 @@ import (
 )
 
 func main() {
-	if err := newRoot(os.Stdout).Execute(); err != nil {
+	root := newRoot(os.Stdout)
+	root.SetArgs(mqadminArgs(os.Args[1:]))
+	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "admin:", err)
 		os.Exit(1)
 	}

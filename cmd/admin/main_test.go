@@ -227,13 +227,14 @@ func TestCheckRocksdbCqWriteProgress(t *testing.T) {
 	for q := 0; q < 3; q++ {
 		waitIndexed(t, c, "CheckT", q, 1)
 	}
-	out, err := run(t, "checkRocksdbCqWriteProgress", "-b", b.Addr(), "--cf", "0")
+	// mqadmin's spelling: -cf, and the long name --checkFrom.
+	out, err := run(t, mqadminArgs([]string{"checkRocksdbCqWriteProgress", "-b", b.Addr(), "-cf", "0"})...)
 	if err != nil || !strings.Contains(out, "kv and file agree") || !strings.Contains(out, "3 entries compared") {
 		t.Fatalf("double-writing broker: %q %v", out, err)
 	}
 	// mqadmin's -c: every master of the cluster.
 	waitClusterMember(t, ns, b.Addr())
-	out, err = run(t, "checkRocksdbCqWriteProgress", "-n", ns, "-c", "DefaultCluster", "--cf", "0")
+	out, err = run(t, "checkRocksdbCqWriteProgress", "-n", ns, "-c", "DefaultCluster", "--checkFrom", "0")
 	if err != nil || !strings.Contains(out, "kv and file agree") {
 		t.Fatalf("double-writing cluster: %q %v", out, err)
 	}
