@@ -10,12 +10,13 @@
 //	admin setConsumeMode     -b 127.0.0.1:10911 -t TopicA -g GroupA -m POP [-q 2] (or -c DefaultCluster)
 //	admin updateTopic        -b 127.0.0.1:10911 -t TopicA -r 8 -w 8 [-o true] (or -c DefaultCluster)
 //	admin deleteTopic        -c DefaultCluster -t TopicA (or -b one broker)
-//	admin topicList          -n 127.0.0.1:9876
-//	admin topicRoute         -n 127.0.0.1:9876 -t TopicA
+//	admin topicList          -n 127.0.0.1:9876 [-c] (-c: a row per topic and consuming group, with its cluster)
+//	admin topicRoute         -n 127.0.0.1:9876 -t TopicA [-l]
 //	admin clusterList        -n 127.0.0.1:9876 [-m] [-c DefaultCluster] [--json]
-//	admin brokerStatus       -b 127.0.0.1:10911
-//	admin topicStatus        -n 127.0.0.1:9876 -t TopicA (or -b one broker)
-//	admin consumerProgress   -n 127.0.0.1:9876 -g GroupA [-t TopicA] (or -b one broker; without -g every group)
+//	admin brokerStatus       -b 127.0.0.1:10911 (or -c DefaultCluster)
+//	admin haStatus           -b 127.0.0.1:10911 [-i 3] (or -c DefaultCluster)
+//	admin topicStatus        -n 127.0.0.1:9876 -t TopicA (or -b one broker; -c the cluster or LMQ parent whose route to use)
+//	admin consumerProgress   -n 127.0.0.1:9876 -g GroupA [-t TopicA] [-s true] [-c C] (or -b one broker; without -g every group)
 //	admin brokerConsumeStats -b 127.0.0.1:10911 [-l 100] [-o true] [-t 50000]
 //	admin consumerConnection -b 127.0.0.1:10911 -g GroupA
 //	admin producer           -b 127.0.0.1:10911
@@ -25,12 +26,13 @@
 //	admin groupForbidden     -b 127.0.0.1:10911 -g GroupA -t TopicA [-r false|true]
 //	admin cloneGroupOffset   -n 127.0.0.1:9876 -s GroupA -d GroupB -t TopicA [-o true]
 //	admin queryMsgByKey      -n 127.0.0.1:9876 -t TopicA -k order-42 [-b beginMs] [-e endMs] [-m 64]
-//	admin queryMsgById       [-t TopicA] -i 7F00000100002A9F0000000000000400 [--body]
-//	admin sendMessage        -n 127.0.0.1:9876 -t TopicA -p "hello" [-k order-42] [-c TagA] [-b broker-a [-i 1]]
+//	admin queryMsgById       [-t TopicA] -i 7F00000100002A9F0000000000000400 [--body | -f UTF-8] [-g GroupA -d clientId | -s true]
+//	admin queryMsgByUniqueKey -t TopicA -i 7F0000010001... [-a] [-c C] [-g GroupA -d clientId]
+//	admin sendMessage        -n 127.0.0.1:9876 -t TopicA -p "hello" [-k order-42] [-c TagA] [-b broker-a [-i 1]] [-m true]
 //	admin sendMsgStatus      -n 127.0.0.1:9876 -b broker-a [-s 128] [-c 50]
 //	admin checkMsgSendRT     -n 127.0.0.1:9876 -t TopicA [-a 100] [-s 128]
 //	admin clusterRT          -n 127.0.0.1:9876 [-c DefaultCluster] [-a 100] [-s 128] [-i 10] [--rounds 1]
-//	admin consumeMessage     -n 127.0.0.1:9876 -t TopicA [-b broker-a [-i 0]] [-o 100] [-c 10] [--body]
+//	admin consumeMessage     -n 127.0.0.1:9876 -t TopicA [-b broker-a [-i 0]] [-o 100] [-c 10] [-g GroupA] [--body]
 //	admin queryMsgByOffset   -n 127.0.0.1:9876 -t TopicA -b broker-a -i 0 -o 100 [-f UTF-8]
 //	admin printMsg           -n 127.0.0.1:9876 -t TopicA [-s TagA] [-b 2026-11-30#12:00:00:000] [-e ms] [-c UTF-8] [-d false]
 //	admin printMsgByQueue    -n 127.0.0.1:9876 -t TopicA -a broker-a -i 0 [-p true] [-d true] [-f true]
@@ -66,11 +68,13 @@
 // where mqadmin gives it another meaning (the begin time of queryMsgByKey,
 // printMsg, printMsgByQueue and queryMsgTraceById; the broker name of
 // wipeWritePerm, queryMsgByOffset, sendMsgStatus, sendMessage and
-// consumeMessage). mqadmin's long option names are accepted too where
+// consumeMessage). The clean-ups cleanExpiredCQ, cleanUnusedTopic and
+// deleteExpiredCommitLog take -c, and without -b or -c ask every broker
+// of every cluster, as mqadmin's. mqadmin's long option names are accepted too where
 // bin/admin spells them otherwise, each only on the commands whose mqadmin
 // class has it (--brokerAddr for --broker, --namesrvAddr for --namesrv,
-// consumerProgress's --groupName and --topicName, ...); --help shows
-// bin/admin's.
+// consumerProgress's --groupName and --topicName, ...), and
+// checkRocksdbCqWriteProgress's two-letter -cf; --help shows bin/admin's.
 package main
 
 import (
