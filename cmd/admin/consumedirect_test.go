@@ -9,11 +9,11 @@ import (
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
-// fakeConsumer connects to the broker as client id of group, of consume
-// type ctype, answering GET_CONSUMER_RUNNING_INFO and
-// CONSUME_MESSAGE_DIRECTLY as a RocketMQ client does; it returns the
-// CONSUME_MESSAGE_DIRECTLY requests it got.
-func fakeConsumer(t *testing.T, ns, broker, group, id, ctype string) func() []*remoting.Command {
+// fakeConsumer connects to the broker as client id of group, subscribed
+// to topic, of consume type ctype, answering GET_CONSUMER_RUNNING_INFO
+// (its mqTable the JSON given) and CONSUME_MESSAGE_DIRECTLY as a RocketMQ
+// client does; it returns the CONSUME_MESSAGE_DIRECTLY requests it got.
+func fakeConsumer(t *testing.T, ns, broker, group, id, topic, ctype, mqTable string) func() []*remoting.Command {
 	t.Helper()
 	var mu sync.Mutex
 	var got []*remoting.Command
@@ -21,7 +21,7 @@ func fakeConsumer(t *testing.T, ns, broker, group, id, ctype string) func() []*r
 		resp := remoting.NewResponse(req, remoting.Success, "")
 		switch req.Code {
 		case remoting.GetConsumerRunningInfo:
-			resp.Body = []byte(`{"properties":{"PROP_CONSUME_TYPE":"` + ctype + `"},"subscriptionSet":[],"mqTable":{},"statusTable":{}}`)
+			resp.Body = []byte(`{"properties":{"PROP_CONSUME_TYPE":"` + ctype + `"},"subscriptionSet":[],"mqTable":` + mqTable + `,"statusTable":{}}`)
 		case remoting.ConsumeMessageDirectly:
 			mu.Lock()
 			got = append(got, req)
@@ -38,7 +38,7 @@ func fakeConsumer(t *testing.T, ns, broker, group, id, ctype string) func() []*r
 	t.Cleanup(func() { _ = c.Close() })
 	request(t, c, remoting.HeartBeat, nil, []byte(`{"clientID":"`+id+`","producerDataSet":[],"consumerDataSet":[{"groupName":"`+group+`",`+
 		`"consumeType":"`+ctype+`","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET",`+
-		`"subscriptionDataSet":[{"topic":"DT","subString":"*","expressionType":"TAG"}]}]}`))
+		`"subscriptionDataSet":[{"topic":"`+topic+`","subString":"*","expressionType":"TAG"}]}]}`))
 	waitRoute(t, ns, "%RETRY%"+group)
 	return func() []*remoting.Command {
 		mu.Lock()
@@ -64,7 +64,7 @@ func TestConsumeDirectlyResendAndBodyFormat(t *testing.T) {
 	id := f[len(f)-1]
 	waitIndexed(t, c, "DT", 0, 1)
 
-	pushed := fakeConsumer(t, ns, br, "DirectG", "10.0.0.8@push", "CONSUME_PASSIVELY")
+	pushed := fakeConsumer(t, ns, br, "DirectG", "10.0.0.8@push", "DT", "CONSUME_PASSIVELY", "{}")
 	want := "ConsumeMessageDirectlyResult [order=false, autoCommit=true, consumeResult=CR_SUCCESS, remark=null, spentTimeMills=7]\n"
 	for i, args := range [][]string{
 		{"queryMsgByUniqueKey", "-t", "DT", "-i", id},
@@ -83,7 +83,7 @@ func TestConsumeDirectlyResendAndBodyFormat(t *testing.T) {
 			t.Fatalf("%v: the client got %v %q", args, h, got[i].Body)
 		}
 	}
-	fakeConsumer(t, ns, br, "PullG", "10.0.0.9@pull", "CONSUME_ACTIVELY")
+	fakeConsumer(t, ns, br, "PullG", "10.0.0.9@pull", "DT", "CONSUME_ACTIVELY", "{}")
 	if out := out0(t, "queryMsgById", "-n", ns, "-b", br, "-t", "DT", "-i", id, "-g", "PullG", "-d", "10.0.0.9@pull"); out != "this 10.0.0.9@pull client is not push consumer ,not support direct push \n" {
 		t.Fatalf("a pull consumer: %q", out)
 	}

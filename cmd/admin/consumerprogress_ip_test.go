@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -19,24 +18,7 @@ func TestConsumerProgressShowClientIP(t *testing.T) {
 	for _, q := range []string{"0", "1"} {
 		request(t, c, remoting.UpdateConsumerOffset, map[string]string{"consumerGroup": "IpG", "topic": "IpT", "queueId": q, "commitOffset": "0"}, nil)
 	}
-	runningInfo := `{"properties":{"PROP_CONSUME_TYPE":"CONSUME_PASSIVELY"},"subscriptionSet":[],` +
-		`"mqTable":{{"brokerName":"broker-a","queueId":1,"topic":"IpT"}:{"commitOffset":0}},"statusTable":{}}`
-	consumer, err := remoting.Dial(context.Background(), br, remoting.ClientOptions{Handler: func(_ context.Context, req *remoting.Command) *remoting.Command {
-		if req.Code != remoting.GetConsumerRunningInfo {
-			return nil
-		}
-		resp := remoting.NewResponse(req, remoting.Success, "")
-		resp.Body = []byte(runningInfo)
-		return resp
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = consumer.Close() })
-	request(t, consumer, remoting.HeartBeat, nil, []byte(`{"clientID":"10.0.0.7@ip","producerDataSet":[],"consumerDataSet":[{"groupName":"IpG",`+
-		`"consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET",`+
-		`"subscriptionDataSet":[{"topic":"IpT","subString":"*","expressionType":"TAG"}]}]}`))
-	waitRoute(t, ns, "%RETRY%IpG")
+	fakeConsumer(t, ns, br, "IpG", "10.0.0.7@ip", "IpT", "CONSUME_PASSIVELY", `{{"brokerName":"broker-a","queueId":1,"topic":"IpT"}:{"commitOffset":0}}`)
 
 	out := out0(t, "consumerProgress", "-n", ns, "-g", "IpG", "-t", "IpT", "-s", "true")
 	want := [][]string{
