@@ -36,8 +36,9 @@ func mqadminLongNames() map[string]map[string]string {
 	}
 	for _, name := range []string{"brokerConsumeStats", "brokerStatus", "cleanExpiredCQ", "cleanUnusedTopic",
 		"consumerStatus", "createAcl", "createUser", "deleteAcl", "deleteExpiredCommitLog", "deleteSubGroup",
-		"deleteUser", "exportPopRecord", "getAcl", "getBrokerConfig", "getUser", "haStatus", "listAcl", "listUser",
-		"setCommitLogReadAheadMode", "setConsumeMode", "updateAcl", "updateBrokerConfig", "updateSubGroup",
+		"deleteUser", "exportMetadata", "exportPopRecord", "getAcl", "getBrokerConfig", "getColdDataFlowCtrInfo", "getUser",
+		"haStatus", "listAcl", "listUser", "removeColdDataFlowCtrGroupConfig", "setCommitLogReadAheadMode", "setConsumeMode",
+		"updateAcl", "updateBrokerConfig", "updateColdDataFlowCtrGroupConfig", "updateSubGroup",
 		"updateSubGroupList", "updateTopic", "updateTopicList", "updateTopicPerm", "updateUser"} {
 		m[name] = brokerAddr
 	}

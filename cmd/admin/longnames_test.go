@@ -22,6 +22,7 @@ func TestMQAdminLongNames(t *testing.T) {
 		{[]string{"updateTopic", "--brokerAddr", br, "--topic", "LongT", "--readQueueNums", "2", "--writeQueueNums", "2"}, "create topic to " + br + " success."},
 		{[]string{"brokerStatus", "--brokerAddr", br}, "topicCount"},
 		{[]string{"getBrokerConfig", "--brokerAddr", br}, "brokerName"},
+		{[]string{"getColdDataFlowCtrInfo", "--brokerAddr", br}, "runtimeTable"},
 		{[]string{"updateSubGroup", "--brokerAddr", br, "--groupName", "LongG"}, ""},
 		{[]string{"sendMessage", "--namesrvAddr", ns, "--topic", "LongT", "--body", "long", "--broker", "broker-a", "--qid", "1"}, "SEND_OK"},
 		{[]string{"consumeMessage", "--namesrvAddr", ns, "--topic", "LongT", "--brokerName", "broker-a", "--queueId", "1", "--MessageNumber", "1"}, "1 messages"},
