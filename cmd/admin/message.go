@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -123,8 +122,8 @@ func (g *globals) queryTargets(ctx context.Context, cluster, topic string) ([]st
 		if !lmq && cluster != "" && bd.Cluster != cluster {
 			continue
 		}
-		if len(bd.BrokerAddrs) > 0 {
-			addrs = append(addrs, bd.BrokerAddrs[slices.Min(slices.Collect(maps.Keys(bd.BrokerAddrs)))])
+		if a, ok := selectBrokerAddr(bd.BrokerAddrs); ok {
+			addrs = append(addrs, a)
 		}
 	}
 	if len(addrs) == 0 {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -107,11 +106,9 @@ func (g *globals) routeBrokers(ctx context.Context, routeTopic string) ([]string
 	}
 	var addrs []string
 	for _, bd := range route.BrokerDatas {
-		if len(bd.BrokerAddrs) == 0 {
-			continue
+		if a, ok := selectBrokerAddr(bd.BrokerAddrs); ok {
+			addrs = append(addrs, a)
 		}
-		ids := slices.Sorted(maps.Keys(bd.BrokerAddrs))
-		addrs = append(addrs, bd.BrokerAddrs[ids[0]])
 	}
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("route of %s names no broker", routeTopic)
