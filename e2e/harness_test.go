@@ -62,9 +62,12 @@ func TestMain(m *testing.M) {
 		binDir = dir
 		code := m.Run()
 		_ = os.RemoveAll(dir)
+		goV5.remove()
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	goV5.remove()
+	os.Exit(code)
 }
 
 // freePort returns a TCP port nothing uses right now, below the kernel's
