@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,6 +71,9 @@ type goV5Message struct {
 	Keys       []string          `json:"keys"`
 	Props      map[string]string `json:"props"`
 	Group      string            `json:"group"`
+	Topic      string            `json:"topic"`
+	Offset     int64             `json:"offset"`
+	BornHost   string            `json:"bornHost"`
 	Attempt    int32             `json:"attempt"`
 	BornMs     int64             `json:"bornMs"`
 	DeliveryMs int64             `json:"deliveryMs"`
@@ -79,11 +83,15 @@ type goV5Message struct {
 // goV5Result is gov5client's RESULT line.
 type goV5Result struct {
 	SentIDs        map[string]string `json:"sentIds"`
+	SentOffsets    map[string]int64  `json:"sentOffsets"`
+	Hostname       string            `json:"hostname"`
 	Normal         []goV5Message     `json:"normal"`
 	Fifo           []goV5Message     `json:"fifo"`
 	DelayAtMs      int64             `json:"delayAtMs"`
 	Delay          []goV5Message     `json:"delay"`
 	RecallErr      string            `json:"recallErr"`
+	Refused        string            `json:"refused"`
+	SentAfter      bool              `json:"sentAfter"`
 	TxnDelivered   []string          `json:"txnDelivered"`
 	TxnChecked     map[string]int    `json:"txnChecked"`
 	Tagged         []string          `json:"tagged"`
@@ -93,6 +101,7 @@ type goV5Result struct {
 	Again          []goV5Message     `json:"again"`
 	AckAfterChange string            `json:"ackAfterChange"`
 	Leftover       []string          `json:"leftover"`
+	Received       []goV5Message     `json:"received"`
 	Consumed       []goV5Message     `json:"consumed"`
 	Failed         []string          `json:"failed"`
 	Failures       []string          `json:"failures"`
@@ -175,7 +184,8 @@ func createGroup(t *testing.T, broker, group, fields string) {
 // soon after it, while one recalled before its time never comes; and
 // transactions: a committed one delivered, a rolled back one never, and
 // two left open resolved by the producer's checker, asked through the
-// proxy, as it says (one only after it answered UNKNOWN once).
+// proxy, as it says (one only after it answered UNKNOWN once); a message
+// naming a system property is refused with ILLEGAL_MESSAGE_PROPERTY_KEY.
 func TestGoV5ProducerThroughProxy(t *testing.T) {
 	t.Parallel()
 	const topic, fifoTopic, delayTopic, txnTopic, fifoGroup = "GoV5Normal", "GoV5Fifo", "GoV5Delay", "GoV5Txn", "gov5-fifo-cg"
@@ -209,6 +219,15 @@ func TestGoV5ProducerThroughProxy(t *testing.T) {
 		}
 		if m.Attempt != 1 {
 			t.Errorf("%s: delivery attempt %d, want 1", m.Body, m.Attempt)
+		}
+		if m.Topic != topic {
+			t.Errorf("%s: topic %q, want %q", m.Body, m.Topic, topic)
+		}
+		if want := r.SentOffsets[m.Body]; m.Offset != want {
+			t.Errorf("%s: queue offset %d, want %d, the send's", m.Body, m.Offset, want)
+		}
+		if m.BornHost != r.Hostname {
+			t.Errorf("%s: born host %q, want the producer's %q", m.Body, m.BornHost, r.Hostname)
 		}
 		if d := m.AtMs - m.BornMs; m.BornMs == 0 || d < 0 || d > 60_000 {
 			t.Errorf("%s: born %d ms, received %d ms: want the send's time", m.Body, m.BornMs, m.AtMs)
@@ -270,6 +289,13 @@ func TestGoV5ProducerThroughProxy(t *testing.T) {
 	if n := r.TxnChecked["txn-commit"] + r.TxnChecked["txn-rollback"]; n != 0 {
 		t.Errorf("the checker was asked about transactions the producer ended: %v", r.TxnChecked)
 	}
+
+	if !strings.Contains(r.Refused, "ILLEGAL_MESSAGE_PROPERTY_KEY") || !strings.Contains(r.Refused, "UNIQ_KEY") {
+		t.Errorf("a message with the system property UNIQ_KEY was refused with %q, want ILLEGAL_MESSAGE_PROPERTY_KEY naming it", r.Refused)
+	}
+	if !r.SentAfter {
+		t.Errorf("the producer did not send after the refusal")
+	}
 }
 
 // TestGoV5SimpleConsumerThroughProxy receives with the Go v5 client's
@@ -278,8 +304,9 @@ func TestGoV5ProducerThroughProxy(t *testing.T) {
 // its selector matches; an acknowledged message does not come again once
 // its invisible time is over, and one made invisible for 6 s with
 // ChangeInvisibleDuration and not acknowledged comes again after the new
-// duration, no sooner, as its second delivery attempt, and can be
-// acknowledged then.
+// duration, no sooner, as its second delivery attempt, while one
+// acknowledged with the handle its ChangeInvisibleDuration answered does
+// not.
 func TestGoV5SimpleConsumerThroughProxy(t *testing.T) {
 	t.Parallel()
 	const tagTopic, sqlTopic, ackTopic = "GoV5Tags", "GoV5Sql", "GoV5Ack"
@@ -294,11 +321,11 @@ func TestGoV5SimpleConsumerThroughProxy(t *testing.T) {
 		t.Errorf("SQL92 filter received %q, want %q", got, want)
 	}
 
-	if got := slices.Sorted(slices.Values(bodiesOf(r.FirstReceived))); !slices.Equal(got, []string{"acked", "put-back"}) {
-		t.Fatalf("first received %q, want acked and put-back", got)
+	if got := slices.Sorted(slices.Values(bodiesOf(r.FirstReceived))); !slices.Equal(got, []string{"acked", "changed-acked", "put-back"}) {
+		t.Fatalf("first received %q, want acked, changed-acked and put-back", got)
 	}
 	if got := bodiesOf(r.Again); !slices.Equal(got, []string{"put-back"}) {
-		t.Fatalf("after the change received %q, want put-back only (acked was acknowledged)", got)
+		t.Fatalf("after the change received %q, want put-back only (acked and changed-acked were acknowledged)", got)
 	}
 	again := r.Again[0]
 	if back := time.Duration(again.AtMs-r.ChangedAtMs) * time.Millisecond; back < 5*time.Second {
@@ -317,10 +344,42 @@ func TestGoV5SimpleConsumerThroughProxy(t *testing.T) {
 		t.Errorf("put-back came first as attempt %d with id %s, again with id %s: want attempt 1 and one id", first.Attempt, first.ID, again.ID)
 	}
 	if r.AckAfterChange != "" {
-		t.Errorf("acknowledging put-back when it came again: %s", r.AckAfterChange)
+		t.Errorf("acknowledging changed-acked with the handle its change answered: %s", r.AckAfterChange)
 	}
 	if len(r.Leftover) != 0 {
-		t.Errorf("after acknowledging both received %q", r.Leftover)
+		t.Errorf("after acknowledging all received %q", r.Leftover)
+	}
+}
+
+// TestGoV5NamespaceThroughProxy sends and receives with the Go v5
+// client configured with a namespace, and the proxy's endpoint given by
+// host name: its topic and group are the brokers' "ns%name", and its
+// consumer gets the messages under the client's name of the topic and
+// acknowledges them.
+func TestGoV5NamespaceThroughProxy(t *testing.T) {
+	t.Parallel()
+	const ns, topic, group = "gons", "GoV5Ns", "gov5-ns-cg"
+	b, px := startV5Cluster(t, nil, map[string]string{ns + "%" + topic: ""})
+	// By name, not address: the client's endpoints are then a domain
+	// name, which the proxy's routes answer with.
+	_, port, err := net.SplitHostPort(px.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runGoV5(t, px, "namespace", "ENDPOINT=localhost:"+port, "NAMESPACE="+ns, "TOPIC="+topic, "GROUP="+group)
+	if got := slices.Sorted(slices.Values(bodiesOf(r.Received))); !slices.Equal(got, []string{"ns-0", "ns-1", "ns-2"}) {
+		t.Errorf("received %q, want ns-0, ns-1 and ns-2", got)
+	}
+	for _, m := range r.Received {
+		if m.Topic != topic {
+			t.Errorf("%s came from topic %q, want the client's name %q", m.Body, m.Topic, topic)
+		}
+	}
+	if len(r.Leftover) != 0 {
+		t.Errorf("after acknowledging all received %q", r.Leftover)
+	}
+	if n := topicTotal(t, b.addr, ns+"%"+topic, 4); n != 3 {
+		t.Errorf("%s%%%s holds %d messages, want 3", ns, topic, n)
 	}
 }
 

@@ -16,6 +16,7 @@
 //	simple    TAG_TOPIC SQL_TOPIC ACK_TOPIC
 //	push      TOPIC GROUP COUNT FAIL_BODY
 //	pushfifo  TOPIC GROUP
+//	namespace NAMESPACE TOPIC GROUP
 package main
 
 import (
@@ -41,6 +42,10 @@ type Message struct {
 	Keys  []string          `json:"keys,omitempty"`
 	Props map[string]string `json:"props,omitempty"`
 	Group string            `json:"group,omitempty"`
+	Topic string            `json:"topic"`
+	// Offset is the message's queue offset, BornHost its born host.
+	Offset   int64  `json:"offset"`
+	BornHost string `json:"bornHost,omitempty"`
 	// Attempt is the delivery attempt the message came as.
 	Attempt int32 `json:"attempt"`
 	// BornMs, DeliveryMs and AtMs are its born and delivery timestamps
@@ -55,11 +60,15 @@ type Message struct {
 type Result struct {
 	// producer
 	SentIDs      map[string]string `json:"sentIds,omitempty"`
+	SentOffsets  map[string]int64  `json:"sentOffsets,omitempty"`
+	Hostname     string            `json:"hostname,omitempty"`
 	Normal       []Message         `json:"normal,omitempty"`
 	Fifo         []Message         `json:"fifo,omitempty"`
 	DelayAtMs    int64             `json:"delayAtMs,omitempty"`
 	Delay        []Message         `json:"delay,omitempty"`
 	RecallErr    string            `json:"recallErr,omitempty"`
+	Refused      string            `json:"refused,omitempty"`
+	SentAfter    bool              `json:"sentAfter,omitempty"`
 	TxnDelivered []string          `json:"txnDelivered,omitempty"`
 	TxnChecked   map[string]int    `json:"txnChecked,omitempty"`
 	// simple
@@ -70,7 +79,8 @@ type Result struct {
 	Again          []Message `json:"again,omitempty"`
 	AckAfterChange string    `json:"ackAfterChange,omitempty"`
 	Leftover       []string  `json:"leftover,omitempty"`
-	// push, pushfifo
+	// namespace (and push, pushfifo)
+	Received []Message `json:"received,omitempty"`
 	Consumed []Message `json:"consumed,omitempty"`
 	Failed   []string  `json:"failed,omitempty"`
 
@@ -79,9 +89,10 @@ type Result struct {
 
 // run is one scenario's run: the endpoint, and the result it fills.
 type run struct {
-	endpoint string
-	res      Result
-	mu       sync.Mutex // guards res where listeners and checkers write
+	endpoint  string
+	namespace string
+	res       Result
+	mu        sync.Mutex // guards res where listeners and checkers write
 }
 
 func main() {
@@ -100,6 +111,9 @@ func main() {
 		err = r.pushScenario()
 	case "pushfifo":
 		err = r.pushFifoScenario()
+	case "namespace":
+		r.namespace = os.Getenv("NAMESPACE")
+		err = r.namespaceScenario()
 	default:
 		err = fmt.Errorf("unknown scenario %q", os.Args[1])
 	}
@@ -129,7 +143,7 @@ func (r *run) fail(format string, args ...any) {
 // config is the client's configuration: no ACL, so empty credentials
 // (the client insists on having some).
 func (r *run) config(group string) *v5.Config {
-	return &v5.Config{Endpoint: r.endpoint, ConsumerGroup: group, Credentials: &credentials.SessionCredentials{}}
+	return &v5.Config{Endpoint: r.endpoint, NameSpace: r.namespace, ConsumerGroup: group, Credentials: &credentials.SessionCredentials{}}
 }
 
 func (r *run) producer(checker *v5.TransactionChecker, topics ...string) (v5.Producer, error) {
@@ -217,7 +231,10 @@ func receiveAll(sc v5.SimpleConsumer, want int, timeout time.Duration) ([]Messag
 
 func record(mv *v5.MessageView) Message {
 	m := Message{Body: string(mv.GetBody()), ID: mv.GetMessageId(), Keys: mv.GetKeys(), Props: mv.GetProperties(),
-		Attempt: mv.GetDeliveryAttempt(), AtMs: time.Now().UnixMilli()}
+		Topic: mv.GetTopic(), Offset: mv.GetOffset(), Attempt: mv.GetDeliveryAttempt(), AtMs: time.Now().UnixMilli()}
+	if h := mv.GetBornHost(); h != nil {
+		m.BornHost = *h
+	}
 	if t := mv.GetTag(); t != nil {
 		m.Tag = *t
 	}
@@ -245,7 +262,8 @@ func bodies(ms []Message) []string {
 // message groups interleaved to a FIFO topic, a delay message (and one
 // it recalls) and four transactions (committed, rolled back, and two
 // left to the checker: one it answers UNKNOWN then COMMIT, one
-// ROLLBACK), and receives each topic with a simple consumer.
+// ROLLBACK), and receives each topic with a simple consumer; last, a
+// message naming a system property, and one more.
 func (r *run) producerScenario() error {
 	topic, fifoTopic, delayTopic, txnTopic := os.Getenv("TOPIC"), os.Getenv("FIFO_TOPIC"), os.Getenv("DELAY_TOPIC"), os.Getenv("TXN_TOPIC")
 	r.res.TxnChecked = map[string]int{}
@@ -269,7 +287,8 @@ func (r *run) producerScenario() error {
 	defer func() { _ = p.GracefulStop() }()
 
 	// Normal messages.
-	r.res.SentIDs = map[string]string{}
+	r.res.SentIDs, r.res.SentOffsets = map[string]string{}, map[string]int64{}
+	r.res.Hostname, _ = os.Hostname()
 	for i := range 5 {
 		m := &v5.Message{Topic: topic, Body: fmt.Appendf(nil, "normal-%d", i)}
 		m.SetKeys(fmt.Sprintf("key-%d", i), "shared-key")
@@ -280,6 +299,7 @@ func (r *run) producerScenario() error {
 			return err
 		}
 		r.res.SentIDs[string(m.Body)] = rc.MessageID
+		r.res.SentOffsets[string(m.Body)] = rc.Offset
 	}
 	sc, err := r.simpleConsumer("gov5-normal-cg", map[string]*v5.FilterExpression{topic: v5.SUB_ALL})
 	if err != nil {
@@ -379,6 +399,18 @@ func (r *run) producerScenario() error {
 	r.mu.Lock()
 	r.res.TxnDelivered = bodies(append(got, late...))
 	r.mu.Unlock()
+
+	// A message naming a system property is refused; the producer
+	// sends on.
+	bad := &v5.Message{Topic: topic, Body: []byte("refused")}
+	bad.AddProperty("UNIQ_KEY", "mine")
+	if _, err := send(p, bad); err != nil {
+		r.res.Refused = err.Error()
+	}
+	if _, err := send(p, &v5.Message{Topic: topic, Body: []byte("after-refused")}); err != nil {
+		return err
+	}
+	r.res.SentAfter = true
 	return nil
 }
 
@@ -408,7 +440,7 @@ func (r *run) simpleScenario() error {
 			return err
 		}
 	}
-	for _, body := range []string{"acked", "put-back"} {
+	for _, body := range []string{"acked", "put-back", "changed-acked"} {
 		if _, err := send(p, &v5.Message{Topic: ackTopic, Body: []byte(body)}); err != nil {
 			return err
 		}
@@ -442,7 +474,7 @@ func (r *run) simpleScenario() error {
 	}
 	defer func() { _ = sc.GracefulStop() }()
 	var first []*v5.MessageView
-	for deadline := time.Now().Add(30 * time.Second); len(first) < 2 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(30 * time.Second); len(first) < 3 && time.Now().Before(deadline); {
 		mvs, err := receive(sc, 2*time.Second)
 		if err != nil {
 			return err
@@ -452,11 +484,21 @@ func (r *run) simpleScenario() error {
 	var putBack *v5.MessageView
 	for _, mv := range first {
 		r.res.FirstReceived = append(r.res.FirstReceived, record(mv))
-		if string(mv.GetBody()) == "acked" {
+		switch string(mv.GetBody()) {
+		case "acked":
 			if err := ack(sc, mv); err != nil {
 				return err
 			}
-		} else {
+		case "changed-acked":
+			// The view takes the handle the change answers; the ack
+			// uses it.
+			if err := sc.ChangeInvisibleDuration(mv, 3*time.Second); err != nil {
+				return fmt.Errorf("change invisible duration of changed-acked: %w", err)
+			}
+			if err := ack(sc, mv); err != nil {
+				r.res.AckAfterChange = err.Error()
+			}
+		default:
 			putBack = mv
 		}
 	}
@@ -478,7 +520,7 @@ func (r *run) simpleScenario() error {
 		for _, mv := range mvs {
 			r.res.Again = append(r.res.Again, record(mv))
 			if err := ack(sc, mv); err != nil {
-				r.res.AckAfterChange = err.Error()
+				return err
 			}
 		}
 	}
@@ -586,6 +628,39 @@ func (r *run) consumeWithPush(group, topic string, consume func(*v5.MessageView)
 		r.fail("not all messages were consumed within %v", timeout)
 	}
 	time.Sleep(3 * time.Second)
+	return nil
+}
+
+// namespaceScenario sends three messages to TOPIC of NAMESPACE and
+// receives them with a simple consumer of GROUP in it, acknowledging
+// each.
+func (r *run) namespaceScenario() error {
+	topic, group := os.Getenv("TOPIC"), os.Getenv("GROUP")
+	p, err := r.producer(nil, topic)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = p.GracefulStop() }()
+	for i := range 3 {
+		m := &v5.Message{Topic: topic, Body: fmt.Appendf(nil, "ns-%d", i)}
+		m.SetTag("TagNs")
+		if _, err := send(p, m); err != nil {
+			return err
+		}
+	}
+	sc, err := r.simpleConsumer(group, map[string]*v5.FilterExpression{topic: v5.NewFilterExpression("TagNs")})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sc.GracefulStop() }()
+	if r.res.Received, err = receiveAll(sc, 3, 30*time.Second); err != nil {
+		return err
+	}
+	left, err := receiveAll(sc, 1, 3*time.Second)
+	if err != nil {
+		return err
+	}
+	r.res.Leftover = bodies(left)
 	return nil
 }
 
