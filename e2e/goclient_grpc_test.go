@@ -109,11 +109,12 @@ type goV5Result struct {
 
 // startV5Cluster starts a name server, a broker with brokerSets and a
 // proxy in front of it, and creates the topics (name to mqadmin -a
-// attributes, "" for none) with 4 queues each. The proxy lets receives
+// attributes, "" for none) with 4 queues each. The proxy (with
+// proxySets too) lets receives
 // ask for invisible times and long polls down to a second, so that the
 // tests wait seconds, not RocketMQ's minimum 10, and tells push
 // consumers to poll 3 s, not 20 (their shutdown waits for their polls).
-func startV5Cluster(t *testing.T, brokerSets []string, topics map[string]string) (*brokerProc, *proxyProc) {
+func startV5Cluster(t *testing.T, brokerSets []string, topics map[string]string, proxySets ...string) (*brokerProc, *proxyProc) {
 	t.Helper()
 	ns := startNamesrv(t)
 	b := startBroker(t, ns, brokerOpts{sets: brokerSets})
@@ -123,8 +124,8 @@ func startV5Cluster(t *testing.T, brokerSets []string, topics map[string]string)
 	for topic := range topics {
 		waitRoute(t, ns.addr, topic, b.name)
 	}
-	px := startProxy(t, ns, "minInvisibleTimeMillsForRecv=1000", "grpcClientConsumerMinLongPollingTimeoutMillis=1000",
-		"grpcClientConsumerMaxLongPollingTimeoutMillis=3000")
+	px := startProxy(t, ns, append([]string{"minInvisibleTimeMillsForRecv=1000", "grpcClientConsumerMinLongPollingTimeoutMillis=1000",
+		"grpcClientConsumerMaxLongPollingTimeoutMillis=3000"}, proxySets...)...)
 	return b, px
 }
 
@@ -459,6 +460,28 @@ func TestGoV5FifoPushConsumerThroughProxy(t *testing.T) {
 	// forward, after the broker stored the copy.
 	if n := maxOffset(t, b.addr, "%DLQ%"+group, 0); n != 1 {
 		t.Errorf("%%DLQ%%%s holds %d messages, want fifo-2", group, n)
+	}
+}
+
+// TestGoV5PushConsumerRenewThroughProxy consumes with the Go v5 client's
+// push consumer a message its listener takes 7 s over, while the proxy
+// makes auto-renewed messages invisible for 4 s only, renewing them 2 s
+// before that runs out: the proxy renews it, so it is not delivered
+// again while being consumed, and the client's ack, with the handle the
+// receive gave, acknowledges it (nothing comes again after).
+func TestGoV5PushConsumerRenewThroughProxy(t *testing.T) {
+	t.Parallel()
+	const topic, group = "GoV5PushSlow", "gov5-pushslow-cg"
+	_, px := startV5Cluster(t, nil, map[string]string{topic: ""},
+		"defaultInvisibleTimeMills=4000", "renewAheadTimeMillis=2000", "renewSchedulePeriodMillis=500")
+	r := runGoV5(t, px, "pushslow", "TOPIC="+topic, "GROUP="+group, "SLOW_MS=7000")
+	var got []string
+	for _, m := range r.Consumed {
+		got = append(got, fmt.Sprintf("%s#%d", m.Body, m.Attempt))
+	}
+	slices.Sort(got)
+	if want := []string{"fast-1#1", "slow-0#1"}; !slices.Equal(got, want) {
+		t.Errorf("consumed %q, want %q: each once", got, want)
 	}
 }
 

@@ -17,6 +17,7 @@
 //	push      TOPIC GROUP COUNT FAIL_BODY
 //	pushfifo  TOPIC GROUP
 //	namespace NAMESPACE TOPIC GROUP
+//	pushslow  TOPIC GROUP SLOW_MS
 package main
 
 import (
@@ -111,6 +112,8 @@ func main() {
 		err = r.pushScenario()
 	case "pushfifo":
 		err = r.pushFifoScenario()
+	case "pushslow":
+		err = r.pushSlowScenario()
 	case "namespace":
 		r.namespace = os.Getenv("NAMESPACE")
 		err = r.namespaceScenario()
@@ -662,6 +665,39 @@ func (r *run) namespaceScenario() error {
 	}
 	r.res.Leftover = bodies(left)
 	return nil
+}
+
+// pushSlowScenario sends slow-0 and fast-1 and consumes them with a push
+// consumer whose listener takes SLOW_MS over slow-0.
+func (r *run) pushSlowScenario() error {
+	topic, group := os.Getenv("TOPIC"), os.Getenv("GROUP")
+	slow, err := strconv.Atoi(os.Getenv("SLOW_MS"))
+	if err != nil {
+		return fmt.Errorf("SLOW_MS: %w", err)
+	}
+	p, err := r.producer(nil, topic)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = p.GracefulStop() }()
+	for _, body := range []string{"slow-0", "fast-1"} {
+		if _, err := send(p, &v5.Message{Topic: topic, Body: []byte(body)}); err != nil {
+			return err
+		}
+	}
+	ok := map[string]bool{}
+	done := make(chan struct{})
+	return r.consumeWithPush(group, topic, func(mv *v5.MessageView) v5.ConsumerResult {
+		if string(mv.GetBody()) == "slow-0" {
+			r.mu.Unlock() // others are consumed meanwhile
+			time.Sleep(time.Duration(slow) * time.Millisecond)
+			r.mu.Lock()
+		}
+		if ok[string(mv.GetBody())] = true; len(ok) == 2 {
+			closeOnce(done)
+		}
+		return v5.SUCCESS
+	}, done, 40*time.Second)
 }
 
 // closeOnce closes done unless it is closed; its callers hold r.mu.
