@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -92,7 +93,7 @@ type goV5Result struct {
 	RecallErr      string            `json:"recallErr"`
 	Refused        string            `json:"refused"`
 	SentAfter      bool              `json:"sentAfter"`
-	TxnDelivered   []string          `json:"txnDelivered"`
+	TxnDelivered   []goV5Message     `json:"txnDelivered"`
 	TxnChecked     map[string]int    `json:"txnChecked"`
 	Tagged         []string          `json:"tagged"`
 	Selected       []string          `json:"selected"`
@@ -278,8 +279,21 @@ func TestGoV5ProducerThroughProxy(t *testing.T) {
 		}
 	}
 
-	if got := slices.Sorted(slices.Values(r.TxnDelivered)); !slices.Equal(got, []string{"txn-commit", "txn-open-commit"}) {
+	if got := slices.Sorted(slices.Values(bodiesOf(r.TxnDelivered))); !slices.Equal(got, []string{"txn-commit", "txn-open-commit"}) {
 		t.Errorf("transaction consumer got %q, want txn-commit and txn-open-commit", got)
+	}
+	// As RocketMQ's broker commits the copy of the half its last check
+	// stored, the message a check's answer committed tells how often it
+	// was checked; one its producer committed unasked does not.
+	for _, m := range r.TxnDelivered {
+		times, ok := m.Props["TRANSACTION_CHECK_TIMES"]
+		switch n, err := strconv.Atoi(times); {
+		case m.Body == "txn-commit" && ok:
+			t.Errorf("txn-commit, committed by its producer unchecked, carries TRANSACTION_CHECK_TIMES %q", times)
+		case m.Body == "txn-open-commit" && (err != nil || n < 2 || n > r.TxnChecked[m.Body]):
+			t.Errorf("txn-open-commit, committed answering its second check or a later one (%d checks), carries TRANSACTION_CHECK_TIMES %q, want that check's count",
+				r.TxnChecked[m.Body], times)
+		}
 	}
 	if n := r.TxnChecked["txn-open-commit"]; n < 2 {
 		t.Errorf("the checker was asked %d times about txn-open-commit, want twice at least (UNKNOWN, then COMMIT)", n)

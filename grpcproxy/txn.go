@@ -35,12 +35,34 @@ const (
 )
 
 // txnData is what END_TRANSACTION needs of a half message besides the
-// client's request: where it is stored.
+// client's request: where it is stored, and whether the proxy learnt
+// that from the broker's check (rather than from the send).
 type txnData struct {
 	addr, broker         string
 	tranStateTableOffset int64
 	commitLogOffset      int64
+	checked              bool
 	at                   time.Time
+}
+
+// fromCheck is END_TRANSACTION's fromTransactionCheck for a client's
+// EndTransaction of d: whether it answers the broker's check. A client
+// that says so (SOURCE_SERVER_CHECK, the Java client's answer to a check)
+// or says it does not (SOURCE_CLIENT) is believed. One that says nothing
+// (the Go client v5.1.4 never sets the source) answers a check when the
+// proxy last heard of the half from a check: RocketMQ's broker then
+// commits, with its TRANSACTION_CHECK_TIMES, the copy of the half the
+// check stored again, whose place its proxy passes on whatever the
+// source; rocketkv's broker stores no copy and takes the count from the
+// check it is told the answer is to, so the proxy tells it.
+func (d txnData) fromCheck(source rmqpb.TransactionSource) bool {
+	switch source {
+	case rmqpb.TransactionSource_SOURCE_SERVER_CHECK:
+		return true
+	case rmqpb.TransactionSource_SOURCE_CLIENT:
+		return false
+	}
+	return d.checked
 }
 
 // txnTable remembers half messages by producer group (the topic, as
@@ -114,7 +136,7 @@ func (s *Server) EndTransaction(ctx context.Context, req *rmqpb.EndTransactionRe
 	h := map[string]string{
 		"producerGroup": topic, "tranStateTableOffset": strconv.FormatInt(d.tranStateTableOffset, 10),
 		"commitLogOffset": strconv.FormatInt(d.commitLogOffset, 10), "commitOrRollback": state,
-		"fromTransactionCheck": strconv.FormatBool(req.GetSource() == rmqpb.TransactionSource_SOURCE_SERVER_CHECK),
+		"fromTransactionCheck": strconv.FormatBool(d.fromCheck(req.GetSource())),
 		"msgId":                req.GetMessageId(), "transactionId": id,
 	}
 	resp, err := s.invoke(ctx, d.addr, 0, remoting.NewRequest(remoting.EndTransaction, h, nil))
@@ -182,7 +204,7 @@ func (s *Server) checkTransaction(req *remoting.Command) error {
 	}
 	ns, name := splitNamespace(topic)
 	pm.Topic = &rmqpb.Resource{ResourceNamespace: ns, Name: name}
-	s.txns.put(group, id, txnData{addr: addr, broker: broker, tranStateTableOffset: tso, commitLogOffset: clo, at: time.Now()})
+	s.txns.put(group, id, txnData{addr: addr, broker: broker, tranStateTableOffset: tso, commitLogOffset: clo, checked: true, at: time.Now()})
 	cmd := &rmqpb.TelemetryCommand{Command: &rmqpb.TelemetryCommand_RecoverOrphanedTransactionCommand{
 		RecoverOrphanedTransactionCommand: &rmqpb.RecoverOrphanedTransactionCommand{Message: pm, TransactionId: id}}}
 	if !s.streams.sendToProducer(topic, cmd) {

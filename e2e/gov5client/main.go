@@ -70,7 +70,7 @@ type Result struct {
 	RecallErr    string            `json:"recallErr,omitempty"`
 	Refused      string            `json:"refused,omitempty"`
 	SentAfter    bool              `json:"sentAfter,omitempty"`
-	TxnDelivered []string          `json:"txnDelivered,omitempty"`
+	TxnDelivered []Message         `json:"txnDelivered,omitempty"`
 	TxnChecked   map[string]int    `json:"txnChecked,omitempty"`
 	// simple
 	Tagged         []string  `json:"tagged,omitempty"`
@@ -400,7 +400,7 @@ func (r *run) producerScenario() error {
 		return err
 	}
 	r.mu.Lock()
-	r.res.TxnDelivered = bodies(append(got, late...))
+	r.res.TxnDelivered = append(got, late...)
 	r.mu.Unlock()
 
 	// A message naming a system property is refused; the producer
