@@ -98,7 +98,7 @@ type run struct {
 
 func main() {
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: gov5client producer|simple|push|pushfifo")
+		fmt.Fprintln(os.Stderr, "usage: gov5client producer|simple|push|pushfifo|pushslow|namespace")
 		os.Exit(2)
 	}
 	r := &run{endpoint: os.Getenv("ENDPOINT")}
