@@ -88,6 +88,8 @@ type goV5Result struct {
 	Hostname       string            `json:"hostname"`
 	Normal         []goV5Message     `json:"normal"`
 	Fifo           []goV5Message     `json:"fifo"`
+	FifoFirst      []goV5Message     `json:"fifoFirst"`
+	FifoAgain      []goV5Message     `json:"fifoAgain"`
 	DelayAtMs      int64             `json:"delayAtMs"`
 	Delay          []goV5Message     `json:"delay"`
 	RecallErr      string            `json:"recallErr"`
@@ -182,7 +184,8 @@ func createGroup(t *testing.T, broker, group, fields string) {
 // messages with their keys, tag and property (and the id the send
 // answered); the messages of two message groups, sent interleaved to a
 // FIFO topic, in order per group when received by an orderly group, each
-// group's in one queue; a delay message not before its delivery time and
+// group's in one queue, and those of a third, not acknowledged, again in
+// order once their invisible time is over; a delay message not before its delivery time and
 // soon after it, while one recalled before its time never comes; and
 // transactions: a committed one delivered, a rolled back one never, and
 // two left open resolved by the producer's checker, asked through the
@@ -252,12 +255,23 @@ func TestGoV5ProducerThroughProxy(t *testing.T) {
 	if len(perGroup) != 2 {
 		t.Errorf("FIFO messages came with the message groups %q, want order-a and order-b", slices.Sorted(maps.Keys(perGroup)))
 	}
+	// order-c-0 and order-c-1 came in one batch (an orderly pop takes
+	// what the queue holds), were not acknowledged, and came again, in
+	// order, as second attempts, once their invisible time (3 s) was over.
+	if got := bodiesOf(r.FifoFirst); !slices.Equal(got, []string{"order-c-0", "order-c-1"}) {
+		t.Errorf("the third message group first came as %q, want order-c-0, order-c-1", got)
+	} else if again := r.FifoAgain; !slices.Equal(bodiesOf(again), []string{"order-c-0", "order-c-1"}) ||
+		again[0].Attempt != 2 || again[1].Attempt != 2 {
+		t.Errorf("the unacknowledged message group came again as %+v, want order-c-0, order-c-1 as attempt 2", again)
+	} else if wait := again[0].AtMs - r.FifoFirst[0].AtMs; wait < 2500 {
+		t.Errorf("the unacknowledged message group came again %d ms after the first receive, before its 3 s invisible time was over", wait)
+	}
 	queues := 0
 	for q := range 4 {
 		if n := maxOffset(t, b.addr, fifoTopic, q); n > 0 {
 			queues++
-			if n != 6 && n != 12 {
-				t.Errorf("FIFO queue %d holds %d messages, want whole message groups (6 or 12)", q, n)
+			if n != 2 && n != 6 && n != 8 && n != 12 && n != 14 {
+				t.Errorf("FIFO queue %d holds %d messages, want whole message groups (of 6, 6 and 2)", q, n)
 			}
 		}
 	}

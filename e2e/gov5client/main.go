@@ -65,6 +65,8 @@ type Result struct {
 	Hostname     string            `json:"hostname,omitempty"`
 	Normal       []Message         `json:"normal,omitempty"`
 	Fifo         []Message         `json:"fifo,omitempty"`
+	FifoFirst    []Message         `json:"fifoFirst,omitempty"`
+	FifoAgain    []Message         `json:"fifoAgain,omitempty"`
 	DelayAtMs    int64             `json:"delayAtMs,omitempty"`
 	Delay        []Message         `json:"delay,omitempty"`
 	RecallErr    string            `json:"recallErr,omitempty"`
@@ -262,7 +264,8 @@ func bodies(ms []Message) []string {
 }
 
 // producerScenario sends normal messages (keys, tag, a property), two
-// message groups interleaved to a FIFO topic, a delay message (and one
+// message groups interleaved to a FIFO topic (and a third, received
+// without an ack, then again), a delay message (and one
 // it recalls) and four transactions (committed, rolled back, and two
 // left to the checker: one it answers UNKNOWN then COMMIT, one
 // ROLLBACK), and receives each topic with a simple consumer; last, a
@@ -330,6 +333,37 @@ func (r *run) producerScenario() error {
 	defer func() { _ = fc.GracefulStop() }()
 	if r.res.Fifo, err = receiveAll(fc, 12, 40*time.Second); err != nil {
 		return err
+	}
+	// A FIFO message received and not acknowledged holds its group back
+	// until its invisible time is over, then comes again.
+	for i := range 2 {
+		m := &v5.Message{Topic: fifoTopic, Body: fmt.Appendf(nil, "order-c-%d", i)}
+		m.SetMessageGroup("order-c")
+		if _, err := send(p, m); err != nil {
+			return err
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); len(r.res.FifoFirst) == 0 && time.Now().Before(deadline); {
+		mvs, err := receive(fc, 3*time.Second)
+		if err != nil {
+			return err
+		}
+		for _, mv := range mvs {
+			r.res.FifoFirst = append(r.res.FifoFirst, record(mv))
+		}
+	}
+	held := time.Now()
+	for time.Since(held) < 15*time.Second && len(r.res.FifoAgain) == 0 {
+		mvs, err := receive(fc, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		for _, mv := range mvs {
+			r.res.FifoAgain = append(r.res.FifoAgain, record(mv))
+			if err := ack(fc, mv); err != nil {
+				return err
+			}
+		}
 	}
 
 	// Delay: one kept, one recalled.
