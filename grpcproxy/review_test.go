@@ -87,15 +87,14 @@ func TestCheckSkipsABlockedProducer(t *testing.T) {
 	stuck := &blockedStream{release: make(chan struct{}), sent: make(chan *rmqpb.TelemetryCommand, 4)}
 	ready := &blockedStream{release: make(chan struct{}), sent: make(chan *rmqpb.TelemetryCommand, 4)}
 	close(ready.release)
-	a, b := &telemetryStream{stream: stuck}, &telemetryStream{stream: ready}
+	a, b := newTelemetryStream(stuck), newTelemetryStream(ready)
 	r.open("a", a)
 	r.open("b", b)
 	r.setTopics(a, map[string]bool{"T": true})
 	r.setTopics(b, map[string]bool{"T": true})
 	go func() { _ = a.send(&rmqpb.TelemetryCommand{}) }() // blocks: a's client reads nothing
 	deadline := time.Now().Add(5 * time.Second)
-	for a.mu.TryLock() {
-		a.mu.Unlock()
+	for len(a.turn) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the blocked send did not start")
 		}
@@ -110,6 +109,40 @@ func TestCheckSkipsABlockedProducer(t *testing.T) {
 		t.Fatalf("the reading producer got %d checks, want all 3", len(ready.sent))
 	}
 	close(stuck.release)
+}
+
+// A transaction check reaches a lone producer whose stream is busy with
+// another send a moment (the check of another transaction of the same
+// pass): it waits for that send instead of being dropped, which cost the
+// client a check and the broker one of its transactionCheckMax.
+func TestCheckWaitsForABusyLoneProducer(t *testing.T) {
+	r := newStreamRegistry()
+	busy := &blockedStream{release: make(chan struct{}), sent: make(chan *rmqpb.TelemetryCommand, 4)}
+	ts := newTelemetryStream(busy)
+	r.open("lone", ts)
+	r.setTopics(ts, map[string]bool{"T": true})
+	first := &rmqpb.TelemetryCommand{Status: &rmqpb.Status{Message: "first"}}
+	done := make(chan error, 1)
+	go func() { done <- ts.send(first) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(ts.turn) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first send did not start")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	release := time.AfterFunc(50*time.Millisecond, func() { close(busy.release) })
+	defer release.Stop()
+	second := &rmqpb.TelemetryCommand{Status: &rmqpb.Status{Message: "second"}}
+	if !r.sendToProducer("T", second) {
+		t.Fatal("the check was dropped while the lone producer's stream finished another send")
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("first send: %v", err)
+	}
+	if got := []string{(<-busy.sent).GetStatus().GetMessage(), (<-busy.sent).GetStatus().GetMessage()}; got[0] != "first" || got[1] != "second" {
+		t.Fatalf("the producer got %q, want first, second", got)
+	}
 }
 
 // When a push consumer goes away (NotifyClientTermination), the messages

@@ -122,7 +122,7 @@ func decodeGroupPolicy(body []byte) (groupPolicy, error) {
 func (s *Server) Telemetry(stream rmqpb.MessagingService_TelemetryServer) error {
 	ctx := stream.Context()
 	who := callerOf(ctx)
-	ts := &telemetryStream{stream: stream}
+	ts := newTelemetryStream(stream)
 	opened := false
 	defer func() {
 		if opened {
