@@ -330,7 +330,7 @@ func TestGoV5ProducerThroughProxy(t *testing.T) {
 // TestGoV5SimpleConsumerThroughProxy receives with the Go v5 client's
 // simple consumer through bin/proxy: a tag filter gets only its tags, a
 // SQL92 filter (the broker with enablePropertyFilter) only the messages
-// its selector matches; an acknowledged message does not come again once
+// its selector matches (and so does a push consumer's); an acknowledged message does not come again once
 // its invisible time is over, and one made invisible for 6 s with
 // ChangeInvisibleDuration and not acknowledged comes again after the new
 // duration, no sooner, as its second delivery attempt, while one
@@ -338,46 +338,57 @@ func TestGoV5ProducerThroughProxy(t *testing.T) {
 // not.
 func TestGoV5SimpleConsumerThroughProxy(t *testing.T) {
 	t.Parallel()
-	const tagTopic, sqlTopic, ackTopic = "GoV5Tags", "GoV5Sql", "GoV5Ack"
-	_, px := startV5Cluster(t, []string{"enablePropertyFilter=true"}, map[string]string{tagTopic: "", sqlTopic: "", ackTopic: ""})
-	r := runGoV5(t, px, "simple", "TAG_TOPIC="+tagTopic, "SQL_TOPIC="+sqlTopic, "ACK_TOPIC="+ackTopic)
-
-	if got, want := slices.Sorted(slices.Values(r.Tagged)), []string{"TagA-0", "TagA-3", "TagA-6", "TagC-2", "TagC-5", "TagC-8"}; !slices.Equal(got, want) {
-		t.Errorf("tag filter TagA || TagC received %q, want %q", got, want)
-	}
-	// red is an even n; n > 2: 4, 6, 8; TagB is n%3 == 1: 4.
-	if got, want := slices.Sorted(slices.Values(r.Selected)), []string{"sql-6", "sql-8"}; !slices.Equal(got, want) {
-		t.Errorf("SQL92 filter received %q, want %q", got, want)
-	}
-
-	if got := slices.Sorted(slices.Values(bodiesOf(r.FirstReceived))); !slices.Equal(got, []string{"acked", "changed-acked", "put-back"}) {
-		t.Fatalf("first received %q, want acked, changed-acked and put-back", got)
-	}
-	if got := bodiesOf(r.Again); !slices.Equal(got, []string{"put-back"}) {
-		t.Fatalf("after the change received %q, want put-back only (acked and changed-acked were acknowledged)", got)
-	}
-	again := r.Again[0]
-	if back := time.Duration(again.AtMs-r.ChangedAtMs) * time.Millisecond; back < 5*time.Second {
-		t.Errorf("put-back came again %v after its invisible time was changed to 6 s", back)
-	}
-	if again.Attempt != 2 {
-		t.Errorf("put-back came again as delivery attempt %d, want 2", again.Attempt)
-	}
-	var first goV5Message
-	for _, m := range r.FirstReceived {
-		if m.Body == "put-back" {
-			first = m
+	const tagTopic, sqlTopic, ackTopic, pushSQLTopic = "GoV5Tags", "GoV5Sql", "GoV5Ack", "GoV5PushSql"
+	_, px := startV5Cluster(t, []string{"enablePropertyFilter=true"},
+		map[string]string{tagTopic: "", sqlTopic: "", ackTopic: "", pushSQLTopic: ""})
+	t.Run("push consumer's SQL92 filter", func(t *testing.T) {
+		t.Parallel()
+		r := runGoV5(t, px, "pushsql", "TOPIC="+pushSQLTopic, "GROUP=gov5-pushsql-cg")
+		if got := slices.Sorted(slices.Values(bodiesOf(r.Consumed))); !slices.Equal(got, []string{"sql-3", "sql-4", "sql-5"}) {
+			t.Errorf("a push consumer subscribed with n >= 3 consumed %q, want sql-3, sql-4, sql-5", got)
 		}
-	}
-	if first.Attempt != 1 || again.ID != first.ID {
-		t.Errorf("put-back came first as attempt %d with id %s, again with id %s: want attempt 1 and one id", first.Attempt, first.ID, again.ID)
-	}
-	if r.AckAfterChange != "" {
-		t.Errorf("acknowledging changed-acked with the handle its change answered: %s", r.AckAfterChange)
-	}
-	if len(r.Leftover) != 0 {
-		t.Errorf("after acknowledging all received %q", r.Leftover)
-	}
+	})
+	t.Run("simple consumer", func(t *testing.T) {
+		t.Parallel()
+		r := runGoV5(t, px, "simple", "TAG_TOPIC="+tagTopic, "SQL_TOPIC="+sqlTopic, "ACK_TOPIC="+ackTopic)
+
+		if got, want := slices.Sorted(slices.Values(r.Tagged)), []string{"TagA-0", "TagA-3", "TagA-6", "TagC-2", "TagC-5", "TagC-8"}; !slices.Equal(got, want) {
+			t.Errorf("tag filter TagA || TagC received %q, want %q", got, want)
+		}
+		// red is an even n; n > 2: 4, 6, 8; TagB is n%3 == 1: 4.
+		if got, want := slices.Sorted(slices.Values(r.Selected)), []string{"sql-6", "sql-8"}; !slices.Equal(got, want) {
+			t.Errorf("SQL92 filter received %q, want %q", got, want)
+		}
+
+		if got := slices.Sorted(slices.Values(bodiesOf(r.FirstReceived))); !slices.Equal(got, []string{"acked", "changed-acked", "put-back"}) {
+			t.Fatalf("first received %q, want acked, changed-acked and put-back", got)
+		}
+		if got := bodiesOf(r.Again); !slices.Equal(got, []string{"put-back"}) {
+			t.Fatalf("after the change received %q, want put-back only (acked and changed-acked were acknowledged)", got)
+		}
+		again := r.Again[0]
+		if back := time.Duration(again.AtMs-r.ChangedAtMs) * time.Millisecond; back < 5*time.Second {
+			t.Errorf("put-back came again %v after its invisible time was changed to 6 s", back)
+		}
+		if again.Attempt != 2 {
+			t.Errorf("put-back came again as delivery attempt %d, want 2", again.Attempt)
+		}
+		var first goV5Message
+		for _, m := range r.FirstReceived {
+			if m.Body == "put-back" {
+				first = m
+			}
+		}
+		if first.Attempt != 1 || again.ID != first.ID {
+			t.Errorf("put-back came first as attempt %d with id %s, again with id %s: want attempt 1 and one id", first.Attempt, first.ID, again.ID)
+		}
+		if r.AckAfterChange != "" {
+			t.Errorf("acknowledging changed-acked with the handle its change answered: %s", r.AckAfterChange)
+		}
+		if len(r.Leftover) != 0 {
+			t.Errorf("after acknowledging all received %q", r.Leftover)
+		}
+	})
 }
 
 // TestGoV5NamespaceThroughProxy sends and receives with the Go v5

@@ -18,6 +18,7 @@
 //	pushfifo  TOPIC GROUP
 //	namespace NAMESPACE TOPIC GROUP
 //	pushslow  TOPIC GROUP SLOW_MS
+//	pushsql   TOPIC GROUP
 package main
 
 import (
@@ -100,7 +101,7 @@ type run struct {
 
 func main() {
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: gov5client producer|simple|push|pushfifo|pushslow|namespace")
+		fmt.Fprintln(os.Stderr, "usage: gov5client producer|simple|push|pushfifo|pushslow|pushsql|namespace")
 		os.Exit(2)
 	}
 	r := &run{endpoint: os.Getenv("ENDPOINT")}
@@ -114,6 +115,8 @@ func main() {
 		err = r.pushScenario()
 	case "pushfifo":
 		err = r.pushFifoScenario()
+	case "pushsql":
+		err = r.pushSQLScenario()
 	case "pushslow":
 		err = r.pushSlowScenario()
 	case "namespace":
@@ -732,6 +735,50 @@ func (r *run) pushSlowScenario() error {
 		}
 		return v5.SUCCESS
 	}, done, 40*time.Second)
+}
+
+// pushSQLScenario sends sql-0..sql-5 with the property n and consumes
+// them with a push consumer subscribed with the SQL92 filter "n >= 3".
+func (r *run) pushSQLScenario() error {
+	topic, group := os.Getenv("TOPIC"), os.Getenv("GROUP")
+	p, err := r.producer(nil, topic)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = p.GracefulStop() }()
+	for i := range 6 {
+		m := &v5.Message{Topic: topic, Body: fmt.Appendf(nil, "sql-%d", i)}
+		m.AddProperty("n", strconv.Itoa(i))
+		if _, err := send(p, m); err != nil {
+			return err
+		}
+	}
+	pc, err := v5.NewPushConsumer(r.config(group),
+		v5.WithPushAwaitDuration(2*time.Second),
+		v5.WithPushSubscriptionExpressions(map[string]*v5.FilterExpression{topic: v5.NewFilterExpressionWithType("n >= 3", v5.SQL92)}),
+		v5.WithPushMessageListener(&v5.FuncMessageListener{Consume: func(mv *v5.MessageView) v5.ConsumerResult {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.res.Consumed = append(r.res.Consumed, record(mv))
+			return v5.SUCCESS
+		}}))
+	if err != nil {
+		return fmt.Errorf("new push consumer: %w", err)
+	}
+	if err := pc.Start(); err != nil {
+		return fmt.Errorf("start push consumer: %w", err)
+	}
+	defer func() { _ = pc.GracefulStop() }()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		r.mu.Lock()
+		n := len(r.res.Consumed)
+		r.mu.Unlock()
+		if n >= 3 {
+			break
+		}
+	}
+	time.Sleep(3 * time.Second) // what the filter should have kept back would come by now
+	return nil
 }
 
 // closeOnce closes done unless it is closed; its callers hold r.mu.
