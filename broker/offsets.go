@@ -160,7 +160,11 @@ func (b *Broker) processUpdateConsumerOffset(_ context.Context, _ *remoting.Conn
 	if svc := b.popSvc; svc != nil && b.isSlave() {
 		// The commit replaces the slave's pops' own entry of the queue
 		// (one offset table on RocketMQ's slave).
-		svc.OffsetCommitted(group, topic, qid)
+		if err := svc.OffsetCommitted(group, topic, qid); err != nil {
+			b.log.Error().Err(err).Str("group", group).Str("topic", topic).Int32("queue", qid).
+				Msg("slave: the offset commit is stored, but the slave's pops still go by their own offset of the queue")
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
 	}
 	return remoting.NewResponse(req, remoting.Success, "")
 }

@@ -88,6 +88,17 @@ func (b *Broker) startPop() error {
 	if err != nil {
 		return err
 	}
+	if b.isSlave() {
+		// What the slave's own pops kept before it stopped (RocketMQ's
+		// slave loads its offset and order info files).
+		n, err := svc.LoadSlaveState()
+		if err != nil {
+			return errors.Join(err, svc.Close())
+		}
+		if n > 0 {
+			b.log.Info().Int("queues", n).Msg("slave: loaded the offsets and orderly batches its own pops kept")
+		}
+	}
 	b.popSvc = svc
 	b.reviving.Store(svc)
 	b.popHolds = newPopHolds(b)
@@ -256,7 +267,8 @@ func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *r
 		// nothing (pop.Service.PopReadOnly): its master's checkpoint and
 		// offsets are the ones that count, copied here by the slave sync.
 		// What it handed out it keeps in memory, so that the next pop
-		// goes on past it.
+		// goes on past it; its own offsets and orderly batches in its
+		// store too (pop.Service.LoadSlaveState).
 		res, err = b.popSvc.PopReadOnly(preq)
 	} else {
 		// A pop starts from the committed offset a reset set; the reset's
@@ -402,9 +414,9 @@ func (b *Broker) ackTarget(req *remoting.Command, topic string, queueID int32, o
 // threshold is here). The master's in-flight state, which the slave
 // copies, is the one a promoted slave revives; an ack of a message
 // popped from the master is for the master. An orderly
-// ack moves what the slave keeps in memory of its own orderly pops
+// ack moves what the slave keeps of its own orderly pops
 // (pop.Service.AckReadOnly), as RocketMQ's slave's ackOrderly moves its
-// in-memory order info and offset table, and is MESSAGE_ILLEGAL for an
+// order info and offset table (which it persists), and is MESSAGE_ILLEGAL for an
 // offset outside the batch an orderly pop on the slave handed out.
 func (b *Broker) processAck(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	r := remoting.Header(req.ExtFields).Reader()
@@ -568,8 +580,8 @@ func changedResponse(req *remoting.Command, res pop.ChangeResult) *remoting.Comm
 // ChangeInvisibleTimeProcessor first puts a new checkpoint through
 // EscapeBridge, which on a broker that is not broker 0 puts nothing and
 // says SERVICE_NOT_AVAILABLE, and answers that failure so. An orderly one
-// moves the message's deadline in what the slave keeps in memory of its
-// own orderly pops (pop.Service.ChangeInvisibleTimeReadOnly, RocketMQ's
+// moves the message's deadline in what the slave keeps of its own
+// orderly pops (pop.Service.ChangeInvisibleTimeReadOnly, RocketMQ's
 // slave's ConsumerOrderInfoManager.updateNextVisibleTime) and gets
 // SUCCESS with the handle's popTime and reviveQid and the new invisible
 // time counted from popTime, or zero fields for an offset below the

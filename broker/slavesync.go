@@ -656,7 +656,7 @@ func (b *Broker) applyMasterOffsets(body []byte) error {
 	// The master's pairs replace what this slave's own pops committed of
 	// them (RocketMQ's putAll over its slave's table).
 	if svc := b.popSvc; svc != nil {
-		svc.OffsetsCopied(func(group, topic string) bool {
+		return svc.OffsetsCopied(func(group, topic string) bool {
 			_, ok := theirs[groupTopic{group, topic}]
 			return ok
 		})

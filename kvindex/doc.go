@@ -49,6 +49,7 @@
 //	0x56    pop checkpoint  no         pop service (pop, ack, change invisible time, revive)
 //	0x57    pop revive      no         earlier versions' revive; deleted by the dispatcher, the pop service's start and topic deletion
 //	0x58    revive batch    no         pop service (revive)
+//	0x59    pop slave own   no         pop service of a slave (its own pops, orderly acks, changes of invisible time)
 //	0x60    txn half        no         dispatcher (half messages); transaction service (checks, end)
 //	0x61    txn end         no         transaction service (END_TRANSACTION, discard); dispatcher (committed records)
 //	0x62    txn RocketMQ op yes        dispatcher (op messages, RocketMQ's or rocketkv's); deleted below the half queue's minimum
@@ -406,6 +407,29 @@
 // config/consumerOrderInfo.json here, and kvdump export-rocketmq writes
 // it back; a batch imported without an invisible time has 0, and is
 // judged by each pop's invisible time, as RocketMQ does.
+//
+// # 0x59 pop slave own: what a slave's own pops keep of a group's queue
+//
+//	key:   0x59 | groupLen uint16 | group | topicLen uint16 | topic | queueId int32
+//	value: committed int64 (-1: none) [ | the 0x53 value of the orderly batch ]
+//
+// Written only by a slave, whose 0x30 and 0x53 hold what it copies from
+// its master. committed is the slave's own entry of its offset table:
+// where a pop on it of a group without an offset started, the start of
+// its last orderly batch, past what its orderly acks acknowledged; the
+// batch is the last one its orderly pops handed out, with the acks and
+// moved deadlines of the slave's requests (Apache RocketMQ's slave keeps
+// both in consumerOffset.json and consumerOrderInfo.json). While
+// committed is there the slave's pops go by it rather than by the copied
+// 0x30 offset. A sync of the master's offsets that carries the group and
+// topic sets committed to -1 on each of its queues (the master's table
+// put over the slave's), as does a client's UPDATE_CONSUMER_OFFSET of the
+// queue on the slave; the batch stays, as RocketMQ's sync leaves
+// consumerOrderInfo.json alone. Synced before the request is answered;
+// an entry left with neither is deleted, and a batch unused for a day
+// is dropped (at the slave's start at the latest). Loaded by a slave's
+// POP service at start; a master does not read it. Not part of the POP
+// state copy (popStatePrefixes).
 //
 // # 0x54 request mode: SET_MESSAGE_REQUEST_MODE
 //

@@ -16,6 +16,7 @@ const (
 	PrefixPopCK       = prefixPopCK
 	PrefixPopRevive   = prefixPopRevive
 	PrefixPopReviveB  = prefixPopReviveBatch
+	PrefixPopSlaveOwn = prefixPopSlaveOwn
 )
 
 // popKeyspaces are the POP keyspaces of doc.go, in prefix order.
@@ -30,6 +31,7 @@ func popKeyspaces() []Keyspace {
 		{PrefixPopCK, "pop-checkpoint", false},
 		{PrefixPopRevive, "pop-revive-intent", false},
 		{PrefixPopReviveB, "pop-revive-batch", false},
+		{PrefixPopSlaveOwn, "pop-slave-own", false},
 	}
 }
 
@@ -80,6 +82,27 @@ type PopPositionRecord struct{ PopPosition }
 
 // PopOrderRecord is the in-flight orderly batch of a queue (keyspace 0x53).
 type PopOrderRecord struct{ OrderState }
+
+// PopSlaveOwnRecord is what a slave's own pops keep of a group's queue
+// (keyspace 0x59).
+type PopSlaveOwnRecord struct{ SlaveOwn }
+
+// Keyspace implements Record.
+func (PopSlaveOwnRecord) Keyspace() Keyspace { return mustKeyspace(PrefixPopSlaveOwn) }
+
+// String implements Record.
+func (r PopSlaveOwnRecord) String() string {
+	s := fmt.Sprintf("group=%q topic=%q queue=%d committed=%d", r.Group, r.Topic, r.QueueID, r.Committed)
+	if r.Batch == nil {
+		return s
+	}
+	batch := PopOrderRecord{*r.Batch}.String()
+	// The batch's fields after its group, topic and queue, the entry's.
+	if i := strings.Index(batch, " popTime="); i >= 0 {
+		batch = batch[i+1:]
+	}
+	return s + " batch: " + batch
+}
 
 // RequestModeRecord is a topic and group's message request mode (keyspace
 // 0x54).
@@ -224,6 +247,9 @@ func decodePopKey(key, value []byte) (rec Record, ok bool, err error) {
 	case PrefixPopOrder:
 		st, err := decodeOrderState(key, value)
 		return decoded(PopOrderRecord{st}, err)
+	case PrefixPopSlaveOwn:
+		o, err := decodeSlaveOwn(key, value)
+		return decoded(PopSlaveOwnRecord{o}, err)
 	case PrefixRequestMode:
 		m, err := decodeRequestMode(key, value)
 		return decoded(RequestModeRecord{Topic: m.Topic, Group: m.Group, Body: string(m.JSON)}, err)

@@ -267,20 +267,31 @@ func encodeOrderState(s *OrderState) []byte {
 func decodeOrderState(k, v []byte) (OrderState, error) {
 	var s OrderState
 	g, t, q, rest, err := decodeGroupTopicQueue(k, prefixPopOrder)
-	if err != nil || len(rest) != 0 || len(v) < 24 {
+	if err != nil || len(rest) != 0 {
 		return s, ErrBadKey
 	}
 	s.Group, s.Topic, s.QueueID = g, t, q
+	return s, decodeOrderValue(&s, v)
+}
+
+// decodeOrderValue decodes the value of an orderly batch (the 0x53
+// layout) into s, whose group, topic and queue the key gave.
+func decodeOrderValue(s *OrderState, v []byte) error {
+	if len(v) < 24 {
+		return ErrBadKey
+	}
 	s.PopTime = int64(binary.BigEndian.Uint64(v))
 	s.InvisibleTime = int64(binary.BigEndian.Uint64(v[8:]))
 	s.Acked = binary.BigEndian.Uint64(v[16:])
+	var rest []byte
+	var err error
 	if s.AttemptID, rest, err = readString16(v[24:]); err != nil || len(rest) < 2 {
-		return s, ErrBadKey
+		return ErrBadKey
 	}
 	n := int(binary.BigEndian.Uint16(rest))
 	rest = rest[2:]
 	if n > MaxOrderBatch || len(rest) < 20*n {
-		return s, ErrBadKey
+		return ErrBadKey
 	}
 	s.Messages = make([]OrderMessage, n)
 	for i := range s.Messages {
@@ -292,23 +303,23 @@ func decodeOrderState(k, v []byte) (OrderState, error) {
 		rest = rest[20:]
 	}
 	if len(rest) == 0 {
-		return s, nil
+		return nil
 	}
 	// Carried counts: present only when there are some.
 	if len(rest) < 2 {
-		return s, ErrBadKey
+		return ErrBadKey
 	}
 	m := int(binary.BigEndian.Uint16(rest))
 	rest = rest[2:]
 	if m == 0 || m > MaxOrderBatch || len(rest) != 12*m {
-		return s, ErrBadKey
+		return ErrBadKey
 	}
 	s.Carried = make([]OrderCount, m)
 	for i := range s.Carried {
 		s.Carried[i] = OrderCount{QueueOffset: int64(binary.BigEndian.Uint64(rest)), Consumed: int32(binary.BigEndian.Uint32(rest[8:]))}
 		rest = rest[12:]
 	}
-	return s, nil
+	return nil
 }
 
 func requestModeKey(topic, group string) []byte {
@@ -643,8 +654,9 @@ func (s *PopStore) EachRequestMode(fn func(RequestMode) bool) error {
 // database, of every group: committed offsets (0x30, as RocketMQ's
 // ConsumerOffsetManager.cleanOffsetByTopic), pop positions and orderly
 // batches (0x52, 0x53), checkpoints with their deadlines (0x55, 0x56),
-// revive batches (0x58) and the revive intents an earlier version left
-// (0x57), which the POP service's start would give back to checkpoints.
+// revive batches (0x58), a slave's own pop state (0x59) and the revive
+// intents an earlier version left (0x57), which the POP service's start
+// would give back to checkpoints.
 // Left, a topic created again under the same name would number its
 // queues from 0 while a stale position or offset skips its messages, and
 // revive would read it at the checkpoints' offsets and deliver its
@@ -677,7 +689,7 @@ func (s *PopStore) DeleteTopic(topic string) error {
 		}
 		return nil
 	})
-	for _, p := range []byte{prefixConsumerOf, prefixPopPosition, prefixPopOrder, prefixPopRevive, prefixPopReviveBatch} {
+	for _, p := range []byte{prefixConsumerOf, prefixPopPosition, prefixPopOrder, prefixPopRevive, prefixPopReviveBatch, prefixPopSlaveOwn} {
 		if err != nil {
 			break
 		}
@@ -727,15 +739,15 @@ func (s *PopStore) eachGroupOfTopic(prefix byte, topic string, fn func(it *pebbl
 	return it.Close()
 }
 
-// DeleteGroupPositions deletes the pop positions (0x52) and orderly
-// batches (0x53) of group on every topic (a group deleted with its
-// offsets). A group popping again then starts from its committed offset
+// DeleteGroupPositions deletes the pop positions (0x52), orderly batches
+// (0x53) and a slave's own pop state (0x59) of group on every topic (a
+// group deleted with its offsets). A group popping again then starts from its committed offset
 // or its init mode, as RocketMQ's pops do once the offsets are cleaned.
 // A deleted topic's go with the rest of its consumer state (DeleteTopic).
 func (s *PopStore) DeleteGroupPositions(group string) error {
 	b := s.db.pdb.NewBatch()
 	defer b.Close()
-	for _, p := range []byte{prefixPopPosition, prefixPopOrder} {
+	for _, p := range []byte{prefixPopPosition, prefixPopOrder, prefixPopSlaveOwn} {
 		lo := topicPrefix(p, group)
 		if err := b.DeleteRange(lo, prefixEnd(lo), nil); err != nil {
 			return fmt.Errorf("delete pop positions of %q: %w", group, err)

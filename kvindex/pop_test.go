@@ -347,6 +347,11 @@ func TestDecodePopKeyspaces(t *testing.T) {
 	_ = b.PutCheckpoint(&ck)
 	_ = b.SetPosition("g", "T", 1, 5)
 	_ = b.SetOrder(&OrderState{Group: "g", Topic: "T", QueueID: 0, Messages: []OrderMessage{{QueueOffset: 1}}})
+	own := SlaveOwn{Group: "g", Topic: "T", QueueID: 2, Committed: 7,
+		Batch: &OrderState{Group: "g", Topic: "T", QueueID: 2, PopTime: 5, InvisibleTime: 9, Acked: 1, AttemptID: "a", Messages: []OrderMessage{{QueueOffset: 7, Consumed: 1}, {QueueOffset: 8}}}}
+	if err := b.SetSlaveOwn(&own); err != nil {
+		t.Fatal(err)
+	}
 	if err := b.Commit(true); err != nil {
 		t.Fatal(err)
 	}
@@ -369,8 +374,11 @@ func TestDecodePopKeyspaces(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(seen) != 7 {
+	if len(seen) != 8 {
 		t.Fatalf("decoded keyspaces %v", seen)
+	}
+	if got := seen["pop-slave-own"].(PopSlaveOwnRecord).SlaveOwn; !reflect.DeepEqual(got, own) {
+		t.Fatalf("slave's own pop state decoded %+v, want %+v", got, own)
 	}
 	if got := seen["pop-checkpoint"].(PopCheckpointRecord).Checkpoint; !reflect.DeepEqual(got, ck) {
 		t.Fatalf("checkpoint decoded %+v", got)
@@ -403,6 +411,8 @@ func FuzzDecodePopKey(f *testing.F) {
 	st.Carried = []OrderCount{{QueueOffset: 2, Consumed: 3}}
 	f.Add(groupTopicQueue(nil, prefixPopOrder, "g", "T", 0), encodeOrderState(&st))
 	f.Add(requestModeKey("T", "g"), []byte("{}"))
+	f.Add(groupTopicQueue(nil, prefixPopSlaveOwn, "g", "T", 0), slaveOwnValue(&SlaveOwn{Committed: 3}))
+	f.Add(groupTopicQueue(nil, prefixPopSlaveOwn, "g", "T", 0), slaveOwnValue(&SlaveOwn{Committed: -1, Batch: &st}))
 	ck := Checkpoint{Group: "g", Topic: "T", QueueID: 1, CKOffset: 3, Offsets: []int64{4, 6, 4000}, VisibleAt: 20, PopTime: 10}
 	f.Add(checkpointKey(nil, "g", "T", 1, 3, 10), checkpointValue(nil, &ck))
 	f.Add(checkpointDueKey(nil, &ck), []byte{3})
@@ -451,6 +461,13 @@ func FuzzDecodePopKey(f *testing.F) {
 		case PopOrderRecord:
 			if got := encodeOrderState(&x.OrderState); string(got) != string(v) {
 				t.Fatalf("order value does not round-trip: %x -> %x", v, got)
+			}
+		case PopSlaveOwnRecord:
+			if got := groupTopicQueue(nil, prefixPopSlaveOwn, x.Group, x.Topic, x.QueueID); string(got) != string(k) {
+				t.Fatalf("slave's own pop state key does not round-trip: %x -> %x", k, got)
+			}
+			if got := slaveOwnValue(&x.SlaveOwn); string(got) != string(v) {
+				t.Fatalf("slave's own pop state value does not round-trip: %x -> %x", v, got)
 			}
 		}
 		_ = rec.String()
@@ -624,5 +641,82 @@ func TestMinInFlightReplacing(t *testing.T) {
 	}
 	if off, ok, err := s.MinInFlight("g", "T", 0, 0); err != nil || !ok || off != 0 {
 		t.Fatalf("MinInFlight after uncommitted replacements: %d %v %v, want 0", off, ok, err)
+	}
+}
+
+// A slave's own pop state (0x59) reads back as written; an entry with
+// neither an offset nor a batch is deleted, and the deletion of a topic
+// or a group takes the entries of it with the rest of its consumer
+// state, while the POP state copy of a master neither carries nor
+// replaces them.
+func TestSlaveOwnPopState(t *testing.T) {
+	db := openTestDB(t)
+	s := db.Pop()
+	write := func(entries ...SlaveOwn) {
+		t.Helper()
+		b := s.NewBatch()
+		defer b.Close()
+		for i := range entries {
+			if err := b.SetSlaveOwn(&entries[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Commit(true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() []string {
+		t.Helper()
+		var out []string
+		if err := s.EachSlaveOwn(func(o SlaveOwn) bool {
+			out = append(out, PopSlaveOwnRecord{o}.String())
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	batch := &OrderState{PopTime: 1000, InvisibleTime: 60000, Messages: []OrderMessage{{QueueOffset: 4}}}
+	write(SlaveOwn{Group: "g", Topic: "T", QueueID: 0, Committed: 4, Batch: batch},
+		SlaveOwn{Group: "g", Topic: "T", QueueID: 1, Committed: 9},
+		SlaveOwn{Group: "g", Topic: "U", QueueID: 0, Committed: -1, Batch: batch},
+		SlaveOwn{Group: "h", Topic: "T", QueueID: 0, Committed: 2})
+	want := []string{
+		`group="g" topic="T" queue=0 committed=4 batch: popTime=` + FormatMillis(1000) + ` invisibleTime=60000 acked=0x0 attemptId="" messages=[4/0]`,
+		`group="g" topic="T" queue=1 committed=9`,
+		`group="g" topic="U" queue=0 committed=-1 batch: popTime=` + FormatMillis(1000) + ` invisibleTime=60000 acked=0x0 attemptId="" messages=[4/0]`,
+		`group="h" topic="T" queue=0 committed=2`,
+	}
+	if got := read(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("entries\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	b := s.NewBatch()
+	if err := b.SetSlaveOwn(&SlaveOwn{Group: "g", Topic: "T", QueueID: 0, Committed: -2}); err == nil {
+		t.Fatal("an offset below -1 was taken")
+	}
+	b.Close()
+
+	// A master's POP state copy replaces its keyspaces, not this one.
+	master := openTestDB(t)
+	copied, _, err := master.AppendPopState(nil, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.ReplacePopState(copied); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); len(got) != 4 {
+		t.Fatalf("entries after a POP state copy: %v", got)
+	}
+
+	write(SlaveOwn{Group: "g", Topic: "T", QueueID: 1, Committed: -1})
+	if err := s.DeleteTopic("U"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteGroupPositions("h"); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); !reflect.DeepEqual(got, want[:1]) {
+		t.Fatalf("entries after emptying g's T/1 and deleting topic U and group h: %v", got)
 	}
 }

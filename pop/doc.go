@@ -52,13 +52,15 @@
 // On a slave the count is of what its own read-only pops handed out and
 // is in flight there, in memory (slaveinflight.go).
 //
-// A slave's read-only pops (PopReadOnly) write nothing and keep what they
-// handed out in memory (handedout.go), with a timer per queue that calls
-// Config.OnQueueReady when the earliest of it becomes poppable again.
-// Its orderly pops keep their batch, and its orderly acks and changes of
-// invisible time their effect on it and on the group's offset on the
-// slave (one for its orderly and non-orderly pops, replaced by the next
-// copy of the master's), in memory too (readonlyorder.go).
+// A slave's read-only pops (PopReadOnly) write none of the master's
+// state and keep what they handed out in memory (handedout.go), with a
+// timer per queue that calls Config.OnQueueReady when the earliest of it
+// becomes poppable again. Its orderly pops keep their batch, and its
+// orderly acks and changes of invisible time their effect on it and on
+// the group's offset on the slave (one for its orderly and non-orderly
+// pops, replaced by the next copy of the master's), in memory and in a
+// keyspace of the slave's own (0x59), loaded again when the slave
+// restarts (readonlyorder.go).
 //
 // The wire forms live here too: the receipt handle (Handle, the POP_CK
 // property and ack extraInfo), the pop response header strings

@@ -6,9 +6,10 @@ import (
 
 // PopReadOnly answers a pop on a slave, whose store only its master
 // writes: the messages a pop would return, with the same header fields,
-// and nothing recorded in the store: no checkpoint, no position, no
-// committed offset, no orderly batch (what a slave keeps of its pops is
-// in memory).
+// and none of the master's state written: no checkpoint, no position, no
+// committed offset, no orderly batch (what a slave keeps of its own pops
+// is in memory, and its own offsets and orderly batches in the slave's
+// keyspace 0x59 too: slaveOrders).
 //
 // It is what a client sees of Apache RocketMQ 5.3.3's slave (brokerRole
 // SLAVE, with or without slaveReadEnable, which only pulls look at):
@@ -23,8 +24,8 @@ import (
 //
 // A non-orderly pop starts, as RocketMQ's slave's, from the group's
 // offset on the slave: the slave's own entry (what its orderly pops and
-// acks committed, or where a pop of a group without an offset started,
-// kept in memory: slaveOrders) until a sync of the master's offsets or a
+// acks committed, or where a pop of a group without an offset started:
+// slaveOrders, which a restart of the slave keeps) until a sync of the master's offsets or a
 // client's commit on the slave replaces it, else the committed offset as
 // last copied from the master (the master's pop position, past what it
 // has in flight, is not used: while the master is down, what it had in
@@ -39,8 +40,8 @@ import (
 // every message handed out after it); the pops held on its queue are
 // woken then (Config.OnQueueReady). An orderly pop ignores whatever
 // orderly batch of the master's was copied (RocketMQ's slave has none of
-// its master's orderly state) and keeps its own in memory, as RocketMQ's
-// slave keeps it in its ConsumerOrderInfoManager and offset table
+// its master's orderly state) and keeps its own, as RocketMQ's slave
+// keeps it in its ConsumerOrderInfoManager and offset table
 // (slaveOrders): the batch locks the queue for the group's other
 // orderly consumers until each of its messages is acknowledged on the
 // slave (AckReadOnly) or past its deadline (which
@@ -175,7 +176,9 @@ func (s *Service) readOnlyStart(k queueKey, initMode int32, pin bool) (int64, er
 			return 0, fmt.Errorf("read-only pop of %s/%d: %w", k.topic, k.queueID, err)
 		}
 		if pin {
-			s.slaveOrd.setOwn(k, base, now)
+			if err := s.slaveOrd.setOwn(k, base, now); err != nil {
+				return 0, fmt.Errorf("read-only pop of %s/%d: %w", k.topic, k.queueID, err)
+			}
 		}
 	}
 	return s.handed.from(k, base, committed, now), nil
@@ -189,16 +192,18 @@ func (s *Service) readOnlyStart(k queueKey, initMode int32, pin bool) (int64, er
 // the starts of its pops) are dropped, whether the master's offsets are
 // ahead of them or behind (reset backward on the master), and its pops
 // go by the copied offsets from then on. Pairs the master does not have
-// keep the slave's entries.
-func (s *Service) OffsetsCopied(replaced func(group, topic string) bool) {
-	s.dropSlaveOwn(func(k queueKey) bool { return replaced(k.group, k.topic) })
+// keep the slave's entries. The entries go from the slave's store too;
+// the error joins those of the entries it did not let go, which hold
+// until the next copy.
+func (s *Service) OffsetsCopied(replaced func(group, topic string) bool) error {
+	return s.dropSlaveOwn(func(k queueKey) bool { return replaced(k.group, k.topic) })
 }
 
 // OffsetCommitted tells the service of a slave that a client committed
 // the group's offset on the queue on it (UPDATE_CONSUMER_OFFSET): that
 // commit replaces the slave's own entry, as it overwrites the one entry
 // of RocketMQ's slave's offset table.
-func (s *Service) OffsetCommitted(group, topic string, queueID int32) {
+func (s *Service) OffsetCommitted(group, topic string, queueID int32) error {
 	k := queueKey{group, topic, queueID}
-	s.dropSlaveOwn(func(q queueKey) bool { return q == k })
+	return s.dropSlaveOwn(func(q queueKey) bool { return q == k })
 }

@@ -11,13 +11,15 @@ import (
 )
 
 // slaveOrders is what a slave's pops, acks and changes of invisible
-// time keep, in memory only, per group and queue (see PopReadOnly): the
-// batch the last orderly pop handed out, as a master stores it in the
-// 0x53 keyspace (its messages, acknowledgements, moved deadlines and
-// consumption counts), and the slave's own entry of its offset table,
-// which its orderly pops set to the batch's start, its orderly acks move
-// past what they acknowledge, and any pop sets to where a group without
-// a committed offset starts (InitMode). Orderly and non-orderly pops go
+// time keep per group and queue (see PopReadOnly), in memory and in the
+// slave's store (keyspace 0x59, kvindex.SlaveOwn), from which a slave's
+// POP service loads it at start (LoadSlaveState): the batch the last
+// orderly pop handed out, as a master stores it in the 0x53 keyspace
+// (its messages, acknowledgements, moved deadlines and consumption
+// counts), and the slave's own entry of its offset table, which its
+// orderly pops set to the batch's start, its orderly acks move past what
+// they acknowledge, and any pop sets to where a group without a
+// committed offset starts (InitMode). Orderly and non-orderly pops go
 // by that one entry, as RocketMQ's slave's have one offset table.
 //
 // Apache RocketMQ's slave (the baseline's PopMessageProcessor,
@@ -28,30 +30,40 @@ import (
 // a change of invisible time moves a message's deadline, and a pop of a
 // group without an offset commits its start. Without them a slave gave
 // two orderly consumers the same batch, and a lone consumer its
-// acknowledged batch again.
+// acknowledged batch again. It persists both (consumerOffset.json every
+// flushConsumerOffsetInterval, consumerOrderInfo.json every 10 s, and
+// both at shutdown) and loads them at start, so a restarted slave goes
+// on from where its consumers were; rocketkv's writes each change before
+// the request is answered.
 //
-// The slave writes none of it to its store: its committed offsets there
-// are its master's, copied by the slave sync. The own entry, when there
-// is one, is what the slave's pops go by; the copied offset counts where
+// The slave's committed offsets in 0x30 are its master's, copied by the
+// slave sync (and those its clients commit on it, UPDATE_CONSUMER_OFFSET);
+// its 0x53 batches are its master's too. The own entry, when there is
+// one, is what the slave's pops go by; the copied offset counts where
 // there is none. As RocketMQ's sync puts the master's table over the
 // slave's (putAll: per group and topic, the master's queues replace the
-// slave's), a sync drops the own entries of every pair the master's
-// table has, whether the master is ahead of them or behind (an offset
-// reset backward on the master reaches the slave's consumers at the next
-// sync; acknowledged messages past the master's offset are delivered
-// again), and so does a client's commit of the queue's offset on the
-// slave (OffsetCommitted). While the master is down there is no sync,
-// and the slave's entries hold. A batch unused for a day is forgotten,
-// as RocketMQ's autoClean drops an OrderInfo, and so is an own entry
-// past the end of its queue (deleted and created again, or cut where the
-// slave parted from its master). A restarted slave starts from the
-// copied offsets again (RocketMQ's slave persists its table, own entries
-// included).
+// slave's, whether they are ahead or behind; there is no rule keeping
+// the larger), a sync drops the own entries of every pair the master's
+// table has (an offset reset backward on the master reaches the slave's
+// consumers at the next sync; acknowledged messages past the master's
+// offset are delivered again), and so does a client's commit of the
+// queue's offset on the slave (OffsetCommitted). While the master is
+// down there is no sync, and the slave's entries hold, across restarts
+// of the slave too. The batches are left to the slave's own requests, as
+// RocketMQ's sync leaves its ConsumerOrderInfoManager alone. A batch
+// unused for a day is forgotten, as RocketMQ's autoClean drops an
+// OrderInfo, and so is an own entry past the end of its queue (deleted
+// and created again, or cut where the slave parted from its master).
 //
-// Concurrency: mu guards the map; the requests that read and then change
-// a queue's entry hold the queue's stripe lock (Service.lock) between
-// the two, so that they change it one at a time; so does dropSlaveOwn.
+// Concurrency: mu guards the map and orders the writes of its entries
+// to the store (each committed under mu, unsynced, and synced after mu is
+// released, so that the store takes the changes in the order the map
+// does); the requests that read and then change a queue's entry hold the
+// queue's stripe lock (Service.lock) between the two, so that they change
+// it one at a time; so does dropSlaveOwn.
 type slaveOrders struct {
+	// store holds the entries (keyspace 0x59).
+	store     *kvindex.PopStore
 	mu        sync.Mutex
 	queues    map[queueKey]*slaveOrder
 	nextSweep int64
@@ -67,12 +79,69 @@ type slaveOrder struct {
 	hasCommitted bool
 }
 
+// stored is q as the store keeps it for k.
+func (q *slaveOrder) stored(k queueKey) *kvindex.SlaveOwn {
+	o := &kvindex.SlaveOwn{Group: k.group, Topic: k.topic, QueueID: k.queueID, Committed: -1}
+	if q.hasCommitted {
+		o.Committed = q.committed
+	}
+	if q.hasBatch {
+		b := q.batch
+		b.Group, b.Topic, b.QueueID = k.group, k.topic, k.queueID
+		o.Batch = &b
+	}
+	return o
+}
+
 // slaveOrderSweepEvery is how often the entries of slaveOrders left
 // with nothing that counts are dropped.
 const slaveOrderSweepEvery = time.Minute
 
-func newSlaveOrders() *slaveOrders {
-	return &slaveOrders{queues: map[queueKey]*slaveOrder{}}
+func newSlaveOrders(store *kvindex.PopStore) *slaveOrders {
+	return &slaveOrders{store: store, queues: map[queueKey]*slaveOrder{}}
+}
+
+// load reads the entries the store holds into the map (which it
+// replaces) at now (ms), dropping the batches unused for a day and the
+// entries left with nothing, from the store too; it returns how many
+// entries it kept. It is for a slave's start, before any request.
+func (o *slaveOrders) load(now int64) (int, error) {
+	queues := map[queueKey]*slaveOrder{}
+	var stale []*kvindex.SlaveOwn
+	err := o.store.EachSlaveOwn(func(e kvindex.SlaveOwn) bool {
+		k := queueKey{e.Group, e.Topic, e.QueueID}
+		q := &slaveOrder{committed: max(e.Committed, 0), hasCommitted: e.Committed >= 0}
+		if e.Batch != nil {
+			q.batch, q.hasBatch = *e.Batch, true
+		}
+		if q.hasBatch && now-q.batch.PopTime > orderIdleSpan {
+			q.batch, q.hasBatch = kvindex.OrderState{}, false
+			stale = append(stale, q.stored(k))
+		}
+		if q.hasBatch || q.hasCommitted {
+			queues[k] = q
+		}
+		return true
+	})
+	if err != nil {
+		return 0, fmt.Errorf("load a slave's own pop state: %w", err)
+	}
+	if len(stale) > 0 {
+		b := o.store.NewBatch()
+		defer b.Close()
+		for _, e := range stale {
+			if err := b.SetSlaveOwn(e); err != nil {
+				return 0, err
+			}
+		}
+		if err := b.Commit(true); err != nil {
+			return 0, fmt.Errorf("drop a slave's own orderly batches unused for a day: %w", err)
+		}
+	}
+	o.mu.Lock()
+	o.queues = queues
+	o.mu.Unlock()
+	return len(queues), nil
 }
 
 // get returns a copy of k's entry (empty when there is none) that the
@@ -91,34 +160,80 @@ func (o *slaveOrders) get(k queueKey) slaveOrder {
 }
 
 // put makes q k's entry at now (ms), dropping it when it keeps nothing;
-// once a minute it drops what every other entry no longer needs.
-func (o *slaveOrders) put(k queueKey, q slaveOrder, now int64) {
+// once a minute it drops what every other entry no longer needs. It
+// returns once the change is in the store, durably; when the store
+// refuses it, the map is left as it was.
+func (o *slaveOrders) put(k queueKey, q slaveOrder, now int64) error {
+	wait, err := o.putLocked(k, q, now)
+	if err != nil {
+		return err
+	}
+	if err := wait(); err != nil {
+		return fmt.Errorf("a slave's own pop state of %s on %s/%d: %w", k.group, k.topic, k.queueID, err)
+	}
+	return nil
+}
+
+// putLocked is put but for the wait for the store's sync, which it
+// returns.
+func (o *slaveOrders) putLocked(k queueKey, q slaveOrder, now int64) (func() error, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	b := o.store.NewBatch()
+	defer b.Close()
+	if err := b.SetSlaveOwn(q.stored(k)); err != nil {
+		return nil, err
+	}
+	// The sweep, when it is due, goes in the same write.
+	type swept struct {
+		k    queueKey
+		drop bool
+	}
+	var sweep []swept
+	if now >= o.nextSweep {
+		for sk, sq := range o.queues {
+			if sk == k {
+				continue
+			}
+			if !sq.hasBatch || now-sq.batch.PopTime <= orderIdleSpan {
+				continue // the map keeps no entry with nothing
+			}
+			left := *sq
+			left.batch, left.hasBatch = kvindex.OrderState{}, false
+			if err := b.SetSlaveOwn(left.stored(sk)); err != nil {
+				return nil, err
+			}
+			sweep = append(sweep, swept{sk, !left.hasCommitted})
+		}
+	}
+	wait, err := b.CommitDurable()
+	if err != nil {
+		return nil, fmt.Errorf("a slave's own pop state of %s on %s/%d: %w", k.group, k.topic, k.queueID, err)
+	}
 	if q.hasBatch || q.hasCommitted {
 		o.queues[k] = &q
 	} else {
 		delete(o.queues, k)
 	}
-	if now < o.nextSweep {
-		return
-	}
-	o.nextSweep = now + slaveOrderSweepEvery.Milliseconds()
-	for k, q := range o.queues {
-		if q.hasBatch && now-q.batch.PopTime > orderIdleSpan {
-			q.batch, q.hasBatch = kvindex.OrderState{}, false
+	if now >= o.nextSweep {
+		o.nextSweep = now + slaveOrderSweepEvery.Milliseconds()
+		for _, sw := range sweep {
+			if sw.drop {
+				delete(o.queues, sw.k)
+				continue
+			}
+			sq := o.queues[sw.k]
+			sq.batch, sq.hasBatch = kvindex.OrderState{}, false
 		}
-		if !q.hasBatch && !q.hasCommitted {
-			delete(o.queues, k)
-		}
 	}
+	return wait, nil
 }
 
 // setOwn makes off k's own offset entry at now, keeping its batch.
-func (o *slaveOrders) setOwn(k queueKey, off int64, now int64) {
+func (o *slaveOrders) setOwn(k queueKey, off int64, now int64) error {
 	q := o.get(k)
 	q.committed, q.hasCommitted = off, true
-	o.put(k, q, now)
+	return o.put(k, q, now)
 }
 
 // ownKeys returns the queues with an own offset entry that match.
@@ -134,28 +249,43 @@ func (o *slaveOrders) ownKeys(match func(queueKey) bool) []queueKey {
 	return keys
 }
 
-// clearOwn drops k's own offset entry, and k's entry with it when it
-// has no batch.
-func (o *slaveOrders) clearOwn(k queueKey) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if q := o.queues[k]; q != nil {
-		q.committed, q.hasCommitted = 0, false
-		if !q.hasBatch {
-			delete(o.queues, k)
-		}
+// clearOwn drops k's own offset entry at now, and k's entry with it when
+// it has no batch.
+func (o *slaveOrders) clearOwn(k queueKey, now int64) error {
+	q := o.get(k)
+	if !q.hasCommitted {
+		return nil
 	}
+	q.committed, q.hasCommitted = 0, false
+	return o.put(k, q, now)
 }
 
 // dropSlaveOwn drops the slave's own offset entries of the queues that
 // match, each under its queue's stripe lock, so that no request that
-// read the entry before puts it back afterwards.
-func (s *Service) dropSlaveOwn(match func(queueKey) bool) {
+// read the entry before puts it back afterwards. The errors of the
+// entries the store did not let go are joined.
+func (s *Service) dropSlaveOwn(match func(queueKey) bool) error {
+	var errs []error
 	for _, k := range s.slaveOrd.ownKeys(match) {
 		unlock := s.lock(k.group, k.topic, k.queueID)
-		s.slaveOrd.clearOwn(k)
+		err := s.slaveOrd.clearOwn(k, s.now())
 		unlock()
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
+	return errors.Join(errs...)
+}
+
+// LoadSlaveState loads what this slave's own pops, orderly acks and
+// changes of invisible time kept before it last stopped (keyspace 0x59,
+// see slaveOrders) and returns how many queues it holds: a restarted
+// slave goes on from its own offsets and keeps its orderly queues locked,
+// as RocketMQ's slave loads its consumerOffset.json and
+// consumerOrderInfo.json. The broker calls it on a slave before it takes
+// requests.
+func (s *Service) LoadSlaveState() (int, error) {
+	return s.slaveOrd.load(s.now())
 }
 
 // slaveOwnOffset returns the slave's own offset entry of k, dropping it
@@ -174,7 +304,9 @@ func (s *Service) slaveOwnOffset(k queueKey, now int64) (int64, bool, error) {
 		return 0, false, fmt.Errorf("max offset of %s/%d: %w", k.topic, k.queueID, err)
 	}
 	if q.committed > maxOff {
-		s.slaveOrd.put(k, slaveOrder{}, now)
+		if err := s.slaveOrd.put(k, slaveOrder{}, now); err != nil {
+			return 0, false, err
+		}
 		return 0, false, nil
 	}
 	return q.committed, true, nil
@@ -229,7 +361,9 @@ func (s *Service) readOnlyOrderQueue(req PopRequest, src source, remain int, res
 	if remain <= 0 {
 		if !known {
 			q.committed, q.hasCommitted = pos, true
-			s.slaveOrd.put(k, q, res.PopTime)
+			if err := s.slaveOrd.put(k, q, res.PopTime); err != nil {
+				return readResult{}, fmt.Errorf("read-only orderly pop of %s/%d: %w", src.topic, src.queueID, err)
+			}
 		}
 		return readResult{}, s.addRestFrom(src, pos, res)
 	}
@@ -243,7 +377,9 @@ func (s *Service) readOnlyOrderQueue(req PopRequest, src source, remain int, res
 		if !known || r.next != pos {
 			// Nothing matched: the consumer is done up to next.
 			q.committed, q.hasCommitted = r.next, true
-			s.slaveOrd.put(k, q, res.PopTime)
+			if err := s.slaveOrd.put(k, q, res.PopTime); err != nil {
+				return readResult{}, fmt.Errorf("read-only orderly pop of %s/%d: %w", src.topic, src.queueID, err)
+			}
 		}
 		return r, nil
 	}
@@ -259,7 +395,9 @@ func (s *Service) readOnlyOrderQueue(req PopRequest, src source, remain int, res
 	addOrderCounts(info, src, &st)
 	q.batch, q.hasBatch = st, true
 	q.committed, q.hasCommitted = r.from, true
-	s.slaveOrd.put(k, q, res.PopTime)
+	if err := s.slaveOrd.put(k, q, res.PopTime); err != nil {
+		return readResult{}, fmt.Errorf("read-only orderly pop of %s/%d: %w", src.topic, src.queueID, err)
+	}
 	s.orderWakes.set(&st, res.PopTime)
 	return r, nil
 }
@@ -325,7 +463,9 @@ func (s *Service) ackReadOnlyOrder(group, topic string, queueID int32, offsets [
 			return false, nil
 		}
 		q.committed, q.hasCommitted = next, true
-		s.slaveOrd.put(k, q, now)
+		if err := s.slaveOrd.put(k, q, now); err != nil {
+			return false, err
+		}
 		switch {
 		case q.hasBatch && q.batch.Acked == 1<<len(q.batch.Messages)-1:
 			s.orderWakes.clear(group, topic, queueID)
@@ -423,7 +563,9 @@ func (s *Service) ChangeInvisibleTimeReadOnly(group, topic string, queueID int32
 		}
 	}
 	if res.Changed {
-		s.slaveOrd.put(k, q, now)
+		if err := s.slaveOrd.put(k, q, now); err != nil {
+			return ChangeResult{}, fmt.Errorf("change invisible time of orderly %s on %s/%d@%d on a slave: %w", group, topic, queueID, offset, err)
+		}
 		s.orderWakes.set(&q.batch, now)
 	}
 	return res, nil

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/rocketkv/rocketkv/kvindex"
 )
 
 // popReadOnly pops up to max messages of queue 0 orderly on a slave
@@ -159,7 +161,7 @@ func TestSlaveOrderlyChangeInvisibleTime(t *testing.T) {
 func copiedPair(group, topic string) bool { return group == "G" && topic == orderTestTopic }
 func noPair(string, string) bool          { return false }
 
-// What a slave's orderly acks committed in memory holds until the slave
+// What a slave's orderly acks committed holds until the slave
 // copies its master's offsets; a copy whose table has the group's pair
 // replaces it, behind the slave's own (an offset reset backward on the
 // master: the acknowledged messages come again) or ahead of it, as
@@ -184,12 +186,16 @@ func TestSlaveOrderlyProgressAndTheCopiedOffset(t *testing.T) {
 	if err := h.svc.cfg.Offsets.Set("G", orderTestTopic, 0, 1); err != nil {
 		t.Fatal(err)
 	}
-	h.svc.OffsetsCopied(noPair)
+	if err := h.svc.OffsetsCopied(noPair); err != nil {
+		t.Fatal(err)
+	}
 	if offs, _, _ := h.popReadOnly(t, "A", 1); fmt.Sprint(offs) != "[4]" {
 		t.Fatalf("pop on the slave after a copy without the group: %v, want [4]", offs)
 	}
 	// A copy with the pair, behind: back to the master's offset.
-	h.svc.OffsetsCopied(copiedPair)
+	if err := h.svc.OffsetsCopied(copiedPair); err != nil {
+		t.Fatal(err)
+	}
 	if q := h.svc.slaveOrd.get(queueKey{"G", orderTestTopic, 0}); q.hasCommitted {
 		t.Fatalf("the slave kept its own committed offset %d over a copy of 1", q.committed)
 	}
@@ -207,7 +213,9 @@ func TestSlaveOrderlyProgressAndTheCopiedOffset(t *testing.T) {
 	if err := h.svc.cfg.Offsets.Set("G", orderTestTopic, 0, 6); err != nil {
 		t.Fatal(err)
 	}
-	h.svc.OffsetsCopied(copiedPair)
+	if err := h.svc.OffsetsCopied(copiedPair); err != nil {
+		t.Fatal(err)
+	}
 	if offs, _, _ := h.popReadOnly(t, "B", 2); fmt.Sprint(offs) != "[6 7]" {
 		t.Fatalf("pop on the slave after a copy ahead of it: %v, want [6 7]", offs)
 	}
@@ -256,8 +264,130 @@ func TestSlaveOrderlyAndNonOrderlyPopsShareTheOffset(t *testing.T) {
 	if err := h.svc.cfg.Offsets.Set("G", orderTestTopic, 0, 5); err != nil {
 		t.Fatal(err)
 	}
-	h.svc.OffsetCommitted("G", orderTestTopic, 0)
+	if err := h.svc.OffsetCommitted("G", orderTestTopic, 0); err != nil {
+		t.Fatal(err)
+	}
 	if offs, _, _ := h.popReadOnly(t, "B", 1); fmt.Sprint(offs) != "[5]" {
 		t.Fatalf("orderly pop after a commit of 5 on the slave: %v, want [5]", offs)
+	}
+}
+
+// restartSlave replaces the harness's service by a new one over the same
+// store, as a restart of the slave does, and loads what the slave's own
+// pops kept; it returns how many queues the new one holds.
+func (h *orderHarness) restartSlave(t *testing.T) int {
+	t.Helper()
+	if err := h.svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := New(h.svc.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	n, err := svc.LoadSlaveState()
+	if err != nil {
+		t.Fatalf("load the slave's own pop state: %v", err)
+	}
+	h.svc = svc
+	return n
+}
+
+// What a slave's own pops, orderly acks and changes of invisible time
+// keep survives a restart of the slave, as RocketMQ's slave loads its
+// consumerOffset.json and consumerOrderInfo.json: the batch still locks
+// the queue for another consumer, its acknowledgements and moved
+// deadlines hold, the acks after the restart move the group on from
+// there, and the start a pop took for a group without an offset stays.
+// What a copy of the master's offsets or a client's commit dropped does
+// not come back, and a batch unused for a day is dropped at the start.
+// None of it is in the master's keyspaces of the slave's store.
+func TestSlaveOrderlyStateSurvivesARestart(t *testing.T) {
+	h := newOrderHarness(t, 8)
+	_, _, popTime := h.popReadOnly(t, "A", 3)
+	if _, err := h.svc.AckReadOnly("G", orderTestTopic, 0, 0, orderHandle(popTime)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.ChangeInvisibleTimeReadOnly("G", orderTestTopic, 0, 1, orderHandle(popTime), 5000); err != nil {
+		t.Fatal(err)
+	}
+	// A non-orderly pop of another group without an offset pins its start.
+	res, err := h.svc.PopReadOnly(PopRequest{Group: "P", Topic: orderTestTopic, QueueID: 0, MaxMsgNums: 1, InvisibleTime: 1000, InitMode: InitMax})
+	if err != nil || len(res.Records) != 1 {
+		t.Fatalf("non-orderly pop of a group without an offset: %d messages, %v", len(res.Records), err)
+	}
+	// G's queue, P's and P's pop-retry queue, whose start P's pop took
+	// too (as RocketMQ's pop commits the start of every queue it reads).
+	if n := h.restartSlave(t); n != 3 {
+		t.Fatalf("the restarted slave holds %d queues of its own pops, want 3", n)
+	}
+	h.storesNothing(t)
+
+	if offs, _, _ := h.popReadOnly(t, "B", 2); len(offs) != 0 {
+		t.Fatalf("another consumer's pop of the locked queue after the restart: %v, want nothing", offs)
+	}
+	// Past the batch's own invisible time, but not past the deadline the
+	// change of invisible time gave offset 1: still locked.
+	h.now += 1500
+	if offs, _, _ := h.popReadOnly(t, "B", 2); len(offs) != 0 {
+		t.Fatalf("pop after the batch's invisible time, before offset 1's moved deadline: %v, want nothing", offs)
+	}
+	for _, off := range []int64{1, 2} {
+		if _, err := h.svc.AckReadOnly("G", orderTestTopic, 0, off, orderHandle(popTime)); err != nil {
+			t.Fatalf("ack of %d after the restart: %v", off, err)
+		}
+	}
+	if offs, info, _ := h.popReadOnly(t, "B", 2); fmt.Sprint(offs) != "[3 4]" || info != "0 0 0" {
+		t.Fatalf("pop after the batch's acks across the restart: %v %q, want [3 4] not redelivered", offs, info)
+	}
+	h.now += 2000 // the last pop's batch and P's message visible again
+	plain := func() []int64 {
+		t.Helper()
+		res, err := h.svc.PopReadOnly(PopRequest{Group: "P", Topic: orderTestTopic, QueueID: 0, MaxMsgNums: 1, InvisibleTime: 1000, InitMode: InitMin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs, err := ParseMsgOffsetInfo(res.MsgOffsetInfo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return offs[InfoKey(FlagNormal, 0)]
+	}
+	if offs := plain(); fmt.Sprint(offs) != "[7]" {
+		t.Fatalf("non-orderly pop of group P after the restart: %v, want [7] (its start, InitMax, kept)", offs)
+	}
+
+	// The copy of the master's offsets drops G's own entry for good.
+	if err := h.svc.cfg.Offsets.Set("G", orderTestTopic, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.svc.OffsetsCopied(copiedPair); err != nil {
+		t.Fatal(err)
+	}
+	// A client's commit on the slave drops P's.
+	if err := h.svc.cfg.Offsets.Set("P", orderTestTopic, 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.svc.OffsetCommitted("P", orderTestTopic, 0); err != nil {
+		t.Fatal(err)
+	}
+	h.restartSlave(t)
+	if offs, _, _ := h.popReadOnly(t, "C", 2); fmt.Sprint(offs) != "[1 2]" {
+		t.Fatalf("orderly pop after a copy of 1 and a restart: %v, want [1 2]", offs)
+	}
+	if offs := plain(); fmt.Sprint(offs) != "[2]" {
+		t.Fatalf("non-orderly pop after a commit of 2 and a restart: %v, want [2]", offs)
+	}
+
+	// A day later the batch is dropped at the start, from the store too;
+	// the offset stays.
+	h.now += orderIdleSpan + 1
+	h.restartSlave(t)
+	var kept []kvindex.SlaveOwn
+	if err := h.svc.store.EachSlaveOwn(func(o kvindex.SlaveOwn) bool { kept = append(kept, o); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 2 || kept[0].Group != "G" || kept[0].Batch != nil || kept[0].Committed != 1 || kept[1].Group != "P" || kept[1].Topic == orderTestTopic {
+		t.Fatalf("the store after a start a day later: %+v, want G's offset 1 without a batch and P's start on its pop-retry queue", kept)
 	}
 }

@@ -272,7 +272,7 @@ func New(cfg Config) (*Service, error) {
 		wake:     make(chan struct{}, 1),
 	}
 	s.handed = newHandedOut(cfg.OnQueueReady, s.now)
-	s.slaveOrd = newSlaveOrders()
+	s.slaveOrd = newSlaveOrders(s.store)
 	s.slaveFlight = newSlaveInFlight(s.wakeReleasedReadOnly)
 	if !cfg.QuietOrderLockRelease {
 		s.orderWakes = newOrderWakes(cfg.OnQueueReady)
