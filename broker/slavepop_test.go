@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/internal/popclient"
+	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -15,12 +16,14 @@ import (
 // RocketMQ 5.3.3's slave does, slaveReadEnable or not, and writes
 // nothing: a pop gets the messages (RocketMQ's checkpoint write goes
 // through EscapeBridge, which on a slave puts nothing and only fails),
-// and the next pop goes on past them (kept in memory only); non-orderly
+// and the next pop goes on past them (what it handed out is kept in
+// memory only, as RocketMQ's slave's PopBufferMergeService); non-orderly
 // acks are SUCCESS and change nothing; a change of invisible time of a
 // message popped without order is SYSTEM_ERROR (its new checkpoint
 // cannot be put), of an orderly one SUCCESS. The checks before them still
 // answer as on a master. (Orderly pops and acks on a slave:
-// TestSlaveOrderlyPopsLockTheQueueInMemory.)
+// TestSlaveOrderlyPopsLockTheQueue; across a restart of the slave:
+// TestASlavesOwnOffsetsSurviveItsRestart.)
 func TestSlaveAnswersPopsWithoutRecordingThem(t *testing.T) {
 	master := startTestBroker(t, withHA(nil))
 	slave := startSlaveOf(t, master, nil)
@@ -294,17 +297,19 @@ func TestSlaveHeldPopWakesWhenHandedOutMessagesExpire(t *testing.T) {
 	}
 }
 
-// Orderly pops on a slave keep their batch and their progress in memory,
-// as RocketMQ's slave keeps them in its ConsumerOrderInfoManager and
-// offset table: a second orderly consumer of the group gets nothing
+// Orderly pops on a slave keep their batch and their progress, as
+// RocketMQ's slave keeps them in its ConsumerOrderInfoManager and offset
+// table: a second orderly consumer of the group gets nothing
 // while the first holds the batch; the first's acks on the slave free
 // the queue, wake the second's held pop and move the group on, so that
 // it gets the next messages at once; an ack of an offset outside the
 // batch is MESSAGE_ILLEGAL; a change of invisible time below the
 // committed offset is SUCCESS with zero fields, as RocketMQ answers it.
-// The slave's store holds none of it, and the master's state is as it
-// was.
-func TestSlaveOrderlyPopsLockTheQueueInMemory(t *testing.T) {
+// The slave's store holds them apart from what it copies from its master
+// (keyspace 0x59, which a restart of the slave loads): neither its
+// orderly batches nor its committed offsets hold any of it, and the
+// master's state is as it was.
+func TestSlaveOrderlyPopsLockTheQueue(t *testing.T) {
 	master := startTestBroker(t, withHA(nil))
 	slave := startSlaveOf(t, master, nil)
 	_, mrc := popClient(master)
@@ -370,6 +375,13 @@ func TestSlaveOrderlyPopsLockTheQueueInMemory(t *testing.T) {
 		t.Fatalf("orderly change of invisible time on the slave below the committed offset: %d %+v %v, want SUCCESS with zero fields", code, nh, err)
 	}
 
+	var own []kvindex.SlaveOwn
+	if err := slave.db.Pop().EachSlaveOwn(func(o kvindex.SlaveOwn) bool { own = append(own, o); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if len(own) != 1 || own[0].Group != "o" || own[0].Committed != 2 || own[0].Batch == nil || len(own[0].Batch.Messages) != 2 || own[0].Batch.Messages[0].QueueOffset != 2 {
+		t.Fatalf("the slave's own orderly state in its store: %+v, want o's offset 2 and its batch [2 3]", own)
+	}
 	for _, b := range []*testBroker{slave, master} {
 		if st, ok, err := b.db.Pop().Order("o", "SO", 0); err != nil || ok {
 			t.Fatalf("an orderly batch of the slave's pops is stored (%v): %+v", err, st)

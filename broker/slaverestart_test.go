@@ -1,0 +1,166 @@
+package broker
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/internal/popclient"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// slaveRestartSettings are the settings of a slave of the master whose HA
+// address is masterHA, for starting it again on its store.
+func slaveRestartSettings(masterHA string) map[string]string {
+	return withHA(map[string]string{"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": masterHA})
+}
+
+// What consumers took through a slave while its master was down survives
+// a restart of the slave, as RocketMQ's slave persists its
+// consumerOffset.json and consumerOrderInfo.json: a client's offset
+// commit on it (UPDATE_CONSUMER_OFFSET), and the batch and progress of
+// its orderly pops and acks, which still lock the queue for another
+// consumer and move the group on from where it was. When the master is
+// back, its sync takes precedence as RocketMQ's: a pair the master's
+// offset table has replaces the slave's, whether behind it or not (the
+// commit made on the slave is gone), and a pair it does not have keeps
+// the slave's own progress.
+func TestASlavesOwnOffsetsSurviveItsRestart(t *testing.T) {
+	master := startTestBroker(t, withHA(nil))
+	masterHA := master.haServerAddr()
+	slave := startSlaveOf(t, master, nil)
+	_, mrc := popClient(master)
+	sendBodies(t, mrc, "SK", 6)
+	for _, g := range []string{"c", "o"} {
+		if r := call(t, mrc, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"`+g+`"}`)); r.Code != remoting.Success {
+			t.Fatalf("create group %s on the master: %d %s", g, r.Code, r.Remark)
+		}
+	}
+	commit(t, mrc, "c", "SK", 0, 1)
+	waitReplicated(t, master, slave)
+	syncSlave(t, slave, master) // the topic, the groups, c's offset 1
+	master.stop()
+
+	// The master down: the consumers go to the slave.
+	sc, src := popClient(slave)
+	ctx := ctx20(t)
+	if r := call(t, src, remoting.UpdateConsumerOffset, map[string]string{"consumerGroup": "c", "topic": "SK", "queueId": "0", "commitOffset": "4"}, nil); r.Code != remoting.Success {
+		t.Fatalf("offset commit on the slave: %d %s", r.Code, r.Remark)
+	}
+	req := popclient.PopRequest{Group: "o", Topic: "SK", QueueID: 0, MaxMsgNums: 2, InvisibleTime: time.Minute, Order: true, AttemptID: "a"}
+	first := mustPop(t, sc, req)
+	if fmt.Sprint(bodies(first.Messages)) != "[m0 m1]" {
+		t.Fatalf("orderly pop on the slave: %v, want [m0 m1]", bodies(first.Messages))
+	}
+	if code, err := sc.Ack(ctx, "o", first.Messages[0]); err != nil || code != remoting.Success {
+		t.Fatalf("orderly ack of m0 on the slave: %d %v", code, err)
+	}
+
+	slave.stop()
+	slave = startTestBrokerAt(t, slave.store, slaveRestartSettings(masterHA))
+	sc, src = popClient(slave)
+	ctx = ctx20(t)
+	if off := committedOffset(t, src, "c", "SK", 0); off != 4 {
+		t.Fatalf("c's offset on the restarted slave: %d, want the 4 committed on it", off)
+	}
+	req.AttemptID = "b"
+	if got := mustPop(t, sc, req); len(got.Messages) != 0 {
+		t.Fatalf("another consumer's orderly pop on the restarted slave while m1 of the batch is in flight: %v, want nothing", bodies(got.Messages))
+	}
+	if code, err := sc.Ack(ctx, "o", first.Messages[1]); err != nil || code != remoting.Success {
+		t.Fatalf("orderly ack of m1 on the restarted slave: %d %v", code, err)
+	}
+	next := mustPop(t, sc, req)
+	if fmt.Sprint(bodies(next.Messages)) != "[m2 m3]" {
+		t.Fatalf("orderly pop on the restarted slave after the batch's acks: %v, want [m2 m3]", bodies(next.Messages))
+	}
+	for _, m := range next.Messages {
+		if code, err := sc.Ack(ctx, "o", m); err != nil || code != remoting.Success {
+			t.Fatalf("orderly ack of %s on the restarted slave: %d %v", m.Body, code, err)
+		}
+	}
+
+	// The master back, with its own offsets: c's replaces the slave's
+	// commit (RocketMQ's putAll, no rule for a smaller offset); it has
+	// none of o, whose progress on the slave stays.
+	master = startTestBrokerAt(t, master.store, withHA(nil))
+	syncSlave(t, slave, master)
+	if off := committedOffset(t, src, "c", "SK", 0); off != 1 {
+		t.Fatalf("c's offset on the slave after the master's sync: %d, want the master's 1", off)
+	}
+	if got := mustPop(t, sc, req); fmt.Sprint(bodies(got.Messages)) != "[m4 m5]" {
+		t.Fatalf("orderly pop on the slave after a sync of a master without o's offset: %v, want [m4 m5]", bodies(got.Messages))
+	}
+}
+
+// startChildSlave starts a slave of master in a child process on store,
+// at port.
+func startChildSlave(t *testing.T, master *testBroker, store string, port int) *childBroker {
+	t.Helper()
+	return startChildBroker(t, store, port, "brokerRole=SLAVE", "brokerId=1", "haMasterAddress="+master.haServerAddr(),
+		"haSendHeartbeatInterval=50", "slaveReadEnable=true")
+}
+
+// A slave SIGKILLed right after it answered a client's offset commit and
+// the orderly pops and acks of another group keeps them when it starts
+// again: each is in its store before it is answered.
+func TestASlavesOwnOffsetsSurviveSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test")
+	}
+	master := startTestBroker(t, withHA(map[string]string{"mappedFileSizeCommitLog": strconv.Itoa(childSegmentSize)}))
+	_, mrc := popClient(master)
+	sendBodies(t, mrc, "KS", 6)
+	store := t.TempDir()
+	port := freeTCPPort(t)
+	slave := startChildSlave(t, master, store, port)
+	rc := slave.dial()
+	// No name server tells this slave where its master's Remoting port
+	// is, so nothing is synced: the slave's own copies of the configs.
+	createTopic(t, rc, "KS", 1, 1)
+	for _, g := range []string{"c", "o"} {
+		if r := call(t, rc, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"`+g+`"}`)); r.Code != remoting.Success {
+			t.Fatalf("create group %s on the slave: %d %s", g, r.Code, r.Remark)
+		}
+	}
+	waitFor(t, "the slave holds the master's messages", func() bool {
+		r := call(t, rc, remoting.GetMaxOffset, map[string]string{"topic": "KS", "queueId": "0"}, nil)
+		return r.Code == remoting.Success && r.ExtFields["offset"] == "6"
+	})
+
+	sc := popclient.New(rc, master.cfg.BrokerName)
+	ctx := ctx20(t)
+	if r := call(t, rc, remoting.UpdateConsumerOffset, map[string]string{"consumerGroup": "c", "topic": "KS", "queueId": "0", "commitOffset": "5"}, nil); r.Code != remoting.Success {
+		t.Fatalf("offset commit on the slave: %d %s", r.Code, r.Remark)
+	}
+	req := popclient.PopRequest{Group: "o", Topic: "KS", QueueID: 0, MaxMsgNums: 3, InvisibleTime: time.Minute, Order: true, AttemptID: "a"}
+	first := mustPop(t, sc, req)
+	if fmt.Sprint(bodies(first.Messages)) != "[m0 m1 m2]" {
+		t.Fatalf("orderly pop on the slave: %v, want [m0 m1 m2]", bodies(first.Messages))
+	}
+	for _, m := range first.Messages[:2] {
+		if code, err := sc.Ack(ctx, "o", m); err != nil || code != remoting.Success {
+			t.Fatalf("orderly ack of %s on the slave: %d %v", m.Body, code, err)
+		}
+	}
+	slave.kill()
+
+	slave.start()
+	rc = slave.dial()
+	sc = popclient.New(rc, master.cfg.BrokerName)
+	ctx = ctx20(t)
+	if off := committedOffset(t, rc, "c", "KS", 0); off != 5 {
+		t.Fatalf("c's offset on the slave after a SIGKILL: %d, want the 5 committed on it", off)
+	}
+	req.AttemptID = "b"
+	if got := mustPop(t, sc, req); len(got.Messages) != 0 {
+		t.Fatalf("another consumer's orderly pop after a SIGKILL while m2 of the batch is in flight: %v, want nothing", bodies(got.Messages))
+	}
+	if code, err := sc.Ack(ctx, "o", first.Messages[2]); err != nil || code != remoting.Success {
+		t.Fatalf("orderly ack of m2 after a SIGKILL: %d %v", code, err)
+	}
+	if got := mustPop(t, sc, req); fmt.Sprint(bodies(got.Messages)) != "[m3 m4 m5]" {
+		t.Fatalf("orderly pop after a SIGKILL and the batch's last ack: %v, want [m3 m4 m5]", bodies(got.Messages))
+	}
+}
