@@ -162,7 +162,8 @@ func (o *slaveOrders) get(k queueKey) slaveOrder {
 // put makes q k's entry at now (ms), dropping it when it keeps nothing;
 // once a minute it drops what every other entry no longer needs. It
 // returns once the change is in the store, durably; when the store
-// refuses it, the map is left as it was.
+// refuses the write, the map is left as it was (a failed sync of the
+// store's log stops the process: kvindex's walfailstop.go).
 func (o *slaveOrders) put(k queueKey, q slaveOrder, now int64) error {
 	wait, err := o.putLocked(k, q, now)
 	if err != nil {
