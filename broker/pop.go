@@ -98,6 +98,15 @@ func (b *Broker) startPop() error {
 		if n > 0 {
 			b.log.Info().Int("queues", n).Msg("slave: loaded the offsets and orderly batches its own pops kept")
 		}
+	} else {
+		// A slave restarted as the master: what its own pops kept goes on.
+		n, err := svc.TakeOverSlaveState()
+		if err != nil {
+			return errors.Join(err, svc.Close())
+		}
+		if n > 0 {
+			b.log.Info().Int("queues", n).Msg("took over the offsets and orderly batches this broker's pops kept as a slave")
+		}
 	}
 	b.popSvc = svc
 	b.reviving.Store(svc)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/internal/popclient"
+	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -162,5 +163,70 @@ func TestASlavesOwnOffsetsSurviveSIGKILL(t *testing.T) {
 	}
 	if got := mustPop(t, sc, req); fmt.Sprint(bodies(got.Messages)) != "[m3 m4 m5]" {
 		t.Fatalf("orderly pop after a SIGKILL and the batch's last ack: %v, want [m3 m4 m5]", bodies(got.Messages))
+	}
+}
+
+// A slave restarted as its group's master (the manual failover) goes on
+// from where the consumers that came to it while the old master was
+// down were, as RocketMQ's promoted slave goes by its own offset and
+// order info tables: the group's committed offset is what its orderly
+// acks on the slave committed, the batch handed out on the slave still
+// locks the queue for another consumer until its last message is
+// acknowledged on the promoted broker, and the next pop starts past it.
+// Nothing is left in the slave's own keyspace.
+func TestAPromotedSlaveGoesOnFromItsOwnPops(t *testing.T) {
+	master := startTestBroker(t, withHA(nil))
+	slave := startSlaveOf(t, master, nil)
+	_, mrc := popClient(master)
+	sendBodies(t, mrc, "PS", 6)
+	if r := call(t, mrc, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"o"}`)); r.Code != remoting.Success {
+		t.Fatalf("create group o on the master: %d %s", r.Code, r.Remark)
+	}
+	waitReplicated(t, master, slave)
+	syncSlave(t, slave, master)
+	master.stop()
+
+	sc, _ := popClient(slave)
+	ctx := ctx20(t)
+	req := popclient.PopRequest{Group: "o", Topic: "PS", QueueID: 0, MaxMsgNums: 2, InvisibleTime: time.Minute, Order: true, AttemptID: "a"}
+	var batch popclient.PopResult
+	for i, want := range []string{"[m0 m1]", "[m2 m3]"} {
+		batch = mustPop(t, sc, req)
+		if fmt.Sprint(bodies(batch.Messages)) != want {
+			t.Fatalf("orderly pop %d on the slave: %v, want %s", i, bodies(batch.Messages), want)
+		}
+		acked := batch.Messages
+		if i == 1 {
+			acked = acked[:1] // m3 stays in flight
+		}
+		for _, m := range acked {
+			if code, err := sc.Ack(ctx, "o", m); err != nil || code != remoting.Success {
+				t.Fatalf("orderly ack of %s on the slave: %d %v", m.Body, code, err)
+			}
+		}
+	}
+
+	slave.stop()
+	promoted := startTestBrokerAt(t, slave.store, withHA(nil))
+	pc, prc := popClient(promoted)
+	ctx = ctx20(t)
+	if off := committedOffset(t, prc, "o", "PS", 0); off != 3 {
+		t.Fatalf("o's offset on the promoted slave: %d, want the 3 its orderly acks committed as a slave", off)
+	}
+	req.AttemptID = "b"
+	if got := mustPop(t, pc, req); len(got.Messages) != 0 {
+		t.Fatalf("another consumer's orderly pop on the promoted slave while m3 is in flight: %v, want nothing", bodies(got.Messages))
+	}
+	if code, err := pc.Ack(ctx, "o", batch.Messages[1]); err != nil || code != remoting.Success {
+		t.Fatalf("orderly ack of m3 on the promoted slave: %d %v", code, err)
+	}
+	if got := mustPop(t, pc, req); fmt.Sprint(bodies(got.Messages)) != "[m4 m5]" {
+		t.Fatalf("orderly pop on the promoted slave after m3's ack: %v, want [m4 m5]", bodies(got.Messages))
+	}
+	if err := promoted.db.Pop().EachSlaveOwn(func(o kvindex.SlaveOwn) bool {
+		t.Errorf("left in the slave's own keyspace: %+v", o)
+		return true
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

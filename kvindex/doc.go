@@ -428,8 +428,11 @@
 // consumerOrderInfo.json alone. Synced before the request is answered;
 // an entry left with neither is deleted, and a batch unused for a day
 // is dropped (at the slave's start at the latest). Loaded by a slave's
-// POP service at start; a master does not read it. Not part of the POP
-// state copy (popStatePrefixes).
+// POP service at start. A broker started as a master on the store (a
+// promoted slave) takes it over at start, in one synced batch: committed
+// goes to 0x30 (and raises a 0x52 position behind it), the batch to 0x53
+// unless the copied batch there was popped later, and the keys are
+// deleted. Not part of the POP state copy (popStatePrefixes).
 //
 // # 0x54 request mode: SET_MESSAGE_REQUEST_MODE
 //

@@ -571,3 +571,77 @@ func (s *Service) ChangeInvisibleTimeReadOnly(group, topic string, queueID int32
 	}
 	return res, nil
 }
+
+// TakeOverSlaveState makes what this broker's own pops kept while it was
+// a slave (keyspace 0x59, see slaveOrders) the state its pops go by as a
+// master, and returns how many queues it took: a slave restarted as its
+// group's master (RocketMQ's manual failover) goes on from where the
+// consumers that came to it while the old master was down were, as
+// RocketMQ's promoted slave goes by its own offset and order info
+// tables, which hold them. Per queue, in one synced write with the
+// deletion of the slave's entries: its own committed offset replaces the
+// one copied from the old master (a later copy of the pair would have
+// dropped the entry: the entry is the newer) and moves the group's pop
+// position up to it when the copied one is behind, unless it is past the
+// queue's end; its orderly batch, unless a day old, replaces the copied
+// batch of the queue unless that one was popped later. The broker calls
+// it on a master before it takes requests.
+func (s *Service) TakeOverSlaveState() (int, error) {
+	var entries []kvindex.SlaveOwn
+	if err := s.store.EachSlaveOwn(func(e kvindex.SlaveOwn) bool { entries = append(entries, e); return true }); err != nil {
+		return 0, fmt.Errorf("take over a slave's own pop state: %w", err)
+	}
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	now := s.now()
+	b := s.store.NewBatch()
+	defer b.Close()
+	for _, e := range entries {
+		if err := s.takeOverQueue(b, &e, now); err != nil {
+			return 0, fmt.Errorf("take over a slave's own pop state of %s on %s/%d: %w", e.Group, e.Topic, e.QueueID, err)
+		}
+		if err := b.DeleteSlaveOwn(e.Group, e.Topic, e.QueueID); err != nil {
+			return 0, err
+		}
+	}
+	if err := b.Commit(true); err != nil {
+		return 0, fmt.Errorf("take over a slave's own pop state: %w", err)
+	}
+	return len(entries), nil
+}
+
+// takeOverQueue adds to b what TakeOverSlaveState makes of one entry.
+func (s *Service) takeOverQueue(b *kvindex.PopBatch, e *kvindex.SlaveOwn, now int64) error {
+	if e.Committed >= 0 {
+		maxOff, err := s.cfg.CQ.MaxOffset(e.Topic, e.QueueID)
+		if err != nil {
+			return err
+		}
+		if e.Committed <= maxOff {
+			if err := b.SetCommitted(e.Group, e.Topic, e.QueueID, e.Committed); err != nil {
+				return err
+			}
+			pos, ok, err := s.store.Position(e.Group, e.Topic, e.QueueID)
+			if err != nil {
+				return err
+			}
+			if ok && pos < e.Committed {
+				if err := b.SetPosition(e.Group, e.Topic, e.QueueID, e.Committed); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if e.Batch == nil || now-e.Batch.PopTime > orderIdleSpan {
+		return nil
+	}
+	cur, ok, err := s.store.Order(e.Group, e.Topic, e.QueueID)
+	if err != nil {
+		return err
+	}
+	if ok && cur.PopTime > e.Batch.PopTime {
+		return nil
+	}
+	return b.SetOrder(e.Batch)
+}

@@ -391,3 +391,67 @@ func TestSlaveOrderlyStateSurvivesARestart(t *testing.T) {
 		t.Fatalf("the store after a start a day later: %+v, want G's offset 1 without a batch and P's start on its pop-retry queue", kept)
 	}
 }
+
+// A slave restarted as a master takes over what its own pops kept: its
+// own committed offset replaces the copied one and raises a copied pop
+// position behind it, its orderly batch replaces a copied batch popped
+// earlier but not one popped later, an offset past the queue's end is
+// not taken, and the slave's entries are gone.
+func TestTakeOverSlaveState(t *testing.T) {
+	h := newOrderHarness(t, 8)
+	_, _, popTime := h.popReadOnly(t, "A", 2)
+	if _, err := h.svc.AckReadOnly("G", orderTestTopic, 0, 0, orderHandle(popTime)); err != nil {
+		t.Fatal(err)
+	}
+	write := func(fn func(b *kvindex.PopBatch) error) {
+		t.Helper()
+		b := h.svc.store.NewBatch()
+		defer b.Close()
+		if err := fn(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What the slave copied of the old master: G's position behind its own
+	// offset, and a batch of H's popped after the one H's pop on the slave
+	// handed out; and an own offset of K past the queue's end.
+	write(func(b *kvindex.PopBatch) error {
+		if err := b.SetPosition("G", orderTestTopic, 0, 0); err != nil {
+			return err
+		}
+		if err := b.SetOrder(&kvindex.OrderState{Group: "H", Topic: orderTestTopic, PopTime: popTime + 10, Messages: []kvindex.OrderMessage{{QueueOffset: 5}}}); err != nil {
+			return err
+		}
+		return b.SetSlaveOwn(&kvindex.SlaveOwn{Group: "H", Topic: orderTestTopic, Committed: 4,
+			Batch: &kvindex.OrderState{Group: "H", Topic: orderTestTopic, PopTime: popTime, Messages: []kvindex.OrderMessage{{QueueOffset: 4}}}})
+	})
+	write(func(b *kvindex.PopBatch) error {
+		return b.SetSlaveOwn(&kvindex.SlaveOwn{Group: "K", Topic: orderTestTopic, Committed: 100})
+	})
+	n, err := h.svc.TakeOverSlaveState()
+	if err != nil || n != 3 {
+		t.Fatalf("take over: %d queues, %v; want 3", n, err)
+	}
+	check := func(group string, wantOff int64, wantOK bool, wantBatchPopTime int64) {
+		t.Helper()
+		off, ok, err := h.svc.cfg.Offsets.Get(group, orderTestTopic, 0)
+		if err != nil || ok != wantOK || off != wantOff {
+			t.Errorf("%s's committed offset: %d %v %v, want %d %v", group, off, ok, err, wantOff, wantOK)
+		}
+		st, ok, err := h.svc.store.Order(group, orderTestTopic, 0)
+		if err != nil || ok != (wantBatchPopTime != 0) || st.PopTime != wantBatchPopTime {
+			t.Errorf("%s's orderly batch: %+v %v %v, want one popped at %d", group, st, ok, err, wantBatchPopTime)
+		}
+	}
+	check("G", 1, true, popTime)
+	check("H", 4, true, popTime+10)
+	check("K", 0, false, 0)
+	if pos, ok, err := h.svc.store.Position("G", orderTestTopic, 0); err != nil || !ok || pos != 1 {
+		t.Errorf("G's pop position: %d %v %v, want 1", pos, ok, err)
+	}
+	if err := h.svc.store.EachSlaveOwn(func(o kvindex.SlaveOwn) bool { t.Errorf("left: %+v", o); return true }); err != nil {
+		t.Fatal(err)
+	}
+}
