@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rocketkv/rocketkv/internal/popclient"
+	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -289,5 +291,86 @@ func TestSlavePopInFlightThreshold(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > 10*time.Second {
 		t.Fatalf("the held pop of group e waited %v: not woken when the invisible time of the first pop ran out", waited)
+	}
+}
+
+// A pop-retry queue is stopped like any other, and a pop held because of
+// it is held under the topic popped (whose pops read its pop-retry
+// queues): the ack that brings the pop-retry queue back to the threshold
+// wakes it, well before its poll time, instead of leaving it to wait that
+// time out.
+func TestPopInFlightThresholdWakesOnPopRetryQueue(t *testing.T) {
+	b := startTestBroker(t, map[string]string{"enablePopMessageThreshold": "true", "popInflightMessageThreshold": "1"})
+	c, rc := popClient(b)
+	sendBodies(t, rc, "TQ", 3)
+	b.caughtUp()
+	first := popOne(t, c, "TQ", 3)
+	if got := bodies(first.Messages); len(got) != 3 || got[0] != "m0" {
+		t.Fatalf("first pop %v", got)
+	}
+	// Due soon: revive puts the three to the pop-retry topic.
+	for _, m := range first.Messages {
+		if code, _, err := c.ChangeInvisibleTime(ctx20(t), "g", m, 100*time.Millisecond); err != nil || code != remoting.Success {
+			t.Fatalf("change invisible time: %d %v", code, err)
+		}
+	}
+	retry := pop.RetryTopicV1("TQ", "g")
+	waitFor(t, "the three messages revived to "+retry, func() bool {
+		n, err := b.cqs.MaxOffset(retry, 0)
+		return err == nil && n == 3
+	})
+	b.caughtUp()
+
+	// Two of them popped again from the pop-retry queue and not
+	// acknowledged: 2 in flight there, over 1, so it is stopped.
+	var again []popclient.Message
+	for deadline := time.Now().Add(15 * time.Second); len(again) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("popped %v of the revived messages again, want 2", bodies(again))
+		}
+		res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "TQ", QueueID: 0, MaxMsgNums: 2 - len(again),
+			InvisibleTime: time.Minute, PollTime: time.Second})
+		again = append(again, res.Messages...)
+	}
+	for _, m := range again {
+		if m.RealTopic != retry {
+			t.Fatalf("message %s popped from %q, want from %s", m.Body, m.RealTopic, retry)
+		}
+	}
+	left := "m0m1m2"
+	for _, m := range again {
+		left = strings.Replace(left, string(m.Body), "", 1)
+	}
+	wantStopped(t, c, "TQ", "2 in flight on the pop-retry queue")
+
+	// A pop held for it sleeps, until the ack that brings the pop-retry
+	// queue back to 1.
+	held := make(chan popclient.PopResult, 1)
+	go func() {
+		res, _ := c.Pop(context.Background(), popclient.PopRequest{Group: "g", Topic: "TQ", QueueID: 0, MaxMsgNums: 1,
+			InvisibleTime: time.Minute, PollTime: time.Minute})
+		held <- res
+	}()
+	waitFor(t, "the pop held", func() bool { return b.popHolds.count(popHoldKey{"TQ", "g", 0}) == 1 })
+	reruns := b.popHolds.reruns.Load()
+	time.Sleep(300 * time.Millisecond)
+	if n := b.popHolds.reruns.Load() - reruns; n != 0 {
+		t.Fatalf("the pop held on the stopped pop-retry queue re-ran %d times with nothing acknowledged, want 0", n)
+	}
+	select {
+	case res := <-held:
+		t.Fatalf("held pop answered before any ack: code %d, %v", res.Code, bodies(res.Messages))
+	default:
+	}
+	if code, err := c.Ack(ctx20(t), "g", again[0]); err != nil || code != remoting.Success {
+		t.Fatalf("ack: %d %v", code, err)
+	}
+	select {
+	case res := <-held:
+		if got := bodies(res.Messages); res.Code != remoting.Success || len(got) != 1 || got[0] != left {
+			t.Fatalf("woken pop: code %d, %v, want [%s]", res.Code, got, left)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the pop held on a stopped pop-retry queue was not woken by the ack that brought the queue back to its threshold (it waits out its 1 min poll time)")
 	}
 }

@@ -118,7 +118,10 @@ type Config struct {
 	// have made messages of a queue poppable for group (to wake the
 	// group's held pops, as RocketMQ's ackOrderly and lock release notify
 	// by topic, group and queue; a negative queueID: every queue of the
-	// topic); it must not block.
+	// topic); it must not block. For a queue of one of group's pop-retry
+	// topics it is called a second time, with the topic it retries and
+	// queueID -1: the pops that read that queue are held under that topic
+	// (wakeRetryOrigin).
 	OnQueueReady func(topic, group string, queueID int32)
 	// DropExhaustedRevives drops a message whose revive failed
 	// maxReviveAttempts times (its record unreadable, or its put to the
@@ -262,6 +265,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.OnQueueReady == nil {
 		cfg.OnQueueReady = func(string, string, int32) {}
 	}
+	cfg.OnQueueReady = wakeRetryOrigin(cfg.OnQueueReady)
 	s := &Service{
 		cfg:      cfg,
 		obs:      cfg.Observer,
@@ -350,6 +354,24 @@ func (s *Service) nextRequest(group, topic string) uint64 {
 	}
 	s.reqCount[k] = n + 1
 	return n
+}
+
+// wakeRetryOrigin returns notify, made to name also the keys the pops a
+// queue of a group's pop-retry topic serves are held on: a pop of a topic
+// reads every queue of the group's pop-retry topics of it, and is held
+// under the topic it popped, so the wake of a pop-retry queue (the
+// in-flight threshold releasing it, a revive, the end of what a slave
+// handed out) wakes the group's pops held on any queue of that topic as
+// well as those held on the pop-retry topic itself. RocketMQ's
+// notifyMessageArrivingWithRetryTopic names the topic of a V2 pop-retry
+// topic in the same way.
+func wakeRetryOrigin(notify func(topic, group string, queueID int32)) func(topic, group string, queueID int32) {
+	return func(topic, group string, queueID int32) {
+		notify(topic, group, queueID)
+		if origin, ok := RetryOrigin(topic, group); ok {
+			notify(origin, group, -1)
+		}
+	}
 }
 
 // retryTopics returns the pop-retry topics a pop of topic reads, with their
