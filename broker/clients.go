@@ -176,7 +176,11 @@ func (m *clientManager) heartbeat(conn *remoting.Conn, hb *heartbeatData, langua
 				Msg("heartbeat of a consumer of a group that does not exist (autoCreateSubscriptionGroup is off, or the name is not allowed); not registered")
 			continue
 		}
-		if err := m.ensureRetryTopic(cd.GroupName, gc.RetryQueueNums); err != nil {
+		order, err := m.subscribesOrderTopic(cd.SubscriptionDataSet)
+		if err != nil {
+			return false, err
+		}
+		if err := m.ensureRetryTopic(cd.GroupName, gc.RetryQueueNums, order); err != nil {
 			return false, err
 		}
 		subs := make(map[string]*subscription, len(cd.SubscriptionDataSet))
@@ -217,24 +221,47 @@ func (m *clientManager) heartbeat(conn *remoting.Conn, hb *heartbeatData, langua
 	return subChange, nil
 }
 
+// subscribesOrderTopic reports whether one of a consumer's subscriptions
+// is of a topic whose order flag is set (RocketMQ's heartbeat's
+// hasOrderTopicSub, by TopicConfigManager.isOrderTopic): none for a
+// heartbeat without its subscriptions.
+func (m *clientManager) subscribesOrderTopic(subs []subscriptionData) (bool, error) {
+	for _, sd := range subs {
+		tc, ok, err := m.b.topics.get(sd.Topic)
+		if err != nil {
+			return false, fmt.Errorf("read topic %s of a subscription: %w", sd.Topic, err)
+		}
+		if ok && tc.Order {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // ensureRetryTopic creates the retry topic of a group a consumer's
 // heartbeat names, with queues queues (the group's retryQueueNums, at
 // least one), as RocketMQ's heartbeat does
-// (createTopicInSendMessageBackMethod).
+// (createTopicInSendMessageBackMethod). Its order flag is order (the
+// consumer subscribes to a topic whose order flag is set), at creation
+// and at each heartbeat after: as RocketMQ's, a heartbeat that differs
+// sets it again, a heartbeat without its subscriptions (a V2 client's
+// whose fingerprint did not change) clearing it, and so does a
+// send-back.
 //
 // A slave creates it too, as RocketMQ's slave does, when its copy of the
 // master's table does not have it: a group whose consumers first come
 // while the master is down has it there, in the routes the slave
-// registers. The write moves the slave's table off the master's data
-// version, so the next sync takes the master's whole table over it; the
-// master, which creates the retry topic at the same consumer's heartbeat
-// there (a client heartbeats the master and the slaves of its brokers),
-// moves its own version then anyway.
-func (m *clientManager) ensureRetryTopic(group string, queues int) error {
+// registers. It sets its order flag as well. The write moves the slave's
+// table off the master's data version, so the next sync takes the
+// master's whole table over it; the master, which creates the retry
+// topic or sets its flag at the same consumer's heartbeat there (a client
+// heartbeats the master and the slaves of its brokers), moves its own
+// version then anyway.
+func (m *clientManager) ensureRetryTopic(group string, queues int, order bool) error {
 	if queues <= 0 {
 		queues = 1
 	}
-	if _, err := m.b.topics.ensureSystemTopic(meta.RetryTopic(group), queues, meta.PermRead|meta.PermWrite); err != nil {
+	if _, err := m.b.topics.ensureSendBackTopic(meta.RetryTopic(group), queues, meta.PermRead|meta.PermWrite, order); err != nil {
 		return fmt.Errorf("create retry topic of %s: %w", group, err)
 	}
 	return nil

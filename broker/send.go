@@ -504,7 +504,7 @@ func (b *Broker) retryOrDLQ(req *remoting.Command, conn *remoting.Conn, h sendHe
 		return h.topic, qid, nil
 	}
 	dlq := meta.DLQTopic(group)
-	if _, err := b.topics.ensureSystemTopic(dlq, 1, meta.PermWrite|meta.PermRead); err != nil {
+	if _, err := b.topics.ensureSendBackTopic(dlq, 1, meta.PermWrite|meta.PermRead, false); err != nil {
 		return "", 0, remoting.NewResponse(req, remoting.SystemError, "create DLQ topic: "+err.Error())
 	}
 	return dlq, 0, nil

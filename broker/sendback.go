@@ -73,7 +73,9 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 	}
 	set := meta.SendBackProperties(&m)
 	topic := meta.RetryTopic(group)
-	tc, err := b.topics.ensureSystemTopic(topic, gc.RetryQueueNums, meta.PermRead|meta.PermWrite)
+	// As RocketMQ's send-back, which creates the topic unordered and
+	// clears the order flag a heartbeat set (ensureRetryTopic).
+	tc, err := b.topics.ensureSendBackTopic(topic, gc.RetryQueueNums, meta.PermRead|meta.PermWrite, false)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
@@ -86,7 +88,7 @@ func (b *Broker) processSendBack(ctx context.Context, conn *remoting.Conn, req *
 	toDLQ := m.ReconsumeTimes >= maxTimes || delayLevel < 0
 	if toDLQ {
 		topic = meta.DLQTopic(group)
-		if _, err := b.topics.ensureSystemTopic(topic, 1, meta.PermRead|meta.PermWrite); err != nil {
+		if _, err := b.topics.ensureSendBackTopic(topic, 1, meta.PermRead|meta.PermWrite, false); err != nil {
 			return remoting.NewResponse(req, remoting.SystemError, err.Error())
 		}
 		qid = 0

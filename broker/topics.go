@@ -425,6 +425,43 @@ func (m *topicManager) createOnSend(topic, template string, queueNums int) (meta
 	return tc, remoting.Success, ""
 }
 
+// ensureSendBackTopic is ensureSystemTopic for a group's retry and DLQ
+// topics as RocketMQ's createTopicInSendMessageBackMethod gives them: a
+// topic it creates has order as its order flag, and an existing one whose
+// order flag is not order takes it. That change moves the data version,
+// so the next registration carries it, but schedules none at once (no
+// route has an order flag), as RocketMQ's updateTopicConfig.
+func (m *topicManager) ensureSendBackTopic(topic string, queues, perm int, order bool) (meta.TopicConfig, error) {
+	tc, ok, err := m.table.Get(topic)
+	if err != nil {
+		return tc, err
+	}
+	if ok && tc.Order == order {
+		return tc, nil
+	}
+	m.create.Lock()
+	defer m.create.Unlock()
+	tc, ok, err = m.table.Get(topic)
+	switch {
+	case err != nil:
+		return tc, err
+	case ok && tc.Order == order:
+		return tc, nil
+	case ok:
+		tc.Order = order
+		if err := m.table.Put(tc); err != nil {
+			return tc, fmt.Errorf("set order of topic %s to %v: %w", topic, order, err)
+		}
+		m.b.log.Info().Str("topic", topic).Bool("order", order).Msg("order flag of a retry or DLQ topic changed")
+		return tc, nil
+	case m.deleting[topic] > 0:
+		return meta.TopicConfig{}, fmt.Errorf("create topic %s: %w", topic, errTopicBeingDeleted)
+	}
+	tc = meta.NewTopicConfig(topic, queues)
+	tc.Perm, tc.Order = perm, order
+	return tc, m.put(tc)
+}
+
 // ensureSystemTopic returns a broker-internal topic (retry, DLQ,
 // transaction), creating it with the given queue count.
 func (m *topicManager) ensureSystemTopic(topic string, queues, perm int) (meta.TopicConfig, error) {
