@@ -268,6 +268,22 @@ func (s *Server) invoke(ctx context.Context, addr string, extra time.Duration, r
 	return resp, nil
 }
 
+// invokeOneway sends one Remoting request to addr without waiting for an
+// answer; it returns once the request is queued on the connection, or
+// fails when that takes longer than the request timeout.
+func (s *Server) invokeOneway(ctx context.Context, addr string, req *remoting.Command) error {
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	c, err := s.pool.Get(cctx, addr)
+	if err != nil {
+		return fmt.Errorf("oneway request %d to %s: %w", req.Code, addr, err)
+	}
+	if err := c.InvokeOneway(cctx, req); err != nil {
+		return fmt.Errorf("oneway request %d to %s: %w", req.Code, addr, err)
+	}
+	return nil
+}
+
 // masterOf returns the master address of a broker group of topic.
 func (s *Server) masterOf(ctx context.Context, topic, brokerName string) (string, error) {
 	r, err := s.routes.get(ctx, topic)

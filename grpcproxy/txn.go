@@ -20,8 +20,10 @@ import (
 )
 
 // Transaction states of END_TRANSACTION's commitOrRollback (RocketMQ's
-// MessageSysFlag): commit and rollback.
+// MessageSysFlag): not yet known (TRANSACTION_NOT_TYPE), commit and
+// rollback.
 const (
+	endUnknown  = "0"
 	endCommit   = "8"
 	endRollback = "12"
 )
@@ -124,8 +126,10 @@ func (s *Server) EndTransaction(ctx context.Context, req *rmqpb.EndTransactionRe
 	case rmqpb.TransactionResolution_ROLLBACK:
 		state = endRollback
 	default:
-		// Unknown: the broker's check asks again later, as RocketMQ leaves it.
-		return answer(nil)
+		// UNSPECIFIED or UNKNOWN: RocketMQ's proxy passes these on as
+		// TRANSACTION_NOT_TYPE, which the broker only logs; its check
+		// asks again later.
+		state = endUnknown
 	}
 	d, ok := s.txns.take(topic, id)
 	if !ok {
@@ -138,6 +142,16 @@ func (s *Server) EndTransaction(ctx context.Context, req *rmqpb.EndTransactionRe
 		"commitLogOffset": strconv.FormatInt(d.commitLogOffset, 10), "commitOrRollback": state,
 		"fromTransactionCheck": strconv.FormatBool(d.fromCheck(req.GetSource())),
 		"msgId":                req.GetMessageId(), "transactionId": id,
+	}
+	if state == endUnknown {
+		// As RocketMQ's proxy: the half is forgotten (the broker's next
+		// check brings it back to a proxy, with the producer to ask) and
+		// the broker is told oneway, without waiting for it.
+		if err := s.invokeOneway(ctx, d.addr, remoting.NewRequest(remoting.EndTransaction, h, nil)); err != nil {
+			s.log.Warn().Err(err).Str("topic", topic).Str("transactionId", id).Msg("end transaction unknown: telling the broker failed")
+			return answer(err)
+		}
+		return answer(nil)
 	}
 	resp, err := s.invoke(ctx, d.addr, 0, remoting.NewRequest(remoting.EndTransaction, h, nil))
 	if err == nil && resp.Code != remoting.Success {
