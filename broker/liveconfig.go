@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -229,8 +230,8 @@ func (b *Broker) updateConfig(props map[string]string) (changed []string, inert 
 		}
 		changed = append(changed, k)
 	}
-	if len(changed) == 0 {
-		return nil, inert, nil, nil
+	if len(changed) == 0 && len(inert) == 0 {
+		return nil, nil, nil, nil
 	}
 	if err := nameServersChange(old, &next); err != nil {
 		return nil, nil, nil, fmt.Errorf("update broker config: %w; nothing was changed", err)
@@ -238,20 +239,33 @@ func (b *Broker) updateConfig(props map[string]string) (changed []string, inert 
 	if err := checkSyncMasterPort(next.BrokerRole, next.HAListenPort, next.InSyncReplicas); err != nil {
 		return nil, nil, nil, fmt.Errorf("update broker config: %w; nothing was changed", err)
 	}
+	// The keys written back: those changed, and the inert keys of the
+	// update as given, which RocketMQ's broker sets on its config objects
+	// and writes back with every other key, so that a drop-in broker.conf
+	// keeps what the operator set across a restart.
+	persist := make(map[string]string, len(changed)+len(inert))
+	for _, k := range changed {
+		persist[k] = after[k]
+	}
+	for _, k := range inert {
+		persist[k.Key] = k.Value
+	}
+	persisted := slices.Sorted(maps.Keys(persist))
 	if b.live.file != "" {
-		persist := make(map[string]string, len(changed))
-		for _, k := range changed {
-			persist[k] = after[k]
-		}
 		if err := configs.PersistSettings(b.live.file, persist); err != nil {
 			// As RocketMQ: the change takes effect all the same (a broker
 			// whose file is read-only must still be drainable), and the
 			// caller is told it lasts until restart.
 			unsaved = err
-			b.log.Error().Err(err).Strs("keys", changed).Msg("broker config changed in memory only: writing it back to the configuration file failed")
+			b.log.Error().Err(err).Strs("keys", persisted).Msg("broker config changed in memory only: writing it back to the configuration file failed")
 		}
 	} else {
-		b.log.Warn().Strs("keys", changed).Msg("broker config changed in memory only: the broker was started without a configuration file")
+		b.log.Warn().Strs("keys", persisted).Msg("broker config changed in memory only: the broker was started without a configuration file")
+	}
+	if len(changed) == 0 {
+		// Only inert keys: the configuration in force, and so its
+		// version, stay as they were.
+		return nil, inert, unsaved, nil
 	}
 	v := b.live.cur.Load().version
 	b.live.cur.Store(&liveSnapshot{cfg: next, version: meta.DataVersion{Counter: v.Counter + 1, Timestamp: time.Now().UnixMilli()}})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -204,29 +205,73 @@ func TestUpdateBrokerConfigRefusals(t *testing.T) {
 
 // A RocketMQ key rocketkv accepts without effect (a thread pool size) is
 // accepted by UPDATE_BROKER_CONFIG beside a real change, changes nothing
-// itself, and the answer's remark names it with the reason.
+// itself, and the answer's remark names it with the reason. As RocketMQ,
+// which writes every key an update set back to its -c file, the broker
+// writes it into the file it started from (properties or YAML, an entry
+// already there rewritten in place), alone or beside a real change, so a
+// restart keeps what the operator set.
 func TestUpdateBrokerConfigNamesInertKeys(t *testing.T) {
-	b := startTestBroker(t, nil)
-	c := b.client(nil)
-	_, v0 := brokerSettings(t, c)
-	r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("pullMessageThreadPoolNums=64\nfileReservedTime=24"))
-	if r.Code != remoting.Success || !strings.Contains(r.Remark, "pullMessageThreadPoolNums has no effect in rocketkv: ") {
-		t.Fatalf("update with an inert key: %d %q", r.Code, r.Remark)
-	}
-	after, v1 := brokerSettings(t, c)
-	if after["fileReservedTime"] != "24" || v1 == v0 {
-		t.Fatalf("the real change beside the inert key was not made: %v (version %v -> %v)", after, v0, v1)
-	}
-	if _, listed := after["pullMessageThreadPoolNums"]; listed {
-		t.Fatal("the inert key became a setting")
-	}
-	// Alone, it is still accepted and changes nothing.
-	r = call(t, c, remoting.UpdateBrokerConfig, nil, []byte("pullMessageThreadPoolNums=64"))
-	if r.Code != remoting.Success || !strings.Contains(r.Remark, "pullMessageThreadPoolNums") {
-		t.Fatalf("update with the inert key alone: %d %q", r.Code, r.Remark)
-	}
-	if _, v2 := brokerSettings(t, c); v2 != v1 {
-		t.Fatal("an update with only an inert key moved the version")
+	for _, tc := range []struct {
+		name, original string
+		want           []string // substrings of the file after both updates
+	}{
+		{"broker.conf", "# broker-a\nuseReentrantLockWhenPutMessage = false\n",
+			[]string{"# broker-a\nuseReentrantLockWhenPutMessage=true\n", "\nfileReservedTime=24\n", "\npullMessageThreadPoolNums=64\n"}},
+		{"broker.yaml", "# broker-a\nuseReentrantLockWhenPutMessage: false\n",
+			[]string{"# broker-a\nuseReentrantLockWhenPutMessage: true\n", "\nfileReservedTime: 24\n", "\npullMessageThreadPoolNums: 64\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conf := filepath.Join(t.TempDir(), tc.name)
+			if err := os.WriteFile(conf, []byte(tc.original), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			b := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) { b.SetConfigFile(conf) })
+			c := b.client(nil)
+			_, v0 := brokerSettings(t, c)
+			r := call(t, c, remoting.UpdateBrokerConfig, nil, []byte("pullMessageThreadPoolNums=64\nfileReservedTime=24"))
+			if r.Code != remoting.Success || !strings.Contains(r.Remark, "pullMessageThreadPoolNums has no effect in rocketkv: ") {
+				t.Fatalf("update with an inert key: %d %q", r.Code, r.Remark)
+			}
+			after, v1 := brokerSettings(t, c)
+			if after["fileReservedTime"] != "24" || v1 == v0 {
+				t.Fatalf("the real change beside the inert key was not made: %v (version %v -> %v)", after, v0, v1)
+			}
+			if _, listed := after["pullMessageThreadPoolNums"]; listed {
+				t.Fatal("the inert key became a setting")
+			}
+			// Alone, it is still accepted, changes nothing in force, and
+			// is written back.
+			r = call(t, c, remoting.UpdateBrokerConfig, nil, []byte("useReentrantLockWhenPutMessage=true"))
+			if r.Code != remoting.Success || !strings.Contains(r.Remark, "useReentrantLockWhenPutMessage has no effect in rocketkv: ") ||
+				strings.Contains(r.Remark, "not written back") {
+				t.Fatalf("update with an inert key alone: %d %q", r.Code, r.Remark)
+			}
+			if _, v2 := brokerSettings(t, c); v2 != v1 {
+				t.Fatal("an update with only an inert key moved the version")
+			}
+			raw, err := os.ReadFile(conf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(string(raw), want) {
+					t.Errorf("%s lacks %q:\n%s", tc.name, want, raw)
+				}
+			}
+			// The broker restarted from the file loads it, with the inert
+			// keys at the values set.
+			loaded, err := configs.LoadBroker(conf, nil)
+			if err != nil {
+				t.Fatalf("loading the rewritten file: %v", err)
+			}
+			got := map[string]string{}
+			for _, k := range loaded.InertKeys {
+				got[k.Key] = k.Value
+			}
+			if got["pullMessageThreadPoolNums"] != "64" || got["useReentrantLockWhenPutMessage"] != "true" || loaded.Broker.FileReservedTime != 24*time.Hour {
+				t.Fatalf("the rewritten file loads inert keys %v, fileReservedTime %v", got, loaded.Broker.FileReservedTime)
+			}
+		})
 	}
 }
 

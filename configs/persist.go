@@ -27,8 +27,13 @@ import (
 // the original quoting. The file is replaced atomically (a temporary file
 // beside it, synced, then renamed); a symbolic link is followed, so the
 // file it names is replaced and the link stays.
+//
+// A key of settings is a canonical key or a key rocketkv accepts without
+// effect (InertKey.Key): RocketMQ writes every key an update set, those
+// of its mechanisms rocketkv does not have included, so a restart keeps
+// what the operator set either way.
 func PersistSettings(path string, settings map[string]string) error {
-	return persistSettings(path, settings, brokerSchema.canonical)
+	return persistSettings(path, settings, brokerSchema.persistedName)
 }
 
 // persistSettings is PersistSettings for any schema: canonical names the

@@ -458,3 +458,41 @@ func TestPersistIntoAJSONFileReadsBack(t *testing.T) {
 		t.Fatalf("name server file after the write-back: %v (enableTopicList %v)", err, got.Namesrv.EnableTopicList)
 	}
 }
+
+// A key accepted without effect is written back like any other (a
+// configuration update hands it over as given): an entry of the file that
+// sets it is rewritten in place, in any spelling the loader accepts,
+// rather than followed by a second one, and a key not in the file yet is
+// added.
+func TestPersistSettingsWritesInertKeysInPlace(t *testing.T) {
+	for _, tc := range []struct{ name, original, want string }{
+		{"broker.conf", "useReentrantLockWhenPutMessage=false\nbrokerPermission=6\n",
+			"useReentrantLockWhenPutMessage=true\nbrokerPermission=6\npullMessageThreadPoolNums=64\n"},
+		{"broker.yaml", "UseReentrantLockWhenPutMessage: false\nbrokerPermission: 6\n",
+			"UseReentrantLockWhenPutMessage: true\nbrokerPermission: 6\npullMessageThreadPoolNums: 64\n"},
+		{"broker.json", `{"useReentrantLockWhenPutMessage": false}`,
+			"{\n  \"useReentrantLockWhenPutMessage\": true,\n  \"pullMessageThreadPoolNums\": \"64\"\n}\n"},
+	} {
+		p := filepath.Join(t.TempDir(), tc.name)
+		if err := os.WriteFile(p, []byte(tc.original), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := PersistSettings(p, map[string]string{"useReentrantLockWhenPutMessage": "true", "pullMessageThreadPoolNums": "64"}); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if raw, _ := os.ReadFile(p); string(raw) != tc.want {
+			t.Errorf("%s after the write-back:\n%s\nwant:\n%s", tc.name, raw, tc.want)
+		}
+		got, err := LoadBroker(p, nil)
+		if err != nil {
+			t.Fatalf("%s no longer loads: %v", tc.name, err)
+		}
+		values := map[string]string{}
+		for _, k := range got.InertKeys {
+			values[k.Key] = k.Value
+		}
+		if values["useReentrantLockWhenPutMessage"] != "true" || values["pullMessageThreadPoolNums"] != "64" {
+			t.Errorf("%s reads back inert keys %v", tc.name, values)
+		}
+	}
+}

@@ -124,6 +124,19 @@ func (s *schema[T]) canonical(key string) (string, bool) {
 	return f.key, true
 }
 
+// persistedName is canonical for a key of the table, and otherwise the
+// name of an inert key as RocketMQ spells it, or false for a key the
+// schema does not know: the keys a configuration update writes back.
+func (s *schema[T]) persistedName(key string) (string, bool) {
+	if name, ok := s.canonical(key); ok {
+		return name, true
+	}
+	if ik, ok := s.lookupInert(key); ok {
+		return ik.key, true
+	}
+	return "", false
+}
+
 // defaults is the configuration with every key at its default.
 func (s *schema[T]) defaults() T {
 	var c T
