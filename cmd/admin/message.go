@@ -82,6 +82,12 @@ func (g *globals) queryMessages(ctx context.Context, warn io.Writer, cluster, to
 	return out, nil
 }
 
+// noMessageFound is how RocketMQ's MQAdminImpl.queryMessage fails a
+// query that found nothing, by key or by unique key alike, and so how
+// mqadmin's queryMsgByKey, queryMsgByUniqueKey and queryMsgTraceById fail
+// then; bin/admin's say it too, on stderr with exit status 1.
+const noMessageFound = "query message by key finished, but no message."
+
 // queryMatches tells whether a message the index answered for key is one
 // of the query's, as MQAdminImpl.queryMessage checks: by unique key, its
 // client id (UNIQ_KEY, else its offset id) is key; by key, one of its KEYS
@@ -169,6 +175,11 @@ the cluster or parent topic whose route to use).`,
 			msgs, err := g.queryMessages(cmd.Context(), cmd.ErrOrStderr(), strings.TrimSpace(cluster), strings.TrimSpace(topic), strings.TrimSpace(key), false, maxNum, begin, end)
 			if err != nil {
 				return err
+			}
+			if len(msgs) == 0 {
+				// As MQAdminImpl.queryMessage, which throws before
+				// mqadmin prints the table.
+				return fmt.Errorf("%s (no message of %s has the key %s)", noMessageFound, topic, key)
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "%-50s %4s %40s\n", "#Message ID", "#QID", "#Offset")
@@ -379,7 +390,7 @@ which must be a push consumer, and its result printed.`,
 				return err
 			}
 			if len(msgs) == 0 {
-				return fmt.Errorf("no message of %s has the id %s", topic, id)
+				return fmt.Errorf("%s (no message of %s has the id %s)", noMessageFound, topic, id)
 			}
 			sort.SliceStable(msgs, func(i, j int) bool { return msgs[i].StoreTimestamp < msgs[j].StoreTimestamp })
 			if direct {

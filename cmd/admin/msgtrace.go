@@ -59,7 +59,7 @@ printed.`,
 			}
 			msgs = keyedBy(msgs, traceTopic, msgID)
 			if len(msgs) == 0 {
-				return fmt.Errorf("no trace message of %s in %s (query message by key finished, but no message)", msgID, traceTopic)
+				return fmt.Errorf("%s (no trace message of %s in %s)", noMessageFound, msgID, traceTopic)
 			}
 			views, bad := traceViews(msgs, msgID, time.Now())
 			printTraceViews(cmd.OutOrStdout(), views)

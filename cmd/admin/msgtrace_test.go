@@ -93,7 +93,8 @@ func TestQueryMsgTraceByID(t *testing.T) {
 		t.Errorf("a trace message not in the format: %q %v", out, err)
 	}
 	future := time.Now().Add(time.Hour).UnixMilli()
-	if _, err := run(t, "queryMsgTraceById", "-n", ns, "-i", msgID, "-b", ms(future), "-e", ms(future+1)); err == nil || !strings.Contains(err.Error(), "no trace message") {
+	if _, err := run(t, "queryMsgTraceById", "-n", ns, "-i", msgID, "-b", ms(future), "-e", ms(future+1)); err == nil || !strings.Contains(err.Error(), "no trace message") ||
+		!strings.Contains(err.Error(), "query message by key finished, but no message.") {
 		t.Errorf("a window after the trace messages: %v", err)
 	}
 	if _, err := run(t, "queryMsgTraceById", "-n", ns, "-i", "NOSUCHID"); err == nil || !strings.Contains(err.Error(), "NOSUCHID") {
