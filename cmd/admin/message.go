@@ -612,7 +612,9 @@ answered TRACE_ON false.`,
 			if tags != "" {
 				props["TAGS"] = tags
 			}
-			p := g.newToolProducer("TOOLS_PRODUCER")
+			// mqadmin's SendMessageCommand names its producer group by
+			// the time it starts (ms), and so its trace records.
+			p := g.newToolProducer(strconv.FormatInt(time.Now().UnixMilli(), 10))
 			defer p.Close()
 			began := time.Now()
 			res, err := p.send(cmd.Context(), target, topic, props, []byte(body))

@@ -121,6 +121,7 @@ func TestSendMessageTrace(t *testing.T) {
 			return f[len(f)-1]
 		}
 		out0(t, "sendMessage", "-n", ns, "-t", "MT", "-p", "no trace", "-m", "false")
+		sentFrom := time.Now().UnixMilli()
 		traced := idOf(out0(t, "sendMessage", "-n", ns, "-t", "MT", "-p", "traced", "-k", "tk1 tk2", "-m", "true"))
 		waitIndexed(t, c, "MT", 0, 2)
 		// The trace topic's messages: none, or the traced send's only.
@@ -149,12 +150,17 @@ func TestSendMessageTrace(t *testing.T) {
 			t.Fatalf("trace body %q: %v", m.Body, err)
 		}
 		r := recs[0]
-		if r.Type != msgtrace.Pub || r.GroupName != "TOOLS_PRODUCER" || r.Topic != "MT" || r.MsgID != traced || r.Tags != "null" || r.Keys != "tk1 tk2" ||
+		// The producer group is the time the send started in ms, as
+		// mqadmin's SendMessageCommand names it.
+		if group, err := strconv.ParseInt(r.GroupName, 10, 64); err != nil || group < sentFrom || group > time.Now().UnixMilli() {
+			t.Errorf("trace record's group %q, want the send's start in ms (from %d)", r.GroupName, sentFrom)
+		}
+		if r.Type != msgtrace.Pub || r.Topic != "MT" || r.MsgID != traced || r.Tags != "null" || r.Keys != "tk1 tk2" ||
 			r.StoreHost != b.Addr() || r.BodyLength != 6 || r.RegionID != "DefaultRegion" || !r.Success || r.OffsetMsgID == "" || r.MsgType != 0 {
 			t.Errorf("trace record %+v", r)
 		}
 		out := out0(t, "queryMsgTraceById", "-n", ns, "-i", traced)
-		if !strings.Contains(out, "Pub        TOOLS_PRODUCER") || !strings.Contains(out, "success") {
+		if !strings.Contains(out, "Pub        "+r.GroupName+" ") || !strings.Contains(out, "success") {
 			t.Errorf("queryMsgTraceById of the traced send:\n%s", out)
 		}
 	}
