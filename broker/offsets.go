@@ -143,7 +143,15 @@ func (b *Broker) processUpdateConsumerOffset(_ context.Context, _ *remoting.Conn
 	}
 	var reset bool
 	err = b.commitOffsetHeld(topic, deletions, func() (err error) {
-		reset, err = b.commitUnlessReset(group, topic, qid, func() error { return b.offsets.Set(group, topic, qid, off) })
+		reset, err = b.commitUnlessReset(group, topic, qid, func() error {
+			if svc := b.popSvc; svc != nil && b.isSlave() {
+				// The commit replaces the slave's pops' own entry of the
+				// queue (one offset table on RocketMQ's slave), in the
+				// same write.
+				return svc.CommitOffset(group, topic, qid, off)
+			}
+			return b.offsets.Set(group, topic, qid, off)
+		})
 		return err
 	})
 	if errors.Is(err, errTopicDeletedSince) {
@@ -156,15 +164,6 @@ func (b *Broker) processUpdateConsumerOffset(_ context.Context, _ *remoting.Conn
 		// The client has not pulled since an administrator reset the
 		// queue: the offset it commits is the one the reset replaced.
 		return remoting.NewResponse(req, remoting.Success, "Offset has been previously reset")
-	}
-	if svc := b.popSvc; svc != nil && b.isSlave() {
-		// The commit replaces the slave's pops' own entry of the queue
-		// (one offset table on RocketMQ's slave).
-		if err := svc.OffsetCommitted(group, topic, qid); err != nil {
-			b.log.Error().Err(err).Str("group", group).Str("topic", topic).Int32("queue", qid).
-				Msg("slave: the offset commit is stored, but the slave's pops still go by their own offset of the queue")
-			return remoting.NewResponse(req, remoting.SystemError, err.Error())
-		}
 	}
 	return remoting.NewResponse(req, remoting.Success, "")
 }

@@ -424,7 +424,7 @@
 // 0x30 offset. A sync of the master's offsets that carries the group and
 // topic sets committed to -1 on each of its queues (the master's table
 // put over the slave's), as does a client's UPDATE_CONSUMER_OFFSET of the
-// queue on the slave; the batch stays, as RocketMQ's sync leaves
+// queue on the slave, in the write of its 0x30 offset; the batch stays, as RocketMQ's sync leaves
 // consumerOrderInfo.json alone. Synced before the request is answered;
 // an entry left with neither is deleted, and a batch unused for a day
 // is dropped (at the slave's start at the latest). Loaded by a slave's

@@ -443,7 +443,19 @@ func (p *PopBatch) Commit(sync bool) error {
 	if sync {
 		opts = pebble.Sync
 	}
+	defer p.lockOffsets()()
 	return p.settle(p.b.Commit(opts))
+}
+
+// lockOffsets holds the database's offsetsMu when the batch commits
+// offsets (0x30), so that their cache takes them in the order the
+// database does, as ConsumerOffsets.SetMany's; it returns the unlock.
+func (p *PopBatch) lockOffsets() func() {
+	if len(p.committed) == 0 {
+		return func() {}
+	}
+	p.db.offsetsMu.Lock()
+	return p.db.offsetsMu.Unlock
 }
 
 // CommitDurable commits the batch as Commit(true) does, in one pass
@@ -465,7 +477,10 @@ func (p *PopBatch) CommitDurable() (wait func() error, err error) {
 	if p.db.readOnly {
 		return nil, fmt.Errorf("commit pop state: %w", pebble.ErrReadOnly)
 	}
-	if err := p.settle(p.db.pdb.ApplyNoSyncWait(p.b, pebble.Sync)); err != nil {
+	unlock := p.lockOffsets()
+	err = p.settle(p.db.pdb.ApplyNoSyncWait(p.b, pebble.Sync))
+	unlock()
+	if err != nil {
 		return nil, err
 	}
 	p.unwaited = true

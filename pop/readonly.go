@@ -2,6 +2,8 @@ package pop
 
 import (
 	"fmt"
+
+	"github.com/rocketkv/rocketkv/kvindex"
 )
 
 // PopReadOnly answers a pop on a slave, whose store only its master
@@ -199,11 +201,29 @@ func (s *Service) OffsetsCopied(replaced func(group, topic string) bool) error {
 	return s.dropSlaveOwn(func(k queueKey) bool { return replaced(k.group, k.topic) })
 }
 
-// OffsetCommitted tells the service of a slave that a client committed
-// the group's offset on the queue on it (UPDATE_CONSUMER_OFFSET): that
-// commit replaces the slave's own entry, as it overwrites the one entry
-// of RocketMQ's slave's offset table.
-func (s *Service) OffsetCommitted(group, topic string, queueID int32) error {
+// CommitOffset commits a client's offset of the group's queue on a slave
+// (UPDATE_CONSUMER_OFFSET): the committed offset (keyspace 0x30) and the
+// drop of the slave's own entry of the queue (0x59), as the commit
+// overwrites the one entry of RocketMQ's slave's offset table, go to the
+// store in one synced write, so that a crash keeps both or neither (two
+// writes left the own entry over the client's commit when the process
+// stopped between them). The orderly batch the entry may hold stays.
+// It returns once the write is durable; when the store refuses it,
+// neither changed.
+func (s *Service) CommitOffset(group, topic string, queueID int32, offset int64) error {
 	k := queueKey{group, topic, queueID}
-	return s.dropSlaveOwn(func(q queueKey) bool { return q == k })
+	unlock := s.lock(group, topic, queueID)
+	defer unlock()
+	q := s.slaveOrd.get(k)
+	q.committed, q.hasCommitted = 0, false
+	wait, err := s.slaveOrd.putLocked(k, q, s.now(), func(b *kvindex.PopBatch) error {
+		return b.SetCommitted(group, topic, queueID, offset)
+	})
+	if err != nil {
+		return fmt.Errorf("commit the offset of %s on %s/%d on a slave: %w", group, topic, queueID, err)
+	}
+	if err := wait(); err != nil {
+		return fmt.Errorf("commit the offset of %s on %s/%d on a slave: %w", group, topic, queueID, err)
+	}
+	return nil
 }

@@ -47,7 +47,8 @@ import (
 // table has (an offset reset backward on the master reaches the slave's
 // consumers at the next sync; acknowledged messages past the master's
 // offset are delivered again), and so does a client's commit of the
-// queue's offset on the slave (OffsetCommitted). While the master is
+// queue's offset on the slave (CommitOffset, in the write of the
+// commit). While the master is
 // down there is no sync, and the slave's entries hold, across restarts
 // of the slave too. The batches are left to the slave's own requests, as
 // RocketMQ's sync leaves its ConsumerOrderInfoManager alone. A batch
@@ -165,7 +166,7 @@ func (o *slaveOrders) get(k queueKey) slaveOrder {
 // refuses the write, the map is left as it was (a failed sync of the
 // store's log stops the process: kvindex's walfailstop.go).
 func (o *slaveOrders) put(k queueKey, q slaveOrder, now int64) error {
-	wait, err := o.putLocked(k, q, now)
+	wait, err := o.putLocked(k, q, now, nil)
 	if err != nil {
 		return err
 	}
@@ -176,14 +177,20 @@ func (o *slaveOrders) put(k queueKey, q slaveOrder, now int64) error {
 }
 
 // putLocked is put but for the wait for the store's sync, which it
-// returns.
-func (o *slaveOrders) putLocked(k queueKey, q slaveOrder, now int64) (func() error, error) {
+// returns; with, when not nil, adds its writes to the same batch (a
+// client's commit of the queue's offset, CommitOffset).
+func (o *slaveOrders) putLocked(k queueKey, q slaveOrder, now int64, with func(*kvindex.PopBatch) error) (func() error, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	b := o.store.NewBatch()
 	defer b.Close()
 	if err := b.SetSlaveOwn(q.stored(k)); err != nil {
 		return nil, err
+	}
+	if with != nil {
+		if err := with(b); err != nil {
+			return nil, err
+		}
 	}
 	// The sweep, when it is due, goes in the same write.
 	type swept struct {

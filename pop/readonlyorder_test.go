@@ -261,10 +261,7 @@ func TestSlaveOrderlyAndNonOrderlyPopsShareTheOffset(t *testing.T) {
 		t.Fatalf("non-orderly pop after orderly acks of [0 1 2]: %v, want [3]", offs)
 	}
 	// A client's commit on the slave replaces the entry.
-	if err := h.svc.cfg.Offsets.Set("G", orderTestTopic, 0, 5); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.svc.OffsetCommitted("G", orderTestTopic, 0); err != nil {
+	if err := h.svc.CommitOffset("G", orderTestTopic, 0, 5); err != nil {
 		t.Fatal(err)
 	}
 	if offs, _, _ := h.popReadOnly(t, "B", 1); fmt.Sprint(offs) != "[5]" {
@@ -365,10 +362,7 @@ func TestSlaveOrderlyStateSurvivesARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A client's commit on the slave drops P's.
-	if err := h.svc.cfg.Offsets.Set("P", orderTestTopic, 0, 2); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.svc.OffsetCommitted("P", orderTestTopic, 0); err != nil {
+	if err := h.svc.CommitOffset("P", orderTestTopic, 0, 2); err != nil {
 		t.Fatal(err)
 	}
 	h.restartSlave(t)
@@ -453,5 +447,43 @@ func TestTakeOverSlaveState(t *testing.T) {
 	}
 	if err := h.svc.store.EachSlaveOwn(func(o kvindex.SlaveOwn) bool { t.Errorf("left: %+v", o); return true }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A client's commit on a slave (CommitOffset) writes the committed offset
+// and drops the slave's own entry of the queue, the orderly batch kept,
+// in one write (before, the broker wrote the offset and the service
+// dropped the entry in a second write, and a crash between them left
+// the entry over the client's commit).
+func TestSlaveCommitOffsetIsOneWrite(t *testing.T) {
+	h := newOrderHarness(t, 8)
+	_, _, popTime := h.popReadOnly(t, "A", 2)
+	if _, err := h.svc.AckReadOnly("G", orderTestTopic, 0, 0, orderHandle(popTime)); err != nil {
+		t.Fatal(err)
+	}
+	own := func() (committed int64, hasBatch bool) {
+		t.Helper()
+		committed = -2 // no entry
+		if err := h.svc.store.EachSlaveOwn(func(o kvindex.SlaveOwn) bool {
+			if o.Group == "G" && o.Topic == orderTestTopic && o.QueueID == 0 {
+				committed, hasBatch = o.Committed, o.Batch != nil
+			}
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return committed, hasBatch
+	}
+	if c, b := own(); c != 1 || !b {
+		t.Fatalf("own entry after an orderly ack of 0: committed %d, batch %v; want 1 with the batch", c, b)
+	}
+	if err := h.svc.CommitOffset("G", orderTestTopic, 0, 6); err != nil {
+		t.Fatal(err)
+	}
+	if off, ok, err := h.svc.cfg.Offsets.Get("G", orderTestTopic, 0); err != nil || !ok || off != 6 {
+		t.Fatalf("committed offset after the slave's commit: %d %v %v, want 6", off, ok, err)
+	}
+	if c, b := own(); c != -1 || !b {
+		t.Fatalf("own entry after the slave's commit: committed %d, batch %v; want none (-1) with the batch", c, b)
 	}
 }
