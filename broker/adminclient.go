@@ -263,7 +263,7 @@ func (b *Broker) queueTimeSpan(group, topic string, q int32, at func(int32, int6
 	if err != nil {
 		return span, err
 	}
-	consumed, ok, err := b.offsets.Get(group, topic, q)
+	consumed, ok, err := b.consumerOffset(group, topic, q)
 	if err != nil {
 		return span, err
 	}

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -207,7 +208,8 @@ func splitTopicList(s string) []string {
 }
 
 // topicsWithOffsets returns the topics a group committed offsets on,
-// sorted (the offset keys are ordered by group, then topic).
+// sorted (the offset keys are ordered by group, then topic), on a slave
+// those of its own entries too.
 func (b *Broker) topicsWithOffsets(group string) ([]string, error) {
 	var topics []string
 	err := b.offsets.Each(group, func(u kvindex.OffsetUpdate) bool {
@@ -218,6 +220,15 @@ func (b *Broker) topicsWithOffsets(group string) ([]string, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list offsets of group %s: %w", group, err)
+	}
+	if svc := b.popSvc; svc != nil && b.isSlave() {
+		// The topics of the slave's own entries: one table on
+		// RocketMQ's slave (consumerOffset).
+		if own := svc.SlaveOffsetTopics(group); len(own) > 0 {
+			topics = append(topics, own...)
+			slices.Sort(topics)
+			topics = slices.Compact(topics)
+		}
 	}
 	return topics, nil
 }
@@ -232,7 +243,7 @@ func (b *Broker) addConsumeStats(table map[adminbody.MessageQueue]adminbody.Offs
 		if err != nil {
 			return fmt.Errorf("max offset of %s/%d: %w", topic, q, err)
 		}
-		consumerOff, _, err := b.offsets.Get(group, topic, q)
+		consumerOff, _, err := b.consumerOffset(group, topic, q)
 		if err != nil {
 			return fmt.Errorf("offset of %s on %s/%d: %w", group, topic, q, err)
 		}

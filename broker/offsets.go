@@ -35,7 +35,26 @@ func offsetResponse(req *remoting.Command, offset int64) *remoting.Command {
 	return resp
 }
 
-// processQueryConsumerOffset answers QUERY_CONSUMER_OFFSET. A group with no
+// consumerOffset returns the group's committed offset of the queue as
+// the broker's offset table holds it: on a slave, the entry of its own
+// pops and orderly acks (pop.Service.SlaveOffset) while it has one, else
+// the offset copied from its master or committed on it (0x30). RocketMQ's
+// slave has one table that its pops, orderly acks, client commits and the
+// master's sync all write, and its QUERY_CONSUMER_OFFSET,
+// GET_CONSUME_STATS and QUERY_CONSUME_TIME_SPAN read it; the slave's pops
+// go by the own entry the same way. ok is false when there is neither.
+func (b *Broker) consumerOffset(group, topic string, qid int32) (int64, bool, error) {
+	if svc := b.popSvc; svc != nil && b.isSlave() {
+		off, ok, err := svc.SlaveOffset(group, topic, qid)
+		if err != nil || ok {
+			return off, ok, err
+		}
+	}
+	return b.offsets.Get(group, topic, qid)
+}
+
+// processQueryConsumerOffset answers QUERY_CONSUMER_OFFSET (the slave's
+// own entries included: consumerOffset). A group with no
 // committed offset on a queue gets QUERY_NOT_FOUND, except (as RocketMQ)
 // when the queue still starts at 0 and its first message is recent enough
 // to be in memory: then 0, so a new group starts at the beginning of a
@@ -56,7 +75,7 @@ func (b *Broker) processQueryConsumerOffset(_ context.Context, _ *remoting.Conn,
 	if bad != nil {
 		return bad
 	}
-	off, ok, err := b.offsets.Get(group, topic, qid)
+	off, ok, err := b.consumerOffset(group, topic, qid)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/internal/popclient"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/pop"
@@ -510,5 +511,90 @@ func TestSlaveExpiryWakesOnlyItsGroupsHeldPops(t *testing.T) {
 	case res := <-heldB:
 		t.Fatalf("held pop of group b answered: code %d, %v", res.Code, bodies(res.Messages))
 	default:
+	}
+}
+
+// A slave answers a group's offset from its one offset table, as
+// RocketMQ's slave's QUERY_CONSUMER_OFFSET and GET_CONSUME_STATS read the
+// ConsumerOffsetManager its orderly pops and acks commit into: the
+// progress of the slave's own orderly acks shows over the offset copied
+// from the master, for a group the master has no offset of too, until a
+// client's commit on the slave or the master's sync replaces it.
+func TestSlaveAnswersOffsetsWithItsOwnProgress(t *testing.T) {
+	master := startTestBroker(t, withHA(nil))
+	slave := startSlaveOf(t, master, nil)
+	_, mrc := popClient(master)
+	sendBodies(t, mrc, "SQ", 6)
+	for _, g := range []string{"q", "p"} {
+		if r := call(t, mrc, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"`+g+`"}`)); r.Code != remoting.Success {
+			t.Fatalf("create group %s on the master: %d %s", g, r.Code, r.Remark)
+		}
+	}
+	commit(t, mrc, "q", "SQ", 0, 1)
+	waitReplicated(t, master, slave)
+	syncSlave(t, slave, master) // the topic, the groups and q's offset
+	sc, src := popClient(slave)
+	ctx := ctx20(t)
+
+	popAndAck := func(group string, want string) {
+		t.Helper()
+		req := popclient.PopRequest{Group: group, Topic: "SQ", QueueID: 0, MaxMsgNums: 2, InvisibleTime: time.Minute, Order: true, AttemptID: "a"}
+		got := mustPop(t, sc, req)
+		if fmt.Sprint(bodies(got.Messages)) != want {
+			t.Fatalf("orderly pop of %s on the slave: %v, want %s", group, bodies(got.Messages), want)
+		}
+		for _, m := range got.Messages {
+			if code, err := sc.Ack(ctx, group, m); err != nil || code != remoting.Success {
+				t.Fatalf("orderly ack of %s on the slave: %d %v", m.Body, code, err)
+			}
+		}
+	}
+	query := func(group string) string {
+		t.Helper()
+		r := call(t, src, remoting.QueryConsumerOffset, map[string]string{"consumerGroup": group, "topic": "SQ", "queueId": "0", "setZeroIfNotFound": "false"}, nil)
+		if r.Code != remoting.Success {
+			return fmt.Sprintf("code %d", r.Code)
+		}
+		return r.ExtFields["offset"]
+	}
+	stats := func(group string) string {
+		t.Helper()
+		table := consumeStats(t, src, map[string]string{"consumerGroup": group})
+		w, ok := table[adminbody.MessageQueue{BrokerName: slave.cfg.BrokerName, Topic: "SQ", QueueID: 0}]
+		if !ok {
+			return fmt.Sprintf("no row of SQ/0 in %v", table)
+		}
+		return fmt.Sprint(w.ConsumerOffset)
+	}
+
+	popAndAck("q", "[m1 m2]")
+	if got := query("q"); got != "3" {
+		t.Fatalf("QUERY_CONSUMER_OFFSET of q on the slave after its orderly acks up to 2: %s, want 3", got)
+	}
+	if got := stats("q"); got != "3" {
+		t.Fatalf("GET_CONSUME_STATS of q on the slave after its orderly acks up to 2: consumerOffset %s, want 3", got)
+	}
+	// A group the master has no offset of: its progress on the slave and
+	// the topic it is on.
+	popAndAck("p", "[m0 m1]")
+	if got := query("p"); got != "2" {
+		t.Fatalf("QUERY_CONSUMER_OFFSET of p on the slave after its orderly acks up to 1: %s, want 2", got)
+	}
+	if got := stats("p"); got != "2" {
+		t.Fatalf("GET_CONSUME_STATS of p on the slave: consumerOffset %s, want 2", got)
+	}
+
+	// A client's commit on the slave replaces q's entry; the master's
+	// sync replaces p's.
+	if r := call(t, src, remoting.UpdateConsumerOffset, map[string]string{"consumerGroup": "q", "topic": "SQ", "queueId": "0", "commitOffset": "5"}, nil); r.Code != remoting.Success {
+		t.Fatalf("offset commit on the slave: %d %s", r.Code, r.Remark)
+	}
+	if got := query("q"); got != "5" {
+		t.Fatalf("QUERY_CONSUMER_OFFSET of q on the slave after a commit of 5 there: %s, want 5", got)
+	}
+	commit(t, mrc, "p", "SQ", 0, 4)
+	syncSlave(t, slave, master)
+	if got := query("p"); got != "4" {
+		t.Fatalf("QUERY_CONSUMER_OFFSET of p on the slave after a sync of the master's 4: %s, want 4", got)
 	}
 }

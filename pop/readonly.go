@@ -2,6 +2,7 @@ package pop
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/rocketkv/rocketkv/kvindex"
 )
@@ -226,4 +227,37 @@ func (s *Service) CommitOffset(group, topic string, queueID int32, offset int64)
 		return fmt.Errorf("commit the offset of %s on %s/%d on a slave: %w", group, topic, queueID, err)
 	}
 	return nil
+}
+
+// SlaveOffset returns the slave's own offset entry of the group's queue
+// (what its orderly pops and acks committed, or where a pop of a group
+// without an offset started): ok is false when there is none, or when
+// it is past the end of the queue (a pop drops such an entry). The
+// slave's pops go by it rather than by the offset copied from the
+// master, and so do its answers of a group's offset, as RocketMQ's slave
+// answers from its one offset table. It writes nothing.
+func (s *Service) SlaveOffset(group, topic string, queueID int32) (int64, bool, error) {
+	q := s.slaveOrd.get(queueKey{group, topic, queueID})
+	if !q.hasCommitted {
+		return 0, false, nil
+	}
+	maxOff, err := s.cfg.CQ.MaxOffset(topic, queueID)
+	if err != nil {
+		return 0, false, fmt.Errorf("max offset of %s/%d: %w", topic, queueID, err)
+	}
+	if q.committed > maxOff {
+		return 0, false, nil
+	}
+	return q.committed, true, nil
+}
+
+// SlaveOffsetTopics returns the topics on which the group has an own
+// offset entry of the slave's (SlaveOffset), sorted.
+func (s *Service) SlaveOffsetTopics(group string) []string {
+	var topics []string
+	for _, k := range s.slaveOrd.ownKeys(func(k queueKey) bool { return k.group == group }) {
+		topics = append(topics, k.topic)
+	}
+	slices.Sort(topics)
+	return slices.Compact(topics)
 }
