@@ -37,7 +37,9 @@ stopped store as the config files of an Apache RocketMQ broker
 (topics.json, subscriptionGroup.json, consumerOffset.json,
 delayOffset.json, messageRequestMode.json, consumerOrderInfo.json) into
 --out, by default the store's own config/ directory, keeping what they
-replace as .bak files. With RocketMQ's consumequeue/ files complete (the
+replace as .bak files. A slave's store is exported with the offsets and
+orderly batches of its own pops over those it copied from its master,
+as the slave serves them. With RocketMQ's consumequeue/ files complete (the
 broker ran with storeType=file or rocksdbCQDoubleWriteEnable=true), an
 Apache RocketMQ broker with the same mappedFileSizeCommitLog can then
 serve the store, consumers going on where they were.

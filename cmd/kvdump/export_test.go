@@ -435,3 +435,89 @@ func TestExportAfterPopRollbackStartsRocketMQAtThePopPosition(t *testing.T) {
 		t.Fatalf("pop after the way back: %q, want only the messages never popped (m4, m5)", got)
 	}
 }
+
+// The export of a slave's store puts what the slave's own pops kept
+// (keyspace 0x59) over what it copied from its master, as the slave
+// serves it until the master's next sync and as RocketMQ's slave writes
+// its own commits and order info into consumerOffset.json and
+// consumerOrderInfo.json: the progress of its orderly acks replaces the
+// copied offset, a group the master has no offset of gets the slave's,
+// and the slave's orderly batch replaces the master's batch of the
+// queue.
+func TestExportOfASlavesStoreTakesItsOwnPopState(t *testing.T) {
+	store := t.TempDir()
+	b, c := startBroker(t, store, map[string]string{"rocksdbCQDoubleWriteEnable": "true"})
+	for i := 0; i < 6; i++ {
+		exportSend(t, c, "ExpS", "m"+strconv.Itoa(i), "")
+	}
+	waitQueueEnd(t, c, "ExpS", 6)
+	exportCommit(t, c, "cg-copied", "ExpS", 1)
+	// The master's orderly batch of cg-ord, [0 1], which the store keeps
+	// as a slave's copy of it.
+	pc := popclient.New(c, "")
+	if res, err := pc.Pop(context.Background(), popclient.PopRequest{Group: "cg-ord", Topic: "ExpS", QueueID: 0,
+		MaxMsgNums: 2, InvisibleTime: time.Minute, Order: true, AttemptID: "att-master"}); err != nil || len(res.Messages) != 2 {
+		t.Fatalf("orderly pop on the master: %v %+v", err, res)
+	}
+	stopBroker(t, b)
+
+	// The same store as a slave whose master is down: its consumers go on
+	// through it.
+	b, c = startBroker(t, store, map[string]string{"rocksdbCQDoubleWriteEnable": "true", "brokerRole": "SLAVE", "brokerId": "1",
+		"haMasterAddress": "127.0.0.1:1"})
+	pc = popclient.New(c, "")
+	ctx := context.Background()
+	popAndAck := func(group string, want []int64, ack int) popclient.PopResult {
+		t.Helper()
+		res, err := pc.Pop(ctx, popclient.PopRequest{Group: group, Topic: "ExpS", QueueID: 0,
+			MaxMsgNums: len(want), InvisibleTime: time.Minute, Order: true, AttemptID: "att-slave"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for _, m := range res.Messages {
+			got = append(got, m.Handle.QueueOffset)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("orderly pop of %s on the slave: %v, want %v", group, got, want)
+		}
+		for _, m := range res.Messages[:ack] {
+			if code, err := pc.Ack(ctx, group, m); err != nil || code != remoting.Success {
+				t.Fatalf("orderly ack of %d on the slave: %d %v", m.Handle.QueueOffset, code, err)
+			}
+		}
+		return res
+	}
+	popAndAck("cg-copied", []int64{1, 2}, 2)           // own offset 3 over the copied 1
+	popAndAck("cg-new", []int64{0, 1, 2}, 3)           // own offset 3, no copied one
+	own := popAndAck("cg-ord", []int64{0, 1, 2, 3}, 1) // own batch [0 1 2 3], offset 0 acked: 1
+	stopBroker(t, b)
+
+	mustKvdump(t, "--store", store, "export-rocketmq")
+	cfg, err := rmqconfig.Read(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offsets := map[string]int64{}
+	for _, o := range cfg.Offsets {
+		if o.Topic == "ExpS" {
+			offsets[o.Group] = o.Offset
+		}
+	}
+	if want := map[string]int64{"cg-copied": 3, "cg-new": 3, "cg-ord": 1}; !reflect.DeepEqual(offsets, want) {
+		t.Fatalf("consumerOffset.json of ExpS: %v, want %v (the slave's own)", offsets, want)
+	}
+	// One batch per group, each the slave's (those acknowledged whole
+	// stay until the group's next pop, as a master's do).
+	var groups []string
+	for _, o := range cfg.OrderInfos {
+		groups = append(groups, o.Group)
+		if o.Group == "cg-ord" && fmt.Sprintf("%+v", o) != fmt.Sprintf("%+v", rmqconfig.OrderInfo{Topic: "ExpS", Group: "cg-ord",
+			PopTime: own.PopTime, InvisibleTime: time.Minute.Milliseconds(), Offsets: []int64{0, 1, 2, 3}, LastConsume: own.PopTime, Acked: 1, AttemptID: "att-slave"}) {
+			t.Fatalf("consumerOrderInfo.json's batch of cg-ord: %+v, want the slave's popped at %d", o, own.PopTime)
+		}
+	}
+	if fmt.Sprint(groups) != "[cg-copied cg-new cg-ord]" {
+		t.Fatalf("consumerOrderInfo.json: %+v, want the slave's batches of cg-copied, cg-new and cg-ord", cfg.OrderInfos)
+	}
+}

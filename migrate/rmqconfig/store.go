@@ -31,8 +31,10 @@ type QueueEnds interface {
 // files hold it (the timer's progress left out): topics, groups (with
 // what they are forbidden),
 // consumer offsets (StoreOffsets), delay offsets (StoreDelayOffsets) and
-// request modes (StoreRequestModes). kvdump export-rocketmq writes it
-// with Write.
+// request modes (StoreRequestModes), orderly batches (StoreOrderInfos)
+// and, on a slave's store, what its own pops kept over what it copied
+// from its master (mergeSlaveOwn). kvdump export-rocketmq writes it with
+// Write.
 func FromStore(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen int64) (Config, error) {
 	var c Config
 	var err error
@@ -60,7 +62,73 @@ func FromStore(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen in
 	if c.OrderInfos, err = StoreOrderInfos(ctx, db); err != nil {
 		return c, err
 	}
+	if err = mergeSlaveOwn(ctx, db, ends, &c); err != nil {
+		return c, err
+	}
 	return c, ctx.Err()
+}
+
+// mergeSlaveOwn puts what a slave's own pops kept (keyspace 0x59,
+// kvindex.SlaveOwn) over the offsets and orderly batches it copied from
+// its master, as the slave serves them until its master's next sync:
+// its own committed offset of a queue replaces the copied one (left out
+// when it is past the end of the queue, which the slave's pops drop),
+// and its own orderly batch replaces the copied batch of the queue.
+// RocketMQ's slave keeps both in the one offset table and order info it
+// persists (consumerOffset.json, consumerOrderInfo.json). A master's
+// store has no such entries.
+func mergeSlaveOwn(ctx context.Context, db *kvindex.DB, ends QueueEnds, c *Config) error {
+	var own []kvindex.SlaveOwn
+	if err := db.Pop().EachSlaveOwn(func(o kvindex.SlaveOwn) bool {
+		own = append(own, o)
+		return ctx.Err() == nil
+	}); err != nil {
+		return fmt.Errorf("read the slave's own pop state: %w", err)
+	}
+	if len(own) == 0 {
+		return ctx.Err()
+	}
+	type queue struct {
+		group, topic string
+		id           int32
+	}
+	offsetAt := map[queue]int{}
+	for i, o := range c.Offsets {
+		offsetAt[queue{o.Group, o.Topic, o.QueueID}] = i
+	}
+	orderAt := map[queue]int{}
+	for i, o := range c.OrderInfos {
+		orderAt[queue{o.Group, o.Topic, o.QueueID}] = i
+	}
+	for _, o := range own {
+		k := queue{o.Group, o.Topic, o.QueueID}
+		if o.Committed >= 0 {
+			maxOff, err := ends.MaxOffset(o.Topic, o.QueueID)
+			if err != nil {
+				return fmt.Errorf("read the end of %s/%d: %w", o.Topic, o.QueueID, err)
+			}
+			if o.Committed <= maxOff {
+				if i, ok := offsetAt[k]; ok {
+					c.Offsets[i].Offset = o.Committed
+				} else {
+					offsetAt[k] = len(c.Offsets)
+					c.Offsets = append(c.Offsets, Offset{Group: o.Group, Topic: o.Topic, QueueID: o.QueueID, Offset: o.Committed})
+				}
+			}
+		}
+		if o.Batch == nil || len(o.Batch.Messages) == 0 {
+			continue
+		}
+		info := orderInfoOf(o.Batch)
+		if i, ok := orderAt[k]; ok {
+			c.OrderInfos[i] = info
+		} else {
+			orderAt[k] = len(c.OrderInfos)
+			c.OrderInfos = append(c.OrderInfos, info)
+		}
+	}
+	sortByQueue(c.OrderInfos, func(o *OrderInfo) (string, string, int32) { return o.Group, o.Topic, o.QueueID })
+	return ctx.Err()
 }
 
 // allConfigs reads every config of the table open opens, in name order.
@@ -300,35 +368,41 @@ func StoreOrderInfos(ctx context.Context, db *kvindex.DB) ([]OrderInfo, error) {
 		if len(st.Messages) == 0 {
 			return true // an offset reset's mark: RocketMQ keeps it in its offset table, not here
 		}
-		info := OrderInfo{Topic: st.Topic, Group: st.Group, QueueID: st.QueueID, PopTime: st.PopTime,
-			InvisibleTime: st.InvisibleTime, LastConsume: st.PopTime, Acked: st.Acked, AttemptID: st.AttemptID}
-		count := func(off int64, n int32) {
-			if n > 0 {
-				if info.Consumed == nil {
-					info.Consumed = map[int64]int32{}
-				}
-				info.Consumed[off] = n
-			}
-		}
-		for _, m := range st.Messages {
-			info.Offsets = append(info.Offsets, m.QueueOffset)
-			count(m.QueueOffset, m.Consumed)
-			if m.NextVisibleAt != 0 {
-				if info.NextVisible == nil {
-					info.NextVisible = map[int64]int64{}
-				}
-				info.NextVisible[m.QueueOffset] = m.NextVisibleAt
-			}
-		}
-		for _, c := range st.Carried {
-			count(c.QueueOffset, c.Consumed)
-		}
-		infos = append(infos, info)
+		infos = append(infos, orderInfoOf(&st))
 		return ctx.Err() == nil
 	}); err != nil {
 		return nil, fmt.Errorf("read the orderly POP batches: %w", err)
 	}
 	return infos, ctx.Err()
+}
+
+// orderInfoOf is an orderly batch as RocketMQ's ConsumerOrderInfoManager
+// holds it (see StoreOrderInfos).
+func orderInfoOf(st *kvindex.OrderState) OrderInfo {
+	info := OrderInfo{Topic: st.Topic, Group: st.Group, QueueID: st.QueueID, PopTime: st.PopTime,
+		InvisibleTime: st.InvisibleTime, LastConsume: st.PopTime, Acked: st.Acked, AttemptID: st.AttemptID}
+	count := func(off int64, n int32) {
+		if n > 0 {
+			if info.Consumed == nil {
+				info.Consumed = map[int64]int32{}
+			}
+			info.Consumed[off] = n
+		}
+	}
+	for _, m := range st.Messages {
+		info.Offsets = append(info.Offsets, m.QueueOffset)
+		count(m.QueueOffset, m.Consumed)
+		if m.NextVisibleAt != 0 {
+			if info.NextVisible == nil {
+				info.NextVisible = map[int64]int64{}
+			}
+			info.NextVisible[m.QueueOffset] = m.NextVisibleAt
+		}
+	}
+	for _, c := range st.Carried {
+		count(c.QueueOffset, c.Consumed)
+	}
+	return info
 }
 
 // OpenTransactions counts the open transactions of a rocketkv store and
