@@ -27,6 +27,12 @@ type orderHarness struct {
 // returns a Service over them whose clock starts at 1,000,000 ms.
 func newOrderHarness(t *testing.T, n int) *orderHarness {
 	t.Helper()
+	return newOrderHarnessOn(t, n, openIndex(t))
+}
+
+// newOrderHarnessOn is newOrderHarness with the Service's state in db.
+func newOrderHarnessOn(t *testing.T, n int, db *kvindex.DB) *orderHarness {
+	t.Helper()
 	l := openTestLog(t)
 	host := netip.MustParseAddrPort("127.0.0.1:10911")
 	var entries []cq.Entry
@@ -38,7 +44,6 @@ func newOrderHarness(t *testing.T, n int) *orderHarness {
 		}
 		entries = append(entries, cq.Entry{QueueOffset: int64(i), PhyOffset: res.PhyOffset, Size: res.Records[0].Size})
 	}
-	db := openIndex(t)
 	h := &orderHarness{now: 1_000_000}
 	svc, err := New(Config{DB: db, CQ: &oneQueue{topic: orderTestTopic, entries: entries}, Log: l, Offsets: db.ConsumerOffsets(),
 		Broker: &puttingBroker{}, QuietOrderLockRelease: true, Now: func() time.Time { return time.UnixMilli(h.now) }})

@@ -3,7 +3,14 @@ package pop
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/kvindex"
 )
@@ -452,38 +459,87 @@ func TestTakeOverSlaveState(t *testing.T) {
 
 // A client's commit on a slave (CommitOffset) writes the committed offset
 // and drops the slave's own entry of the queue, the orderly batch kept,
-// in one write (before, the broker wrote the offset and the service
-// dropped the entry in a second write, and a crash between them left
-// the entry over the client's commit).
+// in one write: the store as a crash would leave it at each sync of its
+// log during the commit (the synced data only, pebble's crashable
+// in-memory file system) holds both changes or neither. Before, the
+// broker wrote the offset and the service dropped the entry in a second
+// write, and a crash between them left the entry over the client's
+// commit.
 func TestSlaveCommitOffsetIsOneWrite(t *testing.T) {
-	h := newOrderHarness(t, 8)
+	mem := vfs.NewCrashableMem()
+	var armed atomic.Bool
+	var mu sync.Mutex
+	var crashes []*vfs.MemFS
+	fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		switch op.Kind {
+		case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
+			if armed.Load() && strings.HasSuffix(op.Path, ".log") {
+				mu.Lock()
+				crashes = append(crashes, mem.CrashClone(vfs.CrashCloneCfg{}))
+				mu.Unlock()
+			}
+		}
+		return nil
+	}))
+	db, err := kvindex.Open(kvindex.Options{Dir: "index", FS: fs, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	h := newOrderHarnessOn(t, 8, db)
 	_, _, popTime := h.popReadOnly(t, "A", 2)
 	if _, err := h.svc.AckReadOnly("G", orderTestTopic, 0, 0, orderHandle(popTime)); err != nil {
 		t.Fatal(err)
 	}
-	own := func() (committed int64, hasBatch bool) {
+	// state is what a store holds of the queue: its committed offset (-1
+	// without one) and the slave's own entry (-2 without one).
+	state := func(db *kvindex.DB) (committed, own int64, batch bool) {
 		t.Helper()
-		committed = -2 // no entry
-		if err := h.svc.store.EachSlaveOwn(func(o kvindex.SlaveOwn) bool {
+		committed, own = -1, -2
+		if off, ok, err := db.ConsumerOffsets().Get("G", orderTestTopic, 0); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			committed = off
+		}
+		if err := db.Pop().EachSlaveOwn(func(o kvindex.SlaveOwn) bool {
 			if o.Group == "G" && o.Topic == orderTestTopic && o.QueueID == 0 {
-				committed, hasBatch = o.Committed, o.Batch != nil
+				own, batch = o.Committed, o.Batch != nil
 			}
 			return true
 		}); err != nil {
 			t.Fatal(err)
 		}
-		return committed, hasBatch
+		return committed, own, batch
 	}
-	if c, b := own(); c != 1 || !b {
-		t.Fatalf("own entry after an orderly ack of 0: committed %d, batch %v; want 1 with the batch", c, b)
+	if c, o, b := state(db); c != -1 || o != 1 || !b {
+		t.Fatalf("before the commit: offset %d, own entry %d (batch %v); want none, 1 with the batch", c, o, b)
 	}
+
+	armed.Store(true)
 	if err := h.svc.CommitOffset("G", orderTestTopic, 0, 6); err != nil {
 		t.Fatal(err)
 	}
-	if off, ok, err := h.svc.cfg.Offsets.Get("G", orderTestTopic, 0); err != nil || !ok || off != 6 {
-		t.Fatalf("committed offset after the slave's commit: %d %v %v, want 6", off, ok, err)
-	}
-	if c, b := own(); c != -1 || !b {
-		t.Fatalf("own entry after the slave's commit: committed %d, batch %v; want none (-1) with the batch", c, b)
+	armed.Store(false)
+	mu.Lock()
+	crashes = append(crashes, mem.CrashClone(vfs.CrashCloneCfg{}))
+	mu.Unlock()
+	for i, crashed := range crashes {
+		cdb, err := kvindex.Open(kvindex.Options{Dir: "index", FS: crashed, Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatalf("open the store as crash %d left it: %v", i, err)
+		}
+		c, o, b := state(cdb)
+		if err := cdb.Close(); err != nil {
+			t.Fatal(err)
+		}
+		before := c == -1 && o == 1
+		after := c == 6 && o == -1
+		if !before && !after || !b {
+			t.Fatalf("crash %d of %d during the slave's commit left offset %d and own entry %d (batch %v): want none and 1, or 6 and none, the batch kept",
+				i, len(crashes), c, o, b)
+		}
+		if i == len(crashes)-1 && !after {
+			t.Fatalf("after the slave's commit the store holds offset %d and own entry %d, want 6 and none", c, o)
+		}
 	}
 }
