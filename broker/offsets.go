@@ -40,8 +40,8 @@ func offsetResponse(req *remoting.Command, offset int64) *remoting.Command {
 // pops and orderly acks (pop.Service.SlaveOffset) while it has one, else
 // the offset copied from its master or committed on it (0x30). RocketMQ's
 // slave has one table that its pops, orderly acks, client commits and the
-// master's sync all write, and its QUERY_CONSUMER_OFFSET,
-// GET_CONSUME_STATS and QUERY_CONSUME_TIME_SPAN read it; the slave's pops
+// master's sync all write, and its QUERY_CONSUMER_OFFSET, consume stats
+// and QUERY_CONSUME_TIME_SPAN read it; the slave's pops
 // go by the own entry the same way. ok is false when there is neither.
 func (b *Broker) consumerOffset(group, topic string, qid int32) (int64, bool, error) {
 	if svc := b.popSvc; svc != nil && b.isSlave() {
