@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rocketkv/rocketkv/e2e/gov5client/result"
 )
 
 // The tests of this file run RocketMQ 5's Go client
@@ -63,53 +65,6 @@ func (g *goV5Build) remove() {
 	}
 }
 
-// goV5Message is what the Go client saw of one message (gov5client's
-// Message).
-type goV5Message struct {
-	Body       string            `json:"body"`
-	ID         string            `json:"id"`
-	Tag        string            `json:"tag"`
-	Keys       []string          `json:"keys"`
-	Props      map[string]string `json:"props"`
-	Group      string            `json:"group"`
-	Topic      string            `json:"topic"`
-	Offset     int64             `json:"offset"`
-	BornHost   string            `json:"bornHost"`
-	Attempt    int32             `json:"attempt"`
-	BornMs     int64             `json:"bornMs"`
-	DeliveryMs int64             `json:"deliveryMs"`
-	AtMs       int64             `json:"atMs"`
-}
-
-// goV5Result is gov5client's RESULT line.
-type goV5Result struct {
-	SentIDs        map[string]string `json:"sentIds"`
-	SentOffsets    map[string]int64  `json:"sentOffsets"`
-	Hostname       string            `json:"hostname"`
-	Normal         []goV5Message     `json:"normal"`
-	Fifo           []goV5Message     `json:"fifo"`
-	FifoFirst      []goV5Message     `json:"fifoFirst"`
-	FifoAgain      []goV5Message     `json:"fifoAgain"`
-	DelayAtMs      int64             `json:"delayAtMs"`
-	Delay          []goV5Message     `json:"delay"`
-	RecallErr      string            `json:"recallErr"`
-	Refused        string            `json:"refused"`
-	SentAfter      bool              `json:"sentAfter"`
-	TxnDelivered   []goV5Message     `json:"txnDelivered"`
-	TxnChecked     map[string]int    `json:"txnChecked"`
-	Tagged         []string          `json:"tagged"`
-	Selected       []string          `json:"selected"`
-	FirstReceived  []goV5Message     `json:"firstReceived"`
-	ChangedAtMs    int64             `json:"changedAtMs"`
-	Again          []goV5Message     `json:"again"`
-	AckAfterChange string            `json:"ackAfterChange"`
-	Leftover       []string          `json:"leftover"`
-	Received       []goV5Message     `json:"received"`
-	Consumed       []goV5Message     `json:"consumed"`
-	Failed         []string          `json:"failed"`
-	Failures       []string          `json:"failures"`
-}
-
 // startV5Cluster starts a name server, a broker with brokerSets and a
 // proxy in front of it, and creates the topics (name to mqadmin -a
 // attributes, "" for none) with 4 queues each. The proxy (with
@@ -136,7 +91,7 @@ func startV5Cluster(t *testing.T, brokerSets []string, topics map[string]string,
 // returns its result; the client's errors fail the test. Its log goes to
 // the test's directory (printed when the test fails) instead of
 // $HOME/logs/rocketmq.
-func runGoV5(t *testing.T, px *proxyProc, scenario string, env ...string) goV5Result {
+func runGoV5(t *testing.T, px *proxyProc, scenario string, env ...string) result.Result {
 	t.Helper()
 	bin := goV5.path(t)
 	logDir := t.TempDir()
@@ -158,7 +113,7 @@ func runGoV5(t *testing.T, px *proxyProc, scenario string, env ...string) goV5Re
 			}
 		}
 	})
-	var r goV5Result
+	var r result.Result
 	readNodeResult(t, "gov5client "+scenario, out, &r)
 	for _, f := range r.Failures {
 		t.Errorf("gov5client %s: %s", scenario, f)
@@ -373,7 +328,7 @@ func TestGoV5SimpleConsumerThroughProxy(t *testing.T) {
 		if again.Attempt != 2 {
 			t.Errorf("put-back came again as delivery attempt %d, want 2", again.Attempt)
 		}
-		var first goV5Message
+		var first result.Message
 		for _, m := range r.FirstReceived {
 			if m.Body == "put-back" {
 				first = m
@@ -525,7 +480,7 @@ func TestGoV5PushConsumerRenewThroughProxy(t *testing.T) {
 }
 
 // bodiesOf are the bodies of ms, in order.
-func bodiesOf(ms []goV5Message) []string {
+func bodiesOf(ms []result.Message) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
 		out[i] = m.Body
