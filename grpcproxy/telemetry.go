@@ -234,7 +234,12 @@ func (s *Server) answerSettings(ctx context.Context, in *rmqpb.Settings) *rmqpb.
 
 // consumerSettingsOf returns the settings a consumer's receives follow: its
 // stored settings merged with the group's policy (defaults when it sent
-// none).
+// none). A receive without settings is served on purpose, where
+// RocketMQ's ReceiveMessageActivity fails it (INTERNAL_SERVER_ERROR from
+// a null): the Go client v5.1.4 goes on receiving after its telemetry
+// stream broke (a proxy restart) and opens a new one only at its next
+// settings sync, up to 5 minutes later; RocketMQ's check would fail
+// every receive of that client until then.
 func (s *Server) consumerSettingsOf(ctx context.Context, clientID string, r *topicRoute, group string) *rmqpb.Settings {
 	in := s.clients.settings(clientID)
 	if in == nil {
