@@ -237,15 +237,7 @@ func TestSlaveOrderlyAndNonOrderlyPopsShareTheOffset(t *testing.T) {
 	h := newOrderHarness(t, 8)
 	plain := func(initMode int32) []int64 {
 		t.Helper()
-		res, err := h.svc.PopReadOnly(PopRequest{Group: "G", Topic: orderTestTopic, QueueID: 0, MaxMsgNums: 1, InvisibleTime: 1000, InitMode: initMode})
-		if err != nil {
-			t.Fatal(err)
-		}
-		offs, err := ParseMsgOffsetInfo(res.MsgOffsetInfo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return offs[InfoKey(FlagNormal, 0)]
+		return h.plainPopReadOnly(t, "G", initMode)
 	}
 	// A group without an offset, InitMax: the non-orderly pop starts at
 	// the last message, and so does the orderly one after it.
@@ -347,15 +339,7 @@ func TestSlaveOrderlyStateSurvivesARestart(t *testing.T) {
 	h.now += 2000 // the last pop's batch and P's message visible again
 	plain := func() []int64 {
 		t.Helper()
-		res, err := h.svc.PopReadOnly(PopRequest{Group: "P", Topic: orderTestTopic, QueueID: 0, MaxMsgNums: 1, InvisibleTime: 1000, InitMode: InitMin})
-		if err != nil {
-			t.Fatal(err)
-		}
-		offs, err := ParseMsgOffsetInfo(res.MsgOffsetInfo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return offs[InfoKey(FlagNormal, 0)]
+		return h.plainPopReadOnly(t, "P", InitMin)
 	}
 	if offs := plain(); fmt.Sprint(offs) != "[7]" {
 		t.Fatalf("non-orderly pop of group P after the restart: %v, want [7] (its start, InitMax, kept)", offs)
@@ -542,4 +526,19 @@ func TestSlaveCommitOffsetIsOneWrite(t *testing.T) {
 			t.Fatalf("after the slave's commit the store holds offset %d and own entry %d, want 6 and none", c, o)
 		}
 	}
+}
+
+// plainPopReadOnly pops one message of queue 0 for group without order
+// on the slave's service, and returns the offsets it handed out.
+func (h *orderHarness) plainPopReadOnly(t *testing.T, group string, initMode int32) []int64 {
+	t.Helper()
+	res, err := h.svc.PopReadOnly(PopRequest{Group: group, Topic: orderTestTopic, QueueID: 0, MaxMsgNums: 1, InvisibleTime: 1000, InitMode: initMode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs, err := ParseMsgOffsetInfo(res.MsgOffsetInfo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return offs[InfoKey(FlagNormal, 0)]
 }
