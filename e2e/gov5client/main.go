@@ -534,15 +534,8 @@ func (r *run) pushScenario() error {
 	if err != nil {
 		return fmt.Errorf("COUNT: %w", err)
 	}
-	p, err := r.producer(nil, topic)
-	if err != nil {
+	if err := r.sendNumbered(topic, "push", count, nil); err != nil {
 		return err
-	}
-	defer func() { _ = p.GracefulStop() }()
-	for i := range count {
-		if _, err := send(p, &v5.Message{Topic: topic, Body: fmt.Appendf(nil, "push-%d", i)}); err != nil {
-			return err
-		}
 	}
 	ok := map[string]bool{}
 	done := make(chan struct{})
@@ -565,17 +558,8 @@ func (r *run) pushScenario() error {
 // policy allows, then forwards it to the dead-letter queue and goes on.
 func (r *run) pushFifoScenario() error {
 	topic, group := os.Getenv("TOPIC"), os.Getenv("GROUP")
-	p, err := r.producer(nil, topic)
-	if err != nil {
+	if err := r.sendNumbered(topic, "fifo", 6, func(_ int, m *v5.Message) { m.SetMessageGroup("g1") }); err != nil {
 		return err
-	}
-	defer func() { _ = p.GracefulStop() }()
-	for i := range 6 {
-		m := &v5.Message{Topic: topic, Body: fmt.Appendf(nil, "fifo-%d", i)}
-		m.SetMessageGroup("g1")
-		if _, err := send(p, m); err != nil {
-			return err
-		}
 	}
 	done := make(chan struct{})
 	return r.consumeWithPush(group, topic, func(mv *v5.MessageView) v5.ConsumerResult {
@@ -630,17 +614,8 @@ func (r *run) consumeWithPush(group, topic string, consume func(*v5.MessageView)
 // each.
 func (r *run) namespaceScenario() error {
 	topic, group := os.Getenv("TOPIC"), os.Getenv("GROUP")
-	p, err := r.producer(nil, topic)
-	if err != nil {
+	if err := r.sendNumbered(topic, "ns", 3, func(_ int, m *v5.Message) { m.SetTag("TagNs") }); err != nil {
 		return err
-	}
-	defer func() { _ = p.GracefulStop() }()
-	for i := range 3 {
-		m := &v5.Message{Topic: topic, Body: fmt.Appendf(nil, "ns-%d", i)}
-		m.SetTag("TagNs")
-		if _, err := send(p, m); err != nil {
-			return err
-		}
 	}
 	sc, err := r.simpleConsumer(group, map[string]*v5.FilterExpression{topic: v5.NewFilterExpression("TagNs")})
 	if err != nil {
@@ -695,17 +670,8 @@ func (r *run) pushSlowScenario() error {
 // them with a push consumer subscribed with the SQL92 filter "n >= 3".
 func (r *run) pushSQLScenario() error {
 	topic, group := os.Getenv("TOPIC"), os.Getenv("GROUP")
-	p, err := r.producer(nil, topic)
-	if err != nil {
+	if err := r.sendNumbered(topic, "sql", 6, func(i int, m *v5.Message) { m.AddProperty("n", strconv.Itoa(i)) }); err != nil {
 		return err
-	}
-	defer func() { _ = p.GracefulStop() }()
-	for i := range 6 {
-		m := &v5.Message{Topic: topic, Body: fmt.Appendf(nil, "sql-%d", i)}
-		m.AddProperty("n", strconv.Itoa(i))
-		if _, err := send(p, m); err != nil {
-			return err
-		}
 	}
 	pc, err := v5.NewPushConsumer(r.config(group),
 		v5.WithPushAwaitDuration(2*time.Second),
@@ -742,4 +708,25 @@ func closeOnce(done chan struct{}) {
 	default:
 		close(done)
 	}
+}
+
+// sendNumbered sends n messages <prefix>-0..<prefix>-(n-1) to topic with
+// a producer of its own, each shaped by shape (when not nil) before it
+// is sent.
+func (r *run) sendNumbered(topic, prefix string, n int, shape func(i int, m *v5.Message)) error {
+	p, err := r.producer(nil, topic)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = p.GracefulStop() }()
+	for i := range n {
+		m := &v5.Message{Topic: topic, Body: fmt.Appendf(nil, "%s-%d", prefix, i)}
+		if shape != nil {
+			shape(i, m)
+		}
+		if _, err := send(p, m); err != nil {
+			return err
+		}
+	}
+	return nil
 }
