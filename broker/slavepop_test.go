@@ -120,12 +120,7 @@ func TestSlaveAnswersPopsWithoutRecordingThem(t *testing.T) {
 // handed out and is still invisible; once the invisible time is over,
 // what the master did not see acknowledged comes again.
 func TestSlavePopsHandOutEachMessageOnce(t *testing.T) {
-	master := startTestBroker(t, withHA(nil))
-	slave := startSlaveOf(t, master, nil)
-	mc, mrc := popClient(master)
-	sendBodies(t, mrc, "HO", 6)
-	waitReplicated(t, master, slave)
-	syncSlave(t, slave, master) // the topic
+	master, slave, mc, mrc := startSlaveWithMessages(t, "HO", 6)
 	sc, _ := popClient(slave)
 	ctx := ctx20(t)
 
@@ -224,12 +219,7 @@ func TestSlavePopsHandOutEachMessageOnce(t *testing.T) {
 // stores nothing: the slave's group table stays its master's copy, at
 // the master's data version, so the next sync has nothing to replace.
 func TestSlavePopStoresNoAutoCreatedGroup(t *testing.T) {
-	master := startTestBroker(t, withHA(nil))
-	slave := startSlaveOf(t, master, nil)
-	_, mrc := popClient(master)
-	sendBodies(t, mrc, "AG", 1)
-	waitReplicated(t, master, slave)
-	syncSlave(t, slave, master)
+	master, slave, _, _ := startSlaveWithMessages(t, "AG", 1)
 	before := slave.groups.Version()
 	sc, _ := popClient(slave)
 	res := mustPop(t, sc, popclient.PopRequest{Group: "fresh", Topic: "AG", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Minute})
@@ -249,12 +239,7 @@ func TestSlavePopStoresNoAutoCreatedGroup(t *testing.T) {
 // it on a master: it gets the messages again then, not at the end of its
 // poll time.
 func TestSlaveHeldPopWakesWhenHandedOutMessagesExpire(t *testing.T) {
-	master := startTestBroker(t, withHA(nil))
-	slave := startSlaveOf(t, master, nil)
-	_, mrc := popClient(master)
-	sendBodies(t, mrc, "HW", 2)
-	waitReplicated(t, master, slave)
-	syncSlave(t, slave, master) // the topic
+	_, slave, _, _ := startSlaveWithMessages(t, "HW", 2)
 	sc, _ := popClient(slave)
 	first := mustPop(t, sc, popclient.PopRequest{Group: "w", Topic: "HW", QueueID: 0, MaxMsgNums: 2, InvisibleTime: 3 * time.Second})
 	if fmt.Sprint(bodies(first.Messages)) != "[m0 m1]" {
@@ -311,12 +296,7 @@ func TestSlaveHeldPopWakesWhenHandedOutMessagesExpire(t *testing.T) {
 // orderly batches nor its committed offsets hold any of it, and the
 // master's state is as it was.
 func TestSlaveOrderlyPopsLockTheQueue(t *testing.T) {
-	master := startTestBroker(t, withHA(nil))
-	slave := startSlaveOf(t, master, nil)
-	_, mrc := popClient(master)
-	sendBodies(t, mrc, "SO", 4)
-	waitReplicated(t, master, slave)
-	syncSlave(t, slave, master) // the topic
+	master, slave, _, _ := startSlaveWithMessages(t, "SO", 4)
 	sc, _ := popClient(slave)
 	ctx := ctx20(t)
 
@@ -399,12 +379,7 @@ func TestSlaveOrderlyPopsLockTheQueue(t *testing.T) {
 // the master reaches the slave's orderly consumer at the next sync, and
 // the messages from there, acknowledged on the slave or not, come again.
 func TestSlaveSyncReplacesTheSlavesOrderlyProgress(t *testing.T) {
-	master := startTestBroker(t, withHA(nil))
-	slave := startSlaveOf(t, master, nil)
-	_, mrc := popClient(master)
-	sendBodies(t, mrc, "SR", 6)
-	waitReplicated(t, master, slave)
-	syncSlave(t, slave, master) // the topic
+	master, slave, _, _ := startSlaveWithMessages(t, "SR", 6)
 	sc, _ := popClient(slave)
 	ctx := ctx20(t)
 
@@ -466,12 +441,7 @@ func TestSlaveOffsetCommitReplacesTheSlavesOrderlyProgress(t *testing.T) {
 // the same queue, which would re-run for nothing and be held again
 // (RocketMQ notifies by topic, group and queue).
 func TestSlaveExpiryWakesOnlyItsGroupsHeldPops(t *testing.T) {
-	master := startTestBroker(t, withHA(nil))
-	slave := startSlaveOf(t, master, nil)
-	_, mrc := popClient(master)
-	sendBodies(t, mrc, "GW", 2)
-	waitReplicated(t, master, slave)
-	syncSlave(t, slave, master) // the topic
+	_, slave, _, _ := startSlaveWithMessages(t, "GW", 2)
 	sc, _ := popClient(slave)
 	for _, p := range []struct {
 		group     string
@@ -597,4 +567,18 @@ func TestSlaveAnswersOffsetsWithItsOwnProgress(t *testing.T) {
 	if got := query("p"); got != "4" {
 		t.Fatalf("QUERY_CONSUMER_OFFSET of p on the slave after a sync of the master's 4: %s, want 4", got)
 	}
+}
+
+// startSlaveWithMessages starts a master and its slave, sends n messages
+// m0..m(n-1) to topic on the master, and returns once the slave holds
+// them and its sync brought the topic: the start of the slave POP tests.
+func startSlaveWithMessages(t *testing.T, topic string, n int) (master, slave *testBroker, mc *popclient.Client, mrc *remoting.Client) {
+	t.Helper()
+	master = startTestBroker(t, withHA(nil))
+	slave = startSlaveOf(t, master, nil)
+	mc, mrc = popClient(master)
+	sendBodies(t, mrc, topic, n)
+	waitReplicated(t, master, slave)
+	syncSlave(t, slave, master)
+	return master, slave, mc, mrc
 }
