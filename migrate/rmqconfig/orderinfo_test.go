@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/kvindex"
 )
 
@@ -160,5 +161,48 @@ func TestStoreOrderInfosWritesCarriedCounts(t *testing.T) {
 	}
 	if !strings.Contains(string(data), `"oc":{5:2,7:1,9:3}`) {
 		t.Fatalf("consumerOrderInfo.json lacks the carried counts in oc:\n%s", data)
+	}
+}
+
+// queueEndsAt answers every queue's maximum offset as max.
+type queueEndsAt struct{ max int64 }
+
+func (q queueEndsAt) MaxOffset(string, int32) (int64, error) { return q.max, nil }
+func (q queueEndsAt) MinOffset(string, int32) (int64, error) { return 0, nil }
+func (q queueEndsAt) Get(string, int32, int64, int) ([]cq.Entry, error) {
+	return nil, errors.New("not read by mergeSlaveOwn")
+}
+
+// A slave's own offsets go over the copied ones in the export as the
+// running slave serves them: one within its queue replaces the copy, one
+// for a pair without a copy is added, and one past its queue's end is
+// left out (the slave drops it), keeping the copy.
+func TestMergeSlaveOwnLeavesOutOffsetsPastTheEnd(t *testing.T) {
+	db, err := kvindex.Open(kvindex.Options{Dir: t.TempDir(), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	b := db.Pop().NewBatch()
+	defer b.Close()
+	for _, o := range []kvindex.SlaveOwn{
+		{Group: "G", Topic: "T", QueueID: 0, Committed: 7},
+		{Group: "G", Topic: "T", QueueID: 1, Committed: 11},
+		{Group: "H", Topic: "T", QueueID: 0, Committed: 3},
+	} {
+		if err := b.SetSlaveOwn(&o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	c := Config{Offsets: []Offset{{Group: "G", Topic: "T", QueueID: 0, Offset: 2}, {Group: "G", Topic: "T", QueueID: 1, Offset: 4}}}
+	if err := mergeSlaveOwn(context.Background(), db, queueEndsAt{max: 10}, &c); err != nil {
+		t.Fatal(err)
+	}
+	want := []Offset{{Group: "G", Topic: "T", QueueID: 0, Offset: 7}, {Group: "G", Topic: "T", QueueID: 1, Offset: 4}, {Group: "H", Topic: "T", QueueID: 0, Offset: 3}}
+	if !reflect.DeepEqual(c.Offsets, want) {
+		t.Fatalf("offsets after the merge\n got %+v\nwant %+v", c.Offsets, want)
 	}
 }
