@@ -384,6 +384,14 @@ func (b *Broker) deleteTopic(topic string) error {
 	if err := b.db.Pop().DeleteTopic(topic); err != nil {
 		return err
 	}
+	// And what a slave's own pops keep of it in memory: its in-flight
+	// count, as RocketMQ's deleteTopic clears its
+	// PopInflightMessageCounter, its own offsets and orderly batches.
+	if svc := b.popSvc; svc != nil {
+		if err := svc.SlaveTopicDeleted(topic); err != nil {
+			return err
+		}
+	}
 	b.deletionStep(stepTopicConsumerStateDeleted)
 	return b.db.EndTopicDeletion(topic)
 }
@@ -627,6 +635,15 @@ func (b *Broker) processDeleteGroup(_ context.Context, _ *remoting.Conn, req *re
 		// And where its pops stood, or a pop would go on from there.
 		if err := b.db.Pop().DeleteGroupPositions(group); err != nil {
 			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+		// On a slave, what its own pops keep of the group in memory
+		// too: its in-flight count, as RocketMQ clears its
+		// PopInflightMessageCounter here, its own offsets and orderly
+		// batches.
+		if svc := b.popSvc; svc != nil {
+			if err := svc.SlaveGroupOffsetsDeleted(group); err != nil {
+				return remoting.NewResponse(req, remoting.SystemError, err.Error())
+			}
 		}
 	}
 	return remoting.NewResponse(req, remoting.Success, "")

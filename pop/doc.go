@@ -49,8 +49,9 @@
 // With Config.InFlightLimit on (RocketMQ's enablePopMessageThreshold), a
 // non-orderly pop skips a queue of which the group has more messages in
 // flight than the limit, counted from its checkpoints; see threshold.go.
-// On a slave the count is of what its own read-only pops handed out and
-// is in flight there, in memory (slaveinflight.go).
+// On a slave the count is of what its own read-only pops, orderly ones
+// included, handed out and is in flight there, in memory
+// (slaveinflight.go), and it limits its orderly pops too.
 //
 // A slave's read-only pops (PopReadOnly) write none of the master's
 // state and keep what they handed out in memory (handedout.go), with a

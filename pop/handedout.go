@@ -238,6 +238,18 @@ func (h *handedOut) fire(k queueKey, w *handedWake) {
 	h.notify(on.topic, k.group, on.queueID)
 }
 
+// forget drops the marks of the queues that match.
+func (h *handedOut) forget(match func(queueKey) bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k, q := range h.queues {
+		if match(k) {
+			q.stopWake()
+			delete(h.queues, k)
+		}
+	}
+}
+
 // close stops every timer; later marks arm none.
 func (h *handedOut) close() {
 	h.mu.Lock()

@@ -681,7 +681,7 @@ func (s *Service) HasMessage(group, topic string, queueID int32, order bool, att
 // the queue would find a message now (from where it would start; an
 // orderly queue locked by the batch a pop on the slave handed out has
 // none, nor has a queue the in-flight threshold stops by the slave's own
-// count, readOnlyStopped).
+// count, readOnlyStopped, orderly or not).
 func (s *Service) HasMessageReadOnly(group, topic string, queueID int32, order bool, attemptID string) (bool, error) {
 	return s.hasMessage(group, topic, queueID, order, attemptID, true)
 }
@@ -719,7 +719,7 @@ func (s *Service) hasMessage(group, topic string, queueID int32, order bool, att
 		if err != nil || maxOff <= pos {
 			return false, err
 		}
-		if limit, on := s.inFlightLimit(); on && !order {
+		if limit, on := s.inFlightLimit(); on && (!order || readOnly) {
 			if readOnly {
 				n, _ := s.slaveFlight.count(queueKey{group, t, q}, s.now())
 				return n <= limit, nil

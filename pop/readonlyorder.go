@@ -257,6 +257,19 @@ func (o *slaveOrders) ownKeys(match func(queueKey) bool) []queueKey {
 	return keys
 }
 
+// keys returns the queues with an entry that match.
+func (o *slaveOrders) keys(match func(queueKey) bool) []queueKey {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var keys []queueKey
+	for k := range o.queues {
+		if match(k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
 // clearOwn drops k's own offset entry at now, and k's entry with it when
 // it has no batch.
 func (o *slaveOrders) clearOwn(k queueKey, now int64) error {
@@ -344,6 +357,16 @@ func (s *Service) slaveOrderOf(k queueKey, now int64) (q slaveOrder, committed i
 // counted as left behind, and the group's start on it remembered, as
 // RocketMQ's pop commits the start of every queue it locks). It returns
 // what it read, for finishPop; the batch is kept in memory.
+//
+// The in-flight threshold counts orderly pops on a slave as RocketMQ's
+// PopMessageProcessor counts them in its PopInflightMessageCounter (see
+// slaveInFlight): a queue over the threshold gives the pop nothing,
+// checked before the batch's lock; a pop the lock does not block first
+// takes the whole queue out of the count (RocketMQ's
+// clearInFlightMessageNum at each orderly pop of a queue, a full pop's
+// included), then counts the batch it hands out. A batch nobody
+// acknowledges leaves the count when its invisible time is over, so it
+// cannot keep the queue stopped.
 func (s *Service) readOnlyOrderQueue(req PopRequest, src source, remain int, res *PopResult, info *InfoBuilder) (readResult, error) {
 	k := queueKey{req.Group, src.topic, src.queueID}
 	unlock := s.lock(k.group, k.topic, k.queueID)
@@ -351,6 +374,9 @@ func (s *Service) readOnlyOrderQueue(req PopRequest, src source, remain int, res
 	// An own entry past the queue's end goes first, with the batch.
 	if _, _, err := s.slaveOwnOffset(k, res.PopTime); err != nil {
 		return readResult{}, fmt.Errorf("read-only orderly pop of %s/%d: %w", src.topic, src.queueID, err)
+	}
+	if s.readOnlyStopped(k) {
+		return readResult{}, nil // as readOnlyRead: nothing, and nothing to RestNum
 	}
 	q, pos, known, err := s.slaveOrderOf(k, res.PopTime)
 	if err != nil {
@@ -361,6 +387,7 @@ func (s *Service) readOnlyOrderQueue(req PopRequest, src source, remain int, res
 		// left behind (see popOrderLocked).
 		return readResult{}, nil
 	}
+	s.slaveFlight.clear(k)
 	if !known {
 		if pos, err = s.initOffset(src.topic, src.queueID, req.InitMode); err != nil {
 			return readResult{}, fmt.Errorf("read-only orderly pop of %s/%d: %w", src.topic, src.queueID, err)
@@ -407,6 +434,7 @@ func (s *Service) readOnlyOrderQueue(req PopRequest, src source, remain int, res
 		return readResult{}, fmt.Errorf("read-only orderly pop of %s/%d: %w", src.topic, src.queueID, err)
 	}
 	s.orderWakes.set(&st, res.PopTime)
+	s.slaveFlight.add(k, heldOn{req.Topic, src.queueID}, res.PopTime, res.PopTime+req.InvisibleTime, r.offsets, s.now())
 	return r, nil
 }
 
@@ -498,21 +526,25 @@ func (s *Service) ackReadOnlyOrder(group, topic string, queueID int32, offsets [
 
 // AckReadOnly is Ack on a slave, which writes nothing: an orderly ack
 // moves what the slave keeps in memory of the group's queue
-// (ackReadOnlyOrder); any other only takes the message out of the
-// slave's count for the in-flight threshold when the slave handed it
-// out (slaveInFlight; the master's in-flight state, copied to the slave,
-// is the one a promoted slave revives).
+// (ackReadOnlyOrder); any other only changes the slave's count for the
+// in-flight threshold. Either takes the message out of that count when
+// the slave's pop handed it out (slaveInFlight, as RocketMQ's orderly
+// and other acks decrement its PopInflightMessageCounter; the master's
+// in-flight state, copied to the slave, is the one a promoted slave
+// revives).
 func (s *Service) AckReadOnly(group, topic string, queueID int32, offset int64, h Handle) (AckResult, error) {
 	if !h.Orderly() {
 		s.ackedReadOnly(group, topic, queueID, h.PopTime, []int64{offset})
 		return AckResult{}, nil
 	}
-	return s.ackReadOnlyOrder(group, topic, queueID, []int64{offset}, h.PopTime)
+	res, err := s.ackReadOnlyOrder(group, topic, queueID, []int64{offset}, h.PopTime)
+	s.ackedReadOnly(group, topic, queueID, h.PopTime, []int64{offset})
+	return res, err
 }
 
 // AckBatchReadOnly is AckBatch on a slave: its entries are acknowledged
-// as AckReadOnly's (the orderly ones in the slave's memory, the others
-// only in its in-flight count). An entry
+// as AckReadOnly's (each in the slave's in-flight count, the orderly
+// ones in its memory of the queue too). An entry
 // with offsets outside its batch does not stop the others; the error
 // returned then wraps ErrIllegalOffset.
 func (s *Service) AckBatchReadOnly(entries []AckEntry) ([]AckResult, error) {
@@ -526,6 +558,7 @@ func (s *Service) AckBatchReadOnly(entries []AckEntry) ([]AckResult, error) {
 		if e.Orderly {
 			var err error
 			r, err = s.ackReadOnlyOrder(e.Group, e.Topic, e.QueueID, e.Offsets, e.PopTime)
+			s.ackedReadOnly(e.Group, e.Topic, e.QueueID, e.PopTime, e.Offsets)
 			if errors.Is(err, ErrIllegalOffset) {
 				illegal = append(illegal, err)
 			} else if err != nil {

@@ -7,16 +7,20 @@ import (
 )
 
 // slaveInFlight counts, per group and queue, the messages a slave's
-// non-orderly pops handed out (PopReadOnly) that are still in flight
-// there, for the in-flight threshold on a slave (readOnlyStopped). A
-// slave's store holds its master's checkpoints, not its own; the count
-// is its own, in memory, as Apache RocketMQ's slave counts its pops in
-// its PopInflightMessageCounter: each pop adds the messages it handed
-// out, and an ack on the slave (AckReadOnly, AckBatchReadOnly) of one
-// of them takes it out. An ack of a message the slave did not hand out
-// (popped from the master, or before the slave started) takes nothing
-// out, as RocketMQ's counter ignores the acks of pops older than the
-// broker's start.
+// pops handed out (PopReadOnly) that are still in flight there, for the
+// in-flight threshold on a slave (readOnlyStopped). A slave's store
+// holds its master's checkpoints, not its own; the count is its own, in
+// memory, as Apache RocketMQ's slave counts its pops in its
+// PopInflightMessageCounter: each pop adds the messages it handed out,
+// orderly or not, and an ack on the slave (AckReadOnly,
+// AckBatchReadOnly) of one of them takes it out. An ack of a message the
+// slave did not hand out (popped from the master, or before the slave
+// started) takes nothing out, as RocketMQ's counter ignores the acks of
+// pops older than the broker's start. An orderly pop that its queue's
+// lock does not block first takes the queue out of the count (clear), as
+// RocketMQ's does; so do a deletion of the queue's topic, and one of its
+// group with the group's offsets (forget), as RocketMQ's deleteTopic and
+// deleteSubscriptionGroup clear its counter.
 //
 // A message is counted until its invisible time is over, too: the slave
 // pops it again then (see handedOut), and the pop counts it again.
@@ -191,6 +195,33 @@ func (f *slaveInFlight) armWake(k queueKey, now int64) {
 		}
 	})
 	q.timer = t
+}
+
+// clear takes k out of the count, whatever its pops handed out.
+func (f *slaveInFlight) clear(k queueKey) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if q := f.queues[k]; q != nil {
+		q.pops = nil
+		q.n = 0
+		f.settle(k, q)
+	}
+}
+
+// forget takes the queues that match out of the count and returns them.
+func (f *slaveInFlight) forget(match func(queueKey) bool) []queueKey {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var gone []queueKey
+	for k, q := range f.queues {
+		if match(k) {
+			q.pops = nil
+			q.n = 0
+			f.settle(k, q)
+			gone = append(gone, k)
+		}
+	}
+	return gone
 }
 
 // close stops every timer; later calls arm none.

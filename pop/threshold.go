@@ -1,6 +1,7 @@
 package pop
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 )
@@ -164,12 +165,14 @@ func (s *Service) wakeReleased(group, topic string, queueID int32) {
 	}
 }
 
-// readOnlyStopped is popStopped on a slave: the count is of the
-// messages the slave's own pops handed out and that are in flight there
-// (slaveInFlight), as RocketMQ's slave counts its own pops; the master's
-// checkpoints, which the slave copies, are the master's. A queue it
-// stops is woken when an ack on the slave or the end of an in-flight
-// time brings it back to the limit. The caller holds the queue's lock.
+// readOnlyStopped is popStopped on a slave, for its orderly pops too
+// (RocketMQ checks them against the threshold as well): the count is of
+// the messages the slave's own pops handed out and that are in flight
+// there (slaveInFlight), as RocketMQ's slave counts its own pops; the
+// master's checkpoints, which the slave copies, are the master's. A
+// queue it stops is woken when an ack on the slave or the end of an
+// in-flight time brings it back to the limit. The caller holds the
+// queue's lock.
 func (s *Service) readOnlyStopped(k queueKey) bool {
 	limit, on := s.inFlightLimit()
 	if !on {
@@ -225,4 +228,50 @@ func (s *Service) InFlightLimitChanged() {
 	for _, k := range s.stopped.drain() {
 		s.cfg.OnQueueReady(k.topic, k.group, k.queueID)
 	}
+}
+
+// SlaveTopicDeleted forgets what this slave's own pops keep of a deleted
+// topic's queues: their in-flight count (as RocketMQ's deleteTopic
+// clears its PopInflightMessageCounter of the topic), their own offsets
+// and orderly batches (keyspace 0x59, which the topic's deletion in the
+// store removed: see kvindex.PopStore.DeleteTopic; dropped here from
+// memory, and from the store once more should a request have written one
+// back meanwhile), and what its pops handed out of them. The pops held on
+// a queue the threshold stopped are woken. The broker calls it once the
+// topic's consumer state is deleted; on a master it finds nothing.
+func (s *Service) SlaveTopicDeleted(topic string) error {
+	s.handed.forget(func(k queueKey) bool { return k.topic == topic })
+	return s.forgetSlaveQueues(func(k queueKey) bool { return k.topic == topic })
+}
+
+// SlaveGroupOffsetsDeleted is SlaveTopicDeleted for a group deleted with
+// its offsets (DELETE_SUBSCRIPTIONGROUP with cleanOffset, RocketMQ's
+// removeOffset and clearInFlightMessageNumByGroupName): the group's
+// in-flight count, own offsets and orderly batches on every topic go
+// (kvindex.PopStore.DeleteGroupPositions removed the latter from the
+// store). What its pops handed out and is still invisible is kept: the
+// consumers hold those messages, and a pop of the group hands them out
+// again once their invisible time is over.
+func (s *Service) SlaveGroupOffsetsDeleted(group string) error {
+	return s.forgetSlaveQueues(func(k queueKey) bool { return k.group == group })
+}
+
+// forgetSlaveQueues drops the in-flight count and the own entries
+// (slaveOrders) of the queues that match, each entry under its queue's
+// stripe lock, so that no request that read it before puts it back
+// afterwards, and wakes the pops held on a queue the threshold stopped.
+func (s *Service) forgetSlaveQueues(match func(queueKey) bool) error {
+	for _, k := range s.slaveFlight.forget(match) {
+		s.wakeReleasedReadOnly(k)
+	}
+	var errs []error
+	for _, k := range s.slaveOrd.keys(match) {
+		unlock := s.lock(k.group, k.topic, k.queueID)
+		err := s.slaveOrd.put(k, slaveOrder{}, s.now())
+		unlock()
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
