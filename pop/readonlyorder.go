@@ -367,6 +367,15 @@ func (s *Service) slaveOrderOf(k queueKey, now int64) (q slaveOrder, committed i
 // included), then counts the batch it hands out. A batch nobody
 // acknowledges leaves the count when its invisible time is over, so it
 // cannot keep the queue stopped.
+//
+// The pop starts at the group's offset on the slave, not past what the
+// group's non-orderly pops handed out there and is still invisible
+// (handedOut), where RocketMQ's getPopOffset takes the larger of the two:
+// the batch's start becomes the group's own offset, and a slave, which
+// revives nothing, delivers a non-orderly message again only from that
+// offset, so the ones below it that nobody acknowledges would never come
+// again while the master is down, nor from the slave once promoted
+// (TakeOverSlaveState). The orderly consumer gets them again instead.
 func (s *Service) readOnlyOrderQueue(req PopRequest, src source, remain int, res *PopResult, info *InfoBuilder) (readResult, error) {
 	k := queueKey{req.Group, src.topic, src.queueID}
 	unlock := s.lock(k.group, k.topic, k.queueID)
