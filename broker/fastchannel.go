@@ -11,7 +11,8 @@ import (
 // The fast channel (RocketMQ's "VIP channel"): RocketMQ's broker also
 // serves listenPort-2, where clients with vipChannelEnabled (the default
 // of Java clients before 4.5) send, and where an Apache RocketMQ slave asks
-// its master for the topic table. It answers everything but the reads
+// its master for the topic table, the timer checkpoint and the timer
+// metrics (see fastPortMismatch). It answers everything but the reads
 // that may be held (pulls and POP), which RocketMQ registers on the main
 // port only.
 var fastChannelRefuses = map[int32]bool{
@@ -45,6 +46,29 @@ func (b *Broker) fastListenPort() int {
 		return p
 	}
 	return max(b.cfg.ListenPort-2, 0)
+}
+
+// fastPortMismatch says why an Apache RocketMQ slave of a master whose
+// Remoting port is listenPort and fast channel fastPort (-1: off) could
+// not copy the master's topic table, timer checkpoint and timer metrics,
+// or "" when it could. RocketMQ 5.3's BrokerOuterAPI sends those three
+// requests (GET_ALL_TOPIC_CONFIG, GET_TIMER_CHECK_POINT,
+// GET_TIMER_METRICS) to the master's registered port minus 2
+// (MixAll.brokerVIPChannel(true, ...), whatever vipChannelEnabled says),
+// its other syncs to the registered port, and does not fall back to it:
+// each of the three fails, logged, at every sync. A listenPort of 2 or
+// less (0: picked at start) names no such port and is not judged.
+// rocketkv's slave asks all its syncs on the registered port, which an
+// Apache RocketMQ master answers as it answers its fast port (the same
+// admin processor serves both), so none of this concerns it.
+func fastPortMismatch(listenPort, fastPort int) string {
+	if listenPort <= 2 || fastPort == listenPort-2 {
+		return ""
+	}
+	if fastPort < 0 {
+		return fmt.Sprintf("fastListenPort=-1: an Apache RocketMQ slave of this master asks listenPort-2 (%d) for the topic table, the timer checkpoint and the timer metrics, and copies none of them", listenPort-2)
+	}
+	return fmt.Sprintf("fastListenPort=%d: an Apache RocketMQ slave of this master asks listenPort-2 (%d), where this master does not listen, for the topic table, the timer checkpoint and the timer metrics, and copies none of them", fastPort, listenPort-2)
 }
 
 // startFastChannel serves handler on the fast channel's port.

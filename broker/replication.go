@@ -213,6 +213,9 @@ func (b *Broker) startReplication() error {
 		return err
 	}
 	b.repl.server = srv
+	if why := fastPortMismatch(b.cfg.ListenPort, b.fastListenPort()); why != "" {
+		b.log.Warn().Msg(why)
+	}
 	if b.cfg.BrokerRole == roleSyncMaster && b.slaveAcks() == 0 {
 		b.log.Warn().Msg("brokerRole=SYNC_MASTER with inSyncReplicas=1: sends do not wait for a slave (RocketMQ 5's rule); set inSyncReplicas=2 for the 4.x behaviour")
 	}

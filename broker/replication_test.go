@@ -15,6 +15,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/ha"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -674,5 +675,38 @@ func TestSlaveIgnoresAShortHAMasterAddress(t *testing.T) {
 	waitReplicated(t, master, slave)
 	if got := slave.repl.client.Status().Master; got != master.haServerAddr() {
 		t.Fatalf("the slave follows %q, want the name server's %q", got, master.haServerAddr())
+	}
+}
+
+// A master whose fast channel is not at listenPort-2 is told, at start,
+// that an Apache RocketMQ slave would copy no topic table, timer
+// checkpoint or timer metrics from it: RocketMQ 5.3's slave asks those
+// three on its master's port minus 2 and nowhere else.
+func TestFastPortMismatchForRocketMQSlaves(t *testing.T) {
+	for _, tc := range []struct {
+		listen, fast int
+		warn         bool
+	}{
+		{10911, 10909, false},
+		{10911, -1, true},
+		{10911, 10000, true},
+		{0, 0, false}, // both ports picked at start
+		{2, -1, false},
+	} {
+		why := fastPortMismatch(tc.listen, tc.fast)
+		if (why != "") != tc.warn {
+			t.Errorf("listenPort %d, fast channel %d: %q, want a warning %v", tc.listen, tc.fast, why, tc.warn)
+		}
+		if tc.warn && !strings.Contains(why, strconv.Itoa(tc.listen-2)) {
+			t.Errorf("listenPort %d, fast channel %d: %q does not name the port the slave asks", tc.listen, tc.fast, why)
+		}
+	}
+
+	port := freeTCPPort(t)
+	logs := &testutil.SyncBuffer{}
+	startTestBrokerWith(t, t.TempDir(), map[string]string{"listenPort": strconv.Itoa(port),
+		"haListenPort": strconv.Itoa(freeTCPPort(t)), "fastListenPort": "-1"}, func(b *Broker) { b.log = zerolog.New(logs) })
+	if got := logLines(logs, fastPortMismatch(port, -1)); len(got) != 1 || got[0]["level"] != "warn" {
+		t.Fatalf("start of a master without a fast channel logged %v, want one warning that RocketMQ slaves copy no topics", got)
 	}
 }

@@ -173,7 +173,12 @@ func (c masterClient) Invoke(ctx context.Context, cmd *remoting.Command) (*remot
 // address, which its metadata syncs, its timer checkpoint copies (every
 // 3 s) and its catch-up reports share, as RocketMQ's slave sends them
 // all through its BrokerOuterAPI's one remoting client, which keeps a
-// channel per address. The connection is made at the first request and
+// channel per address. That client sends the topic table, timer
+// checkpoint and timer metrics requests to the master's fast port
+// (listenPort-2) and the others to its registered port; rocketkv's slave
+// sends all to the registered port, which an Apache RocketMQ master
+// answers the same, and which a rocketkv master serves whatever its
+// fastListenPort (see fastPortMismatch). The connection is made at the first request and
 // kept; one that broke, whose master stayed silent through a request's
 // timeout, or whose master answered GO_AWAY, is dialled again by the
 // next request. It is closed when the name servers name another master
