@@ -46,3 +46,35 @@ func TestSlaveInFlightCount(t *testing.T) {
 		t.Fatalf("%d queues kept with nothing in flight", left)
 	}
 }
+
+// clear takes one queue out of the count (an orderly pop on the slave),
+// forget every queue that matches (a deleted topic or group), each
+// leaving the other queues counted and no entry behind.
+func TestSlaveInFlightClearAndForget(t *testing.T) {
+	f := newSlaveInFlight(func(queueKey) {})
+	defer f.close()
+	a, b, c := queueKey{"g", "T", 0}, queueKey{"g", "T", 1}, queueKey{"h", "U", 0}
+	for _, k := range []queueKey{a, b, c} {
+		f.add(k, heldOn{k.topic, k.queueID}, 100, 60_100, []int64{0, 1}, 100)
+	}
+	count := func(k queueKey) int64 {
+		t.Helper()
+		n, _ := f.count(k, 200)
+		return n
+	}
+	f.armWake(a, 200)
+	f.clear(a)
+	if count(a) != 0 || count(b) != 2 || count(c) != 2 {
+		t.Fatalf("after clearing %v: %d, %d, %d in flight, want 0, 2, 2", a, count(a), count(b), count(c))
+	}
+	gone := f.forget(func(k queueKey) bool { return k.topic == "T" })
+	if len(gone) != 1 || gone[0] != b || count(b) != 0 || count(c) != 2 {
+		t.Fatalf("forget of topic T: %v gone, %d and %d in flight, want [%v], 0 and 2", gone, count(b), count(c), b)
+	}
+	f.mu.Lock()
+	left := len(f.queues)
+	f.mu.Unlock()
+	if left != 1 {
+		t.Fatalf("%d queues kept, want only %v", left, c)
+	}
+}
