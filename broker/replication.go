@@ -368,6 +368,34 @@ func rejectRequest(req *remoting.Command) *remoting.Command {
 	return remoting.NewResponse(req, remoting.SystemBusy, "[REJECTREQUEST]system busy, start flow control for a while")
 }
 
+// processResetMasterFlushOffset answers RESET_MASTER_FLUSH_OFFSET (mqadmin
+// resetMasterFlushOffset) as RocketMQ's AdminBrokerProcessor does: a
+// broker whose brokerId is not 0 takes the header's masterFlushOffset as
+// its master's flushed offset, kept in its checkpoint file (bytes 24..32,
+// RocketMQ's masterFlushedOffset) and shown by haStatus; a master answers
+// SUCCESS without reading the header. RocketMQ's slave only stores the
+// value too: its recovery and HA client do not read it (in 5.3.4 only
+// syncMasterFlushOffsetWhenStartup, a slave-acting-master setting rocketkv
+// does not run, tests it for 0). A slave's header without the field, or
+// with one that is not an integer, is SYSTEM_ERROR, as RocketMQ's header
+// decoding fails it.
+func (b *Broker) processResetMasterFlushOffset(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if b.cfg.BrokerID == 0 {
+		return remoting.NewResponse(req, remoting.Success, "")
+	}
+	off, err := remoting.Header(req.ExtFields).Int64("masterFlushOffset")
+	if err != nil {
+		b.log.Warn().Err(err).Stringer("conn", conn).Msg("reset master flush offset: bad header")
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if err := b.clog.SetMasterFlushedOffset(off); err != nil {
+		b.log.Error().Err(err).Stringer("conn", conn).Int64("masterFlushOffset", off).Msg("reset master flush offset failed")
+		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("reset master flush offset: %v", err))
+	}
+	b.log.Info().Stringer("conn", conn).Int64("masterFlushOffset", off).Msg("master flush offset reset")
+	return remoting.NewResponse(req, remoting.Success, "")
+}
+
 // processHAStatus answers GET_BROKER_HA_STATUS: a master's slaves and how
 // far each is behind, or a slave's master and what it holds.
 func (b *Broker) processHAStatus(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -375,7 +403,8 @@ func (b *Broker) processHAStatus(_ context.Context, _ *remoting.Conn, req *remot
 	if c := b.repl.client; c != nil {
 		st := c.Status()
 		info.HAClientRuntimeInfo = ha.ClientInfo{MasterAddr: st.Master, TransferredByteInSecond: st.BytesPerSecond,
-			MaxOffset: b.clog.ReplicaOffset(), LastReadTimestamp: unixMillis(st.LastRead), LastWriteTimestamp: unixMillis(st.LastWrite)}
+			MaxOffset: b.clog.ReplicaOffset(), LastReadTimestamp: unixMillis(st.LastRead), LastWriteTimestamp: unixMillis(st.LastWrite),
+			MasterFlushOffset: b.clog.Checkpoint().MasterFlushedOffset}
 	} else if !b.isSlave() {
 		// A master, with an HA port or not (haListenPort=-1: no slaves).
 		end := b.clog.MaxOffset()

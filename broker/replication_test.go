@@ -710,3 +710,44 @@ func TestFastPortMismatchForRocketMQSlaves(t *testing.T) {
 		t.Fatalf("start of a master without a fast channel logged %v, want one warning that RocketMQ slaves copy no topics", got)
 	}
 }
+
+// RESET_MASTER_FLUSH_OFFSET (mqadmin resetMasterFlushOffset) sets a
+// slave's masterFlushedOffset, which its checkpoint keeps and haStatus
+// shows; a slave refuses a header without an integer offset; a master
+// answers SUCCESS and changes nothing, as RocketMQ's does.
+func TestResetMasterFlushOffset(t *testing.T) {
+	master := startTestBroker(t, fastHA)
+	mc := master.client(nil)
+	mustSend(t, mc, "TopicMF", 0, "x", "")
+	slave := startSlaveOf(t, master, nil)
+	waitReplicated(t, master, slave)
+	sc := slave.client(nil)
+
+	if r := call(t, mc, remoting.ResetMasterFlushOffset, nil, nil); r.Code != remoting.Success {
+		t.Fatalf("on the master without a header: %d %s, want SUCCESS", r.Code, r.Remark)
+	}
+	if r := call(t, mc, remoting.ResetMasterFlushOffset, map[string]string{"masterFlushOffset": "77"}, nil); r.Code != remoting.Success ||
+		master.clog.Checkpoint().MasterFlushedOffset != 0 {
+		t.Fatalf("on the master: %d %s, its masterFlushedOffset %d, want SUCCESS and 0", r.Code, r.Remark, master.clog.Checkpoint().MasterFlushedOffset)
+	}
+	for _, h := range []map[string]string{nil, {"masterFlushOffset": "x1"}} {
+		if r := call(t, sc, remoting.ResetMasterFlushOffset, h, nil); r.Code != remoting.SystemError || !strings.Contains(r.Remark, "masterFlushOffset") {
+			t.Fatalf("on the slave with header %v: %d %s, want SYSTEM_ERROR naming the field", h, r.Code, r.Remark)
+		}
+	}
+	end := master.clog.MaxOffset()
+	if r := call(t, sc, remoting.ResetMasterFlushOffset, map[string]string{"masterFlushOffset": strconv.FormatInt(end, 10)}, nil); r.Code != remoting.Success {
+		t.Fatalf("on the slave: %d %s", r.Code, r.Remark)
+	}
+	if got := slave.clog.Checkpoint().MasterFlushedOffset; got != end {
+		t.Fatalf("slave's checkpoint masterFlushedOffset %d, want %d", got, end)
+	}
+	r := call(t, sc, remoting.GetBrokerHAStatus, nil, nil)
+	var info ha.RuntimeInfo
+	if r.Code != remoting.Success || json.Unmarshal(r.Body, &info) != nil {
+		t.Fatalf("GET_BROKER_HA_STATUS: %d %s %q", r.Code, r.Remark, r.Body)
+	}
+	if info.Master || info.HAClientRuntimeInfo.MasterFlushOffset != end {
+		t.Fatalf("slave's HA status %+v, want masterFlushOffset %d", info.HAClientRuntimeInfo, end)
+	}
+}

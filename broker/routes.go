@@ -106,6 +106,7 @@ func (b *Broker) routes() {
 	handle(remoting.SetMessageRequestMode, b.processSetRequestMode)
 	handle(remoting.GetAllMessageRequestMode, b.compressedForSlaves(b.processGetAllRequestMode))
 	handle(remoting.GetBrokerHAStatus, b.processHAStatus)
+	handle(remoting.ResetMasterFlushOffset, b.processResetMasterFlushOffset)
 	handle(remoting.GetTimerWatermark, b.processTimerWatermark)
 	handle(remoting.GetPopState, b.processPopState)
 	handle(remoting.GetTimerCheckPoint, b.processGetTimerCheckPoint)

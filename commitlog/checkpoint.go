@@ -24,7 +24,9 @@ type Checkpoint struct {
 	// IndexMsgTimestamp is the end time of the last flushed IndexFile
 	// (kept as found).
 	IndexMsgTimestamp int64
-	// MasterFlushedOffset is HA bookkeeping (kept as found).
+	// MasterFlushedOffset is HA bookkeeping: a slave's note of its
+	// master's flushed offset, kept as found unless SetMasterFlushedOffset
+	// changes it.
 	MasterFlushedOffset int64
 	// ConfirmPhyOffset is the confirmed (replicated) offset (kept as found).
 	ConfirmPhyOffset int64

@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -100,5 +101,44 @@ func TestAbnormalRecoveryStartsFromCheckpoint(t *testing.T) {
 	defer l.Close()
 	if info := l.RecoveryInfo(); !info.Abnormal || info.FirstScanned != want || info.EndOffset != end {
 		t.Fatalf("recovery %+v, want first scanned %d, end %d", info, want, end)
+	}
+}
+
+// SetMasterFlushedOffset lands in the checkpoint file at byte 24 (on
+// Close at the latest), leaves the other fields alone, survives a reopen,
+// and is refused once the Log is closed.
+func TestSetMasterFlushedOffsetIsPersisted(t *testing.T) {
+	dir := t.TempDir()
+	cfg := DefaultConfig(dir)
+	cfg.Logger = testLogger(t)
+	l := mustOpen(t, cfg)
+	mustAppend(t, l, AppendRequest{Message: testMessage("TopicA", 0, 1, 10)})
+	if err := l.SetMasterFlushedOffset(123456); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Checkpoint().MasterFlushedOffset; got != 123456 {
+		t.Fatalf("Checkpoint().MasterFlushedOffset = %d, want 123456", got)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetMasterFlushedOffset(1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("SetMasterFlushedOffset after Close: %v, want ErrClosed", err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "checkpoint"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := binary.BigEndian
+	if got := int64(be.Uint64(b[24:])); got != 123456 {
+		t.Fatalf("checkpoint bytes 24..32 = %d, want 123456", got)
+	}
+	if int64(be.Uint64(b[0:])) == 0 {
+		t.Fatal("physicMsgTimestamp not written beside masterFlushedOffset")
+	}
+	l = mustOpen(t, cfg)
+	defer l.Close()
+	if got := l.Checkpoint().MasterFlushedOffset; got != 123456 {
+		t.Fatalf("after reopen MasterFlushedOffset = %d, want 123456", got)
 	}
 }

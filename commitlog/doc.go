@@ -103,7 +103,8 @@
 //	                     0 physicMsgTimestamp (store time of the last flushed record)
 //	                     8 logicsMsgTimestamp  16 indexMsgTimestamp
 //	                    24 masterFlushedOffset 32 confirmPhyOffset
-//	                    (only the first is written here; the rest are kept)
+//	                    (the first is written here, masterFlushedOffset
+//	                    by SetMasterFlushedOffset; the rest are kept)
 //
 // # Recovery
 //

@@ -410,6 +410,23 @@ func (l *Log) Checkpoint() Checkpoint {
 	return l.ck
 }
 
+// SetMasterFlushedOffset records off as the checkpoint's
+// MasterFlushedOffset: a slave's note of how far its master's CommitLog was
+// flushed (RocketMQ's masterFlushedOffset, set by RESET_MASTER_FLUSH_OFFSET
+// and reported by haStatus). The file gets it with the next checkpoint
+// write (after a flush, at most once a second) and on Close, as RocketMQ's
+// StoreCheckpoint gets it with its next flush. It returns ErrClosed after
+// Close.
+func (l *Log) SetMasterFlushedOffset(off int64) error {
+	if l.closedFlag.Load() {
+		return ErrClosed
+	}
+	l.ckMu.Lock()
+	l.ck.MasterFlushedOffset = off
+	l.ckMu.Unlock()
+	return nil
+}
+
 // persistCheckpoint writes the checkpoint file.
 func (l *Log) persistCheckpoint() error {
 	l.ckMu.Lock()

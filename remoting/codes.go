@@ -146,6 +146,7 @@ const (
 	GetBrokerMemberGroup          int32 = 901 // GET_BROKER_MEMBER_GROUP
 	BrokerHeartbeat               int32 = 904 // BROKER_HEARTBEAT
 	GetBrokerHAStatus             int32 = 907 // GET_BROKER_HA_STATUS: mqadmin haStatus
+	ResetMasterFlushOffset        int32 = 908 // RESET_MASTER_FLUSH_OFFSET: mqadmin resetMasterFlushOffset
 )
 
 // Response codes (Java ResponseCode and RemotingSysResponseCode).

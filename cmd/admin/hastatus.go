@@ -88,8 +88,9 @@ func (g *globals) printHAStatus(cmd *cobra.Command, addr string) error {
 		return w.Flush()
 	}
 	c := info.HAClientRuntimeInfo
-	fmt.Fprintf(w, "#MasterAddr\t%s\n#CommitLogMaxOffset\t%d\n#TransferSpeed(KB/s)\t%.2f\n#LastReadTime\t%s\n#LastWriteTime\t%s\n",
-		c.MasterAddr, c.MaxOffset, float64(c.TransferredByteInSecond)/1024, millisTime(c.LastReadTimestamp), millisTime(c.LastWriteTimestamp))
+	fmt.Fprintf(w, "#MasterAddr\t%s\n#CommitLogMaxOffset\t%d\n#TransferSpeed(KB/s)\t%.2f\n#LastReadTime\t%s\n#LastWriteTime\t%s\n#MasterFlushOffset\t%d\n",
+		c.MasterAddr, c.MaxOffset, float64(c.TransferredByteInSecond)/1024, millisTime(c.LastReadTimestamp), millisTime(c.LastWriteTimestamp),
+		c.MasterFlushOffset)
 	return w.Flush()
 }
 

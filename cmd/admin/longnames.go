@@ -37,7 +37,7 @@ func mqadminLongNames() map[string]map[string]string {
 	for _, name := range []string{"brokerConsumeStats", "brokerStatus", "cleanExpiredCQ", "cleanUnusedTopic",
 		"consumerStatus", "createAcl", "createUser", "deleteAcl", "deleteExpiredCommitLog", "deleteSubGroup",
 		"deleteUser", "exportMetadata", "exportPopRecord", "getAcl", "getBrokerConfig", "getColdDataFlowCtrInfo", "getUser",
-		"haStatus", "listAcl", "listUser", "removeColdDataFlowCtrGroupConfig", "setCommitLogReadAheadMode", "setConsumeMode",
+		"haStatus", "listAcl", "listUser", "removeColdDataFlowCtrGroupConfig", "resetMasterFlushOffset", "setCommitLogReadAheadMode", "setConsumeMode",
 		"updateAcl", "updateBrokerConfig", "updateColdDataFlowCtrGroupConfig", "updateSubGroup",
 		"updateSubGroupList", "updateTopic", "updateTopicList", "updateTopicPerm", "updateUser"} {
 		m[name] = brokerAddr

@@ -15,6 +15,7 @@
 //	admin clusterList        -n 127.0.0.1:9876 [-m] [-c DefaultCluster] [--json]
 //	admin brokerStatus       -b 127.0.0.1:10911 (or -c DefaultCluster)
 //	admin haStatus           -b 127.0.0.1:10911 [-i 3] (or -c DefaultCluster)
+//	admin resetMasterFlushOffset -b 127.0.0.1:10921 -o 1073741824 (a slave; a master ignores it)
 //	admin topicStatus        -n 127.0.0.1:9876 -t TopicA (or -b one broker; -c the cluster or LMQ parent whose route to use)
 //	admin consumerProgress   -n 127.0.0.1:9876 -g GroupA [-t TopicA] [-s true] [-c C] (or -b one broker; without -g every group)
 //	admin brokerConsumeStats -b 127.0.0.1:10911 [-l 100] [-o true] [-t 50000]
@@ -173,7 +174,7 @@ func newRoot(out io.Writer) *cobra.Command {
 		printMsgCmd(g), printMsgByQueueCmd(g), sendMsgStatusCmd(g), checkMsgSendRTCmd(g), clusterRTCmd(g), allocateMQCmd(g),
 		setConsumeModeCmd(g), updateTopicListCmd(g), updateSubGroupListCmd(g), getColdDataFlowCtrInfoCmd(g),
 		updateColdDataFlowCtrGroupConfigCmd(g), removeColdDataFlowCtrGroupConfigCmd(g), queryMsgTraceByIDCmd(g),
-		exportMetadataCmd(g), exportConfigsCmd(g), exportMetricsCmd(g))
+		exportMetadataCmd(g), exportConfigsCmd(g), exportMetricsCmd(g), resetMasterFlushOffsetCmd(g))
 	root.AddCommand(authCmds(g)...)
 	for _, c := range root.Commands() {
 		addBrokerFlag(c, g)

@@ -365,3 +365,35 @@ func TestConfigUpdatesPrintTheAnswersRemark(t *testing.T) {
 		t.Fatalf("updateBrokerConfig of a runtime key: %q %v", out, err)
 	}
 }
+
+// resetMasterFlushOffset records the offset on a slave, where haStatus
+// then shows it as mqadmin's #MasterFlushOffset; a master answers success
+// and keeps nothing; -o is required and an unreachable broker fails.
+func TestResetMasterFlushOffset(t *testing.T) {
+	fast := map[string]string{"haSendHeartbeatInterval": "50", "registerNameServerPeriod": "200"}
+	ns, master := startClusterWith(t, fast)
+	slaveSettings := map[string]string{"brokerRole": "SLAVE", "brokerId": "1"}
+	maps.Copy(slaveSettings, fast)
+	slave, _ := clustertest.StartBroker(t, ns, slaveSettings)
+
+	if got := fieldOf(out0(t, "haStatus", "-b", slave.Addr()), "#MasterFlushOffset"); got != "0" {
+		t.Fatalf("a new slave's #MasterFlushOffset %q, want 0", got)
+	}
+	out, err := run(t, "resetMasterFlushOffset", "--brokerAddr", slave.Addr(), "--offset", "8192")
+	if err != nil || out != "reset master flush offset to 8192 success\n" {
+		t.Fatalf("resetMasterFlushOffset on the slave: %v\n%q", err, out)
+	}
+	if got := fieldOf(out0(t, "haStatus", "-b", slave.Addr()), "#MasterFlushOffset"); got != "8192" {
+		t.Fatalf("after the reset the slave's #MasterFlushOffset is %q, want 8192", got)
+	}
+	out, err = run(t, "resetMasterFlushOffset", "-b", master.Addr(), "-o", "4096")
+	if err != nil || out != "reset master flush offset to 4096 success\n" {
+		t.Fatalf("resetMasterFlushOffset on the master: %v\n%q", err, out)
+	}
+	if _, err := run(t, "resetMasterFlushOffset", "-b", slave.Addr()); err == nil || !strings.Contains(err.Error(), "offset") {
+		t.Fatalf("without -o: %v, want a required-flag error", err)
+	}
+	if _, err := run(t, "resetMasterFlushOffset", "-b", deadAddr(t), "-o", "1", "--timeout", "2s"); err == nil {
+		t.Fatal("an unreachable broker: no error")
+	}
+}
