@@ -38,6 +38,7 @@
 //	admin printMsg           -n 127.0.0.1:9876 -t TopicA [-s TagA] [-b 2026-11-30#12:00:00:000] [-e ms] [-c UTF-8] [-d false]
 //	admin printMsgByQueue    -n 127.0.0.1:9876 -t TopicA -a broker-a -i 0 [-p true] [-d true] [-f true]
 //	admin DecodeMessageId    -i 0A01020300002A9F3B1C000000000001
+//	admin dumpCompactionLog  -f store/compaction/compactionLog/TopicA/0/00000000000000000000
 //	admin updateTopicPerm    -n 127.0.0.1:9876 -b 127.0.0.1:10911 -t TopicA -p 4 (or -c DefaultCluster)
 //	admin updateOrderConf    -n 127.0.0.1:9876 -t TopicA -m get|put|delete [-v "broker-a:8"]
 //	admin updateKvConfig     -n 127.0.0.1:9876 -s NAMESPACE -k KEY -v VALUE (deleteKvConfig -s -k)
@@ -174,7 +175,7 @@ func newRoot(out io.Writer) *cobra.Command {
 		printMsgCmd(g), printMsgByQueueCmd(g), sendMsgStatusCmd(g), checkMsgSendRTCmd(g), clusterRTCmd(g), allocateMQCmd(g),
 		setConsumeModeCmd(g), updateTopicListCmd(g), updateSubGroupListCmd(g), getColdDataFlowCtrInfoCmd(g),
 		updateColdDataFlowCtrGroupConfigCmd(g), removeColdDataFlowCtrGroupConfigCmd(g), queryMsgTraceByIDCmd(g),
-		exportMetadataCmd(g), exportConfigsCmd(g), exportMetricsCmd(g), resetMasterFlushOffsetCmd(g))
+		exportMetadataCmd(g), exportConfigsCmd(g), exportMetricsCmd(g), resetMasterFlushOffsetCmd(g), dumpCompactionLogCmd())
 	root.AddCommand(authCmds(g)...)
 	for _, c := range root.Commands() {
 		addBrokerFlag(c, g)
