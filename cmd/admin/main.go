@@ -55,6 +55,7 @@
 //	admin exportMetadata     -n 127.0.0.1:9876 -c DefaultCluster [-f /tmp/rocketmq/export] [-t | -g] [-s] (or -b one broker)
 //	admin exportConfigs      -n 127.0.0.1:9876 -c DefaultCluster [-f /tmp/rocketmq/export]
 //	admin exportMetrics      -n 127.0.0.1:9876 -c DefaultCluster [-f /tmp/rocketmq/export]
+//	admin startMonitoring    -n 127.0.0.1:9876 [--delay 20s] [--interval 1m] [--rounds 0]
 //
 // and mqadmin's ACL 2.0 commands (createUser, updateUser, deleteUser,
 // getUser, listUser, copyUser, createAcl, updateAcl, deleteAcl, getAcl,
@@ -89,10 +90,12 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/signal"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -104,9 +107,15 @@ import (
 )
 
 func main() {
+	// SIGINT and SIGTERM cancel the command's context: the commands that
+	// go on until interrupted (startMonitoring, haStatus -i, clusterRT)
+	// end cleanly, the others fail with the request they were waiting on.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	root := newRoot(os.Stdout)
 	root.SetArgs(mqadminArgs(os.Args[1:]))
-	if err := root.Execute(); err != nil {
+	err := root.ExecuteContext(ctx)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "admin:", err)
 		os.Exit(1)
 	}
@@ -175,7 +184,7 @@ func newRoot(out io.Writer) *cobra.Command {
 		printMsgCmd(g), printMsgByQueueCmd(g), sendMsgStatusCmd(g), checkMsgSendRTCmd(g), clusterRTCmd(g), allocateMQCmd(g),
 		setConsumeModeCmd(g), updateTopicListCmd(g), updateSubGroupListCmd(g), getColdDataFlowCtrInfoCmd(g),
 		updateColdDataFlowCtrGroupConfigCmd(g), removeColdDataFlowCtrGroupConfigCmd(g), queryMsgTraceByIDCmd(g),
-		exportMetadataCmd(g), exportConfigsCmd(g), exportMetricsCmd(g), resetMasterFlushOffsetCmd(g), dumpCompactionLogCmd())
+		exportMetadataCmd(g), exportConfigsCmd(g), exportMetricsCmd(g), resetMasterFlushOffsetCmd(g), dumpCompactionLogCmd(), startMonitoringCmd(g))
 	root.AddCommand(authCmds(g)...)
 	for _, c := range root.Commands() {
 		addBrokerFlag(c, g)
