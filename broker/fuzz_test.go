@@ -28,11 +28,12 @@ var fuzzCodes = []int32{
 	remoting.UpdateBrokerConfig, remoting.QueryConsumeQueue, remoting.CheckClientConfig,
 	remoting.RecallMessage, remoting.CheckRocksdbCqWriteProgress, remoting.ViewBrokerStatsData,
 	remoting.UpdateAndCreateACLConfig, remoting.DeleteACLConfig, remoting.UpdateGlobalWhiteAddrsConfig,
-	remoting.GetBrokerClusterACLInfo, remoting.GetAllConsumerOffset, remoting.GetAllDelayOffset, remoting.GetBrokerHAStatus, remoting.ResetMasterFlushOffset, remoting.GetTimerWatermark, remoting.GetTimerCheckPoint, remoting.GetTimerMetrics,
+	remoting.GetBrokerClusterACLInfo, remoting.GetAllConsumerOffset, remoting.GetAllDelayOffset, remoting.GetBrokerHAStatus, remoting.GetTimerWatermark, remoting.GetTimerCheckPoint, remoting.GetTimerMetrics,
 	remoting.AuthCreateUser, remoting.AuthUpdateUser, remoting.AuthDeleteUser, remoting.AuthGetUser, remoting.AuthListUser,
 	remoting.AuthCreateACL, remoting.AuthUpdateACL, remoting.AuthDeleteACL, remoting.AuthGetACL, remoting.AuthListACL,
 	remoting.UpdateAndGetGroupForbidden, remoting.CloneGroupOffset, remoting.GetAllProducerInfo,
 	remoting.ExportRocksDBConfigToJSON, remoting.QueryAssignment, remoting.SetMessageRequestMode, remoting.DeleteTopicInBroker,
+	remoting.ResetMasterFlushOffset,
 }
 
 // fuzzACLFile admits every address (so every processor is reached) and
