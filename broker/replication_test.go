@@ -750,4 +750,10 @@ func TestResetMasterFlushOffset(t *testing.T) {
 	if info.Master || info.HAClientRuntimeInfo.MasterFlushOffset != end {
 		t.Fatalf("slave's HA status %+v, want masterFlushOffset %d", info.HAClientRuntimeInfo, end)
 	}
+	// The checkpoint keeps it across a restart.
+	slave.stop()
+	again := startTestBrokerAt(t, slave.store, withHA(map[string]string{"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr()}))
+	if got := again.clog.Checkpoint().MasterFlushedOffset; got != end {
+		t.Fatalf("after a restart the slave's masterFlushedOffset is %d, want %d", got, end)
+	}
 }
