@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net/netip"
 	"os"
@@ -140,8 +141,14 @@ func TestDumpCompactionLogOfIPv6AndProperties(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bare := commitlog.Message{Topic: "CompactT", PhyOffset: int64(len(rec)), BornHost: m.BornHost, StoreHost: netip.MustParseAddrPort("10.1.2.3:10911")}
+	rec2, err := commitlog.AppendRecord(nil, &bare)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var file bytes.Buffer
 	file.Write(rec)
+	file.Write(rec2)
 	file.Write(make([]byte, 64))
 	out, err := run(t, "dumpCompactionLog", "-f", writeFile(t, file.Bytes()))
 	if err != nil {
@@ -152,6 +159,8 @@ func TestDumpCompactionLogOfIPv6AndProperties(t *testing.T) {
 		"bornHost=/2001:db8:0:0:0:0:0:5:40000,", "storeHost=/0:0:0:0:0:0:0:1:10911,",
 		"msgId=" + commitlog.MessageID(m.StoreHost, 0) + ",",
 		"toString()=Message{topic='CompactT', flag=7, properties={UNIQ_KEY=AB01, TAGS=t, KEYS=order-2}, body=null, transactionId='null'}]\n",
+		"storeHost=/10.1.2.3:10911, msgId=0A01020300002A9F" + fmt.Sprintf("%016X", len(rec)) + ", commitLogOffset=" + strconv.Itoa(len(rec)) + ",",
+		"toString()=Message{topic='CompactT', flag=0, properties=null, body=null, transactionId='null'}]\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("lacks %q:\n%s", want, out)
