@@ -173,7 +173,7 @@ func (m *monitor) reportUndoneMsgs(ctx context.Context, group string) {
 	if err != nil {
 		return
 	}
-	if _, err := m.connections(ctx, group); err != nil {
+	if _, _, err := m.connections(ctx, group); err != nil {
 		return
 	}
 	byTopic := map[string]map[adminbody.MessageQueue]adminbody.OffsetWrapper{}
@@ -269,18 +269,18 @@ func (m *monitor) consumeStats(ctx context.Context, group string) (map[adminbody
 }
 
 // connections is RocketMQ's examineConsumerConnectionInfo: the group's
-// clients as a broker of its %RETRY% topic's route knows them; none is an
-// error (CONSUMER_NOT_ONLINE).
-func (m *monitor) connections(ctx context.Context, group string) (adminbody.ConsumerConnection, error) {
+// clients as a broker of its %RETRY% topic's route knows them, and that
+// broker's address; none is an error (CONSUMER_NOT_ONLINE).
+func (m *monitor) connections(ctx context.Context, group string) (adminbody.ConsumerConnection, string, error) {
 	addr, err := m.g.groupBroker(ctx, group)
 	if err != nil {
-		return adminbody.ConsumerConnection{}, err
+		return adminbody.ConsumerConnection{}, "", err
 	}
 	cc, err := m.g.consumerConnections(ctx, addr, group)
 	if err == nil && len(cc.ConnectionSet) == 0 {
 		err = fmt.Errorf("not found the consumer group connection: no client of %s on %s", group, addr)
 	}
-	return cc, err
+	return cc, addr, err
 }
 
 // reportConsumerRunningInfo asks each online client of group (of version
@@ -288,11 +288,7 @@ func (m *monitor) connections(ctx context.Context, group string) (adminbody.Cons
 // DefaultMonitorListener does: a NOTIFY line when the push consumers
 // subscribe differently, one per client with queues that look blocked.
 func (m *monitor) reportConsumerRunningInfo(ctx context.Context, group string) {
-	cc, err := m.connections(ctx, group)
-	if err != nil {
-		return
-	}
-	addr, err := m.g.groupBroker(ctx, group)
+	cc, addr, err := m.connections(ctx, group)
 	if err != nil {
 		return
 	}
