@@ -289,7 +289,6 @@ var namesrvInert = []inert[Namesrv]{
 	inert[Namesrv]{key: "rocketmqHome", reason: "no RocketMQ installation is read; kvConfigPath and the -c file are given directly", parse: func(string) error { return nil }},
 	inert[Namesrv]{key: "configStorePath", reason: "UPDATE_NAMESRV_CONFIG writes the changes back into the file given with -c", parse: func(string) error { return nil }},
 	inertBool[Namesrv]("clusterTest", "RocketMQ's test mode, which answers every request code as a route request and asks the productEnvName environment's name servers for topics it does not know, is not there; routes come from this name server's brokers"),
-	inertBool[Namesrv]("notifyMinBrokerIdChanged", "the name server opens no connections to brokers, so it sends no NOTIFY_MIN_BROKER_ID_CHANGE to the members of an acting-master group whose smallest broker id changed; they learn it from GET_BROKER_MEMBER_GROUP, which such brokers ask every syncBrokerMemberGroupPeriod (1 s)"),
 	inertInt[Namesrv]("clientRequestThreadPoolQueueCapacity", "no thread pools; requests waiting for a worker are bounded by one queue (SYSTEM_BUSY when full)"),
 	inertInt[Namesrv]("defaultThreadPoolQueueCapacity", "no thread pools; requests waiting for a worker are bounded by one queue (SYSTEM_BUSY when full)"),
 	inertInt[Namesrv]("unRegisterBrokerQueueCapacity", "unregistrations are applied as they arrive; there is no queue to size"),
@@ -297,8 +296,9 @@ var namesrvInert = []inert[Namesrv]{
 }
 
 // namesrvClientInert are RocketMQ's NettyClientConfig keys, which its name
-// server reads for the connections of its embedded controller: rocketkv's
-// name server opens no connections.
+// server reads for the connections of its embedded controller and of its
+// NOTIFY_MIN_BROKER_ID_CHANGE notices: rocketkv's name server sends those
+// notices, its only connections, with its own settings.
 var namesrvClientInert = slices.Concat(
 	inertInts[Namesrv](namesrvDialsNothing, "channelNotActiveInterval", "clientAsyncSemaphoreValue", "clientCallbackExecutorThreads",
 		"clientChannelMaxIdleTimeSeconds", "clientOnewaySemaphoreValue", "clientSocketRcvBufSize", "clientSocketSndBufSize",
@@ -309,4 +309,4 @@ var namesrvClientInert = slices.Concat(
 )
 
 // namesrvDialsNothing is the reason of namesrvClientInert's keys.
-const namesrvDialsNothing = "a client connection setting (NettyClientConfig), read by RocketMQ's name server for its embedded controller; rocketkv's name server opens no connections"
+const namesrvDialsNothing = "a client connection setting (NettyClientConfig), read by RocketMQ's name server for its embedded controller and its NOTIFY_MIN_BROKER_ID_CHANGE notices; rocketkv's name server has no controller and sends those notices in plain TCP, each within 300 ms"

@@ -51,6 +51,10 @@ type Namesrv struct {
 	// the smallest id as id 0 where the topic's queues there are not
 	// writable, as RocketMQ's supportActingMaster does.
 	SupportActingMaster bool
+	// NotifyMinBrokerIdChanged sends NOTIFY_MIN_BROKER_ID_CHANGE to the
+	// members of a broker group whose smallest broker id changed, as
+	// RocketMQ's notifyMinBrokerIdChanged does.
+	NotifyMinBrokerIdChanged bool
 	// ConfigBlackList names keys (';'-separated) that UPDATE_NAMESRV_CONFIG
 	// must not change, on top of configBlackList, configStorePath and
 	// kvConfigPath, which it never changes.
@@ -84,6 +88,7 @@ var namesrvFields = slices.Concat([]field[Namesrv]{
 	millisRange("scanNotActiveBrokerInterval", "5000", 1, func(n *Namesrv) *time.Duration { return &n.ScanNotActiveBrokerInterval }),
 	boolean("needWaitForService", "false", func(n *Namesrv) *bool { return &n.NeedWaitForService }),
 	boolean("supportActingMaster", "false", func(n *Namesrv) *bool { return &n.SupportActingMaster }),
+	boolean("notifyMinBrokerIdChanged", "false", func(n *Namesrv) *bool { return &n.NotifyMinBrokerIdChanged }),
 	// An int of seconds in RocketMQ; 0 or less waits for nothing.
 	inUnit("waitSecondsForService", "45", time.Second, "seconds", -1<<31, 1<<31-1, func(n *Namesrv) *time.Duration { return &n.WaitForService }),
 	notImplemented[Namesrv]("enableControllerInNamesrv", "there is no controller (RocketMQ 5's automatic failover) to embed; brokers replicate with classic master-slave HA"),

@@ -62,7 +62,7 @@
 // key=value lines; UPDATE_NAMESRV_CONFIG (318) changes the switches read
 // per request (orderMessageEnable, returnOrderTopicConfigToBroker,
 // enableAllTopicList, enableTopicList, needWaitForService,
-// waitSecondsForService, supportActingMaster) and at every registration
+// waitSecondsForService, supportActingMaster, notifyMinBrokerIdChanged) and at every registration
 // (deleteTopicWithBrokerRegistration), writes the change back into the -c
 // file, and refuses the black-listed keys with NO_PERMISSION and any other
 // key with a remark that says to restart.

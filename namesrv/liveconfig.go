@@ -36,6 +36,8 @@ var runtimeKeys = map[string]bool{
 	"needWaitForService":    true,
 	"waitSecondsForService": true,
 	"supportActingMaster":   true,
+	// Read at each change of a group's smallest broker id.
+	"notifyMinBrokerIdChanged": true,
 }
 
 // ConfigFrom builds a server configuration from the name server's

@@ -115,6 +115,48 @@ type RegistryOptions struct {
 	DeleteTopicWithBrokerRegistration bool
 	// Now is the clock; time.Now when nil. Tests inject their own.
 	Now func() time.Time
+	// OnMinBrokerIDChange, when set, is called with the registry's lock
+	// held (it must not block nor call the registry) each time the
+	// smallest broker id of a group changes as RocketMQ's
+	// RouteInfoManager notices it: a registration of an id below the
+	// group's smallest, or the unregistration or expiry of the smallest
+	// member of a group registered with enableActingMaster that keeps
+	// members.
+	OnMinBrokerIDChange func(MinBrokerIDChange)
+}
+
+// MinBrokerIDChange is a change of a broker group's smallest broker id,
+// to be told to the members with NOTIFY_MIN_BROKER_ID_CHANGE.
+type MinBrokerIDChange struct {
+	// BrokerName is the group.
+	BrokerName string
+	// MinBrokerID and MinBrokerAddr are the smallest member now.
+	MinBrokerID   int64
+	MinBrokerAddr string
+	// OfflineBrokerAddr is the member that went, "" on a registration.
+	OfflineBrokerAddr string
+	// HABrokerAddr is the registering broker's HA address, "" on an
+	// unregistration.
+	HABrokerAddr string
+	// Notify are the members to tell, as RocketMQ's
+	// chooseBrokerAddrsToNotify picks them: every member when one went
+	// or the group has one member, else every member but the smallest
+	// (the one that registered).
+	Notify []string
+}
+
+// minBrokerIDChange builds the change of g's smallest id now.
+func minBrokerIDChange(g *brokerGroup, offline, haAddr string) MinBrokerIDChange {
+	minID := slices.Min(slices.Collect(maps.Keys(g.addrs)))
+	ch := MinBrokerIDChange{BrokerName: g.name, MinBrokerID: minID, MinBrokerAddr: g.addrs[minID],
+		OfflineBrokerAddr: offline, HABrokerAddr: haAddr}
+	for id, addr := range g.addrs {
+		if offline != "" || len(g.addrs) == 1 || id != minID {
+			ch.Notify = append(ch.Notify, addr)
+		}
+	}
+	slices.Sort(ch.Notify)
+	return ch
 }
 
 // Registry is the name server's route table. It is safe for concurrent
@@ -126,6 +168,8 @@ type RegistryOptions struct {
 // lookup costs O(brokers of the topic).
 type Registry struct {
 	now func() time.Time
+	// onMinChange is RegistryOptions.OnMinBrokerIDChange.
+	onMinChange func(MinBrokerIDChange)
 	// deleteWithRegistration is RegistryOptions'
 	// DeleteTopicWithBrokerRegistration as in force now: RocketMQ reads the
 	// setting at every registration, so UPDATE_NAMESRV_CONFIG changes it
@@ -194,6 +238,7 @@ func NewRegistry(opts RegistryOptions) *Registry {
 	}
 	r := &Registry{
 		now:          now,
+		onMinChange:  opts.OnMinBrokerIDChange,
 		topics:       make(map[string][]QueueData),
 		brokerTopics: make(map[string]map[string]struct{}),
 		groups:       make(map[string]*brokerGroup),
@@ -272,6 +317,9 @@ func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 	}
 	oldBroker := req.EnableActingMaster == nil
 	g.enableActingMaster = !oldBroker && *req.EnableActingMaster
+	// RocketMQ takes 0 as the previous smallest id of a group without
+	// members: a first registration changes nothing.
+	minIDChanged := len(g.addrs) > 0 && req.BrokerID < slices.Min(slices.Collect(maps.Keys(g.addrs)))
 	g.zone = req.ZoneName
 
 	// One address has one id: a slave promoted to master re-registers
@@ -387,6 +435,9 @@ func (r *Registry) Register(req RegisterRequest) (RegisterResult, error) {
 				res.MasterAddr = masterAddr
 			}
 		}
+	}
+	if minIDChanged && r.onMinChange != nil {
+		r.onMinChange(minBrokerIDChange(g, "", req.HAServerAddr))
 	}
 	return res, nil
 }
@@ -550,12 +601,20 @@ func (r *Registry) unregisterLocked(clusterName, brokerAddr, brokerName string) 
 	if g == nil {
 		return
 	}
+	wasMin := false
+	if len(g.addrs) > 0 {
+		minID := slices.Min(slices.Collect(maps.Keys(g.addrs)))
+		wasMin = g.addrs[minID] == brokerAddr
+	}
 	for id, addr := range g.addrs {
 		if addr == brokerAddr {
 			delete(g.addrs, id)
 		}
 	}
 	if len(g.addrs) > 0 {
+		if wasMin && g.enableActingMaster && r.onMinChange != nil {
+			r.onMinChange(minBrokerIDChange(g, brokerAddr, ""))
+		}
 		if _, hasMaster := g.addrs[MasterID]; !hasMaster && g.enableActingMaster {
 			// The master went and a slave acts for it: producers must
 			// stop sending to the group now, not at the slave's next

@@ -103,6 +103,12 @@ type Server struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	scanner  sync.WaitGroup
+
+	// minChanges queues the NOTIFY_MIN_BROKER_ID_CHANGE notices the
+	// notifier goroutine (started by Start, stopped with the scanner)
+	// sends with brokerPool, the name server's only client connections.
+	minChanges chan MinBrokerIDChange
+	brokerPool *remoting.ClientPool
 }
 
 // NewServer builds a name server; it loads the KV configuration but does
@@ -123,16 +129,19 @@ func NewServer(cfg Config, log zerolog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg,
-		log: log,
-		reg: NewRegistry(RegistryOptions{
-			DeleteTopicWithBrokerRegistration: cfg.DeleteTopicWithBrokerRegistration,
-			Now:                               cfg.Now,
-		}),
-		kv:   kv,
-		mux:  remoting.NewMux(),
-		stop: make(chan struct{}),
+		cfg:        cfg,
+		log:        log,
+		kv:         kv,
+		mux:        remoting.NewMux(),
+		stop:       make(chan struct{}),
+		minChanges: make(chan MinBrokerIDChange, maxQueuedMinChanges),
+		brokerPool: remoting.NewClientPool(remoting.ClientOptions{Log: log}),
 	}
+	s.reg = NewRegistry(RegistryOptions{
+		DeleteTopicWithBrokerRegistration: cfg.DeleteTopicWithBrokerRegistration,
+		Now:                               cfg.Now,
+		OnMinBrokerIDChange:               s.queueMinBrokerIDChange,
+	})
 	set := settingsOf(cfg)
 	s.live.Store(&set)
 	s.routes()
@@ -165,8 +174,9 @@ func (s *Server) Start(ctx context.Context) error {
 		s.live.Store(&set)
 		s.liveMu.Unlock()
 	}
-	s.scanner.Add(1)
+	s.scanner.Add(2)
 	go s.scan()
+	go s.notifyMinBrokerIDChanges()
 	s.log.Info().Str("addr", s.Addr().String()).Msg("name server started")
 	return nil
 }
@@ -189,6 +199,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.stopOnce.Do(func() { close(s.stop) })
 	s.scanner.Wait()
+	_ = s.brokerPool.Close()
 	if err := s.rs.Shutdown(ctx); err != nil {
 		return fmt.Errorf("shut down name server: %w", err)
 	}
@@ -592,5 +603,77 @@ func (s *Server) topicsWithSysFlag(keep func(int32) bool) remoting.RespondFunc {
 		resp := success(req)
 		resp.Body = appendTopicListJSON(nil, s.reg.TopicsWithSysFlag(keep), "")
 		return resp
+	}
+}
+
+// maxQueuedMinChanges bounds the notices waiting for the notifier; past
+// it a notice is dropped with a log line (the brokers still learn the
+// change from GET_BROKER_MEMBER_GROUP).
+const maxQueuedMinChanges = 256
+
+// minChangeTimeout bounds each NOTIFY_MIN_BROKER_ID_CHANGE, as RocketMQ's
+// oneway request of 300 ms.
+const minChangeTimeout = 300 * time.Millisecond
+
+// queueMinBrokerIDChange is the registry's OnMinBrokerIDChange: under
+// notifyMinBrokerIdChanged as in force now, the change is queued for the
+// notifier. Called with the registry's lock held, it never blocks.
+func (s *Server) queueMinBrokerIDChange(ch MinBrokerIDChange) {
+	if !s.settings().NotifyMinBrokerIdChanged {
+		return
+	}
+	select {
+	case s.minChanges <- ch:
+	default:
+		s.log.Warn().Str("broker", ch.BrokerName).Int64("minBrokerId", ch.MinBrokerID).
+			Msg("too many NOTIFY_MIN_BROKER_ID_CHANGE notices queued: this one is dropped")
+	}
+}
+
+// notifyMinBrokerIDChanges sends the queued notices until the server
+// stops: NOTIFY_MIN_BROKER_ID_CHANGE with minBrokerId, minBrokerAddr,
+// offlineBrokerAddr and haBrokerAddr to each member chosen, as RocketMQ's
+// RouteInfoManager.notifyMinBrokerIdChanged, each within
+// minChangeTimeout; a member that does not answer is logged and left
+// (it learns the change from GET_BROKER_MEMBER_GROUP).
+func (s *Server) notifyMinBrokerIDChanges() {
+	defer s.scanner.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case ch := <-s.minChanges:
+			h := remoting.Header{}
+			h.SetInt64("minBrokerId", ch.MinBrokerID)
+			h.Set("minBrokerAddr", ch.MinBrokerAddr)
+			if ch.OfflineBrokerAddr != "" {
+				h.Set("offlineBrokerAddr", ch.OfflineBrokerAddr)
+			}
+			if ch.HABrokerAddr != "" {
+				h.Set("haBrokerAddr", ch.HABrokerAddr)
+			}
+			s.log.Info().Str("broker", ch.BrokerName).Int64("minBrokerId", ch.MinBrokerID).
+				Strs("notify", ch.Notify).Str("offline", ch.OfflineBrokerAddr).Msg("min broker id changed")
+			for _, addr := range ch.Notify {
+				cctx, cancelOne := context.WithTimeout(ctx, minChangeTimeout)
+				resp, err := s.brokerPool.Invoke(cctx, addr, remoting.NewRequest(remoting.NotifyMinBrokerIDChange, h, nil))
+				cancelOne()
+				if err == nil && resp.Code != remoting.Success {
+					err = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
+				}
+				if err != nil && ctx.Err() == nil {
+					s.log.Warn().Err(err).Str("broker", addr).Msg("NOTIFY_MIN_BROKER_ID_CHANGE")
+				}
+			}
+		}
 	}
 }

@@ -145,6 +145,7 @@ const (
 	AddWritePermOfBroker          int32 = 327 // ADD_WRITE_PERM_OF_BROKER
 	GetBrokerMemberGroup          int32 = 901 // GET_BROKER_MEMBER_GROUP
 	BrokerHeartbeat               int32 = 904 // BROKER_HEARTBEAT
+	NotifyMinBrokerIDChange       int32 = 905 // NOTIFY_MIN_BROKER_ID_CHANGE
 	GetBrokerHAStatus             int32 = 907 // GET_BROKER_HA_STATUS: mqadmin haStatus
 	ResetMasterFlushOffset        int32 = 908 // RESET_MASTER_FLUSH_OFFSET: mqadmin resetMasterFlushOffset
 )
