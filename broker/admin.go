@@ -837,7 +837,7 @@ func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *re
 		"putMessageBytesTotal":            itoa(b.stats.PutBytes()),
 		"putMessageSizeTotal":             itoa(b.stats.PutBytes()),
 		"putMessageTimesTotal":            itoa(b.stats.PutMessages()),
-		"brokerActive":                    "true",
+		"brokerActive":                    strconv.FormatBool(b.specialServicesActive()),
 		"startAcceptSendRequestTimeStamp": itoa(b.current().StartAcceptSendRequestTimeStamp),
 		// Sends waiting for the index under flow control (see admitted):
 		// what RocketMQ's send queue holds.

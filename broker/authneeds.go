@@ -83,6 +83,7 @@ var authRules = map[int32]authRule{
 	remoting.GetBrokerMemberGroup:            {actions: authGet, fields: []authField{{name: "clusterName", typ: auth.TypeCluster}}},
 	// The cluster.
 	remoting.GetProducerConnectionList: {cluster: true, actions: authGet},
+	remoting.NotifyMinBrokerIDChange:   {cluster: true, actions: authUpdate},
 	remoting.GetBrokerConsumeStats:     {cluster: true, actions: authGet},
 	remoting.ViewBrokerStatsData:       {cluster: true, actions: authGet},
 	remoting.GetAllProducerInfo:        {cluster: true, actions: authGet},

@@ -218,6 +218,9 @@ type Broker struct {
 	// repl is master-slave replication: the HA server of a master, the
 	// HA client of a slave.
 	repl replication
+	// group is the broker group's smallest member under
+	// enableSlaveActingMaster (actingmaster.go).
+	group groupState
 
 	mux    *remoting.Mux
 	acl    *acl.Guard // nil when aclEnable is off
@@ -545,6 +548,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.goBackground("index-sync", b.syncLoop)
 	b.register.start()
 	b.register.awaitFirst(ctx)
+	b.startActingMaster()
 	if !b.isSlave() {
 		// They put messages; a slave's come from its master.
 		b.goBackground("schedule", b.scheduleLoop)

@@ -91,6 +91,21 @@ func (h *pullHolds) releaseAll() {
 	wg.Wait()
 }
 
+// wakeAll re-runs every held request now, as a dispatch on its queue
+// would, and goes on holding new ones: a slave whose master came back
+// sends its held consumers there (see onMasterOnline).
+func (h *pullHolds) wakeAll() {
+	h.mu.Lock()
+	held := make([]*heldRequest, 0, len(h.all))
+	for r := range h.all {
+		held = append(held, r)
+	}
+	h.mu.Unlock()
+	for _, r := range held {
+		r.fireIf(true, false, nil)
+	}
+}
+
 // stop stops accepting holds, runs what is queued and waits for the
 // workers and the re-runs running on goroutines of their own: the stores
 // they read close after.

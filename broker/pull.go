@@ -384,7 +384,7 @@ func (b *Broker) suggestBroker(gc meta.SubscriptionGroupConfig, r getResult, cod
 	}
 	if b.isSlave() && !behind {
 		suggest = namesrv.MasterID
-		if code != remoting.Success && b.masterAddr() != "" {
+		if code != remoting.Success && b.masterAddr() != "" && !b.actingMaster() {
 			code = remoting.PullRetryImmediately
 		}
 	}

@@ -91,7 +91,21 @@ func (r *registrar) info() namesrv.BrokerInfo {
 		BrokerAddr:   r.b.Addr(),
 		BrokerID:     r.b.cfg.BrokerID,
 		HAServerAddr: r.b.haServerAddr(),
+		// RocketMQ's registerBrokerAll sends enableSlaveActingMaster, and
+		// brokerNotActiveTimeoutMillis as the heartbeat timeout with it.
+		EnableActingMaster: r.b.cfg.EnableSlaveActingMaster,
+		HeartbeatTimeout:   r.heartbeatTimeout(),
 	}
+}
+
+// heartbeatTimeout is how long a name server keeps the broker without a
+// registration or heartbeat: brokerNotActiveTimeoutMillis under
+// enableSlaveActingMaster, the name server's default (0) otherwise.
+func (r *registrar) heartbeatTimeout() time.Duration {
+	if !r.b.cfg.EnableSlaveActingMaster {
+		return 0
+	}
+	return r.b.cfg.BrokerNotActiveTimeout
 }
 
 // start runs the registration loop, and beside it the scan of the name

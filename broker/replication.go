@@ -335,10 +335,19 @@ func (b *Broker) slaveRefusesWrites(process remoting.RespondFunc) remoting.Respo
 
 // slaveRejectsSends answers sends and send-backs on a slave as RocketMQ's
 // send processor rejects them there (rejectRequest on a SLAVE):
-// SYSTEM_BUSY, after which producers send to another broker.
+// SYSTEM_BUSY, after which producers send to another broker. Under
+// enableSlaveActingMaster RocketMQ's processor takes them and its store
+// refuses the put: SERVICE_NOT_AVAILABLE, which producers retry elsewhere
+// too.
 func (b *Broker) slaveRejectsSends(process remoting.RespondFunc) remoting.RespondFunc {
 	if !b.isSlave() {
 		return process
+	}
+	if b.cfg.EnableSlaveActingMaster {
+		return func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+			return remoting.NewResponse(req, remoting.ServiceNotAvailable,
+				"service not available now: the broker is a slave (brokerRole=SLAVE, acting master or not); messages are put to a master")
+		}
 	}
 	return func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 		return rejectRequest(req)

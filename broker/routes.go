@@ -67,6 +67,7 @@ func (b *Broker) routes() {
 	handle(remoting.UpdateAndGetGroupForbidden, b.processGroupForbidden)
 	handle(remoting.InvokeBrokerToResetOffset, b.processResetOffset)
 	handle(remoting.GetBrokerRuntimeInfo, b.processRuntimeInfo)
+	handle(remoting.NotifyMinBrokerIDChange, b.processNotifyMinBrokerIDChange)
 	handle(remoting.GetTopicStatsInfo, b.processTopicStats)
 	handle(remoting.GetConsumeStats, b.processConsumeStats)
 	handle(remoting.GetBrokerConsumeStats, b.processBrokerConsumeStats)

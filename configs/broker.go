@@ -84,6 +84,18 @@ type Broker struct {
 	InSyncReplicas            int
 	MinInSyncReplicas         int
 	SlaveReadEnable           bool
+	// EnableSlaveActingMaster registers the broker with
+	// enableActingMaster and, on a slave, follows its group's members
+	// (GET_BROKER_MEMBER_GROUP every SyncBrokerMemberGroupPeriod, and
+	// NOTIFY_MIN_BROKER_ID_CHANGE): the slave of the smallest id in a
+	// group without its master is its acting master. Both send
+	// BROKER_HEARTBEAT every BrokerHeartbeatInterval and register with
+	// BrokerNotActiveTimeout as heartbeatTimeoutMillis.
+	EnableSlaveActingMaster     bool
+	SyncBrokerMemberGroupPeriod time.Duration
+	BrokerHeartbeatInterval     time.Duration
+	BrokerNotActiveTimeout      time.Duration
+	SendHeartbeatTimeout        time.Duration
 	// AccessMessageInMemoryMaxRatio is the share (%) of the machine's
 	// memory from the end of the CommitLog taken to be in the page cache:
 	// pulls of older messages are sent to a slave under SlaveReadEnable.

@@ -91,7 +91,17 @@ var brokerFields = slices.Concat([]field[Broker]{
 	// turns one on is refused rather than run with classic HA unnoticed.
 	notImplemented[Broker]("enableControllerMode", "rocketkv replicates with RocketMQ's classic master-slave HA only (brokerRole); automatic failover through controllers is not there"),
 	notImplemented[Broker]("enableDLegerCommitLog", "rocketkv replicates with RocketMQ's classic master-slave HA only (brokerRole); a DLedger CommitLog is not there"),
-	notImplemented[Broker]("enableSlaveActingMaster", "a slave does not act as master for its group (RocketMQ 5's slave acting master); fail over by promoting the slave"),
+	// RocketMQ 5's slave acting master: the slave of the smallest id in
+	// a group without its master reports itself acting (see broker.yaml
+	// for what it does and does not do then).
+	boolean("enableSlaveActingMaster", "false", func(b *Broker) *bool { return &b.EnableSlaveActingMaster }),
+	notImplemented[Broker]("enableRemoteEscape", "an acting master does not send the messages of its timers, transaction checks and POP revive to another broker group's master (RocketMQ's EscapeBridge); it runs none of them"),
+	// Java ints of milliseconds; RocketMQ's scheduler refuses a period of
+	// 0 or below at start, rocketkv refuses it in the file.
+	millisRange("syncBrokerMemberGroupPeriod", "1000", 1, func(b *Broker) *time.Duration { return &b.SyncBrokerMemberGroupPeriod }),
+	millisRange("brokerHeartbeatInterval", "1000", 1, func(b *Broker) *time.Duration { return &b.BrokerHeartbeatInterval }),
+	millis("brokerNotActiveTimeoutMillis", "10000", func(b *Broker) *time.Duration { return &b.BrokerNotActiveTimeout }),
+	millis("sendHeartbeatTimeoutMillis", "1000", func(b *Broker) *time.Duration { return &b.SendHeartbeatTimeout }),
 
 	boolean("autoCreateTopicEnable", "true", func(b *Broker) *bool { return &b.AutoCreateTopicEnable }),
 	boolean("autoCreateSubscriptionGroup", "true", func(b *Broker) *bool { return &b.AutoCreateSubscriptionGroup }),

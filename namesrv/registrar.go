@@ -503,3 +503,90 @@ func allFailed(results []Registration) error {
 	return fmt.Errorf("no name server accepted the registration (%s): %w",
 		strconv.Itoa(len(results))+" tried", errors.Join(errs...))
 }
+
+// Heartbeat sends BROKER_HEARTBEAT for the broker to every available
+// name server at once, each within timeout (sendHeartbeatTimeoutMillis),
+// as RocketMQ's broker does every brokerHeartbeatInterval under
+// enableSlaveActingMaster: it renews the broker's registration, which
+// then lapses after the heartbeatTimeoutMillis it registered with. The
+// error joins the failures.
+func (r *Registrar) Heartbeat(ctx context.Context, info BrokerInfo, timeout time.Duration) error {
+	avail := r.Available()
+	if len(r.NameServers()) == 0 {
+		return ErrNoNameServer
+	}
+	h := remoting.Header{"clusterName": info.ClusterName, "brokerAddr": info.BrokerAddr, "brokerName": info.BrokerName}
+	results := r.each(ctx, avail, func(ctx context.Context, addr string) Registration {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		resp, err := r.pool.Invoke(cctx, addr, remoting.NewRequest(remoting.BrokerHeartbeat, h, nil))
+		if err == nil && resp.Code != remoting.Success {
+			err = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
+		}
+		if err != nil {
+			err = fmt.Errorf("broker heartbeat at %s: %w", addr, err)
+		}
+		return Registration{NameServer: addr, Err: err}
+	})
+	var errs []error
+	for _, res := range results {
+		if res.Err != nil {
+			errs = append(errs, res.Err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// MemberGroup asks the available name servers in turn, each within
+// timeout, for the members of broker group brokerName of cluster
+// (GET_BROKER_MEMBER_GROUP), and returns the first answer: the members'
+// addresses by broker id, empty when the name server knows none. It
+// fails when no name server answered.
+func (r *Registrar) MemberGroup(ctx context.Context, cluster, brokerName string, timeout time.Duration) (map[int64]string, error) {
+	addrs := r.PreferAvailable()
+	if len(addrs) == 0 {
+		return nil, ErrNoNameServer
+	}
+	h := remoting.Header{"clusterName": cluster, "brokerName": brokerName}
+	var errs []error
+	for _, addr := range addrs {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		resp, err := r.pool.Invoke(cctx, addr, remoting.NewRequest(remoting.GetBrokerMemberGroup, h, nil))
+		cancel()
+		if err == nil && resp.Code != remoting.Success {
+			err = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
+		}
+		var members map[int64]string
+		if err == nil {
+			members, err = DecodeMemberGroup(resp.Body)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("members of broker group %s from name server %s: %w", brokerName, addr, err))
+			continue
+		}
+		return members, nil
+	}
+	return nil, errors.Join(errs...)
+}
+
+// DecodeMemberGroup reads GET_BROKER_MEMBER_GROUP's answer body,
+// RocketMQ's GetBrokerMemberGroupResponseBody, as this name server writes
+// it (quoted ids) or a Java one (fastjson's bare ids): the members'
+// addresses by broker id. An empty body is no member.
+func DecodeMemberGroup(body []byte) (map[int64]string, error) {
+	if len(body) == 0 {
+		return map[int64]string{}, nil
+	}
+	var wire struct {
+		BrokerMemberGroup struct {
+			BrokerAddrs map[int64]string `json:"brokerAddrs"`
+		} `json:"brokerMemberGroup"`
+	}
+	if err := adminbody.UnmarshalFastjson(body, &wire); err != nil {
+		return nil, fmt.Errorf("decode broker member group: %w", err)
+	}
+	if wire.BrokerMemberGroup.BrokerAddrs == nil {
+		return map[int64]string{}, nil
+	}
+	return wire.BrokerMemberGroup.BrokerAddrs, nil
+}
