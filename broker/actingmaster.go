@@ -77,9 +77,13 @@ func (b *Broker) startActingMaster() {
 		return
 	}
 	b.goBackground("broker-heartbeat", func(ctx context.Context) {
+		ctx, cancel := b.register.untilStopped(ctx)
+		defer cancel()
 		periodic.RunDelayed(ctx, time.Second, b.cfg.BrokerHeartbeatInterval, b.sendHeartbeat)
 	})
 	b.goBackground("sync-member-group", func(ctx context.Context) {
+		ctx, cancel := b.register.untilStopped(ctx)
+		defer cancel()
 		periodic.RunDelayed(ctx, time.Second, b.cfg.SyncBrokerMemberGroupPeriod, b.syncMemberGroup)
 	})
 }

@@ -201,3 +201,24 @@ func TestNotifyMinBrokerIDChangeSwitchesTheActingMaster(t *testing.T) {
 		t.Fatalf("notice without minBrokerId: code %d, want SYSTEM_ERROR", resp.Code)
 	}
 }
+
+// Under enableSlaveActingMaster a broker registers with
+// brokerNotActiveTimeoutMillis as its heartbeat timeout and keeps its
+// registration with BROKER_HEARTBEAT, not with its registrations.
+func TestActingMasterModeHeartbeatsKeepTheRegistration(t *testing.T) {
+	ns := startActingNameServer(t, false)
+	b := startTestBroker(t, map[string]string{"namesrvAddr": ns.Addr().String(), "enableSlaveActingMaster": "true",
+		"brokerNotActiveTimeoutMillis": "1500", "brokerHeartbeatInterval": "200", "registerNameServerPeriod": "60000"})
+	deadline := time.Now().Add(4 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := ns.Registry().MemberGroup(b.cfg.BrokerName); m[0] != b.Addr() {
+			t.Fatalf("broker dropped by the name server between registrations: members %v", m)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Without heartbeats the 1.5 s timeout drops it.
+	b.register.halt(context.Background())
+	waitFor(t, "the name server to drop the silent broker", func() bool {
+		return ns.Registry().MemberGroup(b.cfg.BrokerName)[0] == ""
+	})
+}

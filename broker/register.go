@@ -165,6 +165,24 @@ func (r *registrar) awaitFirst(ctx context.Context) {
 	}
 }
 
+// untilStopped returns a context of ctx that also ends when the
+// registration loop stopped (at unregisterAll or halt): what speaks to
+// the name servers for the broker (heartbeats, member list syncs) stops
+// with the registrations, not after, so that nothing renews a broker that
+// unregistered nor uses the closed connections. cancel releases the
+// goroutine that watches the loop.
+func (r *registrar) untilStopped(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-r.loopDone:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 // halt stops the registration loop, waiting until it returned (a
 // registration under way is cancelled) or ctx ends, so that nothing
 // registers the broker again after an unregistration; then the name
