@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -52,6 +54,10 @@ type groupState struct {
 	minAddr atomic.Pointer[string]
 	// members is the last member list a name server gave, nil before.
 	members atomic.Pointer[map[int64]string]
+	// syncLog reports failed syncs of the member list at most once a
+	// minute: against a name server without GET_BROKER_MEMBER_GROUP
+	// (RocketMQ 4.x) every sync fails.
+	syncLog zerolog.Logger
 }
 
 // actingMaster reports whether the broker is its group's acting master:
@@ -76,6 +82,7 @@ func (b *Broker) startActingMaster() {
 	if !b.cfg.EnableSlaveActingMaster {
 		return
 	}
+	b.group.syncLog = b.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Minute})
 	b.goBackground("broker-heartbeat", func(ctx context.Context) {
 		ctx, cancel := b.register.untilStopped(ctx)
 		defer cancel()
@@ -110,12 +117,12 @@ func (b *Broker) syncMemberGroup(ctx context.Context) {
 	members, err := b.register.ns.MemberGroup(ctx, b.cfg.BrokerClusterName, b.cfg.BrokerName, memberGroupTimeout)
 	if err != nil {
 		if ctx.Err() == nil {
-			b.log.Warn().Err(err).Msg("sync the broker group's members from the name servers")
+			b.group.syncLog.Warn().Err(err).Msg("sync the broker group's members from the name servers (sampled, at most one line a minute)")
 		}
 		return
 	}
 	if len(members) == 0 {
-		b.log.Warn().Str("cluster", b.cfg.BrokerClusterName).Str("brokerName", b.cfg.BrokerName).
+		b.group.syncLog.Warn().Str("cluster", b.cfg.BrokerClusterName).Str("brokerName", b.cfg.BrokerName).
 			Msg("no member of the broker group known to the name server")
 		return
 	}

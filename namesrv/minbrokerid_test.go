@@ -118,3 +118,24 @@ func TestNameServerSendsMinBrokerIDChange(t *testing.T) {
 		}
 	}
 }
+
+// GET_BROKER_MEMBER_GROUP's body reads as this name server writes it and
+// as a Java one does (fastjson's bare ids).
+func TestDecodeMemberGroup(t *testing.T) {
+	want := map[int64]string{0: "10.0.0.1:10911", 1: "10.0.0.2:10911"}
+	for _, body := range []string{
+		string(appendMemberGroupJSON(nil, "C", "a", want)),
+		`{"brokerMemberGroup":{"brokerAddrs":{0:"10.0.0.1:10911",1:"10.0.0.2:10911"},"brokerName":"a","cluster":"C"}}`,
+	} {
+		got, err := DecodeMemberGroup([]byte(body))
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: %v %v, want %v", body, got, err, want)
+		}
+	}
+	if got, err := DecodeMemberGroup([]byte(`{"brokerMemberGroup":{"brokerAddrs":{},"brokerName":"a","cluster":"C"}}`)); err != nil || len(got) != 0 {
+		t.Fatalf("no member: %v %v", got, err)
+	}
+	if _, err := DecodeMemberGroup([]byte(`{"brokerMemberGroup":`)); err == nil {
+		t.Fatal("a cut body decoded")
+	}
+}
