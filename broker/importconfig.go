@@ -17,6 +17,7 @@ import (
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/migrate/filecq"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
+	"github.com/rocketkv/rocketkv/migrate/rocksdbcq"
 )
 
 // importRocketMQConfig copies the config files of an Apache RocketMQ store
@@ -62,7 +63,9 @@ func importRocketMQConfig(db *kvindex.DB, root string, lmq bool, log zerolog.Log
 
 // takeOverRocketMQQueues reads, on the first open of an Apache RocketMQ
 // store, RocketMQ's file ConsumeQueue (<root>/consumequeue, read only,
-// before a layout writes to it) for what the CommitLog cannot tell:
+// before a layout writes to it), or RocketMQ 5.3's RocksDB ConsumeQueue in
+// the same directory (takeOverRocksDBQueues), for what the CommitLog
+// cannot tell:
 //
 //   - where each queue whose records retention had all deleted stands:
 //     RocketMQ's ConsumeQueue still ends there, while the CommitLog holds
@@ -102,13 +105,8 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	if rocksDBFiles(dir) {
-		// RocketMQ 5.3's RocksDB ConsumeQueue (storeType=defaultRocksDB):
-		// not read, so nothing says where such queues stood.
-		log.Warn().Str("dir", dir).Msg("the RocketMQ ConsumeQueue here is RocketMQ's RocksDB one, which rocketkv cannot read: " +
-			"a queue whose records retention had all deleted restarts at offset 0, below the consumer offsets imported for it, " +
-			"and its consumers skip the messages sent before they catch up (reset their offsets with mqadmin resetOffsetByTime)")
-		return nil
+	if rocksdbcq.Present(dir) {
+		return takeOverRocksDBQueues(db, cqs, root, minPhy, endPhy, complete, log)
 	}
 	fail := func(err error) error {
 		return fmt.Errorf("read the RocketMQ consumequeue of %s (move it aside to start without it: queues whose records retention deleted then restart at offset 0): %w", root, err)
@@ -195,6 +193,17 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 		}
 		warnConsumeQueueGap(log, g, minPhy, cqs != nil)
 	}
+	return recordRocketMQQueues(db, cqs, starts, firsts, begins, topics, dispatched, minPhy, complete, log)
+}
+
+// recordRocketMQQueues records what takeOverRocketMQQueues read from
+// either ConsumeQueue: firsts (topic -> CommitLog offset of its first
+// entry) and begins (each queue's first entry) are lowered to complete
+// and dropped where no record lies below them, then written with topics
+// and the dispatch end; starts seed the KV ConsumeQueue (cqs, nil when it
+// is not written).
+func recordRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, starts []kvindex.QueueStart, firsts map[string]int64,
+	begins map[string]map[int32]kvindex.QueueBegin, topics []string, dispatched, minPhy, complete int64, log zerolog.Logger) error {
 	for topic, at := range firsts {
 		// RocketMQ's recovery dispatches again from complete on: what it
 		// would serve is kept.
@@ -224,6 +233,50 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 	}
 	log.Info().Int("queues", len(starts)).Msg("queues whose records retention had deleted keep their RocketMQ offsets")
 	return nil
+}
+
+// takeOverRocksDBQueues is takeOverRocketMQQueues for RocketMQ 5.3's
+// RocksDB ConsumeQueue (storeType=defaultRocksDB), read with
+// migrate/rocksdbcq: its offset column family names the queues RocketMQ
+// held and where each ended, its units where each begins over the
+// CommitLog [minPhy, endPhy). The units are read once, in order.
+func takeOverRocksDBQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, minPhy, endPhy, complete int64, log zerolog.Logger) error {
+	dir := filepath.Join(root, "consumequeue")
+	v, err := rocksdbcq.Read(dir, minPhy, endPhy)
+	if err != nil {
+		return fmt.Errorf("read the RocketMQ RocksDB consumequeue of %s (move it aside to start without it: queues whose records retention deleted then restart at offset 0): %w", root, err)
+	}
+	if v.Foreign > 0 || v.Orphans > 0 {
+		log.Warn().Str("dir", dir).Int("foreignRecords", v.Foreign).Int("unitsWithoutQueue", v.Orphans).
+			Msg("the RocketMQ RocksDB ConsumeQueue holds records in neither of its layouts, or units of queues without a max record; they are left out")
+	}
+	var (
+		starts     []kvindex.QueueStart
+		firsts     = map[string]int64{}
+		begins     = map[string]map[int32]kvindex.QueueBegin{}
+		topics     []string
+		dispatched int64
+	)
+	for _, q := range v.Queues {
+		topics = append(topics, q.Topic)
+		dispatched = max(dispatched, q.LastEnd)
+		if q.Max > 0 && q.Min >= q.Max {
+			starts = append(starts, kvindex.QueueStart{Topic: q.Topic, QueueID: q.QueueID, Offset: q.Max})
+			continue
+		}
+		if q.Min >= q.Max {
+			continue
+		}
+		if at, ok := firsts[q.Topic]; !ok || q.FirstPhy < at {
+			firsts[q.Topic] = q.FirstPhy
+		}
+		if begins[q.Topic] == nil {
+			begins[q.Topic] = map[int32]kvindex.QueueBegin{}
+		}
+		begins[q.Topic][q.QueueID] = kvindex.QueueBegin{Phy: q.FirstPhy, Offset: q.Min}
+	}
+	log.Info().Str("dir", dir).Int("queues", len(v.Queues)).Msg("read RocketMQ's RocksDB ConsumeQueue")
+	return recordRocketMQQueues(db, cqs, starts, firsts, begins, topics, dispatched, minPhy, complete, log)
 }
 
 // warnConsumeQueueGap logs a run of files missing in the middle of a
@@ -375,17 +428,6 @@ func (b *Broker) dropRocketMQDeletedTopics() error {
 		b.log.Info().Strs("topics", dropped).Msg("dropped the queues of topics the RocketMQ store had deleted: their records are left in its CommitLog")
 	}
 	return b.db.EndRocketMQTopics()
-}
-
-// rocksDBFiles reports whether dir holds a RocksDB database (its CURRENT
-// file and a MANIFEST), as RocketMQ's RocksDB ConsumeQueue keeps in
-// consumequeue/.
-func rocksDBFiles(dir string) bool {
-	if _, err := os.Stat(filepath.Join(dir, "CURRENT")); err != nil {
-		return false
-	}
-	manifests, _ := filepath.Glob(filepath.Join(dir, "MANIFEST-*"))
-	return len(manifests) > 0
 }
 
 // importConfig writes what db lacks of c and returns how many topics,

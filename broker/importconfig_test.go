@@ -388,30 +388,6 @@ func TestOpenRocketMQStoreRefusesAnUnreadableConsumeQueue(t *testing.T) {
 	}
 }
 
-// A store whose consumequeue/ is RocketMQ 5.3's RocksDB ConsumeQueue
-// (storeType=defaultRocksDB) cannot be read for where queues stood: the
-// start says so in a warning naming the consequence, rather than
-// silently numbering an expired queue from 0.
-func TestARocksDBConsumeQueueIsNamedAtStart(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "consumequeue")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"CURRENT", "MANIFEST-000005", "000004.sst", "OPTIONS-000007", "LOG"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var logged strings.Builder
-	if err := takeOverRocketMQQueues(nil, nil, root, 300000, 0, 0, 0, zerolog.New(&logged)); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(logged.String(), "RocksDB") || !strings.Contains(logged.String(), "restarts at offset 0") {
-		t.Fatalf("start over a RocksDB ConsumeQueue logged %q, want a warning naming it", logged.String())
-	}
-}
-
 // A RocketMQ store whose topics.json lacks a topic its CommitLog holds
 // messages of, and counts fewer queues of another than it has, opens with
 // a warning naming both (found after the first open indexed the

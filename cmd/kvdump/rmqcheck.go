@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/migrate/filecq"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
+	"github.com/rocketkv/rocketkv/migrate/rocksdbcq"
 )
 
 func rocketmqCheckCommand(o *globalOptions) *cobra.Command {
@@ -46,6 +48,8 @@ what a rocketkv broker's first open of it would do, without opening it:
   consumequeue files (left out below their topic's first entry).
 
 It reads every record of the CommitLog to count the deleted topics'.
+A consumequeue/ that is RocketMQ 5.3's RocksDB ConsumeQueue is read as the
+first open reads it (its offset column family, then its units once).
 
 POP messages in flight in the revive topic are taken over at the first
 open but not counted here (that needs the whole CommitLog read).
@@ -107,8 +111,11 @@ type rocketmqCheck struct {
 	logRead bool
 	// FileConsumeQueue is set when consumequeue/ exists: the queues whose
 	// records retention deleted keep their offsets from it.
-	FileConsumeQueue bool     `json:"fileConsumeQueue"`
-	ConfigFiles      []string `json:"configFiles"`
+	FileConsumeQueue bool `json:"fileConsumeQueue"`
+	// RocksDBConsumeQueue is set when consumequeue/ is RocketMQ 5.3's
+	// RocksDB ConsumeQueue (storeType=defaultRocksDB), read the same way.
+	RocksDBConsumeQueue bool     `json:"rocksDBConsumeQueue,omitempty"`
+	ConfigFiles         []string `json:"configFiles"`
 	configCounts
 	TimerProgress bool `json:"timerProgress"`
 	// Refusals stop the first open; Warnings name what does not move.
@@ -187,6 +194,7 @@ func checkRocketMQ(root, segDir string, lmq bool) (rocketmqCheck, error) {
 	var view cqView
 	if fi, err := os.Stat(filepath.Join(root, "consumequeue")); err == nil && fi.IsDir() {
 		r.FileConsumeQueue = true
+		r.RocksDBConsumeQueue = rocksdbcq.Present(filepath.Join(root, "consumequeue"))
 		if view, err = readConsumeQueue(root, r.CommitLog.MinOffset, r.CommitLog.MaxOffset, r.logRead); err != nil {
 			r.Refusals = append(r.Refusals, err.Error())
 		} else {
@@ -396,6 +404,16 @@ func readConsumeQueue(root string, logMin, logEnd int64, logRead bool) (cqView, 
 	fail := func(err error) error {
 		return fmt.Errorf("the consumequeue cannot be read (move it aside: queues whose records retention deleted then restart at offset 0): %w", err)
 	}
+	if dir := filepath.Join(root, "consumequeue"); rocksdbcq.Present(dir) {
+		if !logRead {
+			logEnd = math.MaxInt64
+		}
+		v, err := readRocksDBConsumeQueue(dir, logMin, logEnd)
+		if err != nil {
+			return cqView{}, fail(err)
+		}
+		return v, nil
+	}
 	units, ok := filecq.DetectUnitsPerFile(nil, root)
 	if !ok {
 		units = filecq.DefaultUnitsPerFile
@@ -480,6 +498,46 @@ func readConsumeQueue(root string, logMin, logEnd int64, logRead bool) (cqView, 
 	return v, nil
 }
 
+// readRocksDBConsumeQueue is readConsumeQueue for RocketMQ 5.3's RocksDB
+// ConsumeQueue in dir, as a broker's first open reads it
+// (takeOverRocksDBQueues): each queue's bounds over the CommitLog
+// [logMin, logEnd), the units past logEnd counted as cut.
+func readRocksDBConsumeQueue(dir string, logMin, logEnd int64) (cqView, error) {
+	rv, err := rocksdbcq.Read(dir, logMin, logEnd)
+	if err != nil {
+		return cqView{}, err
+	}
+	v := cqView{queues: map[string]int32{}, firsts: map[string]int64{}, begins: map[string]map[int32]kvindex.QueueBegin{}, cut: map[string]int64{}}
+	for _, q := range rv.Queues {
+		if top, ok := v.queues[q.Topic]; !ok || q.QueueID > top {
+			v.queues[q.Topic] = q.QueueID
+		}
+		if n := q.Written - q.Max; n > 0 {
+			v.cut[fmt.Sprintf("%s/%d", q.Topic, q.QueueID)] = n
+		}
+		if q.Min >= q.Max {
+			continue
+		}
+		if at, ok := v.firsts[q.Topic]; !ok || q.FirstPhy < at {
+			v.firsts[q.Topic] = q.FirstPhy
+		}
+		if v.begins[q.Topic] == nil {
+			v.begins[q.Topic] = map[int32]kvindex.QueueBegin{}
+		}
+		v.begins[q.Topic][q.QueueID] = kvindex.QueueBegin{Phy: q.FirstPhy, Offset: q.Min}
+	}
+	for topic, at := range v.firsts {
+		top := at
+		for _, b := range v.begins[topic] {
+			top = max(top, b.Phy)
+		}
+		if top <= logMin {
+			delete(v.firsts, topic) // no record lies below it
+		}
+	}
+	return v, nil
+}
+
 func printRocketMQCheck(out *output, r rocketmqCheck) error {
 	if out.json {
 		return out.object(r)
@@ -503,7 +561,9 @@ func printRocketMQCheck(out *output, r rocketmqCheck) error {
 	if sizes := r.CommitLog.SegmentSizes; len(sizes) == 1 && sizes[0] != commitlog.DefaultSegmentSize {
 		add("set mappedFileSizeCommitLog=%d in the broker's config (the default is %d), as RocketMQ needs it to serve these segments again; rocketkv gives new segments the size of these whatever it says", sizes[0], int64(commitlog.DefaultSegmentSize))
 	}
-	if r.FileConsumeQueue {
+	if r.RocksDBConsumeQueue {
+		add("consumequeue/: present, RocketMQ's RocksDB ConsumeQueue (queues whose records retention deleted keep their offsets from its max records)")
+	} else if r.FileConsumeQueue {
 		add("consumequeue/: present (queues whose records retention deleted keep their offsets from it)")
 	} else if r.CommitLog.Segments > 0 {
 		add("consumequeue/: absent (the first open indexes every record of the CommitLog, and logs the topics whose messages no topic config routes)")

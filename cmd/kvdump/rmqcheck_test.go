@@ -340,3 +340,73 @@ func TestCheckRocketMQWhatTheFirstOpenDrops(t *testing.T) {
 			r.ConsumeQueueGaps, r.EntriesPastLogEnd, r.DroppedTopics, r.DroppedRecords, r.OlderRecords, r.Refusals)
 	}
 }
+
+// check-rocketmq on the fixture store with its consumequeue/ as RocketMQ
+// 5.3's RocksDB ConsumeQueue (written by ldb): the RocksDB ConsumeQueue is
+// named and read, and it names every topic the CommitLog holds, so none
+// counts as deleted; once the long topic is deleted in it, its records do.
+func TestCheckRocketMQWithRocksDBConsumeQueue(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	dir := filepath.Join(store, "consumequeue")
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "migrate", "rocksdbcq", "testdata", "consumequeue-4.9.8"))); err != nil {
+		t.Fatal(err)
+	}
+	out := mustKvdump(t, "--store", store, "check-rocketmq")
+	for _, want := range []string{"RocketMQ's RocksDB ConsumeQueue", "a broker can open this store"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "no topic config") || strings.Contains(out, "topics RocketMQ deleted") {
+		t.Errorf("every queue of the RocksDB ConsumeQueue has a topic config and no topic is deleted, yet:\n%s", out)
+	}
+	var r rocketmqCheck
+	if err := json.Unmarshal([]byte(mustKvdump(t, "--store", store, "--json", "check-rocketmq")), &r); err != nil {
+		t.Fatal(err)
+	}
+	if !r.RocksDBConsumeQueue || len(r.Refusals) != 0 || r.DroppedTopics != 0 {
+		t.Fatalf("JSON report %+v", r)
+	}
+
+	// Without the long topic (deleted by RocketMQ: range deletions and
+	// deleted offset records, some in the WAL) and its config, its
+	// records count as a deleted topic's.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "migrate", "rocksdbcq", "testdata", "consumequeue-4.9.8-long-deleted"))); err != nil {
+		t.Fatal(err)
+	}
+	removeTopicFromStoreConfig(t, store, "LongTopic_klmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvw")
+	r = rocketmqCheck{}
+	if err := json.Unmarshal([]byte(mustKvdump(t, "--store", store, "--json", "check-rocketmq")), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.DroppedTopics != 1 || r.DroppedRecords != 6 {
+		t.Fatalf("deleted topics %d with %d records, want 1 with 6: %+v", r.DroppedTopics, r.DroppedRecords, r)
+	}
+}
+
+// removeTopicFromStoreConfig deletes topic from the store's topics.json.
+func removeTopicFromStoreConfig(t *testing.T, store, topic string) {
+	t.Helper()
+	name := filepath.Join(store, "config", "topics.json")
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	delete(doc["topicConfigTable"].(map[string]any), topic)
+	if data, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,99 @@
+package broker
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// useRocksDBConsumeQueue replaces the fixture store's file consumequeue/
+// with migrate/rocksdbcq/testdata/<name>: the same queues in RocketMQ
+// 5.3's RocksDB ConsumeQueue, written by ldb (that directory's gen.sh).
+func useRocksDBConsumeQueue(t *testing.T, store, name string) {
+	t.Helper()
+	dir := filepath.Join(store, "consumequeue")
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "migrate", "rocksdbcq", "testdata", name))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A store with RocketMQ's RocksDB ConsumeQueue whose retention deleted
+// every CommitLog segment holding TopicB's records: the queues keep the
+// offsets the RocksDB ConsumeQueue's max records give. Before rocketkv
+// read it, TopicB/0 restarted at 0, below GroupB's imported offset 9.
+func TestOpenRocketMQStoreWithRocksDBConsumeQueueAfterRetention(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	useRocksDBConsumeQueue(t, store, "consumequeue-4.9.8")
+	for _, f := range []string{"00000000000000000000", "00000000000000016384", "00000000000000032768"} {
+		if err := os.Remove(filepath.Join(store, "commitlog", f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "autoCreateTopicEnable": "false"})
+	c := b.client(nil)
+	if r := call(t, c, remoting.GetMinOffset, map[string]string{"topic": "TopicB", "queueId": "0"}, nil); header(t, r, "offset") != 9 {
+		t.Fatalf("TopicB/0 min offset %v, want 9 (the RocksDB ConsumeQueue's max record 8, plus one)", r.ExtFields)
+	}
+	if r := call(t, c, remoting.GetMaxOffset, map[string]string{"topic": "TopicB", "queueId": "1"}, nil); header(t, r, "offset") != 13 {
+		t.Fatalf("TopicB/1 max offset %v, want 13", r.ExtFields)
+	}
+	if resp := mustSend(t, c, "TopicB", 0, "after the move", ""); header(t, resp, "queueOffset") != 9 {
+		t.Fatalf("a new TopicB/0 message got queue offset %s, want 9", resp.ExtFields["queueOffset"])
+	}
+	b.caughtUp()
+	r := call(t, c, remoting.PullMessage, pullReq("GroupB", "TopicB", 0, 9, 0, 0, "*"), nil)
+	if got := decodeRecords(t, r.Body); r.Code != remoting.Success || len(got) != 1 || string(got[0].Body) != "after the move" {
+		t.Fatalf("GroupB's pull at its offset 9: %d %q, %d records", r.Code, r.Remark, len(got))
+	}
+}
+
+// A topic RocketMQ deleted (its units range-deleted and its offset
+// records deleted in the RocksDB ConsumeQueue) and removed from the
+// config does not come back with its records from the CommitLog, as with
+// the file ConsumeQueue; the other topics keep every message.
+func TestOpenRocketMQStoreWithRocksDBConsumeQueueDropsADeletedTopic(t *testing.T) {
+	const long = "LongTopic_klmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvw"
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	useRocksDBConsumeQueue(t, store, "consumequeue-4.9.8-long-deleted")
+	removeTopicFromConfig(t, store, long)
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"})
+	b.caughtUp()
+	for q := range int32(2) {
+		if hi, err := b.cqs.MaxOffset(long, q); err != nil || hi != 0 {
+			t.Errorf("deleted topic's queue %d came back with max offset %d %v", q, hi, err)
+		}
+	}
+	for q, want := range []int64{16, 16, 18, 19} {
+		if hi, err := b.cqs.MaxOffset("TopicA", int32(q)); err != nil || hi != want {
+			t.Errorf("TopicA/%d max offset %d %v, want %d", q, hi, err, want)
+		}
+	}
+}
+
+// A consumequeue/ that looks like RocksDB (CURRENT, a MANIFEST) but cannot
+// be read stops the first open with an error that says how to go on.
+func TestAnUnreadableRocksDBConsumeQueueStopsTheFirstOpen(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "consumequeue")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"CURRENT", "MANIFEST-000005", "000004.sst", "OPTIONS-000007", "LOG"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := takeOverRocketMQQueues(nil, nil, root, 300000, 0, 0, 0, zerolog.Nop())
+	if err == nil || !strings.Contains(err.Error(), "move it aside") {
+		t.Fatalf("first open over a damaged RocksDB consumequeue: %v, want an error saying to move it aside", err)
+	}
+}
