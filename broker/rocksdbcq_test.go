@@ -97,3 +97,34 @@ func TestAnUnreadableRocksDBConsumeQueueStopsTheFirstOpen(t *testing.T) {
 		t.Fatalf("first open over a damaged RocksDB consumequeue: %v, want an error saying to move it aside", err)
 	}
 }
+
+// A store that kept its config in RocksDB (storeType=defaultRocksDB,
+// config v1: config/topics/, subscriptionGroups/, consumerOffsets/, as ldb
+// wrote them from the fixture's JSON, migrate/rmqconfig/testdata) opens
+// without mqadmin rocksDBConfigToJson: topics, groups and offsets come
+// from the databases, the offsets' last batch from their WAL.
+func TestOpenRocketMQStoreWithRocksDBConfig(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	for _, name := range []string{"topics.json", "topics.json.bak", "subscriptionGroup.json", "subscriptionGroup.json.bak", "consumerOffset.json"} {
+		if err := os.Remove(filepath.Join(store, "config", name)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	if err := os.CopyFS(filepath.Join(store, "config"), os.DirFS(filepath.Join("..", "migrate", "rmqconfig", "testdata", "rocksdb-v1", "config"))); err != nil {
+		t.Fatal(err)
+	}
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "autoCreateTopicEnable": "false"})
+	c := b.client(nil)
+	if got := committedOffset(t, c, "GroupA", "TopicA", 0); got != 15 {
+		t.Errorf("GroupA on TopicA/0: committed %d, want the RocksDB config's 15", got)
+	}
+	if got := committedOffset(t, c, "GroupB", "TopicB", 1); got != 13 {
+		t.Errorf("GroupB on TopicB/1: committed %d, want 13 (in the consumer offsets' WAL)", got)
+	}
+	if tc, ok, err := b.topicConfig("TopicR"); err != nil || !ok || tc.ReadQueueNums != 2 {
+		t.Errorf("TopicR (only in the RocksDB config): %+v %v %v", tc, ok, err)
+	}
+	if gc, err := b.groupConfig("GroupR", false); err != nil || gc.GroupName != "GroupR" || gc.RetryMaxTimes != 5 {
+		t.Errorf("GroupR (only in the RocksDB config): %+v %v", gc, err)
+	}
+}

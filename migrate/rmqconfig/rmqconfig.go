@@ -95,9 +95,9 @@ type Config struct {
 // Empty reports whether no file was read.
 func (c Config) Empty() bool { return len(c.Files) == 0 }
 
-// ErrRocksDBConfig: the store keeps its topics, groups or consumer
-// offsets in RocksDB (RocketMQ's storeType=defaultRocksDB), which rocketkv
-// does not read.
+// ErrRocksDBConfig: the store keeps its topics, groups and consumer
+// offsets in RocketMQ's config v2 RocksDB (config/rdb), which rocketkv does
+// not read (config v1, one RocksDB per table, is read: see rocksdb.go).
 var ErrRocksDBConfig = errors.New("the RocketMQ store keeps its config in RocksDB")
 
 // ReadOptions are what ReadWith reads differently from Read.
@@ -118,15 +118,13 @@ func Read(root string) (Config, error) { return ReadWith(root, ReadOptions{}) }
 func ReadWith(root string, o ReadOptions) (Config, error) {
 	var c Config
 	dir := filepath.Join(root, "config")
-	// A broker with storeType=defaultRocksDB keeps these tables in RocksDB
-	// (the JSON files, if any, are from before the switch and stale):
-	// importing the JSON would move consumers back, and skipping it would
-	// lose them, so the store is refused until its tables are exported.
-	for _, sub := range []string{"topics", "subscriptionGroups", "consumerOffsets", "rdb"} {
-		if fi, err := os.Stat(filepath.Join(dir, sub)); err == nil && fi.IsDir() {
-			return Config{}, fmt.Errorf("%w: %s is a RocksDB directory; run mqadmin rocksDBConfigToJson on the RocketMQ broker, then move the RocksDB directories of %s aside",
-				ErrRocksDBConfig, filepath.Join(dir, sub), dir)
-		}
+	// Config v2 keeps every table in one RocksDB (config/rdb), not read
+	// here: importing the JSON beside it (stale) would move consumers back
+	// and skipping it would lose them, so the store is refused until its
+	// tables are exported.
+	if rdb := filepath.Join(dir, v2Dir); isDir(rdb) {
+		return Config{}, fmt.Errorf("%w: %s is RocketMQ's config v2 RocksDB directory (configManagerVersion=v2), which rocketkv does not read; run mqadmin rocksDBConfigToJson on the RocketMQ broker, then move %s aside",
+			ErrRocksDBConfig, rdb, rdb)
 	}
 	steps := []struct {
 		name  string
@@ -148,6 +146,13 @@ func ReadWith(root string, o ReadOptions) (Config, error) {
 		{"lmqConsumerOffset.json", func(data []byte) error { return c.parseLmqOffsets(data, o.LMQ) }, !o.LMQ, blankIsInvalid},
 	}
 	for _, s := range steps {
+		if sub, ok := rocksDBTables[s.name]; ok && isDir(filepath.Join(dir, sub)) {
+			// storeType=defaultRocksDB: the table is in RocksDB (config v1).
+			if err := c.readRocksDBTable(dir, s.name, s.parse, s.blank); err != nil {
+				return Config{}, err
+			}
+			continue
+		}
 		file, passedOver, err := readWithBackup(filepath.Join(dir, s.name), s.parse, s.blank)
 		if passedOver != nil {
 			// The backup is the persist before the last: what changed
