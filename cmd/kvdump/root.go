@@ -64,6 +64,7 @@ check-rocketmq finds a store a broker would refuse, 2 on errors.`,
 		timerCommand(o),
 		exportCommand(o),
 		rocketmqCheckCommand(o),
+		rocksDBCommand(o),
 	)
 	return root
 }
