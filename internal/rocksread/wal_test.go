@@ -112,3 +112,34 @@ func TestMissingCurrent(t *testing.T) {
 		t.Fatal("Open without CURRENT succeeded")
 	}
 }
+
+// The topics fixture's WAL holds a range deletion of topic-30 to topic-34
+// (end exclusive) over keys flushed to level 1: they are hidden, the keys
+// around them are not.
+func TestWALRangeDeletion(t *testing.T) {
+	db, err := Open(filepath.Join("testdata", "topics"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if n := len(db.memTombs[0]); n != 1 {
+		t.Fatalf("%d range deletions replayed from the WAL, want 1", n)
+	}
+	var keys []string
+	if err := db.Scan("default", func(k, v []byte) error {
+		keys = append(keys, string(k))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"topic-30", "topic-34"} {
+		if slices.Contains(keys, k) {
+			t.Errorf("%s is range-deleted in the WAL but listed", k)
+		}
+	}
+	for _, k := range []string{"topic-3", "topic-35", "topic-new"} {
+		if !slices.Contains(keys, k) {
+			t.Errorf("%s is missing from %v", k, keys)
+		}
+	}
+}

@@ -112,10 +112,11 @@ setopt topics 'CFOptions "default"' disable_auto_compactions true
 ldb $DB put topic-3 '{"order":true,"perm":6,"readQueueNums":4,"topicFilterType":"SINGLE_TAG","topicName":"topic-3","topicSysFlag":0,"writeQueueNums":4}' >/dev/null
 ldb $DB deleterange topic-20 topic-29 >/dev/null
 ldb $DB --column_family=kvDataVersion put kvDataVersionKey '{"counter":44,"stateVersion":0,"timestamp":1700000050000}' >/dev/null
-# left in the WAL
 printf '%s\n' 'delete topic-5' 'put topic-new {"order":false,"perm":6,"readQueueNums":8,"topicFilterType":"SINGLE_TAG","topicName":"topic-new","topicSysFlag":0,"writeQueueNums":8}' \
 	'put topic-0 {"order":false,"perm":4,"readQueueNums":1,"topicFilterType":"SINGLE_TAG","topicName":"topic-0","topicSysFlag":0,"writeQueueNums":1}' |
 	ldb $DB query >/dev/null
+# left in the WAL: a range deletion (topic-30 to topic-34)
+ldb $DB deleterange topic-30 topic-35 >/dev/null
 tidy topics
 
 # expected output: ldb scan of a copy (opening the copy flushes its WAL; the fixture keeps it)
