@@ -128,3 +128,21 @@ func TestOpenRocketMQStoreWithRocksDBConfig(t *testing.T) {
 		t.Errorf("GroupR (only in the RocksDB config): %+v %v", gc, err)
 	}
 }
+
+// A store with config v2 (configManagerVersion=v2: config/rdb/, written
+// by ldb, migrate/rmqconfig/testdata/rocksdb-v2) opens from that database,
+// the stale JSON files beside it ignored as RocketMQ ignores them.
+func TestOpenRocketMQStoreWithRocksDBConfigV2(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	if err := os.CopyFS(filepath.Join(store, "config"), os.DirFS(filepath.Join("..", "migrate", "rmqconfig", "testdata", "rocksdb-v2", "config"))); err != nil {
+		t.Fatal(err)
+	}
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "autoCreateTopicEnable": "false"})
+	c := b.client(nil)
+	if got := committedOffset(t, c, "GroupA", "TopicA", 0); got != 15 {
+		t.Errorf("GroupA on TopicA/0: committed %d, want config v2's 15 (consumerOffset.json beside it says 5)", got)
+	}
+	if tc, ok, err := b.topicConfig("TopicR"); err != nil || !ok || tc.ReadQueueNums != 2 {
+		t.Errorf("TopicR (only in config v2): %+v %v %v", tc, ok, err)
+	}
+}

@@ -35,7 +35,7 @@ what a rocketkv broker's first open of it would do, without opening it:
   the CommitLog it serves as it is (segments, their size, its offsets),
   the config it imports (topics, groups, consumer offsets, delay-level
   progress, POP request modes, orderly POP batches, the timer's progress),
-  what refuses the store (config v2 kept in config/rdb, POP state in RocketMQ's
+  what refuses the store (an unreadable RocksDB config, POP state in RocketMQ's
   KV POP RocksDB, segments of different sizes), with the way out,
   what it warns about and does not carry over (static topics, LMQ offsets,
   BatchCQ and compacted topics),

@@ -43,13 +43,21 @@ func TestRocksDBListing(t *testing.T) {
 	if out := mustKvdump(t, "rocksdb", cfg, "--cf", "default"); !strings.Contains(out, `TopicA@GroupA = {"offsetTable":{0:15,1:6,2:7,3:8}}`) {
 		t.Errorf("config v1 consumer offsets:\n%s", out)
 	}
+	rdb := filepath.Join("..", "..", "migrate", "rmqconfig", "testdata", "rocksdb-v2", "config", "rdb")
+	out = mustKvdump(t, "rocksdb", rdb, "--cf", "default", "--limit", "0")
+	for _, want := range []string{"consumerOffset group=GroupA topic=TopicA queue=0 = 15", "pullOffset group=GroupB topic=TopicB queue=1 = 113",
+		"topic data_version = stateVersion=0 timestamp=1795976100000 counter=7", `topic TopicR = {"order":false`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("config v2 entries lack %q:\n%s", want, out)
+		}
+	}
 	if _, _, err := runKvdump(t, "rocksdb", cq, "--cf", "popState"); err == nil {
 		t.Error("a column family the database lacks was listed")
 	}
 }
 
-// The decoders of the layouts no fixture holds (written by hand from spec
-// 6.3 and 7.4, not by RocketMQ).
+// The key decoders on hand-built keys from spec 6.3 and 7.4: KV POP keys
+// have no ldb-written fixture; config v2's edge cases.
 func TestDescribeRocketMQKeys(t *testing.T) {
 	pop := append([]byte{0, 0, 1, 0x8c, 0, 0, 0, 1}, []byte("G1@T1@")...)
 	pop = append(pop, 0, 0, 0, 3, '@', 0, 0, 0, 0, 0, 0, 0, 42)

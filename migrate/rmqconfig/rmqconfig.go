@@ -95,11 +95,6 @@ type Config struct {
 // Empty reports whether no file was read.
 func (c Config) Empty() bool { return len(c.Files) == 0 }
 
-// ErrRocksDBConfig: the store keeps its topics, groups and consumer
-// offsets in RocketMQ's config v2 RocksDB (config/rdb), which rocketkv does
-// not read (config v1, one RocksDB per table, is read: see rocksdb.go).
-var ErrRocksDBConfig = errors.New("the RocketMQ store keeps its config in RocksDB")
-
 // ReadOptions are what ReadWith reads differently from Read.
 type ReadOptions struct {
 	// LMQ reads the consumer offsets as a RocketMQ broker with enableLmq
@@ -118,13 +113,14 @@ func Read(root string) (Config, error) { return ReadWith(root, ReadOptions{}) }
 func ReadWith(root string, o ReadOptions) (Config, error) {
 	var c Config
 	dir := filepath.Join(root, "config")
-	// Config v2 keeps every table in one RocksDB (config/rdb), not read
-	// here: importing the JSON beside it (stale) would move consumers back
-	// and skipping it would lose them, so the store is refused until its
-	// tables are exported.
-	if rdb := filepath.Join(dir, v2Dir); isDir(rdb) {
-		return Config{}, fmt.Errorf("%w: %s is RocketMQ's config v2 RocksDB directory (configManagerVersion=v2), which rocketkv does not read; run mqadmin rocksDBConfigToJson on the RocketMQ broker, then move %s aside",
-			ErrRocksDBConfig, rdb, rdb)
+	// Config v2 keeps topics, groups and consumer offsets in one RocksDB
+	// (config/rdb), and RocketMQ's v2 managers ignore the JSON files beside
+	// it (stale, from before the switch).
+	v2 := isDir(filepath.Join(dir, v2Dir))
+	if v2 {
+		if err := c.readRocksDBConfigV2(filepath.Join(dir, v2Dir)); err != nil {
+			return Config{}, err
+		}
 	}
 	steps := []struct {
 		name  string
@@ -146,6 +142,9 @@ func ReadWith(root string, o ReadOptions) (Config, error) {
 		{"lmqConsumerOffset.json", func(data []byte) error { return c.parseLmqOffsets(data, o.LMQ) }, !o.LMQ, blankIsInvalid},
 	}
 	for _, s := range steps {
+		if v2 && v2Replaces[s.name] {
+			continue
+		}
 		if sub, ok := rocksDBTables[s.name]; ok && isDir(filepath.Join(dir, sub)) {
 			// storeType=defaultRocksDB: the table is in RocksDB (config v1).
 			if err := c.readRocksDBTable(dir, s.name, s.parse, s.blank); err != nil {

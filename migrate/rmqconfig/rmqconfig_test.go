@@ -355,19 +355,6 @@ func TestReadRequestModes(t *testing.T) {
 	}
 }
 
-// A store that keeps its config in RocketMQ's config v2 RocksDB
-// (config/rdb) is refused, naming the way out, rather than imported from
-// stale JSON or not at all.
-func TestReadRefusesRocksDBConfigV2(t *testing.T) {
-	root := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, "config", "rdb"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Read(root); !errors.Is(err, ErrRocksDBConfig) || !strings.Contains(err.Error(), "rocksDBConfigToJson") {
-		t.Fatalf("a RocksDB config directory: %v", err)
-	}
-}
-
 // A store with RocketMQ's KV POP state is refused, naming the way out; an
 // absent or empty kvStore/ is not.
 func TestCheckPopState(t *testing.T) {

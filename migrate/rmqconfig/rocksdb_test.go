@@ -150,3 +150,57 @@ func TestReadRocksDBConfigV1Damaged(t *testing.T) {
 		t.Fatalf("damaged config/topics: %v, want ErrCorrupt and the way out", err)
 	}
 }
+
+// Config v2 (configManagerVersion=v2, config/rdb, written by ldb from the
+// fixture's JSON: testdata/rocksdb-v2/gen.sh) is read from the database
+// alone, the JSON files beside it ignored as RocketMQ's v2 managers ignore
+// them; its consumer offsets are in the WAL. Pull offsets and light
+// message queues' offsets are named as not carried over.
+func TestReadRocksDBConfigV2(t *testing.T) {
+	root := v1Store(t, true)
+	dir := filepath.Join(root, "config")
+	for _, sub := range []string{"topics", "subscriptionGroups", "consumerOffsets"} {
+		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "rocksdb-v2", "config"))); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := topicOf(c, "TopicR"); !ok || len(c.Topics) != 12 {
+		t.Errorf("%d topics, TopicR %v; want the fixture's 11 and TopicR", len(c.Topics), ok)
+	}
+	if len(c.Groups) != 9 {
+		t.Errorf("%d groups, want the fixture's 9", len(c.Groups))
+	}
+	for _, want := range []struct {
+		group, topic string
+		qid          int32
+		off          int64
+	}{{"GroupA", "TopicA", 0, 15}, {"GroupB", "TopicB", 1, 13}} {
+		if got := offsetOf(c, want.group, want.topic, want.qid); got != want.off {
+			t.Errorf("%s on %s/%d: %d, want %d", want.group, want.topic, want.qid, got, want.off)
+		}
+	}
+	if len(c.Offsets) != 7 {
+		t.Errorf("%d offsets, want the fixture's 7 (no pull offsets, no LMQ): %+v", len(c.Offsets), c.Offsets)
+	}
+	notes := strings.Join(c.NotCarried, "\n")
+	for _, want := range []string{"7 pull offsets", "1 consumer offsets of light message queues"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("not-carried notes lack %q:\n%s", want, notes)
+		}
+	}
+	if slices.ContainsFunc(c.Files, func(f string) bool {
+		return strings.HasSuffix(f, "topics.json") || strings.HasSuffix(f, "consumerOffset.json")
+	}) {
+		t.Errorf("JSON files beside config/rdb were read: %v", c.Files)
+	}
+	if !slices.ContainsFunc(c.Files, func(f string) bool { return strings.HasSuffix(f, "delayOffset.json") }) {
+		t.Errorf("delayOffset.json (not in config v2) was not read: %v", c.Files)
+	}
+}

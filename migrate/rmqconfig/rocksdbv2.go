@@ -1,0 +1,158 @@
+package rmqconfig
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/internal/rocksread"
+)
+
+// Config v2 (configManagerVersion=v2; spec 6.3): one RocksDB database at
+// <root>/config/rdb, column family default, big-endian integers:
+//
+//	[0x01][table:int16][0x01]"data_version"         -> [stateVersion:8][timestamp:8][counter:8]
+//	[0x01][table:int16][0x02][len:int16][name]      -> [0x01 = JSON][config JSON]    tables 3 topic, 4 group
+//	[0x01][table:int16][0x02][len:int16][group][0x01][len:int16][topic][0x01][queueId:int32]
+//	                                                 -> [offset:int64]                tables 1 consumer, 2 pull offset
+//
+// RocketMQ's v2 managers load only this database (JSON files beside it are
+// not merged) and skip light message queues' consumer offsets; ReadWith
+// does the same. Pull offsets (POP's read position) are not imported.
+const (
+	v2TablePrefix   = 0x01
+	v2RecordVersion = 0x01
+	v2RecordData    = 0x02
+	v2JSON          = 0x01
+	v2ConsumerTable = 1
+	v2PullTable     = 2
+	v2TopicTable    = 3
+	v2GroupTable    = 4
+	lmqPrefix       = "%LMQ%"
+)
+
+// v2Replaces are the JSON files config v2 replaces.
+var v2Replaces = map[string]bool{"topics.json": true, "subscriptionGroup.json": true, "consumerOffset.json": true}
+
+// readRocksDBConfigV2 fills topics, groups and consumer offsets from the
+// config v2 database dir.
+func (c *Config) readRocksDBConfigV2(dir string) error {
+	fail := func(err error) error {
+		return fmt.Errorf("read RocketMQ's config v2 RocksDB %s (or export it with mqadmin rocksDBConfigToJson and move %s aside): %w", dir, dir, err)
+	}
+	db, err := rocksread.Open(dir)
+	if err != nil {
+		return fail(err)
+	}
+	defer db.Close()
+	var topics, groups []adminbody.Member
+	var skipped []string
+	lmq, pull, foreign := 0, 0, 0
+	err = db.Scan(v1DefaultCF, func(k, v []byte) error {
+		if len(k) < 4 || k[0] != v2TablePrefix {
+			foreign++
+			return nil
+		}
+		table := binary.BigEndian.Uint16(k[1:])
+		if k[3] != v2RecordData {
+			return nil // data versions
+		}
+		rest := k[4:]
+		switch table {
+		case v2TopicTable, v2GroupTable:
+			name, tail, ok := cut16(rest)
+			if !ok || len(tail) != 0 || len(v) < 1 {
+				return fmt.Errorf("table %d: malformed key %x", table, k)
+			}
+			if v[0] != v2JSON {
+				return fmt.Errorf("table %d %q: serialization type %d, not JSON", table, name, v[0])
+			}
+			m := adminbody.Member{Key: []byte(name), Value: bytes.Clone(v[1:])}
+			if table == v2TopicTable {
+				topics = append(topics, m)
+			} else {
+				groups = append(groups, m)
+			}
+		case v2ConsumerTable:
+			group, topic, qid, ok := parseV2OffsetKey(rest)
+			if !ok || len(v) != 8 {
+				return fmt.Errorf("consumer offsets: malformed record %x = %x", k, v)
+			}
+			switch {
+			case strings.HasPrefix(topic, lmqPrefix):
+				lmq++
+			case qid < 0:
+				skipped = append(skipped, fmt.Sprintf("%s@%s queue %d", topic, group, qid))
+			default:
+				c.Offsets = append(c.Offsets, Offset{Group: group, Topic: topic, QueueID: qid, Offset: int64(binary.BigEndian.Uint64(v))})
+			}
+		case v2PullTable:
+			pull++
+		default:
+			foreign++
+		}
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"topicConfigTable":`)
+	if err := jsonObject(&b, topics, rawValue); err != nil {
+		return fail(err)
+	}
+	b.WriteByte('}')
+	if err := c.parseTopics(b.Bytes()); err != nil {
+		return fail(err)
+	}
+	b.Reset()
+	b.WriteString(`{"subscriptionGroupTable":`)
+	if err := jsonObject(&b, groups, rawValue); err != nil {
+		return fail(err)
+	}
+	b.WriteByte('}')
+	if err := c.parseGroups(b.Bytes()); err != nil {
+		return fail(err)
+	}
+	sortOffsets(c.Offsets)
+	c.noteNegativeQueues(filepath.Base(dir), skipped)
+	if pull > 0 {
+		c.NotCarried = append(c.NotCarried, fmt.Sprintf("%s: %d pull offsets (POP's read positions) are not carried over; POP consumers go on from their committed offsets", filepath.Base(dir), pull))
+	}
+	if lmq > 0 {
+		c.NotCarried = append(c.NotCarried, fmt.Sprintf("%s: %d consumer offsets of light message queues are not carried over (RocketMQ's v2 load skips them too)", filepath.Base(dir), lmq))
+	}
+	if foreign > 0 {
+		c.NotCarried = append(c.NotCarried, fmt.Sprintf("%s: %d records of unknown tables are not carried over", filepath.Base(dir), foreign))
+	}
+	c.Files = append(c.Files, dir)
+	return nil
+}
+
+// cut16 reads [len:int16][bytes] and returns the bytes as text and the rest.
+func cut16(b []byte) (string, []byte, bool) {
+	if len(b) < 2 {
+		return "", nil, false
+	}
+	n := int(binary.BigEndian.Uint16(b))
+	if len(b) < 2+n {
+		return "", nil, false
+	}
+	return string(b[2 : 2+n]), b[2+n:], true
+}
+
+// parseV2OffsetKey splits [len][group][0x01][len][topic][0x01][queueId].
+func parseV2OffsetKey(b []byte) (group, topic string, qid int32, ok bool) {
+	group, b, ok = cut16(b)
+	if !ok || len(b) < 1 || b[0] != 0x01 {
+		return "", "", 0, false
+	}
+	topic, b, ok = cut16(b[1:])
+	if !ok || len(b) != 5 || b[0] != 0x01 {
+		return "", "", 0, false
+	}
+	return group, topic, int32(binary.BigEndian.Uint32(b[1:])), true
+}
