@@ -193,36 +193,48 @@ func (db *DB) Scan(cfName string, fn func(key, value []byte) error) error {
 	if err != nil {
 		return err
 	}
-	var (
-		tables []*table
-		srcs   mergeHeap
-		tombs  = append([]tombstone(nil), db.memTombs[cf.id]...)
-	)
-	defer func() {
-		for _, t := range tables {
-			_ = t.close()
-		}
-	}()
+	// First pass: every table's range deletions (a tombstone may hide
+	// keys of any older table) and its column family. Tables are then
+	// opened again one at a time as the merge reaches them: one per
+	// level-0 file and one per deeper level at a time, whose files do not
+	// overlap, so a large database does not hold every file open.
+	tombs := append([]tombstone(nil), db.memTombs[cf.id]...)
+	levels := map[int][]fileMeta{}
 	for _, f := range cf.sortedFiles() {
-		name := fmt.Sprintf("%06d.sst", f.number)
-		t, err := openTable(filepath.Join(db.dir, name), name, &db.dec)
+		t, err := db.openTable(f)
 		if err != nil {
 			return fmt.Errorf("column family %q: %w", cfName, err)
 		}
-		tables = append(tables, t)
-		if id, ok := t.columnFamilyID(); ok && id != cf.id {
-			return corruptf("%s belongs to column family %d, the MANIFEST lists it under %d (%q)", name, id, cf.id, cfName)
-		}
+		id, ok := t.columnFamilyID()
 		tombs = append(tombs, t.tombs...)
-		ti, err := t.iter()
-		if err != nil {
-			return fmt.Errorf("column family %q: %w", cfName, err)
+		_ = t.close()
+		if ok && id != cf.id {
+			return corruptf("%06d.sst belongs to column family %d, the MANIFEST lists it under %d (%q)", f.number, id, cf.id, cfName)
 		}
-		srcs = append(srcs, &source{tab: ti})
+		levels[f.level] = append(levels[f.level], f)
+	}
+	var srcs mergeHeap
+	for level, files := range levels {
+		if level == 0 {
+			for _, f := range files {
+				srcs = append(srcs, &source{db: db, files: []fileMeta{f}})
+			}
+			continue
+		}
+		if err := sortBySmallest(files); err != nil {
+			return fmt.Errorf("column family %q level %d: %w", cfName, level, err)
+		}
+		srcs = append(srcs, &source{db: db, files: files})
 	}
 	if m := db.mem[cf.id]; len(m) > 0 {
 		srcs = append(srcs, &source{mem: m, memPos: -1})
 	}
+	all := append([]*source(nil), srcs...) // srcs shrinks as sources end
+	defer func() {
+		for _, s := range all {
+			s.close()
+		}
+	}()
 	live := srcs[:0]
 	for _, s := range srcs {
 		ok, err := s.next()
@@ -283,29 +295,85 @@ func visit(e *entry, cover *tombstoneCover, fn func(key, value []byte) error) er
 	return corruptf("key %x: value type %#x in a table", e.key, e.kind)
 }
 
-// source is one ordered stream of entries: a table or the WAL's memtable.
+// source is one ordered stream of entries: the WAL's memtable, or tables
+// read one after another (a level-0 file alone, or a deeper level's files
+// in key order).
 type source struct {
-	tab    *tableIter
 	mem    []entry
 	memPos int
+
+	db    *DB
+	files []fileMeta
+	tab   *table
+	it    *tableIter
 }
 
 func (s *source) next() (bool, error) {
-	if s.tab != nil {
-		if s.tab.next() {
-			return true, nil
-		}
-		return false, s.tab.err
+	if s.db == nil {
+		s.memPos++
+		return s.memPos < len(s.mem), nil
 	}
-	s.memPos++
-	return s.memPos < len(s.mem), nil
+	for {
+		if s.it != nil {
+			if s.it.next() {
+				return true, nil
+			}
+			if s.it.err != nil {
+				return false, s.it.err
+			}
+		}
+		s.close()
+		if len(s.files) == 0 {
+			return false, nil
+		}
+		t, err := s.db.openTable(s.files[0])
+		if err != nil {
+			return false, err
+		}
+		s.files = s.files[1:]
+		it, err := t.iter()
+		if err != nil {
+			_ = t.close()
+			return false, err
+		}
+		s.tab, s.it = t, it
+	}
 }
 
 func (s *source) cur() *entry {
-	if s.tab != nil {
-		return &s.tab.ent
+	if s.db == nil {
+		return &s.mem[s.memPos]
 	}
-	return &s.mem[s.memPos]
+	return &s.it.ent
+}
+
+// close releases the open table, if any.
+func (s *source) close() {
+	if s.tab != nil {
+		_ = s.tab.close()
+		s.tab, s.it = nil, nil
+	}
+}
+
+// openTable opens the SST file f.
+func (db *DB) openTable(f fileMeta) (*table, error) {
+	name := fmt.Sprintf("%06d.sst", f.number)
+	return openTable(filepath.Join(db.dir, name), name, &db.dec)
+}
+
+// sortBySmallest orders a level's files by their smallest user key.
+func sortBySmallest(files []fileMeta) error {
+	for _, f := range files {
+		if _, err := parseInternalKey(f.smallest); err != nil {
+			return fmt.Errorf("file %d smallest key: %w", f.number, err)
+		}
+	}
+	sort.Slice(files, func(i, j int) bool {
+		a, _ := parseInternalKey(files[i].smallest)
+		b, _ := parseInternalKey(files[j].smallest)
+		return bytes.Compare(a.userKey, b.userKey) < 0
+	})
+	return nil
 }
 
 type mergeHeap []*source

@@ -26,7 +26,11 @@ func TestFixturesCoverFormats(t *testing.T) {
 		var dec decompressor
 		defer dec.close()
 		for _, cf := range vs.cfs {
+			perLevel := map[int]int{}
 			for _, f := range cf.sortedFiles() {
+				if perLevel[f.level]++; f.level > 0 && perLevel[f.level] > 1 {
+					seen["several files in a level"] = true
+				}
 				name := fmt.Sprintf("%06d.sst", f.number)
 				tb, err := openTable(filepath.Join(dir, name), name, &dec)
 				if err != nil {
@@ -76,7 +80,7 @@ func TestFixturesCoverFormats(t *testing.T) {
 		"format_version 2", "format_version 3", "format_version 4", "format_version 5",
 		"checksum crc32c", "checksum xxHash", "checksum xxHash64", "checksum XXH3",
 		"compression 0", "compression 1", "compression 2", "compression 4", "compression 7",
-		"hash index", "delta index past a restart", "range deletion",
+		"hash index", "delta index past a restart", "range deletion", "several files in a level",
 	}
 	var missing []string
 	for _, w := range want {

@@ -53,6 +53,7 @@ setopt cq 'CFOptions "default"' bottommost_compression kZSTD
 setopt cq 'TableOptions/BlockBasedTable "default"' data_block_index_type kDataBlockBinaryAndHash
 setopt cq 'TableOptions/BlockBasedTable "default"' block_size 512
 setopt cq 'TableOptions/BlockBasedTable "default"' index_block_restart_interval 4
+setopt cq 'CFOptions "default"' target_file_size_base 1024 # several files on level 1
 setopt cq 'CFOptions "offset"' compression kNoCompression
 setopt cq 'TableOptions/BlockBasedTable "offset"' block_size 256
 # TopicA queue 0: 60 units, queue 1: 20 units; TopicB queue 0: 30 units
