@@ -242,6 +242,9 @@ func recordRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, starts []kvindex.Queu
 // CommitLog [minPhy, endPhy). The units are read once, in order.
 func takeOverRocksDBQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, minPhy, endPhy, complete int64, log zerolog.Logger) error {
 	dir := filepath.Join(root, "consumequeue")
+	// One pass over every unit: minutes for a ConsumeQueue of many
+	// millions of messages.
+	log.Info().Str("dir", dir).Msg("reading RocketMQ's RocksDB ConsumeQueue for where its queues begin and end")
 	v, err := rocksdbcq.Read(dir, minPhy, endPhy)
 	if err != nil {
 		return fmt.Errorf("read the RocketMQ RocksDB consumequeue of %s (move it aside to start without it: queues whose records retention deleted then restart at offset 0): %w", root, err)
