@@ -264,21 +264,21 @@ func TestOpenRocketMQStoreRefusesAnUnreadableConfig(t *testing.T) {
 }
 
 // A RocketMQ store whose POP messages in flight are in RocketMQ's KV POP
-// RocksDB (kvStore/) does not open: rocketkv cannot read them, and without
-// them they would never be re-delivered. Once RocketMQ exported them to
-// its revive topic and the directory is moved aside, the store opens.
+// RocksDB (kvStore/, here two records written by ldb:
+// migrate/rmqconfig/testdata/kvstore) does not open: rocketkv does not
+// import them, and without them they would never be re-delivered. Once
+// RocketMQ exported them to its revive topic and the directory is moved
+// aside, the store opens.
 func TestOpenRocketMQStoreRefusesKVPopState(t *testing.T) {
 	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
 	kv := filepath.Join(store, rmqconfig.KVPopDir)
-	if err := os.MkdirAll(kv, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(kv, "CURRENT"), []byte("MANIFEST-000005\n"), 0o644); err != nil {
+	if err := os.CopyFS(kv, os.DirFS(filepath.Join("..", "migrate", "rmqconfig", "testdata", "kvstore", "inflight"))); err != nil {
 		t.Fatal(err)
 	}
 	err := startError(t, map[string]string{"storePathRootDir": store, "listenPort": "0",
 		"brokerIP1": "127.0.0.1", "mappedFileSizeCommitLog": "16384"})
-	if !errors.Is(err, rmqconfig.ErrRocksDBPopState) || !strings.Contains(err.Error(), "exportPopRecord") {
+	if !errors.Is(err, rmqconfig.ErrRocksDBPopState) || !strings.Contains(err.Error(), "exportPopRecord") ||
+		!strings.Contains(err.Error(), "2 POP messages in flight") {
 		t.Fatalf("start over a store with KV POP state: %v, want the refusal naming exportPopRecord", err)
 	}
 	if err := os.Rename(kv, kv+".exported"); err != nil {

@@ -372,8 +372,25 @@ func TestCheckPopState(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "CURRENT"), []byte("MANIFEST-000005\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckPopState(root); !errors.Is(err, ErrRocksDBPopState) || !strings.Contains(err.Error(), "exportPopRecord") {
-		t.Fatalf("kvStore/ with a database: %v", err)
+	if err := CheckPopState(root); !errors.Is(err, ErrRocksDBPopState) || !strings.Contains(err.Error(), "exportPopRecord") ||
+		!strings.Contains(err.Error(), "cannot be read") {
+		t.Fatalf("kvStore/ with a database that cannot be read: %v", err)
+	}
+	// KV POP databases written by ldb (testdata/kvstore/gen.sh): records
+	// in flight (one in an SST, one in the WAL) refuse the store, naming
+	// their count; the same records acked since (deleted) do not.
+	for name, want := range map[string]string{"inflight": "holds 2 POP messages in flight", "drained": ""} {
+		root := t.TempDir()
+		if err := os.CopyFS(filepath.Join(root, KVPopDir), os.DirFS(filepath.Join("testdata", "kvstore", name))); err != nil {
+			t.Fatal(err)
+		}
+		err := CheckPopState(root)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v, want no refusal (nothing in flight)", name, err)
+		case want != "" && (!errors.Is(err, ErrRocksDBPopState) || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: %v, want a refusal with %q", name, err, want)
+		}
 	}
 }
 
