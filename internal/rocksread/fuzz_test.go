@@ -158,3 +158,35 @@ func FuzzWriteBatch(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTableFile opens whole SST files (the fixtures' and their mutations)
+// and reads every entry: footer, metaindex, properties, range deletions,
+// index and data blocks together.
+func FuzzTableFile(f *testing.F) {
+	for _, b := range fixtureFiles(f, "*.sst") {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(t.TempDir(), "000001.sst")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var dec decompressor
+		defer dec.close()
+		tb, err := openTable(path, "fuzz", &dec)
+		if err != nil {
+			return
+		}
+		defer tb.close()
+		ti, err := tb.iter()
+		if err != nil {
+			return
+		}
+		for ti.next() {
+			_ = ti.ent
+		}
+		if ti.err != nil && !errors.Is(ti.err, ErrCorrupt) && !errors.Is(ti.err, ErrUnsupported) {
+			t.Fatalf("unclassified error %v", ti.err)
+		}
+	})
+}
