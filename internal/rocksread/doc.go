@@ -17,8 +17,10 @@
 // Open never writes, locks or deletes anything, so it can read a copy, or
 // the directory of a stopped broker. (Reading a running RocksDB works only
 // until a compaction deletes a file under the reader.) A DB is not safe for
-// concurrent use. Scan streams: it holds one block per SST file at a time;
-// the unflushed WAL writes are held in memory from Open on.
+// concurrent use. Scan streams: it collects the range deletions of every
+// SST first, then merges the level-0 files and each deeper level (whose
+// files do not overlap, read one after another), holding one block per
+// open file; the unflushed WAL writes are held in memory from Open on.
 //
 // # What is read
 //
@@ -33,6 +35,9 @@
 //	                [smallest seqno largest seqno] [custom fields, 103 only]
 //	  200 column family id:varint32  201 add:name  202 drop
 //	  300 in atomic group:remaining  tags with bit 13 set: string, ignored
+//
+// Edits in an atomic group apply together; a group the MANIFEST ends
+// inside of was never committed and is dropped, as is a torn last record.
 //
 // Each column family reads its SST files (all levels, merged) plus the
 // writes of every WAL file numbered at or above its log number: those were
