@@ -778,6 +778,7 @@ func (b *Broker) openConsumeQueues(db *kvindex.DB, clog *commitlog.Log, firstOpe
 		return units
 	}
 	readFile := b.cfg.StoreType == configs.StoreTypeFile
+	var fileStarts []kvindex.QueueStart // for the file layout, from RocketMQ's RocksDB ConsumeQueue
 	if !readFile || b.cfg.CQDoubleWrite {
 		b.kvCQ = db.ConsumeQueue(b.cfg.ConsumeQueueCacheSize)
 	}
@@ -790,7 +791,8 @@ func (b *Broker) openConsumeQueues(db *kvindex.DB, clog *commitlog.Log, firstOpe
 		if info := clog.RecoveryInfo(); info.Abnormal {
 			complete = info.FirstScanned
 		}
-		if err := takeOverRocketMQQueues(db, b.kvCQ, root, unitsPerFile(), clog.MinOffset(), clog.MaxOffset(), complete, b.component("import")); err != nil {
+		var err error
+		if fileStarts, err = takeOverRocketMQQueues(db, b.kvCQ, root, unitsPerFile(), clog.MinOffset(), clog.MaxOffset(), complete, b.component("import")); err != nil {
 			return err
 		}
 	}
@@ -804,6 +806,9 @@ func (b *Broker) openConsumeQueues(db *kvindex.DB, clog *commitlog.Log, firstOpe
 		})
 		if err != nil {
 			return fmt.Errorf("open file consumequeue: %w", err)
+		}
+		if err := seedFileStarts(fs, fileStarts, b.component("import")); err != nil {
+			return errors.Join(err, fs.Close())
 		}
 		b.fileCQ = fs
 	}

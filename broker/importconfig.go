@@ -100,10 +100,10 @@ func importRocketMQConfig(db *kvindex.DB, root string, lmq bool, log zerolog.Log
 // lost a queue's newest entries while another queue's reached the disk.
 // A queue's records are left out only below it: RocketMQ's recovery
 // dispatches every record from there on again.
-func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsPerFile int, minPhy, endPhy, complete int64, log zerolog.Logger) error {
+func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsPerFile int, minPhy, endPhy, complete int64, log zerolog.Logger) (fileStarts []kvindex.QueueStart, err error) {
 	dir := filepath.Join(root, "consumequeue")
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if rocksdbcq.Present(dir) {
 		return takeOverRocksDBQueues(db, cqs, root, minPhy, endPhy, complete, log)
@@ -113,17 +113,17 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 	}
 	files, err := filecq.OpenReadOnly(filecq.Options{Dir: root, UnitsPerFile: unitsPerFile, Logger: log})
 	if err != nil {
-		return fail(err)
+		return nil, fail(err)
 	}
 	defer files.Close()
 	// As RocketMQ's start: entries of records past the CommitLog's end
 	// (written before a crash the CommitLog's tail did not survive) are
 	// cut, then minima move past the records retention deleted.
 	if err := files.Truncate(endPhy); err != nil {
-		return fail(err)
+		return nil, fail(err)
 	}
 	if err := files.CorrectMin(minPhy); err != nil {
-		return fail(err)
+		return nil, fail(err)
 	}
 	var starts []kvindex.QueueStart
 	firsts := map[string]int64{} // topic -> CommitLog offset of its first entry
@@ -179,7 +179,7 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 		return true
 	})
 	if err = errors.Join(err, qerr); err != nil {
-		return fail(err)
+		return nil, fail(err)
 	}
 	for _, g := range files.Gaps() {
 		// The missing entries' records may lie below the first entry
@@ -193,7 +193,8 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 		}
 		warnConsumeQueueGap(log, g, minPhy, cqs != nil)
 	}
-	return recordRocketMQQueues(db, cqs, starts, firsts, begins, topics, dispatched, minPhy, complete, log)
+	// RocketMQ's files stay where they are: a file layout needs no seeds.
+	return nil, recordRocketMQQueues(db, cqs, starts, firsts, begins, topics, dispatched, minPhy, complete, log)
 }
 
 // recordRocketMQQueues records what takeOverRocketMQQueues read from
@@ -240,14 +241,14 @@ func recordRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, starts []kvindex.Queu
 // migrate/rocksdbcq: its offset column family names the queues RocketMQ
 // held and where each ended, its units where each begins over the
 // CommitLog [minPhy, endPhy). The units are read once, in order.
-func takeOverRocksDBQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, minPhy, endPhy, complete int64, log zerolog.Logger) error {
+func takeOverRocksDBQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, minPhy, endPhy, complete int64, log zerolog.Logger) ([]kvindex.QueueStart, error) {
 	dir := filepath.Join(root, "consumequeue")
 	// One pass over every unit: minutes for a ConsumeQueue of many
 	// millions of messages.
 	log.Info().Str("dir", dir).Msg("reading RocketMQ's RocksDB ConsumeQueue for where its queues begin and end")
 	v, err := rocksdbcq.Read(dir, minPhy, endPhy)
 	if err != nil {
-		return fmt.Errorf("read the RocketMQ RocksDB consumequeue of %s (move it aside to start without it: queues whose records retention deleted then restart at offset 0): %w", root, err)
+		return nil, fmt.Errorf("read the RocketMQ RocksDB consumequeue of %s (move it aside to start without it: queues whose records retention deleted then restart at offset 0): %w", root, err)
 	}
 	if v.Foreign > 0 || v.Orphans > 0 {
 		log.Warn().Str("dir", dir).Int("foreignRecords", v.Foreign).Int("unitsWithoutQueue", v.Orphans).
@@ -279,7 +280,28 @@ func takeOverRocksDBQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, minPhy,
 		begins[q.Topic][q.QueueID] = kvindex.QueueBegin{Phy: q.FirstPhy, Offset: q.Min}
 	}
 	log.Info().Str("dir", dir).Int("queues", len(v.Queues)).Msg("read RocketMQ's RocksDB ConsumeQueue")
-	return recordRocketMQQueues(db, cqs, starts, firsts, begins, topics, dispatched, minPhy, complete, log)
+	// The file layout, if written, starts without files here: it is
+	// seeded with the same starts once open (seedFileStarts).
+	return starts, recordRocketMQQueues(db, cqs, starts, firsts, begins, topics, dispatched, minPhy, complete, log)
+}
+
+// seedFileStarts makes the file layout's queues in starts (queues whose
+// records retention deleted, from RocketMQ's RocksDB ConsumeQueue) stand
+// where RocketMQ's did, and flushes that, before anything is dispatched.
+func seedFileStarts(fs *filecq.Store, starts []kvindex.QueueStart, log zerolog.Logger) error {
+	if len(starts) == 0 {
+		return nil
+	}
+	for _, st := range starts {
+		if err := fs.SeedStart(st.Topic, st.QueueID, st.Offset); err != nil {
+			return fmt.Errorf("seed %s/%d of the file consumequeue at %d: %w", st.Topic, st.QueueID, st.Offset, err)
+		}
+	}
+	if err := fs.Flush(); err != nil {
+		return fmt.Errorf("flush the seeded file consumequeue: %w", err)
+	}
+	log.Info().Int("queues", len(starts)).Msg("file ConsumeQueue: queues whose records retention had deleted keep their RocketMQ offsets")
+	return nil
 }
 
 // warnConsumeQueueGap logs a run of files missing in the middle of a

@@ -30,7 +30,15 @@ func useRocksDBConsumeQueue(t *testing.T, store, name string) {
 // every CommitLog segment holding TopicB's records: the queues keep the
 // offsets the RocksDB ConsumeQueue's max records give. Before rocketkv
 // read it, TopicB/0 restarted at 0, below GroupB's imported offset 9.
+// Each layout (storeType=kv, storeType=file, double-write) starts the
+// queues there.
 func TestOpenRocketMQStoreWithRocksDBConsumeQueueAfterRetention(t *testing.T) {
+	for _, storeType := range []string{"kv", "file", "double-write"} {
+		t.Run(storeType, func(t *testing.T) { testRocksDBConsumeQueueAfterRetention(t, storeType) })
+	}
+}
+
+func testRocksDBConsumeQueueAfterRetention(t *testing.T, storeType string) {
 	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
 	useRocksDBConsumeQueue(t, store, "consumequeue-4.9.8")
 	for _, f := range []string{"00000000000000000000", "00000000000000016384", "00000000000000032768"} {
@@ -38,7 +46,14 @@ func TestOpenRocketMQStoreWithRocksDBConsumeQueueAfterRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "autoCreateTopicEnable": "false"})
+	settings := map[string]string{"mappedFileSizeCommitLog": "16384", "autoCreateTopicEnable": "false"}
+	switch storeType {
+	case "file":
+		settings["storeType"] = "file"
+	case "double-write":
+		settings["rocksdbCQDoubleWriteEnable"] = "true"
+	}
+	b := startTestBrokerAt(t, store, settings)
 	c := b.client(nil)
 	if r := call(t, c, remoting.GetMinOffset, map[string]string{"topic": "TopicB", "queueId": "0"}, nil); header(t, r, "offset") != 9 {
 		t.Fatalf("TopicB/0 min offset %v, want 9 (the RocksDB ConsumeQueue's max record 8, plus one)", r.ExtFields)
@@ -53,6 +68,12 @@ func TestOpenRocketMQStoreWithRocksDBConsumeQueueAfterRetention(t *testing.T) {
 	r := call(t, c, remoting.PullMessage, pullReq("GroupB", "TopicB", 0, 9, 0, 0, "*"), nil)
 	if got := decodeRecords(t, r.Body); r.Code != remoting.Success || len(got) != 1 || string(got[0].Body) != "after the move" {
 		t.Fatalf("GroupB's pull at its offset 9: %d %q, %d records", r.Code, r.Remark, len(got))
+	}
+	// The numbering survives a restart (the seeds were made durable).
+	b.stop()
+	b = startTestBrokerAt(t, store, settings)
+	if r := call(t, b.client(nil), remoting.GetMaxOffset, map[string]string{"topic": "TopicB", "queueId": "0"}, nil); header(t, r, "offset") != 10 {
+		t.Fatalf("TopicB/0 max offset after a restart %v, want 10", r.ExtFields)
 	}
 }
 
@@ -92,7 +113,7 @@ func TestAnUnreadableRocksDBConsumeQueueStopsTheFirstOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err := takeOverRocketMQQueues(nil, nil, root, 300000, 0, 0, 0, zerolog.Nop())
+	_, err := takeOverRocketMQQueues(nil, nil, root, 300000, 0, 0, 0, zerolog.Nop())
 	if err == nil || !strings.Contains(err.Error(), "move it aside") {
 		t.Fatalf("first open over a damaged RocksDB consumequeue: %v, want an error saying to move it aside", err)
 	}
