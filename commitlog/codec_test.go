@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"net/netip"
@@ -609,5 +610,38 @@ func TestAppendWithProperties(t *testing.T) {
 	rec, _ := AppendRecord(nil, &Message{Topic: "T"})
 	if _, err := AppendWithProperties(nil, rec, strings.Repeat("x", 40000)); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("properties of 40000 bytes: %v", err)
+	}
+}
+
+// A record whose topic length is 0 (RocketMQ's checkMessageAndReturnSize
+// reads one) decodes with an empty Topic, and Encode refuses to write it
+// back with ErrTopicTooLong. FuzzDecode held every decoded record to
+// re-encode and failed on such a record (its seed 6f41843809d05ed9).
+func TestDecodeReadsAnEmptyTopicThatEncodeRefuses(t *testing.T) {
+	var e Encoder
+	m := Message{Topic: "T", QueueID: 1, Body: []byte("hi"),
+		BornHost: netip.MustParseAddrPort("127.0.0.1:1"), StoreHost: netip.MustParseAddrPort("127.0.0.1:2")}
+	b, err := e.Encode(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const topicLenAt = 88 + 2 // V1 with IPv4 hosts: the body length at 84, the body at 88, then the topic length
+	if b[topicLenAt] != 1 || b[topicLenAt+1] != 'T' {
+		t.Fatalf("no topic length 1 at %d in %x", topicLenAt, b)
+	}
+	rec := append(append(bytes.Clone(b[:topicLenAt]), 0), b[topicLenAt+2:]...)
+	binary.BigEndian.PutUint32(rec, uint32(len(rec)))
+	got, err := DecodeWith(rec, DecodeOptions{VerifyCRC: true})
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	if got.Topic != "" || string(got.Body) != "hi" || got.QueueID != 1 || int(got.StoreSize) != len(rec) {
+		t.Fatalf("decoded %+v", got)
+	}
+	if n, err := Check(rec, true); err != nil || int(n) != len(rec) {
+		t.Fatalf("Check: %d, %v", n, err)
+	}
+	if _, err := AppendRecord(nil, &got); !errors.Is(err, ErrTopicTooLong) {
+		t.Fatalf("re-encode: %v, want ErrTopicTooLong", err)
 	}
 }
