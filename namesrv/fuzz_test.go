@@ -129,6 +129,8 @@ func FuzzRouteBody(f *testing.F) {
 	f.Add([]byte(`{"brokerDatas":[],"orderTopicConf":"a:4","queueDatas":[{"brokerName":"a","readQueueNums":2147483647}]}`))
 	f.Add([]byte(`{"queueDatas":[{"brokerName":"a","readQueueNums":-1}]}`))
 	f.Add([]byte(`null`))
+	f.Add([]byte(`{"brokerDatas":[],"queueDatas":[],"topicQueueMappingByBroker":{"a":{"bname":"a","currIdMap":{"0":0,"1":1},"dirty":false,` +
+		`"epoch":1700000000000,"scope":"__global__","topic":"S","totalQueues":2}}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		route, err := decodeRoute(body)
 		if err != nil {
@@ -175,4 +177,36 @@ func routesEqual(a, b TopicRouteData) bool {
 		return fmt.Sprintf("%#v", r)
 	}
 	return norm(a) == norm(b)
+}
+
+// A static topic's mapping epoch beyond 2^53 is written in a route as a
+// string (fastjson's BrowserCompatible form, appendJSON's), and the route
+// reads back with that epoch: decodeRoute (the proxy's) and decodeMappingInfo
+// refused the string, so a route this name server wrote did not read.
+func TestMappingEpochBeyond2Pow53ReadsBack(t *testing.T) {
+	const epoch = int64(1<<53 + 1)
+	route := TopicRouteData{TopicQueueMappingByBroker: map[string]TopicQueueMappingInfo{
+		"a": {Bname: "a", CurrIDMap: map[int32]int32{0: 0}, Epoch: epoch, Scope: MetadataScopeGlobal, Topic: "S", TotalQueues: 1}}}
+	body := route.AppendJSON(nil)
+	if !strings.Contains(string(body), `"epoch":"9007199254740993"`) {
+		t.Fatalf("the route is written %s, want the epoch as a string", body)
+	}
+	back, err := decodeRoute(body)
+	if err != nil {
+		t.Fatalf("the route %s does not read back: %v", body, err)
+	}
+	if got := back.TopicQueueMappingByBroker["a"].Epoch; got != epoch {
+		t.Fatalf("epoch %d read back as %d", epoch, got)
+	}
+	for raw, want := range map[string]int64{`{"epoch":"-9007199254740993"}`: -epoch, `{"epoch":1700000000000}`: 1700000000000, `{}`: 0} {
+		info, err := decodeMappingInfo([]byte(raw))
+		if err != nil || info.Epoch != want || info.Scope != MetadataScopeGlobal {
+			t.Fatalf("%s read as %+v, %v", raw, info, err)
+		}
+	}
+	for _, raw := range []string{`{"epoch":"x"}`, `{"epoch":1.5}`, `{"epoch":"1e3"}`, `{"epoch":true}`} {
+		if info, err := decodeMappingInfo([]byte(raw)); err == nil {
+			t.Fatalf("%s read as %+v", raw, info)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package namesrv
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -228,6 +229,41 @@ func decodeMappingInfo(raw []byte) (TopicQueueMappingInfo, error) {
 		return TopicQueueMappingInfo{}, fmt.Errorf("static topic mapping: %w", err)
 	}
 	return info, nil
+}
+
+// UnmarshalJSON reads a mapping with its epoch a JSON number or a string
+// of one: appendJSON (as fastjson's BrowserCompatible does) writes an epoch
+// beyond maxExactJSONInt as a string, and a route this name server wrote
+// must read back, as Java's fastjson reads it.
+func (m *TopicQueueMappingInfo) UnmarshalJSON(b []byte) error {
+	type plain TopicQueueMappingInfo
+	aux := struct {
+		*plain
+		Epoch json.RawMessage `json:"epoch"`
+	}{plain: (*plain)(m)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	raw := aux.Epoch
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return fmt.Errorf("mapping epoch %s: %w", raw, err)
+		}
+		e, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("mapping epoch %s: %w", raw, err)
+		}
+		m.Epoch = e
+		return nil
+	}
+	if err := json.Unmarshal(raw, &m.Epoch); err != nil {
+		return fmt.Errorf("mapping epoch %s: %w", raw, err)
+	}
+	return nil
 }
 
 // maxExactJSONInt is the largest integer a JavaScript number holds
