@@ -20,7 +20,7 @@ import (
 // startBareProxy starts a proxy whose name server does not answer (a
 // closed port): calls still get an answer, which is all a transport test
 // needs.
-func startBareProxy(t *testing.T, mode string) string {
+func startBareProxy(t testing.TB, mode string) string {
 	t.Helper()
 	m, tc, err := remoting.ServerTLS(mode, remoting.TLSOptions{TestMode: true})
 	if err != nil {
@@ -48,7 +48,7 @@ func startBareProxy(t *testing.T, mode string) string {
 
 // queryOnce sends one QueryRoute over a new connection with the given
 // transport credentials and reports whether an answer came back.
-func queryOnce(t *testing.T, addr string, creds credentials.TransportCredentials) error {
+func queryOnce(t testing.TB, addr string, creds credentials.TransportCredentials) error {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
