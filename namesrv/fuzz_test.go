@@ -174,6 +174,19 @@ func routesEqual(a, b TopicRouteData) bool {
 				r.FilterServerTable[k] = nil
 			}
 		}
+		// A mapping without currIdMap is written with an empty one (a Java
+		// client iterates it); a table without mappings is left out.
+		var mappings map[string]TopicQueueMappingInfo
+		for k, m := range r.TopicQueueMappingByBroker {
+			if len(m.CurrIDMap) == 0 {
+				m.CurrIDMap = nil
+			}
+			if mappings == nil {
+				mappings = map[string]TopicQueueMappingInfo{}
+			}
+			mappings[k] = m
+		}
+		r.TopicQueueMappingByBroker = mappings
 		return fmt.Sprintf("%#v", r)
 	}
 	return norm(a) == norm(b)
@@ -208,5 +221,24 @@ func TestMappingEpochBeyond2Pow53ReadsBack(t *testing.T) {
 		if info, err := decodeMappingInfo([]byte(raw)); err == nil {
 			t.Fatalf("%s read as %+v", raw, info)
 		}
+	}
+}
+
+// A mapping registered without currIdMap is written in a route with an
+// empty one (a Java client iterates it), so it reads back empty, not
+// absent: FuzzRouteBody compared the two as different routes (its seed
+// 1e2fc5f06d5fa769).
+func TestMappingWithoutCurrIDMapIsWrittenEmpty(t *testing.T) {
+	route, err := decodeRoute([]byte(`{"brokerDatas":[],"queueDatas":[],"topicQueueMappingByBroker":{"a":{"bname":"a","epoch":1,"topic":"S","totalQueues":2}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := route.AppendJSON(nil)
+	if !strings.Contains(string(body), `"currIdMap":{}`) {
+		t.Fatalf("written %s, want an empty currIdMap", body)
+	}
+	back, err := decodeRoute(body)
+	if err != nil || back.TopicQueueMappingByBroker["a"].CurrIDMap == nil || !routesEqual(route, back) {
+		t.Fatalf("%s read back as %+v, %v", body, back, err)
 	}
 }
