@@ -55,15 +55,23 @@ func isDir(path string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// v1Table is one config v1 database as read.
-type v1Table struct {
-	entries   []adminbody.Member // default CF: key, value
-	forbidden []adminbody.Member
-	version   meta.DataVersion
+// RocksDBTable is one config v1 database (config/topics,
+// config/subscriptionGroups or config/consumerOffsets) as stored.
+type RocksDBTable struct {
+	// Entries is the default column family in key order: the name (or
+	// "<topic>@<group>") and its JSON value, as stored.
+	Entries []adminbody.Member
+	// Forbidden is the forbidden column family (groups only), in key order.
+	Forbidden []adminbody.Member
+	// Version is the data version under kvDataVersionKey, zero without
+	// one; RawVersion is its JSON as stored, nil without one.
+	Version    meta.DataVersion
+	RawVersion []byte
 }
 
-func readV1Table(dir string) (v1Table, error) {
-	var t v1Table
+// ReadRocksDBTable reads the config v1 database dir, its WAL included.
+func ReadRocksDBTable(dir string) (RocksDBTable, error) {
+	var t RocksDBTable
 	db, err := rocksread.Open(dir)
 	if err != nil {
 		return t, err
@@ -78,13 +86,13 @@ func readV1Table(dir string) (v1Table, error) {
 			return nil
 		})
 	}
-	if err := collect(v1DefaultCF, &t.entries); err != nil {
+	if err := collect(v1DefaultCF, &t.Entries); err != nil {
 		return t, err
 	}
 	for _, cf := range db.ColumnFamilies() {
 		switch cf.Name {
 		case v1ForbiddenCF:
-			if err := collect(v1ForbiddenCF, &t.forbidden); err != nil {
+			if err := collect(v1ForbiddenCF, &t.Forbidden); err != nil {
 				return t, err
 			}
 		case v1DataVersionCF:
@@ -92,9 +100,10 @@ func readV1Table(dir string) (v1Table, error) {
 				if string(k) != v1DataVersionKey {
 					return nil
 				}
-				if err := json.Unmarshal(v, &t.version); err != nil {
+				if err := json.Unmarshal(v, &t.Version); err != nil {
 					return fmt.Errorf("%s: %w", v1DataVersionKey, err)
 				}
+				t.RawVersion = bytes.Clone(v)
 				return nil
 			})
 			if err != nil {
@@ -133,11 +142,13 @@ func rawValue(m adminbody.Member) ([]byte, error) {
 	return m.Value, nil
 }
 
-// offsetTableValue takes the map out of {"offsetTable":{...}}.
-func offsetTableValue(m adminbody.Member) ([]byte, error) {
-	members, err := adminbody.Members(m.Value)
+// RocksDBOffsetTable takes the map out of a consumerOffsets value,
+// {"offsetTable":{<queueId>:<offset>,...}}, as stored (fastjson's bare
+// integer keys kept); {} when the field is missing.
+func RocksDBOffsetTable(value []byte) ([]byte, error) {
+	members, err := adminbody.Members(value)
 	if err != nil {
-		return nil, fmt.Errorf("%q: %w", m.Key, err)
+		return nil, err
 	}
 	for _, f := range members {
 		if unquote(f.Key) == "offsetTable" {
@@ -147,23 +158,32 @@ func offsetTableValue(m adminbody.Member) ([]byte, error) {
 	return []byte("{}"), nil
 }
 
+// offsetTableValue is RocksDBOffsetTable of an entry's value.
+func offsetTableValue(m adminbody.Member) ([]byte, error) {
+	v, err := RocksDBOffsetTable(m.Value)
+	if err != nil {
+		return nil, fmt.Errorf("%q: %w", m.Key, err)
+	}
+	return v, nil
+}
+
 // asJSONFile renders a config v1 table as the JSON file it replaces.
-func (t v1Table) asJSONFile(table string) ([]byte, error) {
+func (t RocksDBTable) asJSONFile(table string) ([]byte, error) {
 	var b bytes.Buffer
 	var err error
 	switch table {
 	case v1Topics:
 		b.WriteString(`{"topicConfigTable":`)
-		err = jsonObject(&b, t.entries, rawValue)
+		err = jsonObject(&b, t.Entries, rawValue)
 	case v1Groups:
 		b.WriteString(`{"subscriptionGroupTable":`)
-		if err = jsonObject(&b, t.entries, rawValue); err == nil {
+		if err = jsonObject(&b, t.Entries, rawValue); err == nil {
 			b.WriteString(`,"forbiddenTable":`)
-			err = jsonObject(&b, t.forbidden, rawValue)
+			err = jsonObject(&b, t.Forbidden, rawValue)
 		}
 	case v1Offsets:
 		b.WriteString(`{"offsetTable":`)
-		err = jsonObject(&b, t.entries, offsetTableValue)
+		err = jsonObject(&b, t.Entries, offsetTableValue)
 	default:
 		return nil, fmt.Errorf("unknown config table %q", table)
 	}
@@ -178,7 +198,7 @@ func (t v1Table) asJSONFile(table string) ([]byte, error) {
 func (c *Config) readRocksDBTable(dir, name string, parse func([]byte) error, blank blankContent) error {
 	table := rocksDBTables[name]
 	path := filepath.Join(dir, table)
-	t, err := readV1Table(path)
+	t, err := ReadRocksDBTable(path)
 	if err != nil {
 		return fmt.Errorf("read RocketMQ's RocksDB config %s (or export it with mqadmin rocksDBConfigToJson and move %s aside): %w", path, path, err)
 	}
@@ -197,7 +217,7 @@ func (c *Config) readRocksDBTable(dir, name string, parse func([]byte) error, bl
 		// database too.
 		return err
 	}
-	newer := file != "" && jsonVersion.Counter > t.version.Counter
+	newer := file != "" && jsonVersion.Counter > t.Version.Counter
 	if newer && table == v1Offsets {
 		// The JSON's table replaces the database's.
 		c.Files = append(c.Files, file)
