@@ -16,7 +16,8 @@ func TestRocksDBConfigToJSON(t *testing.T) {
 	if _, err := run(t, "updateTopic", "-b", b.Addr(), "-t", "JT", "-r", "1", "-w", "1"); err != nil {
 		t.Fatal(err)
 	}
-	out, err := run(t, "rocksDBConfigToJson", "-b", b.Addr(), "-t", "topics")
+	// -b wins over the local mode's -p, as mqadmin's.
+	out, err := run(t, "rocksDBConfigToJson", "-b", b.Addr(), "-t", "topics", "-p", filepath.Join(store, "missing"))
 	if err != nil || out != b.Addr()+": export done.\n" {
 		t.Fatalf("rocksDBConfigToJson -t topics: %q %v", out, err)
 	}

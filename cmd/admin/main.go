@@ -53,6 +53,8 @@
 //	admin getColdDataFlowCtrInfo -b 127.0.0.1:10911 (or -c DefaultCluster)
 //	admin queryMsgTraceById -n 127.0.0.1:9876 -i 0A01020300002A9F3B1C000000000001 [-t RMQ_SYS_TRACE_TOPIC] [-b beginMs] [-e endMs] [-c 64]
 //	admin exportMetadata     -n 127.0.0.1:9876 -c DefaultCluster [-f /tmp/rocketmq/export] [-t | -g] [-s] (or -b one broker)
+//	admin exportMetadataInRocksDB -p /rmq/store/config -t topics [-j true] (a RocketMQ broker's RocksDB config on the local disk)
+//	admin rocksDBConfigToJson -p /rmq/store/config -t consumerOffsets [-e out.json | -j false] (or -b / -n -c: the broker writes it)
 //	admin exportConfigs      -n 127.0.0.1:9876 -c DefaultCluster [-f /tmp/rocketmq/export]
 //	admin exportMetrics      -n 127.0.0.1:9876 -c DefaultCluster [-f /tmp/rocketmq/export]
 //	admin startMonitoring    -n 127.0.0.1:9876 [--delay 20s] [--interval 1m] [--rounds 0]
@@ -184,7 +186,7 @@ func newRoot(out io.Writer) *cobra.Command {
 		printMsgCmd(g), printMsgByQueueCmd(g), sendMsgStatusCmd(g), checkMsgSendRTCmd(g), clusterRTCmd(g), allocateMQCmd(g),
 		setConsumeModeCmd(g), updateTopicListCmd(g), updateSubGroupListCmd(g), getColdDataFlowCtrInfoCmd(g),
 		updateColdDataFlowCtrGroupConfigCmd(g), removeColdDataFlowCtrGroupConfigCmd(g), queryMsgTraceByIDCmd(g),
-		exportMetadataCmd(g), exportConfigsCmd(g), exportMetricsCmd(g), resetMasterFlushOffsetCmd(g), dumpCompactionLogCmd(), startMonitoringCmd(g))
+		exportMetadataCmd(g), exportMetadataInRocksDBCmd(), exportConfigsCmd(g), exportMetricsCmd(g), resetMasterFlushOffsetCmd(g), dumpCompactionLogCmd(), startMonitoringCmd(g))
 	root.AddCommand(authCmds(g)...)
 	for _, c := range root.Commands() {
 		addBrokerFlag(c, g)
