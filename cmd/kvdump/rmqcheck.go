@@ -486,15 +486,7 @@ func readConsumeQueue(root string, logMin, logEnd int64, logRead bool) (cqView, 
 			v.begins[g.Topic][g.QueueID] = b
 		}
 	}
-	for topic, at := range v.firsts {
-		top := at
-		for _, b := range v.begins[topic] {
-			top = max(top, b.Phy)
-		}
-		if top <= logMin {
-			delete(v.firsts, topic) // no record lies below it
-		}
-	}
+	v.forgetFirstsAtOrBelow(logMin)
 	return v, nil
 }
 
@@ -526,15 +518,7 @@ func readRocksDBConsumeQueue(dir string, logMin, logEnd int64) (cqView, error) {
 		}
 		v.begins[q.Topic][q.QueueID] = kvindex.QueueBegin{Phy: q.FirstPhy, Offset: q.Min}
 	}
-	for topic, at := range v.firsts {
-		top := at
-		for _, b := range v.begins[topic] {
-			top = max(top, b.Phy)
-		}
-		if top <= logMin {
-			delete(v.firsts, topic) // no record lies below it
-		}
-	}
+	v.forgetFirstsAtOrBelow(logMin)
 	return v, nil
 }
 
@@ -605,4 +589,19 @@ func firstNames(all []string) string {
 		return strings.Join(all, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(all[:shown], ", "), len(all)-shown)
+}
+
+// forgetFirstsAtOrBelow drops the first record of every topic none of
+// whose queues begins above logMin: no record of it lies below the
+// CommitLog's minimum.
+func (v cqView) forgetFirstsAtOrBelow(logMin int64) {
+	for topic, at := range v.firsts {
+		top := at
+		for _, b := range v.begins[topic] {
+			top = max(top, b.Phy)
+		}
+		if top <= logMin {
+			delete(v.firsts, topic)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocketkv/rocketkv/internal/rocksread"
+	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 	"github.com/rocketkv/rocketkv/migrate/rocksdbcq"
 )
 
@@ -174,7 +175,7 @@ func describeRocketMQKey(kind, cf string, k []byte) string {
 	case "consumequeue":
 		return rocksdbcq.DescribeKey(cf, k)
 	case "rdb":
-		return describeConfigV2Key(k)
+		return rmqconfig.DescribeV2Key(k)
 	case "kvStore":
 		if cf == "popState" {
 			return describePopKey(k)
@@ -188,15 +189,8 @@ func describeRocketMQValue(kind, cf string, v []byte) string {
 	case "consumequeue":
 		return rocksdbcq.DescribeValue(cf, v)
 	case "rdb":
-		if len(v) > 1 && v[0] == 0x01 {
-			return printable(v[1:]) // JSON
-		}
-		if len(v) == 8 {
-			return strconv.FormatInt(int64(binary.BigEndian.Uint64(v)), 10)
-		}
-		if len(v) == 24 {
-			return fmt.Sprintf("stateVersion=%d timestamp=%d counter=%d", int64(binary.BigEndian.Uint64(v)),
-				int64(binary.BigEndian.Uint64(v[8:])), int64(binary.BigEndian.Uint64(v[16:])))
+		if d := rmqconfig.DescribeV2Value(v); d != "" {
+			return d
 		}
 	}
 	return printable(v)
@@ -215,48 +209,4 @@ func describePopKey(k []byte) string {
 	}
 	return fmt.Sprintf("visibleAt=%d group=%s topic=%s queue=%d offset=%d", int64(binary.BigEndian.Uint64(k)), group, topic,
 		int32(binary.BigEndian.Uint32(k[n-13:])), int64(binary.BigEndian.Uint64(k[n-8:])))
-}
-
-// describeConfigV2Key decodes a config v2 key (spec 6.3).
-func describeConfigV2Key(k []byte) string {
-	tables := map[uint16]string{1: "consumerOffset", 2: "pullOffset", 3: "topic", 4: "subscriptionGroup"}
-	if len(k) < 4 || k[0] != 0x01 {
-		return ""
-	}
-	table, ok := tables[binary.BigEndian.Uint16(k[1:])]
-	if !ok {
-		return ""
-	}
-	switch rest := k[4:]; k[3] {
-	case 0x01:
-		return table + " " + printable(rest)
-	case 0x02:
-		name, rest, ok := lenPrefixed16(rest)
-		if !ok {
-			return ""
-		}
-		if len(rest) == 0 {
-			return fmt.Sprintf("%s %s", table, name)
-		}
-		if len(rest) < 1 || rest[0] != 0x01 {
-			return ""
-		}
-		topic, rest, ok := lenPrefixed16(rest[1:])
-		if !ok || len(rest) != 5 || rest[0] != 0x01 {
-			return ""
-		}
-		return fmt.Sprintf("%s group=%s topic=%s queue=%d", table, name, topic, int32(binary.BigEndian.Uint32(rest[1:])))
-	}
-	return ""
-}
-
-func lenPrefixed16(b []byte) (string, []byte, bool) {
-	if len(b) < 2 {
-		return "", nil, false
-	}
-	n := int(binary.BigEndian.Uint16(b))
-	if len(b) < 2+n {
-		return "", nil, false
-	}
-	return string(b[2 : 2+n]), b[2+n:], true
 }

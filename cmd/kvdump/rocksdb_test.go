@@ -57,7 +57,7 @@ func TestRocksDBListing(t *testing.T) {
 }
 
 // The key decoders on hand-built keys from spec 6.3 and 7.4: KV POP keys
-// have no ldb-written fixture; config v2's edge cases.
+// have no ldb-written fixture.
 func TestDescribeRocketMQKeys(t *testing.T) {
 	pop := append([]byte{0, 0, 1, 0x8c, 0, 0, 0, 1}, []byte("G1@T1@")...)
 	pop = append(pop, 0, 0, 0, 3, '@', 0, 0, 0, 0, 0, 0, 0, 42)
@@ -66,15 +66,5 @@ func TestDescribeRocketMQKeys(t *testing.T) {
 	}
 	if got := describePopKey([]byte("short")); got != "" {
 		t.Errorf("short pop key: %q", got)
-	}
-	v2 := []byte{0x01, 0, 1, 0x02, 0, 2, 'G', '1', 0x01, 0, 2, 'T', '1', 0x01, 0, 0, 0, 7}
-	if got := describeConfigV2Key(v2); got != "consumerOffset group=G1 topic=T1 queue=7" {
-		t.Errorf("config v2 offset key: %q", got)
-	}
-	if got := describeConfigV2Key([]byte{0x01, 0, 3, 0x02, 0, 2, 'T', '1'}); got != "topic T1" {
-		t.Errorf("config v2 topic key: %q", got)
-	}
-	if got := describeConfigV2Key([]byte{0x01, 0, 3, 0x02, 0, 9, 'T'}); got != "" {
-		t.Errorf("truncated config v2 key: %q", got)
 	}
 }

@@ -204,3 +204,25 @@ func TestReadRocksDBConfigV2(t *testing.T) {
 		t.Errorf("delayOffset.json (not in config v2) was not read: %v", c.Files)
 	}
 }
+
+// DescribeV2Key names config v2's records for kvdump rocksdb: an offset
+// key, a topic key, a data version; a cut key is not one.
+func TestDescribeV2Key(t *testing.T) {
+	for _, tc := range []struct {
+		key  []byte
+		want string
+	}{
+		{[]byte{0x01, 0, 1, 0x02, 0, 2, 'G', '1', 0x01, 0, 2, 'T', '1', 0x01, 0, 0, 0, 7}, "consumerOffset group=G1 topic=T1 queue=7"},
+		{[]byte{0x01, 0, 3, 0x02, 0, 2, 'T', '1'}, "topic T1"},
+		{append([]byte{0x01, 0, 4, 0x01}, "data_version"...), "subscriptionGroup data_version"},
+		{[]byte{0x01, 0, 3, 0x02, 0, 9, 'T'}, ""},
+		{[]byte{0x01, 0, 9, 0x02, 0, 1, 'T'}, ""},
+	} {
+		if got := DescribeV2Key(tc.key); got != tc.want {
+			t.Errorf("DescribeV2Key(%x) = %q, want %q", tc.key, got, tc.want)
+		}
+	}
+	if got := DescribeV2Value([]byte{0, 0, 0, 0, 0, 0, 0, 42}); got != "42" {
+		t.Errorf("offset value: %q", got)
+	}
+}

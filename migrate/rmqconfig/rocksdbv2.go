@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/internal/rocksread"
@@ -155,4 +157,51 @@ func parseV2OffsetKey(b []byte) (group, topic string, qid int32, ok bool) {
 		return "", "", 0, false
 	}
 	return group, topic, int32(binary.BigEndian.Uint32(b[1:])), true
+}
+
+// v2TableNames names config v2's tables as DescribeV2Key prints them.
+var v2TableNames = map[uint16]string{v2ConsumerTable: "consumerOffset", v2PullTable: "pullOffset", v2TopicTable: "topic", v2GroupTable: "subscriptionGroup"}
+
+// DescribeV2Key decodes a config v2 key for display ("topic T1",
+// "consumerOffset group=G topic=T queue=0", "topic data_version"), or
+// returns "" when k is not one.
+func DescribeV2Key(k []byte) string {
+	if len(k) < 4 || k[0] != v2TablePrefix {
+		return ""
+	}
+	table, ok := v2TableNames[binary.BigEndian.Uint16(k[1:])]
+	if !ok {
+		return ""
+	}
+	rest := k[4:]
+	switch k[3] {
+	case v2RecordVersion:
+		if !utf8.Valid(rest) {
+			return ""
+		}
+		return table + " " + string(rest)
+	case v2RecordData:
+		if name, tail, ok := cut16(rest); ok && len(tail) == 0 {
+			return table + " " + name
+		}
+		if group, topic, qid, ok := parseV2OffsetKey(rest); ok {
+			return fmt.Sprintf("%s group=%s topic=%s queue=%d", table, group, topic, qid)
+		}
+	}
+	return ""
+}
+
+// DescribeV2Value decodes a config v2 value for display: a config's JSON,
+// an offset, or a data version; "" when v is none of them.
+func DescribeV2Value(v []byte) string {
+	switch {
+	case len(v) > 1 && v[0] == v2JSON && utf8.Valid(v[1:]):
+		return string(v[1:])
+	case len(v) == 8:
+		return strconv.FormatInt(int64(binary.BigEndian.Uint64(v)), 10)
+	case len(v) == 24:
+		return fmt.Sprintf("stateVersion=%d timestamp=%d counter=%d", int64(binary.BigEndian.Uint64(v)),
+			int64(binary.BigEndian.Uint64(v[8:])), int64(binary.BigEndian.Uint64(v[16:])))
+	}
+	return ""
 }
