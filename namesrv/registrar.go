@@ -455,7 +455,19 @@ func (r *Registrar) simple(ctx context.Context, code int32, h remoting.Header, b
 	if len(addrs) == 0 {
 		return ErrNoNameServer
 	}
+	return r.invokeEach(ctx, addrs, code, h, body, 0, what)
+}
+
+// invokeEach sends the request to each of addrs at once, each within
+// timeout when it is positive, and joins the failures, each named with
+// what and the address.
+func (r *Registrar) invokeEach(ctx context.Context, addrs []string, code int32, h remoting.Header, body []byte, timeout time.Duration, what string) error {
 	results := r.each(ctx, addrs, func(ctx context.Context, addr string) Registration {
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
 		resp, err := r.pool.Invoke(ctx, addr, remoting.NewRequest(code, h, body))
 		if err == nil && resp.Code != remoting.Success {
 			err = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
@@ -516,25 +528,7 @@ func (r *Registrar) Heartbeat(ctx context.Context, info BrokerInfo, timeout time
 		return ErrNoNameServer
 	}
 	h := remoting.Header{"clusterName": info.ClusterName, "brokerAddr": info.BrokerAddr, "brokerName": info.BrokerName}
-	results := r.each(ctx, avail, func(ctx context.Context, addr string) Registration {
-		cctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		resp, err := r.pool.Invoke(cctx, addr, remoting.NewRequest(remoting.BrokerHeartbeat, h, nil))
-		if err == nil && resp.Code != remoting.Success {
-			err = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
-		}
-		if err != nil {
-			err = fmt.Errorf("broker heartbeat at %s: %w", addr, err)
-		}
-		return Registration{NameServer: addr, Err: err}
-	})
-	var errs []error
-	for _, res := range results {
-		if res.Err != nil {
-			errs = append(errs, res.Err)
-		}
-	}
-	return errors.Join(errs...)
+	return r.invokeEach(ctx, avail, remoting.BrokerHeartbeat, h, nil, timeout, "broker heartbeat")
 }
 
 // MemberGroup asks the available name servers in turn, each within
