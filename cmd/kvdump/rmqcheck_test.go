@@ -293,21 +293,7 @@ func TestCheckRocketMQWhatTheFirstOpenDrops(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	name := filepath.Join(store, "config", "topics.json")
-	if data, err = os.ReadFile(name); err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
-	}
-	delete(doc["topicConfigTable"].(map[string]any), long)
-	if data, err = json.Marshal(doc); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(name, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	removeTopicFromStoreConfig(t, store, long)
 
 	out := mustKvdump(t, "--store", store, "check-rocketmq")
 	for _, want := range []string{
