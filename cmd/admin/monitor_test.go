@@ -18,11 +18,7 @@ import (
 // TestMain lets the test binary act as bin/admin, so the signal test runs
 // the real main in a child process.
 func TestMain(m *testing.M) {
-	if os.Getenv("ADMIN_TEST_AS_MAIN") == "1" {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
+	testutil.RunAsMainOr(m, "ADMIN_TEST_AS_MAIN", main)
 }
 
 // monitoredConsumer connects as client id of group with a heartbeat of

@@ -19,11 +19,7 @@ import (
 // TestMain lets the test binary act as the namesrv command, so the signal
 // test runs the real main in a child process.
 func TestMain(m *testing.M) {
-	if os.Getenv("NAMESRV_TEST_AS_MAIN") == "1" {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
+	testutil.RunAsMainOr(m, "NAMESRV_TEST_AS_MAIN", main)
 }
 
 func freeAddr(t *testing.T) string {

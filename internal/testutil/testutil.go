@@ -106,3 +106,15 @@ func TreeState(t testing.TB, root string) map[string][3]any {
 	}
 	return out
 }
+
+// RunAsMainOr lets a command's test binary act as the command: when the
+// environment variable env is "1" it runs main and exits 0 (a test starts
+// the binary so, to send the real main a signal in a child process);
+// otherwise it runs the tests. Call it from TestMain.
+func RunAsMainOr(m *testing.M, env string, main func()) {
+	if os.Getenv(env) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
