@@ -32,7 +32,7 @@ import (
 // delay levels, transaction checks, POP revive), whose messages go
 // through its EscapeBridge: to another group's master with
 // enableRemoteEscape, refused with SERVICE_NOT_AVAILABLE without it.
-// rocketkv refuses enableRemoteEscape and does not start those services
+// rocketkv has the bridge (escape.go) but does not start those services
 // on an acting master: without escape RocketMQ's deliver nothing either
 // (every put they make is refused, and they retry it until the master is
 // back), so what consumers see is the same.

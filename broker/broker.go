@@ -221,6 +221,8 @@ type Broker struct {
 	// group is the broker group's smallest member under
 	// enableSlaveActingMaster (actingmaster.go).
 	group groupState
+	// escape is the acting master's escape bridge (escape.go).
+	escape escapeBridge
 
 	mux    *remoting.Mux
 	acl    *acl.Guard // nil when aclEnable is off
@@ -324,6 +326,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		ip4 = ip.As4()
 	}
 	b.uniq = uniqid.New(ip4)
+	b.escape.b = b
 	return b, nil
 }
 

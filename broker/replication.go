@@ -237,7 +237,7 @@ func (b *Broker) slaveAcks() int {
 // broker's background tasks) and a slave's connection to its master,
 // once the background tasks that use it stopped.
 func (b *Broker) stopReplication() error {
-	errs := []error{b.repl.master.close()}
+	errs := []error{b.repl.master.close(), b.escape.link.close()}
 	if b.repl.server != nil {
 		// The field stays: puts still running read it (Close is
 		// idempotent).

@@ -91,7 +91,11 @@ type Broker struct {
 	// group without its master is its acting master. Both send
 	// BROKER_HEARTBEAT every BrokerHeartbeatInterval and register with
 	// BrokerNotActiveTimeout as heartbeatTimeoutMillis.
-	EnableSlaveActingMaster     bool
+	EnableSlaveActingMaster bool
+	// EnableRemoteEscape has an acting master send the messages of its
+	// special services to another group's master (RocketMQ's
+	// EscapeBridge); without it they are refused.
+	EnableRemoteEscape          bool
 	SyncBrokerMemberGroupPeriod time.Duration
 	BrokerHeartbeatInterval     time.Duration
 	BrokerNotActiveTimeout      time.Duration

@@ -95,7 +95,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	// a group without its master reports itself acting (see broker.yaml
 	// for what it does and does not do then).
 	boolean("enableSlaveActingMaster", "false", func(b *Broker) *bool { return &b.EnableSlaveActingMaster }),
-	notImplemented[Broker]("enableRemoteEscape", "an acting master does not send the messages of its timers, transaction checks and POP revive to another broker group's master (RocketMQ's EscapeBridge); it runs none of them"),
+	boolean("enableRemoteEscape", "false", func(b *Broker) *bool { return &b.EnableRemoteEscape }),
 	// Java ints of milliseconds; RocketMQ's scheduler refuses a period of
 	// 0 or below at start, rocketkv refuses it in the file.
 	millisRange("syncBrokerMemberGroupPeriod", "1000", 1, func(b *Broker) *time.Duration { return &b.SyncBrokerMemberGroupPeriod }),

@@ -317,7 +317,6 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"b.conf", "enablePopMessageThreshold=sometimes\n", "enablePopMessageThreshold"},
 		{"b.conf", "enableControllerMode=true\n", "enableControllerMode"},
 		{"b.conf", "enableDLegerCommitLog=true\n", "enableDLegerCommitLog"},
-		{"b.conf", "enableRemoteEscape=true\n", "enableRemoteEscape"},
 		{"b.conf", "fetchNamesrvAddrByAddressServer=yes\n", "fetchNamesrvAddrByAddressServer"},
 		{"b.conf", "fetchNameSrvAddrByDnsLookup=1\n", "fetchNameSrvAddrByDnsLookup"},
 		{"b.conf", "fetchNamesrvAddrInterval=10s\n", "fetchNamesrvAddrInterval"},

@@ -1,0 +1,147 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/namesrv"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// escapeCluster is a name server with supportActingMaster, a group
+// (master and slave, enableSlaveActingMaster) whose master was stopped,
+// its slave acting, and another group's master, escape-b; both groups
+// hold topic (one queue in the first, four in escape-b).
+type escapeCluster struct {
+	ns     *namesrv.Server
+	master *testBroker // stopped
+	slave  *testBroker
+	other  *testBroker
+}
+
+// startEscapeCluster starts an escapeCluster; slaveKV adds to the
+// slave's settings (enableRemoteEscape true unless it says), before
+// runs on the master while it is up.
+func startEscapeCluster(t *testing.T, topic string, slaveKV map[string]string, before func(master *testBroker)) escapeCluster {
+	t.Helper()
+	ns := startActingNameServer(t, false)
+	nsAddr := ns.Addr().String()
+	master := startTestBroker(t, actingSettings(nsAddr, nil))
+	skv := map[string]string{"brokerRole": "SLAVE", "brokerId": "1", "slaveReadEnable": "true", "enableRemoteEscape": "true"}
+	for k, v := range slaveKV {
+		skv[k] = v
+	}
+	slave := startTestBroker(t, actingSettings(nsAddr, skv))
+	other := startTestBroker(t, map[string]string{"namesrvAddr": nsAddr, "brokerName": "escape-b", "registerNameServerPeriod": "300"})
+	createTopic(t, master.client(nil), topic, 1, 1)
+	createTopic(t, other.client(nil), topic, 4, 4)
+	if before != nil {
+		before(master)
+	}
+	waitReplicated(t, master, slave)
+	syncSlave(t, slave, master)
+	waitFor(t, "the slave to see the master as its group's smallest member", func() bool {
+		m := slave.group.members.Load()
+		return m != nil && (*m)[0] == master.Addr()
+	})
+	master.stop()
+	waitFor(t, "the slave to act as master", slave.actingMaster)
+	waitFor(t, "the route to show both groups", func() bool {
+		r, err := routeOf(t, ns, topic)
+		return err == nil && len(r.QueueDatas) == 2
+	})
+	return escapeCluster{ns: ns, master: master, slave: slave, other: other}
+}
+
+// pulledFrom returns the messages of topic's queues 0-3 on tb.
+func pulledFrom(t *testing.T, tb *testBroker, topic string) map[int32][]commitlog.Message {
+	t.Helper()
+	out := map[int32][]commitlog.Message{}
+	for qid := range int32(4) {
+		resp := call(t, tb.client(nil), remoting.PullMessage, pullReq("escape-check", topic, qid, 0, 0, 0, "*"), nil)
+		if resp.Code == remoting.Success {
+			out[qid] = decodeRecords(t, resp.Body)
+		}
+	}
+	return out
+}
+
+// Java's String.hashCode, the queue choice of putMessageToSpecificQueue:
+// values Java gives.
+func TestJavaStringHash(t *testing.T) {
+	for s, want := range map[string]int32{"": 0, "hello": 99162322, "TopicA/127.0.0.1:10911": -221494688, "é😀": 1996812} {
+		if got := javaStringHash(s); got != want {
+			t.Errorf("hash(%q) = %d, want %d", s, got, want)
+		}
+	}
+	if floorMod(-7, 4) != 1 || floorMod(7, 4) != 3 {
+		t.Error("floorMod")
+	}
+}
+
+// The acting master's escape bridge sends a message to the other group's
+// master, as its inner producer, into a queue the route gives (put) or
+// the one its topic and store host choose (putToSpecificQueue); without
+// enableRemoteEscape it refuses with SERVICE_NOT_AVAILABLE.
+func TestEscapeBridgeSendsToAnotherGroupsMaster(t *testing.T) {
+	c := startEscapeCluster(t, "ESC", nil, nil)
+	ctx := context.Background()
+	msg := func(body string) *commitlog.Message {
+		return &commitlog.Message{Topic: "ESC", Body: []byte(body), BornTimestamp: time.Now().UnixMilli(),
+			Properties: commitlog.FormatProperties(map[string]string{"UNIQ_KEY": "U-" + body, "WAIT": "true"})}
+	}
+	for _, body := range []string{"e0", "e1", "e2", "e3"} {
+		if err := c.slave.escape.put(ctx, msg(body)); err != nil {
+			t.Fatalf("escape put %s: %v", body, err)
+		}
+	}
+	want := int(floorMod(javaStringHash("ESC"+"/"+c.slave.storeHost.String()), 4))
+	if err := c.slave.escape.putToSpecificQueue(ctx, msg("specific")); err != nil {
+		t.Fatalf("escape put to the specific queue: %v", err)
+	}
+	c.other.caughtUp()
+	got := pulledFrom(t, c.other, "ESC")
+	n := 0
+	seen := map[int32]bool{}
+	for qid, ms := range got {
+		for _, m := range ms {
+			n++
+			props := commitlog.ParseProperties(m.Properties)
+			if props["WAIT"] != "false" {
+				t.Errorf("escaped %s: WAIT %q, want false", m.Body, props["WAIT"])
+			}
+			if string(m.Body) == "specific" {
+				if int(qid) != want {
+					t.Errorf("specific put in queue %d, want %d", qid, want)
+				}
+				continue
+			}
+			seen[qid] = true
+		}
+	}
+	if n != 5 {
+		t.Fatalf("other group's master holds %d escaped messages, want 5: %v", n, got)
+	}
+	// The route's queues in turn: four puts, four queues.
+	if len(seen) != 4 {
+		t.Errorf("put went to queues %v, want all four in turn", seen)
+	}
+	if got := pulledFrom(t, c.slave, "ESC"); len(got[0]) != 0 {
+		t.Errorf("the acting master stored %d escaped messages itself", len(got[0]))
+	}
+
+	// A topic only the acting master's group has: no other master to
+	// take it.
+	err := c.slave.escape.put(ctx, &commitlog.Message{Topic: "ESC-missing", Body: []byte("x")})
+	if !errors.Is(err, errEscapeFailed) {
+		t.Fatalf("escape of a topic without a route: %v, want PUT_TO_REMOTE_BROKER_FAIL", err)
+	}
+
+	off := startTestBroker(t, map[string]string{"enableSlaveActingMaster": "true", "brokerRole": "SLAVE", "brokerId": "1"})
+	if err := off.escape.put(ctx, msg("off")); !errors.Is(err, errEscapeUnavailable) {
+		t.Fatalf("escape without enableRemoteEscape: %v, want SERVICE_NOT_AVAILABLE", err)
+	}
+}
