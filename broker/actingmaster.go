@@ -32,10 +32,12 @@ import (
 // delay levels, transaction checks, POP revive), whose messages go
 // through its EscapeBridge: to another group's master with
 // enableRemoteEscape, refused with SERVICE_NOT_AVAILABLE without it.
-// rocketkv has the bridge (escape.go) but does not start those services
-// on an acting master: without escape RocketMQ's deliver nothing either
-// (every put they make is refused, and they retry it until the master is
-// back), so what consumers see is the same.
+// rocketkv has the bridge (escape.go) and, with enableRemoteEscape, runs
+// the timer's delivery on an acting master (changeSpecialServices); not
+// its delay levels, transaction checks nor POP revive. Without escape it
+// starts none: RocketMQ's deliver nothing either (every put they make is
+// refused, and they retry it until the master is back), so what
+// consumers see is the same.
 
 // memberGroupTimeout bounds each GET_BROKER_MEMBER_GROUP, as RocketMQ's
 // BrokerOuterAPI.getBrokerMemberGroup (3 s).
@@ -188,6 +190,62 @@ func (b *Broker) updateMinBroker(minID int64, minAddr string, ch minBrokerChange
 	}
 	b.group.minID.Store(minID)
 	b.group.minAddr.Store(&minAddr)
+	b.changeSpecialServices(minID == b.cfg.BrokerID)
+}
+
+// specialServices are the special services an acting master runs with
+// enableRemoteEscape (RocketMQ's changeSpecialServiceStatus): the timer's
+// delivery, whose messages escape to another group's master. mu
+// serialises their start and stop; lock order: groupState.mu before it.
+type specialServices struct {
+	mu sync.Mutex
+	// stop ends the running services and done is closed once they
+	// returned; both nil while none runs.
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// changeSpecialServices starts the acting master's special services when
+// start is true and escape is on (without it every message they put
+// would be refused, as RocketMQ's are: they would deliver nothing), and
+// stops them, waiting for them to return, when it is false. The timer
+// starts at the read time last saved (the master's, which a slave copies;
+// its progress while acting is its own index and read time), and
+// deletes what it delivers from this slave's index only: when the master
+// is back, it goes on from its own, and what both delivered is delivered
+// twice, as with RocketMQ.
+func (b *Broker) changeSpecialServices(start bool) {
+	sp := &b.special
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	running := sp.stop != nil
+	if start && !b.escape.enabled() {
+		return
+	}
+	switch {
+	case start == running:
+		return
+	case start:
+		if b.ctx.Err() != nil {
+			return // stopping
+		}
+		ctx, cancel := context.WithCancel(b.ctx)
+		done := make(chan struct{})
+		sp.stop, sp.done = cancel, done
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			defer close(done)
+			b.timers.Run(ctx)
+		}()
+		b.log.Warn().Msg("acting master: special services started (timer delivery through the escape bridge)")
+	default:
+		sp.stop()
+		<-sp.done
+		sp.stop, sp.done = nil, nil
+		b.timers.ForgetReadTime()
+		b.log.Warn().Msg("acting master no more: special services stopped")
+	}
 }
 
 // onMasterOffline stops following the master: no more HA transfer from

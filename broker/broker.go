@@ -221,8 +221,10 @@ type Broker struct {
 	// group is the broker group's smallest member under
 	// enableSlaveActingMaster (actingmaster.go).
 	group groupState
-	// escape is the acting master's escape bridge (escape.go).
-	escape escapeBridge
+	// escape is the acting master's escape bridge (escape.go), special
+	// the special services it runs (actingmaster.go).
+	escape  escapeBridge
+	special specialServices
 
 	mux    *remoting.Mux
 	acl    *acl.Guard // nil when aclEnable is off
@@ -703,7 +705,8 @@ func (b *Broker) openStores(ctx context.Context) error {
 		Dequeued:   func(topic string) { b.earlyMetrics.Load().TimerDequeued(topic) },
 		TakenIn:    func() { b.stats.TimerTook(1) },
 		Put:        b.stats.TimerPut,
-		Properties: b.recordProperties, Precision: b.timerCfg.Precision, RollWindow: b.timerCfg.RollWindow}, b.root)
+		Properties: b.recordProperties, Precision: b.timerCfg.Precision, RollWindow: b.timerCfg.RollWindow,
+		OneByOne: b.isSlave}, b.root)
 	if b.cfg.EnableCompaction {
 		if b.compaction, err = openCompaction(db); err != nil {
 			return err

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -22,16 +23,16 @@ type escapeCluster struct {
 	other  *testBroker
 }
 
-// startEscapeCluster starts an escapeCluster; slaveKV adds to the
-// slave's settings (enableRemoteEscape true unless it says), before
-// runs on the master while it is up.
-func startEscapeCluster(t *testing.T, topic string, slaveKV map[string]string, before func(master *testBroker)) escapeCluster {
+// startEscapeCluster starts an escapeCluster; common adds to the
+// settings of the acting-master group's brokers, before runs on the
+// master while it is up.
+func startEscapeCluster(t *testing.T, topic string, common map[string]string, before func(master *testBroker)) escapeCluster {
 	t.Helper()
 	ns := startActingNameServer(t, false)
 	nsAddr := ns.Addr().String()
-	master := startTestBroker(t, actingSettings(nsAddr, nil))
+	master := startTestBroker(t, actingSettings(nsAddr, common))
 	skv := map[string]string{"brokerRole": "SLAVE", "brokerId": "1", "slaveReadEnable": "true", "enableRemoteEscape": "true"}
-	for k, v := range slaveKV {
+	for k, v := range common {
 		skv[k] = v
 	}
 	slave := startTestBroker(t, actingSettings(nsAddr, skv))
@@ -144,4 +145,76 @@ func TestEscapeBridgeSendsToAnotherGroupsMaster(t *testing.T) {
 	if err := off.escape.put(ctx, msg("off")); !errors.Is(err, errEscapeUnavailable) {
 		t.Fatalf("escape without enableRemoteEscape: %v, want SERVICE_NOT_AVAILABLE", err)
 	}
+}
+
+// An acting master with enableRemoteEscape delivers the timer messages
+// of its copy that fall due while the master is down, through the escape
+// bridge to the other group's master; one the master delivered before it
+// went down is not delivered again (the slave forgot it with the
+// master's watermark). With the master back the timer stops.
+func TestActingMasterDeliversTimerMessagesThroughEscape(t *testing.T) {
+	common := map[string]string{"timerPrecisionMs": "100"}
+	c := startEscapeCluster(t, "TMX", common, func(master *testBroker) {
+		mc := master.client(nil)
+		mustSend(t, mc, "TMX", 0, "soon", "UNIQ_KEY\x01TMX-1\x02TIMER_DELAY_MS\x01200\x02")
+		waitDelivered(t, master, mc, "TMX", 0, 1)
+		mustSend(t, mc, "TMX", 0, "later", "UNIQ_KEY\x01TMX-2\x02TIMER_DELAY_MS\x013000\x02")
+	})
+	if !specialRunning(c.slave) {
+		t.Fatal("the acting master runs no timer")
+	}
+	var got []string
+	waitFor(t, "the due timer message on the other group's master", func() bool {
+		got = got[:0]
+		for _, ms := range pulledFrom(t, c.other, "TMX") {
+			for _, m := range ms {
+				got = append(got, string(m.Body))
+			}
+		}
+		return len(got) > 0
+	})
+	time.Sleep(500 * time.Millisecond) // a second delivery would show by now
+	got = got[:0]
+	for _, ms := range pulledFrom(t, c.other, "TMX") {
+		for _, m := range ms {
+			got = append(got, string(m.Body))
+			if _, ok := commitlog.LookupProperty(m.Properties, "TIMER_OUT_MS"); !ok {
+				t.Errorf("escaped timer message without TIMER_OUT_MS: %q", m.Properties)
+			}
+		}
+	}
+	if len(got) != 1 || got[0] != "later" {
+		t.Fatalf("the other group's master holds %q, want the one message due while the master was down", got)
+	}
+	left, err := c.slave.db.Timers().Due(math.MaxInt64, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("the acting master's timer index holds %d entries after the delivery", len(left))
+	}
+
+	nsAddr := c.ns.Addr().String()
+	master2 := startTestBrokerAt(t, c.master.store, actingSettings(nsAddr, common))
+	waitFor(t, "the slave to stop acting", func() bool { return !c.slave.actingMaster() })
+	if specialRunning(c.slave) {
+		t.Fatal("the slave's timer still runs with its master back")
+	}
+	_ = master2
+}
+
+// Without enableRemoteEscape an acting master runs no special service.
+func TestActingMasterWithoutEscapeRunsNoTimer(t *testing.T) {
+	c := startEscapeCluster(t, "TMN", map[string]string{"enableRemoteEscape": "false"}, nil)
+	if specialRunning(c.slave) {
+		t.Fatal("an acting master without enableRemoteEscape runs its timer")
+	}
+}
+
+// specialRunning reports whether tb runs its acting master's special
+// services.
+func specialRunning(tb *testBroker) bool {
+	tb.special.mu.Lock()
+	defer tb.special.mu.Unlock()
+	return tb.special.stop != nil
 }

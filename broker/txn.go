@@ -89,6 +89,13 @@ func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.A
 // the broker's stop (flushAfterStop): the timer would deliver the
 // messages again, and they are in the log already.
 func (s recordStore) PutBatch(ctx context.Context, msgs []*commitlog.Message) error {
+	if s.b.isSlave() {
+		// Only an acting master's timer runs on a slave, whose CommitLog
+		// is its master's copy: its messages escape to another group's
+		// master (RocketMQ's TimerMessageStore puts them through its
+		// escapeBridgeHook), one a request (timer.Options.OneByOne).
+		return s.escape(ctx, msgs)
+	}
 	res, err := s.b.putMessages(ctx, msgs, true)
 	if err == nil {
 		// A delivery is a put of the topic, in the statistics, as
@@ -105,6 +112,20 @@ func (s recordStore) PutBatch(ctx context.Context, msgs []*commitlog.Message) er
 		release()
 	}
 	return err
+}
+
+// escape sends an acting master's due timer messages to other groups'
+// masters, each alone, up to the first that fails. A delivery is a put of
+// its topic in the statistics, as RocketMQ's timer counts a put it
+// escaped (without its size, which the other broker knows).
+func (s recordStore) escape(ctx context.Context, msgs []*commitlog.Message) error {
+	for _, m := range msgs {
+		if err := s.b.escape.put(ctx, m); err != nil {
+			return fmt.Errorf("deliver a timer message of %s: %w", m.Topic, err)
+		}
+		s.b.stats.Put(m.Topic, 1, 0)
+	}
+	return nil
 }
 
 // flushed turns an append that SYNC_FLUSH did not confirm in time into an

@@ -73,8 +73,10 @@ type Service struct {
 	// SaveReadTime.
 	savedReadTime func() (int64, bool, error)
 	saveReadTime  func(ms int64) error
-	deliveredTo   int64 // RocketMQ delivered what it had taken in and was due before this
-	takenIn       int64 // RocketMQ had taken in the parked messages below this queue offset
+	// oneByOne is Options.OneByOne (nil: batches).
+	oneByOne    func() bool
+	deliveredTo int64 // RocketMQ delivered what it had taken in and was due before this
+	takenIn     int64 // RocketMQ had taken in the parked messages below this queue offset
 
 	// The delivery rounds' position in the index (an entry key): every
 	// entry before it was handled, so a round scans from it instead of
@@ -365,6 +367,12 @@ type Options struct {
 	// runs, and when it stops.
 	SavedReadTime func() (int64, bool, error)
 	SaveReadTime  func(ms int64) error
+	// OneByOne, when set and reporting true, has each delivered message
+	// put alone (Store.PutBatch of one): a store that sends each message
+	// in a request of its own (an acting master's escape to another
+	// broker group) could otherwise fail a batch after storing part of
+	// it, and the round would deliver that part again.
+	OneByOne func() bool
 }
 
 // New returns a timer service over the index's timer keyspace.
@@ -396,7 +404,7 @@ func New(timers *kvindex.Timers, store Store, opts Options, log zerolog.Logger) 
 		roll = def.RollWindow
 	}
 	return &Service{timers: timers, store: store, progress: opts.Progress, queueProgress: opts.QueueProgress,
-		savedReadTime: opts.SavedReadTime, saveReadTime: opts.SaveReadTime,
+		savedReadTime: opts.SavedReadTime, saveReadTime: opts.SaveReadTime, oneByOne: opts.OneByOne,
 		precisionMs: precision.Milliseconds(), rollWindowMs: roll.Milliseconds(), chunkBytes: chunkBytes, countPage: countPage,
 		dispatched: opts.Dispatched, paused: paused, now: time.Now, takenIn: math.MaxInt64, maxLate: maxLate, hold: newHold(opts.StopEnqueue),
 		enqueued: enqueued, dequeued: dequeued, tookIn: tookIn, putN: putN, properties: opts.Properties, log: log.With().Str("component", "timer").Logger()}
@@ -560,6 +568,13 @@ func (s *Service) Run(ctx context.Context) {
 	})
 	save()
 }
+
+// ForgetReadTime forgets the read time of a Run that ended, so that the
+// next Run starts at the saved one (Options.SavedReadTime) and
+// DeliveredBefore goes by what waits meanwhile: a slave that acted as
+// master and follows its master again keeps the read time its master
+// reports, not the one its own run left. Call it after Run returned.
+func (s *Service) ForgetReadTime() { s.readMs.Store(0) }
 
 // readTimeSaveEvery is how often Run saves the read time (RocketMQ's
 // timerFlushIntervalMs).
@@ -889,7 +904,7 @@ const maxAppendBatch = 64
 // were stored; on an error the messages after the done ones wait for the
 // next round.
 func (s *Service) put(ctx context.Context, entries []kvindex.TimerEntry, msgs []*commitlog.Message) (done, stored int, err error) {
-	if len(msgs) > 1 && slices.ContainsFunc(msgs, multiDispatched) {
+	if len(msgs) > 1 && (slices.ContainsFunc(msgs, multiDispatched) || (s.oneByOne != nil && s.oneByOne())) {
 		// Only a message stored alone also goes to the light message
 		// queues it names (as RocketMQ re-puts each timer message alone).
 		return s.putEach(ctx, entries, msgs)

@@ -1064,3 +1064,40 @@ func TestDeliveredBeforeMovesOnWhileIdle(t *testing.T) {
 		t.Fatalf("everything delivered at +500 s: lastReadTimeMs %d, want %d", got, base+500_000)
 	}
 }
+
+// With OneByOne each due message is put alone: a store that fails the
+// second put of a round has stored the first, whose entry the round
+// deletes, and the next round puts only the second.
+func TestOneByOnePutsEachMessageAlone(t *testing.T) {
+	f := newFixture(t)
+	f.svc.oneByOne = func() bool { return true }
+	f.park("A", "T", 0, 1, "")
+	f.park("B", "T", 0, 1, "")
+	f.caughtUp()
+	f.store.fail = func(call int, _ []*commitlog.Message) error {
+		if call == 2 {
+			return errTransient
+		}
+		return nil
+	}
+	f.at(3)
+	if n, err := f.svc.DeliverDue(context.Background()); n != 1 || !errors.Is(err, errTransient) {
+		t.Fatalf("first round: %d delivered, %v; want 1 and the store's failure", n, err)
+	}
+	if n, err := f.svc.DeliverDue(context.Background()); n != 1 || err != nil {
+		t.Fatalf("second round: %d delivered, %v; want 1", n, err)
+	}
+	var bodies []string
+	for _, b := range f.store.batches() {
+		if len(b) != 1 {
+			t.Fatalf("a put of %d messages, want each alone", len(b))
+		}
+		bodies = append(bodies, string(b[0].Body))
+	}
+	if len(bodies) != 2 || bodies[0] != "body-A" || bodies[1] != "body-B" {
+		t.Fatalf("stored %q, want body-A then body-B once each", bodies)
+	}
+	if left := f.pending(); len(left) != 0 {
+		t.Fatalf("%d entries left", len(left))
+	}
+}
