@@ -33,8 +33,11 @@ import (
 // through its EscapeBridge: to another group's master with
 // enableRemoteEscape, refused with SERVICE_NOT_AVAILABLE without it.
 // rocketkv has the bridge (escape.go) and, with enableRemoteEscape, runs
-// the timer's delivery on an acting master (changeSpecialServices); not
-// its delay levels, transaction checks nor POP revive. Without escape it
+// on an acting master the timer's delivery and the escape of open
+// transactions (changeSpecialServices); not its delay levels nor POP
+// revive (its pops answer from the committed offset, so what the master
+// had in flight is popped again from the slave, pop.Service.PopReadOnly:
+// reviving it too would deliver it twice). Without escape it
 // starts none: RocketMQ's deliver nothing either (every put they make is
 // refused, and they retry it until the master is back), so what
 // consumers see is the same.
@@ -195,7 +198,8 @@ func (b *Broker) updateMinBroker(minID int64, minAddr string, ch minBrokerChange
 
 // specialServices are the special services an acting master runs with
 // enableRemoteEscape (RocketMQ's changeSpecialServiceStatus): the timer's
-// delivery, whose messages escape to another group's master. mu
+// delivery, whose messages escape to another group's master, and the
+// transaction checker's escape of the open halves (txn.RunEscape). mu
 // serialises their start and stop; lock order: groupState.mu before it.
 type specialServices struct {
 	mu sync.Mutex
@@ -211,9 +215,11 @@ type specialServices struct {
 // stops them, waiting for them to return, when it is false. The timer
 // starts at the read time last saved (the master's, which a slave copies;
 // its progress while acting is its own index and read time), and
-// deletes what it delivers from this slave's index only: when the master
-// is back, it goes on from its own, and what both delivered is delivered
-// twice, as with RocketMQ.
+// deletes what it delivers from this slave's index only; the open
+// transactions sent to another group are forgotten from this slave's
+// index only. When the master is back, it goes on from its own state:
+// what both delivered is delivered twice, and a transaction both hold is
+// checked by both, as with RocketMQ.
 func (b *Broker) changeSpecialServices(start bool) {
 	sp := &b.special
 	sp.mu.Lock()
@@ -236,9 +242,12 @@ func (b *Broker) changeSpecialServices(start bool) {
 		go func() {
 			defer b.wg.Done()
 			defer close(done)
-			b.timers.Run(ctx)
+			var wg sync.WaitGroup
+			wg.Go(func() { b.timers.Run(ctx) })
+			wg.Go(func() { b.txns.RunEscape(ctx, b.escape.put) })
+			wg.Wait()
 		}()
-		b.log.Warn().Msg("acting master: special services started (timer delivery through the escape bridge)")
+		b.log.Warn().Msg("acting master: special services started (timer delivery and open transactions through the escape bridge)")
 	default:
 		sp.stop()
 		<-sp.done

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -217,4 +218,52 @@ func specialRunning(tb *testBroker) bool {
 	tb.special.mu.Lock()
 	defer tb.special.mu.Unlock()
 	return tb.special.stop != nil
+}
+
+// An acting master with enableRemoteEscape sends the open transactions
+// of its copy (not one ended before the master went down) to the other
+// group's master as halves of its own, whose checker then asks the
+// producer, and forgets them.
+func TestActingMasterEscapesOpenTransactions(t *testing.T) {
+	c := startEscapeCluster(t, "TXE", nil, func(master *testBroker) {
+		mc := master.client(nil)
+		sendHalf(t, mc, "TXE", 0, "TXE-open", "open", "", time.Now().UnixMilli())
+		done := sendHalf(t, mc, "TXE", 0, "TXE-done", "done", "", time.Now().UnixMilli())
+		if resp := endTxn(t, mc, done, "pg", 12, false); resp.Code != remoting.Success {
+			t.Fatalf("rollback: %d %s", resp.Code, resp.Remark)
+		}
+	})
+	openHalves := func(tb *testBroker) []commitlog.Message {
+		var out []commitlog.Message
+		if err := tb.db.Transactions().OpenHalves(func(h kvindex.TxnHalf) bool {
+			m, ok, err := recordStore{b: tb.Broker}.Read(h.PhyOffset)
+			if err != nil || !ok {
+				t.Errorf("open half at %d unreadable: %v", h.PhyOffset, err)
+				return false
+			}
+			out = append(out, m)
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	var halves []commitlog.Message
+	waitFor(t, "the open transaction on the other group's master", func() bool {
+		halves = openHalves(c.other)
+		return len(halves) > 0
+	})
+	time.Sleep(1500 * time.Millisecond) // a pass that sent it again would show by now
+	halves = openHalves(c.other)
+	if len(halves) != 1 {
+		t.Fatalf("the other group's master holds %d open halves, want 1", len(halves))
+	}
+	h := halves[0]
+	props := commitlog.ParseProperties(h.Properties)
+	if string(h.Body) != "open" || props["REAL_TOPIC"] != "TXE" || props["UNIQ_KEY"] != "TXE-open" || props["PGROUP"] != "pg" {
+		t.Fatalf("escaped half %q with %q", h.Body, h.Properties)
+	}
+	if left := openHalves(c.slave); len(left) != 0 {
+		t.Fatalf("the acting master still holds %d open halves", len(left))
+	}
 }
