@@ -182,6 +182,9 @@ func TestActingMasterDeliversTimerMessagesThroughEscape(t *testing.T) {
 			if _, ok := commitlog.LookupProperty(m.Properties, "TIMER_OUT_MS"); !ok {
 				t.Errorf("escaped timer message without TIMER_OUT_MS: %q", m.Properties)
 			}
+			if _, ok := commitlog.LookupProperty(m.Properties, "REAL_TOPIC"); ok {
+				t.Errorf("escaped timer message with REAL_TOPIC: %q", m.Properties)
+			}
 		}
 	}
 	if len(got) != 1 || got[0] != "later" {

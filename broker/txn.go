@@ -115,12 +115,19 @@ func (s recordStore) PutBatch(ctx context.Context, msgs []*commitlog.Message) er
 }
 
 // escape sends an acting master's due timer messages to other groups'
-// masters, each alone, up to the first that fails. A delivery is a put of
-// its topic in the statistics, as RocketMQ's timer counts a put it
-// escaped (without its size, which the other broker knows).
+// masters, each alone, up to the first that fails, without REAL_TOPIC
+// and REAL_QID: RocketMQ's timer clears them from the message's property
+// map, which a remote send carries, and keeps them only in the
+// properties string its own store writes. A delivery is a put of its
+// topic in the statistics, as RocketMQ's timer counts a put it escaped
+// (without its size, which the other broker knows).
 func (s recordStore) escape(ctx context.Context, msgs []*commitlog.Message) error {
 	for _, m := range msgs {
-		if err := s.b.escape.put(ctx, m); err != nil {
+		out := *m
+		if out.Topic != meta.TimerTopic { // a roll keeps them, as RocketMQ's
+			out.Properties = commitlog.RewriteProperties(m.Properties, []string{commitlog.PropertyRealTopic, commitlog.PropertyRealQueueID})
+		}
+		if err := s.b.escape.put(ctx, &out); err != nil {
 			return fmt.Errorf("deliver a timer message of %s: %w", m.Topic, err)
 		}
 		s.b.stats.Put(m.Topic, 1, 0)
