@@ -184,7 +184,13 @@ func (b *Broker) updateMinBroker(minID int64, minAddr string, ch minBrokerChange
 		Int64("minBrokerId", minID).Str("minBrokerAddr", minAddr).
 		Bool("actingMaster", minID == b.cfg.BrokerID).Msg("the smallest broker id of the group changed")
 	// The master is let go of before the slave reports itself acting,
-	// and followed again before it stops.
+	// and followed again before it stops. The special services stop
+	// first: the slave's sync with its master, once it follows it again,
+	// forgets what the master delivered, beside no timer round of its own.
+	acting := minID == b.cfg.BrokerID
+	if !acting {
+		b.changeSpecialServices(false)
+	}
 	if ch.offlineAddr != "" && ch.offlineAddr == b.masterAddr() {
 		b.onMasterOffline()
 	}
@@ -193,7 +199,9 @@ func (b *Broker) updateMinBroker(minID int64, minAddr string, ch minBrokerChange
 	}
 	b.group.minID.Store(minID)
 	b.group.minAddr.Store(&minAddr)
-	b.changeSpecialServices(minID == b.cfg.BrokerID)
+	if acting {
+		b.changeSpecialServices(true)
+	}
 }
 
 // specialServices are the special services an acting master runs with

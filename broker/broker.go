@@ -329,6 +329,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 	}
 	b.uniq = uniqid.New(ip4)
 	b.escape.b = b
+	b.escape.log = b.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Minute})
 	return b, nil
 }
 

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/namesrv"
@@ -56,6 +58,10 @@ var errEscapeFailed = errors.New("put to remote broker failed")
 type escapeBridge struct {
 	b    *Broker
 	link masterLink // the connections to the other groups' masters
+	// log reports failed puts, at most a few lines a minute: a put that
+	// cannot succeed (a topic no other group has) is retried every
+	// round of the service that makes it.
+	log zerolog.Logger
 
 	mu     sync.Mutex // guards routes
 	routes map[string]*publishRoute
@@ -194,17 +200,17 @@ func (e *escapeBridge) enabled() bool {
 // (RocketMQ's EscapeBridge.putMessage): nil once that master stored it.
 func (e *escapeBridge) put(ctx context.Context, m *commitlog.Message) error {
 	if !e.enabled() {
-		e.b.log.Warn().Str("topic", m.Topic).Msg("escape put refused: enableRemoteEscape is off")
+		e.log.Warn().Str("topic", m.Topic).Msg("escape put refused: enableRemoteEscape is off")
 		return errEscapeUnavailable
 	}
 	p, err := e.route(ctx, m.Topic)
 	if err != nil {
-		e.b.log.Warn().Err(err).Str("topic", m.Topic).Msg("escape put: no route of the topic")
+		e.log.Warn().Err(err).Str("topic", m.Topic).Msg("escape put: no route of the topic")
 		return fmt.Errorf("escape %s: %w: %w", m.Topic, errEscapeFailed, err)
 	}
 	q := p.selectQueue(e.b.cfg.BrokerName)
 	if q.brokerName == e.b.cfg.BrokerName {
-		e.b.log.Warn().Str("topic", m.Topic).Msg("escape put: no queue of another broker group in the route")
+		e.log.Warn().Str("topic", m.Topic).Msg("escape put: no queue of another broker group in the route")
 		return fmt.Errorf("escape %s: no queue of another broker group: %w", m.Topic, errEscapeFailed)
 	}
 	return e.send(ctx, p, q, m)
@@ -216,12 +222,12 @@ func (e *escapeBridge) put(ctx context.Context, m *commitlog.Message) error {
 // escapes): nil once that queue's master stored it.
 func (e *escapeBridge) putToSpecificQueue(ctx context.Context, m *commitlog.Message) error {
 	if !e.enabled() {
-		e.b.log.Warn().Str("topic", m.Topic).Msg("escape put refused: enableRemoteEscape is off")
+		e.log.Warn().Str("topic", m.Topic).Msg("escape put refused: enableRemoteEscape is off")
 		return errEscapeUnavailable
 	}
 	p, err := e.route(ctx, m.Topic)
 	if err != nil {
-		e.b.log.Warn().Err(err).Str("topic", m.Topic).Msg("escape put: no route of the topic")
+		e.log.Warn().Err(err).Str("topic", m.Topic).Msg("escape put: no route of the topic")
 		return fmt.Errorf("escape %s: %w: %w", m.Topic, errEscapeFailed, err)
 	}
 	q := p.queues[floorMod(javaStringHash(m.Topic+javaSocketAddress(e.b.storeHost.String())), len(p.queues))]
@@ -267,11 +273,11 @@ func (e *escapeBridge) send(ctx context.Context, p *publishRoute, q publishQueue
 		// The next send dials again, as RocketMQ's invokeSync closes the
 		// channel of a failed call.
 		pool.CloseAddr(addr)
-		e.b.log.Warn().Err(err).Str("topic", m.Topic).Str("broker", q.brokerName).Str("addr", addr).Msg("escape put failed")
+		e.log.Warn().Err(err).Str("topic", m.Topic).Str("broker", q.brokerName).Str("addr", addr).Msg("escape put failed")
 		return fmt.Errorf("escape %s to %s (%s): %w: %w", m.Topic, q.brokerName, addr, errEscapeFailed, err)
 	}
 	if resp.Code != remoting.Success {
-		e.b.log.Warn().Int32("code", resp.Code).Str("remark", resp.Remark).Str("topic", m.Topic).Str("broker", q.brokerName).
+		e.log.Warn().Int32("code", resp.Code).Str("remark", resp.Remark).Str("topic", m.Topic).Str("broker", q.brokerName).
 			Msg("escape put refused by the other group's master")
 		return fmt.Errorf("escape %s to %s (%s): answer %d %s: %w", m.Topic, q.brokerName, addr, resp.Code, resp.Remark, errEscapeFailed)
 	}
