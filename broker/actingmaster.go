@@ -33,9 +33,9 @@ import (
 // through its EscapeBridge: to another group's master with
 // enableRemoteEscape, refused with SERVICE_NOT_AVAILABLE without it.
 // rocketkv has the bridge (escape.go) and, with enableRemoteEscape, runs
-// on an acting master the timer's delivery and the escape of open
-// transactions (changeSpecialServices); not its delay levels nor POP
-// revive (its pops answer from the committed offset, so what the master
+// on an acting master the timer's and the delay levels' delivery and the
+// escape of open transactions (changeSpecialServices); not POP revive
+// (its pops answer from the committed offset, so what the master
 // had in flight is popped again from the slave, pop.Service.PopReadOnly:
 // reviving it too would deliver it twice). Without escape it
 // starts none: RocketMQ's deliver nothing either (every put they make is
@@ -206,8 +206,9 @@ func (b *Broker) updateMinBroker(minID int64, minAddr string, ch minBrokerChange
 
 // specialServices are the special services an acting master runs with
 // enableRemoteEscape (RocketMQ's changeSpecialServiceStatus): the timer's
-// delivery, whose messages escape to another group's master, and the
-// transaction checker's escape of the open halves (txn.RunEscape). mu
+// and the delay levels' delivery, whose messages escape to another
+// group's master, and the transaction checker's escape of the open
+// halves (txn.RunEscape). mu
 // serialises their start and stop; lock order: groupState.mu before it.
 type specialServices struct {
 	mu sync.Mutex
@@ -222,7 +223,9 @@ type specialServices struct {
 // would be refused, as RocketMQ's are: they would deliver nothing), and
 // stops them, waiting for them to return, when it is false. The timer
 // starts at the read time last saved (the master's, which a slave copies;
-// its progress while acting is its own index and read time), and
+// its progress while acting is its own index and read time; the delay
+// levels at the master's progress, which a slave copies, then at their
+// own, which the next copy from the master replaces), and
 // deletes what it delivers from this slave's index only; the open
 // transactions sent to another group are forgotten from this slave's
 // index only. When the master is back, it goes on from its own state:
@@ -252,10 +255,11 @@ func (b *Broker) changeSpecialServices(start bool) {
 			defer close(done)
 			var wg sync.WaitGroup
 			wg.Go(func() { b.timers.Run(ctx) })
+			wg.Go(func() { b.scheduleLoop(ctx) })
 			wg.Go(func() { b.txns.RunEscape(ctx, b.escape.put) })
 			wg.Wait()
 		}()
-		b.log.Warn().Msg("acting master: special services started (timer delivery and open transactions through the escape bridge)")
+		b.log.Warn().Msg("acting master: special services started (timer and delay-level delivery, open transactions, through the escape bridge)")
 	default:
 		sp.stop()
 		<-sp.done

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -268,5 +269,39 @@ func TestActingMasterEscapesOpenTransactions(t *testing.T) {
 	}
 	if left := openHalves(c.slave); len(left) != 0 {
 		t.Fatalf("the acting master still holds %d open halves", len(left))
+	}
+}
+
+// An acting master with enableRemoteEscape delivers the delayed messages
+// of its copy that fall due while the master is down through the escape
+// bridge, without DELAY (the other master would park them again), and
+// keeps the level's progress.
+func TestActingMasterDeliversDelayLevelsThroughEscape(t *testing.T) {
+	common := map[string]string{"messageDelayLevel": "3s 5s"}
+	c := startEscapeCluster(t, "DLX", common, func(master *testBroker) {
+		mustSend(t, master.client(nil), "DLX", 0, "delayed", "UNIQ_KEY\x01DLX-1\x02DELAY\x011\x02")
+	})
+	var got []commitlog.Message
+	waitFor(t, "the delayed message on the other group's master", func() bool {
+		got = got[:0]
+		for _, ms := range pulledFrom(t, c.other, "DLX") {
+			got = append(got, ms...)
+		}
+		return len(got) > 0
+	})
+	time.Sleep(500 * time.Millisecond) // a second delivery would show by now
+	got = got[:0]
+	for _, ms := range pulledFrom(t, c.other, "DLX") {
+		got = append(got, ms...)
+	}
+	if len(got) != 1 || string(got[0].Body) != "delayed" {
+		t.Fatalf("the other group's master holds %d messages, want the delayed one once", len(got))
+	}
+	if _, ok := commitlog.LookupProperty(got[0].Properties, "DELAY"); ok {
+		t.Errorf("escaped delayed message with DELAY: %q", got[0].Properties)
+	}
+	off, ok, err := c.slave.offsets.Get(scheduleOffsetGroup, meta.ScheduleTopic, 0)
+	if err != nil || !ok || off != 1 {
+		t.Fatalf("the acting master's progress of level 1: %d %v %v, want 1", off, ok, err)
 	}
 }

@@ -244,6 +244,9 @@ func (b *Broker) deliverScheduled(ctx context.Context, phy int64) (int64, error)
 		Body:       m.Body,
 		Properties: commitlog.RewriteProperties(m.Properties, []string{timer.PropDeliverMs, timer.PropDelaySec, timer.PropDelayMs}),
 	}
+	if b.isSlave() {
+		return 0, b.escapeScheduled(ctx, out)
+	}
 	res, err := b.putMessages(ctx, []*commitlog.Message{out}, false)
 	if commitlog.Unstorable(err) {
 		b.log.Error().Err(err).Int64("phy", phy).Str("topic", topic).Msg("delayed message can never be stored in its topic; dropped")
@@ -260,4 +263,24 @@ func (b *Broker) deliverScheduled(ctx context.Context, phy int64) (int64, error)
 		b.stats.ScheduleGot(scheduleConsumerGroup, meta.ScheduleTopic, 1, res.WroteBytes)
 	}
 	return res.PhyOffset + res.WroteBytes, nil
+}
+
+// escapeScheduled sends a due delayed message of an acting master (only
+// then does a slave run the delay levels) to another group's master
+// through the escape bridge, as RocketMQ's ScheduleMessageService puts it
+// through its EscapeBridge: without DELAY, which its messageTimeUp clears
+// from the property map a remote send carries (REAL_TOPIC and REAL_QID
+// stay). Nothing is written locally, so the level's progress waits for no
+// flush; a failed send stops the level's turn there, and the next round
+// sends it again. Counted as a local delivery is.
+func (b *Broker) escapeScheduled(ctx context.Context, out *commitlog.Message) error {
+	out.Properties = commitlog.RewriteProperties(out.Properties, []string{propDelay})
+	if err := b.escape.put(ctx, out); err != nil {
+		return fmt.Errorf("deliver a delayed message of %s: %w", out.Topic, err)
+	}
+	if b.cfg.EnableScheduleMessageStats {
+		b.countInAs(out.Topic, metrics.TypeDelay, 1, 0)
+		b.stats.ScheduleGot(scheduleConsumerGroup, meta.ScheduleTopic, 1, 0)
+	}
+	return nil
 }
