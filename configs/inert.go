@@ -300,13 +300,13 @@ var namesrvInert = []inert[Namesrv]{
 // NOTIFY_MIN_BROKER_ID_CHANGE notices: rocketkv's name server sends those
 // notices, its only connections, with its own settings.
 var namesrvClientInert = slices.Concat(
-	inertInts[Namesrv](namesrvDialsNothing, "channelNotActiveInterval", "clientAsyncSemaphoreValue", "clientCallbackExecutorThreads",
+	inertInts[Namesrv](namesrvClientSetting, "channelNotActiveInterval", "clientAsyncSemaphoreValue", "clientCallbackExecutorThreads",
 		"clientChannelMaxIdleTimeSeconds", "clientOnewaySemaphoreValue", "clientSocketRcvBufSize", "clientSocketSndBufSize",
 		"clientWorkerThreads", "connectTimeoutMillis", "maxReconnectIntervalTimeSeconds"),
-	inertBools[Namesrv](namesrvDialsNothing, "clientCloseSocketIfTimeout", "clientPooledByteBufAllocatorEnable", "disableCallbackExecutor",
+	inertBools[Namesrv](namesrvClientSetting, "clientCloseSocketIfTimeout", "clientPooledByteBufAllocatorEnable", "disableCallbackExecutor",
 		"disableNettyWorkerGroup", "enableReconnectForGoAway", "isScanAvailableNameSrv", "scanAvailableNameSrv", "useTLS"),
-	inertStrings[Namesrv](namesrvDialsNothing, "socksProxyConfig"),
+	inertStrings[Namesrv](namesrvClientSetting, "socksProxyConfig"),
 )
 
-// namesrvDialsNothing is the reason of namesrvClientInert's keys.
-const namesrvDialsNothing = "a client connection setting (NettyClientConfig), read by RocketMQ's name server for its embedded controller and its NOTIFY_MIN_BROKER_ID_CHANGE notices; rocketkv's name server has no controller and sends those notices in plain TCP, each within 300 ms"
+// namesrvClientSetting is the reason of namesrvClientInert's keys.
+const namesrvClientSetting = "a client connection setting (NettyClientConfig), read by RocketMQ's name server for its embedded controller and its NOTIFY_MIN_BROKER_ID_CHANGE notices; rocketkv's name server has no controller and sends those notices in plain TCP, each within 300 ms"

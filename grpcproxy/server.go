@@ -274,11 +274,7 @@ func (s *Server) invoke(ctx context.Context, addr string, extra time.Duration, r
 func (s *Server) invokeOneway(ctx context.Context, addr string, req *remoting.Command) error {
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	c, err := s.pool.Get(cctx, addr)
-	if err != nil {
-		return fmt.Errorf("oneway request %d to %s: %w", req.Code, addr, err)
-	}
-	if err := c.InvokeOneway(cctx, req); err != nil {
+	if err := s.pool.InvokeOneway(cctx, addr, req); err != nil {
 		return fmt.Errorf("oneway request %d to %s: %w", req.Code, addr, err)
 	}
 	return nil

@@ -611,8 +611,8 @@ func (s *Server) topicsWithSysFlag(keep func(int32) bool) remoting.RespondFunc {
 // change from GET_BROKER_MEMBER_GROUP).
 const maxQueuedMinChanges = 256
 
-// minChangeTimeout bounds each NOTIFY_MIN_BROKER_ID_CHANGE, as RocketMQ's
-// oneway request of 300 ms.
+// minChangeTimeout bounds the dial and queueing of each oneway
+// NOTIFY_MIN_BROKER_ID_CHANGE, as RocketMQ's invokeOneway of 300 ms.
 const minChangeTimeout = 300 * time.Millisecond
 
 // queueMinBrokerIDChange is the registry's OnMinBrokerIDChange: under
@@ -633,9 +633,9 @@ func (s *Server) queueMinBrokerIDChange(ch MinBrokerIDChange) {
 // notifyMinBrokerIDChanges sends the queued notices until the server
 // stops: NOTIFY_MIN_BROKER_ID_CHANGE with minBrokerId, minBrokerAddr,
 // offlineBrokerAddr and haBrokerAddr to each member chosen, as RocketMQ's
-// RouteInfoManager.notifyMinBrokerIdChanged, each within
-// minChangeTimeout; a member that does not answer is logged and left
-// (it learns the change from GET_BROKER_MEMBER_GROUP).
+// RouteInfoManager.notifyMinBrokerIdChanged, each oneway (no answer is
+// awaited) within minChangeTimeout; a member that cannot be reached is
+// logged and left (it learns the change from GET_BROKER_MEMBER_GROUP).
 func (s *Server) notifyMinBrokerIDChanges() {
 	defer s.scanner.Done()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -665,11 +665,8 @@ func (s *Server) notifyMinBrokerIDChanges() {
 				Strs("notify", ch.Notify).Str("offline", ch.OfflineBrokerAddr).Msg("min broker id changed")
 			for _, addr := range ch.Notify {
 				cctx, cancelOne := context.WithTimeout(ctx, minChangeTimeout)
-				resp, err := s.brokerPool.Invoke(cctx, addr, remoting.NewRequest(remoting.NotifyMinBrokerIDChange, h, nil))
+				err := s.brokerPool.InvokeOneway(cctx, addr, remoting.NewRequest(remoting.NotifyMinBrokerIDChange, h, nil))
 				cancelOne()
-				if err == nil && resp.Code != remoting.Success {
-					err = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
-				}
 				if err != nil && ctx.Err() == nil {
 					s.log.Warn().Err(err).Str("broker", addr).Msg("NOTIFY_MIN_BROKER_ID_CHANGE")
 				}

@@ -177,6 +177,17 @@ func (p *ClientPool) Invoke(ctx context.Context, addr string, cmd *Command) (*Co
 	return resp, err
 }
 
+// InvokeOneway sends cmd to addr through the pooled client without
+// waiting for an answer: it returns once the request is queued on the
+// connection, or with ctx's error when dialing or queueing outlasts it.
+func (p *ClientPool) InvokeOneway(ctx context.Context, addr string, cmd *Command) error {
+	c, err := p.Get(ctx, addr)
+	if err != nil {
+		return err
+	}
+	return c.InvokeOneway(ctx, cmd)
+}
+
 // drop fails c, the pool's client for addr, with err and forgets it.
 func (p *ClientPool) drop(addr string, c *Client, err error) {
 	c.fail(err)

@@ -33,8 +33,9 @@ stopped store.
 With -p and without -b and -c (mqadmin's local mode), it reads the RocksDB
 config database -t (one of topics, subscriptionGroups, consumerOffsets) of a
 RocketMQ broker with storeType=defaultRocksDB (config v1) under -p, its
-<storePathRootDir>/config, on the local disk (the broker may run: the files
-are only read), and prints it as indented JSON, {"dataVersion":...,
+<storePathRootDir>/config, on the local disk (the files are only read; when
+the broker runs, a compaction that deletes a file under the read fails it:
+run it again), and prints it as indented JSON, {"dataVersion":...,
 "topicConfigTable":{...}} ("subscriptionGroupTable", or "offsetTable" without
 a data version), entries in key order; with -e it writes that JSON to the
 file instead, keeping its previous content as <file>.bak; with -j false it

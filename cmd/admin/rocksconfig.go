@@ -244,8 +244,9 @@ func exportMetadataInRocksDBCmd() *cobra.Command {
 		Short: "print the topics or subscription groups of a RocketMQ broker's RocksDB config on the local disk (mqadmin recommends rocksDBConfigToJson -p)",
 		Long: `exportMetadataInRocksDB reads the RocksDB config database -t (topics or
 subscriptionGroups) under -p, a RocketMQ broker's <storePathRootDir>/config
-with storeType=defaultRocksDB (config v1; the broker may run: the files are
-only read), and prints each entry in key order as "N, Key: K, Value: V",
+with storeType=defaultRocksDB (config v1; the files are only read; when the
+broker runs, a compaction that deletes a file under the read fails it: run it
+again), and prints each entry in key order as "N, Key: K, Value: V",
 the value as stored, or with -j true {"topicConfigTable":{...}} or
 {"subscriptionGroupTable":{...}} as indented JSON.`,
 		Args: cobra.NoArgs,
