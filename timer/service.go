@@ -16,6 +16,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/periodic"
+	"github.com/rocketkv/rocketkv/internal/repeatlog"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 )
@@ -536,11 +537,13 @@ func (s *Service) readProgress() {
 }
 
 // Run delivers due messages every 100 ms until ctx ends, except while
-// Options.Paused says delivery is stopped; a failed round is logged and
-// retried at the next tick. The read time (DeliveredBefore) starts where
-// the last run saved it (Options.SavedReadTime), as RocketMQ's timer
-// starts at its checkpoint's, or at the slot of its start without one:
-// stopped from there, it stays. It is saved every second and at the end.
+// Options.Paused says delivery is stopped; a failed round is retried at
+// the next tick, and logged the first time, then at most every
+// repeatlog.DefaultInterval while it keeps failing. The read time
+// (DeliveredBefore) starts where the last run saved it
+// (Options.SavedReadTime), as RocketMQ's timer starts at its
+// checkpoint's, or at the slot of its start without one: stopped from
+// there, it stays. It is saved every second and at the end.
 func (s *Service) Run(ctx context.Context) {
 	s.readMs.CompareAndSwap(0, s.startReadTime())
 	saved, savedAt := int64(0), time.Time{}
@@ -555,18 +558,31 @@ func (s *Service) Run(ctx context.Context) {
 		}
 		saved, savedAt = r, s.now()
 	}
+	fails := repeatlog.New(s.log, repeatlog.DefaultInterval, s.now)
 	periodic.Run(ctx, tick, func(ctx context.Context) {
-		s.settleHold()
-		if !s.paused() {
-			if _, err := s.DeliverDue(ctx); err != nil && ctx.Err() == nil {
-				s.log.Warn().Err(err).Msg("deliver timer messages")
-			}
-		}
+		s.round(ctx, fails)
 		if s.now().Sub(savedAt) >= readTimeSaveEvery {
 			save()
 		}
 	})
 	save()
+}
+
+// round is one delivery round of Run. A failed round is logged through
+// fails: a put that keeps failing (a full disk, an escape no other
+// broker group takes) fails every round, 10 a second.
+func (s *Service) round(ctx context.Context, fails *repeatlog.Limiter) {
+	s.settleHold()
+	if s.paused() {
+		return
+	}
+	if _, err := s.DeliverDue(ctx); err != nil {
+		if ctx.Err() == nil {
+			fails.Failed().Err(err).Msg("deliver timer messages")
+		}
+		return
+	}
+	fails.Recovered().Msg("deliver timer messages: delivering again")
 }
 
 // ForgetReadTime forgets the read time of a Run that ended, so that the
