@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/periodic"
+	"github.com/rocketkv/rocketkv/internal/repeatlog"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 )
@@ -25,14 +26,27 @@ type EscapePut func(ctx context.Context, m *commitlog.Message) error
 
 // RunEscape is the acting master's checker: until ctx ends, every
 // transactionCheckInterval (at most every second, as Run), it escapes the
-// open halves with put (EscapeHalves). A failed pass is logged and the
-// next one tries again.
+// open halves with put (EscapeHalves). A failed pass is retried by the
+// next one, and logged the first time, then at most every
+// repeatlog.DefaultInterval while passes keep failing (a half of a topic
+// no other broker group has fails every pass), and once when a pass
+// succeeds again.
 func (s *Service) RunEscape(ctx context.Context, put EscapePut) {
+	fails := repeatlog.New(s.log, repeatlog.DefaultInterval, s.now)
 	periodic.Run(ctx, min(s.limits().CheckInterval, maxScanInterval), func(ctx context.Context) {
-		if _, err := s.EscapeHalves(ctx, put); err != nil && ctx.Err() == nil {
-			s.log.Warn().Err(err).Msg("escape of open transactions")
-		}
+		s.escapeRound(ctx, put, fails)
 	})
+}
+
+// escapeRound is one pass of RunEscape, its failure logged through fails.
+func (s *Service) escapeRound(ctx context.Context, put EscapePut, fails *repeatlog.Limiter) {
+	if _, err := s.EscapeHalves(ctx, put); err != nil {
+		if ctx.Err() == nil {
+			fails.Failed().Err(err).Msg("escape of open transactions")
+		}
+		return
+	}
+	fails.Recovered().Msg("escape of open transactions: succeeding again")
 }
 
 // escapeBatch bounds the open halves one escape pass lists: the next
