@@ -25,6 +25,7 @@ import (
 	"github.com/rocketkv/rocketkv/internal/atomicfile"
 	"github.com/rocketkv/rocketkv/internal/listenconf"
 	"github.com/rocketkv/rocketkv/internal/periodic"
+	"github.com/rocketkv/rocketkv/internal/repeatlog"
 	"github.com/rocketkv/rocketkv/internal/uniqid"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
@@ -329,7 +330,7 @@ func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 	}
 	b.uniq = uniqid.New(ip4)
 	b.escape.b = b
-	b.escape.log = b.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Minute})
+	b.escape.fails = repeatlog.New(b.log, escapeLogInterval, nil)
 	return b, nil
 }
 

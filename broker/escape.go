@@ -13,9 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/repeatlog"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -39,6 +38,10 @@ import (
 // errEscapeFailed (PUT_TO_REMOTE_BROKER_FAIL). Without enableRemoteEscape
 // every put fails with errEscapeUnavailable (SERVICE_NOT_AVAILABLE).
 
+// escapeLogInterval is the least time between two lines of failed
+// escape puts: at most 5 a minute.
+const escapeLogInterval = 12 * time.Second
+
 // escapeSendTimeout bounds one send to another group's master, as
 // RocketMQ's EscapeBridge.SEND_TIMEOUT (3 s).
 const escapeSendTimeout = 3 * time.Second
@@ -58,10 +61,13 @@ var errEscapeFailed = errors.New("put to remote broker failed")
 type escapeBridge struct {
 	b    *Broker
 	link masterLink // the connections to the other groups' masters
-	// log reports failed puts, at most a few lines a minute: a put that
-	// cannot succeed (a topic no other group has) is retried every
-	// round of the service that makes it.
-	log zerolog.Logger
+	// fails reports failed puts, at most every escapeLogInterval with
+	// the count held back: a put that cannot succeed (a topic no other
+	// group has) is retried every round of the service that makes it.
+	// The services' loops report their recoveries; the bridge, shared
+	// by them, reports none (one caller's success would end another's
+	// run of failures).
+	fails *repeatlog.Limiter
 
 	mu     sync.Mutex // guards routes
 	routes map[string]*publishRoute
@@ -200,17 +206,17 @@ func (e *escapeBridge) enabled() bool {
 // (RocketMQ's EscapeBridge.putMessage): nil once that master stored it.
 func (e *escapeBridge) put(ctx context.Context, m *commitlog.Message) error {
 	if !e.enabled() {
-		e.log.Warn().Str("topic", m.Topic).Msg("escape put refused: enableRemoteEscape is off")
+		e.fails.Failed().Str("topic", m.Topic).Msg("escape put refused: enableRemoteEscape is off")
 		return errEscapeUnavailable
 	}
 	p, err := e.route(ctx, m.Topic)
 	if err != nil {
-		e.log.Warn().Err(err).Str("topic", m.Topic).Msg("escape put: no route of the topic")
+		e.fails.Failed().Err(err).Str("topic", m.Topic).Msg("escape put: no route of the topic")
 		return fmt.Errorf("escape %s: %w: %w", m.Topic, errEscapeFailed, err)
 	}
 	q := p.selectQueue(e.b.cfg.BrokerName)
 	if q.brokerName == e.b.cfg.BrokerName {
-		e.log.Warn().Str("topic", m.Topic).Msg("escape put: no queue of another broker group in the route")
+		e.fails.Failed().Str("topic", m.Topic).Msg("escape put: no queue of another broker group in the route")
 		return fmt.Errorf("escape %s: no queue of another broker group: %w", m.Topic, errEscapeFailed)
 	}
 	return e.send(ctx, p, q, m)
@@ -222,12 +228,12 @@ func (e *escapeBridge) put(ctx context.Context, m *commitlog.Message) error {
 // escapes): nil once that queue's master stored it.
 func (e *escapeBridge) putToSpecificQueue(ctx context.Context, m *commitlog.Message) error {
 	if !e.enabled() {
-		e.log.Warn().Str("topic", m.Topic).Msg("escape put refused: enableRemoteEscape is off")
+		e.fails.Failed().Str("topic", m.Topic).Msg("escape put refused: enableRemoteEscape is off")
 		return errEscapeUnavailable
 	}
 	p, err := e.route(ctx, m.Topic)
 	if err != nil {
-		e.log.Warn().Err(err).Str("topic", m.Topic).Msg("escape put: no route of the topic")
+		e.fails.Failed().Err(err).Str("topic", m.Topic).Msg("escape put: no route of the topic")
 		return fmt.Errorf("escape %s: %w: %w", m.Topic, errEscapeFailed, err)
 	}
 	q := p.queues[floorMod(javaStringHash(m.Topic+javaSocketAddress(e.b.storeHost.String())), len(p.queues))]
@@ -273,11 +279,11 @@ func (e *escapeBridge) send(ctx context.Context, p *publishRoute, q publishQueue
 		// The next send dials again, as RocketMQ's invokeSync closes the
 		// channel of a failed call.
 		pool.CloseAddr(addr)
-		e.log.Warn().Err(err).Str("topic", m.Topic).Str("broker", q.brokerName).Str("addr", addr).Msg("escape put failed")
+		e.fails.Failed().Err(err).Str("topic", m.Topic).Str("broker", q.brokerName).Str("addr", addr).Msg("escape put failed")
 		return fmt.Errorf("escape %s to %s (%s): %w: %w", m.Topic, q.brokerName, addr, errEscapeFailed, err)
 	}
 	if resp.Code != remoting.Success {
-		e.log.Warn().Int32("code", resp.Code).Str("remark", resp.Remark).Str("topic", m.Topic).Str("broker", q.brokerName).
+		e.fails.Failed().Int32("code", resp.Code).Str("remark", resp.Remark).Str("topic", m.Topic).Str("broker", q.brokerName).
 			Msg("escape put refused by the other group's master")
 		return fmt.Errorf("escape %s to %s (%s): answer %d %s: %w", m.Topic, q.brokerName, addr, resp.Code, resp.Remark, errEscapeFailed)
 	}

@@ -1,13 +1,18 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/repeatlog"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/namesrv"
@@ -303,5 +308,31 @@ func TestActingMasterDeliversDelayLevelsThroughEscape(t *testing.T) {
 	off, ok, err := c.slave.offsets.Get(scheduleOffsetGroup, meta.ScheduleTopic, 0)
 	if err != nil || !ok || off != 1 {
 		t.Fatalf("the acting master's progress of level 1: %d %v %v, want 1", off, ok, err)
+	}
+}
+
+// A put through the bridge that fails every 100 ms round (here refused,
+// enableRemoteEscape being off) is logged the first time, then once per
+// escapeLogInterval (12 s) with the count of those held back: a minute of
+// rounds writes 5 lines, not 600.
+func TestEscapeBridgeLogsARepeatedFailureAFewTimesAMinute(t *testing.T) {
+	var buf bytes.Buffer
+	clock := time.Unix(1_700_000_000, 0)
+	e := &escapeBridge{b: &Broker{}, fails: repeatlog.New(zerolog.New(&buf), escapeLogInterval, func() time.Time { return clock })}
+	const rounds = 600
+	for range rounds {
+		if err := e.put(context.Background(), &commitlog.Message{Topic: "ESC-off", Body: []byte("x")}); !errors.Is(err, errEscapeUnavailable) {
+			t.Fatalf("put with enableRemoteEscape off: %v, want %v", err, errEscapeUnavailable)
+		}
+		clock = clock.Add(100 * time.Millisecond)
+	}
+	got := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(got) != 5 {
+		t.Fatalf("%d lines over %d failed puts, want 5:\n%s", len(got), rounds, buf.String())
+	}
+	for i, l := range got[1:] {
+		if !strings.Contains(l, `"suppressed":119`) || !strings.Contains(l, "enableRemoteEscape is off") {
+			t.Errorf("line %d: %s", i+1, l)
+		}
 	}
 }
