@@ -7,8 +7,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/periodic"
+	"github.com/rocketkv/rocketkv/internal/repeatlog"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/metrics"
 	"github.com/rocketkv/rocketkv/timer"
@@ -53,19 +56,43 @@ type scheduledRound struct{ off, stored int64 }
 // a backlog in one level (a burst of retries at level 3) delays the
 // others by one turn, not by the whole backlog, as RocketMQ's task per
 // level does not.
+//
+// A level whose delivery fails is retried every round (a put that cannot
+// succeed, as an escape of a topic no other broker group has, fails 10
+// times a second): it is logged the first time, then at most every
+// repeatlog.DefaultInterval with the count held back, and once when the
+// level delivers again, each level on its own.
 func (b *Broker) scheduleLoop(ctx context.Context) {
-	periodic.Run(ctx, 100*time.Millisecond, func(ctx context.Context) {
-		for more := true; more && ctx.Err() == nil; {
-			more = false
-			for level := 1; level <= len(b.delayLevels); level++ {
-				left, err := b.deliverLevel(ctx, level)
-				if err != nil && ctx.Err() == nil {
-					b.log.Warn().Err(err).Int("level", level).Msg("deliver delayed messages")
-				}
-				more = more || (left && err == nil)
+	fails := b.scheduleFailLogs(b.log, nil)
+	periodic.Run(ctx, 100*time.Millisecond, func(ctx context.Context) { b.scheduleRound(ctx, fails) })
+}
+
+// scheduleFailLogs returns the limiters of the delay levels' failure
+// lines to log, by the clock now (time.Now when nil).
+func (b *Broker) scheduleFailLogs(log zerolog.Logger, now func() time.Time) []*repeatlog.Limiter {
+	fails := make([]*repeatlog.Limiter, len(b.delayLevels))
+	for i := range fails {
+		fails[i] = repeatlog.New(log.With().Int("level", i+1).Logger(), repeatlog.DefaultInterval, now)
+	}
+	return fails
+}
+
+// scheduleRound is one round of scheduleLoop; fails holds each level's
+// limiter of failure lines (scheduleFailLogs).
+func (b *Broker) scheduleRound(ctx context.Context, fails []*repeatlog.Limiter) {
+	for more := true; more && ctx.Err() == nil; {
+		more = false
+		for level := 1; level <= len(b.delayLevels); level++ {
+			left, err := b.deliverLevel(ctx, level)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				fails[level-1].Failed().Err(err).Msg("deliver delayed messages")
+			case err == nil:
+				fails[level-1].Recovered().Msg("deliver delayed messages: delivering again")
 			}
+			more = more || (left && err == nil)
 		}
-	})
+	}
 }
 
 // defaultScheduleShare is how many messages a delay level delivers in a
