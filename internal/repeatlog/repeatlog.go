@@ -82,7 +82,8 @@ func (l *Limiter) failed(level func() *zerolog.Event) *zerolog.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	if l.failing && now.Sub(l.last) < l.every && now.Sub(l.last) >= 0 {
+	// A clock stepped back behind the last line lets the next one through.
+	if since := now.Sub(l.last); l.failing && since < l.every && since >= 0 {
 		l.suppressed++
 		return nil
 	}
