@@ -202,17 +202,28 @@ func (e *escapeBridge) enabled() bool {
 	return e.b.cfg.EnableSlaveActingMaster && e.b.cfg.EnableRemoteEscape
 }
 
+// target returns the publish route a put of topic escapes through, or
+// errEscapeUnavailable when escape is off and errEscapeFailed when the
+// topic has no route, each logged through the bridge's limiter.
+func (e *escapeBridge) target(ctx context.Context, topic string) (*publishRoute, error) {
+	if !e.enabled() {
+		e.fails.Failed().Str("topic", topic).Msg("escape put refused: enableRemoteEscape is off")
+		return nil, errEscapeUnavailable
+	}
+	p, err := e.route(ctx, topic)
+	if err != nil {
+		e.fails.Failed().Err(err).Str("topic", topic).Msg("escape put: no route of the topic")
+		return nil, fmt.Errorf("escape %s: %w: %w", topic, errEscapeFailed, err)
+	}
+	return p, nil
+}
+
 // put sends m to a queue of its topic on another group's master
 // (RocketMQ's EscapeBridge.putMessage): nil once that master stored it.
 func (e *escapeBridge) put(ctx context.Context, m *commitlog.Message) error {
-	if !e.enabled() {
-		e.fails.Failed().Str("topic", m.Topic).Msg("escape put refused: enableRemoteEscape is off")
-		return errEscapeUnavailable
-	}
-	p, err := e.route(ctx, m.Topic)
+	p, err := e.target(ctx, m.Topic)
 	if err != nil {
-		e.fails.Failed().Err(err).Str("topic", m.Topic).Msg("escape put: no route of the topic")
-		return fmt.Errorf("escape %s: %w: %w", m.Topic, errEscapeFailed, err)
+		return err
 	}
 	q := p.selectQueue(e.b.cfg.BrokerName)
 	if q.brokerName == e.b.cfg.BrokerName {
@@ -227,14 +238,9 @@ func (e *escapeBridge) put(ctx context.Context, m *commitlog.Message) error {
 // EscapeBridge.putMessageToSpecificQueue, through which its POP revive
 // escapes): nil once that queue's master stored it.
 func (e *escapeBridge) putToSpecificQueue(ctx context.Context, m *commitlog.Message) error {
-	if !e.enabled() {
-		e.fails.Failed().Str("topic", m.Topic).Msg("escape put refused: enableRemoteEscape is off")
-		return errEscapeUnavailable
-	}
-	p, err := e.route(ctx, m.Topic)
+	p, err := e.target(ctx, m.Topic)
 	if err != nil {
-		e.fails.Failed().Err(err).Str("topic", m.Topic).Msg("escape put: no route of the topic")
-		return fmt.Errorf("escape %s: %w: %w", m.Topic, errEscapeFailed, err)
+		return err
 	}
 	q := p.queues[floorMod(javaStringHash(m.Topic+javaSocketAddress(e.b.storeHost.String())), len(p.queues))]
 	return e.send(ctx, p, q, m)
