@@ -8,9 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/rocketkv/rocketkv/internal/periodic"
+	"github.com/rocketkv/rocketkv/internal/repeatlog"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -59,10 +58,10 @@ type groupState struct {
 	minAddr atomic.Pointer[string]
 	// members is the last member list a name server gave, nil before.
 	members atomic.Pointer[map[int64]string]
-	// syncLog reports failed syncs of the member list at most once a
-	// minute: against a name server without GET_BROKER_MEMBER_GROUP
-	// (RocketMQ 4.x) every sync fails.
-	syncLog zerolog.Logger
+	// syncFails reports failed syncs of the member list at most once a
+	// minute, with the count held back: against a name server without
+	// GET_BROKER_MEMBER_GROUP (RocketMQ 4.x) every sync fails.
+	syncFails *repeatlog.Limiter
 }
 
 // actingMaster reports whether the broker is its group's acting master:
@@ -87,7 +86,7 @@ func (b *Broker) startActingMaster() {
 	if !b.cfg.EnableSlaveActingMaster {
 		return
 	}
-	b.group.syncLog = b.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: time.Minute})
+	b.group.syncFails = repeatlog.New(b.log, time.Minute, nil)
 	b.goBackground("broker-heartbeat", func(ctx context.Context) {
 		ctx, cancel := b.register.untilStopped(ctx)
 		defer cancel()
@@ -122,15 +121,16 @@ func (b *Broker) syncMemberGroup(ctx context.Context) {
 	members, err := b.register.ns.MemberGroup(ctx, b.cfg.BrokerClusterName, b.cfg.BrokerName, memberGroupTimeout)
 	if err != nil {
 		if ctx.Err() == nil {
-			b.group.syncLog.Warn().Err(err).Msg("sync the broker group's members from the name servers (sampled, at most one line a minute)")
+			b.group.syncFails.Failed().Err(err).Msg("sync the broker group's members from the name servers")
 		}
 		return
 	}
 	if len(members) == 0 {
-		b.group.syncLog.Warn().Str("cluster", b.cfg.BrokerClusterName).Str("brokerName", b.cfg.BrokerName).
+		b.group.syncFails.Failed().Str("cluster", b.cfg.BrokerClusterName).Str("brokerName", b.cfg.BrokerName).
 			Msg("no member of the broker group known to the name server")
 		return
 	}
+	b.group.syncFails.Recovered().Msg("the broker group's members synced from the name servers again")
 	b.group.members.Store(&members)
 	minID := slices.Min(slices.Collect(maps.Keys(members)))
 	b.updateMinBroker(minID, members[minID], minBrokerChange{polled: true})
