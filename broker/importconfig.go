@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -64,7 +65,7 @@ func importRocketMQConfig(db *kvindex.DB, root string, lmq bool, log zerolog.Log
 // takeOverRocketMQQueues reads, on the first open of an Apache RocketMQ
 // store, RocketMQ's file ConsumeQueue (<root>/consumequeue, read only,
 // before a layout writes to it), or RocketMQ 5.3's RocksDB ConsumeQueue in
-// the same directory (takeOverRocksDBQueues), for what the CommitLog
+// the same directory (readRocksDBQueues; both when both are there), for what the CommitLog
 // cannot tell:
 //
 //   - where each queue whose records retention had all deleted stands:
@@ -105,25 +106,130 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	if rocksdbcq.Present(dir) {
-		return takeOverRocksDBQueues(db, cqs, root, minPhy, endPhy, complete, log)
+	rocks, files := rocksdbcq.Present(dir), filecq.HasQueueDirs(dir)
+	switch {
+	case rocks && !files:
+		t, err := readRocksDBQueues(root, minPhy, endPhy, log)
+		if err != nil {
+			return nil, err
+		}
+		// The file layout, if written, starts without files here: it is
+		// seeded with the same starts once open (seedFileStarts).
+		return t.starts, t.record(db, cqs, minPhy, complete, log)
+	case rocks:
+		// Both, as RocketMQ's double write (CombineConsumeQueueStore)
+		// keeps them, or a file ConsumeQueue left behind when the store
+		// moved on to the RocksDB one: each may know records the other
+		// does not (a RocksDB ConsumeQueue added to an old store starts at
+		// each queue's offset then; a file one left behind stops there),
+		// so whatever either keeps is kept (mergeQueueTakeovers).
+		f, err := readFileQueues(root, unitsPerFile, minPhy, endPhy, cqs != nil, log)
+		if err != nil {
+			return nil, err
+		}
+		r, err := readRocksDBQueues(root, minPhy, endPhy, log)
+		if err != nil {
+			return nil, err
+		}
+		log.Info().Str("dir", dir).Msg("RocketMQ's file and RocksDB ConsumeQueues are both here: the queues keep what either holds")
+		// RocketMQ's files stay where they are: a file layout serves them.
+		return nil, mergeQueueTakeovers(f, r).record(db, cqs, minPhy, complete, log)
+	default:
+		f, err := readFileQueues(root, unitsPerFile, minPhy, endPhy, cqs != nil, log)
+		if err != nil {
+			return nil, err
+		}
+		// RocketMQ's files stay where they are: a file layout needs no seeds.
+		return nil, f.record(db, cqs, minPhy, complete, log)
 	}
+}
+
+// queueTakeover is what a first open learns from a RocketMQ ConsumeQueue
+// (takeOverRocketMQQueues): the queues whose records retention deleted
+// (starts), each topic's first entry (firsts: its CommitLog offset) and
+// each queue's (begins), the topics it held, and the end of its newest
+// entry (dispatched: RocketMQ dispatches again from there).
+type queueTakeover struct {
+	starts     []kvindex.QueueStart
+	firsts     map[string]int64
+	begins     map[string]map[int32]kvindex.QueueBegin
+	topics     []string
+	dispatched int64
+}
+
+// record writes t (recordRocketMQQueues).
+func (t queueTakeover) record(db *kvindex.DB, cqs *kvindex.CQ, minPhy, complete int64, log zerolog.Logger) error {
+	return recordRocketMQQueues(db, cqs, t.starts, t.firsts, t.begins, t.topics, t.dispatched, minPhy, complete, log)
+}
+
+// mergeQueueTakeovers keeps what either of a and b keeps: a queue begins
+// at the earlier of its two beginnings, a topic's first entry is the
+// earlier, the topics are both lists, a queue whose records retention
+// deleted stands at the higher of its two offsets and is no such queue
+// when either holds a record of it (its records number it), and the
+// dispatch end is the later.
+func mergeQueueTakeovers(a, b queueTakeover) queueTakeover {
+	m := queueTakeover{firsts: map[string]int64{}, begins: map[string]map[int32]kvindex.QueueBegin{},
+		topics: append(slices.Clone(a.topics), b.topics...), dispatched: max(a.dispatched, b.dispatched)}
+	for _, t := range []queueTakeover{a, b} {
+		for topic, at := range t.firsts {
+			if cur, ok := m.firsts[topic]; !ok || at < cur {
+				m.firsts[topic] = at
+			}
+		}
+		for topic, qs := range t.begins {
+			if m.begins[topic] == nil {
+				m.begins[topic] = map[int32]kvindex.QueueBegin{}
+			}
+			for qid, qb := range qs {
+				if cur, ok := m.begins[topic][qid]; !ok || qb.Offset < cur.Offset {
+					m.begins[topic][qid] = qb
+				}
+			}
+		}
+	}
+	type queue struct {
+		topic string
+		qid   int32
+	}
+	starts := map[queue]int64{}
+	for _, st := range append(slices.Clone(a.starts), b.starts...) {
+		if _, held := m.begins[st.Topic][st.QueueID]; held {
+			continue
+		}
+		q := queue{st.Topic, st.QueueID}
+		starts[q] = max(starts[q], st.Offset)
+	}
+	for q, off := range starts {
+		m.starts = append(m.starts, kvindex.QueueStart{Topic: q.topic, QueueID: q.qid, Offset: off})
+	}
+	slices.SortFunc(m.starts, func(x, y kvindex.QueueStart) int {
+		return cmp.Or(cmp.Compare(x.Topic, y.Topic), cmp.Compare(x.QueueID, y.QueueID))
+	})
+	return m
+}
+
+// readFileQueues reads RocketMQ's file ConsumeQueue under root as
+// RocketMQ's start would serve it over the CommitLog [minPhy, endPhy);
+// withKV says whether the KV ConsumeQueue is written (for the warning of
+// a gap).
+func readFileQueues(root string, unitsPerFile int, minPhy, endPhy int64, withKV bool, log zerolog.Logger) (queueTakeover, error) {
 	fail := func(err error) error {
 		return fmt.Errorf("read the RocketMQ consumequeue of %s (move it aside to start without it: queues whose records retention deleted then restart at offset 0): %w", root, err)
 	}
 	files, err := filecq.OpenReadOnly(filecq.Options{Dir: root, UnitsPerFile: unitsPerFile, Logger: log})
 	if err != nil {
-		return nil, fail(err)
+		return queueTakeover{}, fail(err)
 	}
 	defer files.Close()
 	// As RocketMQ's start: entries of records past the CommitLog's end
 	// (written before a crash the CommitLog's tail did not survive) are
 	// cut, then minima move past the records retention deleted.
 	if err := files.Truncate(endPhy); err != nil {
-		return nil, fail(err)
+		return queueTakeover{}, fail(err)
 	}
 	if err := files.CorrectMin(minPhy); err != nil {
-		return nil, fail(err)
+		return queueTakeover{}, fail(err)
 	}
 	var starts []kvindex.QueueStart
 	firsts := map[string]int64{} // topic -> CommitLog offset of its first entry
@@ -179,7 +285,7 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 		return true
 	})
 	if err = errors.Join(err, qerr); err != nil {
-		return nil, fail(err)
+		return queueTakeover{}, fail(err)
 	}
 	for _, g := range files.Gaps() {
 		// The missing entries' records may lie below the first entry
@@ -191,10 +297,9 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 			b.Phy = g.PhyFrom
 			begins[g.Topic][g.QueueID] = b
 		}
-		warnConsumeQueueGap(log, g, minPhy, cqs != nil)
+		warnConsumeQueueGap(log, g, minPhy, withKV)
 	}
-	// RocketMQ's files stay where they are: a file layout needs no seeds.
-	return nil, recordRocketMQQueues(db, cqs, starts, firsts, begins, topics, dispatched, minPhy, complete, log)
+	return queueTakeover{starts: starts, firsts: firsts, begins: begins, topics: topics, dispatched: dispatched}, nil
 }
 
 // recordRocketMQQueues records what takeOverRocketMQQueues read from
@@ -236,19 +341,19 @@ func recordRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, starts []kvindex.Queu
 	return nil
 }
 
-// takeOverRocksDBQueues is takeOverRocketMQQueues for RocketMQ 5.3's
+// readRocksDBQueues is readFileQueues for RocketMQ 5.3's
 // RocksDB ConsumeQueue (storeType=defaultRocksDB), read with
 // migrate/rocksdbcq: its offset column family names the queues RocketMQ
 // held and where each ended, its units where each begins over the
 // CommitLog [minPhy, endPhy). The units are read once, in order.
-func takeOverRocksDBQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, minPhy, endPhy, complete int64, log zerolog.Logger) ([]kvindex.QueueStart, error) {
+func readRocksDBQueues(root string, minPhy, endPhy int64, log zerolog.Logger) (queueTakeover, error) {
 	dir := filepath.Join(root, "consumequeue")
 	// One pass over every unit: minutes for a ConsumeQueue of many
 	// millions of messages.
 	log.Info().Str("dir", dir).Msg("reading RocketMQ's RocksDB ConsumeQueue for where its queues begin and end")
 	v, err := rocksdbcq.Read(dir, minPhy, endPhy)
 	if err != nil {
-		return nil, fmt.Errorf("read the RocketMQ RocksDB consumequeue of %s (move it aside to start without it: queues whose records retention deleted then restart at offset 0): %w", root, err)
+		return queueTakeover{}, fmt.Errorf("read the RocketMQ RocksDB consumequeue of %s (move it aside to start without it: queues whose records retention deleted then restart at offset 0): %w", root, err)
 	}
 	if v.Foreign > 0 || v.Orphans > 0 {
 		log.Warn().Str("dir", dir).Int("foreignRecords", v.Foreign).Int("unitsWithoutQueue", v.Orphans).
@@ -280,9 +385,7 @@ func takeOverRocksDBQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, minPhy,
 		begins[q.Topic][q.QueueID] = kvindex.QueueBegin{Phy: q.FirstPhy, Offset: q.Min}
 	}
 	log.Info().Str("dir", dir).Int("queues", len(v.Queues)).Msg("read RocketMQ's RocksDB ConsumeQueue")
-	// The file layout, if written, starts without files here: it is
-	// seeded with the same starts once open (seedFileStarts).
-	return starts, recordRocketMQQueues(db, cqs, starts, firsts, begins, topics, dispatched, minPhy, complete, log)
+	return queueTakeover{starts: starts, firsts: firsts, begins: begins, topics: topics, dispatched: dispatched}, nil
 }
 
 // seedFileStarts makes the file layout's queues in starts (queues whose

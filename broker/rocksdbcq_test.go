@@ -3,12 +3,15 @@ package broker
 import (
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -165,5 +168,76 @@ func TestOpenRocketMQStoreWithRocksDBConfigV2(t *testing.T) {
 	}
 	if tc, ok, err := b.topicConfig("TopicR"); err != nil || !ok || tc.ReadQueueNums != 2 {
 		t.Errorf("TopicR (only in config v2): %+v %v %v", tc, ok, err)
+	}
+}
+
+// With both of RocketMQ's ConsumeQueues in consumequeue/ (its double
+// write, or a file one left behind), a queue keeps what either keeps: the
+// earlier beginning (a RocksDB ConsumeQueue added to an old store starts
+// at the queue's offset then, and the older records the file one holds
+// are not left out), the higher start of a queue whose records retention
+// deleted, no start for a queue either holds records of, every topic.
+func TestMergeQueueTakeoversKeepsWhatEitherKeeps(t *testing.T) {
+	file := queueTakeover{
+		starts:     []kvindex.QueueStart{{Topic: "T", QueueID: 2, Offset: 40}, {Topic: "U", QueueID: 0, Offset: 7}},
+		firsts:     map[string]int64{"T": 100},
+		begins:     map[string]map[int32]kvindex.QueueBegin{"T": {0: {Phy: 100, Offset: 0}, 1: {Phy: 300, Offset: 5}}},
+		topics:     []string{"T", "U"},
+		dispatched: 900,
+	}
+	rocks := queueTakeover{
+		starts:     []kvindex.QueueStart{{Topic: "T", QueueID: 2, Offset: 60}, {Topic: "T", QueueID: 1, Offset: 9}},
+		firsts:     map[string]int64{"T": 500, "V": 700},
+		begins:     map[string]map[int32]kvindex.QueueBegin{"T": {0: {Phy: 500, Offset: 20}}, "V": {0: {Phy: 700, Offset: 3}}},
+		topics:     []string{"T", "V"},
+		dispatched: 1200,
+	}
+	m := mergeQueueTakeovers(file, rocks)
+	wantBegins := map[string]map[int32]kvindex.QueueBegin{
+		"T": {0: {Phy: 100, Offset: 0}, 1: {Phy: 300, Offset: 5}},
+		"V": {0: {Phy: 700, Offset: 3}},
+	}
+	if !reflect.DeepEqual(m.begins, wantBegins) {
+		t.Errorf("begins %v, want %v", m.begins, wantBegins)
+	}
+	if want := map[string]int64{"T": 100, "V": 700}; !reflect.DeepEqual(m.firsts, want) {
+		t.Errorf("firsts %v, want %v", m.firsts, want)
+	}
+	if want := []kvindex.QueueStart{{Topic: "T", QueueID: 2, Offset: 60}, {Topic: "U", QueueID: 0, Offset: 7}}; !reflect.DeepEqual(m.starts, want) {
+		t.Errorf("starts %v, want %v (T/1 has records in the file ConsumeQueue)", m.starts, want)
+	}
+	if got := slices.Compact(slices.Sorted(slices.Values(m.topics))); !slices.Equal(got, []string{"T", "U", "V"}) {
+		t.Errorf("topics %v", got)
+	}
+	if m.dispatched != 1200 {
+		t.Errorf("dispatched %d, want 1200", m.dispatched)
+	}
+}
+
+// A store with RocketMQ's file ConsumeQueue and, beside it, a RocksDB one
+// that no longer holds a topic the file one still holds (as a RocksDB
+// ConsumeQueue that started after a topic's records, or a file one left
+// behind) keeps what either holds: the topic's records stay, where the
+// RocksDB one alone would drop them as a deleted topic's
+// (TestOpenRocketMQStoreWithRocksDBConsumeQueueDropsADeletedTopic), and
+// the other topics keep every message.
+func TestOpenRocketMQStoreWithBothConsumeQueues(t *testing.T) {
+	const long = "LongTopic_klmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvw"
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	if err := os.CopyFS(filepath.Join(store, "consumequeue"), os.DirFS(filepath.Join("..", "migrate", "rocksdbcq", "testdata", "consumequeue-4.9.8-long-deleted"))); err != nil {
+		t.Fatal(err)
+	}
+	removeTopicFromConfig(t, store, long)
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"})
+	b.caughtUp()
+	for q := range int32(2) {
+		if hi, err := b.cqs.MaxOffset(long, q); err != nil || hi == 0 {
+			t.Errorf("%s/%d, held by the file ConsumeQueue: max offset %d %v, want its records kept", long, q, hi, err)
+		}
+	}
+	for q, want := range []int64{16, 16, 18, 19} {
+		if hi, err := b.cqs.MaxOffset("TopicA", int32(q)); err != nil || hi != want {
+			t.Errorf("TopicA/%d max offset %d %v, want %d", q, hi, err, want)
+		}
 	}
 }

@@ -404,15 +404,23 @@ func readConsumeQueue(root string, logMin, logEnd int64, logRead bool) (cqView, 
 	fail := func(err error) error {
 		return fmt.Errorf("the consumequeue cannot be read (move it aside: queues whose records retention deleted then restart at offset 0): %w", err)
 	}
+	// RocketMQ's RocksDB ConsumeQueue, alone or beside the file one (its
+	// double write, or a file one left behind): as the first open, with
+	// both the queues keep what either keeps.
+	var rocks *cqView
 	if dir := filepath.Join(root, "consumequeue"); rocksdbcq.Present(dir) {
+		end := logEnd
 		if !logRead {
-			logEnd = math.MaxInt64
+			end = math.MaxInt64
 		}
-		v, err := readRocksDBConsumeQueue(dir, logMin, logEnd)
+		rv, err := readRocksDBConsumeQueue(dir, logMin, end)
 		if err != nil {
 			return cqView{}, fail(err)
 		}
-		return v, nil
+		if !filecq.HasQueueDirs(dir) {
+			return rv, nil
+		}
+		rocks = &rv
 	}
 	units, ok := filecq.DetectUnitsPerFile(nil, root)
 	if !ok {
@@ -487,7 +495,40 @@ func readConsumeQueue(root string, logMin, logEnd int64, logRead bool) (cqView, 
 		}
 	}
 	v.forgetFirstsAtOrBelow(logMin)
+	if rocks != nil {
+		v.keepWhatEitherKeeps(*rocks)
+	}
 	return v, nil
+}
+
+// keepWhatEitherKeeps adds to v what o, the view of the other
+// ConsumeQueue of the store, keeps, as the first open merges them: the
+// higher queue ids, the earlier first records and queue beginnings, the
+// larger count of entries cut.
+func (v cqView) keepWhatEitherKeeps(o cqView) {
+	for topic, qid := range o.queues {
+		if top, ok := v.queues[topic]; !ok || qid > top {
+			v.queues[topic] = qid
+		}
+	}
+	for topic, at := range o.firsts {
+		if cur, ok := v.firsts[topic]; !ok || at < cur {
+			v.firsts[topic] = at
+		}
+	}
+	for topic, qs := range o.begins {
+		if v.begins[topic] == nil {
+			v.begins[topic] = map[int32]kvindex.QueueBegin{}
+		}
+		for qid, b := range qs {
+			if cur, ok := v.begins[topic][qid]; !ok || b.Offset < cur.Offset {
+				v.begins[topic][qid] = b
+			}
+		}
+	}
+	for q, n := range o.cut {
+		v.cut[q] = max(v.cut[q], n)
+	}
 }
 
 // readRocksDBConsumeQueue is readConsumeQueue for RocketMQ 5.3's RocksDB

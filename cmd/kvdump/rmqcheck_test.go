@@ -396,3 +396,38 @@ func removeTopicFromStoreConfig(t *testing.T, store, topic string) {
 		t.Fatal(err)
 	}
 }
+
+// With a RocksDB ConsumeQueue beside RocketMQ's file one that no longer
+// holds a topic the file one holds, the check counts what the first open
+// keeps, what either holds: what the file one alone gives (the topic's
+// records stay; the RocksDB one alone drops them), naming the RocksDB one.
+func TestCheckRocketMQWithBothConsumeQueues(t *testing.T) {
+	const long = "LongTopic_klmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvw"
+	src := filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean")
+	alone, both := testutil.CopyStore(t, src), testutil.CopyStore(t, src)
+	if err := os.CopyFS(filepath.Join(both, "consumequeue"), os.DirFS(filepath.Join("..", "..", "migrate", "rocksdbcq", "testdata", "consumequeue-4.9.8-long-deleted"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, store := range []string{alone, both} {
+		removeTopicFromStoreConfig(t, store, long)
+	}
+	var a, b map[string]any
+	for _, c := range []struct {
+		store string
+		into  *map[string]any
+	}{{alone, &a}, {both, &b}} {
+		out := strings.ReplaceAll(mustKvdump(t, "--store", c.store, "--json", "check-rocketmq"), c.store, "STORE")
+		if err := json.Unmarshal([]byte(out), c.into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b["rocksDBConsumeQueue"] != true {
+		t.Fatalf("check with both ConsumeQueues does not name the RocksDB one: %v", b)
+	}
+	delete(b, "rocksDBConsumeQueue")
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		t.Fatalf("check with both ConsumeQueues:\n%s\nwith the file one alone:\n%s", jb, ja)
+	}
+}

@@ -546,6 +546,23 @@ func (s *Store) scanFiles(files *fileCache, q *queue, from, to int64, fn func(of
 	return nil
 }
 
+// HasQueueDirs reports whether consumequeueDir (a store's
+// <root>/consumequeue) holds topic directories, the file ConsumeQueue's
+// layout; RocketMQ's RocksDB ConsumeQueue, which may share the
+// directory, keeps only plain files there.
+func HasQueueDirs(consumequeueDir string) bool {
+	entries, err := os.ReadDir(consumequeueDir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
 // DetectUnitsPerFile reads the units per file of the consumequeue
 // directory under dir (Options.Dir) from the size of its first queue file:
 // RocketMQ and this package create the files at full size. ok is false
