@@ -172,21 +172,7 @@ func mergeQueueTakeovers(a, b queueTakeover) queueTakeover {
 	m := queueTakeover{firsts: map[string]int64{}, begins: map[string]map[int32]kvindex.QueueBegin{},
 		topics: append(slices.Clone(a.topics), b.topics...), dispatched: max(a.dispatched, b.dispatched)}
 	for _, t := range []queueTakeover{a, b} {
-		for topic, at := range t.firsts {
-			if cur, ok := m.firsts[topic]; !ok || at < cur {
-				m.firsts[topic] = at
-			}
-		}
-		for topic, qs := range t.begins {
-			if m.begins[topic] == nil {
-				m.begins[topic] = map[int32]kvindex.QueueBegin{}
-			}
-			for qid, qb := range qs {
-				if cur, ok := m.begins[topic][qid]; !ok || qb.Offset < cur.Offset {
-					m.begins[topic][qid] = qb
-				}
-			}
-		}
+		kvindex.KeepEarlierBeginnings(m.firsts, m.begins, t.firsts, t.begins)
 	}
 	type queue struct {
 		topic string

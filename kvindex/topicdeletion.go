@@ -44,6 +44,29 @@ type QueueBegin struct {
 	Phy, Offset int64
 }
 
+// KeepEarlierBeginnings adds to firsts (topic -> CommitLog offset of its
+// first record) and begins (each queue's QueueBegin), read from one of a
+// RocketMQ store's ConsumeQueues, those of its other one, keeping the
+// earlier of each: with both ConsumeQueues, the records either holds are
+// kept. begins must not be nil.
+func KeepEarlierBeginnings(firsts map[string]int64, begins map[string]map[int32]QueueBegin, otherFirsts map[string]int64, otherBegins map[string]map[int32]QueueBegin) {
+	for topic, at := range otherFirsts {
+		if cur, ok := firsts[topic]; !ok || at < cur {
+			firsts[topic] = at
+		}
+	}
+	for topic, qs := range otherBegins {
+		if begins[topic] == nil {
+			begins[topic] = map[int32]QueueBegin{}
+		}
+		for qid, b := range qs {
+			if cur, ok := begins[topic][qid]; !ok || b.Offset < cur.Offset {
+				begins[topic][qid] = b
+			}
+		}
+	}
+}
+
 // topicBegin is what a first open of a RocketMQ store recorded of where a
 // topic's queues begin: a record of a queue of queues below the queue's
 // Phy whose queue offset is its Offset or above takes the place of an

@@ -511,21 +511,7 @@ func (v cqView) keepWhatEitherKeeps(o cqView) {
 			v.queues[topic] = qid
 		}
 	}
-	for topic, at := range o.firsts {
-		if cur, ok := v.firsts[topic]; !ok || at < cur {
-			v.firsts[topic] = at
-		}
-	}
-	for topic, qs := range o.begins {
-		if v.begins[topic] == nil {
-			v.begins[topic] = map[int32]kvindex.QueueBegin{}
-		}
-		for qid, b := range qs {
-			if cur, ok := v.begins[topic][qid]; !ok || b.Offset < cur.Offset {
-				v.begins[topic][qid] = b
-			}
-		}
-	}
+	kvindex.KeepEarlierBeginnings(v.firsts, v.begins, o.firsts, o.begins)
 	for q, n := range o.cut {
 		v.cut[q] = max(v.cut[q], n)
 	}
