@@ -495,11 +495,7 @@ func TestSlaveAnswersOffsetsWithItsOwnProgress(t *testing.T) {
 	slave := startSlaveOf(t, master, nil)
 	_, mrc := popClient(master)
 	sendBodies(t, mrc, "SQ", 6)
-	for _, g := range []string{"q", "p"} {
-		if r := call(t, mrc, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"`+g+`"}`)); r.Code != remoting.Success {
-			t.Fatalf("create group %s on the master: %d %s", g, r.Code, r.Remark)
-		}
-	}
+	createGroups(t, mrc, "q", "p")
 	commit(t, mrc, "q", "SQ", 0, 1)
 	waitReplicated(t, master, slave)
 	syncSlave(t, slave, master) // the topic, the groups and q's offset
@@ -581,4 +577,15 @@ func startSlaveWithMessages(t *testing.T, topic string, n int) (master, slave *t
 	waitReplicated(t, master, slave)
 	syncSlave(t, slave, master)
 	return master, slave, mc, mrc
+}
+
+// createGroups creates each subscription group with its defaults through
+// c (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).
+func createGroups(t *testing.T, c *remoting.Client, groups ...string) {
+	t.Helper()
+	for _, g := range groups {
+		if r := call(t, c, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"`+g+`"}`)); r.Code != remoting.Success {
+			t.Fatalf("create group %s through %s: %d %s", g, c.Addr(), r.Code, r.Remark)
+		}
+	}
 }

@@ -33,11 +33,7 @@ func TestASlavesOwnOffsetsSurviveItsRestart(t *testing.T) {
 	slave := startSlaveOf(t, master, nil)
 	_, mrc := popClient(master)
 	sendBodies(t, mrc, "SK", 6)
-	for _, g := range []string{"c", "o"} {
-		if r := call(t, mrc, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"`+g+`"}`)); r.Code != remoting.Success {
-			t.Fatalf("create group %s on the master: %d %s", g, r.Code, r.Remark)
-		}
-	}
+	createGroups(t, mrc, "c", "o")
 	commit(t, mrc, "c", "SK", 0, 1)
 	waitReplicated(t, master, slave)
 	syncSlave(t, slave, master) // the topic, the groups, c's offset 1
@@ -120,11 +116,7 @@ func TestASlavesOwnOffsetsSurviveSIGKILL(t *testing.T) {
 	// No name server tells this slave where its master's Remoting port
 	// is, so nothing is synced: the slave's own copies of the configs.
 	createTopic(t, rc, "KS", 1, 1)
-	for _, g := range []string{"c", "o"} {
-		if r := call(t, rc, remoting.UpdateAndCreateSubscriptionGroup, nil, []byte(`{"groupName":"`+g+`"}`)); r.Code != remoting.Success {
-			t.Fatalf("create group %s on the slave: %d %s", g, r.Code, r.Remark)
-		}
-	}
+	createGroups(t, rc, "c", "o")
 	waitFor(t, "the slave holds the master's messages", func() bool {
 		r := call(t, rc, remoting.GetMaxOffset, map[string]string{"topic": "KS", "queueId": "0"}, nil)
 		return r.Code == remoting.Success && r.ExtFields["offset"] == "6"
