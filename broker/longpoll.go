@@ -74,15 +74,8 @@ func (h *pullHolds) released() bool {
 // pull again at once instead of waiting for their request timeout (the Go
 // client does not fail requests of a closed connection).
 func (h *pullHolds) releaseAll() {
-	h.mu.Lock()
-	h.closing = true
-	held := make([]*heldRequest, 0, len(h.all))
-	for r := range h.all {
-		held = append(held, r)
-	}
-	h.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, r := range held {
+	for _, r := range h.snapshot(true) {
 		wg.Add(1)
 		if !r.fireIf(true, false, wg.Done) {
 			wg.Done() // its timer or a dispatch got there first
@@ -95,15 +88,24 @@ func (h *pullHolds) releaseAll() {
 // would, and goes on holding new ones: a slave whose master came back
 // sends its held consumers there (see onMasterOnline).
 func (h *pullHolds) wakeAll() {
+	for _, r := range h.snapshot(false) {
+		r.fireIf(true, false, nil)
+	}
+}
+
+// snapshot returns the requests held now, taken under the lock so the
+// caller can fire them without it; closing also stops new holds.
+func (h *pullHolds) snapshot(closing bool) []*heldRequest {
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	if closing {
+		h.closing = true
+	}
 	held := make([]*heldRequest, 0, len(h.all))
 	for r := range h.all {
 		held = append(held, r)
 	}
-	h.mu.Unlock()
-	for _, r := range held {
-		r.fireIf(true, false, nil)
-	}
+	return held
 }
 
 // stop stops accepting holds, runs what is queued and waits for the

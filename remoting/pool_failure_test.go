@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -197,5 +198,41 @@ func TestPoolKeepsAClientAfterAShortDeadline(t *testing.T) {
 	}
 	if c, err := pool.Get(testCtx(t), addr); err != nil || c != first || first.Closed() {
 		t.Fatalf("after a 50 ms deadline: client %p (first %p, closed %v), %v; want the same one", c, first, first.Closed(), err)
+	}
+}
+
+// A oneway request to an address nobody listens on fails with the dial's
+// error (the caller logs it: the name server's NOTIFY_MIN_BROKER_ID_CHANGE
+// to a broker that went away), and the failure does not break the pool:
+// a later request to a live address goes through.
+func TestPoolOnewayDialFailure(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	_ = ln.Close()
+
+	pool := NewClientPool(ClientOptions{})
+	t.Cleanup(func() { _ = pool.Close() })
+	err = pool.InvokeOneway(testCtx(t), dead, NewRequest(NotifyMinBrokerIDChange, nil, nil))
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("oneway to %s: got %v, want a refused dial", dead, err)
+	}
+
+	got := make(chan int32, 1)
+	s, _ := startServer(t, ServerConfig{}, HandlerFunc(func(_ context.Context, _ *Conn, req *Command) {
+		got <- req.Code
+	}))
+	if err := pool.InvokeOneway(testCtx(t), s.Addr().String(), NewRequest(NotifyMinBrokerIDChange, nil, nil)); err != nil {
+		t.Fatalf("oneway to a live server after a failed dial: %v", err)
+	}
+	select {
+	case code := <-got:
+		if code != NotifyMinBrokerIDChange {
+			t.Fatalf("server got code %d, want %d", code, NotifyMinBrokerIDChange)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the live server never got the oneway request")
 	}
 }
