@@ -748,7 +748,7 @@ func (b *Broker) scheduleRuntimeInfo(table map[string]string) {
 	for level, off := range levels {
 		end, err := b.cqs.MaxOffset(meta.ScheduleTopic, int32(level-1))
 		if err != nil {
-			b.log.Warn().Err(err).Int("level", level).Msg("runtime info: read a delay level's queue end")
+			b.log.Warn().Err(err).Int("delayLevel", level).Msg("runtime info: read a delay level's queue end")
 			continue
 		}
 		table["scheduleMessageOffset_"+strconv.Itoa(level)] = strconv.FormatInt(off, 10) + "," + strconv.FormatInt(end, 10)

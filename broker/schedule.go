@@ -72,7 +72,7 @@ func (b *Broker) scheduleLoop(ctx context.Context) {
 func (b *Broker) scheduleFailLogs(log zerolog.Logger, now func() time.Time) []*repeatlog.Limiter {
 	fails := make([]*repeatlog.Limiter, len(b.delayLevels))
 	for i := range fails {
-		fails[i] = repeatlog.New(log.With().Int("level", i+1).Logger(), repeatlog.DefaultInterval, now)
+		fails[i] = repeatlog.New(log.With().Int("delayLevel", i+1).Logger(), repeatlog.DefaultInterval, now)
 	}
 	return fails
 }
@@ -112,7 +112,7 @@ func (b *Broker) lowerDelayProgress(level int, off int64) (int64, error) {
 	if err != nil || off <= maxOff {
 		return off, err
 	}
-	b.log.Warn().Int("level", level).Int64("progress", off).Int64("queueEnd", maxOff).
+	b.log.Warn().Int("delayLevel", level).Int64("progress", off).Int64("queueEnd", maxOff).
 		Msg("delay level progress past its queue's end; lowered to the end")
 	if err := b.offsets.Set(scheduleOffsetGroup, meta.ScheduleTopic, qid, maxOff); err != nil {
 		return off, err

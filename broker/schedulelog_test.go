@@ -75,8 +75,8 @@ func TestADelayedMessageFailingEveryRoundIsLoggedAFewTimesAMinute(t *testing.T) 
 		t.Fatalf("%d lines over %d failing rounds, want 4:\n%s", len(got), rounds, buf.String())
 	}
 	for i, l := range got {
-		if !strings.Contains(l, `"level":"warn"`) || !strings.Contains(l, `"level":1`) || !strings.Contains(l, "deliver delayed messages") ||
-			!strings.Contains(l, `"suppressed":149`) {
+		if !strings.Contains(l, `"level":"warn"`) || !strings.Contains(l, `"delayLevel":1`) || !strings.Contains(l, "deliver delayed messages") ||
+			!strings.Contains(l, `"suppressed":149`) || strings.Contains(l, `"level":1`) {
 			t.Errorf("line %d: %s", i, l)
 		}
 	}
@@ -89,7 +89,7 @@ func TestADelayedMessageFailingEveryRoundIsLoggedAFewTimesAMinute(t *testing.T) 
 		t.Fatalf("delivered %d messages, want the delayed one", len(got))
 	}
 	got = strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(got) != 1 || !strings.Contains(got[0], `"level":"info"`) || !strings.Contains(got[0], `"level":1`) {
+	if len(got) != 1 || !strings.Contains(got[0], `"level":"info"`) || !strings.Contains(got[0], `"delayLevel":1`) {
 		t.Fatalf("after the delivery, logged:\n%s\nwant one info line of level 1", buf.String())
 	}
 }
