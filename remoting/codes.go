@@ -120,6 +120,23 @@ const (
 	AuthListACL                          int32 = 3010
 )
 
+// Controller requests (RocketMQ 5 controller mode): served by a controller,
+// except NOTIFY_BROKER_ROLE_CHANGED, which a controller sends to brokers.
+const (
+	ControllerAlterSyncStateSet int32 = 1001 // CONTROLLER_ALTER_SYNC_STATE_SET: a master reports its in-sync replicas
+	ControllerElectMaster       int32 = 1002 // CONTROLLER_ELECT_MASTER
+	ControllerRegisterBroker    int32 = 1003 // CONTROLLER_REGISTER_BROKER
+	ControllerGetReplicaInfo    int32 = 1004 // CONTROLLER_GET_REPLICA_INFO
+	ControllerGetMetadataInfo   int32 = 1005 // CONTROLLER_GET_METADATA_INFO
+	ControllerGetSyncStateData  int32 = 1006 // CONTROLLER_GET_SYNC_STATE_DATA
+	NotifyBrokerRoleChanged     int32 = 1008 // NOTIFY_BROKER_ROLE_CHANGED: controller -> broker, oneway
+	UpdateControllerConfig      int32 = 1009 // UPDATE_CONTROLLER_CONFIG
+	GetControllerConfig         int32 = 1010 // GET_CONTROLLER_CONFIG
+	CleanBrokerData             int32 = 1011 // CLEAN_BROKER_DATA
+	ControllerGetNextBrokerID   int32 = 1012 // CONTROLLER_GET_NEXT_BROKER_ID
+	ControllerApplyBrokerID     int32 = 1013 // CONTROLLER_APPLY_BROKER_ID
+)
+
 // Name server requests.
 const (
 	PutKVConfig                   int32 = 100 // PUT_KV_CONFIG

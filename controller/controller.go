@@ -1,0 +1,395 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// applyTimeout bounds the wait for an event to commit (RocketMQ waits 5 s
+// for DLedger).
+const applyTimeout = 5 * time.Second
+
+// notifyTimeout bounds one NOTIFY_BROKER_ROLE_CHANGED send (RocketMQ's 3 s).
+const notifyTimeout = 3 * time.Second
+
+// Options configures a Controller.
+type Options struct {
+	// Config is the controller's configuration.
+	Config Config
+	// Log receives the controller's lines.
+	Log zerolog.Logger
+	// ExtraSettings are reported by GET_CONTROLLER_CONFIG beside the
+	// controller's own keys (the hosting process's listener, say).
+	ExtraSettings map[string]string
+	// Now is the clock of heartbeats; nil is time.Now.
+	Now func() time.Time
+}
+
+// Controller serves RocketMQ's controller requests over Remoting: it hands
+// out broker ids, elects masters and keeps each group's sync state set,
+// replicating every change through raft. Create it with New, start it with
+// Start, serve its Handler (or Register it on a Mux), stop it with Close.
+//
+// Lock order: mu (one request's check-and-replicate at a time, as
+// RocketMQ's single event thread) before fsm.mu and cfgMu; heartbeats.mu
+// is taken alone.
+type Controller struct {
+	log   zerolog.Logger
+	peers []Peer
+	self  Peer
+	extra map[string]string
+
+	cfgMu sync.Mutex
+	// cfg is guarded by cfgMu (UPDATE_CONTROLLER_CONFIG changes it).
+	cfg Config
+
+	fsm    *fsm
+	hb     *heartbeats
+	node   *node
+	notify chan bool
+	// ready is set once this peer leads and its state machine has applied
+	// everything committed before (a barrier), cleared when it stops
+	// leading.
+	ready atomic.Bool
+
+	mu sync.Mutex
+
+	clients  *remoting.ClientPool
+	inactive chan BrokerIdentity
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	closed   atomic.Bool
+}
+
+// New checks the configuration and returns a Controller that is not
+// started yet. A missing controllerDLegerPeers or controllerDLegerSelfId
+// is an error, as in RocketMQ.
+func New(opts Options) (*Controller, error) {
+	cfg := opts.Config
+	peers, self, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range peers {
+		if _, err := p.RaftAddr(); err != nil {
+			return nil, fmt.Errorf("controllerDLegerPeers: %w", err)
+		}
+	}
+	if cfg.ScanNotActiveBrokerInterval <= 0 {
+		cfg.ScanNotActiveBrokerInterval = 5 * time.Second
+	}
+	if cfg.ScanInactiveMasterInterval <= 0 {
+		cfg.ScanInactiveMasterInterval = 5 * time.Second
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Controller{
+		log:      opts.Log.With().Str("component", "controller").Logger(),
+		peers:    peers,
+		self:     self,
+		extra:    maps.Clone(opts.ExtraSettings),
+		cfg:      cfg,
+		fsm:      &fsm{log: opts.Log, st: NewState()},
+		hb:       newHeartbeats(now),
+		notify:   make(chan bool, 16),
+		clients:  remoting.NewClientPool(remoting.ClientOptions{}),
+		inactive: make(chan BrokerIdentity, 1024),
+		stop:     make(chan struct{}),
+	}, nil
+}
+
+// Start opens the raft store under controllerStorePath, joins (or
+// bootstraps) the controller cluster and starts the heartbeat scan.
+func (c *Controller) Start() error {
+	n, err := openNode(c.config(), c.peers, c.self, c.fsm, c.notify, c.log)
+	if err != nil {
+		return err
+	}
+	c.node = n
+	c.wg.Add(2)
+	go c.watchLeadership()
+	go c.scan()
+	c.log.Info().Str("self", c.self.ID).Str("peers", c.config().Peers).Str("store", c.config().StorePath).Msg("controller started")
+	return nil
+}
+
+// Close stops the scans and raft and closes the notification connections.
+func (c *Controller) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(c.stop)
+	var err error
+	if c.node != nil {
+		err = c.node.close()
+	}
+	c.wg.Wait()
+	c.ready.Store(false)
+	return errors.Join(err, c.clients.Close())
+}
+
+// IsLeader reports whether this controller leads and answers requests.
+func (c *Controller) IsLeader() bool {
+	return c.node != nil && c.ready.Load() && c.node.raft.State() == raft.Leader
+}
+
+// State returns a copy of the replicated state.
+func (c *Controller) State() *State {
+	c.fsm.mu.RLock()
+	defer c.fsm.mu.RUnlock()
+	return c.fsm.st.clone()
+}
+
+// LiveInfo returns what heartbeats told of a broker.
+func (c *Controller) LiveInfo(cluster, brokerName string, id int64) (LiveInfo, bool) {
+	return c.hb.get(cluster, brokerName, id)
+}
+
+func (c *Controller) config() Config {
+	c.cfgMu.Lock()
+	defer c.cfgMu.Unlock()
+	return c.cfg
+}
+
+// watchLeadership follows raft's leadership changes: on gaining it, it
+// waits for the state machine to apply everything committed before
+// answering requests.
+func (c *Controller) watchLeadership() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case leader := <-c.notify:
+			if !leader {
+				c.ready.Store(false)
+				c.log.Info().Msg("controller is no longer the leader")
+				continue
+			}
+			if err := c.node.raft.Barrier(applyTimeout).Error(); err != nil {
+				c.log.Warn().Err(err).Msg("controller: leader barrier failed")
+				continue
+			}
+			c.ready.Store(true)
+			c.log.Info().Str("self", c.self.ID).Msg("controller is the leader")
+		}
+	}
+}
+
+// scan expires brokers whose heartbeats stopped (each
+// scanNotActiveBrokerInterval) and, on the leader, re-elects masters of
+// groups whose master is gone (each scanInactiveMasterInterval).
+func (c *Controller) scan() {
+	defer c.wg.Done()
+	cfg := c.config()
+	brokers := time.NewTicker(cfg.ScanNotActiveBrokerInterval)
+	defer brokers.Stop()
+	masters := time.NewTicker(cfg.ScanInactiveMasterInterval)
+	defer masters.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-brokers.C:
+			gone, conns := c.hb.expire()
+			for _, conn := range conns {
+				_ = conn.Close()
+			}
+			for _, id := range gone {
+				c.log.Warn().Str("cluster", id.Cluster).Str("brokerName", id.BrokerName).Int64("brokerId", id.BrokerID).Msg("broker heartbeats expired")
+				c.onBrokerInactive(id)
+			}
+		case id := <-c.inactive:
+			c.onBrokerInactive(id)
+		case <-masters.C:
+			if !c.IsLeader() {
+				continue
+			}
+			c.fsm.mu.RLock()
+			names := c.checks().needReelect(c.fsm.st)
+			c.fsm.mu.RUnlock()
+			for _, name := range names {
+				c.triggerElect(name)
+			}
+		}
+	}
+}
+
+// onBrokerInactive elects a new master when the broker that went away was
+// its group's master (RocketMQ's ControllerManager.onBrokerInactive).
+func (c *Controller) onBrokerInactive(id BrokerIdentity) {
+	if !c.IsLeader() {
+		return
+	}
+	c.fsm.mu.RLock()
+	ss, ok := c.fsm.st.SyncStates[id.BrokerName]
+	isMaster := ok && ss.HasMaster && ss.MasterID == id.BrokerID
+	c.fsm.mu.RUnlock()
+	if isMaster {
+		c.triggerElect(id.BrokerName)
+	}
+}
+
+// triggerElect runs a controller-started election for a group, up to
+// electMasterMaxRetryCount times until one succeeds.
+func (c *Controller) triggerElect(brokerName string) {
+	tries := max(c.config().ElectMasterMaxRetryCount, 1)
+	for i := 0; i < tries; i++ {
+		res := c.propose(true, func(st *State, ch checks) result {
+			return ch.electMaster(st, ElectMasterHeader{BrokerName: brokerName, BrokerID: -1}, true)
+		})
+		if res.code == remoting.Success {
+			c.log.Info().Str("brokerName", brokerName).Str("master", res.ext["masterBrokerId"]).Str("masterEpoch", res.ext["masterEpoch"]).Msg("elected a new master")
+			c.notifyRoleChanged(res.role)
+			return
+		}
+		c.log.Warn().Str("brokerName", brokerName).Int32("code", res.code).Str("remark", res.remark).Int("try", i+1).Msg("controller-triggered election failed")
+		if res.code == remoting.ControllerNotLeader || res.code == remoting.ControllerMasterNotAvailable {
+			return
+		}
+	}
+}
+
+// checks returns the checks with the current liveness and settings.
+func (c *Controller) checks() checks {
+	return checks{
+		alive:   c.hb.isActive,
+		policy:  electPolicy{alive: c.hb.isActive, live: c.hb.get},
+		unclean: c.config().EnableElectUncleanMaster,
+	}
+}
+
+// propose runs one request's check against the state and, when it yields
+// an event, replicates the event before returning the answer (RocketMQ's
+// event scheduler). write says whether the check may change the state;
+// reads go through the log only with isProcessReadEvent.
+func (c *Controller) propose(write bool, check func(*State, checks) result) result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.IsLeader() {
+		return fail(remoting.ControllerNotLeader, "The controller is not in leader state")
+	}
+	c.fsm.mu.RLock()
+	res := check(c.fsm.st, c.checks())
+	c.fsm.mu.RUnlock()
+	if !write || res.event == nil {
+		if c.config().ProcessReadEvent {
+			if err := c.node.raft.VerifyLeader().Error(); err != nil {
+				return c.raftFailure(err)
+			}
+		}
+		return res
+	}
+	data, err := encodeEvent(res.event)
+	if err != nil {
+		return fail(remoting.SystemError, "%v", err)
+	}
+	f := c.node.raft.Apply(data, applyTimeout)
+	if err := f.Error(); err != nil {
+		return c.raftFailure(err)
+	}
+	if rerr, ok := f.Response().(error); ok && rerr != nil {
+		return fail(remoting.SystemError, "apply %s: %v", res.event.Type, rerr)
+	}
+	return res
+}
+
+// raftFailure answers a request whose event could not be committed.
+func (c *Controller) raftFailure(err error) result {
+	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+		return fail(remoting.ControllerNotLeader, "The controller is not in leader state: %v", err)
+	}
+	c.log.Error().Err(err).Msg("controller: replicating an event failed")
+	return fail(remoting.SystemError, "replicate the controller event: %v", err)
+}
+
+// notifyRoleChanged tells the group's alive members of a new master with
+// NOTIFY_BROKER_ROLE_CHANGED (oneway), when notifyBrokerRoleChanged.
+func (c *Controller) notifyRoleChanged(rc *roleChange) {
+	if rc == nil || !c.config().NotifyBrokerRoleChanged {
+		return
+	}
+	for _, id := range slices.Sorted(mapsKeys(rc.members.BrokerAddrs)) {
+		addr := rc.members.BrokerAddrs[id]
+		if addr == "" || !c.hb.isActive(rc.members.Cluster, rc.members.BrokerName, id) {
+			continue
+		}
+		ext := map[string]string{
+			"masterAddress":     rc.masterAddr,
+			"masterEpoch":       strconv.Itoa(int(rc.masterEpoch)),
+			"syncStateSetEpoch": strconv.Itoa(int(rc.syncStateSetEpoch)),
+			"masterBrokerId":    itoa(rc.masterID),
+		}
+		body := SyncStateSetBody{SyncStateSet: rc.syncStateSet, SyncStateSetEpoch: rc.syncStateSetEpoch}.Encode()
+		req := remoting.NewRequest(remoting.NotifyBrokerRoleChanged, ext, body)
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
+			defer cancel()
+			go func() {
+				select {
+				case <-c.stop:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			if err := c.clients.InvokeOneway(ctx, addr, req); err != nil {
+				c.log.Warn().Err(err).Str("broker", addr).Msg("notify broker of its role change failed")
+				return
+			}
+			c.log.Info().Str("broker", addr).Int64("master", rc.masterID).Int32("masterEpoch", rc.masterEpoch).Msg("notified broker of the role change")
+		}()
+	}
+}
+
+// metadata answers CONTROLLER_GET_METADATA_INFO's header: the group, the
+// leader's id and address, whether this peer leads, and the peers as
+// "id:host:port;" (RocketMQ's DLedger form).
+func (c *Controller) metadata() map[string]string {
+	cfg := c.config()
+	var sb strings.Builder
+	for _, p := range c.peers {
+		sb.WriteString(p.ID + ":" + p.Addr + ";")
+	}
+	ext := map[string]string{"isLeader": strconv.FormatBool(c.IsLeader()), "peers": sb.String()}
+	if cfg.Group != "" {
+		ext["group"] = cfg.Group
+	}
+	if c.node != nil {
+		if _, id := c.node.raft.LeaderWithID(); id != "" {
+			ext["controllerLeaderId"] = string(id)
+			for _, p := range c.peers {
+				if p.ID == string(id) {
+					ext["controllerLeaderAddress"] = p.Addr
+				}
+			}
+		}
+	}
+	return ext
+}
+
+// brokerInactiveLater queues a broker whose connection closed for the scan
+// goroutine, which may elect (an OnClose hook must not block on raft).
+func (c *Controller) brokerInactiveLater(id BrokerIdentity) {
+	select {
+	case c.inactive <- id:
+	default:
+		c.log.Warn().Str("brokerName", id.BrokerName).Int64("brokerId", id.BrokerID).Msg("controller: inactive-broker queue full; the master scan will catch it")
+	}
+}

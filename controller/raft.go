@@ -1,0 +1,247 @@
+package controller
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/rs/zerolog"
+)
+
+// fsm is the raft state machine: it applies the replicated events to the
+// State. Handlers read the state under mu (read lock).
+type fsm struct {
+	log zerolog.Logger
+	mu  sync.RWMutex
+	// st is guarded by mu.
+	st *State
+}
+
+var _ raft.FSM = (*fsm)(nil)
+
+// Apply applies one committed log entry.
+func (f *fsm) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	e, err := decodeEvent(l.Data)
+	if err != nil {
+		// Only this code writes the log, so this is corruption: skip the
+		// entry rather than stop the controller, and say so.
+		f.log.Error().Err(err).Uint64("index", l.Index).Msg("controller: skipping an unreadable log entry")
+		return err
+	}
+	f.mu.Lock()
+	f.st.Apply(e)
+	f.mu.Unlock()
+	return nil
+}
+
+// Snapshot captures the state as JSON.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	data, err := json.Marshal(f.st)
+	f.mu.RUnlock()
+	if err != nil {
+		return nil, fmt.Errorf("snapshot controller state: %w", err)
+	}
+	return snapshot(data), nil
+}
+
+// Restore replaces the state with a snapshot's.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		return fmt.Errorf("read controller snapshot: %w", err)
+	}
+	st := NewState()
+	if err := json.Unmarshal(data, st); err != nil {
+		return fmt.Errorf("decode controller snapshot: %w", err)
+	}
+	if st.Replicas == nil {
+		st.Replicas = map[string]*Replicas{}
+	}
+	if st.SyncStates == nil {
+		st.SyncStates = map[string]*SyncState{}
+	}
+	for name, r := range st.Replicas {
+		if r == nil {
+			delete(st.Replicas, name)
+			continue
+		}
+		if r.Brokers == nil {
+			r.Brokers = map[int64]Replica{}
+		}
+	}
+	for name, ss := range st.SyncStates {
+		if ss == nil {
+			delete(st.SyncStates, name)
+		}
+	}
+	f.mu.Lock()
+	f.st = st
+	f.mu.Unlock()
+	return nil
+}
+
+// snapshot is a captured state.
+type snapshot []byte
+
+// Persist writes the snapshot.
+func (s snapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s); err != nil {
+		_ = sink.Cancel()
+		return fmt.Errorf("write controller snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+// Release frees nothing.
+func (s snapshot) Release() {}
+
+// node is the raft member with its stores and transport.
+type node struct {
+	raft      *raft.Raft
+	transport raft.Transport
+	closers   []io.Closer
+}
+
+// zerologWriter sends raft's and hclog's lines to zerolog at debug level
+// (raft's own warnings and errors are passed on at theirs).
+type zerologWriter struct{ log zerolog.Logger }
+
+func (w zerologWriter) Write(p []byte) (int, error) {
+	line := strings.TrimSpace(string(p))
+	ev := w.log.Debug()
+	switch {
+	case strings.Contains(line, "[ERROR]"):
+		ev = w.log.Error()
+	case strings.Contains(line, "[WARN]"):
+		ev = w.log.Warn()
+	case strings.Contains(line, "[INFO]"):
+		ev = w.log.Info()
+	}
+	ev.Msg(line)
+	return len(p), nil
+}
+
+// openNode starts this controller's raft member: one voter per peer, the
+// cluster bootstrapped with every peer on first start (every peer
+// bootstraps the same configuration). With one peer the transport is in
+// memory; with several, TCP on each peer's RaftAddr.
+func openNode(cfg Config, peers []Peer, self Peer, f *fsm, notify chan bool, log zerolog.Logger) (*node, error) {
+	out := &node{}
+	ok := false
+	defer func() {
+		if !ok {
+			out.close()
+		}
+	}()
+	logw := zerologWriter{log: log.With().Str("component", "raft").Logger()}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(self.ID)
+	rc.NotifyCh = notify
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Output: logw, Level: hclog.Info})
+	if t := cfg.RaftTimeout; t > 0 {
+		rc.HeartbeatTimeout, rc.ElectionTimeout = t, t
+		rc.LeaderLeaseTimeout = t / 2
+		rc.CommitTimeout = t / 20
+	}
+
+	var (
+		logs   raft.LogStore
+		stable raft.StableStore
+		snaps  raft.SnapshotStore
+	)
+	if cfg.StorePath == "" {
+		mem := raft.NewInmemStore()
+		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
+	} else {
+		if err := os.MkdirAll(cfg.StorePath, 0o755); err != nil {
+			return nil, fmt.Errorf("controllerStorePath %s: %w", cfg.StorePath, err)
+		}
+		bolt, err := raftboltdb.NewBoltStore(filepath.Join(cfg.StorePath, "raft.db"))
+		if err != nil {
+			return nil, fmt.Errorf("open raft log in %s: %w", cfg.StorePath, err)
+		}
+		out.closers = append(out.closers, bolt)
+		logs, stable = bolt, bolt
+		fs, err := raft.NewFileSnapshotStore(cfg.StorePath, 2, logw)
+		if err != nil {
+			return nil, fmt.Errorf("open raft snapshots in %s: %w", cfg.StorePath, err)
+		}
+		snaps = fs
+	}
+
+	servers := make([]raft.Server, 0, len(peers))
+	for _, p := range peers {
+		addr, err := p.RaftAddr()
+		if err != nil {
+			return nil, err
+		}
+		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(addr)})
+	}
+	selfRaft, err := self.RaftAddr()
+	if err != nil {
+		return nil, err
+	}
+	if len(peers) == 1 {
+		_, out.transport = raft.NewInmemTransport(raft.ServerAddress(selfRaft))
+	} else {
+		adv, err := net.ResolveTCPAddr("tcp", selfRaft)
+		if err != nil {
+			return nil, fmt.Errorf("controller %s raft address %s: %w", self.ID, selfRaft, err)
+		}
+		_, port, _ := net.SplitHostPort(selfRaft)
+		tcp, err := raft.NewTCPTransport(net.JoinHostPort("", port), adv, 3, 10*time.Second, logw)
+		if err != nil {
+			return nil, fmt.Errorf("controller %s raft transport on %s: %w", self.ID, selfRaft, err)
+		}
+		out.transport = tcp
+		out.closers = append(out.closers, tcp)
+	}
+
+	has, err := raft.HasExistingState(logs, stable, snaps)
+	if err != nil {
+		return nil, fmt.Errorf("read raft state in %q: %w", cfg.StorePath, err)
+	}
+	if !has {
+		if err := raft.BootstrapCluster(rc, logs, stable, snaps, out.transport, raft.Configuration{Servers: servers}); err != nil {
+			return nil, fmt.Errorf("bootstrap controller cluster: %w", err)
+		}
+	}
+	r, err := raft.NewRaft(rc, f, logs, stable, snaps, out.transport)
+	if err != nil {
+		return nil, fmt.Errorf("start raft: %w", err)
+	}
+	out.raft = r
+	ok = true
+	return out, nil
+}
+
+// close stops raft and closes the stores and transport.
+func (n *node) close() error {
+	var errs []error
+	if n.raft != nil {
+		if err := n.raft.Shutdown().Error(); err != nil {
+			errs = append(errs, fmt.Errorf("stop raft: %w", err))
+		}
+	}
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		if err := n.closers[i].Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
