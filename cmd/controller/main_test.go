@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// TestMain lets the test binary act as the controller command.
+func TestMain(m *testing.M) {
+	testutil.RunAsMainOr(m, "CONTROLLER_TEST_AS_MAIN", main)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func execute(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newCommand()
+	cmd.SetArgs(rocketmqArgs(args))
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+// TestServesOnPeerPortAndKeepsState: the controller, started from a
+// RocketMQ controller.properties, serves on its controllerDLegerPeers port,
+// hands out an id, stops on SIGTERM and has the id after a restart.
+func TestServesOnPeerPortAndKeepsState(t *testing.T) {
+	port := freePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	store := filepath.Join(t.TempDir(), "store")
+	conf := testutil.WriteFile(t, "controller.properties", "controllerDLegerGroup = group1\n"+
+		"controllerDLegerPeers = n0-"+addr+"\ncontrollerDLegerSelfId = n0\ncontrollerStorePath = "+store+
+		"\nenableElectUncleanMaster = false\nnotifyBrokerRoleChanged = true\ncontrollerThreadPoolNums = 16\n")
+
+	start := func() (*remoting.Client, func()) {
+		cmd := exec.Command(os.Args[0], "--configFile", conf, "--log-format", "json")
+		cmd.Env = append(os.Environ(), "CONTROLLER_TEST_AS_MAIN=1")
+		logs := &testutil.SyncBuffer{}
+		cmd.Stderr = logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		t.Cleanup(func() {
+			if cmd.ProcessState == nil {
+				_ = cmd.Process.Kill()
+			}
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		t.Cleanup(cancel)
+		var c *remoting.Client
+		for {
+			var err error
+			if c, err = remoting.Dial(ctx, addr, remoting.ClientOptions{}); err == nil {
+				resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.ControllerGetMetadataInfo, nil, nil))
+				if err == nil && resp.ExtFields["isLeader"] == "true" {
+					break
+				}
+				_ = c.Close()
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("controller never led on %s\n%s", addr, logs)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if !strings.Contains(logs.String(), "controllerThreadPoolNums") {
+			t.Errorf("the inert key is not reported:\n%s", logs)
+		}
+		stop := func() {
+			_ = c.Close()
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Fatalf("exit: %v\n%s", err, logs)
+				}
+			case <-ctx.Done():
+				t.Fatalf("no exit after SIGTERM\n%s", logs)
+			}
+		}
+		return c, stop
+	}
+
+	c, stop := start()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.ControllerApplyBrokerID, map[string]string{
+		"clusterName": "c1", "brokerName": "broker-a", "appliedBrokerId": "1", "registerCheckCode": "10.0.0.1:30911;1",
+	}, nil))
+	if err != nil || resp.Code != remoting.Success {
+		t.Fatalf("apply: %v %v", resp, err)
+	}
+	stop()
+
+	c, stop = start()
+	defer stop()
+	resp, err = c.Invoke(ctx, remoting.NewRequest(remoting.ControllerGetNextBrokerID, map[string]string{"clusterName": "c1", "brokerName": "broker-a"}, nil))
+	if err != nil || resp.Code != remoting.Success || resp.ExtFields["nextBrokerId"] != "2" {
+		t.Fatalf("next id after restart: %v %v", resp, err)
+	}
+}
+
+func TestPrintAndBadConfig(t *testing.T) {
+	out, err := execute(t, "-p", "--set", "controllerDLegerPeers=n0-127.0.0.1:9878", "--self-id", "n0")
+	if err != nil || !strings.Contains(out, "controllerDLegerPeers=n0-127.0.0.1:9878") || !strings.Contains(out, "controllerDLegerSelfId=n0") {
+		t.Fatalf("print: %v\n%s", err, out)
+	}
+	if _, err := execute(t, "--set", "controllerType=jRaft"); err == nil || !strings.Contains(err.Error(), "controllerType") {
+		t.Fatalf("jRaft accepted: %v", err)
+	}
+	// Without peers the controller does not start, naming the key.
+	if _, err := execute(t, "--log-level", "error", "--store", t.TempDir()); err == nil || !strings.Contains(err.Error(), "controllerDLegerPeers") {
+		t.Fatalf("no peers: %v", err)
+	}
+	if _, err := execute(t, "--set", "electMasterMaxRetryCount=0"); err == nil || !strings.Contains(err.Error(), "electMasterMaxRetryCount") {
+		t.Fatalf("bad retry count: %v", err)
+	}
+}
