@@ -298,7 +298,8 @@ var namesrvInert = []inert[Namesrv]{
 // namesrvClientInert are RocketMQ's NettyClientConfig keys, which its name
 // server reads for the connections of its embedded controller and of its
 // NOTIFY_MIN_BROKER_ID_CHANGE notices: rocketkv's name server sends those
-// notices, its only connections, with its own settings.
+// notices (and its embedded controller its role-change notices) with its
+// own settings.
 var namesrvClientInert = slices.Concat(
 	inertInts[Namesrv](namesrvClientSetting, "channelNotActiveInterval", "clientAsyncSemaphoreValue", "clientCallbackExecutorThreads",
 		"clientChannelMaxIdleTimeSeconds", "clientOnewaySemaphoreValue", "clientSocketRcvBufSize", "clientSocketSndBufSize",
@@ -309,4 +310,4 @@ var namesrvClientInert = slices.Concat(
 )
 
 // namesrvClientSetting is the reason of namesrvClientInert's keys.
-const namesrvClientSetting = "a client connection setting (NettyClientConfig), read by RocketMQ's name server for its embedded controller and its NOTIFY_MIN_BROKER_ID_CHANGE notices; rocketkv's name server has no controller and sends those notices in plain TCP, each within 300 ms"
+const namesrvClientSetting = "a client connection setting (NettyClientConfig), read by RocketMQ's name server for its embedded controller and its NOTIFY_MIN_BROKER_ID_CHANGE notices; rocketkv's name server sends those notices, and its embedded controller its NOTIFY_BROKER_ROLE_CHANGED notices, in plain TCP with its own settings"

@@ -59,6 +59,14 @@ type Namesrv struct {
 	// must not change, on top of configBlackList, configStorePath and
 	// kvConfigPath, which it never changes.
 	ConfigBlackList string
+	// EnableControllerInNamesrv starts a controller beside the name
+	// server (RocketMQ's enableControllerInNamesrv), configured by
+	// Controller and served on the port of its controllerDLegerPeers
+	// entry; it shares scanNotActiveBrokerInterval and configBlackList
+	// with the name server, as in RocketMQ.
+	EnableControllerInNamesrv bool
+	// Controller are the embedded controller's keys.
+	Controller Controller
 	// TLS is the listener's TLS (RocketMQ's tls.server.* keys).
 	TLS TLS
 	// ProxyProtocol says which connections may open with a PROXY protocol
@@ -91,15 +99,15 @@ var namesrvFields = slices.Concat([]field[Namesrv]{
 	boolean("notifyMinBrokerIdChanged", "false", func(n *Namesrv) *bool { return &n.NotifyMinBrokerIdChanged }),
 	// An int of seconds in RocketMQ; 0 or less waits for nothing.
 	inUnit("waitSecondsForService", "45", time.Second, "seconds", -1<<31, 1<<31-1, func(n *Namesrv) *time.Duration { return &n.WaitForService }),
-	notImplemented[Namesrv]("enableControllerInNamesrv", "there is no controller (RocketMQ 5's automatic failover) to embed; brokers replicate with classic master-slave HA"),
+	boolean("enableControllerInNamesrv", "false", func(n *Namesrv) *bool { return &n.EnableControllerInNamesrv }),
 	str("configBlackList", "configBlackList;configStorePath;kvConfigPath", func(n *Namesrv) *string { return &n.ConfigBlackList }),
-}, tlsServerFields(func(n *Namesrv) *TLS { return &n.TLS }), proxyProtocolFields(func(n *Namesrv) *ProxyProtocol { return &n.ProxyProtocol }), listenerFields(func(n *Namesrv) *Listener { return &n.Listener }), []field[Namesrv]{
+}, controllerFields(func(n *Namesrv) *Controller { return &n.Controller }), tlsServerFields(func(n *Namesrv) *TLS { return &n.TLS }), proxyProtocolFields(func(n *Namesrv) *ProxyProtocol { return &n.ProxyProtocol }), listenerFields(func(n *Namesrv) *Listener { return &n.Listener }), []field[Namesrv]{
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(n *Namesrv) *string { return &n.LogLevel }),
 	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(n *Namesrv) *string { return &n.LogFormat }),
 })
 
 // namesrvSchema is the name server's key table with its lookups.
-var namesrvSchema = newSchema(namesrvFields, nil).withInert(slices.Concat(namesrvInert, namesrvClientInert, nettyServerInert[Namesrv]()))
+var namesrvSchema = newSchema(namesrvFields, nil).withInert(slices.Concat(namesrvInert, namesrvClientInert, nettyServerInert[Namesrv](), controllerInert[Namesrv]()))
 
 // DefaultKVConfigPath is RocketMQ's default kvConfigPath,
 // ~/namesrv/kvConfig.json, so a name server that replaces RocketMQ's finds

@@ -152,8 +152,9 @@ func TestRocketMQNamesrvPropertiesLoad(t *testing.T) {
 	if got.Namesrv.ListenPort != 9876 || got.Namesrv.Listener.MaxIdle != 120*time.Second {
 		t.Errorf("loaded %+v", got.Namesrv)
 	}
-	if _, err := LoadNamesrv("", map[string]string{"enableControllerInNamesrv": "true"}); err == nil || !strings.Contains(err.Error(), "enableControllerInNamesrv") {
-		t.Errorf("enableControllerInNamesrv=true: %v", err)
+	ctl, err := LoadNamesrv("", map[string]string{"enableControllerInNamesrv": "true", "controllerDLegerPeers": "n0-127.0.0.1:9878", "controllerDLegerSelfId": "n0"})
+	if err != nil || !ctl.Namesrv.EnableControllerInNamesrv || ctl.Namesrv.Controller.Peers != "n0-127.0.0.1:9878" || ctl.Namesrv.Controller.SelfID != "n0" {
+		t.Errorf("enableControllerInNamesrv=true: %+v %v", ctl.Namesrv, err)
 	}
 }
 

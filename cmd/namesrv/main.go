@@ -8,7 +8,11 @@
 // over the file. -p prints the configuration that would run and exits, as
 // mqnamesrv -p does. mqnamesrv's long forms (--configFile,
 // --printConfigItem) work too, and its -n (--namesrvAddr) is accepted and
-// ignored, as mqnamesrv ignores it. It stops cleanly on SIGINT or SIGTERM: connections are
+// ignored, as mqnamesrv ignores it. With enableControllerInNamesrv=true it
+// also runs a RocketMQ 5 controller from the same keys (package
+// controller; configs/controller.yaml), on the port of the controller's
+// own controllerDLegerPeers entry, as RocketMQ's NamesrvStartup does. It
+// stops cleanly on SIGINT or SIGTERM: connections are
 // closed and every goroutine is awaited before it exits.
 package main
 
@@ -27,10 +31,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/controller"
 	"github.com/rocketkv/rocketkv/internal/cliflags"
+	"github.com/rocketkv/rocketkv/internal/listenconf"
 	"github.com/rocketkv/rocketkv/internal/logging"
 	"github.com/rocketkv/rocketkv/internal/tlsconf"
 	"github.com/rocketkv/rocketkv/namesrv"
+	"github.com/rocketkv/rocketkv/remoting"
 )
 
 // options are the command-line flags.
@@ -168,13 +175,33 @@ func run(ctx context.Context, o options) error {
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
+	var ctl *controller.Host
+	if set.EnableControllerInNamesrv {
+		// As RocketMQ's NamesrvStartup: the controller runs beside the
+		// name server, from the same keys, on its own port.
+		var rs remoting.ServerConfig
+		listenconf.Apply(&rs, set.Listener, set.ProxyProtocol)
+		ctl, err = controller.StartHost(ctx, controller.Options{
+			Config: controller.ConfigFrom(set.Controller, set.ScanNotActiveBrokerInterval, set.ConfigBlackList),
+			Log:    log,
+		}, rs)
+		if err != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), o.shutdownWait)
+			defer cancel()
+			return errors.Join(fmt.Errorf("enableControllerInNamesrv: %w", err), srv.Shutdown(sctx))
+		}
+	}
 	<-ctx.Done()
 	log.Info().Msg("shutting down")
 	// enableShutdownGracefully's wait comes on top of the stop's own time.
 	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownWait+set.Listener.GoAwayWait())
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
+	var errs []error
+	if ctl != nil {
+		errs = append(errs, ctl.Shutdown(sctx))
 	}
-	return nil
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }

@@ -266,3 +266,76 @@ func TestTakesMqnamesrvsCommandLine(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerInNamesrv: with enableControllerInNamesrv the name server
+// also serves a controller, on the port of its controllerDLegerPeers entry,
+// and both stop on SIGTERM.
+func TestControllerInNamesrv(t *testing.T) {
+	addr := freeAddr(t)
+	ctlAddr := freeAddr(t)
+	cmd := exec.Command(os.Args[0], "--listen", addr, "--log-format", "json",
+		"--set", "enableControllerInNamesrv=true", "--set", "controllerDLegerPeers=n0-"+ctlAddr,
+		"--set", "controllerDLegerSelfId=n0", "--set", "controllerStorePath="+filepath.Join(t.TempDir(), "ctl"))
+	cmd.Env = append(os.Environ(), "NAMESRV_TEST_AS_MAIN=1")
+	logs := &testutil.SyncBuffer{}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var c *remoting.Client
+	for {
+		var err error
+		if c, err = remoting.Dial(ctx, ctlAddr, remoting.ClientOptions{}); err == nil {
+			resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.ControllerGetMetadataInfo, nil, nil))
+			if err == nil && resp.ExtFields["isLeader"] == "true" {
+				break
+			}
+			_ = c.Close()
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the embedded controller never led on %s\n%s", ctlAddr, logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	defer c.Close()
+	resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.ControllerApplyBrokerID, map[string]string{
+		"clusterName": "c1", "brokerName": "broker-a", "appliedBrokerId": "1", "registerCheckCode": "10.0.0.1:30911;1",
+	}, nil))
+	if err != nil || resp.Code != remoting.Success {
+		t.Fatalf("apply broker id: %v %v", resp, err)
+	}
+	ns, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	if resp, err := ns.Invoke(ctx, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": "T"}, nil)); err != nil || resp.Code != remoting.TopicNotExist {
+		t.Fatalf("route: %v %v", resp, err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, logs)
+		}
+	case <-ctx.Done():
+		t.Fatalf("no exit after SIGTERM\n%s", logs)
+	}
+
+	// Without peers the name server does not start, naming the key.
+	if _, err := execute(t, "--listen", "127.0.0.1:0", "--log-level", "error", "--set", "enableControllerInNamesrv=true"); err == nil ||
+		!strings.Contains(err.Error(), "controllerDLegerPeers") {
+		t.Fatalf("controller without peers: %v", err)
+	}
+}
