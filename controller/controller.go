@@ -246,7 +246,8 @@ func (c *Controller) onBrokerInactive(id BrokerIdentity) {
 }
 
 // triggerElect runs a controller-started election for a group, up to
-// electMasterMaxRetryCount times until one succeeds.
+// electMasterMaxRetryCount times until one succeeds (RocketMQ's
+// ControllerManager.triggerElectMaster).
 func (c *Controller) triggerElect(brokerName string) {
 	tries := max(c.config().ElectMasterMaxRetryCount, 1)
 	for i := 0; i < tries; i++ {
@@ -259,9 +260,12 @@ func (c *Controller) triggerElect(brokerName string) {
 			return
 		}
 		c.log.Warn().Str("brokerName", brokerName).Int32("code", res.code).Str("remark", res.remark).Int("try", i+1).Msg("controller-triggered election failed")
-		if res.code == remoting.ControllerNotLeader || res.code == remoting.ControllerMasterNotAvailable {
+		if res.code == remoting.ControllerNotLeader {
 			return
 		}
+		// Every other failure is tried again, as RocketMQ does; a try that
+		// found no candidate records that the group has no master, which
+		// bumps its master epoch each time.
 	}
 }
 

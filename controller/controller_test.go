@@ -388,17 +388,23 @@ func TestNoCandidateLeavesNoMaster(t *testing.T) {
 	b2.heartbeat(60000, 0, 10)
 	wantCode(t, "first election", b1.elect(), remoting.Success)
 	_ = b1cl.Close()
+	// Each of the electMasterMaxRetryCount (3) tries finds no candidate
+	// and records the group masterless, bumping the epoch, as RocketMQ.
 	waitFor(t, "the master to be dropped", func() bool {
 		ss := c.State().SyncStates["broker-a"]
-		return !ss.HasMaster && ss.MasterEpoch == 2
+		return !ss.HasMaster && ss.MasterEpoch == 4
 	})
+	time.Sleep(200 * time.Millisecond) // the scans run every 50 ms: nothing more happens
+	if ss := c.State().SyncStates["broker-a"]; ss.HasMaster || ss.MasterEpoch != 4 {
+		t.Fatalf("after the tries: %+v", ss)
+	}
 	// Broker 2 asks: not in sync, unclean elections off.
 	wantCode(t, "election outside the set", b2.elect(), remoting.ControllerElectMasterFailed)
 	resp := invoke(t, admin, remoting.UpdateControllerConfig, nil, []byte("enableElectUncleanMaster=true\n"))
 	wantCode(t, "update config", resp, remoting.Success)
 	resp = b2.elect()
 	wantCode(t, "unclean election", resp, remoting.Success)
-	if resp.ExtFields["masterBrokerId"] != "2" || resp.ExtFields["masterEpoch"] != "3" {
+	if resp.ExtFields["masterBrokerId"] != "2" || resp.ExtFields["masterEpoch"] != "5" {
 		t.Fatalf("unclean election header %v", resp.ExtFields)
 	}
 }

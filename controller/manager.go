@@ -47,6 +47,16 @@ type checks struct {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
+// identityExt is the clusterName and brokerName a response repeats from
+// its request; an absent clusterName stays absent, as Java omits a null.
+func identityExt(cluster, brokerName string) map[string]string {
+	ext := map[string]string{"brokerName": brokerName}
+	if cluster != "" {
+		ext["clusterName"] = cluster
+	}
+	return ext
+}
+
 // alterSyncStateSet is RocketMQ's ReplicasInfoManager.alterSyncStateSet.
 func (c checks) alterSyncStateSet(st *State, h AlterSyncStateSetHeader, set SyncStateSetBody) result {
 	if !st.known(h.BrokerName) {
@@ -159,13 +169,15 @@ func (c checks) getNextBrokerID(st *State, h BrokerIdentityHeader) result {
 	if r, ok := st.Replicas[h.BrokerName]; ok {
 		next = r.NextBrokerID
 	}
-	return result{ext: map[string]string{"clusterName": h.ClusterName, "brokerName": h.BrokerName, "nextBrokerId": itoa(next)}}
+	ext := identityExt(h.ClusterName, h.BrokerName)
+	ext["nextBrokerId"] = itoa(next)
+	return result{ext: ext}
 }
 
 // applyBrokerID is RocketMQ's ReplicasInfoManager.applyBrokerId.
 func (c checks) applyBrokerID(st *State, h ApplyBrokerIDHeader) result {
 	addr, _, _ := strings.Cut(h.RegisterCheckCode, ";")
-	ext := map[string]string{"clusterName": h.ClusterName, "brokerName": h.BrokerName}
+	ext := identityExt(h.ClusterName, h.BrokerName)
 	ev := &Event{Type: EventApplyBrokerID, Cluster: h.ClusterName, BrokerName: h.BrokerName, BrokerID: h.AppliedBrokerID, Addr: addr, CheckCode: h.RegisterCheckCode}
 	r, ok := st.Replicas[h.BrokerName]
 	if !ok {
@@ -187,7 +199,7 @@ func (c checks) applyBrokerID(st *State, h ApplyBrokerIDHeader) result {
 
 // registerBroker is RocketMQ's ReplicasInfoManager.registerBroker.
 func (c checks) registerBroker(st *State, h RegisterBrokerHeader) result {
-	ext := map[string]string{"clusterName": h.ClusterName, "brokerName": h.BrokerName}
+	ext := identityExt(h.ClusterName, h.BrokerName)
 	if !st.known(h.BrokerName) {
 		res := fail(remoting.ControllerBrokerNeedToBeRegistered, "Broker-set: %s hasn't been registered in controller", h.BrokerName)
 		res.ext = ext
