@@ -33,6 +33,8 @@ func mqadminLongNames() map[string]map[string]string {
 		"rocksDBConfigToJson":         {"brokerAddr": "broker", "nameserverAddr": "namesrv"},
 		"sendMessage":                 {"broker": "broker-name"},
 		"statsAll":                    {"activeTopic": "active"},
+		"electMaster":                 {"brokerName": "bn"},
+		"cleanBrokerMetadata":         {"brokerName": "bn"},
 	}
 	for _, name := range []string{"brokerConsumeStats", "brokerStatus", "cleanExpiredCQ", "cleanUnusedTopic",
 		"consumerStatus", "createAcl", "createUser", "deleteAcl", "deleteExpiredCommitLog", "deleteSubGroup",
@@ -83,7 +85,7 @@ func acceptMQAdminLongNames(root *cobra.Command) error {
 // mqadmin command has where bin/admin's has the long flag of that name
 // (commons-cli takes "-cf 0"; pflag would read it as -c f).
 func mqadminMultiLetterShorts() map[string][]string {
-	return map[string][]string{"checkRocksdbCqWriteProgress": {"cf"}}
+	return map[string][]string{"checkRocksdbCqWriteProgress": {"cf"}, "electMaster": {"bn"}, "cleanBrokerMetadata": {"bn"}}
 }
 
 // mqadminArgs rewrites a command line so that mqadmin's two-letter short

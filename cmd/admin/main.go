@@ -80,6 +80,12 @@
 // class has it (--brokerAddr for --broker, --namesrvAddr for --namesrv,
 // consumerProgress's --groupName and --topicName, ...), and
 // checkRocksdbCqWriteProgress's two-letter -cf; --help shows bin/admin's.
+// The controller commands (getControllerMetaData, getSyncStateSet,
+// electMaster, cleanBrokerMetadata, getControllerConfig,
+// updateControllerConfig) take mqadmin's -a, the controllers separated by
+// ';', and send what reads or changes the replicated state to the leader
+// the controllers name, as mqadmin's; electMaster's and
+// cleanBrokerMetadata's -bn works as in mqadmin.
 package main
 
 import (
@@ -186,7 +192,8 @@ func newRoot(out io.Writer) *cobra.Command {
 		printMsgCmd(g), printMsgByQueueCmd(g), sendMsgStatusCmd(g), checkMsgSendRTCmd(g), clusterRTCmd(g), allocateMQCmd(g),
 		setConsumeModeCmd(g), updateTopicListCmd(g), updateSubGroupListCmd(g), getColdDataFlowCtrInfoCmd(g),
 		updateColdDataFlowCtrGroupConfigCmd(g), removeColdDataFlowCtrGroupConfigCmd(g), queryMsgTraceByIDCmd(g),
-		exportMetadataCmd(g), exportMetadataInRocksDBCmd(), exportConfigsCmd(g), exportMetricsCmd(g), resetMasterFlushOffsetCmd(g), dumpCompactionLogCmd(), startMonitoringCmd(g))
+		exportMetadataCmd(g), exportMetadataInRocksDBCmd(), exportConfigsCmd(g), exportMetricsCmd(g), resetMasterFlushOffsetCmd(g), dumpCompactionLogCmd(), startMonitoringCmd(g),
+		getControllerMetaDataCmd(g), getSyncStateSetCmd(g), electMasterCmd(g), cleanBrokerMetadataCmd(g), getControllerConfigCmd(g), updateControllerConfigCmd(g))
 	root.AddCommand(authCmds(g)...)
 	for _, c := range root.Commands() {
 		addBrokerFlag(c, g)
