@@ -589,3 +589,20 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestChangedPeersWarn: a store keeps the membership of its first start;
+// a restart with other peers says so.
+func TestChangedPeersWarn(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	c := startController(t, cfg, true)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Peers = fmt.Sprintf("n0-127.0.0.1:%d;n1-127.0.0.1:%d", freePort(t), freePort(t))
+	c2 := startController(t, cfg, false)
+	waitFor(t, "the warning", func() bool { return strings.Contains(c2.logs.String(), "differs from the raft membership") })
+	if strings.Contains(c.logs.String(), "differs from the raft membership") {
+		t.Fatal("the first start warned")
+	}
+}

@@ -77,7 +77,9 @@
 // one-member raft with an in-memory transport. The raft log, its stable
 // store (bbolt, raft.db) and snapshots (the State as JSON) are kept under
 // controllerStorePath, so a restarted controller has its state back; the
-// first start of a peer bootstraps the cluster with every peer. A new
+// first start of a peer bootstraps the cluster with every peer; the
+// membership is then the store's (a changed controllerDLegerPeers is logged
+// as a warning and needs empty stores on every peer to take effect). A new
 // leader answers requests only once it has applied everything committed
 // before (a raft barrier). Requests are checked and replicated one at a
 // time, as RocketMQ's single event thread does.

@@ -226,6 +226,9 @@ func openNode(cfg Config, peers []Peer, self Peer, f *fsm, notify chan bool, log
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	out.raft = r
+	if has {
+		warnMembership(r, servers, log)
+	}
 	ok = true
 	return out, nil
 }
@@ -244,4 +247,29 @@ func (n *node) close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// warnMembership logs when the stored raft membership differs from
+// controllerDLegerPeers: the membership is fixed by a store's first start
+// (bootstrap), so a changed peer list needs fresh stores on every peer.
+func warnMembership(r *raft.Raft, want []raft.Server, log zerolog.Logger) {
+	f := r.GetConfiguration()
+	if err := f.Error(); err != nil {
+		log.Warn().Err(err).Msg("controller: cannot read the raft membership")
+		return
+	}
+	have := map[raft.ServerID]raft.ServerAddress{}
+	for _, s := range f.Configuration().Servers {
+		have[s.ID] = s.Address
+	}
+	same := len(have) == len(want)
+	for _, s := range want {
+		if have[s.ID] != s.Address {
+			same = false
+		}
+	}
+	if !same {
+		log.Warn().Interface("stored", have).Str("hint", "the membership is fixed when a store is first created; start every peer from an empty controllerStorePath to change it").
+			Msg("controller: controllerDLegerPeers differs from the raft membership in controllerStorePath; the stored one is used")
+	}
 }
