@@ -35,8 +35,8 @@ func TestBodiesRocketMQForm(t *testing.T) {
 	id := int64(1)
 	addr := "a:1"
 	info := encodeJSON(BrokerReplicasInfo{ReplicasInfoTable: map[string]ReplicasInfo{"b": {
-		InSyncReplicas:    []ReplicaIdentity{{Alive: true, BrokerAddress: "a:1", BrokerID: 1, BrokerName: "b"}},
-		MasterAddress:     &addr, MasterBrokerID: &id, MasterEpoch: 2, NotInSyncReplicas: []ReplicaIdentity{}, SyncStateSetEpoch: 3,
+		InSyncReplicas: []ReplicaIdentity{{Alive: true, BrokerAddress: "a:1", BrokerID: 1, BrokerName: "b"}},
+		MasterAddress:  &addr, MasterBrokerID: &id, MasterEpoch: 2, NotInSyncReplicas: []ReplicaIdentity{}, SyncStateSetEpoch: 3,
 	}}})
 	want := `{"replicasInfoTable":{"b":{"inSyncReplicas":[{"alive":true,"brokerAddress":"a:1","brokerId":1,"brokerName":"b"}],"masterAddress":"a:1","masterBrokerId":1,"masterEpoch":2,"notInSyncReplicas":[],"syncStateSetEpoch":3}}}`
 	if string(info) != want {
