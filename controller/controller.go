@@ -148,6 +148,25 @@ func (c *Controller) IsLeader() bool {
 	return c.node != nil && c.ready.Load() && c.node.raft.State() == raft.Leader
 }
 
+// WaitLeader waits until some controller of the cluster leads and this
+// one knows it (it may be another peer), or ctx ends.
+func (c *Controller) WaitLeader(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if c.node != nil {
+			if _, id := c.node.raft.LeaderWithID(); id != "" && (string(id) != c.self.ID || c.IsLeader()) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for a controller leader: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
 // State returns a copy of the replicated state.
 func (c *Controller) State() *State {
 	c.fsm.mu.RLock()

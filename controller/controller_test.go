@@ -526,6 +526,11 @@ func TestThreePeers(t *testing.T) {
 		cfg.SelfID = fmt.Sprintf("n%d", i)
 		cs = append(cs, startController(t, cfg, false))
 	}
+	for _, c := range cs {
+		if err := c.WaitLeader(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var leader *testController
 	waitFor(t, "a raft leader", func() bool {
 		for _, c := range cs {
