@@ -67,7 +67,13 @@ type Controller struct {
 
 	mu sync.Mutex
 
-	clients  *remoting.ClientPool
+	clients *remoting.ClientPool
+	// noticeMu guards pending (the newest notice waiting per broker
+	// address) and sending (the addresses whose sender runs).
+	noticeMu sync.Mutex
+	pending  map[string]notice
+	sending  map[string]bool
+
 	inactive chan BrokerIdentity
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -108,6 +114,8 @@ func New(opts Options) (*Controller, error) {
 		hb:       newHeartbeats(now),
 		notify:   make(chan bool, 16),
 		clients:  remoting.NewClientPool(remoting.ClientOptions{}),
+		pending:  map[string]notice{},
+		sending:  map[string]bool{},
 		inactive: make(chan BrokerIdentity, 1024),
 		stop:     make(chan struct{}),
 	}, nil
@@ -133,6 +141,10 @@ func (c *Controller) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	// A notice queued from now on sees closed; one queued before has
+	// added its sender to wg already.
+	c.noticeMu.Lock()
+	c.noticeMu.Unlock() //nolint:staticcheck // an empty critical section orders enqueueNotice before wg.Wait
 	close(c.stop)
 	var err error
 	if c.node != nil {
@@ -343,42 +355,90 @@ func (c *Controller) raftFailure(err error) result {
 
 // notifyRoleChanged tells the group's alive members of a new master with
 // NOTIFY_BROKER_ROLE_CHANGED (oneway), when notifyBrokerRoleChanged.
+// Notices to one broker go one at a time and only the newest waiting one
+// is sent (RocketMQ's NotifyService cancels an older pending notice for a
+// newer master epoch), so a broker never hears an older master last.
 func (c *Controller) notifyRoleChanged(rc *roleChange) {
 	if rc == nil || !c.config().NotifyBrokerRoleChanged {
 		return
 	}
+	ext := map[string]string{
+		"masterAddress":     rc.masterAddr,
+		"masterEpoch":       strconv.Itoa(int(rc.masterEpoch)),
+		"syncStateSetEpoch": strconv.Itoa(int(rc.syncStateSetEpoch)),
+		"masterBrokerId":    itoa(rc.masterID),
+	}
+	body := SyncStateSetBody{SyncStateSet: rc.syncStateSet, SyncStateSetEpoch: rc.syncStateSetEpoch}.Encode()
 	for _, id := range slices.Sorted(mapsKeys(rc.members.BrokerAddrs)) {
 		addr := rc.members.BrokerAddrs[id]
 		if addr == "" || !c.hb.isActive(rc.members.Cluster, rc.members.BrokerName, id) {
 			continue
 		}
-		ext := map[string]string{
-			"masterAddress":     rc.masterAddr,
-			"masterEpoch":       strconv.Itoa(int(rc.masterEpoch)),
-			"syncStateSetEpoch": strconv.Itoa(int(rc.syncStateSetEpoch)),
-			"masterBrokerId":    itoa(rc.masterID),
-		}
-		body := SyncStateSetBody{SyncStateSet: rc.syncStateSet, SyncStateSetEpoch: rc.syncStateSetEpoch}.Encode()
-		req := remoting.NewRequest(remoting.NotifyBrokerRoleChanged, ext, body)
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
-			defer cancel()
-			go func() {
-				select {
-				case <-c.stop:
-					cancel()
-				case <-ctx.Done():
-				}
-			}()
-			if err := c.clients.InvokeOneway(ctx, addr, req); err != nil {
-				c.log.Warn().Err(err).Str("broker", addr).Msg("notify broker of its role change failed")
-				return
-			}
-			c.log.Info().Str("broker", addr).Int64("master", rc.masterID).Int32("masterEpoch", rc.masterEpoch).Msg("notified broker of the role change")
-		}()
+		c.enqueueNotice(addr, notice{masterEpoch: rc.masterEpoch, masterID: rc.masterID, ext: maps.Clone(ext), body: body})
 	}
+}
+
+// notice is one NOTIFY_BROKER_ROLE_CHANGED waiting for its broker.
+type notice struct {
+	masterEpoch int32
+	masterID    int64
+	ext         map[string]string
+	body        []byte
+}
+
+// enqueueNotice queues n for addr, replacing a waiting notice of an older
+// or equal epoch, and starts addr's sender when none runs.
+func (c *Controller) enqueueNotice(addr string, n notice) {
+	c.noticeMu.Lock()
+	defer c.noticeMu.Unlock()
+	if c.closed.Load() {
+		return
+	}
+	if p, ok := c.pending[addr]; !ok || n.masterEpoch >= p.masterEpoch {
+		c.pending[addr] = n
+	}
+	if c.sending[addr] {
+		return
+	}
+	c.sending[addr] = true
+	c.wg.Add(1)
+	go c.sendNotices(addr)
+}
+
+// sendNotices sends addr's waiting notices until none is left.
+func (c *Controller) sendNotices(addr string) {
+	defer c.wg.Done()
+	for {
+		c.noticeMu.Lock()
+		n, ok := c.pending[addr]
+		if !ok {
+			delete(c.sending, addr)
+			c.noticeMu.Unlock()
+			return
+		}
+		delete(c.pending, addr)
+		c.noticeMu.Unlock()
+		c.sendNotice(addr, n)
+	}
+}
+
+// sendNotice sends one notice, bounded by notifyTimeout and by Close.
+func (c *Controller) sendNotice(addr string, n notice) {
+	ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	req := remoting.NewRequest(remoting.NotifyBrokerRoleChanged, n.ext, n.body)
+	if err := c.clients.InvokeOneway(ctx, addr, req); err != nil {
+		c.log.Warn().Err(err).Str("broker", addr).Int32("masterEpoch", n.masterEpoch).Msg("notify broker of its role change failed")
+		return
+	}
+	c.log.Info().Str("broker", addr).Int64("master", n.masterID).Int32("masterEpoch", n.masterEpoch).Msg("notified broker of the role change")
 }
 
 // metadata answers CONTROLLER_GET_METADATA_INFO's header: the group, the

@@ -611,3 +611,34 @@ func TestChangedPeersWarn(t *testing.T) {
 		t.Fatal("the first start warned")
 	}
 }
+
+// TestNoticesNewestWins: of the notices waiting for one broker only the
+// newest master epoch is sent, so a broker never hears an older master
+// last.
+func TestNoticesNewestWins(t *testing.T) {
+	c, err := New(Options{Config: testConfig(""), Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	rec := startNotifyRecorder(t)
+	c.noticeMu.Lock()
+	c.sending[rec.addr] = true // hold the sender back while notices queue
+	c.noticeMu.Unlock()
+	for _, epoch := range []int32{5, 4, 6, 6, 2} {
+		c.enqueueNotice(rec.addr, notice{masterEpoch: epoch, masterID: 1, ext: map[string]string{"masterEpoch": strconv.Itoa(int(epoch))}, body: []byte(`{}`)})
+	}
+	c.wg.Add(1)
+	go c.sendNotices(rec.addr)
+	waitFor(t, "the notice", func() bool { return rec.last() != nil })
+	c.wg.Wait()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.got) != 1 || rec.got[0].ExtFields["masterEpoch"] != "6" {
+		var got []string
+		for _, r := range rec.got {
+			got = append(got, r.ExtFields["masterEpoch"])
+		}
+		t.Fatalf("sent epochs %v, want [6]", got)
+	}
+}
