@@ -117,6 +117,11 @@ type ControllerFile struct {
 	ConfigBlackList string
 	// Listener is the listener's idle timeout and socket buffers.
 	Listener Listener
+	// TLS is the listener's TLS (RocketMQ's tls.server.* keys).
+	TLS TLS
+	// ProxyProtocol says which connections may open with a PROXY
+	// protocol header.
+	ProxyProtocol ProxyProtocol
 	// LogLevel is trace, debug, info, warn or error.
 	LogLevel string
 	// LogFormat is auto, console or json.
@@ -126,10 +131,12 @@ type ControllerFile struct {
 var controllerFileFields = slices.Concat(controllerFields(func(c *ControllerFile) *Controller { return &c.Controller }), []field[ControllerFile]{
 	millisRange("scanNotActiveBrokerInterval", "5000", 1, func(c *ControllerFile) *time.Duration { return &c.ScanNotActiveBrokerInterval }),
 	str("configBlackList", "configBlackList;configStorePath", func(c *ControllerFile) *string { return &c.ConfigBlackList }),
-}, listenerFields(func(c *ControllerFile) *Listener { return &c.Listener }), []field[ControllerFile]{
-	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(c *ControllerFile) *string { return &c.LogLevel }),
-	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(c *ControllerFile) *string { return &c.LogFormat }),
-})
+}, listenerFields(func(c *ControllerFile) *Listener { return &c.Listener }),
+	tlsServerFields(func(c *ControllerFile) *TLS { return &c.TLS }),
+	proxyProtocolFields(func(c *ControllerFile) *ProxyProtocol { return &c.ProxyProtocol }), []field[ControllerFile]{
+		oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(c *ControllerFile) *string { return &c.LogLevel }),
+		oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(c *ControllerFile) *string { return &c.LogFormat }),
+	})
 
 // controllerFileInert adds the keys of ControllerStartup's other objects.
 var controllerFileInert = slices.Concat(controllerInert[ControllerFile](), nettyServerInert[ControllerFile](), []inert[ControllerFile]{

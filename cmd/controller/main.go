@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/rocketkv/rocketkv/configs"
@@ -33,6 +34,7 @@ import (
 	"github.com/rocketkv/rocketkv/internal/cliflags"
 	"github.com/rocketkv/rocketkv/internal/listenconf"
 	"github.com/rocketkv/rocketkv/internal/logging"
+	"github.com/rocketkv/rocketkv/internal/tlsconf"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -126,6 +128,11 @@ func printConfig(w, warnings io.Writer, o options) error {
 	if err != nil {
 		return err
 	}
+	// A TLS certificate or key that cannot be loaded stops the start:
+	// it is refused here too.
+	if _, _, err := tlsconf.Listener("controller", loaded.Controller.TLS, zerolog.Nop()); err != nil {
+		return err
+	}
 	return logging.PrintConfig(w, warnings, logging.Format(loaded.Controller.LogFormat), o.config,
 		loaded.UnknownKeys, loaded.InertKeys, loaded.Controller.Settings())
 }
@@ -143,7 +150,10 @@ func run(ctx context.Context, o options) error {
 	}
 	logging.IgnoredKeys(log, o.config, loaded.UnknownKeys, loaded.InertKeys)
 	var rs remoting.ServerConfig
-	listenconf.Apply(&rs, set.Listener, configs.ProxyProtocol{Enable: true})
+	listenconf.Apply(&rs, set.Listener, set.ProxyProtocol)
+	if rs.TLSMode, rs.TLS, err = tlsconf.Listener("controller", set.TLS, log); err != nil {
+		return err
+	}
 	h, err := controller.StartHost(ctx, controller.Options{
 		Config: controller.ConfigFrom(set.Controller, set.ScanNotActiveBrokerInterval, set.ConfigBlackList),
 		Log:    log,

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"net"
 	"os"
 	"os/exec"
@@ -119,6 +120,16 @@ func TestServesOnPeerPortAndKeepsState(t *testing.T) {
 
 	c, stop = start()
 	defer stop()
+	// tls.server.mode is permissive by default: a broker with tls.enable
+	// reaches the same port over TLS.
+	tc, err := remoting.Dial(ctx, addr, remoting.ClientOptions{TLS: &tls.Config{InsecureSkipVerify: true}})
+	if err != nil {
+		t.Fatalf("TLS dial: %v", err)
+	}
+	defer tc.Close()
+	if resp, err := tc.Invoke(ctx, remoting.NewRequest(remoting.ControllerGetMetadataInfo, nil, nil)); err != nil || resp.ExtFields["isLeader"] != "true" {
+		t.Fatalf("metadata over TLS: %v %v", resp, err)
+	}
 	resp, err = c.Invoke(ctx, remoting.NewRequest(remoting.ControllerGetNextBrokerID, map[string]string{"clusterName": "c1", "brokerName": "broker-a"}, nil))
 	if err != nil || resp.Code != remoting.Success || resp.ExtFields["nextBrokerId"] != "2" {
 		t.Fatalf("next id after restart: %v %v", resp, err)

@@ -181,10 +181,14 @@ func run(ctx context.Context, o options) error {
 		// name server, from the same keys, on its own port.
 		var rs remoting.ServerConfig
 		listenconf.Apply(&rs, set.Listener, set.ProxyProtocol)
-		ctl, err = controller.StartHost(ctx, controller.Options{
-			Config: controller.ConfigFrom(set.Controller, set.ScanNotActiveBrokerInterval, set.ConfigBlackList),
-			Log:    log,
-		}, rs)
+		// RocketMQ's TLS settings are the process's: the controller's
+		// listener takes the name server's.
+		if rs.TLSMode, rs.TLS, err = tlsconf.Listener("controller", set.TLS, log); err == nil {
+			ctl, err = controller.StartHost(ctx, controller.Options{
+				Config: controller.ConfigFrom(set.Controller, set.ScanNotActiveBrokerInterval, set.ConfigBlackList),
+				Log:    log,
+			}, rs)
+		}
 		if err != nil {
 			sctx, cancel := context.WithTimeout(context.Background(), o.shutdownWait)
 			defer cancel()
