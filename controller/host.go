@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/rocketkv/rocketkv/configs"
@@ -41,7 +42,16 @@ type Host struct {
 // StartHost starts a controller and serves it on rs (rs.Addr empty: every
 // interface at the port of its own controllerDLegerPeers entry, where
 // RocketMQ's controller listens). Shutdown stops both.
+//
+// A single peer at port 0 ("n0-127.0.0.1:0", for tests) is served on a
+// free port of that host, which then becomes its peer address (the leader
+// address GET_METADATA_INFO reports).
 func StartHost(ctx context.Context, opts Options, rs remoting.ServerConfig) (*Host, error) {
+	if peers, err := ParsePeers(opts.Config.Peers); err == nil && len(peers) == 1 && peers[0].ID == opts.Config.SelfID {
+		if host, port, _ := net.SplitHostPort(peers[0].Addr); port == "0" {
+			return startOnFreePort(ctx, opts, rs, peers[0].ID, host)
+		}
+	}
 	c, err := New(opts)
 	if err != nil {
 		return nil, err
@@ -59,6 +69,28 @@ func StartHost(ctx context.Context, opts Options, rs remoting.ServerConfig) (*Ho
 		return nil, errors.Join(fmt.Errorf("controller listener on %s: %w", rs.Addr, err), c.Close())
 	}
 	opts.Log.Info().Str("addr", srv.Addr().String()).Str("self", c.self.ID).Msg("controller serving")
+	return &Host{Controller: c, srv: srv}, nil
+}
+
+// startOnFreePort listens first, then starts the controller with the
+// address it got as its peer address.
+func startOnFreePort(ctx context.Context, opts Options, rs remoting.ServerConfig, id, host string) (*Host, error) {
+	mux := remoting.NewMux()
+	rs.Addr = net.JoinHostPort(host, "0")
+	srv := remoting.NewServer(rs, mux, opts.Log.With().Str("component", "controller").Logger())
+	if err := srv.Start(ctx); err != nil {
+		return nil, fmt.Errorf("controller listener on %s: %w", rs.Addr, err)
+	}
+	opts.Config.Peers = id + "-" + srv.Addr().String()
+	c, err := New(opts)
+	if err == nil {
+		err = c.Start()
+	}
+	if err != nil {
+		return nil, errors.Join(err, srv.Shutdown(ctx))
+	}
+	c.Register(mux)
+	opts.Log.Info().Str("addr", srv.Addr().String()).Str("self", id).Msg("controller serving")
 	return &Host{Controller: c, srv: srv}, nil
 }
 
