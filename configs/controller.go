@@ -142,7 +142,7 @@ var controllerFileFields = slices.Concat(controllerFields(func(c *ControllerFile
 var controllerFileInert = slices.Concat(controllerInert[ControllerFile](), nettyServerInert[ControllerFile](), []inert[ControllerFile]{
 	inertInt[ControllerFile]("listenPort", "the controller serves brokers on the port of its own controllerDLegerPeers entry, as RocketMQ's DLedger controller does (its 19876 is not used)"),
 	{key: "rocketmqHome", reason: "no RocketMQ installation is read", parse: func(string) error { return nil }},
-	{key: "configStorePath", reason: "UPDATE_CONTROLLER_CONFIG changes the run-time keys until restart; edit the -c file to keep them", parse: func(string) error { return nil }},
+	{key: "configStorePath", reason: "UPDATE_CONTROLLER_CONFIG writes back into the -c file", parse: func(string) error { return nil }},
 }, inertInts[ControllerFile](namesrvClientSettingController, "connectTimeoutMillis", "clientWorkerThreads", "clientCallbackExecutorThreads",
 	"clientOnewaySemaphoreValue", "clientAsyncSemaphoreValue", "clientChannelMaxIdleTimeSeconds", "clientSocketSndBufSize", "clientSocketRcvBufSize"),
 	inertBools[ControllerFile](namesrvClientSettingController, "clientCloseSocketIfTimeout", "clientPooledByteBufAllocatorEnable", "useTLS"))
@@ -192,4 +192,12 @@ func (c *Controller) StorePathOrDefault() string {
 		return DefaultControllerStorePath()
 	}
 	return c.StorePath
+}
+
+// PersistControllerSettings writes settings (the controller's keys) into
+// the standalone controller's configuration file as PersistSettings does
+// for the broker's: what UPDATE_CONTROLLER_CONFIG changed survives a
+// restart.
+func PersistControllerSettings(path string, settings map[string]string) error {
+	return persistSettings(path, settings, controllerFileSchema.canonical)
 }

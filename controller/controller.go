@@ -36,6 +36,10 @@ type Options struct {
 	ExtraSettings map[string]string
 	// Now is the clock of heartbeats; nil is time.Now.
 	Now func() time.Time
+	// Persist, when set, writes the keys UPDATE_CONTROLLER_CONFIG changed
+	// (canonical names, new values) back into the configuration file; an
+	// error leaves them in force until restart and is told in the remark.
+	Persist func(map[string]string) error
 }
 
 // Controller serves RocketMQ's controller requests over Remoting: it hands
@@ -51,6 +55,8 @@ type Controller struct {
 	peers []Peer
 	self  Peer
 	extra map[string]string
+	// persist is Options.Persist.
+	persist func(map[string]string) error
 
 	cfgMu sync.Mutex
 	// cfg is guarded by cfgMu (UPDATE_CONTROLLER_CONFIG changes it).
@@ -109,6 +115,7 @@ func New(opts Options) (*Controller, error) {
 		peers:    peers,
 		self:     self,
 		extra:    maps.Clone(opts.ExtraSettings),
+		persist:  opts.Persist,
 		cfg:      cfg,
 		fsm:      &fsm{log: opts.Log, st: NewState()},
 		hb:       newHeartbeats(now),

@@ -402,6 +402,9 @@ func TestNoCandidateLeavesNoMaster(t *testing.T) {
 	wantCode(t, "election outside the set", b2.elect(), remoting.ControllerElectMasterFailed)
 	resp := invoke(t, admin, remoting.UpdateControllerConfig, nil, []byte("enableElectUncleanMaster=true\n"))
 	wantCode(t, "update config", resp, remoting.Success)
+	if !strings.Contains(resp.Remark, "without a configuration file") {
+		t.Errorf("an update without Options.Persist: remark %q", resp.Remark)
+	}
 	resp = b2.elect()
 	wantCode(t, "unclean election", resp, remoting.Success)
 	if resp.ExtFields["masterBrokerId"] != "2" || resp.ExtFields["masterEpoch"] != "5" {

@@ -2,11 +2,13 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -210,8 +212,8 @@ func (c *Controller) settings() map[string]string {
 	return m
 }
 
-// liveKeys are the keys UPDATE_CONTROLLER_CONFIG changes at run time; the
-// others need a restart.
+// liveKeys are the keys UPDATE_CONTROLLER_CONFIG changes at run time
+// (written back through Options.Persist); the others need a restart.
 var liveKeys = []string{"electMasterMaxRetryCount", "enableElectUncleanMaster", "notifyBrokerRoleChanged", "isProcessReadEvent", "processReadEvent"}
 
 // updateConfig answers UPDATE_CONTROLLER_CONFIG: a properties body whose
@@ -238,6 +240,9 @@ func (c *Controller) updateConfig(body []byte) result {
 		}
 	}
 	next := cfg
+	// persisted are the changed keys under the names a configuration file
+	// gives them.
+	persisted := map[string]string{}
 	for _, k := range slices.Sorted(mapsKeysString(props)) {
 		v := strings.TrimSpace(props[k])
 		switch k {
@@ -247,12 +252,16 @@ func (c *Controller) updateConfig(body []byte) result {
 				return fail(remoting.InvalidParameter, "electMasterMaxRetryCount: %q is not a positive integer", v)
 			}
 			next.ElectMasterMaxRetryCount = n
+			persisted[k] = strconv.Itoa(n)
 		case "enableElectUncleanMaster":
 			next.EnableElectUncleanMaster = strings.EqualFold(v, "true")
+			persisted[k] = strconv.FormatBool(next.EnableElectUncleanMaster)
 		case "notifyBrokerRoleChanged":
 			next.NotifyBrokerRoleChanged = strings.EqualFold(v, "true")
+			persisted[k] = strconv.FormatBool(next.NotifyBrokerRoleChanged)
 		case "isProcessReadEvent", "processReadEvent":
 			next.ProcessReadEvent = strings.EqualFold(v, "true")
+			persisted["processReadEvent"] = strconv.FormatBool(next.ProcessReadEvent)
 		default:
 			if _, known := c.settings()[k]; known {
 				return fail(remoting.InvalidParameter, "%s cannot change while the controller runs (restart it with the new value); run-time keys: %s", k, strings.Join(liveKeys, ", "))
@@ -264,7 +273,14 @@ func (c *Controller) updateConfig(body []byte) result {
 	c.cfg = next
 	c.cfgMu.Unlock()
 	c.log.Info().Interface("keys", props).Msg("controller configuration updated")
-	return result{}
+	var unsaved error
+	if c.persist == nil {
+		unsaved = errors.New("the controller was started without a configuration file")
+	} else if err := c.persist(persisted); err != nil {
+		unsaved = err
+		c.log.Error().Err(err).Msg("controller configuration changed in memory only: writing it back to the configuration file failed")
+	}
+	return result{remark: configs.UpdateRemark(unsaved, nil)}
 }
 
 func mapsKeysString(m map[string]string) func(func(string) bool) {

@@ -154,10 +154,14 @@ func run(ctx context.Context, o options) error {
 	if rs.TLSMode, rs.TLS, err = tlsconf.Listener("controller", set.TLS, log); err != nil {
 		return err
 	}
-	h, err := controller.StartHost(ctx, controller.Options{
+	opts := controller.Options{
 		Config: controller.ConfigFrom(set.Controller, set.ScanNotActiveBrokerInterval, set.ConfigBlackList),
 		Log:    log,
-	}, rs)
+	}
+	if o.config != "" {
+		opts.Persist = func(m map[string]string) error { return configs.PersistControllerSettings(o.config, m) }
+	}
+	h, err := controller.StartHost(ctx, opts, rs)
 	if err != nil {
 		return err
 	}

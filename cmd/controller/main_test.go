@@ -130,6 +130,16 @@ func TestServesOnPeerPortAndKeepsState(t *testing.T) {
 	if resp, err := tc.Invoke(ctx, remoting.NewRequest(remoting.ControllerGetMetadataInfo, nil, nil)); err != nil || resp.ExtFields["isLeader"] != "true" {
 		t.Fatalf("metadata over TLS: %v %v", resp, err)
 	}
+	// A run-time update is written back into the -c file.
+	resp, err = c.Invoke(ctx, remoting.NewRequest(remoting.UpdateControllerConfig, nil, []byte("enableElectUncleanMaster=true\nisProcessReadEvent=true\n")))
+	if err != nil || resp.Code != remoting.Success || resp.Remark != "" {
+		t.Fatalf("update: %v %v", resp, err)
+	}
+	raw, err := os.ReadFile(conf)
+	if err != nil || !strings.Contains(string(raw), "enableElectUncleanMaster") || strings.Contains(string(raw), "enableElectUncleanMaster = false") ||
+		!strings.Contains(string(raw), "processReadEvent") {
+		t.Fatalf("the file after the update (%v):\n%s", err, raw)
+	}
 	resp, err = c.Invoke(ctx, remoting.NewRequest(remoting.ControllerGetNextBrokerID, map[string]string{"clusterName": "c1", "brokerName": "broker-a"}, nil))
 	if err != nil || resp.Code != remoting.Success || resp.ExtFields["nextBrokerId"] != "2" {
 		t.Fatalf("next id after restart: %v %v", resp, err)

@@ -184,10 +184,14 @@ func run(ctx context.Context, o options) error {
 		// RocketMQ's TLS settings are the process's: the controller's
 		// listener takes the name server's.
 		if rs.TLSMode, rs.TLS, err = tlsconf.Listener("controller", set.TLS, log); err == nil {
-			ctl, err = controller.StartHost(ctx, controller.Options{
+			opts := controller.Options{
 				Config: controller.ConfigFrom(set.Controller, set.ScanNotActiveBrokerInterval, set.ConfigBlackList),
 				Log:    log,
-			}, rs)
+			}
+			if o.config != "" {
+				opts.Persist = func(m map[string]string) error { return configs.PersistNamesrvSettings(o.config, m) }
+			}
+			ctl, err = controller.StartHost(ctx, opts, rs)
 		}
 		if err != nil {
 			sctx, cancel := context.WithTimeout(context.Background(), o.shutdownWait)
