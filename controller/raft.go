@@ -121,6 +121,7 @@ type node struct {
 // (raft's own warnings and errors are passed on at theirs).
 type zerologWriter struct{ log zerolog.Logger }
 
+// Write logs one line of raft's at the level its text names.
 func (w zerologWriter) Write(p []byte) (int, error) {
 	line := strings.TrimSpace(string(p))
 	ev := w.log.Debug()

@@ -123,9 +123,12 @@ const (
 // Event is one state change, as it travels in the replicated log (JSON).
 // Which fields count depends on Type.
 type Event struct {
-	Type       EventType `json:"type"`
-	Cluster    string    `json:"cluster,omitempty"`
-	BrokerName string    `json:"brokerName"`
+	// Type says which change this is.
+	Type EventType `json:"type"`
+	// Cluster is the group's cluster (apply and address update).
+	Cluster string `json:"cluster,omitempty"`
+	// BrokerName names the group; every event has one.
+	BrokerName string `json:"brokerName"`
 	// BrokerID is the id applied for, elected or readdressed.
 	BrokerID int64 `json:"brokerId,omitempty"`
 	// Addr is the broker address of an apply or an address update.
