@@ -574,6 +574,32 @@ func TestThreePeers(t *testing.T) {
 		resp = invoke(t, cl, remoting.ControllerGetReplicaInfo, map[string]string{"brokerName": "broker-a"}, nil)
 		wantCode(t, "read at a follower", resp, remoting.ControllerNotLeader)
 	}
+
+	// The leader stops: one of the others takes over with the state.
+	if err := leader.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var next *testController
+	waitFor(t, "a new raft leader", func() bool {
+		for _, c := range cs {
+			if c != leader && c.IsLeader() {
+				next = c
+				return true
+			}
+		}
+		return false
+	})
+	cl := dial(t, next.srv.Addr().String())
+	resp := invoke(t, cl, remoting.ControllerGetNextBrokerID, map[string]string{"clusterName": "c1", "brokerName": "broker-a"}, nil)
+	wantCode(t, "next id at the new leader", resp, remoting.Success)
+	if resp.ExtFields["nextBrokerId"] != "2" {
+		t.Fatalf("next id at the new leader: %v", resp.ExtFields)
+	}
+	b2 := &broker{t: t, cl: cl, addr: "10.0.0.2:30911"}
+	b2.applyID()
+	if b2.id != 2 {
+		t.Fatalf("id at the new leader %d", b2.id)
+	}
 }
 
 // TestConfigErrors: a controller without peers or self id does not start,
