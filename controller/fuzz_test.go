@@ -3,8 +3,14 @@ package controller
 import (
 	"bytes"
 	"io"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/remoting"
 )
 
 // FuzzHeaders feeds arbitrary ext fields to every header decoder: each
@@ -60,6 +66,51 @@ func FuzzBodies(f *testing.F) {
 		if err := fm.Restore(io.NopCloser(bytes.NewReader(data))); err == nil {
 			fm.st.Apply(&Event{Type: EventApplyBrokerID, BrokerName: strings.Repeat("b", 1), BrokerID: 2})
 			fm.st.Apply(&Event{Type: EventCleanBrokerData, BrokerName: "b", BrokerIDs: []int64{1}})
+		}
+	})
+}
+
+// FuzzServe sends arbitrary requests of every controller code, with
+// arbitrary header values and bodies, to a running controller: each gets
+// an answer, never a panic, and the state stays consistent (a master only
+// after an election, sync state sets sorted without duplicates). A master
+// may leave its own set: RocketMQ's CLEAN_BROKER_DATA of a dead master's
+// id does that too.
+func FuzzServe(f *testing.F) {
+	f.Add(uint8(0), "broker-a", "1", "1", []byte(`{"syncStateSet":[1],"syncStateSetEpoch":1}`))
+	f.Add(uint8(11), "broker-a", "1", "a:1;1", []byte(nil))
+	f.Add(uint8(1), "broker-a", "1", "false", []byte(nil))
+	f.Add(uint8(6), "broker-a", "-1", "x", []byte(`["broker-a"]`))
+	f.Add(uint8(9), "broker-a", "1;2", "true", []byte(nil))
+	f.Add(uint8(7), "k", "v", "", []byte("enableElectUncleanMaster=true\nx"))
+	cfg := testConfig("")
+	c, err := New(Options{Config: cfg, Log: zerolog.Nop()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		f.Fatal(err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	for !c.IsLeader() && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.Fuzz(func(t *testing.T, code uint8, name, v1, v2 string, body []byte) {
+		ext := map[string]string{
+			"clusterName": "c", "brokerName": name, "brokerId": v1, "appliedBrokerId": v1, "masterBrokerId": v1,
+			"masterEpoch": v1, "registerCheckCode": v2, "brokerAddress": v2, "brokerAddr": v2, "designateElect": v2,
+			"brokerControllerIdsToClean": v1, "isCleanLivingBroker": v2, "heartbeatTimeoutMills": v1, "epoch": v1,
+		}
+		req := remoting.NewRequest(Codes[int(code)%len(Codes)], ext, body)
+		res := c.serve(nil, req)
+		if res.code == remoting.Success && res.remark != "" && req.Code != remoting.BrokerHeartbeat && req.Code != remoting.UpdateControllerConfig {
+			t.Fatalf("code %d answered SUCCESS with remark %q", req.Code, res.remark)
+		}
+		for n, ss := range c.State().SyncStates {
+			if ss.HasMaster && ss.MasterEpoch < 1 || !slices.Equal(ss.SyncStateSet, sortedIDs(ss.SyncStateSet)) {
+				t.Fatalf("group %s: %+v", n, ss)
+			}
 		}
 	})
 }
