@@ -3,8 +3,10 @@
 // ids, elects each broker group's master, keeps the group's sync state set
 // (the replicas in sync with the master) and tells brokers of role changes.
 // It speaks RocketMQ's controller requests over Remoting with RocketMQ's
-// headers, bodies and response codes, so Apache RocketMQ brokers and
-// rocketkv brokers use it alike.
+// headers, bodies and response codes, as RocketMQ's source lays them out
+// (the tests send requests shaped as RocketMQ's BrokerOuterAPI sends them
+// and read bodies as fastjson writes them; no running Java broker has been
+// tried against it).
 //
 // # State
 //
