@@ -63,6 +63,12 @@
 // keyspace of the slave's own (0x59), loaded again when the slave
 // restarts (readonlyorder.go).
 //
+// A slave acting for its master that is down runs the revive on the
+// master's state it copied, with its puts sent to another broker group's
+// master (RunActingRevive, acting.go): its non-orderly pops then start
+// past the master's copied pop position, and its non-orderly acks remove
+// messages from the copied checkpoints.
+//
 // The wire forms live here too: the receipt handle (Handle, the POP_CK
 // property and ack extraInfo), the pop response header strings
 // (InfoBuilder and its parsers) and the BATCH_ACK_MESSAGE body

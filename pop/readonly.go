@@ -32,7 +32,9 @@ import (
 // client's commit on the slave replaces it, else the committed offset as
 // last copied from the master (the master's pop position, past what it
 // has in flight, is not used: while the master is down, what it had in
-// flight and cannot revive is delivered again from the slave), else
+// flight and cannot revive is delivered again from the slave; but while
+// an acting master's revive runs, which delivers it, the pop starts past
+// that position too: acting.go), else
 // where InitMode places the group; or past what earlier pops on this
 // slave handed out that is still invisible, when that is further: the
 // slave keeps that in memory (handedOut), as RocketMQ's keeps it in its
@@ -157,10 +159,11 @@ func (s *Service) readOnlyPin(req PopRequest, src source) (int64, error) {
 // (see handedOut): past what the slave's pops handed out that is still
 // invisible, or at the group's offset on the slave, which is the slave's
 // own entry (slaveOrders), else the committed offset copied from the
-// master, else where InitMode places the group; with pin that start is
-// made the slave's own entry (as RocketMQ's slave commits the start of
-// every queue its pop locks). The caller holds the queue's lock when pin
-// is set.
+// master, else where InitMode places the group; while an acting master's
+// revive runs, past the master's copied pop position too (pastRevived);
+// with pin that start is made the slave's own entry (as RocketMQ's slave
+// commits the start of every queue its pop locks). The caller holds the
+// queue's lock when pin is set.
 func (s *Service) readOnlyStart(k queueKey, initMode int32, pin bool) (int64, error) {
 	now := s.now()
 	own, hasOwn, err := s.slaveOwnOffset(k, now)
@@ -168,6 +171,9 @@ func (s *Service) readOnlyStart(k queueKey, initMode int32, pin bool) (int64, er
 		return 0, fmt.Errorf("read-only pop of %s/%d: %w", k.topic, k.queueID, err)
 	}
 	if hasOwn {
+		if own, err = s.pastRevived(k, own); err != nil {
+			return 0, fmt.Errorf("read-only pop of %s/%d: pop position of %s: %w", k.topic, k.queueID, k.group, err)
+		}
 		return s.handed.from(k, own, true, now), nil
 	}
 	base, committed, err := s.cfg.Offsets.Get(k.group, k.topic, k.queueID)
@@ -178,10 +184,13 @@ func (s *Service) readOnlyStart(k queueKey, initMode int32, pin bool) (int64, er
 		if base, err = s.initOffset(k.topic, k.queueID, initMode); err != nil {
 			return 0, fmt.Errorf("read-only pop of %s/%d: %w", k.topic, k.queueID, err)
 		}
-		if pin {
-			if err := s.slaveOrd.setOwn(k, base, now); err != nil {
-				return 0, fmt.Errorf("read-only pop of %s/%d: %w", k.topic, k.queueID, err)
-			}
+	}
+	if base, err = s.pastRevived(k, base); err != nil {
+		return 0, fmt.Errorf("read-only pop of %s/%d: pop position of %s: %w", k.topic, k.queueID, k.group, err)
+	}
+	if !committed && pin {
+		if err := s.slaveOrd.setOwn(k, base, now); err != nil {
+			return 0, fmt.Errorf("read-only pop of %s/%d: %w", k.topic, k.queueID, err)
 		}
 	}
 	return s.handed.from(k, base, committed, now), nil

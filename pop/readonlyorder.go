@@ -533,10 +533,13 @@ func (s *Service) ackReadOnlyOrder(group, topic string, queueID int32, offsets [
 	return res, nil
 }
 
-// AckReadOnly is Ack on a slave, which writes nothing: an orderly ack
+// AckReadOnly is Ack on a slave, which writes nothing of its master's
+// state but while it revives it as an acting master: an orderly ack
 // moves what the slave keeps in memory of the group's queue
-// (ackReadOnlyOrder); any other only changes the slave's count for the
-// in-flight threshold. Either takes the message out of that count when
+// (ackReadOnlyOrder); any other changes the slave's count for the
+// in-flight threshold, and removes the message from the checkpoint
+// copied from the master while an acting master's revive runs
+// (ackCopied). Either takes the message out of that count when
 // the slave's pop handed it out (slaveInFlight, as RocketMQ's orderly
 // and other acks decrement its PopInflightMessageCounter; the master's
 // in-flight state, copied to the slave, is the one a promoted slave
@@ -544,7 +547,7 @@ func (s *Service) ackReadOnlyOrder(group, topic string, queueID int32, offsets [
 func (s *Service) AckReadOnly(group, topic string, queueID int32, offset int64, h Handle) (AckResult, error) {
 	if !h.Orderly() {
 		s.ackedReadOnly(group, topic, queueID, h.PopTime, []int64{offset})
-		return AckResult{}, nil
+		return s.ackCopied(group, topic, queueID, h.CKOffset, []int64{offset}, h.PopTime, h.InvisibleTime)
 	}
 	res, err := s.ackReadOnlyOrder(group, topic, queueID, []int64{offset}, h.PopTime)
 	s.ackedReadOnly(group, topic, queueID, h.PopTime, []int64{offset})
@@ -553,7 +556,8 @@ func (s *Service) AckReadOnly(group, topic string, queueID int32, offset int64, 
 
 // AckBatchReadOnly is AckBatch on a slave: its entries are acknowledged
 // as AckReadOnly's (each in the slave's in-flight count, the orderly
-// ones in its memory of the queue too). An entry
+// ones in its memory of the queue too, the others in the checkpoints
+// copied from the master while an acting master's revive runs). An entry
 // with offsets outside its batch does not stop the others; the error
 // returned then wraps ErrIllegalOffset.
 func (s *Service) AckBatchReadOnly(entries []AckEntry) ([]AckResult, error) {
@@ -563,6 +567,10 @@ func (s *Service) AckBatchReadOnly(entries []AckEntry) ([]AckResult, error) {
 		var r AckResult
 		if !e.Orderly {
 			s.ackedReadOnly(e.Group, e.Topic, e.QueueID, e.PopTime, e.Offsets)
+			var err error
+			if r, err = s.ackCopied(e.Group, e.Topic, e.QueueID, e.CKOffset, e.Offsets, e.PopTime, e.InvisibleTime); err != nil {
+				return results, err
+			}
 		}
 		if e.Orderly {
 			var err error

@@ -45,7 +45,6 @@ func (s *Service) exhausted(attempts int32) bool {
 // after a failed round those whose put could not tell what it stored
 // (waiting at most settleWait before each round until it succeeds).
 func (s *Service) reviveLoop(ctx context.Context) {
-	defer close(s.done)
 	var left leftovers
 	if _, err := s.reviveIntents(ctx, false); err != nil && ctx.Err() == nil {
 		s.log.Error().Err(err).Msg("revive: messages whose revive a crash cut short not settled yet; tried again before each round")
@@ -460,7 +459,8 @@ func (s *Service) putIntents(ctx context.Context, k queueKey, out []revived, bat
 	}
 	b := s.store.NewBatch()
 	defer b.Close()
-	if s.putRevived(ctx, k, retry, dlq) {
+	put, ok := s.putRevived(ctx, k, retry, dlq)
+	if ok {
 		s.revived.Add(int64(len(retry)))
 		s.dlq.Add(int64(len(dlq)))
 		// Not waited for: a batch a crash keeps finds its messages stored.
@@ -481,6 +481,22 @@ func (s *Service) putIntents(ctx context.Context, k queueKey, out []revived, bat
 	stored, err := s.storedRevives(batches)
 	if err != nil {
 		return fmt.Errorf("revive: find what a failed put stored (its revive batches are settled before a later round): %w", err)
+	}
+	// What a put to another broker group (an acting master's) stored
+	// is not in this CommitLog: the put says it.
+	if len(put) > 0 {
+		intents := make(map[*commitlog.Message]*kvindex.ReviveIntent, len(out))
+		for i := range out {
+			intents[out[i].msg] = &out[i].intent
+		}
+		for _, m := range put {
+			stored[reviveKeyOf(intents[m])] = true
+			if m.Topic == meta.DLQTopic(k.group) {
+				s.dlq.Add(1)
+			} else {
+				s.revived.Add(1)
+			}
+		}
 	}
 	_, err = s.settle(b, nil, batches, stored, now, true)
 	return err
@@ -790,17 +806,24 @@ func (s *Service) settle(b *kvindex.PopBatch, legacy []kvindex.ReviveIntent, bat
 }
 
 // putRevived puts the revived messages of k to their pop-retry topic and
-// DLQ and reports whether all were put. The puts to the pop-retry topic
-// are told to the Observer (Retried), as RocketMQ counts its revive's
-// puts there; those to the DLQ are counted as dead letters by the broker.
-func (s *Service) putRevived(ctx context.Context, k queueKey, retry, dlq []*commitlog.Message) bool {
+// DLQ and reports whether all were put; while an acting master's revive
+// runs they go to another broker group (putRemote), which also returns
+// those it stored before a failure (a put to this broker's CommitLog
+// returns none: the caller finds them there). The puts to the pop-retry
+// topic are told to the Observer (Retried), as RocketMQ counts its
+// revive's puts there; those to the DLQ are counted as dead letters by
+// the broker.
+func (s *Service) putRevived(ctx context.Context, k queueKey, retry, dlq []*commitlog.Message) ([]*commitlog.Message, bool) {
+	if a := s.acting.Load(); a != nil {
+		return s.putRemote(ctx, k, a.put, retry, dlq)
+	}
 	for i, msgs := range [][]*commitlog.Message{retry, dlq} {
 		if len(msgs) == 0 {
 			continue
 		}
 		if err := s.cfg.Broker.EnsureTopic(msgs[0].Topic); err != nil {
 			s.log.Warn().Err(err).Str("topic", msgs[0].Topic).Msg("revive: create topic failed; retrying later")
-			return false
+			return nil, false
 		}
 		for _, batch := range putBatches(msgs) {
 			status, err := s.cfg.Broker.Put(ctx, batch)
@@ -809,11 +832,11 @@ func (s *Service) putRevived(ctx context.Context, k queueKey, retry, dlq []*comm
 			}
 			if err != nil {
 				s.log.Warn().Err(err).Str("topic", batch[0].Topic).Int("messages", len(batch)).Msg("revive: put failed; retrying later")
-				return false
+				return nil, false
 			}
 		}
 	}
-	return true
+	return nil, true
 }
 
 // Revive puts messages of one topic in batches of at most

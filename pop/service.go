@@ -218,11 +218,16 @@ type Service struct {
 	dlq         atomic.Int64
 	undecodable atomic.Int64
 
-	// reviving is set while the revive loop runs (Start to Close), and
-	// scanFrom is where its next round scans from: ReviveBacklog reads
-	// them from other goroutines.
+	// reviving is set while the revive loop runs (Start to Close, or
+	// RunActingRevive), and scanFrom is where its next round scans from:
+	// ReviveBacklog reads them from other goroutines.
 	reviving atomic.Bool
 	scanFrom atomic.Int64
+	// acting is set while an acting master's revive runs
+	// (RunActingRevive): its puts go to another broker group, its pops
+	// start past the master's copied pop position and its acks remove
+	// messages from the master's copied checkpoints (acting.go).
+	acting atomic.Pointer[actingRevive]
 
 	// stateRead, when set (tests only), is called by acks, changes of
 	// invisible time and offset resets once they read the queue state
@@ -468,9 +473,13 @@ func (s *Service) Start() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	s.done = make(chan struct{})
+	done := make(chan struct{})
+	s.done = done
 	s.reviving.Store(true)
-	go s.reviveLoop(ctx)
+	go func() {
+		defer close(done)
+		s.reviveLoop(ctx)
+	}()
 }
 
 // Close stops revive and waits for it, and stops the timers that wake
